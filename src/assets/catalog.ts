@@ -1,0 +1,85 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, rename, rm } from 'node:fs/promises';
+import { isAbsolute, join, resolve } from 'node:path';
+import { z } from 'zod';
+import { readConfigFile } from '../config/load.js';
+import { ModelManifestSchema, type ModelManifest } from '../config/schema.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { resolveAsset, type ResolveOptions } from './fetch.js';
+import { cacheDir, PACKAGE_ROOT } from './paths.js';
+
+const Entry = z.object({
+  file: z.string().regex(/^[A-Za-z0-9_.-]+$/),
+  url: z.string().url(),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  license: z.string().optional(),
+  credit: z.string().optional(),
+  description: z.string().optional(),
+});
+const CatalogSchema = z.object({
+  streams: z.array(Entry).default([]),
+  images: z.array(Entry).default([]),
+  derived: z.array(z.object({ file: z.string().regex(/^[A-Za-z0-9_.-]+$/), from: z.string(), ffmpegArgs: z.array(z.string()) })).default([]),
+});
+export type Catalog = z.infer<typeof CatalogSchema>;
+
+let catalogPromise: Promise<Catalog> | undefined;
+export function loadCatalog(): Promise<Catalog> {
+  catalogPromise ??= readConfigFile(join(PACKAGE_ROOT, 'streams', 'assets.yaml'), CatalogSchema);
+  return catalogPromise;
+}
+
+/** Local path of a catalogued video (`asset:NAME` in a pipeline), fetched if needed; derived clips are made with ffmpeg. */
+export async function resolveStream(name: string, ffmpegPath: string, options: ResolveOptions = {}): Promise<string> {
+  const cat = await loadCatalog();
+  const e = cat.streams.find((s) => s.file === name);
+  if (e) return resolveAsset({ kind: 'streams', ...e }, options);
+  const d = cat.derived.find((s) => s.file === name);
+  if (d) return deriveClip(d, ffmpegPath, options);
+  const known = [...cat.streams.map((s) => s.file), ...cat.derived.map((s) => s.file)].join(', ');
+  throw new ArgusError(ErrorCodes.ASSET_UNKNOWN, `asset "${name}" is not in streams/assets.yaml (known: ${known})`);
+}
+
+export async function resolveImage(name: string, options: ResolveOptions = {}): Promise<string> {
+  const cat = await loadCatalog();
+  const e = cat.images.find((s) => s.file === name);
+  if (!e) throw new ArgusError(ErrorCodes.ASSET_UNKNOWN, `image "${name}" is not in streams/assets.yaml`);
+  return resolveAsset({ kind: 'images', ...e }, options);
+}
+
+async function deriveClip(d: Catalog['derived'][number], ffmpegPath: string, options: ResolveOptions): Promise<string> {
+  const out = join(options.cache ?? cacheDir(), 'derived', d.file);
+  if (existsSync(out)) return out;
+  const src = await resolveStream(d.from, ffmpegPath, options);
+  await mkdir(join(options.cache ?? cacheDir(), 'derived'), { recursive: true });
+  const tmp = `${out}.part-${process.pid}.mp4`;
+  options.log?.(`deriving ${d.file} from ${d.from} with ffmpeg`);
+  const stderr: string[] = [];
+  const code = await new Promise<number | null>((res, rej) => {
+    const p = spawn(ffmpegPath, ['-hide_banner', '-nostdin', '-loglevel', 'error', '-y', '-i', src, ...d.ffmpegArgs, tmp], { stdio: ['ignore', 'ignore', 'pipe'] });
+    p.stderr.setEncoding('utf8').on('data', (s: string) => stderr.push(s));
+    p.on('error', rej);
+    p.on('close', res);
+  });
+  if (code !== 0) {
+    await rm(tmp, { force: true });
+    throw new ArgusError(ErrorCodes.SOURCE_EXIT, `deriving ${d.file}: ffmpeg exited with code ${code}: ${stderr.join('').slice(-500)}`);
+  }
+  await rename(tmp, out);
+  return out;
+}
+
+/** A manifest by name (models/NAME.yaml) or by path. */
+export async function loadModelManifest(ref: string, baseDir = process.cwd()): Promise<{ manifest: ModelManifest; file: string }> {
+  const byName = join(PACKAGE_ROOT, 'models', `${ref}.yaml`);
+  const file = /^[A-Za-z0-9_.-]+$/.test(ref) && existsSync(byName) ? byName : isAbsolute(ref) ? ref : resolve(baseDir, ref);
+  const manifest = await readConfigFile(file, ModelManifestSchema);
+  if (manifest.labels.length === 0) throw new ArgusError(ErrorCodes.CONFIG, `${file}: labels: at least one label is needed`);
+  return { manifest, file };
+}
+
+/** Local path of the manifest's ONNX file (mirror, cache or download). */
+export function resolveModelFile(manifest: ModelManifest, options: ResolveOptions = {}): Promise<string> {
+  return resolveAsset({ kind: 'models', file: manifest.file, url: manifest.url, alternates: manifest.alternates, sha256: manifest.sha256 }, options);
+}

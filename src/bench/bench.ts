@@ -1,0 +1,1 @@
+export async function runBench(_o: unknown) {}

@@ -1,0 +1,83 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { loadPipeline } from './config/load.js';
+import { isArgusError } from './core/errors.js';
+import { createLogger, logFn } from './core/log.js';
+import { pipelineBaseDir } from './pipeline/pipeline.js';
+import { runPipeline } from './pipeline/run.js';
+
+const logger = createLogger();
+const log = logFn(logger);
+
+function positiveInt(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('expected a positive whole number');
+  return n;
+}
+
+const program = new Command('argus').description('Real-time video analytics: ffmpeg → ONNX Runtime → detections').showHelpAfterError();
+
+program
+  .command('run')
+  .description('run a pipeline YAML')
+  .argument('<pipeline>', 'pipeline YAML file')
+  .option('--max-frames <n>', 'stop after N processed frames', positiveInt)
+  .option('--jsonl <file>', "write one JSON line per processed frame ('-' for stdout)")
+  .option('--no-status', 'do not print the per-source status line')
+  .action(async (file: string, opts: { maxFrames?: number; jsonl?: string; status: boolean }) => {
+    const config = await loadPipeline(file);
+    const ac = new AbortController();
+    let signals = 0;
+    const onSignal = (sig: string) => {
+      signals++;
+      if (signals > 1) process.exit(130);
+      logger.info({ signal: sig }, 'stopping (send again to force)');
+      ac.abort();
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    const summary = await runPipeline(config, {
+      baseDir: pipelineBaseDir(file),
+      maxFrames: opts.maxFrames,
+      jsonl: opts.jsonl,
+      status: opts.status,
+      signal: ac.signal,
+      log,
+    });
+    for (const s of summary.stats) {
+      logger.info({ source: s.id, framesIn: s.framesIn, framesOut: s.framesOut, dropped: s.dropped, e2eP50: s.e2e.percentile(50), e2eP99: s.e2e.percentile(99) }, 'source summary');
+    }
+    if (summary.failed.length > 0) {
+      for (const f of summary.failed) process.stderr.write(`argus: source "${f.source}" failed: ${f.error.message}\n`);
+      process.exitCode = 1;
+    }
+  });
+
+program
+  .command('bench')
+  .description('measure raw inference, file-mode throughput and live 1080p30 behaviour')
+  .option('--pipeline <file>', 'pipeline YAML whose model settings to use', 'pipelines/demo.yaml')
+  .option('--raw-runs <n>', 'raw inference runs', positiveInt, 300)
+  .option('--file-frames <n>', 'frames for the file-mode run', positiveInt, 600)
+  .option('--live-seconds <n>', 'length of the live 1080p30 run', positiveInt, 120)
+  .option('--json <file>', 'also write the figures as JSON')
+  .action(async (opts: { pipeline: string; rawRuns: number; fileFrames: number; liveSeconds: number; json?: string }) => {
+    const { runBench } = await import('./bench/bench.js');
+    await runBench({ ...opts, log });
+  });
+
+program
+  .command('assets')
+  .description('fetch (or verify) the default model and the demo videos into the cache')
+  .action(async () => {
+    const { fetchAll } = await import('./assets/fetch-all.js');
+    await fetchAll(log);
+  });
+
+try {
+  await program.parseAsync(process.argv);
+} catch (e) {
+  const code = isArgusError(e) ? `${e.code}: ` : '';
+  process.stderr.write(`argus: ${code}${(e as Error).message}\n`);
+  logger.flush();
+  process.exitCode = process.exitCode || 2;
+}

@@ -1,0 +1,52 @@
+import { parse as parseYaml } from 'yaml';
+
+const EXPR = /\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?:,([^}]*))?\}/g;
+const WHOLE = /^\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?:,([^}]*))?\}$/;
+
+export class InterpolationError extends Error {
+  constructor(
+    readonly path: string,
+    readonly variable: string,
+  ) {
+    super(`${path}: environment variable ${variable} is not set and has no default`);
+  }
+}
+
+/**
+ * Replaces `${env:VAR}` and `${env:VAR,default}` in every string of a parsed YAML document.
+ * A string that is exactly one expression is re-read as a YAML scalar, so `${env:FPS,30}`
+ * becomes the number 30 and `${env:LOOP,false}` the boolean false.
+ */
+export function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv = process.env, path = ''): unknown {
+  if (typeof value === 'string') {
+    const whole = WHOLE.exec(value.trim());
+    if (whole) {
+      const v = lookup(whole[1], whole[2], env, path);
+      return parseScalar(v);
+    }
+    return value.replace(EXPR, (_m, name: string, def: string | undefined) => lookup(name, def, env, path));
+  }
+  if (Array.isArray(value)) return value.map((v, i) => interpolateEnv(v, env, `${path}[${i}]`));
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = interpolateEnv(v, env, path ? `${path}.${k}` : k);
+    return out;
+  }
+  return value;
+}
+
+function lookup(name: string, def: string | undefined, env: NodeJS.ProcessEnv, path: string): string {
+  const v = env[name];
+  if (v !== undefined && v !== '') return v;
+  if (def !== undefined) return def;
+  throw new InterpolationError(path || '(root)', name);
+}
+
+function parseScalar(s: string): unknown {
+  try {
+    const v: unknown = parseYaml(s);
+    return v === null || typeof v === 'object' ? s : v;
+  } catch {
+    return s;
+  }
+}

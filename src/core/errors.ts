@@ -1,0 +1,45 @@
+/**
+ * Every error the pipeline raises on purpose has a stable code, so operators can grep logs
+ * and tests can assert the code rather than the wording.
+ */
+export const ErrorCodes = {
+  /** A pipeline YAML (or a model manifest) failed validation; the message names the field. */
+  CONFIG: 'VAP_ERR_CONFIG',
+  /** A configuration file could not be read or parsed. */
+  CONFIG_FILE: 'VAP_ERR_CONFIG_FILE',
+  /** An asset is not in the mirror or cache and could not be downloaded. */
+  ASSET_DOWNLOAD: 'VAP_ERR_ASSET_DOWNLOAD',
+  /** An asset's sha256 does not match its manifest. */
+  ASSET_CHECKSUM: 'VAP_ERR_ASSET_CHECKSUM',
+  /** An asset reference names nothing in the manifests. */
+  ASSET_UNKNOWN: 'VAP_ERR_ASSET_UNKNOWN',
+  /** The model file is missing or ONNX Runtime cannot load it. */
+  MODEL_LOAD: 'VAP_ERR_MODEL_LOAD',
+  /** The model's input/output shapes do not fit the configured decoder. */
+  MODEL_SHAPE: 'VAP_ERR_MODEL_SHAPE',
+  /** No requested execution provider could be created (not even CPU). */
+  PROVIDER: 'VAP_ERR_PROVIDER',
+  /** A source cannot be opened (missing file, unsupported URL scheme). */
+  SOURCE_OPEN: 'VAP_ERR_SOURCE_OPEN',
+  /** ffmpeg exited with an error before or while delivering frames. */
+  SOURCE_EXIT: 'VAP_ERR_SOURCE_EXIT',
+  /** ffmpeg did not report the input's video stream (size, rate). */
+  SOURCE_PROBE: 'VAP_ERR_SOURCE_PROBE',
+} as const;
+
+export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
+
+export class ArgusError extends Error {
+  override readonly name = 'ArgusError';
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export function isArgusError(e: unknown, code?: ErrorCode): e is ArgusError {
+  return e instanceof ArgusError && (code === undefined || e.code === code);
+}

@@ -1,0 +1,70 @@
+import type { InferenceSession } from 'onnxruntime-node';
+import type { ExecutionProviderName } from '../config/schema.js';
+
+export interface ProviderOptions {
+  deviceId: number;
+  /** TensorRT: where built engines are cached between runs. */
+  trtEngineCacheDir?: string;
+  /** TensorRT: build fp16 engines. */
+  trtFp16?: boolean;
+}
+
+/**
+ * The order in which execution providers are tried: the configured ones, de-duplicated, with
+ * CPU last whether or not it was asked for. Each attempt is one provider (plus CPU for the
+ * operators it does not cover).
+ */
+export function providerAttempts(requested: readonly ExecutionProviderName[]): ExecutionProviderName[] {
+  const out: ExecutionProviderName[] = [];
+  for (const p of requested) if (p !== 'cpu' && !out.includes(p)) out.push(p);
+  out.push('cpu');
+  return out;
+}
+
+export function providerConfig(name: ExecutionProviderName, o: ProviderOptions): InferenceSession.ExecutionProviderConfig[] {
+  switch (name) {
+    case 'cpu':
+      return ['cpu'];
+    case 'cuda':
+      return [{ name: 'cuda', deviceId: o.deviceId } as InferenceSession.ExecutionProviderConfig, 'cpu'];
+    case 'tensorrt': {
+      const trt: Record<string, unknown> = { name: 'tensorrt', deviceId: o.deviceId };
+      if (o.trtEngineCacheDir) {
+        trt.trt_engine_cache_enable = '1';
+        trt.trt_engine_cache_path = o.trtEngineCacheDir;
+      }
+      if (o.trtFp16) trt.trt_fp16_enable = '1';
+      return [trt as unknown as InferenceSession.ExecutionProviderConfig, { name: 'cuda', deviceId: o.deviceId } as InferenceSession.ExecutionProviderConfig, 'cpu'];
+    }
+  }
+}
+
+export interface ProviderChoice<S> {
+  session: S;
+  provider: ExecutionProviderName;
+  /** Providers that were tried first and failed, with ONNX Runtime's reason. */
+  failed: { provider: ExecutionProviderName; reason: string }[];
+}
+
+/**
+ * Creates a session with the first provider that works. `create` is ONNX Runtime's
+ * `InferenceSession.create` in production and a fake in tests of the selection logic.
+ * Throws the CPU attempt's error if even CPU fails (then the model itself is at fault).
+ */
+export async function createWithFallback<S>(
+  requested: readonly ExecutionProviderName[],
+  create: (providers: InferenceSession.ExecutionProviderConfig[], provider: ExecutionProviderName) => Promise<S>,
+  options: ProviderOptions,
+): Promise<ProviderChoice<S>> {
+  const failed: ProviderChoice<S>['failed'] = [];
+  for (const provider of providerAttempts(requested)) {
+    try {
+      const session = await create(providerConfig(provider, options), provider);
+      return { session, provider, failed };
+    } catch (e) {
+      if (provider === 'cpu') throw e;
+      failed.push({ provider, reason: (e as Error).message.split('\n')[0] });
+    }
+  }
+  throw new Error('unreachable: cpu is always attempted');
+}

@@ -1,0 +1,145 @@
+import { createRequire } from 'node:module';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { catchError, EMPTY, map, merge, type Observable, of, tap } from 'rxjs';
+import { loadModelManifest, resolveModelFile, resolveStream } from '../assets/catalog.js';
+import type { PipelineConfig, SourceConfig } from '../config/schema.js';
+import { now } from '../core/clock.js';
+import type { Detections } from '../core/detections.js';
+import type { Frame } from '../core/frame.js';
+import { SampleWindow } from '../core/stats.js';
+import { dropStale } from '../flow/drop-stale.js';
+import { Detector } from '../inference/detector.js';
+import { sourceKind } from '../sources/ffmpeg-args.js';
+import { ffmpegSource } from '../sources/ffmpeg-source.js';
+import { infer, postprocess, preprocess } from './stages.js';
+
+/** What the pipeline emits for every processed frame. */
+export interface FrameResult {
+  frame: Frame;
+  detections: Detections;
+  /** Frames this source has dropped so far. */
+  dropped: number;
+}
+
+export interface SourceStats {
+  readonly id: string;
+  /** Frames read from ffmpeg. */
+  framesIn: number;
+  /** Frames processed and emitted. */
+  framesOut: number;
+  /** Frames dropped because a newer one arrived while inference was busy. */
+  dropped: number;
+  /** Captured → emitted, ms, recent frames. */
+  readonly e2e: SampleWindow;
+  /** Set when the source ended with an error. */
+  error?: Error;
+  /** Input size reported by ffmpeg. */
+  width?: number;
+  height?: number;
+  fps?: number;
+}
+
+export interface PipelineOptions {
+  /** Directory that relative paths in the config are resolved against (the YAML's folder). */
+  baseDir?: string;
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
+  /** Loaded model to reuse (bench, tests). */
+  detector?: Detector;
+}
+
+export interface Pipeline {
+  readonly config: PipelineConfig;
+  readonly detector: Detector;
+  readonly ffmpegPath: string;
+  readonly stats: readonly SourceStats[];
+  /**
+   * Every processed frame from every enabled source. A source that fails is logged and
+   * recorded in its stats; the others go on. Completes when every source has ended.
+   */
+  readonly results$: Observable<FrameResult>;
+}
+
+/** The ffmpeg executable: $ARGUS_FFMPEG, else the binary shipped by @ffmpeg-installer/ffmpeg. */
+export function defaultFfmpegPath(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.ARGUS_FFMPEG) return env.ARGUS_FFMPEG;
+  const require = createRequire(import.meta.url);
+  return (require('@ffmpeg-installer/ffmpeg') as { path: string }).path;
+}
+
+export async function loadDetector(config: PipelineConfig, options: PipelineOptions = {}): Promise<Detector> {
+  const baseDir = options.baseDir ?? process.cwd();
+  const { manifest } = await loadModelManifest(config.model.manifest, baseDir);
+  const modelPath = config.model.path ? resolvePath(config.model.path, baseDir) : await resolveModelFile(manifest, { log: options.log });
+  return Detector.load(manifest, modelPath, {
+    providers: config.model.providers,
+    intraOpThreads: config.model.intraOpThreads,
+    warmupRuns: config.model.warmupRuns,
+    deviceId: config.model.deviceId,
+    log: options.log,
+  });
+}
+
+export async function createPipeline(config: PipelineConfig, options: PipelineOptions = {}): Promise<Pipeline> {
+  const baseDir = options.baseDir ?? process.cwd();
+  const log = options.log ?? (() => {});
+  const ffmpegPath = config.ffmpegPath ?? defaultFfmpegPath();
+  const sources = config.sources.filter((s) => s.enabled);
+  // Resolve assets before loading the model, so a missing video fails fast.
+  const urls = await Promise.all(sources.map((s) => resolveSourceUrl(s, baseDir, ffmpegPath, log)));
+  const detector = options.detector ?? (await loadDetector(config, options));
+  const stats: SourceStats[] = sources.map((s) => ({ id: s.id, framesIn: 0, framesOut: 0, dropped: 0, e2e: new SampleWindow(2048) }));
+  const pp = { ...config.postprocess };
+
+  const perSource = sources.map((src, i) => {
+    const st = stats[i];
+    const input = detector.createInput();
+    const detect = (frame: Frame) => of(frame).pipe(preprocess(detector, input), infer(detector, input), postprocess(detector, pp));
+    return ffmpegSource({
+      id: src.id,
+      input: { url: urls[i], kind: sourceKind(urls[i]), rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs },
+      output: { width: detector.inputWidth, height: detector.inputHeight, pixelFormat: detector.pixelFormat, align: detector.align, padValue: detector.padValue },
+      ffmpegPath,
+      onStreamInfo: (info) => {
+        st.width = info.width;
+        st.height = info.height;
+        st.fps = info.fps;
+        log(`source ${src.id} streaming`, { source: src.id, width: info.width, height: info.height, fps: info.fps });
+      },
+    }).pipe(
+      tap(() => st.framesIn++),
+      dropStale(detect, {
+        onDrop: (frame) => {
+          st.dropped++;
+          frame.release();
+        },
+      }),
+      map(({ frame, detections }): FrameResult => {
+        frame.stamps.emitted = now();
+        st.framesOut++;
+        st.e2e.add(frame.stamps.emitted - frame.stamps.captured);
+        return { frame, detections, dropped: st.dropped };
+      }),
+      catchError((err: Error) => {
+        st.error = err;
+        log(`source ${src.id} failed: ${err.message}`, { source: src.id, code: (err as { code?: string }).code });
+        return EMPTY;
+      }),
+    );
+  });
+
+  return { config, detector, ffmpegPath, stats, results$: merge(...perSource) };
+}
+
+function resolvePath(p: string, baseDir: string): string {
+  return isAbsolute(p) ? p : resolve(baseDir, p);
+}
+
+async function resolveSourceUrl(src: SourceConfig, baseDir: string, ffmpegPath: string, log: (m: string) => void): Promise<string> {
+  if (src.uri.startsWith('asset:')) return resolveStream(src.uri.slice('asset:'.length), ffmpegPath, { log });
+  if (sourceKind(src.uri) === 'file' && !src.uri.startsWith('file://')) return resolvePath(src.uri, baseDir);
+  return src.uri;
+}
+
+export function pipelineBaseDir(file: string): string {
+  return dirname(resolve(file));
+}

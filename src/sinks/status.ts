@@ -1,0 +1,55 @@
+import type { SourceStats } from '../pipeline/pipeline.js';
+
+/**
+ * A status line per source on stderr every `intervalMs`: frames in/out per second, drops,
+ * p50/p99 end-to-end latency. On a terminal the lines are redrawn in place.
+ */
+export class StatusReporter {
+  private timer: NodeJS.Timeout | undefined;
+  private last = new Map<string, { in: number; out: number; t: number }>();
+  private drawn = 0;
+
+  constructor(
+    private readonly stats: readonly SourceStats[],
+    private readonly stream: NodeJS.WriteStream = process.stderr,
+    private readonly intervalMs = 1000,
+  ) {}
+
+  start(): void {
+    const t = performance.now();
+    for (const s of this.stats) this.last.set(s.id, { in: s.framesIn, out: s.framesOut, t });
+    this.timer = setInterval(() => this.print(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  lines(): string[] {
+    const t = performance.now();
+    return this.stats.map((s) => {
+      const prev = this.last.get(s.id) ?? { in: 0, out: 0, t };
+      const dt = Math.max(1e-3, (t - prev.t) / 1000);
+      const fin = (s.framesIn - prev.in) / dt;
+      const fout = (s.framesOut - prev.out) / dt;
+      this.last.set(s.id, { in: s.framesIn, out: s.framesOut, t });
+      const sorted = s.e2e.sorted();
+      const p = (q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((q / 100) * sorted.length) - 1)].toFixed(1) : '-');
+      const state = s.error ? `  FAILED: ${s.error.message.split('\n')[0]}` : '';
+      return `${s.id}  in ${fin.toFixed(1)} fps  out ${fout.toFixed(1)} fps  drops ${s.dropped}  e2e p50 ${p(50)} ms  p99 ${p(99)} ms${state}`;
+    });
+  }
+
+  private print(): void {
+    const lines = this.lines();
+    if (this.stream.isTTY) {
+      if (this.drawn) this.stream.write(`\x1b[${this.drawn}A`);
+      this.stream.write(lines.map((l) => `\x1b[2K${l}\n`).join(''));
+      this.drawn = lines.length;
+    } else {
+      this.stream.write(lines.map((l) => `[status] ${l}\n`).join(''));
+    }
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}

@@ -1,0 +1,163 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { Observable } from 'rxjs';
+import { now } from '../core/clock.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { emptyStamps, type Frame } from '../core/frame.js';
+import { letterbox, type Letterbox } from '../core/geometry.js';
+import { buildFfmpegArgs, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
+import { BufferPool, FrameReader } from './frame-reader.js';
+import { StderrProbe, type StreamInfo } from './stderr-probe.js';
+
+export interface FfmpegSourceOptions {
+  /** Source id, copied into every frame. */
+  id: string;
+  input: FfmpegInputSpec;
+  output: FfmpegOutputSpec;
+  /** ffmpeg executable. */
+  ffmpegPath: string;
+  /**
+   * Frames handed out but not yet released before reading pauses (back-pressure on ffmpeg).
+   * `Infinity` never pauses: a live source keeps reading and the pipeline drops stale frames.
+   * Default: 1 for `rate: 'fast'` files, Infinity otherwise.
+   */
+  maxOutstanding?: number;
+  /** Called once ffmpeg has reported the input stream. */
+  onStreamInfo?: (info: StreamInfo, letterbox: Letterbox) => void;
+  /** Told when a spawned ffmpeg exits (for tests and health reporting). */
+  onExit?: (code: number | null, signal: NodeJS.Signals | null) => void;
+  /** Called with the child right after spawn. */
+  onSpawn?: (child: ChildProcess) => void;
+}
+
+/**
+ * One ffmpeg child process per subscription, emitting letterboxed frames. Completes when
+ * ffmpeg reaches the end of the input; errors (coded `VAP_ERR_SOURCE_*`) when it cannot start,
+ * cannot report a video stream, or exits with a failure. Unsubscribing kills ffmpeg.
+ */
+export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
+  return new Observable<Frame>((subscriber) => {
+    const { id, input, output } = options;
+    if (input.kind === 'file') {
+      const path = input.url.replace(/^file:\/\//i, '');
+      if (!existsSync(path)) {
+        subscriber.error(new ArgusError(ErrorCodes.SOURCE_OPEN, `source "${id}": file not found: ${path}`));
+        return;
+      }
+    }
+    const frameSize = output.width * output.height * 3;
+    const maxOutstanding = options.maxOutstanding ?? (input.kind === 'file' && input.rate === 'fast' ? 1 : Infinity);
+    const pool = new BufferPool(frameSize, Number.isFinite(maxOutstanding) ? maxOutstanding + 1 : 4);
+    const probe = new StderrProbe();
+    let lb: Letterbox | undefined;
+    let fps = input.fps;
+    let seq = 0;
+    let outstanding = 0;
+    let paused = false;
+    let closed = false;
+    let killedByUs = false;
+
+    const args = buildFfmpegArgs(input, output);
+    const child = spawn(options.ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    options.onSpawn?.(child);
+    const stdout = child.stdout!;
+    const stderr = child.stderr!;
+    stdout.pause(); // until ffmpeg has told us the input's size
+
+    const resumeIfAllowed = (): void => {
+      if (paused && outstanding < maxOutstanding && !closed) {
+        paused = false;
+        stdout.resume();
+      }
+    };
+
+    const reader = new FrameReader(frameSize, pool, (data) => {
+      const captured = now();
+      outstanding++;
+      let released = false;
+      const frame: Frame = {
+        source: id,
+        seq,
+        pts: fps ? seq / fps : (captured - startedAt) / 1000,
+        data,
+        letterbox: lb!,
+        stamps: emptyStamps(captured),
+        release: () => {
+          if (released) return;
+          released = true;
+          outstanding--;
+          pool.release(data);
+          resumeIfAllowed();
+        },
+      };
+      seq++;
+      if (outstanding >= maxOutstanding && !paused) {
+        paused = true;
+        stdout.pause();
+      }
+      subscriber.next(frame);
+    });
+    const startedAt = now();
+
+    stderr.setEncoding('utf8');
+    stderr.on('data', (chunk: string) => {
+      const info = probe.push(chunk);
+      if (info && !lb) {
+        lb = letterbox(info.width, info.height, output.width, output.height, output.align);
+        fps ??= info.fps;
+        options.onStreamInfo?.(info, lb);
+        if (!paused) stdout.resume();
+      }
+    });
+    stdout.on('data', (chunk: Buffer) => reader.push(chunk));
+
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      if (closed) return;
+      closed = true;
+      const msg =
+        err.code === 'ENOENT'
+          ? `source "${id}": ffmpeg executable not found at ${options.ffmpegPath}`
+          : `source "${id}": could not start ffmpeg (${options.ffmpegPath}): ${err.message}`;
+      subscriber.error(new ArgusError(ErrorCodes.SOURCE_OPEN, msg, { cause: err }));
+    });
+
+    // 'close' fires after stdout and stderr have ended, so every complete frame was delivered.
+    child.on('close', (code, signal) => {
+      options.onExit?.(code, signal);
+      if (closed) return;
+      closed = true;
+      reader.discardPartial();
+      if (killedByUs) return;
+      if (code === 0 && lb) {
+        subscriber.complete();
+        return;
+      }
+      const tail = probe.tailText().split('\n').slice(-6).join('\n');
+      if (!lb) {
+        subscriber.error(
+          new ArgusError(
+            code === 0 ? ErrorCodes.SOURCE_PROBE : ErrorCodes.SOURCE_EXIT,
+            `source "${id}": ffmpeg ${code === 0 ? 'reported no video stream' : `exited with ${signal ?? `code ${code}`}`} for ${input.url}\n${tail}`,
+          ),
+        );
+        return;
+      }
+      subscriber.error(
+        new ArgusError(ErrorCodes.SOURCE_EXIT, `source "${id}": ffmpeg exited with ${signal ?? `code ${code}`} after ${seq} frames\n${tail}`),
+      );
+    });
+
+    return () => {
+      if (!closed) {
+        closed = true;
+        killedByUs = true;
+        stdout.destroy();
+        stderr.destroy();
+        child.kill('SIGTERM');
+        const force = setTimeout(() => child.kill('SIGKILL'), 2000);
+        force.unref();
+        child.once('exit', () => clearTimeout(force));
+      }
+    };
+  });
+}

@@ -1,0 +1,89 @@
+/** What ffmpeg's log says about the input's first video stream. */
+export interface StreamInfo {
+  width: number;
+  height: number;
+  /** Frames per second reported by the demuxer (fps, else tbr); undefined if unknown. */
+  fps?: number;
+}
+
+const VIDEO_STREAM = /^\s*Stream #\d+:\d+.*?: Video: (.*)$/;
+const SIZE = /(?:^|[ ,])(\d{1,5})x(\d{1,5})(?:[ ,\[]|$)/;
+const FPS = /([\d.]+)(k?) fps/;
+const TBR = /([\d.]+)(k?) tbr/;
+
+/**
+ * Parses ffmpeg's log line by line. The first video stream listed under `Input #0` is the
+ * source; parsing stops at `Output #0` or `Stream mapping`.
+ */
+export class StderrProbe {
+  private inInput = false;
+  private done = false;
+  info: StreamInfo | undefined;
+  /** The last lines ffmpeg printed, for error reports. */
+  readonly tail: string[] = [];
+  private partial = '';
+
+  constructor(private readonly maxTail = 20) {}
+
+  /** Feeds a chunk; returns the stream info the first time it becomes known. */
+  push(chunk: string): StreamInfo | undefined {
+    const text = this.partial + chunk;
+    const lines = text.split(/\r?\n|\r/);
+    this.partial = lines.pop() ?? '';
+    let found: StreamInfo | undefined;
+    for (const line of lines) {
+      if (line.trim() === '') continue;
+      this.tail.push(line);
+      if (this.tail.length > this.maxTail) this.tail.shift();
+      if (this.done) continue;
+      if (/^Input #0/.test(line)) this.inInput = true;
+      else if (/^Output #0|^Stream mapping/.test(line)) this.done = true;
+      else if (this.inInput && !this.info) {
+        const info = parseVideoStreamLine(line);
+        if (info) {
+          this.info = info;
+          found = info;
+        }
+      }
+    }
+    return found;
+  }
+
+  /** The log's last lines, one string (includes an unterminated last line). */
+  tailText(): string {
+    return [...this.tail, this.partial].filter((l) => l.trim() !== '').join('\n');
+  }
+}
+
+export function parseVideoStreamLine(line: string): StreamInfo | undefined {
+  const m = VIDEO_STREAM.exec(line);
+  if (!m) return undefined;
+  const rest = m[1];
+  // Split on commas outside parentheses: "h264 (High) (avc1 / 0x31637661), yuv420p(tv, bt709), 768x432 [SAR 1:1 DAR 16:9], …"
+  const parts: string[] = [];
+  let depth = 0;
+  let cur = '';
+  for (const ch of rest) {
+    if (ch === '(') depth++;
+    else if (ch === ')') depth--;
+    if (ch === ',' && depth === 0) {
+      parts.push(cur.trim());
+      cur = '';
+    } else cur += ch;
+  }
+  parts.push(cur.trim());
+  let width = 0;
+  let height = 0;
+  for (const p of parts) {
+    const s = SIZE.exec(p);
+    if (s && !/^0x/.test(p)) {
+      width = Number(s[1]);
+      height = Number(s[2]);
+      break;
+    }
+  }
+  if (!(width > 0 && height > 0)) return undefined;
+  const f = FPS.exec(rest) ?? TBR.exec(rest);
+  const fps = f ? Number(f[1]) * (f[2] === 'k' ? 1000 : 1) : undefined;
+  return { width, height, fps: fps && Number.isFinite(fps) && fps > 0 ? fps : undefined };
+}
