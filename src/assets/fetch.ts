@@ -93,7 +93,7 @@ export async function resolveAsset(spec: AssetSpec, options: ResolveOptions = {}
     }
   }
   const hint = mirror
-    ? `it is not in the mirror (${join(mirror, spec.kind, spec.file)})`
+    ? `it is not in the mirror ARGUS_MIRROR=${mirror} either`
     : `set ARGUS_MIRROR to a directory holding ${spec.kind}/${spec.file}`;
   throw new ArgusError(
     ErrorCodes.ASSET_DOWNLOAD,

@@ -5,7 +5,11 @@ export function createLogger(level = process.env.ARGUS_LOG_LEVEL ?? 'info'): Log
   return pino({ level, base: undefined }, pino.destination({ fd: 2, sync: true }));
 }
 
-/** Adapts a pino logger to the `(msg, fields)` callbacks the modules take. */
-export function logFn(logger: Logger): (msg: string, fields?: Record<string, unknown>) => void {
-  return (msg, fields) => logger.info(fields ?? {}, msg);
+export type LogLevel = 'info' | 'warn' | 'error';
+/** What modules take to report events: a message, structured fields, a level (default info). */
+export type LogFn = (msg: string, fields?: Record<string, unknown>, level?: LogLevel) => void;
+
+/** Adapts a pino logger to the `LogFn` callbacks the modules take. */
+export function logFn(logger: Logger): LogFn {
+  return (msg, fields, level = 'info') => logger[level](fields ?? {}, msg);
 }

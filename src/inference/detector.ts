@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import * as ort from 'onnxruntime-node';
 import type { ExecutionProviderName, ModelManifest } from '../config/schema.js';
+import type { LogFn } from '../core/log.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LetterboxAlign } from '../core/geometry.js';
 import type { Decoder } from '../models/decoder.js';
@@ -12,7 +13,7 @@ export interface DetectorOptions extends Partial<ProviderOptions> {
   providers: readonly ExecutionProviderName[];
   intraOpThreads: number;
   warmupRuns: number;
-  log?: (msg: string, fields?: Record<string, unknown>) => void;
+  log?: LogFn;
 }
 
 /** An input tensor whose data buffer is written in place for every frame. */
@@ -85,7 +86,7 @@ export class Detector {
     } catch (e) {
       throw new ArgusError(ErrorCodes.MODEL_LOAD, `model "${manifest.name}": ONNX Runtime cannot load ${modelPath}: ${(e as Error).message}`, { cause: e });
     }
-    for (const f of choice.failed) log(`execution provider ${f.provider} unavailable, falling back`, { provider: f.provider, reason: f.reason });
+    for (const f of choice.failed) log(`execution provider ${f.provider} unavailable, falling back`, { provider: f.provider, reason: f.reason }, 'warn');
     log(`inference runs on execution provider ${choice.provider}`, { provider: choice.provider, threads: options.intraOpThreads, model: manifest.name });
 
     const session = choice.session;
@@ -131,6 +132,10 @@ export class Detector {
     return this.session.release();
   }
 }
+
+// ONNX Runtime's own logger would print each failed provider load as an error before we fall
+// back; the fallback is logged by us instead. ARGUS_ORT_LOG_LEVEL restores its output.
+ort.env.logLevel = (process.env.ARGUS_ORT_LOG_LEVEL as typeof ort.env.logLevel | undefined) ?? 'fatal';
 
 function pickName(names: readonly string[], wanted: string | undefined): string {
   if (wanted && names.includes(wanted)) return wanted;

@@ -4,6 +4,7 @@ import { catchError, EMPTY, map, merge, type Observable, of, tap } from 'rxjs';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../assets/catalog.js';
 import type { PipelineConfig, SourceConfig } from '../config/schema.js';
 import { now } from '../core/clock.js';
+import type { LogFn } from '../core/log.js';
 import type { Detections } from '../core/detections.js';
 import type { Frame } from '../core/frame.js';
 import { SampleWindow } from '../core/stats.js';
@@ -42,7 +43,7 @@ export interface SourceStats {
 export interface PipelineOptions {
   /** Directory that relative paths in the config are resolved against (the YAML's folder). */
   baseDir?: string;
-  log?: (msg: string, fields?: Record<string, unknown>) => void;
+  log?: LogFn;
   /** Loaded model to reuse (bench, tests). */
   detector?: Detector;
 }
@@ -121,7 +122,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
       }),
       catchError((err: Error) => {
         st.error = err;
-        log(`source ${src.id} failed: ${err.message}`, { source: src.id, code: (err as { code?: string }).code });
+        log(`source ${src.id} failed: ${err.message}`, { source: src.id, code: (err as { code?: string }).code }, 'error');
         return EMPTY;
       }),
     );

@@ -1,0 +1,19 @@
+// Prints vitest's JSON report as one plain line, "N passed, N failed" (", N skipped" when any).
+import { existsSync, readFileSync } from 'node:fs';
+
+const file = process.argv[2];
+if (!file || !existsSync(file)) {
+  console.log('0 passed, 1 failed');
+  console.error(`test-summary: no report at ${file} (vitest did not finish)`);
+  process.exit(1);
+}
+const r = JSON.parse(readFileSync(file, 'utf8'));
+const failed = r.numFailedTests + (r.numFailedTestSuites ?? 0) - countSuitesWithFailedTests(r);
+const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
+console.log(`${r.numPassedTests} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+process.exit(failed > 0 ? 1 : 0);
+
+// A file that failed to load counts as a failure even when it has no failed test of its own.
+function countSuitesWithFailedTests(report) {
+  return report.testResults.filter((s) => s.status === 'failed' && s.assertionResults.some((a) => a.status === 'failed')).length;
+}

@@ -1,0 +1,88 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveAsset, type AssetSpec } from '../../src/assets/fetch.js';
+import { isArgusError } from '../../src/core/errors.js';
+
+const body = Buffer.from('weights '.repeat(10_000));
+const sha = createHash('sha256').update(body).digest('hex');
+let server: Server;
+let base: string;
+const hits: string[] = [];
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    hits.push(req.url!);
+    if (req.url === '/good.bin') {
+      res.writeHead(200, { 'content-length': body.length });
+      res.end(body);
+    } else if (req.url === '/tampered.bin') {
+      res.end(Buffer.concat([body, Buffer.from('x')]));
+    } else {
+      res.writeHead(404);
+      res.end();
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise((r) => server.close(r)));
+
+const fresh = () => mkdtempSync(join(tmpdir(), 'argus-assets-'));
+const spec = (over: Partial<AssetSpec> = {}): AssetSpec => ({ kind: 'models', file: 'm.onnx', url: `${base}/good.bin`, sha256: sha, ...over });
+
+describe('resolveAsset', () => {
+  it('uses the mirror copy in place when it is there and its checksum matches', async () => {
+    const mirror = fresh();
+    mkdirSync(join(mirror, 'models'));
+    writeFileSync(join(mirror, 'models', 'm.onnx'), body);
+    hits.length = 0;
+    expect(await resolveAsset(spec(), { mirror, cache: fresh(), progress: false })).toBe(join(mirror, 'models', 'm.onnx'));
+    expect(hits).toEqual([]);
+  });
+
+  it('refuses a mirror copy whose checksum differs, naming both digests', async () => {
+    const mirror = fresh();
+    mkdirSync(join(mirror, 'models'));
+    writeFileSync(join(mirror, 'models', 'm.onnx'), 'corrupt');
+    const e = await resolveAsset(spec(), { mirror, cache: fresh(), progress: false }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_ASSET_CHECKSUM')).toBe(true);
+    expect((e as Error).message).toMatch(new RegExp(`asset "m.onnx": mirror copy .* has sha256 [0-9a-f]{64}, expected ${sha}`));
+  });
+
+  it('downloads into the cache once, verified, then serves the cached copy', async () => {
+    const cache = fresh();
+    hits.length = 0;
+    const p = await resolveAsset(spec(), { mirror: fresh(), cache, progress: false });
+    expect(p).toBe(join(cache, 'models', 'm.onnx'));
+    expect(readFileSync(p).equals(body)).toBe(true);
+    expect(await resolveAsset(spec(), { mirror: fresh(), cache, progress: false })).toBe(p);
+    expect(hits).toEqual(['/good.bin']);
+  });
+
+  it('moves on to an alternate URL when the first one serves different bytes', async () => {
+    const logs: string[] = [];
+    const p = await resolveAsset(spec({ url: `${base}/tampered.bin`, alternates: [`${base}/good.bin`] }), { cache: fresh(), progress: false, log: (m) => logs.push(m) });
+    expect(readFileSync(p).equals(body)).toBe(true);
+    expect(logs.some((l) => l.includes('tampered.bin has sha256'))).toBe(true);
+  });
+
+  it('offline with no mirror: a clear error naming the asset and the URL, and nothing half-written left', async () => {
+    const cache = fresh();
+    const e = await resolveAsset(spec({ url: 'http://127.0.0.1:9/m.onnx' }), { cache, progress: false, mirror: undefined, timeoutMs: 2000 }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_ASSET_DOWNLOAD')).toBe(true);
+    expect((e as Error).message).toMatch(/^asset "m.onnx" could not be fetched from http:\/\/127\.0\.0\.1:9\/m\.onnx/);
+    expect((e as Error).message).toMatch(/ARGUS_MIRROR/);
+    const { readdirSync } = await import('node:fs');
+    expect(readdirSync(join(cache, 'models'))).toEqual([]);
+  });
+
+  it('an HTTP error is reported with its status', async () => {
+    const e = await resolveAsset(spec({ url: `${base}/missing.bin` }), { cache: fresh(), progress: false }).catch((x: unknown) => x);
+    expect((e as Error).message).toMatch(/missing\.bin: HTTP 404/);
+  });
+});

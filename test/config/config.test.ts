@@ -1,0 +1,88 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadPipeline, parseConfigText } from '../../src/config/load.js';
+import { interpolateEnv } from '../../src/config/interpolate.js';
+import { PipelineSchema } from '../../src/config/schema.js';
+import { isArgusError } from '../../src/core/errors.js';
+
+const parse = (yaml: string, env: NodeJS.ProcessEnv = {}) => parseConfigText(yaml, PipelineSchema, 'test.yaml', env);
+const errorOf = (fn: () => unknown) => {
+  try {
+    fn();
+  } catch (e) {
+    return e as Error & { code: string };
+  }
+  throw new Error('expected an error');
+};
+
+describe('interpolateEnv', () => {
+  it.each([
+    ['a set variable', '${env:CAM}', { CAM: 'rtsp://x' }, 'rtsp://x'],
+    ['the default when unset', '${env:CAM,rtsp://fallback}', {}, 'rtsp://fallback'],
+    ['the default when empty', '${env:CAM,d}', { CAM: '' }, 'd'],
+    ['a whole-value number becomes a number', '${env:FPS,30}', {}, 30],
+    ['a whole-value boolean becomes a boolean', '${env:LOOP,false}', {}, false],
+    ['inside a longer string stays a string', 'rtsp://${env:HOST,cam1}:8554/${env:PATH_,live}', {}, 'rtsp://cam1:8554/live'],
+  ])('%s', (_n, value, env, want) => {
+    expect(interpolateEnv({ v: value }, env)).toEqual({ v: want });
+  });
+
+  it('names the field of an unset variable without default', () => {
+    expect(() => interpolateEnv({ sources: [{ uri: '${env:NOPE}' }] }, {})).toThrow('sources[0].uri: environment variable NOPE is not set and has no default');
+  });
+});
+
+describe('pipeline schema', () => {
+  it('fills documented defaults', () => {
+    const p = parse('sources:\n  - id: a\n    uri: /x.mp4\n');
+    expect(p.sources[0]).toMatchObject({ rate: 'native', loop: false, rtspTransport: 'tcp', enabled: true });
+    expect(p.model).toMatchObject({ manifest: 'yolox-nano', providers: ['cpu'], intraOpThreads: 2 });
+    expect(p.postprocess).toMatchObject({ scoreThreshold: 0.3, iouThreshold: 0.45, preNmsTopK: 300, maxDetections: 100 });
+  });
+
+  it('interpolates before validating, so env values get checked types', () => {
+    const p = parse('sources:\n  - id: a\n    uri: /x.mp4\n    rate: ${env:RATE,native}\nmodel:\n  intraOpThreads: ${env:T,2}\n', { RATE: 'fast', T: '1' });
+    expect(p.sources[0].rate).toBe('fast');
+    expect(p.model.intraOpThreads).toBe(1);
+  });
+
+  it.each([
+    ['missing sources', 'name: x\n', /sources: Required/],
+    ['empty sources', 'sources: []\n', /sources: at least one source is needed/],
+    ['a wrong type', 'sources:\n  - id: a\n    uri: /x.mp4\n    loop: "yes"\n', /sources\[0\]\.loop: Expected boolean, received string/],
+    ['an unknown rate', 'sources:\n  - id: a\n    uri: /x.mp4\n    rate: slow\n', /sources\[0\]\.rate: Invalid enum value.*'native' \| 'fast'/],
+    ['a misspelt key', 'sources:\n  - id: a\n    uri: /x.mp4\n    lop: true\n', /sources\[0\]: Unrecognized key\(s\) in object: 'lop'/],
+    ['a threshold out of range', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  scoreThreshold: 1.5\n', /postprocess\.scoreThreshold: Number must be less than or equal to 1/],
+    ['an unknown provider', 'sources:\n  - {id: a, uri: /x}\nmodel:\n  providers: [gpu]\n', /model\.providers\[0\]: Invalid enum value/],
+    ['duplicate source ids', 'sources:\n  - {id: a, uri: /x}\n  - {id: a, uri: /y}\n', /sources\[1\]\.id: duplicate source id "a"/],
+    ['a bad source id', 'sources:\n  - {id: "a b", uri: /x}\n', /sources\[0\]\.id: use letters/],
+  ])('%s → VAP_ERR_CONFIG naming the field', (_n, yaml, message) => {
+    const e = errorOf(() => parse(yaml));
+    expect(e.code).toBe('VAP_ERR_CONFIG');
+    expect(e.message).toMatch(/^test\.yaml: invalid configuration/);
+    expect(e.message).toMatch(message);
+  });
+
+  it('broken YAML → VAP_ERR_CONFIG_FILE with the line', () => {
+    const e = errorOf(() => parse('sources:\n  - id: a\n   uri: [unclosed\n'));
+    expect(e.code).toBe('VAP_ERR_CONFIG_FILE');
+    expect(e.message).toMatch(/^test\.yaml: not valid YAML \(line \d+\)/);
+  });
+
+  it('a missing file → VAP_ERR_CONFIG_FILE naming it', async () => {
+    const e = await loadPipeline('/nonexistent/pipeline.yaml').catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_CONFIG_FILE')).toBe(true);
+    expect((e as Error).message).toBe('/nonexistent/pipeline.yaml: cannot read (ENOENT)');
+  });
+
+  it('every shipped pipeline validates', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-cfg-'));
+    writeFileSync(join(dir, 'p.yaml'), 'sources:\n  - {id: a, uri: asset:one-by-one-person-detection.mp4}\n');
+    await expect(loadPipeline(join(dir, 'p.yaml'))).resolves.toBeTruthy();
+    const demo = await loadPipeline(join(__dirname, '../../pipelines/demo.yaml'), {});
+    expect(demo.sources[0]).toMatchObject({ id: 'lobby', uri: 'asset:one-by-one-person-detection.mp4', rate: 'native' });
+    expect(demo.model.providers).toEqual(['cpu']);
+  });
+});

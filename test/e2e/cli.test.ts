@@ -1,0 +1,134 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { MIRROR } from '../helpers/assets.js';
+import { writeConstantModel } from '../helpers/onnx.js';
+
+const ROOT = resolve(__dirname, '../..');
+const ARGUS = join(ROOT, 'bin/argus.js');
+
+function argus(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 120_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((res, rej) => {
+    const p = spawn(process.execPath, [ARGUS, ...args], { cwd: ROOT, env: { ...process.env, ARGUS_MIRROR: MIRROR, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+    p.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    const t = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+    p.on('error', rej);
+    p.on('close', (code) => {
+      clearTimeout(t);
+      res({ code, stdout, stderr });
+    });
+  });
+}
+
+interface Rec {
+  source: string;
+  seq: number;
+  pts: number;
+  dropped: number;
+  stamps: Record<'captured' | 'preprocessed' | 'inferStart' | 'inferEnd' | 'postprocessed' | 'emitted', number>;
+  detections: { label: string; classId: number; score: number; box: [number, number, number, number] }[];
+}
+
+const tmp = () => mkdtempSync(join(tmpdir(), 'argus-cli-'));
+
+describe('argus run pipelines/demo.yaml (real video, real model)', () => {
+  it('writes a record per processed frame with increasing seq, ordered stamps and people found', async () => {
+    const out = join(tmp(), 'demo.jsonl');
+    const r = await argus(['run', 'pipelines/demo.yaml', '--max-frames', '300', '--jsonl', out, '--no-status'], { ARGUS_DEMO_RATE: 'fast' });
+    expect(r.stderr).not.toMatch(/argus: /);
+    expect(r.code).toBe(0);
+    const recs = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
+    expect(recs).toHaveLength(300);
+    for (let i = 0; i < recs.length; i++) {
+      const { stamps: s, seq, source, dropped } = recs[i];
+      expect(source).toBe('lobby');
+      if (i > 0) expect(seq).toBeGreaterThan(recs[i - 1].seq);
+      expect(dropped).toBe(0); // fast mode holds ffmpeg back instead of dropping
+      expect(s.captured).toBeGreaterThan(0);
+      expect(s.preprocessed).toBeGreaterThanOrEqual(s.captured);
+      expect(s.inferStart).toBeGreaterThanOrEqual(s.preprocessed);
+      expect(s.inferEnd).toBeGreaterThan(s.inferStart);
+      expect(s.postprocessed).toBeGreaterThanOrEqual(s.inferEnd);
+      expect(s.emitted).toBeGreaterThanOrEqual(s.postprocessed);
+      for (const d of recs[i].detections) {
+        expect(d.box[0]).toBeGreaterThanOrEqual(0);
+        expect(d.box[2]).toBeLessThanOrEqual(768);
+        expect(d.box[3]).toBeLessThanOrEqual(432);
+        expect(d.label).toBeTypeOf('string');
+      }
+    }
+    expect(recs.map((x) => x.pts).slice(0, 3)).toEqual([0, 0.1, 0.2]);
+    const people = recs.flatMap((x) => x.detections).filter((d) => d.label === 'person' && d.score > 0.5);
+    expect(people.length).toBeGreaterThan(0);
+  });
+
+  it('at native rate prints a status line per source and streams JSONL to stdout', async () => {
+    const r = await argus(['run', 'pipelines/demo.yaml', '--max-frames', '25', '--jsonl', '-']);
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toHaveLength(25);
+    expect(JSON.parse(lines[24]).seq).toBe(24);
+    expect(r.stderr).toMatch(/\[status\] lobby {2}in [\d.]+ fps {2}out [\d.]+ fps {2}drops \d+ {2}e2e p50 [\d.]+ ms {2}p99 [\d.]+ ms/);
+  });
+});
+
+describe('argus run: bad input gets a clear error', () => {
+  const pipeline = (dir: string, body: string) => {
+    const p = join(dir, 'p.yaml');
+    writeFileSync(p, body);
+    return p;
+  };
+
+  it('a config with a wrong field → exit 2 and the field named', async () => {
+    const p = pipeline(tmp(), 'sources:\n  - id: cam\n    uri: /x.mp4\n    rate: 30\n');
+    const r = await argus(['run', p]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`argus: VAP_ERR_CONFIG: ${p}: invalid configuration`);
+    expect(r.stderr).toMatch(/sources\[0\]\.rate: Expected 'native' \| 'fast', received number/);
+  });
+
+  it('a missing model file → exit 2, VAP_ERR_MODEL_LOAD naming the file', async () => {
+    const dir = tmp();
+    const p = pipeline(dir, `sources:\n  - {id: cam, uri: ${MIRROR}/streams/one-by-one-person-detection.mp4}\nmodel:\n  path: missing.onnx\n`);
+    const r = await argus(['run', p]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`argus: VAP_ERR_MODEL_LOAD: model "yolox-nano": file not found: ${join(dir, 'missing.onnx')}`);
+  });
+
+  it('a model of the wrong shape → exit 2, VAP_ERR_MODEL_SHAPE with both shapes', async () => {
+    const dir = tmp();
+    writeConstantModel(join(dir, 'wrong.onnx'), { inputShape: [1, 3, 416, 416], outputShape: [1, 100, 6] });
+    const p = pipeline(dir, `sources:\n  - {id: cam, uri: ${MIRROR}/streams/one-by-one-person-detection.mp4}\nmodel:\n  path: wrong.onnx\n`);
+    const r = await argus(['run', p]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/argus: VAP_ERR_MODEL_SHAPE: .*expects output \[1, 3549, 85\].*the model has \[1, 100, 6\]/);
+  });
+
+  it('an unreadable video → that source fails with ffmpeg’s reason, the others go on, exit 1', async () => {
+    const dir = tmp();
+    writeFileSync(join(dir, 'broken.mp4'), Buffer.alloc(4096, 7));
+    const out = join(dir, 'out.jsonl');
+    const p = pipeline(
+      dir,
+      `sources:\n  - {id: broken, uri: broken.mp4, rate: fast}\n  - {id: good, uri: ${MIRROR}/streams/one-by-one-person-detection.mp4, rate: fast}\n`,
+    );
+    const r = await argus(['run', p, '--max-frames', '40', '--jsonl', out, '--no-status']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/argus: source "broken" failed: source "broken": ffmpeg exited with code 1 for .*broken\.mp4\n[\s\S]*Invalid data found when processing input/);
+    const recs = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
+    expect(recs).toHaveLength(40);
+    expect(new Set(recs.map((x) => x.source))).toEqual(new Set(['good']));
+  });
+
+  it('an unknown asset → exit 2 listing the known ones', async () => {
+    const p = pipeline(tmp(), 'sources:\n  - {id: cam, uri: "asset:nope.mp4"}\n');
+    const r = await argus(['run', p]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/VAP_ERR_ASSET_UNKNOWN: asset "nope.mp4" is not in streams\/assets.yaml \(known: one-by-one-person-detection.mp4/);
+  });
+});

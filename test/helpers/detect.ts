@@ -1,0 +1,23 @@
+import { lastValueFrom, map, mergeMap, of, toArray } from 'rxjs';
+import type { Detector } from '../../src/inference/detector.js';
+import { defaultFfmpegPath } from '../../src/pipeline/pipeline.js';
+import { infer, postprocess, preprocess, type DetectedFrame } from '../../src/pipeline/stages.js';
+import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
+
+export const POST = { scoreThreshold: 0.3, iouThreshold: 0.45, preNmsTopK: 300, maxDetections: 100, classAgnostic: false };
+
+/** Runs the real stages on every frame ffmpeg decodes from `path` (an image is one frame). */
+export function detectFile(detector: Detector, path: string): Promise<DetectedFrame[]> {
+  const input = detector.createInput();
+  return lastValueFrom(
+    ffmpegSource({
+      id: 'test',
+      input: { url: path, kind: 'file', rate: 'fast', loop: false },
+      output: { width: detector.inputWidth, height: detector.inputHeight, pixelFormat: detector.pixelFormat, align: detector.align, padValue: detector.padValue },
+      ffmpegPath: defaultFfmpegPath(),
+    }).pipe(
+      mergeMap((f) => of(f).pipe(preprocess(detector, input), infer(detector, input), postprocess(detector, POST), map((d) => (f.release(), d))), 1),
+      toArray(),
+    ),
+  );
+}

@@ -1,0 +1,129 @@
+import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadModelManifest } from '../../src/assets/catalog.js';
+import type { ModelManifest } from '../../src/config/schema.js';
+import { isArgusError } from '../../src/core/errors.js';
+import { Detector } from '../../src/inference/detector.js';
+import { MIRROR, MODEL } from '../helpers/assets.js';
+import { detectFile } from '../helpers/detect.js';
+import { writeConstantModel } from '../helpers/onnx.js';
+
+let manifest: ModelManifest;
+let detector: Detector;
+const logs: string[] = [];
+
+beforeAll(async () => {
+  manifest = (await loadModelManifest('yolox-nano')).manifest;
+  // Asks for CUDA first: there is no CUDA provider library on CPU machines, so this proves the fallback.
+  detector = await Detector.load(manifest, MODEL, { providers: ['cuda', 'cpu'], intraOpThreads: 2, warmupRuns: 1, log: (m) => logs.push(m) });
+});
+afterAll(() => detector?.release());
+
+describe('Detector with the real YOLOX-Nano', () => {
+  it('falls back from an unavailable provider to CPU and says which one runs', () => {
+    expect(detector.provider).toBe('cpu');
+    expect(logs).toContain('execution provider cuda unavailable, falling back');
+    expect(logs).toContain('inference runs on execution provider cpu');
+  });
+
+  it('reads input and output names from the session', () => {
+    expect(detector.inputName).toBe('images');
+    expect(detector.outputName).toBe('output');
+  });
+
+  // People are visible in these COCO images (checked by eye: a man by a TV, a group with
+  // umbrellas, a skier, a surfer, a woman behind bananas, people at a market).
+  const withPeople = ['000000000139.jpg', '000000001268.jpg', '000000002532.jpg', '000000005193.jpg', '000000006460.jpg', '000000008844.jpg'];
+  it.each(withPeople)('finds a person (score > 0.5) in %s, with boxes inside the image', async (file) => {
+    const [r] = await detectFile(detector, join(MIRROR, 'images', file));
+    const { detections: d, frame } = r;
+    const people = Array.from(d.classId).map((c, i) => ({ c, s: d.confidence[i] })).filter((x) => x.c === 0 && x.s > 0.5);
+    expect(people.length).toBeGreaterThan(0);
+    const { srcWidth: w, srcHeight: h } = frame.letterbox;
+    for (let i = 0; i < d.length; i++) {
+      const [x1, y1, x2, y2] = d.xyxy.subarray(i * 4, i * 4 + 4);
+      expect(x1).toBeGreaterThanOrEqual(0);
+      expect(y1).toBeGreaterThanOrEqual(0);
+      expect(x2).toBeLessThanOrEqual(w);
+      expect(y2).toBeLessThanOrEqual(h);
+      expect(x2).toBeGreaterThan(x1);
+      expect(y2).toBeGreaterThan(y1);
+    }
+  });
+
+  // Zebras and elephants: animals, no people.
+  it.each(['000000001818.jpg', '000000007108.jpg'])('finds no person in %s', async (file) => {
+    const [r] = await detectFile(detector, join(MIRROR, 'images', file));
+    const people = Array.from(r.detections.classId).filter((c, i) => c === 0 && r.detections.confidence[i] > 0.5);
+    expect(people).toHaveLength(0);
+    expect(r.detections.length).toBeGreaterThan(0);
+  });
+
+  it('finds nothing in a flat grey frame', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-grey-'));
+    const grey = join(dir, 'grey.png');
+    const { execFileSync } = await import('node:child_process');
+    const { defaultFfmpegPath } = await import('../../src/pipeline/pipeline.js');
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', 'color=c=0x808080:size=640x480', '-frames:v', '1', grey]);
+    const [r] = await detectFile(detector, grey);
+    expect(r.detections.length).toBe(0);
+  });
+});
+
+describe('Detector load errors', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'argus-model-'));
+
+  it('a missing model file → VAP_ERR_MODEL_LOAD naming it', async () => {
+    const e = await Detector.load(manifest, join(dir, 'missing.onnx'), { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0 }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_MODEL_LOAD')).toBe(true);
+    expect((e as Error).message).toBe(`model "yolox-nano": file not found: ${join(dir, 'missing.onnx')}`);
+  });
+
+  it('a file that is not ONNX → VAP_ERR_MODEL_LOAD', async () => {
+    const p = join(dir, 'not-a-model.onnx');
+    writeFileSync(p, 'definitely not protobuf');
+    const e = await Detector.load(manifest, p, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0 }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_MODEL_LOAD')).toBe(true);
+    expect((e as Error).message).toMatch(/ONNX Runtime cannot load .*not-a-model\.onnx/);
+  });
+
+  it('a model whose output does not fit the decoder → VAP_ERR_MODEL_SHAPE showing both shapes', async () => {
+    const p = join(dir, 'v8-like.onnx');
+    writeConstantModel(p, { inputShape: [1, 3, 416, 416], outputShape: [1, 84, 3549] });
+    const e = await Detector.load(manifest, p, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0 }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_MODEL_SHAPE')).toBe(true);
+    expect((e as Error).message).toMatch(/output "output": yolox decoder expects output \[1, 3549, 85\].*the model has \[1, 84, 3549\]/);
+  });
+
+  it('a model whose input is not the manifest size → VAP_ERR_MODEL_SHAPE', async () => {
+    const p = join(dir, 'small-input.onnx');
+    writeConstantModel(p, { inputShape: [1, 3, 320, 320], outputShape: [1, 3549, 85] });
+    const e = await Detector.load(manifest, p, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0 }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_MODEL_SHAPE')).toBe(true);
+    expect((e as Error).message).toMatch(/input "images" has shape \[1, 3, 320, 320\], the manifest's pre-processing makes \[1, 3, 416, 416\]/);
+  });
+
+  it('decodes a graph with a known output exactly, through the whole post-processing', async () => {
+    // One strong "dog" (class 16) box at anchor 270 (stride 8, cell x 10, y 5):
+    // cx = (0.5 + 10)·8 = 84, cy = (0.5 + 5)·8 = 44, w = e^ln2·8 = 16, h = e^0·8 = 8 → [76, 40, 92, 48].
+    const out = new Float32Array(3549 * 85);
+    out.set([0.5, 0.5, Math.log(2), 0, 1], 270 * 85);
+    out[270 * 85 + 5 + 16] = 0.9;
+    const p = join(dir, 'const.onnx');
+    writeConstantModel(p, { inputShape: [1, 3, 416, 416], outputShape: [1, 3549, 85], values: out });
+    const det = await Detector.load(manifest, p, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 1 });
+    const img = join(dir, 'frame.png');
+    const { execFileSync } = await import('node:child_process');
+    const { defaultFfmpegPath } = await import('../../src/pipeline/pipeline.js');
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', 'color=c=black:size=832x468', '-frames:v', '1', img]);
+    const [r] = await detectFile(det, img);
+    // 832x468 → scale 0.5: the model box is twice as large in source pixels.
+    expect(r.detections.length).toBe(1);
+    expect(Array.from(r.detections.xyxy)).toEqual([152, 80, 184, 96]);
+    expect(r.detections.classId[0]).toBe(16);
+    expect(r.detections.confidence[0]).toBeCloseTo(0.9, 6);
+    await det.release();
+  });
+});

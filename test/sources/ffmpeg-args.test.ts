@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { buildFfmpegArgs, sourceKind } from '../../src/sources/ffmpeg-args.js';
+
+const out = { width: 416, height: 416, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
+
+describe('sourceKind', () => {
+  it.each([
+    ['rtsp://cam/stream', 'rtsp'],
+    ['RTSPS://cam/stream', 'rtsp'],
+    ['http://host/video.mjpg', 'http'],
+    ['https://host/v.mp4', 'http'],
+    ['/dev/video0', 'v4l2'],
+    ['v4l2:///dev/video2', 'v4l2'],
+    ['/data/clip.mp4', 'file'],
+    ['file:///data/clip.mp4', 'file'],
+  ])('%s → %s', (url, kind) => expect(sourceKind(url)).toBe(kind));
+});
+
+describe('buildFfmpegArgs', () => {
+  it('native-rate looped file: -re and -stream_loop before -i', () => {
+    const a = buildFfmpegArgs({ url: 'file:///x.mp4', kind: 'file', rate: 'native', loop: true }, out);
+    expect(a.indexOf('-re')).toBeLessThan(a.indexOf('-i'));
+    expect(a.slice(a.indexOf('-stream_loop'), a.indexOf('-stream_loop') + 2)).toEqual(['-stream_loop', '-1']);
+    expect(a[a.indexOf('-i') + 1]).toBe('/x.mp4');
+  });
+
+  it('fast file: no -re', () => {
+    expect(buildFfmpegArgs({ url: '/x.mp4', kind: 'file', rate: 'fast', loop: false }, out)).not.toContain('-re');
+  });
+
+  it('rtsp uses TCP transport by default and passes extra input args before -i', () => {
+    const a = buildFfmpegArgs({ url: 'rtsp://h/s', kind: 'rtsp', rate: 'native', loop: false, inputArgs: ['-hwaccel', 'cuda'] }, out);
+    expect(a.join(' ')).toContain('-rtsp_transport tcp');
+    expect(a.indexOf('-hwaccel')).toBeLessThan(a.indexOf('-i'));
+  });
+
+  it('v4l2 devices use the v4l2 demuxer', () => {
+    const a = buildFfmpegArgs({ url: 'v4l2:///dev/video0', kind: 'v4l2', rate: 'native', loop: false }, out);
+    expect(a.join(' ')).toContain('-f v4l2 -i /dev/video0');
+  });
+
+  it('scales keeping aspect, pads with the model pad value and writes raw frames to stdout', () => {
+    const a = buildFfmpegArgs({ url: '/x.mp4', kind: 'file', rate: 'fast', loop: false, fps: 15 }, { ...out, pixelFormat: 'rgb24', align: 'center' });
+    const vf = a[a.indexOf('-vf') + 1];
+    expect(vf.startsWith('fps=15,scale=')).toBe(true);
+    expect(vf).toContain('format=rgb24');
+    expect(vf).toContain('pad=416:416:floor((416-iw)/2):floor((416-ih)/2):color=0x727272');
+    expect(a.slice(-5)).toEqual(['-pix_fmt', 'rgb24', '-f', 'rawvideo', 'pipe:1']);
+  });
+});

@@ -1,0 +1,115 @@
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { firstValueFrom, lastValueFrom, take, tap, toArray } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import { isArgusError } from '../../src/core/errors.js';
+import type { Frame } from '../../src/core/frame.js';
+import { defaultFfmpegPath } from '../../src/pipeline/pipeline.js';
+import { ffmpegSource, type FfmpegSourceOptions } from '../../src/sources/ffmpeg-source.js';
+import { PERSON_VIDEO } from '../helpers/assets.js';
+
+const output = { width: 416, height: 416, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
+const opts = (over: Partial<FfmpegSourceOptions['input']> = {}, extra: Partial<FfmpegSourceOptions> = {}): FfmpegSourceOptions => ({
+  id: 'cam',
+  input: { url: PERSON_VIDEO, kind: 'file', rate: 'fast', loop: false, ...over },
+  output,
+  ffmpegPath: defaultFfmpegPath(),
+  ...extra,
+});
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('ffmpegSource (real ffmpeg)', () => {
+  it('delivers letterboxed frames of the model size with sequence numbers, pts and capture stamps', async () => {
+    const frames = await lastValueFrom(
+      // Frames are kept unreleased here, so lift the fast-mode hold-back.
+      ffmpegSource(opts({}, { maxOutstanding: Infinity })).pipe(
+        take(5),
+        toArray(),
+      ),
+    );
+    expect(frames.map((f) => f.seq)).toEqual([0, 1, 2, 3, 4]);
+    expect(frames.map((f) => f.pts)).toEqual([0, 0.1, 0.2, 0.3, 0.4]); // 10 fps source
+    const f = frames[4];
+    expect(f.data.length).toBe(416 * 416 * 3);
+    expect(f.letterbox).toMatchObject({ srcWidth: 768, srcHeight: 432, scaledWidth: 416, scaledHeight: 234, padX: 0, padY: 0 });
+    // Rows below the scaled picture are padding: exactly 114 in every channel.
+    const padRow = f.data.subarray(300 * 416 * 3, 301 * 416 * 3);
+    expect(padRow.every((v) => v === 114)).toBe(true);
+    // Rows inside the picture are not all padding.
+    const picRow = f.data.subarray(100 * 416 * 3, 101 * 416 * 3);
+    expect(picRow.some((v) => v !== 114)).toBe(true);
+    for (let i = 1; i < frames.length; i++) expect(frames[i].stamps.captured).toBeGreaterThanOrEqual(frames[i - 1].stamps.captured);
+    expect(frames[0].stamps.captured).toBeGreaterThan(Date.now() - 60_000);
+  });
+
+  it('unsubscribing kills ffmpeg', async () => {
+    let child: ChildProcess | undefined;
+    let exited = false;
+    await firstValueFrom(ffmpegSource(opts({ rate: 'native', loop: true }, { onSpawn: (c) => (child = c), onExit: () => (exited = true) })));
+    expect(child?.pid).toBeGreaterThan(0);
+    const deadline = Date.now() + 5000;
+    while (!exited && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(exited).toBe(true);
+    expect(alive(child!.pid!)).toBe(false);
+  });
+
+  it("fast mode holds ffmpeg back: a frame that isn't released stops the next one", async () => {
+    const got: Frame[] = [];
+    const sub = ffmpegSource(opts()).subscribe((f) => got.push(f));
+    try {
+      const until = async (n: number) => {
+        const deadline = Date.now() + 5000;
+        while (got.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      };
+      await until(1);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(got).toHaveLength(1);
+      got[0].release();
+      await until(2);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(got).toHaveLength(2);
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
+  it('completes at the end of a file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-src-'));
+    const clip = join(dir, 'short.mp4');
+    const { execFileSync } = await import('node:child_process');
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=320x240:rate=10', '-frames:v', '7', '-pix_fmt', 'yuv420p', clip]);
+    const frames = await lastValueFrom(ffmpegSource(opts({ url: clip })).pipe(tap((f) => f.release()), toArray()));
+    expect(frames).toHaveLength(7);
+    expect(frames[0].letterbox).toMatchObject({ srcWidth: 320, srcHeight: 240, scaledHeight: 312 });
+  });
+
+  it.each([
+    ['a missing file', () => opts({ url: '/nonexistent/video.mp4' }), 'VAP_ERR_SOURCE_OPEN', /file not found: \/nonexistent\/video.mp4/],
+    [
+      'a file that is not a video',
+      () => {
+        const p = join(mkdtempSync(join(tmpdir(), 'argus-src-')), 'notes.mp4');
+        writeFileSync(p, 'this is not a video\n'.repeat(100));
+        return opts({ url: p });
+      },
+      'VAP_ERR_SOURCE_EXIT',
+      /source "cam": ffmpeg exited with code 1 for .*notes.mp4\n.*Invalid data found/s,
+    ],
+    ['a missing ffmpeg', () => opts({}, { ffmpegPath: '/nonexistent/ffmpeg' }), 'VAP_ERR_SOURCE_OPEN', /ffmpeg executable not found at \/nonexistent\/ffmpeg/],
+  ])('%s gives a clear coded error', async (_n, make, code, message) => {
+    const err = await lastValueFrom(ffmpegSource(make())).catch((e: unknown) => e);
+    expect(isArgusError(err)).toBe(true);
+    expect((err as { code: string }).code).toBe(code);
+    expect((err as Error).message).toMatch(message);
+  });
+});

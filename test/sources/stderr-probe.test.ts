@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { parseVideoStreamLine, StderrProbe } from '../../src/sources/stderr-probe.js';
+
+describe('parseVideoStreamLine', () => {
+  it.each([
+    ['mp4 h264', '    Stream #0:0(eng): Video: h264 (Main) (avc1 / 0x31637661), yuv420p(tv, smpte170m), 768x432, 187 kb/s, 10 fps, 10 tbr, 200k tbn, 20 tbc (default)', { width: 768, height: 432, fps: 10 }],
+    ['fractional fps', '    Stream #0:0: Video: h264 (High), yuv420p(progressive), 640x360 [SAR 1:1 DAR 16:9], 29.83 fps, 29.83 tbr, 90k tbn', { width: 640, height: 360, fps: 29.83 }],
+    ['rtsp with tbr only', '    Stream #0:0: Video: h264 (Constrained Baseline), yuv420p(progressive), 1920x1080, 30 tbr, 90k tbn, 180k tbc', { width: 1920, height: 1080, fps: 30 }],
+    ['gif', '    Stream #0:0: Video: gif, bgra, 480x270, 15 fps, 15 tbr, 100 tbn, 100 tbc', { width: 480, height: 270, fps: 15 }],
+  ])('%s', (_n, line, want) => {
+    expect(parseVideoStreamLine(line)).toEqual(want);
+  });
+
+  it('ignores audio streams and other lines', () => {
+    expect(parseVideoStreamLine('    Stream #0:1(und): Audio: aac (LC), 48000 Hz, stereo, fltp, 128 kb/s')).toBeUndefined();
+    expect(parseVideoStreamLine('  Duration: 00:02:19.40, start: 0.000000, bitrate: 188 kb/s')).toBeUndefined();
+  });
+});
+
+describe('StderrProbe', () => {
+  it('reads the input stream (not the output one) from a log split at odd places', () => {
+    const log = [
+      "Input #0, mov,mp4,m4a,3gp,3g2,mj2, from 'x.mp4':\n  Duration: 00:00:40.00\n    Stream #0:0: Vid",
+      'eo: h264 (High), yuv420p, 640x360, 29.83 fps, 29.83 tbr\nStream mapping:\n',
+      "Output #0, rawvideo, to 'pipe:1':\n    Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 416x416, 29.83 fps\n",
+    ];
+    const p = new StderrProbe();
+    const found = log.map((c) => p.push(c));
+    expect(found[0]).toBeUndefined();
+    expect(found[1]).toEqual({ width: 640, height: 360, fps: 29.83 });
+    expect(found[2]).toBeUndefined();
+    expect(p.info).toEqual({ width: 640, height: 360, fps: 29.83 });
+  });
+
+  it('keeps the last lines for error reports', () => {
+    const p = new StderrProbe(2);
+    p.push('one\ntwo\nthree\nfour');
+    expect(p.tailText()).toBe('two\nthree\nfour');
+  });
+});
