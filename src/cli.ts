@@ -59,8 +59,9 @@ program
   .option('--raw-runs <n>', 'raw inference runs', positiveInt, 300)
   .option('--file-frames <n>', 'frames for the file-mode run', positiveInt, 600)
   .option('--live-seconds <n>', 'length of the live 1080p30 run', positiveInt, 120)
+  .option('--live-uri <uri>', 'live-mode source (default: the derived 1080p30 clip)')
   .option('--json <file>', 'also write the figures as JSON')
-  .action(async (opts: { pipeline: string; rawRuns: number; fileFrames: number; liveSeconds: number; json?: string }) => {
+  .action(async (opts: { pipeline: string; rawRuns: number; fileFrames: number; liveSeconds: number; liveUri?: string; json?: string }) => {
     const { runBench } = await import('./bench/bench.js');
     await runBench({ ...opts, log });
   });

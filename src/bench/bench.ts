@@ -1,1 +1,201 @@
-export async function runBench(_o: unknown) {}
+import { writeFile } from 'node:fs/promises';
+import { firstValueFrom } from 'rxjs';
+import { resolveStream } from '../assets/catalog.js';
+import { loadPipeline } from '../config/load.js';
+import type { PipelineConfig } from '../config/schema.js';
+import type { LogFn } from '../core/log.js';
+import { percentiles } from '../core/stats.js';
+import type { Detector } from '../inference/detector.js';
+import { normalizeHwcToChw } from '../preprocess/normalize.js';
+import { defaultFfmpegPath, loadDetector, pipelineBaseDir, type FrameResult } from '../pipeline/pipeline.js';
+import { runPipeline } from '../pipeline/run.js';
+import { sourceKind } from '../sources/ffmpeg-args.js';
+import { ffmpegSource } from '../sources/ffmpeg-source.js';
+
+export interface BenchOptions {
+  pipeline: string;
+  rawRuns: number;
+  fileFrames: number;
+  liveSeconds: number;
+  /** Live-mode source; default the derived 1080p30 clip (asset:person-1080p30.mp4). */
+  liveUri?: string;
+  json?: string;
+  log: LogFn;
+}
+
+const STAGES = ['preprocess', 'queue', 'infer', 'postprocess', 'emit', 'e2e'] as const;
+type Stage = (typeof STAGES)[number];
+
+function stageDurations(r: FrameResult): Record<Stage, number> {
+  const s = r.frame.stamps;
+  return {
+    preprocess: s.preprocessed - s.captured,
+    queue: s.inferStart - s.preprocessed,
+    infer: s.inferEnd - s.inferStart,
+    postprocess: s.postprocessed - s.inferEnd,
+    emit: s.emitted - s.postprocessed,
+    e2e: s.emitted - s.captured,
+  };
+}
+
+const pct = (xs: number[]) => {
+  const [p50, p95, p99] = percentiles(xs, [50, 95, 99]);
+  return { p50: r2(p50), p95: r2(p95), p99: r2(p99) };
+};
+const r2 = (v: number) => Math.round(v * 100) / 100;
+const rssMb = () => r2(process.memoryUsage().rss / 1024 / 1024);
+
+/** Raw inference: the model alone, on a real letterboxed frame, no pipeline around it. */
+async function benchRaw(detector: Detector, sample: string, runs: number) {
+  const input = detector.createInput();
+  const frame = await firstValueFrom(
+    ffmpegSource({
+      id: 'raw',
+      input: { url: sample, kind: sourceKind(sample), rate: 'fast', loop: false },
+      output: { width: detector.inputWidth, height: detector.inputHeight, pixelFormat: detector.pixelFormat, align: detector.align, padValue: detector.padValue },
+      ffmpegPath: defaultFfmpegPath(),
+    }),
+  );
+  normalizeHwcToChw(frame.data, detector.inputWidth, detector.inputHeight, input.data, detector.normalize);
+  frame.release();
+  const feeds = { [detector.inputName]: input.tensor };
+  for (let i = 0; i < 10; i++) await detector.session.run(feeds);
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    await detector.session.run(feeds);
+    times.push(performance.now() - t);
+  }
+  return pct(times);
+}
+
+function withSource(config: PipelineConfig, uri: string, rate: 'fast' | 'native', loop: boolean): PipelineConfig {
+  const src = { ...config.sources[0], id: 'bench', uri, rate, loop, enabled: true };
+  return { ...config, sources: [src], sinks: {} };
+}
+
+export async function runBench(o: BenchOptions) {
+  const config = await loadPipeline(o.pipeline);
+  const baseDir = pipelineBaseDir(o.pipeline);
+  const ffmpeg = config.ffmpegPath ?? defaultFfmpegPath();
+  const log = o.log;
+  const demoVideo = await resolveStream('one-by-one-person-detection.mp4', ffmpeg, { log });
+  const detector = await loadDetector(config, { baseDir, log });
+  const rawThreads = config.model.intraOpThreads;
+
+  log(`bench: raw inference, ${o.rawRuns} runs`);
+  const raw = await benchRaw(detector, demoVideo, o.rawRuns);
+
+  log(`bench: file mode, ${o.fileFrames} frames as fast as possible`);
+  const fileStages: Record<Stage, number[]> = Object.fromEntries(STAGES.map((s) => [s, []])) as unknown as Record<Stage, number[]>;
+  let firstCaptured = 0;
+  let lastEmitted = 0;
+  const file = await runPipeline(withSource(config, demoVideo, 'fast', true), {
+    baseDir,
+    detector,
+    status: false,
+    maxFrames: o.fileFrames,
+    onResult: (r) => {
+      const d = stageDurations(r);
+      for (const s of STAGES) fileStages[s].push(d[s]);
+      if (!firstCaptured) firstCaptured = r.frame.stamps.captured;
+      lastEmitted = r.frame.stamps.emitted;
+    },
+  });
+  // Throughput over the frames after the first (the first includes ffmpeg's start-up).
+  const fileFps = (file.frames - 1) / ((lastEmitted - firstCaptured) / 1000);
+
+  log(`bench: live mode, ${o.liveUri ?? '1080p30'} for ${o.liveSeconds} s`);
+  const liveUri = o.liveUri ?? 'asset:person-1080p30.mp4';
+  const clip = liveUri.startsWith('asset:') ? await resolveStream(liveUri.slice(6), ffmpeg, { log }) : liveUri;
+  const liveE2e: { t: number; v: number }[] = [];
+  const liveStages: Record<Stage, number[]> = Object.fromEntries(STAGES.map((s) => [s, []])) as unknown as Record<Stage, number[]>;
+  const ac = new AbortController();
+  let liveStart = 0;
+  let rssStart = 0;
+  let rssPeak = 0;
+  const rssTimer = setInterval(() => (rssPeak = Math.max(rssPeak, rssMb())), 1000);
+  const live = await runPipeline(withSource(config, clip, 'native', true), {
+    baseDir,
+    detector,
+    status: false,
+    signal: ac.signal,
+    onReady: () => {
+      rssStart = rssMb();
+    },
+    onResult: (r) => {
+      const d = stageDurations(r);
+      if (!liveStart) {
+        liveStart = r.frame.stamps.captured;
+        setTimeout(() => ac.abort(), o.liveSeconds * 1000).unref();
+      }
+      for (const s of STAGES) liveStages[s].push(d[s]);
+      liveE2e.push({ t: r.frame.stamps.captured - liveStart, v: d.e2e });
+    },
+  });
+  clearInterval(rssTimer);
+  const rssEnd = rssMb();
+  const st = live.stats[0];
+  const liveSecs = liveE2e.length ? (liveE2e[liveE2e.length - 1].t) / 1000 : 0;
+  const first30 = liveE2e.filter((x) => x.t < 30_000).map((x) => x.v);
+  const last30 = liveE2e.filter((x) => x.t >= liveSecs * 1000 - 30_000).map((x) => x.v);
+
+  const result = {
+    machine: { cpus: (await import('node:os')).cpus().length, node: process.version, provider: detector.provider, threads: rawThreads },
+    raw,
+    file: {
+      frames: file.frames,
+      fps: r2(fileFps),
+      e2e: pct(fileStages.e2e),
+      stages: Object.fromEntries(STAGES.map((s) => [s, pct(fileStages[s])])),
+      overheadP50: r2(pct(fileStages.e2e).p50 - raw.p50),
+      throughputRatio: r2(fileFps / (1000 / raw.p50)),
+    },
+    live: {
+      source: liveUri,
+      seconds: r2(liveSecs),
+      framesIn: st.framesIn,
+      framesOut: st.framesOut,
+      dropped: st.dropped,
+      fps: r2(st.framesOut / Math.max(liveSecs, 1e-3)),
+      fpsIn: r2(st.framesIn / Math.max(liveSecs, 1e-3)),
+      dropPct: r2((100 * st.dropped) / Math.max(1, st.framesIn)),
+      e2e: pct(liveE2e.map((x) => x.v)),
+      e2eFirst30: pct(first30),
+      e2eLast30: pct(last30),
+      stages: Object.fromEntries(STAGES.map((s) => [s, pct(liveStages[s])])),
+      rssStartMb: rssStart,
+      rssEndMb: rssEnd,
+      rssPeakMb: rssPeak,
+    },
+  };
+  await detector.release();
+
+  printTable(result);
+  if (o.json) await writeFile(o.json, JSON.stringify(result, null, 2) + '\n');
+  return result;
+}
+
+function printTable(r: Awaited<ReturnType<typeof runBenchShape>>) {
+  const out: string[] = [];
+  const row = (...c: (string | number)[]) => out.push(c.map((x, i) => String(x).padEnd(i === 0 ? 26 : 10)).join(''));
+  out.push(`argus bench — ${r.machine.cpus} CPUs, ${r.machine.node}, provider ${r.machine.provider}, ${r.machine.threads} intra-op threads`);
+  out.push('');
+  row('', 'p50 ms', 'p95 ms', 'p99 ms');
+  row('raw inference', r.raw.p50, r.raw.p95, r.raw.p99);
+  for (const s of STAGES) row(`file ${s}`, r.file.stages[s].p50, r.file.stages[s].p95, r.file.stages[s].p99);
+  for (const s of STAGES) row(`live ${s}`, r.live.stages[s].p50, r.live.stages[s].p95, r.live.stages[s].p99);
+  row('live e2e first 30 s', r.live.e2eFirst30.p50, r.live.e2eFirst30.p95, r.live.e2eFirst30.p99);
+  row('live e2e last 30 s', r.live.e2eLast30.p50, r.live.e2eLast30.p95, r.live.e2eLast30.p99);
+  out.push('');
+  out.push(`file: ${r.file.frames} frames at ${r.file.fps} fps; e2e p50 − raw p50 = ${r.file.overheadP50} ms (target ≤ 3); fps ÷ (1000 / raw p50) = ${r.file.throughputRatio} (target ≥ 0.85)`);
+  out.push(
+    `live ${r.live.source}: ${r.live.seconds} s, in ${r.live.fpsIn} fps, out ${r.live.fps} fps, dropped ${r.live.dropped}/${r.live.framesIn} (${r.live.dropPct}%), ` +
+      `e2e p50 ${r.live.e2e.p50} ms p99 ${r.live.e2e.p99} ms; last-30 s p99 ÷ first-30 s p99 = ${r2(r.live.e2eLast30.p99 / r.live.e2eFirst30.p99)}`,
+  );
+  out.push(`live RSS: start ${r.live.rssStartMb} MB, end ${r.live.rssEndMb} MB (growth ${r2(r.live.rssEndMb - r.live.rssStartMb)} MB), peak ${r.live.rssPeakMb} MB`);
+  process.stdout.write(out.join('\n') + '\n');
+}
+
+// Type helper only: the shape runBench returns.
+declare function runBenchShape(): ReturnType<typeof runBench>;

@@ -30,6 +30,9 @@ export interface FfmpegSourceOptions {
   onSpawn?: (child: ChildProcess) => void;
 }
 
+/** More than two pipe reads (64 KiB each on Linux), so the read that crosses it cannot finish a frame. */
+const HOLD_BACK_BYTES = 160 * 1024;
+
 /**
  * One ffmpeg child process per subscription, emitting letterboxed frames. Completes when
  * ffmpeg reaches the end of the input; errors (coded `VAP_ERR_SOURCE_*`) when it cannot start,
@@ -91,10 +94,6 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
         },
       };
       seq++;
-      if (outstanding >= maxOutstanding && !paused) {
-        paused = true;
-        stdout.pause();
-      }
       subscriber.next(frame);
     });
     const startedAt = now();
@@ -109,7 +108,17 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
         if (!paused) stdout.resume();
       }
     });
-    stdout.on('data', (chunk: Buffer) => reader.push(chunk));
+    stdout.on('data', (chunk: Buffer) => {
+      reader.push(chunk);
+      // Hold-back: with the allowed frames out, read the next frame only up to its last
+      // HOLD_BACK_BYTES and pause there. ffmpeg decodes ahead while the pipeline works, yet
+      // the frame completes (and is stamped `captured`) only once the pipeline has released
+      // the previous one, so `captured → emitted` measures the pipeline and not a queue.
+      if (!paused && outstanding >= maxOutstanding && reader.pending >= frameSize - HOLD_BACK_BYTES) {
+        paused = true;
+        stdout.pause();
+      }
+    });
 
     child.on('error', (err: NodeJS.ErrnoException) => {
       if (closed) return;

@@ -132,3 +132,29 @@ describe('argus run: bad input gets a clear error', () => {
     expect(r.stderr).toMatch(/VAP_ERR_ASSET_UNKNOWN: asset "nope.mp4" is not in streams\/assets.yaml \(known: one-by-one-person-detection.mp4/);
   });
 });
+
+describe('argus bench', () => {
+  it('measures raw, file and live modes in one run and writes the documented JSON keys', async () => {
+    const json = join(tmp(), 'bench.json');
+    const r = await argus(
+      ['bench', '--raw-runs', '20', '--file-frames', '30', '--live-seconds', '3', '--live-uri', 'asset:one-by-one-person-detection.mp4', '--json', json],
+      { ARGUS_LOG_LEVEL: 'warn' },
+    );
+    expect(r.stderr).not.toMatch(/argus: /);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/raw inference\s+[\d.]+\s+[\d.]+\s+[\d.]+/);
+    expect(r.stdout).toMatch(/file: 30 frames at [\d.]+ fps/);
+    const b = JSON.parse(readFileSync(json, 'utf8'));
+    for (const key of ['raw.p50', 'raw.p99', 'file.fps', 'file.e2e.p50', 'file.e2e.p99', 'live.fps', 'live.dropPct', 'live.e2e.p50', 'live.e2e.p99', 'live.rssStartMb', 'live.rssEndMb']) {
+      const v = key.split('.').reduce((o: Record<string, unknown>, k) => o?.[k] as Record<string, unknown>, b) as unknown;
+      expect(v, key).toBeTypeOf('number');
+      expect(Number.isFinite(v), key).toBe(true);
+    }
+    expect(b.raw.p99).toBeGreaterThanOrEqual(b.raw.p50);
+    expect(b.file.frames).toBe(30);
+    // The 10 fps demo video plays in real time for ~3 s: about 30 frames, nothing to drop.
+    expect(b.live.framesOut).toBeGreaterThan(15);
+    expect(b.live.fps).toBeGreaterThan(7);
+    expect(b.live.fps).toBeLessThan(13);
+  });
+});
