@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (README: `npm ci && npm test`; .ci/run runs exactly that).
-# Points the asset mirror at ../shared, runs every test file with vitest, and ends with one
-# plain line "N passed, N failed". Exit status is vitest's.
+# Points the asset mirror at ../shared, starts a Kafka broker, runs every test file with
+# vitest, and ends with one plain line "N passed, N failed". Exit status is vitest's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +12,16 @@ export ARGUS_MIRROR="${ARGUS_MIRROR:-}"
 export ARGUS_CACHE="${ARGUS_CACHE:-$PWD/.cache/argus}"
 mkdir -p .test-results
 rm -f .test-results/vitest.json
+
+# A real Apache Kafka (KRaft) on loopback for the sink tests; fetched from Maven Central on
+# first use, stopped when the tests end.
+export KAFKA_PORT="${KAFKA_PORT:-19092}"
+if brokers_line=$(bash scripts/kafka-broker.sh start); then
+  export "${brokers_line?}"
+  trap 'bash scripts/kafka-broker.sh stop >/dev/null 2>&1 || true' EXIT
+else
+  echo "test.sh: could not start the Kafka broker (see above); Kafka tests will fail" >&2
+fi
 
 npx vitest run "$@"
 rc=$?

@@ -67,6 +67,23 @@ program
   });
 
 program
+  .command('consume')
+  .description('read a Kafka topic and print messages with their capture → consumption latency')
+  .requiredOption('--brokers <list>', 'comma-separated host:port list', (v: string) => v.split(',').filter(Boolean))
+  .option('--topic <name>', 'topic to read', 'argus.detections')
+  .option('--from-beginning', 'start at the oldest message', false)
+  .option('--window <n>', 'print p50/p99 every N messages', positiveInt, 100)
+  .option('--count <n>', 'stop after N messages', positiveInt)
+  .option('--json', 'print each message as JSON', false)
+  .action(async (opts: { brokers: string[]; topic: string; fromBeginning: boolean; window: number; count?: number; json: boolean }) => {
+    const { consume } = await import('./sinks/consume.js');
+    const ac = new AbortController();
+    process.once('SIGINT', () => ac.abort());
+    process.once('SIGTERM', () => ac.abort());
+    await consume({ ...opts, signal: ac.signal });
+  });
+
+program
   .command('assets')
   .description('fetch (or verify) the default model and the demo videos into the cache')
   .action(async () => {

@@ -71,7 +71,7 @@ async function benchRaw(detector: Detector, sample: string, runs: number) {
 
 function withSource(config: PipelineConfig, uri: string, rate: 'fast' | 'native', loop: boolean): PipelineConfig {
   const src = { ...config.sources[0], id: 'bench', uri, rate, loop, enabled: true };
-  return { ...config, sources: [src], sinks: {} };
+  return { ...config, sources: [src], sinks: { websocket: config.sinks.websocket }, server: undefined };
 }
 
 export async function runBench(o: BenchOptions) {

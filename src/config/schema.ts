@@ -59,10 +59,78 @@ export const PostprocessSchema = z
   })
   .strict();
 
+export const KafkaSinkSchema = z
+  .object({
+    /** Bootstrap brokers, host:port. */
+    brokers: z.array(z.string().regex(/^[^\s:]+:\d+$/, 'use host:port')).min(1),
+    clientId: z.string().min(1).default('argus'),
+    topics: z
+      .object({
+        /** One message per processed frame, keyed by source id. Default argus.detections. */
+        detections: z.string().min(1).default('argus.detections'),
+        /** One message per alert, keyed by source id. Default argus.alerts. */
+        alerts: z.string().min(1).default('argus.alerts'),
+      })
+      .strict()
+      .default({}),
+    /** Create missing topics at start; false makes a missing topic an error naming it. Default true. */
+    createTopics: z.boolean().default(true),
+    /** Partitions for created topics. Default 3. */
+    partitions: z.number().int().min(1).default(3),
+    /** Replication factor for created topics. Default 1. */
+    replicationFactor: z.number().int().min(1).default(1),
+    /** Batch compression. Default none. */
+    compression: z.enum(['none', 'gzip']).default('none'),
+    /** Longest a message waits for its batch to fill, ms. Default 5. */
+    lingerMs: z.number().min(0).max(10_000).default(5),
+    /** Messages per produce request at most. Default 500. */
+    batchSize: z.number().int().min(1).max(100_000).default(500),
+    /** Detection messages buffered in front of the producer; beyond it they are dropped and counted. Default 10000. */
+    bufferSize: z.number().int().min(1).default(10_000),
+    /** Alerts buffered while the broker is away (kept and retried). Default 10000. */
+    alertBufferSize: z.number().int().min(1).default(10_000),
+    /** Time allowed to flush on shutdown, ms. Default 10000. */
+    closeTimeoutMs: z.number().int().min(0).default(10_000),
+    /** TLS: true, or Node tls options (ca, cert, key, servername…), passed to kafkajs. */
+    ssl: z.union([z.boolean(), z.record(z.unknown())]).optional(),
+    /** SASL, passed to kafkajs: { mechanism: plain | scram-sha-256 | scram-sha-512, username, password }. */
+    sasl: z
+      .object({ mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']), username: z.string(), password: z.string() })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+export const WebSocketSinkSchema = z
+  .object({
+    /** Serve the WebSocket API at /ws on the pipeline's HTTP server. Default true. */
+    enabled: z.boolean().default(true),
+    /** Bytes queued for one client before its detection messages are dropped (and counted, and the client told). Default 1 MiB. */
+    maxBufferedBytes: z.number().int().min(1024).default(1024 * 1024),
+    /** Alerts held for a slow client before it is closed with 1013. Default 1000. */
+    maxAlertBacklog: z.number().int().min(1).default(1000),
+    /** Largest client message answered normally; larger ones get an error frame. Default 4096. */
+    maxClientMessageBytes: z.number().int().min(64).max(65536).default(4096),
+  })
+  .strict();
+
 export const SinksSchema = z
   .object({
-    /** Write one JSON line per processed frame to this file ('-' for stdout). */
+    /** Write one JSON line per message to this file ('-' for stdout). */
     jsonl: z.object({ path: z.string().min(1) }).strict().optional(),
+    kafka: KafkaSinkSchema.optional(),
+    websocket: WebSocketSinkSchema.default({}),
+  })
+  .strict();
+
+export const ServerSchema = z
+  .object({
+    /** Address to bind. Default 127.0.0.1 (loopback only); 0.0.0.0 exposes it. */
+    host: z.string().min(1).default('127.0.0.1'),
+    /** Port; $ARGUS_HTTP_PORT overrides it; 0 picks a free one. Default 8080. */
+    port: z.number().int().min(0).max(65535).default(8080),
+    /** WebSocket clients must present this token. Default: none. */
+    token: z.string().min(1).optional(),
   })
   .strict();
 
@@ -76,6 +144,8 @@ export const PipelineSchema = z
     model: ModelRefSchema.default({}),
     postprocess: PostprocessSchema.default({}),
     sinks: SinksSchema.default({}),
+    /** HTTP server for the WebSocket API (and health, metrics, dashboard). Absent: no server. */
+    server: ServerSchema.optional(),
   })
   .strict()
   .superRefine((p, ctx) => {
@@ -90,6 +160,7 @@ export type SourceConfig = z.infer<typeof SourceSchema>;
 export type ModelRefConfig = z.infer<typeof ModelRefSchema>;
 export type PostprocessConfig = z.infer<typeof PostprocessSchema>;
 export type PipelineConfig = z.infer<typeof PipelineSchema>;
+export type KafkaSinkConfig = z.infer<typeof KafkaSinkSchema>;
 export type ExecutionProviderName = z.infer<typeof executionProvider>;
 
 /** A model manifest (models/*.yaml). */

@@ -25,6 +25,10 @@ export const ErrorCodes = {
   SOURCE_EXIT: 'VAP_ERR_SOURCE_EXIT',
   /** ffmpeg did not report the input's video stream (size, rate). */
   SOURCE_PROBE: 'VAP_ERR_SOURCE_PROBE',
+  /** A Kafka topic the sink needs does not exist and may not be created. */
+  SINK_TOPIC: 'VAP_ERR_SINK_TOPIC',
+  /** The HTTP/WebSocket server could not listen (port in use, bad host). */
+  SERVER_LISTEN: 'VAP_ERR_SERVER_LISTEN',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];

@@ -1,7 +1,13 @@
 import { take, type Subscription } from 'rxjs';
 import type { PipelineConfig } from '../config/schema.js';
+import type { LogFn } from '../core/log.js';
+import { startHttpServer, type RunningServer } from '../server/http.js';
 import { JsonlSink } from '../sinks/jsonl.js';
+import { KafkaSink, type KafkaSinkOptions } from '../sinks/kafka.js';
+import { Publisher } from '../sinks/publisher.js';
+import type { Sink } from '../sinks/sink.js';
 import { StatusReporter } from '../sinks/status.js';
+import { WebSocketHub } from '../sinks/websocket.js';
 import { createPipeline, type FrameResult, type Pipeline, type PipelineOptions, type SourceStats } from './pipeline.js';
 
 export interface RunOptions extends PipelineOptions {
@@ -13,10 +19,21 @@ export interface RunOptions extends PipelineOptions {
   status?: boolean;
   /** Called for every processed frame, after the sinks (bench, tests). */
   onResult?: (r: FrameResult) => void;
-  /** Aborting stops the sources and finishes cleanly. */
+  /** Aborting stops the sources and finishes cleanly (sinks flushed). */
   signal?: AbortSignal;
-  /** Called once the pipeline is built (model loaded, sources resolved). */
-  onReady?: (p: Pipeline) => void;
+  /** Called once everything is started (model loaded, sinks connected, server listening). */
+  onReady?: (running: RunningPipeline) => void;
+  /** Environment for overrides such as ARGUS_HTTP_PORT. Default process.env. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Everything a run started, for tests and for features that hook in. */
+export interface RunningPipeline {
+  pipeline: Pipeline;
+  publisher: Publisher;
+  server?: RunningServer;
+  kafka?: KafkaSink;
+  websocket?: WebSocketHub;
 }
 
 export interface RunSummary {
@@ -25,15 +42,49 @@ export interface RunSummary {
   /** Sources that ended with an error. */
   failed: { source: string; error: Error }[];
   wallMs: number;
+  kafka?: KafkaSink['stats'];
+  websocket?: WebSocketHub['stats'];
+}
+
+/** Starts the sinks and the server a config asks for. Closing order is the reverse. */
+async function startSinks(config: PipelineConfig, pipeline: Pipeline, options: RunOptions, log: LogFn) {
+  const sinks: Sink[] = [];
+  const env = options.env ?? process.env;
+  const jsonlPath = options.jsonl ?? config.sinks.jsonl?.path;
+  if (jsonlPath) sinks.push(new JsonlSink(jsonlPath));
+  let kafka: KafkaSink | undefined;
+  const k = config.sinks.kafka;
+  if (k) {
+    kafka = new KafkaSink({ ...k, ssl: k.ssl as KafkaSinkOptions["ssl"], log });
+    await kafka.start();
+    sinks.push(kafka);
+  }
+  let server: RunningServer | undefined;
+  let websocket: WebSocketHub | undefined;
+  if (config.server) {
+    const ws = config.sinks.websocket;
+    if (ws.enabled) {
+      websocket = new WebSocketHub({ ...ws, token: config.server.token, sources: () => pipeline.stats.map((s) => s.id), log });
+      sinks.push(websocket);
+    }
+    const port = env.ARGUS_HTTP_PORT !== undefined && env.ARGUS_HTTP_PORT !== '' ? Number(env.ARGUS_HTTP_PORT) : config.server.port;
+    server = await startHttpServer({ host: config.server.host, port, upgrades: websocket ? { '/ws': (q, s, h) => websocket!.handleUpgrade(q, s, h) } : {} });
+    log(`listening on ${server.url}`, { url: server.url, websocket: websocket ? `${server.url.replace(/^http/, 'ws')}/ws` : undefined });
+  }
+  return { sinks, kafka, server, websocket };
 }
 
 /** Builds the pipeline and runs it until every source ends, `maxFrames` is reached or `signal` aborts. */
 export async function runPipeline(config: PipelineConfig, options: RunOptions = {}): Promise<RunSummary> {
+  const log = options.log ?? (() => {});
   const pipeline = await createPipeline(config, options);
-  options.onReady?.(pipeline);
-  const labels = pipeline.detector.labels;
-  const jsonlPath = options.jsonl ?? config.sinks.jsonl?.path;
-  const jsonl = jsonlPath ? new JsonlSink(jsonlPath, labels) : undefined;
+  const started = await startSinks(config, pipeline, options, log).catch(async (e: unknown) => {
+    if (!options.detector) await pipeline.detector.release();
+    throw e;
+  });
+  const { manifest } = pipeline.detector;
+  const publisher = new Publisher(started.sinks, { name: manifest.name, version: manifest.version }, pipeline.detector.labels);
+  options.onReady?.({ pipeline, publisher, ...started });
   const status = options.status === false ? undefined : new StatusReporter(pipeline.stats);
   status?.start();
   let frames = 0;
@@ -52,7 +103,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
       sub = results$.subscribe({
         next: (r) => {
           frames++;
-          jsonl?.write(r);
+          publisher.detections(r.frame, r.detections, r.dropped);
           options.onResult?.(r);
           r.frame.release();
         },
@@ -69,7 +120,8 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
   } finally {
     sub?.unsubscribe();
     status?.stop();
-    await jsonl?.close();
+    await publisher.close();
+    await started.server?.close();
     if (!options.detector) await pipeline.detector.release();
   }
   return {
@@ -77,5 +129,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     stats: pipeline.stats,
     failed: pipeline.stats.filter((s) => s.error).map((s) => ({ source: s.id, error: s.error! })),
     wallMs: performance.now() - t0,
+    kafka: started.kafka?.stats,
+    websocket: started.websocket?.stats,
   };
 }

@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MIRROR } from '../helpers/assets.js';
 import { writeConstantModel } from '../helpers/onnx.js';
+import { assertValidMessage } from '../helpers/schema.js';
 
 const ROOT = resolve(__dirname, '../..');
 const ARGUS = join(ROOT, 'bin/argus.js');
@@ -45,6 +46,7 @@ describe('argus run pipelines/demo.yaml (real video, real model)', () => {
     const recs = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
     expect(recs).toHaveLength(300);
     for (let i = 0; i < recs.length; i++) {
+      assertValidMessage(recs[i]);
       const { stamps: s, seq, source, dropped } = recs[i];
       expect(source).toBe('lobby');
       if (i > 0) expect(seq).toBeGreaterThan(recs[i - 1].seq);

@@ -1,0 +1,73 @@
+import { Kafka, logLevel } from 'kafkajs';
+import { now } from '../core/clock.js';
+import { SampleWindow } from '../core/stats.js';
+
+export interface ConsumeOptions {
+  brokers: string[];
+  topic: string;
+  fromBeginning: boolean;
+  /** Print p50/p99 every this many messages. */
+  window: number;
+  /** Stop after this many messages. */
+  count?: number;
+  /** Print each message's JSON instead of a summary line. */
+  json: boolean;
+  groupId?: string;
+  out?: NodeJS.WritableStream;
+  signal?: AbortSignal;
+}
+
+export interface ConsumeSummary {
+  messages: number;
+  p50: number;
+  p99: number;
+}
+
+/**
+ * Reads a topic and prints each message with its capture → consumption latency, and p50/p99
+ * over a sliding window. For operators checking a deployment and for our tests.
+ */
+export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
+  const out = o.out ?? process.stdout;
+  const kafka = new Kafka({ clientId: 'argus-consume', brokers: o.brokers, logLevel: logLevel.NOTHING, connectionTimeout: 3000 });
+  const consumer = kafka.consumer({ groupId: o.groupId ?? `argus-consume-${process.pid}-${Date.now()}`, allowAutoTopicCreation: false });
+  const win = new SampleWindow(o.window);
+  const all = new SampleWindow(100_000);
+  let n = 0;
+  await consumer.connect();
+  await consumer.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning });
+  const done = new Promise<void>((resolve) => {
+    o.signal?.addEventListener('abort', () => resolve(), { once: true });
+    void consumer.run({
+      eachMessage: async ({ message, partition }) => {
+        if (o.count !== undefined && n >= o.count) return;
+        const t = now();
+        const text = message.value?.toString() ?? '';
+        let latency = NaN;
+        let line: string;
+        try {
+          const m = JSON.parse(text) as { type?: string; source?: string; seq?: number; stamps?: { captured?: number }; detections?: unknown[]; alert?: { event?: string } };
+          latency = m.stamps?.captured ? t - m.stamps.captured : NaN;
+          line = o.json
+            ? text
+            : `${m.type ?? '?'} ${m.source ?? '?'} #${m.seq ?? '?'} p${partition} ${m.type === 'alert' ? (m.alert?.event ?? '') : `${m.detections?.length ?? 0} detections`}  capture→consume ${latency.toFixed(1)} ms`;
+        } catch {
+          line = `(not JSON) ${text.slice(0, 80)}`;
+        }
+        n++;
+        if (Number.isFinite(latency)) {
+          win.add(latency);
+          all.add(latency);
+        }
+        out.write(line + '\n');
+        if (!o.json && n % o.window === 0) out.write(`window ${o.window}: capture→consume p50 ${win.percentile(50).toFixed(1)} ms  p99 ${win.percentile(99).toFixed(1)} ms\n`);
+        if (o.count !== undefined && n >= o.count) resolve();
+      },
+    });
+  });
+  await done;
+  await consumer.disconnect();
+  const summary = { messages: n, p50: all.percentile(50), p99: all.percentile(99) };
+  if (!o.json) out.write(`${n} messages: capture→consume p50 ${summary.p50.toFixed(1)} ms  p99 ${summary.p99.toFixed(1)} ms\n`);
+  return summary;
+}

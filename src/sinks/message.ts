@@ -1,0 +1,115 @@
+import type { Detections } from '../core/detections.js';
+import type { Frame, Stamps } from '../core/frame.js';
+
+/**
+ * The one message envelope every sink publishes (JSONL, Kafka, WebSocket), version 1.
+ * JSON Schema: src/sinks/message.schema.json. README, "Message schema", documents each field.
+ */
+export const MESSAGE_VERSION = 1;
+
+export type MessageKind = 'detections' | 'alert' | 'status';
+
+export interface DetectionJson {
+  label: string;
+  classId: number;
+  score: number;
+  /** [x1, y1, x2, y2] in source pixels. */
+  box: [number, number, number, number];
+  /** Track id once tracking runs (absent otherwise). */
+  trackId?: number;
+}
+
+export interface PublishedStamps extends Stamps {
+  /** The message was serialised and handed to the sinks. */
+  published: number;
+}
+
+interface Envelope {
+  type: MessageKind;
+  version: typeof MESSAGE_VERSION;
+  source: string;
+  seq: number;
+  pts: number;
+  /** Capture wall-clock time, ISO 8601 UTC. */
+  capturedAt: string;
+  stamps: PublishedStamps;
+  frame: { width: number; height: number };
+  model: { name: string; version: string };
+  /** Frames this source dropped so far because inference was busy. */
+  dropped: number;
+}
+
+export interface DetectionsMessage extends Envelope {
+  type: 'detections';
+  detections: DetectionJson[];
+}
+
+export interface AlertBody {
+  /** Unique id (source, rule, track, frame). */
+  id: string;
+  rule: string;
+  severity: 'info' | 'warning' | 'critical';
+  /** What happened, e.g. zone.enter, line.cross, conveyor.stopped. */
+  event: string;
+  message: string;
+  trackId?: number;
+  zone?: string;
+  snapshot?: { contentType: 'image/jpeg'; data?: string; ref?: string; width: number; height: number };
+  [extra: string]: unknown;
+}
+
+export interface AlertMessage extends Envelope {
+  type: 'alert';
+  alert: AlertBody;
+  detections: DetectionJson[];
+}
+
+export type Message = DetectionsMessage | AlertMessage;
+
+export interface ModelInfo {
+  name: string;
+  version: string;
+}
+
+const round2 = (v: number) => Math.round(v * 100) / 100;
+const round4 = (v: number) => Math.round(v * 10000) / 10000;
+
+export function detectionsJson(d: Detections, labels: readonly string[]): DetectionJson[] {
+  const out = new Array<DetectionJson>(d.length);
+  const tid = d.trackerId;
+  for (let i = 0; i < d.length; i++) {
+    const o = i * 4;
+    const det: DetectionJson = {
+      label: labels[d.classId[i]] ?? String(d.classId[i]),
+      classId: d.classId[i],
+      score: round4(d.confidence[i]),
+      box: [round2(d.xyxy[o]), round2(d.xyxy[o + 1]), round2(d.xyxy[o + 2]), round2(d.xyxy[o + 3])],
+    };
+    if (tid && tid[i] >= 0) det.trackId = tid[i];
+    out[i] = det;
+  }
+  return out;
+}
+
+function envelope<T extends MessageKind>(type: T, frame: Frame, dropped: number, model: ModelInfo) {
+  return {
+    type,
+    version: MESSAGE_VERSION,
+    source: frame.source,
+    seq: frame.seq,
+    pts: round4(frame.pts),
+    capturedAt: new Date(frame.stamps.captured).toISOString(),
+    stamps: { ...frame.stamps, published: 0 },
+    frame: { width: frame.letterbox.srcWidth, height: frame.letterbox.srcHeight },
+    model,
+    dropped,
+  } as const;
+}
+
+export function detectionsMessage(frame: Frame, detections: Detections, dropped: number, model: ModelInfo, labels: readonly string[]): DetectionsMessage {
+  return { ...envelope('detections', frame, dropped, model), detections: detectionsJson(detections, labels) };
+}
+
+export function alertMessage(frame: Frame, detections: Detections, dropped: number, model: ModelInfo, labels: readonly string[], alert: AlertBody): AlertMessage {
+  return { ...envelope('alert', frame, dropped, model), alert, detections: detectionsJson(detections, labels) };
+}

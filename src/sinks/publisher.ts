@@ -1,0 +1,40 @@
+import { now } from '../core/clock.js';
+import type { Detections } from '../core/detections.js';
+import type { Frame } from '../core/frame.js';
+import { alertMessage, detectionsMessage, type AlertBody, type AlertMessage, type DetectionsMessage, type Message, type ModelInfo } from './message.js';
+import type { Sink } from './sink.js';
+
+/**
+ * Builds each message once, stamps `published`, serialises it once and hands the same JSON to
+ * every sink.
+ */
+export class Publisher {
+  constructor(
+    readonly sinks: readonly Sink[],
+    private readonly model: ModelInfo,
+    private readonly labels: readonly string[],
+  ) {}
+
+  detections(frame: Frame, detections: Detections, dropped: number): DetectionsMessage {
+    const msg = detectionsMessage(frame, detections, dropped, this.model, this.labels);
+    this.fanOut(msg);
+    return msg;
+  }
+
+  alert(frame: Frame, detections: Detections, dropped: number, body: AlertBody): AlertMessage {
+    const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body);
+    this.fanOut(msg);
+    return msg;
+  }
+
+  private fanOut(msg: Message): void {
+    msg.stamps.published = now();
+    const json = JSON.stringify(msg);
+    for (const s of this.sinks) s.publish(msg.type, msg.source, json, msg);
+  }
+
+  /** Closes sinks in reverse order of creation. */
+  async close(): Promise<void> {
+    for (const s of [...this.sinks].reverse()) await s.close();
+  }
+}

@@ -1,0 +1,129 @@
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KafkaSinkSchema, PipelineSchema, type PipelineConfig } from '../../src/config/schema.js';
+import { Detections } from '../../src/core/detections.js';
+import { isArgusError } from '../../src/core/errors.js';
+import type { Frame } from '../../src/core/frame.js';
+import { runPipeline, type RunningPipeline } from '../../src/pipeline/run.js';
+import { KafkaSink } from '../../src/sinks/kafka.js';
+import { PERSON_VIDEO } from '../helpers/assets.js';
+import { broker, readTopic, testBrokers, uniqueTopic } from '../helpers/kafka.js';
+import { assertValidMessage } from '../helpers/schema.js';
+
+let brokers: string[];
+beforeAll(async () => {
+  brokers = await testBrokers();
+}, 240_000);
+
+const pipeline = (kafka: Record<string, unknown>, source: Record<string, unknown> = {}): PipelineConfig =>
+  PipelineSchema.parse({ sources: [{ id: 'lobby', uri: PERSON_VIDEO, rate: 'fast', ...source }], model: { warmupRuns: 1 }, sinks: { kafka } });
+
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until(cond: () => boolean, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (!cond() && Date.now() < end) await wait(50);
+  return cond();
+}
+
+describe('Kafka sink against a real broker', () => {
+  it('publishes a valid, ordered detections message for every processed frame', async () => {
+    const topic = uniqueTopic('det');
+    const summary = await runPipeline(pipeline({ brokers, topics: { detections: topic, alerts: `${topic}.alerts` } }), { maxFrames: 120, status: false });
+    expect(summary.frames).toBe(120);
+    expect(summary.kafka).toMatchObject({ sent: 120, dropped: 0 });
+    const got = await readTopic(brokers, topic, 120);
+    expect(got).toHaveLength(120);
+    const msgs = got.map((g) => JSON.parse(g.value));
+    for (const [i, m] of msgs.entries()) {
+      assertValidMessage(m);
+      expect(got[i].key).toBe('lobby');
+      expect(m.stamps.published).toBeGreaterThanOrEqual(m.stamps.emitted);
+      expect(m.stamps.emitted).toBeGreaterThanOrEqual(m.stamps.captured);
+      expect(m.model).toEqual({ name: 'yolox-nano', version: '0.1.1rc0' });
+      expect(m.frame).toEqual({ width: 768, height: 432 });
+    }
+    // One key → one partition → the source's order is kept.
+    expect(new Set(got.map((g) => g.partition)).size).toBe(1);
+    expect(msgs.map((m) => m.seq)).toEqual([...Array(120).keys()]);
+    expect(msgs.some((m) => m.detections.some((d: { label: string }) => d.label === 'person'))).toBe(true);
+  });
+
+  it('a missing topic with createTopics false is an error naming it', async () => {
+    const topic = uniqueTopic('absent');
+    const sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers, createTopics: false, topics: { detections: topic, alerts: 'argus.alerts' } }), ssl: undefined, closeTimeoutMs: 1000 });
+    const e = await sink.start().catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_SINK_TOPIC')).toBe(true);
+    expect((e as Error).message).toContain(`"${topic}"`);
+    expect((e as Error).message).toMatch(/not exist on .* and sinks\.kafka\.createTopics is false/);
+    await sink.close();
+  });
+
+  it('argus consume prints each message with its capture → consumption latency and p50/p99', async () => {
+    const topic = uniqueTopic('consume');
+    await runPipeline(pipeline({ brokers, topics: { detections: topic, alerts: `${topic}.alerts` } }), { maxFrames: 10, status: false });
+    const out = await new Promise<string>((res, rej) => {
+      const p = spawn(process.execPath, [resolve(__dirname, '../../bin/argus.js'), 'consume', '--brokers', brokers.join(','), '--topic', topic, '--from-beginning', '--count', '10', '--window', '5'], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let s = '';
+      p.stdout.setEncoding('utf8').on('data', (d: string) => (s += d));
+      p.on('error', rej);
+      p.on('close', (code) => (code === 0 ? res(s) : rej(new Error(`exit ${code}: ${s}`))));
+    });
+    const lines = out.trim().split('\n');
+    expect(lines.filter((l) => /^detections lobby #\d+ p\d+ \d+ detections {2}capture→consume [\d.]+ ms$/.test(l))).toHaveLength(10);
+    expect(lines.filter((l) => /^window 5: capture→consume p50 [\d.]+ ms {2}p99 [\d.]+ ms$/.test(l))).toHaveLength(2);
+    expect(lines.at(-1)).toMatch(/^10 messages: capture→consume p50 [\d.]+ ms {2}p99 [\d.]+ ms$/);
+  });
+});
+
+describe('Kafka broker outage while the pipeline runs', () => {
+  // A broker of its own, so stopping it disturbs no other test.
+  const PORT = 19192;
+  let outageBrokers: string[];
+  beforeAll(async () => {
+    const line = await broker('start', PORT, '--fresh');
+    outageBrokers = [/KAFKA_BROKERS=(\S+)/.exec(line)![1]];
+  }, 240_000);
+  afterAll(async () => {
+    await broker('stop', PORT);
+  }, 60_000);
+
+  it('keeps processing, counts dropped detections, and delivers every alert raised during the outage after the broker returns', async () => {
+    const topic = uniqueTopic('outage');
+    const alertsTopic = `${topic}.alerts`;
+    const config = pipeline({ brokers: outageBrokers, topics: { detections: topic, alerts: alertsTopic } }, { rate: 'native', loop: true });
+    const ac = new AbortController();
+    let running: RunningPipeline | undefined;
+    let lastFrame: Frame | undefined;
+    const done = runPipeline(config, { status: false, signal: ac.signal, onReady: (r) => (running = r), onResult: (r) => (lastFrame = r.frame) });
+    expect(await until(() => (running?.kafka?.stats.sent ?? 0) >= 10, 30_000)).toBe(true);
+
+    await broker('stop', PORT, '--keep');
+    const framesAtStop = running!.pipeline.stats[0].framesOut;
+    const raised: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      await wait(700);
+      const id = `outage-alert-${i}`;
+      raised.push(id);
+      running!.publisher.alert(lastFrame!, Detections.empty(), 0, { id, rule: 'test', severity: 'critical', event: 'test.outage', message: `raised during the outage (${i})` });
+    }
+    await wait(1500);
+    const k = running!.kafka!.stats;
+    expect(running!.pipeline.stats[0].framesOut).toBeGreaterThan(framesAtStop + 20); // 10 fps kept going
+    expect(k.connected).toBe(false);
+    expect(k.dropped).toBeGreaterThan(0);
+    expect(k.alertsBuffered + k.alertsSent).toBeGreaterThanOrEqual(3);
+    expect(k.alertsSent).toBe(0);
+
+    await broker('start', PORT);
+    expect(await until(() => running!.kafka!.stats.alertsSent >= 3, 60_000)).toBe(true);
+    ac.abort();
+    const summary = await done;
+    expect(summary.kafka!.alertsDropped).toBe(0);
+    const alerts = (await readTopic(outageBrokers, alertsTopic, 3)).map((g) => JSON.parse(g.value));
+    for (const a of alerts) assertValidMessage(a);
+    expect(alerts.map((a) => a.alert.id)).toEqual(raised);
+  }, 180_000);
+});

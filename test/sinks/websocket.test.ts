@@ -1,0 +1,205 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { now } from '../../src/core/clock.js';
+import { Detections } from '../../src/core/detections.js';
+import { emptyStamps, type Frame } from '../../src/core/frame.js';
+import { letterbox } from '../../src/core/geometry.js';
+import { startHttpServer, type RunningServer } from '../../src/server/http.js';
+import { Publisher } from '../../src/sinks/publisher.js';
+import { WebSocketHub, type WebSocketHubOptions } from '../../src/sinks/websocket.js';
+import { assertValidMessage } from '../helpers/schema.js';
+
+let server: RunningServer | undefined;
+let hub: WebSocketHub | undefined;
+const sockets: WebSocket[] = [];
+afterEach(async () => {
+  for (const s of sockets) s.terminate();
+  sockets.length = 0;
+  await hub?.close();
+  await server?.close();
+  hub = undefined;
+  server = undefined;
+});
+
+async function setup(o: Partial<WebSocketHubOptions> = {}) {
+  hub = new WebSocketHub({ maxBufferedBytes: 256 * 1024, maxAlertBacklog: 1000, maxClientMessageBytes: 4096, sources: () => ['a', 'b'], ...o });
+  server = await startHttpServer({ host: '127.0.0.1', port: 0, upgrades: { '/ws': (q, s, h) => hub!.handleUpgrade(q, s, h) } });
+  const publisher = new Publisher([hub], { name: 'm', version: '1' }, ['person', 'car']);
+  return { url: `${server.url.replace('http', 'ws')}/ws`, publisher };
+}
+
+interface Client {
+  ws: WebSocket;
+  msgs: Record<string, unknown>[];
+  next(pred: (m: Record<string, unknown>) => boolean, ms?: number): Promise<Record<string, unknown>>;
+  send(m: unknown): void;
+}
+
+async function connect(url: string, headers: Record<string, string> = {}): Promise<Client> {
+  const ws = new WebSocket(url, { headers });
+  sockets.push(ws);
+  const msgs: Record<string, unknown>[] = [];
+  const waiters: { pred: (m: Record<string, unknown>) => boolean; res: (m: Record<string, unknown>) => void }[] = [];
+  ws.on('message', (d) => {
+    const m = JSON.parse(d.toString());
+    msgs.push(m);
+    for (const w of [...waiters]) if (w.pred(m)) waiters.splice(waiters.indexOf(w), 1) && w.res(m);
+  });
+  await new Promise<void>((res, rej) => {
+    ws.once('open', () => res());
+    ws.once('error', rej);
+    ws.once('unexpected-response', (_q, r) => rej(new Error(`HTTP ${r.statusCode}`)));
+  });
+  const c: Client = {
+    ws,
+    msgs,
+    next: (pred, ms = 5000) =>
+      new Promise((res, rej) => {
+        const found = msgs.find(pred);
+        if (found) return res(found);
+        const t = setTimeout(() => rej(new Error('timed out waiting for a message')), ms);
+        waiters.push({ pred, res: (m) => (clearTimeout(t), res(m)) });
+      }),
+    send: (m) => ws.send(typeof m === 'string' ? m : JSON.stringify(m)),
+  };
+  await c.next((m) => m.type === 'hello');
+  return c;
+}
+
+let seq = 0;
+function frame(source: string, padBytes = 0): { frame: Frame; dets: Detections } {
+  const t = now();
+  const stamps = { ...emptyStamps(t - 5), preprocessed: t - 4, inferStart: t - 4, inferEnd: t - 1, postprocessed: t - 0.5, emitted: t };
+  const n = Math.max(1, Math.floor(padBytes / 60));
+  const dets = new Detections(new Float32Array(n * 4).fill(1), new Float32Array(n).fill(0.5), new Int32Array(n));
+  return { frame: { source, seq: seq++, pts: 0, data: Buffer.alloc(0), letterbox: letterbox(640, 480, 416, 416), stamps, release: () => {} }, dets };
+}
+
+const subscribe = async (c: Client, sources: string[], kinds: string[]) => {
+  c.send({ type: 'subscribe', sources, kinds });
+  await c.next((m) => m.type === 'subscribed');
+};
+
+describe('WebSocket API', () => {
+  it('two clients with different subscriptions each get exactly their messages', async () => {
+    const { url, publisher } = await setup();
+    const c1 = await connect(url);
+    const c2 = await connect(url);
+    await subscribe(c1, ['a'], ['detections']);
+    await subscribe(c2, ['b'], ['detections', 'alerts']);
+    const f = (s: string) => frame(s);
+    const a1 = f('a'), b1 = f('b'), a2 = f('a');
+    publisher.detections(a1.frame, a1.dets, 0);
+    publisher.detections(b1.frame, b1.dets, 0);
+    publisher.alert(a2.frame, a2.dets, 0, { id: 'x1', rule: 'r', severity: 'warning', event: 'zone.enter', message: 'm' });
+    const b2 = f('b');
+    publisher.alert(b2.frame, b2.dets, 0, { id: 'x2', rule: 'r', severity: 'warning', event: 'zone.enter', message: 'm' });
+    await c2.next((m) => m.type === 'alert');
+    await new Promise((r) => setTimeout(r, 100));
+    const data = (c: Client) => c.msgs.filter((m) => m.type === 'detections' || m.type === 'alert');
+    expect(data(c1).map((m) => [m.type, m.source, m.seq])).toEqual([['detections', 'a', a1.frame.seq]]);
+    expect(data(c2).map((m) => [m.type, m.source, m.seq])).toEqual([['detections', 'b', b1.frame.seq], ['alert', 'b', b2.frame.seq]]);
+    for (const m of [...data(c1), ...data(c2)]) assertValidMessage(m);
+  });
+
+  it.each([
+    ['malformed JSON', '{"type": "subscribe",', 'bad_json'],
+    ['not an object', '[1,2]', 'bad_message'],
+    ['an unknown type', { type: 'hack' }, 'unknown_type'],
+    ['bad kinds', { type: 'subscribe', sources: ['a'], kinds: ['everything'] }, 'bad_subscribe'],
+    ['an oversized message', { type: 'subscribe', sources: ['x'.repeat(5000)] }, 'message_too_large'],
+  ])('%s gets an error frame and the connection stays usable', async (_n, msg, code) => {
+    const { url } = await setup();
+    const c = await connect(url);
+    c.send(msg);
+    const e = await c.next((m) => m.type === 'error');
+    expect(e.code).toBe(code);
+    expect(e.message).toBeTypeOf('string');
+    c.send({ type: 'ping' });
+    await c.next((m) => m.type === 'pong');
+  });
+
+  it('a frame over 64 KiB closes the socket with 1009', async () => {
+    const { url } = await setup();
+    const c = await connect(url);
+    const closed = new Promise<number>((r) => c.ws.once('close', (code) => r(code)));
+    c.send('x'.repeat(70 * 1024));
+    expect(await closed).toBe(1009);
+  });
+
+  it('with a token configured, a client without it (or with a wrong one) is refused; with it, admitted', async () => {
+    const { url } = await setup({ token: 's3cret' });
+    await expect(connect(url)).rejects.toThrow('HTTP 401');
+    await expect(connect(`${url}?token=wrong!`)).rejects.toThrow('HTTP 401');
+    await expect(connect(`${url}?token=s3cret`)).resolves.toBeTruthy();
+    await expect(connect(url, { authorization: 'Bearer s3cret' })).resolves.toBeTruthy();
+    expect(hub!.stats.refused).toBe(2);
+  });
+
+  it('a client that stops reading loses detections (counted, told) but never alerts, and does not slow the others', async () => {
+    const { url, publisher } = await setup({ maxBufferedBytes: 64 * 1024 });
+    const measure = async (withStalled: boolean) => {
+      const healthy = await Promise.all([connect(url), connect(url), connect(url)]);
+      for (const h of healthy) await subscribe(h, ['*'], ['detections', 'alerts']);
+      let stalled: Client | undefined;
+      if (withStalled) {
+        stalled = await connect(url);
+        await subscribe(stalled, ['a'], ['detections', 'alerts']);
+        (stalled.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+      }
+      const latencies: number[] = [];
+      for (const h of healthy) {
+        h.ws.on('message', (d) => {
+          const m = JSON.parse(d.toString());
+          if (m.type === 'detections') latencies.push(now() - m.stamps.published);
+        });
+      }
+      const alertIds: string[] = [];
+      // 150 messages of ~30 KB at ~100/s: far more than a stalled socket's kernel buffers hold.
+      for (let i = 0; i < 150; i++) {
+        const f = frame('a', 30_000);
+        publisher.detections(f.frame, f.dets, 0);
+        if (i % 50 === 10) {
+          const id = `al-${withStalled}-${i}`;
+          alertIds.push(id);
+          publisher.alert(f.frame, f.dets, 0, { id, rule: 'r', severity: 'critical', event: 'zone.enter', message: 'm' });
+        }
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      for (const h of healthy) {
+        expect(h.msgs.filter((m) => m.type === 'detections')).toHaveLength(150);
+        expect(h.msgs.filter((m) => m.type === 'alert').map((m) => (m.alert as { id: string }).id)).toEqual(alertIds);
+      }
+      latencies.sort((x, y) => x - y);
+      const p99 = latencies[Math.floor(latencies.length * 0.99) - 1];
+      for (const h of healthy) h.ws.terminate();
+      return { p99, stalled, alertIds };
+    };
+    const base = await measure(false);
+    const loaded = await measure(true);
+    // The stalled client cost the others nothing worth noticing (generous: a noisy 2-core machine).
+    expect(loaded.p99).toBeLessThan(base.p99 * 3 + 20);
+    const st = loaded.stalled!;
+    expect(hub!.stats.dropped).toBeGreaterThan(0);
+    // Resume reading: the client is told how many detections it lost, and gets every alert.
+    (st.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+    const told = await st.next((m) => m.type === 'dropped', 10_000);
+    expect(told.count).toBeGreaterThan(0);
+    expect(told.reason).toBe('client too slow');
+    await st.next((m) => m.type === 'alert' && (m.alert as { id: string }).id === loaded.alertIds.at(-1), 10_000);
+    expect(st.msgs.filter((m) => m.type === 'alert').map((m) => (m.alert as { id: string }).id)).toEqual(loaded.alertIds);
+    const delivered = st.msgs.filter((m) => m.type === 'detections').length;
+    const dropped = st.msgs.filter((m) => m.type === 'dropped').reduce((n, m) => n + (m.count as number), 0);
+    expect(delivered + dropped).toBe(150);
+  }, 60_000);
+
+  it('closing the hub closes clients with 1001', async () => {
+    const { url } = await setup();
+    const c = await connect(url);
+    const closed = new Promise<number>((r) => c.ws.once('close', (code) => r(code)));
+    await hub!.close();
+    hub = undefined;
+    expect(await closed).toBe(1001);
+  });
+});
