@@ -1,0 +1,490 @@
+import { Detections } from '../core/detections.js';
+import { iouXyxy } from '../core/geometry.js';
+import { LinearAssignment } from './assignment.js';
+import { createKalmanState, kalmanBoxXyxy, kalmanInitiate, kalmanPredict, kalmanUpdate } from './kalman.js';
+import type { KalmanState } from './kalman.js';
+
+/**
+ * ByteTrack options. Costs are `1 − IoU` (times the detection score where `fuseScore` says
+ * so) between a track's Kalman-predicted box and a detection; a pair matches only when its
+ * cost is below the stage's threshold.
+ */
+export interface ByteTrackerOptions {
+  /**
+   * Detections scoring at least this are "high" (default 0.5): they are matched first, to
+   * every confirmed track, lost ones included, and only they may start tracks. Raising it
+   * keeps doubtful boxes from stealing tracks in the first stage, but leaves more objects to
+   * the stricter second stage, which cannot revive lost tracks.
+   */
+  readonly trackHighThresh?: number;
+  /**
+   * Detections scoring at least this but below `trackHighThresh` are "low" (default 0.1):
+   * they can only continue tracks that were tracked on the previous frame (second stage).
+   * Lowering it keeps tracks alive through partial occlusion and motion blur, but lets more
+   * clutter extend a track whose object has gone. Below it, detections are ignored.
+   */
+  readonly trackLowThresh?: number;
+  /**
+   * An unmatched high detection starts a (tentative) track only if it scores at least this
+   * (default 0.6, the reference's `track_thresh + 0.1`); values below `trackHighThresh` act as
+   * `trackHighThresh`. Raising it suppresses tracks on false positives, but an object that
+   * the detector sees with middling confidence is picked up later, or never.
+   */
+  readonly newTrackThresh?: number;
+  /**
+   * First stage cost threshold, high detections × confirmed tracks (default 0.8). Raising it
+   * lets fast or erratic objects, and tracks predicted through long gaps, be matched with
+   * less overlap, but in crowds risks handing a track to a neighbour (id switch).
+   */
+  readonly matchThresh?: number;
+  /**
+   * Second stage cost threshold, low detections × still-unmatched tracked tracks (default
+   * 0.5, plain `1 − IoU`). Raising it keeps more tracks alive on weak boxes, but lets
+   * background clutter next to a vanished object keep its track going.
+   */
+  readonly secondMatchThresh?: number;
+  /**
+   * Cost threshold for tentative tracks × leftover high detections (default 0.7). Raising
+   * it confirms fast movers sooner (a new track has no velocity yet), but pairs up unrelated
+   * false positives into tracks more easily.
+   */
+  readonly unconfirmedMatchThresh?: number;
+  /**
+   * Multiply IoU by the detection score in the first and tentative stages (default true, as
+   * the ByteTrack reference outside MOT20). It favours confident boxes when several overlap a
+   * track, but a low-scoring high box needs more overlap to match; turn it off when scores
+   * are poorly calibrated or scenes very crowded.
+   */
+  readonly fuseScore?: boolean;
+  /**
+   * Match detections only to tracks of the same class (default true). It prevents a bag and
+   * the person carrying it from swapping ids, but a detector that flickers between classes
+   * (car/truck) breaks the track into a new id at every flip; turn it off for such models.
+   */
+  readonly classAware?: boolean;
+  /**
+   * Nominal frame rate of the source, frames per second (default 30). Motion is modelled
+   * per nominal frame period, and each update advances the model by the elapsed time
+   * divided by that period, so dropped or late frames keep tracks aligned. It also scales
+   * the process noise per frame: a hint far above the real rate makes the filter follow
+   * detections (and their jitter) closely; far below, it smooths more but lags on turns.
+   * The reference's noise weights were tuned per frame of 30 fps video: use the source's
+   * nominal rate.
+   */
+  readonly frameRateHint?: number;
+  /**
+   * How long a confirmed track that nothing matches is kept as "lost", in milliseconds
+   * (default 1000). Lost tracks are predicted onwards and can be re-found with their id.
+   * Raising it carries ids through longer occlusions, but predicted boxes drift over time and
+   * a newcomer at the same place may inherit an old id.
+   */
+  readonly lostTrackBufferMs?: number;
+  /**
+   * Consecutive matched updates before a track is confirmed and gets an id (default 3);
+   * a tentative track that misses one update is dropped. Raising it suppresses ids on
+   * flickering false positives, but each real object is reported that many frames late and
+   * fast movers are harder to confirm. 1 confirms tracks on their first detection.
+   */
+  readonly minConfirmFrames?: number;
+}
+
+export const BYTE_TRACKER_DEFAULTS: Readonly<Required<ByteTrackerOptions>> = Object.freeze({
+  trackHighThresh: 0.5,
+  trackLowThresh: 0.1,
+  newTrackThresh: 0.6,
+  matchThresh: 0.8,
+  secondMatchThresh: 0.5,
+  unconfirmedMatchThresh: 0.7,
+  fuseScore: true,
+  classAware: true,
+  frameRateHint: 30,
+  lostTrackBufferMs: 1000,
+  minConfirmFrames: 3,
+});
+
+export type TrackState = 'tentative' | 'tracked' | 'lost';
+
+/** A copy of one track's state after the latest `update()`. */
+export interface TrackSnapshot {
+  /** Published track id; −1 while the track is tentative. */
+  readonly id: number;
+  readonly state: TrackState;
+  /** The filter's box: corrected by this update's detection when tracked, predicted otherwise. */
+  readonly xyxy: readonly [x1: number, y1: number, x2: number, y2: number];
+  readonly classId: number;
+  /** Confidence of the last matched detection. */
+  readonly score: number;
+  /** Detections matched so far, the one that started the track included. */
+  readonly hits: number;
+  /** Milliseconds since the track's first detection. */
+  readonly ageMs: number;
+  /** Tracker time of the last matched detection (see `ByteTracker.update`). */
+  readonly lastSeenMs: number;
+}
+
+/** Two tracks whose boxes overlap more than this are duplicates; the younger one goes (reference: cost < 0.15). */
+const DUPLICATE_IOU = 0.85;
+
+const TENTATIVE = 0;
+const TRACKED = 1;
+const LOST = 2;
+const STATE_NAMES: readonly TrackState[] = ['tentative', 'tracked', 'lost'];
+
+class Track {
+  readonly kf: KalmanState = createKalmanState();
+  /** 0 until confirmed. */
+  id = 0;
+  state = TENTATIVE;
+  classId: number;
+  score: number;
+  hits = 1;
+  readonly firstSeenMs: number;
+  lastSeenMs: number;
+  /** Row of the detection matched in the current update, or −1. */
+  row = -1;
+  removed = false;
+
+  constructor(classId: number, score: number, nowMs: number) {
+    this.classId = classId;
+    this.score = score;
+    this.firstSeenMs = nowMs;
+    this.lastSeenMs = nowMs;
+  }
+}
+
+/**
+ * ByteTrack (Zhang et al., 2022) for one source: Kalman-predicted boxes are matched to
+ * high-score detections first and to low-score ones second, so objects that the detector
+ * only half sees (occlusion, blur) keep their tracks without low-score clutter starting new
+ * ones. Unlike the reference, prediction and the lost-track buffer run on timestamps, not
+ * frame counts, so frames dropped upstream do not break tracks.
+ *
+ * Known limits, as in the reference: there is no appearance model, so two objects of one
+ * class whose boxes coincide (a head-on crossing at the same depth) can swap ids — Kalman
+ * velocities carry them through partial overlaps. A new track has no velocity yet, so an
+ * object that moves half its width or more between the first frames it is seen on (at
+ * score 0.9; less at lower scores) fails to confirm (see `unconfirmedMatchThresh`).
+ *
+ * Pure and synchronous; one instance per source.
+ */
+export class ByteTracker {
+  readonly options: Readonly<Required<ByteTrackerOptions>>;
+  private readonly framePeriodMs: number;
+  private pool: Track[] = [];
+  private nextId = 1;
+  /** Tracker time: the caller's timestamps, shifted forward each time they go back. */
+  private clockMs = 0;
+  private clockOffsetMs = 0;
+  private lastTimestampMs = NaN;
+  private readonly solver = new LinearAssignment();
+
+  // Scratch, grown on demand and reused across updates.
+  private boxes = new Float64Array(0);
+  private cost = new Float64Array(0);
+  private rowToCol = new Int32Array(0);
+  private colToRow = new Int32Array(0);
+  private trackIdx = new Int32Array(0);
+  private highIdx = new Int32Array(0);
+  private lowIdx = new Int32Array(0);
+  private leftIdx = new Int32Array(0);
+  private detTaken = new Uint8Array(0);
+
+  constructor(options: ByteTrackerOptions = {}) {
+    const o: Required<ByteTrackerOptions> = { ...BYTE_TRACKER_DEFAULTS };
+    for (const k of Object.keys(o) as Array<keyof ByteTrackerOptions>) {
+      if (options[k] !== undefined) (o as Record<string, unknown>)[k] = options[k];
+    }
+    for (const k of [
+      'trackHighThresh',
+      'trackLowThresh',
+      'newTrackThresh',
+      'matchThresh',
+      'secondMatchThresh',
+      'unconfirmedMatchThresh',
+    ] as const) {
+      if (!(o[k] >= 0 && o[k] <= 1)) throw new RangeError(`ByteTracker: ${k} must be in [0, 1], got ${o[k]}`);
+    }
+    if (o.trackLowThresh > o.trackHighThresh) {
+      throw new RangeError(`ByteTracker: trackLowThresh (${o.trackLowThresh}) exceeds trackHighThresh (${o.trackHighThresh})`);
+    }
+    if (!(o.frameRateHint > 0 && Number.isFinite(o.frameRateHint))) {
+      throw new RangeError(`ByteTracker: frameRateHint must be a positive number, got ${o.frameRateHint}`);
+    }
+    if (!(o.lostTrackBufferMs >= 0)) {
+      throw new RangeError(`ByteTracker: lostTrackBufferMs must be >= 0, got ${o.lostTrackBufferMs}`);
+    }
+    if (!(Number.isInteger(o.minConfirmFrames) && o.minConfirmFrames >= 1)) {
+      throw new RangeError(`ByteTracker: minConfirmFrames must be an integer >= 1, got ${o.minConfirmFrames}`);
+    }
+    this.options = Object.freeze(o);
+    this.framePeriodMs = 1000 / o.frameRateHint;
+  }
+
+  /**
+   * Advances every track to `timestampMs`, associates `detections` and returns them with
+   * `trackerId` set: all rows, in input order, sharing the input's column arrays; a row gets
+   * the id of the confirmed track it continues, or −1 (below `trackLowThresh`, an invalid
+   * box, unmatched, or its track still tentative).
+   *
+   * `timestampMs` is the frame's time in milliseconds (presentation time is best). Only
+   * differences matter; a timestamp earlier than the previous one counts as no time elapsed.
+   * The tracker's clock (`lastSeenMs` in `tracks()`) is `timestampMs` itself as long as
+   * timestamps never go back; after a step back it runs on from where it was, offset.
+   */
+  update(detections: Detections, timestampMs: number): Detections {
+    if (!Number.isFinite(timestampMs)) throw new RangeError(`ByteTracker.update: timestamp must be finite, got ${timestampMs}`);
+    let elapsed = 0;
+    if (timestampMs < this.lastTimestampMs) {
+      // Time went back (say, a source restarted): no time passes, and the clock stays put.
+      this.clockOffsetMs += this.lastTimestampMs - timestampMs;
+    } else if (timestampMs > this.lastTimestampMs) {
+      elapsed = timestampMs - this.lastTimestampMs;
+    }
+    this.lastTimestampMs = timestampMs;
+    const now = (this.clockMs = timestampMs + this.clockOffsetMs);
+    const dt = elapsed / this.framePeriodMs;
+    const o = this.options;
+    const n = detections.length;
+    this.reserve(this.pool.length, n);
+
+    // Predict every track to now; lost tracks stop changing size (reference multi_predict).
+    const pool = this.pool;
+    for (let i = 0; i < pool.length; i++) {
+      const t = pool[i];
+      if (t.state === LOST) t.kf.mean[7] = 0;
+      kalmanPredict(t.kf, dt);
+      kalmanBoxXyxy(t.kf, this.boxes, i);
+      t.row = -1;
+    }
+
+    // Split detections by score.
+    const { xyxy, confidence } = detections;
+    const high = this.highIdx;
+    const low = this.lowIdx;
+    let nHigh = 0;
+    let nLow = 0;
+    for (let i = 0; i < n; i++) {
+      this.detTaken[i] = 0;
+      const s = confidence[i];
+      if (!(s >= o.trackLowThresh) || !validBox(xyxy, i)) continue;
+      if (s >= o.trackHighThresh) high[nHigh++] = i;
+      else low[nLow++] = i;
+    }
+
+    // First stage: high detections × confirmed tracks (tracked and lost).
+    const tracks = this.trackIdx;
+    let nTracks = 0;
+    for (let i = 0; i < pool.length; i++) if (pool[i].state !== TENTATIVE) tracks[nTracks++] = i;
+    this.associate(detections, tracks, nTracks, high, nHigh, o.matchThresh, o.fuseScore, now);
+
+    // Second stage: low detections × tracks that were tracked and are still unmatched.
+    let nRemain = 0;
+    for (let k = 0; k < nTracks; k++) {
+      const t = pool[tracks[k]];
+      if (t.row < 0 && t.state === TRACKED) tracks[nRemain++] = tracks[k];
+    }
+    this.associate(detections, tracks, nRemain, low, nLow, o.secondMatchThresh, false, now);
+    for (let k = 0; k < nRemain; k++) {
+      const t = pool[tracks[k]];
+      if (t.row < 0) t.state = LOST;
+    }
+
+    // Tentative tracks × high detections left over; a tentative track that misses is dropped.
+    const left = this.leftIdx;
+    let nLeft = 0;
+    for (let k = 0; k < nHigh; k++) if (!this.detTaken[high[k]]) left[nLeft++] = high[k];
+    let nTentative = 0;
+    for (let i = 0; i < pool.length; i++) if (pool[i].state === TENTATIVE) tracks[nTentative++] = i;
+    this.associate(detections, tracks, nTentative, left, nLeft, o.unconfirmedMatchThresh, o.fuseScore, now);
+    for (let k = 0; k < nTentative; k++) {
+      const t = pool[tracks[k]];
+      if (t.row < 0) t.removed = true;
+      else if (t.hits >= o.minConfirmFrames) this.confirm(t);
+    }
+
+    // New tentative tracks from confident detections nobody claimed.
+    const newThresh = Math.max(o.newTrackThresh, o.trackHighThresh);
+    for (let k = 0; k < nLeft; k++) {
+      const d = left[k];
+      if (this.detTaken[d] || confidence[d] < newThresh) continue;
+      const t = new Track(detections.classId[d], confidence[d], now);
+      measure(t.kf, xyxy, d, true);
+      t.row = d;
+      if (o.minConfirmFrames <= 1) this.confirm(t);
+      pool.push(t);
+    }
+
+    // Lost tracks past the buffer go.
+    for (const t of pool) if (t.state === LOST && now - t.lastSeenMs > o.lostTrackBufferMs) t.removed = true;
+
+    this.removeDuplicates();
+    this.compact();
+
+    const trackerId = new Int32Array(n).fill(-1);
+    for (const t of this.pool) if (t.row >= 0 && t.id > 0) trackerId[t.row] = t.id;
+    return new Detections(detections.xyxy, detections.confidence, detections.classId, trackerId);
+  }
+
+  /** Live tracks (tentative, tracked and lost) in the order they started. */
+  tracks(): readonly TrackSnapshot[] {
+    const out: TrackSnapshot[] = [];
+    const box = new Float64Array(4);
+    for (const t of this.pool) {
+      kalmanBoxXyxy(t.kf, box, 0);
+      out.push({
+        id: t.id > 0 ? t.id : -1,
+        state: STATE_NAMES[t.state],
+        xyxy: [box[0], box[1], box[2], box[3]],
+        classId: t.classId,
+        score: t.score,
+        hits: t.hits,
+        ageMs: this.clockMs - t.firstSeenMs,
+        lastSeenMs: t.lastSeenMs,
+      });
+    }
+    return out;
+  }
+
+  /** Forgets every track and the last timestamp. Ids keep counting up: they are never reused. */
+  reset(): void {
+    this.pool = [];
+    this.clockMs = 0;
+    this.clockOffsetMs = 0;
+    this.lastTimestampMs = NaN;
+  }
+
+  /**
+   * Matches pool tracks `rows[0..nRows)` to detection rows `cols[0..nCols)` with costs below
+   * `thresh`, and applies each match.
+   */
+  private associate(
+    dets: Detections,
+    rows: Int32Array,
+    nRows: number,
+    cols: Int32Array,
+    nCols: number,
+    thresh: number,
+    fuse: boolean,
+    now: number,
+  ): void {
+    if (nRows === 0 || nCols === 0) return;
+    const { xyxy, confidence, classId } = dets;
+    const classAware = this.options.classAware;
+    const cost = this.cost;
+    const boxes = this.boxes;
+    const pool = this.pool;
+    for (let r = 0; r < nRows; r++) {
+      const ti = rows[r];
+      const cls = pool[ti].classId;
+      const base = r * nCols;
+      for (let c = 0; c < nCols; c++) {
+        const d = cols[c];
+        if (classAware && classId[d] !== cls) {
+          cost[base + c] = Infinity;
+          continue;
+        }
+        const iou = iouXyxy(boxes, ti, xyxy, d);
+        cost[base + c] = 1 - (fuse ? iou * confidence[d] : iou);
+      }
+    }
+    const matched = this.solver.solve(cost, nRows, nCols, thresh, this.rowToCol, this.colToRow);
+    if (matched === 0) return;
+    for (let r = 0; r < nRows; r++) {
+      const c = this.rowToCol[r];
+      if (c < 0) continue;
+      const t = pool[rows[r]];
+      const d = cols[c];
+      measure(t.kf, xyxy, d, false);
+      if (t.state === LOST) t.state = TRACKED;
+      t.classId = classId[d];
+      t.score = confidence[d];
+      t.hits++;
+      t.lastSeenMs = now;
+      t.row = d;
+      this.detTaken[d] = 1;
+    }
+  }
+
+  private confirm(t: Track): void {
+    t.id = this.nextId++;
+    t.state = TRACKED;
+  }
+
+  /**
+   * A lost track whose prediction sits on a live one (IoU > 0.85, same class when class
+   * aware) describes the same object: keep whichever has the longer history (reference
+   * `remove_duplicate_stracks`).
+   */
+  private removeDuplicates(): void {
+    const pool = this.pool;
+    let anyLost = false;
+    for (const t of pool) if (t.state === LOST && !t.removed) anyLost = true;
+    if (!anyLost) return;
+    const boxes = this.boxes;
+    for (let i = 0; i < pool.length; i++) kalmanBoxXyxy(pool[i].kf, boxes, i);
+    const classAware = this.options.classAware;
+    for (let p = 0; p < pool.length; p++) {
+      const a = pool[p];
+      if (a.state === LOST || a.removed) continue;
+      for (let q = 0; q < pool.length; q++) {
+        const b = pool[q];
+        if (b.state !== LOST || b.removed) continue;
+        if (classAware && a.classId !== b.classId) continue;
+        if (iouXyxy(boxes, p, boxes, q) <= DUPLICATE_IOU) continue;
+        if (a.lastSeenMs - a.firstSeenMs > b.lastSeenMs - b.firstSeenMs) {
+          b.removed = true;
+        } else {
+          a.removed = true;
+          break;
+        }
+      }
+    }
+  }
+
+  private compact(): void {
+    const pool = this.pool;
+    let w = 0;
+    for (let r = 0; r < pool.length; r++) if (!pool[r].removed) pool[w++] = pool[r];
+    pool.length = w;
+  }
+
+  private reserve(tracks: number, dets: number): void {
+    // New tracks are appended after prediction, but boxes are rewritten for the whole pool
+    // in removeDuplicates: size for both.
+    const maxTracks = tracks + dets;
+    if (this.boxes.length < maxTracks * 4) this.boxes = new Float64Array(grow(maxTracks) * 4);
+    if (this.trackIdx.length < tracks) this.trackIdx = new Int32Array(grow(tracks));
+    if (this.rowToCol.length < maxTracks) this.rowToCol = new Int32Array(grow(maxTracks));
+    if (this.colToRow.length < dets) this.colToRow = new Int32Array(grow(dets));
+    if (this.highIdx.length < dets) {
+      const m = grow(dets);
+      this.highIdx = new Int32Array(m);
+      this.lowIdx = new Int32Array(m);
+      this.leftIdx = new Int32Array(m);
+      this.detTaken = new Uint8Array(m);
+    }
+    if (this.cost.length < tracks * dets) this.cost = new Float64Array(grow(tracks * dets));
+  }
+}
+
+function grow(n: number): number {
+  return Math.max(16, Math.ceil(n * 1.5));
+}
+
+function validBox(xyxy: Float32Array, i: number): boolean {
+  const o = i * 4;
+  const w = xyxy[o + 2] - xyxy[o];
+  const h = xyxy[o + 3] - xyxy[o + 1];
+  return w > 0 && h > 0 && Number.isFinite(w) && Number.isFinite(h);
+}
+
+/** Starts (`initiate`) or corrects the filter with detection box i, as (cx, cy, w/h, h). */
+function measure(kf: KalmanState, xyxy: Float32Array, i: number, initiate: boolean): void {
+  const o = i * 4;
+  const w = xyxy[o + 2] - xyxy[o];
+  const h = xyxy[o + 3] - xyxy[o + 1];
+  const cx = xyxy[o] + w / 2;
+  const cy = xyxy[o + 1] + h / 2;
+  if (initiate) kalmanInitiate(kf, cx, cy, w / h, h);
+  else kalmanUpdate(kf, cx, cy, w / h, h);
+}
