@@ -13,13 +13,22 @@ import { Detector } from '../inference/detector.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
 import { ffmpegSource } from '../sources/ffmpeg-source.js';
 import { infer, postprocess, preprocess } from './stages.js';
+import { SourceAnalyzer, type AlertDraft, type AnalyticsSummary } from '../analytics/analyzer.js';
+import { ByteTracker } from '../tracking/byte-tracker.js';
 
 /** What the pipeline emits for every processed frame. */
 export interface FrameResult {
   frame: Frame;
+  /** Detections in source pixels, with track ids when tracking runs. */
   detections: Detections;
   /** Frames this source has dropped so far. */
   dropped: number;
+  /** Zone occupancy, line counts, rates (sources with zones, lines or rules). */
+  analytics?: AnalyticsSummary;
+  /** Alerts this frame raised (after cooldown and de-duplication). */
+  alerts: AlertDraft[];
+  /** The source's analyzer (zones and lines in pixels, for drawing). */
+  analyzer?: SourceAnalyzer;
 }
 
 export interface SourceStats {
@@ -60,6 +69,8 @@ export interface Pipeline {
   readonly results$: Observable<FrameResult>;
 }
 
+const NO_ALERTS: AlertDraft[] = [];
+
 /** The ffmpeg executable: $ARGUS_FFMPEG, else the binary shipped by @ffmpeg-installer/ffmpeg. */
 export function defaultFfmpegPath(env: NodeJS.ProcessEnv = process.env): string {
   if (env.ARGUS_FFMPEG) return env.ARGUS_FFMPEG;
@@ -91,8 +102,18 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   const stats: SourceStats[] = sources.map((s) => ({ id: s.id, framesIn: 0, framesOut: 0, dropped: 0, e2e: new SampleWindow(2048) }));
   const pp = { ...config.postprocess };
 
+  // Built now, so an unknown class label fails the start, naming the field.
+  const analyzers = sources.map((src) => {
+    const a = new SourceAnalyzer(src, detector.labels, `sources[${config.sources.indexOf(src)}]`);
+    return a.empty ? undefined : a;
+  });
+  const { enabled: trackingEnabled, ...trackerOptions } = config.tracking;
+
   const perSource = sources.map((src, i) => {
     const st = stats[i];
+    const analyzer = analyzers[i];
+    let tracker: ByteTracker | undefined;
+    let analyzerReady = false;
     const input = detector.createInput();
     const detect = (frame: Frame) => of(frame).pipe(preprocess(detector, input), infer(detector, input), postprocess(detector, pp));
     return ffmpegSource({
@@ -115,10 +136,26 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
         },
       }),
       map(({ frame, detections }): FrameResult => {
+        // Time base for tracking and rules: the frame's presentation time, so dropped frames
+        // and files played faster than real time keep their true spacing.
+        const tMs = frame.pts * 1000;
+        if (trackingEnabled) {
+          tracker ??= new ByteTracker({ ...trackerOptions, frameRateHint: trackerOptions.frameRateHint ?? st.fps ?? 30 });
+          detections = tracker.update(detections, tMs);
+        }
+        let analytics: AnalyticsSummary | undefined;
+        let alerts: AlertDraft[] = NO_ALERTS;
+        if (analyzer) {
+          if (!analyzerReady) {
+            analyzer.init(frame.letterbox.srcWidth, frame.letterbox.srcHeight);
+            analyzerReady = true;
+          }
+          ({ summary: analytics, alerts } = analyzer.process(detections, tMs));
+        }
         frame.stamps.emitted = now();
         st.framesOut++;
         st.e2e.add(frame.stamps.emitted - frame.stamps.captured);
-        return { frame, detections, dropped: st.dropped };
+        return { frame, detections, dropped: st.dropped, analytics, alerts, analyzer };
       }),
       catchError((err: Error) => {
         st.error = err;

@@ -8,6 +8,7 @@ import { Publisher } from '../sinks/publisher.js';
 import type { Sink } from '../sinks/sink.js';
 import { StatusReporter } from '../sinks/status.js';
 import { WebSocketHub } from '../sinks/websocket.js';
+import { AlertPublisher } from './alerts.js';
 import { createPipeline, type FrameResult, type Pipeline, type PipelineOptions, type SourceStats } from './pipeline.js';
 
 export interface RunOptions extends PipelineOptions {
@@ -31,6 +32,7 @@ export interface RunOptions extends PipelineOptions {
 export interface RunningPipeline {
   pipeline: Pipeline;
   publisher: Publisher;
+  alerts: AlertPublisher;
   server?: RunningServer;
   kafka?: KafkaSink;
   websocket?: WebSocketHub;
@@ -44,6 +46,7 @@ export interface RunSummary {
   wallMs: number;
   kafka?: KafkaSink['stats'];
   websocket?: WebSocketHub['stats'];
+  alerts: AlertPublisher['stats'];
 }
 
 /** Starts the sinks and the server a config asks for. Closing order is the reverse. */
@@ -84,7 +87,8 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
   });
   const { manifest } = pipeline.detector;
   const publisher = new Publisher(started.sinks, { name: manifest.name, version: manifest.version }, pipeline.detector.labels);
-  options.onReady?.({ pipeline, publisher, ...started });
+  const alerts = new AlertPublisher(publisher, config.alerts, pipeline.detector, options.baseDir ?? process.cwd(), log);
+  options.onReady?.({ pipeline, publisher, alerts, ...started });
   const status = options.status === false ? undefined : new StatusReporter(pipeline.stats);
   status?.start();
   let frames = 0;
@@ -103,7 +107,8 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
       sub = results$.subscribe({
         next: (r) => {
           frames++;
-          publisher.detections(r.frame, r.detections, r.dropped);
+          publisher.detections(r.frame, r.detections, r.dropped, r.analytics);
+          if (r.alerts.length > 0) alerts.raise(r);
           options.onResult?.(r);
           r.frame.release();
         },
@@ -120,6 +125,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
   } finally {
     sub?.unsubscribe();
     status?.stop();
+    await alerts.drain();
     await publisher.close();
     await started.server?.close();
     if (!options.detector) await pipeline.detector.release();
@@ -130,6 +136,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     failed: pipeline.stats.filter((s) => s.error).map((s) => ({ source: s.id, error: s.error! })),
     wallMs: performance.now() - t0,
     kafka: started.kafka?.stats,
+    alerts: alerts.stats,
     websocket: started.websocket?.stats,
   };
 }

@@ -1,5 +1,6 @@
 import type { Detections } from '../core/detections.js';
 import type { Frame, Stamps } from '../core/frame.js';
+import type { AnalyticsSummary } from '../analytics/analyzer.js';
 
 /**
  * The one message envelope every sink publishes (JSONL, Kafka, WebSocket), version 1.
@@ -42,6 +43,8 @@ interface Envelope {
 export interface DetectionsMessage extends Envelope {
   type: 'detections';
   detections: DetectionJson[];
+  /** Zone occupancy, line counts and conveyor rates (sources with zones, lines or rules). */
+  analytics?: AnalyticsSummary;
 }
 
 export interface AlertBody {
@@ -106,8 +109,17 @@ function envelope<T extends MessageKind>(type: T, frame: Frame, dropped: number,
   } as const;
 }
 
-export function detectionsMessage(frame: Frame, detections: Detections, dropped: number, model: ModelInfo, labels: readonly string[]): DetectionsMessage {
-  return { ...envelope('detections', frame, dropped, model), detections: detectionsJson(detections, labels) };
+export function detectionsMessage(
+  frame: Frame,
+  detections: Detections,
+  dropped: number,
+  model: ModelInfo,
+  labels: readonly string[],
+  analytics?: AnalyticsSummary,
+): DetectionsMessage {
+  const m: DetectionsMessage = { ...envelope('detections', frame, dropped, model), detections: detectionsJson(detections, labels) };
+  if (analytics) m.analytics = analytics;
+  return m;
 }
 
 export function alertMessage(frame: Frame, detections: Detections, dropped: number, model: ModelInfo, labels: readonly string[], alert: AlertBody): AlertMessage {

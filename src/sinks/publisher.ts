@@ -1,6 +1,7 @@
 import { now } from '../core/clock.js';
 import type { Detections } from '../core/detections.js';
 import type { Frame } from '../core/frame.js';
+import type { AnalyticsSummary } from '../analytics/analyzer.js';
 import { alertMessage, detectionsMessage, type AlertBody, type AlertMessage, type DetectionsMessage, type Message, type ModelInfo } from './message.js';
 import type { Sink } from './sink.js';
 
@@ -15,8 +16,8 @@ export class Publisher {
     private readonly labels: readonly string[],
   ) {}
 
-  detections(frame: Frame, detections: Detections, dropped: number): DetectionsMessage {
-    const msg = detectionsMessage(frame, detections, dropped, this.model, this.labels);
+  detections(frame: Frame, detections: Detections, dropped: number, analytics?: AnalyticsSummary): DetectionsMessage {
+    const msg = detectionsMessage(frame, detections, dropped, this.model, this.labels, analytics);
     this.fanOut(msg);
     return msg;
   }

@@ -1,0 +1,171 @@
+import type { LineConfig, RuleConfig, SourceConfig, ZoneConfig } from '../config/schema.js';
+import type { Detections } from '../core/detections.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
+import type { AlertBody } from '../sinks/message.js';
+import { RateFloor, KOfN } from './conveyor.js';
+import { Cooldown } from './cooldown.js';
+import { LineCounter, type LineEvent } from './line.js';
+import { toPixels, type Point } from './polygon.js';
+import { PolygonZone, ZoneMonitor, type ZoneEvent } from './zone.js';
+
+/** Figures published in every detections message. */
+export interface AnalyticsSummary {
+  zones?: Record<string, { occupancy: number; entered: number }>;
+  lines?: Record<string, { in: Record<string, number>; out: Record<string, number> }>;
+  /** Items per minute for conveyor-rate rules, by rule id. */
+  rates?: Record<string, number>;
+}
+
+/** An alert before it gets its id, stamps and snapshot. */
+export interface AlertDraft extends Omit<AlertBody, 'id'> {
+  /** Row of the detection that triggered it (−1: none). */
+  row: number;
+}
+
+/** Resolves label names to class ids, or throws a config error naming the field. */
+function classIds(names: readonly string[] | undefined, labels: readonly string[], field: string): Set<number> | undefined {
+  if (!names) return undefined;
+  return new Set(
+    names.map((n, i) => {
+      const idx = labels.indexOf(n);
+      if (idx < 0) {
+        const near = labels.filter((l) => l.startsWith(n.slice(0, 2))).slice(0, 5);
+        throw new ArgusError(ErrorCodes.CONFIG, `${field}[${i}]: unknown class "${n}" (the model's labels include ${near.length ? near.join(', ') : labels.slice(0, 5).join(', ')}, …)`);
+      }
+      return idx;
+    }),
+  );
+}
+
+/**
+ * Zones, lines and rules of one source: fed with tracked detections, returns the figures
+ * for the message and the alerts to raise (after cooldown and de-duplication).
+ */
+export class SourceAnalyzer {
+  private zones: ZoneMonitor[] = [];
+  private lines: LineCounter[] = [];
+  private readonly zoneCfg: ZoneConfig[];
+  private readonly lineCfg: LineConfig[];
+  private readonly rules: RuleConfig[];
+  private readonly zoneClasses: (Set<number> | undefined)[];
+  private readonly lineClasses: (Set<number> | undefined)[];
+  private readonly cooldowns = new Map<string, Cooldown>();
+  private readonly rates = new Map<string, RateFloor>();
+  private readonly defects = new Map<string, { kofn: KOfN; match: (c: number) => boolean; minScore: number }>();
+  private ready = false;
+
+  constructor(
+    readonly source: SourceConfig,
+    private readonly labels: readonly string[],
+    /** Config path of this source, e.g. `sources[0]`, for error messages. */
+    private readonly path: string,
+  ) {
+    this.zoneCfg = source.zones;
+    this.lineCfg = source.lines;
+    this.rules = source.rules;
+    this.zoneClasses = source.zones.map((z, i) => classIds(z.classes, labels, `${path}.zones[${i}].classes`));
+    this.lineClasses = source.lines.map((l, i) => classIds(l.classes, labels, `${path}.lines[${i}].classes`));
+    source.rules.forEach((r, i) => {
+      this.cooldowns.set(r.id, new Cooldown(r.cooldownSec * 1000));
+      if (r.type === 'conveyor-rate') this.rates.set(r.id, new RateFloor(r.minPerMinute, r.forSec * 1000, r.windowSec * 1000));
+      if (r.type === 'conveyor-defect') {
+        const defect = classIds(r.classes, labels, `${path}.rules[${i}].classes`);
+        const allowed = classIds(r.allowed, labels, `${path}.rules[${i}].allowed`);
+        this.defects.set(r.id, { kofn: new KOfN(r.k, r.n), match: defect ? (c) => defect.has(c) : (c) => !allowed!.has(c), minScore: r.minScore });
+      }
+    });
+  }
+
+  get empty(): boolean {
+    return this.zoneCfg.length === 0 && this.lineCfg.length === 0 && this.rules.length === 0;
+  }
+
+  /** Places zones and lines in pixels once the frame size is known; pixel points outside it are a config error. */
+  init(width: number, height: number): void {
+    const check = (pts: readonly Point[], field: string) =>
+      pts.forEach((p, j) => {
+        if (p[0] > width || p[1] > height) throw new ArgusError(ErrorCodes.CONFIG, `${this.path}.${field}[${j}]: point [${p.join(', ')}] is outside the ${width}x${height} frame`);
+      });
+    this.zones = this.zoneCfg.map((z, i) => {
+      if (z.units === 'pixel') check(z.polygon, `zones[${i}].polygon`);
+      const dwell = z.dwellLimitSec !== undefined ? z.dwellLimitSec * 1000 : undefined;
+      return new ZoneMonitor(new PolygonZone(z.id, toPixels(z.polygon, z.units, width, height), this.zoneClasses[i], z.anchor), { minHoldFrames: z.minHoldFrames, dwellLimitMs: dwell, goneAfterMs: 2000 });
+    });
+    this.lines = this.lineCfg.map((l, i) => {
+      if (l.units === 'pixel') check([l.from, l.to], `lines[${i}]`);
+      const [from, to] = toPixels([l.from, l.to], l.units, width, height);
+      return new LineCounter(l.id, from, to, { marginPx: l.marginPx, anchor: l.anchor, classIds: this.lineClasses[i], goneAfterMs: 2000 });
+    });
+    this.ready = true;
+  }
+
+  /** Zones and lines in pixels, for drawing. */
+  geometry(): { zones: { id: string; polygon: readonly Point[] }[]; lines: { id: string; from: Point; to: Point }[] } {
+    return { zones: this.zones.map((z) => ({ id: z.zone.id, polygon: z.zone.polygon })), lines: this.lines.map((l) => ({ id: l.id, from: l.from, to: l.to })) };
+  }
+
+  process(d: Detections, tMs: number): { summary: AnalyticsSummary; alerts: AlertDraft[] } {
+    if (!this.ready) throw new Error('SourceAnalyzer.init() must run before process()');
+    const zoneEvents: ZoneEvent[] = [];
+    for (const z of this.zones) for (const e of z.update(d, tMs)) zoneEvents.push(e);
+    const lineEvents: LineEvent[] = [];
+    for (const l of this.lines) for (const e of l.update(d, tMs)) lineEvents.push(e);
+
+    const alerts: AlertDraft[] = [];
+    const label = (c: number) => this.labels[c] ?? String(c);
+    for (const r of this.rules) {
+      const cd = this.cooldowns.get(r.id)!;
+      switch (r.type) {
+        case 'zone-enter':
+        case 'zone-exit':
+        case 'zone-dwell': {
+          const want = r.type === 'zone-enter' ? 'enter' : r.type === 'zone-exit' ? 'exit' : 'dwell';
+          for (const e of zoneEvents) {
+            if (e.zone !== r.zone || e.type !== want || !cd.allow(`${e.trackId}`, tMs)) continue;
+            const verb = want === 'enter' ? 'entered' : want === 'exit' ? 'left' : `has stayed ${(e.dwellMs / 1000).toFixed(1)} s in`;
+            alerts.push({ rule: r.id, severity: r.severity, event: `zone.${want}`, message: `${label(e.classId)} #${e.trackId} ${verb} zone ${e.zone}`, trackId: e.trackId, zone: e.zone, row: e.row, ...(want !== 'enter' ? { dwellMs: Math.round(e.dwellMs) } : {}) });
+          }
+          break;
+        }
+        case 'line-cross':
+          for (const e of lineEvents) {
+            if (e.line !== r.line || (r.direction !== 'any' && e.direction !== r.direction) || !cd.allow(`${e.trackId}:${e.direction}`, tMs)) continue;
+            alerts.push({ rule: r.id, severity: r.severity, event: 'line.cross', message: `${label(e.classId)} #${e.trackId} crossed line ${e.line} (${e.direction})`, trackId: e.trackId, line: e.line, direction: e.direction, row: e.row });
+          }
+          break;
+        case 'conveyor-rate': {
+          const rf = this.rates.get(r.id)!;
+          const items = r.line !== undefined ? lineEvents.filter((e) => e.line === r.line).length : zoneEvents.filter((e) => e.zone === r.zone && e.type === 'enter').length;
+          const where = r.line !== undefined ? { line: r.line } : { zone: r.zone! };
+          const name = r.line !== undefined ? `line ${r.line}` : `zone ${r.zone}`;
+          const change = rf.update(items, tMs);
+          if (change === 'stopped' && cd.allow('', tMs)) {
+            alerts.push({ rule: r.id, severity: r.severity, event: 'conveyor.stopped', message: `${name}: ${rf.ratePerMinute(tMs).toFixed(1)} items/min, under ${r.minPerMinute} for ${r.forSec} s`, ...where, row: -1, ratePerMinute: rf.ratePerMinute(tMs) });
+          } else if (change === 'resumed') {
+            alerts.push({ rule: r.id, severity: 'info', event: 'conveyor.resumed', message: `${name}: back to ${rf.ratePerMinute(tMs).toFixed(1)} items/min`, ...where, row: -1, ratePerMinute: rf.ratePerMinute(tMs) });
+          }
+          break;
+        }
+        case 'conveyor-defect': {
+          const df = this.defects.get(r.id)!;
+          let row = -1;
+          for (let i = 0; i < d.length; i++) if (d.confidence[i] >= df.minScore && df.match(d.classId[i])) { row = i; break; }
+          const firing = df.kofn.push(row >= 0);
+          if (firing && row >= 0 && cd.allow('', tMs)) {
+            alerts.push({ rule: r.id, severity: r.severity, event: 'conveyor.defect', message: `${label(d.classId[row])} seen on ${df.kofn.hits} of the last ${r.n} frames`, row, ...(d.trackerId && d.trackerId[row] >= 0 ? { trackId: d.trackerId[row] } : {}), classLabel: label(d.classId[row]) });
+          }
+          break;
+        }
+      }
+    }
+
+    const summary: AnalyticsSummary = {};
+    if (this.zones.length) summary.zones = Object.fromEntries(this.zones.map((z) => [z.zone.id, { occupancy: z.occupancy, entered: z.entered }]));
+    if (this.lines.length) {
+      const named = (m: Map<number, number>) => Object.fromEntries([...m].map(([c, n]) => [label(c), n]));
+      summary.lines = Object.fromEntries(this.lines.map((l) => [l.id, { in: named(l.countIn), out: named(l.countOut) }]));
+    }
+    if (this.rates.size) summary.rates = Object.fromEntries([...this.rates].map(([id, rf]) => [id, Math.round(rf.ratePerMinute(tMs) * 10) / 10]));
+    return { summary, alerts };
+  }
+}

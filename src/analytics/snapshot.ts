@@ -1,0 +1,97 @@
+import sharp from 'sharp';
+import type { Detections } from '../core/detections.js';
+import type { Frame } from '../core/frame.js';
+import type { Point } from './polygon.js';
+
+/** The picture part of a letterboxed frame, copied out (RGB) so the frame can be released at once. */
+export interface Picture {
+  rgb: Buffer;
+  width: number;
+  height: number;
+  /** Source frame size, for mapping source-pixel boxes onto the picture. */
+  srcWidth: number;
+  srcHeight: number;
+}
+
+/** Copies the scaled picture out of the letterbox padding, converting BGR to RGB when needed. Synchronous. */
+export function grabPicture(frame: Frame, channelOrder: 'bgr' | 'rgb'): Picture {
+  const lb = frame.letterbox;
+  const w = lb.scaledWidth, h = lb.scaledHeight;
+  const rgb = Buffer.allocUnsafe(w * h * 3);
+  const stride = lb.dstWidth * 3;
+  for (let y = 0; y < h; y++) {
+    const src = (lb.padY + y) * stride + lb.padX * 3;
+    const dst = y * w * 3;
+    if (channelOrder === 'rgb') {
+      frame.data.copy(rgb, dst, src, src + w * 3);
+    } else {
+      for (let x = 0, s = src, d = dst; x < w; x++, s += 3, d += 3) {
+        rgb[d] = frame.data[s + 2];
+        rgb[d + 1] = frame.data[s + 1];
+        rgb[d + 2] = frame.data[s];
+      }
+    }
+  }
+  return { rgb, width: w, height: h, srcWidth: lb.srcWidth, srcHeight: lb.srcHeight };
+}
+
+export interface Overlay {
+  detections: Detections;
+  labels: readonly string[];
+  /** Row to highlight (the one that raised the alert); −1 for none. */
+  highlight: number;
+  zones: { id: string; polygon: readonly Point[] }[];
+  lines: { id: string; from: Point; to: Point }[];
+}
+
+export interface SnapshotOptions {
+  maxWidth: number;
+  maxBytes: number;
+  quality: number;
+}
+
+const esc = (s: string) => s.replace(/[<>&"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;' })[c]!);
+
+/** SVG drawing of zones, lines and boxes in snapshot pixels. */
+export function overlaySvg(o: Overlay, width: number, height: number, srcWidth: number, srcHeight: number): string {
+  const sx = width / srcWidth, sy = height / srcHeight;
+  const parts: string[] = [];
+  for (const z of o.zones) {
+    const pts = z.polygon.map((p) => `${(p[0] * sx).toFixed(1)},${(p[1] * sy).toFixed(1)}`).join(' ');
+    parts.push(`<polygon points="${pts}" fill="rgba(255,64,64,0.18)" stroke="#ff4040" stroke-width="2"/>`);
+  }
+  for (const l of o.lines) {
+    parts.push(`<line x1="${l.from[0] * sx}" y1="${l.from[1] * sy}" x2="${l.to[0] * sx}" y2="${l.to[1] * sy}" stroke="#ffd000" stroke-width="3"/>`);
+  }
+  const d = o.detections;
+  for (let i = 0; i < d.length; i++) {
+    const x1 = d.xyxy[i * 4] * sx, y1 = d.xyxy[i * 4 + 1] * sy, x2 = d.xyxy[i * 4 + 2] * sx, y2 = d.xyxy[i * 4 + 3] * sy;
+    const hot = i === o.highlight;
+    const color = hot ? '#ff2020' : '#20e060';
+    const tid = d.trackerId && d.trackerId[i] >= 0 ? ` #${d.trackerId[i]}` : '';
+    const text = esc(`${o.labels[d.classId[i]] ?? d.classId[i]}${tid} ${d.confidence[i].toFixed(2)}`);
+    parts.push(`<rect x="${x1.toFixed(1)}" y="${y1.toFixed(1)}" width="${(x2 - x1).toFixed(1)}" height="${(y2 - y1).toFixed(1)}" fill="none" stroke="${color}" stroke-width="${hot ? 4 : 2}"/>`);
+    parts.push(`<text x="${(x1 + 3).toFixed(1)}" y="${Math.max(12, y1 - 4).toFixed(1)}" font-family="sans-serif" font-size="14" fill="${color}" stroke="black" stroke-width="0.5">${text}</text>`);
+  }
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}">${parts.join('')}</svg>`;
+}
+
+/**
+ * A JPEG of the picture with the overlay drawn, at most `maxWidth` wide (and no larger than the
+ * source), under `maxBytes`: the quality is lowered first, then the size.
+ */
+export async function renderSnapshot(pic: Picture, overlay: Overlay, o: SnapshotOptions): Promise<{ jpeg: Buffer; width: number; height: number }> {
+  let width = Math.min(o.maxWidth, pic.srcWidth);
+  let quality = o.quality;
+  for (;;) {
+    const height = Math.max(1, Math.round((width * pic.height) / pic.width));
+    const jpeg = await sharp(pic.rgb, { raw: { width: pic.width, height: pic.height, channels: 3 } })
+      .resize(width, height, { kernel: 'lanczos3' })
+      .composite([{ input: Buffer.from(overlaySvg(overlay, width, height, pic.srcWidth, pic.srcHeight)), top: 0, left: 0 }])
+      .jpeg({ quality, mozjpeg: false })
+      .toBuffer();
+    if (jpeg.length <= o.maxBytes || (quality <= 30 && width <= 160)) return { jpeg, width, height };
+    if (quality > 30) quality = Math.max(30, quality - 15);
+    else width = Math.max(160, Math.floor(width * 0.75));
+  }
+}

@@ -1,0 +1,243 @@
+import { describe, expect, it } from 'vitest';
+import { SourceAnalyzer, type AlertDraft } from '../../src/analytics/analyzer.js';
+import { KOfN, RateFloor } from '../../src/analytics/conveyor.js';
+import { parseConfigText } from '../../src/config/load.js';
+import { PipelineSchema, SourceSchema } from '../../src/config/schema.js';
+import { ByteTracker } from '../../src/tracking/byte-tracker.js';
+import { feed, type Scene } from '../tracking/helpers.js';
+
+const LABELS = ['person', 'bicycle', 'car', 'bottle', 'scissors'];
+const W = 640, H = 480;
+
+/** Runs a scripted scene through the real tracker and the analyzer of one source config. */
+function simulate(source: Record<string, unknown>, scene: Scene, fps = 10, untilSec = 10) {
+  const cfg = SourceSchema.parse({ id: 'cam', uri: '/x.mp4', ...source });
+  const analyzer = new SourceAnalyzer(cfg, LABELS, 'sources[0]');
+  analyzer.init(W, H);
+  const tracker = new ByteTracker({ frameRateHint: fps });
+  const alerts: (AlertDraft & { t: number })[] = [];
+  const summaries = [];
+  for (const f of feed(fps, untilSec, scene)) {
+    const d = tracker.update(f.detections, f.timestampMs);
+    const { summary, alerts: a } = analyzer.process(d, f.timestampMs);
+    summaries.push({ t: f.timestampMs / 1000, ...summary });
+    for (const x of a) alerts.push({ ...x, t: f.timestampMs / 1000 });
+  }
+  return { alerts, summaries, last: summaries.at(-1)! };
+}
+
+// A zone on the right half of the frame, floor level (y 300–480).
+const zoneSource = (over: Record<string, unknown> = {}, rules: unknown[] = [{ id: 'enter', type: 'zone-enter', zone: 'z' }]) => ({
+  zones: [{ id: 'z', polygon: [[0.5, 0.625], [1, 0.625], [1, 1], [0.5, 1]], classes: ['person'], minHoldFrames: 3, ...over }],
+  rules,
+});
+// A person box 40x100 whose feet (bottom centre) are at (x + 20, y + 100).
+const person = (x: number, y: number) => [x, y, x + 40, y + 100] as const;
+
+describe('zones', () => {
+  it('a person walking through the zone: one enter, one exit, occupancy 1 only while inside', () => {
+    // Feet move from x=100 to x=600 at 60 px/s along y=400: inside for x ≥ 320, i.e. from t≈3.7 s.
+    // It leaves the frame at t = 9 s; 2 s later (nothing seen) it counts as gone: exit.
+    const r = simulate(
+      zoneSource({}, [{ id: 'enter', type: 'zone-enter', zone: 'z' }, { id: 'exit', type: 'zone-exit', zone: 'z' }]),
+      { objects: [{ key: 'p', box: person(80, 300), velocity: [60, 0], until: 9 }] },
+      10,
+      12,
+    );
+    expect(r.alerts.map((a) => [a.rule, a.event])).toEqual([
+      ['enter', 'zone.enter'],
+      ['exit', 'zone.exit'],
+    ]);
+    expect(r.alerts[0].t).toBeGreaterThanOrEqual(3.7);
+    expect(r.alerts[0].t).toBeLessThan(4.2); // after minHoldFrames (3 frames at 10 fps)
+    expect(r.summaries.find((s) => s.t === 5)!.zones!.z.occupancy).toBe(1);
+    expect(r.summaries.find((s) => s.t === 2)!.zones!.z.occupancy).toBe(0);
+    expect(r.last.zones!.z).toEqual({ occupancy: 0, entered: 1 });
+  });
+
+  it('dwell beyond the limit raises one dwell event per stay', () => {
+    const r = simulate(zoneSource({ dwellLimitSec: 3 }, [{ id: 'dwell', type: 'zone-dwell', zone: 'z' }]), { objects: [{ key: 'p', box: person(400, 300), from: 1 }] });
+    expect(r.alerts.map((a) => a.event)).toEqual(['zone.dwell']);
+    // Seen from 1.0 s, confirmed (3 hits) at 1.2, inside for 3 frames at 1.4: dwell 3 s later.
+    expect(r.alerts[0].t).toBeCloseTo(1.4 + 3, 5);
+    expect(r.alerts[0].dwellMs).toBeGreaterThanOrEqual(3000);
+  });
+
+  it('flicker at the border produces no event', () => {
+    // Feet alternate each frame between 5 px inside and 5 px outside the zone's left edge (x = 320).
+    const scene: Scene = { objects: Array.from({ length: 100 }, (_, k) => ({ key: `p${k}`, box: person(k % 2 ? 305 : 295, 300), from: k / 10, until: (k + 1) / 10 })) };
+    const r = simulate(zoneSource({}, [{ id: 'enter', type: 'zone-enter', zone: 'z' }, { id: 'exit', type: 'zone-exit', zone: 'z' }]), scene);
+    expect(r.alerts).toEqual([]);
+  });
+
+  it('an occluded person keeps its track id through a gap: no second enter', () => {
+    const r = simulate(zoneSource(), { objects: [{ key: 'p', box: person(400, 300), velocity: [5, 0], hidden: [[3, 3.6]] }] });
+    expect(r.alerts).toHaveLength(1);
+  });
+
+  it('dropped frames (every other one, and a 400 ms gap) do not break tracks or repeat events', () => {
+    const r = simulate(zoneSource(), {
+      objects: [{ key: 'p', box: person(80, 300), velocity: [60, 0] }],
+      drop: (i, t) => i % 2 === 1 || (t > 5 && t < 5.4),
+    });
+    expect(r.alerts).toHaveLength(1);
+    expect(r.alerts[0].trackId).toBeGreaterThan(0);
+  });
+
+  it('de-duplication: one alert per entry, a new one after leaving and re-entering', () => {
+    // In (t 1–3), out (3–5), in again (5–7): x jumps are slow enough to keep the track.
+    const x = (t: number) => (t < 3 ? 400 : t < 5 ? 400 - (t - 3) * 100 : 200 + (t - 5) * 100);
+    const scene: Scene = { objects: Array.from({ length: 80 }, (_, k) => ({ key: `p${k}`, box: person(x(k / 10), 300), from: k / 10, until: (k + 1) / 10 })) };
+    const r = simulate(zoneSource(), scene, 10, 8);
+    expect(r.alerts.map((a) => a.event)).toEqual(['zone.enter', 'zone.enter']);
+    expect(new Set(r.alerts.map((a) => a.trackId)).size).toBe(1);
+  });
+
+  it('cooldown: a re-entry within the cooldown raises nothing', () => {
+    const x = (t: number) => (t < 3 ? 400 : t < 5 ? 400 - (t - 3) * 100 : 200 + (t - 5) * 100);
+    const scene: Scene = { objects: Array.from({ length: 80 }, (_, k) => ({ key: `p${k}`, box: person(x(k / 10), 300), from: k / 10, until: (k + 1) / 10 })) };
+    const r = simulate(zoneSource({}, [{ id: 'enter', type: 'zone-enter', zone: 'z', cooldownSec: 60 }]), scene, 10, 8);
+    expect(r.alerts).toHaveLength(1);
+  });
+
+  it('only the configured classes count', () => {
+    const r = simulate(zoneSource(), { objects: [{ key: 'car', box: person(400, 300), classId: 2 }] });
+    expect(r.alerts).toEqual([]);
+    expect(r.last.zones!.z.occupancy).toBe(0);
+  });
+});
+
+describe('lines', () => {
+  // A horizontal line across the middle (y = 240), drawn right to left so "in" is downwards.
+  const lineSource = (rules: unknown[] = [{ id: 'cross', type: 'line-cross', line: 'l' }], margin = 10) => ({
+    lines: [{ id: 'l', from: [1, 0.5], to: [0, 0.5], classes: ['bottle'], anchor: 'center', marginPx: margin }],
+    rules,
+  });
+  const bottle = (x: number, y: number) => [x, y - 20, x + 20, y + 20] as const; // centre (x + 10, y)
+
+  it('counts crossings in both directions, per class, with the direction', () => {
+    const r = simulate(lineSource(), {
+      objects: [
+        { key: 'down', box: bottle(100, 100), velocity: [0, 50], classId: 3 },
+        { key: 'up', box: bottle(400, 400), velocity: [0, -50], classId: 3 },
+      ],
+    });
+    expect(r.alerts.map((a) => a.direction).sort()).toEqual(['in', 'out']);
+    expect(r.alerts.find((a) => a.direction === 'in')!.t).toBeCloseTo(2.8, 0);
+    expect(r.last.lines!.l).toEqual({ in: { bottle: 1 }, out: { bottle: 1 } });
+  });
+
+  it('jitter around the line inside the margin never counts; a full crossing counts once', () => {
+    const r = simulate(lineSource(), {
+      objects: [
+        { key: 'wobble', box: bottle(100, 235), classId: 3, score: 0.9 },
+        { key: 'cross', box: bottle(300, 150), velocity: [0, 30], classId: 3 },
+      ],
+      jitter: 6,
+    });
+    expect(r.last.lines!.l).toEqual({ in: { bottle: 1 }, out: {} });
+  });
+
+  it('going back and forth counts once per crossing (it left the margin each time)', () => {
+    const y = (t: number) => (t < 4 ? 150 + t * 40 : 310 - (t - 4) * 40); // down past the line, then back up
+    const scene: Scene = { objects: Array.from({ length: 80 }, (_, k) => ({ key: `b${k}`, box: bottle(300, y(k / 10)), classId: 3, from: k / 10, until: (k + 1) / 10 })) };
+    const r = simulate(lineSource(), scene, 10, 8);
+    expect(r.last.lines!.l).toEqual({ in: { bottle: 1 }, out: { bottle: 1 } });
+  });
+
+  it('tracks that are not confirmed yet do not count', () => {
+    // Appears just above the line and is below it 2 frames later: confirmed (3 hits) only once below.
+    const r = simulate(lineSource(), { objects: [{ key: 'fast', box: bottle(300, 215), velocity: [0, 300], classId: 3, until: 0.5 }] });
+    expect(r.last.lines!.l).toEqual({ in: {}, out: {} });
+  });
+});
+
+describe('conveyor rules', () => {
+  it('K of N: fires once K of the last N frames had the condition', () => {
+    const k = new KOfN(3, 5);
+    expect([true, false, true, false].map((h) => k.push(h))).toEqual([false, false, false, false]);
+    expect(k.push(true)).toBe(true); // 3 of the last 5
+    expect(k.push(false)).toBe(false); // window now f t f t f: 2 of 5
+  });
+
+  it('K of N window slides', () => {
+    const k = new KOfN(2, 3);
+    const out = [true, true, false, false, true, false, true].map((h) => k.push(h));
+    expect(out).toEqual([false, true, true, false, false, false, true]);
+  });
+
+  it('defect rule: a defect class on K of N frames raises an alert, then waits out its cooldown', () => {
+    const src = {
+      rules: [{ id: 'defect', type: 'conveyor-defect', classes: ['scissors'], k: 3, n: 5, cooldownSec: 2, minScore: 0.5 }],
+    };
+    const r = simulate(src, { objects: [{ key: 'x', box: [10, 10, 50, 50], classId: 4, from: 1, until: 4 }] }, 10, 6);
+    // Seen from t=1.0: the third frame (t=1.2) fires; cooldown 2 s → again at t≈3.2.
+    expect(r.alerts.map((a) => [a.event, Math.round(a.t * 10) / 10])).toEqual([
+      ['conveyor.defect', 1.2],
+      ['conveyor.defect', 3.2],
+    ]);
+  });
+
+  it('allowed-set form: anything not allowed counts, low scores do not', () => {
+    const src = { rules: [{ id: 'foreign', type: 'conveyor-defect', allowed: ['bottle'], k: 2, n: 4, minScore: 0.5, cooldownSec: 100 }] };
+    const weak = simulate(src, { objects: [{ key: 'x', box: [10, 10, 50, 50], classId: 0, score: 0.3 }] }, 10, 2);
+    expect(weak.alerts).toEqual([]);
+    const strong = simulate(src, { objects: [{ key: 'x', box: [10, 10, 50, 50], classId: 0, score: 0.8 }, { key: 'b', box: [100, 10, 150, 50], classId: 3 }] }, 10, 2);
+    expect(strong.alerts).toHaveLength(1);
+  });
+
+  it('rate floor: items stop → stopped after the hold time; items back → resumed', () => {
+    const rf = new RateFloor(6, 5000, 10_000);
+    const events: [number, string][] = [];
+    // One item per second for 20 s, none for 20 s, then one per second again.
+    for (let t = 0; t <= 60_000; t += 100) {
+      const item = (t < 20_000 || t >= 40_000) && t % 1000 === 0 ? 1 : 0;
+      const e = rf.update(item, t);
+      if (e) events.push([t, e]);
+    }
+    // Under 6/min once ≤ 1 item is left in the 10 s window (t ≈ 29 s), for 5 s → ≈ 34 s.
+    expect(events.map((e) => e[1])).toEqual(['stopped', 'resumed']);
+    expect(events[0][0]).toBeGreaterThanOrEqual(33_000);
+    expect(events[0][0]).toBeLessThanOrEqual(35_000);
+    expect(events[1][0]).toBeGreaterThanOrEqual(40_000);
+  });
+
+  it('rate floor never fires while warming up', () => {
+    const rf = new RateFloor(100, 1000, 10_000);
+    for (let t = 0; t < 10_000; t += 100) expect(rf.update(0, t)).toBeUndefined();
+  });
+});
+
+describe('rules config validation names the field', () => {
+  const bad = (yaml: string) => {
+    try {
+      parseConfigText(`sources:\n  - id: cam\n    uri: /x.mp4\n${yaml}`, PipelineSchema, 'p.yaml', {});
+    } catch (e) {
+      return (e as Error).message;
+    }
+    throw new Error('expected an error');
+  };
+  it.each([
+    ['a self-intersecting polygon', '    zones:\n      - {id: z, polygon: [[0,0],[1,1],[1,0],[0,1]]}\n', /sources\[0\]\.zones\[0\]\.polygon: polygon is self-intersecting \(edges 0 and 2 cross\)/],
+    ['a fraction outside the frame', '    zones:\n      - {id: z, polygon: [[0,0],[1.2,0],[1,1]]}\n', /sources\[0\]\.zones\[0\]\.polygon\[1\]: point \[1\.2, 0\] is outside the frame/],
+    ['a polygon with 2 points', '    zones:\n      - {id: z, polygon: [[0,0],[1,0]]}\n', /sources\[0\]\.zones\[0\]\.polygon: a polygon needs at least 3 points/],
+    ['a rule naming a missing zone', '    zones:\n      - {id: z, polygon: [[0,0],[1,0],[1,1]]}\n    rules:\n      - {id: r, type: zone-enter, zone: nope}\n', /sources\[0\]\.rules\[0\]\.zone: no zone "nope" in this source \(zones: z\)/],
+    ['a dwell rule on a zone without a limit', '    zones:\n      - {id: z, polygon: [[0,0],[1,0],[1,1]]}\n    rules:\n      - {id: r, type: zone-dwell, zone: z}\n', /zone "z" has no dwellLimitSec/],
+    ['a degenerate line', '    lines:\n      - {id: l, from: [0.5, 0.5], to: [0.5, 0.5]}\n', /sources\[0\]\.lines\[0\]\.to: a line needs two different points/],
+    ['a defect rule with both forms', '    rules:\n      - {id: d, type: conveyor-defect, classes: [scissors], allowed: [bottle], k: 1, n: 2}\n', /sources\[0\]\.rules\[0\]: give exactly one of "classes"/],
+  ])('%s', (_n, yaml, msg) => {
+    expect(bad(yaml)).toMatch(msg);
+  });
+
+  it('an unknown class label names the field and suggests labels', () => {
+    const cfg = SourceSchema.parse({ id: 'cam', uri: '/x', zones: [{ id: 'z', polygon: [[0, 0], [1, 0], [1, 1]], classes: ['person', 'persn'] }] });
+    expect(() => new SourceAnalyzer(cfg, LABELS, 'sources[0]')).toThrow(/sources\[0\]\.zones\[0\]\.classes\[1\]: unknown class "persn" \(the model's labels include person/);
+  });
+
+  it('pixel points outside the actual frame are found once its size is known', () => {
+    const cfg = SourceSchema.parse({ id: 'cam', uri: '/x', zones: [{ id: 'z', units: 'pixel', polygon: [[0, 0], [700, 0], [700, 100]] }] });
+    const a = new SourceAnalyzer(cfg, LABELS, 'sources[0]');
+    expect(() => a.init(640, 480)).toThrow('sources[0].zones[0].polygon[1]: point [700, 0] is outside the 640x480 frame');
+    expect(() => a.init(1280, 720)).not.toThrow();
+  });
+});

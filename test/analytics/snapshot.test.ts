@@ -1,0 +1,48 @@
+import sharp from 'sharp';
+import { describe, expect, it } from 'vitest';
+import { grabPicture, overlaySvg, renderSnapshot } from '../../src/analytics/snapshot.js';
+import { Detections } from '../../src/core/detections.js';
+import { emptyStamps, type Frame } from '../../src/core/frame.js';
+import { letterbox } from '../../src/core/geometry.js';
+
+/** A 4x4 letterboxed frame of a 4x2 source (top-left aligned): rows 0–1 picture, rows 2–3 padding. */
+function tinyFrame(): Frame {
+  const data = Buffer.alloc(4 * 4 * 3, 114);
+  for (let y = 0; y < 2; y++) for (let x = 0; x < 4; x++) data.set([10 * x, 50 + y, 200], (y * 4 + x) * 3); // B, G, R
+  return { source: 's', seq: 0, pts: 0, data, letterbox: letterbox(8, 4, 4, 4), stamps: emptyStamps(1), release: () => {} };
+}
+
+describe('snapshots', () => {
+  it('grabPicture copies only the picture, swapping BGR to RGB', () => {
+    const p = grabPicture(tinyFrame(), 'bgr');
+    expect([p.width, p.height, p.srcWidth, p.srcHeight]).toEqual([4, 2, 8, 4]);
+    expect(Array.from(p.rgb.subarray(0, 6))).toEqual([200, 50, 0, 200, 50, 10]);
+    expect(p.rgb.length).toBe(4 * 2 * 3);
+  });
+
+  it('draws boxes, labels with track ids, zones and lines in snapshot pixels', () => {
+    const d = new Detections(new Float32Array([100, 50, 200, 150]), new Float32Array([0.9]), new Int32Array([0]), new Int32Array([7]));
+    const svg = overlaySvg({ detections: d, labels: ['person'], highlight: 0, zones: [{ id: 'z', polygon: [[0, 0], [800, 0], [800, 400]] }], lines: [{ id: 'l', from: [0, 200], to: [800, 200] }] }, 400, 200, 800, 400);
+    expect(svg).toContain('<rect x="50.0" y="25.0" width="50.0" height="50.0"');
+    expect(svg).toContain('person #7 0.90');
+    expect(svg).toContain('points="0.0,0.0 400.0,0.0 400.0,200.0"');
+    expect(svg).toContain('<line x1="0" y1="100" x2="400" y2="100"');
+  });
+
+  it('renders a JPEG at most maxWidth wide and under maxBytes, lowering quality then size', async () => {
+    // Noise compresses badly: a stress test for the size cap.
+    const w = 416, h = 234;
+    const rgb = Buffer.alloc(w * h * 3);
+    for (let i = 0; i < rgb.length; i++) rgb[i] = (i * 2654435761) >>> 24;
+    const pic = { rgb, width: w, height: h, srcWidth: 1920, srcHeight: 1080 };
+    const overlay = { detections: Detections.empty(), labels: [], highlight: -1, zones: [], lines: [] };
+    const big = await renderSnapshot(pic, overlay, { maxWidth: 832, maxBytes: 10_000_000, quality: 90 });
+    expect([big.width, big.height]).toEqual([832, 468]);
+    const capped = await renderSnapshot(pic, overlay, { maxWidth: 832, maxBytes: 40_000, quality: 90 });
+    expect(capped.jpeg.length).toBeLessThanOrEqual(40_000);
+    const meta = await sharp(capped.jpeg).metadata();
+    expect(meta.format).toBe('jpeg');
+    expect(meta.width).toBe(capped.width);
+    expect(capped.width).toBeLessThan(832); // quality alone was not enough
+  });
+});
