@@ -71,22 +71,24 @@ export function overlaySvg(o: Overlay, width: number, height: number, srcWidth: 
     const tid = d.trackerId && d.trackerId[i] >= 0 ? ` #${d.trackerId[i]}` : '';
     const text = esc(`${o.labels[d.classId[i]] ?? d.classId[i]}${tid} ${d.confidence[i].toFixed(2)}`);
     parts.push(`<rect x="${x1.toFixed(1)}" y="${y1.toFixed(1)}" width="${(x2 - x1).toFixed(1)}" height="${(y2 - y1).toFixed(1)}" fill="none" stroke="${color}" stroke-width="${hot ? 4 : 2}"/>`);
-    parts.push(`<text x="${(x1 + 3).toFixed(1)}" y="${Math.max(12, y1 - 4).toFixed(1)}" font-family="sans-serif" font-size="14" fill="${color}" stroke="black" stroke-width="0.5">${text}</text>`);
+    parts.push(`<text x="${(x1 + 3).toFixed(1)}" y="${Math.max(12, y1 - 4).toFixed(1)}" font-family="sans-serif" font-size="12" fill="${color}" stroke="black" stroke-width="0.5">${text}</text>`);
   }
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}">${parts.join('')}</svg>`;
 }
 
 /**
- * A JPEG of the picture with the overlay drawn, at most `maxWidth` wide (and no larger than the
- * source), under `maxBytes`: the quality is lowered first, then the size.
+ * A JPEG of the picture with the overlay drawn, at most `maxWidth` wide and never upscaled
+ * (the decoded picture holds no more detail; upscaling would only cost encode time), under
+ * `maxBytes`: the quality is lowered first, then the size.
  */
 export async function renderSnapshot(pic: Picture, overlay: Overlay, o: SnapshotOptions): Promise<{ jpeg: Buffer; width: number; height: number }> {
-  let width = Math.min(o.maxWidth, pic.srcWidth);
+  let width = Math.min(o.maxWidth, pic.width);
   let quality = o.quality;
   for (;;) {
     const height = Math.max(1, Math.round((width * pic.height) / pic.width));
-    const jpeg = await sharp(pic.rgb, { raw: { width: pic.width, height: pic.height, channels: 3 } })
-      .resize(width, height, { kernel: 'lanczos3' })
+    let img = sharp(pic.rgb, { raw: { width: pic.width, height: pic.height, channels: 3 } });
+    if (width !== pic.width) img = img.resize(width, height, { kernel: 'cubic' });
+    const jpeg = await img
       .composite([{ input: Buffer.from(overlaySvg(overlay, width, height, pic.srcWidth, pic.srcHeight)), top: 0, left: 0 }])
       .jpeg({ quality, mozjpeg: false })
       .toBuffer();

@@ -307,7 +307,7 @@ export const AlertsSchema = z
         dir: z.string().default('snapshots'),
         /** Largest JPEG in bytes; quality is lowered (then the size) until it fits. Default 150000. */
         maxBytes: z.number().int().min(4096).default(150_000),
-        /** Snapshot width at most, px. Default 832 (twice the model input). */
+        /** Snapshot width at most, px; never more than the decoded picture (the model input's picture area). Default 832. */
         maxWidth: z.number().int().min(64).default(832),
         /** JPEG quality to start from. Default 80. */
         quality: z.number().int().min(10).max(100).default(80),

@@ -26,6 +26,19 @@ export class AlertPublisher {
     private readonly log: LogFn,
   ) {}
 
+  /**
+   * Renders one tiny snapshot with text, so libvips, librsvg and fontconfig are loaded (and
+   * the font cache built) before the first real alert rather than during it.
+   */
+  async warmup(): Promise<void> {
+    if (this.config.snapshot.mode === 'none') return;
+    const rgb = Buffer.alloc(32 * 16 * 3, 128);
+    const labels = ['x'];
+    const { Detections } = await import('../core/detections.js');
+    const d = new Detections(new Float32Array([1, 1, 20, 10]), new Float32Array([0.5]), new Int32Array([0]));
+    await renderSnapshot({ rgb, width: 32, height: 16, srcWidth: 32, srcHeight: 16 }, { detections: d, labels, highlight: 0, zones: [], lines: [] }, this.config.snapshot).catch(() => undefined);
+  }
+
   raise(r: FrameResult): void {
     const { frame, detections, dropped } = r;
     const snap = this.config.snapshot;

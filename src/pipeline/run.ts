@@ -88,6 +88,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
   const { manifest } = pipeline.detector;
   const publisher = new Publisher(started.sinks, { name: manifest.name, version: manifest.version }, pipeline.detector.labels);
   const alerts = new AlertPublisher(publisher, config.alerts, pipeline.detector, options.baseDir ?? process.cwd(), log);
+  if (pipeline.stats.length > 0 && config.sources.some((s) => s.rules.length > 0)) await alerts.warmup();
   options.onReady?.({ pipeline, publisher, alerts, ...started });
   const status = options.status === false ? undefined : new StatusReporter(pipeline.stats);
   status?.start();

@@ -29,7 +29,7 @@ describe('snapshots', () => {
     expect(svg).toContain('<line x1="0" y1="100" x2="400" y2="100"');
   });
 
-  it('renders a JPEG at most maxWidth wide and under maxBytes, lowering quality then size', async () => {
+  it('renders a JPEG at most maxWidth wide (never upscaled) and under maxBytes, lowering quality then size', async () => {
     // Noise compresses badly: a stress test for the size cap.
     const w = 416, h = 234;
     const rgb = Buffer.alloc(w * h * 3);
@@ -37,12 +37,14 @@ describe('snapshots', () => {
     const pic = { rgb, width: w, height: h, srcWidth: 1920, srcHeight: 1080 };
     const overlay = { detections: Detections.empty(), labels: [], highlight: -1, zones: [], lines: [] };
     const big = await renderSnapshot(pic, overlay, { maxWidth: 832, maxBytes: 10_000_000, quality: 90 });
-    expect([big.width, big.height]).toEqual([832, 468]);
-    const capped = await renderSnapshot(pic, overlay, { maxWidth: 832, maxBytes: 40_000, quality: 90 });
-    expect(capped.jpeg.length).toBeLessThanOrEqual(40_000);
+    expect([big.width, big.height]).toEqual([416, 234]);
+    const narrow = await renderSnapshot(pic, overlay, { maxWidth: 208, maxBytes: 10_000_000, quality: 90 });
+    expect([narrow.width, narrow.height]).toEqual([208, 117]);
+    const capped = await renderSnapshot(pic, overlay, { maxWidth: 832, maxBytes: 12_000, quality: 90 });
+    expect(capped.jpeg.length).toBeLessThanOrEqual(12_000);
     const meta = await sharp(capped.jpeg).metadata();
     expect(meta.format).toBe('jpeg');
     expect(meta.width).toBe(capped.width);
-    expect(capped.width).toBeLessThan(832); // quality alone was not enough
+    expect(capped.width).toBeLessThan(416); // quality alone was not enough
   });
 });
