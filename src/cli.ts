@@ -29,8 +29,11 @@ program
     let signals = 0;
     const onSignal = (sig: string) => {
       signals++;
-      if (signals > 1) process.exit(130);
-      logger.info({ signal: sig }, 'stopping (send again to force)');
+      if (signals > 1) {
+        process.stderr.write('argus: second signal, exiting at once (messages in flight are lost)\n');
+        process.exit(130);
+      }
+      logger.info({ signal: sig }, 'stopping: sources first, then frames in flight, alerts, Kafka, WebSocket (send again to force)');
       ac.abort();
     };
     process.on('SIGINT', onSignal);
@@ -44,11 +47,20 @@ program
       log,
     });
     for (const s of summary.stats) {
-      logger.info({ source: s.id, framesIn: s.framesIn, framesOut: s.framesOut, dropped: s.dropped, e2eP50: s.e2e.percentile(50), e2eP99: s.e2e.percentile(99) }, 'source summary');
+      logger.info(
+        { source: s.id, state: s.state, framesIn: s.framesIn, framesOut: s.framesOut, dropped: s.dropped, reconnects: s.reconnects, e2eP50: s.e2e.percentile(50), e2eP99: s.e2e.percentile(99) },
+        'source summary',
+      );
     }
+    if (summary.kafka) logger.info({ ...summary.kafka }, 'kafka summary');
+    // Exit status: 3 alerts were lost, 1 a source failed (the others ran), 0 all well.
     if (summary.failed.length > 0) {
       for (const f of summary.failed) process.stderr.write(`argus: source "${f.source}" failed: ${f.error.message}\n`);
       process.exitCode = 1;
+    }
+    if (summary.lostAlerts > 0) {
+      process.stderr.write(`argus: ${summary.lostAlerts} alert(s) could not be delivered\n`);
+      process.exitCode = 3;
     }
   });
 

@@ -119,6 +119,34 @@ export const SourceSchema = z
     inputArgs: z.array(z.string()).default([]),
     /** false skips this source. Default true. */
     enabled: z.boolean().default(true),
+    /** Reconnecting after ffmpeg exits, the stream ends (live sources) or stalls. */
+    reconnect: z
+      .object({
+        /** First delay, ms. Default 500. */
+        initialDelayMs: z.number().int().min(0).default(500),
+        /** Delays double up to this, ms. Default 10000. */
+        maxDelayMs: z.number().int().min(0).default(10_000),
+        /** ± fraction of random jitter. Default 0.2. */
+        jitter: z.number().min(0).max(1).default(0.2),
+        /** Failed attempts in a row before the source is marked failed; 0 never gives up. Default 0. */
+        maxAttempts: z.number().int().min(0).default(0),
+        /** Streaming this long resets the attempt count and the delay, ms. Default 30000. */
+        healthyResetMs: z.number().int().min(0).default(30_000),
+      })
+      .strict()
+      .default({}),
+    /** Stall watchdog (live sources and native-rate files). */
+    watchdog: z
+      .object({
+        /** No first frame this long after (re)starting ffmpeg: restart. Default 15000 ms. */
+        startTimeoutMs: z.number().int().min(100).default(15_000),
+        /** No frame for this many frame periods: stalled, restart. Default 10. */
+        stallFactor: z.number().min(1).default(10),
+        /** …but never less than this, ms. Default 2000. */
+        stallMinMs: z.number().int().min(50).default(2000),
+      })
+      .strict()
+      .default({}),
     /** Polygon zones in this source's frame. */
     zones: z.array(ZoneSchema).default([]),
     /** Counting lines in this source's frame. */
@@ -216,6 +244,8 @@ export const KafkaSinkSchema = z
         detections: z.string().min(1).default('argus.detections'),
         /** One message per alert, keyed by source id. Default argus.alerts. */
         alerts: z.string().min(1).default('argus.alerts'),
+        /** One message per source state change, keyed by source id. Default argus.status. */
+        status: z.string().min(1).default('argus.status'),
       })
       .strict()
       .default({}),
@@ -262,8 +292,8 @@ export const WebSocketSinkSchema = z
 
 export const SinksSchema = z
   .object({
-    /** Write one JSON line per message to this file ('-' for stdout). */
-    jsonl: z.object({ path: z.string().min(1) }).strict().optional(),
+    /** Write one JSON line per processed frame and per alert to this file ('-' for stdout); `status: true` adds source state changes. */
+    jsonl: z.object({ path: z.string().min(1), status: z.boolean().default(false) }).strict().optional(),
     kafka: KafkaSinkSchema.optional(),
     websocket: WebSocketSinkSchema.default({}),
   })

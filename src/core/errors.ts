@@ -25,6 +25,14 @@ export const ErrorCodes = {
   SOURCE_EXIT: 'VAP_ERR_SOURCE_EXIT',
   /** ffmpeg did not report the input's video stream (size, rate). */
   SOURCE_PROBE: 'VAP_ERR_SOURCE_PROBE',
+  /** A live source's stream ended (the server closed it). */
+  SOURCE_EOF: 'VAP_ERR_SOURCE_EOF',
+  /** No frame arrived within the stall timeout. */
+  SOURCE_STALLED: 'VAP_ERR_SOURCE_STALLED',
+  /** No first frame arrived within the start timeout (the source never sends a frame). */
+  SOURCE_TIMEOUT: 'VAP_ERR_SOURCE_TIMEOUT',
+  /** The input's resolution changed mid-stream (boxes map with the new size from then on). */
+  SOURCE_RESIZED: 'VAP_ERR_SOURCE_RESIZED',
   /** A Kafka topic the sink needs does not exist and may not be created. */
   SINK_TOPIC: 'VAP_ERR_SINK_TOPIC',
   /** The HTTP/WebSocket server could not listen (port in use, bad host). */

@@ -1,17 +1,19 @@
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { catchError, EMPTY, map, merge, type Observable, of, tap } from 'rxjs';
+import { catchError, EMPTY, map, merge, type Observable, of, takeUntil, tap } from 'rxjs';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../assets/catalog.js';
 import type { PipelineConfig, SourceConfig } from '../config/schema.js';
 import { now } from '../core/clock.js';
 import type { LogFn } from '../core/log.js';
 import type { Detections } from '../core/detections.js';
 import type { Frame } from '../core/frame.js';
+import type { Letterbox } from '../core/geometry.js';
 import { SampleWindow } from '../core/stats.js';
 import { dropStale } from '../flow/drop-stale.js';
 import { Detector } from '../inference/detector.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
-import { ffmpegSource } from '../sources/ffmpeg-source.js';
+import type { SourceState, Transition } from '../sources/health.js';
+import { supervisedSource } from '../sources/supervised-source.js';
 import { infer, postprocess, preprocess } from './stages.js';
 import { SourceAnalyzer, type AlertDraft, type AnalyticsSummary } from '../analytics/analyzer.js';
 import { ByteTracker } from '../tracking/byte-tracker.js';
@@ -43,6 +45,12 @@ export interface SourceStats {
   readonly e2e: SampleWindow;
   /** Set when the source ended with an error. */
   error?: Error;
+  /** Health: starting, streaming, stalled, reconnecting, failed, ended, stopped. */
+  state: SourceState;
+  /** Restarts of this source's ffmpeg so far. */
+  reconnects: number;
+  /** The latest state change. */
+  lastTransition?: Transition;
   /** Input size reported by ffmpeg. */
   width?: number;
   height?: number;
@@ -55,6 +63,10 @@ export interface PipelineOptions {
   log?: LogFn;
   /** Loaded model to reuse (bench, tests). */
   detector?: Detector;
+  /** Every source state change (logged by the pipeline too). */
+  onTransition?: (t: Transition) => void;
+  /** Emits once to stop the sources gracefully: frames in flight still finish and are emitted. */
+  stop?: Observable<unknown>;
 }
 
 export interface Pipeline {
@@ -99,7 +111,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   // Resolve assets before loading the model, so a missing video fails fast.
   const urls = await Promise.all(sources.map((s) => resolveSourceUrl(s, baseDir, ffmpegPath, log)));
   const detector = options.detector ?? (await loadDetector(config, options));
-  const stats: SourceStats[] = sources.map((s) => ({ id: s.id, framesIn: 0, framesOut: 0, dropped: 0, e2e: new SampleWindow(2048) }));
+  const stats: SourceStats[] = sources.map((s) => ({ id: s.id, framesIn: 0, framesOut: 0, dropped: 0, e2e: new SampleWindow(2048), state: 'stopped', reconnects: 0 }));
   const pp = { ...config.postprocess };
 
   // Built now, so an unknown class label fails the start, naming the field.
@@ -109,18 +121,33 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   });
   const { enabled: trackingEnabled, ...trackerOptions } = config.tracking;
 
+  const stopOn = options.stop ? takeUntil<Frame>(options.stop) : (o: Observable<Frame>) => o;
   const perSource = sources.map((src, i) => {
     const st = stats[i];
     const analyzer = analyzers[i];
     let tracker: ByteTracker | undefined;
-    let analyzerReady = false;
+    let analyzerSize: Letterbox | undefined;
     const input = detector.createInput();
     const detect = (frame: Frame) => of(frame).pipe(preprocess(detector, input), infer(detector, input), postprocess(detector, pp));
-    return ffmpegSource({
+    return supervisedSource({
+      reconnect: src.reconnect,
+      watchdog: src.watchdog,
+      onTransition: (t) => {
+        st.state = t.state;
+        st.lastTransition = t;
+        if (t.state === 'reconnecting') st.reconnects++;
+        const level = t.state === 'failed' ? 'error' : t.state === 'reconnecting' || t.state === 'stalled' ? 'warn' : 'info';
+        log(`source ${t.source}: ${t.previous} → ${t.state} (${t.reason})`, { source: t.source, state: t.state, previous: t.previous, code: t.code, attempt: t.attempt }, level);
+        options.onTransition?.(t);
+      },
       id: src.id,
       input: { url: urls[i], kind: sourceKind(urls[i]), rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs },
       output: { width: detector.inputWidth, height: detector.inputHeight, pixelFormat: detector.pixelFormat, align: detector.align, padValue: detector.padValue },
       ffmpegPath,
+      onResize: (_from, to) => {
+        st.width = to.srcWidth;
+        st.height = to.srcHeight;
+      },
       onStreamInfo: (info) => {
         st.width = info.width;
         st.height = info.height;
@@ -128,6 +155,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
         log(`source ${src.id} streaming`, { source: src.id, width: info.width, height: info.height, fps: info.fps });
       },
     }).pipe(
+      stopOn,
       tap(() => st.framesIn++),
       dropStale(detect, {
         onDrop: (frame) => {
@@ -146,9 +174,12 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
         let analytics: AnalyticsSummary | undefined;
         let alerts: AlertDraft[] = NO_ALERTS;
         if (analyzer) {
-          if (!analyzerReady) {
-            analyzer.init(frame.letterbox.srcWidth, frame.letterbox.srcHeight);
-            analyzerReady = true;
+          if (analyzerSize !== frame.letterbox) {
+            // First frame, or the resolution changed: place zones and lines for this size.
+            if (!analyzerSize || analyzerSize.srcWidth !== frame.letterbox.srcWidth || analyzerSize.srcHeight !== frame.letterbox.srcHeight) {
+              analyzer.init(frame.letterbox.srcWidth, frame.letterbox.srcHeight);
+            }
+            analyzerSize = frame.letterbox;
           }
           ({ summary: analytics, alerts } = analyzer.process(detections, tMs));
         }

@@ -1,4 +1,4 @@
-import { take, type Subscription } from 'rxjs';
+import { Subject, take, type Subscription } from 'rxjs';
 import type { PipelineConfig } from '../config/schema.js';
 import type { LogFn } from '../core/log.js';
 import { startHttpServer, type RunningServer } from '../server/http.js';
@@ -20,8 +20,10 @@ export interface RunOptions extends PipelineOptions {
   status?: boolean;
   /** Called for every processed frame, after the sinks (bench, tests). */
   onResult?: (r: FrameResult) => void;
-  /** Aborting stops the sources and finishes cleanly (sinks flushed). */
+  /** Aborting stops the sources and finishes cleanly: frames in flight finish, alerts are published, sinks flushed. */
   signal?: AbortSignal;
+  /** How long frames in flight may take to finish after a stop, ms. Default 10 000. */
+  drainTimeoutMs?: number;
   /** Called once everything is started (model loaded, sinks connected, server listening). */
   onReady?: (running: RunningPipeline) => void;
   /** Environment for overrides such as ARGUS_HTTP_PORT. Default process.env. */
@@ -47,6 +49,8 @@ export interface RunSummary {
   kafka?: KafkaSink['stats'];
   websocket?: WebSocketHub['stats'];
   alerts: AlertPublisher['stats'];
+  /** Alerts raised but not delivered to every sink (Kafka gave up at shutdown, or never published). */
+  lostAlerts: number;
 }
 
 /** Starts the sinks and the server a config asks for. Closing order is the reverse. */
@@ -54,7 +58,7 @@ async function startSinks(config: PipelineConfig, pipeline: Pipeline, options: R
   const sinks: Sink[] = [];
   const env = options.env ?? process.env;
   const jsonlPath = options.jsonl ?? config.sinks.jsonl?.path;
-  if (jsonlPath) sinks.push(new JsonlSink(jsonlPath));
+  if (jsonlPath) sinks.push(new JsonlSink(jsonlPath, config.sinks.jsonl?.status ?? false));
   let kafka: KafkaSink | undefined;
   const k = config.sinks.kafka;
   if (k) {
@@ -80,13 +84,22 @@ async function startSinks(config: PipelineConfig, pipeline: Pipeline, options: R
 /** Builds the pipeline and runs it until every source ends, `maxFrames` is reached or `signal` aborts. */
 export async function runPipeline(config: PipelineConfig, options: RunOptions = {}): Promise<RunSummary> {
   const log = options.log ?? (() => {});
-  const pipeline = await createPipeline(config, options);
+  let publisher: Publisher | undefined;
+  const stop$ = new Subject<void>();
+  const pipeline = await createPipeline(config, {
+    ...options,
+    stop: stop$,
+    onTransition: (t) => {
+      publisher?.status(t);
+      options.onTransition?.(t);
+    },
+  });
   const started = await startSinks(config, pipeline, options, log).catch(async (e: unknown) => {
     if (!options.detector) await pipeline.detector.release();
     throw e;
   });
   const { manifest } = pipeline.detector;
-  const publisher = new Publisher(started.sinks, { name: manifest.name, version: manifest.version }, pipeline.detector.labels);
+  publisher = new Publisher(started.sinks, { name: manifest.name, version: manifest.version }, pipeline.detector.labels);
   const alerts = new AlertPublisher(publisher, config.alerts, pipeline.detector, options.baseDir ?? process.cwd(), log);
   if (pipeline.stats.length > 0 && config.sources.some((s) => s.rules.length > 0)) await alerts.warmup();
   options.onReady?.({ pipeline, publisher, alerts, ...started });
@@ -95,13 +108,22 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
   let frames = 0;
   const t0 = performance.now();
   let sub: Subscription | undefined;
+  const drainMs = options.drainTimeoutMs ?? 10_000;
+  let drainTimer: NodeJS.Timeout | undefined;
   try {
     await new Promise<void>((resolve, reject) => {
       let results$ = pipeline.results$;
       if (options.maxFrames !== undefined) results$ = results$.pipe(take(options.maxFrames));
+      // Graceful stop: sources stop (ffmpeg is killed), frames already read finish and are
+      // published; if that takes longer than drainTimeoutMs, the rest is cut off.
       const onAbort = () => {
-        sub?.unsubscribe();
-        resolve();
+        stop$.next();
+        drainTimer = setTimeout(() => {
+          log(`stop: frames still in flight after ${drainMs} ms; cutting them off`, {}, 'warn');
+          sub?.unsubscribe();
+          resolve();
+        }, drainMs);
+        drainTimer.unref();
       };
       if (options.signal?.aborted) return resolve();
       options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -124,6 +146,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
       });
     });
   } finally {
+    if (drainTimer) clearTimeout(drainTimer);
     sub?.unsubscribe();
     status?.stop();
     await alerts.drain();
@@ -138,6 +161,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     wallMs: performance.now() - t0,
     kafka: started.kafka?.stats,
     alerts: alerts.stats,
+    lostAlerts: alerts.stats.raised - alerts.stats.published + (started.kafka?.stats.alertsDropped ?? 0),
     websocket: started.websocket?.stats,
   };
 }

@@ -16,12 +16,15 @@ export class JsonlSink implements Sink {
 
   constructor(
     readonly path: string,
+    /** Also write source status changes (default: detections and alerts only). */
+    private readonly includeStatus = false,
     private readonly maxBufferedBytes = 16 * 1024 * 1024,
   ) {
     this.out = path === '-' ? process.stdout : createWriteStream(path);
   }
 
   publish(kind: string, _source: string, json: string): void {
+    if (kind === 'status' && !this.includeStatus) return;
     if (kind === 'detections' && this.out.writableLength > this.maxBufferedBytes) {
       this.skipped++;
       return;

@@ -11,7 +11,7 @@ import type { Sink } from './sink.js';
 export interface KafkaSinkOptions {
   brokers: string[];
   clientId: string;
-  topics: { detections: string; alerts: string };
+  topics: { detections: string; alerts: string; status: string };
   /** Create missing topics at start (needs the right ACLs); otherwise a missing topic is an error naming it. */
   createTopics: boolean;
   partitions: number;
@@ -34,6 +34,7 @@ export interface KafkaSinkOptions {
 }
 
 interface Pending {
+  kind: MessageKind;
   topic: string;
   key: string;
   value: string;
@@ -44,6 +45,8 @@ export interface KafkaSinkStats {
   connected: boolean;
   sent: number;
   alertsSent: number;
+  /** Source status changes delivered (kept and retried like alerts). */
+  statusSent: number;
   /** Detection messages dropped because the buffer was full or the broker refused them. */
   dropped: number;
   /** Alerts lost because even the alert buffer overflowed (each is logged as an error). */
@@ -71,7 +74,7 @@ export class KafkaSink implements Sink {
   private backoffMs = 0;
   private closed = false;
   private producerConnected = false;
-  readonly stats: KafkaSinkStats = { connected: false, sent: 0, alertsSent: 0, dropped: 0, alertsDropped: 0, buffered: 0, alertsBuffered: 0, failures: 0 };
+  readonly stats: KafkaSinkStats = { connected: false, sent: 0, alertsSent: 0, statusSent: 0, dropped: 0, alertsDropped: 0, buffered: 0, alertsBuffered: 0, failures: 0 };
   /** emitted → broker ack, ms. */
   readonly ackLatency = new SampleWindow(4096);
   private readonly log: LogFn;
@@ -104,7 +107,7 @@ export class KafkaSink implements Sink {
       admin = this.kafka.admin({ retry: { retries: 1 } });
       await admin.connect();
       const existing = new Set(await admin.listTopics());
-      const wanted = [this.o.topics.detections, this.o.topics.alerts];
+      const wanted = [this.o.topics.detections, this.o.topics.alerts, this.o.topics.status];
       const missing = wanted.filter((t) => !existing.has(t));
       if (missing.length > 0) {
         if (!this.o.createTopics) {
@@ -128,8 +131,10 @@ export class KafkaSink implements Sink {
 
   publish(kind: MessageKind, source: string, json: string, msg: Message): void {
     if (this.closed) return;
-    const p: Pending = { topic: kind === 'alert' ? this.o.topics.alerts : this.o.topics.detections, key: source, value: json, emitted: msg.stamps.emitted };
-    if (kind === 'alert') {
+    const topic = kind === 'alert' ? this.o.topics.alerts : kind === 'status' ? this.o.topics.status : this.o.topics.detections;
+    const p: Pending = { kind, topic, key: source, value: json, emitted: msg.type === 'status' ? msg.published : msg.stamps.emitted };
+    // Alerts and status changes are kept and retried; detections are dropped when the buffer is full.
+    if (kind !== 'detections') {
       if (this.alerts.length >= this.o.alertBufferSize) {
         const lost = this.alerts.shift()!;
         this.stats.alertsDropped++;
@@ -191,7 +196,10 @@ export class KafkaSink implements Sink {
       for (const p of alerts) this.ackLatency.add(t - p.emitted);
       for (const p of dets) this.ackLatency.add(t - p.emitted);
       this.stats.sent += dets.length;
-      this.stats.alertsSent += alerts.length;
+      for (const p of alerts) {
+        if (p.kind === 'alert') this.stats.alertsSent++;
+        else this.stats.statusSent++;
+      }
       if (this.backoffMs > 0 || !this.stats.connected) {
         this.stats.connected = true;
         this.log('kafka: broker back, publishing again', { alertsPending: this.alerts.length });

@@ -1,6 +1,7 @@
 import type { Detections } from '../core/detections.js';
 import type { Frame, Stamps } from '../core/frame.js';
 import type { AnalyticsSummary } from '../analytics/analyzer.js';
+import type { SourceState, Transition } from '../sources/health.js';
 
 /**
  * The one message envelope every sink publishes (JSONL, Kafka, WebSocket), version 1.
@@ -67,7 +68,30 @@ export interface AlertMessage extends Envelope {
   detections: DetectionJson[];
 }
 
-export type Message = DetectionsMessage | AlertMessage;
+export interface StatusMessage {
+  type: 'status';
+  version: typeof MESSAGE_VERSION;
+  source: string;
+  state: SourceState;
+  previous: SourceState;
+  reason: string;
+  at: number;
+  attempt: number;
+  code?: string;
+  detail?: string;
+  published: number;
+  /** Status messages carry no frame; the sinks read `stamps.emitted` for latency. */
+  stamps?: undefined;
+}
+
+export type Message = DetectionsMessage | AlertMessage | StatusMessage;
+
+export function statusMessage(t: Transition): StatusMessage {
+  const m: StatusMessage = { type: 'status', version: MESSAGE_VERSION, source: t.source, state: t.state, previous: t.previous, reason: t.reason, at: t.at, attempt: t.attempt, published: 0 };
+  if (t.code) m.code = t.code;
+  if (t.detail) m.detail = t.detail;
+  return m;
+}
 
 export interface ModelInfo {
   name: string;

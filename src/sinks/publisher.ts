@@ -2,7 +2,8 @@ import { now } from '../core/clock.js';
 import type { Detections } from '../core/detections.js';
 import type { Frame } from '../core/frame.js';
 import type { AnalyticsSummary } from '../analytics/analyzer.js';
-import { alertMessage, detectionsMessage, type AlertBody, type AlertMessage, type DetectionsMessage, type Message, type ModelInfo } from './message.js';
+import type { Transition } from '../sources/health.js';
+import { alertMessage, detectionsMessage, statusMessage, type AlertBody, type AlertMessage, type DetectionsMessage, type ModelInfo, type StatusMessage } from './message.js';
 import type { Sink } from './sink.js';
 
 /**
@@ -28,7 +29,15 @@ export class Publisher {
     return msg;
   }
 
-  private fanOut(msg: Message): void {
+  status(t: Transition): StatusMessage {
+    const msg = statusMessage(t);
+    msg.published = now();
+    const json = JSON.stringify(msg);
+    for (const s of this.sinks) s.publish('status', msg.source, json, msg);
+    return msg;
+  }
+
+  private fanOut(msg: DetectionsMessage | AlertMessage): void {
     msg.stamps.published = now();
     const json = JSON.stringify(msg);
     for (const s of this.sinks) s.publish(msg.type, msg.source, json, msg);

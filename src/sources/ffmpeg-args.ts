@@ -42,7 +42,9 @@ export function sourceKind(url: string): SourceKind {
  * `core/geometry.letterbox`, so box mapping is exact.
  */
 export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): string[] {
-  const args = ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'info'];
+  // verbose: the scale filter then logs each (re)configuration, which is how a mid-stream
+  // resolution change is noticed (a handful of lines per run, nothing per frame).
+  const args = ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'verbose'];
   switch (input.kind) {
     case 'file':
       if (input.rate === 'native') args.push('-re');

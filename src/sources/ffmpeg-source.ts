@@ -28,6 +28,8 @@ export interface FfmpegSourceOptions {
   onExit?: (code: number | null, signal: NodeJS.Signals | null) => void;
   /** Called with the child right after spawn. */
   onSpawn?: (child: ChildProcess) => void;
+  /** The input's resolution changed mid-stream; frames from now on carry the new letterbox. */
+  onResize?: (from: Letterbox, to: Letterbox) => void;
 }
 
 /** More than two pipe reads (64 KiB each on Linux), so the read that crosses it cannot finish a frame. */
@@ -98,6 +100,12 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     });
     const startedAt = now();
 
+    probe.onResize = (w, h) => {
+      if (!lb || (lb.srcWidth === w && lb.srcHeight === h)) return;
+      const prev = lb;
+      lb = letterbox(w, h, output.width, output.height, output.align);
+      options.onResize?.(prev, lb);
+    };
     stderr.setEncoding('utf8');
     stderr.on('data', (chunk: string) => {
       const info = probe.push(chunk);
@@ -162,10 +170,9 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
         killedByUs = true;
         stdout.destroy();
         stderr.destroy();
-        child.kill('SIGTERM');
-        const force = setTimeout(() => child.kill('SIGKILL'), 2000);
-        force.unref();
-        child.once('exit', () => clearTimeout(force));
+        // SIGKILL: ffmpeg has nothing to flush for us, and a reader stuck on a stalled socket
+        // ignores SIGTERM.
+        child.kill('SIGKILL');
       }
     };
   });

@@ -7,6 +7,8 @@ export interface StreamInfo {
 }
 
 const VIDEO_STREAM = /^\s*Stream #\d+:\d+.*?: Video: (.*)$/;
+/** Logged (at -loglevel verbose) each time our scale filter is configured: at start and whenever the input size changes. */
+const SCALE_CONFIG = /\[Parsed_scale_\d+ @ [^\]]+\] w:(\d+) h:(\d+) fmt:\S+(?: sar:\S+)? -> w:\d+ h:\d+/;
 const SIZE = /(?:^|[ ,])(\d{1,5})x(\d{1,5})(?:[ ,\[]|$)/;
 const FPS = /([\d.]+)(k?) fps/;
 const TBR = /([\d.]+)(k?) tbr/;
@@ -25,6 +27,11 @@ export class StderrProbe {
 
   constructor(private readonly maxTail = 20) {}
 
+  /** Input size the scale filter was last configured for (follows mid-stream changes). */
+  scaledFrom: { width: number; height: number } | undefined;
+  /** Called when the scale filter is reconfigured for a different input size. */
+  onResize?: (width: number, height: number) => void;
+
   /** Feeds a chunk; returns the stream info the first time it becomes known. */
   push(chunk: string): StreamInfo | undefined {
     const text = this.partial + chunk;
@@ -33,6 +40,16 @@ export class StderrProbe {
     let found: StreamInfo | undefined;
     for (const line of lines) {
       if (line.trim() === '') continue;
+      const sc = SCALE_CONFIG.exec(line);
+      if (sc) {
+        const width = Number(sc[1]);
+        const height = Number(sc[2]);
+        const prev = this.scaledFrom;
+        this.scaledFrom = { width, height };
+        if (prev && (prev.width !== width || prev.height !== height)) this.onResize?.(width, height);
+        continue; // configuration chatter, not worth keeping in the error tail
+      }
+      if (/^\[(graph|scaler_out|Parsed_|AVIOContext|h264 @ .*Reinit context)/.test(line) || /^\[h264 @ [^\]]+\] Reinit context/.test(line)) continue;
       this.tail.push(line);
       if (this.tail.length > this.maxTail) this.tail.shift();
       if (this.done) continue;

@@ -114,7 +114,7 @@ describe('Kafka broker outage while the pipeline runs', () => {
     expect(running!.pipeline.stats[0].framesOut).toBeGreaterThan(framesAtStop + 20); // 10 fps kept going
     expect(k.connected).toBe(false);
     expect(k.dropped).toBeGreaterThan(0);
-    expect(k.alertsBuffered + k.alertsSent).toBeGreaterThanOrEqual(3);
+    expect(k.alertsBuffered).toBeGreaterThanOrEqual(3); // alerts (and any status change) wait
     expect(k.alertsSent).toBe(0);
 
     await broker('start', PORT);

@@ -1,0 +1,37 @@
+/** A source's health, as published in status messages. */
+export type SourceState = 'starting' | 'streaming' | 'stalled' | 'reconnecting' | 'failed' | 'ended' | 'stopped';
+
+export interface Transition {
+  source: string;
+  state: SourceState;
+  previous: SourceState;
+  /** Why: 'first frame', 'ffmpeg exited with code 1', 'no frame for 2.0 s', 'end of stream', … */
+  reason: string;
+  /** Epoch ms. */
+  at: number;
+  /** Reconnect attempt number since the source was last healthy (0 when streaming). */
+  attempt: number;
+  /** Error code and ffmpeg's last lines, when the transition comes from an error. */
+  code?: string;
+  detail?: string;
+}
+
+export interface ReconnectPolicy {
+  /** First delay before reconnecting, ms. Default 500. */
+  initialDelayMs: number;
+  /** Delays double up to this cap, ms. Default 10 000. */
+  maxDelayMs: number;
+  /** ± fraction of random jitter on each delay. Default 0.2. */
+  jitter: number;
+  /** After this many failed attempts in a row the source is marked failed (others keep running). 0: never. Default 0. */
+  maxAttempts: number;
+  /** Streaming this long resets the attempt count (and so the delay), ms. Default 30 000. */
+  healthyResetMs: number;
+}
+
+/** Delay before reconnect attempt `attempt` (1-based): exponential, capped, jittered. `rand` in [0, 1). */
+export function backoffDelay(attempt: number, p: ReconnectPolicy, rand: () => number = Math.random): number {
+  const base = Math.min(p.maxDelayMs, p.initialDelayMs * 2 ** Math.max(0, attempt - 1));
+  const j = 1 + p.jitter * (2 * rand() - 1);
+  return Math.max(0, Math.round(base * j));
+}
