@@ -16,6 +16,8 @@ import type { FrameResult } from './pipeline.js';
 export class AlertPublisher {
   private readonly pending = new Set<Promise<void>>();
   readonly stats = { raised: 0, published: 0, snapshotFailures: 0 };
+  /** Alerts raised so far by rule. */
+  readonly byRule = new Map<string, { severity: string; count: number }>();
   private dirReady: Promise<unknown> | undefined;
 
   constructor(
@@ -45,6 +47,9 @@ export class AlertPublisher {
     const pic = snap.mode === 'none' ? undefined : grabPicture(frame, this.detector.manifest.preprocess.channelOrder);
     for (const draft of r.alerts) {
       this.stats.raised++;
+      const br = this.byRule.get(draft.rule as string);
+      if (br) br.count++;
+      else this.byRule.set(draft.rule as string, { severity: draft.severity as string, count: 1 });
       const { row, ...rest } = draft;
       const body = { id: `${frame.source}:${draft.rule}:${frame.seq}:${draft.trackId ?? row}`, ...rest } as AlertBody;
       if (!pic) {

@@ -74,6 +74,8 @@ export interface Pipeline {
   readonly detector: Detector;
   readonly ffmpegPath: string;
   readonly stats: readonly SourceStats[];
+  /** Zones, lines and rules by source id (sources that have any). */
+  readonly analyzers: ReadonlyMap<string, SourceAnalyzer>;
   /**
    * Every processed frame from every enabled source. A source that fails is logged and
    * recorded in its stats; the others go on. Completes when every source has ended.
@@ -196,7 +198,9 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     );
   });
 
-  return { config, detector, ffmpegPath, stats, results$: merge(...perSource) };
+  const analyzerMap = new Map<string, SourceAnalyzer>();
+  analyzers.forEach((a, i) => a && analyzerMap.set(sources[i].id, a));
+  return { config, detector, ffmpegPath, stats, analyzers: analyzerMap, results$: merge(...perSource) };
 }
 
 function resolvePath(p: string, baseDir: string): string {

@@ -9,6 +9,9 @@ import type { Sink } from '../sinks/sink.js';
 import { StatusReporter } from '../sinks/status.js';
 import { WebSocketHub } from '../sinks/websocket.js';
 import { AlertPublisher } from './alerts.js';
+import { FrameBroadcaster } from '../server/frames.js';
+import { Metrics } from '../server/metrics.js';
+import { RateMeter, registerRoutes } from '../server/routes.js';
 import { createPipeline, type FrameResult, type Pipeline, type PipelineOptions, type SourceStats } from './pipeline.js';
 
 export interface RunOptions extends PipelineOptions {
@@ -33,6 +36,7 @@ export interface RunOptions extends PipelineOptions {
 /** Everything a run started, for tests and for features that hook in. */
 export interface RunningPipeline {
   pipeline: Pipeline;
+  metrics?: Metrics;
   publisher: Publisher;
   alerts: AlertPublisher;
   server?: RunningServer;
@@ -102,7 +106,23 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
   publisher = new Publisher(started.sinks, { name: manifest.name, version: manifest.version }, pipeline.detector.labels);
   const alerts = new AlertPublisher(publisher, config.alerts, pipeline.detector, options.baseDir ?? process.cwd(), log);
   if (pipeline.stats.length > 0 && config.sources.some((s) => s.rules.length > 0)) await alerts.warmup();
-  options.onReady?.({ pipeline, publisher, alerts, ...started });
+
+  // Metrics, health, dashboard: on the pipeline's HTTP server, when there is one.
+  let metrics: Metrics | undefined;
+  let liveFrames: FrameBroadcaster | undefined;
+  let rates: RateMeter | undefined;
+  if (started.server) {
+    metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka: started.kafka, websocket: started.websocket, alertsByRule: () => alerts.byRule });
+    rates = new RateMeter(() => pipeline.stats);
+    if (started.websocket) liveFrames = new FrameBroadcaster(started.websocket, pipeline.detector.manifest.preprocess.channelOrder);
+    registerRoutes(started.server, {
+      pipeline,
+      metrics,
+      rates,
+      geometry: (id) => pipeline.analyzers.get(id)?.geometry() ?? { zones: [], lines: [] },
+    });
+  }
+  options.onReady?.({ pipeline, publisher, alerts, metrics, ...started });
   const status = options.status === false ? undefined : new StatusReporter(pipeline.stats);
   status?.start();
   let frames = 0;
@@ -132,6 +152,8 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
           frames++;
           publisher.detections(r.frame, r.detections, r.dropped, r.analytics);
           if (r.alerts.length > 0) alerts.raise(r);
+          metrics?.onFrame(r);
+          liveFrames?.offer(r);
           options.onResult?.(r);
           r.frame.release();
         },
@@ -151,6 +173,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     status?.stop();
     await alerts.drain();
     await publisher.close();
+    rates?.close();
     await started.server?.close();
     if (!options.detector) await pipeline.detector.release();
   }

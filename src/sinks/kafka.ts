@@ -75,8 +75,10 @@ export class KafkaSink implements Sink {
   private closed = false;
   private producerConnected = false;
   readonly stats: KafkaSinkStats = { connected: false, sent: 0, alertsSent: 0, statusSent: 0, dropped: 0, alertsDropped: 0, buffered: 0, alertsBuffered: 0, failures: 0 };
-  /** emitted → broker ack, ms. */
+  /** emitted → broker ack, ms (recent messages). */
   readonly ackLatency = new SampleWindow(4096);
+  /** Ack latencies not yet taken by the metrics (bounded: the oldest are overwritten). */
+  private readonly ackFresh: number[] = [];
   private readonly log: LogFn;
 
   constructor(private readonly o: KafkaSinkOptions) {
@@ -193,8 +195,8 @@ export class KafkaSink implements Sink {
         topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
       });
       const t = now();
-      for (const p of alerts) this.ackLatency.add(t - p.emitted);
-      for (const p of dets) this.ackLatency.add(t - p.emitted);
+      for (const p of alerts) this.noteAck(t - p.emitted);
+      for (const p of dets) this.noteAck(t - p.emitted);
       this.stats.sent += dets.length;
       for (const p of alerts) {
         if (p.kind === 'alert') this.stats.alertsSent++;
@@ -215,6 +217,20 @@ export class KafkaSink implements Sink {
       this.stats.buffered = this.detections.length;
       this.stats.alertsBuffered = this.alerts.length;
     }
+  }
+
+  private noteAck(ms: number): void {
+    this.ackLatency.add(ms);
+    if (this.ackFresh.length < 100_000) this.ackFresh.push(ms);
+  }
+
+  /** Ack latencies since the last call (for the Prometheus histogram). */
+  takeAckSamples(): number[] {
+    return this.ackFresh.splice(0, this.ackFresh.length);
+  }
+
+  get bufferCapacity(): number {
+    return this.o.bufferSize;
   }
 
   private noteFailure(e: Error): void {

@@ -20,8 +20,8 @@ export interface WebSocketHubOptions {
   log?: LogFn;
 }
 
-type SubKind = 'detections' | 'alerts' | 'status';
-const KINDS: readonly SubKind[] = ['detections', 'alerts', 'status'];
+type SubKind = 'detections' | 'alerts' | 'status' | 'frames';
+const KINDS: readonly SubKind[] = ['detections', 'alerts', 'status', 'frames'];
 const KIND_OF: Record<MessageKind, SubKind> = { detections: 'detections', alert: 'alerts', status: 'status' };
 
 interface Client {
@@ -150,6 +150,21 @@ export class WebSocketHub implements Sink {
       }
       if (c.droppedUntold > 0) this.tellDropped(c);
       this.send(c, json);
+    }
+  }
+
+  /** True when some client wants `kind` messages of `source` (so the caller can skip making them). */
+  wants(kind: SubKind, source: string): boolean {
+    for (const c of this.clients) if (c.kinds.has(kind) && (c.sources === 'all' || c.sources.has(source))) return true;
+    return false;
+  }
+
+  /** Live JPEG frames for the dashboard: best effort, skipped for clients that are behind (not counted as drops). */
+  publishFrame(source: string, json: string): void {
+    for (const c of this.clients) {
+      if (!c.kinds.has('frames') || (c.sources !== 'all' && !c.sources.has(source))) continue;
+      if (c.ws.readyState !== WebSocket.OPEN || c.ws.bufferedAmount > this.o.maxBufferedBytes / 2) continue;
+      c.ws.send(json);
     }
   }
 

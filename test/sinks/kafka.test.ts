@@ -78,7 +78,7 @@ describe('Kafka sink against a real broker', () => {
   });
 });
 
-describe('Kafka broker outage while the pipeline runs', () => {
+describe('Kafka broker killed (SIGKILL) and restarted while the pipeline runs', () => {
   // A broker of its own, so stopping it disturbs no other test.
   const PORT = 19192;
   let outageBrokers: string[];
@@ -100,7 +100,7 @@ describe('Kafka broker outage while the pipeline runs', () => {
     const done = runPipeline(config, { status: false, signal: ac.signal, onReady: (r) => (running = r), onResult: (r) => (lastFrame = r.frame) });
     expect(await until(() => (running?.kafka?.stats.sent ?? 0) >= 10, 30_000)).toBe(true);
 
-    await broker('stop', PORT, '--keep');
+    await broker('kill', PORT); // SIGKILL: a crash, not a clean shutdown
     const framesAtStop = running!.pipeline.stats[0].framesOut;
     const raised: string[] = [];
     for (let i = 0; i < 3; i++) {

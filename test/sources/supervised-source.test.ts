@@ -111,7 +111,7 @@ const release = tap<Frame>((f) => f.release());
 describe('supervisedSource (real ffmpeg, real sockets)', () => {
   it('a source that never sends a frame: restarted on the start timeout, then failed after maxAttempts, ffmpeg killed each time', async () => {
     const s = source(`${base}/silent`, { reconnect: { ...policy, maxAttempts: 2 } });
-    const err = await lastValueFrom(s.src).catch((e: unknown) => e as Error & { code: string });
+    const err = (await lastValueFrom(s.src).catch((e: unknown) => e)) as Error & { code: string };
     expect(err.code).toBe('VAP_ERR_SOURCE_TIMEOUT');
     expect(states(s.transitions)).toEqual(['starting', 'reconnecting', 'reconnecting', 'failed']);
     expect(s.transitions[1].reason).toMatch(/^source "cam": no frame within 1\.5 s of starting; retry 1 in 0\.1 s$/);
@@ -122,7 +122,7 @@ describe('supervisedSource (real ffmpeg, real sockets)', () => {
 
   it('a URL that answers with HTML: ffmpeg’s reason in the transition, retried, then failed', async () => {
     const s = source(`${base}/html`, { reconnect: { ...policy, maxAttempts: 1 } });
-    const err = await lastValueFrom(s.src).catch((e: unknown) => e as Error & { code: string });
+    const err = (await lastValueFrom(s.src).catch((e: unknown) => e)) as Error & { code: string };
     expect(err.code).toBe('VAP_ERR_SOURCE_EXIT');
     expect(states(s.transitions)).toEqual(['starting', 'reconnecting', 'failed']);
     expect(s.transitions[1].code).toBe('VAP_ERR_SOURCE_EXIT');
@@ -175,7 +175,7 @@ describe('supervisedSource (real ffmpeg, real sockets)', () => {
 
     expect(statSync(truncatedMp4).size).toBeGreaterThan(0);
     const bad = source(truncatedMp4, {});
-    const err = await lastValueFrom(bad.src).catch((e: unknown) => e as Error & { code: string });
+    const err = (await lastValueFrom(bad.src).catch((e: unknown) => e)) as Error & { code: string };
     expect(err.code).toBe('VAP_ERR_SOURCE_EXIT');
     expect(states(bad.transitions)).toEqual(['starting', 'failed']); // a file will not fix itself
     expect(bad.transitions[1].detail).toMatch(/moov atom not found/);

@@ -1,0 +1,200 @@
+import client, { type Histogram, Registry } from 'prom-client';
+import type { SourceStats } from '../pipeline/pipeline.js';
+import type { FrameResult } from '../pipeline/pipeline.js';
+import type { KafkaSink } from '../sinks/kafka.js';
+import type { WebSocketHub } from '../sinks/websocket.js';
+import type { SourceState } from '../sources/health.js';
+
+const STATES: readonly SourceState[] = ['starting', 'streaming', 'stalled', 'reconnecting', 'failed', 'ended', 'stopped'];
+/** Stage durations from a frame's stamps, and what they measure. */
+export const STAGES = ['preprocess', 'queue', 'infer', 'postprocess', 'emit'] as const;
+const LATENCY_BUCKETS = [0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5];
+
+export interface MetricsSources {
+  stats: () => readonly SourceStats[];
+  provider: string;
+  kafka?: KafkaSink;
+  websocket?: WebSocketHub;
+  alertsByRule?: () => ReadonlyMap<string, { severity: string; count: number }>;
+}
+
+/**
+ * Prometheus metrics (README, "Metrics"). Per-frame work is a handful of histogram observes
+ * on label children bound once per source; counters and gauges are read from the pipeline's
+ * own counters at scrape time.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly stage: Histogram<'source' | 'stage'>;
+  private readonly e2e: Histogram<'source'>;
+  private readonly inference: Histogram<'provider'>;
+  private readonly kafkaAck: Histogram;
+  private readonly bound = new Map<string, { stages: ReturnType<Histogram<'source' | 'stage'>['labels']>[]; e2e: ReturnType<Histogram<'source'>['labels']>; infer: ReturnType<Histogram<'provider'>['labels']> }>();
+  private kafkaAckSeen = 0;
+
+  constructor(private readonly src: MetricsSources) {
+    const r = this.registry;
+    client.collectDefaultMetrics({ register: r, prefix: 'argus_', eventLoopMonitoringPrecision: 10 });
+    this.stage = new client.Histogram({
+      name: 'argus_stage_latency_seconds',
+      help: 'Time each frame spent in a pipeline stage (preprocess, queue = wait for the shared session, infer, postprocess, emit = tracking, rules and hand-off).',
+      labelNames: ['source', 'stage'],
+      buckets: LATENCY_BUCKETS,
+      registers: [r],
+    });
+    this.e2e = new client.Histogram({
+      name: 'argus_frame_latency_seconds',
+      help: 'Capture (last byte from ffmpeg) to emitted, per processed frame.',
+      labelNames: ['source'],
+      buckets: LATENCY_BUCKETS,
+      registers: [r],
+    });
+    this.inference = new client.Histogram({
+      name: 'argus_inference_seconds',
+      help: 'ONNX Runtime run time by execution provider.',
+      labelNames: ['provider'],
+      buckets: LATENCY_BUCKETS,
+      registers: [r],
+    });
+    this.kafkaAck = new client.Histogram({
+      name: 'argus_kafka_publish_latency_seconds',
+      help: 'Emitted to broker acknowledgement (acks=all), per message.',
+      buckets: LATENCY_BUCKETS,
+      registers: [r],
+    });
+    const stats = () => src.stats();
+    const counter = (name: string, help: string, read: (s: SourceStats) => number) =>
+      new client.Counter({
+        name,
+        help,
+        labelNames: ['source'],
+        registers: [r],
+        collect() {
+          this.reset();
+          for (const s of stats()) this.inc({ source: s.id }, read(s));
+        },
+      });
+    counter('argus_frames_in_total', 'Frames read from ffmpeg.', (s) => s.framesIn);
+    counter('argus_frames_out_total', 'Frames processed and emitted.', (s) => s.framesOut);
+    counter('argus_source_reconnects_total', 'Restarts of a source’s ffmpeg.', (s) => s.reconnects);
+    new client.Counter({
+      name: 'argus_frames_dropped_total',
+      help: 'Frames or messages dropped, by reason: stale (inference busy, newer frame kept), kafka_buffer (producer buffer full or broker away), websocket_slow_client.',
+      labelNames: ['source', 'reason'],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const s of stats()) this.inc({ source: s.id, reason: 'stale' }, s.dropped);
+        if (src.kafka) this.inc({ source: '_all', reason: 'kafka_buffer' }, src.kafka.stats.dropped);
+        if (src.websocket) this.inc({ source: '_all', reason: 'websocket_slow_client' }, src.websocket.stats.dropped);
+      },
+    });
+    new client.Gauge({
+      name: 'argus_source_state',
+      help: '1 for the state each source is in now.',
+      labelNames: ['source', 'state'],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const s of stats()) for (const st of STATES) this.set({ source: s.id, state: st }, s.state === st ? 1 : 0);
+      },
+    });
+    new client.Gauge({
+      name: 'argus_queue_depth',
+      help: 'Items waiting in bounded queues: kafka_detections, kafka_alerts (alerts and status), websocket_alert_backlog.',
+      labelNames: ['queue'],
+      registers: [r],
+      collect() {
+        this.reset();
+        if (src.kafka) {
+          this.set({ queue: 'kafka_detections' }, src.kafka.stats.buffered);
+          this.set({ queue: 'kafka_alerts' }, src.kafka.stats.alertsBuffered);
+        }
+        if (src.websocket) this.set({ queue: 'websocket_alert_backlog' }, src.websocket.clientStats().reduce((n, c) => n + c.backlog, 0));
+      },
+    });
+    if (src.kafka) {
+      const k = src.kafka;
+      new client.Gauge({
+        name: 'argus_kafka_buffer_fill_ratio',
+        help: 'Detection buffer in front of the Kafka producer: used / capacity.',
+        registers: [r],
+        collect() {
+          this.set(k.stats.buffered / k.bufferCapacity);
+        },
+      });
+      new client.Counter({
+        name: 'argus_kafka_messages_total',
+        help: 'Messages acknowledged by the broker, by kind.',
+        labelNames: ['kind'],
+        registers: [r],
+        collect() {
+          this.reset();
+          this.inc({ kind: 'detections' }, k.stats.sent);
+          this.inc({ kind: 'alert' }, k.stats.alertsSent);
+          this.inc({ kind: 'status' }, k.stats.statusSent);
+        },
+      });
+      new client.Gauge({ name: 'argus_kafka_connected', help: '1 while publishing to Kafka works.', registers: [r], collect() { this.set(k.stats.connected ? 1 : 0); } });
+    }
+    if (src.websocket) {
+      const w = src.websocket;
+      new client.Gauge({ name: 'argus_websocket_clients', help: 'Connected WebSocket clients.', registers: [r], collect() { this.set(w.stats.connected); } });
+      new client.Counter({
+        name: 'argus_websocket_messages_total',
+        help: 'Messages sent to WebSocket clients.',
+        registers: [r],
+        collect() {
+          this.reset();
+          this.inc(w.stats.sent);
+        },
+      });
+    }
+    new client.Counter({
+      name: 'argus_alerts_total',
+      help: 'Alerts raised, by rule and severity.',
+      labelNames: ['rule', 'severity'],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const [rule, v] of src.alertsByRule?.() ?? []) this.inc({ rule, severity: v.severity }, v.count);
+      },
+    });
+  }
+
+  /** Per processed frame: stage and end-to-end latencies, inference time. */
+  onFrame(r: FrameResult): void {
+    const s = r.frame.stamps;
+    let b = this.bound.get(r.frame.source);
+    if (!b) {
+      const source = r.frame.source;
+      b = { stages: STAGES.map((stage) => this.stage.labels(source, stage)), e2e: this.e2e.labels(source), infer: this.inference.labels(this.src.provider) };
+      this.bound.set(source, b);
+    }
+    b.stages[0].observe((s.preprocessed - s.captured) / 1000);
+    b.stages[1].observe((s.inferStart - s.preprocessed) / 1000);
+    b.stages[2].observe((s.inferEnd - s.inferStart) / 1000);
+    b.stages[3].observe((s.postprocessed - s.inferEnd) / 1000);
+    b.stages[4].observe((s.emitted - s.postprocessed) / 1000);
+    b.e2e.observe((s.emitted - s.captured) / 1000);
+    b.infer.observe((s.inferEnd - s.inferStart) / 1000);
+  }
+
+  /** Moves new Kafka ack latencies into the histogram (called at scrape time). */
+  private drainKafka(): void {
+    const k = this.src.kafka;
+    if (!k) return;
+    const samples = k.takeAckSamples();
+    for (const ms of samples) this.kafkaAck.observe(ms / 1000);
+    this.kafkaAckSeen += samples.length;
+  }
+
+  async scrape(): Promise<string> {
+    this.drainKafka();
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

@@ -1,0 +1,108 @@
+import { readFile } from 'node:fs/promises';
+import type { ServerResponse } from 'node:http';
+import { extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Pipeline, SourceStats } from '../pipeline/pipeline.js';
+import type { Metrics } from './metrics.js';
+import type { RunningServer } from './http.js';
+import { STAGES } from './metrics.js';
+
+const DASHBOARD = fileURLToPath(new URL('./dashboard/', import.meta.url));
+const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body));
+}
+
+/** Frames per second in and out, per source, over the last second (updated once a second). */
+export class RateMeter {
+  private prev = new Map<string, { in: number; out: number; t: number }>();
+  readonly rates = new Map<string, { fpsIn: number; fpsOut: number }>();
+  private readonly timer: NodeJS.Timeout;
+  constructor(private readonly stats: () => readonly SourceStats[]) {
+    this.timer = setInterval(() => this.tick(), 1000);
+    this.timer.unref();
+  }
+  private tick(): void {
+    const t = performance.now();
+    for (const s of this.stats()) {
+      const p = this.prev.get(s.id);
+      if (p) {
+        const dt = (t - p.t) / 1000;
+        this.rates.set(s.id, { fpsIn: Math.round(((s.framesIn - p.in) / dt) * 10) / 10, fpsOut: Math.round(((s.framesOut - p.out) / dt) * 10) / 10 });
+      }
+      this.prev.set(s.id, { in: s.framesIn, out: s.framesOut, t });
+    }
+  }
+  close(): void {
+    clearInterval(this.timer);
+  }
+}
+
+export interface RouteContext {
+  pipeline: Pipeline;
+  metrics: Metrics;
+  rates: RateMeter;
+  /** Zones and lines in source pixels, by source id (once the source has a frame size). */
+  geometry: (source: string) => { zones: { id: string; polygon: readonly (readonly [number, number])[] }[]; lines: { id: string; from: readonly [number, number]; to: readonly [number, number] }[] };
+}
+
+/**
+ * /metrics (Prometheus), /healthz (the process answers), /readyz (model loaded and every
+ * enabled source has delivered a frame or is marked failed), /api/sources (dashboard
+ * state), and the dashboard itself at /.
+ */
+export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
+  const { pipeline, metrics } = ctx;
+  server.route('/metrics', async (_req, res) => {
+    const body = await metrics.scrape();
+    res.writeHead(200, { 'content-type': metrics.contentType }).end(body);
+  });
+  const sourcesState = () =>
+    pipeline.stats.map((s) => ({
+      id: s.id,
+      state: s.state,
+      reason: s.lastTransition?.reason,
+      since: s.lastTransition?.at,
+      framesOut: s.framesOut,
+      delivered: s.framesOut > 0,
+      reconnects: s.reconnects,
+      error: s.error ? { code: (s.error as { code?: string }).code, message: s.error.message.split('\n')[0] } : undefined,
+    }));
+  server.route('/healthz', (_req, res) => json(res, 200, { status: 'ok', uptimeSeconds: Math.round(process.uptime()), sources: sourcesState() }));
+  server.route('/readyz', (_req, res) => {
+    const sources = sourcesState();
+    const waiting = sources.filter((s) => !s.delivered && s.state !== 'failed').map((s) => s.id);
+    const ready = waiting.length === 0;
+    json(res, ready ? 200 : 503, { ready, model: { name: pipeline.detector.manifest.name, loaded: true, provider: pipeline.detector.provider }, waitingFor: waiting, sources });
+  });
+  server.route('/api/sources', (_req, res) =>
+    json(res, 200, {
+      model: { name: pipeline.detector.manifest.name, version: pipeline.detector.manifest.version, provider: pipeline.detector.provider },
+      stages: STAGES,
+      sources: pipeline.stats.map((s) => {
+        const sorted = s.e2e.sorted();
+        const p = (q: number) => (sorted.length ? Math.round(sorted[Math.min(sorted.length - 1, Math.ceil((q / 100) * sorted.length) - 1)] * 10) / 10 : null);
+        const r = ctx.rates.rates.get(s.id) ?? { fpsIn: 0, fpsOut: 0 };
+        return {
+          id: s.id,
+          state: s.state,
+          reason: s.lastTransition?.reason,
+          width: s.width,
+          height: s.height,
+          fps: s.fps,
+          ...ctx.geometry(s.id),
+          stats: { fpsIn: r.fpsIn, fpsOut: r.fpsOut, dropped: s.dropped, reconnects: s.reconnects, p50: p(50), p99: p(99) },
+        };
+      }),
+    }),
+  );
+  const file = (name: string) => async (_req: unknown, res: ServerResponse) => {
+    const body = await readFile(join(DASHBOARD, name));
+    res.writeHead(200, { 'content-type': TYPES[extname(name)] ?? 'application/octet-stream', 'cache-control': 'no-cache' }).end(body);
+  };
+  server.route('/', file('index.html'));
+  server.route('/index.html', file('index.html'));
+  server.route('/app.js', file('app.js'));
+  server.route('/style.css', file('style.css'));
+}
