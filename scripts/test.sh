@@ -13,6 +13,13 @@ export ARGUS_CACHE="${ARGUS_CACHE:-$PWD/.cache/argus}"
 mkdir -p .test-results
 rm -f .test-results/vitest.json
 
+# Debian's Chromium for the dashboard test (driven by playwright-core; never a downloaded browser).
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "test.sh: installing Debian's chromium for the dashboard test" >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; } >/dev/null 2>&1 \
+    || echo "test.sh: could not install chromium; the dashboard test will fail" >&2
+fi
+
 # A real Apache Kafka (KRaft) on loopback for the sink tests; fetched from Maven Central on
 # first use, stopped when the tests end.
 export KAFKA_PORT="${KAFKA_PORT:-19092}"

@@ -1,0 +1,81 @@
+import { mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { resolve } from 'node:path';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadPipeline } from '../../src/config/load.js';
+import { pipelineBaseDir } from '../../src/pipeline/pipeline.js';
+import { runPipeline, type RunningPipeline } from '../../src/pipeline/run.js';
+import '../helpers/assets.js';
+import { launchChromium } from '../helpers/browser.js';
+
+const ROOT = resolve(__dirname, '../..');
+let browser: Browser;
+let html: Server;
+let htmlUrl: string;
+beforeAll(async () => {
+  browser = await launchChromium();
+  // A "camera" that answers with a login page: ffmpeg cannot read it, so that source stays down.
+  html = createServer((_q, r) => r.writeHead(200, { 'content-type': 'text/html' }).end('<html>login</html>'));
+  await new Promise<void>((r) => html.listen(0, '127.0.0.1', r));
+  htmlUrl = `http://127.0.0.1:${(html.address() as AddressInfo).port}/cam`;
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await new Promise((r) => html.close(r));
+});
+
+describe('dashboard in headless Chromium', () => {
+  it('connects, shows live frames with boxes and the zone, lists the safety-zone alert, and shows a down source’s state', async () => {
+    const file = resolve(ROOT, 'pipelines/safety-zone.yaml');
+    const config = await loadPipeline(file, { ...process.env, ARGUS_DEMO_RATE: 'native' });
+    config.server = { host: '127.0.0.1', port: 0 };
+    config.sources.push({ ...config.sources[0], id: 'dock', uri: htmlUrl, zones: [], lines: [], rules: [], reconnect: { ...config.sources[0].reconnect, initialDelayMs: 1000, maxDelayMs: 2000 } });
+    const ac = new AbortController();
+    let running: RunningPipeline | undefined;
+    const done = runPipeline(config, { baseDir: pipelineBaseDir(file), status: false, signal: ac.signal, onReady: (r) => (running = r) });
+    try {
+      while (!running) await new Promise((r) => setTimeout(r, 50));
+      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(running.server!.url + '/');
+      await page.waitForFunction(() => document.querySelector('#status')?.textContent === 'connected', undefined, { timeout: 15_000 });
+
+      const tile = '.tile[data-source="lobby"]';
+      await page.waitForSelector(tile, { timeout: 15_000 });
+      const frames1 = Number(await page.getAttribute(`${tile} .tile-frame`, 'data-frames'));
+      await page.waitForFunction((sel) => Number(document.querySelector(sel)?.getAttribute('data-frames')) >= 5, `${tile} .tile-frame`, { timeout: 15_000 });
+      const frames2 = Number(await page.getAttribute(`${tile} .tile-frame`, 'data-frames'));
+      expect(frames2).toBeGreaterThan(frames1); // the live frame updates
+
+      // The first person walks in at about 6 s: a person box is drawn on the live frame.
+      await page.waitForFunction((sel) => (document.querySelector(sel)?.getAttribute('data-labels') ?? '').split(',').includes('person'), `${tile} .tile-overlay`, { timeout: 30_000 });
+      expect(Number(await page.getAttribute(`${tile} .tile-overlay`, 'data-boxes'))).toBeGreaterThan(0);
+
+      // …and steps into the zone at about 7.6 s: the alert is listed, with its snapshot.
+      const alert = '#alerts .alert[data-rule="person-in-zone"][data-source="lobby"]';
+      await page.waitForSelector(alert, { timeout: 30_000 });
+      expect(await page.locator(`${alert} img.alert-snapshot`).count()).toBeGreaterThan(0);
+
+      // The source that cannot be read shows its state.
+      await page.waitForFunction(() => {
+        const s = document.querySelector('.tile[data-source="dock"] .tile-state')?.textContent ?? '';
+        return s === 'reconnecting' || s === 'failed' || s === 'starting';
+      }, undefined, { timeout: 15_000 });
+      expect(await page.locator('.tile[data-source="dock"].down').count()).toBe(1);
+      // Per-stage breakdown and the latency chart are filled in.
+      expect(Number(await page.getAttribute(`${tile} .tile-stages`, 'data-infer'))).toBeGreaterThan(0);
+      await page.waitForFunction((sel) => Number(document.querySelector(sel)?.getAttribute('data-points')) >= 2, `${tile} .tile-chart`, { timeout: 15_000 });
+
+      mkdirSync(resolve(ROOT, '.test-results'), { recursive: true });
+      await page.screenshot({ path: resolve(ROOT, '.test-results/dashboard.png') });
+      expect(errors).toEqual([]);
+      await page.close();
+    } finally {
+      ac.abort();
+      await done;
+    }
+  }, 120_000);
+});
