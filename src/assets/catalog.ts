@@ -75,11 +75,11 @@ export async function loadModelManifest(ref: string, baseDir = process.cwd()): P
   const byName = join(PACKAGE_ROOT, 'models', `${ref}.yaml`);
   const file = /^[A-Za-z0-9_.-]+$/.test(ref) && existsSync(byName) ? byName : isAbsolute(ref) ? ref : resolve(baseDir, ref);
   const manifest = await readConfigFile(file, ModelManifestSchema);
-  if (manifest.labels.length === 0) throw new ArgusError(ErrorCodes.CONFIG, `${file}: labels: at least one label is needed`);
   return { manifest, file };
 }
 
 /** Local path of the manifest's ONNX file (mirror, cache or download). */
 export function resolveModelFile(manifest: ModelManifest, options: ResolveOptions = {}): Promise<string> {
-  return resolveAsset({ kind: 'models', file: manifest.file, url: manifest.url, alternates: manifest.alternates, sha256: manifest.sha256 }, options);
+  const url = manifest.url ?? `file:///${manifest.file}`; // local-only: mirror or cache, else a clear error
+  return resolveAsset({ kind: 'models', file: manifest.file, url, alternates: manifest.alternates, sha256: manifest.sha256 }, options);
 }

@@ -58,12 +58,11 @@ async function benchRaw(detector: Detector, sample: string, runs: number) {
   );
   normalizeHwcToChw(frame.data, detector.inputWidth, detector.inputHeight, input.data, detector.normalize);
   frame.release();
-  const feeds = { [detector.inputName]: input.tensor };
-  for (let i = 0; i < 10; i++) await detector.session.run(feeds);
+  for (let i = 0; i < 10; i++) await detector.run(input);
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
     const t = performance.now();
-    await detector.session.run(feeds);
+    await detector.run(input);
     times.push(performance.now() - t);
   }
   return pct(times);

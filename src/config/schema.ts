@@ -203,10 +203,30 @@ export const SourceSchema = z
 
 export const ModelRefSchema = z
   .object({
-    /** A manifest name from models/ (e.g. yolox-nano) or a path to a manifest YAML. */
-    manifest: z.string().min(1).default('yolox-nano'),
-    /** Use this ONNX file instead of the manifest's download. */
+    /**
+     * A manifest name from models/ (e.g. yolox-nano) or a path to a manifest YAML. Default:
+     * yolox-nano, unless `path` is given alone: then the model describes itself (ONNX metadata
+     * such as Ultralytics' names and imgsz, output shapes for the decoder).
+     */
+    manifest: z.string().min(1).optional(),
+    /** Use this ONNX file (instead of the manifest's download). */
     path: z.string().min(1).optional(),
+    /** Decoder family; default: the manifest's, else detected from the output shapes. */
+    family: z.enum(['auto', 'yolox', 'yolov8', 'yolov5', 'end2end', 'end2end-split']).optional(),
+    /** Cross-source batching, for models with a dynamic (or fixed > 1) batch dimension. */
+    batch: z
+      .object({
+        /** Frames per run at most; 1 turns batching off. Default 1. */
+        maxBatch: z.number().int().min(1).max(64).default(1),
+        /** Longest a frame waits for others to join its batch, ms. Default 4. */
+        maxWaitMs: z.number().min(0).max(1000).default(4),
+      })
+      .strict()
+      .default({}),
+    /** TensorRT: folder for built engines, reused across runs. */
+    trtEngineCacheDir: z.string().optional(),
+    /** TensorRT: build fp16 engines. Default false. */
+    trtFp16: z.boolean().default(false),
     /** Execution providers in order of preference; CPU is always the last resort. Default [cpu]. */
     providers: z.array(executionProvider).min(1).default(['cpu']),
     /** Threads ONNX Runtime uses inside one operator. Default 2. */
@@ -391,14 +411,14 @@ export const ModelManifestSchema = z
     license: z.string().optional(),
     /** File name in the cache and in the mirror's models/ folder. */
     file: z.string().regex(/^[A-Za-z0-9_.-]+$/),
-    /** Official download URL. */
-    url: z.string().url(),
+    /** Official download URL (absent for local-only models: then the file must be in the mirror or cache, or given as model.path). */
+    url: z.string().url().optional(),
     /** Other URLs tried after `url`, each verified against the same sha256. */
     alternates: z.array(z.string().url()).default([]),
     /** Hex sha256 of the file; downloads and mirror copies that differ are refused. */
     sha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
-    input: z.object({ name: z.string().optional(), shape: z.array(z.union([z.number().int(), z.string()])).length(4) }).strict(),
-    output: z.object({ name: z.string().optional(), shape: z.array(z.union([z.number().int(), z.string()])) }).strict(),
+    input: z.object({ name: z.string().optional(), shape: z.array(z.union([z.number().int(), z.string()])).length(4) }).strict().optional(),
+    output: z.object({ name: z.string().optional(), shape: z.array(z.union([z.number().int(), z.string()])) }).strict().optional(),
     preprocess: z
       .object({
         width: z.number().int().positive(),
@@ -410,8 +430,12 @@ export const ModelManifestSchema = z
         std: z.tuple([z.number().positive(), z.number().positive(), z.number().positive()]).default([1, 1, 1]),
       })
       .strict(),
-    decoder: z.object({ type: z.literal('yolox'), strides: z.array(z.number().int().positive()).default([8, 16, 32]) }).strict(),
-    labels: z.array(z.string().min(1)).min(1),
+    decoder: z
+      .object({ type: z.enum(['auto', 'yolox', 'yolov8', 'yolov5', 'end2end', 'end2end-split']).default('auto'), strides: z.array(z.number().int().positive()).default([8, 16, 32]) })
+      .strict()
+      .default({}),
+    /** Class labels; default: the ONNX metadata's `names`. */
+    labels: z.array(z.string().min(1)).min(1).optional(),
   })
   .strict();
 

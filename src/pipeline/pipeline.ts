@@ -94,13 +94,19 @@ export function defaultFfmpegPath(env: NodeJS.ProcessEnv = process.env): string 
 
 export async function loadDetector(config: PipelineConfig, options: PipelineOptions = {}): Promise<Detector> {
   const baseDir = options.baseDir ?? process.cwd();
-  const { manifest } = await loadModelManifest(config.model.manifest, baseDir);
-  const modelPath = config.model.path ? resolvePath(config.model.path, baseDir) : await resolveModelFile(manifest, { log: options.log });
+  const m = config.model;
+  // A path alone: the model describes itself. Otherwise a manifest (default yolox-nano).
+  const manifest = m.path && !m.manifest ? undefined : (await loadModelManifest(m.manifest ?? 'yolox-nano', baseDir)).manifest;
+  const modelPath = m.path ? resolvePath(m.path, baseDir) : await resolveModelFile(manifest!, { log: options.log });
   return Detector.load(manifest, modelPath, {
-    providers: config.model.providers,
-    intraOpThreads: config.model.intraOpThreads,
-    warmupRuns: config.model.warmupRuns,
-    deviceId: config.model.deviceId,
+    providers: m.providers,
+    intraOpThreads: m.intraOpThreads,
+    warmupRuns: m.warmupRuns,
+    deviceId: m.deviceId,
+    family: m.family,
+    batch: m.batch,
+    trtEngineCacheDir: m.trtEngineCacheDir ? resolvePath(m.trtEngineCacheDir, baseDir) : undefined,
+    trtFp16: m.trtFp16,
     log: options.log,
   });
 }

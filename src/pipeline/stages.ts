@@ -3,15 +3,15 @@ import { now } from '../core/clock.js';
 import type { Detections } from '../core/detections.js';
 import type { Frame } from '../core/frame.js';
 import { unletterboxXyxy } from '../core/geometry.js';
-import type { Detector, InputBuffer } from '../inference/detector.js';
+import type { Detector, InferOutput, InputBuffer } from '../inference/detector.js';
 import { Candidates } from '../models/decoder.js';
 import { selectDetections, type SelectOptions } from '../postprocess/select.js';
 import { normalizeHwcToChw } from '../preprocess/normalize.js';
 
-/** A frame with the model's raw output, between inference and post-processing. */
+/** A frame with the model's raw outputs, between inference and post-processing. */
 export interface InferredFrame {
   frame: Frame;
-  output: Float32Array;
+  output: InferOutput;
 }
 
 /** A frame with its detections in source pixels. */
@@ -58,9 +58,11 @@ export interface PostprocessOptions extends SelectOptions {
 /** Decodes, keeps the best boxes (top-k, NMS), maps them to source pixels. */
 export function postprocess(detector: Detector, options: PostprocessOptions): OperatorFunction<InferredFrame, DetectedFrame> {
   const candidates = new Candidates(detector.decoder.maxCandidates);
+  // Graphs that already ran NMS: keep their boxes (IoU never exceeds 1, so nothing is suppressed).
+  const select = detector.decoder.nmsInGraph ? { ...options, iouThreshold: 1 } : options;
   return map(({ frame, output }) => {
-    const n = detector.decoder.decode(output, options.scoreThreshold, candidates);
-    const detections = selectDetections(candidates, n, options);
+    const n = detector.decoder.decode(output.outputs, output.batchIndex, options.scoreThreshold, candidates);
+    const detections = selectDetections(candidates, n, select);
     unletterboxXyxy(detections.xyxy, detections.length, frame.letterbox);
     frame.stamps.postprocessed = now();
     return { frame, detections };

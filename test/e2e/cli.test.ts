@@ -96,7 +96,7 @@ describe('argus run: bad input gets a clear error', () => {
 
   it('a missing model file → exit 2, VAP_ERR_MODEL_LOAD naming the file', async () => {
     const dir = tmp();
-    const p = pipeline(dir, `sources:\n  - {id: cam, uri: ${MIRROR}/streams/one-by-one-person-detection.mp4}\nmodel:\n  path: missing.onnx\n`);
+    const p = pipeline(dir, `sources:\n  - {id: cam, uri: ${MIRROR}/streams/one-by-one-person-detection.mp4}\nmodel:\n  manifest: yolox-nano\n  path: missing.onnx\n`);
     const r = await argus(['run', p]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`argus: VAP_ERR_MODEL_LOAD: model "yolox-nano": file not found: ${join(dir, 'missing.onnx')}`);
@@ -105,10 +105,10 @@ describe('argus run: bad input gets a clear error', () => {
   it('a model of the wrong shape → exit 2, VAP_ERR_MODEL_SHAPE with both shapes', async () => {
     const dir = tmp();
     writeConstantModel(join(dir, 'wrong.onnx'), { inputShape: [1, 3, 416, 416], outputShape: [1, 100, 6] });
-    const p = pipeline(dir, `sources:\n  - {id: cam, uri: ${MIRROR}/streams/one-by-one-person-detection.mp4}\nmodel:\n  path: wrong.onnx\n`);
+    const p = pipeline(dir, `sources:\n  - {id: cam, uri: ${MIRROR}/streams/one-by-one-person-detection.mp4}\nmodel:\n  manifest: yolox-nano\n  path: wrong.onnx\n`);
     const r = await argus(['run', p]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/argus: VAP_ERR_MODEL_SHAPE: .*expects output \[1, 3549, 85\].*the model has \[1, 100, 6\]/);
+    expect(r.stderr).toMatch(/argus: VAP_ERR_MODEL_SHAPE: model "yolox-nano" .*the yolox decoder does not fit the model's outputs[\s\S]*Found: output \[1, 100, 6\][\s\S]*yolox: \[N, A, 5\+C\]/);
   });
 
   it('an unreadable video → that source fails with ffmpeg’s reason, the others go on, exit 1', async () => {

@@ -30,7 +30,8 @@ describe('Detector with the real YOLOX-Nano', () => {
 
   it('reads input and output names from the session', () => {
     expect(detector.inputName).toBe('images');
-    expect(detector.outputName).toBe('output');
+    expect(detector.decoder.outputNames).toEqual(['output']);
+    expect(detector.decoder.family).toBe('yolox');
   });
 
   // People are visible in these COCO images (checked by eye: a man by a TV, a group with
@@ -94,7 +95,7 @@ describe('Detector load errors', () => {
     writeConstantModel(p, { inputShape: [1, 3, 416, 416], outputShape: [1, 84, 3549] });
     const e = await Detector.load(manifest, p, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0 }).catch((x: unknown) => x);
     expect(isArgusError(e, 'VAP_ERR_MODEL_SHAPE')).toBe(true);
-    expect((e as Error).message).toMatch(/output "output": yolox decoder expects output \[1, 3549, 85\].*the model has \[1, 84, 3549\]/);
+    expect((e as Error).message).toMatch(/the yolox decoder does not fit the model's outputs[\s\S]*Found: output \[1, 84, 3549\] float32[\s\S]*3549 for 416x416/);
   });
 
   it('a model whose input is not the manifest size → VAP_ERR_MODEL_SHAPE', async () => {

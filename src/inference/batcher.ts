@@ -1,0 +1,78 @@
+/**
+ * Cross-source dynamic batching: frames from several sources join one run. A batch starts
+ * when `maxBatch` frames wait or the oldest has waited `maxWaitMs`, whichever comes first.
+ * Frames are taken in arrival order, so no source starves (each source has at most one frame
+ * in flight anyway: the drop-stale stage sits in front). One run at a time.
+ */
+export interface BatchJob<R> {
+  image: Float32Array;
+  onStart?: () => void;
+  resolve: (r: R) => void;
+  reject: (e: unknown) => void;
+  at: number;
+}
+
+export interface BatcherOptions {
+  maxBatch: number;
+  maxWaitMs: number;
+}
+
+export class Batcher<R> {
+  private readonly queue: BatchJob<R>[] = [];
+  private running = false;
+  private timer: NodeJS.Timeout | undefined;
+  /** Batch sizes run so far (for stats and tests). */
+  readonly sizes: number[] = [];
+
+  constructor(
+    private readonly o: BatcherOptions,
+    /** Runs `jobs` as one batch; returns each job's result in order. */
+    private readonly runBatch: (jobs: BatchJob<R>[]) => Promise<R[]>,
+  ) {}
+
+  submit(image: Float32Array, onStart?: () => void): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.queue.push({ image, onStart, resolve, reject, at: performance.now() });
+      this.pump();
+    });
+  }
+
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  private pump(): void {
+    if (this.running || this.queue.length === 0) return;
+    const oldest = this.queue[0].at;
+    const waited = performance.now() - oldest;
+    if (this.queue.length >= this.o.maxBatch || waited >= this.o.maxWaitMs) {
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = undefined;
+      void this.runNow();
+      return;
+    }
+    if (!this.timer) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.pump();
+      }, this.o.maxWaitMs - waited);
+    }
+  }
+
+  private async runNow(): Promise<void> {
+    this.running = true;
+    const jobs = this.queue.splice(0, this.o.maxBatch);
+    this.sizes.push(jobs.length);
+    if (this.sizes.length > 10_000) this.sizes.splice(0, 5_000);
+    try {
+      for (const j of jobs) j.onStart?.();
+      const results = await this.runBatch(jobs);
+      jobs.forEach((j, i) => j.resolve(results[i]));
+    } catch (e) {
+      for (const j of jobs) j.reject(e);
+    } finally {
+      this.running = false;
+      this.pump();
+    }
+  }
+}

@@ -1,0 +1,51 @@
+import type { ModelManifest } from '../config/schema.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { basename } from 'node:path';
+import { readOnnxMetadata, type OnnxMetadata } from './metadata.js';
+import type { Family } from './registry.js';
+
+/** A manifest with everything the detector needs filled in (labels, input size). */
+export type ResolvedManifest = ModelManifest & { labels: string[] };
+
+/**
+ * What a model is and how to feed it: the manifest's word where it has one, else the ONNX
+ * file's own metadata (Ultralytics writes names, imgsz, stride) and input shape. A model
+ * without a manifest gets the Ultralytics pre-processing (RGB, 0–1, letterbox centred, pad 114)
+ * unless it is YOLOX.
+ */
+export async function describeModel(
+  path: string,
+  manifest: ModelManifest | undefined,
+  family: Family | 'auto' | undefined,
+): Promise<{ manifest: ResolvedManifest; meta: OnnxMetadata; family: Family | 'auto' }> {
+  const meta = await readOnnxMetadata(path);
+  const fam = family ?? manifest?.decoder.type ?? 'auto';
+  const labels = manifest?.labels ?? meta.names;
+  if (!labels || labels.length === 0) {
+    throw new ArgusError(ErrorCodes.MODEL_LOAD, `model ${path}: no class labels: the ONNX file has no "names" metadata and no manifest lists labels`);
+  }
+  if (manifest) return { manifest: { ...manifest, labels }, meta, family: fam };
+  const input = meta.inputs[0];
+  const dimsHW = input && typeof input.dims[2] === 'number' && typeof input.dims[3] === 'number' && (input.dims[2] as number) > 0 ? [input.dims[2] as number, input.dims[3] as number] : undefined;
+  const [height, width] = meta.imgsz ?? dimsHW ?? [640, 640];
+  const yolox = fam === 'yolox';
+  const synthesized: ResolvedManifest = {
+    name: basename(path).replace(/\.onnx$/i, ''),
+    version: meta.props.version ?? meta.producerVersion ?? 'local',
+    description: meta.props.description,
+    file: basename(path),
+    alternates: [],
+    preprocess: {
+      width,
+      height,
+      letterbox: { align: yolox ? 'top-left' : 'center', pad: 114 },
+      channelOrder: yolox ? 'bgr' : 'rgb',
+      scale: yolox ? 1 : 1 / 255,
+      mean: [0, 0, 0],
+      std: [1, 1, 1],
+    },
+    decoder: { type: fam, strides: meta.stride && meta.stride !== 32 ? [8, 16, meta.stride] : [8, 16, 32] },
+    labels,
+  };
+  return { manifest: synthesized, meta, family: fam };
+}

@@ -1,0 +1,327 @@
+import { readFile } from 'node:fs/promises';
+import onnxProto from 'onnx-proto';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
+
+const { onnx } = onnxProto;
+
+export interface TensorMeta {
+  name: string;
+  /** Numbers for fixed dims, the dim_param for symbolic ones, −1 when neither is set. */
+  dims: (number | string)[];
+  /** As onnxruntime-node names element types: 'float32', 'float16', 'int64', … */
+  elemType: string;
+}
+
+export interface OnnxMetadata {
+  /** producer_name, e.g. 'pytorch'. */
+  producer?: string;
+  producerVersion?: string;
+  irVersion?: number;
+  /** Version of the default ('' / 'ai.onnx') operator set. */
+  opset?: number;
+  /** metadata_props, verbatim. */
+  props: Record<string, string>;
+  /** Class names from Ultralytics' `names` ({0: 'person', …} or a list); gaps are filled with the index. */
+  names?: string[];
+  /** Ultralytics `imgsz`, [height, width]. */
+  imgsz?: [number, number];
+  /** Ultralytics `stride` (the largest, when a list). */
+  stride?: number;
+  /** Ultralytics `task`: detect, segment, pose, obb, classify. */
+  task?: string;
+  /** Ultralytics `end2end` (NMS-free head or nms=True export), when written. */
+  end2end?: boolean;
+  /** Graph inputs, less initializers (older exports list weights as inputs too). */
+  inputs: TensorMeta[];
+  outputs: TensorMeta[];
+}
+
+const ELEM_TYPES: Record<number, string> = {
+  1: 'float32',
+  2: 'uint8',
+  3: 'int8',
+  4: 'uint16',
+  5: 'int16',
+  6: 'int32',
+  7: 'int64',
+  8: 'string',
+  9: 'bool',
+  10: 'float16',
+  11: 'float64',
+  12: 'uint32',
+  13: 'uint64',
+  14: 'complex64',
+  15: 'complex128',
+  16: 'bfloat16',
+};
+
+/**
+ * Reads a model's metadata: producer, metadata_props (with Ultralytics' keys parsed), and the
+ * graph's inputs and outputs. The file is read once; the protobuf is walked field by field so
+ * weights (initializers, nodes) are skipped, never decoded.
+ */
+export async function readOnnxMetadata(path: string): Promise<OnnxMetadata> {
+  let buf: Uint8Array;
+  try {
+    buf = await readFile(path);
+  } catch (e) {
+    throw new ArgusError(ErrorCodes.MODEL_LOAD, `cannot read ONNX model ${path}: ${(e as Error).message}`, { cause: e });
+  }
+  try {
+    return parseModel(buf);
+  } catch (e) {
+    throw new ArgusError(ErrorCodes.MODEL_LOAD, `${path} is not a readable ONNX model: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/** Same as `readOnnxMetadata`, from the model's bytes. */
+export function parseModel(buf: Uint8Array): OnnxMetadata {
+  const meta: OnnxMetadata = { props: {}, inputs: [], outputs: [] };
+  const text = new TextDecoder();
+  let graph: Uint8Array | undefined;
+  for (const f of fields(buf, 0, buf.length)) {
+    if (f.no === 1 && f.wire === 0) meta.irVersion = f.value;
+    else if (f.no === 2 && f.wire === 2) meta.producer = text.decode(buf.subarray(f.start, f.end));
+    else if (f.no === 3 && f.wire === 2) meta.producerVersion = text.decode(buf.subarray(f.start, f.end));
+    else if (f.no === 7 && f.wire === 2) graph = buf.subarray(f.start, f.end);
+    else if (f.no === 8 && f.wire === 2) {
+      const op = onnx.OperatorSetIdProto.decode(buf.subarray(f.start, f.end));
+      if (!op.domain || op.domain === 'ai.onnx') meta.opset = toNumber(op.version);
+    } else if (f.no === 14 && f.wire === 2) {
+      const e = onnx.StringStringEntryProto.decode(buf.subarray(f.start, f.end));
+      meta.props[e.key] = e.value;
+    }
+  }
+  if (graph) {
+    const g = graph;
+    const initializers = new Set<string>();
+    const inputs: TensorMeta[] = [];
+    for (const f of fields(g, 0, g.length)) {
+      if (f.wire !== 2) continue;
+      if (f.no === 5) {
+        // TensorProto: only its name (field 8) is read; the data is skipped.
+        for (const t of fields(g, f.start, f.end)) if (t.no === 8 && t.wire === 2) initializers.add(text.decode(g.subarray(t.start, t.end)));
+      } else if (f.no === 11) inputs.push(valueInfo(g.subarray(f.start, f.end)));
+      else if (f.no === 12) meta.outputs.push(valueInfo(g.subarray(f.start, f.end)));
+    }
+    meta.inputs = inputs.filter((i) => !initializers.has(i.name));
+  }
+  applyUltralytics(meta);
+  return meta;
+}
+
+function applyUltralytics(meta: OnnxMetadata): void {
+  const p = meta.props;
+  if (p.names !== undefined) meta.names = parseNames(p.names);
+  if (p.imgsz !== undefined) {
+    const v = tryParse(p.imgsz);
+    if (typeof v === 'number' && Number.isInteger(v) && v > 0) meta.imgsz = [v, v];
+    else if (Array.isArray(v) && v.every((x) => typeof x === 'number' && Number.isInteger(x) && x > 0)) {
+      if (v.length === 1) meta.imgsz = [v[0] as number, v[0] as number];
+      else if (v.length === 2) meta.imgsz = [v[0] as number, v[1] as number];
+    }
+  }
+  if (p.stride !== undefined) {
+    const v = tryParse(p.stride);
+    if (typeof v === 'number' && v > 0) meta.stride = v;
+    else if (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'number')) meta.stride = Math.max(...(v as number[]));
+  }
+  if (p.task !== undefined && p.task.trim() !== '') meta.task = p.task.trim();
+  if (p.end2end !== undefined) {
+    const v = tryParse(p.end2end);
+    if (typeof v === 'boolean') meta.end2end = v;
+  }
+}
+
+/** Class names from `{0: 'person', 1: 'bicycle'}` (keys may be sparse or strings of ints) or `['person', …]`. */
+export function parseNames(text: string): string[] | undefined {
+  const v = tryParse(text);
+  if (Array.isArray(v)) return v.map((x) => (typeof x === 'string' ? x : String(x)));
+  if (!(v instanceof Map) || v.size === 0) return undefined;
+  const byIndex = new Map<number, string>();
+  for (const [k, name] of v) {
+    const i = typeof k === 'number' ? k : typeof k === 'string' && /^\d+$/.test(k) ? Number(k) : NaN;
+    if (!Number.isInteger(i) || i < 0 || i > 1_000_000) return undefined;
+    byIndex.set(i, typeof name === 'string' ? name : String(name));
+  }
+  const n = Math.max(...byIndex.keys()) + 1;
+  return Array.from({ length: n }, (_, i) => byIndex.get(i) ?? String(i));
+}
+
+export type PyValue = number | string | boolean | null | PyValue[] | Map<number | string | boolean | null, PyValue>;
+
+function tryParse(text: string): PyValue | undefined {
+  try {
+    return parsePythonLiteral(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Parses a Python literal as `repr()` writes it (and JSON): dicts, lists, tuples, str ('…' or
+ * "…" with backslash escapes), int, float, True/False/None. No evaluation; throws SyntaxError
+ * on anything else.
+ */
+export function parsePythonLiteral(text: string): PyValue {
+  let i = 0;
+  const s = text;
+  const ws = () => {
+    while (i < s.length && /\s/.test(s[i])) i++;
+  };
+  const fail = (what: string): never => {
+    throw new SyntaxError(`python literal: ${what} at offset ${i} of ${JSON.stringify(s.length > 60 ? s.slice(0, 60) + '…' : s)}`);
+  };
+  const str = (): string => {
+    const q = s[i++];
+    let out = '';
+    while (i < s.length && s[i] !== q) {
+      const c = s[i++];
+      if (c !== '\\') {
+        out += c;
+        continue;
+      }
+      const e = s[i++];
+      switch (e) {
+        case 'n': out += '\n'; break;
+        case 't': out += '\t'; break;
+        case 'r': out += '\r'; break;
+        case '0': out += '\0'; break;
+        case 'x':
+        case 'u':
+        case 'U': {
+          const len = e === 'x' ? 2 : e === 'u' ? 4 : 8;
+          const hex = s.slice(i, i + len);
+          if (!/^[0-9a-fA-F]+$/.test(hex) || hex.length !== len) fail(`bad \\${e} escape`);
+          out += String.fromCodePoint(parseInt(hex, 16));
+          i += len;
+          break;
+        }
+        case undefined: fail('unterminated string'); break;
+        default: out += e; // \\ \' \" and unknown escapes keep the character
+      }
+    }
+    if (i >= s.length) fail('unterminated string');
+    i++;
+    return out;
+  };
+  const seq = (close: string): PyValue[] => {
+    const items: PyValue[] = [];
+    ws();
+    while (s[i] !== close) {
+      items.push(value());
+      ws();
+      if (s[i] === ',') {
+        i++;
+        ws();
+      } else if (s[i] !== close) fail(`expected , or ${close}`);
+    }
+    i++;
+    return items;
+  };
+  const value = (): PyValue => {
+    ws();
+    const c = s[i];
+    if (c === undefined) return fail('unexpected end');
+    if (c === "'" || c === '"') return str();
+    if (c === '[') {
+      i++;
+      return seq(']');
+    }
+    if (c === '(') {
+      i++;
+      return seq(')');
+    }
+    if (c === '{') {
+      i++;
+      const m = new Map<number | string | boolean | null, PyValue>();
+      ws();
+      while (s[i] !== '}') {
+        const k = value();
+        if (typeof k === 'object' && k !== null) fail('unhashable key');
+        ws();
+        if (s[i] !== ':') fail('expected :');
+        i++;
+        m.set(k as number | string | boolean | null, value());
+        ws();
+        if (s[i] === ',') {
+          i++;
+          ws();
+        } else if (s[i] !== '}') fail('expected , or }');
+      }
+      i++;
+      return m;
+    }
+    const word = /^(True|False|None|true|false|null)\b/.exec(s.slice(i, i + 6));
+    if (word) {
+      i += word[1].length;
+      return word[1] === 'True' || word[1] === 'true' ? true : word[1] === 'False' || word[1] === 'false' ? false : null;
+    }
+    const num = /^[-+]?(\d[\d_]*\.?\d*|\.\d+)([eE][-+]?\d+)?/.exec(s.slice(i));
+    if (num) {
+      i += num[0].length;
+      return Number(num[0].replace(/_/g, ''));
+    }
+    return fail('unexpected character');
+  };
+  const v = value();
+  ws();
+  if (i !== s.length) fail('trailing characters');
+  return v;
+}
+
+function valueInfo(bytes: Uint8Array): TensorMeta {
+  const vi = onnx.ValueInfoProto.decode(bytes);
+  const t = vi.type?.tensorType;
+  const dims = (t?.shape?.dim ?? []).map((d) => (d.dimParam ? d.dimParam : d.dimValue !== undefined && d.dimValue !== null ? toNumber(d.dimValue) : -1));
+  return { name: vi.name, dims, elemType: ELEM_TYPES[t?.elemType ?? 0] ?? `type${t?.elemType ?? '?'}` };
+}
+
+function toNumber(v: number | { toNumber(): number } | null | undefined): number {
+  if (v === null || v === undefined) return 0;
+  return typeof v === 'number' ? v : v.toNumber();
+}
+
+interface Field {
+  no: number;
+  wire: number;
+  /** Varint fields: the value. */
+  value: number;
+  /** Length-delimited fields: the payload's byte range. */
+  start: number;
+  end: number;
+}
+
+/** Walks the top-level fields of one protobuf message in `buf[start, end)`. */
+function* fields(buf: Uint8Array, start: number, end: number): Generator<Field> {
+  let p = start;
+  const varint = (): number => {
+    let v = 0;
+    let mul = 1;
+    for (;;) {
+      if (p >= end) throw new Error('truncated varint');
+      const b = buf[p++];
+      v += (b & 0x7f) * mul;
+      if (b < 0x80) return v;
+      mul *= 128;
+      if (mul > 2 ** 63) throw new Error('varint too long');
+    }
+  };
+  while (p < end) {
+    const key = varint();
+    const no = Math.floor(key / 8);
+    const wire = key % 8;
+    const f: Field = { no, wire, value: 0, start: p, end: p };
+    if (wire === 0) f.value = varint();
+    else if (wire === 1) p += 8;
+    else if (wire === 5) p += 4;
+    else if (wire === 2) {
+      const len = varint();
+      f.start = p;
+      f.end = p + len;
+      p += len;
+    } else throw new Error(`unsupported wire type ${wire} (field ${no})`);
+    if (p > end) throw new Error(`field ${no} runs past the end of its message`);
+    yield f;
+  }
+}

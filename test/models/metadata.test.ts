@@ -1,0 +1,109 @@
+import { writeFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { isArgusError } from '../../src/core/errors.js';
+import { parseNames, parsePythonLiteral, readOnnxMetadata } from '../../src/models/metadata.js';
+import { createDecoder } from '../../src/models/registry.js';
+import { modelDir, writeModel } from '../helpers/onnx-graphs.js';
+
+const dir = modelDir();
+afterAll(() => dir.cleanup());
+
+describe('readOnnxMetadata', () => {
+  it('reads an Ultralytics-style model: names, imgsz, stride, task, producer, inputs and outputs', async () => {
+    const path = dir.path('ultra.onnx');
+    writeModel(path, {
+      producerName: 'pytorch',
+      input: { dims: ['batch', 3, 640, 480] },
+      outputs: [{ name: 'output0', dims: ['batch', 7, 'anchors'], shape: [1, 7, 6300] }],
+      metadata: {
+        description: 'Ultralytics YOLO11n model trained on custom.yaml',
+        author: 'Ultralytics',
+        stride: '32',
+        task: 'detect',
+        batch: '1',
+        imgsz: '[640, 480]',
+        names: `{0: 'person', 1: "traffic light", 2: 'it\\'s a dog'}`,
+        end2end: 'False',
+      },
+    });
+    const m = await readOnnxMetadata(path);
+    expect(m.producer).toBe('pytorch');
+    expect(m.irVersion).toBe(8);
+    expect(m.opset).toBe(13);
+    expect(m.names).toEqual(['person', 'traffic light', "it's a dog"]);
+    expect(m.imgsz).toEqual([640, 480]);
+    expect(m.stride).toBe(32);
+    expect(m.task).toBe('detect');
+    expect(m.end2end).toBe(false);
+    expect(m.props.author).toBe('Ultralytics');
+    expect(m.props.names).toBe(`{0: 'person', 1: "traffic light", 2: 'it\\'s a dog'}`);
+    expect(m.inputs).toEqual([{ name: 'images', dims: ['batch', 3, 640, 480], elemType: 'float32' }]);
+    expect(m.outputs).toEqual([{ name: 'output0', dims: ['batch', 7, 'anchors'], elemType: 'float32' }]);
+    // Enough to build the decoder without a session: imgsz is [height, width].
+    const dec = createDecoder('auto', {
+      inputHeight: m.imgsz![0],
+      inputWidth: m.imgsz![1],
+      numClasses: m.names!.length,
+      outputs: m.outputs.map((o) => ({ name: o.name, dims: o.dims, type: o.elemType })),
+    });
+    expect(dec.family).toBe('yolov8');
+    expect(dec.maxCandidates).toBe(80 * 60 + 40 * 30 + 20 * 15);
+  });
+
+  it('reports fp16 and int64 output types, and a model without metadata', async () => {
+    const path = dir.path('plain.onnx');
+    writeModel(path, {
+      outputs: [
+        { name: 'num_dets', dims: [1, 1], type: 'int64' },
+        { name: 'boxes', dims: [1, 5, 4], type: 'float16' },
+      ],
+    });
+    const m = await readOnnxMetadata(path);
+    expect(m.producer).toBe('argus-tests');
+    expect(m.props).toEqual({});
+    expect(m.names).toBeUndefined();
+    expect(m.imgsz).toBeUndefined();
+    expect(m.outputs.map((o) => [o.name, o.elemType, o.dims])).toEqual([
+      ['num_dets', 'int64', [1, 1]],
+      ['boxes', 'float16', [1, 5, 4]],
+    ]);
+  });
+
+  it('throws MODEL_LOAD for a missing file and for bytes that are not a model', async () => {
+    await expect(readOnnxMetadata(dir.path('missing.onnx'))).rejects.toSatisfy((e) => isArgusError(e, 'VAP_ERR_MODEL_LOAD'));
+    const junk = dir.path('junk.onnx');
+    writeFileSync(junk, Buffer.from([0x0a, 0xff, 0xff, 0xff, 0x0f, 1, 2]));
+    await expect(readOnnxMetadata(junk)).rejects.toSatisfy((e) => isArgusError(e, 'VAP_ERR_MODEL_LOAD'));
+  });
+});
+
+describe('Ultralytics metadata values', () => {
+  // (text, names, why)
+  const names: [string, string[] | undefined, string][] = [
+    ['{}', undefined, 'empty dict'],
+    [`{0: 'person', 1: 'bicycle', 2: 'traffic light'}`, ['person', 'bicycle', 'traffic light'], 'repr of a dict'],
+    [`{0: "it's", 1: 'say \\"hi\\"'}`, ["it's", 'say "hi"'], 'both quote styles and escapes'],
+    [`{0: 'a', 2: 'c'}`, ['a', '1', 'c'], 'a gap is filled with the index'],
+    [`{1: 'b', 0: 'a'}`, ['a', 'b'], 'keys out of order'],
+    [`{"0": "a", "1": "b"}`, ['a', 'b'], 'JSON with string keys'],
+    [`['cat', 'dog']`, ['cat', 'dog'], 'a list'],
+    [`{0: 'caf\\xe9', 1: 'ü'}`, ['café', 'ü'], '\\x escapes and non-ASCII text'],
+    [`{0: 'person',}`, ['person'], 'trailing comma'],
+    [`{0: 'person'`, undefined, 'unterminated'],
+    [`__import__('os').system('x')`, undefined, 'code is not evaluated'],
+    [`{'a': 'x'}`, undefined, 'non-integer keys'],
+  ];
+  it.each(names)('%s → %j (%s)', (text, expected) => {
+    expect(parseNames(text)).toEqual(expected);
+  });
+
+  it('parses Python literals without evaluating them', () => {
+    expect(parsePythonLiteral('[640, 640]')).toEqual([640, 640]);
+    expect(parsePythonLiteral('(1, 2.5, -3e2)')).toEqual([1, 2.5, -300]);
+    expect(parsePythonLiteral('True')).toBe(true);
+    expect(parsePythonLiteral('None')).toBeNull();
+    expect(parsePythonLiteral(`{'a': [1, {'b': False}]}`)).toEqual(new Map([['a', [1, new Map([['b', false]])]]]));
+    expect(() => parsePythonLiteral('[1, 2] + [3]')).toThrow(SyntaxError);
+    expect(() => parsePythonLiteral('os.system')).toThrow(SyntaxError);
+  });
+});
