@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
-import { readConfigFile } from '../config/load.js';
+import { formatIssues, readConfigFile } from '../config/load.js';
 import { ModelManifestSchema, type ModelManifest } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { resolveAsset, type ResolveOptions } from './fetch.js';
@@ -70,16 +70,66 @@ async function deriveClip(d: Catalog['derived'][number], ffmpegPath: string, opt
   return out;
 }
 
-/** A manifest by name (models/NAME.yaml) or by path. */
+/**
+ * A manifest by name (models/NAME.yaml) or by path. `extends: NAME` takes every field of
+ * that manifest and overrides the ones given.
+ */
 export async function loadModelManifest(ref: string, baseDir = process.cwd()): Promise<{ manifest: ModelManifest; file: string }> {
   const byName = join(PACKAGE_ROOT, 'models', `${ref}.yaml`);
   const file = /^[A-Za-z0-9_.-]+$/.test(ref) && existsSync(byName) ? byName : isAbsolute(ref) ? ref : resolve(baseDir, ref);
-  const manifest = await readConfigFile(file, ModelManifestSchema);
-  return { manifest, file };
+  const raw = (await readConfigFile(file, z.record(z.unknown()))) as Record<string, unknown>;
+  let doc = raw;
+  if (typeof raw.extends === 'string') {
+    const base = (await readConfigFile(join(PACKAGE_ROOT, 'models', `${raw.extends}.yaml`), z.record(z.unknown()))) as Record<string, unknown>;
+    const { extends: _e, ...rest } = raw;
+    doc = { ...base, ...rest };
+    delete doc.url;
+    delete doc.alternates;
+    delete doc.sha256;
+    if (rest.url) doc.url = rest.url;
+    if (rest.sha256) doc.sha256 = rest.sha256;
+  }
+  const parsed = ModelManifestSchema.safeParse(doc);
+  if (!parsed.success) throw new ArgusError(ErrorCodes.CONFIG, `${file}: invalid model manifest\n${formatIssues(parsed.error)}`);
+  return { manifest: parsed.data, file };
 }
 
-/** Local path of the manifest's ONNX file (mirror, cache or download). */
-export function resolveModelFile(manifest: ModelManifest, options: ResolveOptions = {}): Promise<string> {
+/** Local path of the manifest's ONNX file (mirror, cache, download, or derived locally). */
+export async function resolveModelFile(manifest: ModelManifest, options: ResolveOptions & { ffmpegPath?: string } = {}): Promise<string> {
+  if (manifest.derive) return deriveModel(manifest.derive.from, manifest.derive.variant, options);
   const url = manifest.url ?? `file:///${manifest.file}`; // local-only: mirror or cache, else a clear error
   return resolveAsset({ kind: 'models', file: manifest.file, url, alternates: manifest.alternates, sha256: manifest.sha256 }, options);
+}
+
+let deriving: Promise<void> | undefined;
+
+/**
+ * A YOLOX-Nano variant made by scripts/derive-models.sh (a private Python environment from
+ * PyPI: onnx, ONNX Runtime's quantisation tools), calibrated on the catalogued videos.
+ * Made once into the cache.
+ */
+export async function deriveModel(from: string, variant: 'dyn' | 'fp16' | 'int8', options: ResolveOptions & { ffmpegPath?: string } = {}): Promise<string> {
+  const { manifest } = await loadModelManifest(from);
+  const dir = join(options.cache ?? cacheDir(), 'models', 'derived');
+  const stem = manifest.file.replace(/\.onnx$/, '');
+  const out = join(dir, `${stem}.${variant}.onnx`);
+  if (existsSync(out)) return out;
+  deriving ??= (async () => {
+    const src = await resolveModelFile(manifest, options);
+    const ffmpeg = options.ffmpegPath ?? (await import('../pipeline/pipeline.js')).defaultFfmpegPath();
+    const videos = await Promise.all(['one-by-one-person-detection.mp4', 'bottle-detection.mp4'].map((v) => resolveStream(v, ffmpeg, options)));
+    options.log?.(`deriving ${stem} variants (dynamic batch, fp16, int8) with scripts/derive-models.sh`);
+    const stderr: string[] = [];
+    const code = await new Promise<number | null>((res, rej) => {
+      const p = spawn('bash', [join(PACKAGE_ROOT, 'scripts', 'derive-models.sh'), src, dir, ffmpeg, ...videos], { stdio: ['ignore', 'pipe', 'pipe'] });
+      p.stdout.setEncoding('utf8').on('data', (s: string) => options.log?.(s.trim()));
+      p.stderr.setEncoding('utf8').on('data', (s: string) => stderr.push(s));
+      p.on('error', rej);
+      p.on('close', res);
+    });
+    if (code !== 0) throw new ArgusError(ErrorCodes.MODEL_LOAD, `scripts/derive-models.sh failed (exit ${code}): ${stderr.join('').split('\n').filter((l) => !/Warning|W:onnx/.test(l)).slice(-8).join('\n')}`);
+  })().finally(() => (deriving = undefined));
+  await deriving;
+  if (!existsSync(out)) throw new ArgusError(ErrorCodes.MODEL_LOAD, `scripts/derive-models.sh did not write ${out}`);
+  return out;
 }

@@ -411,6 +411,8 @@ export const ModelManifestSchema = z
     license: z.string().optional(),
     /** File name in the cache and in the mirror's models/ folder. */
     file: z.string().regex(/^[A-Za-z0-9_.-]+$/),
+    /** Made locally from another manifest's model by scripts/derive-models.sh (dyn: dynamic batch; fp16; int8). */
+    derive: z.object({ from: z.string().min(1), variant: z.enum(['dyn', 'fp16', 'int8']) }).strict().optional(),
     /** Official download URL (absent for local-only models: then the file must be in the mirror or cache, or given as model.path). */
     url: z.string().url().optional(),
     /** Other URLs tried after `url`, each verified against the same sha256. */

@@ -1,0 +1,74 @@
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadModelManifest, resolveModelFile } from '../../src/assets/catalog.js';
+import type { Detections } from '../../src/core/detections.js';
+import { iouXyxy } from '../../src/core/geometry.js';
+import { Detector } from '../../src/inference/detector.js';
+import { MIRROR } from '../helpers/assets.js';
+import { detectFile } from '../helpers/detect.js';
+
+// The variants are made once by scripts/derive-models.sh (Python from PyPI) into the cache.
+const load = async (name: string, batch?: { maxBatch: number; maxWaitMs: number }) => {
+  const { manifest } = await loadModelManifest(name);
+  const path = await resolveModelFile(manifest);
+  return Detector.load(manifest, path, { providers: ['cpu'], intraOpThreads: 2, warmupRuns: 1, batch });
+};
+
+let fp32: Detector;
+const IMG = (f: string) => join(MIRROR, 'images', f);
+beforeAll(async () => {
+  fp32 = await load('yolox-nano');
+}, 600_000);
+
+/** Share of `ref` detections that `other` matches (same class, IoU ≥ 0.5). */
+function agreement(ref: Detections, other: Detections): number {
+  if (ref.length === 0) return 1;
+  let hit = 0;
+  for (let i = 0; i < ref.length; i++) {
+    for (let j = 0; j < other.length; j++) {
+      if (ref.classId[i] === other.classId[j] && iouXyxy(ref.xyxy, i, other.xyxy, j) >= 0.5) {
+        hit++;
+        break;
+      }
+    }
+  }
+  return hit / ref.length;
+}
+
+describe('YOLOX-Nano variants', () => {
+  it('dynamic batch: frames from three sources share one run, and each gets exactly its own detections', async () => {
+    const dyn = await load('yolox-nano-dyn', { maxBatch: 4, maxWaitMs: 50 });
+    expect(dyn.maxBatch).toBe(4);
+    const files = ['000000002532.jpg', '000000006460.jpg', '000000001818.jpg'];
+    // Single-image references with the fp32 model.
+    const refs = await Promise.all(files.map(async (f) => (await detectFile(fp32, IMG(f)))[0].detections));
+    // The three images go through the batched detector concurrently (as three sources would).
+    const got = await Promise.all(files.map(async (f) => (await detectFile(dyn, IMG(f)))[0].detections));
+    expect(dyn.batchSizes).toContain(3);
+    got.forEach((g, i) => {
+      expect(g.length, files[i]).toBe(refs[i].length);
+      expect(Array.from(g.classId)).toEqual(Array.from(refs[i].classId));
+      g.xyxy.forEach((v, k) => expect(v).toBeCloseTo(refs[i].xyxy[k], 2));
+    });
+    await dyn.release();
+  }, 600_000);
+
+  it('fp16: inputs and outputs are converted at the session boundary; detections agree with fp32', async () => {
+    const fp16 = await load('yolox-nano-fp16');
+    for (const f of ['000000002532.jpg', '000000000139.jpg']) {
+      const [a] = await detectFile(fp32, IMG(f));
+      const [b] = await detectFile(fp16, IMG(f));
+      expect(agreement(a.detections, b.detections), f).toBeGreaterThanOrEqual(0.8);
+    }
+    await fp16.release();
+  }, 600_000);
+
+  it('int8: loads, finds the people, and mostly agrees with fp32', async () => {
+    const int8 = await load('yolox-nano-int8');
+    const [a] = await detectFile(fp32, IMG('000000002532.jpg'));
+    const [b] = await detectFile(int8, IMG('000000002532.jpg'));
+    expect(Array.from(b.detections.classId)).toContain(0);
+    expect(agreement(a.detections, b.detections)).toBeGreaterThanOrEqual(0.5);
+    await int8.release();
+  }, 600_000);
+});
