@@ -95,6 +95,17 @@ program
     await consume({ ...opts, signal: ac.signal });
   });
 
+const models = program.command('models').description('model tools');
+models
+  .command('inspect')
+  .description('print what argus detects in an ONNX file: tensors, metadata, decoder family, labels, pre-processing')
+  .argument('<file>', 'ONNX model')
+  .option('--family <name>', 'decoder family instead of auto-detection (yolox, yolov8, yolov5, end2end, end2end-split)', 'auto')
+  .action(async (file: string, opts: { family: string }) => {
+    const { inspectModel } = await import('./models/inspect.js');
+    process.stdout.write((await inspectModel(file, opts.family as 'auto')) + '\n');
+  });
+
 program
   .command('assets')
   .description('fetch (or verify) the default model and the demo videos into the cache')

@@ -2,7 +2,7 @@ import type { ModelManifest } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { basename } from 'node:path';
 import { readOnnxMetadata, type OnnxMetadata } from './metadata.js';
-import type { Family } from './registry.js';
+import { createDecoder, type Family } from './registry.js';
 
 /** A manifest with everything the detector needs filled in (labels, input size). */
 export type ResolvedManifest = ModelManifest & { labels: string[] };
@@ -17,18 +17,28 @@ export async function describeModel(
   path: string,
   manifest: ModelManifest | undefined,
   family: Family | 'auto' | undefined,
+  /** Inspecting only: a model without labels is described with none. */
+  allowNoLabels = false,
 ): Promise<{ manifest: ResolvedManifest; meta: OnnxMetadata; family: Family | 'auto' }> {
   const meta = await readOnnxMetadata(path);
   const fam = family ?? manifest?.decoder.type ?? 'auto';
-  const labels = manifest?.labels ?? meta.names;
-  if (!labels || labels.length === 0) {
+  const labels = manifest?.labels ?? meta.names ?? (allowNoLabels ? [] : undefined);
+  if (!labels || (labels.length === 0 && !allowNoLabels)) {
     throw new ArgusError(ErrorCodes.MODEL_LOAD, `model ${path}: no class labels: the ONNX file has no "names" metadata and no manifest lists labels`);
   }
   if (manifest) return { manifest: { ...manifest, labels }, meta, family: fam };
   const input = meta.inputs[0];
   const dimsHW = input && typeof input.dims[2] === 'number' && typeof input.dims[3] === 'number' && (input.dims[2] as number) > 0 ? [input.dims[2] as number, input.dims[3] as number] : undefined;
   const [height, width] = meta.imgsz ?? dimsHW ?? [640, 640];
-  const yolox = fam === 'yolox';
+  let detected: Family | 'auto' = fam;
+  if (fam === 'auto') {
+    try {
+      detected = createDecoder('auto', { inputWidth: width, inputHeight: height, numClasses: labels.length || undefined, outputs: meta.outputs.map((o) => ({ name: o.name, dims: o.dims, type: o.elemType })) }).family;
+    } catch {
+      // Left to the detector, which reports the shapes.
+    }
+  }
+  const yolox = detected === 'yolox';
   const synthesized: ResolvedManifest = {
     name: basename(path).replace(/\.onnx$/i, ''),
     version: meta.props.version ?? meta.producerVersion ?? 'local',
