@@ -96,9 +96,24 @@ def main():
     pre = os.path.join(OUT, 'yolox_nano.pre.onnx')
     quant_pre_process(op13, pre, skip_symbolic_shape=True)
     os.remove(op13)
+    # The head's last layers (the convolutions and sigmoids feeding each level's Concat) stay in
+    # float: quantising them cost most of the agreement with fp32. Percentile calibration
+    # ignores the rare activation outliers that MinMax stretches the range for.
+    from onnxruntime.quantization import CalibrationMethod
+    byout = {o: n for n in model.graph.node for o in n.output}
+    head = set()
+    for r in (n for n in model.graph.node if n.op_type == 'Reshape'):
+        cat = byout[r.input[0]]
+        head.add(cat.name)
+        for i in cat.input:
+            n = byout[i]
+            head.add(n.name)
+            if n.op_type == 'Sigmoid':
+                head.add(byout[n.input[0]].name)
     p = os.path.join(OUT, 'yolox_nano.int8.onnx')
     quantize_static(pre, p + '.tmp', Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                    calibrate_method=CalibrationMethod.Percentile, nodes_to_exclude=sorted(head))
     os.remove(pre)
     got = ort.InferenceSession(p + '.tmp', providers=['CPUExecutionProvider']).run(None, {'images': sample[:1]})[0]
     assert got.shape == want[:1].shape

@@ -72,11 +72,18 @@ program
   .option('--file-frames <n>', 'frames for the file-mode run', positiveInt, 600)
   .option('--live-seconds <n>', 'length of the live 1080p30 run', positiveInt, 120)
   .option('--live-uri <uri>', 'live-mode source (default: the derived 1080p30 clip)')
+  .option('--precision', 'also compare INT8 and fp16 YOLOX-Nano with fp32: speed and detection agreement', false)
+  .option('--batch-sources <n>', 'also compare N sources with dynamic batching against batch 1', (v: string) => Number(v), 0)
+  .option('--sweep', 'try threads (1, 2), available providers, batch sizes (1, 2, 4, 8) and precisions; print a table', false)
+  .option('--budget-ms <ms>', 'latency budget the sweep marks configurations against', (v: string) => Number(v), 33)
+  .option('--only-extras', 'skip the raw/file/live runs', false)
   .option('--json <file>', 'also write the figures as JSON')
-  .action(async (opts: { pipeline: string; rawRuns: number; fileFrames: number; liveSeconds: number; liveUri?: string; json?: string }) => {
-    const { runBench } = await import('./bench/bench.js');
-    await runBench({ ...opts, log });
-  });
+  .action(
+    async (opts: { pipeline: string; rawRuns: number; fileFrames: number; liveSeconds: number; liveUri?: string; json?: string; precision: boolean; batchSources: number; sweep: boolean; budgetMs: number; onlyExtras: boolean }) => {
+      const { runBench } = await import('./bench/bench.js');
+      await runBench({ ...opts, skipCore: opts.onlyExtras, log });
+    },
+  );
 
 program
   .command('consume')

@@ -5,6 +5,7 @@ import { loadPipeline } from '../config/load.js';
 import type { PipelineConfig } from '../config/schema.js';
 import type { LogFn } from '../core/log.js';
 import { percentiles } from '../core/stats.js';
+import { precisionReport, sweep, sweepTable } from './sweep.js';
 import type { Detector } from '../inference/detector.js';
 import { normalizeHwcToChw } from '../preprocess/normalize.js';
 import { defaultFfmpegPath, loadDetector, pipelineBaseDir, type FrameResult } from '../pipeline/pipeline.js';
@@ -20,6 +21,14 @@ export interface BenchOptions {
   /** Live-mode source; default the derived 1080p30 clip (asset:person-1080p30.mp4). */
   liveUri?: string;
   json?: string;
+  /** Skip raw/file/live (for --sweep alone). */
+  skipCore?: boolean;
+  /** INT8 and fp16 against fp32: speed side by side and detection agreement. */
+  precision?: boolean;
+  /** Batching N sources (dynamic-batch model, maxBatch N) against batch 1. 0: skip. */
+  batchSources?: number;
+  sweep?: boolean;
+  budgetMs?: number;
   log: LogFn;
 }
 
@@ -73,12 +82,47 @@ function withSource(config: PipelineConfig, uri: string, rate: 'fast' | 'native'
   return { ...config, sources: [src], sinks: { websocket: config.sinks.websocket }, server: undefined };
 }
 
+/** N sources on the demo video as fast as possible, batch 1 against dynamic batching (maxBatch N). */
+async function benchBatching(config: PipelineConfig, baseDir: string, video: string, n: number, frames: number, log: LogFn) {
+  const run = async (manifest: string, maxBatch: number) => {
+    const cfg: PipelineConfig = {
+      ...config,
+      model: { ...config.model, manifest, path: undefined, batch: { maxBatch, maxWaitMs: 8 } },
+      sources: Array.from({ length: n }, (_, i) => ({ ...config.sources[0], id: `s${i}`, uri: video, rate: 'fast' as const, loop: true, zones: [], lines: [], rules: [] })),
+      sinks: { websocket: config.sinks.websocket },
+      server: undefined,
+    };
+    const e2e: number[] = [];
+    let first = 0;
+    let last = 0;
+    const summary = await runPipeline(cfg, {
+      baseDir,
+      status: false,
+      maxFrames: frames,
+      onResult: (r) => {
+        if (!first) first = r.frame.stamps.captured;
+        last = r.frame.stamps.emitted;
+        e2e.push(r.frame.stamps.emitted - r.frame.stamps.captured);
+      },
+    });
+    const [p50, p99] = percentiles(e2e, [50, 99]);
+    const perSource = summary.stats.map((s) => s.framesOut);
+    return { fps: r2((summary.frames - 1) / ((last - first) / 1000)), p50: r2(p50), p99: r2(p99), perSource };
+  };
+  log(`bench: batching, ${n} sources, batch 1`);
+  const single = await run(config.model.manifest ?? 'yolox-nano', 1);
+  log(`bench: batching, ${n} sources, dynamic batch up to ${n}`);
+  const batched = await run('yolox-nano-dyn', n);
+  return { sources: n, batch1: single, batched, throughputRatio: r2(batched.fps / single.fps), p99Ratio: r2(batched.p99 / single.p99) };
+}
+
 export async function runBench(o: BenchOptions) {
   const config = await loadPipeline(o.pipeline);
   const baseDir = pipelineBaseDir(o.pipeline);
   const ffmpeg = config.ffmpegPath ?? defaultFfmpegPath();
   const log = o.log;
   const demoVideo = await resolveStream('one-by-one-person-detection.mp4', ffmpeg, { log });
+  if (o.skipCore) return runExtras(o, config, baseDir, demoVideo, {});
   const detector = await loadDetector(config, { baseDir, log });
   const rawThreads = config.model.intraOpThreads;
 
@@ -171,11 +215,39 @@ export async function runBench(o: BenchOptions) {
   await detector.release();
 
   printTable(result);
-  if (o.json) await writeFile(o.json, JSON.stringify(result, null, 2) + '\n');
-  return result;
+  return runExtras(o, config, baseDir, demoVideo, result);
 }
 
-function printTable(r: Awaited<ReturnType<typeof runBenchShape>>) {
+async function runExtras(o: BenchOptions, config: PipelineConfig, baseDir: string, demoVideo: string, result: Record<string, unknown>) {
+  const out: Record<string, unknown> = { ...result };
+  if (o.precision) {
+    const p = await precisionReport(config.model.intraOpThreads, 200, o.log);
+    out.precision = p;
+    process.stdout.write(
+      `\nprecision (${config.model.intraOpThreads} threads, interleaved runs): fp32 p50 ${p.fp32.p50} ms; ` +
+        `int8 p50 ${p.int8.p50} ms = ${p.int8.speedup}× (target ≥ 1.3×), agreement ${Math.round(p.int8.agreement * 100)}% (target ≥ 90%); ` +
+        `fp16 p50 ${p.fp16.p50} ms = ${p.fp16.speedup}×, agreement ${Math.round(p.fp16.agreement * 100)}%\n`,
+    );
+  }
+  if (o.batchSources && o.batchSources > 1) {
+    const b = await benchBatching(config, baseDir, demoVideo, o.batchSources, 400, o.log);
+    out.batching = b;
+    process.stdout.write(
+      `\nbatching ${b.sources} sources: batch 1 ${b.batch1.fps} fps (e2e p99 ${b.batch1.p99} ms), dynamic batch ${b.batched.fps} fps (e2e p99 ${b.batched.p99} ms): ` +
+        `throughput ${b.throughputRatio}× (target ≥ 1.2×), p99 ${b.p99Ratio}× (target ≤ 2×); frames per source ${b.batched.perSource.join('/')}\n`,
+    );
+  }
+  if (o.sweep) {
+    const rows = await sweep({ budgetMs: o.budgetMs ?? 33, runs: 60, providers: [...new Set(['cuda', 'tensorrt', 'cpu'] as const)], log: o.log });
+    out.sweep = rows;
+    process.stdout.write(`\nsweep (runs of 60, images submitted together per batch):\n${sweepTable(rows, o.budgetMs ?? 33)}\n`);
+  }
+  if (o.json) await writeFile(o.json, JSON.stringify(out, null, 2) + '\n');
+  return out;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the figures object built just above
+function printTable(r: any) {
   const out: string[] = [];
   const row = (...c: (string | number)[]) => out.push(c.map((x, i) => String(x).padEnd(i === 0 ? 26 : 10)).join(''));
   out.push(`argus bench — ${r.machine.cpus} CPUs, ${r.machine.node}, provider ${r.machine.provider}, ${r.machine.threads} intra-op threads`);
@@ -196,5 +268,3 @@ function printTable(r: Awaited<ReturnType<typeof runBenchShape>>) {
   process.stdout.write(out.join('\n') + '\n');
 }
 
-// Type helper only: the shape runBench returns.
-declare function runBenchShape(): ReturnType<typeof runBench>;

@@ -122,10 +122,10 @@ export const SourceSchema = z
     /** Reconnecting after ffmpeg exits, the stream ends (live sources) or stalls. */
     reconnect: z
       .object({
-        /** First delay, ms. Default 500. */
-        initialDelayMs: z.number().int().min(0).default(500),
-        /** Delays double up to this, ms. Default 10000. */
-        maxDelayMs: z.number().int().min(0).default(10_000),
+        /** First delay, ms. Default 250. */
+        initialDelayMs: z.number().int().min(0).default(250),
+        /** Delays double up to this, ms. Default 2000: a camera that comes back is picked up within ~2 s; each try costs only a connection attempt. */
+        maxDelayMs: z.number().int().min(0).default(2000),
         /** ± fraction of random jitter. Default 0.2. */
         jitter: z.number().min(0).max(1).default(0.2),
         /** Failed attempts in a row before the source is marked failed; 0 never gives up. Default 0. */

@@ -51,7 +51,9 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
       if (input.loop) args.push('-stream_loop', '-1');
       break;
     case 'rtsp':
-      args.push('-rtsp_transport', input.rtspTransport ?? 'tcp');
+      // Probe briefly: a camera's stream is known to be video, and every second of probing is
+      // a second of delay at start and after each reconnect.
+      args.push('-rtsp_transport', input.rtspTransport ?? 'tcp', '-probesize', '262144', '-analyzeduration', '1000000');
       break;
     case 'v4l2':
       args.push('-f', 'v4l2');

@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PipelineSchema } from '../../src/config/schema.js';
+import { now } from '../../src/core/clock.js';
+import { percentiles } from '../../src/core/stats.js';
+import { runPipeline, type RunningPipeline } from '../../src/pipeline/run.js';
+import type { Transition } from '../../src/sources/health.js';
+import { MIRROR } from '../helpers/assets.js';
+import { publish, rtsp } from '../helpers/rtsp.js';
+
+const PERSON = `${MIRROR}/streams/one-by-one-person-detection.mp4`;
+let cam1: string;
+let cam2: string;
+
+beforeAll(async () => {
+  await rtsp('start');
+  [cam1, cam2] = await Promise.all([publish('cam1', PERSON), publish('cam2', PERSON)]);
+}, 300_000);
+afterAll(async () => {
+  await rtsp('stop');
+}, 60_000);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until(f: () => boolean, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (!f() && Date.now() < end) await sleep(50);
+  return f();
+}
+
+/** Starts a pipeline on RTSP sources; returns handles to watch frames and transitions. */
+async function start(sources: { id: string; uri: string }[]) {
+  const config = PipelineSchema.parse({
+    sources: sources.map((s) => ({ ...s, watchdog: { startTimeoutMs: 8000, stallMinMs: 2000 } })), // default reconnect policy
+    model: { warmupRuns: 1 },
+    alerts: { snapshot: { mode: 'none' } },
+  });
+  const frames: { source: string; at: number; e2e: number }[] = [];
+  const transitions: Transition[] = [];
+  const ac = new AbortController();
+  let running: RunningPipeline | undefined;
+  let ended = false;
+  const done = runPipeline(config, {
+    status: false,
+    signal: ac.signal,
+    onReady: (r) => (running = r),
+    onTransition: (t) => transitions.push(t),
+    onResult: (r) => frames.push({ source: r.frame.source, at: now(), e2e: r.frame.stamps.emitted - r.frame.stamps.captured }),
+  }).finally(() => (ended = true));
+  await until(() => running !== undefined, 60_000);
+  return { frames, transitions, stop: () => (ac.abort(), done), ended: () => ended, running: () => running! };
+}
+
+describe('real RTSP sources (scripts/rtsp-server.sh)', () => {
+  it('the server is killed and restarted 5 times: each time the source reconnects and frames resume; the process keeps running', async () => {
+    const p = await start([{ id: 'cam1', uri: cam1 }]);
+    expect(await until(() => p.frames.length > 5, 30_000)).toBe(true);
+    const recoveries: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const before = p.transitions.length;
+      await rtsp('kill');
+      expect(await until(() => p.transitions.slice(before).some((t) => t.state === 'reconnecting'), 15_000), `cycle ${i}: reconnecting`).toBe(true);
+      await rtsp('start', '--republish');
+      const back = now();
+      const seen = p.frames.length;
+      expect(await until(() => p.frames.length > seen + 3, 30_000), `cycle ${i}: frames resume`).toBe(true);
+      recoveries.push(p.frames[seen].at - back);
+      expect(p.ended()).toBe(false);
+    }
+    const states = p.transitions.map((t) => t.state);
+    expect(states.filter((s) => s === 'reconnecting').length).toBeGreaterThanOrEqual(5);
+    expect(states.filter((s) => s === 'streaming').length).toBe(6);
+    const reasons = p.transitions.filter((t) => t.state === 'reconnecting').map((t) => t.code);
+    expect(reasons.every((c) => c === 'VAP_ERR_SOURCE_EOF' || c === 'VAP_ERR_SOURCE_EXIT' || c === 'VAP_ERR_SOURCE_TIMEOUT')).toBe(true);
+    await p.stop();
+    console.log(`RTSP recovery after the server came back, 5 cycles (ms): ${recoveries.map((r) => Math.round(r)).join(', ')}`);
+    for (const r of recoveries) expect(r).toBeLessThan(15_000);
+    // Every frame read was processed or counted as dropped.
+    const st = p.running().pipeline.stats[0];
+    expect(st.framesIn).toBe(st.framesOut + st.dropped);
+  }, 300_000);
+
+  it('a frozen publisher (SIGSTOP: socket open, no frames) trips the watchdog; frames resume after SIGCONT', async () => {
+    const p = await start([{ id: 'cam1', uri: cam1 }]);
+    expect(await until(() => p.frames.length > 5, 30_000)).toBe(true);
+    const before = p.transitions.length;
+    await rtsp('pause-publisher', 'cam1');
+    try {
+      expect(await until(() => p.transitions.slice(before).some((t) => t.state === 'stalled'), 15_000)).toBe(true);
+      const stalled = p.transitions.slice(before).find((t) => t.state === 'stalled')!;
+      expect(stalled.reason).toMatch(/^no frame for 2\.0 s$/);
+      expect(await until(() => p.transitions.slice(before).some((t) => t.state === 'reconnecting' && t.code === 'VAP_ERR_SOURCE_STALLED'), 5000)).toBe(true);
+    } finally {
+      await rtsp('resume-publisher', 'cam1');
+    }
+    const seen = p.frames.length;
+    expect(await until(() => p.frames.length > seen + 5, 30_000)).toBe(true);
+    expect(p.transitions.at(-1)!.state).toBe('streaming');
+    await p.stop();
+  }, 120_000);
+
+  it('two cameras, one dies: the other keeps its frame rate and latency', async () => {
+    const p = await start([
+      { id: 'cam1', uri: cam1 },
+      { id: 'cam2', uri: cam2 },
+    ]);
+    expect(await until(() => p.frames.filter((f) => f.source === 'cam1').length > 20, 30_000)).toBe(true);
+    const window = async () => {
+      const t0 = now();
+      const from = p.frames.length;
+      await sleep(8000);
+      const fs = p.frames.slice(from).filter((f) => f.source === 'cam1');
+      return { fps: fs.length / ((now() - t0) / 1000), p50: percentiles(fs.map((f) => f.e2e), [50])[0] };
+    };
+    const healthy = await window();
+    await rtsp('unpublish', 'cam2'); // cam2 goes dark and keeps reconnecting
+    expect(await until(() => p.running().pipeline.stats[1].state !== 'streaming', 15_000)).toBe(true);
+    const oneDown = await window();
+    await p.stop();
+    console.log(`cam1 with cam2 healthy: ${healthy.fps.toFixed(1)} fps, e2e p50 ${healthy.p50.toFixed(1)} ms; cam2 down: ${oneDown.fps.toFixed(1)} fps, p50 ${oneDown.p50.toFixed(1)} ms`);
+    expect(healthy.fps).toBeGreaterThan(8); // the video is 10 fps
+    expect(oneDown.fps).toBeGreaterThan(healthy.fps * 0.85);
+    expect(oneDown.p50).toBeLessThan(healthy.p50 * 1.5 + 10);
+    expect(p.running().pipeline.stats[1].reconnects).toBeGreaterThan(0);
+    // Restore for other tests.
+    cam2 = await publish('cam2', PERSON);
+  }, 180_000);
+});
