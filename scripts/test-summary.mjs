@@ -8,12 +8,13 @@ if (!file || !existsSync(file)) {
   process.exit(1);
 }
 const r = JSON.parse(readFileSync(file, 'utf8'));
-const failed = r.numFailedTests + (r.numFailedTestSuites ?? 0) - countSuitesWithFailedTests(r);
+const failed = r.numFailedTests + filesFailedWithoutFailedTests(r);
 const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
 console.log(`${r.numPassedTests} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(failed > 0 ? 1 : 0);
 
-// A file that failed to load counts as a failure even when it has no failed test of its own.
-function countSuitesWithFailedTests(report) {
-  return report.testResults.filter((s) => s.status === 'failed' && s.assertionResults.some((a) => a.status === 'failed')).length;
+// A file that failed to load (or whose hooks failed) counts as a failure even when it has no
+// failed test of its own.
+function filesFailedWithoutFailedTests(report) {
+  return report.testResults.filter((f) => f.status === 'failed' && !f.assertionResults.some((a) => a.status === 'failed')).length;
 }

@@ -150,6 +150,7 @@ export class KafkaSink implements Sink {
       }
       this.detections.push(p);
     }
+    this.updateBuffered();
     this.schedule();
   }
 
@@ -181,6 +182,7 @@ export class KafkaSink implements Sink {
     const alerts = this.alerts.take(this.o.batchSize);
     const dets = this.detections.take(Math.max(0, this.o.batchSize - alerts.length));
     if (alerts.length + dets.length === 0) return;
+    this.inFlightAlerts = alerts.length;
     try {
       await this.connect();
       const byTopic = new Map<string, { key: string; value: string }[]>();
@@ -214,9 +216,17 @@ export class KafkaSink implements Sink {
       this.noteFailure(e as Error);
       this.backoffMs = Math.min(5000, this.backoffMs ? this.backoffMs * 2 : 200) * (0.75 + Math.random() * 0.5);
     } finally {
-      this.stats.buffered = this.detections.length;
-      this.stats.alertsBuffered = this.alerts.length;
+      this.inFlightAlerts = 0;
+      this.updateBuffered();
     }
+  }
+
+  /** Alerts (and status changes) in the batch being sent now. */
+  private inFlightAlerts = 0;
+
+  private updateBuffered(): void {
+    this.stats.buffered = this.detections.length;
+    this.stats.alertsBuffered = this.alerts.length + this.inFlightAlerts;
   }
 
   private noteAck(ms: number): void {

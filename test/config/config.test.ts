@@ -38,7 +38,8 @@ describe('pipeline schema', () => {
   it('fills documented defaults', () => {
     const p = parse('sources:\n  - id: a\n    uri: /x.mp4\n');
     expect(p.sources[0]).toMatchObject({ rate: 'native', loop: false, rtspTransport: 'tcp', enabled: true });
-    expect(p.model).toMatchObject({ manifest: 'yolox-nano', providers: ['cpu'], intraOpThreads: 2 });
+    expect(p.model).toMatchObject({ providers: ['cpu'], intraOpThreads: 2, batch: { maxBatch: 1 } });
+    expect(p.model.manifest).toBeUndefined(); // yolox-nano unless a model path is given alone
     expect(p.postprocess).toMatchObject({ scoreThreshold: 0.3, iouThreshold: 0.45, preNmsTopK: 300, maxDetections: 100 });
   });
 
