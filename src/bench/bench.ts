@@ -224,7 +224,7 @@ async function runExtras(o: BenchOptions, config: PipelineConfig, baseDir: strin
     const p = await precisionReport(config.model.intraOpThreads, 200, o.log);
     out.precision = p;
     process.stdout.write(
-      `\nprecision (${config.model.intraOpThreads} threads, interleaved runs): fp32 p50 ${p.fp32.p50} ms; ` +
+      `\nprecision (${config.model.intraOpThreads} threads, rotating blocks of 20 runs): fp32 p50 ${p.fp32.p50} ms; ` +
         `int8 p50 ${p.int8.p50} ms = ${p.int8.speedup}× (target ≥ 1.3×), agreement ${Math.round(p.int8.agreement * 100)}% (target ≥ 90%); ` +
         `fp16 p50 ${p.fp16.p50} ms = ${p.fp16.speedup}×, agreement ${Math.round(p.fp16.agreement * 100)}%\n`,
     );
