@@ -66,17 +66,27 @@ console.log(`pipeline CPU: no browser ${r2(none.cpuMs)} ms for ${none.frames} fr
 // drops are expected and counted); scrape /metrics 100 times.
 const sixteen: PipelineConfig = { ...base, sources: Array.from({ length: 16 }, (_, i) => ({ ...base.sources[0], id: `cam${i}` })) };
 const scrape = await withPipeline(sixteen, 1, async (r) => {
-  const times: number[] = [];
+  // The HTTP client runs in the pipeline's own process here, so its figure includes waiting for
+  // an event loop busy with 16 sources; the generation time is the scrape's own cost.
+  const http: number[] = [];
+  const gen: number[] = [];
   let bytes = 0;
   for (let i = 0; i < 100; i++) {
-    const t = performance.now();
+    let t = performance.now();
     const res = await fetch(r.server!.url + '/metrics');
     bytes = (await res.text()).length;
-    times.push(performance.now() - t);
+    http.push(performance.now() - t);
+    t = performance.now();
+    await r.metrics!.scrape();
+    gen.push(performance.now() - t);
   }
-  const [p50, p99] = percentiles(times, [50, 99]);
-  return { p50: r2(p50), p99: r2(p99), bytes };
+  const [p50, p99] = percentiles(gen, [50, 99]);
+  const [h50, h99] = percentiles(http, [50, 99]);
+  return { p50: r2(p50), p99: r2(p99), httpP50: r2(h50), httpP99: r2(h99), bytes };
 });
-console.log(`/metrics with 16 sources: p50 ${scrape.result.p50} ms, p99 ${scrape.result.p99} ms over 100 scrapes, ${scrape.result.bytes} bytes (target ≤ 20 ms)`);
+console.log(
+  `/metrics with 16 sources: generation p50 ${scrape.result.p50} ms, p99 ${scrape.result.p99} ms (target ≤ 20 ms); ` +
+    `HTTP round trip from inside the saturated process p50 ${scrape.result.httpP50} ms, p99 ${scrape.result.httpP99} ms; ${scrape.result.bytes} bytes`,
+);
 if (JSON_OUT) writeFileSync(JSON_OUT, JSON.stringify({ none, five, overheadPct, scrape: scrape.result }, null, 2) + '\n');
 process.exit(0);
