@@ -1,7 +1,7 @@
 import type { Detections } from '../core/detections.js';
 import type { Frame, Stamps } from '../core/frame.js';
 import type { AnalyticsSummary } from '../analytics/analyzer.js';
-import type { SourceState, Transition } from '../sources/health.js';
+import type { Transition } from '../sources/health.js';
 
 /**
  * The one message envelope every sink publishes (JSONL, Kafka, WebSocket), version 1.
@@ -68,19 +68,13 @@ export interface AlertMessage extends Envelope {
   detections: DetectionJson[];
 }
 
-export interface StatusMessage {
+/** A source's state change (see `sources/health.ts`), as published. */
+export interface StatusMessage extends Transition {
   type: 'status';
   version: typeof MESSAGE_VERSION;
-  source: string;
-  state: SourceState;
-  previous: SourceState;
-  reason: string;
-  at: number;
-  attempt: number;
-  code?: string;
-  detail?: string;
+  /** When it was handed to the sinks, epoch ms. */
   published: number;
-  /** Status messages carry no frame; the sinks read `stamps.emitted` for latency. */
+  /** Status messages carry no frame stamps. */
   stamps?: undefined;
 }
 
