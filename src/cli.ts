@@ -76,10 +76,11 @@ program
   .option('--batch-sources <n>', 'also compare N sources with dynamic batching against batch 1', (v: string) => Number(v), 0)
   .option('--sweep', 'try threads (1, 2), available providers, batch sizes (1, 2, 4, 8) and precisions; print a table', false)
   .option('--budget-ms <ms>', 'latency budget the sweep marks configurations against', (v: string) => Number(v), 33)
+  .option('--sweep-runs <n>', 'timed runs per sweep configuration', positiveInt, 60)
   .option('--only-extras', 'skip the raw/file/live runs', false)
   .option('--json <file>', 'also write the figures as JSON')
   .action(
-    async (opts: { pipeline: string; rawRuns: number; fileFrames: number; liveSeconds: number; liveUri?: string; json?: string; precision: boolean; batchSources: number; sweep: boolean; budgetMs: number; onlyExtras: boolean }) => {
+    async (opts: { pipeline: string; rawRuns: number; fileFrames: number; liveSeconds: number; liveUri?: string; json?: string; precision: boolean; batchSources: number; sweep: boolean; budgetMs: number; sweepRuns: number; onlyExtras: boolean }) => {
       const { runBench } = await import('./bench/bench.js');
       await runBench({ ...opts, skipCore: opts.onlyExtras, log });
     },

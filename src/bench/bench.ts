@@ -29,6 +29,7 @@ export interface BenchOptions {
   batchSources?: number;
   sweep?: boolean;
   budgetMs?: number;
+  sweepRuns?: number;
   log: LogFn;
 }
 
@@ -238,9 +239,9 @@ async function runExtras(o: BenchOptions, config: PipelineConfig, baseDir: strin
     );
   }
   if (o.sweep) {
-    const rows = await sweep({ budgetMs: o.budgetMs ?? 33, runs: 60, providers: [...new Set(['cuda', 'tensorrt', 'cpu'] as const)], log: o.log });
+    const rows = await sweep({ budgetMs: o.budgetMs ?? 33, runs: o.sweepRuns ?? 60, providers: [...new Set(['cuda', 'tensorrt', 'cpu'] as const)], log: o.log });
     out.sweep = rows;
-    process.stdout.write(`\nsweep (runs of 60, images submitted together per batch):\n${sweepTable(rows, o.budgetMs ?? 33)}\n`);
+    process.stdout.write(`\nsweep (${o.sweepRuns ?? 60} runs each, images submitted together per batch):\n${sweepTable(rows, o.budgetMs ?? 33)}\n`);
   }
   if (o.json) await writeFile(o.json, JSON.stringify(out, null, 2) + '\n');
   return out;
