@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { loadModelManifest, resolveImage, resolveModelFile } from '../assets/catalog.js';
 import type { ExecutionProviderName } from '../config/schema.js';
 import type { Detections } from '../core/detections.js';
@@ -181,4 +180,3 @@ export function sweepTable(rows: SweepRow[], budgetMs: number): string {
   return lines.map((l) => l.map((c, i) => c.padEnd(w[i])).join('  ')).join('\n');
 }
 
-void join;

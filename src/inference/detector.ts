@@ -43,6 +43,8 @@ export class Detector {
   private readonly batcher: Batcher<InferOutput> | undefined;
   private readonly inputF16: boolean;
   private readonly f16Out = new Map<string, Float32Array>();
+  /** Reused fp16 input buffer (fp16 models). */
+  private f16In: Uint16Array | undefined;
   /** Batch dimension: a number for fixed-batch models, undefined for dynamic. */
   readonly fixedBatch: number | undefined;
   readonly maxBatch: number;
@@ -197,7 +199,11 @@ export class Detector {
       data = this.batchBuffer.subarray(0, n * plane);
     }
     const dims = [n, 3, this.inputHeight, this.inputWidth];
-    const tensor = this.inputF16 ? new ort.Tensor('float16', float32ToFloat16(data), dims) : new ort.Tensor('float32', data, dims);
+    let tensor: ort.Tensor;
+    if (this.inputF16) {
+      if (this.f16In?.length !== data.length) this.f16In = new Uint16Array(data.length);
+      tensor = new ort.Tensor('float16', float32ToFloat16(data, this.f16In), dims);
+    } else tensor = new ort.Tensor('float32', data, dims);
     const out = await this.session.run({ [this.inputName]: tensor }, this.decoder.outputNames as string[]);
     const outputs = this.decoder.outputNames.map((name) => {
       const t = out[name];

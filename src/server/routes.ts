@@ -6,6 +6,7 @@ import type { Pipeline, SourceStats } from '../pipeline/pipeline.js';
 import type { Metrics } from './metrics.js';
 import type { RunningServer } from './http.js';
 import { STAGES } from './metrics.js';
+import { percentileOfSorted } from '../core/stats.js';
 
 const DASHBOARD = fileURLToPath(new URL('./dashboard/', import.meta.url));
 const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
@@ -82,7 +83,7 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
       stages: STAGES,
       sources: pipeline.stats.map((s) => {
         const sorted = s.e2e.sorted();
-        const p = (q: number) => (sorted.length ? Math.round(sorted[Math.min(sorted.length - 1, Math.ceil((q / 100) * sorted.length) - 1)] * 10) / 10 : null);
+        const p = (q: number) => (sorted.length ? Math.round(percentileOfSorted(sorted, q) * 10) / 10 : null);
         const r = ctx.rates.rates.get(s.id) ?? { fpsIn: 0, fpsOut: 0 };
         return {
           id: s.id,

@@ -1,3 +1,4 @@
+import { percentileOfSorted } from '../core/stats.js';
 import type { SourceStats } from '../pipeline/pipeline.js';
 
 /**
@@ -31,7 +32,7 @@ export class StatusReporter {
       const fout = (s.framesOut - prev.out) / dt;
       this.last.set(s.id, { in: s.framesIn, out: s.framesOut, t });
       const sorted = s.e2e.sorted();
-      const p = (q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((q / 100) * sorted.length) - 1)].toFixed(1) : '-');
+      const p = (q: number) => (sorted.length ? percentileOfSorted(sorted, q).toFixed(1) : '-');
       const state = s.error ? `  FAILED: ${s.error.message.split('\n')[0]}` : '';
       return `${s.id}  in ${fin.toFixed(1)} fps  out ${fout.toFixed(1)} fps  drops ${s.dropped}  e2e p50 ${p(50)} ms  p99 ${p(99)} ms${state}`;
     });

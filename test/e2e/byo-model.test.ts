@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -62,4 +62,3 @@ describe('bring your own model (an Ultralytics YOLOv8 export given by path alone
     }
   }, 60_000);
 });
-void writeFileSync;

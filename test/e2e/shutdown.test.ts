@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -99,4 +99,3 @@ server: { host: 127.0.0.1, port: 0 }
   }, 60_000);
 });
 
-void (null as unknown as ChildProcess);
