@@ -9,7 +9,8 @@ Writes into OUT_DIR:
   yolox_nano.fp16.onnx  float16 weights, inputs and outputs (onnxconverter-common).
   yolox_nano.int8.onnx  static INT8 quantisation (QDQ, per-channel weights) with ONNX Runtime's
                         quantisation tools, calibrated on frames of the given videos,
-                        letterboxed exactly as the pipeline does (416x416, pad 114, BGR, 0-255).
+                        letterboxed exactly as the pipeline does (416x416, pad 114, BGR, 0-255);
+                        the stem and the head's last layers stay in float (see below).
 Each is checked against the fp32 model before it is written.
 """
 import os
@@ -96,29 +97,44 @@ def main():
     pre = os.path.join(OUT, 'yolox_nano.pre.onnx')
     quant_pre_process(op13, pre, skip_symbolic_shape=True)
     os.remove(op13)
-    # The head's last layers (the convolutions and sigmoids feeding each level's Concat) stay in
-    # float: quantising them cost most of the agreement with fp32. Percentile calibration
-    # ignores the rare activation outliers that MinMax stretches the range for.
+    # Two groups stay in float, found by measuring agreement with fp32 while leaving out one
+    # slice of the network at a time (share of fp32 detections on the shared images kept at
+    # IoU >= 0.5: all quantised 62 %; stem in float 97 %):
+    # - the stem: the first two Conv + SiLU blocks after the Focus (SpaceToDepth) layer. They
+    #   see the raw 0-255 pixels at the highest resolution; their per-tensor uint8 activations
+    #   cost most of the agreement.
+    # - the head's last layers (the convolutions and sigmoids feeding each level's Concat).
+    # Percentile calibration ignores the rare activation outliers that MinMax stretches the range for.
     from onnxruntime.quantization import CalibrationMethod
     byout = {o: n for n in model.graph.node for o in n.output}
-    head = set()
+    consumers = {}
+    for n in model.graph.node:
+        for i in n.input:
+            consumers.setdefault(i, []).append(n)
+    keep_float = set()
+    for conv in [n for n in model.graph.node if n.op_type == 'Conv'][:2]:
+        keep_float.add(conv.name)
+        for c in consumers.get(conv.output[0], []):
+            if c.op_type in ('Sigmoid', 'Mul'):
+                keep_float.add(c.name)
+                keep_float.update(d.name for d in consumers.get(c.output[0], []) if d.op_type == 'Mul')
     for r in (n for n in model.graph.node if n.op_type == 'Reshape'):
         cat = byout[r.input[0]]
-        head.add(cat.name)
+        keep_float.add(cat.name)
         for i in cat.input:
             n = byout[i]
-            head.add(n.name)
+            keep_float.add(n.name)
             if n.op_type == 'Sigmoid':
-                head.add(byout[n.input[0]].name)
+                keep_float.add(byout[n.input[0]].name)
     p = os.path.join(OUT, 'yolox_nano.int8.onnx')
     quantize_static(pre, p + '.tmp', Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                    calibrate_method=CalibrationMethod.Percentile, nodes_to_exclude=sorted(head))
+                    calibrate_method=CalibrationMethod.Percentile, nodes_to_exclude=sorted(keep_float))
     os.remove(pre)
     got = ort.InferenceSession(p + '.tmp', providers=['CPUExecutionProvider']).run(None, {'images': sample[:1]})[0]
-    assert got.shape == want[:1].shape
+    assert got.shape == want[:1].shape and np.isfinite(got).all()
     os.replace(p + '.tmp', p)
-    print(f'wrote {p}: calibrated on {len(calib)} frames from {len(VIDEOS)} videos')
+    print(f'wrote {p}: calibrated on {len(calib)} frames from {len(VIDEOS)} videos, {len(keep_float)} nodes kept in float')
 
 
 main()

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { formatIssues, readConfigFile } from '../config/load.js';
@@ -102,6 +103,18 @@ export async function resolveModelFile(manifest: ModelManifest, options: Resolve
 }
 
 let deriving: Promise<void> | undefined;
+let recipe: Promise<string> | undefined;
+
+/** Digest of the derivation scripts: a changed recipe makes new files instead of reusing stale ones. */
+function recipeVersion(): Promise<string> {
+  recipe ??= Promise.all(['derive-models.sh', 'derive-models.py'].map((f) => readFile(join(PACKAGE_ROOT, 'scripts', f))))
+    .then((parts) => {
+      const h = createHash('sha256');
+      for (const p of parts) h.update(p);
+      return h.digest('hex').slice(0, 12);
+    });
+  return recipe;
+}
 
 /**
  * A YOLOX-Nano variant made by scripts/derive-models.sh (a private Python environment from
@@ -110,7 +123,7 @@ let deriving: Promise<void> | undefined;
  */
 export async function deriveModel(from: string, variant: 'dyn' | 'fp16' | 'int8', options: ResolveOptions & { ffmpegPath?: string } = {}): Promise<string> {
   const { manifest } = await loadModelManifest(from);
-  const dir = join(options.cache ?? cacheDir(), 'models', 'derived');
+  const dir = join(options.cache ?? cacheDir(), 'models', 'derived', await recipeVersion());
   const stem = manifest.file.replace(/\.onnx$/, '');
   const out = join(dir, `${stem}.${variant}.onnx`);
   if (existsSync(out)) return out;

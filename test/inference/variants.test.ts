@@ -1,8 +1,10 @@
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadModelManifest, resolveModelFile } from '../../src/assets/catalog.js';
 import type { Detections } from '../../src/core/detections.js';
 import { iouXyxy } from '../../src/core/geometry.js';
+import { agreement as sharedAgreement } from '../../src/bench/sweep.js';
 import { Detector } from '../../src/inference/detector.js';
 import { MIRROR } from '../helpers/assets.js';
 import { detectFile } from '../helpers/detect.js';
@@ -63,12 +65,20 @@ describe('YOLOX-Nano variants', () => {
     await fp16.release();
   }, 600_000);
 
-  it('int8: loads, finds the people, and mostly agrees with fp32', async () => {
+  it('int8: over the shared images, at least 90 % of the fp32 detections are found again (same class, IoU ≥ 0.5)', async () => {
+    // The recipe keeps the stem and the head in float; quantising everything found only 62 %.
     const int8 = await load('yolox-nano-int8');
-    const [a] = await detectFile(fp32, IMG('000000002532.jpg'));
-    const [b] = await detectFile(int8, IMG('000000002532.jpg'));
-    expect(Array.from(b.detections.classId)).toContain(0);
-    expect(agreement(a.detections, b.detections)).toBeGreaterThanOrEqual(0.5);
+    const files = readdirSync(join(MIRROR, 'images')).filter((f) => f.endsWith('.jpg')).sort();
+    const ref: Detections[] = [];
+    const got: Detections[] = [];
+    for (const f of files) {
+      ref.push((await detectFile(fp32, IMG(f)))[0].detections);
+      got.push((await detectFile(int8, IMG(f)))[0].detections);
+    }
+    const total = ref.reduce((n, d) => n + d.length, 0);
+    expect(total).toBeGreaterThan(20);
+    expect(got.some((d) => Array.from(d.classId).includes(0))).toBe(true);
+    expect(sharedAgreement(ref, got)).toBeGreaterThanOrEqual(0.9);
     await int8.release();
   }, 600_000);
 });
