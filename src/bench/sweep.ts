@@ -18,10 +18,10 @@ const PRECISIONS = { fp32: 'yolox-nano', fp16: 'yolox-nano-fp16', int8: 'yolox-n
 export type Precision = keyof typeof PRECISIONS;
 const IMAGES = ['000000000139.jpg', '000000001268.jpg', '000000002532.jpg', '000000005193.jpg', '000000006460.jpg', '000000008844.jpg', '000000001818.jpg', '000000003845.jpg', '000000007108.jpg', '000000007888.jpg'];
 
-async function load(name: string, provider: ExecutionProviderName, threads: number, maxBatch: number): Promise<Detector> {
+async function load(name: string, provider: ExecutionProviderName, threads: number, maxBatch: number, workers = 1): Promise<Detector> {
   const { manifest } = await loadModelManifest(name);
   const path = await resolveModelFile(manifest);
-  return Detector.load(manifest, path, { providers: [provider], intraOpThreads: threads, warmupRuns: 3, batch: { maxBatch, maxWaitMs: 1000 } });
+  return Detector.load(manifest, path, { providers: [provider], intraOpThreads: threads, warmupRuns: 3, batch: { maxBatch, maxWaitMs: 1000 }, workers });
 }
 
 /** Letterboxed, normalised tensors of the shared COCO images, with their letterboxes. */
@@ -78,9 +78,10 @@ export function agreement(ref: Detections[], other: Detections[]): number {
   return total ? hit / total : 1;
 }
 
-/** Raw latency of `runs` runs at batch size `batch` (images submitted together). */
-async function timeRuns(det: Detector, batch: number, runs: number) {
-  const inputs = Array.from({ length: batch }, () => det.createInput());
+/** Raw latency of `runs` rounds of `batch` × `workers` images submitted together (one batch per worker session). */
+async function timeRuns(det: Detector, batch: number, runs: number, workers = 1) {
+  const images = batch * workers;
+  const inputs = Array.from({ length: images }, () => det.createInput());
   for (const i of inputs) i.data.fill(114 * det.manifest.preprocess.scale);
   for (let k = 0; k < 5; k++) await Promise.all(inputs.map((i) => det.run(i)));
   const times: number[] = [];
@@ -90,7 +91,7 @@ async function timeRuns(det: Detector, batch: number, runs: number) {
     times.push(performance.now() - t);
   }
   const [p50, p99] = percentiles(times, [50, 99]);
-  return { p50: r2(p50), p99: r2(p99), imagesPerSec: r2((batch * 1000) / p50) };
+  return { p50: r2(p50), p99: r2(p99), imagesPerSec: r2((images * 1000) / p50) };
 }
 
 export interface PrecisionReport {
@@ -140,6 +141,8 @@ export interface SweepRow {
   precision: Precision;
   provider: string;
   threads: number;
+  /** Sessions on worker threads, each running one batch at a time. */
+  workers: number;
   batch: number;
   p50: number;
   p99: number;
@@ -147,25 +150,28 @@ export interface SweepRow {
   withinBudget: boolean;
 }
 
-/** Threads × providers × batch sizes × precisions: latency p50/p99 and throughput for each. */
+/**
+ * Threads × providers × batch sizes × precisions, and two one-thread worker sessions side by
+ * side: latency p50/p99 of a round (every image submitted together) and throughput for each.
+ */
 export async function sweep(o: { budgetMs: number; runs: number; providers: ExecutionProviderName[]; log: LogFn }): Promise<SweepRow[]> {
   const rows: SweepRow[] = [];
   for (const precision of Object.keys(PRECISIONS) as Precision[]) {
     for (const provider of o.providers) {
-      for (const threads of [1, 2]) {
+      for (const [threads, workers] of [[1, 1], [2, 1], [1, 2]]) {
         // Batch > 1 needs a model with a dynamic batch dimension: the fp32 variant has one.
-        const batches = precision === 'fp32' ? [1, 2, 4, 8] : [1];
+        const batches = precision !== 'fp32' ? [1] : workers > 1 ? [1, 2] : [1, 2, 4, 8];
         for (const batch of batches) {
           const name = batch > 1 ? 'yolox-nano-dyn' : PRECISIONS[precision];
-          o.log(`bench: sweep ${precision} ${provider} threads=${threads} batch=${batch}`);
-          const det = await load(name, provider, threads, batch);
+          o.log(`bench: sweep ${precision} ${provider} threads=${threads} workers=${workers} batch=${batch}`);
+          const det = await load(name, provider, threads, batch, workers);
           if (det.provider !== provider) {
             await det.release();
             continue; // not available here
           }
-          const r = await timeRuns(det, batch, o.runs);
+          const r = await timeRuns(det, batch, o.runs, workers);
           await det.release();
-          rows.push({ precision, provider, threads, batch, ...r, withinBudget: r.p99 <= o.budgetMs });
+          rows.push({ precision, provider, threads, workers, batch, ...r, withinBudget: r.p99 <= o.budgetMs });
         }
       }
     }
@@ -174,8 +180,8 @@ export async function sweep(o: { budgetMs: number; runs: number; providers: Exec
 }
 
 export function sweepTable(rows: SweepRow[], budgetMs: number): string {
-  const head = ['precision', 'provider', 'threads', 'batch', 'p50 ms', 'p99 ms', 'images/s', `p99 ≤ ${budgetMs} ms`];
-  const lines = [head, ...rows.map((r) => [r.precision, r.provider, String(r.threads), String(r.batch), String(r.p50), String(r.p99), String(r.imagesPerSec), r.withinBudget ? 'yes' : 'no'])];
+  const head = ['precision', 'provider', 'threads', 'workers', 'batch', 'p50 ms', 'p99 ms', 'images/s', `p99 ≤ ${budgetMs} ms`];
+  const lines = [head, ...rows.map((r) => [r.precision, r.provider, String(r.threads), String(r.workers), String(r.batch), String(r.p50), String(r.p99), String(r.imagesPerSec), r.withinBudget ? 'yes' : 'no'])];
   const w = head.map((_, i) => Math.max(...lines.map((l) => l[i].length)));
   return lines.map((l) => l.map((c, i) => c.padEnd(w[i])).join('  ')).join('\n');
 }

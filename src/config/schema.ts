@@ -229,8 +229,15 @@ export const ModelRefSchema = z
     trtFp16: z.boolean().default(false),
     /** Execution providers in order of preference; CPU is always the last resort. Default [cpu]. */
     providers: z.array(executionProvider).min(1).default(['cpu']),
-    /** Threads ONNX Runtime uses inside one operator. Default 2. */
+    /** Threads ONNX Runtime uses inside one operator, per session. Default 2. */
     intraOpThreads: z.number().int().min(1).max(64).default(2),
+    /**
+     * Sessions, each on its own worker thread, so inference never blocks the event loop. More
+     * than one runs several frames (or batches) at once: on a CPU, workers × intraOpThreads ≈
+     * cores (e.g. 2 × 1 on 2 cores) gets more frames through than one session with all the
+     * threads. 0 runs the session on the main thread. Default 1.
+     */
+    workers: z.number().int().min(0).max(16).default(1),
     /** Inference runs on a blank frame before the first real one. Default 2. */
     warmupRuns: z.number().int().min(0).max(100).default(2),
     /** CUDA/TensorRT device. Default 0. */

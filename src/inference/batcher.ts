@@ -2,7 +2,8 @@
  * Cross-source dynamic batching: frames from several sources join one run. A batch starts
  * when `maxBatch` frames wait or the oldest has waited `maxWaitMs`, whichever comes first.
  * Frames are taken in arrival order, so no source starves (each source has at most one frame
- * in flight anyway: the drop-stale stage sits in front). One run at a time.
+ * in flight anyway: the drop-stale stage sits in front). Up to `concurrency` runs at a time
+ * (one per session); while all are busy, frames keep joining the next batch.
  */
 export interface BatchJob<R> {
   image: Float32Array;
@@ -15,11 +16,13 @@ export interface BatchJob<R> {
 export interface BatcherOptions {
   maxBatch: number;
   maxWaitMs: number;
+  /** Batches that may run at once. Default 1. */
+  concurrency?: number;
 }
 
 export class Batcher<R> {
   private readonly queue: BatchJob<R>[] = [];
-  private running = false;
+  private running = 0;
   private timer: NodeJS.Timeout | undefined;
   /** Batch sizes run so far (for stats and tests). */
   readonly sizes: number[] = [];
@@ -42,7 +45,7 @@ export class Batcher<R> {
   }
 
   private pump(): void {
-    if (this.running || this.queue.length === 0) return;
+    if (this.running >= (this.o.concurrency ?? 1) || this.queue.length === 0) return;
     const oldest = this.queue[0].at;
     const waited = performance.now() - oldest;
     if (this.queue.length >= this.o.maxBatch || waited >= this.o.maxWaitMs) {
@@ -60,18 +63,20 @@ export class Batcher<R> {
   }
 
   private async runNow(): Promise<void> {
-    this.running = true;
+    this.running++;
     const jobs = this.queue.splice(0, this.o.maxBatch);
     this.sizes.push(jobs.length);
     if (this.sizes.length > 10_000) this.sizes.splice(0, 5_000);
     try {
       for (const j of jobs) j.onStart?.();
-      const results = await this.runBatch(jobs);
+      const run = this.runBatch(jobs);
+      this.pump(); // another session may take the next batch now
+      const results = await run;
       jobs.forEach((j, i) => j.resolve(results[i]));
     } catch (e) {
       for (const j of jobs) j.reject(e);
     } finally {
-      this.running = false;
+      this.running--;
       this.pump();
     }
   }

@@ -9,7 +9,8 @@ import { float16ToFloat32, float32ToFloat16 } from '../models/fp16.js';
 import { createDecoder, type Family, type ModelDecoder, type OutputData } from '../models/registry.js';
 import type { NormalizeOptions } from '../preprocess/normalize.js';
 import { Batcher } from './batcher.js';
-import { createWithFallback, type ProviderOptions } from './providers.js';
+import type { ProviderOptions } from './providers.js';
+import { openSession, type ModelSession, type RunRequest } from './session.js';
 
 export interface DetectorOptions extends Partial<ProviderOptions> {
   providers: readonly ExecutionProviderName[];
@@ -19,6 +20,8 @@ export interface DetectorOptions extends Partial<ProviderOptions> {
   family?: Family | 'auto';
   /** Cross-source batching (models with a dynamic or fixed > 1 batch dimension). */
   batch?: { maxBatch: number; maxWaitMs: number };
+  /** Sessions on worker threads (0, the default here: one session on the main thread). */
+  workers?: number;
   log?: LogFn;
 }
 
@@ -33,18 +36,23 @@ export interface InferOutput {
   batchIndex: number;
 }
 
+/** Per-run scratch: the batch tensor and fp16 buffers, one set per run that can be in flight. */
+interface Scratch {
+  batch?: Float32Array;
+  f16In?: Uint16Array;
+  readonly f16Out: Map<string, Float32Array>;
+}
+
 /**
- * One loaded model: an ONNX Runtime session on the best available execution provider, its
- * pre-processing recipe and its decoder. Runs are serialised (one in flight per session);
- * with batching, frames from several sources share a run.
+ * One loaded model: ONNX Runtime session(s) on the best available execution provider, its
+ * pre-processing recipe and its decoder. As many runs execute at once as the session has
+ * slots (worker threads); the rest wait in arrival order. With batching, frames from several
+ * sources share a run.
  */
 export class Detector {
-  private tail: Promise<unknown> = Promise.resolve();
   private readonly batcher: Batcher<InferOutput> | undefined;
   private readonly inputF16: boolean;
-  private readonly f16Out = new Map<string, Float32Array>();
-  /** Reused fp16 input buffer (fp16 models). */
-  private f16In: Uint16Array | undefined;
+  private readonly scratch: Scratch[] = [];
   /** Batch dimension: a number for fixed-batch models, undefined for dynamic. */
   readonly fixedBatch: number | undefined;
   readonly maxBatch: number;
@@ -52,8 +60,7 @@ export class Detector {
   private constructor(
     readonly manifest: ResolvedManifest,
     readonly modelPath: string,
-    readonly session: ort.InferenceSession,
-    readonly provider: ExecutionProviderName,
+    readonly session: ModelSession,
     readonly inputName: string,
     readonly decoder: ModelDecoder,
     batch: { maxBatch: number; maxWaitMs: number } | undefined,
@@ -65,8 +72,15 @@ export class Detector {
     const want = batch?.maxBatch ?? 1;
     this.maxBatch = this.fixedBatch !== undefined ? this.fixedBatch : want;
     if (this.maxBatch > 1 || (this.fixedBatch ?? 1) > 1) {
-      this.batcher = new Batcher<InferOutput>({ maxBatch: this.maxBatch, maxWaitMs: batch?.maxWaitMs ?? 4 }, (jobs) => this.runBatch(jobs.map((j) => j.image)));
+      this.batcher = new Batcher<InferOutput>(
+        { maxBatch: this.maxBatch, maxWaitMs: batch?.maxWaitMs ?? 4, concurrency: session.slots },
+        (jobs) => this.runBatch(jobs.map((j) => j.image)),
+      );
     }
+  }
+
+  get provider(): ExecutionProviderName {
+    return this.session.provider;
   }
 
   get inputWidth(): number {
@@ -107,31 +121,34 @@ export class Detector {
     if (!existsSync(modelPath)) {
       throw new ArgusError(ErrorCodes.MODEL_LOAD, `model "${name}": file not found: ${modelPath}`);
     }
-    let choice;
+    let session: ModelSession;
     try {
-      choice = await createWithFallback(
-        options.providers,
-        (executionProviders) =>
-          ort.InferenceSession.create(modelPath, {
-            executionProviders,
-            intraOpNumThreads: options.intraOpThreads,
-            interOpNumThreads: 1,
-            graphOptimizationLevel: 'all',
-            // EP load failures are reported by us, once, with the fallback taken.
-            logSeverityLevel: 4,
-          }),
-        { deviceId: options.deviceId ?? 0, trtEngineCacheDir: options.trtEngineCacheDir, trtFp16: options.trtFp16 },
-      );
+      session = await openSession(modelPath, {
+        providers: options.providers,
+        intraOpThreads: options.intraOpThreads,
+        workers: options.workers ?? 0,
+        deviceId: options.deviceId ?? 0,
+        trtEngineCacheDir: options.trtEngineCacheDir,
+        trtFp16: options.trtFp16,
+      });
     } catch (e) {
       throw new ArgusError(ErrorCodes.MODEL_LOAD, `model "${name}": ONNX Runtime cannot load ${modelPath}: ${(e as Error).message}`, { cause: e });
     }
-    for (const f of choice.failed) log(`execution provider ${f.provider} unavailable, falling back`, { provider: f.provider, reason: f.reason }, 'warn');
-    const session = choice.session;
+    for (const f of session.failed) log(`execution provider ${f.provider} unavailable, falling back`, { provider: f.provider, reason: f.reason }, 'warn');
+    try {
+      return await Detector.describe(manifest, modelPath, session, options, log);
+    } catch (e) {
+      await session.release().catch(() => {});
+      throw e;
+    }
+  }
+
+  private static async describe(manifest: ModelManifest | undefined, modelPath: string, session: ModelSession, options: DetectorOptions, log: LogFn): Promise<Detector> {
     const { manifest: m, family } = await describeModel(modelPath, manifest, options.family);
-    const inputName = pickName(session.inputNames, m.input?.name);
-    const inMeta = session.inputMetadata[session.inputNames.indexOf(inputName)];
-    const inShape = inMeta && 'shape' in inMeta ? inMeta.shape : [];
-    const inType = inMeta && 'type' in inMeta ? String(inMeta.type) : 'float32';
+    const inputName = pickName(session.inputs.map((i) => i.name), m.input?.name);
+    const inMeta = session.inputs.find((i) => i.name === inputName)!;
+    const inShape = inMeta.shape;
+    const inType = inMeta.type;
     const want = [1, 3, m.preprocess.height, m.preprocess.width];
     const inputOk = inShape.length === 4 && inShape.every((d, i) => typeof d === 'string' || d === -1 || d === want[i] || i === 0);
     if (!inputOk) {
@@ -140,10 +157,7 @@ export class Detector {
         `model "${m.name}" (${modelPath}): input "${inputName}" has shape [${inShape.join(', ')}], the manifest's pre-processing makes [${want.join(', ')}]`,
       );
     }
-    const outputs = session.outputNames.map((n, i) => {
-      const md = session.outputMetadata[i];
-      return { name: n, dims: md && 'shape' in md ? md.shape : [], type: md && 'type' in md ? String(md.type) : 'float32' };
-    });
+    const outputs = session.outputs.map((o) => ({ name: o.name, dims: o.shape, type: o.type }));
     let decoder: ModelDecoder;
     try {
       decoder = createDecoder(family, { inputWidth: m.preprocess.width, inputHeight: m.preprocess.height, numClasses: m.labels.length, strides: m.decoder.strides, outputs });
@@ -151,10 +165,11 @@ export class Detector {
       if (e instanceof ArgusError) throw new ArgusError(e.code, `model "${m.name}" (${modelPath}): ${e.message}`);
       throw e;
     }
-    const det = new Detector(m, modelPath, session, choice.provider, inputName, decoder, options.batch, inType, inShape[0]);
-    log(`inference runs on execution provider ${choice.provider}`, {
-      provider: choice.provider,
+    const det = new Detector(m, modelPath, session, inputName, decoder, options.batch, inType, inShape[0]);
+    log(`inference runs on execution provider ${session.provider}`, {
+      provider: session.provider,
       threads: options.intraOpThreads,
+      workers: options.workers ?? 0,
       model: m.name,
       family: decoder.family,
       batch: det.maxBatch,
@@ -164,64 +179,69 @@ export class Detector {
     return det;
   }
 
-  /** A reusable input buffer for one source's frames. */
+  /** A reusable input buffer for one source's frames (shared memory when a worker runs the model). */
   createInput(): InputBuffer {
-    return { data: new Float32Array(3 * this.inputWidth * this.inputHeight) };
+    return { data: this.floats(3 * this.inputWidth * this.inputHeight) };
+  }
+
+  private floats(n: number): Float32Array {
+    return new Float32Array(this.session.sharedInputs ? new SharedArrayBuffer(n * 4) : new ArrayBuffer(n * 4));
   }
 
   /**
    * Runs the model on `input`. `onStart` is called when ONNX Runtime actually starts (after
-   * the wait for the session or for a batch to fill), to stamp the frame.
+   * the wait for a session or for a batch to fill), to stamp the frame. The input buffer
+   * must not change until the promise settles.
    */
   run(input: InputBuffer, onStart?: () => void): Promise<InferOutput> {
     if (this.batcher) return this.batcher.submit(input.data, onStart);
-    const job = this.tail.then(async () => {
-      onStart?.();
-      const [r] = await this.runBatch([input.data]);
-      return r;
-    });
-    this.tail = job.catch(() => undefined);
-    return job;
+    return this.runBatch([input.data], onStart).then((r) => r[0]);
   }
 
-  private batchBuffer: Float32Array | undefined;
-
   /** One ONNX Runtime run over `images` (copied into one batch tensor when more than one). */
-  private async runBatch(images: Float32Array[]): Promise<InferOutput[]> {
+  private async runBatch(images: Float32Array[], onStart?: () => void): Promise<InferOutput[]> {
     const plane = 3 * this.inputWidth * this.inputHeight;
     const n = this.fixedBatch ?? images.length;
-    let data: Float32Array;
-    if (n === 1) data = images[0];
-    else {
-      this.batchBuffer ??= new Float32Array(plane * this.maxBatch);
-      images.forEach((img, i) => this.batchBuffer!.set(img, i * plane));
-      if (this.fixedBatch && images.length < n) this.batchBuffer.fill(0, images.length * plane, n * plane);
-      data = this.batchBuffer.subarray(0, n * plane);
-    }
-    const dims = [n, 3, this.inputHeight, this.inputWidth];
-    let tensor: ort.Tensor;
-    if (this.inputF16) {
-      if (this.f16In?.length !== data.length) this.f16In = new Uint16Array(data.length);
-      tensor = new ort.Tensor('float16', float32ToFloat16(data, this.f16In), dims);
-    } else tensor = new ort.Tensor('float32', data, dims);
-    const out = await this.session.run({ [this.inputName]: tensor }, this.decoder.outputNames as string[]);
-    const outputs = this.decoder.outputNames.map((name) => {
-      const t = out[name];
-      if (t.type === 'float16') {
-        const src = t.data as Uint16Array;
-        let dst = this.f16Out.get(name);
-        if (!dst || dst.length !== src.length) this.f16Out.set(name, (dst = new Float32Array(src.length)));
-        return float16ToFloat32(src, dst);
+    const s = this.scratch.pop() ?? { f16Out: new Map<string, Float32Array>() };
+    try {
+      let data: Float32Array;
+      if (n === 1) data = images[0];
+      else {
+        s.batch ??= this.floats(plane * this.maxBatch);
+        images.forEach((img, i) => s.batch!.set(img, i * plane));
+        if (this.fixedBatch && images.length < n) s.batch.fill(0, images.length * plane, n * plane);
+        data = s.batch.subarray(0, n * plane);
       }
-      return t.data as OutputData;
-    });
-    return images.map((_, batchIndex) => ({ outputs, batchIndex }));
+      const dims = [n, 3, this.inputHeight, this.inputWidth];
+      let req: RunRequest;
+      if (this.inputF16) {
+        if (s.f16In?.length !== data.length) {
+          s.f16In = new Uint16Array(this.session.sharedInputs ? new SharedArrayBuffer(data.length * 2) : new ArrayBuffer(data.length * 2));
+        }
+        req = { name: this.inputName, type: 'float16', data: float32ToFloat16(data, s.f16In), dims, outputNames: this.decoder.outputNames };
+      } else req = { name: this.inputName, type: 'float32', data, dims, outputNames: this.decoder.outputNames };
+      const out = await this.session.run(req, onStart);
+      const outputs = out.map((t, k) => {
+        if (t.type === 'float16') {
+          const src = t.data as Uint16Array;
+          const name = this.decoder.outputNames[k];
+          let dst = s.f16Out.get(name);
+          if (!dst || dst.length !== src.length) s.f16Out.set(name, (dst = new Float32Array(src.length)));
+          return float16ToFloat32(src, dst);
+        }
+        return t.data as OutputData;
+      });
+      return images.map((_, batchIndex) => ({ outputs, batchIndex }));
+    } finally {
+      this.scratch.push(s);
+    }
   }
 
   private async warmup(n: number): Promise<void> {
     const input = this.createInput();
     input.data.fill(this.padValue * this.manifest.preprocess.scale);
-    for (let i = 0; i < n; i++) await this.runBatch([input.data]);
+    // Every worker's session warms up (each has its own).
+    for (let i = 0; i < n; i++) await Promise.all(Array.from({ length: this.session.slots }, () => this.runBatch([input.data])));
   }
 
   release(): Promise<void> {

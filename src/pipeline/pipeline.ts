@@ -101,6 +101,7 @@ export async function loadDetector(config: PipelineConfig, options: PipelineOpti
   return Detector.load(manifest, modelPath, {
     providers: m.providers,
     intraOpThreads: m.intraOpThreads,
+    workers: m.workers,
     warmupRuns: m.warmupRuns,
     deviceId: m.deviceId,
     family: m.family,

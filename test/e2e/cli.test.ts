@@ -162,21 +162,26 @@ describe('argus bench', () => {
 });
 
 describe('argus bench --sweep', () => {
-  it('tries threads, providers, batch sizes and precisions, and marks the budget', async () => {
+  it('tries threads, worker sessions, providers, batch sizes and precisions, and marks the budget', async () => {
     const json = join(tmp(), 'sweep.json');
     const r = await argus(['bench', '--only-extras', '--sweep', '--sweep-runs', '3', '--budget-ms', '1000', '--json', json], { ARGUS_LOG_LEVEL: 'warn' }, 600_000);
     expect(r.stderr).not.toMatch(/argus: /);
     expect(r.code).toBe(0);
-    const rows = JSON.parse(readFileSync(json, 'utf8')).sweep as { precision: string; provider: string; threads: number; batch: number; p50: number; p99: number; imagesPerSec: number; withinBudget: boolean }[];
-    // CPU only here: fp32 at batch 1, 2, 4, 8 (dynamic-batch model) and fp16, int8 at batch 1, each with 1 and 2 threads.
-    expect(rows.map((x) => `${x.precision}/${x.provider}/${x.threads}/${x.batch}`).sort()).toEqual(
-      ['fp32/cpu/1/1', 'fp32/cpu/1/2', 'fp32/cpu/1/4', 'fp32/cpu/1/8', 'fp32/cpu/2/1', 'fp32/cpu/2/2', 'fp32/cpu/2/4', 'fp32/cpu/2/8', 'fp16/cpu/1/1', 'fp16/cpu/2/1', 'int8/cpu/1/1', 'int8/cpu/2/1'].sort(),
+    const rows = JSON.parse(readFileSync(json, 'utf8')).sweep as { precision: string; provider: string; threads: number; workers: number; batch: number; p50: number; p99: number; imagesPerSec: number; withinBudget: boolean }[];
+    // CPU only here: fp32 at batch 1, 2, 4, 8 (dynamic-batch model) and fp16, int8 at batch 1, each with
+    // 1 and 2 threads; and two one-thread worker sessions (fp32 at batch 1 and 2, fp16 and int8 at 1).
+    // Keys: precision/provider/threads/workers/batch.
+    expect(rows.map((x) => `${x.precision}/${x.provider}/${x.threads}/${x.workers}/${x.batch}`).sort()).toEqual(
+      [
+        'fp32/cpu/1/1/1', 'fp32/cpu/1/1/2', 'fp32/cpu/1/1/4', 'fp32/cpu/1/1/8', 'fp32/cpu/2/1/1', 'fp32/cpu/2/1/2', 'fp32/cpu/2/1/4', 'fp32/cpu/2/1/8',
+        'fp32/cpu/1/2/1', 'fp32/cpu/1/2/2', 'fp16/cpu/1/1/1', 'fp16/cpu/2/1/1', 'fp16/cpu/1/2/1', 'int8/cpu/1/1/1', 'int8/cpu/2/1/1', 'int8/cpu/1/2/1',
+      ].sort(),
     );
     for (const x of rows) {
       expect(x.p99).toBeGreaterThanOrEqual(x.p50);
-      expect(x.imagesPerSec).toBeCloseTo((x.batch * 1000) / x.p50, 0);
+      expect(x.imagesPerSec).toBeCloseTo((x.batch * x.workers * 1000) / x.p50, 0);
       expect(x.withinBudget).toBe(x.p99 <= 1000);
     }
-    expect(r.stdout).toMatch(/precision +provider +threads +batch +p50 ms +p99 ms +images\/s +p99 ≤ 1000 ms/);
+    expect(r.stdout).toMatch(/precision +provider +threads +workers +batch +p50 ms +p99 ms +images\/s +p99 ≤ 1000 ms/);
   }, 600_000);
 });

@@ -1,0 +1,78 @@
+// One ONNX Runtime session on its own thread (see session.ts: WorkerSession). Plain JavaScript,
+// so it loads in a worker without a TypeScript loader.
+//
+// onnxruntime-node's run() is synchronous on the calling thread (the promise only defers it to
+// setImmediate), so on the main thread it would stop ffmpeg reads, Kafka, WebSocket and
+// /metrics for the whole inference. Here it blocks only this thread.
+//
+// workerData: { modelPath, attempts: [{ provider, config }], options, logLevel }
+// → { type: 'ready', provider, failed, inputs, outputs } | { type: 'fatal', message }
+// ← { id, name, type, data, dims, outputNames }   data: a typed array (shared memory: copied
+//   here, because onnxruntime-node refuses SharedArrayBuffer-backed tensors)
+// → { id, outputs: [{ type, data }] } (output buffers transferred) | { id, error }
+import { parentPort, workerData } from 'node:worker_threads';
+import ort from 'onnxruntime-node';
+
+ort.env.logLevel = workerData.logLevel;
+
+/** Worker-local copies of the shared inputs, one per (type, length), reused. */
+const local = new Map();
+function localCopy(data) {
+  const key = `${data.constructor.name}:${data.length}`;
+  let a = local.get(key);
+  if (!a) local.set(key, (a = new data.constructor(data.length)));
+  a.set(data);
+  return a;
+}
+
+async function open() {
+  const failed = [];
+  for (const { provider, config } of workerData.attempts) {
+    try {
+      const session = await ort.InferenceSession.create(workerData.modelPath, { ...workerData.options, executionProviders: config });
+      return { session, provider, failed };
+    } catch (e) {
+      if (provider === 'cpu') throw e;
+      failed.push({ provider, reason: String(e?.message ?? e).split('\n')[0] });
+    }
+  }
+  throw new Error('no execution provider could be created');
+}
+
+const meta = (m) => ({ name: m.name, shape: 'shape' in m ? [...m.shape] : [], type: 'type' in m ? String(m.type) : 'float32' });
+
+try {
+  const { session, provider, failed } = await open();
+  parentPort.on('message', async (msg) => {
+    if (msg === 'release') {
+      await session.release().catch(() => {});
+      parentPort.close();
+      return;
+    }
+    try {
+      const data = msg.data.buffer instanceof SharedArrayBuffer ? localCopy(msg.data) : msg.data;
+      const out = await session.run({ [msg.name]: new ort.Tensor(msg.type, data, msg.dims) }, msg.outputNames);
+      const outputs = [];
+      const transfer = [];
+      for (const n of msg.outputNames) {
+        let d = out[n].data;
+        // Transfer whole, unshared buffers; copy a view into a larger one.
+        if (d.byteOffset !== 0 || d.buffer.byteLength !== d.byteLength || transfer.includes(d.buffer)) d = d.slice();
+        transfer.push(d.buffer);
+        outputs.push({ type: out[n].type, data: d });
+      }
+      parentPort.postMessage({ id: msg.id, outputs }, transfer);
+    } catch (e) {
+      parentPort.postMessage({ id: msg.id, error: String(e?.message ?? e) });
+    }
+  });
+  parentPort.postMessage({
+    type: 'ready',
+    provider,
+    failed,
+    inputs: session.inputNames.map((name, i) => meta({ name, ...session.inputMetadata[i] })),
+    outputs: session.outputNames.map((name, i) => meta({ name, ...session.outputMetadata[i] })),
+  });
+} catch (e) {
+  parentPort.postMessage({ type: 'fatal', message: String(e?.message ?? e) });
+}

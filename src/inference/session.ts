@@ -1,0 +1,279 @@
+import { Worker } from 'node:worker_threads';
+import * as ort from 'onnxruntime-node';
+import type { ExecutionProviderName } from '../config/schema.js';
+import type { OutputData } from '../models/registry.js';
+import { createWithFallback, providerAttempts, providerConfig, type ProviderOptions } from './providers.js';
+
+export interface TensorInfo {
+  name: string;
+  shape: (number | string)[];
+  type: string;
+}
+
+export interface RunRequest {
+  name: string;
+  type: 'float32' | 'float16';
+  data: Float32Array | Uint16Array;
+  dims: number[];
+  outputNames: readonly string[];
+}
+
+export interface RunOutput {
+  type: string;
+  data: OutputData | Uint16Array;
+}
+
+export interface SessionOptions extends ProviderOptions {
+  providers: readonly ExecutionProviderName[];
+  intraOpThreads: number;
+  /** Sessions on worker threads; 0: one session on the calling (main) thread. */
+  workers: number;
+}
+
+/**
+ * An ONNX Runtime model session, on the main thread or as a pool of worker threads, each
+ * with its own session. Runs are queued in arrival order and start as soon as a session is free.
+ */
+export interface ModelSession {
+  readonly provider: ExecutionProviderName;
+  /** Providers tried before `provider` that failed, with ONNX Runtime's reason. */
+  readonly failed: readonly { provider: ExecutionProviderName; reason: string }[];
+  readonly inputs: readonly TensorInfo[];
+  readonly outputs: readonly TensorInfo[];
+  /** Runs that can execute at the same time. */
+  readonly slots: number;
+  /** Inputs in shared memory reach a worker without a copy on the main thread. */
+  readonly sharedInputs: boolean;
+  /** Runs queued, not started. */
+  readonly waiting: number;
+  /** `onStart` is called when a session actually starts the run (for the frame's stamps). */
+  run(req: RunRequest, onStart?: () => void): Promise<RunOutput[]>;
+  release(): Promise<void>;
+}
+
+const baseOptions = (o: SessionOptions): ort.InferenceSession.SessionOptions => ({
+  intraOpNumThreads: o.intraOpThreads,
+  interOpNumThreads: 1,
+  graphOptimizationLevel: 'all',
+  // EP load failures are reported by us, once, with the fallback taken.
+  logSeverityLevel: 4,
+});
+
+/** Opens the model: on worker threads when `workers` > 0, else on this thread. */
+export function openSession(modelPath: string, o: SessionOptions): Promise<ModelSession> {
+  return o.workers > 0 ? WorkerSession.open(modelPath, o) : InlineSession.open(modelPath, o);
+}
+
+interface Pending {
+  req: RunRequest;
+  onStart?: () => void;
+  resolve: (r: RunOutput[]) => void;
+  reject: (e: Error) => void;
+}
+
+/** One session on the calling thread: each run blocks the event loop while it executes. */
+class InlineSession implements ModelSession {
+  readonly slots = 1;
+  readonly sharedInputs = false;
+  private tail: Promise<unknown> = Promise.resolve();
+  waiting = 0;
+
+  private constructor(
+    private readonly session: ort.InferenceSession,
+    readonly provider: ExecutionProviderName,
+    readonly failed: { provider: ExecutionProviderName; reason: string }[],
+  ) {}
+
+  static async open(modelPath: string, o: SessionOptions): Promise<InlineSession> {
+    const choice = await createWithFallback(o.providers, (executionProviders) => ort.InferenceSession.create(modelPath, { ...baseOptions(o), executionProviders }), o);
+    return new InlineSession(choice.session, choice.provider, choice.failed);
+  }
+
+  get inputs(): TensorInfo[] {
+    return this.session.inputNames.map((name, i) => info(name, this.session.inputMetadata[i]));
+  }
+  get outputs(): TensorInfo[] {
+    return this.session.outputNames.map((name, i) => info(name, this.session.outputMetadata[i]));
+  }
+
+  run(req: RunRequest, onStart?: () => void): Promise<RunOutput[]> {
+    this.waiting++;
+    const job = this.tail.then(async () => {
+      this.waiting--;
+      onStart?.();
+      const out = await this.session.run({ [req.name]: new ort.Tensor(req.type, req.data, req.dims) }, req.outputNames as string[]);
+      return req.outputNames.map((n) => ({ type: out[n].type, data: out[n].data as OutputData }));
+    });
+    this.tail = job.catch(() => undefined);
+    return job;
+  }
+
+  release(): Promise<void> {
+    return this.session.release();
+  }
+}
+
+function info(name: string, m: unknown): TensorInfo {
+  const md = (m ?? {}) as { shape?: readonly (number | string)[]; type?: unknown };
+  return { name, shape: md.shape ? [...md.shape] : [], type: md.type !== undefined ? String(md.type) : 'float32' };
+}
+
+interface Ready {
+  type: 'ready';
+  provider: ExecutionProviderName;
+  failed: { provider: ExecutionProviderName; reason: string }[];
+  inputs: TensorInfo[];
+  outputs: TensorInfo[];
+}
+
+/** A worker thread holding one session; one run at a time. */
+class SessionThread {
+  private current: Pending | undefined;
+  private nextId = 0;
+  private dead: Error | undefined;
+  onIdle: () => void = () => {};
+
+  private constructor(private readonly worker: Worker) {
+    worker.on('message', (m: { id: number; outputs?: RunOutput[]; error?: string }) => {
+      const p = this.current;
+      if (!p || m.id !== this.nextId) return;
+      this.current = undefined;
+      worker.unref(); // idle: an unreleased detector does not keep the process alive
+      if (m.error !== undefined) p.reject(new Error(`ONNX Runtime run failed: ${m.error}`));
+      else p.resolve(m.outputs!);
+      this.onIdle();
+    });
+    const die = (e: Error) => {
+      this.dead ??= e;
+      const p = this.current;
+      this.current = undefined;
+      p?.reject(this.dead);
+      this.onIdle();
+    };
+    worker.on('error', die);
+    worker.on('exit', (code) => die(new Error(`inference worker exited (code ${code})`)));
+  }
+
+  static start(modelPath: string, attempts: ExecutionProviderName[], o: SessionOptions): Promise<{ thread: SessionThread; ready: Ready }> {
+    const worker = new Worker(new URL('./session-worker.js', import.meta.url), {
+      workerData: {
+        modelPath,
+        attempts: attempts.map((provider) => ({ provider, config: providerConfig(provider, o) })),
+        options: baseOptions(o),
+        logLevel: ort.env.logLevel,
+      },
+    });
+    return new Promise((resolve, reject) => {
+      const fail = (e: Error) => {
+        void worker.terminate();
+        reject(e);
+      };
+      worker.once('error', fail);
+      worker.once('message', (m: Ready | { type: 'fatal'; message: string }) => {
+        worker.off('error', fail);
+        if (m.type === 'fatal') return fail(new Error(m.message));
+        worker.unref();
+        resolve({ thread: new SessionThread(worker), ready: m });
+      });
+    });
+  }
+
+  get busy(): boolean {
+    return this.current !== undefined;
+  }
+  get alive(): boolean {
+    return this.dead === undefined;
+  }
+
+  start(p: Pending): void {
+    if (this.dead) return p.reject(this.dead);
+    this.current = p;
+    this.worker.ref(); // a run in flight keeps the process alive
+    p.onStart?.();
+    const { req } = p;
+    this.worker.postMessage({ id: ++this.nextId, name: req.name, type: req.type, data: req.data, dims: req.dims, outputNames: req.outputNames });
+  }
+
+  async release(): Promise<void> {
+    if (!this.dead) {
+      const exited = new Promise((r) => this.worker.once('exit', r));
+      this.worker.ref(); // the caller awaits the release: keep the process alive until it is done
+      this.worker.postMessage('release');
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 2000)))]);
+      clearTimeout(timer);
+    }
+    await this.worker.terminate();
+  }
+}
+
+/**
+ * Sessions on worker threads. Inference never blocks the event loop (ffmpeg reads, Kafka,
+ * WebSocket and /metrics go on meanwhile), and with more than one worker a CPU runs several
+ * frames or batches at once: on a small CPU, two one-thread sessions get more frames through
+ * than one two-thread session, because one small model's operators do not keep two cores busy.
+ */
+class WorkerSession implements ModelSession {
+  readonly sharedInputs = true;
+  private readonly queue: Pending[] = [];
+
+  private constructor(
+    private readonly threads: SessionThread[],
+    private readonly ready: Ready,
+  ) {
+    for (const t of threads) t.onIdle = () => this.pump();
+  }
+
+  static async open(modelPath: string, o: SessionOptions): Promise<WorkerSession> {
+    // The first worker finds the provider (with the fallback); the others start on it.
+    const first = await SessionThread.start(modelPath, providerAttempts(o.providers), o);
+    const attempts = providerAttempts(o.providers);
+    const from = attempts.indexOf(first.ready.provider);
+    let rest: { thread: SessionThread }[];
+    try {
+      rest = await Promise.all(Array.from({ length: o.workers - 1 }, () => SessionThread.start(modelPath, attempts.slice(from), o)));
+    } catch (e) {
+      await first.thread.release();
+      throw e;
+    }
+    return new WorkerSession([first.thread, ...rest.map((r) => r.thread)], first.ready);
+  }
+
+  get provider(): ExecutionProviderName {
+    return this.ready.provider;
+  }
+  get failed() {
+    return this.ready.failed;
+  }
+  get inputs(): TensorInfo[] {
+    return this.ready.inputs;
+  }
+  get outputs(): TensorInfo[] {
+    return this.ready.outputs;
+  }
+  get slots(): number {
+    return this.threads.length;
+  }
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  run(req: RunRequest, onStart?: () => void): Promise<RunOutput[]> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ req, onStart, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0) {
+      const t = this.threads.find((x) => !x.busy && x.alive) ?? (this.threads.every((x) => !x.alive) ? this.threads[0] : undefined);
+      if (!t) return;
+      t.start(this.queue.shift()!);
+    }
+  }
+
+  async release(): Promise<void> {
+    await Promise.all(this.threads.map((t) => t.release()));
+  }
+}
