@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { loadPipeline } from './config/load.js';
 import { isArgusError } from './core/errors.js';
+import { quiesceInference } from './inference/session.js';
 import { createLogger, logFn } from './core/log.js';
 import { pipelineBaseDir } from './pipeline/pipeline.js';
 import { runPipeline } from './pipeline/run.js';
@@ -31,7 +32,9 @@ program
       signals++;
       if (signals > 1) {
         process.stderr.write('argus: second signal, exiting at once (messages in flight are lost)\n');
-        process.exit(130);
+        // Only the inference runs in flight are waited for (milliseconds): see quiesceInference.
+        void quiesceInference(2000).finally(() => process.exit(130));
+        return;
       }
       logger.info({ signal: sig }, 'stopping: sources first, then frames in flight, alerts, Kafka, WebSocket (send again to force)');
       ac.abort();

@@ -204,22 +204,28 @@ export class Detector {
     const n = this.fixedBatch ?? images.length;
     const s = this.scratch.pop() ?? { f16Out: new Map<string, Float32Array>() };
     try {
-      let data: Float32Array;
-      if (n === 1) data = images[0];
-      else {
-        s.batch ??= this.floats(plane * this.maxBatch);
-        images.forEach((img, i) => s.batch!.set(img, i * plane));
-        if (this.fixedBatch && images.length < n) s.batch.fill(0, images.length * plane, n * plane);
-        data = s.batch.subarray(0, n * plane);
-      }
       const dims = [n, 3, this.inputHeight, this.inputWidth];
+      const base = { name: this.inputName, dims, outputNames: this.decoder.outputNames };
       let req: RunRequest;
-      if (this.inputF16) {
-        if (s.f16In?.length !== data.length) {
-          s.f16In = new Uint16Array(this.session.sharedInputs ? new SharedArrayBuffer(data.length * 2) : new ArrayBuffer(data.length * 2));
+      if (n > 1 && this.session.sharedInputs && !this.inputF16) {
+        // A worker session concatenates the images as it copies them (one copy, off this thread).
+        req = { ...base, type: 'float32', data: images[0], parts: images };
+      } else {
+        let data: Float32Array;
+        if (n === 1) data = images[0];
+        else {
+          s.batch ??= this.floats(plane * this.maxBatch);
+          images.forEach((img, i) => s.batch!.set(img, i * plane));
+          if (this.fixedBatch && images.length < n) s.batch.fill(0, images.length * plane, n * plane);
+          data = s.batch.subarray(0, n * plane);
         }
-        req = { name: this.inputName, type: 'float16', data: float32ToFloat16(data, s.f16In), dims, outputNames: this.decoder.outputNames };
-      } else req = { name: this.inputName, type: 'float32', data, dims, outputNames: this.decoder.outputNames };
+        if (this.inputF16) {
+          if (s.f16In?.length !== data.length) {
+            s.f16In = new Uint16Array(this.session.sharedInputs ? new SharedArrayBuffer(data.length * 2) : new ArrayBuffer(data.length * 2));
+          }
+          req = { ...base, type: 'float16', data: float32ToFloat16(data, s.f16In) };
+        } else req = { ...base, type: 'float32', data };
+      }
       const out = await this.session.run(req, onStart);
       const outputs = out.map((t, k) => {
         if (t.type === 'float16') {

@@ -8,7 +8,8 @@
 // workerData: { modelPath, attempts: [{ provider, config }], options, logLevel }
 // → { type: 'ready', provider, failed, inputs, outputs } | { type: 'fatal', message }
 // ← { id, name, type, data, dims, outputNames }   data: a typed array (shared memory: copied
-//   here, because onnxruntime-node refuses SharedArrayBuffer-backed tensors)
+//   here, because onnxruntime-node refuses SharedArrayBuffer-backed tensors), or an array of
+//   them (a batch's images: concatenated here, zero-padded up to dims)
 // → { id, outputs: [{ type, data }] } (output buffers transferred) | { id, error }
 import { parentPort, workerData } from 'node:worker_threads';
 import ort from 'onnxruntime-node';
@@ -17,11 +18,26 @@ ort.env.logLevel = workerData.logLevel;
 
 /** Worker-local copies of the shared inputs, one per (type, length), reused. */
 const local = new Map();
-function localCopy(data) {
-  const key = `${data.constructor.name}:${data.length}`;
+function localBuffer(Type, length) {
+  const key = `${Type.name}:${length}`;
   let a = local.get(key);
-  if (!a) local.set(key, (a = new data.constructor(data.length)));
-  a.set(data);
+  if (!a) local.set(key, (a = new Type(length)));
+  return a;
+}
+function localCopy(data, dims) {
+  if (!Array.isArray(data)) {
+    if (!(data.buffer instanceof SharedArrayBuffer)) return data;
+    const a = localBuffer(data.constructor, data.length);
+    a.set(data);
+    return a;
+  }
+  const a = localBuffer(data[0].constructor, dims.reduce((x, y) => x * y, 1));
+  let at = 0;
+  for (const part of data) {
+    a.set(part, at);
+    at += part.length;
+  }
+  a.fill(0, at);
   return a;
 }
 
@@ -50,7 +66,7 @@ try {
       return;
     }
     try {
-      const data = msg.data.buffer instanceof SharedArrayBuffer ? localCopy(msg.data) : msg.data;
+      const data = localCopy(msg.data, msg.dims);
       const out = await session.run({ [msg.name]: new ort.Tensor(msg.type, data, msg.dims) }, msg.outputNames);
       const outputs = [];
       const transfer = [];

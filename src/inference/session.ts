@@ -14,6 +14,11 @@ export interface RunRequest {
   name: string;
   type: 'float32' | 'float16';
   data: Float32Array | Uint16Array;
+  /**
+   * Worker sessions only: the batch's images, concatenated (and zero-padded up to `dims`) by
+   * the worker as it copies them, instead of `data` (one copy, off the main thread).
+   */
+  parts?: Float32Array[];
   dims: number[];
   outputNames: readonly string[];
 }
@@ -129,6 +134,9 @@ interface Ready {
 /** A worker thread holding one session; one run at a time. */
 class SessionThread {
   private current: Pending | undefined;
+  /** Settles when the run in flight does (so the session is never torn down under a run). */
+  private settled: Promise<void> = Promise.resolve();
+  private settle: () => void = () => {};
   private nextId = 0;
   private dead: Error | undefined;
   onIdle: () => void = () => {};
@@ -139,6 +147,7 @@ class SessionThread {
       if (!p || m.id !== this.nextId) return;
       this.current = undefined;
       worker.unref(); // idle: an unreleased detector does not keep the process alive
+      this.settle();
       if (m.error !== undefined) p.reject(new Error(`ONNX Runtime run failed: ${m.error}`));
       else p.resolve(m.outputs!);
       this.onIdle();
@@ -147,6 +156,7 @@ class SessionThread {
       this.dead ??= e;
       const p = this.current;
       this.current = undefined;
+      this.settle();
       p?.reject(this.dead);
       this.onIdle();
     };
@@ -168,9 +178,12 @@ class SessionThread {
         void worker.terminate();
         reject(e);
       };
+      const exited = (code: number) => fail(new Error(`inference worker exited (code ${code}) before the model was loaded`));
       worker.once('error', fail);
+      worker.once('exit', exited);
       worker.once('message', (m: Ready | { type: 'fatal'; message: string }) => {
         worker.off('error', fail);
+        worker.off('exit', exited);
         if (m.type === 'fatal') return fail(new Error(m.message));
         worker.unref();
         resolve({ thread: new SessionThread(worker), ready: m });
@@ -188,13 +201,20 @@ class SessionThread {
   start(p: Pending): void {
     if (this.dead) return p.reject(this.dead);
     this.current = p;
+    this.settled = new Promise((r) => (this.settle = r));
     this.worker.ref(); // a run in flight keeps the process alive
     p.onStart?.();
     const { req } = p;
-    this.worker.postMessage({ id: ++this.nextId, name: req.name, type: req.type, data: req.data, dims: req.dims, outputNames: req.outputNames });
+    this.worker.postMessage({ id: ++this.nextId, name: req.name, type: req.type, data: req.parts ?? req.data, dims: req.dims, outputNames: req.outputNames });
+  }
+
+  /** Waits for the run in flight, if any (terminating a worker inside a native run aborts the process). */
+  idle(): Promise<void> {
+    return this.settled;
   }
 
   async release(): Promise<void> {
+    await this.settled;
     if (!this.dead) {
       const exited = new Promise((r) => this.worker.once('exit', r));
       this.worker.ref(); // the caller awaits the release: keep the process alive until it is done
@@ -216,6 +236,7 @@ class SessionThread {
 class WorkerSession implements ModelSession {
   readonly sharedInputs = true;
   private readonly queue: Pending[] = [];
+  private closed = false;
 
   private constructor(
     private readonly threads: SessionThread[],
@@ -226,17 +247,19 @@ class WorkerSession implements ModelSession {
 
   static async open(modelPath: string, o: SessionOptions): Promise<WorkerSession> {
     // The first worker finds the provider (with the fallback); the others start on it.
+    // The others get that provider alone: a session that cannot have it fails the load rather
+    // than quietly running on another one.
     const first = await SessionThread.start(modelPath, providerAttempts(o.providers), o);
-    const attempts = providerAttempts(o.providers);
-    const from = attempts.indexOf(first.ready.provider);
-    let rest: { thread: SessionThread }[];
-    try {
-      rest = await Promise.all(Array.from({ length: o.workers - 1 }, () => SessionThread.start(modelPath, attempts.slice(from), o)));
-    } catch (e) {
-      await first.thread.release();
-      throw e;
+    const rest = await Promise.allSettled(Array.from({ length: o.workers - 1 }, () => SessionThread.start(modelPath, [first.ready.provider], o)));
+    const started = [first.thread, ...rest.flatMap((r) => (r.status === 'fulfilled' ? [r.value.thread] : []))];
+    const failure = rest.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure) {
+      await Promise.all(started.map((t) => t.release()));
+      throw failure.reason;
     }
-    return new WorkerSession([first.thread, ...rest.map((r) => r.thread)], first.ready);
+    const session = new WorkerSession(started, first.ready);
+    live.add(session);
+    return session;
   }
 
   get provider(): ExecutionProviderName {
@@ -259,13 +282,22 @@ class WorkerSession implements ModelSession {
   }
 
   run(req: RunRequest, onStart?: () => void): Promise<RunOutput[]> {
+    if (this.closed) return Promise.reject(new Error('inference session released'));
     return new Promise((resolve, reject) => {
       this.queue.push({ req, onStart, resolve, reject });
       this.pump();
     });
   }
 
+  /** Refuses new runs and waits for those in flight; queued ones are rejected. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const p of this.queue.splice(0)) p.reject(new Error('inference session released'));
+    await Promise.all(this.threads.map((t) => t.idle()));
+  }
+
   private pump(): void {
+    if (this.closed) return;
     while (this.queue.length > 0) {
       const t = this.threads.find((x) => !x.busy && x.alive) ?? (this.threads.every((x) => !x.alive) ? this.threads[0] : undefined);
       if (!t) return;
@@ -274,6 +306,21 @@ class WorkerSession implements ModelSession {
   }
 
   async release(): Promise<void> {
+    await this.close();
+    live.delete(this);
     await Promise.all(this.threads.map((t) => t.release()));
   }
+}
+
+const live = new Set<WorkerSession>();
+
+/**
+ * Before a forced exit: stops every worker session taking runs and waits (at most `timeoutMs`)
+ * for the runs in flight. Exiting while a worker is inside a native run aborts the process
+ * (onnxruntime-node throws into a torn-down environment), which would turn exit 130 into 134.
+ */
+export async function quiesceInference(timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.all([...live].map((s) => s.close())), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+  clearTimeout(timer);
 }

@@ -85,13 +85,70 @@ describe('inference on worker threads', () => {
     expect(two.session.slots).toBe(2);
     const inputs = [one.createInput(), one.createInput()];
     for (const i of inputs) i.data.fill(114);
+    // One session: the second run starts only when the first is done (its start lags by about a
+    // run's length). Two sessions: both start at once and overlap.
     const serial = await twoRuns(one, inputs[0], inputs[1]);
-    expect(serial.start[1]).toBeGreaterThanOrEqual(serial.end[0] - 1);
+    const run0 = serial.end[0] - serial.start[0];
+    expect(serial.start[1] - serial.start[0]).toBeGreaterThan(0.5 * run0);
     const inputs2 = [two.createInput(), two.createInput()];
     for (const i of inputs2) i.data.fill(114);
     const parallel = await twoRuns(two, inputs2[0], inputs2[1]);
+    expect(parallel.start[1] - parallel.start[0]).toBeLessThan(0.5 * (parallel.end[0] - parallel.start[0]));
     expect(parallel.start[1]).toBeLessThan(parallel.end[0]);
     expect(parallel.start[0]).toBeLessThan(parallel.end[1]);
+  }, 120_000);
+
+  it('a batch of three sources on a worker session: the worker assembles the batch, each frame gets exactly its own detections', async () => {
+    const { manifest: dyn } = await loadModelManifest('yolox-nano-dyn');
+    const batched = await load(1, { batch: { maxBatch: 4, maxWaitMs: 50 } }, dyn, await resolveModelFile(dyn));
+    const single = await load(0);
+    const files = ['000000002532.jpg', '000000006460.jpg', '000000001818.jpg'];
+    const refs = await Promise.all(files.map(async (f) => (await detectFile(single, join(MIRROR, 'images', f)))[0].detections));
+    const got = await Promise.all(files.map(async (f) => (await detectFile(batched, join(MIRROR, 'images', f)))[0].detections));
+    expect(batched.batchSizes).toContain(3);
+    got.forEach((g, i) => {
+      expect(Array.from(g.classId), files[i]).toEqual(Array.from(refs[i].classId));
+      g.xyxy.forEach((v, k) => expect(v).toBeCloseTo(refs[i].xyxy[k], 2));
+    });
+  }, 120_000);
+
+  it('release() with a run in flight lets it finish, rejects the queued ones and later ones, and leaves no worker behind', async () => {
+    const { manifest: dyn } = await loadModelManifest('yolox-nano-dyn');
+    const det = await Detector.load(dyn, await resolveModelFile(dyn), { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0, workers: 1, batch: { maxBatch: 8, maxWaitMs: 1000 } });
+    const inputs = Array.from({ length: 16 }, () => det.createInput());
+    for (const i of inputs) i.data.fill(114);
+    let started = 0;
+    // Two batches of 8: the first runs (tens of ms), the second waits for the session.
+    const runs = inputs.map((i) => det.run(i, () => started++).then(() => 'ok', (e: Error) => e.message));
+    await new Promise((r) => setTimeout(r, 5));
+    expect(started).toBe(8);
+    await det.release();
+    const results = await Promise.all(runs);
+    expect(results.slice(0, 8)).toEqual(Array(8).fill('ok'));
+    expect(results.slice(8)).toEqual(Array(8).fill('inference session released'));
+    await expect(det.run(inputs[0])).rejects.toThrow('inference session released');
+  }, 120_000);
+
+  it('a forced exit during a run waits for it (quiesceInference) and exits with the chosen code, not an abort', async () => {
+    const { manifest: dyn } = await loadModelManifest('yolox-nano-dyn');
+    const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
+    const script = join(dir, 'force.mts');
+    const root = join(__dirname, '../..');
+    writeFileSync(
+      script,
+      `import { Detector } from '${root}/src/inference/detector.ts';
+import { quiesceInference } from '${root}/src/inference/session.ts';
+const det = await Detector.load(${JSON.stringify(dyn)}, ${JSON.stringify(await resolveModelFile(dyn))}, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0, workers: 1, batch: { maxBatch: 16, maxWaitMs: 0 } });
+const inputs = Array.from({ length: 16 }, () => det.createInput());
+void Promise.all(inputs.map((i) => det.run(i, () => process.stdout.write('s'))));
+setTimeout(() => void quiesceInference(5000).finally(() => process.exit(130)), 20);
+`,
+    );
+    const { spawnSync } = await import('node:child_process');
+    const r = spawnSync(process.execPath, ['--import', 'tsx', script], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+    expect(r.stdout, r.stderr).toContain('s'); // the run had started when the exit came
+    expect(r.stderr).not.toMatch(/terminate called|Napi::Error/);
+    expect(r.status).toBe(130);
   }, 120_000);
 
   it('a file that is not ONNX fails the load with the file named, from the worker', async () => {
