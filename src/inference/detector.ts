@@ -5,7 +5,6 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LetterboxAlign } from '../core/geometry.js';
 import type { LogFn } from '../core/log.js';
 import { describeModel, type ResolvedManifest } from '../models/describe.js';
-import { float16ToFloat32, float32ToFloat16 } from '../models/fp16.js';
 import { createDecoder, type Family, type ModelDecoder, type OutputData } from '../models/registry.js';
 import type { NormalizeOptions } from '../preprocess/normalize.js';
 import { Batcher } from './batcher.js';
@@ -36,11 +35,9 @@ export interface InferOutput {
   batchIndex: number;
 }
 
-/** Per-run scratch: the batch tensor and fp16 buffers, one set per run that can be in flight. */
+/** Per-run scratch (main-thread sessions): the batch tensor, one per run that can be in flight. */
 interface Scratch {
   batch?: Float32Array;
-  f16In?: Uint16Array;
-  readonly f16Out: Map<string, Float32Array>;
 }
 
 /**
@@ -202,41 +199,25 @@ export class Detector {
   private async runBatch(images: Float32Array[], onStart?: () => void): Promise<InferOutput[]> {
     const plane = 3 * this.inputWidth * this.inputHeight;
     const n = this.fixedBatch ?? images.length;
-    const s = this.scratch.pop() ?? { f16Out: new Map<string, Float32Array>() };
+    const s = this.scratch.pop() ?? {};
     try {
       const dims = [n, 3, this.inputHeight, this.inputWidth];
       const base = { name: this.inputName, dims, outputNames: this.decoder.outputNames };
+      const type = this.inputF16 ? 'float16' : 'float32';
       let req: RunRequest;
-      if (n > 1 && this.session.sharedInputs && !this.inputF16) {
+      if (n > 1 && this.session.sharedInputs) {
         // A worker session concatenates the images as it copies them (one copy, off this thread).
-        req = { ...base, type: 'float32', data: images[0], parts: images };
+        req = { ...base, type, data: images[0], parts: images };
+      } else if (n === 1) {
+        req = { ...base, type, data: images[0] };
       } else {
-        let data: Float32Array;
-        if (n === 1) data = images[0];
-        else {
-          s.batch ??= this.floats(plane * this.maxBatch);
-          images.forEach((img, i) => s.batch!.set(img, i * plane));
-          if (this.fixedBatch && images.length < n) s.batch.fill(0, images.length * plane, n * plane);
-          data = s.batch.subarray(0, n * plane);
-        }
-        if (this.inputF16) {
-          if (s.f16In?.length !== data.length) {
-            s.f16In = new Uint16Array(this.session.sharedInputs ? new SharedArrayBuffer(data.length * 2) : new ArrayBuffer(data.length * 2));
-          }
-          req = { ...base, type: 'float16', data: float32ToFloat16(data, s.f16In) };
-        } else req = { ...base, type: 'float32', data };
+        s.batch ??= this.floats(plane * this.maxBatch);
+        images.forEach((img, i) => s.batch!.set(img, i * plane));
+        if (this.fixedBatch && images.length < n) s.batch.fill(0, images.length * plane, n * plane);
+        req = { ...base, type, data: s.batch.subarray(0, n * plane) };
       }
       const out = await this.session.run(req, onStart);
-      const outputs = out.map((t, k) => {
-        if (t.type === 'float16') {
-          const src = t.data as Uint16Array;
-          const name = this.decoder.outputNames[k];
-          let dst = s.f16Out.get(name);
-          if (!dst || dst.length !== src.length) s.f16Out.set(name, (dst = new Float32Array(src.length)));
-          return float16ToFloat32(src, dst);
-        }
-        return t.data as OutputData;
-      });
+      const outputs = out.map((t) => t.data);
       return images.map((_, batchIndex) => ({ outputs, batchIndex }));
     } finally {
       this.scratch.push(s);

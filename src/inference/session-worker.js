@@ -7,12 +7,15 @@
 //
 // workerData: { modelPath, attempts: [{ provider, config }], options, logLevel }
 // → { type: 'ready', provider, failed, inputs, outputs } | { type: 'fatal', message }
-// ← { id, name, type, data, dims, outputNames }   data: a typed array (shared memory: copied
-//   here, because onnxruntime-node refuses SharedArrayBuffer-backed tensors), or an array of
-//   them (a batch's images: concatenated here, zero-padded up to dims)
-// → { id, outputs: [{ type, data }] } (output buffers transferred) | { id, error }
+// ← { id, name, type, data, dims, outputNames }   data: float32 values in a typed array (shared
+//   memory: copied here, because onnxruntime-node refuses SharedArrayBuffer-backed tensors), or
+//   an array of them (a batch's images: concatenated here, zero-padded up to dims); narrowed
+//   to fp16 here as it is copied when type is float16
+// → { id, outputs: [{ type, data }] } (output buffers transferred; fp16 widened to float32 here)
+//   | { id, error }
 import { parentPort, workerData } from 'node:worker_threads';
 import ort from 'onnxruntime-node';
+import { float16ToFloat32, float32ToFloat16 } from '../models/fp16.js';
 
 ort.env.logLevel = workerData.logLevel;
 
@@ -24,16 +27,22 @@ function localBuffer(Type, length) {
   if (!a) local.set(key, (a = new Type(length)));
   return a;
 }
-function localCopy(data, dims) {
-  if (!Array.isArray(data)) {
-    if (!(data.buffer instanceof SharedArrayBuffer)) return data;
-    const a = localBuffer(data.constructor, data.length);
-    a.set(data);
+function localCopy(data, dims, type) {
+  const parts = Array.isArray(data) ? data : [data];
+  if (type === 'float16') {
+    const a = localBuffer(Uint16Array, dims.reduce((x, y) => x * y, 1));
+    let at = 0;
+    for (const part of parts) {
+      float32ToFloat16(part, a.subarray(at, at + part.length));
+      at += part.length;
+    }
+    a.fill(0, at);
     return a;
   }
-  const a = localBuffer(data[0].constructor, dims.reduce((x, y) => x * y, 1));
+  if (!Array.isArray(data) && !(data.buffer instanceof SharedArrayBuffer)) return data;
+  const a = localBuffer(Float32Array, dims.reduce((x, y) => x * y, 1));
   let at = 0;
-  for (const part of data) {
+  for (const part of parts) {
     a.set(part, at);
     at += part.length;
   }
@@ -66,16 +75,21 @@ try {
       return;
     }
     try {
-      const data = localCopy(msg.data, msg.dims);
+      const data = localCopy(msg.data, msg.dims, msg.type);
       const out = await session.run({ [msg.name]: new ort.Tensor(msg.type, data, msg.dims) }, msg.outputNames);
       const outputs = [];
       const transfer = [];
       for (const n of msg.outputNames) {
         let d = out[n].data;
-        // Transfer whole, unshared buffers; copy a view into a larger one.
-        if (d.byteOffset !== 0 || d.buffer.byteLength !== d.byteLength || transfer.includes(d.buffer)) d = d.slice();
+        let type = out[n].type;
+        if (type === 'float16') {
+          d = float16ToFloat32(d);
+          type = 'float32';
+        } else if (d.byteOffset !== 0 || d.buffer.byteLength !== d.byteLength || transfer.includes(d.buffer)) {
+          d = d.slice(); // transfer whole, unshared buffers: copy a view into a larger one
+        }
         transfer.push(d.buffer);
-        outputs.push({ type: out[n].type, data: d });
+        outputs.push({ type, data: d });
       }
       parentPort.postMessage({ id: msg.id, outputs }, transfer);
     } catch (e) {

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 import type { ExecutionProviderName } from '../config/schema.js';
+import { float16ToFloat32, float32ToFloat16 } from '../models/fp16.js';
 import type { OutputData } from '../models/registry.js';
 import { createWithFallback, providerAttempts, providerConfig, type ProviderOptions } from './providers.js';
 
@@ -12,8 +13,9 @@ export interface TensorInfo {
 
 export interface RunRequest {
   name: string;
+  /** The model input's element type; `data` holds float32 values either way (fp16 is narrowed by the session). */
   type: 'float32' | 'float16';
-  data: Float32Array | Uint16Array;
+  data: Float32Array;
   /**
    * Worker sessions only: the batch's images, concatenated (and zero-padded up to `dims`) by
    * the worker as it copies them, instead of `data` (one copy, off the main thread).
@@ -23,9 +25,10 @@ export interface RunRequest {
   outputNames: readonly string[];
 }
 
+/** One output, in the model's output order; fp16 outputs come widened to float32. */
 export interface RunOutput {
   type: string;
-  data: OutputData | Uint16Array;
+  data: OutputData;
 }
 
 export interface SessionOptions extends ProviderOptions {
@@ -82,6 +85,9 @@ class InlineSession implements ModelSession {
   readonly sharedInputs = false;
   private tail: Promise<unknown> = Promise.resolve();
   waiting = 0;
+  /** fp16 models: the narrowed input and the widened outputs, reused (runs are serialised). */
+  private f16In: Uint16Array | undefined;
+  private readonly f16Out = new Map<string, Float32Array>();
 
   private constructor(
     private readonly session: ort.InferenceSession,
@@ -106,8 +112,20 @@ class InlineSession implements ModelSession {
     const job = this.tail.then(async () => {
       this.waiting--;
       onStart?.();
-      const out = await this.session.run({ [req.name]: new ort.Tensor(req.type, req.data, req.dims) }, req.outputNames as string[]);
-      return req.outputNames.map((n) => ({ type: out[n].type, data: out[n].data as OutputData }));
+      let tensor: ort.Tensor;
+      if (req.type === 'float16') {
+        if (this.f16In?.length !== req.data.length) this.f16In = new Uint16Array(req.data.length);
+        tensor = new ort.Tensor('float16', float32ToFloat16(req.data, this.f16In), req.dims);
+      } else tensor = new ort.Tensor('float32', req.data, req.dims);
+      const out = await this.session.run({ [req.name]: tensor }, req.outputNames as string[]);
+      return req.outputNames.map((n) => {
+        const t = out[n];
+        if (t.type !== 'float16') return { type: t.type, data: t.data as OutputData };
+        const src = t.data as Uint16Array;
+        let dst = this.f16Out.get(n);
+        if (dst?.length !== src.length) this.f16Out.set(n, (dst = new Float32Array(src.length)));
+        return { type: 'float32', data: float16ToFloat32(src, dst) };
+      });
     });
     this.tail = job.catch(() => undefined);
     return job;

@@ -10,10 +10,10 @@ import { MIRROR } from '../helpers/assets.js';
 import { detectFile } from '../helpers/detect.js';
 
 // The variants are made once by scripts/derive-models.sh (Python from PyPI) into the cache.
-const load = async (name: string, batch?: { maxBatch: number; maxWaitMs: number }) => {
+const load = async (name: string, batch?: { maxBatch: number; maxWaitMs: number }, workers = 0) => {
   const { manifest } = await loadModelManifest(name);
   const path = await resolveModelFile(manifest);
-  return Detector.load(manifest, path, { providers: ['cpu'], intraOpThreads: 2, warmupRuns: 1, batch });
+  return Detector.load(manifest, path, { providers: ['cpu'], intraOpThreads: 2, warmupRuns: 1, batch, workers });
 };
 
 let fp32: Detector;
@@ -63,6 +63,20 @@ describe('YOLOX-Nano variants', () => {
       expect(agreement(a.detections, b.detections), f).toBeGreaterThanOrEqual(0.8);
     }
     await fp16.release();
+  }, 600_000);
+
+  it('fp16 on a worker thread: the worker narrows the input and widens the outputs; the same detections as on the main thread', async () => {
+    const inline = await load('yolox-nano-fp16');
+    const worker = await load('yolox-nano-fp16', undefined, 1);
+    for (const f of ['000000002532.jpg', '000000000139.jpg']) {
+      const [a] = await detectFile(inline, IMG(f));
+      const [b] = await detectFile(worker, IMG(f));
+      expect(a.detections.length, f).toBeGreaterThan(0);
+      expect(Array.from(b.detections.classId), f).toEqual(Array.from(a.detections.classId));
+      expect(Array.from(b.detections.xyxy), f).toEqual(Array.from(a.detections.xyxy));
+    }
+    await inline.release();
+    await worker.release();
   }, 600_000);
 
   it('int8: over the shared images, at least 90 % of the fp32 detections are found again (same class, IoU ≥ 0.5)', async () => {

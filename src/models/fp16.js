@@ -1,3 +1,5 @@
+// Plain JavaScript (types in fp16.d.ts) so that the inference worker thread, which loads
+// without a TypeScript loader, converts fp16 tensors with the same code.
 /**
  * IEEE 754 half precision (binary16) ⇄ single precision. ONNX Runtime hands float16 tensors
  * over as `Uint16Array`s of raw bits (Node has no `Float16Array` before v24); decoders read
@@ -5,17 +7,19 @@
  * inputs are narrowed from the float32 pre-processing buffer.
  */
 
-let table: Float32Array | undefined;
+/** @type {Float32Array | undefined} */
+let table;
 
 /** All 65536 half-precision bit patterns as float32 (256 KiB), built on first use. */
-function halfTable(): Float32Array {
+/** @returns {Float32Array} */
+function halfTable() {
   if (table) return table;
   const t = new Float32Array(65536);
   for (let h = 0; h < 65536; h++) {
     const sign = h & 0x8000 ? -1 : 1;
     const exp = (h >>> 10) & 0x1f;
     const mant = h & 0x3ff;
-    let v: number;
+    let v;
     if (exp === 0) v = mant * 2 ** -24; // ±0 and subnormals: mant × 2^−24
     else if (exp === 0x1f) v = mant === 0 ? Infinity : NaN;
     else v = (1024 + mant) * 2 ** (exp - 25); // (1 + mant/1024) × 2^(exp − 15)
@@ -29,7 +33,7 @@ function halfTable(): Float32Array {
  * Widens half-precision bit patterns to float32 (exact: every half value is a float32).
  * Writes into `dst` when given (it must hold `src.length` values) and returns it.
  */
-export function float16ToFloat32(src: Uint16Array, dst?: Float32Array): Float32Array {
+export function float16ToFloat32(src, dst) {
   const n = src.length;
   const out = dst ?? new Float32Array(n);
   if (out.length < n) throw new RangeError(`float16ToFloat32: dst holds ${out.length} values, src has ${n}`);
@@ -42,7 +46,7 @@ const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
 
 /** One value to half-precision bits, rounding to nearest, ties to even. */
-export function toFloat16Bits(x: number): number {
+export function toFloat16Bits(x) {
   f32[0] = x;
   const b = u32[0];
   const sign = (b >>> 16) & 0x8000;
@@ -72,7 +76,7 @@ export function toFloat16Bits(x: number): number {
  * Narrows float32 values to half-precision bits (round to nearest, ties to even; overflow to
  * ±inf; NaN stays NaN), for models that take fp16 inputs. Writes into `dst` when given.
  */
-export function float32ToFloat16(src: ArrayLike<number>, dst?: Uint16Array): Uint16Array {
+export function float32ToFloat16(src, dst) {
   const n = src.length;
   const out = dst ?? new Uint16Array(n);
   if (out.length < n) throw new RangeError(`float32ToFloat16: dst holds ${out.length} values, src has ${n}`);
