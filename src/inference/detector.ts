@@ -127,6 +127,7 @@ export class Detector {
         deviceId: options.deviceId ?? 0,
         trtEngineCacheDir: options.trtEngineCacheDir,
         trtFp16: options.trtFp16,
+        log,
       });
     } catch (e) {
       throw new ArgusError(ErrorCodes.MODEL_LOAD, `model "${name}": ONNX Runtime cannot load ${modelPath}: ${(e as Error).message}`, { cause: e });

@@ -69,6 +69,7 @@ const meta = (m) => ({ name: m.name, shape: 'shape' in m ? [...m.shape] : [], ty
 try {
   const { session, provider, failed } = await open();
   parentPort.on('message', async (msg) => {
+    if (msg === 'exit') process.exit(70); // tests: a worker that dies between runs
     if (msg === 'release') {
       await session.release().catch(() => {});
       parentPort.close();

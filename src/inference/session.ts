@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 import type { ExecutionProviderName } from '../config/schema.js';
+import type { LogFn } from '../core/log.js';
 import { float16ToFloat32, float32ToFloat16 } from '../models/fp16.js';
 import type { OutputData } from '../models/registry.js';
 import { createWithFallback, providerAttempts, providerConfig, type ProviderOptions } from './providers.js';
@@ -36,6 +37,7 @@ export interface SessionOptions extends ProviderOptions {
   intraOpThreads: number;
   /** Sessions on worker threads; 0: one session on the calling (main) thread. */
   workers: number;
+  log?: LogFn;
 }
 
 /**
@@ -158,6 +160,9 @@ class SessionThread {
   private nextId = 0;
   private dead: Error | undefined;
   onIdle: () => void = () => {};
+  /** Called once when the worker dies (crash or exit) other than by release(). */
+  onDeath: (e: Error) => void = () => {};
+  private releasing = false;
 
   private constructor(private readonly worker: Worker) {
     worker.on('message', (m: { id: number; outputs?: RunOutput[]; error?: string }) => {
@@ -171,7 +176,9 @@ class SessionThread {
       this.onIdle();
     });
     const die = (e: Error) => {
+      const first = this.dead === undefined;
       this.dead ??= e;
+      if (first && !this.releasing) this.onDeath(e);
       const p = this.current;
       this.current = undefined;
       this.settle();
@@ -226,12 +233,18 @@ class SessionThread {
     this.worker.postMessage({ id: ++this.nextId, name: req.name, type: req.type, data: req.parts ?? req.data, dims: req.dims, outputNames: req.outputNames });
   }
 
+  /** Tests: the worker exits by itself between two runs, as after a fatal error. */
+  crash(): void {
+    this.worker.postMessage('exit');
+  }
+
   /** Waits for the run in flight, if any (terminating a worker inside a native run aborts the process). */
   idle(): Promise<void> {
     return this.settled;
   }
 
   async release(): Promise<void> {
+    this.releasing = true;
     await this.settled;
     if (!this.dead) {
       const exited = new Promise((r) => this.worker.once('exit', r));
@@ -256,11 +269,47 @@ class WorkerSession implements ModelSession {
   private readonly queue: Pending[] = [];
   private closed = false;
 
+  /** Workers started again after one died. */
+  restarts = 0;
+  /** Replacements starting now: runs wait for them rather than fail. */
+  private replacing = 0;
+
   private constructor(
     private readonly threads: SessionThread[],
     private readonly ready: Ready,
+    private readonly modelPath: string,
+    private readonly o: SessionOptions,
   ) {
-    for (const t of threads) t.onIdle = () => this.pump();
+    for (const t of threads) this.watch(t);
+  }
+
+  private watch(t: SessionThread): void {
+    t.onIdle = () => this.pump();
+    t.onDeath = (e) => void this.replace(t, e);
+  }
+
+  /**
+   * A worker died (its run, if any, was rejected): start another in its place, on the same
+   * provider, so one failure does not leave the pipeline with fewer (or no) sessions. A
+   * replacement that cannot start is reported and the slot stays down.
+   */
+  private async replace(dead: SessionThread, e: Error): Promise<void> {
+    if (this.closed) return;
+    const log = this.o.log ?? (() => {});
+    log(`inference worker died (${e.message}); starting another`, { provider: this.provider }, 'warn');
+    this.replacing++;
+    try {
+      const { thread } = await SessionThread.start(this.modelPath, [this.provider], this.o);
+      if (this.closed) return void (await thread.release());
+      this.watch(thread);
+      this.threads[this.threads.indexOf(dead)] = thread;
+      this.restarts++;
+    } catch (err) {
+      log(`inference worker could not be restarted: ${(err as Error).message}`, { provider: this.provider }, 'error');
+    } finally {
+      this.replacing--;
+      this.pump();
+    }
   }
 
   static async open(modelPath: string, o: SessionOptions): Promise<WorkerSession> {
@@ -275,7 +324,7 @@ class WorkerSession implements ModelSession {
       await Promise.all(started.map((t) => t.release()));
       throw failure.reason;
     }
-    const session = new WorkerSession(started, first.ready);
+    const session = new WorkerSession(started, first.ready, modelPath, o);
     live.add(session);
     return session;
   }
@@ -317,7 +366,9 @@ class WorkerSession implements ModelSession {
   private pump(): void {
     if (this.closed) return;
     while (this.queue.length > 0) {
-      const t = this.threads.find((x) => !x.busy && x.alive) ?? (this.threads.every((x) => !x.alive) ? this.threads[0] : undefined);
+      // A free live session; else wait for a busy one or a replacement; with every worker dead
+      // and none starting, the runs fail (start() on a dead worker rejects).
+      const t = this.threads.find((x) => !x.busy && x.alive) ?? (this.replacing === 0 && this.threads.every((x) => !x.alive) ? this.threads[0] : undefined);
       if (!t) return;
       t.start(this.queue.shift()!);
     }

@@ -39,8 +39,10 @@ export interface SourceStats {
   framesIn: number;
   /** Frames processed and emitted. */
   framesOut: number;
-  /** Frames dropped because a newer one arrived while inference was busy. */
+  /** Frames dropped: a newer one arrived while inference was busy, or inference failed on it. */
   dropped: number;
+  /** Of `dropped`: frames whose inference failed (e.g. an inference worker died during the run). */
+  inferenceErrors: number;
   /** Captured → emitted, ms, recent frames. */
   readonly e2e: SampleWindow;
   /** Set when the source ended with an error. */
@@ -84,6 +86,8 @@ export interface Pipeline {
 }
 
 const NO_ALERTS: AlertDraft[] = [];
+/** Consecutive frames whose inference failed before the source is failed with the error. */
+const MAX_INFERENCE_FAILURES_IN_A_ROW = 30;
 
 /** The ffmpeg executable: $ARGUS_FFMPEG, else the binary shipped by @ffmpeg-installer/ffmpeg. */
 export function defaultFfmpegPath(env: NodeJS.ProcessEnv = process.env): string {
@@ -120,7 +124,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   // Resolve assets before loading the model, so a missing video fails fast.
   const urls = await Promise.all(sources.map((s) => resolveSourceUrl(s, baseDir, ffmpegPath, log)));
   const detector = options.detector ?? (await loadDetector(config, options));
-  const stats: SourceStats[] = sources.map((s) => ({ id: s.id, framesIn: 0, framesOut: 0, dropped: 0, e2e: new SampleWindow(2048), state: 'stopped', reconnects: 0 }));
+  const stats: SourceStats[] = sources.map((s) => ({ id: s.id, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, e2e: new SampleWindow(2048), state: 'stopped', reconnects: 0 }));
   const pp = { ...config.postprocess };
 
   // Built now, so an unknown class label fails the start, naming the field.
@@ -137,7 +141,24 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     let tracker: ByteTracker | undefined;
     let analyzerSize: Letterbox | undefined;
     const input = detector.createInput();
-    const detect = (frame: Frame) => of(frame).pipe(preprocess(detector, input), infer(detector, input), postprocess(detector, pp));
+    // A frame whose inference fails (a worker died mid-run, a transient provider error) is
+    // dropped and counted, and the source goes on; only failures that persist fail the source.
+    let failedInARow = 0;
+    const detect = (frame: Frame) =>
+      of(frame).pipe(
+        preprocess(detector, input),
+        infer(detector, input),
+        postprocess(detector, pp),
+        tap(() => (failedInARow = 0)),
+        catchError((err: Error) => {
+          if (++failedInARow >= MAX_INFERENCE_FAILURES_IN_A_ROW) throw err;
+          st.dropped++;
+          st.inferenceErrors++;
+          frame.release();
+          if (failedInARow === 1) log(`source ${src.id}: inference failed, frame dropped: ${err.message}`, { source: src.id }, 'warn');
+          return EMPTY;
+        }),
+      );
     return supervisedSource({
       reconnect: src.reconnect,
       watchdog: src.watchdog,

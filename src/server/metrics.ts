@@ -79,12 +79,15 @@ export class Metrics {
     counter('argus_source_reconnects_total', 'Restarts of a source’s ffmpeg.', (s) => s.reconnects);
     new client.Counter({
       name: 'argus_frames_dropped_total',
-      help: 'Frames or messages dropped, by reason: stale (inference busy, newer frame kept), kafka_buffer (producer buffer full or broker away), websocket_slow_client.',
+      help: 'Frames or messages dropped, by reason: stale (inference busy, newer frame kept), inference_error (the frame’s inference failed), kafka_buffer (producer buffer full or broker away), websocket_slow_client.',
       labelNames: ['source', 'reason'],
       registers: [r],
       collect() {
         this.reset();
-        for (const s of stats()) this.inc({ source: s.id, reason: 'stale' }, s.dropped);
+        for (const s of stats()) {
+          this.inc({ source: s.id, reason: 'stale' }, s.dropped - s.inferenceErrors);
+          if (s.inferenceErrors > 0) this.inc({ source: s.id, reason: 'inference_error' }, s.inferenceErrors);
+        }
         if (src.kafka) this.inc({ source: '_all', reason: 'kafka_buffer' }, src.kafka.stats.dropped);
         if (src.websocket) this.inc({ source: '_all', reason: 'websocket_slow_client' }, src.websocket.stats.dropped);
       },

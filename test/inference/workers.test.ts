@@ -203,3 +203,37 @@ describe('batching bench configurations', () => {
     expect(batchConfigs(4, 2, 16, 'yolox-nano')[3]).toMatchObject({ maxBatch: 1, workers: 4 });
   });
 });
+
+describe('a dead inference worker', () => {
+  // (A worker cannot be ended inside a native run without aborting the process — see
+  // quiesceInference — so the worker here dies between runs, as after an out-of-memory exit.)
+  it('is replaced; frames wait for the replacement, and the source keeps going with every frame accounted for', async () => {
+    const { PipelineSchema } = await import('../../src/config/schema.js');
+    const { runPipeline } = await import('../../src/pipeline/run.js');
+    const det = await load(1, { intraOpThreads: 2 });
+    const threads = (det.session as unknown as { threads: { crash(): void }[]; restarts: number }).threads;
+    const config = PipelineSchema.parse({ sources: [{ id: 'cam', uri: join(MIRROR, 'streams/one-by-one-person-detection.mp4'), rate: 'fast' }], tracking: { enabled: false } });
+    let n = 0;
+    let killed = false;
+    const summary = await runPipeline(config, {
+      detector: det,
+      maxFrames: 80,
+      status: false,
+      onResult: () => {
+        // After 20 frames, the worker exits (between two runs).
+        if (++n === 20) {
+          killed = true;
+          threads[0].crash();
+        }
+      },
+    });
+    expect(killed).toBe(true);
+    const st = summary.stats[0];
+    expect(summary.failed).toEqual([]);
+    expect(st.framesOut).toBe(80);
+    // The run posted just before the exit, if any, is dropped and counted.
+    expect(st.inferenceErrors).toBeLessThanOrEqual(1);
+    expect(st.framesIn).toBe(st.framesOut + st.dropped);
+    expect((det.session as unknown as { restarts: number }).restarts).toBe(1);
+  }, 120_000);
+});
