@@ -2,7 +2,7 @@
  * Soak: N real RTSP sources (the shared videos, looped, through scripts/rtsp-server.sh) for a
  * long run. Prints figures; asserts nothing.
  *
- *   npx tsx scripts/soak.ts [--minutes 30] [--sources 4] [--json out.json]
+ *   npx tsx scripts/soak.ts [--minutes 30] [--sources 4] [--workers 1] [--threads 2] [--json out.json]
  *
  * Reports RSS after warm-up and at the end (growth %), end-to-end p99 of the first and last
  * 5 minutes, reconnects, and unaccounted frames: every frame read must be processed or
@@ -21,6 +21,8 @@ const opt = (n: string, d: string) => (args.includes(`--${n}`) ? args[args.index
 const MINUTES = Number(opt('minutes', '30'));
 const SOURCES = Number(opt('sources', '4'));
 const JSON_OUT = opt('json', '');
+const WORKERS = Number(opt('workers', '1'));
+const THREADS = Number(opt('threads', '2'));
 const here = resolve(new URL('.', import.meta.url).pathname);
 const rtsp = (...a: string[]) => execFileSync('bash', [resolve(here, 'rtsp-server.sh'), ...a], { encoding: 'utf8', env: { ...process.env, RTSP_PORT: process.env.RTSP_PORT ?? '18654' } }).trim();
 const mirror = process.env.ARGUS_MIRROR ?? resolve(here, '../../shared');
@@ -28,16 +30,23 @@ const videos = [`${mirror}/streams/one-by-one-person-detection.mp4`, `${mirror}/
 
 rtsp('start');
 const urls = Array.from({ length: SOURCES }, (_, i) => /RTSP_URL=(\S+)/.exec(rtsp('publish', `soak${i}`, videos[i % 2], '--loop', ...(i % 2 ? ['--transcode'] : [])))![1]);
-console.log(`soak: ${SOURCES} RTSP sources for ${MINUTES} min: ${urls.join(' ')}`);
+console.log(`soak: ${SOURCES} RTSP sources for ${MINUTES} min, ${WORKERS} inference worker(s) × ${THREADS} thread(s): ${urls.join(' ')}`);
 
-const config = PipelineSchema.parse({ sources: urls.map((uri, i) => ({ id: `cam${i}`, uri })), model: { warmupRuns: 2 }, alerts: { snapshot: { mode: 'none' } } });
+const config = PipelineSchema.parse({ sources: urls.map((uri, i) => ({ id: `cam${i}`, uri })), model: { warmupRuns: 2, workers: WORKERS, intraOpThreads: THREADS }, alerts: { snapshot: { mode: 'none' } } });
 const e2e: { t: number; v: number }[] = [];
 const rss: { t: number; mb: number }[] = [];
 const ac = new AbortController();
 let t0 = 0;
 const rssTimer = setInterval(() => rss.push({ t: performance.now() - t0, mb: process.memoryUsage().rss / 1048576 }), 10_000);
 setTimeout(() => ac.abort(), MINUTES * 60_000).unref();
-const progress = setInterval(() => process.stdout.write(`  ${((performance.now() - t0) / 60_000).toFixed(1)} min, ${e2e.length} frames, RSS ${(process.memoryUsage().rss / 1048576).toFixed(0)} MB\n`), 60_000);
+let seen = 0;
+const progress = setInterval(() => {
+  // The last minute's e2e p99, so a latency that grows shows minute by minute.
+  const minute = e2e.slice(seen).map((x) => x.v);
+  seen = e2e.length;
+  const p99 = minute.length ? percentiles(minute, [99])[0].toFixed(1) : '-';
+  process.stdout.write(`  ${((performance.now() - t0) / 60_000).toFixed(1)} min, ${e2e.length} frames, last minute e2e p99 ${p99} ms, RSS ${(process.memoryUsage().rss / 1048576).toFixed(0)} MB\n`);
+}, 60_000);
 const summary = await runPipeline(config, {
   status: false,
   signal: ac.signal,
@@ -58,6 +67,8 @@ const perSource = summary.stats.map((s) => ({ id: s.id, framesIn: s.framesIn, fr
 const result = {
   minutes: MINUTES,
   sources: SOURCES,
+  workers: WORKERS,
+  threads: THREADS,
   frames: summary.frames,
   rssWarmMb: Math.round(warm.mb),
   rssEndMb: Math.round(end.mb),
