@@ -251,7 +251,8 @@ class SessionThread {
       this.worker.ref(); // the caller awaits the release: keep the process alive until it is done
       this.worker.postMessage('release');
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 2000)))]);
+      // Releasing a GPU session can take a moment; ending the worker inside it would abort.
+      await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 10_000)))]);
       clearTimeout(timer);
     }
     await this.worker.terminate();
@@ -296,6 +297,12 @@ class WorkerSession implements ModelSession {
   private async replace(dead: SessionThread, e: Error): Promise<void> {
     if (this.closed) return;
     const log = this.o.log ?? (() => {});
+    if (this.restarts >= MAX_WORKER_RESTARTS) {
+      // Something kills every worker: stop trying; the runs fail and so, after a while, the sources.
+      log(`inference worker died (${e.message}) after ${this.restarts} restarts; not starting another`, { provider: this.provider }, 'error');
+      this.pump();
+      return;
+    }
     log(`inference worker died (${e.message}); starting another`, { provider: this.provider }, 'warn');
     this.replacing++;
     try {
@@ -382,6 +389,8 @@ class WorkerSession implements ModelSession {
 }
 
 const live = new Set<WorkerSession>();
+/** Workers a session starts again at most, over its life. */
+const MAX_WORKER_RESTARTS = 10;
 
 /**
  * Before a forced exit: stops every worker session taking runs and waits (at most `timeoutMs`)

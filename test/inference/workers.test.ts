@@ -237,3 +237,26 @@ describe('a dead inference worker', () => {
     expect((det.session as unknown as { restarts: number }).restarts).toBe(1);
   }, 120_000);
 });
+
+describe('a worker that keeps dying', () => {
+  it('is started again at most 10 times; after that the runs fail instead of restarting forever', async () => {
+    const det = await load(1);
+    const s = det.session as unknown as { threads: { crash(): void; alive: boolean }[]; restarts: number };
+    const input = det.createInput();
+    input.data.fill(114);
+    const until = async (cond: () => boolean) => {
+      for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+      expect(cond()).toBe(true);
+    };
+    for (let k = 1; k <= 10; k++) {
+      s.threads[0].crash();
+      await until(() => s.restarts === k);
+      await det.run(input); // the replacement works
+    }
+    s.threads[0].crash();
+    await until(() => !s.threads[0].alive);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(s.restarts).toBe(10);
+    await expect(det.run(input)).rejects.toThrow(/inference worker exited/);
+  }, 120_000);
+});
