@@ -28,22 +28,12 @@ function localBuffer(Type, length) {
   return a;
 }
 function localCopy(data, dims, type) {
-  const parts = Array.isArray(data) ? data : [data];
-  if (type === 'float16') {
-    const a = localBuffer(Uint16Array, dims.reduce((x, y) => x * y, 1));
-    let at = 0;
-    for (const part of parts) {
-      float32ToFloat16(part, a.subarray(at, at + part.length));
-      at += part.length;
-    }
-    a.fill(0, at);
-    return a;
-  }
-  if (!Array.isArray(data) && !(data.buffer instanceof SharedArrayBuffer)) return data;
-  const a = localBuffer(Float32Array, dims.reduce((x, y) => x * y, 1));
+  if (type !== 'float16' && !Array.isArray(data) && !(data.buffer instanceof SharedArrayBuffer)) return data;
+  const a = localBuffer(type === 'float16' ? Uint16Array : Float32Array, dims.reduce((x, y) => x * y, 1));
   let at = 0;
-  for (const part of parts) {
-    a.set(part, at);
+  for (const part of Array.isArray(data) ? data : [data]) {
+    if (type === 'float16') float32ToFloat16(part, a.subarray(at, at + part.length));
+    else a.set(part, at);
     at += part.length;
   }
   a.fill(0, at);

@@ -54,8 +54,6 @@ export interface ModelSession {
   readonly slots: number;
   /** Inputs in shared memory reach a worker without a copy on the main thread. */
   readonly sharedInputs: boolean;
-  /** Runs queued, not started. */
-  readonly waiting: number;
   /** `onStart` is called when a session actually starts the run (for the frame's stamps). */
   run(req: RunRequest, onStart?: () => void): Promise<RunOutput[]>;
   release(): Promise<void>;
@@ -86,7 +84,6 @@ class InlineSession implements ModelSession {
   readonly slots = 1;
   readonly sharedInputs = false;
   private tail: Promise<unknown> = Promise.resolve();
-  waiting = 0;
   /** fp16 models: the narrowed input and the widened outputs, reused (runs are serialised). */
   private f16In: Uint16Array | undefined;
   private readonly f16Out = new Map<string, Float32Array>();
@@ -110,9 +107,7 @@ class InlineSession implements ModelSession {
   }
 
   run(req: RunRequest, onStart?: () => void): Promise<RunOutput[]> {
-    this.waiting++;
     const job = this.tail.then(async () => {
-      this.waiting--;
       onStart?.();
       let tensor: ort.Tensor;
       if (req.type === 'float16') {
@@ -350,9 +345,6 @@ class WorkerSession implements ModelSession {
   }
   get slots(): number {
     return this.threads.length;
-  }
-  get waiting(): number {
-    return this.queue.length;
   }
 
   run(req: RunRequest, onStart?: () => void): Promise<RunOutput[]> {
