@@ -1,0 +1,400 @@
+import { createHash } from 'node:crypto';
+import { mkdir, open, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
+import type { LogFn } from '../core/log.js';
+import type { Message } from './message.js';
+
+/**
+ * The durable alert outbox: every alert (and the latest status of each source) is appended to
+ * a journal on local disk, and fsynced, before any sink sees it; it is removed only once the
+ * broker has acknowledged it (or it was parked in the dead-letter file). On start, what the
+ * journal still holds is replayed. A `kill -9`, a crash or a power cut therefore loses no
+ * alert that was raised: delivery is at least once, and consumers de-duplicate by alert id.
+ *
+ * Format: one record a line, `<8 hex of sha1(json)> <json>\n`; json is
+ * `{"op":"put","key","kind","source","at","value"}` or `{"op":"ack","key","at"}`. A torn last
+ * line (the process died mid-write) or a damaged one fails its checksum and is skipped. The
+ * file is rewritten with only the live records (write to a temporary file, fsync, rename) when
+ * it has grown past twice the live size, and at every open.
+ */
+
+export interface OutboxOptions {
+  /** Folder of the journal (created if missing). */
+  dir: string;
+  /** Live records' bytes at most; beyond it the oldest alerts are dropped, each logged as an error. */
+  maxBytes: number;
+  /** Records older than this are dropped (logged as errors), ms. */
+  maxAgeMs: number;
+  /** fsync every write (default true). Off trades durability on power loss for speed; a process crash still loses nothing. */
+  fsync: boolean;
+  log?: LogFn;
+  /** Clock (tests). */
+  now?: () => number;
+}
+
+export type OutboxKind = 'alert' | 'status';
+
+export interface OutboxRecord {
+  key: string;
+  kind: OutboxKind;
+  source: string;
+  /** When it was journaled, epoch ms. */
+  at: number;
+  /** The message JSON exactly as it was published. */
+  value: string;
+}
+
+export interface OutboxStats {
+  /** Records not yet acknowledged. */
+  pending: number;
+  /** Bytes of the pending records. */
+  pendingBytes: number;
+  appended: number;
+  acked: number;
+  /** Records found at open (replayed). */
+  recovered: number;
+  /** Lines skipped at open because their checksum failed (a torn tail, a damaged disk). */
+  corrupt: number;
+  /** Alerts dropped for the size or age bound. */
+  evicted: number;
+  /** Writes that failed (disk full, I/O error): the message was still handed to the sinks. */
+  writeErrors: number;
+}
+
+const FILE = 'outbox.log';
+const LOCK = 'outbox.lock';
+/** Folders this process has open (the pid lock cannot tell two runs of one process apart). */
+const openHere = new Set<string>();
+
+/** The journal key of a message: alerts by id, statuses by source (only the latest is kept). */
+export function outboxKey(m: Message): { key: string; kind: OutboxKind } | undefined {
+  if (m.type === 'alert') return { key: `alert:${m.alert.id}`, kind: 'alert' };
+  if (m.type === 'status') return { key: `status:${m.source}`, kind: 'status' };
+  return undefined;
+}
+
+function line(obj: object): string {
+  const json = JSON.stringify(obj);
+  return `${createHash('sha1').update(json).digest('hex').slice(0, 8)} ${json}\n`;
+}
+
+/** Parses a journal's text: live records in order of first append, plus counts. */
+export function parseJournal(text: string): { records: Map<string, OutboxRecord>; corrupt: number; torn: boolean } {
+  const records = new Map<string, OutboxRecord>();
+  let corrupt = 0;
+  let torn = false;
+  let start = 0;
+  while (start < text.length) {
+    const nl = text.indexOf('\n', start);
+    const end = nl < 0 ? text.length : nl;
+    const l = text.slice(start, end);
+    start = end + 1;
+    if (l.length === 0) continue;
+    const json = l.slice(9);
+    let rec: { op?: string; key?: string; kind?: OutboxKind; source?: string; at?: number; value?: string } | undefined;
+    if (l[8] === ' ' && createHash('sha1').update(json).digest('hex').slice(0, 8) === l.slice(0, 8)) {
+      try {
+        rec = JSON.parse(json) as typeof rec;
+      } catch {
+        rec = undefined;
+      }
+    }
+    if (!rec || typeof rec.key !== 'string') {
+      if (nl < 0) torn = true;
+      else corrupt++;
+      continue;
+    }
+    if (rec.op === 'put' && typeof rec.value === 'string') {
+      records.delete(rec.key); // a newer status replaces the older one (and moves to the end)
+      records.set(rec.key, { key: rec.key, kind: rec.kind === 'status' ? 'status' : 'alert', source: String(rec.source ?? ''), at: Number(rec.at ?? 0), value: rec.value });
+    } else if (rec.op === 'ack') {
+      const cur = records.get(rec.key);
+      if (cur && (rec.at === undefined || rec.at === cur.at)) records.delete(rec.key);
+    }
+  }
+  return { records, corrupt, torn };
+}
+
+/** Reads a journal folder without opening it for writing (tools, the chaos run). */
+export async function readOutbox(dir: string): Promise<OutboxRecord[]> {
+  const text = await readFile(join(dir, FILE), 'utf8').catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOENT') return '';
+    throw e;
+  });
+  return [...parseJournal(text).records.values()];
+}
+
+function pidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export class Outbox {
+  private fh!: FileHandle;
+  private readonly live = new Map<string, OutboxRecord>();
+  private liveBytes = 0;
+  private fileBytes = 0;
+  /** Lines waiting for the writer, with who waits for them. */
+  private queue: { text: string; done?: () => void }[] = [];
+  private writing: Promise<void> | undefined;
+  private closed = false;
+  private recoveredRecords: OutboxRecord[] = [];
+  private readonly log: LogFn;
+  private readonly clock: () => number;
+  private ageTimer: NodeJS.Timeout | undefined;
+  readonly stats: OutboxStats = { pending: 0, pendingBytes: 0, appended: 0, acked: 0, recovered: 0, corrupt: 0, evicted: 0, writeErrors: 0 };
+
+  private constructor(private readonly o: OutboxOptions) {
+    this.log = o.log ?? (() => {});
+    this.clock = o.now ?? Date.now;
+  }
+
+  /**
+   * Opens (or creates) the journal in `dir`, takes its lock (another live argus on the same
+   * folder is an error naming it), recovers what it holds and rewrites it compacted.
+   */
+  static async open(o: OutboxOptions): Promise<Outbox> {
+    const ob = new Outbox(o);
+    await ob.init();
+    return ob;
+  }
+
+  private async init(): Promise<void> {
+    const { dir } = this.o;
+    try {
+      await mkdir(dir, { recursive: true });
+    } catch (e) {
+      throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot create ${dir} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); set outbox.dir to a writable folder`, { cause: e });
+    }
+    await this.lock();
+    try {
+      await this.load();
+    } catch (e) {
+      await rm(join(dir, LOCK), { force: true }).catch(() => undefined);
+      openHere.delete(resolve(dir));
+      throw e;
+    }
+  }
+
+  private async load(): Promise<void> {
+    const { dir } = this.o;
+    let text = '';
+    try {
+      text = await readFile(join(dir, FILE), 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot read ${join(dir, FILE)} (${(e as NodeJS.ErrnoException).code})`, { cause: e });
+    }
+    const { records, corrupt, torn } = parseJournal(text);
+    this.stats.corrupt = corrupt + (torn ? 1 : 0);
+    if (torn) this.log('outbox: the last journal record was torn (the process died while writing it); skipped', { dir });
+    if (corrupt > 0) this.log(`outbox: ${corrupt} damaged journal record(s) skipped`, { dir }, 'error');
+    for (const r of records.values()) this.addLive(r);
+    this.expire();
+    this.recoveredRecords = [...this.live.values()];
+    this.stats.recovered = this.recoveredRecords.length;
+    await this.rewrite();
+    this.updateStats();
+    this.ageTimer = setInterval(() => this.expire(), 60_000);
+    this.ageTimer.unref();
+  }
+
+  private async lock(): Promise<void> {
+    const path = join(this.o.dir, LOCK);
+    const key = resolve(this.o.dir);
+    if (openHere.has(key)) throw new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is already open in this process; give each pipeline its own outbox.dir`);
+    openHere.add(key);
+    try {
+      await this.takeLock(path);
+    } catch (e) {
+      openHere.delete(key);
+      throw e;
+    }
+  }
+
+  private async takeLock(path: string): Promise<void> {
+    for (let tries = 0; tries < 3; tries++) {
+      try {
+        await writeFile(path, String(process.pid), { flag: 'wx' });
+        return;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot lock ${path} (${(e as NodeJS.ErrnoException).code})`, { cause: e });
+        const pid = Number((await readFile(path, 'utf8').catch(() => '')).trim());
+        if (pidAlive(pid)) throw new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is in use by another argus (pid ${pid}); give each pipeline its own outbox.dir`);
+        await rm(path, { force: true }); // left by a process that died
+      }
+    }
+    throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot lock ${path}`);
+  }
+
+  /** Records the previous run left undelivered, oldest first (to be replayed once). */
+  takeRecovered(): OutboxRecord[] {
+    const r = this.recoveredRecords;
+    this.recoveredRecords = [];
+    return r;
+  }
+
+  get dir(): string {
+    return this.o.dir;
+  }
+
+  /**
+   * Journals a message; resolves once it is on disk (fsynced). Writes are grouped: all
+   * messages that arrive while a write is in progress go to disk in the next one. A failed
+   * write is logged and counted, and still resolves: the journal never holds an alert back.
+   */
+  append(m: Message, json: string): Promise<void> {
+    const k = outboxKey(m);
+    if (!k || this.closed) return Promise.resolve();
+    const rec: OutboxRecord = { key: k.key, kind: k.kind, source: m.source, at: this.clock(), value: json };
+    const prev = this.live.get(rec.key);
+    if (prev) this.dropLive(prev);
+    this.addLive(rec);
+    this.stats.appended++;
+    if (rec.kind === 'alert') this.enforceBytes();
+    this.updateStats();
+    return new Promise<void>((done) => this.enqueue(line({ op: 'put', key: rec.key, kind: rec.kind, source: rec.source, at: rec.at, value: rec.value }), done));
+  }
+
+  /** The broker acknowledged these messages (or they were dead-lettered): forget them. */
+  ack(messages: readonly Message[]): void {
+    for (const m of messages) {
+      const k = outboxKey(m);
+      if (!k) continue;
+      const cur = this.live.get(k.key);
+      // A status is forgotten only if it is the one journaled last (a newer one stays).
+      if (!cur || (cur.kind === 'status' && cur.value.length > 0 && !sameStatus(cur, m))) continue;
+      this.dropLive(cur);
+      this.stats.acked++;
+      this.enqueue(line({ op: 'ack', key: cur.key, at: cur.at }));
+    }
+    this.updateStats();
+  }
+
+  private enqueue(text: string, done?: () => void): void {
+    this.queue.push({ text, done });
+    this.writing ??= this.writeLoop();
+  }
+
+  private async writeLoop(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue;
+        this.queue = [];
+        const text = batch.length === 1 ? batch[0].text : batch.map((b) => b.text).join('');
+        try {
+          await this.fh.write(text);
+          if (this.o.fsync) await this.fh.datasync();
+          this.fileBytes += Buffer.byteLength(text);
+        } catch (e) {
+          this.stats.writeErrors++;
+          if (this.stats.writeErrors === 1 || this.stats.writeErrors % 100 === 0) {
+            this.log(`outbox: journal write failed (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); alerts are still published but not protected against a crash`, { dir: this.o.dir, failures: this.stats.writeErrors }, 'error');
+          }
+        }
+        for (const b of batch) b.done?.();
+        if (this.fileBytes > Math.max(4 * 1024 * 1024, 2 * this.liveBytes + 64 * 1024) && !this.closed) await this.rewrite();
+      }
+    } finally {
+      this.writing = undefined;
+    }
+  }
+
+  /** Writes the live records to a new file and swaps it in (atomic rename), then reopens for appending. */
+  private async rewrite(): Promise<void> {
+    const path = join(this.o.dir, FILE);
+    const tmp = `${path}.tmp`;
+    const text = [...this.live.values()].map((r) => line({ op: 'put', key: r.key, kind: r.kind, source: r.source, at: r.at, value: r.value })).join('');
+    try {
+      const t = await open(tmp, 'w');
+      try {
+        await t.write(text);
+        await t.sync();
+      } finally {
+        await t.close();
+      }
+      await rename(tmp, path);
+      const d = await open(this.o.dir, 'r').catch(() => undefined);
+      await d?.sync().catch(() => undefined);
+      await d?.close();
+      await this.fh?.close().catch(() => undefined);
+      this.fh = await open(path, 'a');
+      this.fileBytes = Buffer.byteLength(text);
+    } catch (e) {
+      if (!this.fh) throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot write ${path} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
+      this.stats.writeErrors++;
+      this.log(`outbox: compaction failed (${(e as Error).message}); the journal keeps growing until it works`, { dir: this.o.dir }, 'error');
+    }
+  }
+
+  private addLive(r: OutboxRecord): void {
+    this.live.set(r.key, r);
+    this.liveBytes += r.value.length + r.key.length + 80;
+  }
+
+  private dropLive(r: OutboxRecord): void {
+    this.live.delete(r.key);
+    this.liveBytes -= r.value.length + r.key.length + 80;
+  }
+
+  private enforceBytes(): void {
+    if (this.liveBytes <= this.o.maxBytes) return;
+    for (const r of this.live.values()) {
+      if (this.liveBytes <= this.o.maxBytes) break;
+      if (r.kind !== 'alert') continue;
+      this.evict(r, `the journal is over outbox.maxBytes (${this.o.maxBytes})`);
+    }
+  }
+
+  private expire(): void {
+    const cutoff = this.clock() - this.o.maxAgeMs;
+    for (const r of this.live.values()) {
+      if (r.at >= cutoff) break; // records are in order of append
+      if (r.kind === 'alert') this.evict(r, `older than outbox.maxAgeHours (${this.o.maxAgeMs / 3_600_000} h)`);
+      else this.dropLive(r);
+    }
+    this.updateStats();
+  }
+
+  private evict(r: OutboxRecord, why: string): void {
+    this.dropLive(r);
+    this.stats.evicted++;
+    this.log(`outbox: alert ${r.key.slice(6)} dropped undelivered: ${why}`, { source: r.source }, 'error');
+    if (this.fh) this.enqueue(line({ op: 'ack', key: r.key, at: r.at }));
+  }
+
+  private updateStats(): void {
+    this.stats.pending = this.live.size;
+    this.stats.pendingBytes = this.liveBytes;
+  }
+
+  /** Alerts still undelivered. */
+  get pendingAlerts(): number {
+    let n = 0;
+    for (const r of this.live.values()) if (r.kind === 'alert') n++;
+    return n;
+  }
+
+  /** Waits for queued writes, compacts, releases the lock. What is still pending stays for the next start. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    if (this.ageTimer) clearInterval(this.ageTimer);
+    while (this.writing) await this.writing;
+    this.closed = true;
+    await this.rewrite();
+    await this.fh?.close().catch(() => undefined);
+    await rm(join(this.o.dir, LOCK), { force: true });
+    openHere.delete(resolve(this.o.dir));
+  }
+}
+
+function sameStatus(cur: OutboxRecord, m: Message): boolean {
+  if (m.type !== 'status') return true;
+  // The journaled value holds the status's `at` and `state`; cheap check without parsing.
+  return cur.value.includes(`"at":${m.at},`) && cur.value.includes(`"state":"${m.state}"`);
+}
