@@ -9,6 +9,14 @@ import type { Publisher } from '../sinks/publisher.js';
 import type { FrameResult } from './pipeline.js';
 
 /**
+ * A tag unique to this process start (base-36 start time in ms and two random characters),
+ * put in every alert id so ids never repeat across restarts.
+ */
+export function runTag(at = Date.now(), rand = Math.random): string {
+  return `${at.toString(36)}${Math.floor(rand() * 1296).toString(36).padStart(2, '0')}`;
+}
+
+/**
  * Turns alert drafts into published alerts: an id, the frame's stamps, and a JPEG snapshot
  * (boxes, zones, lines drawn) embedded or written to a folder. The pixels are copied at once,
  * so the frame can be released; encoding runs off the frame path (libvips threads).
@@ -19,6 +27,7 @@ export class AlertPublisher {
   /** Alerts raised so far by rule. */
   readonly byRule = new Map<string, { severity: string; count: number }>();
   private dirReady: Promise<unknown> | undefined;
+  private readonly run = runTag();
 
   constructor(
     private readonly publisher: Publisher,
@@ -51,10 +60,10 @@ export class AlertPublisher {
       if (br) br.count++;
       else this.byRule.set(draft.rule as string, { severity: draft.severity as string, count: 1 });
       const { row, ...rest } = draft;
-      const body = { id: `${frame.source}:${draft.rule}:${frame.seq}:${draft.trackId ?? row}`, ...rest } as AlertBody;
+      // source:rule:run-seq:track — unique across restarts (run tag) and within a run (seq never repeats).
+      const body = { id: `${frame.source}:${draft.rule}:${this.run}-${frame.seq}:${draft.trackId ?? `r${row}`}`, ...rest } as AlertBody;
       if (!pic) {
-        this.publisher.alert(frame, detections, dropped, body);
-        this.stats.published++;
+        this.track(this.publisher.alert(frame, detections, dropped, body).then(() => void this.stats.published++));
         continue;
       }
       const geometry = r.analyzer?.geometry() ?? { zones: [], lines: [] };
@@ -76,13 +85,17 @@ export class AlertPublisher {
           this.stats.snapshotFailures++;
           this.log(`alert ${body.id}: snapshot failed (${e.message}); publishing without it`, {}, 'warn');
         })
-        .then(() => {
-          this.publisher.alert(frame, detections, dropped, body);
-          this.stats.published++;
-        })
-        .finally(() => this.pending.delete(job));
-      this.pending.add(job);
+        .then(() => this.publisher.alert(frame, detections, dropped, body))
+        .then(() => void this.stats.published++);
+      this.track(job);
     }
+  }
+
+  private track(job: Promise<void>): void {
+    const p = job
+      .catch((e: Error) => this.log(`alert: publishing failed (${e.message})`, {}, 'error'))
+      .finally(() => this.pending.delete(p));
+    this.pending.add(p);
   }
 
   /** Waits until every raised alert has been handed to the sinks. */

@@ -4,18 +4,32 @@ import type { Frame } from '../core/frame.js';
 import type { AnalyticsSummary } from '../analytics/analyzer.js';
 import type { Transition } from '../sources/health.js';
 import { alertMessage, detectionsMessage, statusMessage, type AlertBody, type AlertMessage, type DetectionsMessage, type ModelInfo, type StatusMessage } from './message.js';
+import { redact } from '../core/redact.js';
+import type { Outbox } from './outbox.js';
 import type { Sink } from './sink.js';
 
 /**
  * Builds each message once, stamps `published`, serialises it once and hands the same JSON to
- * every sink.
+ * every sink. With an outbox, alerts and status changes are journaled (fsynced) first and
+ * reach the sinks once they are on disk.
  */
 export class Publisher {
   constructor(
     readonly sinks: readonly Sink[],
     private readonly model: ModelInfo,
     private readonly labels: readonly string[],
+    private readonly outbox?: Outbox,
   ) {}
+
+  /** Journal writes not finished yet (their messages reach the sinks when they are). */
+  private readonly journaling = new Set<Promise<unknown>>();
+
+  private journal(msg: AlertMessage | StatusMessage, json: string): Promise<void> | undefined {
+    if (!this.outbox) return undefined;
+    const p = this.outbox.append(msg, json);
+    this.journaling.add(p);
+    return p.finally(() => this.journaling.delete(p));
+  }
 
   detections(frame: Frame, detections: Detections, dropped: number, analytics?: AnalyticsSummary): DetectionsMessage {
     const msg = detectionsMessage(frame, detections, dropped, this.model, this.labels, analytics);
@@ -23,16 +37,26 @@ export class Publisher {
     return msg;
   }
 
-  alert(frame: Frame, detections: Detections, dropped: number, body: AlertBody): AlertMessage {
+  /** Resolves once the alert is journaled (when there is an outbox) and handed to every sink. */
+  async alert(frame: Frame, detections: Detections, dropped: number, body: AlertBody): Promise<AlertMessage> {
     const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body);
-    this.fanOut(msg);
+    msg.stamps.published = now();
+    const json = JSON.stringify(msg);
+    const journaled = this.journal(msg, json);
+    if (journaled) await journaled;
+    for (const s of this.sinks) s.publish('alert', msg.source, json, msg);
     return msg;
   }
 
-  status(t: Transition): StatusMessage {
+  /** A source's state change; its reason and detail are redacted (no credentials leave the process). */
+  async status(t: Transition): Promise<StatusMessage> {
     const msg = statusMessage(t);
+    msg.reason = redact(msg.reason);
+    if (msg.detail) msg.detail = redact(msg.detail);
     msg.published = now();
     const json = JSON.stringify(msg);
+    const journaled = this.journal(msg, json);
+    if (journaled) await journaled;
     for (const s of this.sinks) s.publish('status', msg.source, json, msg);
     return msg;
   }
@@ -43,8 +67,10 @@ export class Publisher {
     for (const s of this.sinks) s.publish(msg.type, msg.source, json, msg);
   }
 
-  /** Closes sinks in reverse order of creation. */
+  /** Lets journal writes in progress reach the sinks, then closes sinks in reverse order of creation. */
   async close(): Promise<void> {
+    while (this.journaling.size > 0) await Promise.all([...this.journaling]);
+    await new Promise((r) => setImmediate(r)); // the awaiting alert()/status() calls hand their messages on first
     for (const s of [...this.sinks].reverse()) await s.close();
   }
 }
