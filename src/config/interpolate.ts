@@ -17,19 +17,22 @@ export class InterpolationError extends Error {
  * A string that is exactly one expression is re-read as a YAML scalar, so `${env:FPS,30}`
  * becomes the number 30 and `${env:LOOP,false}` the boolean false.
  */
-export function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv = process.env, path = ''): unknown {
+export function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv = process.env, path = '', raw?: Map<string, string>): unknown {
   if (typeof value === 'string') {
     const whole = WHOLE.exec(value.trim());
     if (whole) {
       const v = lookup(whole[1], whole[2], env, path);
-      return parseScalar(v);
+      const parsed = parseScalar(v);
+      // Remember the text, so a field that wants a string (a password "123456") can get it back.
+      if (typeof parsed !== 'string') raw?.set(path, v);
+      return parsed;
     }
     return value.replace(EXPR, (_m, name: string, def: string | undefined) => lookup(name, def, env, path));
   }
-  if (Array.isArray(value)) return value.map((v, i) => interpolateEnv(v, env, `${path}[${i}]`));
+  if (Array.isArray(value)) return value.map((v, i) => interpolateEnv(v, env, `${path}[${i}]`, raw));
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = interpolateEnv(v, env, path ? `${path}.${k}` : k);
+    for (const [k, v] of Object.entries(value)) out[k] = interpolateEnv(v, env, path ? `${path}.${k}` : k, raw);
     return out;
   }
   return value;

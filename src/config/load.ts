@@ -5,14 +5,30 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { InterpolationError, interpolateEnv } from './interpolate.js';
 import { PipelineSchema, type PipelineConfig } from './schema.js';
 
+const pathText = (path: readonly (string | number)[]) => path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${p}` : String(p)), '');
+
 /** Formats zod issues as `path.to.field: message` lines. */
 export function formatIssues(error: ZodError): string {
-  return error.issues
-    .map((i) => {
-      const path = i.path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${p}` : String(p)), '');
-      return `  ${path || '(root)'}: ${i.message}`;
-    })
-    .join('\n');
+  return error.issues.map((i) => `  ${pathText(i.path) || '(root)'}: ${i.message}`).join('\n');
+}
+
+/**
+ * `${env:PASSWORD}` holding `123456` was re-read as a number; where the schema wants a string,
+ * put the variable's text back. Returns true when something was put back.
+ */
+function restoreStrings(doc: unknown, error: ZodError, raw: Map<string, string>): boolean {
+  let changed = false;
+  for (const i of error.issues) {
+    if (i.code !== 'invalid_type' || i.expected !== 'string') continue;
+    const text = raw.get(pathText(i.path));
+    if (text === undefined || i.path.length === 0) continue;
+    let node = doc as Record<string | number, unknown>;
+    for (const k of i.path.slice(0, -1)) node = node[k] as Record<string | number, unknown>;
+    node[i.path[i.path.length - 1]] = text;
+    raw.delete(pathText(i.path));
+    changed = true;
+  }
+  return changed;
 }
 
 /** Parses YAML text, interpolates `${env:…}`, validates. Errors name the file and the field. */
@@ -32,13 +48,15 @@ export function parseConfigText<S extends ZodTypeAny>(
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
     throw new ArgusError(ErrorCodes.CONFIG, `${file}: expected a mapping at the top level`);
   }
+  const raw = new Map<string, string>();
   try {
-    doc = interpolateEnv(doc, env);
+    doc = interpolateEnv(doc, env, '', raw);
   } catch (e) {
     if (e instanceof InterpolationError) throw new ArgusError(ErrorCodes.CONFIG, `${file}: ${e.message}`);
     throw e;
   }
-  const result = schema.safeParse(doc);
+  let result = schema.safeParse(doc);
+  while (!result.success && raw.size > 0 && restoreStrings(doc, result.error, raw)) result = schema.safeParse(doc);
   if (!result.success) {
     throw new ArgusError(ErrorCodes.CONFIG, `${file}: invalid configuration\n${formatIssues(result.error)}`);
   }

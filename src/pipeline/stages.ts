@@ -59,7 +59,7 @@ export interface PostprocessOptions extends SelectOptions {
 export function postprocess(detector: Detector, options: PostprocessOptions): OperatorFunction<InferredFrame, DetectedFrame> {
   const candidates = new Candidates(detector.decoder.maxCandidates);
   // Graphs that already ran NMS: keep their boxes (IoU never exceeds 1, so nothing is suppressed).
-  const select = detector.decoder.nmsInGraph ? { ...options, iouThreshold: 1 } : options;
+  const select = { ...options, iouThreshold: detector.decoder.nmsInGraph ? 1 : options.iouThreshold, numClasses: detector.labels.length };
   return map(({ frame, output }) => {
     const n = detector.decoder.decode(output.outputs, output.batchIndex, options.scoreThreshold, candidates);
     const detections = selectDetections(candidates, n, select);

@@ -11,10 +11,43 @@ export interface SelectOptions {
   maxDetections: number;
   /** Suppress across classes too. Default false (class-aware). */
   classAgnostic: boolean;
+  /** Class ids at or past this (labels the model does not have) are dropped. Default: no limit. */
+  numClasses?: number;
 }
 
-/** Top-k by score, then NMS, then copies the kept rows into a new `Detections`. */
+/**
+ * Drops candidates a broken or hostile model can produce: a NaN or infinite score or
+ * coordinate, an inverted box, a class id outside [0, numClasses). Compacts in place and
+ * returns the count kept (NaN would otherwise sort anywhere and survive NMS, whose IoU with
+ * NaN is never above the threshold).
+ */
+export function dropInvalid(c: Candidates, count: number, numClasses = Infinity): number {
+  const { xyxy, score, classId } = c;
+  let w = 0;
+  for (let i = 0; i < count; i++) {
+    const o = i * 4;
+    const x1 = xyxy[o], y1 = xyxy[o + 1], x2 = xyxy[o + 2], y2 = xyxy[o + 3];
+    const s = score[i];
+    const k = classId[i];
+    // Number.isFinite is false for NaN and ±Infinity; the comparisons are false for NaN too.
+    if (!(Number.isFinite(s) && Number.isFinite(x1) && Number.isFinite(y1) && Number.isFinite(x2) && Number.isFinite(y2) && x2 >= x1 && y2 >= y1 && k >= 0 && k < numClasses)) continue;
+    if (w !== i) {
+      const q = w * 4;
+      xyxy[q] = x1;
+      xyxy[q + 1] = y1;
+      xyxy[q + 2] = x2;
+      xyxy[q + 3] = y2;
+      score[w] = s;
+      classId[w] = k;
+    }
+    w++;
+  }
+  return w;
+}
+
+/** Drops invalid candidates, then top-k by score, NMS, and copies the kept rows into a new `Detections`. */
 export function selectDetections(c: Candidates, count: number, options: SelectOptions): Detections {
+  count = dropInvalid(c, count, options.numClasses);
   if (count === 0) return Detections.empty();
   const order = argsortDesc(c.score, count);
   const k = Math.min(count, options.preNmsTopK);
