@@ -1,16 +1,46 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import type { LogFn } from '../core/log.js';
+import { redact } from '../core/redact.js';
 
 export type Route = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
+
+export interface RouteOptions {
+  /** Served without the token even when one is configured (/healthz, /readyz). Default false. */
+  public?: boolean;
+}
+
+/** Limits every connection lives under; README, "HTTP server: limits and access". */
+export const SERVER_DEFAULTS = {
+  maxConnections: 256,
+  maxHeaderBytes: 16 * 1024,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+} as const;
 
 export interface HttpServerOptions {
   host: string;
   port: number;
   routes?: Record<string, Route>;
-  /** Upgrade handlers by path (e.g. /ws). */
+  /** Upgrade handlers by path (e.g. /ws). Each does its own access checks (the WebSocket hub checks token and Origin). */
   upgrades?: Record<string, (req: IncomingMessage, socket: Duplex, head: Buffer) => void>;
+  /** When set, every route except those registered `public` answers 401 without it (`Authorization: Bearer …` or `?token=…`). */
+  token?: string;
+  /** Open sockets (HTTP and WebSocket together); beyond it new connections are closed at once. Default 256. */
+  maxConnections?: number;
+  /** Request line and headers together; larger answers 431. Default 16 KiB. */
+  maxHeaderBytes?: number;
+  /** Time to receive the request line and headers, from the connection (or the previous response); then 408 and closed. Default 10 s. */
+  headersTimeoutMs?: number;
+  /** Time to receive a whole request; then 408 and closed. Default 30 s. */
+  requestTimeoutMs?: number;
+  /** An idle keep-alive connection is closed after this long. Default 5 s. */
+  keepAliveTimeoutMs?: number;
+  log?: LogFn;
 }
 
 export interface RunningServer {
@@ -19,35 +49,156 @@ export interface RunningServer {
   url: string;
   port: number;
   /** Adds a route after start (later features register themselves). */
-  route(path: string, handler: Route): void;
+  route(path: string, handler: Route, options?: RouteOptions): void;
   close(): Promise<void>;
 }
 
-/** The pipeline's HTTP server: small routes and WebSocket upgrades, bound to 127.0.0.1 unless configured otherwise. */
+const noop = () => {};
+
+/** The request target as a URL, or undefined when it cannot be parsed (e.g. `//x:99999`). Never throws. */
+export function parseRequestUrl(raw: string | undefined): URL | undefined {
+  try {
+    return new URL(raw ?? '/', 'http://x');
+  } catch {
+    return undefined;
+  }
+}
+
+/** The token a request presents: `?token=` or `Authorization: Bearer …`. */
+export function requestToken(req: IncomingMessage, url: URL | undefined): string | undefined {
+  const q = url?.searchParams.get('token');
+  if (q) return q;
+  const auth = req.headers.authorization;
+  const m = typeof auth === 'string' ? /^Bearer[ \t]+(\S+)\s*$/i.exec(auth) : null;
+  return m?.[1];
+}
+
+const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+/** Constant-time token comparison: both sides are hashed first, so neither length nor content leaks through timing. */
+export function tokenMatches(given: string | undefined, expected: string): boolean {
+  if (given === undefined) return false;
+  return timingSafeEqual(digest(given), digest(expected));
+}
+
+/**
+ * Answers a raw socket (an upgrade that is refused, a request that cannot be parsed) and closes
+ * it: the answer is written, the socket ended and destroyed once flushed — or after 2 s at
+ * the latest, so a peer that never reads cannot keep it open. Never throws.
+ */
+export function refuseSocket(socket: Duplex, status: number, reason: string, headers: Record<string, string> = {}): void {
+  socket.on('error', noop);
+  try {
+    if (socket.writable) {
+      const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+      socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n${extra}\r\n`);
+    }
+    const s = socket as Socket;
+    if (typeof s.destroySoon === 'function') s.destroySoon();
+    else socket.end();
+  } catch {
+    socket.destroy();
+    return;
+  }
+  setTimeout(() => socket.destroy(), 2000).unref();
+}
+
+function plain(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', ...headers }).end(body);
+}
+
+/**
+ * The pipeline's HTTP server: small read-only routes and WebSocket upgrades, bound to 127.0.0.1
+ * unless configured otherwise. Nothing a client sends can throw out of a handler: a URL that
+ * cannot be parsed answers 400, a failing route 500, a method other than GET/HEAD 405; header
+ * size, header and request time, and the number of connections are bounded.
+ */
 export async function startHttpServer(o: HttpServerOptions): Promise<RunningServer> {
-  const routes = new Map(Object.entries(o.routes ?? {}));
-  const server = createServer((req, res) => {
-    const path = new URL(req.url ?? '/', 'http://x').pathname;
-    const h = routes.get(path);
-    if (!h) {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+  const log = o.log ?? noop;
+  const routes = new Map<string, { handler: Route; public: boolean }>(Object.entries(o.routes ?? {}).map(([p, h]) => [p, { handler: h, public: false }]));
+  const requestTimeout = o.requestTimeoutMs ?? SERVER_DEFAULTS.requestTimeoutMs;
+  // Node requires headersTimeout <= requestTimeout.
+  const headersTimeout = Math.min(o.headersTimeoutMs ?? SERVER_DEFAULTS.headersTimeoutMs, requestTimeout);
+  const keepAliveTimeout = o.keepAliveTimeoutMs ?? SERVER_DEFAULTS.keepAliveTimeoutMs;
+
+  const fail = (res: ServerResponse, e: unknown) => {
+    log('http: a route failed', { error: redact(String((e as Error)?.message ?? e)) }, 'error');
+    try {
+      if (!res.headersSent) plain(res, 500, 'internal error\n', { connection: 'close' });
+      else res.destroy();
+    } catch {
+      res.destroy();
+    }
+  };
+
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
+    const url = parseRequestUrl(req.url);
+    if (!url) return plain(res, 400, 'bad request: the URL cannot be parsed\n', { connection: 'close' });
+    const entry = routes.get(url.pathname);
+    if (o.token && !entry?.public && !tokenMatches(requestToken(req, url), o.token)) {
+      return plain(res, 401, 'unauthorized: send Authorization: Bearer <token> or ?token=<token>\n', { 'www-authenticate': 'Bearer realm="argus"' });
+    }
+    if (!entry) return plain(res, 404, 'not found\n');
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      // The body (if any) is not read: the connection is closed after the answer.
+      return plain(res, 405, 'method not allowed\n', { allow: 'GET, HEAD', connection: 'close' });
+    }
+    Promise.resolve()
+      .then(() => entry.handler(req, res))
+      .catch((e: unknown) => fail(res, e));
+  };
+
+  const server = createServer(
+    {
+      maxHeaderSize: o.maxHeaderBytes ?? SERVER_DEFAULTS.maxHeaderBytes,
+      headersTimeout,
+      requestTimeout,
+      keepAliveTimeout,
+      // Node checks the two timeouts only this often (30 s by default): check often enough that
+      // an idle socket goes within about headersTimeout.
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(headersTimeout / 4))),
+    },
+    (req, res) => {
+      try {
+        handle(req, res);
+      } catch (e) {
+        fail(res, e);
+      }
+    },
+  );
+  server.headersTimeout = headersTimeout;
+  server.requestTimeout = requestTimeout;
+  server.keepAliveTimeout = keepAliveTimeout;
+  server.maxConnections = o.maxConnections ?? SERVER_DEFAULTS.maxConnections;
+
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // After an upgrade Node leaves the socket without an error listener: a peer reset would
+    // otherwise be an uncaught exception.
+    socket.on('error', () => socket.destroy());
+    try {
+      const url = parseRequestUrl(req.url);
+      if (!url) return refuseSocket(socket, 400, 'Bad Request');
+      const h = o.upgrades?.[url.pathname];
+      if (!h) return refuseSocket(socket, 404, 'Not Found');
+      h(req, socket, head);
+    } catch (e) {
+      log('http: an upgrade handler failed', { error: redact(String((e as Error)?.message ?? e)) }, 'error');
+      refuseSocket(socket, 500, 'Internal Server Error');
+    }
+  });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    // Node removed its own error listener before emitting this one.
+    socket.on('error', noop);
+    // Answer only when that cannot corrupt a response in flight (Node's own rule).
+    const inFlight = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
+    if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+      socket.destroy();
       return;
     }
-    Promise.resolve(h(req, res)).catch((e: Error) => {
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
-      res.end(`error: ${e.message}\n`);
-    });
+    if (err.code === 'HPE_HEADER_OVERFLOW') refuseSocket(socket, 431, 'Request Header Fields Too Large');
+    else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') refuseSocket(socket, 408, 'Request Timeout');
+    else refuseSocket(socket, 400, 'Bad Request');
   });
-  server.on('upgrade', (req, socket, head) => {
-    const path = new URL(req.url ?? '/', 'http://x').pathname;
-    const h = o.upgrades?.[path];
-    if (!h) {
-      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
-      return;
-    }
-    h(req, socket, head);
-  });
-  server.on('clientError', (_e, socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) =>
       reject(new ArgusError(ErrorCodes.SERVER_LISTEN, `server: cannot listen on ${o.host}:${o.port} (${e.code ?? e.message})`, { cause: e })),
@@ -59,7 +210,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     server,
     port,
     url: `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`,
-    route: (path, handler) => void routes.set(path, handler),
+    route: (path, handler, options) => void routes.set(path, { handler, public: options?.public ?? false }),
     close: () =>
       new Promise<void>((r) => {
         server.close(() => r());

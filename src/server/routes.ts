@@ -1,18 +1,20 @@
 import { readFile } from 'node:fs/promises';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Pipeline, SourceStats } from '../pipeline/pipeline.js';
 import type { Metrics } from './metrics.js';
-import type { RunningServer } from './http.js';
+import { parseRequestUrl, requestToken, type RunningServer } from './http.js';
 import { STAGES } from './metrics.js';
 import { percentileOfSorted } from '../core/stats.js';
+import { redactDeep } from '../core/redact.js';
 
 const DASHBOARD = fileURLToPath(new URL('./dashboard/', import.meta.url));
 const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
 
+/** Every JSON answer is redacted: source URLs and error messages may carry credentials. */
 function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body));
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(redactDeep(body)));
 }
 
 /** Frames per second in and out, per source, over the last second (updated once a second). */
@@ -46,19 +48,22 @@ export interface RouteContext {
   rates: RateMeter;
   /** Zones and lines in source pixels, by source id (once the source has a frame size). */
   geometry: (source: string) => { zones: { id: string; polygon: readonly (readonly [number, number])[] }[]; lines: { id: string; from: readonly [number, number]; to: readonly [number, number] }[] };
+  /** Serve /metrics without the token (server.publicMetrics). Default false: guarded like every route but /healthz and /readyz. */
+  publicMetrics?: boolean;
 }
 
 /**
  * /metrics (Prometheus), /healthz (the process answers), /readyz (model loaded and every
  * enabled source has delivered a frame or is marked failed), /api/sources (dashboard
- * state), and the dashboard itself at /.
+ * state), and the dashboard itself at /. With a token configured on the server, all of them
+ * but /healthz and /readyz (and /metrics with `publicMetrics`) need it.
  */
 export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
   const { pipeline, metrics } = ctx;
   server.route('/metrics', async (_req, res) => {
     const body = await metrics.scrape();
     res.writeHead(200, { 'content-type': metrics.contentType }).end(body);
-  });
+  }, { public: ctx.publicMetrics ?? false });
   const sourcesState = () =>
     pipeline.stats.map((s) => ({
       id: s.id,
@@ -70,13 +75,13 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
       reconnects: s.reconnects,
       error: s.error ? { code: (s.error as { code?: string }).code, message: s.error.message.split('\n')[0] } : undefined,
     }));
-  server.route('/healthz', (_req, res) => json(res, 200, { status: 'ok', uptimeSeconds: Math.round(process.uptime()), sources: sourcesState() }));
+  server.route('/healthz', (_req, res) => json(res, 200, { status: 'ok', uptimeSeconds: Math.round(process.uptime()), sources: sourcesState() }), { public: true });
   server.route('/readyz', (_req, res) => {
     const sources = sourcesState();
     const waiting = sources.filter((s) => !s.delivered && s.state !== 'failed').map((s) => s.id);
     const ready = waiting.length === 0;
     json(res, ready ? 200 : 503, { ready, model: { name: pipeline.detector.manifest.name, loaded: true, provider: pipeline.detector.provider }, waitingFor: waiting, sources });
-  });
+  }, { public: true });
   server.route('/api/sources', (_req, res) =>
     json(res, 200, {
       model: { name: pipeline.detector.manifest.name, version: pipeline.detector.manifest.version, provider: pipeline.detector.provider },
@@ -98,12 +103,27 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
       }),
     }),
   );
-  const file = (name: string) => async (_req: unknown, res: ServerResponse) => {
-    const body = await readFile(join(DASHBOARD, name));
+  const file = (name: string) => async (req: IncomingMessage, res: ServerResponse) => {
+    let body: Buffer | string = await readFile(join(DASHBOARD, name));
+    if (name === 'index.html') body = withTokenInAssets(body.toString('utf8'), req);
     res.writeHead(200, { 'content-type': TYPES[extname(name)] ?? 'application/octet-stream', 'cache-control': 'no-cache' }).end(body);
   };
   server.route('/', file('index.html'));
   server.route('/index.html', file('index.html'));
   server.route('/app.js', file('app.js'));
   server.route('/style.css', file('style.css'));
+}
+
+/**
+ * A browser opens the dashboard as `/?token=…` and cannot add a header to the requests for its
+ * stylesheet and script: with a token in the query, the page's relative asset links carry it
+ * too (app.js forwards it to /api/sources and /ws itself). The route only runs once the token
+ * was checked, so this echoes a token the client already holds.
+ */
+function withTokenInAssets(html: string, req: IncomingMessage): string {
+  const url = parseRequestUrl(req.url);
+  const token = url?.searchParams.get('token') ? requestToken(req, url) : undefined;
+  if (!token) return html;
+  const q = `?token=${encodeURIComponent(token).replace(/'/g, '%27')}`;
+  return html.replace(/(\s(?:src|href)=")(app\.js|style\.css)"/g, (_m, attr: string, asset: string) => `${attr}${asset}${q}"`);
 }
