@@ -1,8 +1,8 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import type { LogFn } from '../core/log.js';
+import { parseRequestUrl, refuseSocket, requestToken, tokenMatches } from '../server/http.js';
 import type { Message, MessageKind } from './message.js';
 import type { Sink } from './sink.js';
 
@@ -15,6 +15,18 @@ export interface WebSocketHubOptions {
   maxAlertBacklog: number;
   /** Largest client message answered with an error frame; larger frames than 64 KiB close the socket (1009). Default 4096. */
   maxClientMessageBytes: number;
+  /**
+   * Browser origins (`scheme://host[:port]`, or "*") allowed besides the server's own. An
+   * upgrade without an Origin header (not a browser) is allowed; one with an Origin whose
+   * host:port differs from the Host header and is not listed is refused with 403. Default: none.
+   */
+  allowedOrigins?: readonly string[];
+  /** Clients connected at once; beyond it an upgrade answers 503. Default 64. */
+  maxClients?: number;
+  /** A ping every this often; a client that has not answered the previous one is terminated. Default 15 000 ms. */
+  heartbeatMs?: number;
+  /** Messages (and ping frames) one client may send per second; beyond it it is closed with 1008. Default 100. */
+  maxMessagesPerSecond?: number;
   /** Source ids, announced in the hello message. */
   sources: () => readonly string[];
   log?: LogFn;
@@ -32,7 +44,22 @@ interface Client {
   droppedUntold: number;
   droppedTotal: number;
   alertBacklog: string[];
+  /** Answered the last heartbeat ping. */
+  alive: boolean;
+  /** Inbound rate window. */
+  windowStart: number;
+  windowCount: number;
+  /** Messages received in a row while the client's send buffer was over maxBufferedBytes. */
+  unreadStrikes: number;
+  /** Being closed by the hub: its messages are ignored and nothing more is sent. */
+  closing: boolean;
 }
+
+/** Messages a client may send in a row while it does not read its replies (send buffer over maxBufferedBytes) before it is closed. */
+const UNREAD_STRIKES = 10;
+const DEFAULT_MAX_CLIENTS = 64;
+const DEFAULT_HEARTBEAT_MS = 15_000;
+const DEFAULT_MAX_MESSAGES_PER_SECOND = 100;
 
 /**
  * WebSocket fan-out on the pipeline's HTTP server. Clients subscribe to sources and message
@@ -45,41 +72,119 @@ export class WebSocketHub implements Sink {
   private readonly wss: WebSocketServer;
   private readonly clients = new Set<Client>();
   private readonly flushTimer: NodeJS.Timeout;
-  readonly stats = { connected: 0, refused: 0, dropped: 0, sent: 0 };
+  readonly stats = {
+    connected: 0,
+    /** Upgrades refused: bad URL, foreign Origin (403), no or wrong token (401), too many clients (503). */
+    refused: 0,
+    dropped: 0,
+    sent: 0,
+    /** Replies (error, pong, subscribed, dropped) not sent because the client's buffer was full. */
+    controlSkipped: 0,
+    /** Clients closed with 1008 for sending more than maxMessagesPerSecond. */
+    rateLimited: 0,
+    /** Clients closed with 1008 for sending while not reading their replies. */
+    notReading: 0,
+    /** Clients terminated for not answering a heartbeat ping. */
+    heartbeatTimeouts: 0,
+  };
   private readonly log: LogFn;
+  private readonly heartbeatTimer: NodeJS.Timeout;
+  private readonly anyOrigin: boolean;
+  private readonly origins: Set<string>;
+  private readonly maxClients: number;
+  private readonly maxRate: number;
 
   constructor(private readonly o: WebSocketHubOptions) {
     this.log = o.log ?? (() => {});
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024, perMessageDeflate: false });
+    // autoPong off: a ping frame is answered by onPing, which respects the client's buffer.
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024, perMessageDeflate: false, autoPong: false });
     this.flushTimer = setInterval(() => this.flushBacklogs(), 50);
     this.flushTimer.unref();
+    this.heartbeatTimer = setInterval(() => this.heartbeat(), o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
+    this.heartbeatTimer.unref();
+    this.anyOrigin = (o.allowedOrigins ?? []).includes('*');
+    this.origins = new Set((o.allowedOrigins ?? []).filter((x) => x !== '*').map(normaliseOrigin));
+    this.maxClients = o.maxClients ?? DEFAULT_MAX_CLIENTS;
+    this.maxRate = o.maxMessagesPerSecond ?? DEFAULT_MAX_MESSAGES_PER_SECOND;
   }
 
-  /** Handles an HTTP upgrade request (the server routes `/ws` here). */
+  /** Handles an HTTP upgrade request (the server routes `/ws` here). Never throws. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    if (this.o.token && !this.authorised(req)) {
-      this.stats.refused++;
-      socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
-      return;
+    socket.on('error', () => socket.destroy());
+    try {
+      const url = parseRequestUrl(req.url);
+      if (!url) return this.refuse(socket, 400, 'Bad Request');
+      if (!this.originAllowed(req)) {
+        this.log('websocket: upgrade from a foreign origin refused', { origin: String(req.headers.origin).slice(0, 200) }, 'warn');
+        return this.refuse(socket, 403, 'Forbidden');
+      }
+      if (this.o.token && !tokenMatches(requestToken(req, url), this.o.token)) return this.refuse(socket, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer realm="argus"' });
+      if (this.clients.size >= this.maxClients) return this.refuse(socket, 503, 'Service Unavailable', { 'Retry-After': '5' });
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws));
+    } catch (e) {
+      this.log('websocket: upgrade failed', { error: String((e as Error)?.message ?? e) }, 'error');
+      this.refuse(socket, 500, 'Internal Server Error');
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws));
   }
 
-  private authorised(req: IncomingMessage): boolean {
-    const url = new URL(req.url ?? '/', 'http://x');
-    const auth = req.headers.authorization;
-    const given = url.searchParams.get('token') ?? (auth?.startsWith('Bearer ') ? auth.slice(7) : undefined);
-    if (!given) return false;
-    const a = Buffer.from(given);
-    const b = Buffer.from(this.o.token!);
-    return a.length === b.length && timingSafeEqual(a, b);
+  private refuse(socket: Duplex, status: number, reason: string, headers?: Record<string, string>): void {
+    this.stats.refused++;
+    refuseSocket(socket, status, reason, headers);
+  }
+
+  /**
+   * Cross-site WebSocket hijacking: a page on another origin must not read the live stream.
+   * No Origin header (not a browser): allowed. Otherwise the Origin's host:port must be the
+   * Host the request was sent to, or the origin must be listed in allowedOrigins.
+   */
+  private originAllowed(req: IncomingMessage): boolean {
+    const raw = req.headers.origin ?? req.headers['sec-websocket-origin'];
+    if (raw === undefined) return true;
+    if (this.anyOrigin) return true;
+    const origin = typeof raw === 'string' ? raw : String(raw);
+    let u: URL;
+    try {
+      u = new URL(origin);
+    } catch {
+      return false;
+    }
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return this.origins.has(origin.toLowerCase());
+    if (this.origins.has(u.origin)) return true;
+    const host = req.headers.host;
+    if (!host) return false;
+    try {
+      return new URL(`${u.protocol}//${host}`).host === u.host;
+    } catch {
+      return false;
+    }
   }
 
   private accept(ws: WebSocket): void {
-    const c: Client = { ws, sources: new Set(), kinds: new Set(), droppedUntold: 0, droppedTotal: 0, alertBacklog: [] };
+    const c: Client = {
+      ws,
+      sources: new Set(),
+      kinds: new Set(),
+      droppedUntold: 0,
+      droppedTotal: 0,
+      alertBacklog: [],
+      alive: true,
+      windowStart: Date.now(),
+      windowCount: 0,
+      unreadStrikes: 0,
+      closing: false,
+    };
     this.clients.add(c);
     this.stats.connected = this.clients.size;
-    ws.on('message', (data, isBinary) => this.onMessage(c, data, isBinary));
+    ws.on('message', (data, isBinary) => {
+      try {
+        this.onMessage(c, data, isBinary);
+      } catch (e) {
+        this.log('websocket: a client message failed', { error: String((e as Error)?.message ?? e) }, 'error');
+        this.kick(c, 1011, 'internal error');
+      }
+    });
+    ws.on('ping', (data) => this.onPing(c, data));
+    ws.on('pong', () => (c.alive = true));
     ws.on('close', () => {
       this.clients.delete(c);
       this.stats.connected = this.clients.size;
@@ -88,7 +193,76 @@ export class WebSocketHub implements Sink {
     this.sendControl(c, { type: 'hello', version: 1, sources: this.o.sources(), kinds: KINDS });
   }
 
+  /**
+   * Every inbound message or ping passes here first: false when the client is being closed or
+   * is closed now — for sending more than maxMessagesPerSecond, or for sending while it does
+   * not read its replies.
+   */
+  private inbound(c: Client): boolean {
+    if (c.closing) return false;
+    const t = Date.now();
+    if (t - c.windowStart >= 1000) {
+      c.windowStart = t;
+      c.windowCount = 0;
+    }
+    if (++c.windowCount > this.maxRate) {
+      this.stats.rateLimited++;
+      this.kick(c, 1008, `more than ${this.maxRate} messages per second`);
+      return false;
+    }
+    if (c.ws.bufferedAmount > this.o.maxBufferedBytes) {
+      if (++c.unreadStrikes > UNREAD_STRIKES) {
+        this.stats.notReading++;
+        this.kick(c, 1008, 'not reading its replies');
+        return false;
+      }
+    } else c.unreadStrikes = 0;
+    return true;
+  }
+
+  private onPing(c: Client, data: Buffer): void {
+    if (!this.inbound(c)) return;
+    if (c.ws.readyState !== WebSocket.OPEN) return;
+    if (c.ws.bufferedAmount > this.o.maxBufferedBytes) {
+      this.stats.controlSkipped++;
+      return;
+    }
+    c.ws.pong(data);
+  }
+
+  /** Closes a client the hub gave up on; it is cut off after 1 s if the close handshake does not finish (it may not be reading). */
+  private kick(c: Client, code: number, reason: string): void {
+    if (c.closing) return;
+    c.closing = true;
+    c.alertBacklog.length = 0;
+    this.log('websocket: closing a client', { code, reason }, 'warn');
+    try {
+      c.ws.close(code, reason);
+    } catch {
+      c.ws.terminate();
+    }
+    setTimeout(() => c.ws.terminate(), 1000).unref();
+  }
+
+  private heartbeat(): void {
+    for (const c of this.clients) {
+      if (c.ws.readyState !== WebSocket.OPEN) continue;
+      if (!c.alive) {
+        this.stats.heartbeatTimeouts++;
+        c.ws.terminate();
+        continue;
+      }
+      c.alive = false;
+      try {
+        c.ws.ping();
+      } catch {
+        c.ws.terminate();
+      }
+    }
+  }
+
   private onMessage(c: Client, data: RawData, isBinary: boolean): void {
+    if (!this.inbound(c)) return;
     const size = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : (data as Buffer | ArrayBuffer).byteLength;
     if (isBinary) return this.error(c, 'bad_message', 'binary frames are not part of the protocol; send JSON text');
     if (size > this.o.maxClientMessageBytes) return this.error(c, 'message_too_large', `messages are limited to ${this.o.maxClientMessageBytes} bytes, got ${size}`);
@@ -110,16 +284,16 @@ export class WebSocketHub implements Sink {
         c.kinds = new Set(kinds as SubKind[]);
         const known = new Set(this.o.sources());
         const unknown = c.sources === 'all' ? [] : [...c.sources].filter((s) => !known.has(s));
-        return this.sendControl(c, { type: 'subscribed', sources: c.sources === 'all' ? ['*'] : [...c.sources], kinds: [...c.kinds], unknownSources: unknown });
+        return void this.sendControl(c, { type: 'subscribed', sources: c.sources === 'all' ? ['*'] : [...c.sources], kinds: [...c.kinds], unknownSources: unknown });
       }
       case 'unsubscribe':
         c.sources = new Set();
         c.kinds = new Set();
-        return this.sendControl(c, { type: 'subscribed', sources: [], kinds: [] });
+        return void this.sendControl(c, { type: 'subscribed', sources: [], kinds: [] });
       case 'ping':
-        return this.sendControl(c, { type: 'pong', t: Date.now() });
+        return void this.sendControl(c, { type: 'pong', t: Date.now() });
       default:
-        return this.error(c, 'unknown_type', `unknown message type ${JSON.stringify(msg.type)}; expected "subscribe", "unsubscribe" or "ping"`);
+        return this.error(c, 'unknown_type', `unknown message type ${JSON.stringify(msg.type)?.slice(0, 64)}; expected "subscribe", "unsubscribe" or "ping"`);
     }
   }
 
@@ -127,15 +301,22 @@ export class WebSocketHub implements Sink {
     this.sendControl(c, { type: 'error', code, message });
   }
 
-  private sendControl(c: Client, body: object): void {
-    if (c.ws.readyState === WebSocket.OPEN) c.ws.send(JSON.stringify(body));
+  /** Replies and notices: never queued behind a full buffer (a client that does not read must not make the server hold its replies). */
+  private sendControl(c: Client, body: object): boolean {
+    if (c.closing || c.ws.readyState !== WebSocket.OPEN) return false;
+    if (c.ws.bufferedAmount > this.o.maxBufferedBytes) {
+      this.stats.controlSkipped++;
+      return false;
+    }
+    c.ws.send(JSON.stringify(body));
+    return true;
   }
 
   publish(kind: MessageKind, source: string, json: string, _m: Message): void {
     const sub = KIND_OF[kind];
     for (const c of this.clients) {
       if (!c.kinds.has(sub) || (c.sources !== 'all' && !c.sources.has(source))) continue;
-      if (c.ws.readyState !== WebSocket.OPEN) continue;
+      if (c.closing || c.ws.readyState !== WebSocket.OPEN) continue;
       const behind = c.ws.bufferedAmount > this.o.maxBufferedBytes;
       if (kind === 'alert') {
         if (behind || c.alertBacklog.length > 0) this.queueAlert(c, json);
@@ -163,7 +344,7 @@ export class WebSocketHub implements Sink {
   publishFrame(source: string, json: string): void {
     for (const c of this.clients) {
       if (!c.kinds.has('frames') || (c.sources !== 'all' && !c.sources.has(source))) continue;
-      if (c.ws.readyState !== WebSocket.OPEN || c.ws.bufferedAmount > this.o.maxBufferedBytes / 2) continue;
+      if (c.closing || c.ws.readyState !== WebSocket.OPEN || c.ws.bufferedAmount > this.o.maxBufferedBytes / 2) continue;
       c.ws.send(json);
     }
   }
@@ -174,8 +355,7 @@ export class WebSocketHub implements Sink {
   }
 
   private tellDropped(c: Client): void {
-    this.sendControl(c, { type: 'dropped', count: c.droppedUntold, total: c.droppedTotal, reason: 'client too slow' });
-    c.droppedUntold = 0;
+    if (this.sendControl(c, { type: 'dropped', count: c.droppedUntold, total: c.droppedTotal, reason: 'client too slow' })) c.droppedUntold = 0;
   }
 
   private queueAlert(c: Client, json: string): void {
@@ -191,7 +371,7 @@ export class WebSocketHub implements Sink {
 
   private flushBacklogs(): void {
     for (const c of this.clients) {
-      if (c.ws.readyState !== WebSocket.OPEN) continue;
+      if (c.closing || c.ws.readyState !== WebSocket.OPEN) continue;
       while (c.alertBacklog.length > 0 && c.ws.bufferedAmount <= this.o.maxBufferedBytes) this.send(c, c.alertBacklog.shift()!);
       if (c.droppedUntold > 0 && c.ws.bufferedAmount <= this.o.maxBufferedBytes) this.tellDropped(c);
     }
@@ -204,6 +384,7 @@ export class WebSocketHub implements Sink {
 
   async close(): Promise<void> {
     clearInterval(this.flushTimer);
+    clearInterval(this.heartbeatTimer);
     this.flushBacklogs();
     for (const c of this.clients) c.ws.close(1001, 'pipeline shutting down');
     await new Promise<void>((r) => {
@@ -221,5 +402,15 @@ export class WebSocketHub implements Sink {
       }
     });
     this.wss.close();
+  }
+}
+
+/** `HTTP://Example.com:80/` → `http://example.com`; anything that is not a URL is kept, lower-cased. */
+function normaliseOrigin(o: string): string {
+  try {
+    const u = new URL(o);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : o.toLowerCase();
+  } catch {
+    return o.toLowerCase();
   }
 }
