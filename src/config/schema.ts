@@ -314,6 +314,12 @@ export const WebSocketSinkSchema = z
     maxAlertBacklog: z.number().int().min(1).default(1000),
     /** Largest client message answered normally; larger ones get an error frame. Default 4096. */
     maxClientMessageBytes: z.number().int().min(64).max(65536).default(4096),
+    /** Clients connected at once; beyond it an upgrade answers 503. Default 64. */
+    maxClients: z.number().int().min(1).default(64),
+    /** A ping every this often; a client that has not answered the previous ping is terminated. Default 15 000 ms. */
+    heartbeatMs: z.number().int().min(100).default(15_000),
+    /** Messages (and ping frames) one client may send per second; beyond it the client is closed with 1008. Default 100. */
+    maxMessagesPerSecond: z.number().int().min(1).default(100),
   })
   .strict();
 
@@ -332,8 +338,36 @@ export const ServerSchema = z
     host: z.string().min(1).default('127.0.0.1'),
     /** Port; $ARGUS_HTTP_PORT overrides it; 0 picks a free one. Default 8080. */
     port: z.number().int().min(0).max(65535).default(8080),
-    /** WebSocket clients must present this token. Default: none. */
+    /** Every route but /healthz and /readyz (and /metrics with publicMetrics), and /ws, needs this token (`Authorization: Bearer …` or `?token=…`). Default: none. */
     token: z.string().min(1).optional(),
+    // The limits below are optional in the type (code builds `server` blocks by hand); their
+    // defaults are applied by startHttpServer (SERVER_DEFAULTS) and the WebSocket hub.
+    /** Serve /metrics without the token (for a scraper that cannot send one). Default false. */
+    publicMetrics: z.boolean().optional(),
+    /** Browser origins (`scheme://host[:port]`, or "*") whose pages may open /ws besides the server's own. Default: none. */
+    allowedOrigins: z
+      .array(
+        z.string().refine((o) => {
+          if (o === '*') return true;
+          if (!/^https?:\/\/[^/?#@\s]+\/?$/i.test(o)) return false;
+          try {
+            return new URL(o).host !== '';
+          } catch {
+            return false;
+          }
+        }, 'must be "*" or an origin: scheme://host[:port], no path'),
+      )
+      .optional(),
+    /** Open connections, HTTP and WebSocket together; beyond it new ones are closed at once. Default 256. */
+    maxConnections: z.number().int().min(1).optional(),
+    /** Request line and headers together; larger requests answer 431. Default 16384. */
+    maxHeaderBytes: z.number().int().min(1024).max(1024 * 1024).optional(),
+    /** Time to receive a request's headers (also the longest an idle new connection stays open); then 408 and closed. Default 10 000 ms. */
+    headersTimeoutMs: z.number().int().min(100).optional(),
+    /** Time to receive a whole request; then 408 and closed. Default 30 000 ms. */
+    requestTimeoutMs: z.number().int().min(100).optional(),
+    /** An idle keep-alive connection is closed after this long. Default 5000 ms. */
+    keepAliveTimeoutMs: z.number().int().min(0).optional(),
   })
   .strict();
 

@@ -75,11 +75,23 @@ async function startSinks(config: PipelineConfig, pipeline: Pipeline, options: R
   if (config.server) {
     const ws = config.sinks.websocket;
     if (ws.enabled) {
-      websocket = new WebSocketHub({ ...ws, token: config.server.token, sources: () => pipeline.stats.map((s) => s.id), log });
+      websocket = new WebSocketHub({ ...ws, token: config.server.token, allowedOrigins: config.server.allowedOrigins, sources: () => pipeline.stats.map((s) => s.id), log });
       sinks.push(websocket);
     }
     const port = env.ARGUS_HTTP_PORT !== undefined && env.ARGUS_HTTP_PORT !== '' ? Number(env.ARGUS_HTTP_PORT) : config.server.port;
-    server = await startHttpServer({ host: config.server.host, port, upgrades: websocket ? { '/ws': (q, s, h) => websocket!.handleUpgrade(q, s, h) } : {} });
+    const sc = config.server;
+    server = await startHttpServer({
+      host: sc.host,
+      port,
+      token: sc.token,
+      maxConnections: sc.maxConnections,
+      maxHeaderBytes: sc.maxHeaderBytes,
+      headersTimeoutMs: sc.headersTimeoutMs,
+      requestTimeoutMs: sc.requestTimeoutMs,
+      keepAliveTimeoutMs: sc.keepAliveTimeoutMs,
+      log,
+      upgrades: websocket ? { '/ws': (q, s, h) => websocket!.handleUpgrade(q, s, h) } : {},
+    });
     log(`listening on ${server.url}`, { url: server.url, websocket: websocket ? `${server.url.replace(/^http/, 'ws')}/ws` : undefined });
   }
   return { sinks, kafka, server, websocket };
@@ -120,6 +132,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
       metrics,
       rates,
       geometry: (id) => pipeline.analyzers.get(id)?.geometry() ?? { zones: [], lines: [] },
+      publicMetrics: config.server?.publicMetrics ?? false,
     });
   }
   options.onReady?.({ pipeline, publisher, alerts, metrics, ...started });
