@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createWriteStream, type WriteStream } from 'node:fs';
+import type { WriteStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
@@ -58,7 +58,7 @@ export class JsonlSink implements Sink {
     } catch (e) {
       throw new ArgusError(ErrorCodes.SINK_FILE, `sinks.jsonl.path: cannot open ${path} for writing (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
     }
-    return new JsonlSink(path, createWriteStream('', { fd: fh.fd, autoClose: true }), o);
+    return new JsonlSink(path, fh.createWriteStream({ autoClose: true }), o);
   }
 
   private fail(e: NodeJS.ErrnoException): void {

@@ -1,0 +1,142 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { PERSON_VIDEO } from '../helpers/assets.js';
+import { broker, readTopic, uniqueTopic } from '../helpers/kafka.js';
+import { readOutbox } from '../../src/sinks/outbox.js';
+
+/**
+ * What a crash, a `kill -9` or a hang-up does to alerts, on the real CLI with a real broker of
+ * this file's own (port 19492) that the tests kill and restart.
+ */
+const ROOT = resolve(__dirname, '../..');
+const PORT = 19492;
+const BROKERS = [`127.0.0.1:${PORT}`];
+
+beforeAll(async () => {
+  await broker('start', PORT, '--fresh');
+}, 240_000);
+const children = new Set<ReturnType<typeof spawn>>();
+afterEach(() => {
+  for (const c of children) c.kill('SIGKILL');
+  children.clear();
+});
+afterAll(async () => {
+  await broker('stop', PORT).catch(() => undefined);
+}, 60_000);
+
+function start(dir: string, yaml: string, extra: { nodeArgs?: string[]; out?: string } = {}) {
+  const file = join(dir, 'p.yaml');
+  writeFileSync(file, yaml);
+  const out = extra.out ?? join(dir, 'out.jsonl');
+  const p = spawn(process.execPath, [...(extra.nodeArgs ?? []), join(ROOT, 'bin/argus.js'), 'run', file, '--jsonl', out, '--no-status'], {
+    cwd: ROOT,
+    env: { ...process.env, ARGUS_HTTP_PORT: '0' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  children.add(p);
+  let stderr = '';
+  p.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => p.on('close', (code, signal) => r({ code, signal })));
+  return { p, out, exited, stderr: () => stderr };
+}
+
+async function until<T>(f: () => T | undefined | false | Promise<T | undefined | false>, ms: number, what = 'condition'): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).flatMap((l) => { try { return [JSON.parse(l)]; } catch { return []; } }) : []);
+const alertIds = (file: string) => lines(file).filter((m) => m.type === 'alert').map((m) => m.alert.id as string);
+
+// An alert on every frame a person is seen (at most two a second): plenty of alerts, fast.
+const yamlFor = (topic: string, outbox: string, extra = '') => `
+name: durability
+sources:
+  - id: lobby
+    uri: ${PERSON_VIDEO}
+    rate: native
+    loop: true
+    rules:
+      - { id: person-seen, type: conveyor-defect, classes: [person], k: 1, n: 1, minScore: 0.3, cooldownSec: 0.5 }
+model: { warmupRuns: 1 }
+alerts: { snapshot: { mode: none } }
+sinks:
+  kafka: { brokers: ["${BROKERS[0]}"], topics: { detections: ${topic}, alerts: ${topic}.alerts, status: ${topic}.status }, closeTimeoutMs: 3000 }
+outbox: { dir: ${outbox} }
+${extra}`;
+
+describe('alert durability (real broker, real CLI)', () => {
+  it('kill -9 of argus during a broker outage, then a restart: every alert raised before the kill reaches Kafka', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-k9-'));
+    const topic = uniqueTopic('k9');
+    const outbox = join(dir, 'outbox');
+    const yaml = yamlFor(topic, outbox);
+    const first = start(dir, yaml, { out: join(dir, 'first.jsonl') });
+    // Alerts flow to the broker first (the first person is in view after ~7 s).
+    await until(() => alertIds(first.out).length >= 2 || undefined, 60_000, 'first alerts');
+    await broker('kill', PORT);
+    const atKill = alertIds(first.out).length;
+    // …then at least 6 more are raised while the broker is down.
+    await until(() => alertIds(first.out).length >= atKill + 6 || undefined, 60_000, 'alerts during the outage');
+    first.p.kill('SIGKILL');
+    const gone = await first.exited;
+    expect(gone.signal).toBe('SIGKILL');
+    const raised = alertIds(first.out);
+    // The journal holds what the broker never acknowledged.
+    const pending = (await readOutbox(outbox)).filter((r) => r.kind === 'alert').map((r) => r.key.slice('alert:'.length));
+    expect(pending.length).toBeGreaterThanOrEqual(6);
+
+    await broker('start', PORT);
+    const second = start(dir, yaml, { out: join(dir, 'second.jsonl') });
+    const wanted = new Set(raised);
+    const got = await until(async () => {
+      const ids = new Set((await readTopic(BROKERS, `${topic}.alerts`, 100_000, 3000)).map((m) => JSON.parse(m.value).alert.id as string));
+      return [...wanted].every((id) => ids.has(id)) ? ids : undefined;
+    }, 90_000, 'every alert raised before the kill in Kafka');
+    expect([...wanted].filter((id) => !got.has(id))).toEqual([]);
+    expect(second.stderr()).toMatch(/outbox: replaying \d+ alert/);
+    // Ids are unique across the restart: the second run's alerts never reuse the first run's ids.
+    await until(() => alertIds(second.out).length > 0 || undefined, 60_000, 'alerts of the second run');
+    expect(alertIds(second.out).filter((id) => wanted.has(id))).toEqual([]);
+    second.p.kill('SIGTERM');
+    expect((await second.exited).code).toBe(0);
+    // Once acknowledged, the journal is empty.
+    expect((await readOutbox(outbox)).filter((r) => r.kind === 'alert')).toEqual([]);
+  }, 240_000);
+
+  it.each([
+    ['SIGHUP', 0],
+    ['an uncaught exception', 4],
+  ] as const)('%s: an orderly shutdown that delivers every raised alert to Kafka, exit status %i', async (what, status) => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-stop-'));
+    const topic = uniqueTopic('stop');
+    const outbox = join(dir, 'outbox');
+    // A stray exception from "a library", thrown once the test creates the trigger file.
+    const trigger = join(dir, 'trigger');
+    const bomb = join(dir, 'bomb.mjs');
+    writeFileSync(bomb, `import { existsSync } from 'node:fs';\nconst t = setInterval(() => { if (existsSync(${JSON.stringify(trigger)})) { clearInterval(t); throw new Error('boom from a library at rtsp://admin:hunter2@cam/x'); } }, 50);\nt.unref();\n`);
+    const run = start(dir, yamlFor(topic, outbox), { nodeArgs: what === 'SIGHUP' ? [] : ['--import', bomb] });
+    await until(() => alertIds(run.out).length >= 2 || undefined, 60_000, 'first alerts');
+    if (what === 'SIGHUP') run.p.kill('SIGHUP');
+    else writeFileSync(trigger, '');
+    const { code } = await run.exited;
+    expect(code, run.stderr()).toBe(status);
+    if (status === 4) {
+      expect(run.stderr()).toMatch(/VAP_ERR_INTERNAL/);
+      expect(run.stderr()).toContain('boom from a library');
+      expect(run.stderr()).not.toContain('hunter2'); // redacted, even in a crash report
+    }
+    const raised = alertIds(run.out);
+    const delivered = new Set((await readTopic(BROKERS, `${topic}.alerts`, raised.length, 30_000)).map((m) => JSON.parse(m.value).alert.id as string));
+    expect(raised.filter((id) => !delivered.has(id))).toEqual([]);
+    expect((await readOutbox(outbox)).filter((r) => r.kind === 'alert')).toEqual([]);
+  }, 120_000);
+});
