@@ -1,0 +1,124 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseConfigText } from '../../src/config/load.js';
+import { PipelineSchema } from '../../src/config/schema.js';
+import { isArgusError } from '../../src/core/errors.js';
+import { Candidates } from '../../src/models/decoder.js';
+import { selectDetections } from '../../src/postprocess/select.js';
+import { MIRROR, PERSON_VIDEO } from '../helpers/assets.js';
+
+/** Input that used to crash argus or slip through: files, pipes, environment, model outputs. */
+const ROOT = resolve(__dirname, '../..');
+const ARGUS = join(ROOT, 'bin/argus.js');
+
+function sh(cmd: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 90_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((res, rej) => {
+    const p = spawn('bash', ['-c', cmd], { cwd: ROOT, env: { ...process.env, ARGUS_MIRROR: MIRROR, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+    p.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    const t = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+    p.on('error', rej);
+    p.on('close', (code) => {
+      clearTimeout(t);
+      res({ code, stdout, stderr });
+    });
+  });
+}
+
+function pipeline(body = ''): string {
+  const dir = mkdtempSync(join(tmpdir(), 'argus-hostile-'));
+  const file = join(dir, 'p.yaml');
+  writeFileSync(file, `sources:\n  - { id: lobby, uri: ${PERSON_VIDEO}, rate: fast }\nmodel: { warmupRuns: 0 }\n${body}`);
+  return file;
+}
+
+describe('hostile input to the CLI', () => {
+  it('`--jsonl - | head -3`: stdout closed by its reader ends the run cleanly, no crash', async () => {
+    const r = await sh(`set -o pipefail; node ${ARGUS} run ${pipeline()} --no-status --jsonl - | head -3 >/dev/null; echo "argus=\${PIPESTATUS[0]}" >&2`);
+    expect(r.stderr).toMatch(/stdout was closed by its reader/);
+    expect(r.stderr).toContain('argus=0');
+    expect(r.stderr).not.toMatch(/EPIPE.*\n\s+at /); // no stack trace of an unhandled error
+  }, 120_000);
+
+  it('a full disk (/dev/full) is logged once as an error; the run goes on and exits 0', async () => {
+    const r = await sh(`node ${ARGUS} run ${pipeline()} --no-status --max-frames 20 --jsonl /dev/full`);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr.match(/jsonl: writing \/dev\/full failed \(ENOSPC\)/g)).toHaveLength(1);
+  }, 120_000);
+
+  it('an unwritable JSONL path is a coded error naming the file and the field (exit 2)', async () => {
+    const r = await sh(`node ${ARGUS} run ${pipeline()} --no-status --max-frames 5 --jsonl /proc/nope/out.jsonl`);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/VAP_ERR_SINK_FILE: sinks\.jsonl\.path: cannot open \/proc\/nope\/out\.jsonl/);
+  }, 120_000);
+
+  it('an invalid ARGUS_HTTP_PORT is a coded error naming the variable (exit 2)', async () => {
+    const r = await sh(`node ${ARGUS} run ${pipeline('server: { port: 0 }\n')} --no-status --max-frames 5`, { ARGUS_HTTP_PORT: '80x' });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/VAP_ERR_CONFIG: ARGUS_HTTP_PORT: expected a port number/);
+  }, 120_000);
+});
+
+describe('hostile configuration', () => {
+  const parse = (yaml: string, env: NodeJS.ProcessEnv = {}) => parseConfigText(yaml, PipelineSchema, 'p.yaml', env);
+
+  it('a numeric-looking secret from ${env:…} stays a string where a string is wanted, and numbers stay numbers', () => {
+    const p = parse(
+      'sources: [{ id: a, uri: /x.mp4, fps: "${env:FPS}" }]\nsinks:\n  kafka: { brokers: ["k:9092"], sasl: { mechanism: plain, username: "${env:USER_}", password: "${env:PW}" } }\n',
+      { PW: '0123456', USER_: 'true', FPS: '15' },
+    );
+    expect(p.sinks.kafka!.sasl).toMatchObject({ username: 'true', password: '0123456' });
+    expect(p.sources[0].fps).toBe(15);
+  });
+
+  it('every source disabled is an error, not a silent exit 0', () => {
+    let e: unknown;
+    try {
+      parse('sources: [{ id: a, uri: /x.mp4, enabled: false }, { id: b, uri: /y.mp4, enabled: false }]\n');
+    } catch (x) {
+      e = x;
+    }
+    expect(isArgusError(e, 'VAP_ERR_CONFIG')).toBe(true);
+    expect((e as Error).message).toMatch(/sources: every source is disabled/);
+  });
+});
+
+describe('hostile model output', () => {
+  function candidates(rows: [number, number, number, number, number, number][]) {
+    const c = new Candidates(rows.length);
+    rows.forEach(([x1, y1, x2, y2, s, k], i) => {
+      c.xyxy.set([x1, y1, x2, y2], i * 4);
+      c.score[i] = s;
+      c.classId[i] = k;
+    });
+    return c;
+  }
+  const opts = { iouThreshold: 0.45, preNmsTopK: 300, maxDetections: 100, classAgnostic: false, numClasses: 80 };
+
+  it('NaN and infinite scores or coordinates, inverted boxes and class ids past the labels are dropped before NMS', () => {
+    const c = candidates([
+      [0, 0, 10, 10, NaN, 0],
+      [0, 0, 10, 10, Infinity, 0],
+      [NaN, 0, 10, 10, 0.9, 0],
+      [0, 0, Infinity, 10, 0.9, 0],
+      [10, 10, 0, 0, 0.9, 0], // inverted
+      [0, 0, 10, 10, 0.9, 80], // no label 80
+      [0, 0, 10, 10, 0.9, -1],
+      [50, 50, 60, 60, 0.8, 2], // the one good box
+    ]);
+    const d = selectDetections(c, 8, opts);
+    expect(d.length).toBe(1);
+    expect(Array.from(d.xyxy)).toEqual([50, 50, 60, 60]);
+    expect(Array.from(d.classId)).toEqual([2]);
+  });
+
+  it('a NaN box next to a real one does not survive NMS beside it', () => {
+    const d = selectDetections(candidates([[0, 0, 10, 10, 0.9, 0], [0, 0, NaN, 10, 0.95, 0]]), 2, opts);
+    expect(Array.from(d.confidence)).toEqual([Math.fround(0.9)]);
+  });
+});
