@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { loadPipeline } from './config/load.js';
-import { isArgusError } from './core/errors.js';
+import { ErrorCodes, isArgusError } from './core/errors.js';
+import { redact } from './core/redact.js';
 import { quiesceInference } from './inference/session.js';
 import { createLogger, logFn } from './core/log.js';
 import { pipelineBaseDir } from './pipeline/pipeline.js';
@@ -27,6 +28,26 @@ program
   .action(async (file: string, opts: { maxFrames?: number; jsonl?: string; status: boolean }) => {
     const config = await loadPipeline(file);
     const ac = new AbortController();
+    // Process-level guard: an exception nothing caught (a bug, a library's stray error event)
+    // turns into the same orderly shutdown as SIGTERM — sources stop, alerts already raised are
+    // in the journal, Kafka is flushed — and the exit status is 4. If the shutdown itself hangs,
+    // the process exits anyway once the drain and Kafka's close timeout have passed.
+    let crashed: unknown;
+    const onCrash = (e: unknown) => {
+      const first = crashed === undefined;
+      crashed ??= e;
+      try {
+        logger.fatal({ code: ErrorCodes.INTERNAL, err: redact(String((e as Error)?.stack ?? e)) }, first ? 'unexpected exception; shutting down in order (exit status 4)' : 'unexpected exception during shutdown');
+      } catch {
+        // stderr is gone
+      }
+      if (!first) return;
+      ac.abort();
+      const graceMs = 10_000 + (config.sinks.kafka?.closeTimeoutMs ?? 0) + 5_000;
+      setTimeout(() => void quiesceInference(2000).finally(() => process.exit(4)), graceMs).unref();
+    };
+    process.on('uncaughtException', onCrash);
+    process.on('unhandledRejection', onCrash);
     let signals = 0;
     const onSignal = (sig: string) => {
       signals++;
@@ -41,6 +62,8 @@ program
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
+    // SIGHUP (the terminal went away, or a supervisor's reload) stops in order like SIGTERM.
+    process.on('SIGHUP', onSignal);
     const summary = await runPipeline(config, {
       baseDir: pipelineBaseDir(file),
       maxFrames: opts.maxFrames,
@@ -56,14 +79,22 @@ program
       );
     }
     if (summary.kafka) logger.info({ ...summary.kafka }, 'kafka summary');
-    // Exit status: 3 alerts were lost, 1 a source failed (the others ran), 0 all well.
+    if (summary.outbox) logger.info({ ...summary.outbox }, 'outbox summary');
+    // Exit status: 4 an unexpected exception (shut down in order), 3 alerts not delivered to
+    // Kafka by exit (kept in the outbox for the next start, or lost), 1 a source failed (the
+    // others ran), 0 all well.
     if (summary.failed.length > 0) {
       for (const f of summary.failed) process.stderr.write(`argus: source "${f.source}" failed: ${f.error.message}\n`);
       process.exitCode = 1;
     }
-    if (summary.lostAlerts > 0) {
-      process.stderr.write(`argus: ${summary.lostAlerts} alert(s) could not be delivered\n`);
+    if (summary.lostAlerts > 0 || summary.keptAlerts > 0) {
+      if (summary.lostAlerts > 0) process.stderr.write(`argus: ${summary.lostAlerts} alert(s) could not be delivered and are lost\n`);
+      if (summary.keptAlerts > 0) process.stderr.write(`argus: ${summary.keptAlerts} alert(s) not yet acknowledged by Kafka are kept in ${summary.outbox?.dir} and are delivered on the next start\n`);
       process.exitCode = 3;
+    }
+    if (crashed !== undefined) {
+      process.stderr.write(`argus: ${ErrorCodes.INTERNAL}: stopped after an unexpected exception: ${redact(String((crashed as Error)?.message ?? crashed))}\n`);
+      process.exitCode = 4;
     }
   });
 
@@ -129,7 +160,7 @@ try {
   await program.parseAsync(process.argv);
 } catch (e) {
   const code = isArgusError(e) ? `${e.code}: ` : '';
-  process.stderr.write(`argus: ${code}${(e as Error).message}\n`);
+  process.stderr.write(`argus: ${code}${redact((e as Error).message)}\n`);
   logger.flush();
   process.exitCode = process.exitCode || 2;
 }
