@@ -21,6 +21,8 @@ export const ErrorCodes = {
   PROVIDER: 'VAP_ERR_PROVIDER',
   /** A source cannot be opened (missing file, unsupported URL scheme). */
   SOURCE_OPEN: 'VAP_ERR_SOURCE_OPEN',
+  /** ffmpeg could not be started right now (out of file descriptors, processes, memory): retried. */
+  SOURCE_SPAWN: 'VAP_ERR_SOURCE_SPAWN',
   /** ffmpeg exited with an error before or while delivering frames. */
   SOURCE_EXIT: 'VAP_ERR_SOURCE_EXIT',
   /** ffmpeg did not report the input's video stream (size, rate). */
@@ -37,6 +39,12 @@ export const ErrorCodes = {
   SINK_TOPIC: 'VAP_ERR_SINK_TOPIC',
   /** The HTTP/WebSocket server could not listen (port in use, bad host). */
   SERVER_LISTEN: 'VAP_ERR_SERVER_LISTEN',
+  /** The alert outbox (the journal on disk) cannot be created, read or locked. */
+  OUTBOX: 'VAP_ERR_OUTBOX',
+  /** A file sink (JSONL) cannot be opened or written. */
+  SINK_FILE: 'VAP_ERR_SINK_FILE',
+  /** An unexpected exception: argus shut down in order (journal kept) and exits with status 4. */
+  INTERNAL: 'VAP_ERR_INTERNAL',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
