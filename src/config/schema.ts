@@ -408,6 +408,22 @@ export const AlertsSchema = z
   })
   .strict();
 
+/** The durable alert outbox: a journal on local disk that alerts are written to before any sink sees them. */
+export const OutboxSchema = z
+  .object({
+    /** Default: on when a Kafka sink is configured (the journal is emptied by the broker's acknowledgements). */
+    enabled: z.boolean().optional(),
+    /** Folder of the journal; relative to the pipeline file. Default $ARGUS_STATE_DIR/<name>, else $XDG_STATE_HOME/argus/<name>, else ~/.local/state/argus/<name>. */
+    dir: z.string().min(1).optional(),
+    /** Undelivered alerts kept at most, bytes; beyond it the oldest are dropped (each logged as an error). Default 256 MiB. */
+    maxBytes: z.number().int().min(64 * 1024).default(256 * 1024 * 1024),
+    /** Undelivered alerts older than this are dropped (logged as errors), hours. Default 168 (7 days). */
+    maxAgeHours: z.number().positive().default(168),
+    /** fsync each write. Default true; false still survives a process crash, not a power cut. */
+    fsync: z.boolean().default(true),
+  })
+  .strict();
+
 export const PipelineSchema = z
   .object({
     /** Pipeline name for logs. */
@@ -424,9 +440,12 @@ export const PipelineSchema = z
     alerts: AlertsSchema.default({}),
     /** HTTP server for the WebSocket API (and health, metrics, dashboard). Absent: no server. */
     server: ServerSchema.optional(),
+    /** Durable alert delivery (see OutboxSchema). */
+    outbox: OutboxSchema.default({}),
   })
   .strict()
   .superRefine((p, ctx) => {
+    if (p.sources.every((s) => !s.enabled)) ctx.addIssue({ code: 'custom', path: ['sources'], message: 'every source is disabled (enabled: false); enable at least one' });
     const seen = new Set<string>();
     p.sources.forEach((s, i) => {
       if (seen.has(s.id)) ctx.addIssue({ code: 'custom', path: ['sources', i, 'id'], message: `duplicate source id "${s.id}"` });
@@ -441,6 +460,7 @@ export type PipelineConfig = z.infer<typeof PipelineSchema>;
 export type KafkaSinkConfig = z.infer<typeof KafkaSinkSchema>;
 export type TrackingConfig = z.infer<typeof TrackingSchema>;
 export type AlertsConfig = z.infer<typeof AlertsSchema>;
+export type OutboxConfig = z.infer<typeof OutboxSchema>;
 export type ExecutionProviderName = z.infer<typeof executionProvider>;
 
 /** A model manifest (models/*.yaml). */
