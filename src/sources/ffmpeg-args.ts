@@ -16,6 +16,18 @@ export interface FfmpegInputSpec {
   inputArgs?: readonly string[];
   /** Resample to this frame rate (drop/duplicate frames in ffmpeg). */
   fps?: number;
+  /**
+   * Files: start at this position, seconds from the file's start (resuming after a restart).
+   * An input seek (`-ss` before `-i`, ffmpeg's accurate seek: frames before it are decoded
+   * and dropped, never output).
+   */
+  seek?: number;
+  /**
+   * Files: seek this many seconds before `seek` and trim the rest in the filter graph. For
+   * containers whose seek may land after the wanted time (MPEG-TS, …); frame-exact either way,
+   * but at `rate: native` the margin is played out (paced) before the first frame. 0: plain seek.
+   */
+  seekMargin?: number;
 }
 
 export interface FfmpegOutputSpec {
@@ -62,6 +74,12 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
       break;
   }
   if (input.inputArgs) args.push(...input.inputArgs);
+  let trim = 0;
+  if (input.kind === 'file' && input.seek !== undefined && input.seek > 0) {
+    const at = Math.max(0, input.seek - Math.max(0, input.seekMargin ?? 0));
+    trim = input.seek - at;
+    args.push('-ss', at.toFixed(6));
+  }
   const url = input.kind === 'v4l2' ? input.url.replace(/^v4l2:\/\//i, '') : input.url.replace(/^file:\/\//i, '');
   args.push('-i', url, '-an', '-sn', '-dn', '-map', '0:v:0');
 
@@ -73,6 +91,8 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
   const py = out.align === 'center' ? `floor((${H}-ih)/2)` : '0';
   const pad = `0x${out.padValue.toString(16).padStart(2, '0').repeat(3)}`;
   const filters = [
+    // Timestamps after an input seek start at 0 at the seek point: drop the margin's frames.
+    ...(trim > 0 ? [`trim=start=${trim.toFixed(6)}`] : []),
     ...(input.fps ? [`fps=${input.fps}`] : []),
     `scale=w=${sw}:h=${sh}:flags=bilinear`,
     `format=${out.pixelFormat}`,

@@ -4,6 +4,8 @@ export interface StreamInfo {
   height: number;
   /** Frames per second reported by the demuxer (fps, else tbr); undefined if unknown. */
   fps?: number;
+  /** The demuxer, as `Input #0, <format>, from …` names it: `mpegts`, `mov,mp4,m4a,3gp,3g2,mj2`, `rtsp`, … */
+  format?: string;
 }
 
 const VIDEO_STREAM = /^\s*Stream #\d+:\d+.*?: Video: (.*)$/;
@@ -24,6 +26,7 @@ export class StderrProbe {
   /** The last lines ffmpeg printed, for error reports. */
   readonly tail: string[] = [];
   private partial = '';
+  private format: string | undefined;
 
   constructor(private readonly maxTail = 20) {}
 
@@ -53,11 +56,15 @@ export class StderrProbe {
       this.tail.push(line);
       if (this.tail.length > this.maxTail) this.tail.shift();
       if (this.done) continue;
-      if (/^Input #0/.test(line)) this.inInput = true;
+      if (/^Input #0/.test(line)) {
+        this.inInput = true;
+        this.format = /^Input #0, (.*?), from '/.exec(line)?.[1];
+      }
       else if (/^Output #0|^Stream mapping/.test(line)) this.done = true;
       else if (this.inInput && !this.info) {
         const info = parseVideoStreamLine(line);
         if (info) {
+          if (this.format) info.format = this.format;
           this.info = info;
           found = info;
         }

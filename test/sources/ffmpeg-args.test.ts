@@ -24,6 +24,17 @@ describe('buildFfmpegArgs', () => {
     expect(a[a.indexOf('-i') + 1]).toBe('/x.mp4');
   });
 
+  it('a resumed file: -ss before -i; with a margin, the seek is earlier and the filter trims the rest first', () => {
+    const a = buildFfmpegArgs({ url: '/x.mp4', kind: 'file', rate: 'native', loop: false, seek: 12.35 }, out);
+    expect(a.slice(a.indexOf('-ss'), a.indexOf('-ss') + 2)).toEqual(['-ss', '12.350000']);
+    expect(a.indexOf('-ss')).toBeLessThan(a.indexOf('-i'));
+    expect(a[a.indexOf('-vf') + 1]).not.toContain('trim');
+    const b = buildFfmpegArgs({ url: '/x.ts', kind: 'file', rate: 'native', loop: false, seek: 12.35, seekMargin: 3, fps: 5 }, out);
+    expect(b.slice(b.indexOf('-ss'), b.indexOf('-ss') + 2)).toEqual(['-ss', '9.350000']);
+    expect(b[b.indexOf('-vf') + 1].startsWith('trim=start=3.000000,fps=5,')).toBe(true);
+    expect(buildFfmpegArgs({ url: 'rtsp://h/s', kind: 'rtsp', rate: 'native', loop: false, seek: 5 }, out)).not.toContain('-ss');
+  });
+
   it('fast file: no -re', () => {
     expect(buildFfmpegArgs({ url: '/x.mp4', kind: 'file', rate: 'fast', loop: false }, out)).not.toContain('-re');
   });

@@ -27,9 +27,9 @@ describe('StderrProbe', () => {
     const p = new StderrProbe();
     const found = log.map((c) => p.push(c));
     expect(found[0]).toBeUndefined();
-    expect(found[1]).toEqual({ width: 640, height: 360, fps: 29.83 });
+    expect(found[1]).toEqual({ width: 640, height: 360, fps: 29.83, format: 'mov,mp4,m4a,3gp,3g2,mj2' });
     expect(found[2]).toBeUndefined();
-    expect(p.info).toEqual({ width: 640, height: 360, fps: 29.83 });
+    expect(p.info).toEqual({ width: 640, height: 360, fps: 29.83, format: 'mov,mp4,m4a,3gp,3g2,mj2' });
   });
 
   it('keeps the last lines for error reports', () => {
