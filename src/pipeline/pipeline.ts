@@ -1,9 +1,9 @@
-import { createRequire } from 'node:module';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { catchError, EMPTY, map, merge, type Observable, of, takeUntil, tap } from 'rxjs';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../assets/catalog.js';
 import type { PipelineConfig, SourceConfig } from '../config/schema.js';
 import { now } from '../core/clock.js';
+import { redact } from '../core/redact.js';
 import type { LogFn } from '../core/log.js';
 import type { Detections } from '../core/detections.js';
 import type { Frame } from '../core/frame.js';
@@ -12,6 +12,7 @@ import { SampleWindow } from '../core/stats.js';
 import { dropStale } from '../flow/drop-stale.js';
 import { Detector } from '../inference/detector.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
+import { describeFfmpeg, resolveFfmpeg, resolveFfmpegSync } from '../sources/ffmpeg-path.js';
 import type { SourceState, Transition } from '../sources/health.js';
 import { supervisedSource } from '../sources/supervised-source.js';
 import { infer, postprocess, preprocess } from './stages.js';
@@ -89,11 +90,14 @@ const NO_ALERTS: AlertDraft[] = [];
 /** Consecutive frames whose inference failed before the source is failed with the error. */
 const MAX_INFERENCE_FAILURES_IN_A_ROW = 30;
 
-/** The ffmpeg executable: $ARGUS_FFMPEG, else the binary shipped by @ffmpeg-installer/ffmpeg. */
+/**
+ * The ffmpeg executable when the config names none: $ARGUS_FFMPEG, else /usr/bin/ffmpeg when
+ * it is newer than the bundled one, else the binary shipped by @ffmpeg-installer/ffmpeg (see
+ * src/sources/ffmpeg-path.ts; `resolveFfmpeg` gives the version and the reason too).
+ */
 export function defaultFfmpegPath(env: NodeJS.ProcessEnv = process.env): string {
   if (env.ARGUS_FFMPEG) return env.ARGUS_FFMPEG;
-  const require = createRequire(import.meta.url);
-  return (require('@ffmpeg-installer/ffmpeg') as { path: string }).path;
+  return resolveFfmpegSync({ env }).path;
 }
 
 export async function loadDetector(config: PipelineConfig, options: PipelineOptions = {}): Promise<Detector> {
@@ -119,7 +123,9 @@ export async function loadDetector(config: PipelineConfig, options: PipelineOpti
 export async function createPipeline(config: PipelineConfig, options: PipelineOptions = {}): Promise<Pipeline> {
   const baseDir = options.baseDir ?? process.cwd();
   const log = options.log ?? (() => {});
-  const ffmpegPath = config.ffmpegPath ?? defaultFfmpegPath();
+  const ff = config.ffmpegPath ? await describeFfmpeg(config.ffmpegPath, 'config ffmpegPath') : await resolveFfmpeg();
+  const ffmpegPath = ff.path;
+  log(`ffmpeg ${ff.version} at ${ff.path} (${ff.reason})`, { ffmpeg: ff.path, version: ff.version });
   const sources = config.sources.filter((s) => s.enabled);
   // Resolve assets before loading the model, so a missing video fails fast.
   const urls = await Promise.all(sources.map((s) => resolveSourceUrl(s, baseDir, ffmpegPath, log)));
@@ -155,7 +161,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
           st.dropped++;
           st.inferenceErrors++;
           frame.release();
-          if (failedInARow === 1) log(`source ${src.id}: inference failed, frame dropped: ${err.message}`, { source: src.id }, 'warn');
+          if (failedInARow === 1) log(redact(`source ${src.id}: inference failed, frame dropped: ${err.message}`), { source: src.id }, 'warn');
           return EMPTY;
         }),
       );
@@ -167,7 +173,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
         st.lastTransition = t;
         if (t.state === 'reconnecting') st.reconnects++;
         const level = t.state === 'failed' ? 'error' : t.state === 'reconnecting' || t.state === 'stalled' ? 'warn' : 'info';
-        log(`source ${t.source}: ${t.previous} → ${t.state} (${t.reason})`, { source: t.source, state: t.state, previous: t.previous, code: t.code, attempt: t.attempt }, level);
+        log(redact(`source ${t.source}: ${t.previous} → ${t.state} (${t.reason})`), { source: t.source, state: t.state, previous: t.previous, code: t.code, attempt: t.attempt }, level);
         options.onTransition?.(t);
       },
       id: src.id,
@@ -220,7 +226,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
       }),
       catchError((err: Error) => {
         st.error = err;
-        log(`source ${src.id} failed: ${err.message}`, { source: src.id, code: (err as { code?: string }).code }, 'error');
+        log(redact(`source ${src.id} failed: ${err.message}`), { source: src.id, code: (err as { code?: string }).code }, 'error');
         return EMPTY;
       }),
     );

@@ -1,0 +1,152 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+/**
+ * Which ffmpeg runs the sources. ffmpeg parses untrusted network input, so a maintained build
+ * is preferred over the bundled one (@ffmpeg-installer/ffmpeg, a static build from 2018):
+ *
+ *   config `ffmpegPath` (the caller's) > $ARGUS_FFMPEG > /usr/bin/ffmpeg when it exists and is
+ *   newer than the bundled binary > the bundled binary.
+ *
+ * "Newer" compares the library versions `ffmpeg -version` prints (libavformat, then
+ * libavcodec), which grow with every release and also identify git snapshots such as the
+ * bundled `N-47683-g0e8eb07980`; without them, the copyright year of the first line.
+ */
+export interface FfmpegVersion {
+  /** From the first line, `ffmpeg version <this> Copyright …`: `5.1.6-0+deb12u1`, `N-47683-g0e8eb07980-static`. */
+  version: string;
+  /** The first line's copyright end year. */
+  year?: number;
+  libavformat?: [number, number, number];
+  libavcodec?: [number, number, number];
+}
+
+export interface FfmpegChoice {
+  path: string;
+  /** Version string (`ffmpeg -version`'s first line, parsed); `unknown` if it could not be run. */
+  version: string;
+  /** Why this one: `$ARGUS_FFMPEG`, `newer than the bundled N-…`, … */
+  reason: string;
+}
+
+export interface FfmpegCandidates {
+  env?: NodeJS.ProcessEnv;
+  /** The system ffmpeg considered. Default /usr/bin/ffmpeg. */
+  systemPath?: string;
+  /** The bundled ffmpeg. Default @ffmpeg-installer/ffmpeg's binary. */
+  bundledPath?: string;
+}
+
+export const SYSTEM_FFMPEG = '/usr/bin/ffmpeg';
+
+export function bundledFfmpegPath(): string {
+  const require = createRequire(import.meta.url);
+  return (require('@ffmpeg-installer/ffmpeg') as { path: string }).path;
+}
+
+/** Parses `ffmpeg -version` output; undefined when it is not ffmpeg's. */
+export function parseFfmpegVersion(output: string): FfmpegVersion | undefined {
+  const first = /^ffmpeg version (\S+)(.*)$/m.exec(output);
+  if (!first) return undefined;
+  const v: FfmpegVersion = { version: first[1] };
+  const year = /Copyright \(c\) \d{4}-(\d{4})/.exec(first[2]);
+  if (year) v.year = Number(year[1]);
+  const lib = (name: string): [number, number, number] | undefined => {
+    const m = new RegExp(`^${name}\\s+(\\d+)\\.\\s*(\\d+)\\.\\s*(\\d+)`, 'm').exec(output);
+    return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : undefined;
+  };
+  const f = lib('libavformat');
+  const c = lib('libavcodec');
+  if (f) v.libavformat = f;
+  if (c) v.libavcodec = c;
+  return v;
+}
+
+const cmp = (a: readonly number[], b: readonly number[]) => {
+  for (let i = 0; i < Math.max(a.length, b.length); i++) if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) - (b[i] ?? 0);
+  return 0;
+};
+
+/** a is a newer ffmpeg than b. False when they cannot be compared. */
+export function isNewerFfmpeg(a: FfmpegVersion, b: FfmpegVersion): boolean {
+  if (a.libavformat && b.libavformat) {
+    const d = cmp(a.libavformat, b.libavformat);
+    if (d !== 0) return d > 0;
+    if (a.libavcodec && b.libavcodec) return cmp(a.libavcodec, b.libavcodec) > 0;
+    return false;
+  }
+  if (a.year !== undefined && b.year !== undefined) return a.year > b.year;
+  return false;
+}
+
+// `ffmpeg -version` per path, run once per process.
+const versions = new Map<string, Promise<FfmpegVersion | undefined>>();
+const versionsSync = new Map<string, FfmpegVersion | undefined>();
+
+/** `ffmpeg -version` of one executable (asynchronous, cached); undefined if it does not run or is not ffmpeg. */
+export function ffmpegVersion(path: string): Promise<FfmpegVersion | undefined> {
+  let p = versions.get(path);
+  if (!p) {
+    p = new Promise((resolve) => {
+      execFile(path, ['-hide_banner', '-version'], { timeout: 10_000, maxBuffer: 1 << 20 }, (err, stdout) => {
+        const v = err ? undefined : parseFfmpegVersion(String(stdout));
+        versionsSync.set(path, v);
+        resolve(v);
+      });
+    });
+    versions.set(path, p);
+  }
+  return p;
+}
+
+function ffmpegVersionSync(path: string): FfmpegVersion | undefined {
+  if (!versionsSync.has(path)) {
+    let v: FfmpegVersion | undefined;
+    try {
+      v = parseFfmpegVersion(execFileSync(path, ['-hide_banner', '-version'], { timeout: 10_000, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+    } catch {
+      v = undefined;
+    }
+    versionsSync.set(path, v);
+    versions.set(path, Promise.resolve(v));
+  }
+  return versionsSync.get(path);
+}
+
+function choose(c: FfmpegCandidates, versionOf: (path: string) => FfmpegVersion | undefined): FfmpegChoice {
+  const env = c.env ?? process.env;
+  if (env.ARGUS_FFMPEG) return { path: env.ARGUS_FFMPEG, version: versionOf(env.ARGUS_FFMPEG)?.version ?? 'unknown', reason: '$ARGUS_FFMPEG' };
+  const bundled = c.bundledPath ?? bundledFfmpegPath();
+  const system = c.systemPath ?? SYSTEM_FFMPEG;
+  const bv = versionOf(bundled);
+  if (existsSync(system)) {
+    const sv = versionOf(system);
+    if (sv && (!bv || isNewerFfmpeg(sv, bv))) {
+      return { path: system, version: sv.version, reason: bv ? `newer than the bundled ${bv.version}` : 'the bundled ffmpeg does not run' };
+    }
+    return { path: bundled, version: bv?.version ?? 'unknown', reason: sv ? `bundled; ${system} (${sv.version}) is not newer` : `bundled; ${system} does not run` };
+  }
+  return { path: bundled, version: bv?.version ?? 'unknown', reason: `bundled; no ${system}` };
+}
+
+/** The ffmpeg to use when the config names none, with its version and why (versions run asynchronously, cached). */
+export async function resolveFfmpeg(c: FfmpegCandidates = {}): Promise<FfmpegChoice> {
+  const env = c.env ?? process.env;
+  const bundled = c.bundledPath ?? (env.ARGUS_FFMPEG ? '' : bundledFfmpegPath());
+  const system = c.systemPath ?? SYSTEM_FFMPEG;
+  // Run the versions first (in parallel); `choose` then reads them from the cache.
+  const paths = env.ARGUS_FFMPEG ? [env.ARGUS_FFMPEG] : [bundled, ...(existsSync(system) ? [system] : [])];
+  const got = new Map(await Promise.all(paths.map(async (p) => [p, await ffmpegVersion(p)] as const)));
+  return choose({ ...c, env, bundledPath: bundled || undefined, systemPath: system }, (p) => got.get(p));
+}
+
+/** The same choice for callers that need a path right away (runs `ffmpeg -version` synchronously, once per path). */
+export function resolveFfmpegSync(c: FfmpegCandidates = {}): FfmpegChoice {
+  return choose(c, ffmpegVersionSync);
+}
+
+/** Version and reason for an ffmpeg the config names. */
+export async function describeFfmpeg(path: string, reason: string): Promise<FfmpegChoice> {
+  return { path, version: (await ffmpegVersion(path))?.version ?? 'unknown', reason };
+}

@@ -1,0 +1,76 @@
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { bundledFfmpegPath, ffmpegVersion, isNewerFfmpeg, parseFfmpegVersion, resolveFfmpeg, resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'argus-ffpath-'));
+/** A fake ffmpeg: a script that prints a `-version` banner. */
+function fake(name: string, banner: string, rc = 0): string {
+  const p = join(dir, name);
+  writeFileSync(p, `#!/bin/sh\ncat <<'EOF'\n${banner}\nEOF\nexit ${rc}\n`);
+  chmodSync(p, 0o755);
+  return p;
+}
+const BUNDLED_BANNER = [
+  'ffmpeg version N-47683-g0e8eb07980-static https://johnvansickle.com/ffmpeg/  Copyright (c) 2000-2018 the FFmpeg developers',
+  'built with gcc 6.3.0 (Debian 6.3.0-18+deb9u1) 20170516',
+  'libavutil      56. 24.101 / 56. 24.101',
+  'libavcodec     58. 42.100 / 58. 42.100',
+  'libavformat    58. 24.100 / 58. 24.100',
+].join('\n');
+const DEBIAN_BANNER = [
+  'ffmpeg version 5.1.6-0+deb12u1 Copyright (c) 2000-2024 the FFmpeg developers',
+  'built with gcc 12 (Debian 12.2.0-14)',
+  'libavutil      57. 28.100 / 57. 28.100',
+  'libavcodec     59. 37.100 / 59. 37.100',
+  'libavformat    59. 27.100 / 59. 27.100',
+].join('\n');
+const OLD_BANNER = [
+  'ffmpeg version 3.2.18-0+deb9u1 Copyright (c) 2000-2022 the FFmpeg developers',
+  'libavcodec     57. 64.101 / 57. 64.101',
+  'libavformat    57. 56.101 / 57. 56.101',
+].join('\n');
+
+const bundled = fake('bundled', BUNDLED_BANNER);
+const env = {} as NodeJS.ProcessEnv;
+
+describe('parseFfmpegVersion / isNewerFfmpeg', () => {
+  it('reads the version, the year and the library versions', () => {
+    expect(parseFfmpegVersion(BUNDLED_BANNER)).toEqual({ version: 'N-47683-g0e8eb07980-static', year: 2018, libavformat: [58, 24, 100], libavcodec: [58, 42, 100] });
+    expect(parseFfmpegVersion(DEBIAN_BANNER)?.version).toBe('5.1.6-0+deb12u1');
+    expect(parseFfmpegVersion('not ffmpeg')).toBeUndefined();
+  });
+  it('compares by libavformat/libavcodec (a git snapshot has no release number), else by year', () => {
+    const b = parseFfmpegVersion(BUNDLED_BANNER)!;
+    expect(isNewerFfmpeg(parseFfmpegVersion(DEBIAN_BANNER)!, b)).toBe(true);
+    expect(isNewerFfmpeg(b, parseFfmpegVersion(DEBIAN_BANNER)!)).toBe(false);
+    // A 2022 security update of ffmpeg 3.2 is newer by year but older by library: not newer.
+    expect(isNewerFfmpeg(parseFfmpegVersion(OLD_BANNER)!, b)).toBe(false);
+    expect(isNewerFfmpeg({ version: 'x', year: 2024 }, { version: 'y', year: 2018 })).toBe(true);
+    expect(isNewerFfmpeg({ version: 'x' }, b)).toBe(false);
+  });
+});
+
+describe('resolveFfmpeg: $ARGUS_FFMPEG > a newer /usr/bin/ffmpeg > the bundled one', () => {
+  it.each([
+    ['$ARGUS_FFMPEG wins over everything', { env: { ARGUS_FFMPEG: fake('argus', OLD_BANNER) }, systemPath: fake('sys1', DEBIAN_BANNER) }, 'argus', '3.2.18-0+deb9u1', /^\$ARGUS_FFMPEG$/],
+    ['a newer system ffmpeg', { systemPath: fake('sys2', DEBIAN_BANNER) }, 'sys2', '5.1.6-0+deb12u1', /^newer than the bundled N-47683-g0e8eb07980-static$/],
+    ['an older system ffmpeg', { systemPath: fake('sys3', OLD_BANNER) }, 'bundled', 'N-47683-g0e8eb07980-static', /is not newer/],
+    ['no system ffmpeg', { systemPath: join(dir, 'nothing-here') }, 'bundled', 'N-47683-g0e8eb07980-static', /no .*nothing-here/],
+    ['a system ffmpeg that does not run', { systemPath: fake('sys4', 'Segmentation fault', 139) }, 'bundled', 'N-47683-g0e8eb07980-static', /does not run/],
+  ])('%s', async (_n, c, file, version, reason) => {
+    const opts = { env, bundledPath: bundled, ...c };
+    const got = await resolveFfmpeg(opts);
+    expect(got.path).toBe(join(dir, file));
+    expect(got.version).toBe(version);
+    expect(got.reason).toMatch(reason);
+    expect(resolveFfmpegSync(opts)).toEqual(got); // the synchronous path chooses the same
+  });
+
+  it('the real bundled binary reports its version (asynchronous, cached)', async () => {
+    const a = ffmpegVersion(bundledFfmpegPath());
+    expect(ffmpegVersion(bundledFfmpegPath())).toBe(a);
+    expect((await a)?.libavformat?.[0]).toBeGreaterThanOrEqual(58);
+  });
+});
