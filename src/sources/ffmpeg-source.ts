@@ -1,13 +1,17 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { Observable } from 'rxjs';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { redact } from '../core/redact.js';
 import { emptyStamps, type Frame } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
 import { buildFfmpegArgs, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { StderrProbe, type StreamInfo } from './stderr-probe.js';
+
+/** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
+export type SpawnFn = (command: string, args: readonly string[], options: { stdio: ['ignore', 'pipe', 'pipe'] }) => ChildProcess;
 
 export interface FfmpegSourceOptions {
   /** Source id, copied into every frame. */
@@ -30,7 +34,22 @@ export interface FfmpegSourceOptions {
   onSpawn?: (child: ChildProcess) => void;
   /** The input's resolution changed mid-stream; frames from now on carry the new letterbox. */
   onResize?: (from: Letterbox, to: Letterbox) => void;
+  /** `seq` of the first frame (a restarted source goes on counting). Default 0. */
+  seqStart?: number;
+  /**
+   * `pts` of the first frame, seconds; later frames add `1 / fps` each (or the time since the
+   * first frame when the rate is unknown). A function is called when the first frame arrives,
+   * so a restarted live source can count the outage in. Default 0.
+   */
+  ptsStart?: number | (() => number);
+  /** Monotonic milliseconds (pts of sources without a frame rate). Default `performance.now`. */
+  clock?: () => number;
+  /** Starts ffmpeg. Default node's `child_process.spawn`. */
+  spawn?: SpawnFn;
 }
+
+/** spawn errors that are about the machine's state right now (no file descriptors, processes, memory), not about ffmpeg. */
+const TRANSIENT_SPAWN_ERRORS = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM']);
 
 /** More than two pipe reads (64 KiB each on Linux), so the read that crosses it cannot finish a frame. */
 const HOLD_BACK_BYTES = 160 * 1024;
@@ -43,27 +62,46 @@ const HOLD_BACK_BYTES = 160 * 1024;
 export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   return new Observable<Frame>((subscriber) => {
     const { id, input, output } = options;
+    // Every message leaves with credentials removed: ffmpeg prints the URL, and errors become
+    // status messages (Kafka, WebSocket, JSONL) and log lines.
+    const fail = (code: (typeof ErrorCodes)[keyof typeof ErrorCodes], message: string, cause?: NodeJS.ErrnoException) =>
+      subscriber.error(
+        new ArgusError(code, redact(message), cause ? { cause: Object.assign(new Error(redact(cause.message)), { code: cause.code, errno: cause.errno, syscall: cause.syscall }) } : undefined),
+      );
     if (input.kind === 'file') {
       const path = input.url.replace(/^file:\/\//i, '');
       if (!existsSync(path)) {
-        subscriber.error(new ArgusError(ErrorCodes.SOURCE_OPEN, `source "${id}": file not found: ${path}`));
+        fail(ErrorCodes.SOURCE_OPEN, `source "${id}": file not found: ${path}`);
         return;
       }
     }
+    const clock = options.clock ?? (() => performance.now());
     const frameSize = output.width * output.height * 3;
     const maxOutstanding = options.maxOutstanding ?? (input.kind === 'file' && input.rate === 'fast' ? 1 : Infinity);
     const pool = new BufferPool(frameSize, Number.isFinite(maxOutstanding) ? maxOutstanding + 1 : 4);
     const probe = new StderrProbe();
     let lb: Letterbox | undefined;
     let fps = input.fps;
-    let seq = 0;
+    const seqStart = options.seqStart ?? 0;
+    let seq = seqStart;
+    let ptsBase = 0;
+    let firstAt = 0;
+    let lastPts = -Infinity;
     let outstanding = 0;
     let paused = false;
     let closed = false;
     let killedByUs = false;
 
     const args = buildFfmpegArgs(input, output);
-    const child = spawn(options.ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let child: ChildProcess;
+    try {
+      // Out of file descriptors or processes, spawn can throw here, before any listener exists.
+      child = (options.spawn ?? (nodeSpawn as SpawnFn))(options.ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (e) {
+      const err = e as NodeJS.ErrnoException;
+      fail(ErrorCodes.SOURCE_SPAWN, `source "${id}": could not start ffmpeg (${options.ffmpegPath}): ${err.message}`, err);
+      return;
+    }
     options.onSpawn?.(child);
     const stdout = child.stdout!;
     const stderr = child.stderr!;
@@ -80,10 +118,18 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
       const captured = now();
       outstanding++;
       let released = false;
+      const k = seq - seqStart;
+      if (k === 0) {
+        firstAt = clock();
+        ptsBase = typeof options.ptsStart === 'function' ? options.ptsStart() : (options.ptsStart ?? 0);
+      }
+      let pts = fps ? ptsBase + k / fps : ptsBase + (clock() - firstAt) / 1000;
+      if (!(pts > lastPts)) pts = lastPts + 1e-3; // strictly increasing, even with an unknown rate
+      lastPts = pts;
       const frame: Frame = {
         source: id,
         seq,
-        pts: fps ? seq / fps : (captured - startedAt) / 1000,
+        pts,
         data,
         letterbox: lb!,
         stamps: emptyStamps(captured),
@@ -98,7 +144,6 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
       seq++;
       subscriber.next(frame);
     });
-    const startedAt = now();
 
     probe.onResize = (w, h) => {
       if (!lb || (lb.srcWidth === w && lb.srcHeight === h)) return;
@@ -131,12 +176,21 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     child.on('error', (err: NodeJS.ErrnoException) => {
       if (closed) return;
       closed = true;
-      const msg =
-        err.code === 'ENOENT'
-          ? `source "${id}": ffmpeg executable not found at ${options.ffmpegPath}`
-          : `source "${id}": could not start ffmpeg (${options.ffmpegPath}): ${err.message}`;
-      subscriber.error(new ArgusError(ErrorCodes.SOURCE_OPEN, msg, { cause: err }));
+      if (err.code === 'ENOENT') fail(ErrorCodes.SOURCE_OPEN, `source "${id}": ffmpeg executable not found at ${options.ffmpegPath}`, err);
+      // Out of descriptors/processes/memory: worth retrying. Anything else (EACCES, …) will not fix itself.
+      else fail(TRANSIENT_SPAWN_ERRORS.has(err.code ?? '') ? ErrorCodes.SOURCE_SPAWN : ErrorCodes.SOURCE_OPEN, `source "${id}": could not start ffmpeg (${options.ffmpegPath}): ${err.message}`, err);
     });
+    // A pipe that fails (rare: EIO, a descriptor closed under us) must not become an uncaught
+    // 'error' event: this ffmpeg is ended and the source reports a retryable error.
+    const onPipeError = (name: string) => (err: NodeJS.ErrnoException) => {
+      if (closed) return;
+      closed = true;
+      killedByUs = true;
+      child.kill('SIGKILL');
+      fail(ErrorCodes.SOURCE_SPAWN, `source "${id}": ffmpeg's ${name} failed: ${err.message}`, err);
+    };
+    stdout.on('error', onPipeError('stdout'));
+    stderr.on('error', onPipeError('stderr'));
 
     // 'close' fires after stdout and stderr have ended, so every complete frame was delivered.
     child.on('close', (code, signal) => {
@@ -151,17 +205,13 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
       }
       const tail = probe.tailText().split('\n').slice(-6).join('\n');
       if (!lb) {
-        subscriber.error(
-          new ArgusError(
-            code === 0 ? ErrorCodes.SOURCE_PROBE : ErrorCodes.SOURCE_EXIT,
-            `source "${id}": ffmpeg ${code === 0 ? 'reported no video stream' : `exited with ${signal ?? `code ${code}`}`} for ${input.url}\n${tail}`,
-          ),
+        fail(
+          code === 0 ? ErrorCodes.SOURCE_PROBE : ErrorCodes.SOURCE_EXIT,
+          `source "${id}": ffmpeg ${code === 0 ? 'reported no video stream' : `exited with ${signal ?? `code ${code}`}`} for ${input.url}\n${tail}`,
         );
         return;
       }
-      subscriber.error(
-        new ArgusError(ErrorCodes.SOURCE_EXIT, `source "${id}": ffmpeg exited with ${signal ?? `code ${code}`} after ${seq} frames\n${tail}`),
-      );
+      fail(ErrorCodes.SOURCE_EXIT, `source "${id}": ffmpeg exited with ${signal ?? `code ${code}`} after ${seq - seqStart} frames\n${tail}`);
     });
 
     return () => {

@@ -1,0 +1,176 @@
+// seq/pts across reconnects, spawn failures and pipe errors, in virtual time: ffmpeg is a fake
+// child process (injected spawn), timers are vitest's fake timers, the monotonic clock is a
+// counter the test advances.
+import { lastValueFrom } from 'rxjs';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { isArgusError } from '../../src/core/errors.js';
+import type { Frame } from '../../src/core/frame.js';
+import { ffmpegSource, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
+import type { ReconnectPolicy, Transition } from '../../src/sources/health.js';
+import { supervisedSource, type SupervisedSourceOptions } from '../../src/sources/supervised-source.js';
+import { FakeFfmpeg } from './fake-ffmpeg.js';
+
+const output = { width: 32, height: 32, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
+const FRAME = 32 * 32 * 3;
+const policy: ReconnectPolicy = { initialDelayMs: 100, maxDelayMs: 400, jitter: 0, maxAttempts: 0, healthyResetMs: 30_000 };
+
+let mono = 0;
+const advance = (ms: number) => {
+  mono += ms;
+  vi.advanceTimersByTime(ms);
+};
+beforeEach(() => {
+  vi.useFakeTimers();
+  mono = 1_000_000; // the monotonic clock is not 0 at the start
+});
+afterEach(() => vi.useRealTimers());
+
+function harness(over: Partial<SupervisedSourceOptions> = {}, spawnHook?: (n: number) => void) {
+  const children: FakeFfmpeg[] = [];
+  const frames: Frame[] = [];
+  const transitions: Transition[] = [];
+  let calls = 0;
+  const spawn: SpawnFn = (_cmd, args) => {
+    spawnHook?.(calls++);
+    const c = new FakeFfmpeg(args, FRAME);
+    children.push(c);
+    return c.asChild();
+  };
+  const src = supervisedSource({
+    id: 'cam',
+    input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false },
+    output,
+    ffmpegPath: 'ffmpeg',
+    reconnect: policy,
+    watchdog: { startTimeoutMs: 15_000, stallFactor: 10, stallMinMs: 2000 },
+    onTransition: (t) => transitions.push(t),
+    spawn,
+    clock: () => mono,
+    ...over,
+  });
+  let error: unknown;
+  const sub = src.subscribe({ next: (f) => (frames.push(f), f.release()), error: (e) => (error = e) });
+  /** The newest ffmpeg prints its banner after 50 ms, then `n` frames at 10 fps. */
+  const stream = (n: number) => {
+    const c = children.at(-1)!;
+    advance(50);
+    c.info();
+    for (let i = 0; i < n; i++) {
+      advance(100);
+      c.frame();
+    }
+  };
+  return { children, frames, transitions, sub, stream, error: () => error };
+}
+
+describe('seq and pts keep growing across reconnects (live source, virtual time)', () => {
+  it('three ffmpeg runs with a 5 s outage and a wall-clock jump: seq 0..N without repeats, pts strictly increasing, the outage shows in pts', () => {
+    const h = harness();
+    h.stream(20); // seq 0..19, pts 0..1.9
+    h.children[0].exit(1); // the camera drops the connection
+    expect(h.transitions.at(-1)).toMatchObject({ state: 'reconnecting', code: 'VAP_ERR_SOURCE_EXIT' });
+    advance(100); // backoff
+    expect(h.children).toHaveLength(2);
+    // The camera answers but sends its first frame 5 s later; meanwhile the wall clock is set back an hour.
+    vi.setSystemTime(Date.now() - 3_600_000);
+    advance(5000);
+    h.stream(10);
+    h.children[1].exit(0); // end of stream
+    advance(200);
+    h.stream(5);
+    h.sub.unsubscribe();
+
+    const seqs = h.frames.map((f) => f.seq);
+    expect(seqs).toEqual(Array.from({ length: 35 }, (_, i) => i));
+    const pts = h.frames.map((f) => f.pts);
+    for (let i = 1; i < pts.length; i++) expect(pts[i]).toBeGreaterThan(pts[i - 1]);
+    // First run: 1 / fps per frame.
+    expect(pts.slice(0, 3)).toEqual([0, 0.1, 0.2]);
+    expect(pts[19]).toBeCloseTo(1.9, 9);
+    // After the outage: monotonic seconds since the first frame (1.9 s + 0.1 backoff + 5 s + 0.05 + 0.1).
+    expect(pts[20]).toBeCloseTo(7.15, 6);
+    expect(pts[20] - pts[19]).toBeGreaterThan(5);
+    expect(pts[29]).toBeCloseTo(7.15 + 0.9, 6);
+    // A short reconnect (0.2 s + 0.15 s): the gap is the time that passed.
+    expect(pts[30]).toBeCloseTo(8.05 + 0.35, 6);
+    expect(pts[34]).toBeCloseTo(8.4 + 0.4, 6);
+  });
+
+  it('a source whose frames arrive faster than real time after a reconnect (a burst) still never goes back in pts', () => {
+    const h = harness();
+    h.stream(10);
+    h.children[0].exit(1);
+    advance(100);
+    const c = h.children[1];
+    advance(50);
+    c.info();
+    for (let i = 0; i < 30; i++) c.frame(); // 30 frames at once: 1 / fps apart, after the last pts
+    h.sub.unsubscribe();
+    const pts = h.frames.map((f) => f.pts);
+    for (let i = 1; i < pts.length; i++) expect(pts[i]).toBeGreaterThan(pts[i - 1]);
+    expect(h.frames.map((f) => f.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    expect(pts[39] - pts[10]).toBeCloseTo(2.9, 6);
+  });
+});
+
+describe('spawn failures (out of file descriptors) are retried, never thrown', () => {
+  const emfile = () => Object.assign(new Error('spawn EMFILE'), { code: 'EMFILE', errno: -24, syscall: 'spawn' });
+
+  it('ffmpegSource: a spawn that throws becomes a VAP_ERR_SOURCE_SPAWN error', async () => {
+    const err = await lastValueFrom(
+      ffmpegSource({
+        id: 'cam',
+        input: { url: 'rtsp://admin:hunter2@cam/stream', kind: 'rtsp', rate: 'native', loop: false },
+        output,
+        ffmpegPath: 'ffmpeg',
+        spawn: () => {
+          throw emfile();
+        },
+      }),
+    ).catch((e: unknown) => e);
+    expect(isArgusError(err, 'VAP_ERR_SOURCE_SPAWN')).toBe(true);
+    expect((err as Error).message).toMatch(/could not start ffmpeg \(ffmpeg\): spawn EMFILE/);
+  });
+
+  it('supervisedSource: spawn throws twice, the source backs off and then streams from seq 0', () => {
+    const h = harness({}, (n) => {
+      if (n < 2) throw emfile();
+    });
+    // The first two tries threw before a child existed (children only holds successful spawns).
+    expect(h.transitions.map((t) => t.state)).toEqual(['starting', 'reconnecting']);
+    expect(h.transitions[1]).toMatchObject({ code: 'VAP_ERR_SOURCE_SPAWN', attempt: 1 });
+    expect(h.transitions[1].reason).toMatch(/spawn EMFILE; retry 1 in 0\.1 s$/);
+    advance(100);
+    expect(h.transitions.at(-1)).toMatchObject({ state: 'reconnecting', code: 'VAP_ERR_SOURCE_SPAWN', attempt: 2 });
+    advance(200);
+    expect(h.children).toHaveLength(1);
+    h.stream(3);
+    h.sub.unsubscribe();
+    expect(h.error()).toBeUndefined();
+    expect(h.frames.map((f) => f.seq)).toEqual([0, 1, 2]);
+    expect(h.transitions.map((t) => t.state)).toEqual(['starting', 'reconnecting', 'reconnecting', 'streaming', 'stopped']);
+  });
+
+  it("an asynchronous EMFILE from the child ('error' event) is retried too, not a permanent VAP_ERR_SOURCE_OPEN", () => {
+    const h = harness();
+    h.children[0].emit('error', emfile());
+    expect(h.transitions.at(-1)).toMatchObject({ state: 'reconnecting', code: 'VAP_ERR_SOURCE_SPAWN' });
+    expect(h.error()).toBeUndefined();
+    h.sub.unsubscribe();
+  });
+
+  it("an 'error' on ffmpeg's stdout or stderr is handled: that ffmpeg is killed and the source reconnects", () => {
+    for (const pipe of ['stdout', 'stderr'] as const) {
+      const h = harness();
+      h.stream(2);
+      // Without a listener, EventEmitter throws on 'error' (an uncaught exception in production).
+      expect(() => h.children[0][pipe].emit('error', Object.assign(new Error('read EIO'), { code: 'EIO' }))).not.toThrow();
+      expect(h.children[0].signals).toEqual(['SIGKILL']);
+      expect(h.transitions.at(-1)).toMatchObject({ state: 'reconnecting', code: 'VAP_ERR_SOURCE_SPAWN' });
+      advance(100);
+      h.stream(2);
+      expect(h.frames.map((f) => f.seq)).toEqual([0, 1, 2, 3]);
+      h.sub.unsubscribe();
+    }
+  });
+});

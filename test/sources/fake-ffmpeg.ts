@@ -1,0 +1,71 @@
+import type { ChildProcess } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+
+/** A readable pipe as ffmpegSource uses it; data written while paused waits for resume(). */
+export class FakePipe extends EventEmitter {
+  private paused = false;
+  private queue: (Buffer | string)[] = [];
+  private encoding: BufferEncoding | undefined;
+  destroyed = false;
+  pause(): this {
+    this.paused = true;
+    return this;
+  }
+  resume(): this {
+    this.paused = false;
+    while (!this.paused && this.queue.length && !this.destroyed) this.emit('data', this.queue.shift());
+    return this;
+  }
+  setEncoding(e: BufferEncoding): this {
+    this.encoding = e;
+    return this;
+  }
+  destroy(): this {
+    this.destroyed = true;
+    return this;
+  }
+  write(d: Buffer | string): void {
+    if (this.destroyed) return;
+    const v = this.encoding && Buffer.isBuffer(d) ? d.toString(this.encoding) : d;
+    if (this.paused) this.queue.push(v);
+    else this.emit('data', v);
+  }
+}
+
+/** A child process that prints what ffmpeg prints, on command. */
+export class FakeFfmpeg extends EventEmitter {
+  readonly stdout = new FakePipe();
+  readonly stderr = new FakePipe();
+  readonly stdin = null;
+  readonly pid = 424242;
+  exited = false;
+  signals: string[] = [];
+
+  constructor(
+    readonly args: readonly string[],
+    readonly frameBytes: number,
+  ) {
+    super();
+  }
+  /** The banner lines ffmpegSource probes: a 64x48 10 fps video stream. */
+  info(format = 'rtsp', fps = 10): void {
+    this.stderr.write(`Input #0, ${format}, from 'x':\n  Duration: N/A\n    Stream #0:0: Video: h264 (High), yuv420p(progressive), 64x48, ${fps} fps, ${fps} tbr\nStream mapping:\n`);
+  }
+  frame(fill = 0): void {
+    this.stdout.write(Buffer.alloc(this.frameBytes, fill));
+  }
+  exit(code: number | null, signal: NodeJS.Signals | null = null): void {
+    if (this.exited) return;
+    this.exited = true;
+    this.emit('exit', code, signal);
+    this.emit('close', code, signal);
+  }
+  kill(signal: NodeJS.Signals = 'SIGTERM'): boolean {
+    this.signals.push(signal);
+    this.exit(null, signal);
+    return true;
+  }
+  asChild(): ChildProcess {
+    return this as unknown as ChildProcess;
+  }
+}
