@@ -1,9 +1,14 @@
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
 import { Subject, take, type Subscription } from 'rxjs';
 import type { PipelineConfig } from '../config/schema.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
 import { startHttpServer, type RunningServer } from '../server/http.js';
 import { JsonlSink } from '../sinks/jsonl.js';
 import { KafkaSink, type KafkaSinkOptions } from '../sinks/kafka.js';
+import type { Message, MessageKind } from '../sinks/message.js';
+import { Outbox } from '../sinks/outbox.js';
 import { Publisher } from '../sinks/publisher.js';
 import type { Sink } from '../sinks/sink.js';
 import { StatusReporter } from '../sinks/status.js';
@@ -42,6 +47,7 @@ export interface RunningPipeline {
   server?: RunningServer;
   kafka?: KafkaSink;
   websocket?: WebSocketHub;
+  outbox?: Outbox;
 }
 
 export interface RunSummary {
@@ -53,48 +59,93 @@ export interface RunSummary {
   kafka?: KafkaSink['stats'];
   websocket?: WebSocketHub['stats'];
   alerts: AlertPublisher['stats'];
-  /** Alerts raised but not delivered to every sink (Kafka gave up at shutdown, or never published). */
+  /** Alerts raised but lost: never published, or dropped undelivered (no outbox, or over its bounds). */
   lostAlerts: number;
+  /** Alerts Kafka had not acknowledged at exit but that the outbox keeps: delivered on the next start. */
+  keptAlerts: number;
+  outbox?: Outbox['stats'] & { dir: string; replayed: number };
+}
+
+/** The outbox folder: `outbox.dir` (relative to the pipeline file), else a per-pipeline folder under the user's state directory. */
+export function outboxDir(config: PipelineConfig, baseDir: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (config.outbox.dir) return isAbsolute(config.outbox.dir) ? config.outbox.dir : resolve(baseDir, config.outbox.dir);
+  const root = env.ARGUS_STATE_DIR || (env.XDG_STATE_HOME ? join(env.XDG_STATE_HOME, 'argus') : join(homedir(), '.local', 'state', 'argus'));
+  return join(root, config.name.replace(/[^A-Za-z0-9_.-]/g, '_'));
+}
+
+/** $ARGUS_HTTP_PORT, when set, must be a port number. */
+function httpPort(env: NodeJS.ProcessEnv, configured: number): number {
+  const v = env.ARGUS_HTTP_PORT;
+  if (v === undefined || v === '') return configured;
+  const n = Number(v);
+  if (!/^\d+$/.test(v.trim()) || !Number.isInteger(n) || n < 0 || n > 65535) throw new ArgusError(ErrorCodes.CONFIG, `ARGUS_HTTP_PORT: expected a port number 0–65535, got ${JSON.stringify(v)}`);
+  return n;
 }
 
 /** Starts the sinks and the server a config asks for. Closing order is the reverse. */
-async function startSinks(config: PipelineConfig, pipeline: Pipeline, options: RunOptions, log: LogFn) {
+async function startSinks(config: PipelineConfig, pipeline: Pipeline, options: RunOptions, log: LogFn, onFatal: (e: Error) => void) {
   const sinks: Sink[] = [];
   const env = options.env ?? process.env;
-  const jsonlPath = options.jsonl ?? config.sinks.jsonl?.path;
-  if (jsonlPath) sinks.push(new JsonlSink(jsonlPath, config.sinks.jsonl?.status ?? false));
-  let kafka: KafkaSink | undefined;
+  const port = config.server ? httpPort(env, config.server.port) : 0;
   const k = config.sinks.kafka;
-  if (k) {
-    kafka = new KafkaSink({ ...k, ssl: k.ssl as KafkaSinkOptions["ssl"], log });
-    await kafka.start();
-    sinks.push(kafka);
+  // The outbox first: alerts journaled by an earlier run are replayed into Kafka below.
+  let outbox: Outbox | undefined;
+  if (config.outbox.enabled ?? k !== undefined) {
+    outbox = await Outbox.open({ dir: outboxDir(config, options.baseDir ?? process.cwd(), env), maxBytes: config.outbox.maxBytes, maxAgeMs: config.outbox.maxAgeHours * 3_600_000, fsync: config.outbox.fsync, log });
   }
-  let server: RunningServer | undefined;
-  let websocket: WebSocketHub | undefined;
-  if (config.server) {
-    const ws = config.sinks.websocket;
-    if (ws.enabled) {
-      websocket = new WebSocketHub({ ...ws, token: config.server.token, allowedOrigins: config.server.allowedOrigins, sources: () => pipeline.stats.map((s) => s.id), log });
-      sinks.push(websocket);
+  try {
+    const jsonlPath = options.jsonl ?? config.sinks.jsonl?.path;
+    if (jsonlPath) sinks.push(await JsonlSink.open(jsonlPath, { includeStatus: config.sinks.jsonl?.status ?? false, log, onClosed: () => onFatal(new Error('jsonl: stdout was closed')) }));
+    let kafka: KafkaSink | undefined;
+    if (k) {
+      kafka = new KafkaSink({ ...k, ssl: k.ssl as KafkaSinkOptions["ssl"], log, onDelivered: (msgs: Message[]) => outbox?.ack(msgs) });
+      await kafka.start();
+      sinks.push(kafka);
     }
-    const port = env.ARGUS_HTTP_PORT !== undefined && env.ARGUS_HTTP_PORT !== '' ? Number(env.ARGUS_HTTP_PORT) : config.server.port;
-    const sc = config.server;
-    server = await startHttpServer({
-      host: sc.host,
-      port,
-      token: sc.token,
-      maxConnections: sc.maxConnections,
-      maxHeaderBytes: sc.maxHeaderBytes,
-      headersTimeoutMs: sc.headersTimeoutMs,
-      requestTimeoutMs: sc.requestTimeoutMs,
-      keepAliveTimeoutMs: sc.keepAliveTimeoutMs,
-      log,
-      upgrades: websocket ? { '/ws': (q, s, h) => websocket!.handleUpgrade(q, s, h) } : {},
-    });
-    log(`listening on ${server.url}`, { url: server.url, websocket: websocket ? `${server.url.replace(/^http/, 'ws')}/ws` : undefined });
+    let replayed = 0;
+    const recovered = outbox?.takeRecovered() ?? [];
+    if (recovered.length > 0) {
+      if (kafka) {
+        for (const r of recovered) {
+          const msg = JSON.parse(r.value) as Message;
+          kafka.publish(r.kind as MessageKind, r.source, r.value, msg);
+          replayed++;
+        }
+        log(`outbox: replaying ${recovered.filter((r) => r.kind === 'alert').length} alert(s) and ${recovered.filter((r) => r.kind === 'status').length} status message(s) an earlier run left undelivered`, { dir: outbox!.dir });
+      } else {
+        log(`outbox: ${recovered.length} undelivered message(s) in ${outbox!.dir}, but no Kafka sink is configured; kept`, {}, 'warn');
+      }
+    }
+    let server: RunningServer | undefined;
+    let websocket: WebSocketHub | undefined;
+    if (config.server) {
+      const ws = config.sinks.websocket;
+      if (ws.enabled) {
+        websocket = new WebSocketHub({ ...ws, token: config.server.token, allowedOrigins: config.server.allowedOrigins, sources: () => pipeline.stats.map((s) => s.id), log });
+        sinks.push(websocket);
+      }
+      const sc = config.server;
+      server = await startHttpServer({
+        host: sc.host,
+        port,
+        token: sc.token,
+        maxConnections: sc.maxConnections,
+        maxHeaderBytes: sc.maxHeaderBytes,
+        headersTimeoutMs: sc.headersTimeoutMs,
+        requestTimeoutMs: sc.requestTimeoutMs,
+        keepAliveTimeoutMs: sc.keepAliveTimeoutMs,
+        log,
+        upgrades: websocket ? { '/ws': (q, s, h) => websocket!.handleUpgrade(q, s, h) } : {},
+      });
+      log(`listening on ${server.url}`, { url: server.url, websocket: websocket ? `${server.url.replace(/^http/, 'ws')}/ws` : undefined });
+    }
+    return { sinks, kafka, server, websocket, outbox, replayed };
+  } catch (e) {
+    // A sink that cannot start: release what did (the outbox's lock, open files, connections).
+    for (const s of sinks.reverse()) await s.close().catch(() => undefined);
+    await outbox?.close().catch(() => undefined);
+    throw e;
   }
-  return { sinks, kafka, server, websocket };
 }
 
 /** Builds the pipeline and runs it until every source ends, `maxFrames` is reached or `signal` aborts. */
@@ -102,20 +153,28 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
   const log = options.log ?? (() => {});
   let publisher: Publisher | undefined;
   const stop$ = new Subject<void>();
+  // Stops the run from inside (stdout closed under `--jsonl -`), like an abort of options.signal.
+  const inner = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, inner.signal]) : inner.signal;
   const pipeline = await createPipeline(config, {
     ...options,
     stop: stop$,
     onTransition: (t) => {
-      publisher?.status(t);
+      publisher?.status(t).catch(() => undefined);
       options.onTransition?.(t);
     },
   });
-  const started = await startSinks(config, pipeline, options, log).catch(async (e: unknown) => {
+  const onFatal = (e: Error) => {
+    if (inner.signal.aborted) return;
+    log(`stopping: ${e.message}`, {}, 'warn');
+    inner.abort();
+  };
+  const started = await startSinks(config, pipeline, options, log, onFatal).catch(async (e: unknown) => {
     if (!options.detector) await pipeline.detector.release();
     throw e;
   });
   const { manifest } = pipeline.detector;
-  publisher = new Publisher(started.sinks, { name: manifest.name, version: manifest.version }, pipeline.detector.labels);
+  publisher = new Publisher(started.sinks, { name: manifest.name, version: manifest.version }, pipeline.detector.labels, started.outbox);
   const alerts = new AlertPublisher(publisher, config.alerts, pipeline.detector, options.baseDir ?? process.cwd(), log);
   if (pipeline.stats.length > 0 && config.sources.some((s) => s.rules.length > 0)) await alerts.warmup();
 
@@ -158,8 +217,8 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
         }, drainMs);
         drainTimer.unref();
       };
-      if (options.signal?.aborted) return resolve();
-      options.signal?.addEventListener('abort', onAbort, { once: true });
+      if (signal.aborted) return resolve();
+      signal.addEventListener('abort', onAbort, { once: true });
       sub = results$.subscribe({
         next: (r) => {
           frames++;
@@ -171,11 +230,11 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
           r.frame.release();
         },
         error: (e) => {
-          options.signal?.removeEventListener('abort', onAbort);
+          signal.removeEventListener('abort', onAbort);
           reject(e);
         },
         complete: () => {
-          options.signal?.removeEventListener('abort', onAbort);
+          signal.removeEventListener('abort', onAbort);
           resolve();
         },
       });
@@ -186,10 +245,15 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     status?.stop();
     await alerts.drain();
     await publisher.close();
+    await started.outbox?.close();
     rates?.close();
     await started.server?.close();
     if (!options.detector) await pipeline.detector.release();
   }
+  const ob = started.outbox;
+  // With an outbox, what Kafka did not acknowledge is kept for the next start, not lost.
+  const keptAlerts = ob && started.kafka ? ob.pendingAlerts : 0;
+  const dropped = ob ? ob.stats.evicted : (started.kafka?.stats.alertsDropped ?? 0);
   return {
     frames,
     stats: pipeline.stats,
@@ -197,7 +261,9 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     wallMs: performance.now() - t0,
     kafka: started.kafka?.stats,
     alerts: alerts.stats,
-    lostAlerts: alerts.stats.raised - alerts.stats.published + (started.kafka?.stats.alertsDropped ?? 0),
+    lostAlerts: alerts.stats.raised - alerts.stats.published + dropped,
+    keptAlerts,
+    outbox: ob ? { ...ob.stats, dir: ob.dir, replayed: started.replayed } : undefined,
     websocket: started.websocket?.stats,
   };
 }
