@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { outboxDir } from '../../src/pipeline/run.js';
 import { loadPipeline } from '../../src/config/load.js';
 
 const ROOT = resolve(__dirname, '../..');
@@ -35,6 +36,18 @@ describe('docker-compose.yml (docker does not run here: its structure and settin
     expect(p.ports).toContain(`127.0.0.1:${p.environment.ARGUS_HTTP_PORT}:8080`);
     expect(p.build).toBe('.');
     expect(readFileSync(resolve(ROOT, 'Dockerfile'), 'utf8')).toMatch(/CMD \["run", "pipelines\/demo-kafka\.yaml"\]/);
+  });
+
+  it('keeps the alert outbox and the broker\'s data on named volumes (a recreated container loses no alert)', async () => {
+    const p = compose.services.pipeline;
+    const k = compose.services.kafka;
+    const cfg = await loadPipeline(resolve(ROOT, 'pipelines/demo-kafka.yaml'), { ...p.environment });
+    const dir = outboxDir(cfg, resolve(ROOT, 'pipelines'), p.environment);
+    expect(dir.startsWith(`${p.environment.ARGUS_STATE_DIR}/`)).toBe(true);
+    const mounted = (svc: { volumes: string[] }, path: string) => svc.volumes.some((v) => { const [name, at] = v.split(':'); return path.startsWith(at) && name in compose.volumes; });
+    expect(mounted(p, dir)).toBe(true);
+    expect(mounted(k, k.environment.KAFKA_LOG_DIRS)).toBe(true);
+    expect(readFileSync(resolve(ROOT, 'Dockerfile'), 'utf8')).toMatch(/ARGUS_STATE_DIR=\/var\/lib\/argus/);
   });
 
   it('defaults to the loopback test broker outside compose', async () => {
