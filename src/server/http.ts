@@ -36,7 +36,7 @@ export interface HttpServerOptions {
   maxHeaderBytes?: number;
   /** Time to receive the request line and headers, from the connection (or the previous response); then 408 and closed. Default 10 s. */
   headersTimeoutMs?: number;
-  /** Time to receive a whole request; then 408 and closed. Default 30 s. */
+  /** Time to receive a whole request; then 408 and closed. Also the longest a connection may go without traffic either way (a client that stops reading). Default 30 s. */
   requestTimeoutMs?: number;
   /** An idle keep-alive connection is closed after this long. Default 5 s. */
   keepAliveTimeoutMs?: number;
@@ -169,6 +169,10 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
   server.headersTimeout = headersTimeout;
   server.requestTimeout = requestTimeout;
   server.keepAliveTimeout = keepAliveTimeout;
+  // A socket with no traffic either way for requestTimeout is closed: a client that stops
+  // reading its answer cannot hold a connection forever (WebSocket sockets are exempt: ws
+  // clears the timeout on upgrade, and the hub's heartbeat covers them).
+  server.timeout = requestTimeout;
   server.maxConnections = o.maxConnections ?? SERVER_DEFAULTS.maxConnections;
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
