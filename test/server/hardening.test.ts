@@ -1,0 +1,452 @@
+/**
+ * The HTTP server and the WebSocket hub against a hostile client: every test talks to a real
+ * server on 127.0.0.1 (port 0) through raw sockets or a raw `ws` client. Timing bounds are
+ * generous (a shared, loaded 2-core machine): they separate "within the configured timeout"
+ * from "Node's defaults" (tens of seconds), nothing finer.
+ */
+import { connect as netConnect, createServer as createNetServer, type Server as NetServer } from 'node:net';
+import type { IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { startHttpServer, tokenMatches, type HttpServerOptions, type RunningServer } from '../../src/server/http.js';
+import { RateMeter, registerRoutes } from '../../src/server/routes.js';
+import type { Pipeline } from '../../src/pipeline/pipeline.js';
+import type { Metrics } from '../../src/server/metrics.js';
+import { WebSocketHub, type WebSocketHubOptions } from '../../src/sinks/websocket.js';
+import type { Message } from '../../src/sinks/message.js';
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const f of cleanups.splice(0).reverse()) await f();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until(f: () => boolean, ms = 10_000, what = 'condition'): Promise<void> {
+  const end = Date.now() + ms;
+  while (!f()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+/** Settles with the promise, or rejects after ms (so a regression fails fast instead of at the test timeout). */
+function within<T>(p: Promise<T>, ms = 10_000, what = 'it'): Promise<T> {
+  return Promise.race([p, new Promise<T>((_r, rej) => setTimeout(() => rej(new Error(`timed out waiting for ${what}`)), ms).unref())]);
+}
+
+interface Raw {
+  text: string;
+  status?: number;
+  headers: Record<string, string>;
+  body: string;
+  /** The server closed (or reset) the connection. */
+  closed: boolean;
+  ms: number;
+}
+
+/** Sends raw bytes (or nothing) and collects what comes back until the server closes, `until` holds, or timeoutMs. */
+function raw(port: number, payload: string | Buffer | null, o: { timeoutMs?: number; until?: (text: string) => boolean } = {}): Promise<Raw> {
+  return new Promise((resolve) => {
+    const t0 = Date.now();
+    const chunks: Buffer[] = [];
+    const s = netConnect(port, '127.0.0.1');
+    let done = false;
+    const finish = (closed: boolean) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      s.destroy();
+      const text = Buffer.concat(chunks).toString('latin1');
+      const [head, ...rest] = text.split('\r\n\r\n');
+      const lines = head.split('\r\n');
+      const headers: Record<string, string> = {};
+      for (const l of lines.slice(1)) {
+        const i = l.indexOf(':');
+        if (i > 0) headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
+      }
+      const m = /^HTTP\/1\.1 (\d{3})/.exec(lines[0] ?? '');
+      let body = rest.join('\r\n\r\n');
+      if (headers['transfer-encoding'] === 'chunked') body = dechunk(body);
+      resolve({ text, status: m ? Number(m[1]) : undefined, headers, body, closed, ms: Date.now() - t0 });
+    };
+    const timer = setTimeout(() => finish(false), o.timeoutMs ?? 10_000);
+    s.on('connect', () => {
+      if (payload !== null) s.write(payload);
+    });
+    s.on('data', (d) => {
+      chunks.push(d);
+      if (o.until?.(Buffer.concat(chunks).toString('latin1'))) finish(false);
+    });
+    s.on('error', () => finish(true));
+    s.on('close', () => finish(true));
+  });
+}
+function dechunk(s: string): string {
+  let out = '';
+  for (;;) {
+    const i = s.indexOf('\r\n');
+    const n = parseInt(s.slice(0, i), 16);
+    if (!(n > 0)) return out;
+    out += s.slice(i + 2, i + 2 + n);
+    s = s.slice(i + 2 + n + 2);
+  }
+}
+const req = (method: string, path: string, headers: Record<string, string> = {}) =>
+  `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n`;
+
+async function server(o: Partial<HttpServerOptions> = {}): Promise<RunningServer> {
+  const s = await startHttpServer({ host: '127.0.0.1', port: 0, ...o });
+  cleanups.push(() => s.close());
+  return s;
+}
+
+const SECRET_URL = 'rtsp://admin:hunter2@cam.local/stream?token=abc123';
+/** registerRoutes on a pipeline stand-in whose sources carry credentials in their reasons and errors. */
+function fakeContext(publicMetrics = false) {
+  const e2e = { sorted: () => [10, 20, 30] };
+  const stats = [
+    { id: 'lobby', state: 'streaming', framesOut: 10, reconnects: 0, dropped: 0, width: 640, height: 480, fps: 25, e2e, lastTransition: { reason: `connected to ${SECRET_URL}`, at: 1 } },
+    { id: 'dock', state: 'failed', framesOut: 0, reconnects: 3, dropped: 0, width: 0, height: 0, fps: 0, e2e: { sorted: () => [] }, lastTransition: { reason: `cannot open ${SECRET_URL}`, at: 2 }, error: Object.assign(new Error(`ffmpeg: ${SECRET_URL}: 401 Unauthorized\nmore`), { code: 'VAP_ERR_SOURCE_EXIT' }) },
+  ];
+  const pipeline = { stats, detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu' } } as unknown as Pipeline;
+  const metrics = { scrape: async () => 'argus_up 1\n', contentType: 'text/plain; version=0.0.4; charset=utf-8' } as unknown as Metrics;
+  const rates = new RateMeter(() => []);
+  cleanups.push(() => rates.close());
+  return { pipeline, metrics, rates, geometry: () => ({ zones: [], lines: [] }), publicMetrics };
+}
+
+describe('HTTP: nothing a client sends throws out of a handler', () => {
+  it('a URL that cannot be parsed answers 400 (request and upgrade); a throwing route answers 500; the server keeps answering', async () => {
+    const s = await server({
+      routes: {
+        '/ok': (_q, r) => void r.end('ok'),
+        '/throws': () => {
+          throw new Error('boom rtsp://u:p@h/x');
+        },
+        '/rejects': async () => {
+          throw new Error('async boom');
+        },
+      },
+      upgrades: { '/ws': () => {
+        throw new Error('upgrade boom');
+      } },
+    });
+    for (const path of ['//x:99999', '//[::1', 'http://[zz]/']) {
+      const r = await raw(s.port, req('GET', path));
+      expect(r.status, path).toBe(400);
+    }
+    const up = await raw(s.port, `GET //x:99999 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
+    expect(up.status).toBe(400);
+    expect(up.closed).toBe(true);
+    const sync = await raw(s.port, req('GET', '/throws'));
+    expect(sync.status).toBe(500);
+    expect(sync.body).not.toContain('u:p@'); // no internals (and never credentials) in the answer
+    expect((await raw(s.port, req('GET', '/rejects'))).status).toBe(500);
+    const upThrows = await raw(s.port, `GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
+    expect(upThrows.status).toBe(500);
+    expect(upThrows.closed).toBe(true);
+    const noUpgrade = await raw(s.port, `GET /nope HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
+    expect(noUpgrade.status).toBe(404);
+    expect((await raw(s.port, req('GET', '/ok'))).body).toBe('ok');
+  });
+
+  it('WebSocketHub.handleUpgrade answers 400 to a URL that cannot be parsed, even when called directly', async () => {
+    const hub = new WebSocketHub({ maxBufferedBytes: 65536, maxAlertBacklog: 10, maxClientMessageBytes: 4096, sources: () => [], token: 't' });
+    cleanups.push(() => hub.close());
+    const ns: NetServer = createNetServer((sock) =>
+      hub.handleUpgrade({ url: '//x:99999', headers: { host: '127.0.0.1' } } as unknown as IncomingMessage, sock, Buffer.alloc(0)),
+    );
+    await new Promise<void>((r) => ns.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise((r) => ns.close(r)));
+    const r = await raw((ns.address() as AddressInfo).port, null);
+    expect(r.status).toBe(400);
+    expect(r.closed).toBe(true);
+    expect(hub.stats.refused).toBe(1);
+  });
+});
+
+describe('HTTP: methods', () => {
+  it('only GET and HEAD: others answer 405 with Allow: GET, HEAD; HEAD answers without a body', async () => {
+    const s = await server();
+    registerRoutes(s, fakeContext());
+    for (const m of ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'PROPFIND', 'SEARCH']) {
+      const r = await raw(s.port, req(m, '/healthz', m === 'POST' ? { 'content-length': '2' } : {}) + (m === 'POST' ? '{}' : ''));
+      expect(r.status, m).toBe(405);
+      expect(r.headers.allow, m).toBe('GET, HEAD');
+    }
+    expect((await raw(s.port, req('FOO', '/healthz'))).status).toBe(400); // not a method the parser knows
+    expect((await raw(s.port, req('CONNECT', '127.0.0.1:1'))).closed).toBe(true);
+    const head = await raw(s.port, req('HEAD', '/healthz'));
+    expect(head.status).toBe(200);
+    expect(head.headers['content-type']).toBe('application/json');
+    expect(head.body).toBe('');
+    const get = await raw(s.port, req('GET', '/healthz'));
+    expect(JSON.parse(get.body).status).toBe('ok');
+  });
+});
+
+describe('HTTP: limits', () => {
+  it('headers over maxHeaderBytes answer 431; a malformed request 400; both close the connection', async () => {
+    const s = await server({ maxHeaderBytes: 2048, routes: { '/ok': (_q, r) => void r.end('ok') } });
+    const big = await raw(s.port, req('GET', '/ok', { 'x-big': 'a'.repeat(4096) }));
+    expect(big.status).toBe(431);
+    expect(big.text).toMatch(/^HTTP\/1\.1 431 Request Header Fields Too Large/);
+    expect(big.closed).toBe(true);
+    const longUrl = await raw(s.port, req('GET', '/ok?' + 'q'.repeat(4096)));
+    expect(longUrl.status).toBe(431);
+    expect((await raw(s.port, req('GET', '/ok', { 'x-small': 'a'.repeat(512) }))).body).toBe('ok');
+    for (const bad of ['GARBAGE\r\n\r\n', 'GET / HTTP/9.9\r\n\r\n', 'GET /ok HTTP/1.1\r\nHost: x\r\nbad header\r\n\r\n', '\x00\x01\x02\r\n\r\n']) {
+      const r = await raw(s.port, bad);
+      expect(r.status, JSON.stringify(bad)).toBe(400);
+      expect(r.closed).toBe(true);
+    }
+  });
+
+  it('a socket that sends nothing is closed within headersTimeout (408); so is one that sends its headers a byte at a time', async () => {
+    const s = await server({ headersTimeoutMs: 1000, requestTimeoutMs: 5000 });
+    const idle = await raw(s.port, null, { timeoutMs: 15_000 });
+    expect(idle.closed).toBe(true);
+    expect(idle.status).toBe(408);
+    expect(idle.ms).toBeLessThan(8000); // Node's defaults: ~60-85 s
+
+    // Slowloris: a header byte every 100 ms, never finishing.
+    const t0 = Date.now();
+    const closed = await new Promise<number>((resolve) => {
+      const sock = netConnect(s.port, '127.0.0.1');
+      const text = 'GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ' + 'a'.repeat(1000);
+      let i = 0;
+      const drip = setInterval(() => sock.writable && sock.write(text[i++ % text.length]), 100);
+      const end = (ms: number) => (clearInterval(drip), sock.destroy(), resolve(ms));
+      sock.on('error', () => end(Date.now() - t0));
+      sock.on('close', () => end(Date.now() - t0));
+      setTimeout(() => end(Number.POSITIVE_INFINITY), 20_000);
+    });
+    expect(closed).toBeLessThan(8000);
+  }, 40_000);
+
+  it('a request whose body never completes is closed within requestTimeout; an idle keep-alive socket within keepAliveTimeout', async () => {
+    const s = await server({ headersTimeoutMs: 500, requestTimeoutMs: 1500, keepAliveTimeoutMs: 300, routes: { '/ok': (_q, r) => void r.end('ok') } });
+    const t0 = Date.now();
+    const bodyClosed = await new Promise<number>((resolve) => {
+      const sock = netConnect(s.port, '127.0.0.1', () => sock.write('GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n'));
+      const drip = setInterval(() => sock.writable && sock.write('x'), 100);
+      const end = () => (clearInterval(drip), sock.destroy(), resolve(Date.now() - t0));
+      sock.on('error', end);
+      sock.on('close', end);
+      setTimeout(end, 20_000);
+    });
+    expect(bodyClosed).toBeLessThan(8000); // Node's default requestTimeout is 300 s
+
+    const ka = await raw(s.port, 'GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', { timeoutMs: 15_000 });
+    expect(ka.status).toBe(200);
+    expect(ka.closed).toBe(true);
+    expect(ka.ms).toBeLessThan(3500); // Node's default keepAliveTimeout is 5 s
+  }, 40_000);
+
+  it('a client that stops reading a large answer is cut off after requestTimeout without traffic', async () => {
+    const big = Buffer.alloc(64 * 1024 * 1024, 0x61); // far more than loopback socket buffers hold
+    const s = await server({ headersTimeoutMs: 500, requestTimeoutMs: 1500, routes: { '/big': (_q, r) => void r.end(big) } });
+    const sock = netConnect(s.port, '127.0.0.1', () => sock.write(req('GET', '/big')));
+    sock.on('error', () => {});
+    cleanups.push(() => sock.destroy());
+    await new Promise<void>((r) => sock.once('data', () => (sock.pause(), r()))); // reads the first bytes, then never again
+    const connections = () => new Promise<number>((r) => s.server.getConnections((_e, n) => r(n)));
+    expect(await connections()).toBe(1);
+    // The paused client would not notice the close: watch the server's side.
+    const t0 = Date.now();
+    let n = 1;
+    while (n > 0 && Date.now() - t0 < 20_000) {
+      await sleep(100);
+      n = await connections();
+    }
+    expect(n).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+  }, 40_000);
+
+  it('beyond maxConnections new connections are closed at once; the ones held keep working', async () => {
+    const s = await server({ maxConnections: 3, routes: { '/ok': (_q, r) => void r.end('ok') } });
+    const held = await Promise.all(
+      [0, 1, 2].map(
+        () =>
+          new Promise<ReturnType<typeof netConnect>>((r) => {
+            const sock = netConnect(s.port, '127.0.0.1', () => r(sock));
+            sock.on('error', () => {});
+          }),
+      ),
+    );
+    cleanups.push(() => held.forEach((h) => h.destroy()));
+    await until(() => (s.server as unknown as { _connections: number })._connections === 3, 10_000, 'three connections');
+    const refused = await raw(s.port, req('GET', '/ok'), { timeoutMs: 10_000 });
+    expect(refused.closed).toBe(true);
+    expect(refused.text).toBe('');
+    // A held one still gets its answer.
+    const answer = await new Promise<string>((r) => {
+      let text = '';
+      held[0].on('data', (d) => (text += d.toString()));
+      held[0].on('close', () => r(text));
+      held[0].write(req('GET', '/ok'));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 200/);
+    await until(() => (s.server as unknown as { _connections: number })._connections < 3, 10_000, 'a slot to free up');
+    expect((await raw(s.port, req('GET', '/ok'))).body).toBe('ok');
+  });
+});
+
+describe('HTTP: the token guards every route but /healthz and /readyz', () => {
+  it('401 with WWW-Authenticate: Bearer without it or with a wrong one; Bearer or ?token= admits; /metrics public only with publicMetrics', async () => {
+    const s = await server({ token: 's3cret' });
+    registerRoutes(s, fakeContext());
+    for (const path of ['/api/sources', '/metrics', '/', '/index.html', '/app.js', '/style.css', '/nope']) {
+      const r = await raw(s.port, req('GET', path));
+      expect(r.status, path).toBe(401);
+      expect(r.headers['www-authenticate'], path).toMatch(/^Bearer/);
+    }
+    for (const wrong of ['s3cre', 's3cret!', 'S3CRET', '']) {
+      expect((await raw(s.port, req('GET', `/api/sources?token=${wrong}`))).status, wrong).toBe(401);
+      expect((await raw(s.port, req('GET', '/api/sources', { authorization: `Bearer ${wrong}` }))).status, wrong).toBe(401);
+    }
+    expect((await raw(s.port, req('GET', '/api/sources', { authorization: 'Basic czNjcmV0' }))).status).toBe(401);
+    expect((await raw(s.port, req('GET', '/api/sources', { authorization: 'Bearer s3cret' }))).status).toBe(200);
+    expect((await raw(s.port, req('GET', '/api/sources?token=s3cret'))).status).toBe(200);
+    expect((await raw(s.port, req('GET', '/metrics?token=s3cret'))).status).toBe(200);
+    expect((await raw(s.port, req('GET', '/healthz'))).status).toBe(200);
+    expect((await raw(s.port, req('GET', '/readyz'))).status).toBe(200); // public (lobby delivered, dock failed)
+    // The dashboard opened with ?token= links its script and stylesheet with it, and they load.
+    const page = await raw(s.port, req('GET', '/?token=s3cret'));
+    expect(page.status).toBe(200);
+    expect(page.body).toContain('src="app.js?token=s3cret"');
+    expect(page.body).toContain('href="style.css?token=s3cret"');
+    expect((await raw(s.port, req('GET', '/app.js?token=s3cret'))).status).toBe(200);
+    const app = (await raw(s.port, req('GET', '/app.js?token=s3cret'))).body;
+    expect(app).toContain("params.get('token')"); // app.js reads it from location…
+    expect(app).toMatch(/withToken\('\/api\/sources'\)/); // …and forwards it to its fetch and WebSocket
+    expect(app).toMatch(/\/ws\$\{token \?/);
+
+    const p = await server({ token: 's3cret' });
+    registerRoutes(p, fakeContext(true));
+    expect((await raw(p.port, req('GET', '/metrics'))).status).toBe(200);
+    expect((await raw(p.port, req('GET', '/api/sources'))).status).toBe(401);
+  });
+
+  it('tokens compare by digest: equal only when equal', () => {
+    expect(tokenMatches('s3cret', 's3cret')).toBe(true);
+    for (const t of ['s3cre', 's3cret ', '', 'x'.repeat(10_000), undefined]) expect(tokenMatches(t, 's3cret')).toBe(false);
+  });
+
+  it('/healthz, /readyz and /api/sources never return credentials from source URLs or errors', async () => {
+    const s = await server();
+    registerRoutes(s, fakeContext());
+    for (const path of ['/healthz', '/readyz', '/api/sources']) {
+      const r = await raw(s.port, req('GET', path));
+      expect(r.body, path).toContain('cam.local');
+      expect(r.body, path).not.toContain('hunter2');
+      expect(r.body, path).not.toContain('abc123');
+    }
+  });
+});
+
+describe('WebSocket: origin, clients, heartbeat, buffers, rate', () => {
+  async function hubServer(o: Partial<WebSocketHubOptions> = {}) {
+    const hub = new WebSocketHub({ maxBufferedBytes: 64 * 1024, maxAlertBacklog: 100, maxClientMessageBytes: 4096, sources: () => ['a'], ...o });
+    const s = await startHttpServer({ host: '127.0.0.1', port: 0, upgrades: { '/ws': (q, sock, h) => hub.handleUpgrade(q, sock, h) } });
+    cleanups.push(() => s.close());
+    cleanups.push(() => hub.close());
+    return { hub, s, url: `ws://127.0.0.1:${s.port}/ws` };
+  }
+  /** Opens a client; resolves with it once open, or with the HTTP status that refused it. */
+  function open(url: string, o: WebSocket.ClientOptions = {}): Promise<{ ws?: WebSocket; status?: number }> {
+    return new Promise((resolve) => {
+      const ws = new WebSocket(url, o);
+      cleanups.push(() => ws.terminate());
+      ws.on('error', () => resolve({}));
+      ws.once('open', () => resolve({ ws }));
+      ws.once('unexpected-response', (_q, r) => resolve({ status: r.statusCode }));
+    });
+  }
+
+  it('a foreign Origin is refused with 403 (counted); no Origin, the same origin and allowedOrigins are admitted', async () => {
+    const { hub, url, s } = await hubServer();
+    expect((await open(url, { origin: 'http://evil.example' })).status).toBe(403);
+    expect((await open(url, { origin: `http://127.0.0.1:${s.port + 1 === 65536 ? 1 : s.port + 1}` })).status).toBe(403); // another port is another origin
+    expect((await open(url, { origin: 'null' })).status).toBe(403);
+    expect((await open(url, { headers: { origin: 'not a url' } })).status).toBe(403);
+    expect(hub.stats.refused).toBe(4);
+    expect((await open(url)).ws).toBeDefined(); // no Origin: not a browser
+    expect((await open(url, { origin: `http://127.0.0.1:${s.port}` })).ws).toBeDefined();
+
+    const listed = await hubServer({ allowedOrigins: ['https://dash.example:8443'] });
+    expect((await open(listed.url, { origin: 'https://dash.example:8443' })).ws).toBeDefined();
+    expect((await open(listed.url, { origin: 'https://dash.example' })).status).toBe(403);
+    const any = await hubServer({ allowedOrigins: ['*'] });
+    expect((await open(any.url, { origin: 'http://evil.example' })).ws).toBeDefined();
+  });
+
+  it('beyond maxClients an upgrade answers 503; a slot frees when a client leaves', async () => {
+    const { hub, url } = await hubServer({ maxClients: 2 });
+    const a = await open(url);
+    const b = await open(url);
+    expect(a.ws && b.ws).toBeDefined();
+    expect((await open(url)).status).toBe(503);
+    a.ws!.close();
+    await until(() => hub.stats.connected === 1, 10_000, 'a client to leave');
+    expect((await open(url)).ws).toBeDefined();
+  });
+
+  it('a client that does not answer pings is terminated within about one heartbeat; one that answers stays', async () => {
+    const { hub, url } = await hubServer({ heartbeatMs: 300 });
+    const live = await open(url);
+    const deaf = await open(url, { autoPong: false });
+    const t0 = Date.now();
+    const deafClosed = new Promise<number>((r) => deaf.ws!.once('close', () => r(Date.now() - t0)));
+    expect(await within(deafClosed, 10_000, 'the deaf client to be closed')).toBeLessThan(8000);
+    expect(hub.stats.heartbeatTimeouts).toBe(1);
+    await sleep(1000); // several more intervals
+    expect(live.ws!.readyState).toBe(WebSocket.OPEN);
+  });
+
+  it('replies to a client that does not read are not queued; one that keeps sending while that far behind is closed', async () => {
+    const { hub, url } = await hubServer({ maxBufferedBytes: 64 * 1024 });
+    const { ws } = await open(url);
+    ws!.send(JSON.stringify({ type: 'subscribe', sources: ['*'], kinds: ['detections'] }));
+    await until(() => hub.wants('detections', 'a'), 10_000, 'the subscription');
+    (ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    // Fill the kernel buffers and then the server's send buffer for this client.
+    const big = JSON.stringify({ type: 'detections', pad: 'x'.repeat(100_000) });
+    const end = Date.now() + 20_000;
+    while (hub.clientStats()[0].buffered <= 64 * 1024 && Date.now() < end) {
+      hub.publish('detections', 'a', big, {} as Message);
+      await sleep(5);
+    }
+    const behind = hub.clientStats()[0].buffered;
+    expect(behind).toBeGreaterThan(64 * 1024);
+    // It keeps sending pings, bad JSON, ping frames: nothing more is queued for it.
+    for (let i = 0; i < 3; i++) ws!.send(JSON.stringify({ type: 'ping' }));
+    ws!.send('{not json');
+    ws!.ping();
+    await until(() => hub.stats.controlSkipped >= 5, 10_000, 'skipped replies');
+    expect(hub.clientStats()[0].buffered).toBeLessThanOrEqual(behind);
+    // …and past 10 messages in a row while that far behind it is closed.
+    for (let i = 0; i < 10; i++) ws!.send(JSON.stringify({ type: 'ping' }));
+    await until(() => hub.stats.notReading === 1 && hub.stats.connected === 0, 10_000, 'the client to be closed');
+  }, 40_000);
+
+  it('more than maxMessagesPerSecond messages or ping frames close the client with 1008; oversized frames 1009', async () => {
+    const { hub, url } = await hubServer({ maxMessagesPerSecond: 50 });
+    const a = (await open(url)).ws!;
+    const aClosed = new Promise<number>((r) => a.once('close', (code) => r(code)));
+    for (let i = 0; i < 300; i++) a.send('{"type":"ping"}');
+    expect(await within(aClosed, 10_000, 'the close')).toBe(1008);
+    const b = (await open(url)).ws!;
+    const bClosed = new Promise<number>((r) => b.once('close', (code) => r(code)));
+    for (let i = 0; i < 300; i++) b.ping();
+    expect(await within(bClosed, 10_000, 'the close')).toBe(1008);
+    expect(hub.stats.rateLimited).toBe(2);
+    const c = (await open(url)).ws!;
+    const cClosed = new Promise<number>((r) => c.once('close', (code) => r(code)));
+    c.send('x'.repeat(70 * 1024));
+    expect(await within(cClosed, 10_000, 'the close')).toBe(1009);
+  });
+});
