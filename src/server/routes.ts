@@ -106,7 +106,7 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
   const file = (name: string) => async (req: IncomingMessage, res: ServerResponse) => {
     let body: Buffer | string = await readFile(join(DASHBOARD, name));
     if (name === 'index.html') body = withTokenInAssets(body.toString('utf8'), req);
-    res.writeHead(200, { 'content-type': TYPES[extname(name)] ?? 'application/octet-stream', 'cache-control': 'no-cache' }).end(body);
+    res.writeHead(200, { 'content-type': TYPES[extname(name)] ?? 'application/octet-stream', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' }).end(body);
   };
   server.route('/', file('index.html'));
   server.route('/index.html', file('index.html'));

@@ -317,6 +317,7 @@ describe('HTTP: the token guards every route but /healthz and /readyz', () => {
     // The dashboard opened with ?token= links its script and stylesheet with it, and they load.
     const page = await raw(s.port, req('GET', '/?token=s3cret'));
     expect(page.status).toBe(200);
+    expect(page.headers['referrer-policy']).toBe('no-referrer'); // the token in the page's URL is not sent on
     expect(page.body).toContain('src="app.js?token=s3cret"');
     expect(page.body).toContain('href="style.css?token=s3cret"');
     expect((await raw(s.port, req('GET', '/app.js?token=s3cret'))).status).toBe(200);
