@@ -288,10 +288,20 @@ export const KafkaSinkSchema = z
     lingerMs: z.number().min(0).max(10_000).default(5),
     /** Messages per produce request at most. Default 500. */
     batchSize: z.number().int().min(1).max(100_000).default(500),
+    /** Bytes per produce request at most (key + value + 70 per message, before compression). Default 900000: below the broker's 1 MB message.max.bytes, so a backlog of alerts with snapshots is never refused as a whole. */
+    maxBatchBytes: z.number().int().min(1024).default(900_000),
+    /** A message bigger than this (key + value + 70) is never sent: it is parked (logged, dead-letter file). Default 1000000. */
+    maxMessageBytes: z.number().int().min(1024).default(1_000_000),
+    /** Messages too large for the broker go to this JSON lines file ({topic,key,value,reason,at}); relative to the pipeline file. Default kafka-dead-letter.jsonl in the outbox folder. */
+    deadLetterPath: z.string().min(1).optional(),
+    /** The dead-letter file grows to this many bytes at most; later parked messages are only logged and counted. Default 100 MiB. */
+    deadLetterMaxBytes: z.number().int().min(0).default(100 * 1024 * 1024),
     /** Detection messages buffered in front of the producer; beyond it they are dropped and counted. Default 10000. */
     bufferSize: z.number().int().min(1).default(10_000),
     /** Alerts buffered while the broker is away (kept and retried). Default 10000. */
     alertBufferSize: z.number().int().min(1).default(10_000),
+    /** Sources whose latest undelivered status is kept (an older one of the same source is replaced, not lost). Default 1000. */
+    statusBufferSize: z.number().int().min(1).default(1000),
     /** Time allowed to flush on shutdown, ms. Default 10000. */
     closeTimeoutMs: z.number().int().min(0).default(10_000),
     /** TLS: true, or Node tls options (ca, cert, key, servername…), passed to kafkajs. */

@@ -1,3 +1,5 @@
+import { appendFileSync, mkdirSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { CompressionTypes, Kafka, logLevel, type Admin, type Producer, type SASLOptions } from 'kafkajs';
 import type { ConnectionOptions } from 'node:tls';
 import { now } from '../core/clock.js';
@@ -7,6 +9,9 @@ import { SampleWindow } from '../core/stats.js';
 import { Deque } from '../flow/deque.js';
 import type { Message, MessageKind } from './message.js';
 import type { Sink } from './sink.js';
+
+/** What became of alerts and status messages handed to `onDelivered`. */
+export type DeliveryOutcome = 'acked' | 'dead-lettered';
 
 export interface KafkaSinkOptions {
   brokers: string[];
@@ -21,16 +26,44 @@ export interface KafkaSinkOptions {
   lingerMs: number;
   /** Messages per produce request at most. */
   batchSize: number;
+  /**
+   * Bytes per produce request at most, counted as key + value + 70 bytes per record (before
+   * compression). Default 900000: below the broker's default `message.max.bytes` (1 MB).
+   */
+  maxBatchBytes?: number;
+  /** A record (key + value + 70 bytes) bigger than this is never sent: it is parked. Default 1000000. */
+  maxMessageBytes?: number;
   /** Detection messages buffered before new ones are dropped (and counted). */
   bufferSize: number;
   /** Alert messages buffered while the broker is away; beyond it the oldest is dropped with an error log. */
   alertBufferSize: number;
+  /**
+   * Sources whose latest status message is kept while undelivered (a newer status of the same
+   * source replaces the older one). Beyond it the oldest is dropped with an error log. Default 1000.
+   */
+  statusBufferSize?: number;
+  /**
+   * JSON lines file for parked messages (too large for the broker): `{topic,key,value,reason,at}`.
+   * Created on the first one. Absent: parked messages are only logged and counted.
+   */
+  deadLetterPath?: string;
+  /** The dead-letter file grows to this many bytes at most; later parked messages are only logged and counted. Default 100 MB. */
+  deadLetterMaxBytes?: number;
   /** Passed to kafkajs as is. */
   ssl?: boolean | ConnectionOptions;
   sasl?: SASLOptions;
-  /** Time allowed to flush on close. */
+  /** Time allowed to flush on close; `close()` returns within it (+ ~250 ms) whatever the broker does. */
   closeTimeoutMs: number;
   log?: LogFn;
+  /**
+   * Called with the alert and status Message objects (those given to `publish`, never
+   * detections) of each produce request the broker acknowledged ('acked', acks=all), and with
+   * each message parked as too large ('dead-lettered'). Order is publish order within a source.
+   * Not called for messages lost (buffer overflow, shutdown) nor for a status replaced by a
+   * newer one of its source before it was sent, nor after `close()` has returned (a late ack
+   * of a request close() gave up on). Exceptions it throws are logged and ignored.
+   */
+  onDelivered?: (messages: Message[], outcome: DeliveryOutcome) => void;
 }
 
 interface Pending {
@@ -39,42 +72,149 @@ interface Pending {
   key: string;
   value: string;
   emitted: number;
+  /** key + value bytes + record overhead; 0 until measured (off the publish path). */
+  bytes: number;
+  /** Alerts and status messages only (for `onDelivered` and the logs). */
+  msg?: Message;
 }
 
 export interface KafkaSinkStats {
   connected: boolean;
   sent: number;
   alertsSent: number;
-  /** Source status changes delivered (kept and retried like alerts). */
+  /** Source status changes delivered. */
   statusSent: number;
   /** Detection messages dropped because the buffer was full or the broker refused them. */
   dropped: number;
-  /** Alerts lost because even the alert buffer overflowed (each is logged as an error). */
+  /** Alerts lost because the alert buffer overflowed or shutdown came first (each logged as an error). Alerts only. */
   alertsDropped: number;
   buffered: number;
+  /** Alerts waiting or in flight (status messages not included). */
   alertsBuffered: number;
+  /** Status messages waiting or in flight (at most one waiting per source). */
+  statusBuffered: number;
+  /** Undelivered status messages replaced by a newer one of the same source (not lost: superseded). */
+  statusSuperseded: number;
+  /** Status messages lost (status buffer overflow, or undelivered at shutdown). */
+  statusDropped: number;
+  /** Alerts and status messages too large for the broker, taken out of the queue (logged as errors, written to the dead-letter file). */
+  parked: number;
+  /** Parked messages written to the dead-letter file. */
+  deadLettered: number;
   failures: number;
   lastError?: string;
 }
 
+/** Per record overhead counted against `maxBatchBytes` (record header, varints, batch share). */
+const RECORD_OVERHEAD = 70;
+const TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
+/** Distinct failure reasons logged per outage at most. */
+const MAX_REASONS_LOGGED = 20;
+
+type KafkaErrorLike = { message?: string; type?: string; cause?: unknown };
+
+/** The kafkajs error type when the broker refused a request as too large (the error or one it wraps). */
+export function tooLargeType(e: unknown): string | undefined {
+  let x = e as KafkaErrorLike | undefined;
+  for (let i = 0; x && i < 5; i++, x = x.cause as KafkaErrorLike | undefined) {
+    if (x.type && TOO_LARGE.has(x.type)) return x.type;
+    if (typeof x.message === 'string' && /larger than the max message size|message batch larger than/.test(x.message)) return 'MESSAGE_TOO_LARGE';
+  }
+  return undefined;
+}
+
+/** Errors after which the producer's idempotence state is out of step with the broker's. */
+const RESET_PRODUCER = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_EPOCH', 'INVALID_PRODUCER_ID_MAPPING']);
+
+function errorType(e: unknown): string | undefined {
+  let x = e as KafkaErrorLike | undefined;
+  for (let i = 0; x && i < 5; i++, x = x.cause as KafkaErrorLike | undefined) if (x.type) return x.type;
+  return undefined;
+}
+
+/** Whether messages of `part` may go to more than one partition (another topic, or another key). */
+function spansPartitions(part: Pending[]): boolean {
+  for (const p of part) if (p.topic !== part[0].topic || p.key !== part[0].key) return true;
+  return false;
+}
+
+function describe(e: unknown): string {
+  let x = e as KafkaErrorLike | undefined;
+  const message = x?.message ?? String(e);
+  for (let i = 0; x && i < 5; i++, x = x.cause as KafkaErrorLike | undefined) if (x.type) return `${message} [${x.type}]`;
+  return message;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Waits for `p` at most `ms`: true if it settled in time. */
+async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let t: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((r) => (t = setTimeout(() => r(false), Math.max(0, ms))));
+  try {
+    return await Promise.race([p.then(() => true, () => true), timeout]);
+  } finally {
+    clearTimeout(t);
+  }
+}
+
 /**
  * Publishes to Kafka without ever blocking the frame path: messages go into bounded buffers
- * and one batch at a time is sent with an idempotent producer (acks=all), keyed by source id
- * so each camera's order is kept. While the broker is away, detections are dropped and
- * counted and alerts wait (bounded) and are retried until it returns.
+ * and one batch at a time (cut by count and by bytes) is sent with an idempotent producer
+ * (acks=all), keyed by source id so each camera's order is kept. While the broker is away,
+ * detections are dropped and counted, alerts wait (bounded) and each source's latest status
+ * waits, and they are retried until it returns. A batch the broker refuses as too large is
+ * split; a message too large on its own is parked (dead-letter file) and never blocks the queue.
  */
 export class KafkaSink implements Sink {
   readonly name = 'kafka';
   private readonly kafka: Kafka;
-  private readonly producer: Producer;
+  private producer: Producer;
+  private producerResets = 0;
   private readonly detections = new Deque<Pending>(1024);
   private readonly alerts = new Deque<Pending>(64);
+  /** Latest undelivered status per source, in order of first arrival. */
+  private statuses = new Map<string, Pending>();
   private timer: NodeJS.Timeout | undefined;
   private sending: Promise<void> | undefined;
+  /** The batch being sent (split in parts when refused as too large), for shutdown accounting. */
+  private inFlight: Pending[][] = [];
+  private inFlightAlerts = 0;
+  private inFlightStatus = 0;
   private backoffMs = 0;
+  private stopping = false;
+  private closing: Promise<void> | undefined;
   private closed = false;
   private producerConnected = false;
-  readonly stats: KafkaSinkStats = { connected: false, sent: 0, alertsSent: 0, statusSent: 0, dropped: 0, alertsDropped: 0, buffered: 0, alertsBuffered: 0, failures: 0 };
+  /** Failure reasons logged since publishing last worked (each is logged once). */
+  private readonly reasonsLogged = new Set<string>();
+  private splits = 0;
+  private splitLoggedAt = -Infinity;
+  private deadLetterSize: number | undefined;
+  private deadLetterFullLogged = false;
+  private deadLetterErrorLogged = false;
+  private readonly maxBatchBytes: number;
+  private readonly maxMessageBytes: number;
+  private readonly statusBufferSize: number;
+  private readonly deadLetterMaxBytes: number;
+  readonly stats: KafkaSinkStats = {
+    connected: false,
+    sent: 0,
+    alertsSent: 0,
+    statusSent: 0,
+    dropped: 0,
+    alertsDropped: 0,
+    buffered: 0,
+    alertsBuffered: 0,
+    statusBuffered: 0,
+    statusSuperseded: 0,
+    statusDropped: 0,
+    parked: 0,
+    deadLettered: 0,
+    failures: 0,
+  };
   /** emitted → broker ack, ms (recent messages). */
   readonly ackLatency = new SampleWindow(4096);
   /** Ack latencies not yet taken by the metrics (bounded: the oldest are overwritten). */
@@ -83,6 +223,10 @@ export class KafkaSink implements Sink {
 
   constructor(private readonly o: KafkaSinkOptions) {
     this.log = o.log ?? (() => {});
+    this.maxBatchBytes = o.maxBatchBytes ?? 900_000;
+    this.maxMessageBytes = o.maxMessageBytes ?? 1_000_000;
+    this.statusBufferSize = o.statusBufferSize ?? 1000;
+    this.deadLetterMaxBytes = o.deadLetterMaxBytes ?? 100 * 1024 * 1024;
     this.kafka = new Kafka({
       clientId: o.clientId,
       brokers: o.brokers,
@@ -93,10 +237,31 @@ export class KafkaSink implements Sink {
       logLevel: logLevel.NOTHING,
       retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 },
     });
-    this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 } });
-    this.producer.on(this.producer.events.DISCONNECT, () => {
-      this.producerConnected = false;
+    this.producer = this.makeProducer();
+  }
+
+  private makeProducer(): Producer {
+    const p = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 } });
+    p.on(p.events.DISCONNECT, () => {
+      if (this.producer === p) this.producerConnected = false;
     });
+    return p;
+  }
+
+  /**
+   * A fresh producer (new producer id, sequence numbers from 0). Needed when the old one's
+   * sequence numbers no longer match the broker's: kafkajs rolls back the sequence numbers of
+   * every partition of a failed produce request, also of partitions the broker did write, and
+   * the split or regrouped retry then fails with OUT_OF_ORDER_SEQUENCE_NUMBER for ever. Messages
+   * of those partitions may then be written twice (at least once).
+   */
+  private resetProducer(why: string): void {
+    const old = this.producer;
+    this.producer = this.makeProducer();
+    this.producerConnected = false;
+    this.producerResets++;
+    if (this.producerResets <= 3 || this.producerResets % 100 === 0) this.log(`kafka: starting a new producer (${why})`, { resets: this.producerResets }, 'warn');
+    void within(old.disconnect().catch(() => undefined), 5000);
   }
 
   /**
@@ -124,48 +289,71 @@ export class KafkaSink implements Sink {
       await this.connect();
     } catch (e) {
       if (e instanceof ArgusError) throw e;
-      this.noteFailure(e as Error);
-      this.log(`kafka: broker not reachable at start (${(e as Error).message}); buffering alerts and retrying`, { brokers: this.o.brokers }, 'warn');
+      this.stats.failures++;
+      this.stats.lastError = describe(e);
+      this.reasonsLogged.add(this.stats.lastError);
+      this.log(`kafka: broker not reachable at start (${this.stats.lastError}); buffering alerts and retrying`, { brokers: this.o.brokers }, 'warn');
     } finally {
       await admin?.disconnect().catch(() => undefined);
     }
   }
 
+  /** O(1): no parsing or serialising here (the json is given); sizes are measured when a batch is cut. */
   publish(kind: MessageKind, source: string, json: string, msg: Message): void {
     if (this.closed) return;
-    const topic = kind === 'alert' ? this.o.topics.alerts : kind === 'status' ? this.o.topics.status : this.o.topics.detections;
-    const p: Pending = { kind, topic, key: source, value: json, emitted: msg.type === 'status' ? msg.published : msg.stamps.emitted };
-    // Alerts and status changes are kept and retried; detections are dropped when the buffer is full.
-    if (kind !== 'detections') {
-      if (this.alerts.length >= this.o.alertBufferSize) {
-        const lost = this.alerts.shift()!;
-        this.stats.alertsDropped++;
-        this.log(`kafka: alert buffer full (${this.o.alertBufferSize}); oldest alert lost`, { source: lost.key }, 'error');
-      }
-      this.alerts.push(p);
-    } else {
+    if (kind === 'detections') {
       if (this.detections.length >= this.o.bufferSize) {
         this.stats.dropped++;
         return;
       }
-      this.detections.push(p);
+      this.detections.push({ kind, topic: this.o.topics.detections, key: source, value: json, emitted: msg.stamps?.emitted ?? now(), bytes: 0 });
+    } else if (kind === 'status') {
+      const p: Pending = { kind, topic: this.o.topics.status, key: source, value: json, emitted: msg.type === 'status' ? msg.published : now(), bytes: 0, msg };
+      if (this.statuses.has(source)) {
+        // Only the latest state of a source matters while it is undelivered.
+        this.statuses.set(source, p);
+        this.stats.statusSuperseded++;
+      } else {
+        if (this.statuses.size >= this.statusBufferSize) {
+          const oldest = this.statuses.keys().next().value!;
+          this.statuses.delete(oldest);
+          this.stats.statusDropped++;
+          this.log(`kafka: status buffer full (${this.statusBufferSize} sources); oldest status lost`, { source: oldest }, 'error');
+        }
+        this.statuses.set(source, p);
+      }
+    } else {
+      if (this.alerts.length >= this.o.alertBufferSize) {
+        const lost = this.alerts.shift()!;
+        this.stats.alertsDropped++;
+        this.log(`kafka: alert buffer full (${this.o.alertBufferSize}); oldest alert lost`, { source: lost.key, alertId: alertId(lost) }, 'error');
+      }
+      this.alerts.push({ kind, topic: this.o.topics.alerts, key: source, value: json, emitted: msg.stamps?.emitted ?? now(), bytes: 0, msg });
     }
     this.updateBuffered();
     this.schedule();
   }
 
   private schedule(): void {
-    if (this.sending || this.timer || this.closed) return;
-    if (this.detections.length + this.alerts.length === 0) return;
-    const full = this.detections.length + this.alerts.length >= this.o.batchSize;
-    const delay = this.backoffMs > 0 ? this.backoffMs : full ? 0 : this.o.lingerMs;
+    if (this.sending || this.timer || this.stopping) return;
+    const n = this.pending;
+    if (n === 0) return;
+    const delay = this.backoffMs > 0 ? this.backoffMs : n >= this.o.batchSize ? 0 : this.o.lingerMs;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.sending = this.sendOnce().finally(() => {
-        this.sending = undefined;
-        this.schedule();
-      });
+      this.startSend();
     }, delay);
+  }
+
+  private startSend(): Promise<void> {
+    const s = this.sendOnce()
+      .catch((e: unknown) => this.log(`kafka: unexpected error while sending (${(e as Error)?.message ?? e})`, {}, 'error'))
+      .finally(() => {
+      if (this.sending === s) this.sending = undefined;
+      this.schedule();
+    });
+    this.sending = s;
+    return s;
   }
 
   private async connect(): Promise<void> {
@@ -178,55 +366,242 @@ export class KafkaSink implements Sink {
     }
   }
 
+  private measure(p: Pending): number {
+    if (p.bytes === 0) p.bytes = Buffer.byteLength(p.key) + Buffer.byteLength(p.value) + RECORD_OVERHEAD;
+    return p.bytes;
+  }
+
+  /**
+   * Cuts the next batch: status messages, then alerts, then detections, up to `batchSize`
+   * messages and `maxBatchBytes` bytes (a single message bigger than that goes alone).
+   * A message over `maxMessageBytes` is parked on the way.
+   */
+  private takeBatch(): Pending[] {
+    const batch: Pending[] = [];
+    let bytes = 0;
+    // 'take' | 'skip' (parked or dropped) | 'full'
+    const admit = (p: Pending): 'take' | 'skip' | 'full' => {
+      const n = this.measure(p);
+      if (n > this.maxMessageBytes) {
+        this.refuse(p, `${n} bytes > maxMessageBytes ${this.maxMessageBytes}`);
+        return 'skip';
+      }
+      if (batch.length >= this.o.batchSize || (batch.length > 0 && bytes + n > this.maxBatchBytes)) return 'full';
+      batch.push(p);
+      bytes += n;
+      return 'take';
+    };
+    for (const [source, p] of this.statuses) {
+      const r = admit(p);
+      if (r === 'full') return batch;
+      this.statuses.delete(source);
+    }
+    for (const q of [this.alerts, this.detections]) {
+      while (q.length > 0) {
+        const p = q.shift()!;
+        if (admit(p) === 'full') {
+          q.unshift(p);
+          return batch;
+        }
+      }
+    }
+    return batch;
+  }
+
   private async sendOnce(): Promise<void> {
-    const alerts = this.alerts.take(this.o.batchSize);
-    const dets = this.detections.take(Math.max(0, this.o.batchSize - alerts.length));
-    if (alerts.length + dets.length === 0) return;
-    this.inFlightAlerts = alerts.length;
+    const batch = this.takeBatch();
+    if (batch.length === 0) {
+      this.updateBuffered();
+      return;
+    }
+    // Parts still to send, in order: a batch refused as too large is replaced by its halves.
+    const work: Pending[][] = [batch];
+    this.inFlight = work;
+    this.countInFlight();
+    let anySent = false;
     try {
-      await this.connect();
-      const byTopic = new Map<string, { key: string; value: string }[]>();
-      for (const p of [...alerts, ...dets]) {
-        let l = byTopic.get(p.topic);
-        if (!l) byTopic.set(p.topic, (l = []));
-        l.push({ key: p.key, value: p.value });
+      while (work.length > 0) {
+        if (this.closed) return; // shutdown gave up on these; close() counted them
+        const part = work[0];
+        try {
+          await this.connect(); // again: a too-large refusal may have replaced the producer
+          await this.produce(part);
+        } catch (e) {
+          const type = tooLargeType(e);
+          if (!type) throw e;
+          work.shift();
+          // Other partitions of the request may have been written: their sequence numbers are stale now.
+          if (spansPartitions(part)) this.resetProducer(`${type} in a request spanning several partitions`);
+          if (part.length > 1) {
+            const half = Math.ceil(part.length / 2);
+            work.unshift(part.slice(0, half), part.slice(half));
+            this.noteSplit(e, part);
+          } else {
+            this.refuse(part[0], describe(e));
+          }
+          this.countInFlight();
+          continue;
+        }
+        work.shift();
+        this.countInFlight();
+        anySent = true;
+        this.delivered(part);
       }
-      await this.producer.sendBatch({
-        acks: -1,
-        compression: this.o.compression === 'gzip' ? CompressionTypes.GZIP : CompressionTypes.None,
-        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-      });
-      const t = now();
-      for (const p of alerts) this.noteAck(t - p.emitted);
-      for (const p of dets) this.noteAck(t - p.emitted);
-      this.stats.sent += dets.length;
-      for (const p of alerts) {
-        if (p.kind === 'alert') this.stats.alertsSent++;
-        else this.stats.statusSent++;
-      }
-      if (this.backoffMs > 0 || !this.stats.connected) {
+      if (this.backoffMs > 0 || !this.stats.connected || this.reasonsLogged.size > 0) {
+        if (this.backoffMs > 0 || !this.stats.connected) this.log('kafka: broker back, publishing again', { alertsPending: this.alerts.length, statusPending: this.statuses.size });
         this.stats.connected = true;
-        this.log('kafka: broker back, publishing again', { alertsPending: this.alerts.length });
+        this.reasonsLogged.clear();
       }
       this.backoffMs = 0;
     } catch (e) {
-      // Alerts go back to the front, in order; detections of the failed batch are dropped.
-      this.alerts.putBack(alerts);
-      this.stats.dropped += dets.length;
-      this.noteFailure(e as Error);
+      if (this.closed) return;
+      if (anySent) this.reasonsLogged.clear();
+      // Alerts and statuses go back to the front, in order; detections of the failed batch are dropped.
+      this.putBack(work.flat());
+      this.noteFailure(e);
+      const type = errorType(e);
+      if (type && RESET_PRODUCER.has(type)) this.resetProducer(type);
       this.backoffMs = Math.min(5000, this.backoffMs ? this.backoffMs * 2 : 200) * (0.75 + Math.random() * 0.5);
     } finally {
-      this.inFlightAlerts = 0;
+      if (this.inFlight === work) {
+        this.inFlight = [];
+        this.countInFlight();
+      }
       this.updateBuffered();
     }
   }
 
-  /** Alerts (and status changes) in the batch being sent now. */
-  private inFlightAlerts = 0;
+  private async produce(part: Pending[]): Promise<void> {
+    const byTopic = new Map<string, { key: string; value: string }[]>();
+    for (const p of part) {
+      let l = byTopic.get(p.topic);
+      if (!l) byTopic.set(p.topic, (l = []));
+      l.push({ key: p.key, value: p.value });
+    }
+    await this.producer.sendBatch({
+      acks: -1,
+      compression: this.o.compression === 'gzip' ? CompressionTypes.GZIP : CompressionTypes.None,
+      topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+    });
+  }
+
+  /** The broker acknowledged `part`. After shutdown gave up on it (a late ack) the loss counted then is taken back. */
+  private delivered(part: Pending[]): void {
+    const late = this.closed;
+    const t = now();
+    const msgs: Message[] = [];
+    for (const p of part) {
+      this.noteAck(t - p.emitted);
+      if (p.kind === 'detections') {
+        this.stats.sent++;
+        if (late) this.stats.dropped--;
+      } else {
+        msgs.push(p.msg!);
+        if (p.kind === 'alert') {
+          this.stats.alertsSent++;
+          if (late) this.stats.alertsDropped--;
+        } else {
+          this.stats.statusSent++;
+          if (late) this.stats.statusDropped--;
+        }
+      }
+    }
+    // Not after close(): whoever listens may be closed too (an outbox then keeps them: at least once).
+    if (msgs.length > 0 && !late) this.notify(msgs, 'acked');
+  }
+
+  /** A message the broker will not take (too large on its own): parked, never retried. */
+  private refuse(p: Pending, reason: string): void {
+    if (p.kind === 'detections') {
+      this.stats.dropped++;
+      this.noteReason(`detections too large`, `kafka: a detections message from ${p.key} is too large for the broker (${reason}); dropped and counted`);
+      return;
+    }
+    this.stats.parked++;
+    const id = alertId(p);
+    const file = this.writeDeadLetter(p, reason);
+    this.log(
+      `kafka: ${p.kind === 'alert' ? `alert ${id ?? '?'}` : 'status message'} from ${p.key} is too large for the broker (${reason}); parked${file ? ` in ${file}` : ''}, not retried`,
+      { source: p.key, alertId: id, topic: p.topic, bytes: p.bytes, reason },
+      'error',
+    );
+    this.notify([p.msg!], 'dead-lettered');
+  }
+
+  /** Appends a parked message to the dead-letter file; returns its path if it was written. */
+  private writeDeadLetter(p: Pending, reason: string): string | undefined {
+    const path = this.o.deadLetterPath;
+    if (!path) return undefined;
+    try {
+      if (this.deadLetterSize === undefined) {
+        mkdirSync(dirname(path), { recursive: true });
+        try {
+          this.deadLetterSize = statSync(path).size;
+        } catch {
+          this.deadLetterSize = 0;
+        }
+      }
+      const line = `${JSON.stringify({ topic: p.topic, key: p.key, value: p.value, reason, at: new Date().toISOString() })}\n`;
+      const n = Buffer.byteLength(line);
+      if (this.deadLetterSize + n > this.deadLetterMaxBytes) {
+        if (!this.deadLetterFullLogged) {
+          this.deadLetterFullLogged = true;
+          this.log(`kafka: dead-letter file ${path} is full (${this.deadLetterMaxBytes} bytes); further parked messages are only counted`, { path }, 'error');
+        }
+        return undefined;
+      }
+      appendFileSync(path, line);
+      this.deadLetterSize += n;
+      this.stats.deadLettered++;
+      return path;
+    } catch (e) {
+      if (!this.deadLetterErrorLogged) {
+        this.deadLetterErrorLogged = true;
+        this.log(`kafka: cannot write the dead-letter file ${path} (${(e as Error).message}); parked messages are only counted`, { path }, 'error');
+      }
+      return undefined;
+    }
+  }
+
+  private notify(msgs: Message[], outcome: DeliveryOutcome): void {
+    if (!this.o.onDelivered) return;
+    try {
+      this.o.onDelivered(msgs, outcome);
+    } catch (e) {
+      this.log(`kafka: onDelivered failed (${(e as Error).message})`, {}, 'error');
+    }
+  }
+
+  /** Puts undelivered alerts and statuses back at the front, in order; detections are dropped. */
+  private putBack(items: Pending[]): void {
+    const alerts: Pending[] = [];
+    const statuses: [string, Pending][] = [];
+    for (const p of items) {
+      if (p.kind === 'alert') alerts.push(p);
+      else if (p.kind === 'status') {
+        // A newer status of the same source arrived meanwhile: it replaces this one.
+        if (this.statuses.has(p.key)) this.stats.statusSuperseded++;
+        else statuses.push([p.key, p]);
+      } else this.stats.dropped++;
+    }
+    this.alerts.putBack(alerts);
+    if (statuses.length > 0) this.statuses = new Map([...statuses, ...this.statuses]);
+  }
+
+  private countInFlight(): void {
+    let a = 0;
+    let s = 0;
+    for (const part of this.inFlight) for (const p of part) if (p.kind === 'alert') a++;
+    else if (p.kind === 'status') s++;
+    this.inFlightAlerts = a;
+    this.inFlightStatus = s;
+    this.updateBuffered();
+  }
 
   private updateBuffered(): void {
     this.stats.buffered = this.detections.length;
     this.stats.alertsBuffered = this.alerts.length + this.inFlightAlerts;
+    this.stats.statusBuffered = this.statuses.size + this.inFlightStatus;
   }
 
   private noteAck(ms: number): void {
@@ -243,45 +618,90 @@ export class KafkaSink implements Sink {
     return this.o.bufferSize;
   }
 
-  private noteFailure(e: Error): void {
-    this.stats.failures++;
-    this.stats.lastError = e.message;
-    if (this.stats.connected) {
-      this.stats.connected = false;
-      this.log(`kafka: publishing failed (${e.message}); detections are dropped and counted, alerts wait`, { brokers: this.o.brokers }, 'warn');
-    }
+  /** Splits are logged at most once a minute (with how many there were), as they may recur with every batch. */
+  private noteSplit(e: unknown, part: Pending[]): void {
+    this.splits++;
+    const t = now();
+    if (t - this.splitLoggedAt < 60_000) return;
+    this.log(
+      `kafka: the broker refused a batch as too large (${describe(e)}); splitting it (${part.length} messages, ${part.reduce((n, p) => n + p.bytes, 0)} bytes; ${this.splits} split${this.splits > 1 ? 's' : ''} since the last such log)`,
+      { brokers: this.o.brokers, maxBatchBytes: this.maxBatchBytes },
+      'warn',
+    );
+    this.splitLoggedAt = t;
+    this.splits = 0;
   }
 
-  /** Flushes buffers (alerts first) within `closeTimeoutMs`, then disconnects. */
-  async close(): Promise<void> {
-    if (this.closed) return;
+  /** Logs `text` the first time `reason` occurs since publishing last worked (bounded log volume). */
+  private noteReason(reason: string, text: string, level: 'warn' | 'error' = 'warn'): void {
+    if (this.reasonsLogged.has(reason) || this.reasonsLogged.size >= MAX_REASONS_LOGGED) return;
+    this.reasonsLogged.add(reason);
+    this.log(text, { brokers: this.o.brokers, reason }, level);
+  }
+
+  private noteFailure(e: unknown): void {
+    const reason = describe(e);
+    this.stats.failures++;
+    this.stats.lastError = reason;
+    const first = this.reasonsLogged.size === 0;
+    this.stats.connected = false;
+    this.noteReason(reason, first ? `kafka: publishing failed (${reason}); detections are dropped and counted, alerts wait` : `kafka: publishing still failing, now: ${reason}`);
+  }
+
+  /**
+   * Flushes buffers (statuses and alerts first) and disconnects, returning within
+   * `closeTimeoutMs` (+ up to 250 ms for the disconnect) whatever the broker does: a send or a
+   * disconnect still pending at the deadline is abandoned. What was not delivered by then is
+   * counted (`alertsDropped`, `statusDropped`, `dropped`) and logged.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
     const deadline = now() + this.o.closeTimeoutMs;
+    const left = () => Math.max(0, deadline - now());
+    this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    while (now() < deadline) {
-      if (this.sending) await this.sending;
-      if (this.timer) {
-        clearTimeout(this.timer);
-        this.timer = undefined;
-      }
-      if (this.alerts.length + this.detections.length === 0) break;
-      this.sending = this.sendOnce();
-      await this.sending;
-      this.sending = undefined;
-      if (this.backoffMs > 0) await new Promise((r) => setTimeout(r, Math.min(this.backoffMs, Math.max(0, deadline - now()))));
+    for (;;) {
+      if (this.sending && !(await within(this.sending, left()))) break;
+      if (this.pending === 0 || left() <= 0) break;
+      if (!(await within(this.startSend(), left()))) break;
+      if (this.backoffMs > 0 && this.pending > 0) await sleep(Math.min(this.backoffMs, left()));
     }
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
-    if (this.alerts.length > 0) {
-      this.stats.alertsDropped += this.alerts.length;
-      this.log(`kafka: ${this.alerts.length} alerts could not be delivered before shutdown`, {}, 'error');
+    this.timer = undefined;
+    const inFlight = this.inFlight.flat();
+    this.inFlight = [];
+    let alerts = this.alerts.length;
+    let statuses = this.statuses.size;
+    let dets = this.detections.length;
+    for (const p of inFlight) {
+      if (p.kind === 'alert') alerts++;
+      else if (p.kind === 'status') statuses++;
+      else dets++;
     }
-    this.stats.dropped += this.detections.length;
-    await this.producer.disconnect().catch(() => undefined);
+    if (alerts > 0) {
+      this.stats.alertsDropped += alerts;
+      this.log(`kafka: ${alerts} alerts could not be delivered before shutdown`, { closeTimeoutMs: this.o.closeTimeoutMs, lastError: this.stats.lastError }, 'error');
+    }
+    if (statuses > 0) {
+      this.stats.statusDropped += statuses;
+      this.log(`kafka: ${statuses} status messages could not be delivered before shutdown`, {}, 'warn');
+    }
+    this.stats.dropped += dets;
+    await within(this.producer.disconnect().catch(() => undefined), Math.max(left(), 250));
   }
 
-  /** Undelivered messages at this moment. */
+  /** Undelivered messages at this moment (waiting, not in flight). */
   get pending(): number {
-    return this.alerts.length + this.detections.length;
+    return this.alerts.length + this.statuses.size + this.detections.length;
   }
+}
+
+function alertId(p: Pending): string | undefined {
+  return p.msg?.type === 'alert' ? p.msg.alert.id : undefined;
 }

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
@@ -50,4 +51,24 @@ export async function readTopic(brokers: string[], topic: string, count: number,
 
 export function uniqueTopic(prefix: string): string {
   return `${prefix}.${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+}
+
+/** The pid (= process group) of the broker scripts/kafka-broker.sh runs on `port`. */
+export function brokerPid(port: number): number {
+  // as scripts/kafka-broker.sh, which broker() runs with this environment
+  const dir = process.env.ARGUS_KAFKA_STATE || `/tmp/argus-kafka-${port}`;
+  const pid = Number(readFileSync(`${dir}/kafka.pid`, 'utf8').trim());
+  if (!Number.isInteger(pid) || pid <= 1) throw new Error(`no broker pid for port ${port}`);
+  return pid;
+}
+
+/** Freezes (SIGSTOP) or resumes (SIGCONT) the broker on `port`: a stalled broker keeps its sockets open but answers nothing. */
+export function stallBroker(port: number, stalled: boolean): void {
+  const pid = brokerPid(port);
+  const sig = stalled ? 'SIGSTOP' : 'SIGCONT';
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    process.kill(pid, sig);
+  }
 }

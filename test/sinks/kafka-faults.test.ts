@@ -1,0 +1,319 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KafkaSinkSchema } from '../../src/config/schema.js';
+import { MESSAGE_VERSION, statusMessage, type AlertMessage, type DetectionsMessage, type Message, type StatusMessage } from '../../src/sinks/message.js';
+import { KafkaSink, type DeliveryOutcome, type KafkaSinkOptions } from '../../src/sinks/kafka.js';
+import { broker, readTopic, stallBroker, uniqueTopic } from '../helpers/kafka.js';
+
+// A broker of this file's own (not 19092, which other tests share, nor 19192, which
+// kafka.test.ts kills): these tests freeze it with SIGSTOP.
+const PORT = 19292;
+let brokers: string[];
+let stalled = false;
+const tmp = mkdtempSync(join(tmpdir(), 'argus-kafka-faults-'));
+
+beforeAll(async () => {
+  const line = await broker('start', PORT, '--fresh');
+  brokers = [/KAFKA_BROKERS=(\S+)/.exec(line)![1]];
+}, 240_000);
+afterAll(async () => {
+  if (stalled) stallBroker(PORT, false);
+  await broker('stop', PORT);
+  rmSync(tmp, { recursive: true, force: true });
+}, 60_000);
+
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until(cond: () => boolean, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (!cond() && Date.now() < end) await wait(50);
+  return cond();
+}
+
+interface Logged {
+  msg: string;
+  fields?: Record<string, unknown>;
+  level: string;
+}
+
+function makeSink(topic: string, over: Partial<KafkaSinkOptions> = {}) {
+  const logs: Logged[] = [];
+  const delivered: { messages: Message[]; outcome: DeliveryOutcome }[] = [];
+  const sink = new KafkaSink({
+    ...KafkaSinkSchema.parse({ brokers, topics: { detections: topic, alerts: `${topic}.alerts`, status: `${topic}.status` } }),
+    ssl: undefined,
+    closeTimeoutMs: 5000,
+    log: (msg, fields, level = 'info') => logs.push({ msg, fields, level }),
+    onDelivered: (messages, outcome) => delivered.push({ messages, outcome }),
+    ...over,
+  });
+  const acked = () => delivered.filter((d) => d.outcome === 'acked').flatMap((d) => d.messages);
+  const deadLettered = () => delivered.filter((d) => d.outcome === 'dead-lettered').flatMap((d) => d.messages);
+  return { sink, logs, delivered, acked, deadLettered };
+}
+
+let seq = 0;
+/** An alert as the pipeline builds it; `snapshotBytes` of base64 JPEG-like data embedded. */
+function alert(source: string, id: string, snapshotBytes = 0): AlertMessage {
+  const t = Date.now();
+  return {
+    type: 'alert',
+    version: MESSAGE_VERSION,
+    source,
+    seq: seq++,
+    pts: 0,
+    capturedAt: new Date(t).toISOString(),
+    stamps: { captured: t, preprocessed: t, inferStart: t, inferEnd: t, postprocessed: t, emitted: t, published: t },
+    frame: { width: 768, height: 432 },
+    model: { name: 'test', version: '0' },
+    dropped: 0,
+    alert: {
+      id,
+      rule: 'fault-test',
+      severity: 'critical',
+      event: 'test.fault',
+      message: `fault test ${id}`,
+      ...(snapshotBytes > 0 ? { snapshot: { contentType: 'image/jpeg' as const, data: randomBytes(Math.ceil((snapshotBytes * 3) / 4)).toString('base64').slice(0, snapshotBytes), width: 832, height: 468 } } : {}),
+    },
+    detections: [],
+  };
+}
+
+function detections(source: string, s: number): DetectionsMessage {
+  const t = Date.now();
+  return {
+    type: 'detections',
+    version: MESSAGE_VERSION,
+    source,
+    seq: s,
+    pts: 0,
+    capturedAt: new Date(t).toISOString(),
+    stamps: { captured: t, preprocessed: t, inferStart: t, inferEnd: t, postprocessed: t, emitted: t, published: t },
+    frame: { width: 768, height: 432 },
+    model: { name: 'test', version: '0' },
+    dropped: 0,
+    detections: [],
+  };
+}
+
+function status(source: string, i: number): StatusMessage {
+  const m = statusMessage({ source, state: i % 2 ? 'reconnecting' : 'streaming', previous: i % 2 ? 'streaming' : 'reconnecting', reason: `flap ${i}`, at: Date.now() + i, attempt: i });
+  m.published = Date.now();
+  return m;
+}
+
+function publish(sink: KafkaSink, m: Message): void {
+  sink.publish(m.type === 'alert' ? 'alert' : m.type, m.source, JSON.stringify(m), m);
+}
+
+const ids = (values: { value: string }[]) => values.map((v) => JSON.parse(v.value).alert.id as string);
+
+describe('Kafka sink: messages too large for the broker', () => {
+  it('a backlog of alerts with embedded snapshots (more than the 1 MB message.max.bytes) goes out in byte-cut batches, and later alerts still arrive', async () => {
+    const topic = uniqueTopic('bytes');
+    const { sink, acked } = makeSink(topic);
+    await sink.start();
+    // 12 alerts of ~150 KB queued at once, as an outage leaves them: ~1.8 MB, one produce
+    // request by count (batchSize 500), which the broker refuses as too large.
+    const backlog = Array.from({ length: 12 }, (_, i) => alert('dock', `backlog-${i}`, 150_000));
+    for (const m of backlog) publish(sink, m);
+    expect(await until(() => sink.stats.alertsSent >= 12, 60_000)).toBe(true);
+    const later = alert('dock', 'later-0', 1000);
+    publish(sink, later);
+    expect(await until(() => sink.stats.alertsSent >= 13, 30_000)).toBe(true);
+    const got = await readTopic(brokers, `${topic}.alerts`, 13);
+    expect(ids(got)).toEqual([...backlog, later].map((m) => m.alert.id));
+    expect(sink.stats).toMatchObject({ parked: 0, alertsDropped: 0, alertsBuffered: 0 });
+    // onDelivered got the very Message objects, in order, once each.
+    expect(acked()).toHaveLength(13);
+    acked().forEach((m, i) => expect(m).toBe([...backlog, later][i]));
+    await sink.close();
+  }, 120_000);
+
+  it('a topic with a small max.message.bytes: refused batches are split, a message too large on its own is parked (dead-letter file, error log, onDelivered) and never blocks the queue', async () => {
+    const topic = uniqueTopic('split');
+    const alertsTopic = `${topic}.alerts`;
+    const kafka = new Kafka({ clientId: 'argus-test', brokers, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: alertsTopic, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '60000' }] }] });
+    await admin.disconnect();
+
+    const deadLetterPath = join(tmp, 'split', 'dead-letter.jsonl');
+    const { sink, logs, acked, deadLettered } = makeSink(topic, { maxMessageBytes: 100_000, deadLetterPath });
+    await sink.start();
+    const a = [
+      alert('dock', 'a0'),
+      alert('dock', 'a1', 25_000),
+      alert('dock', 'a2', 25_000),
+      alert('dock', 'a3', 25_000),
+      alert('dock', 'a4-refused', 70_000), // over the topic's 60000: the broker refuses it alone
+      alert('dock', 'a5'),
+      alert('dock', 'a6-oversize', 120_000), // over maxMessageBytes: never sent
+      alert('dock', 'a7'),
+    ];
+    const dets = Array.from({ length: 10 }, (_, i) => detections('dock', i));
+    // One tick: one batch of alerts and detections (other partitions, which the broker writes).
+    for (const m of a) publish(sink, m);
+    for (const m of dets) publish(sink, m);
+    const delivered = [a[0], a[1], a[2], a[3], a[5], a[7]];
+    expect(await until(() => sink.stats.alertsSent >= delivered.length && sink.stats.parked >= 2, 60_000)).toBe(true);
+    // The queue keeps moving after the parked ones, detections too: the producer's sequence
+    // numbers for the detections partition (written by the refused request) are not stale.
+    const after = alert('dock', 'after');
+    const laterDets = Array.from({ length: 5 }, (_, i) => detections('dock', 10 + i));
+    publish(sink, after);
+    for (const m of laterDets) publish(sink, m);
+    expect(await until(() => sink.stats.alertsSent >= delivered.length + 1 && sink.stats.sent >= 15, 30_000)).toBe(true);
+
+    const got = await readTopic(brokers, alertsTopic, delivered.length + 1);
+    expect(ids(got)).toEqual([...delivered, after].map((m) => m.alert.id));
+    const gotDets = await readTopic(brokers, topic, 30, 10_000);
+    expect(new Set(gotDets.map((g) => JSON.parse(g.value).seq))).toEqual(new Set([...dets, ...laterDets].map((d) => d.seq))); // at least once each
+    expect(sink.stats).toMatchObject({ parked: 2, deadLettered: 2, alertsDropped: 0, alertsBuffered: 0 });
+
+    // Dead-letter file: one JSON line each, the message as it would have been published.
+    const lines = readFileSync(deadLetterPath, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines.map((l) => JSON.parse(l.value).alert.id)).toEqual(['a6-oversize', 'a4-refused']);
+    for (const l of lines) {
+      expect(l).toMatchObject({ topic: alertsTopic, key: 'dock' });
+      expect(typeof l.reason).toBe('string');
+      expect(Number.isNaN(Date.parse(l.at))).toBe(false);
+    }
+    expect(lines[0].reason).toMatch(/maxMessageBytes/);
+    expect(lines[1].reason).toMatch(/MESSAGE_TOO_LARGE/);
+    // Each parked alert is an error naming its source and id.
+    const parkedLogs = logs.filter((l) => l.level === 'error' && /parked/.test(l.msg));
+    expect(parkedLogs.map((l) => l.fields?.alertId)).toEqual(['a6-oversize', 'a4-refused']);
+    for (const l of parkedLogs) expect(l.msg).toMatch(/from dock .*too large/);
+    expect(logs.some((l) => /refused a batch as too large/.test(l.msg))).toBe(true);
+    // onDelivered: acked in order, each once; the parked ones as dead-lettered.
+    expect(acked()).toEqual([...delivered, after]);
+    acked().forEach((m, i) => expect(m).toBe([...delivered, after][i]));
+    expect(deadLettered()).toEqual([a[6], a[4]]);
+    await sink.close();
+  }, 120_000);
+});
+
+describe('Kafka sink: failure reasons in the log', () => {
+  it('logs each distinct failure reason of an outage once (ECONNREFUSED → not leader), not only the first, and not again when it repeats', async () => {
+    const { sink, logs } = makeSink(uniqueTopic('reasons'), { brokers: ['127.0.0.1:9'], closeTimeoutMs: 500 });
+    // No broker: the producer is replaced by one that fails as scripted, then works.
+    const refused = Object.assign(new Error('Connection error: connect ECONNREFUSED 127.0.0.1:9'), { name: 'KafkaJSConnectionError' });
+    const notLeader = Object.assign(new Error('This server is not the leader for that topic-partition'), { name: 'KafkaJSProtocolError', type: 'NOT_LEADER_FOR_PARTITION' });
+    const script = [refused, refused, notLeader, notLeader, refused];
+    let calls = 0;
+    const producer = {
+      connect: async () => undefined,
+      disconnect: async () => undefined,
+      on: () => undefined,
+      events: { DISCONNECT: 'producer.disconnect' },
+      sendBatch: async () => {
+        const e = script[calls++];
+        if (e) throw e;
+        return [];
+      },
+    };
+    (sink as unknown as { producer: unknown }).producer = producer;
+    publish(sink, alert('gate', 'r0'));
+    expect(await until(() => sink.stats.alertsSent === 1, 30_000)).toBe(true);
+    expect(calls).toBe(script.length + 1);
+    const failures = logs.filter((l) => l.level === 'warn').map((l) => l.msg);
+    expect(failures).toHaveLength(2);
+    expect(failures[0]).toMatch(/publishing failed \(Connection error: connect ECONNREFUSED/);
+    expect(failures[1]).toMatch(/still failing, now: This server is not the leader .*NOT_LEADER_FOR_PARTITION/);
+    expect(logs.some((l) => /broker back/.test(l.msg))).toBe(true);
+    expect(sink.stats.failures).toBe(script.length);
+    await sink.close();
+  }, 60_000);
+});
+
+describe('Kafka sink: status messages during an outage (broker stalled with SIGSTOP)', () => {
+  it('a flapping camera keeps only its latest status, pushes no alert out, and counts no lost alerts', async () => {
+    const topic = uniqueTopic('status');
+    const { sink, acked } = makeSink(topic, { alertBufferSize: 5 });
+    await sink.start();
+    const warm = alert('dock', 'warm');
+    const s0 = status('dock', 0);
+    publish(sink, warm);
+    publish(sink, s0);
+    expect(await until(() => sink.stats.alertsSent === 1 && sink.stats.statusSent === 1, 30_000)).toBe(true);
+
+    stallBroker(PORT, true);
+    stalled = true;
+    const alerts = Array.from({ length: 5 }, (_, i) => alert('dock', `outage-${i}`));
+    const dock: StatusMessage[] = [];
+    const yard: StatusMessage[] = [];
+    try {
+      publish(sink, alerts[0]);
+      await wait(500); // that batch is now stuck in flight
+      for (let i = 1; i <= 50; i++) {
+        dock.push(status('dock', i));
+        publish(sink, dock.at(-1)!);
+        if (i % 10 === 0) {
+          yard.push(status('yard', i));
+          publish(sink, yard.at(-1)!);
+          if (i < 50) publish(sink, alerts[i / 10]);
+        }
+      }
+      await wait(200);
+      expect(sink.stats.alertsDropped).toBe(0);
+      expect(sink.stats.statusDropped).toBe(0);
+      expect(sink.stats.statusSuperseded).toBeGreaterThanOrEqual(49 + 4);
+      expect(sink.stats.statusBuffered).toBeLessThanOrEqual(3); // one per source waiting (+ one in flight at most)
+    } finally {
+      stallBroker(PORT, false);
+      stalled = false;
+    }
+    expect(await until(() => sink.stats.alertsSent >= 1 + 5 && sink.stats.statusSent >= 3, 90_000)).toBe(true);
+    await sink.close();
+    expect(sink.stats.alertsDropped).toBe(0);
+
+    const got = await readTopic(brokers, `${topic}.alerts`, 6);
+    expect(ids(got)).toEqual([warm, ...alerts].map((m) => m.alert.id));
+    const statuses = (await readTopic(brokers, `${topic}.status`, 4, 10_000)).map((g) => JSON.parse(g.value) as StatusMessage);
+    const reasons = (source: string) => statuses.filter((s) => s.source === source).map((s) => s.reason);
+    // dock: the one sent before the outage (and the first flap, if it was in flight), then the latest.
+    expect(reasons('dock')[0]).toBe('flap 0');
+    expect(reasons('dock').at(-1)).toBe('flap 50');
+    expect(reasons('dock').length).toBeLessThanOrEqual(3);
+    expect(reasons('yard')).toEqual(['flap 50']);
+    // onDelivered saw the delivered statuses (not the superseded ones).
+    const ackedStatus = acked().filter((m) => m.type === 'status');
+    expect(ackedStatus).toContain(dock.at(-1));
+    expect(ackedStatus).toContain(yard.at(-1));
+    expect(ackedStatus).not.toContain(dock[10]);
+  }, 150_000);
+});
+
+describe('Kafka sink: shutdown while the broker is stalled (SIGSTOP)', () => {
+  it('close() returns within closeTimeoutMs and reports the undelivered alerts', async () => {
+    const topic = uniqueTopic('stall');
+    const closeTimeoutMs = 3000;
+    const { sink, logs } = makeSink(topic, { closeTimeoutMs });
+    await sink.start();
+    publish(sink, alert('dock', 'before'));
+    expect(await until(() => sink.stats.alertsSent === 1, 30_000)).toBe(true);
+
+    stallBroker(PORT, true);
+    stalled = true;
+    let ms = Number.NaN;
+    try {
+      for (let i = 0; i < 3; i++) publish(sink, alert('dock', `stalled-${i}`));
+      await wait(500); // in flight, waiting for an answer that does not come
+      const t0 = Date.now();
+      await sink.close();
+      ms = Date.now() - t0;
+    } finally {
+      stallBroker(PORT, false);
+      stalled = false;
+    }
+    console.log(`close() with a stalled broker took ${ms} ms (closeTimeoutMs ${closeTimeoutMs})`);
+    expect(ms).toBeLessThan(closeTimeoutMs + 2000); // generous for a loaded machine; it took 60 s before
+    expect(sink.stats.alertsDropped).toBe(3);
+    expect(logs.some((l) => l.level === 'error' && /3 alerts could not be delivered before shutdown/.test(l.msg))).toBe(true);
+  }, 120_000);
+});
