@@ -98,7 +98,8 @@ async function startSinks(config: PipelineConfig, pipeline: Pipeline, options: R
     if (jsonlPath) sinks.push(await JsonlSink.open(jsonlPath, { includeStatus: config.sinks.jsonl?.status ?? false, log, onClosed: () => onFatal(new Error('jsonl: stdout was closed')) }));
     let kafka: KafkaSink | undefined;
     if (k) {
-      kafka = new KafkaSink({ ...k, ssl: k.ssl as KafkaSinkOptions["ssl"], log, onDelivered: (msgs: Message[]) => outbox?.ack(msgs) });
+      const deadLetterPath = resolve(options.baseDir ?? process.cwd(), k.deadLetterPath ?? join(outboxDir(config, options.baseDir ?? process.cwd(), env), 'kafka-dead-letter.jsonl'));
+      kafka = new KafkaSink({ ...k, ssl: k.ssl as KafkaSinkOptions["ssl"], log, deadLetterPath, onDelivered: (msgs: Message[]) => outbox?.ack(msgs) });
       await kafka.start();
       sinks.push(kafka);
     }
