@@ -20,6 +20,15 @@ if ! command -v chromium >/dev/null 2>&1; then
     || echo "test.sh: could not install chromium; the dashboard test will fail" >&2
 fi
 
+# Debian's ffmpeg (security-maintained; the bundled @ffmpeg-installer build is from 2018):
+# argus prefers /usr/bin/ffmpeg when it is newer (src/sources/ffmpeg-path.ts), so the tests
+# run the ffmpeg a Debian host runs. ~16 MB, ~15 s here. Without it the bundled one is used.
+if [ ! -x /usr/bin/ffmpeg ] && [ -z "${ARGUS_FFMPEG:-}" ]; then
+  echo "test.sh: installing Debian's ffmpeg for the sources" >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ffmpeg; } >/dev/null 2>&1 \
+    || echo "test.sh: could not install ffmpeg; the tests use the bundled one" >&2
+fi
+
 # A real Apache Kafka (KRaft) on loopback for the sink tests; fetched from Maven Central on
 # first use, stopped when the tests end.
 export KAFKA_PORT="${KAFKA_PORT:-19092}"
