@@ -139,6 +139,9 @@ async function startSinks(config: PipelineConfig, pipeline: Pipeline, options: R
         upgrades: websocket ? { '/ws': (q, s, h) => websocket!.handleUpgrade(q, s, h) } : {},
       });
       log(`listening on ${server.url}`, { url: server.url, websocket: websocket ? `${server.url.replace(/^http/, 'ws')}/ws` : undefined });
+      if (!sc.token && !/^(127\.|::1$|localhost$|\[::1\]$)/.test(sc.host)) {
+        log(`server: listening on ${sc.host} without server.token: anyone who can reach the port can read the cameras' detections, alerts and live frames; set server.token`, { host: sc.host }, 'warn');
+      }
     }
     return { sinks, kafka, server, websocket, outbox, replayed };
   } catch (e) {
