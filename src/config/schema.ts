@@ -300,6 +300,8 @@ export const KafkaSinkSchema = z
     bufferSize: z.number().int().min(1).default(10_000),
     /** Alerts buffered while the broker is away (kept and retried). Default 10000. */
     alertBufferSize: z.number().int().min(1).default(10_000),
+    /** The same bound in bytes of the alerts' JSON (snapshots make alerts large). Default 64 MiB. With the outbox, alerts beyond either bound wait on disk and are sent in order as the buffer drains. */
+    alertBufferBytes: z.number().int().min(64 * 1024).default(64 * 1024 * 1024),
     /** Sources whose latest undelivered status is kept (an older one of the same source is replaced, not lost). Default 1000. */
     statusBufferSize: z.number().int().min(1).default(1000),
     /** Time allowed to flush on shutdown, ms. Default 10000. */

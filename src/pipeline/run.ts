@@ -99,7 +99,7 @@ async function startSinks(config: PipelineConfig, pipeline: Pipeline, options: R
     let kafka: KafkaSink | undefined;
     if (k) {
       const deadLetterPath = resolve(options.baseDir ?? process.cwd(), k.deadLetterPath ?? join(outboxDir(config, options.baseDir ?? process.cwd(), env), 'kafka-dead-letter.jsonl'));
-      kafka = new KafkaSink({ ...k, ssl: k.ssl as KafkaSinkOptions["ssl"], log, deadLetterPath, onDelivered: (msgs: Message[]) => outbox?.ack(msgs) });
+      kafka = new KafkaSink({ ...k, ssl: k.ssl as KafkaSinkOptions["ssl"], log, deadLetterPath, onDelivered: (msgs: Message[]) => outbox?.ack(msgs), spill: outbox?.spill() });
       await kafka.start();
       sinks.push(kafka);
     }

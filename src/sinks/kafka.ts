@@ -35,8 +35,17 @@ export interface KafkaSinkOptions {
   maxMessageBytes?: number;
   /** Detection messages buffered before new ones are dropped (and counted). */
   bufferSize: number;
-  /** Alert messages buffered while the broker is away; beyond it the oldest is dropped with an error log. */
+  /** Alert messages buffered while the broker is away; beyond it the oldest is dropped with an error log (or, with `spill`, new ones wait on disk). */
   alertBufferSize: number;
+  /** The same bound in bytes of the alerts' JSON (embedded snapshots make alerts large). Default 64 MiB. */
+  alertBufferBytes?: number;
+  /**
+   * A durable store that already holds every alert (the outbox). With it, alerts beyond the
+   * memory bounds are not dropped: only their key is kept, and they are loaded back, in order,
+   * as the buffer drains. `key` names an alert in the store; `load` returns it, or undefined
+   * once it is gone from the store (delivered, or dropped by the store's own bounds).
+   */
+  spill?: { key: (m: Message) => string; load: (key: string) => { json: string; message: Message } | undefined };
   /**
    * Sources whose latest status message is kept while undelivered (a newer status of the same
    * source replaces the older one). Beyond it the oldest is dropped with an error log. Default 1000.
@@ -88,6 +97,10 @@ export interface KafkaSinkStats {
   dropped: number;
   /** Alerts lost because the alert buffer overflowed or shutdown came first (each logged as an error). Alerts only. */
   alertsDropped: number;
+  /** Alerts beyond the memory bounds left in the durable store (`spill`) and loaded back later: not lost. */
+  alertsSpilled: number;
+  /** Of those, waiting on disk now. */
+  alertsOnDisk: number;
   buffered: number;
   /** Alerts waiting or in flight (status messages not included). */
   alertsBuffered: number;
@@ -175,6 +188,12 @@ export class KafkaSink implements Sink {
   private producerResets = 0;
   private readonly detections = new Deque<Pending>(1024);
   private readonly alerts = new Deque<Pending>(64);
+  /** Characters of the alerts' JSON in `alerts` (the memory bound). */
+  private alertChars = 0;
+  private readonly alertBufferBytes: number;
+  /** Keys of alerts left in the durable store, oldest first (see `spill`). */
+  private readonly spilled = new Deque<string>(64);
+  private spillLogged = false;
   /** Latest undelivered status per source, in order of first arrival. */
   private statuses = new Map<string, Pending>();
   private timer: NodeJS.Timeout | undefined;
@@ -206,6 +225,8 @@ export class KafkaSink implements Sink {
     statusSent: 0,
     dropped: 0,
     alertsDropped: 0,
+    alertsSpilled: 0,
+    alertsOnDisk: 0,
     buffered: 0,
     alertsBuffered: 0,
     statusBuffered: 0,
@@ -226,6 +247,7 @@ export class KafkaSink implements Sink {
     this.maxBatchBytes = o.maxBatchBytes ?? 900_000;
     this.maxMessageBytes = o.maxMessageBytes ?? 1_000_000;
     this.statusBufferSize = o.statusBufferSize ?? 1000;
+    this.alertBufferBytes = o.alertBufferBytes ?? 64 * 1024 * 1024;
     this.deadLetterMaxBytes = o.deadLetterMaxBytes ?? 100 * 1024 * 1024;
     this.kafka = new Kafka({
       clientId: o.clientId,
@@ -323,12 +345,26 @@ export class KafkaSink implements Sink {
         this.statuses.set(source, p);
       }
     } else {
-      if (this.alerts.length >= this.o.alertBufferSize) {
-        const lost = this.alerts.shift()!;
-        this.stats.alertsDropped++;
-        this.log(`kafka: alert buffer full (${this.o.alertBufferSize}); oldest alert lost`, { source: lost.key, alertId: alertId(lost) }, 'error');
+      const full = () => this.alerts.length >= this.o.alertBufferSize || (this.alerts.length > 0 && this.alertChars + json.length > this.alertBufferBytes);
+      if (this.o.spill && (this.spilled.length > 0 || full())) {
+        // Memory is full: the alert is already on disk; keep only its key, load it back in order.
+        this.spilled.push(this.o.spill.key(msg));
+        this.stats.alertsSpilled++;
+        this.stats.alertsOnDisk = this.spilled.length;
+        if (!this.spillLogged) {
+          this.spillLogged = true;
+          this.log(`kafka: alert buffer full (${this.alerts.length} alerts, ${Math.round(this.alertChars / 1024)} KiB); further alerts wait in the outbox on disk and are sent in order as it drains`, {}, 'warn');
+        }
+      } else {
+        while (full()) {
+          const lost = this.alerts.shift()!;
+          this.alertChars -= lost.value.length;
+          this.stats.alertsDropped++;
+          this.log(`kafka: alert buffer full (${this.o.alertBufferSize} alerts or ${this.alertBufferBytes} bytes); oldest alert lost`, { source: lost.key, alertId: alertId(lost) }, 'error');
+        }
+        this.alerts.push({ kind, topic: this.o.topics.alerts, key: source, value: json, emitted: msg.stamps?.emitted ?? now(), bytes: 0, msg });
+        this.alertChars += json.length;
       }
-      this.alerts.push({ kind, topic: this.o.topics.alerts, key: source, value: json, emitted: msg.stamps?.emitted ?? now(), bytes: 0, msg });
     }
     this.updateBuffered();
     this.schedule();
@@ -396,6 +432,7 @@ export class KafkaSink implements Sink {
       if (r === 'full') return batch;
       this.statuses.delete(source);
     }
+    this.refill();
     for (const q of [this.alerts, this.detections]) {
       while (q.length > 0) {
         const p = q.shift()!;
@@ -403,9 +440,28 @@ export class KafkaSink implements Sink {
           q.unshift(p);
           return batch;
         }
+        if (p.kind === 'alert') this.alertChars -= p.value.length;
       }
     }
     return batch;
+  }
+
+  /** Loads alerts left on disk back into memory, oldest first, while there is room. */
+  private refill(): void {
+    const spill = this.o.spill;
+    if (!spill) return;
+    while (this.spilled.length > 0 && this.alerts.length < this.o.alertBufferSize && this.alertChars < this.alertBufferBytes / 2) {
+      const key = this.spilled.shift()!;
+      const r = spill.load(key);
+      if (!r) continue; // delivered meanwhile, or dropped by the store's bounds (it logs that)
+      this.alerts.push({ kind: 'alert', topic: this.o.topics.alerts, key: r.message.source, value: r.json, emitted: r.message.type === 'alert' ? r.message.stamps.emitted : now(), bytes: 0, msg: r.message });
+      this.alertChars += r.json.length;
+    }
+    this.stats.alertsOnDisk = this.spilled.length;
+    if (this.spilled.length === 0 && this.spillLogged) {
+      this.spillLogged = false;
+      this.log('kafka: every alert that waited on disk is back in the send buffer', {});
+    }
   }
 
   private async sendOnce(): Promise<void> {
@@ -585,6 +641,7 @@ export class KafkaSink implements Sink {
       } else this.stats.dropped++;
     }
     this.alerts.putBack(alerts);
+    for (const p of alerts) this.alertChars += p.value.length;
     if (statuses.length > 0) this.statuses = new Map([...statuses, ...this.statuses]);
   }
 
@@ -676,7 +733,7 @@ export class KafkaSink implements Sink {
     this.timer = undefined;
     const inFlight = this.inFlight.flat();
     this.inFlight = [];
-    let alerts = this.alerts.length;
+    let alerts = this.alerts.length + this.spilled.length;
     let statuses = this.statuses.size;
     let dets = this.detections.length;
     for (const p of inFlight) {
@@ -684,7 +741,9 @@ export class KafkaSink implements Sink {
       else if (p.kind === 'status') statuses++;
       else dets++;
     }
-    if (alerts > 0) {
+    if (alerts > 0 && this.o.spill) {
+      this.log(`kafka: ${alerts} alerts not delivered before shutdown; they stay in the outbox and are sent on the next start`, { closeTimeoutMs: this.o.closeTimeoutMs, lastError: this.stats.lastError }, 'warn');
+    } else if (alerts > 0) {
       this.stats.alertsDropped += alerts;
       this.log(`kafka: ${alerts} alerts could not be delivered before shutdown`, { closeTimeoutMs: this.o.closeTimeoutMs, lastError: this.stats.lastError }, 'error');
     }
@@ -698,7 +757,7 @@ export class KafkaSink implements Sink {
 
   /** Undelivered messages at this moment (waiting, not in flight). */
   get pending(): number {
-    return this.alerts.length + this.statuses.size + this.detections.length;
+    return this.alerts.length + this.spilled.length + this.statuses.size + this.detections.length;
   }
 }
 

@@ -232,6 +232,25 @@ export class Outbox {
     throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot lock ${path}`);
   }
 
+  /** The undelivered record under `key`, if any. */
+  get(key: string): OutboxRecord | undefined {
+    return this.live.get(key);
+  }
+
+  /**
+   * For a sink with memory bounds (Kafka): the key of a journaled message, and the message
+   * loaded back by key (undefined once it was acknowledged or dropped by the bounds).
+   */
+  spill(): { key: (m: Message) => string; load: (key: string) => { json: string; message: Message } | undefined } {
+    return {
+      key: (m) => outboxKey(m)?.key ?? '',
+      load: (key) => {
+        const r = this.live.get(key);
+        return r ? { json: r.value, message: JSON.parse(r.value) as Message } : undefined;
+      },
+    };
+  }
+
   /** Records the previous run left undelivered, oldest first (to be replayed once). */
   takeRecovered(): OutboxRecord[] {
     const r = this.recoveredRecords;

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KafkaSinkSchema } from '../../src/config/schema.js';
 import { MESSAGE_VERSION, statusMessage, type AlertMessage, type DetectionsMessage, type Message, type StatusMessage } from '../../src/sinks/message.js';
 import { KafkaSink, type DeliveryOutcome, type KafkaSinkOptions } from '../../src/sinks/kafka.js';
+import { Outbox } from '../../src/sinks/outbox.js';
 import { broker, readTopic, stallBroker, uniqueTopic } from '../helpers/kafka.js';
 
 // A broker of this file's own (not 19092, which other tests share, nor 19192, which
@@ -286,6 +287,39 @@ describe('Kafka sink: status messages during an outage (broker stalled with SIGS
     expect(ackedStatus).toContain(dock.at(-1));
     expect(ackedStatus).toContain(yard.at(-1));
     expect(ackedStatus).not.toContain(dock[10]);
+  }, 150_000);
+});
+
+describe('Kafka sink with the outbox: alerts beyond the memory bounds wait on disk (broker stalled)', () => {
+  it('none is dropped; all arrive in order once the broker is back, and memory holds at most the bound', async () => {
+    const topic = uniqueTopic('spill');
+    const outbox = await Outbox.open({ dir: mkdtempSync(join(tmp, 'outbox-')), maxBytes: 64 << 20, maxAgeMs: 3_600_000, fsync: false });
+    // 20 alerts with 40 KB snapshots: 800 KB, over both bounds (5 alerts, 120 KB).
+    const { sink } = makeSink(topic, { alertBufferSize: 5, alertBufferBytes: 120_000, spill: outbox.spill(), onDelivered: (m) => outbox.ack(m) });
+    await sink.start();
+    stallBroker(PORT, true);
+    stalled = true;
+    const alerts = Array.from({ length: 20 }, (_, i) => alert('dock', `spill-${i}`, 40_000));
+    try {
+      for (const a of alerts) {
+        const json = JSON.stringify(a);
+        await outbox.append(a, json);
+        sink.publish('alert', a.source, json, a);
+      }
+      expect(sink.stats.alertsDropped).toBe(0);
+      expect(sink.stats.alertsSpilled).toBeGreaterThanOrEqual(20 - 5);
+      expect(sink.stats.alertsBuffered).toBeLessThanOrEqual(5 + 1);
+    } finally {
+      stallBroker(PORT, false);
+      stalled = false;
+    }
+    expect(await until(() => sink.stats.alertsSent === 20, 90_000)).toBe(true);
+    expect(sink.stats.alertsOnDisk).toBe(0);
+    await sink.close();
+    expect(sink.stats.alertsDropped).toBe(0);
+    expect(ids(await readTopic(brokers, `${topic}.alerts`, 20))).toEqual(alerts.map((m) => m.alert.id));
+    expect(outbox.pendingAlerts).toBe(0); // every ack reached the journal
+    await outbox.close();
   }, 150_000);
 });
 
