@@ -74,7 +74,11 @@ describe('argus run pipelines/demo.yaml (real video, real model)', () => {
     expect(r.code).toBe(0);
     const lines = r.stdout.trim().split('\n');
     expect(lines).toHaveLength(25);
-    expect(JSON.parse(lines[24]).seq).toBe(24);
+    // seq counts frames read, dropped ones included: 24 without drops, more on a busy machine.
+    const seqs = lines.map((l) => JSON.parse(l).seq as number);
+    expect(seqs[0]).toBe(0);
+    expect(seqs.every((v, i) => i === 0 || v > seqs[i - 1])).toBe(true);
+    expect(seqs[24]).toBeGreaterThanOrEqual(24);
     expect(r.stderr).toMatch(/\[status\] lobby {2}in [\d.]+ fps {2}out [\d.]+ fps {2}drops \d+ {2}e2e p50 [\d.]+ ms {2}p99 [\d.]+ ms/);
   });
 });

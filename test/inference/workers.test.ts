@@ -100,7 +100,8 @@ describe('inference on worker threads', () => {
 
   it('a batch of three sources on a worker session: the worker assembles the batch, each frame gets exactly its own detections', async () => {
     const { manifest: dyn } = await loadModelManifest('yolox-nano-dyn');
-    const batched = await load(1, { batch: { maxBatch: 4, maxWaitMs: 50 } }, dyn, await resolveModelFile(dyn));
+    // A generous wait: on a busy machine the three decodes finish far apart; the batch is sent as soon as it is full.
+    const batched = await load(1, { batch: { maxBatch: 3, maxWaitMs: 3000 } }, dyn, await resolveModelFile(dyn));
     const single = await load(0);
     const files = ['000000002532.jpg', '000000006460.jpg', '000000001818.jpg'];
     const refs = await Promise.all(files.map(async (f) => (await detectFile(single, join(MIRROR, 'images', f)))[0].detections));
