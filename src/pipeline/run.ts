@@ -187,7 +187,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
   let liveFrames: FrameBroadcaster | undefined;
   let rates: RateMeter | undefined;
   if (started.server) {
-    metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka: started.kafka, websocket: started.websocket, alertsByRule: () => alerts.byRule });
+    metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka: started.kafka, websocket: started.websocket, outbox: started.outbox, alertsByRule: () => alerts.byRule });
     rates = new RateMeter(() => pipeline.stats);
     if (started.websocket) liveFrames = new FrameBroadcaster(started.websocket, pipeline.detector.manifest.preprocess.channelOrder);
     registerRoutes(started.server, {

@@ -2,6 +2,7 @@ import client, { type Histogram, Registry } from 'prom-client';
 import type { SourceStats } from '../pipeline/pipeline.js';
 import type { FrameResult } from '../pipeline/pipeline.js';
 import type { KafkaSink } from '../sinks/kafka.js';
+import type { Outbox } from '../sinks/outbox.js';
 import type { WebSocketHub } from '../sinks/websocket.js';
 import type { SourceState } from '../sources/health.js';
 
@@ -15,6 +16,7 @@ export interface MetricsSources {
   provider: string;
   kafka?: KafkaSink;
   websocket?: WebSocketHub;
+  outbox?: Outbox;
   alertsByRule?: () => ReadonlyMap<string, { severity: string; count: number }>;
 }
 
@@ -104,7 +106,7 @@ export class Metrics {
     });
     new client.Gauge({
       name: 'argus_queue_depth',
-      help: 'Items waiting in bounded queues: kafka_detections, kafka_alerts (alerts and status), websocket_alert_backlog.',
+      help: 'Items waiting in bounded queues: kafka_detections, kafka_alerts (alerts in memory), kafka_alerts_on_disk (alerts beyond the memory bounds, waiting in the outbox), kafka_status, websocket_alert_backlog.',
       labelNames: ['queue'],
       registers: [r],
       collect() {
@@ -112,6 +114,8 @@ export class Metrics {
         if (src.kafka) {
           this.set({ queue: 'kafka_detections' }, src.kafka.stats.buffered);
           this.set({ queue: 'kafka_alerts' }, src.kafka.stats.alertsBuffered);
+          this.set({ queue: 'kafka_alerts_on_disk' }, src.kafka.stats.alertsOnDisk);
+          this.set({ queue: 'kafka_status' }, src.kafka.stats.statusBuffered);
         }
         if (src.websocket) this.set({ queue: 'websocket_alert_backlog' }, src.websocket.clientStats().reduce((n, c) => n + c.backlog, 0));
       },
@@ -139,6 +143,38 @@ export class Metrics {
         },
       });
       new client.Gauge({ name: 'argus_kafka_connected', help: '1 while publishing to Kafka works.', registers: [r], collect() { this.set(k.stats.connected ? 1 : 0); } });
+      new client.Counter({
+        name: 'argus_kafka_undeliverable_total',
+        help: 'Messages the broker can never take (too large), by what became of them: parked (in the dead-letter file), alert_lost (alert buffer overflow without an outbox, or shutdown).',
+        labelNames: ['outcome'],
+        registers: [r],
+        collect() {
+          this.reset();
+          this.inc({ outcome: 'parked' }, k.stats.parked);
+          this.inc({ outcome: 'alert_lost' }, k.stats.alertsDropped);
+        },
+      });
+    }
+    if (src.outbox) {
+      const ob = src.outbox;
+      new client.Gauge({ name: 'argus_outbox_pending_alerts', help: 'Alerts in the outbox journal not yet acknowledged by Kafka.', registers: [r], collect() { this.set(ob.pendingAlerts); } });
+      new client.Gauge({ name: 'argus_outbox_pending_bytes', help: 'Bytes of the undelivered records in the outbox journal.', registers: [r], collect() { this.set(ob.stats.pendingBytes); } });
+      new client.Counter({
+        name: 'argus_outbox_events_total',
+        help: 'Outbox journal events: appended, acked, recovered (replayed at start), evicted (dropped undelivered for maxBytes/maxAgeHours: lost), write_errors, corrupt (records skipped at start).',
+        labelNames: ['event'],
+        registers: [r],
+        collect() {
+          this.reset();
+          const st = ob.stats;
+          this.inc({ event: 'appended' }, st.appended);
+          this.inc({ event: 'acked' }, st.acked);
+          this.inc({ event: 'recovered' }, st.recovered);
+          this.inc({ event: 'evicted' }, st.evicted);
+          this.inc({ event: 'write_errors' }, st.writeErrors);
+          this.inc({ event: 'corrupt' }, st.corrupt);
+        },
+      });
     }
     if (src.websocket) {
       const w = src.websocket;

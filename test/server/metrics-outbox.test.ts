@@ -1,0 +1,37 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { KafkaSinkSchema } from '../../src/config/schema.js';
+import { Metrics } from '../../src/server/metrics.js';
+import { KafkaSink } from '../../src/sinks/kafka.js';
+import type { AlertMessage } from '../../src/sinks/message.js';
+import { Outbox } from '../../src/sinks/outbox.js';
+
+const sample = (text: string, series: string) => {
+  const line = text.split('\n').find((l) => l.startsWith(series + ' '));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+};
+
+describe('metrics for alert delivery', () => {
+  it('export what the outbox holds and what Kafka holds in memory, on disk and parked', async () => {
+    const outbox = await Outbox.open({ dir: mkdtempSync(join(tmpdir(), 'argus-m-')), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false });
+    // A broker that is not there: nothing is ever acknowledged.
+    const kafka = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'], alertBufferSize: 2, closeTimeoutMs: 500 }), ssl: undefined, spill: outbox.spill(), onDelivered: (m) => outbox.ack(m) });
+    for (let i = 0; i < 5; i++) {
+      const a = { type: 'alert', version: 1, source: 'cam', stamps: { emitted: 1 }, alert: { id: `m${i}` } } as unknown as AlertMessage;
+      const json = JSON.stringify(a);
+      await outbox.append(a, json);
+      kafka.publish('alert', 'cam', json, a);
+    }
+    const metrics = new Metrics({ stats: () => [], provider: 'cpu', kafka, outbox });
+    const text = await metrics.scrape();
+    expect(sample(text, 'argus_outbox_pending_alerts')).toBe(5);
+    expect(sample(text, 'argus_outbox_events_total{event="appended"}')).toBe(5);
+    expect(sample(text, 'argus_queue_depth{queue="kafka_alerts_on_disk"}')).toBe(3);
+    expect(sample(text, 'argus_queue_depth{queue="kafka_alerts"}')).toBeLessThanOrEqual(2);
+    expect(sample(text, 'argus_kafka_undeliverable_total{outcome="alert_lost"}')).toBe(0);
+    await kafka.close();
+    await outbox.close();
+  }, 30_000);
+});
