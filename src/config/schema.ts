@@ -427,8 +427,12 @@ export const OutboxSchema = z
     enabled: z.boolean().optional(),
     /** Folder of the journal; relative to the pipeline file. Default $ARGUS_STATE_DIR/<name>, else $XDG_STATE_HOME/argus/<name>, else ~/.local/state/argus/<name>. */
     dir: z.string().min(1).optional(),
-    /** Undelivered alerts kept at most, bytes; beyond it the oldest are dropped (each logged as an error). Default 256 MiB. */
-    maxBytes: z.number().int().min(64 * 1024).default(256 * 1024 * 1024),
+    /**
+     * Undelivered alerts kept at most, bytes (on disk, and in memory: they are also held there);
+     * beyond it the oldest are dropped (each logged as an error). Default 128 MiB, at most 192 MiB
+     * (the journal is read back as one string at start).
+     */
+    maxBytes: z.number().int().min(64 * 1024).max(192 * 1024 * 1024).default(128 * 1024 * 1024),
     /** Undelivered alerts older than this are dropped (logged as errors), hours. Default 168 (7 days). */
     maxAgeHours: z.number().positive().default(168),
     /** fsync each write. Default true; false still survives a process crash, not a power cut. */

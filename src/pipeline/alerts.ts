@@ -66,6 +66,8 @@ export class AlertPublisher {
         this.track(this.publisher.alert(frame, detections, dropped, body).then(() => void this.stats.published++));
         continue;
       }
+      // On disk now, not after the snapshot (tens of ms of libvips): it counts as raised.
+      this.publisher.reserve(frame, detections, dropped, body);
       const geometry = r.analyzer?.geometry() ?? { zones: [], lines: [] };
       const zones = draft.zone ? geometry.zones.filter((z) => z.id === draft.zone) : geometry.zones;
       const job = renderSnapshot(pic, { detections, labels: this.detector.labels, highlight: row, zones, lines: geometry.lines }, snap)

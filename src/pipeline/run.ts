@@ -8,7 +8,7 @@ import { startHttpServer, type RunningServer } from '../server/http.js';
 import { JsonlSink } from '../sinks/jsonl.js';
 import { KafkaSink, type KafkaSinkOptions } from '../sinks/kafka.js';
 import type { Message, MessageKind } from '../sinks/message.js';
-import { Outbox } from '../sinks/outbox.js';
+import { Outbox, recordMessage } from '../sinks/outbox.js';
 import { Publisher } from '../sinks/publisher.js';
 import type { Sink } from '../sinks/sink.js';
 import { StatusReporter } from '../sinks/status.js';
@@ -108,8 +108,7 @@ async function startSinks(config: PipelineConfig, pipeline: Pipeline, options: R
     if (recovered.length > 0) {
       if (kafka) {
         for (const r of recovered) {
-          const msg = JSON.parse(r.value) as Message;
-          kafka.publish(r.kind as MessageKind, r.source, r.value, msg);
+          kafka.publish(r.kind as MessageKind, r.source, r.value, recordMessage(r));
           replayed++;
         }
         log(`outbox: replaying ${recovered.filter((r) => r.kind === 'alert').length} alert(s) and ${recovered.filter((r) => r.kind === 'status').length} status message(s) an earlier run left undelivered`, { dir: outbox!.dir });

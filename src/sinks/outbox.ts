@@ -125,6 +125,15 @@ export async function readOutbox(dir: string): Promise<OutboxRecord[]> {
   return [...parseJournal(text).records.values()];
 }
 
+/** This boot's id and a process's start time (Linux /proc), so a pid reused after a reboot or a crash is not taken for the lock's owner. */
+async function processIdentity(pid: number): Promise<string> {
+  const boot = (await readFile('/proc/sys/kernel/random/boot_id', 'utf8').catch(() => '?')).trim();
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  // Field 22 (starttime) counts from after the command name, which may hold spaces: split after ')'.
+  const start = stat ? stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? '?' : '?';
+  return `${boot} ${start}`;
+}
+
 function pidAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
   try {
@@ -220,12 +229,15 @@ export class Outbox {
   private async takeLock(path: string): Promise<void> {
     for (let tries = 0; tries < 3; tries++) {
       try {
-        await writeFile(path, String(process.pid), { flag: 'wx' });
+        await writeFile(path, `${process.pid} ${await processIdentity(process.pid)}\n`, { flag: 'wx' });
         return;
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot lock ${path} (${(e as NodeJS.ErrnoException).code})`, { cause: e });
-        const pid = Number((await readFile(path, 'utf8').catch(() => '')).trim());
-        if (pidAlive(pid)) throw new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is in use by another argus (pid ${pid}); give each pipeline its own outbox.dir`);
+        const [pidText, ...who] = (await readFile(path, 'utf8').catch(() => '')).trim().split(' ');
+        const pid = Number(pidText);
+        // The same pid alive is the owner only if it is the same process (same boot, same start).
+        const owner = pidAlive(pid) && (who.length < 2 || who.join(' ') === (await processIdentity(pid)));
+        if (owner) throw new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is in use by another argus (pid ${pid}); give each pipeline its own outbox.dir`);
         await rm(path, { force: true }); // left by a process that died
       }
     }
@@ -246,7 +258,7 @@ export class Outbox {
       key: (m) => outboxKey(m)?.key ?? '',
       load: (key) => {
         const r = this.live.get(key);
-        return r ? { json: r.value, message: JSON.parse(r.value) as Message } : undefined;
+        return r ? { json: r.value, message: recordMessage(r) } : undefined;
       },
     };
   }
@@ -305,12 +317,15 @@ export class Outbox {
       while (this.queue.length > 0) {
         const batch = this.queue;
         this.queue = [];
-        const text = batch.length === 1 ? batch[0].text : batch.map((b) => b.text).join('');
+        // After a failed or short write the file may end mid-line: start on a fresh line, so the
+        // torn piece fails its checksum alone and the records after it read back.
+        const text = (this.realign ? '\n' : '') + (batch.length === 1 ? batch[0].text : batch.map((b) => b.text).join(''));
         try {
-          await this.fh.write(text);
+          await this.writeAll(Buffer.from(text));
           if (this.o.fsync) await this.fh.datasync();
-          this.fileBytes += Buffer.byteLength(text);
+          this.realign = false;
         } catch (e) {
+          this.realign = true;
           this.stats.writeErrors++;
           if (this.stats.writeErrors === 1 || this.stats.writeErrors % 100 === 0) {
             this.log(`outbox: journal write failed (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); alerts are still published but not protected against a crash`, { dir: this.o.dir, failures: this.stats.writeErrors }, 'error');
@@ -324,15 +339,39 @@ export class Outbox {
     }
   }
 
+  /** Writes every byte (a write may take only part: a full disk, a file size limit) or throws. */
+  private async writeAll(buf: Buffer): Promise<void> {
+    let off = 0;
+    while (off < buf.length) {
+      const { bytesWritten } = await this.fh.write(buf, off, buf.length - off);
+      if (bytesWritten <= 0) throw Object.assign(new Error('short write: the disk took no more bytes'), { code: 'ENOSPC' });
+      off += bytesWritten;
+      this.fileBytes += bytesWritten;
+    }
+  }
+
+  private realign = false;
+
   /** Writes the live records to a new file and swaps it in (atomic rename), then reopens for appending. */
   private async rewrite(): Promise<void> {
     const path = join(this.o.dir, FILE);
     const tmp = `${path}.tmp`;
-    const text = [...this.live.values()].map((r) => line({ op: 'put', key: r.key, kind: r.kind, source: r.source, at: r.at, value: r.value })).join('');
     try {
+      // Record by record: one string of the whole journal could pass V8's string limit.
       const t = await open(tmp, 'w');
+      let size = 0;
       try {
-        await t.write(text);
+        for (const r of this.live.values()) {
+          const l = line({ op: 'put', key: r.key, kind: r.kind, source: r.source, at: r.at, value: r.value });
+          const b = Buffer.from(l);
+          let off = 0;
+          while (off < b.length) {
+            const { bytesWritten } = await t.write(b, off, b.length - off);
+            if (bytesWritten <= 0) throw Object.assign(new Error('short write'), { code: 'ENOSPC' });
+            off += bytesWritten;
+          }
+          size += b.length;
+        }
         await t.sync();
       } finally {
         await t.close();
@@ -343,11 +382,23 @@ export class Outbox {
       await d?.close();
       await this.fh?.close().catch(() => undefined);
       this.fh = await open(path, 'a');
-      this.fileBytes = Buffer.byteLength(text);
+      this.fileBytes = size;
+      this.realign = false;
     } catch (e) {
-      if (!this.fh) throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot write ${path} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
+      await rm(tmp, { force: true }).catch(() => undefined);
       this.stats.writeErrors++;
-      this.log(`outbox: compaction failed (${(e as Error).message}); the journal keeps growing until it works`, { dir: this.o.dir }, 'error');
+      const why = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+      if (!this.fh) {
+        // At open (a full disk, say): go on appending to the journal as it is rather than
+        // refusing to start; it is compacted once a rewrite succeeds.
+        try {
+          this.fh = await open(path, 'a');
+          this.realign = true;
+        } catch (e2) {
+          throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot write ${path} (${(e2 as NodeJS.ErrnoException).code ?? (e2 as Error).message})`, { cause: e2 });
+        }
+      }
+      this.log(`outbox: compaction failed (${why}); the journal keeps growing until it works`, { dir: this.o.dir }, 'error');
     }
   }
 
@@ -410,6 +461,16 @@ export class Outbox {
     await rm(join(this.o.dir, LOCK), { force: true });
     openHere.delete(resolve(this.o.dir));
   }
+}
+
+/**
+ * The few fields of a journaled message a sink and the acks need (type, source, alert id,
+ * stamps), without parsing its JSON (an alert with its snapshot is ~200 KB); statuses are
+ * small and parsed.
+ */
+export function recordMessage(r: OutboxRecord): Message {
+  if (r.kind === 'status') return JSON.parse(r.value) as Message;
+  return { type: 'alert', source: r.source, alert: { id: r.key.slice('alert:'.length) }, stamps: { emitted: r.at } } as unknown as Message;
 }
 
 function sameStatus(cur: OutboxRecord, m: Message): boolean {

@@ -37,6 +37,18 @@ export class Publisher {
     return msg;
   }
 
+  /**
+   * Journals an alert at once, before its snapshot is rendered: a crash in between loses
+   * nothing (it is replayed without the picture). `alert()` later journals the full alert under
+   * the same key, replacing this record. No outbox: nothing to do.
+   */
+  reserve(frame: Frame, detections: Detections, dropped: number, body: AlertBody): void {
+    if (!this.outbox) return;
+    const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body);
+    msg.stamps.published = now();
+    void this.journal(msg, JSON.stringify(msg));
+  }
+
   /** Resolves once the alert is journaled (when there is an outbox) and handed to every sink. */
   async alert(frame: Frame, detections: Detections, dropped: number, body: AlertBody): Promise<AlertMessage> {
     const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body);

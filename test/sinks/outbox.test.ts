@@ -87,6 +87,31 @@ describe('Outbox (the durable alert journal)', () => {
     expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:t1', 'alert:t3', 'alert:t4']);
   });
 
+  it('a write the disk takes only part of (a file size limit) is an error, and the records after it still read back', async () => {
+    const d = dir();
+    // A child with a 64 KiB file size limit (ulimit -f 64) appends 10 KB alerts; the 7th crosses it.
+    const script = `
+      import { Outbox } from ${JSON.stringify(join(__dirname, '../../src/sinks/outbox.ts'))};
+      process.on('SIGXFSZ', () => {});
+      const ob = await Outbox.open({ dir: ${JSON.stringify(d)}, maxBytes: 1 << 20, maxAgeMs: 3600000, fsync: false });
+      for (let i = 0; i < 8; i++) { const m = { type: 'alert', source: 'cam', alert: { id: 'w' + i, pad: 'x'.repeat(10000) } }; await ob.append(m, JSON.stringify(m)); }
+      process.stdout.write(JSON.stringify(ob.stats));
+      process.exit(0);
+    `;
+    const out = await new Promise<string>((res, rej) => {
+      const child = spawn('bash', ['-c', `ulimit -f 64; exec ${JSON.stringify(process.execPath)} --import tsx --input-type=module -e "$0"`, script], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let o = '';
+      child.stdout!.on('data', (b: Buffer) => (o += b));
+      child.on('close', (c) => (c === 0 ? res(o) : rej(new Error(`child exited ${c}`))));
+    });
+    const stats = JSON.parse(out) as { writeErrors: number };
+    expect(stats.writeErrors).toBeGreaterThan(0);
+    // What reached the disk reads back intact; the torn record is skipped, not glued to the next.
+    const parsed = parseJournal(readFileSync(join(d, 'outbox.log'), 'utf8'));
+    const keys = [...parsed.records.keys()];
+    expect(keys.slice(0, 6)).toEqual(['alert:w0', 'alert:w1', 'alert:w2', 'alert:w3', 'alert:w4', 'alert:w5']);
+  }, 60_000);
+
   it('keeps only the latest status per source, and an ack of an older status does not remove a newer one', async () => {
     const d = dir();
     const ob = await Outbox.open(opts(d));
@@ -131,6 +156,12 @@ describe('Outbox (the durable alert journal)', () => {
     const e = await Outbox.open(opts(d)).catch((x: unknown) => x);
     expect(isArgusError(e, 'VAP_ERR_OUTBOX')).toBe(true);
     expect((e as Error).message).toContain(d);
+    // The same pid, but another process (its start time differs: the pid was reused): taken over.
+    const d2 = dir();
+    writeFileSync(join(d2, 'outbox.lock'), `${process.ppid} some-other-boot 12345\n`);
+    const taken = await Outbox.open(opts(d2));
+    expect(readFileSync(join(d2, 'outbox.lock'), 'utf8')).toMatch(new RegExp(`^${process.pid} `));
+    await taken.close();
     const ob = await Outbox.open(opts(dir()));
     const e2 = await Outbox.open(opts(ob.dir)).catch((x: unknown) => x);
     expect((e2 as Error).message).toMatch(/already open in this process/);
@@ -160,9 +191,44 @@ describe('Outbox (the durable alert journal)', () => {
       ob.ack([a[0] as Message]);
     }
     await ob.append(...alert('last'));
+    // Compacted while running (not only at close): ~6 MB were written in all.
+    expect(readFileSync(join(d, 'outbox.log')).length).toBeLessThan(5 * 1024 * 1024);
     await ob.close();
     const size = readFileSync(join(d, 'outbox.log')).length;
-    expect(size).toBeLessThan(4096); // ~6 MB written in all; only the one live record remains
+    expect(size).toBeLessThan(4096); // only the one live record remains
     expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:last']);
+  });
+});
+
+describe('alerts are journaled when raised', () => {
+  it('before the snapshot is rendered; the full alert then replaces that record', async () => {
+    const { AlertPublisher } = await import('../../src/pipeline/alerts.js');
+    const { Publisher } = await import('../../src/sinks/publisher.js');
+    const { AlertsSchema } = await import('../../src/config/schema.js');
+    const { Detections } = await import('../../src/core/detections.js');
+    const { letterbox } = await import('../../src/core/geometry.js');
+    const { emptyStamps } = await import('../../src/core/frame.js');
+    const ob = await Outbox.open(opts(dir()));
+    const seen: string[] = [];
+    const sink = { name: 'spy', publish: (_k: string, _s: string, json: string) => void seen.push(json), close: async () => {} };
+    const publisher = new Publisher([sink], { name: 'm', version: '1' }, ['person'], ob);
+    const detector = { manifest: { preprocess: { channelOrder: 'bgr' } }, labels: ['person'] } as never;
+    const alerts = new AlertPublisher(publisher, AlertsSchema.parse({}), detector, dir(), () => {});
+    const lb = letterbox(64, 48, 64, 64);
+    const frame = { source: 'cam', seq: 7, pts: 0.7, data: Buffer.alloc(64 * 64 * 3, 90), letterbox: lb, stamps: emptyStamps(Date.now()), release: () => {} };
+    const detections = new Detections(new Float32Array([4, 4, 30, 40]), new Float32Array([0.9]), new Int32Array([0]));
+    alerts.raise({ frame, detections, dropped: 0, alerts: [{ rule: 'r', severity: 'critical', event: 'zone.enter', message: 'm', row: 0 }] });
+    // Synchronously after raise(): on its way to disk, with no snapshot yet, and not yet published.
+    const [rec] = [...(ob as unknown as { live: Map<string, { value: string }> }).live.values()];
+    expect(rec).toBeDefined();
+    expect(JSON.parse(rec.value).alert.snapshot).toBeUndefined();
+    expect(seen).toEqual([]);
+    await alerts.drain();
+    const recs = await readOutbox(ob.dir);
+    expect(recs).toHaveLength(1); // replaced, not added
+    expect(JSON.parse(recs[0].value).alert.snapshot.contentType).toBe('image/jpeg');
+    expect(seen).toHaveLength(1);
+    expect(JSON.parse(seen[0]).alert.id).toBe(recs[0].key.slice('alert:'.length));
+    await ob.close();
   });
 });
