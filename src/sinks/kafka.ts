@@ -313,7 +313,8 @@ export class KafkaSink implements Sink {
       if (e instanceof ArgusError) throw e;
       this.stats.failures++;
       this.stats.lastError = describe(e);
-      this.reasonsLogged.add(this.stats.lastError);
+      this.reasonsLogged.add(`0:${this.stats.lastError}`);
+      this.lastReason = this.stats.lastError;
       this.log(`kafka: broker not reachable at start (${this.stats.lastError}); buffering alerts and retrying`, { brokers: this.o.brokers }, 'warn');
     } finally {
       await admin?.disconnect().catch(() => undefined);
@@ -507,11 +508,15 @@ export class KafkaSink implements Sink {
         if (this.backoffMs > 0 || !this.stats.connected) this.log('kafka: broker back, publishing again', { alertsPending: this.alerts.length, statusPending: this.statuses.size });
         this.stats.connected = true;
         this.reasonsLogged.clear();
+        this.lastReason = undefined;
       }
       this.backoffMs = 0;
     } catch (e) {
       if (this.closed) return;
-      if (anySent) this.reasonsLogged.clear();
+      if (anySent) {
+        this.reasonsLogged.clear();
+        this.lastReason = undefined;
+      }
       // Alerts and statuses go back to the front, in order; detections of the failed batch are dropped.
       this.putBack(work.flat());
       this.noteFailure(e);
@@ -581,7 +586,10 @@ export class KafkaSink implements Sink {
       { source: p.key, alertId: id, topic: p.topic, bytes: p.bytes, reason },
       'error',
     );
-    this.notify([p.msg!], 'dead-lettered');
+    // Forgotten by the outbox only once it is in the dead-letter file; a parked alert that could
+    // not be written there stays in the outbox (kept, retried at the next start), never erased.
+    if (file || p.kind !== 'alert' || !this.o.spill) this.notify([p.msg!], 'dead-lettered');
+    else this.log(`kafka: alert ${id ?? '?'} stays in the outbox (the dead-letter file could not take it)`, { source: p.key, alertId: id }, 'error');
   }
 
   /** Appends a parked message to the dead-letter file; returns its path if it was written. */
@@ -689,12 +697,17 @@ export class KafkaSink implements Sink {
     this.splits = 0;
   }
 
-  /** Logs `text` the first time `reason` occurs since publishing last worked (bounded log volume). */
+  /**
+   * Logs `text` when the failure reason changes (A → B → A logs three times; A, A once), at most
+   * MAX_REASONS_LOGGED times between two successful sends (bounded log volume).
+   */
   private noteReason(reason: string, text: string, level: 'warn' | 'error' = 'warn'): void {
-    if (this.reasonsLogged.has(reason) || this.reasonsLogged.size >= MAX_REASONS_LOGGED) return;
-    this.reasonsLogged.add(reason);
+    if (reason === this.lastReason || this.reasonsLogged.size >= MAX_REASONS_LOGGED) return;
+    this.lastReason = reason;
+    this.reasonsLogged.add(`${this.reasonsLogged.size}:${reason}`);
     this.log(text, { brokers: this.o.brokers, reason }, level);
   }
+  private lastReason: string | undefined;
 
   private noteFailure(e: unknown): void {
     const reason = describe(e);

@@ -200,7 +200,7 @@ describe('Kafka sink: messages too large for the broker', () => {
 });
 
 describe('Kafka sink: failure reasons in the log', () => {
-  it('logs each distinct failure reason of an outage once (ECONNREFUSED → not leader), not only the first, and not again when it repeats', async () => {
+  it('logs the failure reason each time it changes (ECONNREFUSED → not leader → ECONNREFUSED), not only the first, and not again while it repeats', async () => {
     const { sink, logs } = makeSink(uniqueTopic('reasons'), { brokers: ['127.0.0.1:9'], closeTimeoutMs: 500 });
     // No broker: the producer is replaced by one that fails as scripted, then works.
     const refused = Object.assign(new Error('Connection error: connect ECONNREFUSED 127.0.0.1:9'), { name: 'KafkaJSConnectionError' });
@@ -223,9 +223,10 @@ describe('Kafka sink: failure reasons in the log', () => {
     expect(await until(() => sink.stats.alertsSent === 1, 30_000)).toBe(true);
     expect(calls).toBe(script.length + 1);
     const failures = logs.filter((l) => l.level === 'warn').map((l) => l.msg);
-    expect(failures).toHaveLength(2);
+    expect(failures).toHaveLength(3);
     expect(failures[0]).toMatch(/publishing failed \(Connection error: connect ECONNREFUSED/);
     expect(failures[1]).toMatch(/still failing, now: This server is not the leader .*NOT_LEADER_FOR_PARTITION/);
+    expect(failures[2]).toMatch(/still failing, now: Connection error: connect ECONNREFUSED/);
     expect(logs.some((l) => /broker back/.test(l.msg))).toBe(true);
     expect(sink.stats.failures).toBe(script.length);
     await sink.close();
