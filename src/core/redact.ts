@@ -4,7 +4,9 @@
  * (token, password, …) have their values replaced. Used for logs, status messages, HTTP
  * answers and anything else that is written out.
  */
-const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s/@?#'"]*)@/gi;
+// Greedy up to the last '@' before the path: a password may itself hold '@' or a quote
+// (ffmpeg splits user-info at the last '@'); a double quote still ends it (JSON strings).
+const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s/?#"]*)@/gi;
 const SECRET_PARAM = /([?&;](?:token|access_token|password|passwd|pwd|pass|secret|key|api_key|apikey|auth|sig|signature)=)([^&#\s'"]*)/gi;
 
 /** `rtsp://admin:hunter2@cam/stream?token=abc` → `rtsp://***@cam/stream?token=***`. */
