@@ -1,29 +1,15 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MIRROR } from '../helpers/assets.js';
+import { ARGUS, runCommand } from '../helpers/cli.js';
 import { writeConstantModel } from '../helpers/onnx.js';
 import { assertValidMessage } from '../helpers/schema.js';
 
-const ROOT = resolve(__dirname, '../..');
-const ARGUS = join(ROOT, 'bin/argus.js');
 
-function argus(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 120_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((res, rej) => {
-    const p = spawn(process.execPath, [ARGUS, ...args], { cwd: ROOT, env: { ...process.env, ARGUS_MIRROR: MIRROR, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-    p.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-    const t = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
-    p.on('error', rej);
-    p.on('close', (code) => {
-      clearTimeout(t);
-      res({ code, stdout, stderr });
-    });
-  });
+function argus(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 120_000) {
+  return runCommand(process.execPath, [ARGUS, ...args], env, timeoutMs);
 }
 
 interface Rec {

@@ -1,33 +1,19 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load.js';
 import { PipelineSchema } from '../../src/config/schema.js';
 import { isArgusError } from '../../src/core/errors.js';
 import { Candidates } from '../../src/models/decoder.js';
 import { selectDetections } from '../../src/postprocess/select.js';
-import { MIRROR, PERSON_VIDEO } from '../helpers/assets.js';
+import { PERSON_VIDEO } from '../helpers/assets.js';
+import { ARGUS, runCommand } from '../helpers/cli.js';
 
 /** Input that used to crash argus or slip through: files, pipes, environment, model outputs. */
-const ROOT = resolve(__dirname, '../..');
-const ARGUS = join(ROOT, 'bin/argus.js');
 
-function sh(cmd: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 90_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((res, rej) => {
-    const p = spawn('bash', ['-c', cmd], { cwd: ROOT, env: { ...process.env, ARGUS_MIRROR: MIRROR, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-    p.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-    const t = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
-    p.on('error', rej);
-    p.on('close', (code) => {
-      clearTimeout(t);
-      res({ code, stdout, stderr });
-    });
-  });
+function sh(cmd: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 90_000) {
+  return runCommand('bash', ['-c', cmd], env, timeoutMs);
 }
 
 function pipeline(body = ''): string {

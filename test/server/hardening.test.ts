@@ -397,14 +397,15 @@ describe('WebSocket: origin, clients, heartbeat, buffers, rate', () => {
   });
 
   it('a client that does not answer pings is terminated within about one heartbeat; one that answers stays', async () => {
-    const { hub, url } = await hubServer({ heartbeatMs: 300 });
+    // 1.5 s: long enough that a busy machine's event-loop stall never makes the live client miss a pong.
+    const { hub, url } = await hubServer({ heartbeatMs: 1500 });
     const live = await open(url);
     const deaf = await open(url, { autoPong: false });
     const t0 = Date.now();
     const deafClosed = new Promise<number>((r) => deaf.ws!.once('close', () => r(Date.now() - t0)));
     expect(await within(deafClosed, 10_000, 'the deaf client to be closed')).toBeLessThan(8000);
     expect(hub.stats.heartbeatTimeouts).toBe(1);
-    await sleep(1000); // several more intervals
+    await sleep(4000); // several more intervals
     expect(live.ws!.readyState).toBe(WebSocket.OPEN);
   });
 
