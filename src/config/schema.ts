@@ -380,6 +380,8 @@ export const ServerSchema = z
     requestTimeoutMs: z.number().int().min(100).optional(),
     /** An idle keep-alive connection is closed after this long. Default 5000 ms. */
     keepAliveTimeoutMs: z.number().int().min(0).optional(),
+    /** Host names served (the Host header); others get 403. Default: on loopback only loopback names (stops DNS rebinding); elsewhere any. "*": any. */
+    allowedHosts: z.array(z.string().min(1)).optional(),
   })
   .strict();
 

@@ -134,6 +134,7 @@ async function startSinks(config: PipelineConfig, pipeline: Pipeline, options: R
         headersTimeoutMs: sc.headersTimeoutMs,
         requestTimeoutMs: sc.requestTimeoutMs,
         keepAliveTimeoutMs: sc.keepAliveTimeoutMs,
+        allowedHosts: sc.allowedHosts,
         log,
         upgrades: websocket ? { '/ws': (q, s, h) => websocket!.handleUpgrade(q, s, h) } : {},
       });

@@ -40,7 +40,35 @@ export interface HttpServerOptions {
   requestTimeoutMs?: number;
   /** An idle keep-alive connection is closed after this long. Default 5 s. */
   keepAliveTimeoutMs?: number;
+  /**
+   * Host names (the request's `Host` header, without the port) that are served; others get 403.
+   * Default: on a loopback address, only loopback names (localhost, 127.0.0.1, ::1): a page
+   * that rebinds its own name to 127.0.0.1 (DNS rebinding) is refused. On any other address:
+   * every name (set this, or a token). `"*"` allows any.
+   */
+  allowedHosts?: readonly string[];
   log?: LogFn;
+}
+
+const LOOPBACK = /^(127(\.\d{1,3}){3}|::1|localhost)$/i;
+
+/** The host name of a `Host` header, without port or brackets, lower case; undefined when absent. */
+function hostName(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const h = header.trim().toLowerCase();
+  if (h.startsWith('[')) return h.slice(1, h.indexOf(']') > 0 ? h.indexOf(']') : undefined);
+  const colon = h.indexOf(':');
+  return colon >= 0 ? h.slice(0, colon) : h;
+}
+
+/** Whether requests naming `Host` are served (see HttpServerOptions.allowedHosts). */
+export function hostAllowed(header: string | undefined, boundHost: string, allowed?: readonly string[]): boolean {
+  const name = hostName(header);
+  if (name === undefined) return true; // no Host header: not a browser
+  if (allowed) return allowed.includes('*') || allowed.some((a) => a.toLowerCase() === name);
+  const bound = hostName(boundHost.includes(':') && !boundHost.startsWith('[') ? `[${boundHost}]` : boundHost) ?? '';
+  if (!LOOPBACK.test(bound)) return true;
+  return LOOPBACK.test(name) || name === bound;
 }
 
 export interface RunningServer {
@@ -132,6 +160,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
+    if (!hostAllowed(req.headers.host, o.host, o.allowedHosts)) return plain(res, 403, 'forbidden: this Host is not served (server.allowedHosts)\n', { connection: 'close' });
     const url = parseRequestUrl(req.url);
     if (!url) return plain(res, 400, 'bad request: the URL cannot be parsed\n', { connection: 'close' });
     const entry = routes.get(url.pathname);
@@ -180,6 +209,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     // otherwise be an uncaught exception.
     socket.on('error', () => socket.destroy());
     try {
+      if (!hostAllowed(req.headers.host, o.host, o.allowedHosts)) return refuseSocket(socket, 403, 'Forbidden');
       const url = parseRequestUrl(req.url);
       if (!url) return refuseSocket(socket, 400, 'Bad Request');
       const h = o.upgrades?.[url.pathname];

@@ -9,7 +9,7 @@ import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { startHttpServer, tokenMatches, type HttpServerOptions, type RunningServer } from '../../src/server/http.js';
+import { hostAllowed, startHttpServer, tokenMatches, type HttpServerOptions, type RunningServer } from '../../src/server/http.js';
 import { RateMeter, registerRoutes } from '../../src/server/routes.js';
 import type { Pipeline } from '../../src/pipeline/pipeline.js';
 import type { Metrics } from '../../src/server/metrics.js';
@@ -292,6 +292,29 @@ describe('HTTP: limits', () => {
     expect(answer).toMatch(/^HTTP\/1\.1 200/);
     await until(() => (s.server as unknown as { _connections: number })._connections < 3, 10_000, 'a slot to free up');
     expect((await raw(s.port, req('GET', '/ok'))).body).toBe('ok');
+  });
+});
+
+describe('HTTP: DNS rebinding (a foreign page whose name now points at 127.0.0.1)', () => {
+  it('on loopback, a request or upgrade naming another Host is refused (403); loopback names and allowedHosts are served', async () => {
+    const s = await server({ routes: { '/healthz': (_q, r) => void r.end('ok') }, upgrades: { '/ws': (_q, sock) => sock.end('HTTP/1.1 101 Switching Protocols\r\n\r\n') } });
+    const get = (host: string) => raw(s.port, `GET /healthz HTTP/1.1\r\nHost: ${host}\r\nOrigin: http://${host}\r\nConnection: close\r\n\r\n`);
+    expect((await get(`evil.example:${s.port}`)).status).toBe(403);
+    const up = await raw(s.port, `GET /ws HTTP/1.1\r\nHost: evil.example:${s.port}\r\nOrigin: http://evil.example:${s.port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+    expect(up.status).toBe(403);
+    for (const ok of [`127.0.0.1:${s.port}`, `localhost:${s.port}`, '[::1]']) expect((await get(ok)).status, ok).toBe(200);
+    const named = await server({ allowedHosts: ['cams.example'], routes: { '/healthz': (_q, r) => void r.end('ok') } });
+    expect((await raw(named.port, `GET /healthz HTTP/1.1\r\nHost: cams.example:${named.port}\r\nConnection: close\r\n\r\n`)).status).toBe(200);
+    expect((await raw(named.port, `GET /healthz HTTP/1.1\r\nHost: localhost:${named.port}\r\nConnection: close\r\n\r\n`)).status).toBe(403);
+  });
+
+  it('hostAllowed: any name when bound beyond loopback (set allowedHosts or a token there); "*" allows any', () => {
+    expect(hostAllowed('evil.example', '0.0.0.0')).toBe(true);
+    expect(hostAllowed('evil.example', '127.0.0.1')).toBe(false);
+    expect(hostAllowed('evil.example', '::1')).toBe(false);
+    expect(hostAllowed('[::1]:8080', '::1')).toBe(true);
+    expect(hostAllowed(undefined, '127.0.0.1')).toBe(true);
+    expect(hostAllowed('x.example', '127.0.0.1', ['*'])).toBe(true);
   });
 });
 
