@@ -39,8 +39,9 @@ function agreement(ref: Detections, other: Detections): number {
 
 describe('YOLOX-Nano variants', () => {
   it('dynamic batch: frames from three sources share one run, and each gets exactly its own detections', async () => {
-    const dyn = await load('yolox-nano-dyn', { maxBatch: 4, maxWaitMs: 50 });
-    expect(dyn.maxBatch).toBe(4);
+    // A generous wait: on a busy machine the three decodes finish far apart; the batch is sent as soon as it is full.
+    const dyn = await load('yolox-nano-dyn', { maxBatch: 3, maxWaitMs: 3000 });
+    expect(dyn.maxBatch).toBe(3);
     const files = ['000000002532.jpg', '000000006460.jpg', '000000001818.jpg'];
     // Single-image references with the fp32 model.
     const refs = await Promise.all(files.map(async (f) => (await detectFile(fp32, IMG(f)))[0].detections));
