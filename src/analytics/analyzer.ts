@@ -1,7 +1,6 @@
 import type { LineConfig, RuleConfig, SourceConfig, ZoneConfig } from '../config/schema.js';
 import type { Detections } from '../core/detections.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import type { AlertBody } from '../sinks/message.js';
 import { RateFloor, KOfN } from './conveyor.js';
 import { Cooldown } from './cooldown.js';
 import { LineCounter, type LineEvent } from './line.js';
@@ -17,6 +16,21 @@ export interface AnalyticsSummary {
 }
 
 /** An alert before it gets its id, stamps and snapshot. */
+/** An alert as published (the `alert` field of a v1 alert message). */
+export interface AlertBody {
+  /** Unique across restarts: `source:rule:<run tag>-<seq>:<track>` (consumers de-duplicate by it). */
+  id: string;
+  rule: string;
+  severity: 'info' | 'warning' | 'critical';
+  /** What happened, e.g. zone.enter, line.cross, conveyor.stopped. */
+  event: string;
+  message: string;
+  trackId?: number;
+  zone?: string;
+  snapshot?: { contentType: 'image/jpeg'; data?: string; ref?: string; width: number; height: number };
+  [extra: string]: unknown;
+}
+
 export interface AlertDraft extends Omit<AlertBody, 'id'> {
   /** Row of the detection that triggered it (−1: none). */
   row: number;

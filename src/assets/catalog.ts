@@ -129,7 +129,7 @@ export async function deriveModel(from: string, variant: 'dyn' | 'fp16' | 'int8'
   if (existsSync(out)) return out;
   deriving ??= (async () => {
     const src = await resolveModelFile(manifest, options);
-    const ffmpeg = options.ffmpegPath ?? (await import('../pipeline/pipeline.js')).defaultFfmpegPath();
+    const ffmpeg = options.ffmpegPath ?? (await import('../sources/ffmpeg-path.js')).defaultFfmpegPath();
     const videos = await Promise.all(['one-by-one-person-detection.mp4', 'bottle-detection.mp4'].map((v) => resolveStream(v, ffmpeg, options)));
     options.log?.(`deriving ${stem} variants (dynamic batch, fp16, int8) with scripts/derive-models.sh`);
     const stderr: string[] = [];

@@ -1,4 +1,4 @@
-import { defaultFfmpegPath } from '../pipeline/pipeline.js';
+import { defaultFfmpegPath } from '../sources/ffmpeg-path.js';
 import { loadCatalog, loadModelManifest, resolveModelFile, resolveStream } from './catalog.js';
 
 /** Fetches (or verifies) the default model and every catalogued stream. */

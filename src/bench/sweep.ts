@@ -8,7 +8,7 @@ import { Detector } from '../inference/detector.js';
 import { Candidates } from '../models/decoder.js';
 import { selectDetections } from '../postprocess/select.js';
 import { normalizeHwcToChw } from '../preprocess/normalize.js';
-import { defaultFfmpegPath } from '../pipeline/pipeline.js';
+import { defaultFfmpegPath } from '../sources/ffmpeg-path.js';
 import { ffmpegSource } from '../sources/ffmpeg-source.js';
 import { firstValueFrom } from 'rxjs';
 import { unletterboxXyxy } from '../core/geometry.js';

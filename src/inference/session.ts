@@ -3,7 +3,7 @@ import * as ort from 'onnxruntime-node';
 import type { ExecutionProviderName } from '../config/schema.js';
 import type { LogFn } from '../core/log.js';
 import { float16ToFloat32, float32ToFloat16 } from '../models/fp16.js';
-import type { OutputData } from '../models/registry.js';
+import type { OutputData } from '../models/decoder.js';
 import { createWithFallback, providerAttempts, providerConfig, type ProviderOptions } from './providers.js';
 
 export interface TensorInfo {

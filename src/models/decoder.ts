@@ -31,3 +31,29 @@ export interface TensorShapes {
   input: readonly (number | string)[];
   output: readonly (number | string)[];
 }
+
+/** Decoder families, as written in manifests and `model.family`. */
+export type Family = 'yolox' | 'yolov8' | 'yolov5' | 'end2end' | 'end2end-split';
+
+/**
+ * An output's data as a decoder reads it: float outputs as numbers (fp16 widened first, see
+ * `fp16.ts`); integer outputs (num_dets, classes) may stay `BigInt64Array`s.
+ */
+export type OutputData = ArrayLike<number> | ArrayLike<bigint>;
+
+export interface ModelDecoder {
+  readonly family: Family;
+  /** Classes the output carries; 0 when the graph does not say (end-to-end exports without labels). */
+  readonly numClasses: number;
+  /** Upper bound on candidates per image: size `Candidates` with it. */
+  readonly maxCandidates: number;
+  /** Output names it reads, in the order decode() receives them. */
+  readonly outputNames: readonly string[];
+  /** True when boxes are already NMS-ed by the graph (end-to-end exports). */
+  readonly nmsInGraph: boolean;
+  /**
+   * Decodes image `batchIndex` of a batched output into `out` (xyxy in model-input pixels,
+   * score, class); returns the count at or above `scoreThreshold`. Allocation-free.
+   */
+  decode(outputs: readonly OutputData[], batchIndex: number, scoreThreshold: number, out: Candidates): number;
+}

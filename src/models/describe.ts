@@ -2,7 +2,8 @@ import type { ModelManifest } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { basename } from 'node:path';
 import { readOnnxMetadata, type OnnxMetadata } from './metadata.js';
-import { createDecoder, type Family } from './registry.js';
+import type { Family } from './decoder.js';
+import { createDecoder } from './registry.js';
 
 /** A manifest with everything the detector needs filled in (labels, input size). */
 export type ResolvedManifest = ModelManifest & { labels: string[] };

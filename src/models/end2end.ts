@@ -1,6 +1,5 @@
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import type { Candidates } from './decoder.js';
-import type { ModelDecoder, OutputData } from './registry.js';
+import type { Candidates, ModelDecoder, OutputData } from './decoder.js';
 
 /** Candidates per image when the graph's detection count is dynamic and nothing bounds it. */
 export const DEFAULT_MAX_DETECTIONS = 1000;

@@ -1,7 +1,8 @@
 import * as ort from 'onnxruntime-node';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { describeModel } from './describe.js';
-import { createDecoder, type Family } from './registry.js';
+import type { Family } from './decoder.js';
+import { createDecoder } from './registry.js';
 
 /** What argus makes of an ONNX file: metadata, tensors, decoder family, labels, pre-processing. */
 export async function inspectModel(path: string, family: Family | 'auto' = 'auto'): Promise<string> {

@@ -1,11 +1,9 @@
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import type { Candidates } from './decoder.js';
+import type { Candidates, Family, ModelDecoder, OutputData } from './decoder.js';
 import { End2EndDecoder, End2EndSplitDecoder } from './end2end.js';
 import { Yolov5Decoder } from './yolov5.js';
 import { gridPoints, Yolov8Decoder } from './yolov8.js';
 import { YoloxDecoder } from './yolox.js';
-
-export type Family = 'yolox' | 'yolov8' | 'yolov5' | 'end2end' | 'end2end-split';
 
 /** One model output as ONNX Runtime describes it (`session.outputMetadata`). */
 export interface OutputInfo {
@@ -14,29 +12,6 @@ export interface OutputInfo {
   dims: readonly (number | string)[];
   /** Element type as onnxruntime-node names it: 'float32', 'float16', 'int32', 'int64', … */
   type: string;
-}
-
-/**
- * An output's data as a decoder reads it: float outputs as numbers (fp16 widened first, see
- * `fp16.ts`); integer outputs (num_dets, classes) may stay `BigInt64Array`s.
- */
-export type OutputData = ArrayLike<number> | ArrayLike<bigint>;
-
-export interface ModelDecoder {
-  readonly family: Family;
-  /** Classes the output carries; 0 when the graph does not say (end-to-end exports without labels). */
-  readonly numClasses: number;
-  /** Upper bound on candidates per image: size `Candidates` with it. */
-  readonly maxCandidates: number;
-  /** Output names it reads, in the order decode() receives them. */
-  readonly outputNames: readonly string[];
-  /** True when boxes are already NMS-ed by the graph (end-to-end exports). */
-  readonly nmsInGraph: boolean;
-  /**
-   * Decodes image `batchIndex` of a batched output into `out` (xyxy in model-input pixels,
-   * score, class); returns the count at or above `scoreThreshold`. Allocation-free.
-   */
-  decode(outputs: readonly OutputData[], batchIndex: number, scoreThreshold: number, out: Candidates): number;
 }
 
 export interface CreateDecoderOptions {

@@ -1,6 +1,5 @@
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import type { Candidates } from './decoder.js';
-import type { ModelDecoder, OutputData } from './registry.js';
+import type { Candidates, ModelDecoder, OutputData } from './decoder.js';
 import { type GridOptions, outputTooShort, requireGridPoints } from './yolov8.js';
 
 export interface Yolov5Options extends GridOptions {

@@ -4,7 +4,7 @@ import { grabPicture, renderSnapshot } from '../analytics/snapshot.js';
 import type { AlertsConfig } from '../config/schema.js';
 import type { LogFn } from '../core/log.js';
 import type { Detector } from '../inference/detector.js';
-import type { AlertBody } from '../sinks/message.js';
+import type { AlertBody } from '../analytics/analyzer.js';
 import type { Publisher } from '../sinks/publisher.js';
 import type { FrameResult } from './pipeline.js';
 

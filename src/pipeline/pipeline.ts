@@ -12,7 +12,7 @@ import { SampleWindow } from '../core/stats.js';
 import { dropStale } from '../flow/drop-stale.js';
 import { Detector } from '../inference/detector.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
-import { describeFfmpeg, resolveFfmpeg, resolveFfmpegSync } from '../sources/ffmpeg-path.js';
+import { describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import type { SourceState, Transition } from '../sources/health.js';
 import { supervisedSource } from '../sources/supervised-source.js';
 import { infer, postprocess, preprocess } from './stages.js';
@@ -89,16 +89,6 @@ export interface Pipeline {
 const NO_ALERTS: AlertDraft[] = [];
 /** Consecutive frames whose inference failed before the source is failed with the error. */
 const MAX_INFERENCE_FAILURES_IN_A_ROW = 30;
-
-/**
- * The ffmpeg executable when the config names none: $ARGUS_FFMPEG, else /usr/bin/ffmpeg when
- * it is newer than the bundled one, else the binary shipped by @ffmpeg-installer/ffmpeg (see
- * src/sources/ffmpeg-path.ts; `resolveFfmpeg` gives the version and the reason too).
- */
-export function defaultFfmpegPath(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.ARGUS_FFMPEG) return env.ARGUS_FFMPEG;
-  return resolveFfmpegSync({ env }).path;
-}
 
 export async function loadDetector(config: PipelineConfig, options: PipelineOptions = {}): Promise<Detector> {
   const baseDir = options.baseDir ?? process.cwd();

@@ -1,6 +1,6 @@
 import type { Detections } from '../core/detections.js';
 import type { Frame, Stamps } from '../core/frame.js';
-import type { AnalyticsSummary } from '../analytics/analyzer.js';
+import type { AlertBody, AnalyticsSummary } from '../analytics/analyzer.js';
 import type { Transition } from '../sources/health.js';
 
 /**
@@ -46,20 +46,6 @@ export interface DetectionsMessage extends Envelope {
   detections: DetectionJson[];
   /** Zone occupancy, line counts and conveyor rates (sources with zones, lines or rules). */
   analytics?: AnalyticsSummary;
-}
-
-export interface AlertBody {
-  /** Unique id (source, rule, track, frame). */
-  id: string;
-  rule: string;
-  severity: 'info' | 'warning' | 'critical';
-  /** What happened, e.g. zone.enter, line.cross, conveyor.stopped. */
-  event: string;
-  message: string;
-  trackId?: number;
-  zone?: string;
-  snapshot?: { contentType: 'image/jpeg'; data?: string; ref?: string; width: number; height: number };
-  [extra: string]: unknown;
 }
 
 export interface AlertMessage extends Envelope {

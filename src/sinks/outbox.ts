@@ -299,7 +299,7 @@ export class Outbox {
       if (!k) continue;
       const cur = this.live.get(k.key);
       // A status is forgotten only if it is the one journaled last (a newer one stays).
-      if (!cur || (cur.kind === 'status' && cur.value.length > 0 && !sameStatus(cur, m))) continue;
+      if (!cur || (cur.kind === 'status' && !sameStatus(cur, m))) continue;
       this.dropLive(cur);
       this.stats.acked++;
       this.enqueue(line({ op: 'ack', key: cur.key, at: cur.at }));

@@ -150,3 +150,13 @@ export function resolveFfmpegSync(c: FfmpegCandidates = {}): FfmpegChoice {
 export async function describeFfmpeg(path: string, reason: string): Promise<FfmpegChoice> {
   return { path, version: (await ffmpegVersion(path))?.version ?? 'unknown', reason };
 }
+
+/**
+ * The ffmpeg executable when the config names none: $ARGUS_FFMPEG, else /usr/bin/ffmpeg when
+ * it is newer than the bundled one, else the binary shipped by @ffmpeg-installer/ffmpeg (`resolveFfmpeg`
+ * gives the version and the reason too).
+ */
+export function defaultFfmpegPath(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.ARGUS_FFMPEG) return env.ARGUS_FFMPEG;
+  return resolveFfmpegSync({ env }).path;
+}

@@ -1,6 +1,6 @@
 import { lastValueFrom, map, mergeMap, of, toArray } from 'rxjs';
 import type { Detector } from '../../src/inference/detector.js';
-import { defaultFfmpegPath } from '../../src/pipeline/pipeline.js';
+import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { infer, postprocess, preprocess, type DetectedFrame } from '../../src/pipeline/stages.js';
 import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
 

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import onnxProto from 'onnx-proto';
 import * as ort from 'onnxruntime-node';
-import type { OutputData, OutputInfo } from '../../src/models/registry.js';
+import type { OutputData } from '../../src/models/decoder.js';
+import type { OutputInfo } from '../../src/models/registry.js';
 
 const { onnx } = onnxProto;
 const DT = onnx.TensorProto.DataType;

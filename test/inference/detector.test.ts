@@ -66,7 +66,7 @@ describe('Detector with the real YOLOX-Nano', () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-grey-'));
     const grey = join(dir, 'grey.png');
     const { execFileSync } = await import('node:child_process');
-    const { defaultFfmpegPath } = await import('../../src/pipeline/pipeline.js');
+    const { defaultFfmpegPath } = await import('../../src/sources/ffmpeg-path.js');
     execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', 'color=c=0x808080:size=640x480', '-frames:v', '1', grey]);
     const [r] = await detectFile(detector, grey);
     expect(r.detections.length).toBe(0);
@@ -117,7 +117,7 @@ describe('Detector load errors', () => {
     const det = await Detector.load(manifest, p, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 1 });
     const img = join(dir, 'frame.png');
     const { execFileSync } = await import('node:child_process');
-    const { defaultFfmpegPath } = await import('../../src/pipeline/pipeline.js');
+    const { defaultFfmpegPath } = await import('../../src/sources/ffmpeg-path.js');
     execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', 'color=c=black:size=832x468', '-frames:v', '1', img]);
     const [r] = await detectFile(det, img);
     // 832x468 → scale 0.5: the model box is twice as large in source pixels.

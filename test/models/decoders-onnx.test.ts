@@ -2,7 +2,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import { Candidates } from '../../src/models/decoder.js';
 import { float16ToFloat32 } from '../../src/models/fp16.js';
-import { createDecoder, type ModelDecoder, type OutputData } from '../../src/models/registry.js';
+import type { ModelDecoder, OutputData } from '../../src/models/decoder.js';
+import { createDecoder } from '../../src/models/registry.js';
 import { type GraphSpec, modelDir, runModel } from '../helpers/onnx-graphs.js';
 
 /**

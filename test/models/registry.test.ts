@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ArgusError, isArgusError } from '../../src/core/errors.js';
 import { Candidates } from '../../src/models/decoder.js';
 import { End2EndDecoder } from '../../src/models/end2end.js';
-import { acceptedLayouts, createDecoder, type Family, type OutputInfo } from '../../src/models/registry.js';
+import type { Family } from '../../src/models/decoder.js';
+import { acceptedLayouts, createDecoder, type OutputInfo } from '../../src/models/registry.js';
 
 const f32 = (name: string, ...dims: (number | string)[]): OutputInfo => ({ name, dims, type: 'float32' });
 const at640 = (outputs: OutputInfo[], extra: { numClasses?: number; strides?: number[] } = {}) => ({ inputWidth: 640, inputHeight: 640, outputs, ...extra });

@@ -6,7 +6,7 @@ import { firstValueFrom, lastValueFrom, take, tap, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import type { Frame } from '../../src/core/frame.js';
-import { defaultFfmpegPath } from '../../src/pipeline/pipeline.js';
+import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { ffmpegSource, type FfmpegSourceOptions } from '../../src/sources/ffmpeg-source.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { lastValueFrom, take, tap, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Frame } from '../../src/core/frame.js';
-import { defaultFfmpegPath } from '../../src/pipeline/pipeline.js';
+import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { sourceKind } from '../../src/sources/ffmpeg-args.js';
 import { backoffDelay, type ReconnectPolicy, type Transition } from '../../src/sources/health.js';
 import { supervisedSource, type SupervisedSourceOptions } from '../../src/sources/supervised-source.js';
