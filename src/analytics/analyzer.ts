@@ -1,10 +1,11 @@
 import type { LineConfig, RuleConfig, SourceConfig, ZoneConfig } from '../config/schema.js';
 import type { Detections } from '../core/detections.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import type { Point } from '../core/polygon.js';
 import { RateFloor, KOfN } from './conveyor.js';
 import { Cooldown } from './cooldown.js';
 import { LineCounter, type LineEvent } from './line.js';
-import { toPixels, type Point } from './polygon.js';
+import { toPixels } from './polygon.js';
 import { PolygonZone, ZoneMonitor, type ZoneEvent } from './zone.js';
 
 /** Figures published in every detections message. */

@@ -1,6 +1,6 @@
 import type { Detections } from '../core/detections.js';
 import { anchorPoint, type Anchor } from './anchor.js';
-import type { Point } from './polygon.js';
+import type { Point } from '../core/polygon.js';
 
 export interface LineEvent {
   line: string;

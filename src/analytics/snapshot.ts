@@ -1,7 +1,7 @@
 import sharp from 'sharp';
 import type { Detections } from '../core/detections.js';
 import type { Frame } from '../core/frame.js';
-import type { Point } from './polygon.js';
+import type { Point } from '../core/polygon.js';
 
 /** The picture part of a letterboxed frame, copied out (RGB) so the frame can be released at once. */
 export interface Picture {

@@ -1,6 +1,6 @@
 import type { Detections } from '../core/detections.js';
 import { anchorPoint, type Anchor } from './anchor.js';
-import { pointInPolygon, type Point } from './polygon.js';
+import { pointInPolygon, type Point } from '../core/polygon.js';
 
 /** A polygon in source pixels with an optional class filter: `trigger` says which rows are inside. */
 export class PolygonZone {

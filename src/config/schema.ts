@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { polygonArea, selfIntersection } from '../analytics/polygon.js';
+import { polygonArea, selfIntersection } from '../core/polygon.js';
 
 const executionProvider = z.enum(['cpu', 'cuda', 'tensorrt']);
 
