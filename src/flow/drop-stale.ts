@@ -16,7 +16,7 @@ export interface DropStaleOptions<T> {
  * latency cannot grow, whatever the rate of the source.
  *
  * Completion waits for the running and the waiting value. Errors from the source or from
- * `project` pass through. Unsubscribing tears down the running inner subscription.
+ * `project` (thrown, or from the observable it returns) pass through. Unsubscribing tears down the running inner subscription.
  */
 export function dropStale<T, R>(
   project: (value: T) => ObservableInput<R>,
@@ -33,7 +33,15 @@ export function dropStale<T, R>(
       const start = (value: T): void => {
         busy = true;
         let done = false;
-        const sub = from(project(value)).subscribe({
+        let input: ObservableInput<R>;
+        try {
+          input = project(value);
+        } catch (e) {
+          // Like rxjs's own flattening operators: a throwing project is an error, not an exception.
+          subscriber.error(e);
+          return;
+        }
+        const sub = from(input).subscribe({
           next: (r) => subscriber.next(r),
           error: (e) => subscriber.error(e),
           complete: () => {

@@ -89,6 +89,18 @@ describe('dropStale (marbles)', () => {
     });
   });
 
+  it('a project function that throws is an error on the error channel (as exhaustMap does), and the source is torn down', () => {
+    scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+      const src = cold('a-b-c|');
+      const project = (v: string) => {
+        if (v === 'b') throw new Error('bad project');
+        return of(v);
+      };
+      expectObservable(src.pipe(dropStale(project))).toBe('a-#', undefined, new Error('bad project'));
+      expectSubscriptions(src.subscriptions).toBe('^-!');
+    });
+  });
+
   it('unsubscribing tears down the source and the running stage, and releases the waiting value', () => {
     scheduler.run(({ cold, expectObservable, expectSubscriptions, flush }) => {
       const dropped: string[] = [];
