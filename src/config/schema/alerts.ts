@@ -1,0 +1,44 @@
+import { z } from 'zod';
+
+export const AlertsSchema = z
+  .object({
+    snapshot: z
+      .object({
+        /** embed: base64 JPEG inside the alert; ref: written to `dir`, the alert names the file; none. Default embed. */
+        mode: z.enum(['embed', 'ref', 'none']).default('embed'),
+        /** Folder for `ref` snapshots. Default ./snapshots (relative to the pipeline file). */
+        dir: z.string().default('snapshots'),
+        /** Largest JPEG in bytes; quality is lowered (then the size) until it fits. Default 150000. */
+        maxBytes: z.number().int().min(4096).default(150_000),
+        /** Snapshot width at most, px; never more than the decoded picture (the model input's picture area). Default 832. */
+        maxWidth: z.number().int().min(64).default(832),
+        /** JPEG quality to start from. Default 80. */
+        quality: z.number().int().min(10).max(100).default(80),
+      })
+      .strict()
+      .default({}),
+  })
+  .strict();
+
+/** The durable alert outbox: a journal on local disk that alerts are written to before any sink sees them. */
+export const OutboxSchema = z
+  .object({
+    /** Default: on when a Kafka sink is configured (the journal is emptied by the broker's acknowledgements). */
+    enabled: z.boolean().optional(),
+    /** Folder of the journal; relative to the pipeline file. Default $ARGUS_STATE_DIR/<name>, else $XDG_STATE_HOME/argus/<name>, else ~/.local/state/argus/<name>. */
+    dir: z.string().min(1).optional(),
+    /**
+     * Undelivered alerts kept at most, bytes (on disk, and in memory: they are also held there);
+     * beyond it the oldest are dropped (each logged as an error). Default 128 MiB, at most 192 MiB
+     * (the journal is read back as one string at start).
+     */
+    maxBytes: z.number().int().min(64 * 1024).max(192 * 1024 * 1024).default(128 * 1024 * 1024),
+    /** Undelivered alerts older than this are dropped (logged as errors), hours. Default 168 (7 days). */
+    maxAgeHours: z.number().positive().default(168),
+    /** fsync each write. Default true; false still survives a process crash, not a power cut. */
+    fsync: z.boolean().default(true),
+  })
+  .strict();
+
+export type AlertsConfig = z.infer<typeof AlertsSchema>;
+export type OutboxConfig = z.infer<typeof OutboxSchema>;

@@ -1,0 +1,148 @@
+import { z } from 'zod';
+import { polygonArea, selfIntersection } from '../../core/polygon.js';
+import { id } from './common.js';
+
+const point = z.tuple([z.number(), z.number()]);
+const units = z.enum(['fraction', 'pixel']);
+const anchor = z.enum(['bottom-center', 'center', 'top-center', 'bottom-left', 'bottom-right', 'center-left', 'center-right']);
+const severity = z.enum(['info', 'warning', 'critical']);
+
+/** A polygon zone; its events are enter, exit and dwell per track. */
+export const ZoneSchema = z
+  .object({
+    id,
+    /** Corners, at least 3, not self-intersecting; fractions of the frame (0–1) or pixels (see units). */
+    polygon: z.array(point).min(3, 'a polygon needs at least 3 points'),
+    /** fraction (default): 0–1 of width/height; pixel: source pixels. */
+    units: units.default('fraction'),
+    /** Class labels that count (default: all). */
+    classes: z.array(z.string().min(1)).min(1).optional(),
+    /** Point of each box tested against the polygon. Default bottom-center (the feet). */
+    anchor: anchor.default('bottom-center'),
+    /** Frames in a row inside (or outside) before an entry (or exit) counts. Default 3. */
+    minHoldFrames: z.number().int().min(1).max(1000).default(3),
+    /** A stay longer than this raises one dwell event. Default: none. */
+    dwellLimitSec: z.number().positive().optional(),
+  })
+  .strict();
+
+/** A directional counting line. */
+export const LineSchema = z
+  .object({
+    id,
+    from: point,
+    to: point,
+    units: units.default('fraction'),
+    classes: z.array(z.string().min(1)).min(1).optional(),
+    /** Point of each box tested against the line. Default center. */
+    anchor: anchor.default('center'),
+    /** A track must get this far (px) past the line for a crossing to count. Default 10. */
+    marginPx: z.number().min(0).default(10),
+  })
+  .strict();
+
+const ruleBase = {
+  id,
+  severity: severity.default('warning'),
+  /** Minimum time between two alerts of this rule for the same key (track, or the rule itself). */
+  cooldownSec: z.number().min(0).default(0),
+};
+
+export const RuleSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('zone-enter'), zone: z.string(), ...ruleBase }).strict(),
+  z.object({ type: z.literal('zone-exit'), zone: z.string(), ...ruleBase }).strict(),
+  z.object({ type: z.literal('zone-dwell'), zone: z.string(), ...ruleBase }).strict(),
+  z
+    .object({ type: z.literal('line-cross'), line: z.string(), direction: z.enum(['in', 'out', 'any']).default('any'), ...ruleBase, severity: severity.default('info') })
+    .strict(),
+  z
+    .object({
+      type: z.literal('conveyor-rate'),
+      /** Line whose crossings are the items… */
+      line: z.string().optional(),
+      /** …or zone whose entries are the items (give one of the two). */
+      zone: z.string().optional(),
+      /** Alarm when fewer items per minute than this… */
+      minPerMinute: z.number().positive(),
+      /** …for at least this long. */
+      forSec: z.number().positive(),
+      /** Window the rate is measured over. Default 60. */
+      windowSec: z.number().positive().default(60),
+      ...ruleBase,
+      severity: severity.default('critical'),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('conveyor-defect'),
+      /** Defect classes: any of these on a frame counts. */
+      classes: z.array(z.string().min(1)).min(1).optional(),
+      /** Or: any class outside this set counts. */
+      allowed: z.array(z.string().min(1)).min(1).optional(),
+      /** Alert when K of the last N frames show a defect. */
+      k: z.number().int().min(1),
+      n: z.number().int().min(1).max(10_000),
+      /** Detections below this score are ignored. Default 0.5. */
+      minScore: z.number().min(0).max(1).default(0.5),
+      ...ruleBase,
+      severity: severity.default('critical'),
+      cooldownSec: z.number().min(0).default(60),
+    })
+    .strict(),
+]);
+
+export type ZoneConfig = z.infer<typeof ZoneSchema>;
+export type LineConfig = z.infer<typeof LineSchema>;
+export type RuleConfig = z.infer<typeof RuleSchema>;
+
+/**
+ * Checks one source's zones, lines and rules together (SourceSchema's refinement): ids unique,
+ * points inside the frame, polygons simple with an area, lines of two points, and every rule
+ * naming a zone or line of this source and giving the fields its type needs. Issue paths are
+ * relative to the source.
+ */
+export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig[]; rules: RuleConfig[] }, ctx: z.RefinementCtx): void {
+  const zoneIds = new Set<string>();
+  s.zones.forEach((z, i) => {
+    if (zoneIds.has(z.id)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'id'], message: `duplicate zone id "${z.id}"` });
+    zoneIds.add(z.id);
+    if (z.units === 'fraction') {
+      z.polygon.forEach((p, j) => {
+        if (p.some((v) => v < 0 || v > 1)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon', j], message: `point [${p.join(', ')}] is outside the frame (fractions must be 0–1)` });
+      });
+    } else {
+      z.polygon.forEach((p, j) => {
+        if (p.some((v) => v < 0)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon', j], message: `point [${p.join(', ')}] is outside the frame (negative pixel)` });
+      });
+    }
+    const cross = selfIntersection(z.polygon);
+    if (cross) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: `polygon is self-intersecting (edges ${cross[0]} and ${cross[1]} cross)` });
+    else if (polygonArea(z.polygon) === 0) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: 'polygon has no area' });
+  });
+  const lineIds = new Set<string>();
+  s.lines.forEach((l, i) => {
+    if (lineIds.has(l.id)) ctx.addIssue({ code: 'custom', path: ['lines', i, 'id'], message: `duplicate line id "${l.id}"` });
+    lineIds.add(l.id);
+    for (const end of ['from', 'to'] as const) {
+      const p = l[end];
+      if (l.units === 'fraction' ? p.some((v) => v < 0 || v > 1) : p.some((v) => v < 0)) ctx.addIssue({ code: 'custom', path: ['lines', i, end], message: `point [${p.join(', ')}] is outside the frame` });
+    }
+    if (l.from[0] === l.to[0] && l.from[1] === l.to[1]) ctx.addIssue({ code: 'custom', path: ['lines', i, 'to'], message: 'a line needs two different points' });
+  });
+  const ruleIds = new Set<string>();
+  s.rules.forEach((r, i) => {
+    if (ruleIds.has(r.id)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'id'], message: `duplicate rule id "${r.id}"` });
+    ruleIds.add(r.id);
+    if ('zone' in r && r.zone !== undefined && !zoneIds.has(r.zone)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'zone'], message: `no zone "${r.zone}" in this source (zones: ${[...zoneIds].join(', ') || 'none'})` });
+    if ('line' in r && r.line !== undefined && !lineIds.has(r.line)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'line'], message: `no line "${r.line}" in this source (lines: ${[...lineIds].join(', ') || 'none'})` });
+    if (r.type === 'zone-dwell') {
+      const z = s.zones.find((x) => x.id === r.zone);
+      if (z && z.dwellLimitSec === undefined) ctx.addIssue({ code: 'custom', path: ['rules', i, 'zone'], message: `zone "${r.zone}" has no dwellLimitSec, so it never raises dwell events` });
+    }
+    if (r.type === 'conveyor-rate' && !r.line === !r.zone) ctx.addIssue({ code: 'custom', path: ['rules', i], message: 'give exactly one of "line" (crossings) or "zone" (entries) as what counts as an item' });
+    if (r.type === 'conveyor-defect') {
+      if (!r.classes === !r.allowed) ctx.addIssue({ code: 'custom', path: ['rules', i], message: 'give exactly one of "classes" (defect classes) or "allowed" (anything else is a defect)' });
+      if (r.k > r.n) ctx.addIssue({ code: 'custom', path: ['rules', i, 'k'], message: `k (${r.k}) must not exceed n (${r.n})` });
+    }
+  });
+}

@@ -1,0 +1,93 @@
+import { z } from 'zod';
+
+const executionProvider = z.enum(['cpu', 'cuda', 'tensorrt']);
+
+/** Decoder families a model's outputs can be read with; auto: detected from the output shapes. */
+const decoderFamily = z.enum(['auto', 'yolox', 'yolov8', 'yolov5', 'end2end', 'end2end-split']);
+
+export const ModelRefSchema = z
+  .object({
+    /**
+     * A manifest name from models/ (e.g. yolox-nano) or a path to a manifest YAML. Default:
+     * yolox-nano, unless `path` is given alone: then the model describes itself (ONNX metadata
+     * such as Ultralytics' names and imgsz, output shapes for the decoder).
+     */
+    manifest: z.string().min(1).optional(),
+    /** Use this ONNX file (instead of the manifest's download). */
+    path: z.string().min(1).optional(),
+    /** Decoder family; default: the manifest's, else detected from the output shapes. */
+    family: decoderFamily.optional(),
+    /** Cross-source batching, for models with a dynamic (or fixed > 1) batch dimension. */
+    batch: z
+      .object({
+        /** Frames per run at most; 1 turns batching off. Default 1. */
+        maxBatch: z.number().int().min(1).max(64).default(1),
+        /** Longest a frame waits for others to join its batch, ms. Default 4. */
+        maxWaitMs: z.number().min(0).max(1000).default(4),
+      })
+      .strict()
+      .default({}),
+    /** TensorRT: folder for built engines, reused across runs. */
+    trtEngineCacheDir: z.string().optional(),
+    /** TensorRT: build fp16 engines. Default false. */
+    trtFp16: z.boolean().default(false),
+    /** Execution providers in order of preference; CPU is always the last resort. Default [cpu]. */
+    providers: z.array(executionProvider).min(1).default(['cpu']),
+    /** Threads ONNX Runtime uses inside one operator, per session. Default 2. */
+    intraOpThreads: z.number().int().min(1).max(64).default(2),
+    /**
+     * Sessions, each on its own worker thread, so inference never blocks the event loop. More
+     * than one runs several frames (or batches) at once: on a CPU, workers × intraOpThreads ≈
+     * cores (e.g. 2 × 1 on 2 cores) gets more frames through than one session with all the
+     * threads. 0 runs the session on the main thread. Default 1.
+     */
+    workers: z.number().int().min(0).max(16).default(1),
+    /** Inference runs on a blank frame before the first real one. Default 2. */
+    warmupRuns: z.number().int().min(0).max(100).default(2),
+    /** CUDA/TensorRT device. Default 0. */
+    deviceId: z.number().int().min(0).default(0),
+  })
+  .strict();
+
+/** A model manifest (models/*.yaml). */
+export const ModelManifestSchema = z
+  .object({
+    name: z.string().min(1),
+    version: z.string().min(1),
+    description: z.string().optional(),
+    license: z.string().optional(),
+    /** File name in the cache and in the mirror's models/ folder. */
+    file: z.string().regex(/^[A-Za-z0-9_.-]+$/),
+    /** Made locally from another manifest's model by scripts/derive-models.sh (dyn: dynamic batch; fp16; int8). */
+    derive: z.object({ from: z.string().min(1), variant: z.enum(['dyn', 'fp16', 'int8']) }).strict().optional(),
+    /** Official download URL (absent for local-only models: then the file must be in the mirror or cache, or given as model.path). */
+    url: z.string().url().optional(),
+    /** Other URLs tried after `url`, each verified against the same sha256. */
+    alternates: z.array(z.string().url()).default([]),
+    /** Hex sha256 of the file; downloads and mirror copies that differ are refused. */
+    sha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+    input: z.object({ name: z.string().optional(), shape: z.array(z.union([z.number().int(), z.string()])).length(4) }).strict().optional(),
+    output: z.object({ name: z.string().optional(), shape: z.array(z.union([z.number().int(), z.string()])) }).strict().optional(),
+    preprocess: z
+      .object({
+        width: z.number().int().positive(),
+        height: z.number().int().positive(),
+        letterbox: z.object({ align: z.enum(['top-left', 'center']).default('top-left'), pad: z.number().int().min(0).max(255).default(114) }).strict().default({}),
+        channelOrder: z.enum(['bgr', 'rgb']),
+        scale: z.number().positive().default(1),
+        mean: z.tuple([z.number(), z.number(), z.number()]).default([0, 0, 0]),
+        std: z.tuple([z.number().positive(), z.number().positive(), z.number().positive()]).default([1, 1, 1]),
+      })
+      .strict(),
+    decoder: z
+      .object({ type: decoderFamily.default('auto'), strides: z.array(z.number().int().positive()).default([8, 16, 32]) })
+      .strict()
+      .default({}),
+    /** Class labels; default: the ONNX metadata's `names`. */
+    labels: z.array(z.string().min(1)).min(1).optional(),
+  })
+  .strict();
+
+export type ModelRefConfig = z.infer<typeof ModelRefSchema>;
+export type ModelManifest = z.infer<typeof ModelManifestSchema>;
+export type ExecutionProviderName = z.infer<typeof executionProvider>;

@@ -1,0 +1,18 @@
+import { z } from 'zod';
+
+export const PostprocessSchema = z
+  .object({
+    /** Minimum detection score (objectness × class score for YOLOX). Default 0.3. */
+    scoreThreshold: z.number().min(0).max(1).default(0.3),
+    /** IoU above which NMS suppresses a box of the same class. Default 0.45. */
+    iouThreshold: z.number().min(0).max(1).default(0.45),
+    /** Best candidates kept before NMS. Default 300. */
+    preNmsTopK: z.number().int().min(1).default(300),
+    /** Detections kept per frame. Default 100. */
+    maxDetections: z.number().int().min(1).default(100),
+    /** NMS across classes. Default false. */
+    classAgnostic: z.boolean().default(false),
+  })
+  .strict();
+
+export type PostprocessConfig = z.infer<typeof PostprocessSchema>;

@@ -1,0 +1,42 @@
+import { z } from 'zod';
+
+export const ServerSchema = z
+  .object({
+    /** Address to bind. Default 127.0.0.1 (loopback only); 0.0.0.0 exposes it. */
+    host: z.string().min(1).default('127.0.0.1'),
+    /** Port; $ARGUS_HTTP_PORT overrides it; 0 picks a free one. Default 8080. */
+    port: z.number().int().min(0).max(65535).default(8080),
+    /** Every route but /healthz and /readyz (and /metrics with publicMetrics), and /ws, needs this token (`Authorization: Bearer …` or `?token=…`). Default: none. */
+    token: z.string().min(1).optional(),
+    // The limits below are optional in the type (code builds `server` blocks by hand); their
+    // defaults are applied by startHttpServer (SERVER_DEFAULTS) and the WebSocket hub.
+    /** Serve /metrics without the token (for a scraper that cannot send one). Default false. */
+    publicMetrics: z.boolean().optional(),
+    /** Browser origins (`scheme://host[:port]`, or "*") whose pages may open /ws besides the server's own. Default: none. */
+    allowedOrigins: z
+      .array(
+        z.string().refine((o) => {
+          if (o === '*') return true;
+          if (!/^https?:\/\/[^/?#@\s]+\/?$/i.test(o)) return false;
+          try {
+            return new URL(o).host !== '';
+          } catch {
+            return false;
+          }
+        }, 'must be "*" or an origin: scheme://host[:port], no path'),
+      )
+      .optional(),
+    /** Open connections, HTTP and WebSocket together; beyond it new ones are closed at once. Default 256. */
+    maxConnections: z.number().int().min(1).optional(),
+    /** Request line and headers together; larger requests answer 431. Default 16384. */
+    maxHeaderBytes: z.number().int().min(1024).max(1024 * 1024).optional(),
+    /** Time to receive a request's headers (also the longest an idle new connection stays open); then 408 and closed. Default 10 000 ms. */
+    headersTimeoutMs: z.number().int().min(100).optional(),
+    /** Time to receive a whole request; then 408 and closed. Default 30 000 ms. */
+    requestTimeoutMs: z.number().int().min(100).optional(),
+    /** An idle keep-alive connection is closed after this long. Default 5000 ms. */
+    keepAliveTimeoutMs: z.number().int().min(0).optional(),
+    /** Host names served (the Host header); others get 403. Default: on loopback only loopback names (stops DNS rebinding); elsewhere any. "*": any. */
+    allowedHosts: z.array(z.string().min(1)).optional(),
+  })
+  .strict();

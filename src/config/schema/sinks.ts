@@ -1,0 +1,87 @@
+import { z } from 'zod';
+
+export const KafkaSinkSchema = z
+  .object({
+    /** Bootstrap brokers, host:port. */
+    brokers: z.array(z.string().regex(/^[^\s:]+:\d+$/, 'use host:port')).min(1),
+    clientId: z.string().min(1).default('argus'),
+    topics: z
+      .object({
+        /** One message per processed frame, keyed by source id. Default argus.detections. */
+        detections: z.string().min(1).default('argus.detections'),
+        /** One message per alert, keyed by source id. Default argus.alerts. */
+        alerts: z.string().min(1).default('argus.alerts'),
+        /** One message per source state change, keyed by source id. Default argus.status. */
+        status: z.string().min(1).default('argus.status'),
+      })
+      .strict()
+      .default({}),
+    /** Create missing topics at start; false makes a missing topic an error naming it. Default true. */
+    createTopics: z.boolean().default(true),
+    /** Partitions for created topics. Default 3. */
+    partitions: z.number().int().min(1).default(3),
+    /** Replication factor for created topics. Default 1. */
+    replicationFactor: z.number().int().min(1).default(1),
+    /** Batch compression. Default none. */
+    compression: z.enum(['none', 'gzip']).default('none'),
+    /** Longest a message waits for its batch to fill, ms. Default 5. */
+    lingerMs: z.number().min(0).max(10_000).default(5),
+    /** Messages per produce request at most. Default 500. */
+    batchSize: z.number().int().min(1).max(100_000).default(500),
+    /** Bytes per produce request at most (key + value + 70 per message, before compression). Default 900000: below the broker's 1 MB message.max.bytes, so a backlog of alerts with snapshots is never refused as a whole. */
+    maxBatchBytes: z.number().int().min(1024).default(900_000),
+    /** A message bigger than this (key + value + 70) is never sent: it is parked (logged, dead-letter file). Default 1000000. */
+    maxMessageBytes: z.number().int().min(1024).default(1_000_000),
+    /** Messages too large for the broker go to this JSON lines file ({topic,key,value,reason,at}); relative to the pipeline file. Default kafka-dead-letter.jsonl in the outbox folder. */
+    deadLetterPath: z.string().min(1).optional(),
+    /** The dead-letter file grows to this many bytes at most; later parked messages are only logged and counted. Default 100 MiB. */
+    deadLetterMaxBytes: z.number().int().min(0).default(100 * 1024 * 1024),
+    /** Detection messages buffered in front of the producer; beyond it they are dropped and counted. Default 10000. */
+    bufferSize: z.number().int().min(1).default(10_000),
+    /** Alerts buffered while the broker is away (kept and retried). Default 10000. */
+    alertBufferSize: z.number().int().min(1).default(10_000),
+    /** The same bound in bytes of the alerts' JSON (snapshots make alerts large). Default 64 MiB. With the outbox, alerts beyond either bound wait on disk and are sent in order as the buffer drains. */
+    alertBufferBytes: z.number().int().min(64 * 1024).default(64 * 1024 * 1024),
+    /** Sources whose latest undelivered status is kept (an older one of the same source is replaced, not lost). Default 1000. */
+    statusBufferSize: z.number().int().min(1).default(1000),
+    /** Time allowed to flush on shutdown, ms. Default 10000. */
+    closeTimeoutMs: z.number().int().min(0).default(10_000),
+    /** TLS: true, or Node tls options (ca, cert, key, servername…), passed to kafkajs. */
+    ssl: z.union([z.boolean(), z.record(z.unknown())]).optional(),
+    /** SASL, passed to kafkajs: { mechanism: plain | scram-sha-256 | scram-sha-512, username, password }. */
+    sasl: z
+      .object({ mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']), username: z.string(), password: z.string() })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+export const WebSocketSinkSchema = z
+  .object({
+    /** Serve the WebSocket API at /ws on the pipeline's HTTP server. Default true. */
+    enabled: z.boolean().default(true),
+    /** Bytes queued for one client before its detection messages are dropped (and counted, and the client told). Default 1 MiB. */
+    maxBufferedBytes: z.number().int().min(1024).default(1024 * 1024),
+    /** Alerts held for a slow client before it is closed with 1013. Default 1000. */
+    maxAlertBacklog: z.number().int().min(1).default(1000),
+    /** Largest client message answered normally; larger ones get an error frame. Default 4096. */
+    maxClientMessageBytes: z.number().int().min(64).max(65536).default(4096),
+    /** Clients connected at once; beyond it an upgrade answers 503. Default 64. */
+    maxClients: z.number().int().min(1).default(64),
+    /** A ping every this often; a client that has not answered the previous ping is terminated. Default 15 000 ms. */
+    heartbeatMs: z.number().int().min(100).default(15_000),
+    /** Messages (and ping frames) one client may send per second; beyond it the client is closed with 1008. Default 100. */
+    maxMessagesPerSecond: z.number().int().min(1).default(100),
+  })
+  .strict();
+
+export const SinksSchema = z
+  .object({
+    /** Write one JSON line per processed frame and per alert to this file ('-' for stdout); `status: true` adds source state changes. */
+    jsonl: z.object({ path: z.string().min(1), status: z.boolean().default(false) }).strict().optional(),
+    kafka: KafkaSinkSchema.optional(),
+    websocket: WebSocketSinkSchema.default({}),
+  })
+  .strict();
+
+export type KafkaSinkConfig = z.infer<typeof KafkaSinkSchema>;

@@ -1,0 +1,65 @@
+import { z } from 'zod';
+import { checkSourceAnalytics, LineSchema, RuleSchema, ZoneSchema } from './analytics.js';
+import { id } from './common.js';
+
+/** One camera or file. */
+export const SourceSchema = z
+  .object({
+    /** Unique id, used in messages, metrics and Kafka keys. */
+    id,
+    /**
+     * What to open: a path, file://, rtsp://, http(s)://, /dev/videoN (V4L2), or `asset:NAME`
+     * for a video listed in streams/assets.yaml (fetched and checksummed on first use).
+     */
+    uri: z.string().min(1),
+    /** Files: 'native' plays at the file's frame rate like a camera; 'fast' as fast as inference allows. Default native. */
+    rate: z.enum(['native', 'fast']).default('native'),
+    /** Files: start again at the end. Default false. */
+    loop: z.boolean().default(false),
+    /** Resample to this many frames per second in ffmpeg (e.g. 60 fps cameras to 30). Default: as the source. */
+    fps: z.number().positive().max(240).optional(),
+    /** RTSP transport. Default tcp (no smeared frames from lost UDP packets). */
+    rtspTransport: z.enum(['tcp', 'udp']).default('tcp'),
+    /** Extra ffmpeg arguments before -i, e.g. ["-hwaccel", "cuda"]. */
+    inputArgs: z.array(z.string()).default([]),
+    /** false skips this source. Default true. */
+    enabled: z.boolean().default(true),
+    /** Reconnecting after ffmpeg exits, the stream ends (live sources) or stalls. */
+    reconnect: z
+      .object({
+        /** First delay, ms. Default 250. */
+        initialDelayMs: z.number().int().min(0).default(250),
+        /** Delays double up to this, ms. Default 2000: a camera that comes back is picked up within ~2 s; each try costs only a connection attempt. */
+        maxDelayMs: z.number().int().min(0).default(2000),
+        /** ± fraction of random jitter. Default 0.2. */
+        jitter: z.number().min(0).max(1).default(0.2),
+        /** Failed attempts in a row before the source is marked failed; 0 never gives up. Default 0. */
+        maxAttempts: z.number().int().min(0).default(0),
+        /** Streaming this long resets the attempt count and the delay, ms. Default 30000. */
+        healthyResetMs: z.number().int().min(0).default(30_000),
+      })
+      .strict()
+      .default({}),
+    /** Stall watchdog (live sources and native-rate files). */
+    watchdog: z
+      .object({
+        /** No first frame this long after (re)starting ffmpeg: restart. Default 15000 ms. */
+        startTimeoutMs: z.number().int().min(100).default(15_000),
+        /** No frame for this many frame periods: stalled, restart. Default 10. */
+        stallFactor: z.number().min(1).default(10),
+        /** …but never less than this, ms. Default 2000. */
+        stallMinMs: z.number().int().min(50).default(2000),
+      })
+      .strict()
+      .default({}),
+    /** Polygon zones in this source's frame. */
+    zones: z.array(ZoneSchema).default([]),
+    /** Counting lines in this source's frame. */
+    lines: z.array(LineSchema).default([]),
+    /** Alert rules over this source's zones, lines and detections. */
+    rules: z.array(RuleSchema).default([]),
+  })
+  .strict()
+  .superRefine(checkSourceAnalytics);
+
+export type SourceConfig = z.infer<typeof SourceSchema>;
