@@ -30,7 +30,9 @@ export function letterbox(
     throw new RangeError(`letterbox needs positive sizes, got ${srcWidth}x${srcHeight} → ${dstWidth}x${dstHeight}`);
   }
   const scale = Math.min(dstWidth / srcWidth, dstHeight / srcHeight);
-  // Same rounding as ffmpeg's scale filter with force_original_aspect_ratio=decrease (truncate, even-free).
+  // Round to the nearest pixel, at least 1 and at most the model input's side (odd sizes
+  // allowed): the same expressions the ffmpeg scale filter is given (sources/ffmpeg-args.ts), so
+  // boxes map back through the picture ffmpeg produced.
   const scaledWidth = Math.min(dstWidth, Math.max(1, Math.round(srcWidth * scale)));
   const scaledHeight = Math.min(dstHeight, Math.max(1, Math.round(srcHeight * scale)));
   const padX = align === 'center' ? Math.floor((dstWidth - scaledWidth) / 2) : 0;

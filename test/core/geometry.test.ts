@@ -10,6 +10,9 @@ describe('letterbox', () => {
     ['1080p into 640', 1920, 1080, 640, 640, 'top-left', 1 / 3, 640, 360, 0, 0],
     ['already the right size', 416, 416, 416, 416, 'center', 1, 416, 416, 0, 0],
     ['upscales a small source', 208, 104, 416, 416, 'top-left', 2, 416, 208, 0, 0],
+    ['rounds a scaled side up to the nearest pixel (138.528 → 139)', 1000, 333, 416, 416, 'top-left', 0.416, 416, 139, 0, 0],
+    ['rounds a scaled side down to the nearest pixel (137.28 → 137)', 1000, 330, 416, 416, 'center', 0.416, 416, 137, 0, 139],
+    ['keeps a side that scales below one pixel at 1', 10_000, 1, 416, 416, 'top-left', 0.0416, 416, 1, 0, 0],
   ] as const)('%s', (_name, sw, sh, dw, dh, align, scale, w, h, px, py) => {
     const lb = letterbox(sw, sh, dw, dh, align);
     expect(lb.scale).toBeCloseTo(scale, 9);
