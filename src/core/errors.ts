@@ -17,8 +17,6 @@ export const ErrorCodes = {
   MODEL_LOAD: 'VAP_ERR_MODEL_LOAD',
   /** The model's input/output shapes do not fit the configured decoder. */
   MODEL_SHAPE: 'VAP_ERR_MODEL_SHAPE',
-  /** No requested execution provider could be created (not even CPU). */
-  PROVIDER: 'VAP_ERR_PROVIDER',
   /** A source cannot be opened (missing file, unsupported URL scheme). */
   SOURCE_OPEN: 'VAP_ERR_SOURCE_OPEN',
   /** ffmpeg could not be started right now (out of file descriptors, processes, memory): retried. */
