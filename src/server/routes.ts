@@ -112,18 +112,53 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
   server.route('/index.html', file('index.html'));
   server.route('/app.js', file('app.js'));
   server.route('/style.css', file('style.css'));
+  // Exact paths only: a module name not in the list (or any other path under /js/) is a 404.
+  for (const m of DASHBOARD_MODULES) server.route(`/js/${m}`, file(`js/${m}`));
 }
+
+/** The dashboard's ES modules that app.js imports, served at /js/<name> (src/server/dashboard/js/). */
+export const DASHBOARD_MODULES: readonly string[] = [
+  'alerts.js',
+  'api.js',
+  'canvas.js',
+  'chart.js',
+  'clock.js',
+  'connection.js',
+  'detections.js',
+  'dom.js',
+  'error-banner.js',
+  'format.js',
+  'frames.js',
+  'messages.js',
+  'numbers.js',
+  'overlay.js',
+  'render-queue.js',
+  'sources.js',
+  'stage-bar.js',
+  'stages.js',
+  'store.js',
+  'tile-state.js',
+  'tile-stats.js',
+  'tile.js',
+  'token.js',
+];
 
 /**
  * A browser opens the dashboard as `/?token=…` and cannot add a header to the requests for its
  * stylesheet and script: with a token in the query, the page's relative asset links carry it
- * too (app.js forwards it to /api/sources and /ws itself). The route only runs once the token
- * was checked, so this echoes a token the client already holds.
+ * too (app.js forwards it to /api/sources and /ws itself). The modules app.js imports are
+ * fetched by the browser without the page's query: an import map in the page maps each one to
+ * its URL with the token. The route only runs once the token was checked, so this echoes a
+ * token the client already holds (URL-encoded, so it cannot close the script element).
  */
 function withTokenInAssets(html: string, req: IncomingMessage): string {
   const url = parseRequestUrl(req.url);
   const token = url?.searchParams.get('token') ? requestToken(req, url) : undefined;
   if (!token) return html;
   const q = `?token=${encodeURIComponent(token).replace(/'/g, '%27')}`;
-  return html.replace(/(\s(?:src|href)=")(app\.js|style\.css)"/g, (_m, attr: string, asset: string) => `${attr}${asset}${q}"`);
+  const imports = Object.fromEntries(DASHBOARD_MODULES.map((m) => [`./js/${m}`, `./js/${m}${q}`]));
+  const importMap = `  <script type="importmap">${JSON.stringify({ imports })}</script>\n</head>`;
+  return html
+    .replace(/(\s(?:src|href)=")(app\.js|style\.css)"/g, (_m, attr: string, asset: string) => `${attr}${asset}${q}"`)
+    .replace('</head>', importMap);
 }

@@ -344,10 +344,10 @@ describe('HTTP: the token guards every route but /healthz and /readyz', () => {
     expect(page.body).toContain('src="app.js?token=s3cret"');
     expect(page.body).toContain('href="style.css?token=s3cret"');
     expect((await raw(s.port, req('GET', '/app.js?token=s3cret'))).status).toBe(200);
-    const app = (await raw(s.port, req('GET', '/app.js?token=s3cret'))).body;
-    expect(app).toContain("params.get('token')"); // app.js reads it from location…
-    expect(app).toMatch(/withToken\('\/api\/sources'\)/); // …and forwards it to its fetch and WebSocket
-    expect(app).toMatch(/\/ws\$\{token \?/);
+    const js = async (m: string) => (await raw(s.port, req('GET', `/js/${m}?token=s3cret`))).body; // the modules app.js imports
+    expect(await js('token.js')).toContain("params.get('token')"); // the page reads it from location…
+    expect(await js('api.js')).toMatch(/withToken\('\/api\/sources'\)/); // …and forwards it to its fetch and WebSocket
+    expect(await js('connection.js')).toMatch(/\/ws\$\{token \?/);
 
     const p = await server({ token: 's3cret' });
     registerRoutes(p, fakeContext(true));

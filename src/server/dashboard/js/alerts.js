@@ -1,0 +1,85 @@
+/** The alerts list (newest first, at most 20) and the dialog that shows a snapshot enlarged. */
+import { $, el } from './dom.js';
+import { fmtMs, fmtTime } from './format.js';
+import { e2eOf, isNum } from './numbers.js';
+import { withToken } from './token.js';
+
+const MAX_ALERTS = 20;
+
+let alertCount = 0;
+
+/** An image URL for the snapshot: inline data, or a same-origin path (with the token); null otherwise. */
+function snapshotSrc(snap) {
+  if (!snap) return null;
+  if (typeof snap.data === 'string' && snap.data.length) return `data:${snap.contentType || 'image/jpeg'};base64,${snap.data}`;
+  if (typeof snap.ref === 'string' && snap.ref.startsWith('/') && !snap.ref.startsWith('//')) return withToken(snap.ref);
+  return null;
+}
+
+/** Lists the alert of message `m` at the top and counts it. */
+export function addAlert(m) {
+  const a = m.alert;
+  const list = $('#alerts');
+  const severity = ['info', 'warning', 'critical'].includes(a.severity) ? a.severity : 'info';
+  const when = m.stamps && isNum(m.stamps.captured) ? m.stamps.captured : m.capturedAt ? Date.parse(m.capturedAt) : Date.now();
+  const li = el('li', { class: `alert sev-${severity}`, 'data-rule': a.rule || '', 'data-source': m.source || '', 'data-severity': severity, 'data-id': a.id || '' });
+
+  const src = snapshotSrc(a.snapshot);
+  if (src) {
+    const img = el('img', { class: 'alert-snapshot', src, alt: `Snapshot: ${a.message || a.rule}`, decoding: 'async' });
+    if (a.snapshot.width && a.snapshot.height) {
+      img.width = 112;
+      img.height = Math.round((112 * a.snapshot.height) / a.snapshot.width);
+    }
+    const btn = el('button', { type: 'button', class: 'snapshot-btn', 'aria-label': `Enlarge snapshot of ${a.rule || 'alert'} on ${m.source}` }, img);
+    btn.addEventListener('click', () => openSnapshot(src, m));
+    li.append(btn);
+  } else if (a.snapshot && a.snapshot.ref) {
+    li.append(el('span', { class: 'snapshot-ref', title: 'Snapshot file', text: a.snapshot.ref }));
+  } else {
+    li.append(el('span', { class: 'snapshot-none', 'aria-hidden': 'true' }));
+  }
+
+  const headLine = el(
+    'div',
+    { class: 'alert-head' },
+    el('time', { class: 'alert-time', datetime: new Date(when).toISOString(), text: fmtTime(when) }),
+    el('span', { class: 'alert-source', text: m.source }),
+    el('span', { class: `alert-severity sev-${severity}`, text: severity }),
+  );
+  const msg = el('p', { class: 'alert-message', text: a.message || a.event || a.rule || 'alert' });
+  const metaParts = [a.rule && `rule ${a.rule}`, a.event, a.zone && `zone ${a.zone}`, isNum(a.trackId) && `track #${a.trackId}`];
+  const e2e = e2eOf(m.stamps);
+  if (isNum(e2e)) metaParts.push(`capture → alert ${fmtMs(e2e)}`);
+  const meta = el('p', { class: 'alert-meta', text: metaParts.filter(Boolean).join(' · ') });
+  li.append(el('div', { class: 'alert-body' }, headLine, msg, meta));
+
+  list.prepend(li);
+  while (list.children.length > MAX_ALERTS) list.lastElementChild.remove();
+  alertCount++;
+  $('#alert-count').textContent = String(alertCount);
+  $('#no-alerts').hidden = true;
+}
+
+function openSnapshot(src, m) {
+  const dlg = $('#snapshot-dialog');
+  const img = $('#snapshot-large');
+  img.src = src;
+  img.alt = `Snapshot: ${m.alert.message || m.alert.rule}`;
+  $('#snapshot-title').textContent = `${m.source} — ${m.alert.rule || 'alert'}`;
+  const when = m.stamps && isNum(m.stamps.captured) ? fmtTime(m.stamps.captured) : '';
+  $('#snapshot-caption').textContent = [when, m.alert.severity, m.alert.message].filter(Boolean).join(' · ');
+  if (typeof dlg.showModal === 'function') {
+    if (!dlg.open) dlg.showModal();
+  } else {
+    dlg.setAttribute('open', '');
+  }
+}
+
+/** A click on the snapshot dialog's backdrop closes it. */
+export function initSnapshotDialog() {
+  const dlg = $('#snapshot-dialog');
+  dlg.addEventListener('click', (ev) => {
+    if (ev.target === dlg) dlg.close();
+  });
+}

@@ -1,0 +1,24 @@
+/** The pipeline stages shown per frame, and how each one's duration follows from the v1 stamps. */
+import { isNum } from './numbers.js';
+
+export const DEFAULT_STAGES = ['preprocess', 'queue', 'infer', 'postprocess', 'emit'];
+
+/** Each stage's duration from the v1 stamps; the same definitions as `argus bench`. */
+export const STAGE_SPANS = {
+  preprocess: ['captured', 'preprocessed'],
+  queue: ['preprocessed', 'inferStart'],
+  infer: ['inferStart', 'inferEnd'],
+  postprocess: ['inferEnd', 'postprocessed'],
+  emit: ['postprocessed', 'emitted'],
+};
+
+/** The duration of each named stage in one message's stamps (NaN where a stamp is missing). */
+export function stageDurations(stamps, names) {
+  return names.map((name) => {
+    const span = STAGE_SPANS[name];
+    if (!span) return NaN;
+    const a = stamps[span[0]];
+    const b = stamps[span[1]];
+    return isNum(a) && isNum(b) ? Math.max(0, b - a) : NaN;
+  });
+}

@@ -1,0 +1,59 @@
+/** The page's shared state: the connection's flags, the pipeline's stages and model, and one record per source. */
+import { now } from './clock.js';
+import { DEFAULT_STAGES } from './stages.js';
+
+/** A source whose last frame (or detections message) is older than this is shown as having none. */
+export const FRAME_STALE_MS = 3000;
+
+export const app = {
+  sources: new Map(),
+  stages: DEFAULT_STAGES.slice(),
+  model: null,
+  connected: false,
+  connectedAt: 0,
+  attempt: 0, // connection attempts since the last hello
+  subscribedFrames: false,
+  askedFrames: true,
+};
+
+/** A source's record before anything about it arrived; `el` is set to its tile's elements. */
+export function newSource(id) {
+  return {
+    id,
+    state: 'unknown',
+    reason: '',
+    attempt: 0,
+    code: '',
+    detail: '',
+    statusAt: -Infinity, // performance.now() of the last status message
+    createdAt: now(),
+    srcW: 0,
+    srcH: 0,
+    fps: NaN,
+    zones: [],
+    lines: [],
+    apiStats: null,
+    apiStatsAt: 0,
+    // frames
+    frames: 0,
+    frameSeq: -1,
+    jpegW: 0,
+    jpegH: 0,
+    lastFrameAt: 0,
+    decodeToken: 0,
+    shownToken: 0,
+    // detections
+    dets: [],
+    lastDetAt: 0,
+    analytics: null,
+    dropped: NaN,
+    e2e: [],
+    seconds: new Map(), // client second → e2e values received in it
+    secondP50: new Map(), // completed second → p50
+    stageRecent: [],
+    rate: [], // {t, seq}
+    lastAlertAt: 0,
+    overlayDirty: true,
+    el: null,
+  };
+}
