@@ -1,5 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { mkdirSync, readdirSync } from 'node:fs';
+import { createServer, get, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -7,6 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadPipeline } from '../../src/config/load.js';
 import { pipelineBaseDir } from '../../src/pipeline/pipeline.js';
 import { runPipeline, type RunningPipeline } from '../../src/pipeline/run.js';
+import { startHttpServer } from '../../src/server/http.js';
+import type { Metrics } from '../../src/server/metrics.js';
+import { DASHBOARD_MODULES, RateMeter, registerRoutes, type RouteContext } from '../../src/server/routes.js';
+import { WebSocketHub } from '../../src/sinks/websocket.js';
 import '../helpers/assets.js';
 import { launchChromium } from '../helpers/browser.js';
 
@@ -78,4 +82,65 @@ describe('dashboard in headless Chromium', () => {
       await done;
     }
   }, 120_000);
+});
+
+/** The status of a GET sent with exactly this request target (no client-side normalisation of `..` or escapes). */
+function status(port: number, path: string): Promise<number> {
+  return new Promise((done, fail) => {
+    get({ host: '127.0.0.1', port, path }, (r) => {
+      r.resume();
+      done(r.statusCode ?? 0);
+    }).on('error', fail);
+  });
+}
+
+describe('dashboard modules', () => {
+  it('with a token, the page at /?token= loads app.js and every module in js/ with it (200, text/javascript), connects and polls; unknown and traversal paths are 404, no token 401', async () => {
+    const token = 's3cr=t/+';
+    const q = `?token=${encodeURIComponent(token)}`;
+    const hub = new WebSocketHub({ token, maxBufferedBytes: 1 << 20, maxAlertBacklog: 100, maxClientMessageBytes: 4096, sources: () => ['lobby'] });
+    const s = await startHttpServer({ host: '127.0.0.1', port: 0, token, upgrades: { '/ws': (req, sock, head) => hub.handleUpgrade(req, sock, head) } });
+    const rates = new RateMeter(() => []);
+    const pipeline = { stats: [], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu' } } as unknown as RouteContext['pipeline'];
+    registerRoutes(s, { pipeline, metrics: {} as Metrics, rates, geometry: () => ({ zones: [], lines: [] }) });
+    const page = await browser.newPage();
+    try {
+      const problems: string[] = [];
+      page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+      page.on('console', (m) => void (m.type() === 'error' && problems.push(`console: ${m.text()}`)));
+      page.on('requestfailed', (r) => problems.push(`failed: ${r.url()}`));
+      const scripts = new Map<string, { status: number; type: string; token: string | null }>();
+      page.on('response', (r) => {
+        const u = new URL(r.url());
+        if (u.pathname.endsWith('.js')) scripts.set(u.pathname, { status: r.status(), type: r.headers()['content-type'] ?? '', token: u.searchParams.get('token') });
+      });
+      await page.goto(`${s.url}/${q}`); // resolves on the load event, which waits for the whole module graph
+
+      const files = readdirSync(resolve(ROOT, 'src/server/dashboard/js')).sort();
+      expect([...DASHBOARD_MODULES].sort()).toEqual(files); // every module file is served, and nothing else
+      expect([...scripts.keys()].sort()).toEqual(['/app.js', ...files.map((f) => `/js/${f}`)].sort()); // …and the page imports each one
+      for (const [path, r] of scripts) {
+        expect(r.status, path).toBe(200);
+        expect(r.type, path).toMatch(/^text\/javascript/);
+        expect(r.token, path).toBe(token);
+      }
+      // Connected: the WebSocket carried the token; the model's name shown: so did the /api/sources poll.
+      await page.waitForFunction(() => document.querySelector('#status')?.textContent === 'connected', undefined, { timeout: 15_000 });
+      await page.waitForFunction(() => document.querySelector('#model')?.textContent === 'model m 1', undefined, { timeout: 15_000 });
+      expect(await page.locator('.tile[data-source="lobby"]').count()).toBe(1); // from the hello message
+      expect(problems).toEqual([]);
+
+      // Only the listed names are served, and only with the token.
+      expect(await status(s.port, `/js/api.js${q}`)).toBe(200);
+      expect(await status(s.port, '/js/api.js')).toBe(401);
+      for (const path of ['/js/nope.js', '/js/', '/js/API.JS', '/js/..%2froutes.ts', '/js/%2e%2e/routes.ts', '/js/../routes.ts', '/js/../../../package.json', '/dashboard/app.js', '/js/api.js/..%2f..%2fhttp.ts']) {
+        expect(await status(s.port, `${path}${q}`), path).toBe(404);
+      }
+    } finally {
+      await page.close();
+      rates.close();
+      await hub.close();
+      await s.close();
+    }
+  }, 60_000);
 });
