@@ -7,31 +7,12 @@ import { Cooldown } from './cooldown.js';
 import { LineCounter, type LineEvent } from './line.js';
 import { toPixels } from './polygon.js';
 import { PolygonZone, ZoneMonitor, type ZoneEvent } from './zone.js';
+import type { AlertBody, AnalyticsSummary } from './published.js';
 
-/** Figures published in every detections message. */
-export interface AnalyticsSummary {
-  zones?: Record<string, { occupancy: number; entered: number }>;
-  lines?: Record<string, { in: Record<string, number>; out: Record<string, number> }>;
-  /** Items per minute for conveyor-rate rules, by rule id. */
-  rates?: Record<string, number>;
-}
+// The published shapes are zod schemas in ./published.ts (the message JSON Schema is built from them).
+export type { AlertBody, AnalyticsSummary } from './published.js';
 
 /** An alert before it gets its id, stamps and snapshot. */
-/** An alert as published (the `alert` field of a v1 alert message). */
-export interface AlertBody {
-  /** Unique across restarts: `source:rule:<run tag>-<seq>:<track>` (consumers de-duplicate by it). */
-  id: string;
-  rule: string;
-  severity: 'info' | 'warning' | 'critical';
-  /** What happened, e.g. zone.enter, line.cross, conveyor.stopped. */
-  event: string;
-  message: string;
-  trackId?: number;
-  zone?: string;
-  snapshot?: { contentType: 'image/jpeg'; data?: string; ref?: string; width: number; height: number };
-  [extra: string]: unknown;
-}
-
 export interface AlertDraft extends Omit<AlertBody, 'id'> {
   /** Row of the detection that triggered it (−1: none). */
   row: number;

@@ -1,81 +1,172 @@
+import { z } from 'zod/v4';
 import type { Detections } from '../core/detections.js';
 import type { Frame, Stamps } from '../core/frame.js';
-import type { AlertBody, AnalyticsSummary } from '../analytics/analyzer.js';
-import type { Transition } from '../sources/health.js';
+import { AlertBodySchema, AnalyticsSummarySchema, type AlertBody, type AnalyticsSummary } from '../analytics/published.js';
+import { SOURCE_STATES, type Transition } from '../sources/health.js';
 
 /**
  * The one message envelope every sink publishes (JSONL, Kafka, WebSocket), version 1.
- * JSON Schema: src/sinks/message.schema.json. README, "Message schema", documents each field.
+ *
+ * The zod schemas below are its only definition: the types derive from them, and
+ * `npm run schema` writes src/sinks/message.schema.json (the JSON Schema for consumers) from
+ * `messageJsonSchema()`. They describe; nothing parses with them at run time — the builders
+ * at the end of this file make plain objects. README, "Message schema", documents each field.
  */
 export const MESSAGE_VERSION = 1;
 
-export type MessageKind = 'detections' | 'alert' | 'status';
+const count = z.int().min(0);
+const epochMs = z.number().positive();
 
-export interface DetectionJson {
-  label: string;
-  classId: number;
-  score: number;
-  /** [x1, y1, x2, y2] in source pixels. */
-  box: [number, number, number, number];
+export const DetectionJsonSchema = z.strictObject({
+  label: z.string(),
+  classId: count,
+  score: z.number().min(0).max(1),
+  box: z.tuple([z.number().min(0), z.number().min(0), z.number().min(0), z.number().min(0)]).describe('x1, y1, x2, y2 in source pixels'),
   /** Track id once tracking runs (absent otherwise). */
-  trackId?: number;
-}
+  trackId: z.int().min(1).optional(),
+});
+export type DetectionJson = z.output<typeof DetectionJsonSchema>;
 
-export interface PublishedStamps extends Stamps {
+// Exactly core's Stamps (frame.ts) plus `published`: `satisfies` fails to compile when a stamp is added there and not here.
+const stampShape = {
+  captured: epochMs,
+  preprocessed: epochMs,
+  inferStart: epochMs,
+  inferEnd: epochMs,
+  postprocessed: epochMs,
+  emitted: epochMs,
   /** The message was serialised and handed to the sinks. */
-  published: number;
-}
+  published: epochMs,
+} satisfies Record<keyof Stamps | 'published', z.ZodNumber>;
 
-interface Envelope {
-  type: MessageKind;
-  version: typeof MESSAGE_VERSION;
-  source: string;
-  seq: number;
-  pts: number;
-  /** Capture wall-clock time, ISO 8601 UTC. */
-  capturedAt: string;
-  stamps: PublishedStamps;
-  frame: { width: number; height: number };
-  model: { name: string; version: string };
-  /** Frames this source dropped so far because inference was busy. */
-  dropped: number;
-}
+/**
+ * Latency stamps as published. The JSON Schema lets further numeric stamps through, so v1
+ * consumers that validate accept stamps a later release adds; the type lists the ones argus writes.
+ */
+const PublishedStampsSchema = z.object(stampShape).meta({ description: 'epoch milliseconds with sub-millisecond precision', additionalProperties: { type: 'number' } });
+export type PublishedStamps = z.output<typeof PublishedStampsSchema>;
 
-export interface DetectionsMessage extends Envelope {
-  type: 'detections';
-  detections: DetectionJson[];
-  /** Zone occupancy, line counts and conveyor rates (sources with zones, lines or rules). */
-  analytics?: AnalyticsSummary;
-}
+const ModelInfoSchema = z.strictObject({ name: z.string(), version: z.string() });
+export type ModelInfo = z.output<typeof ModelInfoSchema>;
 
-export interface AlertMessage extends Envelope {
-  type: 'alert';
-  alert: AlertBody;
-  detections: DetectionJson[];
-}
+/** Fields of every per-frame message (detections, alert). */
+const frameEnvelope = {
+  version: z.literal(MESSAGE_VERSION),
+  source: z.string().regex(/^[A-Za-z0-9_.-]+$/).describe('source id from the pipeline'),
+  seq: count.describe('frames read from the source so far, dropped ones included'),
+  pts: z.number().min(0).describe('seconds since the source started'),
+  capturedAt: z.iso.datetime().describe('capture wall-clock time, UTC'),
+  stamps: PublishedStampsSchema,
+  frame: z.strictObject({ width: z.int().min(1), height: z.int().min(1) }),
+  model: ModelInfoSchema,
+  dropped: count.describe('frames this source dropped so far because inference was busy'),
+};
+
+export const DetectionsMessageSchema = z.strictObject({
+  type: z.literal('detections'),
+  ...frameEnvelope,
+  detections: z.array(DetectionJsonSchema),
+  analytics: AnalyticsSummarySchema.optional(),
+});
+export type DetectionsMessage = z.output<typeof DetectionsMessageSchema>;
+
+export const AlertMessageSchema = z.strictObject({
+  type: z.literal('alert'),
+  ...frameEnvelope,
+  alert: AlertBodySchema,
+  detections: z.array(DetectionJsonSchema),
+});
+export type AlertMessage = z.output<typeof AlertMessageSchema>;
+
+const sourceState = z.enum(SOURCE_STATES);
+
+// A source's Transition (sources/health.ts), field for field: `satisfies` fails to compile when a field is added there and not here.
+const transitionShape = {
+  source: frameEnvelope.source,
+  state: sourceState.describe("the source's new state"),
+  previous: sourceState,
+  reason: z.string().describe("why (ffmpeg exit code, timeout, end of stream, …)"),
+  at: epochMs.describe('epoch ms of the change'),
+  attempt: count.describe('reconnect attempts since the source was last healthy'),
+  code: z.string().describe('error code (VAP_ERR_…) when an error caused the change').optional(),
+  detail: z.string().describe("ffmpeg's last log lines, when there are any").optional(),
+} satisfies Record<keyof Transition, z.ZodType>;
 
 /** A source's state change (see `sources/health.ts`), as published. */
-export interface StatusMessage extends Transition {
-  type: 'status';
-  version: typeof MESSAGE_VERSION;
-  /** When it was handed to the sinks, epoch ms. */
-  published: number;
-  /** Status messages carry no frame stamps. */
-  stamps?: undefined;
+export const StatusMessageSchema = z.strictObject({
+  type: z.literal('status'),
+  version: z.literal(MESSAGE_VERSION),
+  ...transitionShape,
+  published: epochMs.describe('when it was handed to the sinks, epoch ms'),
+});
+/** Status messages carry no frame stamps (`stamps?: undefined` lets code read `m.stamps?.x` on any message). */
+export type StatusMessage = z.output<typeof StatusMessageSchema> & { stamps?: undefined };
+
+// The field types match too, both ways: a change to Transition's types that is not made here fails to compile.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type AssertTrue<T extends true> = T;
+export type StatusCarriesTransition = AssertTrue<Same<Omit<z.output<typeof StatusMessageSchema>, 'type' | 'version' | 'published'>, Transition>>;
+
+export const MessageSchema = z.discriminatedUnion('type', [DetectionsMessageSchema, AlertMessageSchema, StatusMessageSchema]);
+export type Message = DetectionsMessage | AlertMessage | StatusMessage;
+export type MessageKind = Message['type'];
+
+const JSON_SCHEMA_HEADER = {
+  $schema: 'https://json-schema.org/draft/2020-12/schema',
+  $id: 'https://argus.dev/schemas/message.v1.json',
+  title: 'argus message, version 1',
+  description:
+    'The envelope every argus sink publishes (JSONL, Kafka, WebSocket): one per processed frame (type detections), one per alert (type alert), one per source state change (type status).',
+} as const;
+
+/** Emitted once under `$defs` and referenced from the messages, so consumers can validate one detection or one alert body. */
+const DEFS = new Map<z.core.$ZodType, string>([
+  [DetectionJsonSchema, 'detection'],
+  [AlertBodySchema, 'alert'],
+]);
+
+/** zod's JSON Schema for one schema, with the fixes below; schemas in DEFS other than `self` become `$ref`s. */
+function toJson(schema: z.core.$ZodType, self?: z.core.$ZodType): Record<string, unknown> {
+  return z.toJSONSchema(schema, {
+    target: 'draft-2020-12',
+    override: ({ zodSchema, jsonSchema }) => {
+      const def = DEFS.get(zodSchema);
+      if (def && zodSchema !== self) {
+        for (const k of Object.keys(jsonSchema)) delete jsonSchema[k];
+        jsonSchema.$ref = `#/$defs/${def}`;
+        return;
+      }
+      // A fixed-length tuple: zod gives only prefixItems, which lets shorter and longer arrays through.
+      const zdef = zodSchema._zod.def;
+      if (zdef.type === 'tuple' && !zdef.rest) {
+        jsonSchema.minItems = zdef.items.length;
+        jsonSchema.maxItems = zdef.items.length;
+      }
+    },
+  }) as Record<string, unknown>;
 }
 
-export type Message = DetectionsMessage | AlertMessage | StatusMessage;
+/** The message JSON Schema (what src/sinks/message.schema.json holds), built from the zod schemas above. */
+export function messageJsonSchema(): Record<string, unknown> {
+  const { $schema: _s, ...root } = toJson(MessageSchema);
+  const $defs: Record<string, unknown> = {};
+  for (const [schema, name] of DEFS) {
+    const { $schema: _d, ...body } = toJson(schema, schema);
+    $defs[name] = body;
+  }
+  return { ...JSON_SCHEMA_HEADER, ...root, $defs };
+}
+
+/** messageJsonSchema() as the committed file's text: 2-space indent, trailing newline. */
+export function messageJsonSchemaText(): string {
+  return `${JSON.stringify(messageJsonSchema(), null, 2)}\n`;
+}
 
 export function statusMessage(t: Transition): StatusMessage {
   const m: StatusMessage = { type: 'status', version: MESSAGE_VERSION, source: t.source, state: t.state, previous: t.previous, reason: t.reason, at: t.at, attempt: t.attempt, published: 0 };
   if (t.code) m.code = t.code;
   if (t.detail) m.detail = t.detail;
   return m;
-}
-
-export interface ModelInfo {
-  name: string;
-  version: string;
 }
 
 const round2 = (v: number) => Math.round(v * 100) / 100;

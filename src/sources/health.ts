@@ -1,5 +1,6 @@
-/** A source's health, as published in status messages. */
-export type SourceState = 'starting' | 'streaming' | 'stalled' | 'reconnecting' | 'failed' | 'ended' | 'stopped';
+/** A source's health states, as published in status messages. */
+export const SOURCE_STATES = ['starting', 'streaming', 'stalled', 'reconnecting', 'failed', 'ended', 'stopped'] as const;
+export type SourceState = (typeof SOURCE_STATES)[number];
 
 export interface Transition {
   source: string;
@@ -9,7 +10,10 @@ export interface Transition {
   reason: string;
   /** Epoch ms. */
   at: number;
-  /** Reconnect attempt number since the source was last healthy (0 when streaming). */
+  /**
+   * Failed attempts in a row since the source was last healthy (streaming for `healthyResetMs`):
+   * on `reconnecting` the number of the retry about to be made, on `streaming` the retries it took.
+   */
   attempt: number;
   /** Error code and ffmpeg's last lines, when the transition comes from an error. */
   code?: string;
@@ -17,9 +21,9 @@ export interface Transition {
 }
 
 export interface ReconnectPolicy {
-  /** First delay before reconnecting, ms. Default 500. */
+  /** First delay before reconnecting, ms. Default 250. */
   initialDelayMs: number;
-  /** Delays double up to this cap, ms. Default 10 000. */
+  /** Delays double up to this cap, ms. Default 2000. */
   maxDelayMs: number;
   /** ± fraction of random jitter on each delay. Default 0.2. */
   jitter: number;
