@@ -1,0 +1,338 @@
+// The reconnect supervisor in virtual time: each ffmpeg run is a cold marble observable (an
+// injected run factory), every timer runs on the TestScheduler, and the monotonic clock is the
+// scheduler's. One marble frame is 1 ms.
+import { defer, map, type Observable } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { ArgusError, ErrorCodes } from '../../src/core/errors.js';
+import type { Frame } from '../../src/core/frame.js';
+import { letterbox } from '../../src/core/geometry.js';
+import type { FfmpegInputSpec } from '../../src/sources/ffmpeg-args.js';
+import type { FfmpegSourceOptions } from '../../src/sources/ffmpeg-source.js';
+import type { ReconnectPolicy } from '../../src/sources/health.js';
+import type { StreamInfo } from '../../src/sources/stderr-probe.js';
+import { supervisedSource, type SupervisedSourceOptions } from '../../src/sources/supervised-source.js';
+
+let scheduler: TestScheduler;
+beforeEach(() => {
+  scheduler = new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
+});
+
+const output = { width: 32, height: 32, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
+const LB = letterbox(64, 48, 32, 32, 'top-left');
+const policy: ReconnectPolicy = { initialDelayMs: 100, maxDelayMs: 400, jitter: 0, maxAttempts: 0, healthyResetMs: 1000 };
+const live: FfmpegInputSpec = { url: 'rtsp://cam/s', kind: 'rtsp', rate: 'native', loop: false, fps: 10 };
+const file = (over: Partial<FfmpegInputSpec> = {}): FfmpegInputSpec => ({ url: '/videos/a.ts', kind: 'file', rate: 'native', loop: false, fps: 10, ...over });
+const exitErr = new ArgusError(ErrorCodes.SOURCE_EXIT, 'source "cam": ffmpeg exited with code 1\nConnection refused');
+
+interface Options {
+  over?: Partial<SupervisedSourceOptions>;
+  /** What each fake ffmpeg reports before its first frame; null: nothing (it never opened the input). */
+  info?: StreamInfo | null;
+}
+
+/**
+ * A supervised source whose n-th ffmpeg run is `runs[n]`: each marble value becomes a frame
+ * numbered as ffmpegSource numbers them (`seqStart` + k; `ptsStart` + k / fps).
+ */
+function supervise(runs: Observable<string>[], { over = {}, info = { width: 64, height: 48, fps: 10, format: 'mpegts' } }: Options = {}) {
+  const calls: FfmpegSourceOptions[] = [];
+  const transitions: { at: number; state: string; reason: string; attempt: number; code?: string; detail?: string }[] = [];
+  const src = supervisedSource({
+    id: 'cam',
+    input: live,
+    output,
+    ffmpegPath: 'ffmpeg',
+    reconnect: policy,
+    watchdog: { startTimeoutMs: 500, stallFactor: 10, stallMinMs: 300 },
+    scheduler,
+    onTransition: ({ state, reason, attempt, code, detail }) => transitions.push({ at: scheduler.now(), state, reason, attempt, ...(code ? { code } : {}), ...(detail ? { detail } : {}) }),
+    run: (opts) => {
+      const n = calls.push(opts) - 1;
+      if (!runs[n]) throw new Error(`no run ${n} in this test`);
+      return defer(() => {
+        if (info) opts.onStreamInfo?.(info, LB);
+        const fps = opts.input.fps ?? info?.fps ?? 10;
+        let base = 0;
+        return runs[n].pipe(
+          map((_v, k): Frame => {
+            if (k === 0) base = typeof opts.ptsStart === 'function' ? opts.ptsStart() : (opts.ptsStart ?? 0);
+            return { source: 'cam', seq: (opts.seqStart ?? 0) + k, pts: base + k / fps, data: Buffer.alloc(0), letterbox: LB, stamps: {} as Frame['stamps'], release: () => {} };
+          }),
+        );
+      });
+    },
+    ...over,
+  });
+  return { src, calls, transitions, seqs: src.pipe(map((f) => f.seq)) };
+}
+const states = (ts: { state: string }[]) => ts.map((t) => t.state);
+/** `n` frames 100 ms apart, then `end` ('#', '|' or nothing) 100 ms after the last. */
+const every100 = (n: number, end = '') => Array(n).fill('a').join(' 99ms ') + (end ? ` 99ms ${end}` : '');
+
+describe('backoff', () => {
+  it('delays double from initialDelayMs with ±jitter (deterministic random), capped at maxDelayMs', () => {
+    scheduler.run(({ cold, expectSubscriptions, flush }) => {
+      const runs = [...Array(5)].map(() => cold('#', undefined, exitErr)).concat(cold('a'));
+      const rand = [0, 0.5, 0.75, 0.25, 0.5];
+      const h = supervise(runs, { over: { reconnect: { ...policy, jitter: 0.2 }, random: () => rand.shift()! } });
+      scheduler.schedule(() => sub.unsubscribe(), 2000);
+      const sub = h.src.subscribe();
+      flush();
+      // 100 × 0.8 = 80; 200 × 1.0; 400 × 1.1 = 440; 800 capped to 400, × 0.9 = 360; 400 × 1.0.
+      expectSubscriptions(runs[0].subscriptions).toBe('(^!)');
+      expectSubscriptions(runs[1].subscriptions).toBe('80ms (^!)');
+      expectSubscriptions(runs[2].subscriptions).toBe('280ms (^!)');
+      expectSubscriptions(runs[3].subscriptions).toBe('720ms (^!)');
+      expectSubscriptions(runs[4].subscriptions).toBe('1080ms (^!)');
+      expectSubscriptions(runs[5].subscriptions).toBe('1480ms ^ 519ms !');
+      const reconnecting = h.transitions.filter((t) => t.state === 'reconnecting');
+      expect(reconnecting.map((t) => t.attempt)).toEqual([1, 2, 3, 4, 5]);
+      expect(reconnecting.map((t) => t.reason.replace(/.*; /, ''))).toEqual(['retry 1 in 0.1 s', 'retry 2 in 0.2 s', 'retry 3 in 0.4 s', 'retry 4 in 0.4 s', 'retry 5 in 0.4 s']);
+      expect(reconnecting[0]).toMatchObject({ code: 'VAP_ERR_SOURCE_EXIT', detail: 'Connection refused' });
+    });
+  });
+
+  it('the attempt count resets after streaming for healthyResetMs: the next failure waits initialDelayMs again', () => {
+    scheduler.run(({ cold, expectSubscriptions, flush }) => {
+      // Run 1 streams from 100 to 1200 (1100 ms ≥ 1000), then ffmpeg dies at 1300.
+      const runs = [cold('#', undefined, exitErr), cold(every100(12, '#'), undefined, exitErr), cold('#', undefined, exitErr), cold('-')];
+      const h = supervise(runs);
+      const sub = h.src.subscribe();
+      scheduler.schedule(() => sub.unsubscribe(), 2000);
+      flush();
+      expect(h.transitions.slice(1, 5)).toMatchObject([
+        { at: 0, state: 'reconnecting', attempt: 1 },
+        { at: 100, state: 'streaming', attempt: 1, reason: 'frames again after 1 attempt' },
+        { at: 1300, state: 'reconnecting', attempt: 1, reason: 'source "cam": ffmpeg exited with code 1; retry 1 in 0.1 s' },
+        { at: 1400, state: 'reconnecting', attempt: 2 },
+      ]);
+      expectSubscriptions(runs[3].subscriptions).toBe('1600ms ^ 399ms !');
+    });
+  });
+
+  it('a short burst of frames does not reset it (the first frame does not): the next failure backs off further', () => {
+    scheduler.run(({ cold, expectSubscriptions, flush }) => {
+      const runs = [cold('#', undefined, exitErr), cold(every100(3, '#'), undefined, exitErr), cold('-')];
+      const h = supervise(runs);
+      const sub = h.src.subscribe();
+      scheduler.schedule(() => sub.unsubscribe(), 1000);
+      flush();
+      expect(h.transitions.slice(1, 4)).toMatchObject([
+        { at: 0, state: 'reconnecting', attempt: 1 },
+        { at: 100, state: 'streaming', attempt: 1 },
+        { at: 400, state: 'reconnecting', attempt: 2, reason: 'source "cam": ffmpeg exited with code 1; retry 2 in 0.2 s' },
+      ]);
+      expectSubscriptions(runs[2].subscriptions).toBe('600ms ^ 399ms !');
+    });
+  });
+});
+
+describe('watchdog', () => {
+  it('no first frame within startTimeoutMs: restarted (no stalled state); then frames stop: stalled, reconnecting, resubscribed; seq goes on', () => {
+    scheduler.run(({ cold, expectObservable, expectSubscriptions, flush }) => {
+      const runs = [cold('-'), cold('a 99ms a'), cold('a')];
+      const h = supervise(runs);
+      expectObservable(h.seqs, '^ 1999ms !').toBe('600ms a 99ms b 1199ms c', { a: 0, b: 1, c: 2 });
+      flush();
+      expectSubscriptions(runs[0].subscriptions).toBe('^ 499ms !'); // killed at the start timeout
+      expectSubscriptions(runs[1].subscriptions).toBe('600ms ^ 1099ms !'); // last frame at 700, + 10 periods
+      expectSubscriptions(runs[2].subscriptions).toBe('1900ms ^ 99ms !');
+      expect(h.transitions).toEqual([
+        { at: 0, state: 'starting', reason: 'started', attempt: 0 },
+        { at: 500, state: 'reconnecting', reason: 'source "cam": no frame within 0.5 s of starting; retry 1 in 0.1 s', attempt: 1, code: 'VAP_ERR_SOURCE_TIMEOUT' },
+        { at: 600, state: 'streaming', reason: 'frames again after 1 attempt', attempt: 1 },
+        { at: 1700, state: 'stalled', reason: 'no frame for 1.0 s', attempt: 1 },
+        { at: 1700, state: 'reconnecting', reason: 'source "cam": no frame for 1.0 s; retry 2 in 0.2 s', attempt: 2, code: 'VAP_ERR_SOURCE_STALLED' },
+        { at: 1900, state: 'streaming', reason: 'frames again after 2 attempts', attempt: 2 },
+        { at: 2000, state: 'stopped', reason: 'stopped', attempt: 2 },
+      ]);
+    });
+  });
+
+  it.each([
+    ['stallFactor periods of the rate ffmpeg reports in the first run (2 fps → 5 s)', undefined, 2, 5000, 'no frame for 5.0 s'],
+    ['never less than stallMinMs (100 fps → 0.1 s → 0.3 s)', 100, 100, 300, 'no frame for 0.3 s'],
+  ])('stall timeout: %s', (_name, fps, reported, at, reason) => {
+    scheduler.run(({ cold, flush }) => {
+      const h = supervise([cold('a'), cold('-')], { over: { input: { ...live, fps } }, info: { width: 64, height: 48, fps: reported } });
+      const sub = h.src.subscribe();
+      scheduler.schedule(() => sub.unsubscribe(), at + 50);
+      flush();
+      expect(h.transitions.find((t) => t.state === 'stalled')).toEqual({ at, state: 'stalled', reason, attempt: 0 });
+    });
+  });
+
+  it('a file at rate fast is not watched: a long pause is no stall; a native-rate file is', () => {
+    scheduler.run(({ cold, expectObservable, flush }) => {
+      const fast = supervise([cold('a 5000ms a |')], { over: { input: file({ rate: 'fast' }) } });
+      expectObservable(fast.seqs).toBe('a 5000ms b |', { a: 0, b: 1 });
+      const native = supervise([cold('a 5000ms a |'), cold('-')], { over: { input: file() } });
+      expectObservable(native.seqs, '^ 1200ms !').toBe('a', { a: 0 });
+      flush();
+      expect(states(fast.transitions)).toEqual(['starting', 'streaming', 'ended']);
+      expect(states(native.transitions)).toEqual(['starting', 'streaming', 'stalled', 'reconnecting', 'stopped']);
+    });
+  });
+});
+
+describe('giving up', () => {
+  it('maxAttempts failures in a row: the source errors with state failed, after maxAttempts retries', () => {
+    scheduler.run(({ cold, expectObservable, flush }) => {
+      const runs = [...Array(3)].map(() => cold('#', undefined, exitErr));
+      const h = supervise(runs, { over: { reconnect: { ...policy, maxAttempts: 2 } } });
+      expectObservable(h.seqs).toBe('300ms #', undefined, exitErr);
+      flush();
+      expect(h.calls).toHaveLength(3);
+      expect(states(h.transitions)).toEqual(['starting', 'reconnecting', 'reconnecting', 'failed']); // not stopped
+      expect(h.transitions[3]).toMatchObject({ at: 300, attempt: 3, reason: 'gave up after 2 attempts: source "cam": ffmpeg exited with code 1', code: 'VAP_ERR_SOURCE_EXIT', detail: 'Connection refused' });
+    });
+  });
+
+  it('maxAttempts 0 never gives up', () => {
+    scheduler.run(({ cold, expectObservable }) => {
+      const runs = [...Array(30)].map(() => cold('#', undefined, exitErr)).concat(cold('a'));
+      const h = supervise(runs);
+      // 100 + 200 + 28 × 400 ms of backoff.
+      expectObservable(h.seqs, '^ 11600ms !').toBe('11500ms a', { a: 0 });
+    });
+  });
+
+  it('errors that retrying cannot fix fail at once: a source that cannot be opened, a file ffmpeg never opened', () => {
+    scheduler.run(({ cold, expectObservable, flush }) => {
+      const open = new ArgusError(ErrorCodes.SOURCE_OPEN, 'source "cam": file not found: /videos/a.ts');
+      const missing = supervise([cold('#', undefined, open)]);
+      expectObservable(missing.seqs).toBe('#', undefined, open);
+      const unreadable = supervise([cold('#', undefined, exitErr)], { over: { input: file() }, info: null });
+      expectObservable(unreadable.seqs).toBe('#', undefined, exitErr);
+      flush();
+      expect(missing.transitions.slice(1)).toMatchObject([{ state: 'failed', reason: 'source "cam": file not found: /videos/a.ts', code: 'VAP_ERR_SOURCE_OPEN' }]);
+      expect(states(unreadable.transitions)).toEqual(['starting', 'failed']);
+    });
+  });
+});
+
+describe('ends, loops and resumes', () => {
+  it('a file that ends completes (state ended); a live stream that ends is reconnected (VAP_ERR_SOURCE_EOF)', () => {
+    scheduler.run(({ cold, expectObservable, flush }) => {
+      const f = supervise([cold('a 99ms a 99ms |')], { over: { input: file() } });
+      expectObservable(f.seqs).toBe('a 99ms b 99ms |', { a: 0, b: 1 });
+      const l = supervise([cold('a 99ms a 99ms |'), cold('a')]);
+      expectObservable(l.seqs, '^ 500ms !').toBe('a 99ms b 199ms c', { a: 0, b: 1, c: 2 });
+      flush();
+      expect(states(f.transitions)).toEqual(['starting', 'streaming', 'ended']);
+      expect(l.transitions[2]).toMatchObject({ at: 200, state: 'reconnecting', reason: 'source "cam": end of stream; retry 1 in 0.1 s', code: 'VAP_ERR_SOURCE_EOF' });
+    });
+  });
+
+  it('a looped file restarts at 0 in the file at its end, with no status change; seq and pts go on', () => {
+    scheduler.run(({ cold, expectObservable, expectSubscriptions, flush }) => {
+      const runs = [cold('a 99ms a 99ms |'), cold('a 99ms a 99ms |'), cold('a 99ms a 99ms |'), cold('-')];
+      const h = supervise(runs, { over: { input: file({ loop: true }) } });
+      const pts: number[] = [];
+      expectObservable(h.src.pipe(map((fr) => (pts.push(fr.pts), fr.seq))), '^ 700ms !').toBe('a 99ms b 99ms c 99ms d 99ms e 99ms f', { a: 0, b: 1, c: 2, d: 3, e: 4, f: 5 });
+      flush();
+      expectSubscriptions(runs[1].subscriptions).toBe('200ms ^ 199ms !');
+      expectSubscriptions(runs[3].subscriptions).toBe('600ms ^ 100ms !');
+      expect(h.calls.map((c) => [c.input.loop, c.input.seek])).toEqual([...Array(4)].map(() => [false, undefined]));
+      expect(pts.map((p) => +p.toFixed(9))).toEqual([0, 0.1, 0.2, 0.3, 0.4, 0.5]);
+      expect(states(h.transitions)).toEqual(['starting', 'streaming', 'stopped']);
+    });
+  });
+
+  it('a looped file that yields nothing at position 0 ends instead of restarting forever', () => {
+    scheduler.run(({ cold, expectObservable, flush }) => {
+      const h = supervise([cold('|')], { over: { input: file({ loop: true }) } });
+      expectObservable(h.seqs).toBe('|');
+      flush();
+      expect(states(h.transitions)).toEqual(['starting', 'ended']);
+    });
+  });
+
+  it.each([
+    ['MPEG-TS: sought 3 s earlier and trimmed', 'mpegts', 3],
+    ['MP4: exact seek', 'mov,mp4,m4a,3gp,3g2,mj2', 0],
+  ])('a file whose ffmpeg died resumes at the next frame not yet delivered (%s)', (_name, format, margin) => {
+    scheduler.run(({ cold, flush }) => {
+      const runs = [cold('a 99ms a 99ms a 9ms #', undefined, exitErr), cold('a 99ms a 9ms #', undefined, exitErr), cold('-')];
+      const h = supervise(runs, { over: { input: file() }, info: { width: 64, height: 48, fps: 10, format } });
+      const frames: Frame[] = [];
+      const sub = h.src.subscribe((f) => frames.push(f));
+      scheduler.schedule(() => sub.unsubscribe(), 1000);
+      flush();
+      // Frames at 0, 0.1, 0.2 delivered: the next is at 0.3 (sought half a frame early); then 0.5.
+      expect(h.calls.map((c) => c.input.seek && +c.input.seek.toFixed(9))).toEqual([undefined, 0.25, 0.45]);
+      expect(h.calls.map((c) => c.input.seekMargin)).toEqual([0, margin, margin]);
+      expect(frames.map((f) => f.seq)).toEqual([0, 1, 2, 3, 4]);
+      // Native rate: the first frame after a restart counts the outage (restarted at 310 ms).
+      expect(frames.map((f) => +f.pts.toFixed(9))).toEqual([0, 0.1, 0.2, 0.31, 0.41]);
+      expect(states(h.transitions)).toEqual(['starting', 'streaming', 'reconnecting', 'streaming', 'reconnecting', 'stopped']);
+    });
+  });
+
+  it('a fast file resumed after a restart: pts is the position played, not the time that passed', () => {
+    scheduler.run(({ cold, flush }) => {
+      const runs = [cold('a 99ms a 99ms a 9ms #', undefined, exitErr), cold('a 99ms a')];
+      const h = supervise(runs, { over: { input: file({ rate: 'fast' }) } });
+      const pts: number[] = [];
+      const sub = h.src.subscribe((f) => pts.push(+f.pts.toFixed(9)));
+      scheduler.schedule(() => sub.unsubscribe(), 1000);
+      flush();
+      expect(pts).toEqual([0, 0.1, 0.2, 0.3, 0.4]);
+    });
+  });
+
+  it('a live source restarted: seq goes on, the first frame after the outage is at the time that passed', () => {
+    scheduler.run(({ cold, flush }) => {
+      const h = supervise([cold('a 99ms a 99ms #', undefined, exitErr), cold('a 99ms a')]);
+      const frames: Frame[] = [];
+      const sub = h.src.subscribe((f) => frames.push(f));
+      scheduler.schedule(() => sub.unsubscribe(), 1000);
+      flush();
+      expect(frames.map((f) => f.seq)).toEqual([0, 1, 2, 3]);
+      expect(frames.map((f) => +f.pts.toFixed(9))).toEqual([0, 0.1, 0.3, 0.4]); // ffmpeg died at 200, restarted at 300
+      expect(h.calls.map((c) => c.seqStart)).toEqual([0, 2]);
+    });
+  });
+});
+
+describe('teardown and options', () => {
+  it('unsubscribing tears the running ffmpeg down (state stopped)', () => {
+    scheduler.run(({ cold, expectObservable, expectSubscriptions, flush }) => {
+      const runs = [cold('a 99ms a 99ms a')];
+      const h = supervise(runs);
+      expectObservable(h.seqs, '^ 150ms !').toBe('a 99ms b', { a: 0, b: 1 });
+      expectSubscriptions(runs[0].subscriptions).toBe('^ 150ms !');
+      flush();
+      expect(h.transitions.at(-1)).toEqual({ at: 151, state: 'stopped', reason: 'stopped', attempt: 0 });
+    });
+  });
+
+  it('unsubscribing during a backoff wait cancels the restart', () => {
+    scheduler.run(({ cold, expectObservable, flush }) => {
+      const h = supervise([cold('#', undefined, exitErr), cold('a')]);
+      expectObservable(h.seqs, '^ 50ms !').toBe('');
+      flush();
+      expect(h.calls).toHaveLength(1);
+      expect(states(h.transitions)).toEqual(['starting', 'reconnecting', 'stopped']);
+    });
+  });
+
+  it('options the supervisor does not consume reach each ffmpeg run unchanged', () => {
+    scheduler.run(({ cold, flush }) => {
+      const onExit = () => {};
+      const spawn = (() => {
+        throw new Error('not called');
+      }) as unknown as FfmpegSourceOptions['spawn'];
+      const h = supervise([cold('#', undefined, exitErr), cold('-')], { over: { onExit, spawn, addedLater: 'kept' } as Partial<SupervisedSourceOptions> });
+      const sub = h.src.subscribe();
+      scheduler.schedule(() => sub.unsubscribe(), 200);
+      flush();
+      for (const c of h.calls) {
+        expect(c).toMatchObject({ id: 'cam', ffmpegPath: 'ffmpeg', output, onExit, spawn, addedLater: 'kept' }); // a field FfmpegSourceOptions gains later too
+        expect(c).not.toHaveProperty('reconnect');
+        expect(c).not.toHaveProperty('run');
+      }
+    });
+  });
+});
