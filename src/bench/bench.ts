@@ -9,7 +9,9 @@ import { percentiles } from '../core/stats.js';
 import { precisionReport, sweep, sweepTable } from './sweep.js';
 import type { Detector } from '../inference/detector.js';
 import { normalizeHwcToChw } from '../preprocess/normalize.js';
-import { loadDetector, pipelineBaseDir, type FrameResult } from '../pipeline/pipeline.js';
+import type { FrameResult } from '../analytics/analyze.js';
+import { STAGES as FRAME_STAGES, e2eMs, stageMs } from '../core/frame.js';
+import { loadDetector, pipelineBaseDir } from '../pipeline/pipeline.js';
 import { defaultFfmpegPath } from '../sources/ffmpeg-path.js';
 import { runPipeline } from '../pipeline/run.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
@@ -35,19 +37,14 @@ export interface BenchOptions {
   log: LogFn;
 }
 
-const STAGES = ['preprocess', 'queue', 'infer', 'postprocess', 'emit', 'e2e'] as const;
+const STAGES = [...FRAME_STAGES, 'e2e'] as const;
 type Stage = (typeof STAGES)[number];
 
 function stageDurations(r: FrameResult): Record<Stage, number> {
   const s = r.frame.stamps;
-  return {
-    preprocess: s.preprocessed - s.captured,
-    queue: s.inferStart - s.preprocessed,
-    infer: s.inferEnd - s.inferStart,
-    postprocess: s.postprocessed - s.inferEnd,
-    emit: s.emitted - s.postprocessed,
-    e2e: s.emitted - s.captured,
-  };
+  const d = { e2e: e2eMs(s) } as Record<Stage, number>;
+  for (const st of FRAME_STAGES) d[st] = stageMs(s, st);
+  return d;
 }
 
 const pct = (xs: number[]) => {
@@ -131,7 +128,7 @@ async function benchBatching(config: PipelineConfig, baseDir: string, video: str
       onResult: (r) => {
         if (!first) first = r.frame.stamps.captured;
         last = r.frame.stamps.emitted;
-        e2e.push(r.frame.stamps.emitted - r.frame.stamps.captured);
+        e2e.push(e2eMs(r.frame.stamps));
       },
     });
     const [p50, p99] = percentiles(e2e, [50, 99]);

@@ -19,6 +19,36 @@ export interface Stamps {
   emitted: number;
 }
 
+/** The stages between two stamps, in order: what each one measures is in `stageMs`. */
+export const STAGES = ['preprocess', 'queue', 'infer', 'postprocess', 'emit'] as const;
+export type Stage = (typeof STAGES)[number];
+
+/**
+ * Milliseconds a frame spent in `stage`: preprocess = captured → preprocessed, queue =
+ * preprocessed → inferStart (waiting for the session or a batch), infer = inferStart →
+ * inferEnd, postprocess = inferEnd → postprocessed, emit = postprocessed → emitted (tracking,
+ * rules, operators added by the user).
+ */
+export function stageMs(s: Stamps, stage: Stage): number {
+  switch (stage) {
+    case 'preprocess':
+      return s.preprocessed - s.captured;
+    case 'queue':
+      return s.inferStart - s.preprocessed;
+    case 'infer':
+      return s.inferEnd - s.inferStart;
+    case 'postprocess':
+      return s.postprocessed - s.inferEnd;
+    case 'emit':
+      return s.emitted - s.postprocessed;
+  }
+}
+
+/** Milliseconds from the frame's capture to its result reaching the sinks. */
+export function e2eMs(s: Stamps): number {
+  return s.emitted - s.captured;
+}
+
 export function emptyStamps(captured: number): Stamps {
   return { captured, preprocessed: 0, inferStart: 0, inferEnd: 0, postprocessed: 0, emitted: 0 };
 }
@@ -36,6 +66,11 @@ export interface Frame {
   /** How the source picture was fitted into `data`; maps boxes back to source pixels. */
   readonly letterbox: Letterbox;
   readonly stamps: Stamps;
-  /** Hands the pixel buffer back to the reader's pool. Call once, when nothing reads `data` any more. */
+  /**
+   * Hands the pixel buffer back to the reader's pool for reuse; the pipeline calls it once the
+   * sinks have had the frame (and when it drops one). Optional: a frame that is never
+   * released (an operator filtered it out or kept it) is left to the garbage collector;
+   * nothing waits for it. Do not read `data` after releasing; copy it to keep it longer.
+   */
   release(): void;
 }

@@ -28,7 +28,7 @@ export function createLogger(level = process.env.ARGUS_LOG_LEVEL ?? 'info'): Log
   );
 }
 
-export type LogLevel = 'info' | 'warn' | 'error';
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 /** What modules take to report events: a message, structured fields, a level (default info). */
 export type LogFn = (msg: string, fields?: Record<string, unknown>, level?: LogLevel) => void;
 

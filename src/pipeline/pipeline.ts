@@ -1,64 +1,41 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { catchError, EMPTY, map, merge, type Observable, of, takeUntil, tap } from 'rxjs';
+import { defer, merge, type Observable, type OperatorFunction, takeUntil, tap } from 'rxjs';
+import { analyze, type FrameResult } from '../analytics/analyze.js';
+import { SourceAnalyzer } from '../analytics/analyzer.js';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../assets/catalog.js';
 import type { PipelineConfig, SourceConfig } from '../config/schema.js';
-import { now } from '../core/clock.js';
-import { redact } from '../core/redact.js';
-import type { LogFn } from '../core/log.js';
-import type { Detections } from '../core/detections.js';
 import type { Frame } from '../core/frame.js';
-import type { Letterbox } from '../core/geometry.js';
-import { SampleWindow } from '../core/stats.js';
-import { dropStale } from '../flow/drop-stale.js';
+import type { LogFn } from '../core/log.js';
+import { redact } from '../core/redact.js';
+import { Pace } from '../flow/pace.js';
 import { Detector } from '../inference/detector.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
 import { describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
-import type { SourceState, Transition } from '../sources/health.js';
+import type { Transition } from '../sources/health.js';
+import { newSourceStats, type SourceStats } from '../sources/stats.js';
 import { supervisedSource } from '../sources/supervised-source.js';
-import { infer, postprocess, preprocess } from './stages.js';
-import { SourceAnalyzer, type AlertDraft, type AnalyticsSummary } from '../analytics/analyzer.js';
-import { ByteTracker } from '../tracking/byte-tracker.js';
+import { track } from '../tracking/track.js';
+import { detect } from './detect.js';
+import { isolate } from './isolate.js';
+import { stamp } from './stamp.js';
 
-/** What the pipeline emits for every processed frame. */
-export interface FrameResult {
-  frame: Frame;
-  /** Detections in source pixels, with track ids when tracking runs. */
-  detections: Detections;
-  /** Frames this source has dropped so far. */
-  dropped: number;
-  /** Zone occupancy, line counts, rates (sources with zones, lines or rules). */
-  analytics?: AnalyticsSummary;
-  /** Alerts this frame raised (after cooldown and de-duplication). */
-  alerts: AlertDraft[];
-  /** The source's analyzer (zones and lines in pixels, for drawing). */
-  analyzer?: SourceAnalyzer;
+export type { FrameResult } from '../analytics/analyze.js';
+export type { SourceStats } from '../sources/stats.js';
+
+/** What an extension gets to know about the source whose results it handles. */
+export interface SourceContext {
+  readonly config: SourceConfig;
+  readonly stats: SourceStats;
+  /** The model's class labels (class id → name). */
+  readonly labels: readonly string[];
 }
 
-export interface SourceStats {
-  readonly id: string;
-  /** Frames read from ffmpeg. */
-  framesIn: number;
-  /** Frames processed and emitted. */
-  framesOut: number;
-  /** Frames dropped: a newer one arrived while inference was busy, or inference failed on it. */
-  dropped: number;
-  /** Of `dropped`: frames whose inference failed (e.g. an inference worker died during the run). */
-  inferenceErrors: number;
-  /** Captured → emitted, ms, recent frames. */
-  readonly e2e: SampleWindow;
-  /** Set when the source ended with an error. */
-  error?: Error;
-  /** Health: starting, streaming, stalled, reconnecting, failed, ended, stopped. */
-  state: SourceState;
-  /** Restarts of this source's ffmpeg so far. */
-  reconnects: number;
-  /** The latest state change. */
-  lastTransition?: Transition;
-  /** Input size reported by ffmpeg. */
-  width?: number;
-  height?: number;
-  fps?: number;
-}
+/**
+ * Operators of the user's, per source, between the rules and the sinks: called once per
+ * source when the pipeline is subscribed. They may filter, drop, delay or change results, add
+ * alert drafts (a custom rule) or feed a side sink. See README, "Extending the pipeline".
+ */
+export type Extension = (source: SourceContext) => OperatorFunction<FrameResult, FrameResult>;
 
 export interface PipelineOptions {
   /** Directory that relative paths in the config are resolved against (the YAML's folder). */
@@ -70,6 +47,8 @@ export interface PipelineOptions {
   onTransition?: (t: Transition) => void;
   /** Emits once to stop the sources gracefully: frames in flight still finish and are emitted. */
   stop?: Observable<unknown>;
+  /** The user's operators, per source, between the rules and the sinks. */
+  extend?: Extension;
 }
 
 export interface Pipeline {
@@ -84,11 +63,42 @@ export interface Pipeline {
    * recorded in its stats; the others go on. Completes when every source has ended.
    */
   readonly results$: Observable<FrameResult>;
+  /** Releases what the pipeline loaded (the model, unless it was given in the options). */
+  close(): Promise<void>;
 }
 
-const NO_ALERTS: AlertDraft[] = [];
-/** Consecutive frames whose inference failed before the source is failed with the error. */
-const MAX_INFERENCE_FAILURES_IN_A_ROW = 30;
+/** What one source's chain is built from. */
+export interface ChainContext {
+  detector: Detector;
+  config: PipelineConfig;
+  source: SourceConfig;
+  stats: SourceStats;
+  analyzer?: SourceAnalyzer;
+  /** Paces a file read as fast as possible by the detection stage. */
+  pace?: Pace;
+  log: LogFn;
+  stop?: Observable<unknown>;
+  extend?: Extension;
+}
+
+/**
+ * One source's chain, from its frames to results ready for the sinks: detection (dropping
+ * stale frames) → tracking → rules → the user's operators → stamped. A source that fails ends
+ * alone.
+ */
+export function sourceChain(frames$: Observable<Frame>, c: ChainContext): Observable<FrameResult> {
+  const st = c.stats;
+  return frames$.pipe(
+    c.stop ? takeUntil<Frame>(c.stop) : (o) => o,
+    tap(() => st.framesIn++),
+    detect(c.detector, { postprocess: c.config.postprocess, stats: st, pace: c.pace, log: c.log }),
+    track(c.config.tracking, () => st.fps),
+    analyze(c.analyzer),
+    c.extend ? c.extend({ config: c.source, stats: st, labels: c.detector.labels }) : (o) => o,
+    stamp(st),
+    isolate(st, c.log),
+  );
+}
 
 export async function loadDetector(config: PipelineConfig, options: PipelineOptions = {}): Promise<Detector> {
   const baseDir = options.baseDir ?? process.cwd();
@@ -120,56 +130,34 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   // Resolve assets before loading the model, so a missing video fails fast.
   const urls = await Promise.all(sources.map((s) => resolveSourceUrl(s, baseDir, ffmpegPath, log)));
   const detector = options.detector ?? (await loadDetector(config, options));
-  const stats: SourceStats[] = sources.map((s) => ({ id: s.id, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, e2e: new SampleWindow(2048), state: 'stopped', reconnects: 0 }));
-  const pp = { ...config.postprocess };
+  const ownsDetector = !options.detector;
+  const stats = sources.map((s) => newSourceStats(s.id));
+  let analyzers: (SourceAnalyzer | undefined)[];
+  try {
+    // Built now, so an unknown class label fails the start, naming the field.
+    analyzers = sources.map((src) => {
+      const a = new SourceAnalyzer(src, detector.labels, `sources[${config.sources.indexOf(src)}]`);
+      return a.empty ? undefined : a;
+    });
+  } catch (e) {
+    if (ownsDetector) await detector.release();
+    throw e;
+  }
+  const stop = options.stop;
 
-  // Built now, so an unknown class label fails the start, naming the field.
-  const analyzers = sources.map((src) => {
-    const a = new SourceAnalyzer(src, detector.labels, `sources[${config.sources.indexOf(src)}]`);
-    return a.empty ? undefined : a;
-  });
-  const { enabled: trackingEnabled, ...trackerOptions } = config.tracking;
-
-  const stopOn = options.stop ? takeUntil<Frame>(options.stop) : (o: Observable<Frame>) => o;
-  const perSource = sources.map((src, i) => {
+  // One source: its supervised ffmpeg, then its chain.
+  const chain = (src: SourceConfig, i: number): Observable<FrameResult> => {
     const st = stats[i];
-    const analyzer = analyzers[i];
-    let tracker: ByteTracker | undefined;
-    let analyzerSize: Letterbox | undefined;
-    const input = detector.createInput();
-    // A frame whose inference fails (a worker died mid-run, a transient provider error) is
-    // dropped and counted, and the source goes on; only failures that persist fail the source.
-    let failedInARow = 0;
-    const detect = (frame: Frame) =>
-      of(frame).pipe(
-        preprocess(detector, input),
-        infer(detector, input),
-        postprocess(detector, pp),
-        tap(() => (failedInARow = 0)),
-        catchError((err: Error) => {
-          if (++failedInARow >= MAX_INFERENCE_FAILURES_IN_A_ROW) throw err;
-          st.dropped++;
-          st.inferenceErrors++;
-          frame.release();
-          if (failedInARow === 1) log(redact(`source ${src.id}: inference failed, frame dropped: ${err.message}`), { source: src.id }, 'warn');
-          return EMPTY;
-        }),
-      );
-    return supervisedSource({
-      reconnect: src.reconnect,
-      watchdog: src.watchdog,
-      onTransition: (t) => {
-        st.state = t.state;
-        st.lastTransition = t;
-        if (t.state === 'reconnecting') st.reconnects++;
-        const level = t.state === 'failed' ? 'error' : t.state === 'reconnecting' || t.state === 'stalled' ? 'warn' : 'info';
-        log(redact(`source ${t.source}: ${t.previous} → ${t.state} (${t.reason})`), { source: t.source, state: t.state, previous: t.previous, code: t.code, attempt: t.attempt }, level);
-        options.onTransition?.(t);
-      },
+    const pace = new Pace();
+    const frames$ = supervisedSource({
       id: src.id,
       input: { url: urls[i], kind: sourceKind(urls[i]), rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs },
       output: { width: detector.inputWidth, height: detector.inputHeight, pixelFormat: detector.pixelFormat, align: detector.align, padValue: detector.padValue },
       ffmpegPath,
+      pace,
+      reconnect: src.reconnect,
+      watchdog: src.watchdog,
+      onTransition: (t) => onTransition(st, t),
       onResize: (_from, to) => {
         st.width = to.srcWidth;
         st.height = to.srcHeight;
@@ -180,51 +168,33 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
         st.fps = info.fps;
         log(`source ${src.id} streaming`, { source: src.id, width: info.width, height: info.height, fps: info.fps });
       },
-    }).pipe(
-      stopOn,
-      tap(() => st.framesIn++),
-      dropStale(detect, {
-        onDrop: (frame) => {
-          st.dropped++;
-          frame.release();
-        },
-      }),
-      map(({ frame, detections }): FrameResult => {
-        // Time base for tracking and rules: the frame's presentation time, so dropped frames
-        // and files played faster than real time keep their true spacing.
-        const tMs = frame.pts * 1000;
-        if (trackingEnabled) {
-          tracker ??= new ByteTracker({ ...trackerOptions, frameRateHint: trackerOptions.frameRateHint ?? st.fps ?? 30 });
-          detections = tracker.update(detections, tMs);
-        }
-        let analytics: AnalyticsSummary | undefined;
-        let alerts: AlertDraft[] = NO_ALERTS;
-        if (analyzer) {
-          if (analyzerSize !== frame.letterbox) {
-            // First frame, or the resolution changed: place zones and lines for this size.
-            if (!analyzerSize || analyzerSize.srcWidth !== frame.letterbox.srcWidth || analyzerSize.srcHeight !== frame.letterbox.srcHeight) {
-              analyzer.init(frame.letterbox.srcWidth, frame.letterbox.srcHeight);
-            }
-            analyzerSize = frame.letterbox;
-          }
-          ({ summary: analytics, alerts } = analyzer.process(detections, tMs));
-        }
-        frame.stamps.emitted = now();
-        st.framesOut++;
-        st.e2e.add(frame.stamps.emitted - frame.stamps.captured);
-        return { frame, detections, dropped: st.dropped, analytics, alerts, analyzer };
-      }),
-      catchError((err: Error) => {
-        st.error = err;
-        log(redact(`source ${src.id} failed: ${err.message}`), { source: src.id, code: (err as { code?: string }).code }, 'error');
-        return EMPTY;
-      }),
-    );
-  });
+    });
+    return sourceChain(frames$, { detector, config, source: src, stats: st, analyzer: analyzers[i], pace, log, stop, extend: options.extend });
+  };
+
+  const onTransition = (st: SourceStats, t: Transition) => {
+    st.state = t.state;
+    st.lastTransition = t;
+    if (t.state === 'reconnecting') st.reconnects++;
+    const level = t.state === 'failed' ? 'error' : t.state === 'reconnecting' || t.state === 'stalled' ? 'warn' : 'info';
+    log(redact(`source ${t.source}: ${t.previous} → ${t.state} (${t.reason})`), { source: t.source, state: t.state, previous: t.previous, code: t.code, attempt: t.attempt }, level);
+    options.onTransition?.(t);
+  };
 
   const analyzerMap = new Map<string, SourceAnalyzer>();
   analyzers.forEach((a, i) => a && analyzerMap.set(sources[i].id, a));
-  return { config, detector, ffmpegPath, stats, analyzers: analyzerMap, results$: merge(...perSource) };
+  return {
+    config,
+    detector,
+    ffmpegPath,
+    stats,
+    analyzers: analyzerMap,
+    // Each subscription builds its chains afresh: operator state (tracker, pace, extensions) is per subscription.
+    results$: merge(...sources.map((src, i) => defer(() => chain(src, i)))),
+    close: async () => {
+      if (ownsDetector) await detector.release();
+    },
+  };
 }
 
 function resolvePath(p: string, baseDir: string): string {

@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import { Subject, take, type Subscription } from 'rxjs';
+import { type Observable, Subject, take } from 'rxjs';
+import type { FrameResult } from '../analytics/analyze.js';
 import type { PipelineConfig } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
@@ -13,11 +14,14 @@ import { Publisher } from '../sinks/publisher.js';
 import type { Sink } from '../sinks/sink.js';
 import { StatusReporter } from '../sinks/status.js';
 import { WebSocketHub } from '../sinks/websocket.js';
-import { AlertPublisher } from './alerts.js';
+import { AlertPublisher } from '../sinks/alerts.js';
+import { publish } from '../sinks/publish.js';
 import { FrameBroadcaster } from '../server/frames.js';
 import { Metrics } from '../server/metrics.js';
 import { RateMeter, registerRoutes } from '../server/routes.js';
-import { createPipeline, type FrameResult, type Pipeline, type PipelineOptions, type SourceStats } from './pipeline.js';
+import { Lifecycle } from './lifecycle.js';
+import { createPipeline, type Pipeline, type PipelineOptions } from './pipeline.js';
+import type { SourceStats } from '../sources/stats.js';
 
 export interface RunOptions extends PipelineOptions {
   /** Stop after this many processed frames (all sources together). */
@@ -82,188 +86,220 @@ function httpPort(env: NodeJS.ProcessEnv, configured: number): number {
   return n;
 }
 
-/** Starts the sinks and the server a config asks for. Closing order is the reverse. */
-async function startSinks(config: PipelineConfig, pipeline: Pipeline, options: RunOptions, log: LogFn, onFatal: (e: Error) => void) {
-  const sinks: Sink[] = [];
-  const env = options.env ?? process.env;
-  const port = config.server ? httpPort(env, config.server.port) : 0;
-  const k = config.sinks.kafka;
-  // The outbox first: alerts journaled by an earlier run are replayed into Kafka below.
-  let outbox: Outbox | undefined;
-  if (config.outbox.enabled ?? k !== undefined) {
-    outbox = await Outbox.open({ dir: outboxDir(config, options.baseDir ?? process.cwd(), env), maxBytes: config.outbox.maxBytes, maxAgeMs: config.outbox.maxAgeHours * 3_600_000, fsync: config.outbox.fsync, log });
-  }
-  try {
-    const jsonlPath = options.jsonl ?? config.sinks.jsonl?.path;
-    if (jsonlPath) sinks.push(await JsonlSink.open(jsonlPath, { includeStatus: config.sinks.jsonl?.status ?? false, log, onClosed: () => onFatal(new Error('jsonl: stdout was closed')) }));
-    let kafka: KafkaSink | undefined;
-    if (k) {
-      const deadLetterPath = resolve(options.baseDir ?? process.cwd(), k.deadLetterPath ?? join(outboxDir(config, options.baseDir ?? process.cwd(), env), 'kafka-dead-letter.jsonl'));
-      kafka = new KafkaSink({ ...k, ssl: k.ssl as KafkaSinkOptions["ssl"], log, deadLetterPath, onDelivered: (msgs: Message[]) => outbox?.ack(msgs), spill: outbox?.spill() });
-      await kafka.start();
-      sinks.push(kafka);
-    }
-    let replayed = 0;
-    const recovered = outbox?.takeRecovered() ?? [];
-    if (recovered.length > 0) {
-      if (kafka) {
-        for (const r of recovered) {
-          kafka.publish(r.kind as MessageKind, r.source, r.value, recordMessage(r));
-          replayed++;
-        }
-        log(`outbox: replaying ${recovered.filter((r) => r.kind === 'alert').length} alert(s) and ${recovered.filter((r) => r.kind === 'status').length} status message(s) an earlier run left undelivered`, { dir: outbox!.dir });
-      } else {
-        log(`outbox: ${recovered.length} undelivered message(s) in ${outbox!.dir}, but no Kafka sink is configured; kept`, {}, 'warn');
-      }
-    }
-    let server: RunningServer | undefined;
-    let websocket: WebSocketHub | undefined;
-    if (config.server) {
-      const ws = config.sinks.websocket;
-      if (ws.enabled) {
-        websocket = new WebSocketHub({ ...ws, token: config.server.token, allowedOrigins: config.server.allowedOrigins, sources: () => pipeline.stats.map((s) => s.id), log });
-        sinks.push(websocket);
-      }
-      const sc = config.server;
-      server = await startHttpServer({
-        host: sc.host,
-        port,
-        token: sc.token,
-        maxConnections: sc.maxConnections,
-        maxHeaderBytes: sc.maxHeaderBytes,
-        headersTimeoutMs: sc.headersTimeoutMs,
-        requestTimeoutMs: sc.requestTimeoutMs,
-        keepAliveTimeoutMs: sc.keepAliveTimeoutMs,
-        allowedHosts: sc.allowedHosts,
-        log,
-        upgrades: websocket ? { '/ws': (q, s, h) => websocket!.handleUpgrade(q, s, h) } : {},
-      });
-      log(`listening on ${server.url}`, { url: server.url, websocket: websocket ? `${server.url.replace(/^http/, 'ws')}/ws` : undefined });
-      if (!sc.token && !/^(127\.|::1$|localhost$|\[::1\]$)/.test(sc.host)) {
-        log(`server: listening on ${sc.host} without server.token: anyone who can reach the port can read the cameras' detections, alerts and live frames; set server.token`, { host: sc.host }, 'warn');
-      }
-    }
-    return { sinks, kafka, server, websocket, outbox, replayed };
-  } catch (e) {
-    // A sink that cannot start: release what did (the outbox's lock, open files, connections).
-    for (const s of sinks.reverse()) await s.close().catch(() => undefined);
-    await outbox?.close().catch(() => undefined);
-    throw e;
-  }
-}
-
-/** Builds the pipeline and runs it until every source ends, `maxFrames` is reached or `signal` aborts. */
+/**
+ * Builds the pipeline and runs it until every source ends, `maxFrames` is reached or `signal`
+ * aborts. Everything it starts is registered with a `Lifecycle` and stopped in reverse order
+ * of start, also when a start fails half-way.
+ */
 export async function runPipeline(config: PipelineConfig, options: RunOptions = {}): Promise<RunSummary> {
   const log = options.log ?? (() => {});
-  let publisher: Publisher | undefined;
+  const env = options.env ?? process.env;
+  const baseDir = options.baseDir ?? process.cwd();
+  const life = new Lifecycle(log);
   const stop$ = new Subject<void>();
   // Stops the run from inside (stdout closed under `--jsonl -`), like an abort of options.signal.
   const inner = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, inner.signal]) : inner.signal;
-  const pipeline = await createPipeline(config, {
-    ...options,
-    stop: stop$,
-    onTransition: (t) => {
-      publisher?.status(t).catch(() => undefined);
-      options.onTransition?.(t);
-    },
-  });
   const onFatal = (e: Error) => {
     if (inner.signal.aborted) return;
     log(`stopping: ${e.message}`, {}, 'warn');
     inner.abort();
   };
-  const started = await startSinks(config, pipeline, options, log, onFatal).catch(async (e: unknown) => {
-    if (!options.detector) await pipeline.detector.release();
-    throw e;
-  });
-  const { manifest } = pipeline.detector;
-  publisher = new Publisher(started.sinks, { name: manifest.name, version: manifest.version }, pipeline.detector.labels, started.outbox);
-  const alerts = new AlertPublisher(publisher, config.alerts, pipeline.detector, options.baseDir ?? process.cwd(), log);
-  if (pipeline.stats.length > 0 && config.sources.some((s) => s.rules.length > 0)) await alerts.warmup();
-
-  // Metrics, health, dashboard: on the pipeline's HTTP server, when there is one.
-  let metrics: Metrics | undefined;
-  let liveFrames: FrameBroadcaster | undefined;
-  let rates: RateMeter | undefined;
-  if (started.server) {
-    metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka: started.kafka, websocket: started.websocket, outbox: started.outbox, alertsByRule: () => alerts.byRule });
-    rates = new RateMeter(() => pipeline.stats);
-    if (started.websocket) liveFrames = new FrameBroadcaster(started.websocket, pipeline.detector.manifest.preprocess.channelOrder);
-    registerRoutes(started.server, {
-      pipeline,
-      metrics,
-      rates,
-      geometry: (id) => pipeline.analyzers.get(id)?.geometry() ?? { zones: [], lines: [] },
-      publicMetrics: config.server?.publicMetrics ?? false,
-    });
-  }
-  options.onReady?.({ pipeline, publisher, alerts, metrics, ...started });
-  const status = options.status === false ? undefined : new StatusReporter(pipeline.stats);
-  status?.start();
+  let publisher: Publisher | undefined;
   let frames = 0;
-  const t0 = performance.now();
-  let sub: Subscription | undefined;
-  const drainMs = options.drainTimeoutMs ?? 10_000;
-  let drainTimer: NodeJS.Timeout | undefined;
+  let t0 = performance.now();
+  let started: Started | undefined;
   try {
-    await new Promise<void>((resolve, reject) => {
-      let results$ = pipeline.results$;
-      if (options.maxFrames !== undefined) results$ = results$.pipe(take(options.maxFrames));
-      // Graceful stop: sources stop (ffmpeg is killed), frames already read finish and are
-      // published; if that takes longer than drainTimeoutMs, the rest is cut off.
-      const onAbort = () => {
-        stop$.next();
-        drainTimer = setTimeout(() => {
-          log(`stop: frames still in flight after ${drainMs} ms; cutting them off`, {}, 'warn');
-          sub?.unsubscribe();
-          resolve();
-        }, drainMs);
-        drainTimer.unref();
-      };
-      if (signal.aborted) return resolve();
-      signal.addEventListener('abort', onAbort, { once: true });
-      sub = results$.subscribe({
-        next: (r) => {
-          frames++;
-          publisher.detections(r.frame, r.detections, r.dropped, r.analytics);
-          if (r.alerts.length > 0) alerts.raise(r);
-          metrics?.onFrame(r);
-          liveFrames?.offer(r);
-          options.onResult?.(r);
-          r.frame.release();
-        },
-        error: (e) => {
-          signal.removeEventListener('abort', onAbort);
-          reject(e);
-        },
-        complete: () => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        },
+    const port = config.server ? httpPort(env, config.server.port) : 0;
+    const pipeline = await life.start(
+      'pipeline',
+      () =>
+        createPipeline(config, {
+          ...options,
+          stop: stop$,
+          onTransition: (t) => {
+            publisher?.status(t).catch(() => undefined);
+            options.onTransition?.(t);
+          },
+        }),
+      (p) => p.close(),
+    );
+    started = await startOutputs(life, config, pipeline, options, port, log, onFatal);
+    const { sinks, kafka, outbox, server, websocket } = started;
+    const { manifest } = pipeline.detector;
+    publisher = life.use('publisher', new Publisher(sinks, { name: manifest.name, version: manifest.version }, pipeline.detector.labels, outbox), (p) => p.flush());
+    const alerts = life.use('alerts', new AlertPublisher(publisher, config.alerts, pipeline.detector, baseDir, log), (a) => a.drain());
+    started.alerts = alerts;
+    if (pipeline.stats.length > 0 && config.sources.some((s) => s.rules.length > 0)) await alerts.warmup();
+
+    // Metrics, health, dashboard: on the pipeline's HTTP server, when there is one.
+    let metrics: Metrics | undefined;
+    let liveFrames: FrameBroadcaster | undefined;
+    if (server) {
+      metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka, websocket, outbox, alertsByRule: () => alerts.byRule });
+      const rates = life.use('rates', new RateMeter(() => pipeline.stats), (r) => r.close());
+      if (websocket) liveFrames = new FrameBroadcaster(websocket, pipeline.detector.manifest.preprocess.channelOrder);
+      registerRoutes(server, {
+        pipeline,
+        metrics,
+        rates,
+        geometry: (id) => pipeline.analyzers.get(id)?.geometry() ?? { zones: [], lines: [] },
+        publicMetrics: config.server?.publicMetrics ?? false,
       });
-    });
+    }
+    options.onReady?.({ pipeline, publisher, alerts, metrics, server, kafka, websocket, outbox });
+    if (options.status !== false) life.use('status line', new StatusReporter(pipeline.stats), (s) => s.stop()).start();
+
+    // The whole run: every source's chain, then the sinks.
+    const side: ((r: FrameResult) => void)[] = [];
+    if (metrics) side.push((r) => metrics!.onFrame(r));
+    if (liveFrames) side.push((r) => liveFrames!.offer(r));
+    side.push(() => frames++);
+    if (options.onResult) side.push(options.onResult);
+    let results$ = pipeline.results$;
+    if (options.maxFrames !== undefined) results$ = results$.pipe(take(options.maxFrames));
+    t0 = performance.now();
+    await consume(results$.pipe(publish({ publisher, alerts, side })), life, stop$, signal, options.drainTimeoutMs ?? 10_000, log);
   } finally {
-    if (drainTimer) clearTimeout(drainTimer);
-    sub?.unsubscribe();
-    status?.stop();
-    await alerts.drain();
-    await publisher.close();
-    await started.outbox?.close();
-    rates?.close();
-    await started.server?.close();
-    if (!options.detector) await pipeline.detector.release();
+    await life.stop();
   }
-  const ob = started.outbox;
+  return summarize(started!, frames, performance.now() - t0);
+}
+
+/** Subscribes to the run and settles when it completes, errors, or stops after an abort (drain: frames in flight finish, up to `drainMs`). */
+function consume(run$: Observable<FrameResult>, life: Lifecycle, stop$: Subject<void>, signal: AbortSignal, drainMs: number, log: LogFn): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return resolve();
+    let drainTimer: NodeJS.Timeout | undefined;
+    // Graceful stop: sources stop (ffmpeg is killed), frames already read finish and are
+    // published; if that takes longer than drainMs, the rest is cut off.
+    const onAbort = () => {
+      stop$.next();
+      drainTimer = setTimeout(() => {
+        log(`stop: frames still in flight after ${drainMs} ms; cutting them off`, {}, 'warn');
+        sub.unsubscribe();
+        resolve();
+      }, drainMs);
+      drainTimer.unref();
+    };
+    const done = () => {
+      signal.removeEventListener('abort', onAbort);
+      if (drainTimer) clearTimeout(drainTimer);
+    };
+    const sub = run$.subscribe({
+      error: (e) => {
+        done();
+        reject(e);
+      },
+      complete: () => {
+        done();
+        resolve();
+      },
+    });
+    life.use('sources', sub, (s) => s.unsubscribe());
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+interface Started {
+  sinks: Sink[];
+  kafka?: KafkaSink;
+  server?: RunningServer;
+  websocket?: WebSocketHub;
+  outbox?: Outbox;
+  replayed: number;
+  pipeline: Pipeline;
+  alerts?: AlertPublisher;
+}
+
+/** Starts the outbox, the sinks and the server a config asks for, each registered with `life`. */
+async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: Pipeline, options: RunOptions, port: number, log: LogFn, onFatal: (e: Error) => void): Promise<Started> {
+  const env = options.env ?? process.env;
+  const baseDir = options.baseDir ?? process.cwd();
+  const sinks: Sink[] = [];
+  const k = config.sinks.kafka;
+  // The outbox first: alerts journaled by an earlier run are replayed into Kafka below.
+  let outbox: Outbox | undefined;
+  if (config.outbox.enabled ?? k !== undefined) {
+    const dir = outboxDir(config, baseDir, env);
+    outbox = await life.start('outbox', () => Outbox.open({ dir, maxBytes: config.outbox.maxBytes, maxAgeMs: config.outbox.maxAgeHours * 3_600_000, fsync: config.outbox.fsync, log }), (o) => o.close());
+  }
+  const jsonlPath = options.jsonl ?? config.sinks.jsonl?.path;
+  if (jsonlPath) {
+    const open = () => JsonlSink.open(jsonlPath, { includeStatus: config.sinks.jsonl?.status ?? false, log, onClosed: () => onFatal(new Error('jsonl: stdout was closed')) });
+    sinks.push(await life.start('jsonl', open, (s) => s.close()));
+  }
+  let kafka: KafkaSink | undefined;
+  if (k) {
+    const deadLetterPath = resolve(baseDir, k.deadLetterPath ?? join(outboxDir(config, baseDir, env), 'kafka-dead-letter.jsonl'));
+    const sink = new KafkaSink({ ...k, ssl: k.ssl as KafkaSinkOptions['ssl'], log, deadLetterPath, onDelivered: (msgs: Message[]) => outbox?.ack(msgs), spill: outbox?.spill() });
+    // Registered before it starts: a start that fails after connecting still disconnects.
+    kafka = life.use('kafka', sink, (s) => s.close());
+    await kafka.start();
+    sinks.push(kafka);
+  }
+  let replayed = 0;
+  const recovered = outbox?.takeRecovered() ?? [];
+  if (recovered.length > 0) {
+    if (kafka) {
+      for (const r of recovered) {
+        kafka.publish(r.kind as MessageKind, r.source, r.value, recordMessage(r));
+        replayed++;
+      }
+      log(`outbox: replaying ${recovered.filter((r) => r.kind === 'alert').length} alert(s) and ${recovered.filter((r) => r.kind === 'status').length} status message(s) an earlier run left undelivered`, { dir: outbox!.dir });
+    } else {
+      log(`outbox: ${recovered.length} undelivered message(s) in ${outbox!.dir}, but no Kafka sink is configured; kept`, {}, 'warn');
+    }
+  }
+  let server: RunningServer | undefined;
+  let websocket: WebSocketHub | undefined;
+  if (config.server) {
+    const sc = config.server;
+    const ws = config.sinks.websocket;
+    const hub = ws.enabled ? new WebSocketHub({ ...ws, token: sc.token, allowedOrigins: sc.allowedOrigins, sources: () => pipeline.stats.map((s) => s.id), log }) : undefined;
+    server = await life.start(
+      'server',
+      () =>
+        startHttpServer({
+          host: sc.host,
+          port,
+          token: sc.token,
+          maxConnections: sc.maxConnections,
+          maxHeaderBytes: sc.maxHeaderBytes,
+          headersTimeoutMs: sc.headersTimeoutMs,
+          requestTimeoutMs: sc.requestTimeoutMs,
+          keepAliveTimeoutMs: sc.keepAliveTimeoutMs,
+          allowedHosts: sc.allowedHosts,
+          log,
+          upgrades: hub ? { '/ws': (q, s, h) => hub.handleUpgrade(q, s, h) } : {},
+        }),
+      (s) => s.close(),
+    );
+    // The hub lives on the server's sockets: it stops (closing its clients) before the server.
+    if (hub) {
+      websocket = life.use('websocket', hub, (h) => h.close());
+      sinks.push(hub);
+    }
+    log(`listening on ${server.url}`, { url: server.url, websocket: websocket ? `${server.url.replace(/^http/, 'ws')}/ws` : undefined });
+    if (!sc.token && !/^(127\.|::1$|localhost$|\[::1\]$)/.test(sc.host)) {
+      log(`server: listening on ${sc.host} without server.token: anyone who can reach the port can read the cameras' detections, alerts and live frames; set server.token`, { host: sc.host }, 'warn');
+    }
+  }
+  return { sinks, kafka, server, websocket, outbox, replayed, pipeline };
+}
+
+function summarize(started: Started, frames: number, wallMs: number): RunSummary {
+  const { pipeline, outbox: ob, kafka } = started;
+  const alerts = started.alerts!;
   // With an outbox, what Kafka did not acknowledge is kept for the next start, not lost.
-  const keptAlerts = ob && started.kafka ? ob.pendingAlerts : 0;
-  const dropped = ob ? ob.stats.evicted : (started.kafka?.stats.alertsDropped ?? 0);
+  const keptAlerts = ob && kafka ? ob.pendingAlerts : 0;
+  const dropped = ob ? ob.stats.evicted : (kafka?.stats.alertsDropped ?? 0);
   return {
     frames,
     stats: pipeline.stats,
     failed: pipeline.stats.filter((s) => s.error).map((s) => ({ source: s.id, error: s.error! })),
-    wallMs: performance.now() - t0,
-    kafka: started.kafka?.stats,
+    wallMs,
+    kafka: kafka?.stats,
     alerts: alerts.stats,
     lostAlerts: alerts.stats.raised - alerts.stats.published + dropped,
     keptAlerts,

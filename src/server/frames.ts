@@ -1,6 +1,6 @@
 import sharp from 'sharp';
 import { grabPicture } from '../analytics/snapshot.js';
-import type { FrameResult } from '../pipeline/pipeline.js';
+import type { FrameResult } from '../analytics/analyze.js';
 import type { WebSocketHub } from '../sinks/websocket.js';
 
 /**

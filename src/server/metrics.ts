@@ -1,6 +1,7 @@
 import client, { type Histogram, Registry } from 'prom-client';
-import type { SourceStats } from '../pipeline/pipeline.js';
-import type { FrameResult } from '../pipeline/pipeline.js';
+import type { FrameResult } from '../analytics/analyze.js';
+import { STAGES, stageMs, e2eMs } from '../core/frame.js';
+import type { SourceStats } from '../sources/stats.js';
 import type { KafkaSink } from '../sinks/kafka.js';
 import type { Outbox } from '../sinks/outbox.js';
 import type { WebSocketHub } from '../sinks/websocket.js';
@@ -8,7 +9,6 @@ import type { SourceState } from '../sources/health.js';
 
 const STATES: readonly SourceState[] = ['starting', 'streaming', 'stalled', 'reconnecting', 'failed', 'ended', 'stopped'];
 /** Stage durations from a frame's stamps, and what they measure. */
-export const STAGES = ['preprocess', 'queue', 'infer', 'postprocess', 'emit'] as const;
 const LATENCY_BUCKETS = [0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5];
 
 export interface MetricsSources {
@@ -210,13 +210,9 @@ export class Metrics {
       b = { stages: STAGES.map((stage) => this.stage.labels(source, stage)), e2e: this.e2e.labels(source), infer: this.inference.labels(this.src.provider) };
       this.bound.set(source, b);
     }
-    b.stages[0].observe((s.preprocessed - s.captured) / 1000);
-    b.stages[1].observe((s.inferStart - s.preprocessed) / 1000);
-    b.stages[2].observe((s.inferEnd - s.inferStart) / 1000);
-    b.stages[3].observe((s.postprocessed - s.inferEnd) / 1000);
-    b.stages[4].observe((s.emitted - s.postprocessed) / 1000);
-    b.e2e.observe((s.emitted - s.captured) / 1000);
-    b.infer.observe((s.inferEnd - s.inferStart) / 1000);
+    for (let i = 0; i < STAGES.length; i++) b.stages[i].observe(stageMs(s, STAGES[i]) / 1000);
+    b.e2e.observe(e2eMs(s) / 1000);
+    b.infer.observe(stageMs(s, 'infer') / 1000);
   }
 
   /** Moves new Kafka ack latencies into the histogram (called at scrape time). */

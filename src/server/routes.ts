@@ -2,10 +2,10 @@ import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Pipeline, SourceStats } from '../pipeline/pipeline.js';
+import { FrameRates, type FrameRate, type SourceStats } from '../sources/stats.js';
 import type { Metrics } from './metrics.js';
 import { parseRequestUrl, requestToken, type RunningServer } from './http.js';
-import { STAGES } from './metrics.js';
+import { STAGES } from '../core/frame.js';
 import { percentileOfSorted } from '../core/stats.js';
 import { redactDeep } from '../core/redact.js';
 
@@ -19,31 +19,34 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 
 /** Frames per second in and out, per source, over the last second (updated once a second). */
 export class RateMeter {
-  private prev = new Map<string, { in: number; out: number; t: number }>();
-  readonly rates = new Map<string, { fpsIn: number; fpsOut: number }>();
+  private readonly meter = new FrameRates();
+  rates = new Map<string, FrameRate>();
   private readonly timer: NodeJS.Timeout;
   constructor(private readonly stats: () => readonly SourceStats[]) {
-    this.timer = setInterval(() => this.tick(), 1000);
-    this.timer.unref();
-  }
-  private tick(): void {
-    const t = performance.now();
-    for (const s of this.stats()) {
-      const p = this.prev.get(s.id);
-      if (p) {
-        const dt = (t - p.t) / 1000;
-        this.rates.set(s.id, { fpsIn: Math.round(((s.framesIn - p.in) / dt) * 10) / 10, fpsOut: Math.round(((s.framesOut - p.out) / dt) * 10) / 10 });
+    this.meter.sample(this.stats(), performance.now());
+    this.timer = setInterval(() => {
+      const r = this.meter.sample(this.stats(), performance.now());
+      for (const v of r.values()) {
+        v.fpsIn = Math.round(v.fpsIn * 10) / 10;
+        v.fpsOut = Math.round(v.fpsOut * 10) / 10;
       }
-      this.prev.set(s.id, { in: s.framesIn, out: s.framesOut, t });
-    }
+      this.rates = r;
+    }, 1000);
+    this.timer.unref();
   }
   close(): void {
     clearInterval(this.timer);
   }
 }
 
+/** What the routes read of the running pipeline. */
+export interface RoutedPipeline {
+  readonly stats: readonly SourceStats[];
+  readonly detector: { readonly manifest: { readonly name: string; readonly version: string }; readonly provider: string };
+}
+
 export interface RouteContext {
-  pipeline: Pipeline;
+  pipeline: RoutedPipeline;
   metrics: Metrics;
   rates: RateMeter;
   /** Zones and lines in source pixels, by source id (once the source has a frame size). */

@@ -80,10 +80,15 @@ export class Publisher {
     for (const s of this.sinks) s.publish(msg.type, msg.source, json, msg);
   }
 
-  /** Lets journal writes in progress reach the sinks, then closes sinks in reverse order of creation. */
-  async close(): Promise<void> {
+  /** Lets journal writes in progress reach the sinks (the sinks themselves are closed by whoever started them). */
+  async flush(): Promise<void> {
     while (this.journaling.size > 0) await Promise.all([...this.journaling]);
     await new Promise((r) => setImmediate(r)); // the awaiting alert()/status() calls hand their messages on first
+  }
+
+  /** Flushes, then closes the sinks in reverse order of creation (for users that own the sinks through the publisher). */
+  async close(): Promise<void> {
+    await this.flush();
     for (const s of [...this.sinks].reverse()) await s.close();
   }
 }

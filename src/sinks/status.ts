@@ -1,5 +1,5 @@
 import { percentileOfSorted } from '../core/stats.js';
-import type { SourceStats } from '../pipeline/pipeline.js';
+import { FrameRates, type SourceStats } from '../sources/stats.js';
 
 /**
  * A status line per source on stderr every `intervalMs`: frames in/out per second, drops,
@@ -7,7 +7,7 @@ import type { SourceStats } from '../pipeline/pipeline.js';
  */
 export class StatusReporter {
   private timer: NodeJS.Timeout | undefined;
-  private last = new Map<string, { in: number; out: number; t: number }>();
+  private readonly rates = new FrameRates();
   private drawn = 0;
 
   constructor(
@@ -17,20 +17,15 @@ export class StatusReporter {
   ) {}
 
   start(): void {
-    const t = performance.now();
-    for (const s of this.stats) this.last.set(s.id, { in: s.framesIn, out: s.framesOut, t });
+    this.rates.sample(this.stats, performance.now());
     this.timer = setInterval(() => this.print(), this.intervalMs);
     this.timer.unref();
   }
 
   lines(): string[] {
-    const t = performance.now();
+    const rates = this.rates.sample(this.stats, performance.now());
     return this.stats.map((s) => {
-      const prev = this.last.get(s.id) ?? { in: 0, out: 0, t };
-      const dt = Math.max(1e-3, (t - prev.t) / 1000);
-      const fin = (s.framesIn - prev.in) / dt;
-      const fout = (s.framesOut - prev.out) / dt;
-      this.last.set(s.id, { in: s.framesIn, out: s.framesOut, t });
+      const { fpsIn: fin, fpsOut: fout } = rates.get(s.id)!;
       const sorted = s.e2e.sorted();
       const p = (q: number) => (sorted.length ? percentileOfSorted(sorted, q).toFixed(1) : '-');
       const state = s.error ? `  FAILED: ${s.error.message.split('\n')[0]}` : '';

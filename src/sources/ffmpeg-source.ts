@@ -7,6 +7,7 @@ import { redact } from '../core/redact.js';
 import { emptyStamps, type Frame } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
 import { buildFfmpegArgs, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
+import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { StderrProbe, type StreamInfo } from './stderr-probe.js';
 
@@ -21,11 +22,13 @@ export interface FfmpegSourceOptions {
   /** ffmpeg executable. */
   ffmpegPath: string;
   /**
-   * Frames handed out but not yet released before reading pauses (back-pressure on ffmpeg).
-   * `Infinity` never pauses: a live source keeps reading and the pipeline drops stale frames.
-   * Default: 1 for `rate: 'fast'` files, Infinity otherwise.
+   * Files at `rate: 'fast'`: the stage that sets the pace (detection). While it is busy, ffmpeg
+   * is held back just short of the next frame, so a frame is completed (and stamped
+   * `captured`) only when the stage can take it: `captured → emitted` measures the pipeline,
+   * not a queue. Without a pace, or for other sources, frames are read as ffmpeg delivers them
+   * (live sources: the pipeline drops stale frames).
    */
-  maxOutstanding?: number;
+  pace?: Pace;
   /** Called once ffmpeg has reported the input stream. */
   onStreamInfo?: (info: StreamInfo, letterbox: Letterbox) => void;
   /** Told when a spawned ffmpeg exits (for tests and health reporting). */
@@ -51,9 +54,6 @@ export interface FfmpegSourceOptions {
 /** spawn errors that are about the machine's state right now (no file descriptors, processes, memory), not about ffmpeg. */
 const TRANSIENT_SPAWN_ERRORS = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM']);
 
-/** More than two pipe reads (64 KiB each on Linux), so the read that crosses it cannot finish a frame. */
-const HOLD_BACK_BYTES = 160 * 1024;
-
 /**
  * One ffmpeg child process per subscription, emitting letterboxed frames. Completes when
  * ffmpeg reaches the end of the input; errors (coded `VAP_ERR_SOURCE_*`) when it cannot start,
@@ -77,8 +77,8 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     }
     const clock = options.clock ?? (() => performance.now());
     const frameSize = output.width * output.height * 3;
-    const maxOutstanding = options.maxOutstanding ?? (input.kind === 'file' && input.rate === 'fast' ? 1 : Infinity);
-    const pool = new BufferPool(frameSize, Number.isFinite(maxOutstanding) ? maxOutstanding + 1 : 4);
+    const pace = input.kind === 'file' && input.rate === 'fast' ? options.pace : undefined;
+    const pool = new BufferPool(frameSize, 4);
     const probe = new StderrProbe();
     let lb: Letterbox | undefined;
     let fps = input.fps;
@@ -87,7 +87,6 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     let ptsBase = 0;
     let firstAt = 0;
     let lastPts = -Infinity;
-    let outstanding = 0;
     let paused = false;
     let closed = false;
     let killedByUs = false;
@@ -107,16 +106,25 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     const stderr = child.stderr!;
     stdout.pause(); // until ffmpeg has told us the input's size
 
+    let leftover: Buffer | undefined;
     const resumeIfAllowed = (): void => {
-      if (paused && outstanding < maxOutstanding && !closed) {
-        paused = false;
-        stdout.resume();
+      if (!paused || pace?.busy || closed) return;
+      if (leftover) {
+        const rest = leftover;
+        leftover = undefined;
+        const used = reader.push(rest, busy);
+        if (used < rest.length) {
+          leftover = rest.subarray(used);
+          return;
+        }
       }
+      paused = false;
+      stdout.resume();
     };
+    const stopPacing = pace?.onIdle(resumeIfAllowed);
 
     const reader = new FrameReader(frameSize, pool, (data) => {
       const captured = now();
-      outstanding++;
       let released = false;
       const k = seq - seqStart;
       if (k === 0) {
@@ -136,9 +144,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
         release: () => {
           if (released) return;
           released = true;
-          outstanding--;
           pool.release(data);
-          resumeIfAllowed();
         },
       };
       seq++;
@@ -161,13 +167,14 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
         if (!paused) stdout.resume();
       }
     });
+    // Pacing: while the stage is busy, no further frame is cut. The rest of the chunk waits here
+    // and ffmpeg waits on the full pipe; the next frame is cut (and stamped `captured`) when
+    // the stage is idle, so `captured → emitted` measures the pipeline and not a queue.
+    const busy = pace ? () => pace.busy : undefined;
     stdout.on('data', (chunk: Buffer) => {
-      reader.push(chunk);
-      // Hold-back: with the allowed frames out, read the next frame only up to its last
-      // HOLD_BACK_BYTES and pause there. ffmpeg decodes ahead while the pipeline works, yet
-      // the frame completes (and is stamped `captured`) only once the pipeline has released
-      // the previous one, so `captured → emitted` measures the pipeline and not a queue.
-      if (!paused && outstanding >= maxOutstanding && reader.pending >= frameSize - HOLD_BACK_BYTES) {
+      const used = reader.push(chunk, busy);
+      if (used < chunk.length) {
+        leftover = chunk.subarray(used);
         paused = true;
         stdout.pause();
       }
@@ -215,6 +222,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     });
 
     return () => {
+      stopPacing?.();
       if (!closed) {
         closed = true;
         killedByUs = true;

@@ -1,31 +1,21 @@
+import { Pool } from '../core/pool.js';
+
+/** Frame-size buffers, reused: a steady stream allocates nothing. */
+export class BufferPool extends Pool<Buffer> {
+  constructor(
+    readonly size: number,
+    /** Free buffers kept for reuse; extra ones are left to the GC. */
+    maxFree = 4,
+  ) {
+    super(() => Buffer.allocUnsafeSlow(size), maxFree, (b) => b.length === size);
+  }
+}
+
 /**
  * Cuts a byte stream of raw frames into exact frame-size buffers. Each byte is copied once,
  * from the pipe's chunk into a pooled frame buffer; pooled buffers come back through
  * `release`, so a steady stream allocates nothing.
  */
-export class BufferPool {
-  private readonly free: Buffer[] = [];
-  /** Buffers allocated over the pool's life (steady state: stops growing). */
-  allocated = 0;
-
-  constructor(
-    readonly size: number,
-    /** Free buffers kept for reuse; extra ones are left to the GC. */
-    readonly maxFree = 4,
-  ) {}
-
-  acquire(): Buffer {
-    const b = this.free.pop();
-    if (b) return b;
-    this.allocated++;
-    return Buffer.allocUnsafeSlow(this.size);
-  }
-
-  release(b: Buffer): void {
-    if (b.length === this.size && this.free.length < this.maxFree) this.free.push(b);
-  }
-}
-
 export class FrameReader {
   private current: Buffer | undefined;
   private filled = 0;
@@ -43,11 +33,16 @@ export class FrameReader {
     return this.filled;
   }
 
-  push(chunk: Buffer): void {
+  /**
+   * Cuts `chunk` into frames. `hold`, asked before each new frame is begun, may stop the cut
+   * there: the return value is the number of bytes consumed (the caller pushes the rest later).
+   */
+  push(chunk: Buffer, hold?: () => boolean): number {
     let off = 0;
     const len = chunk.length;
     while (off < len) {
       if (!this.current) {
+        if (hold?.()) return off;
         this.current = this.pool.acquire();
         this.filled = 0;
       }
@@ -62,6 +57,7 @@ export class FrameReader {
         this.onFrame(frame);
       }
     }
+    return len;
   }
 
   /** Drops a half-written frame (on EOF or restart), so it can never reach inference. Returns its byte count. */

@@ -1,14 +1,18 @@
 import { lastValueFrom, map, mergeMap, of, toArray } from 'rxjs';
 import type { Detector } from '../../src/inference/detector.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
-import { infer, postprocess, preprocess, type DetectedFrame } from '../../src/pipeline/stages.js';
+import { Pool } from '../../src/core/pool.js';
+import { infer } from '../../src/inference/infer.js';
+import { postprocess, type DetectedFrame } from '../../src/postprocess/postprocess.js';
+import { preprocess } from '../../src/preprocess/preprocess.js';
 import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
 
 export const POST = { scoreThreshold: 0.3, iouThreshold: 0.45, preNmsTopK: 300, maxDetections: 100, classAgnostic: false };
 
 /** Runs the real stages on every frame ffmpeg decodes from `path` (an image is one frame). */
 export function detectFile(detector: Detector, path: string): Promise<DetectedFrame[]> {
-  const input = detector.createInput();
+  const tensors = new Pool(() => detector.createInput(), 1);
+  const pre = { width: detector.inputWidth, height: detector.inputHeight, normalize: detector.normalize };
   return lastValueFrom(
     ffmpegSource({
       id: 'test',
@@ -16,7 +20,7 @@ export function detectFile(detector: Detector, path: string): Promise<DetectedFr
       output: { width: detector.inputWidth, height: detector.inputHeight, pixelFormat: detector.pixelFormat, align: detector.align, padValue: detector.padValue },
       ffmpegPath: defaultFfmpegPath(),
     }).pipe(
-      mergeMap((f) => of(f).pipe(preprocess(detector, input), infer(detector, input), postprocess(detector, POST), map((d) => (f.release(), d))), 1),
+      mergeMap((f) => of(f).pipe(preprocess(pre, tensors), infer(detector, tensors), postprocess(detector.decoder, detector.labels.length, POST), map((d) => (f.release(), d))), 1),
       toArray(),
     ),
   );

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import type { Frame } from '../../src/core/frame.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
+import { Pace } from '../../src/flow/pace.js';
 import { ffmpegSource, type FfmpegSourceOptions } from '../../src/sources/ffmpeg-source.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
 
@@ -31,8 +32,8 @@ const alive = (pid: number) => {
 describe('ffmpegSource (real ffmpeg)', () => {
   it('delivers letterboxed frames of the model size with sequence numbers, pts and capture stamps', async () => {
     const frames = await lastValueFrom(
-      // Frames are kept unreleased here, so lift the fast-mode hold-back.
-      ffmpegSource(opts({}, { maxOutstanding: Infinity })).pipe(
+      // No pace: frames are read as ffmpeg delivers them.
+      ffmpegSource(opts({})).pipe(
         take(5),
         toArray(),
       ),
@@ -63,21 +64,30 @@ describe('ffmpegSource (real ffmpeg)', () => {
     expect(alive(child!.pid!)).toBe(false);
   });
 
-  it("fast mode holds ffmpeg back: a frame that isn't released stops the next one", async () => {
+  it('fast mode with a pace: the next frame waits while the stage is busy, and frames never released stop nothing', async () => {
+    const pace = new Pace();
     const got: Frame[] = [];
-    const sub = ffmpegSource(opts()).subscribe((f) => got.push(f));
+    // The consumer is "busy" with each frame it gets and never releases one.
+    const sub = ffmpegSource(opts({}, { pace })).subscribe((f) => {
+      got.push(f);
+      pace.enter();
+    });
     try {
       const until = async (n: number) => {
-        const deadline = Date.now() + 5000;
+        const deadline = Date.now() + 20_000;
         while (got.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
       };
       await until(1);
       await new Promise((r) => setTimeout(r, 300));
-      expect(got).toHaveLength(1);
-      got[0].release();
+      expect(got).toHaveLength(1); // held back while busy
+      pace.leave();
       await until(2);
       await new Promise((r) => setTimeout(r, 300));
       expect(got).toHaveLength(2);
+      pace.leave();
+      await until(3);
+      expect(got).toHaveLength(3);
+      expect(got.map((f) => f.seq)).toEqual([0, 1, 2]);
     } finally {
       sub.unsubscribe();
     }

@@ -48,3 +48,26 @@ describe('FrameReader', () => {
     expect(pool.allocated).toBe(4); // two reused, one new
   });
 });
+
+describe('FrameReader with a hold', () => {
+  it('begins no new frame while held: returns the bytes consumed, and the rest cuts on when pushed again', () => {
+    const frames: number[][] = [];
+    let held = false;
+    const r = new FrameReader(2, new BufferPool(2), (f) => {
+      frames.push(Array.from(f));
+      held = true; // the consumer is busy with each frame it gets
+    });
+    const chunk = Buffer.from([1, 2, 3, 4, 5, 6, 7]);
+    expect(r.push(chunk, () => held)).toBe(2);
+    expect(frames).toEqual([[1, 2]]);
+    held = false;
+    expect(r.push(chunk.subarray(2), () => held)).toBe(2);
+    held = false;
+    expect(r.push(chunk.subarray(4), () => held)).toBe(2);
+    held = false;
+    // One byte left: a frame is begun and stays partial.
+    expect(r.push(chunk.subarray(6), () => held)).toBe(1);
+    expect(frames).toEqual([[1, 2], [3, 4], [5, 6]]);
+    expect(r.pending).toBe(1);
+  });
+});

@@ -26,7 +26,7 @@ const hash = (f: Frame) => createHash('sha1').update(f.data).digest('hex');
 let mp4: string, ts: string, clip: string;
 /** Frame hashes of a whole file, decoded as fast as possible. */
 const reference = async (url: string) => {
-  const frames = await lastValueFrom(ffmpegSource({ id: 'ref', input: { url, kind: 'file', rate: 'fast', loop: false }, output, ffmpegPath: FF, maxOutstanding: Infinity }).pipe(toArray()));
+  const frames = await lastValueFrom(ffmpegSource({ id: 'ref', input: { url, kind: 'file', rate: 'fast', loop: false }, output, ffmpegPath: FF }).pipe(toArray()));
   return frames.map(hash);
 };
 const refs = new Map<string, string[]>();
@@ -155,7 +155,7 @@ describe('a looped native file keeps looping (real ffmpeg)', () => {
   }, 60_000);
 
   it('a fast looped file: pts is the position played (seq / fps), across loops', async () => {
-    const s = source(clip, true, { input: { url: clip, kind: 'file', rate: 'fast', loop: true }, maxOutstanding: Infinity });
+    const s = source(clip, true, { input: { url: clip, kind: 'file', rate: 'fast', loop: true } });
     const frames = await lastValueFrom(s.src.pipe(take(25), toArray()));
     frames.forEach((f, i) => {
       expect(f.seq).toBe(i);

@@ -5,8 +5,8 @@ import type { AlertsConfig } from '../config/schema.js';
 import type { LogFn } from '../core/log.js';
 import type { Detector } from '../inference/detector.js';
 import type { AlertBody } from '../analytics/analyzer.js';
-import type { Publisher } from '../sinks/publisher.js';
-import type { FrameResult } from './pipeline.js';
+import type { Publisher } from './publisher.js';
+import type { FrameResult } from '../analytics/analyze.js';
 
 /**
  * A tag unique to this process start (base-36 start time in ms and two random characters),

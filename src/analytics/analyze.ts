@@ -1,0 +1,43 @@
+import { defer, map, type OperatorFunction } from 'rxjs';
+import type { Letterbox } from '../core/geometry.js';
+import type { DetectedFrame } from '../postprocess/postprocess.js';
+import type { AlertDraft, AnalyticsSummary, SourceAnalyzer } from './analyzer.js';
+
+/** What the pipeline emits for every processed frame. */
+export interface FrameResult extends DetectedFrame {
+  /** Frames this source has dropped so far (set as the result leaves the pipeline). */
+  dropped: number;
+  /** Zone occupancy, line counts, rates (sources with zones, lines or rules). */
+  analytics?: AnalyticsSummary;
+  /** Alerts this frame raised (after cooldown and de-duplication). An operator may add its own. */
+  alerts: AlertDraft[];
+  /** The source's analyzer (zones and lines in pixels, for drawing). */
+  analyzer?: SourceAnalyzer;
+}
+
+const NO_ALERTS: AlertDraft[] = [];
+
+/**
+ * Runs a source's zones, lines and rules on each frame's tracked detections: figures for the
+ * message and alerts to raise. Zones and lines are placed in pixels on the first frame and
+ * again when the source's resolution changes. Time base: the frame's presentation time.
+ * Without an analyzer, results carry no analytics and no alerts.
+ */
+export function analyze(analyzer: SourceAnalyzer | undefined): OperatorFunction<DetectedFrame, FrameResult> {
+  if (!analyzer) return map(({ frame, detections }) => ({ frame, detections, dropped: 0, alerts: NO_ALERTS }));
+  return (source) =>
+    defer(() => {
+      let placedFor: Letterbox | undefined;
+      return source.pipe(
+        map(({ frame, detections }): FrameResult => {
+          const lb = frame.letterbox;
+          if (placedFor !== lb) {
+            if (!placedFor || placedFor.srcWidth !== lb.srcWidth || placedFor.srcHeight !== lb.srcHeight) analyzer.init(lb.srcWidth, lb.srcHeight);
+            placedFor = lb;
+          }
+          const { summary, alerts } = analyzer.process(detections, frame.pts * 1000);
+          return { frame, detections, dropped: 0, analytics: summary, alerts, analyzer };
+        }),
+      );
+    });
+}

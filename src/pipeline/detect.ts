@@ -1,0 +1,72 @@
+import { catchError, defer, EMPTY, finalize, of, type OperatorFunction, pipe, tap } from 'rxjs';
+import type { Frame } from '../core/frame.js';
+import type { LogFn } from '../core/log.js';
+import { Pool } from '../core/pool.js';
+import { redact } from '../core/redact.js';
+import { dropStale } from '../flow/drop-stale.js';
+import type { Pace } from '../flow/pace.js';
+import type { Detector } from '../inference/detector.js';
+import { infer } from '../inference/infer.js';
+import { postprocess, type DetectedFrame, type PostprocessOptions } from '../postprocess/postprocess.js';
+import { preprocess, type InputTensor } from '../preprocess/preprocess.js';
+import type { SourceStats } from '../sources/stats.js';
+
+export interface DetectOptions {
+  postprocess: PostprocessOptions;
+  /** The source's counters: `dropped` and `inferenceErrors` are kept here. */
+  stats: SourceStats;
+  /** Marked busy while a frame is in this stage (files at `rate: fast` read their next frame when it is idle). */
+  pace?: Pace;
+  /** Consecutive frames whose inference failed before the source is failed with the error. Default 30. */
+  maxFailuresInARow?: number;
+  log?: LogFn;
+}
+
+/**
+ * Pre-processing, inference and post-processing of one source's frames, one frame at a time:
+ * while a frame is in the stage only the newest arriving frame waits, older ones are dropped
+ * and counted (`dropStale`), so latency cannot grow whatever the source's rate. Each frame
+ * takes its own input tensor, so frames never share one. A frame whose inference fails (a
+ * worker died mid-run, a transient provider error) is dropped and counted and the source goes
+ * on; `maxFailuresInARow` failures in a row fail the source with the error.
+ */
+export function detect(detector: Detector, o: DetectOptions): OperatorFunction<Frame, DetectedFrame> {
+  const st = o.stats;
+  const log = o.log ?? (() => {});
+  const maxFailures = o.maxFailuresInARow ?? 30;
+  return (frames) =>
+    defer(() => {
+      // Two tensors cover one frame in inference and the next one pre-processed; more are made if needed.
+      const tensors = new Pool<InputTensor>(() => detector.createInput(), 2);
+      const stage = pipe(
+        preprocess({ width: detector.inputWidth, height: detector.inputHeight, normalize: detector.normalize }, tensors),
+        infer(detector, tensors),
+        postprocess(detector.decoder, detector.labels.length, o.postprocess),
+      );
+      let failedInARow = 0;
+      const one = (frame: Frame) => {
+        o.pace?.enter();
+        return of(frame).pipe(
+          stage,
+          tap(() => (failedInARow = 0)),
+          catchError((err: Error) => {
+            if (++failedInARow >= maxFailures) throw err;
+            st.dropped++;
+            st.inferenceErrors++;
+            frame.release();
+            if (failedInARow === 1) log(redact(`source ${st.id}: inference failed, frame dropped: ${err.message}`), { source: st.id }, 'warn');
+            return EMPTY;
+          }),
+          finalize(() => o.pace?.leave()),
+        );
+      };
+      return frames.pipe(
+        dropStale(one, {
+          onDrop: (frame) => {
+            st.dropped++;
+            frame.release();
+          },
+        }),
+      );
+    });
+}

@@ -1,0 +1,13 @@
+import { catchError, EMPTY, type MonoTypeOperatorFunction } from 'rxjs';
+import type { LogFn } from '../core/log.js';
+import { redact } from '../core/redact.js';
+import type { SourceStats } from '../sources/stats.js';
+
+/** A source that fails ends alone: the error is logged and kept in its stats, the other sources go on. */
+export function isolate<T>(st: SourceStats, log: LogFn): MonoTypeOperatorFunction<T> {
+  return catchError((err: Error) => {
+    st.error = err;
+    log(redact(`source ${st.id} failed: ${err.message}`), { source: st.id, code: (err as { code?: string }).code }, 'error');
+    return EMPTY;
+  });
+}

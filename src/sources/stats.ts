@@ -1,0 +1,59 @@
+import { SampleWindow } from '../core/stats.js';
+import type { SourceState, Transition } from './health.js';
+
+/** A source's counters and health, kept by the pipeline, read by the status line, metrics, API and dashboard. */
+export interface SourceStats {
+  readonly id: string;
+  /** Frames read from ffmpeg. */
+  framesIn: number;
+  /** Frames processed and emitted. */
+  framesOut: number;
+  /** Frames dropped: a newer one arrived while inference was busy, or inference failed on it. */
+  dropped: number;
+  /** Of `dropped`: frames whose inference failed (e.g. an inference worker died during the run). */
+  inferenceErrors: number;
+  /** Captured → emitted, ms, recent frames. */
+  readonly e2e: SampleWindow;
+  /** Set when the source ended with an error. */
+  error?: Error;
+  /** Health: starting, streaming, stalled, reconnecting, failed, ended, stopped. */
+  state: SourceState;
+  /** Restarts of this source's ffmpeg so far. */
+  reconnects: number;
+  /** The latest state change. */
+  lastTransition?: Transition;
+  /** Input size reported by ffmpeg. */
+  width?: number;
+  height?: number;
+  fps?: number;
+}
+
+export function newSourceStats(id: string): SourceStats {
+  return { id, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, e2e: new SampleWindow(2048), state: 'stopped', reconnects: 0 };
+}
+
+/** Frames per second in and out of one source. */
+export interface FrameRate {
+  fpsIn: number;
+  fpsOut: number;
+}
+
+/**
+ * Frames per second in and out per source, between one `sample` and the next (the status
+ * line samples every second, so does the dashboard's rate meter). `t` in milliseconds, any
+ * monotonic clock; a source's first sample sets its baseline and reports 0.
+ */
+export class FrameRates {
+  private readonly prev = new Map<string, { in: number; out: number; t: number }>();
+
+  sample(stats: readonly SourceStats[], t: number): Map<string, FrameRate> {
+    const out = new Map<string, FrameRate>();
+    for (const s of stats) {
+      const p = this.prev.get(s.id);
+      const dt = p ? (t - p.t) / 1000 : 0;
+      out.set(s.id, dt > 0 ? { fpsIn: (s.framesIn - p!.in) / dt, fpsOut: (s.framesOut - p!.out) / dt } : { fpsIn: 0, fpsOut: 0 });
+      this.prev.set(s.id, { in: s.framesIn, out: s.framesOut, t });
+    }
+    return out;
+  }
+}
