@@ -93,11 +93,9 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     const transition = (next: SourceState, reason: string, err?: Error) => {
       if (next === state && next !== 'reconnecting') return;
       const t: Transition = { source: o.id, state: next, previous: state, reason: redact(reason), at: now(), attempt };
-      if (err) {
-        t.code = (err as ArgusError).code;
-        const lines = err.message.split('\n');
-        if (lines.length > 1) t.detail = redact(lines.slice(1).join('\n'));
-      }
+      const detail = err?.message.split('\n').slice(1).join('\n'); // ffmpeg's last lines
+      if (err) t.code = (err as ArgusError).code;
+      if (detail) t.detail = redact(detail);
       state = next;
       onTransition?.(t);
     };
@@ -140,25 +138,18 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       });
     });
 
-    /** The watchdog's timeout: a stall is reported as such; either way the run is killed and errors. */
-    const timedOut = (first: boolean, ms: number) => () => {
+    /** The watchdog fired (the run is already killed): a stall is reported as such; either way the run errors. */
+    const timedOut = (first: boolean) => () => {
+      const ms = first ? watchdog.startTimeoutMs : stallMs();
       const reason = first ? `no frame within ${(ms / 1000).toFixed(1)} s of starting` : `no frame for ${(ms / 1000).toFixed(1)} s`;
       if (!first) transition('stalled', reason);
       return throwError(() => new ArgusError(first ? ErrorCodes.SOURCE_TIMEOUT : ErrorCodes.SOURCE_STALLED, `source "${o.id}": ${reason}`));
     };
-    /** Start timeout for the first frame; after it the stall timeout, whose length needs the frame rate ffmpeg reported before that frame. */
+    /** The start timeout until the first frame; then the stall timeout, sized by the frame rate ffmpeg reported before that frame. */
     const watched: MonoTypeOperatorFunction<Frame> = (frames) =>
       frames.pipe(
-        timeout({ first: watchdog.startTimeoutMs, with: timedOut(true, watchdog.startTimeoutMs), scheduler }),
-        connect((shared) =>
-          concat(
-            shared.pipe(take(1)),
-            defer(() => {
-              const ms = stallMs();
-              return shared.pipe(timeout({ each: ms, with: timedOut(false, ms), scheduler }));
-            }),
-          ),
-        ),
+        timeout({ first: watchdog.startTimeoutMs, with: timedOut(true), scheduler }),
+        connect((shared) => concat(shared.pipe(take(1)), defer(() => shared.pipe(timeout({ each: stallMs(), with: timedOut(false), scheduler }))))),
       );
 
     const onFrame = (frame: Frame) => {
@@ -210,12 +201,10 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       live ? watched : identity,
       tap(onFrame),
       repeat({ delay: atEnd }),
-      // The attempt count is kept in onError, not by retry's count: it resets after a healthy
-      // period, not on the first frame (resetOnSuccess) and not never.
+      // onError keeps the attempt count: retry's own count never resets, or (resetOnSuccess)
+      // resets on the first frame, where this one waits for a healthy period.
       retry({ delay: onError }),
-      finalize(() => {
-        if (state !== 'ended' && state !== 'failed') transition('stopped', 'stopped');
-      }),
+      finalize(() => state !== 'ended' && state !== 'failed' && transition('stopped', 'stopped')),
     );
   });
 }
