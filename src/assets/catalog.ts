@@ -2,11 +2,12 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, rm } from 'node:fs/promises';
-import { isAbsolute, join, resolve } from 'node:path';
+import { basename, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { formatIssues, readConfigFile } from '../config/load.js';
 import { ModelManifestSchema, type ModelManifest } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { ffmpegVersion } from '../sources/ffmpeg-path.js';
 import { resolveAsset, type ResolveOptions } from './fetch.js';
 import { cacheDir, PACKAGE_ROOT } from './paths.js';
 
@@ -50,25 +51,55 @@ export async function resolveImage(name: string, options: ResolveOptions = {}): 
 }
 
 async function deriveClip(d: Catalog['derived'][number], ffmpegPath: string, options: ResolveOptions): Promise<string> {
-  const out = join(options.cache ?? cacheDir(), 'derived', d.file);
+  const dir = join(options.cache ?? cacheDir(), 'derived');
+  const out = join(dir, d.file);
   if (existsSync(out)) return out;
   const src = await resolveStream(d.from, ffmpegPath, options);
-  await mkdir(join(options.cache ?? cacheDir(), 'derived'), { recursive: true });
-  const tmp = `${out}.part-${process.pid}.mp4`;
+  await mkdir(dir, { recursive: true });
   options.log?.(`deriving ${d.file} from ${d.from} with ffmpeg`);
-  const stderr: string[] = [];
-  const code = await new Promise<number | null>((res, rej) => {
-    const p = spawn(ffmpegPath, ['-hide_banner', '-nostdin', '-loglevel', 'error', '-y', '-i', src, ...d.ffmpegArgs, tmp], { stdio: ['ignore', 'ignore', 'pipe'] });
-    p.stderr.setEncoding('utf8').on('data', (s: string) => stderr.push(s));
-    p.on('error', rej);
-    p.on('close', res);
-  });
-  if (code !== 0) {
-    await rm(tmp, { force: true });
-    throw new ArgusError(ErrorCodes.SOURCE_EXIT, `deriving ${d.file}: ffmpeg exited with code ${code}: ${stderr.join('').slice(-500)}`);
-  }
-  await rename(tmp, out);
+  await transcodeClip(src, out, d.ffmpegArgs, ffmpegPath);
   return out;
+}
+
+// fluent-ffmpeg keeps the ffmpeg path module-wide (setFfmpegPath on one command sets it for
+// all), so clips are made one at a time, each run setting its own path first.
+let transcoding: Promise<unknown> = Promise.resolve();
+
+/**
+ * Makes the clip `out` from `src` with the ffmpeg at `ffmpegPath`, through fluent-ffmpeg, with
+ * `ffmpegArgs` as output options. ffmpeg writes a temporary file beside `out`, renamed into
+ * place once it succeeded: `out` is never half-written. A failure is VAP_ERR_SOURCE_EXIT naming
+ * the file, with the tail of ffmpeg's stderr (VAP_ERR_SOURCE_OPEN when no ffmpeg runs at that
+ * path); the temporary file is removed. fluent-ffmpeg (archived upstream) is loaded only
+ * here, never on the frame path, whose ffmpeg processes sources/ spawns itself.
+ */
+export function transcodeClip(src: string, out: string, ffmpegArgs: readonly string[], ffmpegPath: string): Promise<void> {
+  const job = transcoding.then(async () => {
+    const file = basename(out);
+    // fluent-ffmpeg 2.1.3 throws from inside its own callback (uncatchable, the run never ends)
+    // when the executable cannot be spawned, so make sure this one runs first (`ffmpeg -version`, once per path).
+    if (!(await ffmpegVersion(ffmpegPath))) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `deriving ${file}: cannot run ffmpeg at ${ffmpegPath} (\`ffmpeg -version\` failed)`);
+    const { default: ffmpeg } = await import('fluent-ffmpeg');
+    const tmp = `${out}.part-${process.pid}.mp4`;
+    try {
+      await new Promise<void>((res, rej) => {
+        const cmd = ffmpeg().setFfmpegPath(ffmpegPath).input(src).inputOptions('-hide_banner', '-nostdin', '-loglevel', 'error').output(tmp);
+        // Spread: fluent-ffmpeg keeps each of two or more arguments as given, but splits the items
+        // of one array (and a lone argument) at a single space.
+        if (ffmpegArgs.length) cmd.outputOptions(...ffmpegArgs);
+        // fluent-ffmpeg's message is "ffmpeg exited with code N: <some of stderr>"; the tail of the whole stderr follows instead.
+        cmd.on('error', (err, _stdout, stderr) => rej(new ArgusError(ErrorCodes.SOURCE_EXIT, `deriving ${file}: ${err.message.split(': ', 1)[0]}: ${(stderr ?? '').trim().slice(-500)}`, { cause: err })));
+        cmd.on('end', () => res());
+        cmd.run();
+      });
+      await rename(tmp, out);
+    } catch (e) {
+      await rm(tmp, { force: true });
+      throw e;
+    }
+  });
+  transcoding = job.catch(() => undefined);
+  return job;
 }
 
 /**
