@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import type { LogFn } from '../core/log.js';
-import { parseRequestUrl, refuseSocket, requestToken, tokenMatches } from '../server/http.js';
+import { parseRequestUrl, refuseSocket, requestToken, tokenMatches } from '../core/http.js';
 import type { Message, MessageKind } from './message.js';
 import type { Sink } from './sink.js';
 

@@ -10,7 +10,7 @@ import { lastValueFrom, take, toArray } from 'rxjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { PipelineSchema } from '../../src/config/schema.js';
 import type { Frame } from '../../src/core/frame.js';
-import type { Detector } from '../../src/inference/detector.js';
+import { fakeDetector } from '../helpers/fake-session.js';
 import { createPipeline } from '../../src/pipeline/pipeline.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
@@ -190,8 +190,8 @@ describe('credentials never reach transitions or logs', () => {
     });
     const logs: string[] = [];
     const transitions: Transition[] = [];
-    // The source never sends a frame, so the detector is never asked to run.
-    const detector = { labels: ['person'], inputWidth: 64, inputHeight: 64, pixelFormat: 'bgr24', align: 'top-left', padValue: 114, createInput: () => ({}) } as unknown as Detector;
+    // The source never sends a frame, so the (fake) model is never asked to run.
+    const { detector } = await fakeDetector();
     const p = await createPipeline(config, {
       detector,
       log: (msg, fields) => logs.push(`${msg} ${JSON.stringify(fields ?? {})}`),

@@ -94,7 +94,6 @@ function source(url: string, over: Partial<SupervisedSourceOptions> = {}) {
     input: { url, kind, rate: 'native', loop: false },
     output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
     ffmpegPath: FF,
-    maxOutstanding: Infinity,
     reconnect: policy,
     watchdog: { startTimeoutMs: 1500, stallFactor: 10, stallMinMs: 1000 },
     onTransition: (t) => transitions.push(t),
