@@ -5,9 +5,7 @@ import type { SourceStats } from '../sources/stats.js';
 import type { KafkaSink } from '../sinks/kafka.js';
 import type { Outbox } from '../sinks/outbox.js';
 import type { WebSocketHub } from '../sinks/websocket.js';
-import type { SourceState } from '../sources/health.js';
-
-const STATES: readonly SourceState[] = ['starting', 'streaming', 'stalled', 'reconnecting', 'failed', 'ended', 'stopped'];
+import { SOURCE_STATES as STATES } from '../sources/health.js';
 /** Stage durations from a frame's stamps, and what they measure. */
 const LATENCY_BUCKETS = [0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5];
 
