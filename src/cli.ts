@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { loadPipeline } from './config/load.js';
 import { ErrorCodes, isArgusError } from './core/errors.js';
+import { FAMILIES } from './core/families.js';
 import { redact } from './core/redact.js';
 import { quiesceInference } from './inference/session.js';
 import { createLogger, logFn } from './core/log.js';
@@ -142,7 +143,7 @@ models
   .command('inspect')
   .description('print what argus detects in an ONNX file: tensors, metadata, decoder family, labels, pre-processing')
   .argument('<file>', 'ONNX model')
-  .option('--family <name>', 'decoder family instead of auto-detection (yolox, yolov8, yolov5, end2end, end2end-split)', 'auto')
+  .option('--family <name>', `decoder family instead of auto-detection (${FAMILIES.join(', ')})`, 'auto')
   .action(async (file: string, opts: { family: string }) => {
     const { inspectModel } = await import('./models/inspect.js');
     process.stdout.write((await inspectModel(file, opts.family as 'auto')) + '\n');

@@ -1,3 +1,5 @@
+import type { Family } from '../core/families.js';
+
 /**
  * A decoder turns a model's raw output into candidate boxes (model-input pixels, xyxy) with
  * one score and class each, keeping only those at or above the score threshold. Thresholds,
@@ -31,9 +33,6 @@ export interface TensorShapes {
   input: readonly (number | string)[];
   output: readonly (number | string)[];
 }
-
-/** Decoder families, as written in manifests and `model.family`. */
-export type Family = 'yolox' | 'yolov8' | 'yolov5' | 'end2end' | 'end2end-split';
 
 /**
  * An output's data as a decoder reads it: float outputs as numbers (fp16 widened first, see

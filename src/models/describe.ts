@@ -1,8 +1,8 @@
 import type { ModelManifest } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import type { Family } from '../core/families.js';
 import { basename } from 'node:path';
 import { readOnnxMetadata, type OnnxMetadata } from './metadata.js';
-import type { Family } from './decoder.js';
 import { createDecoder } from './registry.js';
 
 /** A manifest with everything the detector needs filled in (labels, input size). */

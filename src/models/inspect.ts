@@ -1,7 +1,7 @@
 import * as ort from 'onnxruntime-node';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { describeModel } from './describe.js';
-import type { Family } from './decoder.js';
+import type { Family } from '../core/families.js';
 import { createDecoder } from './registry.js';
 
 /** What argus makes of an ONNX file: metadata, tensors, decoder family, labels, pre-processing. */

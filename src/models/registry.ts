@@ -1,5 +1,6 @@
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import type { Candidates, Family, ModelDecoder, OutputData } from './decoder.js';
+import { FAMILIES, type Family } from '../core/families.js';
+import type { Candidates, ModelDecoder, OutputData } from './decoder.js';
 import { End2EndDecoder, End2EndSplitDecoder } from './end2end.js';
 import { Yolov5Decoder } from './yolov5.js';
 import { gridPoints, Yolov8Decoder } from './yolov8.js';
@@ -68,7 +69,6 @@ export class YoloxModelDecoder implements ModelDecoder {
   }
 }
 
-const FAMILIES: readonly Family[] = ['yolox', 'yolov8', 'yolov5', 'end2end', 'end2end-split'];
 const INT_TYPES = new Set(['int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64', 'bool']);
 
 const isNum = (d: number | string | undefined): d is number => typeof d === 'number' && d >= 0;
@@ -93,7 +93,7 @@ interface Ctx {
 export function createDecoder(family: Family | 'auto', o: CreateDecoderOptions): ModelDecoder {
   const strides = o.strides ?? [8, 16, 32];
   const ctx: Ctx = { w: o.inputWidth, h: o.inputHeight, strides, grid: gridPoints(o.inputWidth, o.inputHeight, strides), o };
-  if (family !== 'auto' && !FAMILIES.includes(family)) {
+  if (family !== 'auto' && !(FAMILIES as readonly string[]).includes(family)) {
     throw new ArgusError(ErrorCodes.MODEL_SHAPE, `unknown decoder family "${String(family)}" (known: ${FAMILIES.join(', ')}, auto)`);
   }
   if (family === 'auto') {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ArgusError, isArgusError } from '../../src/core/errors.js';
 import { Candidates } from '../../src/models/decoder.js';
 import { End2EndDecoder } from '../../src/models/end2end.js';
-import type { Family } from '../../src/models/decoder.js';
+import type { Family } from '../../src/core/families.js';
 import { acceptedLayouts, createDecoder, type OutputInfo } from '../../src/models/registry.js';
 
 const f32 = (name: string, ...dims: (number | string)[]): OutputInfo => ({ name, dims, type: 'float32' });
