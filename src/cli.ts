@@ -3,7 +3,7 @@ import { loadPipeline } from './config/load.js';
 import { ErrorCodes, isArgusError } from './core/errors.js';
 import { FAMILIES } from './core/families.js';
 import { redact } from './core/redact.js';
-import { quiesceInference } from './inference/session.js';
+import { quiesceInference } from './inference/worker-pool.js';
 import { createLogger, logFn } from './core/log.js';
 import { pipelineBaseDir } from './pipeline/pipeline.js';
 import { runPipeline } from './pipeline/run.js';

@@ -24,6 +24,8 @@ export class Batcher<R> {
   private readonly queue: BatchJob<R>[] = [];
   private running = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** Set by close(): what waiting and later frames are rejected with. */
+  private closed: Error | undefined;
   /** Batch sizes run so far (for stats and tests). */
   readonly sizes: number[] = [];
 
@@ -34,10 +36,19 @@ export class Batcher<R> {
   ) {}
 
   submit(image: Float32Array, onStart?: () => void): Promise<R> {
+    if (this.closed) return Promise.reject(this.closed);
     return new Promise<R>((resolve, reject) => {
       this.queue.push({ image, onStart, resolve, reject, at: performance.now() });
       this.pump();
     });
+  }
+
+  /** Rejects the frames waiting for a batch, and every later one, with `reason`; batches already running finish. */
+  close(reason: Error): void {
+    this.closed = reason;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    for (const j of this.queue.splice(0)) j.reject(reason);
   }
 
   get waiting(): number {

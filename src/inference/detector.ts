@@ -11,7 +11,8 @@ import { createDecoder } from '../models/registry.js';
 import type { NormalizeOptions } from '../preprocess/normalize.js';
 import { Batcher } from './batcher.js';
 import type { ProviderOptions } from './providers.js';
-import { openSession, type ModelSession, type RunRequest } from './session.js';
+import { openSession } from './open-session.js';
+import { releasedError, type ModelSession, type RunRequest } from './session.js';
 
 export interface DetectorOptions extends Partial<ProviderOptions> {
   providers: readonly ExecutionProviderName[];
@@ -23,6 +24,8 @@ export interface DetectorOptions extends Partial<ProviderOptions> {
   batch?: { maxBatch: number; maxWaitMs: number };
   /** Sessions on worker threads (0, the default here: one session on the main thread). */
   workers?: number;
+  /** Opens the session (default ONNX Runtime's; tests give a fake session with controllable outputs and timing). */
+  openSession?: typeof openSession;
   log?: LogFn;
 }
 
@@ -52,6 +55,7 @@ export class Detector {
   private readonly batcher: Batcher<InferOutput> | undefined;
   private readonly inputF16: boolean;
   private readonly scratch: Scratch[] = [];
+  private released = false;
   /** Batch dimension: a number for fixed-batch models, undefined for dynamic. */
   readonly fixedBatch: number | undefined;
   readonly maxBatch: number;
@@ -122,7 +126,7 @@ export class Detector {
     }
     let session: ModelSession;
     try {
-      session = await openSession(modelPath, {
+      session = await (options.openSession ?? openSession)(modelPath, {
         providers: options.providers,
         intraOpThreads: options.intraOpThreads,
         workers: options.workers ?? 0,
@@ -147,7 +151,7 @@ export class Detector {
     const { manifest: m, family } = await describeModel(modelPath, manifest, options.family);
     const inputName = pickName(session.inputs.map((i) => i.name), m.input?.name);
     const inMeta = session.inputs.find((i) => i.name === inputName)!;
-    const inShape = inMeta.shape;
+    const inShape = inMeta.dims;
     const inType = inMeta.type;
     const want = [1, 3, m.preprocess.height, m.preprocess.width];
     const inputOk = inShape.length === 4 && inShape.every((d, i) => typeof d === 'string' || d === -1 || d === want[i] || i === 0);
@@ -157,10 +161,9 @@ export class Detector {
         `model "${m.name}" (${modelPath}): input "${inputName}" has shape [${inShape.join(', ')}], the manifest's pre-processing makes [${want.join(', ')}]`,
       );
     }
-    const outputs = session.outputs.map((o) => ({ name: o.name, dims: o.shape, type: o.type }));
     let decoder: ModelDecoder;
     try {
-      decoder = createDecoder(family, { inputWidth: m.preprocess.width, inputHeight: m.preprocess.height, numClasses: m.labels.length, strides: m.decoder.strides, outputs });
+      decoder = createDecoder(family, { inputWidth: m.preprocess.width, inputHeight: m.preprocess.height, numClasses: m.labels.length, strides: m.decoder.strides, outputs: session.outputs });
     } catch (e) {
       if (e instanceof ArgusError) throw new ArgusError(e.code, `model "${m.name}" (${modelPath}): ${e.message}`);
       throw e;
@@ -194,6 +197,7 @@ export class Detector {
    * must not change until the promise settles.
    */
   run(input: InputBuffer, onStart?: () => void): Promise<InferOutput> {
+    if (this.released) return Promise.reject(releasedError());
     if (this.batcher) return this.batcher.submit(input.data, onStart);
     return this.runBatch([input.data], onStart).then((r) => r[0]);
   }
@@ -234,7 +238,10 @@ export class Detector {
     for (let i = 0; i < n; i++) await Promise.all(Array.from({ length: this.session.slots }, () => this.runBatch([input.data])));
   }
 
+  /** Frames waiting for a batch and later runs are rejected at once; runs in flight finish first. */
   release(): Promise<void> {
+    this.released = true;
+    this.batcher?.close(releasedError());
     return this.session.release();
   }
 }

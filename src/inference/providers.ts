@@ -1,5 +1,6 @@
 import type { InferenceSession } from 'onnxruntime-node';
 import type { ExecutionProviderName } from '../config/schema.js';
+import { openFirstWorking, type ProviderAttempt, type ProviderChoice } from './provider-fallback.js';
 
 export interface ProviderOptions {
   deviceId: number;
@@ -39,32 +40,21 @@ export function providerConfig(name: ExecutionProviderName, o: ProviderOptions):
   }
 }
 
-export interface ProviderChoice<S> {
-  session: S;
-  provider: ExecutionProviderName;
-  /** Providers that were tried first and failed, with ONNX Runtime's reason. */
-  failed: { provider: ExecutionProviderName; reason: string }[];
+/** `names` in order, each with the provider list ONNX Runtime is given for it. */
+export function attemptList(names: readonly ExecutionProviderName[], o: ProviderOptions): ProviderAttempt<InferenceSession.ExecutionProviderConfig[]>[] {
+  return names.map((provider) => ({ provider, config: providerConfig(provider, o) }));
 }
 
 /**
- * Creates a session with the first provider that works. `create` is ONNX Runtime's
- * `InferenceSession.create` in production and a fake in tests of the selection logic.
- * Throws the CPU attempt's error if even CPU fails (then the model itself is at fault).
+ * Creates a session with the first provider that works, in `providerAttempts` order (CPU last).
+ * `create` is ONNX Runtime's `InferenceSession.create` in production and a fake in tests of
+ * the selection logic. Throws the CPU attempt's error if even CPU fails (then the model itself
+ * is at fault). The worker threads run the same loop (`openFirstWorking`) on `attemptList`.
  */
-export async function createWithFallback<S>(
+export function createWithFallback<S>(
   requested: readonly ExecutionProviderName[],
   create: (providers: InferenceSession.ExecutionProviderConfig[], provider: ExecutionProviderName) => Promise<S>,
   options: ProviderOptions,
 ): Promise<ProviderChoice<S>> {
-  const failed: ProviderChoice<S>['failed'] = [];
-  for (const provider of providerAttempts(requested)) {
-    try {
-      const session = await create(providerConfig(provider, options), provider);
-      return { session, provider, failed };
-    } catch (e) {
-      if (provider === 'cpu') throw e;
-      failed.push({ provider, reason: (e as Error).message.split('\n')[0] });
-    }
-  }
-  throw new Error('unreachable: cpu is always attempted');
+  return openFirstWorking(attemptList(providerAttempts(requested), options), create);
 }

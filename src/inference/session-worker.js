@@ -1,11 +1,12 @@
-// One ONNX Runtime session on its own thread (see session.ts: WorkerSession). Plain JavaScript,
+// One ONNX Runtime session on its own thread (see worker-pool.ts: WorkerPool). Plain JavaScript,
 // so it loads in a worker without a TypeScript loader.
 //
 // onnxruntime-node's run() is synchronous on the calling thread (the promise only defers it to
 // setImmediate), so on the main thread it would stop ffmpeg reads, Kafka, WebSocket and
 // /metrics for the whole inference. Here it blocks only this thread.
 //
-// workerData: { modelPath, attempts: [{ provider, config }], options, logLevel }
+// workerData: { modelPath, attempts: [{ provider, config }], options, logLevel }   attempts in
+//   order, as providers.ts's attemptList makes them; the first that opens is kept
 // → { type: 'ready', provider, failed, inputs, outputs } | { type: 'fatal', message }
 // ← { id, name, type, data, dims, outputNames }   data: float32 values in a typed array (shared
 //   memory: copied here, because onnxruntime-node refuses SharedArrayBuffer-backed tensors), or
@@ -16,6 +17,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import ort from 'onnxruntime-node';
 import { float16ToFloat32, float32ToFloat16 } from '../models/fp16.js';
+import { sessionTensors } from '../models/tensor-info.js';
+import { openFirstWorking } from './provider-fallback.js';
 
 ort.env.logLevel = workerData.logLevel;
 
@@ -40,26 +43,13 @@ function localCopy(data, dims, type) {
   return a;
 }
 
-async function open() {
-  const failed = [];
-  for (const { provider, config } of workerData.attempts) {
-    try {
-      const session = await ort.InferenceSession.create(workerData.modelPath, { ...workerData.options, executionProviders: config });
-      return { session, provider, failed };
-    } catch (e) {
-      if (provider === 'cpu') throw e;
-      failed.push({ provider, reason: String(e?.message ?? e).split('\n')[0] });
-    }
-  }
-  throw new Error('no execution provider could be created');
-}
-
-const meta = (m) => ({ name: m.name, shape: 'shape' in m ? [...m.shape] : [], type: 'type' in m ? String(m.type) : 'float32' });
-
 try {
-  const { session, provider, failed } = await open();
+  const { session, provider, failed } = await openFirstWorking(workerData.attempts, (executionProviders) =>
+    ort.InferenceSession.create(workerData.modelPath, { ...workerData.options, executionProviders }),
+  );
   parentPort.on('message', async (msg) => {
     if (msg === 'exit') process.exit(70); // tests: a worker that dies between runs
+    if (msg?.stall) return void Atomics.wait(msg.stall, 0, 0); // tests: this thread blocks until the gate opens
     if (msg === 'release') {
       await session.release().catch(() => {});
       parentPort.close();
@@ -87,13 +77,7 @@ try {
       parentPort.postMessage({ id: msg.id, error: String(e?.message ?? e) });
     }
   });
-  parentPort.postMessage({
-    type: 'ready',
-    provider,
-    failed,
-    inputs: session.inputNames.map((name, i) => meta({ name, ...session.inputMetadata[i] })),
-    outputs: session.outputNames.map((name, i) => meta({ name, ...session.outputMetadata[i] })),
-  });
+  parentPort.postMessage({ type: 'ready', provider, failed, ...sessionTensors(session) });
 } catch (e) {
   parentPort.postMessage({ type: 'fatal', message: String(e?.message ?? e) });
 }

@@ -36,7 +36,7 @@ export interface TensorShapes {
 
 /**
  * An output's data as a decoder reads it: float outputs as numbers (fp16 widened first, see
- * `fp16.ts`); integer outputs (num_dets, classes) may stay `BigInt64Array`s.
+ * `fp16.js`); integer outputs (num_dets, classes) may stay `BigInt64Array`s.
  */
 export type OutputData = ArrayLike<number> | ArrayLike<bigint>;
 

@@ -3,6 +3,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { describeModel } from './describe.js';
 import type { Family } from '../core/families.js';
 import { createDecoder } from './registry.js';
+import { sessionTensors, type TensorInfo } from './tensor-info.js';
 
 /** What argus makes of an ONNX file: metadata, tensors, decoder family, labels, pre-processing. */
 export async function inspectModel(path: string, family: Family | 'auto' = 'auto'): Promise<string> {
@@ -14,20 +15,14 @@ export async function inspectModel(path: string, family: Family | 'auto' = 'auto
   }
   try {
     const { manifest: m, meta } = await describeModel(path, undefined, family, true);
-    const outputs = session.outputNames.map((n, i) => {
-      const md = session.outputMetadata[i];
-      return { name: n, dims: md && 'shape' in md ? md.shape : [], type: md && 'type' in md ? String(md.type) : '?' };
-    });
-    const inputs = session.inputNames.map((n, i) => {
-      const md = session.inputMetadata[i];
-      return `${n} ${md && 'type' in md ? md.type : '?'} [${md && 'shape' in md ? md.shape.join(', ') : ''}]`;
-    });
+    const { inputs, outputs } = sessionTensors(session);
+    const tensor = (t: TensorInfo) => `${t.name} ${t.type} [${t.dims.join(', ')}]`;
     const lines = [
       `file:          ${path}`,
       `producer:      ${meta.producer ?? '?'} ${meta.producerVersion ?? ''}`.trimEnd(),
       `opset:         ${meta.opset ?? '?'}`,
-      `inputs:        ${inputs.join('; ')}`,
-      `outputs:       ${outputs.map((o) => `${o.name} ${o.type} [${o.dims.join(', ')}]`).join('; ')}`,
+      `inputs:        ${inputs.map(tensor).join('; ')}`,
+      `outputs:       ${outputs.map(tensor).join('; ')}`,
     ];
     if (Object.keys(meta.props).length) lines.push(`metadata:      ${Object.entries(meta.props).map(([k, v]) => `${k}=${v.length > 60 ? v.slice(0, 57) + '…' : v}`).join(', ')}`);
     try {
@@ -37,15 +32,12 @@ export async function inspectModel(path: string, family: Family | 'auto' = 'auto
       lines.push(`decoder:       none fits — ${(e as Error).message}`);
     }
     const p = m.preprocess;
+    const batchDim = inputs[0]?.dims[0] ?? 1;
     lines.push(
       `input size:    ${p.width}x${p.height} (${meta.imgsz ? 'from metadata imgsz' : 'from the input shape'})`,
       `preprocess:    letterbox ${p.letterbox.align}, pad ${p.letterbox.pad}, ${p.channelOrder.toUpperCase()}, scale ${p.scale === 1 ? '1 (0–255)' : p.scale.toFixed(6)}`,
       `labels:        ${m.labels.length} (${meta.names ? 'from metadata names' : 'none in the file'}): ${m.labels.slice(0, 8).join(', ')}${m.labels.length > 8 ? ', …' : ''}`,
-      `batch:         ${(() => {
-        const md = session.inputMetadata[0];
-        const d0 = md && 'shape' in md ? md.shape[0] : 1;
-        return typeof d0 === 'string' || d0 === -1 ? 'dynamic (cross-source batching possible)' : `fixed ${d0}`;
-      })()}`,
+      `batch:         ${typeof batchDim === 'string' || batchDim === -1 ? 'dynamic (cross-source batching possible)' : `fixed ${batchDim}`}`,
     );
     return lines.join('\n');
   } finally {

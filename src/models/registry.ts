@@ -5,15 +5,7 @@ import { End2EndDecoder, End2EndSplitDecoder } from './end2end.js';
 import { Yolov5Decoder } from './yolov5.js';
 import { gridPoints, Yolov8Decoder } from './yolov8.js';
 import { YoloxDecoder } from './yolox.js';
-
-/** One model output as ONNX Runtime describes it (`session.outputMetadata`). */
-export interface OutputInfo {
-  name: string;
-  /** Numbers, or strings (or −1) for dynamic dims. */
-  dims: readonly (number | string)[];
-  /** Element type as onnxruntime-node names it: 'float32', 'float16', 'int32', 'int64', … */
-  type: string;
-}
+import type { TensorInfo } from './tensor-info.js';
 
 export interface CreateDecoderOptions {
   inputWidth: number;
@@ -24,7 +16,8 @@ export interface CreateDecoderOptions {
   strides?: number[];
   /** Candidate capacity for end-to-end outputs whose detection count is dynamic. Default 1000. */
   maxDetections?: number;
-  outputs: OutputInfo[];
+  /** The model's outputs (`sessionTensors(session).outputs`). */
+  outputs: readonly TensorInfo[];
 }
 
 /**
@@ -72,7 +65,7 @@ export class YoloxModelDecoder implements ModelDecoder {
 const INT_TYPES = new Set(['int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64', 'bool']);
 
 const isNum = (d: number | string | undefined): d is number => typeof d === 'number' && d >= 0;
-const isFloat = (o: OutputInfo) => !INT_TYPES.has(o.type);
+const isFloat = (o: TensorInfo) => !INT_TYPES.has(o.type);
 const fmtDims = (dims: readonly (number | string)[]) => `[${dims.map((d) => (d === -1 ? '?' : String(d))).join(', ')}]`;
 
 interface Ctx {
@@ -149,7 +142,7 @@ function shapeError(why: string, ctx: Ctx, family?: Family): ArgusError {
 }
 
 /** The family an output's shape identifies, an ambiguity, or undefined when none fits. */
-function classify(out: OutputInfo, ctx: Ctx): Family | { ambiguous: Family[] } | undefined {
+function classify(out: TensorInfo, ctx: Ctx): Family | { ambiguous: Family[] } | undefined {
   const d = out.dims;
   if (!isFloat(out)) return undefined;
   const G = ctx.grid;
@@ -170,7 +163,7 @@ function classify(out: OutputInfo, ctx: Ctx): Family | { ambiguous: Family[] } |
 }
 
 /** Whether an output can be read by an explicitly named family (dynamic dims match anything). */
-function fits(family: Family, out: OutputInfo, ctx: Ctx): boolean {
+function fits(family: Family, out: TensorInfo, ctx: Ctx): boolean {
   const d = out.dims;
   if (!isFloat(out)) return false;
   const C = ctx.o.numClasses;
@@ -191,7 +184,7 @@ function fits(family: Family, out: OutputInfo, ctx: Ctx): boolean {
   }
 }
 
-function build(family: Family, out: OutputInfo, ctx: Ctx): ModelDecoder {
+function build(family: Family, out: TensorInfo, ctx: Ctx): ModelDecoder {
   const d = out.dims;
   const { o } = ctx;
   const common = { inputWidth: ctx.w, inputHeight: ctx.h, strides: ctx.strides, outputName: out.name };
@@ -219,7 +212,7 @@ function build(family: Family, out: OutputInfo, ctx: Ctx): ModelDecoder {
 }
 
 /** numClasses from the shape and/or the options; MODEL_SHAPE when they disagree or neither says. */
-function classes(family: Family, out: OutputInfo, fromShape: number | undefined, ctx: Ctx): number {
+function classes(family: Family, out: TensorInfo, fromShape: number | undefined, ctx: Ctx): number {
   const given = ctx.o.numClasses;
   if (given !== undefined && fromShape !== undefined && given !== fromShape) {
     const hint =
@@ -234,10 +227,10 @@ function classes(family: Family, out: OutputInfo, fromShape: number | undefined,
 }
 
 interface SplitMatch {
-  num: OutputInfo;
-  boxes: OutputInfo;
-  scores: OutputInfo;
-  classes: OutputInfo;
+  num: TensorInfo;
+  boxes: TensorInfo;
+  scores: TensorInfo;
+  classes: TensorInfo;
 }
 
 const SPLIT_NAMES: Record<keyof SplitMatch, RegExp> = {
@@ -253,10 +246,10 @@ const SPLIT_NAMES: Record<keyof SplitMatch, RegExp> = {
  * [N, 1] or [N] integer, boxes [N, K, 4], scores [N, K] float, classes [N, K], integer
  * preferred). The four must agree on K.
  */
-function matchSplit(outputs: readonly OutputInfo[]): SplitMatch | undefined {
+function matchSplit(outputs: readonly TensorInfo[]): SplitMatch | undefined {
   if (outputs.length < 4) return undefined;
   const m: Partial<SplitMatch> = {};
-  const used = new Set<OutputInfo>();
+  const used = new Set<TensorInfo>();
   for (const key of Object.keys(SPLIT_NAMES) as (keyof SplitMatch)[]) {
     const hit = outputs.find((x) => !used.has(x) && SPLIT_NAMES[key].test(x.name));
     if (hit) {
@@ -265,7 +258,7 @@ function matchSplit(outputs: readonly OutputInfo[]): SplitMatch | undefined {
     }
   }
   const free = () => outputs.filter((x) => !used.has(x));
-  const take = (key: keyof SplitMatch, pred: (x: OutputInfo) => boolean) => {
+  const take = (key: keyof SplitMatch, pred: (x: TensorInfo) => boolean) => {
     if (m[key]) return;
     const hit = free().find(pred);
     if (hit) {
@@ -273,7 +266,7 @@ function matchSplit(outputs: readonly OutputInfo[]): SplitMatch | undefined {
       used.add(hit);
     }
   };
-  const isInt = (x: OutputInfo) => INT_TYPES.has(x.type);
+  const isInt = (x: TensorInfo) => INT_TYPES.has(x.type);
   take('num', (x) => isInt(x) && ((x.dims.length === 2 && x.dims[1] === 1) || x.dims.length === 1));
   take('boxes', (x) => x.dims.length === 3 && x.dims[2] === 4);
   take('classes', (x) => isInt(x) && x.dims.length === 2 && x.dims[1] !== 1);

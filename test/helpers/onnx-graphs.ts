@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import onnxProto from 'onnx-proto';
 import * as ort from 'onnxruntime-node';
 import type { OutputData } from '../../src/models/decoder.js';
-import type { OutputInfo } from '../../src/models/registry.js';
+import { sessionTensors, type TensorInfo } from '../../src/models/tensor-info.js';
 
 const { onnx } = onnxProto;
 const DT = onnx.TensorProto.DataType;
@@ -149,12 +149,12 @@ export function writeModel(path: string, spec: GraphSpec): void {
 }
 
 /** The session's outputs as the decoder registry takes them. */
-export function outputInfos(session: ort.InferenceSession): OutputInfo[] {
-  return session.outputMetadata.map((m) => ({ name: m.name, dims: m.isTensor ? m.shape : [], type: m.isTensor ? m.type : 'unknown' }));
+export function outputInfos(session: ort.InferenceSession): TensorInfo[] {
+  return sessionTensors(session).outputs;
 }
 
 export interface RunResult {
-  infos: OutputInfo[];
+  infos: TensorInfo[];
   /** Output tensors by name. */
   tensors: Record<string, ort.Tensor>;
   /** Data of the outputs `names` in that order, as decode() takes them. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createWithFallback, providerAttempts, providerConfig } from '../../src/inference/providers.js';
+import { openFirstWorking } from '../../src/inference/provider-fallback.js';
+import { attemptList, createWithFallback, providerAttempts, providerConfig } from '../../src/inference/providers.js';
 
 describe('providerAttempts', () => {
   it.each([
@@ -43,5 +44,21 @@ describe('createWithFallback', () => {
 
   it("throws CPU's own error when even CPU fails (the model is at fault)", async () => {
     await expect(createWithFallback(['cuda'], fake([]), { deviceId: 0 })).rejects.toThrow('cpu: Failed to load shared library');
+  });
+});
+
+describe('openFirstWorking (the loop the worker threads run too)', () => {
+  it('tries the attempts in order with their provider lists, and throws the last one\'s error when none opens (a replacement worker pinned to one provider)', async () => {
+    const seen: unknown[] = [];
+    const create = async (cfg: unknown, p: string) => {
+      seen.push(cfg);
+      if (p !== 'cpu') throw new Error(`${p} is gone\ndetail`);
+      return 'session';
+    };
+    const ok = await openFirstWorking(attemptList(['cuda', 'cpu'], { deviceId: 2 }), create);
+    expect(ok).toEqual({ session: 'session', provider: 'cpu', failed: [{ provider: 'cuda', reason: 'cuda is gone' }] });
+    expect(seen).toEqual([[{ name: 'cuda', deviceId: 2 }, 'cpu'], ['cpu']]);
+    await expect(openFirstWorking(attemptList(['cuda'], { deviceId: 0 }), create)).rejects.toThrow('cuda is gone');
+    await expect(openFirstWorking([], create)).rejects.toThrow('no execution provider to try');
   });
 });

@@ -3,10 +3,11 @@ import { ArgusError, isArgusError } from '../../src/core/errors.js';
 import { Candidates } from '../../src/models/decoder.js';
 import { End2EndDecoder } from '../../src/models/end2end.js';
 import type { Family } from '../../src/core/families.js';
-import { acceptedLayouts, createDecoder, type OutputInfo } from '../../src/models/registry.js';
+import { acceptedLayouts, createDecoder } from '../../src/models/registry.js';
+import type { TensorInfo } from '../../src/models/tensor-info.js';
 
-const f32 = (name: string, ...dims: (number | string)[]): OutputInfo => ({ name, dims, type: 'float32' });
-const at640 = (outputs: OutputInfo[], extra: { numClasses?: number; strides?: number[] } = {}) => ({ inputWidth: 640, inputHeight: 640, outputs, ...extra });
+const f32 = (name: string, ...dims: (number | string)[]): TensorInfo => ({ name, dims, type: 'float32' });
+const at640 = (outputs: TensorInfo[], extra: { numClasses?: number; strides?: number[] } = {}) => ({ inputWidth: 640, inputHeight: 640, outputs, ...extra });
 
 function shapeError(fn: () => unknown): string {
   try {
@@ -20,7 +21,7 @@ function shapeError(fn: () => unknown): string {
 
 describe('createDecoder auto-detection from shapes', () => {
   // (outputs, family, classes, why) at 640x640, strides 8/16/32: 8400 grid points.
-  const table: [OutputInfo[], Family, number, string][] = [
+  const table: [TensorInfo[], Family, number, string][] = [
     [[f32('output0', 1, 84, 8400)], 'yolov8', 80, 'YOLOv8/YOLO11 channels first'],
     [[f32('output0', 'batch', 84, 'anchors')], 'yolov8', 80, 'Ultralytics dynamic=True'],
     [[f32('output0', 1, 25200, 85)], 'yolov5', 80, '3 anchors per grid point'],

@@ -1,0 +1,281 @@
+import { Worker } from 'node:worker_threads';
+import * as ort from 'onnxruntime-node';
+import type { ExecutionProviderName } from '../config/schema.js';
+import type { TensorInfo } from '../models/tensor-info.js';
+import type { ProviderFailure } from './provider-fallback.js';
+import { attemptList, providerAttempts } from './providers.js';
+import { ortSessionOptions, releasedError, type ModelSession, type RunOutput, type RunRequest, type SessionOptions } from './session.js';
+
+interface Pending {
+  req: RunRequest;
+  onStart?: () => void;
+  resolve: (r: RunOutput[]) => void;
+  reject: (e: Error) => void;
+}
+
+/** What a worker reports once its session is open (see session-worker.js). */
+interface Ready {
+  type: 'ready';
+  provider: ExecutionProviderName;
+  failed: ProviderFailure[];
+  inputs: TensorInfo[];
+  outputs: TensorInfo[];
+}
+
+/** A worker thread holding one session; one run at a time. */
+class SessionThread {
+  private current: Pending | undefined;
+  /** Settles when the run in flight does (so the session is never torn down under a run). */
+  private settled: Promise<void> = Promise.resolve();
+  private settle: () => void = () => {};
+  private nextId = 0;
+  private dead: Error | undefined;
+  onIdle: () => void = () => {};
+  /** Called once when the worker dies (crash or exit) other than by release(). */
+  onDeath: (e: Error) => void = () => {};
+  private releasing = false;
+
+  private constructor(private readonly worker: Worker) {
+    worker.on('message', (m: { id: number; outputs?: RunOutput[]; error?: string }) => {
+      const p = this.current;
+      if (!p || m.id !== this.nextId) return;
+      this.current = undefined;
+      worker.unref(); // idle: an unreleased detector does not keep the process alive
+      this.settle();
+      if (m.error !== undefined) p.reject(new Error(`ONNX Runtime run failed: ${m.error}`));
+      else p.resolve(m.outputs!);
+      this.onIdle();
+    });
+    const die = (e: Error) => {
+      const first = this.dead === undefined;
+      this.dead ??= e;
+      if (first && !this.releasing) this.onDeath(e);
+      const p = this.current;
+      this.current = undefined;
+      this.settle();
+      p?.reject(this.dead);
+      this.onIdle();
+    };
+    worker.on('error', die);
+    worker.on('exit', (code) => die(new Error(`inference worker exited (code ${code})`)));
+  }
+
+  /** Starts a worker that opens the model with the first of `attempts` that works. */
+  static start(modelPath: string, attempts: readonly ExecutionProviderName[], o: SessionOptions): Promise<{ thread: SessionThread; ready: Ready }> {
+    const worker = new Worker(new URL('./session-worker.js', import.meta.url), {
+      workerData: { modelPath, attempts: attemptList(attempts, o), options: ortSessionOptions(o), logLevel: ort.env.logLevel },
+    });
+    return new Promise((resolve, reject) => {
+      const fail = (e: Error) => {
+        void worker.terminate();
+        reject(e);
+      };
+      const exited = (code: number) => fail(new Error(`inference worker exited (code ${code}) before the model was loaded`));
+      worker.once('error', fail);
+      worker.once('exit', exited);
+      worker.once('message', (m: Ready | { type: 'fatal'; message: string }) => {
+        worker.off('error', fail);
+        worker.off('exit', exited);
+        if (m.type === 'fatal') return fail(new Error(m.message));
+        worker.unref();
+        resolve({ thread: new SessionThread(worker), ready: m });
+      });
+    });
+  }
+
+  get busy(): boolean {
+    return this.current !== undefined;
+  }
+  get alive(): boolean {
+    return this.dead === undefined;
+  }
+
+  /** Posts the run to the worker (or rejects it on a dead one); `onStart` is called as it is posted. */
+  start(p: Pending): void {
+    if (this.dead) return p.reject(this.dead);
+    this.current = p;
+    this.settled = new Promise((r) => (this.settle = r));
+    this.worker.ref(); // a run in flight keeps the process alive
+    p.onStart?.();
+    const { req } = p;
+    this.worker.postMessage({ id: ++this.nextId, name: req.name, type: req.type, data: req.parts ?? req.data, dims: req.dims, outputNames: req.outputNames });
+  }
+
+  /** Tests: the worker exits by itself between two runs, as after a fatal error. */
+  crash(): void {
+    this.worker.postMessage('exit');
+  }
+
+  /**
+   * Tests: the worker's thread blocks (as inside a long native run) until `gate[0]` is made
+   * non-zero and notified; messages posted meanwhile wait for it.
+   */
+  stall(gate: Int32Array): void {
+    this.worker.postMessage({ stall: gate });
+  }
+
+  /** Waits for the run in flight, if any (terminating a worker inside a native run aborts the process). */
+  idle(): Promise<void> {
+    return this.settled;
+  }
+
+  async release(): Promise<void> {
+    this.releasing = true;
+    await this.settled;
+    if (!this.dead) {
+      const exited = new Promise((r) => this.worker.once('exit', r));
+      this.worker.ref(); // the caller awaits the release: keep the process alive until it is done
+      this.worker.postMessage('release');
+      let timer: NodeJS.Timeout | undefined;
+      // Releasing a GPU session can take a moment; ending the worker inside it would abort.
+      await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 10_000)))]);
+      clearTimeout(timer);
+    }
+    await this.worker.terminate();
+  }
+}
+
+/** Workers a pool starts again at most, over its life. */
+export const MAX_WORKER_RESTARTS = 10;
+
+/**
+ * Sessions on worker threads. Inference never blocks the event loop (ffmpeg reads, Kafka,
+ * WebSocket and /metrics go on meanwhile), and with more than one worker a CPU runs several
+ * frames or batches at once: on a small CPU, two one-thread sessions get more frames through
+ * than one two-thread session, because one small model's operators do not keep two cores busy.
+ */
+export class WorkerPool implements ModelSession {
+  readonly sharedInputs = true;
+  private readonly queue: Pending[] = [];
+  private closed = false;
+
+  /** Workers started again after one died. */
+  restarts = 0;
+  /** Replacements starting now: runs wait for them rather than fail. */
+  private replacing = 0;
+
+  private constructor(
+    private readonly threads: SessionThread[],
+    private readonly ready: Ready,
+    private readonly modelPath: string,
+    private readonly o: SessionOptions,
+  ) {
+    for (const t of threads) this.watch(t);
+  }
+
+  static async open(modelPath: string, o: SessionOptions): Promise<WorkerPool> {
+    // The first worker finds the provider (with the fallback); the others start on it.
+    // The others get that provider alone: a session that cannot have it fails the load rather
+    // than quietly running on another one.
+    const first = await SessionThread.start(modelPath, providerAttempts(o.providers), o);
+    const rest = await Promise.allSettled(Array.from({ length: o.workers - 1 }, () => SessionThread.start(modelPath, [first.ready.provider], o)));
+    const started = [first.thread, ...rest.flatMap((r) => (r.status === 'fulfilled' ? [r.value.thread] : []))];
+    const failure = rest.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure) {
+      await Promise.all(started.map((t) => t.release()));
+      throw failure.reason;
+    }
+    const pool = new WorkerPool(started, first.ready, modelPath, o);
+    live.add(pool);
+    return pool;
+  }
+
+  private watch(t: SessionThread): void {
+    t.onIdle = () => this.pump();
+    t.onDeath = (e) => void this.replace(t, e);
+  }
+
+  /**
+   * A worker died (its run, if any, was rejected): start another in its place, on the same
+   * provider, so one failure does not leave the pipeline with fewer (or no) sessions. A
+   * replacement that cannot start is reported and the slot stays down.
+   */
+  private async replace(dead: SessionThread, e: Error): Promise<void> {
+    if (this.closed) return;
+    const log = this.o.log ?? (() => {});
+    if (this.restarts >= MAX_WORKER_RESTARTS) {
+      // Something kills every worker: stop trying; the runs fail and so, after a while, the sources.
+      log(`inference worker died (${e.message}) after ${this.restarts} restarts; not starting another`, { provider: this.provider }, 'error');
+      this.pump();
+      return;
+    }
+    log(`inference worker died (${e.message}); starting another`, { provider: this.provider }, 'warn');
+    this.replacing++;
+    try {
+      const { thread } = await SessionThread.start(this.modelPath, [this.provider], this.o);
+      if (this.closed) return void (await thread.release());
+      this.watch(thread);
+      this.threads[this.threads.indexOf(dead)] = thread;
+      this.restarts++;
+      log('inference worker replaced', { provider: this.provider, restarts: this.restarts });
+    } catch (err) {
+      log(`inference worker could not be restarted: ${(err as Error).message}`, { provider: this.provider }, 'error');
+    } finally {
+      this.replacing--;
+      this.pump();
+    }
+  }
+
+  get provider(): ExecutionProviderName {
+    return this.ready.provider;
+  }
+  get failed(): readonly ProviderFailure[] {
+    return this.ready.failed;
+  }
+  get inputs(): readonly TensorInfo[] {
+    return this.ready.inputs;
+  }
+  get outputs(): readonly TensorInfo[] {
+    return this.ready.outputs;
+  }
+  get slots(): number {
+    return this.threads.length;
+  }
+
+  run(req: RunRequest, onStart?: () => void): Promise<RunOutput[]> {
+    if (this.closed) return Promise.reject(releasedError());
+    return new Promise((resolve, reject) => {
+      this.queue.push({ req, onStart, resolve, reject });
+      this.pump();
+    });
+  }
+
+  /** Refuses new runs and waits for those in flight; queued ones are rejected. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const p of this.queue.splice(0)) p.reject(releasedError());
+    await Promise.all(this.threads.map((t) => t.idle()));
+  }
+
+  /** Hands queued runs to free workers, in arrival order. */
+  private pump(): void {
+    if (this.closed) return;
+    while (this.queue.length > 0) {
+      // A free live session; else wait for a busy one or a replacement; with every worker dead
+      // and none starting, the runs fail (start() on a dead worker rejects).
+      const t = this.threads.find((x) => !x.busy && x.alive) ?? (this.replacing === 0 && this.threads.every((x) => !x.alive) ? this.threads[0] : undefined);
+      if (!t) return;
+      t.start(this.queue.shift()!);
+    }
+  }
+
+  async release(): Promise<void> {
+    await this.close();
+    live.delete(this);
+    await Promise.all(this.threads.map((t) => t.release()));
+  }
+}
+
+/** Pools not yet released, for quiesceInference. */
+const live = new Set<WorkerPool>();
+
+/**
+ * Before a forced exit: stops every worker pool taking runs and waits (at most `timeoutMs`)
+ * for the runs in flight. Exiting while a worker is inside a native run aborts the process
+ * (onnxruntime-node throws into a torn-down environment), which would turn exit 130 into 134.
+ */
+export async function quiesceInference(timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.all([...live].map((s) => s.close())), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+  clearTimeout(timer);
+}
