@@ -1,9 +1,10 @@
 import { z } from 'zod';
+import { FAMILIES } from '../../core/families.js';
 
 const executionProvider = z.enum(['cpu', 'cuda', 'tensorrt']);
 
 /** Decoder families a model's outputs can be read with; auto: detected from the output shapes. */
-const decoderFamily = z.enum(['auto', 'yolox', 'yolov8', 'yolov5', 'end2end', 'end2end-split']);
+const decoderFamily = z.enum(['auto', ...FAMILIES]);
 
 export const ModelRefSchema = z
   .object({
