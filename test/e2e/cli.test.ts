@@ -3,12 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MIRROR } from '../helpers/assets.js';
-import { ARGUS, runCommand } from '../helpers/cli.js';
+import { ARGUS, MODEL_RUN_TIMEOUT_MS, runCommand } from '../helpers/cli.js';
 import { writeConstantModel } from '../helpers/onnx.js';
 import { assertValidMessage } from '../helpers/schema.js';
 
+// Each test runs the CLI, most with the real model: the bound only ends a hang (seconds idle,
+// minutes on a busy machine); nothing here asserts on how fast a run was.
+const TIMEOUT = MODEL_RUN_TIMEOUT_MS + 60_000;
 
-function argus(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 120_000) {
+function argus(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = MODEL_RUN_TIMEOUT_MS) {
   return runCommand(process.execPath, [ARGUS, ...args], env, timeoutMs);
 }
 
@@ -53,7 +56,7 @@ describe('argus run pipelines/demo.yaml (real video, real model)', () => {
     expect(recs.map((x) => x.pts).slice(0, 3)).toEqual([0, 0.1, 0.2]);
     const people = recs.flatMap((x) => x.detections).filter((d) => d.label === 'person' && d.score > 0.5);
     expect(people.length).toBeGreaterThan(0);
-  });
+  }, TIMEOUT);
 
   it('at native rate prints a status line per source and streams JSONL to stdout', async () => {
     const r = await argus(['run', 'pipelines/demo.yaml', '--max-frames', '25', '--jsonl', '-']);
@@ -65,8 +68,10 @@ describe('argus run pipelines/demo.yaml (real video, real model)', () => {
     expect(seqs[0]).toBe(0);
     expect(seqs.every((v, i) => i === 0 || v > seqs[i - 1])).toBe(true);
     expect(seqs[24]).toBeGreaterThanOrEqual(24);
+    // The status line comes every second; a native-rate run of 25 frames lasts at least 2.4 s
+    // (ffmpeg reads at the video's 10 fps, a busy machine only makes it longer), so it is printed.
     expect(r.stderr).toMatch(/\[status\] lobby {2}in [\d.]+ fps {2}out [\d.]+ fps {2}drops \d+ {2}e2e p50 [\d.]+ ms {2}p99 [\d.]+ ms/);
-  });
+  }, TIMEOUT);
 });
 
 describe('argus run: bad input gets a clear error', () => {
@@ -82,7 +87,7 @@ describe('argus run: bad input gets a clear error', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`argus: VAP_ERR_CONFIG: ${p}: invalid configuration`);
     expect(r.stderr).toMatch(/sources\[0\]\.rate: Expected 'native' \| 'fast', received number/);
-  });
+  }, TIMEOUT);
 
   it('a missing model file → exit 2, VAP_ERR_MODEL_LOAD naming the file', async () => {
     const dir = tmp();
@@ -90,7 +95,7 @@ describe('argus run: bad input gets a clear error', () => {
     const r = await argus(['run', p]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`argus: VAP_ERR_MODEL_LOAD: model "yolox-nano": file not found: ${join(dir, 'missing.onnx')}`);
-  });
+  }, TIMEOUT);
 
   it('a model of the wrong shape → exit 2, VAP_ERR_MODEL_SHAPE with both shapes', async () => {
     const dir = tmp();
@@ -99,30 +104,34 @@ describe('argus run: bad input gets a clear error', () => {
     const r = await argus(['run', p]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/argus: VAP_ERR_MODEL_SHAPE: model "yolox-nano" .*the yolox decoder does not fit the model's outputs[\s\S]*Found: output \[1, 100, 6\][\s\S]*yolox: \[N, A, 5\+C\]/);
-  });
+  }, TIMEOUT);
 
-  it('an unreadable video → that source fails with ffmpeg’s reason, the others go on, exit 1', async () => {
+  it('an unreadable video → that source fails with ffmpeg’s reason, the others go on to their end, exit 1', async () => {
     const dir = tmp();
     writeFileSync(join(dir, 'broken.mp4'), Buffer.alloc(4096, 7));
     const out = join(dir, 'out.jsonl');
+    // The good source is a 37-frame GIF played to its end (no --max-frames): the run cannot
+    // stop before the broken source has failed, whatever the machine's speed, and `rate: fast`
+    // delivers every frame, so the count is exact.
     const p = pipeline(
       dir,
-      `sources:\n  - {id: broken, uri: broken.mp4, rate: fast}\n  - {id: good, uri: ${MIRROR}/streams/one-by-one-person-detection.mp4, rate: fast}\n`,
+      `sources:\n  - {id: broken, uri: broken.mp4, rate: fast}\n  - {id: good, uri: ${MIRROR}/streams/bolt-multi-size-detection.gif, rate: fast}\n`,
     );
-    const r = await argus(['run', p, '--max-frames', '40', '--jsonl', out, '--no-status']);
+    const r = await argus(['run', p, '--jsonl', out, '--no-status']);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/argus: source "broken" failed: source "broken": ffmpeg exited with code 1 for .*broken\.mp4\n[\s\S]*Invalid data found when processing input/);
     const recs = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
-    expect(recs).toHaveLength(40);
+    expect(recs).toHaveLength(37);
     expect(new Set(recs.map((x) => x.source))).toEqual(new Set(['good']));
-  });
+    expect(recs.map((x) => x.seq)).toEqual([...Array(37).keys()]);
+  }, TIMEOUT);
 
   it('an unknown asset → exit 2 listing the known ones', async () => {
     const p = pipeline(tmp(), 'sources:\n  - {id: cam, uri: "asset:nope.mp4"}\n');
     const r = await argus(['run', p]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/VAP_ERR_ASSET_UNKNOWN: asset "nope.mp4" is not in streams\/assets.yaml \(known: one-by-one-person-detection.mp4/);
-  });
+  }, TIMEOUT);
 });
 
 describe('argus bench', () => {
@@ -143,18 +152,21 @@ describe('argus bench', () => {
       expect(Number.isFinite(v), key).toBe(true);
     }
     expect(b.raw.p99).toBeGreaterThanOrEqual(b.raw.p50);
-    expect(b.file.frames).toBe(30);
-    // The 10 fps demo video plays in real time for ~3 s: about 30 frames, nothing to drop.
-    expect(b.live.framesOut).toBeGreaterThan(15);
-    expect(b.live.fps).toBeGreaterThan(7);
-    expect(b.live.fps).toBeLessThan(13);
-  });
+    expect(b.file.frames).toBe(30); // file mode is `rate: fast`: exactly the frames asked for
+    // Live mode ran and its figures are consistent with its counts. How many frames a 3 s live
+    // run gets (the fps) depends on the machine: bench prints it, the test does not judge it.
+    expect(b.live.framesOut).toBeGreaterThan(0); // the 3 s window starts at the first result
+    expect(b.live.framesIn).toBe(b.live.framesOut + b.live.dropped); // every frame read: processed or counted as dropped
+    expect(b.live.dropPct).toBeCloseTo((100 * b.live.dropped) / Math.max(1, b.live.framesIn), 2);
+    expect(b.live.e2e.p99).toBeGreaterThanOrEqual(b.live.e2e.p50);
+    expect(r.stdout).toMatch(new RegExp(`live asset:one-by-one-person-detection\\.mp4: [\\d.]+ s, in [\\d.]+ fps, out ${b.live.fps} fps, dropped ${b.live.dropped}/${b.live.framesIn} `));
+  }, TIMEOUT);
 });
 
 describe('argus bench --sweep', () => {
   it('tries threads, worker sessions, providers, batch sizes and precisions, and marks the budget', async () => {
     const json = join(tmp(), 'sweep.json');
-    const r = await argus(['bench', '--only-extras', '--sweep', '--sweep-runs', '3', '--budget-ms', '1000', '--json', json], { ARGUS_LOG_LEVEL: 'warn' }, 600_000);
+    const r = await argus(['bench', '--only-extras', '--sweep', '--sweep-runs', '3', '--budget-ms', '1000', '--json', json], { ARGUS_LOG_LEVEL: 'warn' }, 2 * MODEL_RUN_TIMEOUT_MS);
     expect(r.stderr).not.toMatch(/argus: /);
     expect(r.code).toBe(0);
     const rows = JSON.parse(readFileSync(json, 'utf8')).sweep as { precision: string; provider: string; threads: number; workers: number; batch: number; p50: number; p99: number; imagesPerSec: number; withinBudget: boolean }[];
@@ -173,5 +185,5 @@ describe('argus bench --sweep', () => {
       expect(x.withinBudget).toBe(x.p99 <= 1000);
     }
     expect(r.stdout).toMatch(/precision +provider +threads +workers +batch +p50 ms +p99 ms +images\/s +p99 ≤ 1000 ms/);
-  }, 600_000);
+  }, 2 * MODEL_RUN_TIMEOUT_MS + 60_000); // 16 model loads: half a minute idle, many minutes on a busy machine
 });
