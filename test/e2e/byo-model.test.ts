@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { PipelineSchema } from '../../src/config/schema.js';
 import { runPipeline } from '../../src/pipeline/run.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
+import { MODEL_RUN_TIMEOUT_MS } from '../helpers/cli.js';
 import { writeModel } from '../helpers/onnx-graphs.js';
 
 const ROOT = resolve(__dirname, '../..');
@@ -39,7 +40,7 @@ describe('bring your own model (an Ultralytics YOLOv8 export given by path alone
     expect(r.stdout).toMatch(/^input size: +640x640 \(from metadata imgsz\)$/m);
     expect(r.stdout).toMatch(/^preprocess: +letterbox center, pad 114, RGB, scale 0\.003922$/m);
     expect(r.stdout).toMatch(/^labels: +3 \(from metadata names\): person, pallet, forklift$/m);
-  });
+  }, MODEL_RUN_TIMEOUT_MS);
 
   it('runs in the pipeline: labels, input size, pre-processing and decoder all come from the file', async () => {
     const out = join(dir, 'out.jsonl');
@@ -60,5 +61,5 @@ describe('bring your own model (an Ultralytics YOLOv8 export given by path alone
       expect(d.box[2]).toBeCloseTo(370 / s, 1);
       expect(d.box[3]).toBeCloseTo((240 - 140) / s, 1);
     }
-  }, 60_000);
+  }, MODEL_RUN_TIMEOUT_MS); // bounds a hang only
 });

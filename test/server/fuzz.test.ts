@@ -283,8 +283,9 @@ describe('fuzz: malformed HTTP and WebSocket input', () => {
 
     expect(escaped).toEqual([]);
     expect(await healthz()).toBe(200);
-    // Sockets close: ours are all closed, the server's follow (some wait for their 2 s refusal timer).
-    const end = Date.now() + 20_000;
+    // Sockets close: ours are all closed, the server's follow (some wait for their 2 s refusal
+    // timer). The bound only ends a hang: the loops stop as soon as the counts are back down.
+    const end = Date.now() + 120_000;
     while (((await connections()) > 0 || hub.stats.connected > 0) && Date.now() < end) await sleep(100);
     const left = await connections();
     expect(left).toBe(0);
@@ -299,5 +300,5 @@ describe('fuzz: malformed HTTP and WebSocket input', () => {
         `${wsSent} WebSocket messages on 120 clients and ${rawSent} raw frames on 150 sockets; ${(wall / 1000).toFixed(1)} s in all; ` +
         `hub refused ${hub.stats.refused}, rate-limited ${hub.stats.rateLimited}; fds ${fds0} → ${fds1}`,
     );
-  }, 120_000);
+  }, 900_000); // ~8 s idle; the bound only ends a hang on a busy machine
 });

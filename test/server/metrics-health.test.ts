@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PipelineSchema } from '../../src/config/schema.js';
 import { runPipeline, type RunningPipeline } from '../../src/pipeline/run.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
+import { MODEL_RUN_TIMEOUT_MS } from '../helpers/cli.js';
 
 let html: Server;
 let htmlUrl: string;
@@ -24,11 +25,24 @@ const sample = (text: string, series: string) => {
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 };
 
+/** Polls `f` until it returns a value; `ms` only bounds a hang (it is not what the test checks). */
+async function until<T>(f: () => T | undefined | false | Promise<T | undefined | false>, ms: number, what: string): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 describe('/metrics, /healthz, /readyz during a real run', () => {
   it('exposes the documented series; counters grow; histogram counts equal frames processed; readiness follows the sources', async () => {
+    // lobby at `rate: fast`: every frame is processed and no stall watchdog runs, so its state
+    // stays `streaming` and its alert comes after the same frames on any machine.
     const config = PipelineSchema.parse({
       sources: [
-        { id: 'lobby', uri: PERSON_VIDEO, rate: 'native', loop: true, zones: [{ id: 'all', polygon: [[0, 0], [1, 0], [1, 1], [0, 1]], classes: ['person'] }], rules: [{ id: 'anyone', type: 'zone-enter', zone: 'all' }] },
+        { id: 'lobby', uri: PERSON_VIDEO, rate: 'fast', loop: true, zones: [{ id: 'all', polygon: [[0, 0], [1, 0], [1, 1], [0, 1]], classes: ['person'] }], rules: [{ id: 'anyone', type: 'zone-enter', zone: 'all' }] },
         { id: 'broken', uri: htmlUrl, reconnect: { maxAttempts: 1, initialDelayMs: 100 } },
       ],
       model: { warmupRuns: 1 },
@@ -36,16 +50,12 @@ describe('/metrics, /healthz, /readyz during a real run', () => {
       alerts: { snapshot: { mode: 'none' } },
     });
     const ac = new AbortController();
-    let running: RunningPipeline | undefined;
     let firstReady: { status: number; body: { ready: boolean; waitingFor: string[] } } | undefined;
-    const done = runPipeline(config, {
-      status: false,
-      signal: ac.signal,
-      onReady: (r) => {
-        running = r;
-      },
+    let done: Promise<unknown> | undefined;
+    const running = await new Promise<RunningPipeline>((resolve, reject) => {
+      done = runPipeline(config, { status: false, signal: ac.signal, onReady: resolve });
+      done.catch(reject);
     });
-    while (!running) await new Promise((r) => setTimeout(r, 20));
     const base = running.server!.url;
     // Straight away, before any frame: alive but not ready.
     const early = await get(`${base}/readyz`);
@@ -53,15 +63,15 @@ describe('/metrics, /healthz, /readyz during a real run', () => {
     expect((await get(`${base}/healthz`)).status).toBe(200);
 
     // Wait until the first person walked in (an alert) and the broken source has failed.
-    const until = async (f: () => boolean, ms: number) => {
-      const end = Date.now() + ms;
-      while (!f() && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
-    };
-    await until(() => running!.pipeline.stats[0].framesOut >= 90 && running!.pipeline.stats[1].state === 'failed', 30_000);
+    await until(() => running.alerts.stats.raised >= 1 && running.pipeline.stats[1].state === 'failed', MODEL_RUN_TIMEOUT_MS, 'an alert and the broken source failed');
 
     const m1 = await get(`${base}/metrics`);
-    await new Promise((r) => setTimeout(r, 1200));
-    const m2 = await get(`${base}/metrics`);
+    const out1 = sample(m1.text, 'argus_frames_out_total{source="lobby"}')!;
+    // Counters grow: the next scrapes are taken until frames_out has moved on.
+    const m2 = await until(async () => {
+      const m = await get(`${base}/metrics`);
+      return sample(m.text, 'argus_frames_out_total{source="lobby"}')! > out1 && m;
+    }, MODEL_RUN_TIMEOUT_MS, 'frames_out to grow');
     const ready = await get(`${base}/readyz`);
     const health = JSON.parse((await get(`${base}/healthz`)).text);
     ac.abort();
@@ -94,9 +104,8 @@ describe('/metrics, /healthz, /readyz during a real run', () => {
     ]) {
       expect(m2.text, series).toMatch(new RegExp(`^${series}[{ ]`, 'm'));
     }
-    const out1 = sample(m1.text, 'argus_frames_out_total{source="lobby"}')!;
     const out2 = sample(m2.text, 'argus_frames_out_total{source="lobby"}')!;
-    expect(out2).toBeGreaterThan(out1); // 10 fps kept coming
+    expect(out2).toBeGreaterThan(out1); // frames kept coming
     // The latency histograms saw exactly the frames processed.
     for (const m of [m1, m2]) {
       const out = sample(m.text, 'argus_frames_out_total{source="lobby"}');
@@ -108,5 +117,5 @@ describe('/metrics, /healthz, /readyz during a real run', () => {
     expect(sample(m2.text, 'argus_source_state{source="lobby",state="streaming"}')).toBe(1);
     expect(sample(m2.text, 'argus_source_reconnects_total{source="broken"}')).toBe(1);
     expect(sample(m2.text, 'argus_alerts_total{rule="anyone",severity="warning"}')).toBeGreaterThanOrEqual(1);
-  }, 60_000);
+  }, 3 * MODEL_RUN_TIMEOUT_MS);
 });
