@@ -7,9 +7,19 @@ import { Kafka, logLevel } from 'kafkajs';
 const run = promisify(execFile);
 const SCRIPT = resolve(__dirname, '../../scripts/kafka-broker.sh');
 
-/** Runs scripts/kafka-broker.sh with a port (and so a state dir) of its own. */
+/**
+ * Bound on a broker command (a JVM start on a busy 2-core machine takes minutes): it only
+ * ends a hang. Test hooks that start a broker use it as their timeout too.
+ */
+export const BROKER_TIMEOUT_MS = 600_000;
+
+/**
+ * Runs scripts/kafka-broker.sh with a port (and so a state dir) of its own. The script waits
+ * up to KAFKA_START_TIMEOUT (here 480 s unless set) for the broker to answer.
+ */
 export async function broker(cmd: 'start' | 'stop' | 'kill' | 'status', port: number, ...args: string[]): Promise<string> {
-  const { stdout } = await run('bash', [SCRIPT, cmd, ...args], { env: { ...process.env, KAFKA_PORT: String(port) }, timeout: 240_000 });
+  const env = { ...process.env, KAFKA_PORT: String(port), KAFKA_START_TIMEOUT: process.env.KAFKA_START_TIMEOUT ?? '480' };
+  const { stdout } = await run('bash', [SCRIPT, cmd, ...args], { env, timeout: BROKER_TIMEOUT_MS });
   return stdout.trim();
 }
 
@@ -26,8 +36,17 @@ export async function testBrokers(): Promise<string[]> {
   return m[1].split(',');
 }
 
-/** Reads `count` messages from a topic (from the beginning), or what arrived before the timeout. */
-export async function readTopic(brokers: string[], topic: string, count: number, timeoutMs = 30_000): Promise<{ key: string; value: string; partition: number }[]> {
+/**
+ * Reads a topic from the beginning until `done(messages so far)` holds, or `timeoutMs` passed
+ * (then returns what arrived: the caller's assertion says what is missing). The timeout only
+ * bounds a hang; reading ends as soon as `done` holds.
+ */
+export async function readTopicUntil(
+  brokers: string[],
+  topic: string,
+  done: (got: { key: string; value: string; partition: number }[]) => boolean,
+  timeoutMs = 120_000,
+): Promise<{ key: string; value: string; partition: number }[]> {
   const kafka = new Kafka({ clientId: 'argus-test', brokers, logLevel: logLevel.NOTHING });
   const consumer = kafka.consumer({ groupId: `test-${topic}-${Date.now()}-${Math.random()}` });
   await consumer.connect();
@@ -38,7 +57,7 @@ export async function readTopic(brokers: string[], topic: string, count: number,
     void consumer.run({
       eachMessage: async ({ message, partition }) => {
         got.push({ key: message.key?.toString() ?? '', value: message.value?.toString() ?? '', partition });
-        if (got.length >= count) {
+        if (done(got)) {
           clearTimeout(t);
           res();
         }
@@ -47,6 +66,11 @@ export async function readTopic(brokers: string[], topic: string, count: number,
   });
   await consumer.disconnect();
   return got;
+}
+
+/** Reads `count` messages from a topic (from the beginning), or what arrived before the timeout. */
+export function readTopic(brokers: string[], topic: string, count: number, timeoutMs = 120_000): Promise<{ key: string; value: string; partition: number }[]> {
+  return readTopicUntil(brokers, topic, (got) => got.length >= count, timeoutMs);
 }
 
 export function uniqueTopic(prefix: string): string {
