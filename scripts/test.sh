@@ -32,6 +32,8 @@ fi
 # A real Apache Kafka (KRaft) on loopback for the sink tests; fetched from Maven Central on
 # first use, stopped when the tests end.
 export KAFKA_PORT="${KAFKA_PORT:-19092}"
+# A JVM start on a busy 2-core machine can take minutes.
+export KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-480}"
 if brokers_line=$(bash scripts/kafka-broker.sh start); then
   export "${brokers_line?}"
   trap 'bash scripts/kafka-broker.sh stop >/dev/null 2>&1 || true' EXIT

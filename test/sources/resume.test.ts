@@ -52,7 +52,8 @@ function source(url: string, loop: boolean, over: Partial<SupervisedSourceOption
     output,
     ffmpegPath: FF,
     reconnect: policy,
-    watchdog: { startTimeoutMs: 15_000, stallFactor: 10, stallMinMs: 1000 },
+    // Generous for healthy runs (a loaded machine must not trip it); the stall test sets its own.
+    watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000 },
     onTransition: (t) => transitions.push(t),
     onSpawn: (c) => children.push(c),
     ...over,
@@ -92,7 +93,7 @@ describe('a native-rate file resumes where it was (real ffmpeg)', () => {
   }, 60_000);
 
   it('a stalled native file (ffmpeg frozen): the watchdog restarts it at the next frame, and the stall shows in pts', async () => {
-    const s = source(mp4, false);
+    const s = source(mp4, false, { watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 1000 } });
     let n = 0;
     const frames: Frame[] = [];
     await new Promise<void>((resolve, reject) =>

@@ -95,7 +95,8 @@ function source(url: string, over: Partial<SupervisedSourceOptions> = {}) {
     output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
     ffmpegPath: FF,
     reconnect: policy,
-    watchdog: { startTimeoutMs: 1500, stallFactor: 10, stallMinMs: 1000 },
+    // Generous for healthy streams (a loaded machine must not trip them); the watchdog tests set their own.
+    watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000 },
     onTransition: (t) => transitions.push(t),
     onSpawn: () => spawned++,
     onExit: () => exited++,
@@ -109,15 +110,16 @@ const release = tap<Frame>((f) => f.release());
 
 describe('supervisedSource (real ffmpeg, real sockets)', () => {
   it('a source that never sends a frame: restarted on the start timeout, then failed after maxAttempts, ffmpeg killed each time', async () => {
-    const s = source(`${base}/silent`, { reconnect: { ...policy, maxAttempts: 2 } });
+    const s = source(`${base}/silent`, { reconnect: { ...policy, maxAttempts: 2 }, watchdog: { startTimeoutMs: 1500, stallFactor: 10, stallMinMs: 15_000 } });
     const err = (await lastValueFrom(s.src).catch((e: unknown) => e)) as Error & { code: string };
     expect(err.code).toBe('VAP_ERR_SOURCE_TIMEOUT');
     expect(states(s.transitions)).toEqual(['starting', 'reconnecting', 'reconnecting', 'failed']);
     expect(s.transitions[1].reason).toMatch(/^source "cam": no frame within 1\.5 s of starting; retry 1 in 0\.1 s$/);
     expect(s.transitions[3].reason).toMatch(/gave up after 2 attempts/);
-    await new Promise((r) => setTimeout(r, 500));
+    // Every ffmpeg it started has exited (waited for: exit events come after the error).
+    for (let i = 0; i < 600 && s.counts().exited < 3; i++) await new Promise((r) => setTimeout(r, 100));
     expect(s.counts()).toEqual({ spawned: 3, exited: 3 });
-  }, 30_000);
+  }, 120_000);
 
   it('a URL that answers with HTML: ffmpeg’s reason in the transition, retried, then failed', async () => {
     const s = source(`${base}/html`, { reconnect: { ...policy, maxAttempts: 1 } });
@@ -139,17 +141,15 @@ describe('supervisedSource (real ffmpeg, real sockets)', () => {
   }, 30_000);
 
   it('a stalled stream (socket open, no data) is caught by the watchdog and restarted', async () => {
-    const s = source(`${base}/stalls.ts`);
-    const t0 = Date.now();
+    const s = source(`${base}/stalls.ts`, { watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 1000 } });
     const frames = await lastValueFrom(s.src.pipe(release, take(120), toArray()));
     expect(frames).toHaveLength(120); // 100 per connection
     expect(states(s.transitions).slice(0, 5)).toEqual(['starting', 'streaming', 'stalled', 'reconnecting', 'streaming']);
     expect(s.transitions[2]).toMatchObject({ reason: 'no frame for 1.0 s' });
     expect(s.transitions[3].code).toBe('VAP_ERR_SOURCE_STALLED');
-    expect(Date.now() - t0).toBeLessThan(15_000);
-    for (let i = 0; i < 30 && s.counts().spawned !== s.counts().exited; i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 600 && s.counts().spawned !== s.counts().exited; i++) await new Promise((r) => setTimeout(r, 100));
     expect(s.counts().spawned).toBe(s.counts().exited); // the stalled ffmpeg was killed
-  }, 30_000);
+  }, 120_000);
 
   it('a resolution change mid-stream: later frames carry the new letterbox, and a status says so', async () => {
     const s = source(`${base}/changing.ts`);
