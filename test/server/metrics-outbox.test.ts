@@ -28,8 +28,14 @@ describe('metrics for alert delivery', () => {
     const text = await metrics.scrape();
     expect(sample(text, 'argus_outbox_pending_alerts')).toBe(5);
     expect(sample(text, 'argus_outbox_events_total{event="appended"}')).toBe(5);
-    expect(sample(text, 'argus_queue_depth{queue="kafka_alerts_on_disk"}')).toBe(3);
-    expect(sample(text, 'argus_queue_depth{queue="kafka_alerts"}')).toBeLessThanOrEqual(2);
+    // What the sink holds at the scrape (its retry loop against the absent broker may have one
+    // alert in flight and have loaded one back from disk meanwhile, so the split is read, not fixed).
+    const { alertsOnDisk, alertsBuffered } = kafka.stats;
+    expect(sample(text, 'argus_queue_depth{queue="kafka_alerts_on_disk"}')).toBe(alertsOnDisk);
+    expect(sample(text, 'argus_queue_depth{queue="kafka_alerts"}')).toBe(alertsBuffered);
+    // Beyond the memory bound of 2, the rest waits on disk.
+    expect(alertsBuffered).toBeLessThanOrEqual(2);
+    expect(alertsOnDisk).toBeGreaterThanOrEqual(2);
     expect(sample(text, 'argus_kafka_undeliverable_total{outcome="alert_lost"}')).toBe(0);
     await kafka.close();
     await outbox.close();
