@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     setupFiles: ['test/helpers/setup-state.ts'],
+    // Derived models are made once, before any file (see the file).
+    globalSetup: ['test/helpers/global-setup.ts'],
     // A bound that only ends a hang: runs with the real model take minutes on a busy 2-core machine.
     testTimeout: 300_000,
     hookTimeout: 120_000,

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
@@ -86,7 +86,12 @@ export function brokerPid(port: number): number {
   return pid;
 }
 
-/** Freezes (SIGSTOP) or resumes (SIGCONT) the broker on `port`: a stalled broker keeps its sockets open but answers nothing. */
+/**
+ * Freezes (SIGSTOP) or resumes (SIGCONT) the broker on `port`: a stalled broker keeps its sockets
+ * open but answers nothing. A stop returns once every thread of the broker's JVM is stopped:
+ * kill() only queues the signal, and on a busy machine a JVM thread already running can answer
+ * a request or two before it takes it (seen: three alerts acknowledged "after" the stop).
+ */
 export function stallBroker(port: number, stalled: boolean): void {
   const pid = brokerPid(port);
   const sig = stalled ? 'SIGSTOP' : 'SIGCONT';
@@ -95,4 +100,27 @@ export function stallBroker(port: number, stalled: boolean): void {
   } catch {
     process.kill(pid, sig);
   }
+  if (!stalled) return;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  const end = Date.now() + 60_000; // a hang bound only
+  while (!allThreadsStopped(pid)) {
+    if (Date.now() > end) throw new Error(`broker ${pid} on port ${port} did not stop within 60 s of SIGSTOP`);
+    Atomics.wait(pause, 0, 0, 5);
+  }
+}
+
+/** Whether every thread of process `pid` is in the stopped state (T in /proc/PID/task/TID/stat). */
+function allThreadsStopped(pid: number): boolean {
+  const tasks = readdirSync(`/proc/${pid}/task`);
+  for (const tid of tasks) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    if (state !== 'T' && state !== 't') return false;
+  }
+  return tasks.length > 0;
 }

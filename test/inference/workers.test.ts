@@ -148,7 +148,7 @@ describe('inference on worker threads', () => {
       expect(Array.from(g.classId), files[i]).toEqual(Array.from(refs[i].classId));
       g.xyxy.forEach((v, k) => expect(v).toBeCloseTo(refs[i].xyxy[k], 2));
     });
-  }, 600_000); // a hang bound: two sessions' spinning threads beside two busy processes are slow
+  }, 120_000);
 
   it('release() with a run in flight lets it finish, rejects the queued ones and later ones, and leaves no worker behind', async () => {
     const { manifest: dyn } = await loadModelManifest('yolox-nano-dyn');

@@ -357,6 +357,7 @@ describe('Kafka sink: shutdown while the broker is stalled (SIGSTOP)', () => {
       // up on the stalled broker exactly at its deadline, whatever this machine's load. (The
       // request already in flight keeps kafkajs's real 10 s timeout, which virtual time never
       // reaches; before the deadline existed, close() waited for it: 60 s with retries.)
+      expect(sink.stats.alertsSent).toBe(1); // the stalled broker acknowledged none of the three
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
       const t0 = performance.now();
       const closing = sink.close().then(() => (closedAt = performance.now() - t0));
