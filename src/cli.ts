@@ -75,7 +75,7 @@ program
     });
     for (const s of summary.stats) {
       logger.info(
-        { source: s.id, state: s.state, framesIn: s.framesIn, framesOut: s.framesOut, dropped: s.dropped, reconnects: s.reconnects, e2eP50: s.e2e.percentile(50), e2eP99: s.e2e.percentile(99) },
+        { source: s.id, state: s.state, framesIn: s.framesIn, framesOut: s.framesOut, dropped: s.dropped, reconnects: s.reconnects, e2eP50: s.e2e.percentile(50), e2eP99: s.e2e.percentile(99), producedBy: s.producedBy, pipelineP50: s.pipeline.percentile(50), pipelineP99: s.pipeline.percentile(99) },
         'source summary',
       );
     }

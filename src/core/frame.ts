@@ -5,7 +5,12 @@ import type { Letterbox } from './geometry.js';
  * happened yet is 0. Any consumer can derive each stage's duration and end-to-end latency.
  */
 export interface Stamps {
-  /** The frame's last byte arrived from ffmpeg. */
+  /**
+   * When the frame was produced at the source, before any decoding: what `producedBy` says.
+   * End-to-end latency (`e2eMs`) counts from here.
+   */
+  produced: number;
+  /** The frame's last byte arrived from ffmpeg (decoded and letterboxed). */
   captured: number;
   /** The frame was converted into the model's input tensor. */
   preprocessed: number;
@@ -19,18 +24,33 @@ export interface Stamps {
   emitted: number;
 }
 
+/**
+ * What a frame's `produced` stamp is:
+ * - `due`: a file played at its native rate: when a camera would have produced it, the start
+ *   of playback (ffmpeg's `-re` clock) plus the frame's presentation time;
+ * - `arrival`: a live source (RTSP, HTTP, V4L2): when ffmpeg's demuxer received the frame's
+ *   data, before decoding (ffmpeg's wall clock, `-use_wallclock_as_timestamps`);
+ * - `captured`: nothing earlier is known (files read as fast as possible, or an ffmpeg that
+ *   does not report frame times): the same as `captured`.
+ */
+export const PRODUCED_BY = ['due', 'arrival', 'captured'] as const;
+export type ProducedBy = (typeof PRODUCED_BY)[number];
+
 /** The stages between two stamps, in order: what each one measures is in `stageMs`. */
-export const STAGES = ['preprocess', 'queue', 'infer', 'postprocess', 'emit'] as const;
+export const STAGES = ['source', 'preprocess', 'queue', 'infer', 'postprocess', 'emit'] as const;
 export type Stage = (typeof STAGES)[number];
 
 /**
- * Milliseconds a frame spent in `stage`: preprocess = captured → preprocessed, queue =
+ * Milliseconds a frame spent in `stage`: source = produced → captured (transport, demuxer
+ * buffering, decoding, scaling: what happens before argus has the pixels), preprocess = captured → preprocessed, queue =
  * preprocessed → inferStart (waiting for the session or a batch), infer = inferStart →
  * inferEnd, postprocess = inferEnd → postprocessed, emit = postprocessed → emitted (tracking,
  * rules, operators added by the user).
  */
 export function stageMs(s: Stamps, stage: Stage): number {
   switch (stage) {
+    case 'source':
+      return s.captured - s.produced;
     case 'preprocess':
       return s.preprocessed - s.captured;
     case 'queue':
@@ -44,13 +64,19 @@ export function stageMs(s: Stamps, stage: Stage): number {
   }
 }
 
-/** Milliseconds from the frame's capture to its result reaching the sinks. */
+/** End-to-end latency: milliseconds from the frame's production at the source to its result reaching the sinks. */
 export function e2eMs(s: Stamps): number {
+  return s.emitted - s.produced;
+}
+
+/** The pipeline's part of it: milliseconds from ffmpeg's delivery of the frame to its result reaching the sinks. */
+export function pipelineMs(s: Stamps): number {
   return s.emitted - s.captured;
 }
 
-export function emptyStamps(captured: number): Stamps {
-  return { captured, preprocessed: 0, inferStart: 0, inferEnd: 0, postprocessed: 0, emitted: 0 };
+/** Stamps of a frame just delivered; `produced` defaults to `captured` (nothing earlier known). */
+export function emptyStamps(captured: number, produced = captured): Stamps {
+  return { produced, captured, preprocessed: 0, inferStart: 0, inferEnd: 0, postprocessed: 0, emitted: 0 };
 }
 
 /** A decoded, letterboxed frame as ffmpeg delivered it. */
@@ -66,6 +92,8 @@ export interface Frame {
   /** How the source picture was fitted into `data`; maps boxes back to source pixels. */
   readonly letterbox: Letterbox;
   readonly stamps: Stamps;
+  /** What `stamps.produced` is (see `ProducedBy`). A live source may refine it right after delivery. */
+  producedBy: ProducedBy;
   /**
    * Hands the pixel buffer back to the reader's pool for reuse; the pipeline calls it once the
    * sinks have had the frame (and when it drops one). Optional: a frame that is never

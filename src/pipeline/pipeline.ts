@@ -109,6 +109,7 @@ export async function loadDetector(config: PipelineConfig, options: PipelineOpti
   return Detector.load(manifest, modelPath, {
     providers: m.providers,
     intraOpThreads: m.intraOpThreads,
+    allowSpinning: m.allowSpinning,
     workers: m.workers,
     warmupRuns: m.warmupRuns,
     deviceId: m.deviceId,
@@ -151,7 +152,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     const pace = new Pace();
     const frames$ = supervisedSource({
       id: src.id,
-      input: { url: urls[i], kind: sourceKind(urls[i]), rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs },
+      input: { url: urls[i], kind: sourceKind(urls[i]), rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs, decode: src.decode },
       output: { width: detector.inputWidth, height: detector.inputHeight, pixelFormat: detector.pixelFormat, align: detector.align, padValue: detector.padValue },
       ffmpegPath,
       pace,

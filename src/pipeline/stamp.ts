@@ -1,18 +1,21 @@
 import { map, type MonoTypeOperatorFunction } from 'rxjs';
 import type { FrameResult } from '../analytics/analyze.js';
 import { now } from '../core/clock.js';
-import { e2eMs } from '../core/frame.js';
+import { e2eMs, pipelineMs } from '../core/frame.js';
 import type { SourceStats } from '../sources/stats.js';
 
 /**
  * The result leaves the pipeline for the sinks: stamps `emitted`, counts the frame out, records
- * its capture → emitted latency and the source's drops so far.
+ * its end-to-end (produced → emitted) and pipeline (captured → emitted) latency and the source's
+ * drops so far.
  */
 export function stamp(st: SourceStats): MonoTypeOperatorFunction<FrameResult> {
   return map((r) => {
     r.frame.stamps.emitted = now();
     st.framesOut++;
     st.e2e.add(e2eMs(r.frame.stamps));
+    st.pipeline.add(pipelineMs(r.frame.stamps));
+    st.producedBy = r.frame.producedBy;
     r.dropped = st.dropped;
     return r;
   });

@@ -1,6 +1,6 @@
 import client, { type Histogram, Registry } from 'prom-client';
 import type { FrameResult } from '../analytics/analyze.js';
-import { STAGES, stageMs, e2eMs } from '../core/frame.js';
+import { STAGES, stageMs, e2eMs, pipelineMs } from '../core/frame.js';
 import type { SourceStats } from '../sources/stats.js';
 import type { KafkaSink } from '../sinks/kafka.js';
 import type { Outbox } from '../sinks/outbox.js';
@@ -27,9 +27,10 @@ export class Metrics {
   readonly registry = new Registry();
   private readonly stage: Histogram<'source' | 'stage'>;
   private readonly e2e: Histogram<'source'>;
+  private readonly pipe: Histogram<'source'>;
   private readonly inference: Histogram<'provider'>;
   private readonly kafkaAck: Histogram;
-  private readonly bound = new Map<string, { stages: ReturnType<Histogram<'source' | 'stage'>['labels']>[]; e2e: ReturnType<Histogram<'source'>['labels']>; infer: ReturnType<Histogram<'provider'>['labels']> }>();
+  private readonly bound = new Map<string, { stages: ReturnType<Histogram<'source' | 'stage'>['labels']>[]; e2e: ReturnType<Histogram<'source'>['labels']>; pipe: ReturnType<Histogram<'source'>['labels']>; infer: ReturnType<Histogram<'provider'>['labels']> }>();
   private kafkaAckSeen = 0;
 
   constructor(private readonly src: MetricsSources) {
@@ -37,14 +38,21 @@ export class Metrics {
     client.collectDefaultMetrics({ register: r, prefix: 'argus_', eventLoopMonitoringPrecision: 10 });
     this.stage = new client.Histogram({
       name: 'argus_stage_latency_seconds',
-      help: 'Time each frame spent in a pipeline stage (preprocess, queue = wait for the shared session, infer, postprocess, emit = tracking, rules and hand-off).',
+      help: 'Time each frame spent in a stage (source = produced → captured: transport, buffering, decoding; preprocess, queue = wait for the shared session, infer, postprocess, emit = tracking, rules and hand-off).',
       labelNames: ['source', 'stage'],
       buckets: LATENCY_BUCKETS,
       registers: [r],
     });
     this.e2e = new client.Histogram({
       name: 'argus_frame_latency_seconds',
-      help: 'Capture (last byte from ffmpeg) to emitted, per processed frame.',
+      help: 'End-to-end: produced at the source (stamps.produced: due time of a native-rate file, demuxer arrival of a live stream) to emitted, per processed frame.',
+      labelNames: ['source'],
+      buckets: LATENCY_BUCKETS,
+      registers: [r],
+    });
+    this.pipe = new client.Histogram({
+      name: 'argus_pipeline_latency_seconds',
+      help: 'The pipeline part: captured (last byte from ffmpeg) to emitted, per processed frame.',
       labelNames: ['source'],
       buckets: LATENCY_BUCKETS,
       registers: [r],
@@ -205,11 +213,12 @@ export class Metrics {
     let b = this.bound.get(r.frame.source);
     if (!b) {
       const source = r.frame.source;
-      b = { stages: STAGES.map((stage) => this.stage.labels(source, stage)), e2e: this.e2e.labels(source), infer: this.inference.labels(this.src.provider) };
+      b = { stages: STAGES.map((stage) => this.stage.labels(source, stage)), e2e: this.e2e.labels(source), pipe: this.pipe.labels(source), infer: this.inference.labels(this.src.provider) };
       this.bound.set(source, b);
     }
     for (let i = 0; i < STAGES.length; i++) b.stages[i].observe(stageMs(s, STAGES[i]) / 1000);
     b.e2e.observe(e2eMs(s) / 1000);
+    b.pipe.observe(pipelineMs(s) / 1000);
     b.infer.observe(stageMs(s, 'infer') / 1000);
   }
 

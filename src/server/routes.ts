@@ -92,7 +92,9 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
       stages: STAGES,
       sources: pipeline.stats.map((s) => {
         const sorted = s.e2e.sorted();
-        const p = (q: number) => (sorted.length ? Math.round(percentileOfSorted(sorted, q) * 10) / 10 : null);
+        const pipe = s.pipeline.sorted();
+        const pct = (v: ArrayLike<number>, q: number) => (v.length ? Math.round(percentileOfSorted(v, q) * 10) / 10 : null);
+        const p = (q: number) => pct(sorted, q);
         const r = ctx.rates.rates.get(s.id) ?? { fpsIn: 0, fpsOut: 0 };
         return {
           id: s.id,
@@ -102,7 +104,7 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
           height: s.height,
           fps: s.fps,
           ...ctx.geometry(s.id),
-          stats: { fpsIn: r.fpsIn, fpsOut: r.fpsOut, dropped: s.dropped, reconnects: s.reconnects, p50: p(50), p99: p(99) },
+          stats: { fpsIn: r.fpsIn, fpsOut: r.fpsOut, dropped: s.dropped, reconnects: s.reconnects, p50: p(50), p99: p(99), producedBy: s.producedBy ?? null, pipelineP50: pct(pipe, 50), pipelineP99: pct(pipe, 99) },
         };
       }),
     }),

@@ -1,6 +1,6 @@
 import { z } from 'zod/v4';
 import type { Detections } from '../core/detections.js';
-import type { Frame, Stamps } from '../core/frame.js';
+import { PRODUCED_BY, type Frame, type Stamps } from '../core/frame.js';
 import { AlertBodySchema, AnalyticsSummarySchema, type AlertBody, type AnalyticsSummary } from '../analytics/published.js';
 import { SOURCE_STATES, type Transition } from '../sources/health.js';
 
@@ -29,6 +29,8 @@ export type DetectionJson = z.output<typeof DetectionJsonSchema>;
 
 // Exactly core's Stamps (frame.ts) plus `published`: `satisfies` fails to compile when a stamp is added there and not here.
 const stampShape = {
+  /** The frame was produced at the source (what `producedBy` says); end-to-end latency counts from here. */
+  produced: epochMs,
   captured: epochMs,
   preprocessed: epochMs,
   inferStart: epochMs,
@@ -56,6 +58,9 @@ const frameEnvelope = {
   seq: count.describe('frames read from the source so far, dropped ones included'),
   pts: z.number().min(0).describe('seconds since the source started'),
   capturedAt: z.iso.datetime().describe('capture wall-clock time, UTC'),
+  producedBy: z
+    .enum(PRODUCED_BY)
+    .describe('what stamps.produced is: due (a file at native rate: playback start + pts), arrival (a live source: when ffmpeg received the data, before decoding), captured (nothing earlier known)'),
   stamps: PublishedStampsSchema,
   frame: z.strictObject({ width: z.int().min(1), height: z.int().min(1) }),
   model: ModelInfoSchema,
@@ -197,6 +202,7 @@ function envelope<T extends MessageKind>(type: T, frame: Frame, dropped: number,
     seq: frame.seq,
     pts: round4(frame.pts),
     capturedAt: new Date(frame.stamps.captured).toISOString(),
+    producedBy: frame.producedBy,
     stamps: { ...frame.stamps, published: 0 },
     frame: { width: frame.letterbox.srcWidth, height: frame.letterbox.srcHeight },
     model,

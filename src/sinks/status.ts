@@ -28,8 +28,10 @@ export class StatusReporter {
       const { fpsIn: fin, fpsOut: fout } = rates.get(s.id)!;
       const sorted = s.e2e.sorted();
       const p = (q: number) => (sorted.length ? percentileOfSorted(sorted, q).toFixed(1) : '-');
+      const pipe = s.pipeline.sorted();
+      const pp = (q: number) => (pipe.length ? percentileOfSorted(pipe, q).toFixed(1) : '-');
       const state = s.error ? `  FAILED: ${s.error.message.split('\n')[0]}` : '';
-      return `${s.id}  in ${fin.toFixed(1)} fps  out ${fout.toFixed(1)} fps  drops ${s.dropped}  e2e p50 ${p(50)} ms  p99 ${p(99)} ms${state}`;
+      return `${s.id}  in ${fin.toFixed(1)} fps  out ${fout.toFixed(1)} fps  drops ${s.dropped}  e2e p50 ${p(50)} ms  p99 ${p(99)} ms (from ${s.producedBy ?? '-'})  pipeline p50 ${pp(50)} ms  p99 ${pp(99)} ms${state}`;
     });
   }
 

@@ -28,6 +28,34 @@ export interface FfmpegInputSpec {
    * but at `rate: native` the margin is played out (paced) before the first frame. 0: plain seek.
    */
   seekMargin?: number;
+  /** Decoding settings (the source's `decode` in the config). Default: low latency, one decoder thread. */
+  decode?: DecodeSpec;
+}
+
+/**
+ * How ffmpeg decodes. Measured choices (README, "Latency"):
+ * - `threads`: decoder threads. 1 by default: on a machine where inference needs the cores, a
+ *   second decoder thread slows inference more than it speeds decoding, and H.264's frame
+ *   threading holds back one frame per extra thread (33 ms each at 30 fps). 0: ffmpeg's choice.
+ * - `lowLatency`: for network sources, a short probe (the first frame comes sooner; not
+ *   `-fflags nobuffer`, which throws away the packets read while probing: a whole second of
+ *   frames, and the key frame the next ones need); with more than one thread, slice threading
+ *   (no frame delay); every frame is flushed to argus as soon as it is written. Default true.
+ */
+export interface DecodeSpec {
+  lowLatency: boolean;
+  threads: number;
+}
+
+export const DEFAULT_DECODE: DecodeSpec = { lowLatency: true, threads: 1 };
+
+/**
+ * Whether ffmpeg reports each output frame's time on its log (the `metadata` filter's print, one
+ * pair of lines per frame): for live sources, whose frames are stamped with ffmpeg's wall clock
+ * when the demuxer receives them (`producedBy: arrival`).
+ */
+export function reportsFrameTimes(input: FfmpegInputSpec): boolean {
+  return input.kind !== 'file';
 }
 
 export interface FfmpegOutputSpec {
@@ -37,6 +65,16 @@ export interface FfmpegOutputSpec {
   align: LetterboxAlign;
   /** Pad colour, one grey level 0–255 (114 for YOLOX). */
   padValue: number;
+}
+
+/**
+ * Files resumed at `seek` with a `seekMargin`: the seconds ffmpeg decodes (and, at native rate,
+ * plays out) before the first frame it delivers. 0 without a seek.
+ */
+export function seekTrim(input: FfmpegInputSpec): number {
+  if (input.kind !== 'file' || input.seek === undefined || !(input.seek > 0)) return 0;
+  const at = Math.max(0, input.seek - Math.max(0, input.seekMargin ?? 0));
+  return input.seek - at;
 }
 
 /** Classifies a source URI. Local paths and file:// URLs are files; /dev/video* is V4L2. */
@@ -57,6 +95,13 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
   // verbose: the scale filter then logs each (re)configuration, which is how a mid-stream
   // resolution change is noticed (a handful of lines per run, nothing per frame).
   const args = ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'verbose'];
+  const decode = input.decode ?? DEFAULT_DECODE;
+  const live = reportsFrameTimes(input);
+  if (decode.threads > 0) args.push('-threads', String(decode.threads));
+  if (decode.lowLatency && decode.threads !== 1) args.push('-thread_type', 'slice');
+  // Each packet is stamped with the wall clock when the demuxer reads it (before decoding),
+  // and -copyts keeps that time through to the filter that reports it.
+  if (live) args.push('-use_wallclock_as_timestamps', '1');
   switch (input.kind) {
     case 'file':
       if (input.rate === 'native') args.push('-re');
@@ -65,21 +110,19 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
     case 'rtsp':
       // Probe briefly: a camera's stream is known to be video, and every second of probing is
       // a second of delay at start and after each reconnect.
-      args.push('-rtsp_transport', input.rtspTransport ?? 'tcp', '-probesize', '262144', '-analyzeduration', '1000000');
+      args.push('-rtsp_transport', input.rtspTransport ?? 'tcp', '-probesize', '262144', '-analyzeduration', decode.lowLatency ? '500000' : '1000000');
       break;
     case 'v4l2':
       args.push('-f', 'v4l2');
       break;
     case 'http':
+      // ffmpeg's default probe of an HTTP input is 5 s of stream: 5 s before the first frame.
+      if (decode.lowLatency) args.push('-probesize', '1000000', '-analyzeduration', '500000');
       break;
   }
   if (input.inputArgs) args.push(...input.inputArgs);
-  let trim = 0;
-  if (input.kind === 'file' && input.seek !== undefined && input.seek > 0) {
-    const at = Math.max(0, input.seek - Math.max(0, input.seekMargin ?? 0));
-    trim = input.seek - at;
-    args.push('-ss', at.toFixed(6));
-  }
+  const trim = seekTrim(input);
+  if (input.kind === 'file' && input.seek !== undefined && input.seek > 0) args.push('-ss', (input.seek - trim).toFixed(6));
   const url = input.kind === 'v4l2' ? input.url.replace(/^v4l2:\/\//i, '') : input.url.replace(/^file:\/\//i, '');
   args.push('-i', url, '-an', '-sn', '-dn', '-map', '0:v:0');
 
@@ -97,7 +140,14 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
     `scale=w=${sw}:h=${sh}:flags=bilinear`,
     `format=${out.pixelFormat}`,
     `pad=${W}:${H}:${px}:${py}:color=${pad}`,
+    // Live: each frame's time (µs) on the log, in output order (see reportsFrameTimes).
+    ...(live ? ['settb=AVTB', 'metadata=mode=add:key=argus:value=1', 'metadata=mode=print:key=argus'] : []),
   ];
-  args.push('-vf', filters.join(','), '-pix_fmt', out.pixelFormat, '-f', 'rawvideo', 'pipe:1');
+  // Live: one output frame per filtered frame (no duplicates or drops for a constant rate), so
+  // the reported times pair with the frames in order.
+  if (live) args.push('-copyts', '-vsync', 'passthrough');
+  args.push('-vf', filters.join(','), '-pix_fmt', out.pixelFormat);
+  if (decode.lowLatency) args.push('-flush_packets', '1');
+  args.push('-f', 'rawvideo', 'pipe:1');
   return args;
 }

@@ -4,9 +4,9 @@ import { Observable } from 'rxjs';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
-import { emptyStamps, type Frame } from '../core/frame.js';
+import { emptyStamps, type Frame, type ProducedBy } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
-import { buildFfmpegArgs, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
+import { buildFfmpegArgs, reportsFrameTimes, seekTrim, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { StderrProbe, type StreamInfo } from './stderr-probe.js';
@@ -51,6 +51,12 @@ export interface FfmpegSourceOptions {
   spawn?: SpawnFn;
 }
 
+/**
+ * Live sources: reported frame times not yet matched to a frame, and frames delivered before
+ * their time was reported, are each kept up to this many (they normally pair within a frame).
+ */
+const MAX_UNPAIRED = 8;
+
 /** spawn errors that are about the machine's state right now (no file descriptors, processes, memory), not about ffmpeg. */
 const TRANSIENT_SPAWN_ERRORS = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM']);
 
@@ -90,6 +96,35 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     let paused = false;
     let closed = false;
     let killedByUs = false;
+
+    // The `produced` stamp (core/frame.ts, ProducedBy). Native-rate files: ffmpeg's -re clock
+    // starts when it has opened the input (its `Input #0` report), so frame k is due at that
+    // moment plus the seconds played out before the first frame plus k / fps.
+    const native = input.kind === 'file' && input.rate === 'native';
+    const playedBefore = seekTrim(input);
+    let playStart = 0;
+    // Live sources: ffmpeg reports each frame's demuxer arrival time on its log, in output order;
+    // the log and the frames come through different pipes, so either may come first.
+    const live = reportsFrameTimes(input);
+    const times: number[] = [];
+    const waiting: Frame[] = [];
+    probe.onInputOpened = () => {
+      if (!playStart) playStart = now();
+    };
+    probe.onFrameTime = (us) => {
+      const t = us / 1000;
+      const f = waiting.shift();
+      if (f) {
+        // A time after the frame's delivery cannot be its arrival: the pairing is off, keep `captured`.
+        if (t <= f.stamps.captured) {
+          f.stamps.produced = t;
+          f.producedBy = 'arrival';
+        }
+        return;
+      }
+      times.push(t);
+      if (times.length > MAX_UNPAIRED) times.shift();
+    };
 
     const args = buildFfmpegArgs(input, output);
     let child: ChildProcess;
@@ -134,13 +169,28 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
       let pts = fps ? ptsBase + k / fps : ptsBase + (clock() - firstAt) / 1000;
       if (!(pts > lastPts)) pts = lastPts + 1e-3; // strictly increasing, even with an unknown rate
       lastPts = pts;
+      let produced = captured;
+      let producedBy: ProducedBy = 'captured';
+      let unpaired = false;
+      if (native && playStart && fps) {
+        produced = Math.min(captured, playStart + (playedBefore + k / fps) * 1000);
+        producedBy = 'due';
+      } else if (live) {
+        const t = times.shift();
+        if (t === undefined) unpaired = true;
+        else if (t <= captured) {
+          produced = t;
+          producedBy = 'arrival';
+        }
+      }
       const frame: Frame = {
         source: id,
         seq,
         pts,
         data,
         letterbox: lb!,
-        stamps: emptyStamps(captured),
+        stamps: emptyStamps(captured, produced),
+        producedBy,
         release: () => {
           if (released) return;
           released = true;
@@ -148,6 +198,10 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
         },
       };
       seq++;
+      if (unpaired) {
+        waiting.push(frame);
+        if (waiting.length > MAX_UNPAIRED) waiting.shift();
+      }
       subscriber.next(frame);
     });
 

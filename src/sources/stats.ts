@@ -1,3 +1,4 @@
+import type { ProducedBy } from '../core/frame.js';
 import { SampleWindow } from '../core/stats.js';
 import type { SourceState, Transition } from './health.js';
 
@@ -12,8 +13,12 @@ export interface SourceStats {
   dropped: number;
   /** Of `dropped`: frames whose inference failed (e.g. an inference worker died during the run). */
   inferenceErrors: number;
-  /** Captured → emitted, ms, recent frames. */
+  /** End-to-end latency, produced at the source → emitted (core/frame.ts `e2eMs`), ms, recent frames. */
   readonly e2e: SampleWindow;
+  /** The pipeline's part: captured (delivered by ffmpeg) → emitted, ms, recent frames. */
+  readonly pipeline: SampleWindow;
+  /** What the latest frame's `produced` stamp was (due, arrival, captured). */
+  producedBy?: ProducedBy;
   /** Set when the source ended with an error. */
   error?: Error;
   /** Health: starting, streaming, stalled, reconnecting, failed, ended, stopped. */
@@ -29,7 +34,7 @@ export interface SourceStats {
 }
 
 export function newSourceStats(id: string): SourceStats {
-  return { id, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, e2e: new SampleWindow(2048), state: 'stopped', reconnects: 0 };
+  return { id, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, e2e: new SampleWindow(2048), pipeline: new SampleWindow(2048), state: 'stopped', reconnects: 0 };
 }
 
 /** Frames per second in and out of one source. */

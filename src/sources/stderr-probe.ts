@@ -11,6 +11,8 @@ export interface StreamInfo {
 const VIDEO_STREAM = /^\s*Stream #\d+:\d+.*?: Video: (.*)$/;
 /** Logged (at -loglevel verbose) each time our scale filter is configured: at start and whenever the input size changes. */
 const SCALE_CONFIG = /\[Parsed_scale_\d+ @ [^\]]+\] w:(\d+) h:(\d+) fmt:\S+(?: sar:\S+)? -> w:\d+ h:\d+/;
+/** The frame-time report our `metadata` filter prints for each output frame (live sources): its pts in µs. */
+const FRAME_TIME = /^\[Parsed_metadata_\d+ @ [^\]]+\] frame:\s*\d+\s+pts:\s*(-?\d+)/;
 const SIZE = /(?:^|[ ,])(\d{1,5})x(\d{1,5})(?:[ ,\[]|$)/;
 const FPS = /([\d.]+)(k?) fps/;
 const TBR = /([\d.]+)(k?) tbr/;
@@ -34,6 +36,10 @@ export class StderrProbe {
   scaledFrom: { width: number; height: number } | undefined;
   /** Called when the scale filter is reconfigured for a different input size. */
   onResize?: (width: number, height: number) => void;
+  /** Called for each output frame's reported time (µs; live sources, see ffmpeg-args `reportsFrameTimes`), in output order. */
+  onFrameTime?: (us: number) => void;
+  /** Called when ffmpeg reports the opened input (`Input #0`): its `-re` clock starts right after. */
+  onInputOpened?: () => void;
 
   /** Feeds a chunk; returns the stream info the first time it becomes known. */
   push(chunk: string): StreamInfo | undefined {
@@ -43,6 +49,11 @@ export class StderrProbe {
     let found: StreamInfo | undefined;
     for (const line of lines) {
       if (line.trim() === '') continue;
+      if (line.charCodeAt(0) === 91 /* [ */ && line.startsWith('[Parsed_metadata_')) {
+        const ft = FRAME_TIME.exec(line);
+        if (ft) this.onFrameTime?.(Number(ft[1]));
+        continue; // per-frame report (or its key=value line): not for the error tail
+      }
       const sc = SCALE_CONFIG.exec(line);
       if (sc) {
         const width = Number(sc[1]);
@@ -53,11 +64,15 @@ export class StderrProbe {
         continue; // configuration chatter, not worth keeping in the error tail
       }
       if (/^\[(graph|scaler_out|Parsed_|AVIOContext|h264 @ .*Reinit context)/.test(line) || /^\[h264 @ [^\]]+\] Reinit context/.test(line)) continue;
+      // Live sources carry wall-clock times, which frames that arrived together share: the raw
+      // muxer says so for each one (harmless: it writes no timestamps). Not worth the error tail.
+      if (line.includes('non monotonically increasing dts to muxer') || /^\s*Last message repeated/.test(line)) continue;
       this.tail.push(line);
       if (this.tail.length > this.maxTail) this.tail.shift();
       if (this.done) continue;
       if (/^Input #0/.test(line)) {
         this.inInput = true;
+        this.onInputOpened?.();
         this.format = /^Input #0, (.*?), from '/.exec(line)?.[1];
       }
       else if (/^Output #0|^Stream mapping/.test(line)) this.done = true;

@@ -9,7 +9,7 @@ import { letterbox } from '../../src/core/geometry.js';
 function tinyFrame(): Frame {
   const data = Buffer.alloc(4 * 4 * 3, 114);
   for (let y = 0; y < 2; y++) for (let x = 0; x < 4; x++) data.set([10 * x, 50 + y, 200], (y * 4 + x) * 3); // B, G, R
-  return { source: 's', seq: 0, pts: 0, data, letterbox: letterbox(8, 4, 4, 4), stamps: emptyStamps(1), release: () => {} };
+  return { source: 's', seq: 0, pts: 0, data, letterbox: letterbox(8, 4, 4, 4), stamps: emptyStamps(1), producedBy: 'captured', release: () => {} };
 }
 
 describe('snapshots', () => {

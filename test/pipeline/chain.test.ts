@@ -36,6 +36,7 @@ function frame(seq: number, value: number, released: number[]): Frame {
     data: Buffer.alloc(S * S * 3, value),
     letterbox: letterbox(S, S, S, S, 'top-left'),
     stamps: emptyStamps(performance.timeOrigin + performance.now()),
+    producedBy: 'captured',
     release: () => void released.push(seq),
   };
 }

@@ -25,7 +25,7 @@ const ctx = (): SourceContext => ({ config: parseConfigText('name: t\nsources: [
 /** A result at `pts` seconds with boxes `[x1, y1, x2, y2, classId]`. */
 function result(pts: number, boxes: number[][]): FrameResult {
   const d = new Detections(new Float32Array(boxes.flatMap((b) => b.slice(0, 4))), new Float32Array(boxes.map(() => 0.9)), new Int32Array(boxes.map((b) => b[4])));
-  const frame = { source: 'cam', seq: Math.round(pts * 10), pts, data: Buffer.alloc(0), letterbox: letterbox(640, 480, 640, 480, 'top-left'), stamps: emptyStamps(1), release: () => {} };
+  const frame = { source: 'cam', seq: Math.round(pts * 10), pts, data: Buffer.alloc(0), letterbox: letterbox(640, 480, 640, 480, 'top-left'), stamps: emptyStamps(1), producedBy: 'captured' as const, release: () => {} };
   return { frame, detections: d, dropped: 0, alerts: [] };
 }
 

@@ -215,7 +215,7 @@ describe('alerts are journaled when raised', () => {
     const detector = { manifest: { preprocess: { channelOrder: 'bgr' } }, labels: ['person'] } as never;
     const alerts = new AlertPublisher(publisher, AlertsSchema.parse({}), detector, dir(), () => {});
     const lb = letterbox(64, 48, 64, 64);
-    const frame = { source: 'cam', seq: 7, pts: 0.7, data: Buffer.alloc(64 * 64 * 3, 90), letterbox: lb, stamps: emptyStamps(Date.now()), release: () => {} };
+    const frame = { source: 'cam', seq: 7, pts: 0.7, data: Buffer.alloc(64 * 64 * 3, 90), letterbox: lb, stamps: emptyStamps(Date.now()), producedBy: 'captured' as const, release: () => {} };
     const detections = new Detections(new Float32Array([4, 4, 30, 40]), new Float32Array([0.9]), new Int32Array([0]));
     alerts.raise({ frame, detections, dropped: 0, alerts: [{ rule: 'r', severity: 'critical', event: 'zone.enter', message: 'm', row: 0 }] });
     // Synchronously after raise(): on its way to disk, with no snapshot yet, and not yet published.

@@ -73,7 +73,7 @@ function frame(source: string, padBytes = 0): { frame: Frame; dets: Detections }
   const stamps = { ...emptyStamps(t - 5), preprocessed: t - 4, inferStart: t - 4, inferEnd: t - 1, postprocessed: t - 0.5, emitted: t };
   const n = Math.max(1, Math.floor(padBytes / 60));
   const dets = new Detections(new Float32Array(n * 4).fill(1), new Float32Array(n).fill(0.5), new Int32Array(n));
-  return { frame: { source, seq: seq++, pts: 0, data: Buffer.alloc(0), letterbox: letterbox(640, 480, 416, 416), stamps, release: () => {} }, dets };
+  return { frame: { source, seq: seq++, pts: 0, data: Buffer.alloc(0), letterbox: letterbox(640, 480, 416, 416), stamps, producedBy: 'captured' as const, release: () => {} }, dets };
 }
 
 const subscribe = async (c: Client, sources: string[], kinds: string[]) => {

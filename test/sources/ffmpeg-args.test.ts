@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildFfmpegArgs, sourceKind } from '../../src/sources/ffmpeg-args.js';
+import { buildFfmpegArgs, reportsFrameTimes, sourceKind } from '../../src/sources/ffmpeg-args.js';
 
 const out = { width: 416, height: 416, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
 
@@ -56,6 +56,46 @@ describe('buildFfmpegArgs', () => {
     expect(vf.startsWith('fps=15,scale=')).toBe(true);
     expect(vf).toContain('format=rgb24');
     expect(vf).toContain('pad=416:416:floor((416-iw)/2):floor((416-ih)/2):color=0x727272');
-    expect(a.slice(-5)).toEqual(['-pix_fmt', 'rgb24', '-f', 'rawvideo', 'pipe:1']);
+    expect(a.slice(-7)).toEqual(['-pix_fmt', 'rgb24', '-flush_packets', '1', '-f', 'rawvideo', 'pipe:1']);
+  });
+
+  it('decoding: one decoder thread by default (an input option, before -i); 0 leaves it to ffmpeg; more than one uses slice threads unless low latency is off', () => {
+    const opt = (a: string[], k: string) => (a.indexOf(k) >= 0 && a.indexOf(k) < a.indexOf('-i') ? a[a.indexOf(k) + 1] : undefined);
+    const base = { url: '/x.mp4', kind: 'file' as const, rate: 'fast' as const, loop: false };
+    expect(opt(buildFfmpegArgs(base, out), '-threads')).toBe('1');
+    expect(buildFfmpegArgs({ ...base, decode: { lowLatency: true, threads: 0 } }, out)).not.toContain('-threads');
+    const four = buildFfmpegArgs({ ...base, decode: { lowLatency: true, threads: 4 } }, out);
+    expect([opt(four, '-threads'), opt(four, '-thread_type')]).toEqual(['4', 'slice']);
+    expect(buildFfmpegArgs({ ...base, decode: { lowLatency: false, threads: 4 } }, out)).not.toContain('-thread_type');
+    expect(buildFfmpegArgs({ ...base, decode: { lowLatency: false, threads: 1 } }, out)).not.toContain('-flush_packets');
+  });
+
+  it('low latency on network inputs: a short probe (HTTP: not ffmpeg\'s 5 s default), without dropping what the probe read; off restores the defaults', () => {
+    const http = { url: 'http://cam/feed.ts', kind: 'http' as const, rate: 'native' as const, loop: false };
+    const a = buildFfmpegArgs(http, out).join(' ');
+    expect(a).not.toContain('nobuffer');
+    expect(a).toContain('-probesize 1000000 -analyzeduration 500000');
+    const off = buildFfmpegArgs({ ...http, decode: { lowLatency: false, threads: 1 } }, out).join(' ');
+    expect(off).not.toContain('-analyzeduration');
+    expect(buildFfmpegArgs({ ...http, kind: 'rtsp', url: 'rtsp://h/s' }, out).join(' ')).toContain('-analyzeduration 500000');
+  });
+
+  it('live sources stamp packets with the wall clock and report each output frame\'s time, one output frame per filtered frame; files do not', () => {
+    for (const kind of ['rtsp', 'http', 'v4l2'] as const) {
+      const input = { url: kind === 'v4l2' ? '/dev/video0' : `${kind}://h/s`, kind, rate: 'native' as const, loop: false };
+      expect(reportsFrameTimes(input)).toBe(true);
+      const a = buildFfmpegArgs(input, out);
+      expect(a.indexOf('-use_wallclock_as_timestamps')).toBeLessThan(a.indexOf('-i'));
+      expect(a.join(' ')).toContain('-copyts -vsync passthrough');
+      expect(a[a.indexOf('-vf') + 1].endsWith(',settb=AVTB,metadata=mode=add:key=argus:value=1,metadata=mode=print:key=argus')).toBe(true);
+    }
+    for (const rate of ['native', 'fast'] as const) {
+      const input = { url: '/x.mp4', kind: 'file' as const, rate, loop: false };
+      expect(reportsFrameTimes(input)).toBe(false);
+      const a = buildFfmpegArgs(input, out).join(' ');
+      expect(a).not.toContain('wallclock');
+      expect(a).not.toContain('metadata=');
+      expect(a).not.toContain('-copyts');
+    }
   });
 });

@@ -38,3 +38,20 @@ describe('StderrProbe', () => {
     expect(p.tailText()).toBe('two\nthree\nfour');
   });
 });
+
+describe('StderrProbe: per-frame times and the opened input', () => {
+  it('reports each frame time the metadata filter prints (µs, in order), keeps those lines out of the error tail, and tells when the input was opened', () => {
+    const probe = new StderrProbe();
+    const times: number[] = [];
+    let opened = 0;
+    probe.onFrameTime = (us) => times.push(us);
+    probe.onInputOpened = () => opened++;
+    probe.push("Input #0, rtsp, from 'rtsp://cam/s':\n  Stream #0:0: Video: h264 (High), yuv420p(progressive), 1920x1080, 30 fps, 30 tbr\n");
+    probe.push('[Parsed_metadata_7 @ 0x55d0c0ffee00] frame:0    pts:1764608000123456 pts_time:1.76461e+09\n[Parsed_metadata_7 @ 0x55d0c0ffee00] argus=1\n[Parsed_metadata_7 @ 0x55d0');
+    probe.push('c0ffee00] frame:1    pts:1764608000156789 pts_time:1.76461e+09\n');
+    expect(opened).toBe(1);
+    expect(times).toEqual([1764608000123456, 1764608000156789]);
+    expect(probe.tailText()).not.toContain('Parsed_metadata');
+    expect(probe.info).toMatchObject({ width: 1920, height: 1080, fps: 30 });
+  });
+});

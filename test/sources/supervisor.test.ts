@@ -57,7 +57,7 @@ function supervise(runs: Observable<string>[], { over = {}, info = { width: 64, 
         return runs[n].pipe(
           map((_v, k): Frame => {
             if (k === 0) base = typeof opts.ptsStart === 'function' ? opts.ptsStart() : (opts.ptsStart ?? 0);
-            return { source: 'cam', seq: (opts.seqStart ?? 0) + k, pts: base + k / fps, data: Buffer.alloc(0), letterbox: LB, stamps: {} as Frame['stamps'], release: () => {} };
+            return { source: 'cam', seq: (opts.seqStart ?? 0) + k, pts: base + k / fps, data: Buffer.alloc(0), letterbox: LB, stamps: {} as Frame['stamps'], producedBy: 'captured', release: () => {} };
           }),
         );
       });

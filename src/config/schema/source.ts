@@ -22,6 +22,19 @@ export const SourceSchema = z
     rtspTransport: z.enum(['tcp', 'udp']).default('tcp'),
     /** Extra ffmpeg arguments before -i, e.g. ["-hwaccel", "cuda"]. */
     inputArgs: z.array(z.string()).default([]),
+    /**
+     * How ffmpeg decodes (README, "Latency"). Defaults measured on a 2-core machine: one decoder
+     * thread (no frame-threading delay; inference keeps the other core) and low-latency input.
+     */
+    decode: z
+      .object({
+        /** Network sources: a short probe (HTTP: 0.5 s, not ffmpeg's 5 s); slice threading when threads ≠ 1; each frame flushed at once. Default true. */
+        lowLatency: z.boolean().default(true),
+        /** Decoder threads; 0 lets ffmpeg choose (frame threading: more throughput, one frame of delay per extra thread). Default 1. */
+        threads: z.number().int().min(0).max(64).default(1),
+      })
+      .strict()
+      .default({}),
     /** false skips this source. Default true. */
     enabled: z.boolean().default(true),
     /** Reconnecting after ffmpeg exits, the stream ends (live sources) or stalls. */

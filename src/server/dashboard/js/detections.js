@@ -1,6 +1,6 @@
 /** Takes in a `detections` message: the boxes for the overlay, rates, latency samples and stage durations. */
 import { now } from './clock.js';
-import { e2eOf, isNum } from './numbers.js';
+import { e2eOf, isNum, pipelineOf } from './numbers.js';
 import { scheduleRender } from './render-queue.js';
 import { ensureSource } from './sources.js';
 import { stageDurations } from './stages.js';
@@ -33,6 +33,12 @@ export function onDetections(m) {
   }
   const st = m.stamps;
   const e2e = e2eOf(st);
+  const pipe = pipelineOf(st);
+  if (isNum(pipe)) {
+    s.pipe.push(pipe);
+    if (s.pipe.length > E2E_WINDOW) s.pipe.splice(0, s.pipe.length - E2E_WINDOW);
+  }
+  if (m.producedBy) s.producedBy = m.producedBy;
   if (isNum(e2e)) {
     s.e2e.push(e2e);
     if (s.e2e.length > E2E_WINDOW) s.e2e.splice(0, s.e2e.length - E2E_WINDOW);

@@ -20,9 +20,19 @@ export function sumCounts(obj) {
   return n;
 }
 
-/** e2e of one message: published − captured (emitted − captured when published is absent). */
-export function e2eOf(stamps) {
-  if (!stamps || !isNum(stamps.captured)) return NaN;
+/** Milliseconds from stamp `from` to the message's hand-off: published (emitted when published is absent). */
+function toHandOff(stamps, from) {
+  if (!stamps || !isNum(from)) return NaN;
   const end = isNum(stamps.published) && stamps.published > 0 ? stamps.published : stamps.emitted;
-  return isNum(end) ? Math.max(0, end - stamps.captured) : NaN;
+  return isNum(end) ? Math.max(0, end - from) : NaN;
+}
+
+/** End-to-end latency of one message: from `produced` at the source (`captured` in messages without it) to the hand-off. */
+export function e2eOf(stamps) {
+  return toHandOff(stamps, stamps && isNum(stamps.produced) ? stamps.produced : stamps?.captured);
+}
+
+/** The pipeline's part of it: from `captured` (ffmpeg delivered the frame) to the hand-off. */
+export function pipelineOf(stamps) {
+  return toHandOff(stamps, stamps?.captured);
 }

@@ -1,10 +1,11 @@
 /** The pipeline stages shown per frame, and how each one's duration follows from the v1 stamps. */
 import { isNum } from './numbers.js';
 
-export const DEFAULT_STAGES = ['preprocess', 'queue', 'infer', 'postprocess', 'emit'];
+export const DEFAULT_STAGES = ['source', 'preprocess', 'queue', 'infer', 'postprocess', 'emit'];
 
 /** Each stage's duration from the v1 stamps; the same definitions as `argus bench`. */
 export const STAGE_SPANS = {
+  source: ['produced', 'captured'],
   preprocess: ['captured', 'preprocessed'],
   queue: ['preprocessed', 'inferStart'],
   infer: ['inferStart', 'inferEnd'],

@@ -48,6 +48,8 @@ export function newSource(id) {
     analytics: null,
     dropped: NaN,
     e2e: [],
+    pipe: [], // recent pipeline latencies (captured → hand-off)
+    producedBy: '', // what the latest message's stamps.produced is
     seconds: new Map(), // client second → e2e values received in it
     secondP50: new Map(), // completed second → p50
     stageRecent: [],

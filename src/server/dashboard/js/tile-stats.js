@@ -9,7 +9,7 @@ const API_STATS_FRESH_MS = 6000;
 
 /** The figures computed from the messages this page received. */
 function localStats(s) {
-  const out = { fpsIn: NaN, fpsOut: NaN, dropped: s.dropped, p50: NaN, p99: NaN };
+  const out = { fpsIn: NaN, fpsOut: NaN, dropped: s.dropped, p50: NaN, p99: NaN, pipelineP50: NaN, producedBy: s.producedBy };
   const r = s.rate;
   if (r.length >= 2) {
     const dt = (r[r.length - 1].t - r[0].t) / 1000;
@@ -25,6 +25,7 @@ function localStats(s) {
   const recent = s.e2e.slice(-300).sort((a, b) => a - b);
   out.p50 = percentile(recent, 50);
   out.p99 = percentile(recent, 99);
+  out.pipelineP50 = percentile(s.pipe.slice(-300).sort((a, b) => a - b), 50);
   return out;
 }
 
@@ -40,6 +41,9 @@ export function updateStats(s) {
   e.drops.textContent = isNum(dropped) ? String(Math.round(dropped)) : '—';
   e.p50.textContent = fmtMs(pick('p50'));
   e.p99.textContent = fmtMs(pick('p99'));
+  e.pipe.textContent = fmtMs(pick('pipelineP50'));
+  const by = (api && api.producedBy) || local.producedBy;
+  e.p50Box.title = `End-to-end latency, median, from ${by ? `stamps.produced (${by})` : 'the source'}`;
   e.tile.dataset.statsFrom = api ? 'api' : 'messages';
 
   // Zone occupancy and line counts as text too (the overlay shows them on the picture).

@@ -28,7 +28,8 @@ export function buildTile(s) {
   const [dropsBox, drops] = stat('drops', 'stat-drops', 'Frames dropped because inference was busy');
   const [p50Box, p50] = stat('p50', 'stat-p50', 'End-to-end latency, median');
   const [p99Box, p99] = stat('p99', 'stat-p99', 'End-to-end latency, 99th percentile');
-  const stats = el('dl', { class: 'tile-stats' }, fpsInBox, fpsOutBox, dropsBox, p50Box, p99Box);
+  const [pipeBox, pipe] = stat('pipeline p50', 'stat-pipe-p50', 'Pipeline latency (ffmpeg delivered the frame → result handed off), median');
+  const stats = el('dl', { class: 'tile-stats' }, fpsInBox, fpsOutBox, dropsBox, p50Box, p99Box, pipeBox);
 
   const analytics = el('div', { class: 'tile-analytics' });
 
@@ -53,5 +54,5 @@ export function buildTile(s) {
   });
   ro.observe(media);
 
-  return { tile, state, frame, overlay, down, downState, downReason, downDetail, waiting, media, fpsIn, fpsOut, drops, p50, p99, analytics, chart, chartLabel, stageBar, stageLegend, stages, stageSegs: null };
+  return { tile, state, frame, overlay, down, downState, downReason, downDetail, waiting, media, fpsIn, fpsOut, drops, p50, p99, pipe, pipeBox, p50Box, analytics, chart, chartLabel, stageBar, stageLegend, stages, stageSegs: null };
 }

@@ -1,0 +1,64 @@
+// End-to-end latency counts from `produced` (the source) and the pipeline part from `captured`,
+// in every place that reports them: /metrics, the status line, the dashboard.
+import { describe, expect, it } from 'vitest';
+import { emptyStamps, type Frame } from '../../src/core/frame.js';
+import { letterbox } from '../../src/core/geometry.js';
+import { Detections } from '../../src/core/detections.js';
+import type { FrameResult } from '../../src/analytics/analyze.js';
+import { stamp } from '../../src/pipeline/stamp.js';
+import { Metrics } from '../../src/server/metrics.js';
+import { StatusReporter } from '../../src/sinks/status.js';
+import { newSourceStats } from '../../src/sources/stats.js';
+import { of, lastValueFrom } from 'rxjs';
+
+const sample = (text: string, series: string) => {
+  const line = text.split('\n').find((l) => l.startsWith(series + ' '));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+};
+
+/** A result whose frame was produced 60 ms before ffmpeg delivered it and emitted 20 ms after. */
+function result(captured: number): FrameResult {
+  const stamps = emptyStamps(captured, captured - 60);
+  Object.assign(stamps, { preprocessed: captured + 2, inferStart: captured + 3, inferEnd: captured + 15, postprocessed: captured + 16 });
+  const frame: Frame = { source: 'cam', seq: 0, pts: 0, data: Buffer.alloc(0), letterbox: letterbox(640, 480, 416, 416), stamps, producedBy: 'arrival', release: () => {} };
+  return { frame, detections: new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0)), dropped: 0, alerts: [] };
+}
+
+describe('latency figures', () => {
+  it('stamp → stats, /metrics and the status line: e2e from produced, pipeline from captured, with the kind of stamp', async () => {
+    const st = newSourceStats('cam');
+    const r = result(Date.now() - 20);
+    await lastValueFrom(of(r).pipe(stamp(st)));
+    const emitted = r.frame.stamps.emitted;
+    expect(st.e2e.percentile(50)).toBeCloseTo(emitted - r.frame.stamps.produced, 6);
+    expect(st.pipeline.percentile(50)).toBeCloseTo(emitted - r.frame.stamps.captured, 6);
+    expect(st.e2e.percentile(50) - st.pipeline.percentile(50)).toBeCloseTo(60, 6);
+    expect(st.producedBy).toBe('arrival');
+
+    const metrics = new Metrics({ stats: () => [st], provider: 'cpu' });
+    metrics.onFrame(r);
+    const text = await metrics.scrape();
+    expect(sample(text, 'argus_frame_latency_seconds_sum{source="cam"}')).toBeCloseTo((emitted - r.frame.stamps.produced) / 1000, 6);
+    expect(sample(text, 'argus_pipeline_latency_seconds_sum{source="cam"}')).toBeCloseTo((emitted - r.frame.stamps.captured) / 1000, 6);
+    expect(sample(text, 'argus_stage_latency_seconds_sum{source="cam",stage="source"}')).toBeCloseTo(0.06, 6);
+
+    const line = new StatusReporter([st]).lines()[0];
+    expect(line).toMatch(/e2e p50 \d+\.\d ms +p99 \d+\.\d ms \(from arrival\) +pipeline p50 \d+\.\d ms/);
+    const [e2e, pipe] = [/e2e p50 (\d+\.\d)/.exec(line)![1], /pipeline p50 (\d+\.\d)/.exec(line)![1]].map(Number);
+    expect(e2e - pipe).toBeCloseTo(60, 0);
+  });
+
+  it('the dashboard: e2e from produced (captured for messages without it), pipeline from captured, and a source stage', async () => {
+    // The browser's own modules (plain JS, no type declarations).
+    const dash = '../../src/server/dashboard/js/';
+    type Stamps = Record<string, number | undefined>;
+    const { e2eOf, pipelineOf } = (await import(`${dash}numbers.js`)) as { e2eOf: (s: Stamps) => number; pipelineOf: (s: Stamps) => number };
+    const { DEFAULT_STAGES, stageDurations } = (await import(`${dash}stages.js`)) as { DEFAULT_STAGES: string[]; stageDurations: (s: Stamps, names: string[]) => number[] };
+    const s = { produced: 1000, captured: 1060, preprocessed: 1062, inferStart: 1063, inferEnd: 1075, postprocessed: 1076, emitted: 1078, published: 1080 };
+    expect(e2eOf(s)).toBe(80);
+    expect(pipelineOf(s)).toBe(20);
+    expect(e2eOf({ ...s, produced: undefined })).toBe(20);
+    expect(DEFAULT_STAGES[0]).toBe('source');
+    expect(stageDurations(s, ['source', 'infer'])).toEqual([60, 12]);
+  });
+});

@@ -1,0 +1,198 @@
+// The `produced` stamp (core/frame.ts): when a frame was produced at the source, before
+// decoding. ffmpeg is a fake child (injected spawn) where the pairing logic is tested, and the
+// real ffmpeg where its reports are.
+import { spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { firstValueFrom, take, toArray } from 'rxjs';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { now } from '../../src/core/clock.js';
+import { e2eMs, pipelineMs, stageMs, type Frame } from '../../src/core/frame.js';
+import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
+import type { FfmpegInputSpec } from '../../src/sources/ffmpeg-args.js';
+import { ffmpegSource, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
+import { MIRROR } from '../helpers/assets.js';
+import { FakeFfmpeg } from './fake-ffmpeg.js';
+
+const output = { width: 64, height: 48, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
+const FRAME = 64 * 48 * 3;
+/** A file that exists (ffmpegSource checks); the fake ffmpeg never reads it. */
+const FILE = join(MIRROR, 'streams', 'one-by-one-person-detection.mp4');
+
+afterEach(() => vi.useRealTimers());
+
+/** ffmpegSource over a fake ffmpeg; frames are collected (not released, so the stamps stay readable). */
+function fake(input: FfmpegInputSpec) {
+  let child!: FakeFfmpeg;
+  const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, FRAME)).asChild();
+  const frames: Frame[] = [];
+  const sub = ffmpegSource({ id: 'cam', input, output, ffmpegPath: 'ffmpeg', spawn }).subscribe({ next: (f) => frames.push(f), error: (e) => { throw e; } });
+  return { child, frames, sub };
+}
+
+/** The line ffmpeg's `metadata` filter prints for a frame whose time is `ms` (epoch). */
+const timeLine = (n: number, ms: number) => `[Parsed_metadata_7 @ 0x55d0c0ffee00] frame:${n}    pts:${Math.round(ms * 1000)} pts_time:1.76e+09\n[Parsed_metadata_7 @ 0x55d0c0ffee00] argus=1\n`;
+
+/** argus's clock (core/clock.ts), which the source stamps with. */
+const epochNow = now;
+
+describe('produced stamp, live sources (fake ffmpeg): the demuxer arrival time ffmpeg reports, paired in order', () => {
+  const rtsp: FfmpegInputSpec = { url: 'rtsp://cam/s', kind: 'rtsp', rate: 'native', loop: false };
+
+  it('a time reported before its frame stamps that frame; e2e then counts from it', () => {
+    const { child, frames, sub } = fake(rtsp);
+    child.info();
+    const t = epochNow() - 80;
+    child.stderr.write(timeLine(0, t));
+    child.stderr.write(timeLine(1, t + 40));
+    child.frame();
+    child.frame();
+    expect(frames.map((f) => f.producedBy)).toEqual(['arrival', 'arrival']);
+    expect(frames[0].stamps.produced).toBeCloseTo(t, 3);
+    expect(frames[1].stamps.produced).toBeCloseTo(t + 40, 3);
+    const s = { ...frames[0].stamps, emitted: frames[0].stamps.captured + 10 };
+    expect(e2eMs(s)).toBeCloseTo(s.captured - t + 10, 3);
+    expect(pipelineMs(s)).toBeCloseTo(10, 6);
+    expect(stageMs(s, 'source')).toBeCloseTo(s.captured - t, 3);
+    sub.unsubscribe();
+  });
+
+  it('a frame delivered before its time is reported gets it when the report comes (the log and the frames are separate pipes)', () => {
+    const { child, frames, sub } = fake(rtsp);
+    child.info();
+    const t = epochNow() - 50;
+    child.frame();
+    expect(frames[0].producedBy).toBe('captured');
+    expect(frames[0].stamps.produced).toBe(frames[0].stamps.captured);
+    child.stderr.write(timeLine(0, t));
+    expect(frames[0].producedBy).toBe('arrival');
+    expect(frames[0].stamps.produced).toBeCloseTo(t, 3);
+    // and the next pair is matched to each other, not shifted by one
+    child.stderr.write(timeLine(1, t + 33));
+    child.frame();
+    expect(frames[1].producedBy).toBe('arrival');
+    expect(frames[1].stamps.produced).toBeCloseTo(t + 33, 3);
+    sub.unsubscribe();
+  });
+
+  it('a reported time later than the frame’s delivery is not its arrival: the frame keeps `captured`', () => {
+    const { child, frames, sub } = fake(rtsp);
+    child.info();
+    child.stderr.write(timeLine(0, epochNow() + 5000));
+    child.frame();
+    expect(frames[0].producedBy).toBe('captured');
+    expect(frames[0].stamps.produced).toBe(frames[0].stamps.captured);
+    sub.unsubscribe();
+  });
+
+  it('an ffmpeg that reports no frame times (an old build): every frame is stamped `captured`', () => {
+    const { child, frames, sub } = fake(rtsp);
+    child.info();
+    for (let i = 0; i < 30; i++) child.frame();
+    expect(new Set(frames.map((f) => f.producedBy))).toEqual(new Set(['captured']));
+    expect(frames.every((f) => f.stamps.produced === f.stamps.captured)).toBe(true);
+    sub.unsubscribe();
+  });
+});
+
+describe('produced stamp, files', () => {
+  it('native rate: frame k is due at the moment ffmpeg reported the opened input plus k / fps (virtual clock)', () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
+    const { child, frames, sub } = fake({ url: FILE, kind: 'file', rate: 'native', loop: false });
+    child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
+    const opened = epochNow();
+    vi.advanceTimersByTime(1000); // decoding lags: the frames arrive a second late
+    for (let i = 0; i < 3; i++) child.frame();
+    expect(frames.map((f) => f.producedBy)).toEqual(['due', 'due', 'due']);
+    frames.forEach((f, k) => expect(f.stamps.produced).toBeCloseTo(opened + k * 100, 6));
+    frames.forEach((f) => expect(f.stamps.captured).toBeCloseTo(opened + 1000, 6));
+    // a frame delivered before it is due (ffmpeg reads the first packets before pacing) is not stamped in the future
+    for (let i = 0; i < 20; i++) child.frame();
+    const early = frames[22];
+    expect(early.stamps.produced).toBe(early.stamps.captured);
+    sub.unsubscribe();
+  });
+
+  it('native rate resumed with a seek margin: the margin is played out before the first frame', () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
+    const { child, frames, sub } = fake({ url: FILE, kind: 'file', rate: 'native', loop: false, seek: 10, seekMargin: 3 });
+    child.info('mpegts', 10);
+    const opened = epochNow();
+    vi.advanceTimersByTime(5000);
+    child.frame();
+    expect(frames[0].stamps.produced).toBeCloseTo(opened + 3000, 6);
+    sub.unsubscribe();
+  });
+
+  it('read as fast as possible: no camera time exists, produced = captured', () => {
+    const { child, frames, sub } = fake({ url: FILE, kind: 'file', rate: 'fast', loop: false });
+    child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
+    child.frame();
+    expect(frames[0].producedBy).toBe('captured');
+    expect(frames[0].stamps.produced).toBe(frames[0].stamps.captured);
+    sub.unsubscribe();
+  });
+});
+
+/** A free loopback port. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+describe('produced stamp with the real ffmpeg', () => {
+  const video = join(MIRROR, 'streams', 'one-by-one-person-detection.mp4');
+  const out = { ...output, width: 96, height: 64 };
+
+  it('a live HTTP MPEG-TS feed: every frame is stamped with its arrival, before ffmpeg delivered it, spread as the feed sent them', async () => {
+    const port = await freePort();
+    // A camera-like feed: the clip at its own rate, served once over HTTP.
+    const server: ChildProcess = nodeSpawn(defaultFfmpegPath(), ['-hide_banner', '-loglevel', 'error', '-re', '-i', video, '-c', 'copy', '-f', 'mpegts', '-listen', '1', `http://127.0.0.1:${port}/feed.ts`], { stdio: 'ignore' });
+    try {
+      const url = `http://127.0.0.1:${port}/feed.ts`;
+      let frames: Frame[] = [];
+      // the server may not listen yet: ffmpegSource fails fast then; try again (a hang bound only)
+      for (let attempt = 0; attempt < 100 && frames.length === 0; attempt++) {
+        frames = await firstValueFrom(
+          ffmpegSource({ id: 'feed', input: { url, kind: 'http', rate: 'native', loop: false }, output: out, ffmpegPath: defaultFfmpegPath() }).pipe(take(12), toArray()),
+        ).catch(() => new Promise<Frame[]>((r) => setTimeout(() => r([]), 100)));
+      }
+      expect(frames).toHaveLength(12);
+      // the reports of the last frames may trail their delivery by a moment
+      await new Promise((r) => setTimeout(r, 200));
+      const arrived = frames.filter((f) => f.producedBy === 'arrival');
+      expect(arrived.length).toBeGreaterThanOrEqual(10);
+      for (const f of arrived) expect(f.stamps.produced).toBeLessThanOrEqual(f.stamps.captured);
+      // The feed sends 10 frames a second (-re): their arrivals span most of the 1.2 s, however
+      // late decoding delivered them. (Not in output order: a B-frame's data arrives after the
+      // frame it is shown before.)
+      const ps = arrived.map((f) => f.stamps.produced);
+      expect(Math.max(...ps) - Math.min(...ps)).toBeGreaterThan(500);
+      console.log(`HTTP feed: delivered − arrival p50 ${median(arrived.map((f) => f.stamps.captured - f.stamps.produced)).toFixed(1)} ms over ${arrived.length} frames`);
+    } finally {
+      server.kill('SIGKILL');
+    }
+  });
+
+  it('a file at native rate: frames are stamped due, 1 / fps apart (those not clamped to an early delivery)', async () => {
+    const frames = await firstValueFrom(
+      ffmpegSource({ id: 'file', input: { url: video, kind: 'file', rate: 'native', loop: false }, output: out, ffmpegPath: defaultFfmpegPath() }).pipe(take(8), toArray()),
+    );
+    expect(frames.map((f) => f.producedBy)).toEqual(Array(8).fill('due'));
+    const fps = 10; // the clip's rate
+    const due = frames.map((f, k) => ({ k, f })).filter(({ f }) => f.stamps.produced < f.stamps.captured);
+    expect(due.length).toBeGreaterThanOrEqual(2);
+    for (const { k, f } of due) expect(f.stamps.produced - due[0].f.stamps.produced).toBeCloseTo(((k - due[0].k) * 1000) / fps, 3);
+  });
+});
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[s.length >> 1] ?? NaN;
+}
