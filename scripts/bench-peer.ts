@@ -20,10 +20,10 @@
  * recorded at each run's start and end. The table shows medians over rounds; the JSON has the
  * issue's keys (live1080.dueToEmitted.p50, …, each { argus, peerA, peerB }) and every run's figures.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../src/assets/catalog.js';
 import { PACKAGE_ROOT } from '../src/assets/paths.js';
@@ -33,7 +33,6 @@ import {
   argusSummary,
   checkYoloxDemo,
   parsePeerBenchArgs,
-  parseProcStat,
   PEER_BENCH_USAGE,
   peerOutput,
   peerTable,
@@ -41,120 +40,15 @@ import {
   schedule,
   SCENARIOS,
   summarize,
-  treeUsage,
   type PeerJson,
-  type PlannedRun,
-  type ProcStat,
-  type ProgramOutput,
   type RunSample,
 } from '../src/bench/peer.js';
 import { isArgusError } from '../src/core/errors.js';
+import { measure, type Launch } from './lib/measure.js';
 import { defaultFfmpegPath } from '../src/sources/ffmpeg-path.js';
 
 const log = (m: string) => process.stderr.write(`bench:peer: ${m}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const getconf = (name: string, def: number) => {
-  try {
-    return Number(execFileSync('getconf', [name], { encoding: 'utf8' }).trim()) || def;
-  } catch {
-    return def;
-  }
-};
-const CLK_TCK = getconf('CLK_TCK', 100);
-const PAGE = getconf('PAGESIZE', 4096);
-const SAMPLE_MS = 100;
-/** A run whose first result has not come this long after its start has failed (a hang bound for a busy machine, not a figure). */
-const FIRST_RESULT_TIMEOUT_MS = 180_000;
-/** After SIGTERM, a process still there this long later is killed. */
-const STOP_TIMEOUT_MS = 60_000;
-
-/** Every process's /proc/PID/stat (processes that end while being read are skipped). */
-function procStats(): ProcStat[] {
-  const out: ProcStat[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      out.push(parseProcStat(readFileSync(`/proc/${d}/stat`, 'utf8')));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
-
-interface Launch {
-  cmd: string;
-  args: string[];
-  env?: NodeJS.ProcessEnv;
-  /** True once the program's first result is out. */
-  firstResult: (stdout: string) => boolean;
-  /** What the program wrote, read after it exited (with the tail of its stderr). */
-  output: (stderr: string) => Promise<ProgramOutput & { due?: 'produced' | 'captured'; producedBy?: string }>;
-}
-
-/** Runs one program until --seconds after its first result, sampling /proc; its figures, or why it failed. */
-async function measure(plan: PlannedRun, seconds: number, l: Launch): Promise<{ sample: RunSample; due?: 'produced' | 'captured'; producedBy?: string } | { error: string }> {
-  const load = { start: loadavg()[0], end: 0 };
-  const spawnedAt = Date.now();
-  const child = spawn(l.cmd, l.args, { cwd: PACKAGE_ROOT, env: l.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const pid = child.pid!;
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout = (stdout + s).slice(-65_536)));
-  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr = (stderr + s).slice(-262_144)));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.on('exit', (code, signal) => res({ code, signal })));
-  let done = false;
-  void exited.then(() => (done = true));
-
-  let firstSeenAt = 0;
-  let from: { at: number; ticks: number } | undefined;
-  let last: { at: number; ticks: number } | undefined;
-  let to: { at: number; ticks: number } | undefined;
-  let rssPeak = 0;
-  let timedOut = false;
-  let stopAt = 0;
-  while (!done) {
-    const at = Date.now();
-    const u = treeUsage(procStats(), pid);
-    if (u.pids.length && !done) {
-      rssPeak = Math.max(rssPeak, (u.rssPages * PAGE) / 1024 / 1024);
-      last = { at, ticks: u.cpuTicks };
-      if (!firstSeenAt && l.firstResult(stdout)) {
-        firstSeenAt = at;
-        from = last;
-      }
-      if (from && !to && at >= firstSeenAt + seconds * 1000) {
-        to = last;
-        stopAt = at;
-        child.kill('SIGTERM');
-      }
-    }
-    if (!firstSeenAt && at - spawnedAt > FIRST_RESULT_TIMEOUT_MS && !timedOut) {
-      timedOut = true;
-      stopAt = at;
-      child.kill('SIGTERM');
-    }
-    if (stopAt && at - stopAt > STOP_TIMEOUT_MS) child.kill('SIGKILL');
-    await Promise.race([sleep(SAMPLE_MS), exited]);
-  }
-  const { code, signal } = await exited;
-  load.end = loadavg()[0];
-  const tail = stderr.trim().split('\n').slice(-6).join('\n');
-  if (timedOut) return { error: `no result ${FIRST_RESULT_TIMEOUT_MS / 1000} s after the start; stderr:\n${tail}` };
-  if (code !== 0) return { error: `exited with ${code ?? signal}; stderr:\n${tail}` };
-  // A program that ended by itself (end of the clip) is measured up to the last sample.
-  to ??= last;
-  let out;
-  try {
-    out = await l.output(stderr);
-  } catch (e) {
-    return { error: `its output could not be read: ${(e as Error).message}; stderr:\n${tail}` };
-  }
-  if (!out.records.length) return { error: `it ended without a result; stderr:\n${tail}` };
-  const cpu = from && to ? { from: from.at, to: to.at, ms: ((to.ticks - from.ticks) * 1000) / CLK_TCK } : { from: 0, to: 0, ms: NaN };
-  const sample: RunSample = { ...plan, records: out.records, framesIn: out.framesIn, dropped: out.dropped, spawnedAt, cpu, rssPeakMb: rssPeak, load };
-  return { sample, due: out.due, producedBy: out.producedBy };
-}
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);

@@ -91,11 +91,20 @@ export function schedule(rounds: number): PlannedRun[] {
  * result. The work is made the peers' work: the demo's NMS settings (IoU 0.45, score 0.1, class
  * agnostic: multiclass_nms's default) and no tracking (the demo does not track).
  */
-export function argusPipelineYaml(o: { video: string; rate: 'live' | 'fast'; model: string; threads: number; jsonl: string }): string {
+export function argusPipelineYaml(o: {
+  video: string;
+  rate: 'live' | 'fast';
+  model: string;
+  threads: number;
+  jsonl: string;
+  /** Fields laid over the source's and the model's (scripts/bench-cores.ts compares settings). */
+  source?: Record<string, unknown>;
+  modelOptions?: Record<string, unknown>;
+}): string {
   return stringify({
     name: 'bench-peer',
-    sources: [{ id: 'bench', uri: o.video, rate: o.rate === 'live' ? 'native' : 'fast', loop: false }],
-    model: { manifest: 'yolox-nano', path: o.model, intraOpThreads: o.threads },
+    sources: [{ id: 'bench', uri: o.video, rate: o.rate === 'live' ? 'native' : 'fast', loop: false, ...o.source }],
+    model: { manifest: 'yolox-nano', path: o.model, intraOpThreads: o.threads, ...o.modelOptions },
     postprocess: { scoreThreshold: 0.1, iouThreshold: 0.45, classAgnostic: true },
     tracking: { enabled: false },
     sinks: { jsonl: { path: o.jsonl } },

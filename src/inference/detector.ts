@@ -17,6 +17,8 @@ import { releasedError, type ModelSession, type RunRequest } from './session.js'
 export interface DetectorOptions extends Partial<ProviderOptions> {
   providers: readonly ExecutionProviderName[];
   intraOpThreads: number;
+  /** ONNX Runtime's intra-op threads may spin between operators. Default true (ONNX Runtime's default). */
+  allowSpinning?: boolean;
   warmupRuns: number;
   /** Decoder family; default the manifest's, else detected from the outputs. */
   family?: Family | 'auto';
@@ -129,6 +131,7 @@ export class Detector {
       session = await (options.openSession ?? openSession)(modelPath, {
         providers: options.providers,
         intraOpThreads: options.intraOpThreads,
+        allowSpinning: options.allowSpinning,
         workers: options.workers ?? 0,
         deviceId: options.deviceId ?? 0,
         trtEngineCacheDir: options.trtEngineCacheDir,

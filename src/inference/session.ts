@@ -32,6 +32,8 @@ export interface RunOutput {
 export interface SessionOptions extends ProviderOptions {
   providers: readonly ExecutionProviderName[];
   intraOpThreads: number;
+  /** ONNX Runtime's intra-op threads may busy-wait between operators (its default); false: they sleep. Default true. */
+  allowSpinning?: boolean;
   /** Sessions on worker threads; 0: one session on the calling (main) thread. */
   workers: number;
   log?: LogFn;
@@ -64,6 +66,8 @@ export const ortSessionOptions = (o: SessionOptions): ort.InferenceSession.Sessi
   intraOpNumThreads: o.intraOpThreads,
   interOpNumThreads: 1,
   graphOptimizationLevel: 'all',
+  // ONNX Runtime's session config entry session.intra_op.allow_spinning.
+  ...(o.allowSpinning === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
   // EP load failures are reported by us, once, with the fallback taken.
   logSeverityLevel: 4,
 });

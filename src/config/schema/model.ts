@@ -37,6 +37,12 @@ export const ModelRefSchema = z
     /** Threads ONNX Runtime uses inside one operator, per session. Default 2. */
     intraOpThreads: z.number().int().min(1).max(64).default(2),
     /**
+     * Let ONNX Runtime's intra-op threads spin (busy-wait) between operators. Spinning saves a
+     * wake-up per operator when the cores are free, and takes the core from ffmpeg's decoder
+     * when they are not. Default false (README, "Latency": measured on 432p and 1080p).
+     */
+    allowSpinning: z.boolean().default(false),
+    /**
      * Sessions, each on its own worker thread, so inference never blocks the event loop. More
      * than one runs several frames (or batches) at once: on a CPU, workers × intraOpThreads ≈
      * cores (e.g. 2 × 1 on 2 cores) gets more frames through than one session with all the
