@@ -1,4 +1,4 @@
-import sharp from 'sharp';
+import { loadSharp } from '../core/sharp.js';
 import type { Detections } from '../core/detections.js';
 import type { Frame } from '../core/frame.js';
 import type { Point } from '../core/polygon.js';
@@ -82,6 +82,7 @@ export function overlaySvg(o: Overlay, width: number, height: number, srcWidth: 
  * `maxBytes`: the quality is lowered first, then the size.
  */
 export async function renderSnapshot(pic: Picture, overlay: Overlay, o: SnapshotOptions): Promise<{ jpeg: Buffer; width: number; height: number }> {
+  const sharp = await loadSharp();
   let width = Math.min(o.maxWidth, pic.width);
   let quality = o.quality;
   for (;;) {

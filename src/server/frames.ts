@@ -1,4 +1,4 @@
-import sharp from 'sharp';
+import { loadSharp } from '../core/sharp.js';
 import { grabPicture } from '../analytics/snapshot.js';
 import type { FrameResult } from '../analytics/analyze.js';
 import type { WebSocketHub } from '../sinks/websocket.js';
@@ -29,9 +29,8 @@ export class FrameBroadcaster {
     this.busy.add(source);
     const pic = grabPicture(r.frame, this.channelOrder);
     const seq = r.frame.seq;
-    sharp(pic.rgb, { raw: { width: pic.width, height: pic.height, channels: 3 } })
-      .jpeg({ quality: this.quality })
-      .toBuffer()
+    loadSharp()
+      .then((sharp) => sharp(pic.rgb, { raw: { width: pic.width, height: pic.height, channels: 3 } }).jpeg({ quality: this.quality }).toBuffer())
       .then((jpeg) => {
         this.encoded++;
         this.hub.publishFrame(
