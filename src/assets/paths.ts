@@ -1,9 +1,11 @@
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The repository (package) root, where models/, pipelines/ and streams/ live. */
-export const PACKAGE_ROOT = resolve(fileURLToPath(new URL('../../', import.meta.url)));
+/** The repository (package) root, where models/, pipelines/ and streams/ live (from dist/src/assets as from src/assets). */
+const here = resolve(fileURLToPath(new URL('../../', import.meta.url)));
+export const PACKAGE_ROOT = existsSync(join(here, 'package.json')) ? here : resolve(here, '..');
 
 /** Where fetched and derived assets are kept: $ARGUS_CACHE, else ~/.cache/argus. */
 export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
