@@ -12,7 +12,13 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
 const stamp = join(dist, '.built');
 rmSync(stamp, { force: true });
-const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+let tsc;
+try {
+  tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+} catch {
+  process.stderr.write('build: typescript is not installed (npm ci --omit=dev?); bin/argus.js runs the TypeScript sources through tsx\n');
+  process.exit(0);
+}
 const r = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
 if (r.status !== 0) {
   process.stderr.write('build: tsc failed; bin/argus.js runs the TypeScript sources through tsx\n');
