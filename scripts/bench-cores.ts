@@ -10,15 +10,13 @@
  * Settings and clips are interleaved, the order of the settings rotated every round, so load
  * changes on the machine spread over all of them. Medians over rounds.
  */
-import { writeFile, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { existsSync, statSync } from 'node:fs';
+import { writeFile, mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../src/assets/catalog.js';
-import { PACKAGE_ROOT } from '../src/assets/paths.js';
-import { argusOutput, argusPipelineYaml, argusSummary, medianOf, runFigures, SCENARIOS, type RunFigures } from '../src/bench/peer.js';
+import { argusPipelineYaml, medianOf, runFigures, SCENARIOS, type RunFigures } from '../src/bench/peer.js';
 import { defaultFfmpegPath } from '../src/sources/ffmpeg-path.js';
-import { measure } from './lib/measure.js';
+import { argusLaunch, measure } from './lib/measure.js';
 
 /** The settings compared: the old defaults first, then one change at a time, then the new defaults. */
 const SETTINGS: { name: string; decodeThreads: number; spinning: boolean; workers: number; intra: number }[] = [
@@ -70,17 +68,7 @@ async function main() {
           );
           log(`round ${round + 1}/${o.rounds} ${sc.name}: ${st.name}`);
           loads.push(loadavg()[0]);
-          const r = await measure({ round, scenario: sc.name, program: 'argus' }, o.seconds, {
-            cmd: process.execPath,
-            args: [join(PACKAGE_ROOT, 'bin', 'argus.js'), 'run', `${base}.yaml`, '--no-status'],
-            env: { ...process.env, ARGUS_STATE_DIR: tmp },
-            firstResult: () => existsSync(jsonl) && statSync(jsonl).size > 0,
-            output: async (stderr) => {
-              const out = argusOutput(await readFile(jsonl, 'utf8'));
-              const sum = argusSummary(stderr);
-              return sum ? { ...out, framesIn: sum.framesIn, dropped: sum.dropped } : out;
-            },
-          });
+          const r = await measure({ round, scenario: sc.name, program: 'argus' }, o.seconds, argusLaunch(`${base}.yaml`, jsonl, tmp));
           if ('error' in r) {
             log(`FAILED: ${r.error}`);
             continue;

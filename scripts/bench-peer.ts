@@ -21,16 +21,13 @@
  * issue's keys (live1080.dueToEmitted.p50, …, each { argus, peerA, peerB }) and every run's figures.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../src/assets/catalog.js';
 import { PACKAGE_ROOT } from '../src/assets/paths.js';
 import {
-  argusOutput,
   argusPipelineYaml,
-  argusSummary,
   checkYoloxDemo,
   parsePeerBenchArgs,
   PEER_BENCH_USAGE,
@@ -44,7 +41,7 @@ import {
   type RunSample,
 } from '../src/bench/peer.js';
 import { isArgusError } from '../src/core/errors.js';
-import { measure, type Launch } from './lib/measure.js';
+import { argusLaunch, measure, type Launch } from './lib/measure.js';
 import { defaultFfmpegPath } from '../src/sources/ffmpeg-path.js';
 
 const log = (m: string) => process.stderr.write(`bench:peer: ${m}\n`);
@@ -88,19 +85,7 @@ async function main(): Promise<void> {
         const yaml = `${base}.yaml`;
         const jsonl = `${base}.jsonl`;
         await writeFile(yaml, argusPipelineYaml({ video, rate: s.rate, model, threads: o.threads, jsonl }));
-        launch = {
-          cmd: process.execPath,
-          args: [join(PACKAGE_ROOT, 'bin', 'argus.js'), 'run', yaml, '--no-status'],
-          // The outbox's state folder (unused without Kafka) in the run's temporary folder, not the user's.
-          env: { ...process.env, ARGUS_STATE_DIR: tmp },
-          firstResult: () => existsSync(jsonl) && statSync(jsonl).size > 0,
-          // Frames in and dropped from argus's summary log line when it got there (it also counts drops after the last result).
-          output: async (stderr) => {
-            const out = argusOutput(await readFile(jsonl, 'utf8'));
-            const sum = argusSummary(stderr);
-            return sum ? { ...out, framesIn: sum.framesIn, dropped: sum.dropped } : out;
-          },
-        };
+        launch = argusLaunch(yaml, jsonl, tmp);
       } else {
         const json = `${base}.json`;
         launch = {

@@ -4,10 +4,12 @@
  * included). Shared by scripts/bench-peer.ts and scripts/bench-cores.ts.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { PACKAGE_ROOT } from '../../src/assets/paths.js';
-import { parseProcStat, treeUsage, type PlannedRun, type ProcStat, type ProgramOutput, type RunSample } from '../../src/bench/peer.js';
+import { argusOutput, argusSummary, parseProcStat, treeUsage, type PlannedRun, type ProcStat, type ProgramOutput, type RunSample } from '../../src/bench/peer.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const getconf = (name: string, def: number) => {
@@ -113,3 +115,23 @@ export async function measure(plan: PlannedRun, seconds: number, l: Launch): Pro
   return { sample, due: out.due, producedBy: out.producedBy };
 }
 
+
+/**
+ * argus as a user runs it: `node bin/argus.js run YAML --no-status`, its results read from the
+ * JSONL sink at `jsonl`; frames in and dropped from its summary log line when it got there (it
+ * also counts drops after the last result). The outbox's state folder (unused without Kafka)
+ * goes in `stateDir`, not the user's.
+ */
+export function argusLaunch(yaml: string, jsonl: string, stateDir: string): Launch {
+  return {
+    cmd: process.execPath,
+    args: [join(PACKAGE_ROOT, 'bin', 'argus.js'), 'run', yaml, '--no-status'],
+    env: { ...process.env, ARGUS_STATE_DIR: stateDir },
+    firstResult: () => existsSync(jsonl) && statSync(jsonl).size > 0,
+    output: async (stderr) => {
+      const out = argusOutput(await readFile(jsonl, 'utf8'));
+      const sum = argusSummary(stderr);
+      return sum ? { ...out, framesIn: sum.framesIn, dropped: sum.dropped } : out;
+    },
+  };
+}

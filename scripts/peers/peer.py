@@ -171,16 +171,23 @@ def paced(run, k, fps, live):
     return due
 
 
+def read_frame(cap, run, k, fps, live):
+    """Frame k when it is due (live) or at once (fast): (image, due epoch ms), or None at the end."""
+    due = paced(run, k, fps, live)
+    ok, img = cap.read()
+    if not ok:
+        return None
+    return img, (now_ms() if due is None else due)
+
+
 def peer_a(cap, detect, run, fps, live):
     """Read the frame (when due), run the demo's steps on it, record; then the next frame."""
     k = 0
     while not run.stop.is_set():
-        due = paced(run, k, fps, live)
-        ok, img = cap.read()
-        if not ok:
+        got = read_frame(cap, run, k, fps, live)
+        if got is None:
             break
-        if due is None:
-            due = now_ms()
+        img, due = got
         run.read += 1
         dets, infer_ms = detect(img)
         run.result(k, due, dets, infer_ms, 0)
@@ -196,12 +203,10 @@ def peer_b(cap, detect, run, fps, live):
         k = 0
         try:
             while not run.stop.is_set():
-                due = paced(run, k, fps, live)
-                ok, img = cap.read()
-                if not ok:
+                got = read_frame(cap, run, k, fps, live)
+                if got is None:
                     break
-                if due is None:
-                    due = now_ms()
+                img, due = got
                 with cond:
                     if slot["frame"] is not None:
                         run.dropped += 1
