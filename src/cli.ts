@@ -123,7 +123,7 @@ program
 
 program
   .command('consume')
-  .description('read a Kafka topic and print messages with their capture → consumption latency')
+  .description('read a Kafka topic and print messages with their source → consumption latency')
   .requiredOption('--brokers <list>', 'comma-separated host:port list', (v: string) => v.split(',').filter(Boolean))
   .option('--topic <name>', 'topic to read', 'argus.detections')
   .option('--from-beginning', 'start at the oldest message', false)

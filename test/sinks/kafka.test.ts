@@ -61,7 +61,7 @@ describe('Kafka sink against a real broker', () => {
     await sink.close();
   });
 
-  it('argus consume prints each message with its capture → consumption latency and p50/p99', async () => {
+  it('argus consume prints each message with its source → consumption latency and p50/p99', async () => {
     const topic = uniqueTopic('consume');
     await runPipeline(pipeline({ brokers, topics: { detections: topic, alerts: `${topic}.alerts` } }), { maxFrames: 10, status: false });
     const out = await new Promise<string>((res, rej) => {
@@ -74,9 +74,9 @@ describe('Kafka sink against a real broker', () => {
       p.on('close', (code) => (code === 0 ? res(s) : rej(new Error(`exit ${code}: ${s}`))));
     });
     const lines = out.trim().split('\n');
-    expect(lines.filter((l) => /^detections lobby #\d+ p\d+ \d+ detections {2}capture→consume [\d.]+ ms$/.test(l))).toHaveLength(10);
-    expect(lines.filter((l) => /^window 5: capture→consume p50 [\d.]+ ms {2}p99 [\d.]+ ms$/.test(l))).toHaveLength(2);
-    expect(lines.at(-1)).toMatch(/^10 messages: capture→consume p50 [\d.]+ ms {2}p99 [\d.]+ ms$/);
+    expect(lines.filter((l) => /^detections lobby #\d+ p\d+ \d+ detections {2}source→consume [\d.]+ ms$/.test(l))).toHaveLength(10);
+    expect(lines.filter((l) => /^window 5: source→consume p50 [\d.]+ ms {2}p99 [\d.]+ ms$/.test(l))).toHaveLength(2);
+    expect(lines.at(-1)).toMatch(/^10 messages: source→consume p50 [\d.]+ ms {2}p99 [\d.]+ ms$/);
   }, 2 * MODEL_RUN_TIMEOUT_MS);
 });
 
