@@ -110,14 +110,14 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
     case 'rtsp':
       // Probe briefly: a camera's stream is known to be video, and every second of probing is
       // a second of delay at start and after each reconnect.
-      args.push('-rtsp_transport', input.rtspTransport ?? 'tcp', '-probesize', '262144', '-analyzeduration', decode.lowLatency ? '500000' : '1000000');
+      args.push('-rtsp_transport', input.rtspTransport ?? 'tcp', '-probesize', '262144', '-analyzeduration', decode.lowLatency ? '200000' : '1000000');
       break;
     case 'v4l2':
       args.push('-f', 'v4l2');
       break;
     case 'http':
       // ffmpeg's default probe of an HTTP input is 5 s of stream: 5 s before the first frame.
-      if (decode.lowLatency) args.push('-probesize', '1000000', '-analyzeduration', '500000');
+      if (decode.lowLatency) args.push('-probesize', '1000000', '-analyzeduration', '200000');
       break;
   }
   if (input.inputArgs) args.push(...input.inputArgs);

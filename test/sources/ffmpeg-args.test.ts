@@ -74,10 +74,10 @@ describe('buildFfmpegArgs', () => {
     const http = { url: 'http://cam/feed.ts', kind: 'http' as const, rate: 'native' as const, loop: false };
     const a = buildFfmpegArgs(http, out).join(' ');
     expect(a).not.toContain('nobuffer');
-    expect(a).toContain('-probesize 1000000 -analyzeduration 500000');
+    expect(a).toContain('-probesize 1000000 -analyzeduration 200000');
     const off = buildFfmpegArgs({ ...http, decode: { lowLatency: false, threads: 1 } }, out).join(' ');
     expect(off).not.toContain('-analyzeduration');
-    expect(buildFfmpegArgs({ ...http, kind: 'rtsp', url: 'rtsp://h/s' }, out).join(' ')).toContain('-analyzeduration 500000');
+    expect(buildFfmpegArgs({ ...http, kind: 'rtsp', url: 'rtsp://h/s' }, out).join(' ')).toContain('-analyzeduration 200000');
   });
 
   it('live sources stamp packets with the wall clock and report each output frame\'s time, one output frame per filtered frame; files do not', () => {
