@@ -124,13 +124,24 @@ export async function loadDetector(config: PipelineConfig, options: PipelineOpti
 export async function createPipeline(config: PipelineConfig, options: PipelineOptions = {}): Promise<Pipeline> {
   const baseDir = options.baseDir ?? process.cwd();
   const log = options.log ?? (() => {});
-  const ff = config.ffmpegPath ? await describeFfmpeg(config.ffmpegPath, 'config ffmpegPath') : await resolveFfmpeg();
-  const ffmpegPath = ff.path;
-  log(`ffmpeg ${ff.version} at ${ff.path} (${ff.reason})`, { ffmpeg: ff.path, version: ff.version });
   const sources = config.sources.filter((s) => s.enabled);
-  // Resolve assets before loading the model, so a missing video fails fast.
-  const urls = await Promise.all(sources.map((s) => resolveSourceUrl(s, baseDir, ffmpegPath, log)));
-  const detector = options.detector ?? (await loadDetector(config, options));
+  // The model loads while ffmpeg is chosen and the sources' assets are resolved (a cold start
+  // waits for the longer of the two, not their sum); a missing video still fails the start,
+  // and the model loaded meanwhile is released.
+  const loading = options.detector ? undefined : loadDetector(config, options);
+  loading?.catch(() => undefined); // awaited below, where its failure is reported
+  let ffmpegPath: string;
+  let urls: string[];
+  try {
+    const ff = config.ffmpegPath ? await describeFfmpeg(config.ffmpegPath, 'config ffmpegPath') : await resolveFfmpeg();
+    ffmpegPath = ff.path;
+    log(`ffmpeg ${ff.version} at ${ff.path} (${ff.reason})`, { ffmpeg: ff.path, version: ff.version });
+    urls = await Promise.all(sources.map((s) => resolveSourceUrl(s, baseDir, ffmpegPath, log)));
+  } catch (e) {
+    await loading?.then((d) => d.release(), () => undefined);
+    throw e;
+  }
+  const detector = options.detector ?? (await loading!);
   const ownsDetector = !options.detector;
   const stats = sources.map((s) => newSourceStats(s.id));
   let analyzers: (SourceAnalyzer | undefined)[];

@@ -5,20 +5,19 @@ import type { FrameResult } from '../analytics/analyze.js';
 import type { PipelineConfig } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
-import { startHttpServer, type RunningServer } from '../server/http.js';
+import type { RunningServer } from '../server/http.js';
 import { JsonlSink } from '../sinks/jsonl.js';
-import { KafkaSink, type KafkaSinkOptions } from '../sinks/kafka.js';
+import type { KafkaSink, KafkaSinkOptions } from '../sinks/kafka.js';
 import type { Message, MessageKind } from '../sinks/message.js';
 import { Outbox, recordMessage } from '../sinks/outbox.js';
 import { Publisher } from '../sinks/publisher.js';
 import type { Sink } from '../sinks/sink.js';
 import { StatusReporter } from '../sinks/status.js';
-import { WebSocketHub } from '../sinks/websocket.js';
+import type { WebSocketHub } from '../sinks/websocket.js';
 import { AlertPublisher } from '../sinks/alerts.js';
 import { publish } from '../sinks/publish.js';
-import { FrameBroadcaster } from '../server/frames.js';
-import { Metrics } from '../server/metrics.js';
-import { RateMeter, registerRoutes } from '../server/routes.js';
+import type { FrameBroadcaster } from '../server/frames.js';
+import type { Metrics } from '../server/metrics.js';
 import { Lifecycle } from './lifecycle.js';
 import { createPipeline, type Pipeline, type PipelineOptions } from './pipeline.js';
 import type { SourceStats } from '../sources/stats.js';
@@ -136,6 +135,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     let metrics: Metrics | undefined;
     let liveFrames: FrameBroadcaster | undefined;
     if (server) {
+      const [{ Metrics }, { RateMeter, registerRoutes }, { FrameBroadcaster }] = await Promise.all([import('../server/metrics.js'), import('../server/routes.js'), import('../server/frames.js')]);
       metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka, websocket, outbox, alertsByRule: () => alerts.byRule });
       const rates = life.use('rates', new RateMeter(() => pipeline.stats), (r) => r.close());
       if (websocket) liveFrames = new FrameBroadcaster(websocket, pipeline.detector.manifest.preprocess.channelOrder);
@@ -232,6 +232,9 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
   let kafka: KafkaSink | undefined;
   if (k) {
     const deadLetterPath = resolve(baseDir, k.deadLetterPath ?? join(outboxDir(config, baseDir, env), 'kafka-dead-letter.jsonl'));
+    // Loaded only when configured, as the server's and the WebSocket hub's modules below: a
+    // pipeline without them does not pay their start-up (kafkajs alone ~70 ms here).
+    const { KafkaSink } = await import('../sinks/kafka.js');
     const sink = new KafkaSink({ ...k, ssl: k.ssl as KafkaSinkOptions['ssl'], log, deadLetterPath, onDelivered: (msgs: Message[]) => outbox?.ack(msgs), spill: outbox?.spill() });
     // Registered before it starts: a start that fails after connecting still disconnects.
     kafka = life.use('kafka', sink, (s) => s.close());
@@ -256,6 +259,8 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
   if (config.server) {
     const sc = config.server;
     const ws = config.sinks.websocket;
+    const { startHttpServer } = await import('../server/http.js');
+    const { WebSocketHub } = await import('../sinks/websocket.js');
     const hub = ws.enabled ? new WebSocketHub({ ...ws, token: sc.token, allowedOrigins: sc.allowedOrigins, sources: () => pipeline.stats.map((s) => s.id), log }) : undefined;
     server = await life.start(
       'server',
