@@ -110,8 +110,8 @@ const SECRET_URL = 'rtsp://admin:hunter2@cam.local/stream?token=abc123';
 function fakeContext(publicMetrics = false) {
   const e2e = { sorted: () => [10, 20, 30] };
   const stats = [
-    { id: 'lobby', state: 'streaming', framesOut: 10, reconnects: 0, dropped: 0, width: 640, height: 480, fps: 25, e2e, lastTransition: { reason: `connected to ${SECRET_URL}`, at: 1 } },
-    { id: 'dock', state: 'failed', framesOut: 0, reconnects: 3, dropped: 0, width: 0, height: 0, fps: 0, e2e: { sorted: () => [] }, lastTransition: { reason: `cannot open ${SECRET_URL}`, at: 2 }, error: Object.assign(new Error(`ffmpeg: ${SECRET_URL}: 401 Unauthorized\nmore`), { code: 'VAP_ERR_SOURCE_EXIT' }) },
+    { id: 'lobby', state: 'streaming', framesOut: 10, reconnects: 0, dropped: 0, width: 640, height: 480, fps: 25, e2e, pipeline: e2e, lastTransition: { reason: `connected to ${SECRET_URL}`, at: 1 } },
+    { id: 'dock', state: 'failed', framesOut: 0, reconnects: 3, dropped: 0, width: 0, height: 0, fps: 0, e2e: { sorted: () => [] }, pipeline: { sorted: () => [] }, lastTransition: { reason: `cannot open ${SECRET_URL}`, at: 2 }, error: Object.assign(new Error(`ffmpeg: ${SECRET_URL}: 401 Unauthorized\nmore`), { code: 'VAP_ERR_SOURCE_EXIT' }) },
   ];
   const pipeline = { stats, detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu' } } as unknown as Pipeline;
   const metrics = { scrape: async () => 'argus_up 1\n', contentType: 'text/plain; version=0.0.4; charset=utf-8' } as unknown as Metrics;
