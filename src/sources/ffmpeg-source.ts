@@ -103,27 +103,33 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     const native = input.kind === 'file' && input.rate === 'native';
     const playedBefore = seekTrim(input);
     let playStart = 0;
-    // Live sources: ffmpeg reports each frame's demuxer arrival time on its log, in output order;
-    // the log and the frames come through different pipes, so either may come first.
+    // Live sources: ffmpeg reports each frame's demuxer arrival time on its log, in output order
+    // (one report per output frame), so report i belongs to frame i. The log and the frames come
+    // through different pipes, so either may come first; what waits for its partner is kept
+    // (bounded) by index, so a lost partner never shifts the pairing of later frames.
     const live = reportsFrameTimes(input);
-    const times: number[] = [];
-    const waiting: Frame[] = [];
+    const times = new Map<number, number>(); // report index → time
+    const waiting = new Map<number, Frame>(); // frame index → frame without its time yet
+    let reports = 0;
+    let delivered = 0;
     probe.onInputOpened = () => {
       if (!playStart) playStart = now();
     };
     probe.onFrameTime = (us) => {
+      const i = reports++;
       const t = us / 1000;
-      const f = waiting.shift();
+      const f = waiting.get(i);
       if (f) {
-        // A time after the frame's delivery cannot be its arrival: the pairing is off, keep `captured`.
+        waiting.delete(i);
+        // A time after the frame's delivery cannot be its arrival: keep `captured`.
         if (t <= f.stamps.captured) {
           f.stamps.produced = t;
           f.producedBy = 'arrival';
         }
-        return;
+      } else if (i >= delivered) {
+        times.set(i, t); // its frame is still to come
+        times.delete(i - MAX_UNPAIRED);
       }
-      times.push(t);
-      if (times.length > MAX_UNPAIRED) times.shift();
     };
 
     const args = buildFfmpegArgs(input, output);
@@ -176,11 +182,15 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
         produced = Math.min(captured, playStart + (playedBefore + k / fps) * 1000);
         producedBy = 'due';
       } else if (live) {
-        const t = times.shift();
-        if (t === undefined) unpaired = true;
-        else if (t <= captured) {
-          produced = t;
-          producedBy = 'arrival';
+        const j = delivered++;
+        const t = times.get(j);
+        if (t === undefined) unpaired = j >= reports; // else its report came and went (evicted)
+        else {
+          times.delete(j);
+          if (t <= captured) {
+            produced = t;
+            producedBy = 'arrival';
+          }
         }
       }
       const frame: Frame = {
@@ -199,8 +209,9 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
       };
       seq++;
       if (unpaired) {
-        waiting.push(frame);
-        if (waiting.length > MAX_UNPAIRED) waiting.shift();
+        const j = delivered - 1;
+        waiting.set(j, frame);
+        waiting.delete(j - MAX_UNPAIRED);
       }
       subscriber.next(frame);
     });

@@ -75,6 +75,24 @@ describe('produced stamp, live sources (fake ffmpeg): the demuxer arrival time f
     sub.unsubscribe();
   });
 
+  it('more frames ahead of their reports than are kept: the ones let go stay `captured`, every later frame still gets its own time', () => {
+    const { child, frames, sub } = fake(rtsp);
+    child.info();
+    const t = epochNow() - 1000;
+    for (let i = 0; i < 10; i++) child.frame(); // frames 0–9 before any report: 8 are kept waiting
+    for (let i = 0; i < 10; i++) child.stderr.write(timeLine(i, t + i * 33));
+    child.stderr.write(timeLine(10, t + 330));
+    child.frame();
+    expect(frames.map((f) => f.producedBy)).toEqual(['captured', 'captured', ...Array(9).fill('arrival')]);
+    frames.slice(2).forEach((f, k) => expect(f.stamps.produced).toBeCloseTo(t + (k + 2) * 33, 3));
+    // and reports ahead of their frames beyond the bound: the same the other way round
+    for (let i = 11; i < 22; i++) child.stderr.write(timeLine(i, t + i * 33));
+    for (let i = 11; i < 22; i++) child.frame();
+    expect(frames.slice(11, 14).map((f) => f.producedBy)).toEqual(['captured', 'captured', 'captured']);
+    frames.slice(14).forEach((f, k) => expect(f.stamps.produced).toBeCloseTo(t + (k + 14) * 33, 3));
+    sub.unsubscribe();
+  });
+
   it('a reported time later than the frame’s delivery is not its arrival: the frame keeps `captured`', () => {
     const { child, frames, sub } = fake(rtsp);
     child.info();
