@@ -4,13 +4,15 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { Point } from '../core/polygon.js';
 import { RateFloor, KOfN } from './conveyor.js';
 import { Cooldown } from './cooldown.js';
-import { LineCounter, type LineEvent } from './line.js';
+import { LineCounter, lineStats, type LineEvent, type LineStats } from './line.js';
 import { toPixels } from './polygon.js';
-import { PolygonZone, ZoneMonitor, type ZoneEvent } from './zone.js';
+import { explain, SEEN_INSTEAD_TOP, type LineReport, type SourceAnalyticsReport, type ZoneReport } from './report.js';
+import { PolygonZone, ZoneMonitor, zoneStats, type ZoneEvent, type ZoneStats } from './zone.js';
 import type { AlertBody, AnalyticsSummary } from './published.js';
 
 // The published shapes are zod schemas in ./published.ts (the message JSON Schema is built from them).
 export type { AlertBody, AnalyticsSummary } from './published.js';
+export type { LineReport, SourceAnalyticsReport, ZoneReport } from './report.js';
 
 /** An alert before it gets its id, stamps and snapshot. */
 export interface AlertDraft extends Omit<AlertBody, 'id'> {
@@ -48,6 +50,11 @@ export class SourceAnalyzer {
   private readonly cooldowns = new Map<string, Cooldown>();
   private readonly rates = new Map<string, RateFloor>();
   private readonly defects = new Map<string, { kofn: KOfN; match: (c: number) => boolean; minScore: number }>();
+  /** Counts of each zone and line over the run, kept when they are placed again at a new resolution. */
+  private readonly zoneStats: ZoneStats[];
+  private readonly lineStats: LineStats[];
+  /** Alerts raised so far by rule id. */
+  private readonly alertCounts = new Map<string, number>();
   private ready = false;
 
   constructor(
@@ -61,7 +68,10 @@ export class SourceAnalyzer {
     this.rules = source.rules;
     this.zoneClasses = source.zones.map((z, i) => classIds(z.classes, labels, `${path}.zones[${i}].classes`));
     this.lineClasses = source.lines.map((l, i) => classIds(l.classes, labels, `${path}.lines[${i}].classes`));
+    this.zoneStats = this.zoneClasses.map((c) => zoneStats(c !== undefined));
+    this.lineStats = this.lineClasses.map((c) => lineStats(c !== undefined));
     source.rules.forEach((r, i) => {
+      this.alertCounts.set(r.id, 0);
       this.cooldowns.set(r.id, new Cooldown(r.cooldownSec * 1000));
       if (r.type === 'conveyor-rate') this.rates.set(r.id, new RateFloor(r.minPerMinute, r.forSec * 1000, r.windowSec * 1000));
       if (r.type === 'conveyor-defect') {
@@ -85,12 +95,13 @@ export class SourceAnalyzer {
     this.zones = this.zoneCfg.map((z, i) => {
       if (z.units === 'pixel') check(z.polygon, `zones[${i}].polygon`);
       const dwell = z.dwellLimitSec !== undefined ? z.dwellLimitSec * 1000 : undefined;
-      return new ZoneMonitor(new PolygonZone(z.id, toPixels(z.polygon, z.units, width, height), this.zoneClasses[i], z.anchor), { minHoldFrames: z.minHoldFrames, dwellLimitMs: dwell, goneAfterMs: 2000 });
+      const options = { minHoldFrames: z.minHoldFrames, dwellLimitMs: dwell, exitDelayMs: z.exitDelayMs, exitOn: z.exitOn, reentrySuppressMs: z.reentrySuppressMs };
+      return new ZoneMonitor(new PolygonZone(z.id, toPixels(z.polygon, z.units, width, height), this.zoneClasses[i], z.anchor), options, this.zoneStats[i]);
     });
     this.lines = this.lineCfg.map((l, i) => {
       if (l.units === 'pixel') check([l.from, l.to], `lines[${i}]`);
       const [from, to] = toPixels([l.from, l.to], l.units, width, height);
-      return new LineCounter(l.id, from, to, { marginPx: l.marginPx, anchor: l.anchor, classIds: this.lineClasses[i], goneAfterMs: 2000 });
+      return new LineCounter(l.id, from, to, { marginPx: l.marginPx, anchor: l.anchor, classIds: this.lineClasses[i], forgetAfterMs: l.forgetAfterMs }, this.lineStats[i]);
     });
     this.ready = true;
   }
@@ -98,6 +109,43 @@ export class SourceAnalyzer {
   /** Zones and lines in pixels, for drawing. */
   geometry(): { zones: { id: string; polygon: readonly Point[] }[]; lines: { id: string; from: Point; to: Point }[] } {
     return { zones: this.zones.map((z) => ({ id: z.zone.id, polygon: z.zone.polygon })), lines: this.lines.map((l) => ({ id: l.id, from: l.from, to: l.to })) };
+  }
+
+  /**
+   * Counts over the run so far: per zone and line, entries, exits, crossings per direction,
+   * alerts per rule; for a class-filtered zone or line that counted nothing, the labels seen
+   * there instead (see ZoneStats and LineStats for what is tallied), and a note saying so.
+   */
+  report(): SourceAnalyticsReport {
+    const label = (c: number) => this.labels[c] ?? String(c);
+    const named = (m: Map<number, number>) => Object.fromEntries([...m].map(([c, n]) => [label(c), n]));
+    const alertsOf = (pick: (r: RuleConfig) => boolean) => Object.fromEntries(this.rules.filter(pick).map((r) => [r.id, this.alertCounts.get(r.id) ?? 0]));
+    const zones: Record<string, ZoneReport> = {};
+    this.zoneCfg.forEach((z, i) => {
+      const st = this.zoneStats[i];
+      zones[z.id] = {
+        ...(z.classes ? { classes: [...z.classes] } : {}),
+        entered: st.entered,
+        exited: st.exited,
+        occupancy: this.ready ? this.zones[i].occupancy : 0,
+        reidentified: st.reidentified,
+        alerts: alertsOf((r) => 'zone' in r && r.zone === z.id),
+        ...(st.seenInstead && st.entered === 0 ? { seenInstead: st.seenInstead.top(SEEN_INSTEAD_TOP, label) } : {}),
+      };
+    });
+    const lines: Record<string, LineReport> = {};
+    this.lineCfg.forEach((l, i) => {
+      const st = this.lineStats[i];
+      lines[l.id] = {
+        ...(l.classes ? { classes: [...l.classes] } : {}),
+        in: st.in,
+        out: st.out,
+        byClass: { in: named(st.countIn), out: named(st.countOut) },
+        alerts: alertsOf((r) => 'line' in r && r.line === l.id),
+        ...(st.seenInstead && st.in + st.out === 0 ? { seenInstead: st.seenInstead.top(SEEN_INSTEAD_TOP, label) } : {}),
+      };
+    });
+    return { zones, lines, alerts: Object.fromEntries(this.alertCounts), notes: explain(zones, lines) };
   }
 
   process(d: Detections, tMs: number): { summary: AnalyticsSummary; alerts: AlertDraft[] } {
@@ -119,7 +167,7 @@ export class SourceAnalyzer {
           for (const e of zoneEvents) {
             if (e.zone !== r.zone || e.type !== want || !cd.allow(`${e.trackId}`, tMs)) continue;
             const verb = want === 'enter' ? 'entered' : want === 'exit' ? 'left' : `has stayed ${(e.dwellMs / 1000).toFixed(1)} s in`;
-            alerts.push({ rule: r.id, severity: r.severity, event: `zone.${want}`, message: `${label(e.classId)} #${e.trackId} ${verb} zone ${e.zone}`, trackId: e.trackId, zone: e.zone, row: e.row, ...(want !== 'enter' ? { dwellMs: Math.round(e.dwellMs) } : {}) });
+            alerts.push({ rule: r.id, severity: r.severity, event: `zone.${want}`, message: `${label(e.classId)} #${e.trackId} ${verb} zone ${e.zone}`, trackId: e.trackId, zone: e.zone, row: e.row, ...(want !== 'enter' ? { dwellMs: Math.round(e.dwellMs) } : {}), ...(e.lastSeenMs !== undefined ? { lastSeenPts: e.lastSeenMs / 1000 } : {}) });
           }
           break;
         }
@@ -154,6 +202,9 @@ export class SourceAnalyzer {
         }
       }
     }
+
+    // Every draft above carries its rule's id (AlertDraft's open index signature types it unknown).
+    for (const a of alerts) this.alertCounts.set(a.rule as string, (this.alertCounts.get(a.rule as string) ?? 0) + 1);
 
     const summary: AnalyticsSummary = {};
     if (this.zones.length) summary.zones = Object.fromEntries(this.zones.map((z) => [z.zone.id, { occupancy: z.occupancy, entered: z.entered }]));

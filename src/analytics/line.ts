@@ -1,6 +1,7 @@
 import type { Detections } from '../core/detections.js';
 import { anchorPoint, type Anchor } from './anchor.js';
 import type { Point } from '../core/polygon.js';
+import { LabelTally } from './tally.js';
 
 export interface LineEvent {
   line: string;
@@ -17,21 +18,50 @@ export interface LineCounterOptions {
   anchor: Anchor;
   /** Class ids that count; undefined: every class. */
   classIds?: ReadonlySet<number>;
-  /** A track not seen for this long is forgotten. Default 2000. */
-  goneAfterMs: number;
+  /**
+   * A track not seen for longer than this is forgotten (config default 2000). Shorter: less
+   * state, but a track the tracker re-finds after a longer gap learns its side afresh, so a
+   * crossing made during the gap is not counted. Longer: crossings across gaps count, and a
+   * reused id keeps an old side.
+   */
+  forgetAfterMs: number;
+}
+
+/** What a line counted so far. It outlives its LineCounter: the analyzer keeps it when lines are placed again at a new resolution. */
+export interface LineStats {
+  /** Crossings so far by class id. */
+  readonly countIn: Map<number, number>;
+  readonly countOut: Map<number, number>;
+  in: number;
+  out: number;
+  /**
+   * Class-filtered lines only: crossings (either direction, same hysteresis and segment test
+   * as counted ones) by tracks of other classes, by class, collected while the line has
+   * counted nothing.
+   */
+  seenInstead?: LabelTally;
+}
+
+export function lineStats(filtered: boolean): LineStats {
+  return { countIn: new Map(), countOut: new Map(), in: 0, out: 0, ...(filtered ? { seenInstead: new LabelTally() } : {}) };
+}
+
+interface Side {
+  side: -1 | 1;
+  lastSeen: number;
 }
 
 /**
  * Directional line crossing with hysteresis: a track's side changes only once its anchor is
  * more than `marginPx` from the line, within the segment's extent; a side change is one
  * crossing. So a track crosses at most once per direction unless it first leaves the margin
- * on the other side. Only tracked rows (trackerId ≥ 0) count.
+ * on the other side. Only tracked rows (trackerId ≥ 0) count. A track first seen on one side
+ * (there at start, or a new id after an id switch) learns its side and has not crossed.
  */
 export class LineCounter {
-  /** Crossings so far by class id. */
-  readonly countIn = new Map<number, number>();
-  readonly countOut = new Map<number, number>();
-  private readonly side = new Map<number, { side: -1 | 1; lastSeen: number }>();
+  private readonly side = new Map<number, Side>();
+  /** Sides of tracks of other classes (class-filtered lines that have counted nothing yet). */
+  private readonly otherSide = new Map<number, Side>();
   private readonly pt: [number, number] = [0, 0];
   private readonly dx: number;
   private readonly dy: number;
@@ -42,11 +72,21 @@ export class LineCounter {
     readonly from: Point,
     readonly to: Point,
     readonly options: LineCounterOptions,
+    readonly stats: LineStats = lineStats(options.classIds !== undefined),
   ) {
     this.dx = to[0] - from[0];
     this.dy = to[1] - from[1];
     this.len = Math.hypot(this.dx, this.dy);
     if (!(this.len > 0)) throw new RangeError(`line ${id}: from and to are the same point`);
+  }
+
+  /** Crossings so far by class id. */
+  get countIn(): Map<number, number> {
+    return this.stats.countIn;
+  }
+
+  get countOut(): Map<number, number> {
+    return this.stats.countOut;
   }
 
   /** Signed distance of (x, y) from the line, px: positive on the left of from→to as drawn on screen (y down). */
@@ -59,34 +99,48 @@ export class LineCounter {
     return t >= 0 && t <= 1;
   }
 
+  /** Moves track `id` (row `i`) on `sides`; returns the direction it crossed in, or undefined. */
+  private step(sides: Map<number, Side>, d: Detections, i: number, id: number, tMs: number): 'in' | 'out' | undefined {
+    const { marginPx, anchor } = this.options;
+    const [x, y] = anchorPoint(d.xyxy, i, anchor, this.pt);
+    const dist = this.signedDistance(x, y);
+    const st = sides.get(id);
+    const now: -1 | 1 | 0 = dist > marginPx ? 1 : dist < -marginPx ? -1 : 0;
+    if (!st) {
+      if (now !== 0) sides.set(id, { side: now, lastSeen: tMs });
+      return undefined;
+    }
+    st.lastSeen = tMs;
+    if (now === 0 || now === st.side) return undefined;
+    st.side = now;
+    if (!this.withinSegment(x, y)) return undefined; // went round the end of the line
+    return now === 1 ? 'in' : 'out';
+  }
+
   update(d: Detections, tMs: number): LineEvent[] {
     const events: LineEvent[] = [];
     const ids = d.trackerId;
-    const { marginPx, classIds, anchor } = this.options;
+    const { classIds } = this.options;
+    const stats = this.stats;
     if (ids) {
       for (let i = 0; i < d.length; i++) {
         const id = ids[i];
-        if (id < 0 || (classIds && !classIds.has(d.classId[i]))) continue;
-        const [x, y] = anchorPoint(d.xyxy, i, anchor, this.pt);
-        const dist = this.signedDistance(x, y);
-        const st = this.side.get(id);
-        const now: -1 | 1 | 0 = dist > marginPx ? 1 : dist < -marginPx ? -1 : 0;
-        if (!st) {
-          if (now !== 0) this.side.set(id, { side: now, lastSeen: tMs });
+        if (id < 0) continue;
+        if (classIds && !classIds.has(d.classId[i])) {
+          if (stats.seenInstead && stats.in + stats.out === 0 && this.step(this.otherSide, d, i, id, tMs)) stats.seenInstead.add(d.classId[i]);
           continue;
         }
-        st.lastSeen = tMs;
-        if (now !== 0 && now !== st.side) {
-          st.side = now;
-          if (!this.withinSegment(x, y)) continue; // went round the end of the line
-          const direction = now === 1 ? 'in' : 'out';
-          const m = direction === 'in' ? this.countIn : this.countOut;
-          m.set(d.classId[i], (m.get(d.classId[i]) ?? 0) + 1);
-          events.push({ line: this.id, direction, trackId: id, classId: d.classId[i], row: i });
-        }
+        const direction = this.step(this.side, d, i, id, tMs);
+        if (!direction) continue;
+        const m = direction === 'in' ? stats.countIn : stats.countOut;
+        m.set(d.classId[i], (m.get(d.classId[i]) ?? 0) + 1);
+        if (stats[direction]++ === 0 && stats[direction === 'in' ? 'out' : 'in'] === 0) this.otherSide.clear();
+        events.push({ line: this.id, direction, trackId: id, classId: d.classId[i], row: i });
       }
     }
-    for (const [id, st] of this.side) if (tMs - st.lastSeen > this.options.goneAfterMs) this.side.delete(id);
+    const forget = this.options.forgetAfterMs;
+    for (const [id, st] of this.side) if (tMs - st.lastSeen > forget) this.side.delete(id);
+    if (this.otherSide.size) for (const [id, st] of this.otherSide) if (tMs - st.lastSeen > forget) this.otherSide.delete(id);
     return events;
   }
 }

@@ -1,6 +1,7 @@
 import type { Detections } from '../core/detections.js';
 import { anchorPoint, type Anchor } from './anchor.js';
 import { pointInPolygon, type Point } from '../core/polygon.js';
+import { LabelTally, SeenTracks } from './tally.js';
 
 /** A polygon in source pixels with an optional class filter: `trigger` says which rows are inside. */
 export class PolygonZone {
@@ -22,6 +23,11 @@ export class PolygonZone {
 
   contains(d: Detections, i: number): boolean {
     if (this.classIds && !this.classIds.has(d.classId[i])) return false;
+    return this.anchorInside(d, i);
+  }
+
+  /** Row `i`'s anchor lies inside the polygon, whatever its class. */
+  anchorInside(d: Detections, i: number): boolean {
     const [x, y] = anchorPoint(d.xyxy, i, this.anchor, this.pt);
     return pointInPolygon(x, y, this.polygon);
   }
@@ -36,17 +42,59 @@ export interface ZoneEvent {
   classId: number;
   /** Row of the track in this frame's detections (−1 when the track is gone). */
   row: number;
-  /** Time inside so far (dwell, exit), ms. */
+  /** Time inside so far (dwell, exit), ms; for a track that went unseen, up to its last sighting. */
   dwellMs: number;
+  /** Exit of a track that went unseen: the time it was last seen, ms. */
+  lastSeenMs?: number;
 }
+
+/** How an exit is decided (see ZoneMonitorOptions.exitOn). */
+export type ZoneExitOn = 'hold' | 'last-seen';
 
 export interface ZoneMonitorOptions {
   /** Consecutive frames a track must be inside (or outside) before it counts as entered (or left). Default 3. Raising it stops flicker at the border from producing events, but delays each event by that many frames. */
   minHoldFrames: number;
   /** A track inside longer than this raises one `dwell` event per stay. Default: none. */
   dwellLimitMs?: number;
-  /** A track not seen for this long is considered gone (leaves the zone if it was inside). Default 2000. */
-  goneAfterMs: number;
+  /**
+   * A track not seen for longer than this is gone: it leaves the zone if it was inside (an
+   * exit with `row` −1, dwell up to its last sighting) and no longer counts in occupancy.
+   * Config default 2000. Shorter: exits and occupancy follow a vanished object sooner, but a
+   * track the tracker re-finds after a longer gap enters again (a second entry).
+   */
+  exitDelayMs: number;
+  /**
+   * `hold` (default): an exit needs `minHoldFrames` frames outside in a row, or the track gone
+   * for `exitDelayMs`. `last-seen`: the first frame a track is seen outside is its exit (no
+   * hold; flicker at the border then gives exit/entry pairs), and a track gone for
+   * `exitDelayMs` exits as of its last sighting.
+   */
+  exitOn?: ZoneExitOn;
+  /**
+   * A track of the same class that enters within this long after a track inside went unseen
+   * (not seen on the previous frame, still held: this is at most `exitDelayMs`) is taken to be
+   * that object under a new id (an id switch): it continues the stay, with no `enter` event
+   * and no new entry; the old track is dropped without an exit. Default 0: off.
+   */
+  reentrySuppressMs?: number;
+}
+
+/** What a zone counted so far. It outlives its ZoneMonitor: the analyzer keeps it when zones are placed again at a new resolution. */
+export interface ZoneStats {
+  entered: number;
+  exited: number;
+  /** Entries taken as id switches (reentrySuppressMs) and not counted. */
+  reidentified: number;
+  /**
+   * Class-filtered zones only: tracks of other classes whose anchor was inside on at least
+   * one frame, by class, each track once, collected while the zone has counted no entry.
+   */
+  seenInstead?: LabelTally;
+  seenIds?: SeenTracks;
+}
+
+export function zoneStats(filtered: boolean): ZoneStats {
+  return { entered: 0, exited: 0, reidentified: 0, ...(filtered ? { seenInstead: new LabelTally(), seenIds: new SeenTracks() } : {}) };
 }
 
 interface TrackInZone {
@@ -62,29 +110,42 @@ interface TrackInZone {
 /**
  * Per-(track, zone) state with hysteresis: `enter`, `exit` and `dwell` events, each at most
  * once per stay; occupancy is the number of tracks currently inside. Only tracked rows
- * (trackerId ≥ 0) count.
+ * (trackerId ≥ 0) count. A track first seen inside (already there at start, or a new id
+ * after an id switch) enters once it has been inside for `minHoldFrames` frames.
  */
 export class ZoneMonitor {
   private readonly tracks = new Map<number, TrackInZone>();
-  /** Tracks inside now. */
+  /** Tracks inside now (gone ones, unseen for over `exitDelayMs`, excluded). */
   occupancy = 0;
-  /** Entries so far. */
-  entered = 0;
+  private lastFrameMs = -Infinity;
 
   constructor(
     readonly zone: PolygonZone,
     readonly options: ZoneMonitorOptions,
+    readonly stats: ZoneStats = zoneStats(zone.classIds !== undefined),
   ) {}
+
+  /** Entries so far. */
+  get entered(): number {
+    return this.stats.entered;
+  }
 
   update(d: Detections, tMs: number): ZoneEvent[] {
     const events: ZoneEvent[] = [];
     const ids = d.trackerId;
     const hold = Math.max(1, this.options.minHoldFrames);
+    const exitAtOnce = this.options.exitOn === 'last-seen';
+    const prevFrame = this.lastFrameMs;
+    this.lastFrameMs = tMs;
+    const stats = this.stats;
     if (ids) {
       for (let i = 0; i < d.length; i++) {
         const id = ids[i];
         if (id < 0) continue;
-        if (this.zone.classIds && !this.zone.classIds.has(d.classId[i])) continue;
+        if (this.zone.classIds && !this.zone.classIds.has(d.classId[i])) {
+          if (stats.seenInstead && stats.entered === 0 && this.zone.anchorInside(d, i) && stats.seenIds!.first(id)) stats.seenInstead.add(d.classId[i]);
+          continue;
+        }
         const raw = this.zone.contains(d, i);
         let st = this.tracks.get(id);
         if (!st) {
@@ -94,15 +155,20 @@ export class ZoneMonitor {
         st.lastSeen = tMs;
         if (raw !== st.inside) {
           st.streak++;
-          if (st.streak >= hold) {
+          if (st.streak >= hold || (!raw && exitAtOnce)) {
             st.inside = raw;
             st.streak = 0;
             if (raw) {
-              st.enteredAt = tMs;
-              st.dwellRaised = false;
-              this.entered++;
-              events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0 });
+              if (this.takeOverStay(id, st, tMs, prevFrame)) {
+                stats.reidentified++;
+              } else {
+                st.enteredAt = tMs;
+                st.dwellRaised = false;
+                if (stats.entered++ === 0) stats.seenIds?.clear();
+                events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0 });
+              }
             } else {
+              stats.exited++;
               events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tMs - st.enteredAt });
             }
           }
@@ -118,8 +184,11 @@ export class ZoneMonitor {
     }
     let occ = 0;
     for (const [id, st] of this.tracks) {
-      if (tMs - st.lastSeen > this.options.goneAfterMs) {
-        if (st.inside) events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: st.lastSeen - st.enteredAt });
+      if (tMs - st.lastSeen > this.options.exitDelayMs) {
+        if (st.inside) {
+          stats.exited++;
+          events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: st.lastSeen - st.enteredAt, lastSeenMs: st.lastSeen });
+        }
         this.tracks.delete(id);
         continue;
       }
@@ -127,5 +196,29 @@ export class ZoneMonitor {
     }
     this.occupancy = occ;
     return events;
+  }
+
+  /**
+   * Re-entry suppression: when a track inside of the same class went unseen (not seen on the
+   * previous frame) at most `reentrySuppressMs` ago, `st` continues its stay and the old
+   * track is dropped. The most recently seen such track is taken. O(tracks in the zone), once per entry.
+   */
+  private takeOverStay(id: number, st: TrackInZone, tMs: number, prevFrame: number): boolean {
+    const window = this.options.reentrySuppressMs ?? 0;
+    if (!(window > 0)) return false;
+    let bestId = -1;
+    let best: TrackInZone | undefined;
+    for (const [oid, o] of this.tracks) {
+      if (oid === id || !o.inside || o.classId !== st.classId || o.lastSeen >= prevFrame || tMs - o.lastSeen > window) continue;
+      if (!best || o.lastSeen > best.lastSeen) {
+        best = o;
+        bestId = oid;
+      }
+    }
+    if (!best) return false;
+    st.enteredAt = best.enteredAt;
+    st.dwellRaised = best.dwellRaised;
+    this.tracks.delete(bestId);
+    return true;
   }
 }

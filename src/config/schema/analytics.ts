@@ -23,6 +23,27 @@ export const ZoneSchema = z
     minHoldFrames: z.number().int().min(1).max(1000).default(3),
     /** A stay longer than this raises one dwell event. Default: none. */
     dwellLimitSec: z.number().positive().optional(),
+    /**
+     * A track inside that is not seen for longer than this has left: exit event (dwell up to
+     * its last sighting), and it no longer counts in occupancy. Default 2000. Shorter: exits
+     * and occupancy follow a vanished object sooner; but keep it at least tracking's
+     * lostTrackBufferMs (default 1000), or a track the tracker re-finds after a gap enters again.
+     */
+    exitDelayMs: z.number().int().min(0).max(600_000).default(2000),
+    /**
+     * hold (default): an exit needs minHoldFrames frames outside in a row (or the track gone
+     * for exitDelayMs). last-seen: the first frame a track is seen outside is its exit, and a
+     * track gone for exitDelayMs exits as of its last sighting (lastSeenPts in the alert).
+     * last-seen gives prompt exits; flicker on the border then gives exit/entry pairs.
+     */
+    exitOn: z.enum(['hold', 'last-seen']).default('hold'),
+    /**
+     * An entry by a track of the same class within this long after a track inside went unseen
+     * is taken as an id switch: the new id continues the stay (no enter event, no new entry;
+     * the old id leaves without an exit). At most exitDelayMs. Default 0: off. Two objects of
+     * one class that really swap places within the window count once.
+     */
+    reentrySuppressMs: z.number().int().min(0).default(0),
   })
   .strict();
 
@@ -38,6 +59,12 @@ export const LineSchema = z
     anchor: anchor.default('center'),
     /** A track must get this far (px) past the line for a crossing to count. Default 10. */
     marginPx: z.number().min(0).default(10),
+    /**
+     * A track not seen for longer than this is forgotten. Default 2000. Shorter: a track
+     * re-found after a longer gap learns its side afresh, so a crossing during the gap is not
+     * counted; longer: such crossings count, and a reused id keeps its old side.
+     */
+    forgetAfterMs: z.number().int().min(0).max(600_000).default(2000),
   })
   .strict();
 
@@ -96,6 +123,20 @@ export type LineConfig = z.infer<typeof LineSchema>;
 export type RuleConfig = z.infer<typeof RuleSchema>;
 
 /**
+ * Points given as fractions (units unset) that look like pixels: none negative and some
+ * coordinate above 2 (a fraction slightly over 1 is a typo, reported per point). Returns the
+ * first such point.
+ */
+function looksLikePixels(points: readonly (readonly number[])[]): readonly number[] | undefined {
+  if (points.some((p) => p.some((v) => v < 0))) return undefined;
+  return points.find((p) => p.some((v) => v > 2));
+}
+
+function pixelHint(p: readonly number[], what: 'zone' | 'line'): string {
+  return `coordinates look like pixels (e.g. [${p.join(', ')}]) but units is fraction (0–1 of the frame); add \`units: pixel\` to this ${what}, or give fractions`;
+}
+
+/**
  * Checks one source's zones, lines and rules together (SourceSchema's refinement): ids unique,
  * points inside the frame, polygons simple with an area, lines of two points, and every rule
  * naming a zone or line of this source and giving the fields its type needs. Issue paths are
@@ -107,14 +148,18 @@ export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig
     if (zoneIds.has(z.id)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'id'], message: `duplicate zone id "${z.id}"` });
     zoneIds.add(z.id);
     if (z.units === 'fraction') {
-      z.polygon.forEach((p, j) => {
-        if (p.some((v) => v < 0 || v > 1)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon', j], message: `point [${p.join(', ')}] is outside the frame (fractions must be 0–1)` });
-      });
+      const pixels = looksLikePixels(z.polygon);
+      if (pixels) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: pixelHint(pixels, 'zone') });
+      else
+        z.polygon.forEach((p, j) => {
+          if (p.some((v) => v < 0 || v > 1)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon', j], message: `point [${p.join(', ')}] is outside the frame (fractions must be 0–1)` });
+        });
     } else {
       z.polygon.forEach((p, j) => {
         if (p.some((v) => v < 0)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon', j], message: `point [${p.join(', ')}] is outside the frame (negative pixel)` });
       });
     }
+    if (z.reentrySuppressMs > z.exitDelayMs) ctx.addIssue({ code: 'custom', path: ['zones', i, 'reentrySuppressMs'], message: `reentrySuppressMs (${z.reentrySuppressMs}) must not exceed exitDelayMs (${z.exitDelayMs}): an unseen track is only remembered that long` });
     const cross = selfIntersection(z.polygon);
     if (cross) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: `polygon is self-intersecting (edges ${cross[0]} and ${cross[1]} cross)` });
     else if (polygonArea(z.polygon) === 0) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: 'polygon has no area' });
@@ -123,9 +168,13 @@ export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig
   s.lines.forEach((l, i) => {
     if (lineIds.has(l.id)) ctx.addIssue({ code: 'custom', path: ['lines', i, 'id'], message: `duplicate line id "${l.id}"` });
     lineIds.add(l.id);
-    for (const end of ['from', 'to'] as const) {
-      const p = l[end];
-      if (l.units === 'fraction' ? p.some((v) => v < 0 || v > 1) : p.some((v) => v < 0)) ctx.addIssue({ code: 'custom', path: ['lines', i, end], message: `point [${p.join(', ')}] is outside the frame` });
+    const pixels = l.units === 'fraction' ? looksLikePixels([l.from, l.to]) : undefined;
+    if (pixels) ctx.addIssue({ code: 'custom', path: ['lines', i], message: pixelHint(pixels, 'line') });
+    else {
+      for (const end of ['from', 'to'] as const) {
+        const p = l[end];
+        if (l.units === 'fraction' ? p.some((v) => v < 0 || v > 1) : p.some((v) => v < 0)) ctx.addIssue({ code: 'custom', path: ['lines', i, end], message: `point [${p.join(', ')}] is outside the frame` });
+      }
     }
     if (l.from[0] === l.to[0] && l.from[1] === l.to[1]) ctx.addIssue({ code: 'custom', path: ['lines', i, 'to'], message: 'a line needs two different points' });
   });

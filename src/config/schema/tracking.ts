@@ -9,6 +9,13 @@ export const TrackingSchema = z
     trackLowThresh: z.number().min(0).max(1).optional(),
     newTrackThresh: z.number().min(0).max(1).optional(),
     matchThresh: z.number().min(0).max(1).optional(),
+    /**
+     * How long the tracker keeps a track nothing matches ("lost"), to re-find it with the same
+     * id. Default 1000. Longer: ids survive longer occlusions (fewer new ids, fewer duplicate
+     * entries), but a newcomer at the same place may inherit an old id. Zones hold a track
+     * unseen for their own exitDelayMs (default 2000), lines for forgetAfterMs: keep those at
+     * least this long, or a re-found track enters (or learns its side) again.
+     */
     lostTrackBufferMs: z.number().min(0).optional(),
     minConfirmFrames: z.number().int().min(1).optional(),
     /** Nominal frame rate for the motion model. Default: the source's frame rate. */

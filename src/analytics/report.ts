@@ -1,0 +1,72 @@
+/**
+ * What a source's zones and lines counted over the run, for the end-of-run summary and
+ * /api/sources: entries, exits, crossings per direction, alerts per rule, and, for a
+ * class-filtered zone or line that counted nothing, the labels seen there instead.
+ */
+
+/** How many labels "seen instead" lists (the rest are summed under `other`). */
+export const SEEN_INSTEAD_TOP = 5;
+
+export interface ZoneReport {
+  /** The zone's class filter, when it has one. */
+  classes?: string[];
+  entered: number;
+  exited: number;
+  /** Tracks inside now. */
+  occupancy: number;
+  /** Entries taken as id switches (reentrySuppressMs) and not counted. */
+  reidentified: number;
+  /** Alerts raised by the rules on this zone, by rule id. */
+  alerts: Record<string, number>;
+  /**
+   * Filtered zones that counted no entry: tracks of other classes whose anchor was inside
+   * on at least one frame, each track once, by label (top 5, then `other`).
+   */
+  seenInstead?: Record<string, number>;
+}
+
+export interface LineReport {
+  classes?: string[];
+  /** Crossings in each direction, all counted classes together. */
+  in: number;
+  out: number;
+  /** The same by class label. */
+  byClass: { in: Record<string, number>; out: Record<string, number> };
+  /** Alerts raised by the rules on this line, by rule id. */
+  alerts: Record<string, number>;
+  /**
+   * Filtered lines that counted no crossing: crossings by tracks of other classes (same
+   * margin and segment test), by label (top 5, then `other`).
+   */
+  seenInstead?: Record<string, number>;
+}
+
+export interface SourceAnalyticsReport {
+  zones: Record<string, ZoneReport>;
+  lines: Record<string, LineReport>;
+  /** Alerts raised per rule id, every rule of the source (0 included). */
+  alerts: Record<string, number>;
+  /** One sentence per class-filtered zone or line that counted nothing, saying what was seen there instead. */
+  notes: string[];
+}
+
+const list = (seen: Record<string, number>) =>
+  Object.entries(seen)
+    .map(([label, n]) => `${label} ×${n}`)
+    .join(', ');
+
+/** The notes of a report: for each filtered zone or line that counted nothing, what was seen instead. */
+export function explain(zones: Record<string, ZoneReport>, lines: Record<string, LineReport>): string[] {
+  const notes: string[] = [];
+  for (const [id, z] of Object.entries(zones)) {
+    if (!z.seenInstead) continue;
+    const what = Object.keys(z.seenInstead).length ? `seen inside instead: ${list(z.seenInstead)}` : 'no tracked object of another class was inside it either';
+    notes.push(`zone '${id}' (classes: ${z.classes!.join(', ')}) counted 0 entries; ${what}`);
+  }
+  for (const [id, l] of Object.entries(lines)) {
+    if (!l.seenInstead) continue;
+    const what = Object.keys(l.seenInstead).length ? `seen crossing instead: ${list(l.seenInstead)}` : 'no tracked object of another class crossed it either';
+    notes.push(`line '${id}' (classes: ${l.classes!.join(', ')}) counted 0; ${what}`);
+  }
+  return notes;
+}
