@@ -1,7 +1,11 @@
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { loadModelManifest, resolveModelFile } from '../assets/catalog.js';
 import { PACKAGE_ROOT } from '../assets/paths.js';
-import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { PostprocessSchema } from '../config/schema.js';
+import { ArgusError, ErrorCodes, type ErrorCode } from '../core/errors.js';
+import { checkYoloxDemo } from './peer.js';
 
 /**
  * The comparison of argus with the official YOLOX ONNX Runtime demo (issue 14): what
@@ -230,6 +234,45 @@ export function referenceCommand(s: ReferenceSettings, files: readonly string[])
     join(s.venv, 'bin', 'python'),
     [REFERENCE_SCRIPT, '--demo', join(s.venv, 'yolox-demo'), '--model', s.model, '--score', String(s.score), '--input-shape', `${s.inputHeight},${s.inputWidth}`, '--nms', String(s.iouThreshold), ...(s.classAgnostic ? ['--class-agnostic'] : []), ...files],
   ];
+}
+
+/** Runs a command; its stdout, or an error (`code`) with the command and the end of its stderr. */
+function output(cmd: string, args: readonly string[], code: ErrorCode, what: string, log?: (m: string) => void): Promise<string> {
+  return new Promise((res, rej) => {
+    const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.setEncoding('utf8').on('data', (t: string) => (stdout += t));
+    p.stderr.setEncoding('utf8').on('data', (t: string) => {
+      stderr += t;
+      for (const line of t.split('\n')) if (line.trim()) log?.(line.trim());
+    });
+    p.on('error', (e) => rej(new ArgusError(code, `${what}: ${cmd} could not start: ${e.message}`)));
+    p.on('close', (status) => (status === 0 ? res(stdout) : rej(new ArgusError(code, `${what} exited with ${status}: ${stderr.trim().split('\n').slice(-8).join('\n')}`))));
+  });
+}
+
+/**
+ * The reference's settings for `manifestRef` at argus's defaults: the Python environment of
+ * scripts/peers/setup.sh (made from PyPI on first use, kept under ARGUS_CACHE; pip's messages
+ * go to `log`), its demo sources checked against the official digests, the model file argus
+ * resolves (mirror, cache, download), the manifest's input size and argus's default NMS IoU and
+ * class-awareness (postprocess defaults). The score is the caller's.
+ */
+export async function prepareReference(manifestRef = 'yolox-nano', log?: (m: string) => void): Promise<Omit<ReferenceSettings, 'score'> & { labels: string[] }> {
+  const { manifest } = await loadModelManifest(manifestRef);
+  const model = await resolveModelFile(manifest, { log });
+  const setup = join(PACKAGE_ROOT, 'scripts', 'peers', 'setup.sh');
+  const venv = (await output('bash', [setup], ErrorCodes.ASSET_DOWNLOAD, 'scripts/peers/setup.sh', log)).trim().split('\n').pop()!;
+  await checkYoloxDemo(join(venv, 'yolox-demo'));
+  const post = PostprocessSchema.parse({});
+  return { venv, model, inputHeight: manifest.preprocess.height, inputWidth: manifest.preprocess.width, iouThreshold: post.iouThreshold, classAgnostic: post.classAgnostic, labels: manifest.labels ?? [] };
+}
+
+/** The reference's detections on `files` (still images). */
+export async function runReference(s: ReferenceSettings, files: readonly string[]): Promise<FileDetections[]> {
+  const [python, args] = referenceCommand(s, files);
+  return parseReferenceOutput(await output(python, args, ErrorCodes.MODEL_LOAD, 'scripts/reference/yolox_reference.py'));
 }
 
 /** The arguments of bin/argus.js that run argus on `files` at `score`. */
