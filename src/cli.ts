@@ -78,6 +78,12 @@ program
         { source: s.id, state: s.state, framesIn: s.framesIn, framesOut: s.framesOut, dropped: s.dropped, reconnects: s.reconnects, e2eP50: s.e2e.percentile(50), e2eP99: s.e2e.percentile(99), producedBy: s.producedBy, pipelineP50: s.pipeline.percentile(50), pipelineP99: s.pipeline.percentile(99) },
         'source summary',
       );
+      const a = summary.analytics[s.id];
+      if (!a) continue;
+      for (const [zone, z] of Object.entries(a.zones)) logger.info({ source: s.id, zone, entered: z.entered, exited: z.exited, occupancy: z.occupancy, alerts: z.alerts, seenInstead: z.seenInstead }, 'zone summary');
+      for (const [line, l] of Object.entries(a.lines)) logger.info({ source: s.id, line, in: l.in, out: l.out, byClass: l.byClass, alerts: l.alerts, seenInstead: l.seenInstead }, 'line summary');
+      if (Object.keys(a.alerts).length) logger.info({ source: s.id, byRule: a.alerts }, 'alerts summary');
+      for (const note of a.notes) logger.warn({ source: s.id }, note);
     }
     if (summary.kafka) logger.info({ ...summary.kafka }, 'kafka summary');
     if (summary.outbox) logger.info({ ...summary.outbox }, 'outbox summary');
@@ -147,6 +153,31 @@ models
   .action(async (file: string, opts: { family: string }) => {
     const { inspectModel } = await import('./models/inspect.js');
     process.stdout.write((await inspectModel(file, opts.family as 'auto')) + '\n');
+  });
+
+function fraction(v: string): number {
+  const n = Number(v);
+  if (!(n >= 0 && n <= 1)) throw new InvalidArgumentError('expected a number from 0 to 1');
+  return n;
+}
+
+program
+  .command('detect')
+  .description('detect objects in images, GIFs and videos: a table (or --json), and annotated copies with --out')
+  .argument('<files...>', 'images (jpg, png, webp, …), GIFs or videos')
+  .option('--json', 'print one JSON document: {model, files: [{file, width, height, frames: [{index, pts, detections}]}]}', false)
+  .option('--out <path>', 'annotated copy (one file: this path, PNG/JPEG by extension, MP4 for videos and GIFs; several: this folder)')
+  .option('--score <n>', 'score threshold (default 0.3)', fraction)
+  .option('--iou <n>', 'NMS IoU threshold (default 0.45)', fraction)
+  .option('--model <name|path>', 'model manifest name or path, or an ONNX file (default yolox-nano)')
+  .option('--fps <n>', 'videos and GIFs: sample N frames per second (default every frame)', (v: string) => {
+    const n = Number(v);
+    if (!(n > 0)) throw new InvalidArgumentError('expected a positive number');
+    return n;
+  })
+  .action(async (files: string[], opts: { json: boolean; out?: string; score?: number; iou?: number; model?: string; fps?: number }) => {
+    const { runDetect } = await import('./tools/detect.js');
+    await runDetect(files, { ...opts, log });
   });
 
 program

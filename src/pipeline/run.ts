@@ -2,6 +2,7 @@ import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { type Observable, Subject, take } from 'rxjs';
 import type { FrameResult } from '../analytics/analyze.js';
+import type { SourceAnalyticsReport } from '../analytics/report.js';
 import type { PipelineConfig } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
@@ -67,6 +68,8 @@ export interface RunSummary {
   /** Alerts Kafka had not acknowledged at exit but that the outbox keeps: delivered on the next start. */
   keptAlerts: number;
   outbox?: Outbox['stats'] & { dir: string; replayed: number };
+  /** Per source with zones, lines or rules: entries, exits, crossings, alerts per rule, and what filtered zones and lines saw instead. */
+  analytics: Record<string, SourceAnalyticsReport>;
 }
 
 /** The outbox folder: `outbox.dir` (relative to the pipeline file), else a per-pipeline folder under the user's state directory. */
@@ -144,6 +147,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
         metrics,
         rates,
         geometry: (id) => pipeline.analyzers.get(id)?.geometry() ?? { zones: [], lines: [] },
+        analytics: (id) => pipeline.analyzers.get(id)?.report(),
         publicMetrics: config.server?.publicMetrics ?? false,
       });
     }
@@ -310,5 +314,6 @@ function summarize(started: Started, frames: number, wallMs: number): RunSummary
     keptAlerts,
     outbox: ob ? { ...ob.stats, dir: ob.dir, replayed: started.replayed } : undefined,
     websocket: started.websocket?.stats,
+    analytics: Object.fromEntries([...pipeline.analyzers].map(([id, a]) => [id, a.report()])),
   };
 }

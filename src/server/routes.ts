@@ -9,6 +9,7 @@ import type { RunningServer } from './http.js';
 import { STAGES } from '../core/frame.js';
 import { percentileOfSorted } from '../core/stats.js';
 import { redactDeep } from '../core/redact.js';
+import type { SourceAnalyticsReport } from '../analytics/report.js';
 
 const DASHBOARD = fileURLToPath(new URL('./dashboard/', import.meta.url));
 const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
@@ -52,6 +53,8 @@ export interface RouteContext {
   rates: RateMeter;
   /** Zones and lines in source pixels, by source id (once the source has a frame size). */
   geometry: (source: string) => { zones: { id: string; polygon: readonly (readonly [number, number])[] }[]; lines: { id: string; from: readonly [number, number]; to: readonly [number, number] }[] };
+  /** Run counts of a source's zones, lines and rules (absent: the source has none). */
+  analytics?: (source: string) => SourceAnalyticsReport | undefined;
   /** Serve /metrics without the token (server.publicMetrics). Default false: guarded like every route but /healthz and /readyz. */
   publicMetrics?: boolean;
 }
@@ -104,6 +107,7 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
           height: s.height,
           fps: s.fps,
           ...ctx.geometry(s.id),
+          analytics: ctx.analytics?.(s.id),
           stats: { fpsIn: r.fpsIn, fpsOut: r.fpsOut, dropped: s.dropped, reconnects: s.reconnects, p50: p(50), p99: p(99), producedBy: s.producedBy ?? null, pipelineP50: pct(pipe, 50), pipelineP99: pct(pipe, 99) },
         };
       }),
