@@ -1,0 +1,82 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
+
+export interface VideoWriterOptions {
+  /** ffmpeg executable. */
+  ffmpegPath: string;
+  /** Output file; the container follows the extension (`.mp4`, `.mkv`, …). */
+  path: string;
+  width: number;
+  height: number;
+  /** Frames per second of the output. */
+  fps: number;
+  /** Channel order of the frames written. */
+  order: 'rgb' | 'bgr';
+}
+
+/**
+ * Encodes packed 8-bit frames into a video file with ffmpeg (H.264, yuv420p, sizes padded to
+ * even numbers as yuv420p needs). `write` resolves once ffmpeg has taken the frame (the pipe's
+ * back-pressure); `close` finishes the file. A failure is VAP_ERR_SINK_FILE with the end of
+ * ffmpeg's log.
+ */
+export class VideoWriter {
+  private readonly child: ChildProcess;
+  private readonly exited: Promise<{ code: number | null; error?: Error }>;
+  private readonly log: string[] = [];
+  private failed: Error | undefined;
+  /** Frames written so far. */
+  frames = 0;
+
+  constructor(readonly options: VideoWriterOptions) {
+    const { ffmpegPath, path, width, height, fps, order } = options;
+    const args = [
+      '-hide_banner', '-nostdin', '-loglevel', 'error', '-y',
+      '-f', 'rawvideo', '-pix_fmt', order === 'bgr' ? 'bgr24' : 'rgb24', '-s', `${width}x${height}`, '-r', String(fps), '-i', 'pipe:0',
+      '-an', '-vf', 'pad=ceil(iw/2)*2:ceil(ih/2)*2', '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-movflags', '+faststart', path,
+    ];
+    this.child = spawn(ffmpegPath, args, { stdio: ['pipe', 'ignore', 'pipe'] });
+    this.child.stderr!.setEncoding('utf8').on('data', (s: string) => {
+      this.log.push(s);
+      if (this.log.length > 20) this.log.shift();
+    });
+    // A write after ffmpeg has gone fails with EPIPE: the exit status tells why.
+    this.child.stdin!.on('error', (e) => (this.failed ??= e));
+    this.exited = new Promise((res) => {
+      this.child.on('error', (error) => res({ code: null, error }));
+      this.child.on('close', (code) => res({ code }));
+    });
+  }
+
+  private error(detail: string): ArgusError {
+    return new ArgusError(ErrorCodes.SINK_FILE, `writing ${this.options.path}: ${detail}${this.log.length ? `: ${this.log.join('').trim().split('\n').slice(-4).join('\n')}` : ''}`);
+  }
+
+  /** Writes one frame (width × height × 3 bytes); resolves when ffmpeg can take the next. */
+  async write(frame: Uint8Array): Promise<void> {
+    const { width, height } = this.options;
+    if (frame.length !== width * height * 3) throw new RangeError(`VideoWriter: frame has ${frame.length} bytes, expected ${width * height * 3}`);
+    if (this.failed) throw this.error(this.failed.message);
+    const stdin = this.child.stdin!;
+    this.frames++;
+    if (!stdin.write(frame)) {
+      await new Promise<void>((res) => {
+        const done = () => {
+          stdin.off('drain', done);
+          stdin.off('close', done);
+          res();
+        };
+        stdin.on('drain', done);
+        stdin.on('close', done);
+      });
+    }
+  }
+
+  /** Ends the input and waits for ffmpeg to finish the file. */
+  async close(): Promise<void> {
+    this.child.stdin!.end();
+    const { code, error } = await this.exited;
+    if (error) throw this.error(`could not start ffmpeg (${this.options.ffmpegPath}): ${error.message}`);
+    if (code !== 0) throw this.error(`ffmpeg exited with code ${code}`);
+  }
+}

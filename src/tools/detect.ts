@@ -1,0 +1,194 @@
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { basename, extname, join, resolve } from 'node:path';
+import { drawOverlay, encodeImage, type FrameImage } from '../annotate/draw.js';
+import { VideoWriter } from '../annotate/video-writer.js';
+import { PostprocessSchema } from '../config/schema.js';
+import type { Detections } from '../core/detections.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
+import type { LogFn } from '../core/log.js';
+import { resolveFfmpeg } from '../sources/ffmpeg-path.js';
+import { inputKind, readImage, videoFrames, type RawFrame } from './frames.js';
+import { FrameDetector, loadToolDetector, modelRef } from './model.js';
+
+export interface DetectOptions {
+  /** Print one JSON document on stdout instead of the table. */
+  json?: boolean;
+  /** Annotated copy: a file for one input, a folder for several. */
+  out?: string;
+  /** Score threshold (default: the pipeline default, 0.3). */
+  score?: number;
+  /** NMS IoU threshold (default: the pipeline default, 0.45). */
+  iou?: number;
+  /** Model: a manifest name or path, or an ONNX file (default yolox-nano). */
+  model?: string;
+  /** Videos and GIFs: sample this many frames per second (default: every frame). */
+  fps?: number;
+  log?: LogFn;
+  /** Where the table or JSON goes (default stdout). */
+  write?: (text: string) => void;
+}
+
+/** One detection as `--json` prints it: box in source pixels, x1 y1 x2 y2, not rounded. */
+export interface JsonDetection {
+  classId: number;
+  label: string;
+  score: number;
+  box: [number, number, number, number];
+}
+
+export interface JsonFrame {
+  index: number;
+  /** Seconds from the start (0 for a still image). */
+  pts: number;
+  detections: JsonDetection[];
+}
+
+export interface JsonFile {
+  /** The path as given on the command line. */
+  file: string;
+  width: number;
+  height: number;
+  frames: JsonFrame[];
+}
+
+/** What `argus detect --json` prints. */
+export interface DetectOutput {
+  /** The model: manifest name or ONNX path, as resolved. */
+  model: string;
+  files: JsonFile[];
+}
+
+/** Still images written in the format their extension names; anything else becomes PNG. */
+function imageFormat(path: string): 'png' | 'jpeg' {
+  return /\.jpe?g$/i.test(path) ? 'jpeg' : 'png';
+}
+
+function toJson(d: Detections, labels: readonly string[]): JsonDetection[] {
+  const out: JsonDetection[] = [];
+  for (let i = 0; i < d.length; i++) {
+    const o = i * 4;
+    out.push({ classId: d.classId[i], label: labels[d.classId[i]] ?? String(d.classId[i]), score: d.confidence[i], box: [d.xyxy[o], d.xyxy[o + 1], d.xyxy[o + 2], d.xyxy[o + 3]] });
+  }
+  return out;
+}
+
+const fmtBox = (b: readonly number[]) => `[${b.map((v) => v.toFixed(1)).join(', ')}]`;
+
+/** Frames of one file up to which the table lists every frame; longer files get a summary. */
+const TABLE_FRAMES = 30;
+
+/** The readable report of one file: each detection (per frame for up to 30 frames), else counts by label. */
+export function formatFile(f: JsonFile, video: boolean): string {
+  const lines: string[] = [];
+  const total = f.frames.reduce((s, fr) => s + fr.detections.length, 0);
+  const head = `${f.file}  ${f.width}x${f.height}`;
+  if (!video) {
+    const dets = f.frames[0]?.detections ?? [];
+    lines.push(`${head}  ${dets.length} detection${dets.length === 1 ? '' : 's'}`);
+    for (const d of dets) lines.push(`  ${d.label.padEnd(14)} ${d.score.toFixed(2)}  ${fmtBox(d.box)}`);
+    return lines.join('\n');
+  }
+  lines.push(`${head}  ${f.frames.length} frame${f.frames.length === 1 ? '' : 's'}, ${total} detection${total === 1 ? '' : 's'}`);
+  if (f.frames.length <= TABLE_FRAMES) {
+    for (const fr of f.frames) {
+      lines.push(`  frame ${String(fr.index).padStart(4)}  ${fr.pts.toFixed(2).padStart(7)} s  ${fr.detections.length} detection${fr.detections.length === 1 ? '' : 's'}`);
+      for (const d of fr.detections) lines.push(`      ${d.label.padEnd(14)} ${d.score.toFixed(2)}  ${fmtBox(d.box)}`);
+    }
+    return lines.join('\n');
+  }
+  // By label: detections, frames with one, best score.
+  const by = new Map<string, { n: number; frames: number; best: number }>();
+  for (const fr of f.frames) {
+    const seen = new Set<string>();
+    for (const d of fr.detections) {
+      const e = by.get(d.label) ?? { n: 0, frames: 0, best: 0 };
+      e.n++;
+      e.best = Math.max(e.best, d.score);
+      if (!seen.has(d.label)) e.frames++;
+      seen.add(d.label);
+      by.set(d.label, e);
+    }
+  }
+  const most = Math.max(0, ...f.frames.map((fr) => fr.detections.length));
+  lines.push(`  per frame: ${(total / Math.max(1, f.frames.length)).toFixed(1)} on average, ${most} at most`);
+  for (const [label, e] of [...by].sort((a, b) => b[1].n - a[1].n)) {
+    lines.push(`  ${label.padEnd(14)} ${String(e.n).padStart(6)} detections in ${String(e.frames).padStart(5)} frames, best ${e.best.toFixed(2)}`);
+  }
+  return lines.join('\n');
+}
+
+/** Output path of the annotated copy of `file` (`out` is the file itself for one input, a folder for several). */
+function outPath(out: string, file: string, many: boolean, video: boolean): string {
+  if (!many) return out;
+  const stem = basename(file, extname(file));
+  return join(out, video ? `${stem}.mp4` : `${stem}${/\.(jpe?g)$/i.test(file) ? extname(file) : '.png'}`);
+}
+
+/**
+ * `argus detect FILE…`: detections on still images (decoded by sharp), GIFs and videos (every
+ * frame decoded by ffmpeg, or `fps` a second), at full resolution through the exact letterbox,
+ * the model and the pipeline's post-processing. Prints a table per file, or one JSON document;
+ * `out` writes annotated copies (images as PNG or JPEG by extension, videos and GIFs as H.264
+ * MP4). Returns the JSON document either way.
+ */
+export async function runDetect(files: readonly string[], options: DetectOptions = {}): Promise<DetectOutput> {
+  const write = options.write ?? ((s: string) => void process.stdout.write(s));
+  const log: LogFn = (m, f, level) => (level === 'warn' || level === 'error' ? options.log?.(m, f, level) : undefined);
+  if (files.length === 0) throw new ArgusError(ErrorCodes.CONFIG, 'detect: give at least one image or video file');
+  for (const f of files) if (!existsSync(f)) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `detect: file not found: ${f}`);
+  const post = PostprocessSchema.parse({ ...(options.score !== undefined ? { scoreThreshold: options.score } : {}), ...(options.iou !== undefined ? { iouThreshold: options.iou } : {}) });
+  const many = files.length > 1;
+  if (options.out && many) {
+    if (existsSync(options.out) && !statSync(options.out).isDirectory()) throw new ArgusError(ErrorCodes.SINK_FILE, `detect --out ${options.out}: with ${files.length} files, --out is a folder, and this is a file`);
+    mkdirSync(options.out, { recursive: true });
+  }
+  const ref = modelRef(options.model);
+  const needsFfmpeg = files.some((f) => inputKind(f) === 'video');
+  const [detector, ffmpeg] = await Promise.all([loadToolDetector(ref, { log }), needsFfmpeg ? resolveFfmpeg() : undefined]);
+  const fd = new FrameDetector(detector, post);
+  const labels = detector.labels;
+  const result: DetectOutput = { model: ref.path ? resolve(ref.path) : ref.manifest!, files: [] };
+  try {
+    for (const file of files) {
+      const video = inputKind(file) === 'video';
+      const target = options.out ? outPath(options.out, file, many, video) : undefined;
+      const entry: JsonFile = { file, width: 0, height: 0, frames: [] };
+      const handle = async (frame: RawFrame, writeFrame?: (annotated: Buffer) => Promise<void>) => {
+        const d = await fd.detect(frame);
+        entry.width = frame.width;
+        entry.height = frame.height;
+        entry.frames.push({ index: frame.index, pts: frame.pts, detections: toJson(d, labels) });
+        if (writeFrame) await writeFrame(await drawOverlay(imageOf(frame), { detections: d, labels }));
+      };
+      if (!video) {
+        const frame = await readImage(file);
+        await handle(frame, target ? async (px) => writeFile(target, await encodeImage({ ...imageOf(frame), data: px }, imageFormat(target))) : undefined);
+      } else {
+        let writer: VideoWriter | undefined;
+        let fps = options.fps;
+        try {
+          for await (const frame of videoFrames({ ffmpegPath: ffmpeg!.path, url: file, fps: options.fps, onInfo: (i) => (fps ??= i.fps) })) {
+            await handle(frame, target ? async (px) => {
+              writer ??= new VideoWriter({ ffmpegPath: ffmpeg!.path, path: target, width: frame.width, height: frame.height, fps: fps ?? 10, order: 'rgb' });
+              await writer.write(px);
+            } : undefined);
+          }
+        } finally {
+          await (writer as VideoWriter | undefined)?.close();
+        }
+        if (entry.frames.length === 0) throw new ArgusError(ErrorCodes.SOURCE_PROBE, `detect: ${file}: ffmpeg decoded no video frame from it`);
+      }
+      result.files.push(entry);
+      if (!options.json) write(`${formatFile(entry, video)}${target ? `\n  annotated: ${target}` : ''}\n`);
+    }
+  } finally {
+    await detector.release();
+  }
+  if (options.json) write(`${JSON.stringify(result)}\n`);
+  return result;
+}
+
+function imageOf(f: RawFrame): FrameImage {
+  return { data: f.data, width: f.width, height: f.height, order: 'rgb' };
+}

@@ -1,0 +1,161 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { extname } from 'node:path';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { loadSharp } from '../core/sharp.js';
+import { BufferPool, FrameReader } from '../sources/frame-reader.js';
+import { parseVideoStreamLine } from '../sources/stderr-probe.js';
+
+/** One decoded picture at the source's full resolution, packed RGB. */
+export interface RawFrame {
+  /** 0-based index among the frames decoded. */
+  index: number;
+  /** Presentation time, seconds from the start of what was decoded (index / frame rate). */
+  pts: number;
+  data: Buffer;
+  width: number;
+  height: number;
+}
+
+/** Still-image formats read with sharp (libvips; JPEG through libjpeg-turbo, as OpenCV's imread). GIFs are animations: ffmpeg reads them. */
+const STILL = new Set(['.jpg', '.jpeg', '.png', '.webp', '.tif', '.tiff', '.avif', '.heic', '.heif']);
+
+/** `image`: one picture decoded by sharp; `video`: frames decoded by ffmpeg (videos, GIFs, anything else ffmpeg opens). */
+export function inputKind(path: string): 'image' | 'video' {
+  return STILL.has(extname(path).toLowerCase()) ? 'image' : 'video';
+}
+
+function mustExist(path: string, what: string): void {
+  if (!existsSync(path)) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `${what}: file not found: ${path}`);
+}
+
+/**
+ * A still image as packed RGB at full resolution, turned upright by its EXIF orientation (as
+ * OpenCV's imread does); grey and palette images are expanded to three channels, alpha dropped.
+ */
+export async function readImage(path: string): Promise<RawFrame> {
+  mustExist(path, 'image');
+  const sharp = await loadSharp();
+  try {
+    const { data, info } = await sharp(path).rotate().removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+    if (info.channels !== 3) throw new Error(`decoded to ${info.channels} channels, expected 3`);
+    return { index: 0, pts: 0, data, width: info.width, height: info.height };
+  } catch (e) {
+    throw new ArgusError(ErrorCodes.SOURCE_OPEN, `image ${path}: cannot be decoded: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/** What ffmpeg reports about the decoded stream. */
+export interface VideoInfo {
+  /** Size of the frames delivered (after any rotation ffmpeg applies). */
+  width: number;
+  height: number;
+  /** Frames per second of the output (ffmpeg makes the rate constant). */
+  fps?: number;
+  /** Length of the input, seconds (undefined for a still image or a live stream). */
+  durationS?: number;
+}
+
+export interface VideoFramesOptions {
+  ffmpegPath: string;
+  /** A path (checked to exist) or a URL ffmpeg opens. */
+  url: string;
+  /** Files: start this many seconds in (ffmpeg's accurate input seek). */
+  start?: number;
+  /** Stop after this many seconds of output. */
+  duration?: number;
+  /** Resample to this many frames per second. */
+  fps?: number;
+  /** Called once, before the first frame, with the stream's size, rate and duration. */
+  onInfo?: (info: VideoInfo) => void;
+  /** Called with the input's length, seconds, as soon as ffmpeg reports it (also when no frame follows). */
+  onDuration?: (seconds: number) => void;
+}
+
+const DURATION = /^\s*Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)/;
+
+/**
+ * The frames of a video (or GIF) at full resolution, packed RGB, decoded by ffmpeg. An async
+ * generator: ffmpeg is held back by the pipe while the consumer works on a frame, so memory
+ * stays at a few frames whatever the length. Returning early kills ffmpeg. A failure is
+ * VAP_ERR_SOURCE_OPEN (missing file, no ffmpeg) or VAP_ERR_SOURCE_EXIT with the end of
+ * ffmpeg's log; an input that decodes to no frame ends with none.
+ */
+export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFrame> {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(o.url)) mustExist(o.url, 'video');
+  const args = ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'info'];
+  if (o.start && o.start > 0) args.push('-ss', o.start.toFixed(6));
+  args.push('-i', o.url, '-an', '-sn', '-dn', '-map', '0:v:0');
+  if (o.duration !== undefined) args.push('-t', o.duration.toFixed(6));
+  if (o.fps) args.push('-vf', `fps=${o.fps}`);
+  args.push('-pix_fmt', 'rgb24', '-f', 'rawvideo', 'pipe:1');
+  const child = spawn(o.ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+
+  // The log: the input's duration, then the output stream's size and rate (known before the
+  // first frame is written); the last lines for error reports.
+  let info: VideoInfo | undefined;
+  let durationS: number | undefined;
+  let inOutput = false;
+  let partial = '';
+  const tail: string[] = [];
+  let gotInfo!: () => void;
+  const infoKnown = new Promise<void>((r) => (gotInfo = r));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    const lines = (partial + chunk).split(/\r?\n|\r/);
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!line.trim()) continue;
+      tail.push(line);
+      if (tail.length > 12) tail.shift();
+      const d = DURATION.exec(line);
+      if (d && durationS === undefined) {
+        durationS = Number(d[1]) * 3600 + Number(d[2]) * 60 + Number(d[3]);
+        o.onDuration?.(durationS);
+      }
+      if (/^Output #0/.test(line)) inOutput = true;
+      else if (inOutput && !info) {
+        const s = parseVideoStreamLine(line);
+        if (s) {
+          info = { width: s.width, height: s.height, fps: s.fps, durationS };
+          gotInfo();
+        }
+      }
+    }
+  });
+  const exited = new Promise<{ code: number | null; error?: Error }>((res) => {
+    child.on('error', (error) => res({ code: null, error }));
+    child.on('close', (code) => res({ code }));
+  });
+  void exited.then(gotInfo); // an ffmpeg that ends without an output stream
+
+  let done = false;
+  try {
+    let reader: FrameReader | undefined;
+    const cut: Buffer[] = [];
+    let index = 0;
+    for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
+      if (!reader) {
+        await infoKnown;
+        if (!info) break;
+        o.onInfo?.(info);
+        // No buffer is given back: a frame may be kept by the consumer (the last one drawn).
+        reader = new FrameReader(info.width * info.height * 3, new BufferPool(info.width * info.height * 3, 0), (f) => cut.push(f));
+      }
+      reader.push(chunk);
+      while (cut.length) {
+        const data = cut.shift()!;
+        const i = index++;
+        yield { index: i, pts: info!.fps ? i / info!.fps : i, data, width: info!.width, height: info!.height };
+      }
+    }
+    const { code, error } = await exited;
+    done = true;
+    if (error) {
+      const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
+      throw new ArgusError(ErrorCodes.SOURCE_OPEN, missing ? `ffmpeg not found at ${o.ffmpegPath}` : `could not start ffmpeg (${o.ffmpegPath}): ${error.message}`, { cause: error });
+    }
+    if (code !== 0) throw new ArgusError(ErrorCodes.SOURCE_EXIT, `ffmpeg exited with code ${code} decoding ${o.url}:\n${[...tail, partial].filter(Boolean).slice(-6).join('\n')}`);
+  } finally {
+    if (!done) child.kill('SIGKILL');
+  }
+}
