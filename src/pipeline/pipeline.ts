@@ -213,7 +213,8 @@ function resolvePath(p: string, baseDir: string): string {
   return isAbsolute(p) ? p : resolve(baseDir, p);
 }
 
-async function resolveSourceUrl(src: SourceConfig, baseDir: string, ffmpegPath: string, log: (m: string) => void): Promise<string> {
+/** What ffmpeg opens for a source: an `asset:` video's local path, a file relative to `baseDir`, or the URL as given. */
+export async function resolveSourceUrl(src: SourceConfig, baseDir: string, ffmpegPath: string, log: (m: string) => void): Promise<string> {
   if (src.uri.startsWith('asset:')) return resolveStream(src.uri.slice('asset:'.length), ffmpegPath, { log });
   if (sourceKind(src.uri) === 'file' && !src.uri.startsWith('file://')) return resolvePath(src.uri, baseDir);
   return src.uri;
