@@ -63,6 +63,9 @@ export class LineCounter {
   /** Sides of tracks of other classes (class-filtered lines that have counted nothing yet). */
   private readonly otherSide = new Map<number, Side>();
   private readonly pt: [number, number] = [0, 0];
+  /** Time of the frame before the one being processed. */
+  private prevFrameMs = -Infinity;
+  private lastFrameMs = -Infinity;
   private readonly dx: number;
   private readonly dy: number;
   private readonly len: number;
@@ -104,8 +107,13 @@ export class LineCounter {
     const { marginPx, anchor } = this.options;
     const [x, y] = anchorPoint(d.xyxy, i, anchor, this.pt);
     const dist = this.signedDistance(x, y);
-    const st = sides.get(id);
+    let st = sides.get(id);
     const now: -1 | 1 | 0 = dist > marginPx ? 1 : dist < -marginPx ? -1 : 0;
+    // Back after missing frames for longer than forgetAfterMs (no frame in between to forget it on): it learns its side afresh.
+    if (st && st.lastSeen < this.prevFrameMs && tMs - st.lastSeen > this.options.forgetAfterMs) {
+      sides.delete(id);
+      st = undefined;
+    }
     if (!st) {
       if (now !== 0) sides.set(id, { side: now, lastSeen: tMs });
       return undefined;
@@ -122,6 +130,8 @@ export class LineCounter {
     const ids = d.trackerId;
     const { classIds } = this.options;
     const stats = this.stats;
+    this.prevFrameMs = this.lastFrameMs;
+    this.lastFrameMs = tMs;
     if (ids) {
       for (let i = 0; i < d.length; i++) {
         const id = ids[i];

@@ -148,6 +148,11 @@ export class ZoneMonitor {
         }
         const raw = this.zone.contains(d, i);
         let st = this.tracks.get(id);
+        // Back after missing frames for longer than exitDelayMs (no frame in between to notice): it had left (exit as of its last sighting), and starts afresh.
+        if (st && st.lastSeen < prevFrame && tMs - st.lastSeen > this.options.exitDelayMs) {
+          this.gone(id, st, events);
+          st = undefined;
+        }
         if (!st) {
           st = { inside: false, streak: 0, enteredAt: 0, dwellRaised: false, lastSeen: tMs, classId: d.classId[i] };
           this.tracks.set(id, st);
@@ -184,18 +189,20 @@ export class ZoneMonitor {
     }
     let occ = 0;
     for (const [id, st] of this.tracks) {
-      if (tMs - st.lastSeen > this.options.exitDelayMs) {
-        if (st.inside) {
-          stats.exited++;
-          events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: st.lastSeen - st.enteredAt, lastSeenMs: st.lastSeen });
-        }
-        this.tracks.delete(id);
-        continue;
-      }
-      if (st.inside) occ++;
+      if (tMs - st.lastSeen > this.options.exitDelayMs) this.gone(id, st, events);
+      else if (st.inside) occ++;
     }
     this.occupancy = occ;
     return events;
+  }
+
+  /** Drops a track unseen for longer than exitDelayMs; one inside exits as of its last sighting. */
+  private gone(id: number, st: TrackInZone, events: ZoneEvent[]): void {
+    if (st.inside) {
+      this.stats.exited++;
+      events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: st.lastSeen - st.enteredAt, lastSeenMs: st.lastSeen });
+    }
+    this.tracks.delete(id);
   }
 
   /**

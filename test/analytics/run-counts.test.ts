@@ -1,0 +1,246 @@
+/**
+ * Run counts of zones and lines (entries, exits, crossings, alerts per rule, what a filtered
+ * zone or line saw instead) and the tracking knobs (exit delay, exit on last position,
+ * re-entry suppression, line forget time). Detections come with track ids already set and
+ * every frame has an injected timestamp: virtual time, no tracker in between.
+ */
+import { describe, expect, it } from 'vitest';
+import { SourceAnalyzer, type AlertDraft } from '../../src/analytics/analyzer.js';
+import { LabelTally } from '../../src/analytics/tally.js';
+import { SourceSchema } from '../../src/config/schema.js';
+import { Detections } from '../../src/core/detections.js';
+
+const LABELS = ['person', 'bicycle', 'car', 'cell phone', 'suitcase', 'bus', 'truck', 'dog', 'cat', 'bird'];
+const PERSON = 0, CAR = 2, PHONE = 3, SUITCASE = 4;
+const W = 640, H = 480;
+
+/** One tracked row: track id, class id and the box's bottom-centre (the feet) at (fx, fy); box 40x100. */
+type Row = [id: number, cls: number, fx: number, fy: number];
+
+function frame(rows: Row[]): Detections {
+  const xyxy = new Float32Array(rows.length * 4);
+  rows.forEach(([, , fx, fy], i) => xyxy.set([fx - 20, fy - 100, fx + 20, fy], i * 4));
+  return new Detections(xyxy, new Float32Array(rows.length).fill(0.9), Int32Array.from(rows.map((r) => r[1])), Int32Array.from(rows.map((r) => r[0])));
+}
+
+function analyzer(source: Record<string, unknown>) {
+  const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', ...source }), LABELS, 'sources[0]');
+  a.init(W, H);
+  const alerts: (AlertDraft & { t: number })[] = [];
+  /** Feeds one frame at `tMs`; returns its occupancy of zone `z` (when there is one). */
+  const step = (tMs: number, rows: Row[]) => {
+    const r = a.process(frame(rows), tMs);
+    for (const x of r.alerts) alerts.push({ ...x, t: tMs });
+    return r.summary.zones?.z?.occupancy;
+  };
+  return { a, alerts, step };
+}
+
+// Zone z: the right half of the floor (x ≥ 320, y ≥ 300).
+const ZONE = { id: 'z', polygon: [[0.5, 0.625], [1, 0.625], [1, 1], [0.5, 1]], minHoldFrames: 3 };
+const zoneRules = [
+  { id: 'in', type: 'zone-enter', zone: 'z' },
+  { id: 'out', type: 'zone-exit', zone: 'z' },
+];
+// Line gate: horizontal at y = 240 drawn right to left, so "in" is downwards; anchor the feet.
+const GATE = { id: 'gate', from: [1, 0.5], to: [0, 0.5], anchor: 'bottom-center', marginPx: 10 };
+
+/** Frames every 100 ms from t0: `rows(t)` gives each frame's rows. */
+function play(step: (t: number, rows: Row[]) => unknown, t0: number, t1: number, rows: (t: number) => Row[]) {
+  for (let t = t0; t < t1; t += 100) step(t, rows(t));
+}
+
+describe('run counts per zone and line', () => {
+  it('entries, exits, crossings per direction and alerts per rule, all in report()', () => {
+    const { a, step } = analyzer({
+      zones: [ZONE],
+      lines: [GATE],
+      rules: [...zoneRules, { id: 'down', type: 'line-cross', line: 'gate', direction: 'in' }, { id: 'any', type: 'line-cross', line: 'gate' }],
+    });
+    // Track 1 walks down across the gate (y 200 → 400) into the zone at x = 400, then out to the left.
+    play(step, 0, 2000, (t) => [[1, PERSON, 400, 200 + t / 10]]);
+    play(step, 2000, 3000, () => [[1, PERSON, 100, 400]]);
+    // Track 2 walks up across the gate (out), never in the zone.
+    play(step, 3000, 5000, (t) => [[2, PERSON, 100, 400 - (t - 3000) / 10]]);
+    const r = a.report();
+    expect(r.zones.z).toEqual({ entered: 1, exited: 1, occupancy: 0, reidentified: 0, alerts: { in: 1, out: 1 } });
+    expect(r.lines.gate).toEqual({ in: 1, out: 1, byClass: { in: { person: 1 }, out: { person: 1 } }, alerts: { down: 1, any: 2 } });
+    expect(r.alerts).toEqual({ in: 1, out: 1, down: 1, any: 2 });
+    expect(r.notes).toEqual([]);
+  });
+
+  it('a line filtered to car that counted nothing tells which labels crossed it instead (each crossing once)', () => {
+    const { a, step } = analyzer({ lines: [{ ...GATE, classes: ['car'] }], rules: [{ id: 'cars', type: 'line-cross', line: 'gate' }] });
+    // Cars seen from above come out as cell phone (3 tracks) and suitcase (1); a phone that
+    // only wobbles near the line (inside the margin) does not count.
+    const crossing = (id: number, cls: number, t0: number): ((t: number) => Row[]) => (t) => (t >= t0 && t < t0 + 2000 ? [[id, cls, 100 + id * 40, 150 + (t - t0) / 10]] : []);
+    const movers = [crossing(1, PHONE, 0), crossing(2, PHONE, 2000), crossing(3, SUITCASE, 4000), crossing(4, PHONE, 6000)];
+    play(step, 0, 8000, (t) => [...movers.flatMap((m) => m(t)), [9, PHONE, 600, 240 + ((t / 100) % 2 ? 5 : -5)]]);
+    const r = a.report();
+    expect(r.lines.gate.in + r.lines.gate.out).toBe(0);
+    expect(r.lines.gate.seenInstead).toEqual({ 'cell phone': 3, suitcase: 1 });
+    expect(r.alerts).toEqual({ cars: 0 });
+    expect(r.notes).toEqual(["line 'gate' (classes: car) counted 0; seen crossing instead: cell phone ×3, suitcase ×1"]);
+  });
+
+  it('once the filtered class counts, the line no longer reports what it saw instead', () => {
+    const { a, step } = analyzer({ lines: [{ ...GATE, classes: ['car'] }] });
+    play(step, 0, 2000, (t) => [[1, PHONE, 100, 150 + t / 10]]);
+    expect(a.report().lines.gate.seenInstead).toEqual({ 'cell phone': 1 });
+    play(step, 2000, 4000, (t) => [[2, CAR, 300, 150 + (t - 2000) / 10]]);
+    const r = a.report();
+    expect(r.lines.gate).toMatchObject({ in: 1, out: 0, byClass: { in: { car: 1 }, out: {} } });
+    expect(r.lines.gate.seenInstead).toBeUndefined();
+    expect(r.notes).toEqual([]);
+  });
+
+  it('a zone filtered to person that counted nothing names the tracks seen inside instead, each track once', () => {
+    const { a, step } = analyzer({ zones: [{ ...ZONE, classes: ['person'] }], rules: zoneRules });
+    // Car track 5 stands inside for 2 s (20 frames: still one track); car 6 stays outside; a dog (7) walks in.
+    play(step, 0, 2000, (t) => [[5, CAR, 400, 400], [6, CAR, 100, 400], [7, 7, 200 + t / 10, 400]]);
+    const r = a.report();
+    expect(r.zones.z).toMatchObject({ classes: ['person'], entered: 0, seenInstead: { car: 1, dog: 1 } });
+    expect(r.notes).toEqual(["zone 'z' (classes: person) counted 0 entries; seen inside instead: car ×1, dog ×1"]);
+  });
+
+  it('a filtered zone where nothing else was seen either says so', () => {
+    const { a, step } = analyzer({ zones: [{ ...ZONE, classes: ['person'] }] });
+    play(step, 0, 1000, () => [[5, CAR, 100, 400]]);
+    expect(a.report().notes).toEqual(["zone 'z' (classes: person) counted 0 entries; no tracked object of another class was inside it either"]);
+  });
+
+  it('"seen instead" is bounded: the top 5 labels, the rest summed as other', () => {
+    const t = new LabelTally(4);
+    for (const [c, n] of [[1, 7], [2, 6], [3, 5], [4, 4], [5, 3], [6, 2]]) for (let k = 0; k < n; k++) t.add(c);
+    // Only 4 classes are kept: 5 and 6 go to other (5 counts); the top 2 asked for, 3 and 4 join other.
+    expect(t.top(2, (c) => `c${c}`)).toEqual({ c1: 7, c2: 6, other: 5 + 4 + 3 + 2 });
+    expect(t.total).toBe(27);
+  });
+
+  it('counts survive the zones and lines being placed again at a new resolution', () => {
+    const { a, step } = analyzer({ zones: [ZONE], rules: zoneRules });
+    play(step, 0, 1000, () => [[1, PERSON, 400, 400]]);
+    a.init(1280, 960);
+    play(step, 1000, 2000, () => [[2, PERSON, 800, 800]]);
+    expect(a.report().zones.z).toMatchObject({ entered: 2, alerts: { in: 2 } });
+  });
+});
+
+describe('zone exit: delay, last position, occupancy', () => {
+  it('exitOn last-seen: the first frame seen outside is the exit; hold waits minHoldFrames', () => {
+    const exitTime = (exitOn: string) => {
+      const { alerts, step } = analyzer({ zones: [{ ...ZONE, exitOn }], rules: zoneRules });
+      play(step, 0, 1000, () => [[1, PERSON, 400, 400]]);
+      play(step, 1000, 2000, () => [[1, PERSON, 100, 400]]);
+      return alerts.filter((x) => x.event === 'zone.exit').map((x) => x.t);
+    };
+    expect(exitTime('hold')).toEqual([1200]);
+    expect(exitTime('last-seen')).toEqual([1000]);
+  });
+
+  it('a track seen outside once and then gone: last-seen exits at once, hold waits out the exit delay', () => {
+    const run = (exitOn: string) => {
+      const { alerts, step } = analyzer({ zones: [{ ...ZONE, exitOn }], rules: zoneRules });
+      play(step, 0, 1000, () => [[1, PERSON, 400, 400]]);
+      step(1000, [[1, PERSON, 100, 400]]);
+      play(step, 1100, 5000, () => []);
+      return alerts.filter((x) => x.event === 'zone.exit').map((x) => [x.t, x.row]);
+    };
+    expect(run('last-seen')).toEqual([[1000, 0]]);
+    expect(run('hold')).toEqual([[3100, -1]]); // 2000 ms unseen after 1000, exceeded on the frame at 3100
+  });
+
+  it('exitDelayMs sets when a vanished track exits; dwell and lastSeenPts are those of its last sighting', () => {
+    const run = (exitDelayMs?: number) => {
+      const { alerts, step } = analyzer({ zones: [{ ...ZONE, ...(exitDelayMs !== undefined ? { exitDelayMs } : {}) }], rules: zoneRules });
+      play(step, 0, 1500, () => [[1, PERSON, 400, 400]]); // enters at 200 (3rd frame), last seen at 1400
+      play(step, 1500, 6000, () => []);
+      return alerts.filter((x) => x.event === 'zone.exit').map((x) => ({ t: x.t, dwellMs: x.dwellMs, lastSeenPts: x.lastSeenPts }));
+    };
+    expect(run()).toEqual([{ t: 3500, dwellMs: 1200, lastSeenPts: 1.4 }]);
+    expect(run(500)).toEqual([{ t: 2000, dwellMs: 1200, lastSeenPts: 1.4 }]);
+    expect(run(0)).toEqual([{ t: 1500, dwellMs: 1200, lastSeenPts: 1.4 }]);
+  });
+
+  it('occupancy never counts a track lost for longer than the exit delay', () => {
+    const { step } = analyzer({ zones: [{ ...ZONE, exitDelayMs: 700 }] });
+    play(step, 0, 1000, () => [[1, PERSON, 400, 400]]); // last seen at 900
+    const occ: [number, number | undefined][] = [];
+    for (let t = 1000; t <= 1800; t += 100) occ.push([t, step(t, [])]);
+    expect(occ).toEqual([[1000, 1], [1100, 1], [1200, 1], [1300, 1], [1400, 1], [1500, 1], [1600, 1], [1700, 0], [1800, 0]]);
+  });
+
+  it('missed on some frames, then frames dropped, back after longer than the exit delay: it exits and enters afresh', () => {
+    const { alerts, step } = analyzer({ zones: [{ ...ZONE, exitDelayMs: 1000 }], rules: zoneRules });
+    play(step, 0, 1000, () => [[1, PERSON, 400, 400]]); // last seen at 900
+    play(step, 1000, 1500, () => []); // missed, but not for 1000 ms yet
+    play(step, 2500, 3000, () => [[1, PERSON, 400, 400]]); // no frame 1500–2400; back 1600 ms after its last sighting
+    expect(alerts.map((x) => [x.event, x.t, x.row])).toEqual([['zone.enter', 200, 0], ['zone.exit', 2500, -1], ['zone.enter', 2700, 0]]);
+  });
+
+  it('frames not delivered (a stall) are no evidence of leaving: a track seen on every frame that arrives stays inside', () => {
+    const { alerts, step } = analyzer({ zones: [{ ...ZONE, exitDelayMs: 1000 }], rules: zoneRules });
+    play(step, 0, 1000, () => [[1, PERSON, 400, 400]]);
+    play(step, 2500, 3000, () => [[1, PERSON, 400, 400]]);
+    expect(alerts.map((x) => x.event)).toEqual(['zone.enter']);
+  });
+
+  it('an object already inside at start enters once it has been inside for minHoldFrames frames', () => {
+    const { a, alerts, step } = analyzer({ zones: [ZONE], rules: zoneRules });
+    play(step, 0, 1000, () => [[1, PERSON, 400, 400]]);
+    expect(alerts.map((x) => [x.event, x.t])).toEqual([['zone.enter', 200]]);
+    expect(a.report().zones.z.occupancy).toBe(1);
+  });
+});
+
+describe('zone re-entry suppression (id switches)', () => {
+  // Track 1 stands inside until 1000; after an occlusion the tracker gives it id 2 from 1300.
+  const idSwitch = (over: Record<string, unknown>, cls2 = PERSON) => {
+    const r = analyzer({ zones: [{ ...ZONE, ...over }], rules: zoneRules });
+    play(r.step, 0, 1000, () => [[1, PERSON, 400, 400]]);
+    play(r.step, 1000, 1300, () => []);
+    play(r.step, 1300, 5000, () => [[2, cls2, 410, 400]]);
+    return r;
+  };
+
+  it('off (default): the new id is a second entry, and the old id exits after the delay', () => {
+    const { a, alerts } = idSwitch({});
+    expect(alerts.map((x) => [x.event, x.trackId])).toEqual([['zone.enter', 1], ['zone.enter', 2], ['zone.exit', 1]]);
+    expect(a.report().zones.z).toMatchObject({ entered: 2, exited: 1, reidentified: 0 });
+  });
+
+  it('on: the new id continues the stay: no second entry, no exit of the old id, one inside', () => {
+    const { a, alerts, step } = idSwitch({ reentrySuppressMs: 1000 });
+    expect(alerts.map((x) => [x.event, x.trackId])).toEqual([['zone.enter', 1]]);
+    expect(a.report().zones.z).toMatchObject({ entered: 1, exited: 0, reidentified: 1, occupancy: 1 });
+    expect(step(5000, [])).toBe(1);
+  });
+
+  it('on, but the new id is of another class, or came after the window: a new entry', () => {
+    expect(idSwitch({ reentrySuppressMs: 1000 }, CAR).alerts.filter((x) => x.event === 'zone.enter')).toHaveLength(2);
+    // Id 2 enters at 1500 (3rd frame from 1300); id 1 was last seen at 900: 600 ms before.
+    expect(idSwitch({ reentrySuppressMs: 500 }).alerts.filter((x) => x.event === 'zone.enter')).toHaveLength(2);
+    expect(idSwitch({ reentrySuppressMs: 600 }).alerts.filter((x) => x.event === 'zone.enter')).toHaveLength(1);
+  });
+
+  it('on: two people inside at once both enter (the first is still seen)', () => {
+    const { alerts, step } = analyzer({ zones: [{ ...ZONE, reentrySuppressMs: 2000 }], rules: zoneRules });
+    play(step, 0, 1000, () => [[1, PERSON, 400, 400]]);
+    play(step, 1000, 2000, () => [[1, PERSON, 400, 400], [2, PERSON, 500, 400]]);
+    expect(alerts.filter((x) => x.event === 'zone.enter').map((x) => x.trackId)).toEqual([1, 2]);
+  });
+});
+
+describe('line forgetAfterMs', () => {
+  it('a track re-found after a gap counts its crossing only while its side is remembered', () => {
+    const crossings = (forgetAfterMs: number) => {
+      const { a, step } = analyzer({ lines: [{ ...GATE, forgetAfterMs }] });
+      play(step, 0, 500, () => [[1, PERSON, 300, 200]]); // above the line, last seen at 400
+      play(step, 500, 1500, () => []);
+      play(step, 1500, 2000, () => [[1, PERSON, 300, 300]]); // below: 1100 ms later
+      return a.report().lines.gate.in;
+    };
+    expect(crossings(2000)).toBe(1);
+    expect(crossings(1000)).toBe(0);
+  });
+});

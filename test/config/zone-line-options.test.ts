@@ -1,0 +1,54 @@
+/** Zone and line options in the pipeline YAML: the tracking knobs' defaults and checks, and the hint for pixel coordinates written without `units: pixel`. */
+import { describe, expect, it } from 'vitest';
+import { parseConfigText } from '../../src/config/load.js';
+import { PipelineSchema } from '../../src/config/schema.js';
+import { ArgusError, ErrorCodes } from '../../src/core/errors.js';
+
+const parse = (yaml: string) => parseConfigText(`sources:\n  - id: cam\n    uri: /x.mp4\n${yaml}`, PipelineSchema, 'p.yaml', {});
+const failure = (yaml: string): ArgusError => {
+  try {
+    parse(yaml);
+  } catch (e) {
+    return e as ArgusError;
+  }
+  throw new Error('expected an error');
+};
+/** The issue lines of a config error (after the "invalid configuration" line). */
+const issues = (e: ArgusError) => e.message.split('\n').slice(1);
+
+describe('pixel coordinates without units: pixel', () => {
+  it('a zone: one coded error naming the polygon, with the hint', () => {
+    const e = failure('    zones:\n      - {id: z, polygon: [[100, 300], [640, 300], [640, 480], [100, 480]]}\n');
+    expect(e).toBeInstanceOf(ArgusError);
+    expect(e.code).toBe(ErrorCodes.CONFIG);
+    expect(issues(e)).toEqual(['  sources[0].zones[0].polygon: coordinates look like pixels (e.g. [100, 300]) but units is fraction (0–1 of the frame); add `units: pixel` to this zone, or give fractions']);
+  });
+
+  it('a line: one error naming the line, with the hint', () => {
+    const e = failure('    lines:\n      - {id: gate, from: [0, 240], to: [640, 240]}\n');
+    expect(e.code).toBe(ErrorCodes.CONFIG);
+    expect(issues(e)).toEqual(['  sources[0].lines[0]: coordinates look like pixels (e.g. [0, 240]) but units is fraction (0–1 of the frame); add `units: pixel` to this line, or give fractions']);
+  });
+
+  it('the same points with units: pixel are accepted', () => {
+    const c = parse('    zones:\n      - {id: z, units: pixel, polygon: [[100, 300], [640, 300], [640, 480], [100, 480]]}\n    lines:\n      - {id: gate, units: pixel, from: [0, 240], to: [640, 240]}\n');
+    expect(c.sources[0].zones[0].units).toBe('pixel');
+  });
+});
+
+describe('zone and line tracking knobs', () => {
+  it('defaults: exit after 2000 ms unseen, exit by hold, no re-entry suppression; lines forget after 2000 ms', () => {
+    const c = parse('    zones:\n      - {id: z, polygon: [[0,0],[1,0],[1,1]]}\n    lines:\n      - {id: l, from: [0, 0.5], to: [1, 0.5]}\n');
+    expect(c.sources[0].zones[0]).toMatchObject({ exitDelayMs: 2000, exitOn: 'hold', reentrySuppressMs: 0 });
+    expect(c.sources[0].lines[0]).toMatchObject({ forgetAfterMs: 2000 });
+  });
+
+  it('re-entry suppression longer than the exit delay is refused, naming the field', () => {
+    const e = failure('    zones:\n      - {id: z, polygon: [[0,0],[1,0],[1,1]], exitDelayMs: 500, reentrySuppressMs: 800}\n');
+    expect(issues(e)).toEqual(['  sources[0].zones[0].reentrySuppressMs: reentrySuppressMs (800) must not exceed exitDelayMs (500): an unseen track is only remembered that long']);
+  });
+
+  it('an unknown exitOn is refused', () => {
+    expect(failure('    zones:\n      - {id: z, polygon: [[0,0],[1,0],[1,1]], exitOn: later}\n').message).toMatch(/sources\[0\]\.zones\[0\]\.exitOn/);
+  });
+});
