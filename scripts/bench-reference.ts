@@ -12,16 +12,22 @@
  * it, `node bin/argus.js detect --json --score S FILE…`. At each score (0.3, 0.5): exact (same
  * class, IoU ≥ 0.9, |score difference| ≤ 0.01) and agree (same class, IoU ≥ 0.5) as shares of
  * the reference detections, missing and extra detections, images with a difference; the
- * differences themselves go to stderr.
+ * differences themselves go to stderr. A control line per set: argus's inference, decoding and
+ * NMS (in this process) on the reference's own input tensors, so that what differs above and
+ * not there is argus's pre-processing.
  */
 import { execFile } from 'node:child_process';
-import { readdir, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { loadModelManifest } from '../src/assets/catalog.js';
 import { PACKAGE_ROOT } from '../src/assets/paths.js';
 import { isArgusError } from '../src/core/errors.js';
+import { Detector } from '../src/inference/detector.js';
 import {
   compareWithReference,
   detectArgs,
+  detectOnReferenceTensors,
   formatCounts,
   formatDifferences,
   parseBenchReferenceArgs,
@@ -62,21 +68,33 @@ async function main(): Promise<void> {
   const ref = await prepareReference('yolox-nano', log);
   log(`reference: ${ref.inputHeight}×${ref.inputWidth} input, NMS IoU ${ref.iouThreshold}, ${ref.classAgnostic ? 'class-agnostic' : 'class-aware'}`);
 
-  const results: { images: string; files: number; score: number; counts: ReferenceCounts; exactPct: number; agreePct: number; filesDiffering: number }[] = [];
-  for (const set of sets) {
-    if (!set.files.length) {
-      log(`${set.name}: no images`);
-      continue;
+  const detector = await Detector.load((await loadModelManifest('yolox-nano')).manifest, ref.model, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0 });
+  const tensors = await mkdtemp(join(tmpdir(), 'argus-bench-reference-'));
+  const results: { images: string; files: number; score: number; run: 'argus detect' | 'reference tensors'; counts: ReferenceCounts; exactPct: number; agreePct: number; filesDiffering: number }[] = [];
+  try {
+    for (const set of sets) {
+      if (!set.files.length) {
+        log(`${set.name}: no images`);
+        continue;
+      }
+      for (const score of REFERENCE_SCORES) {
+        const reference = await runReference({ ...ref, score, tensors }, set.files);
+        const runs = [
+          { run: 'argus detect' as const, argus: parseDetectOutput(await argusDetect(set.files, score)) },
+          { run: 'reference tensors' as const, argus: await detectOnReferenceTensors(detector, reference, tensors, score) },
+        ];
+        for (const { run, argus } of runs) {
+          const c = compareWithReference(reference, argus);
+          const diff = formatDifferences(c, ref.labels);
+          if (diff) process.stderr.write(`${set.name} at score ${score}, ${run}:\n${diff}\n`);
+          console.log(`${set.name} (${set.files.length} images), score ${score}, ${run}: ${formatCounts(c.counts)}; ${c.files.length} image(s) differ`);
+          results.push({ images: set.name, files: set.files.length, score, run, counts: c.counts, exactPct: percentOf(c.counts.exact, c.counts), agreePct: percentOf(c.counts.agree, c.counts), filesDiffering: c.files.length });
+        }
+      }
     }
-    for (const score of REFERENCE_SCORES) {
-      const reference = await runReference({ ...ref, score }, set.files);
-      const argus = parseDetectOutput(await argusDetect(set.files, score));
-      const c = compareWithReference(reference, argus);
-      const diff = formatDifferences(c, ref.labels);
-      if (diff) process.stderr.write(`${set.name} at score ${score}:\n${diff}\n`);
-      console.log(`${set.name} (${set.files.length} images), score ${score}: ${formatCounts(c.counts)}; ${c.files.length} image(s) differ`);
-      results.push({ images: set.name, files: set.files.length, score, counts: c.counts, exactPct: percentOf(c.counts.exact, c.counts), agreePct: percentOf(c.counts.agree, c.counts), filesDiffering: c.files.length });
-    }
+  } finally {
+    await detector.release();
+    await rm(tensors, { recursive: true, force: true });
   }
   if (o.json) await writeFile(o.json, `${JSON.stringify({ reference: { inputHeight: ref.inputHeight, inputWidth: ref.inputWidth, iouThreshold: ref.iouThreshold, classAgnostic: ref.classAgnostic }, results }, null, 2)}\n`);
 }

@@ -25,12 +25,12 @@ or above 0.1 and then that filter keeps what NMS over the rows at or above --sco
 lower-scored row never suppresses a higher one).
 
 Prints JSON on stdout:
-  {"files": [{"file": PATH as given, "width": W, "height": H,
+  {"files": [{"file": PATH as given, "width": W, "height": H, "ratio": preproc's ratio,
               "detections": [{"classId": C, "score": S, "box": [x1, y1, x2, y2]}]}]}
 detections in the order multiclass_nms returns them (by class, then by score).
 
 Usage: python yolox_reference.py --demo VENV/yolox-demo --model MODEL.onnx --score 0.3 \
-         [--input-shape 416,416] [--nms 0.45] [--class-agnostic] FILE...
+         [--input-shape 416,416] [--nms 0.45] [--class-agnostic] [--tensors DIR] FILE...
 """
 import argparse
 import json
@@ -53,6 +53,7 @@ def main():
     ap.add_argument("--input-shape", help="height,width (the demo's --input_shape); default: the model's input")
     ap.add_argument("--nms", type=float, default=0.45, help="multiclass_nms's nms_thr")
     ap.add_argument("--class-agnostic", action="store_true", help="multiclass_nms class_agnostic=True (argus: postprocess.classAgnostic)")
+    ap.add_argument("--tensors", help="also write each image's input tensor (preproc's output, float32 CHW) to DIR/N.f32, N its index in FILE...")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
 
@@ -72,6 +73,8 @@ def main():
             print(f"yolox_reference.py: {path}: cv2.imread could not read it", file=sys.stderr)
             sys.exit(2)
         img, ratio = preproc(origin_img, input_shape)
+        if args.tensors:
+            img.tofile(os.path.join(args.tensors, f"{len(out)}.f32"))
         output = session.run(None, {inp.name: img[None, :, :, :]})
         predictions = demo_postprocess(output[0], input_shape)[0]
 
@@ -93,7 +96,7 @@ def main():
                 if score < args.score:  # vis(…, conf=score_thr) skips these
                     continue
                 detections.append({"classId": int(row[5]), "score": score, "box": [float(v) for v in row[:4]]})
-        out.append({"file": path, "width": int(origin_img.shape[1]), "height": int(origin_img.shape[0]), "detections": detections})
+        out.append({"file": path, "width": int(origin_img.shape[1]), "height": int(origin_img.shape[0]), "ratio": float(ratio), "detections": detections})
 
     json.dump({"files": out}, sys.stdout)
     sys.stdout.write("\n")

@@ -1,10 +1,15 @@
 import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { loadModelManifest, resolveModelFile } from '../assets/catalog.js';
 import { PACKAGE_ROOT } from '../assets/paths.js';
 import { PostprocessSchema } from '../config/schema.js';
 import { ArgusError, ErrorCodes, type ErrorCode } from '../core/errors.js';
+import { unletterboxXyxy } from '../core/geometry.js';
+import type { Detector } from '../inference/detector.js';
+import { Candidates } from '../models/decoder.js';
+import { selectDetections } from '../postprocess/select.js';
 import { checkYoloxDemo } from './peer.js';
 
 /**
@@ -27,6 +32,8 @@ export interface FileDetections {
   file: string;
   width: number;
   height: number;
+  /** The reference's letterbox scale (preproc's ratio). */
+  ratio?: number;
   detections: RefDetection[];
 }
 
@@ -122,7 +129,19 @@ export function matchDetections(reference: readonly RefDetection[], argus: reado
   return { pairs, missing, extra: argus.filter((_, j) => !taken[j]) };
 }
 
-/** Compares argus's detections with the reference's, image by image (matched by `file`). */
+/** A detection with its box clamped to the picture (0…width, 0…height), as argus maps boxes back to source pixels. */
+export function clampToPicture(d: RefDetection, width: number, height: number): RefDetection {
+  const [x1, y1, x2, y2] = d.box;
+  const cx = (v: number) => Math.min(Math.max(v, 0), width);
+  const cy = (v: number) => Math.min(Math.max(v, 0), height);
+  return { ...d, box: [cx(x1), cy(y1), cx(x2), cy(y2)] };
+}
+
+/**
+ * Compares argus's detections with the reference's, image by image (matched by `file`). The
+ * demo leaves boxes past the picture's edge as the model put them; argus clamps them to the
+ * picture, so reference boxes are clamped the same way before matching.
+ */
 export function compareWithReference(reference: readonly FileDetections[], argus: readonly FileDetections[]): ReferenceComparison {
   const byFile = new Map(argus.map((f) => [f.file, f]));
   const counts: ReferenceCounts = { reference: 0, argus: 0, exact: 0, agree: 0, missing: 0, extra: 0 };
@@ -131,7 +150,10 @@ export function compareWithReference(reference: readonly FileDetections[], argus
   for (const ref of reference) {
     seen.add(ref.file);
     const mine = byFile.get(ref.file);
-    const m = matchDetections(ref.detections, mine?.detections ?? []);
+    const m = matchDetections(
+      ref.detections.map((d) => clampToPicture(d, ref.width, ref.height)),
+      mine?.detections ?? [],
+    );
     counts.reference += ref.detections.length;
     counts.argus += mine?.detections.length ?? 0;
     counts.agree += m.pairs.length;
@@ -179,7 +201,7 @@ export function formatCounts(c: ReferenceCounts): string {
 
 const Box = z.tuple([z.number(), z.number(), z.number(), z.number()]);
 const Detection = z.object({ classId: z.number().int(), label: z.string().optional(), score: z.number(), box: Box });
-const ReferenceOutput = z.object({ files: z.array(z.object({ file: z.string(), width: z.number(), height: z.number(), detections: z.array(Detection) })) });
+const ReferenceOutput = z.object({ files: z.array(z.object({ file: z.string(), width: z.number(), height: z.number(), ratio: z.number().optional(), detections: z.array(Detection) })) });
 const DetectOutput = z.object({
   model: z.string().optional(),
   files: z.array(z.object({ file: z.string(), width: z.number(), height: z.number(), frames: z.array(z.object({ index: z.number(), pts: z.number().nullable().optional(), detections: z.array(Detection) })) })),
@@ -226,13 +248,15 @@ export interface ReferenceSettings {
   iouThreshold: number;
   /** argus's postprocess.classAgnostic. */
   classAgnostic: boolean;
+  /** A folder where the reference also writes each image's input tensor (N.f32, N the image's index). */
+  tensors?: string;
 }
 
 /** The command (python, arguments) that runs the reference on `files`. */
 export function referenceCommand(s: ReferenceSettings, files: readonly string[]): [string, string[]] {
   return [
     join(s.venv, 'bin', 'python'),
-    [REFERENCE_SCRIPT, '--demo', join(s.venv, 'yolox-demo'), '--model', s.model, '--score', String(s.score), '--input-shape', `${s.inputHeight},${s.inputWidth}`, '--nms', String(s.iouThreshold), ...(s.classAgnostic ? ['--class-agnostic'] : []), ...files],
+    [REFERENCE_SCRIPT, '--demo', join(s.venv, 'yolox-demo'), '--model', s.model, '--score', String(s.score), '--input-shape', `${s.inputHeight},${s.inputWidth}`, '--nms', String(s.iouThreshold), ...(s.classAgnostic ? ['--class-agnostic'] : []), ...(s.tensors ? ['--tensors', s.tensors] : []), ...files],
   ];
 }
 
@@ -273,6 +297,35 @@ export async function prepareReference(manifestRef = 'yolox-nano', log?: (m: str
 export async function runReference(s: ReferenceSettings, files: readonly string[]): Promise<FileDetections[]> {
   const [python, args] = referenceCommand(s, files);
   return parseReferenceOutput(await output(python, args, ErrorCodes.MODEL_LOAD, 'scripts/reference/yolox_reference.py'));
+}
+
+/**
+ * argus's model run, decoding and NMS (postprocess defaults, `score`) on the reference's own
+ * input tensors (written by runReference with `tensors`), boxes mapped back with the
+ * reference's ratio and clamped to the picture as argus does: what argus detects when its
+ * pre-processing is taken out of the comparison.
+ */
+export async function detectOnReferenceTensors(detector: Detector, reference: readonly FileDetections[], tensors: string, score: number): Promise<FileDetections[]> {
+  const post = PostprocessSchema.parse({ scoreThreshold: score });
+  const decoder = detector.decoder;
+  const candidates = new Candidates(decoder.maxCandidates);
+  const input = detector.createInput();
+  const out: FileDetections[] = [];
+  for (const [i, f] of reference.entries()) {
+    if (f.ratio === undefined) throw new ArgusError(ErrorCodes.CONFIG, `scripts/reference/yolox_reference.py: ${f.file}: no ratio in its output`);
+    const bytes = await readFile(join(tensors, `${i}.f32`));
+    if (bytes.byteLength !== input.data.byteLength) throw new ArgusError(ErrorCodes.MODEL_SHAPE, `${join(tensors, `${i}.f32`)}: ${bytes.byteLength} bytes, the model's input is ${input.data.byteLength}`);
+    input.data.set(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4));
+    const output = await detector.run(input);
+    const n = decoder.decode(output.outputs, output.batchIndex, post.scoreThreshold, candidates);
+    const d = selectDetections(candidates, n, { ...post, iouThreshold: decoder.nmsInGraph ? 1 : post.iouThreshold, numClasses: detector.labels.length });
+    const lb = { srcWidth: f.width, srcHeight: f.height, dstWidth: detector.inputWidth, dstHeight: detector.inputHeight, scale: f.ratio, scaledWidth: Math.trunc(f.width * f.ratio), scaledHeight: Math.trunc(f.height * f.ratio), padX: 0, padY: 0 };
+    unletterboxXyxy(d.xyxy, d.length, lb);
+    const detections: RefDetection[] = [];
+    for (let r = 0; r < d.length; r++) detections.push({ classId: d.classId[r], label: detector.labels[d.classId[r]], score: d.confidence[r], box: [d.xyxy[r * 4], d.xyxy[r * 4 + 1], d.xyxy[r * 4 + 2], d.xyxy[r * 4 + 3]] });
+    out.push({ file: f.file, width: f.width, height: f.height, detections });
+  }
+  return out;
 }
 
 /** The arguments of bin/argus.js that run argus on `files` at `score`. */

@@ -83,6 +83,14 @@ describe('reference matcher', () => {
     ]);
   });
 
+  it('reference boxes past the picture are clamped to it before matching, as argus clamps its own', () => {
+    // The demo's box runs 40 px past the right edge of a 640-wide picture; argus's stops at 640.
+    const ref = det(0, 0.8, [560, 100, 680, 300]);
+    const c = compareWithReference([file('a.jpg', [ref])], [file('a.jpg', [det(0, 0.8, [560, 100, 640, 300])])]);
+    expect(c.counts.exact).toBe(1);
+    expect(boxIou(ref.box, [560, 100, 640, 300])).toBeLessThan(0.9);
+  });
+
   it('percentages are of the reference detections', () => {
     const c = compareWithReference([file('a.jpg', [person, car])], [file('a.jpg', [person])]);
     expect(percentOf(c.counts.exact, c.counts)).toBe(50);
@@ -117,6 +125,7 @@ describe('reference outputs and commands', () => {
     expect(py).toBe('/v/bin/python');
     expect(args.slice(1)).toEqual(['--demo', '/v/yolox-demo', '--model', '/m.onnx', '--score', '0.3', '--input-shape', '416,416', '--nms', '0.45', 'a.jpg']);
     expect(referenceCommand({ venv: '/v', model: '/m.onnx', inputHeight: 416, inputWidth: 416, score: 0.5, iouThreshold: 0.45, classAgnostic: true }, [])[1]).toContain('--class-agnostic');
+    expect(referenceCommand({ venv: '/v', model: '/m.onnx', inputHeight: 416, inputWidth: 416, score: 0.5, iouThreshold: 0.45, classAgnostic: false, tensors: '/t' }, ['a.jpg'])[1].slice(-3)).toEqual(['--tensors', '/t', 'a.jpg']);
     expect(detectArgs(['a.jpg', 'b.jpg'], 0.5)).toEqual(['detect', '--json', '--score', '0.5', 'a.jpg', 'b.jpg']);
   });
 

@@ -1,9 +1,12 @@
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadModelManifest } from '../../src/assets/catalog.js';
 import {
   compareWithReference,
   detectArgs,
+  detectOnReferenceTensors,
   formatCounts,
   formatDifferences,
   parseDetectOutput,
@@ -12,6 +15,7 @@ import {
   runReference,
   type ReferenceComparison,
 } from '../../src/bench/reference.js';
+import { Detector } from '../../src/inference/detector.js';
 import { MIRROR } from '../helpers/assets.js';
 import { ARGUS, MODEL_RUN_TIMEOUT_MS, runCommand } from '../helpers/cli.js';
 
@@ -34,7 +38,11 @@ beforeAll(async () => {
   ref = await prepareReference('yolox-nano', (m) => console.log(`reference setup: ${m}`));
 }, MODEL_RUN_TIMEOUT_MS);
 
-async function compareAt(score: number): Promise<{ c: ReferenceComparison; report: string }> {
+function report(c: ReferenceComparison, score: number): string {
+  return `score ${score}: ${formatCounts(c.counts)}\n${formatDifferences(c, ref.labels)}`;
+}
+
+async function compareAt(score: number): Promise<{ c: ReferenceComparison; message: string }> {
   const reference = await runReference({ ...ref, score }, FILES);
   const run = await runCommand('node', [ARGUS, ...detectArgs(FILES, score)]);
   expect(run.code, `argus detect failed:\n${run.stderr}`).toBe(0);
@@ -42,7 +50,7 @@ async function compareAt(score: number): Promise<{ c: ReferenceComparison; repor
   // Without reference detections on every image the figures would say nothing.
   expect(reference.map((f) => f.file)).toEqual(FILES);
   expect(c.counts.reference).toBeGreaterThan(FILES.length);
-  return { c, report: `score ${score}: ${formatCounts(c.counts)}\n${formatDifferences(c, ref.labels)}` };
+  return { c, message: report(c, score) };
 }
 
 describe('argus matches the official YOLOX ONNX Runtime demo on the shared images', () => {
@@ -50,13 +58,36 @@ describe('argus matches the official YOLOX ONNX Runtime demo on the shared image
     expect(FILES.length).toBeGreaterThanOrEqual(10);
   });
 
+  // The control: with pre-processing taken out (argus runs on the reference's own input
+  // tensors), argus's inference, decoding and NMS must give the reference's detections, so a
+  // failure below is argus's pre-processing (or the CLI), not the comparison.
+  describe('on the reference input tensors', () => {
+    let detector: Detector;
+    let tensors: string;
+    beforeAll(async () => {
+      tensors = mkdtempSync(join(tmpdir(), 'argus-reference-'));
+      detector = await Detector.load((await loadModelManifest('yolox-nano')).manifest, ref.model, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0 });
+    }, MODEL_RUN_TIMEOUT_MS);
+    afterAll(async () => {
+      await detector?.release();
+      if (tensors) rmSync(tensors, { recursive: true, force: true });
+    });
+
+    it('argus decodes exactly what the reference does: every detection exact at score 0.3', async () => {
+      const reference = await runReference({ ...ref, score: 0.3, tensors }, FILES);
+      const c = compareWithReference(reference, await detectOnReferenceTensors(detector, reference, tensors, 0.3));
+      expect(c.counts.reference).toBeGreaterThan(FILES.length);
+      expect(c.counts, report(c, 0.3)).toMatchObject({ exact: c.counts.reference, missing: 0, extra: 0 });
+    });
+  });
+
   it('at score 0.3, at least 99 % of the reference detections are exact (same class, IoU ≥ 0.9, score within 0.01)', async () => {
-    const { c, report } = await compareAt(0.3);
-    expect(percentOf(c.counts.exact, c.counts), report).toBeGreaterThanOrEqual(99);
+    const { c, message } = await compareAt(0.3);
+    expect(percentOf(c.counts.exact, c.counts), message).toBeGreaterThanOrEqual(99);
   });
 
   it('at score 0.5, no reference detection is missing and argus has none extra', async () => {
-    const { c, report } = await compareAt(0.5);
-    expect({ missing: c.counts.missing, extra: c.counts.extra }, report).toEqual({ missing: 0, extra: 0 });
+    const { c, message } = await compareAt(0.5);
+    expect({ missing: c.counts.missing, extra: c.counts.extra }, message).toEqual({ missing: 0, extra: 0 });
   });
 });
