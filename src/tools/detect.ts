@@ -155,7 +155,7 @@ export async function runDetect(files: readonly string[], options: DetectOptions
       const target = options.out ? outPath(options.out, file, many, video) : undefined;
       const entry: JsonFile = { file, width: 0, height: 0, frames: [] };
       const handle = async (frame: RawFrame, writeFrame?: (annotated: Buffer) => Promise<void>) => {
-        const d = await fd.detect(frame);
+        const { detections: d } = await fd.detect(frame);
         entry.width = frame.width;
         entry.height = frame.height;
         entry.frames.push({ index: frame.index, pts: frame.pts, detections: toJson(d, labels) });

@@ -1,7 +1,6 @@
 import { lastValueFrom, of, type OperatorFunction } from 'rxjs';
 import { PipelineSchema, type ModelRefConfig, type PipelineConfig, type PostprocessConfig } from '../config/schema.js';
 import { now } from '../core/clock.js';
-import type { Detections } from '../core/detections.js';
 import { emptyStamps, type Frame } from '../core/frame.js';
 import { letterbox } from '../core/geometry.js';
 import type { LogFn } from '../core/log.js';
@@ -54,15 +53,14 @@ export class FrameDetector {
     this.post = postprocess(detector.decoder, detector.labels.length, options);
   }
 
-  /** Detections of one packed RGB frame, in its pixels. */
-  async detect(f: RawFrame): Promise<Detections> {
+  /** Detections of one packed RGB frame, in its pixels, with the pipeline frame they belong to (its letterbox maps from the full size). */
+  async detect(f: RawFrame, source = 'tool'): Promise<DetectedFrame> {
     const d = this.detector;
     const lb = letterbox(f.width, f.height, d.inputWidth, d.inputHeight, d.align);
     const tensor = this.tensors.acquire();
     letterboxTensor(f.data, f.width, f.height, 'rgb', lb, tensor.data, { modelOrder: d.manifest.preprocess.channelOrder, normalize: d.normalize, padValue: d.padValue });
-    const frame: Frame = { source: 'tool', seq: f.index, pts: f.pts, data: f.data, letterbox: lb, stamps: emptyStamps(now()), producedBy: 'captured', release: () => {} };
+    const frame: Frame = { source, seq: f.index, pts: f.pts, data: f.data, letterbox: lb, stamps: emptyStamps(now()), producedBy: 'captured', release: () => {} };
     frame.stamps.preprocessed = now();
-    const out = await lastValueFrom(of({ frame, tensor }).pipe(this.run, this.post));
-    return out.detections;
+    return lastValueFrom(of({ frame, tensor }).pipe(this.run, this.post));
   }
 }

@@ -1,0 +1,150 @@
+import { writeFile } from 'node:fs/promises';
+import { Subject } from 'rxjs';
+import { analyze, type FrameResult } from '../analytics/analyze.js';
+import { SourceAnalyzer } from '../analytics/analyzer.js';
+import { drawOverlay, encodeImage, lineLabel, zoneLabel } from '../annotate/draw.js';
+import { sceneOf, type Scene } from '../annotate/scene.js';
+import { loadPipeline } from '../config/load.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
+import type { LogFn } from '../core/log.js';
+import type { Point } from '../core/polygon.js';
+import { pipelineBaseDir, resolveSourceUrl } from '../pipeline/pipeline.js';
+import type { DetectedFrame } from '../postprocess/postprocess.js';
+import { sourceKind } from '../sources/ffmpeg-args.js';
+import { describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
+import { track } from '../tracking/track.js';
+import { videoFrames, type RawFrame } from './frames.js';
+import { FrameDetector, loadToolDetector } from './model.js';
+
+export interface PreviewOptions {
+  /** Source id (default: the first source). */
+  source?: string;
+  /** Seconds into the source (files; default 0). */
+  at?: number;
+  /** The PNG (or JPEG, by extension) to write. */
+  out: string;
+  log?: LogFn;
+  /** Where the report goes (default stdout). */
+  write?: (text: string) => void;
+}
+
+export interface PreviewResult {
+  source: string;
+  /** Time of the frame drawn, seconds into the source. */
+  at: number;
+  width: number;
+  height: number;
+  scene: Scene;
+  /** The frame's detections (tracked ones with their id). */
+  result: FrameResult;
+}
+
+/** Seconds of video before `--at` run through detection and tracking, so tracks exist on the frame drawn… */
+const HISTORY_S = 2;
+/** …but at most this many frames (a 30 fps source gets the last 0.67 s). */
+const HISTORY_FRAMES = 20;
+
+const px = (p: Point) => `[${Math.round(p[0])}, ${Math.round(p[1])}]`;
+
+/**
+ * `argus preview PIPELINE.yaml`: one frame of a source at `--at` seconds, at full resolution
+ * (ffmpeg), with that frame's detections and tracks (the frames of the 2 s before it run
+ * through detection, tracking and the source's rules as the pipeline runs them), the zones and
+ * lines placed by the pipeline's own analyzer with their class filters and the lines' `in`
+ * direction, drawn into a PNG; prints the zones' and lines' pixel coordinates.
+ */
+export async function runPreview(file: string, options: PreviewOptions): Promise<PreviewResult> {
+  const write = options.write ?? ((s: string) => void process.stdout.write(s));
+  const log: LogFn = (m, f, level) => (level === 'warn' || level === 'error' ? options.log?.(m, f, level) : undefined);
+  const config = await loadPipeline(file);
+  const baseDir = pipelineBaseDir(file);
+  const index = options.source === undefined ? 0 : config.sources.findIndex((s) => s.id === options.source);
+  if (index < 0) throw new ArgusError(ErrorCodes.CONFIG, `preview --source ${options.source}: no such source in ${file} (sources: ${config.sources.map((s) => s.id).join(', ')})`);
+  const src = config.sources[index];
+  const at = options.at ?? 0;
+  if (!(at >= 0)) throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${options.at}: expected seconds ≥ 0`);
+
+  const loading = loadToolDetector({ manifest: config.model.manifest, path: config.model.path }, { baseDir, log, base: config.model });
+  loading.catch(() => undefined); // awaited below
+  let ffmpegPath: string;
+  let url: string;
+  try {
+    ffmpegPath = (config.ffmpegPath ? await describeFfmpeg(config.ffmpegPath, 'config ffmpegPath') : await resolveFfmpeg()).path;
+    url = await resolveSourceUrl(src, baseDir, ffmpegPath, (m) => log(m));
+  } catch (e) {
+    await loading.then((d) => d.release(), () => undefined);
+    throw e;
+  }
+  const detector = await loading;
+  try {
+    const file_ = sourceKind(url) === 'file';
+    if (!file_ && at > 0) throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${at}: source "${src.id}" is a live stream (${sourceKind(url)}); --at applies to files`);
+    const tracking = config.tracking.enabled;
+    const start = tracking ? Math.max(0, at - HISTORY_S) : at;
+    // Built before any frame, so an unknown class label fails naming the field.
+    const analyzer = new SourceAnalyzer(src, detector.labels, `sources[${index}]`);
+    const fd = new FrameDetector(detector, config.postprocess);
+
+    // The pipeline's tracking and rules operators, fed one detected frame at a time.
+    let fps: number | undefined = src.fps;
+    const detected = new Subject<DetectedFrame>();
+    let last: FrameResult | undefined;
+    let failed: unknown;
+    detected.pipe(track(config.tracking, () => fps), analyze(analyzer)).subscribe({ next: (r) => (last = r), error: (e) => (failed = e) });
+
+    let durationS: number | undefined;
+    let skip = 0;
+    let lastFrame: RawFrame | undefined;
+    const frames = videoFrames({
+      ffmpegPath,
+      url,
+      start,
+      // Up to and including the frame shown at `at` (live: the first 2 s).
+      duration: file_ ? at - start + 1e-3 : tracking ? HISTORY_S : 1e-3,
+      fps: src.fps,
+      onDuration: (s) => (durationS = s),
+      onInfo: (i) => {
+        fps ??= i.fps;
+        if (fps) skip = Math.max(0, Math.floor((at - start) * fps + 1e-6) + 1 - HISTORY_FRAMES);
+      },
+    });
+    for await (const f of frames) {
+      if (durationS !== undefined && file_ && at > durationS) break;
+      if (f.index < skip) continue;
+      detected.next(await fd.detect(f, src.id));
+      if (failed) throw failed;
+      lastFrame = f;
+    }
+    if (file_ && durationS !== undefined && at > durationS) {
+      throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${at}: beyond the end of source "${src.id}" (${url}), which lasts ${durationS.toFixed(2)} s`);
+    }
+    if (!lastFrame || !last) {
+      throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${at}: source "${src.id}" (${url}) has no frame there${durationS !== undefined ? ` (it lasts ${durationS.toFixed(2)} s)` : ''}`);
+    }
+
+    // Zones and lines where the analyzer placed them (on the first frame's size).
+    const scene = sceneOf(analyzer);
+    const shownAt = start + lastFrame.pts;
+    const d = last.detections;
+    const tracked = d.trackerId ? d.trackerId.filter((t) => t >= 0).length : 0;
+    const image = { data: lastFrame.data, width: lastFrame.width, height: lastFrame.height, order: 'rgb' as const };
+    const panel = [`${src.id} at ${shownAt.toFixed(2)} s: ${d.length} detection${d.length === 1 ? '' : 's'}${tracking ? `, ${tracked} tracked` : ''}`];
+    const drawn = await drawOverlay(image, { detections: d, labels: detector.labels, scene, panel });
+    await writeFile(options.out, await encodeImage({ ...image, data: drawn }, /\.jpe?g$/i.test(options.out) ? 'jpeg' : 'png'));
+
+    const lines = [`${options.out}: source "${src.id}" at ${shownAt.toFixed(2)} s, ${lastFrame.width}x${lastFrame.height}`];
+    for (const z of scene.zones) lines.push(`zone ${zoneLabel(z)}: polygon ${z.polygon.map(px).join(' ')} (pixels)`);
+    for (const l of scene.lines) lines.push(`line ${lineLabel(l)}: from ${px(l.from)} to ${px(l.to)} (pixels); "in" crosses from the right of from→to to its left (the green arrow)`);
+    if (!scene.zones.length && !scene.lines.length) lines.push('no zones or lines in this source');
+    lines.push(`${d.length} detection${d.length === 1 ? '' : 's'}${tracking ? ` (${tracked} tracked, from ${(start + (skip && fps ? skip / fps : 0)).toFixed(2)} s)` : ''}`);
+    for (let i = 0; i < d.length; i++) {
+      const id = d.trackerId && d.trackerId[i] >= 0 ? `#${d.trackerId[i]} ` : '';
+      const b = Array.from(d.xyxy.subarray(i * 4, i * 4 + 4), (v) => Math.round(v));
+      lines.push(`  ${`${id}${detector.labels[d.classId[i]] ?? d.classId[i]}`.padEnd(18)} ${d.confidence[i].toFixed(2)}  [${b.join(', ')}]`);
+    }
+    write(`${lines.join('\n')}\n`);
+    return { source: src.id, at: shownAt, width: lastFrame.width, height: lastFrame.height, scene, result: last };
+  } finally {
+    await detector.release();
+  }
+}
