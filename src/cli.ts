@@ -181,6 +181,22 @@ program
   });
 
 program
+  .command('preview')
+  .description('draw one frame of a source with its zones, lines (and their in direction), class filters, detections and tracks into a PNG')
+  .argument('<pipeline>', 'pipeline YAML file')
+  .requiredOption('--out <file>', 'PNG (or JPEG, by extension) to write')
+  .option('--source <id>', 'source id (default: the first)')
+  .option('--at <seconds>', 'time in the source, seconds (default 0)', (v: string) => {
+    const n = Number(v);
+    if (!(n >= 0)) throw new InvalidArgumentError('expected seconds, 0 or more');
+    return n;
+  })
+  .action(async (file: string, opts: { out: string; source?: string; at?: number }) => {
+    const { runPreview } = await import('./tools/preview.js');
+    await runPreview(file, { ...opts, log });
+  });
+
+program
   .command('assets')
   .description('fetch (or verify) the default model and the demo videos into the cache')
   .action(async () => {
