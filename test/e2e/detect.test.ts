@@ -1,0 +1,129 @@
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import sharp from 'sharp';
+import { describe, expect, it } from 'vitest';
+import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
+import type { DetectOutput } from '../../src/tools/detect.js';
+import { MIRROR } from '../helpers/assets.js';
+import { ARGUS, MODEL_RUN_TIMEOUT_MS, runCommand } from '../helpers/cli.js';
+
+// Each test runs the CLI with the real model: the bound only ends a hang; nothing here asserts on speed.
+const TIMEOUT = MODEL_RUN_TIMEOUT_MS + 60_000;
+const argus = (args: string[]) => runCommand(process.execPath, [ARGUS, ...args]);
+const tmp = () => mkdtempSync(join(tmpdir(), 'argus-detect-'));
+
+const TV_ROOM = `${MIRROR}/images/000000000139.jpg`; // a living room: a tv, chairs, people
+const STREET = `${MIRROR}/images/000000001268.jpg`; // people in a street
+const GIF = `${MIRROR}/streams/bolt-multi-size-detection.gif`; // 480x270, 15 fps, 37 frames
+
+async function decoded(path: string) {
+  return sharp(path).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+}
+
+describe('argus detect --json (real model)', () => {
+  it('prints exactly one JSON document: model, then per file its size and one frame of detections in source pixels', async () => {
+    const r = await argus(['detect', '--json', TV_ROOM, STREET]);
+    expect(r.stderr).not.toMatch(/argus: /);
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.stdout) as DetectOutput; // throws on anything but one document
+    expect(doc.model).toBe('yolox-nano');
+    expect(doc.files.map((f) => f.file)).toEqual([TV_ROOM, STREET]);
+    for (const f of doc.files) {
+      const meta = await sharp(f.file).metadata();
+      expect([f.width, f.height]).toEqual([meta.width, meta.height]);
+      expect(f.frames).toHaveLength(1);
+      expect(f.frames[0]).toMatchObject({ index: 0, pts: 0 });
+      for (const d of f.frames[0].detections) {
+        expect(Object.keys(d).sort()).toEqual(['box', 'classId', 'label', 'score']);
+        expect(d.score).toBeGreaterThanOrEqual(0.3);
+        const [x1, y1, x2, y2] = d.box;
+        expect(x1).toBeGreaterThanOrEqual(0);
+        expect(y1).toBeGreaterThanOrEqual(0);
+        expect(x2).toBeLessThanOrEqual(f.width);
+        expect(y2).toBeLessThanOrEqual(f.height);
+        expect(x2).toBeGreaterThan(x1);
+        expect(y2).toBeGreaterThan(y1);
+      }
+    }
+    const labels = (i: number) => doc.files[i].frames[0].detections.map((d) => d.label);
+    expect(labels(0)).toContain('tv');
+    expect(labels(1).filter((l) => l === 'person').length).toBeGreaterThanOrEqual(3);
+    // Scores and boxes are printed as computed, not rounded.
+    const values = doc.files.flatMap((f) => f.frames[0].detections.flatMap((d) => [d.score, ...d.box]));
+    expect(values.filter((v) => !Number.isInteger(v * 1000)).length).toBeGreaterThan(values.length / 2);
+  }, TIMEOUT);
+
+  it('--score raises the threshold: only the detections at or above it remain', async () => {
+    const [all, high] = await Promise.all([argus(['detect', '--json', STREET]), argus(['detect', '--json', '--score', '0.6', STREET])]);
+    expect(high.code).toBe(0);
+    const dets = (out: string) => (JSON.parse(out) as DetectOutput).files[0].frames[0].detections;
+    const kept = dets(all.stdout).filter((d) => d.score >= 0.6);
+    expect(kept.length).toBeGreaterThan(0);
+    expect(kept.length).toBeLessThan(dets(all.stdout).length);
+    expect(dets(high.stdout).map((d) => [d.label, d.score])).toEqual(kept.map((d) => [d.label, d.score]));
+  }, TIMEOUT);
+
+  it('a GIF gives one entry per frame, with its index and time', async () => {
+    const r = await argus(['detect', '--json', GIF]);
+    expect(r.code).toBe(0);
+    const f = (JSON.parse(r.stdout) as DetectOutput).files[0];
+    expect([f.width, f.height]).toEqual([480, 270]);
+    expect(f.frames).toHaveLength(37);
+    f.frames.forEach((fr, i) => {
+      expect(fr.index).toBe(i);
+      expect(fr.pts).toBeCloseTo(i / 15, 6);
+    });
+  }, TIMEOUT);
+});
+
+describe('argus detect: table and annotated copies (real model)', () => {
+  it('prints a table per image and writes an annotated PNG of the same size that differs on the boxes only', async () => {
+    const out = join(tmp(), 'room.png');
+    const r = await argus(['detect', TV_ROOM, '--out', out]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`${TV_ROOM}  640x426`);
+    expect(r.stdout).toMatch(/^\s+tv\s+0\.\d\d\s+\[[\d.]+, [\d.]+, [\d.]+, [\d.]+\]$/m);
+    expect(r.stdout).toContain(`annotated: ${out}`);
+    const [src, ann] = await Promise.all([decoded(TV_ROOM), decoded(out)]);
+    expect([ann.info.width, ann.info.height, ann.info.format]).toEqual([640, 426, 'raw']);
+    // The detections, to find a box edge.
+    const doc = JSON.parse((await argus(['detect', '--json', TV_ROOM])).stdout) as DetectOutput;
+    const tv = doc.files[0].frames[0].detections.find((d) => d.label === 'tv')!;
+    const x = Math.round(tv.box[0]);
+    let changedOnEdge = 0;
+    for (let y = Math.ceil(tv.box[1]) + 20; y < Math.floor(tv.box[3]); y++) {
+      const o = (y * 640 + x) * 3;
+      if (Math.abs(ann.data[o] - src.data[o]) + Math.abs(ann.data[o + 1] - src.data[o + 1]) + Math.abs(ann.data[o + 2] - src.data[o + 2]) > 30) changedOnEdge++;
+    }
+    expect(changedOnEdge).toBeGreaterThan((tv.box[3] - tv.box[1] - 20) * 0.8);
+    // Most of the picture is the input's (PNG is lossless; only outlines and labels are drawn).
+    let same = 0;
+    for (let i = 0; i < src.data.length; i += 3) if (src.data[i] === ann.data[i] && src.data[i + 1] === ann.data[i + 1] && src.data[i + 2] === ann.data[i + 2]) same++;
+    expect(same / (src.data.length / 3)).toBeGreaterThan(0.6);
+  }, TIMEOUT);
+
+  it('with several files, --out is a folder of annotated copies; a GIF becomes an MP4 of its size and frame count', async () => {
+    const dir = join(tmp(), 'out');
+    const r = await argus(['detect', STREET, GIF, '--out', dir]);
+    expect(r.code).toBe(0);
+    expect(readdirSync(dir).sort()).toEqual(['000000001268.jpg', 'bolt-multi-size-detection.mp4']);
+    expect((await sharp(join(dir, '000000001268.jpg')).metadata()).format).toBe('jpeg');
+    const video = join(dir, 'bolt-multi-size-detection.mp4');
+    // ffmpeg decodes it whole: its size, and the number of frames it decoded (the last progress report).
+    const { stderr, code } = await runCommand(defaultFfmpegPath(), ['-hide_banner', '-i', video, '-f', 'null', '-']);
+    expect(code).toBe(0);
+    expect(stderr).toMatch(/Video: h264.*480x270/);
+    const frames = [...stderr.matchAll(/frame=\s*(\d+)/g)].map((m) => Number(m[1]));
+    expect(frames.at(-1)).toBe(37);
+  }, TIMEOUT);
+
+  it('a missing file is a coded error naming it, and nothing is written', async () => {
+    const out = join(tmp(), 'x.png');
+    const r = await argus(['detect', `${MIRROR}/images/nope.jpg`, '--out', out]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('VAP_ERR_SOURCE_OPEN');
+    expect(r.stderr).toContain('nope.jpg');
+    expect(existsSync(out)).toBe(false);
+  }, TIMEOUT);
+});
