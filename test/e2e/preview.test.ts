@@ -1,0 +1,99 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import sharp from 'sharp';
+import { describe, expect, it } from 'vitest';
+import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
+import { PERSON_VIDEO } from '../helpers/assets.js';
+import { ARGUS, MODEL_RUN_TIMEOUT_MS, runCommand } from '../helpers/cli.js';
+
+// Each test runs the CLI with the real model: the bound only ends a hang; nothing here asserts on speed.
+const TIMEOUT = MODEL_RUN_TIMEOUT_MS + 60_000;
+const argus = (args: string[]) => runCommand(process.execPath, [ARGUS, ...args]);
+
+/** The same frame ffmpeg decodes at `at` seconds, as raw RGB, to compare the drawing with. */
+async function frameAt(at: number): Promise<Buffer> {
+  const out = join(mkdtempSync(join(tmpdir(), 'argus-frame-')), 'f.png');
+  const r = await runCommand(defaultFfmpegPath(), ['-v', 'error', '-ss', String(at), '-i', PERSON_VIDEO, '-frames:v', '1', out]);
+  expect(r.code).toBe(0);
+  return sharp(out).removeAlpha().raw().toBuffer();
+}
+
+describe('argus preview (real video, real model)', () => {
+  it('draws one full-size frame with the zones, lines, filters and detections, and prints their pixel coordinates', async () => {
+    // A fresh pipeline file: the zone and line belong to the source listed last, chosen with --source.
+    const dir = mkdtempSync(join(tmpdir(), 'argus-preview-'));
+    const file = join(dir, 'p.yaml');
+    writeFileSync(
+      file,
+      [
+        'sources:',
+        '  - id: first',
+        `    uri: ${PERSON_VIDEO}`,
+        '  - id: cam',
+        `    uri: ${PERSON_VIDEO}`,
+        '    zones:',
+        '      - id: table',
+        '        polygon: [[0.45, 0.80], [0.72, 0.80], [0.72, 0.97], [0.45, 0.97]]',
+        '        classes: [person]',
+        '    lines:',
+        '      - id: door',
+        '        from: [100, 300]',
+        '        to: [700, 300]',
+        '        units: pixel',
+        '        classes: [person, dog]',
+        '',
+      ].join('\n'),
+    );
+    const out = join(dir, 'preview.png');
+    const r = await argus(['preview', file, '--source', 'cam', '--at', '30', '--out', out]);
+    expect(r.stderr).not.toMatch(/argus: /);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`${out}: source "cam" at 30.00 s, 768x432`);
+    // Fractions placed on the frame (0.45 × 768 = 345.6, 0.80 × 432 = 345.6, …), pixels as given.
+    expect(r.stdout).toContain('zone table [person]: polygon [346, 346] [553, 346] [553, 419] [346, 419] (pixels)');
+    expect(r.stdout).toContain('line door [person, dog]: from [100, 300] to [700, 300] (pixels)');
+    // A person stands in the room at 30 s, tracked over the frames before it.
+    expect(r.stdout).toMatch(/^\s+#\d+ person\s+0\.\d\d\s+\[\d+, \d+, \d+, \d+\]$/m);
+
+    const png = await sharp(out).metadata();
+    expect([png.format, png.width, png.height]).toEqual(['png', 768, 432]);
+    const [drawn, raw] = await Promise.all([sharp(out).removeAlpha().raw().toBuffer(), frameAt(30)]);
+    const diff = (x: number, y: number) => {
+      const o = (y * 768 + x) * 3;
+      return Math.abs(drawn[o] - raw[o]) + Math.abs(drawn[o + 1] - raw[o + 1]) + Math.abs(drawn[o + 2] - raw[o + 2]);
+    };
+    // The zone is tinted inside; the line is drawn along y = 300; the in arrow (up from the
+    // middle, the left of from→to) is green; the bottom-right corner is the video's own.
+    expect(diff(450, 400)).toBeGreaterThan(20);
+    expect(diff(150, 300)).toBeGreaterThan(60);
+    const arrow = (y: number) => drawn[(y * 768 + 400) * 3 + 1] > 180 && drawn[(y * 768 + 400) * 3] < 120;
+    expect([280, 285, 290].some(arrow)).toBe(true);
+    expect([310, 315, 320].some(arrow)).toBe(false);
+    let same = 0;
+    for (let y = 0; y < 432; y++) for (let x = 0; x < 768; x++) if (diff(x, y) < 24) same++;
+    expect(same / (768 * 432)).toBeGreaterThan(0.5);
+  }, TIMEOUT);
+
+  it('errors are coded: a missing pipeline file, an unknown --source (the ids listed), --at past the end', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-preview-'));
+    const file = join(dir, 'p.yaml');
+    writeFileSync(file, `sources:\n  - id: lobby\n    uri: ${PERSON_VIDEO}\n  - id: hall\n    uri: ${PERSON_VIDEO}\n`);
+    const out = join(dir, 'x.png');
+    const [missing, unknown, late] = await Promise.all([
+      argus(['preview', join(dir, 'none.yaml'), '--out', out]),
+      argus(['preview', file, '--source', 'garage', '--out', out]),
+      argus(['preview', file, '--at', '1000', '--out', out]),
+    ]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('VAP_ERR_CONFIG_FILE');
+    expect(missing.stderr).toContain('none.yaml');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('VAP_ERR_CONFIG');
+    expect(unknown.stderr).toContain('garage');
+    expect(unknown.stderr).toContain('lobby, hall');
+    expect(late.code).toBe(2);
+    expect(late.stderr).toContain('VAP_ERR_CONFIG');
+    expect(late.stderr).toMatch(/--at 1000: beyond the end of source "lobby" .* lasts 139\.\d\d s/);
+  }, TIMEOUT);
+});
