@@ -113,7 +113,7 @@ export function formatFile(f: JsonFile, video: boolean): string {
   const most = Math.max(0, ...f.frames.map((fr) => fr.detections.length));
   lines.push(`  per frame: ${(total / Math.max(1, f.frames.length)).toFixed(1)} on average, ${most} at most`);
   for (const [label, e] of [...by].sort((a, b) => b[1].n - a[1].n)) {
-    lines.push(`  ${label.padEnd(14)} ${String(e.n).padStart(6)} detections in ${String(e.frames).padStart(5)} frames, best ${e.best.toFixed(2)}`);
+    lines.push(`  ${label.padEnd(14)} ${String(e.n).padStart(6)} detection${e.n === 1 ? ' ' : 's'} in ${String(e.frames).padStart(5)} frame${e.frames === 1 ? ' ' : 's'}, best ${e.best.toFixed(2)}`);
   }
   return lines.join('\n');
 }
