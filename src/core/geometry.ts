@@ -19,22 +19,30 @@ export interface Letterbox {
 
 export type LetterboxAlign = 'top-left' | 'center';
 
+/**
+ * How the scaled size is made whole: `floor` truncates (YOLOX's `int(w * r)`), `round` rounds to
+ * the nearest pixel (Ultralytics' `round(w * r)`). The model's reference decides (its manifest).
+ */
+export type LetterboxRounding = 'floor' | 'round';
+
 export function letterbox(
   srcWidth: number,
   srcHeight: number,
   dstWidth: number,
   dstHeight: number,
   align: LetterboxAlign = 'top-left',
+  rounding: LetterboxRounding = 'round',
 ): Letterbox {
   if (!(srcWidth > 0 && srcHeight > 0 && dstWidth > 0 && dstHeight > 0)) {
     throw new RangeError(`letterbox needs positive sizes, got ${srcWidth}x${srcHeight} → ${dstWidth}x${dstHeight}`);
   }
   const scale = Math.min(dstWidth / srcWidth, dstHeight / srcHeight);
-  // Round to the nearest pixel, at least 1 and at most the model input's side (odd sizes
-  // allowed): the same expressions the ffmpeg scale filter is given (sources/ffmpeg-args.ts), so
-  // boxes map back through the picture ffmpeg produced.
-  const scaledWidth = Math.min(dstWidth, Math.max(1, Math.round(srcWidth * scale)));
-  const scaledHeight = Math.min(dstHeight, Math.max(1, Math.round(srcHeight * scale)));
+  // Whole pixels as the model's reference makes them, at least 1 and at most the model input's
+  // side (odd sizes allowed): the same expressions the ffmpeg scale filter is given
+  // (sources/ffmpeg-args.ts), so boxes map back through the picture ffmpeg produced.
+  const whole = rounding === 'floor' ? Math.floor : Math.round;
+  const scaledWidth = Math.min(dstWidth, Math.max(1, whole(srcWidth * scale)));
+  const scaledHeight = Math.min(dstHeight, Math.max(1, whole(srcHeight * scale)));
   const padX = align === 'center' ? Math.floor((dstWidth - scaledWidth) / 2) : 0;
   const padY = align === 'center' ? Math.floor((dstHeight - scaledHeight) / 2) : 0;
   return { srcWidth, srcHeight, dstWidth, dstHeight, scale, scaledWidth, scaledHeight, padX, padY };

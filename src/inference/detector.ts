@@ -3,7 +3,7 @@ import * as ort from 'onnxruntime-node';
 import type { ExecutionProviderName, ModelManifest } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { Family } from '../core/families.js';
-import type { LetterboxAlign } from '../core/geometry.js';
+import type { LetterboxAlign, LetterboxRounding } from '../core/geometry.js';
 import type { LogFn } from '../core/log.js';
 import { describeModel, type ResolvedManifest } from '../models/describe.js';
 import type { ModelDecoder, OutputData } from '../models/decoder.js';
@@ -102,6 +102,9 @@ export class Detector {
   }
   get padValue(): number {
     return this.manifest.preprocess.letterbox.pad;
+  }
+  get rounding(): LetterboxRounding {
+    return this.manifest.preprocess.letterbox.rounding;
   }
   get normalize(): NormalizeOptions {
     const p = this.manifest.preprocess;

@@ -49,7 +49,8 @@ export async function describeModel(
     preprocess: {
       width,
       height,
-      letterbox: { align: yolox ? 'top-left' : 'center', pad: 114 },
+      letterbox: { align: yolox ? 'top-left' : 'center', pad: 114, rounding: yolox ? 'floor' : 'round' },
+      resize: 'cv2-linear',
       channelOrder: yolox ? 'bgr' : 'rgb',
       scale: yolox ? 1 : 1 / 255,
       mean: [0, 0, 0],

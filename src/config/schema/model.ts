@@ -49,6 +49,14 @@ export const ModelRefSchema = z
      * threads. 0 runs the session on the main thread. Default 1.
      */
     workers: z.number().int().min(0).max(16).default(1),
+    /**
+     * How frames are fitted to the model's input. `exact` (default): as the model's reference
+     * does it (its manifest's `preprocess.resize`; for YOLOX, OpenCV's INTER_LINEAR on the
+     * full-size frame), so detections match the reference. `fast`: ffmpeg scales the frame
+     * (anti-aliased bilinear) before argus sees it: less CPU and memory per frame (README,
+     * "Pre-processing"), detections a little different from the reference.
+     */
+    resize: z.enum(['exact', 'fast']).default('exact'),
     /** Inference runs on a blank frame before the first real one. Default 2. */
     warmupRuns: z.number().int().min(0).max(100).default(2),
     /** CUDA/TensorRT device. Default 0. */
@@ -79,7 +87,22 @@ export const ModelManifestSchema = z
       .object({
         width: z.number().int().positive(),
         height: z.number().int().positive(),
-        letterbox: z.object({ align: z.enum(['top-left', 'center']).default('top-left'), pad: z.number().int().min(0).max(255).default(114) }).strict().default({}),
+        letterbox: z
+          .object({
+            align: z.enum(['top-left', 'center']).default('top-left'),
+            pad: z.number().int().min(0).max(255).default(114),
+            /** How the scaled size is made whole: floor (YOLOX's `int(w * r)`) or round (Ultralytics). Default round. */
+            rounding: z.enum(['floor', 'round']).default('round'),
+          })
+          .strict()
+          .default({}),
+        /**
+         * The resize the model was trained and is served with. `cv2-linear`: OpenCV's
+         * `cv2.resize(INTER_LINEAR)` (YOLOX, YOLOv5, YOLOv8), reproduced exactly by argus on the
+         * full-size frame. `swscale-bilinear`: ffmpeg's anti-aliased bilinear scale (cheaper;
+         * detections differ slightly from the reference). Default cv2-linear.
+         */
+        resize: z.enum(['cv2-linear', 'swscale-bilinear']).default('cv2-linear'),
         channelOrder: z.enum(['bgr', 'rgb']),
         scale: z.number().positive().default(1),
         mean: z.tuple([z.number(), z.number(), z.number()]).default([0, 0, 0]),
