@@ -1,0 +1,267 @@
+import type { Letterbox } from '../core/geometry.js';
+import { IDENTITY_NORMALIZE, type NormalizeOptions } from './normalize.js';
+
+/**
+ * The exact letterbox: a full-size packed 8-bit frame resized as OpenCV's
+ * `cv2.resize(…, INTER_LINEAR)` does for 8-bit images (how YOLOX, YOLOv5 and YOLOv8 are trained
+ * and served), padded, normalised and written planar into the model's float tensor in one pass.
+ *
+ * OpenCV's arithmetic, reproduced (imgproc/resize.cpp, `resizeGeneric_` with `HResizeLinear`
+ * and `VResizeLinear` for `uchar`):
+ * - source position of destination x: `fx = float((x + 0.5) · sw/dw − 0.5)`, `sx = floor(fx)`,
+ *   clamped to the picture (weight 0 past an edge); the same for y;
+ * - weights in 11-bit fixed point: `round((1 − fx) · 2048)` and `round(fx · 2048)`, rounded
+ *   half to even (`saturate_cast<short>` of a float);
+ * - a horizontal pass into 32-bit sums, then the vertical pass as OpenCV's SIMD kernel computes
+ *   it (`VResizeLinearVec_32s8u`): `((s0 >> 4) · b0 >> 16) + ((s1 >> 4) · b1 >> 16) + 2 >> 2`
+ *   for every value of a row (OpenCV 4.13's wheels compute the row ends the same way);
+ * - an exact 2× reduction on both axes is OpenCV's `INTER_AREA` fast path (a 2×2 mean).
+ *
+ * Unlike ffmpeg's `scale=…:flags=bilinear`, no anti-aliasing: each output pixel reads 2×2 source
+ * pixels, which is what the model saw in training.
+ */
+export interface LetterboxTensorOptions {
+  /** Channel order of the model's input planes. */
+  modelOrder: 'rgb' | 'bgr';
+  normalize: NormalizeOptions;
+  /** Grey level (0–255) of the padding, before normalisation. */
+  padValue: number;
+}
+
+/** Precomputed taps for one source size → scaled size. */
+interface Plan {
+  key: string;
+  /** Per destination byte (x·3 + c): source byte offsets of the two taps within a row. */
+  x0: Int32Array;
+  x1: Int32Array;
+  /** Per destination byte: 11-bit weights. */
+  a0: Int32Array;
+  a1: Int32Array;
+  /** Per destination row: the two source rows and their weights. */
+  y0: Int32Array;
+  y1: Int32Array;
+  b0: Int32Array;
+  b1: Int32Array;
+  /** Per destination pixel: byte offsets of the two taps' first channel, and the weights. */
+  px0: Int32Array;
+  px1: Int32Array;
+  pa0: Int32Array;
+  pa1: Int32Array;
+  /** Two horizontal-pass rows. */
+  h0: Int32Array;
+  h1: Int32Array;
+  /** The row of the result before it is spread over the planes. */
+  row: Uint8Array;
+  area2: boolean;
+}
+
+const COEF_BITS = 11;
+const COEF_SCALE = 1 << COEF_BITS;
+
+/** Round half to even, as `cvRound` (the CPU's default rounding). */
+function roundEven(v: number): number {
+  const r = Math.round(v);
+  return r - v === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+/** OpenCV's per-axis tap table: source index and 11-bit weights for each destination index. */
+function taps(src: number, dst: number): { i0: Int32Array; i1: Int32Array; w0: Int32Array; w1: Int32Array } {
+  const scale = 1 / (dst / src);
+  const i0 = new Int32Array(dst), i1 = new Int32Array(dst), w0 = new Int32Array(dst), w1 = new Int32Array(dst);
+  for (let d = 0; d < dst; d++) {
+    let f = Math.fround((d + 0.5) * scale - 0.5);
+    let s = Math.floor(f);
+    f = Math.fround(f - s);
+    if (s < 0) {
+      s = 0;
+      f = 0;
+    }
+    if (s >= src - 1) {
+      s = src - 1;
+      f = 0;
+    }
+    i0[d] = s;
+    i1[d] = Math.min(s + 1, src - 1);
+    w0[d] = roundEven(Math.fround(1 - f) * COEF_SCALE);
+    w1[d] = roundEven(f * COEF_SCALE);
+  }
+  return { i0, i1, w0, w1 };
+}
+
+function makePlan(srcW: number, srcH: number, dw: number, dh: number, key: string): Plan {
+  const n = dw * 3;
+  const x0 = new Int32Array(n), x1 = new Int32Array(n), a0 = new Int32Array(n), a1 = new Int32Array(n);
+  const tx = taps(srcW, dw);
+  for (let x = 0; x < dw; x++) {
+    for (let c = 0; c < 3; c++) {
+      const k = x * 3 + c;
+      x0[k] = tx.i0[x] * 3 + c;
+      x1[k] = tx.i1[x] * 3 + c;
+      a0[k] = tx.w0[x];
+      a1[k] = tx.w1[x];
+    }
+  }
+  const ty = taps(srcH, dh);
+  // OpenCV clamps each source row (not the weight) vertically: row sy+1 past the bottom is the last row.
+  for (let y = 0; y < dh; y++) {
+    const f = Math.fround((y + 0.5) * (1 / (dh / srcH)) - 0.5);
+    const s = Math.floor(f);
+    const fy = Math.fround(f - s);
+    ty.i0[y] = Math.min(Math.max(s, 0), srcH - 1);
+    ty.i1[y] = Math.min(Math.max(s + 1, 0), srcH - 1);
+    ty.w0[y] = roundEven(Math.fround(1 - fy) * COEF_SCALE);
+    ty.w1[y] = roundEven(fy * COEF_SCALE);
+  }
+  return {
+    key,
+    x0,
+    x1,
+    a0,
+    a1,
+    y0: ty.i0,
+    y1: ty.i1,
+    b0: ty.w0,
+    b1: ty.w1,
+    px0: tx.i0.map((v) => v * 3),
+    px1: tx.i1.map((v) => v * 3),
+    pa0: tx.w0,
+    pa1: tx.w1,
+    h0: new Int32Array(n),
+    h1: new Int32Array(n),
+    row: new Uint8Array(n),
+    area2: srcW === dw * 2 && srcH === dh * 2,
+  };
+}
+
+/** Plans by size; a handful of sources' sizes, bounded. */
+const plans = new Map<string, Plan>();
+const MAX_PLANS = 16;
+
+function planFor(srcW: number, srcH: number, dw: number, dh: number): Plan {
+  const key = `${srcW}x${srcH}>${dw}x${dh}`;
+  let p = plans.get(key);
+  if (!p) {
+    if (plans.size >= MAX_PLANS) plans.delete(plans.keys().next().value!);
+    p = makePlan(srcW, srcH, dw, dh, key);
+    plans.set(key, p);
+  }
+  return p;
+}
+
+function hpass(src: Uint8Array, rowStart: number, p: Plan, out: Int32Array): void {
+  const { px0, px1, pa0, pa1 } = p;
+  for (let x = 0, k = 0, n = px0.length; x < n; x++, k += 3) {
+    const s0 = rowStart + px0[x], s1 = rowStart + px1[x], a = pa0[x], b = pa1[x];
+    out[k] = src[s0] * a + src[s1] * b;
+    out[k + 1] = src[s0 + 1] * a + src[s1 + 1] * b;
+    out[k + 2] = src[s0 + 2] * a + src[s1 + 2] * b;
+  }
+}
+
+/**
+ * Resizes the `srcWidth × srcHeight` packed picture in `src` (channel order `srcOrder`) into the
+ * scaled area of `lb`, pads the rest with `padValue`, and writes the result normalised and
+ * planar (CHW, `options.modelOrder`) at `dstOffset` in `dst`.
+ */
+export function letterboxTensor(
+  src: Uint8Array,
+  srcWidth: number,
+  srcHeight: number,
+  srcOrder: 'rgb' | 'bgr',
+  lb: Letterbox,
+  dst: Float32Array,
+  options: LetterboxTensorOptions,
+  dstOffset = 0,
+): void {
+  const W = lb.dstWidth, H = lb.dstHeight;
+  const dw = lb.scaledWidth, dh = lb.scaledHeight;
+  if (src.length < srcWidth * srcHeight * 3) throw new RangeError(`letterbox: source has ${src.length} bytes, need ${srcWidth * srcHeight * 3} for ${srcWidth}x${srcHeight}`);
+  if (dst.length - dstOffset < W * H * 3) throw new RangeError(`letterbox: tensor has room for ${dst.length - dstOffset} values, need ${W * H * 3}`);
+  const { scale, mean, std } = options.normalize ?? IDENTITY_NORMALIZE;
+  const plane = W * H;
+  // Source channel c goes to plane c, or to plane 2 − c when the orders differ.
+  const swap = srcOrder !== options.modelOrder;
+  const pl = swap ? [2, 1, 0] : [0, 1, 2];
+  const mul = [0, 1, 2].map((c) => scale / std[pl[c]]);
+  const add = [0, 1, 2].map((c) => -mean[pl[c]] / std[pl[c]]);
+  const base = [0, 1, 2].map((c) => dstOffset + pl[c] * plane);
+  const m0 = mul[0], m1 = mul[1], m2 = mul[2], o0 = add[0], o1 = add[1], o2 = add[2];
+  const q0 = base[0], q1 = base[1], q2 = base[2];
+
+  // Padding: right/bottom (top-left alignment) or around (centre).
+  if (dw < W || dh < H) {
+    for (let c = 0; c < 3; c++) {
+      const v = options.padValue * mul[c] + add[c];
+      const q = base[c];
+      for (let y = 0; y < H; y++) {
+        const rowStart = q + y * W;
+        if (y < lb.padY || y >= lb.padY + dh) dst.fill(v, rowStart, rowStart + W);
+        else {
+          if (lb.padX > 0) dst.fill(v, rowStart, rowStart + lb.padX);
+          if (lb.padX + dw < W) dst.fill(v, rowStart + lb.padX + dw, rowStart + W);
+        }
+      }
+    }
+  }
+
+  const p = planFor(srcWidth, srcHeight, dw, dh);
+  const stride = srcWidth * 3;
+  const n = dw * 3;
+  const row = p.row;
+  // The two horizontal-pass buffers and the source row each holds (rows shared by consecutive
+  // output rows, as when upscaling, are computed once).
+  const bufs = [p.h0, p.h1];
+  const held = [-1, -1];
+  const need = (r: number, keep: number): number => {
+    if (held[0] === r) return 0;
+    if (held[1] === r) return 1;
+    const i = keep === 0 ? 1 : 0;
+    hpass(src, r * stride, p, bufs[i]);
+    held[i] = r;
+    return i;
+  };
+  for (let y = 0; y < dh; y++) {
+    if (p.area2) {
+      const s0 = 2 * y * stride, s1 = s0 + stride;
+      for (let x = 0, k = 0; x < dw; x++) {
+        const b = 6 * x;
+        for (let c = 0; c < 3; c++, k++) row[k] = (src[s0 + b + c] + src[s0 + b + 3 + c] + src[s1 + b + c] + src[s1 + b + 3 + c] + 2) >> 2;
+      }
+    } else {
+      const ia = need(p.y0[y], held[0] === p.y1[y] ? 0 : held[1] === p.y1[y] ? 1 : -1);
+      const h0 = bufs[ia];
+      const h1 = bufs[need(p.y1[y], ia)];
+      const b0 = p.b0[y], b1 = p.b1[y];
+      let d = (lb.padY + y) * W + lb.padX;
+      for (let k = 0; k < n; k += 3, d++) {
+        // Values are within 0–255 by construction (weights sum to 2048): no clamping needed.
+        dst[q0 + d] = (((((h0[k] >> 4) * b0) >> 16) + (((h1[k] >> 4) * b1) >> 16) + 2) >> 2) * m0 + o0;
+        dst[q1 + d] = (((((h0[k + 1] >> 4) * b0) >> 16) + (((h1[k + 1] >> 4) * b1) >> 16) + 2) >> 2) * m1 + o1;
+        dst[q2 + d] = (((((h0[k + 2] >> 4) * b0) >> 16) + (((h1[k + 2] >> 4) * b1) >> 16) + 2) >> 2) * m2 + o2;
+      }
+      continue;
+    }
+    // Spread the row over the three planes, normalised.
+    let d = (lb.padY + y) * W + lb.padX;
+    for (let x = 0, s = 0; x < dw; x++, s += 3, d++) {
+      dst[q0 + d] = row[s] * m0 + o0;
+      dst[q1 + d] = row[s + 1] * m1 + o1;
+      dst[q2 + d] = row[s + 2] * m2 + o2;
+    }
+  }
+}
+
+/** The resized picture as packed bytes (`dw × dh × 3`, source channel order): for tests and tools comparing pixels with OpenCV. */
+export function resizeLinear(src: Uint8Array, srcWidth: number, srcHeight: number, dw: number, dh: number): Uint8Array {
+  const out = new Float32Array(dw * dh * 3);
+  const lb: Letterbox = { srcWidth, srcHeight, dstWidth: dw, dstHeight: dh, scale: dw / srcWidth, scaledWidth: dw, scaledHeight: dh, padX: 0, padY: 0 };
+  letterboxTensor(src, srcWidth, srcHeight, 'rgb', lb, out, { modelOrder: 'rgb', normalize: IDENTITY_NORMALIZE, padValue: 0 });
+  const plane = dw * dh;
+  const bytes = new Uint8Array(plane * 3);
+  for (let i = 0; i < plane; i++) {
+    bytes[i * 3] = out[i];
+    bytes[i * 3 + 1] = out[plane + i];
+    bytes[i * 3 + 2] = out[2 * plane + i];
+  }
+  return bytes;
+}
