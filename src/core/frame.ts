@@ -79,7 +79,10 @@ export function emptyStamps(captured: number, produced = captured): Stamps {
   return { produced, captured, preprocessed: 0, inferStart: 0, inferEnd: 0, postprocessed: 0, emitted: 0 };
 }
 
-/** A decoded, letterboxed frame as ffmpeg delivered it. */
+/** Whether a frame's pixels are at the source's size (argus letterboxes them) or already letterboxed by ffmpeg. */
+export type FrameLayout = 'source' | 'letterboxed';
+
+/** A decoded frame as ffmpeg delivered it. */
 export interface Frame {
   /** Source id from the pipeline config. */
   readonly source: string;
@@ -87,9 +90,15 @@ export interface Frame {
   readonly seq: number;
   /** Presentation time in seconds since the source started (seq / frame rate). */
   readonly pts: number;
-  /** Packed HWC pixels at the model's input size, channel order as the model wants. */
+  /**
+   * Packed HWC pixels, channel order as the model wants: the source's own size
+   * (`letterbox.srcWidth × srcHeight`) when `layout` is `source`, the model's input size
+   * (letterboxed by ffmpeg) when it is `letterboxed`.
+   */
   readonly data: Buffer;
-  /** How the source picture was fitted into `data`; maps boxes back to source pixels. */
+  /** What `data` holds (see there). Absent: `letterboxed`. */
+  readonly layout?: FrameLayout;
+  /** How the source picture is fitted into the model's input; maps boxes back to source pixels. */
   readonly letterbox: Letterbox;
   readonly stamps: Stamps;
   /** What `stamps.produced` is (see `ProducedBy`). A live source may refine it right after delivery. */

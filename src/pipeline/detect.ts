@@ -8,8 +8,33 @@ import type { Pace } from '../flow/pace.js';
 import type { Detector } from '../inference/detector.js';
 import { infer } from '../inference/infer.js';
 import { postprocess, type DetectedFrame, type PostprocessOptions } from '../postprocess/postprocess.js';
-import { preprocess, type InputTensor } from '../preprocess/preprocess.js';
+import { preprocess, type InputTensor, type PreprocessOptions } from '../preprocess/preprocess.js';
+import type { FfmpegOutputSpec } from '../sources/ffmpeg-args.js';
 import type { SourceStats } from '../sources/stats.js';
+
+/**
+ * What ffmpeg delivers for this model: the source's own frames, which argus letterboxes exactly
+ * as the model's reference does (`resize: exact` and a model served with OpenCV's
+ * INTER_LINEAR), or frames ffmpeg scaled and padded to the model's input (`resize: fast`, or a
+ * model served with swscale's bilinear).
+ */
+export function ffmpegOutputFor(detector: Detector, resize: 'exact' | 'fast'): FfmpegOutputSpec {
+  const exact = resize === 'exact' && detector.manifest.preprocess.resize === 'cv2-linear';
+  return {
+    width: detector.inputWidth,
+    height: detector.inputHeight,
+    pixelFormat: detector.pixelFormat,
+    align: detector.align,
+    padValue: detector.padValue,
+    rounding: detector.rounding,
+    frame: exact ? 'source' : 'letterbox',
+  };
+}
+
+/** The pre-processing recipe of the detector's model. */
+export function preprocessOptionsFor(detector: Detector): PreprocessOptions {
+  return { width: detector.inputWidth, height: detector.inputHeight, normalize: detector.normalize, channelOrder: detector.manifest.preprocess.channelOrder, padValue: detector.padValue };
+}
 
 export interface DetectOptions {
   postprocess: PostprocessOptions;
@@ -39,7 +64,7 @@ export function detect(detector: Detector, o: DetectOptions): OperatorFunction<F
       // Two tensors cover one frame in inference and the next one pre-processed; more are made if needed.
       const tensors = new Pool<InputTensor>(() => detector.createInput(), 2);
       const stage = pipe(
-        preprocess({ width: detector.inputWidth, height: detector.inputHeight, normalize: detector.normalize }, tensors),
+        preprocess(preprocessOptionsFor(detector), tensors),
         infer(detector, tensors),
         postprocess(detector.decoder, detector.labels.length, o.postprocess),
       );

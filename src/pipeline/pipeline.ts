@@ -15,7 +15,7 @@ import type { Transition } from '../sources/health.js';
 import { newSourceStats, type SourceStats } from '../sources/stats.js';
 import { supervisedSource } from '../sources/supervised-source.js';
 import { track } from '../tracking/track.js';
-import { detect } from './detect.js';
+import { detect, ffmpegOutputFor } from './detect.js';
 import { isolate } from './isolate.js';
 import { stamp } from './stamp.js';
 
@@ -157,6 +157,8 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   }
   const stop = options.stop;
 
+  const frameOutput = ffmpegOutputFor(detector, config.model.resize);
+
   // One source: its supervised ffmpeg, then its chain.
   const chain = (src: SourceConfig, i: number): Observable<FrameResult> => {
     const st = stats[i];
@@ -164,7 +166,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     const frames$ = supervisedSource({
       id: src.id,
       input: { url: urls[i], kind: sourceKind(urls[i]), rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs, decode: src.decode },
-      output: { width: detector.inputWidth, height: detector.inputHeight, pixelFormat: detector.pixelFormat, align: detector.align, padValue: detector.padValue },
+      output: frameOutput,
       ffmpegPath,
       pace,
       reconnect: src.reconnect,

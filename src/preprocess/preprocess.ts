@@ -2,6 +2,7 @@ import { map, type OperatorFunction } from 'rxjs';
 import { now } from '../core/clock.js';
 import type { Frame } from '../core/frame.js';
 import type { Pool } from '../core/pool.js';
+import { letterboxTensor } from './letterbox.js';
 import { normalizeHwcToChw, type NormalizeOptions } from './normalize.js';
 
 /** The model's input for one frame: CHW floats (in shared memory when a worker runs the model). */
@@ -21,17 +22,26 @@ export interface PreprocessOptions {
   width: number;
   height: number;
   normalize: NormalizeOptions;
+  /** The model's channel order (frames arrive in it). */
+  channelOrder: 'rgb' | 'bgr';
+  /** Pad grey level (frames at the source's size are letterboxed here). */
+  padValue: number;
 }
 
 /**
  * HWC bytes → the model's NCHW float tensor, written into a tensor of the frame's own taken
- * from `tensors`, so frames in flight never share one and any number may be in flight.
+ * from `tensors`, so frames in flight never share one and any number may be in flight. A
+ * frame at the source's size is letterboxed on the way (the model's exact resize,
+ * preprocess/letterbox.ts); one ffmpeg letterboxed is only normalised.
  */
 export function preprocess(options: PreprocessOptions, tensors: Pool<InputTensor>): OperatorFunction<Frame, TensorFrame> {
   const { width, height, normalize } = options;
+  const lbOptions = { modelOrder: options.channelOrder, normalize, padValue: options.padValue };
   return map((frame) => {
     const tensor = tensors.acquire();
-    normalizeHwcToChw(frame.data, width, height, tensor.data, normalize);
+    const lb = frame.letterbox;
+    if (frame.layout === 'source') letterboxTensor(frame.data, lb.srcWidth, lb.srcHeight, options.channelOrder, lb, tensor.data, lbOptions);
+    else normalizeHwcToChw(frame.data, width, height, tensor.data, normalize);
     frame.stamps.preprocessed = now();
     return { frame, tensor };
   });

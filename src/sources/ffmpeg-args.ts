@@ -1,4 +1,4 @@
-import type { LetterboxAlign } from '../core/geometry.js';
+import type { LetterboxAlign, LetterboxRounding } from '../core/geometry.js';
 
 export type SourceKind = 'file' | 'rtsp' | 'http' | 'v4l2';
 
@@ -65,6 +65,19 @@ export interface FfmpegOutputSpec {
   align: LetterboxAlign;
   /** Pad colour, one grey level 0–255 (114 for YOLOX). */
   padValue: number;
+  /** How the scaled size is made whole (the model's reference). Default round. */
+  rounding?: LetterboxRounding;
+  /**
+   * What ffmpeg delivers. `letterbox` (default): frames scaled (swscale bilinear) and padded to
+   * `width × height`. `source`: frames at the source's own size, only converted to
+   * `pixelFormat`; argus letterboxes them (preprocess/letterbox.ts, the model's exact resize).
+   */
+  frame?: 'letterbox' | 'source';
+}
+
+/** The size of one frame ffmpeg writes, in bytes: the model's input, or the source's size. */
+export function frameBytes(out: FfmpegOutputSpec, srcWidth: number, srcHeight: number): number {
+  return out.frame === 'source' ? srcWidth * srcHeight * 3 : out.width * out.height * 3;
 }
 
 /**
@@ -128,8 +141,9 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
 
   const { width: W, height: H } = out;
   const r = `min(${W}/iw\\,${H}/ih)`;
-  const sw = `min(${W}\\,max(1\\,round(iw*${r})))`;
-  const sh = `min(${H}\\,max(1\\,round(ih*${r})))`;
+  const whole = out.rounding === 'floor' ? 'floor' : 'round';
+  const sw = `min(${W}\\,max(1\\,${whole}(iw*${r})))`;
+  const sh = `min(${H}\\,max(1\\,${whole}(ih*${r})))`;
   const px = out.align === 'center' ? `floor((${W}-iw)/2)` : '0';
   const py = out.align === 'center' ? `floor((${H}-ih)/2)` : '0';
   const pad = `0x${out.padValue.toString(16).padStart(2, '0').repeat(3)}`;
@@ -137,9 +151,10 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
     // Timestamps after an input seek start at 0 at the seek point: drop the margin's frames.
     ...(trim > 0 ? [`trim=start=${trim.toFixed(6)}`] : []),
     ...(input.fps ? [`fps=${input.fps}`] : []),
-    `scale=w=${sw}:h=${sh}:flags=bilinear`,
-    `format=${out.pixelFormat}`,
-    `pad=${W}:${H}:${px}:${py}:color=${pad}`,
+    ...(out.frame === 'source'
+      ? // Full size, converted only: argus letterboxes.
+        [`format=${out.pixelFormat}`]
+      : [`scale=w=${sw}:h=${sh}:flags=bilinear`, `format=${out.pixelFormat}`, `pad=${W}:${H}:${px}:${py}:color=${pad}`]),
     // Live: each frame's time (µs) on the log, in output order (see reportsFrameTimes).
     ...(live ? ['settb=AVTB', 'metadata=mode=add:key=argus:value=1', 'metadata=mode=print:key=argus'] : []),
   ];

@@ -6,7 +6,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import { emptyStamps, type Frame, type ProducedBy } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
-import { buildFfmpegArgs, reportsFrameTimes, seekTrim, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
+import { buildFfmpegArgs, frameBytes, reportsFrameTimes, seekTrim, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { StderrProbe, type StreamInfo } from './stderr-probe.js';
@@ -82,9 +82,11 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
       }
     }
     const clock = options.clock ?? (() => performance.now());
-    const frameSize = output.width * output.height * 3;
+    const layout = output.frame === 'source' ? 'source' : 'letterboxed';
+    const fit = (w: number, h: number) => letterbox(w, h, output.width, output.height, output.align, output.rounding);
     const pace = input.kind === 'file' && input.rate === 'fast' ? options.pace : undefined;
-    const pool = new BufferPool(frameSize, 4);
+    // Frames at the source's size are cut once ffmpeg has reported it; letterboxed ones are the model's size.
+    let pool: BufferPool | undefined;
     const probe = new StderrProbe();
     let lb: Letterbox | undefined;
     let fps = input.fps;
@@ -153,7 +155,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
       if (leftover) {
         const rest = leftover;
         leftover = undefined;
-        const used = reader.push(rest, busy);
+        const used = reader!.push(rest, busy);
         if (used < rest.length) {
           leftover = rest.subarray(used);
           return;
@@ -164,8 +166,9 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     };
     const stopPacing = pace?.onIdle(resumeIfAllowed);
 
-    const reader = new FrameReader(frameSize, pool, (data) => {
+    const onFrame = (data: Buffer): void => {
       const captured = now();
+      const framePool = pool!;
       let released = false;
       const k = seq - seqStart;
       if (k === 0) {
@@ -198,13 +201,14 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
         seq,
         pts,
         data,
+        layout,
         letterbox: lb!,
         stamps: emptyStamps(captured, produced),
         producedBy,
         release: () => {
           if (released) return;
           released = true;
-          pool.release(data);
+          framePool.release(data);
         },
       };
       seq++;
@@ -214,30 +218,42 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
         waiting.delete(j - MAX_UNPAIRED);
       }
       subscriber.next(frame);
-    });
+    };
+    let reader: FrameReader | undefined;
+    const makeReader = (w: number, h: number): FrameReader => {
+      const size = frameBytes(output, w, h);
+      pool = new BufferPool(size, 4);
+      return new FrameReader(size, pool, onFrame);
+    };
 
     probe.onResize = (w, h) => {
       if (!lb || (lb.srcWidth === w && lb.srcHeight === h)) return;
+      // Frames at the source's size: ffmpeg goes on writing them at the size it started with
+      // (it scales the new pictures to it), so the frames and their letterbox stay as they are.
+      if (layout === 'source') return;
       const prev = lb;
-      lb = letterbox(w, h, output.width, output.height, output.align);
+      lb = fit(w, h);
       options.onResize?.(prev, lb);
     };
-    stderr.setEncoding('utf8');
+    // Frames at the source's size are cut at the size ffmpeg says it writes (its output stream,
+    // after any rotation), which can differ from the input's; letterboxed ones need the input's.
+    let inputInfo: StreamInfo | undefined;
     stderr.on('data', (chunk: string) => {
-      const info = probe.push(chunk);
-      if (info && !lb) {
-        lb = letterbox(info.width, info.height, output.width, output.height, output.align);
-        fps ??= info.fps;
-        options.onStreamInfo?.(info, lb);
-        if (!paused) stdout.resume();
-      }
+      inputInfo = probe.push(chunk) ?? inputInfo;
+      if (lb || !inputInfo || (layout === 'source' && !probe.output)) return;
+      const size = layout === 'source' ? probe.output! : inputInfo;
+      lb = fit(size.width, size.height);
+      reader = makeReader(size.width, size.height);
+      fps ??= inputInfo.fps;
+      options.onStreamInfo?.({ ...inputInfo, width: size.width, height: size.height }, lb);
+      if (!paused) stdout.resume();
     });
     // Pacing: while the stage is busy, no further frame is cut. The rest of the chunk waits here
     // and ffmpeg waits on the full pipe; the next frame is cut (and stamped `captured`) when
     // the stage is idle, so `captured → emitted` measures the pipeline and not a queue.
     const busy = pace ? () => pace.busy : undefined;
     stdout.on('data', (chunk: Buffer) => {
-      const used = reader.push(chunk, busy);
+      const used = reader!.push(chunk, busy);
       if (used < chunk.length) {
         leftover = chunk.subarray(used);
         paused = true;
@@ -269,7 +285,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
       options.onExit?.(code, signal);
       if (closed) return;
       closed = true;
-      reader.discardPartial();
+      reader?.discardPartial();
       if (killedByUs) return;
       if (code === 0 && lb) {
         subscriber.complete();

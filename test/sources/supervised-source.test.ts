@@ -33,7 +33,7 @@ describe('backoffDelay', () => {
 
 // Fixtures made with ffmpeg: a TS stream whose resolution changes half-way, a short TS clip,
 // a truncated MP4 (index at the end, cut off), a TS with garbage in the middle.
-let changing: string, shortTs: string, truncatedMp4: string, corruptTs: string;
+let changing: string, changingFile: string, shortTs: string, truncatedMp4: string, corruptTs: string;
 let server: Server;
 let base: string;
 let mode: Record<string, (res: ServerResponse) => void>;
@@ -45,6 +45,11 @@ beforeAll(async () => {
   ts('640x360', 2, join(dir, 'b.ts'));
   changing = join(dir, 'ab.ts');
   writeFileSync(changing, Buffer.concat([readFileSync(join(dir, 'a.ts')), readFileSync(join(dir, 'b.ts'))]));
+  // The same change in a file whose timestamps run on (the second half starts 2 s later), so a
+  // restarted ffmpeg can seek into it.
+  execFileSync(FF, ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc=size=640x360:rate=10', '-t', '2', '-c:v', 'libx264', '-g', '10', '-pix_fmt', 'yuv420p', '-output_ts_offset', '2', '-f', 'mpegts', join(dir, 'b2.ts')]);
+  changingFile = join(dir, 'ab2.ts');
+  writeFileSync(changingFile, Buffer.concat([readFileSync(join(dir, 'a.ts')), readFileSync(join(dir, 'b2.ts'))]));
   shortTs = join(dir, 'a.ts');
   const mp4 = join(dir, 'full.mp4');
   execFileSync(FF, ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc=size=320x240:rate=10', '-t', '3', '-c:v', 'libx264', '-pix_fmt', 'yuv420p', mp4]);
@@ -161,6 +166,18 @@ describe('supervisedSource (real ffmpeg, real sockets)', () => {
     const resized = s.transitions.find((t) => t.code === 'VAP_ERR_SOURCE_RESIZED');
     expect(resized?.reason).toBe('resolution changed from 320x240 to 640x360');
   }, 30_000);
+
+  it('frames at the source size: after a resolution change ffmpeg scales the new pictures to the first size, so every frame is cut whole', async () => {
+    const s = source(changingFile, { output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114, rounding: 'floor', frame: 'source' } });
+    const frames = await lastValueFrom(s.src.pipe(toArray()));
+    expect(frames).toHaveLength(40);
+    // Every frame has its letterbox's own size: none cut at the wrong size.
+    expect(frames.every((f) => f.layout === 'source' && f.letterbox.srcWidth === 320 && f.letterbox.srcHeight === 240 && f.data.length === 320 * 240 * 3)).toBe(true);
+    // testsrc's picture: the second half (640x360 scaled to 320x240) is not the first half's.
+    expect(frames[5].data.equals(frames[25].data)).toBe(false);
+    expect(frames.at(-1)!.letterbox.scaledHeight).toBe(312);
+    expect(s.counts().spawned).toBe(1);
+  }, 60_000);
 
   it('a truncated file plays what it has and ends; a truncated MP4 without its index fails at once with ffmpeg’s reason', async () => {
     const cut = join(dir, 'cut.ts');
