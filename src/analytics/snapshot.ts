@@ -3,9 +3,16 @@ import type { Detections } from '../core/detections.js';
 import type { Frame } from '../core/frame.js';
 import type { Point } from '../core/polygon.js';
 
-/** The picture part of a letterboxed frame, copied out (RGB) so the frame can be released at once. */
+/**
+ * A frame's picture, copied out so the frame can be released at once: the whole frame at the
+ * source's size (frames argus letterboxes itself), or the scaled picture inside ffmpeg's
+ * letterbox. The bytes keep the frame's channel order; libvips swaps BGR off the main thread
+ * (`pictureImage`).
+ */
 export interface Picture {
+  /** Packed 8-bit pixels, `width × height × 3`, in `order` (RGB when absent). */
   rgb: Buffer;
+  order?: 'rgb' | 'bgr';
   width: number;
   height: number;
   /** Source frame size, for mapping source-pixel boxes onto the picture. */
@@ -13,26 +20,29 @@ export interface Picture {
   srcHeight: number;
 }
 
-/** Copies the scaled picture out of the letterbox padding, converting BGR to RGB when needed. Synchronous. */
+/** Copies the picture out of a frame (memory copies only; synchronous). */
 export function grabPicture(frame: Frame, channelOrder: 'bgr' | 'rgb'): Picture {
   const lb = frame.letterbox;
+  if (frame.layout === 'source') {
+    const n = lb.srcWidth * lb.srcHeight * 3;
+    const pixels = Buffer.allocUnsafe(n);
+    frame.data.copy(pixels, 0, 0, n);
+    return { rgb: pixels, order: channelOrder, width: lb.srcWidth, height: lb.srcHeight, srcWidth: lb.srcWidth, srcHeight: lb.srcHeight };
+  }
   const w = lb.scaledWidth, h = lb.scaledHeight;
-  const rgb = Buffer.allocUnsafe(w * h * 3);
+  const pixels = Buffer.allocUnsafe(w * h * 3);
   const stride = lb.dstWidth * 3;
   for (let y = 0; y < h; y++) {
     const src = (lb.padY + y) * stride + lb.padX * 3;
-    const dst = y * w * 3;
-    if (channelOrder === 'rgb') {
-      frame.data.copy(rgb, dst, src, src + w * 3);
-    } else {
-      for (let x = 0, s = src, d = dst; x < w; x++, s += 3, d += 3) {
-        rgb[d] = frame.data[s + 2];
-        rgb[d + 1] = frame.data[s + 1];
-        rgb[d + 2] = frame.data[s];
-      }
-    }
+    frame.data.copy(pixels, y * w * 3, src, src + w * 3);
   }
-  return { rgb, width: w, height: h, srcWidth: lb.srcWidth, srcHeight: lb.srcHeight };
+  return { rgb: pixels, order: channelOrder, width: w, height: h, srcWidth: lb.srcWidth, srcHeight: lb.srcHeight };
+}
+
+/** A sharp image of the picture in RGB (BGR pixels are swapped by libvips, in its thread pool). */
+export function pictureImage(sharp: Awaited<ReturnType<typeof loadSharp>>, pic: Picture) {
+  const img = sharp(pic.rgb, { raw: { width: pic.width, height: pic.height, channels: 3 } });
+  return pic.order === 'bgr' ? img.recomb([[0, 0, 1], [0, 1, 0], [1, 0, 0]]) : img;
 }
 
 export interface Overlay {
@@ -87,7 +97,7 @@ export async function renderSnapshot(pic: Picture, overlay: Overlay, o: Snapshot
   let quality = o.quality;
   for (;;) {
     const height = Math.max(1, Math.round((width * pic.height) / pic.width));
-    let img = sharp(pic.rgb, { raw: { width: pic.width, height: pic.height, channels: 3 } });
+    let img = pictureImage(sharp, pic);
     if (width !== pic.width) img = img.resize(width, height, { kernel: 'cubic' });
     const jpeg = await img
       .composite([{ input: Buffer.from(overlaySvg(overlay, width, height, pic.srcWidth, pic.srcHeight)), top: 0, left: 0 }])

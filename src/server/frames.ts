@@ -1,5 +1,5 @@
 import { loadSharp } from '../core/sharp.js';
-import { grabPicture } from '../analytics/snapshot.js';
+import { grabPicture, pictureImage } from '../analytics/snapshot.js';
 import type { FrameResult } from '../analytics/analyze.js';
 import type { WebSocketHub } from '../sinks/websocket.js';
 
@@ -18,6 +18,8 @@ export class FrameBroadcaster {
     private readonly channelOrder: 'bgr' | 'rgb',
     private readonly maxFps = 5,
     private readonly quality = 70,
+    /** Live frames are at most this wide (the source's own frames can be 4K). */
+    private readonly maxWidth = 640,
   ) {}
 
   offer(r: FrameResult): void {
@@ -30,12 +32,15 @@ export class FrameBroadcaster {
     const pic = grabPicture(r.frame, this.channelOrder);
     const seq = r.frame.seq;
     loadSharp()
-      .then((sharp) => sharp(pic.rgb, { raw: { width: pic.width, height: pic.height, channels: 3 } }).jpeg({ quality: this.quality }).toBuffer())
-      .then((jpeg) => {
+      .then((sharp) => {
+        const img = pictureImage(sharp, pic);
+        return (pic.width > this.maxWidth ? img.resize({ width: this.maxWidth }) : img).jpeg({ quality: this.quality }).toBuffer({ resolveWithObject: true });
+      })
+      .then(({ data: jpeg, info }) => {
         this.encoded++;
         this.hub.publishFrame(
           source,
-          JSON.stringify({ type: 'frame', version: 1, source, seq, contentType: 'image/jpeg', data: jpeg.toString('base64'), width: pic.width, height: pic.height, sourceWidth: pic.srcWidth, sourceHeight: pic.srcHeight }),
+          JSON.stringify({ type: 'frame', version: 1, source, seq, contentType: 'image/jpeg', data: jpeg.toString('base64'), width: info.width, height: info.height, sourceWidth: pic.srcWidth, sourceHeight: pic.srcHeight }),
         );
       })
       .catch(() => undefined)

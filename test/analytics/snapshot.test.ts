@@ -1,6 +1,6 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { grabPicture, overlaySvg, renderSnapshot } from '../../src/analytics/snapshot.js';
+import { grabPicture, overlaySvg, pictureImage, renderSnapshot } from '../../src/analytics/snapshot.js';
 import { Detections } from '../../src/core/detections.js';
 import { emptyStamps, type Frame } from '../../src/core/frame.js';
 import { letterbox } from '../../src/core/geometry.js';
@@ -13,11 +13,24 @@ function tinyFrame(): Frame {
 }
 
 describe('snapshots', () => {
-  it('grabPicture copies only the picture, swapping BGR to RGB', () => {
+  it('grabPicture copies only the picture of a letterboxed frame; the snapshot comes out RGB from BGR pixels', async () => {
     const p = grabPicture(tinyFrame(), 'bgr');
-    expect([p.width, p.height, p.srcWidth, p.srcHeight]).toEqual([4, 2, 8, 4]);
-    expect(Array.from(p.rgb.subarray(0, 6))).toEqual([200, 50, 0, 200, 50, 10]);
+    expect([p.width, p.height, p.srcWidth, p.srcHeight, p.order]).toEqual([4, 2, 8, 4, 'bgr']);
+    expect(Array.from(p.rgb.subarray(0, 6))).toEqual([0, 50, 200, 10, 50, 200]); // copied as is
     expect(p.rgb.length).toBe(4 * 2 * 3);
+    const png = await pictureImage(sharp, p).png().toBuffer();
+    const { data } = await sharp(png).raw().toBuffer({ resolveWithObject: true });
+    expect(Array.from(data.subarray(0, 6))).toEqual([200, 50, 0, 200, 50, 10]); // R, G, B
+  });
+
+  it('grabPicture takes the whole frame at the source size when argus letterboxes (snapshots at camera resolution)', () => {
+    const data = Buffer.alloc(8 * 4 * 3);
+    for (let i = 0; i < data.length; i++) data[i] = i & 255;
+    const frame: Frame = { source: 's', seq: 0, pts: 0, data, layout: 'source', letterbox: letterbox(8, 4, 4, 4), stamps: emptyStamps(1), producedBy: 'captured', release: () => {} };
+    const p = grabPicture(frame, 'rgb');
+    expect([p.width, p.height, p.srcWidth, p.srcHeight]).toEqual([8, 4, 8, 4]);
+    expect(p.rgb.equals(data)).toBe(true);
+    expect(p.rgb).not.toBe(data); // a copy: the frame can be released
   });
 
   it('draws boxes, labels with track ids, zones and lines in snapshot pixels', () => {
