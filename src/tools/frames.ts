@@ -32,12 +32,14 @@ function mustExist(path: string, what: string): void {
 /**
  * A still image as packed RGB at full resolution, turned upright by its EXIF orientation (as
  * OpenCV's imread does); grey and palette images are expanded to three channels, alpha dropped.
+ * An embedded colour profile is ignored, as imread ignores it (the model was trained on
+ * imread's pixels: converting an Adobe RGB photo to sRGB moves values by up to 90 levels).
  */
 export async function readImage(path: string): Promise<RawFrame> {
   mustExist(path, 'image');
   const sharp = await loadSharp();
   try {
-    const { data, info } = await sharp(path).rotate().removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+    const { data, info } = await sharp(path, { ignoreIcc: true }).rotate().removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
     if (info.channels !== 3) throw new Error(`decoded to ${info.channels} channels, expected 3`);
     return { index: 0, pts: 0, data, width: info.width, height: info.height };
   } catch (e) {

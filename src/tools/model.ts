@@ -56,10 +56,10 @@ export class FrameDetector {
   /** Detections of one packed RGB frame, in its pixels, with the pipeline frame they belong to (its letterbox maps from the full size). */
   async detect(f: RawFrame, source = 'tool'): Promise<DetectedFrame> {
     const d = this.detector;
-    const lb = letterbox(f.width, f.height, d.inputWidth, d.inputHeight, d.align);
+    const lb = letterbox(f.width, f.height, d.inputWidth, d.inputHeight, d.align, d.rounding);
     const tensor = this.tensors.acquire();
     letterboxTensor(f.data, f.width, f.height, 'rgb', lb, tensor.data, { modelOrder: d.manifest.preprocess.channelOrder, normalize: d.normalize, padValue: d.padValue });
-    const frame: Frame = { source, seq: f.index, pts: f.pts, data: f.data, letterbox: lb, stamps: emptyStamps(now()), producedBy: 'captured', release: () => {} };
+    const frame: Frame = { source, seq: f.index, pts: f.pts, data: f.data, layout: 'source', letterbox: lb, stamps: emptyStamps(now()), producedBy: 'captured', release: () => {} };
     frame.stamps.preprocessed = now();
     return lastValueFrom(of({ frame, tensor }).pipe(this.run, this.post));
   }
