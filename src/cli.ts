@@ -25,8 +25,9 @@ program
   .argument('<pipeline>', 'pipeline YAML file')
   .option('--max-frames <n>', 'stop after N processed frames', positiveInt)
   .option('--jsonl <file>', "write one JSON line per processed frame ('-' for stdout)")
+  .option('--annotate <path>', 'write each source\'s video with boxes, track ids, zones, lines and counts to this MP4 ({source} for the source id, or a folder/); overrides sinks.annotate.path')
   .option('--no-status', 'do not print the per-source status line')
-  .action(async (file: string, opts: { maxFrames?: number; jsonl?: string; status: boolean }) => {
+  .action(async (file: string, opts: { maxFrames?: number; jsonl?: string; annotate?: string; status: boolean }) => {
     const config = await loadPipeline(file);
     const ac = new AbortController();
     // Process-level guard: an exception nothing caught (a bug, a library's stray error event)
@@ -69,6 +70,7 @@ program
       baseDir: pipelineBaseDir(file),
       maxFrames: opts.maxFrames,
       jsonl: opts.jsonl,
+      annotate: opts.annotate,
       status: opts.status,
       signal: ac.signal,
       log,

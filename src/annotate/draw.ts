@@ -171,13 +171,17 @@ export function overlaySvg(width: number, height: number, overlay: Overlay, orde
 
 /**
  * Draws `overlay` onto a copy of `image` (sharp compositing an SVG): the result is a new
- * packed buffer of the same size and channel order; `image.data` is not changed.
+ * packed buffer of the same channel order; `image.data` is not changed. With `size`, the
+ * picture is first resized to it (libvips) and the overlay is in `size`'s pixels; else the
+ * result has the image's size.
  */
-export async function drawOverlay(image: FrameImage, overlay: Overlay): Promise<Buffer> {
-  const { width, height } = image;
+export async function drawOverlay(image: FrameImage, overlay: Overlay, size?: { width: number; height: number }): Promise<Buffer> {
+  const { width, height } = size ?? image;
   const sharp = await loadSharp();
   const svg = Buffer.from(overlaySvg(width, height, overlay, image.order));
-  return sharp(image.data, { raw: { width, height, channels: 3 } })
+  let img = sharp(image.data, { raw: { width: image.width, height: image.height, channels: 3 } });
+  if (width !== image.width || height !== image.height) img = img.resize(width, height, { fit: 'fill' });
+  return img
     .composite([{ input: svg, top: 0, left: 0 }])
     .removeAlpha()
     .raw()

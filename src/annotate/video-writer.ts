@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { setPriority } from 'node:os';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 
 export interface VideoWriterOptions {
@@ -12,6 +13,17 @@ export interface VideoWriterOptions {
   fps: number;
   /** Channel order of the frames written. */
   order: 'rgb' | 'bgr';
+  /**
+   * How the MP4 is laid out. `faststart` (default): the index (moov) is written at the end and
+   * moved to the front, so the file is playable only once `close` has finished. `fragmented`:
+   * an empty index first, then self-contained fragments (one per keyframe), so a process killed
+   * mid-way still leaves a playable file up to its last complete fragment.
+   */
+  layout?: 'faststart' | 'fragmented';
+  /** Frames between keyframes (x264's `-g`); with `fragmented`, the length of a fragment. Default x264's (250). */
+  gop?: number;
+  /** Scheduling priority of ffmpeg (`nice`, 0–19; higher yields the CPU to others). Default: the caller's. */
+  nice?: number;
 }
 
 /**
@@ -29,13 +41,21 @@ export class VideoWriter {
   frames = 0;
 
   constructor(readonly options: VideoWriterOptions) {
-    const { ffmpegPath, path, width, height, fps, order } = options;
+    const { ffmpegPath, path, width, height, fps, order, layout = 'faststart', gop } = options;
+    const movflags = layout === 'fragmented' ? '+frag_keyframe+empty_moov+default_base_moof' : '+faststart';
     const args = [
       '-hide_banner', '-nostdin', '-loglevel', 'error', '-y',
       '-f', 'rawvideo', '-pix_fmt', order === 'bgr' ? 'bgr24' : 'rgb24', '-s', `${width}x${height}`, '-r', String(fps), '-i', 'pipe:0',
-      '-an', '-vf', 'pad=ceil(iw/2)*2:ceil(ih/2)*2', '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-movflags', '+faststart', path,
+      '-an', '-vf', 'pad=ceil(iw/2)*2:ceil(ih/2)*2', '-c:v', 'libx264', '-preset', 'veryfast', ...(gop ? ['-g', String(gop)] : []), '-pix_fmt', 'yuv420p', '-movflags', movflags, path,
     ];
     this.child = spawn(ffmpegPath, args, { stdio: ['pipe', 'ignore', 'pipe'] });
+    if (options.nice !== undefined && this.child.pid !== undefined) {
+      try {
+        setPriority(this.child.pid, options.nice);
+      } catch {
+        // not permitted here: ffmpeg keeps the caller's priority
+      }
+    }
     this.child.stderr!.setEncoding('utf8').on('data', (s: string) => {
       this.log.push(s);
       if (this.log.length > 20) this.log.shift();
@@ -78,5 +98,10 @@ export class VideoWriter {
     const { code, error } = await this.exited;
     if (error) throw this.error(`could not start ffmpeg (${this.options.ffmpegPath}): ${error.message}`);
     if (code !== 0) throw this.error(`ffmpeg exited with code ${code}`);
+  }
+
+  /** Stops ffmpeg at once (SIGKILL), for a close that takes too long; a `fragmented` file keeps its complete fragments. */
+  kill(): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
   }
 }

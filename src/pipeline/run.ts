@@ -8,6 +8,8 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
 import type { RunningServer } from '../server/http.js';
 import { JsonlSink } from '../sinks/jsonl.js';
+import type { AnnotateSink, AnnotateSourceStats } from '../sinks/annotate.js';
+import { AnnotateSinkSchema } from '../config/schema/sinks.js';
 import type { KafkaSink, KafkaSinkOptions } from '../sinks/kafka.js';
 import type { Message, MessageKind } from '../sinks/message.js';
 import { Outbox, recordMessage } from '../sinks/outbox.js';
@@ -28,6 +30,8 @@ export interface RunOptions extends PipelineOptions {
   maxFrames?: number;
   /** JSONL output path, '-' for stdout. Overrides `sinks.jsonl` in the config. */
   jsonl?: string;
+  /** Annotated video path (relative to the current folder; `{source}`, a folder, or a file). Overrides `sinks.annotate.path`; its other settings come from the config or their defaults. */
+  annotate?: string;
   /** Print the per-source status line. Default true. */
   status?: boolean;
   /** Called for every processed frame, after the sinks (bench, tests). */
@@ -70,6 +74,8 @@ export interface RunSummary {
   outbox?: Outbox['stats'] & { dir: string; replayed: number };
   /** Per source with zones, lines or rules: entries, exits, crossings, alerts per rule, and what filtered zones and lines saw instead. */
   analytics: Record<string, SourceAnalyticsReport>;
+  /** The annotated video, per source: frames written, dropped (the sink was behind), skipped, repeated. */
+  annotate?: AnnotateSourceStats[];
 }
 
 /** The outbox folder: `outbox.dir` (relative to the pipeline file), else a per-pipeline folder under the user's state directory. */
@@ -133,13 +139,23 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     const alerts = life.use('alerts', new AlertPublisher(publisher, config.alerts, pipeline.detector, baseDir, log), (a) => a.drain());
     started.alerts = alerts;
     if (pipeline.stats.length > 0 && config.sources.some((s) => s.rules.length > 0)) await alerts.warmup();
+    // The annotated video (sinks.annotate, or --annotate): fed beside the sinks, before each frame is released.
+    const annotateConfig = options.annotate ? AnnotateSinkSchema.parse({ ...config.sinks.annotate, path: isAbsolute(options.annotate) ? options.annotate : join(process.cwd(), options.annotate) }) : config.sinks.annotate;
+    let annotate: AnnotateSink | undefined;
+    if (annotateConfig) {
+      const { AnnotateSink } = await import('../sinks/annotate.js');
+      const enabled = config.sources.filter((s) => s.enabled);
+      const fpsOf = (id: string) => enabled.find((s) => s.id === id)?.fps ?? pipeline.stats.find((s) => s.id === id)?.fps;
+      const open = () => AnnotateSink.open({ ...annotateConfig, baseDir, sources: enabled.map((s) => s.id), ffmpegPath: pipeline.ffmpegPath, channelOrder: manifest.preprocess.channelOrder, labels: pipeline.detector.labels, fpsOf, log });
+      annotate = started.annotate = await life.start('annotate', open, (a) => a.close());
+    }
 
     // Metrics, health, dashboard: on the pipeline's HTTP server, when there is one.
     let metrics: Metrics | undefined;
     let liveFrames: FrameBroadcaster | undefined;
     if (server) {
       const [{ Metrics }, { RateMeter, registerRoutes }, { FrameBroadcaster }] = await Promise.all([import('../server/metrics.js'), import('../server/routes.js'), import('../server/frames.js')]);
-      metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka, websocket, outbox, alertsByRule: () => alerts.byRule });
+      metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka, websocket, outbox, alertsByRule: () => alerts.byRule, annotate });
       const rates = life.use('rates', new RateMeter(() => pipeline.stats), (r) => r.close());
       if (websocket) liveFrames = new FrameBroadcaster(websocket, pipeline.detector.manifest.preprocess.channelOrder);
       registerRoutes(server, {
@@ -158,6 +174,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     const side: ((r: FrameResult) => void)[] = [];
     if (metrics) side.push((r) => metrics!.onFrame(r));
     if (liveFrames) side.push((r) => liveFrames!.offer(r));
+    if (annotate) side.push((r) => annotate!.offer(r));
     side.push(() => frames++);
     if (options.onResult) side.push(options.onResult);
     let results$ = pipeline.results$;
@@ -214,6 +231,7 @@ interface Started {
   replayed: number;
   pipeline: Pipeline;
   alerts?: AlertPublisher;
+  annotate?: AnnotateSink;
 }
 
 /** Starts the outbox, the sinks and the server a config asks for, each registered with `life`. */
@@ -315,5 +333,6 @@ function summarize(started: Started, frames: number, wallMs: number): RunSummary
     outbox: ob ? { ...ob.stats, dir: ob.dir, replayed: started.replayed } : undefined,
     websocket: started.websocket?.stats,
     analytics: Object.fromEntries([...pipeline.analyzers].map(([id, a]) => [id, a.report()])),
+    annotate: started.annotate?.stats,
   };
 }

@@ -16,6 +16,8 @@ export interface MetricsSources {
   websocket?: WebSocketHub;
   outbox?: Outbox;
   alertsByRule?: () => ReadonlyMap<string, { severity: string; count: number }>;
+  /** The annotated-video sink: frames it dropped per source. */
+  annotate?: { readonly stats: readonly { source: string; dropped: number }[] };
 }
 
 /**
@@ -87,7 +89,7 @@ export class Metrics {
     counter('argus_source_reconnects_total', 'Restarts of a source’s ffmpeg.', (s) => s.reconnects);
     new client.Counter({
       name: 'argus_frames_dropped_total',
-      help: 'Frames or messages dropped, by reason: stale (inference busy, newer frame kept), inference_error (the frame’s inference failed), kafka_buffer (producer buffer full or broker away), websocket_slow_client.',
+      help: 'Frames or messages dropped, by reason: stale (inference busy, newer frame kept), inference_error (the frame’s inference failed), kafka_buffer (producer buffer full or broker away), websocket_slow_client, annotate_behind (the annotated video’s drawing or encoder was behind).',
       labelNames: ['source', 'reason'],
       registers: [r],
       collect() {
@@ -98,6 +100,7 @@ export class Metrics {
         }
         if (src.kafka) this.inc({ source: '_all', reason: 'kafka_buffer' }, src.kafka.stats.dropped);
         if (src.websocket) this.inc({ source: '_all', reason: 'websocket_slow_client' }, src.websocket.stats.dropped);
+        for (const a of src.annotate?.stats ?? []) this.inc({ source: a.source, reason: 'annotate_behind' }, a.dropped);
       },
     });
     new client.Gauge({

@@ -75,13 +75,29 @@ export const WebSocketSinkSchema = z
   })
   .strict();
 
+/** The annotated video: each source's frames with boxes, track ids, zones, lines and counts, encoded to MP4 off the frame path. */
+export const AnnotateSinkSchema = z
+  .object({
+    /** Output MP4 per source: `{source}` is replaced by the source id; a path ending in `/` (or an existing folder) gets `<source>.mp4` inside; otherwise, with several sources, `-<source>` is added before the extension. Relative to the pipeline file. */
+    path: z.string().min(1),
+    /** Frames wider than this are scaled down to it (height in proportion, both made even). Default 1280. */
+    maxWidth: z.number().int().min(16).max(8192).default(1280),
+    /** Output frame rate; frames beyond it are skipped. Default: the source's own rate. */
+    fps: z.number().positive().max(240).optional(),
+    /** Frames per source copied and not yet encoded at most; a frame offered while that many wait is dropped and counted. Default 2. */
+    queue: z.number().int().min(1).max(64).default(2),
+  })
+  .strict();
+
 export const SinksSchema = z
   .object({
     /** Write one JSON line per processed frame and per alert to this file ('-' for stdout); `status: true` adds source state changes. */
     jsonl: z.object({ path: z.string().min(1), status: z.boolean().default(false) }).strict().optional(),
     kafka: KafkaSinkSchema.optional(),
     websocket: WebSocketSinkSchema.default({}),
+    annotate: AnnotateSinkSchema.optional(),
   })
   .strict();
 
 export type KafkaSinkConfig = z.infer<typeof KafkaSinkSchema>;
+export type AnnotateSinkConfig = z.infer<typeof AnnotateSinkSchema>;

@@ -1,0 +1,328 @@
+import { mkdirSync, statSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { dirname, extname, isAbsolute, join, resolve } from 'node:path';
+import type { FrameResult } from '../analytics/analyze.js';
+import { grabPicture } from '../analytics/snapshot.js';
+import { drawOverlay, type FrameImage, type Overlay } from '../annotate/draw.js';
+import { sceneOf, type Scene } from '../annotate/scene.js';
+import { VideoWriter, type VideoWriterOptions } from '../annotate/video-writer.js';
+import type { AnnotateSinkConfig } from '../config/schema/sinks.js';
+import { Detections } from '../core/detections.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
+import type { LogFn } from '../core/log.js';
+
+/** What the sink needs of an encoder: `VideoWriter`, or a fake in tests. */
+export interface AnnotateEncoder {
+  /** Resolves once the encoder can take the next frame. */
+  write(frame: Uint8Array): Promise<void>;
+  /** Finishes the file. */
+  close(): Promise<void>;
+  /** Stops at once (a close that took too long). */
+  kill(): void;
+}
+
+export interface AnnotateSinkOptions extends Pick<AnnotateSinkConfig, 'maxWidth' | 'fps' | 'queue'> {
+  /** Output path as configured (`{source}`, a folder, or a file); relative paths resolve against `baseDir`. */
+  path: string;
+  baseDir: string;
+  /** Ids of the sources that will run (how `path` is turned into one file per source). */
+  sources: readonly string[];
+  ffmpegPath: string;
+  /** Channel order of the frames' pixels (the model's). */
+  channelOrder: 'rgb' | 'bgr';
+  /** Class id → name for the box labels. */
+  labels: readonly string[];
+  /** A source's frame rate (its config `fps`, else what ffmpeg reported), when known; the output rate unless `fps` is set. Unknown: 25. */
+  fpsOf?: (source: string) => number | undefined;
+  log?: LogFn;
+  /** How long `close` waits for the frames in hand and for ffmpeg to finish, ms, before killing it. Default 10 000. */
+  closeTimeoutMs?: number;
+  /** Starts an encoder (default: ffmpeg through `VideoWriter`). */
+  encoder?: (o: VideoWriterOptions) => AnnotateEncoder;
+  /** Draws the overlay onto a copy of the picture at `size` (default `drawOverlay`: libvips, off the main thread). */
+  draw?: (image: FrameImage, overlay: Overlay, size: { width: number; height: number }) => Promise<Buffer>;
+}
+
+/** One source's figures. After `close`: offered = taken + dropped + skipped, and taken = written + lost. */
+export interface AnnotateSourceStats {
+  source: string;
+  /** The MP4 written. */
+  path: string;
+  /** Frames the pipeline handed to the sink. */
+  offered: number;
+  /** Frames copied out to be drawn and encoded. */
+  taken: number;
+  /** Frames not copied: `queue` frames were already waiting (the drawing or the encoder was behind), or the encoder had failed. */
+  dropped: number;
+  /** Frames not copied because the output frame rate (`fps`) is below the source's. */
+  skipped: number;
+  /** Taken frames encoded. */
+  written: number;
+  /** Taken frames not encoded (the drawing or the encoder failed). */
+  lost: number;
+  /** Extra copies of the previous frame written in the place of frames not encoded (dropped here or by the pipeline), so the video keeps the source's timing. */
+  repeated: number;
+  /** Output size, once the first frame was taken. */
+  width?: number;
+  height?: number;
+  fps?: number;
+  /** Why this source's video stopped being written. */
+  error?: string;
+}
+
+interface SourceState {
+  stats: AnnotateSourceStats;
+  encoder?: AnnotateEncoder;
+  /** Pts of the first frame taken: output slot 0. */
+  base?: number;
+  /** Output slot of the last frame taken, and of the last one written. */
+  lastTaken: number;
+  lastWritten: number;
+  /** The last frame written (repeated to fill gaps). */
+  previous?: Buffer;
+  /** Frames taken and not yet through the encoder. */
+  inHand: number;
+  /** The chain of writes, in frame order. */
+  tail: Promise<void>;
+  drawErrorLogged: boolean;
+}
+
+/** Longest gap, in seconds of output, filled by repeating the previous frame; a longer one (an outage) is cut. */
+const MAX_GAP_SECONDS = 10;
+const DEFAULT_FPS = 25;
+
+/** The output file of each source: `{source}` replaced, `<id>.mp4` inside a folder, or `-<id>` before the extension when several sources share one path. */
+export function annotatePaths(path: string, sources: readonly string[], baseDir: string): Map<string, string> {
+  const safe = (id: string) => id.replace(/[^A-Za-z0-9_.-]/g, '_');
+  const abs = isAbsolute(path) ? path : resolve(baseDir, path);
+  let folder = /[/\\]$/.test(path);
+  if (!folder && !path.includes('{source}')) {
+    try {
+      folder = statSync(abs).isDirectory();
+    } catch {
+      // no such file yet: a file path
+    }
+  }
+  const out = new Map<string, string>();
+  for (const id of sources) {
+    if (path.includes('{source}')) out.set(id, abs.replaceAll('{source}', safe(id)));
+    else if (folder) out.set(id, join(abs, `${safe(id)}.mp4`));
+    else if (sources.length > 1) {
+      const ext = extname(abs);
+      out.set(id, `${abs.slice(0, abs.length - ext.length)}-${safe(id)}${ext || '.mp4'}`);
+    } else out.set(id, abs);
+  }
+  return out;
+}
+
+/** The overlay with every coordinate multiplied by (sx, sy): source pixels onto a smaller or larger picture. */
+function scaleOverlay(overlay: Overlay, sx: number, sy: number): Overlay {
+  if (sx === 1 && sy === 1) return overlay;
+  const d = overlay.detections;
+  let detections = d;
+  if (d && d.length > 0) {
+    const xyxy = new Float32Array(d.xyxy.length);
+    for (let i = 0; i < xyxy.length; i += 2) {
+      xyxy[i] = d.xyxy[i] * sx;
+      xyxy[i + 1] = d.xyxy[i + 1] * sy;
+    }
+    detections = new Detections(xyxy, d.confidence, d.classId, d.trackerId);
+  }
+  const p = (q: readonly [number, number]): [number, number] => [q[0] * sx, q[1] * sy];
+  const scene: Scene | undefined = overlay.scene && {
+    zones: overlay.scene.zones.map((z) => ({ ...z, polygon: z.polygon.map(p) })),
+    lines: overlay.scene.lines.map((l) => ({ ...l, from: p(l.from), to: p(l.to) })),
+  };
+  return { ...overlay, detections, scene };
+}
+
+/** Even output size for x264's yuv420p: at most `maxWidth` wide, the picture's aspect kept. */
+function outputSize(width: number, height: number, maxWidth: number): { width: number; height: number } {
+  const w = Math.min(width, maxWidth);
+  const ow = Math.max(2, w - (w % 2));
+  return { width: ow, height: Math.max(2, 2 * Math.round((height * ow) / width / 2)) };
+}
+
+/**
+ * The annotated video: each source's frames with its boxes, track ids, zones, lines and counts,
+ * drawn by libvips and encoded to MP4 by ffmpeg, beside the pipeline and never in its way.
+ *
+ * `offer` is called on the frame path and returns at once: a frame is copied (one memory copy
+ * of its picture) only when fewer than `queue` frames of its source are waiting; otherwise it
+ * is dropped and counted. Drawing runs in libvips' thread pool, encoding in ffmpeg (at a lower
+ * CPU priority than the pipeline); writes to ffmpeg are awaited one after another, so a slow
+ * encoder fills the queue and later frames are dropped rather than buffered.
+ *
+ * The video runs at a constant rate (the source's, or `fps`): each frame's place follows its
+ * presentation time, and a frame the pipeline or the sink dropped is filled by repeating the
+ * previous one (up to 10 s; a longer gap, an outage, is cut), so the video plays at the
+ * source's speed. The MP4 is fragmented (an empty index, then one fragment per 2 s keyframe
+ * interval): `close` ends it cleanly, and a process killed mid-run still leaves a playable file
+ * up to its last complete fragment.
+ */
+export class AnnotateSink {
+  readonly paths: ReadonlyMap<string, string>;
+  private readonly states = new Map<string, SourceState>();
+  private readonly log: LogFn;
+  private closing: Promise<void> | undefined;
+
+  private constructor(private readonly o: AnnotateSinkOptions, paths: Map<string, string>) {
+    this.paths = paths;
+    this.log = o.log ?? (() => {});
+  }
+
+  /** Checks that every output file can be written (folders made as needed), naming `sinks.annotate.path` when one cannot. */
+  static async open(o: AnnotateSinkOptions): Promise<AnnotateSink> {
+    const paths = annotatePaths(o.path, o.sources, o.baseDir);
+    for (const file of new Set(paths.values())) {
+      try {
+        mkdirSync(dirname(file), { recursive: true });
+        await (await open(file, 'w')).close();
+      } catch (e) {
+        throw new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: cannot write ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
+      }
+    }
+    return new AnnotateSink(o, paths);
+  }
+
+  /** Per source, in the order sources first offered a frame. */
+  get stats(): AnnotateSourceStats[] {
+    return [...this.states.values()].map((s) => ({ ...s.stats }));
+  }
+
+  private state(source: string): SourceState {
+    let s = this.states.get(source);
+    if (!s) {
+      const path = this.paths.get(source) ?? annotatePaths(this.o.path, [...this.o.sources, source], this.o.baseDir).get(source)!;
+      s = { stats: { source, path, offered: 0, taken: 0, dropped: 0, skipped: 0, written: 0, lost: 0, repeated: 0 }, lastTaken: -1, lastWritten: -1, inHand: 0, tail: Promise.resolve(), drawErrorLogged: false };
+      this.states.set(source, s);
+    }
+    return s;
+  }
+
+  /** Takes a processed frame, or drops it; never waits. Call before the frame is released. */
+  offer(r: FrameResult): void {
+    const { frame } = r;
+    const s = this.state(frame.source);
+    const st = s.stats;
+    st.offered++;
+    if (this.closing || st.error) {
+      st.dropped++;
+      return;
+    }
+    const fps = (st.fps ??= this.o.fps ?? this.o.fpsOf?.(frame.source) ?? DEFAULT_FPS);
+    s.base ??= frame.pts;
+    // Its place in the output: the nearest slot, a tie going to the earlier one (a source at twice the output rate keeps every other frame).
+    const slot = Math.round((frame.pts - s.base) * fps - 1e-6);
+    if (slot <= s.lastTaken) {
+      st.skipped++;
+      return;
+    }
+    if (s.inHand >= this.o.queue) {
+      st.dropped++;
+      return;
+    }
+    s.lastTaken = slot;
+    st.taken++;
+    s.inHand++;
+
+    const pic = grabPicture(frame, this.o.channelOrder);
+    if (st.width === undefined) {
+      const size = outputSize(pic.width, pic.height, this.o.maxWidth);
+      st.width = size.width;
+      st.height = size.height;
+      const start = this.o.encoder ?? ((w: VideoWriterOptions) => new VideoWriter(w));
+      s.encoder = start({ ffmpegPath: this.o.ffmpegPath, path: st.path, width: size.width, height: size.height, fps, order: this.o.channelOrder, layout: 'fragmented', gop: Math.max(1, Math.round(2 * fps)), nice: 10 });
+    }
+    const size = { width: st.width, height: st.height! };
+    const overlay = scaleOverlay(
+      { detections: r.detections, labels: this.o.labels, scene: r.analyzer ? sceneOf(r.analyzer, r.analytics) : undefined },
+      size.width / pic.srcWidth,
+      size.height / pic.srcHeight,
+    );
+    const draw = this.o.draw ?? drawOverlay;
+    const drawn = draw({ data: pic.rgb, width: pic.width, height: pic.height, order: this.o.channelOrder }, overlay, size);
+    drawn.catch(() => undefined); // awaited in turn below
+    s.tail = s.tail.then(() => this.write(s, drawn, slot)).finally(() => void s.inHand--);
+  }
+
+  /** Writes one drawn frame after the ones before it, repeating the previous frame over a gap. */
+  private async write(s: SourceState, drawn: Promise<Buffer>, slot: number): Promise<void> {
+    const st = s.stats;
+    let buf: Buffer;
+    try {
+      buf = await drawn;
+    } catch (e) {
+      st.lost++;
+      if (!s.drawErrorLogged) this.log(`annotate: drawing a frame of ${st.source} failed: ${(e as Error).message}`, { source: st.source }, 'warn');
+      s.drawErrorLogged = true;
+      return;
+    }
+    if (st.error) {
+      st.lost++;
+      return;
+    }
+    try {
+      const gap = Math.min(slot - s.lastWritten - 1, Math.ceil(MAX_GAP_SECONDS * st.fps!));
+      if (s.previous && gap > 0) {
+        for (let i = 0; i < gap; i++) await s.encoder!.write(s.previous);
+        st.repeated += gap;
+      }
+      await s.encoder!.write(buf);
+      st.written++;
+      s.previous = buf;
+      s.lastWritten = slot;
+    } catch (e) {
+      st.lost++;
+      st.error = (e as Error).message;
+      this.log(`annotate: writing ${st.path} failed; no more frames of ${st.source} are written: ${st.error}`, { source: st.source, path: st.path }, 'error');
+      s.encoder!.kill();
+    }
+  }
+
+  /**
+   * Writes the frames in hand, then ends each ffmpeg so the MP4 is complete; what is not done
+   * within `closeTimeoutMs` is cut off (ffmpeg killed: the file keeps its complete fragments).
+   * Logs each source's figures. The same promise on every call.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      const timeoutMs = this.o.closeTimeoutMs ?? 10_000;
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>((res) => {
+        timer = setTimeout(() => res('timeout'), timeoutMs);
+        timer.unref?.();
+      });
+      const finish = async (s: SourceState) => {
+        await s.tail;
+        if (!s.encoder) return;
+        try {
+          await s.encoder.close();
+        } catch (e) {
+          s.stats.error ??= (e as Error).message;
+        }
+      };
+      const all = Promise.all([...this.states.values()].map(finish));
+      if ((await Promise.race([all, timedOut])) === 'timeout') {
+        for (const s of this.states.values()) {
+          s.stats.error ??= `not finished within ${timeoutMs} ms of the stop; ffmpeg was killed`;
+          s.encoder?.kill();
+        }
+        await Promise.race([all, new Promise((r) => setTimeout(r, 1000).unref?.())]);
+      }
+      clearTimeout(timer);
+      for (const s of this.states.values()) {
+        const st = s.stats;
+        const repeated = st.repeated ? ` (and ${st.repeated} repeats of the previous frame in the place of frames not processed or dropped)` : '';
+        const skipped = st.skipped ? `, ${st.skipped} skipped (fps ${st.fps})` : '';
+        const lost = st.lost ? `, ${st.lost} lost` : '';
+        this.log(
+          `annotate: ${st.source} → ${st.path}: written ${st.written}${repeated}, dropped ${st.dropped} (the drawing or the encoder was behind)${skipped}${lost}${st.error ? `; ${st.error}` : ''}`,
+          { source: st.source, path: st.path, offered: st.offered, written: st.written, dropped: st.dropped, skipped: st.skipped, lost: st.lost, repeated: st.repeated },
+          st.error ? 'warn' : 'info',
+        );
+      }
+    })();
+    return this.closing;
+  }
+}

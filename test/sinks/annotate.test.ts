@@ -1,0 +1,298 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { FrameResult } from '../../src/analytics/analyze.js';
+import type { FrameImage, Overlay } from '../../src/annotate/draw.js';
+import { VideoWriter, type VideoWriterOptions } from '../../src/annotate/video-writer.js';
+import { AnnotateSinkSchema } from '../../src/config/schema/sinks.js';
+import { Detections } from '../../src/core/detections.js';
+import { isArgusError } from '../../src/core/errors.js';
+import { emptyStamps, type Frame } from '../../src/core/frame.js';
+import { letterbox } from '../../src/core/geometry.js';
+import { AnnotateSink, annotatePaths, type AnnotateSinkOptions } from '../../src/sinks/annotate.js';
+import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
+
+const tmp = () => mkdtempSync(join(tmpdir(), 'argus-annotate-'));
+
+/** An encoder that takes frames only when let through: `hold()` makes every write wait until `release()`. */
+class FakeEncoder {
+  written: Uint8Array[] = [];
+  private waiting: (() => void)[] = [];
+  private held = false;
+  closed = false;
+  killed = false;
+  failWith: Error | undefined;
+  closeNever = false;
+  constructor(readonly options: VideoWriterOptions) {}
+  hold() {
+    this.held = true;
+  }
+  release() {
+    this.held = false;
+    for (const w of this.waiting.splice(0)) w();
+  }
+  async write(frame: Uint8Array): Promise<void> {
+    if (this.failWith) throw this.failWith;
+    this.written.push(frame);
+    if (this.held) await new Promise<void>((r) => this.waiting.push(r));
+  }
+  close(): Promise<void> {
+    this.closed = true;
+    return this.closeNever ? new Promise(() => {}) : Promise.resolve();
+  }
+  kill() {
+    this.killed = true;
+  }
+}
+
+/** A frame at 10 fps whose picture reads are counted (a frame the sink drops must not be copied). */
+function frameAt(seq: number, reads: { n: number }, source = 'cam', width = 8, height = 4, fps = 10): FrameResult {
+  const data = Buffer.alloc(width * height * 3, seq & 255);
+  const frame: Frame = {
+    source,
+    seq,
+    pts: seq / fps,
+    get data() {
+      reads.n++;
+      return data;
+    },
+    layout: 'source',
+    letterbox: letterbox(width, height, 4, 4),
+    stamps: emptyStamps(1),
+    producedBy: 'captured',
+    release: () => {},
+  };
+  return { frame, detections: Detections.empty(), dropped: 0, alerts: [] };
+}
+
+/** Lets queued promise callbacks (the sink's draw → write chain) run. */
+const settle = async () => {
+  for (let i = 0; i < 20; i++) await Promise.resolve();
+};
+
+function sinkWith(over: Partial<AnnotateSinkOptions> = {}) {
+  const encoders: FakeEncoder[] = [];
+  const logs: string[] = [];
+  const options: AnnotateSinkOptions = {
+    ...AnnotateSinkSchema.parse({ path: join(tmp(), 'out.mp4') }),
+    baseDir: '/',
+    sources: ['cam'],
+    ffmpegPath: 'ffmpeg',
+    channelOrder: 'bgr',
+    labels: ['person'],
+    fpsOf: () => 10,
+    log: (m) => logs.push(m),
+    encoder: (o) => {
+      const e = new FakeEncoder(o);
+      encoders.push(e);
+      return e;
+    },
+    // The frame's own bytes stand in for the drawing (the real one is tested below).
+    draw: async (image: FrameImage) => Buffer.from(image.data),
+    ...over,
+  };
+  return { options, encoders, logs };
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('AnnotateSink: bounded, never in the way', () => {
+  it('while the encoder is stuck, offer returns at once: queue frames are taken, the rest dropped without being copied; the counts add up', async () => {
+    const { options, encoders, logs } = sinkWith({ queue: 2 });
+    const sink = await AnnotateSink.open(options);
+    const reads = { n: 0 };
+    // The first frame starts the encoder; hold it before anything reaches it.
+    sink.offer(frameAt(0, reads));
+    const enc = encoders[0];
+    enc.hold();
+    for (let i = 1; i < 10; i++) expect(sink.offer(frameAt(i, reads))).toBeUndefined();
+    await settle();
+    // Frame 0 is in the encoder (its write not finished), frame 1 waits: 2 in hand; 2–9 dropped.
+    expect(enc.written.length).toBe(1);
+    expect(sink.stats[0]).toMatchObject({ offered: 10, taken: 2, dropped: 8, skipped: 0, written: 0 });
+    expect(reads.n).toBe(2); // only the taken frames' pictures were read
+    // Still stuck: more frames are dropped, none copied.
+    for (let i = 10; i < 15; i++) sink.offer(frameAt(i, reads));
+    expect(sink.stats[0]).toMatchObject({ offered: 15, taken: 2, dropped: 13 });
+    expect(reads.n).toBe(2);
+
+    enc.release();
+    await settle();
+    expect(sink.stats[0]).toMatchObject({ written: 2 });
+    // Caught up: frames are taken again.
+    for (let i = 15; i < 18; i++) {
+      sink.offer(frameAt(i, reads));
+      await settle();
+    }
+    await sink.close();
+    const st = sink.stats[0];
+    expect(st).toMatchObject({ offered: 18, taken: 5, dropped: 13, skipped: 0, written: 5, lost: 0 });
+    expect(st.taken + st.dropped + st.skipped).toBe(st.offered);
+    expect(reads.n).toBe(5);
+    // Frames 2–14 were dropped: frame 1 is repeated in their 13 places, so the video keeps its timing:
+    // 18 frames at 10 fps, as the source.
+    expect(st.repeated).toBe(13);
+    expect(enc.written.length).toBe(18);
+    expect(enc.written.slice(2, 15).every((b) => b[0] === 1)).toBe(true);
+    expect(Array.from(enc.written.slice(15), (b) => b[0])).toEqual([15, 16, 17]);
+    expect(enc.closed).toBe(true);
+    expect(enc.options).toMatchObject({ width: 8, height: 4, fps: 10, order: 'bgr', layout: 'fragmented', gop: 20 });
+    expect(logs.some((l) => /written 5 .*dropped 13/.test(l))).toBe(true);
+  });
+
+  it('holds at most queue frames per source, whatever the other sources do', async () => {
+    const { options, encoders } = sinkWith({ queue: 3, sources: ['a', 'b'] });
+    const sink = await AnnotateSink.open(options);
+    const reads = { n: 0 };
+    sink.offer(frameAt(0, reads, 'a'));
+    sink.offer(frameAt(0, reads, 'b'));
+    encoders.forEach((e) => e.hold());
+    for (let i = 1; i < 8; i++) {
+      sink.offer(frameAt(i, reads, 'a'));
+      sink.offer(frameAt(i, reads, 'b'));
+    }
+    const [a, b] = sink.stats;
+    expect([a.source, a.taken, a.dropped, b.source, b.taken, b.dropped]).toEqual(['a', 3, 5, 'b', 3, 5]);
+    expect(encoders.map((e) => e.options.path)).toEqual([...sink.paths.values()]);
+    encoders.forEach((e) => e.release());
+    await sink.close();
+  });
+
+  it('skips frames above the output fps without copying them', async () => {
+    const { options, encoders } = sinkWith({ fps: 5 });
+    const sink = await AnnotateSink.open(options);
+    const reads = { n: 0 };
+    for (let i = 0; i < 10; i++) {
+      sink.offer(frameAt(i, reads));
+      await settle();
+    }
+    await sink.close();
+    expect(sink.stats[0]).toMatchObject({ offered: 10, taken: 5, skipped: 5, dropped: 0, written: 5, repeated: 0, fps: 5 });
+    expect(reads.n).toBe(5);
+    expect(encoders[0].written.map((b) => b[0])).toEqual([0, 2, 4, 6, 8]);
+  });
+
+  it('an encoder that fails: logged once, the frame counted lost, later frames dropped, ffmpeg killed', async () => {
+    const { options, encoders, logs } = sinkWith();
+    const sink = await AnnotateSink.open(options);
+    const reads = { n: 0 };
+    sink.offer(frameAt(0, reads));
+    await settle();
+    encoders[0].failWith = new Error('ffmpeg exited with code 1: No space left on device');
+    sink.offer(frameAt(1, reads));
+    await settle();
+    for (let i = 2; i < 6; i++) sink.offer(frameAt(i, reads));
+    await sink.close();
+    const st = sink.stats[0];
+    expect(st).toMatchObject({ offered: 6, taken: 2, written: 1, lost: 1, dropped: 4 });
+    expect(st.error).toMatch(/No space left/);
+    expect(encoders[0].killed).toBe(true);
+    expect(logs.filter((l) => /writing .* failed/.test(l))).toHaveLength(1);
+  });
+
+  it('close waits for the frames in hand, then cuts ffmpeg off after closeTimeoutMs (virtual time)', async () => {
+    vi.useFakeTimers();
+    const { options, encoders } = sinkWith({ closeTimeoutMs: 5000 });
+    const sink = await AnnotateSink.open(options);
+    sink.offer(frameAt(0, { n: 0 }));
+    encoders[0].closeNever = true;
+    let done = false;
+    const closing = sink.close().then(() => (done = true));
+    await vi.advanceTimersByTimeAsync(4999);
+    expect(done).toBe(false);
+    expect(encoders[0].written.length).toBe(1); // the frame in hand was written before the close
+    expect(encoders[0].killed).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(encoders[0].killed).toBe(true);
+    await vi.advanceTimersByTimeAsync(1000);
+    await closing;
+    expect(done).toBe(true);
+    expect(sink.stats[0].error).toMatch(/5000 ms.*killed/);
+    // After the close, offers are dropped and counted.
+    sink.offer(frameAt(1, { n: 0 }));
+    expect(sink.stats[0]).toMatchObject({ offered: 2, dropped: 1 });
+  });
+});
+
+describe('AnnotateSink: drawing at the output size', () => {
+  it('scales the picture to maxWidth (even sizes) and draws the boxes at the scaled place', async () => {
+    const { options, encoders } = sinkWith({ draw: undefined, maxWidth: 101, channelOrder: 'rgb' });
+    const sink = await AnnotateSink.open(options);
+    const w = 200, h = 100;
+    const r = frameAt(0, { n: 0 }, 'cam', w, h);
+    (r.frame.data as Buffer).fill(128);
+    // A person box in source pixels: 40..160 × 20..90, i.e. 20..80 × 10..45 at half size.
+    r.detections = new Detections(new Float32Array([40, 20, 160, 90]), new Float32Array([0.9]), new Int32Array([0]), new Int32Array([3]));
+    sink.offer(r);
+    await vi.waitFor(() => expect(encoders[0]?.written.length).toBe(1));
+    await sink.close();
+    const e = encoders[0];
+    expect([e.options.width, e.options.height]).toEqual([100, 50]);
+    const px = e.written[0];
+    expect(px.length).toBe(100 * 50 * 3);
+    const at = (x: number, y: number) => Array.from(px.subarray((y * 100 + x) * 3, (y * 100 + x) * 3 + 3));
+    // The outline's left and bottom edges, in output pixels, are red (a 1 px stroke on the edge:
+    // half of it on each side, blended with the grey); inside and outside stay grey.
+    const red = (x: number, y: number) => at(x, y)[0] - at(x, y)[2];
+    expect(red(20, 30)).toBeGreaterThan(60);
+    expect(red(50, 45)).toBeGreaterThan(60);
+    for (const [x, y] of [[50, 30], [90, 30], [10, 40]]) expect(at(x, y), `${x},${y}`).toEqual([128, 128, 128]);
+  });
+});
+
+describe('annotatePaths', () => {
+  it('one file per source: {source}, a folder, -<id> before the extension for several sources, the path as is for one', () => {
+    const dir = tmp();
+    mkdirSync(join(dir, 'videos'));
+    expect([...annotatePaths('out/{source}.mp4', ['a b', 'c'], dir).values()]).toEqual([join(dir, 'out/a_b.mp4'), join(dir, 'out/c.mp4')]);
+    expect([...annotatePaths('videos', ['a'], dir).values()]).toEqual([join(dir, 'videos/a.mp4')]);
+    expect([...annotatePaths('new-folder/', ['a'], dir).values()]).toEqual([join(dir, 'new-folder/a.mp4')]);
+    expect([...annotatePaths('/x/run.mp4', ['a', 'b'], dir).values()]).toEqual(['/x/run-a.mp4', '/x/run-b.mp4']);
+    expect([...annotatePaths('run.mp4', ['a'], dir).values()]).toEqual([join(dir, 'run.mp4')]);
+  });
+
+  it('an output that cannot be written fails the start, naming sinks.annotate.path', async () => {
+    const dir = tmp();
+    writeFileSync(join(dir, 'file'), '');
+    const { options } = sinkWith({ path: join(dir, 'file', 'out.mp4') });
+    const err = await AnnotateSink.open(options).catch((e) => e);
+    expect(isArgusError(err) && err.code).toBe('VAP_ERR_SINK_FILE');
+    expect(err.message).toMatch(/sinks\.annotate\.path: cannot write .*file\/out\.mp4/);
+  });
+});
+
+describe('VideoWriter: fragmented MP4', () => {
+  const ffmpeg = resolveFfmpegSync().path;
+  const probeFrames = (file: string) =>
+    Number(execFileSync('ffprobe', ['-v', 'error', '-count_frames', '-select_streams', 'v:0', '-show_entries', 'stream=nb_read_frames', '-of', 'csv=p=0', file], { encoding: 'utf8' }).trim());
+
+  it('starts with its index, writes a fragment per keyframe interval, and a file cut mid-way (a killed process) still plays up to its last whole fragment', async () => {
+    const dir = tmp();
+    const file = join(dir, 'v.mp4');
+    const w = new VideoWriter({ ffmpegPath: ffmpeg, path: file, width: 64, height: 32, fps: 10, order: 'rgb', layout: 'fragmented', gop: 10 });
+    for (let i = 0; i < 40; i++) await w.write(Buffer.alloc(64 * 32 * 3, (i * 6) & 255));
+    await w.close();
+    expect(probeFrames(file)).toBe(40);
+    // Top-level boxes: ftyp, moov (empty of samples), then moof + mdat pairs.
+    const bytes = readFileSync(file);
+    const boxes: { type: string; at: number; size: number }[] = [];
+    for (let at = 0; at < bytes.length; ) {
+      const size = bytes.readUInt32BE(at);
+      boxes.push({ type: bytes.toString('latin1', at + 4, at + 8), at, size });
+      at += size;
+    }
+    const types = boxes.map((b) => b.type);
+    expect(types.slice(0, 2)).toEqual(['ftyp', 'moov']);
+    const moofs = boxes.filter((b) => b.type === 'moof');
+    expect(moofs.length).toBeGreaterThanOrEqual(4); // 40 frames, a keyframe every 10
+    // Cut in the middle of the third fragment, as a kill during a write would leave it.
+    const third = moofs[2];
+    const cut = join(dir, 'cut.mp4');
+    writeFileSync(cut, bytes.subarray(0, third.at + Math.floor(third.size / 2)));
+    expect(probeFrames(cut)).toBe(20);
+  });
+});
