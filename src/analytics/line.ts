@@ -115,8 +115,21 @@ export class LineCounter {
       st = undefined;
     }
     if (!st) {
-      if (now !== 0) sides.set(id, { side: now, lastSeen: tMs });
-      return undefined;
+      // A track confirmed on this frame was first seen some frames ago: the side it came from
+      // is where it was then, so a crossing made while the tracker was still confirming it counts.
+      const origin = d.trackOrigins?.get(id);
+      let from: -1 | 1 | 0 = 0;
+      if (origin) {
+        const [ox, oy] = anchorPoint(origin, 0, anchor, this.pt);
+        const od = this.signedDistance(ox, oy);
+        from = od > marginPx ? 1 : od < -marginPx ? -1 : 0;
+      }
+      if (from === 0) {
+        if (now !== 0) sides.set(id, { side: now, lastSeen: tMs });
+        return undefined;
+      }
+      st = { side: from, lastSeen: tMs };
+      sides.set(id, st);
     }
     st.lastSeen = tMs;
     if (now === 0 || now === st.side) return undefined;

@@ -13,6 +13,12 @@ export class Detections {
     readonly classId: Int32Array,
     /** Track ids (−1 for none), present once a tracker has run. */
     readonly trackerId?: Int32Array,
+    /**
+     * Tracks confirmed on this frame (they get their id now, some frames after the detector
+     * first saw them): track id → the box (xyxy) where the tracker first saw the object, so a
+     * line can tell which side it came from. Absent when no track was confirmed.
+     */
+    readonly trackOrigins?: ReadonlyMap<number, Float32Array>,
   ) {
     const n = confidence.length;
     if (xyxy.length !== n * 4) {
@@ -48,7 +54,7 @@ export class Detections {
       classId[k] = this.classId[i];
       if (trackerId) trackerId[k] = this.trackerId![i];
     }
-    return new Detections(xyxy, confidence, classId, trackerId);
+    return new Detections(xyxy, confidence, classId, trackerId, this.trackOrigins);
   }
 
   /** Concatenates containers; the result has track ids only if every non-empty input has. */
@@ -70,7 +76,9 @@ export class Detections {
       if (trackerId) trackerId.set(d.trackerId!, o);
       o += d.length;
     }
-    return new Detections(xyxy, confidence, classId, trackerId);
+    const withOrigins = parts.filter((d) => d.trackOrigins);
+    const origins = withOrigins.length === 0 ? undefined : withOrigins.length === 1 ? withOrigins[0].trackOrigins : new Map(withOrigins.flatMap((d) => [...d.trackOrigins!]));
+    return new Detections(xyxy, confidence, classId, trackerId, origins);
   }
 }
 

@@ -139,14 +139,19 @@ class Track {
   score: number;
   hits = 1;
   readonly firstSeenMs: number;
+  /** The first detection's box (xyxy): where the object was when the tracker first saw it. */
+  readonly firstXyxy: Float32Array;
   lastSeenMs: number;
+  /** When the track was confirmed (the tracker's clock), or −Infinity. */
+  confirmedMs = -Infinity;
   /** Row of the detection matched in the current update, or −1. */
   row = -1;
   removed = false;
 
-  constructor(classId: number, score: number, nowMs: number) {
+  constructor(classId: number, score: number, nowMs: number, firstXyxy: Float32Array) {
     this.classId = classId;
     this.score = score;
+    this.firstXyxy = firstXyxy;
     this.firstSeenMs = nowMs;
     this.lastSeenMs = nowMs;
   }
@@ -307,7 +312,7 @@ export class ByteTracker {
     for (let k = 0; k < nLeft; k++) {
       const d = left[k];
       if (this.detTaken[d] || confidence[d] < newThresh) continue;
-      const t = new Track(detections.classId[d], confidence[d], now);
+      const t = new Track(detections.classId[d], confidence[d], now, xyxy.slice(d * 4, d * 4 + 4));
       measure(t.kf, xyxy, d, true);
       t.row = d;
       if (o.minConfirmFrames <= 1) this.confirm(t);
@@ -321,8 +326,13 @@ export class ByteTracker {
     this.compact();
 
     const trackerId = new Int32Array(n).fill(-1);
-    for (const t of this.pool) if (t.row >= 0 && t.id > 0) trackerId[t.row] = t.id;
-    return new Detections(detections.xyxy, detections.confidence, detections.classId, trackerId);
+    let origins: Map<number, Float32Array> | undefined;
+    for (const t of this.pool) {
+      if (!(t.row >= 0 && t.id > 0)) continue;
+      trackerId[t.row] = t.id;
+      if (t.confirmedMs === now && t.hits > 1) (origins ??= new Map()).set(t.id, t.firstXyxy);
+    }
+    return new Detections(detections.xyxy, detections.confidence, detections.classId, trackerId, origins);
   }
 
   /** Live tracks (tentative, tracked and lost) in the order they started. */
@@ -408,6 +418,7 @@ export class ByteTracker {
   private confirm(t: Track): void {
     t.id = this.nextId++;
     t.state = TRACKED;
+    t.confirmedMs = this.clockMs;
   }
 
   /**

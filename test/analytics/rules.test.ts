@@ -127,6 +127,19 @@ describe('lines', () => {
     expect(r.last.lines!.l).toEqual({ in: { bottle: 1 }, out: { bottle: 1 } });
   });
 
+  it('an object that appears just above the line and crosses while its track is still being confirmed counts (its side is where the tracker first saw it)', () => {
+    // Seen from t = 1 s at y = 222 (18 px above the line), 150 px/s down: 3 frames to confirm
+    // (default minConfirmFrames), by when it is at y ≈ 252, past the line. Not counted before.
+    const r = simulate(lineSource(), { objects: [{ key: 'late', box: bottle(300, 72), velocity: [0, 150], classId: 3, from: 1 }] }, 10, 3);
+    expect(r.last.lines!.l).toEqual({ in: { bottle: 1 }, out: {} });
+    expect(r.alerts.map((a) => a.direction)).toEqual(['in']);
+  });
+
+  it('a track first seen inside the margin still learns its side from where it is (no crossing invented)', () => {
+    const r = simulate(lineSource(), { objects: [{ key: 'on', box: bottle(300, 176), velocity: [0, 60], classId: 3, from: 1 }] }, 10, 3);
+    expect(r.last.lines!.l).toEqual({ in: {}, out: {} });
+  });
+
   it('jitter around the line inside the margin never counts; a full crossing counts once', () => {
     const r = simulate(lineSource(), {
       objects: [
@@ -145,8 +158,8 @@ describe('lines', () => {
     expect(r.last.lines!.l).toEqual({ in: { bottle: 1 }, out: { bottle: 1 } });
   });
 
-  it('tracks that are not confirmed yet do not count', () => {
-    // Appears just above the line and is below it 2 frames later: confirmed (3 hits) only once below.
+  it('an object the tracker never confirms does not count', () => {
+    // 30 px a frame with a 40 px box: consecutive boxes barely overlap, so no track is ever confirmed.
     const r = simulate(lineSource(), { objects: [{ key: 'fast', box: bottle(300, 215), velocity: [0, 300], classId: 3, until: 0.5 }] });
     expect(r.last.lines!.l).toEqual({ in: {}, out: {} });
   });
