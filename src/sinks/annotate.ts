@@ -75,7 +75,8 @@ interface SourceState {
   encoder?: AnnotateEncoder;
   /** Pts of the first frame taken: output slot 0. */
   base?: number;
-  /** Output slot of the last frame taken, and of the last one written. */
+  /** Output slot of the last frame offered (taken or dropped), of the last one taken, and of the last one written. */
+  lastOffered: number;
   lastTaken: number;
   lastWritten: number;
   /** The last frame written (repeated to fill gaps). */
@@ -194,7 +195,7 @@ export class AnnotateSink {
     let s = this.states.get(source);
     if (!s) {
       const path = this.paths.get(source) ?? annotatePaths(this.o.path, [...this.o.sources, source], this.o.baseDir).get(source)!;
-      s = { stats: { source, path, offered: 0, taken: 0, dropped: 0, skipped: 0, written: 0, lost: 0, repeated: 0 }, lastTaken: -1, lastWritten: -1, inHand: 0, tail: Promise.resolve(), drawErrorLogged: false };
+      s = { stats: { source, path, offered: 0, taken: 0, dropped: 0, skipped: 0, written: 0, lost: 0, repeated: 0 }, lastOffered: -1, lastTaken: -1, lastWritten: -1, inHand: 0, tail: Promise.resolve(), drawErrorLogged: false };
       this.states.set(source, s);
     }
     return s;
@@ -218,6 +219,7 @@ export class AnnotateSink {
       st.skipped++;
       return;
     }
+    s.lastOffered = Math.max(s.lastOffered, slot);
     if (s.inHand >= this.o.queue) {
       st.dropped++;
       return;
@@ -263,11 +265,7 @@ export class AnnotateSink {
       return;
     }
     try {
-      const gap = Math.min(slot - s.lastWritten - 1, Math.ceil(MAX_GAP_SECONDS * st.fps!));
-      if (s.previous && gap > 0) {
-        for (let i = 0; i < gap; i++) await s.encoder!.write(s.previous);
-        st.repeated += gap;
-      }
+      await this.fillGap(s, slot);
       await s.encoder!.write(buf);
       st.written++;
       s.previous = buf;
@@ -278,6 +276,14 @@ export class AnnotateSink {
       this.log(`annotate: writing ${st.path} failed; no more frames of ${st.source} are written: ${st.error}`, { source: st.source, path: st.path }, 'error');
       s.encoder!.kill();
     }
+  }
+
+  /** Repeats the previous frame in the empty slots before `slot` (up to MAX_GAP_SECONDS of them). */
+  private async fillGap(s: SourceState, slot: number): Promise<void> {
+    const gap = Math.min(slot - s.lastWritten - 1, Math.ceil(MAX_GAP_SECONDS * s.stats.fps!));
+    if (!s.previous || gap <= 0) return;
+    for (let i = 0; i < gap; i++) await s.encoder!.write(s.previous);
+    s.stats.repeated += gap;
   }
 
   /**
@@ -297,6 +303,8 @@ export class AnnotateSink {
         await s.tail;
         if (!s.encoder) return;
         try {
+          // Frames dropped at the end: the last frame written stands in for them, so the video lasts as long as the run.
+          if (!s.stats.error) await this.fillGap(s, s.lastOffered + 1);
           await s.encoder.close();
         } catch (e) {
           s.stats.error ??= (e as Error).message;

@@ -11,6 +11,7 @@ import { Detections } from '../../src/core/detections.js';
 import { isArgusError } from '../../src/core/errors.js';
 import { emptyStamps, type Frame } from '../../src/core/frame.js';
 import { letterbox } from '../../src/core/geometry.js';
+import { Metrics } from '../../src/server/metrics.js';
 import { AnnotateSink, annotatePaths, type AnnotateSinkOptions } from '../../src/sinks/annotate.js';
 import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 
@@ -144,6 +145,18 @@ describe('AnnotateSink: bounded, never in the way', () => {
     expect(logs.some((l) => /written 5 .*dropped 13/.test(l))).toBe(true);
   });
 
+  it('its drops are in /metrics as argus_frames_dropped_total{reason="annotate_behind"} per source', async () => {
+    const { options, encoders } = sinkWith({ queue: 1 });
+    const sink = await AnnotateSink.open(options);
+    sink.offer(frameAt(0, { n: 0 }));
+    encoders[0].hold();
+    for (let i = 1; i < 5; i++) sink.offer(frameAt(i, { n: 0 }));
+    const text = await new Metrics({ stats: () => [], provider: 'cpu', annotate: sink }).scrape();
+    expect(text).toContain('argus_frames_dropped_total{source="cam",reason="annotate_behind"} 4');
+    encoders[0].release();
+    await sink.close();
+  });
+
   it('holds at most queue frames per source, whatever the other sources do', async () => {
     const { options, encoders } = sinkWith({ queue: 3, sources: ['a', 'b'] });
     const sink = await AnnotateSink.open(options);
@@ -160,6 +173,12 @@ describe('AnnotateSink: bounded, never in the way', () => {
     expect(encoders.map((e) => e.options.path)).toEqual([...sink.paths.values()]);
     encoders.forEach((e) => e.release());
     await sink.close();
+    // Frames 3–7 were dropped at the end: the last one written stands in for them at the close,
+    // so each video has its source's 8 frames.
+    for (const [i, st] of sink.stats.entries()) {
+      expect(st).toMatchObject({ written: 3, repeated: 5 });
+      expect(encoders[i].written.map((b) => b[0])).toEqual([0, 1, 2, 2, 2, 2, 2, 2]);
+    }
   });
 
   it('skips frames above the output fps without copying them', async () => {
