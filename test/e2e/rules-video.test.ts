@@ -51,6 +51,8 @@ describe('safety-zone.yaml on the person video', () => {
       expect(jpeg.length).toBeLessThanOrEqual(150_000);
       const meta = await sharp(jpeg).metadata();
       expect([meta.format, meta.width, meta.height]).toEqual(['jpeg', a.alert.snapshot.width, a.alert.snapshot.height]);
+      // At the camera's resolution (768x432, under maxWidth 832), not the model's 416x234.
+      expect([meta.width, meta.height]).toEqual([768, 432]);
       // The triggering detection is in the alert, with its track id.
       expect(a.detections.some((d: { trackId?: number }) => d.trackId === a.alert.trackId)).toBe(true);
     }
