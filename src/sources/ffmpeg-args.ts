@@ -75,6 +75,13 @@ export interface FfmpegOutputSpec {
   frame?: 'letterbox' | 'source';
 }
 
+/**
+ * Frames at the source's size are at most this large (4K UHD, 25 MB a frame in 8-bit RGB):
+ * larger pictures are reduced by ffmpeg to fit, keeping their aspect (boxes and pixel zones are
+ * then in the reduced picture's pixels).
+ */
+export const MAX_SOURCE_FRAME = { width: 3840, height: 2160 } as const;
+
 /** The size of one frame ffmpeg writes, in bytes: the model's input, or the source's size. */
 export function frameBytes(out: FfmpegOutputSpec, srcWidth: number, srcHeight: number): number {
   return out.frame === 'source' ? srcWidth * srcHeight * 3 : out.width * out.height * 3;
@@ -152,8 +159,10 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
     ...(trim > 0 ? [`trim=start=${trim.toFixed(6)}`] : []),
     ...(input.fps ? [`fps=${input.fps}`] : []),
     ...(out.frame === 'source'
-      ? // Full size, converted only: argus letterboxes.
-        [`format=${out.pixelFormat}`]
+      ? // Full size, converted only: argus letterboxes. Pictures larger than 4K UHD (a hostile
+        // file can claim 16384x16384: 800 MB a frame) are first reduced to fit it; smaller ones
+        // pass unscaled (the same colour conversion ffmpeg would insert by itself).
+        [`scale=w='min(${MAX_SOURCE_FRAME.width}\\,iw)':h='min(${MAX_SOURCE_FRAME.height}\\,ih)':force_original_aspect_ratio=decrease`, `format=${out.pixelFormat}`]
       : [`scale=w=${sw}:h=${sh}:flags=bilinear`, `format=${out.pixelFormat}`, `pad=${W}:${H}:${px}:${py}:color=${pad}`]),
     // Live: each frame's time (µs) on the log, in output order (see reportsFrameTimes).
     ...(live ? ['settb=AVTB', 'metadata=mode=add:key=argus:value=1', 'metadata=mode=print:key=argus'] : []),

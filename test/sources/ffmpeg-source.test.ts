@@ -1,4 +1,4 @@
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +30,23 @@ const alive = (pid: number) => {
 };
 
 describe('ffmpegSource (real ffmpeg)', () => {
+  it('frames at the source size: the picture as decoded, at its own size, in the model channel order; larger than 4K UHD reduced to fit it', async () => {
+    const src = { ...output, rounding: 'floor' as const, frame: 'source' as const };
+    const frames = await lastValueFrom(ffmpegSource({ ...opts({}), output: src }).pipe(take(3), toArray()));
+    for (const f of frames) {
+      expect(f.layout).toBe('source');
+      expect([f.letterbox.srcWidth, f.letterbox.srcHeight, f.data.length]).toEqual([768, 432, 768 * 432 * 3]);
+      // YOLOX's int(432 * 416 / 768) in floating point: 233.99999999999997 → 233.
+      expect([f.letterbox.scaledWidth, f.letterbox.scaledHeight]).toEqual([416, 233]);
+      f.release();
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'argus-big-'));
+    const big = join(dir, 'big.png');
+    execFileSync(defaultFfmpegPath(), ['-v', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc=size=4096x2304:rate=1', '-frames:v', '1', big]);
+    const [f] = await lastValueFrom(ffmpegSource({ ...opts({ url: big }), output: src }).pipe(toArray()));
+    expect([f.letterbox.srcWidth, f.letterbox.srcHeight, f.data.length]).toEqual([3840, 2160, 3840 * 2160 * 3]);
+  }, 60_000);
+
   it('delivers letterboxed frames of the model size with sequence numbers, pts and capture stamps', async () => {
     const frames = await lastValueFrom(
       // No pace: frames are read as ffmpeg delivers them.
