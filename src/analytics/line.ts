@@ -117,12 +117,22 @@ export class LineCounter {
     if (!st) {
       // A track confirmed on this frame was first seen some frames ago: the side it came from
       // is where it was then, so a crossing made while the tracker was still confirming it counts.
+      // The first box is trusted only when it is a sure sighting of the same object: about the
+      // size of the current one (not a part of it seen from behind an occluder), and the path
+      // from there to here crosses the line within its extent.
       const origin = d.trackOrigins?.get(id);
       let from: -1 | 1 | 0 = 0;
-      if (origin) {
+      if (origin && now !== 0) {
         const [ox, oy] = anchorPoint(origin, 0, anchor, this.pt);
         const od = this.signedDistance(ox, oy);
         from = od > marginPx ? 1 : od < -marginPx ? -1 : 0;
+        if (from !== 0 && from !== now) {
+          const areaNow = (d.xyxy[i * 4 + 2] - d.xyxy[i * 4]) * (d.xyxy[i * 4 + 3] - d.xyxy[i * 4 + 1]);
+          const areaThen = (origin[2] - origin[0]) * (origin[3] - origin[1]);
+          const k = od / (od - dist); // where the path from origin to now meets the line
+          const sameObject = areaThen > 0.5 * areaNow && areaThen < 2 * areaNow;
+          if (!sameObject || !this.withinSegment(ox + (x - ox) * k, oy + (y - oy) * k)) from = 0;
+        }
       }
       if (from === 0) {
         if (now !== 0) sides.set(id, { side: now, lastSeen: tMs });

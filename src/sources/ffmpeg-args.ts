@@ -76,11 +76,25 @@ export interface FfmpegOutputSpec {
 }
 
 /**
- * Frames at the source's size are at most this large (4K UHD, 25 MB a frame in 8-bit RGB):
- * larger pictures are reduced by ffmpeg to fit, keeping their aspect (boxes and pixel zones are
- * then in the reduced picture's pixels).
+ * Frames at the source's size have at most this many pixels (4K UHD's, 25 MB a frame in 8-bit
+ * RGB): larger pictures are reduced to it keeping their aspect (boxes and pixel zones are then in
+ * the reduced picture's pixels). `boundedSize` is the rule, `sourceBoundFilter` ffmpeg's form.
  */
-export const MAX_SOURCE_FRAME = { width: 3840, height: 2160 } as const;
+export const MAX_SOURCE_PIXELS = 3840 * 2160;
+
+/** The size a `w × h` picture is reduced to (even sides), or itself when within MAX_SOURCE_PIXELS. */
+export function boundedSize(w: number, h: number): { width: number; height: number } {
+  if (w * h <= MAX_SOURCE_PIXELS) return { width: w, height: h };
+  const f = Math.sqrt(MAX_SOURCE_PIXELS / (w * h));
+  return { width: Math.trunc((w * f) / 2) * 2, height: Math.trunc((h * f) / 2) * 2 };
+}
+
+/** The ffmpeg scale filter applying `boundedSize` (unscaled within the bound: only the conversion). */
+export function sourceBoundFilter(): string {
+  const M = MAX_SOURCE_PIXELS;
+  const side = (v: 'iw' | 'ih') => `'if(gt(iw*ih\\,${M})\\,trunc(${v}*sqrt(${M}/(iw*ih))/2)*2\\,${v})'`;
+  return `scale=w=${side('iw')}:h=${side('ih')}`;
+}
 
 /** The size of one frame ffmpeg writes, in bytes: the model's input, or the source's size. */
 export function frameBytes(out: FfmpegOutputSpec, srcWidth: number, srcHeight: number): number {
@@ -159,10 +173,10 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
     ...(trim > 0 ? [`trim=start=${trim.toFixed(6)}`] : []),
     ...(input.fps ? [`fps=${input.fps}`] : []),
     ...(out.frame === 'source'
-      ? // Full size, converted only: argus letterboxes. Pictures larger than 4K UHD (a hostile
-        // file can claim 16384x16384: 800 MB a frame) are first reduced to fit it; smaller ones
-        // pass unscaled (the same colour conversion ffmpeg would insert by itself).
-        [`scale=w='min(${MAX_SOURCE_FRAME.width}\\,iw)':h='min(${MAX_SOURCE_FRAME.height}\\,ih)':force_original_aspect_ratio=decrease`, `format=${out.pixelFormat}`]
+      ? // Full size, converted only: argus letterboxes. Pictures of more pixels than 4K UHD (a
+        // hostile file can claim 16384x16384: 800 MB a frame) are first reduced to it; smaller
+        // ones pass unscaled (the same colour conversion ffmpeg would insert by itself).
+        [sourceBoundFilter(), `format=${out.pixelFormat}`]
       : [`scale=w=${sw}:h=${sh}:flags=bilinear`, `format=${out.pixelFormat}`, `pad=${W}:${H}:${px}:${py}:color=${pad}`]),
     // Live: each frame's time (µs) on the log, in output order (see reportsFrameTimes).
     ...(live ? ['settb=AVTB', 'metadata=mode=add:key=argus:value=1', 'metadata=mode=print:key=argus'] : []),

@@ -222,7 +222,8 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     let reader: FrameReader | undefined;
     const makeReader = (w: number, h: number): FrameReader => {
       const size = frameBytes(output, w, h);
-      pool = new BufferPool(size, 4);
+      // Free buffers kept for reuse: 4, fewer for big frames (at most about 64 MB a source).
+      pool = new BufferPool(size, Math.max(1, Math.min(4, Math.floor(64e6 / size))));
       return new FrameReader(size, pool, onFrame);
     };
 
@@ -237,15 +238,23 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     };
     // Frames at the source's size are cut at the size ffmpeg says it writes (its output stream,
     // after any rotation), which can differ from the input's; letterboxed ones need the input's.
+    // stdout stays paused until the size is known, but node resumes it by itself when ffmpeg
+    // exits: such bytes wait here (what ffmpeg wrote before exiting; a pipe's worth at most).
+    const early: Buffer[] = [];
+    // Source-size frames need only the output's line (it has the rate too).
     let inputInfo: StreamInfo | undefined;
+    stderr.setEncoding('utf8');
     stderr.on('data', (chunk: string) => {
       inputInfo = probe.push(chunk) ?? inputInfo;
-      if (lb || !inputInfo || (layout === 'source' && !probe.output)) return;
-      const size = layout === 'source' ? probe.output! : inputInfo;
+      if (lb) return;
+      const size = layout === 'source' ? probe.output : inputInfo;
+      if (!size) return;
       lb = fit(size.width, size.height);
       reader = makeReader(size.width, size.height);
-      fps ??= inputInfo.fps;
-      options.onStreamInfo?.({ ...inputInfo, width: size.width, height: size.height }, lb);
+      fps ??= inputInfo?.fps ?? probe.output?.fps;
+      options.onStreamInfo?.({ ...inputInfo, width: size.width, height: size.height, fps: inputInfo?.fps ?? probe.output?.fps }, lb);
+      // Bytes that came before the size (ffmpeg exited, and node resumed its stdout) are cut now.
+      for (const b of early.splice(0)) reader.push(b);
       if (!paused) stdout.resume();
     });
     // Pacing: while the stage is busy, no further frame is cut. The rest of the chunk waits here
@@ -253,7 +262,11 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     // the stage is idle, so `captured → emitted` measures the pipeline and not a queue.
     const busy = pace ? () => pace.busy : undefined;
     stdout.on('data', (chunk: Buffer) => {
-      const used = reader!.push(chunk, busy);
+      if (!reader) {
+        early.push(chunk);
+        return;
+      }
+      const used = reader.push(chunk, busy);
       if (used < chunk.length) {
         leftover = chunk.subarray(used);
         paused = true;

@@ -11,8 +11,6 @@ export interface StreamInfo {
 const VIDEO_STREAM = /^\s*Stream #\d+:\d+.*?: Video: (.*)$/;
 /** Logged (at -loglevel verbose) each time our scale filter is configured: at start and whenever the input size changes. */
 const SCALE_CONFIG = /\[Parsed_scale_\d+ @ [^\]]+\] w:(\d+) h:(\d+) fmt:\S+(?: sar:\S+)? -> w:\d+ h:\d+/;
-/** Each (re)configuration of the filter graph reports its input's size (with or without a scale filter). */
-const GRAPH_INPUT = /^\[graph \d+ input from stream [^\]]+\] w:(\d+) h:(\d+) /;
 /** The frame-time report our `metadata` filter prints for each output frame (live sources): its pts in µs. */
 const FRAME_TIME = /^\[Parsed_metadata_\d+ @ [^\]]+\] frame:\s*\d+\s+pts:\s*(-?\d+)/;
 const SIZE = /(?:^|[ ,])(\d{1,5})x(\d{1,5})(?:[ ,\[]|$)/;
@@ -28,7 +26,7 @@ export class StderrProbe {
   private done = false;
   private inOutput = false;
   /** The frames' size as ffmpeg writes them (its `Output #0` stream line), once printed. */
-  output: { width: number; height: number } | undefined;
+  output: { width: number; height: number; fps?: number } | undefined;
   info: StreamInfo | undefined;
   /** The last lines ffmpeg printed, for error reports. */
   readonly tail: string[] = [];
@@ -59,7 +57,7 @@ export class StderrProbe {
         if (ft) this.onFrameTime?.(Number(ft[1]));
         continue; // per-frame report (or its key=value line): not for the error tail
       }
-      const sc = SCALE_CONFIG.exec(line) ?? GRAPH_INPUT.exec(line);
+      const sc = SCALE_CONFIG.exec(line);
       if (sc) {
         const width = Number(sc[1]);
         const height = Number(sc[2]);
@@ -80,7 +78,7 @@ export class StderrProbe {
         if (/^Output #0/.test(line)) this.inOutput = true;
         else if (this.inOutput && !this.output) {
           const o = parseVideoStreamLine(line);
-          if (o) this.output = { width: o.width, height: o.height };
+          if (o) this.output = { width: o.width, height: o.height, fps: o.fps };
         }
         continue;
       }

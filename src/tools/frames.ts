@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { loadSharp } from '../core/sharp.js';
+import { boundedSize, sourceBoundFilter } from '../sources/ffmpeg-args.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
 import { parseVideoStreamLine } from '../sources/stderr-probe.js';
 
@@ -39,7 +40,13 @@ export async function readImage(path: string): Promise<RawFrame> {
   mustExist(path, 'image');
   const sharp = await loadSharp();
   try {
-    const { data, info } = await sharp(path, { ignoreIcc: true }).rotate().removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+    let img = sharp(path, { ignoreIcc: true }).rotate();
+    // The pipeline's bound on source-size frames (sources/ffmpeg-args.ts), so pixels agree with a run's.
+    const meta = await img.metadata();
+    const upright = (meta.orientation ?? 1) >= 5 ? { w: meta.height ?? 0, h: meta.width ?? 0 } : { w: meta.width ?? 0, h: meta.height ?? 0 };
+    const bound = boundedSize(upright.w, upright.h);
+    if (bound.width !== upright.w) img = img.resize(bound.width, bound.height, { fit: 'fill' });
+    const { data, info } = await img.removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
     if (info.channels !== 3) throw new Error(`decoded to ${info.channels} channels, expected 3`);
     return { index: 0, pts: 0, data, width: info.width, height: info.height };
   } catch (e) {
@@ -89,7 +96,8 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   if (o.start && o.start > 0) args.push('-ss', o.start.toFixed(6));
   args.push('-i', o.url, '-an', '-sn', '-dn', '-map', '0:v:0');
   if (o.duration !== undefined) args.push('-t', o.duration.toFixed(6));
-  if (o.fps) args.push('-vf', `fps=${o.fps}`);
+  // The pipeline's bound on source-size frames, so pixel coordinates agree with a run's.
+  args.push('-vf', [...(o.fps ? [`fps=${o.fps}`] : []), sourceBoundFilter()].join(','));
   args.push('-pix_fmt', 'rgb24', '-f', 'rawvideo', 'pipe:1');
   const child = spawn(o.ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildFfmpegArgs, reportsFrameTimes, sourceKind } from '../../src/sources/ffmpeg-args.js';
+import { boundedSize, buildFfmpegArgs, reportsFrameTimes, sourceKind } from '../../src/sources/ffmpeg-args.js';
 
 const out = { width: 416, height: 416, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
 
@@ -97,5 +97,15 @@ describe('buildFfmpegArgs', () => {
       expect(a).not.toContain('metadata=');
       expect(a).not.toContain('-copyts');
     }
+  });
+});
+
+describe('boundedSize (source-size frames)', () => {
+  it('keeps pictures of up to 4K UHD\'s pixel count, portrait or landscape, and reduces larger ones keeping the aspect', () => {
+    expect(boundedSize(3840, 2160)).toEqual({ width: 3840, height: 2160 });
+    expect(boundedSize(2160, 3840)).toEqual({ width: 2160, height: 3840 }); // a portrait 4K phone video
+    expect(boundedSize(4096, 2304)).toEqual({ width: 3840, height: 2160 });
+    expect(boundedSize(4000, 3000)).toEqual({ width: 3324, height: 2494 }); // what ffmpeg's filter makes of it
+    expect(boundedSize(16384, 16384)).toEqual({ width: 2880, height: 2880 });
   });
 });

@@ -29,6 +29,18 @@ const alive = (pid: number) => {
   }
 };
 
+describe('ffmpegSource with an ffmpeg that never says the size', () => {
+  it.each(['source', 'letterbox'] as const)('bytes on stdout, then exit (%s layout): a coded probe error, never an exception', async (frame) => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-nosize-'));
+    const fake = join(dir, 'ffmpeg');
+    // Writes some pixels and exits 0 with an input report that has no size (an RTSP probe
+    // that missed the SPS prints "Video: h264, none").
+    writeFileSync(fake, "#!/bin/sh\nprintf 'Input #0, rtsp, from x:\\n  Stream #0:0: Video: h264, none, 90k tbr\\n' >&2\nhead -c 70000 /dev/zero\nexit 0\n", { mode: 0o755 });
+    const err = await lastValueFrom(ffmpegSource({ ...opts({ url: 'rtsp://cam/x', kind: 'rtsp' }), ffmpegPath: fake, output: { ...output, frame } })).catch((e) => e);
+    expect(isArgusError(err) && err.code).toBe('VAP_ERR_SOURCE_PROBE');
+  });
+});
+
 describe('ffmpegSource (real ffmpeg)', () => {
   it('frames at the source size: the picture as decoded, at its own size, in the model channel order; larger than 4K UHD reduced to fit it', async () => {
     const src = { ...output, rounding: 'floor' as const, frame: 'source' as const };

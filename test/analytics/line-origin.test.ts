@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { LineCounter } from '../../src/analytics/line.js';
+import { Detections } from '../../src/core/detections.js';
+
+/** One tracked row (id 7), confirmed on this frame with the given first box (or none). */
+function frame(box: number[], origin?: number[]): Detections {
+  return new Detections(new Float32Array(box), new Float32Array([0.9]), new Int32Array([0]), new Int32Array([7]), origin ? new Map([[7, new Float32Array(origin)]]) : undefined);
+}
+
+// A horizontal line at y = 240 drawn right to left ("in" is downwards), feet as the anchor.
+const line = (from: [number, number] = [640, 240]) => new LineCounter('l', from, [0, 240], { marginPx: 10, anchor: 'bottom-center', forgetAfterMs: 2000 });
+
+describe('a line and a track confirmed on this frame', () => {
+  it('counts the crossing made since the tracker first saw it (same object, path across the segment)', () => {
+    const l = line();
+    expect(l.update(frame([300, 160, 340, 260], [300, 120, 340, 220]), 0).map((e) => e.direction)).toEqual(['in']);
+  });
+
+  it('without a first box it only learns its side', () => {
+    const l = line();
+    expect(l.update(frame([300, 160, 340, 260]), 0)).toEqual([]);
+  });
+
+  it('does not trust a first box much smaller than the object (its top seen over an occluder): no crossing is invented', () => {
+    const l = line();
+    // The upper body (bottom at 200, above the line), then the whole person (feet at 300, below): it never moved.
+    expect(l.update(frame([300, 40, 340, 300], [300, 100, 340, 200]), 0)).toEqual([]);
+  });
+
+  it('does not count a path that passes the line beyond its end', () => {
+    const l = line([640, 240]);
+    const short = new LineCounter('s', [640, 240], [320, 240], { marginPx: 10, anchor: 'bottom-center', forgetAfterMs: 2000 });
+    // From x = 120 above the line to x = 330 below it: the path meets y = 240 at x ≈ 225, outside 320–640.
+    expect(short.update(frame([310, 160, 350, 260], [100, 120, 140, 220]), 0)).toEqual([]);
+    expect(l.update(frame([310, 160, 350, 260], [100, 120, 140, 220]), 0).map((e) => e.direction)).toEqual(['in']);
+  });
+});
