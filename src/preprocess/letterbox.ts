@@ -31,12 +31,6 @@ export interface LetterboxTensorOptions {
 /** Precomputed taps for one source size → scaled size. */
 interface Plan {
   key: string;
-  /** Per destination byte (x·3 + c): source byte offsets of the two taps within a row. */
-  x0: Int32Array;
-  x1: Int32Array;
-  /** Per destination byte: 11-bit weights. */
-  a0: Int32Array;
-  a1: Int32Array;
   /** Per destination row: the two source rows and their weights. */
   y0: Int32Array;
   y1: Int32Array;
@@ -90,17 +84,7 @@ function taps(src: number, dst: number): { i0: Int32Array; i1: Int32Array; w0: I
 
 function makePlan(srcW: number, srcH: number, dw: number, dh: number, key: string): Plan {
   const n = dw * 3;
-  const x0 = new Int32Array(n), x1 = new Int32Array(n), a0 = new Int32Array(n), a1 = new Int32Array(n);
   const tx = taps(srcW, dw);
-  for (let x = 0; x < dw; x++) {
-    for (let c = 0; c < 3; c++) {
-      const k = x * 3 + c;
-      x0[k] = tx.i0[x] * 3 + c;
-      x1[k] = tx.i1[x] * 3 + c;
-      a0[k] = tx.w0[x];
-      a1[k] = tx.w1[x];
-    }
-  }
   const ty = taps(srcH, dh);
   // OpenCV clamps each source row (not the weight) vertically: row sy+1 past the bottom is the last row.
   for (let y = 0; y < dh; y++) {
@@ -114,10 +98,6 @@ function makePlan(srcW: number, srcH: number, dw: number, dh: number, key: strin
   }
   return {
     key,
-    x0,
-    x1,
-    a0,
-    a1,
     y0: ty.i0,
     y1: ty.i1,
     b0: ty.w0,
