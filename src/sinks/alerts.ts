@@ -21,9 +21,17 @@ export function runTag(at = Date.now(), rand = Math.random): string {
  * (boxes, zones, lines drawn) embedded or written to a folder. The pixels are copied at once,
  * so the frame can be released; encoding runs off the frame path (libvips threads).
  */
+/**
+ * Pictures held for snapshots still being rendered, at most this many bytes (a burst of alerts
+ * on 4K frames holds 25 MB a frame). Beyond it an alert goes out without a snapshot, counted.
+ */
+export const SNAPSHOT_HOLD_BYTES = 128 * 1024 * 1024;
+
 export class AlertPublisher {
   private readonly pending = new Set<Promise<void>>();
-  readonly stats = { raised: 0, published: 0, snapshotFailures: 0 };
+  /** `snapshotsSkipped`: alerts published without a snapshot because SNAPSHOT_HOLD_BYTES were held. */
+  readonly stats = { raised: 0, published: 0, snapshotFailures: 0, snapshotsSkipped: 0 };
+  private heldBytes = 0;
   /** Alerts raised so far by rule. */
   readonly byRule = new Map<string, { severity: string; count: number }>();
   private dirReady: Promise<unknown> | undefined;
@@ -35,6 +43,7 @@ export class AlertPublisher {
     private readonly detector: Detector,
     private readonly baseDir: string,
     private readonly log: LogFn,
+    private readonly holdBytes = SNAPSHOT_HOLD_BYTES,
   ) {}
 
   /**
@@ -53,7 +62,19 @@ export class AlertPublisher {
   raise(r: FrameResult): void {
     const { frame, detections, dropped } = r;
     const snap = this.config.snapshot;
-    const pic = snap.mode === 'none' ? undefined : grabPicture(frame, this.detector.manifest.preprocess.channelOrder);
+    let pic = snap.mode === 'none' || r.alerts.length === 0 ? undefined : grabPicture(frame, this.detector.manifest.preprocess.channelOrder);
+    if (pic && this.heldBytes + pic.rgb.length > this.holdBytes) {
+      this.stats.snapshotsSkipped += r.alerts.length;
+      this.log(`alerts on ${frame.source} frame ${frame.seq}: published without a snapshot (${Math.round(this.heldBytes / 1048576)} MB of pictures already wait for theirs)`, {}, 'warn');
+      pic = undefined;
+    }
+    // The picture is held until the last snapshot of this frame is rendered.
+    let jobsLeft = pic ? r.alerts.length : 0;
+    const held = pic ? pic.rgb.length : 0;
+    this.heldBytes += held;
+    const letGo = () => {
+      if (--jobsLeft === 0) this.heldBytes -= held;
+    };
     for (const draft of r.alerts) {
       this.stats.raised++;
       const br = this.byRule.get(draft.rule as string);
@@ -87,6 +108,7 @@ export class AlertPublisher {
           this.stats.snapshotFailures++;
           this.log(`alert ${body.id}: snapshot failed (${e.message}); publishing without it`, {}, 'warn');
         })
+        .finally(letGo)
         .then(() => this.publisher.alert(frame, detections, dropped, body))
         .then(() => void this.stats.published++);
       this.track(job);

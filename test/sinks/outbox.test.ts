@@ -232,3 +232,35 @@ describe('alerts are journaled when raised', () => {
     await ob.close();
   });
 });
+
+describe('snapshots of alerts in a burst', () => {
+  it('hold at most their byte budget of pictures: beyond it an alert is published at once without a snapshot, counted, never lost', async () => {
+    const { AlertPublisher } = await import('../../src/sinks/alerts.js');
+    const { Publisher } = await import('../../src/sinks/publisher.js');
+    const { AlertsSchema } = await import('../../src/config/schema.js');
+    const { Detections } = await import('../../src/core/detections.js');
+    const { letterbox } = await import('../../src/core/geometry.js');
+    const { emptyStamps } = await import('../../src/core/frame.js');
+    const seen: string[] = [];
+    const sink = { name: 'spy', publish: (_k: string, _s: string, json: string) => void seen.push(json), close: async () => {} };
+    const publisher = new Publisher([sink], { name: 'm', version: '1' }, ['person'], undefined);
+    const detector = { manifest: { preprocess: { channelOrder: 'bgr' } }, labels: ['person'] } as never;
+    // Source-size frames of 64x48 (9216 bytes): a budget of two pictures.
+    const alerts = new AlertPublisher(publisher, AlertsSchema.parse({}), detector, dir(), () => {}, 2 * 64 * 48 * 3);
+    const detections = new Detections(new Float32Array([4, 4, 30, 40]), new Float32Array([0.9]), new Int32Array([0]));
+    for (let seq = 0; seq < 5; seq++) {
+      const frame = { source: 'cam', seq, pts: seq / 10, data: Buffer.alloc(64 * 48 * 3, 90), layout: 'source' as const, letterbox: letterbox(64, 48, 64, 64), stamps: emptyStamps(Date.now()), producedBy: 'captured' as const, release: () => {} };
+      alerts.raise({ frame, detections, dropped: 0, alerts: [{ rule: 'r', severity: 'critical', event: 'zone.enter', message: 'm', row: 0 }] });
+    }
+    expect(alerts.stats.snapshotsSkipped).toBe(3); // frames 2–4, raised while 0 and 1 were rendering
+    await alerts.drain();
+    expect(alerts.stats.published).toBe(5);
+    const bySeq = seen.map((j) => JSON.parse(j)).sort((a, b) => a.seq - b.seq);
+    expect(bySeq.map((m) => m.alert.snapshot !== undefined)).toEqual([true, true, false, false, false]);
+    // Once those are rendered, the budget is free again.
+    const frame = { source: 'cam', seq: 9, pts: 0.9, data: Buffer.alloc(64 * 48 * 3, 90), layout: 'source' as const, letterbox: letterbox(64, 48, 64, 64), stamps: emptyStamps(Date.now()), producedBy: 'captured' as const, release: () => {} };
+    alerts.raise({ frame, detections, dropped: 0, alerts: [{ rule: 'r', severity: 'critical', event: 'zone.enter', message: 'm', row: 0 }] });
+    await alerts.drain();
+    expect(JSON.parse(seen.at(-1)!).alert.snapshot.contentType).toBe('image/jpeg');
+  });
+});
