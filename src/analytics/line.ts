@@ -122,16 +122,16 @@ export class LineCounter {
       // from there to here crosses the line within its extent.
       const origin = d.trackOrigins?.get(id);
       let from: -1 | 1 | 0 = 0;
-      if (origin && now !== 0) {
+      if (origin) {
         const [ox, oy] = anchorPoint(origin, 0, anchor, this.pt);
         const od = this.signedDistance(ox, oy);
         from = od > marginPx ? 1 : od < -marginPx ? -1 : 0;
-        if (from !== 0 && from !== now) {
-          const areaNow = (d.xyxy[i * 4 + 2] - d.xyxy[i * 4]) * (d.xyxy[i * 4 + 3] - d.xyxy[i * 4 + 1]);
-          const areaThen = (origin[2] - origin[0]) * (origin[3] - origin[1]);
+        const areaNow = (d.xyxy[i * 4 + 2] - d.xyxy[i * 4]) * (d.xyxy[i * 4 + 3] - d.xyxy[i * 4 + 1]);
+        const areaThen = (origin[2] - origin[0]) * (origin[3] - origin[1]);
+        if (!(areaThen > 0.5 * areaNow && areaThen < 2 * areaNow)) from = 0;
+        else if (from !== 0 && now !== 0 && from !== now) {
           const k = od / (od - dist); // where the path from origin to now meets the line
-          const sameObject = areaThen > 0.5 * areaNow && areaThen < 2 * areaNow;
-          if (!sameObject || !this.withinSegment(ox + (x - ox) * k, oy + (y - oy) * k)) from = 0;
+          if (!this.withinSegment(ox + (x - ox) * k, oy + (y - oy) * k)) from = 0;
         }
       }
       if (from === 0) {

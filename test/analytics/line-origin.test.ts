@@ -34,4 +34,11 @@ describe('a line and a track confirmed on this frame', () => {
     expect(short.update(frame([310, 160, 350, 260], [100, 120, 140, 220]), 0)).toEqual([]);
     expect(l.update(frame([310, 160, 350, 260], [100, 120, 140, 220]), 0).map((e) => e.direction)).toEqual(['in']);
   });
+
+  it('confirmed while on the line (inside the margin): the side it came from is kept, and the crossing counts when it leaves the margin', () => {
+    const l = line();
+    // First seen above (feet at 220), confirmed with feet at 245 (within the 10 px margin), then below.
+    expect(l.update(frame([300, 145, 340, 245], [300, 120, 340, 220]), 0)).toEqual([]);
+    expect(l.update(frame([300, 170, 340, 270]), 100).map((e) => e.direction)).toEqual(['in']);
+  });
 });
