@@ -41,9 +41,9 @@ interface Plan {
   px1: Int32Array;
   pa0: Int32Array;
   pa1: Int32Array;
-  /** Two horizontal-pass rows. */
-  h0: Int32Array;
-  h1: Int32Array;
+  /** Two horizontal-pass rows, and the source row each holds (−1: none). */
+  bufs: [Int32Array, Int32Array];
+  held: Int32Array;
   /** The row of the result before it is spread over the planes. */
   row: Uint8Array;
   area2: boolean;
@@ -106,8 +106,8 @@ function makePlan(srcW: number, srcH: number, dw: number, dh: number, key: strin
     px1: tx.i1.map((v) => v * 3),
     pa0: tx.w0,
     pa1: tx.w1,
-    h0: new Int32Array(n),
-    h1: new Int32Array(n),
+    bufs: [new Int32Array(n), new Int32Array(n)],
+    held: new Int32Array(2),
     row: new Uint8Array(n),
     area2: srcW === dw * 2 && srcH === dh * 2,
   };
@@ -138,6 +138,30 @@ function hpass(src: Uint8Array, rowStart: number, p: Plan, out: Int32Array): voi
   }
 }
 
+/** Index of the plan's buffer holding source row `r`'s horizontal pass, computing it into the one not holding row-index `keep` if needed. */
+function need(src: Uint8Array, stride: number, p: Plan, r: number, keep: number): number {
+  const held = p.held;
+  if (held[0] === r) return 0;
+  if (held[1] === r) return 1;
+  const i = keep === 0 ? 1 : 0;
+  hpass(src, r * stride, p, p.bufs[i]);
+  held[i] = r;
+  return i;
+}
+
+/** Fills the padding of one plane (starting at `q`) with `v`. */
+function fillPad(dst: Float32Array, q: number, v: number, lb: Letterbox): void {
+  const W = lb.dstWidth, H = lb.dstHeight, dw = lb.scaledWidth, dh = lb.scaledHeight;
+  for (let y = 0; y < H; y++) {
+    const rowStart = q + y * W;
+    if (y < lb.padY || y >= lb.padY + dh) dst.fill(v, rowStart, rowStart + W);
+    else {
+      if (lb.padX > 0) dst.fill(v, rowStart, rowStart + lb.padX);
+      if (lb.padX + dw < W) dst.fill(v, rowStart + lb.padX + dw, rowStart + W);
+    }
+  }
+}
+
 /**
  * Resizes the `srcWidth × srcHeight` packed picture in `src` (channel order `srcOrder`) into the
  * scaled area of `lb`, pads the rest with `padValue`, and writes the result normalised and
@@ -159,29 +183,20 @@ export function letterboxTensor(
   if (dst.length - dstOffset < W * H * 3) throw new RangeError(`letterbox: tensor has room for ${dst.length - dstOffset} values, need ${W * H * 3}`);
   const { scale, mean, std } = options.normalize ?? IDENTITY_NORMALIZE;
   const plane = W * H;
-  // Source channel c goes to plane c, or to plane 2 − c when the orders differ.
+  // Source channel c goes to plane c, or to plane 2 − c when the orders differ: c0..c2 are the
+  // model channels of source channels 0..2. Scalars only: nothing is allocated per frame.
   const swap = srcOrder !== options.modelOrder;
-  const pl = swap ? [2, 1, 0] : [0, 1, 2];
-  const mul = [0, 1, 2].map((c) => scale / std[pl[c]]);
-  const add = [0, 1, 2].map((c) => -mean[pl[c]] / std[pl[c]]);
-  const base = [0, 1, 2].map((c) => dstOffset + pl[c] * plane);
-  const m0 = mul[0], m1 = mul[1], m2 = mul[2], o0 = add[0], o1 = add[1], o2 = add[2];
-  const q0 = base[0], q1 = base[1], q2 = base[2];
+  const c0 = swap ? 2 : 0, c2 = swap ? 0 : 2;
+  const m0 = scale / std[c0], m1 = scale / std[1], m2 = scale / std[c2];
+  const o0 = -mean[c0] / std[c0], o1 = -mean[1] / std[1], o2 = -mean[c2] / std[c2];
+  const q0 = dstOffset + c0 * plane, q1 = dstOffset + plane, q2 = dstOffset + c2 * plane;
 
   // Padding: right/bottom (top-left alignment) or around (centre).
   if (dw < W || dh < H) {
-    for (let c = 0; c < 3; c++) {
-      const v = options.padValue * mul[c] + add[c];
-      const q = base[c];
-      for (let y = 0; y < H; y++) {
-        const rowStart = q + y * W;
-        if (y < lb.padY || y >= lb.padY + dh) dst.fill(v, rowStart, rowStart + W);
-        else {
-          if (lb.padX > 0) dst.fill(v, rowStart, rowStart + lb.padX);
-          if (lb.padX + dw < W) dst.fill(v, rowStart + lb.padX + dw, rowStart + W);
-        }
-      }
-    }
+    const pad = options.padValue;
+    fillPad(dst, q0, pad * m0 + o0, lb);
+    fillPad(dst, q1, pad * m1 + o1, lb);
+    fillPad(dst, q2, pad * m2 + o2, lb);
   }
 
   const p = planFor(srcWidth, srcHeight, dw, dh);
@@ -189,17 +204,11 @@ export function letterboxTensor(
   const n = dw * 3;
   const row = p.row;
   // The two horizontal-pass buffers and the source row each holds (rows shared by consecutive
-  // output rows, as when upscaling, are computed once).
-  const bufs = [p.h0, p.h1];
-  const held = [-1, -1];
-  const need = (r: number, keep: number): number => {
-    if (held[0] === r) return 0;
-    if (held[1] === r) return 1;
-    const i = keep === 0 ? 1 : 0;
-    hpass(src, r * stride, p, bufs[i]);
-    held[i] = r;
-    return i;
-  };
+  // output rows, as when upscaling, are computed once). The plan's, reset per call: the call
+  // is synchronous, so no two calls share them at once.
+  const bufs = p.bufs;
+  const held = p.held;
+  held[0] = held[1] = -1;
   for (let y = 0; y < dh; y++) {
     if (p.area2) {
       const s0 = 2 * y * stride, s1 = s0 + stride;
@@ -208,9 +217,9 @@ export function letterboxTensor(
         for (let c = 0; c < 3; c++, k++) row[k] = (src[s0 + b + c] + src[s0 + b + 3 + c] + src[s1 + b + c] + src[s1 + b + 3 + c] + 2) >> 2;
       }
     } else {
-      const ia = need(p.y0[y], held[0] === p.y1[y] ? 0 : held[1] === p.y1[y] ? 1 : -1);
+      const ia = need(src, stride, p, p.y0[y], held[0] === p.y1[y] ? 0 : held[1] === p.y1[y] ? 1 : -1);
       const h0 = bufs[ia];
-      const h1 = bufs[need(p.y1[y], ia)];
+      const h1 = bufs[need(src, stride, p, p.y1[y], ia)];
       const b0 = p.b0[y], b1 = p.b1[y];
       let d = (lb.padY + y) * W + lb.padX;
       for (let k = 0; k < n; k += 3, d++) {

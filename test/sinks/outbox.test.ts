@@ -200,14 +200,22 @@ describe('Outbox (the durable alert journal)', () => {
   });
 });
 
+/** What the alert tests below build on, loaded when they run. */
+async function alertModules() {
+  const [{ AlertPublisher }, { Publisher }, { AlertsSchema }, { Detections }, { letterbox }, { emptyStamps }] = await Promise.all([
+    import('../../src/sinks/alerts.js'),
+    import('../../src/sinks/publisher.js'),
+    import('../../src/config/schema.js'),
+    import('../../src/core/detections.js'),
+    import('../../src/core/geometry.js'),
+    import('../../src/core/frame.js'),
+  ]);
+  return { AlertPublisher, Publisher, AlertsSchema, Detections, letterbox, emptyStamps };
+}
+
 describe('alerts are journaled when raised', () => {
   it('before the snapshot is rendered; the full alert then replaces that record', async () => {
-    const { AlertPublisher } = await import('../../src/sinks/alerts.js');
-    const { Publisher } = await import('../../src/sinks/publisher.js');
-    const { AlertsSchema } = await import('../../src/config/schema.js');
-    const { Detections } = await import('../../src/core/detections.js');
-    const { letterbox } = await import('../../src/core/geometry.js');
-    const { emptyStamps } = await import('../../src/core/frame.js');
+    const { AlertPublisher, Publisher, AlertsSchema, Detections, letterbox, emptyStamps } = await alertModules();
     const ob = await Outbox.open(opts(dir()));
     const seen: string[] = [];
     const sink = { name: 'spy', publish: (_k: string, _s: string, json: string) => void seen.push(json), close: async () => {} };
@@ -235,12 +243,7 @@ describe('alerts are journaled when raised', () => {
 
 describe('snapshots of alerts in a burst', () => {
   it('hold at most their byte budget of pictures: beyond it an alert is published at once without a snapshot, counted, never lost', async () => {
-    const { AlertPublisher } = await import('../../src/sinks/alerts.js');
-    const { Publisher } = await import('../../src/sinks/publisher.js');
-    const { AlertsSchema } = await import('../../src/config/schema.js');
-    const { Detections } = await import('../../src/core/detections.js');
-    const { letterbox } = await import('../../src/core/geometry.js');
-    const { emptyStamps } = await import('../../src/core/frame.js');
+    const { AlertPublisher, Publisher, AlertsSchema, Detections, letterbox, emptyStamps } = await alertModules();
     const seen: string[] = [];
     const sink = { name: 'spy', publish: (_k: string, _s: string, json: string) => void seen.push(json), close: async () => {} };
     const publisher = new Publisher([sink], { name: 'm', version: '1' }, ['person'], undefined);
