@@ -171,7 +171,10 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
   const filters = [
     // Timestamps after an input seek start at 0 at the seek point: drop the margin's frames.
     ...(trim > 0 ? [`trim=start=${trim.toFixed(6)}`] : []),
-    ...(input.fps ? [`fps=${input.fps}`] : []),
+    // Files: the fps filter (frames at exactly that rate). Live sources: their timestamps are
+    // the wall clock, from which the fps filter, counting from 0, would emit duplicates without
+    // end; the first frame of each 1/fps interval is kept instead (never a duplicate).
+    ...(input.fps ? [live ? `select=isnan(prev_selected_t)+gt(floor(t*${input.fps})\\,floor(prev_selected_t*${input.fps}))` : `fps=${input.fps}`] : []),
     ...(out.frame === 'source'
       ? // Full size, converted only: argus letterboxes. Pictures of more pixels than 4K UHD (a
         // hostile file can claim 16384x16384: 800 MB a frame) are first reduced to it; smaller

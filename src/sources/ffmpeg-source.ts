@@ -123,8 +123,9 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
       const f = waiting.get(i);
       if (f) {
         waiting.delete(i);
-        // A time after the frame's delivery cannot be its arrival: keep `captured`.
-        if (t <= f.stamps.captured) {
+        // A time after the frame's delivery cannot be its arrival, nor one long before it (the
+        // first frame of an RTSP session is reported at 0): keep `captured`.
+        if (plausibleArrival(t, f.stamps.captured)) {
           f.stamps.produced = t;
           f.producedBy = 'arrival';
         }
@@ -190,7 +191,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
         if (t === undefined) unpaired = j >= reports; // else its report came and went (evicted)
         else {
           times.delete(j);
-          if (t <= captured) {
+          if (plausibleArrival(t, captured)) {
             produced = t;
             producedBy = 'arrival';
           }
@@ -252,7 +253,9 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
       lb = fit(size.width, size.height);
       reader = makeReader(size.width, size.height);
       fps ??= inputInfo?.fps ?? probe.output?.fps;
-      options.onStreamInfo?.({ ...inputInfo, width: size.width, height: size.height, fps: inputInfo?.fps ?? probe.output?.fps }, lb);
+      // A configured rate is the rate delivered (the source's when that is lower).
+      const streamFps = inputInfo?.fps ?? probe.output?.fps;
+      options.onStreamInfo?.({ ...inputInfo, width: size.width, height: size.height, fps: input.fps ? Math.min(input.fps, streamFps ?? input.fps) : streamFps }, lb);
       // Bytes that came before the size (ffmpeg exited, and node resumed its stdout) are cut now.
       for (const b of early.splice(0)) reader.push(b);
       if (!paused) stdout.resume();
@@ -328,4 +331,12 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
       }
     };
   });
+}
+
+/** The longest a live frame is taken to have spent between the demuxer and argus: a reported arrival earlier than this before its delivery is not its arrival. */
+const MAX_ARRIVAL_AGE_MS = 60_000;
+
+/** Whether ffmpeg's reported arrival time `t` (epoch ms) can be that of a frame delivered at `captured`. */
+export function plausibleArrival(t: number, captured: number): boolean {
+  return t <= captured && t > captured - MAX_ARRIVAL_AGE_MS;
 }

@@ -59,6 +59,14 @@ describe('buildFfmpegArgs', () => {
     expect(a.slice(-7)).toEqual(['-pix_fmt', 'rgb24', '-flush_packets', '1', '-f', 'rawvideo', 'pipe:1']);
   });
 
+  it('a live source with fps keeps the first frame of each 1/fps interval (select), never the fps filter, which counts from 0 against wall-clock timestamps', () => {
+    const a = buildFfmpegArgs({ url: 'rtsp://cam/x', kind: 'rtsp', rate: 'native', loop: false, fps: 2 }, out);
+    const vf = a[a.indexOf('-vf') + 1];
+    expect(vf).not.toMatch(/(^|,)fps=/);
+    expect(vf.startsWith('select=isnan(prev_selected_t)+gt(floor(t*2)\\,floor(prev_selected_t*2)),')).toBe(true);
+    expect(a).toContain('-use_wallclock_as_timestamps');
+  });
+
   it('decoding: one decoder thread by default (an input option, before -i); 0 leaves it to ffmpeg; more than one uses slice threads unless low latency is off', () => {
     const opt = (a: string[], k: string) => (a.indexOf(k) >= 0 && a.indexOf(k) < a.indexOf('-i') ? a[a.indexOf(k) + 1] : undefined);
     const base = { url: '/x.mp4', kind: 'file' as const, rate: 'fast' as const, loop: false };
@@ -107,5 +115,17 @@ describe('boundedSize (source-size frames)', () => {
     expect(boundedSize(4096, 2304)).toEqual({ width: 3840, height: 2160 });
     expect(boundedSize(4000, 3000)).toEqual({ width: 3324, height: 2494 }); // what ffmpeg's filter makes of it
     expect(boundedSize(16384, 16384)).toEqual({ width: 2880, height: 2880 });
+  });
+});
+
+describe('plausibleArrival (live frames’ produced stamp)', () => {
+  it('takes a reported arrival before the delivery and within a minute of it; not 0 (the first frame of an RTSP session), not a time after delivery', async () => {
+    const { plausibleArrival } = await import('../../src/sources/ffmpeg-source.js');
+    const captured = 1_796_164_366_336;
+    expect(plausibleArrival(captured - 40, captured)).toBe(true);
+    expect(plausibleArrival(captured, captured)).toBe(true);
+    expect(plausibleArrival(0, captured)).toBe(false);
+    expect(plausibleArrival(captured - 61_000, captured)).toBe(false);
+    expect(plausibleArrival(captured + 1, captured)).toBe(false);
   });
 });

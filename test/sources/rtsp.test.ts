@@ -101,6 +101,35 @@ describe('real RTSP sources (scripts/rtsp-server.sh)', () => {
     await p.stop();
   }, 300_000);
 
+  it('fps on a live camera: about that many frames a second (not a flood of duplicates), each stamped with a plausible arrival', async () => {
+    const config = PipelineSchema.parse({ sources: [{ id: 'cam1', uri: cam1, fps: 2, watchdog: { startTimeoutMs: 8000, stallMinMs: 2000 } }], model: { warmupRuns: 1 }, alerts: { snapshot: { mode: 'none' } } });
+    const got: { seq: number; produced: number; captured: number; by: string }[] = [];
+    const ac = new AbortController();
+    let first = 0;
+    const done = runPipeline(config, {
+      status: false,
+      signal: ac.signal,
+      onResult: (r) => {
+        first ||= now();
+        got.push({ seq: r.frame.seq, produced: r.frame.stamps.produced, captured: r.frame.stamps.captured, by: r.frame.producedBy });
+      },
+    });
+    expect(await until(() => first > 0, 120_000)).toBe(true);
+    await sleep(6000);
+    ac.abort();
+    await done;
+    const span = (got[got.length - 1].captured - got[0].captured) / 1000;
+    // ffmpeg read 6 s of a 30 fps camera: 12 frames at 2 fps (seq counts dropped frames too)
+    const read = got[got.length - 1].seq - got[0].seq + 1;
+    expect(read / span).toBeGreaterThan(1);
+    expect(read / span).toBeLessThan(3.5);
+    for (const f of got) {
+      expect(f.produced).toBeLessThanOrEqual(f.captured);
+      expect(f.produced).toBeGreaterThan(f.captured - 60_000);
+    }
+    expect(got.some((f) => f.by === 'arrival')).toBe(true);
+  }, 180_000);
+
   it('two cameras, one dies: the other keeps delivering (frame rate and latency printed side by side)', async () => {
     const p = await start([
       { id: 'cam1', uri: cam1 },
