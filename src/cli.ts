@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { loadPipeline } from './config/load.js';
-import { ErrorCodes, isArgusError } from './core/errors.js';
+import { ArgusError, ErrorCodes, isArgusError } from './core/errors.js';
 import { FAMILIES } from './core/families.js';
 import { redact } from './core/redact.js';
 import { quiesceInference } from './inference/worker-pool.js';
@@ -27,8 +27,28 @@ program
   .option('--jsonl <file>', "write one JSON line per processed frame ('-' for stdout)")
   .option('--annotate <path>', 'write each source\'s video with boxes, track ids, zones, lines and counts to this MP4 ({source} for the source id, or a folder/); overrides sinks.annotate.path')
   .option('--no-status', 'do not print the per-source status line')
-  .action(async (file: string, opts: { maxFrames?: number; jsonl?: string; annotate?: string; status: boolean }) => {
+  .action((file: string, opts: RunFlags) => runOrWork(file, opts, 'run'));
+
+program
+  .command('worker')
+  .description('join the cluster of a worker YAML (its cluster section) and run the cameras the group gives this worker (README, "Many machines")')
+  .argument('<worker>', 'worker YAML: a pipeline without sources, with a cluster section')
+  .option('--jsonl <file>', "write one JSON line per processed frame ('-' for stdout)")
+  .option('--no-status', 'do not print the per-source status line')
+  .action((file: string, opts: RunFlags) => runOrWork(file, opts, 'worker'));
+
+interface RunFlags {
+  maxFrames?: number;
+  jsonl?: string;
+  annotate?: string;
+  status: boolean;
+}
+
+/** `argus run` and `argus worker`: the same process guard, signals, summary and exit status. */
+async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): Promise<void> {
     const config = await loadPipeline(file);
+    if (mode === 'run' && config.cluster) throw new ArgusError(ErrorCodes.CONFIG, `${file}: has a cluster section: run it with argus worker`);
+    if (mode === 'worker' && !config.cluster) throw new ArgusError(ErrorCodes.CONFIG, `${file}: no cluster section: a worker YAML needs one (README, "Many machines")`);
     const ac = new AbortController();
     // Process-level guard: an exception nothing caught (a bug, a library's stray error event)
     // turns into the same orderly shutdown as SIGTERM — sources stop, alerts already raised are
@@ -66,7 +86,7 @@ program
     process.on('SIGTERM', onSignal);
     // SIGHUP (the terminal went away, or a supervisor's reload) stops in order like SIGTERM.
     process.on('SIGHUP', onSignal);
-    const summary = await runPipeline(config, {
+    const runOptions = {
       baseDir: pipelineBaseDir(file),
       maxFrames: opts.maxFrames,
       jsonl: opts.jsonl,
@@ -74,7 +94,8 @@ program
       status: opts.status,
       signal: ac.signal,
       log,
-    });
+    };
+    const summary = mode === 'worker' ? await (await import('./cluster/worker.js')).runWorker(config, runOptions) : await runPipeline(config, runOptions);
     for (const s of summary.stats) {
       logger.info(
         { source: s.id, state: s.state, framesIn: s.framesIn, framesOut: s.framesOut, dropped: s.dropped, reconnects: s.reconnects, e2eP50: s.e2e.percentile(50), e2eP99: s.e2e.percentile(99), producedBy: s.producedBy, pipelineP50: s.pipeline.percentile(50), pipelineP99: s.pipeline.percentile(99) },
@@ -105,7 +126,68 @@ program
       process.stderr.write(`argus: ${ErrorCodes.INTERNAL}: stopped after an unexpected exception: ${redact(String((crashed as Error)?.message ?? crashed))}\n`);
       process.exitCode = 4;
     }
-  });
+}
+
+const brokerList = (v: string) => v.split(',').filter(Boolean);
+const cameras = program.command('cameras').description('the cluster\'s cameras (the compacted cameras topic): apply, add, rm, ls');
+const target = (o: { config?: string; brokers?: string[] }) => import('./cluster/admin.js').then((m) => m.clusterTarget(o));
+const clusterFlags = (c: Command) => c.option('--brokers <list>', 'comma-separated host:port list', brokerList).option('--config <worker.yaml>', 'take brokers and topic names from a worker YAML');
+clusterFlags(
+  cameras
+    .command('apply')
+    .description('make the cluster run exactly the cameras of a YAML file (cameras: [...]): new ones start, edited ones restart, missing ones stop')
+    .argument('<file>', 'YAML with cameras: [ {id, uri, …sources[] fields, cost} ]')
+    .option('--no-prune', 'keep cameras that are not in the file'),
+).action(async (file: string, opts: { brokers?: string[]; config?: string; prune: boolean }) => {
+  const { applyCameras, readCamerasFile } = await import('./cluster/admin.js');
+  const r = await applyCameras(await target(opts), await readCamerasFile(file), opts.prune);
+  process.stdout.write(`added ${r.added.length}, changed ${r.changed.length}, unchanged ${r.unchanged.length}, removed ${r.removed.length}${[...r.added.map((i) => ` +${i}`), ...r.changed.map((i) => ` ~${i}`), ...r.removed.map((i) => ` -${i}`)].join('')}\n`);
+});
+clusterFlags(
+  cameras
+    .command('add')
+    .description('add (or replace) one camera: from a YAML file of cameras, or from --id and --uri')
+    .argument('[file]', 'YAML with cameras: [...] (added or replaced; others kept)')
+    .option('--id <id>', 'camera id')
+    .option('--uri <uri>', 'what to open (rtsp://…, a file, …)')
+    .option('--fps <n>', 'frames per second to analyse', Number)
+    .option('--cost <n>', 'relative cost against worker capacity (default 1)', Number),
+).action(async (file: string | undefined, opts: { brokers?: string[]; config?: string; id?: string; uri?: string; fps?: number; cost?: number }) => {
+  const { applyCameras, cameraFromFields, readCamerasFile } = await import('./cluster/admin.js');
+  if (!file && (!opts.id || !opts.uri)) throw new InvalidArgumentError('give a cameras YAML file, or --id and --uri');
+  const cams = file ? await readCamerasFile(file) : [cameraFromFields({ id: opts.id, uri: opts.uri, fps: opts.fps, cost: opts.cost })];
+  const r = await applyCameras(await target(opts), cams, false);
+  process.stdout.write(`added ${r.added.length}, changed ${r.changed.length}, unchanged ${r.unchanged.length}\n`);
+});
+clusterFlags(cameras.command('rm').description('remove cameras (they stop on their worker)').argument('<ids...>', 'camera ids')).action(async (ids: string[], opts: { brokers?: string[]; config?: string }) => {
+  const { removeCameras } = await import('./cluster/admin.js');
+  const unknown = await removeCameras(await target(opts), ids);
+  process.stdout.write(`removed ${ids.length - unknown.length}${unknown.length ? `; not found: ${unknown.join(', ')}` : ''}\n`);
+  if (unknown.length) process.exitCode = 1;
+});
+clusterFlags(cameras.command('ls').description('list the cameras: slot, cost, owner, epoch').option('--json', 'print JSON', false)).action(async (opts: { brokers?: string[]; config?: string; json: boolean }) => {
+  const { listCameras } = await import('./cluster/admin.js');
+  const list = await listCameras(await target(opts));
+  if (opts.json) return void process.stdout.write(JSON.stringify(list, null, 2) + '\n');
+  process.stdout.write(['id\tslot\tcost\towner\tepoch\tstate', ...list.map((c) => `${c.id}\t${c.slot}\t${c.cost}\t${c.owner ?? '-'}\t${c.epoch ?? '-'}\t${c.error ? `invalid: ${c.error.split('\n')[0]}` : !c.enabled ? 'disabled' : (c.state ?? 'waiting')}`)].join('\n') + '\n');
+});
+const cluster = program.command('cluster').description('the workers: status, drain');
+clusterFlags(cluster.command('status').description('workers, their slots and cameras, and cameras no worker holds').option('--json', 'print JSON', false)).action(async (opts: { brokers?: string[]; config?: string; json: boolean }) => {
+  const { clusterStatus } = await import('./cluster/admin.js');
+  const st = await clusterStatus(await target(opts));
+  if (opts.json) return void process.stdout.write(JSON.stringify(st, null, 2) + '\n');
+  const lines = [`group ${st.group}: ${st.state}, ${st.workers.length} worker(s), ${st.cameras.length} camera(s)`];
+  for (const w of st.workers) lines.push(`  ${w.worker}${w.draining ? ' (draining)' : ''}  capacity ${w.capacity}  ${w.slots.length} slot(s)  cameras: ${w.cameras.join(', ') || '-'}`);
+  if (st.unassigned.length) lines.push(`  no worker holds: ${st.unassigned.join(', ')}`);
+  process.stdout.write(lines.join('\n') + '\n');
+});
+clusterFlags(cluster.command('drain').description('move every camera off a worker (it stays in the group with capacity 0)').argument('<worker>', 'worker id (argus cluster status)').option('--undo', 'let the worker take cameras again', false)).action(
+  async (worker: string, opts: { brokers?: string[]; config?: string; undo: boolean }) => {
+    const { drainWorker } = await import('./cluster/admin.js');
+    await drainWorker(await target(opts), worker, opts.undo);
+    process.stdout.write(`${opts.undo ? 'undrain' : 'drain'} of ${worker} requested\n`);
+  },
+);
 
 program
   .command('bench')

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { AlertsSchema, OutboxSchema } from './schema/alerts.js';
+import { ClusterSchema } from './schema/cluster.js';
 import { ModelRefSchema } from './schema/model.js';
 import { PostprocessSchema } from './schema/postprocess.js';
 import { ServerSchema } from './schema/server.js';
@@ -13,6 +14,7 @@ import { SourceSchema } from './schema/source.js';
 import { TrackingSchema } from './schema/tracking.js';
 
 export { AlertsSchema, OutboxSchema, type AlertsConfig, type OutboxConfig } from './schema/alerts.js';
+export { CameraSchema, CamerasFileSchema, ClusterSchema, type CameraDefinition, type ClusterConfig } from './schema/cluster.js';
 export { LineSchema, RuleSchema, ZoneSchema, type LineConfig, type RuleConfig, type ZoneConfig } from './schema/analytics.js';
 export { ModelManifestSchema, ModelRefSchema, type ExecutionProviderName, type ModelManifest, type ModelRefConfig } from './schema/model.js';
 export { PostprocessSchema, type PostprocessConfig } from './schema/postprocess.js';
@@ -27,7 +29,8 @@ export const PipelineSchema = z
     name: z.string().min(1).default('pipeline'),
     /** ffmpeg executable (e.g. a build with NVDEC). Default: the bundled @ffmpeg-installer binary, or $ARGUS_FFMPEG. */
     ffmpegPath: z.string().min(1).optional(),
-    sources: z.array(SourceSchema).min(1, 'at least one source is needed'),
+    /** The cameras and files. Empty only with `cluster` (a worker's cameras come from Kafka). */
+    sources: z.array(SourceSchema).default([]),
     model: ModelRefSchema.default({}),
     postprocess: PostprocessSchema.default({}),
     sinks: SinksSchema.default({}),
@@ -39,10 +42,16 @@ export const PipelineSchema = z
     server: ServerSchema.optional(),
     /** Durable alert delivery (see OutboxSchema). */
     outbox: OutboxSchema.default({}),
+    /** `argus worker`: cameras from Kafka, spread over workers (README, "Many machines"). */
+    cluster: ClusterSchema.optional(),
   })
   .strict()
   .superRefine((p, ctx) => {
-    if (p.sources.every((s) => !s.enabled)) ctx.addIssue({ code: 'custom', path: ['sources'], message: 'every source is disabled (enabled: false); enable at least one' });
+    if (p.sources.length === 0) {
+      if (!p.cluster) ctx.addIssue({ code: 'custom', path: ['sources'], message: 'at least one source is needed' });
+    } else if (p.cluster) {
+      ctx.addIssue({ code: 'custom', path: ['sources'], message: 'a worker (cluster) runs the cameras of the cameras topic (argus cameras apply); leave sources empty' });
+    } else if (p.sources.every((s) => !s.enabled)) ctx.addIssue({ code: 'custom', path: ['sources'], message: 'every source is disabled (enabled: false); enable at least one' });
     const seen = new Set<string>();
     p.sources.forEach((s, i) => {
       if (seen.has(s.id)) ctx.addIssue({ code: 'custom', path: ['sources', i, 'id'], message: `duplicate source id "${s.id}"` });

@@ -1,5 +1,5 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { defer, merge, type Observable, type OperatorFunction, takeUntil, tap } from 'rxjs';
+import { defer, finalize, from, merge, mergeMap, type Observable, type OperatorFunction, takeUntil, tap } from 'rxjs';
 import { analyze, type FrameResult } from '../analytics/analyze.js';
 import { SourceAnalyzer } from '../analytics/analyzer.js';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../assets/catalog.js';
@@ -63,6 +63,13 @@ export interface Pipeline {
    * recorded in its stats; the others go on. Completes when every source has ended.
    */
   readonly results$: Observable<FrameResult>;
+  /**
+   * A source started after the pipeline (a worker's camera): its chain, built on subscription
+   * (its URL resolved, its zones and lines checked), with the configured model, tracking and
+   * rules. Its stats are in `stats` (and its analyzer in `analyzers`) while the chain runs.
+   * `stop` emitting ends it as the pipeline's stop does: frames in flight finish.
+   */
+  attach(source: SourceConfig, stop: Observable<unknown>): Observable<FrameResult>;
   /** Releases what the pipeline loaded (the model, unless it was given in the options). */
   close(): Promise<void>;
 }
@@ -160,12 +167,12 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   const frameOutput = ffmpegOutputFor(detector, config.model.resize);
 
   // One source: its supervised ffmpeg, then its chain.
-  const chain = (src: SourceConfig, i: number): Observable<FrameResult> => {
-    const st = stats[i];
+  const chain = (src: SourceConfig, i: number): Observable<FrameResult> => build(src, urls[i], stats[i], analyzers[i], stop);
+  const build = (src: SourceConfig, url: string, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined): Observable<FrameResult> => {
     const pace = new Pace();
     const frames$ = supervisedSource({
       id: src.id,
-      input: { url: urls[i], kind: sourceKind(urls[i]), rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs, decode: src.decode },
+      input: { url, kind: sourceKind(url), rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs, decode: src.decode },
       output: frameOutput,
       ffmpegPath,
       pace,
@@ -183,7 +190,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
         log(`source ${src.id} streaming`, { source: src.id, width: info.width, height: info.height, fps: info.fps });
       },
     });
-    return sourceChain(frames$, { detector, config, source: src, stats: st, analyzer: analyzers[i], pace, log, stop, extend: options.extend });
+    return sourceChain(frames$, { detector, config, source: src, stats: st, analyzer, pace, log, stop, extend: options.extend });
   };
 
   const onTransition = (st: SourceStats, t: Transition) => {
@@ -205,6 +212,23 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     analyzers: analyzerMap,
     // Each subscription builds its chains afresh: operator state (tracker, pace, extensions) is per subscription.
     results$: merge(...sources.map((src, i) => defer(() => chain(src, i)))),
+    attach: (src, stopOne) =>
+      from(resolveSourceUrl(src, baseDir, ffmpegPath, log)).pipe(
+        mergeMap((url) => {
+          const a = new SourceAnalyzer(src, detector.labels, `camera ${src.id}`);
+          const analyzer = a.empty ? undefined : a;
+          const st = newSourceStats(src.id);
+          stats.push(st);
+          if (analyzer) analyzerMap.set(src.id, analyzer);
+          return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne).pipe(
+            finalize(() => {
+              const at = stats.indexOf(st);
+              if (at >= 0) stats.splice(at, 1);
+              if (analyzerMap.get(src.id) === analyzer) analyzerMap.delete(src.id);
+            }),
+          );
+        }),
+      ),
     close: async () => {
       if (ownsDetector) await detector.release();
     },

@@ -1,6 +1,6 @@
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import { type Observable, Subject, take } from 'rxjs';
+import { merge, type Observable, Subject, take } from 'rxjs';
 import type { FrameResult } from '../analytics/analyze.js';
 import type { SourceAnalyticsReport } from '../analytics/report.js';
 import type { PipelineConfig } from '../config/schema.js';
@@ -11,7 +11,7 @@ import { JsonlSink } from '../sinks/jsonl.js';
 import type { AnnotateSink, AnnotateSourceStats } from '../sinks/annotate.js';
 import { AnnotateSinkSchema } from '../config/schema/sinks.js';
 import type { KafkaSink, KafkaSinkOptions } from '../sinks/kafka.js';
-import type { Message, MessageKind } from '../sinks/message.js';
+import type { Claim, Message, MessageKind } from '../sinks/message.js';
 import { Outbox, recordMessage } from '../sinks/outbox.js';
 import { Publisher } from '../sinks/publisher.js';
 import type { Sink } from '../sinks/sink.js';
@@ -44,6 +44,15 @@ export interface RunOptions extends PipelineOptions {
   onReady?: (running: RunningPipeline) => void;
   /** Environment for overrides such as ARGUS_HTTP_PORT. Default process.env. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Sources started after the pipeline (argus worker): their results, run beside the
+   * configured sources until `stop` emits (then they must complete). Called once, when the run starts.
+   */
+  attached?: (pipeline: Pipeline, stop: Observable<void>) => Observable<FrameResult>;
+  /** argus worker: the owner and epoch written into a source's messages. */
+  claimOf?: (source: string) => Claim | undefined;
+  /** Extra fields of /healthz (argus worker: the worker and its cameras). */
+  health?: () => Record<string, unknown>;
 }
 
 /** Everything a run started, for tests and for features that hook in. */
@@ -135,7 +144,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     started = await startOutputs(life, config, pipeline, options, port, log, onFatal);
     const { sinks, kafka, outbox, server, websocket } = started;
     const { manifest } = pipeline.detector;
-    publisher = life.use('publisher', new Publisher(sinks, { name: manifest.name, version: manifest.version }, pipeline.detector.labels, outbox), (p) => p.flush());
+    publisher = life.use('publisher', new Publisher(sinks, { name: manifest.name, version: manifest.version }, pipeline.detector.labels, outbox, options.claimOf), (p) => p.flush());
     const alerts = life.use('alerts', new AlertPublisher(publisher, config.alerts, pipeline.detector, baseDir, log), (a) => a.drain());
     started.alerts = alerts;
     if (pipeline.stats.length > 0 && config.sources.some((s) => s.rules.length > 0)) await alerts.warmup();
@@ -165,6 +174,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
         geometry: (id) => pipeline.analyzers.get(id)?.geometry() ?? { zones: [], lines: [] },
         analytics: (id) => pipeline.analyzers.get(id)?.report(),
         publicMetrics: config.server?.publicMetrics ?? false,
+        health: options.health,
       });
     }
     options.onReady?.({ pipeline, publisher, alerts, metrics, server, kafka, websocket, outbox });
@@ -177,7 +187,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     if (annotate) side.push((r) => annotate!.offer(r));
     side.push(() => frames++);
     if (options.onResult) side.push(options.onResult);
-    let results$ = pipeline.results$;
+    let results$ = options.attached ? merge(pipeline.results$, options.attached(pipeline, stop$)) : pipeline.results$;
     if (options.maxFrames !== undefined) results$ = results$.pipe(take(options.maxFrames));
     t0 = performance.now();
     await consume(results$.pipe(publish({ publisher, alerts, side })), life, stop$, signal, options.drainTimeoutMs ?? 10_000, log);

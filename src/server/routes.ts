@@ -57,6 +57,8 @@ export interface RouteContext {
   analytics?: (source: string) => SourceAnalyticsReport | undefined;
   /** Serve /metrics without the token (server.publicMetrics). Default false: guarded like every route but /healthz and /readyz. */
   publicMetrics?: boolean;
+  /** Extra fields of /healthz and /api/sources (argus worker: `cluster`, the worker and its cameras). */
+  health?: () => Record<string, unknown>;
 }
 
 /**
@@ -82,7 +84,7 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
       reconnects: s.reconnects,
       error: s.error ? { code: (s.error as { code?: string }).code, message: s.error.message.split('\n')[0] } : undefined,
     }));
-  server.route('/healthz', (_req, res) => json(res, 200, { status: 'ok', uptimeSeconds: Math.round(process.uptime()), sources: sourcesState() }), { public: true });
+  server.route('/healthz', (_req, res) => json(res, 200, { status: 'ok', uptimeSeconds: Math.round(process.uptime()), sources: sourcesState(), ...ctx.health?.() }), { public: true });
   server.route('/readyz', (_req, res) => {
     const sources = sourcesState();
     const waiting = sources.filter((s) => !s.delivered && s.state !== 'failed').map((s) => s.id);
@@ -91,6 +93,7 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
   }, { public: true });
   server.route('/api/sources', (_req, res) =>
     json(res, 200, {
+      ...ctx.health?.(),
       model: { name: pipeline.detector.manifest.name, version: pipeline.detector.manifest.version, provider: pipeline.detector.provider },
       stages: STAGES,
       sources: pipeline.stats.map((s) => {

@@ -51,6 +51,20 @@ export type PublishedStamps = z.output<typeof PublishedStampsSchema>;
 const ModelInfoSchema = z.strictObject({ name: z.string(), version: z.string() });
 export type ModelInfo = z.output<typeof ModelInfoSchema>;
 
+/** Who ran the camera (argus worker only): README, "Many machines". */
+const ownerShape = {
+  owner: z.string().describe('argus worker: the worker that ran the camera').optional(),
+  epoch: count
+    .describe("argus worker: the owner's claim on the camera; grows with every new owner. A detections message with a lower epoch than one already seen for its source comes from a former owner")
+    .optional(),
+};
+
+/** The owner and epoch of a worker's camera (absent outside `argus worker`). */
+export interface Claim {
+  owner: string;
+  epoch: number;
+}
+
 /** Fields of every per-frame message (detections, alert). */
 const frameEnvelope = {
   version: z.literal(MESSAGE_VERSION),
@@ -65,6 +79,7 @@ const frameEnvelope = {
   frame: z.strictObject({ width: z.int().min(1), height: z.int().min(1) }),
   model: ModelInfoSchema,
   dropped: count.describe('frames this source dropped so far because inference was busy'),
+  ...ownerShape,
 };
 
 export const DetectionsMessageSchema = z.strictObject({
@@ -103,6 +118,7 @@ export const StatusMessageSchema = z.strictObject({
   version: z.literal(MESSAGE_VERSION),
   ...transitionShape,
   published: epochMs.describe('when it was handed to the sinks, epoch ms'),
+  ...ownerShape,
 });
 /** Status messages carry no frame stamps (`stamps?: undefined` lets code read `m.stamps?.x` on any message). */
 export type StatusMessage = z.output<typeof StatusMessageSchema> & { stamps?: undefined };
@@ -110,7 +126,7 @@ export type StatusMessage = z.output<typeof StatusMessageSchema> & { stamps?: un
 // The field types match too, both ways: a change to Transition's types that is not made here fails to compile.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 type AssertTrue<T extends true> = T;
-export type StatusCarriesTransition = AssertTrue<Same<Omit<z.output<typeof StatusMessageSchema>, 'type' | 'version' | 'published'>, Transition>>;
+export type StatusCarriesTransition = AssertTrue<Same<Omit<z.output<typeof StatusMessageSchema>, 'type' | 'version' | 'published' | 'owner' | 'epoch'>, Transition>>;
 
 export const MessageSchema = z.discriminatedUnion('type', [DetectionsMessageSchema, AlertMessageSchema, StatusMessageSchema]);
 export type Message = DetectionsMessage | AlertMessage | StatusMessage;
@@ -167,10 +183,14 @@ export function messageJsonSchemaText(): string {
   return `${JSON.stringify(messageJsonSchema(), null, 2)}\n`;
 }
 
-export function statusMessage(t: Transition): StatusMessage {
+export function statusMessage(t: Transition, claim?: Claim): StatusMessage {
   const m: StatusMessage = { type: 'status', version: MESSAGE_VERSION, source: t.source, state: t.state, previous: t.previous, reason: t.reason, at: t.at, attempt: t.attempt, published: 0 };
   if (t.code) m.code = t.code;
   if (t.detail) m.detail = t.detail;
+  if (claim) {
+    m.owner = claim.owner;
+    m.epoch = claim.epoch;
+  }
   return m;
 }
 
@@ -194,8 +214,8 @@ export function detectionsJson(d: Detections, labels: readonly string[]): Detect
   return out;
 }
 
-function envelope<T extends MessageKind>(type: T, frame: Frame, dropped: number, model: ModelInfo) {
-  return {
+function envelope<T extends MessageKind>(type: T, frame: Frame, dropped: number, model: ModelInfo, claim?: Claim) {
+  const e = {
     type,
     version: MESSAGE_VERSION,
     source: frame.source,
@@ -207,7 +227,12 @@ function envelope<T extends MessageKind>(type: T, frame: Frame, dropped: number,
     frame: { width: frame.letterbox.srcWidth, height: frame.letterbox.srcHeight },
     model,
     dropped,
-  } as const;
+  } as { type: T; version: 1; source: string; seq: number; pts: number; capturedAt: string; producedBy: Frame['producedBy']; stamps: PublishedStamps; frame: { width: number; height: number }; model: ModelInfo; dropped: number; owner?: string; epoch?: number };
+  if (claim) {
+    e.owner = claim.owner;
+    e.epoch = claim.epoch;
+  }
+  return e;
 }
 
 export function detectionsMessage(
@@ -217,12 +242,13 @@ export function detectionsMessage(
   model: ModelInfo,
   labels: readonly string[],
   analytics?: AnalyticsSummary,
+  claim?: Claim,
 ): DetectionsMessage {
-  const m: DetectionsMessage = { ...envelope('detections', frame, dropped, model), detections: detectionsJson(detections, labels) };
+  const m: DetectionsMessage = { ...envelope('detections', frame, dropped, model, claim), detections: detectionsJson(detections, labels) };
   if (analytics) m.analytics = analytics;
   return m;
 }
 
-export function alertMessage(frame: Frame, detections: Detections, dropped: number, model: ModelInfo, labels: readonly string[], alert: AlertBody): AlertMessage {
-  return { ...envelope('alert', frame, dropped, model), alert, detections: detectionsJson(detections, labels) };
+export function alertMessage(frame: Frame, detections: Detections, dropped: number, model: ModelInfo, labels: readonly string[], alert: AlertBody, claim?: Claim): AlertMessage {
+  return { ...envelope('alert', frame, dropped, model, claim), alert, detections: detectionsJson(detections, labels) };
 }

@@ -4,7 +4,7 @@ import type { Frame } from '../core/frame.js';
 import type { AnalyticsSummary } from '../analytics/analyzer.js';
 import type { Transition } from '../sources/health.js';
 import type { AlertBody } from '../analytics/analyzer.js';
-import { alertMessage, detectionsMessage, statusMessage, type AlertMessage, type DetectionsMessage, type ModelInfo, type StatusMessage } from './message.js';
+import { alertMessage, detectionsMessage, statusMessage, type AlertMessage, type Claim, type DetectionsMessage, type ModelInfo, type StatusMessage } from './message.js';
 import { redact } from '../core/redact.js';
 import type { Outbox } from './outbox.js';
 import type { Sink } from './sink.js';
@@ -20,6 +20,8 @@ export class Publisher {
     private readonly model: ModelInfo,
     private readonly labels: readonly string[],
     private readonly outbox?: Outbox,
+    /** argus worker: the owner and epoch of a source, written into its messages. */
+    private readonly claimOf?: (source: string) => Claim | undefined,
   ) {}
 
   /** Journal writes not finished yet (their messages reach the sinks when they are). */
@@ -33,7 +35,7 @@ export class Publisher {
   }
 
   detections(frame: Frame, detections: Detections, dropped: number, analytics?: AnalyticsSummary): DetectionsMessage {
-    const msg = detectionsMessage(frame, detections, dropped, this.model, this.labels, analytics);
+    const msg = detectionsMessage(frame, detections, dropped, this.model, this.labels, analytics, this.claimOf?.(frame.source));
     this.fanOut(msg);
     return msg;
   }
@@ -45,14 +47,14 @@ export class Publisher {
    */
   reserve(frame: Frame, detections: Detections, dropped: number, body: AlertBody): void {
     if (!this.outbox) return;
-    const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body);
+    const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body, this.claimOf?.(frame.source));
     msg.stamps.published = now();
     void this.journal(msg, JSON.stringify(msg));
   }
 
   /** Resolves once the alert is journaled (when there is an outbox) and handed to every sink. */
   async alert(frame: Frame, detections: Detections, dropped: number, body: AlertBody): Promise<AlertMessage> {
-    const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body);
+    const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body, this.claimOf?.(frame.source));
     msg.stamps.published = now();
     const json = JSON.stringify(msg);
     const journaled = this.journal(msg, json);
@@ -63,7 +65,7 @@ export class Publisher {
 
   /** A source's state change; its reason and detail are redacted (no credentials leave the process). */
   async status(t: Transition): Promise<StatusMessage> {
-    const msg = statusMessage(t);
+    const msg = statusMessage(t, this.claimOf?.(t.source));
     msg.reason = redact(msg.reason);
     if (msg.detail) msg.detail = redact(msg.detail);
     msg.published = now();

@@ -1,0 +1,220 @@
+import { readFile } from 'node:fs/promises';
+import { AssignerProtocol, Kafka, logLevel, type Admin } from 'kafkajs';
+import { CamerasFileSchema, ClusterSchema, type ClusterConfig } from '../config/schema.js';
+import { parseConfigText } from '../config/load.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { DRAIN_KEY_PREFIX, ClusterView, ensureClusterTopics, parseCamera, retrying, type OwnersRecord } from './view.js';
+
+/** `argus cameras …` and `argus cluster …`: what they need to reach the cluster. */
+export interface ClusterTarget {
+  brokers: string[];
+  cluster: ClusterConfig;
+}
+
+/** The cluster section of a worker YAML (`--config`), or the defaults with `--brokers`. */
+export async function clusterTarget(o: { config?: string; brokers?: string[] }): Promise<ClusterTarget> {
+  if (o.config) {
+    const { loadPipeline } = await import('../config/load.js');
+    const { clusterBrokers } = await import('./worker.js');
+    const config = await loadPipeline(o.config);
+    if (!config.cluster) throw new ArgusError(ErrorCodes.CONFIG, `${o.config}: no cluster section (a worker config is needed)`);
+    return { brokers: o.brokers?.length ? o.brokers : clusterBrokers(config), cluster: config.cluster };
+  }
+  if (!o.brokers?.length) throw new ArgusError(ErrorCodes.CONFIG, '--brokers or --config: where is the cluster?');
+  return { brokers: o.brokers, cluster: ClusterSchema.parse({}) };
+}
+
+async function withAdmin<T>(t: ClusterTarget, f: (admin: Admin, kafka: Kafka) => Promise<T>): Promise<T> {
+  const kafka = new Kafka({ clientId: 'argus-cluster-admin', brokers: t.brokers, logLevel: logLevel.NOTHING, connectionTimeout: 3000, retry: { retries: 3 } });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await ensureClusterTopics(admin, { cameras: t.cluster.camerasTopic, owners: t.cluster.ownersTopic, slots: t.cluster.slots, replicationFactor: t.cluster.replicationFactor });
+    return await f(admin, kafka);
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+/** Reads both cluster topics to their end. */
+export async function snapshot(t: ClusterTarget): Promise<ClusterView> {
+  return withAdmin(t, async (admin, kafka) => {
+    const view = new ClusterView(kafka, { cameras: t.cluster.camerasTopic, owners: t.cluster.ownersTopic }, 'argus-cluster-admin');
+    await view.start(admin);
+    const timeout = new Promise<never>((_, rej) => setTimeout(() => rej(new ArgusError(ErrorCodes.INTERNAL, 'cluster: could not read the cluster topics within 30 s')), 30_000).unref());
+    try {
+      await Promise.race([view.ready, timeout]);
+    } finally {
+      await view.stop();
+    }
+    return view;
+  });
+}
+
+async function produce(t: ClusterTarget, topic: string, messages: { key: string; value: string | null }[]): Promise<void> {
+  if (messages.length === 0) return;
+  await withAdmin(t, async (_admin, kafka) => {
+    const producer = kafka.producer({ allowAutoTopicCreation: false });
+    await producer.connect();
+    try {
+      await retrying(() => producer.send({ topic, acks: -1, messages }));
+    } finally {
+      await producer.disconnect().catch(() => undefined);
+    }
+  });
+}
+
+/** The cameras of a YAML file (`cameras: [...]`), each as written (its record value) and validated. Errors name the file and the field. */
+export async function readCamerasFile(file: string): Promise<{ id: string; value: string }[]> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: cannot read: ${(e as Error).message}`);
+  }
+  // Validated (coded errors naming the field) and written as the user gave it: `${env:…}`
+  // stays a reference, resolved by each worker from its own environment, so a password in one
+  // never enters Kafka. Validation here stands in '1' for a variable this shell lacks.
+  const { parse } = await import('yaml');
+  const lenient = new Proxy(process.env, { get: (env, k: string) => env[k] ?? '1' });
+  const parsed = parseConfigText(text, CamerasFileSchema, file, lenient);
+  const raw = parse(text) as { cameras: Record<string, unknown>[] };
+  const seen = new Set<string>();
+  return parsed.cameras.map((c, i) => {
+    const id = c.source.id;
+    if (seen.has(id)) throw new ArgusError(ErrorCodes.CONFIG, `${file}: cameras[${i}].id: duplicate camera id "${id}"`);
+    seen.add(id);
+    return { id, value: JSON.stringify(raw.cameras[i]) };
+  });
+}
+
+export interface ApplyResult {
+  added: string[];
+  changed: string[];
+  unchanged: string[];
+  removed: string[];
+}
+
+/** Makes the cameras topic hold exactly the file's cameras (with `prune`), or adds/replaces them (without). */
+export async function applyCameras(t: ClusterTarget, cams: { id: string; value: string }[], prune: boolean): Promise<ApplyResult> {
+  const view = await snapshot(t);
+  const r: ApplyResult = { added: [], changed: [], unchanged: [], removed: [] };
+  const messages: { key: string; value: string | null }[] = [];
+  const wanted = new Set(cams.map((c) => c.id));
+  for (const c of cams) {
+    const cur = view.cameras.get(c.id);
+    if (cur?.text === c.value) {
+      r.unchanged.push(c.id);
+      continue;
+    }
+    (cur ? r.changed : r.added).push(c.id);
+    messages.push({ key: c.id, value: c.value });
+  }
+  if (prune) {
+    for (const id of view.cameras.keys()) {
+      if (wanted.has(id)) continue;
+      r.removed.push(id);
+      messages.push({ key: id, value: null });
+    }
+  }
+  await produce(t, t.cluster.camerasTopic, messages);
+  return r;
+}
+
+/** Removes cameras (tombstones); returns the ids that were not there. */
+export async function removeCameras(t: ClusterTarget, ids: string[]): Promise<string[]> {
+  const view = await snapshot(t);
+  const unknown = ids.filter((id) => !view.cameras.has(id));
+  await produce(t, t.cluster.camerasTopic, ids.filter((id) => view.cameras.has(id)).map((key) => ({ key, value: null })));
+  return unknown;
+}
+
+/** One camera of `argus cameras ls` / `argus cluster status`. */
+export interface CameraStatus {
+  id: string;
+  slot: number;
+  cost: number;
+  enabled: boolean;
+  error?: string;
+  owner?: string;
+  epoch?: number;
+  state?: 'claimed' | 'released';
+  since?: string;
+}
+
+export async function listCameras(t: ClusterTarget): Promise<CameraStatus[]> {
+  const view = await snapshot(t);
+  return [...view.cameras.values()]
+    .sort((a, b) => (a.id < b.id ? -1 : 1))
+    .map((c) => {
+      const o = view.owners.get(c.id);
+      const s: CameraStatus = { id: c.id, slot: c.slot, cost: c.definition?.cost ?? 0, enabled: c.definition?.source.enabled ?? false };
+      if (c.error) s.error = c.error;
+      if (o) Object.assign(s, { owner: o.owner, epoch: o.epoch, state: o.state, since: new Date(o.at).toISOString() });
+      return s;
+    });
+}
+
+export interface WorkerStatus {
+  worker: string;
+  memberId: string;
+  capacity: number;
+  slots: number[];
+  cameras: string[];
+  draining: boolean;
+}
+
+export interface ClusterStatus {
+  group: string;
+  state: string;
+  workers: WorkerStatus[];
+  cameras: CameraStatus[];
+  /** Enabled cameras whose slot no worker holds. */
+  unassigned: string[];
+}
+
+export async function clusterStatus(t: ClusterTarget): Promise<ClusterStatus> {
+  const cameras = await listCameras(t);
+  const view = await snapshot(t);
+  return withAdmin(t, async (admin) => {
+    const { groups } = await retrying(() => admin.describeGroups([t.cluster.group]));
+    const g = groups[0];
+    const workers: WorkerStatus[] = [];
+    const held = new Set<number>();
+    for (const m of g?.members ?? []) {
+      let info: { workerId?: string; capacity?: number } = {};
+      try {
+        info = JSON.parse(AssignerProtocol.MemberMetadata.decode(m.memberMetadata)!.userData.toString('utf8'));
+      } catch {
+        // not an argus worker
+      }
+      let slots: number[] = [];
+      try {
+        slots = [...(AssignerProtocol.MemberAssignment.decode(m.memberAssignment)?.assignment[t.cluster.camerasTopic] ?? [])].sort((a, b) => a - b);
+      } catch {
+        // no assignment yet
+      }
+      for (const s of slots) held.add(s);
+      const worker = info.workerId ?? m.memberId;
+      workers.push({ worker, memberId: m.memberId, capacity: info.capacity ?? 0, slots, cameras: cameras.filter((c) => c.owner === worker && c.state === 'claimed').map((c) => c.id), draining: view.drains.get(worker) === true });
+    }
+    workers.sort((a, b) => (a.worker < b.worker ? -1 : 1));
+    return { group: t.cluster.group, state: g?.state ?? 'Dead', workers, cameras, unassigned: cameras.filter((c) => c.enabled && !held.has(c.slot)).map((c) => c.id) };
+  });
+}
+
+/** Asks a worker to release its cameras and take none (or, with `undo`, to take its share again). */
+export async function drainWorker(t: ClusterTarget, worker: string, undo = false): Promise<void> {
+  const rec: OwnersRecord = { type: 'drain', worker, drain: !undo, at: Date.now() };
+  await produce(t, t.cluster.ownersTopic, [{ key: `${DRAIN_KEY_PREFIX}${worker}`, value: JSON.stringify(rec) }]);
+}
+
+/** One camera from command-line fields (`argus cameras add --id … --uri …`), validated like a file's. */
+export function cameraFromFields(f: Record<string, unknown>): { id: string; value: string } {
+  const clean = Object.fromEntries(Object.entries(f).filter(([, v]) => v !== undefined));
+  const value = JSON.stringify(clean);
+  const id = String(clean.id ?? '');
+  const r = parseCamera(id, value);
+  if (r.error) throw new ArgusError(ErrorCodes.CONFIG, `camera: ${r.error}`);
+  return { id, value };
+}

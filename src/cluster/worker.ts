@@ -1,0 +1,410 @@
+import { hostname } from 'node:os';
+import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { catchError, EMPTY, filter, finalize, mergeAll, type Observable, Subject } from 'rxjs';
+import type { FrameResult } from '../analytics/analyze.js';
+import type { ClusterConfig, PipelineConfig } from '../config/schema.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
+import type { LogFn } from '../core/log.js';
+import type { Pipeline } from '../pipeline/pipeline.js';
+import { runPipeline, type RunOptions, type RunSummary } from '../pipeline/run.js';
+import type { Claim } from '../sinks/message.js';
+import { KafkajsMembership } from './kafkajs-membership.js';
+import type { Assignment, GroupMembership } from './membership.js';
+import { ClusterView, ensureClusterTopics, OwnerLog, type CameraEntry } from './view.js';
+
+/** A worker id from the host name and the process id (ids allow letters, digits, dot, dash, underscore). */
+export function defaultWorkerId(): string {
+  return `${hostname().replace(/[^A-Za-z0-9_.-]/g, '_')}-${process.pid}`;
+}
+
+/** The brokers of the cluster topics: cluster.brokers, else sinks.kafka.brokers. */
+export function clusterBrokers(config: PipelineConfig): string[] {
+  const b = config.cluster?.brokers ?? config.sinks.kafka?.brokers;
+  if (!b?.length) throw new ArgusError(ErrorCodes.CONFIG, 'cluster.brokers: a worker needs Kafka brokers (cluster.brokers, or sinks.kafka.brokers)');
+  return b;
+}
+
+/** What a worker counts (in /healthz, the summary and the tests). */
+export interface WorkerCounters {
+  /** Claims written (each a camera start, or an attempt at one). */
+  claims: number;
+  releases: number;
+  /** Times the lease ran out with cameras running: all were stopped at once. */
+  fencings: number;
+  /** Results dropped because the worker no longer held the camera when they were ready. */
+  fencedFrames: number;
+  /** Planned moves that waited for the former owner's release. */
+  waitedForRelease: number;
+  /** Claims made after releaseWaitMs without the former owner's release. */
+  forcedClaims: number;
+}
+
+interface Running {
+  id: string;
+  slot: number;
+  text: string;
+  claim: Claim;
+  stop$: Subject<void>;
+  done: Promise<void>;
+  /** Its results are no longer published (fenced, or stopped for good). */
+  fenced: boolean;
+  stopping: boolean;
+  startedAt: number;
+}
+
+export interface WorkerOptions extends Omit<RunOptions, 'attached' | 'claimOf' | 'health'> {
+  /** Called once the worker has joined the group (tests, bench). */
+  onJoined?: (worker: Worker) => void;
+}
+
+/**
+ * One `argus worker`: the pipeline (model, sinks, outbox, server) of the worker YAML, with the
+ * cameras of the slots the group gives it (README, "Many machines").
+ *
+ * Exclusivity: a camera runs on a worker only under a claim in the owners topic whose epoch
+ * (its offset) is the camera's latest, and only while the worker's group lease holds (a
+ * heartbeat answered within sessionTimeoutMs − fenceMarginMs): the coordinator cannot hand a
+ * slot away before a silent worker's session has expired, and by then the worker has stopped
+ * the slot's cameras and drops any result still in flight. A planned move (a rebalance among
+ * live workers) starts the camera on its new owner only after the old owner's release, or
+ * after releaseWaitMs.
+ */
+export class Worker {
+  readonly id: string;
+  readonly counters: WorkerCounters = { claims: 0, releases: 0, fencings: 0, fencedFrames: 0, waitedForRelease: 0, forcedClaims: 0 };
+  private readonly c: ClusterConfig;
+  private readonly kafka: Kafka;
+  private admin: Admin | undefined;
+  private producer: Producer | undefined;
+  readonly view: ClusterView;
+  private owners: OwnerLog | undefined;
+  private membership: GroupMembership | undefined;
+  private pipeline: Pipeline | undefined;
+  private readonly chains$ = new Subject<Observable<FrameResult>>();
+  private readonly running = new Map<string, Running>();
+  /** The last claim of each camera this worker made (alerts rendered after a stop still carry it). */
+  private readonly claims = new Map<string, Claim>();
+  /** Claims written and not yet started (waiting for the view to show them, or for a release). */
+  private readonly pending = new Map<string, number>();
+  /** When a wait for a former owner's release began, per camera. */
+  private readonly waits = new Map<string, number>();
+  private assigned = new Set<number>();
+  private members: Set<string> | undefined;
+  private joined = false;
+  /** False after a fence until the next assignment: a rejoin then claims no slots (the group has handed them away). */
+  private holdsSlots = true;
+  /** Set by a fence: once the lease holds again (a heartbeat answered, the slots still ours), the cameras restart. */
+  private refenced = false;
+  private draining = false;
+  private closing = false;
+  private step: Promise<void> = Promise.resolve();
+  private dirty = false;
+  private tick: NodeJS.Timeout | undefined;
+  private readonly log: LogFn;
+
+  constructor(
+    private readonly config: PipelineConfig,
+    log: LogFn = () => {},
+  ) {
+    this.c = config.cluster!;
+    this.log = log;
+    this.id = this.c.workerId ?? defaultWorkerId();
+    const k = config.sinks.kafka;
+    this.kafka = new Kafka({
+      clientId: `argus-worker-${this.id}`,
+      brokers: clusterBrokers(config),
+      ssl: k?.ssl as never,
+      sasl: k?.sasl as never,
+      logLevel: logLevel.NOTHING,
+      connectionTimeout: 3000,
+      retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 2000 },
+    });
+    this.view = new ClusterView(this.kafka, { cameras: this.c.camerasTopic, owners: this.c.ownersTopic }, `argus-view-${this.id}`);
+  }
+
+  /** Whether the group lease holds: a heartbeat (or join) answered within sessionTimeoutMs − fenceMarginMs. */
+  leaseHolds(): boolean {
+    if (!this.joined || !this.membership) return false;
+    return performance.now() - this.membership.lastAlive < this.c.sessionTimeoutMs - this.c.fenceMarginMs;
+  }
+
+  claimOf(source: string): Claim | undefined {
+    return this.claims.get(source);
+  }
+
+  /** The cameras running here: id, slot, epoch. */
+  cameras(): { id: string; slot: number; epoch: number; since: number }[] {
+    return [...this.running.values()].filter((r) => !r.stopping).map((r) => ({ id: r.id, slot: r.slot, epoch: r.claim.epoch, since: r.startedAt }));
+  }
+
+  health(): Record<string, unknown> {
+    return {
+      cluster: {
+        worker: this.id,
+        group: this.c.group,
+        capacity: this.draining ? 0 : this.c.capacity,
+        draining: this.draining,
+        lease: this.leaseHolds(),
+        heartbeatAgoMs: this.membership && Number.isFinite(this.membership.lastAlive) ? Math.round(performance.now() - this.membership.lastAlive) : null,
+        slots: [...this.assigned].sort((a, b) => a - b),
+        members: this.members ? [...this.members].sort() : null,
+        cameras: this.cameras(),
+        waiting: [...this.waits.keys()],
+        counters: this.counters,
+      },
+    };
+  }
+
+  /** Connects, creates the topics when missing, and reads the desired state (before the group gives this worker anything). */
+  async open(): Promise<void> {
+    this.admin = this.kafka.admin();
+    await this.admin.connect();
+    await ensureClusterTopics(this.admin, { cameras: this.c.camerasTopic, owners: this.c.ownersTopic, slots: this.c.slots, replicationFactor: this.c.replicationFactor });
+    this.producer = this.kafka.producer({ allowAutoTopicCreation: false, retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 1000 } });
+    await this.producer.connect();
+    this.owners = new OwnerLog(this.producer, this.c.ownersTopic, this.id);
+    this.view.onChange(() => this.reconcile());
+    await this.view.start(this.admin);
+    await this.view.ready;
+  }
+
+  /** The cameras' results, for runPipeline's `attached`; joins the group once the pipeline is up. */
+  attached(pipeline: Pipeline, stop: Observable<void>): Observable<FrameResult> {
+    this.pipeline = pipeline;
+    stop.subscribe(() => void this.shutdown());
+    this.membership = new KafkajsMembership({
+      kafka: this.kafka,
+      group: this.c.group,
+      topic: this.c.camerasTopic,
+      sessionTimeoutMs: this.c.sessionTimeoutMs,
+      heartbeatIntervalMs: this.c.heartbeatIntervalMs,
+      rebalanceTimeoutMs: this.c.rebalanceTimeoutMs,
+      info: () => ({ workerId: this.id, capacity: this.draining ? 0 : this.c.capacity, owned: this.holdsSlots ? [...this.assigned] : [] }),
+      slotCost: (slot) => this.slotCost(slot),
+      onAssigned: (a) => this.onAssigned(a),
+      log: this.log,
+    });
+    void this.membership.start().catch((e) => this.log(`cluster: could not join group ${this.c.group}: ${(e as Error).message}`, {}, 'error'));
+    // The fence and the waits: checked every 100 ms, whatever else happens.
+    this.tick = setInterval(() => {
+      if (this.running.size > 0 && !this.leaseHolds() && [...this.running.values()].some((r) => !r.fenced)) this.fenceAll();
+      if (this.refenced && this.leaseHolds()) {
+        this.refenced = false;
+        this.holdsSlots = true;
+        this.reconcile();
+      }
+      if (this.pending.size > 0 || this.waits.size > 0 || this.drainWanted() !== this.draining) this.reconcile();
+    }, 100);
+    this.tick.unref();
+    return this.chains$.pipe(mergeAll());
+  }
+
+  private slotCost(slot: number): number {
+    let cost = 0;
+    for (const c of this.view.cameras.values()) if (c.slot === slot && c.definition?.source.enabled) cost += c.definition.cost;
+    return cost;
+  }
+
+  private drainWanted(): boolean {
+    return this.view.drains.get(this.id) === true;
+  }
+
+  private onAssigned(a: Assignment): void {
+    const before = [...this.assigned].sort((x, y) => x - y).join(',');
+    this.assigned = new Set(a.slots);
+    this.members = a.members;
+    this.holdsSlots = true;
+    this.refenced = false;
+    const first = !this.joined;
+    this.joined = true;
+    this.log(`cluster: ${this.id} holds ${a.slots.length} slot(s)${before === a.slots.join(',') ? ' (unchanged)' : ''}`, { worker: this.id, slots: a.slots, members: a.members ? [...a.members] : undefined });
+    this.reconcile();
+    if (first) this.onJoinedOnce?.(this);
+  }
+
+  onJoinedOnce?: (w: Worker) => void;
+
+  /** Runs a reconciliation after the current one (coalesced). */
+  reconcile(): void {
+    if (this.dirty) return;
+    this.dirty = true;
+    this.step = this.step.then(async () => {
+      this.dirty = false;
+      try {
+        await this.reconcileOnce();
+      } catch (e) {
+        this.log(`cluster: reconcile failed: ${(e as Error).message}`, {}, 'warn');
+      }
+    });
+  }
+
+  private fenceAll(): void {
+    const live = [...this.running.values()].filter((r) => !r.fenced);
+    if (live.length === 0) return;
+    this.counters.fencings++;
+    this.log(`cluster: no heartbeat answered for ${Math.round(performance.now() - (this.membership?.lastAlive ?? 0))} ms; stopping ${live.length} camera(s) before the group can hand them away`, { worker: this.id, cameras: live.map((r) => r.id) }, 'warn');
+    // No release: another worker may already hold the camera under a newer claim.
+    for (const r of live) void this.stopCamera(r, false);
+    this.pending.clear();
+    this.holdsSlots = false;
+    this.refenced = true;
+  }
+
+  private async reconcileOnce(): Promise<void> {
+    const pipeline = this.pipeline;
+    if (!pipeline || this.closing || !this.owners) return;
+    // A drain asked for (or undone): stop everything planned, then tell the group the new capacity.
+    const drain = this.drainWanted();
+    if (drain !== this.draining) {
+      this.draining = drain;
+      this.log(`cluster: ${this.id} ${drain ? 'draining: releasing its cameras' : 'back from a drain'}`, { worker: this.id });
+      if (drain) await Promise.all([...this.running.values()].filter((r) => !r.stopping).map((r) => this.stopCamera(r, true)));
+      await this.membership?.rejoin();
+      return;
+    }
+    if (!this.leaseHolds()) return;
+    const desired = new Map<string, CameraEntry>();
+    if (!this.draining) for (const c of this.view.cameras.values()) if (this.assigned.has(c.slot) && c.definition?.source.enabled) desired.set(c.id, c);
+
+    // Stops first: cameras no longer here, or edited (restarted under a new claim).
+    await Promise.all([...this.running.values()].filter((r) => !r.stopping && desired.get(r.id)?.text !== r.text).map((r) => this.stopCamera(r, true)));
+    for (const [id, epoch] of this.pending) {
+      if (desired.has(id)) continue;
+      this.pending.delete(id);
+      await this.release(id, epoch);
+    }
+    for (const id of this.waits.keys()) if (!desired.has(id)) this.waits.delete(id);
+
+    const releaseWait = this.c.releaseWaitMs ?? this.c.sessionTimeoutMs;
+    for (const cam of desired.values()) {
+      if (this.running.has(cam.id)) continue;
+      const latest = this.view.owners.get(cam.id);
+      const mine = this.pending.get(cam.id);
+      if (mine !== undefined) {
+        // Claimed: start once the view shows the claim as the camera's latest record and the
+        // claim before it is released (or its owner has left the group).
+        if (!latest || latest.epoch < mine) continue; // the view has not read it yet
+        if (latest.epoch > mine || latest.owner !== this.id || latest.state !== 'claimed') {
+          // Another worker claimed after us (it held the slot a moment ago): it releases, then we claim again.
+          this.pending.delete(cam.id);
+          continue;
+        }
+        const prev = this.view.previous.get(cam.id);
+        if (prev && prev.state === 'claimed' && prev.owner !== this.id && (this.view.released.get(cam.id) ?? -1) < prev.epoch && this.waitFor(cam.id, prev.owner, releaseWait)) continue;
+        this.pending.delete(cam.id);
+        this.waits.delete(cam.id);
+        this.startCamera(pipeline, cam, { owner: this.id, epoch: mine });
+        continue;
+      }
+      if (latest && latest.state === 'claimed' && latest.owner !== this.id && this.waitFor(cam.id, latest.owner, releaseWait)) continue;
+      this.counters.claims++;
+      const epoch = await this.owners.claim(cam.id);
+      this.pending.set(cam.id, epoch);
+    }
+  }
+
+  /** True while a planned move should wait for `owner`'s release (it is still in the group and releaseWait has not passed). */
+  private waitFor(camera: string, owner: string, releaseWait: number): boolean {
+    const inGroup = this.members === undefined || this.members.has(owner);
+    if (!inGroup) return false;
+    const since = this.waits.get(camera);
+    if (since === undefined) {
+      this.waits.set(camera, performance.now());
+      this.counters.waitedForRelease++;
+      return true;
+    }
+    if (performance.now() - since < releaseWait) return true;
+    this.counters.forcedClaims++;
+    this.log(`cluster: ${owner} did not release ${camera} within ${releaseWait} ms; claiming it`, { camera, owner }, 'warn');
+    return false;
+  }
+
+  private startCamera(pipeline: Pipeline, cam: CameraEntry, claim: Claim): void {
+    const stop$ = new Subject<void>();
+    let ended!: () => void;
+    const done = new Promise<void>((r) => (ended = r));
+    const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, claim, stop$, done, fenced: false, stopping: false, startedAt: Date.now() };
+    this.running.set(cam.id, run);
+    this.claims.set(cam.id, claim);
+    this.log(`cluster: ${this.id} starts ${cam.id} (slot ${cam.slot}, epoch ${claim.epoch})`, { worker: this.id, camera: cam.id, slot: cam.slot, epoch: claim.epoch });
+    this.chains$.next(
+      pipeline.attach(cam.definition!.source, stop$).pipe(
+        // The last check before the sinks: a result is published only while this claim holds.
+        filter((r) => {
+          if (!run.fenced && this.leaseHolds()) return true;
+          this.counters.fencedFrames++;
+          r.frame.release();
+          return false;
+        }),
+        catchError((e: Error) => {
+          this.log(`cluster: camera ${cam.id} could not start: ${e.message}`, { camera: cam.id, code: (e as { code?: string }).code }, 'error');
+          return EMPTY;
+        }),
+        finalize(() => ended()),
+      ),
+    );
+  }
+
+  /** Stops a camera; frames in flight finish (planned) or are dropped (fenced). A planned stop then writes the release. */
+  private async stopCamera(run: Running, planned: boolean): Promise<void> {
+    if (!planned) run.fenced = true;
+    if (run.stopping) return run.done;
+    run.stopping = true;
+    run.stop$.next();
+    run.stop$.complete();
+    await Promise.race([run.done, new Promise((r) => setTimeout(r, 5000).unref())]);
+    if (this.running.get(run.id) === run) this.running.delete(run.id);
+    run.fenced = true;
+    this.log(`cluster: ${this.id} stopped ${run.id} (epoch ${run.claim.epoch}${planned ? '' : ', fenced'})`, { worker: this.id, camera: run.id, epoch: run.claim.epoch });
+    if (planned) await this.release(run.id, run.claim.epoch);
+  }
+
+  private async release(camera: string, epoch: number): Promise<void> {
+    try {
+      await this.owners!.release(camera, epoch);
+      this.counters.releases++;
+    } catch (e) {
+      this.log(`cluster: could not write the release of ${camera}: ${(e as Error).message}`, { camera }, 'warn');
+    }
+  }
+
+  private async shutdown(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    if (this.tick) clearInterval(this.tick);
+    await this.step;
+    await Promise.all([...this.running.values()].map((r) => this.stopCamera(r, this.leaseHolds())));
+    for (const [id, epoch] of this.pending) await this.release(id, epoch);
+    this.pending.clear();
+    await this.membership?.stop();
+    this.chains$.complete();
+  }
+
+  async close(): Promise<void> {
+    if (this.tick) clearInterval(this.tick);
+    await this.membership?.stop();
+    await this.view.stop();
+    await this.producer?.disconnect().catch(() => undefined);
+    await this.admin?.disconnect().catch(() => undefined);
+  }
+}
+
+/** `argus worker`: joins the group and runs the cameras it is given until `signal` aborts. */
+export async function runWorker(config: PipelineConfig, options: WorkerOptions = {}): Promise<RunSummary> {
+  if (!config.cluster) throw new ArgusError(ErrorCodes.CONFIG, 'cluster: a worker config needs a cluster section (README, "Many machines")');
+  const log = options.log ?? (() => {});
+  const worker = new Worker(config, log);
+  worker.onJoinedOnce = options.onJoined;
+  try {
+    await worker.open();
+    log(`cluster: worker ${worker.id} read ${worker.view.cameras.size} camera(s); joining group ${config.cluster.group}`, { worker: worker.id });
+    return await runPipeline(config, {
+      ...options,
+      attached: (pipeline, stop) => worker.attached(pipeline, stop),
+      claimOf: (source) => worker.claimOf(source),
+      health: () => worker.health(),
+    });
+  } finally {
+    await worker.close();
+  }
+}

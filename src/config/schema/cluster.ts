@@ -1,0 +1,77 @@
+import { z } from 'zod';
+import { id } from './common.js';
+import { SourceSchema } from './source.js';
+
+/**
+ * `argus worker`: cameras spread over workers by Kafka's consumer-group protocol (README,
+ * "Many machines"). The cameras live in a compacted topic; its partitions are slots; the group
+ * assigns slots to workers; each camera's owner and epoch are recorded in a second compacted topic.
+ */
+export const ClusterSchema = z
+  .object({
+    /** Brokers of the cluster's topics. Default: sinks.kafka.brokers. */
+    brokers: z.array(z.string().min(1)).min(1).optional(),
+    /** This worker's id: in messages (`owner`), metrics and `argus cluster status`. Default: the host name and the process id. */
+    workerId: id.optional(),
+    /** The consumer group the workers join. Default argus-workers. */
+    group: z.string().min(1).default('argus-workers'),
+    /** Compacted topic of camera definitions, keyed by camera id; its partitions are the slots. Default argus.cameras. */
+    camerasTopic: z.string().min(1).default('argus.cameras'),
+    /** Compacted single-partition topic of claims and releases (owner, epoch) and drain requests. Default argus.owners. */
+    ownersTopic: z.string().min(1).default('argus.owners'),
+    /** Slots (partitions of camerasTopic) when the worker creates it. Default 32. */
+    slots: z.number().int().min(1).max(1000).default(32),
+    /** How much this worker runs, relative to the others: slots are shared in proportion (by camera cost). Default 1. */
+    capacity: z.number().positive().default(1),
+    /**
+     * Kafka's session timeout: a worker that has not heartbeated for this long leaves the group
+     * and its cameras move. Failover takes about this long plus a camera start. Default 6000 (the
+     * broker's smallest allowed by default; kafkajs's own default, 30 000, gives ~34 s failover).
+     */
+    sessionTimeoutMs: z.number().int().min(1000).default(6000),
+    /** Heartbeat period. Default 500. */
+    heartbeatIntervalMs: z.number().int().min(100).default(500),
+    /**
+     * A worker whose last heartbeat is older than sessionTimeoutMs minus this stops all its
+     * cameras (it may have been expelled): before the group can hand them away. Default 1500.
+     */
+    fenceMarginMs: z.number().int().min(100).default(1500),
+    /** How long the group waits for every worker to rejoin in a rebalance. Default 10 000. */
+    rebalanceTimeoutMs: z.number().int().min(1000).default(10_000),
+    /** A new owner waits this long at most for the old owner's release in a planned move. Default: sessionTimeoutMs. */
+    releaseWaitMs: z.number().int().min(0).optional(),
+    /** Replication factor of the cluster topics when created. Default 1. */
+    replicationFactor: z.number().int().min(1).default(1),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.fenceMarginMs >= c.sessionTimeoutMs) ctx.addIssue({ code: 'custom', path: ['fenceMarginMs'], message: 'must be less than sessionTimeoutMs' });
+    if (c.heartbeatIntervalMs * 3 > c.sessionTimeoutMs - c.fenceMarginMs) {
+      ctx.addIssue({ code: 'custom', path: ['heartbeatIntervalMs'], message: 'at most a third of sessionTimeoutMs − fenceMarginMs (a late heartbeat would stop the cameras)' });
+    }
+  });
+export type ClusterConfig = z.infer<typeof ClusterSchema>;
+
+/**
+ * One camera as `argus cameras apply` takes it and the cameras topic holds it: a `sources[]`
+ * entry (zones, lines, rules included) plus `cost` (what it weighs against a worker's capacity).
+ */
+export const CameraSchema = z
+  .object({
+    /** Relative cost of running this camera (e.g. 2 for 1080p, 1 for 720p). Default 1. */
+    cost: z.number().positive().default(1),
+  })
+  .passthrough()
+  .transform((c, ctx) => {
+    const { cost, ...rest } = c;
+    const r = SourceSchema.safeParse(rest);
+    if (!r.success) {
+      for (const i of r.error.issues) ctx.addIssue({ ...i, path: i.path } as Parameters<typeof ctx.addIssue>[0]);
+      return z.NEVER;
+    }
+    return { cost, source: r.data };
+  });
+export type CameraDefinition = z.infer<typeof CameraSchema>;
+
+/** The file `argus cameras apply` reads. */
+export const CamerasFileSchema = z.object({ cameras: z.array(CameraSchema) }).strict();
