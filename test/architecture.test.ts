@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
  * (source → preprocess → infer → postprocess → track → analyze → sink); a module imports
  * only from its own layer or lower ones, and no import chain comes back to where it started.
  */
-const LAYERS = ['core', 'flow', 'config', 'sources', 'assets', 'preprocess', 'models', 'inference', 'postprocess', 'tracking', 'analytics', 'annotate', 'sinks', 'server', 'pipeline', 'bench', 'tools', 'cli.ts', 'index.ts'];
+const LAYERS = ['core', 'flow', 'config', 'sources', 'assets', 'preprocess', 'models', 'inference', 'postprocess', 'tracking', 'analytics', 'annotate', 'sinks', 'server', 'pipeline', 'cluster', 'bench', 'tools', 'cli.ts', 'index.ts'];
 
 const SRC = resolve(__dirname, '../src');
 

@@ -50,7 +50,7 @@ describe('pipeline schema', () => {
   });
 
   it.each([
-    ['missing sources', 'name: x\n', /sources: Required/],
+    ['missing sources', 'name: x\n', /sources: at least one source is needed/],
     ['empty sources', 'sources: []\n', /sources: at least one source is needed/],
     ['a wrong type', 'sources:\n  - id: a\n    uri: /x.mp4\n    loop: "yes"\n', /sources\[0\]\.loop: Expected boolean, received string/],
     ['an unknown rate', 'sources:\n  - id: a\n    uri: /x.mp4\n    rate: slow\n', /sources\[0\]\.rate: Invalid enum value.*'native' \| 'fast'/],
