@@ -4,9 +4,14 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { outboxDir } from '../../src/pipeline/run.js';
 import { loadPipeline } from '../../src/config/load.js';
+import { loadCatalog } from '../../src/assets/catalog.js';
+import { readCamerasFile } from '../../src/cluster/admin.js';
+import { parseCamera } from '../../src/cluster/view.js';
+import { clusterBrokers } from '../../src/cluster/worker.js';
 
 const ROOT = resolve(__dirname, '../..');
-const compose = parse(readFileSync(resolve(ROOT, 'docker-compose.yml'), 'utf8'));
+// Merge keys (`<<: *worker`) resolved as compose resolves them.
+const compose = parse(readFileSync(resolve(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true });
 const script = readFileSync(resolve(ROOT, 'scripts/kafka-broker.sh'), 'utf8');
 
 describe('docker-compose.yml (docker does not run here: its structure and settings are checked)', () => {
@@ -64,5 +69,151 @@ describe('docker-compose.yml (docker does not run here: its structure and settin
     expect(text).toMatch(/^ {2}# {3}runtime: nvidia/m);
     expect(text).toMatch(/^ {2}# {5}ARGUS_PROVIDER: cuda/m);
     expect(text).toMatch(/capabilities: \[gpu\]/);
+  });
+});
+
+type Service = { command: string[]; environment: Record<string, string | null>; volumes: string[]; ports?: string[]; profiles?: string[]; depends_on: Record<string, { condition: string }>; restart?: string };
+const services = compose.services as Record<string, Service>;
+const WORKERS = ['worker-1', 'worker-2', 'worker-3'];
+const advertised = () => compose.services.kafka.environment.KAFKA_ADVERTISED_LISTENERS.replace('PLAINTEXT://', '');
+/** A service's environment as its process sees it when the host sets none of the pass-through variables (`NAME:` with no value). */
+const envOf = (svc: Service, host: Record<string, string> = {}): Record<string, string> =>
+  Object.fromEntries(Object.entries(svc.environment).flatMap(([k, v]) => (v === null ? (k in host ? [[k, host[k]]] : []) : [[k, v]])));
+/** The named volume mounted over `path` in a service, if any. */
+const volumeAt = (svc: Service, path: string): string | undefined =>
+  svc.volumes.map((v) => v.split(':')).find(([name, at]) => (path === at || path.startsWith(`${at}/`)) && name in compose.volumes)?.[0];
+
+describe('docker-compose.yml, profile cluster: three argus workers and the cameras they share', () => {
+  it('leaves the default profile as it was: kafka and pipeline have no profiles key, everything else is in the cluster profile', () => {
+    expect(services.kafka.profiles).toBeUndefined();
+    expect(services.pipeline.profiles).toBeUndefined();
+    const byProfile = Object.entries(services).filter(([, s]) => s.profiles !== undefined);
+    expect(byProfile.map(([n]) => n).sort()).toEqual(['assets', 'cameras', ...WORKERS].sort());
+    for (const [, s] of byProfile) expect(s.profiles).toEqual(['cluster']);
+  });
+
+  it('runs each worker on pipelines/worker.yaml with its own id, against the kafka service, after the broker is healthy and the assets are fetched', async () => {
+    const ids = new Set<string>();
+    const hostPorts = new Set<string>();
+    for (const name of WORKERS) {
+      const w = services[name];
+      expect(w.command).toEqual(['worker', 'pipelines/worker.yaml']);
+      expect(w.depends_on.kafka.condition).toBe('service_healthy');
+      expect(w.depends_on.assets.condition).toBe('service_completed_successfully');
+      const cfg = await loadPipeline(resolve(ROOT, w.command[1]), envOf(w));
+      expect(cfg.sources).toEqual([]);
+      expect(cfg.cluster).toBeDefined();
+      expect(cfg.cluster!.workerId).toBe(w.environment.ARGUS_WORKER_ID);
+      ids.add(cfg.cluster!.workerId!);
+      expect(clusterBrokers(cfg)).toEqual([advertised()]);
+      expect(cfg.sinks.kafka!.brokers).toEqual([advertised()]);
+      // Three workers on one host: each leaves cores to the others.
+      expect(cfg.model.intraOpThreads).toBe(1);
+      expect(cfg.server).toMatchObject({ host: '0.0.0.0', port: 8080 });
+      expect(w.ports).toHaveLength(1);
+      const [bind, host, inner] = w.ports![0].split(':');
+      expect([bind, inner]).toEqual(['127.0.0.1', '8080']);
+      hostPorts.add(host);
+    }
+    expect(ids.size).toBe(WORKERS.length);
+    expect(hostPorts.size).toBe(WORKERS.length);
+    expect(hostPorts.has(services.pipeline.ports![0].split(':')[1])).toBe(false);
+  });
+
+  it('keeps each worker\'s alert outbox in a directory of its own, on a named volume no other service mounts', async () => {
+    const dirs = new Set<string>();
+    const volumes = new Set<string>();
+    for (const name of WORKERS) {
+      const w = services[name];
+      const env = envOf(w);
+      const cfg = await loadPipeline(resolve(ROOT, 'pipelines/worker.yaml'), env);
+      const dir = outboxDir(cfg, resolve(ROOT, 'pipelines'), env);
+      expect(dir.startsWith(`${env.ARGUS_STATE_DIR}/`)).toBe(true);
+      dirs.add(dir);
+      const vol = volumeAt(w, dir);
+      expect(vol).toBeDefined();
+      for (const [other, s] of Object.entries(services)) if (other !== name) expect(s.volumes?.some((v) => v.split(':')[0] === vol) ?? false).toBe(false);
+      volumes.add(vol!);
+    }
+    expect(dirs.size).toBe(WORKERS.length);
+    expect(volumes.size).toBe(WORKERS.length);
+  });
+
+  it('fetches the model and videos once, into the cache volume the workers share (and the single pipeline does not use)', () => {
+    const cache = /ARGUS_CACHE=(\S+)/.exec(readFileSync(resolve(ROOT, 'Dockerfile'), 'utf8'))![1];
+    const a = services.assets;
+    expect(a.command).toEqual(['assets']);
+    const vol = volumeAt(a, cache);
+    expect(vol).toBeDefined();
+    for (const name of WORKERS) expect(volumeAt(services[name], cache)).toBe(vol);
+    expect(volumeAt(services.pipeline, cache)).not.toBe(vol);
+  });
+
+  it('applies pipelines/cameras.yaml with the workers\' cluster section once the broker is healthy, as a one-shot', async () => {
+    const c = services.cameras;
+    expect(c.command.slice(0, 2)).toEqual(['cameras', 'apply']);
+    const file = c.command[2];
+    const config = c.command[c.command.indexOf('--config') + 1];
+    expect(config).toBe(services['worker-1'].command[1]);
+    expect(c.depends_on.kafka.condition).toBe('service_healthy');
+    expect(c.restart ?? 'no').toBe('no');
+    const cfg = await loadPipeline(resolve(ROOT, config), envOf(c));
+    expect(clusterBrokers(cfg)).toEqual([advertised()]);
+    const worker = await loadPipeline(resolve(ROOT, config), envOf(services['worker-1']));
+    expect(cfg.cluster!.camerasTopic).toBe(worker.cluster!.camerasTopic);
+    expect(cfg.cluster!.group).toBe(worker.cluster!.group);
+    const cams = await readCamerasFile(resolve(ROOT, file));
+    expect(cams.map((x) => x.id)).toEqual(['entrance', 'hallway', 'bottling-line', 'dock-door']);
+  });
+
+  it('gives every enabled camera a looped video that the assets service fetches; the RTSP placeholder resolves its password on the worker only', async () => {
+    const cams = await readCamerasFile(resolve(ROOT, 'pipelines/cameras.yaml'));
+    const streams = new Set((await loadCatalog()).streams.map((s) => s.file));
+    const w = services['worker-2'];
+    for (const cam of cams) {
+      const { definition, error } = parseCamera(cam.id, cam.value, envOf(w, { DOCK_CAM_PASSWORD: 's3cret' }));
+      expect(error).toBeUndefined();
+      const src = definition!.source;
+      if (!src.enabled) continue;
+      expect(src.uri).toMatch(/^asset:/);
+      expect(streams.has(src.uri.slice('asset:'.length))).toBe(true);
+      expect(src.loop).toBe(true);
+    }
+    const dock = cams.find((c) => c.id === 'dock-door')!;
+    // What goes into Kafka is the reference, not the password.
+    expect(dock.value).toContain('${env:DOCK_CAM_PASSWORD}');
+    expect(dock.value).not.toContain('s3cret');
+    // The compose file passes the host's password through to each worker, which resolves it.
+    for (const name of WORKERS) expect(services[name].environment).toHaveProperty('DOCK_CAM_PASSWORD', null);
+    const onWorker = parseCamera(dock.id, dock.value, envOf(w, { DOCK_CAM_PASSWORD: 's3cret' }));
+    expect(onWorker.definition!.source.uri).toBe('rtsp://viewer:s3cret@192.0.2.10:554/stream1');
+    expect(onWorker.definition!.cost).toBe(2);
+    // A worker whose host set no password names the variable instead of opening the camera.
+    expect(parseCamera(dock.id, dock.value, envOf(w)).error).toMatch(/DOCK_CAM_PASSWORD/);
+  });
+});
+
+describe('pipelines/worker.yaml and pipelines/cameras.yaml outside compose', () => {
+  it('load and validate: a worker without sources against the loopback test broker; its id, capacity and host from the environment', async () => {
+    const cfg = await loadPipeline(resolve(ROOT, 'pipelines/worker.yaml'), {});
+    expect(cfg.sources).toEqual([]);
+    expect(clusterBrokers(cfg)).toEqual(['127.0.0.1:19092']);
+    expect(script).toContain('KAFKA_PORT:-19092');
+    expect(cfg.cluster).toMatchObject({ workerId: 'local', group: 'argus-workers', camerasTopic: 'argus.cameras', ownersTopic: 'argus.owners', capacity: 1 });
+    expect(cfg.server).toEqual(expect.objectContaining({ host: '127.0.0.1', port: 8080 }));
+    const two = await loadPipeline(resolve(ROOT, 'pipelines/worker.yaml'), { ARGUS_WORKER_ID: 'gpu-box', ARGUS_WORKER_CAPACITY: '2.5' });
+    expect(two.cluster).toMatchObject({ workerId: 'gpu-box', capacity: 2.5 });
+    expect(two.name).toBe('worker-gpu-box');
+    expect(outboxDir(two, resolve(ROOT, 'pipelines'), { ARGUS_STATE_DIR: '/s' })).not.toBe(outboxDir(cfg, resolve(ROOT, 'pipelines'), { ARGUS_STATE_DIR: '/s' }));
+  });
+
+  it('validates every camera of cameras.yaml with the sources[] schema (zones and rules included) and its cost', async () => {
+    const cams = await readCamerasFile(resolve(ROOT, 'pipelines/cameras.yaml'));
+    const byId = new Map(cams.map((c) => [c.id, parseCamera(c.id, c.value, { DOCK_CAM_PASSWORD: 'x' }).definition!]));
+    expect(byId.get('entrance')!.source.rules).toEqual([expect.objectContaining({ id: 'person-in-zone', type: 'zone-enter', zone: 'table-area' })]);
+    expect(byId.get('entrance')!.source.zones.map((z) => z.id)).toEqual(['table-area']);
+    expect(byId.get('bottling-line')!.source.fps).toBe(10);
+    expect(byId.get('dock-door')!.source.enabled).toBe(false);
+    expect([...byId.values()].map((d) => d.cost)).toEqual([1, 1, 1, 2]);
   });
 });
