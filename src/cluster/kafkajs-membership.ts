@@ -70,12 +70,17 @@ export class KafkajsMembership implements GroupMembership {
   private consumer: Consumer | undefined;
   private admin: Admin | undefined;
   private alive = -Infinity;
+  private joining = false;
   private stopped = false;
 
   constructor(private readonly o: KafkajsMembershipOptions) {}
 
   get lastAlive(): number {
     return this.alive;
+  }
+
+  get rebalancing(): boolean {
+    return this.joining;
   }
 
   async start(): Promise<void> {
@@ -103,11 +108,14 @@ export class KafkajsMembership implements GroupMembership {
       if (this.consumer === consumer) this.alive = performance.now();
     });
     consumer.on(consumer.events.REBALANCING, () => {
-      if (this.consumer === consumer) o.onRebalancing?.();
+      if (this.consumer !== consumer) return;
+      this.joining = true;
+      o.onRebalancing?.();
     });
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
       if (this.consumer !== consumer) return;
       this.alive = performance.now();
+      this.joining = false;
       const slots = [...((e.payload.memberAssignment as Record<string, number[]>)[o.topic] ?? [])].sort((a, b) => a - b);
       void this.members().then((members) => {
         if (this.consumer === consumer) o.onAssigned({ slots, members });
@@ -115,6 +123,7 @@ export class KafkajsMembership implements GroupMembership {
     });
     consumer.on(consumer.events.CRASH, (e) => {
       if (this.consumer !== consumer || this.stopped) return;
+      this.joining = false;
       o.log?.(`cluster: group consumer crashed (${(e.payload.error as Error)?.message}); ${e.payload.restart ? 'kafkajs restarts it' : 'joining again'}`, {}, 'warn');
       if (!e.payload.restart) void this.rejoin().catch(() => undefined);
     });
@@ -141,6 +150,7 @@ export class KafkajsMembership implements GroupMembership {
   async rejoin(): Promise<void> {
     const old = this.consumer;
     this.consumer = undefined;
+    this.joining = false;
     await old?.disconnect().catch(() => undefined);
     if (!this.stopped) await this.join();
   }

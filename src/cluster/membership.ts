@@ -33,6 +33,12 @@ export interface GroupMembership {
    * a completed join); -Infinity before the first. The worker's fence reads it.
    */
   readonly lastAlive: number;
+  /**
+   * True from the moment the coordinator answered a heartbeat with "rebalance in progress"
+   * (the member then rejoins at once) until the next assignment. A member waiting in a join is
+   * kept in the group until the rebalance timeout, which began after its last answered heartbeat.
+   */
+  readonly rebalancing: boolean;
 }
 
 export interface MembershipOptions {

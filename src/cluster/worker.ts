@@ -52,7 +52,7 @@ interface Running {
   startedAt: number;
 }
 
-export interface WorkerOptions extends Omit<RunOptions, 'attached' | 'claimOf' | 'health'> {
+export interface WorkerOptions extends Omit<RunOptions, 'attached' | 'claimOf' | 'health' | 'clusterMetrics'> {
   /** Called once the worker has joined the group (tests, bench). */
   onJoined?: (worker: Worker) => void;
 }
@@ -122,10 +122,16 @@ export class Worker {
     this.view = new ClusterView(this.kafka, { cameras: this.c.camerasTopic, owners: this.c.ownersTopic }, `argus-view-${this.id}`);
   }
 
-  /** Whether the group lease holds: a heartbeat (or join) answered within sessionTimeoutMs − fenceMarginMs. */
+  /**
+   * Whether the group lease holds: a heartbeat (or join) answered within sessionTimeoutMs −
+   * fenceMarginMs; during a rebalance this worker is rejoining, within rebalanceTimeoutMs −
+   * fenceMarginMs of it (the coordinator keeps a rejoining member until the rebalance times out,
+   * and the rebalance began after that answered heartbeat).
+   */
   leaseHolds(): boolean {
     if (!this.joined || !this.membership) return false;
-    return performance.now() - this.membership.lastAlive < this.c.sessionTimeoutMs - this.c.fenceMarginMs;
+    const budget = this.membership.rebalancing ? Math.max(this.c.sessionTimeoutMs, this.c.rebalanceTimeoutMs) : this.c.sessionTimeoutMs;
+    return performance.now() - this.membership.lastAlive < budget - this.c.fenceMarginMs;
   }
 
   claimOf(source: string): Claim | undefined {
@@ -403,6 +409,7 @@ export async function runWorker(config: PipelineConfig, options: WorkerOptions =
       attached: (pipeline, stop) => worker.attached(pipeline, stop),
       claimOf: (source) => worker.claimOf(source),
       health: () => worker.health(),
+      clusterMetrics: () => ({ worker: worker.id, cameras: worker.cameras(), lease: worker.leaseHolds(), counters: worker.counters }),
     });
   } finally {
     await worker.close();

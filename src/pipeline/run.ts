@@ -20,7 +20,7 @@ import type { WebSocketHub } from '../sinks/websocket.js';
 import { AlertPublisher } from '../sinks/alerts.js';
 import { publish } from '../sinks/publish.js';
 import type { FrameBroadcaster } from '../server/frames.js';
-import type { Metrics } from '../server/metrics.js';
+import type { ClusterMetricsState, Metrics } from '../server/metrics.js';
 import { Lifecycle } from './lifecycle.js';
 import { createPipeline, type Pipeline, type PipelineOptions } from './pipeline.js';
 import type { SourceStats } from '../sources/stats.js';
@@ -53,6 +53,8 @@ export interface RunOptions extends PipelineOptions {
   claimOf?: (source: string) => Claim | undefined;
   /** Extra fields of /healthz (argus worker: the worker and its cameras). */
   health?: () => Record<string, unknown>;
+  /** argus worker: its cameras, lease and counters on /metrics. */
+  clusterMetrics?: () => ClusterMetricsState;
 }
 
 /** Everything a run started, for tests and for features that hook in. */
@@ -164,7 +166,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     let liveFrames: FrameBroadcaster | undefined;
     if (server) {
       const [{ Metrics }, { RateMeter, registerRoutes }, { FrameBroadcaster }] = await Promise.all([import('../server/metrics.js'), import('../server/routes.js'), import('../server/frames.js')]);
-      metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka, websocket, outbox, alertsByRule: () => alerts.byRule, annotate });
+      metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka, websocket, outbox, alertsByRule: () => alerts.byRule, annotate, cluster: options.clusterMetrics });
       const rates = life.use('rates', new RateMeter(() => pipeline.stats), (r) => r.close());
       if (websocket) liveFrames = new FrameBroadcaster(websocket, pipeline.detector.manifest.preprocess.channelOrder);
       registerRoutes(server, {

@@ -18,6 +18,16 @@ export interface MetricsSources {
   alertsByRule?: () => ReadonlyMap<string, { severity: string; count: number }>;
   /** The annotated-video sink: frames it dropped per source. */
   annotate?: { readonly stats: readonly { source: string; dropped: number }[] };
+  /** argus worker: which cameras it runs, under which epoch; its lease; its fence and claim counters. */
+  cluster?: () => ClusterMetricsState;
+}
+
+/** What an argus worker shows on /metrics. */
+export interface ClusterMetricsState {
+  worker: string;
+  cameras: readonly { id: string; epoch: number }[];
+  lease: boolean;
+  counters: { claims: number; releases: number; fencings: number; fencedFrames: number; forcedClaims: number };
 }
 
 /**
@@ -161,6 +171,36 @@ export class Metrics {
           this.reset();
           this.inc({ outcome: 'parked' }, k.stats.parked);
           this.inc({ outcome: 'alert_lost' }, k.stats.alertsDropped);
+        },
+      });
+    }
+    if (src.cluster) {
+      const cl = src.cluster;
+      new client.Gauge({
+        name: 'argus_cluster_camera_epoch',
+        help: 'argus worker: the cameras this worker runs (label worker), each with the epoch of its claim.',
+        labelNames: ['source', 'worker'],
+        registers: [r],
+        collect() {
+          this.reset();
+          const st = cl();
+          for (const c of st.cameras) this.set({ source: c.id, worker: st.worker }, c.epoch);
+        },
+      });
+      new client.Gauge({ name: 'argus_cluster_lease', help: 'argus worker: 1 while its group lease holds (a heartbeat answered within the session less the fence margin).', registers: [r], collect() { this.set(cl().lease ? 1 : 0); } });
+      new client.Counter({
+        name: 'argus_cluster_events_total',
+        help: 'argus worker: claims and releases written, fencings (the lease ran out: every camera stopped), fenced_frames (results dropped because the claim no longer held), forced_claims (a planned move that did not get the release in time).',
+        labelNames: ['event'],
+        registers: [r],
+        collect() {
+          this.reset();
+          const c = cl().counters;
+          this.inc({ event: 'claims' }, c.claims);
+          this.inc({ event: 'releases' }, c.releases);
+          this.inc({ event: 'fencings' }, c.fencings);
+          this.inc({ event: 'fenced_frames' }, c.fencedFrames);
+          this.inc({ event: 'forced_claims' }, c.forcedClaims);
         },
       });
     }

@@ -21,6 +21,33 @@ export interface ConsumeSummary {
   messages: number;
   p50: number;
   p99: number;
+  /** Detections from a former owner of their camera (argus worker), skipped: see EpochGate. */
+  stale: number;
+}
+
+/**
+ * The rule for messages of `argus worker` cameras (README, "Many machines"): every message
+ * carries its camera's owner and epoch, and a camera's epoch grows with every new owner. A
+ * detections message whose epoch is lower than one already seen for its camera comes from a
+ * former owner — results it processed before it stopped, delivered late — and is stale: skip
+ * it. Alerts and status messages are never skipped (an alert raised by the former owner while
+ * it held the camera is a real alert; de-duplicate alerts by their id).
+ */
+export class EpochGate {
+  private readonly latest = new Map<string, number>();
+  stale = 0;
+
+  /** False for a stale detections message; remembers the highest epoch of each camera. */
+  accept(m: { type?: string; source?: string; epoch?: number }): boolean {
+    if (m.source === undefined || typeof m.epoch !== 'number') return true;
+    const cur = this.latest.get(m.source);
+    if (cur === undefined || m.epoch > cur) this.latest.set(m.source, m.epoch);
+    if (m.type === 'detections' && cur !== undefined && m.epoch < cur) {
+      this.stale++;
+      return false;
+    }
+    return true;
+  }
 }
 
 /**
@@ -31,6 +58,7 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
   const out = o.out ?? process.stdout;
   const kafka = new Kafka({ clientId: 'argus-consume', brokers: o.brokers, logLevel: logLevel.NOTHING, connectionTimeout: 3000 });
   const consumer = kafka.consumer({ groupId: o.groupId ?? `argus-consume-${process.pid}-${Date.now()}`, allowAutoTopicCreation: false });
+  const gate = new EpochGate();
   const win = new SampleWindow(o.window);
   const all = new SampleWindow(100_000);
   let n = 0;
@@ -46,7 +74,11 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
         let latency = NaN;
         let line: string;
         try {
-          const m = JSON.parse(text) as { type?: string; source?: string; seq?: number; stamps?: { produced?: number; captured?: number }; detections?: unknown[]; alert?: { event?: string } };
+          const m = JSON.parse(text) as { type?: string; source?: string; seq?: number; epoch?: number; owner?: string; stamps?: { produced?: number; captured?: number }; detections?: unknown[]; alert?: { event?: string } };
+          if (!gate.accept(m)) {
+            if (!o.json) out.write(`stale ${m.source} #${m.seq ?? '?'} from ${m.owner ?? '?'} (epoch ${m.epoch}; a newer owner's was seen): skipped\n`);
+            return;
+          }
           // From the frame's production at the source (messages before `produced` existed: its capture).
           const from = m.stamps?.produced ?? m.stamps?.captured;
           latency = from ? t - from : NaN;
@@ -69,7 +101,7 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
   });
   await done;
   await consumer.disconnect();
-  const summary = { messages: n, p50: all.percentile(50), p99: all.percentile(99) };
-  if (!o.json) out.write(`${n} messages: source→consume p50 ${summary.p50.toFixed(1)} ms  p99 ${summary.p99.toFixed(1)} ms\n`);
+  const summary = { messages: n, p50: all.percentile(50), p99: all.percentile(99), stale: gate.stale };
+  if (!o.json) out.write(`${n} messages: source→consume p50 ${summary.p50.toFixed(1)} ms  p99 ${summary.p99.toFixed(1)} ms${gate.stale ? `; ${gate.stale} stale (a former owner's) skipped` : ''}\n`);
   return summary;
 }
