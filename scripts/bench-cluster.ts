@@ -163,14 +163,20 @@ async function main(): Promise<void> {
 
   const own = checkOwnership(collector.seen);
   log(`${own.messages} messages checked: ${own.sharedEpochs.length} shared epochs, ${own.overlaps.length} overlaps`);
+  const counters: Record<string, unknown> = {};
+  for (const w of workers.values()) counters[w.id] = ((await w.health()) as { cluster?: { counters?: unknown } } | undefined)?.cluster?.counters;
+  log(`workers' counters: ${JSON.stringify(counters)}`);
   await Promise.all([...workers.values()].map((w) => w.stop()));
 
   // Overhead: one worker with 2 cameras at their full rate vs argus run on the same 2.
   const two = urls.slice(0, 2);
   const runYaml = join(dir, 'run.yaml');
-  writeFileSync(runYaml, `name: bench-run\nsources:\n${two.map((u, i) => `  - { id: o${i}, uri: "${u}" }`).join('\n')}\nmodel: { warmupRuns: 1, intraOpThreads: 1, resize: fast }\nalerts: { snapshot: { mode: none } }\noutbox: { enabled: false }\n`);
+  // The same YAML as the worker's (model, Kafka sink, outbox, server), its cluster section
+  // swapped for the two sources: the ratio is the cost of the cluster alone.
   const names2 = clusterNames('bench15o');
   const yaml2 = writeWorkerYaml(join(dir, 'o'), brokers, names2);
+  const workerText = readFileSync(yaml2, 'utf8');
+  writeFileSync(runYaml, workerText.replace(/\ncluster:\n(  .*\n)+/, `\nsources:\n${two.map((u, i) => `  - { id: o${i}, uri: "${u}" }`).join('\n')}\n`).replace('name: cluster-${env:W}', 'name: bench-run-${env:W}'));
   const cams2 = join(dir, 'cams2.yaml');
   writeFileSync(cams2, `cameras:\n${two.map((u, i) => `  - { id: o${i}, uri: "${u}" }`).join('\n')}\n`);
   execFileSync(process.execPath, [ARGUS, 'cameras', 'apply', cams2, '--config', yaml2], { env: { ...process.env, W: 'cli' } });
@@ -195,6 +201,7 @@ async function main(): Promise<void> {
     overhead: { workerFps: rates.worker, runFps: rates.run },
     kills,
     control,
+    workerCounters: counters,
     messages: own.messages,
   };
   const flat = { 'failover.p50': result.failover.p50, 'failover.p95': result.failover.p95, duplicates: result.duplicates, 'plannedGap.p95': result.plannedGap.p95, unmovedLost, overheadRatio: result.overheadRatio, kills };

@@ -25,69 +25,67 @@ export function assignSlots(members: readonly SlotMember[], slots: readonly numb
   const able = [...members].filter((m) => m.capacity > 0).sort((a, b) => (a.workerId < b.workerId ? -1 : a.workerId > b.workerId ? 1 : a.memberId < b.memberId ? -1 : 1));
   if (able.length === 0) return out;
   const all = [...new Set(slots)].sort((a, b) => a - b);
-  const capacity = able.reduce((s, m) => s + m.capacity, 0);
+  // Weighed slots by their cameras' cost; empty ones (a camera added later lands in one) by count.
   const weighed = all.filter((s) => cost(s) > 0);
   const empty = all.filter((s) => cost(s) <= 0);
-  const total = weighed.reduce((s, x) => s + cost(x), 0);
-  const load = new Map<string, number>(able.map((m) => [m.memberId, 0]));
-  const count = new Map<string, number>(able.map((m) => [m.memberId, 0]));
   const taken = new Set<number>();
-  const give = (m: SlotMember, slot: number) => {
-    out.get(m.memberId)!.push(slot);
-    taken.add(slot);
-    load.set(m.memberId, load.get(m.memberId)! + Math.max(0, cost(slot)));
-    count.set(m.memberId, count.get(m.memberId)! + 1);
-  };
-
-  // 1. Sticky, weighed slots: each member keeps what it runs, heaviest first, while keeping
-  //    the next one brings its load closer to its share (load + cost/2 < share); what is left
-  //    over is dealt in 2, where a tie goes back to the worker that had it.
-  const inAll = new Set(weighed);
-  for (const m of able) {
-    const share = (total * m.capacity) / capacity;
-    const mine = m.owned.filter((s) => inAll.has(s) && !taken.has(s)).sort((a, b) => cost(b) - cost(a) || a - b);
-    for (const s of mine) if (load.get(m.memberId)! + cost(s) / 2 < share - 1e-9) give(m, s);
-  }
-  const before = new Map<number, string>();
-  for (const m of able) for (const s of m.owned) if (!before.has(s)) before.set(s, m.memberId);
-  // 2. The rest, heaviest first, each to the member whose load after taking it is lowest
-  //    relative to its capacity (longest-processing-time first); on a tie, the worker that ran it.
-  for (const s of weighed.filter((x) => !taken.has(x)).sort((a, b) => cost(b) - cost(a) || a - b)) {
-    let best = able[0];
-    let bestLoad = Infinity;
-    for (const m of able) {
-      const l = (load.get(m.memberId)! + cost(s)) / m.capacity;
-      if (l < bestLoad - 1e-9 || (Math.abs(l - bestLoad) <= 1e-9 && before.get(s) === m.memberId)) {
-        best = m;
-        bestLoad = l;
-      }
-    }
-    give(best, s);
-  }
-  // 3. Empty slots by count (a camera added later lands in one): sticky within the share, then fewest first.
-  const slotShare = (m: SlotMember) => Math.ceil((empty.length * m.capacity) / capacity);
-  const emptyCount = new Map<string, number>(able.map((m) => [m.memberId, 0]));
-  const inEmpty = new Set(empty);
-  for (const m of able) {
-    for (const s of m.owned) {
-      if (!inEmpty.has(s) || taken.has(s) || emptyCount.get(m.memberId)! >= slotShare(m)) continue;
-      give(m, s);
-      emptyCount.set(m.memberId, emptyCount.get(m.memberId)! + 1);
-    }
-  }
-  for (const s of empty.filter((x) => !taken.has(x))) {
-    let best = able[0];
-    let bestN = Infinity;
-    for (const m of able) {
-      const n = emptyCount.get(m.memberId)! / m.capacity;
-      if (n < bestN - 1e-9) {
-        best = m;
-        bestN = n;
-      }
-    }
-    give(best, s);
-    emptyCount.set(best.memberId, emptyCount.get(best.memberId)! + 1);
+  for (const [group, weight] of [
+    [weighed, (s: number) => cost(s)],
+    [empty, () => 1],
+  ] as const) {
+    const plan = balance(able, group, weight, taken);
+    for (const [m, l] of plan) out.get(m)!.push(...l);
   }
   for (const list of out.values()) list.sort((a, b) => a - b);
   return out;
+}
+
+/**
+ * One group of slots: each member keeps what it runs; slots nobody (able) runs go, heaviest
+ * first, to the member with the lowest load relative to its capacity; then, while some slot
+ * moved from a member to the least loaded one would leave the latter below the giver's load,
+ * such a slot moves (the most loaded giver's heaviest first). Only moves that even the loads
+ * out are made: each lowers the sum of squared loads, so this ends.
+ */
+function balance(able: readonly SlotMember[], group: readonly number[], weight: (s: number) => number, taken: Set<number>): Map<string, number[]> {
+  const inGroup = new Set(group);
+  const held = new Map<string, number[]>(able.map((m) => [m.memberId, []]));
+  const load = new Map<string, number>(able.map((m) => [m.memberId, 0]));
+  const cap = new Map<string, number>(able.map((m) => [m.memberId, m.capacity]));
+  const give = (id: string, s: number) => {
+    held.get(id)!.push(s);
+    taken.add(s);
+    load.set(id, load.get(id)! + weight(s));
+  };
+  const rel = (id: string, extra = 0) => (load.get(id)! + extra) / cap.get(id)!;
+  for (const m of able) for (const s of [...m.owned].sort((a, b) => a - b)) if (inGroup.has(s) && !taken.has(s)) give(m.memberId, s);
+  for (const s of group.filter((x) => !taken.has(x)).sort((a, b) => weight(b) - weight(a) || a - b)) {
+    let best = able[0].memberId;
+    for (const m of able) if (rel(m.memberId, weight(s)) < rel(best, weight(s)) - 1e-9) best = m.memberId;
+    give(best, s);
+  }
+  for (let guard = 0; guard < 10_000; guard++) {
+    let lo = able[0].memberId;
+    for (const m of able) if (rel(m.memberId) < rel(lo) - 1e-9) lo = m.memberId;
+    // Givers from the most loaded down: the heaviest of its slots whose move leaves the least
+    // loaded member below the giver's load now (a giver whose slots are all too heavy is passed).
+    const givers = able.map((m) => m.memberId).filter((id) => id !== lo).sort((a, b) => rel(b) - rel(a));
+    let moved = false;
+    for (const hi of givers) {
+      const movable = held
+        .get(hi)!
+        .filter((s) => rel(lo, weight(s)) < rel(hi) - 1e-9)
+        .sort((a, b) => weight(b) - weight(a) || b - a);
+      if (movable.length === 0) continue;
+      const s = movable[0];
+      held.set(hi, held.get(hi)!.filter((x) => x !== s));
+      load.set(hi, load.get(hi)! - weight(s));
+      held.get(lo)!.push(s);
+      load.set(lo, load.get(lo)! + weight(s));
+      moved = true;
+      break;
+    }
+    if (!moved) break;
+  }
+  return held;
 }

@@ -20,8 +20,8 @@ function decodeInfo(metadata: Buffer): MemberInfo | undefined {
   try {
     const { userData } = AssignerProtocol.MemberMetadata.decode(metadata)!;
     const v = JSON.parse(userData.toString('utf8')) as Partial<MemberInfo>;
-    if (typeof v.workerId !== 'string' || typeof v.capacity !== 'number' || !Array.isArray(v.owned)) return undefined;
-    return { workerId: v.workerId, capacity: Math.max(0, v.capacity), owned: v.owned.filter((s): s is number => Number.isInteger(s)) };
+    if (typeof v.workerId !== 'string' || typeof v.capacity !== 'number' || !Number.isFinite(v.capacity) || !Array.isArray(v.owned)) return undefined;
+    return { workerId: v.workerId, incarnation: typeof v.incarnation === 'string' ? v.incarnation : '', capacity: Math.max(0, v.capacity), owned: v.owned.filter((s): s is number => Number.isInteger(s)) };
   } catch {
     return undefined;
   }
@@ -70,8 +70,12 @@ export class KafkajsMembership implements GroupMembership {
   private consumer: Consumer | undefined;
   private admin: Admin | undefined;
   private alive = -Infinity;
-  private joining = false;
+  /** Date.now() when the last Heartbeat request was sent (kafkajs's REQUEST event). */
+  private heartbeatSentAt = 0;
   private stopped = false;
+  /** Generations seen: a members read that finishes after a newer assignment is dropped. */
+  private generation = 0;
+  private retry: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: KafkajsMembershipOptions) {}
 
@@ -79,15 +83,26 @@ export class KafkajsMembership implements GroupMembership {
     return this.alive;
   }
 
-  get rebalancing(): boolean {
-    return this.joining;
-  }
-
   async start(): Promise<void> {
     this.stopped = false;
     this.admin ??= this.o.kafka.admin();
-    await this.admin.connect();
-    await this.join();
+    try {
+      await this.admin.connect();
+      await this.join();
+    } catch (e) {
+      this.o.log?.(`cluster: could not join group ${this.o.group} (${(e as Error).message}); trying again in 2 s`, {}, 'warn');
+      this.later(() => this.start());
+    }
+  }
+
+  /** Runs `f` after 2 s unless stopped meanwhile (a failed join or rejoin is retried, never left for good). */
+  private later(f: () => Promise<void>): void {
+    if (this.stopped || this.retry) return;
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      if (!this.stopped) void f();
+    }, 2000);
+    this.retry.unref();
   }
 
   private async join(): Promise<void> {
@@ -104,28 +119,35 @@ export class KafkajsMembership implements GroupMembership {
       retry: { retries: 1000, initialRetryTime: 200, maxRetryTime: 2000 },
     });
     this.consumer = consumer;
+    // The lease counts from when the answered heartbeat was sent: its answer may have waited in
+    // the socket (a frozen process reads it only on waking), and it proves only that the
+    // coordinator had the member then.
+    consumer.on(consumer.events.REQUEST, (e) => {
+      if (this.consumer === consumer && e.payload.apiName === 'Heartbeat') this.heartbeatSentAt = e.payload.sentAt;
+    });
     consumer.on(consumer.events.HEARTBEAT, () => {
-      if (this.consumer === consumer) this.alive = performance.now();
+      if (this.consumer !== consumer || !this.heartbeatSentAt) return;
+      this.alive = Math.max(this.alive, performance.now() - Math.max(0, Date.now() - this.heartbeatSentAt));
     });
     consumer.on(consumer.events.REBALANCING, () => {
-      if (this.consumer !== consumer) return;
-      this.joining = true;
-      o.onRebalancing?.();
+      if (this.consumer === consumer) o.onRebalancing?.();
     });
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
       if (this.consumer !== consumer) return;
       this.alive = performance.now();
-      this.joining = false;
+      const generation = ++this.generation;
       const slots = [...((e.payload.memberAssignment as Record<string, number[]>)[o.topic] ?? [])].sort((a, b) => a - b);
+      o.onAssigned({ slots });
       void this.members().then((members) => {
-        if (this.consumer === consumer) o.onAssigned({ slots, members });
+        if (this.consumer === consumer && generation === this.generation) o.onMembers?.(members);
       });
     });
     consumer.on(consumer.events.CRASH, (e) => {
       if (this.consumer !== consumer || this.stopped) return;
-      this.joining = false;
-      o.log?.(`cluster: group consumer crashed (${(e.payload.error as Error)?.message}); ${e.payload.restart ? 'kafkajs restarts it' : 'joining again'}`, {}, 'warn');
-      if (!e.payload.restart) void this.rejoin().catch(() => undefined);
+      // kafkajs disconnects a crashed consumer: it has left the group, whatever comes next.
+      this.alive = -Infinity;
+      o.log?.(`cluster: group consumer crashed (${(e.payload.error as Error)?.message}); ${e.payload.restart ? 'kafkajs restarts it' : 'joining again in 2 s'}`, {}, 'warn');
+      if (!e.payload.restart) this.later(() => this.rejoin());
     });
     await consumer.connect();
     await consumer.subscribe({ topic: o.topic, fromBeginning: false });
@@ -139,7 +161,7 @@ export class KafkajsMembership implements GroupMembership {
       const ids = new Set<string>();
       for (const m of groups[0]?.members ?? []) {
         const info = decodeInfo(m.memberMetadata);
-        if (info) ids.add(info.workerId);
+        if (info) ids.add(`${info.workerId}/${info.incarnation}`);
       }
       return ids;
     } catch {
@@ -150,13 +172,21 @@ export class KafkajsMembership implements GroupMembership {
   async rejoin(): Promise<void> {
     const old = this.consumer;
     this.consumer = undefined;
-    this.joining = false;
+    this.alive = -Infinity;
     await old?.disconnect().catch(() => undefined);
-    if (!this.stopped) await this.join();
+    if (this.stopped) return;
+    try {
+      await this.join();
+    } catch (e) {
+      this.o.log?.(`cluster: could not join group ${this.o.group} again (${(e as Error).message}); trying again in 2 s`, {}, 'warn');
+      this.later(() => this.rejoin());
+    }
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.retry) clearTimeout(this.retry);
+    this.alive = -Infinity;
     const old = this.consumer;
     this.consumer = undefined;
     await old?.disconnect().catch(() => undefined);

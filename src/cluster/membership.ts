@@ -7,6 +7,8 @@
 /** What a worker tells the group about itself when it joins. */
 export interface MemberInfo {
   workerId: string;
+  /** This process (a worker restarted under the same id is a new incarnation). */
+  incarnation: string;
   /** Relative capacity; 0: a drained worker, given no slots. */
   capacity: number;
   /** The slots it runs now (sticky assignment keeps them where it can). */
@@ -17,7 +19,7 @@ export interface MemberInfo {
 export interface Assignment {
   /** The slots this worker now holds. */
   slots: number[];
-  /** Worker ids of the group's members in this generation (this one included). Undefined when they could not be read. */
+  /** The group's members in this generation as `workerId/incarnation` (this one included). Undefined when they could not be read. */
   members?: Set<string>;
 }
 
@@ -29,16 +31,11 @@ export interface GroupMembership {
   /** Leaves and joins again, telling the group `info()` afresh (a drain, or capacity back). */
   rejoin(): Promise<void>;
   /**
-   * performance.now() of the last proof of membership (a heartbeat the coordinator answered, or
-   * a completed join); -Infinity before the first. The worker's fence reads it.
+   * performance.now() of when the last proof of membership was *sent* (a heartbeat the
+   * coordinator answered: its request's send time), or of a completed join; -Infinity before
+   * the first, and again once the client has crashed or left. The worker's fence reads it.
    */
   readonly lastAlive: number;
-  /**
-   * True from the moment the coordinator answered a heartbeat with "rebalance in progress"
-   * (the member then rejoins at once) until the next assignment. A member waiting in a join is
-   * kept in the group until the rebalance timeout, which began after its last answered heartbeat.
-   */
-  readonly rebalancing: boolean;
 }
 
 export interface MembershipOptions {
@@ -47,6 +44,8 @@ export interface MembershipOptions {
   /** The cost of the cameras in a slot (the leader balances by it). */
   slotCost: (slot: number) => number;
   onAssigned: (a: Assignment) => void;
+  /** The members of the current generation, once read (after onAssigned). */
+  onMembers?: (members: Set<string> | undefined) => void;
   /** The group began a rebalance (this worker keeps its slots until the next assignment). */
   onRebalancing?: () => void;
   log?: (msg: string, fields?: Record<string, unknown>, level?: 'info' | 'warn' | 'error' | 'debug') => void;

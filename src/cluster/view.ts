@@ -22,15 +22,24 @@ export interface OwnerEntry {
   camera: string;
   state: 'claimed' | 'released';
   owner: string;
+  /** The owner's process (a worker restarted under the same id is another incarnation). */
+  incarnation: string;
   /** The claim's offset in the owners topic: grows with every claim of any camera. */
   epoch: number;
   at: number;
 }
 
+/** A claim nobody has released yet. */
+export interface OpenClaim {
+  owner: string;
+  incarnation: string;
+  epoch: number;
+}
+
 /** Record values of the owners topic. */
 export type OwnersRecord =
-  | { type: 'claim'; camera: string; owner: string; at: number }
-  | { type: 'release'; camera: string; owner: string; epoch: number; at: number }
+  | { type: 'claim'; camera: string; owner: string; incarnation: string; at: number }
+  | { type: 'release'; camera: string; owner: string; incarnation: string; epoch: number; at: number }
   | { type: 'drain'; worker: string; drain: boolean; at: number };
 
 export const DRAIN_KEY_PREFIX = 'drain/';
@@ -65,12 +74,10 @@ export function parseCamera(id: string, text: string, env: NodeJS.ProcessEnv = p
 export class ClusterView {
   readonly cameras = new Map<string, CameraEntry>();
   readonly owners = new Map<string, OwnerEntry>();
-  /** The record of each camera before its latest one (a new claim's predecessor). */
-  readonly previous = new Map<string, OwnerEntry>();
-  /** The highest claim epoch of each camera that its owner released. */
-  readonly released = new Map<string, number>();
-  /** Offset after the last owners record read (the view has seen every claim below it). */
-  ownersRead = 0;
+  /** Per camera, every claim not released yet, by epoch (a new owner waits for all of them). */
+  readonly open = new Map<string, Map<number, OpenClaim>>();
+  /** Next offset to apply per topic partition: a replay (the view's consumer rejoined its group) applies nothing twice. */
+  private readonly next = new Map<string, bigint>();
   /** Workers asked to drain (true) or to come back (false). */
   readonly drains = new Map<string, boolean>();
   private consumer: Consumer | undefined;
@@ -125,52 +132,71 @@ export class ClusterView {
   }
 
   private apply(topic: string, slot: number, key: string, value: Buffer | null, offset: string): void {
+    const at = `${topic}/${slot}`;
+    const o = BigInt(offset);
+    if (o < (this.next.get(at) ?? 0n)) return; // already applied
+    this.next.set(at, o + 1n);
     if (!key) return;
-    if (topic === this.topics.cameras) {
-      if (value === null) {
-        this.cameras.delete(key);
-        return;
-      }
-      const text = value.toString('utf8');
-      this.cameras.set(key, { id: key, slot, text, offset, ...parseCamera(key, text) });
+    try {
+      if (topic === this.topics.cameras) this.applyCamera(slot, key, value, offset);
+      else this.applyOwners(key, value, Number(offset));
+    } catch {
+      // A record of an unexpected shape changes nothing (the view never stops on one).
+    }
+  }
+
+  private applyCamera(slot: number, key: string, value: Buffer | null, offset: string): void {
+    const cur = this.cameras.get(key);
+    if (value === null) {
+      if (!cur || cur.slot === slot) this.cameras.delete(key);
+      else if (cur.error?.startsWith('in two slots')) this.cameras.set(key, { ...cur, error: undefined, ...parseCamera(key, cur.text) });
       return;
     }
+    const text = value.toString('utf8');
+    if (cur && cur.slot !== slot) {
+      // A client with another partitioner (or more partitions) wrote the id into a second slot:
+      // two workers would hold it. It runs nowhere until one of the records is removed.
+      this.cameras.set(key, { ...cur, text, definition: undefined, error: `in two slots (${cur.slot} and ${slot}): written by a client with another partitioner, or the topic's partitions changed; argus cameras rm it and add it again` });
+      return;
+    }
+    this.cameras.set(key, { id: key, slot, text, offset, ...parseCamera(key, text) });
+  }
+
+  private applyOwners(key: string, value: Buffer | null, offset: number): void {
     if (value === null) {
       if (key.startsWith(DRAIN_KEY_PREFIX)) this.drains.delete(key.slice(DRAIN_KEY_PREFIX.length));
       else this.owners.delete(key);
       return;
     }
-    this.ownersRead = Math.max(this.ownersRead, Number(offset) + 1);
-    let r: OwnersRecord;
-    try {
-      r = JSON.parse(value.toString('utf8')) as OwnersRecord;
-    } catch {
-      return;
-    }
+    const r = JSON.parse(value.toString('utf8')) as Partial<Record<string, unknown>> | null;
+    if (r === null || typeof r !== 'object') return;
+    const str = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 256;
     if (r.type === 'drain') {
-      this.drains.set(r.worker, r.drain);
+      if (str(r.worker) && typeof r.drain === 'boolean' && key === `${DRAIN_KEY_PREFIX}${r.worker}`) this.drains.set(r.worker, r.drain);
       return;
     }
-    if (r.type !== 'claim' && r.type !== 'release') return;
-    const cur = this.owners.get(r.camera);
-    if (r.type === 'release') {
-      this.released.set(r.camera, Math.max(this.released.get(r.camera) ?? -1, r.epoch));
-      // A release of an older claim (a newer one was made since) changes nothing else.
-      if (cur && cur.epoch > r.epoch) return;
+    if ((r.type !== 'claim' && r.type !== 'release') || !str(r.camera) || r.camera !== key || !str(r.owner)) return;
+    const incarnation = str(r.incarnation) ? r.incarnation : '';
+    const when = typeof r.at === 'number' && Number.isFinite(r.at) ? r.at : 0;
+    const open = this.open.get(key) ?? new Map<number, OpenClaim>();
+    this.open.set(key, open);
+    if (r.type === 'claim') {
+      open.set(offset, { owner: r.owner, incarnation, epoch: offset });
+      this.owners.set(key, { camera: key, state: 'claimed', owner: r.owner, incarnation, epoch: offset, at: when });
+      return;
     }
-    if (cur) this.previous.set(r.camera, cur);
-    const epoch = r.type === 'claim' ? Number(offset) : r.epoch;
-    this.owners.set(r.camera, { camera: r.camera, state: r.type === 'claim' ? 'claimed' : 'released', owner: r.owner, epoch, at: r.at });
+    // A release names the claim it ends: an earlier offset in this partition, by the same owner.
+    const epoch = r.epoch;
+    if (typeof epoch !== 'number' || !Number.isInteger(epoch) || epoch < 0 || epoch >= offset) return;
+    const claim = open.get(epoch);
+    if (claim && claim.owner === r.owner) open.delete(epoch);
+    const cur = this.owners.get(key);
+    if (cur && cur.epoch === epoch) this.owners.set(key, { ...cur, state: 'released', at: when });
   }
 
-  /** Resolves once the view has read the owners topic up to `offset` (or after `timeoutMs`: false). */
-  async readOwnersTo(offset: number, timeoutMs: number): Promise<boolean> {
-    const end = performance.now() + timeoutMs;
-    while (this.ownersRead < offset) {
-      if (performance.now() > end) return false;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    return true;
+  /** Claims of `camera` below `epoch` that are still open (their owner has not released them). */
+  openBefore(camera: string, epoch: number): OpenClaim[] {
+    return [...(this.open.get(camera)?.values() ?? [])].filter((c) => c.epoch < epoch);
   }
 
   async stop(): Promise<void> {
@@ -188,16 +214,17 @@ export class OwnerLog {
     private readonly producer: Producer,
     private readonly topic: string,
     private readonly workerId: string,
+    private readonly incarnation: string,
   ) {}
 
   async claim(camera: string): Promise<number> {
-    const rec: OwnersRecord = { type: 'claim', camera, owner: this.workerId, at: Date.now() };
+    const rec: OwnersRecord = { type: 'claim', camera, owner: this.workerId, incarnation: this.incarnation, at: Date.now() };
     const [meta] = await this.producer.send({ topic: this.topic, acks: -1, messages: [{ key: camera, value: JSON.stringify(rec), partition: 0 }] });
     return Number(meta.baseOffset);
   }
 
   async release(camera: string, epoch: number): Promise<void> {
-    const rec: OwnersRecord = { type: 'release', camera, owner: this.workerId, epoch, at: Date.now() };
+    const rec: OwnersRecord = { type: 'release', camera, owner: this.workerId, incarnation: this.incarnation, epoch, at: Date.now() };
     await this.producer.send({ topic: this.topic, acks: -1, messages: [{ key: camera, value: JSON.stringify(rec), partition: 0 }] });
   }
 }
@@ -207,7 +234,9 @@ export async function ensureClusterTopics(admin: Admin, t: { cameras: string; ow
   const existing = new Set(await admin.listTopics());
   const compact = [
     { name: 'cleanup.policy', value: 'compact' },
-    { name: 'min.compaction.lag.ms', value: '0' },
+    // Claims and releases stay readable for a day before compaction may drop superseded ones
+    // (a worker that starts reads every open claim of a camera).
+    { name: 'min.compaction.lag.ms', value: String(24 * 3_600_000) },
   ];
   const topics = [];
   if (!existing.has(t.cameras)) topics.push({ topic: t.cameras, numPartitions: t.slots, replicationFactor: t.replicationFactor, configEntries: compact });

@@ -6,11 +6,11 @@ import type { ClusterConfig, PipelineConfig } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
-import { runPipeline, type RunOptions, type RunSummary } from '../pipeline/run.js';
+import { runPipeline, type RunningPipeline, type RunOptions, type RunSummary } from '../pipeline/run.js';
 import type { Claim } from '../sinks/message.js';
 import { KafkajsMembership } from './kafkajs-membership.js';
 import type { Assignment, GroupMembership } from './membership.js';
-import { ClusterView, ensureClusterTopics, OwnerLog, type CameraEntry } from './view.js';
+import { ClusterView, ensureClusterTopics, OwnerLog, type CameraEntry, type OpenClaim } from './view.js';
 
 /** A worker id from the host name and the process id (ids allow letters, digits, dot, dash, underscore). */
 export function defaultWorkerId(): string {
@@ -33,6 +33,9 @@ export interface WorkerCounters {
   fencings: number;
   /** Results dropped because the worker no longer held the camera when they were ready. */
   fencedFrames: number;
+  /** …of which because the lease had run out / the slot was no longer this worker's. */
+  fencedByLease: number;
+  fencedBySlot: number;
   /** Planned moves that waited for the former owner's release. */
   waitedForRelease: number;
   /** Claims made after releaseWaitMs without the former owner's release. */
@@ -49,6 +52,8 @@ interface Running {
   /** Its results are no longer published (fenced, or stopped for good). */
   fenced: boolean;
   stopping: boolean;
+  /** The chain ended by itself (the source gave up, a file ended, it could not start). */
+  ended: boolean;
   startedAt: number;
 }
 
@@ -71,7 +76,9 @@ export interface WorkerOptions extends Omit<RunOptions, 'attached' | 'claimOf' |
  */
 export class Worker {
   readonly id: string;
-  readonly counters: WorkerCounters = { claims: 0, releases: 0, fencings: 0, fencedFrames: 0, waitedForRelease: 0, forcedClaims: 0 };
+  /** This process: claims and group member data carry it, so a restart under the same id is told apart. */
+  readonly incarnation = `${process.pid.toString(36)}${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+  readonly counters: WorkerCounters = { claims: 0, releases: 0, fencings: 0, fencedFrames: 0, fencedByLease: 0, fencedBySlot: 0, waitedForRelease: 0, forcedClaims: 0 };
   private readonly c: ClusterConfig;
   private readonly kafka: Kafka;
   private admin: Admin | undefined;
@@ -89,7 +96,13 @@ export class Worker {
   /** When a wait for a former owner's release began, per camera. */
   private readonly waits = new Map<string, number>();
   private assigned = new Set<number>();
+  /** The group's members as `workerId/incarnation`, read after each assignment. */
   private members: Set<string> | undefined;
+  /** Another live process has this worker's id: it runs nothing until that is fixed. */
+  private duplicateId = false;
+  /** When a camera whose chain ended by itself may be started again (performance.now()). */
+  private readonly retryAt = new Map<string, number>();
+  private outputs: RunningPipeline | undefined;
   private joined = false;
   /** False after a fence until the next assignment: a rejoin then claims no slots (the group has handed them away). */
   private holdsSlots = true;
@@ -123,15 +136,18 @@ export class Worker {
   }
 
   /**
-   * Whether the group lease holds: a heartbeat (or join) answered within sessionTimeoutMs −
-   * fenceMarginMs; during a rebalance this worker is rejoining, within rebalanceTimeoutMs −
-   * fenceMarginMs of it (the coordinator keeps a rejoining member until the rebalance times out,
-   * and the rebalance began after that answered heartbeat).
+   * Whether the group lease holds: a heartbeat answered (counted from when it was sent) or a
+   * join completed within sessionTimeoutMs − fenceMarginMs. The coordinator hands a member's
+   * slots away only after its session has expired, counted from a later moment.
    */
   leaseHolds(): boolean {
     if (!this.joined || !this.membership) return false;
-    const budget = this.membership.rebalancing ? Math.max(this.c.sessionTimeoutMs, this.c.rebalanceTimeoutMs) : this.c.sessionTimeoutMs;
-    return performance.now() - this.membership.lastAlive < budget - this.c.fenceMarginMs;
+    return performance.now() - this.membership.lastAlive < this.c.sessionTimeoutMs - this.c.fenceMarginMs;
+  }
+
+  /** Whether results of `run` may be published now: its claim holds, the lease holds, its slot is still this worker's. */
+  private owns(run: Running): boolean {
+    return !run.fenced && !this.duplicateId && this.assigned.has(run.slot) && this.leaseHolds();
   }
 
   claimOf(source: string): Claim | undefined {
@@ -168,7 +184,7 @@ export class Worker {
     await ensureClusterTopics(this.admin, { cameras: this.c.camerasTopic, owners: this.c.ownersTopic, slots: this.c.slots, replicationFactor: this.c.replicationFactor });
     this.producer = this.kafka.producer({ allowAutoTopicCreation: false, retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 1000 } });
     await this.producer.connect();
-    this.owners = new OwnerLog(this.producer, this.c.ownersTopic, this.id);
+    this.owners = new OwnerLog(this.producer, this.c.ownersTopic, this.id, this.incarnation);
     this.view.onChange(() => this.reconcile());
     await this.view.start(this.admin);
     await this.view.ready;
@@ -185,13 +201,16 @@ export class Worker {
       sessionTimeoutMs: this.c.sessionTimeoutMs,
       heartbeatIntervalMs: this.c.heartbeatIntervalMs,
       rebalanceTimeoutMs: this.c.rebalanceTimeoutMs,
-      info: () => ({ workerId: this.id, capacity: this.draining ? 0 : this.c.capacity, owned: this.holdsSlots ? [...this.assigned] : [] }),
+      info: () => ({ workerId: this.id, incarnation: this.incarnation, capacity: this.draining ? 0 : this.c.capacity, owned: this.holdsSlots ? [...this.assigned] : [] }),
       slotCost: (slot) => this.slotCost(slot),
       onAssigned: (a) => this.onAssigned(a),
+      onMembers: (m) => this.onMembers(m),
       log: this.log,
     });
-    void this.membership.start().catch((e) => this.log(`cluster: could not join group ${this.c.group}: ${(e as Error).message}`, {}, 'error'));
-    // The fence and the waits: checked every 100 ms, whatever else happens.
+    void this.membership.start();
+    // The fence and the waits: checked every 100 ms, whatever else happens; a full
+    // reconciliation at least every second (a failed claim, a camera to retry).
+    let beat = 0;
     this.tick = setInterval(() => {
       if (this.running.size > 0 && !this.leaseHolds() && [...this.running.values()].some((r) => !r.fenced)) this.fenceAll();
       if (this.refenced && this.leaseHolds()) {
@@ -199,7 +218,7 @@ export class Worker {
         this.holdsSlots = true;
         this.reconcile();
       }
-      if (this.pending.size > 0 || this.waits.size > 0 || this.drainWanted() !== this.draining) this.reconcile();
+      if (++beat % 10 === 0 || this.pending.size > 0 || this.waits.size > 0 || this.drainWanted() !== this.draining) this.reconcile();
     }, 100);
     this.tick.unref();
     return this.chains$.pipe(mergeAll());
@@ -217,15 +236,26 @@ export class Worker {
 
   private onAssigned(a: Assignment): void {
     const before = [...this.assigned].sort((x, y) => x - y).join(',');
+    // Applied at once: results of a slot this worker no longer holds stop passing now.
     this.assigned = new Set(a.slots);
-    this.members = a.members;
+    this.members = undefined; // read anew for this generation (onMembers)
     this.holdsSlots = true;
     this.refenced = false;
     const first = !this.joined;
     this.joined = true;
-    this.log(`cluster: ${this.id} holds ${a.slots.length} slot(s)${before === a.slots.join(',') ? ' (unchanged)' : ''}`, { worker: this.id, slots: a.slots, members: a.members ? [...a.members] : undefined });
+    this.log(`cluster: ${this.id} holds ${a.slots.length} slot(s)${before === a.slots.join(',') ? ' (unchanged)' : ''}`, { worker: this.id, slots: a.slots });
     this.reconcile();
     if (first) this.onJoinedOnce?.(this);
+  }
+
+  private onMembers(members: Set<string> | undefined): void {
+    this.members = members;
+    const twins = members ? [...members].filter((m) => m.startsWith(`${this.id}/`) && m !== `${this.id}/${this.incarnation}`) : [];
+    const dup = twins.length > 0;
+    if (dup && !this.duplicateId) this.log(`cluster: another process in group ${this.c.group} has this worker's id "${this.id}": running no camera until the ids differ (cluster.workerId)`, { worker: this.id }, 'error');
+    this.duplicateId = dup;
+    if (dup) for (const r of this.running.values()) if (!r.fenced) void this.stopCamera(r, false);
+    this.reconcile();
   }
 
   onJoinedOnce?: (w: Worker) => void;
@@ -260,6 +290,7 @@ export class Worker {
     const pipeline = this.pipeline;
     if (!pipeline || this.closing || !this.owners) return;
     // A drain asked for (or undone): stop everything planned, then tell the group the new capacity.
+    if (this.duplicateId) return;
     const drain = this.drainWanted();
     if (drain !== this.draining) {
       this.draining = drain;
@@ -269,11 +300,19 @@ export class Worker {
       return;
     }
     if (!this.leaseHolds()) return;
+    const now = performance.now();
     const desired = new Map<string, CameraEntry>();
     if (!this.draining) for (const c of this.view.cameras.values()) if (this.assigned.has(c.slot) && c.definition?.source.enabled) desired.set(c.id, c);
 
-    // Stops first: cameras no longer here, or edited (restarted under a new claim).
+    // Stops first: cameras no longer here, or edited (restarted under a new claim); then
+    // chains that ended by themselves (released, retried in 10 s).
     await Promise.all([...this.running.values()].filter((r) => !r.stopping && desired.get(r.id)?.text !== r.text).map((r) => this.stopCamera(r, true)));
+    for (const r of [...this.running.values()]) {
+      if (!r.ended || r.stopping) continue;
+      this.log(`cluster: camera ${r.id} ended on ${this.id}; releasing it and starting it again in 10 s`, { camera: r.id }, 'warn');
+      this.retryAt.set(r.id, now + 10_000);
+      await this.stopCamera(r, true);
+    }
     for (const [id, epoch] of this.pending) {
       if (desired.has(id)) continue;
       this.pending.delete(id);
@@ -283,35 +322,48 @@ export class Worker {
 
     const releaseWait = this.c.releaseWaitMs ?? this.c.sessionTimeoutMs;
     for (const cam of desired.values()) {
-      if (this.running.has(cam.id)) continue;
+      if (this.running.has(cam.id) || (this.retryAt.get(cam.id) ?? 0) > now) continue;
       const latest = this.view.owners.get(cam.id);
       const mine = this.pending.get(cam.id);
       if (mine !== undefined) {
-        // Claimed: start once the view shows the claim as the camera's latest record and the
-        // claim before it is released (or its owner has left the group).
+        // Claimed: start once the view shows the claim as the camera's latest record and every
+        // earlier open claim is released (or its owner's process has left the group).
         if (!latest || latest.epoch < mine) continue; // the view has not read it yet
-        if (latest.epoch > mine || latest.owner !== this.id || latest.state !== 'claimed') {
-          // Another worker claimed after us (it held the slot a moment ago): it releases, then we claim again.
+        if (latest.epoch > mine) {
+          // Another worker claimed after us (it held the slot a moment ago): ours ends; we claim again after its release.
           this.pending.delete(cam.id);
+          await this.release(cam.id, mine);
           continue;
         }
-        const prev = this.view.previous.get(cam.id);
-        if (prev && prev.state === 'claimed' && prev.owner !== this.id && (this.view.released.get(cam.id) ?? -1) < prev.epoch && this.waitFor(cam.id, prev.owner, releaseWait)) continue;
+        if (this.view.openBefore(cam.id, mine).some((c) => this.waitFor(cam.id, c, releaseWait))) continue;
         this.pending.delete(cam.id);
         this.waits.delete(cam.id);
         this.startCamera(pipeline, cam, { owner: this.id, epoch: mine });
         continue;
       }
-      if (latest && latest.state === 'claimed' && latest.owner !== this.id && this.waitFor(cam.id, latest.owner, releaseWait)) continue;
+      if (latest?.state === 'claimed' && !this.mine(latest) && this.waitFor(cam.id, latest, releaseWait)) continue;
       this.counters.claims++;
-      const epoch = await this.owners.claim(cam.id);
-      this.pending.set(cam.id, epoch);
+      try {
+        this.pending.set(cam.id, await this.owners.claim(cam.id));
+      } catch (e) {
+        // Retried by the next reconciliation (within a second).
+        this.log(`cluster: could not write the claim of ${cam.id}: ${(e as Error).message}`, { camera: cam.id }, 'warn');
+      }
     }
   }
 
-  /** True while a planned move should wait for `owner`'s release (it is still in the group and releaseWait has not passed). */
-  private waitFor(camera: string, owner: string, releaseWait: number): boolean {
-    const inGroup = this.members === undefined || this.members.has(owner);
+  private mine(c: { owner: string; incarnation: string }): boolean {
+    return c.owner === this.id && c.incarnation === this.incarnation;
+  }
+
+  /**
+   * True while a new owner should wait for an open claim's release: its owner's process is still
+   * in the group (a planned move) and releaseWait has not passed. A claim of this process, or of
+   * a process that has left the group (its session expired: it has fenced itself), is no reason to wait.
+   */
+  private waitFor(camera: string, claim: Pick<OpenClaim, 'owner' | 'incarnation'>, releaseWait: number): boolean {
+    if (this.mine(claim)) return false;
+    const inGroup = this.members === undefined || this.members.has(`${claim.owner}/${claim.incarnation}`);
     if (!inGroup) return false;
     const since = this.waits.get(camera);
     if (since === undefined) {
@@ -320,8 +372,11 @@ export class Worker {
       return true;
     }
     if (performance.now() - since < releaseWait) return true;
+    // Its process holds no slot of this camera now (the group gave it to us), so it publishes
+    // nothing for it whatever it does: the claim is taken.
     this.counters.forcedClaims++;
-    this.log(`cluster: ${owner} did not release ${camera} within ${releaseWait} ms; claiming it`, { camera, owner }, 'warn');
+    this.log(`cluster: ${claim.owner} did not release ${camera} within ${releaseWait} ms; claiming it`, { camera, owner: claim.owner }, 'warn');
+    this.waits.set(camera, -Infinity);
     return false;
   }
 
@@ -329,7 +384,7 @@ export class Worker {
     const stop$ = new Subject<void>();
     let ended!: () => void;
     const done = new Promise<void>((r) => (ended = r));
-    const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, claim, stop$, done, fenced: false, stopping: false, startedAt: Date.now() };
+    const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, claim, stop$, done, fenced: false, stopping: false, ended: false, startedAt: Date.now() };
     this.running.set(cam.id, run);
     this.claims.set(cam.id, claim);
     this.log(`cluster: ${this.id} starts ${cam.id} (slot ${cam.slot}, epoch ${claim.epoch})`, { worker: this.id, camera: cam.id, slot: cam.slot, epoch: claim.epoch });
@@ -337,8 +392,10 @@ export class Worker {
       pipeline.attach(cam.definition!.source, stop$).pipe(
         // The last check before the sinks: a result is published only while this claim holds.
         filter((r) => {
-          if (!run.fenced && this.leaseHolds()) return true;
+          if (this.owns(run)) return true;
           this.counters.fencedFrames++;
+          if (!this.leaseHolds()) this.counters.fencedByLease++;
+          else if (!this.assigned.has(run.slot)) this.counters.fencedBySlot++;
           r.frame.release();
           return false;
         }),
@@ -346,23 +403,38 @@ export class Worker {
           this.log(`cluster: camera ${cam.id} could not start: ${e.message}`, { camera: cam.id, code: (e as { code?: string }).code }, 'error');
           return EMPTY;
         }),
-        finalize(() => ended()),
+        finalize(() => {
+          ended();
+          if (!run.stopping) {
+            run.ended = true;
+            this.reconcile();
+          }
+        }),
       ),
     );
   }
 
-  /** Stops a camera; frames in flight finish (planned) or are dropped (fenced). A planned stop then writes the release. */
+  /**
+   * Stops a camera; frames in flight finish (planned) or are dropped (fenced). A planned stop
+   * then lets the alerts raised so far reach the outbox and writes the release.
+   */
   private async stopCamera(run: Running, planned: boolean): Promise<void> {
     if (!planned) run.fenced = true;
     if (run.stopping) return run.done;
     run.stopping = true;
     run.stop$.next();
     run.stop$.complete();
-    await Promise.race([run.done, new Promise((r) => setTimeout(r, 5000).unref())]);
+    await Promise.race([run.done, new Promise((r) => setTimeout(r, 10_000).unref())]);
     if (this.running.get(run.id) === run) this.running.delete(run.id);
     run.fenced = true;
     this.log(`cluster: ${this.id} stopped ${run.id} (epoch ${run.claim.epoch}${planned ? '' : ', fenced'})`, { worker: this.id, camera: run.id, epoch: run.claim.epoch });
-    if (planned) await this.release(run.id, run.claim.epoch);
+    if (planned) {
+      // The outbox holds every alert of the camera before another worker may start it.
+      await this.outputs?.alerts.drain().catch(() => undefined);
+      await this.outputs?.publisher.flush().catch(() => undefined);
+      await this.release(run.id, run.claim.epoch);
+    }
+    this.reconcile();
   }
 
   private async release(camera: string, epoch: number): Promise<void> {
@@ -386,6 +458,10 @@ export class Worker {
     this.chains$.complete();
   }
 
+  onOutputs(r: RunningPipeline): void {
+    this.outputs = r;
+  }
+
   async close(): Promise<void> {
     if (this.tick) clearInterval(this.tick);
     await this.membership?.stop();
@@ -406,6 +482,10 @@ export async function runWorker(config: PipelineConfig, options: WorkerOptions =
     log(`cluster: worker ${worker.id} read ${worker.view.cameras.size} camera(s); joining group ${config.cluster.group}`, { worker: worker.id });
     return await runPipeline(config, {
       ...options,
+      onReady: (r) => {
+        worker.onOutputs(r);
+        options.onReady?.(r);
+      },
       attached: (pipeline, stop) => worker.attached(pipeline, stop),
       claimOf: (source) => worker.claimOf(source),
       health: () => worker.health(),

@@ -54,6 +54,27 @@ describe('assignSlots (the group leader’s partition assigner)', () => {
     expect(moved(four, again)).toBe(0);
   });
 
+  it('an uneven start (3, 2, 1) and a newcomer: only the move that evens the loads out is made', () => {
+    const cost = (s: number) => (s < 6 ? 1 : 0);
+    const owned = [[0, 1, 2], [3, 4], [5]];
+    const plan = assignSlots([...members(3, owned), { memberId: 'm3', workerId: 'w3', capacity: 1, owned: [] }], slots(12), cost);
+    const cams = new Map([...plan].map(([m, l]) => [m, l.filter((x) => cost(x) > 0)]));
+    expect(cams.get('m0')!.length).toBe(2);
+    expect(cams.get('m1')).toEqual([3, 4]);
+    expect(cams.get('m2')).toEqual([5]);
+    expect(cams.get('m3')!.length).toBe(1);
+    expect(cams.get('m0')!.every((x) => [0, 1, 2].includes(x))).toBe(true);
+  });
+
+  it('a slot holding two cameras is passed over when moving it would not even the loads out: the newcomer gets a one-camera slot from another worker', () => {
+    const cost = (s: number) => ({ 3: 1, 5: 2, 22: 1 })[s] ?? 0;
+    const plan = assignSlots([...members(2, [[5], [3, 22]]), { memberId: 'm2', workerId: 'w2', capacity: 1, owned: [] }], slots(32), cost);
+    const cams = new Map([...plan].map(([m, l]) => [m, l.filter((x) => cost(x) > 0)]));
+    expect(cams.get('m0')).toEqual([5]);
+    expect(cams.get('m2')!.length).toBe(1);
+    expect(cams.get('m1')!.length).toBe(1);
+  });
+
   it('a worker leaving: only its cameras move, spread over the others', () => {
     const cost = () => 1;
     const three = assignSlots(members(3), slots(12), cost);

@@ -200,6 +200,7 @@ describe('cameras spread over argus workers by the consumer-group protocol (real
     expect(own.sharedEpochs).toEqual([]);
     expect(own.overlaps).toEqual([]);
     console.log(`cluster: ${own.messages} detections messages checked: no epoch with two owners, no overlapping owners`);
+    for (const w of workers.values()) console.log(`cluster: ${w.id} counters ${JSON.stringify(((await w.health()) as { cluster?: { counters?: unknown } } | undefined)?.cluster?.counters)}`);
   });
 });
 
