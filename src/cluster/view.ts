@@ -119,7 +119,7 @@ export class ClusterView {
     await consumer.run({
       autoCommit: false,
       eachBatch: async ({ batch }) => {
-        for (const m of batch.messages) this.apply(batch.topic, batch.partition, m.key?.toString('utf8') ?? '', m.value, m.offset);
+        for (const m of batch.messages) this.ingest(batch.topic, batch.partition, m.key?.toString('utf8') ?? '', m.value, m.offset);
         const next = BigInt(batch.lastOffset()) + 1n;
         for (let i = this.waiting.length - 1; i >= 0; i--) {
           const w = this.waiting[i];
@@ -131,7 +131,8 @@ export class ClusterView {
     });
   }
 
-  private apply(topic: string, slot: number, key: string, value: Buffer | null, offset: string): void {
+  /** Applies one record of either topic (what the view's consumer reads; tests feed it directly). */
+  ingest(topic: string, slot: number, key: string, value: Buffer | null, offset: string): void {
     const at = `${topic}/${slot}`;
     const o = BigInt(offset);
     if (o < (this.next.get(at) ?? 0n)) return; // already applied
@@ -191,7 +192,7 @@ export class ClusterView {
     const claim = open.get(epoch);
     if (claim && claim.owner === r.owner) open.delete(epoch);
     const cur = this.owners.get(key);
-    if (cur && cur.epoch === epoch) this.owners.set(key, { ...cur, state: 'released', at: when });
+    if (cur && cur.epoch === epoch && cur.owner === r.owner) this.owners.set(key, { ...cur, state: 'released', at: when });
   }
 
   /** Claims of `camera` below `epoch` that are still open (their owner has not released them). */

@@ -46,7 +46,8 @@ interface Running {
   id: string;
   slot: number;
   text: string;
-  claim: Claim;
+  /** Undefined while the camera waits for its claim (connected, analysing nothing). */
+  claim: Claim | undefined;
   stop$: Subject<void>;
   done: Promise<void>;
   /** Its results are no longer published (fenced, or stopped for good). */
@@ -57,7 +58,7 @@ interface Running {
   startedAt: number;
 }
 
-export interface WorkerOptions extends Omit<RunOptions, 'attached' | 'claimOf' | 'health' | 'clusterMetrics'> {
+export interface WorkerOptions extends Omit<RunOptions, 'attached' | 'claimOf' | 'health' | 'clusterMetrics' | 'publishesStatus'> {
   /** Called once the worker has joined the group (tests, bench). */
   onJoined?: (worker: Worker) => void;
 }
@@ -147,7 +148,7 @@ export class Worker {
 
   /** Whether results of `run` may be published now: its claim holds, the lease holds, its slot is still this worker's. */
   private owns(run: Running): boolean {
-    return !run.fenced && !this.duplicateId && this.assigned.has(run.slot) && this.leaseHolds();
+    return run.claim !== undefined && !run.fenced && !this.duplicateId && this.assigned.has(run.slot) && this.leaseHolds();
   }
 
   claimOf(source: string): Claim | undefined {
@@ -156,7 +157,7 @@ export class Worker {
 
   /** The cameras running here: id, slot, epoch. */
   cameras(): { id: string; slot: number; epoch: number; since: number }[] {
-    return [...this.running.values()].filter((r) => !r.stopping).map((r) => ({ id: r.id, slot: r.slot, epoch: r.claim.epoch, since: r.startedAt }));
+    return [...this.running.values()].filter((r) => !r.stopping && r.claim).map((r) => ({ id: r.id, slot: r.slot, epoch: r.claim!.epoch, since: r.startedAt }));
   }
 
   health(): Record<string, unknown> {
@@ -171,7 +172,7 @@ export class Worker {
         slots: [...this.assigned].sort((a, b) => a - b),
         members: this.members ? [...this.members].sort() : null,
         cameras: this.cameras(),
-        waiting: [...this.waits.keys()],
+        waiting: [...new Set([...this.waits.keys(), ...this.pending.keys()])],
         counters: this.counters,
       },
     };
@@ -322,29 +323,47 @@ export class Worker {
 
     const releaseWait = this.c.releaseWaitMs ?? this.c.sessionTimeoutMs;
     for (const cam of desired.values()) {
-      if (this.running.has(cam.id) || (this.retryAt.get(cam.id) ?? 0) > now) continue;
+      if (this.running.get(cam.id)?.claim || (this.retryAt.get(cam.id) ?? 0) > now) continue;
+      // Until its claim holds, the camera is connected but analyses nothing (a warm start:
+      // ffmpeg's connect and its wait for a key frame overlap the wait for the old owner).
+      const standby = () => {
+        if (!this.running.has(cam.id)) this.startCamera(pipeline, cam, undefined);
+      };
       const latest = this.view.owners.get(cam.id);
       const mine = this.pending.get(cam.id);
       if (mine !== undefined) {
         // Claimed: start once the view shows the claim as the camera's latest record and every
         // earlier open claim is released (or its owner's process has left the group).
-        if (!latest || latest.epoch < mine) continue; // the view has not read it yet
+        if (!latest || latest.epoch < mine) {
+          standby(); // the view has not read it yet
+          continue;
+        }
         if (latest.epoch > mine) {
           // Another worker claimed after us (it held the slot a moment ago): ours ends; we claim again after its release.
           this.pending.delete(cam.id);
           await this.release(cam.id, mine);
           continue;
         }
-        if (this.view.openBefore(cam.id, mine).some((c) => this.waitFor(cam.id, c, releaseWait))) continue;
+        if (this.view.openBefore(cam.id, mine).some((c) => this.waitFor(cam.id, c, releaseWait))) {
+          standby();
+          continue;
+        }
         this.pending.delete(cam.id);
         this.waits.delete(cam.id);
-        this.startCamera(pipeline, cam, { owner: this.id, epoch: mine });
+        const claim = { owner: this.id, epoch: mine };
+        const warm = this.running.get(cam.id);
+        if (warm && !warm.stopping) this.admit(warm, claim);
+        else this.startCamera(pipeline, cam, claim);
         continue;
       }
-      if (latest?.state === 'claimed' && !this.mine(latest) && this.waitFor(cam.id, latest, releaseWait)) continue;
+      if (latest?.state === 'claimed' && !this.mine(latest) && this.waitFor(cam.id, latest, releaseWait)) {
+        standby();
+        continue;
+      }
       this.counters.claims++;
       try {
         this.pending.set(cam.id, await this.owners.claim(cam.id));
+        if (this.assigned.has(cam.slot) && this.leaseHolds()) standby();
       } catch (e) {
         // Retried by the next reconciliation (within a second).
         this.log(`cluster: could not write the claim of ${cam.id}: ${(e as Error).message}`, { camera: cam.id }, 'warn');
@@ -380,16 +399,31 @@ export class Worker {
     return false;
   }
 
-  private startCamera(pipeline: Pipeline, cam: CameraEntry, claim: Claim): void {
+  /** The claim holds: the camera's frames are analysed and published from now on. */
+  private admit(run: Running, claim: Claim): void {
+    run.claim = claim;
+    this.claims.set(run.id, claim);
+    this.log(`cluster: ${this.id} starts ${run.id} (slot ${run.slot}, epoch ${claim.epoch}; connected while it waited)`, { worker: this.id, camera: run.id, slot: run.slot, epoch: claim.epoch });
+  }
+
+  /** Whether a source's state change is published: not while its camera waits for its claim here. */
+  publishesStatus(source: string): boolean {
+    const r = this.running.get(source);
+    return !r || r.claim !== undefined;
+  }
+
+  private startCamera(pipeline: Pipeline, cam: CameraEntry, claim: Claim | undefined): void {
     const stop$ = new Subject<void>();
     let ended!: () => void;
     const done = new Promise<void>((r) => (ended = r));
     const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, claim, stop$, done, fenced: false, stopping: false, ended: false, startedAt: Date.now() };
     this.running.set(cam.id, run);
-    this.claims.set(cam.id, claim);
-    this.log(`cluster: ${this.id} starts ${cam.id} (slot ${cam.slot}, epoch ${claim.epoch})`, { worker: this.id, camera: cam.id, slot: cam.slot, epoch: claim.epoch });
+    if (claim) {
+      this.claims.set(cam.id, claim);
+      this.log(`cluster: ${this.id} starts ${cam.id} (slot ${cam.slot}, epoch ${claim.epoch})`, { worker: this.id, camera: cam.id, slot: cam.slot, epoch: claim.epoch });
+    } else this.log(`cluster: ${this.id} connects ${cam.id} (slot ${cam.slot}) while its claim is pending`, { worker: this.id, camera: cam.id, slot: cam.slot }, 'debug');
     this.chains$.next(
-      pipeline.attach(cam.definition!.source, stop$).pipe(
+      pipeline.attach(cam.definition!.source, stop$, () => this.owns(run)).pipe(
         // The last check before the sinks: a result is published only while this claim holds.
         filter((r) => {
           if (this.owns(run)) return true;
@@ -427,6 +461,7 @@ export class Worker {
     await Promise.race([run.done, new Promise((r) => setTimeout(r, 10_000).unref())]);
     if (this.running.get(run.id) === run) this.running.delete(run.id);
     run.fenced = true;
+    if (!run.claim) return this.reconcile(); // it never held the camera: nothing to release
     this.log(`cluster: ${this.id} stopped ${run.id} (epoch ${run.claim.epoch}${planned ? '' : ', fenced'})`, { worker: this.id, camera: run.id, epoch: run.claim.epoch });
     if (planned) {
       // The outbox holds every alert of the camera before another worker may start it.
@@ -488,6 +523,7 @@ export async function runWorker(config: PipelineConfig, options: WorkerOptions =
       },
       attached: (pipeline, stop) => worker.attached(pipeline, stop),
       claimOf: (source) => worker.claimOf(source),
+      publishesStatus: (t) => worker.publishesStatus(t.source),
       health: () => worker.health(),
       clusterMetrics: () => ({ worker: worker.id, cameras: worker.cameras(), lease: worker.leaseHolds(), counters: worker.counters }),
     });

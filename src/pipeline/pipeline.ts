@@ -1,5 +1,5 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { defer, finalize, from, merge, mergeMap, type Observable, type OperatorFunction, takeUntil, tap } from 'rxjs';
+import { defer, filter, finalize, from, merge, mergeMap, type Observable, type OperatorFunction, takeUntil, tap } from 'rxjs';
 import { analyze, type FrameResult } from '../analytics/analyze.js';
 import { SourceAnalyzer } from '../analytics/analyzer.js';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../assets/catalog.js';
@@ -69,7 +69,7 @@ export interface Pipeline {
    * rules. Its stats are in `stats` (and its analyzer in `analyzers`) while the chain runs.
    * `stop` emitting ends it as the pipeline's stop does: frames in flight finish.
    */
-  attach(source: SourceConfig, stop: Observable<unknown>): Observable<FrameResult>;
+  attach(source: SourceConfig, stop: Observable<unknown>, admit?: () => boolean): Observable<FrameResult>;
   /** Releases what the pipeline loaded (the model, unless it was given in the options). */
   close(): Promise<void>;
 }
@@ -86,6 +86,8 @@ export interface ChainContext {
   log: LogFn;
   stop?: Observable<unknown>;
   extend?: Extension;
+  /** Frames pass into the chain only while this says so (an argus worker's camera before its claim holds); the others are released unread. */
+  admit?: () => boolean;
 }
 
 /**
@@ -97,6 +99,7 @@ export function sourceChain(frames$: Observable<Frame>, c: ChainContext): Observ
   const st = c.stats;
   return frames$.pipe(
     c.stop ? takeUntil<Frame>(c.stop) : (o) => o,
+    c.admit ? gate(c.admit) : (o) => o,
     tap(() => st.framesIn++),
     detect(c.detector, { postprocess: c.config.postprocess, stats: st, pace: c.pace, log: c.log }),
     track(c.config.tracking, () => st.fps),
@@ -105,6 +108,15 @@ export function sourceChain(frames$: Observable<Frame>, c: ChainContext): Observ
     stamp(st),
     isolate(st, c.log),
   );
+}
+
+/** Lets frames through while `admit()` holds; releases the others' buffers at once. */
+function gate(admit: () => boolean): OperatorFunction<Frame, Frame> {
+  return filter((f) => {
+    if (admit()) return true;
+    f.release();
+    return false;
+  });
 }
 
 export async function loadDetector(config: PipelineConfig, options: PipelineOptions = {}): Promise<Detector> {
@@ -168,7 +180,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
 
   // One source: its supervised ffmpeg, then its chain.
   const chain = (src: SourceConfig, i: number): Observable<FrameResult> => build(src, urls[i], stats[i], analyzers[i], stop);
-  const build = (src: SourceConfig, url: string, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined): Observable<FrameResult> => {
+  const build = (src: SourceConfig, url: string, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, admit?: () => boolean): Observable<FrameResult> => {
     const pace = new Pace();
     const frames$ = supervisedSource({
       id: src.id,
@@ -190,7 +202,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
         log(`source ${src.id} streaming`, { source: src.id, width: info.width, height: info.height, fps: info.fps });
       },
     });
-    return sourceChain(frames$, { detector, config, source: src, stats: st, analyzer, pace, log, stop, extend: options.extend });
+    return sourceChain(frames$, { detector, config, source: src, stats: st, analyzer, pace, log, stop, extend: options.extend, admit });
   };
 
   const onTransition = (st: SourceStats, t: Transition) => {
@@ -212,7 +224,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     analyzers: analyzerMap,
     // Each subscription builds its chains afresh: operator state (tracker, pace, extensions) is per subscription.
     results$: merge(...sources.map((src, i) => defer(() => chain(src, i)))),
-    attach: (src, stopOne) =>
+    attach: (src, stopOne, admit) =>
       from(resolveSourceUrl(src, baseDir, ffmpegPath, log)).pipe(
         mergeMap((url) => {
           const a = new SourceAnalyzer(src, detector.labels, `camera ${src.id}`);
@@ -220,7 +232,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
           const st = newSourceStats(src.id);
           stats.push(st);
           if (analyzer) analyzerMap.set(src.id, analyzer);
-          return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne).pipe(
+          return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne, admit).pipe(
             finalize(() => {
               const at = stats.indexOf(st);
               if (at >= 0) stats.splice(at, 1);

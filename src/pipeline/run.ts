@@ -24,6 +24,7 @@ import type { ClusterMetricsState, Metrics } from '../server/metrics.js';
 import { Lifecycle } from './lifecycle.js';
 import { createPipeline, type Pipeline, type PipelineOptions } from './pipeline.js';
 import type { SourceStats } from '../sources/stats.js';
+import type { Transition } from '../sources/health.js';
 
 export interface RunOptions extends PipelineOptions {
   /** Stop after this many processed frames (all sources together). */
@@ -51,6 +52,8 @@ export interface RunOptions extends PipelineOptions {
   attached?: (pipeline: Pipeline, stop: Observable<void>) => Observable<FrameResult>;
   /** argus worker: the owner and epoch written into a source's messages. */
   claimOf?: (source: string) => Claim | undefined;
+  /** argus worker: whether a source's state change is published (not while the camera waits for its claim). Default: all are. */
+  publishesStatus?: (t: Transition) => boolean;
   /** Extra fields of /healthz (argus worker: the worker and its cameras). */
   health?: () => Record<string, unknown>;
   /** argus worker: its cameras, lease and counters on /metrics. */
@@ -137,7 +140,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
           ...options,
           stop: stop$,
           onTransition: (t) => {
-            publisher?.status(t).catch(() => undefined);
+            if (options.publishesStatus?.(t) !== false) publisher?.status(t).catch(() => undefined);
             options.onTransition?.(t);
           },
         }),

@@ -1,0 +1,72 @@
+import type { Kafka } from 'kafkajs';
+import { describe, expect, it } from 'vitest';
+import { ClusterView } from '../../src/cluster/view.js';
+
+const T = { cameras: 'c', owners: 'o' };
+const view = () => new ClusterView({} as Kafka, T);
+const rec = (v: unknown) => Buffer.from(JSON.stringify(v));
+const claim = (camera: string, owner: string, incarnation = 'i1') => rec({ type: 'claim', camera, owner, incarnation, at: 1 });
+const release = (camera: string, owner: string, epoch: number, incarnation = 'i1') => rec({ type: 'release', camera, owner, incarnation, epoch, at: 2 });
+
+describe('ClusterView: claims, releases and camera records (what a new owner waits for)', () => {
+  it('every open claim is kept: a new owner sees an older owner still holding the camera behind a claim that was released', () => {
+    const v = view();
+    v.ingest('o', 0, 'x', claim('x', 'A'), '100'); // A runs x
+    v.ingest('o', 0, 'x', claim('x', 'C'), '101'); // C claimed it for a moment…
+    v.ingest('o', 0, 'x', release('x', 'C', 101), '102'); // …and released it
+    v.ingest('o', 0, 'x', claim('x', 'B'), '103');
+    expect(v.owners.get('x')).toMatchObject({ owner: 'B', epoch: 103, state: 'claimed' });
+    expect(v.openBefore('x', 103)).toEqual([{ owner: 'A', incarnation: 'i1', epoch: 100 }]);
+    v.ingest('o', 0, 'x', release('x', 'A', 100), '104');
+    expect(v.openBefore('x', 103)).toEqual([]);
+    expect(v.owners.get('x')).toMatchObject({ owner: 'B', epoch: 103, state: 'claimed' }); // an older claim's release changes nothing else
+  });
+
+  it('a bogus release (another owner, an epoch not below its own offset, not a number) or a record that is not an object changes nothing; the view keeps going', () => {
+    const v = view();
+    v.ingest('o', 0, 'x', claim('x', 'A'), '5');
+    v.ingest('o', 0, 'x', release('x', 'B', 5), '6'); // not A's to release
+    v.ingest('o', 0, 'x', rec({ type: 'release', camera: 'x', owner: 'A', epoch: 1e12, at: 1 }), '7');
+    v.ingest('o', 0, 'x', rec({ type: 'release', camera: 'x', owner: 'A', epoch: 'NaN', at: 1 }), '8');
+    v.ingest('o', 0, 'x', Buffer.from('null'), '9');
+    v.ingest('o', 0, 'x', Buffer.from('{not json'), '10');
+    v.ingest('o', 0, 'y', claim('x', 'A'), '11'); // key and camera differ
+    expect(v.openBefore('x', 100)).toEqual([{ owner: 'A', incarnation: 'i1', epoch: 5 }]);
+    expect(v.owners.get('x')).toMatchObject({ owner: 'A', state: 'claimed', epoch: 5 });
+    expect(v.owners.has('y')).toBe(false);
+    v.ingest('o', 0, 'x', release('x', 'A', 5), '12');
+    expect(v.owners.get('x')!.state).toBe('released');
+  });
+
+  it('a replay (the view’s consumer rejoined its group and reads from the start) applies nothing twice', () => {
+    const v = view();
+    v.ingest('o', 0, 'x', claim('x', 'A'), '0');
+    v.ingest('o', 0, 'x', release('x', 'A', 0), '1');
+    v.ingest('o', 0, 'x', claim('x', 'B'), '2');
+    v.ingest('o', 0, 'x', claim('x', 'A'), '0'); // replayed
+    expect(v.owners.get('x')).toMatchObject({ owner: 'B', epoch: 2 });
+    expect(v.openBefore('x', 10)).toEqual([{ owner: 'B', incarnation: 'i1', epoch: 2 }]);
+  });
+
+  it('camera records: validated (the error says why), a tombstone removes one, the same id in a second slot runs nowhere', () => {
+    const v = view();
+    v.ingest('c', 3, 'cam1', rec({ id: 'cam1', uri: 'rtsp://h/x', fps: 2, cost: 2 }), '0');
+    expect(v.cameras.get('cam1')).toMatchObject({ slot: 3, definition: { cost: 2, source: { id: 'cam1', fps: 2 } } });
+    v.ingest('c', 4, 'bad', rec({ id: 'bad', uri: 'rtsp://h/x', fps: -1 }), '0');
+    expect(v.cameras.get('bad')!.error).toMatch(/fps/);
+    v.ingest('c', 5, 'other', rec({ id: 'nope', uri: 'rtsp://h/x' }), '0');
+    expect(v.cameras.get('other')!.error).toMatch(/differs from the record key/);
+    v.ingest('c', 7, 'cam1', rec({ id: 'cam1', uri: 'rtsp://h/x' }), '0');
+    expect(v.cameras.get('cam1')!.definition).toBeUndefined();
+    expect(v.cameras.get('cam1')!.error).toMatch(/in two slots \(3 and 7\)/);
+    v.ingest('c', 4, 'bad', null, '1');
+    expect(v.cameras.has('bad')).toBe(false);
+  });
+
+  it('${env:} references in a camera resolve from the worker’s environment; a missing one is the camera’s error, not the worker’s', async () => {
+    const { parseCamera } = await import('../../src/cluster/view.js');
+    const text = JSON.stringify({ id: 'd', uri: 'rtsp://u:${env:CAM_PW}@h/x' });
+    expect(parseCamera('d', text, { CAM_PW: 's3cret' }).definition!.source.uri).toBe('rtsp://u:s3cret@h/x');
+    expect(parseCamera('d', text, {}).error).toMatch(/CAM_PW/);
+  });
+});
