@@ -85,20 +85,25 @@ export function checkOwnership(seen: readonly Seen[]): OwnershipReport {
 }
 
 /**
- * Frames a camera lost while its epoch ran on: consecutive messages whose seq gap is not
- * accounted for by the `dropped` count (frames dropped on purpose because inference was busy).
+ * Frames a camera lost in [from, to] while its epoch ran on: per epoch, the seq numbers missing
+ * between its first and last message there, less the frames it dropped on purpose meanwhile
+ * (inference busy). Counted over the whole run, not per pair of messages: a frame dropped
+ * while the one before it was still in inference is counted in that earlier frame's `dropped`.
+ * An epoch change inside the window counts one (frames were lost across the restart).
  */
 export function lostFrames(seen: readonly Seen[], source: string, from: number, to: number): number {
   const l = seen.filter((m) => m.source === source && m.captured >= from && m.captured <= to).sort((a, b) => a.epoch - b.epoch || a.seq - b.seq);
   let lost = 0;
-  for (let i = 1; i < l.length; i++) {
-    const a = l[i - 1];
-    const b = l[i];
-    if (a.epoch !== b.epoch) {
-      lost += 1; // a restart within the window: frames were lost across it
-      continue;
-    }
-    lost += Math.max(0, b.seq - a.seq - 1 - (b.dropped - a.dropped));
+  let i = 0;
+  while (i < l.length) {
+    let j = i;
+    while (j + 1 < l.length && l[j + 1].epoch === l[i].epoch) j++;
+    const run = l.slice(i, j + 1);
+    const uniq = new Set(run.map((m) => m.seq)).size;
+    const missing = run[run.length - 1].seq - run[0].seq + 1 - uniq;
+    lost += Math.max(0, missing - (run[run.length - 1].dropped - run[0].dropped));
+    if (i > 0) lost += 1;
+    i = j + 1;
   }
   return lost;
 }

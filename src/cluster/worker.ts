@@ -53,6 +53,8 @@ interface Running {
   /** Its results are no longer published (fenced, or stopped for good). */
   fenced: boolean;
   stopping: boolean;
+  /** performance.now() when a planned stop began. */
+  stoppingAt: number;
   /** The chain ended by itself (the source gave up, a file ended, it could not start). */
   ended: boolean;
   startedAt: number;
@@ -148,7 +150,16 @@ export class Worker {
 
   /** Whether results of `run` may be published now: its claim holds, the lease holds, its slot is still this worker's. */
   private owns(run: Running): boolean {
-    return run.claim !== undefined && !run.fenced && !this.duplicateId && this.assigned.has(run.slot) && this.leaseHolds();
+    if (run.claim === undefined || run.fenced || this.duplicateId || !this.leaseHolds()) return false;
+    if (this.assigned.has(run.slot)) return true;
+    // A planned stop: frames in flight finish and their alerts are raised. The new owner starts
+    // only after our release, or after releaseWait, within which this stop has ended.
+    return run.stopping && performance.now() - run.stoppingAt < this.stopBudget();
+  }
+
+  /** How long a planned stop may let frames in flight finish: less than the new owner's wait for the release. */
+  private stopBudget(): number {
+    return Math.min(10_000, (this.c.releaseWaitMs ?? this.c.sessionTimeoutMs) - this.c.fenceMarginMs);
   }
 
   claimOf(source: string): Claim | undefined {
@@ -416,7 +427,7 @@ export class Worker {
     const stop$ = new Subject<void>();
     let ended!: () => void;
     const done = new Promise<void>((r) => (ended = r));
-    const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, claim, stop$, done, fenced: false, stopping: false, ended: false, startedAt: Date.now() };
+    const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, claim, stop$, done, fenced: false, stopping: false, stoppingAt: 0, ended: false, startedAt: Date.now() };
     this.running.set(cam.id, run);
     if (claim) {
       this.claims.set(cam.id, claim);
@@ -456,9 +467,10 @@ export class Worker {
     if (!planned) run.fenced = true;
     if (run.stopping) return run.done;
     run.stopping = true;
+    run.stoppingAt = performance.now();
     run.stop$.next();
     run.stop$.complete();
-    await Promise.race([run.done, new Promise((r) => setTimeout(r, 10_000).unref())]);
+    await Promise.race([run.done, new Promise((r) => setTimeout(r, Math.max(0, this.stopBudget())).unref())]);
     if (this.running.get(run.id) === run) this.running.delete(run.id);
     run.fenced = true;
     if (!run.claim) return this.reconcile(); // it never held the camera: nothing to release

@@ -37,5 +37,8 @@ describe('checkOwnership and lostFrames (what the cluster test and bench read fr
     expect(lostFrames(l.filter((m) => m.seq !== 14), 'a', 0, 10_000)).toBe(1); // 12, 13, 14 missing, 2 dropped
     expect(lostFrames(l.map((m) => ({ ...m, dropped: 0 })), 'a', 0, 10_000)).toBe(2); // nothing dropped: 12 and 13 lost
     expect(lostFrames(l.slice(0, 2), 'a', 0, 10_000)).toBe(0);
+    // 113 was dropped while 112 was still in inference: 112's message already counts it
+    const inFlight = [seen('b', 'w1', 3, 111, 1000, 0), seen('b', 'w1', 3, 112, 1500, 1), seen('b', 'w1', 3, 114, 2000, 1), seen('b', 'w1', 3, 115, 2500, 1)];
+    expect(lostFrames(inFlight, 'b', 0, 10_000)).toBe(0);
   });
 });
