@@ -40,9 +40,12 @@ export interface OpenClaim {
 export type OwnersRecord =
   | { type: 'claim'; camera: string; owner: string; incarnation: string; at: number }
   | { type: 'release'; camera: string; owner: string; incarnation: string; epoch: number; at: number }
-  | { type: 'drain'; worker: string; drain: boolean; at: number };
+  | { type: 'drain'; worker: string; drain: boolean; at: number }
+  | { type: 'ready'; camera: string; owner: string; incarnation: string; at: number };
 
 export const DRAIN_KEY_PREFIX = 'drain/';
+/** Key prefix of "the new owner's connection delivers frames" records (a planned move's handoff). */
+export const READY_KEY_PREFIX = 'ready/';
 
 /** Parses a camera record's value (JSON, or YAML: a person may write one by hand). */
 export function parseCamera(id: string, text: string, env: NodeJS.ProcessEnv = process.env): { definition?: CameraDefinition; error?: string } {
@@ -80,6 +83,8 @@ export class ClusterView {
   private readonly next = new Map<string, bigint>();
   /** Workers asked to drain (true) or to come back (false). */
   readonly drains = new Map<string, boolean>();
+  /** Per camera, the latest "connected and delivering frames" of a would-be new owner: `owner/incarnation` and the record's offset. */
+  readonly connected = new Map<string, { member: string; offset: number }>();
   private consumer: Consumer | undefined;
   private readonly listeners = new Set<() => void>();
   private readonly waiting: { topic: string; partition: number; offset: bigint }[] = [];
@@ -176,6 +181,10 @@ export class ClusterView {
       if (str(r.worker) && typeof r.drain === 'boolean' && key === `${DRAIN_KEY_PREFIX}${r.worker}`) this.drains.set(r.worker, r.drain);
       return;
     }
+    if (r.type === 'ready') {
+      if (str(r.camera) && str(r.owner) && str(r.incarnation) && key === `${READY_KEY_PREFIX}${r.camera}`) this.connected.set(r.camera, { member: `${r.owner}/${r.incarnation}`, offset });
+      return;
+    }
     if ((r.type !== 'claim' && r.type !== 'release') || !str(r.camera) || r.camera !== key || !str(r.owner)) return;
     const incarnation = str(r.incarnation) ? r.incarnation : '';
     const when = typeof r.at === 'number' && Number.isFinite(r.at) ? r.at : 0;
@@ -222,6 +231,12 @@ export class OwnerLog {
     const rec: OwnersRecord = { type: 'claim', camera, owner: this.workerId, incarnation: this.incarnation, at: Date.now() };
     const [meta] = await this.producer.send({ topic: this.topic, acks: -1, messages: [{ key: camera, value: JSON.stringify(rec), partition: 0 }] });
     return Number(meta.baseOffset);
+  }
+
+  /** Tells the camera's current owner that this worker's connection to it delivers frames: the owner may hand over now. */
+  async ready(camera: string): Promise<void> {
+    const rec: OwnersRecord = { type: 'ready', camera, owner: this.workerId, incarnation: this.incarnation, at: Date.now() };
+    await this.producer.send({ topic: this.topic, acks: 1, messages: [{ key: `${READY_KEY_PREFIX}${camera}`, value: JSON.stringify(rec), partition: 0 }] });
   }
 
   async release(camera: string, epoch: number): Promise<void> {

@@ -55,6 +55,12 @@ interface Running {
   stopping: boolean;
   /** performance.now() when a planned stop began. */
   stoppingAt: number;
+  /** Its slot went to another worker: it runs on until that worker's connection delivers frames (or the budget ends). */
+  handoffSince: number;
+  /** Offset of the owners topic up to which "ready" records are older than this handoff. */
+  handoffAfter: number;
+  /** A standby camera told the current owner that it is connected. */
+  readySent: boolean;
   /** The chain ended by itself (the source gave up, a file ended, it could not start). */
   ended: boolean;
   startedAt: number;
@@ -105,6 +111,8 @@ export class Worker {
   private duplicateId = false;
   /** When a camera whose chain ended by itself may be started again (performance.now()). */
   private readonly retryAt = new Map<string, number>();
+  /** Cameras in a handoff (checked every tick). */
+  private readonly handoffs = new Set<string>();
   private outputs: RunningPipeline | undefined;
   private joined = false;
   /** False after a fence until the next assignment: a rejoin then claims no slots (the group has handed them away). */
@@ -152,14 +160,21 @@ export class Worker {
   private owns(run: Running): boolean {
     if (run.claim === undefined || run.fenced || this.duplicateId || !this.leaseHolds()) return false;
     if (this.assigned.has(run.slot)) return true;
+    // A handoff: the slot is another worker's, which waits for our release (see reconcileOnce).
+    if (run.handoffSince && !run.stopping && performance.now() - run.handoffSince < this.handoffBudget()) return true;
     // A planned stop: frames in flight finish and their alerts are raised. The new owner starts
     // only after our release, or after releaseWait, within which this stop has ended.
     return run.stopping && performance.now() - run.stoppingAt < this.stopBudget();
   }
 
+  /** How long an old owner runs on after losing the slot, waiting for the new owner's connection: a third of the new owner's wait. */
+  private handoffBudget(): number {
+    return Math.max(0, ((this.c.releaseWaitMs ?? this.c.sessionTimeoutMs) - this.c.fenceMarginMs) / 3);
+  }
+
   /** How long a planned stop may let frames in flight finish: less than the new owner's wait for the release. */
   private stopBudget(): number {
-    return Math.min(10_000, (this.c.releaseWaitMs ?? this.c.sessionTimeoutMs) - this.c.fenceMarginMs);
+    return Math.min(10_000, ((this.c.releaseWaitMs ?? this.c.sessionTimeoutMs) - this.c.fenceMarginMs) / 2);
   }
 
   claimOf(source: string): Claim | undefined {
@@ -230,7 +245,7 @@ export class Worker {
         this.holdsSlots = true;
         this.reconcile();
       }
-      if (++beat % 10 === 0 || this.pending.size > 0 || this.waits.size > 0 || this.drainWanted() !== this.draining) this.reconcile();
+      if (++beat % 10 === 0 || this.pending.size > 0 || this.waits.size > 0 || this.handoffs.size > 0 || this.drainWanted() !== this.draining) this.reconcile();
     }, 100);
     this.tick.unref();
     return this.chains$.pipe(mergeAll());
@@ -316,9 +331,35 @@ export class Worker {
     const desired = new Map<string, CameraEntry>();
     if (!this.draining) for (const c of this.view.cameras.values()) if (this.assigned.has(c.slot) && c.definition?.source.enabled) desired.set(c.id, c);
 
-    // Stops first: cameras no longer here, or edited (restarted under a new claim); then
-    // chains that ended by themselves (released, retried in 10 s).
-    await Promise.all([...this.running.values()].filter((r) => !r.stopping && desired.get(r.id)?.text !== r.text).map((r) => this.stopCamera(r, true)));
+    // Stops first: cameras edited (restarted under a new claim), removed or disabled, at once;
+    // cameras whose slot went to another worker after a handoff (they run on until the new
+    // owner's connection delivers frames, or the budget ends); then chains that ended by
+    // themselves (released, retried in 10 s).
+    const stops: Promise<void>[] = [];
+    for (const r of this.running.values()) {
+      if (r.stopping) continue;
+      const want = desired.get(r.id);
+      if (want?.text === r.text) {
+        r.handoffSince = 0;
+        this.handoffs.delete(r.id);
+        continue;
+      }
+      const cam = this.view.cameras.get(r.id);
+      const moved = !want && !this.draining && cam?.text === r.text && cam.definition?.source.enabled && r.claim !== undefined;
+      if (moved) {
+        if (!r.handoffSince) {
+          r.handoffSince = now;
+          r.handoffAfter = this.view.connected.get(r.id)?.offset ?? -1;
+          this.handoffs.add(r.id);
+        }
+        const ready = this.view.connected.get(r.id);
+        const readyNow = ready !== undefined && ready.offset > r.handoffAfter && ready.member !== `${this.id}/${this.incarnation}`;
+        if (!readyNow && now - r.handoffSince < this.handoffBudget()) continue;
+      }
+      this.handoffs.delete(r.id);
+      stops.push(this.stopCamera(r, true));
+    }
+    await Promise.all(stops);
     for (const r of [...this.running.values()]) {
       if (!r.ended || r.stopping) continue;
       this.log(`cluster: camera ${r.id} ended on ${this.id}; releasing it and starting it again in 10 s`, { camera: r.id }, 'warn');
@@ -427,14 +468,22 @@ export class Worker {
     const stop$ = new Subject<void>();
     let ended!: () => void;
     const done = new Promise<void>((r) => (ended = r));
-    const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, claim, stop$, done, fenced: false, stopping: false, stoppingAt: 0, ended: false, startedAt: Date.now() };
+    const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, claim, stop$, done, fenced: false, stopping: false, stoppingAt: 0, handoffSince: 0, handoffAfter: -1, readySent: false, ended: false, startedAt: Date.now() };
     this.running.set(cam.id, run);
     if (claim) {
       this.claims.set(cam.id, claim);
       this.log(`cluster: ${this.id} starts ${cam.id} (slot ${cam.slot}, epoch ${claim.epoch})`, { worker: this.id, camera: cam.id, slot: cam.slot, epoch: claim.epoch });
     } else this.log(`cluster: ${this.id} connects ${cam.id} (slot ${cam.slot}) while its claim is pending`, { worker: this.id, camera: cam.id, slot: cam.slot }, 'debug');
     this.chains$.next(
-      pipeline.attach(cam.definition!.source, stop$, () => this.owns(run)).pipe(
+      pipeline.attach(cam.definition!.source, stop$, () => {
+        if (this.owns(run)) return true;
+        // Waiting for the claim: the first frame tells the current owner it may hand over.
+        if (!run.claim && !run.readySent && this.owners) {
+          run.readySent = true;
+          void this.owners.ready(run.id).catch(() => undefined);
+        }
+        return false;
+      }).pipe(
         // The last check before the sinks: a result is published only while this claim holds.
         filter((r) => {
           if (this.owns(run)) return true;

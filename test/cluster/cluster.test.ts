@@ -38,6 +38,15 @@ const byOwner = () => {
   for (const [cam, o] of owners()) m.set(o.owner, [...(m.get(o.owner) ?? []), cam]);
   return m;
 };
+/** Waits until no camera changed owner or epoch for 4 s (moves of an earlier step have ended). */
+async function settled(): Promise<void> {
+  const key = () => [...owners()].map(([c, o]) => `${c}:${o.owner}:${o.epoch}`).sort().join(',');
+  for (let i = 0; i < 30; i++) {
+    const a = key();
+    await sleep(4000);
+    if (key() === a && allRunning(camIds())) return;
+  }
+}
 const printLog = (w: WorkerProcess) => w.log.split('\n').filter((l) => l.includes('cluster:')).slice(-30).join('\n');
 
 beforeAll(async () => {
@@ -119,6 +128,7 @@ describe('cameras spread over argus workers by the consumer-group protocol (real
   });
 
   it('kill -9 of a worker: its cameras run on the others (failover time per camera printed)', async () => {
+    await settled();
     const before = byOwner();
     const [victim, cams] = [...before.entries()].sort((a, b) => b[1].length - a[1].length)[0];
     const w = workers.get(victim)!;
@@ -136,6 +146,7 @@ describe('cameras spread over argus workers by the consumer-group protocol (real
   });
 
   it('SIGSTOP longer than the session (a zombie): it stops its cameras before another worker starts them; after SIGCONT it rejoins without overlap', async () => {
+    await settled();
     const [zombie, cams] = [...byOwner().entries()].sort((a, b) => b[1].length - a[1].length)[0];
     const w = workers.get(zombie)!;
     const t = Date.now();
@@ -159,6 +170,7 @@ describe('cameras spread over argus workers by the consumer-group protocol (real
   });
 
   it('a fourth worker joins: about a quarter of the cameras move, none between the others, and the cameras that stay lose no frame; drain empties it again', async () => {
+    await settled();
     const before = owners();
     const w4 = new WorkerProcess('w4', yaml);
     workers.set('w4', w4);

@@ -38,6 +38,15 @@ describe('ClusterView: claims, releases and camera records (what a new owner wai
     expect(v.owners.get('x')!.state).toBe('released');
   });
 
+  it('"ready" records (a new owner’s connection delivers frames) are kept per camera with their offset; a malformed one is ignored', () => {
+    const v = view();
+    v.ingest('o', 0, 'ready/x', rec({ type: 'ready', camera: 'x', owner: 'B', incarnation: 'i9', at: 1 }), '40');
+    v.ingest('o', 0, 'ready/y', rec({ type: 'ready', camera: 'x', owner: 'B', incarnation: 'i9', at: 1 }), '41'); // key and camera differ
+    v.ingest('o', 0, 'ready/z', rec({ type: 'ready', camera: 'z', owner: 'B', at: 1 }), '42'); // no incarnation
+    expect([...v.connected]).toEqual([['x', { member: 'B/i9', offset: 40 }]]);
+    expect(v.owners.size).toBe(0);
+  });
+
   it('a replay (the view’s consumer rejoined its group and reads from the start) applies nothing twice', () => {
     const v = view();
     v.ingest('o', 0, 'x', claim('x', 'A'), '0');
