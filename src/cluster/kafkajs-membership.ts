@@ -63,7 +63,7 @@ export function slotAssigner(o: Pick<KafkajsMembershipOptions, 'info' | 'slotCos
 /**
  * Membership with a kafkajs consumer subscribed to the cameras topic. Nothing is read through
  * it (the worker's view reads the topics); it exists for the group protocol: joins, heartbeats
- * (every heartbeatIntervalMs, between fetches that wait 100 ms at most), and assignments.
+ * (every heartbeatIntervalMs, between fetches that wait at most that long or 500 ms), and assignments.
  * Offsets are never committed.
  */
 export class KafkajsMembership implements GroupMembership {
@@ -113,7 +113,8 @@ export class KafkajsMembership implements GroupMembership {
       sessionTimeout: o.sessionTimeoutMs,
       heartbeatInterval: o.heartbeatIntervalMs,
       rebalanceTimeout: o.rebalanceTimeoutMs,
-      maxWaitTimeInMs: 100,
+      // kafkajs heartbeats between fetches: an idle fetch waits at most this long.
+      maxWaitTimeInMs: Math.min(500, o.heartbeatIntervalMs),
       maxBytes: 64 * 1024,
       allowAutoTopicCreation: false,
       retry: { retries: 1000, initialRetryTime: 200, maxRetryTime: 2000 },

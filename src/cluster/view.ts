@@ -113,7 +113,8 @@ export class ClusterView {
     if (this.waiting.length === 0) this.resolveReady();
     const consumer = this.kafka.consumer({
       groupId: `${this.groupPrefix}-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`,
-      maxWaitTimeInMs: 100,
+      // A fetch returns as soon as a record arrives; idle, it waits this long (less polling).
+      maxWaitTimeInMs: 1000,
       allowAutoTopicCreation: false,
       sessionTimeout: 30_000,
       retry: { retries: 1000, initialRetryTime: 200, maxRetryTime: 2000 },
