@@ -3,7 +3,7 @@ import { AssignerProtocol, Kafka, logLevel, type Admin } from 'kafkajs';
 import { CamerasFileSchema, ClusterSchema, type ClusterConfig } from '../config/schema.js';
 import { parseConfigText } from '../config/load.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { DRAIN_KEY_PREFIX, ClusterView, ensureClusterTopics, parseCamera, retrying, type OwnersRecord } from './view.js';
+import { CAMERA_ENV_PREFIX, DRAIN_KEY_PREFIX, ClusterView, ensureClusterTopics, forbiddenEnvRefs, parseCamera, retrying, type OwnersRecord } from './view.js';
 
 /** `argus cameras …` and `argus cluster …`: what they need to reach the cluster. */
 export interface ClusterTarget {
@@ -84,7 +84,10 @@ export async function readCamerasFile(file: string): Promise<{ id: string; value
     const id = c.source.id;
     if (seen.has(id)) throw new ArgusError(ErrorCodes.CONFIG, `${file}: cameras[${i}].id: duplicate camera id "${id}"`);
     seen.add(id);
-    return { id, value: JSON.stringify(raw.cameras[i]) };
+    const value = JSON.stringify(raw.cameras[i]);
+    const forbidden = forbiddenEnvRefs(value);
+    if (forbidden.length) throw new ArgusError(ErrorCodes.CONFIG, `${file}: cameras[${i}]: \${env:${forbidden[0]}}: a camera may read only ${CAMERA_ENV_PREFIX}* variables of the workers' environment`);
+    return { id, value };
   });
 }
 

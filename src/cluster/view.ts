@@ -47,6 +47,18 @@ export const DRAIN_KEY_PREFIX = 'drain/';
 /** Key prefix of "the new owner's connection delivers frames" records (a planned move's handoff). */
 export const READY_KEY_PREFIX = 'ready/';
 
+/**
+ * The only environment variables a camera record may read: `${env:ARGUS_CAMERA_…}`. Anyone who
+ * can write the cameras topic could otherwise send any of a worker's variables (its Kafka
+ * password, a cloud key) to an address of their choosing in a camera URI.
+ */
+export const CAMERA_ENV_PREFIX = 'ARGUS_CAMERA_';
+
+/** The `${env:NAME}` references of a camera's text that it may not read (names without CAMERA_ENV_PREFIX). */
+export function forbiddenEnvRefs(text: string): string[] {
+  return [...text.matchAll(/\$\{env:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]).filter((n) => !n.startsWith(CAMERA_ENV_PREFIX));
+}
+
 /** Parses a camera record's value (JSON, or YAML: a person may write one by hand). */
 export function parseCamera(id: string, text: string, env: NodeJS.ProcessEnv = process.env): { definition?: CameraDefinition; error?: string } {
   let doc: unknown;
@@ -56,6 +68,8 @@ export function parseCamera(id: string, text: string, env: NodeJS.ProcessEnv = p
     return { error: `not valid JSON or YAML: ${(e as Error).message.split('\n')[0]}` };
   }
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return { error: 'expected an object' };
+  const forbidden = forbiddenEnvRefs(text);
+  if (forbidden.length) return { error: `\${env:${forbidden[0]}}: a camera may read only ${CAMERA_ENV_PREFIX}* variables of the worker's environment` };
   try {
     // `${env:…}` references resolve here, from this worker's environment.
     doc = interpolateEnv(doc, env);

