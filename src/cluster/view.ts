@@ -127,8 +127,9 @@ export class ClusterView {
     if (this.waiting.length === 0) this.resolveReady();
     const consumer = this.kafka.consumer({
       groupId: `${this.groupPrefix}-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`,
-      // A fetch returns as soon as a record arrives; idle, it waits this long (less polling).
-      maxWaitTimeInMs: 1000,
+      // Claims, releases and "ready" records decide a handover's gap: poll often (measured: at
+      // 1 s, a camera edit took 650 ms to restart instead of 37 ms).
+      maxWaitTimeInMs: 100,
       allowAutoTopicCreation: false,
       sessionTimeout: 30_000,
       retry: { retries: 1000, initialRetryTime: 200, maxRetryTime: 2000 },
