@@ -130,9 +130,6 @@ export class KafkajsMembership implements GroupMembership {
       if (this.consumer !== consumer || !this.heartbeatSentAt) return;
       this.alive = Math.max(this.alive, performance.now() - Math.max(0, Date.now() - this.heartbeatSentAt));
     });
-    consumer.on(consumer.events.REBALANCING, () => {
-      if (this.consumer === consumer) o.onRebalancing?.();
-    });
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
       if (this.consumer !== consumer) return;
       this.alive = performance.now();

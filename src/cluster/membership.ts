@@ -19,8 +19,6 @@ export interface MemberInfo {
 export interface Assignment {
   /** The slots this worker now holds. */
   slots: number[];
-  /** The group's members in this generation as `workerId/incarnation` (this one included). Undefined when they could not be read. */
-  members?: Set<string>;
 }
 
 export interface GroupMembership {
@@ -44,9 +42,7 @@ export interface MembershipOptions {
   /** The cost of the cameras in a slot (the leader balances by it). */
   slotCost: (slot: number) => number;
   onAssigned: (a: Assignment) => void;
-  /** The members of the current generation, once read (after onAssigned). */
+  /** The group's members in this generation as `workerId/incarnation` (this one included), once read after onAssigned; undefined when they could not be read. */
   onMembers?: (members: Set<string> | undefined) => void;
-  /** The group began a rebalance (this worker keeps its slots until the next assignment). */
-  onRebalancing?: () => void;
   log?: (msg: string, fields?: Record<string, unknown>, level?: 'info' | 'warn' | 'error' | 'debug') => void;
 }
