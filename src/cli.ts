@@ -151,11 +151,15 @@ clusterFlags(
     .option('--id <id>', 'camera id')
     .option('--uri <uri>', 'what to open (rtsp://…, a file, …)')
     .option('--fps <n>', 'frames per second to analyse', Number)
-    .option('--cost <n>', 'relative cost against worker capacity (default 1)', Number),
-).action(async (file: string | undefined, opts: { brokers?: string[]; config?: string; id?: string; uri?: string; fps?: number; cost?: number }) => {
-  const { applyCameras, cameraFromFields, readCamerasFile } = await import('./cluster/admin.js');
+    .option('--cost <n>', 'relative cost against worker capacity (default 1)', Number)
+    .option('--pin <worker>', 'run it only on this worker (cluster.workerId)')
+    .option('--label <name=value>', 'run it only on workers with this label (cluster.labels); repeatable', (v: string, prev: string[] = []) => [...prev, v]),
+).action(async (file: string | undefined, opts: { brokers?: string[]; config?: string; id?: string; uri?: string; fps?: number; cost?: number; pin?: string; label?: string[] }) => {
+  const { applyCameras, cameraFromFields, parseLabels, readCamerasFile } = await import('./cluster/admin.js');
   if (!file && (!opts.id || !opts.uri)) throw new InvalidArgumentError('give a cameras YAML file, or --id and --uri');
-  const cams = file ? await readCamerasFile(file) : [cameraFromFields({ id: opts.id, uri: opts.uri, fps: opts.fps, cost: opts.cost })];
+  const labels = parseLabels(opts.label);
+  const placement = opts.pin || labels ? { pin: opts.pin, labels } : undefined;
+  const cams = file ? await readCamerasFile(file) : [cameraFromFields({ id: opts.id, uri: opts.uri, fps: opts.fps, cost: opts.cost, placement: placement && JSON.parse(JSON.stringify(placement)) })];
   const r = await applyCameras(await target(opts), cams, false);
   process.stdout.write(`added ${r.added.length}, changed ${r.changed.length}, unchanged ${r.unchanged.length}\n`);
 });
@@ -169,7 +173,8 @@ clusterFlags(cameras.command('ls').description('list the cameras: slot, cost, ow
   const { listCameras } = await import('./cluster/admin.js');
   const list = await listCameras(await target(opts));
   if (opts.json) return void process.stdout.write(JSON.stringify(list, null, 2) + '\n');
-  process.stdout.write(['id\tslot\tcost\towner\tepoch\tstate', ...list.map((c) => `${c.id}\t${c.slot}\t${c.cost}\t${c.owner ?? '-'}\t${c.epoch ?? '-'}\t${c.error ? `invalid: ${c.error.split('\n')[0]}` : !c.enabled ? 'disabled' : (c.state ?? 'waiting')}`)].join('\n') + '\n');
+  const where = (c: (typeof list)[number]) => [c.placement?.pin && `pin=${c.placement.pin}`, ...Object.entries(c.placement?.labels ?? {}).map(([k, v]) => `${k}=${v}`)].filter(Boolean).join(',') || '-';
+  process.stdout.write(['id\tslot\tcost\towner\tepoch\tplacement\tstate', ...list.map((c) => `${c.id}\t${c.slot}\t${c.cost}\t${c.owner ?? '-'}\t${c.epoch ?? '-'}\t${where(c)}\t${c.error ? `invalid: ${c.error.split('\n')[0]}` : !c.enabled ? 'disabled' : (c.state ?? 'waiting')}`)].join('\n') + '\n');
 });
 const cluster = program.command('cluster').description('the workers: status, drain');
 clusterFlags(cluster.command('status').description('workers, their slots and cameras, and cameras no worker holds').option('--json', 'print JSON', false)).action(async (opts: { brokers?: string[]; config?: string; json: boolean }) => {
@@ -177,8 +182,11 @@ clusterFlags(cluster.command('status').description('workers, their slots and cam
   const st = await clusterStatus(await target(opts));
   if (opts.json) return void process.stdout.write(JSON.stringify(st, null, 2) + '\n');
   const lines = [`group ${st.group}: ${st.state}, ${st.workers.length} worker(s), ${st.cameras.length} camera(s)`];
-  for (const w of st.workers) lines.push(`  ${w.worker}${w.draining ? ' (draining)' : ''}  capacity ${w.capacity}  ${w.slots.length} slot(s)  cameras: ${w.cameras.join(', ') || '-'}`);
-  if (st.unassigned.length) lines.push(`  no worker holds: ${st.unassigned.join(', ')}`);
+  for (const w of st.workers) {
+    const labels = Object.entries(w.labels).map(([k, v]) => `${k}=${v}`).join(',');
+    lines.push(`  ${w.worker}${w.draining ? ' (draining)' : ''}  capacity ${w.capacity}${labels ? `  labels ${labels}` : ''}  ${w.slots.length} slot(s)  cameras: ${w.cameras.join(', ') || '-'}`);
+  }
+  if (st.unassigned.length) lines.push(`  no worker holds: ${st.unassigned.map((id) => (st.unplaceable[id] ? `${id} (${st.unplaceable[id]})` : id)).join(', ')}`);
   process.stdout.write(lines.join('\n') + '\n');
 });
 clusterFlags(cluster.command('drain').description('move every camera off a worker (it stays in the group with capacity 0)').argument('<worker>', 'worker id (argus cluster status)').option('--undo', 'let the worker take cameras again', false)).action(

@@ -208,6 +208,7 @@ cluster:
   ownersTopic: ${n.owners}
   slots: ${extra.slots ?? 32}
   sessionTimeoutMs: ${extra.sessionTimeoutMs ?? 6000}
+  labels: { role: "\${env:ROLE,none}" }
 outbox: { dir: "${dir}/outbox-\${env:W}" }
 alerts: { snapshot: { mode: none } }
 server: { host: 127.0.0.1, port: 0 }

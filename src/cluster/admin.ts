@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises';
-import { AssignerProtocol, Kafka, logLevel, type Admin } from 'kafkajs';
-import { CamerasFileSchema, ClusterSchema, type ClusterConfig } from '../config/schema.js';
+import { AssignerProtocol, Kafka, logLevel, Partitioners, type Admin } from 'kafkajs';
+import { CamerasFileSchema, ClusterSchema, PlacementSchema, type ClusterConfig, type Placement } from '../config/schema.js';
 import { parseConfigText } from '../config/load.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { chooseSlot, placementKey, unmet, type SlottedCamera } from './placement.js';
 import { CAMERA_ENV_PREFIX, DRAIN_KEY_PREFIX, ClusterView, ensureClusterTopics, forbiddenEnvRefs, parseCamera, retrying, type OwnersRecord } from './view.js';
 
 /** `argus cameras …` and `argus cluster …`: what they need to reach the cluster. */
@@ -51,7 +52,9 @@ export async function snapshot(t: ClusterTarget): Promise<ClusterView> {
   });
 }
 
-async function produce(t: ClusterTarget, topic: string, messages: { key: string; value: string | null }[]): Promise<void> {
+type Outgoing = { key: string; value: string | null; partition?: number };
+
+async function produce(t: ClusterTarget, topic: string, messages: Outgoing[]): Promise<void> {
   if (messages.length === 0) return;
   await withAdmin(t, async (_admin, kafka) => {
     const producer = kafka.producer({ allowAutoTopicCreation: false });
@@ -98,37 +101,84 @@ export interface ApplyResult {
   removed: string[];
 }
 
+/** The placement a camera record asks for (undefined: anywhere, or the record cannot be read). */
+export function placementOfText(text: string): Placement | undefined {
+  try {
+    const r = PlacementSchema.safeParse((JSON.parse(text) as { placement?: unknown })?.placement);
+    return r.success ? r.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The number of slots (partitions of the cameras topic) as the broker has them. */
+async function slotCount(t: ClusterTarget): Promise<number> {
+  return withAdmin(t, async (admin) => (await retrying(() => admin.fetchTopicOffsets(t.cluster.camerasTopic))).length);
+}
+
+/** The slot Kafka's default partitioner gives a key (kafkajs's, the same murmur2 as Java's). */
+export function homeSlot(topic: string, key: string, slots: number): number {
+  const partitioner = Partitioners.DefaultPartitioner();
+  const partitionMetadata = Array.from({ length: slots }, (_, partitionId) => ({ partitionId, leader: 0, partitionErrorCode: 0, replicas: [0], isr: [0] }));
+  return partitioner({ topic, partitionMetadata, message: { key, value: null } });
+}
+
+/**
+ * The records that put `cams` in place: each camera in a slot whose cameras ask for the same
+ * placement (placement.ts, chooseSlot), its home slot when it can; a camera that moves slot gets
+ * a tombstone in every slot it leaves, written before its new record.
+ */
+export function placeCameras(topic: string, view: Pick<ClusterView, 'cameras' | 'slotsOf'>, cams: { id: string; value: string }[], slots: number): Outgoing[] {
+  const placed: SlottedCamera[] = [...view.cameras.values()].map((c) => ({ id: c.id, slot: c.slot, key: placementKey(placementOfText(c.text)) }));
+  const tombstones: Outgoing[] = [];
+  const records: Outgoing[] = [];
+  for (const c of cams) {
+    const key = placementKey(placementOfText(c.value));
+    const slot = chooseSlot(c.id, key, homeSlot(topic, c.id, slots), slots, placed);
+    if (slot === undefined) throw new ArgusError(ErrorCodes.CONFIG, `camera ${c.id}: every one of the ${slots} slots holds cameras of another placement (cameras sharing a slot must share their placement): raise cluster.slots, or give fewer placements`);
+    for (const s of view.slotsOf(c.id)) if (s !== slot) tombstones.push({ key: c.id, value: null, partition: s });
+    const at = placed.findIndex((p) => p.id === c.id);
+    if (at >= 0) placed.splice(at, 1);
+    placed.push({ id: c.id, slot, key });
+    records.push({ key: c.id, value: c.value, partition: slot });
+  }
+  return [...tombstones, ...records];
+}
+
 /** Makes the cameras topic hold exactly the file's cameras (with `prune`), or adds/replaces them (without). */
 export async function applyCameras(t: ClusterTarget, cams: { id: string; value: string }[], prune: boolean): Promise<ApplyResult> {
   const view = await snapshot(t);
   const r: ApplyResult = { added: [], changed: [], unchanged: [], removed: [] };
-  const messages: { key: string; value: string | null }[] = [];
+  const changed: { id: string; value: string }[] = [];
   const wanted = new Set(cams.map((c) => c.id));
   for (const c of cams) {
     const cur = view.cameras.get(c.id);
-    if (cur?.text === c.value) {
+    if (cur?.text === c.value && !cur.error) {
       r.unchanged.push(c.id);
       continue;
     }
     (cur ? r.changed : r.added).push(c.id);
-    messages.push({ key: c.id, value: c.value });
+    changed.push(c);
   }
+  const messages: Outgoing[] = [];
   if (prune) {
     for (const id of view.cameras.keys()) {
       if (wanted.has(id)) continue;
       r.removed.push(id);
-      messages.push({ key: id, value: null });
+      for (const s of view.slotsOf(id)) messages.push({ key: id, value: null, partition: s });
+      view.cameras.delete(id); // its slot is free for the file's cameras
     }
   }
+  if (changed.length) messages.push(...placeCameras(t.cluster.camerasTopic, view, changed, await slotCount(t)));
   await produce(t, t.cluster.camerasTopic, messages);
   return r;
 }
 
-/** Removes cameras (tombstones); returns the ids that were not there. */
+/** Removes cameras (a tombstone in every slot holding one); returns the ids that were not there. */
 export async function removeCameras(t: ClusterTarget, ids: string[]): Promise<string[]> {
   const view = await snapshot(t);
   const unknown = ids.filter((id) => !view.cameras.has(id));
-  await produce(t, t.cluster.camerasTopic, ids.filter((id) => view.cameras.has(id)).map((key) => ({ key, value: null })));
+  await produce(t, t.cluster.camerasTopic, ids.flatMap((id) => view.slotsOf(id).map((partition) => ({ key: id, value: null, partition }))));
   return unknown;
 }
 
@@ -143,6 +193,8 @@ export interface CameraStatus {
   epoch?: number;
   state?: 'claimed' | 'released';
   since?: string;
+  /** Where it may run (its record's placement). */
+  placement?: Placement;
 }
 
 export async function listCameras(t: ClusterTarget): Promise<CameraStatus[]> {
@@ -152,6 +204,8 @@ export async function listCameras(t: ClusterTarget): Promise<CameraStatus[]> {
     .map((c) => {
       const o = view.owners.get(c.id);
       const s: CameraStatus = { id: c.id, slot: c.slot, cost: c.definition?.cost ?? 0, enabled: c.definition?.source.enabled ?? false };
+      const placement = c.definition?.placement ?? placementOfText(c.text);
+      if (placement) s.placement = placement;
       if (c.error) s.error = c.error;
       if (o) Object.assign(s, { owner: o.owner, epoch: o.epoch, state: o.state, since: new Date(o.at).toISOString() });
       return s;
@@ -162,6 +216,7 @@ export interface WorkerStatus {
   worker: string;
   memberId: string;
   capacity: number;
+  labels: Record<string, string>;
   slots: number[];
   cameras: string[];
   draining: boolean;
@@ -174,6 +229,8 @@ export interface ClusterStatus {
   cameras: CameraStatus[];
   /** Enabled cameras whose slot no worker holds. */
   unassigned: string[];
+  /** Why, for those whose placement no worker in the group satisfies (camera id → reason). */
+  unplaceable: Record<string, string>;
 }
 
 export async function clusterStatus(t: ClusterTarget): Promise<ClusterStatus> {
@@ -185,12 +242,13 @@ export async function clusterStatus(t: ClusterTarget): Promise<ClusterStatus> {
     const workers: WorkerStatus[] = [];
     const held = new Set<number>();
     for (const m of g?.members ?? []) {
-      let info: { workerId?: string; capacity?: number } = {};
+      let info: { workerId?: string; capacity?: number; labels?: Record<string, string>; nudge?: boolean } = {};
       try {
         info = JSON.parse(AssignerProtocol.MemberMetadata.decode(m.memberMetadata)!.userData.toString('utf8'));
       } catch {
         // not an argus worker
       }
+      if (info.nudge) continue; // a worker's request for a rebalance, about to leave
       let slots: number[] = [];
       try {
         slots = [...(AssignerProtocol.MemberAssignment.decode(m.memberAssignment)?.assignment[t.cluster.camerasTopic] ?? [])].sort((a, b) => a - b);
@@ -199,10 +257,17 @@ export async function clusterStatus(t: ClusterTarget): Promise<ClusterStatus> {
       }
       for (const s of slots) held.add(s);
       const worker = info.workerId ?? m.memberId;
-      workers.push({ worker, memberId: m.memberId, capacity: info.capacity ?? 0, slots, cameras: cameras.filter((c) => c.owner === worker && c.state === 'claimed').map((c) => c.id), draining: view.drains.get(worker) === true });
+      workers.push({ worker, memberId: m.memberId, capacity: info.capacity ?? 0, labels: info.labels && typeof info.labels === 'object' ? info.labels : {}, slots, cameras: cameras.filter((c) => c.owner === worker && c.state === 'claimed').map((c) => c.id), draining: view.drains.get(worker) === true });
     }
     workers.sort((a, b) => (a.worker < b.worker ? -1 : 1));
-    return { group: t.cluster.group, state: g?.state ?? 'Dead', workers, cameras, unassigned: cameras.filter((c) => c.enabled && !held.has(c.slot)).map((c) => c.id) };
+    const unassigned = cameras.filter((c) => c.enabled && !held.has(c.slot));
+    const unplaceable: Record<string, string> = {};
+    for (const c of unassigned) {
+      const able = workers.filter((w) => w.capacity > 0);
+      if (!c.placement || able.some((w) => unmet(c.placement, { workerId: w.worker, labels: w.labels }) === undefined)) continue;
+      unplaceable[c.id] = `${unmet(c.placement, { workerId: '', labels: {} })}: no worker in the group has that`;
+    }
+    return { group: t.cluster.group, state: g?.state ?? 'Dead', workers, cameras, unassigned: unassigned.map((c) => c.id), unplaceable };
   });
 }
 
@@ -210,6 +275,18 @@ export async function clusterStatus(t: ClusterTarget): Promise<ClusterStatus> {
 export async function drainWorker(t: ClusterTarget, worker: string, undo = false): Promise<void> {
   const rec: OwnersRecord = { type: 'drain', worker, drain: !undo, at: Date.now() };
   await produce(t, t.cluster.ownersTopic, [{ key: `${DRAIN_KEY_PREFIX}${worker}`, value: JSON.stringify(rec) }]);
+}
+
+/** `--label k=v` (repeatable) as labels; a malformed one is a coded error naming it. */
+export function parseLabels(list: readonly string[] | undefined): Record<string, string> | undefined {
+  if (!list?.length) return undefined;
+  const out: Record<string, string> = {};
+  for (const l of list) {
+    const i = l.indexOf('=');
+    if (i <= 0) throw new ArgusError(ErrorCodes.CONFIG, `--label ${l}: expected name=value`);
+    out[l.slice(0, i)] = l.slice(i + 1);
+  }
+  return out;
 }
 
 /** One camera from command-line fields (`argus cameras add --id … --uri …`), validated like a file's. */

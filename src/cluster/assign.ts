@@ -14,13 +14,19 @@ export interface SlotMember {
   capacity: number;
   /** Slots the worker runs now. */
   owned: readonly number[];
+  /** What it offers to cameras' placement (cluster.labels). */
+  labels?: Readonly<Record<string, string>>;
 }
+
+/** Whether a member may hold a slot (every camera in it may run there); absent: any member may. */
+export type SlotAccepts = (slot: number, member: SlotMember) => boolean;
 
 /**
  * Returns each member's slots. `cost(slot)` is the cost of the cameras in it (0 for an empty
- * slot: empty slots are dealt out by count, after the others).
+ * slot: empty slots are dealt out by count, after the others). `accepts` limits which members
+ * may hold a slot (its cameras' placement); a slot no member accepts is given to none.
  */
-export function assignSlots(members: readonly SlotMember[], slots: readonly number[], cost: (slot: number) => number): Map<string, number[]> {
+export function assignSlots(members: readonly SlotMember[], slots: readonly number[], cost: (slot: number) => number, accepts: SlotAccepts = () => true): Map<string, number[]> {
   const out = new Map<string, number[]>(members.map((m) => [m.memberId, []]));
   const able = [...members].filter((m) => m.capacity > 0).sort((a, b) => (a.workerId < b.workerId ? -1 : a.workerId > b.workerId ? 1 : a.memberId < b.memberId ? -1 : 1));
   if (able.length === 0) return out;
@@ -33,7 +39,7 @@ export function assignSlots(members: readonly SlotMember[], slots: readonly numb
     [weighed, (s: number) => cost(s)],
     [empty, () => 1],
   ] as const) {
-    const plan = balance(able, group, weight, taken);
+    const plan = balance(able, group, weight, taken, accepts);
     for (const [m, l] of plan) out.get(m)!.push(...l);
   }
   for (const list of out.values()) list.sort((a, b) => a - b);
@@ -41,13 +47,14 @@ export function assignSlots(members: readonly SlotMember[], slots: readonly numb
 }
 
 /**
- * One group of slots: each member keeps what it runs; slots nobody (able) runs go, heaviest
- * first, to the member with the lowest load relative to its capacity; then, while some slot
- * moved from a member to the least loaded one would leave the latter below the giver's load,
- * such a slot moves (the most loaded giver's heaviest first). Only moves that even the loads
- * out are made: each lowers the sum of squared loads, so this ends.
+ * One group of slots: each member keeps what it runs (where it still accepts it); slots nobody
+ * (able) runs go, heaviest first, to the accepting member with the lowest load relative to its
+ * capacity; then, while some slot moved from a member to a less loaded one that accepts it
+ * would leave the latter below the giver's load, such a slot moves (the most loaded giver's
+ * heaviest first, to the least loaded taker). Only moves that even the loads out are made: each
+ * lowers the sum of squared loads, so this ends.
  */
-function balance(able: readonly SlotMember[], group: readonly number[], weight: (s: number) => number, taken: Set<number>): Map<string, number[]> {
+function balance(able: readonly SlotMember[], group: readonly number[], weight: (s: number) => number, taken: Set<number>, accepts: SlotAccepts): Map<string, number[]> {
   const inGroup = new Set(group);
   const held = new Map<string, number[]>(able.map((m) => [m.memberId, []]));
   const load = new Map<string, number>(able.map((m) => [m.memberId, 0]));
@@ -58,32 +65,38 @@ function balance(able: readonly SlotMember[], group: readonly number[], weight: 
     load.set(id, load.get(id)! + weight(s));
   };
   const rel = (id: string, extra = 0) => (load.get(id)! + extra) / cap.get(id)!;
-  for (const m of able) for (const s of [...m.owned].sort((a, b) => a - b)) if (inGroup.has(s) && !taken.has(s)) give(m.memberId, s);
+  const byId = new Map(able.map((m) => [m.memberId, m]));
+  const ok = (id: string, s: number) => accepts(s, byId.get(id)!);
+  for (const m of able) for (const s of [...m.owned].sort((a, b) => a - b)) if (inGroup.has(s) && !taken.has(s) && ok(m.memberId, s)) give(m.memberId, s);
   for (const s of group.filter((x) => !taken.has(x)).sort((a, b) => weight(b) - weight(a) || a - b)) {
-    let best = able[0].memberId;
-    for (const m of able) if (rel(m.memberId, weight(s)) < rel(best, weight(s)) - 1e-9) best = m.memberId;
-    give(best, s);
+    let best: string | undefined;
+    for (const m of able) if (ok(m.memberId, s) && (best === undefined || rel(m.memberId, weight(s)) < rel(best, weight(s)) - 1e-9)) best = m.memberId;
+    if (best !== undefined) give(best, s); // else no member may run its cameras: it waits, held by none
   }
+  // Stable order (every leader computes the same): by relative load, then by id order in `able`.
+  const rank = new Map(able.map((m, i) => [m.memberId, i]));
+  const order = (ids: string[], dir: 1 | -1) => ids.sort((a, b) => (Math.abs(rel(a) - rel(b)) > 1e-9 ? dir * (rel(a) - rel(b)) : rank.get(a)! - rank.get(b)!));
   for (let guard = 0; guard < 10_000; guard++) {
-    let lo = able[0].memberId;
-    for (const m of able) if (rel(m.memberId) < rel(lo) - 1e-9) lo = m.memberId;
-    // Givers from the most loaded down: the heaviest of its slots whose move leaves the least
-    // loaded member below the giver's load now (a giver whose slots are all too heavy is passed).
-    const givers = able.map((m) => m.memberId).filter((id) => id !== lo).sort((a, b) => rel(b) - rel(a));
     let moved = false;
-    for (const hi of givers) {
-      const movable = held
-        .get(hi)!
-        .filter((s) => rel(lo, weight(s)) < rel(hi) - 1e-9)
-        .sort((a, b) => weight(b) - weight(a) || b - a);
-      if (movable.length === 0) continue;
-      const s = movable[0];
-      held.set(hi, held.get(hi)!.filter((x) => x !== s));
-      load.set(hi, load.get(hi)! - weight(s));
-      held.get(lo)!.push(s);
-      load.set(lo, load.get(lo)! + weight(s));
-      moved = true;
-      break;
+    // Takers from the least loaded up, givers from the most loaded down: the giver's heaviest
+    // slot that the taker accepts and whose move leaves the taker below the giver's load now.
+    const ids = able.map((m) => m.memberId);
+    outer: for (const lo of order([...ids], 1)) {
+      for (const hi of order(ids.filter((id) => id !== lo), -1)) {
+        if (rel(hi) <= rel(lo) + 1e-9) break;
+        const movable = held
+          .get(hi)!
+          .filter((s) => ok(lo, s) && rel(lo, weight(s)) < rel(hi) - 1e-9)
+          .sort((a, b) => weight(b) - weight(a) || b - a);
+        if (movable.length === 0) continue;
+        const s = movable[0];
+        held.set(hi, held.get(hi)!.filter((x) => x !== s));
+        load.set(hi, load.get(hi)! - weight(s));
+        held.get(lo)!.push(s);
+        load.set(lo, load.get(lo)! + weight(s));
+        moved = true;
+        break outer;
+      }
     }
     if (!moved) break;
   }

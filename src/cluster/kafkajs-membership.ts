@@ -16,12 +16,18 @@ export interface KafkajsMembershipOptions extends MembershipOptions {
   rebalanceTimeoutMs: number;
 }
 
-function decodeInfo(metadata: Buffer): MemberInfo | undefined {
+/** The user data of a member that joins only to make the group rebalance (requestRebalance). */
+const NUDGE = { nudge: true };
+
+function decodeInfo(metadata: Buffer): MemberInfo | 'nudge' | undefined {
   try {
     const { userData } = AssignerProtocol.MemberMetadata.decode(metadata)!;
-    const v = JSON.parse(userData.toString('utf8')) as Partial<MemberInfo>;
+    const v = JSON.parse(userData.toString('utf8')) as Partial<MemberInfo> & { nudge?: unknown };
+    if (v.nudge === true) return 'nudge';
     if (typeof v.workerId !== 'string' || typeof v.capacity !== 'number' || !Number.isFinite(v.capacity) || !Array.isArray(v.owned)) return undefined;
-    return { workerId: v.workerId, incarnation: typeof v.incarnation === 'string' ? v.incarnation : '', capacity: Math.max(0, v.capacity), owned: v.owned.filter((s): s is number => Number.isInteger(s)) };
+    const labels: Record<string, string> = {};
+    if (v.labels && typeof v.labels === 'object') for (const [k, x] of Object.entries(v.labels)) if (typeof x === 'string') labels[k] = x;
+    return { workerId: v.workerId, incarnation: typeof v.incarnation === 'string' ? v.incarnation : '', capacity: Math.max(0, v.capacity), owned: v.owned.filter((s): s is number => Number.isInteger(s)), labels };
   } catch {
     return undefined;
   }
@@ -32,23 +38,26 @@ function decodeInfo(metadata: Buffer): MemberInfo | undefined {
  * capacity and current slots as user data; assignSlots shares the topic's partitions. A member
  * whose user data cannot be read (another version) gets nothing and is logged.
  */
-export function slotAssigner(o: Pick<KafkajsMembershipOptions, 'info' | 'slotCost' | 'log'>): PartitionAssigner {
+export function slotAssigner(o: Pick<KafkajsMembershipOptions, 'slotCost' | 'slotAccepts' | 'log'> & { info: () => MemberInfo | typeof NUDGE }): PartitionAssigner {
   return ({ cluster }) => ({
     name: ASSIGNER_NAME,
     version: ASSIGNER_VERSION,
     async assign({ members, topics }) {
       const topic = topics[0];
       const slots = cluster.findTopicPartitionMetadata(topic).map((p) => p.partitionId);
-      const infos: SlotMember[] = [];
+      const infos: (SlotMember & { info: MemberInfo })[] = [];
       for (const m of members) {
         const info = decodeInfo(m.memberMetadata);
+        if (info === 'nudge') continue; // it gets nothing and leaves
         if (!info) {
           o.log?.(`cluster: member ${m.memberId} sent no argus member data; it gets no slots`, { member: m.memberId }, 'warn');
           continue;
         }
-        infos.push({ memberId: m.memberId, workerId: info.workerId, capacity: info.capacity, owned: info.owned });
+        infos.push({ memberId: m.memberId, workerId: info.workerId, capacity: info.capacity, owned: info.owned, labels: info.labels, info });
       }
-      const plan = assignSlots(infos, slots, o.slotCost);
+      const accepts = o.slotAccepts;
+      const byMember = new Map(infos.map((m) => [m.memberId, m.info]));
+      const plan = assignSlots(infos, slots, o.slotCost, accepts ? (slot, m) => accepts(slot, byMember.get(m.memberId)!) : undefined);
       return members.map((m) => ({
         memberId: m.memberId,
         memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: ASSIGNER_VERSION, assignment: { [topic]: plan.get(m.memberId) ?? [] }, userData: Buffer.alloc(0) }),
@@ -76,6 +85,7 @@ export class KafkajsMembership implements GroupMembership {
   /** Generations seen: a members read that finishes after a newer assignment is dropped. */
   private generation = 0;
   private retry: NodeJS.Timeout | undefined;
+  private nudging = false;
 
   constructor(private readonly o: KafkajsMembershipOptions) {}
 
@@ -105,11 +115,11 @@ export class KafkajsMembership implements GroupMembership {
     this.retry.unref();
   }
 
-  private async join(): Promise<void> {
+  private consumerFor(assigner: PartitionAssigner): Consumer {
     const o = this.o;
-    const consumer = o.kafka.consumer({
+    return o.kafka.consumer({
       groupId: o.group,
-      partitionAssigners: [slotAssigner(o)],
+      partitionAssigners: [assigner],
       sessionTimeout: o.sessionTimeoutMs,
       heartbeatInterval: o.heartbeatIntervalMs,
       rebalanceTimeout: o.rebalanceTimeoutMs,
@@ -119,6 +129,11 @@ export class KafkajsMembership implements GroupMembership {
       allowAutoTopicCreation: false,
       retry: { retries: 1000, initialRetryTime: 200, maxRetryTime: 2000 },
     });
+  }
+
+  private async join(): Promise<void> {
+    const o = this.o;
+    const consumer = this.consumerFor(slotAssigner(o));
     this.consumer = consumer;
     // The lease counts from when the answered heartbeat was sent: its answer may have waited in
     // the socket (a frozen process reads it only on waking), and it proves only that the
@@ -136,8 +151,8 @@ export class KafkajsMembership implements GroupMembership {
       const generation = ++this.generation;
       const slots = [...((e.payload.memberAssignment as Record<string, number[]>)[o.topic] ?? [])].sort((a, b) => a - b);
       o.onAssigned({ slots });
-      void this.members().then((members) => {
-        if (this.consumer === consumer && generation === this.generation) o.onMembers?.(members);
+      void this.members().then((r) => {
+        if (this.consumer === consumer && generation === this.generation) o.onMembers?.(r?.ids, r?.held);
       });
     });
     consumer.on(consumer.events.CRASH, (e) => {
@@ -152,18 +167,51 @@ export class KafkajsMembership implements GroupMembership {
     await consumer.run({ autoCommit: false, eachBatchAutoResolve: true, eachBatch: async () => {} });
   }
 
-  /** The worker ids in the group now (describeGroups); undefined when they cannot be read. */
-  private async members(): Promise<Set<string> | undefined> {
+  /** The worker ids in the group now and the slots given out (describeGroups); undefined when they cannot be read. */
+  private async members(): Promise<{ ids: Set<string>; held: Set<number> } | undefined> {
     try {
       const { groups } = await this.admin!.describeGroups([this.o.group]);
       const ids = new Set<string>();
+      const held = new Set<number>();
       for (const m of groups[0]?.members ?? []) {
         const info = decodeInfo(m.memberMetadata);
-        if (info) ids.add(`${info.workerId}/${info.incarnation}`);
+        if (info && info !== 'nudge') ids.add(`${info.workerId}/${info.incarnation}`);
+        try {
+          for (const s of AssignerProtocol.MemberAssignment.decode(m.memberAssignment)?.assignment[this.o.topic] ?? []) held.add(s);
+        } catch {
+          // no assignment yet
+        }
       }
-      return ids;
+      return { ids, held };
     } catch {
       return undefined;
+    }
+  }
+
+  /**
+   * A short-lived member joins (the group rebalances: the leader assigns afresh from its view)
+   * and leaves once it has its (empty) assignment, or after the rebalance timeout. Resolves
+   * when it has left. One at a time.
+   */
+  async requestRebalance(): Promise<void> {
+    if (this.stopped || this.nudging) return;
+    const nudge = this.consumerFor(slotAssigner({ ...this.o, info: () => NUDGE }));
+    this.nudging = true;
+    try {
+      const joined = new Promise<void>((r) => {
+        nudge.on(nudge.events.GROUP_JOIN, () => r());
+        nudge.on(nudge.events.CRASH, () => r());
+        setTimeout(r, this.o.rebalanceTimeoutMs + 5000).unref();
+      });
+      await nudge.connect();
+      await nudge.subscribe({ topic: this.o.topic, fromBeginning: false });
+      await nudge.run({ autoCommit: false, eachBatchAutoResolve: true, eachBatch: async () => {} });
+      await joined;
+    } catch (e) {
+      this.o.log?.(`cluster: could not ask group ${this.o.group} to rebalance (${(e as Error).message})`, {}, 'warn');
+    } finally {
+      await nudge.disconnect().catch(() => undefined);
+      this.nudging = false;
     }
   }
 

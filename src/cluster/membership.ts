@@ -13,6 +13,8 @@ export interface MemberInfo {
   capacity: number;
   /** The slots it runs now (sticky assignment keeps them where it can). */
   owned: number[];
+  /** What it offers to cameras' placement (cluster.labels). */
+  labels: Record<string, string>;
 }
 
 /** One generation's outcome for this worker. */
@@ -29,6 +31,11 @@ export interface GroupMembership {
   /** Leaves and joins again, telling the group `info()` afresh (a drain, or capacity back). */
   rejoin(): Promise<void>;
   /**
+   * Asks the group for a new assignment without leaving it (this worker's cameras run on): a
+   * camera's placement changed, so a slot should go to another worker.
+   */
+  requestRebalance(): Promise<void>;
+  /**
    * performance.now() of when the last proof of membership was *sent* (a heartbeat the
    * coordinator answered: its request's send time), or of a completed join; -Infinity before
    * the first, and again once the client has crashed or left. The worker's fence reads it.
@@ -41,8 +48,10 @@ export interface MembershipOptions {
   info: () => MemberInfo;
   /** The cost of the cameras in a slot (the leader balances by it). */
   slotCost: (slot: number) => number;
+  /** Whether a member may hold a slot (its cameras' placement); absent: any may. */
+  slotAccepts?: (slot: number, member: MemberInfo) => boolean;
   onAssigned: (a: Assignment) => void;
-  /** The group's members in this generation as `workerId/incarnation` (this one included), once read after onAssigned; undefined when they could not be read. */
-  onMembers?: (members: Set<string> | undefined) => void;
+  /** The group's members in this generation as `workerId/incarnation` (this one included), and the slots the group has given out, once read after onAssigned; undefined when they could not be read. */
+  onMembers?: (members: Set<string> | undefined, held?: Set<number>) => void;
   log?: (msg: string, fields?: Record<string, unknown>, level?: 'info' | 'warn' | 'error' | 'debug') => void;
 }

@@ -90,6 +90,8 @@ export function parseCamera(id: string, text: string, env: NodeJS.ProcessEnv = p
  */
 export class ClusterView {
   readonly cameras = new Map<string, CameraEntry>();
+  /** Per camera id, the latest record in each slot that holds one (more than one: an error). */
+  private readonly records = new Map<string, Map<number, { text: string; offset: string }>>();
   readonly owners = new Map<string, OwnerEntry>();
   /** Per camera, every claim not released yet, by epoch (a new owner waits for all of them). */
   readonly open = new Map<string, Map<number, OpenClaim>>();
@@ -167,21 +169,34 @@ export class ClusterView {
     }
   }
 
+  /** The slots holding a record of camera `id` (more than one only while it is in error). */
+  slotsOf(id: string): number[] {
+    return [...(this.records.get(id)?.keys() ?? [])].sort((a, b) => a - b);
+  }
+
   private applyCamera(slot: number, key: string, value: Buffer | null, offset: string): void {
-    const cur = this.cameras.get(key);
-    if (value === null) {
-      if (!cur || cur.slot === slot) this.cameras.delete(key);
-      else if (cur.error?.startsWith('in two slots')) this.cameras.set(key, { ...cur, error: undefined, ...parseCamera(key, cur.text) });
+    // Every slot's latest record of the id: one is the camera; a tombstone removes that slot's.
+    let bySlot = this.records.get(key);
+    if (value === null) bySlot?.delete(slot);
+    else {
+      if (!bySlot) this.records.set(key, (bySlot = new Map()));
+      bySlot.set(slot, { text: value.toString('utf8'), offset });
+    }
+    if (!bySlot || bySlot.size === 0) {
+      this.records.delete(key);
+      this.cameras.delete(key);
       return;
     }
-    const text = value.toString('utf8');
-    if (cur && cur.slot !== slot) {
-      // A client with another partitioner (or more partitions) wrote the id into a second slot:
+    if (bySlot.size > 1) {
+      // Written into a second slot by a client with another partitioner (or after the topic's
+      // partitions changed), or a move by `argus cameras` whose tombstone has not been read yet:
       // two workers would hold it. It runs nowhere until one of the records is removed.
-      this.cameras.set(key, { ...cur, text, definition: undefined, error: `in two slots (${cur.slot} and ${slot}): written by a client with another partitioner, or the topic's partitions changed; argus cameras rm it and add it again` });
+      const [[a, first], [b]] = [...bySlot].sort(([x], [y]) => x - y);
+      this.cameras.set(key, { id: key, slot: a, text: first.text, offset: first.offset, error: `in two slots (${a} and ${b}): written by a client with another partitioner, or the topic's partitions changed; argus cameras rm it and add it again` });
       return;
     }
-    this.cameras.set(key, { id: key, slot, text, offset, ...parseCamera(key, text) });
+    const [[only, rec]] = [...bySlot];
+    this.cameras.set(key, { id: key, slot: only, text: rec.text, offset: rec.offset, ...parseCamera(key, rec.text) });
   }
 
   private applyOwners(key: string, value: Buffer | null, offset: number): void {

@@ -9,7 +9,8 @@ import type { Pipeline } from '../pipeline/pipeline.js';
 import { runPipeline, type RunningPipeline, type RunOptions, type RunSummary } from '../pipeline/run.js';
 import type { Claim } from '../sinks/message.js';
 import { KafkajsMembership } from './kafkajs-membership.js';
-import type { Assignment, GroupMembership } from './membership.js';
+import type { Assignment, GroupMembership, MemberInfo } from './membership.js';
+import { satisfies, unmet, type PlacementTarget } from './placement.js';
 import { ClusterView, ensureClusterTopics, OwnerLog, type CameraEntry, type OpenClaim } from './view.js';
 
 /** A worker id from the host name and the process id (ids allow letters, digits, dot, dash, underscore). */
@@ -40,6 +41,8 @@ export interface WorkerCounters {
   waitedForRelease: number;
   /** Claims made after releaseWaitMs without the former owner's release. */
   forcedClaims: number;
+  /** Rebalances this worker asked for because a camera's placement and the assignment disagreed. */
+  rebalancesAsked: number;
 }
 
 interface Running {
@@ -87,7 +90,7 @@ export class Worker {
   readonly id: string;
   /** This process: claims and group member data carry it, so a restart under the same id is told apart. */
   readonly incarnation = `${process.pid.toString(36)}${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
-  readonly counters: WorkerCounters = { claims: 0, releases: 0, fencings: 0, fencedFrames: 0, fencedByLease: 0, fencedBySlot: 0, waitedForRelease: 0, forcedClaims: 0 };
+  readonly counters: WorkerCounters = { claims: 0, releases: 0, fencings: 0, fencedFrames: 0, fencedByLease: 0, fencedBySlot: 0, waitedForRelease: 0, forcedClaims: 0, rebalancesAsked: 0 };
   private readonly c: ClusterConfig;
   private readonly kafka: Kafka;
   private admin: Admin | undefined;
@@ -107,6 +110,10 @@ export class Worker {
   private assigned = new Set<number>();
   /** The group's members as `workerId/incarnation`, read after each assignment. */
   private members: Set<string> | undefined;
+  /** The slots the group gave out in this generation (any worker's), read with the members. */
+  private heldByGroup: Set<number> | undefined;
+  /** performance.now() before which no rebalance is asked for (checkPlacement). */
+  private nextRebalanceAt = 0;
   /** Another live process has this worker's id: it runs nothing until that is fixed. */
   private duplicateId = false;
   /** When a camera whose chain ended by itself may be started again (performance.now()). */
@@ -192,6 +199,7 @@ export class Worker {
         worker: this.id,
         group: this.c.group,
         capacity: this.draining ? 0 : this.c.capacity,
+        labels: this.c.labels,
         draining: this.draining,
         lease: this.leaseHolds(),
         heartbeatAgoMs: this.membership && Number.isFinite(this.membership.lastAlive) ? Math.round(performance.now() - this.membership.lastAlive) : null,
@@ -199,6 +207,15 @@ export class Worker {
         members: this.members ? [...this.members].sort() : null,
         cameras: this.cameras(),
         waiting: [...new Set([...this.waits.keys(), ...this.pending.keys()])],
+        // Cameras of this worker's slots it may not run (their placement), and why.
+        notHere: [...this.view.cameras.values()].filter((c) => this.assigned.has(c.slot) && c.definition?.source.enabled && !satisfies(c.definition.placement, this.self)).map((c) => ({ id: c.id, reason: unmet(c.definition!.placement, this.self) })),
+        // Every camera of the cluster and its latest owner (from the owners topic), for the dashboard.
+        map: [...this.view.cameras.values()]
+          .sort((a, b) => (a.id < b.id ? -1 : 1))
+          .map((c) => {
+            const o = this.view.owners.get(c.id);
+            return { camera: c.id, slot: c.slot, enabled: c.definition?.source.enabled ?? false, error: c.error?.split('\n')[0], owner: o?.owner ?? null, epoch: o?.epoch ?? null, state: o?.state ?? null, here: this.running.get(c.id)?.claim !== undefined };
+          }),
         counters: this.counters,
       },
     };
@@ -228,10 +245,11 @@ export class Worker {
       sessionTimeoutMs: this.c.sessionTimeoutMs,
       heartbeatIntervalMs: this.c.heartbeatIntervalMs,
       rebalanceTimeoutMs: this.c.rebalanceTimeoutMs,
-      info: () => ({ workerId: this.id, incarnation: this.incarnation, capacity: this.draining ? 0 : this.c.capacity, owned: this.holdsSlots ? [...this.assigned] : [] }),
+      info: () => ({ workerId: this.id, incarnation: this.incarnation, capacity: this.draining ? 0 : this.c.capacity, owned: this.holdsSlots ? [...this.assigned] : [], labels: { ...this.c.labels } }),
       slotCost: (slot) => this.slotCost(slot),
+      slotAccepts: (slot, m) => this.slotAccepts(slot, m),
       onAssigned: (a) => this.onAssigned(a),
-      onMembers: (m) => this.onMembers(m),
+      onMembers: (m, held) => this.onMembers(m, held),
       log: this.log,
     });
     void this.membership.start();
@@ -257,6 +275,37 @@ export class Worker {
     return cost;
   }
 
+  /** Whether worker `m` may run every enabled camera of `slot` (their placement). */
+  private slotAccepts(slot: number, m: Pick<MemberInfo, 'workerId' | 'labels'>): boolean {
+    for (const c of this.view.cameras.values()) if (c.slot === slot && c.definition?.source.enabled && !satisfies(c.definition.placement, m)) return false;
+    return true;
+  }
+
+  private get self(): PlacementTarget {
+    return { workerId: this.id, labels: this.c.labels };
+  }
+
+  /**
+   * A camera's placement and the group's assignment disagree (a slot here holds a camera this
+   * worker may not run, or no worker holds a slot this one may run): ask the group to assign
+   * afresh, at most every 10 s. The leader then assigns from its view of the cameras.
+   */
+  private checkPlacement(now: number): void {
+    if (!this.membership || this.draining || now < this.nextRebalanceAt) return;
+    let why: string | undefined;
+    for (const c of this.view.cameras.values()) {
+      if (!c.definition?.source.enabled) continue;
+      if (this.assigned.has(c.slot) && !satisfies(c.definition.placement, this.self)) why = `${c.id} in slot ${c.slot} may not run here (${unmet(c.definition.placement, this.self)})`;
+      else if (this.heldByGroup && !this.heldByGroup.has(c.slot) && this.slotAccepts(c.slot, this.self)) why = `no worker holds ${c.id}'s slot ${c.slot}, which this worker may run`;
+      if (why) break;
+    }
+    if (!why) return;
+    this.nextRebalanceAt = now + 10_000;
+    this.counters.rebalancesAsked++;
+    this.log(`cluster: ${why}; asking the group to rebalance`, { worker: this.id }, 'info');
+    void this.membership.requestRebalance();
+  }
+
   private drainWanted(): boolean {
     return this.view.drains.get(this.id) === true;
   }
@@ -266,6 +315,7 @@ export class Worker {
     // Applied at once: results of a slot this worker no longer holds stop passing now.
     this.assigned = new Set(a.slots);
     this.members = undefined; // read anew for this generation (onMembers)
+    this.heldByGroup = undefined;
     this.holdsSlots = true;
     this.refenced = false;
     const first = !this.joined;
@@ -275,8 +325,9 @@ export class Worker {
     if (first) this.onJoinedOnce?.(this);
   }
 
-  private onMembers(members: Set<string> | undefined): void {
+  private onMembers(members: Set<string> | undefined, held?: Set<number>): void {
     this.members = members;
+    this.heldByGroup = held;
     const twins = members ? [...members].filter((m) => m.startsWith(`${this.id}/`) && m !== `${this.id}/${this.incarnation}`) : [];
     const dup = twins.length > 0;
     if (dup && !this.duplicateId) this.log(`cluster: another process in group ${this.c.group} has this worker's id "${this.id}": running no camera until the ids differ (cluster.workerId)`, { worker: this.id }, 'error');
@@ -329,7 +380,8 @@ export class Worker {
     if (!this.leaseHolds()) return;
     const now = performance.now();
     const desired = new Map<string, CameraEntry>();
-    if (!this.draining) for (const c of this.view.cameras.values()) if (this.assigned.has(c.slot) && c.definition?.source.enabled) desired.set(c.id, c);
+    if (!this.draining) for (const c of this.view.cameras.values()) if (this.assigned.has(c.slot) && c.definition?.source.enabled && satisfies(c.definition.placement, this.self)) desired.set(c.id, c);
+    this.checkPlacement(now);
 
     // Stops first: cameras edited (restarted under a new claim), removed or disabled, at once;
     // cameras whose slot went to another worker after a handoff (they run on until the new

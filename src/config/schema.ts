@@ -14,7 +14,7 @@ import { SourceSchema } from './schema/source.js';
 import { TrackingSchema } from './schema/tracking.js';
 
 export { AlertsSchema, OutboxSchema, type AlertsConfig, type OutboxConfig } from './schema/alerts.js';
-export { CameraSchema, CamerasFileSchema, ClusterSchema, type CameraDefinition, type ClusterConfig } from './schema/cluster.js';
+export { CameraSchema, CamerasFileSchema, ClusterSchema, PlacementSchema, type CameraDefinition, type ClusterConfig, type Placement } from './schema/cluster.js';
 export { LineSchema, RuleSchema, ZoneSchema, type LineConfig, type RuleConfig, type ZoneConfig } from './schema/analytics.js';
 export { ModelManifestSchema, ModelRefSchema, type ExecutionProviderName, type ModelManifest, type ModelRefConfig } from './schema/model.js';
 export { PostprocessSchema, type PostprocessConfig } from './schema/postprocess.js';

@@ -103,4 +103,23 @@ describe('assignSlots (the group leader’s partition assigner)', () => {
     expect(Math.max(...l) - Math.min(...l)).toBeLessThanOrEqual(5);
     expect(l.reduce((a, b) => a + b, 0)).toBe(22);
   });
+
+  it('placement: a slot goes only to a worker its cameras accept (kept there, balanced around it); a slot no worker accepts is held by none', () => {
+    const cost = (s: number) => (s < 8 ? 1 : 0);
+    // slot 0's camera is pinned to w2; slots 1 and 2 need gpu=yes (only w1 has it)
+    const labels: Record<string, Record<string, string>> = { m0: {}, m1: { gpu: 'yes' }, m2: {} };
+    const accepts = (slot: number, m: SlotMember) => (slot === 0 ? m.workerId === 'w2' : slot === 1 || slot === 2 ? labels[m.memberId].gpu === 'yes' : slot === 3 ? false : true);
+    const ms = members(3, [[0, 1, 2, 4], [5], [6, 7]]);
+    const plan = assignSlots(ms, slots(12), cost, accepts);
+    expect(plan.get('m2')).toContain(0); // taken from m0, which owned it: it may not run it
+    expect(plan.get('m1')).toEqual(expect.arrayContaining([1, 2]));
+    for (const [m, l] of plan) for (const s of l) expect(accepts(s, ms.find((x) => x.memberId === m)!)).toBe(true);
+    expect([...plan.values()].flat()).not.toContain(3); // nobody may run slot 3's camera
+    expect([...plan.values()].flat().sort((a, b) => a - b)).toEqual(slots(12).filter((s) => s !== 3));
+    // the loads are as even as the constraints allow: 7 cameras held, by 3 workers
+    const l = loads(plan, cost);
+    expect(Math.max(...l) - Math.min(...l)).toBeLessThanOrEqual(1);
+    // and without the constraints the same members keep what they own (nothing moves but the newcomer's share)
+    expect(assignSlots(ms, slots(12), cost).get('m0')).toEqual(expect.arrayContaining([0, 1, 2]));
+  });
 });

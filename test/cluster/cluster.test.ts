@@ -127,6 +127,37 @@ describe('cameras spread over argus workers by the consumer-group protocol (real
     expect(unknown.stdout).toMatch(/not found: nope/);
   });
 
+  it('placement: a pinned camera runs on its worker (and moves with its pin); one asking for a label no worker has runs nowhere, and cluster status and /healthz say why', async () => {
+    const t0 = Date.now();
+    expect((await argus('cameras', 'add', '--id', 'pinned', '--uri', urls[1], '--fps', '2', '--pin', 'w2')).stdout).toMatch(/added 1/);
+    expect((await argus('cameras', 'add', '--id', 'gpu', '--uri', urls[2], '--fps', '2', '--label', 'role=gpu')).stdout).toMatch(/added 1/);
+    const onW2 = await until(() => owners().get('pinned')?.owner === 'w2', 90_000, 250);
+    if (!onW2) for (const w of workers.values()) console.log(w.id, printLog(w));
+    expect(onW2).toBe(true);
+    console.log(`cluster: camera pinned to w2 (CLI calls included) → first frame on w2 in ${Math.round(firstFrameAfter(collector.seen, 'pinned', t0)!.captured - t0)} ms`);
+    expect(collector.seen.filter((m) => m.source === 'pinned' && m.owner !== 'w2')).toEqual([]);
+    const st = JSON.parse((await argus('cluster', 'status', '--json')).stdout) as { unassigned: string[]; unplaceable: Record<string, string>; workers: { worker: string; labels: Record<string, string> }[] };
+    expect(st.unassigned).toEqual(['gpu']);
+    expect(st.unplaceable.gpu).toMatch(/needs role=gpu: no worker in the group has that/);
+    expect(st.workers.find((w) => w.worker === 'w1')!.labels).toEqual({ role: 'none' });
+    expect(collector.seen.filter((m) => m.source === 'gpu')).toEqual([]);
+    // every worker's /healthz carries the cluster's map: which worker runs which camera
+    const h = (await workers.get('w1')!.health()) as { cluster: { map: { camera: string; owner: string | null; here: boolean }[] } };
+    expect(h.cluster.map.find((c) => c.camera === 'pinned')).toMatchObject({ owner: 'w2', here: false });
+    expect(h.cluster.map.find((c) => c.camera === 'gpu')).toMatchObject({ owner: null });
+
+    // a new pin moves it (to another slot: argus cameras writes the old slot's tombstone)
+    const t1 = Date.now();
+    expect((await argus('cameras', 'add', '--id', 'pinned', '--uri', urls[1], '--fps', '2', '--pin', 'w3')).stdout).toMatch(/changed 1/);
+    expect(await until(() => owners().get('pinned')?.owner === 'w3', 90_000, 250)).toBe(true);
+    console.log(`cluster: pin changed to w3 → first frame on w3 in ${Math.round(firstFrameAfter(collector.seen, 'pinned', t1, 'w2')!.captured - t1)} ms`);
+    expect(collector.seen.filter((m) => m.source === 'pinned' && m.owner !== 'w2' && m.owner !== 'w3')).toEqual([]);
+    const ls = JSON.parse((await argus('cameras', 'ls', '--json')).stdout) as { id: string; error?: string; placement?: unknown }[];
+    expect(ls.find((c) => c.id === 'pinned')).toMatchObject({ placement: { pin: 'w3' } });
+    expect(ls.find((c) => c.id === 'pinned')!.error).toBeUndefined();
+    expect((await argus('cameras', 'rm', 'pinned', 'gpu')).stdout).toMatch(/removed 2/);
+  });
+
   it('kill -9 of a worker: its cameras run on the others (failover time per camera printed)', async () => {
     await settled();
     const before = byOwner();

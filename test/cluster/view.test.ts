@@ -72,6 +72,29 @@ describe('ClusterView: claims, releases and camera records (what a new owner wai
     expect(v.cameras.has('bad')).toBe(false);
   });
 
+  it('a camera moved to another slot (argus cameras: tombstone in the old, record in the new) ends in the new slot in either reading order, never removed', () => {
+    const a = rec({ id: 'cam', uri: 'rtsp://h/x' });
+    const b = rec({ id: 'cam', uri: 'rtsp://h/x', placement: { pin: 'w2' } });
+    // the tombstone read first
+    const v1 = view();
+    v1.ingest('c', 3, 'cam', a, '0');
+    v1.ingest('c', 3, 'cam', null, '1');
+    expect(v1.cameras.has('cam')).toBe(false);
+    v1.ingest('c', 9, 'cam', b, '0');
+    expect(v1.cameras.get('cam')).toMatchObject({ slot: 9, definition: { placement: { pin: 'w2' } } });
+    // the new record read first: two slots (it runs nowhere) until the old slot's tombstone
+    const v2 = view();
+    v2.ingest('c', 3, 'cam', a, '0');
+    v2.ingest('c', 9, 'cam', b, '0');
+    expect(v2.cameras.get('cam')!.error).toMatch(/in two slots \(3 and 9\)/);
+    v2.ingest('c', 3, 'cam', null, '1');
+    expect(v2.cameras.get('cam')).toMatchObject({ slot: 9, definition: { placement: { pin: 'w2' } } });
+    expect(v2.cameras.get('cam')!.error).toBeUndefined();
+    // a tombstone of a slot that holds nothing changes nothing
+    v2.ingest('c', 5, 'cam', null, '0');
+    expect(v2.cameras.get('cam')!.slot).toBe(9);
+  });
+
   it('${env:} references in a camera resolve from the worker’s environment; a missing one is the camera’s error, not the worker’s', async () => {
     const { parseCamera } = await import('../../src/cluster/view.js');
     const text = JSON.stringify({ id: 'd', uri: 'rtsp://u:${env:ARGUS_CAMERA_PW}@h/x' });

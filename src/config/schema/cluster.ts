@@ -2,6 +2,10 @@ import { z } from 'zod';
 import { id } from './common.js';
 import { SourceSchema } from './source.js';
 
+/** A placement label's name and value (what `cluster.labels` and a camera's `placement.labels` hold). */
+const labelKey = z.string().regex(/^[A-Za-z0-9_.\/-]{1,63}$/, 'a label name: 1–63 letters, digits, dot, dash, underscore or slash');
+const labelValue = z.string().max(63);
+
 /**
  * `argus worker`: cameras spread over workers by Kafka's consumer-group protocol (README,
  * "Many machines"). The cameras live in a compacted topic; its partitions are slots; the group
@@ -21,6 +25,11 @@ export const ClusterSchema = z
     ownersTopic: z.string().min(1).default('argus.owners'),
     /** Slots (partitions of camerasTopic) when the worker creates it. Default 32. */
     slots: z.number().int().min(1).max(1000).default(32),
+    /**
+     * What this worker offers to cameras' `placement.labels` (e.g. `{site: dock, gpu: "yes"}`): a
+     * camera that asks for labels runs only on a worker with all of them. Default none.
+     */
+    labels: z.record(labelKey, labelValue).default({}),
     /** How much this worker runs, relative to the others: slots are shared in proportion (by camera cost). Default 1. */
     capacity: z.number().positive().default(1),
     /**
@@ -52,6 +61,17 @@ export const ClusterSchema = z
   });
 export type ClusterConfig = z.infer<typeof ClusterSchema>;
 
+/** Where a camera may run: on a worker with all these labels, and on this one worker when pinned. */
+export const PlacementSchema = z
+  .object({
+    /** Labels the worker must have, each with this value (its `cluster.labels`). */
+    labels: z.record(labelKey, labelValue).optional(),
+    /** The one worker (cluster.workerId) that may run the camera; it runs nowhere while that worker is away. */
+    pin: id.optional(),
+  })
+  .strict();
+export type Placement = z.infer<typeof PlacementSchema>;
+
 /**
  * One camera as `argus cameras apply` takes it and the cameras topic holds it: a `sources[]`
  * entry (zones, lines, rules included) plus `cost` (what it weighs against a worker's capacity).
@@ -60,16 +80,18 @@ export const CameraSchema = z
   .object({
     /** Relative cost of running this camera (e.g. 2 for 1080p, 1 for 720p). Default 1. */
     cost: z.number().positive().default(1),
+    /** Where it may run (labels the worker must have, or one worker). Default anywhere. */
+    placement: PlacementSchema.optional(),
   })
   .passthrough()
   .transform((c, ctx) => {
-    const { cost, ...rest } = c;
+    const { cost, placement, ...rest } = c;
     const r = SourceSchema.safeParse(rest);
     if (!r.success) {
       for (const i of r.error.issues) ctx.addIssue({ ...i, path: i.path } as Parameters<typeof ctx.addIssue>[0]);
       return z.NEVER;
     }
-    return { cost, source: r.data };
+    return { cost, placement, source: r.data };
   });
 export type CameraDefinition = z.infer<typeof CameraSchema>;
 

@@ -1,0 +1,71 @@
+/**
+ * Placement: a camera may ask for workers with certain labels, or for one worker (a pin). The
+ * group assigns slots, not cameras, so the cameras of one slot must agree on where they may
+ * run: `argus cameras` puts a camera in a slot whose cameras ask for the same placement (or
+ * none), and the assigner gives a slot only to a worker that satisfies its cameras. Pure.
+ */
+import type { Placement } from '../config/schema.js';
+
+/** What a worker offers: its id and its `cluster.labels`. */
+export interface PlacementTarget {
+  workerId: string;
+  labels: Readonly<Record<string, string>>;
+}
+
+/** The placement's canonical text ('' for "anywhere"): cameras sharing a slot have the same one. */
+export function placementKey(p: Placement | undefined): string {
+  if (!p) return '';
+  const labels = Object.entries(p.labels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  if (labels.length === 0 && p.pin === undefined) return '';
+  return JSON.stringify({ labels, pin: p.pin ?? null });
+}
+
+/** Whether `w` may run a camera with placement `p`. */
+export function satisfies(p: Placement | undefined, w: PlacementTarget): boolean {
+  if (!p) return true;
+  if (p.pin !== undefined && p.pin !== w.workerId) return false;
+  for (const [k, v] of Object.entries(p.labels ?? {})) if (w.labels[k] !== v) return false;
+  return true;
+}
+
+/** Why `w` may not run a camera with placement `p` (undefined: it may). */
+export function unmet(p: Placement | undefined, w: PlacementTarget): string | undefined {
+  if (!p) return undefined;
+  if (p.pin !== undefined && p.pin !== w.workerId) return `pinned to ${p.pin}`;
+  const missing = Object.entries(p.labels ?? {}).filter(([k, v]) => w.labels[k] !== v);
+  return missing.length ? `needs ${missing.map(([k, v]) => `${k}=${v}`).join(', ')}` : undefined;
+}
+
+/** One camera as the slot choice sees it. */
+export interface SlottedCamera {
+  id: string;
+  slot: number;
+  key: string;
+}
+
+/**
+ * The slot for camera `id` with placement key `key`: where it is now if its slot-mates share
+ * the key; else the slot Kafka's partitioner gives the id (`home`) if every camera there shares
+ * it; else the next such slot after `home`, empty slots and slots of the same placement alike.
+ * Undefined when every slot holds cameras of another placement.
+ */
+export function chooseSlot(id: string, key: string, home: number, slots: number, cameras: readonly SlottedCamera[]): number | undefined {
+  const keys = new Map<number, Set<string>>();
+  for (const c of cameras) {
+    if (c.id === id) continue;
+    let k = keys.get(c.slot);
+    if (!k) keys.set(c.slot, (k = new Set()));
+    k.add(c.key);
+  }
+  const fits = (s: number) => {
+    const k = keys.get(s);
+    return !k || (k.size === 1 && k.has(key));
+  };
+  const cur = cameras.find((c) => c.id === id);
+  if (cur && cur.slot < slots && fits(cur.slot)) return cur.slot;
+  for (let i = 0; i < slots; i++) {
+    const s = (home + i) % slots;
+    if (fits(s)) return s;
+  }
+  return undefined;
+}

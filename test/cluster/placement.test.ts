@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { homeSlot, parseLabels, placeCameras } from '../../src/cluster/admin.js';
+import { chooseSlot, placementKey, satisfies, unmet } from '../../src/cluster/placement.js';
+import { ClusterView } from '../../src/cluster/view.js';
+import { CameraSchema, ClusterSchema } from '../../src/config/schema.js';
+
+const w = (workerId: string, labels: Record<string, string> = {}) => ({ workerId, labels });
+
+describe('placement: which worker may run a camera', () => {
+  it('labels must all match; a pin names the one worker; no placement runs anywhere', () => {
+    expect(satisfies(undefined, w('a'))).toBe(true);
+    expect(satisfies({ labels: { gpu: 'yes', site: 'dock' } }, w('a', { gpu: 'yes', site: 'dock', x: '1' }))).toBe(true);
+    expect(satisfies({ labels: { gpu: 'yes', site: 'dock' } }, w('a', { gpu: 'yes' }))).toBe(false);
+    expect(satisfies({ labels: { gpu: 'yes' } }, w('a', { gpu: 'no' }))).toBe(false);
+    expect(satisfies({ pin: 'b' }, w('a'))).toBe(false);
+    expect(satisfies({ pin: 'b', labels: { gpu: 'yes' } }, w('b', { gpu: 'yes' }))).toBe(true);
+    expect(unmet({ labels: { gpu: 'yes', site: 'dock' } }, w('a', { gpu: 'yes' }))).toBe('needs site=dock');
+    expect(unmet({ pin: 'b' }, w('a'))).toBe('pinned to b');
+  });
+
+  it('the placement key is canonical: label order does not matter; empty placement is "anywhere"', () => {
+    expect(placementKey({ labels: { a: '1', b: '2' } })).toBe(placementKey({ labels: { b: '2', a: '1' } }));
+    expect(placementKey({})).toBe('');
+    expect(placementKey({ labels: {} })).toBe('');
+    expect(placementKey({ pin: 'x' })).not.toBe(placementKey({ pin: 'y' }));
+  });
+
+  it('the schema: a camera’s placement and a worker’s labels are validated, naming the field', () => {
+    expect(CameraSchema.parse({ id: 'c', uri: 'rtsp://h/x', placement: { pin: 'w1', labels: { gpu: 'yes' } } }).placement).toEqual({ pin: 'w1', labels: { gpu: 'yes' } });
+    const bad = CameraSchema.safeParse({ id: 'c', uri: 'rtsp://h/x', placement: { pin: 'w 1' } });
+    expect(bad.success).toBe(false);
+    expect(bad.error!.issues[0].path).toEqual(['placement', 'pin']);
+    expect(CameraSchema.safeParse({ id: 'c', uri: 'rtsp://h/x', placement: { where: 'x' } }).success).toBe(false);
+    expect(ClusterSchema.parse({ labels: { site: 'dock' } }).labels).toEqual({ site: 'dock' });
+    expect(ClusterSchema.parse({}).labels).toEqual({});
+    expect(ClusterSchema.safeParse({ labels: { 'bad name': 'x' } }).success).toBe(false);
+    expect(parseLabels(['gpu=yes', 'site=a=b'])).toEqual({ gpu: 'yes', site: 'a=b' });
+    expect(() => parseLabels(['gpu'])).toThrow(/--label gpu: expected name=value/);
+  });
+});
+
+describe('chooseSlot: the cameras of one slot share their placement', () => {
+  it('home slot when it fits; the next fitting slot otherwise; the current slot is kept while it fits', () => {
+    const cams = [
+      { id: 'a', slot: 3, key: '' },
+      { id: 'p', slot: 4, key: 'P' },
+    ];
+    expect(chooseSlot('new', '', 3, 8, cams)).toBe(3); // shares slot 3 with another unplaced camera
+    expect(chooseSlot('new', 'P', 3, 8, cams)).toBe(4); // slot 3 holds "anywhere" cameras: next, 4, holds P
+    expect(chooseSlot('new', 'Q', 3, 8, cams)).toBe(5); // an empty slot
+    expect(chooseSlot('new', '', 4, 8, cams)).toBe(5); // an unplaced camera stays out of a pinned slot
+    expect(chooseSlot('new', 'Q', 7, 8, [...cams, { id: 'z', slot: 7, key: '' }])).toBe(0); // wraps around
+    expect(chooseSlot('a', '', 0, 8, cams)).toBe(3); // an edit stays where it is
+    expect(chooseSlot('a', 'Q', 3, 8, [...cams, { id: 'b', slot: 3, key: '' }])).toBe(5); // a new placement moves it off shared slot 3
+    expect(chooseSlot('a', 'Q', 3, 8, cams)).toBe(3); // alone in its slot: it stays
+    const full = Array.from({ length: 4 }, (_, i) => ({ id: `c${i}`, slot: i, key: `K${i}` }));
+    expect(chooseSlot('new', 'Q', 0, 4, full)).toBeUndefined();
+  });
+
+  it('placeCameras: records carry their slot; a camera that moves gets a tombstone in its old slot, written first', () => {
+    const view = new ClusterView({} as never, { cameras: 'c', owners: 'o' });
+    const rec = (v: unknown) => Buffer.from(JSON.stringify(v));
+    const plain = { id: 'cam', uri: 'rtsp://h/x' };
+    const home = homeSlot('c', 'cam', 8);
+    view.ingest('c', home, 'cam', rec(plain), '0');
+    const other = (home + 1) % 8;
+    view.ingest('c', home, 'mate', rec({ id: 'mate', uri: 'rtsp://h/y' }), '1');
+    const pinned = JSON.stringify({ ...plain, placement: { pin: 'w2' } });
+    const out = placeCameras('c', view, [{ id: 'cam', value: pinned }], 8);
+    expect(out).toEqual([
+      { key: 'cam', value: null, partition: home },
+      { key: 'cam', value: pinned, partition: other },
+    ]);
+    // an edit that keeps its placement stays in its slot, with no tombstone
+    expect(placeCameras('c', view, [{ id: 'mate', value: JSON.stringify({ id: 'mate', uri: 'rtsp://h/z' }) }], 8)).toEqual([{ key: 'mate', value: expect.any(String), partition: home }]);
+    // two new cameras of one file with different pins land in different slots
+    const two = placeCameras('c', view, [
+      { id: 'x1', value: JSON.stringify({ id: 'x1', uri: 'rtsp://h/1', placement: { pin: 'w1' } }) },
+      { id: 'x2', value: JSON.stringify({ id: 'x2', uri: 'rtsp://h/2', placement: { pin: 'w2' } }) },
+    ], 8);
+    expect(two[0].partition).not.toBe(two[1].partition);
+    // homeSlot is Kafka's default partitioner (murmur2, as Java's): the same key always lands in one slot, spread over all
+    const spread = new Set(Array.from({ length: 200 }, (_, i) => homeSlot('c', `cam-${i}`, 8)));
+    expect(spread.size).toBe(8);
+  });
+});
