@@ -136,6 +136,7 @@ export const DASHBOARD_MODULES: readonly string[] = [
   'canvas.js',
   'chart.js',
   'clock.js',
+  'cluster.js',
   'connection.js',
   'detections.js',
   'dom.js',

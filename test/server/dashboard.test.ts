@@ -144,3 +144,65 @@ describe('dashboard modules', () => {
     }
   }, 60_000);
 });
+
+describe('dashboard of an argus worker: the cluster panel', () => {
+  it('shows the worker, its lease and every camera with the worker that runs it (its own marked), follows the next poll, renders Kafka-borne names as text; hidden without a cluster', async () => {
+    const hub = new WebSocketHub({ maxBufferedBytes: 1 << 20, maxAlertBacklog: 100, maxClientMessageBytes: 4096, sources: () => [] });
+    const s = await startHttpServer({ host: '127.0.0.1', port: 0, upgrades: { '/ws': (req, sock, head) => hub.handleUpgrade(req, sock, head) } });
+    const rates = new RateMeter(() => []);
+    const pipeline = { stats: [], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu' } } as unknown as RouteContext['pipeline'];
+    const evil = '<img src=x onerror="window.pwned=1">';
+    let cluster: Record<string, unknown> | undefined = {
+      worker: 'w1',
+      group: 'g',
+      lease: true,
+      heartbeatAgoMs: 120,
+      labels: { site: 'dock' },
+      slots: [0, 1, 2],
+      cameras: [{ id: 'cam1', slot: 1, epoch: 7 }],
+      notHere: [{ id: 'gpu', reason: 'needs gpu=yes' }],
+      map: [
+        { camera: 'cam1', slot: 1, enabled: true, owner: 'w1', epoch: 7, state: 'claimed', here: true },
+        { camera: 'cam2', slot: 5, enabled: true, owner: evil, epoch: 9, state: 'claimed', here: false },
+        { camera: 'gpu', slot: 2, enabled: true, owner: null, epoch: null, state: null, here: false },
+        { camera: 'old', slot: 6, enabled: true, owner: 'w3', epoch: 3, state: 'released', here: false },
+      ],
+    };
+    registerRoutes(s, { pipeline, metrics: {} as Metrics, rates, geometry: () => ({ zones: [], lines: [] }), health: () => (cluster ? { cluster } : {}) });
+    const page = await browser.newPage();
+    try {
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(`${s.url}/`);
+      await page.waitForSelector('#cluster:not([hidden])', { timeout: 15_000 });
+      const rows = () =>
+        page.$$eval('#cluster-map tbody tr', (trs) => trs.map((tr) => ({ camera: tr.getAttribute('data-camera'), worker: tr.getAttribute('data-worker'), here: tr.classList.contains('here'), cells: [...tr.querySelectorAll('td')].map((td) => td.textContent) })));
+      expect(await rows()).toEqual([
+        { camera: 'cam1', worker: 'w1', here: true, cells: ['cam1', 'w1', '7', 'running'] },
+        { camera: 'cam2', worker: evil, here: false, cells: ['cam2', evil, '9', 'running'] },
+        { camera: 'gpu', worker: null, here: false, cells: ['gpu', '—', '', 'not here: needs gpu=yes'] },
+        { camera: 'old', worker: null, here: false, cells: ['old', '—', '', 'unassigned'] }, // released: nobody runs it now
+      ]);
+      expect(await page.textContent('#cluster-summary')).toBe('worker w1 · group g · 3 slots · 1 camera here · site=dock');
+      expect(await page.textContent('#cluster-lease')).toBe('lease held');
+      expect(await page.locator('#cluster img').count()).toBe(0); // the owner name is text, not markup
+      expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
+
+      // The next poll: cam1 moved to w2, the lease lost.
+      cluster = { ...cluster, lease: false, cameras: [], map: [{ camera: 'cam1', slot: 1, enabled: true, owner: 'w2', epoch: 11, state: 'claimed', here: false }] };
+      await page.waitForFunction(() => document.querySelector('#cluster-map tbody tr')?.getAttribute('data-worker') === 'w2', undefined, { timeout: 15_000 });
+      expect(await page.textContent('#cluster-lease')).toBe('no lease');
+      expect(await page.locator('#cluster-map tr.here').count()).toBe(0);
+
+      // argus run (no cluster object): the panel hides.
+      cluster = undefined;
+      await page.waitForSelector('#cluster[hidden]', { state: 'attached', timeout: 15_000 });
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+      rates.close();
+      await hub.close();
+      await s.close();
+    }
+  }, 60_000);
+});

@@ -1,5 +1,6 @@
 /** Polls GET /api/sources every 2 s while connected (the slow path: states, sizes, zones, lines, server-side stats, model, stages). */
 import { now } from './clock.js';
+import { applyCluster } from './cluster.js';
 import { $ } from './dom.js';
 import { isNum } from './numbers.js';
 import { scheduleRender } from './render-queue.js';
@@ -37,6 +38,7 @@ export async function fetchSources() {
 
 function applySources(body) {
   if (!body || typeof body !== 'object') return;
+  applyCluster(body.cluster);
   if (body.model && body.model.name) {
     app.model = body.model;
     $('#model').textContent = `model ${body.model.name}${body.model.version ? ` ${body.model.version}` : ''}`;
