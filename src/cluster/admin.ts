@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { AssignerProtocol, Kafka, logLevel, Partitioners, type Admin } from 'kafkajs';
-import { CamerasFileSchema, ClusterSchema, PlacementSchema, type ClusterConfig, type Placement } from '../config/schema.js';
+import { CamerasFileSchema, ClusterSchema, type ClusterConfig, type Placement } from '../config/schema.js';
 import { parseConfigText } from '../config/load.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { chooseSlot, placementKey, unmet, type SlottedCamera } from './placement.js';
-import { CAMERA_ENV_PREFIX, DRAIN_KEY_PREFIX, ClusterView, ensureClusterTopics, forbiddenEnvRefs, parseCamera, retrying, type OwnersRecord } from './view.js';
+import { CAMERA_ENV_PREFIX, DRAIN_KEY_PREFIX, ClusterView, ensureClusterTopics, forbiddenEnvRefs, parseCamera, rawCamera, retrying, type OwnersRecord } from './view.js';
 
 /** `argus cameras …` and `argus cluster …`: what they need to reach the cluster. */
 export interface ClusterTarget {
@@ -101,14 +101,9 @@ export interface ApplyResult {
   removed: string[];
 }
 
-/** The placement a camera record asks for (undefined: anywhere, or the record cannot be read). */
+/** The placement a camera record asks for, as written (undefined: anywhere, or the record cannot be read). */
 export function placementOfText(text: string): Placement | undefined {
-  try {
-    const r = PlacementSchema.safeParse((JSON.parse(text) as { placement?: unknown })?.placement);
-    return r.success ? r.data : undefined;
-  } catch {
-    return undefined;
-  }
+  return rawCamera(text).placement;
 }
 
 /** The number of slots (partitions of the cameras topic) as the broker has them. */
@@ -145,15 +140,29 @@ export function placeCameras(topic: string, view: Pick<ClusterView, 'cameras' | 
   return [...tombstones, ...records];
 }
 
+/** Slots whose cameras ask for different placements (written by two `argus cameras` at once, or by another client): slot → camera ids. */
+export function mixedSlots(view: Pick<ClusterView, 'cameras'>): Map<number, string[]> {
+  const by = new Map<number, { keys: Set<string>; ids: string[] }>();
+  for (const c of view.cameras.values()) {
+    let e = by.get(c.slot);
+    if (!e) by.set(c.slot, (e = { keys: new Set(), ids: [] }));
+    e.keys.add(placementKey(c.placement));
+    e.ids.push(c.id);
+  }
+  return new Map([...by].filter(([, e]) => e.keys.size > 1).map(([slot, e]) => [slot, e.ids.sort()]));
+}
+
 /** Makes the cameras topic hold exactly the file's cameras (with `prune`), or adds/replaces them (without). */
 export async function applyCameras(t: ClusterTarget, cams: { id: string; value: string }[], prune: boolean): Promise<ApplyResult> {
   const view = await snapshot(t);
   const r: ApplyResult = { added: [], changed: [], unchanged: [], removed: [] };
   const changed: { id: string; value: string }[] = [];
   const wanted = new Set(cams.map((c) => c.id));
+  // A camera in a slot of mixed placements is written again (placed anew), even if unchanged.
+  const mixed = new Set([...mixedSlots(view).values()].flat());
   for (const c of cams) {
     const cur = view.cameras.get(c.id);
-    if (cur?.text === c.value && !cur.error) {
+    if (cur?.text === c.value && !cur.error && !mixed.has(c.id)) {
       r.unchanged.push(c.id);
       continue;
     }
@@ -170,7 +179,10 @@ export async function applyCameras(t: ClusterTarget, cams: { id: string; value: 
     }
   }
   if (changed.length) messages.push(...placeCameras(t.cluster.camerasTopic, view, changed, await slotCount(t)));
-  await produce(t, t.cluster.camerasTopic, messages);
+  // Tombstones are acknowledged before the records that replace them are written (readers may
+  // still read partitions in any order: the view ends in the new slot either way).
+  await produce(t, t.cluster.camerasTopic, messages.filter((m) => m.value === null));
+  await produce(t, t.cluster.camerasTopic, messages.filter((m) => m.value !== null));
   return r;
 }
 
@@ -204,8 +216,7 @@ export async function listCameras(t: ClusterTarget): Promise<CameraStatus[]> {
     .map((c) => {
       const o = view.owners.get(c.id);
       const s: CameraStatus = { id: c.id, slot: c.slot, cost: c.definition?.cost ?? 0, enabled: c.definition?.source.enabled ?? false };
-      const placement = c.definition?.placement ?? placementOfText(c.text);
-      if (placement) s.placement = placement;
+      if (c.placement) s.placement = c.placement;
       if (c.error) s.error = c.error;
       if (o) Object.assign(s, { owner: o.owner, epoch: o.epoch, state: o.state, since: new Date(o.at).toISOString() });
       return s;
@@ -262,10 +273,18 @@ export async function clusterStatus(t: ClusterTarget): Promise<ClusterStatus> {
     workers.sort((a, b) => (a.worker < b.worker ? -1 : 1));
     const unassigned = cameras.filter((c) => c.enabled && !held.has(c.slot));
     const unplaceable: Record<string, string> = {};
+    const mixed = mixedSlots(view);
+    const able = workers.filter((w) => w.capacity > 0);
     for (const c of unassigned) {
-      const able = workers.filter((w) => w.capacity > 0);
+      const mates = mixed.get(c.slot);
+      if (mates) {
+        unplaceable[c.id] = `slot ${c.slot} also holds ${mates.filter((m) => m !== c.id).join(', ')}, of another placement: argus cameras apply (or add) places them anew`;
+        continue;
+      }
       if (!c.placement || able.some((w) => unmet(c.placement, { workerId: w.worker, labels: w.labels }) === undefined)) continue;
-      unplaceable[c.id] = `${unmet(c.placement, { workerId: '', labels: {} })}: no worker in the group has that`;
+      const pinned = c.placement.pin !== undefined ? workers.find((w) => w.worker === c.placement!.pin) : undefined;
+      const pinNote = pinned ? (pinned.capacity > 0 ? '' : `${pinned.worker} is in the group but drained; `) : '';
+      unplaceable[c.id] = `${pinNote}${unmet(c.placement, { workerId: '', labels: {} })}: no worker in the group has that`;
     }
     return { group: t.cluster.group, state: g?.state ?? 'Dead', workers, cameras, unassigned: unassigned.map((c) => c.id), unplaceable };
   });

@@ -51,8 +51,9 @@ export function assignSlots(members: readonly SlotMember[], slots: readonly numb
  * (able) runs go, heaviest first, to the accepting member with the lowest load relative to its
  * capacity; then, while some slot moved from a member to a less loaded one that accepts it
  * would leave the latter below the giver's load, such a slot moves (the most loaded giver's
- * heaviest first, to the least loaded taker). Only moves that even the loads out are made: each
- * lowers the sum of squared loads, so this ends.
+ * heaviest first, to the least loaded taker). Only moves that even the loads out are made:
+ * after each, both the giver's and the taker's relative loads are below the giver's before, so
+ * the sorted loads fall and this ends (a guard bounds it besides).
  */
 function balance(able: readonly SlotMember[], group: readonly number[], weight: (s: number) => number, taken: Set<number>, accepts: SlotAccepts): Map<string, number[]> {
   const inGroup = new Set(group);
@@ -78,17 +79,20 @@ function balance(able: readonly SlotMember[], group: readonly number[], weight: 
   const order = (ids: string[], dir: 1 | -1) => ids.sort((a, b) => (Math.abs(rel(a) - rel(b)) > 1e-9 ? dir * (rel(a) - rel(b)) : rank.get(a)! - rank.get(b)!));
   for (let guard = 0; guard < 10_000; guard++) {
     let moved = false;
-    // Takers from the least loaded up, givers from the most loaded down: the giver's heaviest
-    // slot that the taker accepts and whose move leaves the taker below the giver's load now.
+    // The least loaded member takes the heaviest slot of the most loaded giver that leaves it
+    // below the giver's load now. Only when every such slot is one it may not hold (placement)
+    // is the next least loaded member tried: without placement this is the plain rule.
     const ids = able.map((m) => m.memberId);
     outer: for (const lo of order([...ids], 1)) {
+      let refused = false;
       for (const hi of order(ids.filter((id) => id !== lo), -1)) {
         if (rel(hi) <= rel(lo) + 1e-9) break;
-        const movable = held
-          .get(hi)!
-          .filter((s) => ok(lo, s) && rel(lo, weight(s)) < rel(hi) - 1e-9)
-          .sort((a, b) => weight(b) - weight(a) || b - a);
-        if (movable.length === 0) continue;
+        const fitting = held.get(hi)!.filter((s) => rel(lo, weight(s)) < rel(hi) - 1e-9);
+        const movable = fitting.filter((s) => ok(lo, s)).sort((a, b) => weight(b) - weight(a) || b - a);
+        if (movable.length === 0) {
+          if (fitting.length > 0) refused = true;
+          continue;
+        }
         const s = movable[0];
         held.set(hi, held.get(hi)!.filter((x) => x !== s));
         load.set(hi, load.get(hi)! - weight(s));
@@ -97,6 +101,7 @@ function balance(able: readonly SlotMember[], group: readonly number[], weight: 
         moved = true;
         break outer;
       }
+      if (!refused) break;
     }
     if (!moved) break;
   }

@@ -27,7 +27,7 @@ function decodeInfo(metadata: Buffer): MemberInfo | 'nudge' | undefined {
     if (typeof v.workerId !== 'string' || typeof v.capacity !== 'number' || !Number.isFinite(v.capacity) || !Array.isArray(v.owned)) return undefined;
     const labels: Record<string, string> = {};
     if (v.labels && typeof v.labels === 'object') for (const [k, x] of Object.entries(v.labels)) if (typeof x === 'string') labels[k] = x;
-    return { workerId: v.workerId, incarnation: typeof v.incarnation === 'string' ? v.incarnation : '', capacity: Math.max(0, v.capacity), owned: v.owned.filter((s): s is number => Number.isInteger(s)), labels };
+    return { workerId: v.workerId, incarnation: typeof v.incarnation === 'string' ? v.incarnation : '', capacity: Math.max(0, v.capacity), owned: v.owned.filter((s): s is number => Number.isInteger(s)), labels, placement: v.placement === true };
   } catch {
     return undefined;
   }
@@ -152,7 +152,7 @@ export class KafkajsMembership implements GroupMembership {
       const slots = [...((e.payload.memberAssignment as Record<string, number[]>)[o.topic] ?? [])].sort((a, b) => a - b);
       o.onAssigned({ slots });
       void this.members().then((r) => {
-        if (this.consumer === consumer && generation === this.generation) o.onMembers?.(r?.ids, r?.held);
+        if (this.consumer === consumer && generation === this.generation) o.onMembers?.(r?.ids, r?.held, r?.placementUnaware);
       });
     });
     consumer.on(consumer.events.CRASH, (e) => {
@@ -168,21 +168,26 @@ export class KafkajsMembership implements GroupMembership {
   }
 
   /** The worker ids in the group now and the slots given out (describeGroups); undefined when they cannot be read. */
-  private async members(): Promise<{ ids: Set<string>; held: Set<number> } | undefined> {
+  private async members(): Promise<{ ids: Set<string>; held?: Set<number>; placementUnaware: boolean } | undefined> {
     try {
       const { groups } = await this.admin!.describeGroups([this.o.group]);
       const ids = new Set<string>();
       const held = new Set<number>();
+      let placementUnaware = false;
       for (const m of groups[0]?.members ?? []) {
         const info = decodeInfo(m.memberMetadata);
-        if (info && info !== 'nudge') ids.add(`${info.workerId}/${info.incarnation}`);
+        if (info && info !== 'nudge') {
+          ids.add(`${info.workerId}/${info.incarnation}`);
+          if (!info.placement) placementUnaware = true;
+        }
         try {
           for (const s of AssignerProtocol.MemberAssignment.decode(m.memberAssignment)?.assignment[this.o.topic] ?? []) held.add(s);
         } catch {
           // no assignment yet
         }
       }
-      return { ids, held };
+      // Assignments are reported only for a settled group (during a rebalance they are empty).
+      return { ids, held: groups[0]?.state === 'Stable' ? held : undefined, placementUnaware };
     } catch {
       return undefined;
     }

@@ -15,6 +15,8 @@ export interface MemberInfo {
   owned: number[];
   /** What it offers to cameras' placement (cluster.labels). */
   labels: Record<string, string>;
+  /** Its assigner gives slots by their cameras' placement (absent: an argus from before placement). */
+  placement?: boolean;
 }
 
 /** One generation's outcome for this worker. */
@@ -52,6 +54,6 @@ export interface MembershipOptions {
   slotAccepts?: (slot: number, member: MemberInfo) => boolean;
   onAssigned: (a: Assignment) => void;
   /** The group's members in this generation as `workerId/incarnation` (this one included), and the slots the group has given out, once read after onAssigned; undefined when they could not be read. */
-  onMembers?: (members: Set<string> | undefined, held?: Set<number>) => void;
+  onMembers?: (members: Set<string> | undefined, held?: Set<number>, placementUnaware?: boolean) => void;
   log?: (msg: string, fields?: Record<string, unknown>, level?: 'info' | 'warn' | 'error' | 'debug') => void;
 }

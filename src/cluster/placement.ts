@@ -31,9 +31,11 @@ export function satisfies(p: Placement | undefined, w: PlacementTarget): boolean
 /** Why `w` may not run a camera with placement `p` (undefined: it may). */
 export function unmet(p: Placement | undefined, w: PlacementTarget): string | undefined {
   if (!p) return undefined;
-  if (p.pin !== undefined && p.pin !== w.workerId) return `pinned to ${p.pin}`;
+  const why: string[] = [];
+  if (p.pin !== undefined && p.pin !== w.workerId) why.push(`pinned to ${p.pin}`);
   const missing = Object.entries(p.labels ?? {}).filter(([k, v]) => w.labels[k] !== v);
-  return missing.length ? `needs ${missing.map(([k, v]) => `${k}=${v}`).join(', ')}` : undefined;
+  if (missing.length) why.push(`needs ${missing.map(([k, v]) => `${k}=${v}`).join(', ')}`);
+  return why.length ? why.join('; ') : undefined;
 }
 
 /** One camera as the slot choice sees it. */

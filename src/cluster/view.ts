@@ -1,6 +1,6 @@
 import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
 import { parse as parseYaml } from 'yaml';
-import { CameraSchema, type CameraDefinition } from '../config/schema.js';
+import { CameraSchema, PlacementSchema, type CameraDefinition, type Placement } from '../config/schema.js';
 import { formatIssues } from '../config/load.js';
 import { interpolateEnv } from '../config/interpolate.js';
 
@@ -15,6 +15,13 @@ export interface CameraEntry {
   definition?: CameraDefinition;
   error?: string;
   offset: string;
+  /**
+   * Where it may run and whether it is meant to run, read from the record as written (before
+   * `${env:…}` resolves), so every worker, whatever its environment, reads the same: the
+   * leader assigns by them even for a camera whose variables only some workers have.
+   */
+  placement?: Placement;
+  active: boolean;
 }
 
 /** The latest claim or release of a camera in the owners topic. */
@@ -59,15 +66,33 @@ export function forbiddenEnvRefs(text: string): string[] {
   return [...text.matchAll(/\$\{env:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]).filter((n) => !n.startsWith(CAMERA_ENV_PREFIX));
 }
 
-/** Parses a camera record's value (JSON, or YAML: a person may write one by hand). */
-export function parseCamera(id: string, text: string, env: NodeJS.ProcessEnv = process.env): { definition?: CameraDefinition; error?: string } {
+/**
+ * A record's placement and whether it is meant to run, as written (no `${env:…}` resolved):
+ * the same on every worker. A placement that reads the environment is refused, since workers
+ * would disagree on it.
+ */
+export function rawCamera(text: string): { placement?: Placement; active: boolean; error?: string } {
   let doc: unknown;
   try {
     doc = parseYaml(text);
   } catch (e) {
-    return { error: `not valid JSON or YAML: ${(e as Error).message.split('\n')[0]}` };
+    return { active: false, error: `not valid JSON or YAML: ${(e as Error).message.split('\n')[0]}` };
   }
-  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return { error: 'expected an object' };
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return { active: false, error: 'expected an object' };
+  const d = doc as { placement?: unknown; enabled?: unknown };
+  const active = d.enabled !== false && d.enabled !== 'false';
+  if (d.placement === undefined) return { active };
+  if (JSON.stringify(d.placement).includes('${env:')) return { active, error: 'placement: may not read ${env:…} (every worker must read the same placement)' };
+  const r = PlacementSchema.safeParse(d.placement);
+  if (!r.success) return { active, error: formatIssues(r.error).trim().replace(/^/, 'placement: ') };
+  return { active, placement: r.data };
+}
+
+/** Parses a camera record's value (JSON, or YAML: a person may write one by hand). */
+export function parseCamera(id: string, text: string, env: NodeJS.ProcessEnv = process.env): { definition?: CameraDefinition; error?: string } {
+  const raw = rawCamera(text);
+  if (raw.error) return { error: raw.error };
+  let doc: unknown = parseYaml(text);
   const forbidden = forbiddenEnvRefs(text);
   if (forbidden.length) return { error: `\${env:${forbidden[0]}}: a camera may read only ${CAMERA_ENV_PREFIX}* variables of the worker's environment` };
   try {
@@ -79,7 +104,7 @@ export function parseCamera(id: string, text: string, env: NodeJS.ProcessEnv = p
   const r = CameraSchema.safeParse(doc);
   if (!r.success) return { error: formatIssues(r.error).trim() };
   if (r.data.source.id !== id) return { error: `id "${r.data.source.id}" differs from the record key "${id}"` };
-  return { definition: r.data };
+  return { definition: { ...r.data, placement: raw.placement } };
 }
 
 /**
@@ -192,11 +217,12 @@ export class ClusterView {
       // partitions changed), or a move by `argus cameras` whose tombstone has not been read yet:
       // two workers would hold it. It runs nowhere until one of the records is removed.
       const [[a, first], [b]] = [...bySlot].sort(([x], [y]) => x - y);
-      this.cameras.set(key, { id: key, slot: a, text: first.text, offset: first.offset, error: `in two slots (${a} and ${b}): written by a client with another partitioner, or the topic's partitions changed; argus cameras rm it and add it again` });
+      this.cameras.set(key, { id: key, slot: a, text: first.text, offset: first.offset, active: false, error: `in two slots (${a} and ${b}): written by a client with another partitioner, or the topic's partitions changed; argus cameras rm it and add it again` });
       return;
     }
     const [[only, rec]] = [...bySlot];
-    this.cameras.set(key, { id: key, slot: only, text: rec.text, offset: rec.offset, ...parseCamera(key, rec.text) });
+    const raw = rawCamera(rec.text);
+    this.cameras.set(key, { id: key, slot: only, text: rec.text, offset: rec.offset, placement: raw.placement, active: raw.active && !raw.error, ...parseCamera(key, rec.text) });
   }
 
   private applyOwners(key: string, value: Buffer | null, offset: number): void {

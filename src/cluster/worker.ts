@@ -112,8 +112,13 @@ export class Worker {
   private members: Set<string> | undefined;
   /** The slots the group gave out in this generation (any worker's), read with the members. */
   private heldByGroup: Set<number> | undefined;
-  /** performance.now() before which no rebalance is asked for (checkPlacement). */
+  /** performance.now() before which no rebalance is asked for (checkPlacement), the next wait, and since when the placement has disagreed. */
   private nextRebalanceAt = 0;
+  private rebalanceBackoff = 10_000;
+  private mismatchSince: number | undefined;
+  /** Some member runs an argus whose assigner ignores placement (read with the members). */
+  private placementUnaware = false;
+  private warnedUnaware = false;
   /** Another live process has this worker's id: it runs nothing until that is fixed. */
   private duplicateId = false;
   /** When a camera whose chain ended by itself may be started again (performance.now()). */
@@ -208,7 +213,7 @@ export class Worker {
         cameras: this.cameras(),
         waiting: [...new Set([...this.waits.keys(), ...this.pending.keys()])],
         // Cameras of this worker's slots it may not run (their placement), and why.
-        notHere: [...this.view.cameras.values()].filter((c) => this.assigned.has(c.slot) && c.definition?.source.enabled && !satisfies(c.definition.placement, this.self)).map((c) => ({ id: c.id, reason: unmet(c.definition!.placement, this.self) })),
+        notHere: [...this.view.cameras.values()].filter((c) => this.assigned.has(c.slot) && c.active && !satisfies(c.placement, this.self)).map((c) => ({ id: c.id, reason: unmet(c.placement, this.self) })),
         // Every camera of the cluster and its latest owner (from the owners topic), for the dashboard.
         map: [...this.view.cameras.values()]
           .sort((a, b) => (a.id < b.id ? -1 : 1))
@@ -245,11 +250,11 @@ export class Worker {
       sessionTimeoutMs: this.c.sessionTimeoutMs,
       heartbeatIntervalMs: this.c.heartbeatIntervalMs,
       rebalanceTimeoutMs: this.c.rebalanceTimeoutMs,
-      info: () => ({ workerId: this.id, incarnation: this.incarnation, capacity: this.draining ? 0 : this.c.capacity, owned: this.holdsSlots ? [...this.assigned] : [], labels: { ...this.c.labels } }),
+      info: () => ({ workerId: this.id, incarnation: this.incarnation, capacity: this.draining ? 0 : this.c.capacity, owned: this.holdsSlots ? [...this.assigned] : [], labels: { ...this.c.labels }, placement: true }),
       slotCost: (slot) => this.slotCost(slot),
       slotAccepts: (slot, m) => this.slotAccepts(slot, m),
       onAssigned: (a) => this.onAssigned(a),
-      onMembers: (m, held) => this.onMembers(m, held),
+      onMembers: (m, held, unaware) => this.onMembers(m, held, unaware),
       log: this.log,
     });
     void this.membership.start();
@@ -277,7 +282,9 @@ export class Worker {
 
   /** Whether worker `m` may run every enabled camera of `slot` (their placement). */
   private slotAccepts(slot: number, m: Pick<MemberInfo, 'workerId' | 'labels'>): boolean {
-    for (const c of this.view.cameras.values()) if (c.slot === slot && c.definition?.source.enabled && !satisfies(c.definition.placement, m)) return false;
+    // By the records as written (CameraEntry.active, .placement): the same on every worker,
+    // whether or not this one has the camera's ${env:…} variables.
+    for (const c of this.view.cameras.values()) if (c.slot === slot && c.active && !satisfies(c.placement, m)) return false;
     return true;
   }
 
@@ -288,19 +295,34 @@ export class Worker {
   /**
    * A camera's placement and the group's assignment disagree (a slot here holds a camera this
    * worker may not run, or no worker holds a slot this one may run): ask the group to assign
-   * afresh, at most every 10 s. The leader then assigns from its view of the cameras.
+   * afresh. Only once the disagreement has lasted 3 s (a view or an assignment read a moment
+   * early), only when every member's leader would assign by placement, and with a back-off that
+   * doubles from 10 s to 2 min while the same disagreement stays. The leader assigns from its
+   * view of the cameras.
    */
   private checkPlacement(now: number): void {
-    if (!this.membership || this.draining || now < this.nextRebalanceAt) return;
+    if (!this.membership || this.draining || !this.leaseHolds()) return;
     let why: string | undefined;
     for (const c of this.view.cameras.values()) {
-      if (!c.definition?.source.enabled) continue;
-      if (this.assigned.has(c.slot) && !satisfies(c.definition.placement, this.self)) why = `${c.id} in slot ${c.slot} may not run here (${unmet(c.definition.placement, this.self)})`;
+      if (!c.active) continue;
+      if (this.assigned.has(c.slot) && !satisfies(c.placement, this.self)) why = `${c.id} in slot ${c.slot} may not run here (${unmet(c.placement, this.self)})`;
       else if (this.heldByGroup && !this.heldByGroup.has(c.slot) && this.slotAccepts(c.slot, this.self)) why = `no worker holds ${c.id}'s slot ${c.slot}, which this worker may run`;
       if (why) break;
     }
-    if (!why) return;
-    this.nextRebalanceAt = now + 10_000;
+    if (!why) {
+      this.mismatchSince = undefined;
+      this.rebalanceBackoff = 10_000;
+      return;
+    }
+    this.mismatchSince ??= now;
+    if (now - this.mismatchSince < 3000 || now < this.nextRebalanceAt) return;
+    if (this.placementUnaware) {
+      if (!this.warnedUnaware) this.log(`cluster: ${why}, but a member of group ${this.c.group} runs an argus without placement (it may lead the group and ignore it): upgrade every worker`, { worker: this.id }, 'warn');
+      this.warnedUnaware = true;
+      return;
+    }
+    this.nextRebalanceAt = now + this.rebalanceBackoff;
+    this.rebalanceBackoff = Math.min(this.rebalanceBackoff * 2, 120_000);
     this.counters.rebalancesAsked++;
     this.log(`cluster: ${why}; asking the group to rebalance`, { worker: this.id }, 'info');
     void this.membership.requestRebalance();
@@ -325,9 +347,11 @@ export class Worker {
     if (first) this.onJoinedOnce?.(this);
   }
 
-  private onMembers(members: Set<string> | undefined, held?: Set<number>): void {
+  private onMembers(members: Set<string> | undefined, held?: Set<number>, placementUnaware = false): void {
     this.members = members;
-    this.heldByGroup = held;
+    // Read while the group was not settled, it may lack this worker's own slots: not used then.
+    this.heldByGroup = held && [...this.assigned].every((s) => held.has(s)) ? held : undefined;
+    this.placementUnaware = placementUnaware;
     const twins = members ? [...members].filter((m) => m.startsWith(`${this.id}/`) && m !== `${this.id}/${this.incarnation}`) : [];
     const dup = twins.length > 0;
     if (dup && !this.duplicateId) this.log(`cluster: another process in group ${this.c.group} has this worker's id "${this.id}": running no camera until the ids differ (cluster.workerId)`, { worker: this.id }, 'error');
@@ -380,7 +404,7 @@ export class Worker {
     if (!this.leaseHolds()) return;
     const now = performance.now();
     const desired = new Map<string, CameraEntry>();
-    if (!this.draining) for (const c of this.view.cameras.values()) if (this.assigned.has(c.slot) && c.definition?.source.enabled && satisfies(c.definition.placement, this.self)) desired.set(c.id, c);
+    if (!this.draining) for (const c of this.view.cameras.values()) if (this.assigned.has(c.slot) && c.definition?.source.enabled && satisfies(c.placement, this.self)) desired.set(c.id, c);
     this.checkPlacement(now);
 
     // Stops first: cameras edited (restarted under a new claim), removed or disabled, at once;

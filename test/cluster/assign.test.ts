@@ -122,4 +122,27 @@ describe('assignSlots (the group leader’s partition assigner)', () => {
     // and without the constraints the same members keep what they own (nothing moves but the newcomer's share)
     expect(assignSlots(ms, slots(12), cost).get('m0')).toEqual(expect.arrayContaining([0, 1, 2]));
   });
+
+  it('unequal capacities: the plain rule only (the least loaded takes, or nothing moves), so placement support moved nothing that was kept before', () => {
+    const cost = (s: number) => (s < 2 ? 1 : 0);
+    // m0 (capacity 2) runs both cameras; m1 (1) and m2 (3) join: the least loaded relative to
+    // capacity cannot take a camera without ending above m0's load, so both stay on m0.
+    const plan = assignSlots([{ memberId: 'm0', workerId: 'w0', capacity: 2, owned: [0, 1] }, { memberId: 'm1', workerId: 'w1', capacity: 1, owned: [] }, { memberId: 'm2', workerId: 'w2', capacity: 3, owned: [] }], slots(2), cost);
+    expect(plan.get('m0')).toEqual([0, 1]);
+  });
+
+  it('placement: when the least loaded member may not take any slot that would even the loads, the next least loaded takes it', () => {
+    const cost = (s: number) => (s < 4 ? 1 : 0);
+    // m0 runs 4 cameras; m1 (least loaded, 0) may not run slots 0–3 (they need gpu); m2 has gpu and one other slot's load.
+    const accepts = (slot: number, m: SlotMember) => slot >= 4 || m.memberId !== 'm1';
+    const ms: SlotMember[] = [
+      { memberId: 'm0', workerId: 'w0', capacity: 1, owned: [0, 1, 2, 3] },
+      { memberId: 'm1', workerId: 'w1', capacity: 1, owned: [] },
+      { memberId: 'm2', workerId: 'w2', capacity: 1, owned: [] },
+    ];
+    const plan = assignSlots(ms, slots(4), cost, accepts);
+    expect(plan.get('m1')).toEqual([]);
+    expect(plan.get('m0')!.length).toBe(2);
+    expect(plan.get('m2')!.length).toBe(2);
+  });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { homeSlot, parseLabels, placeCameras } from '../../src/cluster/admin.js';
+import { homeSlot, mixedSlots, parseLabels, placeCameras } from '../../src/cluster/admin.js';
 import { chooseSlot, placementKey, satisfies, unmet } from '../../src/cluster/placement.js';
 import { ClusterView } from '../../src/cluster/view.js';
 import { CameraSchema, ClusterSchema } from '../../src/config/schema.js';
@@ -16,6 +16,7 @@ describe('placement: which worker may run a camera', () => {
     expect(satisfies({ pin: 'b', labels: { gpu: 'yes' } }, w('b', { gpu: 'yes' }))).toBe(true);
     expect(unmet({ labels: { gpu: 'yes', site: 'dock' } }, w('a', { gpu: 'yes' }))).toBe('needs site=dock');
     expect(unmet({ pin: 'b' }, w('a'))).toBe('pinned to b');
+    expect(unmet({ pin: 'b', labels: { gpu: 'yes' } }, w('a'))).toBe('pinned to b; needs gpu=yes');
   });
 
   it('the placement key is canonical: label order does not matter; empty placement is "anywhere"', () => {
@@ -84,3 +85,46 @@ describe('chooseSlot: the cameras of one slot share their placement', () => {
     expect(spread.size).toBe(8);
   });
 });
+
+describe('placement as every worker reads it: from the record as written', () => {
+  const rec = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v));
+  it('a worker lacking a camera’s ${env:} variable still reads its placement and that it is meant to run (the leader assigns by it); a placement reading the environment is refused', () => {
+    const text = { id: 'dock', uri: 'rtsp://u:${env:ARGUS_CAMERA_PW}@h/x', placement: { labels: { site: 'dock' } } };
+    const without = new ClusterView({} as never, { cameras: 'c', owners: 'o' });
+    const saved = process.env.ARGUS_CAMERA_PW;
+    delete process.env.ARGUS_CAMERA_PW;
+    try {
+      without.ingest('c', 1, 'dock', rec(text), '0');
+    } finally {
+      if (saved !== undefined) process.env.ARGUS_CAMERA_PW = saved;
+    }
+    const e = without.cameras.get('dock')!;
+    expect(e.definition).toBeUndefined(); // it cannot run here…
+    expect(e.error).toMatch(/ARGUS_CAMERA_PW/);
+    expect(e.placement).toEqual({ labels: { site: 'dock' } }); // …but its placement is known
+    expect(e.active).toBe(true);
+    const v = new ClusterView({} as never, { cameras: 'c', owners: 'o' });
+    v.ingest('c', 2, 'sneaky', rec({ id: 'sneaky', uri: 'rtsp://h/x', placement: { pin: '${env:ARGUS_CAMERA_WHO}' } }), '0');
+    expect(v.cameras.get('sneaky')).toMatchObject({ active: false, error: expect.stringMatching(/placement: may not read \$\{env:/) });
+    v.ingest('c', 3, 'off', rec({ id: 'off', uri: 'rtsp://h/x', enabled: false, placement: { pin: 'w1' } }), '0');
+    expect(v.cameras.get('off')).toMatchObject({ active: false, placement: { pin: 'w1' } });
+  });
+
+  it('a hand-written YAML record’s placement counts (argus cameras keeps other cameras out of its slot); mixed slots are found', () => {
+    const v = new ClusterView({} as never, { cameras: 'c', owners: 'o' });
+    const home = homeSlot('c', 'plain', 8);
+    v.ingest('c', home, 'gpu', rec('id: gpu\nuri: rtsp://h/x\nplacement:\n  labels: { gpu: "yes" }\n'), '0');
+    expect(v.cameras.get('gpu')!.placement).toEqual({ labels: { gpu: 'yes' } });
+    const out = placeCameras('c', v, [{ id: 'plain', value: JSON.stringify({ id: 'plain', uri: 'rtsp://h/y' }) }], 8);
+    expect(out).toEqual([{ key: 'plain', value: expect.any(String), partition: (home + 1) % 8 }]);
+    expect(mixedSlots(v).size).toBe(0);
+    // two admins at once put different placements in one slot: found, so apply places them anew
+    v.ingest('c', home, 'pin2', rec({ id: 'pin2', uri: 'rtsp://h/z', placement: { pin: 'w2' } }), '1');
+    expect(mixedSlots(v)).toEqual(new Map([[home, ['gpu', 'pin2']]]));
+    const again = placeCameras('c', v, [{ id: 'gpu', value: v.cameras.get('gpu')!.text }, { id: 'pin2', value: v.cameras.get('pin2')!.text }], 8);
+    const slotOf = (id: string) => again.find((m) => m.key === id && m.value !== null)!.partition;
+    expect(slotOf('gpu')).not.toBe(slotOf('pin2'));
+    expect(again.filter((m) => m.value === null)).toHaveLength(1); // the one that moved leaves a tombstone
+  });
+});
+
