@@ -257,6 +257,10 @@ export class Worker {
       onMembers: (m, held, unaware) => this.onMembers(m, held, unaware),
       log: this.log,
     });
+    // A worker drained before it (re)started joins drained: capacity 0 from its first join, so
+    // no camera moves to it and straight back (the view has been read to its end by now).
+    this.draining = this.drainWanted();
+    if (this.draining) this.log(`cluster: ${this.id} is drained (argus cluster drain ${this.id} --undo brings it back); joining with capacity 0`, { worker: this.id });
     void this.membership.start();
     // The fence and the waits: checked every 100 ms, whatever else happens; a full
     // reconciliation at least every second (a failed claim, a camera to retry).
@@ -295,7 +299,7 @@ export class Worker {
   /**
    * A camera's placement and the group's assignment disagree (a slot here holds a camera this
    * worker may not run, or no worker holds a slot this one may run): ask the group to assign
-   * afresh. Only once the disagreement has lasted 3 s (a view or an assignment read a moment
+   * afresh. Only once the disagreement has lasted 1 s (a view or an assignment read a moment
    * early), only when every member's leader would assign by placement, and with a back-off that
    * doubles from 10 s to 2 min while the same disagreement stays. The leader assigns from its
    * view of the cameras.
@@ -315,7 +319,7 @@ export class Worker {
       return;
     }
     this.mismatchSince ??= now;
-    if (now - this.mismatchSince < 3000 || now < this.nextRebalanceAt) return;
+    if (now - this.mismatchSince < 1000 || now < this.nextRebalanceAt) return;
     if (this.placementUnaware) {
       if (!this.warnedUnaware) this.log(`cluster: ${why}, but a member of group ${this.c.group} runs an argus without placement (it may lead the group and ignore it): upgrade every worker`, { worker: this.id }, 'warn');
       this.warnedUnaware = true;

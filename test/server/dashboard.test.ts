@@ -94,15 +94,29 @@ function status(port: number, path: string): Promise<number> {
   });
 }
 
+/** The routes alone on a server of their own (no pipeline): a fake pipeline with no sources, the WebSocket hub, and `extra` route context. */
+async function bareServer(token: string | undefined, sources: string[], extra: Partial<RouteContext> = {}) {
+  const hub = new WebSocketHub({ token, maxBufferedBytes: 1 << 20, maxAlertBacklog: 100, maxClientMessageBytes: 4096, sources: () => sources });
+  const s = await startHttpServer({ host: '127.0.0.1', port: 0, token, upgrades: { '/ws': (req, sock, head) => hub.handleUpgrade(req, sock, head) } });
+  const rates = new RateMeter(() => []);
+  const pipeline = { stats: [], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu' } } as unknown as RouteContext['pipeline'];
+  registerRoutes(s, { pipeline, metrics: {} as Metrics, rates, geometry: () => ({ zones: [], lines: [] }), ...extra });
+  return {
+    s,
+    async close() {
+      rates.close();
+      await hub.close();
+      await s.close();
+    },
+  };
+}
+
 describe('dashboard modules', () => {
   it('with a token, the page at /?token= loads app.js and every module in js/ with it (200, text/javascript), connects and polls; unknown and traversal paths are 404, no token 401', async () => {
     const token = 's3cr=t/+';
     const q = `?token=${encodeURIComponent(token)}`;
-    const hub = new WebSocketHub({ token, maxBufferedBytes: 1 << 20, maxAlertBacklog: 100, maxClientMessageBytes: 4096, sources: () => ['lobby'] });
-    const s = await startHttpServer({ host: '127.0.0.1', port: 0, token, upgrades: { '/ws': (req, sock, head) => hub.handleUpgrade(req, sock, head) } });
-    const rates = new RateMeter(() => []);
-    const pipeline = { stats: [], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu' } } as unknown as RouteContext['pipeline'];
-    registerRoutes(s, { pipeline, metrics: {} as Metrics, rates, geometry: () => ({ zones: [], lines: [] }) });
+    const server = await bareServer(token, ['lobby']);
+    const s = server.s;
     const page = await browser.newPage();
     try {
       const problems: string[] = [];
@@ -138,19 +152,13 @@ describe('dashboard modules', () => {
       }
     } finally {
       await page.close();
-      rates.close();
-      await hub.close();
-      await s.close();
+      await server.close();
     }
   }, 60_000);
 });
 
 describe('dashboard of an argus worker: the cluster panel', () => {
   it('shows the worker, its lease and every camera with the worker that runs it (its own marked), follows the next poll, renders Kafka-borne names as text; hidden without a cluster', async () => {
-    const hub = new WebSocketHub({ maxBufferedBytes: 1 << 20, maxAlertBacklog: 100, maxClientMessageBytes: 4096, sources: () => [] });
-    const s = await startHttpServer({ host: '127.0.0.1', port: 0, upgrades: { '/ws': (req, sock, head) => hub.handleUpgrade(req, sock, head) } });
-    const rates = new RateMeter(() => []);
-    const pipeline = { stats: [], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu' } } as unknown as RouteContext['pipeline'];
     const evil = '<img src=x onerror="window.pwned=1">';
     let cluster: Record<string, unknown> | undefined = {
       worker: 'w1',
@@ -168,7 +176,8 @@ describe('dashboard of an argus worker: the cluster panel', () => {
         { camera: 'old', slot: 6, enabled: true, owner: 'w3', epoch: 3, state: 'released', here: false },
       ],
     };
-    registerRoutes(s, { pipeline, metrics: {} as Metrics, rates, geometry: () => ({ zones: [], lines: [] }), health: () => (cluster ? { cluster } : {}) });
+    const server = await bareServer(undefined, [], { health: () => (cluster ? { cluster } : {}) });
+    const s = server.s;
     const page = await browser.newPage();
     try {
       const errors: string[] = [];
@@ -200,9 +209,7 @@ describe('dashboard of an argus worker: the cluster panel', () => {
       expect(errors).toEqual([]);
     } finally {
       await page.close();
-      rates.close();
-      await hub.close();
-      await s.close();
+      await server.close();
     }
   }, 60_000);
 });
