@@ -5,7 +5,8 @@
  * side in one run on the shared 432p person video and the derived 1080p30 clip:
  * - `fast`: ffmpeg scales and pads to the model's input (swscale bilinear), argus normalises;
  * - `exact`: ffmpeg converts colours only, argus letterboxes with OpenCV's INTER_LINEAR
- *   (src/preprocess/letterbox.ts) — the default.
+ *   (src/preprocess/letterbox.ts) in its C kernel (src/preprocess/letterbox.c) — the default;
+ * - `exact-js`: the same letterbox in its TypeScript loops (where no C compiler was at install).
  * For each, ffmpeg decodes N frames (one decoder thread, as argus runs it) and the frames go
  * through argus's own reader and pre-processing. Figures per frame:
  * - ffmpeg: ffmpeg's CPU (user + sys) less the same decode writing nothing (`-f null`), i.e.
@@ -64,7 +65,7 @@ async function decodeOnly(clip: string): Promise<number> {
   return (await timed(['-hide_banner', '-nostdin', '-loglevel', 'error', '-threads', '1', '-i', clip, '-an', '-frames:v', String(FRAMES), '-f', 'null', '-'])) / FRAMES;
 }
 
-async function mode(clip: string, frame: 'letterbox' | 'source'): Promise<{ ffmpegMs: number; nodeMs: number; preprocessP50: number; frames: number }> {
+async function mode(clip: string, frame: 'letterbox' | 'source', impl: 'native' | 'js' = 'native'): Promise<{ ffmpegMs: number; nodeMs: number; preprocessP50: number; frames: number }> {
   const output: FfmpegOutputSpec = { ...MODEL, frame };
   const args = buildFfmpegArgs({ url: clip, kind: 'file', rate: 'fast', loop: false }, output);
   args.splice(args.indexOf('-f', args.indexOf('-vf')), 0, '-frames:v', String(FRAMES));
@@ -78,7 +79,7 @@ async function mode(clip: string, frame: 'letterbox' | 'source'): Promise<{ ffmp
   let w = 0, h = 0;
   const onFrame = (data: Buffer) => {
     const t = performance.now();
-    if (frame === 'source') letterboxTensor(data, w, h, 'bgr', letterbox(w, h, 416, 416, 'top-left', 'floor'), tensor, { modelOrder: 'bgr', normalize, padValue: 114 });
+    if (frame === 'source') letterboxTensor(data, w, h, 'bgr', letterbox(w, h, 416, 416, 'top-left', 'floor'), tensor, { modelOrder: 'bgr', normalize, padValue: 114 }, 0, impl);
     else normalizeHwcToChw(data, 416, 416, tensor, normalize);
     pre.push(performance.now() - t);
     frames++;
@@ -118,9 +119,8 @@ const load: number[] = [];
 for (let r = 0; r < ROUNDS; r++) {
   for (const c of clips) {
     const base = await decodeOnly(c.clip);
-    for (const m of ['letterbox', 'source'] as const) {
-      const res = await mode(c.clip, m);
-      const key = m === 'source' ? 'exact' : 'fast';
+    for (const [key, m, impl] of [['fast', 'letterbox', 'native'], ['exact', 'source', 'native'], ['exact-js', 'source', 'js']] as const) {
+      const res = await mode(c.clip, m, impl);
       const row = ((rows[c.name] ??= {})[key] ??= { ffmpeg: [], node: [], pre: [], base: [] });
       row.ffmpeg.push(res.ffmpegMs - base * 1000);
       row.node.push(res.nodeMs);
@@ -132,11 +132,11 @@ for (let r = 0; r < ROUNDS; r++) {
 }
 const result: Record<string, unknown> = { frames: FRAMES, rounds: ROUNDS, load: { min: Math.min(...load), max: Math.max(...load) }, ffmpeg: ff };
 console.log(`pre-processing per frame, decoder output → tensor (${FRAMES} frames × ${ROUNDS} rounds, medians; load ${Math.min(...load).toFixed(2)}–${Math.max(...load).toFixed(2)})`);
-console.log('clip   mode   ffmpeg ms  node ms  total ms  preprocess p50 ms  (decode alone ms)');
+console.log('clip   mode     ffmpeg ms  node ms  total ms  preprocess p50 ms  (decode alone ms)');
 for (const [clip, modes] of Object.entries(rows)) {
   for (const [m, v] of Object.entries(modes)) {
     const f = median(v.ffmpeg), n = median(v.node), p = median(v.pre);
-    console.log(`${clip.padEnd(6)} ${m.padEnd(6)} ${f.toFixed(2).padStart(9)} ${n.toFixed(2).padStart(8)} ${(f + n).toFixed(2).padStart(9)} ${p.toFixed(2).padStart(18)}  (${median(v.base).toFixed(2)})`);
+    console.log(`${clip.padEnd(6)} ${m.padEnd(8)} ${f.toFixed(2).padStart(9)} ${n.toFixed(2).padStart(8)} ${(f + n).toFixed(2).padStart(9)} ${p.toFixed(2).padStart(18)}  (${median(v.base).toFixed(2)})`);
     result[`${clip}.${m}`] = { ffmpegMs: f, nodeMs: n, totalMs: f + n, preprocessP50Ms: p, decodeMs: median(v.base) };
   }
 }

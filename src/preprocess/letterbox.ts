@@ -1,5 +1,37 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { Letterbox } from '../core/geometry.js';
 import { IDENTITY_NORMALIZE, type NormalizeOptions } from './normalize.js';
+
+/** The C kernel (src/preprocess/letterbox.c): the same arithmetic as the loops below, value for value. */
+interface NativeLetterbox {
+  letterbox(src: Uint8Array, stride: number, y0: Int32Array, y1: Int32Array, b0: Int32Array, b1: Int32Array, px0: Int32Array, px1: Int32Array, pa0: Int32Array, pa1: Int32Array, area2: boolean, dst: Float32Array, d0: number, W: number, mo: Float64Array, q: Int32Array): void;
+}
+
+/**
+ * The kernel built by `npm ci` (scripts/build.mjs → dist/native/letterbox.node), found from
+ * src/preprocess (tsx) or dist/src/preprocess (compiled); undefined without a C compiler at
+ * install, or with ARGUS_NATIVE=0: the TypeScript loops run then.
+ */
+function loadNative(): NativeLetterbox | undefined {
+  if (process.env.ARGUS_NATIVE === '0') return undefined;
+  const req = createRequire(import.meta.url);
+  for (const rel of ['../../dist/native/letterbox.node', '../../native/letterbox.node']) {
+    const path = new URL(rel, import.meta.url);
+    if (!existsSync(path)) continue;
+    try {
+      return req(path.pathname) as NativeLetterbox;
+    } catch {
+      // built for another Node ABI or machine: the loops below
+    }
+  }
+  return undefined;
+}
+
+const native = loadNative();
+
+/** Which implementation letterboxTensor runs: 'native' (the C kernel) or 'js'. */
+export const LETTERBOX_IMPL: 'native' | 'js' = native ? 'native' : 'js';
 
 /**
  * The exact letterbox: a full-size packed 8-bit frame resized as OpenCV's
@@ -47,6 +79,9 @@ interface Plan {
   /** The row of the result before it is spread over the planes. */
   row: Uint8Array;
   area2: boolean;
+  /** The native kernel's scale/offset and plane arguments, reused call to call. */
+  mo: Float64Array;
+  q: Int32Array;
 }
 
 const COEF_BITS = 11;
@@ -110,6 +145,8 @@ function makePlan(srcW: number, srcH: number, dw: number, dh: number, key: strin
     held: new Int32Array(2),
     row: new Uint8Array(n),
     area2: srcW === dw * 2 && srcH === dh * 2,
+    mo: new Float64Array(6),
+    q: new Int32Array(3),
   };
 }
 
@@ -176,7 +213,9 @@ export function letterboxTensor(
   dst: Float32Array,
   options: LetterboxTensorOptions,
   dstOffset = 0,
+  impl: 'native' | 'js' = LETTERBOX_IMPL,
 ): void {
+  if (impl === 'native' && !native) throw new Error('letterbox: the native kernel is not built (npm ci builds it with the C compiler)');
   const W = lb.dstWidth, H = lb.dstHeight;
   const dw = lb.scaledWidth, dh = lb.scaledHeight;
   if (src.length < srcWidth * srcHeight * 3) throw new RangeError(`letterbox: source has ${src.length} bytes, need ${srcWidth * srcHeight * 3} for ${srcWidth}x${srcHeight}`);
@@ -201,6 +240,20 @@ export function letterboxTensor(
 
   const p = planFor(srcWidth, srcHeight, dw, dh);
   const stride = srcWidth * 3;
+  if (impl === 'native' && native) {
+    const { mo, q } = p;
+    mo[0] = m0;
+    mo[1] = m1;
+    mo[2] = m2;
+    mo[3] = o0;
+    mo[4] = o1;
+    mo[5] = o2;
+    q[0] = q0;
+    q[1] = q1;
+    q[2] = q2;
+    native.letterbox(src, stride, p.y0, p.y1, p.b0, p.b1, p.px0, p.px1, p.pa0, p.pa1, p.area2, dst, lb.padY * W + lb.padX, W, mo, q);
+    return;
+  }
   const n = dw * 3;
   const row = p.row;
   // The two horizontal-pass buffers and the source row each holds (rows shared by consecutive
@@ -241,10 +294,10 @@ export function letterboxTensor(
 }
 
 /** The resized picture as packed bytes (`dw × dh × 3`, source channel order): for tests and tools comparing pixels with OpenCV. */
-export function resizeLinear(src: Uint8Array, srcWidth: number, srcHeight: number, dw: number, dh: number): Uint8Array {
+export function resizeLinear(src: Uint8Array, srcWidth: number, srcHeight: number, dw: number, dh: number, impl: 'native' | 'js' = LETTERBOX_IMPL): Uint8Array {
   const out = new Float32Array(dw * dh * 3);
   const lb: Letterbox = { srcWidth, srcHeight, dstWidth: dw, dstHeight: dh, scale: dw / srcWidth, scaledWidth: dw, scaledHeight: dh, padX: 0, padY: 0 };
-  letterboxTensor(src, srcWidth, srcHeight, 'rgb', lb, out, { modelOrder: 'rgb', normalize: IDENTITY_NORMALIZE, padValue: 0 });
+  letterboxTensor(src, srcWidth, srcHeight, 'rgb', lb, out, { modelOrder: 'rgb', normalize: IDENTITY_NORMALIZE, padValue: 0 }, 0, impl);
   const plane = dw * dh;
   const bytes = new Uint8Array(plane * 3);
   for (let i = 0; i < plane; i++) {

@@ -70,13 +70,13 @@ json.dump(cases, open(f'{out}/cases.json', 'w'))
       cases = JSON.parse(readFileSync(join(dir, 'cases.json'), 'utf8'));
     }, 600_000);
 
-    it('gives OpenCV 4.13’s bytes exactly, down- and upscaling, any width', () => {
+    it.each(['native', 'js'] as const)('gives OpenCV 4.13’s bytes exactly, down- and upscaling, any width (%s)', (impl) => {
       expect(cases.length).toBeGreaterThanOrEqual(20);
       const wrong: string[] = [];
       for (const c of cases as (typeof cases[number] & { src: number })[]) {
         const src = readFileSync(join(dir, `${c.src}.src`));
         const ref = readFileSync(join(dir, `${c.name}.ref`));
-        const got = resizeLinear(src, c.w, c.h, c.dw, c.dh);
+        const got = resizeLinear(src, c.w, c.h, c.dw, c.dh, impl);
         let differ = 0;
         for (let i = 0; i < ref.length; i++) if (ref[i] !== got[i]) differ++;
         if (differ) wrong.push(`${c.w}x${c.h} → ${c.dw}x${c.dh}: ${differ} of ${ref.length} bytes differ`);

@@ -1,0 +1,139 @@
+/*
+ * argus's exact letterbox kernel (src/preprocess/letterbox.ts), in C: the same integer
+ * arithmetic as the TypeScript loops it replaces, value for value (OpenCV's INTER_LINEAR for
+ * 8-bit images: 11-bit weights, a horizontal pass into 32-bit sums, the vertical pass of
+ * OpenCV's SIMD kernel; an exact 2x reduction is OpenCV's INTER_AREA 2x2 mean), normalised and
+ * written planar into the model's float tensor. The taps are computed in TypeScript (one
+ * place) and passed in. Built by `npm ci` (scripts/build.mjs) with the system's C compiler;
+ * without it, the TypeScript loops run instead.
+ *
+ * letterbox(src, stride, y0, y1, b0, b1, px0, px1, pa0, pa1, area2, dst, d0, W, mo, q): mo a
+ * Float64Array [m0, m1, m2, o0, o1, o2] (value = byte * m + o), q an Int32Array of the three
+ * planes' offsets in dst, d0 the first row's offset within a plane, W the plane's width.
+ */
+#include <node_api.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(call) do { if ((call) != napi_ok) { napi_throw_error(env, NULL, "letterbox: bad arguments"); return NULL; } } while (0)
+
+static int typed(napi_env env, napi_value v, napi_typedarray_type want, void **data, size_t *len) {
+  bool is = false;
+  if (napi_is_typedarray(env, v, &is) != napi_ok || !is) return 0;
+  napi_typedarray_type t;
+  napi_value buf;
+  size_t off;
+  if (napi_get_typedarray_info(env, v, &t, len, data, &buf, &off) != napi_ok || t != want) return 0;
+  return 1;
+}
+
+static void hpass(const uint8_t *row, const int32_t *px0, const int32_t *px1, const int32_t *pa0, const int32_t *pa1, int32_t dw, int32_t *out) {
+  for (int32_t x = 0, k = 0; x < dw; x++, k += 3) {
+    const uint8_t *s0 = row + px0[x], *s1 = row + px1[x];
+    const int32_t a = pa0[x], b = pa1[x];
+    out[k] = s0[0] * a + s1[0] * b;
+    out[k + 1] = s0[1] * a + s1[1] * b;
+    out[k + 2] = s0[2] * a + s1[2] * b;
+  }
+}
+
+static napi_value letterbox(napi_env env, napi_callback_info info) {
+  size_t argc = 16;
+  napi_value a[16];
+  CHECK(napi_get_cb_info(env, info, &argc, a, NULL, NULL));
+  if (argc != 16) { napi_throw_error(env, NULL, "letterbox: expected 16 arguments"); return NULL; }
+  uint8_t *src; float *dst; double *mo; int32_t *q;
+  size_t nmo, nq;
+  int32_t *y0, *y1, *b0, *b1, *px0, *px1, *pa0, *pa1;
+  size_t nsrc, ndst, dh, dw, n1, n2, n3, n4, n5, n6;
+  if (!typed(env, a[0], napi_uint8_array, (void **)&src, &nsrc) || !typed(env, a[2], napi_int32_array, (void **)&y0, &dh) || !typed(env, a[3], napi_int32_array, (void **)&y1, &n1) ||
+      !typed(env, a[4], napi_int32_array, (void **)&b0, &n2) || !typed(env, a[5], napi_int32_array, (void **)&b1, &n3) || !typed(env, a[6], napi_int32_array, (void **)&px0, &dw) ||
+      !typed(env, a[7], napi_int32_array, (void **)&px1, &n4) || !typed(env, a[8], napi_int32_array, (void **)&pa0, &n5) || !typed(env, a[9], napi_int32_array, (void **)&pa1, &n6) ||
+      !typed(env, a[11], napi_float32_array, (void **)&dst, &ndst) || !typed(env, a[14], napi_float64_array, (void **)&mo, &nmo) || !typed(env, a[15], napi_int32_array, (void **)&q, &nq)) {
+    napi_throw_type_error(env, NULL, "letterbox: expected Uint8Array, Int32Array and Float32Array arguments");
+    return NULL;
+  }
+  if (nmo != 6 || nq != 3) { napi_throw_range_error(env, NULL, "letterbox: mo needs 6 values and q 3"); return NULL; }
+  if (n1 != dh || n2 != dh || n3 != dh || n4 != dw || n5 != dw || n6 != dw) { napi_throw_range_error(env, NULL, "letterbox: tap tables of different lengths"); return NULL; }
+  int32_t stride, d0, W;
+  bool area2;
+  const double m[3] = { mo[0], mo[1], mo[2] }, o[3] = { mo[3], mo[4], mo[5] };
+  CHECK(napi_get_value_int32(env, a[1], &stride));
+  CHECK(napi_get_value_bool(env, a[10], &area2));
+  CHECK(napi_get_value_int32(env, a[12], &d0));
+  CHECK(napi_get_value_int32(env, a[13], &W));
+  // Bounds, so that no argument can make it read or write outside the arrays.
+  if (stride <= 0 || W <= 0 || d0 < 0 || (int64_t)dw > W) { napi_throw_range_error(env, NULL, "letterbox: bad sizes"); return NULL; }
+  int64_t maxSrc = 0, maxDst = 0;
+  for (size_t y = 0; y < dh; y++) {
+    int64_t r = (y0[y] > y1[y] ? y0[y] : y1[y]);
+    if (y0[y] < 0 || y1[y] < 0) { napi_throw_range_error(env, NULL, "letterbox: bad row"); return NULL; }
+    if (area2) r = 2 * (int64_t)y + 1;
+    if ((r + 1) * (int64_t)stride > maxSrc) maxSrc = (r + 1) * (int64_t)stride;
+  }
+  for (size_t x = 0; x < dw; x++) {
+    int32_t p = px0[x] > px1[x] ? px0[x] : px1[x];
+    if (px0[x] < 0 || px1[x] < 0 || (int64_t)p + 3 > stride || (area2 && (int64_t)(6 * x + 6) > (int64_t)stride)) { napi_throw_range_error(env, NULL, "letterbox: bad column"); return NULL; }
+  }
+  maxDst = (int64_t)d0 + (int64_t)(dh > 0 ? dh - 1 : 0) * W + (int64_t)dw;
+  for (int i = 0; i < 3; i++) if (q[i] < 0 || (int64_t)q[i] + maxDst > (int64_t)ndst) { napi_throw_range_error(env, NULL, "letterbox: tensor too small"); return NULL; }
+  if (maxSrc > (int64_t)nsrc) { napi_throw_range_error(env, NULL, "letterbox: source too small"); return NULL; }
+
+  const size_t n = dw * 3;
+  int32_t *bufs = malloc(sizeof(int32_t) * (n ? 2 * n : 1));
+  uint8_t *row = malloc(n ? n : 1);
+  if (!bufs || !row) { free(bufs); free(row); napi_throw_error(env, NULL, "letterbox: out of memory"); return NULL; }
+  int32_t held[2] = { -1, -1 };
+  float *p0 = dst + q[0], *p1 = dst + q[1], *p2 = dst + q[2];
+  for (size_t y = 0; y < dh; y++) {
+    int64_t d = (int64_t)d0 + (int64_t)y * W;
+    if (area2) {
+      const uint8_t *s0 = src + (size_t)(2 * y) * stride, *s1 = s0 + stride;
+      for (size_t x = 0, k = 0; x < dw; x++) {
+        const size_t b = 6 * x;
+        for (int c = 0; c < 3; c++, k++) row[k] = (uint8_t)((s0[b + c] + s0[b + 3 + c] + s1[b + c] + s1[b + 3 + c] + 2) >> 2);
+      }
+      for (size_t x = 0, s = 0; x < dw; x++, s += 3, d++) {
+        p0[d] = (float)(row[s] * m[0] + o[0]);
+        p1[d] = (float)(row[s + 1] * m[1] + o[1]);
+        p2[d] = (float)(row[s + 2] * m[2] + o[2]);
+      }
+      continue;
+    }
+    // The two horizontal-pass rows, each computed once while consecutive output rows share it.
+    int32_t r0 = y0[y], r1 = y1[y];
+    int i0 = held[0] == r0 ? 0 : held[1] == r0 ? 1 : -1;
+    if (i0 < 0) {
+      i0 = held[0] == r1 ? 1 : 0;
+      hpass(src + (size_t)r0 * stride, px0, px1, pa0, pa1, (int32_t)dw, bufs + i0 * n);
+      held[i0] = r0;
+    }
+    int i1 = held[0] == r1 ? 0 : held[1] == r1 ? 1 : -1;
+    if (i1 < 0) {
+      i1 = i0 == 0 ? 1 : 0;
+      hpass(src + (size_t)r1 * stride, px0, px1, pa0, pa1, (int32_t)dw, bufs + i1 * n);
+      held[i1] = r1;
+    }
+    const int32_t *h0 = bufs + i0 * n, *h1 = bufs + i1 * n;
+    const int32_t w0 = b0[y], w1 = b1[y];
+    for (size_t k = 0; k < n; k += 3, d++) {
+      int32_t v0 = ((((h0[k] >> 4) * w0) >> 16) + (((h1[k] >> 4) * w1) >> 16) + 2) >> 2;
+      int32_t v1 = ((((h0[k + 1] >> 4) * w0) >> 16) + (((h1[k + 1] >> 4) * w1) >> 16) + 2) >> 2;
+      int32_t v2 = ((((h0[k + 2] >> 4) * w0) >> 16) + (((h1[k + 2] >> 4) * w1) >> 16) + 2) >> 2;
+      p0[d] = (float)(v0 * m[0] + o[0]);
+      p1[d] = (float)(v1 * m[1] + o[1]);
+      p2[d] = (float)(v2 * m[2] + o[2]);
+    }
+  }
+  free(bufs);
+  free(row);
+  return NULL;
+}
+
+NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
+  napi_value fn;
+  if (napi_create_function(env, "letterbox", NAPI_AUTO_LENGTH, letterbox, NULL, &fn) != napi_ok) return NULL;
+  if (napi_set_named_property(env, exports, "letterbox", fn) != napi_ok) return NULL;
+  return exports;
+}
