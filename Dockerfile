@@ -16,7 +16,7 @@ WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends ffmpeg && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 # npm ci runs the package's prepare script (scripts/build.mjs): it needs the script itself.
-COPY scripts ./scripts
+COPY scripts/build.mjs ./scripts/
 RUN npm ci --omit=dev --ignore-scripts=false && npm cache clean --force
 COPY --from=native /app/dist/native ./dist/native
 COPY bin ./bin

@@ -41,16 +41,17 @@ process.stderr.write('build: dist/src is up to date\n');
  * results, about ten times slower at 1080p).
  */
 function buildNative() {
-  const cc = process.env.CC || 'cc';
+  const [cc, ...ccArgs] = (process.env.CC || 'cc').trim().split(/\s+/); // CC="ccache gcc" works too
   const headers = [join(dirname(process.execPath), '..', 'include', 'node'), '/usr/include/node', '/usr/local/include/node'].find((d) => existsSync(join(d, 'node_api.h')));
   const out = join(dist, 'native', 'letterbox.node');
   if (!headers) {
+    rmSync(out, { force: true }); // never an older build left behind
     process.stderr.write('build: no node_api.h found; the letterbox runs as TypeScript\n');
     return;
   }
   mkdirSync(dirname(out), { recursive: true });
   // -ffp-contract=off: no fused multiply-add, so each float is rounded as JavaScript rounds it.
-  const c = spawnSync(cc, ['-O3', '-ffp-contract=off', '-fPIC', '-shared', '-Wall', '-o', out, '-I', headers, join(root, 'src', 'preprocess', 'letterbox.c')], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+  const c = spawnSync(cc, [...ccArgs, '-O3', '-ffp-contract=off', '-fPIC', '-shared', '-Wall', '-o', out, '-I', headers, join(root, 'src', 'preprocess', 'letterbox.c')], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
   if (c.error || c.status !== 0) {
     rmSync(out, { force: true });
     process.stderr.write(`build: ${cc} could not build src/preprocess/letterbox.c (${c.error?.message ?? `exit ${c.status}`}); the letterbox runs as TypeScript\n`);

@@ -18,18 +18,25 @@
 
 #define CHECK(call) do { if ((call) != napi_ok) { napi_throw_error(env, NULL, "letterbox: bad arguments"); return NULL; } } while (0)
 
-static int typed(napi_env env, napi_value v, napi_typedarray_type want, void **data, size_t *len) {
+/* A typed array of type `want`. With `owned`, not backed by a SharedArrayBuffer: a table checked
+ * once and read again later must not change in between (another thread could make it point
+ * anywhere). The source and the tensor may be shared: they are only read, or only written. */
+static int typed(napi_env env, napi_value v, napi_typedarray_type want, void **data, size_t *len, int owned) {
   bool is = false;
   if (napi_is_typedarray(env, v, &is) != napi_ok || !is) return 0;
   napi_typedarray_type t;
   napi_value buf;
   size_t off;
   if (napi_get_typedarray_info(env, v, &t, len, data, &buf, &off) != napi_ok || t != want) return 0;
+  if (owned) {
+    bool plain = false;
+    if (napi_is_arraybuffer(env, buf, &plain) != napi_ok || !plain) return 0;
+  }
   return 1;
 }
 
-static void hpass(const uint8_t *row, const int32_t *px0, const int32_t *px1, const int32_t *pa0, const int32_t *pa1, int32_t dw, int32_t *out) {
-  for (int32_t x = 0, k = 0; x < dw; x++, k += 3) {
+static void hpass(const uint8_t *row, const int32_t *px0, const int32_t *px1, const int32_t *pa0, const int32_t *pa1, size_t dw, int32_t *out) {
+  for (size_t x = 0, k = 0; x < dw; x++, k += 3) {
     const uint8_t *s0 = row + px0[x], *s1 = row + px1[x];
     const int32_t a = pa0[x], b = pa1[x];
     out[k] = s0[0] * a + s1[0] * b;
@@ -47,11 +54,11 @@ static napi_value letterbox(napi_env env, napi_callback_info info) {
   size_t nmo, nq;
   int32_t *y0, *y1, *b0, *b1, *px0, *px1, *pa0, *pa1;
   size_t nsrc, ndst, dh, dw, n1, n2, n3, n4, n5, n6;
-  if (!typed(env, a[0], napi_uint8_array, (void **)&src, &nsrc) || !typed(env, a[2], napi_int32_array, (void **)&y0, &dh) || !typed(env, a[3], napi_int32_array, (void **)&y1, &n1) ||
-      !typed(env, a[4], napi_int32_array, (void **)&b0, &n2) || !typed(env, a[5], napi_int32_array, (void **)&b1, &n3) || !typed(env, a[6], napi_int32_array, (void **)&px0, &dw) ||
-      !typed(env, a[7], napi_int32_array, (void **)&px1, &n4) || !typed(env, a[8], napi_int32_array, (void **)&pa0, &n5) || !typed(env, a[9], napi_int32_array, (void **)&pa1, &n6) ||
-      !typed(env, a[11], napi_float32_array, (void **)&dst, &ndst) || !typed(env, a[14], napi_float64_array, (void **)&mo, &nmo) || !typed(env, a[15], napi_int32_array, (void **)&q, &nq)) {
-    napi_throw_type_error(env, NULL, "letterbox: expected Uint8Array, Int32Array and Float32Array arguments");
+  if (!typed(env, a[0], napi_uint8_array, (void **)&src, &nsrc, 0) || !typed(env, a[2], napi_int32_array, (void **)&y0, &dh, 1) || !typed(env, a[3], napi_int32_array, (void **)&y1, &n1, 1) ||
+      !typed(env, a[4], napi_int32_array, (void **)&b0, &n2, 1) || !typed(env, a[5], napi_int32_array, (void **)&b1, &n3, 1) || !typed(env, a[6], napi_int32_array, (void **)&px0, &dw, 1) ||
+      !typed(env, a[7], napi_int32_array, (void **)&px1, &n4, 1) || !typed(env, a[8], napi_int32_array, (void **)&pa0, &n5, 1) || !typed(env, a[9], napi_int32_array, (void **)&pa1, &n6, 1) ||
+      !typed(env, a[11], napi_float32_array, (void **)&dst, &ndst, 0) || !typed(env, a[14], napi_float64_array, (void **)&mo, &nmo, 1) || !typed(env, a[15], napi_int32_array, (void **)&q, &nq, 1)) {
+    napi_throw_type_error(env, NULL, "letterbox: expected Uint8Array, Int32Array, Float32Array and Float64Array arguments (the tables not in shared memory)");
     return NULL;
   }
   if (nmo != 6 || nq != 3) { napi_throw_range_error(env, NULL, "letterbox: mo needs 6 values and q 3"); return NULL; }
@@ -69,10 +76,12 @@ static napi_value letterbox(napi_env env, napi_callback_info info) {
   for (size_t y = 0; y < dh; y++) {
     int64_t r = (y0[y] > y1[y] ? y0[y] : y1[y]);
     if (y0[y] < 0 || y1[y] < 0) { napi_throw_range_error(env, NULL, "letterbox: bad row"); return NULL; }
+    if (b0[y] < 0 || b0[y] > 2048 || b1[y] < 0 || b1[y] > 2048) { napi_throw_range_error(env, NULL, "letterbox: a row weight outside 0-2048"); return NULL; }
     if (area2) r = 2 * (int64_t)y + 1;
     if ((r + 1) * (int64_t)stride > maxSrc) maxSrc = (r + 1) * (int64_t)stride;
   }
   for (size_t x = 0; x < dw; x++) {
+    if (pa0[x] < 0 || pa0[x] > 2048 || pa1[x] < 0 || pa1[x] > 2048) { napi_throw_range_error(env, NULL, "letterbox: a column weight outside 0-2048"); return NULL; }
     int32_t p = px0[x] > px1[x] ? px0[x] : px1[x];
     if (px0[x] < 0 || px1[x] < 0 || (int64_t)p + 3 > stride || (area2 && (int64_t)(6 * x + 6) > (int64_t)stride)) { napi_throw_range_error(env, NULL, "letterbox: bad column"); return NULL; }
   }
@@ -106,13 +115,13 @@ static napi_value letterbox(napi_env env, napi_callback_info info) {
     int i0 = held[0] == r0 ? 0 : held[1] == r0 ? 1 : -1;
     if (i0 < 0) {
       i0 = held[0] == r1 ? 1 : 0;
-      hpass(src + (size_t)r0 * stride, px0, px1, pa0, pa1, (int32_t)dw, bufs + i0 * n);
+      hpass(src + (size_t)r0 * stride, px0, px1, pa0, pa1, dw, bufs + i0 * n);
       held[i0] = r0;
     }
     int i1 = held[0] == r1 ? 0 : held[1] == r1 ? 1 : -1;
     if (i1 < 0) {
       i1 = i0 == 0 ? 1 : 0;
-      hpass(src + (size_t)r1 * stride, px0, px1, pa0, pa1, (int32_t)dw, bufs + i1 * n);
+      hpass(src + (size_t)r1 * stride, px0, px1, pa0, pa1, dw, bufs + i1 * n);
       held[i1] = r1;
     }
     const int32_t *h0 = bufs + i0 * n, *h1 = bufs + i1 * n;

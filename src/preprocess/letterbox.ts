@@ -1,10 +1,11 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import type { Letterbox } from '../core/geometry.js';
 import { IDENTITY_NORMALIZE, type NormalizeOptions } from './normalize.js';
 
 /** The C kernel (src/preprocess/letterbox.c): the same arithmetic as the loops below, value for value. */
-interface NativeLetterbox {
+export interface NativeLetterbox {
   letterbox(src: Uint8Array, stride: number, y0: Int32Array, y1: Int32Array, b0: Int32Array, b1: Int32Array, px0: Int32Array, px1: Int32Array, pa0: Int32Array, pa1: Int32Array, area2: boolean, dst: Float32Array, d0: number, W: number, mo: Float64Array, q: Int32Array): void;
 }
 
@@ -17,10 +18,10 @@ function loadNative(): NativeLetterbox | undefined {
   if (process.env.ARGUS_NATIVE === '0') return undefined;
   const req = createRequire(import.meta.url);
   for (const rel of ['../../dist/native/letterbox.node', '../../native/letterbox.node']) {
-    const path = new URL(rel, import.meta.url);
+    const path = fileURLToPath(new URL(rel, import.meta.url));
     if (!existsSync(path)) continue;
     try {
-      return req(path.pathname) as NativeLetterbox;
+      return req(path) as NativeLetterbox;
     } catch {
       // built for another Node ABI or machine: the loops below
     }
@@ -28,10 +29,32 @@ function loadNative(): NativeLetterbox | undefined {
   return undefined;
 }
 
-const native = loadNative();
+/**
+ * The kernel is used only if it gives the loops' values on a small picture, down- and
+ * upscaled and halved (a kernel built from an older letterbox.c, or by a compiler that
+ * reorders floating point, is left unused). Microseconds, once per process.
+ */
+export function agrees(k: NativeLetterbox): boolean {
+  const src = new Uint8Array(14 * 10 * 3);
+  for (let i = 0; i < src.length; i++) src[i] = (i * 157 + 11) & 255;
+  const opts: LetterboxTensorOptions = { modelOrder: 'rgb', normalize: { scale: 1 / 255, mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225] }, padValue: 114 };
+  for (const [dw, dh, W, H] of [[5, 3, 8, 8], [7, 5, 7, 5], [20, 13, 24, 16]]) {
+    const lb: Letterbox = { srcWidth: 14, srcHeight: 10, dstWidth: W, dstHeight: H, scale: dw / 14, scaledWidth: dw, scaledHeight: dh, padX: 0, padY: H - dh >= 1 ? 1 : 0 };
+    const a = new Float32Array(W * H * 3), b = new Float32Array(W * H * 3);
+    try {
+      letterboxWith(k, src, 14, 10, 'bgr', lb, a, opts, 0);
+    } catch {
+      return false;
+    }
+    letterboxWith(undefined, src, 14, 10, 'bgr', lb, b, opts, 0);
+    for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) return false;
+  }
+  return true;
+}
 
-/** Which implementation letterboxTensor runs: 'native' (the C kernel) or 'js'. */
-export const LETTERBOX_IMPL: 'native' | 'js' = native ? 'native' : 'js';
+/** Set once the module has loaded (at its end: the check runs letterboxTensor). */
+let native: NativeLetterbox | undefined;
+
 
 /**
  * The exact letterbox: a full-size packed 8-bit frame resized as OpenCV's
@@ -213,9 +236,24 @@ export function letterboxTensor(
   dst: Float32Array,
   options: LetterboxTensorOptions,
   dstOffset = 0,
-  impl: 'native' | 'js' = LETTERBOX_IMPL,
+  impl: 'native' | 'js' = native ? 'native' : 'js',
 ): void {
   if (impl === 'native' && !native) throw new Error('letterbox: the native kernel is not built (npm ci builds it with the C compiler)');
+  letterboxWith(impl === 'native' ? native : undefined, src, srcWidth, srcHeight, srcOrder, lb, dst, options, dstOffset);
+}
+
+/** letterboxTensor with the C kernel `k`, or the loops when undefined. */
+function letterboxWith(
+  k: NativeLetterbox | undefined,
+  src: Uint8Array,
+  srcWidth: number,
+  srcHeight: number,
+  srcOrder: 'rgb' | 'bgr',
+  lb: Letterbox,
+  dst: Float32Array,
+  options: LetterboxTensorOptions,
+  dstOffset: number,
+): void {
   const W = lb.dstWidth, H = lb.dstHeight;
   const dw = lb.scaledWidth, dh = lb.scaledHeight;
   if (src.length < srcWidth * srcHeight * 3) throw new RangeError(`letterbox: source has ${src.length} bytes, need ${srcWidth * srcHeight * 3} for ${srcWidth}x${srcHeight}`);
@@ -240,7 +278,7 @@ export function letterboxTensor(
 
   const p = planFor(srcWidth, srcHeight, dw, dh);
   const stride = srcWidth * 3;
-  if (impl === 'native' && native) {
+  if (k) {
     const { mo, q } = p;
     mo[0] = m0;
     mo[1] = m1;
@@ -251,7 +289,7 @@ export function letterboxTensor(
     q[0] = q0;
     q[1] = q1;
     q[2] = q2;
-    native.letterbox(src, stride, p.y0, p.y1, p.b0, p.b1, p.px0, p.px1, p.pa0, p.pa1, p.area2, dst, lb.padY * W + lb.padX, W, mo, q);
+    k.letterbox(src, stride, p.y0, p.y1, p.b0, p.b1, p.px0, p.px1, p.pa0, p.pa1, p.area2, dst, lb.padY * W + lb.padX, W, mo, q);
     return;
   }
   const n = dw * 3;
@@ -293,6 +331,7 @@ export function letterboxTensor(
   }
 }
 
+
 /** The resized picture as packed bytes (`dw × dh × 3`, source channel order): for tests and tools comparing pixels with OpenCV. */
 export function resizeLinear(src: Uint8Array, srcWidth: number, srcHeight: number, dw: number, dh: number, impl: 'native' | 'js' = LETTERBOX_IMPL): Uint8Array {
   const out = new Float32Array(dw * dh * 3);
@@ -307,3 +346,11 @@ export function resizeLinear(src: Uint8Array, srcWidth: number, srcHeight: numbe
   }
   return bytes;
 }
+
+{
+  const k = loadNative();
+  native = k && agrees(k) ? k : undefined;
+}
+
+/** Which implementation letterboxTensor runs by default: 'native' (the C kernel) or 'js' (the loops). */
+export const LETTERBOX_IMPL: 'native' | 'js' = native ? 'native' : 'js';

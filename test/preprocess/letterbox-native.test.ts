@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { letterbox } from '../../src/core/geometry.js';
-import { LETTERBOX_IMPL, letterboxTensor } from '../../src/preprocess/letterbox.js';
+import { agrees, LETTERBOX_IMPL, letterboxTensor, type NativeLetterbox } from '../../src/preprocess/letterbox.js';
 
 /** A deterministic pseudo-random picture (no two runs differ). */
 function picture(w: number, h: number, seed: number): Uint8Array {
@@ -53,6 +53,19 @@ describe('the native letterbox kernel (src/preprocess/letterbox.c, built by npm 
     expect(compared).toBeGreaterThan(2_000_000);
   });
 
+  it('a kernel that does not give the loops’ values (built from an older letterbox.c, or by a compiler that reorders floating point) is left unused', () => {
+    const k = createRequire(import.meta.url)(resolve(__dirname, '../../dist/native/letterbox.node')) as NativeLetterbox;
+    expect(agrees(k)).toBe(true);
+    const offByOne: NativeLetterbox = {
+      letterbox: (...a: Parameters<NativeLetterbox['letterbox']>) => {
+        k.letterbox(...a);
+        a[11][a[12] + a[15][0]] += 1; // one value of the first plane
+      },
+    };
+    expect(agrees(offByOne)).toBe(false);
+    expect(agrees({ letterbox: () => { throw new Error('old ABI'); } })).toBe(false);
+  });
+
   it('the kernel itself checks every table against the arrays: rows, columns or planes out of bounds, or wrong types, throw instead of reading or writing outside them', () => {
     const k = createRequire(import.meta.url)(resolve(__dirname, '../../dist/native/letterbox.node')) as { letterbox: (...a: unknown[]) => void };
     const i32 = (...v: number[]) => Int32Array.from(v);
@@ -67,6 +80,12 @@ describe('the native letterbox kernel (src/preprocess/letterbox.c, built by npm 
     expect(() => k.letterbox(src, 12, i32(0, 1), i32(1, 1), i32(2048, 0), i32(0, 2048), i32(0, 6), i32(3, 9), i32(2048, 2048), i32(0, 0), true, dst, 0, 2, mo, i32(0, 4, 8))).toThrow(RangeError); // a 2x reduction of 2 rows needs 4
     expect(() => k.letterbox(src, 12, [0, 1], i32(1, 1), i32(2048, 0), i32(0, 2048), i32(0, 6), i32(3, 9), i32(2048, 2048), i32(0, 0), false, dst, 0, 2, mo, i32(0, 4, 8))).toThrow(TypeError);
     expect(() => k.letterbox(src)).toThrow(/16 arguments/);
+    // a table in shared memory could change between the check and its use: refused
+    const shared = new Int32Array(new SharedArrayBuffer(8));
+    shared.set([0, 6]);
+    expect(() => k.letterbox(src, 12, i32(0, 1), i32(1, 1), i32(2048, 0), i32(0, 2048), shared, i32(3, 9), i32(2048, 2048), i32(0, 0), false, dst, 0, 2, mo, i32(0, 4, 8))).toThrow(TypeError);
+    // weights outside OpenCV's 0–2048
+    expect(() => k.letterbox(src, 12, i32(0, 1), i32(1, 1), i32(2048, 0), i32(0, 2048), i32(0, 6), i32(3, 9), i32(0x7fffffff, 2048), i32(0, 0), false, dst, 0, 2, mo, i32(0, 4, 8))).toThrow(RangeError);
   });
 
   it('a frame shorter than its size says, or a tensor too small, is a RangeError (never a read or write out of bounds)', () => {
