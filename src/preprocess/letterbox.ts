@@ -42,11 +42,11 @@ export function agrees(k: NativeLetterbox): boolean {
     const lb: Letterbox = { srcWidth: 14, srcHeight: 10, dstWidth: W, dstHeight: H, scale: dw / 14, scaledWidth: dw, scaledHeight: dh, padX: 0, padY: H - dh >= 1 ? 1 : 0 };
     const a = new Float32Array(W * H * 3), b = new Float32Array(W * H * 3);
     try {
-      letterboxWith(k, src, 14, 10, 'bgr', lb, a, opts, 0);
+      letterboxTensor(src, 14, 10, 'bgr', lb, a, opts, 0, k);
     } catch {
       return false;
     }
-    letterboxWith(undefined, src, 14, 10, 'bgr', lb, b, opts, 0);
+    letterboxTensor(src, 14, 10, 'bgr', lb, b, opts, 0, 'js');
     for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) return false;
   }
   return true;
@@ -225,7 +225,8 @@ function fillPad(dst: Float32Array, q: number, v: number, lb: Letterbox): void {
 /**
  * Resizes the `srcWidth × srcHeight` packed picture in `src` (channel order `srcOrder`) into the
  * scaled area of `lb`, pads the rest with `padValue`, and writes the result normalised and
- * planar (CHW, `options.modelOrder`) at `dstOffset` in `dst`.
+ * planar (CHW, `options.modelOrder`) at `dstOffset` in `dst`. `impl`: the C kernel (the default
+ * where it is built) or the TypeScript loops; both give the same values.
  */
 export function letterboxTensor(
   src: Uint8Array,
@@ -236,24 +237,11 @@ export function letterboxTensor(
   dst: Float32Array,
   options: LetterboxTensorOptions,
   dstOffset = 0,
-  impl: 'native' | 'js' = native ? 'native' : 'js',
+  impl: 'native' | 'js' | NativeLetterbox = native ? 'native' : 'js',
 ): void {
   if (impl === 'native' && !native) throw new Error('letterbox: the native kernel is not built (npm ci builds it with the C compiler)');
-  letterboxWith(impl === 'native' ? native : undefined, src, srcWidth, srcHeight, srcOrder, lb, dst, options, dstOffset);
-}
-
-/** letterboxTensor with the C kernel `k`, or the loops when undefined. */
-function letterboxWith(
-  k: NativeLetterbox | undefined,
-  src: Uint8Array,
-  srcWidth: number,
-  srcHeight: number,
-  srcOrder: 'rgb' | 'bgr',
-  lb: Letterbox,
-  dst: Float32Array,
-  options: LetterboxTensorOptions,
-  dstOffset: number,
-): void {
+  // The C kernel (or, from `agrees`, a kernel on trial), else the loops below.
+  const k = impl === 'native' ? native : impl === 'js' ? undefined : impl;
   const W = lb.dstWidth, H = lb.dstHeight;
   const dw = lb.scaledWidth, dh = lb.scaledHeight;
   if (src.length < srcWidth * srcHeight * 3) throw new RangeError(`letterbox: source has ${src.length} bytes, need ${srcWidth * srcHeight * 3} for ${srcWidth}x${srcHeight}`);
