@@ -159,7 +159,7 @@ clusterFlags(
   if (!file && (!opts.id || !opts.uri)) throw new InvalidArgumentError('give a cameras YAML file, or --id and --uri');
   const labels = parseLabels(opts.label);
   const placement = opts.pin || labels ? { pin: opts.pin, labels } : undefined;
-  const cams = file ? await readCamerasFile(file) : [cameraFromFields({ id: opts.id, uri: opts.uri, fps: opts.fps, cost: opts.cost, placement: placement && JSON.parse(JSON.stringify(placement)) })];
+  const cams = file ? await readCamerasFile(file) : [cameraFromFields({ id: opts.id, uri: opts.uri, fps: opts.fps, cost: opts.cost, placement })];
   const r = await applyCameras(await target(opts), cams, false);
   process.stdout.write(`added ${r.added.length}, changed ${r.changed.length}, unchanged ${r.unchanged.length}\n`);
 });

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { AssignerProtocol, Kafka, logLevel, Partitioners, type Admin } from 'kafkajs';
+import { decodeInfo } from './kafkajs-membership.js';
 import { CamerasFileSchema, ClusterSchema, type ClusterConfig, type Placement } from '../config/schema.js';
 import { parseConfigText } from '../config/load.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -101,11 +102,6 @@ export interface ApplyResult {
   removed: string[];
 }
 
-/** The placement a camera record asks for, as written (undefined: anywhere, or the record cannot be read). */
-export function placementOfText(text: string): Placement | undefined {
-  return rawCamera(text).placement;
-}
-
 /** The number of slots (partitions of the cameras topic) as the broker has them. */
 async function slotCount(t: ClusterTarget): Promise<number> {
   return withAdmin(t, async (admin) => (await retrying(() => admin.fetchTopicOffsets(t.cluster.camerasTopic))).length);
@@ -124,11 +120,11 @@ export function homeSlot(topic: string, key: string, slots: number): number {
  * a tombstone in every slot it leaves, written before its new record.
  */
 export function placeCameras(topic: string, view: Pick<ClusterView, 'cameras' | 'slotsOf'>, cams: { id: string; value: string }[], slots: number): Outgoing[] {
-  const placed: SlottedCamera[] = [...view.cameras.values()].map((c) => ({ id: c.id, slot: c.slot, key: placementKey(placementOfText(c.text)) }));
+  const placed: SlottedCamera[] = [...view.cameras.values()].map((c) => ({ id: c.id, slot: c.slot, key: placementKey(c.placement) }));
   const tombstones: Outgoing[] = [];
   const records: Outgoing[] = [];
   for (const c of cams) {
-    const key = placementKey(placementOfText(c.value));
+    const key = placementKey(rawCamera(c.value).placement);
     const slot = chooseSlot(c.id, key, homeSlot(topic, c.id, slots), slots, placed);
     if (slot === undefined) throw new ArgusError(ErrorCodes.CONFIG, `camera ${c.id}: every one of the ${slots} slots holds cameras of another placement (cameras sharing a slot must share their placement): raise cluster.slots, or give fewer placements`);
     for (const s of view.slotsOf(c.id)) if (s !== slot) tombstones.push({ key: c.id, value: null, partition: s });
@@ -253,13 +249,8 @@ export async function clusterStatus(t: ClusterTarget): Promise<ClusterStatus> {
     const workers: WorkerStatus[] = [];
     const held = new Set<number>();
     for (const m of g?.members ?? []) {
-      let info: { workerId?: string; capacity?: number; labels?: Record<string, string>; nudge?: boolean } = {};
-      try {
-        info = JSON.parse(AssignerProtocol.MemberMetadata.decode(m.memberMetadata)!.userData.toString('utf8'));
-      } catch {
-        // not an argus worker
-      }
-      if (info.nudge) continue; // a worker's request for a rebalance, about to leave
+      const info = decodeInfo(m.memberMetadata);
+      if (info === 'nudge') continue; // a worker's request for a rebalance, about to leave
       let slots: number[] = [];
       try {
         slots = [...(AssignerProtocol.MemberAssignment.decode(m.memberAssignment)?.assignment[t.cluster.camerasTopic] ?? [])].sort((a, b) => a - b);
@@ -267,8 +258,8 @@ export async function clusterStatus(t: ClusterTarget): Promise<ClusterStatus> {
         // no assignment yet
       }
       for (const s of slots) held.add(s);
-      const worker = info.workerId ?? m.memberId;
-      workers.push({ worker, memberId: m.memberId, capacity: info.capacity ?? 0, labels: info.labels && typeof info.labels === 'object' ? info.labels : {}, slots, cameras: cameras.filter((c) => c.owner === worker && c.state === 'claimed').map((c) => c.id), draining: view.drains.get(worker) === true });
+      const worker = info?.workerId ?? m.memberId; // not an argus worker: its member id
+      workers.push({ worker, memberId: m.memberId, capacity: info?.capacity ?? 0, labels: info?.labels ?? {}, slots, cameras: cameras.filter((c) => c.owner === worker && c.state === 'claimed').map((c) => c.id), draining: view.drains.get(worker) === true });
     }
     workers.sort((a, b) => (a.worker < b.worker ? -1 : 1));
     const unassigned = cameras.filter((c) => c.enabled && !held.has(c.slot));

@@ -19,7 +19,8 @@ export interface KafkajsMembershipOptions extends MembershipOptions {
 /** The user data of a member that joins only to make the group rebalance (requestRebalance). */
 const NUDGE = { nudge: true };
 
-function decodeInfo(metadata: Buffer): MemberInfo | 'nudge' | undefined {
+/** A member's user data: an argus worker's info, 'nudge' for a rebalance request, undefined for anything else. */
+export function decodeInfo(metadata: Buffer): MemberInfo | 'nudge' | undefined {
   try {
     const { userData } = AssignerProtocol.MemberMetadata.decode(metadata)!;
     const v = JSON.parse(userData.toString('utf8')) as Partial<MemberInfo> & { nudge?: unknown };

@@ -137,6 +137,8 @@ export class Worker {
   private dirty = false;
   private tick: NodeJS.Timeout | undefined;
   private readonly log: LogFn;
+  /** What this worker offers to cameras' placement. */
+  private readonly self: PlacementTarget;
 
   constructor(
     private readonly config: PipelineConfig,
@@ -145,6 +147,7 @@ export class Worker {
     this.c = config.cluster!;
     this.log = log;
     this.id = this.c.workerId ?? defaultWorkerId();
+    this.self = { workerId: this.id, labels: this.c.labels };
     const k = config.sinks.kafka;
     this.kafka = new Kafka({
       clientId: `argus-worker-${this.id}`,
@@ -290,10 +293,6 @@ export class Worker {
     // whether or not this one has the camera's ${env:…} variables.
     for (const c of this.view.cameras.values()) if (c.slot === slot && c.active && !satisfies(c.placement, m)) return false;
     return true;
-  }
-
-  private get self(): PlacementTarget {
-    return { workerId: this.id, labels: this.c.labels };
   }
 
   /**

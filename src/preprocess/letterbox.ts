@@ -55,7 +55,6 @@ export function agrees(k: NativeLetterbox): boolean {
 /** Set once the module has loaded (at its end: the check runs letterboxTensor). */
 let native: NativeLetterbox | undefined;
 
-
 /**
  * The exact letterbox: a full-size packed 8-bit frame resized as OpenCV's
  * `cv2.resize(…, INTER_LINEAR)` does for 8-bit images (how YOLOX, YOLOv5 and YOLOv8 are trained
@@ -241,7 +240,7 @@ export function letterboxTensor(
 ): void {
   if (impl === 'native' && !native) throw new Error('letterbox: the native kernel is not built (npm ci builds it with the C compiler)');
   // The C kernel (or, from `agrees`, a kernel on trial), else the loops below.
-  const k = impl === 'native' ? native : impl === 'js' ? undefined : impl;
+  const kernel = impl === 'native' ? native : impl === 'js' ? undefined : impl;
   const W = lb.dstWidth, H = lb.dstHeight;
   const dw = lb.scaledWidth, dh = lb.scaledHeight;
   if (src.length < srcWidth * srcHeight * 3) throw new RangeError(`letterbox: source has ${src.length} bytes, need ${srcWidth * srcHeight * 3} for ${srcWidth}x${srcHeight}`);
@@ -266,7 +265,7 @@ export function letterboxTensor(
 
   const p = planFor(srcWidth, srcHeight, dw, dh);
   const stride = srcWidth * 3;
-  if (k) {
+  if (kernel) {
     const { mo, q } = p;
     mo[0] = m0;
     mo[1] = m1;
@@ -277,7 +276,7 @@ export function letterboxTensor(
     q[0] = q0;
     q[1] = q1;
     q[2] = q2;
-    k.letterbox(src, stride, p.y0, p.y1, p.b0, p.b1, p.px0, p.px1, p.pa0, p.pa1, p.area2, dst, lb.padY * W + lb.padX, W, mo, q);
+    kernel.letterbox(src, stride, p.y0, p.y1, p.b0, p.b1, p.px0, p.px1, p.pa0, p.pa1, p.area2, dst, lb.padY * W + lb.padX, W, mo, q);
     return;
   }
   const n = dw * 3;
@@ -338,6 +337,7 @@ export function resizeLinear(src: Uint8Array, srcWidth: number, srcHeight: numbe
 {
   const k = loadNative();
   native = k && agrees(k) ? k : undefined;
+  plans.clear(); // the check's tiny sizes take no place of a source's
 }
 
 /** Which implementation letterboxTensor runs by default: 'native' (the C kernel) or 'js' (the loops). */
