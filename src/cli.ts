@@ -186,6 +186,7 @@ clusterFlags(cluster.command('status').description('workers, their slots and cam
     const labels = Object.entries(w.labels).map(([k, v]) => `${k}=${v}`).join(',');
     lines.push(`  ${w.worker}${w.draining ? ' (draining)' : ''}  capacity ${w.capacity}${labels ? `  labels ${labels}` : ''}  ${w.slots.length} slot(s)  cameras: ${w.cameras.join(', ') || '-'}`);
   }
+  if (st.rebalancing) lines.push('  the group is rebalancing: which worker holds which slot is known once it settles; run this again in a moment');
   if (st.unassigned.length) lines.push(`  no worker holds: ${st.unassigned.map((id) => (st.unplaceable[id] ? `${id} (${st.unplaceable[id]})` : id)).join(', ')}`);
   process.stdout.write(lines.join('\n') + '\n');
 });

@@ -232,52 +232,83 @@ export interface WorkerStatus {
 export interface ClusterStatus {
   group: string;
   state: string;
+  /** The group is giving its members new slots: who holds what is not known until it settles. */
+  rebalancing: boolean;
   workers: WorkerStatus[];
   cameras: CameraStatus[];
-  /** Enabled cameras whose slot no worker holds. */
+  /** Enabled cameras whose slot no worker holds (none is named while the group rebalances). */
   unassigned: string[];
   /** Why, for those whose placement no worker in the group satisfies (camera id → reason). */
   unplaceable: Record<string, string>;
 }
 
-export async function clusterStatus(t: ClusterTarget): Promise<ClusterStatus> {
+/** A group's state while its members are being given new slots: its description then carries no assignment. */
+const REBALANCING = new Set(['PreparingRebalance', 'CompletingRebalance']);
+
+/** What `describeGroups` says of one member, as {@link statusOf} reads it. */
+export interface GroupMember {
+  memberId: string;
+  memberMetadata: Buffer;
+  memberAssignment: Buffer;
+}
+
+/**
+ * The cluster's status from one group description. While the group is rebalancing, the broker
+ * describes no member's slots, so no camera is called unassigned then: `rebalancing` says so.
+ */
+export function statusOf(t: ClusterTarget, group: { state: string; members: GroupMember[] } | undefined, cameras: CameraStatus[], view: ClusterView): ClusterStatus {
+  const state = group?.state ?? 'Dead';
+  const rebalancing = REBALANCING.has(state);
+  const workers: WorkerStatus[] = [];
+  const held = new Set<number>();
+  for (const m of group?.members ?? []) {
+    const info = decodeInfo(m.memberMetadata);
+    if (info === 'nudge') continue; // a worker's request for a rebalance, about to leave
+    let slots: number[] = [];
+    try {
+      slots = [...(AssignerProtocol.MemberAssignment.decode(m.memberAssignment)?.assignment[t.cluster.camerasTopic] ?? [])].sort((a, b) => a - b);
+    } catch {
+      // no assignment yet
+    }
+    for (const s of slots) held.add(s);
+    const worker = info?.workerId ?? m.memberId; // not an argus worker: its member id
+    workers.push({ worker, memberId: m.memberId, capacity: info?.capacity ?? 0, labels: info?.labels ?? {}, slots, cameras: cameras.filter((c) => c.owner === worker && c.state === 'claimed').map((c) => c.id), draining: view.drains.get(worker) === true });
+  }
+  workers.sort((a, b) => (a.worker < b.worker ? -1 : 1));
+  const unassigned = rebalancing ? [] : cameras.filter((c) => c.enabled && !held.has(c.slot));
+  const unplaceable: Record<string, string> = {};
+  const mixed = mixedSlots(view);
+  const able = workers.filter((w) => w.capacity > 0);
+  for (const c of unassigned) {
+    const mates = mixed.get(c.slot);
+    if (mates) {
+      unplaceable[c.id] = `slot ${c.slot} also holds ${mates.filter((m) => m !== c.id).join(', ')}, of another placement: argus cameras apply (or add) places them anew`;
+      continue;
+    }
+    if (!c.placement || able.some((w) => unmet(c.placement, { workerId: w.worker, labels: w.labels }) === undefined)) continue;
+    const pinned = c.placement.pin !== undefined ? workers.find((w) => w.worker === c.placement!.pin) : undefined;
+    const pinNote = pinned ? (pinned.capacity > 0 ? '' : `${pinned.worker} is in the group but drained; `) : '';
+    unplaceable[c.id] = `${pinNote}${unmet(c.placement, { workerId: '', labels: {} })}: no worker in the group has that`;
+  }
+  return { group: t.cluster.group, state, rebalancing, workers, cameras, unassigned: unassigned.map((c) => c.id), unplaceable };
+}
+
+/**
+ * Workers, their slots and cameras, and the cameras no worker holds. A group caught mid-rebalance
+ * is described again (every 250 ms, for up to `settleMs`) so that the answer is of a settled group
+ * where one comes within that time.
+ */
+export async function clusterStatus(t: ClusterTarget, settleMs = 5000): Promise<ClusterStatus> {
   const cameras = await listCameras(t);
   const view = await snapshot(t);
   return withAdmin(t, async (admin) => {
-    const { groups } = await retrying(() => admin.describeGroups([t.cluster.group]));
-    const g = groups[0];
-    const workers: WorkerStatus[] = [];
-    const held = new Set<number>();
-    for (const m of g?.members ?? []) {
-      const info = decodeInfo(m.memberMetadata);
-      if (info === 'nudge') continue; // a worker's request for a rebalance, about to leave
-      let slots: number[] = [];
-      try {
-        slots = [...(AssignerProtocol.MemberAssignment.decode(m.memberAssignment)?.assignment[t.cluster.camerasTopic] ?? [])].sort((a, b) => a - b);
-      } catch {
-        // no assignment yet
-      }
-      for (const s of slots) held.add(s);
-      const worker = info?.workerId ?? m.memberId; // not an argus worker: its member id
-      workers.push({ worker, memberId: m.memberId, capacity: info?.capacity ?? 0, labels: info?.labels ?? {}, slots, cameras: cameras.filter((c) => c.owner === worker && c.state === 'claimed').map((c) => c.id), draining: view.drains.get(worker) === true });
+    const until = Date.now() + settleMs;
+    for (;;) {
+      const { groups } = await retrying(() => admin.describeGroups([t.cluster.group]));
+      const g = groups[0];
+      if (!REBALANCING.has(g?.state ?? '') || Date.now() >= until) return statusOf(t, g, cameras, view);
+      await new Promise((r) => setTimeout(r, 250));
     }
-    workers.sort((a, b) => (a.worker < b.worker ? -1 : 1));
-    const unassigned = cameras.filter((c) => c.enabled && !held.has(c.slot));
-    const unplaceable: Record<string, string> = {};
-    const mixed = mixedSlots(view);
-    const able = workers.filter((w) => w.capacity > 0);
-    for (const c of unassigned) {
-      const mates = mixed.get(c.slot);
-      if (mates) {
-        unplaceable[c.id] = `slot ${c.slot} also holds ${mates.filter((m) => m !== c.id).join(', ')}, of another placement: argus cameras apply (or add) places them anew`;
-        continue;
-      }
-      if (!c.placement || able.some((w) => unmet(c.placement, { workerId: w.worker, labels: w.labels }) === undefined)) continue;
-      const pinned = c.placement.pin !== undefined ? workers.find((w) => w.worker === c.placement!.pin) : undefined;
-      const pinNote = pinned ? (pinned.capacity > 0 ? '' : `${pinned.worker} is in the group but drained; `) : '';
-      unplaceable[c.id] = `${pinNote}${unmet(c.placement, { workerId: '', labels: {} })}: no worker in the group has that`;
-    }
-    return { group: t.cluster.group, state: g?.state ?? 'Dead', workers, cameras, unassigned: unassigned.map((c) => c.id), unplaceable };
   });
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { homeSlot, mixedSlots, parseLabels, placeCameras } from '../../src/cluster/admin.js';
+import { AssignerProtocol } from 'kafkajs';
+import { homeSlot, mixedSlots, parseLabels, placeCameras, statusOf, type CameraStatus } from '../../src/cluster/admin.js';
 import { chooseSlot, placementKey, satisfies, unmet } from '../../src/cluster/placement.js';
 import { ClusterView } from '../../src/cluster/view.js';
 import { CameraSchema, ClusterSchema } from '../../src/config/schema.js';
@@ -126,5 +127,30 @@ describe('placement as every worker reads it: from the record as written', () =>
     expect(slotOf('gpu')).not.toBe(slotOf('pin2'));
     expect(again.filter((m) => m.value === null)).toHaveLength(1); // the one that moved leaves a tombstone
   });
-});
 
+  it('cluster status: a slot nobody satisfies is named with why; a group caught mid-rebalance (the broker describes no slots then) names no camera unassigned', () => {
+    const t = { brokers: [], cluster: ClusterSchema.parse({}) };
+    const topic = t.cluster.camerasTopic;
+    const member = (workerId: string, slots: number[] | null, labels: Record<string, string> = {}) => ({
+      memberId: `${workerId}-m`,
+      memberMetadata: slots ? AssignerProtocol.MemberMetadata.encode({ version: 1, topics: [topic], userData: Buffer.from(JSON.stringify({ workerId, incarnation: 'i', capacity: 8, owned: slots, labels, placement: true })) }) : Buffer.alloc(0),
+      memberAssignment: slots ? AssignerProtocol.MemberAssignment.encode({ version: 1, assignment: { [topic]: slots }, userData: Buffer.alloc(0) }) : Buffer.alloc(0),
+    });
+    const cams: CameraStatus[] = [
+      { id: 'a', slot: 0, cost: 1, enabled: true, owner: 'w1', state: 'claimed' },
+      { id: 'b', slot: 1, cost: 1, enabled: true, owner: 'w2', state: 'claimed' },
+      { id: 'gpu', slot: 2, cost: 1, enabled: true, placement: { labels: { role: 'gpu' } } },
+    ];
+    const v = new ClusterView({} as never, { cameras: 'c', owners: 'o' });
+    const stable = statusOf(t, { state: 'Stable', members: [member('w1', [0], { role: 'none' }), member('w2', [1])] }, cams, v);
+    expect(stable).toMatchObject({ state: 'Stable', rebalancing: false, unassigned: ['gpu'], unplaceable: { gpu: 'needs role=gpu: no worker in the group has that' } });
+    expect(stable.workers.map((w) => [w.worker, w.slots, w.cameras])).toEqual([['w1', [0], ['a']], ['w2', [1], ['b']]]);
+    // what describeGroups returns while the group rebalances: members without metadata or assignment
+    for (const state of ['PreparingRebalance', 'CompletingRebalance']) {
+      const mid = statusOf(t, { state, members: [member('w1', null), member('w2', null)] }, cams, v);
+      expect(mid).toMatchObject({ state, rebalancing: true, unassigned: [], unplaceable: {} });
+    }
+    // no worker at all: every enabled camera is truly unassigned
+    expect(statusOf(t, { state: 'Empty', members: [] }, cams, v).unassigned).toEqual(['a', 'b', 'gpu']);
+  });
+});
