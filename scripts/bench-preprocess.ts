@@ -4,9 +4,12 @@
  * What pre-processing costs per frame, decoder output → model tensor, all processes, side by
  * side in one run on the shared 432p person video and the derived 1080p30 clip:
  * - `fast`: ffmpeg scales and pads to the model's input (swscale bilinear), argus normalises;
- * - `exact`: ffmpeg converts colours only, argus letterboxes with OpenCV's INTER_LINEAR
- *   (src/preprocess/letterbox.ts) in its C kernel (src/preprocess/letterbox.c) — the default;
- * - `exact-js`: the same letterbox in its TypeScript loops (where no C compiler was at install).
+ * - `exact`: ffmpeg delivers the frames as decoded (4:2:0 YUV), argus letterboxes with OpenCV's
+ *   INTER_LINEAR (src/preprocess/letterbox.ts) in its C kernel (src/preprocess/letterbox.c),
+ *   converting each sampled pixel as ffmpeg would (src/preprocess/yuv.ts) — the default;
+ * - `exact-bgr`: ffmpeg converts colours to BGR, the same kernel letterboxes (ARGUS_YUV=0, and
+ *   sources that are not 4:2:0);
+ * - `exact-js`: BGR frames, the letterbox in its TypeScript loops (where no C compiler was at install).
  * For each, ffmpeg decodes N frames (one decoder thread, as argus runs it) and the frames go
  * through argus's own reader and pre-processing. Figures per frame:
  * - ffmpeg: ffmpeg's CPU (user + sys) less the same decode writing nothing (`-f null`), i.e.
@@ -22,12 +25,13 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveStream } from '../src/assets/catalog.js';
 import { letterbox } from '../src/core/geometry.js';
-import { letterboxTensor } from '../src/preprocess/letterbox.js';
+import { letterboxTensor, letterboxYuvTensor } from '../src/preprocess/letterbox.js';
+import { yuvTables } from '../src/preprocess/yuv.js';
 import { normalizeHwcToChw } from '../src/preprocess/normalize.js';
 import { buildFfmpegArgs, frameBytes, type FfmpegOutputSpec } from '../src/sources/ffmpeg-args.js';
 import { defaultFfmpegPath } from '../src/sources/ffmpeg-path.js';
 import { BufferPool, FrameReader } from '../src/sources/frame-reader.js';
-import { StderrProbe } from '../src/sources/stderr-probe.js';
+import { colourOf, StderrProbe } from '../src/sources/stderr-probe.js';
 
 const arg = (name: string, def: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -65,7 +69,7 @@ async function decodeOnly(clip: string): Promise<number> {
   return (await timed(['-hide_banner', '-nostdin', '-loglevel', 'error', '-threads', '1', '-i', clip, '-an', '-frames:v', String(FRAMES), '-f', 'null', '-'])) / FRAMES;
 }
 
-async function mode(clip: string, frame: 'letterbox' | 'source', impl: 'native' | 'js' = 'native'): Promise<{ ffmpegMs: number; nodeMs: number; preprocessP50: number; frames: number }> {
+async function mode(clip: string, frame: 'letterbox' | 'source' | 'source-yuv', impl: 'native' | 'js' = 'native'): Promise<{ ffmpegMs: number; nodeMs: number; preprocessP50: number; frames: number }> {
   const output: FfmpegOutputSpec = { ...MODEL, frame };
   const args = buildFfmpegArgs({ url: clip, kind: 'file', rate: 'fast', loop: false }, output);
   args.splice(args.indexOf('-f', args.indexOf('-vf')), 0, '-frames:v', String(FRAMES));
@@ -80,12 +84,14 @@ async function mode(clip: string, frame: 'letterbox' | 'source', impl: 'native' 
   const onFrame = (data: Buffer) => {
     const t = performance.now();
     if (frame === 'source') letterboxTensor(data, w, h, 'bgr', letterbox(w, h, 416, 416, 'top-left', 'floor'), tensor, { modelOrder: 'bgr', normalize, padValue: 114 }, 0, impl);
+    else if (frame === 'source-yuv') letterboxYuvTensor(data, w, h, tab, letterbox(w, h, 416, 416, 'top-left', 'floor'), tensor, { modelOrder: 'bgr', normalize, padValue: 114 });
     else normalizeHwcToChw(data, 416, 416, tensor, normalize);
     pre.push(performance.now() - t);
     frames++;
     pool.release(data);
   };
   let pool = new BufferPool(1, 4);
+  let tab = new Int32Array(0);
   const cpu0 = process.cpuUsage();
   const ffCpu = await timed(
     args,
@@ -95,8 +101,9 @@ async function mode(clip: string, frame: 'letterbox' | 'source', impl: 'native' 
     },
     (s) => {
       probe.push(s);
-      const size = frame === 'source' ? probe.output : probe.info;
+      const size = frame === 'letterbox' ? probe.info : probe.output;
       if (!reader && size) {
+        if (frame === 'source-yuv') tab = yuvTables(colourOf(probe.output!.pixFmt ?? '', probe.output!.pixDetails));
         w = size.width;
         h = size.height;
         const n = frameBytes(output, w, h);
@@ -119,7 +126,7 @@ const load: number[] = [];
 for (let r = 0; r < ROUNDS; r++) {
   for (const c of clips) {
     const base = await decodeOnly(c.clip);
-    for (const [key, m, impl] of [['fast', 'letterbox', 'native'], ['exact', 'source', 'native'], ['exact-js', 'source', 'js']] as const) {
+    for (const [key, m, impl] of [['fast', 'letterbox', 'native'], ['exact', 'source-yuv', 'native'], ['exact-bgr', 'source', 'native'], ['exact-js', 'source', 'js']] as const) {
       const res = await mode(c.clip, m, impl);
       const row = ((rows[c.name] ??= {})[key] ??= { ffmpeg: [], node: [], pre: [], base: [] });
       row.ffmpeg.push(res.ffmpegMs - base * 1000);

@@ -1,6 +1,8 @@
 import { loadSharp } from '../core/sharp.js';
 import type { Detections } from '../core/detections.js';
 import type { Frame } from '../core/frame.js';
+import { yuvToPacked } from '../preprocess/letterbox.js';
+import { yuvTables } from '../preprocess/yuv.js';
 import type { Point } from '../core/polygon.js';
 
 /**
@@ -20,9 +22,14 @@ export interface Picture {
   srcHeight: number;
 }
 
-/** Copies the picture out of a frame (memory copies only; synchronous). */
+/** Copies the picture out of a frame (memory copies, or a yuv420p frame's conversion; synchronous). */
 export function grabPicture(frame: Frame, channelOrder: 'bgr' | 'rgb'): Picture {
   const lb = frame.letterbox;
+  if (frame.layout === 'yuv420p') {
+    // Converted as ffmpeg would have (the same values a BGR frame would hold), in the C kernel.
+    const pixels = yuvToPacked(frame.data, lb.srcWidth, lb.srcHeight, yuvTables(frame.colour ?? { matrix: 'bt601', fullRange: false }), channelOrder);
+    return { rgb: pixels, order: channelOrder, width: lb.srcWidth, height: lb.srcHeight, srcWidth: lb.srcWidth, srcHeight: lb.srcHeight };
+  }
   if (frame.layout === 'source') {
     const n = lb.srcWidth * lb.srcHeight * 3;
     const pixels = Buffer.allocUnsafe(n);

@@ -79,8 +79,23 @@ export function emptyStamps(captured: number, produced = captured): Stamps {
   return { produced, captured, preprocessed: 0, inferStart: 0, inferEnd: 0, postprocessed: 0, emitted: 0 };
 }
 
-/** Whether a frame's pixels are at the source's size (argus letterboxes them) or already letterboxed by ffmpeg. */
-export type FrameLayout = 'source' | 'letterboxed';
+/**
+ * What a frame's pixels are: at the source's size, packed 8-bit in the model's channel order
+ * (`source`) or 4:2:0 YUV as ffmpeg decoded them (`yuv420p`: the Y plane, then U and V at half
+ * size, rounded up; `colour` says how they convert), both letterboxed by argus; or already
+ * letterboxed by ffmpeg (`letterboxed`).
+ */
+export type FrameLayout = 'source' | 'yuv420p' | 'letterboxed';
+
+/** The matrix ffmpeg converts YUV with for a frame's colour space; anything it does not name is BT.601. */
+export type YuvMatrix = 'bt601' | 'bt709' | 'fcc' | 'smpte240m' | 'bt2020';
+
+/** How a `yuv420p` frame's values map to RGB. */
+export interface YuvColour {
+  matrix: YuvMatrix;
+  /** Full-range ("pc", JPEG) values; else limited ("tv", the default). */
+  fullRange: boolean;
+}
 
 /** A decoded frame as ffmpeg delivered it. */
 export interface Frame {
@@ -93,11 +108,14 @@ export interface Frame {
   /**
    * Packed HWC pixels, channel order as the model wants: the source's own size
    * (`letterbox.srcWidth × srcHeight`) when `layout` is `source`, the model's input size
-   * (letterboxed by ffmpeg) when it is `letterboxed`.
+   * (letterboxed by ffmpeg) when it is `letterboxed`; planar 4:2:0 YUV at the source's size
+   * when it is `yuv420p`.
    */
   readonly data: Buffer;
   /** What `data` holds (see there). Absent: `letterboxed`. */
   readonly layout?: FrameLayout;
+  /** A `yuv420p` frame's colour (from ffmpeg's output stream line). */
+  readonly colour?: YuvColour;
   /** How the source picture is fitted into the model's input; maps boxes back to source pixels. */
   readonly letterbox: Letterbox;
   readonly stamps: Stamps;

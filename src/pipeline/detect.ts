@@ -9,6 +9,7 @@ import type { Detector } from '../inference/detector.js';
 import { infer } from '../inference/infer.js';
 import { postprocess, type DetectedFrame, type PostprocessOptions } from '../postprocess/postprocess.js';
 import { preprocess, type InputTensor, type PreprocessOptions } from '../preprocess/preprocess.js';
+import { YUV_KERNEL } from '../preprocess/letterbox.js';
 import type { FfmpegOutputSpec } from '../sources/ffmpeg-args.js';
 import type { SourceStats } from '../sources/stats.js';
 
@@ -27,7 +28,8 @@ export function ffmpegOutputFor(detector: Detector, resize: 'exact' | 'fast'): F
     align: detector.align,
     padValue: detector.padValue,
     rounding: detector.rounding,
-    frame: exact ? 'source' : 'letterbox',
+    // 4:2:0 YUV where the C kernel converts it (half the bytes, no conversion in ffmpeg).
+    frame: exact ? (YUV_KERNEL ? 'source-yuv' : 'source') : 'letterbox',
   };
 }
 

@@ -10,6 +10,12 @@
  * letterbox(src, stride, y0, y1, b0, b1, px0, px1, pa0, pa1, area2, dst, d0, W, mo, q): mo a
  * Float64Array [m0, m1, m2, o0, o1, o2] (value = byte * m + o), q an Int32Array of the three
  * planes' offsets in dst, d0 the first row's offset within a plane, W the plane's width.
+ *
+ * letterboxYuv(src, sw, sh, tab, y0, …, q): the same from a yuv420p picture (ffmpeg's I420:
+ * the Y plane, then U and V at half size, rounded up), each tap's pixel converted to BGR as
+ * swscale's x86 yuv420p → bgr24 converter does (tab: five 256-entry tables, see yuv.ts), so
+ * the result equals converting the whole frame with ffmpeg first, value for value.
+ * yuvToPacked(src, sw, sh, tab, dst, rgb): the whole picture converted, packed BGR (RGB with rgb).
  */
 #include <node_api.h>
 #include <stdint.h>
@@ -45,16 +51,90 @@ static void hpass(const uint8_t *row, const int32_t *px0, const int32_t *px1, co
   }
 }
 
-static napi_value letterbox(napi_env env, napi_callback_info info) {
-  size_t argc = 16;
-  napi_value a[16];
+
+/* One yuv420p picture: its planes and the conversion tables. */
+typedef struct {
+  const uint8_t *y, *u, *v;
+  size_t w, cw;
+  const int32_t *ty, *tub, *tvr, *tug, *tvg;
+} yuv_t;
+
+static inline uint8_t clip8(int32_t v) { return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v); }
+
+/* Pixel (x, r) as B, G, R bytes: swscale's Y + (coefficient · chroma >> 16), saturated. */
+static inline void yuvpx(const yuv_t *p, size_t r, size_t x, uint8_t *bgr) {
+  const int32_t Y = p->ty[p->y[r * p->w + x]];
+  const size_t c = (r >> 1) * p->cw + (x >> 1);
+  const uint8_t U = p->u[c], V = p->v[c];
+  bgr[0] = clip8(Y + p->tub[U]);
+  bgr[1] = clip8(Y + (p->tug[U] + p->tvg[V]));
+  bgr[2] = clip8(Y + p->tvr[V]);
+}
+
+/* The horizontal pass of source row r, each tap's pixel (columns c0, c1) converted as it is read. */
+static void hpass_yuv(const yuv_t *p, size_t r, const int32_t *restrict px0, const int32_t *restrict px1, const int32_t *restrict pa0, const int32_t *restrict pa1, size_t dw, int32_t *restrict out) {
+  /* Locals, so that stores to out cannot be taken to change the tables or planes. */
+  const uint8_t *restrict Y = p->y + r * p->w, *restrict U = p->u + (r >> 1) * p->cw, *restrict V = p->v + (r >> 1) * p->cw;
+  const int32_t *restrict ty = p->ty, *restrict tub = p->tub, *restrict tvr = p->tvr, *restrict tug = p->tug, *restrict tvg = p->tvg;
+  for (size_t x = 0, k = 0; x < dw; x++, k += 3) {
+    const size_t c0 = (size_t)px0[x], c1 = (size_t)px1[x];
+    const int32_t y0 = ty[Y[c0]], y1 = ty[Y[c1]];
+    const uint8_t u0 = U[c0 >> 1], v0 = V[c0 >> 1], u1 = U[c1 >> 1], v1 = V[c1 >> 1];
+    const int32_t a = pa0[x], b = pa1[x];
+    out[k] = clip8(y0 + tub[u0]) * a + clip8(y1 + tub[u1]) * b;
+    out[k + 1] = clip8(y0 + (tug[u0] + tvg[v0])) * a + clip8(y1 + (tug[u1] + tvg[v1])) * b;
+    out[k + 2] = clip8(y0 + tvr[v0]) * a + clip8(y1 + tvr[v1]) * b;
+  }
+}
+
+/* The planes of a yuv420p picture of sw × sh in a buffer of n bytes, and its tables; 0 if it does not fit. */
+static int yuvplanes(napi_env env, napi_value vsrc, napi_value vw, napi_value vh, napi_value vtab, yuv_t *p, size_t *sw, size_t *sh) {
+  uint8_t *src; int32_t *tab; size_t n, nt; int32_t w, h;
+  if (!typed(env, vsrc, napi_uint8_array, (void **)&src, &n, 0) || !typed(env, vtab, napi_int32_array, (void **)&tab, &nt, 1) || nt != 5 * 256) return 0;
+  if (napi_get_value_int32(env, vw, &w) != napi_ok || napi_get_value_int32(env, vh, &h) != napi_ok || w <= 0 || h <= 0 || w > 65536 || h > 65536) return 0;
+  const size_t cw = ((size_t)w + 1) / 2, ch = ((size_t)h + 1) / 2;
+  if ((size_t)w * (size_t)h + 2 * cw * ch > n) return 0;
+  p->y = src; p->u = src + (size_t)w * h; p->v = p->u + cw * ch; p->w = (size_t)w; p->cw = cw;
+  p->ty = tab; p->tub = tab + 256; p->tvr = tab + 512; p->tug = tab + 768; p->tvg = tab + 1024;
+  *sw = (size_t)w; *sh = (size_t)h;
+  return 1;
+}
+
+static napi_value yuvToPacked(napi_env env, napi_callback_info info) {
+  size_t argc = 6;
+  napi_value a[6];
   CHECK(napi_get_cb_info(env, info, &argc, a, NULL, NULL));
-  if (argc != 16) { napi_throw_error(env, NULL, "letterbox: expected 16 arguments"); return NULL; }
-  uint8_t *src; float *dst; double *mo; int32_t *q;
+  yuv_t p; size_t sw, sh, nd; uint8_t *dst; bool rgb;
+  if (argc != 6 || !yuvplanes(env, a[0], a[1], a[2], a[3], &p, &sw, &sh) || !typed(env, a[4], napi_uint8_array, (void **)&dst, &nd, 0) || nd < sw * sh * 3 || napi_get_value_bool(env, a[5], &rgb) != napi_ok) {
+    napi_throw_type_error(env, NULL, "yuvToPacked: expected (yuv420p Uint8Array, width, height, Int32Array(1280) tables, Uint8Array of width*height*3, rgb)");
+    return NULL;
+  }
+  uint8_t px[3];
+  for (size_t r = 0; r < sh; r++) {
+    uint8_t *o = dst + r * sw * 3;
+    for (size_t x = 0; x < sw; x++, o += 3) {
+      yuvpx(&p, r, x, px);
+      o[0] = px[rgb ? 2 : 0]; o[1] = px[1]; o[2] = px[rgb ? 0 : 2];
+    }
+  }
+  return NULL;
+}
+
+/* letterbox (yuv: NULL) and letterboxYuv: a[0] the source, then (packed) a[1] the stride or (yuv) a[1..3] width, height, tables; the rest alike. */
+static napi_value run(napi_env env, napi_callback_info info, int isyuv) {
+  size_t argc = 18;
+  napi_value all[18];
+  CHECK(napi_get_cb_info(env, info, &argc, all, NULL, NULL));
+  if (argc != (isyuv ? 18u : 16u)) { napi_throw_error(env, NULL, isyuv ? "letterboxYuv: expected 18 arguments" : "letterbox: expected 16 arguments"); return NULL; }
+  /* a[k] as the packed call numbers them: the yuv call has two more before the tap tables. */
+  napi_value *a = isyuv ? all + 2 : all;
+  yuv_t yp; size_t ysw = 0, ysh = 0;
+  if (isyuv && !yuvplanes(env, all[0], all[1], all[2], all[3], &yp, &ysw, &ysh)) { napi_throw_type_error(env, NULL, "letterboxYuv: expected a yuv420p Uint8Array of its width and height, and Int32Array(1280) tables (not in shared memory)"); return NULL; }
+  uint8_t *src = NULL; float *dst; double *mo; int32_t *q;
   size_t nmo, nq;
   int32_t *y0, *y1, *b0, *b1, *px0, *px1, *pa0, *pa1;
   size_t nsrc, ndst, dh, dw, n1, n2, n3, n4, n5, n6;
-  if (!typed(env, a[0], napi_uint8_array, (void **)&src, &nsrc, 0) || !typed(env, a[2], napi_int32_array, (void **)&y0, &dh, 1) || !typed(env, a[3], napi_int32_array, (void **)&y1, &n1, 1) ||
+  if ((!isyuv && !typed(env, a[0], napi_uint8_array, (void **)&src, &nsrc, 0)) || !typed(env, a[2], napi_int32_array, (void **)&y0, &dh, 1) || !typed(env, a[3], napi_int32_array, (void **)&y1, &n1, 1) ||
       !typed(env, a[4], napi_int32_array, (void **)&b0, &n2, 1) || !typed(env, a[5], napi_int32_array, (void **)&b1, &n3, 1) || !typed(env, a[6], napi_int32_array, (void **)&px0, &dw, 1) ||
       !typed(env, a[7], napi_int32_array, (void **)&px1, &n4, 1) || !typed(env, a[8], napi_int32_array, (void **)&pa0, &n5, 1) || !typed(env, a[9], napi_int32_array, (void **)&pa1, &n6, 1) ||
       !typed(env, a[11], napi_float32_array, (void **)&dst, &ndst, 0) || !typed(env, a[14], napi_float64_array, (void **)&mo, &nmo, 1) || !typed(env, a[15], napi_int32_array, (void **)&q, &nq, 1)) {
@@ -66,7 +146,10 @@ static napi_value letterbox(napi_env env, napi_callback_info info) {
   int32_t stride, d0, W;
   bool area2;
   const double m[3] = { mo[0], mo[1], mo[2] }, o[3] = { mo[3], mo[4], mo[5] };
-  CHECK(napi_get_value_int32(env, a[1], &stride));
+  if (isyuv) {
+    stride = (int32_t)(ysw * 3); /* the taps' offsets are into a packed row of the picture */
+    nsrc = ysw * ysh * 3;
+  } else CHECK(napi_get_value_int32(env, a[1], &stride));
   CHECK(napi_get_value_bool(env, a[10], &area2));
   CHECK(napi_get_value_int32(env, a[12], &d0));
   CHECK(napi_get_value_int32(env, a[13], &W));
@@ -92,11 +175,27 @@ static napi_value letterbox(napi_env env, napi_callback_info info) {
   const size_t n = dw * 3;
   int32_t *bufs = malloc(sizeof(int32_t) * (n ? 2 * n : 1));
   uint8_t *row = malloc(n ? n : 1);
-  if (!bufs || !row) { free(bufs); free(row); napi_throw_error(env, NULL, "letterbox: out of memory"); return NULL; }
+  /* yuv: the taps' columns (the tables hold offsets into a packed row), once per call */
+  int32_t *cols = isyuv ? malloc(sizeof(int32_t) * (dw ? 2 * dw : 1)) : NULL;
+  if (!bufs || !row || (isyuv && !cols)) { free(bufs); free(row); free(cols); napi_throw_error(env, NULL, "letterbox: out of memory"); return NULL; }
+  if (isyuv) for (size_t x = 0; x < dw; x++) { cols[x] = px0[x] / 3; cols[dw + x] = px1[x] / 3; }
   int32_t held[2] = { -1, -1 };
   float *p0 = dst + q[0], *p1 = dst + q[1], *p2 = dst + q[2];
   for (size_t y = 0; y < dh; y++) {
     int64_t d = (int64_t)d0 + (int64_t)y * W;
+    if (area2 && isyuv) {
+      uint8_t t0[3], t1[3], t2[3], t3[3];
+      for (size_t x = 0, k = 0; x < dw; x++) {
+        yuvpx(&yp, 2 * y, 2 * x, t0); yuvpx(&yp, 2 * y, 2 * x + 1, t1); yuvpx(&yp, 2 * y + 1, 2 * x, t2); yuvpx(&yp, 2 * y + 1, 2 * x + 1, t3);
+        for (int c = 0; c < 3; c++, k++) row[k] = (uint8_t)((t0[c] + t1[c] + t2[c] + t3[c] + 2) >> 2);
+      }
+      for (size_t x = 0, s = 0; x < dw; x++, s += 3, d++) {
+        p0[d] = (float)(row[s] * m[0] + o[0]);
+        p1[d] = (float)(row[s + 1] * m[1] + o[1]);
+        p2[d] = (float)(row[s + 2] * m[2] + o[2]);
+      }
+      continue;
+    }
     if (area2) {
       const uint8_t *s0 = src + (size_t)(2 * y) * stride, *s1 = s0 + stride;
       for (size_t x = 0, k = 0; x < dw; x++) {
@@ -115,13 +214,15 @@ static napi_value letterbox(napi_env env, napi_callback_info info) {
     int i0 = held[0] == r0 ? 0 : held[1] == r0 ? 1 : -1;
     if (i0 < 0) {
       i0 = held[0] == r1 ? 1 : 0;
-      hpass(src + (size_t)r0 * stride, px0, px1, pa0, pa1, dw, bufs + i0 * n);
+      if (isyuv) hpass_yuv(&yp, (size_t)r0, cols, cols + dw, pa0, pa1, dw, bufs + i0 * n);
+      else hpass(src + (size_t)r0 * stride, px0, px1, pa0, pa1, dw, bufs + i0 * n);
       held[i0] = r0;
     }
     int i1 = held[0] == r1 ? 0 : held[1] == r1 ? 1 : -1;
     if (i1 < 0) {
       i1 = i0 == 0 ? 1 : 0;
-      hpass(src + (size_t)r1 * stride, px0, px1, pa0, pa1, dw, bufs + i1 * n);
+      if (isyuv) hpass_yuv(&yp, (size_t)r1, cols, cols + dw, pa0, pa1, dw, bufs + i1 * n);
+      else hpass(src + (size_t)r1 * stride, px0, px1, pa0, pa1, dw, bufs + i1 * n);
       held[i1] = r1;
     }
     const int32_t *h0 = bufs + i0 * n, *h1 = bufs + i1 * n;
@@ -137,12 +238,19 @@ static napi_value letterbox(napi_env env, napi_callback_info info) {
   }
   free(bufs);
   free(row);
+  free(cols);
   return NULL;
 }
 
+static napi_value letterbox(napi_env env, napi_callback_info info) { return run(env, info, 0); }
+static napi_value letterboxYuv(napi_env env, napi_callback_info info) { return run(env, info, 1); }
+
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
-  napi_value fn;
-  if (napi_create_function(env, "letterbox", NAPI_AUTO_LENGTH, letterbox, NULL, &fn) != napi_ok) return NULL;
-  if (napi_set_named_property(env, exports, "letterbox", fn) != napi_ok) return NULL;
+  const struct { const char *name; napi_callback cb; } fns[] = { { "letterbox", letterbox }, { "letterboxYuv", letterboxYuv }, { "yuvToPacked", yuvToPacked } };
+  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+    napi_value fn;
+    if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].cb, NULL, &fn) != napi_ok) return NULL;
+    if (napi_set_named_property(env, exports, fns[i].name, fn) != napi_ok) return NULL;
+  }
   return exports;
 }

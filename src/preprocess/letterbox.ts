@@ -3,10 +3,15 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type { Letterbox } from '../core/geometry.js';
 import { IDENTITY_NORMALIZE, type NormalizeOptions } from './normalize.js';
+import { yuv420Bytes, yuvTables, yuvToPackedJs } from './yuv.js';
 
 /** The C kernel (src/preprocess/letterbox.c): the same arithmetic as the loops below, value for value. */
 export interface NativeLetterbox {
   letterbox(src: Uint8Array, stride: number, y0: Int32Array, y1: Int32Array, b0: Int32Array, b1: Int32Array, px0: Int32Array, px1: Int32Array, pa0: Int32Array, pa1: Int32Array, area2: boolean, dst: Float32Array, d0: number, W: number, mo: Float64Array, q: Int32Array): void;
+  /** The same from a yuv420p picture, each sampled pixel converted as ffmpeg converts (yuv.ts). Absent from a kernel built before it. */
+  letterboxYuv?(src: Uint8Array, width: number, height: number, tab: Int32Array, y0: Int32Array, y1: Int32Array, b0: Int32Array, b1: Int32Array, px0: Int32Array, px1: Int32Array, pa0: Int32Array, pa1: Int32Array, area2: boolean, dst: Float32Array, d0: number, W: number, mo: Float64Array, q: Int32Array): void;
+  /** A whole yuv420p picture as packed BGR (RGB with `rgb`). */
+  yuvToPacked?(src: Uint8Array, width: number, height: number, tab: Int32Array, dst: Uint8Array, rgb: boolean): void;
 }
 
 /**
@@ -49,6 +54,57 @@ export function agrees(k: NativeLetterbox): boolean {
     letterboxTensor(src, 14, 10, 'bgr', lb, b, opts, 0, 'js');
     for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) return false;
   }
+  return true;
+}
+
+/**
+ * Whether the kernel's yuv420p functions give the TypeScript reference's values (yuv.ts's
+ * conversion, then the loops) on a small picture of odd size, limited and full range, down- and
+ * upscaled and halved. False for a kernel built before they existed.
+ */
+export function agreesYuv(k: NativeLetterbox): boolean {
+  if (typeof k.letterboxYuv !== 'function' || typeof k.yuvToPacked !== 'function') return false;
+  const w = 15, h = 11;
+  const src = new Uint8Array(yuv420Bytes(w, h));
+  for (let i = 0; i < src.length; i++) src[i] = (i * 97 + 5) & 255;
+  const opts: LetterboxTensorOptions = { modelOrder: 'rgb', normalize: { scale: 1 / 255, mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225] }, padValue: 114 };
+  for (const fullRange of [false, true]) {
+    const tab = yuvTables({ matrix: fullRange ? 'bt601' : 'bt709', fullRange });
+    const ref = new Uint8Array(w * h * 3), got = new Uint8Array(w * h * 3);
+    yuvToPackedJs(src, w, h, tab, ref);
+    try {
+      k.yuvToPacked(src, w, h, tab, got, false);
+    } catch {
+      return false;
+    }
+    for (let i = 0; i < ref.length; i++) if (ref[i] !== got[i]) return false;
+    for (const [dw, dh, W, H] of [[5, 3, 8, 8], [7, 5, 7, 5], [22, 15, 24, 16]]) {
+      const lb: Letterbox = { srcWidth: w, srcHeight: h, dstWidth: W, dstHeight: H, scale: dw / w, scaledWidth: dw, scaledHeight: dh, padX: 0, padY: H - dh >= 1 ? 1 : 0 };
+      const a = new Float32Array(W * H * 3), b = new Float32Array(W * H * 3);
+      try {
+        letterboxYuvTensor(src, w, h, tab, lb, a, opts, 0, k);
+      } catch {
+        return false;
+      }
+      letterboxTensor(ref, w, h, 'bgr', lb, b, opts, 0, 'js');
+      for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) return false;
+    }
+  }
+  // an exact halving (the 2×2 mean) of an even-sized picture
+  const src2 = new Uint8Array(yuv420Bytes(16, 10));
+  for (let i = 0; i < src2.length; i++) src2[i] = (i * 61 + 3) & 255;
+  const tab = yuvTables({ matrix: 'bt601', fullRange: false });
+  const ref2 = new Uint8Array(16 * 10 * 3);
+  yuvToPackedJs(src2, 16, 10, tab, ref2);
+  const lb2: Letterbox = { srcWidth: 16, srcHeight: 10, dstWidth: 8, dstHeight: 8, scale: 0.5, scaledWidth: 8, scaledHeight: 5, padX: 0, padY: 0 };
+  const a2 = new Float32Array(8 * 8 * 3), b2 = new Float32Array(8 * 8 * 3);
+  try {
+    letterboxYuvTensor(src2, 16, 10, tab, lb2, a2, opts, 0, k);
+  } catch {
+    return false;
+  }
+  letterboxTensor(ref2, 16, 10, 'bgr', lb2, b2, opts, 0, 'js');
+  for (let i = 0; i < a2.length; i++) if (!Object.is(a2[i], b2[i])) return false;
   return true;
 }
 
@@ -222,6 +278,67 @@ function fillPad(dst: Float32Array, q: number, v: number, lb: Letterbox): void {
 }
 
 /**
+ * Checks the tensor's room, pads it, and returns the size's plan with the normalisation
+ * (`mo`: m0–m2, o0–o2, value = byte · m + o) and the planes (`q`) of source channels 0..2 set.
+ */
+function setUp(srcWidth: number, srcHeight: number, srcOrder: 'rgb' | 'bgr', lb: Letterbox, dst: Float32Array, options: LetterboxTensorOptions, dstOffset: number): Plan {
+  const W = lb.dstWidth, H = lb.dstHeight;
+  const dw = lb.scaledWidth, dh = lb.scaledHeight;
+  if (dst.length - dstOffset < W * H * 3) throw new RangeError(`letterbox: tensor has room for ${dst.length - dstOffset} values, need ${W * H * 3}`);
+  const { scale, mean, std } = options.normalize ?? IDENTITY_NORMALIZE;
+  const plane = W * H;
+  // Source channel c goes to plane c, or to plane 2 − c when the orders differ: c0..c2 are the
+  // model channels of source channels 0..2. Scalars only: nothing is allocated per frame.
+  const swap = srcOrder !== options.modelOrder;
+  const c0 = swap ? 2 : 0, c2 = swap ? 0 : 2;
+  const m0 = scale / std[c0], m1 = scale / std[1], m2 = scale / std[c2];
+  const o0 = -mean[c0] / std[c0], o1 = -mean[1] / std[1], o2 = -mean[c2] / std[c2];
+  const q0 = dstOffset + c0 * plane, q1 = dstOffset + plane, q2 = dstOffset + c2 * plane;
+
+  // Padding: right/bottom (top-left alignment) or around (centre).
+  if (dw < W || dh < H) {
+    const pad = options.padValue;
+    fillPad(dst, q0, pad * m0 + o0, lb);
+    fillPad(dst, q1, pad * m1 + o1, lb);
+    fillPad(dst, q2, pad * m2 + o2, lb);
+  }
+  const p = planFor(srcWidth, srcHeight, dw, dh);
+  const { mo, q } = p;
+  mo[0] = m0;
+  mo[1] = m1;
+  mo[2] = m2;
+  mo[3] = o0;
+  mo[4] = o1;
+  mo[5] = o2;
+  q[0] = q0;
+  q[1] = q1;
+  q[2] = q2;
+  return p;
+}
+
+/**
+ * The exact letterbox of a yuv420p picture (frames as ffmpeg decodes them): each pixel the
+ * resize reads is converted to BGR with `tab` (yuv.ts: ffmpeg's own conversion), so the tensor
+ * equals letterboxTensor of the frame ffmpeg would have converted to bgr24, value for value.
+ * The C kernel only (frames come as yuv420p only where it runs: `YUV_KERNEL`).
+ */
+export function letterboxYuvTensor(src: Uint8Array, srcWidth: number, srcHeight: number, tab: Int32Array, lb: Letterbox, dst: Float32Array, options: LetterboxTensorOptions, dstOffset = 0, kernel: NativeLetterbox | undefined = native): void {
+  if (!kernel?.letterboxYuv) throw new Error('letterbox: yuv420p frames need the native kernel (npm ci builds it with the C compiler)');
+  if (src.length < yuv420Bytes(srcWidth, srcHeight)) throw new RangeError(`letterbox: source has ${src.length} bytes, need ${yuv420Bytes(srcWidth, srcHeight)} for a ${srcWidth}x${srcHeight} yuv420p picture`);
+  const p = setUp(srcWidth, srcHeight, 'bgr', lb, dst, options, dstOffset);
+  const W = lb.dstWidth;
+  kernel.letterboxYuv(src, srcWidth, srcHeight, tab, p.y0, p.y1, p.b0, p.b1, p.px0, p.px1, p.pa0, p.pa1, p.area2, dst, lb.padY * W + lb.padX, W, p.mo, p.q);
+}
+
+/** A yuv420p picture as packed bytes in `order` (a new buffer): for snapshots and annotated video, off the per-frame path. */
+export function yuvToPacked(src: Uint8Array, width: number, height: number, tab: Int32Array, order: 'rgb' | 'bgr'): Buffer {
+  const out = Buffer.allocUnsafe(width * height * 3);
+  if (native?.yuvToPacked) native.yuvToPacked(src, width, height, tab, out, order === 'rgb');
+  else yuvToPackedJs(src, width, height, tab, out, order === 'rgb');
+  return out;
+}
+
+/**
  * Resizes the `srcWidth × srcHeight` packed picture in `src` (channel order `srcOrder`) into the
  * scaled area of `lb`, pads the rest with `padValue`, and writes the result normalised and
  * planar (CHW, `options.modelOrder`) at `dstOffset` in `dst`. `impl`: the C kernel (the default
@@ -241,44 +358,17 @@ export function letterboxTensor(
   if (impl === 'native' && !native) throw new Error('letterbox: the native kernel is not built (npm ci builds it with the C compiler)');
   // The C kernel (or, from `agrees`, a kernel on trial), else the loops below.
   const kernel = impl === 'native' ? native : impl === 'js' ? undefined : impl;
-  const W = lb.dstWidth, H = lb.dstHeight;
-  const dw = lb.scaledWidth, dh = lb.scaledHeight;
   if (src.length < srcWidth * srcHeight * 3) throw new RangeError(`letterbox: source has ${src.length} bytes, need ${srcWidth * srcHeight * 3} for ${srcWidth}x${srcHeight}`);
-  if (dst.length - dstOffset < W * H * 3) throw new RangeError(`letterbox: tensor has room for ${dst.length - dstOffset} values, need ${W * H * 3}`);
-  const { scale, mean, std } = options.normalize ?? IDENTITY_NORMALIZE;
-  const plane = W * H;
-  // Source channel c goes to plane c, or to plane 2 − c when the orders differ: c0..c2 are the
-  // model channels of source channels 0..2. Scalars only: nothing is allocated per frame.
-  const swap = srcOrder !== options.modelOrder;
-  const c0 = swap ? 2 : 0, c2 = swap ? 0 : 2;
-  const m0 = scale / std[c0], m1 = scale / std[1], m2 = scale / std[c2];
-  const o0 = -mean[c0] / std[c0], o1 = -mean[1] / std[1], o2 = -mean[c2] / std[c2];
-  const q0 = dstOffset + c0 * plane, q1 = dstOffset + plane, q2 = dstOffset + c2 * plane;
-
-  // Padding: right/bottom (top-left alignment) or around (centre).
-  if (dw < W || dh < H) {
-    const pad = options.padValue;
-    fillPad(dst, q0, pad * m0 + o0, lb);
-    fillPad(dst, q1, pad * m1 + o1, lb);
-    fillPad(dst, q2, pad * m2 + o2, lb);
-  }
-
-  const p = planFor(srcWidth, srcHeight, dw, dh);
+  const p = setUp(srcWidth, srcHeight, srcOrder, lb, dst, options, dstOffset);
+  const W = lb.dstWidth, dw = lb.scaledWidth, dh = lb.scaledHeight;
   const stride = srcWidth * 3;
   if (kernel) {
-    const { mo, q } = p;
-    mo[0] = m0;
-    mo[1] = m1;
-    mo[2] = m2;
-    mo[3] = o0;
-    mo[4] = o1;
-    mo[5] = o2;
-    q[0] = q0;
-    q[1] = q1;
-    q[2] = q2;
-    kernel.letterbox(src, stride, p.y0, p.y1, p.b0, p.b1, p.px0, p.px1, p.pa0, p.pa1, p.area2, dst, lb.padY * W + lb.padX, W, mo, q);
+    kernel.letterbox(src, stride, p.y0, p.y1, p.b0, p.b1, p.px0, p.px1, p.pa0, p.pa1, p.area2, dst, lb.padY * W + lb.padX, W, p.mo, p.q);
     return;
   }
+  const mo = p.mo, q = p.q;
+  const m0 = mo[0], m1 = mo[1], m2 = mo[2], o0 = mo[3], o1 = mo[4], o2 = mo[5];
+  const q0 = q[0], q1 = q[1], q2 = q[2];
   const n = dw * 3;
   const row = p.row;
   // The two horizontal-pass buffers and the source row each holds (rows shared by consecutive
@@ -334,11 +424,19 @@ export function resizeLinear(src: Uint8Array, srcWidth: number, srcHeight: numbe
   return bytes;
 }
 
+let yuvKernel = false;
 {
   const k = loadNative();
   native = k && agrees(k) ? k : undefined;
+  yuvKernel = native !== undefined && agreesYuv(native);
   plans.clear(); // the check's tiny sizes take no place of a source's
 }
 
 /** Which implementation letterboxTensor runs by default: 'native' (the C kernel) or 'js' (the loops). */
 export const LETTERBOX_IMPL: 'native' | 'js' = native ? 'native' : 'js';
+
+/**
+ * Whether the C kernel letterboxes yuv420p frames (letterboxYuvTensor): then sources deliver
+ * frames for the exact letterbox as ffmpeg decodes them, not converted to BGR (ARGUS_YUV=0: BGR).
+ */
+export const YUV_KERNEL: boolean = yuvKernel && process.env.ARGUS_YUV !== '0';

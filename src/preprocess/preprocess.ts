@@ -1,9 +1,12 @@
 import { map, type OperatorFunction } from 'rxjs';
 import { now } from '../core/clock.js';
-import type { Frame } from '../core/frame.js';
+import type { Frame, YuvColour } from '../core/frame.js';
 import type { Pool } from '../core/pool.js';
-import { letterboxTensor } from './letterbox.js';
+import { letterboxTensor, letterboxYuvTensor } from './letterbox.js';
+import { yuvTables } from './yuv.js';
 import { normalizeHwcToChw, type NormalizeOptions } from './normalize.js';
+
+const BT601: YuvColour = { matrix: 'bt601', fullRange: false };
 
 /** The model's input for one frame: CHW floats (in shared memory when a worker runs the model). */
 export interface InputTensor {
@@ -32,7 +35,8 @@ export interface PreprocessOptions {
  * HWC bytes → the model's NCHW float tensor, written into a tensor of the frame's own taken
  * from `tensors`, so frames in flight never share one and any number may be in flight. A
  * frame at the source's size is letterboxed on the way (the model's exact resize,
- * preprocess/letterbox.ts); one ffmpeg letterboxed is only normalised.
+ * preprocess/letterbox.ts), a yuv420p one converted as ffmpeg would on the way; one ffmpeg
+ * letterboxed is only normalised.
  */
 export function preprocess(options: PreprocessOptions, tensors: Pool<InputTensor>): OperatorFunction<Frame, TensorFrame> {
   const { width, height, normalize } = options;
@@ -41,6 +45,7 @@ export function preprocess(options: PreprocessOptions, tensors: Pool<InputTensor
     const tensor = tensors.acquire();
     const lb = frame.letterbox;
     if (frame.layout === 'source') letterboxTensor(frame.data, lb.srcWidth, lb.srcHeight, options.channelOrder, lb, tensor.data, lbOptions);
+    else if (frame.layout === 'yuv420p') letterboxYuvTensor(frame.data, lb.srcWidth, lb.srcHeight, yuvTables(frame.colour ?? BT601), lb, tensor.data, lbOptions);
     else normalizeHwcToChw(frame.data, width, height, tensor.data, normalize);
     frame.stamps.preprocessed = now();
     return { frame, tensor };

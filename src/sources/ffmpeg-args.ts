@@ -71,8 +71,11 @@ export interface FfmpegOutputSpec {
    * What ffmpeg delivers. `letterbox` (default): frames scaled (swscale bilinear) and padded to
    * `width × height`. `source`: frames at the source's own size, only converted to
    * `pixelFormat`; argus letterboxes them (preprocess/letterbox.ts, the model's exact resize).
+   * `source-yuv`: the same, but delivered as 4:2:0 YUV (`yuv420p`, or `yuvj420p` for a
+   * full-range source) and converted by argus's kernel pixel by pixel as it samples them, as
+   * ffmpeg would have (preprocess/yuv.ts): half the bytes, and no conversion in ffmpeg.
    */
-  frame?: 'letterbox' | 'source';
+  frame?: 'letterbox' | 'source' | 'source-yuv';
 }
 
 /**
@@ -98,6 +101,7 @@ export function sourceBoundFilter(): string {
 
 /** The size of one frame ffmpeg writes, in bytes: the model's input, or the source's size. */
 export function frameBytes(out: FfmpegOutputSpec, srcWidth: number, srcHeight: number): number {
+  if (out.frame === 'source-yuv') return srcWidth * srcHeight + 2 * Math.ceil(srcWidth / 2) * Math.ceil(srcHeight / 2);
   return out.frame === 'source' ? srcWidth * srcHeight * 3 : out.width * out.height * 3;
 }
 
@@ -175,11 +179,12 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
     // the wall clock, from which the fps filter, counting from 0, would emit duplicates without
     // end; the first frame of each 1/fps interval is kept instead (never a duplicate).
     ...(input.fps ? [live ? `select=isnan(prev_selected_t)+gt(floor(t*${input.fps})\\,floor(prev_selected_t*${input.fps}))` : `fps=${input.fps}`] : []),
-    ...(out.frame === 'source'
+    ...(out.frame === 'source' || out.frame === 'source-yuv'
       ? // Full size, converted only: argus letterboxes. Pictures of more pixels than 4K UHD (a
         // hostile file can claim 16384x16384: 800 MB a frame) are first reduced to it; smaller
-        // ones pass unscaled (the same colour conversion ffmpeg would insert by itself).
-        [sourceBoundFilter(), `format=${out.pixelFormat}`]
+        // ones pass unscaled (the same colour conversion ffmpeg would insert by itself). In
+        // 4:2:0 YUV, a 4:2:0 source passes untouched; others are converted to it by ffmpeg.
+        [sourceBoundFilter(), out.frame === 'source-yuv' ? 'format=pix_fmts=yuv420p|yuvj420p' : `format=${out.pixelFormat}`]
       : [`scale=w=${sw}:h=${sh}:flags=bilinear`, `format=${out.pixelFormat}`, `pad=${W}:${H}:${px}:${py}:color=${pad}`]),
     // Live: each frame's time (µs) on the log, in output order (see reportsFrameTimes).
     ...(live ? ['settb=AVTB', 'metadata=mode=add:key=argus:value=1', 'metadata=mode=print:key=argus'] : []),
@@ -187,7 +192,9 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
   // Live: one output frame per filtered frame (no duplicates or drops for a constant rate), so
   // the reported times pair with the frames in order.
   if (live) args.push('-copyts', '-vsync', 'passthrough');
-  args.push('-vf', filters.join(','), '-pix_fmt', out.pixelFormat);
+  args.push('-vf', filters.join(','));
+  // (YUV: the format filter's choice, which the output stream's line names.)
+  if (out.frame !== 'source-yuv') args.push('-pix_fmt', out.pixelFormat);
   if (decode.lowLatency) args.push('-flush_packets', '1');
   args.push('-f', 'rawvideo', 'pipe:1');
   return args;

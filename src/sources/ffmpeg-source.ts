@@ -1,15 +1,15 @@
 import { spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { Observable } from 'rxjs';
+import { catchError, Observable, throwError } from 'rxjs';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
-import { emptyStamps, type Frame, type ProducedBy } from '../core/frame.js';
+import { emptyStamps, type Frame, type ProducedBy, type YuvColour } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
 import { buildFfmpegArgs, frameBytes, reportsFrameTimes, seekTrim, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
-import { StderrProbe, type StreamInfo } from './stderr-probe.js';
+import { colourOf, StderrProbe, type StreamInfo } from './stderr-probe.js';
 
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
 export type SpawnFn = (command: string, args: readonly string[], options: { stdio: ['ignore', 'pipe', 'pipe'] }) => ChildProcess;
@@ -66,6 +66,20 @@ const TRANSIENT_SPAWN_ERRORS = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM'])
  * cannot report a video stream, or exits with a failure. Unsubscribing kills ffmpeg.
  */
 export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
+  if (options.output.frame !== 'source-yuv') return oneFfmpeg(options);
+  // A source that is not 4:2:0 (a 4:4:4 JPEG, a GIF's palette, 10-bit video), or of an odd
+  // height, is run again with packed frames, which ffmpeg converts from the source's own format: the values stay those of
+  // a direct conversion. Decided from ffmpeg's report of the input, before any frame is read.
+  return oneFfmpeg(options).pipe(catchError((e: unknown) => (e instanceof NotYuv420 ? oneFfmpeg({ ...options, output: { ...options.output, frame: 'source' } }) : throwError(() => e))));
+}
+
+/** The input is not 4:2:0 YUV: ffmpegSource runs it again with packed frames. */
+class NotYuv420 extends Error {}
+
+/** The pixel formats whose frames ffmpeg delivers untouched as `source-yuv`. */
+const YUV420 = new Set(['yuv420p', 'yuvj420p']);
+
+function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
   return new Observable<Frame>((subscriber) => {
     const { id, input, output } = options;
     // Every message leaves with credentials removed: ffmpeg prints the URL, and errors become
@@ -82,7 +96,10 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
       }
     }
     const clock = options.clock ?? (() => performance.now());
-    const layout = output.frame === 'source' ? 'source' : 'letterboxed';
+    const layout = output.frame === 'source' ? 'source' : output.frame === 'source-yuv' ? 'yuv420p' : 'letterboxed';
+    // At the source's size (argus letterboxes): packed, or YUV with the colour its line names.
+    const atSource = layout !== 'letterboxed';
+    let colour: YuvColour | undefined;
     const fit = (w: number, h: number) => letterbox(w, h, output.width, output.height, output.align, output.rounding);
     const pace = input.kind === 'file' && input.rate === 'fast' ? options.pace : undefined;
     // Frames at the source's size are cut once ffmpeg has reported it; letterboxed ones are the model's size.
@@ -203,6 +220,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
         pts,
         data,
         layout,
+        colour,
         letterbox: lb!,
         stamps: emptyStamps(captured, produced),
         producedBy,
@@ -232,7 +250,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
       if (!lb || (lb.srcWidth === w && lb.srcHeight === h)) return;
       // Frames at the source's size: ffmpeg goes on writing them at the size it started with
       // (it scales the new pictures to it), so the frames and their letterbox stay as they are.
-      if (layout === 'source') return;
+      if (atSource) return;
       const prev = lb;
       lb = fit(w, h);
       options.onResize?.(prev, lb);
@@ -248,8 +266,30 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     stderr.on('data', (chunk: string) => {
       inputInfo = probe.push(chunk) ?? inputInfo;
       if (lb) return;
-      const size = layout === 'source' ? probe.output : inputInfo;
+      const size = atSource ? probe.output : inputInfo;
       if (!size) return;
+      if (layout === 'yuv420p') {
+        if (closed) return;
+        // An odd height too: ffmpeg converts such pictures with its general scaler, whose
+        // arithmetic the kernel does not reproduce.
+        if (!YUV420.has(probe.info?.pixFmt ?? '') || size.height % 2 !== 0) {
+          closed = true;
+          killedByUs = true;
+          child.kill('SIGKILL');
+          subscriber.error(new NotYuv420(`source "${id}": the input is ${probe.info?.pixFmt ?? 'of an unnamed pixel format'}, ${size.width}x${size.height}`));
+          return;
+        }
+        const out = probe.output!;
+        // The format filter allows only these two; anything else is a bug worth a clear error.
+        if (out.pixFmt !== 'yuv420p' && out.pixFmt !== 'yuvj420p') {
+          closed = true;
+          killedByUs = true;
+          child.kill('SIGKILL');
+          fail(ErrorCodes.SOURCE_PROBE, `source "${id}": ffmpeg writes ${out.pixFmt ?? 'an unnamed pixel format'}, not the yuv420p asked for`);
+          return;
+        }
+        colour = colourOf(out.pixFmt, out.pixDetails);
+      }
       lb = fit(size.width, size.height);
       reader = makeReader(size.width, size.height);
       fps ??= inputInfo?.fps ?? probe.output?.fps;

@@ -1,3 +1,4 @@
+import type { YuvColour, YuvMatrix } from '../core/frame.js';
 /** What ffmpeg's log says about the input's first video stream. */
 export interface StreamInfo {
   width: number;
@@ -6,6 +7,9 @@ export interface StreamInfo {
   fps?: number;
   /** The demuxer, as `Input #0, <format>, from …` names it: `mpegts`, `mov,mp4,m4a,3gp,3g2,mj2`, `rtsp`, … */
   format?: string;
+  /** The pixel format and what follows it in parentheses: `yuv420p` and `tv, bt709, progressive`. */
+  pixFmt?: string;
+  pixDetails?: string;
 }
 
 const VIDEO_STREAM = /^\s*Stream #\d+:\d+.*?: Video: (.*)$/;
@@ -15,6 +19,7 @@ const SCALE_CONFIG = /\[Parsed_scale_\d+ @ [^\]]+\] w:(\d+) h:(\d+) fmt:\S+(?: s
 const FRAME_TIME = /^\[Parsed_metadata_\d+ @ [^\]]+\] frame:\s*\d+\s+pts:\s*(-?\d+)/;
 const SIZE = /(?:^|[ ,])(\d{1,5})x(\d{1,5})(?:[ ,\[]|$)/;
 const FPS = /([\d.]+)(k?) fps/;
+const PIX_FMT = /^([a-z0-9_]+)(?:\((.*)\))?$/;
 const TBR = /([\d.]+)(k?) tbr/;
 
 /**
@@ -26,7 +31,7 @@ export class StderrProbe {
   private done = false;
   private inOutput = false;
   /** The frames' size as ffmpeg writes them (its `Output #0` stream line), once printed. */
-  output: { width: number; height: number; fps?: number } | undefined;
+  output: { width: number; height: number; fps?: number; pixFmt?: string; pixDetails?: string } | undefined;
   info: StreamInfo | undefined;
   /** The last lines ffmpeg printed, for error reports. */
   readonly tail: string[] = [];
@@ -78,7 +83,7 @@ export class StderrProbe {
         if (/^Output #0/.test(line)) this.inOutput = true;
         else if (this.inOutput && !this.output) {
           const o = parseVideoStreamLine(line);
-          if (o) this.output = { width: o.width, height: o.height, fps: o.fps };
+          if (o) this.output = { width: o.width, height: o.height, fps: o.fps, pixFmt: o.pixFmt, pixDetails: o.pixDetails };
         }
         continue;
       }
@@ -107,6 +112,20 @@ export class StderrProbe {
   tailText(): string {
     return [...this.tail, this.partial].filter((l) => l.trim() !== '').join('\n');
   }
+}
+
+/** ffmpeg's colour-space names (`av_color_space_name`) → the matrix its converter uses (`sws_getCoefficients`). */
+const MATRIX_BY_NAME: Record<string, YuvMatrix> = { bt709: 'bt709', fcc: 'fcc', smpte240m: 'smpte240m', bt2020nc: 'bt2020', bt2020c: 'bt2020' };
+
+/**
+ * The colour of a stream from its line's pixel format, e.g. `yuv420p` with `tv, bt709, progressive`,
+ * `yuvj420p` with `pc, bt470bg/unknown/unknown`, or none: the first name of a
+ * space/primaries/transfer triple is the colour space; a `yuvj` format or `pc` is full range.
+ */
+export function colourOf(pixFmt: string, details = ''): YuvColour {
+  const parts = details.split(',').map((s) => s.trim());
+  const space = parts.map((p) => p.split('/')[0]).find((p) => Object.hasOwn(MATRIX_BY_NAME, p));
+  return { matrix: space ? MATRIX_BY_NAME[space] : 'bt601', fullRange: parts.includes('pc') || pixFmt.startsWith('yuvj') };
 }
 
 export function parseVideoStreamLine(line: string): StreamInfo | undefined {
@@ -139,5 +158,9 @@ export function parseVideoStreamLine(line: string): StreamInfo | undefined {
   if (!(width > 0 && height > 0)) return undefined;
   const f = FPS.exec(rest) ?? TBR.exec(rest);
   const fps = f ? Number(f[1]) * (f[2] === 'k' ? 1000 : 1) : undefined;
-  return { width, height, fps: fps && Number.isFinite(fps) && fps > 0 ? fps : undefined };
+  // The first part after the codec that is one name, with or without details: "yuv420p(tv,
+  // bt709, progressive)", "bgr24", "yuvj420p(pc)" (verbose logs put "1 reference frame (…)" first).
+  let pix: RegExpExecArray | null = null;
+  for (let i = 1; i < parts.length && !pix; i++) pix = PIX_FMT.exec(parts[i]);
+  return { width, height, fps: fps && Number.isFinite(fps) && fps > 0 ? fps : undefined, ...(pix ? { pixFmt: pix[1], pixDetails: pix[2] ?? '' } : {}) };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { boundedSize, buildFfmpegArgs, reportsFrameTimes, sourceKind } from '../../src/sources/ffmpeg-args.js';
+import { boundedSize, buildFfmpegArgs, frameBytes, reportsFrameTimes, sourceKind } from '../../src/sources/ffmpeg-args.js';
 
 const out = { width: 416, height: 416, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
 
@@ -105,6 +105,22 @@ describe('buildFfmpegArgs', () => {
       expect(a).not.toContain('metadata=');
       expect(a).not.toContain('-copyts');
     }
+  });
+});
+
+describe('frames at the source size, packed or 4:2:0', () => {
+  it('packed: the bound, then the model’s pixel format; 4:2:0: the bound, then yuv420p or yuvj420p as ffmpeg decoded it, no -pix_fmt', () => {
+    const file = { url: '/x.mp4', kind: 'file' as const, rate: 'fast' as const, loop: false };
+    const packed = buildFfmpegArgs(file, { ...out, frame: 'source' });
+    expect(packed[packed.indexOf('-vf') + 1]).toMatch(/^scale=w='if\(gt\(iw\*ih.*,format=bgr24$/);
+    expect(packed.slice(packed.indexOf('-pix_fmt'), packed.indexOf('-pix_fmt') + 2)).toEqual(['-pix_fmt', 'bgr24']);
+    const yuv = buildFfmpegArgs(file, { ...out, frame: 'source-yuv' });
+    expect(yuv[yuv.indexOf('-vf') + 1]).toMatch(/^scale=w='if\(gt\(iw\*ih.*,format=pix_fmts=yuv420p\|yuvj420p$/);
+    expect(yuv).not.toContain('-pix_fmt');
+    expect(frameBytes({ ...out, frame: 'source' }, 851, 479)).toBe(851 * 479 * 3);
+    expect(frameBytes({ ...out, frame: 'source-yuv' }, 851, 478)).toBe(851 * 478 + 2 * 426 * 239);
+    expect(frameBytes({ ...out, frame: 'source-yuv' }, 1920, 1080)).toBe(1920 * 1080 * 1.5);
+    expect(frameBytes(out, 1920, 1080)).toBe(416 * 416 * 3);
   });
 });
 

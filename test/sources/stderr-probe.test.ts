@@ -1,14 +1,27 @@
 import { describe, expect, it } from 'vitest';
-import { parseVideoStreamLine, StderrProbe } from '../../src/sources/stderr-probe.js';
+import { colourOf, parseVideoStreamLine, StderrProbe } from '../../src/sources/stderr-probe.js';
 
 describe('parseVideoStreamLine', () => {
   it.each([
-    ['mp4 h264', '    Stream #0:0(eng): Video: h264 (Main) (avc1 / 0x31637661), yuv420p(tv, smpte170m), 768x432, 187 kb/s, 10 fps, 10 tbr, 200k tbn, 20 tbc (default)', { width: 768, height: 432, fps: 10 }],
-    ['fractional fps', '    Stream #0:0: Video: h264 (High), yuv420p(progressive), 640x360 [SAR 1:1 DAR 16:9], 29.83 fps, 29.83 tbr, 90k tbn', { width: 640, height: 360, fps: 29.83 }],
-    ['rtsp with tbr only', '    Stream #0:0: Video: h264 (Constrained Baseline), yuv420p(progressive), 1920x1080, 30 tbr, 90k tbn, 180k tbc', { width: 1920, height: 1080, fps: 30 }],
-    ['gif', '    Stream #0:0: Video: gif, bgra, 480x270, 15 fps, 15 tbr, 100 tbn, 100 tbc', { width: 480, height: 270, fps: 15 }],
+    ['mp4 h264', '    Stream #0:0(eng): Video: h264 (Main) (avc1 / 0x31637661), yuv420p(tv, smpte170m), 768x432, 187 kb/s, 10 fps, 10 tbr, 200k tbn, 20 tbc (default)', { width: 768, height: 432, fps: 10, pixFmt: 'yuv420p', pixDetails: 'tv, smpte170m' }],
+    ['fractional fps', '    Stream #0:0: Video: h264 (High), yuv420p(progressive), 640x360 [SAR 1:1 DAR 16:9], 29.83 fps, 29.83 tbr, 90k tbn', { width: 640, height: 360, fps: 29.83, pixFmt: 'yuv420p', pixDetails: 'progressive' }],
+    ['rtsp with tbr only', '    Stream #0:0: Video: h264 (Constrained Baseline), yuv420p(progressive), 1920x1080, 30 tbr, 90k tbn, 180k tbc', { width: 1920, height: 1080, fps: 30, pixFmt: 'yuv420p', pixDetails: 'progressive' }],
+    ['gif', '    Stream #0:0: Video: gif, bgra, 480x270, 15 fps, 15 tbr, 100 tbn, 100 tbc', { width: 480, height: 270, fps: 15, pixFmt: 'bgra', pixDetails: '' }],
+    // ffmpeg -loglevel verbose puts the reference count before the pixel format
+    ['verbose output stream', '  Stream #0:0(eng): Video: rawvideo, 1 reference frame (I420 / 0x30323449), yuvj420p(pc, bt470bg/unknown/unknown, progressive), 640x360 (0x0) [SAR 1:1 DAR 16:9], q=2-31, 82483 kb/s, 29.83 fps, 29.83 tbn (default)', { width: 640, height: 360, fps: 29.83, pixFmt: 'yuvj420p', pixDetails: 'pc, bt470bg/unknown/unknown, progressive' }],
   ])('%s', (_n, line, want) => {
     expect(parseVideoStreamLine(line)).toEqual(want);
+  });
+
+  it('the colour of a stream: its colour space picks the matrix (BT.601 for the rest), "pc" or a yuvj format is full range', () => {
+    expect(colourOf('yuv420p', 'tv, bt709, progressive')).toEqual({ matrix: 'bt709', fullRange: false });
+    expect(colourOf('yuv420p', 'tv, smpte170m')).toEqual({ matrix: 'bt601', fullRange: false });
+    expect(colourOf('yuv420p', 'bt2020nc/bt2020/smpte2084')).toEqual({ matrix: 'bt2020', fullRange: false });
+    expect(colourOf('yuv420p', 'pc, fcc/unknown/unknown')).toEqual({ matrix: 'fcc', fullRange: true });
+    expect(colourOf('yuvj420p', 'bt470bg/unknown/unknown')).toEqual({ matrix: 'bt601', fullRange: true });
+    expect(colourOf('yuv420p', 'progressive, left')).toEqual({ matrix: 'bt601', fullRange: false });
+    expect(colourOf('yuv420p', 'tv, constructor')).toEqual({ matrix: 'bt601', fullRange: false }); // not an Object key
+    expect(colourOf('yuv420p')).toEqual({ matrix: 'bt601', fullRange: false });
   });
 
   it('ignores audio streams and other lines', () => {
@@ -27,9 +40,10 @@ describe('StderrProbe', () => {
     const p = new StderrProbe();
     const found = log.map((c) => p.push(c));
     expect(found[0]).toBeUndefined();
-    expect(found[1]).toEqual({ width: 640, height: 360, fps: 29.83, format: 'mov,mp4,m4a,3gp,3g2,mj2' });
+    expect(found[1]).toEqual({ width: 640, height: 360, fps: 29.83, format: 'mov,mp4,m4a,3gp,3g2,mj2', pixFmt: 'yuv420p', pixDetails: '' });
     expect(found[2]).toBeUndefined();
-    expect(p.info).toEqual({ width: 640, height: 360, fps: 29.83, format: 'mov,mp4,m4a,3gp,3g2,mj2' });
+    expect(p.info).toEqual({ width: 640, height: 360, fps: 29.83, format: 'mov,mp4,m4a,3gp,3g2,mj2', pixFmt: 'yuv420p', pixDetails: '' });
+    expect(p.output).toEqual({ width: 416, height: 416, fps: 29.83, pixFmt: 'bgr24', pixDetails: '' });
   });
 
   it('keeps the last lines for error reports', () => {
