@@ -35,6 +35,11 @@ export interface FfmpegSourceOptions {
   onExit?: (code: number | null, signal: NodeJS.Signals | null) => void;
   /** Called with the child right after spawn. */
   onSpawn?: (child: ChildProcess) => void;
+  /**
+   * `source-yuv` frames: set by a run that found the source calls for packed frames (not 4:2:0,
+   * odd height, small), so that the source's next runs (restarts) start with packed ones.
+   */
+  packedMemo?: { packed?: boolean };
   /** The input's resolution changed mid-stream; frames from now on carry the new letterbox. */
   onResize?: (from: Letterbox, to: Letterbox) => void;
   /** `seq` of the first frame (a restarted source goes on counting). Default 0. */
@@ -67,14 +72,33 @@ const TRANSIENT_SPAWN_ERRORS = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM'])
  */
 export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   if (options.output.frame !== 'source-yuv') return oneFfmpeg(options);
-  // A source that is not 4:2:0 (a 4:4:4 JPEG, a GIF's palette, 10-bit video), or of an odd
-  // height, is run again with packed frames, which ffmpeg converts from the source's own format: the values stay those of
+  const packed = { ...options, output: { ...options.output, frame: 'source' as const } };
+  const memo = options.packedMemo;
+  if (memo?.packed) return oneFfmpeg(packed);
+  // A source that is not 4:2:0 (a 4:4:4 JPEG, a GIF's palette, 10-bit video), of an odd
+  // height, or small (YUV_MIN_PIXELS), is run again with packed frames, which ffmpeg converts from the source's own format: the values stay those of
   // a direct conversion. Decided from ffmpeg's report of the input, before any frame is read.
-  return oneFfmpeg(options).pipe(catchError((e: unknown) => (e instanceof NotYuv420 ? oneFfmpeg({ ...options, output: { ...options.output, frame: 'source' } }) : throwError(() => e))));
+  return oneFfmpeg(options).pipe(
+    catchError((e: unknown) => {
+      if (!(e instanceof NotYuv420)) return throwError(() => e);
+      if (memo) memo.packed = true;
+      return oneFfmpeg(packed);
+    }),
+  );
 }
 
 /** The input is not 4:2:0 YUV: ffmpegSource runs it again with packed frames. */
 class NotYuv420 extends Error {}
+
+/**
+ * Below this many pixels a source gets packed frames even where 4:2:0 ones could come: the
+ * kernel's conversion of the pixels it samples costs the main thread about 1.1 ms a frame more
+ * than a packed letterbox (bench:preprocess: 2.5 vs 1.4 ms at 416 px), while reading a frame
+ * costs about 1.3 ms per MB, so the 1.5 bytes a pixel saved pay for it from about 0.58 MP
+ * (432p: 0.33 MP, packed; 720p: 0.92 MP and 1080p, 4:2:0). ffmpeg's conversion of a small
+ * picture runs beside the main thread, in its own process.
+ */
+export const YUV_MIN_PIXELS = 580_000;
 
 /** The pixel formats whose frames ffmpeg delivers untouched as `source-yuv`. */
 const YUV420 = new Set(['yuv420p', 'yuvj420p']);
@@ -271,8 +295,8 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       if (layout === 'yuv420p') {
         if (closed) return;
         // An odd height too: ffmpeg converts such pictures with its general scaler, whose
-        // arithmetic the kernel does not reproduce.
-        if (!YUV420.has(probe.info?.pixFmt ?? '') || size.height % 2 !== 0) {
+        // arithmetic the kernel does not reproduce. And a small picture: see YUV_MIN_PIXELS.
+        if (!YUV420.has(probe.info?.pixFmt ?? '') || size.height % 2 !== 0 || size.width * size.height < YUV_MIN_PIXELS) {
           closed = true;
           killedByUs = true;
           child.kill('SIGKILL');

@@ -111,6 +111,8 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       return live ? () => Math.max(after, (clock() - firstFrameAt) / 1000) : after;
     };
 
+    /** What a run learnt of the frames this source calls for (ffmpegSource): restarts start with it. */
+    const packedMemo: { packed?: boolean } = {};
     /** One ffmpeg run per subscription, from where the source is: files at the next frame not yet delivered. */
     const runOnce = defer(() => {
       runSeek = isFile ? nextPosition() : 0;
@@ -120,6 +122,7 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       const exact = format !== undefined && EXACT_SEEK_FORMAT.test(format);
       return run({
         ...runOptions,
+        packedMemo,
         // Looping is done here (restart at 0), so the position in the file is always known.
         input: isFile ? { ...o.input, loop: false, seek, seekMargin: seek !== undefined && !exact ? SEEK_MARGIN_S : 0 } : o.input,
         seqStart: nextSeq,

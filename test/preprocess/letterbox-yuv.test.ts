@@ -134,24 +134,34 @@ describe('sources deliver 4:2:0 frames as they were decoded where the kernel run
     expect(ffmpegOutputFor(detector, 'fast').frame).toBe('letterbox');
   });
 
-  // A BT.709-tagged and a full-range copy of the video (the H.264 stream's own colour fields, no re-encode).
+  // The video at 720p (4:2:0 frames are for pictures of YUV_MIN_PIXELS and more), and copies of
+  // it tagged BT.709 and full range (the H.264 stream's own colour fields, no re-encode).
+  let hd: string | undefined;
+  const hd720 = () => {
+    if (hd) return hd;
+    const out = join(dir, '720p.mp4');
+    const r = spawnSync(FFMPEG, ['-v', 'error', '-i', PERSON_VIDEO, '-t', '1', '-vf', 'scale=1280:720', '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-y', out]);
+    expect(r.status, String(r.stderr)).toBe(0);
+    return (hd = out);
+  };
   const tagged = (name: string, bsf: string) => {
     const out = join(dir, name);
-    const r = spawnSync(FFMPEG, ['-v', 'error', '-i', PERSON_VIDEO, '-t', '1', '-c', 'copy', '-bsf:v', `h264_metadata=${bsf}`, '-y', out]);
+    const r = spawnSync(FFMPEG, ['-v', 'error', '-i', hd720(), '-c', 'copy', '-bsf:v', `h264_metadata=${bsf}`, '-y', out]);
     expect(r.status, String(r.stderr)).toBe(0);
     return out;
   };
 
-  /** A 4:2:0 video 851×479 (FFV1 keeps odd sizes). */
+  /** A 4:2:0 video 1281×719 (FFV1 keeps odd sizes). */
   const oddHeight = () => {
     const out = join(dir, 'odd.mkv');
-    const r = spawnSync(FFMPEG, ['-v', 'error', '-i', PERSON_VIDEO, '-t', '0.5', '-vf', 'scale=851:479', '-pix_fmt', 'yuv420p', '-c:v', 'ffv1', '-y', out]);
+    const r = spawnSync(FFMPEG, ['-v', 'error', '-i', PERSON_VIDEO, '-t', '0.5', '-vf', 'scale=1281:719', '-pix_fmt', 'yuv420p', '-c:v', 'ffv1', '-y', out]);
     expect(r.status, String(r.stderr)).toBe(0);
     return out;
   };
 
   it.each([
-    ['the person video (BT.601, limited)', () => PERSON_VIDEO, 'yuv420p', { matrix: 'bt601', fullRange: false }],
+    ['720p (BT.601, limited)', () => hd720(), 'yuv420p', { matrix: 'bt601', fullRange: false }],
+    ['the 432p person video (below YUV_MIN_PIXELS: BGR frames)', () => PERSON_VIDEO, 'source', undefined],
     ['tagged BT.709', () => tagged('709.mp4', 'matrix_coefficients=1:colour_primaries=1:transfer_characteristics=1'), 'yuv420p', { matrix: 'bt709', fullRange: false }],
     ['tagged full range', () => tagged('pc.mp4', 'video_full_range_flag=1'), 'yuv420p', { matrix: 'bt601', fullRange: true }],
     ['a 4:4:4 JPEG (run again with BGR frames)', () => join(MIRROR, 'images', '000000000139.jpg'), 'source', undefined],
@@ -178,5 +188,20 @@ describe('sources deliver 4:2:0 frames as they were decoded where the kernel run
     expect(Buffer.compare(p.rgb, q.rgb)).toBe(0);
     if (layout === 'yuv420p') expect(Buffer.compare(grabPicture(yuv[0], 'rgb').rgb.subarray(0, 3), Buffer.from([q.rgb[2], q.rgb[1], q.rgb[0]]))).toBe(0);
     for (const f of [...bgr, ...yuv]) f.release();
+  });
+
+  it('a source found to call for packed frames starts its next runs with them (one ffmpeg, not two)', async () => {
+    const memo: { packed?: boolean } = {};
+    const spawned: number[] = [];
+    for (let run = 0; run < 2; run++) {
+      let n = 0;
+      const frames = await firstValueFrom(
+        ffmpegSource({ id: 'x', input: { url: PERSON_VIDEO, kind: 'file', rate: 'fast', loop: false }, output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114, rounding: 'floor', frame: 'source-yuv' }, ffmpegPath: FFMPEG, packedMemo: memo, onSpawn: () => n++ }).pipe(take(2), toArray()),
+      );
+      expect(frames.map((f) => f.layout)).toEqual(['source', 'source']);
+      spawned.push(n);
+    }
+    expect(spawned).toEqual([2, 1]);
+    expect(memo.packed).toBe(true);
   });
 });
