@@ -64,20 +64,23 @@ export function agrees(k: NativeLetterbox): boolean {
  */
 export function agreesYuv(k: NativeLetterbox): boolean {
   if (typeof k.letterboxYuv !== 'function' || typeof k.yuvToPacked !== 'function') return false;
-  const w = 15, h = 11;
+  const w = 37, h = 11; // wider than two of the kernel's 16-pixel SIMD steps, and odd
   const src = new Uint8Array(yuv420Bytes(w, h));
   for (let i = 0; i < src.length; i++) src[i] = (i * 97 + 5) & 255;
   const opts: LetterboxTensorOptions = { modelOrder: 'rgb', normalize: { scale: 1 / 255, mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225] }, padValue: 114 };
   for (const fullRange of [false, true]) {
     const tab = yuvTables({ matrix: fullRange ? 'bt601' : 'bt709', fullRange });
     const ref = new Uint8Array(w * h * 3), got = new Uint8Array(w * h * 3);
-    yuvToPackedJs(src, w, h, tab, ref);
-    try {
-      k.yuvToPacked(src, w, h, tab, got, false);
-    } catch {
-      return false;
+    // RGB, then BGR: `ref` is left in BGR for the letterboxes below.
+    for (const rgb of [true, false]) {
+      yuvToPackedJs(src, w, h, tab, ref, rgb);
+      try {
+        k.yuvToPacked(src, w, h, tab, got, rgb);
+      } catch {
+        return false;
+      }
+      for (let i = 0; i < ref.length; i++) if (ref[i] !== got[i]) return false;
     }
-    for (let i = 0; i < ref.length; i++) if (ref[i] !== got[i]) return false;
     for (const [dw, dh, W, H] of [[5, 3, 8, 8], [7, 5, 7, 5], [22, 15, 24, 16]]) {
       const lb: Letterbox = { srcWidth: w, srcHeight: h, dstWidth: W, dstHeight: H, scale: dw / w, scaledWidth: dw, scaledHeight: dh, padX: 0, padY: H - dh >= 1 ? 1 : 0 };
       const a = new Float32Array(W * H * 3), b = new Float32Array(W * H * 3);

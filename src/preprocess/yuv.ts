@@ -33,7 +33,13 @@ const MATRICES = Object.keys(COEFFS) as YuvMatrix[];
 /** Built on first use: two ranges per matrix. */
 const tables: (Int32Array | undefined)[] = [];
 
-/** The five tables [Y', U'·ub, V'·vr, U'·ug, V'·vg] (256 each) the kernel converts with; built once (per frame: a lookup). */
+/** Five 256-entry tables and six coefficients: what yuvTables returns. */
+export const YUV_TABLES_LENGTH = 5 * 256 + 6;
+
+/**
+ * The five tables [Y', U'·ub, V'·vr, U'·ug, V'·vg] (256 each) the kernel converts with, then
+ * the coefficients [yCoeff, yOffset, ub, vr, ug, vg]; built once (per frame: a lookup).
+ */
 export function yuvTables(c: YuvColour): Int32Array {
   const key = MATRICES.indexOf(c.matrix) * 2 + (c.fullRange ? 1 : 0);
   if (key < 0) throw new RangeError(`yuv: unknown matrix ${String(c.matrix)}`);
@@ -55,7 +61,7 @@ export function yuvTables(c: YuvColour): Int32Array {
   // 64-bit products in C: exact in doubles (well below 2^53).
   const yc = roundToInt16(cy * 8192), vr = roundToInt16(crv * 8192), ub = roundToInt16(cbu * 8192);
   const vg = roundToInt16(cgv * 8192), ug = roundToInt16(cgu * 8192), yo = roundToInt16(oy * 8);
-  t = new Int32Array(5 * 256);
+  t = new Int32Array(YUV_TABLES_LENGTH);
   for (let v = 0; v < 256; v++) {
     const c8 = (v << 3) - 1024;
     t[v] = (((v << 3) - yo) * yc) >> 16;
@@ -64,6 +70,8 @@ export function yuvTables(c: YuvColour): Int32Array {
     t[768 + v] = (c8 * ug) >> 16;
     t[1024 + v] = (c8 * vg) >> 16;
   }
+  // The coefficients themselves, for the kernel's SIMD rows (the same arithmetic, 8 pixels at once).
+  t.set([yc, yo, ub, vr, ug, vg], 5 * 256);
   tables[key] = t;
   return t;
 }

@@ -92,13 +92,12 @@ class NotYuv420 extends Error {}
 
 /**
  * Below this many pixels a source gets packed frames even where 4:2:0 ones could come: the
- * kernel's conversion of the pixels it samples costs the main thread about 1.1 ms a frame more
- * than a packed letterbox (bench:preprocess: 2.5 vs 1.4 ms at 416 px), while reading a frame
- * costs about 1.3 ms per MB, so the 1.5 bytes a pixel saved pay for it from about 0.58 MP
- * (432p: 0.33 MP, packed; 720p: 0.92 MP and 1080p, 4:2:0). ffmpeg's conversion of a small
- * picture runs beside the main thread, in its own process.
+ * kernel's conversion of the rows it samples costs the main thread about 0.3 ms a frame more
+ * than a packed letterbox, while reading a frame costs about 1.3 ms per MB, so the 1.5 bytes a
+ * pixel saved pay for it from about 0.2 MP (320×180 stays packed; 640×360, 432p and up get
+ * 4:2:0). ffmpeg's conversion of a small picture runs beside the main thread, in its own process.
  */
-export const YUV_MIN_PIXELS = 580_000;
+export const YUV_MIN_PIXELS = 200_000;
 
 /** The pixel formats whose frames ffmpeg delivers untouched as `source-yuv`. */
 const YUV420 = new Set(['yuv420p', 'yuvj420p']);

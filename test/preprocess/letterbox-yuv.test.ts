@@ -111,7 +111,7 @@ describe('yuv420p → BGR as ffmpeg converts it (src/preprocess/yuv.ts, the kern
     const t = new Float32Array(32 * 32 * 3);
     expect(() => letterboxYuvTensor(new Uint8Array(yuv420Bytes(64, 48) - 1), 64, 48, tab, lb, t, OPTS)).toThrow(/need 4608/);
     expect(() => yuvToPacked(new Uint8Array(10), 64, 48, tab, 'bgr')).toThrow(/yuvToPacked: expected/);
-    expect(() => letterboxYuvTensor(new Uint8Array(yuv420Bytes(64, 48)), 64, 48, new Int32Array(10), lb, t, OPTS)).toThrow(/Int32Array\(1280\)/);
+    expect(() => letterboxYuvTensor(new Uint8Array(yuv420Bytes(64, 48)), 64, 48, new Int32Array(10), lb, t, OPTS)).toThrow(/Int32Array\(1286\)/);
   });
 });
 
@@ -151,6 +151,14 @@ describe('sources deliver 4:2:0 frames as they were decoded where the kernel run
     return out;
   };
 
+  /** A 4:2:0 video 320×180. */
+  const small = () => {
+    const out = join(dir, 'small.mp4');
+    const r = spawnSync(FFMPEG, ['-v', 'error', '-i', PERSON_VIDEO, '-t', '0.5', '-vf', 'scale=320:180', '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-y', out]);
+    expect(r.status, String(r.stderr)).toBe(0);
+    return out;
+  };
+
   /** A 4:2:0 video 1281×719 (FFV1 keeps odd sizes). */
   const oddHeight = () => {
     const out = join(dir, 'odd.mkv');
@@ -161,7 +169,8 @@ describe('sources deliver 4:2:0 frames as they were decoded where the kernel run
 
   it.each([
     ['720p (BT.601, limited)', () => hd720(), 'yuv420p', { matrix: 'bt601', fullRange: false }],
-    ['the 432p person video (below YUV_MIN_PIXELS: BGR frames)', () => PERSON_VIDEO, 'source', undefined],
+    ['the 432p person video', () => PERSON_VIDEO, 'yuv420p', { matrix: 'bt601', fullRange: false }],
+    ['320×180 (below YUV_MIN_PIXELS: BGR frames)', () => small(), 'source', undefined],
     ['tagged BT.709', () => tagged('709.mp4', 'matrix_coefficients=1:colour_primaries=1:transfer_characteristics=1'), 'yuv420p', { matrix: 'bt709', fullRange: false }],
     ['tagged full range', () => tagged('pc.mp4', 'video_full_range_flag=1'), 'yuv420p', { matrix: 'bt601', fullRange: true }],
     ['a 4:4:4 JPEG (run again with BGR frames)', () => join(MIRROR, 'images', '000000000139.jpg'), 'source', undefined],
@@ -196,7 +205,7 @@ describe('sources deliver 4:2:0 frames as they were decoded where the kernel run
     for (let run = 0; run < 2; run++) {
       let n = 0;
       const frames = await firstValueFrom(
-        ffmpegSource({ id: 'x', input: { url: PERSON_VIDEO, kind: 'file', rate: 'fast', loop: false }, output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114, rounding: 'floor', frame: 'source-yuv' }, ffmpegPath: FFMPEG, packedMemo: memo, onSpawn: () => n++ }).pipe(take(2), toArray()),
+        ffmpegSource({ id: 'x', input: { url: join(MIRROR, 'streams', 'bolt-multi-size-detection.gif'), kind: 'file', rate: 'fast', loop: false }, output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114, rounding: 'floor', frame: 'source-yuv' }, ffmpegPath: FFMPEG, packedMemo: memo, onSpawn: () => n++ }).pipe(take(2), toArray()),
       );
       expect(frames.map((f) => f.layout)).toEqual(['source', 'source']);
       spawned.push(n);
