@@ -441,5 +441,7 @@ export const LETTERBOX_IMPL: 'native' | 'js' = native ? 'native' : 'js';
 /**
  * Whether the C kernel letterboxes yuv420p frames (letterboxYuvTensor): then sources deliver
  * frames for the exact letterbox as ffmpeg decodes them, not converted to BGR (ARGUS_YUV=0: BGR).
+ * x86-64 only: the kernel reproduces the arithmetic of ffmpeg's x86 converter; ffmpeg's ARM
+ * converter may round differently, so ARM hosts keep BGR frames, which ffmpeg converts.
  */
-export const YUV_KERNEL: boolean = yuvKernel && process.env.ARGUS_YUV !== '0';
+export const YUV_KERNEL: boolean = yuvKernel && process.arch === 'x64' && process.env.ARGUS_YUV !== '0';
