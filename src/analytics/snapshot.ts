@@ -27,7 +27,7 @@ export function grabPicture(frame: Frame, channelOrder: 'bgr' | 'rgb'): Picture 
   const lb = frame.letterbox;
   if (frame.layout === 'yuv420p') {
     // Converted as ffmpeg would have (the same values a BGR frame would hold), in the C kernel.
-    const pixels = yuvToPacked(frame.data, lb.srcWidth, lb.srcHeight, yuvTables(frame.colour ?? { matrix: 'bt601', fullRange: false }), channelOrder);
+    const pixels = yuvToPacked(frame.data, lb.srcWidth, lb.srcHeight, yuvTables(frame.colour), channelOrder);
     return { rgb: pixels, order: channelOrder, width: lb.srcWidth, height: lb.srcHeight, srcWidth: lb.srcWidth, srcHeight: lb.srcHeight };
   }
   if (frame.layout === 'source') {

@@ -1,12 +1,10 @@
 import { map, type OperatorFunction } from 'rxjs';
 import { now } from '../core/clock.js';
-import type { Frame, YuvColour } from '../core/frame.js';
+import type { Frame } from '../core/frame.js';
 import type { Pool } from '../core/pool.js';
 import { letterboxTensor, letterboxYuvTensor } from './letterbox.js';
 import { yuvTables } from './yuv.js';
 import { normalizeHwcToChw, type NormalizeOptions } from './normalize.js';
-
-const BT601: YuvColour = { matrix: 'bt601', fullRange: false };
 
 /** The model's input for one frame: CHW floats (in shared memory when a worker runs the model). */
 export interface InputTensor {
@@ -45,7 +43,7 @@ export function preprocess(options: PreprocessOptions, tensors: Pool<InputTensor
     const tensor = tensors.acquire();
     const lb = frame.letterbox;
     if (frame.layout === 'source') letterboxTensor(frame.data, lb.srcWidth, lb.srcHeight, options.channelOrder, lb, tensor.data, lbOptions);
-    else if (frame.layout === 'yuv420p') letterboxYuvTensor(frame.data, lb.srcWidth, lb.srcHeight, yuvTables(frame.colour ?? BT601), lb, tensor.data, lbOptions);
+    else if (frame.layout === 'yuv420p') letterboxYuvTensor(frame.data, lb.srcWidth, lb.srcHeight, yuvTables(frame.colour), lb, tensor.data, lbOptions);
     else normalizeHwcToChw(frame.data, width, height, tensor.data, normalize);
     frame.stamps.preprocessed = now();
     return { frame, tensor };

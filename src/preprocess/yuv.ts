@@ -30,6 +30,8 @@ function roundToInt16(f: number): number {
 }
 
 const MATRICES = Object.keys(COEFFS) as YuvMatrix[];
+/** ffmpeg's default for a frame that names no colour: BT.601, limited range. */
+const BT601: YuvColour = { matrix: 'bt601', fullRange: false };
 /** Built on first use: two ranges per matrix. */
 const tables: (Int32Array | undefined)[] = [];
 
@@ -38,9 +40,10 @@ export const YUV_TABLES_LENGTH = 5 * 256 + 6;
 
 /**
  * The five tables [Y', U'·ub, V'·vr, U'·ug, V'·vg] (256 each) the kernel converts with, then
- * the coefficients [yCoeff, yOffset, ub, vr, ug, vg]; built once (per frame: a lookup).
+ * the coefficients [yCoeff, yOffset, ub, vr, ug, vg]; built once (per frame: a lookup). Without
+ * a colour, ffmpeg's default (BT.601, limited range).
  */
-export function yuvTables(c: YuvColour): Int32Array {
+export function yuvTables(c: YuvColour = BT601): Int32Array {
   const key = MATRICES.indexOf(c.matrix) * 2 + (c.fullRange ? 1 : 0);
   if (key < 0) throw new RangeError(`yuv: unknown matrix ${String(c.matrix)}`);
   let t = tables[key];

@@ -76,8 +76,9 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   const memo = options.packedMemo;
   if (memo?.packed) return oneFfmpeg(packed);
   // A source that is not 4:2:0 (a 4:4:4 JPEG, a GIF's palette, 10-bit video), of an odd
-  // height, or small (YUV_MIN_PIXELS), is run again with packed frames, which ffmpeg converts from the source's own format: the values stay those of
-  // a direct conversion. Decided from ffmpeg's report of the input, before any frame is read.
+  // height, or small (YUV_MIN_PIXELS), is run again with packed frames, which ffmpeg converts
+  // from the source's own format: the values stay those of a direct conversion. Decided from
+  // ffmpeg's report of the input, before any frame is read.
   return oneFfmpeg(options).pipe(
     catchError((e: unknown) => {
       if (!(e instanceof NotYuv420)) return throwError(() => e);
