@@ -12,7 +12,7 @@
  * planes' offsets in dst, d0 the first row's offset within a plane, W the plane's width.
  *
  * letterboxYuv(src, sw, sh, tab, y0, …, q): the same from a yuv420p picture (ffmpeg's I420:
- * the Y plane, then U and V at half size, rounded up), each tap's pixel converted to BGR as
+ * the Y plane, then U and V at half size, rounded up), each source row it reads converted to BGR as
  * swscale's x86 yuv420p → bgr24 converter does (tab: five 256-entry tables, see yuv.ts), so
  * the result equals converting the whole frame with ffmpeg first, value for value.
  * yuvToPacked(src, sw, sh, tab, dst, rgb): the whole picture converted, packed BGR (RGB with rgb).

@@ -1,7 +1,7 @@
 /**
  * yuv420p → BGR as ffmpeg converts it (libswscale's unscaled yuv420p → bgr24 converter on x86,
  * the one `-pix_fmt bgr24` runs for a 4:2:0 source): the letterbox kernel converts only the
- * pixels it samples, from frames ffmpeg delivers in their decoded format (half the bytes of
+ * source rows it samples, from frames ffmpeg delivers in their decoded format (half the bytes of
  * BGR, and no conversion in ffmpeg), and gets the values ffmpeg's own conversion would give.
  *
  * The arithmetic (libswscale/x86/yuv_2_rgb.asm with the coefficients of

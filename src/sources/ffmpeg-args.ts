@@ -72,7 +72,7 @@ export interface FfmpegOutputSpec {
    * `width × height`. `source`: frames at the source's own size, only converted to
    * `pixelFormat`; argus letterboxes them (preprocess/letterbox.ts, the model's exact resize).
    * `source-yuv`: the same, but delivered as 4:2:0 YUV (`yuv420p`, or `yuvj420p` for a
-   * full-range source) and converted by argus's kernel pixel by pixel as it samples them, as
+   * full-range source) and converted by argus's kernel, the rows it samples, as
    * ffmpeg would have (preprocess/yuv.ts): half the bytes, and no conversion in ffmpeg.
    */
   frame?: 'letterbox' | 'source' | 'source-yuv';
