@@ -284,6 +284,22 @@ export class WorkerProcess {
       return undefined;
     }
   }
+
+  /**
+   * Detections messages its Kafka sink has dropped (a failed send or a full buffer: by design,
+   * counted in `/metrics` as `argus_frames_dropped_total{reason="kafka_buffer"}`); undefined
+   * when the worker does not answer.
+   */
+  async kafkaDropped(): Promise<number | undefined> {
+    if (!this.port) return undefined;
+    try {
+      const text = await (await fetch(`http://127.0.0.1:${this.port}/metrics`)).text();
+      const m = /^argus_frames_dropped_total\{[^}]*reason="kafka_buffer"[^}]*\} (\d+)/m.exec(text);
+      return m ? Number(m[1]) : 0;
+    } catch {
+      return undefined;
+    }
+  }
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
