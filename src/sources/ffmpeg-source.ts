@@ -6,7 +6,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import { emptyStamps, type Frame, type ProducedBy, type YuvColour } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
-import { buildFfmpegArgs, frameBytes, reportsFrameTimes, seekTrim, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
+import { buildFfmpegArgs, frameBytes, reportsFrameTimes, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { colourOf, StderrProbe, type StreamInfo } from './stderr-probe.js';
@@ -140,12 +140,16 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     let closed = false;
     let killedByUs = false;
 
-    // The `produced` stamp (core/frame.ts, ProducedBy). Native-rate files: ffmpeg's -re clock
-    // starts when it has opened the input (its `Input #0` report), so frame k is due at that
-    // moment plus the seconds played out before the first frame plus k / fps.
+    // The `produced` stamp (core/frame.ts, ProducedBy). Native-rate files play like a camera:
+    // frame k is due when ffmpeg reported the opened input (its `Input #0` line) plus k / fps,
+    // and argus does not cut it before then (`notDue`). argus paces them itself, not with
+    // ffmpeg's -re: ffmpeg decodes as fast as the pipe lets it, so frame k is decoded and
+    // waiting on the pipe when it is due (decoding is hidden, as behind a camera's encoder),
+    // and no ffmpeg version's pacing shifts the frames (5.1's -re delivered them 42 ms after
+    // they were due, p50, against 8 ms for 4.x's; see ffmpeg-args).
     const native = input.kind === 'file' && input.rate === 'native';
-    const playedBefore = seekTrim(input);
     let playStart = 0;
+    let dueTimer: ReturnType<typeof setTimeout> | undefined;
     // Live sources: ffmpeg reports each frame's demuxer arrival time on its log, in output order
     // (one report per output frame), so report i belongs to frame i. The log and the frames come
     // through different pipes, so either may come first; what waits for its partner is kept
@@ -192,19 +196,22 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     stdout.pause(); // until ffmpeg has told us the input's size
 
     let leftover: Buffer | undefined;
+    // ffmpeg ended while frames were held (`hold`): they are cut when allowed, then this ends the run.
+    let exited: (() => void) | undefined;
     const resumeIfAllowed = (): void => {
       if (!paused || pace?.busy || closed) return;
       if (leftover) {
         const rest = leftover;
         leftover = undefined;
-        const used = reader!.push(rest, busy);
+        const used = reader!.push(rest, hold);
         if (used < rest.length) {
           leftover = rest.subarray(used);
           return;
         }
       }
       paused = false;
-      stdout.resume();
+      if (exited) exited();
+      else stdout.resume();
     };
     const stopPacing = pace?.onIdle(resumeIfAllowed);
 
@@ -224,7 +231,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       let producedBy: ProducedBy = 'captured';
       let unpaired = false;
       if (native && playStart && fps) {
-        produced = Math.min(captured, playStart + (playedBefore + k / fps) * 1000);
+        produced = Math.min(captured, playStart + (k / fps) * 1000);
         producedBy = 'due';
       } else if (live) {
         const j = delivered++;
@@ -324,16 +331,35 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       for (const b of early.splice(0)) reader.push(b);
       if (!paused) stdout.resume();
     });
-    // Pacing: while the stage is busy, no further frame is cut. The rest of the chunk waits here
-    // and ffmpeg waits on the full pipe; the next frame is cut (and stamped `captured`) when
-    // the stage is idle, so `captured → emitted` measures the pipeline and not a queue.
-    const busy = pace ? () => pace.busy : undefined;
+    // Pacing: while the stage is busy (fast files), or before the next frame is due (native-rate
+    // files), no further frame is cut. The rest of the chunk waits here and ffmpeg waits on the
+    // full pipe; the next frame is cut (and stamped `captured`) when the stage is idle, so
+    // `captured → emitted` measures the pipeline and not a queue, or when it is due.
+    const notDue = (): boolean => {
+      if (!playStart || !fps || closed) return false;
+      // Cut at most 1 ms early (a timer's granularity): `produced` is then that frame's
+      // `captured`, so its latency is counted from a moment before it was due, never after.
+      const wait = playStart + ((seq - seqStart) / fps) * 1000 - now();
+      if (wait < 1) return false;
+      dueTimer ??= setTimeout(() => {
+        dueTimer = undefined;
+        resumeIfAllowed();
+      }, wait);
+      return true;
+    };
+    const hold = pace ? () => pace.busy : native ? notDue : undefined;
     stdout.on('data', (chunk: Buffer) => {
       if (!reader) {
         early.push(chunk);
         return;
       }
-      const used = reader.push(chunk, busy);
+      if (leftover) {
+        // Held (a frame not due yet, or the stage busy) and node resumed stdout by itself, as it
+        // does when ffmpeg exits: the bytes join what waits (at most what the pipe held).
+        leftover = Buffer.concat([leftover, chunk]);
+        return;
+      }
+      const used = reader.push(chunk, hold);
       if (used < chunk.length) {
         leftover = chunk.subarray(used);
         paused = true;
@@ -364,6 +390,16 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     child.on('close', (code, signal) => {
       options.onExit?.(code, signal);
       if (closed) return;
+      // The end of the input with frames still held (not due yet, or the stage busy): node read
+      // them to the end when ffmpeg exited; they are delivered as they are allowed, then the
+      // source completes. After a failure they are dropped: the restart resumes after the last
+      // frame delivered, so it decodes them again.
+      if (leftover && code === 0 && lb && !killedByUs) exited = () => end(code, signal);
+      else end(code, signal);
+    });
+    const end = (code: number | null, signal: NodeJS.Signals | null): void => {
+      if (dueTimer) clearTimeout(dueTimer);
+      if (closed) return;
       closed = true;
       reader?.discardPartial();
       if (killedByUs) return;
@@ -380,10 +416,11 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
         return;
       }
       fail(ErrorCodes.SOURCE_EXIT, `source "${id}": ffmpeg exited with ${signal ?? `code ${code}`} after ${seq - seqStart} frames\n${tail}`);
-    });
+    };
 
     return () => {
       stopPacing?.();
+      if (dueTimer) clearTimeout(dueTimer);
       if (!closed) {
         closed = true;
         killedByUs = true;

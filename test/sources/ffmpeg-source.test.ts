@@ -122,6 +122,36 @@ describe('ffmpegSource (real ffmpeg)', () => {
     }
   });
 
+  it('fast mode with a pace: ffmpeg ends while the stage is busy; every frame still comes, in order, then the end', async () => {
+    // Small frames: ffmpeg writes the whole clip into the pipe and exits while argus holds the
+    // second frame back; node then reads the rest by itself, and none of it may be lost.
+    const dir = mkdtempSync(join(tmpdir(), 'argus-src-'));
+    const clip = join(dir, 'count.mp4');
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=160x120:rate=10', '-frames:v', '12', '-pix_fmt', 'yuv420p', clip]);
+    const small = { ...output, width: 32, height: 32 };
+    const reference = await lastValueFrom(ffmpegSource(opts({ url: clip }, { output: small })).pipe(toArray()));
+    expect(reference).toHaveLength(12);
+    const pace = new Pace();
+    let exited = false;
+    const got: Frame[] = [];
+    const done = new Promise<void>((resolve, reject) =>
+      ffmpegSource(opts({ url: clip }, { output: small, pace, onExit: () => (exited = true) })).subscribe({
+        next: (f) => {
+          got.push(f);
+          pace.enter();
+          // busy until ffmpeg has exited, then for a moment more per frame
+          const leave = () => (exited ? setTimeout(() => pace.leave(), 5) : setTimeout(leave, 10));
+          leave();
+        },
+        error: reject,
+        complete: resolve,
+      }),
+    );
+    await done;
+    expect(got.map((f) => f.seq)).toEqual(reference.map((_f, i) => i));
+    expect(got.map((f) => Buffer.from(f.data).toString('base64'))).toEqual(reference.map((f) => Buffer.from(f.data).toString('base64')));
+  }, 30_000);
+
   it('completes at the end of a file', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-src-'));
     const clip = join(dir, 'short.mp4');

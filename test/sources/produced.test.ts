@@ -119,7 +119,7 @@ describe('produced stamp, live sources (fake ffmpeg): the demuxer arrival time f
 
 describe('produced stamp, files', () => {
   it('native rate: frame k is due at the moment ffmpeg reported the opened input plus k / fps (virtual clock)', () => {
-    vi.useFakeTimers({ toFake: ['performance'] });
+    vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
     const { child, frames, sub } = fake({ url: FILE, kind: 'file', rate: 'native', loop: false });
     child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
     const opened = epochNow();
@@ -128,21 +128,68 @@ describe('produced stamp, files', () => {
     expect(frames.map((f) => f.producedBy)).toEqual(['due', 'due', 'due']);
     frames.forEach((f, k) => expect(f.stamps.produced).toBeCloseTo(opened + k * 100, 6));
     frames.forEach((f) => expect(f.stamps.captured).toBeCloseTo(opened + 1000, 6));
-    // a frame delivered before it is due (ffmpeg reads the first packets before pacing) is not stamped in the future
-    for (let i = 0; i < 20; i++) child.frame();
-    const early = frames[22];
-    expect(early.stamps.produced).toBe(early.stamps.captured);
     sub.unsubscribe();
   });
 
-  it('native rate resumed with a seek margin: the margin is played out before the first frame', () => {
-    vi.useFakeTimers({ toFake: ['performance'] });
+  it('native rate: argus paces the file (no -re): a frame decoded early waits on the pipe and is cut when it is due', () => {
+    vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
+    const { child, frames, sub } = fake({ url: FILE, kind: 'file', rate: 'native', loop: false });
+    expect(child.args).not.toContain('-re');
+    child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
+    const opened = epochNow();
+    for (let i = 0; i < 5; i++) child.frame(i); // ffmpeg decodes ahead, as fast as the pipe lets it
+    expect(frames).toHaveLength(1); // frame 0 is due at once
+    vi.advanceTimersByTime(98);
+    expect(frames).toHaveLength(1);
+    vi.advanceTimersByTime(2);
+    expect(frames).toHaveLength(2);
+    vi.advanceTimersByTime(300);
+    expect(frames).toHaveLength(5);
+    frames.forEach((f, k) => {
+      expect(f.data[0]).toBe(k); // in order, each whole
+      expect(f.stamps.produced).toBeCloseTo(opened + k * 100, 6);
+      // cut when due, at most a timer's granularity (1 ms) early; never later here
+      expect(f.stamps.captured - (opened + k * 100)).toBeGreaterThanOrEqual(-1);
+      expect(f.stamps.captured - (opened + k * 100)).toBeLessThanOrEqual(0.001);
+    });
+    sub.unsubscribe();
+  });
+
+  it('native rate: ffmpeg exits with frames still held: each is delivered when due, then the source completes', () => {
+    vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
+    let child!: FakeFfmpeg;
+    const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, FRAME)).asChild();
+    const frames: Frame[] = [];
+    let completed = false;
+    const sub = ffmpegSource({ id: 'cam', input: { url: FILE, kind: 'file', rate: 'native', loop: false }, output, ffmpegPath: 'ffmpeg', spawn }).subscribe({
+      next: (f) => frames.push(f),
+      error: (e) => {
+        throw e;
+      },
+      complete: () => (completed = true),
+    });
+    child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
+    for (let i = 0; i < 4; i++) child.frame(i);
+    // node resumes a child's stdout by itself when it exits: the held bytes arrive at once
+    child.stdout.resume();
+    child.exit(0);
+    expect(frames).toHaveLength(1);
+    expect(completed).toBe(false);
+    vi.advanceTimersByTime(300);
+    expect(frames.map((f) => f.data[0])).toEqual([0, 1, 2, 3]);
+    expect(completed).toBe(true);
+    sub.unsubscribe();
+  });
+
+  it('native rate resumed with a seek margin: the margin is decoded, not played out; the first frame is due when the input opened', () => {
+    vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
     const { child, frames, sub } = fake({ url: FILE, kind: 'file', rate: 'native', loop: false, seek: 10, seekMargin: 3 });
     child.info('mpegts', 10);
     const opened = epochNow();
-    vi.advanceTimersByTime(5000);
+    vi.advanceTimersByTime(50);
     child.frame();
-    expect(frames[0].stamps.produced).toBeCloseTo(opened + 3000, 6);
+    expect(frames[0].stamps.produced).toBeCloseTo(opened, 6);
+    expect(frames[0].stamps.captured).toBeCloseTo(opened + 50, 6);
     sub.unsubscribe();
   });
 
