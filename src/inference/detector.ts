@@ -19,6 +19,8 @@ export interface DetectorOptions extends Partial<ProviderOptions> {
   intraOpThreads: number;
   /** ONNX Runtime's intra-op threads may spin between operators. Default true (ONNX Runtime's default). */
   allowSpinning?: boolean;
+  /** With spinning: at most this long, µs, before a thread sleeps. Default ONNX Runtime's. */
+  spinMicros?: number;
   warmupRuns: number;
   /** Decoder family; default the manifest's, else detected from the outputs. */
   family?: Family | 'auto';
@@ -135,6 +137,7 @@ export class Detector {
         providers: options.providers,
         intraOpThreads: options.intraOpThreads,
         allowSpinning: options.allowSpinning,
+        spinMicros: options.spinMicros,
         workers: options.workers ?? 0,
         deviceId: options.deviceId ?? 0,
         trtEngineCacheDir: options.trtEngineCacheDir,

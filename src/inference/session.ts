@@ -34,6 +34,8 @@ export interface SessionOptions extends ProviderOptions {
   intraOpThreads: number;
   /** ONNX Runtime's intra-op threads may busy-wait between operators (its default); false: they sleep. Default true. */
   allowSpinning?: boolean;
+  /** With spinning: at most this long, µs, before a thread sleeps. Default ONNX Runtime's. */
+  spinMicros?: number;
   /** Sessions on worker threads; 0: one session on the calling (main) thread. */
   workers: number;
   log?: LogFn;
@@ -66,8 +68,12 @@ export const ortSessionOptions = (o: SessionOptions): ort.InferenceSession.Sessi
   intraOpNumThreads: o.intraOpThreads,
   interOpNumThreads: 1,
   graphOptimizationLevel: 'all',
-  // ONNX Runtime's session config entry session.intra_op.allow_spinning.
-  ...(o.allowSpinning === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
+  // ONNX Runtime's session config entries session.intra_op.allow_spinning and .spin_duration_us.
+  ...(o.allowSpinning === false
+    ? { extra: { session: { intra_op: { allow_spinning: '0' } } } }
+    : o.spinMicros !== undefined
+      ? { extra: { session: { intra_op: { allow_spinning: '1', spin_duration_us: String(o.spinMicros) } } } }
+      : {}),
   // EP load failures are reported by us, once, with the fallback taken.
   logSeverityLevel: 4,
 });

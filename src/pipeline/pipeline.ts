@@ -129,6 +129,7 @@ export async function loadDetector(config: PipelineConfig, options: PipelineOpti
     providers: m.providers,
     intraOpThreads: m.intraOpThreads,
     allowSpinning: m.allowSpinning,
+    spinMicros: m.spinMicros,
     workers: m.workers,
     warmupRuns: m.warmupRuns,
     deviceId: m.deviceId,

@@ -6,6 +6,7 @@ import { loadPipeline, parseConfigText } from '../../src/config/load.js';
 import { interpolateEnv } from '../../src/config/interpolate.js';
 import { PipelineSchema } from '../../src/config/schema.js';
 import { isArgusError } from '../../src/core/errors.js';
+import { ortSessionOptions } from '../../src/inference/session.js';
 
 const parse = (yaml: string, env: NodeJS.ProcessEnv = {}) => parseConfigText(yaml, PipelineSchema, 'test.yaml', env);
 const errorOf = (fn: () => unknown) => {
@@ -43,6 +44,16 @@ describe('pipeline schema', () => {
     expect(p.postprocess).toMatchObject({ scoreThreshold: 0.3, iouThreshold: 0.45, preNmsTopK: 300, maxDetections: 100 });
   });
 
+  it('ONNX Runtime threads spin at most model.spinMicros (default 200 µs) before they sleep; allowSpinning: false, not at all', () => {
+    const session = (m: { allowSpinning: boolean; spinMicros: number }) =>
+      ortSessionOptions({ providers: ['cpu'], intraOpThreads: 2, workers: 1, deviceId: 0, allowSpinning: m.allowSpinning, spinMicros: m.spinMicros }).extra;
+    const d = parse('sources:\n  - id: a\n    uri: /x.mp4\n').model;
+    expect(d).toMatchObject({ allowSpinning: true, spinMicros: 200 });
+    expect(session(d)).toEqual({ session: { intra_op: { allow_spinning: '1', spin_duration_us: '200' } } });
+    expect(session(parse('sources:\n  - {id: a, uri: /x}\nmodel:\n  spinMicros: 500\n').model)).toEqual({ session: { intra_op: { allow_spinning: '1', spin_duration_us: '500' } } });
+    expect(session(parse('sources:\n  - {id: a, uri: /x}\nmodel:\n  allowSpinning: false\n').model)).toEqual({ session: { intra_op: { allow_spinning: '0' } } });
+  });
+
   it('interpolates before validating, so env values get checked types', () => {
     const p = parse('sources:\n  - id: a\n    uri: /x.mp4\n    rate: ${env:RATE,native}\nmodel:\n  intraOpThreads: ${env:T,2}\n', { RATE: 'fast', T: '1' });
     expect(p.sources[0].rate).toBe('fast');
@@ -59,6 +70,7 @@ describe('pipeline schema', () => {
     ['an unknown provider', 'sources:\n  - {id: a, uri: /x}\nmodel:\n  providers: [gpu]\n', /model\.providers\[0\]: Invalid enum value/],
     ['duplicate source ids', 'sources:\n  - {id: a, uri: /x}\n  - {id: a, uri: /y}\n', /sources\[1\]\.id: duplicate source id "a"/],
     ['a bad source id', 'sources:\n  - {id: "a b", uri: /x}\n', /sources\[0\]\.id: use letters/],
+    ['no spin time', 'sources:\n  - {id: a, uri: /x}\nmodel:\n  spinMicros: 0\n', /model\.spinMicros: Number must be greater than or equal to 1/],
   ])('%s → VAP_ERR_CONFIG naming the field', (_n, yaml, message) => {
     const e = errorOf(() => parse(yaml));
     expect(e.code).toBe('VAP_ERR_CONFIG');

@@ -37,11 +37,18 @@ export const ModelRefSchema = z
     /** Threads ONNX Runtime uses inside one operator, per session. Default 2. */
     intraOpThreads: z.number().int().min(1).max(64).default(2),
     /**
-     * Let ONNX Runtime's intra-op threads spin (busy-wait) between operators. Spinning saves a
-     * wake-up per operator when the cores are free, and takes the core from ffmpeg's decoder
-     * when they are not. Default false (README, "Latency": measured on 432p and 1080p).
+     * Let ONNX Runtime's intra-op threads spin (busy-wait) for work between operators, for at
+     * most `spinMicros` before they sleep. Spinning saves a wake-up per operator; bounded, it
+     * stops soon after a run, so the cores go back to ffmpeg and the event loop between frames.
+     * Default true (README, "Latency": measured on 432p and 1080p).
      */
-    allowSpinning: z.boolean().default(false),
+    allowSpinning: z.boolean().default(true),
+    /**
+     * How long a spinning intra-op thread waits for work before it sleeps, µs (ONNX Runtime's
+     * session.intra_op.spin_duration_us). Default 200: inference as fast as unbounded spinning,
+     * at the CPU of none (README, "Latency").
+     */
+    spinMicros: z.number().int().min(1).max(1_000_000).default(200),
     /**
      * Sessions, each on its own worker thread, so inference never blocks the event loop. More
      * than one runs several frames (or batches) at once: on a CPU, workers × intraOpThreads ≈
