@@ -10,7 +10,7 @@ export interface Stamps {
    * End-to-end latency (`e2eMs`) counts from here.
    */
   produced: number;
-  /** The frame's last byte arrived from ffmpeg (decoded and letterboxed). */
+  /** The frame's last byte arrived from ffmpeg (decoded and letterboxed); a native-rate file's frame read ahead: its release when due. */
   captured: number;
   /** The frame was converted into the model's input tensor. */
   preprocessed: number;
@@ -27,7 +27,7 @@ export interface Stamps {
 /**
  * What a frame's `produced` stamp is:
  * - `due`: a file played at its native rate: when a camera would have produced it, the start
- *   of playback (ffmpeg's `-re` clock) plus the frame's presentation time;
+ *   of playback (ffmpeg's report of the opened input) plus the frame's presentation time;
  * - `arrival`: a live source (RTSP, HTTP, V4L2): when ffmpeg's demuxer received the frame's
  *   data, before decoding (ffmpeg's wall clock, `-use_wallclock_as_timestamps`);
  * - `captured`: nothing earlier is known (files read as fast as possible, or an ffmpeg that

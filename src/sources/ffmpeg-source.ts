@@ -142,14 +142,16 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
 
     // The `produced` stamp (core/frame.ts, ProducedBy). Native-rate files play like a camera:
     // frame k is due when ffmpeg reported the opened input (its `Input #0` line) plus k / fps,
-    // and argus does not cut it before then (`notDue`). argus paces them itself, not with
-    // ffmpeg's -re: ffmpeg decodes as fast as the pipe lets it, so frame k is decoded and
-    // waiting on the pipe when it is due (decoding is hidden, as behind a camera's encoder),
-    // and no ffmpeg version's pacing shifts the frames (5.1's -re delivered them 42 ms after
-    // they were due, p50, against 8 ms for 4.x's; see ffmpeg-args).
+    // and argus releases it then, not before. argus paces them itself, not with ffmpeg's -re:
+    // ffmpeg decodes as fast as the pipe lets it, argus reads one frame ahead (`early`) and
+    // releases it when it is due (decoding and the read are hidden, as behind a camera's
+    // encoder), and no ffmpeg version's pacing shifts the frames (5.1's -re delivered them
+    // 42 ms after they were due, p50, against 8 ms for 4.x's; see ffmpeg-args).
     const native = input.kind === 'file' && input.rate === 'native';
     let playStart = 0;
     let dueTimer: ReturnType<typeof setTimeout> | undefined;
+    /** A native-rate frame read before it is due: released by `dueTimer`; none is read after it meanwhile. */
+    let ahead: Buffer | undefined;
     // Live sources: ffmpeg reports each frame's demuxer arrival time on its log, in output order
     // (one report per output frame), so report i belongs to frame i. The log and the frames come
     // through different pipes, so either may come first; what waits for its partner is kept
@@ -199,23 +201,44 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     // ffmpeg ended while frames were held (`hold`): they are cut when allowed, then this ends the run.
     let exited: (() => void) | undefined;
     const resumeIfAllowed = (): void => {
-      if (!paused || pace?.busy || closed) return;
-      if (leftover) {
-        const rest = leftover;
-        leftover = undefined;
-        const used = reader!.push(rest, hold);
-        if (used < rest.length) {
-          leftover = rest.subarray(used);
-          return;
+      if (pace?.busy || ahead || closed) return;
+      if (paused) {
+        if (leftover) {
+          const rest = leftover;
+          leftover = undefined;
+          const used = reader!.push(rest, hold);
+          if (used < rest.length) {
+            leftover = rest.subarray(used);
+            return;
+          }
         }
+        paused = false;
+        if (!exited) stdout.resume();
       }
-      paused = false;
-      if (exited) exited();
-      else stdout.resume();
+      if (exited && !ahead) exited();
     };
     const stopPacing = pace?.onIdle(resumeIfAllowed);
 
     const onFrame = (data: Buffer): void => {
+      if (native && playStart && fps) {
+        // Cut at most 1 ms early (a timer's granularity): `produced` is then that frame's
+        // `captured`, so its latency is counted from a moment before it was due, never after.
+        const wait = playStart + ((seq - seqStart) / fps) * 1000 - now();
+        if (wait >= 1) {
+          ahead = data;
+          dueTimer = setTimeout(() => {
+            dueTimer = undefined;
+            ahead = undefined;
+            emit(data);
+            resumeIfAllowed();
+          }, wait);
+          return;
+        }
+      }
+      emit(data);
+    };
+    /** A frame to the pipeline; `captured` is now (for a native-rate frame read ahead: when it is released). */
+    const emit = (data: Buffer): void => {
       const captured = now();
       const framePool = pool!;
       let released = false;
@@ -331,23 +354,12 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       for (const b of early.splice(0)) reader.push(b);
       if (!paused) stdout.resume();
     });
-    // Pacing: while the stage is busy (fast files), or before the next frame is due (native-rate
-    // files), no further frame is cut. The rest of the chunk waits here and ffmpeg waits on the
+    // Pacing: while the stage is busy (fast files), or while a native-rate frame waits to be
+    // due, no further frame is cut. The rest of the chunk waits here and ffmpeg waits on the
     // full pipe; the next frame is cut (and stamped `captured`) when the stage is idle, so
-    // `captured → emitted` measures the pipeline and not a queue, or when it is due.
-    const notDue = (): boolean => {
-      if (!playStart || !fps || closed) return false;
-      // Cut at most 1 ms early (a timer's granularity): `produced` is then that frame's
-      // `captured`, so its latency is counted from a moment before it was due, never after.
-      const wait = playStart + ((seq - seqStart) / fps) * 1000 - now();
-      if (wait < 1) return false;
-      dueTimer ??= setTimeout(() => {
-        dueTimer = undefined;
-        resumeIfAllowed();
-      }, wait);
-      return true;
-    };
-    const hold = pace ? () => pace.busy : native ? notDue : undefined;
+    // `captured → emitted` measures the pipeline and not a queue, or read once the one
+    // ahead of it is released.
+    const hold = pace ? () => pace.busy : native ? () => ahead !== undefined : undefined;
     stdout.on('data', (chunk: Buffer) => {
       if (!reader) {
         early.push(chunk);
@@ -394,11 +406,11 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       // them to the end when ffmpeg exited; they are delivered as they are allowed, then the
       // source completes. After a failure they are dropped: the restart resumes after the last
       // frame delivered, so it decodes them again.
-      if (leftover && code === 0 && lb && !killedByUs) exited = () => end(code, signal);
+      if ((leftover || ahead) && code === 0 && lb && !killedByUs) exited = () => end(code, signal);
       else end(code, signal);
     });
     const end = (code: number | null, signal: NodeJS.Signals | null): void => {
-      if (dueTimer) clearTimeout(dueTimer);
+      dropAhead();
       if (closed) return;
       closed = true;
       reader?.discardPartial();
@@ -418,9 +430,17 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       fail(ErrorCodes.SOURCE_EXIT, `source "${id}": ffmpeg exited with ${signal ?? `code ${code}`} after ${seq - seqStart} frames\n${tail}`);
     };
 
+    /** A frame held for its due time is not delivered after the end or a failure. */
+    const dropAhead = (): void => {
+      if (dueTimer) clearTimeout(dueTimer);
+      dueTimer = undefined;
+      if (ahead) pool?.release(ahead);
+      ahead = undefined;
+    };
+
     return () => {
       stopPacing?.();
-      if (dueTimer) clearTimeout(dueTimer);
+      dropAhead();
       if (!closed) {
         closed = true;
         killedByUs = true;

@@ -46,7 +46,7 @@ export class StderrProbe {
   onResize?: (width: number, height: number) => void;
   /** Called for each output frame's reported time (µs; live sources, see ffmpeg-args `reportsFrameTimes`), in output order. */
   onFrameTime?: (us: number) => void;
-  /** Called when ffmpeg reports the opened input (`Input #0`): its `-re` clock starts right after. */
+  /** Called when ffmpeg reports the opened input (`Input #0`): a native-rate file's playback starts then. */
   onInputOpened?: () => void;
 
   /** Feeds a chunk; returns the stream info the first time it becomes known. */

@@ -131,7 +131,7 @@ describe('produced stamp, files', () => {
     sub.unsubscribe();
   });
 
-  it('native rate: argus paces the file (no -re): a frame decoded early waits on the pipe and is cut when it is due', () => {
+  it('native rate: argus paces the file (no -re): a frame decoded early is read ahead and released when it is due', () => {
     vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
     const { child, frames, sub } = fake({ url: FILE, kind: 'file', rate: 'native', loop: false });
     expect(child.args).not.toContain('-re');
