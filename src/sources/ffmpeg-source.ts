@@ -143,7 +143,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     // The `produced` stamp (core/frame.ts, ProducedBy). Native-rate files play like a camera:
     // frame k is due when ffmpeg reported the opened input (its `Input #0` line) plus k / fps,
     // and argus releases it then, not before. argus paces them itself, not with ffmpeg's -re:
-    // ffmpeg decodes as fast as the pipe lets it, argus reads one frame ahead (`early`) and
+    // ffmpeg decodes as fast as the pipe lets it, argus reads one frame ahead (`ahead`) and
     // releases it when it is due (decoding and the read are hidden, as behind a camera's
     // encoder), and no ffmpeg version's pacing shifts the frames (5.1's -re delivered them
     // 42 ms after they were due, p50, against 8 ms for 4.x's; see ffmpeg-args).
@@ -221,7 +221,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
 
     const onFrame = (data: Buffer): void => {
       if (native && playStart && fps) {
-        // Cut at most 1 ms early (a timer's granularity): `produced` is then that frame's
+        // Released at most 1 ms early (a timer's granularity): `produced` is then that frame's
         // `captured`, so its latency is counted from a moment before it was due, never after.
         const wait = playStart + ((seq - seqStart) / fps) * 1000 - now();
         if (wait >= 1) {
