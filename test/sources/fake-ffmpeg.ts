@@ -7,6 +7,10 @@ export class FakePipe extends EventEmitter {
   private queue: (Buffer | string)[] = [];
   private encoding: BufferEncoding | undefined;
   destroyed = false;
+  /** Writes not yet read (ffmpeg blocked on a full pipe). */
+  get queued(): number {
+    return this.queue.length;
+  }
   pause(): this {
     this.paused = true;
     return this;

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { firstValueFrom, take, toArray } from 'rxjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { now } from '../../src/core/clock.js';
+import { Pace } from '../../src/flow/pace.js';
 import { e2eMs, pipelineMs, stageMs, type Frame } from '../../src/core/frame.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import type { FfmpegInputSpec } from '../../src/sources/ffmpeg-args.js';
@@ -152,6 +153,56 @@ describe('produced stamp, files', () => {
       expect(f.stamps.captured - (opened + k * 100)).toBeGreaterThanOrEqual(-1);
       expect(f.stamps.captured - (opened + k * 100)).toBeLessThanOrEqual(0.001);
     });
+    sub.unsubscribe();
+  });
+
+  it('native rate: the next frame is read while the stage is idle, or half a frame before it is due when the stage is still busy', () => {
+    vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
+    let child!: FakeFfmpeg;
+    const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, FRAME)).asChild();
+    const pace = new Pace();
+    const frames: Frame[] = [];
+    // The stage: frame 1 takes 30 ms, frame 2 180 ms (longer than the file's 100 ms a frame).
+    const work = [10, 30, 180, 10, 10];
+    const sub = ffmpegSource({ id: 'cam', input: { url: FILE, kind: 'file', rate: 'native', loop: false }, output, ffmpegPath: 'ffmpeg', pace, spawn }).subscribe({
+      next: (f) => {
+        frames.push(f);
+        pace.enter();
+        setTimeout(() => pace.leave(), work[f.data[0]]);
+      },
+      error: (e) => {
+        throw e;
+      },
+    });
+    child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
+    // ffmpeg decodes ahead, as fast as the pipe lets it. `queued`: its writes not yet taken from
+    // the pipe (the one taken last is cut into a frame when allowed).
+    for (let i = 0; i < 5; i++) child.frame(i);
+    expect(frames).toHaveLength(1); // frame 0 is due at once; the stage works on it for 10 ms
+    expect(child.stdout.queued).toBe(3); // frame 1 not read meanwhile
+    vi.advanceTimersByTime(9);
+    expect(child.stdout.queued).toBe(3);
+    vi.advanceTimersByTime(1); // idle: frame 1 read ahead (frame 2 taken, held)
+    expect(child.stdout.queued).toBe(2);
+    vi.advanceTimersByTime(90); // frame 1 due: released; the stage works on it for 30 ms
+    expect(frames).toHaveLength(2);
+    vi.advanceTimersByTime(29);
+    expect(child.stdout.queued).toBe(2); // frame 2 not cut while the stage works
+    vi.advanceTimersByTime(1); // idle: frame 2 read ahead, the pipe gives frame 3
+    expect(child.stdout.queued).toBe(1);
+    expect(frames).toHaveLength(2);
+    vi.advanceTimersByTime(70); // frame 2 due (t = 200): the stage is busy with it until 380
+    expect(frames).toHaveLength(3);
+    vi.advanceTimersByTime(49); // t = 249: frame 3 not cut yet
+    expect(child.stdout.queued).toBe(1);
+    vi.advanceTimersByTime(1); // t = 250, half a frame before frame 3 is due: read although busy
+    expect(child.stdout.queued).toBe(0);
+    vi.advanceTimersByTime(50); // t = 300: released on time, the stage still busy (dropStale's call)
+    expect(frames).toHaveLength(4);
+    vi.advanceTimersByTime(100);
+    expect(frames.map((f) => f.data[0])).toEqual([0, 1, 2, 3, 4]);
+    const opened = frames[0].stamps.produced;
+    frames.forEach((f, k) => expect(f.stamps.captured - (opened + k * 100)).toBeLessThanOrEqual(0.001));
     sub.unsubscribe();
   });
 
