@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../src/assets/catalog.js';
 import { argusPipelineYaml, medianOf, runFigures, SCENARIOS, type RunFigures } from '../src/bench/peer.js';
 import { defaultFfmpegPath } from '../src/sources/ffmpeg-path.js';
-import { argusLaunch, measure } from './lib/measure.js';
+import { argusLaunch, buildArgus, measure } from './lib/measure.js';
 
 /** The settings compared: the old defaults first, then one change at a time, then the new defaults. */
 const SETTINGS: { name: string; decodeThreads: number; spinning: boolean; spinMicros?: number; workers: number; intra: number }[] = [
@@ -45,6 +45,8 @@ async function main() {
   const model = await resolveModelFile((await loadModelManifest('yolox-nano')).manifest, { log });
   const clips = new Map<string, string>();
   for (const s of SCENARIOS) if (!clips.has(s.clip)) clips.set(s.clip, await resolveStream(s.clip, ffmpeg, { log }));
+  log('argus: compiling (npm run build), so that the compiled CLI is measured');
+  buildArgus();
   const tmp = await mkdtemp(join(tmpdir(), 'argus-bench-cores-'));
   const figures = new Map<string, RunFigures[]>(); // `${scenario}|${setting}`
   const loads: number[] = [];

@@ -41,7 +41,7 @@ import {
   type RunSample,
 } from '../src/bench/peer.js';
 import { isArgusError } from '../src/core/errors.js';
-import { argusLaunch, measure, type Launch } from './lib/measure.js';
+import { argusLaunch, buildArgus, measure, type Launch } from './lib/measure.js';
 import { defaultFfmpegPath } from '../src/sources/ffmpeg-path.js';
 
 const log = (m: string) => process.stderr.write(`bench:peer: ${m}\n`);
@@ -69,6 +69,8 @@ async function main(): Promise<void> {
   const python = join(venv, 'bin', 'python');
   const peerPy = join(PACKAGE_ROOT, 'scripts', 'peers', 'peer.py');
 
+  log('argus: compiling (npm run build), so that the compiled CLI is measured');
+  buildArgus();
   const tmp = await mkdtemp(join(tmpdir(), 'argus-bench-peer-'));
   const samples: RunSample[] = [];
   const failures: string[] = [];
