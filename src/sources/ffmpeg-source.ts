@@ -370,7 +370,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     // works on the frame before it, up to READ_LEAD_FRAMES before the next one is due (then it is
     // read anyway, and a stage slower than the file drops stale frames as for a camera). Reading
     // 3 MB and decoding the frame after it then fall in the stage's idle time: on the 2-core
-    // machine, 1080p30 clip, due → emitted p50 13.3 → 11.3 ms, p99 30–37 → 29 ms.
+    // machine, 1080p30 clip, due → emitted p50 13.3 → 11.3 ms, p99 30–37 → 29 ms (README).
     const nativeHold = (): boolean => {
       if (ahead !== undefined) return true;
       if (!stage?.busy || !fps || !playStart) return false;
