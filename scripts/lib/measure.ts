@@ -117,12 +117,6 @@ export async function measure(plan: PlannedRun, seconds: number, l: Launch): Pro
 
 
 /**
- * argus as a user runs it: `node bin/argus.js run YAML --no-status`, its results read from the
- * JSONL sink at `jsonl`; frames in and dropped from its summary log line when it got there (it
- * also counts drops after the last result). The outbox's state folder (unused without Kafka)
- * goes in `stateDir`, not the user's.
- */
-/**
  * Compiles argus (`npm run build`; quick when dist/ is current) so that the runs measure the
  * compiled CLI, as `npm ci` installs it. bin/argus.js otherwise runs an edited checkout through
  * tsx's loader, whose own heap churn cost the main thread a full mark-compact GC every ~6 frames
@@ -132,6 +126,12 @@ export function buildArgus(): void {
   execFileSync(process.execPath, [join(PACKAGE_ROOT, 'scripts', 'build.mjs')], { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
+/**
+ * argus as a user runs it: `node bin/argus.js run YAML --no-status`, its results read from the
+ * JSONL sink at `jsonl`; frames in and dropped from its summary log line when it got there (it
+ * also counts drops after the last result). The outbox's state folder (unused without Kafka)
+ * goes in `stateDir`, not the user's.
+ */
 export function argusLaunch(yaml: string, jsonl: string, stateDir: string): Launch {
   return {
     cmd: process.execPath,
