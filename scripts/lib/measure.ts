@@ -115,7 +115,6 @@ export async function measure(plan: PlannedRun, seconds: number, l: Launch): Pro
   return { sample, due: out.due, producedBy: out.producedBy };
 }
 
-
 /**
  * Compiles argus (`npm run build`; quick when dist/ is current) so that the runs measure the
  * compiled CLI, as `npm ci` installs it. bin/argus.js otherwise runs an edited checkout through
@@ -136,7 +135,7 @@ export function argusLaunch(yaml: string, jsonl: string, stateDir: string): Laun
   return {
     cmd: process.execPath,
     args: [join(PACKAGE_ROOT, 'bin', 'argus.js'), 'run', yaml, '--no-status'],
-    // The compiled CLI (buildArgus), never tsx: ARGUS_TSX is dropped.
+    // The compiled CLI (buildArgus), never tsx, whatever ARGUS_TSX the caller has set.
     env: { ...process.env, ARGUS_STATE_DIR: stateDir, ARGUS_TSX: '0' },
     firstResult: () => existsSync(jsonl) && statSync(jsonl).size > 0,
     output: async (stderr) => {
