@@ -22,10 +22,10 @@ export interface FfmpegSourceOptions {
   /** ffmpeg executable. */
   ffmpegPath: string;
   /**
-   * Files at `rate: 'fast'`: the stage that sets the pace (detection). While it is busy, ffmpeg
-   * is held back just short of the next frame, so a frame is completed (and stamped
-   * `captured`) only when the stage can take it: `captured → emitted` measures the pipeline,
-   * not a queue. Files at `rate: 'native'`: the next frame is read while the stage is idle (or
+   * Files at `rate: 'fast'`: the stage that sets the pace (detection). While it is busy, one
+   * frame is read ahead and ffmpeg is held back behind it; that frame is released (and stamped
+   * `captured`) when the stage is idle, so `captured → emitted` measures the pipeline, not a
+   * queue, and the stage never waits for a read. Files at `rate: 'native'`: the next frame is read while the stage is idle (or
    * at the latest half a frame before it is due), so reading and decoding do not compete with
    * inference for the cores. Without a pace, or for other sources, frames are read as ffmpeg
    * delivers them (live sources: the pipeline drops stale frames).
@@ -130,7 +130,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     const pace = input.kind === 'file' && input.rate === 'fast' ? options.pace : undefined;
     // Native-rate files: the same stage, so that the next frame is read (and ffmpeg, blocked on
     // the full pipe until then, decodes the one after it) while the stage is idle, not while it
-    // infers (see nativeHold).
+    // infers (see holdRead).
     const stage = input.kind === 'file' && input.rate === 'native' ? options.pace : undefined;
     let readTimer: ReturnType<typeof setTimeout> | undefined;
     // Frames at the source's size are cut once ffmpeg has reported it; letterboxed ones are the model's size.
@@ -157,7 +157,10 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     const native = input.kind === 'file' && input.rate === 'native';
     let playStart = 0;
     let dueTimer: ReturnType<typeof setTimeout> | undefined;
-    /** A native-rate frame read before it is due: released by `dueTimer`; none is read after it meanwhile. */
+    /**
+     * A frame read before it may go: a native-rate frame not yet due (released by `dueTimer`), or
+     * a fast file's frame while the stage is busy (released when it is idle). None is read after it meanwhile.
+     */
     let ahead: Buffer | undefined;
     // Live sources: ffmpeg reports each frame's demuxer arrival time on its log, in output order
     // (one report per output frame), so report i belongs to frame i. The log and the frames come
@@ -224,7 +227,15 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       }
       if (exited && !ahead) exited();
     };
-    const stopPacing = (pace ?? stage)?.onIdle(resumeIfAllowed);
+    const onStageIdle = (): void => {
+      if (pace && ahead && !closed) {
+        const data = ahead;
+        ahead = undefined;
+        emit(data);
+      }
+      resumeIfAllowed();
+    };
+    const stopPacing = (pace ?? stage)?.onIdle(onStageIdle);
 
     const onFrame = (data: Buffer): void => {
       if (native && playStart && fps) {
@@ -241,6 +252,10 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
           }, wait);
           return;
         }
+      }
+      if (pace?.busy) {
+        ahead = data;
+        return;
       }
       emit(data);
     };
@@ -361,17 +376,16 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       for (const b of early.splice(0)) reader.push(b);
       if (!paused) stdout.resume();
     });
-    // Pacing: while the stage is busy (fast files), or while a native-rate frame waits to be
-    // due, no further frame is cut. The rest of the chunk waits here and ffmpeg waits on the
-    // full pipe; the next frame is cut (and stamped `captured`) when the stage is idle, so
-    // `captured → emitted` measures the pipeline and not a queue, or read once the one
-    // ahead of it is released.
-    // Native rate: nothing is read while a frame waits to be due (`ahead`), nor while the stage
-    // works on the frame before it, up to READ_LEAD_FRAMES before the next one is due (then it is
-    // read anyway, and a stage slower than the file drops stale frames as for a camera). Reading
-    // 3 MB and decoding the frame after it then fall in the stage's idle time: on the 2-core
-    // machine, 1080p30 clip, due → emitted p50 13.3 → 11.3 ms, p99 30–37 → 29 ms (README).
-    const nativeHold = (): boolean => {
+    // Pacing: one frame is read ahead (`ahead`) and no further frame is cut while it waits: for
+    // a fast file, until the stage is idle; at native rate, until it is due. The rest of the
+    // chunk waits here and ffmpeg waits on the full pipe. The frame is stamped `captured` when
+    // it is released, so `captured → emitted` measures the pipeline and not a queue.
+    // Native rate, also: nothing is read while the stage works on the frame before, up to
+    // READ_LEAD_FRAMES before the next one is due (then it is read anyway, and a stage slower
+    // than the file drops stale frames as for a camera). Reading 3 MB and decoding the frame
+    // after it then fall in the stage's idle time: on the 2-core machine, 1080p30 clip,
+    // due → emitted p50 13.3 → 11.3 ms, p99 30–37 → 29 ms (README).
+    const holdRead = (): boolean => {
       if (ahead !== undefined) return true;
       if (!stage?.busy || !fps || !playStart) return false;
       const wait = playStart + ((seq - seqStart - READ_LEAD_FRAMES) / fps) * 1000 - now();
@@ -382,7 +396,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       }, wait);
       return true;
     };
-    const hold = pace ? () => pace.busy : native ? nativeHold : undefined;
+    const hold = pace || native ? holdRead : undefined;
     stdout.on('data', (chunk: Buffer) => {
       if (!reader) {
         early.push(chunk);

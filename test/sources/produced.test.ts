@@ -244,6 +244,48 @@ describe('produced stamp, files', () => {
     sub.unsubscribe();
   });
 
+  it('read as fast as possible: one frame is read while the stage is busy and released, stamped `captured`, when it is idle', () => {
+    vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
+    let child!: FakeFfmpeg;
+    const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, FRAME)).asChild();
+    const pace = new Pace();
+    const frames: Frame[] = [];
+    let completed = false;
+    const sub = ffmpegSource({ id: 'cam', input: { url: FILE, kind: 'file', rate: 'fast', loop: false }, output, ffmpegPath: 'ffmpeg', pace, spawn }).subscribe({
+      next: (f) => {
+        frames.push(f);
+        pace.enter(); // the stage works on each frame for 30 ms
+        setTimeout(() => pace.leave(), 30);
+      },
+      error: (e) => {
+        throw e;
+      },
+      complete: () => (completed = true),
+    });
+    child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
+    const start = epochNow();
+    for (let i = 0; i < 4; i++) child.frame(i);
+    expect(frames).toHaveLength(1);
+    // frame 1 was read meanwhile (frame 2 taken, held); only frame 3 waits in the pipe
+    expect(child.stdout.queued).toBe(1);
+    vi.advanceTimersByTime(29);
+    expect(frames).toHaveLength(1);
+    vi.advanceTimersByTime(1); // idle: frame 1 goes at once, frame 2 is read
+    expect(frames).toHaveLength(2);
+    expect(child.stdout.queued).toBe(0);
+    child.exit(0); // the end of the file, frames 2 and 3 still to go
+    expect(completed).toBe(false);
+    vi.advanceTimersByTime(60);
+    expect(frames.map((f) => f.data[0])).toEqual([0, 1, 2, 3]);
+    frames.forEach((f, k) => {
+      expect(f.stamps.captured - start).toBeCloseTo(k * 30, 6); // released when the stage took it
+      expect(f.stamps.produced).toBe(f.stamps.captured);
+    });
+    vi.advanceTimersByTime(30);
+    expect(completed).toBe(true);
+    sub.unsubscribe();
+  });
+
   it('read as fast as possible: no camera time exists, produced = captured', () => {
     const { child, frames, sub } = fake({ url: FILE, kind: 'file', rate: 'fast', loop: false });
     child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
