@@ -91,7 +91,7 @@ async function mode(clip: string, frame: 'letterbox' | 'source' | 'source-yuv', 
     pool.release(data);
   };
   let pool = new BufferPool(1, 4);
-  let tab = new Int32Array(0);
+  let tab: Int32Array = new Int32Array(0);
   const cpu0 = process.cpuUsage();
   const ffCpu = await timed(
     args,
