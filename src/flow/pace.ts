@@ -1,9 +1,9 @@
 /**
  * Flow control between a source that can wait (a file read as fast as possible) and the stage
  * that sets its pace (detection): the stage marks each frame it works on with `enter`/`leave`,
- * and the source releases its next frame (read ahead meanwhile) only when the stage is idle. The pace depends on the
- * stage alone, never on what later operators do with a frame, so a frame that an operator
- * filters out, keeps or delays cannot stall the source.
+ * and the source releases its next frame (read ahead meanwhile) only when the stage is idle.
+ * The pace depends on the stage alone, never on what later operators do with a frame, so a
+ * frame that an operator filters out, keeps or delays cannot stall the source.
  */
 export class Pace {
   private inside = 0;

@@ -25,10 +25,11 @@ export interface FfmpegSourceOptions {
    * Files at `rate: 'fast'`: the stage that sets the pace (detection). While it is busy, one
    * frame is read ahead and ffmpeg is held back behind it; that frame is released (and stamped
    * `captured`) when the stage is idle, so `captured → emitted` measures the pipeline, not a
-   * queue, and the stage never waits for a read. Files at `rate: 'native'`: the next frame is read while the stage is idle (or
-   * at the latest half a frame before it is due), so reading and decoding do not compete with
-   * inference for the cores. Without a pace, or for other sources, frames are read as ffmpeg
-   * delivers them (live sources: the pipeline drops stale frames).
+   * queue, and the stage never waits for a read. Files at `rate: 'native'`: the next frame is
+   * read while the stage is idle (or at the latest half a frame before it is due), so reading
+   * and decoding do not compete with inference for the cores. Without a pace, or for other
+   * sources, frames are read as ffmpeg delivers them (live sources: the pipeline drops stale
+   * frames).
    */
   pace?: Pace;
   /** Called once ffmpeg has reported the input stream. */
@@ -158,8 +159,9 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     let playStart = 0;
     let dueTimer: ReturnType<typeof setTimeout> | undefined;
     /**
-     * A frame read before it may go: a native-rate frame not yet due (released by `dueTimer`), or
-     * a fast file's frame while the stage is busy (released when it is idle). None is read after it meanwhile.
+     * A frame read before it may go: a native-rate frame not yet due (released by `dueTimer`),
+     * or a fast file's frame while the stage is busy (released when it is idle). No frame is
+     * read after it meanwhile.
      */
     let ahead: Buffer | undefined;
     // Live sources: ffmpeg reports each frame's demuxer arrival time on its log, in output order

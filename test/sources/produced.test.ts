@@ -31,6 +31,30 @@ function fake(input: FfmpegInputSpec) {
   return { child, frames, sub };
 }
 
+/**
+ * ffmpegSource over a fake ffmpeg with a stage that sets the pace: the stage works on each frame
+ * it gets (marked on the pace) for `workMs(frame)` ms of virtual time.
+ */
+function paced(rate: 'native' | 'fast', workMs: (f: Frame) => number) {
+  let child!: FakeFfmpeg;
+  const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, FRAME)).asChild();
+  const pace = new Pace();
+  const frames: Frame[] = [];
+  const end = { completed: false };
+  const sub = ffmpegSource({ id: 'cam', input: { url: FILE, kind: 'file', rate, loop: false }, output, ffmpegPath: 'ffmpeg', pace, spawn }).subscribe({
+    next: (f) => {
+      frames.push(f);
+      pace.enter();
+      setTimeout(() => pace.leave(), workMs(f));
+    },
+    error: (e) => {
+      throw e;
+    },
+    complete: () => (end.completed = true),
+  });
+  return { child, frames, sub, end };
+}
+
 /** The line ffmpeg's `metadata` filter prints for a frame whose time is `ms` (epoch). */
 const timeLine = (n: number, ms: number) => `[Parsed_metadata_7 @ 0x55d0c0ffee00] frame:${n}    pts:${Math.round(ms * 1000)} pts_time:1.76e+09\n[Parsed_metadata_7 @ 0x55d0c0ffee00] argus=1\n`;
 
@@ -158,22 +182,9 @@ describe('produced stamp, files', () => {
 
   it('native rate: the next frame is read while the stage is idle, or half a frame before it is due when the stage is still busy', () => {
     vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
-    let child!: FakeFfmpeg;
-    const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, FRAME)).asChild();
-    const pace = new Pace();
-    const frames: Frame[] = [];
     // The stage: frame 1 takes 30 ms, frame 2 180 ms (longer than the file's 100 ms a frame).
     const work = [10, 30, 180, 10, 10];
-    const sub = ffmpegSource({ id: 'cam', input: { url: FILE, kind: 'file', rate: 'native', loop: false }, output, ffmpegPath: 'ffmpeg', pace, spawn }).subscribe({
-      next: (f) => {
-        frames.push(f);
-        pace.enter();
-        setTimeout(() => pace.leave(), work[f.data[0]]);
-      },
-      error: (e) => {
-        throw e;
-      },
-    });
+    const { child, frames, sub } = paced('native', (f) => work[f.data[0]]);
     child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
     // ffmpeg decodes ahead, as fast as the pipe lets it. `queued`: its writes not yet taken from
     // the pipe (the one taken last is cut into a frame when allowed).
@@ -246,22 +257,7 @@ describe('produced stamp, files', () => {
 
   it('read as fast as possible: one frame is read while the stage is busy and released, stamped `captured`, when it is idle', () => {
     vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
-    let child!: FakeFfmpeg;
-    const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, FRAME)).asChild();
-    const pace = new Pace();
-    const frames: Frame[] = [];
-    let completed = false;
-    const sub = ffmpegSource({ id: 'cam', input: { url: FILE, kind: 'file', rate: 'fast', loop: false }, output, ffmpegPath: 'ffmpeg', pace, spawn }).subscribe({
-      next: (f) => {
-        frames.push(f);
-        pace.enter(); // the stage works on each frame for 30 ms
-        setTimeout(() => pace.leave(), 30);
-      },
-      error: (e) => {
-        throw e;
-      },
-      complete: () => (completed = true),
-    });
+    const { child, frames, sub, end } = paced('fast', () => 30); // the stage works on each frame for 30 ms
     child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
     const start = epochNow();
     for (let i = 0; i < 4; i++) child.frame(i);
@@ -274,7 +270,7 @@ describe('produced stamp, files', () => {
     expect(frames).toHaveLength(2);
     expect(child.stdout.queued).toBe(0);
     child.exit(0); // the end of the file, frames 2 and 3 still to go
-    expect(completed).toBe(false);
+    expect(end.completed).toBe(false);
     vi.advanceTimersByTime(60);
     expect(frames.map((f) => f.data[0])).toEqual([0, 1, 2, 3]);
     frames.forEach((f, k) => {
@@ -282,7 +278,7 @@ describe('produced stamp, files', () => {
       expect(f.stamps.produced).toBe(f.stamps.captured);
     });
     vi.advanceTimersByTime(30);
-    expect(completed).toBe(true);
+    expect(end.completed).toBe(true);
     sub.unsubscribe();
   });
 
