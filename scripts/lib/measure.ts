@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { PACKAGE_ROOT } from '../../src/assets/paths.js';
-import { argusOutput, argusSummary, parseProcStat, treeUsage, type PlannedRun, type ProcStat, type ProgramOutput, type RunSample } from '../../src/bench/peer.js';
+import { argusOutput, argusSummary, parseProcStat, parseProcStatus, treeUsage, type PlannedRun, type ProcMemory, type ProcStat, type ProgramOutput, type RunSample } from '../../src/bench/peer.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const getconf = (name: string, def: number) => {
@@ -34,6 +34,20 @@ function procStats(): ProcStat[] {
     if (!/^\d+$/.test(d)) continue;
     try {
       out.push(parseProcStat(readFileSync(`/proc/${d}/stat`, 'utf8')));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** Each process's resident memory, split (processes that end while being read are skipped). */
+function procMemory(pids: readonly number[]): ProcMemory[] {
+  const out: ProcMemory[] = [];
+  for (const pid of pids) {
+    try {
+      const m = parseProcStatus(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (m) out.push(m);
     } catch {
       // gone meanwhile
     }
@@ -70,13 +84,18 @@ export async function measure(plan: PlannedRun, seconds: number, l: Launch): Pro
   let last: { at: number; ticks: number } | undefined;
   let to: { at: number; ticks: number } | undefined;
   let rssPeak = 0;
+  let rssAtPeak: ProcMemory[] = [];
   let timedOut = false;
   let stopAt = 0;
   while (!done) {
     const at = Date.now();
     const u = treeUsage(procStats(), pid);
     if (u.pids.length && !done) {
-      rssPeak = Math.max(rssPeak, (u.rssPages * PAGE) / 1024 / 1024);
+      const rss = (u.rssPages * PAGE) / 1024 / 1024;
+      if (rss > rssPeak) {
+        rssPeak = rss;
+        rssAtPeak = procMemory(u.pids);
+      }
       last = { at, ticks: u.cpuTicks };
       if (!firstSeenAt && l.firstResult(stdout)) {
         firstSeenAt = at;
@@ -111,7 +130,7 @@ export async function measure(plan: PlannedRun, seconds: number, l: Launch): Pro
   }
   if (!out.records.length) return { error: `it ended without a result; stderr:\n${tail}` };
   const cpu = from && to ? { from: from.at, to: to.at, ms: ((to.ticks - from.ticks) * 1000) / CLK_TCK } : { from: 0, to: 0, ms: NaN };
-  const sample: RunSample = { ...plan, records: out.records, framesIn: out.framesIn, dropped: out.dropped, spawnedAt, cpu, rssPeakMb: rssPeak, load };
+  const sample: RunSample = { ...plan, records: out.records, framesIn: out.framesIn, dropped: out.dropped, spawnedAt, cpu, rssPeakMb: rssPeak, rssAtPeak, load };
   return { sample, due: out.due, producedBy: out.producedBy };
 }
 

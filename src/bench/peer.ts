@@ -203,6 +203,27 @@ export function parseProcStat(text: string): ProcStat {
   return { pid, ppid: n(4), cpuTicks: n(14) + n(15) + n(16) + n(17), rssPages: n(24) };
 }
 
+/** One process's resident memory, from /proc/PID/status: anonymous (heaps, buffers) and file-backed (the executable and the libraries it touched), MiB. */
+export interface ProcMemory {
+  /** The command name (`Name:`): `node`, `ffmpeg`, `python`. */
+  name: string;
+  anonMb: number;
+  fileMb: number;
+}
+
+/** Parses /proc/PID/status's Name, RssAnon, RssFile and RssShmem (shared memory counted as anonymous); undefined without them (a kernel thread, a process gone). */
+export function parseProcStatus(text: string): ProcMemory | undefined {
+  const kb = (key: string) => {
+    const m = new RegExp(`^${key}:\\s+(\\d+) kB$`, 'm').exec(text);
+    return m ? Number(m[1]) : undefined;
+  };
+  const name = /^Name:\t(.*)$/m.exec(text)?.[1];
+  const anon = kb('RssAnon');
+  const file = kb('RssFile');
+  if (name === undefined || anon === undefined || file === undefined) return undefined;
+  return { name, anonMb: r2((anon + (kb('RssShmem') ?? 0)) / 1024), fileMb: r2(file / 1024) };
+}
+
 /** CPU ticks and resident pages of `root` and every live descendant of it, summed. */
 export function treeUsage(stats: readonly ProcStat[], root: number): { cpuTicks: number; rssPages: number; pids: number[] } {
   const children = new Map<number, ProcStat[]>();
@@ -238,6 +259,8 @@ export interface RunSample extends PlannedRun, ProgramOutput {
   cpu: { from: number; to: number; ms: number };
   /** Highest summed RSS of the process tree, sampled every 100 ms, MiB. */
   rssPeakMb: number;
+  /** Each process of the tree at that sample (root first). */
+  rssAtPeak?: ProcMemory[];
   /** The machine's 1-minute load average when the run started and when it ended. */
   load: { start: number; end: number };
 }
@@ -310,6 +333,8 @@ export interface PeerBenchResult {
   cpuMsPerFrame: Trio;
   /** The highest process-tree RSS of the round's runs, median over rounds. */
   rssMb: Trio;
+  /** Where that RSS is: each process of the run whose peak is nearest the median, at its peak. */
+  rssByProcess: Record<Program, ProcMemory[] | null>;
   /** live1080: process start → first result. */
   coldStartMs: Trio;
   /** The 1-minute load average over all runs' starts and ends. */
@@ -347,9 +372,13 @@ export function summarize(samples: readonly RunSample[], o: { seconds: number; t
   const runs = samples.map((run) => ({ run, f: runFigures(run) }));
   const rounds = [...new Set(samples.map((s) => s.round))].sort((a, b) => a - b);
   const rss = {} as Trio;
+  const byProcess = {} as Record<Program, ProcMemory[] | null>;
   for (const p of PROGRAMS) {
     const perRound = rounds.map((r) => Math.max(...runs.filter((x) => x.run.round === r && x.run.program === p).map((x) => x.f.rssMb)));
     rss[p] = medianOf(perRound);
+    const median = rss[p];
+    const split = runs.filter((x) => x.run.program === p && x.run.rssAtPeak?.length);
+    byProcess[p] = median === null || !split.length ? null : split.reduce((a, b) => (Math.abs(b.run.rssPeakMb - median) < Math.abs(a.run.rssPeakMb - median) ? b : a)).run.rssAtPeak!;
   }
   const loads = samples.flatMap((s) => [s.load.start, s.load.end]);
   return {
@@ -363,6 +392,7 @@ export function summarize(samples: readonly RunSample[], o: { seconds: number; t
     fast432: { fps: trio(runs, 'fast432', (f) => f.fps) },
     cpuMsPerFrame: trio(runs, 'fast1080', (f) => f.cpuMsPerFrame),
     rssMb: rss,
+    rssByProcess: byProcess,
     coldStartMs: trio(runs, 'live1080', (f) => f.coldStartMs),
     load: { min: loads.length ? r2(Math.min(...loads)) : NaN, max: loads.length ? r2(Math.max(...loads)) : NaN },
     rounds: {
@@ -406,6 +436,14 @@ export function peerTable(r: PeerBenchResult): string {
   ];
   const head = ['figure', ...PROGRAMS.map((p) => LABEL[p]), 'argus ÷ A'];
   return [head, head.map(() => '---'), ...rows].map((c) => `| ${c.join(' | ')} |`).join('\n');
+}
+
+/** Where each program's peak RSS is, one line per program: `argus: node 126 + 70, ffmpeg 43 + 44 MB (anonymous + file-backed)`. */
+export function rssLines(r: PeerBenchResult): string[] {
+  return PROGRAMS.map((p) => {
+    const procs = r.rssByProcess[p];
+    return `  ${LABEL[p]}: ${procs ? procs.map((m) => `${m.name} ${Math.round(m.anonMb)} + ${Math.round(m.fileMb)}`).join(', ') + ' MB' : '—'}`;
+  });
 }
 
 /** The issue's targets that bench:peer measures, each met or not (null: a figure is missing). */

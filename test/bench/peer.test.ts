@@ -11,6 +11,7 @@ import {
   medianOf,
   parsePeerBenchArgs,
   parseProcStat,
+  parseProcStatus,
   peerOutput,
   peerTable,
   peerTargets,
@@ -19,6 +20,7 @@ import {
   roundOrder,
   runFigures,
   schedule,
+  rssLines,
   summarize,
   treeUsage,
   yoloxImports,
@@ -150,6 +152,14 @@ describe('bench:peer /proc figures', () => {
     expect(() => parseProcStat('garbage')).toThrow(/\/proc\/\?\/stat: cannot read/);
   });
 
+  it('splits a process\'s resident memory from /proc/PID/status into anonymous (shared memory with it) and file-backed', () => {
+    const status = ['Name:\tffmpeg', 'Umask:\t0022', 'State:\tS (sleeping)', 'VmRSS:\t   87096 kB', 'RssAnon:\t   42720 kB', 'RssFile:\t   44000 kB', 'RssShmem:\t     376 kB', 'Threads:\t3'].join('\n');
+    expect(parseProcStatus(status)).toEqual({ name: 'ffmpeg', anonMb: 42.09, fileMb: 42.97 });
+    // A kernel thread has no RssAnon line; a truncated read none of them.
+    expect(parseProcStatus('Name:\tkthreadd\nState:\tS (sleeping)\n')).toBeUndefined();
+    expect(parseProcStatus('')).toBeUndefined();
+  });
+
   it('sums a process and all its descendants, nothing else', () => {
     const ps = [
       { pid: 1, ppid: 0, cpuTicks: 1000, rssPages: 1000 },
@@ -248,6 +258,16 @@ describe('bench:peer figures', () => {
       const v = path.split('.').reduce((o, k) => o[k], j);
       expect(Object.keys(v), path).toEqual(['argus', 'peerA', 'peerB']);
     }
+  });
+
+  it("says where the RSS is: each process of the run whose peak is nearest the median, at its peak", () => {
+    const runs = threeRounds().map((x) => (x.program === 'argus' && x.scenario === 'fast1080' ? { ...x, rssAtPeak: [{ name: 'node', anonMb: 120 + x.round, fileMb: 70 }, { name: 'ffmpeg', anonMb: 43, fileMb: 44 }] } : x.program === 'peerA' ? { ...x, rssAtPeak: [{ name: 'python', anonMb: 101, fileMb: 53 }] } : x));
+    const r = summarize(runs, { seconds: 20, threads: 2, argusDue: 'produced' });
+    // argus's rounds peak at 276, 277, 278 MB: the median's run is round 1's.
+    expect(r.rssByProcess.argus).toEqual([{ name: 'node', anonMb: 121, fileMb: 70 }, { name: 'ffmpeg', anonMb: 43, fileMb: 44 }]);
+    expect(r.rssByProcess.peerA).toEqual([{ name: 'python', anonMb: 101, fileMb: 53 }]);
+    expect(r.rssByProcess.peerB).toBeNull();
+    expect(rssLines(r)).toEqual(['  argus: node 121 + 70, ffmpeg 43 + 44 MB', '  peer A: python 101 + 53 MB', '  peer B: —']);
   });
 
   it('prints the table with argus ÷ peer A', () => {
