@@ -67,7 +67,7 @@ async function main() {
               threads: st.intra,
               jsonl,
               source: { decode: { lowLatency: true, threads: st.decodeThreads } },
-              modelOptions: { allowSpinning: st.spinning, ...(st.spinMicros ? { spinMicros: st.spinMicros } : {}), workers: st.workers },
+              modelOptions: { allowSpinning: st.spinning, ...(st.spinMicros ? { spinMicros: st.spinMicros } : {}), workers: st.workers, intraOpThreads: st.intra },
             }),
           );
           log(`round ${round + 1}/${o.rounds} ${sc.name}: ${st.name}`);

@@ -12,7 +12,7 @@ import type { Detector } from '../inference/detector.js';
 import { normalizeHwcToChw } from '../preprocess/normalize.js';
 import type { FrameResult } from '../analytics/analyze.js';
 import { STAGES as FRAME_STAGES, e2eMs, pipelineMs, stageMs } from '../core/frame.js';
-import { loadDetector, pipelineBaseDir } from '../pipeline/pipeline.js';
+import { inferenceThreads, loadDetector, pipelineBaseDir } from '../pipeline/pipeline.js';
 import { defaultFfmpegPath } from '../sources/ffmpeg-path.js';
 import { runPipeline } from '../pipeline/run.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
@@ -138,7 +138,7 @@ async function benchBatching(config: PipelineConfig, baseDir: string, video: str
     return { ...c, fps: r2((summary.frames - 1) / ((last - first) / 1000)), p50: r2(p50), p99: r2(p99), perSource };
   };
   const rows = [];
-  for (const c of batchConfigs(n, config.model.intraOpThreads, cpus().length, config.model.manifest ?? 'yolox-nano')) {
+  for (const c of batchConfigs(n, inferenceThreads(config).intraOpThreads, cpus().length, config.model.manifest ?? 'yolox-nano')) {
     log(`bench: batching, ${n} sources, ${c.label}`);
     rows.push(await run(c));
   }
@@ -163,7 +163,7 @@ export async function runBench(o: BenchOptions) {
   const demoVideo = await resolveStream('one-by-one-person-detection.mp4', ffmpeg, { log });
   if (o.skipCore) return runExtras(o, config, baseDir, demoVideo, {});
   const detector = await loadDetector(config, { baseDir, log });
-  const rawThreads = config.model.intraOpThreads;
+  const rawThreads = inferenceThreads(config).intraOpThreads;
 
   log(`bench: raw inference, ${o.rawRuns} runs`);
   const raw = await benchRaw(detector, demoVideo, o.rawRuns);
@@ -269,10 +269,11 @@ export async function runBench(o: BenchOptions) {
 async function runExtras(o: BenchOptions, config: PipelineConfig, baseDir: string, demoVideo: string, result: Record<string, unknown>) {
   const out: Record<string, unknown> = { ...result };
   if (o.precision) {
-    const p = await precisionReport(config.model.intraOpThreads, 200, o.log);
+    const threads = inferenceThreads(config).intraOpThreads;
+    const p = await precisionReport(threads, 200, o.log);
     out.precision = p;
     process.stdout.write(
-      `\nprecision (${config.model.intraOpThreads} threads, rotating blocks of 20 runs): fp32 p50 ${p.fp32.p50} ms; ` +
+      `\nprecision (${threads} threads, rotating blocks of 20 runs): fp32 p50 ${p.fp32.p50} ms; ` +
         `int8 p50 ${p.int8.p50} ms = ${p.int8.speedup}× (target ≥ 1.3×), agreement ${Math.round(p.int8.agreement * 100)}% (target ≥ 90%); ` +
         `fp16 p50 ${p.fp16.p50} ms = ${p.fp16.speedup}×, agreement ${Math.round(p.fp16.agreement * 100)}%\n`,
     );

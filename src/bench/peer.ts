@@ -104,7 +104,10 @@ export function argusPipelineYaml(o: {
   return stringify({
     name: 'bench-peer',
     sources: [{ id: 'bench', uri: o.video, rate: o.rate === 'live' ? 'native' : 'fast', loop: false, ...o.source }],
-    model: { manifest: 'yolox-nano', path: o.model, intraOpThreads: o.threads, ...o.modelOptions },
+    // The peers' thread count, spent as argus's defaults spend it (inferenceThreads): a file played
+    // at its rate on one session with every thread; one read as fast as possible on one
+    // single-thread session per thread, as many of its frames at once.
+    model: { manifest: 'yolox-nano', path: o.model, ...(o.rate === 'live' ? { intraOpThreads: o.threads } : { workers: o.threads, intraOpThreads: 1 }), ...o.modelOptions },
     postprocess: { scoreThreshold: 0.1, iouThreshold: 0.45, classAgnostic: true },
     tracking: { enabled: false },
     sinks: { jsonl: { path: o.jsonl } },

@@ -7,32 +7,75 @@ export interface DropStaleOptions<T> {
    * buffers. Default: nothing.
    */
   onDrop?: (value: T) => void;
+  /**
+   * How many values may be in the stage at once (running, or done and waiting for an earlier
+   * one to finish so that results stay in order). Default 1.
+   */
+  concurrency?: number;
+  /** Called when a value enters the stage (its project is about to run). */
+  onEnter?: (value: T) => void;
+  /**
+   * Called once per `onEnter`, when the value has left the stage: its results were all passed
+   * on, in order, or it was torn down or failed.
+   */
+  onLeave?: (value: T) => void;
+}
+
+/** One value in the stage: its subscription, and the results held until every earlier value's are out. */
+interface Run<T, R> {
+  value: T;
+  held: R[];
+  done: boolean;
+  sub?: Subscription;
 }
 
 /**
- * Runs `project` for one value at a time. While it is busy, only the newest arriving value
- * waits; an older waiting value is dropped (reported to `onDrop`). When the current run ends,
- * the waiting value starts. So at most one value runs and one waits: nothing can queue up and
- * latency cannot grow, whatever the rate of the source.
+ * Runs `project` for up to `concurrency` values at a time (default one). While the stage is
+ * full, only the newest arriving value waits; an older waiting value is dropped (reported to
+ * `onDrop`). When a place frees, the waiting value starts. So at most `concurrency` values are
+ * in the stage and one waits: nothing can queue up and latency cannot grow, whatever the rate
+ * of the source. Results come out in the order the values started (a value that finishes
+ * before an earlier one is held, and keeps its place in the stage, until the earlier one is
+ * done), so a stage run on several workers at once still delivers in order.
  *
- * Completion waits for the running and the waiting value. Errors from the source or from
- * `project` (thrown, or from the observable it returns) pass through. Unsubscribing tears down the running inner subscription.
+ * Completion waits for the running and the waiting values. Errors from the source or from
+ * `project` (thrown, or from the observable it returns) pass through. Unsubscribing tears down
+ * the running inner subscriptions; results held then are discarded.
  */
 export function dropStale<T, R>(
   project: (value: T) => ObservableInput<R>,
   options: DropStaleOptions<T> = {},
 ): OperatorFunction<T, R> {
-  const onDrop = options.onDrop;
+  const { onDrop, onEnter, onLeave } = options;
+  const concurrency = options.concurrency ?? 1;
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`dropStale: concurrency must be an integer ≥ 1, got ${concurrency}`);
   return (source) =>
     new Observable<R>((subscriber) => {
       let waiting: { value: T } | undefined;
-      let inner: Subscription | undefined;
-      let busy = false;
+      const runs: Run<T, R>[] = []; // in start order; runs[0] passes its results on as they come
       let sourceDone = false;
+      let closed = false;
+
+      const leave = (run: Run<T, R>): void => onLeave?.(run.value);
+
+      /** Passes on the results of the runs at the head that are done, then those of the new head. */
+      const drain = (): void => {
+        while (runs.length > 0 && runs[0].done) {
+          const run = runs.shift()!;
+          const head = runs[0];
+          if (head) {
+            const held = head.held;
+            head.held = [];
+            for (const r of held) subscriber.next(r);
+          }
+          leave(run);
+        }
+      };
 
       const start = (value: T): void => {
-        busy = true;
-        let done = false;
+        const run: Run<T, R> = { value, held: [], done: false };
+        runs.push(run);
+        onEnter?.(value);
         let input: ObservableInput<R>;
         try {
           input = project(value);
@@ -42,32 +85,36 @@ export function dropStale<T, R>(
           return;
         }
         const sub = from(input).subscribe({
-          next: (r) => subscriber.next(r),
+          next: (r) => {
+            if (runs[0] === run) subscriber.next(r);
+            else run.held.push(r);
+          },
           error: (e) => subscriber.error(e),
           complete: () => {
-            done = true;
-            busy = false;
-            inner = undefined;
+            run.done = true;
+            run.sub = undefined;
+            drain();
             next();
           },
         });
         // A synchronous inner has already completed (and may have started the next one).
-        if (!done) inner = sub;
+        if (!run.done) run.sub = sub;
       };
 
       const next = (): void => {
-        if (waiting) {
+        if (closed) return;
+        if (waiting && runs.length < concurrency) {
           const { value } = waiting;
           waiting = undefined;
           start(value);
-        } else if (sourceDone) {
+        } else if (sourceDone && !waiting && runs.length === 0) {
           subscriber.complete();
         }
       };
 
       const outer = source.subscribe({
         next: (value) => {
-          if (!busy) {
+          if (runs.length < concurrency && !waiting) {
             start(value);
             return;
           }
@@ -77,13 +124,17 @@ export function dropStale<T, R>(
         error: (e) => subscriber.error(e),
         complete: () => {
           sourceDone = true;
-          if (!busy && !waiting) subscriber.complete();
+          next();
         },
       });
 
       return () => {
+        closed = true;
         outer.unsubscribe();
-        inner?.unsubscribe();
+        for (const run of runs.splice(0)) {
+          run.sub?.unsubscribe();
+          leave(run);
+        }
         if (waiting) {
           const { value } = waiting;
           waiting = undefined;

@@ -1,4 +1,4 @@
-import { catchError, defer, EMPTY, finalize, of, type OperatorFunction, pipe, tap } from 'rxjs';
+import { catchError, defer, EMPTY, of, type OperatorFunction, pipe, tap } from 'rxjs';
 import type { Frame } from '../core/frame.js';
 import type { LogFn } from '../core/log.js';
 import { Pool } from '../core/pool.js';
@@ -42,17 +42,23 @@ export interface DetectOptions {
   postprocess: PostprocessOptions;
   /** The source's counters: `dropped` and `inferenceErrors` are kept here. */
   stats: SourceStats;
-  /** Marked busy while a frame is in this stage (files at `rate: fast` read their next frame when it is idle). */
+  /** Marked busy while a frame is in this stage (files at `rate: fast` read their next frame when it has room). */
   pace?: Pace;
+  /**
+   * Frames of this source in the stage at once, on as many inference workers (files at `rate:
+   * fast` with `model.workers` > 1); results stay in frame order. Default 1.
+   */
+  concurrency?: number;
   /** Consecutive frames whose inference failed before the source is failed with the error. Default 30. */
   maxFailuresInARow?: number;
   log?: LogFn;
 }
 
 /**
- * Pre-processing, inference and post-processing of one source's frames, one frame at a time:
- * while a frame is in the stage only the newest arriving frame waits, older ones are dropped
- * and counted (`dropStale`), so latency cannot grow whatever the source's rate. Each frame
+ * Pre-processing, inference and post-processing of one source's frames, one frame at a time
+ * (or `concurrency` at once, delivered in order): while the stage is full only the newest
+ * arriving frame waits, older ones are dropped and counted (`dropStale`), so latency cannot
+ * grow whatever the source's rate. Each frame
  * takes its own input tensor, so frames never share one. A frame whose inference fails (a
  * worker died mid-run, a transient provider error) is dropped and counted and the source goes
  * on; `maxFailuresInARow` failures in a row fail the source with the error.
@@ -63,17 +69,16 @@ export function detect(detector: Detector, o: DetectOptions): OperatorFunction<F
   const maxFailures = o.maxFailuresInARow ?? 30;
   return (frames) =>
     defer(() => {
-      // Two tensors cover one frame in inference and the next one pre-processed; more are made if needed.
-      const tensors = new Pool<InputTensor>(() => detector.createInput(), 2);
+      // One tensor per frame in inference and one for the next pre-processed; more are made if needed.
+      const tensors = new Pool<InputTensor>(() => detector.createInput(), (o.concurrency ?? 1) + 1);
       const stage = pipe(
         preprocess(preprocessOptionsFor(detector), tensors),
         infer(detector, tensors),
         postprocess(detector.decoder, detector.labels.length, o.postprocess),
       );
       let failedInARow = 0;
-      const one = (frame: Frame) => {
-        o.pace?.enter();
-        return of(frame).pipe(
+      const one = (frame: Frame) =>
+        of(frame).pipe(
           stage,
           tap(() => (failedInARow = 0)),
           catchError((err: Error) => {
@@ -84,11 +89,12 @@ export function detect(detector: Detector, o: DetectOptions): OperatorFunction<F
             if (failedInARow === 1) log(redact(`source ${st.id}: inference failed, frame dropped: ${err.message}`), { source: st.id }, 'warn');
             return EMPTY;
           }),
-          finalize(() => o.pace?.leave()),
         );
-      };
       return frames.pipe(
         dropStale(one, {
+          concurrency: o.concurrency,
+          onEnter: () => o.pace?.enter(),
+          onLeave: () => o.pace?.leave(),
           onDrop: (frame) => {
             st.dropped++;
             frame.release();

@@ -9,7 +9,7 @@ import type { LogFn } from '../core/log.js';
 import { redact } from '../core/redact.js';
 import { Pace } from '../flow/pace.js';
 import { Detector } from '../inference/detector.js';
-import { sourceKind } from '../sources/ffmpeg-args.js';
+import { sourceKind, type SourceKind } from '../sources/ffmpeg-args.js';
 import { describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import type { Transition } from '../sources/health.js';
 import { newSourceStats, type SourceStats } from '../sources/stats.js';
@@ -81,7 +81,10 @@ export interface ChainContext {
   source: SourceConfig;
   stats: SourceStats;
   analyzer?: SourceAnalyzer;
-  /** Paces a file read as fast as possible by the detection stage. */
+  /**
+   * Paces a file read as fast as possible by the detection stage; its capacity is how many of
+   * the source's frames the stage runs at once (default 1).
+   */
   pace?: Pace;
   log: LogFn;
   stop?: Observable<unknown>;
@@ -101,13 +104,42 @@ export function sourceChain(frames$: Observable<Frame>, c: ChainContext): Observ
     c.stop ? takeUntil<Frame>(c.stop) : (o) => o,
     c.admit ? gate(c.admit) : (o) => o,
     tap(() => st.framesIn++),
-    detect(c.detector, { postprocess: c.config.postprocess, stats: st, pace: c.pace, log: c.log }),
+    detect(c.detector, { postprocess: c.config.postprocess, stats: st, pace: c.pace, concurrency: c.pace?.capacity, log: c.log }),
     track(c.config.tracking, () => st.fps),
     analyze(c.analyzer),
     c.extend ? c.extend({ config: c.source, stats: st, labels: c.detector.labels }) : (o) => o,
     stamp(st),
     isolate(st, c.log),
   );
+}
+
+/**
+ * `model.workers` × `model.intraOpThreads`, where the pipeline leaves them out: 1 session × 2
+ * threads (each frame's result soonest: what cameras want), or 2 sessions × 1 thread when the
+ * CPU is the only provider and every source is a file read as fast as possible (throughput:
+ * `stageCapacity` then runs two of a file's frames at once; 1.2–1.4 × the frames per second
+ * on 2 cores, README, "Inference threads"). Either one set keeps the other's plain default.
+ */
+export function inferenceThreads(config: PipelineConfig): { workers: number; intraOpThreads: number } {
+  const m = config.model;
+  if (m.workers === undefined && m.intraOpThreads === undefined) {
+    const cpuOnly = m.providers.every((p) => p === 'cpu');
+    const sources = config.sources.filter((s) => s.enabled);
+    const files = sources.length > 0 && sources.every((s) => s.rate === 'fast' && sourceKind(s.uri) === 'file');
+    if (cpuOnly && files) return { workers: 2, intraOpThreads: 1 };
+  }
+  return { workers: m.workers ?? 1, intraOpThreads: m.intraOpThreads ?? 2 };
+}
+
+/**
+ * How many of a source's frames the detection stage runs at once. A file read as fast as
+ * possible wants throughput: one frame per session (`model.workers`' worker threads), results in
+ * order, so one file keeps every session busy (on 2 cores, 2 workers × 1 thread: 1.2–1.4 × the
+ * frames of one frame at a time; README, "Inference threads"). A camera, or a file played at
+ * its own rate, wants each frame's result soonest: one at a time, every thread on it.
+ */
+export function stageCapacity(kind: SourceKind, rate: SourceConfig['rate'], sessions: number): number {
+  return kind === 'file' && rate === 'fast' ? Math.max(1, sessions) : 1;
 }
 
 /** Lets frames through while `admit()` holds; releases the others' buffers at once. */
@@ -127,10 +159,9 @@ export async function loadDetector(config: PipelineConfig, options: PipelineOpti
   const modelPath = m.path ? resolvePath(m.path, baseDir) : await resolveModelFile(manifest!, { log: options.log });
   return Detector.load(manifest, modelPath, {
     providers: m.providers,
-    intraOpThreads: m.intraOpThreads,
+    ...inferenceThreads(config),
     allowSpinning: m.allowSpinning,
     spinMicros: m.spinMicros,
-    workers: m.workers,
     warmupRuns: m.warmupRuns,
     deviceId: m.deviceId,
     family: m.family,
@@ -182,10 +213,11 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   // One source: its supervised ffmpeg, then its chain.
   const chain = (src: SourceConfig, i: number): Observable<FrameResult> => build(src, urls[i], stats[i], analyzers[i], stop);
   const build = (src: SourceConfig, url: string, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, admit?: () => boolean): Observable<FrameResult> => {
-    const pace = new Pace();
+    const kind = sourceKind(url);
+    const pace = new Pace(stageCapacity(kind, src.rate, detector.session.slots));
     const frames$ = supervisedSource({
       id: src.id,
-      input: { url, kind: sourceKind(url), rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs, decode: src.decode },
+      input: { url, kind, rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs, decode: src.decode },
       output: frameOutput,
       ffmpegPath,
       pace,

@@ -33,6 +33,7 @@ import {
 import { parseConfigText } from '../../src/config/load.js';
 import { PipelineSchema } from '../../src/config/schema.js';
 import { ErrorCodes } from '../../src/core/errors.js';
+import { inferenceThreads } from '../../src/pipeline/pipeline.js';
 
 /** bench:peer's pure parts (src/bench/peer.ts); scripts/bench-peer.ts runs the programs around them. */
 
@@ -100,6 +101,9 @@ describe('bench:peer argus pipeline', () => {
     expect(live.tracking.enabled).toBe(false);
     const fast = parseConfigText(argusPipelineYaml({ video: 'v.mp4', rate: 'fast', model: 'm.onnx', threads: 2, jsonl: 'o.jsonl' }), PipelineSchema, 'bench.yaml');
     expect(fast.sources[0].rate).toBe('fast');
+    // The same 2 threads, spent as argus's defaults spend them on such a file: 2 sessions × 1 thread.
+    expect(fast.model).toMatchObject({ workers: 2, intraOpThreads: 1 });
+    expect(inferenceThreads(fast)).toEqual({ workers: 2, intraOpThreads: 1 });
   });
 });
 

@@ -7,6 +7,7 @@ import { interpolateEnv } from '../../src/config/interpolate.js';
 import { PipelineSchema } from '../../src/config/schema.js';
 import { isArgusError } from '../../src/core/errors.js';
 import { ortSessionOptions } from '../../src/inference/session.js';
+import { inferenceThreads } from '../../src/pipeline/pipeline.js';
 
 const parse = (yaml: string, env: NodeJS.ProcessEnv = {}) => parseConfigText(yaml, PipelineSchema, 'test.yaml', env);
 const errorOf = (fn: () => unknown) => {
@@ -39,9 +40,28 @@ describe('pipeline schema', () => {
   it('fills documented defaults', () => {
     const p = parse('sources:\n  - id: a\n    uri: /x.mp4\n');
     expect(p.sources[0]).toMatchObject({ rate: 'native', loop: false, rtspTransport: 'tcp', enabled: true });
-    expect(p.model).toMatchObject({ providers: ['cpu'], intraOpThreads: 2, batch: { maxBatch: 1 } });
+    expect(p.model).toMatchObject({ providers: ['cpu'], batch: { maxBatch: 1 } });
+    expect(inferenceThreads(p)).toEqual({ workers: 1, intraOpThreads: 2 });
     expect(p.model.manifest).toBeUndefined(); // yolox-nano unless a model path is given alone
     expect(p.postprocess).toMatchObject({ scoreThreshold: 0.3, iouThreshold: 0.45, preNmsTopK: 300, maxDetections: 100 });
+  });
+
+  it('sessions × threads: 1 × 2 by default; 2 × 1 when every source is a file read as fast as possible on the CPU and neither is set', () => {
+    const threads = (yaml: string) => inferenceThreads(parse(yaml));
+    const fast = 'sources:\n  - {id: a, uri: /x.mp4, rate: fast}\n  - {id: b, uri: clips/y.mp4, rate: fast}\n';
+    expect(threads(fast)).toEqual({ workers: 2, intraOpThreads: 1 });
+    // A disabled camera does not count; an enabled one, or a file played at its own rate, does.
+    expect(threads(fast + '  - {id: c, uri: rtsp://cam/live, enabled: false}\n')).toEqual({ workers: 2, intraOpThreads: 1 });
+    expect(threads(fast + '  - {id: c, uri: rtsp://cam/live, rate: fast}\n')).toEqual({ workers: 1, intraOpThreads: 2 });
+    expect(threads(fast + '  - {id: c, uri: /z.mp4}\n')).toEqual({ workers: 1, intraOpThreads: 2 });
+    // Either one set: the other keeps its plain default.
+    expect(threads(fast + 'model: {workers: 3}\n')).toEqual({ workers: 3, intraOpThreads: 2 });
+    expect(threads(fast + 'model: {intraOpThreads: 4}\n')).toEqual({ workers: 1, intraOpThreads: 4 });
+    expect(threads(fast + 'model: {workers: 0, intraOpThreads: 1}\n')).toEqual({ workers: 0, intraOpThreads: 1 });
+    // A GPU provider: one session.
+    expect(threads(fast + 'model: {providers: [cuda, cpu]}\n')).toEqual({ workers: 1, intraOpThreads: 2 });
+    // A worker's cameras come later, from Kafka: the camera defaults.
+    expect(inferenceThreads(PipelineSchema.parse({ cluster: { brokers: ['127.0.0.1:1'] } }))).toEqual({ workers: 1, intraOpThreads: 2 });
   });
 
   it('ONNX Runtime threads spin at most model.spinMicros (default 200 µs) before they sleep; allowSpinning: false, not at all', () => {

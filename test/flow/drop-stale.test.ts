@@ -123,4 +123,96 @@ describe('dropStale (marbles)', () => {
     src.next(3);
     expect(seen).toEqual([2, 4, 6]);
   });
+
+  it('concurrency 2: two values run at once and results come out in start order, a later one held until the earlier is done', () => {
+    scheduler.run(({ cold, flush }) => {
+      // a takes 5 frames, b 2: b is done at 3 but is held (and keeps its place) until a is out at
+      // 5; c, arrived at 3, waits until then and takes 1 frame.
+      const took: Record<string, number> = { a: 5, b: 2, c: 1 };
+      const stage = (v: string) => timer(took[v]).pipe(map(() => v.toUpperCase()));
+      const seen: string[] = [];
+      cold('ab-c--|')
+        .pipe(dropStale(stage, { concurrency: 2 }))
+        .subscribe({ next: (v) => seen.push(`${scheduler.now()}:${v}`), complete: () => seen.push(`${scheduler.now()}:|`) });
+      flush();
+      expect(seen).toEqual(['5:A', '5:B', '6:C', '6:|']);
+    });
+  });
+
+  it('concurrency 2: never more than two in the stage and one waiting; the newest waiting value wins', () => {
+    scheduler.run(({ flush }) => {
+      const dropped: number[] = [];
+      let inside = 0;
+      let most = 0;
+      const entered: number[] = [];
+      const left: number[] = [];
+      const src = timer(0, 1); // one value every frame
+      const stage = (v: number) => timer(v % 2 === 0 ? 7 : 3).pipe(map(() => v));
+      const out = src.pipe(
+        dropStale(stage, {
+          concurrency: 2,
+          onDrop: (v) => dropped.push(v),
+          onEnter: (v) => {
+            entered.push(v);
+            most = Math.max(most, ++inside);
+          },
+          onLeave: (v) => {
+            left.push(v);
+            inside--;
+          },
+        }),
+      );
+      const emitted: number[] = [];
+      const sub = out.subscribe((v) => emitted.push(v));
+      scheduler.schedule(() => sub.unsubscribe(), 40);
+      flush();
+      expect(most).toBe(2);
+      // In start order, whatever finished first.
+      expect(emitted).toEqual([...emitted].sort((a, b) => a - b));
+      expect(emitted).toEqual(entered.slice(0, emitted.length));
+      // A value leaves only once it is out, in order; every entered value left (teardown included).
+      expect(left.slice(0, emitted.length)).toEqual(emitted);
+      expect([...left].sort((a, b) => a - b)).toEqual(entered);
+      expect(inside).toBe(0);
+      // Every value not entered was dropped (the last one waiting at teardown included).
+      const all = [...entered, ...dropped].sort((a, b) => a - b);
+      expect(all).toEqual(Array.from({ length: all.length }, (_, i) => i));
+      expect(all.length).toBeGreaterThanOrEqual(40);
+      expect(emitted.length).toBeGreaterThan(40 / 7); // two at a time: more than one 7-frame run's worth
+    });
+  });
+
+  it('concurrency 2: a value that finishes while the one before it still runs keeps its place (no third starts)', () => {
+    const starts: string[] = [];
+    const finish: Record<string, Subject<string>> = { a: new Subject(), b: new Subject(), c: new Subject() };
+    const src = new Subject<string>();
+    const got: string[] = [];
+    src
+      .pipe(
+        dropStale(
+          (v: string) => {
+            starts.push(v);
+            return finish[v];
+          },
+          { concurrency: 2 },
+        ),
+      )
+      .subscribe((v) => got.push(v));
+    src.next('a');
+    src.next('b');
+    src.next('c');
+    expect(starts).toEqual(['a', 'b']);
+    finish.b.next('B');
+    finish.b.complete();
+    expect(got).toEqual([]); // held behind a
+    expect(starts).toEqual(['a', 'b']); // b still takes its place
+    finish.a.next('A');
+    finish.a.complete();
+    expect(got).toEqual(['A', 'B']);
+    expect(starts).toEqual(['a', 'b', 'c']);
+  });
+
+  it('refuses a concurrency below 1', () => {
+    expect(() => dropStale(slowStage(1), { concurrency: 0 })).toThrow(RangeError);
+  });
 });

@@ -72,6 +72,13 @@ export class FakeSession implements ModelSession {
     r.resolve();
   }
 
+  /** Settles the held run at `index` (0: the oldest), so that a later run can finish first. */
+  finishAt(index: number): void {
+    const [r] = this.held.splice(index, 1);
+    if (!r) throw new Error(`FakeSession.finishAt: no held run at ${index}`);
+    r.resolve();
+  }
+
   /** Fails the oldest held run. */
   fail(message = 'fake inference failure'): void {
     const r = this.held.shift();

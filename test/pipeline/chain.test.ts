@@ -143,6 +143,47 @@ describe('the chain over a fake session (wiring, dropping, accounting)', () => {
     expect(c.stats.inferenceErrors).toBe(2 + 29);
   });
 
+  it('a stage of capacity 2 (a fast file, two sessions) runs two frames at once and delivers them in order; a frame done early keeps its place', async () => {
+    session.hold = true;
+    try {
+      const frames$ = new Subject<Frame>();
+      const pace = new Pace(2);
+      const c = chain(frames$, pace);
+      const released: number[] = [];
+      frames$.next(frame(0, 1, released));
+      await tick();
+      expect(pace.busy).toBe(false); // room for a second frame
+      frames$.next(frame(1, 2, released));
+      await tick();
+      expect(session.held).toHaveLength(2); // both in inference at once
+      expect(pace.busy).toBe(true);
+      frames$.next(frame(2, 3, released));
+      frames$.next(frame(3, 4, released));
+      expect(released).toEqual([2]); // only the newest waits
+      session.finishAt(1); // frame 1 first
+      await tick();
+      expect(c.out).toEqual([]); // held behind frame 0
+      expect(pace.busy).toBe(true); // and still in the stage: frame 3 does not start
+      expect(session.held).toHaveLength(1);
+      session.finish(); // frame 0
+      await tick();
+      expect(c.out.map((r) => r.frame.seq)).toEqual([0, 1]);
+      expect(c.out.map((r) => r.detections.xyxy[0])).toEqual([1, 2]);
+      expect(session.held).toHaveLength(1); // frame 3 started
+      session.finish();
+      await tick();
+      frames$.complete();
+      await tick();
+      expect(c.done).toBe(true);
+      expect(c.out.map((r) => r.frame.seq)).toEqual([0, 1, 3]);
+      expect(c.out.map((r) => r.detections.xyxy[0])).toEqual([1, 2, 4]);
+      expect(c.stats).toMatchObject({ framesIn: 4, framesOut: 3, dropped: 1 });
+      expect(pace.busy).toBe(false);
+    } finally {
+      session.hold = false;
+    }
+  });
+
   it('the pace is busy exactly while a frame is in detection, also when its inference fails', async () => {
     session.hold = true;
     try {

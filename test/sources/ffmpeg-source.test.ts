@@ -122,6 +122,31 @@ describe('ffmpegSource (real ffmpeg)', () => {
     }
   });
 
+  it('fast mode with a pace of capacity 2: a second frame comes while one is in the stage, a third only when one leaves', async () => {
+    const pace = new Pace(2);
+    const got: Frame[] = [];
+    const sub = ffmpegSource(opts({}, { pace })).subscribe((f) => {
+      got.push(f);
+      pace.enter();
+    });
+    try {
+      const until = async (n: number) => {
+        const deadline = Date.now() + 20_000;
+        while (got.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      };
+      await until(2);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(got).toHaveLength(2); // the stage is full
+      pace.leave();
+      await until(3);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(got).toHaveLength(3);
+      expect(got.map((f) => f.seq)).toEqual([0, 1, 2]);
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
   it('fast mode with a pace: ffmpeg ends while the stage is busy; every frame still comes, in order, then the end', async () => {
     // Small frames: ffmpeg writes the whole clip into the pipe and exits while argus holds the
     // second frame back; node then reads the rest by itself, and none of it may be lost.

@@ -34,8 +34,11 @@ export const ModelRefSchema = z
     trtFp16: z.boolean().default(false),
     /** Execution providers in order of preference; CPU is always the last resort. Default [cpu]. */
     providers: z.array(executionProvider).min(1).default(['cpu']),
-    /** Threads ONNX Runtime uses inside one operator, per session. Default 2. */
-    intraOpThreads: z.number().int().min(1).max(64).default(2),
+    /**
+     * Threads ONNX Runtime uses inside one operator, per session. Default 2, or 1 where
+     * `workers` defaults to 2 (below).
+     */
+    intraOpThreads: z.number().int().min(1).max(64).optional(),
     /**
      * Let ONNX Runtime's intra-op threads spin (busy-wait) for work between operators, for at
      * most `spinMicros` before they sleep. Spinning saves a wake-up per operator; bounded, it
@@ -53,9 +56,12 @@ export const ModelRefSchema = z
      * Sessions, each on its own worker thread, so inference never blocks the event loop. More
      * than one runs several frames (or batches) at once: on a CPU, workers × intraOpThreads ≈
      * cores (e.g. 2 × 1 on 2 cores) gets more frames through than one session with all the
-     * threads. 0 runs the session on the main thread. Default 1.
+     * threads, each frame a little later. 0 runs the session on the main thread. Default 1 (with
+     * 2 threads); where neither this nor `intraOpThreads` is set, the CPU is the only provider
+     * and every source is a file read at `rate: fast`, 2 workers × 1 thread, which run two of a
+     * file's frames at once (README, "Inference threads"). Resolved by `inferenceThreads`.
      */
-    workers: z.number().int().min(0).max(16).default(1),
+    workers: z.number().int().min(0).max(16).optional(),
     /**
      * How frames are fitted to the model's input. `exact` (default): as the model's reference
      * does it (its manifest's `preprocess.resize`; for YOLOX, OpenCV's INTER_LINEAR on the
