@@ -89,10 +89,14 @@ export function checkOwnership(seen: readonly Seen[]): OwnershipReport {
  * between its first and last message there, less the frames it dropped on purpose meanwhile
  * (inference busy). Counted over the whole run, not per pair of messages: a frame dropped
  * while the one before it was still in inference is counted in that earlier frame's `dropped`.
+ * So the count starts from the `dropped` of the message before the window's first (same
+ * epoch): the window's first message already counts the frames dropped while it was in
+ * inference, which are inside the window (with no message before it, from its own).
  * An epoch change inside the window counts one (frames were lost across the restart).
  */
 export function lostFrames(seen: readonly Seen[], source: string, from: number, to: number): number {
-  const l = seen.filter((m) => m.source === source && m.captured >= from && m.captured <= to).sort((a, b) => a.epoch - b.epoch || a.seq - b.seq);
+  const all = seen.filter((m) => m.source === source).sort((a, b) => a.epoch - b.epoch || a.seq - b.seq);
+  const l = all.filter((m) => m.captured >= from && m.captured <= to);
   let lost = 0;
   let i = 0;
   while (i < l.length) {
@@ -101,7 +105,9 @@ export function lostFrames(seen: readonly Seen[], source: string, from: number, 
     const run = l.slice(i, j + 1);
     const uniq = new Set(run.map((m) => m.seq)).size;
     const missing = run[run.length - 1].seq - run[0].seq + 1 - uniq;
-    lost += Math.max(0, missing - (run[run.length - 1].dropped - run[0].dropped));
+    const k = all.indexOf(run[0]);
+    const base = k > 0 && all[k - 1].epoch === run[0].epoch ? all[k - 1].dropped : run[0].dropped;
+    lost += Math.max(0, missing - (run[run.length - 1].dropped - base));
     if (i > 0) lost += 1;
     i = j + 1;
   }

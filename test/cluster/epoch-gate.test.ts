@@ -41,4 +41,15 @@ describe('checkOwnership and lostFrames (what the cluster test and bench read fr
     const inFlight = [seen('b', 'w1', 3, 111, 1000, 0), seen('b', 'w1', 3, 112, 1500, 1), seen('b', 'w1', 3, 114, 2000, 1), seen('b', 'w1', 3, 115, 2500, 1)];
     expect(lostFrames(inFlight, 'b', 0, 10_000)).toBe(0);
   });
+
+  it('lostFrames: a window that starts at a frame whose message already counts the next one as dropped loses nothing', () => {
+    // 112 was in inference when 113 was dropped; the window starts at 112 (captured 1490).
+    const inFlight = [seen('b', 'w1', 3, 111, 1000, 0), seen('b', 'w1', 3, 112, 1500, 1), seen('b', 'w1', 3, 114, 2000, 1), seen('b', 'w1', 3, 115, 2500, 1)];
+    expect(lostFrames(inFlight, 'b', 1400, 10_000)).toBe(0);
+    // A frame really lost inside the window is still seen.
+    expect(lostFrames(inFlight.filter((m) => m.seq !== 114), 'b', 1400, 10_000)).toBe(1);
+    // Only the same epoch's message before counts: after a restart the new epoch's first message is its own base.
+    const restarted = [seen('b', 'w1', 3, 111, 1000, 0), seen('b', 'w1', 4, 0, 1500, 5), seen('b', 'w1', 4, 2, 2000, 5)];
+    expect(lostFrames(restarted, 'b', 1400, 10_000)).toBe(1);
+  });
 });
