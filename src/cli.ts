@@ -269,8 +269,9 @@ program
     return n;
   })
   .action(async (files: string[], opts: { json: boolean; out?: string; score?: number; iou?: number; model?: string; fps?: number }) => {
-    const { runDetect } = await import('./tools/detect.js');
-    await runDetect(files, { ...opts, log });
+    const { detectFailure, runDetect } = await import('./tools/detect.js');
+    const failure = detectFailure(await runDetect(files, { ...opts, log }));
+    if (failure) throw failure;
   });
 
 program
@@ -280,8 +281,8 @@ program
   .requiredOption('--out <file>', 'PNG (or JPEG, by extension) to write')
   .option('--source <id>', 'source id (default: the first)')
   .option('--at <seconds>', 'time in the source, seconds (default 0)', (v: string) => {
-    const n = Number(v);
-    if (!(n >= 0)) throw new InvalidArgumentError('expected seconds, 0 or more');
+    const n = v.trim() === '' ? NaN : Number(v);
+    if (!(Number.isFinite(n) && n >= 0)) throw new InvalidArgumentError('expected seconds, 0 or more');
     return n;
   })
   .action(async (file: string, opts: { out: string; source?: string; at?: number }) => {

@@ -77,18 +77,26 @@ export class VideoWriter {
     const { width, height } = this.options;
     if (frame.length !== width * height * 3) throw new RangeError(`VideoWriter: frame has ${frame.length} bytes, expected ${width * height * 3}`);
     if (this.failed) throw this.error(this.failed.message);
+    if (this.child.exitCode !== null || this.child.signalCode !== null) throw this.error(`ffmpeg exited with ${this.child.exitCode !== null ? `code ${this.child.exitCode}` : this.child.signalCode}`);
     const stdin = this.child.stdin!;
     this.frames++;
-    if (!stdin.write(frame)) {
-      await new Promise<void>((res) => {
-        const done = () => {
-          stdin.off('drain', done);
-          stdin.off('close', done);
-          res();
-        };
-        stdin.on('drain', done);
-        stdin.on('close', done);
-      });
+    if (!stdin.write(frame) && !stdin.destroyed) {
+      // Until ffmpeg takes more, or goes: an ffmpeg that exits (a container that cannot hold
+      // the video, a full disk) may leave the pipe neither drained nor closed.
+      let done = () => {};
+      await Promise.race([
+        new Promise<void>((res) => {
+          done = () => {
+            stdin.off('drain', done);
+            stdin.off('close', done);
+            res();
+          };
+          stdin.on('drain', done);
+          stdin.on('close', done);
+        }),
+        this.exited,
+      ]);
+      done();
     }
   }
 

@@ -1,4 +1,5 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { defer, filter, finalize, from, merge, mergeMap, type Observable, type OperatorFunction, takeUntil, tap } from 'rxjs';
 import { analyze, type FrameResult } from '../analytics/analyze.js';
 import { SourceAnalyzer } from '../analytics/analyzer.js';
@@ -56,6 +57,8 @@ export interface Pipeline {
   readonly detector: Detector;
   readonly ffmpegPath: string;
   readonly stats: readonly SourceStats[];
+  /** The local files the enabled sources read (absolute paths), so that no output is written over one. */
+  readonly inputs: readonly string[];
   /** Zones, lines and rules by source id (sources that have any). */
   readonly analyzers: ReadonlyMap<string, SourceAnalyzer>;
   /**
@@ -254,6 +257,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     detector,
     ffmpegPath,
     stats,
+    inputs: urls.filter((u) => sourceKind(u) === 'file').map((u) => resolve(u.startsWith('file://') ? fileURLToPath(u) : u)),
     analyzers: analyzerMap,
     // Each subscription builds its chains afresh: operator state (tracker, pace, extensions) is per subscription.
     results$: merge(...sources.map((src, i) => defer(() => chain(src, i)))),

@@ -9,6 +9,7 @@ import { VideoWriter, type VideoWriterOptions } from '../annotate/video-writer.j
 import type { AnnotateSinkConfig } from '../config/schema/sinks.js';
 import { Detections } from '../core/detections.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { isVideoPath, sameFile, VIDEO_EXTENSIONS } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 
 /** What the sink needs of an encoder: `VideoWriter`, or a fake in tests. */
@@ -27,6 +28,8 @@ export interface AnnotateSinkOptions extends Pick<AnnotateSinkConfig, 'maxWidth'
   baseDir: string;
   /** Ids of the sources that will run (how `path` is turned into one file per source). */
   sources: readonly string[];
+  /** Files the sources read: an output that is one of them is refused (it would be emptied at start). */
+  inputs?: readonly string[];
   ffmpegPath: string;
   /** Channel order of the frames' pixels (the model's). */
   channelOrder: 'rgb' | 'bgr';
@@ -176,6 +179,9 @@ export class AnnotateSink {
   static async open(o: AnnotateSinkOptions): Promise<AnnotateSink> {
     const paths = annotatePaths(o.path, o.sources, o.baseDir);
     for (const file of new Set(paths.values())) {
+      if (!isVideoPath(file)) throw new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: ${file}: the video is H.264; name a ${VIDEO_EXTENSIONS.join(', ')} file (ffmpeg picks the container by the extension)`);
+      const input = o.inputs?.find((i) => sameFile(i, file));
+      if (input) throw new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: ${file} is a file a source reads (${input}); refusing to write over it`);
       try {
         mkdirSync(dirname(file), { recursive: true });
         await (await open(file, 'w')).close();

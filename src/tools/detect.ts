@@ -1,11 +1,12 @@
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { basename, extname, join, resolve } from 'node:path';
+import { basename, dirname, extname, join, resolve } from 'node:path';
 import { drawOverlay, encodeImage, type FrameImage } from '../annotate/draw.js';
 import { VideoWriter } from '../annotate/video-writer.js';
 import { PostprocessSchema } from '../config/schema.js';
 import type { Detections } from '../core/detections.js';
-import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { ArgusError, ErrorCodes, isArgusError, type ErrorCode } from '../core/errors.js';
+import { isVideoPath, sameFile, VIDEO_EXTENSIONS } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import { resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { inputKind, readImage, videoFrames, type RawFrame } from './frames.js';
@@ -50,6 +51,10 @@ export interface JsonFile {
   width: number;
   height: number;
   frames: JsonFrame[];
+  /** The annotated copy written (`--out`). */
+  annotated?: string;
+  /** Why this file could not be read (the other files go on). */
+  error?: { code: string; message: string };
 }
 
 /** What `argus detect --json` prints. */
@@ -57,6 +62,8 @@ export interface DetectOutput {
   /** The model: manifest name or ONNX path, as resolved. */
   model: string;
   files: JsonFile[];
+  /** Files that failed (each with its `error`). */
+  failed: number;
 }
 
 /** Still images written in the format their extension names; anything else becomes PNG. */
@@ -118,11 +125,47 @@ export function formatFile(f: JsonFile, video: boolean): string {
   return lines.join('\n');
 }
 
-/** Output path of the annotated copy of `file` (`out` is the file itself for one input, a folder for several). */
-function outPath(out: string, file: string, many: boolean, video: boolean): string {
-  if (!many) return out;
+/** Output path of the annotated copy of `file` (`out` is the file itself for one input, a folder for several or when it is one). */
+function outPath(out: string, file: string, folder: boolean, video: boolean): string {
+  if (!folder) return out;
   const stem = basename(file, extname(file));
   return join(out, video ? `${stem}.mp4` : `${stem}${/\.(jpe?g)$/i.test(file) ? extname(file) : '.png'}`);
+}
+
+/**
+ * Where each file's annotated copy goes, checked before anything is read: a folder for several
+ * files (made if missing); never over an input (a copy written over its own video would empty
+ * it while it is read), never two inputs onto one copy, and a name whose format can hold the
+ * copy (H.264 video: .mp4, .m4v, .mov, .mkv; a still image: .png, .jpg, .jpeg).
+ */
+function planOutputs(out: string, files: readonly string[]): string[] {
+  const fail = (m: string) => {
+    throw new ArgusError(ErrorCodes.SINK_FILE, `detect --out ${out}: ${m}`);
+  };
+  if (out.trim() === '') throw new ArgusError(ErrorCodes.CONFIG, 'detect --out: give a file (one input) or a folder');
+  const isDir = existsSync(out) && statSync(out).isDirectory();
+  if (files.length > 1 && existsSync(out) && !isDir) fail(`with ${files.length} files, --out is a folder, and this is a file`);
+  const folder = files.length > 1 || isDir || /[/\\]$/.test(out);
+  const targets = files.map((f) => outPath(out, f, folder, inputKind(f) === 'video'));
+  files.forEach((f, i) => {
+    const t = targets[i];
+    const video = inputKind(f) === 'video';
+    if (video && !isVideoPath(t)) fail(`${f} is a video (or GIF); its annotated copy is H.264: name a ${VIDEO_EXTENSIONS.join(', ')} file`);
+    if (!video && !/\.(png|jpe?g)$/i.test(t)) fail(`${f} is a still image; name a .png, .jpg or .jpeg file for its annotated copy`);
+    const over = files.find((g) => sameFile(g, t));
+    if (over) fail(`the annotated copy of ${f} would be written over ${over}, an input; choose another name or folder`);
+    const j = targets.findIndex((u, k) => k < i && resolve(u) === resolve(t));
+    if (j >= 0) fail(`${files[j]} and ${f} would both be written to ${t}; give them different names`);
+  });
+  for (const dir of new Set(targets.map((t) => dirname(resolve(t))))) {
+    try {
+      mkdirSync(dir, { recursive: true });
+      accessSync(dir, constants.W_OK);
+    } catch (e) {
+      fail(`cannot write into ${dir} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    }
+  }
+  return targets;
 }
 
 /**
@@ -136,23 +179,21 @@ export async function runDetect(files: readonly string[], options: DetectOptions
   const write = options.write ?? ((s: string) => void process.stdout.write(s));
   const log: LogFn = (m, f, level) => (level === 'warn' || level === 'error' ? options.log?.(m, f, level) : undefined);
   if (files.length === 0) throw new ArgusError(ErrorCodes.CONFIG, 'detect: give at least one image or video file');
-  for (const f of files) if (!existsSync(f)) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `detect: file not found: ${f}`);
+  const missing = (f: string) => new ArgusError(ErrorCodes.SOURCE_OPEN, `detect: file not found: ${f}`);
+  // Nothing to read at all: fail before the model loads. Otherwise a missing file fails alone.
+  if (files.every((f) => !existsSync(f))) throw missing(files[0]);
   const post = PostprocessSchema.parse({ ...(options.score !== undefined ? { scoreThreshold: options.score } : {}), ...(options.iou !== undefined ? { iouThreshold: options.iou } : {}) });
-  const many = files.length > 1;
-  if (options.out && many) {
-    if (existsSync(options.out) && !statSync(options.out).isDirectory()) throw new ArgusError(ErrorCodes.SINK_FILE, `detect --out ${options.out}: with ${files.length} files, --out is a folder, and this is a file`);
-    mkdirSync(options.out, { recursive: true });
-  }
+  const targets = options.out !== undefined ? planOutputs(options.out, files) : undefined;
   const ref = modelRef(options.model);
   const needsFfmpeg = files.some((f) => inputKind(f) === 'video');
   const [detector, ffmpeg] = await Promise.all([loadToolDetector(ref, { log }), needsFfmpeg ? resolveFfmpeg() : undefined]);
   const fd = new FrameDetector(detector, post);
   const labels = detector.labels;
-  const result: DetectOutput = { model: ref.path ? resolve(ref.path) : ref.manifest!, files: [] };
+  const result: DetectOutput = { model: ref.path ? resolve(ref.path) : ref.manifest!, files: [], failed: 0 };
   try {
-    for (const file of files) {
+    for (const [i, file] of files.entries()) {
       const video = inputKind(file) === 'video';
-      const target = options.out ? outPath(options.out, file, many, video) : undefined;
+      const target = targets?.[i];
       const entry: JsonFile = { file, width: 0, height: 0, frames: [] };
       const handle = async (frame: RawFrame, writeFrame?: (annotated: Buffer) => Promise<void>) => {
         const { detections: d } = await fd.detect(frame);
@@ -161,23 +202,34 @@ export async function runDetect(files: readonly string[], options: DetectOptions
         entry.frames.push({ index: frame.index, pts: frame.pts, detections: toJson(d, labels) });
         if (writeFrame) await writeFrame(await drawOverlay(imageOf(frame), { detections: d, labels }));
       };
-      if (!video) {
-        const frame = await readImage(file);
-        await handle(frame, target ? async (px) => writeFile(target, await encodeImage({ ...imageOf(frame), data: px }, imageFormat(target))) : undefined);
-      } else {
-        let writer: VideoWriter | undefined;
-        let fps = options.fps;
-        try {
-          for await (const frame of videoFrames({ ffmpegPath: ffmpeg!.path, url: file, fps: options.fps, onInfo: (i) => (fps ??= i.fps) })) {
-            await handle(frame, target ? async (px) => {
-              writer ??= new VideoWriter({ ffmpegPath: ffmpeg!.path, path: target, width: frame.width, height: frame.height, fps: fps ?? 10, order: 'rgb' });
-              await writer.write(px);
-            } : undefined);
+      try {
+        if (!existsSync(file)) throw missing(file);
+        if (!video) {
+          const frame = await readImage(file);
+          await handle(frame, target ? async (px) => writeFile(target, await encodeImage({ ...imageOf(frame), data: px }, imageFormat(target))) : undefined);
+        } else {
+          let writer: VideoWriter | undefined;
+          let fps = options.fps;
+          try {
+            for await (const frame of videoFrames({ ffmpegPath: ffmpeg!.path, url: file, fps: options.fps, onInfo: (i) => (fps ??= i.fps) })) {
+              await handle(frame, target ? async (px) => {
+                writer ??= new VideoWriter({ ffmpegPath: ffmpeg!.path, path: target, width: frame.width, height: frame.height, fps: fps ?? 10, order: 'rgb' });
+                await writer.write(px);
+              } : undefined);
+            }
+          } finally {
+            await (writer as VideoWriter | undefined)?.close();
           }
-        } finally {
-          await (writer as VideoWriter | undefined)?.close();
+          if (entry.frames.length === 0) throw new ArgusError(ErrorCodes.SOURCE_PROBE, `detect: ${file}: ffmpeg decoded no video frame from it`);
         }
-        if (entry.frames.length === 0) throw new ArgusError(ErrorCodes.SOURCE_PROBE, `detect: ${file}: ffmpeg decoded no video frame from it`);
+        if (target) entry.annotated = target;
+      } catch (e) {
+        // This file alone: the others are still read, and the run ends with an error after them.
+        result.failed++;
+        entry.error = { code: isArgusError(e) ? e.code : ErrorCodes.SOURCE_OPEN, message: (e as Error).message };
+        result.files.push(entry);
+        if (!options.json) write(`${file}  ${entry.error.code}: ${entry.error.message}\n`);
+        continue;
       }
       result.files.push(entry);
       if (!options.json) write(`${formatFile(entry, video)}${target ? `\n  annotated: ${target}` : ''}\n`);
@@ -187,6 +239,14 @@ export async function runDetect(files: readonly string[], options: DetectOptions
   }
   if (options.json) write(`${JSON.stringify(result)}\n`);
   return result;
+}
+
+/** The error `argus detect` ends with when files failed (after printing every result). */
+export function detectFailure(r: DetectOutput): ArgusError | undefined {
+  if (r.failed === 0) return undefined;
+  const bad = r.files.filter((f) => f.error);
+  const code = bad.length === r.files.length && bad.every((f) => f.error!.code === bad[0].error!.code) ? bad[0].error!.code : ErrorCodes.SOURCE_OPEN;
+  return new ArgusError(code as ErrorCode, `detect: ${r.failed} of ${r.files.length} file${r.files.length === 1 ? '' : 's'} could not be read: ${bad.map((f) => f.file).join(', ')}`);
 }
 
 function imageOf(f: RawFrame): FrameImage {

@@ -79,6 +79,13 @@ export interface VideoFramesOptions {
   onInfo?: (info: VideoInfo) => void;
   /** Called with the input's length, seconds, as soon as ffmpeg reports it (also when no frame follows). */
   onDuration?: (seconds: number) => void;
+  /**
+   * Longest wait for ffmpeg's output, ms, while the consumer is not holding it back: a first
+   * frame, or the next one. Then ffmpeg is stopped and VAP_ERR_SOURCE_TIMEOUT (no first frame)
+   * or VAP_ERR_SOURCE_STALLED is thrown: a camera that accepts the connection and sends
+   * nothing would otherwise be waited for forever. Default 15 000.
+   */
+  stallMs?: number;
 }
 
 const DURATION = /^\s*Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)/;
@@ -139,11 +146,24 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   void exited.then(gotInfo); // an ffmpeg that ends without an output stream
 
   let done = false;
+  // The watchdog runs only while this waits for ffmpeg, never while a frame is with the consumer.
+  const stallMs = o.stallMs ?? 15_000;
+  let stalled = false;
+  let watchdog: ReturnType<typeof setTimeout> | undefined;
+  const watch = () => {
+    watchdog = setTimeout(() => {
+      stalled = true;
+      child.kill('SIGKILL');
+    }, stallMs);
+  };
+  const unwatch = () => clearTimeout(watchdog);
+  let index = 0;
   try {
     let reader: FrameReader | undefined;
     const cut: Buffer[] = [];
-    let index = 0;
+    watch();
     for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
+      unwatch();
       if (!reader) {
         await infoKnown;
         if (!info) break;
@@ -157,15 +177,22 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
         const i = index++;
         yield { index: i, pts: info!.fps ? i / info!.fps : i, data, width: info!.width, height: info!.height };
       }
+      watch();
     }
+    unwatch();
     const { code, error } = await exited;
     done = true;
+    if (stalled) {
+      const what = index === 0 ? `no frame came from ${o.url} within ${stallMs / 1000} s` : `${o.url} stopped sending frames (none for ${stallMs / 1000} s)`;
+      throw new ArgusError(index === 0 ? ErrorCodes.SOURCE_TIMEOUT : ErrorCodes.SOURCE_STALLED, what);
+    }
     if (error) {
       const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
       throw new ArgusError(ErrorCodes.SOURCE_OPEN, missing ? `ffmpeg not found at ${o.ffmpegPath}` : `could not start ffmpeg (${o.ffmpegPath}): ${error.message}`, { cause: error });
     }
     if (code !== 0) throw new ArgusError(ErrorCodes.SOURCE_EXIT, `ffmpeg exited with code ${code} decoding ${o.url}:\n${[...tail, partial].filter(Boolean).slice(-6).join('\n')}`);
   } finally {
+    unwatch();
     if (!done) child.kill('SIGKILL');
   }
 }

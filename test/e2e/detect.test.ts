@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
@@ -125,5 +125,53 @@ describe('argus detect: table and annotated copies (real model)', () => {
     expect(r.stderr).toContain('VAP_ERR_SOURCE_OPEN');
     expect(r.stderr).toContain('nope.jpg');
     expect(existsSync(out)).toBe(false);
+  }, TIMEOUT);
+
+  it('one unreadable file fails alone: the others are still read and printed, and the run ends with a coded error naming it', async () => {
+    const dir = tmp();
+    const broken = join(dir, 'broken.jpg');
+    writeFileSync(broken, readFileSync(STREET).subarray(0, 2000)); // a truncated JPEG
+    const r = await argus(['detect', '--json', TV_ROOM, broken, STREET]);
+    expect(r.code).toBe(2);
+    const doc = JSON.parse(r.stdout) as DetectOutput;
+    expect(doc.files.map((f) => f.file)).toEqual([TV_ROOM, broken, STREET]);
+    expect(doc.failed).toBe(1);
+    expect(doc.files[0].frames[0].detections.length).toBeGreaterThan(0);
+    expect(doc.files[2].frames[0].detections.length).toBeGreaterThan(0);
+    expect(doc.files[1].error?.code).toMatch(/^VAP_ERR_/);
+    expect(doc.files[0].error).toBeUndefined();
+    expect(r.stderr).toMatch(/VAP_ERR_\w+: detect: 1 of 3 files could not be read: .*broken\.jpg/);
+  }, TIMEOUT);
+});
+
+describe('argus detect --out never destroys an input (checked before anything is read)', () => {
+  it.each([
+    ['the input itself', (d: string) => ({ files: [join(d, 'a.jpg')], out: join(d, 'a.jpg') }), /would be written over .*a\.jpg, an input/],
+    ['the folder the inputs are in', (d: string) => ({ files: [join(d, 'a.jpg'), join(d, 'b.jpg')], out: d }), /would be written over .*a\.jpg, an input/],
+    ['two inputs of one name', (d: string) => ({ files: [join(d, 'a.jpg'), join(d, 'sub', 'a.jpg')], out: join(d, 'many') }), /a\.jpg and .*sub\/a\.jpg would both be written to/],
+    ['a video into a container H.264 cannot go in', (d: string) => ({ files: [join(d, 'c.gif')], out: join(d, 'c-annotated.gif') }), /is a video \(or GIF\); its annotated copy is H\.264: name a \.mp4/],
+    ['a still image into a format argus does not write', (d: string) => ({ files: [join(d, 'a.jpg')], out: join(d, 'a.webp') }), /still image; name a \.png, \.jpg or \.jpeg/],
+  ])('%s: VAP_ERR_SINK_FILE, and every input is as it was', async (_name, make, message) => {
+    const d = tmp();
+    mkdirSync(join(d, 'sub'));
+    for (const f of ['a.jpg', 'b.jpg', 'sub/a.jpg']) copyFileSync(STREET, join(d, f));
+    copyFileSync(GIF, join(d, 'c.gif'));
+    const before = new Map(['a.jpg', 'b.jpg', 'sub/a.jpg', 'c.gif'].map((f) => [f, readFileSync(join(d, f)).toString('base64')]));
+    const { files, out } = make(d);
+    const r = await argus(['detect', ...files, '--out', out]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('VAP_ERR_SINK_FILE');
+    expect(r.stderr).toMatch(message);
+    for (const [f, b64] of before) expect(readFileSync(join(d, f)).toString('base64')).toBe(b64);
+  }, TIMEOUT);
+
+  it('an existing folder given for one input gets the copy inside it; a missing parent folder is made', async () => {
+    const d = tmp();
+    const r = await argus(['detect', STREET, '--out', d]);
+    expect(r.code).toBe(0);
+    expect(existsSync(join(d, '000000001268.jpg'))).toBe(true);
+    const deep = join(d, 'x', 'y', 'street.png');
+    expect((await argus(['detect', STREET, '--out', deep])).code).toBe(0);
+    expect((await sharp(deep).metadata()).format).toBe('png');
   }, TIMEOUT);
 });

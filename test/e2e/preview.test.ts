@@ -80,11 +80,18 @@ describe('argus preview (real video, real model)', () => {
     const file = join(dir, 'p.yaml');
     writeFileSync(file, `sources:\n  - id: lobby\n    uri: ${PERSON_VIDEO}\n  - id: hall\n    uri: ${PERSON_VIDEO}\n`);
     const out = join(dir, 'x.png');
-    const [missing, unknown, late] = await Promise.all([
+    const [missing, unknown, late, infinite, empty] = await Promise.all([
       argus(['preview', join(dir, 'none.yaml'), '--out', out]),
       argus(['preview', file, '--source', 'garage', '--out', out]),
       argus(['preview', file, '--at', '1000', '--out', out]),
+      argus(['preview', file, '--at', 'Infinity', '--out', out]),
+      argus(['preview', file, '--at', '', '--out', out]),
     ]);
+    // Not a time at all: refused by the argument parser, before ffmpeg is asked.
+    for (const r of [infinite, empty]) {
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toMatch(/--at <seconds>.*expected seconds, 0 or more/);
+    }
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('VAP_ERR_CONFIG_FILE');
     expect(missing.stderr).toContain('none.yaml');

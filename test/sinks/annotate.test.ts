@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -282,6 +282,45 @@ describe('annotatePaths', () => {
     expect(isArgusError(err) && err.code).toBe('VAP_ERR_SINK_FILE');
     expect(err.message).toMatch(/sinks\.annotate\.path: cannot write .*file\/out\.mp4/);
   });
+});
+
+describe('AnnotateSink.open: never over an input, only into a container H.264 goes in', () => {
+  it('an output that is a file a source reads (by path or through a symlink) fails the start and leaves it untouched', async () => {
+    const dir = tmp();
+    const input = join(dir, 'cam.mp4');
+    writeFileSync(input, 'the camera recording');
+    symlinkSync(input, join(dir, 'link.mp4'));
+    for (const path of [input, join(dir, 'link.mp4'), join(dir, '{source}.mp4')]) {
+      const { options } = sinkWith({ path, inputs: [input] });
+      const err = await AnnotateSink.open(options).catch((e) => e);
+      expect(isArgusError(err) && err.code).toBe('VAP_ERR_SINK_FILE');
+      expect(err.message).toMatch(/sinks\.annotate\.path: .* is a file a source reads \(.*cam\.mp4\); refusing to write over it/);
+      expect(readFileSync(input, 'utf8')).toBe('the camera recording');
+    }
+    // Another name beside it is fine.
+    const ok = await AnnotateSink.open(sinkWith({ path: join(dir, 'out.mp4'), inputs: [input] }).options);
+    await ok.close();
+  });
+
+  it.each(['a.gif', 'a.png', 'noextension', 'a.webm'])('%s: refused at start, naming the containers that work', async (name) => {
+    const { options } = sinkWith({ path: join(tmp(), name) });
+    const err = await AnnotateSink.open(options).catch((e) => e);
+    expect(isArgusError(err) && err.code).toBe('VAP_ERR_SINK_FILE');
+    expect(err.message).toMatch(/name a \.mp4, \.m4v, \.mov, \.mkv file/);
+  });
+});
+
+describe('VideoWriter: an ffmpeg that exits', () => {
+  it('a write after ffmpeg has gone (it cannot write this container) fails with VAP_ERR_SINK_FILE instead of waiting forever', async () => {
+    const ffmpeg = resolveFfmpegSync().path;
+    // The GIF muxer refuses H.264: ffmpeg exits at once with its input pipe unread.
+    const w = new VideoWriter({ ffmpegPath: ffmpeg, path: join(tmp(), 'v.gif'), width: 320, height: 240, fps: 10, order: 'rgb' });
+    const frame = Buffer.alloc(320 * 240 * 3, 7);
+    let err: unknown;
+    for (let i = 0; i < 200 && !err; i++) err = await w.write(frame).then(() => undefined, (e: unknown) => e);
+    expect(isArgusError(err) && err.code).toBe('VAP_ERR_SINK_FILE');
+    await expect(w.close()).rejects.toThrow(/ffmpeg exited with code/);
+  }, 30_000);
 });
 
 describe('VideoWriter: fragmented MP4', () => {

@@ -1,0 +1,25 @@
+import { statSync } from 'node:fs';
+import { extname, resolve } from 'node:path';
+
+/**
+ * True when `a` and `b` name the same file: the same absolute path, or (both existing) the same
+ * device and inode, so a symlink or a hard link to an input is caught too.
+ */
+export function sameFile(a: string, b: string): boolean {
+  if (resolve(a) === resolve(b)) return true;
+  try {
+    const sa = statSync(a);
+    const sb = statSync(b);
+    return sa.dev === sb.dev && sa.ino === sb.ino;
+  } catch {
+    return false; // one of them does not exist (yet)
+  }
+}
+
+/** Containers an H.264 video is written into (ffmpeg picks the muxer by the extension). */
+export const VIDEO_EXTENSIONS = ['.mp4', '.m4v', '.mov', '.mkv'] as const;
+
+/** True when ffmpeg can write an H.264 video to a file of this name. */
+export function isVideoPath(path: string): boolean {
+  return (VIDEO_EXTENSIONS as readonly string[]).includes(extname(path).toLowerCase());
+}
