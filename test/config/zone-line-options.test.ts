@@ -36,6 +36,30 @@ describe('pixel coordinates without units: pixel', () => {
   });
 });
 
+describe('fractions with units: pixel, and polygons with no area', () => {
+  it('a zone and a line in fractions marked units: pixel: one error each, with the hint', () => {
+    const e = failure('    zones:\n      - {id: z, units: pixel, polygon: [[0.1, 0.3], [0.5, 0.3], [0.5, 0.4]]}\n    lines:\n      - {id: gate, units: pixel, from: [0, 0.5], to: [1, 0.5]}\n');
+    expect(e.code).toBe(ErrorCodes.CONFIG);
+    expect(issues(e)).toEqual([
+      '  sources[0].zones[0].polygon: coordinates look like fractions (e.g. [0.1, 0.3]) but units is pixel; remove `units: pixel` from this zone (fractions are the default), or give pixels',
+      '  sources[0].lines[0]: coordinates look like fractions (e.g. [0, 0.5]) but units is pixel; remove `units: pixel` from this line (fractions are the default), or give pixels',
+    ]);
+  });
+
+  it('a pixel zone at the corner in whole pixels is still accepted', () => {
+    expect(parse('    zones:\n      - {id: z, units: pixel, polygon: [[0, 0], [1, 0], [1, 1]]}\n').sources[0].zones[0].units).toBe('pixel');
+  });
+
+  it('points on one line (in fractions or pixels) have no area, as identical points do', () => {
+    for (const poly of ['[[0.1, 0.1], [0.5, 0.5], [0.9, 0.9]]', '[[0.3, 0.7], [0.3, 0.7], [0.3, 0.7]]']) {
+      expect(issues(failure(`    zones:\n      - {id: z, polygon: ${poly}}\n`))).toEqual(['  sources[0].zones[0].polygon: polygon has no area']);
+    }
+    expect(issues(failure('    zones:\n      - {id: z, units: pixel, polygon: [[10, 10], [500, 500], [1000, 1000]]}\n'))).toEqual(['  sources[0].zones[0].polygon: polygon has no area']);
+    // A thin but real zone is kept.
+    expect(parse('    zones:\n      - {id: z, polygon: [[0.1, 0.1], [0.9, 0.1], [0.9, 0.101]]}\n').sources[0].zones).toHaveLength(1);
+  });
+});
+
 describe('zone and line tracking knobs', () => {
   it('defaults: exit after 2000 ms unseen, exit by hold, no re-entry suppression; lines forget after 2000 ms', () => {
     const c = parse('    zones:\n      - {id: z, polygon: [[0,0],[1,0],[1,1]]}\n    lines:\n      - {id: l, from: [0, 0.5], to: [1, 0.5]}\n');

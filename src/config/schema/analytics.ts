@@ -132,6 +132,25 @@ function looksLikePixels(points: readonly (readonly number[])[]): readonly numbe
   return points.find((p) => p.some((v) => v > 2));
 }
 
+/**
+ * Points given in pixels (`units: pixel`) that look like fractions: every coordinate from 0 to
+ * 1 and some not whole (such a zone is a pixel or two in the corner). Returns the first such point.
+ */
+function looksLikeFractions(points: readonly (readonly number[])[]): readonly number[] | undefined {
+  if (!points.every((p) => p.every((v) => v >= 0 && v <= 1))) return undefined;
+  return points.find((p) => p.some((v) => !Number.isInteger(v)));
+}
+
+function fractionHint(p: readonly number[], what: 'zone' | 'line'): string {
+  return `coordinates look like fractions (e.g. [${p.join(', ')}]) but units is pixel; remove \`units: pixel\` from this ${what} (fractions are the default), or give pixels`;
+}
+
+/** No area, up to rounding: points on one line give a shoelace sum of ~1e-17, not 0. */
+function hasNoArea(poly: readonly (readonly [number, number])[]): boolean {
+  const scale = Math.max(1, ...poly.flat().map(Math.abs));
+  return polygonArea(poly) <= 1e-9 * scale * scale;
+}
+
 function pixelHint(p: readonly number[], what: 'zone' | 'line'): string {
   return `coordinates look like pixels (e.g. [${p.join(', ')}]) but units is fraction (0–1 of the frame); add \`units: pixel\` to this ${what}, or give fractions`;
 }
@@ -155,6 +174,8 @@ export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig
           if (p.some((v) => v < 0 || v > 1)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon', j], message: `point [${p.join(', ')}] is outside the frame (fractions must be 0–1)` });
         });
     } else {
+      const fractions = looksLikeFractions(z.polygon);
+      if (fractions) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: fractionHint(fractions, 'zone') });
       z.polygon.forEach((p, j) => {
         if (p.some((v) => v < 0)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon', j], message: `point [${p.join(', ')}] is outside the frame (negative pixel)` });
       });
@@ -162,14 +183,16 @@ export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig
     if (z.reentrySuppressMs > z.exitDelayMs) ctx.addIssue({ code: 'custom', path: ['zones', i, 'reentrySuppressMs'], message: `reentrySuppressMs (${z.reentrySuppressMs}) must not exceed exitDelayMs (${z.exitDelayMs}): an unseen track is only remembered that long` });
     const cross = selfIntersection(z.polygon);
     if (cross) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: `polygon is self-intersecting (edges ${cross[0]} and ${cross[1]} cross)` });
-    else if (polygonArea(z.polygon) === 0) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: 'polygon has no area' });
+    else if (hasNoArea(z.polygon)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: 'polygon has no area' });
   });
   const lineIds = new Set<string>();
   s.lines.forEach((l, i) => {
     if (lineIds.has(l.id)) ctx.addIssue({ code: 'custom', path: ['lines', i, 'id'], message: `duplicate line id "${l.id}"` });
     lineIds.add(l.id);
     const pixels = l.units === 'fraction' ? looksLikePixels([l.from, l.to]) : undefined;
+    const fractions = l.units === 'pixel' ? looksLikeFractions([l.from, l.to]) : undefined;
     if (pixels) ctx.addIssue({ code: 'custom', path: ['lines', i], message: pixelHint(pixels, 'line') });
+    else if (fractions) ctx.addIssue({ code: 'custom', path: ['lines', i], message: fractionHint(fractions, 'line') });
     else {
       for (const end of ['from', 'to'] as const) {
         const p = l[end];
