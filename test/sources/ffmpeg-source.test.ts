@@ -93,55 +93,33 @@ describe('ffmpegSource (real ffmpeg)', () => {
     expect(alive(child!.pid!)).toBe(false);
   });
 
-  it('fast mode with a pace: the next frame waits while the stage is busy, and frames never released stop nothing', async () => {
-    const pace = new Pace();
+  /** A fast file read under `pace` by a consumer "busy" with each frame it gets (it never releases one). */
+  const pacedBy = (pace: Pace) => {
     const got: Frame[] = [];
-    // The consumer is "busy" with each frame it gets and never releases one.
     const sub = ffmpegSource(opts({}, { pace })).subscribe((f) => {
       got.push(f);
       pace.enter();
     });
-    try {
-      const until = async (n: number) => {
-        const deadline = Date.now() + 20_000;
-        while (got.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-      };
-      await until(1);
-      await new Promise((r) => setTimeout(r, 300));
-      expect(got).toHaveLength(1); // held back while busy
-      pace.leave();
-      await until(2);
-      await new Promise((r) => setTimeout(r, 300));
-      expect(got).toHaveLength(2);
-      pace.leave();
-      await until(3);
-      expect(got).toHaveLength(3);
-      expect(got.map((f) => f.seq)).toEqual([0, 1, 2]);
-    } finally {
-      sub.unsubscribe();
-    }
-  });
+    const until = async (n: number) => {
+      const deadline = Date.now() + 20_000;
+      while (got.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    };
+    return { got, sub, until };
+  };
 
-  it('fast mode with a pace of capacity 2: a second frame comes while one is in the stage, a third only when one leaves', async () => {
-    const pace = new Pace(2);
-    const got: Frame[] = [];
-    const sub = ffmpegSource(opts({}, { pace })).subscribe((f) => {
-      got.push(f);
-      pace.enter();
-    });
+  it.each([1, 2])('fast mode with a pace of capacity %i: that many frames come while none leaves, one more each time one leaves, and frames never released stop nothing', async (capacity) => {
+    const pace = new Pace(capacity);
+    const { got, sub, until } = pacedBy(pace);
     try {
-      const until = async (n: number) => {
-        const deadline = Date.now() + 20_000;
-        while (got.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-      };
-      await until(2);
-      await new Promise((r) => setTimeout(r, 300));
-      expect(got).toHaveLength(2); // the stage is full
-      pace.leave();
-      await until(3);
-      await new Promise((r) => setTimeout(r, 300));
-      expect(got).toHaveLength(3);
-      expect(got.map((f) => f.seq)).toEqual([0, 1, 2]);
+      for (let n = capacity; n < capacity + 2; n++) {
+        await until(n);
+        await new Promise((r) => setTimeout(r, 300));
+        expect(got).toHaveLength(n); // held back while the stage is full
+        pace.leave();
+      }
+      await until(capacity + 2);
+      expect(got).toHaveLength(capacity + 2);
+      expect(got.map((f) => f.seq)).toEqual(Array.from({ length: capacity + 2 }, (_, k) => k));
     } finally {
       sub.unsubscribe();
     }
