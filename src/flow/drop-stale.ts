@@ -24,7 +24,8 @@ export interface DropStaleOptions<T> {
 /** One value in the stage: its subscription, and the results held until every earlier value's are out. */
 interface Run<T, R> {
   value: T;
-  held: R[];
+  /** Results held until every earlier value's are out (made only when one must wait). */
+  held?: R[];
   done: boolean;
   sub?: Subscription;
 }
@@ -63,9 +64,9 @@ export function dropStale<T, R>(
         while (runs.length > 0 && runs[0].done) {
           const run = runs.shift()!;
           const head = runs[0];
-          if (head) {
-            const held = head.held;
-            head.held = [];
+          const held = head?.held;
+          if (held) {
+            head.held = undefined;
             for (const r of held) subscriber.next(r);
           }
           leave(run);
@@ -73,7 +74,7 @@ export function dropStale<T, R>(
       };
 
       const start = (value: T): void => {
-        const run: Run<T, R> = { value, held: [], done: false };
+        const run: Run<T, R> = { value, done: false };
         runs.push(run);
         onEnter?.(value);
         let input: ObservableInput<R>;
@@ -87,7 +88,7 @@ export function dropStale<T, R>(
         const sub = from(input).subscribe({
           next: (r) => {
             if (runs[0] === run) subscriber.next(r);
-            else run.held.push(r);
+            else (run.held ??= []).push(r);
           },
           error: (e) => subscriber.error(e),
           complete: () => {
