@@ -103,7 +103,7 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
       );
       const a = summary.analytics[s.id];
       if (!a) continue;
-      for (const [zone, z] of Object.entries(a.zones)) logger.info({ source: s.id, zone, entered: z.entered, exited: z.exited, occupancy: z.occupancy, alerts: z.alerts, seenInstead: z.seenInstead }, 'zone summary');
+      for (const [zone, z] of Object.entries(a.zones)) logger.info({ source: s.id, zone, entered: z.entered, exited: z.exited, occupancy: z.occupancy, reidentified: z.reidentified, alerts: z.alerts, seenInstead: z.seenInstead }, 'zone summary');
       for (const [line, l] of Object.entries(a.lines)) logger.info({ source: s.id, line, in: l.in, out: l.out, byClass: l.byClass, alerts: l.alerts, seenInstead: l.seenInstead }, 'line summary');
       if (Object.keys(a.alerts).length) logger.info({ source: s.id, byRule: a.alerts }, 'alerts summary');
       for (const note of a.notes) logger.warn({ source: s.id }, note);

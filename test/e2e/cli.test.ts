@@ -58,6 +58,16 @@ describe('argus run pipelines/demo.yaml (real video, real model)', () => {
     expect(people.length).toBeGreaterThan(0);
   }, TIMEOUT);
 
+  it('ends with a zone summary per zone: entered, exited, occupancy, reidentified and alerts by rule (pipelines/safety-zone.yaml)', async () => {
+    const r = await argus(['run', 'pipelines/safety-zone.yaml', '--max-frames', '60', '--jsonl', join(tmp(), 'z.jsonl'), '--no-status'], { ARGUS_DEMO_RATE: 'fast', ARGUS_SNAPSHOTS: 'none' });
+    expect(r.code).toBe(0);
+    const logs = r.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const zones = logs.filter((l) => l.msg === 'zone summary');
+    expect(zones).toHaveLength(1);
+    expect(zones[0]).toMatchObject({ source: 'lobby', zone: 'table-area', alerts: { 'person-in-zone': expect.any(Number), loitering: expect.any(Number) } });
+    for (const k of ['entered', 'exited', 'occupancy', 'reidentified']) expect(zones[0][k], k).toBeTypeOf('number');
+  }, TIMEOUT);
+
   it('at native rate prints a status line per source and streams JSONL to stdout', async () => {
     const r = await argus(['run', 'pipelines/demo.yaml', '--max-frames', '25', '--jsonl', '-']);
     expect(r.code).toBe(0);
