@@ -148,10 +148,11 @@ export class KafkajsMembership implements GroupMembership {
     });
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
       if (this.consumer !== consumer) return;
+      const aliveBefore = this.alive;
       this.alive = performance.now();
       const generation = ++this.generation;
       const slots = [...((e.payload.memberAssignment as Record<string, number[]>)[o.topic] ?? [])].sort((a, b) => a - b);
-      o.onAssigned({ slots });
+      o.onAssigned({ slots, aliveBefore });
       void this.members().then((r) => {
         if (this.consumer === consumer && generation === this.generation) o.onMembers?.(r?.ids, r?.held, r?.placementUnaware);
       });

@@ -23,6 +23,12 @@ export interface MemberInfo {
 export interface Assignment {
   /** The slots this worker now holds. */
   slots: number[];
+  /**
+   * `lastAlive` as it was just before this join completed. A frozen process (SIGSTOP, a long
+   * pause) may complete its rejoin before its fence ever ran: the worker compares this with the
+   * lease to see that the lease had lapsed, so another worker may have claimed its cameras.
+   */
+  aliveBefore: number;
 }
 
 export interface GroupMembership {

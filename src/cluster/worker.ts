@@ -336,6 +336,10 @@ export class Worker {
   }
 
   private onAssigned(a: Assignment): void {
+    // The lease lapsed before this join (the process was frozen, and woke to finish its rejoin
+    // before the 100 ms fence check ran): another worker may hold these cameras under newer
+    // claims by now. Fence them as the check would have; the join then claims afresh.
+    if (this.joined && performance.now() - a.aliveBefore >= this.c.sessionTimeoutMs - this.c.fenceMarginMs) this.fenceAll();
     const before = [...this.assigned].sort((x, y) => x - y).join(',');
     // Applied at once: results of a slot this worker no longer holds stop passing now.
     this.assigned = new Set(a.slots);
