@@ -31,7 +31,7 @@ export class Pace {
   }
 
   /** Calls `f` each time a frame leaves and the stage has room for another. Returns the function that stops it. */
-  onIdle(f: () => void): () => void {
+  onRoom(f: () => void): () => void {
     this.roomListeners.add(f);
     return () => this.roomListeners.delete(f);
   }

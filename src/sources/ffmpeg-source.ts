@@ -229,7 +229,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       }
       if (exited && !ahead) exited();
     };
-    const onStageIdle = (): void => {
+    const onStageRoom = (): void => {
       if (pace && ahead && !closed) {
         const data = ahead;
         ahead = undefined;
@@ -237,7 +237,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       }
       resumeIfAllowed();
     };
-    const stopPacing = (pace ?? stage)?.onIdle(onStageIdle);
+    const stopPacing = (pace ?? stage)?.onRoom(onStageRoom);
 
     const onFrame = (data: Buffer): void => {
       if (native && playStart && fps) {

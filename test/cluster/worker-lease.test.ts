@@ -28,20 +28,17 @@ function joinedWorker() {
 }
 
 describe('Worker: a join after an unseen lease lapse', () => {
-  it("fences the cameras it ran (their claims may be another worker's now) before taking the new slots", () => {
+  it.each([
+    // The last proof of membership 10 s before this join: longer than the 4.5 s lease. The old
+    // claims may be another worker's now: fenced before the new slots are taken.
+    ['after the lease lapsed: fences the cameras it ran', 10_000, true],
+    // 1 s: a rebalance among live workers; the cameras run on.
+    ['within the lease: keeps the cameras running', 1000, false],
+  ])('%s', (_name, sinceAlive, fenced) => {
     const { w, run } = joinedWorker();
-    // The last proof of membership 10 s before this join: longer than the 4.5 s lease.
-    w.onAssigned({ slots: [3], aliveBefore: performance.now() - 10_000 });
-    expect(run.fenced).toBe(true);
-    expect(run.stopping).toBe(true);
-    expect(w.counters.fencings).toBe(1);
-  });
-
-  it('a join within the lease (a rebalance among live workers) keeps the cameras running', () => {
-    const { w, run } = joinedWorker();
-    w.onAssigned({ slots: [3], aliveBefore: performance.now() - 1000 });
-    expect(run.fenced).toBe(false);
-    expect(run.stopping).toBe(false);
-    expect(w.counters.fencings).toBe(0);
+    w.onAssigned({ slots: [3], aliveBefore: performance.now() - sinceAlive });
+    expect(run.fenced).toBe(fenced);
+    expect(run.stopping).toBe(fenced);
+    expect(w.counters.fencings).toBe(fenced ? 1 : 0);
   });
 });
