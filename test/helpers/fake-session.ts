@@ -24,7 +24,9 @@ interface HeldRun {
  * x1 and y1 are the first value of the input tensor (the first pixel's first channel, scale 1),
  * so every detection says which frame's tensor it came from. Timing: `hold = true` keeps each
  * run pending until the test calls `finish()` or `fail()`; otherwise runs settle on the next
- * microtask. `failNext(n)` makes the next n runs reject.
+ * microtask. `failNext(n)` makes the next n runs reject. `limit` (with `hold`): at most that many
+ * runs are started at once, as on a pool of that many sessions; the others wait in arrival order
+ * and start (`onStart`) as one settles.
  */
 export class FakeSession implements ModelSession {
   readonly provider = 'cpu' as const;
@@ -32,6 +34,9 @@ export class FakeSession implements ModelSession {
   readonly slots = 1;
   readonly sharedInputs = false;
   hold = false;
+  limit = Infinity;
+  /** Runs waiting for one of `limit` to settle (with `hold`), oldest first. */
+  readonly waiting: (() => void)[] = [];
   private failures = 0;
   /** Runs started and not settled, oldest first (with `hold`). */
   readonly held: HeldRun[] = [];
@@ -49,6 +54,7 @@ export class FakeSession implements ModelSession {
   }
 
   run(req: RunRequest, onStart?: () => void): Promise<RunOutput[]> {
+    if (this.hold && this.held.length >= this.limit) return new Promise((resolve, reject) => this.waiting.push(() => this.run(req, onStart).then(resolve, reject)));
     onStart?.();
     const v = req.data[0];
     this.seen.push(v);
@@ -70,6 +76,7 @@ export class FakeSession implements ModelSession {
     const r = this.held.shift();
     if (!r) throw new Error('FakeSession.finish: no run is held');
     r.resolve();
+    this.waiting.shift()?.();
   }
 
   /** Settles the held run at `index` (0: the oldest), so that a later run can finish first. */
@@ -77,6 +84,7 @@ export class FakeSession implements ModelSession {
     const [r] = this.held.splice(index, 1);
     if (!r) throw new Error(`FakeSession.finishAt: no held run at ${index}`);
     r.resolve();
+    this.waiting.shift()?.();
   }
 
   /** Fails the oldest held run. */
@@ -84,6 +92,7 @@ export class FakeSession implements ModelSession {
     const r = this.held.shift();
     if (!r) throw new Error('FakeSession.fail: no run is held');
     r.reject(new Error(message));
+    this.waiting.shift()?.();
   }
 
   async release(): Promise<void> {

@@ -11,7 +11,7 @@ import { emptyStamps, type Frame } from '../../src/core/frame.js';
 import { letterbox } from '../../src/core/geometry.js';
 import { Pace } from '../../src/flow/pace.js';
 import type { Detector } from '../../src/inference/detector.js';
-import { createPipeline, sourceChain } from '../../src/pipeline/pipeline.js';
+import { createPipeline, sourceChain, stageCapacity } from '../../src/pipeline/pipeline.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { newSourceStats } from '../../src/sources/stats.js';
 import { FAKE_SIZE, fakeDetector, type FakeSession } from '../helpers/fake-session.js';
@@ -181,6 +181,53 @@ describe('the chain over a fake session (wiring, dropping, accounting)', () => {
       expect(pace.busy).toBe(false);
     } finally {
       session.hold = false;
+    }
+  });
+
+  it('stageCapacity: a fast file holds one frame per session and one more; cameras and native-rate files one', () => {
+    expect(stageCapacity('file', 'fast', 2)).toBe(3);
+    expect(stageCapacity('file', 'fast', 1)).toBe(2);
+    expect(stageCapacity('file', 'fast', 0)).toBe(2); // a session on the main thread counts as one
+    expect(stageCapacity('file', 'native', 2)).toBe(1);
+    expect(stageCapacity('rtsp', 'fast', 2)).toBe(1);
+    expect(stageCapacity('http', 'native', 1)).toBe(1);
+  });
+
+  it('the frame beyond the sessions (capacity 3 on 2 sessions) is pre-processed while both run, and its run starts as soon as one ends', async () => {
+    session.hold = true;
+    session.limit = 2;
+    try {
+      const frames$ = new Subject<Frame>();
+      const pace = new Pace(3);
+      const c = chain(frames$, pace);
+      const released: number[] = [];
+      const seen: Frame[] = [];
+      for (let i = 0; i < 3; i++) {
+        const f = frame(i, i + 1, released);
+        seen.push(f);
+        frames$.next(f);
+        await tick();
+      }
+      expect(session.held).toHaveLength(2); // frames 0 and 1 run
+      expect(session.waiting).toHaveLength(1); // frame 2 waits for a session…
+      expect(seen[2].stamps.preprocessed).toBeGreaterThan(0); // …already pre-processed
+      expect(seen[2].stamps.inferStart).toBe(0);
+      expect(pace.busy).toBe(true);
+      session.finish(); // frame 0 ends: frame 2 starts in the same turn
+      expect(session.held).toHaveLength(2);
+      expect(seen[2].stamps.inferStart).toBeGreaterThanOrEqual(seen[2].stamps.preprocessed);
+      session.finish();
+      session.finish();
+      await tick();
+      frames$.complete();
+      await tick();
+      expect(c.out.map((r) => r.frame.seq)).toEqual([0, 1, 2]);
+      expect(c.out.map((r) => r.detections.xyxy[0])).toEqual([1, 2, 3]);
+      expect(c.stats).toMatchObject({ framesIn: 3, framesOut: 3, dropped: 0 });
+      expect(pace.busy).toBe(false);
+    } finally {
+      session.hold = false;
+      session.limit = Infinity;
     }
   });
 
