@@ -18,7 +18,8 @@ if (rest.length > 1 || rest.some((a) => a.startsWith('-'))) {
   process.exit(2);
 }
 const file = resolve(rest[0] ?? fileURLToPath(new URL('../src/sinks/message.schema.json', import.meta.url)));
-const name = relative(process.cwd(), file) || file;
+// A file named on the command line is named back as given; the default file, relative to here.
+const name = rest[0] ?? (relative(process.cwd(), file) || file);
 const text = messageJsonSchemaText();
 
 if (check) {
