@@ -263,9 +263,9 @@ program
   .option('--score <n>', 'score threshold (default 0.3)', fraction)
   .option('--iou <n>', 'NMS IoU threshold (default 0.45)', fraction)
   .option('--model <name|path>', 'model manifest name or path, or an ONNX file (default yolox-nano)')
-  .option('--fps <n>', 'videos and GIFs: sample N frames per second (default every frame)', (v: string) => {
+  .option('--fps <n>', 'videos and GIFs: at most N frames per second, the first of each 1/N s (default every frame; never a frame twice)', (v: string) => {
     const n = Number(v);
-    if (!(n > 0)) throw new InvalidArgumentError('expected a positive number');
+    if (!(n > 0) || !Number.isFinite(n)) throw new InvalidArgumentError('expected a positive number');
     return n;
   })
   .action(async (files: string[], opts: { json: boolean; out?: string; score?: number; iou?: number; model?: string; fps?: number }) => {

@@ -92,6 +92,21 @@ export function boundedSize(w: number, h: number): { width: number; height: numb
   return { width: Math.trunc((w * f) / 2) * 2, height: Math.trunc((h * f) / 2) * 2 };
 }
 
+/**
+ * The filter keeping the first frame of each 1/fps interval of the frames' timestamps: at most
+ * `fps` frames a second, never a duplicate (a rate above the source's keeps every frame once).
+ */
+export function sampleFilter(fps: number): string {
+  return `select=isnan(prev_selected_t)+gt(floor(t*${fps})\\,floor(prev_selected_t*${fps}))`;
+}
+
+/**
+ * Filters that print each frame's time (µs) on ffmpeg's log, in output order (read with
+ * `frameReport` of stderr-probe). Pair them with `-vsync passthrough` so that each filtered
+ * frame is written once, and the times pair with the frames.
+ */
+export const FRAME_TIME_FILTERS: readonly string[] = ['settb=AVTB', 'metadata=mode=add:key=argus:value=1', 'metadata=mode=print:key=argus'];
+
 /** The ffmpeg scale filter applying `boundedSize` (unscaled within the bound: only the conversion). */
 export function sourceBoundFilter(): string {
   const M = MAX_SOURCE_PIXELS;
@@ -179,7 +194,7 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
     // Files: the fps filter (frames at exactly that rate). Live sources: their timestamps are
     // the wall clock, from which the fps filter, counting from 0, would emit duplicates without
     // end; the first frame of each 1/fps interval is kept instead (never a duplicate).
-    ...(input.fps ? [live ? `select=isnan(prev_selected_t)+gt(floor(t*${input.fps})\\,floor(prev_selected_t*${input.fps}))` : `fps=${input.fps}`] : []),
+    ...(input.fps ? [live ? sampleFilter(input.fps) : `fps=${input.fps}`] : []),
     ...(out.frame === 'source' || out.frame === 'source-yuv'
       ? // Full size, converted only: argus letterboxes. Pictures of more pixels than 4K UHD (a
         // hostile file can claim 16384x16384: 800 MB a frame) are first reduced to it; smaller
@@ -188,7 +203,7 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
         [sourceBoundFilter(), out.frame === 'source-yuv' ? 'format=pix_fmts=yuv420p|yuvj420p' : `format=${out.pixelFormat}`]
       : [`scale=w=${sw}:h=${sh}:flags=bilinear`, `format=${out.pixelFormat}`, `pad=${W}:${H}:${px}:${py}:color=${pad}`]),
     // Live: each frame's time (µs) on the log, in output order (see reportsFrameTimes).
-    ...(live ? ['settb=AVTB', 'metadata=mode=add:key=argus:value=1', 'metadata=mode=print:key=argus'] : []),
+    ...(live ? FRAME_TIME_FILTERS : []),
   ];
   // Live: one output frame per filtered frame (no duplicates or drops for a constant rate), so
   // the reported times pair with the frames in order.

@@ -17,6 +17,17 @@ const VIDEO_STREAM = /^\s*Stream #\d+:\d+.*?: Video: (.*)$/;
 const SCALE_CONFIG = /\[Parsed_scale_\d+ @ [^\]]+\] w:(\d+) h:(\d+) fmt:\S+(?: sar:\S+)? -> w:\d+ h:\d+/;
 /** The frame-time report our `metadata` filter prints for each output frame (live sources): its pts in µs. */
 const FRAME_TIME = /^\[Parsed_metadata_\d+ @ [^\]]+\] frame:\s*\d+\s+pts:\s*(-?\d+)/;
+
+/**
+ * A line of the per-frame report printed by a `metadata=mode=print` filter after `settb=AVTB`:
+ * the frame's pts in µs for its first line, null for the key=value line that follows, undefined
+ * for any other line.
+ */
+export function frameReport(line: string): number | null | undefined {
+  if (line.charCodeAt(0) !== 91 /* [ */ || !line.startsWith('[Parsed_metadata_')) return undefined;
+  const ft = FRAME_TIME.exec(line);
+  return ft ? Number(ft[1]) : null;
+}
 const SIZE = /(?:^|[ ,])(\d{1,5})x(\d{1,5})(?:[ ,\[]|$)/;
 const FPS = /([\d.]+)(k?) fps/;
 const PIX_FMT = /^([a-z0-9_]+)(?:\((.*)\))?$/;
@@ -57,9 +68,9 @@ export class StderrProbe {
     let found: StreamInfo | undefined;
     for (const line of lines) {
       if (line.trim() === '') continue;
-      if (line.charCodeAt(0) === 91 /* [ */ && line.startsWith('[Parsed_metadata_')) {
-        const ft = FRAME_TIME.exec(line);
-        if (ft) this.onFrameTime?.(Number(ft[1]));
+      const report = frameReport(line);
+      if (report !== undefined) {
+        if (report !== null) this.onFrameTime?.(report);
         continue; // per-frame report (or its key=value line): not for the error tail
       }
       const sc = SCALE_CONFIG.exec(line);

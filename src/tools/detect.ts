@@ -9,7 +9,7 @@ import { ArgusError, ErrorCodes, isArgusError, type ErrorCode } from '../core/er
 import { isVideoPath, sameFile, VIDEO_EXTENSIONS } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import { resolveFfmpeg } from '../sources/ffmpeg-path.js';
-import { inputKind, readImage, videoFrames, type RawFrame } from './frames.js';
+import { inputKind, readImage, videoFrames, type RawFrame, type VideoInfo } from './frames.js';
 import { FrameDetector, loadToolDetector, modelRef } from './model.js';
 
 export interface DetectOptions {
@@ -170,7 +170,7 @@ function planOutputs(out: string, files: readonly string[]): string[] {
 
 /**
  * `argus detect FILE…`: detections on still images (decoded by sharp), GIFs and videos (every
- * frame decoded by ffmpeg, or `fps` a second), at full resolution through the exact letterbox,
+ * frame decoded by ffmpeg, or at most `fps` a second, each once, with its own time), at full resolution through the exact letterbox,
  * the model and the pipeline's post-processing. Prints a table per file, or one JSON document;
  * `out` writes annotated copies (images as PNG or JPEG by extension, videos and GIFs as H.264
  * MP4). Returns the JSON document either way.
@@ -209,9 +209,11 @@ export async function runDetect(files: readonly string[], options: DetectOptions
           await handle(frame, target ? async (px) => writeFile(target, await encodeImage({ ...imageOf(frame), data: px }, imageFormat(target))) : undefined);
         } else {
           let writer: VideoWriter | undefined;
+          // The annotated copy's rate: the sampling rate, never above the stream's (sampling never repeats a frame).
           let fps = options.fps;
+          const onInfo = (i: VideoInfo) => (fps = options.fps && i.fps ? Math.min(options.fps, i.fps) : (options.fps ?? i.fps));
           try {
-            for await (const frame of videoFrames({ ffmpegPath: ffmpeg!.path, url: file, fps: options.fps, onInfo: (i) => (fps ??= i.fps) })) {
+            for await (const frame of videoFrames({ ffmpegPath: ffmpeg!.path, url: file, fps: options.fps, onInfo })) {
               await handle(frame, target ? async (px) => {
                 writer ??= new VideoWriter({ ffmpegPath: ffmpeg!.path, path: target, width: frame.width, height: frame.height, fps: fps ?? 10, order: 'rgb' });
                 await writer.write(px);

@@ -3,15 +3,15 @@ import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { loadSharp } from '../core/sharp.js';
-import { boundedSize, sourceBoundFilter } from '../sources/ffmpeg-args.js';
+import { boundedSize, FRAME_TIME_FILTERS, sampleFilter, sourceBoundFilter } from '../sources/ffmpeg-args.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
-import { parseVideoStreamLine } from '../sources/stderr-probe.js';
+import { frameReport, parseVideoStreamLine } from '../sources/stderr-probe.js';
 
 /** One decoded picture at the source's full resolution, packed RGB. */
 export interface RawFrame {
   /** 0-based index among the frames decoded. */
   index: number;
-  /** Presentation time, seconds from the start of what was decoded (index / frame rate). */
+  /** Presentation time, seconds from the start of the decode (after `start`, from that point): the frame's own time in the file. */
   pts: number;
   data: Buffer;
   width: number;
@@ -59,7 +59,7 @@ export interface VideoInfo {
   /** Size of the frames delivered (after any rotation ffmpeg applies). */
   width: number;
   height: number;
-  /** Frames per second of the output (ffmpeg makes the rate constant). */
+  /** Frames per second of the stream as ffmpeg reports it (frames keep their own times: a variable-rate file is not made constant). */
   fps?: number;
   /** Length of the input, seconds (undefined for a still image or a live stream). */
   durationS?: number;
@@ -71,9 +71,9 @@ export interface VideoFramesOptions {
   url: string;
   /** Files: start this many seconds in (ffmpeg's accurate input seek). */
   start?: number;
-  /** Stop after this many seconds of output. */
+  /** Stop at the first frame this many seconds or more after the start (by the frames' own times). */
   duration?: number;
-  /** Resample to this many frames per second. */
+  /** Sample at most this many frames per second: the first frame of each 1/fps interval (never a duplicate). */
   fps?: number;
   /** Called once, before the first frame, with the stream's size, rate and duration. */
   onInfo?: (info: VideoInfo) => void;
@@ -102,10 +102,12 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   const args = ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'info'];
   if (o.start && o.start > 0) args.push('-ss', o.start.toFixed(6));
   args.push('-i', o.url, '-an', '-sn', '-dn', '-map', '0:v:0');
-  if (o.duration !== undefined) args.push('-t', o.duration.toFixed(6));
-  // The pipeline's bound on source-size frames, so pixel coordinates agree with a run's.
-  args.push('-vf', [...(o.fps ? [`fps=${o.fps}`] : []), sourceBoundFilter()].join(','));
-  args.push('-pix_fmt', 'rgb24', '-f', 'rawvideo', 'pipe:1');
+  // Each decoded frame once, with its own time: sampled (never duplicated, whatever `fps`), reduced
+  // to the pipeline's bound on source-size frames (so pixel coordinates agree with a run's), and
+  // its time printed on the log. Passthrough: no frame is repeated or dropped to make a constant
+  // rate, so the printed times pair with the frames in order.
+  args.push('-vf', [...(o.fps ? [sampleFilter(o.fps)] : []), sourceBoundFilter(), ...FRAME_TIME_FILTERS].join(','));
+  args.push('-vsync', 'passthrough', '-pix_fmt', 'rgb24', '-f', 'rawvideo', 'pipe:1');
   const child = spawn(o.ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
 
   // The log: the input's duration, then the output stream's size and rate (known before the
@@ -115,6 +117,11 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   let inOutput = false;
   let partial = '';
   const tail: string[] = [];
+  // Each frame's time, µs, in output order; printed before the frame is written, but read from
+  // another pipe: a frame whose time is not read yet waits for the log's next chunk (or its end).
+  const times: number[] = [];
+  let logged: (() => void) | undefined;
+  let logEnded = false;
   let gotInfo!: () => void;
   const infoKnown = new Promise<void>((r) => (gotInfo = r));
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
@@ -122,6 +129,11 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
     partial = lines.pop() ?? '';
     for (const line of lines) {
       if (!line.trim()) continue;
+      const report = frameReport(line);
+      if (report !== undefined) {
+        if (report !== null) times.push(report);
+        continue; // not for the error tail
+      }
       tail.push(line);
       if (tail.length > 12) tail.shift();
       const d = DURATION.exec(line);
@@ -138,7 +150,16 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
         }
       }
     }
+    logged?.();
   });
+  child.stderr.on('close', () => {
+    logEnded = true;
+    logged?.();
+  });
+  const timeOf = async (i: number): Promise<number | undefined> => {
+    while (times.length <= i && !logEnded) await new Promise<void>((r) => (logged = r));
+    return times[i];
+  };
   const exited = new Promise<{ code: number | null; error?: Error }>((res) => {
     child.on('error', (error) => res({ code: null, error }));
     child.on('close', (code) => res({ code }));
@@ -175,7 +196,12 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
       while (cut.length) {
         const data = cut.shift()!;
         const i = index++;
-        yield { index: i, pts: info!.fps ? i / info!.fps : i, data, width: info!.width, height: info!.height };
+        const us = await timeOf(i);
+        const pts = us !== undefined ? us / 1e6 : info!.fps ? i / info!.fps : i;
+        // Here, not ffmpeg's -t: with passthrough, ffmpeg rounds a frame's time to 1/rate of the
+        // stream before comparing, and ends early on a frame off that grid (0.75 s at 10 fps: 0.8).
+        if (o.duration !== undefined && pts >= o.duration) return;
+        yield { index: i, pts, data, width: info!.width, height: info!.height };
       }
       watch();
     }

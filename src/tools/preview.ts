@@ -93,7 +93,11 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
     detected.pipe(track(config.tracking, () => fps), analyze(analyzer)).subscribe({ next: (r) => (last = r), error: (e) => (failed = e) });
 
     let durationS: number | undefined;
-    let skip = 0;
+    // Frames at or before this time (seconds in the file) are decoded but not detected: the
+    // history is the last HISTORY_FRAMES frames up to `at`, by the frames' own times (after a
+    // seek, the first frame is the first at or after the seek point, not the seek point).
+    let skipUntil = -Infinity;
+    let from: number | undefined;
     let lastFrame: RawFrame | undefined;
     const frames = videoFrames({
       ffmpegPath,
@@ -105,12 +109,13 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
       onDuration: (s) => (durationS = s),
       onInfo: (i) => {
         fps ??= i.fps;
-        if (fps) skip = Math.max(0, Math.floor((at - start) * fps + 1e-6) + 1 - HISTORY_FRAMES);
+        if (fps) skipUntil = at - HISTORY_FRAMES / fps + 1e-6;
       },
     });
     for await (const f of frames) {
       if (durationS !== undefined && file_ && at > durationS) break;
-      if (f.index < skip) continue;
+      if (start + f.pts <= skipUntil) continue;
+      from ??= start + f.pts;
       detected.next(await fd.detect(f, src.id));
       if (failed) throw failed;
       lastFrame = f;
@@ -136,7 +141,7 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
     for (const z of scene.zones) lines.push(`zone ${zoneLabel(z)}: polygon ${z.polygon.map(px).join(' ')} (pixels)`);
     for (const l of scene.lines) lines.push(`line ${lineLabel(l)}: from ${px(l.from)} to ${px(l.to)} (pixels); "in" crosses from the right of from→to to its left (the green arrow)`);
     if (!scene.zones.length && !scene.lines.length) lines.push('no zones or lines in this source');
-    lines.push(`${d.length} detection${d.length === 1 ? '' : 's'}${tracking ? ` (${tracked} tracked, from ${(start + (skip && fps ? skip / fps : 0)).toFixed(2)} s)` : ''}`);
+    lines.push(`${d.length} detection${d.length === 1 ? '' : 's'}${tracking ? ` (${tracked} tracked, from ${(from ?? start).toFixed(2)} s)` : ''}`);
     for (let i = 0; i < d.length; i++) {
       const id = d.trackerId && d.trackerId[i] >= 0 ? `#${d.trackerId[i]} ` : '';
       const b = Array.from(d.xyxy.subarray(i * 4, i * 4 + 4), (v) => Math.round(v));

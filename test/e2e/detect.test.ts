@@ -64,16 +64,22 @@ describe('argus detect --json (real model)', () => {
     expect(dets(high.stdout).map((d) => [d.label, d.score])).toEqual(kept.map((d) => [d.label, d.score]));
   }, TIMEOUT);
 
-  it('a GIF gives one entry per frame, with its index and time', async () => {
-    const r = await argus(['detect', '--json', GIF]);
+  it('a GIF gives one entry per frame, with its index and its own time; --fps above its rate gives each frame once', async () => {
+    const [r, huge, two] = await Promise.all([argus(['detect', '--json', GIF]), argus(['detect', '--json', '--fps', '1e9', GIF]), argus(['detect', '--json', '--fps', '2', GIF])]);
     expect(r.code).toBe(0);
     const f = (JSON.parse(r.stdout) as DetectOutput).files[0];
     expect([f.width, f.height]).toEqual([480, 270]);
     expect(f.frames).toHaveLength(37);
-    f.frames.forEach((fr, i) => {
-      expect(fr.index).toBe(i);
-      expect(fr.pts).toBeCloseTo(i / 15, 6);
-    });
+    f.frames.forEach((fr, i) => expect(fr.index).toBe(i));
+    // The GIF's own delays (7, 6, 7 centiseconds…), not index / 15 fps.
+    expect(f.frames.slice(0, 6).map((fr) => Math.round(fr.pts * 100))).toEqual([0, 7, 13, 20, 27, 33]);
+    expect(Math.round(f.frames[36].pts * 100)).toBe(240);
+    // ffmpeg's fps filter would repeat frames without end at 1e9 fps; sampling never repeats one.
+    expect(huge.code).toBe(0);
+    expect((JSON.parse(huge.stdout) as DetectOutput).files[0].frames.map((fr) => fr.pts)).toEqual(f.frames.map((fr) => fr.pts));
+    // 2 fps: the first frame of each half second.
+    expect(two.code).toBe(0);
+    expect((JSON.parse(two.stdout) as DetectOutput).files[0].frames.map((fr) => Math.round(fr.pts * 100))).toEqual([0, 53, 100, 153, 200]);
   }, TIMEOUT);
 });
 

@@ -46,7 +46,16 @@ describe('argus preview (real video, real model)', () => {
       ].join('\n'),
     );
     const out = join(dir, 'preview.png');
-    const r = await argus(['preview', file, '--source', 'cam', '--at', '30', '--out', out]);
+    const between = join(dir, 'between.png');
+    const [r, b] = await Promise.all([
+      argus(['preview', file, '--source', 'cam', '--at', '30', '--out', out]),
+      // Between two frames of this 10 fps video: the frame shown is the one at 15.0 s, named so,
+      // tracked over the 20 frames up to it (a seek to 13.05 s starts at the frame at 13.1 s).
+      argus(['preview', file, '--source', 'cam', '--at', '15.05', '--out', between]),
+    ]);
+    expect(b.code).toBe(0);
+    expect(b.stdout).toContain(`${between}: source "cam" at 15.00 s, 768x432`);
+    expect(b.stdout).toMatch(/^\d+ detections? \(\d+ tracked, from 13\.10 s\)$/m);
     expect(r.stderr).not.toMatch(/argus: /);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`${out}: source "cam" at 30.00 s, 768x432`);

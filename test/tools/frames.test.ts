@@ -1,8 +1,12 @@
+import { mkdtempSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 import { videoFrames } from '../../src/tools/frames.js';
+import { runCommand } from '../helpers/cli.js';
 
 const ffmpeg = resolveFfmpegSync().path;
 let server: Server | undefined;
@@ -36,5 +40,39 @@ describe('videoFrames (argus detect, argus preview): a source that never sends',
     expect(isArgusError(err) && err.code).toBe('VAP_ERR_SOURCE_TIMEOUT');
     expect((err as Error).message).toBe(`no frame came from ${u} within 0.5 s`);
     expect(sockets.length).toBeGreaterThan(0); // ffmpeg had connected
+  }, 30_000);
+});
+
+describe('videoFrames: each frame once, with its own time', () => {
+  // A variable-rate clip: frames 0–4 at 0.0–0.4 s, then a gap, frames 5–9 at 1.0–1.4 s.
+  let clip: string;
+  beforeAll(async () => {
+    clip = join(mkdtempSync(join(tmpdir(), 'argus-frames-')), 'vfr.mkv');
+    await runCommand(ffmpeg, [
+      '-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x48:rate=10:duration=1',
+      '-vf', 'settb=1/1000,setpts=N*100+if(gte(N\\,5)\\,500\\,0)', '-vsync', 'passthrough', '-c:v', 'ffv1', clip,
+    ]);
+  }, 30_000);
+  const times = async (o: { start?: number; fps?: number; duration?: number }) => {
+    const out: number[] = [];
+    for await (const f of videoFrames({ ffmpegPath: ffmpeg, url: clip, ...o })) {
+      expect(f.index).toBe(out.length);
+      out.push(Math.round(f.pts * 1000) / 1000);
+    }
+    return out;
+  };
+
+  it('a variable-rate file: the frames as they are, not repeated to fill the gap', async () => {
+    expect(await times({})).toEqual([0, 0.1, 0.2, 0.3, 0.4, 1, 1.1, 1.2, 1.3, 1.4]);
+  }, 30_000);
+
+  it('a sampling rate above the source keeps every frame once (no duplicates without end); below, the first of each 1/fps s', async () => {
+    expect(await times({ fps: 1e9 })).toEqual([0, 0.1, 0.2, 0.3, 0.4, 1, 1.1, 1.2, 1.3, 1.4]);
+    expect(await times({ fps: 2 })).toEqual([0, 1]);
+  }, 30_000);
+
+  it('after a seek between frames, the first frame is the next one, at its time from the seek point', async () => {
+    expect(await times({ start: 0.25 })).toEqual([0.05, 0.15, 0.75, 0.85, 0.95, 1.05, 1.15]);
+    expect(await times({ start: 0.25, duration: 0.8 })).toEqual([0.05, 0.15, 0.75]);
   }, 30_000);
 });
