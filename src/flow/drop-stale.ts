@@ -3,8 +3,9 @@ import { Observable, type ObservableInput, type OperatorFunction, type Subscript
 export interface DropStaleOptions<T> {
   /**
    * Called with each value that is dropped because a newer one arrived while the stage was
-   * busy (and, on teardown, with a value still waiting). Use it to count drops and release
-   * buffers. Default: nothing.
+   * busy, and, on teardown, with a value still waiting and each running one that has passed
+   * on no result (its results are never seen): every value is either passed on or dropped.
+   * Use it to count drops and release buffers. Default: nothing.
    */
   onDrop?: (value: T) => void;
   /**
@@ -27,6 +28,8 @@ interface Run<T, R> {
   /** Results held until every earlier value's are out (made only when one must wait). */
   held?: R[];
   done: boolean;
+  /** A result of this value was passed on. */
+  out?: boolean;
   sub?: Subscription;
 }
 
@@ -41,7 +44,8 @@ interface Run<T, R> {
  *
  * Completion waits for the running and the waiting values. Errors from the source or from
  * `project` (thrown, or from the observable it returns) pass through. Unsubscribing tears down
- * the running inner subscriptions; results held then are discarded.
+ * the running inner subscriptions; results held then are discarded, and a value that passed
+ * on none is reported to `onDrop`.
  */
 export function dropStale<T, R>(
   project: (value: T) => ObservableInput<R>,
@@ -67,6 +71,7 @@ export function dropStale<T, R>(
           const held = head?.held;
           if (held) {
             head.held = undefined;
+            head.out = true;
             for (const r of held) subscriber.next(r);
           }
           leave(run);
@@ -87,8 +92,10 @@ export function dropStale<T, R>(
         }
         const sub = from(input).subscribe({
           next: (r) => {
-            if (runs[0] === run) subscriber.next(r);
-            else (run.held ??= []).push(r);
+            if (runs[0] === run) {
+              run.out = true;
+              subscriber.next(r);
+            } else (run.held ??= []).push(r);
           },
           error: (e) => subscriber.error(e),
           complete: () => {
@@ -135,6 +142,8 @@ export function dropStale<T, R>(
         for (const run of runs.splice(0)) {
           run.sub?.unsubscribe();
           leave(run);
+          // Still running, or done with results that were waiting for an earlier one: never seen.
+          if (!run.out && (!run.done || run.held?.length)) onDrop?.(run.value);
         }
         if (waiting) {
           const { value } = waiting;

@@ -101,7 +101,7 @@ describe('dropStale (marbles)', () => {
     });
   });
 
-  it('unsubscribing tears down the source and the running stage, and releases the waiting value', () => {
+  it('unsubscribing tears down the source and the running stage, and reports the waiting value and the running one (no result out) as dropped', () => {
     scheduler.run(({ cold, expectObservable, expectSubscriptions, flush }) => {
       const dropped: string[] = [];
       const inner = cold('-----(x|)');
@@ -110,6 +110,21 @@ describe('dropStale (marbles)', () => {
       expectSubscriptions(src.subscriptions).toBe('^--!');
       expectSubscriptions(inner.subscriptions).toBe('^--!');
       flush();
+      expect(dropped).toEqual(['a', 'b']);
+    });
+  });
+
+  it('on teardown, a running value whose result is out is not dropped; one done but held behind it is, one done with no result is not', () => {
+    scheduler.run(({ cold, flush }) => {
+      const dropped: string[] = [];
+      const seen: string[] = [];
+      // a emits at 1 and runs on; b is done at 2 with a result held behind a; c ends at 1 with none.
+      const runs: Record<string, ReturnType<typeof cold>> = { a: cold('-x----|'), b: cold('--(y|)'), c: cold('-|') };
+      const src = cold('abc--------|');
+      const sub = src.pipe(dropStale((v: string) => runs[v], { concurrency: 3, onDrop: (v) => dropped.push(v) })).subscribe((r) => seen.push(r as string));
+      scheduler.schedule(() => sub.unsubscribe(), 4);
+      flush();
+      expect(seen).toEqual(['x']);
       expect(dropped).toEqual(['b']);
     });
   });
@@ -174,8 +189,9 @@ describe('dropStale (marbles)', () => {
       expect(left.slice(0, emitted.length)).toEqual(emitted);
       expect([...left].sort((a, b) => a - b)).toEqual(entered);
       expect(inside).toBe(0);
-      // Every value not entered was dropped (the last one waiting at teardown included).
-      const all = [...entered, ...dropped].sort((a, b) => a - b);
+      // Every value is passed on or dropped, once: those never entered, the last one waiting at
+      // teardown, and those running then with no result out.
+      const all = [...emitted, ...dropped].sort((a, b) => a - b);
       expect(all).toEqual(Array.from({ length: all.length }, (_, i) => i));
       expect(all.length).toBeGreaterThanOrEqual(40);
       expect(emitted.length).toBeGreaterThan(40 / 7); // two at a time: more than one 7-frame run's worth
