@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { formatIssues, readConfigFile } from '../config/load.js';
@@ -108,11 +108,18 @@ export function transcodeClip(src: string, out: string, ffmpegArgs: readonly str
  */
 export async function loadModelManifest(ref: string, baseDir = process.cwd()): Promise<{ manifest: ModelManifest; file: string }> {
   const byName = join(PACKAGE_ROOT, 'models', `${ref}.yaml`);
-  const file = /^[A-Za-z0-9_.-]+$/.test(ref) && existsSync(byName) ? byName : isAbsolute(ref) ? ref : resolve(baseDir, ref);
+  const name = /^[A-Za-z0-9_.-]+$/.test(ref);
+  const file = name && existsSync(byName) ? byName : isAbsolute(ref) ? ref : resolve(baseDir, ref);
+  // A bare word that is neither a manifest of models/ nor a file: a misspelt name, not a missing file.
+  if (name && !/\.ya?ml$/i.test(ref) && !existsSync(file)) throw new ArgusError(ErrorCodes.CONFIG, `"${ref}" is not a known manifest (known: ${(await manifestNames()).join(', ')}) nor a file`);
   const raw = (await readConfigFile(file, z.record(z.unknown()))) as Record<string, unknown>;
   let doc = raw;
   if (typeof raw.extends === 'string') {
-    const base = (await readConfigFile(join(PACKAGE_ROOT, 'models', `${raw.extends}.yaml`), z.record(z.unknown()))) as Record<string, unknown>;
+    const baseFile = join(PACKAGE_ROOT, 'models', `${raw.extends}.yaml`);
+    if (!/^[A-Za-z0-9_.-]+$/.test(raw.extends) || !existsSync(baseFile)) {
+      throw new ArgusError(ErrorCodes.CONFIG, `${file}: extends: "${raw.extends}" is not a known manifest (known: ${(await manifestNames()).join(', ')})`);
+    }
+    const base = (await readConfigFile(baseFile, z.record(z.unknown()))) as Record<string, unknown>;
     const { extends: _e, ...rest } = raw;
     doc = { ...base, ...rest };
     delete doc.url;
@@ -124,6 +131,11 @@ export async function loadModelManifest(ref: string, baseDir = process.cwd()): P
   const parsed = ModelManifestSchema.safeParse(doc);
   if (!parsed.success) throw new ArgusError(ErrorCodes.CONFIG, `${file}: invalid model manifest\n${formatIssues(parsed.error)}`);
   return { manifest: parsed.data, file };
+}
+
+/** The manifests shipped in models/, by name. */
+async function manifestNames(): Promise<string[]> {
+  return (await readdir(join(PACKAGE_ROOT, 'models'))).filter((f) => f.endsWith('.yaml')).map((f) => f.slice(0, -'.yaml'.length)).sort();
 }
 
 /** Local path of the manifest's ONNX file (mirror, cache, download, or derived locally). */

@@ -61,3 +61,16 @@ export class ArgusError extends Error {
 export function isArgusError(e: unknown, code?: ErrorCode): e is ArgusError {
   return e instanceof ArgusError && (code === undefined || e.code === code);
 }
+
+/**
+ * The same error with a context before its message (`p.yaml: sources[0].uri: …`): a coded
+ * error whose code is one of `codes` gets it, unless its message already starts with it;
+ * anything else is returned as it is.
+ */
+export function inContext(e: unknown, context: string, codes: readonly ErrorCode[]): unknown {
+  if (!(e instanceof ArgusError) || !codes.includes(e.code) || e.message.startsWith(`${context}: `)) return e;
+  return new ArgusError(e.code, `${context}: ${e.message}`, { cause: e });
+}
+
+/** The codes of errors about a setting of a pipeline file: named with the file by `inContext`. */
+export const CONFIG_ERRORS: readonly ErrorCode[] = [ErrorCodes.CONFIG, ErrorCodes.CONFIG_FILE, ErrorCodes.ASSET_UNKNOWN];

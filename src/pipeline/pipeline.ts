@@ -5,6 +5,7 @@ import { analyze, type FrameResult } from '../analytics/analyze.js';
 import { SourceAnalyzer } from '../analytics/analyzer.js';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../assets/catalog.js';
 import type { PipelineConfig, SourceConfig } from '../config/schema.js';
+import { ErrorCodes, inContext } from '../core/errors.js';
 import type { Frame } from '../core/frame.js';
 import type { LogFn } from '../core/log.js';
 import { redact } from '../core/redact.js';
@@ -159,11 +160,19 @@ function gate(admit: () => boolean): OperatorFunction<Frame, Frame> {
   });
 }
 
-export async function loadDetector(config: PipelineConfig, options: PipelineOptions = {}): Promise<Detector> {
+/** `field`: what an unknown or invalid manifest's error names (`model.manifest`; `--model` for a command's flag). */
+export async function loadDetector(config: PipelineConfig, options: PipelineOptions = {}, field = 'model.manifest'): Promise<Detector> {
   const baseDir = options.baseDir ?? process.cwd();
   const m = config.model;
   // A path alone: the model describes itself. Otherwise a manifest (default yolox-nano).
-  const manifest = m.path && !m.manifest ? undefined : (await loadModelManifest(m.manifest ?? 'yolox-nano', baseDir)).manifest;
+  const manifest =
+    m.path && !m.manifest
+      ? undefined
+      : (
+          await loadModelManifest(m.manifest ?? 'yolox-nano', baseDir).catch((e: unknown) => {
+            throw inContext(e, field, [ErrorCodes.CONFIG, ErrorCodes.CONFIG_FILE]);
+          })
+        ).manifest;
   const modelPath = m.path ? resolvePath(m.path, baseDir) : await resolveModelFile(manifest!, { log: options.log });
   return Detector.load(manifest, modelPath, {
     providers: m.providers,
@@ -195,7 +204,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     const ff = config.ffmpegPath ? await describeFfmpeg(config.ffmpegPath, 'config ffmpegPath') : await resolveFfmpeg();
     ffmpegPath = ff.path;
     log(`ffmpeg ${ff.version} at ${ff.path} (${ff.reason})`, { ffmpeg: ff.path, version: ff.version });
-    urls = await Promise.all(sources.map((s) => resolveSourceUrl(s, baseDir, ffmpegPath, log)));
+    urls = await Promise.all(sources.map((s, i) => resolveSourceUrl(s, baseDir, ffmpegPath, log, `sources[${i}]`)));
   } catch (e) {
     await loading?.then((d) => d.release(), () => undefined);
     throw e;
@@ -293,9 +302,16 @@ function resolvePath(p: string, baseDir: string): string {
   return isAbsolute(p) ? p : resolve(baseDir, p);
 }
 
-/** What ffmpeg opens for a source: an `asset:` video's local path, a file relative to `baseDir`, or the URL as given. */
-export async function resolveSourceUrl(src: SourceConfig, baseDir: string, ffmpegPath: string, log: (m: string) => void): Promise<string> {
-  if (src.uri.startsWith('asset:')) return resolveStream(src.uri.slice('asset:'.length), ffmpegPath, { log });
+/**
+ * What ffmpeg opens for a source: an `asset:` video's local path, a file relative to `baseDir`,
+ * or the URL as given. An unknown asset's error names `field` (`sources[2]`) and its `uri`.
+ */
+export async function resolveSourceUrl(src: SourceConfig, baseDir: string, ffmpegPath: string, log: (m: string) => void, field = `source "${src.id}"`): Promise<string> {
+  if (src.uri.startsWith('asset:')) {
+    return resolveStream(src.uri.slice('asset:'.length), ffmpegPath, { log }).catch((e: unknown) => {
+      throw inContext(e, `${field}.uri`, [ErrorCodes.ASSET_UNKNOWN]);
+    });
+  }
   if (sourceKind(src.uri) === 'file' && !src.uri.startsWith('file://')) return resolvePath(src.uri, baseDir);
   return src.uri;
 }

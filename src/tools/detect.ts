@@ -186,7 +186,7 @@ export async function runDetect(files: readonly string[], options: DetectOptions
   const targets = options.out !== undefined ? planOutputs(options.out, files) : undefined;
   const ref = modelRef(options.model);
   const needsFfmpeg = files.some((f) => inputKind(f) === 'video');
-  const [detector, ffmpeg] = await Promise.all([loadToolDetector(ref, { log }), needsFfmpeg ? resolveFfmpeg() : undefined]);
+  const [detector, ffmpeg] = await Promise.all([loadToolDetector(ref, { log, field: '--model' }), needsFfmpeg ? resolveFfmpeg() : undefined]);
   const fd = new FrameDetector(detector, post);
   const labels = detector.labels;
   const result: DetectOutput = { model: ref.path ? resolve(ref.path) : ref.manifest!, files: [], failed: 0 };

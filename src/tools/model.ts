@@ -28,10 +28,10 @@ export function modelRef(model: string | undefined): Pick<ModelRefConfig, 'manif
  * settings are the config's defaults, as the demo's. `base` is a pipeline's model section to
  * start from (`preview` uses its pipeline's).
  */
-export function loadToolDetector(model: Pick<ModelRefConfig, 'manifest' | 'path'>, options: { baseDir?: string; log?: LogFn; base?: ModelRefConfig } = {}): Promise<Detector> {
+export function loadToolDetector(model: Pick<ModelRefConfig, 'manifest' | 'path'>, options: { baseDir?: string; log?: LogFn; base?: ModelRefConfig; field?: string } = {}): Promise<Detector> {
   const { manifest: _m, path: _p, ...rest } = options.base ?? {};
   const config: PipelineConfig = PipelineSchema.parse({ sources: [{ id: 'tool', uri: 'tool' }], model: { ...rest, ...model, workers: 0, warmupRuns: 0, batch: undefined } });
-  return loadDetector(config, { baseDir: options.baseDir ?? process.cwd(), log: options.log });
+  return loadDetector(config, { baseDir: options.baseDir ?? process.cwd(), log: options.log }, options.field);
 }
 
 /**

@@ -5,7 +5,7 @@ import { SourceAnalyzer } from '../analytics/analyzer.js';
 import { drawOverlay, encodeImage, lineLabel, zoneLabel } from '../annotate/draw.js';
 import { sceneOf, type Scene } from '../annotate/scene.js';
 import { loadPipeline } from '../config/load.js';
-import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { ArgusError, CONFIG_ERRORS, ErrorCodes, inContext } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
 import type { Point } from '../core/polygon.js';
 import { pipelineBaseDir, resolveSourceUrl } from '../pipeline/pipeline.js';
@@ -70,19 +70,26 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
   let url: string;
   try {
     ffmpegPath = (config.ffmpegPath ? await describeFfmpeg(config.ffmpegPath, 'config ffmpegPath') : await resolveFfmpeg()).path;
-    url = await resolveSourceUrl(src, baseDir, ffmpegPath, (m) => log(m));
+    url = await resolveSourceUrl(src, baseDir, ffmpegPath, (m) => log(m), `sources[${index}]`);
   } catch (e) {
     await loading.then((d) => d.release(), () => undefined);
-    throw e;
+    throw inContext(e, file, CONFIG_ERRORS);
   }
-  const detector = await loading;
+  const detector = await loading.catch((e: unknown) => {
+    throw inContext(e, file, CONFIG_ERRORS);
+  });
   try {
     const file_ = sourceKind(url) === 'file';
     if (!file_ && at > 0) throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${at}: source "${src.id}" is a live stream (${sourceKind(url)}); --at applies to files`);
     const tracking = config.tracking.enabled;
     const start = tracking ? Math.max(0, at - HISTORY_S) : at;
     // Built before any frame, so an unknown class label fails naming the field.
-    const analyzer = new SourceAnalyzer(src, detector.labels, `sources[${index}]`);
+    let analyzer: SourceAnalyzer;
+    try {
+      analyzer = new SourceAnalyzer(src, detector.labels, `sources[${index}]`);
+    } catch (e) {
+      throw inContext(e, file, CONFIG_ERRORS);
+    }
     const fd = new FrameDetector(detector, config.postprocess);
 
     // The pipeline's tracking and rules operators, fed one detected frame at a time.

@@ -136,11 +136,39 @@ describe('argus run: bad input gets a clear error', () => {
     expect(recs.map((x) => x.seq)).toEqual([...Array(37).keys()]);
   }, TIMEOUT);
 
-  it('an unknown asset → exit 2 listing the known ones', async () => {
-    const p = pipeline(tmp(), 'sources:\n  - {id: cam, uri: "asset:nope.mp4"}\n');
-    const r = await argus(['run', p]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/VAP_ERR_ASSET_UNKNOWN: asset "nope.mp4" is not in streams\/assets.yaml \(known: one-by-one-person-detection.mp4/);
+  // Settings found wrong only once the model or the assets are known: the error names the file and the field.
+  const video = `${MIRROR}/streams/one-by-one-person-detection.mp4`;
+  it.each([
+    [
+      'an unknown asset (the known ones listed)',
+      `sources:\n  - {id: first, uri: ${video}}\n  - {id: cam, uri: "asset:nope.mp4"}\n`,
+      /VAP_ERR_ASSET_UNKNOWN: P: sources\[1\]\.uri: asset "nope.mp4" is not in streams\/assets.yaml \(known: one-by-one-person-detection.mp4/,
+    ],
+    [
+      'an unknown class',
+      `sources:\n  - id: cam\n    uri: ${video}\n    zones:\n      - {id: z, polygon: [[0, 0], [1, 0], [1, 1]], classes: [persn]}\n`,
+      /VAP_ERR_CONFIG: P: sources\[0\]\.zones\[0\]\.classes\[0\]: unknown class "persn" \(the model's labels include person/,
+    ],
+    [
+      'a misspelt manifest name (the known ones listed, not "cannot read")',
+      `model: {manifest: yolox-nanox}\nsources:\n  - {id: cam, uri: ${video}}\n`,
+      /VAP_ERR_CONFIG: P: model\.manifest: "yolox-nanox" is not a known manifest \(known: yolox-nano, yolox-nano-dyn, yolox-nano-fp16, yolox-nano-int8\) nor a file/,
+    ],
+    [
+      'a manifest that extends an unknown one',
+      `model: {manifest: m.yaml}\nsources:\n  - {id: cam, uri: ${video}}\n`,
+      /VAP_ERR_CONFIG: P: model\.manifest: \S+m\.yaml: extends: "yolox-tiny" is not a known manifest \(known: yolox-nano,/,
+    ],
+  ])('%s → exit 2 naming the file and the field, from run and from preview', async (_what, body, expected) => {
+    const dir = tmp();
+    writeFileSync(join(dir, 'm.yaml'), 'extends: yolox-tiny\n');
+    const p = pipeline(dir, body);
+    const want = new RegExp(`^argus: ${expected.source.replace('P:', `${p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:`)}`, 'm');
+    const [run, preview] = await Promise.all([argus(['run', p]), argus(['preview', p, '--source', 'cam', '--out', join(dir, 'x.png')])]);
+    for (const r of [run, preview]) {
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(want);
+    }
   }, TIMEOUT);
 });
 

@@ -133,6 +133,12 @@ describe('argus detect: table and annotated copies (real model)', () => {
     expect(existsSync(out)).toBe(false);
   }, TIMEOUT);
 
+  it('a misspelt --model name is named as such, with the known manifests (not "cannot read" a file of that name)', async () => {
+    const r = await argus(['detect', '--model', 'yolox-nanox', STREET]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('argus: VAP_ERR_CONFIG: --model: "yolox-nanox" is not a known manifest (known: yolox-nano, yolox-nano-dyn, yolox-nano-fp16, yolox-nano-int8) nor a file');
+  }, TIMEOUT);
+
   it('one unreadable file fails alone: the others are still read and printed, and the run ends with a coded error naming it', async () => {
     const dir = tmp();
     const broken = join(dir, 'broken.jpg');
