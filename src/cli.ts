@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { loadPipeline } from './config/load.js';
-import { ArgusError, CONFIG_ERRORS, ErrorCodes, inContext, isArgusError } from './core/errors.js';
+import { ArgusError, ErrorCodes, isArgusError } from './core/errors.js';
 import { FAMILIES } from './core/families.js';
 import { redact } from './core/redact.js';
 import { quiesceInference } from './inference/worker-pool.js';
@@ -88,6 +88,8 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
     process.on('SIGHUP', onSignal);
     const runOptions = {
       baseDir: pipelineBaseDir(file),
+      // A setting found wrong once the model and assets are known (a class, an asset, a manifest) names the file too.
+      configFile: file,
       maxFrames: opts.maxFrames,
       jsonl: opts.jsonl,
       annotate: opts.annotate,
@@ -95,10 +97,7 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
       signal: ac.signal,
       log,
     };
-    // A setting found wrong once the run starts (an unknown class, asset or manifest) names the file too.
-    const summary = await (mode === 'worker' ? (await import('./cluster/worker.js')).runWorker(config, runOptions) : runPipeline(config, runOptions)).catch((e: unknown) => {
-      throw inContext(e, file, CONFIG_ERRORS);
-    });
+    const summary = mode === 'worker' ? await (await import('./cluster/worker.js')).runWorker(config, runOptions) : await runPipeline(config, runOptions);
     for (const s of summary.stats) {
       logger.info(
         { source: s.id, state: s.state, framesIn: s.framesIn, framesOut: s.framesOut, dropped: s.dropped, reconnects: s.reconnects, e2eP50: s.e2e.percentile(50), e2eP99: s.e2e.percentile(99), producedBy: s.producedBy, pipelineP50: s.pipeline.percentile(50), pipelineP99: s.pipeline.percentile(99) },

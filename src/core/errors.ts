@@ -71,6 +71,3 @@ export function inContext(e: unknown, context: string, codes: readonly ErrorCode
   if (!(e instanceof ArgusError) || !codes.includes(e.code) || e.message.startsWith(`${context}: `)) return e;
   return new ArgusError(e.code, `${context}: ${e.message}`, { cause: e });
 }
-
-/** The codes of errors about a setting of a pipeline file: named with the file by `inContext`. */
-export const CONFIG_ERRORS: readonly ErrorCode[] = [ErrorCodes.CONFIG, ErrorCodes.CONFIG_FILE, ErrorCodes.ASSET_UNKNOWN];

@@ -42,6 +42,8 @@ export type Extension = (source: SourceContext) => OperatorFunction<FrameResult,
 export interface PipelineOptions {
   /** Directory that relative paths in the config are resolved against (the YAML's folder). */
   baseDir?: string;
+  /** The pipeline file the config came from: an error about one of its settings names it before the field. */
+  configFile?: string;
   log?: LogFn;
   /** Loaded model to reuse (bench, tests). */
   detector?: Detector;
@@ -160,8 +162,13 @@ function gate(admit: () => boolean): OperatorFunction<Frame, Frame> {
   });
 }
 
+/** Where a setting is: `FILE: field` when the config came from a file, else the field. */
+export function settingOf(options: Pick<PipelineOptions, 'configFile'>, field: string): string {
+  return options.configFile ? `${options.configFile}: ${field}` : field;
+}
+
 /** `field`: what an unknown or invalid manifest's error names (`model.manifest`; `--model` for a command's flag). */
-export async function loadDetector(config: PipelineConfig, options: PipelineOptions = {}, field = 'model.manifest'): Promise<Detector> {
+export async function loadDetector(config: PipelineConfig, options: PipelineOptions = {}, field = settingOf(options, 'model.manifest')): Promise<Detector> {
   const baseDir = options.baseDir ?? process.cwd();
   const m = config.model;
   // A path alone: the model describes itself. Otherwise a manifest (default yolox-nano).
@@ -204,7 +211,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     const ff = config.ffmpegPath ? await describeFfmpeg(config.ffmpegPath, 'config ffmpegPath') : await resolveFfmpeg();
     ffmpegPath = ff.path;
     log(`ffmpeg ${ff.version} at ${ff.path} (${ff.reason})`, { ffmpeg: ff.path, version: ff.version });
-    urls = await Promise.all(sources.map((s, i) => resolveSourceUrl(s, baseDir, ffmpegPath, log, `sources[${i}]`)));
+    urls = await Promise.all(sources.map((s) => resolveSourceUrl(s, baseDir, ffmpegPath, log, settingOf(options, `sources[${config.sources.indexOf(s)}]`))));
   } catch (e) {
     await loading?.then((d) => d.release(), () => undefined);
     throw e;
@@ -216,7 +223,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   try {
     // Built now, so an unknown class label fails the start, naming the field.
     analyzers = sources.map((src) => {
-      const a = new SourceAnalyzer(src, detector.labels, `sources[${config.sources.indexOf(src)}]`);
+      const a = new SourceAnalyzer(src, detector.labels, settingOf(options, `sources[${config.sources.indexOf(src)}]`));
       return a.empty ? undefined : a;
     });
   } catch (e) {

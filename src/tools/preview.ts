@@ -5,10 +5,10 @@ import { SourceAnalyzer } from '../analytics/analyzer.js';
 import { drawOverlay, encodeImage, lineLabel, zoneLabel } from '../annotate/draw.js';
 import { sceneOf, type Scene } from '../annotate/scene.js';
 import { loadPipeline } from '../config/load.js';
-import { ArgusError, CONFIG_ERRORS, ErrorCodes, inContext } from '../core/errors.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
 import type { Point } from '../core/polygon.js';
-import { pipelineBaseDir, resolveSourceUrl } from '../pipeline/pipeline.js';
+import { pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
 import type { DetectedFrame } from '../postprocess/postprocess.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
 import { describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
@@ -64,32 +64,25 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
   const at = options.at ?? 0;
   if (!(at >= 0)) throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${options.at}: expected seconds ≥ 0`);
 
-  const loading = loadToolDetector({ manifest: config.model.manifest, path: config.model.path }, { baseDir, log, base: config.model });
+  const loading = loadToolDetector({ manifest: config.model.manifest, path: config.model.path }, { baseDir, log, base: config.model, field: settingOf({ configFile: file }, 'model.manifest') });
   loading.catch(() => undefined); // awaited below
   let ffmpegPath: string;
   let url: string;
   try {
     ffmpegPath = (config.ffmpegPath ? await describeFfmpeg(config.ffmpegPath, 'config ffmpegPath') : await resolveFfmpeg()).path;
-    url = await resolveSourceUrl(src, baseDir, ffmpegPath, (m) => log(m), `sources[${index}]`);
+    url = await resolveSourceUrl(src, baseDir, ffmpegPath, (m) => log(m), settingOf({ configFile: file }, `sources[${index}]`));
   } catch (e) {
     await loading.then((d) => d.release(), () => undefined);
-    throw inContext(e, file, CONFIG_ERRORS);
+    throw e;
   }
-  const detector = await loading.catch((e: unknown) => {
-    throw inContext(e, file, CONFIG_ERRORS);
-  });
+  const detector = await loading;
   try {
     const file_ = sourceKind(url) === 'file';
     if (!file_ && at > 0) throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${at}: source "${src.id}" is a live stream (${sourceKind(url)}); --at applies to files`);
     const tracking = config.tracking.enabled;
     const start = tracking ? Math.max(0, at - HISTORY_S) : at;
     // Built before any frame, so an unknown class label fails naming the field.
-    let analyzer: SourceAnalyzer;
-    try {
-      analyzer = new SourceAnalyzer(src, detector.labels, `sources[${index}]`);
-    } catch (e) {
-      throw inContext(e, file, CONFIG_ERRORS);
-    }
+    const analyzer = new SourceAnalyzer(src, detector.labels, settingOf({ configFile: file }, `sources[${index}]`));
     const fd = new FrameDetector(detector, config.postprocess);
 
     // The pipeline's tracking and rules operators, fed one detected frame at a time.
