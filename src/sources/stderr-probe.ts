@@ -16,17 +16,18 @@ const VIDEO_STREAM = /^\s*Stream #\d+:\d+.*?: Video: (.*)$/;
 /** Logged (at -loglevel verbose) each time our scale filter is configured: at start and whenever the input size changes. */
 const SCALE_CONFIG = /\[Parsed_scale_\d+ @ [^\]]+\] w:(\d+) h:(\d+) fmt:\S+(?: sar:\S+)? -> w:\d+ h:\d+/;
 /** The frame-time report our `metadata` filter prints for each output frame (live sources): its pts in µs. */
-const FRAME_TIME = /^\[Parsed_metadata_\d+ @ [^\]]+\] frame:\s*\d+\s+pts:\s*(-?\d+)/;
+const FRAME_TIME = /^\[Parsed_metadata_\d+ @ [^\]]+\] frame:\s*\d+\s+pts:\s*(\S+)/;
 
 /**
  * A line of the per-frame report printed by a `metadata=mode=print` filter after `settb=AVTB`:
- * the frame's pts in µs for its first line, null for the key=value line that follows, undefined
- * for any other line.
+ * the frame's pts in µs for its first line (NaN for a frame without one: `pts:NOPTS`, still a
+ * frame, so the reports keep pairing with the frames in order), null for the key=value line
+ * that follows, undefined for any other line.
  */
 export function frameReport(line: string): number | null | undefined {
   if (line.charCodeAt(0) !== 91 /* [ */ || !line.startsWith('[Parsed_metadata_')) return undefined;
   const ft = FRAME_TIME.exec(line);
-  return ft ? Number(ft[1]) : null;
+  return ft ? (/^-?\d+$/.test(ft[1]) ? Number(ft[1]) : NaN) : null;
 }
 const SIZE = /(?:^|[ ,])(\d{1,5})x(\d{1,5})(?:[ ,\[]|$)/;
 const FPS = /([\d.]+)(k?) fps/;
@@ -55,7 +56,7 @@ export class StderrProbe {
   scaledFrom: { width: number; height: number } | undefined;
   /** Called when the scale filter is reconfigured for a different input size. */
   onResize?: (width: number, height: number) => void;
-  /** Called for each output frame's reported time (µs; live sources, see ffmpeg-args `reportsFrameTimes`), in output order. */
+  /** Called for each output frame's reported time (µs, NaN when the frame has none; live sources, see ffmpeg-args `reportsFrameTimes`), in output order. */
   onFrameTime?: (us: number) => void;
   /** Called when ffmpeg reports the opened input (`Input #0`): a native-rate file's playback starts then. */
   onInputOpened?: () => void;

@@ -71,8 +71,14 @@ export interface VideoFramesOptions {
   url: string;
   /** Files: start this many seconds in (ffmpeg's accurate input seek). */
   start?: number;
-  /** Stop at the first frame this many seconds or more after the start (by the frames' own times). */
+  /**
+   * Stop at the first frame this many seconds or more after the start (by the frames' own times;
+   * at least one frame is given). A live stream's times count from the input's start, which may
+   * be well before its first decodable frame (joined mid-GOP): `durationFromFirst` counts from
+   * that frame instead.
+   */
   duration?: number;
+  durationFromFirst?: boolean;
   /** Sample at most this many frames per second: the first frame of each 1/fps interval (never a duplicate). */
   fps?: number;
   /** Called once, before the first frame, with the stream's size, rate and duration. */
@@ -117,9 +123,12 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   let inOutput = false;
   let partial = '';
   const tail: string[] = [];
-  // Each frame's time, µs, in output order; printed before the frame is written, but read from
-  // another pipe: a frame whose time is not read yet waits for the log's next chunk (or its end).
+  // Each frame's time, µs, in output order, until its frame is read. ffmpeg prints it before it
+  // writes the frame, but on another pipe: a frame whose time is not read yet waits for the log's
+  // next chunk (or its end). An ffmpeg that prints no report (older builds, such as the bundled
+  // 2018 one) is known at the first frame: none has come by then; its frames get index / rate.
   const times: number[] = [];
+  let reports: boolean | undefined;
   let logged: (() => void) | undefined;
   let logEnded = false;
   let gotInfo!: () => void;
@@ -131,7 +140,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
       if (!line.trim()) continue;
       const report = frameReport(line);
       if (report !== undefined) {
-        if (report !== null) times.push(report);
+        if (report !== null && reports !== false) times.push(report);
         continue; // not for the error tail
       }
       tail.push(line);
@@ -156,9 +165,17 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
     logEnded = true;
     logged?.();
   });
-  const timeOf = async (i: number): Promise<number | undefined> => {
-    while (times.length <= i && !logEnded) await new Promise<void>((r) => (logged = r));
-    return times[i];
+  /** The next frame's time, µs (undefined when ffmpeg reports none, NaN for a frame without one). */
+  const nextTime = async (): Promise<number | undefined> => {
+    if (reports === undefined) {
+      // A report printed before the first frame was read has been read by the end of this poll
+      // phase of the event loop (both pipes were readable when the frame's last bytes were).
+      if (!times.length && !logEnded) await new Promise<void>((r) => setImmediate(r));
+      reports = times.length > 0;
+    }
+    if (!reports) return undefined;
+    while (!times.length && !logEnded) await new Promise<void>((r) => (logged = r));
+    return times.shift();
   };
   const exited = new Promise<{ code: number | null; error?: Error }>((res) => {
     child.on('error', (error) => res({ code: null, error }));
@@ -179,6 +196,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   };
   const unwatch = () => clearTimeout(watchdog);
   let index = 0;
+  let first: number | undefined;
   try {
     let reader: FrameReader | undefined;
     const cut: Buffer[] = [];
@@ -196,11 +214,14 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
       while (cut.length) {
         const data = cut.shift()!;
         const i = index++;
-        const us = await timeOf(i);
-        const pts = us !== undefined ? us / 1e6 : info!.fps ? i / info!.fps : i;
+        watch(); // ffmpeg is waited for here too: a report that never comes is a stall
+        const us = await nextTime();
+        unwatch();
+        const pts = us !== undefined && Number.isFinite(us) ? us / 1e6 : info!.fps ? i / info!.fps : i;
+        first ??= pts;
         // Here, not ffmpeg's -t: with passthrough, ffmpeg rounds a frame's time to 1/rate of the
         // stream before comparing, and ends early on a frame off that grid (0.75 s at 10 fps: 0.8).
-        if (o.duration !== undefined && pts >= o.duration) return;
+        if (o.duration !== undefined && i > 0 && pts - (o.durationFromFirst ? first : 0) >= o.duration) return;
         yield { index: i, pts, data, width: info!.width, height: info!.height };
       }
       watch();

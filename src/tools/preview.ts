@@ -105,6 +105,8 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
       start,
       // Up to and including the frame shown at `at` (live: the first 2 s).
       duration: file_ ? at - start + 1e-3 : tracking ? HISTORY_S : 1e-3,
+      // A camera joined mid-GOP: its first frame may come seconds after the stream's time 0.
+      durationFromFirst: !file_,
       fps: src.fps,
       onDuration: (s) => (durationS = s),
       onInfo: (i) => {

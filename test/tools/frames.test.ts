@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
-import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
+import { bundledFfmpegPath, resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 import { videoFrames } from '../../src/tools/frames.js';
+import { frameReport } from '../../src/sources/stderr-probe.js';
 import { runCommand } from '../helpers/cli.js';
 
 const ffmpeg = resolveFfmpegSync().path;
@@ -71,8 +72,48 @@ describe('videoFrames: each frame once, with its own time', () => {
     expect(await times({ fps: 2 })).toEqual([0, 1]);
   }, 30_000);
 
+  it('a stream whose first frame comes late: a duration counts from time 0, or with durationFromFirst from that frame; at least one frame is given', async () => {
+    // Sound from 0 s, pictures from 1.0 s (as a camera joined mid-GOP: the stream's time 0 is
+    // before its first decodable frame).
+    const late = join(mkdtempSync(join(tmpdir(), 'argus-frames-')), 'late.mkv');
+    await runCommand(ffmpeg, [
+      '-v', 'error', '-f', 'lavfi', '-i', 'anullsrc=r=8000:cl=mono', '-f', 'lavfi', '-itsoffset', '1', '-i', 'testsrc=size=64x48:rate=10:duration=1',
+      '-map', '0:a', '-map', '1:v', '-t', '2', '-c:v', 'ffv1', '-c:a', 'pcm_s16le', late,
+    ]);
+    const at = async (o: { duration: number; durationFromFirst?: boolean }) => {
+      const out: number[] = [];
+      for await (const f of videoFrames({ ffmpegPath: ffmpeg, url: late, ...o })) out.push(Math.round(f.pts * 1000) / 1000);
+      return out;
+    };
+    expect(await at({ duration: 1e-3 })).toEqual([1]);
+    expect(await at({ duration: 1.25 })).toEqual([1, 1.1, 1.2]);
+    expect(await at({ duration: 0.25, durationFromFirst: true })).toEqual([1, 1.1, 1.2]);
+  }, 30_000);
+
   it('after a seek between frames, the first frame is the next one, at its time from the seek point', async () => {
     expect(await times({ start: 0.25 })).toEqual([0.05, 0.15, 0.75, 0.85, 0.95, 1.05, 1.15]);
     expect(await times({ start: 0.25, duration: 0.8 })).toEqual([0.05, 0.15, 0.75]);
   }, 30_000);
 });
+
+describe('videoFrames with an ffmpeg that prints no frame times (the bundled 2018 build)', () => {
+  it('frames larger than a pipe still come, each at index / rate (no wait for a report that never comes)', async () => {
+    const bundled = bundledFfmpegPath();
+    const clip = join(mkdtempSync(join(tmpdir(), 'argus-frames-')), 'big.mkv');
+    // 640x480 RGB: 900 KB a frame, far more than a pipe holds.
+    await runCommand(ffmpeg, ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=640x480:rate=10:duration=2', '-c:v', 'ffv1', clip]);
+    const times: number[] = [];
+    for await (const f of videoFrames({ ffmpegPath: bundled, url: clip, stallMs: 10_000 })) times.push(Math.round(f.pts * 1000) / 1000);
+    expect(times).toEqual(Array.from({ length: 20 }, (_, i) => i / 10));
+  }, 60_000);
+});
+
+describe('frameReport (the metadata filter\'s per-frame lines)', () => {
+  it('a time in µs, NaN for a frame without one (it still counts, so later frames keep their times), null for the key line, undefined otherwise', () => {
+    expect(frameReport('[Parsed_metadata_3 @ 0x55d0] frame:7    pts:1400000 pts_time:1.4')).toBe(1_400_000);
+    expect(frameReport('[Parsed_metadata_3 @ 0x55d0] frame:8    pts:NOPTS   pts_time:NOPTS')).toBeNaN();
+    expect(frameReport('[Parsed_metadata_3 @ 0x55d0] argus=1')).toBeNull();
+    expect(frameReport('frame=   10 fps=0.0 q=-0.0 size=N/A')).toBeUndefined();
+  });
+});
+
