@@ -108,7 +108,7 @@ export function transcodeClip(src: string, out: string, ffmpegArgs: readonly str
  */
 export async function loadModelManifest(ref: string, baseDir = process.cwd()): Promise<{ manifest: ModelManifest; file: string }> {
   const byName = join(PACKAGE_ROOT, 'models', `${ref}.yaml`);
-  const name = /^[A-Za-z0-9_.-]+$/.test(ref);
+  const name = MANIFEST_NAME.test(ref);
   const file = name && existsSync(byName) ? byName : isAbsolute(ref) ? ref : resolve(baseDir, ref);
   // A bare word that is neither a manifest of models/ nor a file: a misspelt name, not a missing file.
   if (name && !/\.ya?ml$/i.test(ref) && !existsSync(file)) throw new ArgusError(ErrorCodes.CONFIG, `"${ref}" is not a known manifest (known: ${(await manifestNames()).join(', ')}) nor a file`);
@@ -116,7 +116,7 @@ export async function loadModelManifest(ref: string, baseDir = process.cwd()): P
   let doc = raw;
   if (typeof raw.extends === 'string') {
     const baseFile = join(PACKAGE_ROOT, 'models', `${raw.extends}.yaml`);
-    if (!/^[A-Za-z0-9_.-]+$/.test(raw.extends) || !existsSync(baseFile)) {
+    if (!MANIFEST_NAME.test(raw.extends) || !existsSync(baseFile)) {
       throw new ArgusError(ErrorCodes.CONFIG, `${file}: extends: "${raw.extends}" is not a known manifest (known: ${(await manifestNames()).join(', ')})`);
     }
     const base = (await readConfigFile(baseFile, z.record(z.unknown()))) as Record<string, unknown>;
@@ -132,6 +132,9 @@ export async function loadModelManifest(ref: string, baseDir = process.cwd()): P
   if (!parsed.success) throw new ArgusError(ErrorCodes.CONFIG, `${file}: invalid model manifest\n${formatIssues(parsed.error)}`);
   return { manifest: parsed.data, file };
 }
+
+/** What a manifest's name (models/NAME.yaml) may be. */
+const MANIFEST_NAME = /^[A-Za-z0-9_.-]+$/;
 
 /** The manifests shipped in models/, by name. */
 async function manifestNames(): Promise<string[]> {

@@ -64,10 +64,9 @@ export function isArgusError(e: unknown, code?: ErrorCode): e is ArgusError {
 
 /**
  * The same error with a context before its message (`p.yaml: sources[0].uri: …`): a coded
- * error whose code is one of `codes` gets it, unless its message already starts with it;
- * anything else is returned as it is.
+ * error whose code is one of `codes` gets it; anything else is returned as it is.
  */
 export function inContext(e: unknown, context: string, codes: readonly ErrorCode[]): unknown {
-  if (!(e instanceof ArgusError) || !codes.includes(e.code) || e.message.startsWith(`${context}: `)) return e;
+  if (!(e instanceof ArgusError) || !codes.includes(e.code)) return e;
   return new ArgusError(e.code, `${context}: ${e.message}`, { cause: e });
 }

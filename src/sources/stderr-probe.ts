@@ -27,7 +27,7 @@ const FRAME_TIME = /^\[Parsed_metadata_\d+ @ [^\]]+\] frame:\s*\d+\s+pts:\s*(\S+
 export function frameReport(line: string): number | null | undefined {
   if (line.charCodeAt(0) !== 91 /* [ */ || !line.startsWith('[Parsed_metadata_')) return undefined;
   const ft = FRAME_TIME.exec(line);
-  return ft ? (/^-?\d+$/.test(ft[1]) ? Number(ft[1]) : NaN) : null;
+  return ft ? Number(ft[1]) : null; // Number('NOPTS') is NaN
 }
 const SIZE = /(?:^|[ ,])(\d{1,5})x(\d{1,5})(?:[ ,\[]|$)/;
 const FPS = /([\d.]+)(k?) fps/;

@@ -170,8 +170,8 @@ function planOutputs(out: string, files: readonly string[]): string[] {
 
 /**
  * `argus detect FILE…`: detections on still images (decoded by sharp), GIFs and videos (every
- * frame decoded by ffmpeg, or at most `fps` a second, each once, with its own time), at full resolution through the exact letterbox,
- * the model and the pipeline's post-processing. Prints a table per file, or one JSON document;
+ * frame decoded by ffmpeg, or at most `fps` a second, each once, with its own time), at full
+ * resolution through the exact letterbox, the model and the pipeline's post-processing. Prints a table per file, or one JSON document;
  * `out` writes annotated copies (images as PNG or JPEG by extension, videos and GIFs as H.264
  * MP4). Returns the JSON document either way.
  */

@@ -174,7 +174,11 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
       reports = times.length > 0;
     }
     if (!reports) return undefined;
-    while (!times.length && !logEnded) await new Promise<void>((r) => (logged = r));
+    if (!times.length && !logEnded) {
+      watch(); // ffmpeg is waited for here too: a report that never comes is a stall
+      while (!times.length && !logEnded) await new Promise<void>((r) => (logged = r));
+      unwatch();
+    }
     return times.shift();
   };
   const exited = new Promise<{ code: number | null; error?: Error }>((res) => {
@@ -214,9 +218,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
       while (cut.length) {
         const data = cut.shift()!;
         const i = index++;
-        watch(); // ffmpeg is waited for here too: a report that never comes is a stall
         const us = await nextTime();
-        unwatch();
         const pts = us !== undefined && Number.isFinite(us) ? us / 1e6 : info!.fps ? i / info!.fps : i;
         first ??= pts;
         // Here, not ffmpeg's -t: with passthrough, ffmpeg rounds a frame's time to 1/rate of the

@@ -64,13 +64,14 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
   const at = options.at ?? 0;
   if (!(at >= 0)) throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${options.at}: expected seconds ≥ 0`);
 
-  const loading = loadToolDetector({ manifest: config.model.manifest, path: config.model.path }, { baseDir, log, base: config.model, field: settingOf({ configFile: file }, 'model.manifest') });
+  const setting = (field: string) => settingOf({ configFile: file }, field);
+  const loading = loadToolDetector({ manifest: config.model.manifest, path: config.model.path }, { baseDir, log, base: config.model, field: setting('model.manifest') });
   loading.catch(() => undefined); // awaited below
   let ffmpegPath: string;
   let url: string;
   try {
     ffmpegPath = (config.ffmpegPath ? await describeFfmpeg(config.ffmpegPath, 'config ffmpegPath') : await resolveFfmpeg()).path;
-    url = await resolveSourceUrl(src, baseDir, ffmpegPath, (m) => log(m), settingOf({ configFile: file }, `sources[${index}]`));
+    url = await resolveSourceUrl(src, baseDir, ffmpegPath, (m) => log(m), setting(`sources[${index}]`));
   } catch (e) {
     await loading.then((d) => d.release(), () => undefined);
     throw e;
@@ -82,7 +83,7 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
     const tracking = config.tracking.enabled;
     const start = tracking ? Math.max(0, at - HISTORY_S) : at;
     // Built before any frame, so an unknown class label fails naming the field.
-    const analyzer = new SourceAnalyzer(src, detector.labels, settingOf({ configFile: file }, `sources[${index}]`));
+    const analyzer = new SourceAnalyzer(src, detector.labels, setting(`sources[${index}]`));
     const fd = new FrameDetector(detector, config.postprocess);
 
     // The pipeline's tracking and rules operators, fed one detected frame at a time.
