@@ -387,10 +387,30 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     // than the file drops stale frames as for a camera). Reading 3 MB and decoding the frame
     // after it then fall in the stage's idle time: on the 2-core machine, 1080p30 clip,
     // due → emitted p50 13.3 → 11.3 ms, p99 30–37 → 29 ms (README).
+    // A frame that comes too late for that (ffmpeg delivered it after the moment it would have
+    // been read: the first frames, or after a stall) is read while the stage is busy only from
+    // half a frame before the one after it is due: read earlier, it would only wait in the
+    // stage, and its decode and 3 MB copy would slow the frame being inferred; the one after it
+    // is then late in turn, so two are never read back to back to replace each other. At
+    // start-up on the 2-core machine, frames 1 and 2 used to be read while frame 0 inferred (25–45
+    // ms instead of 12) and frame 1 was dropped in most runs (README). A stage slower than the
+    // file is not affected: each of its frames is asked for when the one before is released,
+    // half a frame before its own time, so none comes late.
+    let askedSeq = -1;
+    let late = false;
     const holdRead = (): boolean => {
       if (ahead !== undefined) return true;
       if (!stage?.busy || !fps || !playStart) return false;
-      const wait = playStart + ((seq - seqStart - READ_LEAD_FRAMES) / fps) * 1000 - now();
+      const t = now();
+      const k = seq - seqStart;
+      const frameMs = 1000 / fps;
+      const readAt = (j: number) => playStart + (j - READ_LEAD_FRAMES) * frameMs;
+      // Late when first asked for: a read timer that fires a little late does not make it so.
+      if (askedSeq !== seq) {
+        askedSeq = seq;
+        late = t >= readAt(k);
+      }
+      const wait = readAt(late ? k + 1 : k) - t;
       if (wait < 1) return false;
       readTimer ??= setTimeout(() => {
         readTimer = undefined;

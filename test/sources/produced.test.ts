@@ -217,6 +217,46 @@ describe('produced stamp, files', () => {
     sub.unsubscribe();
   });
 
+  it('native rate: a frame that comes late is not read while the stage works, until half a frame before the next one is due', () => {
+    vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
+    const work = [80, 30, 30, 30, 30];
+    const { child, frames, sub } = paced('native', (f) => work[f.data[0]]);
+    child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
+    // ffmpeg's first frame comes 120 ms after the input opened (starting up): frame 1, due at
+    // 100, is late before it can be read; the stage works on frame 0 until t = 200.
+    vi.advanceTimersByTime(120);
+    for (let i = 0; i < 5; i++) child.frame(i);
+    expect(frames).toHaveLength(1);
+    expect(child.stdout.queued).toBe(3); // frame 1 not read although overdue: it would only wait
+    vi.advanceTimersByTime(29); // t = 149
+    expect(frames).toHaveLength(1);
+    vi.advanceTimersByTime(1); // t = 150: half a frame before frame 2 is due: frame 1 is read
+    expect(frames).toHaveLength(2);
+    expect(frames[1].stamps.captured - frames[0].stamps.produced).toBeCloseTo(150, 6);
+    // Frame 2 was late in turn (asked for at 150): not read at once to replace frame 1, but when
+    // the stage is idle (t = 200, frame 0's and frame 1's work done) — never two back to back.
+    expect(child.stdout.queued).toBe(2);
+    vi.advanceTimersByTime(49); // t = 199
+    expect(frames).toHaveLength(2);
+    vi.advanceTimersByTime(1); // t = 200: idle, frame 2 read and due
+    expect(frames).toHaveLength(3);
+    // Frame 3 is asked for at 200, before its read time (250): on time again, read when the
+    // stage is idle (230) and released when due (300).
+    vi.advanceTimersByTime(29);
+    expect(child.stdout.queued).toBe(1);
+    vi.advanceTimersByTime(1);
+    expect(child.stdout.queued).toBe(0);
+    vi.advanceTimersByTime(69);
+    expect(frames).toHaveLength(3);
+    vi.advanceTimersByTime(1);
+    expect(frames).toHaveLength(4);
+    vi.advanceTimersByTime(100);
+    expect(frames.map((f) => f.data[0])).toEqual([0, 1, 2, 3, 4]);
+    const opened = frames[0].stamps.produced;
+    frames.forEach((f, k) => expect(f.stamps.produced).toBeCloseTo(opened + k * 100, 6));
+    sub.unsubscribe();
+  });
+
   it('native rate: ffmpeg exits with frames still held: each is delivered when due, then the source completes', () => {
     vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
     let child!: FakeFfmpeg;
