@@ -241,8 +241,9 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
 
     const onFrame = (data: Buffer): void => {
       if (native && playStart && fps) {
-        // Released at most 1 ms early (a timer's granularity): `produced` is then that frame's
-        // `captured`, so its latency is counted from a moment before it was due, never after.
+        // Released up to about 2 ms early (libuv's timers count whole milliseconds, from a clock
+        // of whole milliseconds): `produced` is then that frame's `captured`, so its latency is
+        // counted from a moment before it was due, never after.
         const wait = playStart + ((seq - seqStart) / fps) * 1000 - now();
         if (wait >= 1) {
           ahead = data;
@@ -388,14 +389,14 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     // after it then fall in the stage's idle time: on the 2-core machine, 1080p30 clip,
     // due → emitted p50 13.3 → 11.3 ms, p99 30–37 → 29 ms (README).
     // A frame that comes too late for that (ffmpeg delivered it after the moment it would have
-    // been read: the first frames, or after a stall) is read while the stage is busy only from
-    // half a frame before the one after it is due: read earlier, it would only wait in the
-    // stage, and its decode and 3 MB copy would slow the frame being inferred; the one after it
-    // is then late in turn, so two are never read back to back to replace each other. At
-    // start-up on the 2-core machine, frames 1 and 2 used to be read while frame 0 inferred (25–45
-    // ms instead of 12) and frame 1 was dropped in most runs (README). A stage slower than the
-    // file is not affected: each of its frames is asked for when the one before is released,
-    // half a frame before its own time, so none comes late.
+    // been read: the first frames, or after a stall) is read while the stage is busy only once
+    // the frame after it is due: read earlier, it would only wait in the stage, and its decode and
+    // 3 MB copy would slow the frame being inferred; the one after it is then late in turn, so
+    // two are never read back to back to replace each other. At start-up on the 2-core machine,
+    // frames 1 and 2 used to be read while frame 0 inferred (25–45 ms instead of 12) and one of
+    // the first frames was dropped in about half the runs (README). A stage slower than the file
+    // is not affected: each of its frames is asked for when the one before is released, half a
+    // frame before its own read time, so none is late.
     let askedSeq = -1;
     let late = false;
     const holdRead = (): boolean => {
@@ -403,14 +404,13 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       if (!stage?.busy || !fps || !playStart) return false;
       const t = now();
       const k = seq - seqStart;
-      const frameMs = 1000 / fps;
-      const readAt = (j: number) => playStart + (j - READ_LEAD_FRAMES) * frameMs;
+      const due = (j: number) => playStart + (j / fps!) * 1000;
       // Late when first asked for: a read timer that fires a little late does not make it so.
       if (askedSeq !== seq) {
         askedSeq = seq;
-        late = t >= readAt(k);
+        late = t >= due(k - READ_LEAD_FRAMES);
       }
-      const wait = readAt(late ? k + 1 : k) - t;
+      const wait = (late ? due(k + 1) : due(k - READ_LEAD_FRAMES)) - t;
       if (wait < 1) return false;
       readTimer ??= setTimeout(() => {
         readTimer = undefined;

@@ -217,43 +217,43 @@ describe('produced stamp, files', () => {
     sub.unsubscribe();
   });
 
-  it('native rate: a frame that comes late is not read while the stage works, until half a frame before the next one is due', () => {
+  it('native rate: a frame that comes late is not read while the stage works, until the next one is due', () => {
     vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
-    const work = [80, 30, 30, 30, 30];
+    const work = [150, 30, 30, 30, 30];
     const { child, frames, sub } = paced('native', (f) => work[f.data[0]]);
     child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
     // ffmpeg's first frame comes 120 ms after the input opened (starting up): frame 1, due at
-    // 100, is late before it can be read; the stage works on frame 0 until t = 200.
+    // 100, is late before it can be read; the stage works on frame 0 until t = 270.
     vi.advanceTimersByTime(120);
     for (let i = 0; i < 5; i++) child.frame(i);
     expect(frames).toHaveLength(1);
     expect(child.stdout.queued).toBe(3); // frame 1 not read although overdue: it would only wait
-    vi.advanceTimersByTime(29); // t = 149
+    vi.advanceTimersByTime(79); // t = 199
     expect(frames).toHaveLength(1);
-    vi.advanceTimersByTime(1); // t = 150: half a frame before frame 2 is due: frame 1 is read
+    vi.advanceTimersByTime(1); // t = 200: frame 2 is due, so frame 1 is read (and would be dropped were frame 2 read too)
     expect(frames).toHaveLength(2);
-    expect(frames[1].stamps.captured - frames[0].stamps.produced).toBeCloseTo(150, 6);
-    // Frame 2 was late in turn (asked for at 150): not read at once to replace frame 1, but when
-    // the stage is idle (t = 200, frame 0's and frame 1's work done) — never two back to back.
+    expect(frames[1].stamps.captured - frames[0].stamps.produced).toBeCloseTo(200, 6);
+    // Frame 2 is late in turn (asked for at 200): not read at once to replace frame 1, but when
+    // the stage is idle (t = 270, frame 0's work done) — never two back to back.
     expect(child.stdout.queued).toBe(2);
-    vi.advanceTimersByTime(49); // t = 199
+    vi.advanceTimersByTime(69); // t = 269
     expect(frames).toHaveLength(2);
-    vi.advanceTimersByTime(1); // t = 200: idle, frame 2 read and due
+    vi.advanceTimersByTime(1); // t = 270: idle
     expect(frames).toHaveLength(3);
-    // Frame 3 is asked for at 200, before its read time (250): on time again, read when the
-    // stage is idle (230) and released when due (300).
+    // Frame 3 (asked for at 270, its read time 250 gone): read when the stage is idle again (300).
     vi.advanceTimersByTime(29);
     expect(child.stdout.queued).toBe(1);
-    vi.advanceTimersByTime(1);
-    expect(child.stdout.queued).toBe(0);
-    vi.advanceTimersByTime(69);
     expect(frames).toHaveLength(3);
     vi.advanceTimersByTime(1);
     expect(frames).toHaveLength(4);
-    vi.advanceTimersByTime(100);
+    // Frame 4, asked for at 300 before its read time (350): on time again, released when due.
+    vi.advanceTimersByTime(99);
+    expect(frames).toHaveLength(4);
+    vi.advanceTimersByTime(1);
     expect(frames.map((f) => f.data[0])).toEqual([0, 1, 2, 3, 4]);
     const opened = frames[0].stamps.produced;
     frames.forEach((f, k) => expect(f.stamps.produced).toBeCloseTo(opened + k * 100, 6));
+    expect(frames[4].stamps.captured - opened).toBeCloseTo(400, 6);
     sub.unsubscribe();
   });
 
@@ -384,9 +384,16 @@ describe('produced stamp with the real ffmpeg', () => {
     );
     expect(frames.map((f) => f.producedBy)).toEqual(Array(8).fill('due'));
     const fps = 10; // the clip's rate
-    const due = frames.map((f, k) => ({ k, f })).filter(({ f }) => f.stamps.produced < f.stamps.captured);
-    expect(due.length).toBeGreaterThanOrEqual(2);
-    for (const { k, f } of due) expect(f.stamps.produced - due[0].f.stamps.produced).toBeCloseTo(((k - due[0].k) * 1000) / fps, 3);
+    // Frame 0 comes after the input opened (ffmpeg decodes it first): stamped with that moment.
+    const opened = frames[0].stamps.produced;
+    expect(opened).toBeLessThan(frames[0].stamps.captured);
+    // Frame k is due k / fps later; one released a little early (libuv's timers count whole
+    // milliseconds, from a clock of whole milliseconds: up to 2 ms) is stamped with its release.
+    frames.forEach((f, k) => {
+      expect(f.stamps.produced).toBeLessThanOrEqual(f.stamps.captured);
+      expect(f.stamps.produced - opened).toBeLessThanOrEqual((k * 1000) / fps + 1e-6);
+      expect(f.stamps.produced - opened).toBeGreaterThanOrEqual((k * 1000) / fps - 2 - 1e-6);
+    });
   });
 });
 
