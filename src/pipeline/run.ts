@@ -159,7 +159,8 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     if (annotateConfig) {
       const { AnnotateSink } = await import('../sinks/annotate.js');
       const enabled = config.sources.filter((s) => s.enabled);
-      const fpsOf = (id: string) => enabled.find((s) => s.id === id)?.fps ?? pipeline.stats.find((s) => s.id === id)?.fps;
+      // The rate delivered (asked at a source's first frame): the configured fps, or the source's own where that is lower.
+      const fpsOf = (id: string) => pipeline.stats.find((s) => s.id === id)?.fps ?? enabled.find((s) => s.id === id)?.fps;
       const open = () => AnnotateSink.open({ ...annotateConfig, baseDir, sources: enabled.map((s) => s.id), inputs: pipeline.inputs, ffmpegPath: pipeline.ffmpegPath, channelOrder: manifest.preprocess.channelOrder, labels: pipeline.detector.labels, fpsOf, log });
       annotate = started.annotate = await life.start('annotate', open, (a) => a.close());
     }

@@ -1,6 +1,6 @@
 import { spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { catchError, Observable, throwError } from 'rxjs';
+import { catchError, defer, Observable, throwError } from 'rxjs';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
@@ -39,10 +39,11 @@ export interface FfmpegSourceOptions {
   /** Called with the child right after spawn. */
   onSpawn?: (child: ChildProcess) => void;
   /**
-   * `source-yuv` frames: set by a run that found the source calls for packed frames (not 4:2:0,
-   * odd height, small), so that the source's next runs (restarts) start with packed ones.
+   * What a run found out about the source, so that its next runs (restarts) start with it:
+   * `packed`, the source calls for packed frames instead of `source-yuv` ones (not 4:2:0, odd
+   * height, small); `ownRate`, a file's own rate is at or below the configured `fps`.
    */
-  packedMemo?: { packed?: boolean };
+  memo?: SourceMemo;
   /** The input's resolution changed mid-stream; frames from now on carry the new letterbox. */
   onResize?: (from: Letterbox, to: Letterbox) => void;
   /** `seq` of the first frame (a restarted source goes on counting). Default 0. */
@@ -74,22 +75,39 @@ const TRANSIENT_SPAWN_ERRORS = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM'])
  * cannot report a video stream, or exits with a failure. Unsubscribing kills ffmpeg.
  */
 export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
-  if (options.output.frame !== 'source-yuv') return oneFfmpeg(options);
-  const packed = { ...options, output: { ...options.output, frame: 'source' as const } };
-  const memo = options.packedMemo;
-  if (memo?.packed) return oneFfmpeg(packed);
-  // A source that is not 4:2:0 (a 4:4:4 JPEG, a GIF's palette, 10-bit video), of an odd
-  // height, or small (YUV_MIN_PIXELS), is run again with packed frames, which ffmpeg converts
-  // from the source's own format: the values stay those of a direct conversion. Decided from
-  // ffmpeg's report of the input, before any frame is read.
-  return oneFfmpeg(options).pipe(
-    catchError((e: unknown) => {
-      if (!(e instanceof NotYuv420)) return throwError(() => e);
-      if (memo) memo.packed = true;
-      return oneFfmpeg(packed);
-    }),
-  );
+  const memo = options.memo ?? {};
+  // Decided from ffmpeg's report of the input, before any frame is read; a source is run again
+  // at most once for each.
+  // - A source that is not 4:2:0 (a 4:4:4 JPEG, a GIF's palette, 10-bit video), of an odd
+  //   height, or small (YUV_MIN_PIXELS), is run again with packed frames, which ffmpeg converts
+  //   from the source's own format: the values stay those of a direct conversion.
+  // - A file whose own rate is below the configured `fps` is run again without the fps filter,
+  //   which would repeat its frames to make up the rate (each one inferred, published and counted
+  //   twice at 60 over 30 fps): every frame once, at the file's rate.
+  const run = (): Observable<Frame> => {
+    let o = options;
+    if (memo.ownRate) o = { ...o, input: { ...o.input, fps: undefined } };
+    if (memo.packed && o.output.frame === 'source-yuv') o = { ...o, output: { ...o.output, frame: 'source' } };
+    return oneFfmpeg(o).pipe(
+      catchError((e: unknown) => {
+        if (e instanceof NotYuv420) memo.packed = true;
+        else if (e instanceof RateAboveSource) memo.ownRate = true;
+        else return throwError(() => e);
+        return run();
+      }),
+    );
+  };
+  return defer(run);
 }
+
+/** What runs of one source learnt of it (FfmpegSourceOptions.memo). */
+export interface SourceMemo {
+  packed?: boolean;
+  ownRate?: boolean;
+}
+
+/** The file's own rate is below the configured one: ffmpegSource runs it again at its own rate. */
+class RateAboveSource extends Error {}
 
 /** The input is not 4:2:0 YUV: ffmpegSource runs it again with packed frames. */
 class NotYuv420 extends Error {}
@@ -347,6 +365,14 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       if (lb) return;
       const size = atSource ? probe.output : inputInfo;
       if (!size) return;
+      if (input.kind === 'file' && input.fps && inputInfo?.fps && input.fps > inputInfo.fps) {
+        if (closed) return;
+        closed = true;
+        killedByUs = true;
+        child.kill('SIGKILL');
+        subscriber.error(new RateAboveSource(`source "${id}": fps ${input.fps} is above the file's ${inputInfo.fps}`));
+        return;
+      }
       if (layout === 'yuv420p') {
         if (closed) return;
         // An odd height too: ffmpeg converts such pictures with its general scaler, whose

@@ -3,7 +3,7 @@ import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import type { Frame } from '../core/frame.js';
-import { ffmpegSource, type FfmpegSourceOptions } from './ffmpeg-source.js';
+import { ffmpegSource, type FfmpegSourceOptions, type SourceMemo } from './ffmpeg-source.js';
 import { backoffDelay, type ReconnectPolicy, type SourceState, type Transition } from './health.js';
 
 export interface WatchdogOptions {
@@ -112,7 +112,7 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     };
 
     /** What a run learnt of the frames this source calls for (ffmpegSource): restarts start with it. */
-    const packedMemo: { packed?: boolean } = {};
+    const memo: SourceMemo = {};
     /** One ffmpeg run per subscription, from where the source is: files at the next frame not yet delivered. */
     const runOnce = defer(() => {
       runSeek = isFile ? nextPosition() : 0;
@@ -122,7 +122,7 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       const exact = format !== undefined && EXACT_SEEK_FORMAT.test(format);
       return run({
         ...runOptions,
-        packedMemo,
+        memo,
         // Looping is done here (restart at 0), so the position in the file is always known.
         input: isFile ? { ...o.input, loop: false, seek, seekMargin: seek !== undefined && !exact ? SEEK_MARGIN_S : 0 } : o.input,
         seqStart: nextSeq,
@@ -130,7 +130,9 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
         clock,
         onStreamInfo: (info, lb) => {
           opened = true;
-          fps ??= info.fps;
+          // A file plays at the rate delivered: its own where the configured `fps` is above it.
+          if (isFile) fps = info.fps ?? fps;
+          else fps ??= info.fps;
           format ??= info.format;
           o.onStreamInfo?.(info, lb);
         },

@@ -101,4 +101,22 @@ describe('annotated video of the person clip (real model)', () => {
     for (let y = 0.83 * H; y < 0.95 * H; y += 4) for (let x = 0.05 * W; x < 0.25 * W; x += 4) far.push([x, y]);
     expect(mean(zone), 'tint inside the zone').toBeGreaterThan(3 * mean(far));
   });
+  it('a source with `fps` above the clip\'s: each frame once, written at the rate delivered (the clip\'s 10, not 25)', async () => {
+    const file = resolve(ROOT, 'pipelines/safety-zone.yaml');
+    const config = await loadPipeline(file, { ...process.env, ARGUS_DEMO_RATE: 'fast', ARGUS_SNAPSHOTS: 'none' });
+    config.sources[0].fps = 25;
+    const dir = mkdtempSync(join(tmpdir(), 'argus-annotate-fps-'));
+    const pts: number[] = [];
+    const summary = await runPipeline(config, {
+      baseDir: pipelineBaseDir(file),
+      annotate: join(dir, '{source}.mp4'),
+      maxFrames: 20,
+      status: false,
+      onResult: (r) => pts.push(r.frame.pts),
+    });
+    expect(summary.frames).toBe(20);
+    expect(pts).toEqual(pts.map((_p, i) => i / 10)); // the clip's frames, 0.1 s apart
+    expect(summary.annotate![0]).toMatchObject({ fps: 10, skipped: 0 });
+    expect(probe(join(dir, 'lobby.mp4')).r_frame_rate).toBe('10/1');
+  });
 });

@@ -205,7 +205,7 @@ describe('sources deliver 4:2:0 frames as they were decoded where the kernel run
     for (let run = 0; run < 2; run++) {
       let n = 0;
       const frames = await firstValueFrom(
-        ffmpegSource({ id: 'x', input: { url: join(MIRROR, 'streams', 'bolt-multi-size-detection.gif'), kind: 'file', rate: 'fast', loop: false }, output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114, rounding: 'floor', frame: 'source-yuv' }, ffmpegPath: FFMPEG, packedMemo: memo, onSpawn: () => n++ }).pipe(take(2), toArray()),
+        ffmpegSource({ id: 'x', input: { url: join(MIRROR, 'streams', 'bolt-multi-size-detection.gif'), kind: 'file', rate: 'fast', loop: false }, output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114, rounding: 'floor', frame: 'source-yuv' }, ffmpegPath: FFMPEG, memo, onSpawn: () => n++ }).pipe(take(2), toArray()),
       );
       expect(frames.map((f) => f.layout)).toEqual(['source', 'source']);
       spawned.push(n);

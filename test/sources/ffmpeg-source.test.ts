@@ -82,6 +82,29 @@ describe('ffmpegSource (real ffmpeg)', () => {
     expect(frames[0].stamps.captured).toBeGreaterThan(Date.now() - 60_000);
   });
 
+  it('a file with `fps` above its own rate: every frame once, at the file\'s rate (no repeats); its restarts start so', async () => {
+    const first = (o: FfmpegSourceOptions) => lastValueFrom(ffmpegSource(o).pipe(take(12), toArray()));
+    const reference = await first(opts({})); // 10 fps, no fps filter
+    const memo = {};
+    const spawned: number[] = [];
+    const infoFps: (number | undefined)[] = [];
+    for (let run = 0; run < 2; run++) {
+      let n = 0;
+      const frames = await first(opts({ fps: 25 }, { memo, onSpawn: () => n++, onStreamInfo: (info) => infoFps.push(info.fps) }));
+      spawned.push(n);
+      // The same pictures as the file's own frames, one each (the fps filter repeated them: 25 over 10 fps)
+      frames.forEach((f, i) => expect(Buffer.compare(f.data, reference[i].data), `frame ${i}`).toBe(0));
+      expect(frames.map((f) => f.pts)).toEqual(reference.map((f) => f.pts));
+    }
+    expect(spawned).toEqual([2, 1]); // found out once; the restart starts at the file's rate
+    expect(infoFps).toEqual([10, 10]);
+    // Below the file's rate, the fps filter still resamples it (one ffmpeg).
+    let n = 0;
+    const five = await lastValueFrom(ffmpegSource(opts({ fps: 5 }, { onSpawn: () => n++ })).pipe(take(4), toArray()));
+    expect(n).toBe(1);
+    expect(five.map((f) => f.pts)).toEqual([0, 0.2, 0.4, 0.6]);
+  });
+
   it('unsubscribing kills ffmpeg', async () => {
     let child: ChildProcess | undefined;
     let exited = false;

@@ -92,6 +92,28 @@ describe('a native-rate file resumes where it was (real ffmpeg)', () => {
     expect(s.children[1].spawnargs.join(' ')).toMatch(/-ss \d+\.\d{6} .*-i /);
   }, 60_000);
 
+  it('a file with `fps` above its own rate, killed after 12 frames: resumed at the next frame at the file\'s rate; pts the position played', async () => {
+    const s = source(mp4, false, { input: { url: mp4, kind: 'file', rate: 'fast', loop: false, fps: 25 } });
+    let n = 0;
+    const frames: Frame[] = [];
+    await new Promise<void>((resolve, reject) =>
+      s.src.subscribe({
+        next: (f) => {
+          frames.push(f);
+          if (++n === 12) s.children.at(-1)!.kill('SIGKILL');
+        },
+        error: reject,
+        complete: resolve,
+      }),
+    );
+    // The first ffmpeg found the file's rate (10 fps) below 25 and was run again without the fps
+    // filter; the restart after the kill starts so at once: three in all.
+    expect(s.children).toHaveLength(3);
+    expect(frames.map(hash)).toEqual(refs.get(mp4)); // each frame once, none repeated
+    // pts is the position in the file, at the file's rate, across the restart.
+    frames.forEach((f, i) => expect(f.pts, `frame ${i}`).toBeCloseTo(i / 10, 6));
+  }, 60_000);
+
   it('a stalled native file (ffmpeg frozen): the watchdog restarts it at the next frame, and the stall shows in pts', async () => {
     const s = source(mp4, false, { watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 1000 } });
     let n = 0;
