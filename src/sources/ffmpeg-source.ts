@@ -419,29 +419,53 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     // the frame after it is due: read earlier, it would only wait in the stage, and its decode and
     // 3 MB copy would slow the frame being inferred; the one after it is then late in turn, so
     // two are never read back to back to replace each other. At start-up on the 2-core machine,
-    // frames 1 and 2 used to be read while frame 0 inferred (25–45 ms instead of 12) and one of
-    // the first frames was dropped in about half the runs (README). A stage slower than the file
-    // is not affected: each of its frames is asked for when the one before is released, half a
-    // frame before its own read time, so none is late.
+    // frames 1 and 2 used to be read while frame 0 inferred (25–45 ms instead of 12), and one of
+    // the first frames was dropped in 9 of 10 runs (README). When two late frames in a row are
+    // read at that deadline with the stage still busy, the stage is slower than the file, not
+    // starting up: frames are read at their normal time again (a stale one dropped), and not
+    // held as late until the stage has been idle, so a slow stage's frames are never a frame
+    // staler than before.
     let askedSeq = -1;
     let late = false;
+    let lateAtDeadline = 0; // late frames in a row read at their deadline, the stage busy
+    let countedSeq = -1;
+    let readTimerAt = 0;
     const holdRead = (): boolean => {
       if (ahead !== undefined) return true;
-      if (!stage?.busy || !fps || !playStart) return false;
+      if (!stage || !fps || !playStart) return false;
+      if (!stage.busy) {
+        lateAtDeadline = 0;
+        return false;
+      }
       const t = now();
       const k = seq - seqStart;
       const due = (j: number) => playStart + (j / fps!) * 1000;
       // Late when first asked for: a read timer that fires a little late does not make it so.
       if (askedSeq !== seq) {
         askedSeq = seq;
-        late = t >= due(k - READ_LEAD_FRAMES);
+        late = lateAtDeadline < 2 && t >= due(k - READ_LEAD_FRAMES);
       }
-      const wait = (late ? due(k + 1) : due(k - READ_LEAD_FRAMES)) - t;
-      if (wait < 1) return false;
-      readTimer ??= setTimeout(() => {
+      const at = late ? due(k + 1) : due(k - READ_LEAD_FRAMES);
+      if (at - t < 1) {
+        if (late && countedSeq !== seq) {
+          countedSeq = seq;
+          lateAtDeadline++;
+        }
+        return false;
+      }
+      // One timer, for the earliest read wanted (a late frame's deadline may be later than the
+      // read time of the frame after it, when the stage went idle in between).
+      if (readTimer && at < readTimerAt) {
+        clearTimeout(readTimer);
         readTimer = undefined;
-        resumeIfAllowed();
-      }, wait);
+      }
+      if (!readTimer) {
+        readTimerAt = at;
+        readTimer = setTimeout(() => {
+          readTimer = undefined;
+          resumeIfAllowed();
+        }, at - t);
+      }
       return true;
     };
     const hold = pace || native ? holdRead : undefined;

@@ -257,6 +257,43 @@ describe('produced stamp, files', () => {
     sub.unsubscribe();
   });
 
+  it('native rate: a stage slower than the file from the start: after two late frames read at their deadline, frames are read at their time again', () => {
+    vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
+    const { child, frames, sub } = paced('native', () => 250); // 250 ms a frame, the file 100
+    child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
+    vi.advanceTimersByTime(120); // the first frame comes 120 ms after the input opened
+    for (let i = 0; i < 7; i++) child.frame(i);
+    vi.advanceTimersByTime(500);
+    const opened = frames[0].stamps.produced;
+    // Frames 1 and 2 came late and were held to their deadline (the next frame's due time) with
+    // the stage busy both times: that is a slow stage, not a start-up, so frame 3 is read at once
+    // (due at 300) and frames 4 to 6 half a frame before they are due and released when due,
+    // as for any stage slower than the file: no frame held a period longer than that.
+    expect(frames.map((f) => Math.round(f.stamps.captured - opened))).toEqual([120, 200, 300, 300, 400, 500, 600]);
+    sub.unsubscribe();
+  });
+
+  it('native rate: a late frame read when the stage went idle leaves no later timer behind: the next frame is read half a frame before it is due', () => {
+    vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
+    const work = [10, 200, 10, 10, 10];
+    const { child, frames, sub } = paced('native', (f) => work[f.data[0]]);
+    child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
+    vi.advanceTimersByTime(120);
+    for (let i = 0; i < 5; i++) child.frame(i);
+    expect(child.stdout.queued).toBe(3); // frame 1 late: held for frame 2's due time (200), or until the stage is idle
+    vi.advanceTimersByTime(10); // t = 130: idle, frame 1 read; the stage works on it until 330
+    expect(frames).toHaveLength(2);
+    expect(child.stdout.queued).toBe(2);
+    vi.advanceTimersByTime(19); // t = 149
+    expect(child.stdout.queued).toBe(2);
+    vi.advanceTimersByTime(1); // t = 150: half a frame before frame 2 is due (not at 200, frame 1's deadline)
+    expect(child.stdout.queued).toBe(1);
+    vi.advanceTimersByTime(50);
+    expect(frames).toHaveLength(3);
+    expect(frames[2].stamps.captured - frames[0].stamps.produced).toBeCloseTo(200, 6);
+    sub.unsubscribe();
+  });
+
   it('native rate: ffmpeg exits with frames still held: each is delivered when due, then the source completes', () => {
     vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
     let child!: FakeFfmpeg;
