@@ -191,9 +191,11 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
   const filters = [
     // Timestamps after an input seek start at 0 at the seek point: drop the margin's frames.
     ...(trim > 0 ? [`trim=start=${trim.toFixed(6)}`] : []),
-    // Files: the fps filter (frames at exactly that rate). Live sources: their timestamps are
-    // the wall clock, from which the fps filter, counting from 0, would emit duplicates without
-    // end; the first frame of each 1/fps interval is kept instead (never a duplicate).
+    // Files: the fps filter (frames at exactly that rate; a file whose own rate is below it is
+    // run without it, by ffmpegSource, so that no frame is repeated). Live sources: their
+    // timestamps are the wall clock, from which the fps filter, counting from 0, would emit
+    // duplicates without end; the first frame of each 1/fps interval is kept instead (never a
+    // duplicate).
     ...(input.fps ? [live ? sampleFilter(input.fps) : `fps=${input.fps}`] : []),
     ...(out.frame === 'source' || out.frame === 'source-yuv'
       ? // Full size, converted only: argus letterboxes. Pictures of more pixels than 4K UHD (a

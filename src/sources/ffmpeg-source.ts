@@ -41,7 +41,8 @@ export interface FfmpegSourceOptions {
   /**
    * What a run found out about the source, so that its next runs (restarts) start with it:
    * `packed`, the source calls for packed frames instead of `source-yuv` ones (not 4:2:0, odd
-   * height, small); `ownRate`, a file's own rate is at or below the configured `fps`.
+   * height, small); `ownRate`, a file's own rate (as ffmpeg reports it: the average, for a
+   * variable-rate file) is below the configured `fps`.
    */
   memo?: SourceMemo;
   /** The input's resolution changed mid-stream; frames from now on carry the new letterbox. */
