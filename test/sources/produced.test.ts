@@ -55,6 +55,20 @@ function paced(rate: 'native' | 'fast', workMs: (f: Frame) => number) {
   return { child, frames, sub, end };
 }
 
+/**
+ * A native-rate file at 10 fps (virtual time) whose first frame comes 120 ms after the input
+ * opened, as when ffmpeg starts up: `count` frames are then decoded at once, and the stage works
+ * on each for `workMs(frame index)`.
+ */
+function lateStart(workMs: (k: number) => number, count: number) {
+  vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
+  const run = paced('native', (f) => workMs(f.data[0]));
+  run.child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
+  vi.advanceTimersByTime(120);
+  for (let i = 0; i < count; i++) run.child.frame(i);
+  return run;
+}
+
 /** The line ffmpeg's `metadata` filter prints for a frame whose time is `ms` (epoch). */
 const timeLine = (n: number, ms: number) => `[Parsed_metadata_7 @ 0x55d0c0ffee00] frame:${n}    pts:${Math.round(ms * 1000)} pts_time:1.76e+09\n[Parsed_metadata_7 @ 0x55d0c0ffee00] argus=1\n`;
 
@@ -218,14 +232,9 @@ describe('produced stamp, files', () => {
   });
 
   it('native rate: a frame that comes late is not read while the stage works, until the next one is due', () => {
-    vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
+    // Frame 1, due at 100, is late before it can be read; the stage works on frame 0 until t = 270.
     const work = [150, 30, 30, 30, 30];
-    const { child, frames, sub } = paced('native', (f) => work[f.data[0]]);
-    child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
-    // ffmpeg's first frame comes 120 ms after the input opened (starting up): frame 1, due at
-    // 100, is late before it can be read; the stage works on frame 0 until t = 270.
-    vi.advanceTimersByTime(120);
-    for (let i = 0; i < 5; i++) child.frame(i);
+    const { child, frames, sub } = lateStart((k) => work[k], 5);
     expect(frames).toHaveLength(1);
     expect(child.stdout.queued).toBe(3); // frame 1 not read although overdue: it would only wait
     vi.advanceTimersByTime(79); // t = 199
@@ -258,11 +267,7 @@ describe('produced stamp, files', () => {
   });
 
   it('native rate: a stage slower than the file from the start: after two late frames read at their deadline, frames are read at their time again', () => {
-    vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
-    const { child, frames, sub } = paced('native', () => 250); // 250 ms a frame, the file 100
-    child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
-    vi.advanceTimersByTime(120); // the first frame comes 120 ms after the input opened
-    for (let i = 0; i < 7; i++) child.frame(i);
+    const { frames, sub } = lateStart(() => 250, 7); // 250 ms a frame, the file 100
     vi.advanceTimersByTime(500);
     const opened = frames[0].stamps.produced;
     // Frames 1 and 2 came late and were held to their deadline (the next frame's due time) with
@@ -274,12 +279,8 @@ describe('produced stamp, files', () => {
   });
 
   it('native rate: a late frame read when the stage went idle leaves no later timer behind: the next frame is read half a frame before it is due', () => {
-    vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
     const work = [10, 200, 10, 10, 10];
-    const { child, frames, sub } = paced('native', (f) => work[f.data[0]]);
-    child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
-    vi.advanceTimersByTime(120);
-    for (let i = 0; i < 5; i++) child.frame(i);
+    const { child, frames, sub } = lateStart((k) => work[k], 5);
     expect(child.stdout.queued).toBe(3); // frame 1 late: held for frame 2's due time (200), or until the stage is idle
     vi.advanceTimersByTime(10); // t = 130: idle, frame 1 read; the stage works on it until 330
     expect(frames).toHaveLength(2);

@@ -63,24 +63,29 @@ function source(url: string, loop: boolean, over: Partial<SupervisedSourceOption
 
 const increasing = (xs: number[]) => xs.every((x, i) => i === 0 || x > xs[i - 1]);
 
+/** Every frame of the source until it ends; `act` is called once, at the `at`-th frame. */
+function collect(s: ReturnType<typeof source>, at: number, act: () => void): Promise<Frame[]> {
+  let n = 0;
+  const frames: Frame[] = [];
+  return new Promise<Frame[]>((resolve, reject) =>
+    s.src.subscribe({
+      next: (f) => {
+        frames.push(f);
+        if (++n === at) act();
+      },
+      error: reject,
+      complete: () => resolve(frames),
+    }),
+  );
+}
+
 describe('a native-rate file resumes where it was (real ffmpeg)', () => {
   it.each([
     ['MP4 (exact seek)', () => mp4],
     ['MPEG-TS (seek with a margin, trimmed)', () => ts],
   ])('%s: ffmpeg killed after 12 frames → restarted at frame 12: every frame once, in order; seq/pts continuous; ends', async (_n, file) => {
     const s = source(file(), false);
-    let n = 0;
-    const frames: Frame[] = [];
-    await new Promise<void>((resolve, reject) =>
-      s.src.subscribe({
-        next: (f) => {
-          frames.push(f);
-          if (++n === 12) s.children[0].kill('SIGKILL');
-        },
-        error: reject,
-        complete: resolve,
-      }),
-    );
+    const frames = await collect(s, 12, () => s.children[0].kill('SIGKILL'));
     expect(s.children).toHaveLength(2);
     expect(s.transitions.map((t) => t.state)).toEqual(['starting', 'streaming', 'reconnecting', 'streaming', 'ended']);
     expect(s.transitions[2].code).toBe('VAP_ERR_SOURCE_EXIT');
@@ -94,18 +99,7 @@ describe('a native-rate file resumes where it was (real ffmpeg)', () => {
 
   it('a file with `fps` above its own rate, killed after 12 frames: resumed at the next frame at the file\'s rate; pts the position played', async () => {
     const s = source(mp4, false, { input: { url: mp4, kind: 'file', rate: 'fast', loop: false, fps: 25 } });
-    let n = 0;
-    const frames: Frame[] = [];
-    await new Promise<void>((resolve, reject) =>
-      s.src.subscribe({
-        next: (f) => {
-          frames.push(f);
-          if (++n === 12) s.children.at(-1)!.kill('SIGKILL');
-        },
-        error: reject,
-        complete: resolve,
-      }),
-    );
+    const frames = await collect(s, 12, () => s.children.at(-1)!.kill('SIGKILL'));
     // The first ffmpeg found the file's rate (10 fps) below 25 and was run again without the fps
     // filter; the restart after the kill starts so at once: three in all.
     expect(s.children).toHaveLength(3);
@@ -116,18 +110,8 @@ describe('a native-rate file resumes where it was (real ffmpeg)', () => {
 
   it('a stalled native file (ffmpeg frozen): the watchdog restarts it at the next frame, and the stall shows in pts', async () => {
     const s = source(mp4, false, { watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 1000 } });
-    let n = 0;
-    const frames: Frame[] = [];
-    await new Promise<void>((resolve, reject) =>
-      s.src.subscribe({
-        next: (f) => {
-          frames.push(f);
-          if (++n === 8) process.kill(s.children[0].pid!, 'SIGSTOP'); // SIGKILL (the watchdog's) ends a stopped process too
-        },
-        error: reject,
-        complete: resolve,
-      }),
-    );
+    // SIGKILL (the watchdog's) ends a stopped process too.
+    const frames = await collect(s, 8, () => process.kill(s.children[0].pid!, 'SIGSTOP'));
     expect(s.transitions.map((t) => t.state)).toEqual(['starting', 'streaming', 'stalled', 'reconnecting', 'streaming', 'ended']);
     expect(frames.map(hash)).toEqual(refs.get(mp4));
     expect(frames.map((f) => f.seq)).toEqual(frames.map((_f, i) => i));
