@@ -360,38 +360,36 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     const early: Buffer[] = [];
     // Source-size frames need only the output's line (it has the rate too).
     let inputInfo: StreamInfo | undefined;
+    // Told by ffmpeg's report of the input, before any frame is read: ffmpeg is stopped, and the
+    // source run again as it calls for (ffmpegSource) or failed.
+    const stop = (err: Error): void => {
+      closed = true;
+      killedByUs = true;
+      child.kill('SIGKILL');
+      subscriber.error(err);
+    };
     stderr.setEncoding('utf8');
     stderr.on('data', (chunk: string) => {
       inputInfo = probe.push(chunk) ?? inputInfo;
       if (lb) return;
       const size = atSource ? probe.output : inputInfo;
       if (!size) return;
+      if (closed) return;
       if (input.kind === 'file' && input.fps && inputInfo?.fps && input.fps > inputInfo.fps) {
-        if (closed) return;
-        closed = true;
-        killedByUs = true;
-        child.kill('SIGKILL');
-        subscriber.error(new RateAboveSource(`source "${id}": fps ${input.fps} is above the file's ${inputInfo.fps}`));
+        stop(new RateAboveSource(`source "${id}": fps ${input.fps} is above the file's ${inputInfo.fps}`));
         return;
       }
       if (layout === 'yuv420p') {
-        if (closed) return;
         // An odd height too: ffmpeg converts such pictures with its general scaler, whose
         // arithmetic the kernel does not reproduce. And a small picture: see YUV_MIN_PIXELS.
         if (!YUV420.has(probe.info?.pixFmt ?? '') || size.height % 2 !== 0 || size.width * size.height < YUV_MIN_PIXELS) {
-          closed = true;
-          killedByUs = true;
-          child.kill('SIGKILL');
-          subscriber.error(new NotYuv420(`source "${id}": the input is ${probe.info?.pixFmt ?? 'of an unnamed pixel format'}, ${size.width}x${size.height}`));
+          stop(new NotYuv420(`source "${id}": the input is ${probe.info?.pixFmt ?? 'of an unnamed pixel format'}, ${size.width}x${size.height}`));
           return;
         }
         const out = probe.output!;
         // The format filter allows only these two; anything else is a bug worth a clear error.
         if (out.pixFmt !== 'yuv420p' && out.pixFmt !== 'yuvj420p') {
-          closed = true;
-          killedByUs = true;
-          child.kill('SIGKILL');
-          fail(ErrorCodes.SOURCE_PROBE, `source "${id}": ffmpeg writes ${out.pixFmt ?? 'an unnamed pixel format'}, not the yuv420p asked for`);
+          stop(new ArgusError(ErrorCodes.SOURCE_PROBE, redact(`source "${id}": ffmpeg writes ${out.pixFmt ?? 'an unnamed pixel format'}, not the yuv420p asked for`)));
           return;
         }
         colour = colourOf(out.pixFmt, out.pixDetails);
@@ -429,8 +427,9 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     let askedSeq = -1;
     let late = false;
     let lateAtDeadline = 0; // late frames in a row read at their deadline, the stage busy
-    let countedSeq = -1;
     let readTimerAt = 0;
+    /** When frame k (counted from this run's first) is due; fps and playStart are known. */
+    const due = (k: number): number => playStart + (k / fps!) * 1000;
     const holdRead = (): boolean => {
       if (ahead !== undefined) return true;
       if (!stage || !fps || !playStart) return false;
@@ -440,7 +439,6 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       }
       const t = now();
       const k = seq - seqStart;
-      const due = (j: number) => playStart + (j / fps!) * 1000;
       // Late when first asked for: a read timer that fires a little late does not make it so.
       if (askedSeq !== seq) {
         askedSeq = seq;
@@ -448,8 +446,9 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       }
       const at = late ? due(k + 1) : due(k - READ_LEAD_FRAMES);
       if (at - t < 1) {
-        if (late && countedSeq !== seq) {
-          countedSeq = seq;
+        // Counted once: asked again for this frame, it is read at once all the same.
+        if (late) {
+          late = false;
           lateAtDeadline++;
         }
         return false;

@@ -41,6 +41,21 @@ describe('ffmpegSource with an ffmpeg that never says the size', () => {
   });
 });
 
+describe('ffmpegSource with an ffmpeg that writes other pixels than asked', () => {
+  it('4:2:0 frames asked, rgb24 written: a coded probe error naming the format, ffmpeg stopped before any frame', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-fmt-'));
+    const fake = join(dir, 'ffmpeg');
+    const input = "Input #0, mov,mp4,m4a,3gp,3g2,mj2, from 'x':\\n  Stream #0:0: Video: h264 (High), yuv420p(tv, bt709, progressive), 640x360, 10 fps, 10 tbr\\n";
+    const out = "Output #0, rawvideo, to 'pipe:':\\n  Stream #0:0: Video: rawvideo (RGB[24] / 0x18424752), rgb24, 640x360, q=2-31, 10 fps\\n";
+    writeFileSync(fake, `#!/bin/sh\nprintf "${input}${out}" >&2\nexec sleep 30\n`, { mode: 0o755 });
+    let frames = 0;
+    const err = await lastValueFrom(ffmpegSource({ ...opts(), ffmpegPath: fake, output: { ...output, frame: 'source-yuv' } }).pipe(tap(() => frames++))).catch((e) => e);
+    expect(isArgusError(err) && err.code).toBe('VAP_ERR_SOURCE_PROBE');
+    expect(err.message).toContain('ffmpeg writes rgb24, not the yuv420p asked for');
+    expect(frames).toBe(0);
+  });
+});
+
 describe('ffmpegSource (real ffmpeg)', () => {
   it('frames at the source size: the picture as decoded, at its own size, in the model channel order; larger than 4K UHD reduced to fit it', async () => {
     const src = { ...output, rounding: 'floor' as const, frame: 'source' as const };
