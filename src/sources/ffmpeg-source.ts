@@ -50,8 +50,9 @@ export interface FfmpegSourceOptions {
   /** `seq` of the first frame (a restarted source goes on counting). Default 0. */
   seqStart?: number;
   /**
-   * `pts` of the first frame, seconds; later frames add `1 / fps` each (or the time since the
-   * first frame when the rate is unknown). A function is called when the first frame arrives,
+   * `pts` of the first frame, seconds; later frames add one period of the rate delivered each
+   * (`fps`, or the source's own when that is lower; the time since the first frame when no rate is
+   * known). A function is called when the first frame arrives,
    * so a restarted live source can count the outage in. Default 0.
    */
   ptsStart?: number | (() => number);
@@ -396,10 +397,15 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       }
       lb = fit(size.width, size.height);
       reader = makeReader(size.width, size.height);
-      fps ??= inputInfo?.fps ?? probe.output?.fps;
-      // A configured rate is the rate delivered (the source's when that is lower).
+      // The rate delivered: the configured one, or the source's when that is lower. A live
+      // source's sample filter keeps every frame of a stream slower than `fps` (a 25 fps camera
+      // at `fps: 30`), so its pts count the stream's rate: counted at `fps`, its clock would run
+      // at 25/30 of real time, and so would dwell times and lost-track and exit timeouts. (A
+      // file's fps filter delivers `fps` exactly; one whose own rate is below it was stopped above.)
       const streamFps = inputInfo?.fps ?? probe.output?.fps;
-      options.onStreamInfo?.({ ...inputInfo, width: size.width, height: size.height, fps: input.fps ? Math.min(input.fps, streamFps ?? input.fps) : streamFps }, lb);
+      const delivered = input.fps ? Math.min(input.fps, streamFps ?? input.fps) : streamFps;
+      fps = delivered;
+      options.onStreamInfo?.({ ...inputInfo, width: size.width, height: size.height, fps: delivered }, lb);
       // Bytes that came before the size (ffmpeg exited, and node resumed its stdout) are cut now.
       for (const b of early.splice(0)) reader.push(b);
       if (!paused) stdout.resume();

@@ -111,6 +111,23 @@ describe('seq and pts keep growing across reconnects (live source, virtual time)
     expect(h.frames.map((f) => f.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i));
     expect(pts[39] - pts[10]).toBeCloseTo(2.9, 6);
   });
+
+  it('`fps` above the camera\'s own rate (25 on a 10 fps stream): pts count the 10 fps delivered, in a run and after a reconnect, so they keep to real time', () => {
+    let info: number | undefined;
+    const h = harness({ input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, fps: 25 }, onStreamInfo: (i) => (info = i.fps) });
+    h.stream(20); // 2 s of the camera's frames
+    expect(info).toBe(10); // the rate delivered, as the pipeline's stats and the annotate sink take it
+    h.children[0].exit(1);
+    advance(100);
+    h.children[1].info();
+    for (let i = 0; i < 5; i++) h.children[1].frame(); // a burst after the reconnect: one period apart
+    h.sub.unsubscribe();
+    const pts = h.frames.map((f) => f.pts);
+    expect(pts.slice(0, 20)).toEqual(pts.slice(0, 20).map((_p, i) => expect.closeTo(i / 10, 9)));
+    // 2 s of frames span 1.9 s of pts, not 0.76 s (19 / 25)
+    expect(pts[19]).toBeCloseTo(1.9, 9);
+    expect(pts[24] - pts[20]).toBeCloseTo(0.4, 9);
+  });
 });
 
 describe('spawn failures (out of file descriptors) are retried, never thrown', () => {

@@ -1,3 +1,7 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PipelineSchema } from '../../src/config/schema.js';
 import { now } from '../../src/core/clock.js';
@@ -119,7 +123,7 @@ describe('real RTSP sources (scripts/rtsp-server.sh)', () => {
     ac.abort();
     await done;
     const span = (got[got.length - 1].captured - got[0].captured) / 1000;
-    // ffmpeg read 6 s of a 30 fps camera: 12 frames at 2 fps (seq counts dropped frames too)
+    // ffmpeg read 6 s of a 10 fps camera: 12 frames at 2 fps (seq counts dropped frames too)
     const read = got[got.length - 1].seq - got[0].seq + 1;
     expect(read / span).toBeGreaterThan(1);
     expect(read / span).toBeLessThan(3.5);
@@ -128,6 +132,34 @@ describe('real RTSP sources (scripts/rtsp-server.sh)', () => {
       expect(f.produced).toBeGreaterThan(f.captured - 60_000);
     }
     expect(got.some((f) => f.by === 'arrival')).toBe(true);
+  }, 180_000);
+
+  it('fps above the camera\'s own rate (25 on a 10 fps stream): pts and the annotated video keep to real time (10 fps)', async () => {
+    const config = PipelineSchema.parse({ sources: [{ id: 'cam1', uri: cam1, fps: 25, watchdog: { startTimeoutMs: 8000, stallMinMs: 2000 } }], model: { warmupRuns: 1 }, alerts: { snapshot: { mode: 'none' } } });
+    const dir = mkdtempSync(join(tmpdir(), 'argus-rtsp-fps-'));
+    const got: { seq: number; pts: number; captured: number }[] = [];
+    const ac = new AbortController();
+    const done = runPipeline(config, {
+      status: false,
+      signal: ac.signal,
+      annotate: join(dir, '{source}.mp4'),
+      onResult: (r) => got.push({ seq: r.frame.seq, pts: r.frame.pts, captured: r.frame.stamps.captured }),
+    });
+    expect(await until(() => got.length > 0, 120_000)).toBe(true);
+    await sleep(5000);
+    ac.abort();
+    const summary = await done;
+    expect(got.length).toBeGreaterThan(20);
+    // One period of the camera's rate per frame read (seq counts dropped frames too).
+    for (const f of got) expect(f.pts - got[0].pts).toBeCloseTo((f.seq - got[0].seq) / 10, 6);
+    // pts advance with the wall clock (at 25 fps they would cover 40 % of it).
+    const last = got[got.length - 1];
+    const ratio = (last.pts - got[0].pts) / ((last.captured - got[0].captured) / 1000);
+    expect(ratio).toBeGreaterThan(0.8);
+    expect(ratio).toBeLessThan(1.25);
+    expect(summary.annotate![0]).toMatchObject({ fps: 10 });
+    const rate = execFileSync('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=r_frame_rate', '-of', 'csv=p=0', join(dir, 'cam1.mp4')], { encoding: 'utf8' }).trim();
+    expect(rate).toBe('10/1');
   }, 180_000);
 
   it('two cameras, one dies: the other keeps delivering (frame rate and latency printed side by side)', async () => {
