@@ -228,6 +228,70 @@ describe('dropStale (marbles)', () => {
     expect(starts).toEqual(['a', 'b', 'c']);
   });
 
+  it('a source that answers the freed place at once (from onLeave) with a frame it holds: the waiting value starts, the new one waits; nothing is dropped', () => {
+    const src = new Subject<string>();
+    const stages = new Map<string, Subject<string>>();
+    const started: string[] = [];
+    const dropped: string[] = [];
+    const out: string[] = [];
+    const held = ['c', 'd']; // the frames the source has ready, handed over as soon as there is room
+    src
+      .pipe(
+        dropStale(
+          (v: string) => {
+            started.push(v);
+            const s = new Subject<string>();
+            stages.set(v, s);
+            return s;
+          },
+          { onDrop: (v) => dropped.push(v), onLeave: () => held.length > 0 && src.next(held.shift()!) },
+        ),
+      )
+      .subscribe((v) => out.push(v));
+    src.next('a'); // starts
+    src.next('b'); // waits
+    const finish = (v: string) => {
+      stages.get(v)!.next(v.toUpperCase());
+      stages.get(v)!.complete();
+    };
+    finish('a'); // a leaves; the source hands over c at once
+    expect(started).toEqual(['a', 'b']);
+    expect(dropped).toEqual([]);
+    finish('b'); // b leaves; c starts, d waits
+    finish('c');
+    finish('d');
+    expect(started).toEqual(['a', 'b', 'c', 'd']);
+    expect(out).toEqual(['A', 'B', 'C', 'D']);
+    expect(dropped).toEqual([]);
+  });
+
+  it('with room for two: the waiting value takes the place freed; a value handed over from onLeave waits for the next', () => {
+    const src = new Subject<number>();
+    const stages = new Map<number, Subject<number>>();
+    const started: number[] = [];
+    let handed = false;
+    src
+      .pipe(
+        dropStale(
+          (v: number) => {
+            started.push(v);
+            const s = new Subject<number>();
+            stages.set(v, s);
+            return s;
+          },
+          { concurrency: 2, onLeave: () => !handed && ((handed = true), src.next(4)) },
+        ),
+      )
+      .subscribe();
+    src.next(1);
+    src.next(2);
+    src.next(3); // waits
+    stages.get(1)!.complete(); // 1 leaves: 3 takes its place; 4 waits (2 and 3 run)
+    expect(started).toEqual([1, 2, 3]);
+    stages.get(2)!.complete();
+    expect(started).toEqual([1, 2, 3, 4]);
+  });
+
   it('refuses a concurrency below 1', () => {
     expect(() => dropStale(slowStage(1), { concurrency: 0 })).toThrow(RangeError);
   });
