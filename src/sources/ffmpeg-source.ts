@@ -9,7 +9,7 @@ import { letterbox, type Letterbox } from '../core/geometry.js';
 import { buildFfmpegArgs, frameBytes, reportsFrameTimes, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
-import { colourOf, StderrProbe, type StreamInfo } from './stderr-probe.js';
+import { colourOf, outputRate, StderrProbe, type StreamInfo } from './stderr-probe.js';
 
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
 export type SpawnFn = (command: string, args: readonly string[], options: { stdio: ['ignore', 'pipe', 'pipe'] }) => ChildProcess;
@@ -41,8 +41,8 @@ export interface FfmpegSourceOptions {
   /**
    * What a run found out about the source, so that its next runs (restarts) start with it:
    * `packed`, the source calls for packed frames instead of `source-yuv` ones (not 4:2:0, odd
-   * height, small); `ownRate`, a file's own rate (as ffmpeg reports it: the average, for a
-   * variable-rate file) is below the configured `fps`.
+   * height, small); `ownRate`, a file's own rate (that of ffmpeg's constant-rate output, its
+   * tbr: `outputRate`) is below the configured `fps`.
    */
   memo?: SourceMemo;
   /** The input's resolution changed mid-stream; frames from now on carry the new letterbox. */
@@ -83,7 +83,8 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   // - A source that is not 4:2:0 (a 4:4:4 JPEG, a GIF's palette, 10-bit video), of an odd
   //   height, or small (YUV_MIN_PIXELS), is run again with packed frames, which ffmpeg converts
   //   from the source's own format: the values stay those of a direct conversion.
-  // - A file whose own rate is below the configured `fps` is run again without the fps filter,
+  // - A file whose own rate (that of ffmpeg's constant-rate output: `outputRate`) is below the
+  //   configured `fps` is run again without the fps filter,
   //   which would repeat its frames to make up the rate (each one inferred, published and counted
   //   twice at 60 over 30 fps): every frame once, at the file's rate.
   const run = (): Observable<Frame> => {
@@ -376,8 +377,9 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       const size = atSource ? probe.output : inputInfo;
       if (!size) return;
       if (closed) return;
-      if (input.kind === 'file' && input.fps && inputInfo?.fps && input.fps > inputInfo.fps) {
-        stop(new RateAboveSource(`source "${id}": fps ${input.fps} is above the file's ${inputInfo.fps}`));
+      const ownRate = input.kind === 'file' ? outputRate(inputInfo) : undefined;
+      if (input.fps && ownRate && input.fps > ownRate) {
+        stop(new RateAboveSource(`source "${id}": fps ${input.fps} is above the file's ${ownRate}`));
         return;
       }
       if (layout === 'yuv420p') {
@@ -397,12 +399,14 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       }
       lb = fit(size.width, size.height);
       reader = makeReader(size.width, size.height);
-      // The rate delivered: the configured one, or the source's when that is lower. A live
-      // source's sample filter keeps every frame of a stream slower than `fps` (a 25 fps camera
-      // at `fps: 30`), so its pts count the stream's rate: counted at `fps`, its clock would run
-      // at 25/30 of real time, and so would dwell times and lost-track and exit timeouts. (A
-      // file's fps filter delivers `fps` exactly; one whose own rate is below it was stopped above.)
-      const streamFps = inputInfo?.fps ?? probe.output?.fps;
+      // The rate delivered, which the pts count: the configured one, or the source's when that
+      // is lower. A live source's sample filter keeps every frame of a stream slower than `fps`
+      // (a 25 fps camera at `fps: 30`): counted at `fps`, its clock would run at 25/30 of real
+      // time, and so would dwell times and lost-track and exit timeouts. A file's frames come
+      // at a constant rate (the fps filter's, or ffmpeg's constant-rate output, which repeats
+      // frames of a variable-rate file): the output's rate, not the average the input reports
+      // (a phone's 30 fps recording averaging 22.2 fps would otherwise play 1.35 × too slow).
+      const streamFps = input.kind === 'file' ? (probe.output?.fps ?? ownRate) : (inputInfo?.fps ?? probe.output?.fps);
       const delivered = input.fps ? Math.min(input.fps, streamFps ?? input.fps) : streamFps;
       fps = delivered;
       options.onStreamInfo?.({ ...inputInfo, width: size.width, height: size.height, fps: delivered }, lb);

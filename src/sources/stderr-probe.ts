@@ -5,6 +5,12 @@ export interface StreamInfo {
   height: number;
   /** Frames per second reported by the demuxer (fps, else tbr); undefined if unknown. */
   fps?: number;
+  /**
+   * The stream's `tbr` (its r_frame_rate: the rate all its timestamps fit), when printed. For a
+   * variable-rate file it is above `fps`, the average, and it is the rate of ffmpeg's
+   * constant-rate output (`outputRate`).
+   */
+  tbr?: number;
   /** The demuxer, as `Input #0, <format>, from …` names it: `mpegts`, `mov,mp4,m4a,3gp,3g2,mj2`, `rtsp`, … */
   format?: string;
   /** The pixel format and what follows it in parentheses: `yuv420p` and `tv, bt709, progressive`. */
@@ -168,11 +174,29 @@ export function parseVideoStreamLine(line: string): StreamInfo | undefined {
     }
   }
   if (!(width > 0 && height > 0)) return undefined;
-  const f = FPS.exec(rest) ?? TBR.exec(rest);
-  const fps = f ? Number(f[1]) * (f[2] === 'k' ? 1000 : 1) : undefined;
+  const rate = (r: RegExpExecArray | null) => {
+    const v = r ? Number(r[1]) * (r[2] === 'k' ? 1000 : 1) : undefined;
+    return v && Number.isFinite(v) && v > 0 ? v : undefined;
+  };
+  const tbr = rate(TBR.exec(rest));
+  const fps = rate(FPS.exec(rest)) ?? tbr;
   // The first part after the codec that is one name, with or without details: "yuv420p(tv,
   // bt709, progressive)", "bgr24", "yuvj420p(pc)" (verbose logs put "1 reference frame (…)" first).
   let pix: RegExpExecArray | null = null;
   for (let i = 1; i < parts.length && !pix; i++) pix = PIX_FMT.exec(parts[i]);
-  return { width, height, fps: fps && Number.isFinite(fps) && fps > 0 ? fps : undefined, ...(pix ? { pixFmt: pix[1], pixDetails: pix[2] ?? '' } : {}) };
+  return { width, height, fps, ...(tbr !== undefined ? { tbr } : {}), ...(pix ? { pixFmt: pix[1], pixDetails: pix[2] ?? '' } : {}) };
+}
+
+/**
+ * The rate of ffmpeg's constant-rate output of a file's frames, as ffmpeg chooses it
+ * (`av_guess_frame_rate`): the stream's `tbr`, or its average where the tbr is implausible
+ * (above 210 with an average below 70). A variable-rate file (a phone's recording: 30 fps, 15
+ * in the dark) has an average below it, and ffmpeg repeats frames to fill the gaps, so its
+ * frames come at the tbr, not the average.
+ */
+export function outputRate(info: StreamInfo | undefined): number | undefined {
+  if (!info) return undefined;
+  const { fps, tbr } = info;
+  if (tbr === undefined) return fps;
+  return fps !== undefined && fps < 70 && tbr > 210 ? fps : tbr;
 }

@@ -120,6 +120,28 @@ describe('ffmpegSource (real ffmpeg)', () => {
     expect(five.map((f) => f.pts)).toEqual([0, 0.2, 0.4, 0.6]);
   });
 
+  it('a variable-rate file (30 fps, then 10): frames at the rate ffmpeg delivers them (30, repeats over the gaps), not the 22.2 average; pts keep to the file\'s time', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-vfr-'));
+    const file = join(dir, 'vfr.mp4');
+    // 2 s of a 30 fps test picture, keeping every frame of the first second and every third of
+    // the second: 40 frames, timestamps as they were (a phone's recording that slows in the dark).
+    execFileSync(defaultFfmpegPath(), ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=640x360:rate=30:duration=2', '-vf', 'select=lt(t\\,1)+not(mod(n\\,3))', '-vsync', 'vfr', '-c:v', 'mpeg4', '-q:v', '5', '-pix_fmt', 'yuv420p', file]);
+    const infoFps: (number | undefined)[] = [];
+    let spawned = 0;
+    const frames = await lastValueFrom(ffmpegSource({ ...opts({ url: file }), output: { ...output, frame: 'source-yuv' }, onStreamInfo: (i) => infoFps.push(i.fps), onSpawn: () => spawned++ }).pipe(tap((f) => f.release()), toArray()));
+    expect(infoFps).toEqual([30]);
+    expect(frames.length).toBeGreaterThanOrEqual(58); // 2 s at 30 fps, the slow second's frames repeated
+    expect(frames.length).toBeLessThanOrEqual(61);
+    frames.forEach((f, i) => expect(f.pts).toBeCloseTo(i / 30, 9));
+    expect(frames.at(-1)!.pts).toBeLessThan(2); // at the 22.2 average: 2.6 s for a 2 s file
+    // `fps: 25`, between the average and the 30 delivered: the fps filter keeps (at most 25 a second, one ffmpeg).
+    const at25 = await lastValueFrom(ffmpegSource({ ...opts({ url: file, fps: 25 }), output: { ...output, frame: 'source-yuv' }, onSpawn: () => spawned++ }).pipe(tap((f) => f.release()), toArray()));
+    expect(spawned).toBe(2);
+    expect(at25.length).toBeGreaterThanOrEqual(47); // 1.93–2 s at 25 fps
+    expect(at25.length).toBeLessThanOrEqual(51);
+    at25.forEach((f, i) => expect(f.pts).toBeCloseTo(i / 25, 9));
+  });
+
   it('unsubscribing kills ffmpeg', async () => {
     let child: ChildProcess | undefined;
     let exited = false;

@@ -1,16 +1,27 @@
 import { describe, expect, it } from 'vitest';
-import { colourOf, parseVideoStreamLine, StderrProbe } from '../../src/sources/stderr-probe.js';
+import { colourOf, outputRate, parseVideoStreamLine, StderrProbe } from '../../src/sources/stderr-probe.js';
 
 describe('parseVideoStreamLine', () => {
   it.each([
-    ['mp4 h264', '    Stream #0:0(eng): Video: h264 (Main) (avc1 / 0x31637661), yuv420p(tv, smpte170m), 768x432, 187 kb/s, 10 fps, 10 tbr, 200k tbn, 20 tbc (default)', { width: 768, height: 432, fps: 10, pixFmt: 'yuv420p', pixDetails: 'tv, smpte170m' }],
-    ['fractional fps', '    Stream #0:0: Video: h264 (High), yuv420p(progressive), 640x360 [SAR 1:1 DAR 16:9], 29.83 fps, 29.83 tbr, 90k tbn', { width: 640, height: 360, fps: 29.83, pixFmt: 'yuv420p', pixDetails: 'progressive' }],
-    ['rtsp with tbr only', '    Stream #0:0: Video: h264 (Constrained Baseline), yuv420p(progressive), 1920x1080, 30 tbr, 90k tbn, 180k tbc', { width: 1920, height: 1080, fps: 30, pixFmt: 'yuv420p', pixDetails: 'progressive' }],
-    ['gif', '    Stream #0:0: Video: gif, bgra, 480x270, 15 fps, 15 tbr, 100 tbn, 100 tbc', { width: 480, height: 270, fps: 15, pixFmt: 'bgra', pixDetails: '' }],
+    ['mp4 h264', '    Stream #0:0(eng): Video: h264 (Main) (avc1 / 0x31637661), yuv420p(tv, smpte170m), 768x432, 187 kb/s, 10 fps, 10 tbr, 200k tbn, 20 tbc (default)', { width: 768, height: 432, fps: 10, tbr: 10, pixFmt: 'yuv420p', pixDetails: 'tv, smpte170m' }],
+    ['fractional fps', '    Stream #0:0: Video: h264 (High), yuv420p(progressive), 640x360 [SAR 1:1 DAR 16:9], 29.83 fps, 29.83 tbr, 90k tbn', { width: 640, height: 360, fps: 29.83, tbr: 29.83, pixFmt: 'yuv420p', pixDetails: 'progressive' }],
+    ['rtsp with tbr only', '    Stream #0:0: Video: h264 (Constrained Baseline), yuv420p(progressive), 1920x1080, 30 tbr, 90k tbn, 180k tbc', { width: 1920, height: 1080, fps: 30, tbr: 30, pixFmt: 'yuv420p', pixDetails: 'progressive' }],
+    ['gif', '    Stream #0:0: Video: gif, bgra, 480x270, 15 fps, 15 tbr, 100 tbn, 100 tbc', { width: 480, height: 270, fps: 15, tbr: 15, pixFmt: 'bgra', pixDetails: '' }],
+    // A variable-rate recording: the average (fps) below the rate its timestamps fit (tbr)
+    ['variable rate', '  Stream #0:0[0x1](und): Video: h264 (High) (avc1 / 0x31637661), yuv420p(progressive), 320x240 [SAR 1:1 DAR 4:3], 47 kb/s, 22.22 fps, 30 tbr, 15360 tbn (default)', { width: 320, height: 240, fps: 22.22, tbr: 30, pixFmt: 'yuv420p', pixDetails: 'progressive' }],
     // ffmpeg -loglevel verbose puts the reference count before the pixel format
     ['verbose output stream', '  Stream #0:0(eng): Video: rawvideo, 1 reference frame (I420 / 0x30323449), yuvj420p(pc, bt470bg/unknown/unknown, progressive), 640x360 (0x0) [SAR 1:1 DAR 16:9], q=2-31, 82483 kb/s, 29.83 fps, 29.83 tbn (default)', { width: 640, height: 360, fps: 29.83, pixFmt: 'yuvj420p', pixDetails: 'pc, bt470bg/unknown/unknown, progressive' }],
   ])('%s', (_n, line, want) => {
     expect(parseVideoStreamLine(line)).toEqual(want);
+  });
+
+  it('outputRate: the rate of ffmpeg\'s constant-rate output, as av_guess_frame_rate picks it: the tbr, the average where the tbr is implausible', () => {
+    expect(outputRate({ width: 1, height: 1, fps: 22.22, tbr: 30 })).toBe(30); // variable rate: frames repeated up to 30
+    expect(outputRate({ width: 1, height: 1, fps: 25, tbr: 25 })).toBe(25);
+    expect(outputRate({ width: 1, height: 1, fps: 29.97, tbr: 1000 })).toBe(29.97); // a 1k tbr (some MKVs, screen recorders)
+    expect(outputRate({ width: 1, height: 1, fps: 29.97 })).toBe(29.97);
+    expect(outputRate({ width: 1, height: 1 })).toBeUndefined();
+    expect(outputRate(undefined)).toBeUndefined();
   });
 
   it('the colour of a stream: its colour space picks the matrix (BT.601 for the rest), "pc" or a yuvj format is full range', () => {
@@ -40,9 +51,9 @@ describe('StderrProbe', () => {
     const p = new StderrProbe();
     const found = log.map((c) => p.push(c));
     expect(found[0]).toBeUndefined();
-    expect(found[1]).toEqual({ width: 640, height: 360, fps: 29.83, format: 'mov,mp4,m4a,3gp,3g2,mj2', pixFmt: 'yuv420p', pixDetails: '' });
+    expect(found[1]).toEqual({ width: 640, height: 360, fps: 29.83, tbr: 29.83, format: 'mov,mp4,m4a,3gp,3g2,mj2', pixFmt: 'yuv420p', pixDetails: '' });
     expect(found[2]).toBeUndefined();
-    expect(p.info).toEqual({ width: 640, height: 360, fps: 29.83, format: 'mov,mp4,m4a,3gp,3g2,mj2', pixFmt: 'yuv420p', pixDetails: '' });
+    expect(p.info).toEqual({ width: 640, height: 360, fps: 29.83, tbr: 29.83, format: 'mov,mp4,m4a,3gp,3g2,mj2', pixFmt: 'yuv420p', pixDetails: '' });
     expect(p.output).toEqual({ width: 416, height: 416, fps: 29.83, pixFmt: 'bgr24', pixDetails: '' });
   });
 
