@@ -152,11 +152,13 @@ describe('real RTSP sources (scripts/rtsp-server.sh)', () => {
     expect(got.length).toBeGreaterThan(20);
     // One period of the camera's rate per frame read (seq counts dropped frames too).
     for (const f of got) expect(f.pts - got[0].pts).toBeCloseTo((f.seq - got[0].seq) / 10, 6);
-    // pts advance with the wall clock (at 25 fps they would cover 40 % of it).
+    // pts advance with the wall clock (counted at 25 fps they would cover 40 % of it). Loose
+    // bounds: on a loaded machine the publisher's -re pace and the capture times wander (0.78
+    // seen in a CI run beside two busy processes).
     const last = got[got.length - 1];
     const ratio = (last.pts - got[0].pts) / ((last.captured - got[0].captured) / 1000);
-    expect(ratio).toBeGreaterThan(0.8);
-    expect(ratio).toBeLessThan(1.25);
+    expect(ratio).toBeGreaterThan(0.6);
+    expect(ratio).toBeLessThan(1.6);
     expect(summary.annotate![0]).toMatchObject({ fps: 10 });
     const rate = execFileSync('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=r_frame_rate', '-of', 'csv=p=0', join(dir, 'cam1.mp4')], { encoding: 'utf8' }).trim();
     expect(rate).toBe('10/1');
