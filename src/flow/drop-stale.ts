@@ -122,16 +122,6 @@ export function dropStale<T, R>(
 
       const outer = source.subscribe({
         next: (value) => {
-          // A place is free while a value waits only while `onLeave` is being told of it: a
-          // source that answers with a frame it already holds (a file's next frame, complete in
-          // its buffer) arrives then. The waiting value takes the place it was waiting for; the
-          // new one waits (or starts, if there is room for both).
-          if (waiting && runs.length < concurrency) {
-            const earlier = waiting.value;
-            waiting = undefined;
-            start(earlier);
-            if (closed) return; // its project threw
-          }
           if (runs.length < concurrency && !waiting) {
             start(value);
             return;
