@@ -23,6 +23,7 @@ import type { FrameBroadcaster } from '../server/frames.js';
 import type { ClusterMetricsState, Metrics } from '../server/metrics.js';
 import { Lifecycle } from './lifecycle.js';
 import { createPipeline, type Pipeline, type PipelineOptions } from './pipeline.js';
+import { sourceKind } from '../sources/ffmpeg-args.js';
 import type { SourceStats } from '../sources/stats.js';
 import type { Transition } from '../sources/health.js';
 
@@ -159,9 +160,15 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     if (annotateConfig) {
       const { AnnotateSink } = await import('../sinks/annotate.js');
       const enabled = config.sources.filter((s) => s.enabled);
-      // Asked at a source's first frame: the rate delivered, which its frames' pts count (the
-      // source's own where the configured fps is above it: its frames are not repeated).
-      const fpsOf = (id: string) => pipeline.stats.find((s) => s.id === id)?.fps ?? enabled.find((s) => s.id === id)?.fps;
+      // Asked at a source's first frame. A file: the rate delivered (its own where the configured
+      // fps is above it, as its frames are not repeated), which its pts count. A live source: the
+      // configured rate, which its pts count (held to the clock: a slower camera's frames are
+      // repeated in the video, which keeps real time).
+      const fpsOf = (id: string) => {
+        const source = enabled.find((s) => s.id === id);
+        const delivered = pipeline.stats.find((s) => s.id === id)?.fps;
+        return source && sourceKind(source.uri) !== 'file' ? (source.fps ?? delivered) : (delivered ?? source?.fps);
+      };
       const open = () => AnnotateSink.open({ ...annotateConfig, baseDir, sources: enabled.map((s) => s.id), inputs: pipeline.inputs, ffmpegPath: pipeline.ffmpegPath, channelOrder: manifest.preprocess.channelOrder, labels: pipeline.detector.labels, fpsOf, log });
       annotate = started.annotate = await life.start('annotate', open, (a) => a.close());
     }

@@ -50,9 +50,9 @@ export interface FfmpegSourceOptions {
   /** `seq` of the first frame (a restarted source goes on counting). Default 0. */
   seqStart?: number;
   /**
-   * `pts` of the first frame, seconds; later frames add one period of the rate delivered each
-   * (`fps`, or the source's own when that is lower; the time since the first frame when no rate is
-   * known). A function is called when the first frame arrives,
+   * `pts` of the first frame, seconds; later frames add `1 / fps` each (a file: the rate
+   * delivered; a live source: kept within LIVE_PTS_SLACK_S of the time since the first frame),
+   * or the time since the first frame when the rate is unknown. A function is called when the first frame arrives,
    * so a restarted live source can count the outage in. Default 0.
    */
   ptsStart?: number | (() => number);
@@ -293,7 +293,15 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
         firstAt = clock();
         ptsBase = typeof options.ptsStart === 'function' ? options.ptsStart() : (options.ptsStart ?? 0);
       }
-      let pts = fps ? ptsBase + k / fps : ptsBase + (clock() - firstAt) / 1000;
+      const elapsed = (clock() - firstAt) / 1000;
+      let pts = fps ? ptsBase + k / fps : ptsBase + elapsed;
+      // A live source's pts count its rate, kept within LIVE_PTS_SLACK_S of the time since the
+      // run's first frame: a camera slower than its `fps` (a 10 fps one at `fps: 25`, whose
+      // frames the sample filter all keeps) or faster than the rate ffmpeg guessed would
+      // otherwise run its clock, and dwell times and lost-track and exit timeouts, at 40 % or
+      // 120 % of real time for as long as it streams. Within the slack, frames keep their even
+      // spacing through jitter and short bursts.
+      if (live && fps) pts = Math.min(Math.max(pts, ptsBase + elapsed - LIVE_PTS_SLACK_S), ptsBase + elapsed + LIVE_PTS_SLACK_S);
       if (!(pts > lastPts)) pts = lastPts + 1e-3; // strictly increasing, even with an unknown rate
       lastPts = pts;
       let produced = captured;
@@ -399,17 +407,17 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       }
       lb = fit(size.width, size.height);
       reader = makeReader(size.width, size.height);
-      // The rate delivered, which the pts count: the configured one, or the source's when that
-      // is lower. A live source's sample filter keeps every frame of a stream slower than `fps`
-      // (a 25 fps camera at `fps: 30`): counted at `fps`, its clock would run at 25/30 of real
-      // time, and so would dwell times and lost-track and exit timeouts. A file's frames come
-      // at a constant rate (the fps filter's, or ffmpeg's constant-rate output, which repeats
-      // frames of a variable-rate file): the output's rate, not the average the input reports
-      // (a phone's 30 fps recording averaging 22.2 fps would otherwise play 1.35 × too slow).
+      // The rate delivered: the configured one, or the source's when that is lower. A file's
+      // frames come at a constant rate (the fps filter's, or ffmpeg's constant-rate output, which
+      // repeats frames of a variable-rate file): the output's rate, not the average the input
+      // reports (a phone's 30 fps recording averaging 22.2 fps would otherwise play 1.35 × too
+      // slow), and its pts count that rate. A live source's pts count the configured rate, else
+      // the one ffmpeg guessed, held to the clock (see emit): the rate a live stream reports is a
+      // guess from a fraction of a second of it (or a demuxer's default, MJPEG's 25).
       const streamFps = input.kind === 'file' ? (probe.output?.fps ?? ownRate) : (inputInfo?.fps ?? probe.output?.fps);
-      const delivered = input.fps ? Math.min(input.fps, streamFps ?? input.fps) : streamFps;
-      fps = delivered;
-      options.onStreamInfo?.({ ...inputInfo, width: size.width, height: size.height, fps: delivered }, lb);
+      const deliveredFps = input.fps ? Math.min(input.fps, streamFps ?? input.fps) : streamFps;
+      fps = input.kind === 'file' ? deliveredFps : (input.fps ?? streamFps);
+      options.onStreamInfo?.({ ...inputInfo, width: size.width, height: size.height, fps: deliveredFps }, lb);
       // Bytes that came before the size (ffmpeg exited, and node resumed its stdout) are cut now.
       for (const b of early.splice(0)) reader.push(b);
       if (!paused) stdout.resume();
@@ -577,6 +585,14 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
 
 /** Native-rate files: how long before its due time (in frames) the next frame is read even while the stage is busy. */
 export const READ_LEAD_FRAMES = 0.5;
+
+/**
+ * How far a live source's pts (which count its rate) may stray from the time since its first
+ * frame, seconds. Half a second keeps the even spacing through capture jitter and a short burst;
+ * a rate that is wrong (configured above the camera's, or guessed by ffmpeg) only shifts the pts
+ * by this much, and time differences (dwell, timeouts) then follow the clock.
+ */
+export const LIVE_PTS_SLACK_S = 0.5;
 
 /** The longest a live frame is taken to have spent between the demuxer and argus: a reported arrival earlier than this before its delivery is not its arrival. */
 const MAX_ARRIVAL_AGE_MS = 60_000;

@@ -49,8 +49,8 @@ const firstLine = (e: Error) => e.message.split('\n')[0];
  * - `seq`: frames read from the source (dropped ones included): the next restart goes on at
  *   the last `seq` + 1.
  * - `pts`, live sources (RTSP, HTTP, V4L2, files at `rate: native`): within one ffmpeg run
- *   `1 / fps` per frame, `fps` being the rate delivered (the configured one, or the stream's
- *   own as ffmpeg reports it when that is lower); the first frame after a restart gets
+ *   `1 / fps` per frame (a live source's kept within LIVE_PTS_SLACK_S of the time since the
+ *   run's first frame: see ffmpeg-source); the first frame after a restart gets
  *   `max(last pts + 1 / fps, monotonic seconds since the source's first frame)`, so the time
  *   an outage lasted shows (a 5 s outage: ~5 s more), measured on `clock` (default
  *   `performance.now`, or the scheduler's clock when a scheduler is given).
@@ -131,9 +131,9 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
         clock,
         onStreamInfo: (info, lb) => {
           opened = true;
-          // The rate delivered: the source's own where the configured `fps` is above it (a
-          // file's frames are not repeated; a live stream's sample filter keeps each one).
-          fps = info.fps ?? fps;
+          // A file plays at the rate delivered: its own where the configured `fps` is above it.
+          if (isFile) fps = info.fps ?? fps;
+          else fps ??= info.fps;
           format ??= info.format;
           o.onStreamInfo?.(info, lb);
         },

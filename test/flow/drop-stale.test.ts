@@ -228,6 +228,33 @@ describe('dropStale (marbles)', () => {
     expect(starts).toEqual(['a', 'b', 'c']);
   });
 
+  it('a value handed over from onLeave, as a place frees, wins over the older waiting one (dropped, counted): the newest frame is the one worth the place', () => {
+    const src = new Subject<string>();
+    const stages = new Map<string, Subject<string>>();
+    const started: string[] = [];
+    const dropped: string[] = [];
+    let handed = false;
+    src
+      .pipe(
+        dropStale(
+          (v: string) => {
+            started.push(v);
+            const s = new Subject<string>();
+            stages.set(v, s);
+            return s;
+          },
+          // A native-rate file's next frame, due and complete in the pipe, is read as the stage frees.
+          { onDrop: (v) => dropped.push(v), onLeave: () => !handed && ((handed = true), src.next('c')) },
+        ),
+      )
+      .subscribe();
+    src.next('a'); // starts
+    src.next('b'); // waits
+    stages.get('a')!.complete();
+    expect(started).toEqual(['a', 'c']);
+    expect(dropped).toEqual(['b']);
+  });
+
   it('refuses a concurrency below 1', () => {
     expect(() => dropStale(slowStage(1), { concurrency: 0 })).toThrow(RangeError);
   });

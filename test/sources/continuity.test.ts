@@ -5,7 +5,7 @@ import { lastValueFrom } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import type { Frame } from '../../src/core/frame.js';
-import { ffmpegSource, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
+import { ffmpegSource, LIVE_PTS_SLACK_S, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
 import type { ReconnectPolicy, Transition } from '../../src/sources/health.js';
 import { supervisedSource, type SupervisedSourceOptions } from '../../src/sources/supervised-source.js';
 import { FakeFfmpeg } from './fake-ffmpeg.js';
@@ -96,7 +96,7 @@ describe('seq and pts keep growing across reconnects (live source, virtual time)
     expect(pts[34]).toBeCloseTo(8.4 + 0.4, 6);
   });
 
-  it('a source whose frames arrive faster than real time after a reconnect (a burst) still never goes back in pts', () => {
+  it('a source whose frames arrive faster than real time after a reconnect (a burst): 1 / fps apart up to LIVE_PTS_SLACK_S ahead of the clock, never back in pts', () => {
     const h = harness();
     h.stream(10);
     h.children[0].exit(1);
@@ -109,24 +109,38 @@ describe('seq and pts keep growing across reconnects (live source, virtual time)
     const pts = h.frames.map((f) => f.pts);
     for (let i = 1; i < pts.length; i++) expect(pts[i]).toBeGreaterThan(pts[i - 1]);
     expect(h.frames.map((f) => f.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i));
-    expect(pts[39] - pts[10]).toBeCloseTo(2.9, 6);
+    // 0.1 s apart for the first half second (6 frames), then held there: 30 frames at 10 fps
+    // would otherwise put the run 2.9 s ahead of real time for as long as it streams.
+    for (let i = 11; i <= 15; i++) expect(pts[i] - pts[i - 1]).toBeCloseTo(0.1, 9);
+    expect(pts[39] - pts[10]).toBeCloseTo(LIVE_PTS_SLACK_S + 24 * 1e-3, 6);
   });
 
-  it('`fps` above the camera\'s own rate (25 on a 10 fps stream): pts count the 10 fps delivered, in a run and after a reconnect, so they keep to real time', () => {
+  it('`fps` above the camera\'s own rate (25 on a 10 fps stream): pts stay within LIVE_PTS_SLACK_S of real time, and time differences follow the clock', () => {
     let info: number | undefined;
     const h = harness({ input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, fps: 25 }, onStreamInfo: (i) => (info = i.fps) });
-    h.stream(20); // 2 s of the camera's frames
-    expect(info).toBe(10); // the rate delivered, as the pipeline's stats and the annotate sink take it
-    h.children[0].exit(1);
-    advance(100);
-    h.children[1].info();
-    for (let i = 0; i < 5; i++) h.children[1].frame(); // a burst after the reconnect: one period apart
+    h.stream(30); // 3 s of the camera's frames, 0.1 s apart
+    h.sub.unsubscribe();
+    expect(info).toBe(10); // the rate delivered, in the pipeline's stats
+    const pts = h.frames.map((f) => f.pts);
+    // Counted at 25 fps (0.04 s a frame) until half a second behind the clock, then with it.
+    expect(pts.slice(0, 9)).toEqual(pts.slice(0, 9).map((_p, i) => expect.closeTo(i / 25, 9)));
+    pts.forEach((p, i) => expect(Math.abs(p - i / 10)).toBeLessThanOrEqual(LIVE_PTS_SLACK_S + 1e-9));
+    expect(pts[29] - pts[10]).toBeCloseTo(1.9, 9); // 19 frames of a 10 fps camera: 1.9 s (0.76 s at 25 fps)
+  });
+
+  it('a live rate ffmpeg guessed too low (5 fps reported, 10 sent, no fps configured): pts held within LIVE_PTS_SLACK_S of real time', () => {
+    const h = harness();
+    const c = h.children[0];
+    advance(50);
+    c.info('mpjpeg', 5);
+    for (let i = 0; i < 30; i++) {
+      advance(100);
+      c.frame();
+    }
     h.sub.unsubscribe();
     const pts = h.frames.map((f) => f.pts);
-    expect(pts.slice(0, 20)).toEqual(pts.slice(0, 20).map((_p, i) => expect.closeTo(i / 10, 9)));
-    // 2 s of frames span 1.9 s of pts, not 0.76 s (19 / 25)
-    expect(pts[19]).toBeCloseTo(1.9, 9);
-    expect(pts[24] - pts[20]).toBeCloseTo(0.4, 9);
+    pts.forEach((p, i) => expect(Math.abs(p - i / 10)).toBeLessThanOrEqual(LIVE_PTS_SLACK_S + 1e-9));
+    expect(pts[29] - pts[10]).toBeCloseTo(1.9, 9); // 3.8 s at the guessed 5 fps
   });
 });
 
