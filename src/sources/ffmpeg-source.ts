@@ -56,6 +56,12 @@ export interface FfmpegSourceOptions {
    * so a restarted live source can count the outage in. Default 0.
    */
   ptsStart?: number | (() => number);
+  /**
+   * Seconds on the source's own clock now, which a live source's pts stay within
+   * LIVE_PTS_SLACK_S of (a supervisor's: since the source's first frame, across restarts).
+   * Default: `ptsStart` plus the time since this run's first frame.
+   */
+  ptsClock?: () => number;
   /** Monotonic milliseconds (pts of sources without a frame rate). Default `performance.now`. */
   clock?: () => number;
   /** Starts ffmpeg. Default node's `child_process.spawn`. */
@@ -164,6 +170,8 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     let seq = seqStart;
     let ptsBase = 0;
     let firstAt = 0;
+    /** Seconds a live source's count of frames was moved to stay near the clock (see emit). */
+    let ptsShift = 0;
     let lastPts = -Infinity;
     let paused = false;
     let closed = false;
@@ -292,16 +300,26 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       if (k === 0) {
         firstAt = clock();
         ptsBase = typeof options.ptsStart === 'function' ? options.ptsStart() : (options.ptsStart ?? 0);
+        ptsShift = 0;
       }
       const elapsed = (clock() - firstAt) / 1000;
-      let pts = fps ? ptsBase + k / fps : ptsBase + elapsed;
-      // A live source's pts count its rate, kept within LIVE_PTS_SLACK_S of the time since the
-      // run's first frame: a camera slower than its `fps` (a 10 fps one at `fps: 25`, whose
+      let pts = fps ? ptsBase + k / fps + ptsShift : ptsBase + elapsed;
+      // A live source's pts count its rate, kept within LIVE_PTS_SLACK_S of the time since its
+      // first frame (`ptsClock`): a camera slower than its `fps` (a 10 fps one at `fps: 25`, whose
       // frames the sample filter all keeps) or faster than the rate ffmpeg guessed would
       // otherwise run its clock, and dwell times and lost-track and exit timeouts, at 40 % or
-      // 120 % of real time for as long as it streams. Within the slack, frames keep their even
-      // spacing through jitter and short bursts.
-      if (live && fps) pts = Math.min(Math.max(pts, ptsBase + elapsed - LIVE_PTS_SLACK_S), ptsBase + elapsed + LIVE_PTS_SLACK_S);
+      // 120 % of real time for as long as it streams. A frame outside the slack shifts the count
+      // (`ptsShift`) to its edge, and the frames after it count on from there: a camera whose
+      // frames the sample filter now and then thins keeps its even spacing, moved by a step now
+      // and then; one slower than its rate follows the clock.
+      if (live && fps) {
+        const at = options.ptsClock ? options.ptsClock() : ptsBase + elapsed;
+        const lo = at - LIVE_PTS_SLACK_S;
+        const hi = at + LIVE_PTS_SLACK_S;
+        if (pts < lo) ptsShift += lo - pts;
+        else if (pts > hi) ptsShift -= pts - hi;
+        pts = Math.min(Math.max(pts, lo), hi);
+      }
       if (!(pts > lastPts)) pts = lastPts + 1e-3; // strictly increasing, even with an unknown rate
       lastPts = pts;
       let produced = captured;

@@ -3,7 +3,7 @@ import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import type { Frame } from '../core/frame.js';
-import { ffmpegSource, type FfmpegSourceOptions, type SourceMemo } from './ffmpeg-source.js';
+import { ffmpegSource, LIVE_PTS_SLACK_S, type FfmpegSourceOptions, type SourceMemo } from './ffmpeg-source.js';
 import { backoffDelay, type ReconnectPolicy, type SourceState, type Transition } from './health.js';
 
 export interface WatchdogOptions {
@@ -50,9 +50,10 @@ const firstLine = (e: Error) => e.message.split('\n')[0];
  *   the last `seq` + 1.
  * - `pts`, live sources (RTSP, HTTP, V4L2, files at `rate: native`): within one ffmpeg run
  *   `1 / fps` per frame (a live source's kept within LIVE_PTS_SLACK_S of the time since the
- *   run's first frame: see ffmpeg-source); the first frame after a restart gets
- *   `max(last pts + 1 / fps, monotonic seconds since the source's first frame)`, so the time
- *   an outage lasted shows (a 5 s outage: ~5 s more), measured on `clock` (default
+ *   source's first frame: see ffmpeg-source); the first frame after a restart gets
+ *   `max(last pts + 1 / fps, monotonic seconds since the source's first frame)` (for a live
+ *   source no more than LIVE_PTS_SLACK_S beyond the latter, so restarts cannot add up a lead),
+ *   so the time an outage lasted shows (a 5 s outage: ~5 s more), measured on `clock` (default
  *   `performance.now`, or the scheduler's clock when a scheduler is given).
  * - `pts`, files at `rate: fast`: the file position played so far: `last pts + 1 / fps`
  *   after a restart or a loop.
@@ -109,7 +110,15 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     const ptsStart = (): number | (() => number) => {
       if (lastPts === undefined) return live ? () => ((firstFrameAt = clock()), 0) : 0;
       const after = lastPts + period();
-      return live ? () => Math.max(after, (clock() - firstFrameAt) / 1000) : after;
+      // Live: the time since the source's first frame where an outage made it later; no more
+      // than LIVE_PTS_SLACK_S ahead of it otherwise (pts ahead of the clock, kept so within a run,
+      // would otherwise gain that much more at each restart), and never back.
+      return live
+        ? () => {
+            const since = (clock() - firstFrameAt) / 1000;
+            return Math.max(Math.min(Math.max(after, since), since + LIVE_PTS_SLACK_S), lastPts! + 1e-3);
+          }
+        : after;
     };
 
     /** What a run learnt of the frames this source calls for (ffmpegSource): restarts start with it. */
@@ -128,6 +137,8 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
         input: isFile ? { ...o.input, loop: false, seek, seekMargin: seek !== undefined && !exact ? SEEK_MARGIN_S : 0 } : o.input,
         seqStart: nextSeq,
         ptsStart: ptsStart(),
+        // Live: pts stay near the time since the source's first frame, across restarts.
+        ptsClock: live ? () => (clock() - firstFrameAt) / 1000 : undefined,
         clock,
         onStreamInfo: (info, lb) => {
           opened = true;

@@ -128,6 +128,58 @@ describe('seq and pts keep growing across reconnects (live source, virtual time)
     expect(pts[29] - pts[10]).toBeCloseTo(1.9, 9); // 19 frames of a 10 fps camera: 1.9 s (0.76 s at 25 fps)
   });
 
+  it('a camera at its rate whose frames are now and then thinned (two in one 1/fps interval) and sometimes come two in one read: spacing never below 1 / fps, pts within LIVE_PTS_SLACK_S of the clock', () => {
+    const h = harness({ input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, fps: 10 } });
+    const c = h.children[0];
+    advance(50);
+    c.info();
+    let t = 0;
+    const at: number[] = [];
+    for (let i = 0; i < 80; i++) {
+      const gap = i % 4 === 3 ? 200 : 100; // every fourth frame thinned away: 30 s of such a camera drifts far
+      if (i % 7 === 6) {
+        c.frame(); // with the one before it, in one read
+      } else {
+        advance(gap);
+        t += gap;
+        c.frame();
+      }
+      at.push(t / 1000);
+    }
+    h.sub.unsubscribe();
+    const pts = h.frames.map((f) => f.pts);
+    for (let i = 1; i < pts.length; i++) expect(pts[i] - pts[i - 1], `frame ${i}`).toBeGreaterThanOrEqual(0.1 - 1e-9);
+    pts.forEach((p, i) => expect(Math.abs(p - (at[i] - at[0])), `frame ${i}`).toBeLessThanOrEqual(LIVE_PTS_SLACK_S + 1e-9));
+  });
+
+  it('pts ahead of the clock (a rate guessed too low) do not gain at each restart: within LIVE_PTS_SLACK_S of the time since the source\'s first frame', () => {
+    const h = harness();
+    let t = 0;
+    const step = (ms: number) => {
+      advance(ms);
+      t += ms;
+    };
+    const at: number[] = [];
+    for (let run = 0; run < 4; run++) {
+      while (h.children.length <= run) step(10); // the backoff
+      const c = h.children[run];
+      step(50);
+      c.info('mpjpeg', 5); // 10 frames a second sent, 5 guessed
+      for (let i = 0; i < 15; i++) {
+        step(100);
+        c.frame();
+        at.push(t / 1000);
+      }
+      c.exit(1);
+    }
+    h.sub.unsubscribe();
+    const pts = h.frames.map((f) => f.pts);
+    expect(pts).toHaveLength(60);
+    const t0 = at[0];
+    pts.forEach((p, i) => expect(p - pts[0] - (at[i] - t0), `frame ${i}`).toBeLessThanOrEqual(LIVE_PTS_SLACK_S + 1e-9));
+    for (let i = 1; i < pts.length; i++) expect(pts[i]).toBeGreaterThan(pts[i - 1]);
+  });
+
   it('a live rate ffmpeg guessed too low (5 fps reported, 10 sent, no fps configured): pts held within LIVE_PTS_SLACK_S of real time', () => {
     const h = harness();
     const c = h.children[0];
