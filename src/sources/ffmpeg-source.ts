@@ -90,9 +90,10 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   //   height, or small (YUV_MIN_PIXELS), is run again with packed frames, which ffmpeg converts
   //   from the source's own format: the values stay those of a direct conversion.
   // - A file whose own rate (that of ffmpeg's constant-rate output: `outputRate`) is below the
-  //   configured `fps` is run again without the fps filter,
-  //   which would repeat its frames to make up the rate (each one inferred, published and counted
-  //   twice at 60 over 30 fps): every frame once, at the file's rate.
+  //   configured `fps` is run again without the fps filter, which would repeat its frames to
+  //   make up the rate (each one inferred, published and counted twice at 60 over 30 fps):
+  //   every frame once, at the file's rate (a variable-rate file's frames are still repeated
+  //   over its gaps, by ffmpeg's constant-rate output).
   const run = (): Observable<Frame> => {
     let o = options;
     if (memo.ownRate) o = { ...o, input: { ...o.input, fps: undefined } };
@@ -408,6 +409,9 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
         stop(new RateAboveSource(`source "${id}": fps ${input.fps} is above the file's ${ownRate}`));
         return;
       }
+      // A file's frames come at the rate of ffmpeg's output, which its output line gives (the
+      // input line's figures are the average and the tbr, which may be a field rate).
+      if (input.kind === 'file' && !probe.output) return;
       if (layout === 'yuv420p') {
         // An odd height too: ffmpeg converts such pictures with its general scaler, whose
         // arithmetic the kernel does not reproduce. And a small picture: see YUV_MIN_PIXELS.
@@ -432,7 +436,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       // slow), and its pts count that rate. A live source's pts count the configured rate, else
       // the one ffmpeg guessed, held to the clock (see emit): the rate a live stream reports is a
       // guess from a fraction of a second of it (or a demuxer's default, MJPEG's 25).
-      const streamFps = input.kind === 'file' ? (probe.output?.fps ?? ownRate) : (inputInfo?.fps ?? probe.output?.fps);
+      const streamFps = input.kind === 'file' ? (probe.output!.fps ?? ownRate) : (inputInfo?.fps ?? probe.output?.fps);
       const deliveredFps = input.fps ? Math.min(input.fps, streamFps ?? input.fps) : streamFps;
       fps = input.kind === 'file' ? deliveredFps : (input.fps ?? streamFps);
       options.onStreamInfo?.({ ...inputInfo, width: size.width, height: size.height, fps: deliveredFps }, lb);

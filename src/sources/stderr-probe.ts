@@ -176,7 +176,7 @@ export function parseVideoStreamLine(line: string): StreamInfo | undefined {
   if (!(width > 0 && height > 0)) return undefined;
   const rate = (r: RegExpExecArray | null) => {
     const v = r ? Number(r[1]) * (r[2] === 'k' ? 1000 : 1) : undefined;
-    return v && Number.isFinite(v) && v > 0 ? v : undefined;
+    return v && Number.isFinite(v) && v > 0 ? exactRate(v) : undefined;
   };
   const tbr = rate(TBR.exec(rest));
   const fps = rate(FPS.exec(rest)) ?? tbr;
@@ -187,16 +187,38 @@ export function parseVideoStreamLine(line: string): StreamInfo | undefined {
   return { width, height, fps, ...(tbr !== undefined ? { tbr } : {}), ...(pix ? { pixFmt: pix[1], pixDetails: pix[2] ?? '' } : {}) };
 }
 
+/** The NTSC-family rates N·1000/1001 that ffmpeg prints rounded (23.98, 29.97, 59.94, …). */
+const NTSC = [24, 30, 48, 60, 120, 240];
+
+/**
+ * A rate as ffmpeg prints it (two decimals), made exact where it is one of the N·1000/1001
+ * rates: counted as 23.98, a 23.976 fps file's pts would fall 0.6 s behind in an hour, and a
+ * restart, which seeks to the next frame by pts, would deliver 14 frames again.
+ */
+export function exactRate(printed: number): number {
+  for (const n of NTSC) {
+    const exact = (n * 1000) / 1001;
+    if (Math.abs(printed - exact) < 0.006) return exact;
+  }
+  return printed;
+}
+
 /**
  * The rate of ffmpeg's constant-rate output of a file's frames, as ffmpeg chooses it
  * (`av_guess_frame_rate`): the stream's `tbr`, or its average where the tbr is implausible
- * (above 210 with an average below 70). A variable-rate file (a phone's recording: 30 fps, 15
- * in the dark) has an average below it, and ffmpeg repeats frames to fill the gaps, so its
- * frames come at the tbr, not the average.
+ * (above 210 with an average below 70) or is the field rate of interlaced video (twice the
+ * average). A variable-rate file (a phone's recording: 30 fps, 20 in the dark) has an average
+ * below it, and ffmpeg repeats frames to fill the gaps, so its frames come at the tbr, not the
+ * average. (One whose average is exactly half its tbr is taken for interlaced.) Decides only
+ * whether the fps filter is kept: the rate delivered is read from ffmpeg's output line.
  */
 export function outputRate(info: StreamInfo | undefined): number | undefined {
   if (!info) return undefined;
   const { fps, tbr } = info;
-  if (tbr === undefined) return fps;
-  return fps !== undefined && fps < 70 && tbr > 210 ? fps : tbr;
+  if (tbr === undefined || fps === undefined) return fps ?? tbr;
+  if (fps < 70 && tbr > 210) return fps;
+  // Interlaced video: the tbr is the field rate (25 fps, 50 tbr), and ffmpeg takes the
+  // codec's frame rate, which the average is.
+  if (Math.abs(tbr - 2 * fps) <= 0.01 * tbr) return fps;
+  return tbr;
 }

@@ -51,9 +51,12 @@ export class FakeFfmpeg extends EventEmitter {
   ) {
     super();
   }
-  /** The banner lines ffmpegSource probes: a 64x48 10 fps video stream. */
+  /** The banner lines ffmpegSource probes: a 64x48 10 fps video stream, and the output ffmpeg writes (as it prints it before the first frame). */
   info(format = 'rtsp', fps = 10): void {
-    this.stderr.write(`Input #0, ${format}, from 'x':\n  Duration: N/A\n    Stream #0:0: Video: h264 (High), yuv420p(progressive), 64x48, ${fps} fps, ${fps} tbr\nStream mapping:\n`);
+    this.stderr.write(
+      `Input #0, ${format}, from 'x':\n  Duration: N/A\n    Stream #0:0: Video: h264 (High), yuv420p(progressive), 64x48, ${fps} fps, ${fps} tbr\nStream mapping:\n` +
+        `Output #0, rawvideo, to 'pipe:1':\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 64x48, q=2-31, ${fps} fps, ${fps} tbn\n`,
+    );
   }
   frame(fill = 0): void {
     this.stdout.write(Buffer.alloc(this.frameBytes, fill));

@@ -126,17 +126,21 @@ describe('ffmpegSource (real ffmpeg)', () => {
     // 2 s of a 30 fps test picture, keeping every frame of the first second and every third of
     // the second: 40 frames, timestamps as they were (a phone's recording that slows in the dark).
     execFileSync(defaultFfmpegPath(), ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=640x360:rate=30:duration=2', '-vf', 'select=lt(t\\,1)+not(mod(n\\,3))', '-vsync', 'vfr', '-c:v', 'mpeg4', '-q:v', '5', '-pix_fmt', 'yuv420p', file]);
-    const infoFps: (number | undefined)[] = [];
     let spawned = 0;
-    const frames = await lastValueFrom(ffmpegSource({ ...opts({ url: file }), output: { ...output, frame: 'source-yuv' }, onStreamInfo: (i) => infoFps.push(i.fps), onSpawn: () => spawned++ }).pipe(tap((f) => f.release()), toArray()));
-    expect(infoFps).toEqual([30]);
-    expect(frames.length).toBeGreaterThanOrEqual(58); // 2 s at 30 fps, the slow second's frames repeated
-    expect(frames.length).toBeLessThanOrEqual(61);
-    frames.forEach((f, i) => expect(f.pts).toBeCloseTo(i / 30, 9));
-    expect(frames.at(-1)!.pts).toBeLessThan(2); // at the 22.2 average: 2.6 s for a 2 s file
+    // Frames at the source's size, and letterboxed by ffmpeg (model.resize: fast), whose size
+    // comes from the input line: the rate, from the output line, in both.
+    for (const frame of ['source-yuv', 'letterbox'] as const) {
+      const infoFps: (number | undefined)[] = [];
+      const frames = await lastValueFrom(ffmpegSource({ ...opts({ url: file }), output: { ...output, frame }, onStreamInfo: (i) => infoFps.push(i.fps), onSpawn: () => spawned++ }).pipe(tap((f) => f.release()), toArray()));
+      expect(infoFps, frame).toEqual([30]);
+      expect(frames.length).toBeGreaterThanOrEqual(58); // 2 s at 30 fps, the slow second's frames repeated
+      expect(frames.length).toBeLessThanOrEqual(61);
+      frames.forEach((f, i) => expect(f.pts).toBeCloseTo(i / 30, 9));
+      expect(frames.at(-1)!.pts).toBeLessThan(2); // at the 22.2 average: 2.6 s for a 2 s file
+    }
     // `fps: 25`, between the average and the 30 delivered: the fps filter keeps (at most 25 a second, one ffmpeg).
     const at25 = await lastValueFrom(ffmpegSource({ ...opts({ url: file, fps: 25 }), output: { ...output, frame: 'source-yuv' }, onSpawn: () => spawned++ }).pipe(tap((f) => f.release()), toArray()));
-    expect(spawned).toBe(2);
+    expect(spawned).toBe(3);
     expect(at25.length).toBeGreaterThanOrEqual(47); // 1.93–2 s at 25 fps
     expect(at25.length).toBeLessThanOrEqual(51);
     at25.forEach((f, i) => expect(f.pts).toBeCloseTo(i / 25, 9));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { colourOf, outputRate, parseVideoStreamLine, StderrProbe } from '../../src/sources/stderr-probe.js';
+import { colourOf, exactRate, outputRate, parseVideoStreamLine, StderrProbe } from '../../src/sources/stderr-probe.js';
 
 describe('parseVideoStreamLine', () => {
   it.each([
@@ -19,9 +19,20 @@ describe('parseVideoStreamLine', () => {
     expect(outputRate({ width: 1, height: 1, fps: 22.22, tbr: 30 })).toBe(30); // variable rate: frames repeated up to 30
     expect(outputRate({ width: 1, height: 1, fps: 25, tbr: 25 })).toBe(25);
     expect(outputRate({ width: 1, height: 1, fps: 29.97, tbr: 1000 })).toBe(29.97); // a 1k tbr (some MKVs, screen recorders)
+    expect(outputRate({ width: 1, height: 1, fps: 25, tbr: 50 })).toBe(25); // 1080i: the tbr is the field rate
     expect(outputRate({ width: 1, height: 1, fps: 29.97 })).toBe(29.97);
+    expect(outputRate({ width: 1, height: 1, tbr: 25 })).toBe(25);
     expect(outputRate({ width: 1, height: 1 })).toBeUndefined();
     expect(outputRate(undefined)).toBeUndefined();
+  });
+
+  it('rates ffmpeg prints rounded (23.98, 29.97, 59.94) are read as the exact N·1000/1001; others as printed', () => {
+    expect(parseVideoStreamLine('  Stream #0:0: Video: h264 (High), yuv420p(progressive), 1920x1080, 23.98 fps, 23.98 tbr, 24k tbn')).toMatchObject({ fps: 24000 / 1001, tbr: 24000 / 1001 });
+    expect(exactRate(29.97)).toBe(30000 / 1001);
+    expect(exactRate(59.94)).toBe(60000 / 1001);
+    expect(exactRate(29.83)).toBe(29.83);
+    expect(exactRate(25)).toBe(25);
+    expect(exactRate(30)).toBe(30);
   });
 
   it('the colour of a stream: its colour space picks the matrix (BT.601 for the rest), "pc" or a yuvj format is full range', () => {

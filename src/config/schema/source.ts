@@ -16,7 +16,7 @@ export const SourceSchema = z
     rate: z.enum(['native', 'fast']).default('native'),
     /** Files: start again at the end. Default false. */
     loop: z.boolean().default(false),
-    /** At most this many frames per second, resampled in ffmpeg (e.g. 60 fps cameras to 30); never a frame twice: a source below it keeps its own rate (a file's as ffmpeg delivers it: a variable-rate file at its tbr, the rate its timestamps fit, with frames repeated over its gaps). Default: as the source. */
+    /** At most this many frames per second, resampled in ffmpeg (e.g. 60 fps cameras to 30); never a frame twice to make up the rate: a source below it keeps its own rate (a file's as ffmpeg delivers it, at a constant rate: a variable-rate file's at its tbr, the rate its timestamps fit, with frames repeated over its gaps, as without `fps`). Default: as the source. */
     fps: z.number().positive().max(240).optional(),
     /** RTSP transport. Default tcp (no smeared frames from lost UDP packets). */
     rtspTransport: z.enum(['tcp', 'udp']).default('tcp'),
