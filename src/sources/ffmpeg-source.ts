@@ -321,7 +321,9 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
         else if (pts > hi) ptsShift -= pts - hi;
         pts = Math.min(Math.max(pts, lo), hi);
       }
-      if (!(pts > lastPts)) pts = lastPts + 1e-3; // strictly increasing, even with an unknown rate
+      // Strictly increasing, at least 1 ms apart (published to 0.1 ms), even with an unknown rate
+      // or two frames of one read held at a live source's slack.
+      if (!(pts >= lastPts + 1e-3)) pts = lastPts + 1e-3;
       lastPts = pts;
       let produced = captured;
       let producedBy: ProducedBy = 'captured';
@@ -401,7 +403,10 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     stderr.on('data', (chunk: string) => {
       inputInfo = probe.push(chunk) ?? inputInfo;
       if (lb) return;
-      const size = atSource ? probe.output : inputInfo;
+      // Letterboxed frames: the picture the scaler gets (after ffmpeg's autorotation: a phone's
+      // portrait video is 768x432 on the input line and 432x768 to the scaler) once it has said
+      // so, which it has before the output line that files wait for.
+      const size = atSource ? probe.output : (probe.scaledFrom ?? inputInfo);
       if (!size) return;
       if (closed) return;
       const ownRate = input.kind === 'file' ? outputRate(inputInfo) : undefined;

@@ -86,7 +86,8 @@ export class StderrProbe {
         const height = Number(sc[2]);
         const prev = this.scaledFrom;
         this.scaledFrom = { width, height };
-        if (prev && (prev.width !== width || prev.height !== height)) this.onResize?.(width, height);
+        // The first too: it can differ from the input line's size (a rotated video).
+        if (!prev || prev.width !== width || prev.height !== height) this.onResize?.(width, height);
         continue; // configuration chatter, not worth keeping in the error tail
       }
       if (/^\[(graph|scaler_out|Parsed_|AVIOContext|h264 @ .*Reinit context)/.test(line) || /^\[h264 @ [^\]]+\] Reinit context/.test(line)) continue;
@@ -187,8 +188,8 @@ export function parseVideoStreamLine(line: string): StreamInfo | undefined {
   return { width, height, fps, ...(tbr !== undefined ? { tbr } : {}), ...(pix ? { pixFmt: pix[1], pixDetails: pix[2] ?? '' } : {}) };
 }
 
-/** The NTSC-family rates N·1000/1001 that ffmpeg prints rounded (23.98, 29.97, 59.94, …). */
-const NTSC = [24, 30, 48, 60, 120, 240];
+/** The NTSC-family rates N·1000/1001 that ffmpeg prints rounded (14.99, 23.98, 29.97, 59.94, …). */
+const NTSC = [12, 15, 24, 30, 48, 60, 120, 240];
 
 /**
  * A rate as ffmpeg prints it (two decimals), made exact where it is one of the N·1000/1001
@@ -209,16 +210,16 @@ export function exactRate(printed: number): number {
  * (above 210 with an average below 70) or is the field rate of interlaced video (twice the
  * average). A variable-rate file (a phone's recording: 30 fps, 20 in the dark) has an average
  * below it, and ffmpeg repeats frames to fill the gaps, so its frames come at the tbr, not the
- * average. (One whose average is exactly half its tbr is taken for interlaced.) Decides only
- * whether the fps filter is kept: the rate delivered is read from ffmpeg's output line.
+ * average. Decides only whether the fps filter is kept: the rate delivered is read from
+ * ffmpeg's output line.
  */
 export function outputRate(info: StreamInfo | undefined): number | undefined {
   if (!info) return undefined;
   const { fps, tbr } = info;
   if (tbr === undefined || fps === undefined) return fps ?? tbr;
   if (fps < 70 && tbr > 210) return fps;
-  // Interlaced video: the tbr is the field rate (25 fps, 50 tbr), and ffmpeg takes the
-  // codec's frame rate, which the average is.
-  if (Math.abs(tbr - 2 * fps) <= 0.01 * tbr) return fps;
+  // Interlaced video (its pixel format says `top first` or `bottom first`): the tbr is the field
+  // rate (25 fps, 50 tbr), and ffmpeg takes the codec's frame rate, which the average is.
+  if (/\b(top|bottom) (coded )?first\b/.test(info.pixDetails ?? '') && Math.abs(tbr - 2 * fps) <= 0.01 * tbr) return fps;
   return tbr;
 }

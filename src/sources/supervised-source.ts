@@ -113,12 +113,13 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       // Live: the time since the source's first frame where an outage made it later; no more
       // than LIVE_PTS_SLACK_S ahead of it otherwise (pts ahead of the clock, kept so within a run,
       // would otherwise gain that much more at each restart), and never back.
-      return live
-        ? () => {
-            const since = (clock() - firstFrameAt) / 1000;
-            return Math.max(Math.min(Math.max(after, since), since + LIVE_PTS_SLACK_S), lastPts! + 1e-3);
-          }
-        : after;
+      if (!live) return after;
+      return () => {
+        const since = (clock() - firstFrameAt) / 1000;
+        // A native-rate file counts its frames, 1 / fps apart, across loops and restarts too.
+        if (isFile) return Math.max(after, since);
+        return Math.max(Math.min(Math.max(after, since), since + LIVE_PTS_SLACK_S), lastPts! + 1e-3);
+      };
     };
 
     /** What a run learnt of the frames this source calls for (ffmpegSource): restarts start with it. */
@@ -138,7 +139,7 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
         seqStart: nextSeq,
         ptsStart: ptsStart(),
         // Live: pts stay near the time since the source's first frame, across restarts.
-        ptsClock: live ? () => (clock() - firstFrameAt) / 1000 : undefined,
+        ptsClock: isFile ? undefined : () => (clock() - firstFrameAt) / 1000,
         clock,
         onStreamInfo: (info, lb) => {
           opened = true;

@@ -185,14 +185,27 @@ describe('seq and pts keep growing across reconnects (live source, virtual time)
     const c = h.children[0];
     advance(50);
     c.info('mpjpeg', 5);
+    const at: number[] = [];
+    let t = 0;
     for (let i = 0; i < 30; i++) {
       advance(100);
+      t += 0.1;
       c.frame();
+      at.push(t);
+    }
+    for (let i = 0; i < 4; i++) {
+      advance(100);
+      t += 0.1;
+      c.frame();
+      mono += 0.02; // 20 µs later: cut from the same read
+      c.frame(); // both held at the slack's edge: still 1 ms apart at least (0.1 ms is what is published)
+      at.push(t, t);
     }
     h.sub.unsubscribe();
     const pts = h.frames.map((f) => f.pts);
-    pts.forEach((p, i) => expect(Math.abs(p - i / 10)).toBeLessThanOrEqual(LIVE_PTS_SLACK_S + 1e-9));
+    pts.forEach((p, i) => expect(Math.abs(p - (at[i] - at[0]))).toBeLessThanOrEqual(LIVE_PTS_SLACK_S + 0.01));
     expect(pts[29] - pts[10]).toBeCloseTo(1.9, 9); // 3.8 s at the guessed 5 fps
+    for (let i = 1; i < pts.length; i++) expect(pts[i] - pts[i - 1], `frame ${i}`).toBeGreaterThanOrEqual(1e-3 - 1e-12);
   });
 });
 

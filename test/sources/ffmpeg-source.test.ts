@@ -146,6 +146,18 @@ describe('ffmpegSource (real ffmpeg)', () => {
     at25.forEach((f, i) => expect(f.pts).toBeCloseTo(i / 25, 9));
   });
 
+  it('a rotated video (a phone\'s portrait clip: 768x432 stored, turned 90°) letterboxed by ffmpeg: the letterbox of the 432x768 picture ffmpeg scales', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-rot-'));
+    const file = join(dir, 'rot.mp4');
+    execFileSync(defaultFfmpegPath(), ['-v', 'error', '-i', PERSON_VIDEO, '-t', '1', '-c', 'copy', '-metadata:s:v', 'rotate=90', file]);
+    const frames = await lastValueFrom(ffmpegSource(opts({ url: file })).pipe(take(2), toArray()));
+    expect(frames[0].letterbox).toMatchObject({ srcWidth: 432, srcHeight: 768, scaledWidth: 234, scaledHeight: 416 });
+    // The picture is where that letterbox says: the columns right of it are padding.
+    const row = frames[0].data.subarray(200 * 416 * 3, 201 * 416 * 3);
+    expect(row.subarray(240 * 3).every((v) => v === 114)).toBe(true);
+    expect(row.subarray(0, 230 * 3).some((v) => v !== 114)).toBe(true);
+  });
+
   it('unsubscribing kills ffmpeg', async () => {
     let child: ChildProcess | undefined;
     let exited = false;

@@ -19,7 +19,8 @@ describe('parseVideoStreamLine', () => {
     expect(outputRate({ width: 1, height: 1, fps: 22.22, tbr: 30 })).toBe(30); // variable rate: frames repeated up to 30
     expect(outputRate({ width: 1, height: 1, fps: 25, tbr: 25 })).toBe(25);
     expect(outputRate({ width: 1, height: 1, fps: 29.97, tbr: 1000 })).toBe(29.97); // a 1k tbr (some MKVs, screen recorders)
-    expect(outputRate({ width: 1, height: 1, fps: 25, tbr: 50 })).toBe(25); // 1080i: the tbr is the field rate
+    expect(outputRate({ width: 1, height: 1, fps: 25, tbr: 50, pixFmt: 'yuv420p', pixDetails: 'tv, bt709, top first' })).toBe(25); // 1080i: the tbr is the field rate
+    expect(outputRate({ width: 1, height: 1, fps: 15, tbr: 30, pixFmt: 'yuv420p', pixDetails: 'tv, bt709, progressive' })).toBe(30); // a phone's file at half its rate: ffmpeg keeps the tbr
     expect(outputRate({ width: 1, height: 1, fps: 29.97 })).toBe(29.97);
     expect(outputRate({ width: 1, height: 1, tbr: 25 })).toBe(25);
     expect(outputRate({ width: 1, height: 1 })).toBeUndefined();
@@ -30,6 +31,7 @@ describe('parseVideoStreamLine', () => {
     expect(parseVideoStreamLine('  Stream #0:0: Video: h264 (High), yuv420p(progressive), 1920x1080, 23.98 fps, 23.98 tbr, 24k tbn')).toMatchObject({ fps: 24000 / 1001, tbr: 24000 / 1001 });
     expect(exactRate(29.97)).toBe(30000 / 1001);
     expect(exactRate(59.94)).toBe(60000 / 1001);
+    expect(exactRate(14.99)).toBe(15000 / 1001);
     expect(exactRate(29.83)).toBe(29.83);
     expect(exactRate(25)).toBe(25);
     expect(exactRate(30)).toBe(30);
