@@ -321,9 +321,10 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
         else if (pts > hi) ptsShift -= pts - hi;
         pts = Math.min(Math.max(pts, lo), hi);
       }
-      // Strictly increasing, at least 1 ms apart (published to 0.1 ms), even with an unknown rate
-      // or two frames of one read held at a live source's slack.
-      if (!(pts >= lastPts + 1e-3)) pts = lastPts + 1e-3;
+      // Strictly increasing; a live source's at least 1 ms apart (published to 0.1 ms), even with
+      // an unknown rate or two frames of one read held at its slack. (A file's count its rate,
+      // which may be above 1000 fps: its pts are its position, which a restart seeks by.)
+      if (!(pts > lastPts) || (live && !(pts >= lastPts + 1e-3))) pts = lastPts + 1e-3;
       lastPts = pts;
       let produced = captured;
       let producedBy: ProducedBy = 'captured';
@@ -404,8 +405,8 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       inputInfo = probe.push(chunk) ?? inputInfo;
       if (lb) return;
       // Letterboxed frames: the picture the scaler gets (after ffmpeg's autorotation: a phone's
-      // portrait video is 768x432 on the input line and 432x768 to the scaler) once it has said
-      // so, which it has before the output line that files wait for.
+      // portrait video is 768x432 on the input line and 432x768 to the scaler), which it has
+      // reported before the output line waited for below.
       const size = atSource ? probe.output : (probe.scaledFrom ?? inputInfo);
       if (!size) return;
       if (closed) return;
@@ -414,9 +415,10 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
         stop(new RateAboveSource(`source "${id}": fps ${input.fps} is above the file's ${ownRate}`));
         return;
       }
-      // A file's frames come at the rate of ffmpeg's output, which its output line gives (the
-      // input line's figures are the average and the tbr, which may be a field rate).
-      if (input.kind === 'file' && !probe.output) return;
+      // ffmpeg prints its output line before the first frame, after its scaler has reported the
+      // picture it gets (see `size`). A file's frames also come at the output's rate (the input
+      // line's figures are the average and the tbr, which may be a field rate).
+      if (!probe.output) return;
       if (layout === 'yuv420p') {
         // An odd height too: ffmpeg converts such pictures with its general scaler, whose
         // arithmetic the kernel does not reproduce. And a small picture: see YUV_MIN_PIXELS.

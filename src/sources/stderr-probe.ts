@@ -20,7 +20,8 @@ export interface StreamInfo {
 
 const VIDEO_STREAM = /^\s*Stream #\d+:\d+.*?: Video: (.*)$/;
 /** Logged (at -loglevel verbose) each time our scale filter is configured: at start and whenever the input size changes. */
-const SCALE_CONFIG = /\[Parsed_scale_\d+ @ [^\]]+\] w:(\d+) h:(\d+) fmt:\S+(?: sar:\S+)? -> w:\d+ h:\d+/;
+// (ffmpeg 7.1 adds ` csp:… range:…` before ` sar:`.)
+const SCALE_CONFIG = /\[Parsed_scale_\d+ @ [^\]]+\] w:(\d+) h:(\d+) fmt:\S+.*? -> w:\d+ h:\d+/;
 /** The frame-time report our `metadata` filter prints for each output frame (live sources): its pts in µs. */
 const FRAME_TIME = /^\[Parsed_metadata_\d+ @ [^\]]+\] frame:\s*\d+\s+pts:\s*(\S+)/;
 
@@ -86,8 +87,7 @@ export class StderrProbe {
         const height = Number(sc[2]);
         const prev = this.scaledFrom;
         this.scaledFrom = { width, height };
-        // The first too: it can differ from the input line's size (a rotated video).
-        if (!prev || prev.width !== width || prev.height !== height) this.onResize?.(width, height);
+        if (prev && (prev.width !== width || prev.height !== height)) this.onResize?.(width, height);
         continue; // configuration chatter, not worth keeping in the error tail
       }
       if (/^\[(graph|scaler_out|Parsed_|AVIOContext|h264 @ .*Reinit context)/.test(line) || /^\[h264 @ [^\]]+\] Reinit context/.test(line)) continue;

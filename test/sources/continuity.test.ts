@@ -209,6 +209,29 @@ describe('seq and pts keep growing across reconnects (live source, virtual time)
   });
 });
 
+describe('file pts (virtual time)', () => {
+  it('a file above 1000 fps (high-speed footage): pts are its position, k / fps, not pushed 1 ms apart', () => {
+    let c: FakeFfmpeg | undefined;
+    const pts: number[] = [];
+    ffmpegSource({
+      id: 'hs',
+      input: { url: process.execPath, kind: 'file', rate: 'fast', loop: false }, // any file that exists: ffmpeg is a fake
+      output,
+      ffmpegPath: 'ffmpeg',
+      spawn: (_cmd, args) => {
+        c = new FakeFfmpeg(args, FRAME);
+        return c.asChild();
+      },
+    }).subscribe((f) => (pts.push(f.pts), f.release()));
+    advance(1);
+    expect(c).toBeDefined();
+    c!.info('mov,mp4,m4a,3gp,3g2,mj2', 2000);
+    for (let i = 0; i < 5; i++) c!.frame();
+    c!.exit(0);
+    expect(pts).toEqual([0, 0.0005, 0.001, 0.0015, 0.002]);
+  });
+});
+
 describe('spawn failures (out of file descriptors) are retried, never thrown', () => {
   const emfile = () => Object.assign(new Error('spawn EMFILE'), { code: 'EMFILE', errno: -24, syscall: 'spawn' });
 

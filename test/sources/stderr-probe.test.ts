@@ -20,6 +20,7 @@ describe('parseVideoStreamLine', () => {
     expect(outputRate({ width: 1, height: 1, fps: 25, tbr: 25 })).toBe(25);
     expect(outputRate({ width: 1, height: 1, fps: 29.97, tbr: 1000 })).toBe(29.97); // a 1k tbr (some MKVs, screen recorders)
     expect(outputRate({ width: 1, height: 1, fps: 25, tbr: 50, pixFmt: 'yuv420p', pixDetails: 'tv, bt709, top first' })).toBe(25); // 1080i: the tbr is the field rate
+    expect(outputRate({ width: 1, height: 1, fps: 25, tbr: 50, pixFmt: 'yuv420p', pixDetails: 'bottom coded first (swapped)' })).toBe(25);
     expect(outputRate({ width: 1, height: 1, fps: 15, tbr: 30, pixFmt: 'yuv420p', pixDetails: 'tv, bt709, progressive' })).toBe(30); // a phone's file at half its rate: ffmpeg keeps the tbr
     expect(outputRate({ width: 1, height: 1, fps: 29.97 })).toBe(29.97);
     expect(outputRate({ width: 1, height: 1, tbr: 25 })).toBe(25);
@@ -32,6 +33,7 @@ describe('parseVideoStreamLine', () => {
     expect(exactRate(29.97)).toBe(30000 / 1001);
     expect(exactRate(59.94)).toBe(60000 / 1001);
     expect(exactRate(14.99)).toBe(15000 / 1001);
+    expect(exactRate(11.99)).toBe(12000 / 1001);
     expect(exactRate(29.83)).toBe(29.83);
     expect(exactRate(25)).toBe(25);
     expect(exactRate(30)).toBe(30);
@@ -68,6 +70,21 @@ describe('StderrProbe', () => {
     expect(found[2]).toBeUndefined();
     expect(p.info).toEqual({ width: 640, height: 360, fps: 29.83, tbr: 29.83, format: 'mov,mp4,m4a,3gp,3g2,mj2', pixFmt: 'yuv420p', pixDetails: '' });
     expect(p.output).toEqual({ width: 416, height: 416, fps: 29.83, pixFmt: 'bgr24', pixDetails: '' });
+  });
+
+  it.each([
+    ['ffmpeg 5.1', '[Parsed_scale_0 @ 0x561c67f57d80] w:432 h:768 fmt:yuv420p sar:0/1 -> w:416 h:234 fmt:bgr24 sar:0/1 flags:0x0'],
+    ['ffmpeg 4.x', '[Parsed_scale_1 @ 0x55d0] w:432 h:768 fmt:yuv420p -> w:416 h:234 fmt:bgr24 flags:0x2'],
+    ['ffmpeg 7.1 (colour space and range)', '[Parsed_scale_0 @ 0x5d7a] w:432 h:768 fmt:yuv420p csp:bt470bg range:tv sar:1/1 -> w:416 h:234 fmt:bgr24 csp:gbr range:pc sar:1/1 flags:0x00000004'],
+  ])('the size the scaler gets, as %s logs it; a later different size is a resize', (_v, line) => {
+    const p = new StderrProbe();
+    const resized: string[] = [];
+    p.onResize = (w, h) => resized.push(`${w}x${h}`);
+    p.push(`${line}\n`);
+    expect(p.scaledFrom).toEqual({ width: 432, height: 768 });
+    expect(resized).toEqual([]); // the first report is the start, not a change
+    p.push(`${line.replace('w:432 h:768', 'w:640 h:360')}\n`);
+    expect(resized).toEqual(['640x360']);
   });
 
   it('keeps the last lines for error reports', () => {
