@@ -51,9 +51,9 @@ export interface FfmpegSourceOptions {
   seqStart?: number;
   /**
    * `pts` of the first frame, seconds; later frames add `1 / fps` each (a file: the rate
-   * delivered; a live source: kept within LIVE_PTS_SLACK_S of the time since the first frame),
-   * or the time since the first frame when the rate is unknown. A function is called when the first frame arrives,
-   * so a restarted live source can count the outage in. Default 0.
+   * delivered; a live source: kept within LIVE_PTS_SLACK_S of `ptsClock`), or the time since
+   * the first frame when the rate is unknown. A function is called when the first frame
+   * arrives, so a restarted live source can count the outage in. Default 0.
    */
   ptsStart?: number | (() => number);
   /**
@@ -303,8 +303,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
         ptsBase = typeof options.ptsStart === 'function' ? options.ptsStart() : (options.ptsStart ?? 0);
         ptsShift = 0;
       }
-      const elapsed = (clock() - firstAt) / 1000;
-      let pts = fps ? ptsBase + k / fps + ptsShift : ptsBase + elapsed;
+      let pts = fps ? ptsBase + k / fps + ptsShift : ptsBase + (clock() - firstAt) / 1000;
       // A live source's pts count its rate, kept within LIVE_PTS_SLACK_S of the time since its
       // first frame (`ptsClock`): a camera slower than its `fps` (a 10 fps one at `fps: 25`, whose
       // frames the sample filter all keeps) or faster than the rate ffmpeg guessed would
@@ -314,7 +313,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       // frames the sample filter now and then thins keeps its even spacing, moved by a step now
       // and then; one slower than its rate follows the clock.
       if (live && fps) {
-        const at = options.ptsClock ? options.ptsClock() : ptsBase + elapsed;
+        const at = options.ptsClock ? options.ptsClock() : ptsBase + (clock() - firstAt) / 1000;
         const lo = at - LIVE_PTS_SLACK_S;
         const hi = at + LIVE_PTS_SLACK_S;
         if (pts < lo) ptsShift += lo - pts;
@@ -385,12 +384,12 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       lb = fit(w, h);
       options.onResize?.(prev, lb);
     };
-    // Frames at the source's size are cut at the size ffmpeg says it writes (its output stream,
-    // after any rotation), which can differ from the input's; letterboxed ones need the input's.
-    // stdout stays paused until the size is known, but node resumes it by itself when ffmpeg
-    // exits: such bytes wait here (what ffmpeg wrote before exiting; a pipe's worth at most).
+    // Frames are cut once ffmpeg has printed its output line (before its first frame): at the
+    // size it says it writes for frames at the source's size (after any rotation), letterboxed
+    // ones with the letterbox of the picture its scaler gets. stdout stays paused until then,
+    // but node resumes it by itself when ffmpeg exits: such bytes wait here (what ffmpeg wrote
+    // before exiting; a pipe's worth at most).
     const early: Buffer[] = [];
-    // Source-size frames need only the output's line (it has the rate too).
     let inputInfo: StreamInfo | undefined;
     // Told by ffmpeg's report of the input, before any frame is read: ffmpeg is stopped, and the
     // source run again as it calls for (ffmpegSource) or failed.
@@ -418,7 +417,8 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       // ffmpeg prints its output line before the first frame, after its scaler has reported the
       // picture it gets (see `size`). A file's frames also come at the output's rate (the input
       // line's figures are the average and the tbr, which may be a field rate).
-      if (!probe.output) return;
+      const out = probe.output;
+      if (!out) return;
       if (layout === 'yuv420p') {
         // An odd height too: ffmpeg converts such pictures with its general scaler, whose
         // arithmetic the kernel does not reproduce. And a small picture: see YUV_MIN_PIXELS.
@@ -426,7 +426,6 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
           stop(new NotYuv420(`source "${id}": the input is ${probe.info?.pixFmt ?? 'of an unnamed pixel format'}, ${size.width}x${size.height}`));
           return;
         }
-        const out = probe.output!;
         // The format filter allows only these two; anything else is a bug worth a clear error.
         if (out.pixFmt !== 'yuv420p' && out.pixFmt !== 'yuvj420p') {
           stop(new ArgusError(ErrorCodes.SOURCE_PROBE, redact(`source "${id}": ffmpeg writes ${out.pixFmt ?? 'an unnamed pixel format'}, not the yuv420p asked for`)));
@@ -443,7 +442,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       // slow), and its pts count that rate. A live source's pts count the configured rate, else
       // the one ffmpeg guessed, held to the clock (see emit): the rate a live stream reports is a
       // guess from a fraction of a second of it (or a demuxer's default, MJPEG's 25).
-      const streamFps = input.kind === 'file' ? (probe.output!.fps ?? ownRate) : (inputInfo?.fps ?? probe.output?.fps);
+      const streamFps = input.kind === 'file' ? (out.fps ?? ownRate) : (inputInfo?.fps ?? out.fps);
       const deliveredFps = input.fps ? Math.min(input.fps, streamFps ?? input.fps) : streamFps;
       fps = input.kind === 'file' ? deliveredFps : (input.fps ?? streamFps);
       options.onStreamInfo?.({ ...inputInfo, width: size.width, height: size.height, fps: deliveredFps }, lb);

@@ -110,15 +110,16 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     const ptsStart = (): number | (() => number) => {
       if (lastPts === undefined) return live ? () => ((firstFrameAt = clock()), 0) : 0;
       const after = lastPts + period();
-      // Live: the time since the source's first frame where an outage made it later; no more
-      // than LIVE_PTS_SLACK_S ahead of it otherwise (pts ahead of the clock, kept so within a run,
-      // would otherwise gain that much more at each restart), and never back.
       if (!live) return after;
+      const since = () => (clock() - firstFrameAt) / 1000;
+      // A native-rate file counts its frames, 1 / fps apart, across loops and restarts.
+      if (isFile) return () => Math.max(after, since());
+      // A live source: the time since its first frame where an outage made that later; no more
+      // than LIVE_PTS_SLACK_S ahead of it otherwise (pts ahead of the clock, kept so within a
+      // run, would otherwise gain that much more at each restart), and never back.
       return () => {
-        const since = (clock() - firstFrameAt) / 1000;
-        // A native-rate file counts its frames, 1 / fps apart, across loops and restarts too.
-        if (isFile) return Math.max(after, since);
-        return Math.max(Math.min(Math.max(after, since), since + LIVE_PTS_SLACK_S), lastPts! + 1e-3);
+        const t = since();
+        return Math.max(Math.min(Math.max(after, t), t + LIVE_PTS_SLACK_S), lastPts! + 1e-3);
       };
     };
 

@@ -209,7 +209,32 @@ describe('seq and pts keep growing across reconnects (live source, virtual time)
   });
 });
 
-describe('file pts (virtual time)', () => {
+describe('ffmpegSource alone (no supervisor), virtual time', () => {
+  it('a live source with `fps` above its rate, without a ptsClock: pts held within LIVE_PTS_SLACK_S of the time since its first frame', () => {
+    let c: FakeFfmpeg | undefined;
+    const pts: number[] = [];
+    ffmpegSource({
+      id: 'cam',
+      input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, fps: 25 },
+      output,
+      ffmpegPath: 'ffmpeg',
+      clock: () => mono,
+      spawn: (_cmd, args) => {
+        c = new FakeFfmpeg(args, FRAME);
+        return c.asChild();
+      },
+    }).subscribe((f) => (pts.push(f.pts), f.release()));
+    advance(1);
+    c!.info(); // 10 fps
+    for (let i = 0; i < 30; i++) {
+      if (i > 0) advance(100);
+      c!.frame();
+    }
+    pts.forEach((p, i) => expect(Math.abs(p - i / 10), `frame ${i}`).toBeLessThanOrEqual(LIVE_PTS_SLACK_S + 1e-9));
+    expect(pts[29] - pts[10]).toBeCloseTo(1.9, 9);
+  });
+
+
   it('a file above 1000 fps (high-speed footage): pts are its position, k / fps, not pushed 1 ms apart', () => {
     let c: FakeFfmpeg | undefined;
     const pts: number[] = [];
