@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { checkSourceAnalytics, LineSchema, RuleSchema, ZoneSchema } from './analytics.js';
 import { id } from './common.js';
+import { checkInputArgs } from './input-args.js';
 
 /** One camera or file. */
 export const SourceSchema = z
@@ -20,8 +21,12 @@ export const SourceSchema = z
     fps: z.number().positive().max(240).optional(),
     /** RTSP transport. Default tcp (no smeared frames from lost UDP packets). */
     rtspTransport: z.enum(['tcp', 'udp']).default('tcp'),
-    /** Extra ffmpeg arguments before -i, e.g. ["-hwaccel", "cuda"]. */
-    inputArgs: z.array(z.string()).default([]),
+    /**
+     * Extra ffmpeg input options before -i, each followed by its value, e.g. ["-hwaccel", "cuda"]:
+     * hardware decoding, the decoder, demuxer, network and capture-device options only
+     * (schema/input-args.ts lists them; no output, second input or log level).
+     */
+    inputArgs: z.array(z.string()).default([]).superRefine(checkInputArgs),
     /**
      * How ffmpeg decodes (README, "Latency"). Defaults measured on a 2-core machine: one decoder
      * thread (no frame-threading delay; inference keeps the other core) and low-latency input.
