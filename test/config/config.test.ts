@@ -118,4 +118,13 @@ describe('pipeline schema', () => {
     expect(demo.sources[0]).toMatchObject({ id: 'lobby', uri: 'asset:one-by-one-person-detection.mp4', rate: 'native' });
     expect(demo.model.providers).toEqual(['cpu']);
   });
+
+  it('an id of dots only is refused (ids name files: `{source}` of `..` would be the folder above); dots inside an id are fine', () => {
+    for (const bad of ['.', '..', '...']) {
+      const e = errorOf(() => parse(`sources:\n  - {id: "${bad}", uri: /tmp/a.mp4}\n`));
+      expect(e.code).toBe('VAP_ERR_CONFIG');
+      expect(e.message).toContain('sources[0].id: use letters, digits, dot, dash or underscore (not only dots)');
+    }
+    expect(parse('sources:\n  - {id: cam.1, uri: /tmp/a.mp4}\n').sources[0].id).toBe('cam.1');
+  });
 });
