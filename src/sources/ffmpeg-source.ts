@@ -406,9 +406,13 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       // Letterboxed frames: the picture the scaler gets (after ffmpeg's autorotation: a phone's
       // portrait video is 768x432 on the input line and 432x768 to the scaler), which it has
       // reported before the output line waited for below.
+      if (closed) return;
+      if (probe.outputUnreadable !== undefined) {
+        stop(new ArgusError(ErrorCodes.SOURCE_PROBE, redact(`source "${id}": ffmpeg's line for the frames it writes has no size argus can read: ${probe.outputUnreadable}`)));
+        return;
+      }
       const size = atSource ? probe.output : (probe.scaledFrom ?? inputInfo);
       if (!size) return;
-      if (closed) return;
       const ownRate = input.kind === 'file' ? outputRate(inputInfo) : undefined;
       if (input.fps && ownRate && input.fps > ownRate) {
         stop(new RateAboveSource(`source "${id}": fps ${input.fps} is above the file's ${ownRate}`));

@@ -51,6 +51,11 @@ export class StderrProbe {
   private inOutput = false;
   /** The frames' size as ffmpeg writes them (its `Output #0` stream line), once printed. */
   output: { width: number; height: number; fps?: number; pixFmt?: string; pixDetails?: string } | undefined;
+  /**
+   * The output's stream line when it could not be read (no size in it: an ffmpeg whose log
+   * argus does not know). Frames wait for `output`, so without this nothing would ever come.
+   */
+  outputUnreadable: string | undefined;
   info: StreamInfo | undefined;
   /** The last lines ffmpeg printed, for error reports. */
   readonly tail: string[] = [];
@@ -100,9 +105,10 @@ export class StderrProbe {
         // The output stream's line: the size of the frames ffmpeg writes (after any rotation or
         // filter), printed before the first one.
         if (/^Output #0/.test(line)) this.inOutput = true;
-        else if (this.inOutput && !this.output) {
+        else if (this.inOutput && !this.output && this.outputUnreadable === undefined) {
           const o = parseVideoStreamLine(line);
           if (o) this.output = { width: o.width, height: o.height, fps: o.fps, pixFmt: o.pixFmt, pixDetails: o.pixDetails };
+          else if (/^\s*Stream #\d+:\d+/.test(line)) this.outputUnreadable = line.trim();
         }
         continue;
       }

@@ -41,6 +41,26 @@ describe('ffmpegSource with an ffmpeg that never says the size', () => {
   });
 });
 
+describe('ffmpegSource with an ffmpeg whose output line has no size argus can read', () => {
+  it.each(['source', 'letterbox'] as const)('a file read as fast as possible (no watchdog) fails at once with a coded probe error naming the line, ffmpeg stopped (%s layout)', async (frame) => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-badout-'));
+    const fake = join(dir, 'ffmpeg');
+    const input = "Input #0, mov,mp4,m4a,3gp,3g2,mj2, from 'x':\\n  Stream #0:0: Video: h264 (High), yuv420p(tv, bt709, progressive), 640x360, 10 fps, 10 tbr\\n";
+    const scaler = '[Parsed_scale_0 @ 0x1] w:640 h:360 fmt:yuv420p sar:0/1 -> w:416 h:234 fmt:bgr24 sar:0/1 flags:0x2\\n';
+    const out = "Output #0, rawvideo, to 'pipe:1':\\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, q=2-31, 10 fps\\n";
+    // Then frames, and ffmpeg blocked on the pipe: before, the source waited for ever.
+    writeFileSync(fake, `#!/bin/sh\nprintf "${input}${scaler}${out}" >&2\nhead -c 70000 /dev/zero\nexec sleep 30\n`, { mode: 0o755 });
+    let pid = 0;
+    const started = Date.now();
+    const err = await lastValueFrom(ffmpegSource({ ...opts(), ffmpegPath: fake, output: { ...output, frame }, onSpawn: (c) => (pid = c.pid!) })).catch((e) => e);
+    expect(isArgusError(err) && err.code).toBe('VAP_ERR_SOURCE_PROBE');
+    expect(err.message).toContain("ffmpeg's line for the frames it writes has no size argus can read: Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, q=2-31, 10 fps");
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(pid).toBeGreaterThan(0);
+    await expect.poll(() => alive(pid), { timeout: 5000 }).toBe(false);
+  });
+});
+
 describe('ffmpegSource with an ffmpeg that writes other pixels than asked', () => {
   it('4:2:0 frames asked, rgb24 written: a coded probe error naming the format, ffmpeg stopped before any frame', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-fmt-'));

@@ -87,6 +87,18 @@ describe('StderrProbe', () => {
     expect(resized).toEqual(['640x360']);
   });
 
+  it("an output stream line with no size it can read is kept as unreadable; a readable one, and the metadata lines after it, are not", () => {
+    const head = "Input #0, mov,mp4,m4a,3gp,3g2,mj2, from 'x.mp4':\n    Stream #0:0: Video: h264 (High), yuv420p, 640x360, 30 fps, 30 tbr\nStream mapping:\nOutput #0, rawvideo, to 'pipe:1':\n  Metadata:\n    encoder         : Lavf59.27.100\n";
+    const bad = new StderrProbe();
+    bad.push(`${head}  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, q=2-31, 30 fps\n    Metadata:\n      encoder         : Lavc59.37.100 rawvideo\n`);
+    expect(bad.output).toBeUndefined();
+    expect(bad.outputUnreadable).toBe('Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, q=2-31, 30 fps');
+    const good = new StderrProbe();
+    good.push(`${head}  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 640x360, q=2-31, 30 fps\n    Metadata:\n      encoder         : Lavc59.37.100 rawvideo\n`);
+    expect(good.output).toMatchObject({ width: 640, height: 360 });
+    expect(good.outputUnreadable).toBeUndefined();
+  });
+
   it('keeps the last lines for error reports', () => {
     const p = new StderrProbe(2);
     p.push('one\ntwo\nthree\nfour');
