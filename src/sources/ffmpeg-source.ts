@@ -9,7 +9,7 @@ import { letterbox, type Letterbox } from '../core/geometry.js';
 import { buildFfmpegArgs, frameBytes, reportsFrameTimes, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
-import { colourOf, outputRate, StderrProbe, type StreamInfo } from './stderr-probe.js';
+import { colourOf, outputRate, saysNoVideoStream, withoutMapAdvice, StderrProbe, type StreamInfo } from './stderr-probe.js';
 
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
 export type SpawnFn = (command: string, args: readonly string[], options: { stdio: ['ignore', 'pipe', 'pipe'] }) => ChildProcess;
@@ -578,7 +578,12 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
         subscriber.complete();
         return;
       }
-      const tail = probe.tailText().split('\n').slice(-6).join('\n');
+      const log = probe.tailText();
+      const tail = withoutMapAdvice(log.split('\n')).slice(-6).join('\n');
+      if (!lb && saysNoVideoStream(log)) {
+        fail(ErrorCodes.SOURCE_PROBE, `source "${id}": ${input.url} has no video stream\n${tail}`);
+        return;
+      }
       if (!lb) {
         fail(
           code === 0 ? ErrorCodes.SOURCE_PROBE : ErrorCodes.SOURCE_EXIT,

@@ -42,6 +42,23 @@ const PIX_FMT = /^([a-z0-9_]+)(?:\((.*)\))?$/;
 const TBR = /([\d.]+)(k?) tbr/;
 
 /**
+ * ffmpeg's error for an input without a video stream (argus maps `0:v:0`), and the advice line
+ * after it, which argus's users cannot follow (`-map 0:v:0?`).
+ */
+const NO_VIDEO = /Stream map '0:v:0' matches no streams/;
+const MAP_ADVICE = /^To ignore this, add a trailing '\?' to the map/;
+
+/** The input has no video stream, by ffmpeg's log (its last lines). */
+export function saysNoVideoStream(log: string): boolean {
+  return NO_VIDEO.test(log);
+}
+
+/** ffmpeg's last lines without its advice to make the map optional (which argus cannot take). */
+export function withoutMapAdvice(lines: readonly string[]): string[] {
+  return lines.filter((l) => !MAP_ADVICE.test(l));
+}
+
+/**
  * Parses ffmpeg's log line by line. The first video stream listed under `Input #0` is the
  * source; parsing stops at `Output #0` or `Stream mapping`.
  */

@@ -5,7 +5,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { loadSharp } from '../core/sharp.js';
 import { boundedSize, FRAME_TIME_FILTERS, sampleFilter, sourceBoundFilter } from '../sources/ffmpeg-args.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
-import { frameReport, parseVideoStreamLine } from '../sources/stderr-probe.js';
+import { frameReport, parseVideoStreamLine, saysNoVideoStream, withoutMapAdvice } from '../sources/stderr-probe.js';
 
 /** One decoded picture at the source's full resolution, packed RGB. */
 export interface RawFrame {
@@ -239,7 +239,12 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
       const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
       throw new ArgusError(ErrorCodes.SOURCE_OPEN, missing ? `ffmpeg not found at ${o.ffmpegPath}` : `could not start ffmpeg (${o.ffmpegPath}): ${error.message}`, { cause: error });
     }
-    if (code !== 0) throw new ArgusError(ErrorCodes.SOURCE_EXIT, `ffmpeg exited with code ${code} decoding ${o.url}:\n${[...tail, partial].filter(Boolean).slice(-6).join('\n')}`);
+    if (code !== 0) {
+      const lines = [...tail, partial].filter(Boolean);
+      const last = withoutMapAdvice(lines).slice(-6).join('\n');
+      if (saysNoVideoStream(lines.join('\n'))) throw new ArgusError(ErrorCodes.SOURCE_PROBE, `${o.url} has no video stream:\n${last}`);
+      throw new ArgusError(ErrorCodes.SOURCE_EXIT, `ffmpeg exited with code ${code} decoding ${o.url}:\n${last}`);
+    }
   } finally {
     unwatch();
     if (!done) child.kill('SIGKILL');

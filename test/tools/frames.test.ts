@@ -1,12 +1,15 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { lastValueFrom } from 'rxjs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import { bundledFfmpegPath, resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 import { videoFrames } from '../../src/tools/frames.js';
 import { frameReport } from '../../src/sources/stderr-probe.js';
+import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
 import { runCommand } from '../helpers/cli.js';
 
 const ffmpeg = resolveFfmpegSync().path;
@@ -42,6 +45,28 @@ describe('videoFrames (argus detect, argus preview): a source that never sends',
     expect((err as Error).message).toBe(`no frame came from ${u} within 0.5 s`);
     expect(sockets.length).toBeGreaterThan(0); // ffmpeg had connected
   }, 30_000);
+});
+
+describe('an input without a video stream (an audio file)', () => {
+  it('videoFrames and ffmpegSource: a coded probe error that says so, without ffmpeg\'s advice to make the map optional', async () => {
+    const audio = join(mkdtempSync(join(tmpdir(), 'argus-audio-')), 'audio.m4a');
+    execFileSync(ffmpeg, ['-v', 'error', '-y', '-f', 'lavfi', '-i', 'sine=d=0.5', audio]);
+    let err: unknown;
+    try {
+      for await (const _f of videoFrames({ ffmpegPath: ffmpeg, url: audio })) throw new Error('no frame was expected');
+    } catch (e) {
+      err = e;
+    }
+    expect(isArgusError(err) && err.code).toBe('VAP_ERR_SOURCE_PROBE');
+    expect((err as Error).message).toMatch(new RegExp(`^${audio.replace(/[.]/g, '\\.')} has no video stream:\n[^]*Audio: aac`));
+    expect((err as Error).message).not.toContain('trailing');
+    const src = await lastValueFrom(
+      ffmpegSource({ id: 'a', input: { url: audio, kind: 'file', rate: 'fast', loop: false }, output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 }, ffmpegPath: ffmpeg }),
+    ).catch((e) => e);
+    expect(isArgusError(src) && src.code).toBe('VAP_ERR_SOURCE_PROBE');
+    expect(src.message).toContain(`source "a": ${audio} has no video stream`);
+    expect(src.message).not.toContain('trailing');
+  });
 });
 
 describe('videoFrames: each frame once, with its own time', () => {
