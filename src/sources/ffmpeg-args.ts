@@ -11,7 +11,7 @@ export interface FfmpegInputSpec {
   /** Files: start over at the end. */
   loop: boolean;
   /** RTSP transport. Default 'tcp'. */
-  rtspTransport?: 'tcp' | 'udp';
+  rtspTransport?: 'tcp' | 'udp' | 'udp_multicast' | 'http' | 'https';
   /** Extra arguments placed before `-i` (hardware decode, demuxer options). */
   inputArgs?: readonly string[];
   /** Resample to this frame rate (drop/duplicate frames in ffmpeg). */

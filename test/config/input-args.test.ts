@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
 import { parseCamera } from '../../src/cluster/view.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { PipelineSchema } from '../../src/config/schema.js';
+import { FLAG_OPTIONS, FORMATS, VALUE_OPTIONS } from '../../src/config/schema/input-args.js';
+import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
 
 const yaml = (inputArgs: string[]) => `sources:\n  - id: cam\n    uri: rtsp://cam.local/s\n    inputArgs: ${JSON.stringify(inputArgs)}\n`;
@@ -19,10 +22,10 @@ const refusal = (inputArgs: string[]): string => {
 describe('inputArgs: ffmpeg input options only, each with its value', () => {
   it.each([
     [['-hwaccel', 'cuda']],
-    [['-hwaccel', 'vaapi', '-hwaccel_device', '/dev/dri/renderD128', '-hwaccel_output_format', 'vaapi']],
-    [['-c:v', 'h264_cuvid']],
+    [['-hwaccel', 'vaapi', '-hwaccel_device', '/dev/dri/renderD128']],
+    [['-c:v', 'h264_cuvid', '-gpu', '0', '-surfaces', '8', '-noautorotate']],
     [['-f', 'v4l2', '-input_format', 'mjpeg', '-video_size', '1280x720', '-framerate', '30']],
-    [['-timeout', '5000000', '-fflags', '+genpts', '-reorder_queue_size', '-1']],
+    [['-rw_timeout', '5000000', '-fflags', '+genpts', '-reorder_queue_size', '-1', '-rtsp_flags', 'prefer_tcp']],
     [[]],
   ])('%j is accepted and reaches ffmpeg before -i as written', (args) => {
     const source = parse(args).sources[0];
@@ -37,7 +40,7 @@ describe('inputArgs: ffmpeg input options only, each with its value', () => {
     const msg = refusal(['-f', 'mjpeg', '-i', 'x.mjpeg', '-frames:v', '1', '-y', '/tmp/pwned.png']);
     expect(msg).toContain('sources[0].inputArgs[2]: "-i" is not passed on: a source has one input, its `uri`');
     expect(refusal(['-hwaccel', 'cuda', 'out.mp4'])).toContain('sources[0].inputArgs[2]: "out.mp4" is not an option');
-    expect(refusal(['-y', 'out.mp4'])).toContain('sources[0].inputArgs[0]: "-y" is not an ffmpeg input option argus passes on. Allowed, each followed by its value: -hwaccel,');
+    expect(refusal(['-y', 'out.mp4'])).toContain('sources[0].inputArgs[0]: "-y" is not an ffmpeg input option argus passes on. Allowed: -hwaccel -hwaccel_device');
   });
 
   it('options that write files or that argus sets itself are refused, with the field to use where there is one', () => {
@@ -51,9 +54,25 @@ describe('inputArgs: ffmpeg input options only, each with its value', () => {
     expect(refusal(['-hwaccel:v', 'cuda'])).toContain('inputArgs[0]: "-hwaccel:v"');
   });
 
+  it('numbers written bare in YAML are values as ffmpeg reads them', () => {
+    const cfg = parseConfigText('sources:\n  - id: cam\n    uri: /dev/video0\n    inputArgs: [-framerate, 30, -reorder_queue_size, -1, -probesize, 1e6]\n', PipelineSchema, 'p.yaml', {});
+    expect(cfg.sources[0].inputArgs).toEqual(['-framerate', '30', '-reorder_queue_size', '-1', '-probesize', '1000000']);
+  });
+
+  it('what a cameras-topic writer could turn against a worker, or what breaks argus, is refused with the reason', () => {
+    expect(refusal(['-rtsp_flags', 'listen'])).toContain('inputArgs[1]: rtsp_flags "listen" (a server awaiting a publisher) is not passed on');
+    expect(refusal(['-rtsp_flags', 'filter_src+listen'])).toContain('inputArgs[1]: rtsp_flags "listen"');
+    expect(refusal(['-cert_file', '/etc/argus/client.pem'])).toContain('inputArgs[0]: "-cert_file" is not an ffmpeg input option');
+    expect(refusal(['-hwaccel', 'cuda', '-hwaccel_output_format', 'cuda'])).toContain('inputArgs[2]: "-hwaccel_output_format"');
+    expect(refusal(['-r', '30'])).toContain('"-r" is not passed on: use `fps`');
+    expect(refusal(['-timeout', '5000000'])).toContain('"-timeout" is not passed on: argus\'s watchdog restarts a silent source');
+    expect(refusal(['-noautorotate:v'])).toContain('inputArgs[0]: "-noautorotate:v"');
+  });
+
   it('lavfi, whose filters read and write files, is not an input format; a last option without its value is refused', () => {
     expect(refusal(['-f', 'lavfi'])).toContain('sources[0].inputArgs[1]: input format "lavfi" is not one argus passes on');
-    expect(refusal(['-hwaccel', 'cuda', '-timeout'])).toContain('sources[0].inputArgs[2]: "-timeout" needs a value after it');
+    expect(refusal(['-hwaccel', 'cuda', '-rw_timeout'])).toContain('sources[0].inputArgs[2]: "-rw_timeout" needs a value after it');
+    expect(refusal(['-f', 'sdp'])).toContain('input format "sdp"');
   });
 
   it("a worker refuses the same from the cluster's cameras topic: anyone who can write the topic must not write files on the workers", () => {
@@ -62,5 +81,32 @@ describe('inputArgs: ffmpeg input options only, each with its value', () => {
     expect(r.error).toContain('inputArgs');
     expect(r.error).toContain('"-i" is not passed on');
     expect(parseCamera('cam', JSON.stringify({ id: 'cam', uri: 'rtsp://cam.local/s', inputArgs: ['-hwaccel', 'cuda'] }), {}).definition?.source.inputArgs).toEqual(['-hwaccel', 'cuda']);
+  });
+});
+
+describe('inputArgs against the ffmpeg argus runs (`ffmpeg -h full`)', () => {
+  const help = execFileSync(resolveFfmpegSync().path, ['-hide_banner', '-h', 'full'], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  // ffmpeg's own options start a line ("-hwaccel hwaccel name  use HW …"); AVOptions of demuxers,
+  // protocols and decoders are indented, with their type ("  -rw_timeout <int64> …").
+  const own = (name: string) => new RegExp(`^-${name}( |$)`, 'm').test(help);
+  const av = (name: string) => new RegExp(`^ +-${name} +<(\\w+)>`, 'm').exec(help)?.[1];
+
+  it('every option passed on exists, and each takes a value (an ffmpeg option that takes none would make the next word an output file)', () => {
+    // Builds without NVIDIA's decoders or QSV, and ffmpeg before 4.4 (the bundled 2018 build),
+    // lack these; Debian 12's 5.1 has them all.
+    const buildOrVersion = new Set(['gpu', 'surfaces', 'resize', 'crop', 'deint', 'qsv_device', 'reconnect_on_network_error', 'reconnect_on_http_error']);
+    const unknown = [...VALUE_OPTIONS].filter((o) => !own(o) && av(o) === undefined && !buildOrVersion.has(o));
+    expect(unknown).toEqual([]);
+    // ffmpeg's yes/no options are the ones that take no value: none of those is passed on as one.
+    const bools = ['autorotate', 'stdin', 'y', 'n', 'shortest', 'copyts'];
+    for (const b of bools) expect(own(b), b).toBe(true);
+    expect([...VALUE_OPTIONS].filter((o) => bools.includes(o))).toEqual([]);
+    for (const f of FLAG_OPTIONS) expect(own(f.replace(/^no/, '')), f).toBe(true);
+  });
+
+  it('every input format passed on is a demuxer or device this ffmpeg knows', () => {
+    const formats = execFileSync(resolveFfmpegSync().path, ['-hide_banner', '-formats'], { encoding: 'utf8' });
+    const demuxers = new Set(formats.split('\n').flatMap((l) => (/^ D/.test(l) ? l.trim().split(/\s+/)[1].split(',') : [])));
+    expect([...FORMATS].filter((f) => !demuxers.has(f))).toEqual([]);
   });
 });

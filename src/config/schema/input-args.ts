@@ -6,18 +6,35 @@ import type { z } from 'zod';
  * could add a second input, an output file (`… -y /any/path`: a file written wherever the worker
  * may write, by anyone who can write a pipeline or the cluster's cameras topic), a log file
  * (`-report`, `-dump_attachment`), or silence the log that argus reads the stream's size and
- * rate from (`-loglevel quiet`: the source would wait for ever).
+ * rate from (`-loglevel quiet`: the source would wait for ever). Every name here takes a value
+ * on ffmpeg's command line (its own options with an argument, or AVOptions of a demuxer,
+ * protocol or decoder, which always take one), so the words pair up as ffmpeg reads them.
+ *
+ * Not here, on purpose: `-hwaccel_output_format` (frames left in GPU memory, which argus's
+ * filters cannot read), `-r` (new timestamps: live sources' arrival times and file pacing come
+ * from the stream's own), `-timeout` (before ffmpeg 5, a listening RTSP server) and `-stimeout`
+ * (gone since 5; argus's own watchdog restarts a silent source), `-cert_file`/`-key_file` (a
+ * cameras-topic record would send the worker's client identity to a server of its choosing),
+ * `-protocol_whitelist`.
  */
-const VALUE_OPTIONS = new Set([
-  // Hardware decoding.
+export const VALUE_OPTIONS: ReadonlySet<string> = new Set([
+  // Hardware decoding and its devices.
   'hwaccel',
   'hwaccel_device',
-  'hwaccel_output_format',
   'init_hw_device',
-  // The decoder (`-c:v h264_cuvid`, …).
+  'vaapi_device',
+  'qsv_device',
+  // The decoder (`-c:v h264_cuvid`, …) and its options (NVIDIA's cuvid decoders').
   'c',
   'codec',
   'vcodec',
+  'gpu',
+  'surfaces',
+  'resize',
+  'crop',
+  'deint',
+  'extra_hw_frames',
+  'strict',
   // Demuxing and probing.
   'f',
   'fflags',
@@ -38,40 +55,50 @@ const VALUE_OPTIONS = new Set([
   'skip_loop_filter',
   'skip_idct',
   'discard',
-  // Network protocols.
-  'timeout',
+  // Network protocols (RTSP, HTTP, HLS, TLS).
   'rw_timeout',
-  'stimeout',
   'rtsp_flags',
   'allowed_media_types',
+  'min_port',
+  'max_port',
   'user_agent',
+  'referer',
   'headers',
+  'cookies',
+  'http_proxy',
+  'http_persistent',
+  'multiple_requests',
   'reconnect',
   'reconnect_streamed',
   'reconnect_at_eof',
   'reconnect_on_network_error',
+  'reconnect_on_http_error',
   'reconnect_delay_max',
-  'multiple_requests',
+  'live_start_index',
   'tls_verify',
   'ca_file',
-  'cert_file',
-  'key_file',
-  // Capture devices and raw streams (V4L2: `-input_format mjpeg -video_size 1280x720 -framerate 30`).
+  // Capture devices (V4L2: `-input_format mjpeg -video_size 1280x720 -framerate 30`) and raw streams.
   'input_format',
   'pixel_format',
   'video_size',
+  's',
   'framerate',
-  'r',
+  'standard',
+  'rtbufsize',
 ]);
+
+/** Options that take no value (ffmpeg's own yes/no options, in their `-no` form). */
+export const FLAG_OPTIONS: ReadonlySet<string> = new Set(['noautorotate']);
 
 /** Decoder options may name a stream: `-c:v`, `-codec:v:0`. */
 const STREAM_SPECIFIED = new Set(['c', 'codec']);
 
 /**
  * Input formats `-f` may name: containers, elementary streams and capture devices. Not `lavfi`,
- * whose filters can write files (`psnr=stats_file=…`) and read any (`movie=…`).
+ * whose filters can write files (`psnr=stats_file=…`) and read any (`movie=…`); not `sdp`,
+ * whose file needs a protocol whitelist that is not passed on either.
  */
-const FORMATS = new Set(['mjpeg', 'mpjpeg', 'h264', 'hevc', 'mpegts', 'flv', 'hls', 'rtsp', 'rtp', 'sdp', 'v4l2', 'video4linux2', 'mov', 'matroska', 'avi', 'rawvideo', 'image2', 'gif']);
+export const FORMATS: ReadonlySet<string> = new Set(['mjpeg', 'mpjpeg', 'h264', 'hevc', 'mpegts', 'flv', 'hls', 'rtsp', 'v4l2', 'video4linux2', 'mov', 'mp4', 'matroska', 'webm', 'avi', 'rawvideo', 'image2', 'gif']);
 
 /** Options argus sets itself, and why each is not passed on. */
 const OWN_OPTIONS: Record<string, string> = {
@@ -85,32 +112,30 @@ const OWN_OPTIONS: Record<string, string> = {
   loglevel: "argus reads ffmpeg's log for the stream's size and rate",
   v: "argus reads ffmpeg's log for the stream's size and rate",
   use_wallclock_as_timestamps: 'argus sets it for live sources',
+  r: 'use `fps` (`-r` before the input replaces the stream\'s timestamps)',
+  timeout: "argus's watchdog restarts a silent source (`watchdog.startTimeoutMs`, `stallFactor`); `-rw_timeout` bounds one read",
+  stimeout: "argus's watchdog restarts a silent source (`watchdog.startTimeoutMs`, `stallFactor`); `-rw_timeout` bounds one read",
 };
 
 const NAME = /^-([a-z][a-z0-9_]*)(?::[a-z0-9:]+)?$/;
 
-/** Checks `inputArgs` (zod refinement): pairs of an allowed option and its value, each problem at its index. */
+/** Checks `inputArgs` (zod refinement): allowed options, each with its value; each problem at its index. */
 export function checkInputArgs(args: readonly string[], ctx: z.RefinementCtx): void {
-  for (let i = 0; i < args.length; i += 2) {
+  const issue = (i: number, message: string) => ctx.addIssue({ code: 'custom', path: [i], message });
+  for (let i = 0; i < args.length; i++) {
     const word = args[i];
     const m = NAME.exec(word);
     const name = m?.[1];
+    if (name && FLAG_OPTIONS.has(name) && !word.includes(':')) continue;
     if (!m || !name || !VALUE_OPTIONS.has(name) || (word.includes(':') && !STREAM_SPECIFIED.has(name))) {
       const own = name && Object.hasOwn(OWN_OPTIONS, name) ? OWN_OPTIONS[name] : undefined;
-      const message = own
-        ? `"${word}" is not passed on: ${own}`
-        : `"${word}" is not ${m ? 'an ffmpeg input option argus passes on' : 'an option ("-name"; each option is followed by its value)'}. Allowed, each followed by its value: ${[...VALUE_OPTIONS].map((o) => `-${o}`).join(', ')}`;
-      ctx.addIssue({ code: 'custom', path: [i], message });
-      return;
+      if (own) return issue(i, `"${word}" is not passed on: ${own}`);
+      return issue(i, `"${word}" is not ${m ? 'an ffmpeg input option argus passes on' : 'an option ("-name"; each option is followed by its value)'}. Allowed: ${[...VALUE_OPTIONS].map((o) => `-${o}`).join(' ')} (each with a value), ${[...FLAG_OPTIONS].map((o) => `-${o}`).join(' ')}`);
     }
-    if (i + 1 >= args.length) {
-      ctx.addIssue({ code: 'custom', path: [i], message: `"${word}" needs a value after it` });
-      return;
-    }
-    const value = args[i + 1];
-    if (name === 'f' && !FORMATS.has(value)) {
-      ctx.addIssue({ code: 'custom', path: [i + 1], message: `input format "${value}" is not one argus passes on; allowed: ${[...FORMATS].join(', ')}` });
-      return;
-    }
+    if (i + 1 >= args.length) return issue(i, `"${word}" needs a value after it`);
+    const value = args[++i];
+    if (name === 'f' && !FORMATS.has(value)) return issue(i, `input format "${value}" is not one argus passes on; allowed: ${[...FORMATS].join(', ')}`);
+    // Listening turns the source into a server on the uri's address, for anyone to publish to.
+    if (name === 'rtsp_flags' && /listen/.test(value)) return issue(i, 'rtsp_flags "listen" (a server awaiting a publisher) is not passed on: argus connects to cameras');
   }
 }

@@ -19,14 +19,17 @@ export const SourceSchema = z
     loop: z.boolean().default(false),
     /** At most this many frames per second, resampled in ffmpeg (e.g. 60 fps cameras to 30); never a frame twice to make up the rate: a source below it keeps its own rate (a file's as ffmpeg delivers it, at a constant rate: a variable-rate file's at its tbr, the rate its timestamps fit, with frames repeated over its gaps, as without `fps`). Default: as the source. */
     fps: z.number().positive().max(240).optional(),
-    /** RTSP transport. Default tcp (no smeared frames from lost UDP packets). */
-    rtspTransport: z.enum(['tcp', 'udp']).default('tcp'),
+    /** RTSP transport: tcp, udp, udp_multicast, or tunnelled in http / https. Default tcp (no smeared frames from lost UDP packets). */
+    rtspTransport: z.enum(['tcp', 'udp', 'udp_multicast', 'http', 'https']).default('tcp'),
     /**
      * Extra ffmpeg input options before -i, each followed by its value, e.g. ["-hwaccel", "cuda"]:
      * hardware decoding, the decoder, demuxer, network and capture-device options only
      * (schema/input-args.ts lists them; no output, second input or log level).
      */
-    inputArgs: z.array(z.string()).default([]).superRefine(checkInputArgs),
+    inputArgs: z
+      .array(z.union([z.string(), z.number().finite().transform(String)]))
+      .default([])
+      .superRefine(checkInputArgs),
     /**
      * How ffmpeg decodes (README, "Latency"). Defaults measured on a 2-core machine: one decoder
      * thread (no frame-threading delay; inference keeps the other core) and low-latency input.
