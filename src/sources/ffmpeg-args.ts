@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { LetterboxAlign, LetterboxRounding } from '../core/geometry.js';
 
 export type SourceKind = 'file' | 'rtsp' | 'http' | 'v4l2';
@@ -130,6 +131,16 @@ function seekTrim(input: FfmpegInputSpec): number {
   return input.seek - at;
 }
 
+/**
+ * ffmpeg's stdout under a name of this run's own (`pipe:` followed by anything but a number
+ * writes to stdout in every ffmpeg): the log names it on the output's report, `Output #0, …, to
+ * 'pipe:argus-…':`, which a line that a file's metadata forged on the log (a key's line breaks
+ * are printed as they are) cannot name, not knowing it.
+ */
+export function taggedStdout(): string {
+  return `pipe:argus-${randomBytes(8).toString('hex')}`;
+}
+
 /** Classifies a source URI. Local paths and file:// URLs are files; /dev/video* is V4L2. */
 export function sourceKind(url: string): SourceKind {
   if (/^rtsps?:\/\//i.test(url)) return 'rtsp';
@@ -144,7 +155,7 @@ export function sourceKind(url: string): SourceKind {
  * conversion share one swscale pass; the scaled size is computed by the same formula as
  * `core/geometry.letterbox`, so box mapping is exact.
  */
-export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): string[] {
+export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, outputUrl = 'pipe:1'): string[] {
   // verbose: the scale filter then logs each (re)configuration, which is how a mid-stream
   // resolution change is noticed (a handful of lines per run, nothing per frame).
   const args = ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'verbose'];
@@ -214,6 +225,8 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec): 
   // (YUV: the format filter's choice, which the output stream's line names.)
   if (out.frame !== 'source-yuv') args.push('-pix_fmt', out.pixelFormat);
   if (decode.lowLatency) args.push('-flush_packets', '1');
-  args.push('-f', 'rawvideo', 'pipe:1');
+  // No metadata copied to the output: the output's report, which argus reads for the frames'
+  // size and rate, then holds no line of the input's (a metadata key prints its line breaks).
+  args.push('-map_metadata', '-1', '-f', 'rawvideo', outputUrl);
   return args;
 }

@@ -6,7 +6,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import { emptyStamps, type Frame, type ProducedBy, type YuvColour } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
-import { buildFfmpegArgs, frameBytes, reportsFrameTimes, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
+import { buildFfmpegArgs, frameBytes, MAX_SOURCE_PIXELS, reportsFrameTimes, taggedStdout, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { colourOf, outputRate, saysNoVideoStream, withoutMapAdvice, StderrProbe, type StreamInfo } from './stderr-probe.js';
@@ -164,7 +164,9 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     let readTimer: ReturnType<typeof setTimeout> | undefined;
     // Frames at the source's size are cut once ffmpeg has reported it; letterboxed ones are the model's size.
     let pool: BufferPool | undefined;
-    const probe = new StderrProbe();
+    // The output's own name, so that only ffmpeg's real report of it is read (taggedStdout).
+    const outputUrl = taggedStdout();
+    const probe = new StderrProbe(undefined, outputUrl);
     let lb: Letterbox | undefined;
     let fps = input.fps;
     const seqStart = options.seqStart ?? 0;
@@ -224,7 +226,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       }
     };
 
-    const args = buildFfmpegArgs(input, output);
+    const args = buildFfmpegArgs(input, output, outputUrl);
     let child: ChildProcess;
     try {
       // Out of file descriptors or processes, spawn can throw here, before any listener exists.
@@ -401,6 +403,15 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     };
     stderr.setEncoding('utf8');
     stderr.on('data', (chunk: string) => {
+      try {
+        onLog(chunk);
+      } catch (e) {
+        // Nothing in ffmpeg's log may take the process down (a line a file's metadata forged
+        // cannot be ruled out: ffmpeg prints a metadata key's line breaks as they are).
+        if (!closed) stop(new ArgusError(ErrorCodes.SOURCE_PROBE, redact(`source "${id}": ffmpeg's report of the stream could not be used: ${(e as Error).message}`)));
+      }
+    });
+    const onLog = (chunk: string): void => {
       inputInfo = probe.push(chunk) ?? inputInfo;
       if (lb) return;
       // Letterboxed frames: the picture the scaler gets (after ffmpeg's autorotation: a phone's
@@ -423,6 +434,13 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       // line's figures are the average and the tbr, which may be a field rate).
       const out = probe.output;
       if (!out) return;
+      // ffmpeg's own filter keeps frames at the source's size within MAX_SOURCE_PIXELS: a larger
+      // size is not the picture it writes or scales (a line of a file's metadata can look like
+      // any report; the output's is known by its name, the input's is not).
+      if (!(size.width > 0 && size.height > 0 && size.width * size.height <= MAX_SOURCE_PIXELS)) {
+        stop(new ArgusError(ErrorCodes.SOURCE_PROBE, redact(`source "${id}": ffmpeg's log gives the picture as ${size.width}x${size.height}, beyond the ${MAX_SOURCE_PIXELS} pixels argus takes`)));
+        return;
+      }
       if (layout === 'yuv420p') {
         // An odd height too: ffmpeg converts such pictures with its general scaler, whose
         // arithmetic the kernel does not reproduce. And a small picture: see YUV_MIN_PIXELS.
@@ -453,7 +471,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       // Bytes that came before the size (ffmpeg exited, and node resumed its stdout) are cut now.
       for (const b of early.splice(0)) reader.push(b);
       if (!paused) stdout.resume();
-    });
+    };
     // Pacing: one frame is read ahead (`ahead`) and no further frame is cut while it waits: for
     // a fast file, until the stage is idle; at native rate, until it is due. The rest of the
     // chunk waits here and ffmpeg waits on the full pipe. The frame is stamped `captured` when

@@ -79,7 +79,19 @@ export class StderrProbe {
   private partial = '';
   private format: string | undefined;
 
-  constructor(private readonly maxTail = 20) {}
+  /**
+   * `outputUrl`: the output ffmpeg was given (`taggedStdout`). Only the `Output #0` report that
+   * names it is the output's (and ends the input's report); without it, the first one.
+   */
+  constructor(
+    private readonly maxTail = 20,
+    private readonly outputUrl?: string,
+  ) {}
+
+  /** The line opens the report of the output ffmpeg was given. */
+  private isOutputHeader(line: string): boolean {
+    return /^Output #0/.test(line) && (this.outputUrl === undefined || line.endsWith(`to '${this.outputUrl}':`));
+  }
 
   /** Input size the scale filter was last configured for (follows mid-stream changes). */
   scaledFrom: { width: number; height: number } | undefined;
@@ -121,7 +133,7 @@ export class StderrProbe {
       if (this.done) {
         // The output stream's line: the size of the frames ffmpeg writes (after any rotation or
         // filter), printed before the first one.
-        if (/^Output #0/.test(line)) this.inOutput = true;
+        if (/^Output #0/.test(line)) this.inOutput = this.isOutputHeader(line);
         else if (this.inOutput && !this.output && this.outputUnreadable === undefined) {
           const o = parseVideoStreamLine(line);
           if (o) this.output = { width: o.width, height: o.height, fps: o.fps, pixFmt: o.pixFmt, pixDetails: o.pixDetails };
@@ -134,9 +146,9 @@ export class StderrProbe {
         this.onInputOpened?.();
         this.format = /^Input #0, (.*?), from '/.exec(line)?.[1];
       }
-      else if (/^Output #0|^Stream mapping/.test(line)) {
+      else if (this.outputUrl === undefined ? /^Output #0|^Stream mapping/.test(line) : this.isOutputHeader(line)) {
         this.done = true;
-        if (line.startsWith('Output #0')) this.inOutput = true;
+        this.inOutput = this.isOutputHeader(line);
       }
       else if (this.inInput && !this.info) {
         const info = parseVideoStreamLine(line);

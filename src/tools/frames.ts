@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { loadSharp } from '../core/sharp.js';
-import { boundedSize, FRAME_TIME_FILTERS, sampleFilter, sourceBoundFilter } from '../sources/ffmpeg-args.js';
+import { boundedSize, FRAME_TIME_FILTERS, MAX_SOURCE_PIXELS, sampleFilter, sourceBoundFilter, taggedStdout } from '../sources/ffmpeg-args.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
 import { frameReport, parseVideoStreamLine, saysNoVideoStream, withoutMapAdvice } from '../sources/stderr-probe.js';
 
@@ -113,7 +113,9 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   // its time printed on the log. Passthrough: no frame is repeated or dropped to make a constant
   // rate, so the printed times pair with the frames in order.
   args.push('-vf', [...(o.fps ? [sampleFilter(o.fps)] : []), sourceBoundFilter(), ...FRAME_TIME_FILTERS].join(','));
-  args.push('-vsync', 'passthrough', '-pix_fmt', 'rgb24', '-f', 'rawvideo', 'pipe:1');
+  // The output under a name of this run's own: only ffmpeg's real report of it gives the size (taggedStdout).
+  const outputUrl = taggedStdout();
+  args.push('-vsync', 'passthrough', '-pix_fmt', 'rgb24', '-map_metadata', '-1', '-f', 'rawvideo', outputUrl);
   const child = spawn(o.ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
 
   // The log: the input's duration, then the output stream's size and rate (known before the
@@ -121,6 +123,8 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   let info: VideoInfo | undefined;
   let durationS: number | undefined;
   let inOutput = false;
+  /** What the log said that cannot be used (thrown by the reader, never from the log's handler). */
+  let badLog: ArgusError | undefined;
   let partial = '';
   const tail: string[] = [];
   // Each frame's time, µs, in output order, until its frame is read. ffmpeg prints it before it
@@ -150,10 +154,15 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
         durationS = Number(d[1]) * 3600 + Number(d[2]) * 60 + Number(d[3]);
         o.onDuration?.(durationS);
       }
-      if (/^Output #0/.test(line)) inOutput = true;
+      if (/^Output #0/.test(line)) inOutput = line.endsWith(`to '${outputUrl}':`);
       else if (inOutput && !info) {
         const s = parseVideoStreamLine(line);
-        if (s) {
+        // ffmpeg's filter keeps frames within MAX_SOURCE_PIXELS; more is not what it writes.
+        if (s && !(s.width * s.height <= MAX_SOURCE_PIXELS)) {
+          badLog ??= new ArgusError(ErrorCodes.SOURCE_PROBE, `${o.url}: ffmpeg's log gives the picture as ${s.width}x${s.height}, beyond the ${MAX_SOURCE_PIXELS} pixels argus takes`);
+          child.kill('SIGKILL');
+          gotInfo();
+        } else if (s) {
           info = { width: s.width, height: s.height, fps: s.fps, durationS };
           gotInfo();
         }
@@ -209,6 +218,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
       unwatch();
       if (!reader) {
         await infoKnown;
+        if (badLog) throw badLog;
         if (!info) break;
         o.onInfo?.(info);
         // No buffer is given back: a frame may be kept by the consumer (the last one drawn).
@@ -231,6 +241,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
     unwatch();
     const { code, error } = await exited;
     done = true;
+    if (badLog) throw badLog;
     if (stalled) {
       const what = index === 0 ? `no frame came from ${o.url} within ${stallMs / 1000} s` : `${o.url} stopped sending frames (none for ${stallMs / 1000} s)`;
       throw new ArgusError(index === 0 ? ErrorCodes.SOURCE_TIMEOUT : ErrorCodes.SOURCE_STALLED, what);

@@ -235,6 +235,29 @@ describe('ffmpegSource alone (no supervisor), virtual time', () => {
   });
 
 
+  it('an exception while reading ffmpeg\'s log (here from onStreamInfo) fails the source with a coded error and stops ffmpeg; nothing is thrown out of the pipe\'s handler', () => {
+    let c: FakeFfmpeg | undefined;
+    let err: unknown;
+    ffmpegSource({
+      id: 'cam',
+      input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false },
+      output,
+      ffmpegPath: 'ffmpeg',
+      clock: () => mono,
+      onStreamInfo: () => {
+        throw new Error('boom');
+      },
+      spawn: (_cmd, args) => {
+        c = new FakeFfmpeg(args, FRAME);
+        return c.asChild();
+      },
+    }).subscribe({ error: (e) => (err = e) });
+    expect(() => c!.info()).not.toThrow();
+    expect(isArgusError(err) && err.code).toBe('VAP_ERR_SOURCE_PROBE');
+    expect((err as Error).message).toBe('source "cam": ffmpeg\'s report of the stream could not be used: boom');
+    expect(c!.signals).toEqual(['SIGKILL']);
+  });
+
   it('a file above 1000 fps (high-speed footage): pts are its position, k / fps, not pushed 1 ms apart', () => {
     let c: FakeFfmpeg | undefined;
     const pts: number[] = [];

@@ -55,7 +55,7 @@ export class FakeFfmpeg extends EventEmitter {
   info(format = 'rtsp', fps = 10): void {
     this.stderr.write(
       `Input #0, ${format}, from 'x':\n  Duration: N/A\n    Stream #0:0: Video: h264 (High), yuv420p(progressive), 64x48, ${fps} fps, ${fps} tbr\nStream mapping:\n` +
-        `Output #0, rawvideo, to 'pipe:1':\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 64x48, q=2-31, ${fps} fps, ${fps} tbn\n`,
+        `Output #0, rawvideo, to '${this.args[this.args.length - 1] ?? 'pipe:1'}':\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 64x48, q=2-31, ${fps} fps, ${fps} tbn\n`,
     );
   }
   frame(fill = 0): void {

@@ -47,9 +47,9 @@ describe('ffmpegSource with an ffmpeg whose output line has no size argus can re
     const fake = join(dir, 'ffmpeg');
     const input = "Input #0, mov,mp4,m4a,3gp,3g2,mj2, from 'x':\\n  Stream #0:0: Video: h264 (High), yuv420p(tv, bt709, progressive), 640x360, 10 fps, 10 tbr\\n";
     const scaler = '[Parsed_scale_0 @ 0x1] w:640 h:360 fmt:yuv420p sar:0/1 -> w:416 h:234 fmt:bgr24 sar:0/1 flags:0x2\\n';
-    const out = "Output #0, rawvideo, to 'pipe:1':\\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, q=2-31, 10 fps\\n";
+    const out = "Output #0, rawvideo, to '$OUT':\\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, q=2-31, 10 fps\\n";
     // Then frames, and ffmpeg blocked on the pipe: before, the source waited for ever.
-    writeFileSync(fake, `#!/bin/sh\nprintf "${input}${scaler}${out}" >&2\nhead -c 70000 /dev/zero\nexec sleep 30\n`, { mode: 0o755 });
+    writeFileSync(fake, `#!/bin/sh\nfor OUT; do :; done\nprintf "${input}${scaler}${out}" >&2\nhead -c 70000 /dev/zero\nexec sleep 30\n`, { mode: 0o755 });
     let pid = 0;
     const started = Date.now();
     const err = await lastValueFrom(ffmpegSource({ ...opts(), ffmpegPath: fake, output: { ...output, frame }, onSpawn: (c) => (pid = c.pid!) })).catch((e) => e);
@@ -66,8 +66,8 @@ describe('ffmpegSource with an ffmpeg that writes other pixels than asked', () =
     const dir = mkdtempSync(join(tmpdir(), 'argus-fmt-'));
     const fake = join(dir, 'ffmpeg');
     const input = "Input #0, mov,mp4,m4a,3gp,3g2,mj2, from 'x':\\n  Stream #0:0: Video: h264 (High), yuv420p(tv, bt709, progressive), 640x360, 10 fps, 10 tbr\\n";
-    const out = "Output #0, rawvideo, to 'pipe:':\\n  Stream #0:0: Video: rawvideo (RGB[24] / 0x18424752), rgb24, 640x360, q=2-31, 10 fps\\n";
-    writeFileSync(fake, `#!/bin/sh\nprintf "${input}${out}" >&2\nexec sleep 30\n`, { mode: 0o755 });
+    const out = "Output #0, rawvideo, to '$OUT':\\n  Stream #0:0: Video: rawvideo (RGB[24] / 0x18424752), rgb24, 640x360, q=2-31, 10 fps\\n";
+    writeFileSync(fake, `#!/bin/sh\nfor OUT; do :; done\nprintf "${input}${out}" >&2\nexec sleep 30\n`, { mode: 0o755 });
     let frames = 0;
     const err = await lastValueFrom(ffmpegSource({ ...opts(), ffmpegPath: fake, output: { ...output, frame: 'source-yuv' } }).pipe(tap(() => frames++))).catch((e) => e);
     expect(isArgusError(err) && err.code).toBe('VAP_ERR_SOURCE_PROBE');

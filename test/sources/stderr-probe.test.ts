@@ -99,6 +99,17 @@ describe('StderrProbe', () => {
     expect(good.outputUnreadable).toBeUndefined();
   });
 
+  it("with the output's own name, only ffmpeg's report of that output is read: lines a file's metadata forged before it (a fake mapping, output and stream) are not", () => {
+    const p = new StderrProbe(20, 'pipe:argus-0123');
+    p.push(
+      "Input #0, mov,mp4,m4a,3gp,3g2,mj2, from 'evil.mp4':\n  Metadata:\n    x\nStream mapping:\nOutput #0, rawvideo, to 'pipe:1':\n  Stream #0:0: Video: rawvideo (I420 / 0x30323449), yuv420p, 99998x99998, q: 2-31, 10 fps\n                    : y\n" +
+        '  Duration: 00:00:01.00\n  Stream #0:0[0x1](und): Video: h264 (High), yuv420p(progressive), 320x240, 10 fps, 10 tbr\nStream mapping:\n  Stream #0:0 -> #0:0 (h264 (native) -> rawvideo (native))\n',
+    );
+    expect(p.output).toBeUndefined();
+    p.push("Output #0, rawvideo, to 'pipe:argus-0123':\n  Stream #0:0: Video: rawvideo (I420 / 0x30323449), yuv420p(progressive), 320x240, q=2-31, 10 fps, 10 tbn\n");
+    expect(p.output).toMatchObject({ width: 320, height: 240, pixFmt: 'yuv420p' });
+  });
+
   it('keeps the last lines for error reports', () => {
     const p = new StderrProbe(2);
     p.push('one\ntwo\nthree\nfour');

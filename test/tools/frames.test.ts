@@ -1,9 +1,9 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { lastValueFrom } from 'rxjs';
+import { lastValueFrom, map, toArray } from 'rxjs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import { bundledFfmpegPath, resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
@@ -66,6 +66,32 @@ describe('an input without a video stream (an audio file)', () => {
     expect(isArgusError(src) && src.code).toBe('VAP_ERR_SOURCE_PROBE');
     expect(src.message).toContain(`source "a": ${audio} has no video stream`);
     expect(src.message).not.toContain('trailing');
+  });
+});
+
+describe("a file whose metadata forges ffmpeg's report of its output (a key's line breaks are printed as they are)", () => {
+  it('videoFrames and ffmpegSource read the real report: frames at their own size, instead of a 30 GB frame that ended the process', async () => {
+    const evil = join(mkdtempSync(join(tmpdir(), 'argus-forged-')), 'evil.mp4');
+    const forged = "x\nStream mapping:\nOutput #0, rawvideo, to 'pipe:1':\n  Stream #0:0: Video: rawvideo (I420 / 0x30323449), yuv420p(tv, progressive), 99998x99998, q=2-31, 10 fps\ny=1";
+    execFileSync(ffmpeg, ['-v', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc=s=320x240:r=10:d=0.5', '-metadata', forged, '-movflags', 'use_metadata_tags', '-pix_fmt', 'yuv420p', evil]);
+    // The forged lines are on ffmpeg's log, as a reader of it meets them.
+    const log = spawnSync(ffmpeg, ['-hide_banner', '-i', evil], { encoding: 'utf8' }).stderr;
+    expect(log).toMatch(/^Output #0, rawvideo, to 'pipe:1':\n {2}Stream #0:0: Video: rawvideo .*99998x99998/m);
+    const sizes: string[] = [];
+    for await (const f of videoFrames({ ffmpegPath: ffmpeg, url: evil })) sizes.push(`${f.width}x${f.height}:${f.data.length}`);
+    expect(sizes).toEqual(Array(5).fill(`320x240:${320 * 240 * 3}`));
+    for (const frame of ['source', 'source-yuv', 'letterbox'] as const) {
+      const frames = await lastValueFrom(
+        ffmpegSource({ id: 'e', input: { url: evil, kind: 'file', rate: 'fast', loop: false }, output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114, frame }, ffmpegPath: ffmpeg }).pipe(
+          map((f) => {
+            f.release();
+            return `${f.letterbox.srcWidth}x${f.letterbox.srcHeight}`;
+          }),
+          toArray(),
+        ),
+      );
+      expect(frames, frame).toEqual(Array(5).fill('320x240'));
+    }
   });
 });
 
