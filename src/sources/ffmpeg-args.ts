@@ -131,6 +131,9 @@ function seekTrim(input: FfmpegInputSpec): number {
   return input.seek - at;
 }
 
+/** Output options copying none of the input's metadata (global, streams') or chapters. */
+export const NO_INPUT_METADATA: readonly string[] = ['-map_metadata', '-1', '-map_metadata:s', '-1', '-map_chapters', '-1'];
+
 /**
  * ffmpeg's stdout under a name of this run's own (`pipe:` followed by anything but a number
  * writes to stdout in every ffmpeg): the log names it on the output's report, `Output #0, …, to
@@ -225,8 +228,9 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, o
   // (YUV: the format filter's choice, which the output stream's line names.)
   if (out.frame !== 'source-yuv') args.push('-pix_fmt', out.pixelFormat);
   if (decode.lowLatency) args.push('-flush_packets', '1');
-  // No metadata copied to the output: the output's report, which argus reads for the frames'
-  // size and rate, then holds no line of the input's (a metadata key prints its line breaks).
-  args.push('-map_metadata', '-1', '-f', 'rawvideo', outputUrl);
+  // No metadata or chapters copied to the output: the output's report, which argus reads for
+  // the frames' size and rate, then holds no line of the input's (a metadata key prints its line
+  // breaks as they are; ffmpeg 6.0's -map_metadata -1 leaves chapters and streams' metadata).
+  args.push(...NO_INPUT_METADATA, '-f', 'rawvideo', outputUrl);
   return args;
 }

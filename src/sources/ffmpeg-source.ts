@@ -408,7 +408,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       } catch (e) {
         // Nothing in ffmpeg's log may take the process down (a line a file's metadata forged
         // cannot be ruled out: ffmpeg prints a metadata key's line breaks as they are).
-        if (!closed) stop(new ArgusError(ErrorCodes.SOURCE_PROBE, redact(`source "${id}": ffmpeg's report of the stream could not be used: ${(e as Error).message}`)));
+        if (!closed) stop(new ArgusError(ErrorCodes.SOURCE_PROBE, redact(`source "${id}": ffmpeg's report of the stream could not be used: ${(e as Error).message}`), { cause: e }));
       }
     });
     const onLog = (chunk: string): void => {
@@ -435,9 +435,9 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       const out = probe.output;
       if (!out) return;
       // ffmpeg's own filter keeps frames at the source's size within MAX_SOURCE_PIXELS: a larger
-      // size is not the picture it writes or scales (a line of a file's metadata can look like
-      // any report; the output's is known by its name, the input's is not).
-      if (!(size.width > 0 && size.height > 0 && size.width * size.height <= MAX_SOURCE_PIXELS)) {
+      // size is not the picture it writes (a line of a file's metadata can look like any report;
+      // the output's is known by its name). Letterboxed, the size is the camera's own, any size.
+      if (!(size.width > 0 && size.height > 0 && (!atSource || size.width * size.height <= MAX_SOURCE_PIXELS))) {
         stop(new ArgusError(ErrorCodes.SOURCE_PROBE, redact(`source "${id}": ffmpeg's log gives the picture as ${size.width}x${size.height}, beyond the ${MAX_SOURCE_PIXELS} pixels argus takes`)));
         return;
       }

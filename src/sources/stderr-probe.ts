@@ -21,7 +21,9 @@ export interface StreamInfo {
 const VIDEO_STREAM = /^\s*Stream #\d+:\d+.*?: Video: (.*)$/;
 /** Logged (at -loglevel verbose) each time our scale filter is configured: at start and whenever the input size changes. */
 // (ffmpeg 7.1 adds ` csp:… range:…` before ` sar:`.)
-const SCALE_CONFIG = /\[Parsed_scale_\d+ @ [^\]]+\] w:(\d+) h:(\d+) fmt:\S+.*? -> w:\d+ h:\d+/;
+const SCALE_CONFIG = /^\[Parsed_scale_\d+ @ 0x[0-9a-f]+\] w:(\d{1,5}) h:(\d{1,5}) fmt:\S+.*? -> w:\d+ h:\d+/;
+/** The longest log line read (ffmpeg's own reports are far shorter). */
+const MAX_LINE = 4096;
 /** The frame-time report our `metadata` filter prints for each output frame (live sources): its pts in µs. */
 const FRAME_TIME = /^\[Parsed_metadata_\d+ @ [^\]]+\] frame:\s*\d+\s+pts:\s*(\S+)/;
 
@@ -107,9 +109,12 @@ export class StderrProbe {
     const text = this.partial + chunk;
     const lines = text.split(/\r?\n|\r/);
     this.partial = lines.pop() ?? '';
+    // No report of ffmpeg's is longer; a longer line is a file's or a server's text (a metadata
+    // value), not to be searched (nor kept growing while it has no end).
+    if (this.partial.length > MAX_LINE) this.partial = '';
     let found: StreamInfo | undefined;
     for (const line of lines) {
-      if (line.trim() === '') continue;
+      if (line.trim() === '' || line.length > MAX_LINE) continue;
       const report = frameReport(line);
       if (report !== undefined) {
         if (report !== null) this.onFrameTime?.(report);

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { loadSharp } from '../core/sharp.js';
-import { boundedSize, FRAME_TIME_FILTERS, MAX_SOURCE_PIXELS, sampleFilter, sourceBoundFilter, taggedStdout } from '../sources/ffmpeg-args.js';
+import { boundedSize, FRAME_TIME_FILTERS, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, sampleFilter, sourceBoundFilter, taggedStdout } from '../sources/ffmpeg-args.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
 import { frameReport, parseVideoStreamLine, saysNoVideoStream, withoutMapAdvice } from '../sources/stderr-probe.js';
 
@@ -115,7 +115,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   args.push('-vf', [...(o.fps ? [sampleFilter(o.fps)] : []), sourceBoundFilter(), ...FRAME_TIME_FILTERS].join(','));
   // The output under a name of this run's own: only ffmpeg's real report of it gives the size (taggedStdout).
   const outputUrl = taggedStdout();
-  args.push('-vsync', 'passthrough', '-pix_fmt', 'rgb24', '-map_metadata', '-1', '-f', 'rawvideo', outputUrl);
+  args.push('-vsync', 'passthrough', '-pix_fmt', 'rgb24', ...NO_INPUT_METADATA, '-f', 'rawvideo', outputUrl);
   const child = spawn(o.ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
 
   // The log: the input's duration, then the output stream's size and rate (known before the

@@ -60,8 +60,9 @@ describe('inputArgs: ffmpeg input options only, each with its value', () => {
   });
 
   it('what a cameras-topic writer could turn against a worker, or what breaks argus, is refused with the reason', () => {
-    expect(refusal(['-rtsp_flags', 'listen'])).toContain('inputArgs[1]: rtsp_flags "listen" (a server awaiting a publisher) is not passed on');
-    expect(refusal(['-rtsp_flags', 'filter_src+listen'])).toContain('inputArgs[1]: rtsp_flags "listen"');
+    // listen by name, in a combination, by its value (2), or within all / max.
+    for (const flags of ['listen', 'filter_src+listen', '2', 'all', 'max', '0x2']) expect(refusal(['-rtsp_flags', flags])).toContain(`inputArgs[1]: rtsp_flags "${flags}" is not passed on`);
+    expect(parse(['-rtsp_flags', 'prefer_tcp+filter_src']).sources[0].inputArgs).toEqual(['-rtsp_flags', 'prefer_tcp+filter_src']);
     expect(refusal(['-cert_file', '/etc/argus/client.pem'])).toContain('inputArgs[0]: "-cert_file" is not an ffmpeg input option');
     expect(refusal(['-hwaccel', 'cuda', '-hwaccel_output_format', 'cuda'])).toContain('inputArgs[2]: "-hwaccel_output_format"');
     expect(refusal(['-r', '30'])).toContain('"-r" is not passed on: use `fps`');
@@ -91,7 +92,7 @@ describe('inputArgs against the ffmpeg argus runs (`ffmpeg -h full`)', () => {
   const own = (name: string) => new RegExp(`^-${name}( |$)`, 'm').test(help);
   const av = (name: string) => new RegExp(`^ +-${name} +<(\\w+)>`, 'm').exec(help)?.[1];
 
-  it('every option passed on exists, and each takes a value (an ffmpeg option that takes none would make the next word an output file)', () => {
+  it('every option passed on is known to this ffmpeg, and none of its yes/no options (which take no value: the next word would be an output file) is passed on as one taking a value', () => {
     // Builds without NVIDIA's decoders or QSV, and ffmpeg before 4.4 (the bundled 2018 build),
     // lack these; Debian 12's 5.1 has them all.
     const buildOrVersion = new Set(['gpu', 'surfaces', 'resize', 'crop', 'deint', 'qsv_device', 'reconnect_on_network_error', 'reconnect_on_http_error']);

@@ -258,6 +258,35 @@ describe('ffmpegSource alone (no supervisor), virtual time', () => {
     expect(c!.signals).toEqual(['SIGKILL']);
   });
 
+  it("ffmpeg writes to stdout under a name of each run's own, which is what the probe waits for", () => {
+    const names: string[] = [];
+    for (let run = 0; run < 2; run++) {
+      let c: FakeFfmpeg | undefined;
+      const frames: number[] = [];
+      ffmpegSource({
+        id: 'cam',
+        input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false },
+        output,
+        ffmpegPath: 'ffmpeg',
+        clock: () => mono,
+        spawn: (_cmd, args) => {
+          c = new FakeFfmpeg(args, FRAME);
+          return c.asChild();
+        },
+      }).subscribe((f) => (frames.push(f.seq), f.release()));
+      names.push(c!.args[c!.args.length - 1]);
+      // A report of an output of another name (as a file's metadata can print) is not it.
+      c!.stderr.write("Input #0, rtsp, from 'x':\n    Stream #0:0: Video: h264, yuv420p, 64x48, 10 fps, 10 tbr\nOutput #0, rawvideo, to 'pipe:1':\n  Stream #0:0: Video: rawvideo, bgr24, 64x48, 10 fps\n");
+      c!.frame();
+      expect(frames).toEqual([]);
+      c!.info();
+      expect(frames).toEqual([0]);
+    }
+    expect(names[0]).toMatch(/^pipe:argus-[0-9a-f]{16}$/);
+    expect(names[1]).toMatch(/^pipe:argus-[0-9a-f]{16}$/);
+    expect(names[0]).not.toBe(names[1]);
+  });
+
   it('a file above 1000 fps (high-speed footage): pts are its position, k / fps, not pushed 1 ms apart', () => {
     let c: FakeFfmpeg | undefined;
     const pts: number[] = [];

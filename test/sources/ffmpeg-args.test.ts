@@ -56,7 +56,7 @@ describe('buildFfmpegArgs', () => {
     expect(vf.startsWith('fps=15,scale=')).toBe(true);
     expect(vf).toContain('format=rgb24');
     expect(vf).toContain('pad=416:416:floor((416-iw)/2):floor((416-ih)/2):color=0x727272');
-    expect(a.slice(-9)).toEqual(['-pix_fmt', 'rgb24', '-flush_packets', '1', '-map_metadata', '-1', '-f', 'rawvideo', 'pipe:1']);
+    expect(a.slice(-13)).toEqual(['-pix_fmt', 'rgb24', '-flush_packets', '1', '-map_metadata', '-1', '-map_metadata:s', '-1', '-map_chapters', '-1', '-f', 'rawvideo', 'pipe:1']);
   });
 
   it('a live source with fps keeps the first frame of each 1/fps interval (select), never the fps filter, which counts from 0 against wall-clock timestamps', () => {

@@ -61,6 +61,22 @@ describe('ffmpegSource with an ffmpeg whose output line has no size argus can re
   });
 });
 
+describe('ffmpegSource: a camera above 4K UHD, letterboxed', () => {
+  it('is letterboxed from its own size (the 4K bound is only for frames at the source\'s size)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-8k-'));
+    const fake = join(dir, 'ffmpeg');
+    const input = "Input #0, rtsp, from 'x':\\n  Stream #0:0: Video: hevc (Main), yuv420p(tv, progressive), 7680x4320, 25 fps, 25 tbr\\n";
+    const scaler = '[Parsed_scale_0 @ 0x1] w:7680 h:4320 fmt:yuv420p sar:0/1 -> w:416 h:234 fmt:bgr24 sar:0/1 flags:0x2\\n';
+    const out = "Output #0, rawvideo, to '$OUT':\\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 416x416, q=2-31, 25 fps\\n";
+    writeFileSync(fake, `#!/bin/sh\nfor OUT; do :; done\nprintf "${input}${scaler}${out}" >&2\nhead -c ${416 * 416 * 3 * 2} /dev/zero\nexit 0\n`, { mode: 0o755 });
+    const frames = await lastValueFrom(ffmpegSource({ ...opts(), ffmpegPath: fake, output: { ...output, frame: 'letterbox' } }).pipe(toArray()));
+    expect(frames.map((f) => [f.letterbox.srcWidth, f.letterbox.srcHeight, f.letterbox.scaledWidth, f.data.length])).toEqual([
+      [7680, 4320, 416, 416 * 416 * 3],
+      [7680, 4320, 416, 416 * 416 * 3],
+    ]);
+  });
+});
+
 describe('ffmpegSource with an ffmpeg that writes other pixels than asked', () => {
   it('4:2:0 frames asked, rgb24 written: a coded probe error naming the format, ffmpeg stopped before any frame', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-fmt-'));

@@ -110,6 +110,21 @@ describe('StderrProbe', () => {
     expect(p.output).toMatchObject({ width: 320, height: 240, pixFmt: 'yuv420p' });
   });
 
+  it("a scaler report counts only as a line of its own (not quoted inside another: an HLS segment's url, a server's reason phrase); a line longer than any report is not read", () => {
+    const p = new StderrProbe();
+    p.push('[Parsed_scale_0 @ 0x55d0] w:640 h:360 fmt:yuv420p -> w:416 h:234 fmt:bgr24 flags:0x2\n');
+    const resized: string[] = [];
+    p.onResize = (w, h) => resized.push(`${w}x${h}`);
+    p.push("[hls @ 0x1] HLS request for url '[Parsed_scale_0 @ 0x2] w:0 h:0 fmt:x -> w:1 h:1', offset 0\n");
+    p.push(`[Parsed_scale_0 @ 0x55d0] w:99 h:99 fmt:yuv420p -> w:416 h:416 fmt:bgr24 ${'x'.repeat(5000)}\n`);
+    expect(p.scaledFrom).toEqual({ width: 640, height: 360 });
+    expect(resized).toEqual([]);
+    // A line without end, however long, is dropped rather than kept growing.
+    for (let i = 0; i < 100; i++) p.push('1'.repeat(10_000));
+    p.push('\n[Parsed_scale_0 @ 0x55d0] w:320 h:180 fmt:yuv420p -> w:416 h:234 fmt:bgr24 flags:0x2\n');
+    expect(resized).toEqual(['320x180']);
+  });
+
   it('keeps the last lines for error reports', () => {
     const p = new StderrProbe(2);
     p.push('one\ntwo\nthree\nfour');

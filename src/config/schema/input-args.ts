@@ -118,6 +118,7 @@ const OWN_OPTIONS: Record<string, string> = {
 };
 
 const NAME = /^-([a-z][a-z0-9_]*)(?::[a-z0-9:]+)?$/;
+const RTSP_FLAGS = /^[+-]?(filter_src|prefer_tcp|satip_raw)([+-](filter_src|prefer_tcp|satip_raw))*$/;
 
 /** Checks `inputArgs` (zod refinement): allowed options, each with its value; each problem at its index. */
 export function checkInputArgs(args: readonly string[], ctx: z.RefinementCtx): void {
@@ -135,7 +136,8 @@ export function checkInputArgs(args: readonly string[], ctx: z.RefinementCtx): v
     if (i + 1 >= args.length) return issue(i, `"${word}" needs a value after it`);
     const value = args[++i];
     if (name === 'f' && !FORMATS.has(value)) return issue(i, `input format "${value}" is not one argus passes on; allowed: ${[...FORMATS].join(', ')}`);
-    // Listening turns the source into a server on the uri's address, for anyone to publish to.
-    if (name === 'rtsp_flags' && /listen/.test(value)) return issue(i, 'rtsp_flags "listen" (a server awaiting a publisher) is not passed on: argus connects to cameras');
+    // Listening turns the source into a server on the uri's address, for anyone to publish to:
+    // only the named flags that do not (ffmpeg also takes numbers, `all` and `max`, listen included).
+    if (name === 'rtsp_flags' && !RTSP_FLAGS.test(value)) return issue(i, `rtsp_flags "${value}" is not passed on: only filter_src, prefer_tcp and satip_raw, by name (listen, a server awaiting a publisher, is not: argus connects to cameras)`);
   }
 }
