@@ -102,11 +102,20 @@ export function sampleFilter(fps: number): string {
 }
 
 /**
- * Filters that print each frame's time (µs) on ffmpeg's log, in output order (read with
- * `frameReport` of stderr-probe). Pair them with `-vsync passthrough` so that each filtered
- * frame is written once, and the times pair with the frames.
+ * Filters that print each frame's time (µs) on ffmpeg's log, in output order, each followed by
+ * the line `<key>=1` (read with `FrameTimes` of stderr-probe: with the run's tag in the key, a
+ * time that a file's metadata or a server's text forged is not counted). Pair them with `-vsync
+ * passthrough` so that each filtered frame is written once, and the times pair with the frames.
  */
-export const FRAME_TIME_FILTERS: readonly string[] = ['settb=AVTB', 'metadata=mode=add:key=argus:value=1', 'metadata=mode=print:key=argus'];
+export function frameTimeFilters(tag?: string): string[] {
+  const key = frameTimeKey(tag);
+  return ['settb=AVTB', `metadata=mode=add:key=${key}:value=1`, `metadata=mode=print:key=${key}`];
+}
+
+/** The key the frame-time filters print after each frame's time: `argus_<run tag>` (`argus` untagged). */
+export function frameTimeKey(tag?: string): string {
+  return tag ? `argus_${tag}` : 'argus';
+}
 
 /** The ffmpeg scale filter applying `boundedSize` (unscaled within the bound: only the conversion). */
 export function sourceBoundFilter(): string {
@@ -140,8 +149,13 @@ export const NO_INPUT_METADATA: readonly string[] = ['-map_metadata', '-1', '-ma
  * 'pipe:argus-…':`, which a line that a file's metadata forged on the log (a key's line breaks
  * are printed as they are) cannot name, not knowing it.
  */
-export function taggedStdout(): string {
-  return `pipe:argus-${randomBytes(8).toString('hex')}`;
+export function taggedStdout(tag: string): string {
+  return `pipe:argus-${tag}`;
+}
+
+/** A run's own tag (16 hex digits) for `taggedStdout` and `frameTimeFilters`. */
+export function runTag(): string {
+  return randomBytes(8).toString('hex');
 }
 
 /** Classifies a source URI. Local paths and file:// URLs are files; /dev/video* is V4L2. */
@@ -158,7 +172,8 @@ export function sourceKind(url: string): SourceKind {
  * conversion share one swscale pass; the scaled size is computed by the same formula as
  * `core/geometry.letterbox`, so box mapping is exact.
  */
-export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, outputUrl = 'pipe:1'): string[] {
+export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, tag?: string): string[] {
+  const outputUrl = tag ? taggedStdout(tag) : 'pipe:1';
   // verbose: the scale filter then logs each (re)configuration, which is how a mid-stream
   // resolution change is noticed (a handful of lines per run, nothing per frame).
   const args = ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'verbose'];
@@ -219,7 +234,7 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, o
         [sourceBoundFilter(), out.frame === 'source-yuv' ? 'format=pix_fmts=yuv420p|yuvj420p' : `format=${out.pixelFormat}`]
       : [`scale=w=${sw}:h=${sh}:flags=bilinear`, `format=${out.pixelFormat}`, `pad=${W}:${H}:${px}:${py}:color=${pad}`]),
     // Live: each frame's time (µs) on the log, in output order (see reportsFrameTimes).
-    ...(live ? FRAME_TIME_FILTERS : []),
+    ...(live ? frameTimeFilters(tag) : []),
   ];
   // Live: one output frame per filtered frame (no duplicates or drops for a constant rate), so
   // the reported times pair with the frames in order.

@@ -6,7 +6,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import { emptyStamps, type Frame, type ProducedBy, type YuvColour } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
-import { buildFfmpegArgs, frameBytes, MAX_SOURCE_PIXELS, reportsFrameTimes, taggedStdout, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
+import { buildFfmpegArgs, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, reportsFrameTimes, runTag, taggedStdout, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { colourOf, outputRate, saysNoVideoStream, withoutMapAdvice, StderrProbe, type StreamInfo } from './stderr-probe.js';
@@ -165,8 +165,8 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     // Frames at the source's size are cut once ffmpeg has reported it; letterboxed ones are the model's size.
     let pool: BufferPool | undefined;
     // The output's own name, so that only ffmpeg's real report of it is read (taggedStdout).
-    const outputUrl = taggedStdout();
-    const probe = new StderrProbe(undefined, outputUrl);
+    const tag = runTag();
+    const probe = new StderrProbe(undefined, taggedStdout(tag), frameTimeKey(tag));
     let lb: Letterbox | undefined;
     let fps = input.fps;
     const seqStart = options.seqStart ?? 0;
@@ -226,7 +226,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       }
     };
 
-    const args = buildFfmpegArgs(input, output, outputUrl);
+    const args = buildFfmpegArgs(input, output, tag);
     let child: ChildProcess;
     try {
       // Out of file descriptors or processes, spawn can throw here, before any listener exists.

@@ -38,6 +38,33 @@ export function frameReport(line: string): number | null | undefined {
   const ft = FRAME_TIME.exec(line);
   return ft ? Number(ft[1]) : null; // Number('NOPTS') is NaN
 }
+
+/**
+ * The metadata filter's per-frame reports, paired: a frame's time counts once the line of the
+ * run's own key follows it (`frameTimeFilters`), so a time line that a file's metadata or a
+ * server's text put on the log (ffmpeg prints their line breaks as they are) is not counted,
+ * not knowing the key. Without a key, any key line confirms the time before it.
+ */
+export class FrameTimes {
+  private pending = false;
+  private time = NaN;
+  constructor(private readonly key?: string) {}
+
+  /** undefined for a line that is not a report; the frame's time (µs, NaN for none) once confirmed; null otherwise. */
+  read(line: string): number | null | undefined {
+    const r = frameReport(line);
+    if (r === undefined) return undefined;
+    if (r !== null) {
+      this.pending = true;
+      this.time = r;
+      return null;
+    }
+    const confirmed = this.pending && (this.key === undefined || line.endsWith(`] ${this.key}=1`));
+    this.pending = false;
+    return confirmed ? this.time : null;
+  }
+}
+
 const SIZE = /(?:^|[ ,])(\d{1,5})x(\d{1,5})(?:[ ,\[]|$)/;
 const FPS = /([\d.]+)(k?) fps/;
 const PIX_FMT = /^([a-z0-9_]+)(?:\((.*)\))?$/;
@@ -85,10 +112,15 @@ export class StderrProbe {
    * `outputUrl`: the output ffmpeg was given (`taggedStdout`). Only the `Output #0` report that
    * names it is the output's (and ends the input's report); without it, the first one.
    */
+  private readonly frameTimes: FrameTimes;
+
   constructor(
     private readonly maxTail = 20,
     private readonly outputUrl?: string,
-  ) {}
+    frameKey?: string,
+  ) {
+    this.frameTimes = new FrameTimes(frameKey);
+  }
 
   /** The line opens the report of the output ffmpeg was given. */
   private isOutputHeader(line: string): boolean {
@@ -115,7 +147,7 @@ export class StderrProbe {
     let found: StreamInfo | undefined;
     for (const line of lines) {
       if (line.trim() === '' || line.length > MAX_LINE) continue;
-      const report = frameReport(line);
+      const report = this.frameTimes.read(line);
       if (report !== undefined) {
         if (report !== null) this.onFrameTime?.(report);
         continue; // per-frame report (or its key=value line): not for the error tail

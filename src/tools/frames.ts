@@ -3,9 +3,9 @@ import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { loadSharp } from '../core/sharp.js';
-import { boundedSize, FRAME_TIME_FILTERS, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, sampleFilter, sourceBoundFilter, taggedStdout } from '../sources/ffmpeg-args.js';
+import { boundedSize, frameTimeFilters, frameTimeKey, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, taggedStdout } from '../sources/ffmpeg-args.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
-import { frameReport, parseVideoStreamLine, saysNoVideoStream, withoutMapAdvice } from '../sources/stderr-probe.js';
+import { FrameTimes, parseVideoStreamLine, saysNoVideoStream, withoutMapAdvice } from '../sources/stderr-probe.js';
 
 /** One decoded picture at the source's full resolution, packed RGB. */
 export interface RawFrame {
@@ -112,9 +112,11 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   // to the pipeline's bound on source-size frames (so pixel coordinates agree with a run's), and
   // its time printed on the log. Passthrough: no frame is repeated or dropped to make a constant
   // rate, so the printed times pair with the frames in order.
-  args.push('-vf', [...(o.fps ? [sampleFilter(o.fps)] : []), sourceBoundFilter(), ...FRAME_TIME_FILTERS].join(','));
-  // The output under a name of this run's own: only ffmpeg's real report of it gives the size (taggedStdout).
-  const outputUrl = taggedStdout();
+  // The run's own tag names the output and the frame-time key (taggedStdout, frameTimeFilters).
+  const tag = runTag();
+  args.push('-vf', [...(o.fps ? [sampleFilter(o.fps)] : []), sourceBoundFilter(), ...frameTimeFilters(tag)].join(','));
+  const outputUrl = taggedStdout(tag);
+  const frameTimes = new FrameTimes(frameTimeKey(tag));
   args.push('-vsync', 'passthrough', '-pix_fmt', 'rgb24', ...NO_INPUT_METADATA, '-f', 'rawvideo', outputUrl);
   const child = spawn(o.ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
 
@@ -140,9 +142,10 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
     const lines = (partial + chunk).split(/\r?\n|\r/);
     partial = lines.pop() ?? '';
+    if (partial.length > 4096) partial = ''; // no report of ffmpeg's is that long: a file's text
     for (const line of lines) {
       if (!line.trim()) continue;
-      const report = frameReport(line);
+      const report = frameTimes.read(line);
       if (report !== undefined) {
         if (report !== null && reports !== false) times.push(report);
         continue; // not for the error tail

@@ -58,6 +58,15 @@ export class FakeFfmpeg extends EventEmitter {
         `Output #0, rawvideo, to '${this.args[this.args.length - 1] ?? 'pipe:1'}':\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 64x48, q=2-31, ${fps} fps, ${fps} tbn\n`,
     );
   }
+  /** The key our metadata filter prints after each frame's time (`frameTimeFilters`), from the -vf given. */
+  get frameKey(): string {
+    const vf = this.args[this.args.indexOf('-vf') + 1] ?? '';
+    return /metadata=mode=print:key=([\w]+)/.exec(vf)?.[1] ?? 'argus';
+  }
+  /** The two lines the metadata filter prints for output frame `n` whose time is `ms` (epoch). */
+  timeLine(n: number, ms: number, key = this.frameKey): string {
+    return `[Parsed_metadata_7 @ 0x55d0c0ffee00] frame:${n}    pts:${Math.round(ms * 1000)} pts_time:1.76e+09\n[Parsed_metadata_7 @ 0x55d0c0ffee00] ${key}=1\n`;
+  }
   frame(fill = 0): void {
     this.stdout.write(Buffer.alloc(this.frameBytes, fill));
   }

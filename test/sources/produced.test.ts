@@ -69,8 +69,6 @@ function lateStart(workMs: (k: number) => number, count: number) {
   return run;
 }
 
-/** The line ffmpeg's `metadata` filter prints for a frame whose time is `ms` (epoch). */
-const timeLine = (n: number, ms: number) => `[Parsed_metadata_7 @ 0x55d0c0ffee00] frame:${n}    pts:${Math.round(ms * 1000)} pts_time:1.76e+09\n[Parsed_metadata_7 @ 0x55d0c0ffee00] argus=1\n`;
 
 /**
  * argus's clock (core/clock.ts), which the source stamps with. Reported times are whole
@@ -82,12 +80,27 @@ const epochNow = now;
 describe('produced stamp, live sources (fake ffmpeg): the demuxer arrival time ffmpeg reports, paired in order', () => {
   const rtsp: FfmpegInputSpec = { url: 'rtsp://cam/s', kind: 'rtsp', rate: 'native', loop: false };
 
+  it("a time line that a file's metadata or a server forged on the log (not followed by the run's own key) is not counted: the times stay paired", () => {
+    const { child, frames, sub } = fake(rtsp);
+    child.info();
+    expect(child.frameKey).toMatch(/^argus_[0-9a-f]{16}$/);
+    const t = epochNow() - 80;
+    child.stderr.write(child.timeLine(0, t - 5000, 'argus')); // the key of any run, not this one's
+    child.stderr.write(`[Parsed_metadata_7 @ 0x1] frame:0    pts:${Math.round((t - 4000) * 1000)} pts_time:1.76e+09\n`); // a time line alone…
+    child.stderr.write(child.timeLine(0, t)); // …is replaced by the real one, confirmed by its key
+    child.stderr.write(child.timeLine(1, t + 40));
+    child.frame();
+    child.frame();
+    expect(frames.map((f) => f.stamps.produced - t)).toEqual([expect.closeTo(0, 2), expect.closeTo(40, 2)]);
+    sub.unsubscribe();
+  });
+
   it('a time reported before its frame stamps that frame; e2e then counts from it', () => {
     const { child, frames, sub } = fake(rtsp);
     child.info();
     const t = epochNow() - 80;
-    child.stderr.write(timeLine(0, t));
-    child.stderr.write(timeLine(1, t + 40));
+    child.stderr.write(child.timeLine(0, t));
+    child.stderr.write(child.timeLine(1, t + 40));
     child.frame();
     child.frame();
     expect(frames.map((f) => f.producedBy)).toEqual(['arrival', 'arrival']);
@@ -107,11 +120,11 @@ describe('produced stamp, live sources (fake ffmpeg): the demuxer arrival time f
     child.frame();
     expect(frames[0].producedBy).toBe('captured');
     expect(frames[0].stamps.produced).toBe(frames[0].stamps.captured);
-    child.stderr.write(timeLine(0, t));
+    child.stderr.write(child.timeLine(0, t));
     expect(frames[0].producedBy).toBe('arrival');
     expect(frames[0].stamps.produced).toBeCloseTo(t, 2);
     // and the next pair is matched to each other, not shifted by one
-    child.stderr.write(timeLine(1, t + 33));
+    child.stderr.write(child.timeLine(1, t + 33));
     child.frame();
     expect(frames[1].producedBy).toBe('arrival');
     expect(frames[1].stamps.produced).toBeCloseTo(t + 33, 2);
@@ -123,13 +136,13 @@ describe('produced stamp, live sources (fake ffmpeg): the demuxer arrival time f
     child.info();
     const t = epochNow() - 1000;
     for (let i = 0; i < 10; i++) child.frame(); // frames 0–9 before any report: 8 are kept waiting
-    for (let i = 0; i < 10; i++) child.stderr.write(timeLine(i, t + i * 33));
-    child.stderr.write(timeLine(10, t + 330));
+    for (let i = 0; i < 10; i++) child.stderr.write(child.timeLine(i, t + i * 33));
+    child.stderr.write(child.timeLine(10, t + 330));
     child.frame();
     expect(frames.map((f) => f.producedBy)).toEqual(['captured', 'captured', ...Array(9).fill('arrival')]);
     frames.slice(2).forEach((f, k) => expect(f.stamps.produced).toBeCloseTo(t + (k + 2) * 33, 2));
     // and reports ahead of their frames beyond the bound: the same the other way round
-    for (let i = 11; i < 22; i++) child.stderr.write(timeLine(i, t + i * 33));
+    for (let i = 11; i < 22; i++) child.stderr.write(child.timeLine(i, t + i * 33));
     for (let i = 11; i < 22; i++) child.frame();
     expect(frames.slice(11, 14).map((f) => f.producedBy)).toEqual(['captured', 'captured', 'captured']);
     frames.slice(14).forEach((f, k) => expect(f.stamps.produced).toBeCloseTo(t + (k + 14) * 33, 2));
@@ -139,7 +152,7 @@ describe('produced stamp, live sources (fake ffmpeg): the demuxer arrival time f
   it('a reported time later than the frame’s delivery is not its arrival: the frame keeps `captured`', () => {
     const { child, frames, sub } = fake(rtsp);
     child.info();
-    child.stderr.write(timeLine(0, epochNow() + 5000));
+    child.stderr.write(child.timeLine(0, epochNow() + 5000));
     child.frame();
     expect(frames[0].producedBy).toBe('captured');
     expect(frames[0].stamps.produced).toBe(frames[0].stamps.captured);

@@ -142,6 +142,8 @@ describe('StderrProbe: per-frame times and the opened input', () => {
     probe.push("Input #0, rtsp, from 'rtsp://cam/s':\n  Stream #0:0: Video: h264 (High), yuv420p(progressive), 1920x1080, 30 fps, 30 tbr\n");
     probe.push('[Parsed_metadata_7 @ 0x55d0c0ffee00] frame:0    pts:1764608000123456 pts_time:1.76461e+09\n[Parsed_metadata_7 @ 0x55d0c0ffee00] argus=1\n[Parsed_metadata_7 @ 0x55d0');
     probe.push('c0ffee00] frame:1    pts:1764608000156789 pts_time:1.76461e+09\n');
+    expect(times).toEqual([1764608000123456]); // a time counts once its key line confirms it
+    probe.push('[Parsed_metadata_7 @ 0x55d0c0ffee00] argus=1\n');
     expect(opened).toBe(1);
     expect(times).toEqual([1764608000123456, 1764608000156789]);
     expect(probe.tailText()).not.toContain('Parsed_metadata');
