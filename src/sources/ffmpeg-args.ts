@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { LetterboxAlign, LetterboxRounding } from '../core/geometry.js';
 
-export type SourceKind = 'file' | 'rtsp' | 'http' | 'v4l2';
+/**
+ * What a source is: a file, or a live source (an RTSP camera, an HTTP(S) stream, another network
+ * stream: RTMP, SRT, UDP or TCP, such as an encoder's MPEG-TS; a V4L2 device).
+ */
+export type SourceKind = 'file' | 'rtsp' | 'http' | 'stream' | 'v4l2';
 
 export interface FfmpegInputSpec {
   /** What ffmpeg opens: a path, an rtsp:// or http(s):// URL, or a V4L2 device path. */
@@ -162,6 +166,7 @@ export function runTag(): string {
 export function sourceKind(url: string): SourceKind {
   if (/^rtsps?:\/\//i.test(url)) return 'rtsp';
   if (/^https?:\/\//i.test(url)) return 'http';
+  if (/^(rtmps?|srt|udp|tcp):\/\//i.test(url)) return 'stream';
   if (/^v4l2:\/\//i.test(url) || /^\/dev\/video\d+$/.test(url)) return 'v4l2';
   return 'file';
 }
@@ -199,7 +204,9 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
       args.push('-f', 'v4l2');
       break;
     case 'http':
-      // ffmpeg's default probe of an HTTP input is 5 s of stream: 5 s before the first frame.
+    case 'stream':
+      // ffmpeg's default probe of an HTTP (or UDP, SRT, …) input is 5 s of stream: 5 s before
+      // the first frame.
       if (decode.lowLatency) args.push('-probesize', '1000000', '-analyzeduration', '200000');
       break;
   }

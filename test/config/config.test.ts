@@ -119,6 +119,16 @@ describe('pipeline schema', () => {
     expect(demo.model.providers).toEqual(['cpu']);
   });
 
+  it('a uri with a scheme argus does not open is refused, naming the field (not taken for a file named "udp:/…", nor ffmpeg\'s own protocols); network streams and paths are accepted', () => {
+    for (const [uri, scheme] of [['ftp://h/a.mp4', 'ftp'], ['concat:/a.mp4|/b.mp4', 'concat'], ['pipe:0', 'pipe'], ['data:video/mp4;base64,AAAA', 'data'], ['gopher://h', 'gopher']]) {
+      const e = errorOf(() => parse(`sources:\n  - {id: a, uri: "${uri}"}\n`));
+      expect(e.code).toBe('VAP_ERR_CONFIG');
+      expect(e.message).toContain(`sources[0].uri: "${scheme}:" is not a scheme argus opens (file:, rtsp:,`);
+    }
+    for (const uri of ['udp://239.0.0.1:1234', 'srt://enc:9000', 'RTMP://h/live/k', 'rtsps://cam/s', '/data/a:b.mp4', 'clips/a.mp4', 'asset:one-by-one-person-detection.mp4', 'v4l2:///dev/video0'])
+      expect(parse(`sources:\n  - {id: a, uri: "${uri}"}\n`).sources[0].uri).toBe(uri);
+  });
+
   it('an id of dots only is refused (ids name files: `{source}` of `..` would be the folder above); dots inside an id are fine', () => {
     for (const bad of ['.', '..', '...']) {
       const e = errorOf(() => parse(`sources:\n  - {id: "${bad}", uri: /tmp/a.mp4}\n`));

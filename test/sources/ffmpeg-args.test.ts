@@ -11,6 +11,11 @@ describe('sourceKind', () => {
     ['https://host/v.mp4', 'http'],
     ['/dev/video0', 'v4l2'],
     ['v4l2:///dev/video2', 'v4l2'],
+    ['udp://239.0.0.1:1234', 'stream'],
+    ['srt://enc:9000?mode=caller', 'stream'],
+    ['rtmp://host/live/key', 'stream'],
+    ['RTMPS://host/live/key', 'stream'],
+    ['tcp://enc:2000', 'stream'],
     ['/data/clip.mp4', 'file'],
     ['file:///data/clip.mp4', 'file'],
   ])('%s → %s', (url, kind) => expect(sourceKind(url)).toBe(kind));
@@ -86,10 +91,11 @@ describe('buildFfmpegArgs', () => {
     const off = buildFfmpegArgs({ ...http, decode: { lowLatency: false, threads: 1 } }, out).join(' ');
     expect(off).not.toContain('-analyzeduration');
     expect(buildFfmpegArgs({ ...http, kind: 'rtsp', url: 'rtsp://h/s' }, out).join(' ')).toContain('-analyzeduration 200000');
+    expect(buildFfmpegArgs({ ...http, kind: 'stream', url: 'udp://239.0.0.1:1234' }, out).join(' ')).toContain('-probesize 1000000 -analyzeduration 200000');
   });
 
   it('live sources stamp packets with the wall clock and report each output frame\'s time, one output frame per filtered frame; files do not', () => {
-    for (const kind of ['rtsp', 'http', 'v4l2'] as const) {
+    for (const kind of ['rtsp', 'http', 'stream', 'v4l2'] as const) {
       const input = { url: kind === 'v4l2' ? '/dev/video0' : `${kind}://h/s`, kind, rate: 'native' as const, loop: false };
       expect(reportsFrameTimes(input)).toBe(true);
       const a = buildFfmpegArgs(input, out);

@@ -3,16 +3,32 @@ import { checkSourceAnalytics, LineSchema, RuleSchema, ZoneSchema } from './anal
 import { id } from './common.js';
 import { checkInputArgs } from './input-args.js';
 
+/**
+ * The URI schemes a source may have (`asset:` is resolved to a file first; sources/ffmpeg-args
+ * `sourceKind` tells files from live sources); anything else is refused.
+ */
+export const SOURCE_SCHEMES: readonly string[] = ['file', 'rtsp', 'rtsps', 'http', 'https', 'rtmp', 'rtmps', 'srt', 'udp', 'tcp', 'v4l2', 'asset'];
+
 /** One camera or file. */
 export const SourceSchema = z
   .object({
     /** Unique id, used in messages, metrics and Kafka keys. */
     id,
     /**
-     * What to open: a path, file://, rtsp://, http(s)://, /dev/videoN (V4L2), or `asset:NAME`
+     * What to open: a path, file://, rtsp(s)://, http(s)://, a network stream (rtmp(s)://,
+     * srt://, udp://, tcp://), /dev/videoN or v4l2:// (V4L2), or `asset:NAME`
      * for a video listed in streams/assets.yaml (fetched and checksummed on first use).
      */
-    uri: z.string().min(1),
+    uri: z
+      .string()
+      .min(1)
+      .superRefine((uri, ctx) => {
+        // A scheme argus does not open would be taken for a file's name (udp://h:1 as ./udp:/h:1),
+        // or be one of ffmpeg's own protocols (concat:, subfile:, pipe:, data:, …).
+        const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(uri)?.[1];
+        if (scheme && !SOURCE_SCHEMES.includes(scheme.toLowerCase()))
+          ctx.addIssue({ code: 'custom', message: `"${scheme}:" is not a scheme argus opens (${SOURCE_SCHEMES.map((x) => `${x}:`).join(', ')}; or a path)` });
+      }),
     /** Files: 'native' plays at the file's frame rate like a camera; 'fast' as fast as inference allows. Default native. */
     rate: z.enum(['native', 'fast']).default('native'),
     /** Files: start again at the end. Default false. */

@@ -1,0 +1,75 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createSocket } from 'node:dgram';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Frame } from '../../src/core/frame.js';
+import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
+import type { Transition } from '../../src/sources/health.js';
+import { sourceKind } from '../../src/sources/ffmpeg-args.js';
+import { supervisedSource } from '../../src/sources/supervised-source.js';
+import { PERSON_VIDEO } from '../helpers/assets.js';
+
+const ffmpeg = resolveFfmpegSync().path;
+const senders: ChildProcess[] = [];
+afterEach(() => {
+  for (const s of senders.splice(0)) s.kill('SIGKILL');
+});
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until(f: () => boolean, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (!f() && Date.now() < end) await sleep(50);
+  return f();
+}
+
+/** A free UDP port on loopback (bound and released). */
+async function freeUdpPort(): Promise<number> {
+  const s = createSocket('udp4');
+  await new Promise<void>((r) => s.bind(0, '127.0.0.1', r));
+  const { port } = s.address();
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+/** An encoder sending the person clip as MPEG-TS over UDP, at its own rate, looped (as a hardware encoder would). */
+function sendUdp(port: number): ChildProcess {
+  const c = spawn(ffmpeg, ['-v', 'error', '-re', '-stream_loop', '-1', '-i', PERSON_VIDEO, '-an', '-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-g', '10', '-f', 'mpegts', `udp://127.0.0.1:${port}?pkt_size=1316`], { stdio: 'ignore' });
+  senders.push(c);
+  return c;
+}
+
+describe('a network stream other than RTSP and HTTP (an encoder sending MPEG-TS over UDP)', () => {
+  it('is a live source: frames stamped with their arrival; the encoder stops, the source stalls and reconnects, and frames go on counting', async () => {
+    const port = await freeUdpPort();
+    const url = `udp://127.0.0.1:${port}`;
+    expect(sourceKind(url)).toBe('stream');
+    const frames: Frame[] = [];
+    const transitions: Transition[] = [];
+    const sub = supervisedSource({
+      id: 'enc',
+      input: { url, kind: sourceKind(url), rate: 'native', loop: false },
+      output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
+      ffmpegPath: ffmpeg,
+      reconnect: { initialDelayMs: 100, maxDelayMs: 500, jitter: 0, maxAttempts: 0, healthyResetMs: 30_000 },
+      watchdog: { startTimeoutMs: 20_000, stallFactor: 10, stallMinMs: 1500 },
+      onTransition: (t) => transitions.push(t),
+    }).subscribe((f) => {
+      frames.push(f);
+      f.release();
+    });
+    try {
+      const first = sendUdp(port);
+      expect(await until(() => frames.length >= 5, 60_000)).toBe(true);
+      expect(frames.every((f) => f.producedBy === 'arrival')).toBe(true);
+      first.kill('SIGKILL');
+      expect(await until(() => transitions.some((t) => t.state === 'stalled'), 30_000)).toBe(true);
+      const before = frames.length;
+      sendUdp(port);
+      expect(await until(() => frames.length >= before + 5, 60_000)).toBe(true);
+      const seqs = frames.map((f) => f.seq);
+      expect(seqs).toEqual(seqs.map((_, i) => i)); // one count across the restart
+      for (let i = 1; i < frames.length; i++) expect(frames[i].pts).toBeGreaterThan(frames[i - 1].pts);
+      expect(transitions.filter((t) => t.state === 'streaming').length).toBeGreaterThanOrEqual(2);
+    } finally {
+      sub.unsubscribe();
+    }
+  }, 180_000);
+});
