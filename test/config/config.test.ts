@@ -125,7 +125,8 @@ describe('pipeline schema', () => {
       expect(e.code).toBe('VAP_ERR_CONFIG');
       expect(e.message).toContain(`sources[0].uri: "${scheme}:" is not a scheme argus opens (file:, rtsp:,`);
     }
-    for (const uri of ['udp://239.0.0.1:1234', 'srt://enc:9000', 'RTMP://h/live/k', 'rtsps://cam/s', '/data/a:b.mp4', 'clips/a.mp4', 'asset:one-by-one-person-detection.mp4', 'v4l2:///dev/video0'])
+    expect(errorOf(() => parse('sources:\n  - {id: a, uri: "cam:1.mp4"}\n')).message).toContain('or a path: ./cam:1.mp4 for a file whose name has a colon');
+    for (const uri of ['udp://239.0.0.1:1234', 'srt://enc:9000', 'RTMP://h/live/k', 'rtsps://cam/s', '/data/a:b.mp4', './cam:1.mp4', '2026-12-04T10:00.mp4', 'clips/a.mp4', 'asset:one-by-one-person-detection.mp4', 'v4l2:///dev/video0'])
       expect(parse(`sources:\n  - {id: a, uri: "${uri}"}\n`).sources[0].uri).toBe(uri);
   });
 

@@ -27,7 +27,7 @@ export const SourceSchema = z
         // or be one of ffmpeg's own protocols (concat:, subfile:, pipe:, data:, …).
         const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(uri)?.[1];
         if (scheme && !SOURCE_SCHEMES.includes(scheme.toLowerCase()))
-          ctx.addIssue({ code: 'custom', message: `"${scheme}:" is not a scheme argus opens (${SOURCE_SCHEMES.map((x) => `${x}:`).join(', ')}; or a path)` });
+          ctx.addIssue({ code: 'custom', message: `"${scheme}:" is not a scheme argus opens (${SOURCE_SCHEMES.map((x) => `${x}:`).join(', ')}; or a path: ./${uri} for a file whose name has a colon)` });
       }),
     /** Files: 'native' plays at the file's frame rate like a camera; 'fast' as fast as inference allows. Default native. */
     rate: z.enum(['native', 'fast']).default('native'),
