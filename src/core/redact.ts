@@ -7,7 +7,7 @@
 // Greedy up to the last '@' before the path: a password may itself hold '@' or a quote
 // (ffmpeg splits user-info at the last '@'); a double quote still ends it (JSON strings).
 const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s/?#"]*)@/gi;
-const SECRET_PARAM = /([?&;](?:token|access_token|password|passwd|pwd|pass|secret|key|api_key|apikey|auth|sig|signature)=)([^&#\s'"]*)/gi;
+const SECRET_PARAM = /([?&;](?:token|access_token|password|passwd|pwd|pass|passphrase|secret|key|api_key|apikey|auth|sig|signature|streamid)=)([^&\s'"]*)/gi; // to the next parameter: SRT's stream ids start with '#!::'
 
 /** `rtsp://admin:hunter2@cam/stream?token=abc` → `rtsp://***@cam/stream?token=***`. */
 export function redact(text: string): string {

@@ -319,7 +319,8 @@ export async function resolveSourceUrl(src: SourceConfig, baseDir: string, ffmpe
       throw inContext(e, `${field}.uri`, [ErrorCodes.ASSET_UNKNOWN]);
     });
   }
-  if (sourceKind(src.uri) === 'file' && !src.uri.startsWith('file://')) return resolvePath(src.uri, baseDir);
+  if (src.uri.startsWith('file://')) return fileURLToPath(src.uri); // the schema took only file:///absolute URLs
+  if (sourceKind(src.uri) === 'file') return resolvePath(src.uri, baseDir);
   return src.uri;
 }
 

@@ -213,7 +213,9 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
   if (input.inputArgs) args.push(...input.inputArgs);
   const trim = seekTrim(input);
   if (input.kind === 'file' && input.seek !== undefined && input.seek > 0) args.push('-ss', (input.seek - trim).toFixed(6));
-  const url = input.kind === 'v4l2' ? input.url.replace(/^v4l2:\/\//i, '') : input.url.replace(/^file:\/\//i, '');
+  // A file through ffmpeg's file protocol by name (`file:` + its path): a path that reads like
+  // one of ffmpeg's protocols (concat:, pipe:, tcp://…?listen) is then only a file's name.
+  const url = input.kind === 'v4l2' ? input.url.replace(/^v4l2:\/\//i, '') : input.kind === 'file' ? `file:${input.url.replace(/^file:\/\//i, '')}` : input.url;
   args.push('-i', url, '-an', '-sn', '-dn', '-map', '0:v:0');
 
   const { width: W, height: H } = out;

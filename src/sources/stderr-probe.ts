@@ -59,9 +59,15 @@ export class FrameTimes {
       this.time = r;
       return null;
     }
-    const confirmed = this.pending && (this.key === undefined || line.endsWith(`] ${this.key}=1`));
+    // Only this run's key line confirms (and ends) the time before it; another is not ours.
+    if (!this.pending || (this.key !== undefined && !line.endsWith(`] ${this.key}=1`))) return null;
     this.pending = false;
-    return confirmed ? this.time : null;
+    return this.time;
+  }
+
+  /** A time was read and waits for its key line. */
+  get waiting(): boolean {
+    return this.pending;
   }
 }
 
@@ -108,12 +114,13 @@ export class StderrProbe {
   private partial = '';
   private format: string | undefined;
 
+  private readonly frameTimes: FrameTimes;
+
   /**
    * `outputUrl`: the output ffmpeg was given (`taggedStdout`). Only the `Output #0` report that
    * names it is the output's (and ends the input's report); without it, the first one.
+   * `frameKey`: the key of the run's frame-time reports (`frameTimeKey`).
    */
-  private readonly frameTimes: FrameTimes;
-
   constructor(
     private readonly maxTail = 20,
     private readonly outputUrl?: string,

@@ -183,6 +183,12 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
       // A report printed before the first frame was read has been read by the end of this poll
       // phase of the event loop (both pipes were readable when the frame's last bytes were).
       if (!times.length && !logEnded) await new Promise<void>((r) => setImmediate(r));
+      // A time read whose key line (a write of its own, also before the frame) is still to come.
+      if (!times.length && frameTimes.waiting && !logEnded) {
+        watch(); // a key line that never comes is a stall
+        while (!times.length && frameTimes.waiting && !logEnded) await new Promise<void>((r) => (logged = r));
+        unwatch();
+      }
       reports = times.length > 0;
     }
     if (!reports) return undefined;

@@ -26,7 +26,18 @@ describe('buildFfmpegArgs', () => {
     const a = buildFfmpegArgs({ url: 'file:///x.mp4', kind: 'file', rate: 'native', loop: true }, out);
     expect(a).not.toContain('-re');
     expect(a.slice(a.indexOf('-stream_loop'), a.indexOf('-stream_loop') + 2)).toEqual(['-stream_loop', '-1']);
-    expect(a[a.indexOf('-i') + 1]).toBe('/x.mp4');
+    expect(a[a.indexOf('-i') + 1]).toBe('file:/x.mp4');
+  });
+
+  it("a file reaches ffmpeg through its file protocol by name: a path that reads like one of ffmpeg's protocols is only a file's name", () => {
+    const i = (url: string) => {
+      const a = buildFfmpegArgs({ url, kind: 'file', rate: 'fast', loop: false }, out);
+      return a[a.indexOf('-i') + 1];
+    };
+    expect(i('/data/clip.mp4')).toBe('file:/data/clip.mp4');
+    expect(i('/base/concat:/a.mp4|/b.mp4')).toBe('file:/base/concat:/a.mp4|/b.mp4');
+    expect(i('file://tcp://0.0.0.0:9?listen=1')).toBe('file:tcp://0.0.0.0:9?listen=1');
+    expect(i('relative/clip.mp4')).toBe('file:relative/clip.mp4');
   });
 
   it('a resumed file: -ss before -i; with a margin, the seek is earlier and the filter trims the rest first', () => {

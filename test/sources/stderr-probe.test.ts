@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { colourOf, exactRate, outputRate, parseVideoStreamLine, StderrProbe } from '../../src/sources/stderr-probe.js';
+import { colourOf, exactRate, FrameTimes, outputRate, parseVideoStreamLine, StderrProbe } from '../../src/sources/stderr-probe.js';
 
 describe('parseVideoStreamLine', () => {
   it.each([
@@ -129,6 +129,21 @@ describe('StderrProbe', () => {
     const p = new StderrProbe(2);
     p.push('one\ntwo\nthree\nfour');
     expect(p.tailText()).toBe('two\nthree\nfour');
+  });
+});
+
+describe('FrameTimes (the metadata filter\'s reports, confirmed by the run\'s key)', () => {
+  it('a time counts when the line of the run\'s key follows it: other lines between (another key, other filters\' lines) neither confirm nor drop it', () => {
+    const t = new FrameTimes('argus_00ff');
+    expect(t.read('[Parsed_metadata_2 @ 0x1] frame:0    pts:1000 pts_time:0.001')).toBeNull();
+    expect(t.waiting).toBe(true);
+    expect(t.read('[Parsed_metadata_2 @ 0x1] argus=1')).toBeNull(); // another run's key (forged)
+    expect(t.read('[h264 @ 0x2] Reinit context')).toBeUndefined();
+    expect(t.read('[Parsed_metadata_2 @ 0x1] argus_00ff=1')).toBe(1000);
+    expect(t.waiting).toBe(false);
+    expect(t.read('[Parsed_metadata_2 @ 0x1] argus_00ff=1')).toBeNull(); // a key line without a time before it
+    expect(t.read('[Parsed_metadata_2 @ 0x1] frame:1    pts:NOPTS pts_time:NOPTS')).toBeNull();
+    expect(t.read('[Parsed_metadata_2 @ 0x1] argus_00ff=1')).toBeNaN(); // a frame without a time still counts
   });
 });
 

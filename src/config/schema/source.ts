@@ -4,10 +4,33 @@ import { id } from './common.js';
 import { checkInputArgs } from './input-args.js';
 
 /**
- * The URI schemes a source may have (`asset:` is resolved to a file first; sources/ffmpeg-args
- * `sourceKind` tells files from live sources); anything else is refused.
+ * The `scheme://` a source's uri may have (sources/ffmpeg-args `sourceKind` tells files from
+ * live sources); anything else is refused.
  */
-export const SOURCE_SCHEMES: readonly string[] = ['file', 'rtsp', 'rtsps', 'http', 'https', 'rtmp', 'rtmps', 'srt', 'udp', 'tcp', 'v4l2', 'asset'];
+export const SOURCE_SCHEMES: readonly string[] = ['file', 'rtsp', 'rtsps', 'http', 'https', 'rtmp', 'rtmps', 'srt', 'udp', 'tcp', 'v4l2'];
+
+/**
+ * A `scheme://` uri: a scheme argus opens (another would be taken for a file's name: udp://h:1
+ * as ./udp:/h:1); `file:` only as `file:///absolute/path`; no option that makes ffmpeg listen
+ * (`?listen`, SRT's `mode=listener` or `rendezvous`): argus connects to its sources, and a
+ * cameras-topic writer must not open ports on the workers. (`udp://` receives on a local port:
+ * that is what it is.) A uri without `//` is a path (`cam:1.mp4`) or `asset:NAME`.
+ */
+function checkUri(uri: string, ctx: z.RefinementCtx): void {
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//.exec(uri)?.[1];
+  if (!scheme) return;
+  if (!SOURCE_SCHEMES.includes(scheme)) {
+    ctx.addIssue({ code: 'custom', message: `"${scheme}://" is not a scheme argus opens (${SOURCE_SCHEMES.filter((x) => x !== 'asset').map((x) => `${x}://`).join(', ')}; or a path, or asset:NAME)` });
+    return;
+  }
+  if (scheme === 'file' && !/^file:\/\/\//.test(uri)) {
+    ctx.addIssue({ code: 'custom', message: 'a file: URL names an absolute path, file:///path (or give the path itself)' });
+    return;
+  }
+  const query = uri.includes('?') ? new URLSearchParams(uri.slice(uri.indexOf('?') + 1)) : undefined;
+  if (query && (query.has('listen') || /^(listener|rendezvous)$/i.test(query.get('mode') ?? '')))
+    ctx.addIssue({ code: 'custom', message: 'ffmpeg would listen for a sender (?listen, mode=listener|rendezvous): argus connects to its sources; push to an RTSP server and give its rtsp:// URL' });
+}
 
 /** One camera or file. */
 export const SourceSchema = z
@@ -22,13 +45,9 @@ export const SourceSchema = z
     uri: z
       .string()
       .min(1)
-      .superRefine((uri, ctx) => {
-        // A scheme argus does not open would be taken for a file's name (udp://h:1 as ./udp:/h:1),
-        // or be one of ffmpeg's own protocols (concat:, subfile:, pipe:, data:, …).
-        const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(uri)?.[1];
-        if (scheme && !SOURCE_SCHEMES.includes(scheme.toLowerCase()))
-          ctx.addIssue({ code: 'custom', message: `"${scheme}:" is not a scheme argus opens (${SOURCE_SCHEMES.map((x) => `${x}:`).join(', ')}; or a path: ./${uri} for a file whose name has a colon)` });
-      }),
+      // The scheme in lower case (`RTSP://`, `FILE:///`), as argus and ffmpeg compare it.
+      .transform((uri) => uri.replace(/^([A-Za-z][A-Za-z0-9+.-]*):\/\//, (m) => m.toLowerCase()))
+      .superRefine(checkUri),
     /** Files: 'native' plays at the file's frame rate like a camera; 'fast' as fast as inference allows. Default native. */
     rate: z.enum(['native', 'fast']).default('native'),
     /** Files: start again at the end. Default false. */
