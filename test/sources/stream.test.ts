@@ -29,17 +29,19 @@ async function freeUdpPort(): Promise<number> {
   return port;
 }
 
-/** An encoder sending the person clip as MPEG-TS over UDP, at its own rate, looped (as a hardware encoder would). */
+/** An encoder sending the person clip as MPEG-TS over UDP, at its own rate, looped, with B-frames (as a broadcast encoder would). */
 function sendUdp(port: number): ChildProcess {
-  const c = spawn(ffmpeg, ['-v', 'error', '-re', '-stream_loop', '-1', '-i', PERSON_VIDEO, '-an', '-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-g', '10', '-f', 'mpegts', `udp://127.0.0.1:${port}?pkt_size=1316`], { stdio: 'ignore' });
+  const c = spawn(ffmpeg, ['-v', 'error', '-re', '-stream_loop', '-1', '-i', PERSON_VIDEO, '-an', '-c:v', 'libx264', '-preset', 'ultrafast', '-bf', '2', '-g', '10', '-f', 'mpegts', `udp://127.0.0.1:${port}?pkt_size=1316`], { stdio: 'ignore' });
   senders.push(c);
   return c;
 }
 
 describe('a network stream other than RTSP and HTTP (an encoder sending MPEG-TS over UDP)', () => {
-  it('is a live source: frames stamped with their arrival; the encoder stops, the source stalls and reconnects, and frames go on counting', async () => {
+  it('is a live source, joined mid-stream: frames stamped with their arrival; the encoder stops, the source stalls and reconnects, and frames go on counting', async () => {
     const port = await freeUdpPort();
     const url = `udp://127.0.0.1:${port}`;
+    const first = sendUdp(port); // already sending when the source starts: it joins between key frames
+    await sleep(1000);
     expect(sourceKind(url)).toBe('stream');
     const frames: Frame[] = [];
     const transitions: Transition[] = [];
@@ -56,7 +58,6 @@ describe('a network stream other than RTSP and HTTP (an encoder sending MPEG-TS 
       f.release();
     });
     try {
-      const first = sendUdp(port);
       expect(await until(() => frames.length >= 5, 60_000)).toBe(true);
       expect(frames.every((f) => f.producedBy === 'arrival')).toBe(true);
       first.kill('SIGKILL');
