@@ -5,7 +5,7 @@ import { lastValueFrom } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import type { Frame } from '../../src/core/frame.js';
-import { ffmpegSource, LIVE_PTS_SLACK_S, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
+import { ffmpegSource, LIVE_PTS_SLACK_S, type FfmpegSourceOptions, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
 import type { ReconnectPolicy, Transition } from '../../src/sources/health.js';
 import { supervisedSource, type SupervisedSourceOptions } from '../../src/sources/supervised-source.js';
 import { FakeFfmpeg } from './fake-ffmpeg.js';
@@ -209,77 +209,66 @@ describe('seq and pts keep growing across reconnects (live source, virtual time)
   });
 });
 
+/** A live ffmpegSource over a fake ffmpeg (no supervisor) on the virtual clock; `fake()` is its ffmpeg once subscribed. */
+function liveAlone(input: Partial<FfmpegSourceOptions['input']> = {}, extra: Partial<FfmpegSourceOptions> = {}) {
+  let c: FakeFfmpeg | undefined;
+  const source = ffmpegSource({
+    id: 'cam',
+    input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, ...input },
+    output,
+    ffmpegPath: 'ffmpeg',
+    clock: () => mono,
+    spawn: (_cmd, args) => {
+      c = new FakeFfmpeg(args, FRAME);
+      return c.asChild();
+    },
+    ...extra,
+  });
+  return { source, fake: () => c! };
+}
+
 describe('ffmpegSource alone (no supervisor), virtual time', () => {
   it('a live source with `fps` above its rate, without a ptsClock: pts held within LIVE_PTS_SLACK_S of the time since its first frame', () => {
-    let c: FakeFfmpeg | undefined;
     const pts: number[] = [];
-    ffmpegSource({
-      id: 'cam',
-      input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, fps: 25 },
-      output,
-      ffmpegPath: 'ffmpeg',
-      clock: () => mono,
-      spawn: (_cmd, args) => {
-        c = new FakeFfmpeg(args, FRAME);
-        return c.asChild();
-      },
-    }).subscribe((f) => (pts.push(f.pts), f.release()));
+    const { source, fake } = liveAlone({ fps: 25 });
+    source.subscribe((f) => (pts.push(f.pts), f.release()));
+    const c = fake();
     advance(1);
-    c!.info(); // 10 fps
+    c.info(); // 10 fps
     for (let i = 0; i < 30; i++) {
       if (i > 0) advance(100);
-      c!.frame();
+      c.frame();
     }
     pts.forEach((p, i) => expect(Math.abs(p - i / 10), `frame ${i}`).toBeLessThanOrEqual(LIVE_PTS_SLACK_S + 1e-9));
     expect(pts[29] - pts[10]).toBeCloseTo(1.9, 9);
   });
 
-
   it('an exception while reading ffmpeg\'s log (here from onStreamInfo) fails the source with a coded error and stops ffmpeg; nothing is thrown out of the pipe\'s handler', () => {
-    let c: FakeFfmpeg | undefined;
     let err: unknown;
-    ffmpegSource({
-      id: 'cam',
-      input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false },
-      output,
-      ffmpegPath: 'ffmpeg',
-      clock: () => mono,
-      onStreamInfo: () => {
-        throw new Error('boom');
-      },
-      spawn: (_cmd, args) => {
-        c = new FakeFfmpeg(args, FRAME);
-        return c.asChild();
-      },
-    }).subscribe({ error: (e) => (err = e) });
-    expect(() => c!.info()).not.toThrow();
+    const boom = () => {
+      throw new Error('boom');
+    };
+    const { source, fake } = liveAlone({}, { onStreamInfo: boom });
+    source.subscribe({ error: (e) => (err = e) });
+    expect(() => fake().info()).not.toThrow();
     expect(isArgusError(err) && err.code).toBe('VAP_ERR_SOURCE_PROBE');
     expect((err as Error).message).toBe('source "cam": ffmpeg\'s report of the stream could not be used: boom');
-    expect(c!.signals).toEqual(['SIGKILL']);
+    expect(fake().signals).toEqual(['SIGKILL']);
   });
 
   it("ffmpeg writes to stdout under a name of each run's own, which is what the probe waits for", () => {
     const names: string[] = [];
     for (let run = 0; run < 2; run++) {
-      let c: FakeFfmpeg | undefined;
       const frames: number[] = [];
-      ffmpegSource({
-        id: 'cam',
-        input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false },
-        output,
-        ffmpegPath: 'ffmpeg',
-        clock: () => mono,
-        spawn: (_cmd, args) => {
-          c = new FakeFfmpeg(args, FRAME);
-          return c.asChild();
-        },
-      }).subscribe((f) => (frames.push(f.seq), f.release()));
-      names.push(c!.args[c!.args.length - 1]);
+      const { source, fake } = liveAlone();
+      source.subscribe((f) => (frames.push(f.seq), f.release()));
+      const c = fake();
+      names.push(c.args[c.args.length - 1]);
       // A report of an output of another name (as a file's metadata can print) is not it.
-      c!.stderr.write("Input #0, rtsp, from 'x':\n    Stream #0:0: Video: h264, yuv420p, 64x48, 10 fps, 10 tbr\nOutput #0, rawvideo, to 'pipe:1':\n  Stream #0:0: Video: rawvideo, bgr24, 64x48, 10 fps\n");
-      c!.frame();
+      c.stderr.write("Input #0, rtsp, from 'x':\n    Stream #0:0: Video: h264, yuv420p, 64x48, 10 fps, 10 tbr\nOutput #0, rawvideo, to 'pipe:1':\n  Stream #0:0: Video: rawvideo, bgr24, 64x48, 10 fps\n");
+      c.frame();
       expect(frames).toEqual([]);
-      c!.info();
+      c.info();
       expect(frames).toEqual([0]);
     }
     expect(names[0]).toMatch(/^pipe:argus-[0-9a-f]{16}$/);

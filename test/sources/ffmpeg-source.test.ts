@@ -29,6 +29,13 @@ const alive = (pid: number) => {
   }
 };
 
+/** A scripted ffmpeg: prints `log` on stderr (`$OUT` is the output's name, its last argument), then runs `then` (shell). */
+function scriptedFfmpeg(log: string, then: string): string {
+  const fake = join(mkdtempSync(join(tmpdir(), 'argus-fake-')), 'ffmpeg');
+  writeFileSync(fake, `#!/bin/sh\nfor OUT; do :; done\nprintf "${log}" >&2\n${then}\n`, { mode: 0o755 });
+  return fake;
+}
+
 describe('ffmpegSource with an ffmpeg that never says the size', () => {
   it.each(['source', 'letterbox'] as const)('bytes on stdout, then exit (%s layout): a coded probe error, never an exception', async (frame) => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-nosize-'));
@@ -43,13 +50,11 @@ describe('ffmpegSource with an ffmpeg that never says the size', () => {
 
 describe('ffmpegSource with an ffmpeg whose output line has no size argus can read', () => {
   it.each(['source', 'letterbox'] as const)('a file read as fast as possible (no watchdog) fails at once with a coded probe error naming the line, ffmpeg stopped (%s layout)', async (frame) => {
-    const dir = mkdtempSync(join(tmpdir(), 'argus-badout-'));
-    const fake = join(dir, 'ffmpeg');
     const input = "Input #0, mov,mp4,m4a,3gp,3g2,mj2, from 'x':\\n  Stream #0:0: Video: h264 (High), yuv420p(tv, bt709, progressive), 640x360, 10 fps, 10 tbr\\n";
     const scaler = '[Parsed_scale_0 @ 0x1] w:640 h:360 fmt:yuv420p sar:0/1 -> w:416 h:234 fmt:bgr24 sar:0/1 flags:0x2\\n';
     const out = "Output #0, rawvideo, to '$OUT':\\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, q=2-31, 10 fps\\n";
     // Then frames, and ffmpeg blocked on the pipe: before, the source waited for ever.
-    writeFileSync(fake, `#!/bin/sh\nfor OUT; do :; done\nprintf "${input}${scaler}${out}" >&2\nhead -c 70000 /dev/zero\nexec sleep 30\n`, { mode: 0o755 });
+    const fake = scriptedFfmpeg(input + scaler + out, 'head -c 70000 /dev/zero\nexec sleep 30');
     let pid = 0;
     const started = Date.now();
     const err = await lastValueFrom(ffmpegSource({ ...opts(), ffmpegPath: fake, output: { ...output, frame }, onSpawn: (c) => (pid = c.pid!) })).catch((e) => e);
@@ -63,12 +68,10 @@ describe('ffmpegSource with an ffmpeg whose output line has no size argus can re
 
 describe('ffmpegSource: a camera above 4K UHD, letterboxed', () => {
   it('is letterboxed from its own size (the 4K bound is only for frames at the source\'s size)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'argus-8k-'));
-    const fake = join(dir, 'ffmpeg');
     const input = "Input #0, rtsp, from 'x':\\n  Stream #0:0: Video: hevc (Main), yuv420p(tv, progressive), 7680x4320, 25 fps, 25 tbr\\n";
     const scaler = '[Parsed_scale_0 @ 0x1] w:7680 h:4320 fmt:yuv420p sar:0/1 -> w:416 h:234 fmt:bgr24 sar:0/1 flags:0x2\\n';
     const out = "Output #0, rawvideo, to '$OUT':\\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 416x416, q=2-31, 25 fps\\n";
-    writeFileSync(fake, `#!/bin/sh\nfor OUT; do :; done\nprintf "${input}${scaler}${out}" >&2\nhead -c ${416 * 416 * 3 * 2} /dev/zero\nexit 0\n`, { mode: 0o755 });
+    const fake = scriptedFfmpeg(input + scaler + out, `head -c ${416 * 416 * 3 * 2} /dev/zero\nexit 0`);
     const frames = await lastValueFrom(ffmpegSource({ ...opts(), ffmpegPath: fake, output: { ...output, frame: 'letterbox' } }).pipe(toArray()));
     expect(frames.map((f) => [f.letterbox.srcWidth, f.letterbox.srcHeight, f.letterbox.scaledWidth, f.data.length])).toEqual([
       [7680, 4320, 416, 416 * 416 * 3],
@@ -79,11 +82,9 @@ describe('ffmpegSource: a camera above 4K UHD, letterboxed', () => {
 
 describe('ffmpegSource with an ffmpeg that writes other pixels than asked', () => {
   it('4:2:0 frames asked, rgb24 written: a coded probe error naming the format, ffmpeg stopped before any frame', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'argus-fmt-'));
-    const fake = join(dir, 'ffmpeg');
     const input = "Input #0, mov,mp4,m4a,3gp,3g2,mj2, from 'x':\\n  Stream #0:0: Video: h264 (High), yuv420p(tv, bt709, progressive), 640x360, 10 fps, 10 tbr\\n";
     const out = "Output #0, rawvideo, to '$OUT':\\n  Stream #0:0: Video: rawvideo (RGB[24] / 0x18424752), rgb24, 640x360, q=2-31, 10 fps\\n";
-    writeFileSync(fake, `#!/bin/sh\nfor OUT; do :; done\nprintf "${input}${out}" >&2\nexec sleep 30\n`, { mode: 0o755 });
+    const fake = scriptedFfmpeg(input + out, 'exec sleep 30');
     let frames = 0;
     const err = await lastValueFrom(ffmpegSource({ ...opts(), ffmpegPath: fake, output: { ...output, frame: 'source-yuv' } }).pipe(tap(() => frames++))).catch((e) => e);
     expect(isArgusError(err) && err.code).toBe('VAP_ERR_SOURCE_PROBE');
