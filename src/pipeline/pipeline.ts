@@ -5,7 +5,7 @@ import { analyze, type FrameResult } from '../analytics/analyze.js';
 import { SourceAnalyzer } from '../analytics/analyzer.js';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../assets/catalog.js';
 import type { PipelineConfig, SourceConfig } from '../config/schema.js';
-import { ErrorCodes, inContext } from '../core/errors.js';
+import { ArgusError, ErrorCodes, inContext } from '../core/errors.js';
 import type { Frame } from '../core/frame.js';
 import type { LogFn } from '../core/log.js';
 import { redact } from '../core/redact.js';
@@ -319,7 +319,13 @@ export async function resolveSourceUrl(src: SourceConfig, baseDir: string, ffmpe
       throw inContext(e, `${field}.uri`, [ErrorCodes.ASSET_UNKNOWN]);
     });
   }
-  if (src.uri.startsWith('file://')) return fileURLToPath(src.uri); // the schema took only file:///absolute URLs
+  if (src.uri.startsWith('file://')) {
+    try {
+      return fileURLToPath(src.uri); // the schema took only file:///absolute URLs that convert
+    } catch (e) {
+      throw new ArgusError(ErrorCodes.CONFIG, `${field}.uri: ${(e as Error).message}`);
+    }
+  }
   if (sourceKind(src.uri) === 'file') return resolvePath(src.uri, baseDir);
   return src.uri;
 }

@@ -48,19 +48,24 @@ export function frameReport(line: string): number | null | undefined {
 export class FrameTimes {
   private pending = false;
   private time = NaN;
+  /** `[Parsed_metadata_N @ 0x…]` of the pending time: its key line comes from the same filter. */
+  private from = '';
   constructor(private readonly key?: string) {}
 
   /** undefined for a line that is not a report; the frame's time (µs, NaN for none) once confirmed; null otherwise. */
   read(line: string): number | null | undefined {
     const r = frameReport(line);
     if (r === undefined) return undefined;
+    const from = line.slice(0, line.indexOf(']') + 1);
     if (r !== null) {
       this.pending = true;
       this.time = r;
+      this.from = from;
       return null;
     }
-    // Only this run's key line confirms (and ends) the time before it; another is not ours.
-    if (!this.pending || (this.key !== undefined && !line.endsWith(`] ${this.key}=1`))) return null;
+    // Only this run's key line, from the filter that printed the time, confirms (and ends) it;
+    // another is not ours (a forged time line does not know the filter's address either).
+    if (!this.pending || from !== this.from || (this.key !== undefined && !line.endsWith(`] ${this.key}=1`))) return null;
     this.pending = false;
     return this.time;
   }

@@ -94,6 +94,9 @@ export interface VideoFramesOptions {
   stallMs?: number;
 }
 
+/** How long the first frame waits for the key line of a time read before it (written just after it). */
+const KEY_LINE_WAIT_MS = 200;
+
 const DURATION = /^\s*Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)/;
 
 /**
@@ -107,7 +110,8 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(o.url)) mustExist(o.url, 'video');
   const args = ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'info'];
   if (o.start && o.start > 0) args.push('-ss', o.start.toFixed(6));
-  args.push('-i', o.url, '-an', '-sn', '-dn', '-map', '0:v:0');
+  // A path through ffmpeg's file protocol by name: `cam-1:2.mp4` is a file, not a protocol.
+  args.push('-i', /^[a-z][a-z0-9+.-]*:\/\//i.test(o.url) ? o.url : `file:${o.url}`, '-an', '-sn', '-dn', '-map', '0:v:0');
   // Each decoded frame once, with its own time: sampled (never duplicated, whatever `fps`), reduced
   // to the pipeline's bound on source-size frames (so pixel coordinates agree with a run's), and
   // its time printed on the log. Passthrough: no frame is repeated or dropped to make a constant
@@ -184,10 +188,14 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
       // phase of the event loop (both pipes were readable when the frame's last bytes were).
       if (!times.length && !logEnded) await new Promise<void>((r) => setImmediate(r));
       // A time read whose key line (a write of its own, also before the frame) is still to come.
-      if (!times.length && frameTimes.waiting && !logEnded) {
-        watch(); // a key line that never comes is a stall
-        while (!times.length && frameTimes.waiting && !logEnded) await new Promise<void>((r) => (logged = r));
-        unwatch();
+      // Briefly: a time line that a file's metadata forged has no key line ever (an ffmpeg that
+      // prints no reports would otherwise stall here).
+      const until = Date.now() + KEY_LINE_WAIT_MS;
+      while (!times.length && frameTimes.waiting && !logEnded && Date.now() < until) {
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, until - Date.now());
+          logged = () => (clearTimeout(t), r());
+        });
       }
       reports = times.length > 0;
     }

@@ -7,7 +7,7 @@ import { interpolateEnv } from '../../src/config/interpolate.js';
 import { PipelineSchema } from '../../src/config/schema.js';
 import { isArgusError } from '../../src/core/errors.js';
 import { ortSessionOptions } from '../../src/inference/session.js';
-import { inferenceThreads } from '../../src/pipeline/pipeline.js';
+import { inferenceThreads, resolveSourceUrl } from '../../src/pipeline/pipeline.js';
 
 const parse = (yaml: string, env: NodeJS.ProcessEnv = {}) => parseConfigText(yaml, PipelineSchema, 'test.yaml', env);
 const errorOf = (fn: () => unknown) => {
@@ -119,7 +119,7 @@ describe('pipeline schema', () => {
     expect(demo.model.providers).toEqual(['cpu']);
   });
 
-  it('a scheme:// uri of a scheme argus does not open is refused, naming the field (not taken for a file named "ftp:/…"); paths, network streams and asset: are accepted', () => {
+  it('a scheme:// uri of a scheme argus does not open is refused, naming the field (not taken for a file named "ftp:/…"); paths, network streams and asset: are accepted', async () => {
     const refused = (uri: string) => {
       const e = errorOf(() => parse(`sources:\n  - {id: a, uri: "${uri}"}\n`));
       expect(e.code).toBe('VAP_ERR_CONFIG');
@@ -128,11 +128,18 @@ describe('pipeline schema', () => {
     for (const [uri, scheme] of [['ftp://h/a.mp4', 'ftp'], ['gopher://h', 'gopher'], ['concat://a', 'concat']]) expect(refused(uri)).toContain(`sources[0].uri: "${scheme}://" is not a scheme argus opens (file://, rtsp://,`);
     // file: only as file:///absolute (file://concat:… would have reached ffmpeg as concat:…).
     expect(refused('file://concat:/a.mp4|/b.mp4')).toContain('sources[0].uri: a file: URL names an absolute path, file:///path');
+    // … that names a whole path fileURLToPath can give: no query or fragment (dropped, another file opened), no stray % or encoded /.
+    for (const uri of ['file:///data/100%.mp4', 'file:///a%2Fb.mp4', 'file:///data/cam.mp4?x=1', 'file:///data/cam#1.mp4'])
+      expect(refused(uri), uri).toContain('sources[0].uri: a file: URL names an absolute path, file:///path, percent-encoded, without ? or #');
+    expect(parse('sources:\n  - {id: a, uri: "file:///data/a%20b.mp4"}\n').sources[0].uri).toBe('file:///data/a%20b.mp4');
     // Nothing that makes ffmpeg listen for a sender.
     for (const uri of ['tcp://0.0.0.0:9000?listen=1', 'srt://:9000?mode=listener', 'srt://h:9000?latency=20&mode=rendezvous', 'rtmp://0.0.0.0/live?listen'])
       expect(refused(uri), uri).toContain('sources[0].uri: ffmpeg would listen for a sender');
     for (const uri of ['udp://239.0.0.1:1234?overrun_nonfatal=1', 'srt://enc:9000?mode=caller', 'rtsps://cam/s', '/data/a:b.mp4', 'cam-1:2.mp4', 'clip-2026-12-04T10:00.mp4', 'concat:a.mp4', 'clips/a.mp4', 'asset:one-by-one-person-detection.mp4', 'v4l2:///dev/video0', 'file:///data/a.mp4'])
       expect(parse(`sources:\n  - {id: a, uri: "${uri}"}\n`).sources[0].uri, uri).toBe(uri);
+    // What ffmpeg then opens: the URL's path, decoded; a path relative to the pipeline's folder.
+    const at = (uri: string) => resolveSourceUrl(parse(`sources:\n  - {id: a, uri: "${uri}"}\n`).sources[0], '/pipelines', 'ffmpeg', () => {});
+    expect(await Promise.all([at('file:///data/a%20b.mp4'), at('cam-1:2.mp4'), at('udp://239.0.0.1:1234')])).toEqual(['/data/a b.mp4', '/pipelines/cam-1:2.mp4', 'udp://239.0.0.1:1234']);
     // The scheme in lower case, as argus and ffmpeg compare it.
     expect(parse('sources:\n  - {id: a, uri: "RTMP://H/live/K"}\n').sources[0].uri).toBe('rtmp://H/live/K');
     expect(parse('sources:\n  - {id: a, uri: "FILE:///data/a.mp4"}\n').sources[0].uri).toBe('file:///data/a.mp4');

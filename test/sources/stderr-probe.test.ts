@@ -144,6 +144,9 @@ describe('FrameTimes (the metadata filter\'s reports, confirmed by the run\'s ke
     expect(t.read('[Parsed_metadata_2 @ 0x1] argus_00ff=1')).toBeNull(); // a key line without a time before it
     expect(t.read('[Parsed_metadata_2 @ 0x1] frame:1    pts:NOPTS pts_time:NOPTS')).toBeNull();
     expect(t.read('[Parsed_metadata_2 @ 0x1] argus_00ff=1')).toBeNaN(); // a frame without a time still counts
+    // A time line from elsewhere (a forged one does not know the filter's address) is confirmed by no key line of the filter's.
+    expect(t.read('[Parsed_metadata_2 @ 0xbad] frame:5    pts:9 pts_time:0')).toBeNull();
+    expect(t.read('[Parsed_metadata_2 @ 0x1] argus_00ff=1')).toBeNull();
   });
 });
 

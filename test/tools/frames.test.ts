@@ -95,6 +95,22 @@ describe("a file whose metadata forges ffmpeg's report of its output (a key's li
   });
 });
 
+describe('videoFrames (argus detect): a file whose name has a colon', () => {
+  it('named relative to the working folder (cam-1:2.mp4), it is a file, not an ffmpeg protocol "cam-1"', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-colon-'));
+    execFileSync(ffmpeg, ['-v', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc=s=64x48:r=5:d=0.6', '-pix_fmt', 'yuv420p', join(dir, 'cam-1:2.mp4')]);
+    const cwd = process.cwd();
+    process.chdir(dir);
+    try {
+      let n = 0;
+      for await (const f of videoFrames({ ffmpegPath: ffmpeg, url: 'cam-1:2.mp4' })) n += f.width === 64 ? 1 : 0;
+      expect(n).toBe(3);
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+});
+
 describe('videoFrames: each frame once, with its own time', () => {
   // A variable-rate clip: frames 0–4 at 0.0–0.4 s, then a gap, frames 5–9 at 1.0–1.4 s.
   let clip: string;

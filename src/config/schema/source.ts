@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { checkSourceAnalytics, LineSchema, RuleSchema, ZoneSchema } from './analytics.js';
 import { id } from './common.js';
@@ -12,7 +13,7 @@ export const SOURCE_SCHEMES: readonly string[] = ['file', 'rtsp', 'rtsps', 'http
 /**
  * A `scheme://` uri: a scheme argus opens (another would be taken for a file's name: udp://h:1
  * as ./udp:/h:1); `file:` only as `file:///absolute/path`; no option that makes ffmpeg listen
- * (`?listen`, SRT's `mode=listener` or `rendezvous`): argus connects to its sources, and a
+ * (`?listen` of tcp://, SRT's `mode=listener` or `rendezvous`): argus connects to its sources, and a
  * cameras-topic writer must not open ports on the workers. (`udp://` receives on a local port:
  * that is what it is.) A uri without `//` is a path (`cam:1.mp4`) or `asset:NAME`.
  */
@@ -20,11 +21,21 @@ function checkUri(uri: string, ctx: z.RefinementCtx): void {
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//.exec(uri)?.[1];
   if (!scheme) return;
   if (!SOURCE_SCHEMES.includes(scheme)) {
-    ctx.addIssue({ code: 'custom', message: `"${scheme}://" is not a scheme argus opens (${SOURCE_SCHEMES.filter((x) => x !== 'asset').map((x) => `${x}://`).join(', ')}; or a path, or asset:NAME)` });
+    ctx.addIssue({ code: 'custom', message: `"${scheme}://" is not a scheme argus opens (${SOURCE_SCHEMES.map((x) => `${x}://`).join(', ')}; or a path, or asset:NAME)` });
     return;
   }
-  if (scheme === 'file' && !/^file:\/\/\//.test(uri)) {
-    ctx.addIssue({ code: 'custom', message: 'a file: URL names an absolute path, file:///path (or give the path itself)' });
+  if (scheme === 'file') {
+    // An absolute path, whole: no query or fragment (fileURLToPath would drop them and open
+    // another file), nothing fileURLToPath refuses (an encoded '/', a stray '%').
+    let ok = /^file:\/\/\/[^?#]*$/.test(uri);
+    if (ok) {
+      try {
+        fileURLToPath(uri);
+      } catch {
+        ok = false;
+      }
+    }
+    if (!ok) ctx.addIssue({ code: 'custom', message: 'a file: URL names an absolute path, file:///path, percent-encoded, without ? or # (or give the path itself)' });
     return;
   }
   const query = uri.includes('?') ? new URLSearchParams(uri.slice(uri.indexOf('?') + 1)) : undefined;
