@@ -13,9 +13,9 @@ export const SOURCE_SCHEMES: readonly string[] = ['file', 'rtsp', 'rtsps', 'http
 /**
  * A `scheme://` uri: a scheme argus opens (another would be taken for a file's name: udp://h:1
  * as ./udp:/h:1); `file:` only as `file:///absolute/path`; no option that makes ffmpeg listen
- * (`?listen` of tcp://, SRT's `mode=listener` or `rendezvous`): argus connects to its sources, and a
- * cameras-topic writer must not open ports on the workers. (`udp://` receives on a local port:
- * that is what it is.) A uri without `//` is a path (`cam:1.mp4`) or `asset:NAME`.
+ * (`?listen` of tcp://, SRT's `mode=listener` or `rendezvous`): argus connects to its sources,
+ * and a cameras-topic writer must not open ports on the workers. (`udp://` receives on a local
+ * port: that is what it is.) A uri without `//` is a path (`cam:1.mp4`) or `asset:NAME`.
  */
 function checkUri(uri: string, ctx: z.RefinementCtx): void {
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//.exec(uri)?.[1];
@@ -49,7 +49,7 @@ export const SourceSchema = z
     /** Unique id, used in messages, metrics and Kafka keys. */
     id,
     /**
-     * What to open: a path, file://, rtsp(s)://, http(s)://, a network stream (rtmp(s)://,
+     * What to open: a path, file:///, rtsp(s)://, http(s)://, a network stream (rtmp(s)://,
      * srt://, udp://, tcp://), /dev/videoN or v4l2:// (V4L2), or `asset:NAME`
      * for a video listed in streams/assets.yaml (fetched and checksummed on first use).
      */
