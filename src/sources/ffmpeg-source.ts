@@ -424,16 +424,19 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       }
       const size = atSource ? probe.output : (probe.scaledFrom ?? inputInfo);
       if (!size) return;
-      const ownRate = input.kind === 'file' ? outputRate(inputInfo) : undefined;
-      if (input.fps && ownRate && input.fps > ownRate) {
-        stop(new RateAboveSource(`source "${id}": fps ${input.fps} is above the file's ${ownRate}`));
-        return;
-      }
       // ffmpeg prints its output line before the first frame, after its scaler has reported the
       // picture it gets (see `size`). A file's frames also come at the output's rate (the input
       // line's figures are the average and the tbr, which may be a field rate).
       const out = probe.output;
       if (!out) return;
+      // The file's own rate: the one ffmpeg gave its filter graph (printed after the input's
+      // report, which a file's metadata can forge), else as ffmpeg would choose it from the
+      // input's report.
+      const ownRate = input.kind === 'file' ? (probe.graphRate ?? outputRate(inputInfo)) : undefined;
+      if (input.fps && ownRate && input.fps > ownRate) {
+        stop(new RateAboveSource(`source "${id}": fps ${input.fps} is above the file's ${+ownRate.toFixed(3)}`));
+        return;
+      }
       // ffmpeg's own filter keeps frames at the source's size within MAX_SOURCE_PIXELS: a larger
       // size is not the picture it writes (a line of a file's metadata can look like any report;
       // the output's is known by its name). Letterboxed, the size is the camera's own, any size.

@@ -22,6 +22,13 @@ const VIDEO_STREAM = /^\s*Stream #\d+:\d+.*?: Video: (.*)$/;
 /** Logged (at -loglevel verbose) each time our scale filter is configured: at start and whenever the input size changes. */
 // (ffmpeg 7.1 adds ` csp:… range:…` before ` sar:`.)
 const SCALE_CONFIG = /^\[Parsed_scale_\d+ @ 0x[0-9a-f]+\] w:(\d{1,5}) h:(\d{1,5}) fmt:\S+.*? -> w:\d+ h:\d+/;
+/**
+ * Logged (verbose) when the filter graph is configured with the decoded stream, before the output
+ * report: `[graph 0 input from stream 0:0 @ 0x…] w:768 h:432 pixfmt:yuv420p tb:1/200000 fr:10/1 …`.
+ * `fr` is the rate ffmpeg chose for the stream (`av_guess_frame_rate`), that of its constant-rate
+ * output without an fps filter.
+ */
+const GRAPH_INPUT = /^\[graph \d+ input from stream \d+:\d+ @ 0x[0-9a-f]+\] w:\d+ h:\d+ pixfmt:\S+ tb:\d+\/\d+ fr:(\d+)\/(\d+)/;
 /** The longest log line read (ffmpeg's own reports are far shorter). */
 const MAX_LINE = 4096;
 /** The frame-time report our `metadata` filter prints for each output frame (live sources): its pts in µs. */
@@ -139,6 +146,13 @@ export class StderrProbe {
     return /^Output #0/.test(line) && (this.outputUrl === undefined || line.endsWith(`to '${this.outputUrl}':`));
   }
 
+  /**
+   * The stream's rate as ffmpeg's filter graph was last given it (`GRAPH_INPUT`'s `fr`), exact
+   * (`30000/1001`): printed after the input's report, so the one before the output's report is
+   * ffmpeg's own, whatever a file's metadata printed in the input's report.
+   */
+  graphRate: number | undefined;
+
   /** Input size the scale filter was last configured for (follows mid-stream changes). */
   scaledFrom: { width: number; height: number } | undefined;
   /** Called when the scale filter is reconfigured for a different input size. */
@@ -163,6 +177,12 @@ export class StderrProbe {
       if (report !== undefined) {
         if (report !== null) this.onFrameTime?.(report);
         continue; // per-frame report (or its key=value line): not for the error tail
+      }
+      const gi = GRAPH_INPUT.exec(line);
+      if (gi) {
+        const [num, den] = [Number(gi[1]), Number(gi[2])];
+        this.graphRate = num > 0 && den > 0 ? num / den : undefined;
+        continue;
       }
       const sc = SCALE_CONFIG.exec(line);
       if (sc) {

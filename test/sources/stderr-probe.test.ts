@@ -125,6 +125,17 @@ describe('StderrProbe', () => {
     expect(resized).toEqual(['320x180']);
   });
 
+  it("the stream's rate as ffmpeg gave its filter graph (exact, the last one printed: a forged one comes before it), as 5.1 and 4.x print it", () => {
+    const p = new StderrProbe();
+    p.push("Input #0, mov,mp4,m4a,3gp,3g2,mj2, from 'x':\n[graph 0 input from stream 0:0 @ 0x1] w:1 h:1 pixfmt:yuv420p tb:1/1 fr:1/1 sar:0/1\n");
+    p.push('[graph 0 input from stream 0:0 @ 0x5586df398540] w:768 h:432 pixfmt:yuv420p tb:1/200000 fr:30000/1001 sar:0/1\n');
+    expect(p.graphRate).toBe(30000 / 1001);
+    p.push('[graph 0 input from stream 0:0 @ 0x15de70c0] w:768 h:432 pixfmt:yuv420p tb:1/200000 fr:10/1 sar:0/1 sws_param:flags=2\n');
+    expect(p.graphRate).toBe(10);
+    p.push('[graph 0 input from stream 0:0 @ 0x15de70c0] w:768 h:432 pixfmt:yuv420p tb:1/90000 fr:0/1 sar:0/1\n'); // a rate ffmpeg does not know
+    expect(p.graphRate).toBeUndefined();
+  });
+
   it('keeps the last lines for error reports', () => {
     const p = new StderrProbe(2);
     p.push('one\ntwo\nthree\nfour');

@@ -111,6 +111,22 @@ describe('videoFrames (argus detect): a file whose name has a colon', () => {
   });
 });
 
+describe("a file whose metadata forges its input's report (a rate of 1 fps)", () => {
+  it("ffmpegSource takes the file's rate from ffmpeg's filter graph: fps 5 on the real 10 fps file keeps the fps filter (it stopped for a rate above the file's)", async () => {
+    const evil = join(mkdtempSync(join(tmpdir(), 'argus-forged-rate-')), 'evil.mp4');
+    const forged = 'x\n  Stream #0:0: Video: h264 (High), yuv420p(progressive), 320x240, 1 fps, 1 tbr\ny=1';
+    execFileSync(ffmpeg, ['-v', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc=s=320x240:r=10:d=1', '-metadata', forged, '-movflags', 'use_metadata_tags', '-pix_fmt', 'yuv420p', evil]);
+    expect(spawnSync(ffmpeg, ['-hide_banner', '-i', evil], { encoding: 'utf8' }).stderr).toMatch(/^ {2}Stream #0:0: Video: h264 \(High\), yuv420p\(progressive\), 320x240, 1 fps, 1 tbr$/m);
+    const pts = await lastValueFrom(
+      ffmpegSource({ id: 'e', input: { url: evil, kind: 'file', rate: 'fast', loop: false, fps: 5 }, output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 }, ffmpegPath: ffmpeg }).pipe(
+        map((f) => (f.release(), f.pts)),
+        toArray(),
+      ),
+    );
+    expect(pts).toEqual([0, 0.2, 0.4, 0.6, 0.8].map((t) => expect.closeTo(t, 6)));
+  });
+});
+
 describe('videoFrames: each frame once, with its own time', () => {
   // A variable-rate clip: frames 0–4 at 0.0–0.4 s, then a gap, frames 5–9 at 1.0–1.4 s.
   let clip: string;
