@@ -41,8 +41,8 @@ export interface FfmpegSourceOptions {
   /**
    * What a run found out about the source, so that its next runs (restarts) start with it:
    * `packed`, the source calls for packed frames instead of `source-yuv` ones (not 4:2:0, odd
-   * height, small); `ownRate`, a file's own rate (that of ffmpeg's constant-rate output, its
-   * tbr: `outputRate`) is below the configured `fps`.
+   * height, small); `ownRate`, a file's own rate (that of ffmpeg's constant-rate output, the
+   * rate it gives its filter graph: `StderrProbe.graphRate`) is below the configured `fps`.
    */
   memo?: SourceMemo;
   /** The input's resolution changed mid-stream; frames from now on carry the new letterbox. */
@@ -84,12 +84,12 @@ const TRANSIENT_SPAWN_ERRORS = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM'])
  */
 export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   const memo = options.memo ?? {};
-  // Decided from ffmpeg's report of the input, before any frame is read; a source is run again
-  // at most once for each.
+  // Decided from ffmpeg's log before any frame is read (the rate: at its output's report); a
+  // source is run again at most once for each.
   // - A source that is not 4:2:0 (a 4:4:4 JPEG, a GIF's palette, 10-bit video), of an odd
   //   height, or small (YUV_MIN_PIXELS), is run again with packed frames, which ffmpeg converts
   //   from the source's own format: the values stay those of a direct conversion.
-  // - A file whose own rate (that of ffmpeg's constant-rate output: `outputRate`) is below the
+  // - A file whose own rate (that of ffmpeg's constant-rate output: `graphRate`) is below the
   //   configured `fps` is run again without the fps filter, which would repeat its frames to
   //   make up the rate (each one inferred, published and counted twice at 60 over 30 fps):
   //   every frame once, at the file's rate (a variable-rate file's frames are still repeated
@@ -393,8 +393,8 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     // before exiting; a pipe's worth at most).
     const early: Buffer[] = [];
     let inputInfo: StreamInfo | undefined;
-    // Told by ffmpeg's report of the input, before any frame is read: ffmpeg is stopped, and the
-    // source run again as it calls for (ffmpegSource) or failed.
+    // Told by ffmpeg's log, before any frame is read: ffmpeg is stopped, and the source run
+    // again as it calls for (ffmpegSource) or failed.
     const stop = (err: Error): void => {
       closed = true;
       killedByUs = true;

@@ -26,9 +26,9 @@ const SCALE_CONFIG = /^\[Parsed_scale_\d+ @ 0x[0-9a-f]+\] w:(\d{1,5}) h:(\d{1,5}
  * Logged (verbose) when the filter graph is configured with the decoded stream, before the output
  * report: `[graph 0 input from stream 0:0 @ 0x…] w:768 h:432 pixfmt:yuv420p tb:1/200000 fr:10/1 …`.
  * `fr` is the rate ffmpeg chose for the stream (`av_guess_frame_rate`), that of its constant-rate
- * output without an fps filter.
+ * output without an fps filter (4.x to 7.x print it so; 4.x adds `sws_param:`, 7.1 `csp: range:`).
  */
-const GRAPH_INPUT = /^\[graph \d+ input from stream \d+:\d+ @ 0x[0-9a-f]+\] w:\d+ h:\d+ pixfmt:\S+ tb:\d+\/\d+ fr:(\d+)\/(\d+)/;
+const GRAPH_INPUT = /^\[graph \d+ input from stream [^\]]+ @ [^\]]+\] .*?\bfr:(\d+)\/(\d+)/;
 /** The longest log line read (ffmpeg's own reports are far shorter). */
 const MAX_LINE = 4096;
 /** The frame-time report our `metadata` filter prints for each output frame (live sources): its pts in µs. */
@@ -181,7 +181,9 @@ export class StderrProbe {
       const gi = GRAPH_INPUT.exec(line);
       if (gi) {
         const [num, den] = [Number(gi[1]), Number(gi[2])];
-        this.graphRate = num > 0 && den > 0 ? num / den : undefined;
+        // fr:0/1, a rate ffmpeg cannot guess: its output then runs at 25 fps ("Falling back to
+        // a default value of 25fps").
+        this.graphRate = num > 0 && den > 0 ? num / den : 25;
         continue;
       }
       const sc = SCALE_CONFIG.exec(line);

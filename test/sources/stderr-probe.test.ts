@@ -132,8 +132,12 @@ describe('StderrProbe', () => {
     expect(p.graphRate).toBe(30000 / 1001);
     p.push('[graph 0 input from stream 0:0 @ 0x15de70c0] w:768 h:432 pixfmt:yuv420p tb:1/200000 fr:10/1 sar:0/1 sws_param:flags=2\n');
     expect(p.graphRate).toBe(10);
-    p.push('[graph 0 input from stream 0:0 @ 0x15de70c0] w:768 h:432 pixfmt:yuv420p tb:1/90000 fr:0/1 sar:0/1\n'); // a rate ffmpeg does not know
-    expect(p.graphRate).toBeUndefined();
+    p.push('[graph 0 input from stream 0:0 @ 0x15de70c0] w:768 h:432 pixfmt:yuv420p tb:1/90000 fr:0/1 sar:0/1\n'); // a rate ffmpeg cannot guess: it writes 25 fps
+    expect(p.graphRate).toBe(25);
+    p.push('[graph 0 input from stream 0:0 @ 0x5d7a] w:768 h:432 pixfmt:yuv420p csp:bt709 range:tv tb:1/15360 fr:24000/1001 sar:1/1\n'); // 7.1's fields
+    expect(p.graphRate).toBe(24000 / 1001);
+    // An ffmpeg that prints no such line: none (the input's report is used instead).
+    expect(new StderrProbe().graphRate).toBeUndefined();
   });
 
   it('keeps the last lines for error reports', () => {
