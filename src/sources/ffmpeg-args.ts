@@ -162,6 +162,21 @@ export function runTag(): string {
   return randomBytes(8).toString('hex');
 }
 
+/**
+ * What ffmpeg is given to open for `url`: a URL with a scheme as it is; a path (or a file://
+ * URL's path) through ffmpeg's file protocol by name (`file:` + the path), so that a path that
+ * reads like one of ffmpeg's protocols (`cam-1:2.mp4`, `concat:…`) is only a file's name.
+ */
+export function ffmpegInput(url: string): string {
+  if (/^file:\/\//i.test(url)) return `file:${url.slice('file://'.length)}`;
+  return hasScheme(url) ? url : `file:${url}`;
+}
+
+/** `url` starts with `scheme://` (a URL, not a path). */
+export function hasScheme(url: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(url);
+}
+
 /** Classifies a source URI. Local paths and file:// URLs are files; /dev/video* is V4L2. */
 export function sourceKind(url: string): SourceKind {
   if (/^rtsps?:\/\//i.test(url)) return 'rtsp';
@@ -213,9 +228,7 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
   if (input.inputArgs) args.push(...input.inputArgs);
   const trim = seekTrim(input);
   if (input.kind === 'file' && input.seek !== undefined && input.seek > 0) args.push('-ss', (input.seek - trim).toFixed(6));
-  // A file through ffmpeg's file protocol by name (`file:` + its path): a path that reads like
-  // one of ffmpeg's protocols (concat:, pipe:, tcp://…?listen) is then only a file's name.
-  const url = input.kind === 'v4l2' ? input.url.replace(/^v4l2:\/\//i, '') : input.kind === 'file' ? `file:${input.url.replace(/^file:\/\//i, '')}` : input.url;
+  const url = input.kind === 'v4l2' ? input.url.replace(/^v4l2:\/\//i, '') : input.kind === 'file' ? ffmpegInput(input.url) : input.url;
   args.push('-i', url, '-an', '-sn', '-dn', '-map', '0:v:0');
 
   const { width: W, height: H } = out;

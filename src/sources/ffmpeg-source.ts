@@ -414,14 +414,14 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     const onLog = (chunk: string): void => {
       inputInfo = probe.push(chunk) ?? inputInfo;
       if (lb) return;
-      // Letterboxed frames: the picture the scaler gets (after ffmpeg's autorotation: a phone's
-      // portrait video is 768x432 on the input line and 432x768 to the scaler), which it has
-      // reported before the output line waited for below.
       if (closed) return;
       if (probe.outputUnreadable !== undefined) {
         stop(new ArgusError(ErrorCodes.SOURCE_PROBE, redact(`source "${id}": ffmpeg's line for the frames it writes has no size argus can read: ${probe.outputUnreadable}`)));
         return;
       }
+      // Letterboxed frames: the picture the scaler gets (after ffmpeg's autorotation: a phone's
+      // portrait video is 768x432 on the input line and 432x768 to the scaler), which it has
+      // reported before the output line waited for below.
       const size = atSource ? probe.output : (probe.scaledFrom ?? inputInfo);
       if (!size) return;
       // ffmpeg prints its output line before the first frame, after its scaler has reported the

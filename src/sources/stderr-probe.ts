@@ -29,8 +29,13 @@ const SCALE_CONFIG = /^\[Parsed_scale_\d+ @ 0x[0-9a-f]+\] w:(\d{1,5}) h:(\d{1,5}
  * output without an fps filter (4.x to 7.x print it so; 4.x adds `sws_param:`, 7.1 `csp: range:`).
  */
 const GRAPH_INPUT = /^\[graph \d+ input from stream [^\]]+ @ [^\]]+\] .*?\bfr:(\d+)\/(\d+)/;
-/** The longest log line read (ffmpeg's own reports are far shorter). */
-const MAX_LINE = 4096;
+/** The longest log line read (ffmpeg's own reports are far shorter; a longer one is a file's or a server's text). */
+export const MAX_LOG_LINE = 4096;
+
+/** The line opens ffmpeg's report of the output named `outputUrl` (any output without a name). */
+export function isOutputHeader(line: string, outputUrl?: string): boolean {
+  return /^Output #0/.test(line) && (outputUrl === undefined || line.endsWith(`to '${outputUrl}':`));
+}
 /** The frame-time report our `metadata` filter prints for each output frame (live sources): its pts in µs. */
 const FRAME_TIME = /^\[Parsed_metadata_\d+ @ [^\]]+\] frame:\s*\d+\s+pts:\s*(\S+)/;
 
@@ -63,16 +68,15 @@ export class FrameTimes {
   read(line: string): number | null | undefined {
     const r = frameReport(line);
     if (r === undefined) return undefined;
-    const from = line.slice(0, line.indexOf(']') + 1);
     if (r !== null) {
       this.pending = true;
       this.time = r;
-      this.from = from;
+      this.from = line.slice(0, line.indexOf(']') + 1);
       return null;
     }
     // Only this run's key line, from the filter that printed the time, confirms (and ends) it;
     // another is not ours (a forged time line does not know the filter's address either).
-    if (!this.pending || from !== this.from || (this.key !== undefined && !line.endsWith(`] ${this.key}=1`))) return null;
+    if (!this.pending || !line.startsWith(this.from) || (this.key !== undefined && !line.endsWith(`] ${this.key}=1`))) return null;
     this.pending = false;
     return this.time;
   }
@@ -143,7 +147,7 @@ export class StderrProbe {
 
   /** The line opens the report of the output ffmpeg was given. */
   private isOutputHeader(line: string): boolean {
-    return /^Output #0/.test(line) && (this.outputUrl === undefined || line.endsWith(`to '${this.outputUrl}':`));
+    return isOutputHeader(line, this.outputUrl);
   }
 
   /**
@@ -169,10 +173,10 @@ export class StderrProbe {
     this.partial = lines.pop() ?? '';
     // No report of ffmpeg's is longer; a longer line is a file's or a server's text (a metadata
     // value), not to be searched (nor kept growing while it has no end).
-    if (this.partial.length > MAX_LINE) this.partial = '';
+    if (this.partial.length > MAX_LOG_LINE) this.partial = '';
     let found: StreamInfo | undefined;
     for (const line of lines) {
-      if (line.trim() === '' || line.length > MAX_LINE) continue;
+      if (line.trim() === '' || line.length > MAX_LOG_LINE) continue;
       const report = this.frameTimes.read(line);
       if (report !== undefined) {
         if (report !== null) this.onFrameTime?.(report);

@@ -3,9 +3,9 @@ import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { loadSharp } from '../core/sharp.js';
-import { boundedSize, frameTimeFilters, frameTimeKey, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, taggedStdout } from '../sources/ffmpeg-args.js';
+import { boundedSize, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, taggedStdout } from '../sources/ffmpeg-args.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
-import { FrameTimes, parseVideoStreamLine, saysNoVideoStream, withoutMapAdvice } from '../sources/stderr-probe.js';
+import { FrameTimes, isOutputHeader, MAX_LOG_LINE, parseVideoStreamLine, saysNoVideoStream, withoutMapAdvice } from '../sources/stderr-probe.js';
 
 /** One decoded picture at the source's full resolution, packed RGB. */
 export interface RawFrame {
@@ -107,11 +107,10 @@ const DURATION = /^\s*Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)/;
  * ffmpeg's log; an input that decodes to no frame ends with none.
  */
 export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFrame> {
-  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(o.url)) mustExist(o.url, 'video');
+  if (!hasScheme(o.url)) mustExist(o.url, 'video');
   const args = ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'info'];
   if (o.start && o.start > 0) args.push('-ss', o.start.toFixed(6));
-  // A path through ffmpeg's file protocol by name: `cam-1:2.mp4` is a file, not a protocol.
-  args.push('-i', /^[a-z][a-z0-9+.-]*:\/\//i.test(o.url) ? o.url : `file:${o.url}`, '-an', '-sn', '-dn', '-map', '0:v:0');
+  args.push('-i', ffmpegInput(o.url), '-an', '-sn', '-dn', '-map', '0:v:0');
   // Each decoded frame once, with its own time: sampled (never duplicated, whatever `fps`), reduced
   // to the pipeline's bound on source-size frames (so pixel coordinates agree with a run's), and
   // its time printed on the log. Passthrough: no frame is repeated or dropped to make a constant
@@ -146,9 +145,9 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
     const lines = (partial + chunk).split(/\r?\n|\r/);
     partial = lines.pop() ?? '';
-    if (partial.length > 4096) partial = ''; // no report of ffmpeg's is that long: a file's text
+    if (partial.length > MAX_LOG_LINE) partial = ''; // no report of ffmpeg's is that long: a file's text
     for (const line of lines) {
-      if (!line.trim()) continue;
+      if (!line.trim() || line.length > MAX_LOG_LINE) continue;
       const report = frameTimes.read(line);
       if (report !== undefined) {
         if (report !== null && reports !== false) times.push(report);
@@ -161,7 +160,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
         durationS = Number(d[1]) * 3600 + Number(d[2]) * 60 + Number(d[3]);
         o.onDuration?.(durationS);
       }
-      if (/^Output #0/.test(line)) inOutput = line.endsWith(`to '${outputUrl}':`);
+      if (/^Output #0/.test(line)) inOutput = isOutputHeader(line, outputUrl);
       else if (inOutput && !info) {
         const s = parseVideoStreamLine(line);
         // ffmpeg's filter keeps frames within MAX_SOURCE_PIXELS; more is not what it writes.

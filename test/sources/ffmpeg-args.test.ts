@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { boundedSize, buildFfmpegArgs, frameBytes, reportsFrameTimes, sourceKind } from '../../src/sources/ffmpeg-args.js';
+import { boundedSize, buildFfmpegArgs, ffmpegInput, frameBytes, reportsFrameTimes, sourceKind } from '../../src/sources/ffmpeg-args.js';
 
 const out = { width: 416, height: 416, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
 
@@ -38,6 +38,8 @@ describe('buildFfmpegArgs', () => {
     expect(i('/base/concat:/a.mp4|/b.mp4')).toBe('file:/base/concat:/a.mp4|/b.mp4');
     expect(i('file://tcp://0.0.0.0:9?listen=1')).toBe('file:tcp://0.0.0.0:9?listen=1');
     expect(i('relative/clip.mp4')).toBe('file:relative/clip.mp4');
+    // The same rule for argus detect / preview (videoFrames): a URL as it is, a path by name.
+    expect(['http://cam/a.ts', 'cam-1:2.mp4', 'file:///data/a.mp4'].map(ffmpegInput)).toEqual(['http://cam/a.ts', 'file:cam-1:2.mp4', 'file:/data/a.mp4']);
   });
 
   it('a resumed file: -ss before -i; with a margin, the seek is earlier and the filter trims the rest first', () => {
