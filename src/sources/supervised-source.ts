@@ -13,6 +13,8 @@ export interface WatchdogOptions {
   stallFactor: number;
   /** …but never less than this, ms. Default 2000. */
   stallMinMs: number;
+  /** …and never more than this, ms (a stream's declared rate is its own to state). Default 60 000. */
+  stallMaxMs: number;
 }
 
 export interface SupervisedSourceOptions extends FfmpegSourceOptions {
@@ -90,7 +92,9 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     const period = () => (fps ? 1 / fps : 1e-3);
     /** Position in the file of the next frame not yet delivered, seconds. */
     const nextPosition = () => (runFrames > 0 ? runSeek + (lastPts! - runFirstPts) + period() : runSeek);
-    const stallMs = () => Math.max(watchdog.stallMinMs, fps ? (watchdog.stallFactor * 1000) / fps : 0);
+    // Bounded both ways: a stream can declare any rate (0.001 fps in its metadata or its
+    // bitstream's timing), and a watchdog that waited stallFactor periods of it would never fire.
+    const stallMs = () => Math.min(watchdog.stallMaxMs, Math.max(watchdog.stallMinMs, fps ? (watchdog.stallFactor * 1000) / fps : 0));
 
     const transition = (next: SourceState, reason: string, err?: Error) => {
       if (next === state && next !== 'reconnecting') return;

@@ -74,6 +74,13 @@ describe('pipeline schema', () => {
     expect(session(parse('sources:\n  - {id: a, uri: /x}\nmodel:\n  allowSpinning: false\n').model)).toEqual({ session: { intra_op: { allow_spinning: '0' } } });
   });
 
+  it('the stall watchdog is bounded: 60 s by default, never below stallMinMs unless set so (refused then)', () => {
+    const w = (y: string) => parse(`sources:\n  - id: a\n    uri: rtsp://h/s\n${y}`).sources[0].watchdog;
+    expect(w('')).toMatchObject({ stallFactor: 10, stallMinMs: 2000, stallMaxMs: 60_000 });
+    expect(w('    watchdog: {stallMinMs: 90000}\n').stallMaxMs).toBe(90_000);
+    expect(w('    watchdog: {stallMaxMs: 300000}\n').stallMaxMs).toBe(300_000);
+  });
+
   it('interpolates before validating, so env values get checked types', () => {
     const p = parse('sources:\n  - id: a\n    uri: /x.mp4\n    rate: ${env:RATE,native}\nmodel:\n  intraOpThreads: ${env:T,2}\n', { RATE: 'fast', T: '1' });
     expect(p.sources[0].rate).toBe('fast');
@@ -85,6 +92,7 @@ describe('pipeline schema', () => {
     ['empty sources', 'sources: []\n', /sources: at least one source is needed/],
     ['a wrong type', 'sources:\n  - id: a\n    uri: /x.mp4\n    loop: "yes"\n', /sources\[0\]\.loop: Expected boolean, received string/],
     ['an unknown rate', 'sources:\n  - id: a\n    uri: /x.mp4\n    rate: slow\n', /sources\[0\]\.rate: Invalid enum value.*'native' \| 'fast'/],
+    ['a watchdog bound below its floor', 'sources:\n  - id: a\n    uri: /x.mp4\n    watchdog: {stallMinMs: 5000, stallMaxMs: 1000}\n', /sources\[0\]\.watchdog\.stallMaxMs: stallMaxMs must not be below stallMinMs/],
     ['a misspelt key', 'sources:\n  - id: a\n    uri: /x.mp4\n    lop: true\n', /sources\[0\]: Unrecognized key\(s\) in object: 'lop'/],
     ['a threshold out of range', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  scoreThreshold: 1.5\n', /postprocess\.scoreThreshold: Number must be less than or equal to 1/],
     ['an unknown provider', 'sources:\n  - {id: a, uri: /x}\nmodel:\n  providers: [gpu]\n', /model\.providers\[0\]: Invalid enum value/],

@@ -42,7 +42,7 @@ function harness(over: Partial<SupervisedSourceOptions> = {}, spawnHook?: (n: nu
     output,
     ffmpegPath: 'ffmpeg',
     reconnect: policy,
-    watchdog: { startTimeoutMs: 15_000, stallFactor: 10, stallMinMs: 2000 },
+    watchdog: { startTimeoutMs: 15_000, stallFactor: 10, stallMinMs: 2000, stallMaxMs: 60_000 },
     onTransition: (t) => transitions.push(t),
     spawn,
     clock: () => mono,

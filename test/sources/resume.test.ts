@@ -53,7 +53,7 @@ function source(url: string, loop: boolean, over: Partial<SupervisedSourceOption
     ffmpegPath: FF,
     reconnect: policy,
     // Generous for healthy runs (a loaded machine must not trip it); the stall test sets its own.
-    watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000 },
+    watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 },
     onTransition: (t) => transitions.push(t),
     onSpawn: (c) => children.push(c),
     ...over,
@@ -109,7 +109,7 @@ describe('a native-rate file resumes where it was (real ffmpeg)', () => {
   }, 60_000);
 
   it('a stalled native file (ffmpeg frozen): the watchdog restarts it at the next frame, and the stall shows in pts', async () => {
-    const s = source(mp4, false, { watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 1000 } });
+    const s = source(mp4, false, { watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 1000, stallMaxMs: 60_000 } });
     // SIGKILL (the watchdog's) ends a stopped process too.
     const frames = await collect(s, 8, () => process.kill(s.children[0].pid!, 'SIGSTOP'));
     expect(s.transitions.map((t) => t.state)).toEqual(['starting', 'streaming', 'stalled', 'reconnecting', 'streaming', 'ended']);

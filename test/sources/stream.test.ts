@@ -51,7 +51,7 @@ describe('a network stream other than RTSP and HTTP (an encoder sending MPEG-TS 
       output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
       ffmpegPath: ffmpeg,
       reconnect: { initialDelayMs: 100, maxDelayMs: 500, jitter: 0, maxAttempts: 0, healthyResetMs: 30_000 },
-      watchdog: { startTimeoutMs: 20_000, stallFactor: 10, stallMinMs: 1500 },
+      watchdog: { startTimeoutMs: 20_000, stallFactor: 10, stallMinMs: 1500, stallMaxMs: 60_000 },
       onTransition: (t) => transitions.push(t),
     }).subscribe((f) => {
       frames.push(f);

@@ -101,7 +101,7 @@ function source(url: string, over: Partial<SupervisedSourceOptions> = {}) {
     ffmpegPath: FF,
     reconnect: policy,
     // Generous for healthy streams (a loaded machine must not trip them); the watchdog tests set their own.
-    watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000 },
+    watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 },
     onTransition: (t) => transitions.push(t),
     onSpawn: () => spawned++,
     onExit: () => exited++,
@@ -115,7 +115,7 @@ const release = tap<Frame>((f) => f.release());
 
 describe('supervisedSource (real ffmpeg, real sockets)', () => {
   it('a source that never sends a frame: restarted on the start timeout, then failed after maxAttempts, ffmpeg killed each time', async () => {
-    const s = source(`${base}/silent`, { reconnect: { ...policy, maxAttempts: 2 }, watchdog: { startTimeoutMs: 1500, stallFactor: 10, stallMinMs: 15_000 } });
+    const s = source(`${base}/silent`, { reconnect: { ...policy, maxAttempts: 2 }, watchdog: { startTimeoutMs: 1500, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 } });
     const err = (await lastValueFrom(s.src).catch((e: unknown) => e)) as Error & { code: string };
     expect(err.code).toBe('VAP_ERR_SOURCE_TIMEOUT');
     expect(states(s.transitions)).toEqual(['starting', 'reconnecting', 'reconnecting', 'failed']);
@@ -146,7 +146,7 @@ describe('supervisedSource (real ffmpeg, real sockets)', () => {
   }, 30_000);
 
   it('a stalled stream (socket open, no data) is caught by the watchdog and restarted', async () => {
-    const s = source(`${base}/stalls.ts`, { watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 1000 } });
+    const s = source(`${base}/stalls.ts`, { watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 1000, stallMaxMs: 60_000 } });
     const frames = await lastValueFrom(s.src.pipe(release, take(120), toArray()));
     expect(frames).toHaveLength(120); // 100 per connection
     expect(states(s.transitions).slice(0, 5)).toEqual(['starting', 'streaming', 'stalled', 'reconnecting', 'streaming']);

@@ -44,7 +44,7 @@ function supervise(runs: Observable<string>[], { over = {}, info = { width: 64, 
     output,
     ffmpegPath: 'ffmpeg',
     reconnect: policy,
-    watchdog: { startTimeoutMs: 500, stallFactor: 10, stallMinMs: 300 },
+    watchdog: { startTimeoutMs: 500, stallFactor: 10, stallMinMs: 300, stallMaxMs: 60_000 },
     scheduler,
     onTransition: ({ state, reason, attempt, code, detail }) => transitions.push({ at: scheduler.now(), state, reason, attempt, ...(code ? { code } : {}), ...(detail ? { detail } : {}) }),
     run: (opts) => {
@@ -153,6 +153,8 @@ describe('watchdog', () => {
   it.each([
     ['stallFactor periods of the rate ffmpeg reports in the first run (2 fps → 5 s)', undefined, 2, 5000, 'no frame for 5.0 s'],
     ['never less than stallMinMs (100 fps → 0.1 s → 0.3 s)', 100, 100, 300, 'no frame for 0.3 s'],
+    // A stream can declare any rate: 10 periods of 0.001 fps would be 2.8 hours without a frame.
+    ['never more than stallMaxMs (a declared 0.001 fps → 10 000 s → 60 s)', undefined, 0.001, 60_000, 'no frame for 60.0 s'],
   ])('stall timeout: %s', (_name, fps, reported, at, reason) => {
     scheduler.run(({ cold, flush }) => {
       const h = supervise([cold('a'), cold('-')], { over: { input: { ...live, fps } }, info: { width: 64, height: 48, fps: reported } });

@@ -116,8 +116,17 @@ export const SourceSchema = z
         stallFactor: z.number().min(1).default(10),
         /** …but never less than this, ms. Default 2000. */
         stallMinMs: z.number().int().min(50).default(2000),
+        /**
+         * …and never more than this, ms: the rate a stream declares (its metadata, its
+         * bitstream's timing) does not stretch the watchdog without bound. A stream slower than
+         * one frame per `stallMaxMs / stallFactor` (6 s by default) needs it raised. Default
+         * 60000 (or `stallMinMs` where that is higher).
+         */
+        stallMaxMs: z.number().int().min(50).optional(),
       })
       .strict()
+      .refine((w) => w.stallMaxMs === undefined || w.stallMaxMs >= w.stallMinMs, { message: 'stallMaxMs must not be below stallMinMs', path: ['stallMaxMs'] })
+      .transform((w) => ({ ...w, stallMaxMs: w.stallMaxMs ?? Math.max(60_000, w.stallMinMs) }))
       .default({}),
     /** Polygon zones in this source's frame. */
     zones: z.array(ZoneSchema).default([]),
