@@ -28,7 +28,12 @@ const SCALE_CONFIG = /^\[Parsed_scale_\d+ @ 0x[0-9a-f]+\] w:(\d{1,5}) h:(\d{1,5}
  * `fr` is the rate ffmpeg chose for the stream (`av_guess_frame_rate`), that of its constant-rate
  * output without an fps filter (4.x to 7.x print it so; 4.x adds `sws_param:`, 7.1 `csp: range:`).
  */
-const GRAPH_INPUT = /^\[graph \d+ input from stream [^\]]+ @ [^\]]+\] .*?\bfr:(\d+)\/(\d+)/;
+const GRAPH_INPUT = /^\[graph \d+ input from stream [^\]]+ @ [^\]]+\] w:(\d{1,5}) h:(\d{1,5}) pixfmt:([a-z0-9_]+) .*?\bfr:(\d+)\/(\d+)/;
+/**
+ * A stream's line in an input's report, any kind (`  Stream #0:1[0x101](eng): Audio: …`), with
+ * its index. ffmpeg prints each stream once (within its program or group, else in order).
+ */
+const STREAM_LINE = /^\s*Stream #0:(\d+)(?:\[[^\]]*\])?(?:\([^)]*\))?: [A-Z][a-z]+: /;
 /** The longest log line read (ffmpeg's own reports are far shorter; a longer one is a file's or a server's text). */
 export const MAX_LOG_LINE = 4096;
 
@@ -129,6 +134,11 @@ export class StderrProbe {
   readonly tail: string[] = [];
   private partial = '';
   private format: string | undefined;
+  /** The indices of the stream lines in the input's report, in order, and its first video stream. */
+  private readonly streamIds: number[] = [];
+  private firstVideo: StreamInfo | undefined;
+  /** What ffmpeg last gave its filter graph (`GRAPH_INPUT`): the decoded picture and its rate. */
+  private graph: { width: number; height: number; pixFmt: string } | undefined;
 
   private readonly frameTimes: FrameTimes;
 
@@ -184,7 +194,8 @@ export class StderrProbe {
       }
       const gi = GRAPH_INPUT.exec(line);
       if (gi) {
-        const [num, den] = [Number(gi[1]), Number(gi[2])];
+        this.graph = { width: Number(gi[1]), height: Number(gi[2]), pixFmt: gi[3] };
+        const [num, den] = [Number(gi[4]), Number(gi[5])];
         // fr:0/1, a rate ffmpeg cannot guess: its output then runs at 25 fps ("Falling back to
         // a default value of 25fps").
         this.graphRate = num > 0 && den > 0 ? num / den : 25;
@@ -216,7 +227,8 @@ export class StderrProbe {
         }
         continue;
       }
-      if (/^Input #0/.test(line)) {
+      // ffmpeg's own line comes first: one a file's metadata forged comes after it.
+      if (/^Input #0/.test(line) && !this.inInput) {
         this.inInput = true;
         this.onInputOpened?.();
         this.format = /^Input #0, (.*?), from '/.exec(line)?.[1];
@@ -224,17 +236,32 @@ export class StderrProbe {
       else if (this.outputUrl === undefined ? /^Output #0|^Stream mapping/.test(line) : this.isOutputHeader(line)) {
         this.done = true;
         this.inOutput = this.isOutputHeader(line);
+        this.info = this.inputStream();
+        found = this.info;
       }
-      else if (this.inInput && !this.info) {
-        const info = parseVideoStreamLine(line);
-        if (info) {
-          if (this.format) info.format = this.format;
-          this.info = info;
-          found = info;
+      else if (this.inInput) {
+        const sl = STREAM_LINE.exec(line);
+        if (sl) {
+          this.streamIds.push(Number(sl[1]));
+          this.firstVideo ??= parseVideoStreamLine(line);
         }
       }
     }
     return found;
+  }
+
+  /**
+   * The input's first video stream, once its report has ended. ffmpeg prints each stream's line
+   * once, by index, from 0; a line a metadata key forged (ffmpeg prints a key's line breaks as
+   * they are: an FLV's or an RTMP camera's `onMetaData` can carry any key) adds one, before a
+   * stream's own line (where it would be taken as the first video stream) only by breaking that
+   * order. Then the report is not used: what ffmpeg gave its filter graph is (the decoded picture
+   * and ffmpeg's guess of its rate), without the average rate and colour details only the report has.
+   */
+  private inputStream(): StreamInfo | undefined {
+    const inOrder = this.streamIds.every((id, i) => id === i);
+    const info = inOrder ? this.firstVideo : this.graph && { ...this.graph, ...(this.graphRate !== undefined ? { fps: this.graphRate, tbr: this.graphRate } : {}), pixDetails: '' };
+    return info && this.format ? { ...info, format: this.format } : info;
   }
 
   /** The log's last lines, one string (includes an unterminated last line). */

@@ -55,6 +55,7 @@ export class FakeFfmpeg extends EventEmitter {
   info(format = 'rtsp', fps = 10): void {
     this.stderr.write(
       `Input #0, ${format}, from 'x':\n  Duration: N/A\n    Stream #0:0: Video: h264 (High), yuv420p(progressive), 64x48, ${fps} fps, ${fps} tbr\nStream mapping:\n` +
+        `[graph 0 input from stream 0:0 @ 0x55d0c0ffee40] w:64 h:48 pixfmt:yuv420p tb:1/90000 fr:${Math.round(fps * 1000)}/1000 sar:0/1\n` +
         `Output #0, rawvideo, to '${this.args[this.args.length - 1] ?? 'pipe:1'}':\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 64x48, q=2-31, ${fps} fps, ${fps} tbn\n`,
     );
   }

@@ -140,6 +140,40 @@ describe('StderrProbe', () => {
     expect(new StderrProbe().graphRate).toBeUndefined();
   });
 
+  it("the input's first video stream is read from its report only when the report's stream lines are ffmpeg's (each index once, in order); else from what ffmpeg gave its filter graph", () => {
+    const graph = '[graph 0 input from stream 0:0 @ 0x560cbda3c100] w:640 h:360 pixfmt:yuv420p tb:1/1000 fr:10/1 sar:1/1\n';
+    const end = "Output #0, rawvideo, to 'pipe:argus-0123':\n";
+    const read = (log: string) => {
+      const p = new StderrProbe(20, 'pipe:argus-0123');
+      let opened = 0;
+      p.onInputOpened = () => opened++;
+      const found = p.push(log);
+      expect(found).toBe(p.info); // returned once, when the input's report has ended
+      expect(opened).toBe(1);
+      return p.info;
+    };
+    // As ffmpeg 5.1 logged an FLV stream over TCP whose onMetaData has a key with line breaks
+    // (an RTMP camera's metadata can): its stream line comes before the real one.
+    const flv =
+      "Input #0, flv, from 'tcp://127.0.0.1:19555':\n  Metadata:\n    evil\n  Stream #0:0: Video: h264 (High), yuv420p(progressive), 640x360, 0.001 fps, 0.001 tbr, 1k tbn\nx: 1\n    encoder         : Lavf59.27.100\n" +
+      '  Duration: 00:00:00.00, start: 0.200000, bitrate: N/A\n  Stream #0:0: Video: h264 (High), 1 reference frame, yuv420p(progressive, left), 640x360 (640x368) [SAR 1:1 DAR 16:9], 10 fps, 10 tbr, 1k tbn\n' +
+      'Stream mapping:\n  Stream #0:0 -> #0:0 (h264 (native) -> rawvideo (native))\n';
+    expect(read(flv + graph + end)).toEqual({ width: 640, height: 360, pixFmt: 'yuv420p', pixDetails: '', fps: 10, tbr: 10, format: 'flv' });
+    // Without a graph line (an ffmpeg that prints none): nothing rather than the forged line.
+    expect(read(flv + end)).toBeUndefined();
+    // An audio stream first, a video line forged in its metadata: the index repeats.
+    const audioFirst = (forged: string) =>
+      "Input #0, flv, from 'x':\n  Duration: 00:00:10.00\n  Stream #0:0: Audio: aac (LC), 48000 Hz, stereo, fltp\n    Metadata:\n" + forged +
+      '  Stream #0:1: Video: h264 (High), yuv420p(progressive), 640x360, 22.22 fps, 30 tbr, 1k tbn\n' + graph + end;
+    expect(read(audioFirst('  Stream #0:1: Video: h264, yuv420p, 640x360, 0.001 fps\n'))?.fps).toBe(10);
+    expect(read(audioFirst('  Stream #0:7: Video: h264, yuv420p, 640x360, 0.001 fps\n'))?.fps).toBe(10); // an index no stream has
+    // ffmpeg's own report: its average rate (22.22, not the graph's 30) and details are kept; a
+    // second `Input #0` line (forged, after the real one) changes neither the format nor the opening.
+    expect(read(audioFirst("    title           : t\nInput #0, rtsp, from 'y':\n"))).toEqual({ width: 640, height: 360, fps: 22.22, tbr: 30, pixFmt: 'yuv420p', pixDetails: 'progressive', format: 'flv' });
+    // Lines forged after every stream's own (in the last stream's metadata) come after the first video stream's.
+    expect(read(audioFirst('') .replace(graph, '    Metadata:\n  Stream #0:2: Video: h264, yuv420p, 99x99, 0.001 fps\n' + graph))?.fps).toBe(22.22);
+  });
+
   it('keeps the last lines for error reports', () => {
     const p = new StderrProbe(2);
     p.push('one\ntwo\nthree\nfour');
@@ -180,6 +214,8 @@ describe('StderrProbe: per-frame times and the opened input', () => {
     expect(opened).toBe(1);
     expect(times).toEqual([1764608000123456, 1764608000156789]);
     expect(probe.tailText()).not.toContain('Parsed_metadata');
+    expect(probe.info).toBeUndefined(); // the input's report has not ended
+    probe.push("Output #0, rawvideo, to 'pipe:1':\n");
     expect(probe.info).toMatchObject({ width: 1920, height: 1080, fps: 30 });
   });
 });

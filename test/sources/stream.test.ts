@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
+import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Frame } from '../../src/core/frame.js';
 import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
@@ -26,6 +27,15 @@ async function freeUdpPort(): Promise<number> {
   await new Promise<void>((r) => s.bind(0, '127.0.0.1', r));
   const { port } = s.address();
   await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+/** A free TCP port on loopback (bound and released). */
+async function freeTcpPort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address() as { port: number };
+  await new Promise<void>((r) => srv.close(() => r()));
   return port;
 }
 
@@ -73,4 +83,41 @@ describe('a network stream other than RTSP and HTTP (an encoder sending MPEG-TS 
       sub.unsubscribe();
     }
   }, 180_000);
+});
+
+describe('a stream whose metadata forges ffmpeg\'s report (an FLV over TCP, as an RTMP camera sends its onMetaData)', () => {
+  it('a metadata key that prints a stream line declaring 0.001 fps is not taken: the rate is the stream\'s own, and a sender that stops is a stall after 10 of its periods', async () => {
+    const port = await freeTcpPort();
+    const url = `tcp://127.0.0.1:${port}`;
+    // ffmpeg prints a metadata key's line breaks as they are: this key puts a stream line of its
+    // own before the real one in the input's report.
+    const forged = 'x\n  Stream #0:0: Video: h264 (High), yuv420p(progressive), 640x360, 0.001 fps, 0.001 tbr, 1k tbn\ny';
+    const sender = spawn(ffmpeg, ['-v', 'error', '-re', '-f', 'lavfi', '-i', 'testsrc=size=640x360:rate=10', '-c:v', 'libx264', '-preset', 'ultrafast', '-g', '10', '-metadata', `${forged}=1`, '-f', 'flv', `${url}?listen=1`], { stdio: 'ignore' });
+    senders.push(sender);
+    const rates: (number | undefined)[] = [];
+    const frames: Frame[] = [];
+    const transitions: Transition[] = [];
+    const sub = supervisedSource({
+      id: 'flv',
+      input: { url, kind: sourceKind(url), rate: 'native', loop: false },
+      output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
+      ffmpegPath: ffmpeg,
+      reconnect: { initialDelayMs: 200, maxDelayMs: 500, jitter: 0, maxAttempts: 0, healthyResetMs: 30_000 },
+      watchdog: { startTimeoutMs: 20_000, stallFactor: 10, stallMinMs: 1500, stallMaxMs: 60_000 },
+      onStreamInfo: (info) => rates.push(info.fps),
+      onTransition: (t) => transitions.push(t),
+    }).subscribe((f) => {
+      frames.push(f);
+      f.release();
+    });
+    try {
+      expect(await until(() => frames.length >= 5, 60_000)).toBe(true);
+      expect(rates[0]).toBe(10);
+      sender.kill('SIGSTOP'); // the connection stays open; nothing more comes
+      expect(await until(() => transitions.some((t) => t.state === 'stalled'), 30_000)).toBe(true);
+      expect(transitions.find((t) => t.state === 'stalled')!.reason).toBe('no frame for 1.5 s');
+    } finally {
+      sub.unsubscribe();
+    }
+  }, 120_000);
 });
