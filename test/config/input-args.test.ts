@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { parseCamera } from '../../src/cluster/view.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { PipelineSchema } from '../../src/config/schema.js';
-import { FLAG_OPTIONS, FORMATS, VALUE_OPTIONS } from '../../src/config/schema/input-args.js';
+import { BOUNDED_OPTIONS, ffmpegNumber, FLAG_OPTIONS, FORMATS, VALUE_OPTIONS } from '../../src/config/schema/input-args.js';
 import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
 
@@ -68,6 +68,20 @@ describe('inputArgs: ffmpeg input options only, each with its value', () => {
     expect(refusal(['-r', '30'])).toContain('"-r" is not passed on: use `fps`');
     expect(refusal(['-timeout', '5000000'])).toContain('"-timeout" is not passed on: argus\'s watchdog restarts a silent source');
     expect(refusal(['-noautorotate:v'])).toContain('inputArgs[0]: "-noautorotate:v"');
+  });
+
+  it('options that fill memory before a frame is read are bounded: numbers as ffmpeg reads them, up to a cap; what argus cannot evaluate is refused', () => {
+    expect([ffmpegNumber('5000000'), ffmpegNumber('5M'), ffmpegNumber('64Ki'), ffmpegNumber('1e6'), ffmpegNumber('1kB'), ffmpegNumber('-1'), ffmpegNumber('2.5k')]).toEqual([5e6, 5e6, 65536, 1e6, 8000, -1, 2500]);
+    expect([ffmpegNumber('2*1e9'), ffmpegNumber('0x10'), ffmpegNumber(''), ffmpegNumber('5 M')]).toEqual([undefined, undefined, undefined, undefined]);
+    expect(parse(['-probesize', '50M', '-thread_queue_size', '1024', '-reorder_queue_size', '-1', '-rtbufsize', '100M']).sources[0].inputArgs).toEqual(['-probesize', '50M', '-thread_queue_size', '1024', '-reorder_queue_size', '-1', '-rtbufsize', '100M']);
+    expect(refusal(['-probesize', '10G'])).toContain('sources[0].inputArgs[1]: -probesize 10G is above the 100000000 bytes argus passes on');
+    expect(refusal(['-hwaccel', 'cuda', '-thread_queue_size', '100000'])).toContain('inputArgs[3]: -thread_queue_size 100000 is above the 1024 packets');
+    expect(refusal(['-rtbufsize', '1Gi'])).toContain('-rtbufsize 1Gi is above');
+    expect(refusal(['-reorder_queue_size', '1e9'])).toContain('-reorder_queue_size 1e9 is above the 10000 packets');
+    expect(refusal(['-probesize', '2*1e9'])).toContain('inputArgs[1]: -probesize "2*1e9" is not a number argus can bound');
+    // Every bounded option is one argus passes on, and ffmpeg's defaults are within the bounds.
+    for (const name of Object.keys(BOUNDED_OPTIONS)) expect(VALUE_OPTIONS.has(name)).toBe(true);
+    expect(BOUNDED_OPTIONS.probesize.max).toBeGreaterThan(5_000_000);
   });
 
   it('lavfi, whose filters read and write files, is not an input format; a last option without its value is refused', () => {

@@ -117,6 +117,30 @@ const OWN_OPTIONS: Record<string, string> = {
   stimeout: "argus's watchdog restarts a silent source (`watchdog.startTimeoutMs`, `stallFactor`); `-rw_timeout` bounds one read",
 };
 
+/**
+ * Options whose value is memory ffmpeg may fill (packets, bytes) before argus reads a frame, with
+ * the most argus passes on: a cameras-topic record must not make every worker's ffmpeg buffer
+ * gigabytes. Each is generous for its use (ffmpeg's defaults: 5 MB, 8 packets, 3 MB, 500).
+ */
+export const BOUNDED_OPTIONS: Readonly<Record<string, { max: number; unit: string }>> = {
+  probesize: { max: 100_000_000, unit: 'bytes' },
+  thread_queue_size: { max: 1024, unit: 'packets' },
+  rtbufsize: { max: 268_435_456, unit: 'bytes' },
+  reorder_queue_size: { max: 10_000, unit: 'packets' },
+};
+
+/**
+ * A number as ffmpeg reads one of these options: decimal, with an SI prefix (`5M`, `64Ki`) and
+ * `B` (×8) as `av_strtod` takes them; undefined for anything else (ffmpeg would also evaluate an
+ * expression, which argus does not, so it cannot bound it).
+ */
+export function ffmpegNumber(value: string): number | undefined {
+  const m = /^(-?\d+(?:\.\d+)?(?:e\d+)?)(?:([kKMGT])(i?))?(B?)$/.exec(value);
+  if (!m) return undefined;
+  const power = m[2] ? 'kMGT'.indexOf(m[2] === 'K' ? 'k' : m[2]) + 1 : 0;
+  return Number(m[1]) * (m[3] ? 1024 : 1000) ** power * (m[4] ? 8 : 1);
+}
+
 const NAME = /^-([a-z][a-z0-9_]*)(?::[a-z0-9:]+)?$/;
 const RTSP_FLAGS = /^[+-]?(filter_src|prefer_tcp|satip_raw)([+-](filter_src|prefer_tcp|satip_raw))*$/;
 
@@ -135,6 +159,12 @@ export function checkInputArgs(args: readonly string[], ctx: z.RefinementCtx): v
     }
     if (i + 1 >= args.length) return issue(i, `"${word}" needs a value after it`);
     const value = args[++i];
+    const bound = Object.hasOwn(BOUNDED_OPTIONS, name) ? BOUNDED_OPTIONS[name] : undefined;
+    if (bound) {
+      const n = ffmpegNumber(value);
+      if (n === undefined) return issue(i, `-${name} "${value}" is not a number argus can bound (write it as 5000000 or 5M)`);
+      if (n > bound.max) return issue(i, `-${name} ${value} is above the ${bound.max} ${bound.unit} argus passes on (memory ffmpeg may fill before a frame is read)`);
+    }
     if (name === 'f' && !FORMATS.has(value)) return issue(i, `input format "${value}" is not one argus passes on; allowed: ${[...FORMATS].join(', ')}`);
     // Listening turns the source into a server on the uri's address, for anyone to publish to:
     // only the named flags that do not (ffmpeg also takes numbers, `all` and `max`, listen included).
