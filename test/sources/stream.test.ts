@@ -46,6 +46,27 @@ function sendUdp(port: number): ChildProcess {
   return c;
 }
 
+/** A live source on `url`, watched as the tests' cameras are (stall after 10 periods, at least 1.5 s). */
+function watch(id: string, url: string) {
+  const frames: Frame[] = [];
+  const transitions: Transition[] = [];
+  const rates: (number | undefined)[] = [];
+  const sub = supervisedSource({
+    id,
+    input: { url, kind: sourceKind(url), rate: 'native', loop: false },
+    output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
+    ffmpegPath: ffmpeg,
+    reconnect: { initialDelayMs: 100, maxDelayMs: 500, jitter: 0, maxAttempts: 0, healthyResetMs: 30_000 },
+    watchdog: { startTimeoutMs: 20_000, stallFactor: 10, stallMinMs: 1500, stallMaxMs: 60_000 },
+    onStreamInfo: (info) => rates.push(info.fps),
+    onTransition: (t) => transitions.push(t),
+  }).subscribe((f) => {
+    frames.push(f);
+    f.release();
+  });
+  return { frames, transitions, rates, sub };
+}
+
 describe('a network stream other than RTSP and HTTP (an encoder sending MPEG-TS over UDP)', () => {
   it('is a live source, joined mid-stream: frames stamped with their arrival; the encoder stops, the source stalls and reconnects, and frames go on counting', async () => {
     const port = await freeUdpPort();
@@ -53,20 +74,7 @@ describe('a network stream other than RTSP and HTTP (an encoder sending MPEG-TS 
     const first = sendUdp(port); // already sending when the source starts: it joins between key frames
     await sleep(1000);
     expect(sourceKind(url)).toBe('stream');
-    const frames: Frame[] = [];
-    const transitions: Transition[] = [];
-    const sub = supervisedSource({
-      id: 'enc',
-      input: { url, kind: sourceKind(url), rate: 'native', loop: false },
-      output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
-      ffmpegPath: ffmpeg,
-      reconnect: { initialDelayMs: 100, maxDelayMs: 500, jitter: 0, maxAttempts: 0, healthyResetMs: 30_000 },
-      watchdog: { startTimeoutMs: 20_000, stallFactor: 10, stallMinMs: 1500, stallMaxMs: 60_000 },
-      onTransition: (t) => transitions.push(t),
-    }).subscribe((f) => {
-      frames.push(f);
-      f.release();
-    });
+    const { frames, transitions, sub } = watch('enc', url);
     try {
       expect(await until(() => frames.length >= 5, 60_000)).toBe(true);
       expect(frames.every((f) => f.producedBy === 'arrival')).toBe(true);
@@ -94,22 +102,7 @@ describe('a stream whose metadata forges ffmpeg\'s report (an FLV over TCP, as a
     const forged = 'x\n  Stream #0:0: Video: h264 (High), yuv420p(progressive), 640x360, 0.001 fps, 0.001 tbr, 1k tbn\ny';
     const sender = spawn(ffmpeg, ['-v', 'error', '-re', '-f', 'lavfi', '-i', 'testsrc=size=640x360:rate=10', '-c:v', 'libx264', '-preset', 'ultrafast', '-g', '10', '-metadata', `${forged}=1`, '-f', 'flv', `${url}?listen=1`], { stdio: 'ignore' });
     senders.push(sender);
-    const rates: (number | undefined)[] = [];
-    const frames: Frame[] = [];
-    const transitions: Transition[] = [];
-    const sub = supervisedSource({
-      id: 'flv',
-      input: { url, kind: sourceKind(url), rate: 'native', loop: false },
-      output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
-      ffmpegPath: ffmpeg,
-      reconnect: { initialDelayMs: 200, maxDelayMs: 500, jitter: 0, maxAttempts: 0, healthyResetMs: 30_000 },
-      watchdog: { startTimeoutMs: 20_000, stallFactor: 10, stallMinMs: 1500, stallMaxMs: 60_000 },
-      onStreamInfo: (info) => rates.push(info.fps),
-      onTransition: (t) => transitions.push(t),
-    }).subscribe((f) => {
-      frames.push(f);
-      f.release();
-    });
+    const { frames, transitions, rates, sub } = watch('flv', url);
     try {
       expect(await until(() => frames.length >= 5, 60_000)).toBe(true);
       expect(rates[0]).toBe(10);
