@@ -30,10 +30,18 @@ const SCALE_CONFIG = /^\[Parsed_scale_\d+ @ 0x[0-9a-f]+\] w:(\d{1,5}) h:(\d{1,5}
  */
 const GRAPH_INPUT = /^\[graph \d+ input from stream [^\]]+ @ [^\]]+\] w:(\d{1,5}) h:(\d{1,5}) pixfmt:([a-z0-9_]+) .*?\bfr:(\d+)\/(\d+)/;
 /**
- * A stream's line in an input's report, any kind (`  Stream #0:1[0x101](eng): Audio: …`), with
- * its index. ffmpeg prints each stream once (within its program or group, else in order).
+ * A line of an input's report that opens with a stream's index (`  Stream #0:1…`), and not one of
+ * the stream mapping's (`  Stream #0:0 -> #0:0 (…)`).
  */
-const STREAM_LINE = /^\s*Stream #0:(\d+)(?:\[[^\]]*\])?(?:\([^)]*\))?: [A-Z][a-z]+: /;
+const STREAM_INDEX = /^\s*Stream #0:(\d+)(?! -> #)/;
+/**
+ * ffmpeg's own stream line, any kind: `  Stream #0:1[0x101](eng): Audio: …`, with one kind in
+ * it. The language in parentheses is the stream's tag, printed as it is: a tag such as `x):
+ * Video: …, 0.001 fps, (` puts a second kind in the line, and one with a line break leaves a
+ * line that is not of this shape.
+ */
+const STREAM_LINE = /^\s*Stream #0:\d+(?:\[0x[0-9a-f]+\])?(?:\([A-Za-z0-9_,-]*\))?: [A-Z][a-z]+: /;
+const STREAM_KIND = /: (?:Video|Audio|Data|Subtitle|Attachment|Unknown): /g;
 /** The longest log line read (ffmpeg's own reports are far shorter; a longer one is a file's or a server's text). */
 export const MAX_LOG_LINE = 4096;
 
@@ -137,6 +145,8 @@ export class StderrProbe {
   /** The indices of the stream lines in the input's report, in order, and its first video stream. */
   private readonly streamIds: number[] = [];
   private firstVideo: StreamInfo | undefined;
+  /** The input's report has a line ffmpeg's own would not be (see `inputStream`). */
+  private reportForged = false;
   /** What ffmpeg last gave its filter graph (`GRAPH_INPUT`): the decoded picture and its rate. */
   private graph: { width: number; height: number; pixFmt: string } | undefined;
 
@@ -183,9 +193,13 @@ export class StderrProbe {
     this.partial = lines.pop() ?? '';
     // No report of ffmpeg's is longer; a longer line is a file's or a server's text (a metadata
     // value), not to be searched (nor kept growing while it has no end).
-    if (this.partial.length > MAX_LOG_LINE) this.partial = '';
+    if (this.partial.length > MAX_LOG_LINE) {
+      this.partial = '';
+      this.longLine();
+    }
     let found: StreamInfo | undefined;
     for (const line of lines) {
+      if (line.length > MAX_LOG_LINE) this.longLine();
       if (line.trim() === '' || line.length > MAX_LOG_LINE) continue;
       const report = this.frameTimes.read(line);
       if (report !== undefined) {
@@ -227,11 +241,15 @@ export class StderrProbe {
         }
         continue;
       }
-      // ffmpeg's own line comes first: one a file's metadata forged comes after it.
-      if (/^Input #0/.test(line) && !this.inInput) {
-        this.inInput = true;
-        this.onInputOpened?.();
-        this.format = /^Input #0, (.*?), from '/.exec(line)?.[1];
+      // ffmpeg prints one: another is a file's metadata (after it) or an RTSP server's SDP (printed
+      // before it, at -loglevel verbose). A file's input opens with the first.
+      if (/^Input #0/.test(line)) {
+        if (this.inInput) this.reportForged = true;
+        else {
+          this.inInput = true;
+          this.onInputOpened?.();
+          this.format = /^Input #0, (.*?), from '/.exec(line)?.[1];
+        }
       }
       else if (this.outputUrl === undefined ? /^Output #0|^Stream mapping/.test(line) : this.isOutputHeader(line)) {
         this.done = true;
@@ -240,10 +258,11 @@ export class StderrProbe {
         found = this.info;
       }
       else if (this.inInput) {
-        const sl = STREAM_LINE.exec(line);
-        if (sl) {
-          this.streamIds.push(Number(sl[1]));
-          this.firstVideo ??= parseVideoStreamLine(line);
+        const si = STREAM_INDEX.exec(line);
+        if (si) {
+          this.streamIds.push(Number(si[1]));
+          if (!STREAM_LINE.test(line) || line.match(STREAM_KIND)?.length !== 1) this.reportForged = true;
+          else this.firstVideo ??= parseVideoStreamLine(line);
         }
       }
     }
@@ -251,17 +270,28 @@ export class StderrProbe {
   }
 
   /**
-   * The input's first video stream, once its report has ended. ffmpeg prints each stream's line
-   * once, by index, from 0; a line a metadata key forged (ffmpeg prints a key's line breaks as
-   * they are: an FLV's or an RTMP camera's `onMetaData` can carry any key) adds one, before a
-   * stream's own line (where it would be taken as the first video stream) only by breaking that
-   * order. Then the report is not used: what ffmpeg gave its filter graph is (the decoded picture
-   * and ffmpeg's guess of its rate), without the average rate and colour details only the report has.
+   * The input's first video stream, once its report has ended. ffmpeg prints one `Input #0` line
+   * and each stream's line once, by index, from 0, in a set shape. A line that a metadata key
+   * forged (ffmpeg prints a key's line breaks as they are: an FLV's or an RTMP camera's
+   * `onMetaData` can carry any key), or that a stream's language tag or a server's SDP put there,
+   * can come before a stream's own line (where it would be taken as the first video stream) only
+   * by adding an index out of that order, a second `Input #0`, a line not of that shape, or an
+   * over-long line. Then the report is not used: what ffmpeg gave its filter graph is (the decoded
+   * picture and ffmpeg's guess of its rate), without the average rate and colour details only the
+   * report has. (So is a legitimate report that lists a stream twice: one in two programs.)
    */
   private inputStream(): StreamInfo | undefined {
-    const inOrder = this.streamIds.every((id, i) => id === i);
+    const inOrder = !this.reportForged && this.streamIds.every((id, i) => id === i);
     const info = inOrder ? this.firstVideo : this.graph && { ...this.graph, ...(this.graphRate !== undefined ? { fps: this.graphRate, tbr: this.graphRate } : {}), pixDetails: '' };
     return info && this.format ? { ...info, format: this.format } : info;
+  }
+
+  /**
+   * A line longer than any report of ffmpeg's is not read: within the input's report, it may be a
+   * stream's own line made long by its language tag, so the report is not used.
+   */
+  private longLine(): void {
+    if (this.inInput && !this.done) this.reportForged = true;
   }
 
   /** The log's last lines, one string (includes an unterminated last line). */

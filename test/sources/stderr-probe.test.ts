@@ -167,9 +167,21 @@ describe('StderrProbe', () => {
       '  Stream #0:1: Video: h264 (High), yuv420p(progressive), 640x360, 22.22 fps, 30 tbr, 1k tbn\n' + graph + end;
     expect(read(audioFirst('  Stream #0:1: Video: h264, yuv420p, 640x360, 0.001 fps\n'))?.fps).toBe(10);
     expect(read(audioFirst('  Stream #0:7: Video: h264, yuv420p, 640x360, 0.001 fps\n'))?.fps).toBe(10); // an index no stream has
-    // ffmpeg's own report: its average rate (22.22, not the graph's 30) and details are kept; a
-    // second `Input #0` line (forged, after the real one) changes neither the format nor the opening.
-    expect(read(audioFirst("    title           : t\nInput #0, rtsp, from 'y':\n"))).toEqual({ width: 640, height: 360, fps: 22.22, tbr: 30, pixFmt: 'yuv420p', pixDetails: 'progressive', format: 'flv' });
+    // ffmpeg's own report: its average rate (22.22, not the graph's 10) and details are kept.
+    expect(read(audioFirst('    title           : t\n'))).toEqual({ width: 640, height: 360, fps: 22.22, tbr: 30, pixFmt: 'yuv420p', pixDetails: 'progressive', format: 'flv' });
+    // A second `Input #0` line (a key's, after the real one; an RTSP server's SDP, before it): the
+    // report is not used, and the first line names the format and opens the input.
+    expect(read(audioFirst("    x\nInput #0, rtsp, from 'y':\n"))).toMatchObject({ fps: 10, format: 'flv' });
+    // A stream's language tag, printed as it is inside its own line: a forged rate in the same line,
+    // or a line break that puts a stream line of its own before the rest.
+    const video = (lang: string) => `Input #0, matroska,webm, from 'x':\n  Stream #0:0(${lang}): Video: h264 (High), yuv420p(progressive), 640x360, 22.22 fps, 30 tbr, 1k tbn\n${graph}${end}`;
+    expect(read(video('eng'))?.fps).toBe(22.22);
+    expect(read(video('x): Video: h264, yuv420p, 640x360, 0.001 fps, 0.001 tbr, 1k tbn, ('))?.fps).toBe(10);
+    expect(read(video('x\n  Stream #0:0: Video: h264, yuv420p, 640x360, 0.001 fps\ny'))?.fps).toBe(10);
+    // …or a tag so long that the stream's own line is not read, after a line forged before it.
+    expect(read(`Input #0, flv, from 'x':\n  Metadata:\n    k\n  Stream #0:0: Video: h264, yuv420p, 640x360, 0.001 fps\n${video('a'.repeat(5000)).slice(video('').indexOf('\n') + 1)}`)?.fps).toBe(10);
+    // A stream in two programs is listed twice by ffmpeg itself: not used either (ffmpeg's guess instead).
+    expect(read("Input #0, mpegts, from 'x':\n  Program 1\n    Stream #0:0[0x100]: Video: h264, yuv420p, 640x360, 22.22 fps\n  Program 2\n    Stream #0:0[0x100]: Video: h264, yuv420p, 640x360, 22.22 fps\n" + graph + end)?.fps).toBe(10);
     // Lines forged after every stream's own (in the last stream's metadata) come after the first video stream's.
     expect(read(audioFirst('') .replace(graph, '    Metadata:\n  Stream #0:2: Video: h264, yuv420p, 99x99, 0.001 fps\n' + graph))?.fps).toBe(22.22);
   });

@@ -100,15 +100,18 @@ describe('a stream whose metadata forges ffmpeg\'s report (an FLV over TCP, as a
     // ffmpeg prints a metadata key's line breaks as they are: this key puts a stream line of its
     // own before the real one in the input's report.
     const forged = 'x\n  Stream #0:0: Video: h264 (High), yuv420p(progressive), 640x360, 0.001 fps, 0.001 tbr, 1k tbn\ny';
-    const sender = spawn(ffmpeg, ['-v', 'error', '-re', '-f', 'lavfi', '-i', 'testsrc=size=640x360:rate=10', '-c:v', 'libx264', '-preset', 'ultrafast', '-g', '10', '-metadata', `${forged}=1`, '-f', 'flv', `${url}?listen=1`], { stdio: 'ignore' });
+    const sender = spawn(ffmpeg, ['-v', 'error', '-re', '-f', 'lavfi', '-i', 'testsrc=size=640x360:rate=10', '-pix_fmt', 'yuv420p', '-c:v', 'libx264', '-preset', 'ultrafast', '-g', '10', '-metadata', `${forged}=1`, '-f', 'flv', `${url}?listen=1`], { stdio: 'ignore' });
     senders.push(sender);
     const { frames, transitions, rates, sub } = watch('flv', url);
     try {
       expect(await until(() => frames.length >= 5, 60_000)).toBe(true);
-      expect(rates[0]).toBe(10);
+      // ffmpeg's guess from the arrival times of the first frames: 10, or near it on a busy machine.
+      expect(rates[0]).toBeGreaterThan(5);
+      expect(rates[0]).toBeLessThan(30);
       sender.kill('SIGSTOP'); // the connection stays open; nothing more comes
       expect(await until(() => transitions.some((t) => t.state === 'stalled'), 30_000)).toBe(true);
-      expect(transitions.find((t) => t.state === 'stalled')!.reason).toBe('no frame for 1.5 s');
+      // 10 periods, at least stallMinMs: 1.5 s at 10 fps, 2 s at 5.
+      expect(Number(/^no frame for (\d+\.\d) s$/.exec(transitions.find((t) => t.state === 'stalled')!.reason)?.[1])).toBeLessThanOrEqual(2);
     } finally {
       sub.unsubscribe();
     }

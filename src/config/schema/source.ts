@@ -118,9 +118,9 @@ export const SourceSchema = z
         stallMinMs: z.number().int().min(50).default(2000),
         /**
          * …and never more than this, ms: the rate a stream declares (its metadata, its
-         * bitstream's timing) does not stretch the watchdog without bound. A stream slower than
-         * one frame per `stallMaxMs / stallFactor` (6 s by default) needs it raised. Default
-         * 60000 (or `stallMinMs` where that is higher).
+         * bitstream's timing) does not stretch the watchdog without bound. A stream whose frames
+         * come more than this apart (a time-lapse camera) needs it raised. Default 60000 (or
+         * `stallMinMs` where that is higher).
          */
         stallMaxMs: z.number().int().min(50).optional(),
       })
