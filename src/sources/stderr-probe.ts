@@ -21,19 +21,20 @@ export interface StreamInfo {
 const VIDEO_STREAM = /^\s*Stream #\d+:\d+.*?: Video: (.*)$/;
 /** Logged (at -loglevel verbose) each time our scale filter is configured: at start and whenever the input size changes. */
 // (ffmpeg 7.1 adds ` csp:… range:…` before ` sar:`.)
-const SCALE_CONFIG = /^\[Parsed_scale_\d+ @ 0x[0-9a-f]+\] w:(\d{1,5}) h:(\d{1,5}) fmt:\S+.*? -> w:\d+ h:\d+/;
+const SCALE_CONFIG = /^\[Parsed_scale_\d+ @ 0x[0-9a-f]+\] w:(\d{1,5}) h:(\d{1,5}) fmt:[a-z0-9_]+ .*?-> w:\d+ h:\d+/;
 /**
  * Logged (verbose) when the filter graph is configured with the decoded stream, before the output
  * report: `[graph 0 input from stream 0:0 @ 0x…] w:768 h:432 pixfmt:yuv420p tb:1/200000 fr:10/1 …`.
  * `fr` is the rate ffmpeg chose for the stream (`av_guess_frame_rate`), that of its constant-rate
  * output without an fps filter (4.x to 7.x print it so; 4.x adds `sws_param:`, 7.1 `csp: range:`).
  */
-const GRAPH_INPUT = /^\[graph \d+ input from stream [^\]]+ @ [^\]]+\] w:(\d{1,5}) h:(\d{1,5}) pixfmt:([a-z0-9_]+) .*?\bfr:(\d+)\/(\d+)/;
+// (Each part of fixed form: on a long line a forged prefix would make overlapping runs backtrack.)
+const GRAPH_INPUT = /^\[graph \d+ input from stream [^\]\s@]+ @ 0x[0-9a-f]+\] w:(\d{1,5}) h:(\d{1,5}) pixfmt:([a-z0-9_]+) .*?\bfr:(\d+)\/(\d+)/;
 /**
  * A line of an input's report that opens with a stream's index (`  Stream #0:1…`), and not one of
  * the stream mapping's (`  Stream #0:0 -> #0:0 (…)`).
  */
-const STREAM_INDEX = /^\s*Stream #0:(\d+)(?! -> #)/;
+const STREAM_INDEX = /^\s*Stream #0:(\d+)(?!\d| -> #)/;
 /**
  * ffmpeg's own stream line, any kind: `  Stream #0:1[0x101](eng): Audio: …`, with one kind in
  * it. The language in parentheses is the stream's tag, printed as it is: a tag such as `x):
@@ -43,7 +44,51 @@ const STREAM_INDEX = /^\s*Stream #0:(\d+)(?! -> #)/;
 const STREAM_LINE = /^\s*Stream #0:\d+(?:\[0x[0-9a-f]+\])?(?:\([A-Za-z0-9_,-]*\))?: [A-Z][a-z]+: /;
 const STREAM_KIND = /: (?:Video|Audio|Data|Subtitle|Attachment|Unknown): /g;
 /** The longest log line read (ffmpeg's own reports are far shorter; a longer one is a file's or a server's text). */
-export const MAX_LOG_LINE = 4096;
+const MAX_LOG_LINE = 4096;
+
+/**
+ * ffmpeg's log cut into lines. ffmpeg ends each of its lines with `\n` (argus passes `-nostats`:
+ * no progress line ends in `\r`). A `\r` within a line is a server's or a file's text (an HTTP
+ * reason phrase, a tag): split there, it would start a line of its choosing, so the line is
+ * dropped. So is a line longer than MAX_LOG_LINE, to its very end (its rest, read as a line,
+ * would also start where its writer chose); where it was is told (null).
+ */
+export class LogLines {
+  private partial = '';
+  private skipping = false;
+
+  /** The chunk's complete lines (with what came before it), in order; null where a line was dropped as too long. */
+  push(chunk: string): (string | null)[] {
+    let text = chunk;
+    if (this.skipping) {
+      const nl = text.indexOf('\n');
+      if (nl < 0) return [];
+      text = text.slice(nl + 1);
+      this.skipping = false;
+    }
+    const lines = (this.partial + text).split('\n');
+    this.partial = lines.pop() ?? '';
+    const out: (string | null)[] = [];
+    for (const raw of lines) {
+      if (raw.length > MAX_LOG_LINE) out.push(null);
+      else {
+        const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+        if (!line.includes('\r')) out.push(line);
+      }
+    }
+    if (this.partial.length > MAX_LOG_LINE) {
+      this.partial = '';
+      this.skipping = true;
+      out.push(null);
+    }
+    return out;
+  }
+
+  /** The last line, not yet ended. */
+  get rest(): string {
+    return this.partial;
+  }
+}
 
 /** The line opens ffmpeg's report of the output named `outputUrl` (any output without a name). */
 export function isOutputHeader(line: string, outputUrl?: string): boolean {
@@ -140,7 +185,7 @@ export class StderrProbe {
   info: StreamInfo | undefined;
   /** The last lines ffmpeg printed, for error reports. */
   readonly tail: string[] = [];
-  private partial = '';
+  private readonly lines = new LogLines();
   private format: string | undefined;
   /** The indices of the stream lines in the input's report, in order, and its first video stream. */
   private readonly streamIds: number[] = [];
@@ -188,19 +233,14 @@ export class StderrProbe {
 
   /** Feeds a chunk; returns the stream info the first time it becomes known. */
   push(chunk: string): StreamInfo | undefined {
-    const text = this.partial + chunk;
-    const lines = text.split(/\r?\n|\r/);
-    this.partial = lines.pop() ?? '';
-    // No report of ffmpeg's is longer; a longer line is a file's or a server's text (a metadata
-    // value), not to be searched (nor kept growing while it has no end).
-    if (this.partial.length > MAX_LOG_LINE) {
-      this.partial = '';
-      this.longLine();
-    }
     let found: StreamInfo | undefined;
-    for (const line of lines) {
-      if (line.length > MAX_LOG_LINE) this.longLine();
-      if (line.trim() === '' || line.length > MAX_LOG_LINE) continue;
+    for (const line of this.lines.push(chunk)) {
+      if (line === null) {
+        // Within the input's report, a stream's own line made long by its language tag, say.
+        if (this.inInput && !this.done) this.reportForged = true;
+        continue;
+      }
+      if (line.trim() === '') continue;
       const report = this.frameTimes.read(line);
       if (report !== undefined) {
         if (report !== null) this.onFrameTime?.(report);
@@ -244,8 +284,10 @@ export class StderrProbe {
       // ffmpeg prints one: another is a file's metadata (after it) or an RTSP server's SDP (printed
       // before it, at -loglevel verbose). A file's input opens with the first.
       if (/^Input #0/.test(line)) {
-        if (this.inInput) this.reportForged = true;
-        else {
+        if (this.inInput) {
+          this.reportForged = true;
+          this.format = undefined; // which of them is ffmpeg's is not known
+        } else {
           this.inInput = true;
           this.onInputOpened?.();
           this.format = /^Input #0, (.*?), from '/.exec(line)?.[1];
@@ -286,17 +328,9 @@ export class StderrProbe {
     return info && this.format ? { ...info, format: this.format } : info;
   }
 
-  /**
-   * A line longer than any report of ffmpeg's is not read: within the input's report, it may be a
-   * stream's own line made long by its language tag, so the report is not used.
-   */
-  private longLine(): void {
-    if (this.inInput && !this.done) this.reportForged = true;
-  }
-
   /** The log's last lines, one string (includes an unterminated last line). */
   tailText(): string {
-    return [...this.tail, this.partial].filter((l) => l.trim() !== '').join('\n');
+    return [...this.tail, this.lines.rest].filter((l) => l.trim() !== '').join('\n');
   }
 }
 
@@ -333,7 +367,8 @@ export function parseVideoStreamLine(line: string): StreamInfo | undefined {
   parts.push(cur.trim());
   let width = 0;
   let height = 0;
-  for (const p of parts) {
+  // Not in the codec's part: its tag (`(avc1 / 0x31637661)`) is the stream's four characters, ` 1x1` say.
+  for (const p of parts.slice(1)) {
     const s = SIZE.exec(p);
     if (s && !/^0x/.test(p)) {
       width = Number(s[1]);

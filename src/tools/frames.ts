@@ -5,7 +5,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { loadSharp } from '../core/sharp.js';
 import { boundedSize, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, taggedStdout } from '../sources/ffmpeg-args.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
-import { FrameTimes, isOutputHeader, MAX_LOG_LINE, parseVideoStreamLine, saysNoVideoStream, withoutMapAdvice } from '../sources/stderr-probe.js';
+import { FrameTimes, isOutputHeader, LogLines, parseVideoStreamLine, saysNoVideoStream, withoutMapAdvice } from '../sources/stderr-probe.js';
 
 /** One decoded picture at the source's full resolution, packed RGB. */
 export interface RawFrame {
@@ -130,7 +130,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   let inOutput = false;
   /** What the log said that cannot be used (thrown by the reader, never from the log's handler). */
   let badLog: ArgusError | undefined;
-  let partial = '';
+  const logLines = new LogLines();
   const tail: string[] = [];
   // Each frame's time, µs, in output order, until its frame is read. ffmpeg prints it before it
   // writes the frame, but on another pipe: a frame whose time is not read yet waits for the log's
@@ -143,11 +143,8 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   let gotInfo!: () => void;
   const infoKnown = new Promise<void>((r) => (gotInfo = r));
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-    const lines = (partial + chunk).split(/\r?\n|\r/);
-    partial = lines.pop() ?? '';
-    if (partial.length > MAX_LOG_LINE) partial = ''; // no report of ffmpeg's is that long: a file's text
-    for (const line of lines) {
-      if (!line.trim() || line.length > MAX_LOG_LINE) continue;
+    for (const line of logLines.push(chunk)) {
+      if (!line?.trim()) continue;
       const report = frameTimes.read(line);
       if (report !== undefined) {
         if (report !== null && reports !== false) times.push(report);
@@ -267,7 +264,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
       throw new ArgusError(ErrorCodes.SOURCE_OPEN, missing ? `ffmpeg not found at ${o.ffmpegPath}` : `could not start ffmpeg (${o.ffmpegPath}): ${error.message}`, { cause: error });
     }
     if (code !== 0) {
-      const lines = [...tail, partial].filter(Boolean);
+      const lines = [...tail, logLines.rest].filter(Boolean);
       const last = withoutMapAdvice(lines).slice(-6).join('\n');
       if (saysNoVideoStream(lines.join('\n'))) throw new ArgusError(ErrorCodes.SOURCE_PROBE, `${o.url} has no video stream:\n${last}`);
       throw new ArgusError(ErrorCodes.SOURCE_EXIT, `ffmpeg exited with code ${code} decoding ${o.url}:\n${last}`);

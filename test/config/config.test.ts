@@ -93,6 +93,8 @@ describe('pipeline schema', () => {
     ['a wrong type', 'sources:\n  - id: a\n    uri: /x.mp4\n    loop: "yes"\n', /sources\[0\]\.loop: Expected boolean, received string/],
     ['an unknown rate', 'sources:\n  - id: a\n    uri: /x.mp4\n    rate: slow\n', /sources\[0\]\.rate: Invalid enum value.*'native' \| 'fast'/],
     ['a watchdog bound below its floor', 'sources:\n  - id: a\n    uri: /x.mp4\n    watchdog: {stallMinMs: 5000, stallMaxMs: 1000}\n', /sources\[0\]\.watchdog\.stallMaxMs: stallMaxMs must not be below stallMinMs/],
+    ['a UDP buffer of 2 GB', 'sources:\n  - id: a\n    uri: "udp://239.0.0.1:1234?fifo_size=10000000"\n', /sources\[0\]\.uri: udp:\/\/ fifo_size=10000000: at most 524288 packets of 188 bytes/],
+    ['an SRT buffer given as an expression', 'sources:\n  - id: a\n    uri: "srt://h:9000?rcvbuf=2*1e9"\n', /sources\[0\]\.uri: srt:\/\/ rcvbuf=2\*1e9: at most 268435456 bytes, in decimal digits/],
     ['a misspelt key', 'sources:\n  - id: a\n    uri: /x.mp4\n    lop: true\n', /sources\[0\]: Unrecognized key\(s\) in object: 'lop'/],
     ['a threshold out of range', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  scoreThreshold: 1.5\n', /postprocess\.scoreThreshold: Number must be less than or equal to 1/],
     ['an unknown provider', 'sources:\n  - {id: a, uri: /x}\nmodel:\n  providers: [gpu]\n', /model\.providers\[0\]: Invalid enum value/],
@@ -143,7 +145,7 @@ describe('pipeline schema', () => {
     // Nothing that makes ffmpeg listen for a sender.
     for (const uri of ['tcp://0.0.0.0:9000?listen=1', 'srt://:9000?mode=listener', 'srt://h:9000?latency=20&mode=rendezvous', 'rtmp://0.0.0.0/live?listen'])
       expect(refused(uri), uri).toContain('sources[0].uri: ffmpeg would listen for a sender');
-    for (const uri of ['udp://239.0.0.1:1234?overrun_nonfatal=1', 'srt://enc:9000?mode=caller', 'rtsps://cam/s', '/data/a:b.mp4', 'cam-1:2.mp4', 'clip-2026-12-04T10:00.mp4', 'concat:a.mp4', 'clips/a.mp4', 'asset:one-by-one-person-detection.mp4', 'v4l2:///dev/video0', 'file:///data/a.mp4'])
+    for (const uri of ['udp://239.0.0.1:1234?overrun_nonfatal=1&fifo_size=100000', 'srt://enc:9000?rcvbuf=67108864', 'srt://enc:9000?mode=caller', 'rtsps://cam/s', '/data/a:b.mp4', 'cam-1:2.mp4', 'clip-2026-12-04T10:00.mp4', 'concat:a.mp4', 'clips/a.mp4', 'asset:one-by-one-person-detection.mp4', 'v4l2:///dev/video0', 'file:///data/a.mp4'])
       expect(parse(`sources:\n  - {id: a, uri: "${uri}"}\n`).sources[0].uri, uri).toBe(uri);
     // What ffmpeg then opens: the URL's path, decoded; a path relative to the pipeline's folder.
     const at = (uri: string) => resolveSourceUrl(parse(`sources:\n  - {id: a, uri: "${uri}"}\n`).sources[0], '/pipelines', 'ffmpeg', () => {});

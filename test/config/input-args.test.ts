@@ -78,7 +78,12 @@ describe('inputArgs: ffmpeg input options only, each with its value', () => {
     expect(refusal(['-hwaccel', 'cuda', '-thread_queue_size', '100000'])).toContain('inputArgs[3]: -thread_queue_size 100000 is above the 1024 packets');
     expect(refusal(['-rtbufsize', '1Gi'])).toContain('-rtbufsize 1Gi is above');
     expect(refusal(['-reorder_queue_size', '1e9'])).toContain('-reorder_queue_size 1e9 is above the 10000 packets');
-    expect(refusal(['-probesize', '2*1e9'])).toContain('inputArgs[1]: -probesize "2*1e9" is not a number argus can bound');
+    expect(refusal(['-probesize', '2*1e9'])).toContain('inputArgs[1]: -probesize "2*1e9" is not a whole number argus can bound');
+    expect(refusal(['-thread_queue_size', '1.5'])).toContain('-thread_queue_size "1.5" is not a whole number');
+    expect(refusal(['-probesize', '-1'])).toContain('-probesize -1 is below 32, the least ffmpeg takes');
+    expect(refusal(['-hwaccel', 'cuda', '-extra_hw_frames', '100000'])).toContain('inputArgs[3]: -extra_hw_frames 100000 is above the 64 frames');
+    expect(refusal(['-c:v', 'h264_cuvid', '-surfaces', '1K'])).toContain('-surfaces 1K is above the 64 surfaces');
+    expect([ffmpegNumber('1K'), ffmpegNumber('1T'), ffmpegNumber('1MiB'), ffmpegNumber('0100'), ffmpegNumber('1E3')]).toEqual([1000, 1e12, 8 * 1024 ** 2, 100, undefined]);
     // Every bounded option is one argus passes on, and ffmpeg's defaults are within the bounds.
     for (const name of Object.keys(BOUNDED_OPTIONS)) expect(VALUE_OPTIONS.has(name)).toBe(true);
     expect(BOUNDED_OPTIONS.probesize.max).toBeGreaterThan(5_000_000);

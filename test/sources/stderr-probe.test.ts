@@ -170,8 +170,11 @@ describe('StderrProbe', () => {
     // ffmpeg's own report: its average rate (22.22, not the graph's 10) and details are kept.
     expect(read(audioFirst('    title           : t\n'))).toEqual({ width: 640, height: 360, fps: 22.22, tbr: 30, pixFmt: 'yuv420p', pixDetails: 'progressive', format: 'flv' });
     // A second `Input #0` line (a key's, after the real one; an RTSP server's SDP, before it): the
-    // report is not used, and the first line names the format and opens the input.
-    expect(read(audioFirst("    x\nInput #0, rtsp, from 'y':\n"))).toMatchObject({ fps: 10, format: 'flv' });
+    // report is not used, nor either format name; the first line opens the input.
+    expect(read(audioFirst("    x\nInput #0, rtsp, from 'y':\n"))).toEqual({ width: 640, height: 360, pixFmt: 'yuv420p', pixDetails: '', fps: 10, tbr: 10 });
+    // The first video stream at index 10 or more: the stream mapping's line (`Stream #0:11 -> #0:0`) is not a stream's.
+    const audio = [...Array(11).keys()].map((i) => `  Stream #0:${i}: Audio: aac (LC), 48000 Hz, stereo, fltp\n`).join('');
+    expect(read(`Input #0, matroska,webm, from 'x':\n${audio}  Stream #0:11: Video: h264 (High), yuv420p(progressive), 640x360, 22.22 fps, 30 tbr, 1k tbn\nStream mapping:\n  Stream #0:11 -> #0:0 (h264 (native) -> rawvideo (native))\n${graph}${end}`)?.fps).toBe(22.22);
     // A stream's language tag, printed as it is inside its own line: a forged rate in the same line,
     // or a line break that puts a stream line of its own before the rest.
     const video = (lang: string) => `Input #0, matroska,webm, from 'x':\n  Stream #0:0(${lang}): Video: h264 (High), yuv420p(progressive), 640x360, 22.22 fps, 30 tbr, 1k tbn\n${graph}${end}`;
@@ -184,6 +187,26 @@ describe('StderrProbe', () => {
     expect(read("Input #0, mpegts, from 'x':\n  Program 1\n    Stream #0:0[0x100]: Video: h264, yuv420p, 640x360, 22.22 fps\n  Program 2\n    Stream #0:0[0x100]: Video: h264, yuv420p, 640x360, 22.22 fps\n" + graph + end)?.fps).toBe(10);
     // Lines forged after every stream's own (in the last stream's metadata) come after the first video stream's.
     expect(read(audioFirst('') .replace(graph, '    Metadata:\n  Stream #0:2: Video: h264, yuv420p, 99x99, 0.001 fps\n' + graph))?.fps).toBe(22.22);
+  });
+
+  it("a line is what ends in a line break: a carriage return inside one (a server's HTTP reason phrase) does not start a line, and the rest of an over-long line is not one either", () => {
+    const p = new StderrProbe();
+    p.push('[Parsed_scale_0 @ 0x55d0] w:640 h:360 fmt:yuv420p -> w:416 h:234 fmt:bgr24 flags:0x2\n');
+    const resized: string[] = [];
+    p.onResize = (w, h) => resized.push(`${w}x${h}`);
+    // As an HLS server answering a segment with `404 x\r[Parsed_scale_0 …]` was logged.
+    p.push('[hls @ 0x1] HTTP error 404 x\r[Parsed_scale_0 @ 0x1] w:320 h:180 fmt:yuv420p -> w:416 h:234 fmt:bgr24 flags:0x2\n');
+    // A line that runs past 4 KiB in one chunk and ends, where its writer chose, in the next.
+    p.push(`[x] ${'a'.repeat(5000)}`);
+    p.push('[Parsed_scale_0 @ 0x1] w:320 h:180 fmt:yuv420p -> w:416 h:234 fmt:bgr24 flags:0x2\n');
+    expect(resized).toEqual([]);
+    // ffmpeg's own lines (a `\r\n` end included) are read as before.
+    p.push('[Parsed_scale_0 @ 0x55d0] w:320 h:180 fmt:yuv420p -> w:416 h:234 fmt:bgr24 flags:0x2\r\n');
+    expect(resized).toEqual(['320x180']);
+  });
+
+  it("a stream's size is not read from its codec's four characters (` 1x1`, an MPEG-TS registration descriptor's)", () => {
+    expect(parseVideoStreamLine('  Stream #0:0[0x100]: Video: h264 (High) ( 1x1 / 0x31783120), yuv420p(progressive), 640x360, 25 fps, 25 tbr, 90k tbn')).toMatchObject({ width: 640, height: 360 });
   });
 
   it('keeps the last lines for error reports', () => {

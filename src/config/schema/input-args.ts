@@ -118,15 +118,19 @@ const OWN_OPTIONS: Record<string, string> = {
 };
 
 /**
- * Options whose value is memory ffmpeg may fill (packets, bytes) before argus reads a frame, with
- * the most argus passes on: a cameras-topic record must not make every worker's ffmpeg buffer
- * gigabytes. Each is generous for its use (ffmpeg's defaults: 5 MB, 8 packets, 3 MB, 500).
+ * Options whose value is memory ffmpeg may fill (packets, bytes) before argus reads a frame, or
+ * allocates up front (hardware frames, on the GPU the workers share), with the most argus passes
+ * on: a cameras-topic record must not make every worker's ffmpeg buffer gigabytes. Each is
+ * generous for its use (ffmpeg's defaults: 5 MB, 8 packets, 3 MB, 500; cuvid's 25 surfaces).
+ * An integer, at least ffmpeg's own minimum (below it ffmpeg refuses to start).
  */
-export const BOUNDED_OPTIONS: Readonly<Record<string, { max: number; unit: string }>> = {
-  probesize: { max: 100_000_000, unit: 'bytes' },
-  thread_queue_size: { max: 1024, unit: 'packets' },
-  rtbufsize: { max: 268_435_456, unit: 'bytes' },
-  reorder_queue_size: { max: 10_000, unit: 'packets' },
+export const BOUNDED_OPTIONS: Readonly<Record<string, { min: number; max: number; unit: string }>> = {
+  probesize: { min: 32, max: 100_000_000, unit: 'bytes' },
+  thread_queue_size: { min: 1, max: 1024, unit: 'packets' },
+  rtbufsize: { min: 0, max: 268_435_456, unit: 'bytes' },
+  reorder_queue_size: { min: -1, max: 10_000, unit: 'packets' },
+  surfaces: { min: -1, max: 64, unit: 'surfaces' },
+  extra_hw_frames: { min: -1, max: 64, unit: 'frames' },
 };
 
 /**
@@ -162,8 +166,9 @@ export function checkInputArgs(args: readonly string[], ctx: z.RefinementCtx): v
     const bound = Object.hasOwn(BOUNDED_OPTIONS, name) ? BOUNDED_OPTIONS[name] : undefined;
     if (bound) {
       const n = ffmpegNumber(value);
-      if (n === undefined) return issue(i, `-${name} "${value}" is not a number argus can bound (write it as 5000000 or 5M)`);
-      if (n > bound.max) return issue(i, `-${name} ${value} is above the ${bound.max} ${bound.unit} argus passes on (memory ffmpeg may fill before a frame is read)`);
+      if (n === undefined || !Number.isInteger(n)) return issue(i, `-${name} "${value}" is not a whole number argus can bound (write it as 5000000 or 5M)`);
+      if (n > bound.max) return issue(i, `-${name} ${value} is above the ${bound.max} ${bound.unit} argus passes on (memory ffmpeg may fill or allocate)`);
+      if (n < bound.min) return issue(i, `-${name} ${value} is below ${bound.min}, the least ffmpeg takes`);
     }
     if (name === 'f' && !FORMATS.has(value)) return issue(i, `input format "${value}" is not one argus passes on; allowed: ${[...FORMATS].join(', ')}`);
     // Listening turns the source into a server on the uri's address, for anyone to publish to:

@@ -41,7 +41,23 @@ function checkUri(uri: string, ctx: z.RefinementCtx): void {
   const query = uri.includes('?') ? new URLSearchParams(uri.slice(uri.indexOf('?') + 1)) : undefined;
   if (query && (query.has('listen') || /^(listener|rendezvous)$/i.test(query.get('mode') ?? '')))
     ctx.addIssue({ code: 'custom', message: 'ffmpeg would listen for a sender (?listen, mode=listener|rendezvous): argus connects to its sources; push to an RTSP server and give its rtsp:// URL' });
+  // Buffers the protocol allocates in the ffmpeg process (the socket buffers the kernel bounds).
+  for (const [name, max, unit] of QUERY_BOUNDS[scheme] ?? []) {
+    const value = query?.get(name);
+    if (value == null) continue;
+    // ffmpeg reads these with strtol: decimal digits (what follows them is not read).
+    if (!/^\d{1,12}$/.test(value) || Number(value) > max)
+      ctx.addIssue({ code: 'custom', message: `${scheme}:// ${name}=${value}: at most ${max} ${unit}, in decimal digits (a buffer ffmpeg allocates)` });
+  }
 }
+
+/** Query options of a scheme that size a buffer ffmpeg allocates, with the most argus passes on. */
+const QUERY_BOUNDS: Readonly<Record<string, readonly (readonly [string, number, string])[]>> = {
+  // UDP's circular buffer, in 188-byte packets (ffmpeg's default 28 672: 5.4 MB): 98 MB at most.
+  udp: [['fifo_size', 524_288, 'packets of 188 bytes']],
+  // libsrt's receive buffer (its default about 12 MB).
+  srt: [['rcvbuf', 268_435_456, 'bytes']],
+};
 
 /** One camera or file. */
 export const SourceSchema = z
