@@ -56,6 +56,15 @@ describe('parseVideoStreamLine', () => {
   });
 });
 
+/** A probe whose scaler has reported 640x360, and the sizes it reports a change to after that. */
+function scaledProbe() {
+  const p = new StderrProbe();
+  p.push('[Parsed_scale_0 @ 0x55d0] w:640 h:360 fmt:yuv420p -> w:416 h:234 fmt:bgr24 flags:0x2\n');
+  const resized: string[] = [];
+  p.onResize = (w, h) => resized.push(`${w}x${h}`);
+  return { p, resized };
+}
+
 describe('StderrProbe', () => {
   it('reads the input stream (not the output one) from a log split at odd places', () => {
     const log = [
@@ -111,10 +120,7 @@ describe('StderrProbe', () => {
   });
 
   it("a scaler report counts only as a line of its own (not quoted inside another: an HLS segment's url, a server's reason phrase); a line longer than any report is not read", () => {
-    const p = new StderrProbe();
-    p.push('[Parsed_scale_0 @ 0x55d0] w:640 h:360 fmt:yuv420p -> w:416 h:234 fmt:bgr24 flags:0x2\n');
-    const resized: string[] = [];
-    p.onResize = (w, h) => resized.push(`${w}x${h}`);
+    const { p, resized } = scaledProbe();
     p.push("[hls @ 0x1] HLS request for url '[Parsed_scale_0 @ 0x2] w:0 h:0 fmt:x -> w:1 h:1', offset 0\n");
     p.push(`[Parsed_scale_0 @ 0x55d0] w:99 h:99 fmt:yuv420p -> w:416 h:416 fmt:bgr24 ${'x'.repeat(5000)}\n`);
     expect(p.scaledFrom).toEqual({ width: 640, height: 360 });
@@ -186,14 +192,11 @@ describe('StderrProbe', () => {
     // A stream in two programs is listed twice by ffmpeg itself: not used either (ffmpeg's guess instead).
     expect(read("Input #0, mpegts, from 'x':\n  Program 1\n    Stream #0:0[0x100]: Video: h264, yuv420p, 640x360, 22.22 fps\n  Program 2\n    Stream #0:0[0x100]: Video: h264, yuv420p, 640x360, 22.22 fps\n" + graph + end)?.fps).toBe(10);
     // Lines forged after every stream's own (in the last stream's metadata) come after the first video stream's.
-    expect(read(audioFirst('') .replace(graph, '    Metadata:\n  Stream #0:2: Video: h264, yuv420p, 99x99, 0.001 fps\n' + graph))?.fps).toBe(22.22);
+    expect(read(audioFirst('').replace(graph, '    Metadata:\n  Stream #0:2: Video: h264, yuv420p, 99x99, 0.001 fps\n' + graph))?.fps).toBe(22.22);
   });
 
   it("a line is what ends in a line break: a carriage return inside one (a server's HTTP reason phrase) does not start a line, and the rest of an over-long line is not one either", () => {
-    const p = new StderrProbe();
-    p.push('[Parsed_scale_0 @ 0x55d0] w:640 h:360 fmt:yuv420p -> w:416 h:234 fmt:bgr24 flags:0x2\n');
-    const resized: string[] = [];
-    p.onResize = (w, h) => resized.push(`${w}x${h}`);
+    const { p, resized } = scaledProbe();
     // As an HLS server answering a segment with `404 x\r[Parsed_scale_0 …]` was logged.
     p.push('[hls @ 0x1] HTTP error 404 x\r[Parsed_scale_0 @ 0x1] w:320 h:180 fmt:yuv420p -> w:416 h:234 fmt:bgr24 flags:0x2\n');
     // A line that runs past 4 KiB in one chunk and ends, where its writer chose, in the next.
