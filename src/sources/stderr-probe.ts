@@ -47,18 +47,28 @@ const STREAM_KIND = /: (?:Video|Audio|Data|Subtitle|Attachment|Unknown): /g;
 const MAX_LOG_LINE = 4096;
 
 /**
+ * A line of ffmpeg's log that is not read (`LogLines`), where it was: `text` is what may still go
+ * in an error report (the line with its carriage returns as spaces; '' for an over-long one).
+ */
+export interface DroppedLine {
+  dropped: string;
+}
+
+/**
  * ffmpeg's log cut into lines. ffmpeg ends each of its lines with `\n` (argus passes `-nostats`:
- * no progress line ends in `\r`). A `\r` within a line is a server's or a file's text (an HTTP
- * reason phrase, a tag): split there, it would start a line of its choosing, so the line is
- * dropped. So is a line longer than MAX_LOG_LINE, to its very end (its rest, read as a line,
- * would also start where its writer chose); where it was is told (null).
+ * no progress line ends in `\r`, and `Last message repeated` ends in one only on a terminal). A
+ * `\r` within a line is a server's or a file's text (an HTTP reason phrase, a stream's language
+ * tag): split there, it would start a line of its choosing, so the line is not read. Nor is a line
+ * longer than MAX_LOG_LINE, to its very end (its rest, read as a line, would also start where its
+ * writer chose). Where such a line was is told (`DroppedLine`): a reader may have to distrust
+ * what comes with it.
  */
 export class LogLines {
   private partial = '';
   private skipping = false;
 
-  /** The chunk's complete lines (with what came before it), in order; null where a line was dropped as too long. */
-  push(chunk: string): (string | null)[] {
+  /** The chunk's complete lines (with what came before it), in order. */
+  push(chunk: string): (string | DroppedLine)[] {
     let text = chunk;
     if (this.skipping) {
       const nl = text.indexOf('\n');
@@ -68,18 +78,17 @@ export class LogLines {
     }
     const lines = (this.partial + text).split('\n');
     this.partial = lines.pop() ?? '';
-    const out: (string | null)[] = [];
+    const out: (string | DroppedLine)[] = [];
     for (const raw of lines) {
-      if (raw.length > MAX_LOG_LINE) out.push(null);
-      else {
-        const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-        if (!line.includes('\r')) out.push(line);
-      }
+      const line = raw.length > MAX_LOG_LINE ? undefined : raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+      if (line === undefined) out.push({ dropped: '' });
+      else if (line.includes('\r')) out.push({ dropped: line.replace(/\r/g, ' ') });
+      else out.push(line);
     }
     if (this.partial.length > MAX_LOG_LINE) {
       this.partial = '';
       this.skipping = true;
-      out.push(null);
+      out.push({ dropped: '' });
     }
     return out;
   }
@@ -235,9 +244,11 @@ export class StderrProbe {
   push(chunk: string): StreamInfo | undefined {
     let found: StreamInfo | undefined;
     for (const line of this.lines.push(chunk)) {
-      if (line === null) {
-        // Within the input's report, a stream's own line made long by its language tag, say.
+      if (typeof line !== 'string') {
+        // Within the input's report, a stream's own line (its language tag has a carriage return
+        // or makes it long, say), which the report must not be read without.
         if (this.inInput && !this.done) this.reportForged = true;
+        if (line.dropped.trim() !== '') this.keep(line.dropped);
         continue;
       }
       if (line.trim() === '') continue;
@@ -268,8 +279,7 @@ export class StderrProbe {
       // Live sources carry wall-clock times, which frames that arrived together share: the raw
       // muxer says so for each one (harmless: it writes no timestamps). Not worth the error tail.
       if (line.includes('non monotonically increasing dts to muxer') || /^\s*Last message repeated/.test(line)) continue;
-      this.tail.push(line);
-      if (this.tail.length > this.maxTail) this.tail.shift();
+      this.keep(line);
       if (this.done) {
         // The output stream's line: the size of the frames ffmpeg writes (after any rotation or
         // filter), printed before the first one.
@@ -326,6 +336,12 @@ export class StderrProbe {
     const inOrder = !this.reportForged && this.streamIds.every((id, i) => id === i);
     const info = inOrder ? this.firstVideo : this.graph && { ...this.graph, ...(this.graphRate !== undefined ? { fps: this.graphRate, tbr: this.graphRate } : {}), pixDetails: '' };
     return info && this.format ? { ...info, format: this.format } : info;
+  }
+
+  /** Keeps a line for error reports. */
+  private keep(line: string): void {
+    this.tail.push(line);
+    if (this.tail.length > this.maxTail) this.tail.shift();
   }
 
   /** The log's last lines, one string (includes an unterminated last line). */

@@ -142,16 +142,23 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   let logEnded = false;
   let gotInfo!: () => void;
   const infoKnown = new Promise<void>((r) => (gotInfo = r));
+  const keep = (line: string) => {
+    tail.push(line);
+    if (tail.length > 12) tail.shift();
+  };
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
     for (const line of logLines.push(chunk)) {
-      if (!line?.trim()) continue;
+      if (typeof line !== 'string') {
+        if (line.dropped.trim()) keep(line.dropped); // not read (see LogLines), but worth an error report
+        continue;
+      }
+      if (!line.trim()) continue;
       const report = frameTimes.read(line);
       if (report !== undefined) {
         if (report !== null && reports !== false) times.push(report);
         continue; // not for the error tail
       }
-      tail.push(line);
-      if (tail.length > 12) tail.shift();
+      keep(line);
       const d = DURATION.exec(line);
       if (d && durationS === undefined) {
         durationS = Number(d[1]) * 3600 + Number(d[2]) * 60 + Number(d[3]);

@@ -95,6 +95,9 @@ describe('pipeline schema', () => {
     ['a watchdog bound below its floor', 'sources:\n  - id: a\n    uri: /x.mp4\n    watchdog: {stallMinMs: 5000, stallMaxMs: 1000}\n', /sources\[0\]\.watchdog\.stallMaxMs: stallMaxMs must not be below stallMinMs/],
     ['a UDP buffer of 2 GB', 'sources:\n  - id: a\n    uri: "udp://239.0.0.1:1234?fifo_size=10000000"\n', /sources\[0\]\.uri: udp:\/\/ fifo_size=10000000: at most 524288 packets of 188 bytes/],
     ['an SRT buffer given as an expression', 'sources:\n  - id: a\n    uri: "srt://h:9000?rcvbuf=2*1e9"\n', /sources\[0\]\.uri: srt:\/\/ rcvbuf=2\*1e9: at most 268435456 bytes, in decimal digits/],
+    // ffmpeg's protocols read a query's keys as written (no percent-decoding), the first of a name.
+    ['a second key of a name, after one percent-encoded', 'sources:\n  - id: a\n    uri: "udp://239.0.0.1:1234?fifo%5Fsize=1&fifo_size=99999999"\n', /sources\[0\]\.uri: udp:\/\/ fifo_size=99999999: at most 524288/],
+    ['listening SRT behind a percent-encoded mode', 'sources:\n  - id: a\n    uri: "srt://h:9000?m%6Fde=caller&mode=listener"\n', /sources\[0\]\.uri: ffmpeg would listen for a sender/],
     ['a misspelt key', 'sources:\n  - id: a\n    uri: /x.mp4\n    lop: true\n', /sources\[0\]: Unrecognized key\(s\) in object: 'lop'/],
     ['a threshold out of range', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  scoreThreshold: 1.5\n', /postprocess\.scoreThreshold: Number must be less than or equal to 1/],
     ['an unknown provider', 'sources:\n  - {id: a, uri: /x}\nmodel:\n  providers: [gpu]\n', /model\.providers\[0\]: Invalid enum value/],

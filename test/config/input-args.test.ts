@@ -83,6 +83,8 @@ describe('inputArgs: ffmpeg input options only, each with its value', () => {
     expect(refusal(['-probesize', '-1'])).toContain('-probesize -1 is below 32, the least ffmpeg takes');
     expect(refusal(['-hwaccel', 'cuda', '-extra_hw_frames', '100000'])).toContain('inputArgs[3]: -extra_hw_frames 100000 is above the 64 frames');
     expect(refusal(['-c:v', 'h264_cuvid', '-surfaces', '1K'])).toContain('-surfaces 1K is above the 64 surfaces');
+    // ffmpeg's least values are taken (and ffmpeg starts with them).
+    expect(parse(['-probesize', '32', '-extra_hw_frames', '-1', '-surfaces', '0', '-rtbufsize', '0']).sources[0].inputArgs).toHaveLength(8);
     expect([ffmpegNumber('1K'), ffmpegNumber('1T'), ffmpegNumber('1MiB'), ffmpegNumber('0100'), ffmpegNumber('1E3')]).toEqual([1000, 1e12, 8 * 1024 ** 2, 100, undefined]);
     // Every bounded option is one argus passes on, and ffmpeg's defaults are within the bounds.
     for (const name of Object.keys(BOUNDED_OPTIONS)) expect(VALUE_OPTIONS.has(name)).toBe(true);

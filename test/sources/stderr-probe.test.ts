@@ -189,6 +189,10 @@ describe('StderrProbe', () => {
     expect(read(video('x\n  Stream #0:0: Video: h264, yuv420p, 640x360, 0.001 fps\ny'))?.fps).toBe(10);
     // …or a tag so long that the stream's own line is not read, after a line forged before it.
     expect(read(`Input #0, flv, from 'x':\n  Metadata:\n    k\n  Stream #0:0: Video: h264, yuv420p, 640x360, 0.001 fps\n${video('a'.repeat(5000)).slice(video('').indexOf('\n') + 1)}`)?.fps).toBe(10);
+    // A carriage return in a stream's tag: its own line is not read, so neither is the report
+    // (as ffmpeg 5.1 logged an MKV whose audio stream's metadata key forged the video stream's line).
+    const cr = "Input #0, matroska,webm, from 'x':\n  Stream #0:0: Audio: aac (LC), 48000 Hz, stereo, fltp\n    Metadata:\n      k\n  Stream #0:1: Video: h264, yuv420p, 99x99, 0.001 fps, 0.001 tbr\n: v\n  Stream #0:1(e\rn): Video: h264 (High), yuv420p(progressive), 640x360, 25 fps, 25 tbr, 1k tbn\n";
+    expect(read(cr + graph + end)?.fps).toBe(10);
     // A stream in two programs is listed twice by ffmpeg itself: not used either (ffmpeg's guess instead).
     expect(read("Input #0, mpegts, from 'x':\n  Program 1\n    Stream #0:0[0x100]: Video: h264, yuv420p, 640x360, 22.22 fps\n  Program 2\n    Stream #0:0[0x100]: Video: h264, yuv420p, 640x360, 22.22 fps\n" + graph + end)?.fps).toBe(10);
     // Lines forged after every stream's own (in the last stream's metadata) come after the first video stream's.
@@ -203,9 +207,12 @@ describe('StderrProbe', () => {
     p.push(`[x] ${'a'.repeat(5000)}`);
     p.push('[Parsed_scale_0 @ 0x1] w:320 h:180 fmt:yuv420p -> w:416 h:234 fmt:bgr24 flags:0x2\n');
     expect(resized).toEqual([]);
-    // ffmpeg's own lines (a `\r\n` end included) are read as before.
-    p.push('[Parsed_scale_0 @ 0x55d0] w:320 h:180 fmt:yuv420p -> w:416 h:234 fmt:bgr24 flags:0x2\r\n');
+    // ffmpeg's own lines (a `\r\n` end included, split between two chunks) are read as before.
+    p.push('[Parsed_scale_0 @ 0x55d0] w:320 h:180 fmt:yuv420p -> w:416 h:234 fmt:bgr24 flags:0x2\r');
+    p.push('\n');
     expect(resized).toEqual(['320x180']);
+    // A line not read still goes in the error report, its carriage returns as spaces.
+    expect(p.tailText()).toContain('[hls @ 0x1] HTTP error 404 x [Parsed_scale_0 @ 0x1]');
   });
 
   it("a stream's size is not read from its codec's four characters (` 1x1`, an MPEG-TS registration descriptor's)", () => {

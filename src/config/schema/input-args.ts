@@ -129,7 +129,7 @@ export const BOUNDED_OPTIONS: Readonly<Record<string, { min: number; max: number
   thread_queue_size: { min: 1, max: 1024, unit: 'packets' },
   rtbufsize: { min: 0, max: 268_435_456, unit: 'bytes' },
   reorder_queue_size: { min: -1, max: 10_000, unit: 'packets' },
-  surfaces: { min: -1, max: 64, unit: 'surfaces' },
+  surfaces: { min: 0, max: 64, unit: 'surfaces' }, // 4.x's least is 0, 5.x's -1 (its default)
   extra_hw_frames: { min: -1, max: 64, unit: 'frames' },
 };
 

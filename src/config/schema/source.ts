@@ -38,17 +38,35 @@ function checkUri(uri: string, ctx: z.RefinementCtx): void {
     if (!ok) ctx.addIssue({ code: 'custom', message: 'a file: URL names an absolute path, file:///path, percent-encoded, without ? or # (or give the path itself)' });
     return;
   }
-  const query = uri.includes('?') ? new URLSearchParams(uri.slice(uri.indexOf('?') + 1)) : undefined;
-  if (query && (query.has('listen') || /^(listener|rendezvous)$/i.test(query.get('mode') ?? '')))
+  const tags = infoTags(uri);
+  if (tags.some(([k, v]) => k === 'listen' || (k === 'mode' && /^(listener|rendezvous)$/i.test(v))))
     ctx.addIssue({ code: 'custom', message: 'ffmpeg would listen for a sender (?listen, mode=listener|rendezvous): argus connects to its sources; push to an RTSP server and give its rtsp:// URL' });
   // Buffers the protocol allocates in the ffmpeg process (the socket buffers the kernel bounds).
   for (const [name, max, unit] of QUERY_BOUNDS[scheme] ?? []) {
-    const value = query?.get(name);
-    if (value == null) continue;
-    // ffmpeg reads these with strtol: decimal digits (what follows them is not read).
-    if (!/^\d{1,12}$/.test(value) || Number(value) > max)
-      ctx.addIssue({ code: 'custom', message: `${scheme}:// ${name}=${value}: at most ${max} ${unit}, in decimal digits (a buffer ffmpeg allocates)` });
+    for (const [k, value] of tags) {
+      // ffmpeg reads these with strtol: decimal digits (what follows them is not read).
+      if (k === name && (!/^\d{1,12}$/.test(value) || Number(value) > max))
+        ctx.addIssue({ code: 'custom', message: `${scheme}:// ${name}=${value}: at most ${max} ${unit}, in decimal digits (a buffer ffmpeg allocates)` });
+    }
   }
+}
+
+/**
+ * A uri's query as ffmpeg's protocols read it (`av_find_info_tag`): everything after the first
+ * `?`, split at `&`, each key to its first `=`, nothing percent-decoded, `+` in a value a space.
+ * (URLSearchParams decodes: `fifo%5Fsize=1&fifo_size=99999999` would pass as `fifo_size=1`,
+ * where ffmpeg reads 99999999.) Every pair, in order; ffmpeg takes a key's first.
+ */
+function infoTags(uri: string): [string, string][] {
+  const q = uri.indexOf('?');
+  if (q < 0) return [];
+  return uri
+    .slice(q + 1)
+    .split('&')
+    .map((pair): [string, string] => {
+      const eq = pair.indexOf('=');
+      return eq < 0 ? [pair, ''] : [pair.slice(0, eq), pair.slice(eq + 1).replace(/\+/g, ' ')];
+    });
 }
 
 /** Query options of a scheme that size a buffer ffmpeg allocates, with the most argus passes on. */
