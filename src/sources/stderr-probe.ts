@@ -47,8 +47,8 @@ const STREAM_KIND = /: (?:Video|Audio|Data|Subtitle|Attachment|Unknown): /g;
 const MAX_LOG_LINE = 4096;
 
 /**
- * A line of ffmpeg's log that is not read (`LogLines`), where it was: `text` is what may still go
- * in an error report (the line with its carriage returns as spaces; '' for an over-long one).
+ * A line of ffmpeg's log that is not read (`LogLines`), where it was: `dropped` is what may still
+ * go in an error report (the line with its carriage returns as spaces; '' for an over-long one).
  */
 export interface DroppedLine {
   dropped: string;
