@@ -392,7 +392,6 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     // but node resumes it by itself when ffmpeg exits: such bytes wait here (what ffmpeg wrote
     // before exiting; a pipe's worth at most).
     const early: Buffer[] = [];
-    let inputInfo: StreamInfo | undefined;
     // Told by ffmpeg's log, before any frame is read: ffmpeg is stopped, and the source run
     // again as it calls for (ffmpegSource) or failed.
     const stop = (err: Error): void => {
@@ -412,7 +411,8 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       }
     });
     const onLog = (chunk: string): void => {
-      inputInfo = probe.push(chunk) ?? inputInfo;
+      probe.push(chunk);
+      const inputInfo = probe.info;
       if (lb) return;
       if (closed) return;
       if (probe.outputUnreadable !== undefined) {
@@ -447,8 +447,8 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       if (layout === 'yuv420p') {
         // An odd height too: ffmpeg converts such pictures with its general scaler, whose
         // arithmetic the kernel does not reproduce. And a small picture: see YUV_MIN_PIXELS.
-        if (!YUV420.has(probe.info?.pixFmt ?? '') || size.height % 2 !== 0 || size.width * size.height < YUV_MIN_PIXELS) {
-          stop(new NotYuv420(`source "${id}": the input is ${probe.info?.pixFmt ?? 'of an unnamed pixel format'}, ${size.width}x${size.height}`));
+        if (!YUV420.has(inputInfo?.pixFmt ?? '') || size.height % 2 !== 0 || size.width * size.height < YUV_MIN_PIXELS) {
+          stop(new NotYuv420(`source "${id}": the input is ${inputInfo?.pixFmt ?? 'of an unnamed pixel format'}, ${size.width}x${size.height}`));
           return;
         }
         // The format filter allows only these two; anything else is a bug worth a clear error.

@@ -3,7 +3,10 @@ import type { YuvColour, YuvMatrix } from '../core/frame.js';
 export interface StreamInfo {
   width: number;
   height: number;
-  /** Frames per second reported by the demuxer (fps, else tbr); undefined if unknown. */
+  /**
+   * Frames per second reported by the demuxer (fps, else tbr), or the rate ffmpeg gave its filter
+   * graph where the input's report is not used (`StderrProbe`); undefined if unknown.
+   */
   fps?: number;
   /**
    * The stream's `tbr` (its r_frame_rate: the rate all its timestamps fit), when printed. For a
@@ -177,8 +180,10 @@ export function withoutMapAdvice(lines: readonly string[]): string[] {
 }
 
 /**
- * Parses ffmpeg's log line by line. The first video stream listed under `Input #0` is the
- * source; parsing stops at `Output #0` or `Stream mapping`.
+ * Parses ffmpeg's log line by line. The source is the first video stream of the input's report,
+ * read when that report ends (at the output's `Output #0` line; without its name, at any `Output
+ * #0` or `Stream mapping`), and only when the report is ffmpeg's own (`inputStream`); else what
+ * ffmpeg gave its filter graph.
  */
 export class StderrProbe {
   private inInput = false;
@@ -201,7 +206,7 @@ export class StderrProbe {
   private firstVideo: StreamInfo | undefined;
   /** The input's report has a line ffmpeg's own would not be (see `inputStream`). */
   private reportForged = false;
-  /** What ffmpeg last gave its filter graph (`GRAPH_INPUT`): the decoded picture and its rate. */
+  /** What ffmpeg last gave its filter graph (`GRAPH_INPUT`): the decoded picture (its rate: `graphRate`). */
   private graph: { width: number; height: number; pixFmt: string } | undefined;
 
   private readonly frameTimes: FrameTimes;

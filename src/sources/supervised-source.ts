@@ -13,7 +13,7 @@ export interface WatchdogOptions {
   stallFactor: number;
   /** …but never less than this, ms. Default 2000. */
   stallMinMs: number;
-  /** …and never more than this, ms (a stream's declared rate is its own to state). Default 60 000. */
+  /** …and never more than this, ms (a stream's declared rate is its own to state). Default 60 000, or stallMinMs where higher. */
   stallMaxMs: number;
 }
 

@@ -74,7 +74,7 @@ describe('pipeline schema', () => {
     expect(session(parse('sources:\n  - {id: a, uri: /x}\nmodel:\n  allowSpinning: false\n').model)).toEqual({ session: { intra_op: { allow_spinning: '0' } } });
   });
 
-  it('the stall watchdog is bounded: 60 s by default, never below stallMinMs unless set so (refused then)', () => {
+  it('stallMaxMs is 60 s by default, or stallMinMs where higher; a value set is kept', () => {
     const w = (y: string) => parse(`sources:\n  - id: a\n    uri: rtsp://h/s\n${y}`).sources[0].watchdog;
     expect(w('')).toMatchObject({ stallFactor: 10, stallMinMs: 2000, stallMaxMs: 60_000 });
     expect(w('    watchdog: {stallMinMs: 90000}\n').stallMaxMs).toBe(90_000);

@@ -86,7 +86,7 @@ describe('inputArgs: ffmpeg input options only, each with its value', () => {
     // ffmpeg's least values are taken (and ffmpeg starts with them).
     expect(parse(['-probesize', '32', '-extra_hw_frames', '-1', '-surfaces', '0', '-rtbufsize', '0']).sources[0].inputArgs).toHaveLength(8);
     expect([ffmpegNumber('1K'), ffmpegNumber('1T'), ffmpegNumber('1MiB'), ffmpegNumber('0100'), ffmpegNumber('1E3')]).toEqual([1000, 1e12, 8 * 1024 ** 2, 100, undefined]);
-    // Every bounded option is one argus passes on, and ffmpeg's defaults are within the bounds.
+    // Every bounded option is one argus passes on; ffmpeg's default probesize (5 MB) is within its bound.
     for (const name of Object.keys(BOUNDED_OPTIONS)) expect(VALUE_OPTIONS.has(name)).toBe(true);
     expect(BOUNDED_OPTIONS.probesize.max).toBeGreaterThan(5_000_000);
   });

@@ -134,9 +134,10 @@ export const BOUNDED_OPTIONS: Readonly<Record<string, { min: number; max: number
 };
 
 /**
- * A number as ffmpeg reads one of these options: decimal, with an SI prefix (`5M`, `64Ki`) and
- * `B` (×8) as `av_strtod` takes them; undefined for anything else (ffmpeg would also evaluate an
- * expression, which argus does not, so it cannot bound it).
+ * A number as ffmpeg reads one of these options: decimal (a lowercase `e` exponent: `1e6`), with
+ * an SI prefix (`5M`, `64Ki`) and `B` (×8) as `av_strtod` takes them; undefined for anything else
+ * (`1E3`: ffmpeg's E is exa; and ffmpeg would also evaluate an expression, which argus does not,
+ * so it cannot bound it).
  */
 export function ffmpegNumber(value: string): number | undefined {
   const m = /^(-?\d+(?:\.\d+)?(?:e\d+)?)(?:([kKMGT])(i?))?(B?)$/.exec(value);

@@ -15,7 +15,8 @@ export const SOURCE_SCHEMES: readonly string[] = ['file', 'rtsp', 'rtsps', 'http
  * as ./udp:/h:1); `file:` only as `file:///absolute/path`; no option that makes ffmpeg listen
  * (`?listen` of tcp://, SRT's `mode=listener` or `rendezvous`): argus connects to its sources,
  * and a cameras-topic writer must not open ports on the workers. (`udp://` receives on a local
- * port: that is what it is.) A uri without `//` is a path (`cam:1.mp4`) or `asset:NAME`.
+ * port: that is what it is.) Buffers a uri's query sizes are bounded (`QUERY_BOUNDS`). A uri
+ * without `//` is a path (`cam:1.mp4`) or `asset:NAME`.
  */
 function checkUri(uri: string, ctx: z.RefinementCtx): void {
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//.exec(uri)?.[1];
