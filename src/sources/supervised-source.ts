@@ -1,10 +1,14 @@
-import { asyncScheduler, concat, connect, defer, EMPTY, finalize, identity, type MonoTypeOperatorFunction, type Observable, of, repeat, retry, type SchedulerLike, take, tap, throwError, timeout, timer } from 'rxjs';
+import { asyncScheduler, concat, connect, defer, EMPTY, finalize, identity, type MonoTypeOperatorFunction, type Observable, of, repeat, retry, type SchedulerLike, type Subscription, take, tap, throwError, timeout, timer } from 'rxjs';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import type { Frame } from '../core/frame.js';
+import type { Letterbox } from '../core/geometry.js';
 import { ffmpegSource, LIVE_PTS_SLACK_S, type FfmpegSourceOptions, type SourceMemo } from './ffmpeg-source.js';
 import { backoffDelay, type ReconnectPolicy, type SourceState, type Transition } from './health.js';
+
+/** A source's resolution changes are reported at most this often (see `supervisedSource`), ms. */
+export const RESIZE_REPORT_MS = 1000;
 
 export interface WatchdogOptions {
   /** No first frame within this long after (re)starting ffmpeg: restart it. Default 15 000 ms. */
@@ -156,10 +160,36 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
         },
         onResize: (from, to) => {
           o.onResize?.(from, to);
-          onTransition?.({ source: o.id, state, previous: state, reason: `resolution changed from ${from.srcWidth}x${from.srcHeight} to ${to.srcWidth}x${to.srcHeight}`, at: now(), attempt, code: ErrorCodes.SOURCE_RESIZED });
+          resized(from, to);
         },
       });
     });
+
+    // A resolution change is reported (a transition: a log line, a status message to the sinks
+    // and the outbox) at most once a RESIZE_REPORT_MS: a stream can change it on every frame (an
+    // MJPEG camera sending pictures of two sizes in turn: 30 reports a second). Changes within
+    // the interval are counted into one report at its end, from the size before the first to
+    // the last. Frames carry their own letterbox either way.
+    let resizeReportedAt = -Infinity;
+    let pendingResize: { from: Letterbox; to: Letterbox; count: number } | undefined;
+    let resizeTimer: Subscription | undefined;
+    const reportResize = (from: Letterbox, to: Letterbox, count: number) => {
+      resizeReportedAt = scheduler.now();
+      const [a, b] = [`${from.srcWidth}x${from.srcHeight}`, `${to.srcWidth}x${to.srcHeight}`];
+      const reason = count === 1 ? `resolution changed from ${a} to ${b}` : `resolution changed ${count} times in ${(RESIZE_REPORT_MS / 1000).toFixed(1)} s, from ${a}; now ${b}`;
+      onTransition?.({ source: o.id, state, previous: state, reason, at: now(), attempt, code: ErrorCodes.SOURCE_RESIZED });
+    };
+    const resized = (from: Letterbox, to: Letterbox) => {
+      const wait = resizeReportedAt + RESIZE_REPORT_MS - scheduler.now();
+      if (!pendingResize && wait <= 0) return reportResize(from, to, 1);
+      pendingResize = { from: pendingResize?.from ?? from, to, count: (pendingResize?.count ?? 0) + 1 };
+      resizeTimer ??= scheduler.schedule(() => {
+        resizeTimer = undefined;
+        const p = pendingResize!;
+        pendingResize = undefined;
+        reportResize(p.from, p.to, p.count);
+      }, Math.max(0, wait));
+    };
 
     /** The watchdog fired (the run is already killed): a stall is reported as such; either way the run errors. */
     const timedOut = (first: boolean) => () => {
@@ -227,7 +257,10 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       // onError keeps the attempt count: retry's own count never resets, or (resetOnSuccess)
       // resets on the first frame, where this one waits for a healthy period.
       retry({ delay: onError }),
-      finalize(() => state !== 'ended' && state !== 'failed' && transition('stopped', 'stopped')),
+      finalize(() => {
+        resizeTimer?.unsubscribe();
+        if (state !== 'ended' && state !== 'failed') transition('stopped', 'stopped');
+      }),
     );
   });
 }

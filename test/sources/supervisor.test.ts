@@ -178,6 +178,39 @@ describe('watchdog', () => {
   });
 });
 
+describe('resolution changes', () => {
+  it('are reported at most once a second: a stream that changes size on every frame gives one report at once, then one a second with the changes counted, and the last at the end of its second', () => {
+    scheduler.run(({ cold, flush }) => {
+      const small = letterbox(32, 24, 32, 32, 'top-left');
+      const h = supervise([cold('-')], {
+        over: {
+          // 25 changes, one every 100 ms (an MJPEG camera sending pictures of two sizes in turn), then none.
+          run: (opts) => defer(() => {
+            opts.onStreamInfo?.({ width: 64, height: 48, fps: 10 }, LB);
+            return cold('a 99ms '.repeat(25)).pipe(
+              map((_v, k): Frame => {
+                opts.onResize?.(k % 2 ? small : LB, k % 2 ? LB : small);
+                return { source: 'cam', seq: k, pts: k / 10, data: Buffer.alloc(0), letterbox: LB, stamps: {} as Frame['stamps'], producedBy: 'captured', release: () => {} };
+              }),
+            );
+          }),
+        },
+      });
+      const sub = h.src.subscribe();
+      scheduler.schedule(() => sub.unsubscribe(), 3200); // before the watchdog restarts the silent run
+      flush();
+      const reports = h.transitions.filter((t) => t.code === 'VAP_ERR_SOURCE_RESIZED').map((t) => [t.at, t.reason]);
+      // Frames k = 1–10 come at 100–1000 ms, 11–20 at 1100–2000 ms, 21–24 at 2100–2400 ms.
+      expect(reports).toEqual([
+        [0, 'resolution changed from 64x48 to 32x24'],
+        [1000, 'resolution changed 10 times in 1.0 s, from 32x24; now 32x24'],
+        [2000, 'resolution changed 10 times in 1.0 s, from 32x24; now 32x24'],
+        [3000, 'resolution changed 4 times in 1.0 s, from 32x24; now 32x24'],
+      ]);
+    });
+  });
+});
+
 describe('giving up', () => {
   it('maxAttempts failures in a row: the source errors with state failed, after maxAttempts retries', () => {
     scheduler.run(({ cold, expectObservable, flush }) => {
