@@ -14,7 +14,7 @@ import { Detector } from '../inference/detector.js';
 import { sourceKind, type SourceKind } from '../sources/ffmpeg-args.js';
 import { describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import type { Transition } from '../sources/health.js';
-import { newSourceStats, type SourceStats } from '../sources/stats.js';
+import { newSourceStats, recordTransition, type SourceStats } from '../sources/stats.js';
 import { supervisedSource } from '../sources/supervised-source.js';
 import { track } from '../tracking/track.js';
 import { detect, ffmpegOutputFor } from './detect.js';
@@ -263,9 +263,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   };
 
   const onTransition = (st: SourceStats, t: Transition) => {
-    st.state = t.state;
-    st.lastTransition = t;
-    if (t.state === 'reconnecting') st.reconnects++;
+    recordTransition(st, t);
     const level = t.state === 'failed' ? 'error' : t.state === 'reconnecting' || t.state === 'stalled' ? 'warn' : 'info';
     log(redact(`source ${t.source}: ${t.previous} → ${t.state} (${t.reason})`), { source: t.source, state: t.state, previous: t.previous, code: t.code, attempt: t.attempt }, level);
     options.onTransition?.(t);

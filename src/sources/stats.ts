@@ -1,3 +1,4 @@
+import { ErrorCodes } from '../core/errors.js';
 import type { ProducedBy } from '../core/frame.js';
 import { SampleWindow } from '../core/stats.js';
 import type { SourceState, Transition } from './health.js';
@@ -35,6 +36,17 @@ export interface SourceStats {
 
 export function newSourceStats(id: string): SourceStats {
   return { id, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, e2e: new SampleWindow(2048), pipeline: new SampleWindow(2048), state: 'stopped', reconnects: 0 };
+}
+
+/**
+ * A source's state change into its stats: the state, the latest change, and a restart counted.
+ * A resolution change reported while the source reconnects (a run's first picture of another
+ * size) keeps the state and is not another restart.
+ */
+export function recordTransition(st: SourceStats, t: Transition): void {
+  st.state = t.state;
+  st.lastTransition = t;
+  if (t.state === 'reconnecting' && t.code !== ErrorCodes.SOURCE_RESIZED) st.reconnects++;
 }
 
 /** Frames per second in and out of one source. */

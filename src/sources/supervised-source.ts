@@ -100,8 +100,41 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     // bitstream's timing), and a watchdog that waited stallFactor periods of it would never fire.
     const stallMs = () => Math.min(watchdog.stallMaxMs, Math.max(watchdog.stallMinMs, fps ? (watchdog.stallFactor * 1000) / fps : 0));
 
+    // A resolution change is reported (a transition: a log line, a status message to the sinks
+    // and the outbox) at most once a RESIZE_REPORT_MS: a stream can change it on every frame (an
+    // MJPEG camera sending pictures of two sizes in turn: 30 reports a second). Changes within
+    // the interval are counted into one report at its end (or before the next state change, in
+    // the state they happened in), from the size before the first to the last. Frames carry
+    // their own letterbox either way. On the monotonic clock, as the watchdog.
+    let resizeReportedAt = -Infinity;
+    let pendingResize: { from: Letterbox; to: Letterbox; count: number } | undefined;
+    let resizeTimer: Subscription | undefined;
+    let finished = false;
+    const reportResize = (from: Letterbox, to: Letterbox, count: number) => {
+      resizeReportedAt = clock();
+      const [a, b] = [`${from.srcWidth}x${from.srcHeight}`, `${to.srcWidth}x${to.srcHeight}`];
+      const reason = count === 1 ? `resolution changed from ${a} to ${b}` : `resolution changed ${count} times in ${(RESIZE_REPORT_MS / 1000).toFixed(1)} s, from ${a}; now ${b}`;
+      onTransition?.({ source: o.id, state, previous: state, reason, at: now(), attempt, code: ErrorCodes.SOURCE_RESIZED });
+    };
+    /** Reports the changes counted so far, if any (their interval ended, or the state changes). */
+    const flushResize = () => {
+      resizeTimer?.unsubscribe();
+      resizeTimer = undefined;
+      const p = pendingResize;
+      pendingResize = undefined;
+      if (p) reportResize(p.from, p.to, p.count);
+    };
+    const resized = (from: Letterbox, to: Letterbox) => {
+      if (finished) return;
+      const wait = Math.min(RESIZE_REPORT_MS, resizeReportedAt + RESIZE_REPORT_MS - clock());
+      if (!pendingResize && wait <= 0) return reportResize(from, to, 1);
+      pendingResize = { from: pendingResize?.from ?? from, to, count: (pendingResize?.count ?? 0) + 1 };
+      resizeTimer ??= scheduler.schedule(flushResize, Math.max(0, wait));
+    };
+
     const transition = (next: SourceState, reason: string, err?: Error) => {
       if (next === state && next !== 'reconnecting') return;
+      flushResize();
       const t: Transition = { source: o.id, state: next, previous: state, reason: redact(reason), at: now(), attempt };
       const detail = err?.message.split('\n').slice(1).join('\n'); // ffmpeg's last lines
       if (err) t.code = (err as ArgusError).code;
@@ -164,32 +197,6 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
         },
       });
     });
-
-    // A resolution change is reported (a transition: a log line, a status message to the sinks
-    // and the outbox) at most once a RESIZE_REPORT_MS: a stream can change it on every frame (an
-    // MJPEG camera sending pictures of two sizes in turn: 30 reports a second). Changes within
-    // the interval are counted into one report at its end, from the size before the first to
-    // the last. Frames carry their own letterbox either way.
-    let resizeReportedAt = -Infinity;
-    let pendingResize: { from: Letterbox; to: Letterbox; count: number } | undefined;
-    let resizeTimer: Subscription | undefined;
-    const reportResize = (from: Letterbox, to: Letterbox, count: number) => {
-      resizeReportedAt = scheduler.now();
-      const [a, b] = [`${from.srcWidth}x${from.srcHeight}`, `${to.srcWidth}x${to.srcHeight}`];
-      const reason = count === 1 ? `resolution changed from ${a} to ${b}` : `resolution changed ${count} times in ${(RESIZE_REPORT_MS / 1000).toFixed(1)} s, from ${a}; now ${b}`;
-      onTransition?.({ source: o.id, state, previous: state, reason, at: now(), attempt, code: ErrorCodes.SOURCE_RESIZED });
-    };
-    const resized = (from: Letterbox, to: Letterbox) => {
-      const wait = resizeReportedAt + RESIZE_REPORT_MS - scheduler.now();
-      if (!pendingResize && wait <= 0) return reportResize(from, to, 1);
-      pendingResize = { from: pendingResize?.from ?? from, to, count: (pendingResize?.count ?? 0) + 1 };
-      resizeTimer ??= scheduler.schedule(() => {
-        resizeTimer = undefined;
-        const p = pendingResize!;
-        pendingResize = undefined;
-        reportResize(p.from, p.to, p.count);
-      }, Math.max(0, wait));
-    };
 
     /** The watchdog fired (the run is already killed): a stall is reported as such; either way the run errors. */
     const timedOut = (first: boolean) => () => {
@@ -258,7 +265,8 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       // resets on the first frame, where this one waits for a healthy period.
       retry({ delay: onError }),
       finalize(() => {
-        resizeTimer?.unsubscribe();
+        flushResize();
+        finished = true;
         if (state !== 'ended' && state !== 'failed') transition('stopped', 'stopped');
       }),
     );

@@ -209,6 +209,39 @@ describe('resolution changes', () => {
       ]);
     });
   });
+
+  it('changes still counted when the state changes (the run fails, the source stops) are reported first, in the state they happened in', () => {
+    scheduler.run(({ cold, flush }) => {
+      const small = letterbox(32, 24, 32, 32, 'top-left');
+      const runOf = (marbles: string) => (opts: FfmpegSourceOptions) =>
+        defer(() => {
+          opts.onStreamInfo?.({ width: 64, height: 48, fps: 10 }, LB);
+          return cold(marbles, undefined, exitErr).pipe(
+            map((_v, k): Frame => {
+              opts.onResize?.(k % 2 ? small : LB, k % 2 ? LB : small);
+              return { source: 'cam', seq: k, pts: k / 10, data: Buffer.alloc(0), letterbox: LB, stamps: {} as Frame['stamps'], producedBy: 'captured', release: () => {} };
+            }),
+          );
+        });
+      let n = 0;
+      // Run 1: changes at 0 (reported), 100 and 200 ms (counted), then ffmpeg fails at 300 ms.
+      // Run 2 (after the 100 ms backoff): a change at 400 ms (counted); the source is stopped at 500 ms.
+      const h = supervise([], { over: { run: (opts) => (n++ === 0 ? runOf('a 99ms a 99ms a 99ms #') : runOf('a'))(opts) } });
+      const sub = h.src.subscribe();
+      scheduler.schedule(() => sub.unsubscribe(), 500);
+      flush();
+      expect(h.transitions.map((t) => [t.at, t.state, t.reason])).toEqual([
+        [0, 'starting', 'started'],
+        [0, 'starting', 'resolution changed from 64x48 to 32x24'],
+        [0, 'streaming', 'first frame'],
+        [300, 'streaming', 'resolution changed 2 times in 1.0 s, from 32x24; now 32x24'],
+        [300, 'reconnecting', 'source "cam": ffmpeg exited with code 1; retry 1 in 0.1 s'],
+        [400, 'reconnecting', 'resolution changed from 64x48 to 32x24'], // one change: said as one
+        [400, 'streaming', 'frames again after 1 attempt'],
+        [500, 'stopped', 'stopped'],
+      ]);
+    });
+  });
 });
 
 describe('giving up', () => {
