@@ -150,20 +150,22 @@ describe('real RTSP sources (scripts/rtsp-server.sh)', () => {
     await sleep(5000);
     ac.abort();
     const summary = await done;
-    expect(got.length).toBeGreaterThan(20);
+    expect(got.length, `${got.length} frames in 5 s`).toBeGreaterThan(20);
     // Counted at 25 fps, 5 s of a 10 fps camera would span 2 s of pts: they stay within
     // LIVE_PTS_SLACK_S of the time since the first frame (the same clock as `captured`).
     const first = got.find((f) => f.seq === 0)!;
     expect(first).toBeDefined();
-    for (const f of got) expect(Math.abs(f.pts - first.pts - (f.captured - first.captured) / 1000)).toBeLessThanOrEqual(LIVE_PTS_SLACK_S + 0.01);
+    for (const f of got) expect(Math.abs(f.pts - first.pts - (f.captured - first.captured) / 1000), `frame ${f.seq}: pts ${f.pts}`).toBeLessThanOrEqual(LIVE_PTS_SLACK_S + 0.01);
     const wall = (got[got.length - 1].captured - first.captured) / 1000;
-    expect(wall).toBeGreaterThan(4);
+    expect(wall, `${got.length} frames`).toBeGreaterThan(4);
     // The annotated copy at the configured 25 fps, each camera frame repeated over its slots: as
     // long as the camera streamed, not 40 % of it.
     expect(summary.annotate![0]).toMatchObject({ fps: 25 });
     const duration = Number(execFileSync('ffprobe', ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', join(dir, 'cam1.mp4')], { encoding: 'utf8' }).trim());
-    expect(duration).toBeGreaterThan(0.7 * wall);
-    expect(duration).toBeLessThan(wall + 1.2);
+    // (Said on failure: this test failed once locally, with which bound not kept.)
+    const said = `annotated ${duration} s of ${wall} s streamed; ${JSON.stringify(summary.annotate![0])}`;
+    expect(duration, said).toBeGreaterThan(0.7 * wall);
+    expect(duration, said).toBeLessThan(wall + 1.2);
   }, 180_000);
 
   it('two cameras, one dies: the other keeps delivering (frame rate and latency printed side by side)', async () => {
