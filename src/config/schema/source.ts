@@ -10,6 +10,9 @@ import { checkInputArgs } from './input-args.js';
  */
 export const SOURCE_SCHEMES: readonly string[] = ['file', 'rtsp', 'rtsps', 'http', 'https', 'rtmp', 'rtmps', 'srt', 'udp', 'tcp', 'v4l2'];
 
+/** A uri's `scheme://`. */
+const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
+
 /**
  * A `scheme://` uri: a scheme argus opens (another would be taken for a file's name: udp://h:1
  * as ./udp:/h:1); `file:` only as `file:///absolute/path`; no option that makes ffmpeg listen
@@ -19,7 +22,7 @@ export const SOURCE_SCHEMES: readonly string[] = ['file', 'rtsp', 'rtsps', 'http
  * without `//` is a path (`cam:1.mp4`) or `asset:NAME`.
  */
 function checkUri(uri: string, ctx: z.RefinementCtx): void {
-  const scheme = /^([a-z][a-z0-9+.-]*):\/\//.exec(uri)?.[1];
+  const scheme = SCHEME.exec(uri)?.[1]; // in lower case (the uri's transform)
   if (!scheme) return;
   if (!SOURCE_SCHEMES.includes(scheme)) {
     ctx.addIssue({ code: 'custom', message: `"${scheme}://" is not a scheme argus opens (${SOURCE_SCHEMES.map((x) => `${x}://`).join(', ')}; or a path, or asset:NAME)` });
@@ -92,7 +95,7 @@ export const SourceSchema = z
       .string()
       .min(1)
       // The scheme in lower case (`RTSP://`, `FILE:///`), as argus and ffmpeg compare it.
-      .transform((uri) => uri.replace(/^([A-Za-z][A-Za-z0-9+.-]*):\/\//, (m) => m.toLowerCase()))
+      .transform((uri) => uri.replace(SCHEME, (m) => m.toLowerCase()))
       .superRefine(checkUri),
     /** Files: 'native' plays at the file's frame rate like a camera; 'fast' as fast as inference allows. Default native. */
     rate: z.enum(['native', 'fast']).default('native'),
