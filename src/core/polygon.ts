@@ -1,12 +1,19 @@
 /** Points as [x, y] pairs. */
 export type Point = readonly [number, number];
 
-/** Ray casting: true when (x, y) lies inside the polygon (edges count as inside for the left/top edges only, as usual). */
+/**
+ * True when (x, y) lies inside the polygon or on its boundary. Boundary points count as
+ * inside on every edge: boxes are clipped to the frame, so a person cut off by the bottom of
+ * the picture has feet exactly on a zone edge drawn along the frame's border (y = height),
+ * and the ray casting test alone counts bottom and right edges as outside.
+ */
 export function pointInPolygon(x: number, y: number, poly: readonly Point[]): boolean {
   let inside = false;
   for (let i = 0, j = poly.length - 1; i < poly.length; j = i++) {
     const [xi, yi] = poly[i];
     const [xj, yj] = poly[j];
+    // On edge j→i: collinear with it and within its bounding box.
+    if ((xj - xi) * (y - yi) === (yj - yi) * (x - xi) && Math.min(xi, xj) <= x && x <= Math.max(xi, xj) && Math.min(yi, yj) <= y && y <= Math.max(yi, yj)) return true;
     if (yi > y !== yj > y && x < ((xj - xi) * (y - yi)) / (yj - yi) + xi) inside = !inside;
   }
   return inside;

@@ -100,6 +100,16 @@ describe('zones', () => {
     expect(r.alerts).toHaveLength(1);
   });
 
+  it('a person cut off by the bottom right of the frame is inside a zone drawn to the frame border', () => {
+    // Boxes are clipped to the frame, so the feet lie exactly on the zone's bottom edge (y = H),
+    // and with center-right the anchor lies on its right edge (x = W).
+    for (const anchor of ['bottom-center', 'center-right', 'bottom-right']) {
+      const r = simulate(zoneSource({ anchor }), { objects: [{ key: 'p', box: [560, 250, W, H] }] });
+      expect(r.alerts.map((a) => a.event), anchor).toEqual(['zone.enter']);
+      expect(r.last.zones!.z.occupancy, anchor).toBe(1);
+    }
+  });
+
   it('only the configured classes count', () => {
     const r = simulate(zoneSource(), { objects: [{ key: 'car', box: person(400, 300), classId: 2 }] });
     expect(r.alerts).toEqual([]);

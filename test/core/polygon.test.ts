@@ -13,6 +13,16 @@ describe('pointInPolygon', () => {
     ['inside the arm of a concave polygon', 7, 2, concave, true],
     ['in the notch of a concave polygon', 7, 5, concave, false],
     ['in the spine of a concave polygon', 2, 5, concave, true],
+    // Boundary points are inside on every edge (boxes clipped to the frame end exactly on it).
+    ['on the bottom edge', 5, 10, square, true],
+    ['on the right edge', 10, 5, square, true],
+    ['on the top edge', 5, 0, square, true],
+    ['on the left edge', 0, 5, square, true],
+    ['on a corner', 10, 10, square, true],
+    ['on an edge of the notch', 7, 4, concave, true],
+    ['on a slanted edge', 2.5, 2.5, [[0, 0], [10, 10], [0, 10]] as Point[], true],
+    ['just below the bottom edge', 5, 10.001, square, false],
+    ['on the line of an edge, past its end', 12, 10, square, false],
   ] as const)('%s', (_n, x, y, poly, want) => {
     expect(pointInPolygon(x, y, poly)).toBe(want);
   });
