@@ -11,7 +11,8 @@ import { PostprocessSchema } from './schema/postprocess.js';
 import { ServerSchema } from './schema/server.js';
 import { SinksSchema } from './schema/sinks.js';
 import { SourceSchema } from './schema/source.js';
-import { TrackingSchema } from './schema/tracking.js';
+import { TrackingSchema, type TrackingConfig } from './schema/tracking.js';
+import type { SourceConfig } from './schema/source.js';
 
 export { AlertsSchema, OutboxSchema, type AlertsConfig, type OutboxConfig } from './schema/alerts.js';
 export { CameraSchema, CamerasFileSchema, ClusterSchema, PlacementSchema, type CameraDefinition, type ClusterConfig, type Placement } from './schema/cluster.js';
@@ -56,7 +57,23 @@ export const PipelineSchema = z
     p.sources.forEach((s, i) => {
       if (seen.has(s.id)) ctx.addIssue({ code: 'custom', path: ['sources', i, 'id'], message: `duplicate source id "${s.id}"` });
       seen.add(s.id);
+      const field = untrackedField(s, p.tracking);
+      if (field) ctx.addIssue({ code: 'custom', path: ['sources', i, field], message: UNTRACKED });
     });
   });
+
+const UNTRACKED = 'zones and lines count tracked objects, and tracking.enabled is false: they would count nothing; enable tracking (conveyor-defect rules alone work without it)';
+
+/** With tracking off, the first field of a source that would count nothing (`zones` or `lines`), or undefined. */
+export function untrackedField(s: Pick<SourceConfig, 'zones' | 'lines'>, tracking: Pick<TrackingConfig, 'enabled'>): 'zones' | 'lines' | undefined {
+  if (tracking.enabled) return undefined;
+  return s.zones.length ? 'zones' : s.lines.length ? 'lines' : undefined;
+}
+
+/** The refusal of `untrackedField` as an error naming the field, for sources checked outside the pipeline's schema (a worker's cameras). */
+export function untrackedError(s: Pick<SourceConfig, 'zones' | 'lines'>, tracking: Pick<TrackingConfig, 'enabled'>, path: string): string | undefined {
+  const field = untrackedField(s, tracking);
+  return field && `${path}.${field}: ${UNTRACKED}`;
+}
 
 export type PipelineConfig = z.infer<typeof PipelineSchema>;

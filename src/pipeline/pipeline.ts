@@ -4,7 +4,7 @@ import { defer, filter, finalize, from, merge, mergeMap, type Observable, type O
 import { analyze, type FrameResult } from '../analytics/analyze.js';
 import { SourceAnalyzer } from '../analytics/analyzer.js';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../assets/catalog.js';
-import type { PipelineConfig, SourceConfig } from '../config/schema.js';
+import { untrackedError, type PipelineConfig, type SourceConfig } from '../config/schema.js';
 import { ArgusError, ErrorCodes, inContext } from '../core/errors.js';
 import type { Frame } from '../core/frame.js';
 import type { LogFn } from '../core/log.js';
@@ -283,6 +283,8 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     attach: (src, stopOne, admit) =>
       from(resolveSourceUrl(src, baseDir, ffmpegPath, log)).pipe(
         mergeMap((url) => {
+          const untracked = untrackedError(src, config.tracking, `camera ${src.id}`);
+          if (untracked) throw new ArgusError(ErrorCodes.CONFIG, untracked);
           const a = new SourceAnalyzer(src, detector.labels, `camera ${src.id}`);
           const analyzer = a.empty ? undefined : a;
           const st = newSourceStats(src.id);

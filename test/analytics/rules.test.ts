@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { SourceAnalyzer, type AlertDraft } from '../../src/analytics/analyzer.js';
 import { KOfN, RateFloor } from '../../src/analytics/conveyor.js';
 import { parseConfigText } from '../../src/config/load.js';
-import { PipelineSchema, SourceSchema } from '../../src/config/schema.js';
+import { PipelineSchema, SourceSchema, untrackedError } from '../../src/config/schema.js';
 import { ByteTracker } from '../../src/tracking/byte-tracker.js';
 import { feed, type Scene } from '../tracking/helpers.js';
 
@@ -248,8 +248,18 @@ describe('rules config validation names the field', () => {
     ['a dwell rule on a zone without a limit', '    zones:\n      - {id: z, polygon: [[0,0],[1,0],[1,1]]}\n    rules:\n      - {id: r, type: zone-dwell, zone: z}\n', /zone "z" has no dwellLimitSec/],
     ['a degenerate line', '    lines:\n      - {id: l, from: [0.5, 0.5], to: [0.5, 0.5]}\n', /sources\[0\]\.lines\[0\]\.to: a line needs two different points/],
     ['a defect rule with both forms', '    rules:\n      - {id: d, type: conveyor-defect, classes: [scissors], allowed: [bottle], k: 1, n: 2}\n', /sources\[0\]\.rules\[0\]: give exactly one of "classes"/],
+    ['zones with tracking off', '    zones:\n      - {id: z, polygon: [[0,0],[1,0],[1,1]]}\ntracking: {enabled: false}\n', /sources\[0\]\.zones: zones and lines count tracked objects, and tracking\.enabled is false/],
+    ['lines with tracking off', '    lines:\n      - {id: l, from: [0, 0.5], to: [1, 0.5]}\ntracking: {enabled: false}\n', /sources\[0\]\.lines: zones and lines count tracked objects/],
   ])('%s', (_n, yaml, msg) => {
     expect(bad(yaml)).toMatch(msg);
+  });
+
+  it('tracking off is fine for a source without zones and lines (a defect rule counts detections), and a camera of a worker is refused the same way', () => {
+    const cfg = parseConfigText('sources:\n  - id: cam\n    uri: /x.mp4\n    rules:\n      - {id: d, type: conveyor-defect, classes: [scissors], k: 1, n: 2}\ntracking: {enabled: false}\n', PipelineSchema, 'p.yaml', {});
+    expect(cfg.tracking.enabled).toBe(false);
+    const zoned = SourceSchema.parse({ id: 'cam', uri: '/x', zones: [{ id: 'z', polygon: [[0, 0], [1, 0], [1, 1]] }] });
+    expect(untrackedError(zoned, { enabled: false }, 'camera cam')).toMatch(/^camera cam\.zones: zones and lines count tracked objects/);
+    expect(untrackedError(zoned, { enabled: true }, 'camera cam')).toBeUndefined();
   });
 
   it('an unknown class label names the field and suggests labels', () => {
