@@ -49,12 +49,16 @@ export function lineStats(filtered: boolean): LineStats {
 interface Side {
   side: -1 | 1;
   lastSeen: number;
+  /** The anchor when the track was last seen beyond the margin (on `side`). */
+  x: number;
+  y: number;
 }
 
 /**
  * Directional line crossing with hysteresis: a track's side changes only once its anchor is
- * more than `marginPx` from the line, within the segment's extent; a side change is one
- * crossing. So a track crosses at most once per direction unless it first leaves the margin
+ * more than `marginPx` from the line; a side change is one crossing when the path from the
+ * track's last sighting beyond the margin on the other side meets the line within the
+ * segment (not where the track left the margin, which on a slanted path lies further on). So a track crosses at most once per direction unless it first leaves the margin
  * on the other side. Only tracked rows (trackerId ≥ 0) count. A track first seen on one side
  * (there at start, or a new id after an id switch) learns its side and has not crossed.
  */
@@ -135,16 +139,25 @@ export class LineCounter {
         }
       }
       if (from === 0) {
-        if (now !== 0) sides.set(id, { side: now, lastSeen: tMs });
+        if (now !== 0) sides.set(id, { side: now, lastSeen: tMs, x, y });
         return undefined;
       }
-      st = { side: from, lastSeen: tMs };
+      const [ox, oy] = anchorPoint(origin!, 0, anchor, this.pt);
+      st = { side: from, lastSeen: tMs, x: ox, y: oy };
       sides.set(id, st);
     }
     st.lastSeen = tMs;
-    if (now === 0 || now === st.side) return undefined;
+    if (now === 0) return undefined;
+    const px = st.x, py = st.y;
+    st.x = x;
+    st.y = y;
+    if (now === st.side) return undefined;
     st.side = now;
-    if (!this.withinSegment(x, y)) return undefined; // went round the end of the line
+    // Where the path from the last sighting beyond the margin on the other side to here meets
+    // the line: a crossing there within the segment counts; one past its end went round it.
+    const pd = this.signedDistance(px, py);
+    const k = pd / (pd - dist);
+    if (!this.withinSegment(px + (x - px) * k, py + (y - py) * k)) return undefined;
     return now === 1 ? 'in' : 'out';
   }
 

@@ -42,3 +42,29 @@ describe('a line and a track confirmed on this frame', () => {
     expect(l.update(frame([300, 170, 340, 270]), 100).map((e) => e.direction)).toEqual(['in']);
   });
 });
+
+describe('a crossing near an end of the line', () => {
+  // A 400 px line from (100, 240) to (500, 240), centre of a 40 px box as the anchor.
+  const gate = (marginPx = 10) => new LineCounter('gate', [100, 240], [500, 240], { marginPx, anchor: 'center', forgetAfterMs: 2000 });
+  /** Directions counted along a path of centres, one frame each 100 ms. */
+  const walk = (l: LineCounter, path: [number, number][]) =>
+    path.flatMap(([x, y], k) => l.update(new Detections(new Float32Array([x - 20, y - 20, x + 20, y + 20]), new Float32Array([0.9]), new Int32Array([0]), new Int32Array([7])), k * 100).map((e) => e.direction));
+  const diagonal = (x0: number, y0: number, dx: number, dy: number, n = 20) => Array.from({ length: n }, (_, k) => [x0 + dx * k, y0 + dy * k] as [number, number]);
+
+  it('is judged where the path met the line, not where the track first left the margin', () => {
+    // Walking at 45°, the path meets y = 240 at x = 490 (inside the segment) and leaves the margin at x = 510 (past its end).
+    expect(walk(gate(), diagonal(400, 150, 10, 10))).toEqual(['out']);
+    // Mirrored: it meets the line at x = 510 (past the end) and leaves the margin at x = 490 (inside).
+    expect(walk(gate(), diagonal(600, 150, -10, 10))).toEqual([]);
+    // A wide margin: the path meets the line at x = 480.
+    expect(walk(gate(30), diagonal(390, 150, 10, 10))).toEqual(['out']);
+  });
+
+  it('with frames dropped, from the last sighting beyond the margin to the first one past it', () => {
+    // 40 px steps: seen at (460, 220) then (500, 260); the path meets the line at x = 480.
+    expect(walk(gate(), diagonal(300, 60, 40, 40, 8))).toEqual(['out']);
+    // Seen at (520, 220) then (480, 260): it met the line at x = 500, the segment's end (counted), and at 540 it would not.
+    expect(walk(gate(), diagonal(680, 60, -40, 40, 8))).toEqual(['out']);
+    expect(walk(gate(), diagonal(720, 60, -40, 40, 8))).toEqual([]);
+  });
+});
