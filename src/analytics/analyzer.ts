@@ -55,6 +55,8 @@ export class SourceAnalyzer {
   private readonly lineStats: LineStats[];
   /** Alerts raised so far by rule id. */
   private readonly alertCounts = new Map<string, number>();
+  /** conveyor-rate rules whose current stoppage was alerted: its `resumed` follows. */
+  private readonly stopAlerted = new Set<string>();
   private ready = false;
 
   constructor(
@@ -184,8 +186,10 @@ export class SourceAnalyzer {
           const name = r.line !== undefined ? `line ${r.line}` : `zone ${r.zone}`;
           const change = rf.update(items, tMs);
           if (change === 'stopped' && cd.allow('', tMs)) {
+            this.stopAlerted.add(r.id);
             alerts.push({ rule: r.id, severity: r.severity, event: 'conveyor.stopped', message: `${name}: ${rf.ratePerMinute(tMs).toFixed(1)} items/min, under ${r.minPerMinute} for ${r.forSec} s`, ...where, row: -1, ratePerMinute: rf.ratePerMinute(tMs) });
-          } else if (change === 'resumed') {
+          } else if (change === 'resumed' && this.stopAlerted.delete(r.id)) {
+            // Only a stoppage that was alerted (not held back by the cooldown) is followed by its resumption.
             alerts.push({ rule: r.id, severity: 'info', event: 'conveyor.resumed', message: `${name}: back to ${rf.ratePerMinute(tMs).toFixed(1)} items/min`, ...where, row: -1, ratePerMinute: rf.ratePerMinute(tMs) });
           }
           break;

@@ -3,6 +3,7 @@ import { SourceAnalyzer, type AlertDraft } from '../../src/analytics/analyzer.js
 import { KOfN, RateFloor } from '../../src/analytics/conveyor.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { PipelineSchema, SourceSchema, untrackedError } from '../../src/config/schema.js';
+import { Detections } from '../../src/core/detections.js';
 import { ByteTracker } from '../../src/tracking/byte-tracker.js';
 import { feed, type Scene } from '../tracking/helpers.js';
 
@@ -223,6 +224,28 @@ describe('conveyor rules', () => {
     expect(events[0][0]).toBeGreaterThanOrEqual(33_000);
     expect(events[0][0]).toBeLessThanOrEqual(35_000);
     expect(events[1][0]).toBeGreaterThanOrEqual(40_000);
+  });
+
+  it('rate rule with a cooldown: a stoppage the cooldown holds back is not followed by a resumed alert', () => {
+    const a = new SourceAnalyzer(
+      SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'belt', from: [1, 0.5], to: [0, 0.5] }], rules: [{ id: 'starved', type: 'conveyor-rate', line: 'belt', minPerMinute: 30, forSec: 3, windowSec: 10, cooldownSec: 60 }] }),
+      LABELS,
+      'sources[0]',
+    );
+    a.init(W, H);
+    // One item a second crossing y = 240 while the belt runs (a new track id each), stopped at 20–35 s and 45–60 s.
+    const running = (t: number) => t < 20_000 || (t >= 35_000 && t < 45_000) || t >= 60_000;
+    const events: string[] = [];
+    for (let t = 0; t < 80_000; t += 100) {
+      const phase = t % 1000;
+      const on = running(t - phase) && phase < 500;
+      const y = 190 + phase / 5;
+      const d = on ? new Detections(new Float32Array([300, y - 20, 340, y + 20]), new Float32Array([0.9]), new Int32Array([3]), new Int32Array([1000 + Math.floor(t / 1000)])) : new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0));
+      for (const al of a.process(d, t).alerts) events.push(`${al.event}@${Math.floor(t / 1000)}`);
+    }
+    // The second stoppage (45–60 s) falls within the first alert's 60 s cooldown: neither it nor its end is announced.
+    expect(events).toEqual(['conveyor.stopped@28', 'conveyor.resumed@39']);
+    expect(a.report().alerts).toEqual({ starved: 2 });
   });
 
   it('rate floor never fires while warming up', () => {
