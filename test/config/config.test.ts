@@ -100,6 +100,7 @@ describe('pipeline schema', () => {
     ['listening SRT behind a percent-encoded mode', 'sources:\n  - id: a\n    uri: "srt://h:9000?m%6Fde=caller&mode=listener"\n', /sources\[0\]\.uri: ffmpeg would listen for a sender/],
     ['a misspelt key', 'sources:\n  - id: a\n    uri: /x.mp4\n    lop: true\n', /sources\[0\]: Unrecognized key\(s\) in object: 'lop'/],
     ['a threshold out of range', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  scoreThreshold: 1.5\n', /postprocess\.scoreThreshold: Number must be less than or equal to 1/],
+    ['more detections a frame than the tracker is sized for', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  maxDetections: 1000\n', /postprocess\.maxDetections: Number must be less than or equal to 300/],
     ['an unknown provider', 'sources:\n  - {id: a, uri: /x}\nmodel:\n  providers: [gpu]\n', /model\.providers\[0\]: Invalid enum value/],
     ['duplicate source ids', 'sources:\n  - {id: a, uri: /x}\n  - {id: a, uri: /y}\n', /sources\[1\]\.id: duplicate source id "a"/],
     ['a bad source id', 'sources:\n  - {id: "a b", uri: /x}\n', /sources\[0\]\.id: use letters/],

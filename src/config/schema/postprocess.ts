@@ -8,8 +8,12 @@ export const PostprocessSchema = z
     iouThreshold: z.number().min(0).max(1).default(0.45),
     /** Best candidates kept before NMS. Default 300. */
     preNmsTopK: z.number().int().min(1).default(300),
-    /** Detections kept per frame. Default 100. */
-    maxDetections: z.number().int().min(1).default(100),
+    /**
+     * Detections kept per frame. Default 100, at most 300 (Ultralytics' max_det): the tracker
+     * matches every detection with every track on the thread all sources share, measured at
+     * 3 ms a frame for 300 objects and 94 ms (326 ms at worst) for 1000.
+     */
+    maxDetections: z.number().int().min(1).max(300).default(100),
     /** NMS across classes. Default false. */
     classAgnostic: z.boolean().default(false),
   })
