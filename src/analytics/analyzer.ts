@@ -1,5 +1,6 @@
 import type { LineConfig, RuleConfig, SourceConfig, ZoneConfig } from '../config/schema.js';
 import type { Detections } from '../core/detections.js';
+import { ObservedTime } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { Point } from '../core/polygon.js';
 import { RateFloor, KOfN } from './conveyor.js';
@@ -57,6 +58,8 @@ export class SourceAnalyzer {
   private readonly alertCounts = new Map<string, number>();
   /** conveyor-rate rules whose current stoppage was alerted: its `resumed` follows. */
   private readonly stopAlerted = new Set<string>();
+  /** The frames' time with stalls counted as one usual gap, for the zones' and lines' unseen timeouts. */
+  private readonly observed = new ObservedTime();
   private ready = false;
 
   constructor(
@@ -152,10 +155,11 @@ export class SourceAnalyzer {
 
   process(d: Detections, tMs: number): { summary: AnalyticsSummary; alerts: AlertDraft[] } {
     if (!this.ready) throw new Error('SourceAnalyzer.init() must run before process()');
+    const obsMs = this.observed.advance(tMs);
     const zoneEvents: ZoneEvent[] = [];
-    for (const z of this.zones) for (const e of z.update(d, tMs)) zoneEvents.push(e);
+    for (const z of this.zones) for (const e of z.update(d, tMs, obsMs)) zoneEvents.push(e);
     const lineEvents: LineEvent[] = [];
-    for (const l of this.lines) for (const e of l.update(d, tMs)) lineEvents.push(e);
+    for (const l of this.lines) for (const e of l.update(d, obsMs)) lineEvents.push(e);
 
     const alerts: AlertDraft[] = [];
     const label = (c: number) => this.labels[c] ?? String(c);

@@ -48,6 +48,7 @@ export function lineStats(filtered: boolean): LineStats {
 
 interface Side {
   side: -1 | 1;
+  /** Observed time (see ObservedTime) of the last sighting: what `forgetAfterMs` counts from. */
   lastSeen: number;
   /** The anchor when the track was last seen beyond the margin (on `side`). */
   x: number;
@@ -161,6 +162,7 @@ export class LineCounter {
     return now === 1 ? 'in' : 'out';
   }
 
+  /** `tMs`: the frame's observed time (ObservedTime: a stall counts as one usual gap), which `forgetAfterMs` runs on. */
   update(d: Detections, tMs: number): LineEvent[] {
     const events: LineEvent[] = [];
     const ids = d.trackerId;

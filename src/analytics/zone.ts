@@ -104,6 +104,8 @@ interface TrackInZone {
   enteredAt: number;
   dwellRaised: boolean;
   lastSeen: number;
+  /** Observed time of the last sighting (see ObservedTime): what `exitDelayMs` counts from. */
+  lastSeenObs: number;
   classId: number;
 }
 
@@ -130,7 +132,11 @@ export class ZoneMonitor {
     return this.stats.entered;
   }
 
-  update(d: Detections, tMs: number): ZoneEvent[] {
+  /**
+   * `tMs`: the frame's time; `obsMs`: the observed time (ObservedTime; a stall counts as one
+   * usual gap), which the unseen timeouts (`exitDelayMs`, `reentrySuppressMs`) run on.
+   */
+  update(d: Detections, tMs: number, obsMs = tMs): ZoneEvent[] {
     const events: ZoneEvent[] = [];
     const ids = d.trackerId;
     const hold = Math.max(1, this.options.minHoldFrames);
@@ -149,22 +155,23 @@ export class ZoneMonitor {
         const raw = this.zone.contains(d, i);
         let st = this.tracks.get(id);
         // Back after missing frames for longer than exitDelayMs (no frame in between to notice): it had left (exit as of its last sighting), and starts afresh.
-        if (st && st.lastSeen < prevFrame && tMs - st.lastSeen > this.options.exitDelayMs) {
+        if (st && st.lastSeen < prevFrame && obsMs - st.lastSeenObs > this.options.exitDelayMs) {
           this.gone(id, st, events);
           st = undefined;
         }
         if (!st) {
-          st = { inside: false, streak: 0, enteredAt: 0, dwellRaised: false, lastSeen: tMs, classId: d.classId[i] };
+          st = { inside: false, streak: 0, enteredAt: 0, dwellRaised: false, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i] };
           this.tracks.set(id, st);
         }
         st.lastSeen = tMs;
+        st.lastSeenObs = obsMs;
         if (raw !== st.inside) {
           st.streak++;
           if (st.streak >= hold || (!raw && exitAtOnce)) {
             st.inside = raw;
             st.streak = 0;
             if (raw) {
-              if (this.takeOverStay(id, st, tMs, prevFrame)) {
+              if (this.takeOverStay(id, st, obsMs, prevFrame)) {
                 stats.reidentified++;
               } else {
                 st.enteredAt = tMs;
@@ -189,7 +196,7 @@ export class ZoneMonitor {
     }
     let occ = 0;
     for (const [id, st] of this.tracks) {
-      if (tMs - st.lastSeen > this.options.exitDelayMs) this.gone(id, st, events);
+      if (obsMs - st.lastSeenObs > this.options.exitDelayMs) this.gone(id, st, events);
       else if (st.inside) occ++;
     }
     this.occupancy = occ;
@@ -210,13 +217,13 @@ export class ZoneMonitor {
    * previous frame) at most `reentrySuppressMs` ago, `st` continues its stay and the old
    * track is dropped. The most recently seen such track is taken. O(tracks in the zone), once per entry.
    */
-  private takeOverStay(id: number, st: TrackInZone, tMs: number, prevFrame: number): boolean {
+  private takeOverStay(id: number, st: TrackInZone, obsMs: number, prevFrame: number): boolean {
     const window = this.options.reentrySuppressMs ?? 0;
     if (!(window > 0)) return false;
     let bestId = -1;
     let best: TrackInZone | undefined;
     for (const [oid, o] of this.tracks) {
-      if (oid === id || !o.inside || o.classId !== st.classId || o.lastSeen >= prevFrame || tMs - o.lastSeen > window) continue;
+      if (oid === id || !o.inside || o.classId !== st.classId || o.lastSeen >= prevFrame || obsMs - o.lastSeenObs > window) continue;
       if (!best || o.lastSeen > best.lastSeen) {
         best = o;
         bestId = oid;

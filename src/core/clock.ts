@@ -4,3 +4,38 @@ const origin = performance.timeOrigin;
 export function now(): number {
   return origin + performance.now();
 }
+
+/** A gap between two frames counts as a stall when it is longer than this and than `STALL_GAP_FACTOR` usual gaps. */
+export const STALL_GAP_MIN_MS = 1000;
+export const STALL_GAP_FACTOR = 4;
+
+/**
+ * Time that counts as evidence, for timeouts that mean "not seen for this long" (a lost track,
+ * a zone's exit, a line forgetting a track): it runs with the frames' time, but a gap between
+ * two frames that is a stall (longer than `STALL_GAP_MIN_MS` and `STALL_GAP_FACTOR` times the
+ * usual gap) counts as one usual gap. While no frame arrives nothing is seen, so a stall is no
+ * evidence that an object left: an object missed on the first frame after it has been unseen
+ * for one frame, not for the whole stall. Frames dropped on purpose (inference slower than the
+ * source) leave gaps of a few frames, which count in full. The usual gap is a moving average of
+ * the gaps that were not stalls; until there is one, every gap counts in full.
+ */
+export class ObservedTime {
+  private lastMs = NaN;
+  private observedMs = 0;
+  private usualGapMs = NaN;
+
+  /** Advances to the frame at `tMs` (its presentation time) and returns the observed time. A time earlier than the last adds nothing. */
+  advance(tMs: number): number {
+    const gap = tMs - this.lastMs;
+    this.lastMs = tMs;
+    if (!(gap > 0)) return this.observedMs;
+    const usual = this.usualGapMs;
+    if (gap > STALL_GAP_MIN_MS && gap > STALL_GAP_FACTOR * usual) {
+      this.observedMs += usual;
+    } else {
+      this.observedMs += gap;
+      this.usualGapMs = usual === usual ? usual + (gap - usual) / 8 : gap;
+    }
+    return this.observedMs;
+  }
+}

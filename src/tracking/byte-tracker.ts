@@ -1,3 +1,4 @@
+import { ObservedTime } from '../core/clock.js';
 import { Detections } from '../core/detections.js';
 import { iouXyxy } from '../core/geometry.js';
 import { LinearAssignment } from './assignment.js';
@@ -142,18 +143,21 @@ class Track {
   /** The first detection's box (xyxy): where the object was when the tracker first saw it. */
   readonly firstXyxy: Float32Array;
   lastSeenMs: number;
+  /** Observed time (see ObservedTime) of the last matched detection: what the lost-track buffer counts from. */
+  lastSeenObsMs: number;
   /** When the track was confirmed (the tracker's clock), or −Infinity. */
   confirmedMs = -Infinity;
   /** Row of the detection matched in the current update, or −1. */
   row = -1;
   removed = false;
 
-  constructor(classId: number, score: number, nowMs: number, firstXyxy: Float32Array) {
+  constructor(classId: number, score: number, nowMs: number, observedMs: number, firstXyxy: Float32Array) {
     this.classId = classId;
     this.score = score;
     this.firstXyxy = firstXyxy;
     this.firstSeenMs = nowMs;
     this.lastSeenMs = nowMs;
+    this.lastSeenObsMs = observedMs;
   }
 }
 
@@ -181,6 +185,9 @@ export class ByteTracker {
   private clockMs = 0;
   private clockOffsetMs = 0;
   private lastTimestampMs = NaN;
+  /** Frames' time with stalls counted as one usual gap: what motion and the lost-track buffer run on. */
+  private observed = new ObservedTime();
+  private observedMs = 0;
   private readonly solver = new LinearAssignment();
 
   // Scratch, grown on demand and reused across updates.
@@ -238,16 +245,17 @@ export class ByteTracker {
    */
   update(detections: Detections, timestampMs: number): Detections {
     if (!Number.isFinite(timestampMs)) throw new RangeError(`ByteTracker.update: timestamp must be finite, got ${timestampMs}`);
-    let elapsed = 0;
     if (timestampMs < this.lastTimestampMs) {
       // Time went back (say, a source restarted): no time passes, and the clock stays put.
       this.clockOffsetMs += this.lastTimestampMs - timestampMs;
-    } else if (timestampMs > this.lastTimestampMs) {
-      elapsed = timestampMs - this.lastTimestampMs;
     }
     this.lastTimestampMs = timestampMs;
     const now = (this.clockMs = timestampMs + this.clockOffsetMs);
-    const dt = elapsed / this.framePeriodMs;
+    // A stall (no frame for much longer than usual) counts as one usual gap: nothing was seen
+    // meanwhile, so tracks are neither moved on by their last velocity across it nor lost for it.
+    const observed = this.observed.advance(timestampMs);
+    const dt = (observed - this.observedMs) / this.framePeriodMs;
+    this.observedMs = observed;
     const o = this.options;
     const n = detections.length;
     this.reserve(this.pool.length, n);
@@ -312,7 +320,7 @@ export class ByteTracker {
     for (let k = 0; k < nLeft; k++) {
       const d = left[k];
       if (this.detTaken[d] || confidence[d] < newThresh) continue;
-      const t = new Track(detections.classId[d], confidence[d], now, xyxy.slice(d * 4, d * 4 + 4));
+      const t = new Track(detections.classId[d], confidence[d], now, observed, xyxy.slice(d * 4, d * 4 + 4));
       measure(t.kf, xyxy, d, true);
       t.row = d;
       if (o.minConfirmFrames <= 1) this.confirm(t);
@@ -320,7 +328,7 @@ export class ByteTracker {
     }
 
     // Lost tracks past the buffer go.
-    for (const t of pool) if (t.state === LOST && now - t.lastSeenMs > o.lostTrackBufferMs) t.removed = true;
+    for (const t of pool) if (t.state === LOST && observed - t.lastSeenObsMs > o.lostTrackBufferMs) t.removed = true;
 
     this.removeDuplicates();
     this.compact();
@@ -361,6 +369,8 @@ export class ByteTracker {
     this.clockMs = 0;
     this.clockOffsetMs = 0;
     this.lastTimestampMs = NaN;
+    this.observed = new ObservedTime();
+    this.observedMs = 0;
   }
 
   /**
@@ -410,6 +420,7 @@ export class ByteTracker {
       t.score = confidence[d];
       t.hits++;
       t.lastSeenMs = now;
+      t.lastSeenObsMs = this.observedMs;
       t.row = d;
       this.detTaken[d] = 1;
     }

@@ -174,8 +174,20 @@ describe('zone exit: delay, last position, occupancy', () => {
     const { alerts, step } = analyzer({ zones: [{ ...ZONE, exitDelayMs: 1000 }], rules: zoneRules });
     play(step, 0, 1000, () => [[1, PERSON, 400, 400]]); // last seen at 900
     play(step, 1000, 1500, () => []); // missed, but not for 1000 ms yet
-    play(step, 2500, 3000, () => [[1, PERSON, 400, 400]]); // no frame 1500–2400; back 1600 ms after its last sighting
-    expect(alerts.map((x) => [x.event, x.t, x.row])).toEqual([['zone.enter', 200, 0], ['zone.exit', 2500, -1], ['zone.enter', 2700, 0]]);
+    play(step, 2000, 2500, () => [[1, PERSON, 400, 400]]); // no frame 1500–1900 (dropped: a 600 ms gap); back 1100 ms after its last sighting
+    expect(alerts.map((x) => [x.event, x.t, x.row])).toEqual([['zone.enter', 200, 0], ['zone.exit', 2000, -1], ['zone.enter', 2200, 0]]);
+  });
+
+  it('missed on some frames, then a stall: the stall counts as one usual gap, so it has not been unseen for the exit delay', () => {
+    const { alerts, step } = analyzer({ zones: [{ ...ZONE, exitDelayMs: 1000 }], rules: zoneRules });
+    play(step, 0, 1000, () => [[1, PERSON, 400, 400]]); // last seen at 900
+    play(step, 1000, 1500, () => []); // missed on 5 frames: unseen for 500 ms of frames
+    step(6500, []); // after a 5 s stall, missed on the first frame back: unseen for 600 ms
+    play(step, 6600, 7000, () => [[1, PERSON, 400, 400]]);
+    expect(alerts.map((x) => x.event)).toEqual(['zone.enter']);
+    // Unseen through frames for longer than the delay after that, it exits as of its last sighting.
+    play(step, 7000, 8200, () => []);
+    expect(alerts.map((x) => [x.event, x.t, x.lastSeenPts])).toEqual([['zone.enter', 200, undefined], ['zone.exit', 8000, 6.9]]);
   });
 
   it('frames not delivered (a stall) are no evidence of leaving: a track seen on every frame that arrives stays inside', () => {
@@ -242,5 +254,12 @@ describe('line forgetAfterMs', () => {
     };
     expect(crossings(2000)).toBe(1);
     expect(crossings(1000)).toBe(0);
+  });
+
+  it('a stall counts as one usual gap: a side is not forgotten for the time no frame came', () => {
+    const { a, step } = analyzer({ lines: [{ ...GATE, forgetAfterMs: 1000 }] });
+    play(step, 0, 500, () => [[1, PERSON, 300, 200]]); // above the line, last seen at 400
+    play(step, 5000, 5500, () => [[1, PERSON, 300, 300]]); // the first frame after a 4.6 s stall: below
+    expect(a.report().lines.gate.in).toBe(1);
   });
 });

@@ -184,6 +184,23 @@ describe('ByteTracker', () => {
       expect(r.distinctIds('a')).toEqual(expected);
     });
 
+    it('a stall (no frame for 5 s) counts as one usual gap: missed on the first frame back, an object keeps its id and is not carried on by its old velocity', () => {
+      // 10 fps: walks right at 30 px/s for 2.5 s, stands until 3 s; no frame until 8 s; missed at 8.0 s, seen from 8.1 s.
+      const t = new ByteTracker({ frameRateHint: 10 });
+      const at = (ms: number) => 350 + 0.03 * Math.min(ms, 2500);
+      const ids = new Set<number>();
+      const see = (ms: number) => ids.add(t.update(dets([[at(ms), 300, at(ms) + 60, 450, 0.9]]), ms).trackerId![0]);
+      for (let ms = 0; ms < 3000; ms += 100) see(ms);
+      t.update(dets([]), 8000);
+      const [lost] = t.tracks();
+      expect(lost.state).toBe('lost');
+      // Predicted one usual gap on, not 5 s at the speed it had when it stopped.
+      expect(lost.xyxy[0]).toBeCloseTo(at(3000), -1);
+      for (let ms = 8100; ms < 9000; ms += 100) see(ms);
+      ids.delete(-1);
+      expect([...ids]).toEqual([1]);
+    });
+
     it('an expired track leaves tracks()', () => {
       const scene: Scene = { objects: [{ key: 'a', box: [300, 100, 360, 250], until: 1 }] };
       const t = new ByteTracker();
