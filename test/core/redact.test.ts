@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redact, redactDeep } from '../../src/core/redact.js';
+import { redact, redactDeep, registerSecrets } from '../../src/core/redact.js';
 
 describe('redact', () => {
   it.each([
@@ -11,8 +11,25 @@ describe('redact', () => {
     ['inside JSON, stopping at the closing quote', '{"uri":"rtsp://a:b@c/d","x":"e@f"}', '{"uri":"rtsp://***@c/d","x":"e@f"}'],
     ['an @ in the path is not user-info', 'http://host/a@b', 'http://host/a@b'],
     ['text without URLs is left alone', 'mail me@host', 'mail me@host'],
+    ['a double quote in the password', 'exited for rtsp://admin:pa"ss@127.0.0.1:19798/x; retry', 'exited for rtsp://***@127.0.0.1:19798/x; retry'],
+    ['a scheme after dots', 'see a.b.rtsp://u:p@h/x', 'see a.b.rtsp://***@h/x'],
+    [
+      'parameters whose names hold a secret word',
+      'http://h/a?X-Amz-Signature=s1&X-Amz-Security-Token=s2&X-Amz-Credential=s3&client_secret=s4&api-key=s5&access-token=s6&jwt=s7&X-Goog-Signature=s8&width=640',
+      'http://h/a?X-Amz-Signature=***&X-Amz-Security-Token=***&X-Amz-Credential=***&client_secret=***&api-key=***&access-token=***&jwt=***&X-Goog-Signature=***&width=640',
+    ],
   ])('%s', (_n, text, want) => {
     expect(redact(text)).toBe(want);
+  });
+
+  it("a configured uri's password and secret values are redacted wherever they appear, also where no pattern finds them", () => {
+    // A space ends the user-info for the pattern; ffmpeg may print a value outside its URL.
+    const uri = 'rtsp://admin:my pass word@cam:554/live?authtoken=T0kenValue%21';
+    expect(redact(`opening ${uri}`)).toContain('word@cam'); // the pattern alone leaves "my pass" out
+    registerSecrets(uri);
+    const out = redact(`opening ${uri}: password "my pass word" refused; token T0kenValue! expired`);
+    expect(out).not.toMatch(/my pass|T0kenValue/);
+    expect(out).toBe('opening rtsp://***@cam:554/live?authtoken=*** password "***" refused; token *** expired');
   });
 
   it('redactDeep copies only what changed', () => {
