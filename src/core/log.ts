@@ -36,3 +36,29 @@ export type LogFn = (msg: string, fields?: Record<string, unknown>, level?: LogL
 export function logFn(logger: Logger): LogFn {
   return (msg, fields, level = 'info') => logger[level](fields ?? {}, msg);
 }
+
+/**
+ * Logs the first event of a kind at once, then at most one line per `everyMs` (default 10 s),
+ * which says how many were left out since (`suppressed`). For events a client can cause at will
+ * (refused upgrades, kicked connections): each is still counted where it happens, and the log
+ * (written synchronously) cannot be flooded. Keys are a fixed set of event names.
+ */
+export class ThrottledLog {
+  private readonly last = new Map<string, { at: number; suppressed: number }>();
+  constructor(
+    private readonly out: LogFn,
+    private readonly everyMs = 10_000,
+    private readonly clock: () => number = () => performance.now(),
+  ) {}
+
+  log(key: string, msg: string, fields?: Record<string, unknown>, level?: LogLevel): void {
+    const now = this.clock();
+    const s = this.last.get(key);
+    if (s && now - s.at < this.everyMs) {
+      s.suppressed++;
+      return;
+    }
+    this.last.set(key, { at: now, suppressed: 0 });
+    this.out(msg, s?.suppressed ? { ...fields, suppressed: s.suppressed } : fields, level);
+  }
+}

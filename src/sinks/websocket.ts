@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
-import type { LogFn } from '../core/log.js';
+import { randomBytes } from 'node:crypto';
+import { ThrottledLog, type LogFn } from '../core/log.js';
 import { parseRequestUrl, refuseSocket, requestToken, tokenMatches } from '../core/http.js';
 import type { Message, MessageKind } from './message.js';
 import type { Sink } from './sink.js';
@@ -13,7 +14,7 @@ export interface WebSocketHubOptions {
   maxBufferedBytes: number;
   /** Alerts held for a client that is behind; beyond it the client is closed (1013), never silently short of an alert. Default 1000. */
   maxAlertBacklog: number;
-  /** Largest client message answered with an error frame; larger frames than 64 KiB close the socket (1009). Default 4096. */
+  /** Largest client message, its fragments together; a larger one closes the socket (1009). Default 4096. */
   maxClientMessageBytes: number;
   /**
    * Browser origins (`scheme://host[:port]`, or "*") allowed besides the server's own. An
@@ -46,6 +47,8 @@ interface Client {
   alertBacklog: string[];
   /** Answered the last heartbeat ping. */
   alive: boolean;
+  /** The last heartbeat ping's payload, which its pong must carry. */
+  pingPayload?: Buffer;
   /** Inbound rate window. */
   windowStart: number;
   windowCount: number;
@@ -88,6 +91,8 @@ export class WebSocketHub implements Sink {
     heartbeatTimeouts: 0,
   };
   private readonly log: LogFn;
+  /** Events a client can cause at will (a refused origin, a kicked client) are logged at most once per 10 s each. */
+  private readonly throttled: ThrottledLog;
   private readonly heartbeatTimer: NodeJS.Timeout;
   private readonly anyOrigin: boolean;
   private readonly origins: Set<string>;
@@ -96,8 +101,12 @@ export class WebSocketHub implements Sink {
 
   constructor(private readonly o: WebSocketHubOptions) {
     this.log = o.log ?? (() => {});
+    this.throttled = new ThrottledLog(this.log);
     // autoPong off: a ping frame is answered by onPing, which respects the client's buffer.
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024, perMessageDeflate: false, autoPong: false });
+    // maxPayload: a message over maxClientMessageBytes closes the socket (1009), fragments included:
+    // ws holds each fragment of a message until its last, as its own Buffer (about 200 bytes for a
+    // 1-byte fragment), so 64 KiB of 1-byte fragments held 13 MB per client.
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: o.maxClientMessageBytes, perMessageDeflate: false, autoPong: false });
     this.flushTimer = setInterval(() => this.flushBacklogs(), 50);
     this.flushTimer.unref();
     this.heartbeatTimer = setInterval(() => this.heartbeat(), o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
@@ -115,7 +124,7 @@ export class WebSocketHub implements Sink {
       const url = parseRequestUrl(req.url);
       if (!url) return this.refuse(socket, 400, 'Bad Request');
       if (!this.originAllowed(req)) {
-        this.log('websocket: upgrade from a foreign origin refused', { origin: String(req.headers.origin).slice(0, 200) }, 'warn');
+        this.throttled.log('origin', 'websocket: upgrade from a foreign origin refused', { origin: String(req.headers.origin).slice(0, 200) }, 'warn');
         return this.refuse(socket, 403, 'Forbidden');
       }
       if (this.o.token && !tokenMatches(requestToken(req, url), this.o.token)) return this.refuse(socket, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer realm="argus"' });
@@ -184,7 +193,11 @@ export class WebSocketHub implements Sink {
       }
     });
     ws.on('ping', (data) => this.onPing(c, data));
-    ws.on('pong', () => (c.alive = true));
+    // Only the answer to the last heartbeat's ping (its random payload) proves the client reads;
+    // every pong counts against the message rate like a ping.
+    ws.on('pong', (data) => {
+      if (this.inbound(c) && c.pingPayload && data.equals(c.pingPayload)) c.alive = true;
+    });
     ws.on('close', () => {
       this.clients.delete(c);
       this.stats.connected = this.clients.size;
@@ -235,7 +248,7 @@ export class WebSocketHub implements Sink {
     if (c.closing) return;
     c.closing = true;
     c.alertBacklog.length = 0;
-    this.log('websocket: closing a client', { code, reason }, 'warn');
+    this.throttled.log(`kick ${code}`, 'websocket: closing a client', { code, reason }, 'warn');
     try {
       c.ws.close(code, reason);
     } catch {
@@ -253,8 +266,9 @@ export class WebSocketHub implements Sink {
         continue;
       }
       c.alive = false;
+      c.pingPayload = randomBytes(8);
       try {
-        c.ws.ping();
+        c.ws.ping(c.pingPayload);
       } catch {
         c.ws.terminate();
       }
@@ -263,9 +277,7 @@ export class WebSocketHub implements Sink {
 
   private onMessage(c: Client, data: RawData, isBinary: boolean): void {
     if (!this.inbound(c)) return;
-    const size = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : (data as Buffer | ArrayBuffer).byteLength;
     if (isBinary) return this.error(c, 'bad_message', 'binary frames are not part of the protocol; send JSON text');
-    if (size > this.o.maxClientMessageBytes) return this.error(c, 'message_too_large', `messages are limited to ${this.o.maxClientMessageBytes} bytes, got ${size}`);
     let m: unknown;
     try {
       m = JSON.parse(data.toString());
@@ -276,8 +288,9 @@ export class WebSocketHub implements Sink {
     const msg = m as Record<string, unknown>;
     switch (msg.type) {
       case 'subscribe': {
-        const sources = msg.sources ?? ['*'];
-        const kinds = msg.kinds ?? ['detections', 'alerts'];
+        // Absent means the default; null is not an array, and is refused like any other non-array.
+        const sources = msg.sources === undefined ? ['*'] : msg.sources;
+        const kinds = msg.kinds === undefined ? ['detections', 'alerts'] : msg.kinds;
         if (!Array.isArray(sources) || !sources.every((s) => typeof s === 'string')) return this.error(c, 'bad_subscribe', '"sources" must be an array of source ids (or ["*"])');
         if (!Array.isArray(kinds) || !kinds.every((k) => KINDS.includes(k as SubKind))) return this.error(c, 'bad_subscribe', `"kinds" must be an array of ${KINDS.map((k) => `"${k}"`).join(', ')}`);
         c.sources = sources.includes('*') ? 'all' : new Set(sources as string[]);
@@ -360,10 +373,7 @@ export class WebSocketHub implements Sink {
 
   private queueAlert(c: Client, json: string): void {
     if (c.alertBacklog.length >= this.o.maxAlertBacklog) {
-      this.log('websocket: client too slow for its alerts; closing it', { backlog: c.alertBacklog.length }, 'warn');
-      c.ws.close(1013, 'alert backlog overflow: reconnect');
-      setTimeout(() => c.ws.terminate(), 1000).unref();
-      this.clients.delete(c);
+      this.kick(c, 1013, `alert backlog overflow (${c.alertBacklog.length} alerts): reconnect`);
       return;
     }
     c.alertBacklog.push(json);

@@ -433,14 +433,20 @@ describe('WebSocket: origin, clients, heartbeat, buffers, rate', () => {
     live.ws!.on('ping', () => livePings++);
     const deaf = await open(url, { autoPong: false });
     const deafClosed = new Promise<void>((r) => deaf.ws!.once('close', () => r()));
-    // Without a heartbeat nothing would ever close it: the bound only ends a hang.
+    // A client that sends pongs of its own (not the ping's payload) every 300 ms proves nothing.
+    const faker = await open(url, { autoPong: false });
+    const fakerClosed = new Promise<void>((r) => faker.ws!.once('close', () => r()));
+    const fake = setInterval(() => faker.ws!.readyState === WebSocket.OPEN && faker.ws!.pong(Buffer.from('alive')), 300);
+    cleanups.push(() => clearInterval(fake));
+    // Without a heartbeat nothing would ever close them: the bound only ends a hang.
     await within(deafClosed, 60_000, 'the deaf client to be closed');
-    expect(hub.stats.heartbeatTimeouts).toBe(1);
+    await within(fakerClosed, 60_000, 'the client with pongs of its own to be closed');
+    expect(hub.stats.heartbeatTimeouts).toBe(2);
     // Three more heartbeats reach the live client (it answers each): it is still open.
     const after = livePings;
     await until(() => livePings >= after + 3, 60_000, 'three more heartbeats');
     expect(live.ws!.readyState).toBe(WebSocket.OPEN);
-    expect(hub.stats.heartbeatTimeouts).toBe(1);
+    expect(hub.stats.heartbeatTimeouts).toBe(2);
   }, 180_000);
 
   it('replies to a client that does not read are not queued; one that keeps sending while that far behind is closed', async () => {
@@ -469,7 +475,7 @@ describe('WebSocket: origin, clients, heartbeat, buffers, rate', () => {
     await until(() => hub.stats.notReading === 1 && hub.stats.connected === 0, 60_000, 'the client to be closed');
   }, 180_000);
 
-  it('more than maxMessagesPerSecond messages or ping frames close the client with 1008; oversized frames 1009', async () => {
+  it('more than maxMessagesPerSecond messages, ping or pong frames close the client with 1008; a message over maxClientMessageBytes 1009, in one frame or in fragments', async () => {
     const { hub, url } = await hubServer({ maxMessagesPerSecond: 50 });
     const a = (await open(url)).ws!;
     const aClosed = new Promise<number>((r) => a.once('close', (code) => r(code)));
@@ -479,10 +485,28 @@ describe('WebSocket: origin, clients, heartbeat, buffers, rate', () => {
     const bClosed = new Promise<number>((r) => b.once('close', (code) => r(code)));
     for (let i = 0; i < 300; i++) b.ping();
     expect(await within(bClosed, 60_000, 'the close')).toBe(1008);
-    expect(hub.stats.rateLimited).toBe(2);
+    const p = (await open(url, { autoPong: false })).ws!;
+    const pClosed = new Promise<number>((r) => p.once('close', (code) => r(code)));
+    for (let i = 0; i < 300; i++) p.pong();
+    expect(await within(pClosed, 60_000, 'the close')).toBe(1008);
+    expect(hub.stats.rateLimited).toBe(3);
     const c = (await open(url)).ws!;
     const cClosed = new Promise<number>((r) => c.once('close', (code) => r(code)));
-    c.send('x'.repeat(70 * 1024));
+    c.send('x'.repeat(4097));
     expect(await within(cClosed, 60_000, 'the close')).toBe(1009);
+    // 1-byte fragments of one message: closed once they pass 4096 bytes together (ws holds each until the last).
+    const f = (await open(url)).ws!;
+    const fClosed = new Promise<number>((r) => f.once('close', (code) => r(code)));
+    for (let i = 0; i < 5000 && f.readyState === WebSocket.OPEN; i++) f.send('x', { fin: false });
+    expect(await within(fClosed, 60_000, 'the close')).toBe(1009);
+    expect(hub.stats.rateLimited).toBe(3); // fragments are one message: the rate limit did not close it
+  });
+
+  it('refused upgrades and closed clients are logged at most once per 10 s each, with how many were left out; all are counted', async () => {
+    const lines: [string, Record<string, unknown> | undefined][] = [];
+    const { hub, url } = await hubServer({ log: (m, f) => lines.push([m, f]) });
+    for (let i = 0; i < 30; i++) expect((await open(url, { origin: 'http://evil.example' })).status).toBe(403);
+    expect(hub.stats.refused).toBe(30);
+    expect(lines.filter(([m]) => m.includes('foreign origin'))).toHaveLength(1);
   });
 });
