@@ -147,6 +147,7 @@ export const DASHBOARD_MODULES: readonly string[] = [
   'numbers.js',
   'overlay.js',
   'render-queue.js',
+  'snapshot.js',
   'sources.js',
   'stage-bar.js',
   'stages.js',

@@ -2,19 +2,11 @@
 import { $, el } from './dom.js';
 import { fmtMs, fmtTime } from './format.js';
 import { e2eOf, isNum } from './numbers.js';
-import { withToken } from './token.js';
+import { refName, snapshotSrc } from './snapshot.js';
 
 const MAX_ALERTS = 20;
 
 let alertCount = 0;
-
-/** An image URL for the snapshot: inline data, or a same-origin path (with the token); null otherwise. */
-function snapshotSrc(snap) {
-  if (!snap) return null;
-  if (typeof snap.data === 'string' && snap.data.length) return `data:${snap.contentType || 'image/jpeg'};base64,${snap.data}`;
-  if (typeof snap.ref === 'string' && snap.ref.startsWith('/') && !snap.ref.startsWith('//')) return withToken(snap.ref);
-  return null;
-}
 
 /** Lists the alert of message `m` at the top and counts it. */
 export function addAlert(m) {
@@ -35,7 +27,7 @@ export function addAlert(m) {
     btn.addEventListener('click', () => openSnapshot(src, m));
     li.append(btn);
   } else if (a.snapshot && a.snapshot.ref) {
-    li.append(el('span', { class: 'snapshot-ref', title: 'Snapshot file', text: a.snapshot.ref }));
+    li.append(el('span', { class: 'snapshot-ref', title: `Snapshot file on the argus host: ${a.snapshot.ref}`, text: refName(a.snapshot.ref) }));
   } else {
     li.append(el('span', { class: 'snapshot-none', 'aria-hidden': 'true' }));
   }

@@ -1,6 +1,6 @@
 /**
  * The access token the page was opened with (`/?token=…`), forwarded to everything the page
- * asks the server for: /api/sources, /ws and snapshot files.
+ * asks the server for: /api/sources and /ws.
  */
 const params = new URLSearchParams(location.search);
 export const token = params.get('token');

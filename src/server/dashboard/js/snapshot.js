@@ -1,0 +1,15 @@
+/**
+ * An image URL for an alert's snapshot: inline data (`mode: embed`) as a data URL; null for
+ * anything else. A `ref` (`mode: ref`) names a file on the argus host's disk, not a URL the
+ * server answers: loading it as one showed a broken image. The list shows its name instead.
+ */
+export function snapshotSrc(snap) {
+  if (!snap) return null;
+  if (typeof snap.data === 'string' && snap.data.length) return `data:${snap.contentType === 'image/jpeg' ? 'image/jpeg' : 'application/octet-stream'};base64,${snap.data}`;
+  return null;
+}
+
+/** The file name of a snapshot ref (its folder is the argus host's, of no use in a browser). */
+export function refName(ref) {
+  return String(ref).split(/[\\/]/).pop();
+}

@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest';
+
+// The browser's own module (plain JS, no type declarations), imported as the page imports it.
+type Snap = { contentType?: string; data?: string; ref?: string } | undefined;
+const load = async () => (await import('../../src/server/dashboard/js/snapshot.js' as string)) as { snapshotSrc: (s: Snap) => string | null; refName: (r: string) => string };
+
+describe('dashboard: an alert snapshot', () => {
+  it('inline data is shown as a data URL', async () => {
+    const { snapshotSrc } = await load();
+    expect(snapshotSrc({ contentType: 'image/jpeg', data: '/9j/4AAQ' })).toBe('data:image/jpeg;base64,/9j/4AAQ');
+    expect(snapshotSrc({ contentType: 'text/html', data: 'PGI+' })).toBe('data:application/octet-stream;base64,PGI+');
+  });
+
+  it('a ref names a file on the argus host, not a URL: it is not loaded (it gave a broken image) and only its name is shown', async () => {
+    const { snapshotSrc, refName } = await load();
+    expect(snapshotSrc({ contentType: 'image/jpeg', ref: '/var/lib/argus/snapshots/a-1.jpg' })).toBeNull();
+    expect(refName('/var/lib/argus/snapshots/a-1.jpg')).toBe('a-1.jpg');
+    expect(refName('C:\\argus\\snapshots\\a-2.jpg')).toBe('a-2.jpg');
+    expect(snapshotSrc(undefined)).toBeNull();
+  });
+});
