@@ -51,7 +51,7 @@ export class SourceAnalyzer {
   private readonly cooldowns = new Map<string, Cooldown>();
   private readonly rates = new Map<string, RateFloor>();
   private readonly defects = new Map<string, { kofn: KOfN; match: (c: number) => boolean; minScore: number }>();
-  /** Counts of each zone and line over the run, kept when they are placed again at a new resolution. */
+  /** Counts of each zone and line over the run. */
   private readonly zoneStats: ZoneStats[];
   private readonly lineStats: LineStats[];
   /** Alerts raised so far by rule id. */
@@ -61,6 +61,9 @@ export class SourceAnalyzer {
   /** The frames' time with stalls counted as one usual gap, for the zones' and lines' unseen timeouts. */
   private readonly observed = new ObservedTime();
   private ready = false;
+  /** The first frame's size (pixel points are given for it) and the current one. */
+  private firstSize?: { width: number; height: number };
+  private size?: { width: number; height: number };
 
   constructor(
     readonly source: SourceConfig,
@@ -91,23 +94,49 @@ export class SourceAnalyzer {
     return this.zoneCfg.length === 0 && this.lineCfg.length === 0 && this.rules.length === 0;
   }
 
-  /** Places zones and lines in pixels once the frame size is known; pixel points outside it are a config error. */
+  /**
+   * Places zones and lines in pixels once the frame size is known; pixel points outside that
+   * first frame are a config error. Called again when the source changes its resolution, it
+   * moves them to the new size and keeps what they know of each track (who is inside, since
+   * when, on which side of a line): fractions are taken of the new size, and pixel points are
+   * scaled from the first frame's size to the new one (the camera's view is the same).
+   */
   init(width: number, height: number): void {
-    const check = (pts: readonly Point[], field: string) =>
-      pts.forEach((p, j) => {
-        if (p[0] > width || p[1] > height) throw new ArgusError(ErrorCodes.CONFIG, `${this.path}.${field}[${j}]: point [${p.join(', ')}] is outside the ${width}x${height} frame`);
+    const first = this.firstSize;
+    if (first && this.size && this.size.width === width && this.size.height === height) return;
+    if (!first) {
+      const check = (pts: readonly Point[], field: string) =>
+        pts.forEach((p, j) => {
+          if (p[0] > width || p[1] > height) throw new ArgusError(ErrorCodes.CONFIG, `${this.path}.${field}[${j}]: point [${p.join(', ')}] is outside the ${width}x${height} frame`);
+        });
+      this.zoneCfg.forEach((z, i) => z.units === 'pixel' && check(z.polygon, `zones[${i}].polygon`));
+      this.lineCfg.forEach((l, i) => l.units === 'pixel' && check([l.from, l.to], `lines[${i}]`));
+    }
+    const base = first ?? { width, height };
+    const place = (pts: readonly Point[], units: 'fraction' | 'pixel') =>
+      units === 'pixel' ? toPixels(pts, 'fraction', width / base.width, height / base.height) : toPixels(pts, 'fraction', width, height);
+    const zonePolygon = (i: number) => new PolygonZone(this.zoneCfg[i].id, place(this.zoneCfg[i].polygon, this.zoneCfg[i].units), this.zoneClasses[i], this.zoneCfg[i].anchor);
+    const lineEnds = (i: number) => place([this.lineCfg[i].from, this.lineCfg[i].to], this.lineCfg[i].units);
+    if (first && this.size) {
+      const sx = width / this.size.width, sy = height / this.size.height;
+      this.zones.forEach((z, i) => z.place(zonePolygon(i)));
+      this.lines.forEach((l, i) => {
+        const [from, to] = lineEnds(i);
+        l.place(from, to, sx, sy);
       });
-    this.zones = this.zoneCfg.map((z, i) => {
-      if (z.units === 'pixel') check(z.polygon, `zones[${i}].polygon`);
-      const dwell = z.dwellLimitSec !== undefined ? z.dwellLimitSec * 1000 : undefined;
-      const options = { minHoldFrames: z.minHoldFrames, dwellLimitMs: dwell, exitDelayMs: z.exitDelayMs, exitOn: z.exitOn, reentrySuppressMs: z.reentrySuppressMs };
-      return new ZoneMonitor(new PolygonZone(z.id, toPixels(z.polygon, z.units, width, height), this.zoneClasses[i], z.anchor), options, this.zoneStats[i]);
-    });
-    this.lines = this.lineCfg.map((l, i) => {
-      if (l.units === 'pixel') check([l.from, l.to], `lines[${i}]`);
-      const [from, to] = toPixels([l.from, l.to], l.units, width, height);
-      return new LineCounter(l.id, from, to, { marginPx: l.marginPx, anchor: l.anchor, classIds: this.lineClasses[i], forgetAfterMs: l.forgetAfterMs }, this.lineStats[i]);
-    });
+    } else {
+      this.firstSize = { width, height };
+      this.zones = this.zoneCfg.map((z, i) => {
+        const dwell = z.dwellLimitSec !== undefined ? z.dwellLimitSec * 1000 : undefined;
+        const options = { minHoldFrames: z.minHoldFrames, dwellLimitMs: dwell, exitDelayMs: z.exitDelayMs, exitOn: z.exitOn, reentrySuppressMs: z.reentrySuppressMs };
+        return new ZoneMonitor(zonePolygon(i), options, this.zoneStats[i]);
+      });
+      this.lines = this.lineCfg.map((l, i) => {
+        const [from, to] = lineEnds(i);
+        return new LineCounter(l.id, from, to, { marginPx: l.marginPx, anchor: l.anchor, classIds: this.lineClasses[i], forgetAfterMs: l.forgetAfterMs }, this.lineStats[i]);
+      });
+    }
+    this.size = { width, height };
     this.ready = true;
   }
 

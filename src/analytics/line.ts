@@ -27,7 +27,7 @@ export interface LineCounterOptions {
   forgetAfterMs: number;
 }
 
-/** What a line counted so far. It outlives its LineCounter: the analyzer keeps it when lines are placed again at a new resolution. */
+/** What a line counted so far (the run's figures, see SourceAnalyzer.report). */
 export interface LineStats {
   /** Crossings so far by class id. */
   readonly countIn: Map<number, number>;
@@ -71,21 +71,50 @@ export class LineCounter {
   /** Time of the frame before the one being processed. */
   private prevFrameMs = -Infinity;
   private lastFrameMs = -Infinity;
-  private readonly dx: number;
-  private readonly dy: number;
-  private readonly len: number;
+  private dx = 0;
+  private dy = 0;
+  private len = 0;
+  /** Where the line is, in the current picture's pixels (see `place`). */
+  from: Point;
+  to: Point;
 
   constructor(
     readonly id: string,
-    readonly from: Point,
-    readonly to: Point,
+    from: Point,
+    to: Point,
     readonly options: LineCounterOptions,
     readonly stats: LineStats = lineStats(options.classIds !== undefined),
   ) {
-    this.dx = to[0] - from[0];
-    this.dy = to[1] - from[1];
-    this.len = Math.hypot(this.dx, this.dy);
-    if (!(this.len > 0)) throw new RangeError(`line ${id}: from and to are the same point`);
+    this.from = from;
+    this.to = to;
+    this.setEnds(from, to);
+  }
+
+  private setEnds(from: Point, to: Point): void {
+    const dx = to[0] - from[0];
+    const dy = to[1] - from[1];
+    const len = Math.hypot(dx, dy);
+    if (!(len > 0)) throw new RangeError(`line ${this.id}: from and to are the same point`);
+    this.from = from;
+    this.to = to;
+    this.dx = dx;
+    this.dy = dy;
+    this.len = len;
+  }
+
+  /**
+   * Moves the line to `from`→`to` in a picture scaled by `sx`, `sy` from the last one (a source
+   * that changed its resolution). The tracks' sides are kept (scaling both axes by positive
+   * factors keeps every point on its side), and their last positions are scaled with them.
+   */
+  place(from: Point, to: Point, sx: number, sy: number): void {
+    this.setEnds(from, to);
+    for (const sides of [this.side, this.otherSide]) {
+      for (const st of sides.values()) {
+        st.x *= sx;
+        st.y *= sy;
+      }
+    }
   }
 
   /** Crossings so far by class id. */

@@ -79,7 +79,7 @@ export interface ZoneMonitorOptions {
   reentrySuppressMs?: number;
 }
 
-/** What a zone counted so far. It outlives its ZoneMonitor: the analyzer keeps it when zones are placed again at a new resolution. */
+/** What a zone counted so far (the run's figures, see SourceAnalyzer.report). */
 export interface ZoneStats {
   entered: number;
   exited: number;
@@ -122,10 +122,20 @@ export class ZoneMonitor {
   private lastFrameMs = -Infinity;
 
   constructor(
-    readonly zone: PolygonZone,
+    /** Where the zone is, in the current picture's pixels (see `place`). */
+    public zone: PolygonZone,
     readonly options: ZoneMonitorOptions,
     readonly stats: ZoneStats = zoneStats(zone.classIds !== undefined),
   ) {}
+
+  /**
+   * Moves the zone to `zone` (the same zone in a picture of another size, when a source changes
+   * its resolution). Which tracks are inside, since when, and their holds are kept: an object
+   * standing in the zone does not leave and enter again because the camera changed its size.
+   */
+  place(zone: PolygonZone): void {
+    this.zone = zone;
+  }
 
   /** Entries so far. */
   get entered(): number {

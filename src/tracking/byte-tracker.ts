@@ -2,7 +2,7 @@ import { ObservedTime } from '../core/clock.js';
 import { Detections } from '../core/detections.js';
 import { iouXyxy } from '../core/geometry.js';
 import { LinearAssignment } from './assignment.js';
-import { createKalmanState, kalmanBoxXyxy, kalmanInitiate, kalmanPredict, kalmanUpdate } from './kalman.js';
+import { createKalmanState, kalmanBoxXyxy, kalmanInitiate, kalmanPredict, kalmanScale, kalmanUpdate } from './kalman.js';
 import type { KalmanState } from './kalman.js';
 
 /**
@@ -361,6 +361,19 @@ export class ByteTracker {
       });
     }
     return out;
+  }
+
+  /**
+   * Carries every track over to a picture scaled by `sx` and `sy` (a source that changed its
+   * resolution; detections come in the new picture's pixels from the next update): the tracks
+   * keep their ids, as the objects have not changed.
+   */
+  rescale(sx: number, sy: number): void {
+    if (!(sx > 0 && sy > 0 && Number.isFinite(sx) && Number.isFinite(sy))) throw new RangeError(`ByteTracker.rescale: factors must be positive, got ${sx}, ${sy}`);
+    for (const t of this.pool) {
+      kalmanScale(t.kf, sx, sy);
+      for (let k = 0; k < 4; k++) t.firstXyxy[k] *= k % 2 === 0 ? sx : sy;
+    }
   }
 
   /** Forgets every track and the last timestamp. Ids keep counting up: they are never reused. */

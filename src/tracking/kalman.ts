@@ -47,6 +47,23 @@ export function kalmanInitiate(s: KalmanState, cx: number, cy: number, a: number
 }
 
 /**
+ * The same state in a picture scaled by `sx` horizontally and `sy` vertically (a camera that
+ * changed its resolution): positions and their velocities scale with their axis, the aspect
+ * ratio w/h by sx/sy, and each coordinate's covariance block by the square of its factor.
+ */
+export function kalmanScale(s: KalmanState, sx: number, sy: number): void {
+  const f = [sx, sy, sx / sy, sy];
+  for (let k = 0; k < 4; k++) {
+    s.mean[k] *= f[k];
+    s.mean[k + 4] *= f[k];
+    const f2 = f[k] * f[k];
+    s.cov[3 * k] *= f2;
+    s.cov[3 * k + 1] *= f2;
+    s.cov[3 * k + 2] *= f2;
+  }
+}
+
+/**
  * Moves the state `dt` nominal frame periods ahead: x += dt·v, P = F P Fᵀ + dt·Q.
  *
  * Q is the reference's per-frame process noise (std 1/20 of the height for positions, 1/160

@@ -1,0 +1,104 @@
+/**
+ * A source that changes its resolution mid-run (a camera switching profiles, an MJPEG stream of
+ * pictures of two sizes): the tracker and the zones and lines follow the picture, and keep what
+ * they know of each object. Virtual time: frames with injected pts, through the real operators.
+ */
+import { from, lastValueFrom, toArray } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import { analyze } from '../../src/analytics/analyze.js';
+import { SourceAnalyzer } from '../../src/analytics/analyzer.js';
+import { SourceSchema } from '../../src/config/schema.js';
+import { Detections } from '../../src/core/detections.js';
+import { letterbox } from '../../src/core/geometry.js';
+import type { DetectedFrame } from '../../src/postprocess/postprocess.js';
+import { ByteTracker } from '../../src/tracking/byte-tracker.js';
+import { createKalmanState, kalmanBoxXyxy, kalmanInitiate, kalmanScale } from '../../src/tracking/kalman.js';
+import { track } from '../../src/tracking/track.js';
+
+const RULES = [
+  { id: 'in', type: 'zone-enter', zone: 'z' },
+  { id: 'out', type: 'zone-exit', zone: 'z' },
+  { id: 'dwell', type: 'zone-dwell', zone: 'z' },
+];
+
+/**
+ * 10 fps: one person standing in the zone (feet at 1050, 900 in 1080p pixels) until 10 s; the
+ * camera gives 1280x720 from 3 s to 6 s, then 1080p again, as `sizeAt(k)` says.
+ */
+async function standInZone(source: Record<string, unknown>, sizeAt: (k: number) => 1 | 2) {
+  const zone = source.zones as { dwellLimitSec?: number }[];
+  const rules = RULES.filter((r) => r.type !== 'zone-dwell' || zone[0].dwellLimitSec !== undefined);
+  const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', rules, ...source }), ['person'], 'sources[0]');
+  const lbs = { 1: letterbox(1920, 1080, 416, 416), 2: letterbox(1280, 720, 416, 416) };
+  const frames: DetectedFrame[] = [];
+  for (let k = 0; k < 130; k++) {
+    const size = sizeAt(k);
+    const s = size === 1 ? 1 : 2 / 3;
+    const d = k < 100 ? new Detections(Float32Array.from([1000 * s, 600 * s, 1100 * s, 900 * s]), Float32Array.from([0.9]), Int32Array.from([0])) : new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0));
+    frames.push({ frame: { pts: k / 10, letterbox: lbs[size] }, detections: d } as unknown as DetectedFrame);
+  }
+  const out = await lastValueFrom(from(frames).pipe(track({ enabled: true }, () => 10), analyze(a), toArray()));
+  const alerts = out.flatMap((r) => r.alerts.map((x) => `${x.event}#${x.trackId}@${r.frame.pts.toFixed(1)}`));
+  return { alerts, report: a.report(), ids: new Set(out.flatMap((r) => [...(r.detections.trackerId ?? [])]).filter((i) => i > 0)) };
+}
+
+const profileSwitch = (k: number) => (k >= 30 && k < 60 ? 2 : 1);
+
+describe('a source that changes its resolution', () => {
+  it('a person standing in a zone (fractions) keeps one id and one stay: one entry, the dwell alert, one exit when it leaves', async () => {
+    const r = await standInZone({ zones: [{ id: 'z', polygon: [[0.45, 0.45], [0.95, 0.45], [0.95, 0.95], [0.45, 0.95]], dwellLimitSec: 5 }] }, profileSwitch);
+    expect([...r.ids]).toEqual([1]);
+    expect(r.alerts).toEqual(['zone.enter#1@0.4', 'zone.dwell#1@5.4', 'zone.exit#1@12.0']);
+    expect(r.report.zones.z).toMatchObject({ entered: 1, exited: 1, occupancy: 0 });
+  });
+
+  it('a picture size that alternates on every frame: still one entry', async () => {
+    const r = await standInZone({ zones: [{ id: 'z', polygon: [[0.45, 0.45], [0.95, 0.45], [0.95, 0.95], [0.45, 0.95]] }] }, (k) => (k % 2 ? 2 : 1));
+    expect([...r.ids]).toEqual([1]);
+    expect(r.alerts).toEqual(['zone.enter#1@0.4', 'zone.exit#1@12.0']);
+  });
+
+  it('a zone in pixels (given for the first picture) is scaled to a smaller one, not refused: the source goes on', async () => {
+    const r = await standInZone({ zones: [{ id: 'z', units: 'pixel', polygon: [[900, 500], [1800, 500], [1800, 1000], [900, 1000]], dwellLimitSec: 5 }] }, profileSwitch);
+    expect(r.alerts).toEqual(['zone.enter#1@0.4', 'zone.dwell#1@5.4', 'zone.exit#1@12.0']);
+  });
+
+  it("zones and lines are placed on the new size; a line keeps each track's side", () => {
+    const a = new SourceAnalyzer(
+      SourceSchema.parse({ id: 'cam', uri: '/x.mp4', zones: [{ id: 'z', units: 'pixel', polygon: [[900, 500], [1800, 500], [1800, 1000]] }], lines: [{ id: 'l', from: [1, 0.5], to: [0, 0.5], anchor: 'center' }], rules: [{ id: 'cross', type: 'line-cross', line: 'l' }] }),
+      ['person'],
+      'sources[0]',
+    );
+    a.init(1920, 1080);
+    const row = (cy: number) => new Detections(Float32Array.from([500, cy - 50, 600, cy + 50]), Float32Array.from([0.9]), Int32Array.from([0]), Int32Array.from([7]));
+    a.process(row(400), 0); // above the line (y 540)
+    a.init(1280, 720);
+    expect(a.geometry().zones[0].polygon).toEqual([[600, 500 * (2 / 3)], [1200, 500 * (2 / 3)], [1200, 1000 * (2 / 3)]]);
+    expect(a.geometry().lines[0]).toMatchObject({ from: [1280, 360], to: [0, 360] });
+    expect(a.process(row(300), 100).alerts).toEqual([]); // still above (y 360 now)
+    expect(a.process(row(420), 200).alerts.map((x) => x.direction)).toEqual(['in']); // crossed: its side was kept
+  });
+});
+
+describe('the tracker and a resolution change', () => {
+  it('kalmanScale gives the same box in the scaled picture', () => {
+    const s = createKalmanState();
+    kalmanInitiate(s, 960, 540, 0.5, 200);
+    kalmanScale(s, 2 / 3, 2 / 3);
+    const box = new Float64Array(4);
+    kalmanBoxXyxy(s, box, 0);
+    expect([...box].map((v) => Math.round(v * 1000) / 1000)).toEqual([606.667, 293.333, 673.333, 426.667]); // 100x200 at (960, 540), scaled by 2/3
+  });
+
+  it('rescaled tracks match the next detections in the new pixels, with their ids; without it they would not', () => {
+    const box = (s: number) => new Detections(Float32Array.from([1000 * s, 600 * s, 1100 * s, 900 * s]), Float32Array.from([0.9]), Int32Array.from([0]));
+    const run = (rescale: boolean) => {
+      const t = new ByteTracker({ frameRateHint: 10 });
+      for (let k = 0; k < 5; k++) t.update(box(1), k * 100);
+      if (rescale) t.rescale(0.5, 0.5);
+      return t.update(box(0.5), 500).trackerId![0];
+    };
+    expect(run(true)).toBe(1);
+    expect(run(false)).toBe(-1);
+  });
+});
