@@ -123,6 +123,15 @@ export interface TrackSnapshot {
   readonly lastSeenMs: number;
 }
 
+/**
+ * Tentative tracks are matched with both boxes widened by this fraction of their width and
+ * height on each side (the buffered IoU of C-BIoU, Yang et al. 2023): a new track has no
+ * velocity yet, so its prediction stays where it was first seen, and with plain IoU an object
+ * that moved more than about half its width between the frames argus processed (a walker at
+ * 5 fps, items on a fast belt) never got an id. Buffered, up to about 0.8 of its width.
+ */
+const TENTATIVE_BUFFER = 0.3;
+
 /** Two tracks whose boxes overlap more than this are duplicates; the younger one goes (reference: cost < 0.15). */
 const DUPLICATE_IOU = 0.85;
 
@@ -308,7 +317,7 @@ export class ByteTracker {
     for (let k = 0; k < nHigh; k++) if (!this.detTaken[high[k]]) left[nLeft++] = high[k];
     let nTentative = 0;
     for (let i = 0; i < pool.length; i++) if (pool[i].state === TENTATIVE) tracks[nTentative++] = i;
-    this.associate(detections, tracks, nTentative, left, nLeft, o.unconfirmedMatchThresh, o.fuseScore, now);
+    this.associate(detections, tracks, nTentative, left, nLeft, o.unconfirmedMatchThresh, o.fuseScore, now, TENTATIVE_BUFFER);
     for (let k = 0; k < nTentative; k++) {
       const t = pool[tracks[k]];
       if (t.row < 0) t.removed = true;
@@ -399,6 +408,7 @@ export class ByteTracker {
     thresh: number,
     fuse: boolean,
     now: number,
+    buffer = 0,
   ): void {
     if (nRows === 0 || nCols === 0) return;
     const { xyxy, confidence, classId } = dets;
@@ -416,7 +426,7 @@ export class ByteTracker {
           cost[base + c] = Infinity;
           continue;
         }
-        const iou = iouXyxy(boxes, ti, xyxy, d);
+        const iou = buffer > 0 ? bufferedIou(boxes, ti, xyxy, d, buffer) : iouXyxy(boxes, ti, xyxy, d);
         cost[base + c] = 1 - (fuse ? iou * confidence[d] : iou);
       }
     }
@@ -504,6 +514,21 @@ export class ByteTracker {
 
 function grow(n: number): number {
   return Math.max(16, Math.ceil(n * 1.5));
+}
+
+/** IoU of box i of `a` and box j of `b`, each widened by `k` of its width and height on every side. */
+function bufferedIou(a: ArrayLike<number>, i: number, b: ArrayLike<number>, j: number, k: number): number {
+  const ai = i * 4, bj = j * 4;
+  const aw = a[ai + 2] - a[ai], ah = a[ai + 3] - a[ai + 1];
+  const bw = b[bj + 2] - b[bj], bh = b[bj + 3] - b[bj + 1];
+  const ax1 = a[ai] - k * aw, ay1 = a[ai + 1] - k * ah, ax2 = a[ai + 2] + k * aw, ay2 = a[ai + 3] + k * ah;
+  const bx1 = b[bj] - k * bw, by1 = b[bj + 1] - k * bh, bx2 = b[bj + 2] + k * bw, by2 = b[bj + 3] + k * bh;
+  const iw = Math.min(ax2, bx2) - Math.max(ax1, bx1);
+  const ih = Math.min(ay2, by2) - Math.max(ay1, by1);
+  if (!(iw > 0 && ih > 0)) return 0;
+  const inter = iw * ih;
+  const union = (ax2 - ax1) * (ay2 - ay1) + (bx2 - bx1) * (by2 - by1) - inter;
+  return union > 0 ? inter / union : 0;
 }
 
 function validBox(xyxy: Float32Array, i: number): boolean {

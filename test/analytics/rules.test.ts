@@ -170,9 +170,15 @@ describe('lines', () => {
   });
 
   it('an object the tracker never confirms does not count', () => {
-    // 30 px a frame with a 40 px box: consecutive boxes barely overlap, so no track is ever confirmed.
-    const r = simulate(lineSource(), { objects: [{ key: 'fast', box: bottle(300, 215), velocity: [0, 300], classId: 3, until: 0.5 }] });
+    // 50 px a frame with a 40 px box: consecutive boxes do not overlap, even widened, so no track is ever confirmed.
+    const r = simulate(lineSource(), { objects: [{ key: 'fast', box: bottle(300, 165), velocity: [0, 500], classId: 3, until: 0.5 }] });
     expect(r.last.lines!.l).toEqual({ in: {}, out: {} });
+  });
+
+  it('an object that moves 3/4 of its size between processed frames is confirmed (tentative tracks match widened boxes) and counted', () => {
+    // 30 px a frame with a 40 px box: plain IoU 0.14, under what a tentative track needs.
+    const r = simulate(lineSource(), { objects: [{ key: 'fast', box: bottle(300, 215), velocity: [0, 300], classId: 3, until: 0.5 }] });
+    expect(r.last.lines!.l).toEqual({ in: { bottle: 1 }, out: {} });
   });
 });
 

@@ -233,6 +233,21 @@ describe('ByteTracker', () => {
       expect(r.ids('a').slice(2).every((id) => id === 1)).toBe(true);
     });
 
+    it('a new object that moves 0.6–0.75 of its width between the frames processed gets an id (tentative tracks match widened boxes); one that moves more than its width does not', () => {
+      // A person 100 px wide walking 300 px/s; the camera runs at 25 fps, inference keeps up with 5 or 4 of them.
+      const firstId = (fps: number, pxPerSec = 300) => {
+        const t = new ByteTracker({ frameRateHint: 25 });
+        for (let k = 0; k * 1000 / fps < 4000; k++) {
+          const ms = (k * 1000) / fps, x = (pxPerSec * ms) / 1000;
+          if (t.update(dets([[x, 300, x + 100, 550, 0.9]]), ms).trackerId![0] > 0) return ms;
+        }
+        return -1;
+      };
+      expect(firstId(5)).toBe(400); // 60 px a frame: plain IoU 0.25 × 0.9, over the 0.7 cost threshold: it never had an id
+      expect(firstId(4)).toBe(500); // 75 px a frame
+      expect(firstId(2)).toBe(-1); // 150 px a frame
+    });
+
     it('a frame-count based tracker loses the same object at the first gap', () => {
       const frames = feed(FPS, 3, { objects: [fast('a')], drop: burstyDrop });
       // Same tracker, told that frames arrive one nominal period apart: a frame counter.
