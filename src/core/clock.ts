@@ -17,7 +17,9 @@ export const STALL_GAP_FACTOR = 4;
  * evidence that an object left: an object missed on the first frame after it has been unseen
  * for one frame, not for the whole stall. Frames dropped on purpose (inference slower than the
  * source) leave gaps of a few frames, which count in full. The usual gap is a moving average of
- * the gaps that were not stalls; until there is one, every gap counts in full.
+ * the gaps, a stall counted as at most 4 usual gaps (so a pace that slows down for good, say to
+ * a frame every 1.2 s from 30 a second, is the usual one after about 8 frames), and shorter
+ * gaps pulling it down faster than longer ones push it up; the first gap counts in full.
  */
 export class ObservedTime {
   private lastMs = NaN;
@@ -32,9 +34,14 @@ export class ObservedTime {
     const usual = this.usualGapMs;
     if (gap > STALL_GAP_MIN_MS && gap > STALL_GAP_FACTOR * usual) {
       this.observedMs += usual;
+      // A stall still moves the usual gap, by at most 4 usual gaps: a source that slows down for
+      // good (inference falling behind) is learned in a few frames, an isolated stall barely counts.
+      this.usualGapMs = usual + (STALL_GAP_FACTOR * usual - usual) / 8;
     } else {
       this.observedMs += gap;
-      this.usualGapMs = usual === usual ? usual + (gap - usual) / 8 : gap;
+      // Shorter gaps pull it down fast (a first gap of seconds, frames dropped at the start, is
+      // forgotten in a few frames), longer ones up slowly.
+      this.usualGapMs = usual === usual ? usual + (gap - usual) / (gap < usual ? 2 : 8) : gap;
     }
     return this.observedMs;
   }

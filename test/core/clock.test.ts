@@ -23,6 +23,27 @@ describe('ObservedTime', () => {
     expect(observe([0, 2000, 4000, 6000, 8000, 18_000])).toEqual([0, 2000, 4000, 6000, 8000, 10_000]);
   });
 
+  it('a pace that slows down for good is learned in a few frames: each stall moves the usual gap by up to 4 of them', () => {
+    // 30 frames a second for 5 s, then one frame every 1.2 s (inference fell behind for good).
+    const o = new ObservedTime();
+    let t = 0;
+    for (let k = 0; k <= 150; k++) o.advance((t = (k * 1000) / 30));
+    const counted: number[] = [];
+    for (let k = 1; k <= 10; k++) {
+      const before = o.advance(t);
+      counted.push(Math.round(o.advance((t += 1200)) - before));
+    }
+    expect(counted.slice(0, 3)).toEqual([33, 46, 63]); // stalls, each counted as the usual gap, which grows
+    expect(counted.slice(7)).toEqual([1200, 1200, 1200]); // the new pace counts in full
+  });
+
+  it('a first gap of seconds (frames dropped at the start) is forgotten in a few frames: a stall a second later is still one', () => {
+    const times = [0, 6000, ...Array.from({ length: 10 }, (_, k) => 6100 + 100 * k), 12_000];
+    const obs = observe(times);
+    expect(obs[1]).toBe(6000); // the first gap counts in full
+    expect(obs.at(-1)! - obs.at(-2)!).toBeLessThan(200); // the 5 s stall after 10 frames at 10 fps: about one frame
+  });
+
   it('the first gap counts in full (there is no usual gap yet); time that goes back adds nothing', () => {
     expect(observe([0, 3000, 3100])).toEqual([0, 3000, 3100]);
     expect(observe([0, 100, 200, 50, 150])).toEqual([0, 100, 200, 200, 300]);
