@@ -8,7 +8,7 @@ import { untrackedError, type PipelineConfig, type SourceConfig } from '../confi
 import { ArgusError, ErrorCodes, inContext } from '../core/errors.js';
 import type { Frame } from '../core/frame.js';
 import type { LogFn } from '../core/log.js';
-import { redact, registerSecrets } from '../core/redact.js';
+import { redact } from '../core/redact.js';
 import { Pace } from '../flow/pace.js';
 import { Detector } from '../inference/detector.js';
 import { sourceKind, type SourceKind } from '../sources/ffmpeg-args.js';
@@ -314,7 +314,6 @@ function resolvePath(p: string, baseDir: string): string {
  * or the URL as given. An unknown asset's error names `field` (`sources[2]`) and its `uri`.
  */
 export async function resolveSourceUrl(src: SourceConfig, baseDir: string, ffmpegPath: string, log: (m: string) => void, field = `source "${src.id}"`): Promise<string> {
-  registerSecrets(src.uri); // its password and secret parameters are redacted wherever they appear from now on
   if (src.uri.startsWith('asset:')) {
     return resolveStream(src.uri.slice('asset:'.length), ffmpegPath, { log }).catch((e: unknown) => {
       throw inContext(e, `${field}.uri`, [ErrorCodes.ASSET_UNKNOWN]);

@@ -98,6 +98,7 @@ describe('pipeline schema', () => {
     // ffmpeg's protocols read a query's keys as written (no percent-decoding), the first of a name.
     ['a second key of a name, after one percent-encoded', 'sources:\n  - id: a\n    uri: "udp://239.0.0.1:1234?fifo%5Fsize=1&fifo_size=99999999"\n', /sources\[0\]\.uri: udp:\/\/ fifo_size=99999999: at most 524288/],
     ['listening SRT behind a percent-encoded mode', 'sources:\n  - id: a\n    uri: "srt://h:9000?m%6Fde=caller&mode=listener"\n', /sources\[0\]\.uri: ffmpeg would listen for a sender/],
+    ['a password with a space (it would end the URL in every log line)', 'sources:\n  - id: a\n    uri: "rtsp://admin:my pass@cam/live"\n', /sources\[0\]\.uri: a URL has no spaces or control characters: percent-encode them/],
     ['a misspelt key', 'sources:\n  - id: a\n    uri: /x.mp4\n    lop: true\n', /sources\[0\]: Unrecognized key\(s\) in object: 'lop'/],
     ['a threshold out of range', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  scoreThreshold: 1.5\n', /postprocess\.scoreThreshold: Number must be less than or equal to 1/],
     ['more detections a frame than the tracker is sized for', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  maxDetections: 1000\n', /postprocess\.maxDetections: Number must be less than or equal to 300/],

@@ -42,6 +42,12 @@ function checkUri(uri: string, ctx: z.RefinementCtx): void {
     if (!ok) ctx.addIssue({ code: 'custom', message: 'a file: URL names an absolute path, file:///path, percent-encoded, without ? or # (or give the path itself)' });
     return;
   }
+  // A space or control character ends a URL wherever one is printed: a password with one
+  // (`rtsp://admin:my pass@cam`) would be cut there and leak in logs; ffmpeg takes %20 as well.
+  if (/[\s\x00-\x1f\x7f]/.test(uri)) {
+    ctx.addIssue({ code: 'custom', message: 'a URL has no spaces or control characters: percent-encode them (a space is %20)' });
+    return;
+  }
   const tags = infoTags(uri);
   if (tags.some(([k, v]) => k === 'listen' || (k === 'mode' && /^(listener|rendezvous)$/i.test(v))))
     ctx.addIssue({ code: 'custom', message: 'ffmpeg would listen for a sender (?listen, mode=listener|rendezvous): argus connects to its sources; push to an RTSP server and give its rtsp:// URL' });
