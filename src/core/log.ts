@@ -38,27 +38,33 @@ export function logFn(logger: Logger): LogFn {
 }
 
 /**
- * Logs the first event of a kind at once, then at most one line per `everyMs` (default 10 s),
- * which says how many were left out since (`suppressed`). For events a client can cause at will
- * (refused upgrades, kicked connections): each is still counted where it happens, and the log
- * (written synchronously) cannot be flooded. Keys are a fixed set of event names.
+ * Logs the first event of a kind at once, then at most one line per `everyMs` (default 10 s):
+ * events within that time are counted, and when it ends one line says how many there were
+ * (`suppressed`). For events a client can cause at will (refused upgrades, kicked
+ * connections): each is still counted where it happens, and the log (written synchronously)
+ * cannot be flooded. Keys are a fixed set of event names.
  */
 export class ThrottledLog {
-  private readonly last = new Map<string, { at: number; suppressed: number }>();
+  private readonly windows = new Map<string, { suppressed: number; msg: string; fields?: Record<string, unknown>; level?: LogLevel }>();
   constructor(
     private readonly out: LogFn,
     private readonly everyMs = 10_000,
-    private readonly clock: () => number = () => performance.now(),
   ) {}
 
   log(key: string, msg: string, fields?: Record<string, unknown>, level?: LogLevel): void {
-    const now = this.clock();
-    const s = this.last.get(key);
-    if (s && now - s.at < this.everyMs) {
-      s.suppressed++;
+    const w = this.windows.get(key);
+    if (w) {
+      w.suppressed++;
+      w.msg = msg;
+      w.fields = fields;
       return;
     }
-    this.last.set(key, { at: now, suppressed: 0 });
-    this.out(msg, s?.suppressed ? { ...fields, suppressed: s.suppressed } : fields, level);
+    this.out(msg, fields, level);
+    this.windows.set(key, { suppressed: 0, msg, level });
+    setTimeout(() => {
+      const done = this.windows.get(key);
+      this.windows.delete(key);
+      if (done?.suppressed) this.out(`${done.msg} (and ${done.suppressed} more like it in ${this.everyMs / 1000} s)`, { ...done.fields, suppressed: done.suppressed }, done.level);
+    }, this.everyMs).unref();
   }
 }

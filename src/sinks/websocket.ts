@@ -128,7 +128,7 @@ export class WebSocketHub implements Sink {
         return this.refuse(socket, 403, 'Forbidden');
       }
       if (this.o.token && !tokenMatches(requestToken(req, url), this.o.token)) return this.refuse(socket, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer realm="argus"' });
-      if (this.clients.size >= this.maxClients) return this.refuse(socket, 503, 'Service Unavailable', { 'Retry-After': '5' });
+      if (this.openClients() >= this.maxClients) return this.refuse(socket, 503, 'Service Unavailable', { 'Retry-After': '5' });
       this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws));
     } catch (e) {
       this.log('websocket: upgrade failed', { error: String((e as Error)?.message ?? e) }, 'error');
@@ -203,7 +203,7 @@ export class WebSocketHub implements Sink {
       this.stats.connected = this.clients.size;
     });
     ws.on('error', () => ws.terminate());
-    this.sendControl(c, { type: 'hello', version: 1, sources: this.o.sources(), kinds: KINDS });
+    this.sendControl(c, { type: 'hello', version: 1, sources: this.o.sources(), kinds: KINDS, maxMessageBytes: this.o.maxClientMessageBytes });
   }
 
   /**
@@ -248,7 +248,7 @@ export class WebSocketHub implements Sink {
     if (c.closing) return;
     c.closing = true;
     c.alertBacklog.length = 0;
-    this.throttled.log(`kick ${code}`, 'websocket: closing a client', { code, reason }, 'warn');
+    this.throttled.log(`kick ${code} ${reason.replace(/\d+/g, 'N')}`, 'websocket: closing a client', { code, reason }, 'warn');
     try {
       c.ws.close(code, reason);
     } catch {
@@ -349,8 +349,15 @@ export class WebSocketHub implements Sink {
 
   /** True when some client wants `kind` messages of `source` (so the caller can skip making them). */
   wants(kind: SubKind, source: string): boolean {
-    for (const c of this.clients) if (c.kinds.has(kind) && (c.sources === 'all' || c.sources.has(source))) return true;
+    for (const c of this.clients) if (!c.closing && c.kinds.has(kind) && (c.sources === 'all' || c.sources.has(source))) return true;
     return false;
+  }
+
+  /** Clients not being closed: a kicked one (closing for up to 1 s) does not hold a slot another may need. */
+  private openClients(): number {
+    let n = 0;
+    for (const c of this.clients) if (!c.closing) n++;
+    return n;
   }
 
   /** Live JPEG frames for the dashboard: best effort, skipped for clients that are behind (not counted as drops). */

@@ -502,7 +502,7 @@ describe('WebSocket: origin, clients, heartbeat, buffers, rate', () => {
     expect(hub.stats.rateLimited).toBe(3); // fragments are one message: the rate limit did not close it
   });
 
-  it('refused upgrades and closed clients are logged at most once per 10 s each, with how many were left out; all are counted', async () => {
+  it('refused upgrades are logged at most once per 10 s (the summary line that follows: test/core/log.test.ts); all are counted', async () => {
     const lines: [string, Record<string, unknown> | undefined][] = [];
     const { hub, url } = await hubServer({ log: (m, f) => lines.push([m, f]) });
     for (let i = 0; i < 30; i++) expect((await open(url, { origin: 'http://evil.example' })).status).toBe(403);

@@ -133,9 +133,10 @@ describe('WebSocket API', () => {
     await c.next((m) => m.type === 'pong');
   });
 
-  it('a message over maxClientMessageBytes closes the socket with 1009', async () => {
+  it('a message over maxClientMessageBytes (announced in the hello message) closes the socket with 1009', async () => {
     const { url } = await setup();
     const c = await connect(url);
+    expect(c.msgs.find((m) => m.type === 'hello')).toMatchObject({ maxMessageBytes: 4096 });
     const closed = new Promise<number>((r) => c.ws.once('close', (code) => r(code)));
     c.send({ type: 'subscribe', sources: ['x'.repeat(5000)] });
     expect(await closed).toBe(1009);
