@@ -210,6 +210,38 @@ describe('Kafka sink: messages too large for the broker', () => {
   }, TIMEOUT);
 });
 
+describe('Kafka sink: one topic refused (deleted) while the broker is up', () => {
+  it('a deleted detections topic holds up only detections: alerts, sent in requests of their own, keep arriving while detections are still published', async () => {
+    const topic = uniqueTopic('hol');
+    const { sink, acked } = makeSink(topic, { lingerMs: 5 });
+    await sink.start();
+    publish(sink, detections('dock', 0));
+    publish(sink, alert('dock', 'h0'));
+    expect(await until(() => acked().length === 1, BROKER_WAIT_MS)).toBe(true);
+    const kafka = new Kafka({ clientId: 'argus-test', brokers, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.deleteTopics({ topics: [topic] });
+    await admin.disconnect();
+    // Detections every 50 ms, as a camera's frames come, and 8 alerts 250 ms apart among them.
+    let s = 1;
+    const frames = setInterval(() => publish(sink, detections('dock', s++)), 50);
+    try {
+      for (let i = 1; i <= 8; i++) {
+        publish(sink, alert('dock', `h${i}`));
+        await wait(250);
+      }
+      // While detections still come and fail: every alert is acknowledged (in one request with the detections, 4 of 44 were in 40 s).
+      expect(await until(() => acked().length === 9, BROKER_WAIT_MS)).toBe(true);
+      expect(sink.stats.failures).toBeGreaterThan(0); // the detections' requests did fail
+    } finally {
+      clearInterval(frames);
+    }
+    expect(ids(await readTopicUntil(brokers, `${topic}.alerts`, (v) => v.length >= 9, BROKER_WAIT_MS))).toEqual(Array.from({ length: 9 }, (_, i) => `h${i}`));
+    await sink.close();
+  }, TIMEOUT);
+});
+
 describe('Kafka sink: failure reasons in the log', () => {
   it('logs the failure reason each time it changes (ECONNREFUSED → not leader → ECONNREFUSED), not only the first, and not again while it repeats', async () => {
     const { sink, logs } = makeSink(uniqueTopic('reasons'), { brokers: ['127.0.0.1:9'], closeTimeoutMs: 500 });
