@@ -139,6 +139,9 @@ export function tooLargeType(e: unknown): string | undefined {
   return undefined;
 }
 
+/** A fresh producer after this many failed requests in a row (about 10 s of retries at the backoff's pace). */
+const RESET_AFTER_FAILURES = 5;
+
 /** Errors after which the producer's idempotence state is out of step with the broker's. */
 const RESET_PRODUCER = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_EPOCH', 'INVALID_PRODUCER_ID_MAPPING']);
 
@@ -189,6 +192,10 @@ export class KafkaSink implements Sink {
   private readonly kafka: Kafka;
   private producer: Producer;
   private producerResets = 0;
+  /** The topics were found (or created) on the broker (see ensureTopics). */
+  private topicsChecked = false;
+  /** Requests that failed since the last one that went through (see RESET_AFTER_FAILURES). */
+  private failuresInARow = 0;
   /** The kind of the last request that failed: it goes after the others (see takeBatch). */
   private lastFailedKind: Pending['kind'] | undefined;
   private readonly detections = new Deque<Pending>(1024);
@@ -296,6 +303,27 @@ export class KafkaSink implements Sink {
    * an error; an unreachable broker is not: the sink starts and keeps retrying.
    */
   async start(): Promise<void> {
+    try {
+      await this.ensureTopics();
+      await this.connect();
+    } catch (e) {
+      if (e instanceof ArgusError) throw e;
+      this.stats.failures++;
+      this.stats.lastError = describe(e);
+      this.reasonsLogged.add(`0:${this.stats.lastError}`);
+      this.lastReason = this.stats.lastError;
+      this.log(`kafka: broker not reachable at start (${this.stats.lastError}); buffering alerts and retrying`, { brokers: this.o.brokers }, 'warn');
+    }
+  }
+
+  /**
+   * Checks that the topics exist and creates the missing ones (`createTopics`), once: at start,
+   * or before the first request when the broker was not reachable then (its topics were never
+   * created, and every request failed with UNKNOWN_TOPIC_OR_PARTITION for good). Missing topics
+   * with `createTopics: false` are an error (at start, thrown; later, logged, and the requests
+   * fail and are retried until someone creates them).
+   */
+  private async ensureTopics(): Promise<void> {
     let admin: Admin | undefined;
     try {
       admin = this.kafka.admin({ retry: { retries: 1 } });
@@ -305,6 +333,7 @@ export class KafkaSink implements Sink {
       const missing = wanted.filter((t) => !existing.has(t));
       if (missing.length > 0) {
         if (!this.o.createTopics) {
+          this.topicsChecked = true;
           throw new ArgusError(
             ErrorCodes.SINK_TOPIC,
             `kafka: topic${missing.length > 1 ? 's' : ''} ${missing.map((t) => `"${t}"`).join(', ')} do${missing.length > 1 ? '' : 'es'} not exist on ${this.o.brokers.join(',')} and sinks.kafka.createTopics is false`,
@@ -313,14 +342,7 @@ export class KafkaSink implements Sink {
         await admin.createTopics({ waitForLeaders: true, topics: missing.map((topic) => ({ topic, numPartitions: this.o.partitions, replicationFactor: this.o.replicationFactor })) });
         this.log(`kafka: created topics ${missing.join(', ')}`);
       }
-      await this.connect();
-    } catch (e) {
-      if (e instanceof ArgusError) throw e;
-      this.stats.failures++;
-      this.stats.lastError = describe(e);
-      this.reasonsLogged.add(`0:${this.stats.lastError}`);
-      this.lastReason = this.stats.lastError;
-      this.log(`kafka: broker not reachable at start (${this.stats.lastError}); buffering alerts and retrying`, { brokers: this.o.brokers }, 'warn');
+      this.topicsChecked = true;
     } finally {
       await admin?.disconnect().catch(() => undefined);
     }
@@ -399,6 +421,14 @@ export class KafkaSink implements Sink {
   }
 
   private async connect(): Promise<void> {
+    if (!this.topicsChecked) {
+      try {
+        await this.ensureTopics();
+      } catch (e) {
+        if (!(e instanceof ArgusError)) throw e;
+        this.log(e.message, { code: e.code }, 'error');
+      }
+    }
     if (this.producerConnected) return;
     await this.producer.connect();
     this.producerConnected = true;
@@ -519,6 +549,7 @@ export class KafkaSink implements Sink {
         this.delivered(part);
       }
       if (this.lastFailedKind === batch[0].kind) this.lastFailedKind = undefined;
+      this.failuresInARow = 0;
       if (this.backoffMs > 0 || !this.stats.connected || this.reasonsLogged.size > 0) {
         if (this.backoffMs > 0 || !this.stats.connected) this.log('kafka: broker back, publishing again', { alertsPending: this.alerts.length, statusPending: this.statuses.size });
         this.stats.connected = true;
@@ -538,6 +569,10 @@ export class KafkaSink implements Sink {
       this.noteFailure(e);
       const type = errorType(e);
       if (type && RESET_PRODUCER.has(type)) this.resetProducer(type);
+      // kafkajs may never recover a connection on its own: after a broker that accepted it and
+      // never answered, every later request failed with "Broker not connected" and no new
+      // connection was tried, for good. A fresh producer (a new connection) every few failures in a row.
+      else if (++this.failuresInARow % RESET_AFTER_FAILURES === 0) this.resetProducer(`${this.failuresInARow} failed requests in a row: ${describe(e)}`);
       this.backoffMs = Math.min(5000, this.backoffMs ? this.backoffMs * 2 : 200) * (0.75 + Math.random() * 0.5);
     } finally {
       if (this.inFlight === work) {

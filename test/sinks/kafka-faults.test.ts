@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -242,6 +243,46 @@ describe('Kafka sink: one topic refused (deleted) while the broker is up', () =>
   }, TIMEOUT);
 });
 
+describe('Kafka sink: a broker that accepts connections and never answers, then recovers', () => {
+  it('the sink recovers once new connections are answered: the topics are created then, and every alert raised meanwhile arrives', async () => {
+    // A TCP proxy to the broker that black-holes the connections made while `blackHole` holds.
+    let blackHole = true;
+    const held: Socket[] = [];
+    const proxy = createServer((c) => {
+      c.on('error', () => undefined);
+      if (blackHole) {
+        held.push(c);
+        c.on('data', () => undefined);
+        return;
+      }
+      const [host, port] = brokers[0].split(':');
+      const u = connect(Number(port), host);
+      u.on('error', () => c.destroy());
+      c.on('close', () => u.destroy());
+      c.pipe(u).pipe(c);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    const at = `127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      const topic = uniqueTopic('blackhole');
+      const { sink, logs, acked } = makeSink(topic, { brokers: [at], lingerMs: 5 });
+      await sink.start(); // the broker does not answer: the sink starts and buffers
+      expect(logs.some((l) => l.msg.startsWith('kafka: broker not reachable at start'))).toBe(true);
+      for (let i = 0; i < 5; i++) publish(sink, alert('dock', `b${i}`));
+      expect(await until(() => sink.stats.failures >= 2, BROKER_WAIT_MS)).toBe(true);
+      blackHole = false;
+      for (let i = 5; i < 10; i++) publish(sink, alert('dock', `b${i}`));
+      // Before, no new connection was ever tried and nothing arrived (55 s after the broker answered again).
+      expect(await until(() => acked().length === 10, BROKER_WAIT_MS)).toBe(true);
+      expect(ids(await readTopicUntil(brokers, `${topic}.alerts`, (v) => v.length >= 10, BROKER_WAIT_MS))).toEqual(Array.from({ length: 10 }, (_, i) => `b${i}`));
+      await sink.close();
+    } finally {
+      for (const c of held) c.destroy();
+      proxy.close();
+    }
+  }, TIMEOUT);
+});
+
 describe('Kafka sink: failure reasons in the log', () => {
   it('logs the failure reason each time it changes (ECONNREFUSED → not leader → ECONNREFUSED), not only the first, and not again while it repeats', async () => {
     const { sink, logs } = makeSink(uniqueTopic('reasons'), { brokers: ['127.0.0.1:9'], closeTimeoutMs: 500 });
@@ -261,11 +302,14 @@ describe('Kafka sink: failure reasons in the log', () => {
         return [];
       },
     };
-    (sink as unknown as { producer: unknown }).producer = producer;
+    // The scripted producer stands for every producer the sink makes, and its topics count as checked.
+    Object.assign(sink as unknown as object, { producer, makeProducer: () => producer, topicsChecked: true });
     publish(sink, alert('gate', 'r0'));
     expect(await until(() => sink.stats.alertsSent === 1, BROKER_WAIT_MS)).toBe(true);
     expect(calls).toBe(script.length + 1);
-    const failures = logs.filter((l) => l.level === 'warn').map((l) => l.msg);
+    // After 5 failed requests in a row a fresh producer (a new connection: kafkajs may never retry one on its own).
+    expect(logs.filter((l) => /starting a new producer \(5 failed requests in a row: Connection error: connect ECONNREFUSED/.test(l.msg))).toHaveLength(1);
+    const failures = logs.filter((l) => l.level === 'warn' && !/new producer/.test(l.msg)).map((l) => l.msg);
     expect(failures).toHaveLength(3);
     expect(failures[0]).toMatch(/publishing failed \(Connection error: connect ECONNREFUSED/);
     expect(failures[1]).toMatch(/still failing, now: This server is not the leader .*NOT_LEADER_FOR_PARTITION/);
