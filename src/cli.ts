@@ -128,7 +128,14 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
       process.stderr.write(`argus: ${ErrorCodes.INTERNAL}: stopped after an unexpected exception: ${redact(String((crashed as Error)?.message ?? crashed))}\n`);
       process.exitCode = 4;
     }
+    // Everything is closed and the summary written: the process ends even if a library still
+    // holds a handle (kafkajs kept a socket to a broker that accepted the connection and never
+    // answered, and the process outlived its SIGTERM by 12 minutes). Unref'd: a clean run exits at once.
+    setTimeout(() => void quiesceInference(2000).finally(() => process.exit()), EXIT_GRACE_MS).unref();
 }
+
+/** How long the process may linger after an orderly stop before it exits anyway. */
+const EXIT_GRACE_MS = 2000;
 
 const brokerList = (v: string) => v.split(',').filter(Boolean);
 const cameras = program.command('cameras').description('the cluster\'s cameras (the compacted cameras topic): apply, add, rm, ls');

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -91,6 +92,30 @@ server: { host: 127.0.0.1, port: 0 }
     // Frames in flight finished: the last detections message has every stamp.
     const last = lines(run.out).filter((m) => m.type === 'detections').at(-1);
     expect(last.stamps.emitted).toBeGreaterThan(0);
+  }, 3 * MODEL_RUN_TIMEOUT_MS);
+
+  it('after an orderly stop the process exits even when a library still holds a socket (Kafka at a broker that accepts and never answers)', async () => {
+    // A "broker" that accepts connections and never answers: kafkajs keeps one open after close.
+    const held: Socket[] = [];
+    const hole = createServer((c) => {
+      held.push(c);
+      c.on('error', () => undefined);
+    });
+    await new Promise<void>((r) => hole.listen(0, '127.0.0.1', () => r()));
+    try {
+      const port = (hole.address() as AddressInfo).port;
+      const run = start(`sources:\n  - { id: lobby, uri: ${PERSON_VIDEO}, rate: fast }\nmodel: { warmupRuns: 1 }\nsinks:\n  kafka: { brokers: ["127.0.0.1:${port}"], closeTimeoutMs: 3000 }\n`);
+      await until(() => lines(run.out).length > 3 || undefined, MODEL_RUN_TIMEOUT_MS);
+      run.p.kill('SIGTERM');
+      await until(() => run.stderr().includes('kafka summary') || undefined, MODEL_RUN_TIMEOUT_MS);
+      // The summary is written: the process ends within 2 s (before, it was still alive 12
+      // minutes later). The 60 s bound only ends the wait: a live process is the failure.
+      const ended = await Promise.race([run.exited, new Promise((r) => setTimeout(() => r('still running 60 s after its summary'), 60_000))]);
+      expect(ended).toBe(0);
+    } finally {
+      for (const c of held) c.destroy();
+      hole.close();
+    }
   }, 3 * MODEL_RUN_TIMEOUT_MS);
 
   it('a second signal forces an immediate exit (130) while the first is still flushing', async () => {
