@@ -1,5 +1,6 @@
-import { createHash } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdir, open, readFile, readlink, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
@@ -31,6 +32,12 @@ export interface OutboxOptions {
   log?: LogFn;
   /** Clock (tests). */
   now?: () => number;
+  /**
+   * A lock whose holder argus cannot check (another host's, or another pid namespace's: a
+   * container sharing the volume) is stale once its heartbeat is older than this, ms (default
+   * 20 000; the holder touches it every quarter of it).
+   */
+  lockStaleMs?: number;
 }
 
 export type OutboxKind = 'alert' | 'status';
@@ -134,6 +141,35 @@ async function processIdentity(pid: number): Promise<string> {
   return `${boot} ${start}`;
 }
 
+/** Who holds a lock: a pid is checkable only on the same host, in the same pid namespace. */
+interface LockOwner {
+  pid: number;
+  host: string;
+  /** The pid namespace (`pid:[4026531836]`): containers have their own, where argus is often pid 1. */
+  ns: string;
+  /** processIdentity of the pid. */
+  identity: string;
+  /** This opening's own id (so close() removes only its own lock). */
+  id: string;
+}
+
+async function ownIdentity(): Promise<LockOwner> {
+  return { pid: process.pid, host: hostname(), ns: await readlink('/proc/self/ns/pid').catch(() => '?'), identity: await processIdentity(process.pid), id: randomUUID() };
+}
+
+/** A lock file's owner; the format before hosts and namespaces were written (`pid boot start`) reads as this host's and namespace's. */
+function parseLock(text: string, self: LockOwner): LockOwner | undefined {
+  try {
+    const o = JSON.parse(text) as Partial<LockOwner>;
+    if (typeof o.pid === 'number' && typeof o.host === 'string' && typeof o.ns === 'string') return { pid: o.pid, host: o.host, ns: o.ns, identity: String(o.identity ?? ''), id: String(o.id ?? '') };
+  } catch {
+    // the older format
+  }
+  const [pidText, ...who] = text.trim().split(' ');
+  const pid = Number(pidText);
+  return Number.isInteger(pid) && pid > 0 ? { pid, host: self.host, ns: self.ns, identity: who.join(' '), id: '' } : undefined;
+}
+
 function pidAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
   try {
@@ -157,6 +193,9 @@ export class Outbox {
   private readonly log: LogFn;
   private readonly clock: () => number;
   private ageTimer: NodeJS.Timeout | undefined;
+  /** Who this opening is, as written in the lock, and the timer that keeps the lock's mtime fresh. */
+  private owner: LockOwner | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
   readonly stats: OutboxStats = { pending: 0, pendingBytes: 0, appended: 0, acked: 0, recovered: 0, corrupt: 0, evicted: 0, writeErrors: 0 };
 
   private constructor(private readonly o: OutboxOptions) {
@@ -185,7 +224,7 @@ export class Outbox {
     try {
       await this.load();
     } catch (e) {
-      await rm(join(dir, LOCK), { force: true }).catch(() => undefined);
+      await this.unlock();
       openHere.delete(resolve(dir));
       throw e;
     }
@@ -226,22 +265,54 @@ export class Outbox {
     }
   }
 
+  /**
+   * Takes the journal's lock. A lock of this host and pid namespace whose process is gone (or
+   * is another process under a reused pid) is taken over at once. One argus cannot check (another
+   * host, or another pid namespace: two containers on one volume, both pid 1) is taken over only
+   * once its holder has stopped touching it for `lockStaleMs`; while it is touched, it is held.
+   * (Before, a container found pid 1, its own pid, in the other's lock, took it for dead, and
+   * both wrote the journal: one's alerts went to a file the other had renamed away.)
+   */
   private async takeLock(path: string): Promise<void> {
+    const self = (this.owner = await ownIdentity());
+    const staleMs = this.o.lockStaleMs ?? 20_000;
     for (let tries = 0; tries < 3; tries++) {
       try {
-        await writeFile(path, `${process.pid} ${await processIdentity(process.pid)}\n`, { flag: 'wx' });
+        await writeFile(path, `${JSON.stringify(self)}\n`, { flag: 'wx' });
+        this.heartbeat = setInterval(() => void utimes(path, new Date(), new Date()).catch(() => undefined), staleMs / 4);
+        this.heartbeat.unref();
         return;
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot lock ${path} (${(e as NodeJS.ErrnoException).code})`, { cause: e });
-        const [pidText, ...who] = (await readFile(path, 'utf8').catch(() => '')).trim().split(' ');
-        const pid = Number(pidText);
-        // The same pid alive is the owner only if it is the same process (same boot, same start).
-        const owner = pidAlive(pid) && (who.length < 2 || who.join(' ') === (await processIdentity(pid)));
-        if (owner) throw new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is in use by another argus (pid ${pid}); give each pipeline its own outbox.dir`);
+        const held = parseLock(await readFile(path, 'utf8').catch(() => ''), self);
+        const inUse = (why: string) => new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is in use by another argus (${why}); give each pipeline its own outbox.dir`);
+        if (held && held.host === self.host && held.ns === self.ns) {
+          // The same pid alive is the owner only if it is the same process (same boot, same start).
+          if (pidAlive(held.pid) && (held.identity.split(' ').length < 2 || held.identity === (await processIdentity(held.pid)))) throw inUse(`pid ${held.pid}`);
+        } else if (held) {
+          const where = `pid ${held.pid} on ${held.host === self.host ? 'this host, in another pid namespace (a container)' : `host ${held.host}`}`;
+          if (!(await this.waitStale(path, staleMs, where))) throw inUse(`${where}, its lock touched in the last ${staleMs / 1000} s`);
+        }
         await rm(path, { force: true }); // left by a process that died
       }
     }
     throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot lock ${path}`);
+  }
+
+  /** Waits (at most `staleMs` and a bit) for a lock to go untouched for `staleMs`: true once it has, false if it is still being touched. */
+  private async waitStale(path: string, staleMs: number, where: string): Promise<boolean> {
+    const mtime = async () => (await stat(path).catch(() => undefined))?.mtimeMs ?? 0;
+    const first = await mtime();
+    if (Date.now() - first > staleMs) return true;
+    this.log(`outbox: the journal is locked by ${where}; waiting up to ${staleMs / 1000} s for its heartbeat to stop`, { dir: this.o.dir }, 'warn');
+    const end = Date.now() + staleMs + 1000;
+    while (Date.now() < end) {
+      await new Promise((r) => setTimeout(r, Math.min(1000, staleMs / 4)));
+      const m = await mtime();
+      if (m !== first) return false; // touched: its holder is alive
+      if (Date.now() - m > staleMs) return true;
+    }
+    return Date.now() - (await mtime()) > staleMs;
   }
 
   /** The undelivered record under `key`, if any. */
@@ -458,8 +529,17 @@ export class Outbox {
     this.closed = true;
     await this.rewrite();
     await this.fh?.close().catch(() => undefined);
-    await rm(join(this.o.dir, LOCK), { force: true });
+    await this.unlock();
     openHere.delete(resolve(this.o.dir));
+  }
+
+  /** Removes the lock if it is still this opening's (never one another argus took over). */
+  private async unlock(): Promise<void> {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    const path = join(this.o.dir, LOCK);
+    const held = this.owner && parseLock(await readFile(path, 'utf8').catch(() => ''), this.owner);
+    if (held && held.id === this.owner!.id) await rm(path, { force: true }).catch(() => undefined);
+    else if (held) this.log(`outbox: the lock of ${this.o.dir} is no longer this process's (pid ${held.pid} on ${held.host} holds it); left in place`, { dir: this.o.dir }, 'error');
   }
 }
 

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
@@ -160,12 +160,41 @@ describe('Outbox (the durable alert journal)', () => {
     const d2 = dir();
     writeFileSync(join(d2, 'outbox.lock'), `${process.ppid} some-other-boot 12345\n`);
     const taken = await Outbox.open(opts(d2));
-    expect(readFileSync(join(d2, 'outbox.lock'), 'utf8')).toMatch(new RegExp(`^${process.pid} `));
+    expect(JSON.parse(readFileSync(join(d2, 'outbox.lock'), 'utf8'))).toMatchObject({ pid: process.pid });
     await taken.close();
     const ob = await Outbox.open(opts(dir()));
     const e2 = await Outbox.open(opts(ob.dir)).catch((x: unknown) => x);
     expect((e2 as Error).message).toMatch(/already open in this process/);
     await ob.close();
+  });
+
+  it('a lock from another pid namespace or host (two containers on one volume, both pid 1) is held while its heartbeat goes on, taken over once it stops; close() leaves a lock that is not its own', async () => {
+    const d = dir();
+    const lockFile = join(d, 'outbox.lock');
+    // Our own pid, but written by a process in another pid namespace: the pid says nothing.
+    const other = { pid: process.pid, host: 'argus-replica-2', ns: 'pid:[1]', identity: 'b 1', id: 'theirs' };
+    writeFileSync(lockFile, JSON.stringify(other));
+    const touch = setInterval(() => utimesSync(lockFile, new Date(), new Date()), 100);
+    const logs: string[] = [];
+    try {
+      const e = await Outbox.open(opts(d, { lockStaleMs: 1000, log: (m) => logs.push(m) })).catch((x: unknown) => x);
+      expect(isArgusError(e, 'VAP_ERR_OUTBOX')).toBe(true);
+      expect((e as Error).message).toContain(`is in use by another argus (pid ${process.pid} on host argus-replica-2, its lock touched in the last 1 s)`);
+      expect(logs.some((m) => m.includes('waiting up to 1 s for its heartbeat to stop'))).toBe(true);
+    } finally {
+      clearInterval(touch);
+    }
+    // Its holder stopped (crashed): after a second without a touch it is taken over.
+    const ob = await Outbox.open(opts(d, { lockStaleMs: 1000 }));
+    expect(JSON.parse(readFileSync(lockFile, 'utf8'))).toMatchObject({ pid: process.pid, host: hostname() });
+    // Our lock is kept touched: another opening elsewhere would wait on it.
+    const before = statSync(lockFile).mtimeMs;
+    await new Promise((r) => setTimeout(r, 600));
+    expect(statSync(lockFile).mtimeMs).toBeGreaterThan(before);
+    // Someone took it over meanwhile: close() leaves their lock in place.
+    writeFileSync(lockFile, JSON.stringify(other));
+    await ob.close();
+    expect(existsSync(lockFile)).toBe(true);
   });
 
   it('groups writes: many appends at once cost far fewer fsyncs than appends', async () => {
