@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, open, readFile, readlink, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -86,18 +87,15 @@ function line(obj: object): string {
   return `${createHash('sha1').update(json).digest('hex').slice(0, 8)} ${json}\n`;
 }
 
-/** Parses a journal's text: live records in order of first append, plus counts. */
-export function parseJournal(text: string): { records: Map<string, OutboxRecord>; corrupt: number; torn: boolean } {
-  const records = new Map<string, OutboxRecord>();
-  let corrupt = 0;
-  let torn = false;
-  let start = 0;
-  while (start < text.length) {
-    const nl = text.indexOf('\n', start);
-    const end = nl < 0 ? text.length : nl;
-    const l = text.slice(start, end);
-    start = end + 1;
-    if (l.length === 0) continue;
+/** The live records of a journal, fed line by line (see parseJournal and readJournal). */
+class JournalReader {
+  readonly records = new Map<string, OutboxRecord>();
+  corrupt = 0;
+  torn = false;
+
+  /** One line without its '\n'; `terminated` false for a last line the file ends in. */
+  line(l: string, terminated: boolean): void {
+    if (l.length === 0) return;
     const json = l.slice(9);
     let rec: { op?: string; key?: string; kind?: OutboxKind; source?: string; at?: number; value?: string } | undefined;
     if (l[8] === ' ' && createHash('sha1').update(json).digest('hex').slice(0, 8) === l.slice(0, 8)) {
@@ -108,10 +106,11 @@ export function parseJournal(text: string): { records: Map<string, OutboxRecord>
       }
     }
     if (!rec || typeof rec.key !== 'string') {
-      if (nl < 0) torn = true;
-      else corrupt++;
-      continue;
+      if (!terminated) this.torn = true;
+      else this.corrupt++;
+      return;
     }
+    const records = this.records;
     if (rec.op === 'put' && typeof rec.value === 'string') {
       records.delete(rec.key); // a newer status replaces the older one (and moves to the end)
       records.set(rec.key, { key: rec.key, kind: rec.kind === 'status' ? 'status' : 'alert', source: String(rec.source ?? ''), at: Number(rec.at ?? 0), value: rec.value });
@@ -120,16 +119,50 @@ export function parseJournal(text: string): { records: Map<string, OutboxRecord>
       if (cur && (rec.at === undefined || rec.at === cur.at)) records.delete(rec.key);
     }
   }
-  return { records, corrupt, torn };
+}
+
+/** Parses a journal's text: live records in order of first append, plus counts. */
+export function parseJournal(text: string): { records: Map<string, OutboxRecord>; corrupt: number; torn: boolean } {
+  const r = new JournalReader();
+  let start = 0;
+  while (start < text.length) {
+    const nl = text.indexOf('\n', start);
+    const end = nl < 0 ? text.length : nl;
+    r.line(text.slice(start, end), nl >= 0);
+    start = end + 1;
+  }
+  return { records: r.records, corrupt: r.corrupt, torn: r.torn };
+}
+
+/**
+ * Reads a journal file as a stream, line by line: a journal can outgrow what one string holds
+ * (V8's limit is about 512 MiB; a journal whose compaction kept failing on a full disk got
+ * there, and argus could not start at all, with "cannot read … (undefined)"). Only the live
+ * records are kept. A missing file reads as empty.
+ */
+async function readJournal(path: string): Promise<{ records: Map<string, OutboxRecord>; corrupt: number; torn: boolean }> {
+  const r = new JournalReader();
+  let rest = '';
+  try {
+    for await (const chunk of createReadStream(path, { encoding: 'utf8', highWaterMark: 1 << 20 })) {
+      const text = rest + (chunk as string);
+      let start = 0;
+      for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
+        r.line(text.slice(start, nl), true);
+        start = nl + 1;
+      }
+      rest = text.slice(start);
+    }
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+  r.line(rest, false);
+  return { records: r.records, corrupt: r.corrupt, torn: r.torn };
 }
 
 /** Reads a journal folder without opening it for writing (tools, the chaos run). */
 export async function readOutbox(dir: string): Promise<OutboxRecord[]> {
-  const text = await readFile(join(dir, FILE), 'utf8').catch((e: NodeJS.ErrnoException) => {
-    if (e.code === 'ENOENT') return '';
-    throw e;
-  });
-  return [...parseJournal(text).records.values()];
+  return [...(await readJournal(join(dir, FILE))).records.values()];
 }
 
 /** This boot's id and a process's start time (Linux /proc), so a pid reused after a reboot or a crash is not taken for the lock's owner. */
@@ -232,13 +265,13 @@ export class Outbox {
 
   private async load(): Promise<void> {
     const { dir } = this.o;
-    let text = '';
+    let read: Awaited<ReturnType<typeof readJournal>>;
     try {
-      text = await readFile(join(dir, FILE), 'utf8');
+      read = await readJournal(join(dir, FILE));
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot read ${join(dir, FILE)} (${(e as NodeJS.ErrnoException).code})`, { cause: e });
+      throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot read ${join(dir, FILE)} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
     }
-    const { records, corrupt, torn } = parseJournal(text);
+    const { records, corrupt, torn } = read;
     this.stats.corrupt = corrupt + (torn ? 1 : 0);
     if (torn) this.log('outbox: the last journal record was torn (the process died while writing it); skipped', { dir });
     if (corrupt > 0) this.log(`outbox: ${corrupt} damaged journal record(s) skipped`, { dir }, 'error');

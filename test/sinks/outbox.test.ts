@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -195,6 +196,26 @@ describe('Outbox (the durable alert journal)', () => {
     writeFileSync(lockFile, JSON.stringify(other));
     await ob.close();
     expect(existsSync(lockFile)).toBe(true);
+  });
+
+  it('the journal is read as a stream, line by line: records across read chunks and multi-byte characters come back whole, and a torn tail is still found', async () => {
+    const d = dir();
+    // Records of 0.7 MB and 1.3 MB (the reader takes 1 MiB at a time), with 'é' and '🎥' at every offset parity.
+    const lines = [alert('s1', 700_000), alert('s2', 1_300_000), alert('s3', 10)].map(([m], i) => {
+      const value = JSON.stringify({ ...m, alert: { ...m.alert, message: `${'é🎥'.repeat(200_000 * (i + 1))}` } });
+      const json = JSON.stringify({ op: 'put', key: `alert:${m.alert.id}`, kind: 'alert', source: 'cam', at: Date.now(), value });
+      return `${createHash('sha1').update(json).digest('hex').slice(0, 8)} ${json}\n`;
+    });
+    const text = lines.join('') + lines[0].slice(0, 5000); // and a torn last record
+    writeFileSync(join(d, 'outbox.log'), text);
+    const streamed = await readOutbox(d);
+    const whole = parseJournal(text);
+    expect(streamed.map((r) => r.key)).toEqual(['alert:s1', 'alert:s2', 'alert:s3']);
+    expect(streamed).toEqual([...whole.records.values()]);
+    expect(whole.torn).toBe(true);
+    const ob = await Outbox.open(opts(d, { maxBytes: 64 << 20 }));
+    expect(ob.stats).toMatchObject({ recovered: 3, corrupt: 1 });
+    await ob.close();
   });
 
   it('groups writes: many appends at once cost far fewer fsyncs than appends', async () => {

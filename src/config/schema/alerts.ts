@@ -30,7 +30,7 @@ export const OutboxSchema = z
     /**
      * Undelivered alerts kept at most, bytes (on disk, and in memory: they are also held there);
      * beyond it the oldest are dropped (each logged as an error). Default 128 MiB, at most 192 MiB
-     * (the journal is read back as one string at start).
+     * (they are held in memory; the journal itself is read back as a stream, whatever its size).
      */
     maxBytes: z.number().int().min(64 * 1024).max(192 * 1024 * 1024).default(128 * 1024 * 1024),
     /** Undelivered alerts older than this are dropped (logged as errors), hours. Default 168 (7 days). */
