@@ -33,6 +33,8 @@ export interface OutboxOptions {
   log?: LogFn;
   /** Clock (tests). */
   now?: () => number;
+  /** Monotonic clock, ms (tests; default performance.now): what records age by within a run. */
+  monotonic?: () => number;
   /**
    * A lock whose holder argus cannot check (another host's, or another pid namespace's: a
    * container sharing the volume) is stale once its heartbeat is older than this, ms (default
@@ -225,6 +227,14 @@ export class Outbox {
   private recoveredRecords: OutboxRecord[] = [];
   private readonly log: LogFn;
   private readonly clock: () => number;
+  private readonly mono: () => number;
+  /**
+   * Each live record's birth on the monotonic clock: when this process journaled it, or, for a
+   * record found at open, that moment less its age then by the wall clock. Ages are measured on
+   * it, so a wall clock stepped forward (a box without a real-time clock, set by NTP after boot)
+   * does not make every undelivered alert "older than maxAgeHours" at once.
+   */
+  private readonly born = new Map<string, number>();
   private ageTimer: NodeJS.Timeout | undefined;
   /** Who this opening is, as written in the lock, and the timer that keeps the lock's mtime fresh. */
   private owner: LockOwner | undefined;
@@ -234,6 +244,7 @@ export class Outbox {
   private constructor(private readonly o: OutboxOptions) {
     this.log = o.log ?? (() => {});
     this.clock = o.now ?? Date.now;
+    this.mono = o.monotonic ?? (() => performance.now());
   }
 
   /**
@@ -275,7 +286,8 @@ export class Outbox {
     this.stats.corrupt = corrupt + (torn ? 1 : 0);
     if (torn) this.log('outbox: the last journal record was torn (the process died while writing it); skipped', { dir });
     if (corrupt > 0) this.log(`outbox: ${corrupt} damaged journal record(s) skipped`, { dir }, 'error');
-    for (const r of records.values()) this.addLive(r);
+    const wall = this.clock();
+    for (const r of records.values()) this.addLive(r, wall - r.at);
     this.expire();
     this.recoveredRecords = [...this.live.values()];
     this.stats.recovered = this.recoveredRecords.length;
@@ -506,13 +518,15 @@ export class Outbox {
     }
   }
 
-  private addLive(r: OutboxRecord): void {
+  private addLive(r: OutboxRecord, ageMs = 0): void {
     this.live.set(r.key, r);
+    this.born.set(r.key, this.mono() - Math.max(0, ageMs));
     this.liveBytes += r.value.length + r.key.length + 80;
   }
 
   private dropLive(r: OutboxRecord): void {
     this.live.delete(r.key);
+    this.born.delete(r.key);
     this.liveBytes -= r.value.length + r.key.length + 80;
   }
 
@@ -526,9 +540,9 @@ export class Outbox {
   }
 
   private expire(): void {
-    const cutoff = this.clock() - this.o.maxAgeMs;
+    const cutoff = this.mono() - this.o.maxAgeMs;
     for (const r of this.live.values()) {
-      if (r.at >= cutoff) break; // records are in order of append
+      if (this.born.get(r.key)! >= cutoff) break; // records are in order of append
       if (r.kind === 'alert') this.evict(r, `older than outbox.maxAgeHours (${this.o.maxAgeMs / 3_600_000} h)`);
       else this.dropLive(r);
     }

@@ -151,6 +151,22 @@ describe('Outbox (the durable alert journal)', () => {
     await later.close();
   });
 
+  it('within a run, alerts age by the monotonic clock: a wall clock stepped 10 days forward evicts nothing; an hour really passed does', async () => {
+    let wall = Date.UTC(2026, 0, 1);
+    let mono = 0;
+    const ob = await Outbox.open(opts(dir(), { now: () => wall, monotonic: () => mono }));
+    for (const [m, json] of [alert('c1'), alert('c2'), alert('c3')]) await ob.append(m, json);
+    const expire = () => (ob as unknown as { expire: () => void }).expire();
+    wall += 10 * 86_400_000; // NTP set the clock of a box that booted without a real-time clock
+    mono += 1000;
+    expire();
+    expect(ob.stats).toMatchObject({ pending: 3, evicted: 0 });
+    mono += 3_600_000; // the one-hour bound really passed
+    expire();
+    expect(ob.stats).toMatchObject({ pending: 0, evicted: 3 });
+    await ob.close();
+  });
+
   it('refuses a folder another live process holds, naming it', async () => {
     const d = dir();
     writeFileSync(join(d, 'outbox.lock'), String(process.ppid)); // a live process that is not us
