@@ -73,6 +73,8 @@ export interface OutboxStats {
 }
 
 const FILE = 'outbox.log';
+/** A failed compaction is tried again after this long at the soonest, ms. */
+const COMPACT_RETRY_MS = 10_000;
 const LOCK = 'outbox.lock';
 /** Folders this process has open (the pid lock cannot tell two runs of one process apart). */
 const openHere = new Set<string>();
@@ -440,15 +442,22 @@ export class Outbox {
           await this.writeAll(Buffer.from(text));
           if (this.o.fsync) await this.fh.datasync();
           this.realign = false;
+          // Writes work again after some failed (a full disk that has room now): the records those
+          // held are only in memory, so the journal is rewritten with every live record at once.
+          if (this.unjournaled && !this.closed && (await this.rewrite())) {
+            this.unjournaled = false;
+            this.log('outbox: journal writes work again; rewritten with every undelivered record', { dir: this.o.dir, pending: this.live.size });
+          }
         } catch (e) {
           this.realign = true;
+          this.unjournaled = true;
           this.stats.writeErrors++;
           if (this.stats.writeErrors === 1 || this.stats.writeErrors % 100 === 0) {
             this.log(`outbox: journal write failed (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); alerts are still published but not protected against a crash`, { dir: this.o.dir, failures: this.stats.writeErrors }, 'error');
           }
         }
         for (const b of batch) b.done?.();
-        if (this.fileBytes > Math.max(4 * 1024 * 1024, 2 * this.liveBytes + 64 * 1024) && !this.closed) await this.rewrite();
+        if (this.fileBytes > Math.max(4 * 1024 * 1024, 2 * this.liveBytes + 64 * 1024) && !this.closed && this.mono() >= this.compactAfter) await this.rewrite();
       }
     } finally {
       this.writing = undefined;
@@ -467,9 +476,13 @@ export class Outbox {
   }
 
   private realign = false;
+  /** A write failed since the journal last held every live record (see writeLoop). */
+  private unjournaled = false;
+  /** After a failed compaction, the next is not tried before this (monotonic ms): it failed after every write batch. */
+  private compactAfter = 0;
 
-  /** Writes the live records to a new file and swaps it in (atomic rename), then reopens for appending. */
-  private async rewrite(): Promise<void> {
+  /** Writes the live records to a new file and swaps it in (atomic rename), then reopens for appending; false if that failed. */
+  private async rewrite(): Promise<boolean> {
     const path = join(this.o.dir, FILE);
     const tmp = `${path}.tmp`;
     try {
@@ -500,6 +513,8 @@ export class Outbox {
       this.fh = await open(path, 'a');
       this.fileBytes = size;
       this.realign = false;
+      this.compactAfter = 0;
+      return true;
     } catch (e) {
       await rm(tmp, { force: true }).catch(() => undefined);
       this.stats.writeErrors++;
@@ -514,7 +529,9 @@ export class Outbox {
           throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot write ${path} (${(e2 as NodeJS.ErrnoException).code ?? (e2 as Error).message})`, { cause: e2 });
         }
       }
+      this.compactAfter = this.mono() + COMPACT_RETRY_MS;
       this.log(`outbox: compaction failed (${why}); the journal keeps growing until it works`, { dir: this.o.dir }, 'error');
+      return false;
     }
   }
 

@@ -113,6 +113,26 @@ describe('Outbox (the durable alert journal)', () => {
     expect(keys.slice(0, 6)).toEqual(['alert:w0', 'alert:w1', 'alert:w2', 'alert:w3', 'alert:w4', 'alert:w5']);
   }, 300_000); // as above
 
+  it('after writes failed (a full disk), the first write that works rewrites the journal with every undelivered record: a crash then loses none of them', async () => {
+    const d = dir();
+    const logs: string[] = [];
+    const ob = await Outbox.open(opts(d, { log: (m) => logs.push(m) }));
+    await ob.append(...alert('f1'));
+    const fh = (ob as unknown as { fh: { write: unknown } }).fh;
+    fh.write = async () => {
+      throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+    };
+    await ob.append(...alert('f2')); // not on disk: still handed on (resolves), counted
+    await ob.append(...alert('f3'));
+    expect(ob.stats.writeErrors).toBe(2);
+    delete fh.write; // room again
+    await ob.append(...alert('f4'));
+    // As after a kill -9 now: the journal on disk holds all four (before, f2 and f3 were only in memory).
+    expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:f1', 'alert:f2', 'alert:f3', 'alert:f4']);
+    expect(logs.some((m) => m.startsWith('outbox: journal writes work again'))).toBe(true);
+    await ob.close();
+  });
+
   it('keeps only the latest status per source, and an ack of an older status does not remove a newer one', async () => {
     const d = dir();
     const ob = await Outbox.open(opts(d));
