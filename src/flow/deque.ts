@@ -25,6 +25,11 @@ export class Deque<T> {
     this.size++;
   }
 
+  /** The front item, left in place. */
+  peek(): T | undefined {
+    return this.size === 0 ? undefined : this.buf[this.head];
+  }
+
   shift(): T | undefined {
     if (this.size === 0) return undefined;
     const v = this.buf[this.head];

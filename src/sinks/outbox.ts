@@ -371,9 +371,10 @@ export class Outbox {
    * For a sink with memory bounds (Kafka): the key of a journaled message, and the message
    * loaded back by key (undefined once it was acknowledged or dropped by the bounds).
    */
-  spill(): { key: (m: Message) => string; load: (key: string) => { json: string; message: Message } | undefined } {
+  spill(): { key: (m: Message) => string; load: (key: string) => { json: string; message: Message } | undefined; has: (key: string) => boolean } {
     return {
       key: (m) => outboxKey(m)?.key ?? '',
+      has: (key) => this.live.has(key),
       load: (key) => {
         const r = this.live.get(key);
         return r ? { json: r.value, message: recordMessage(r) } : undefined;

@@ -415,6 +415,27 @@ describe('Kafka sink with the outbox: alerts beyond the memory bounds wait on di
   }, TIMEOUT);
 });
 
+describe('Kafka sink with the outbox: a long outage (no broker at all)', () => {
+  it('the keys of alerts waiting on disk are no more than the outbox holds: those it dropped past its bound are forgotten too', async () => {
+    const outbox = await Outbox.open({ dir: mkdtempSync(join(tmp, 'outbox-')), maxBytes: 256 * 1024, maxAgeMs: 3_600_000, fsync: false });
+    const { sink } = makeSink(uniqueTopic('long'), { brokers: ['127.0.0.1:9'], alertBufferSize: 5, spill: outbox.spill(), onDelivered: (m) => outbox.ack(m), closeTimeoutMs: 200 });
+    await sink.start();
+    // 3000 alerts of about 1 KB: the 256 KiB outbox keeps the newest ~200 and drops the rest (each logged).
+    for (let i = 0; i < 3000; i++) {
+      const a = alert('dock', `long-${i}`, 1000);
+      const json = JSON.stringify(a);
+      await outbox.append(a, json);
+      sink.publish('alert', a.source, json, a);
+    }
+    expect(outbox.stats.evicted).toBeGreaterThan(2500);
+    const onDisk = (sink as unknown as { spilled: { length: number } }).spilled.length;
+    expect(onDisk).toBeLessThanOrEqual(outbox.pendingAlerts); // before: 2995 keys for ~200 alerts
+    expect(sink.stats.alertsOnDisk).toBe(onDisk);
+    await sink.close();
+    await outbox.close();
+  }, TIMEOUT);
+});
+
 describe('Kafka sink: shutdown while the broker is stalled (SIGSTOP)', () => {
   it('close() returns at closeTimeoutMs (virtual time) and reports the undelivered alerts', async () => {
     const topic = uniqueTopic('stall');
