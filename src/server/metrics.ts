@@ -210,7 +210,7 @@ export class Metrics {
       new client.Gauge({ name: 'argus_outbox_pending_bytes', help: 'Bytes of the undelivered records in the outbox journal.', registers: [r], collect() { this.set(ob.stats.pendingBytes); } });
       new client.Counter({
         name: 'argus_outbox_events_total',
-        help: 'Outbox journal events: appended, acked, recovered (replayed at start), evicted (dropped undelivered for maxBytes/maxAgeHours: lost), write_errors, corrupt (records skipped at start).',
+        help: 'Outbox journal events: appended, acked, recovered (replayed at start), evicted (dropped undelivered for maxBytes/maxAgeHours: lost), write_errors, slow_writes (handed on before the disk confirmed them, after 1 s), corrupt (records skipped at start).',
         labelNames: ['event'],
         registers: [r],
         collect() {
@@ -221,6 +221,7 @@ export class Metrics {
           this.inc({ event: 'recovered' }, st.recovered);
           this.inc({ event: 'evicted' }, st.evicted);
           this.inc({ event: 'write_errors' }, st.writeErrors);
+          this.inc({ event: 'slow_writes' }, st.slowWrites);
           this.inc({ event: 'corrupt' }, st.corrupt);
         },
       });

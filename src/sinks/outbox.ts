@@ -33,6 +33,8 @@ export interface OutboxOptions {
   log?: LogFn;
   /** Clock (tests). */
   now?: () => number;
+  /** How long close() waits for the disk to finish the journal's writes, ms (default 5000). */
+  closeWaitMs?: number;
   /** Monotonic clock, ms (tests; default performance.now): what records age by within a run. */
   monotonic?: () => number;
   /**
@@ -70,9 +72,15 @@ export interface OutboxStats {
   evicted: number;
   /** Writes that failed (disk full, I/O error): the message was still handed to the sinks. */
   writeErrors: number;
+  /** Messages handed to the sinks before their write was confirmed: the disk took longer than JOURNAL_WAIT_MS (frozen, hung). */
+  slowWrites: number;
 }
 
 const FILE = 'outbox.log';
+/** How long an alert waits for the disk to confirm its journal write before it is handed on anyway, ms. */
+export const JOURNAL_WAIT_MS = 1000;
+/** How long close() waits for the disk, ms. */
+const CLOSE_WAIT_MS = 5000;
 /** A failed compaction is tried again after this long at the soonest, ms. */
 const COMPACT_RETRY_MS = 10_000;
 const LOCK = 'outbox.lock';
@@ -241,7 +249,9 @@ export class Outbox {
   /** Who this opening is, as written in the lock, and the timer that keeps the lock's mtime fresh. */
   private owner: LockOwner | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
-  readonly stats: OutboxStats = { pending: 0, pendingBytes: 0, appended: 0, acked: 0, recovered: 0, corrupt: 0, evicted: 0, writeErrors: 0 };
+  readonly stats: OutboxStats = { pending: 0, pendingBytes: 0, appended: 0, acked: 0, recovered: 0, corrupt: 0, evicted: 0, writeErrors: 0, slowWrites: 0 };
+  /** Characters of the lines waiting for the writer (bounded: see enqueue). */
+  private queuedChars = 0;
 
   private constructor(private readonly o: OutboxOptions) {
     this.log = o.log ?? (() => {});
@@ -408,7 +418,30 @@ export class Outbox {
     this.stats.appended++;
     if (rec.kind === 'alert') this.enforceBytes();
     this.updateStats();
-    return new Promise<void>((done) => this.enqueue(line({ op: 'put', key: rec.key, kind: rec.kind, source: rec.source, at: rec.at, value: rec.value }), done));
+    const text = line({ op: 'put', key: rec.key, kind: rec.kind, source: rec.source, at: rec.at, value: rec.value });
+    // Resolves when the record is on disk, or after JOURNAL_WAIT_MS if the disk has not
+    // answered by then (frozen, hung): the alert is then handed on unprotected (counted, logged)
+    // and written when the disk answers. Waiting for the disk held every alert back from every
+    // sink for as long as it hung.
+    return new Promise<void>((done) => {
+      let waiting = true;
+      const t = setTimeout(() => {
+        if (!waiting) return;
+        waiting = false;
+        this.stats.slowWrites++;
+        if (this.stats.slowWrites === 1 || this.stats.slowWrites % 100 === 0) {
+          this.log(`outbox: the disk has not confirmed a journal write for ${JOURNAL_WAIT_MS} ms; alerts are handed on before they are on disk (${this.stats.slowWrites} so far)`, { dir: this.o.dir }, 'error');
+        }
+        done();
+      }, JOURNAL_WAIT_MS);
+      t.unref();
+      this.enqueue(text, () => {
+        if (!waiting) return;
+        waiting = false;
+        clearTimeout(t);
+        done();
+      });
+    });
   }
 
   /** The broker acknowledged these messages (or they were dead-lettered): forget them. */
@@ -427,6 +460,14 @@ export class Outbox {
   }
 
   private enqueue(text: string, done?: () => void): void {
+    // Bounded: while the disk does not answer, lines past maxBytes are not queued; the live
+    // records (bounded by maxBytes themselves) are all written by the rewrite once it answers.
+    if (this.queuedChars + text.length > this.o.maxBytes) {
+      this.unjournaled = true;
+      done?.();
+      return;
+    }
+    this.queuedChars += text.length;
     this.queue.push({ text, done });
     this.writing ??= this.writeLoop();
   }
@@ -436,6 +477,7 @@ export class Outbox {
       while (this.queue.length > 0) {
         const batch = this.queue;
         this.queue = [];
+        this.queuedChars = 0;
         // After a failed or short write the file may end mid-line: start on a fresh line, so the
         // torn piece fails its checksum alone and the records after it read back.
         const text = (this.realign ? '\n' : '') + (batch.length === 1 ? batch[0].text : batch.map((b) => b.text).join(''));
@@ -586,11 +628,29 @@ export class Outbox {
     return n;
   }
 
-  /** Waits for queued writes, compacts, releases the lock. What is still pending stays for the next start. */
+  /**
+   * Waits for queued writes, compacts, releases the lock. What is still pending stays for the
+   * next start. A disk that does not answer within CLOSE_WAIT_MS is given up on (logged): the
+   * stop goes on (it hung for as long as the disk did), and what it had not written is lost.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     if (this.ageTimer) clearInterval(this.ageTimer);
-    while (this.writing) await this.writing;
+    const wait = this.o.closeWaitMs ?? CLOSE_WAIT_MS;
+    const end = this.mono() + wait;
+    while (this.writing) {
+      const left = end - this.mono();
+      let t: NodeJS.Timeout | undefined;
+      const done = await Promise.race([this.writing.then(() => true), new Promise<false>((r) => (t = setTimeout(() => r(false), Math.max(0, left))))]);
+      clearTimeout(t);
+      if (!done) {
+        this.closed = true;
+        if (this.heartbeat) clearInterval(this.heartbeat);
+        openHere.delete(resolve(this.o.dir));
+        this.log(`outbox: the disk has not finished the journal's writes in ${wait / 1000} s; stopping without them (${this.pendingAlerts} undelivered alert(s) may not be on disk)`, { dir: this.o.dir }, 'error');
+        return;
+      }
+    }
     this.closed = true;
     await this.rewrite();
     await this.fh?.close().catch(() => undefined);

@@ -9,6 +9,11 @@ import type { AlertMessage, Message, StatusMessage } from '../../src/sinks/messa
 import { Outbox, parseJournal, readOutbox } from '../../src/sinks/outbox.js';
 
 const dir = () => mkdtempSync(join(tmpdir(), 'argus-outbox-'));
+/** Polls `cond` every 20 ms; the 60 s bound only ends a hang. */
+async function until(cond: () => boolean): Promise<void> {
+  const end = Date.now() + 60_000;
+  while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+}
 const opts = (d: string, extra: Partial<Parameters<typeof Outbox.open>[0]> = {}) => ({ dir: d, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: true, ...extra });
 
 function alert(id: string, pad = 0): [AlertMessage, string] {
@@ -131,6 +136,36 @@ describe('Outbox (the durable alert journal)', () => {
     expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:f1', 'alert:f2', 'alert:f3', 'alert:f4']);
     expect(logs.some((m) => m.startsWith('outbox: journal writes work again'))).toBe(true);
     await ob.close();
+  });
+
+  it('a disk that does not answer (frozen) holds no alert back: after 1 s it is handed on unprotected (counted), the queue stays bounded, and once the disk answers every record is written; close() gives up on it after closeWaitMs', async () => {
+    const d = dir();
+    const ob = await Outbox.open(opts(d, { maxBytes: 200_000, closeWaitMs: 300 }));
+    const fh = (ob as unknown as { fh: { write: unknown } }).fh;
+    let thaw!: () => void;
+    const thawed = new Promise<void>((r) => (thaw = r));
+    fh.write = async (...args: unknown[]) => {
+      await thawed; // frozen until thawed
+      delete fh.write;
+      return (fh as unknown as { write: (...a: unknown[]) => Promise<unknown> }).write(...args);
+    };
+    const first = ob.append(...alert('z0'));
+    expect(await Promise.race([first.then(() => 'handed on'), new Promise((r) => setTimeout(() => r('held back'), 10_000))])).toBe('handed on');
+    expect(ob.stats.slowWrites).toBe(1);
+    // 50 alerts of 20 KB (1 MB) while frozen: the writer's queue holds at most maxBytes of them.
+    for (let i = 1; i <= 50; i++) void ob.append(...alert(`z${i}`, 20_000));
+    expect((ob as unknown as { queuedChars: number }).queuedChars).toBeLessThanOrEqual(200_000);
+    thaw();
+    await until(() => !(ob as unknown as { writing?: unknown }).writing);
+    // Every record the outbox still holds (its newest, within maxBytes) is on disk.
+    const live = [...(ob as unknown as { live: Map<string, unknown> }).live.keys()];
+    expect(live.length).toBeGreaterThan(5);
+    expect((await readOutbox(d)).map((r) => r.key)).toEqual(live);
+    // Frozen again, close() returns after closeWaitMs instead of hanging with the disk.
+    fh.write = () => new Promise(() => undefined);
+    void ob.append(...alert('late'));
+    const closed = await Promise.race([ob.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('hung'), 10_000))]);
+    expect(closed).toBe('closed');
   });
 
   it('keeps only the latest status per source, and an ack of an older status does not remove a newer one', async () => {
