@@ -139,7 +139,20 @@ export function tooLargeType(e: unknown): string | undefined {
   return undefined;
 }
 
-/** A fresh producer after this many failed requests in a row (about 10 s of retries at the backoff's pace). */
+/** After the topics could not be checked or created, the next try waits this long, ms. */
+const TOPICS_RETRY_MS = 5000;
+
+/** The error (or one it wraps) is about the connection: refused, closed, timed out, or kafkajs's "Broker not connected". */
+function connectionError(e: unknown): boolean {
+  let x = e as (KafkaErrorLike & { name?: string }) | undefined;
+  for (let i = 0; x && i < 5; i++, x = x.cause as typeof x) {
+    if (x.name && /^KafkaJS(Connection|ConnectionClosed|RequestTimeout)Error$/.test(x.name)) return true;
+    if (typeof x.message === 'string' && /Broker not connected|Connection (error|timeout)|timed out/i.test(x.message)) return true;
+  }
+  return false;
+}
+
+/** A fresh producer after this many failed connections in a row (about 10 s of retries at the backoff's pace); a topic's own error (deleted, not authorised) is not one. */
 const RESET_AFTER_FAILURES = 5;
 
 /** Errors after which the producer's idempotence state is out of step with the broker's. */
@@ -194,6 +207,8 @@ export class KafkaSink implements Sink {
   private producerResets = 0;
   /** The topics were found (or created) on the broker (see ensureTopics). */
   private topicsChecked = false;
+  /** When ensureTopics may be tried again after it failed (the clock of `now()`). */
+  private topicsRetryAt = 0;
   /** Requests that failed since the last one that went through (see RESET_AFTER_FAILURES). */
   private failuresInARow = 0;
   /** The kind of the last request that failed: it goes after the others (see takeBatch). */
@@ -305,6 +320,14 @@ export class KafkaSink implements Sink {
   async start(): Promise<void> {
     try {
       await this.ensureTopics();
+    } catch (e) {
+      if (e instanceof ArgusError) throw e; // a missing topic with createTopics false
+      // Not reachable, or a topic could not be created: tried again before a request after
+      // TOPICS_RETRY_MS; the producer connects and publishes meanwhile.
+      this.topicsRetryAt = now() + TOPICS_RETRY_MS;
+      this.log(`kafka: the topics could not be checked or created (${describe(e)}); trying again in ${TOPICS_RETRY_MS / 1000} s`, {}, 'warn');
+    }
+    try {
       await this.connect();
     } catch (e) {
       if (e instanceof ArgusError) throw e;
@@ -425,12 +448,14 @@ export class KafkaSink implements Sink {
   }
 
   private async connect(): Promise<void> {
-    if (!this.topicsChecked) {
+    if (!this.topicsChecked && now() >= this.topicsRetryAt) {
+      // Never in the way of the producer: a topic that cannot be created (a missing ACL, too few
+      // brokers for the replication factor) must not hold back the topics that exist.
       try {
         await this.ensureTopics();
       } catch (e) {
-        if (!(e instanceof ArgusError)) throw e;
-        this.log(e.message, { code: e.code }, 'error');
+        this.topicsRetryAt = now() + TOPICS_RETRY_MS;
+        this.log(e instanceof ArgusError ? e.message : `kafka: the topics could not be checked or created (${describe(e)}); publishing anyway, trying again in ${TOPICS_RETRY_MS / 1000} s`, { code: (e as { code?: string }).code }, 'error');
       }
     }
     if (this.producerConnected) return;
@@ -552,7 +577,10 @@ export class KafkaSink implements Sink {
         anySent = true;
         this.delivered(part);
       }
-      if (this.lastFailedKind === batch[0].kind) this.lastFailedKind = undefined;
+      // Any request that went through ends the failed kind's turn at the back: it is first again
+      // at the next cut (kept at the back until its own kind succeeded, an alert waited behind a
+      // stream of detections for as long as they came).
+      this.lastFailedKind = undefined;
       this.failuresInARow = 0;
       if (this.backoffMs > 0 || !this.stats.connected || this.reasonsLogged.size > 0) {
         if (this.backoffMs > 0 || !this.stats.connected) this.log('kafka: broker back, publishing again', { alertsPending: this.alerts.length, statusPending: this.statuses.size });
@@ -576,7 +604,7 @@ export class KafkaSink implements Sink {
       // kafkajs may never recover a connection on its own: after a broker that accepted it and
       // never answered, every later request failed with "Broker not connected" and no new
       // connection was tried, for good. A fresh producer (a new connection) every few failures in a row.
-      else if (++this.failuresInARow % RESET_AFTER_FAILURES === 0) this.resetProducer(`${this.failuresInARow} failed requests in a row: ${describe(e)}`);
+      else if (connectionError(e) && ++this.failuresInARow % RESET_AFTER_FAILURES === 0) this.resetProducer(`${this.failuresInARow} failed connections in a row: ${describe(e)}`);
       this.backoffMs = Math.min(5000, this.backoffMs ? this.backoffMs * 2 : 200) * (0.75 + Math.random() * 0.5);
     } finally {
       if (this.inFlight === work) {
