@@ -99,6 +99,9 @@ function line(obj: object): string {
   return `${createHash('sha1').update(json).digest('hex').slice(0, 8)} ${json}\n`;
 }
 
+/** No record is longer than this (outbox.maxBytes is at most 192 MiB in all), characters. */
+const MAX_JOURNAL_LINE = 256 * 1024 * 1024;
+
 /** The live records of a journal, fed line by line (see parseJournal and readJournal). */
 class JournalReader {
   readonly records = new Map<string, OutboxRecord>();
@@ -154,21 +157,40 @@ export function parseJournal(text: string): { records: Map<string, OutboxRecord>
  */
 async function readJournal(path: string): Promise<{ records: Map<string, OutboxRecord>; corrupt: number; torn: boolean }> {
   const r = new JournalReader();
-  let rest = '';
+  // The pieces of the line read so far: joined once its end comes (adding each chunk to the
+  // piece before was quadratic on a long line: 2.7 s for 64 MiB without a newline).
+  let parts: string[] = [];
+  let partsLength = 0;
+  /** A line longer than any record can be (a damaged region): skipped up to its end, counted once. */
+  let skipping = false;
   try {
     for await (const chunk of createReadStream(path, { encoding: 'utf8', highWaterMark: 1 << 20 })) {
-      const text = rest + (chunk as string);
+      const text = chunk as string;
       let start = 0;
       for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
-        r.line(text.slice(start, nl), true);
+        if (!skipping) {
+          parts.push(text.slice(start, nl));
+          r.line(parts.length === 1 ? parts[0] : parts.join(''), true);
+        }
+        parts = [];
+        partsLength = 0;
+        skipping = false;
         start = nl + 1;
       }
-      rest = text.slice(start);
+      if (start < text.length && !skipping) {
+        parts.push(text.slice(start));
+        partsLength += text.length - start;
+        if (partsLength > MAX_JOURNAL_LINE) {
+          skipping = true;
+          parts = [];
+          r.corrupt++;
+        }
+      }
     }
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
-  r.line(rest, false);
+  if (!skipping) r.line(parts.join(''), false);
   return { records: r.records, corrupt: r.corrupt, torn: r.torn };
 }
 
@@ -249,6 +271,9 @@ export class Outbox {
   /** Who this opening is, as written in the lock, and the timer that keeps the lock's mtime fresh. */
   private owner: LockOwner | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
+  /** Another argus took the lock over: this one writes the journal no more. */
+  private lockLost = false;
+  private closing: Promise<void> | undefined;
   readonly stats: OutboxStats = { pending: 0, pendingBytes: 0, appended: 0, acked: 0, recovered: 0, corrupt: 0, evicted: 0, writeErrors: 0, slowWrites: 0 };
   /** Characters of the lines waiting for the writer (bounded: see enqueue). */
   private queuedChars = 0;
@@ -336,19 +361,24 @@ export class Outbox {
     for (let tries = 0; tries < 3; tries++) {
       try {
         await writeFile(path, `${JSON.stringify(self)}\n`, { flag: 'wx' });
-        this.heartbeat = setInterval(() => void utimes(path, new Date(), new Date()).catch(() => undefined), staleMs / 4);
-        this.heartbeat.unref();
+        this.startHeartbeat(path, staleMs);
         return;
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot lock ${path} (${(e as NodeJS.ErrnoException).code})`, { cause: e });
         const held = parseLock(await readFile(path, 'utf8').catch(() => ''), self);
         const inUse = (why: string) => new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is in use by another argus (${why}); give each pipeline its own outbox.dir`);
-        if (held && held.host === self.host && held.ns === self.ns) {
+        // Checkable by its pid: the same host, pid namespace and boot (the boot id tells two hosts
+        // of one name apart, both in their initial namespace).
+        const boot = (o: LockOwner) => o.identity.split(' ')[0];
+        if (held && held.host === self.host && held.ns === self.ns && (!boot(held) || boot(held) === boot(self))) {
           // The same pid alive is the owner only if it is the same process (same boot, same start).
           if (pidAlive(held.pid) && (held.identity.split(' ').length < 2 || held.identity === (await processIdentity(held.pid)))) throw inUse(`pid ${held.pid}`);
-        } else if (held) {
-          const where = `pid ${held.pid} on ${held.host === self.host ? 'this host, in another pid namespace (a container)' : `host ${held.host}`}`;
-          if (!(await this.waitStale(path, staleMs, where))) throw inUse(`${where}, its lock touched in the last ${staleMs / 1000} s`);
+        } else {
+          // Another host's or namespace's, or unreadable (being written): held while it is touched.
+          const where = held ? `pid ${held.pid} on ${held.host === self.host ? 'this host, in another pid namespace (a container)' : `host ${held.host}`}` : 'a lock being written or damaged';
+          const state = await this.waitStale(path, staleMs, where);
+          if (state === 'touched') throw inUse(`${where}, its lock touched in the last ${staleMs / 1000} s`);
+          if (state === 'gone') continue; // released meanwhile: take it
         }
         await rm(path, { force: true }); // left by a process that died
       }
@@ -356,20 +386,51 @@ export class Outbox {
     throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot lock ${path}`);
   }
 
-  /** Waits (at most `staleMs` and a bit) for a lock to go untouched for `staleMs`: true once it has, false if it is still being touched. */
-  private async waitStale(path: string, staleMs: number, where: string): Promise<boolean> {
-    const mtime = async () => (await stat(path).catch(() => undefined))?.mtimeMs ?? 0;
+  /**
+   * Keeps the lock's mtime fresh (one touch at a time: on a frozen disk they would pile up on
+   * libuv's 4 threads), and checks it is still this opening's: if another argus took it over
+   * (this one was frozen, a VM paused, for longer than lockStaleMs), this one stops journaling
+   * at once and says so, rather than writing a journal the other now owns.
+   */
+  private startHeartbeat(path: string, staleMs: number): void {
+    let busy = false;
+    this.heartbeat = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      void (async () => {
+        const held = parseLock(await readFile(path, 'utf8').catch(() => ''), this.owner!);
+        if (held && held.id !== this.owner!.id) return this.loseLock(held);
+        await utimes(path, new Date(), new Date()).catch(() => undefined);
+      })().finally(() => (busy = false));
+    }, staleMs / 4);
+    this.heartbeat.unref();
+  }
+
+  private loseLock(by: LockOwner): void {
+    if (this.lockLost) return;
+    this.lockLost = true;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.log(`outbox: the journal's lock was taken over by pid ${by.pid} on ${by.host} (this process was frozen for longer than its heartbeat allows); this process stops writing the journal: its undelivered alerts are no longer protected`, { dir: this.o.dir }, 'error');
+  }
+
+  /**
+   * Watches a lock for `staleMs` (and a bit): 'touched' if its mtime changes (its holder is
+   * alive), 'gone' if it is removed, 'stale' if neither happens. The mtime is never compared with
+   * this host's clock (another host's may be minutes off).
+   */
+  private async waitStale(path: string, staleMs: number, where: string): Promise<'touched' | 'gone' | 'stale'> {
+    const mtime = async () => (await stat(path).catch(() => undefined))?.mtimeMs;
     const first = await mtime();
-    if (Date.now() - first > staleMs) return true;
-    this.log(`outbox: the journal is locked by ${where}; waiting up to ${staleMs / 1000} s for its heartbeat to stop`, { dir: this.o.dir }, 'warn');
-    const end = Date.now() + staleMs + 1000;
-    while (Date.now() < end) {
+    if (first === undefined) return 'gone';
+    this.log(`outbox: the journal is locked by ${where}; waiting ${staleMs / 1000} s for its heartbeat to stop`, { dir: this.o.dir }, 'warn');
+    const end = performance.now() + staleMs + Math.min(1000, staleMs / 4);
+    while (performance.now() < end) {
       await new Promise((r) => setTimeout(r, Math.min(1000, staleMs / 4)));
       const m = await mtime();
-      if (m !== first) return false; // touched: its holder is alive
-      if (Date.now() - m > staleMs) return true;
+      if (m === undefined) return 'gone';
+      if (m !== first) return 'touched';
     }
-    return Date.now() - (await mtime()) > staleMs;
+    return 'stale';
   }
 
   /** The undelivered record under `key`, if any. */
@@ -460,6 +521,11 @@ export class Outbox {
   }
 
   private enqueue(text: string, done?: () => void): void {
+    if (this.lockLost) {
+      this.stats.writeErrors++;
+      done?.();
+      return;
+    }
     // Bounded: while the disk does not answer, lines past maxBytes are not queued; the live
     // records (bounded by maxBytes themselves) are all written by the rewrite once it answers.
     if (this.queuedChars + text.length > this.o.maxBytes) {
@@ -487,9 +553,18 @@ export class Outbox {
           this.realign = false;
           // Writes work again after some failed (a full disk that has room now): the records those
           // held are only in memory, so the journal is rewritten with every live record at once.
-          if (this.unjournaled && !this.closed && (await this.rewrite())) {
-            this.unjournaled = false;
-            this.log('outbox: journal writes work again; rewritten with every undelivered record', { dir: this.o.dir, pending: this.live.size });
+          if (this.unjournaled && !this.closed && this.mono() >= this.compactAfter) {
+            // The lines queued now are covered by the rewrite (it writes every live record):
+            // written after it, an older status would land after the newer one it holds.
+            const covered = this.queue.length;
+            if (await this.rewrite()) {
+              this.unjournaled = false;
+              for (const q of this.queue.splice(0, covered)) {
+                this.queuedChars -= q.text.length;
+                q.done?.();
+              }
+              this.log('outbox: journal writes work again; rewritten with every undelivered record', { dir: this.o.dir, pending: this.live.size });
+            }
           }
         } catch (e) {
           this.realign = true;
@@ -523,9 +598,11 @@ export class Outbox {
   private unjournaled = false;
   /** After a failed compaction, the next is not tried before this (monotonic ms): it failed after every write batch. */
   private compactAfter = 0;
+  private compactFailures = 0;
 
   /** Writes the live records to a new file and swaps it in (atomic rename), then reopens for appending; false if that failed. */
   private async rewrite(): Promise<boolean> {
+    if (this.lockLost) return false;
     const path = join(this.o.dir, FILE);
     const tmp = `${path}.tmp`;
     try {
@@ -557,6 +634,7 @@ export class Outbox {
       this.fileBytes = size;
       this.realign = false;
       this.compactAfter = 0;
+      this.compactFailures = 0;
       return true;
     } catch (e) {
       await rm(tmp, { force: true }).catch(() => undefined);
@@ -573,7 +651,7 @@ export class Outbox {
         }
       }
       this.compactAfter = this.mono() + COMPACT_RETRY_MS;
-      this.log(`outbox: compaction failed (${why}); the journal keeps growing until it works`, { dir: this.o.dir }, 'error');
+      if (++this.compactFailures === 1 || this.compactFailures % 100 === 0) this.log(`outbox: compaction failed (${why}); the journal keeps growing until it works (tried again after ${COMPACT_RETRY_MS / 1000} s; ${this.compactFailures} failure(s) so far)`, { dir: this.o.dir }, 'error');
       return false;
     }
   }
@@ -634,27 +712,30 @@ export class Outbox {
    * stop goes on (it hung for as long as the disk did), and what it had not written is lost.
    */
   async close(): Promise<void> {
-    if (this.closed) return;
+    if (this.closed || this.closing) return this.closing;
     if (this.ageTimer) clearInterval(this.ageTimer);
     const wait = this.o.closeWaitMs ?? CLOSE_WAIT_MS;
-    const end = this.mono() + wait;
-    while (this.writing) {
-      const left = end - this.mono();
-      let t: NodeJS.Timeout | undefined;
-      const done = await Promise.race([this.writing.then(() => true), new Promise<false>((r) => (t = setTimeout(() => r(false), Math.max(0, left))))]);
-      clearTimeout(t);
-      if (!done) {
-        this.closed = true;
-        if (this.heartbeat) clearInterval(this.heartbeat);
-        openHere.delete(resolve(this.o.dir));
-        this.log(`outbox: the disk has not finished the journal's writes in ${wait / 1000} s; stopping without them (${this.pendingAlerts} undelivered alert(s) may not be on disk)`, { dir: this.o.dir }, 'error');
-        return;
-      }
+    let t: NodeJS.Timeout | undefined;
+    const inner = this.closeInner();
+    this.closing = inner;
+    // All of it within the bound: the writes, the rewrite, the lock (a disk that freezes while
+    // the writer is idle hung the rewrite, and the stop with it).
+    const done = await Promise.race([inner.then(() => true), new Promise<false>((r) => (t = setTimeout(() => r(false), wait)))]);
+    clearTimeout(t);
+    if (!done) {
+      this.closed = true;
+      if (this.heartbeat) clearInterval(this.heartbeat);
+      openHere.delete(resolve(this.o.dir));
+      this.log(`outbox: the disk has not finished the journal's writes in ${wait / 1000} s; stopping without them (${this.pendingAlerts} undelivered alert(s) may not be on disk)`, { dir: this.o.dir }, 'error');
     }
+  }
+
+  private async closeInner(): Promise<void> {
+    while (this.writing) await this.writing;
     this.closed = true;
-    await this.rewrite();
+    if (!this.lockLost) await this.rewrite();
     await this.fh?.close().catch(() => undefined);
-    await this.unlock();
+    if (!this.lockLost) await this.unlock();
     openHere.delete(resolve(this.o.dir));
   }
 
