@@ -33,6 +33,8 @@ export interface OutboxOptions {
   log?: LogFn;
   /** Clock (tests). */
   now?: () => number;
+  /** This boot's id (tests; default /proc/sys/kernel/random/boot_id). */
+  bootId?: string;
   /** How long close() waits for the disk to finish the journal's writes, ms (default 5000). */
   closeWaitMs?: number;
   /** Monotonic clock, ms (tests; default performance.now): what records age by within a run. */
@@ -53,6 +55,9 @@ export interface OutboxRecord {
   source: string;
   /** When it was journaled, epoch ms. */
   at: number;
+  /** The boot it was journaled in (its id) and the monotonic clock then, ms since boot: its age across restarts within one boot, whatever the wall clock did. */
+  boot?: string;
+  up?: number;
   /** The message JSON exactly as it was published. */
   value: string;
 }
@@ -99,6 +104,11 @@ function line(obj: object): string {
   return `${createHash('sha1').update(json).digest('hex').slice(0, 8)} ${json}\n`;
 }
 
+/** The monotonic clock, ms since boot (CLOCK_MONOTONIC, the same for every process of a boot). */
+function sinceBoot(): number {
+  return Number(process.hrtime.bigint() / 1_000_000n);
+}
+
 /** No record is longer than this (outbox.maxBytes is at most 192 MiB in all), characters. */
 const MAX_JOURNAL_LINE = 256 * 1024 * 1024;
 
@@ -112,7 +122,7 @@ class JournalReader {
   line(l: string, terminated: boolean): void {
     if (l.length === 0) return;
     const json = l.slice(9);
-    let rec: { op?: string; key?: string; kind?: OutboxKind; source?: string; at?: number; value?: string } | undefined;
+    let rec: { op?: string; key?: string; kind?: OutboxKind; source?: string; at?: number; value?: string; boot?: string; up?: number } | undefined;
     if (l[8] === ' ' && createHash('sha1').update(json).digest('hex').slice(0, 8) === l.slice(0, 8)) {
       try {
         rec = JSON.parse(json) as typeof rec;
@@ -128,7 +138,7 @@ class JournalReader {
     const records = this.records;
     if (rec.op === 'put' && typeof rec.value === 'string') {
       records.delete(rec.key); // a newer status replaces the older one (and moves to the end)
-      records.set(rec.key, { key: rec.key, kind: rec.kind === 'status' ? 'status' : 'alert', source: String(rec.source ?? ''), at: Number(rec.at ?? 0), value: rec.value });
+      records.set(rec.key, { key: rec.key, kind: rec.kind === 'status' ? 'status' : 'alert', source: String(rec.source ?? ''), at: Number(rec.at ?? 0), value: rec.value, ...(typeof rec.boot === 'string' && typeof rec.up === 'number' ? { boot: rec.boot, up: rec.up } : {}) });
     } else if (rec.op === 'ack') {
       const cur = records.get(rec.key);
       if (cur && (rec.at === undefined || rec.at === cur.at)) records.delete(rec.key);
@@ -271,6 +281,8 @@ export class Outbox {
   /** Who this opening is, as written in the lock, and the timer that keeps the lock's mtime fresh. */
   private owner: LockOwner | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
+  /** This boot's id ('' where unknown: ages then come from the wall clock). */
+  private bootId = '';
   /** Another argus took the lock over: this one writes the journal no more. */
   private lockLost = false;
   private closing: Promise<void> | undefined;
@@ -296,6 +308,7 @@ export class Outbox {
 
   private async init(): Promise<void> {
     const { dir } = this.o;
+    this.bootId = this.o.bootId ?? (await readFile('/proc/sys/kernel/random/boot_id', 'utf8').catch(() => '')).trim();
     try {
       await mkdir(dir, { recursive: true });
     } catch (e) {
@@ -324,7 +337,10 @@ export class Outbox {
     if (torn) this.log('outbox: the last journal record was torn (the process died while writing it); skipped', { dir });
     if (corrupt > 0) this.log(`outbox: ${corrupt} damaged journal record(s) skipped`, { dir }, 'error');
     const wall = this.clock();
-    for (const r of records.values()) this.addLive(r, wall - r.at);
+    // A record's age: on the monotonic clock when it was journaled in this boot (a wall clock
+    // stepped forward between two runs evicts nothing), by the wall clock across a reboot.
+    const up = sinceBoot();
+    for (const r of records.values()) this.addLive(r, r.boot === this.bootId && r.up !== undefined && r.up <= up ? up - r.up : wall - r.at);
     this.expire();
     this.recoveredRecords = [...this.live.values()];
     this.stats.recovered = this.recoveredRecords.length;
@@ -472,14 +488,14 @@ export class Outbox {
   append(m: Message, json: string): Promise<void> {
     const k = outboxKey(m);
     if (!k || this.closed) return Promise.resolve();
-    const rec: OutboxRecord = { key: k.key, kind: k.kind, source: m.source, at: this.clock(), value: json };
+    const rec: OutboxRecord = { key: k.key, kind: k.kind, source: m.source, at: this.clock(), value: json, boot: this.bootId, up: Math.round(sinceBoot()) };
     const prev = this.live.get(rec.key);
     if (prev) this.dropLive(prev);
     this.addLive(rec);
     this.stats.appended++;
     if (rec.kind === 'alert') this.enforceBytes();
     this.updateStats();
-    const text = line({ op: 'put', key: rec.key, kind: rec.kind, source: rec.source, at: rec.at, value: rec.value });
+    const text = line({ op: 'put', key: rec.key, kind: rec.kind, source: rec.source, at: rec.at, boot: rec.boot, up: rec.up, value: rec.value });
     // Resolves when the record is on disk, or after JOURNAL_WAIT_MS if the disk has not
     // answered by then (frozen, hung): the alert is then handed on unprotected (counted, logged)
     // and written when the disk answers. Waiting for the disk held every alert back from every
@@ -611,7 +627,7 @@ export class Outbox {
       let size = 0;
       try {
         for (const r of this.live.values()) {
-          const l = line({ op: 'put', key: r.key, kind: r.kind, source: r.source, at: r.at, value: r.value });
+          const l = line({ op: 'put', key: r.key, kind: r.kind, source: r.source, at: r.at, boot: r.boot, up: r.up, value: r.value });
           const b = Buffer.from(l);
           let off = 0;
           while (off < b.length) {

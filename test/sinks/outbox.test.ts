@@ -198,12 +198,23 @@ describe('Outbox (the durable alert journal)', () => {
     expect(keys).not.toContain('alert:b0');
     expect(logs.some((l) => l.level === 'error' && /b0 dropped undelivered/.test(l.m))).toBe(true);
     await ob.close();
-    // Age: reopened two hours later with a one-hour bound, everything has expired.
+    // Age: reopened after a reboot two hours later with a one-hour bound, everything has expired.
     t += 2 * 3_600_000;
-    const later = await Outbox.open(opts(d, { maxBytes: 70_000, now: () => t }));
+    const later = await Outbox.open(opts(d, { maxBytes: 70_000, now: () => t, bootId: 'after-a-reboot' }));
     expect(later.takeRecovered()).toEqual([]);
     expect(later.stats.evicted).toBe(keys.length);
     await later.close();
+  });
+
+  it('across restarts within one boot, ages come from the monotonic clock: a wall clock stepped 10 days forward between two runs evicts nothing', async () => {
+    const d = dir();
+    const first = await Outbox.open(opts(d, { now: () => Date.UTC(2024, 0, 1) })); // booted without a real-time clock
+    for (const a of [alert('r1'), alert('r2')]) await first.append(...a);
+    await first.close();
+    const again = await Outbox.open(opts(d, { now: () => Date.UTC(2024, 0, 11) })); // NTP set it meanwhile
+    expect(again.takeRecovered().map((r) => r.key)).toEqual(['alert:r1', 'alert:r2']); // before: both evicted
+    expect(again.stats.evicted).toBe(0);
+    await again.close();
   });
 
   it('within a run, alerts age by the monotonic clock: a wall clock stepped 10 days forward evicts nothing; an hour really passed does', async () => {
