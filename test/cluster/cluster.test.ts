@@ -86,7 +86,9 @@ describe('cameras spread over argus workers by the consumer-group protocol (real
     if (!ok) for (const w of workers.values()) console.log(w.id, printLog(w));
     expect(ok).toBe(true);
     for (const cams of byOwner().values()) expect(cams.length).toBeGreaterThanOrEqual(1);
-    const st = JSON.parse((await argus('cluster', 'status', '--json')).stdout) as { workers: { worker: string; cameras: string[]; slots: number[] }[]; unassigned: string[] };
+    const status = await argus('cluster', 'status', '--json');
+    expect(status.code, `argus cluster status: ${status.stderr}`).toBe(0); // what went wrong, not "Unexpected end of JSON input"
+    const st = JSON.parse(status.stdout) as { workers: { worker: string; cameras: string[]; slots: number[] }[]; unassigned: string[] };
     expect(st.workers.map((w) => w.worker).sort()).toEqual(['w1', 'w2', 'w3']);
     expect(st.workers.flatMap((w) => w.cameras).sort()).toEqual(camIds().sort());
     expect(st.unassigned).toEqual([]);
