@@ -64,27 +64,39 @@ describe('annotated video of the person clip (real model)', () => {
     // One frame per 1/10 s of the run, from its first frame's pts to its last's.
     expect(Number(p.nb_read_frames)).toBe(Math.round((lastPts - firstPts) * 10) + 1);
 
-    // The most confident person in the last 30 frames: its frame in the MP4 (the frame's place
-    // is its pts × 10 fps) against the same frame decoded from the clip.
-    const best = people.filter((q) => q.seq >= FRAMES - 30 && q.seq < FRAMES).sort((a, b) => b.score - a.score)[0];
-    expect(best, 'a person detected near the end of the run').toBeDefined();
-    const n = Math.round((best.pts - firstPts) * 10);
-    const annotated = decodeFrame(out, n);
-    const plain = decodeFrame(CLIP, best.seq);
-    expect(annotated.length).toBe(W * H * 3);
+    // The most confident person in the last 30 frames whose frame was encoded (not dropped by
+    // the bounded sink under load and filled by repeating the frame before): its frame in the
+    // MP4 (the frame's place is its pts × 10 fps) against the same frame decoded from the clip.
+    // Encoded, the picture inside the box is the clip's, up to compression noise.
+    const candidates = people.filter((q) => q.seq >= FRAMES - 30 && q.seq < FRAMES).sort((a, b) => b.score - a.score);
+    expect(candidates.length, 'a person detected near the end of the run').toBeGreaterThan(0);
+    let best!: (typeof people)[number];
+    let annotated!: Buffer;
+    let plain!: Buffer;
     const diff = (x: number, y: number) => {
       const i = (Math.round(y) * W + Math.round(x)) * 3;
       return (Math.abs(annotated[i] - plain[i]) + Math.abs(annotated[i + 1] - plain[i + 1]) + Math.abs(annotated[i + 2] - plain[i + 2])) / 3;
     };
     const mean = (pts: [number, number][]) => pts.reduce((s, [x, y]) => s + diff(x, y), 0) / pts.length;
-    const [x1, y1, x2, y2] = best.box.map((v, i) => Math.min(Math.max(v, 0), (i % 2 ? H : W) - 1));
-    // On the outline (its left, right and bottom edges: the label sits on the top one).
-    const outline: [number, number][] = [];
-    for (let y = y1 + 20; y < y2 - 2; y += 2) outline.push([x1, y], [x2, y]);
-    for (let x = x1 + 2; x < x2 - 2; x += 2) outline.push([x, y2]);
-    // Inside, clear of the edges and the label: only compression noise.
-    const inside: [number, number][] = [];
-    for (let y = y1 + (y2 - y1) / 4; y < y2 - (y2 - y1) / 4; y += 3) for (let x = x1 + (x2 - x1) / 4; x < x2 - (x2 - x1) / 4; x += 3) inside.push([x, y]);
+    const regions = (box: number[]) => {
+      const [x1, y1, x2, y2] = box.map((v, i) => Math.min(Math.max(v, 0), (i % 2 ? H : W) - 1));
+      // On the outline (its left, right and bottom edges: the label sits on the top one).
+      const outline: [number, number][] = [];
+      for (let y = y1 + 20; y < y2 - 2; y += 2) outline.push([x1, y], [x2, y]);
+      for (let x = x1 + 2; x < x2 - 2; x += 2) outline.push([x, y2]);
+      // Inside, clear of the edges and the label: only compression noise.
+      const inside: [number, number][] = [];
+      for (let y = y1 + (y2 - y1) / 4; y < y2 - (y2 - y1) / 4; y += 3) for (let x = x1 + (x2 - x1) / 4; x < x2 - (x2 - x1) / 4; x += 3) inside.push([x, y]);
+      return { outline, inside };
+    };
+    for (const q of candidates.slice(0, 10)) {
+      annotated = decodeFrame(out, Math.round((q.pts - firstPts) * 10));
+      plain = decodeFrame(CLIP, q.seq);
+      expect(annotated.length).toBe(W * H * 3);
+      best = q;
+      if (st.dropped === 0 || mean(regions(q.box).inside) < 8) break;
+    }
+    const { outline, inside } = regions(best.box);
     expect(mean(outline), 'change on the box outline').toBeGreaterThan(30);
     expect(mean(outline)).toBeGreaterThan(4 * mean(inside));
     // The outline is the person class's red (so the model's BGR frames reached the encoder in the right order).
