@@ -68,8 +68,8 @@ describe('annotated video of the person clip (real model)', () => {
     // the bounded sink under load and filled by repeating the frame before): its frame in the
     // MP4 (the frame's place is its pts × 10 fps) against the same frame decoded from the clip.
     // Encoded, the picture inside the box is the clip's, up to compression noise.
-    const candidates = people.filter((q) => q.seq >= FRAMES - 30 && q.seq < FRAMES).sort((a, b) => b.score - a.score);
-    expect(candidates.length, 'a person detected near the end of the run').toBeGreaterThan(0);
+    const candidates = people.filter((q) => q.seq < FRAMES).sort((a, b) => (b.seq >= FRAMES - 30 ? 1 : 0) - (a.seq >= FRAMES - 30 ? 1 : 0) || b.score - a.score);
+    expect(candidates.length, 'a person detected').toBeGreaterThan(0);
     let best!: (typeof people)[number];
     let annotated!: Buffer;
     let plain!: Buffer;
@@ -89,13 +89,17 @@ describe('annotated video of the person clip (real model)', () => {
       for (let y = y1 + (y2 - y1) / 4; y < y2 - (y2 - y1) / 4; y += 3) for (let x = x1 + (x2 - x1) / 4; x < x2 - (x2 - x1) / 4; x += 3) inside.push([x, y]);
       return { outline, inside };
     };
-    for (const q of candidates.slice(0, 10)) {
+    // Under load the sink may drop most frames (counted above): look through up to 40, the last 30 frames' first.
+    let encoded = false;
+    for (const q of candidates.slice(0, 40)) {
       annotated = decodeFrame(out, Math.round((q.pts - firstPts) * 10));
       plain = decodeFrame(CLIP, q.seq);
       expect(annotated.length).toBe(W * H * 3);
       best = q;
-      if (st.dropped === 0 || mean(regions(q.box).inside) < 8) break;
+      encoded = mean(regions(q.box).inside) < 8;
+      if (st.dropped === 0 || encoded) break;
     }
+    expect(st.dropped === 0 || encoded, `an encoded frame with a person among ${st.written} written`).toBe(true);
     const { outline, inside } = regions(best.box);
     expect(mean(outline), 'change on the box outline').toBeGreaterThan(30);
     expect(mean(outline)).toBeGreaterThan(4 * mean(inside));
