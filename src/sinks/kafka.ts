@@ -127,12 +127,17 @@ const TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
 /** Distinct failure reasons logged per outage at most. */
 const MAX_REASONS_LOGGED = 20;
 
-type KafkaErrorLike = { message?: string; type?: string; cause?: unknown };
+type KafkaErrorLike = { message?: string; name?: string; type?: string; cause?: unknown };
+
+/** An error and the ones it wraps (`cause`), at most 5 deep. */
+function* causes(e: unknown): Generator<KafkaErrorLike> {
+  let x = e as KafkaErrorLike | undefined;
+  for (let i = 0; x && i < 5; i++, x = x.cause as KafkaErrorLike | undefined) yield x;
+}
 
 /** The kafkajs error type when the broker refused a request as too large (the error or one it wraps). */
 export function tooLargeType(e: unknown): string | undefined {
-  let x = e as KafkaErrorLike | undefined;
-  for (let i = 0; x && i < 5; i++, x = x.cause as KafkaErrorLike | undefined) {
+  for (const x of causes(e)) {
     if (x.type && TOO_LARGE.has(x.type)) return x.type;
     if (typeof x.message === 'string' && /larger than the max message size|message batch larger than/.test(x.message)) return 'MESSAGE_TOO_LARGE';
   }
@@ -144,8 +149,7 @@ const TOPICS_RETRY_MS = 5000;
 
 /** The error (or one it wraps) is about the connection: refused, closed, timed out, or kafkajs's "Broker not connected". */
 function connectionError(e: unknown): boolean {
-  let x = e as (KafkaErrorLike & { name?: string }) | undefined;
-  for (let i = 0; x && i < 5; i++, x = x.cause as typeof x) {
+  for (const x of causes(e)) {
     if (x.name && /^KafkaJS(Connection|ConnectionClosed|RequestTimeout)Error$/.test(x.name)) return true;
     if (typeof x.message === 'string' && /Broker not connected|Connection (error|timeout)|timed out/i.test(x.message)) return true;
   }
@@ -159,8 +163,7 @@ const RESET_AFTER_FAILURES = 5;
 const RESET_PRODUCER = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_EPOCH', 'INVALID_PRODUCER_ID_MAPPING']);
 
 function errorType(e: unknown): string | undefined {
-  let x = e as KafkaErrorLike | undefined;
-  for (let i = 0; x && i < 5; i++, x = x.cause as KafkaErrorLike | undefined) if (x.type) return x.type;
+  for (const x of causes(e)) if (x.type) return x.type;
   return undefined;
 }
 
@@ -171,10 +174,9 @@ function spansPartitions(part: Pending[]): boolean {
 }
 
 function describe(e: unknown): string {
-  let x = e as KafkaErrorLike | undefined;
-  const message = x?.message ?? String(e);
-  for (let i = 0; x && i < 5; i++, x = x.cause as KafkaErrorLike | undefined) if (x.type) return `${message} [${x.type}]`;
-  return message;
+  const message = (e as KafkaErrorLike | undefined)?.message ?? String(e);
+  const type = errorType(e);
+  return type ? `${message} [${type}]` : message;
 }
 
 function sleep(ms: number): Promise<void> {
