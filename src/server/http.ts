@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import type { LogFn } from '../core/log.js';
+import { ThrottledLog, type LogFn } from '../core/log.js';
 import { redact } from '../core/redact.js';
 import { parseRequestUrl, refuseSocket, requestToken, tokenMatches } from '../core/http.js';
 
@@ -31,7 +31,11 @@ export interface HttpServerOptions {
   upgrades?: Record<string, (req: IncomingMessage, socket: Duplex, head: Buffer) => void>;
   /** When set, every route except those registered `public` answers 401 without it (`Authorization: Bearer …` or `?token=…`). */
   token?: string;
-  /** Open sockets (HTTP and WebSocket together); beyond it new connections are closed at once. Default 256. */
+  /**
+   * Open sockets (HTTP and WebSocket together). Beyond it a new connection takes the place of
+   * the one idle longest (no request being answered, not a WebSocket); when every one is busy,
+   * the new one is closed at once. Default 256.
+   */
   maxConnections?: number;
   /** Request line and headers together; larger answers 431. Default 16 KiB. */
   maxHeaderBytes?: number;
@@ -83,6 +87,66 @@ export interface RunningServer {
 }
 
 const noop = () => {};
+
+/** What a connection is doing, for admitConnections. */
+interface ConnectionState {
+  /** Requests received and not yet answered (more than one when a client pipelines). */
+  busy: number;
+  /** Handed to an upgrade handler (a WebSocket): the hub bounds those itself. */
+  upgraded: boolean;
+}
+
+/**
+ * Bounds open connections at `max` without letting idle ones lock everyone out. Node's own
+ * `server.maxConnections` refuses new connections once full: 256 sockets that connect and send
+ * nothing (or a header byte every few seconds, each within the header timeout) would keep every
+ * orchestrator probe and dashboard out for as long as they are renewed. Here, when full, a new
+ * connection closes the one idle longest — connected without a complete request yet, or a
+ * keep-alive between requests — the way nginx reuses its idle keep-alive connections. Holding
+ * the server full then takes more new connections than a probe needs milliseconds to be
+ * answered. Connections answering a request and WebSockets are never closed for room; when all
+ * are such, the new connection is closed at once.
+ */
+function admitConnections(server: Server, max: number, log: LogFn): void {
+  // Insertion order is idleness order: a connection moves to the end when its last request is answered.
+  const open = new Map<Socket, ConnectionState>();
+  const throttled = new ThrottledLog(log);
+  server.on('connection', (socket: Socket) => {
+    if (open.size >= max) {
+      let victim: Socket | undefined;
+      for (const [s, st] of open) {
+        if (st.busy === 0 && !st.upgraded) {
+          victim = s;
+          break;
+        }
+      }
+      if (!victim) {
+        throttled.log('refused', 'http: server.maxConnections reached, all busy: a new connection was closed', { max }, 'warn');
+        socket.destroy();
+        return;
+      }
+      throttled.log('evicted', 'http: server.maxConnections reached: the connection idle longest was closed for a new one', { max }, 'warn');
+      open.delete(victim);
+      victim.destroy();
+    }
+    open.set(socket, { busy: 0, upgraded: false });
+    socket.once('close', () => open.delete(socket));
+  });
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket as Socket;
+    const st = open.get(socket);
+    if (!st) return;
+    st.busy++;
+    res.once('close', () => {
+      st.busy = Math.max(0, st.busy - 1);
+      if (st.busy === 0 && open.delete(socket) && !socket.destroyed) open.set(socket, st);
+    });
+  });
+  server.on('upgrade', (req: IncomingMessage) => {
+    const st = open.get(req.socket as Socket);
+    if (st) st.upgraded = true;
+  });
+}
 
 function plain(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
   res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', ...headers }).end(body);
@@ -155,7 +219,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
   // reading its answer cannot hold a connection forever (WebSocket sockets are exempt: ws
   // clears the timeout on upgrade, and the hub's heartbeat covers them).
   server.timeout = requestTimeout;
-  server.maxConnections = o.maxConnections ?? SERVER_DEFAULTS.maxConnections;
+  admitConnections(server, o.maxConnections ?? SERVER_DEFAULTS.maxConnections, log);
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // After an upgrade Node leaves the socket without an error listener: a peer reset would

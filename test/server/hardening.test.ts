@@ -272,32 +272,91 @@ describe('HTTP: limits', () => {
     expect(n).toBe(0);
   }, 120_000);
 
-  it('beyond maxConnections new connections are closed at once; the ones held keep working', async () => {
-    const s = await server({ maxConnections: 3, routes: { '/ok': (_q, r) => void r.end('ok') } });
-    const held = await Promise.all(
-      [0, 1, 2].map(
-        () =>
-          new Promise<ReturnType<typeof netConnect>>((r) => {
-            const sock = netConnect(s.port, '127.0.0.1', () => r(sock));
-            sock.on('error', () => {});
-          }),
-      ),
-    );
-    cleanups.push(() => held.forEach((h) => h.destroy()));
+  /** Opens a raw connection and resolves once connected; `first` is written at once (e.g. half a request line). */
+  const open = (port: number, first?: string) =>
+    new Promise<ReturnType<typeof netConnect> & { gone: boolean; text: string }>((r) => {
+      const sock = Object.assign(netConnect(port, '127.0.0.1'), { gone: false, text: '' });
+      sock.on('connect', () => {
+        if (first) sock.write(first);
+        r(sock);
+      });
+      sock.on('data', (d) => (sock.text += d.toString('latin1')));
+      sock.on('close', () => (sock.gone = true));
+      sock.on('error', () => {});
+      cleanups.push(() => sock.destroy());
+    });
+  const count = (s: RunningServer) => new Promise<number>((r) => s.server.getConnections((_e, n) => r(n)));
+
+  it('beyond maxConnections a new connection takes the place of the one idle longest: sockets that send nothing or half a request cannot keep a probe out', async () => {
+    // Timeouts far beyond the test: only making room can close a connection here.
+    const s = await server({ maxConnections: 3, headersTimeoutMs: 120_000, requestTimeoutMs: 120_000, routes: { '/healthz': (_q, r) => void r.end('ok') } });
+    // A slowloris client: one connection sends nothing, two half a request (each would be let be until the header timeout).
+    const held = [await open(s.port), await open(s.port, 'GET /healthz HTTP/1.1\r\nX-a: '), await open(s.port, 'GET /healthz HTTP/1.1\r\nX-a: ')];
     await until(() => (s.server as unknown as { _connections: number })._connections === 3, 60_000, 'three connections');
+    expect(await count(s)).toBe(3);
+    // A probe gets its answer, in the place of the oldest; the other two are still open.
+    const probe = await raw(s.port, req('GET', '/healthz'));
+    expect(probe.status).toBe(200);
+    expect(probe.body).toBe('ok');
+    await until(() => held[0].gone, 60_000, 'the oldest to be closed');
+    expect(held[0].text).toBe('');
+    expect([held[1].gone, held[2].gone]).toEqual([false, false]);
+    // Full again (the probe closed its own): the next one takes the place of the next oldest.
+    const filler = await open(s.port);
+    await until(() => (s.server as unknown as { _connections: number })._connections === 3, 60_000, 'full again');
+    expect((await raw(s.port, req('GET', '/healthz'))).status).toBe(200);
+    await until(() => held[1].gone, 60_000, 'the next oldest to be closed');
+    expect([held[2].gone, filler.gone]).toEqual([false, false]);
+  });
+
+  it('a keep-alive connection counts as idle from its last answer; connections answering a request and WebSockets are never closed for room', async () => {
+    let release: (() => void)[] = [];
+    const s = await server({
+      maxConnections: 3,
+      headersTimeoutMs: 120_000,
+      requestTimeoutMs: 120_000,
+      keepAliveTimeoutMs: 120_000,
+      routes: {
+        '/ok': (_q, r) => void r.end('ok'),
+        '/slow': (_q, r) => void release.push(() => r.end('slow')),
+      },
+      upgrades: {
+        '/ws': (_q, sock) => {
+          cleanups.push(() => sock.destroy());
+          sock.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+        },
+      },
+    });
+    // a, b, c connect in that order; then b asks and is answered (keep-alive): the order of idleness is a, c, b.
+    const a = await open(s.port);
+    const b = await open(s.port);
+    const c = await open(s.port);
+    b.write('GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    await until(() => b.text.includes('\r\n\r\nok'), 60_000, "b's answer");
+    const d = await open(s.port);
+    await until(() => a.gone, 60_000, 'a to be closed');
+    const e = await open(s.port);
+    await until(() => c.gone, 60_000, 'c to be closed');
+    expect([b.gone, d.gone, e.gone]).toEqual([false, false, false]);
+    [b, d, e].forEach((x) => x.destroy());
+    await until(() => (s.server as unknown as { _connections: number })._connections === 0, 60_000, 'all closed');
+
+    // Three busy: two requests in flight and a WebSocket. A new connection is closed at once, with no answer.
+    const w = await open(s.port, 'GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+    await until(() => w.text.startsWith('HTTP/1.1 101'), 60_000, 'the upgrade');
+    const slow = [await open(s.port, req('GET', '/slow')), await open(s.port, req('GET', '/slow'))];
+    await until(() => release.length === 2, 60_000, 'two requests in flight');
     const refused = await raw(s.port, req('GET', '/ok'));
     expect(refused.closed).toBe(true);
     expect(refused.text).toBe('');
-    // A held one still gets its answer.
-    const answer = await new Promise<string>((r) => {
-      let text = '';
-      held[0].on('data', (d) => (text += d.toString()));
-      held[0].on('close', () => r(text));
-      held[0].write(req('GET', '/ok'));
-    });
-    expect(answer).toMatch(/^HTTP\/1\.1 200/);
-    await until(() => (s.server as unknown as { _connections: number })._connections < 3, 60_000, 'a slot to free up');
+    expect([w.gone, ...slow.map((x) => x.gone)]).toEqual([false, false, false]);
+    // Answered, they free their places (Connection: close); the WebSocket stays.
+    release.forEach((f) => f());
+    release = [];
+    await until(() => slow.every((x) => x.gone), 60_000, 'the slow answers');
+    expect(slow.map((x) => x.text.endsWith('slow'))).toEqual([true, true]);
     expect((await raw(s.port, req('GET', '/ok'))).body).toBe('ok');
+    expect(w.gone).toBe(false);
   });
 });
 
