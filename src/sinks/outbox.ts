@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, open, readFile, readlink, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readFile, readlink, realpath, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -89,6 +89,8 @@ const CLOSE_WAIT_MS = 5000;
 /** A failed compaction is tried again after this long at the soonest, ms. */
 const COMPACT_RETRY_MS = 10_000;
 const LOCK = 'outbox.lock';
+/** After taking over a stale lock, how long to wait before checking it is still this opening's (see takeLock). */
+const TAKEOVER_SETTLE_MS = 250;
 /** Folders this process has open (the pid lock cannot tell two runs of one process apart). */
 const openHere = new Set<string>();
 
@@ -283,6 +285,8 @@ export class Outbox {
   private heartbeat: NodeJS.Timeout | undefined;
   /** This boot's id ('' where unknown: ages then come from the wall clock). */
   private bootId = '';
+  /** The folder's real path, the key of openHere. */
+  private hereKey = '';
   /** Another argus took the lock over: this one writes the journal no more. */
   private lockLost = false;
   private closing: Promise<void> | undefined;
@@ -319,7 +323,7 @@ export class Outbox {
       await this.load();
     } catch (e) {
       await this.unlock();
-      openHere.delete(resolve(dir));
+      openHere.delete(this.hereKey);
       throw e;
     }
   }
@@ -352,7 +356,8 @@ export class Outbox {
 
   private async lock(): Promise<void> {
     const path = join(this.o.dir, LOCK);
-    const key = resolve(this.o.dir);
+    // The folder itself, not the name it was given: a second name for it (a symlink) is the same journal.
+    const key = (this.hereKey = await realpath(this.o.dir).catch(() => resolve(this.o.dir)));
     if (openHere.has(key)) throw new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is already open in this process; give each pipeline its own outbox.dir`);
     openHere.add(key);
     try {
@@ -374,32 +379,58 @@ export class Outbox {
   private async takeLock(path: string): Promise<void> {
     const self = (this.owner = await ownIdentity());
     const staleMs = this.o.lockStaleMs ?? 20_000;
+    let tookOver = false;
     for (let tries = 0; tries < 3; tries++) {
       try {
         await writeFile(path, `${JSON.stringify(self)}\n`, { flag: 'wx' });
-        this.startHeartbeat(path, staleMs);
-        return;
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot lock ${path} (${(e as NodeJS.ErrnoException).code})`, { cause: e });
+        // The file judged, by inode and mtime: it is removed below only if it is still that one.
+        const judged = await stat(path).catch(() => undefined);
+        if (!judged) continue; // released meanwhile: take it
         const held = parseLock(await readFile(path, 'utf8').catch(() => ''), self);
-        const inUse = (why: string) => new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is in use by another argus (${why}); give each pipeline its own outbox.dir`);
         // Checkable by its pid: the same host, pid namespace and boot (the boot id tells two hosts
         // of one name apart, both in their initial namespace).
         const boot = (o: LockOwner) => o.identity.split(' ')[0];
         if (held && held.host === self.host && held.ns === self.ns && (!boot(held) || boot(held) === boot(self))) {
           // The same pid alive is the owner only if it is the same process (same boot, same start).
-          if (pidAlive(held.pid) && (held.identity.split(' ').length < 2 || held.identity === (await processIdentity(held.pid)))) throw inUse(`pid ${held.pid}`);
+          if (pidAlive(held.pid) && (held.identity.split(' ').length < 2 || held.identity === (await processIdentity(held.pid)))) throw this.inUse(`pid ${held.pid}`);
         } else {
           // Another host's or namespace's, or unreadable (being written): held while it is touched.
           const where = held ? `pid ${held.pid} on ${held.host === self.host ? 'this host, in another pid namespace (a container)' : `host ${held.host}`}` : 'a lock being written or damaged';
-          const state = await this.waitStale(path, staleMs, where);
-          if (state === 'touched') throw inUse(`${where}, its lock touched in the last ${staleMs / 1000} s`);
+          const state = await this.waitStale(path, staleMs, where, judged.mtimeMs);
+          if (state === 'touched') {
+            // Touched by its holder, or replaced by another argus that took it over first: name who holds it now.
+            const now = parseLock(await readFile(path, 'utf8').catch(() => ''), self);
+            const who = now && now.id !== held?.id ? `pid ${now.pid} on ${now.host === self.host ? 'this host' : `host ${now.host}`}, which took the lock over` : where;
+            throw this.inUse(`${who}, its lock touched in the last ${staleMs / 1000} s`);
+          }
           if (state === 'gone') continue; // released meanwhile: take it
         }
-        await rm(path, { force: true }); // left by a process that died
+        // Left by a process that died. Two argus starting together both judge it so: the one
+        // that finds it already replaced (another inode, or touched) looks again instead of
+        // removing the other's new lock.
+        const now = await stat(path).catch(() => undefined);
+        if (now && now.ino === judged.ino && now.mtimeMs === judged.mtimeMs) await rm(path, { force: true });
+        tookOver = true;
+        continue;
       }
+      if (tookOver) {
+        // The check above and the removal are two steps: another argus may have removed this
+        // lock between them. Both then believe they hold it; look again once the other has
+        // surely written its own, and give way if this one is no longer there.
+        await new Promise((r) => setTimeout(r, TAKEOVER_SETTLE_MS));
+        const held = parseLock(await readFile(path, 'utf8').catch(() => ''), self);
+        if (held?.id !== self.id) throw this.inUse(held ? `pid ${held.pid} on ${held.host}, which took the lock over at the same moment` : 'another argus taking the lock over at the same moment');
+      }
+      this.startHeartbeat(path, staleMs);
+      return;
     }
     throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot lock ${path}`);
+  }
+
+  private inUse(why: string): ArgusError {
+    return new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is in use by another argus (${why}); give each pipeline its own outbox.dir`);
   }
 
   /**
@@ -434,10 +465,8 @@ export class Outbox {
    * alive), 'gone' if it is removed, 'stale' if neither happens. The mtime is never compared with
    * this host's clock (another host's may be minutes off).
    */
-  private async waitStale(path: string, staleMs: number, where: string): Promise<'touched' | 'gone' | 'stale'> {
+  private async waitStale(path: string, staleMs: number, where: string, first: number): Promise<'touched' | 'gone' | 'stale'> {
     const mtime = async () => (await stat(path).catch(() => undefined))?.mtimeMs;
-    const first = await mtime();
-    if (first === undefined) return 'gone';
     this.log(`outbox: the journal is locked by ${where}; waiting ${staleMs / 1000} s for its heartbeat to stop`, { dir: this.o.dir }, 'warn');
     const end = performance.now() + staleMs + Math.min(1000, staleMs / 4);
     while (performance.now() < end) {
@@ -741,7 +770,7 @@ export class Outbox {
     if (!done) {
       this.closed = true;
       if (this.heartbeat) clearInterval(this.heartbeat);
-      openHere.delete(resolve(this.o.dir));
+      openHere.delete(this.hereKey);
       this.log(`outbox: the disk has not finished the journal's writes in ${wait / 1000} s; stopping without them (${this.pendingAlerts} undelivered alert(s) may not be on disk)`, { dir: this.o.dir }, 'error');
     }
   }
@@ -752,7 +781,7 @@ export class Outbox {
     if (!this.lockLost) await this.rewrite();
     await this.fh?.close().catch(() => undefined);
     if (!this.lockLost) await this.unlock();
-    openHere.delete(resolve(this.o.dir));
+    openHere.delete(this.hereKey);
   }
 
   /** Removes the lock if it is still this opening's (never one another argus took over). */

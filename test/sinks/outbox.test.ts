@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -250,6 +250,75 @@ describe('Outbox (the durable alert journal)', () => {
     expect((e2 as Error).message).toMatch(/already open in this process/);
     await ob.close();
   });
+
+  it('a second name for the folder (a symlink) is the same journal: refused in this process, not taken over', async () => {
+    const d = dir();
+    const alias = join(dir(), 'alias');
+    symlinkSync(d, alias);
+    const ob = await Outbox.open(opts(d));
+    const e = await Outbox.open(opts(alias)).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_OUTBOX')).toBe(true);
+    expect((e as Error).message).toMatch(/already open in this process/);
+    expect(JSON.parse(readFileSync(join(d, 'outbox.lock'), 'utf8'))).toMatchObject({ pid: process.pid });
+    await ob.close();
+    expect(existsSync(join(d, 'outbox.lock'))).toBe(false);
+  });
+
+  it('a stale lock taken over by another argus at the same moment: the one whose new lock was replaced gives way at open', async () => {
+    const d = dir();
+    const lockFile = join(d, 'outbox.lock');
+    writeFileSync(lockFile, `${JSON.stringify({ pid: 7, host: 'argus-replica-2', ns: 'pid:[1]', identity: 'b 1', id: 'crashed' })}\n`);
+    // The other argus removes this one's lock right after it was written, and writes its own.
+    const rival = { pid: 8, host: 'argus-replica-3', ns: 'pid:[1]', identity: 'c 1', id: 'rival' };
+    const watch = setInterval(() => {
+      const text = existsSync(lockFile) ? readFileSync(lockFile, 'utf8') : '';
+      if (text.includes(`"pid":${process.pid}`)) {
+        clearInterval(watch);
+        writeFileSync(lockFile, JSON.stringify(rival));
+      }
+    }, 5);
+    try {
+      const e = await Outbox.open(opts(d, { lockStaleMs: 400 })).catch((x: unknown) => x);
+      expect(isArgusError(e, 'VAP_ERR_OUTBOX')).toBe(true);
+      expect((e as Error).message).toContain('pid 8 on argus-replica-3, which took the lock over at the same moment');
+    } finally {
+      clearInterval(watch);
+    }
+    expect(JSON.parse(readFileSync(lockFile, 'utf8'))).toMatchObject({ id: 'rival' });
+  });
+
+  it('two processes taking over one stale lock together: exactly one of them holds it, every time', async () => {
+    // Each child loads the outbox, says "ready", and opens it when told "go", so the two judge
+    // the lock (another host's, no longer touched) and take it over within milliseconds.
+    const script = (d: string) => `
+      import { Outbox } from ${JSON.stringify(join(__dirname, '../../src/sinks/outbox.ts'))};
+      process.stdout.write('ready\\n');
+      process.stdin.once('data', async () => {
+        try {
+          const ob = await Outbox.open({ dir: ${JSON.stringify(d)}, maxBytes: 1 << 20, maxAgeMs: 3600000, lockStaleMs: 300 });
+          process.stdout.write('opened\\n');
+          setTimeout(async () => { await ob.close(); process.exit(0); }, 1500);
+        } catch (e) { process.stdout.write('refused ' + e.message + '\\n'); process.exit(0); }
+      });
+    `;
+    for (let round = 0; round < 3; round++) {
+      const d = dir();
+      writeFileSync(join(d, 'outbox.lock'), JSON.stringify({ pid: 7, host: 'argus-replica-2', ns: 'pid:[1]', identity: 'b 1', id: 'crashed' }));
+      const children = [0, 1].map(() => {
+        const c = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script(d)], { stdio: ['pipe', 'pipe', 'inherit'] });
+        let out = '';
+        const ready = new Promise<void>((r) => c.stdout!.on('data', (b: Buffer) => (out += b.toString()).includes('ready') && r()));
+        const done = new Promise<string>((r) => c.on('close', () => r(out)));
+        return { c, ready, done };
+      });
+      await Promise.all(children.map((x) => x.ready));
+      for (const x of children) x.c.stdin!.write('go\n');
+      const outs = await Promise.all(children.map((x) => x.done));
+      const opened = outs.filter((o) => o.includes('opened'));
+      expect(opened, `round ${round}: ${outs.join(' | ')}`).toHaveLength(1);
+      expect(outs.find((o) => !o.includes('opened')), `round ${round}`).toContain('is in use by another argus');
+    }
+  }, 300_000); // child nodes with tsx: seconds idle, minutes on a busy machine (bounds a hang only)
 
   it('a lock from another pid namespace or host (two containers on one volume, both pid 1) is held while its heartbeat goes on, taken over once it stops; close() leaves a lock that is not its own', async () => {
     const d = dir();
