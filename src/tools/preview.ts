@@ -1,4 +1,6 @@
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { Subject } from 'rxjs';
 import { analyze, type FrameResult } from '../analytics/analyze.js';
 import { SourceAnalyzer } from '../analytics/analyzer.js';
@@ -6,6 +8,7 @@ import { drawOverlay, encodeImage, lineLabel, zoneLabel } from '../annotate/draw
 import { sceneOf, type Scene } from '../annotate/scene.js';
 import { loadPipeline } from '../config/load.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { sameFile } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import type { Point } from '../core/polygon.js';
 import { pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
@@ -44,6 +47,30 @@ const HISTORY_S = 2;
 /** …but at most this many frames (a 30 fps source gets the last 0.67 s). */
 const HISTORY_FRAMES = 20;
 
+/**
+ * Checks `--out` before anything is read: a .png, .jpg or .jpeg file (not a folder), never one
+ * of `inputs` (the pipeline file, the source's video: the picture would replace them), in a
+ * folder that exists or can be made, and can be written.
+ */
+function checkOut(out: string, inputs: readonly string[]): void {
+  const fail = (m: string) => {
+    throw new ArgusError(ErrorCodes.SINK_FILE, `preview --out ${out}: ${m}`);
+  };
+  if (out.trim() === '') throw new ArgusError(ErrorCodes.CONFIG, 'preview --out: give the .png (or .jpg) file to write');
+  if (existsSync(out) && statSync(out).isDirectory()) fail('is a folder; name the .png (or .jpg) file to write');
+  if (!/\.(png|jpe?g)$/i.test(out)) fail('the preview is a picture: name a .png, .jpg or .jpeg file');
+  const over = inputs.find((i) => sameFile(i, out));
+  if (over) fail(`would be written over ${over}, which the preview reads; choose another name`);
+  const dir = dirname(resolve(out));
+  try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.W_OK);
+    if (existsSync(out)) accessSync(out, constants.W_OK);
+  } catch (e) {
+    fail(`cannot write there (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+}
+
 const px = (p: Point) => `[${Math.round(p[0])}, ${Math.round(p[1])}]`;
 
 /**
@@ -56,6 +83,7 @@ const px = (p: Point) => `[${Math.round(p[0])}, ${Math.round(p[1])}]`;
 export async function runPreview(file: string, options: PreviewOptions): Promise<PreviewResult> {
   const write = options.write ?? ((s: string) => void process.stdout.write(s));
   const log: LogFn = (m, f, level) => (level === 'warn' || level === 'error' ? options.log?.(m, f, level) : undefined);
+  checkOut(options.out, [file]);
   const config = await loadPipeline(file);
   const baseDir = pipelineBaseDir(file);
   const index = options.source === undefined ? 0 : config.sources.findIndex((s) => s.id === options.source);
@@ -72,6 +100,7 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
   try {
     ffmpegPath = (config.ffmpegPath ? await describeFfmpeg(config.ffmpegPath, 'config ffmpegPath') : await resolveFfmpeg()).path;
     url = await resolveSourceUrl(src, baseDir, ffmpegPath, (m) => log(m), setting(`sources[${index}]`));
+    if (sourceKind(url) === 'file') checkOut(options.out, [url]);
   } catch (e) {
     await loading.then((d) => d.release(), () => undefined);
     throw e;
@@ -138,7 +167,11 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
     const image = { data: lastFrame.data, width: lastFrame.width, height: lastFrame.height, order: 'rgb' as const };
     const panel = [`${src.id} at ${shownAt.toFixed(2)} s: ${d.length} detection${d.length === 1 ? '' : 's'}${tracking ? `, ${tracked} tracked` : ''}`];
     const drawn = await drawOverlay(image, { detections: d, labels: detector.labels, scene, panel });
-    await writeFile(options.out, await encodeImage({ ...image, data: drawn }, /\.jpe?g$/i.test(options.out) ? 'jpeg' : 'png'));
+    try {
+      await writeFile(options.out, await encodeImage({ ...image, data: drawn }, /\.jpe?g$/i.test(options.out) ? 'jpeg' : 'png'));
+    } catch (e) {
+      throw new ArgusError(ErrorCodes.SINK_FILE, `preview --out ${options.out}: cannot write it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
+    }
 
     const lines = [`${options.out}: source "${src.id}" at ${shownAt.toFixed(2)} s, ${lastFrame.width}x${lastFrame.height}`];
     for (const z of scene.zones) lines.push(`zone ${zoneLabel(z)}: polygon ${z.polygon.map(px).join(' ')} (pixels)`);

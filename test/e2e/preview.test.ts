@@ -1,10 +1,10 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
-import { PERSON_VIDEO } from '../helpers/assets.js';
+import { MIRROR, PERSON_VIDEO } from '../helpers/assets.js';
 import { ARGUS, MODEL_RUN_TIMEOUT_MS, runCommand } from '../helpers/cli.js';
 
 // Each test runs the CLI with the real model: the bound only ends a hang; nothing here asserts on speed.
@@ -89,12 +89,14 @@ describe('argus preview (real video, real model)', () => {
     const file = join(dir, 'p.yaml');
     writeFileSync(file, `sources:\n  - id: lobby\n    uri: ${PERSON_VIDEO}\n  - id: hall\n    uri: ${PERSON_VIDEO}\n`);
     const out = join(dir, 'x.png');
-    const [missing, unknown, late, infinite, empty] = await Promise.all([
+    const [missing, unknown, late, infinite, empty, huge] = await Promise.all([
       argus(['preview', join(dir, 'none.yaml'), '--out', out]),
       argus(['preview', file, '--source', 'garage', '--out', out]),
       argus(['preview', file, '--at', '1000', '--out', out]),
       argus(['preview', file, '--at', 'Infinity', '--out', out]),
       argus(['preview', file, '--at', '', '--out', out]),
+      // Past what ffmpeg takes for a seek (and printed with an exponent by toFixed).
+      argus(['preview', file, '--at', '1e21', '--out', out]),
     ]);
     // Not a time at all: refused by the argument parser, before ffmpeg is asked.
     for (const r of [infinite, empty]) {
@@ -111,5 +113,40 @@ describe('argus preview (real video, real model)', () => {
     expect(late.code).toBe(2);
     expect(late.stderr).toContain('VAP_ERR_CONFIG');
     expect(late.stderr).toMatch(/--at 1000: beyond the end of source "lobby" .* lasts 139\.\d\d s/);
+    expect(huge.code).toBe(2);
+    expect(huge.stderr).toMatch(/VAP_ERR_CONFIG: preview --at 1e\+21: beyond the end of source "lobby" .* lasts 139\.\d\d s/);
+  }, TIMEOUT);
+
+  it('--out never replaces what the preview reads, and names what is wrong with it before anything is read', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-preview-out-'));
+    // A still image is a source too: its own name is a valid --out.
+    const photo = join(dir, 'photo.jpg');
+    copyFileSync(`${MIRROR}/images/000000000139.jpg`, photo);
+    const before = readFileSync(photo);
+    const file = join(dir, 'p.yaml');
+    writeFileSync(file, 'sources:\n  - id: still\n    uri: photo.jpg\n');
+    mkdirSync(join(dir, 'folder'));
+    const [overPhoto, overLink, folder, gif, nested] = await Promise.all([
+      argus(['preview', file, '--out', photo]),
+      // Another name for it: a symlink.
+      (symlinkSync(photo, join(dir, 'link.jpg')), argus(['preview', file, '--out', join(dir, 'link.jpg')])),
+      argus(['preview', file, '--out', join(dir, 'folder')]),
+      argus(['preview', file, '--out', join(dir, 'x.gif')]),
+      argus(['preview', file, '--out', join(dir, 'new', 'sub', 'x.png')]),
+    ]);
+    for (const r of [overPhoto, overLink]) {
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/VAP_ERR_SINK_FILE.*would be written over .*photo\.jpg, which the preview reads/);
+    }
+    expect(readFileSync(photo).equals(before)).toBe(true);
+    expect(folder.code).toBe(2);
+    expect(folder.stderr).toMatch(/VAP_ERR_SINK_FILE: preview --out .*folder: is a folder/);
+    expect(gif.code).toBe(2);
+    expect(gif.stderr).toMatch(/VAP_ERR_SINK_FILE: preview --out .*x\.gif: the preview is a picture: name a \.png, \.jpg or \.jpeg file/);
+    expect(existsSync(join(dir, 'x.gif'))).toBe(false);
+    // A missing parent folder is made.
+    expect(nested.stderr).not.toMatch(/argus: /);
+    expect(nested.code).toBe(0);
+    expect((await sharp(join(dir, 'new', 'sub', 'x.png')).metadata()).format).toBe('png');
   }, TIMEOUT);
 });
