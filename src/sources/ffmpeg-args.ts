@@ -90,6 +90,17 @@ export interface FfmpegOutputSpec {
  */
 export const MAX_SOURCE_PIXELS = 3840 * 2160;
 
+/**
+ * Pictures of more pixels than 8K UHD's (7680×4320, 33 MP) are not decoded at all (ffmpeg's
+ * `-max_pixels`, an input option): the reduction to MAX_SOURCE_PIXELS happens after decoding, and
+ * a 499-byte GIF that claims a 12000×12000 canvas had ffmpeg allocate 144 MP a frame (722 MB,
+ * 0.6 s of CPU a frame). `pictureTooLarge` reads ffmpeg's refusal.
+ */
+export const MAX_DECODE_PIXELS = 7680 * 4320;
+
+/** The input options bounding what ffmpeg decodes (before `-i`, ahead of the user's own input arguments). */
+export const DECODE_BOUND_ARGS: readonly string[] = ['-max_pixels', String(MAX_DECODE_PIXELS)];
+
 /** The size a `w × h` picture is reduced to (even sides), or itself when within MAX_SOURCE_PIXELS. */
 export function boundedSize(w: number, h: number): { width: number; height: number } {
   if (w * h <= MAX_SOURCE_PIXELS) return { width: w, height: h };
@@ -225,6 +236,7 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
       if (decode.lowLatency) args.push('-probesize', '1000000', '-analyzeduration', '200000');
       break;
   }
+  args.push(...DECODE_BOUND_ARGS);
   if (input.inputArgs) args.push(...input.inputArgs);
   const trim = seekTrim(input);
   if (input.kind === 'file' && input.seek !== undefined && input.seek > 0) args.push('-ss', (input.seek - trim).toFixed(6));

@@ -174,6 +174,14 @@ export function saysNoVideoStream(log: string): boolean {
   return NO_VIDEO.test(log);
 }
 
+const TOO_LARGE = /Picture size (\d+)x(\d+) exceeds specified max pixel count/;
+
+/** The size of a picture ffmpeg refused to decode for `-max_pixels` (MAX_DECODE_PIXELS), from one of its log lines. */
+export function pictureTooLarge(line: string): { width: number; height: number } | undefined {
+  const m = TOO_LARGE.exec(line);
+  return m ? { width: Number(m[1]), height: Number(m[2]) } : undefined;
+}
+
 /** ffmpeg's last lines without its advice to make the map optional (which argus cannot take). */
 export function withoutMapAdvice(lines: readonly string[]): string[] {
   return lines.filter((l) => !MAP_ADVICE.test(l));
@@ -196,6 +204,8 @@ export class StderrProbe {
    * argus does not know). Frames wait for `output`, so without this nothing would ever come.
    */
   outputUnreadable: string | undefined;
+  /** A picture ffmpeg refused to decode: more than MAX_DECODE_PIXELS (the first it reported). */
+  tooLarge: { width: number; height: number } | undefined;
   info: StreamInfo | undefined;
   /** The last lines ffmpeg printed, for error reports. */
   readonly tail: string[] = [];
@@ -284,6 +294,7 @@ export class StderrProbe {
       // Live sources carry wall-clock times, which frames that arrived together share: the raw
       // muxer says so for each one (harmless: it writes no timestamps). Not worth the error tail.
       if (line.includes('non monotonically increasing dts to muxer') || /^\s*Last message repeated/.test(line)) continue;
+      this.tooLarge ??= pictureTooLarge(line);
       this.keep(line);
       if (this.done) {
         // The output stream's line: the size of the frames ffmpeg writes (after any rotation or

@@ -3,9 +3,9 @@ import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { loadSharp } from '../core/sharp.js';
-import { boundedSize, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, taggedStdout } from '../sources/ffmpeg-args.js';
+import { boundedSize, DECODE_BOUND_ARGS, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, MAX_DECODE_PIXELS, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, taggedStdout } from '../sources/ffmpeg-args.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
-import { FrameTimes, isOutputHeader, LogLines, parseVideoStreamLine, saysNoVideoStream, withoutMapAdvice } from '../sources/stderr-probe.js';
+import { FrameTimes, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, saysNoVideoStream, withoutMapAdvice } from '../sources/stderr-probe.js';
 
 /** One decoded picture at the source's full resolution, packed RGB. */
 export interface RawFrame {
@@ -109,8 +109,10 @@ const DURATION = /^\s*Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)/;
 export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFrame> {
   if (!hasScheme(o.url)) mustExist(o.url, 'video');
   const args = ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'info'];
-  if (o.start && o.start > 0) args.push('-ss', o.start.toFixed(6));
-  args.push('-i', ffmpegInput(o.url), '-an', '-sn', '-dn', '-map', '0:v:0');
+  // A seek past 1e9 s (31 years) is past any file's end; ffmpeg takes no more than 2^63 µs, nor
+  // toFixed's exponent form (1e21 and up).
+  if (o.start && o.start > 0) args.push('-ss', Math.min(o.start, 1e9).toFixed(6));
+  args.push(...DECODE_BOUND_ARGS, '-i', ffmpegInput(o.url), '-an', '-sn', '-dn', '-map', '0:v:0');
   // Each decoded frame once, with its own time: sampled (never duplicated, whatever `fps`), reduced
   // to the pipeline's bound on source-size frames (so pixel coordinates agree with a run's), and
   // its time printed on the log. Passthrough: no frame is repeated or dropped to make a constant
@@ -132,6 +134,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   let badLog: ArgusError | undefined;
   const logLines = new LogLines();
   const tail: string[] = [];
+  let tooLarge: { width: number; height: number } | undefined;
   // Each frame's time, µs, in output order, until its frame is read. ffmpeg prints it before it
   // writes the frame, but on another pipe: a frame whose time is not read yet waits for the log's
   // next chunk (or its end). An ffmpeg that prints no report (older builds, such as the bundled
@@ -159,6 +162,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
         continue; // not for the error tail
       }
       keep(line);
+      tooLarge ??= pictureTooLarge(line);
       const d = DURATION.exec(line);
       if (d && durationS === undefined) {
         durationS = Number(d[1]) * 3600 + Number(d[2]) * 60 + Number(d[3]);
@@ -273,6 +277,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
     if (code !== 0) {
       const lines = [...tail, logLines.rest].filter(Boolean);
       const last = withoutMapAdvice(lines).slice(-6).join('\n');
+      if (tooLarge && index === 0) throw new ArgusError(ErrorCodes.SOURCE_PROBE, `${o.url}: its pictures are ${tooLarge.width}x${tooLarge.height}, more than the ${MAX_DECODE_PIXELS} pixels (8K UHD, 7680x4320) argus decodes`);
       if (saysNoVideoStream(lines.join('\n'))) throw new ArgusError(ErrorCodes.SOURCE_PROBE, `${o.url} has no video stream:\n${last}`);
       throw new ArgusError(ErrorCodes.SOURCE_EXIT, `ffmpeg exited with code ${code} decoding ${o.url}:\n${last}`);
     }

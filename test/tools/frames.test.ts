@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -67,6 +67,40 @@ describe('an input without a video stream (an audio file)', () => {
     expect(src.message).toContain(`source "a": ${audio} has no video stream`);
     expect(src.message).not.toContain('trailing');
   });
+});
+
+/** A GIF of `frames` one-pixel frames on a `w`×`h` canvas: a few hundred bytes, whatever the canvas. */
+function canvasGif(w: number, h: number, frames: number): Buffer {
+  const le = (v: number) => [v & 255, v >> 8];
+  const frame = [0x21, 0xf9, 4, 0, 10, 0, 0, 0, 0x2c, 0, 0, 0, 0, 1, 0, 1, 0, 0, 2, 2, 0x44, 1, 0];
+  return Buffer.from([...Buffer.from('GIF89a'), ...le(w), ...le(h), 0x80, 0, 0, 0, 0, 0, 255, 255, 255, ...Array(frames).fill(frame).flat(), 0x3b]);
+}
+
+describe('a picture too large to decode (a GIF of a 12000×12000 canvas in a few hundred bytes)', () => {
+  it('videoFrames and ffmpegSource: refused before decoding, a coded probe error naming its size; 8K UHD still decodes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-bomb-'));
+    const bomb = join(dir, 'bomb.gif');
+    writeFileSync(bomb, canvasGif(12000, 12000, 20));
+    let err: unknown;
+    try {
+      for await (const _f of videoFrames({ ffmpegPath: ffmpeg, url: bomb })) throw new Error('no frame was expected');
+    } catch (e) {
+      err = e;
+    }
+    expect(isArgusError(err) && err.code).toBe('VAP_ERR_SOURCE_PROBE');
+    expect((err as Error).message).toBe(`${bomb}: its pictures are 12000x12000, more than the 33177600 pixels (8K UHD, 7680x4320) argus decodes`);
+    const src = await lastValueFrom(
+      ffmpegSource({ id: 'g', input: { url: bomb, kind: 'file', rate: 'fast', loop: false }, output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114, frame: 'source' }, ffmpegPath: ffmpeg }),
+    ).catch((e) => e);
+    expect(isArgusError(src) && src.code).toBe('VAP_ERR_SOURCE_PROBE');
+    expect(src.message).toMatch(/^source "g": .*bomb\.gif: its pictures are 12000x12000, more than the 33177600 pixels/);
+    // An 8K UHD canvas is decoded (and reduced to 4K UHD's pixel count).
+    const eightK = join(dir, '8k.gif');
+    writeFileSync(eightK, canvasGif(7680, 4320, 1));
+    const sizes: string[] = [];
+    for await (const f of videoFrames({ ffmpegPath: ffmpeg, url: eightK })) sizes.push(`${f.width}x${f.height}`);
+    expect(sizes).toEqual(['3840x2160']);
+  }, 60_000);
 });
 
 describe("a file whose metadata forges ffmpeg's report of its output (a key's line breaks are printed as they are)", () => {
