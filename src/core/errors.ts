@@ -17,6 +17,8 @@ export const ErrorCodes = {
   MODEL_LOAD: 'VAP_ERR_MODEL_LOAD',
   /** The model's input/output shapes do not fit the configured decoder. */
   MODEL_SHAPE: 'VAP_ERR_MODEL_SHAPE',
+  /** ONNX Runtime loaded the model but failed to run it (an operator that fails on the input argus feeds). */
+  MODEL_RUN: 'VAP_ERR_MODEL_RUN',
   /** A source cannot be opened (missing file, unsupported URL scheme). */
   SOURCE_OPEN: 'VAP_ERR_SOURCE_OPEN',
   /** ffmpeg could not be started right now (out of file descriptors, processes, memory): retried. */

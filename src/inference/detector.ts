@@ -170,6 +170,16 @@ export class Detector {
         `model "${m.name}" (${modelPath}): input "${inputName}" has shape [${inShape.join(', ')}], the manifest's pre-processing makes [${want.join(', ')}]`,
       );
     }
+    // argus feeds one float tensor: a uint8 image input (some exports take bytes) or a second
+    // required input (PP-YOLOE's and RT-DETR's scale_factor, orig_target_sizes) would otherwise
+    // fail every run, blamed on the frame.
+    if (inType !== 'float32' && inType !== 'float16') {
+      throw new ArgusError(ErrorCodes.MODEL_SHAPE, `model "${m.name}" (${modelPath}): input "${inputName}" takes ${inType}; argus feeds float32 (or float16) images, normalised as the manifest says`);
+    }
+    const others = session.inputs.filter((i) => i.name !== inputName).map((i) => `"${i.name}" (${i.type}[${i.dims.join(', ')}])`);
+    if (others.length) {
+      throw new ArgusError(ErrorCodes.MODEL_SHAPE, `model "${m.name}" (${modelPath}): besides the image "${inputName}", it requires ${others.join(', ')}; argus feeds only the image (export the model with those inputs folded in)`);
+    }
     let decoder: ModelDecoder;
     try {
       decoder = createDecoder(family, { inputWidth: m.preprocess.width, inputHeight: m.preprocess.height, numClasses: m.labels.length, strides: m.decoder.strides, outputs: session.outputs });

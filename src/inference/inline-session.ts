@@ -1,5 +1,6 @@
 import * as ort from 'onnxruntime-node';
 import type { ExecutionProviderName } from '../config/schema.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { OutputData } from '../models/decoder.js';
 import { float16ToFloat32, float32ToFloat16 } from '../models/fp16.js';
 import { sessionTensors, type TensorInfo } from '../models/tensor-info.js';
@@ -40,7 +41,12 @@ export class InlineSession implements ModelSession {
         if (this.f16In?.length !== req.data.length) this.f16In = new Uint16Array(req.data.length);
         tensor = new ort.Tensor('float16', float32ToFloat16(req.data, this.f16In), req.dims);
       } else tensor = new ort.Tensor('float32', req.data, req.dims);
-      const out = await this.session.run({ [req.name]: tensor }, req.outputNames as string[]);
+      let out: ort.InferenceSession.ReturnType;
+      try {
+        out = await this.session.run({ [req.name]: tensor }, req.outputNames as string[]);
+      } catch (e) {
+        throw new ArgusError(ErrorCodes.MODEL_RUN, `ONNX Runtime run failed: ${(e as Error).message}`, { cause: e });
+      }
       return req.outputNames.map((n) => {
         const t = out[n];
         if (t.type !== 'float16') return { type: t.type, data: t.data as OutputData };

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 import type { ExecutionProviderName } from '../config/schema.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { TensorInfo } from '../models/tensor-info.js';
 import type { ProviderFailure } from './provider-fallback.js';
 import { attemptList, providerAttempts } from './providers.js';
@@ -42,7 +43,7 @@ class SessionThread {
       this.current = undefined;
       worker.unref(); // idle: an unreleased detector does not keep the process alive
       this.settle();
-      if (m.error !== undefined) p.reject(new Error(`ONNX Runtime run failed: ${m.error}`));
+      if (m.error !== undefined) p.reject(new ArgusError(ErrorCodes.MODEL_RUN, `ONNX Runtime run failed: ${m.error}`));
       else p.resolve(m.outputs!);
       this.onIdle();
     });

@@ -29,8 +29,12 @@ export interface OutputSpec {
 }
 
 export interface GraphSpec {
-  /** Input dims; strings are symbolic. Default [1, 3, 64, 64] named 'images'. */
-  input?: { name?: string; dims: (number | string)[] };
+  /** Input dims; strings are symbolic. Default [1, 3, 64, 64] named 'images', float32 (uint8: cast to float inside). */
+  input?: { name?: string; dims: (number | string)[]; type?: 'float32' | 'uint8' };
+  /** More required float32 inputs (PP-YOLOE's scale_factor, say), consumed by the graph. */
+  extraInputs?: { name: string; dims: number[] }[];
+  /** The graph loads but every run fails (a Reshape of the input to 7 rows that cannot hold it). */
+  failAtRun?: boolean;
   outputs: OutputSpec[];
   /** metadata_props, e.g. Ultralytics' names/imgsz/stride/task. */
   metadata?: Record<string, string>;
@@ -68,6 +72,12 @@ function valueInfo(name: string, dims: (number | string)[], type: ElemType) {
   });
 }
 
+function uint8ValueInfo(name: string, dims: (number | string)[]) {
+  const v = valueInfo(name, dims, 'float32');
+  v.type!.tensorType!.elemType = DT.UINT8;
+  return v;
+}
+
 const attrInt = (name: string, i: number) => onnx.AttributeProto.create({ name, type: onnx.AttributeProto.AttributeType.INT, i });
 
 /**
@@ -80,8 +90,26 @@ const attrInt = (name: string, i: number) => onnx.AttributeProto.create({ name, 
 export function buildModel(spec: GraphSpec): Uint8Array {
   const inputName = spec.input?.name ?? 'images';
   const inputDims = spec.input?.dims ?? [1, 3, 64, 64];
-  const nodes = [onnx.NodeProto.create({ opType: 'ReduceSum', input: [inputName, 'axes_chw'], output: ['sum'], attribute: [attrInt('keepdims', 1)] })];
-  const inits = [tensor('axes_chw', [3], 'int64', [1, 2, 3]), tensor('zero', [], 'float32', [0]), tensor('zero_i64', [1], 'int64', [0]), tensor('one_i64', [1], 'int64', [1])];
+  const extras = spec.extraInputs ?? [];
+  const nodes: onnxProto.onnx.NodeProto[] = [];
+  let floatInput = inputName;
+  if (spec.input?.type === 'uint8') {
+    nodes.push(onnx.NodeProto.create({ opType: 'Cast', input: [inputName], output: ['input_f32'], attribute: [attrInt('to', DT.FLOAT)] }));
+    floatInput = 'input_f32';
+  }
+  // Tensors that add 0 to the input's sum: the extra inputs, and the failing Reshape.
+  const zeros = extras.map((x) => x.name);
+  if (spec.failAtRun) {
+    nodes.push(onnx.NodeProto.create({ opType: 'Reshape', input: [floatInput, 'seven_rows'], output: ['bad_reshape'] }));
+    zeros.push('bad_reshape');
+  }
+  nodes.push(onnx.NodeProto.create({ opType: 'ReduceSum', input: [floatInput, 'axes_chw'], output: [zeros.length ? 'acc_0' : 'sum'], attribute: [attrInt('keepdims', 1)] }));
+  zeros.forEach((name, j) => {
+    nodes.push(onnx.NodeProto.create({ opType: 'ReduceSum', input: [name], output: [`extra_sum_${j}`], attribute: [attrInt('keepdims', 0)] }));
+    nodes.push(onnx.NodeProto.create({ opType: 'Mul', input: [`extra_sum_${j}`, 'zero'], output: [`extra_zero_${j}`] }));
+    nodes.push(onnx.NodeProto.create({ opType: 'Add', input: [`acc_${j}`, `extra_zero_${j}`], output: [j === zeros.length - 1 ? 'sum' : `acc_${j + 1}`] }));
+  });
+  const inits = [...(spec.failAtRun ? [tensor('seven_rows', [2], 'int64', [7, -1])] : []), tensor('axes_chw', [3], 'int64', [1, 2, 3]), tensor('zero', [], 'float32', [0]), tensor('zero_i64', [1], 'int64', [0]), tensor('one_i64', [1], 'int64', [1])];
   // batch_size = Shape(input)[0:1], for slicing per-image constants.
   nodes.push(onnx.NodeProto.create({ opType: 'Shape', input: [inputName], output: ['input_shape'] }));
   nodes.push(onnx.NodeProto.create({ opType: 'Slice', input: ['input_shape', 'zero_i64', 'one_i64', 'zero_i64'], output: ['batch_size'] }));
@@ -125,7 +153,10 @@ export function buildModel(spec: GraphSpec): Uint8Array {
     name: 'constant-outputs',
     node: nodes,
     initializer: inits,
-    input: [valueInfo(inputName, inputDims, 'float32')],
+    input: [
+      spec.input?.type === 'uint8' ? uint8ValueInfo(inputName, inputDims) : valueInfo(inputName, inputDims, 'float32'),
+      ...extras.map((x) => valueInfo(x.name, x.dims, 'float32')),
+    ],
     output: spec.outputs.map((o) => valueInfo(o.name, o.dims, o.type ?? 'float32')),
   });
   const model = onnx.ModelProto.create({

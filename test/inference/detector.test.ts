@@ -9,6 +9,7 @@ import { Detector } from '../../src/inference/detector.js';
 import { MIRROR, MODEL } from '../helpers/assets.js';
 import { detectFile } from '../helpers/detect.js';
 import { writeConstantModel } from '../helpers/onnx.js';
+import { writeModel } from '../helpers/onnx-graphs.js';
 
 let manifest: ModelManifest;
 let detector: Detector;
@@ -104,6 +105,36 @@ describe('Detector load errors', () => {
     const e = await Detector.load(manifest, p, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0 }).catch((x: unknown) => x);
     expect(isArgusError(e, 'VAP_ERR_MODEL_SHAPE')).toBe(true);
     expect((e as Error).message).toMatch(/input "images" has shape \[1, 3, 320, 320\], the manifest's pre-processing makes \[1, 3, 416, 416\]/);
+  });
+
+  it('an image input that is not float (a uint8 export) or a second required input (scale_factor) → VAP_ERR_MODEL_SHAPE at load, naming them, not a failure of every frame', async () => {
+    const yolox = { dims: [1, 3549, 85] };
+    const u8 = join(dir, 'uint8-input.onnx');
+    writeModel(u8, { input: { dims: [1, 3, 416, 416], type: 'uint8' }, outputs: [{ name: 'output', ...yolox }] });
+    const two = join(dir, 'two-inputs.onnx');
+    writeModel(two, { input: { dims: [1, 3, 416, 416] }, extraInputs: [{ name: 'scale_factor', dims: [1, 2] }], outputs: [{ name: 'output', ...yolox }] });
+    const e1 = await Detector.load(manifest, u8, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0 }).catch((x: unknown) => x);
+    expect(isArgusError(e1, 'VAP_ERR_MODEL_SHAPE')).toBe(true);
+    expect((e1 as Error).message).toBe(`model "yolox-nano" (${u8}): input "images" takes uint8; argus feeds float32 (or float16) images, normalised as the manifest says`);
+    const e2 = await Detector.load(manifest, two, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0 }).catch((x: unknown) => x);
+    expect(isArgusError(e2, 'VAP_ERR_MODEL_SHAPE')).toBe(true);
+    expect((e2 as Error).message).toContain('besides the image "images", it requires "scale_factor" (float32[1, 2]); argus feeds only the image');
+    // The same graphs without the extra input and with a float input load and run.
+    const ok = join(dir, 'float-input.onnx');
+    writeModel(ok, { input: { dims: [1, 3, 416, 416] }, outputs: [{ name: 'output', ...yolox }] });
+    const d = await Detector.load(manifest, ok, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 1 });
+    await d.release();
+  });
+
+  it('a model that loads but fails to run → VAP_ERR_MODEL_RUN, on the main thread and in a worker', async () => {
+    const p = join(dir, 'fails-at-run.onnx');
+    // Dynamic input dims: ONNX Runtime cannot tell at load that the Reshape will fail.
+    writeModel(p, { input: { dims: ['batch', 3, 'height', 'width'] }, failAtRun: true, outputs: [{ name: 'output', dims: [1, 3549, 85] }] });
+    for (const workers of [0, 1]) {
+      const e = await Detector.load(manifest, p, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 1, workers }).catch((x: unknown) => x);
+      expect(isArgusError(e, 'VAP_ERR_MODEL_RUN'), `workers ${workers}: ${String(e)}`).toBe(true);
+      expect((e as Error).message).toMatch(/^ONNX Runtime run failed: .*reshape/i);
+    }
   });
 
   it('decodes a graph with a known output exactly, through the whole post-processing', async () => {
