@@ -17,7 +17,7 @@ import type { SourceConfig } from './schema/source.js';
 export { AlertsSchema, OutboxSchema, type AlertsConfig, type OutboxConfig } from './schema/alerts.js';
 export { CameraSchema, CamerasFileSchema, ClusterSchema, PlacementSchema, type CameraDefinition, type ClusterConfig, type Placement } from './schema/cluster.js';
 export { LineSchema, RuleSchema, ZoneSchema, type LineConfig, type RuleConfig, type ZoneConfig } from './schema/analytics.js';
-export { ModelManifestSchema, ModelRefSchema, type ExecutionProviderName, type ModelManifest, type ModelRefConfig } from './schema/model.js';
+export { MAX_MODEL_SIDE, ModelManifestSchema, ModelRefSchema, type ExecutionProviderName, type ModelManifest, type ModelRefConfig } from './schema/model.js';
 export { PostprocessSchema, type PostprocessConfig } from './schema/postprocess.js';
 export { ServerSchema } from './schema/server.js';
 export { KafkaSinkSchema, SinksSchema, WebSocketSinkSchema, type KafkaSinkConfig } from './schema/sinks.js';

@@ -1,4 +1,4 @@
-import type { ModelManifest } from '../config/schema.js';
+import { MAX_MODEL_SIDE, type ModelManifest } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { Family } from '../core/families.js';
 import { basename } from 'node:path';
@@ -31,6 +31,12 @@ export async function describeModel(
   const input = meta.inputs[0];
   const dimsHW = input && typeof input.dims[2] === 'number' && typeof input.dims[3] === 'number' && (input.dims[2] as number) > 0 ? [input.dims[2] as number, input.dims[3] as number] : undefined;
   const [height, width] = meta.imgsz ?? dimsHW ?? [640, 640];
+  if (!(height <= MAX_MODEL_SIDE && width <= MAX_MODEL_SIDE)) {
+    throw new ArgusError(
+      ErrorCodes.MODEL_SHAPE,
+      `model ${path}: its input size ${width}x${height} (${meta.imgsz ? 'metadata imgsz' : 'input shape'}) is beyond the ${MAX_MODEL_SIDE} px a side argus takes; give a manifest with preprocess.width and height`,
+    );
+  }
   let detected: Family | 'auto' = fam;
   if (fam === 'auto') {
     try {
@@ -56,8 +62,16 @@ export async function describeModel(
       mean: [0, 0, 0],
       std: [1, 1, 1],
     },
-    decoder: { type: fam, strides: meta.stride && meta.stride !== 32 ? [8, 16, meta.stride] : [8, 16, 32] },
+    // Ultralytics writes the largest stride: 32 for the usual P3–P5 heads, 64 for P6 models
+    // (yolov5s6, yolov8-p6: strides 8, 16, 32, 64).
+    decoder: { type: fam, strides: strides(meta.stride) },
     labels,
   };
   return { manifest: synthesized, meta, family: fam };
+}
+
+/** Grid strides from Ultralytics' `stride` (the largest): 32 → 8, 16, 32; 64 (P6) → 8, 16, 32, 64; else the usual three. */
+function strides(largest: number | undefined): number[] {
+  const all = [8, 16, 32, 64, 128];
+  return largest !== undefined && all.includes(largest) && largest >= 16 ? all.filter((s) => s <= largest) : [8, 16, 32];
 }

@@ -3,6 +3,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import { parseNames, parsePythonLiteral, readOnnxMetadata } from '../../src/models/metadata.js';
 import { createDecoder } from '../../src/models/registry.js';
+import { describeModel } from '../../src/models/describe.js';
+import { ModelManifestSchema } from '../../src/config/schema.js';
 import { modelDir, writeModel } from '../helpers/onnx-graphs.js';
 
 const dir = modelDir();
@@ -95,6 +97,36 @@ describe('Ultralytics metadata values', () => {
   ];
   it.each(names)('%s → %j (%s)', (text, expected) => {
     expect(parseNames(text)).toEqual(expected);
+  });
+
+  it('describeModel: a P6 export (stride 64) gets the four grids 8, 16, 32, 64; an input size past 4096 px a side is refused naming where it came from', async () => {
+    const p6 = dir.path('p6.onnx');
+    const anchors = [8, 16, 32, 64].reduce((n, s) => n + (256 / s) ** 2, 0); // 1360
+    writeModel(p6, {
+      producerName: 'pytorch',
+      input: { dims: [1, 3, 256, 256] },
+      outputs: [{ name: 'output0', dims: [1, 6, anchors] }],
+      metadata: { names: "{0: 'cat', 1: 'dog'}", imgsz: '[256, 256]', stride: '64', task: 'detect' },
+    });
+    const d = await describeModel(p6, undefined, undefined);
+    expect(d.manifest.decoder.strides).toEqual([8, 16, 32, 64]);
+    const dec = createDecoder('auto', { inputHeight: 256, inputWidth: 256, numClasses: 2, strides: d.manifest.decoder.strides, outputs: d.meta.outputs.map((o) => ({ name: o.name, dims: o.dims, type: o.elemType })) });
+    expect(dec.family).toBe('yolov8');
+    expect(dec.maxCandidates).toBe(anchors);
+    // Nonsense strides fall back to the usual three.
+    for (const stride of ['32', '3', '48']) {
+      const p = dir.path(`stride-${stride}.onnx`);
+      writeModel(p, { producerName: 'pytorch', input: { dims: [1, 3, 256, 256] }, outputs: [{ name: 'output0', dims: [1, 6, 1344] }], metadata: { names: "{0: 'a', 1: 'b'}", imgsz: '[256, 256]', stride } });
+      expect((await describeModel(p, undefined, undefined)).manifest.decoder.strides, stride).toEqual([8, 16, 32]);
+    }
+    const huge = dir.path('huge.onnx');
+    writeModel(huge, { producerName: 'pytorch', input: { dims: ['batch', 3, 'height', 'width'] }, outputs: [{ name: 'output0', dims: ['batch', 6, 'anchors'], shape: [1, 6, 10] }], metadata: { names: "{0: 'a', 1: 'b'}", imgsz: '[40000, 40000]', stride: '32' } });
+    const e = await describeModel(huge, undefined, undefined).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_MODEL_SHAPE')).toBe(true);
+    expect((e as Error).message).toContain('its input size 40000x40000 (metadata imgsz) is beyond the 4096 px a side argus takes');
+    const manifest = (width: number) => ModelManifestSchema.safeParse({ name: 'm', version: '1', file: 'm.onnx', preprocess: { width, height: 416, channelOrder: 'bgr' }, labels: ['a'] });
+    expect(manifest(4096).success).toBe(true);
+    expect(manifest(5000).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toEqual(['preprocess.width: Number must be less than or equal to 4096']);
   });
 
   it('parses Python literals without evaluating them', () => {

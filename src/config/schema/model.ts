@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { FAMILIES } from '../../core/families.js';
 
+/** The largest model input side argus takes (manifests, and a model file's own metadata or input shape). */
+export const MAX_MODEL_SIDE = 4096;
+
 const executionProvider = z.enum(['cpu', 'cuda', 'tensorrt']);
 
 /** Decoder families a model's outputs can be read with; auto: detected from the output shapes. */
@@ -98,8 +101,9 @@ export const ModelManifestSchema = z
     output: z.object({ name: z.string().optional(), shape: z.array(z.union([z.number().int(), z.string()])) }).strict().optional(),
     preprocess: z
       .object({
-        width: z.number().int().positive(),
-        height: z.number().int().positive(),
+        /** The model's input size: at most MAX_MODEL_SIDE (a 4096² float tensor is 200 MB already). */
+        width: z.number().int().positive().max(MAX_MODEL_SIDE),
+        height: z.number().int().positive().max(MAX_MODEL_SIDE),
         letterbox: z
           .object({
             align: z.enum(['top-left', 'center']).default('top-left'),
