@@ -320,8 +320,9 @@ cmd_start() {
     setsid bash -c 'echo $$ >"$0"; exec "$@"' "$PIDFILE" "${java[@]}" kafka.Kafka "$CONF" \
       </dev/null >"$LOGFILE" 2>&1 9>&- &
     disown $! 2>/dev/null || true
-    local t=0
-    while [[ ! -s "$PIDFILE" ]] && ((t < 50)); do sleep 0.1; t=$((t + 1)); done
+    # the pid file comes from a shell that has just been forked: seconds on a loaded machine
+    local until=$((SECONDS + 30))
+    while [[ ! -s "$PIDFILE" ]] && ((SECONDS < until)); do sleep 0.1; done
     pid="$(cat "$PIDFILE" 2>/dev/null || true)"
     [[ -n "$pid" ]] || fail_start "broker process did not start"
   fi

@@ -252,8 +252,9 @@ cmd_start() {
     setsid bash -c 'echo $$ >"$0"; exec "$@"' "$PIDFILE" "${args[@]}" \
       </dev/null >"$LOGFILE" 2>&1 7>&- 8>&- &
     disown $! 2>/dev/null || true
-    local t=0
-    while [[ ! -s "$PIDFILE" ]] && ((t < 50)); do sleep 0.1; t=$((t + 1)); done
+    # the pid file comes from a shell that has just been forked: seconds on a loaded machine
+    local until=$((SECONDS + 30))
+    while [[ ! -s "$PIDFILE" ]] && ((SECONDS < until)); do sleep 0.1; done
     [[ -s "$PIDFILE" ]] || fail_start "server process did not start"
   fi
   local deadline=$((SECONDS + RTSP_START_TIMEOUT))
@@ -399,8 +400,9 @@ spawn_publisher() { # path file loop fps transcode
   setsid bash -c 'echo $$ >"$0.tmp" && mv -f "$0.tmp" "$0"; exec "$@"' "$PUBDIR/$key.pid" "${a[@]}" \
     </dev/null >"$log" 2>&1 7>&- 8>&- 9>&- &
   disown $! 2>/dev/null || true
-  local t=0
-  while [[ ! -s "$PUBDIR/$key.pid" ]] && ((t < 50)); do sleep 0.1; t=$((t + 1)); done
+  # the pid file comes from a shell that has just been forked: seconds on a loaded machine
+  local until=$((SECONDS + 30))
+  while [[ ! -s "$PUBDIR/$key.pid" ]] && ((SECONDS < until)); do sleep 0.1; done
   [[ -s "$PUBDIR/$key.pid" ]] || die "publish: the ffmpeg publisher for '$path' did not start"
 }
 
