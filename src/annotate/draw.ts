@@ -44,7 +44,15 @@ function metrics(width: number, height: number) {
   return { stroke, font, pad: Math.max(2, Math.round(font / 4)), arrow: Math.max(24, 3 * font) };
 }
 
-const escapeXml = (s: string) => s.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
+/**
+ * Text as SVG character data: markup characters escaped, and characters XML 1.0 cannot hold at
+ * all (control characters, lone surrogates, U+FFFE/U+FFFF) shown as U+FFFD. A label comes from
+ * the model file or a manifest: one `\v` in it failed every drawing (libvips' XML parser).
+ */
+const escapeXml = (s: string) =>
+  s
+    .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD')
+    .replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
 const f1 = (v: number) => (Math.round(v * 10) / 10).toString();
 
 /** A filter as it is shown beside a zone's or line's name: ` [car, truck]`, nothing for every class. */

@@ -50,6 +50,21 @@ describe('drawOverlay: boxes', () => {
   });
 });
 
+describe('drawOverlay: text from model files and manifests', () => {
+  it('a label with control characters, a lone surrogate or markup is drawn (as U+FFFD for what XML cannot hold), not a failed drawing', async () => {
+    const labels = ['fork\vlift', 'a\u0000b\uD800c', '<b>&"x"</b>', 'ok 🎥'];
+    const svg = overlaySvg(200, 200, { detections: box(50, 60, 150, 160, 0, 3), labels });
+    expect(svg).toContain('#3 fork\uFFFDlift 0.87');
+    expect(overlaySvg(200, 200, { detections: box(50, 60, 150, 160, 1), labels })).toContain('>a\uFFFDb\uFFFDc 0.87<');
+    expect(overlaySvg(200, 200, { detections: box(50, 60, 150, 160, 2), labels })).toContain('&lt;b&gt;&amp;&quot;x&quot;&lt;/b&gt; 0.87');
+    expect(overlaySvg(200, 200, { detections: box(50, 60, 150, 160, 3), labels })).toContain('ok 🎥 0.87');
+    for (const classId of [0, 1, 2, 3]) {
+      const out = await drawOverlay(black(200, 200), { detections: box(50, 60, 150, 160, classId), labels, scene: { zones: [], lines: [{ id: 'gate\u0001', from: [0, 20], to: [200, 20] }] } });
+      expect(lit(at(out, 200, 56, 52)), labels[classId]).toBe(true);
+    }
+  });
+});
+
 describe('drawOverlay: lines', () => {
   /** The side of from→to where green (the `in` arrow and its word) was drawn: +1 on the in side, per pixel counts. */
   async function greenSides(from: [number, number], to: [number, number]) {
