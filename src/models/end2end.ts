@@ -1,6 +1,16 @@
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { Candidates, ModelDecoder, OutputData } from './decoder.js';
 
+/**
+ * A class id as the graph wrote it (a float or an integer), or -1 (dropped with the invalid
+ * candidates) when it is not a whole number ≥ 0: stored straight into the Int32Array, NaN became
+ * 0 and 2^32 wrapped to 0, so garbage came out as class 0 ("person").
+ */
+function classIndex(v: number | bigint): number {
+  const k = Number(v);
+  return Number.isInteger(k) && k >= 0 && k <= 0x7fffffff ? k : -1;
+}
+
 /** Candidates per image when the graph's detection count is dynamic and nothing bounds it. */
 export const DEFAULT_MAX_DETECTIONS = 1000;
 
@@ -74,7 +84,7 @@ export class End2EndDecoder implements ModelDecoder {
       xyxy[q + 2] = o[p + 2];
       xyxy[q + 3] = o[p + 3];
       score[n] = s;
-      classId[n] = o[p + 5];
+      classId[n] = classIndex(o[p + 5]);
       n++;
     }
     return n;
@@ -95,7 +105,7 @@ export class End2EndDecoder implements ModelDecoder {
       xyxy[q + 2] = o[p + 3];
       xyxy[q + 3] = o[p + 4];
       score[n] = s;
-      classId[n] = o[p + 5];
+      classId[n] = classIndex(o[p + 5]);
       n++;
     }
     return n;
@@ -153,7 +163,7 @@ export class End2EndSplitDecoder implements ModelDecoder {
       xyxy[q + 2] = boxes[b + 2];
       xyxy[q + 3] = boxes[b + 3];
       score[n] = s;
-      classId[n] = Number(classes[i]);
+      classId[n] = classIndex(classes[i]);
       n++;
     }
     return n;

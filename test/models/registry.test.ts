@@ -154,4 +154,21 @@ describe('decoders on hand-made outputs', () => {
     expect(n).toBe(2);
     expect(Array.from(c.classId.subarray(0, 2))).toEqual([2, 7]);
   });
+
+  it('end2end decoders: a class id that is not a whole number ≥ 0 (NaN, ±Infinity, 2^32, -0.9, 1.5) is dropped as invalid, never read as class 0', async () => {
+    const { selectDetections } = await import('../../src/postprocess/select.js');
+    const bad = [NaN, 2 ** 32, -0.9, Infinity, -Infinity, 1.5];
+    // [N, K, 6]: one good row (class 2) and one row per bad class id, all scoring 0.9, boxes apart.
+    const rows = [[0, 0, 10, 10, 0.9, 2], ...bad.map((k, i) => [100 * (i + 1), 0, 100 * (i + 1) + 10, 10, 0.9, k])];
+    const e2e = createDecoder('end2end', at640([f32('o', 1, rows.length, 6)]));
+    const c = new Candidates(e2e.maxCandidates);
+    const n = e2e.decode([new Float32Array(rows.flat())], 0, 0.5, c);
+    const d = selectDetections(c, n, { numClasses: 80, iouThreshold: 0.45, maxDetections: 100, preNmsTopK: 1000, classAgnostic: false });
+    expect(Array.from(d.classId)).toEqual([2]);
+    // The split form, with float class ids.
+    const split = createDecoder('auto', at640([f32('num_dets', 1, 1), f32('boxes', 1, 7, 4), f32('scores', 1, 7), f32('classes', 1, 7)]));
+    const c2 = new Candidates(split.maxCandidates);
+    const n2 = split.decode([new Float32Array([7]), new Float32Array(rows.flatMap((r) => r.slice(0, 4))), new Float32Array(7).fill(0.9), new Float32Array([2, ...bad])], 0, 0.5, c2);
+    expect(Array.from(selectDetections(c2, n2, { numClasses: 80, iouThreshold: 0.45, maxDetections: 100, preNmsTopK: 1000, classAgnostic: false }).classId)).toEqual([2]);
+  });
 });
