@@ -66,45 +66,83 @@ export function forbiddenEnvRefs(text: string): string[] {
   return [...text.matchAll(/\$\{env:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]).filter((n) => !n.startsWith(CAMERA_ENV_PREFIX));
 }
 
+/** The largest camera record read (a `sources[]` entry with zones and rules is a few KB). */
+export const MAX_CAMERA_RECORD_CHARS = 64 * 1024;
+/** Errors about a record are cut to this many characters (they go to the log, `cameras ls` and /healthz). */
+const MAX_RECORD_ERROR_CHARS = 500;
+
+const cut = (s: string) => (s.length > MAX_RECORD_ERROR_CHARS ? `${s.slice(0, MAX_RECORD_ERROR_CHARS)}… (${s.length} characters)` : s);
+
+/**
+ * A record's text as a document: JSON (what `argus cameras` writes), else YAML (a person may
+ * write one by hand), at most MAX_CAMERA_RECORD_CHARS. YAML's duplicate-key check scans the
+ * whole map for each key: a 209 KB record of 20 000 keys took 8 s to parse, on the event loop
+ * that answers the group's heartbeats, on every worker at once. Duplicate keys are taken as
+ * JSON.parse takes them (the last wins), which keeps parsing linear.
+ */
+function parseRecord(text: string): { doc?: unknown; error?: string } {
+  if (text.length > MAX_CAMERA_RECORD_CHARS) return { error: `the record has ${text.length} characters; a camera record holds at most ${MAX_CAMERA_RECORD_CHARS}` };
+  try {
+    return { doc: JSON.parse(text) };
+  } catch {
+    // not JSON: YAML
+  }
+  try {
+    return { doc: parseYaml(text, { uniqueKeys: false }) };
+  } catch (e) {
+    return { error: cut(`not valid JSON or YAML: ${(e as Error).message.split('\n')[0]}`) };
+  }
+}
+
 /**
  * A record's placement and whether it is meant to run, as written (no `${env:…}` resolved):
  * the same on every worker. A placement that reads the environment is refused, since workers
  * would disagree on it.
  */
 export function rawCamera(text: string): { placement?: Placement; active: boolean; error?: string } {
-  let doc: unknown;
-  try {
-    doc = parseYaml(text);
-  } catch (e) {
-    return { active: false, error: `not valid JSON or YAML: ${(e as Error).message.split('\n')[0]}` };
-  }
+  const parsed = parseRecord(text);
+  return parsed.error !== undefined ? { active: false, error: parsed.error } : rawCameraDoc(parsed.doc);
+}
+
+function rawCameraDoc(doc: unknown): { placement?: Placement; active: boolean; error?: string } {
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return { active: false, error: 'expected an object' };
   const d = doc as { placement?: unknown; enabled?: unknown };
   const active = d.enabled !== false && d.enabled !== 'false';
   if (d.placement === undefined) return { active };
   if (JSON.stringify(d.placement).includes('${env:')) return { active, error: 'placement: may not read ${env:…} (every worker must read the same placement)' };
   const r = PlacementSchema.safeParse(d.placement);
-  if (!r.success) return { active, error: formatIssues(r.error).trim().replace(/^/, 'placement: ') };
+  if (!r.success) return { active, error: cut(formatIssues(r.error).trim().replace(/^/, 'placement: ')) };
   return { active, placement: r.data };
 }
 
-/** Parses a camera record's value (JSON, or YAML: a person may write one by hand). */
-export function parseCamera(id: string, text: string, env: NodeJS.ProcessEnv = process.env): { definition?: CameraDefinition; error?: string } {
-  const raw = rawCamera(text);
-  if (raw.error) return { error: raw.error };
-  let doc: unknown = parseYaml(text);
+/**
+ * Parses a camera record's value (JSON, or YAML: a person may write one by hand), once: its
+ * raw placement and activity (as rawCamera) and its definition with `${env:…}` resolved from `env`.
+ */
+export function readCamera(id: string, text: string, env: NodeJS.ProcessEnv = process.env): { raw: ReturnType<typeof rawCamera>; definition?: CameraDefinition; error?: string } {
+  const parsed = parseRecord(text);
+  if (parsed.error !== undefined) return { raw: { active: false, error: parsed.error }, error: parsed.error };
+  const raw = rawCameraDoc(parsed.doc);
+  if (raw.error) return { raw, error: raw.error };
   const forbidden = forbiddenEnvRefs(text);
-  if (forbidden.length) return { error: `\${env:${forbidden[0]}}: a camera may read only ${CAMERA_ENV_PREFIX}* variables of the worker's environment` };
+  if (forbidden.length) return { raw, error: `\${env:${forbidden[0]}}: a camera may read only ${CAMERA_ENV_PREFIX}* variables of the worker's environment` };
+  let doc: unknown;
   try {
     // `${env:…}` references resolve here, from this worker's environment.
-    doc = interpolateEnv(doc, env);
+    doc = interpolateEnv(parsed.doc, env);
   } catch (e) {
-    return { error: (e as Error).message };
+    return { raw, error: cut((e as Error).message) };
   }
   const r = CameraSchema.safeParse(doc);
-  if (!r.success) return { error: formatIssues(r.error).trim() };
-  if (r.data.source.id !== id) return { error: `id "${r.data.source.id}" differs from the record key "${id}"` };
-  return { definition: { ...r.data, placement: raw.placement } };
+  if (!r.success) return { raw, error: cut(formatIssues(r.error).trim()) };
+  if (r.data.source.id !== id) return { raw, error: cut(`id "${r.data.source.id}" differs from the record key "${id}"`) };
+  return { raw, definition: { ...r.data, placement: raw.placement } };
+}
+
+/** Parses a camera record's value (see readCamera). */
+export function parseCamera(id: string, text: string, env: NodeJS.ProcessEnv = process.env): { definition?: CameraDefinition; error?: string } {
+  const { definition, error } = readCamera(id, text, env);
+  return error !== undefined ? { error } : { definition };
 }
 
 /**
@@ -221,8 +259,8 @@ export class ClusterView {
       return;
     }
     const [[only, rec]] = [...bySlot];
-    const raw = rawCamera(rec.text);
-    this.cameras.set(key, { id: key, slot: only, text: rec.text, offset: rec.offset, placement: raw.placement, active: raw.active && !raw.error, ...parseCamera(key, rec.text) });
+    const { raw, definition, error } = readCamera(key, rec.text);
+    this.cameras.set(key, { id: key, slot: only, text: rec.text, offset: rec.offset, placement: raw.placement, active: raw.active && !raw.error, ...(error !== undefined ? { error } : { definition }) });
   }
 
   private applyOwners(key: string, value: Buffer | null, offset: number): void {

@@ -72,6 +72,28 @@ describe('ClusterView: claims, releases and camera records (what a new owner wai
     expect(v.cameras.has('bad')).toBe(false);
   });
 
+  it('a hostile camera record (200 KB of keys, a 70 KB one) is refused in linear time with a bounded error; YAML written by hand still reads, duplicate keys as JSON takes them', () => {
+    const v = view();
+    // 20 000 keys: YAML's duplicate-key check took 8 s on the event loop that answers heartbeats.
+    const keys = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`k${i}`, i]));
+    const t0 = performance.now();
+    v.ingest('c', 1, 'wide', rec({ id: 'wide', uri: 'rtsp://h/x', ...keys }), '0');
+    v.ingest('c', 1, 'wideyaml', Buffer.from(`id: wideyaml\nuri: rtsp://h/x\n${Object.keys(keys).map((k) => `${k}: 1`).join('\n')}\n`), '1');
+    const ms = performance.now() - t0;
+    expect(ms, 'linear parsing').toBeLessThan(3000); // was 8 s each; a hang bound, far from both
+    expect(v.cameras.get('wide')!.error).toMatch(/the record has \d+ characters; a camera record holds at most 65536/);
+    expect(v.cameras.get('wideyaml')!.error).toMatch(/a camera record holds at most 65536/);
+    // Within the bound, unknown keys are named, the error cut to 500 characters.
+    const some = Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`k${i}`, i]));
+    v.ingest('c', 2, 'many', rec({ id: 'many', uri: 'rtsp://h/x', ...some }), '0');
+    const err = v.cameras.get('many')!.error!;
+    expect(err.length).toBeLessThan(600);
+    expect(err).toMatch(/k0.*… \(\d+ characters\)$/s);
+    // YAML by hand, with a key given twice: the last wins.
+    v.ingest('c', 3, 'hand', Buffer.from('id: hand\nuri: rtsp://h/x\nfps: 1\nfps: 3\n'), '0');
+    expect(v.cameras.get('hand')).toMatchObject({ definition: { source: { id: 'hand', fps: 3 } } });
+  });
+
   it('a camera moved to another slot (argus cameras: tombstone in the old, record in the new) ends in the new slot in either reading order, never removed', () => {
     const a = rec({ id: 'cam', uri: 'rtsp://h/x' });
     const b = rec({ id: 'cam', uri: 'rtsp://h/x', placement: { pin: 'w2' } });
