@@ -200,21 +200,34 @@ export class ClusterView {
       retry: { retries: 1000, initialRetryTime: 200, maxRetryTime: 2000 },
     });
     this.consumer = consumer;
+    consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+      if (payload.batchSize === 0) this.readUpTo(payload.topic, payload.partition, payload.lastOffset);
+    });
     await consumer.connect();
     await consumer.subscribe({ topics: [this.topics.cameras, this.topics.owners], fromBeginning: true });
     await consumer.run({
       autoCommit: false,
       eachBatch: async ({ batch }) => {
         for (const m of batch.messages) this.ingest(batch.topic, batch.partition, m.key?.toString('utf8') ?? '', m.value, m.offset);
-        const next = BigInt(batch.lastOffset()) + 1n;
-        for (let i = this.waiting.length - 1; i >= 0; i--) {
-          const w = this.waiting[i];
-          if (w.topic === batch.topic && w.partition === batch.partition && next >= w.offset) this.waiting.splice(i, 1);
-        }
-        if (this.waiting.length === 0) this.resolveReady();
+        this.readUpTo(batch.topic, batch.partition, batch.lastOffset());
         for (const f of this.listeners) f();
       },
     });
+  }
+
+  /**
+   * The consumer has read a partition up to `lastOffset`. Batches whose records were all
+   * filtered out (an aborted transaction's, control records) never reach eachBatch: kafkajs
+   * reports them only as END_BATCH_PROCESS, which is counted too, or a slot holding only
+   * those would keep `ready` (and every worker's start) waiting for ever.
+   */
+  private readUpTo(topic: string, partition: number, lastOffset: string): void {
+    const next = BigInt(lastOffset) + 1n;
+    for (let i = this.waiting.length - 1; i >= 0; i--) {
+      const w = this.waiting[i];
+      if (w.topic === topic && w.partition === partition && next >= w.offset) this.waiting.splice(i, 1);
+    }
+    if (this.waiting.length === 0) this.resolveReady();
   }
 
   /** Applies one record of either topic (what the view's consumer reads; tests feed it directly). */
