@@ -11,6 +11,8 @@ import type { Claim } from '../sinks/message.js';
 import { KafkajsMembership } from './kafkajs-membership.js';
 import type { Assignment, GroupMembership, MemberInfo } from './membership.js';
 import { satisfies, unmet, type PlacementTarget } from './placement.js';
+import { redact } from '../core/redact.js';
+import { connectionError } from '../sinks/kafka.js';
 import { ClusterView, ensureClusterTopics, OwnerLog, type CameraEntry, type OpenClaim } from './view.js';
 
 /** A worker id from the host name and the process id (ids allow letters, digits, dot, dash, underscore). */
@@ -229,17 +231,72 @@ export class Worker {
     };
   }
 
-  /** Connects, creates the topics when missing, and reads the desired state (before the group gives this worker anything). */
-  async open(): Promise<void> {
+  /**
+   * Connects, creates the topics when missing, and reads the desired state (before the group
+   * gives this worker anything). A broker that cannot be reached is tried again, with a backoff
+   * of up to OPEN_RETRY_MAX_MS, for as long as it takes (a worker started before Kafka waits
+   * for it, as `argus run` does); `signal` ends the wait. Resolves false when aborted.
+   */
+  async open(signal?: AbortSignal): Promise<boolean> {
+    const aborted = new Promise<false>((r) => {
+      if (signal?.aborted) r(false);
+      signal?.addEventListener('abort', () => r(false), { once: true });
+    });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const ok = await Promise.race([this.connect().then(() => true as const), aborted]);
+        if (!ok) return false;
+        break;
+      } catch (e) {
+        await this.producer?.disconnect().catch(() => undefined);
+        await this.admin?.disconnect().catch(() => undefined);
+        if (!connectionError(e)) throw e;
+        const wait = Math.min(OPEN_RETRY_MAX_MS, 1000 * 2 ** Math.min(attempt - 1, 4));
+        this.log(`cluster: cannot reach Kafka (${redact(firstLine(e))}); trying again in ${wait / 1000} s`, { attempt }, attempt === 1 ? 'warn' : 'info');
+        let t: NodeJS.Timeout | undefined;
+        const again = await Promise.race([new Promise<true>((r) => (t = setTimeout(() => r(true), wait))), aborted]);
+        clearTimeout(t);
+        if (!again) return false;
+      }
+    }
+    // The view is read once connected (its consumer retries on its own); a stop still ends the wait.
+    this.view.onChange(() => this.reconcile());
+    await this.view.start(this.admin!);
+    return Promise.race([this.view.ready.then(() => true as const), aborted]);
+  }
+
+  private async connect(): Promise<void> {
     this.admin = this.kafka.admin();
     await this.admin.connect();
+    await this.checkSessionTimeout(this.admin);
     await ensureClusterTopics(this.admin, { cameras: this.c.camerasTopic, owners: this.c.ownersTopic, slots: this.c.slots, replicationFactor: this.c.replicationFactor });
     this.producer = this.kafka.producer({ allowAutoTopicCreation: false, retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 1000 } });
     await this.producer.connect();
     this.owners = new OwnerLog(this.producer, this.c.ownersTopic, this.id, this.incarnation);
-    this.view.onChange(() => this.reconcile());
-    await this.view.start(this.admin);
-    await this.view.ready;
+  }
+
+  /**
+   * A session timeout outside the brokers' range (group.min/max.session.timeout.ms: 6 s–30 min
+   * by default) is refused by the group coordinator at every join: the worker would loop on
+   * "group consumer crashed" for ever and run nothing. Checked once at start, naming the field;
+   * brokers that do not let this client read their configuration are not checked.
+   */
+  private async checkSessionTimeout(admin: Admin): Promise<void> {
+    const ms = this.c.sessionTimeoutMs;
+    let min: number, max: number;
+    try {
+      const { brokers } = await admin.describeCluster();
+      const names = ['group.min.session.timeout.ms', 'group.max.session.timeout.ms'];
+      const r = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: BROKER_CONFIG_RESOURCE, name: String(brokers[0].nodeId), configNames: names }] });
+      const entries = r.resources[0]?.configEntries ?? [];
+      [min, max] = names.map((n) => Number(entries.find((e) => e.configName === n)?.configValue));
+    } catch (e) {
+      if (connectionError(e)) throw e;
+      return;
+    }
+    if (Number.isFinite(min) && Number.isFinite(max) && (ms < min || ms > max)) {
+      throw new ArgusError(ErrorCodes.CONFIG, `cluster.sessionTimeoutMs: ${ms} is outside what the brokers accept, ${min}–${max} ms (their group.min.session.timeout.ms and group.max.session.timeout.ms)`);
+    }
   }
 
   /** The cameras' results, for runPipeline's `attached`; joins the group once the pipeline is up. */
@@ -650,6 +707,19 @@ export class Worker {
   }
 }
 
+/** Kafka's ConfigResource type of a broker (kafkajs's ConfigResourceTypes.BROKER, which its ES module build does not export by name). */
+const BROKER_CONFIG_RESOURCE = 4;
+
+/** The longest wait between two tries to reach Kafka at a worker's start. */
+const OPEN_RETRY_MAX_MS = 10_000;
+
+const firstLine = (e: unknown) => String((e as Error)?.message ?? e).split('\n')[0];
+
+/** The summary of a worker stopped before it ran anything. */
+function emptySummary(): RunSummary {
+  return { frames: 0, stats: [], failed: [], wallMs: 0, alerts: { raised: 0, published: 0, snapshotFailures: 0, snapshotsSkipped: 0 }, lostAlerts: 0, keptAlerts: 0, analytics: {} };
+}
+
 /** `argus worker`: joins the group and runs the cameras it is given until `signal` aborts. */
 export async function runWorker(config: PipelineConfig, options: WorkerOptions = {}): Promise<RunSummary> {
   if (!config.cluster) throw new ArgusError(ErrorCodes.CONFIG, 'cluster: a worker config needs a cluster section (README, "Many machines")');
@@ -657,7 +727,10 @@ export async function runWorker(config: PipelineConfig, options: WorkerOptions =
   const worker = new Worker(config, log);
   worker.onJoinedOnce = options.onJoined;
   try {
-    await worker.open();
+    if (!(await worker.open(options.signal))) {
+      log(`cluster: worker ${worker.id} stopped before it had read the cluster's state`, { worker: worker.id });
+      return emptySummary();
+    }
     log(`cluster: worker ${worker.id} read ${worker.view.cameras.size} camera(s); joining group ${config.cluster.group}`, { worker: worker.id });
     return await runPipeline(config, {
       ...options,

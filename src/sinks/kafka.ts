@@ -148,9 +148,9 @@ export function tooLargeType(e: unknown): string | undefined {
 const TOPICS_RETRY_MS = 5000;
 
 /** The error (or one it wraps) is about the connection: refused, closed, timed out, or kafkajs's "Broker not connected". */
-function connectionError(e: unknown): boolean {
+export function connectionError(e: unknown): boolean {
   for (const x of causes(e)) {
-    if (x.name && /^KafkaJS(Connection|ConnectionClosed|RequestTimeout)Error$/.test(x.name)) return true;
+    if (x.name && /^KafkaJS(Connection|ConnectionClosed|RequestTimeout)Error$|^KafkaJSBrokerNotFound$/.test(x.name)) return true;
     if (typeof x.message === 'string' && /Broker not connected|Connection (error|timeout)|timed out/i.test(x.message)) return true;
   }
   return false;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { id } from './common.js';
+import { brokerAddress, id } from './common.js';
 import { SourceSchema } from './source.js';
 
 /** A placement label's name and value (what `cluster.labels` and a camera's `placement.labels` hold). */
@@ -14,7 +14,7 @@ const labelValue = z.string().max(63);
 export const ClusterSchema = z
   .object({
     /** Brokers of the cluster's topics. Default: sinks.kafka.brokers. */
-    brokers: z.array(z.string().min(1)).min(1).optional(),
+    brokers: z.array(brokerAddress).min(1).optional(),
     /** This worker's id: in messages (`owner`), metrics and `argus cluster status`. Default: the host name and the process id. */
     workerId: id.optional(),
     /** The consumer group the workers join. Default argus-workers. */

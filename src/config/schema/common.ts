@@ -1,7 +1,22 @@
 import { z } from 'zod';
 
+/** The longest id (a camera's id is a Kafka key and a claim's field: the cluster's owners view reads at most 256 characters). */
+export const MAX_ID_LENGTH = 128;
+
 /**
  * The id of a source, zone, line or rule: letters, digits, dot, dash, underscore; not only dots
  * (an id names files, as the annotated video's `{source}`: `..` would be the folder above).
  */
-export const id = z.string().regex(/^(?!\.+$)[A-Za-z0-9_.-]+$/, 'use letters, digits, dot, dash or underscore (not only dots)');
+export const id = z
+  .string()
+  .regex(/^(?!\.+$)[A-Za-z0-9_.-]+$/, 'use letters, digits, dot, dash or underscore (not only dots)')
+  .max(MAX_ID_LENGTH, `at most ${MAX_ID_LENGTH} characters`);
+
+/** A Kafka bootstrap broker: host:port, the port 1–65535. */
+export const brokerAddress = z
+  .string()
+  .regex(/^[^\s:]+:\d+$/, 'use host:port')
+  .refine((s) => {
+    const m = /:(\d+)$/.exec(s);
+    return !m || (Number(m[1]) >= 1 && Number(m[1]) <= 65535);
+  }, 'the port is 1–65535');

@@ -1,9 +1,10 @@
 import { z } from 'zod';
+import { brokerAddress } from './common.js';
 
 export const KafkaSinkSchema = z
   .object({
     /** Bootstrap brokers, host:port. */
-    brokers: z.array(z.string().regex(/^[^\s:]+:\d+$/, 'use host:port')).min(1),
+    brokers: z.array(brokerAddress).min(1),
     clientId: z.string().min(1).default('argus'),
     topics: z
       .object({
