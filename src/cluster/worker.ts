@@ -8,6 +8,7 @@ import type { LogFn } from '../core/log.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
 import { runPipeline, type RunningPipeline, type RunOptions, type RunSummary } from '../pipeline/run.js';
 import type { Claim } from '../sinks/message.js';
+import type { Transition } from '../sources/health.js';
 import { KafkajsMembership } from './kafkajs-membership.js';
 import type { Assignment, GroupMembership, MemberInfo } from './membership.js';
 import { satisfies, unmet, type PlacementTarget } from './placement.js';
@@ -105,6 +106,8 @@ export class Worker {
   private readonly running = new Map<string, Running>();
   /** The last claim of each camera this worker made (alerts rendered after a stop still carry it). */
   private readonly claims = new Map<string, Claim>();
+  /** Per camera waiting for its claim here, its latest state change, held back until the claim holds. */
+  private readonly heldStatus = new Map<string, Transition>();
   /** Claims written and not yet started (waiting for the view to show them, or for a release). */
   private readonly pending = new Map<string, number>();
   /** When a wait for a former owner's release began, per camera. */
@@ -596,12 +599,20 @@ export class Worker {
     run.claim = claim;
     this.claims.set(run.id, claim);
     this.log(`cluster: ${this.id} starts ${run.id} (slot ${run.slot}, epoch ${claim.epoch}; connected while it waited)`, { worker: this.id, camera: run.id, slot: run.slot, epoch: claim.epoch });
+    // Its state changes while it waited were held back (the old owner still published its own):
+    // the latest is published now, under the new claim. Else the old owner's "stopped" stayed the
+    // camera's last status while it streamed here.
+    const held = this.heldStatus.get(run.id);
+    this.heldStatus.delete(run.id);
+    if (held) this.outputs?.publisher.status(held).catch(() => undefined);
   }
 
-  /** Whether a source's state change is published: not while its camera waits for its claim here. */
-  publishesStatus(source: string): boolean {
-    const r = this.running.get(source);
-    return !r || r.claim !== undefined;
+  /** Whether a source's state change is published: not while its camera waits for its claim here (the latest such is kept for admit). */
+  publishesStatus(t: Transition): boolean {
+    const r = this.running.get(t.source);
+    if (!r || r.claim !== undefined) return true;
+    this.heldStatus.set(t.source, t);
+    return false;
   }
 
   private startCamera(pipeline: Pipeline, cam: CameraEntry, claim: Claim | undefined): void {
@@ -661,6 +672,7 @@ export class Worker {
     run.stop$.complete();
     await Promise.race([run.done, new Promise((r) => setTimeout(r, Math.max(0, this.stopBudget())).unref())]);
     if (this.running.get(run.id) === run) this.running.delete(run.id);
+    if (this.running.get(run.id) === undefined) this.heldStatus.delete(run.id);
     run.fenced = true;
     if (!run.claim) return this.reconcile(); // it never held the camera: nothing to release
     this.log(`cluster: ${this.id} stopped ${run.id} (epoch ${run.claim.epoch}${planned ? '' : ', fenced'})`, { worker: this.id, camera: run.id, epoch: run.claim.epoch });
@@ -740,7 +752,7 @@ export async function runWorker(config: PipelineConfig, options: WorkerOptions =
       },
       attached: (pipeline, stop) => worker.attached(pipeline, stop),
       claimOf: (source) => worker.claimOf(source),
-      publishesStatus: (t) => worker.publishesStatus(t.source),
+      publishesStatus: (t) => worker.publishesStatus(t),
       health: () => worker.health(),
       clusterMetrics: () => ({ worker: worker.id, cameras: worker.cameras(), lease: worker.leaseHolds(), counters: worker.counters }),
     });

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkOwnership, clusterNames, Collector, currentOwners, firstFrameAfter, lostFrames, sleep, until, WorkerProcess, writeCamerasYaml, writeWorkerYaml, type ClusterNames } from '../../src/bench/cluster.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
@@ -46,6 +47,32 @@ async function settled(): Promise<void> {
     await sleep(4000);
     if (key() === a && allRunning(camIds())) return;
   }
+}
+/** The last status message of each source in `topic`, read from its start up to its end offsets now. */
+async function lastStatuses(brokers: string[], topic: string): Promise<Map<string, { state: string; owner?: string; epoch?: number }>> {
+  const kafka = new Kafka({ clientId: 'argus-status-reader', brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  const ends = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, BigInt(p.high)]));
+  await admin.disconnect();
+  const last = new Map<string, { state: string; owner?: string; epoch?: number; at: number }>();
+  const consumer = kafka.consumer({ groupId: `status-reader-${Date.now()}-${Math.random().toString(36).slice(2)}`, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const done = new Set<number>([...ends].filter(([, end]) => end === 0n).map(([p]) => p));
+  await new Promise<void>((resolve) => {
+    if (done.size === ends.size) return resolve();
+    void consumer.run({
+      eachMessage: async ({ partition, message }) => {
+        const m = JSON.parse(message.value!.toString('utf8')) as { source: string; state: string; owner?: string; epoch?: number };
+        last.set(m.source, { state: m.state, owner: m.owner, epoch: m.epoch, at: Number(message.offset) });
+        if (BigInt(message.offset) + 1n >= ends.get(partition)!) done.add(partition);
+        if (done.size === ends.size) resolve();
+      },
+    });
+  });
+  await consumer.disconnect();
+  return last;
 }
 const printLog = (w: WorkerProcess) => w.log.split('\n').filter((l) => l.includes('cluster:')).slice(-30).join('\n');
 
@@ -246,6 +273,11 @@ describe('cameras spread over argus workers by the consumer-group protocol (real
     expect(moved.length).toBeGreaterThanOrEqual(1);
     expect(moved.length).toBeLessThanOrEqual(3);
     for (const c of moved) expect(after.get(c)!.owner).toBe('w4');
+    // The status topic's last word on a moved camera is the new owner's: streaming, under its
+    // claim (the old owner's "stopped" was the last, as the new owner held its state changes
+    // back while it waited for the claim).
+    const statuses = await lastStatuses(brokers, names.status);
+    for (const c of moved) expect(statuses.get(c), `${c}: last status`).toMatchObject({ state: 'streaming', owner: 'w4', epoch: after.get(c)!.epoch });
     let excusable = (await sinkDropped()) - droppedBefore;
     if (excusable > 0) console.log(`cluster: the old workers' Kafka sinks dropped ${excusable} detections message(s) during the join`);
     for (const c of camIds().filter((x) => !moved.includes(x))) {
