@@ -41,7 +41,9 @@ async function withAdmin<T>(t: ClusterTarget, f: (admin: Admin, kafka: Kafka) =>
 /** Reads both cluster topics to their end. */
 export async function snapshot(t: ClusterTarget): Promise<ClusterView> {
   return withAdmin(t, async (admin, kafka) => {
-    const view = new ClusterView(kafka, { cameras: t.cluster.camerasTopic, owners: t.cluster.ownersTopic }, 'argus-cluster-admin');
+    // The records as the workers will read them, but `${env:…}` is theirs to resolve: a variable
+    // this shell lacks is no error here (it made every apply rewrite the camera, and ls call it invalid).
+    const view = new ClusterView(kafka, { cameras: t.cluster.camerasTopic, owners: t.cluster.ownersTopic }, 'argus-cluster-admin', lenientEnv());
     await view.start(admin);
     const timeout = new Promise<never>((_, rej) => setTimeout(() => rej(new ArgusError(ErrorCodes.INTERNAL, 'cluster: could not read the cluster topics within 30 s')), 30_000).unref());
     try {
@@ -80,8 +82,7 @@ export async function readCamerasFile(file: string): Promise<{ id: string; value
   // stays a reference, resolved by each worker from its own environment, so a password in one
   // never enters Kafka. Validation here stands in '1' for a variable this shell lacks.
   const { parse } = await import('yaml');
-  const lenient = new Proxy(process.env, { get: (env, k: string) => env[k] ?? '1' });
-  const parsed = parseConfigText(text, CamerasFileSchema, file, lenient);
+  const parsed = parseConfigText(text, CamerasFileSchema, file, lenientEnv());
   const raw = parse(text) as { cameras: Record<string, unknown>[] };
   const seen = new Set<string>();
   return parsed.cameras.map((c, i) => {
@@ -330,12 +331,21 @@ export function parseLabels(list: readonly string[] | undefined): Record<string,
   return out;
 }
 
+/**
+ * The environment `argus cameras` validates cameras with: the shell's, with '1' for a variable
+ * it lacks. The workers resolve `${env:…}` from their own (README, "Many machines").
+ */
+function lenientEnv(): NodeJS.ProcessEnv {
+  return new Proxy(process.env, { get: (env, k: string) => env[k] ?? '1' });
+}
+
 /** One camera from command-line fields (`argus cameras add --id … --uri …`), validated like a file's. */
 export function cameraFromFields(f: Record<string, unknown>): { id: string; value: string } {
   const clean = Object.fromEntries(Object.entries(f).filter(([, v]) => v !== undefined));
   const value = JSON.stringify(clean);
   const id = String(clean.id ?? '');
-  const r = parseCamera(id, value);
+  // As for a file: `${env:…}` is the workers' to resolve, not this shell's.
+  const r = parseCamera(id, value, lenientEnv());
   if (r.error) throw new ArgusError(ErrorCodes.CONFIG, `camera: ${r.error}`);
   return { id, value };
 }

@@ -175,6 +175,8 @@ export class ClusterView {
     private readonly kafka: Kafka,
     private readonly topics: { cameras: string; owners: string },
     private readonly groupPrefix = 'argus-view',
+    /** Where camera records' `${env:…}` resolve: the worker's environment. */
+    private readonly env: NodeJS.ProcessEnv = process.env,
   ) {}
 
   /** Called after every change (camera records, claims, releases, drains). */
@@ -272,7 +274,7 @@ export class ClusterView {
       return;
     }
     const [[only, rec]] = [...bySlot];
-    const { raw, definition, error } = readCamera(key, rec.text);
+    const { raw, definition, error } = readCamera(key, rec.text, this.env);
     this.cameras.set(key, { id: key, slot: only, text: rec.text, offset: rec.offset, placement: raw.placement, active: raw.active && !raw.error, ...(error !== undefined ? { error } : { definition }) });
   }
 

@@ -117,6 +117,23 @@ describe('ClusterView: claims, releases and camera records (what a new owner wai
     expect(v2.cameras.get('cam')!.slot).toBe(9);
   });
 
+  it('argus cameras leaves ${env:} to the workers: `cameras add` with a variable this shell lacks is accepted and stored as written; the command line\'s view of the topic does not call it invalid', async () => {
+    const { cameraFromFields } = await import('../../src/cluster/admin.js');
+    delete process.env.ARGUS_CAMERA_NOT_IN_THIS_SHELL;
+    const uri = 'rtsp://admin:${env:ARGUS_CAMERA_NOT_IN_THIS_SHELL}@cam.local/x';
+    const c = cameraFromFields({ id: 'dock', uri, fps: 2 });
+    expect(JSON.parse(c.value)).toMatchObject({ id: 'dock', uri });
+    // A worker without the variable: the camera's error. A view given a lenient environment (the command line's): none.
+    const worker = new ClusterView({} as Kafka, T, 'w', {});
+    worker.ingest('c', 1, 'dock', Buffer.from(c.value), '0');
+    expect(worker.cameras.get('dock')!.error).toMatch(/ARGUS_CAMERA_NOT_IN_THIS_SHELL/);
+    const cli = new ClusterView({} as Kafka, T, 'cli', new Proxy({}, { get: () => '1' }));
+    cli.ingest('c', 1, 'dock', Buffer.from(c.value), '0');
+    expect(cli.cameras.get('dock')!.error).toBeUndefined();
+    // Still refused: a variable without the prefix.
+    expect(() => cameraFromFields({ id: 'dock', uri: 'rtsp://h/${env:KAFKA_PASSWORD}' })).toThrow(/may read only ARGUS_CAMERA_\* variables/);
+  });
+
   it('${env:} references in a camera resolve from the worker’s environment; a missing one is the camera’s error, not the worker’s', async () => {
     const { parseCamera } = await import('../../src/cluster/view.js');
     const text = JSON.stringify({ id: 'd', uri: 'rtsp://u:${env:ARGUS_CAMERA_PW}@h/x' });
