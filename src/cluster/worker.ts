@@ -108,6 +108,9 @@ export class Worker {
   private readonly claims = new Map<string, Claim>();
   /** Per camera waiting for its claim here, its latest state change, held back until the claim holds. */
   private readonly heldStatus = new Map<string, Transition>();
+  /** Claims of cameras stopped by a fence, released once the lease holds again (releaseFenced). */
+  private readonly fencedClaims = new Map<string, { camera: string; epoch: number }>();
+  private releasingFenced = false;
   /** Claims written and not yet started (waiting for the view to show them, or for a release). */
   private readonly pending = new Map<string, number>();
   /** When a wait for a former owner's release began, per camera. */
@@ -335,6 +338,7 @@ export class Worker {
         this.holdsSlots = true;
         this.reconcile();
       }
+      if (this.fencedClaims.size > 0 && this.leaseHolds()) void this.releaseFenced();
       if (++beat % 10 === 0 || this.pending.size > 0 || this.waits.size > 0 || this.handoffs.size > 0 || this.drainWanted() !== this.draining) this.reconcile();
     }, 100);
     this.tick.unref();
@@ -448,8 +452,11 @@ export class Worker {
     if (live.length === 0) return;
     this.counters.fencings++;
     this.log(`cluster: no heartbeat answered for ${Math.round(performance.now() - (this.membership?.lastAlive ?? 0))} ms; stopping ${live.length} camera(s) before the group can hand them away`, { worker: this.id, cameras: live.map((r) => r.id) }, 'warn');
-    // No release: another worker may already hold the camera under a newer claim.
+    // No release now (the broker may be out of reach, and the frames in flight are still being
+    // dropped); each claim is released once its camera has stopped and the lease holds again
+    // (releaseFenced). Its claims still pending are this process's too.
     for (const r of live) void this.stopCamera(r, false);
+    for (const [id, epoch] of this.pending) this.fencedClaims.set(`${id}\u0000${epoch}`, { camera: id, epoch });
     this.pending.clear();
     this.holdsSlots = false;
     this.refenced = true;
@@ -681,8 +688,33 @@ export class Worker {
       await this.outputs?.alerts.drain().catch(() => undefined);
       await this.outputs?.publisher.flush().catch(() => undefined);
       await this.release(run.id, run.claim.epoch);
-    }
+    } else this.fencedClaims.set(`${run.id}\u0000${run.claim.epoch}`, { camera: run.id, epoch: run.claim.epoch });
     this.reconcile();
+  }
+
+  /**
+   * Releases the claims of cameras stopped by a fence, once the lease holds again. Left open, a
+   * later owner waited releaseWaitMs (6 s) on each of them, as this process is in the group again:
+   * a broker restart took cameras 27–33 s to come back. A release closes only its own epoch, so it
+   * is safe whoever holds the camera now.
+   */
+  private async releaseFenced(): Promise<void> {
+    if (this.releasingFenced) return;
+    this.releasingFenced = true;
+    try {
+      for (const [key, { camera, epoch }] of [...this.fencedClaims]) {
+        try {
+          await this.owners!.release(camera, epoch);
+          this.counters.releases++;
+          this.fencedClaims.delete(key);
+        } catch (e) {
+          this.log(`cluster: could not write the release of ${camera} (epoch ${epoch}, fenced): ${(e as Error).message}; trying again`, { camera }, 'warn');
+          return;
+        }
+      }
+    } finally {
+      this.releasingFenced = false;
+    }
   }
 
   private async release(camera: string, epoch: number): Promise<void> {

@@ -48,15 +48,15 @@ async function settled(): Promise<void> {
     if (key() === a && allRunning(camIds())) return;
   }
 }
-/** The last status message of each source in `topic`, read from its start up to its end offsets now. */
-async function lastStatuses(brokers: string[], topic: string): Promise<Map<string, { state: string; owner?: string; epoch?: number }>> {
-  const kafka = new Kafka({ clientId: 'argus-status-reader', brokers, logLevel: logLevel.NOTHING });
+/** Every message of `topic` (parsed JSON), read from its start up to its end offsets now. */
+async function readTopic<T>(brokers: string[], topic: string): Promise<T[]> {
+  const kafka = new Kafka({ clientId: 'argus-topic-reader', brokers, logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
   const ends = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, BigInt(p.high)]));
   await admin.disconnect();
-  const last = new Map<string, { state: string; owner?: string; epoch?: number; at: number }>();
-  const consumer = kafka.consumer({ groupId: `status-reader-${Date.now()}-${Math.random().toString(36).slice(2)}`, maxWaitTimeInMs: 100 });
+  const out: T[] = [];
+  const consumer = kafka.consumer({ groupId: `topic-reader-${Date.now()}-${Math.random().toString(36).slice(2)}`, maxWaitTimeInMs: 100 });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   const done = new Set<number>([...ends].filter(([, end]) => end === 0n).map(([p]) => p));
@@ -64,14 +64,19 @@ async function lastStatuses(brokers: string[], topic: string): Promise<Map<strin
     if (done.size === ends.size) return resolve();
     void consumer.run({
       eachMessage: async ({ partition, message }) => {
-        const m = JSON.parse(message.value!.toString('utf8')) as { source: string; state: string; owner?: string; epoch?: number };
-        last.set(m.source, { state: m.state, owner: m.owner, epoch: m.epoch, at: Number(message.offset) });
+        if (message.value) out.push(JSON.parse(message.value.toString('utf8')) as T);
         if (BigInt(message.offset) + 1n >= ends.get(partition)!) done.add(partition);
         if (done.size === ends.size) resolve();
       },
     });
   });
   await consumer.disconnect();
+  return out;
+}
+/** The last status message of each source in `topic`. */
+async function lastStatuses(brokers: string[], topic: string): Promise<Map<string, { state: string; owner?: string; epoch?: number }>> {
+  const last = new Map<string, { state: string; owner?: string; epoch?: number }>();
+  for (const m of await readTopic<{ source: string; state: string; owner?: string; epoch?: number }>(brokers, topic)) last.set(m.source, { state: m.state, owner: m.owner, epoch: m.epoch });
   return last;
 }
 const printLog = (w: WorkerProcess) => w.log.split('\n').filter((l) => l.includes('cluster:')).slice(-30).join('\n');
@@ -244,6 +249,13 @@ describe('cameras spread over argus workers by the consumer-group protocol (real
     const own = checkOwnership(collector.seen);
     expect(own.sharedEpochs).toEqual([]);
     expect(own.overlaps).toEqual([]);
+    // Once back in the group, it released the claims its fence had stopped (left open, every later
+    // owner of those cameras waited releaseWaitMs for them).
+    const released = async () => {
+      const recs = await readTopic<{ type: string; camera?: string; owner?: string; epoch?: number }>(brokers, names.owners);
+      return [...oldEpochs].every(([c, epoch]) => recs.some((r) => r.type === 'release' && r.camera === c && r.owner === zombie && r.epoch === epoch));
+    };
+    expect(await until(released, 60_000, 1000), `releases of ${JSON.stringify([...oldEpochs])} by ${zombie}`).toBe(true);
   });
 
   it('a fourth worker joins: about a quarter of the cameras move, none between the others, and the cameras that stay lose no frame; drain empties it again', async () => {
