@@ -83,6 +83,8 @@ export interface RunningServer {
   port: number;
   /** Adds a route after start (later features register themselves). */
   route(path: string, handler: Route, options?: RouteOptions): void;
+  /** Whether a request carries the token (always true when none is configured): public routes say more to those that do. */
+  authorized(req: IncomingMessage): boolean;
   close(): Promise<void>;
 }
 
@@ -262,6 +264,11 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     port,
     url: `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`,
     route: (path, handler, options) => void routes.set(path, { handler, public: options?.public ?? false }),
+    authorized: (req) => {
+      if (!o.token) return true;
+      const url = parseRequestUrl(req.url);
+      return url !== undefined && tokenMatches(requestToken(req, url), o.token);
+    },
     close: () =>
       new Promise<void>((r) => {
         server.close(() => r());

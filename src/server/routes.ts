@@ -84,12 +84,18 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
       reconnects: s.reconnects,
       error: s.error ? { code: (s.error as { code?: string }).code, message: s.error.message.split('\n')[0] } : undefined,
     }));
-  server.route('/healthz', (_req, res) => json(res, 200, { status: 'ok', uptimeSeconds: Math.round(process.uptime()), sources: sourcesState(), ...ctx.health?.() }), { public: true });
-  server.route('/readyz', (_req, res) => {
+  // The probes answer anyone (an orchestrator has no token), but with a token configured only
+  // a request that carries it gets the details: source ids, states, reasons and errors, and a
+  // worker's map of the cluster (camera ids, owners, labels).
+  server.route('/healthz', (req, res) => {
+    const base = { status: 'ok', uptimeSeconds: Math.round(process.uptime()) };
+    json(res, 200, server.authorized(req) ? { ...base, sources: sourcesState(), ...ctx.health?.() } : base);
+  }, { public: true });
+  server.route('/readyz', (req, res) => {
     const sources = sourcesState();
     const waiting = sources.filter((s) => !s.delivered && s.state !== 'failed').map((s) => s.id);
     const ready = waiting.length === 0;
-    json(res, ready ? 200 : 503, { ready, model: { name: pipeline.detector.manifest.name, loaded: true, provider: pipeline.detector.provider }, waitingFor: waiting, sources });
+    json(res, ready ? 200 : 503, server.authorized(req) ? { ready, model: { name: pipeline.detector.manifest.name, loaded: true, provider: pipeline.detector.provider }, waitingFor: waiting, sources } : { ready });
   }, { public: true });
   server.route('/api/sources', (_req, res) =>
     json(res, 200, {

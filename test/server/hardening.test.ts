@@ -402,6 +402,13 @@ describe('HTTP: the token guards every route but /healthz and /readyz', () => {
     expect((await raw(s.port, req('GET', '/metrics?token=s3cret'))).status).toBe(200);
     expect((await raw(s.port, req('GET', '/healthz'))).status).toBe(200);
     expect((await raw(s.port, req('GET', '/readyz'))).status).toBe(200); // public (lobby delivered, dock failed)
+    // Without the token the probes say only their status: no source ids, reasons, errors (or a worker's cluster map).
+    const bare = JSON.parse((await raw(s.port, req('GET', '/healthz'))).body) as Record<string, unknown>;
+    expect(Object.keys(bare).sort()).toEqual(['status', 'uptimeSeconds']);
+    expect(JSON.parse((await raw(s.port, req('GET', '/readyz?token=wrong'))).body)).toEqual({ ready: true });
+    const full = JSON.parse((await raw(s.port, req('GET', '/healthz', { authorization: 'Bearer s3cret' }))).body) as { sources: { id: string }[] };
+    expect(full.sources.map((x) => x.id)).toEqual(['lobby', 'dock']);
+    expect(JSON.parse((await raw(s.port, req('GET', '/readyz?token=s3cret'))).body)).toMatchObject({ ready: true, waitingFor: [], sources: [{ id: 'lobby' }, { id: 'dock' }] });
     // The dashboard opened with ?token= links its script and stylesheet with it, and they load.
     const page = await raw(s.port, req('GET', '/?token=s3cret'));
     expect(page.status).toBe(200);
