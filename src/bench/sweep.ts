@@ -52,7 +52,7 @@ async function detectAll(det: Detector): Promise<Detections[]> {
   for (const { input, letterbox } of inputs) {
     const o = await det.run(input);
     const n = det.decoder.decode(o.outputs, o.batchIndex, 0.3, cand);
-    const d = selectDetections(cand, n, { iouThreshold: 0.45, preNmsTopK: 300, maxDetections: 100, classAgnostic: false });
+    const d = selectDetections(cand, n, { iouThreshold: 0.45, preNmsTopK: 30_000, maxDetections: 100, classAgnostic: false });
     unletterboxXyxy(d.xyxy, d.length, letterbox);
     res.push(d);
   }

@@ -43,7 +43,7 @@ describe('pipeline schema', () => {
     expect(p.model).toMatchObject({ providers: ['cpu'], batch: { maxBatch: 1 } });
     expect(inferenceThreads(p)).toEqual({ workers: 1, intraOpThreads: 2 });
     expect(p.model.manifest).toBeUndefined(); // yolox-nano unless a model path is given alone
-    expect(p.postprocess).toMatchObject({ scoreThreshold: 0.3, iouThreshold: 0.45, preNmsTopK: 300, maxDetections: 100 });
+    expect(p.postprocess).toMatchObject({ scoreThreshold: 0.3, iouThreshold: 0.45, preNmsTopK: 30_000, maxDetections: 100 });
   });
 
   it('sessions × threads: 1 × 2 by default; 2 × 1 when every source is a file read as fast as possible on the CPU and neither is set', () => {

@@ -8,7 +8,7 @@ import { preprocess } from '../../src/preprocess/preprocess.js';
 import { ffmpegOutputFor, preprocessOptionsFor } from '../../src/pipeline/detect.js';
 import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
 
-export const POST = { scoreThreshold: 0.3, iouThreshold: 0.45, preNmsTopK: 300, maxDetections: 100, classAgnostic: false };
+export const POST = { scoreThreshold: 0.3, iouThreshold: 0.45, preNmsTopK: 30_000, maxDetections: 100, classAgnostic: false };
 
 /** Runs the real stages on every frame ffmpeg decodes from `path` (an image is one frame), fitted as the pipeline fits them (`resize`, default exact). */
 export function detectFile(detector: Detector, path: string, resize: 'exact' | 'fast' = 'exact'): Promise<DetectedFrame[]> {

@@ -36,3 +36,24 @@ describe('argsortDesc', () => {
     expect(Array.from(argsortDesc([0.1, 0.5, 0.5, 0.9], 4))).toEqual([3, 1, 2, 0]);
   });
 });
+
+describe('selectDetections in a crowd (the default postprocess settings)', () => {
+  it('60 people, 50 of them with 6 overlapping candidates each: all 60 are kept (a cut to the best 300 before NMS lost the 10 weaker ones)', async () => {
+    const { Candidates } = await import('../../src/models/decoder.js');
+    const { selectDetections } = await import('../../src/postprocess/select.js');
+    const { PostprocessSchema } = await import('../../src/config/schema.js');
+    const c = new Candidates(400);
+    let n = 0;
+    const add = (x: number, y: number, s: number) => {
+      c.xyxy.set([x, y, x + 20, y + 50], n * 4);
+      c.score[n] = s;
+      c.classId[n++] = 0;
+    };
+    for (let p = 0; p < 50; p++) for (let d = 0; d < 6; d++) add((p % 10) * 40 + d, Math.floor(p / 10) * 60, 0.9 - d * 0.01);
+    for (let p = 0; p < 10; p++) add(p * 40, 320, 0.5);
+    const d = selectDetections(c, n, { ...PostprocessSchema.parse({}), numClasses: 80 });
+    expect(n).toBe(310);
+    expect(d.length).toBe(60);
+    expect(Array.from(d.confidence).filter((s) => s === 0.5)).toHaveLength(10);
+  });
+});
