@@ -1,5 +1,4 @@
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -8,15 +7,8 @@ import { PipelineSchema } from '../../src/config/schema.js';
 import { Kafka, logLevel } from 'kafkajs';
 import { ARGUS, runCommand } from '../helpers/cli.js';
 import { testBrokers } from '../helpers/kafka.js';
+import { closedPort } from '../helpers/net.js';
 
-/** A loopback port nothing listens on (taken and released). */
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 describe('argus worker at start', () => {
   it('Kafka unreachable: the worker waits for it, trying again and saying so, and a SIGTERM ends the wait at once (it exited after 12 s, uncoded)', async () => {

@@ -3,7 +3,6 @@
 import { type ChildProcess, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lastValueFrom, take, toArray } from 'rxjs';
@@ -16,6 +15,7 @@ import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
 import type { ReconnectPolicy, Transition } from '../../src/sources/health.js';
 import { supervisedSource, type SupervisedSourceOptions } from '../../src/sources/supervised-source.js';
+import { closedPort } from '../helpers/net.js';
 
 const FF = defaultFfmpegPath();
 const dir = mkdtempSync(join(tmpdir(), 'argus-resume-'));
@@ -180,13 +180,6 @@ describe('a looped native file keeps looping (real ffmpeg)', () => {
   });
 });
 
-async function closedPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 describe('credentials never reach transitions or logs', () => {
   it('an RTSP URL with user:password to a port where nothing listens: every transition, error and pipeline log line is redacted', async () => {
