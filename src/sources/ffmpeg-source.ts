@@ -6,7 +6,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import { emptyStamps, type Frame, type ProducedBy, type YuvColour } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
-import { buildFfmpegArgs, frameBytes, frameTimeKey, MAX_DECODE_PIXELS, MAX_SOURCE_PIXELS, reportsFrameTimes, runTag, taggedStdout, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
+import { buildFfmpegArgs, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, reportsFrameTimes, runTag, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { colourOf, outputRate, saysNoVideoStream, withoutMapAdvice, StderrProbe, type StreamInfo } from './stderr-probe.js';
@@ -602,7 +602,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
       const log = probe.tailText();
       const tail = withoutMapAdvice(log.split('\n')).slice(-6).join('\n');
       if (!lb && probe.tooLarge) {
-        fail(ErrorCodes.SOURCE_PROBE, `source "${id}": ${input.url}: its pictures are ${probe.tooLarge.width}x${probe.tooLarge.height}, more than the ${MAX_DECODE_PIXELS} pixels (8K UHD, 7680x4320) argus decodes\n${tail}`);
+        fail(ErrorCodes.SOURCE_PROBE, `source "${id}": ${tooLargeMessage(input.url, probe.tooLarge)}\n${tail}`);
         return;
       }
       if (!lb && saysNoVideoStream(log)) {

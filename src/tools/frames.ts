@@ -1,9 +1,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { extname } from 'node:path';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { loadSharp } from '../core/sharp.js';
-import { boundedSize, DECODE_BOUND_ARGS, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, MAX_DECODE_PIXELS, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, taggedStdout } from '../sources/ffmpeg-args.js';
+import { boundedSize, decodeBoundArgs, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, taggedStdout, tooLargeMessage } from '../sources/ffmpeg-args.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
 import { FrameTimes, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, saysNoVideoStream, withoutMapAdvice } from '../sources/stderr-probe.js';
 
@@ -18,12 +17,12 @@ export interface RawFrame {
   height: number;
 }
 
-/** Still-image formats read with sharp (libvips; JPEG through libjpeg-turbo, as OpenCV's imread). GIFs are animations: ffmpeg reads them. */
-const STILL = new Set(['.jpg', '.jpeg', '.png', '.webp', '.tif', '.tiff', '.avif', '.heic', '.heif']);
-
-/** `image`: one picture decoded by sharp; `video`: frames decoded by ffmpeg (videos, GIFs, anything else ffmpeg opens). */
+/**
+ * `image`: one picture decoded by sharp (libvips; JPEG through libjpeg-turbo, as OpenCV's
+ * imread); `video`: frames decoded by ffmpeg (videos, GIFs — animations —, anything else ffmpeg opens).
+ */
 export function inputKind(path: string): 'image' | 'video' {
-  return STILL.has(extname(path).toLowerCase()) ? 'image' : 'video';
+  return isStillImage(path) ? 'image' : 'video';
 }
 
 function mustExist(path: string, what: string): void {
@@ -112,7 +111,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   // A seek past 1e9 s (31 years) is past any file's end; ffmpeg takes no more than 2^63 µs, nor
   // toFixed's exponent form (1e21 and up).
   if (o.start && o.start > 0) args.push('-ss', Math.min(o.start, 1e9).toFixed(6));
-  args.push(...DECODE_BOUND_ARGS, '-i', ffmpegInput(o.url), '-an', '-sn', '-dn', '-map', '0:v:0');
+  args.push(...decodeBoundArgs(o.url), '-i', ffmpegInput(o.url), '-an', '-sn', '-dn', '-map', '0:v:0');
   // Each decoded frame once, with its own time: sampled (never duplicated, whatever `fps`), reduced
   // to the pipeline's bound on source-size frames (so pixel coordinates agree with a run's), and
   // its time printed on the log. Passthrough: no frame is repeated or dropped to make a constant
@@ -277,7 +276,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
     if (code !== 0) {
       const lines = [...tail, logLines.rest].filter(Boolean);
       const last = withoutMapAdvice(lines).slice(-6).join('\n');
-      if (tooLarge && index === 0) throw new ArgusError(ErrorCodes.SOURCE_PROBE, `${o.url}: its pictures are ${tooLarge.width}x${tooLarge.height}, more than the ${MAX_DECODE_PIXELS} pixels (8K UHD, 7680x4320) argus decodes`);
+      if (tooLarge && index === 0) throw new ArgusError(ErrorCodes.SOURCE_PROBE, tooLargeMessage(o.url, tooLarge));
       if (saysNoVideoStream(lines.join('\n'))) throw new ArgusError(ErrorCodes.SOURCE_PROBE, `${o.url} has no video stream:\n${last}`);
       throw new ArgusError(ErrorCodes.SOURCE_EXIT, `ffmpeg exited with code ${code} decoding ${o.url}:\n${last}`);
     }

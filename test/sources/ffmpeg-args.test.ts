@@ -65,14 +65,16 @@ describe('buildFfmpegArgs', () => {
 
   it('v4l2 devices use the v4l2 demuxer', () => {
     const a = buildFfmpegArgs({ url: 'v4l2:///dev/video0', kind: 'v4l2', rate: 'native', loop: false }, out);
-    expect(a.join(' ')).toContain('-f v4l2 -max_pixels 33177600 -i /dev/video0');
+    expect(a.join(' ')).toContain('-f v4l2 -max_pixels 67108864 -i /dev/video0');
   });
 
-  it('every input decodes at most 8K UHD pictures: -max_pixels before -i, ahead of the user\'s own input arguments (which may set it)', () => {
+  it('every input decodes at most 8192x8192 pictures (a still image: sharp\'s 16383x16383): -max_pixels before -i, ahead of the user\'s own input arguments (which may set it)', () => {
+    const still = buildFfmpegArgs({ url: '/photos/IMG_0001.JPG', kind: 'file', rate: 'native', loop: false }, out);
+    expect(still[still.indexOf('-max_pixels') + 1]).toBe(String(16383 * 16383));
     for (const kind of ['file', 'rtsp', 'http', 'stream', 'v4l2'] as const) {
       const a = buildFfmpegArgs({ url: kind === 'file' ? '/x.mp4' : 'rtsp://h/x', kind, rate: 'native', loop: false, inputArgs: ['-max_pixels', '1000'] }, out);
       const at = a.indexOf('-max_pixels');
-      expect(a[at + 1], kind).toBe(String(7680 * 4320));
+      expect(a[at + 1], kind).toBe(String(8192 * 8192));
       expect(at, kind).toBeLessThan(a.lastIndexOf('-max_pixels'));
       expect(a.lastIndexOf('-max_pixels'), kind).toBeLessThan(a.indexOf('-i'));
     }

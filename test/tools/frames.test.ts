@@ -4,6 +4,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lastValueFrom, map, toArray } from 'rxjs';
+import sharp from 'sharp';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import { bundledFfmpegPath, resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
@@ -77,7 +78,7 @@ function canvasGif(w: number, h: number, frames: number): Buffer {
 }
 
 describe('a picture too large to decode (a GIF of a 12000×12000 canvas in a few hundred bytes)', () => {
-  it('videoFrames and ffmpegSource: refused before decoding, a coded probe error naming its size; 8K UHD still decodes', async () => {
+  it('videoFrames and ffmpegSource: refused before decoding, a coded probe error naming its size; 8K UHD still decodes, and so does a 48 MP still photo', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-bomb-'));
     const bomb = join(dir, 'bomb.gif');
     writeFileSync(bomb, canvasGif(12000, 12000, 20));
@@ -88,18 +89,24 @@ describe('a picture too large to decode (a GIF of a 12000×12000 canvas in a few
       err = e;
     }
     expect(isArgusError(err) && err.code).toBe('VAP_ERR_SOURCE_PROBE');
-    expect((err as Error).message).toBe(`${bomb}: its pictures are 12000x12000, more than the 33177600 pixels (8K UHD, 7680x4320) argus decodes`);
+    expect((err as Error).message).toBe(`${bomb}: its pictures are 12000x12000, more than the 67108864 pixels argus decodes from a video or GIF (8192x8192)`);
     const src = await lastValueFrom(
       ffmpegSource({ id: 'g', input: { url: bomb, kind: 'file', rate: 'fast', loop: false }, output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114, frame: 'source' }, ffmpegPath: ffmpeg }),
     ).catch((e) => e);
     expect(isArgusError(src) && src.code).toBe('VAP_ERR_SOURCE_PROBE');
-    expect(src.message).toMatch(/^source "g": .*bomb\.gif: its pictures are 12000x12000, more than the 33177600 pixels/);
+    expect(src.message).toMatch(/^source "g": .*bomb\.gif: its pictures are 12000x12000, more than the 67108864 pixels/);
     // An 8K UHD canvas is decoded (and reduced to 4K UHD's pixel count).
     const eightK = join(dir, '8k.gif');
     writeFileSync(eightK, canvasGif(7680, 4320, 1));
     const sizes: string[] = [];
     for await (const f of videoFrames({ ffmpegPath: ffmpeg, url: eightK })) sizes.push(`${f.width}x${f.height}`);
     expect(sizes).toEqual(['3840x2160']);
+    // A still image is decoded once, up to sharp's limit: a phone's 8000x6000 photo is read (reduced to 4K UHD's pixel count), as argus detect reads it.
+    const photo = join(dir, 'photo.jpg');
+    await sharp({ create: { width: 8000, height: 6000, channels: 3, background: { r: 90, g: 120, b: 60 } } }).jpeg().toFile(photo);
+    const photoSizes: string[] = [];
+    for await (const f of videoFrames({ ffmpegPath: ffmpeg, url: photo })) photoSizes.push(`${f.width}x${f.height}`);
+    expect(photoSizes).toEqual(['3324x2494']);
   }, 60_000);
 });
 
