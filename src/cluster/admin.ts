@@ -3,9 +3,10 @@ import { AssignerProtocol, Kafka, logLevel, Partitioners, type Admin } from 'kaf
 import { decodeInfo } from './kafkajs-membership.js';
 import { CamerasFileSchema, ClusterSchema, type ClusterConfig, type Placement } from '../config/schema.js';
 import { parseConfigText } from '../config/load.js';
+import { lenientEnv } from '../config/interpolate.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { chooseSlot, placementKey, unmet, type SlottedCamera } from './placement.js';
-import { CAMERA_ENV_PREFIX, DRAIN_KEY_PREFIX, ClusterView, ensureClusterTopics, forbiddenEnvRefs, parseCamera, rawCamera, retrying, type OwnersRecord } from './view.js';
+import { CAMERA_ENV_PREFIX, DRAIN_KEY_PREFIX, ClusterView, MAX_CAMERA_RECORD_CHARS, ensureClusterTopics, forbiddenEnvRefs, parseCamera, rawCamera, retrying, type OwnersRecord } from './view.js';
 
 /** `argus cameras …` and `argus cluster …`: what they need to reach the cluster. */
 export interface ClusterTarget {
@@ -92,6 +93,7 @@ export async function readCamerasFile(file: string): Promise<{ id: string; value
     const value = JSON.stringify(raw.cameras[i]);
     const forbidden = forbiddenEnvRefs(value);
     if (forbidden.length) throw new ArgusError(ErrorCodes.CONFIG, `${file}: cameras[${i}]: \${env:${forbidden[0]}}: a camera may read only ${CAMERA_ENV_PREFIX}* variables of the workers' environment`);
+    if (value.length > MAX_CAMERA_RECORD_CHARS) throw tooLong(`${file}: cameras[${i}]`, value);
     return { id, value };
   });
 }
@@ -331,12 +333,9 @@ export function parseLabels(list: readonly string[] | undefined): Record<string,
   return out;
 }
 
-/**
- * The environment `argus cameras` validates cameras with: the shell's, with '1' for a variable
- * it lacks. The workers resolve `${env:…}` from their own (README, "Many machines").
- */
-function lenientEnv(): NodeJS.ProcessEnv {
-  return new Proxy(process.env, { get: (env, k: string) => env[k] ?? '1' });
+/** A camera whose record workers would refuse for its size (MAX_CAMERA_RECORD_CHARS). */
+function tooLong(where: string, value: string): ArgusError {
+  return new ArgusError(ErrorCodes.CONFIG, `${where}: its record would have ${value.length} characters; workers read camera records of at most ${MAX_CAMERA_RECORD_CHARS} (a polygon of thousands of points: simplify it)`);
 }
 
 /** One camera from command-line fields (`argus cameras add --id … --uri …`), validated like a file's. */
@@ -344,6 +343,7 @@ export function cameraFromFields(f: Record<string, unknown>): { id: string; valu
   const clean = Object.fromEntries(Object.entries(f).filter(([, v]) => v !== undefined));
   const value = JSON.stringify(clean);
   const id = String(clean.id ?? '');
+  if (value.length > MAX_CAMERA_RECORD_CHARS) throw tooLong('camera', value);
   // As for a file: `${env:…}` is the workers' to resolve, not this shell's.
   const r = parseCamera(id, value, lenientEnv());
   if (r.error) throw new ArgusError(ErrorCodes.CONFIG, `camera: ${r.error}`);

@@ -127,11 +127,19 @@ describe('ClusterView: claims, releases and camera records (what a new owner wai
     const worker = new ClusterView({} as Kafka, T, 'w', {});
     worker.ingest('c', 1, 'dock', Buffer.from(c.value), '0');
     expect(worker.cameras.get('dock')!.error).toMatch(/ARGUS_CAMERA_NOT_IN_THIS_SHELL/);
-    const cli = new ClusterView({} as Kafka, T, 'cli', new Proxy({}, { get: () => '1' }));
+    const cli = new ClusterView({} as Kafka, T, 'cli', (await import('../../src/config/interpolate.js')).lenientEnv({}));
     cli.ingest('c', 1, 'dock', Buffer.from(c.value), '0');
     expect(cli.cameras.get('dock')!.error).toBeUndefined();
     // Still refused: a variable without the prefix.
     expect(() => cameraFromFields({ id: 'dock', uri: 'rtsp://h/${env:KAFKA_PASSWORD}' })).toThrow(/may read only ARGUS_CAMERA_\* variables/);
+    // A default is what workers without the variable use: the command line shows it too (a stand-in '1' read `enabled` as a number).
+    const { lenientEnv } = await import('../../src/config/interpolate.js');
+    const cli2 = new ClusterView({} as Kafka, T, 'cli', lenientEnv({}));
+    cli2.ingest('c', 1, 'gate', rec({ id: 'gate', uri: 'rtsp://h/${env:ARGUS_CAMERA_GATE_PATH}', cost: '${env:ARGUS_CAMERA_COST,4}', enabled: '${env:ARGUS_CAMERA_ON,true}' }), '0');
+    expect(cli2.cameras.get('gate')).toMatchObject({ definition: { cost: 4, source: { enabled: true, uri: 'rtsp://h/1' } } });
+    // A record workers would refuse for its size is refused before it is written.
+    const points = Array.from({ length: 7000 }, (_, i) => [i % 640, (i * 7) % 480]);
+    expect(() => cameraFromFields({ id: 'big', uri: 'rtsp://h/x', zones: [{ id: 'z', polygon: points, units: 'pixel' }] })).toThrow(/camera: its record would have \d+ characters; workers read camera records of at most 65536/);
   });
 
   it('${env:} references in a camera resolve from the worker’s environment; a missing one is the camera’s error, not the worker’s', async () => {
