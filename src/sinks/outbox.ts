@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, open, readFile, readlink, realpath, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
+import { link, mkdir, open, readFile, readlink, realpath, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -388,7 +388,8 @@ export class Outbox {
         // The file judged, by inode and mtime: it is removed below only if it is still that one.
         const judged = await stat(path).catch(() => undefined);
         if (!judged) continue; // released meanwhile: take it
-        const held = parseLock(await readFile(path, 'utf8').catch(() => ''), self);
+        const judgedText = await readFile(path, 'utf8').catch(() => '');
+        const held = parseLock(judgedText, self);
         // Checkable by its pid: the same host, pid namespace and boot (the boot id tells two hosts
         // of one name apart, both in their initial namespace).
         const boot = (o: LockOwner) => o.identity.split(' ')[0];
@@ -407,12 +408,10 @@ export class Outbox {
           }
           if (state === 'gone') continue; // released meanwhile: take it
         }
-        // Left by a process that died. Two argus starting together both judge it so: the one
-        // that finds it already replaced (another inode, or touched) looks again instead of
-        // removing the other's new lock.
-        const now = await stat(path).catch(() => undefined);
-        if (now && now.ino === judged.ino && now.mtimeMs === judged.mtimeMs) await rm(path, { force: true });
-        tookOver = true;
+        // Left by a process that died. Two argus starting together both judge it so: each
+        // removes only the file it judged (removeJudged), and the one that finds it already
+        // replaced looks again.
+        if (await this.removeJudged(path, judged, judgedText, self.id)) tookOver = true;
         continue;
       }
       if (tookOver) {
@@ -427,6 +426,34 @@ export class Outbox {
       return;
     }
     throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot lock ${path}`);
+  }
+
+  /**
+   * Removes the lock at `path` only if it is still the file judged stale (same inode, mtime and
+   * text), with no time window: the lock is first moved aside (a rename is atomic: whatever is
+   * at `path` at that instant moves), then the file moved is checked. If it is another argus's
+   * lock, written since the judgement, it is put back under its name by a hard link (same inode
+   * and content: its holder's heartbeat and close() see their own lock) and false is returned.
+   * (Checking, then removing, left a window: a taker slowed between the two removed the other's
+   * new lock, and both held it.)
+   */
+  private async removeJudged(path: string, judged: { ino: number; mtimeMs: number }, judgedText: string, id: string): Promise<boolean> {
+    const aside = `${path}.${id}.stale`;
+    try {
+      await rename(path, aside);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false; // removed meanwhile: look again
+      throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot take over ${path} (${(e as NodeJS.ErrnoException).code})`, { cause: e });
+    }
+    const moved = await stat(aside).catch(() => undefined);
+    const text = await readFile(aside, 'utf8').catch(() => '');
+    if (moved && moved.ino === judged.ino && moved.mtimeMs === judged.mtimeMs && text === judgedText) {
+      await rm(aside, { force: true });
+      return true;
+    }
+    await link(aside, path).catch(() => undefined); // fails only if a third has written one since: theirs stands
+    await rm(aside, { force: true });
+    return false;
   }
 
   private inUse(why: string): ArgusError {

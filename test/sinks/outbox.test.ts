@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -285,6 +285,33 @@ describe('Outbox (the durable alert journal)', () => {
       clearInterval(watch);
     }
     expect(JSON.parse(readFileSync(lockFile, 'utf8'))).toMatchObject({ id: 'rival' });
+  });
+
+  it('a stale lock is removed only if it is still the file judged, with no window: another argus\'s lock written since is put back as it was (same inode)', async () => {
+    const ob = await Outbox.open(opts(dir()));
+    const d = dir();
+    const lockFile = join(d, 'outbox.lock');
+    const stale = `${JSON.stringify({ pid: 7, host: 'gone', ns: 'pid:[1]', identity: 'b 1', id: 'crashed' })}\n`;
+    writeFileSync(lockFile, stale);
+    const judged = statSync(lockFile);
+    const removeJudged = (ob as unknown as { removeJudged: (p: string, j: { ino: number; mtimeMs: number }, t: string, id: string) => Promise<boolean> }).removeJudged.bind(ob);
+    // Replaced since the judgement (another argus took it over first): put back, not removed.
+    rmSync(lockFile);
+    const theirs = `${JSON.stringify({ pid: 8, host: 'other', ns: 'pid:[1]', identity: 'c 1', id: 'theirs' })}\n`;
+    writeFileSync(lockFile, theirs);
+    const theirIno = statSync(lockFile).ino;
+    expect(await removeJudged(lockFile, judged, stale, 'me')).toBe(false);
+    expect(readFileSync(lockFile, 'utf8')).toBe(theirs);
+    expect(statSync(lockFile).ino).toBe(theirIno);
+    // Still the file judged: removed, and nothing is left aside.
+    writeFileSync(lockFile, stale);
+    const again = statSync(lockFile);
+    expect(await removeJudged(lockFile, again, stale, 'me')).toBe(true);
+    expect(existsSync(lockFile)).toBe(false);
+    expect(readdirSync(d)).toEqual([]);
+    // Gone meanwhile: nothing to do.
+    expect(await removeJudged(lockFile, again, stale, 'me')).toBe(false);
+    await ob.close();
   });
 
   it('two processes taking over one stale lock together: exactly one of them holds it, every time', async () => {
