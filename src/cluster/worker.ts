@@ -108,6 +108,8 @@ export class Worker {
   private readonly claims = new Map<string, Claim>();
   /** Per camera waiting for its claim here, its latest state change, held back until the claim holds. */
   private readonly heldStatus = new Map<string, Transition>();
+  /** The latest connect() of open(), awaited by close(). */
+  private connecting: Promise<void> | undefined;
   /** Claims of cameras stopped by a fence, released once the lease holds again (releaseFenced). */
   private readonly fencedClaims = new Map<string, { camera: string; epoch: number }>();
   private releasingFenced = false;
@@ -250,7 +252,8 @@ export class Worker {
     });
     for (let attempt = 1; ; attempt++) {
       try {
-        const ok = await Promise.race([this.connect().then(() => true as const), aborted]);
+        this.connecting = this.connect();
+        const ok = await Promise.race([this.connecting.then(() => true as const), aborted]);
         if (!ok) return false;
         break;
       } catch (e) {
@@ -267,7 +270,7 @@ export class Worker {
     }
     // The view is read once connected (its consumer retries on its own); a stop still ends the wait.
     this.view.onChange(() => this.reconcile());
-    await this.view.start(this.admin!);
+    if (!(await Promise.race([this.view.start(this.admin!).then(() => true as const), aborted]))) return false;
     return Promise.race([this.view.ready.then(() => true as const), aborted]);
   }
 
@@ -744,6 +747,12 @@ export class Worker {
 
   async close(): Promise<void> {
     if (this.tick) clearInterval(this.tick);
+    // A stop during open() leaves its connect running (up to kafkajs's retries, ~10 s, when Kafka
+    // is down): not waited for, but what it makes once it ends is disconnected.
+    void this.connecting?.then(
+      () => Promise.all([this.producer?.disconnect().catch(() => undefined), this.admin?.disconnect().catch(() => undefined)]),
+      () => undefined,
+    );
     await this.membership?.stop();
     await this.view.stop();
     await this.producer?.disconnect().catch(() => undefined);
