@@ -15,9 +15,9 @@ const W = 768, H = 432; // the clip's size
 const FRAMES = 100; // 10 s at 10 fps: the first person walks in and reaches the table
 const ffmpeg = resolveFfmpegSync().path;
 
-/** Frame `n` (0-based, in decoding order) of a video as packed RGB. */
-function decodeFrame(file: string, n: number): Buffer {
-  return execFileSync(ffmpeg, ['-v', 'error', '-i', file, '-vf', `select=eq(n\\,${n})`, '-frames:v', '1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'], { maxBuffer: 64 * 1024 * 1024 });
+/** The first `frames` frames of a video (all without), packed RGB, one after another. */
+function decodeAll(file: string, frames?: number): Buffer {
+  return execFileSync(ffmpeg, ['-v', 'error', '-i', file, ...(frames ? ['-frames:v', String(frames)] : []), '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'], { maxBuffer: 1 << 30 });
 }
 
 function probe(file: string) {
@@ -30,6 +30,10 @@ describe('annotated video of the person clip (real model)', () => {
     const file = resolve(ROOT, 'pipelines/safety-zone.yaml');
     // Every frame processed (rate fast), so which frames have a person does not depend on the machine's speed.
     const config = await loadPipeline(file, { ...process.env, ARGUS_DEMO_RATE: 'fast', ARGUS_SNAPSHOTS: 'none' });
+    // The sink's longest queue: frames come as fast as they are detected, and a loaded machine's
+    // encoder, starting, fell behind at once (4 of 100 written with the default 2, none of them
+    // with a person yet). Drops stay counted and checked below.
+    (config.sinks as { annotate?: unknown }).annotate = { queue: 64 };
     const dir = mkdtempSync(join(tmpdir(), 'argus-annotate-e2e-'));
     const people: { seq: number; pts: number; box: number[]; score: number }[] = [];
     let firstPts = NaN, lastPts = NaN;
@@ -89,11 +93,16 @@ describe('annotated video of the person clip (real model)', () => {
       for (let y = y1 + (y2 - y1) / 4; y < y2 - (y2 - y1) / 4; y += 3) for (let x = x1 + (x2 - x1) / 4; x < x2 - (x2 - x1) / 4; x += 3) inside.push([x, y]);
       return { outline, inside };
     };
-    // Under load the sink may drop most frames (counted above): look through up to 40, the last 30 frames' first.
+    // Under load the sink may drop most frames (counted above; a loaded run wrote 4 of 100): every
+    // candidate is looked at, the last 30 frames' first, in both videos decoded once.
+    const size = W * H * 3;
+    const allAnnotated = decodeAll(out);
+    const allPlain = decodeAll(CLIP, FRAMES);
     let encoded = false;
-    for (const q of candidates.slice(0, 40)) {
-      annotated = decodeFrame(out, Math.round((q.pts - firstPts) * 10));
-      plain = decodeFrame(CLIP, q.seq);
+    for (const q of candidates) {
+      const n = Math.round((q.pts - firstPts) * 10);
+      annotated = allAnnotated.subarray(n * size, (n + 1) * size);
+      plain = allPlain.subarray(q.seq * size, (q.seq + 1) * size);
       expect(annotated.length).toBe(W * H * 3);
       best = q;
       encoded = mean(regions(q.box).inside) < 8;
