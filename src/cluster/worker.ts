@@ -13,7 +13,7 @@ import { KafkajsMembership } from './kafkajs-membership.js';
 import type { Assignment, GroupMembership, MemberInfo } from './membership.js';
 import { satisfies, unmet, type PlacementTarget } from './placement.js';
 import { redact } from '../core/redact.js';
-import { connectionError } from '../sinks/kafka.js';
+import { connectionError, describeKafkaError } from '../sinks/kafka.js';
 import { ClusterView, ensureClusterTopics, OwnerLog, type CameraEntry, type OpenClaim } from './view.js';
 
 /** A worker id from the host name and the process id (ids allow letters, digits, dot, dash, underscore). */
@@ -108,10 +108,10 @@ export class Worker {
   private readonly claims = new Map<string, Claim>();
   /** Per camera waiting for its claim here, its latest state change, held back until the claim holds. */
   private readonly heldStatus = new Map<string, Transition>();
-  /** The latest connect() of open(), awaited by close(). */
+  /** The latest connect() of open(): close() disconnects what it made once it ends. */
   private connecting: Promise<void> | undefined;
-  /** Claims of cameras stopped by a fence, released once the lease holds again (releaseFenced). */
-  private readonly fencedClaims = new Map<string, { camera: string; epoch: number }>();
+  /** Claims of cameras stopped by a fence, by epoch (an owners-topic offset: unique), released once the lease holds again (releaseFenced). */
+  private readonly fencedClaims = new Map<number, string>();
   private releasingFenced = false;
   /** Claims written and not yet started (waiting for the view to show them, or for a release). */
   private readonly pending = new Map<string, number>();
@@ -261,7 +261,7 @@ export class Worker {
         await this.admin?.disconnect().catch(() => undefined);
         if (!connectionError(e)) throw e;
         const wait = Math.min(OPEN_RETRY_MAX_MS, 1000 * 2 ** Math.min(attempt - 1, 4));
-        this.log(`cluster: cannot reach Kafka (${redact(firstLine(e))}); trying again in ${wait / 1000} s`, { attempt }, attempt === 1 ? 'warn' : 'info');
+        this.log(`cluster: cannot reach Kafka (${redact(describeKafkaError(e))}); trying again in ${wait / 1000} s`, { attempt }, attempt === 1 ? 'warn' : 'info');
         let t: NodeJS.Timeout | undefined;
         const again = await Promise.race([new Promise<true>((r) => (t = setTimeout(() => r(true), wait))), aborted]);
         clearTimeout(t);
@@ -459,7 +459,7 @@ export class Worker {
     // dropped); each claim is released once its camera has stopped and the lease holds again
     // (releaseFenced). Its claims still pending are this process's too.
     for (const r of live) void this.stopCamera(r, false);
-    for (const [id, epoch] of this.pending) this.fencedClaims.set(`${id}\u0000${epoch}`, { camera: id, epoch });
+    for (const [id, epoch] of this.pending) this.fencedClaims.set(epoch, id);
     this.pending.clear();
     this.holdsSlots = false;
     this.refenced = true;
@@ -691,7 +691,7 @@ export class Worker {
       await this.outputs?.alerts.drain().catch(() => undefined);
       await this.outputs?.publisher.flush().catch(() => undefined);
       await this.release(run.id, run.claim.epoch);
-    } else this.fencedClaims.set(`${run.id}\u0000${run.claim.epoch}`, { camera: run.id, epoch: run.claim.epoch });
+    } else this.fencedClaims.set(run.claim.epoch, run.id);
     this.reconcile();
   }
 
@@ -705,11 +705,11 @@ export class Worker {
     if (this.releasingFenced) return;
     this.releasingFenced = true;
     try {
-      for (const [key, { camera, epoch }] of [...this.fencedClaims]) {
+      for (const [epoch, camera] of [...this.fencedClaims]) {
         try {
           await this.owners!.release(camera, epoch);
           this.counters.releases++;
-          this.fencedClaims.delete(key);
+          this.fencedClaims.delete(epoch);
         } catch (e) {
           this.log(`cluster: could not write the release of ${camera} (epoch ${epoch}, fenced): ${(e as Error).message}; trying again`, { camera }, 'warn');
           return;
@@ -765,8 +765,6 @@ const BROKER_CONFIG_RESOURCE = 4;
 
 /** The longest wait between two tries to reach Kafka at a worker's start. */
 const OPEN_RETRY_MAX_MS = 10_000;
-
-const firstLine = (e: unknown) => String((e as Error)?.message ?? e).split('\n')[0];
 
 /** The summary of a worker stopped before it ran anything. */
 function emptySummary(): RunSummary {

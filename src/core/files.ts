@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
 
 /**
@@ -22,4 +22,15 @@ export const VIDEO_EXTENSIONS = ['.mp4', '.m4v', '.mov', '.mkv'] as const;
 /** True when ffmpeg can write an H.264 video to a file of this name. */
 export function isVideoPath(path: string): boolean {
   return (VIDEO_EXTENSIONS as readonly string[]).includes(extname(path).toLowerCase());
+}
+
+/** Makes folder `dir` (with its parents) and checks this process may write into it: the reason it cannot (an error code), or undefined. */
+export function unwritableDir(dir: string): string | undefined {
+  try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.W_OK);
+    return undefined;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+  }
 }

@@ -173,7 +173,8 @@ function spansPartitions(part: Pending[]): boolean {
   return false;
 }
 
-function describe(e: unknown): string {
+/** An error as logged: its message, and the kafkajs error type when there is one. */
+export function describeKafkaError(e: unknown): string {
   const message = (e as KafkaErrorLike | undefined)?.message ?? String(e);
   const type = errorType(e);
   return type ? `${message} [${type}]` : message;
@@ -327,14 +328,14 @@ export class KafkaSink implements Sink {
       // Not reachable, or a topic could not be created: tried again before a request after
       // TOPICS_RETRY_MS; the producer connects and publishes meanwhile.
       this.topicsRetryAt = now() + TOPICS_RETRY_MS;
-      this.log(`kafka: the topics could not be checked or created (${describe(e)}); trying again in ${TOPICS_RETRY_MS / 1000} s`, {}, 'warn');
+      this.log(`kafka: the topics could not be checked or created (${describeKafkaError(e)}); trying again in ${TOPICS_RETRY_MS / 1000} s`, {}, 'warn');
     }
     try {
       await this.connect();
     } catch (e) {
       if (e instanceof ArgusError) throw e;
       this.stats.failures++;
-      this.stats.lastError = describe(e);
+      this.stats.lastError = describeKafkaError(e);
       this.reasonsLogged.add(`0:${this.stats.lastError}`);
       this.lastReason = this.stats.lastError;
       this.log(`kafka: broker not reachable at start (${this.stats.lastError}); buffering alerts and retrying`, { brokers: this.o.brokers }, 'warn');
@@ -457,7 +458,7 @@ export class KafkaSink implements Sink {
         await this.ensureTopics();
       } catch (e) {
         this.topicsRetryAt = now() + TOPICS_RETRY_MS;
-        this.log(e instanceof ArgusError ? e.message : `kafka: the topics could not be checked or created (${describe(e)}); publishing anyway, trying again in ${TOPICS_RETRY_MS / 1000} s`, { code: (e as { code?: string }).code }, 'error');
+        this.log(e instanceof ArgusError ? e.message : `kafka: the topics could not be checked or created (${describeKafkaError(e)}); publishing anyway, trying again in ${TOPICS_RETRY_MS / 1000} s`, { code: (e as { code?: string }).code }, 'error');
       }
     }
     if (this.producerConnected) return;
@@ -569,7 +570,7 @@ export class KafkaSink implements Sink {
             work.unshift(part.slice(0, half), part.slice(half));
             this.noteSplit(e, part);
           } else {
-            this.refuse(part[0], describe(e));
+            this.refuse(part[0], describeKafkaError(e));
           }
           this.countInFlight();
           continue;
@@ -606,7 +607,7 @@ export class KafkaSink implements Sink {
       // kafkajs may never recover a connection on its own: after a broker that accepted it and
       // never answered, every later request failed with "Broker not connected" and no new
       // connection was tried, for good. A fresh producer (a new connection) every few failures in a row.
-      else if (connectionError(e) && ++this.failuresInARow % RESET_AFTER_FAILURES === 0) this.resetProducer(`${this.failuresInARow} failed connections in a row: ${describe(e)}`);
+      else if (connectionError(e) && ++this.failuresInARow % RESET_AFTER_FAILURES === 0) this.resetProducer(`${this.failuresInARow} failed connections in a row: ${describeKafkaError(e)}`);
       this.backoffMs = Math.min(5000, this.backoffMs ? this.backoffMs * 2 : 200) * (0.75 + Math.random() * 0.5);
     } finally {
       if (this.inFlight === work) {
@@ -774,7 +775,7 @@ export class KafkaSink implements Sink {
     const t = now();
     if (t - this.splitLoggedAt < 60_000) return;
     this.log(
-      `kafka: the broker refused a batch as too large (${describe(e)}); splitting it (${part.length} messages, ${part.reduce((n, p) => n + p.bytes, 0)} bytes; ${this.splits} split${this.splits > 1 ? 's' : ''} since the last such log)`,
+      `kafka: the broker refused a batch as too large (${describeKafkaError(e)}); splitting it (${part.length} messages, ${part.reduce((n, p) => n + p.bytes, 0)} bytes; ${this.splits} split${this.splits > 1 ? 's' : ''} since the last such log)`,
       { brokers: this.o.brokers, maxBatchBytes: this.maxBatchBytes },
       'warn',
     );
@@ -795,7 +796,7 @@ export class KafkaSink implements Sink {
   private lastReason: string | undefined;
 
   private noteFailure(e: unknown): void {
-    const reason = describe(e);
+    const reason = describeKafkaError(e);
     this.stats.failures++;
     this.stats.lastError = reason;
     const first = this.reasonsLogged.size === 0;

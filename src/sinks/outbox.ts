@@ -415,9 +415,9 @@ export class Outbox {
         continue;
       }
       if (tookOver) {
-        // The check above and the removal are two steps: another argus may have removed this
-        // lock between them. Both then believe they hold it; look again once the other has
-        // surely written its own, and give way if this one is no longer there.
+        // removeJudged never removes another's new lock, but a taker that does not use it (an
+        // older argus, a person's `rm`) may have replaced this one since it was written: look
+        // again a moment later, and give way if this one is no longer there.
         await new Promise((r) => setTimeout(r, TAKEOVER_SETTLE_MS));
         const held = parseLock(await readFile(path, 'utf8').catch(() => ''), self);
         if (held?.id !== self.id) throw this.inUse(held ? `pid ${held.pid} on ${held.host}, which took the lock over at the same moment` : 'another argus taking the lock over at the same moment');

@@ -91,21 +91,21 @@ export interface FfmpegOutputSpec {
 export const MAX_SOURCE_PIXELS = 3840 * 2160;
 
 /**
- * The largest picture ffmpeg decodes from a video or GIF: 8192×8192 (67 MP; DCI 8K and 11K 360°
- * cameras fit). Larger ones are not decoded at all (ffmpeg's `-max_pixels`, an input option): the
+ * The largest picture ffmpeg decodes from a video or GIF, a side squared: 8192×8192 (67 MP; DCI
+ * 8K and 11K 360° cameras fit). Larger ones are not decoded at all (ffmpeg's `-max_pixels`, an input option): the
  * reduction to MAX_SOURCE_PIXELS happens after decoding, and a 499-byte GIF that claims a
  * 12000×12000 canvas had ffmpeg allocate 144 MP for each of its frames (722 MB, 0.6 s of CPU a
- * frame). A still image is decoded once: it may be as large as sharp takes (MAX_STILL_PIXELS), so
+ * frame). A still image is decoded once: it may be as large as sharp takes (MAX_STILL_SIDE), so
  * a 48 MP phone photo is read by `run` and `preview` as by `detect`. `pictureTooLarge` reads
  * ffmpeg's refusal.
  */
-export const MAX_DECODE_PIXELS = 8192 * 8192;
+const MAX_DECODE_SIDE = 8192;
 
-/** The largest still image decoded: sharp's own default limit (0x3FFF × 0x3FFF, 268 MP). */
-export const MAX_STILL_PIXELS = 0x3fff * 0x3fff;
+/** The largest still image decoded, a side squared: sharp's own default limit (0x3FFF × 0x3FFF, 268 MP). */
+const MAX_STILL_SIDE = 0x3fff;
 
 /** Still-image formats (by extension): one picture, read by sharp in `argus detect`, by ffmpeg as a source. */
-export const STILL_IMAGE_EXTENSIONS: ReadonlySet<string> = new Set(['.jpg', '.jpeg', '.png', '.webp', '.tif', '.tiff', '.avif', '.heic', '.heif']);
+const STILL_IMAGE_EXTENSIONS: ReadonlySet<string> = new Set(['.jpg', '.jpeg', '.png', '.webp', '.tif', '.tiff', '.avif', '.heic', '.heif']);
 
 /** Whether a path (or URL) names a still image, by its extension. */
 export function isStillImage(url: string): boolean {
@@ -114,20 +114,18 @@ export function isStillImage(url: string): boolean {
   return dot > path.lastIndexOf('/') && STILL_IMAGE_EXTENSIONS.has(path.slice(dot).toLowerCase());
 }
 
-/** The most pixels ffmpeg decodes from `url`'s pictures (see MAX_DECODE_PIXELS). */
-export function decodeBound(url: string): number {
-  return isStillImage(url) ? MAX_STILL_PIXELS : MAX_DECODE_PIXELS;
-}
+/** The side whose square is the most pixels ffmpeg decodes from `url`'s pictures (see MAX_DECODE_SIDE). */
+const decodeSide = (url: string) => (isStillImage(url) ? MAX_STILL_SIDE : MAX_DECODE_SIDE);
 
 /** The input options bounding what ffmpeg decodes from `url` (before `-i`, ahead of the user's own input arguments). */
 export function decodeBoundArgs(url: string): string[] {
-  return ['-max_pixels', String(decodeBound(url))];
+  return ['-max_pixels', String(decodeSide(url) ** 2)];
 }
 
-/** The refusal of a picture larger than decodeBound(url), as a message. */
+/** The refusal of a picture larger than decodeBoundArgs allow, as a message. */
 export function tooLargeMessage(url: string, size: { width: number; height: number }): string {
-  const still = isStillImage(url);
-  return `${url}: its pictures are ${size.width}x${size.height}, more than the ${decodeBound(url)} pixels argus decodes from ${still ? 'a still image (sharp\'s limit, 16383x16383)' : 'a video or GIF (8192x8192)'}`;
+  const side = decodeSide(url);
+  return `${url}: its pictures are ${size.width}x${size.height}, more than the ${side ** 2} pixels argus decodes from ${isStillImage(url) ? `a still image (sharp's limit, ${side}x${side})` : `a video or GIF (${side}x${side})`}`;
 }
 
 /** The size a `w × h` picture is reduced to (even sides), or itself when within MAX_SOURCE_PIXELS. */

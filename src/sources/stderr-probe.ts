@@ -176,7 +176,7 @@ export function saysNoVideoStream(log: string): boolean {
 
 const TOO_LARGE = /Picture size (\d+)x(\d+) exceeds specified max pixel count/;
 
-/** The size of a picture ffmpeg refused to decode for `-max_pixels` (decodeBound), from one of its log lines. */
+/** The size of a picture ffmpeg refused to decode for `-max_pixels` (decodeBoundArgs), from one of its log lines. */
 export function pictureTooLarge(line: string): { width: number; height: number } | undefined {
   const m = TOO_LARGE.exec(line);
   return m ? { width: Number(m[1]), height: Number(m[2]) } : undefined;
@@ -204,7 +204,7 @@ export class StderrProbe {
    * argus does not know). Frames wait for `output`, so without this nothing would ever come.
    */
   outputUnreadable: string | undefined;
-  /** A picture ffmpeg refused to decode: more than its decodeBound (the first it reported). */
+  /** A picture ffmpeg refused to decode: more than decodeBoundArgs allow (the first it reported). */
   tooLarge: { width: number; height: number } | undefined;
   info: StreamInfo | undefined;
   /** The last lines ffmpeg printed, for error reports. */

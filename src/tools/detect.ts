@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { drawOverlay, encodeImage, type FrameImage } from '../annotate/draw.js';
@@ -6,7 +6,7 @@ import { VideoWriter } from '../annotate/video-writer.js';
 import { PostprocessSchema } from '../config/schema.js';
 import type { Detections } from '../core/detections.js';
 import { ArgusError, ErrorCodes, isArgusError, type ErrorCode } from '../core/errors.js';
-import { isVideoPath, sameFile, VIDEO_EXTENSIONS } from '../core/files.js';
+import { isVideoPath, sameFile, unwritableDir, VIDEO_EXTENSIONS } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import { resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { inputKind, readImage, videoFrames, type RawFrame, type VideoInfo } from './frames.js';
@@ -158,12 +158,8 @@ function planOutputs(out: string, files: readonly string[]): string[] {
     if (j >= 0) fail(`${files[j]} and ${f} would both be written to ${t}; give them different names`);
   });
   for (const dir of new Set(targets.map((t) => dirname(resolve(t))))) {
-    try {
-      mkdirSync(dir, { recursive: true });
-      accessSync(dir, constants.W_OK);
-    } catch (e) {
-      fail(`cannot write into ${dir} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-    }
+    const why = unwritableDir(dir);
+    if (why) fail(`cannot write into ${dir} (${why})`);
   }
   return targets;
 }

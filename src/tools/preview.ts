@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Subject } from 'rxjs';
@@ -8,7 +8,7 @@ import { drawOverlay, encodeImage, lineLabel, zoneLabel } from '../annotate/draw
 import { sceneOf, type Scene } from '../annotate/scene.js';
 import { loadPipeline } from '../config/load.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { sameFile } from '../core/files.js';
+import { sameFile, unwritableDir } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import type { Point } from '../core/polygon.js';
 import { pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
@@ -62,13 +62,8 @@ function checkOut(out: string, inputs: readonly string[]): void {
   const over = inputs.find((i) => sameFile(i, out));
   if (over) fail(`would be written over ${over}, which the preview reads; choose another name`);
   const dir = dirname(resolve(out));
-  try {
-    mkdirSync(dir, { recursive: true });
-    accessSync(dir, constants.W_OK);
-    if (existsSync(out)) accessSync(out, constants.W_OK);
-  } catch (e) {
-    fail(`cannot write there (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-  }
+  const why = unwritableDir(dir);
+  if (why) fail(`cannot write into ${dir} (${why})`);
 }
 
 const px = (p: Point) => `[${Math.round(p[0])}, ${Math.round(p[1])}]`;
