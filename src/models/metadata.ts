@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import onnxProto from 'onnx-proto';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 
@@ -57,52 +57,55 @@ const ELEM_TYPES: Record<number, string> = {
 
 /**
  * Reads a model's metadata: producer, metadata_props (with Ultralytics' keys parsed), and the
- * graph's inputs and outputs. The file is read once; the protobuf is walked field by field so
- * weights (initializers, nodes) are skipped, never decoded.
+ * graph's inputs and outputs. The protobuf is walked field by field from the file, through a
+ * window of 64 KiB: weights (initializers' data, nodes) are skipped over, never read into
+ * memory, so a model of hundreds of MB — already loaded by ONNX Runtime — is not held twice.
  */
 export async function readOnnxMetadata(path: string): Promise<OnnxMetadata> {
-  let buf: Uint8Array;
+  let fh: FileHandle;
   try {
-    buf = await readFile(path);
+    fh = await open(path, 'r');
   } catch (e) {
     throw new ArgusError(ErrorCodes.MODEL_LOAD, `cannot read ONNX model ${path}: ${(e as Error).message}`, { cause: e });
   }
   try {
-    return parseModel(buf);
+    const size = (await fh.stat()).size;
+    return await parseFrom(new FileWindow(fh, size), size);
   } catch (e) {
+    if (e instanceof ArgusError) throw e;
     throw new ArgusError(ErrorCodes.MODEL_LOAD, `${path} is not a readable ONNX model: ${(e as Error).message}`, { cause: e });
+  } finally {
+    await fh.close().catch(() => {});
   }
 }
 
-/** Same as `readOnnxMetadata`, from the model's bytes. */
-export function parseModel(buf: Uint8Array): OnnxMetadata {
+async function parseFrom(w: FileWindow, size: number): Promise<OnnxMetadata> {
   const meta: OnnxMetadata = { props: {}, inputs: [], outputs: [] };
   const text = new TextDecoder();
-  let graph: Uint8Array | undefined;
-  for (const f of fields(buf, 0, buf.length)) {
+  let graph: Field | undefined;
+  for (const f of await fields(w, 0, size)) {
     if (f.no === 1 && f.wire === 0) meta.irVersion = f.value;
-    else if (f.no === 2 && f.wire === 2) meta.producer = text.decode(buf.subarray(f.start, f.end));
-    else if (f.no === 3 && f.wire === 2) meta.producerVersion = text.decode(buf.subarray(f.start, f.end));
-    else if (f.no === 7 && f.wire === 2) graph = buf.subarray(f.start, f.end);
+    else if (f.no === 2 && f.wire === 2) meta.producer = text.decode(await w.bytes(f.start, f.end));
+    else if (f.no === 3 && f.wire === 2) meta.producerVersion = text.decode(await w.bytes(f.start, f.end));
+    else if (f.no === 7 && f.wire === 2) graph = f;
     else if (f.no === 8 && f.wire === 2) {
-      const op = onnx.OperatorSetIdProto.decode(buf.subarray(f.start, f.end));
+      const op = onnx.OperatorSetIdProto.decode(await w.bytes(f.start, f.end));
       if (!op.domain || op.domain === 'ai.onnx') meta.opset = toNumber(op.version);
     } else if (f.no === 14 && f.wire === 2) {
-      const e = onnx.StringStringEntryProto.decode(buf.subarray(f.start, f.end));
+      const e = onnx.StringStringEntryProto.decode(await w.bytes(f.start, f.end));
       meta.props[e.key] = e.value;
     }
   }
   if (graph) {
-    const g = graph;
     const initializers = new Set<string>();
     const inputs: TensorMeta[] = [];
-    for (const f of fields(g, 0, g.length)) {
+    for (const f of await fields(w, graph.start, graph.end)) {
       if (f.wire !== 2) continue;
       if (f.no === 5) {
         // TensorProto: only its name (field 8) is read; the data is skipped.
-        for (const t of fields(g, f.start, f.end)) if (t.no === 8 && t.wire === 2) initializers.add(text.decode(g.subarray(t.start, t.end)));
-      } else if (f.no === 11) inputs.push(valueInfo(g.subarray(f.start, f.end)));
-      else if (f.no === 12) meta.outputs.push(valueInfo(g.subarray(f.start, f.end)));
+        for (const t of await fields(w, f.start, f.end)) if (t.no === 8 && t.wire === 2) initializers.add(text.decode(await w.bytes(t.start, t.end)));
+      } else if (f.no === 11) inputs.push(valueInfo(await w.bytes(f.start, f.end)));
+      else if (f.no === 12) meta.outputs.push(valueInfo(await w.bytes(f.start, f.end)));
     }
     meta.inputs = inputs.filter((i) => !initializers.has(i.name));
   }
@@ -292,15 +295,51 @@ interface Field {
   end: number;
 }
 
-/** Walks the top-level fields of one protobuf message in `buf[start, end)`. */
-function* fields(buf: Uint8Array, start: number, end: number): Generator<Field> {
+/** Small pieces a field's payload should have: an input's or a property's, never a tensor's. */
+const MAX_FIELD_BYTES = 64 * 1024 * 1024;
+
+/** A model file, read through a window of 64 KiB. */
+class FileWindow {
+  readonly buf = Buffer.allocUnsafe(64 * 1024);
+  from = 0;
+  len = 0;
+  constructor(
+    private readonly fh: FileHandle,
+    readonly size: number,
+  ) {}
+  /** Whether [pos, pos + n) is in the window (or runs to the file's end from it). */
+  holds(pos: number, n: number): boolean {
+    return pos >= this.from && Math.min(pos + n, this.size) <= this.from + this.len;
+  }
+  async fill(pos: number): Promise<void> {
+    const { bytesRead } = await this.fh.read(this.buf, 0, this.buf.length, pos);
+    this.from = pos;
+    this.len = bytesRead;
+  }
+  /** A copy of the bytes of [start, end). */
+  async bytes(start: number, end: number): Promise<Uint8Array> {
+    if (end - start > MAX_FIELD_BYTES) throw new Error(`a ${end - start}-byte field where metadata was expected`);
+    if (this.holds(start, end - start)) return Buffer.from(this.buf.subarray(start - this.from, end - this.from));
+    const out = Buffer.allocUnsafe(end - start);
+    const { bytesRead } = await this.fh.read(out, 0, out.length, start);
+    if (bytesRead < out.length) throw new Error('truncated field');
+    return out;
+  }
+}
+
+/**
+ * The top-level fields of one protobuf message in [start, end) of the file. Runs through the
+ * window without awaiting, and reads the file again only where a field starts beyond it.
+ */
+async function fields(w: FileWindow, start: number, end: number): Promise<Field[]> {
+  const out: Field[] = [];
   let p = start;
   const varint = (): number => {
     let v = 0;
     let mul = 1;
     for (;;) {
       if (p >= end) throw new Error('truncated varint');
-      const b = buf[p++];
+      const b = w.buf[p++ - w.from];
       v += (b & 0x7f) * mul;
       if (b < 0x80) return v;
       mul *= 128;
@@ -308,6 +347,8 @@ function* fields(buf: Uint8Array, start: number, end: number): Generator<Field> 
     }
   };
   while (p < end) {
+    // A tag and a length or value: two varints of at most 10 bytes each.
+    if (!w.holds(p, 20)) await w.fill(p);
     const key = varint();
     const no = Math.floor(key / 8);
     const wire = key % 8;
@@ -322,6 +363,7 @@ function* fields(buf: Uint8Array, start: number, end: number): Generator<Field> 
       p += len;
     } else throw new Error(`unsupported wire type ${wire} (field ${no})`);
     if (p > end) throw new Error(`field ${no} runs past the end of its message`);
-    yield f;
+    out.push(f);
   }
+  return out;
 }

@@ -1,11 +1,16 @@
-import { writeFileSync } from 'node:fs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import onnxProto from 'onnx-proto';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import { parseNames, parsePythonLiteral, readOnnxMetadata } from '../../src/models/metadata.js';
 import { createDecoder } from '../../src/models/registry.js';
 import { describeModel } from '../../src/models/describe.js';
 import { ModelManifestSchema } from '../../src/config/schema.js';
 import { modelDir, writeModel } from '../helpers/onnx-graphs.js';
+import { MODEL } from '../helpers/assets.js';
+
+const { onnx } = onnxProto;
 
 const dir = modelDir();
 afterAll(() => dir.cleanup());
@@ -137,5 +142,49 @@ describe('Ultralytics metadata values', () => {
     expect(parsePythonLiteral(`{'a': [1, {'b': False}]}`)).toEqual(new Map([['a', [1, new Map([['b', false]])]]]));
     expect(() => parsePythonLiteral('[1, 2] + [3]')).toThrow(SyntaxError);
     expect(() => parsePythonLiteral('os.system')).toThrow(SyntaxError);
+  });
+});
+
+describe('readOnnxMetadata reads only what it needs', () => {
+  it('skips the weights: a model with 32 MB of them is described from under 1 MB read', async () => {
+    const path = dir.path('heavy.onnx');
+    // One output constant of 8M floats: 32 MB of initializer data, before the metadata (field 14
+    // comes after the graph, field 7), so the reader has to skip over it.
+    writeModel(path, { outputs: [{ name: 'big', dims: [1, 8_000_000] }], metadata: { names: "['a', 'b']", imgsz: '[64, 64]' } });
+    expect(statSync(path).size).toBeGreaterThan(32_000_000);
+    const probe = await open(path, 'r');
+    const proto = Object.getPrototypeOf(probe) as { read(this: unknown, ...args: unknown[]): Promise<{ bytesRead: number }> };
+    await probe.close();
+    const original = proto.read;
+    let read = 0;
+    const spy = vi.spyOn(proto, 'read').mockImplementation(async function (this: unknown, ...args: unknown[]) {
+      const r = await original.apply(this, args);
+      read += r.bytesRead;
+      return r;
+    });
+    try {
+      const m = await readOnnxMetadata(path);
+      expect(m.names).toEqual(['a', 'b']);
+      expect(m.imgsz).toEqual([64, 64]);
+      expect(m.outputs).toEqual([{ name: 'big', dims: [1, 8_000_000], elemType: 'float32' }]);
+      expect(m.inputs.map((i) => i.name)).toEqual(['images']);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(read).toBeGreaterThan(0);
+    expect(read).toBeLessThan(1024 * 1024);
+  });
+
+  it('gives for YOLOX-Nano what decoding the whole file gives', async () => {
+    const whole = onnx.ModelProto.decode(readFileSync(MODEL));
+    const m = await readOnnxMetadata(MODEL);
+    const graph = whole.graph as onnxProto.onnx.IGraphProto;
+    const inits = new Set((graph.initializer ?? []).map((t) => t.name));
+    expect(m.producer).toBe(whole.producerName);
+    expect(m.irVersion).toBe(Number(whole.irVersion));
+    expect(m.opset).toBe(Number(whole.opsetImport.find((o) => !o.domain)!.version));
+    expect(m.inputs.map((i) => i.name)).toEqual((graph.input ?? []).filter((i) => !inits.has(i.name)).map((i) => i.name));
+    expect(m.outputs.map((o) => o.name)).toEqual((graph.output ?? []).map((o) => o.name));
+    expect(m.inputs[0].dims).toEqual([1, 3, 416, 416]);
   });
 });
