@@ -527,6 +527,7 @@ export class Worker {
     for (const id of this.waits.keys()) if (!desired.has(id)) this.waits.delete(id);
 
     const releaseWait = this.c.releaseWaitMs ?? this.c.sessionTimeoutMs;
+    const toClaim: CameraEntry[] = [];
     for (const cam of desired.values()) {
       if (this.running.get(cam.id)?.claim || (this.retryAt.get(cam.id) ?? 0) > now) continue;
       // Until its claim holds, the camera is connected but analyses nothing (a warm start:
@@ -565,14 +566,22 @@ export class Worker {
         standby();
         continue;
       }
-      this.counters.claims++;
-      try {
-        this.pending.set(cam.id, await this.owners.claim(cam.id));
-        if (this.assigned.has(cam.slot) && this.leaseHolds()) standby();
-      } catch (e) {
-        // Retried by the next reconciliation (within a second).
-        this.log(`cluster: could not write the claim of ${cam.id}: ${(e as Error).message}`, { camera: cam.id }, 'warn');
-      }
+      toClaim.push(cam);
+    }
+    if (toClaim.length === 0) return;
+    // One write for all of them: a worker taking over many cameras waits one round trip.
+    this.counters.claims += toClaim.length;
+    try {
+      const epochs = await this.owners.claim(toClaim.map((c) => c.id));
+      toClaim.forEach((cam, i) => {
+        this.pending.set(cam.id, epochs[i]);
+        if (this.assigned.has(cam.slot) && this.leaseHolds() && !this.running.has(cam.id)) this.startCamera(pipeline, cam, undefined);
+      });
+    } catch (e) {
+      // Retried by the next reconciliation (within a second).
+      const ids = toClaim.map((c) => c.id);
+      const named = ids.length > 5 ? `${ids.slice(0, 5).join(', ')} and ${ids.length - 5} more` : ids.join(', ');
+      this.log(`cluster: could not write the claims of ${named}: ${(e as Error).message}`, { cameras: ids.slice(0, 100) }, 'warn');
     }
   }
 
