@@ -96,10 +96,11 @@ export class SourceAnalyzer {
 
   /**
    * Places zones and lines in pixels once the frame size is known; pixel points outside that
-   * first frame are a config error. Called again when the source changes its resolution, it
-   * moves them to the new size and keeps what they know of each track (who is inside, since
-   * when, on which side of a line): fractions are taken of the new size, and pixel points are
-   * scaled from the first frame's size to the new one (the camera's view is the same).
+   * first frame are a config error (unless their frameSize says what picture they were read
+   * from). Called again when the source changes its resolution, it moves them to the new size
+   * and keeps what they know of each track (who is inside, since when, on which side of a
+   * line): fractions are taken of the new size, and pixel points are scaled from their
+   * frameSize, else from the first frame's size, to the new one (the camera's view is the same).
    */
   init(width: number, height: number): void {
     const first = this.firstSize;
@@ -107,16 +108,19 @@ export class SourceAnalyzer {
     if (!first) {
       const check = (pts: readonly Point[], field: string) =>
         pts.forEach((p, j) => {
-          if (p[0] > width || p[1] > height) throw new ArgusError(ErrorCodes.CONFIG, `${this.path}.${field}[${j}]: point [${p.join(', ')}] is outside the ${width}x${height} frame`);
+          if (p[0] > width || p[1] > height) throw new ArgusError(ErrorCodes.CONFIG, `${this.path}.${field}[${j}]: point [${p.join(', ')}] is outside the ${width}x${height} frame (give the size of the picture the points were read from as frameSize, and they are scaled from it)`);
         });
-      this.zoneCfg.forEach((z, i) => z.units === 'pixel' && check(z.polygon, `zones[${i}].polygon`));
-      this.lineCfg.forEach((l, i) => l.units === 'pixel' && check([l.from, l.to], `lines[${i}]`));
+      this.zoneCfg.forEach((z, i) => z.units === 'pixel' && !z.frameSize && check(z.polygon, `zones[${i}].polygon`));
+      this.lineCfg.forEach((l, i) => l.units === 'pixel' && !l.frameSize && check([l.from, l.to], `lines[${i}]`));
     }
-    const base = first ?? { width, height };
-    const place = (pts: readonly Point[], units: 'fraction' | 'pixel') =>
-      units === 'pixel' ? toPixels(pts, 'fraction', width / base.width, height / base.height) : toPixels(pts, 'fraction', width, height);
-    const zonePolygon = (i: number) => new PolygonZone(this.zoneCfg[i].id, place(this.zoneCfg[i].polygon, this.zoneCfg[i].units), this.zoneClasses[i], this.zoneCfg[i].anchor);
-    const lineEnds = (i: number) => place([this.lineCfg[i].from, this.lineCfg[i].to], this.lineCfg[i].units);
+    const firstBase = first ?? { width, height };
+    const place = (pts: readonly Point[], units: 'fraction' | 'pixel', frameSize: readonly [number, number] | undefined) => {
+      if (units !== 'pixel') return toPixels(pts, 'fraction', width, height);
+      const base = frameSize ? { width: frameSize[0], height: frameSize[1] } : firstBase;
+      return toPixels(pts, 'fraction', width / base.width, height / base.height);
+    };
+    const zonePolygon = (i: number) => new PolygonZone(this.zoneCfg[i].id, place(this.zoneCfg[i].polygon, this.zoneCfg[i].units, this.zoneCfg[i].frameSize), this.zoneClasses[i], this.zoneCfg[i].anchor);
+    const lineEnds = (i: number) => place([this.lineCfg[i].from, this.lineCfg[i].to], this.lineCfg[i].units, this.lineCfg[i].frameSize);
     if (first && this.size) {
       const sx = width / this.size.width, sy = height / this.size.height;
       this.zones.forEach((z, i) => z.place(zonePolygon(i)));

@@ -80,6 +80,40 @@ describe('a source that changes its resolution', () => {
   });
 });
 
+describe('pixel points read from another picture (frameSize)', () => {
+  const analyzer = (frameSize?: [number, number]) =>
+    new SourceAnalyzer(
+      SourceSchema.parse({
+        id: 'cam',
+        uri: '/x.mp4',
+        zones: [{ id: 'z', units: 'pixel', polygon: [[900, 600], [1800, 600], [1800, 1050], [900, 1050]], ...(frameSize && { frameSize }) }],
+        lines: [{ id: 'l', units: 'pixel', from: [0, 540], to: [1920, 540], ...(frameSize && { frameSize }) }],
+        rules: [{ id: 'in', type: 'zone-enter', zone: 'z' }],
+      }),
+      ['person'],
+      'sources[0]',
+    );
+
+  it("points taken from a 1080p screenshot, on a 640x360 sub-stream: scaled by a third, and a person's feet in the zone enter it", () => {
+    const a = analyzer([1920, 1080]);
+    a.init(640, 360);
+    expect(a.geometry().zones[0].polygon).toEqual([[300, 200], [600, 200], [600, 350], [300, 350]]);
+    expect(a.geometry().lines[0]).toMatchObject({ from: [0, 180], to: [640, 180] });
+    // Feet at (450, 300) of the sub-stream: inside the scaled zone, entered after minHoldFrames (3).
+    const box = new Detections(Float32Array.from([420, 200, 480, 300]), Float32Array.from([0.9]), Int32Array.from([0]), Int32Array.from([4]));
+    const alerts = [0, 100, 200, 300].flatMap((t) => a.process(box, t).alerts.map((x) => x.event));
+    expect(alerts).toEqual(['zone.enter']);
+    // The stream switching to 720p keeps the frameSize's scale: 1280/1920.
+    a.init(1280, 720);
+    expect(a.geometry().zones[0].polygon[0]).toEqual([600, 400]);
+  });
+
+  it('without frameSize, the same points on the sub-stream are refused when its first picture arrives, with the hint', () => {
+    const a = analyzer();
+    expect(() => a.init(640, 360)).toThrow(/sources\[0\]\.zones\[0\]\.polygon\[0\]: point \[900, 600\] is outside the 640x360 frame \(give the size of the picture the points were read from as frameSize/);
+  });
+});
+
 describe('the tracker and a resolution change', () => {
   it('kalmanScale gives the same box in the scaled picture', () => {
     const s = createKalmanState();

@@ -76,3 +76,24 @@ describe('zone and line tracking knobs', () => {
     expect(failure('    zones:\n      - {id: z, polygon: [[0,0],[1,0],[1,1]], exitOn: later}\n').message).toMatch(/sources\[0\]\.zones\[0\]\.exitOn/);
   });
 });
+
+describe('frameSize', () => {
+  it('pixel points beyond their frameSize, and frameSize on fractions: one error each, naming the field', () => {
+    const e = failure(
+      '    zones:\n      - {id: z, units: pixel, frameSize: [1920, 1080], polygon: [[100, 300], [2000, 300], [640, 480]]}\n      - {id: f, frameSize: [1920, 1080], polygon: [[0.1, 0.3], [0.5, 0.3], [0.5, 0.6]]}\n    lines:\n      - {id: gate, units: pixel, frameSize: [640, 360], from: [0, 240], to: [640, 400]}\n',
+    );
+    expect(e.code).toBe(ErrorCodes.CONFIG);
+    expect(issues(e)).toEqual([
+      '  sources[0].zones[0].polygon[1]: point [2000, 300] is outside the 1920x1080 frameSize',
+      '  sources[0].zones[1].frameSize: frameSize is for pixel points: add `units: pixel`, or remove frameSize (fractions need none)',
+      '  sources[0].lines[0].to: point [640, 400] is outside the 640x360 frameSize',
+    ]);
+  });
+
+  it('a size that is not two whole numbers of pixels is refused', () => {
+    expect(issues(failure('    zones:\n      - {id: z, units: pixel, frameSize: [1920.5, 0], polygon: [[100, 300], [200, 300], [200, 400]]}\n'))).toEqual([
+      '  sources[0].zones[0].frameSize[0]: Expected integer, received float',
+      '  sources[0].zones[0].frameSize[1]: Number must be greater than or equal to 1',
+    ]);
+  });
+});

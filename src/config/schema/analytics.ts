@@ -4,6 +4,7 @@ import { id } from './common.js';
 
 const point = z.tuple([z.number(), z.number()]);
 const units = z.enum(['fraction', 'pixel']);
+const frameSize = z.tuple([z.number().int().min(1).max(16384), z.number().int().min(1).max(16384)]);
 const anchor = z.enum(['bottom-center', 'center', 'top-center', 'bottom-left', 'bottom-right', 'center-left', 'center-right']);
 const severity = z.enum(['info', 'warning', 'critical']);
 
@@ -15,6 +16,13 @@ export const ZoneSchema = z
     polygon: z.array(point).min(3, 'a polygon needs at least 3 points'),
     /** fraction (default): 0–1 of width/height; pixel: source pixels. */
     units: units.default('fraction'),
+    /**
+     * With units: pixel, the size [width, height] of the picture the points were read from (a
+     * screenshot of the camera's main stream, say, while argus reads its 640x360 sub-stream):
+     * the points are scaled from it to the source's pictures. Default: the source's first
+     * picture (points beyond it are then an error when it arrives).
+     */
+    frameSize: frameSize.optional(),
     /** Class labels that count (default: all). */
     classes: z.array(z.string().min(1)).min(1).optional(),
     /** Point of each box tested against the polygon. Default bottom-center (the feet). */
@@ -54,6 +62,13 @@ export const LineSchema = z
     from: point,
     to: point,
     units: units.default('fraction'),
+    /**
+     * With units: pixel, the size [width, height] of the picture the points were read from (a
+     * screenshot of the camera's main stream, say, while argus reads its 640x360 sub-stream):
+     * the points are scaled from it to the source's pictures. Default: the source's first
+     * picture (points beyond it are then an error when it arrives).
+     */
+    frameSize: frameSize.optional(),
     classes: z.array(z.string().min(1)).min(1).optional(),
     /** Point of each box tested against the line. Default center. */
     anchor: anchor.default('center'),
@@ -145,6 +160,12 @@ function fractionHint(p: readonly number[], what: 'zone' | 'line'): string {
   return `coordinates look like fractions (e.g. [${p.join(', ')}]) but units is pixel; remove \`units: pixel\` from this ${what} (fractions are the default), or give pixels`;
 }
 
+/** A pixel point beyond a picture of that size (its right and bottom edges are in it); a size that is itself wrong has its own error. */
+function beyond(p: readonly number[], size: readonly [number, number]): boolean {
+  if (!size.every((v) => Number.isInteger(v) && v >= 1)) return false;
+  return p[0] > size[0] || p[1] > size[1];
+}
+
 /** No area, up to rounding: points on one line give a shoelace sum of ~1e-17, not 0. */
 function hasNoArea(poly: readonly (readonly [number, number])[]): boolean {
   const scale = Math.max(1, ...poly.flat().map(Math.abs));
@@ -178,8 +199,10 @@ export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig
       if (fractions) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: fractionHint(fractions, 'zone') });
       z.polygon.forEach((p, j) => {
         if (p.some((v) => v < 0)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon', j], message: `point [${p.join(', ')}] is outside the frame (negative pixel)` });
+        else if (z.frameSize && beyond(p, z.frameSize)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon', j], message: `point [${p.join(', ')}] is outside the ${z.frameSize.join('x')} frameSize` });
       });
     }
+    if (z.frameSize && z.units !== 'pixel') ctx.addIssue({ code: 'custom', path: ['zones', i, 'frameSize'], message: 'frameSize is for pixel points: add `units: pixel`, or remove frameSize (fractions need none)' });
     if (z.reentrySuppressMs > z.exitDelayMs) ctx.addIssue({ code: 'custom', path: ['zones', i, 'reentrySuppressMs'], message: `reentrySuppressMs (${z.reentrySuppressMs}) must not exceed exitDelayMs (${z.exitDelayMs}): an unseen track is only remembered that long` });
     const cross = selfIntersection(z.polygon);
     if (cross) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: `polygon is self-intersecting (edges ${cross[0]} and ${cross[1]} cross)` });
@@ -197,8 +220,10 @@ export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig
       for (const end of ['from', 'to'] as const) {
         const p = l[end];
         if (l.units === 'fraction' ? p.some((v) => v < 0 || v > 1) : p.some((v) => v < 0)) ctx.addIssue({ code: 'custom', path: ['lines', i, end], message: `point [${p.join(', ')}] is outside the frame` });
+        else if (l.units === 'pixel' && l.frameSize && beyond(p, l.frameSize)) ctx.addIssue({ code: 'custom', path: ['lines', i, end], message: `point [${p.join(', ')}] is outside the ${l.frameSize.join('x')} frameSize` });
       }
     }
+    if (l.frameSize && l.units !== 'pixel') ctx.addIssue({ code: 'custom', path: ['lines', i, 'frameSize'], message: 'frameSize is for pixel points: add `units: pixel`, or remove frameSize (fractions need none)' });
     if (l.from[0] === l.to[0] && l.from[1] === l.to[1]) ctx.addIssue({ code: 'custom', path: ['lines', i, 'to'], message: 'a line needs two different points' });
   });
   const ruleIds = new Set<string>();
