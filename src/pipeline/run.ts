@@ -219,13 +219,15 @@ function consume(run$: Observable<FrameResult>, life: Lifecycle, stop$: Subject<
     // Graceful stop: sources stop (ffmpeg is killed), frames already read finish and are
     // published; if that takes longer than drainMs, the rest is cut off.
     const onAbort = () => {
-      stop$.next();
+      // The timer first: stopping the sources may complete the run at once, inside next(), and
+      // its done() must find the timer to clear (it fired 10 s later, blaming frames in flight).
       drainTimer = setTimeout(() => {
         log(`stop: frames still in flight after ${drainMs} ms; cutting them off`, {}, 'warn');
         sub.unsubscribe();
         resolve();
       }, drainMs);
       drainTimer.unref();
+      stop$.next();
     };
     const done = () => {
       signal.removeEventListener('abort', onAbort);

@@ -63,6 +63,8 @@ export interface KafkaSinkOptions {
   sasl?: SASLOptions;
   /** Time allowed to flush on close; `close()` returns within it (+ ~250 ms) whatever the broker does. */
   closeTimeoutMs: number;
+  /** `start()` waits this long for the topic check and the connection, then goes on without them. Default 3000. */
+  startWaitMs?: number;
   log?: LogFn;
   /**
    * Called with the alert and status Message objects (those given to `publish`, never
@@ -212,6 +214,10 @@ export class KafkaSink implements Sink {
   private topicsChecked = false;
   /** When ensureTopics may be tried again after it failed (the clock of `now()`). */
   private topicsRetryAt = 0;
+  private topicsChecking: Promise<void> | undefined;
+  private connecting: Promise<void> | undefined;
+  /** While the start's topic check and connection run (maybe in the background, past startWaitMs). */
+  private opening = false;
   /** Requests that failed since the last one that went through (see RESET_AFTER_FAILURES). */
   private failuresInARow = 0;
   /** The kind of the last request that failed: it goes after the others (see takeBatch). */
@@ -317,12 +323,25 @@ export class KafkaSink implements Sink {
   }
 
   /**
-   * Checks (or creates) the topics and connects. A missing topic with `createTopics: false` is
-   * an error; an unreachable broker is not: the sink starts and keeps retrying.
+   * Checks (or creates) the topics and connects, waiting for that at most `startWaitMs` (3 s).
+   * A missing topic with `createTopics: false` found in that time is an error; an unreachable
+   * broker is not: the sink starts and keeps retrying. Nor is a broker that does not answer (a
+   * frozen broker, a firewall dropping packets): the check and the connection go on in the
+   * background, while the cameras run and messages wait in the buffers (alerts in the outbox).
+   * A kafkajs request waits 10 s for its answer, and the start used to wait for two of them.
    */
   async start(): Promise<void> {
+    this.opening = true;
+    const opening = this.open().finally(() => (this.opening = false));
+    const wait = this.o.startWaitMs ?? 3000;
+    if (await within(opening, wait)) return opening;
+    this.log(`kafka: no answer from ${this.o.brokers.join(',')} within ${wait / 1000} s; starting without it: messages wait in the buffers (alerts in the outbox) until it answers`, { brokers: this.o.brokers }, 'warn');
+    opening.catch((e: unknown) => this.log((e as Error).message, { code: (e as { code?: string }).code }, 'error'));
+  }
+
+  private async open(): Promise<void> {
     try {
-      await this.ensureTopics();
+      await this.checkTopics();
     } catch (e) {
       if (e instanceof ArgusError) throw e; // a missing topic with createTopics false
       // Not reachable, or a topic could not be created: tried again before a request after
@@ -340,6 +359,12 @@ export class KafkaSink implements Sink {
       this.lastReason = this.stats.lastError;
       this.log(`kafka: broker not reachable at start (${this.stats.lastError}); buffering alerts and retrying`, { brokers: this.o.brokers }, 'warn');
     }
+  }
+
+  /** One topic check at a time: the start's, still running in the background, and a send's are the same. */
+  private checkTopics(): Promise<void> {
+    this.topicsChecking ??= this.ensureTopics().finally(() => (this.topicsChecking = undefined));
+    return this.topicsChecking;
   }
 
   /**
@@ -450,15 +475,22 @@ export class KafkaSink implements Sink {
     return s;
   }
 
-  private async connect(): Promise<void> {
+  /** One connection attempt at a time (the start's, still running in the background, and a send's are the same). */
+  private connect(): Promise<void> {
+    this.connecting ??= this.connectOnce().finally(() => (this.connecting = undefined));
+    return this.connecting;
+  }
+
+  private async connectOnce(): Promise<void> {
     if (!this.topicsChecked && now() >= this.topicsRetryAt) {
       // Never in the way of the producer: a topic that cannot be created (a missing ACL, too few
       // brokers for the replication factor) must not hold back the topics that exist.
       try {
-        await this.ensureTopics();
+        await this.checkTopics();
       } catch (e) {
         this.topicsRetryAt = now() + TOPICS_RETRY_MS;
-        this.log(e instanceof ArgusError ? e.message : `kafka: the topics could not be checked or created (${describeKafkaError(e)}); publishing anyway, trying again in ${TOPICS_RETRY_MS / 1000} s`, { code: (e as { code?: string }).code }, 'error');
+        // The start's check, shared, is logged by the start.
+        if (!this.opening) this.log(e instanceof ArgusError ? e.message : `kafka: the topics could not be checked or created (${describeKafkaError(e)}); publishing anyway, trying again in ${TOPICS_RETRY_MS / 1000} s`, { code: (e as { code?: string }).code }, 'error');
       }
     }
     if (this.producerConnected) return;

@@ -53,7 +53,7 @@ describe('Kafka sink against a real broker', () => {
 
   it('a missing topic with createTopics false is an error naming it', async () => {
     const topic = uniqueTopic('absent');
-    const sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers, createTopics: false, topics: { detections: topic, alerts: 'argus.alerts' } }), ssl: undefined, closeTimeoutMs: 1000 });
+    const sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers, createTopics: false, topics: { detections: topic, alerts: 'argus.alerts' } }), ssl: undefined, closeTimeoutMs: 1000, startWaitMs: 120_000 });
     const e = await sink.start().catch((x: unknown) => x);
     expect(isArgusError(e, 'VAP_ERR_SINK_TOPIC')).toBe(true);
     expect((e as Error).message).toContain(`"${topic}"`);
