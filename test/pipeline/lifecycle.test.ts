@@ -101,3 +101,66 @@ server: { host: 127.0.0.1, port: ${busyPort} }
     await again.close();
   }, 120_000);
 });
+
+describe('runPipeline and a Kafka broker that accepts connections and never answers', () => {
+  let detector: Detector;
+  let hole: Server;
+  const held: import('node:net').Socket[] = [];
+  let clip: string;
+  beforeAll(async () => {
+    ({ detector } = await fakeDetector());
+    hole = createServer((c) => {
+      held.push(c);
+      c.on('error', () => undefined);
+    });
+    await new Promise<void>((r) => hole.listen(0, '127.0.0.1', () => r()));
+    const dir = mkdtempSync(join(tmpdir(), 'argus-life-'));
+    clip = join(dir, 'clip.mp4');
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x64:rate=10', '-frames:v', '20', '-pix_fmt', 'yuv420p', clip]);
+  });
+  afterAll(async () => {
+    for (const c of held) c.destroy();
+    hole?.close();
+    await detector?.release();
+  });
+
+  it('the cameras start within the 3 s start wait (they waited 20 s), and a stop ends the run without blaming frames in flight', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-life-hole-'));
+    const yaml = `
+name: hole
+sources:
+  - id: cam
+    uri: ${clip}
+    rate: native
+    loop: true
+outbox: { enabled: true, dir: ${join(dir, 'outbox')} }
+sinks:
+  kafka: { brokers: ["127.0.0.1:${(hole.address() as { port: number }).port}"], closeTimeoutMs: 500 }
+`;
+    const config = parseConfigText(yaml, PipelineSchema, 'hole.yaml', {});
+    const logs: string[] = [];
+    const ac = new AbortController();
+    const t0 = performance.now();
+    let firstResult = 0;
+    const run = runPipeline(config, {
+      detector,
+      status: false,
+      signal: ac.signal,
+      drainTimeoutMs: 300,
+      log: (m: string) => logs.push(m),
+      onResult: () => {
+        if (firstResult === 0) {
+          firstResult = performance.now() - t0;
+          setImmediate(() => ac.abort()); // between frames, as a closed stdout stops a run
+        }
+      },
+    });
+    await run;
+    await new Promise((r) => setTimeout(r, 600)); // past the drain timeout: a timer left running would log
+    expect(firstResult, logs.join('\n')).toBeGreaterThan(0);
+    // 3 s of waiting, then the source's start: far below kafkajs's 10 s request timeout.
+    expect(firstResult, logs.join('\n')).toBeLessThan(9000);
+    expect(logs.some((m) => /^kafka: no answer from 127\.0\.0\.1:\d+ within 3 s; starting without it/.test(m))).toBe(true);
+    expect(logs.filter((m) => m.includes('frames still in flight'))).toEqual([]);
+  }, 60_000);
+});
