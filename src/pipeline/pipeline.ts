@@ -140,17 +140,20 @@ export function inferenceThreads(config: PipelineConfig): { workers: number; int
 
 /**
  * How many of a source's frames the detection stage holds at once. A file read as fast as
- * possible wants throughput: one frame per session (`model.workers`' worker threads), results in
- * order, so one file keeps every session busy (on 2 cores, 2 workers × 1 thread: 1.2–1.4 × the
- * frames of one frame at a time; README, "Inference threads"), and one frame more, which is
- * pre-processed while every session runs and waits in the session's queue: when a run ends the
- * next starts at once, not after the main thread has pre-processed it (432p and 1080p fast
- * files, 2 × 1 threads: 86 → 93 and 67.5 → 72.5 fps, medians of 8 and 3 interleaved runs).
- * A camera, or a file played at its own rate, wants each frame's result soonest: one at a
- * time, every thread on it.
+ * possible, in a run of nothing else, wants throughput: one frame per session (`model.workers`'
+ * worker threads), results in order, so one file keeps every session busy (on 2 cores, 2
+ * workers × 1 thread: 1.2–1.4 × the frames of one frame at a time; README, "Inference
+ * threads"), and one frame more, which is pre-processed while every session runs and waits in
+ * the session's queue: when a run ends the next starts at once, not after the main thread has
+ * pre-processed it (432p and 1080p fast files, 2 × 1 threads: 86 → 93 and 67.5 → 72.5 fps,
+ * medians of 8 and 3 interleaved runs). A camera, or a file played at its own rate, wants each
+ * frame's result soonest: one at a time, every thread on it. Beside such a source (`alone`
+ * false) a fast file holds one frame too: sessions take frames first come, first served, so
+ * each source's share of inference follows the frames it holds, and a fast file holding three
+ * took 2–3 times each camera's share (three 10 fps cameras dropped a quarter of their frames).
  */
-export function stageCapacity(kind: SourceKind, rate: SourceConfig['rate'], sessions: number): number {
-  return kind === 'file' && rate === 'fast' ? Math.max(1, sessions) + 1 : 1;
+export function stageCapacity(kind: SourceKind, rate: SourceConfig['rate'], sessions: number, alone: boolean): number {
+  return alone && kind === 'file' && rate === 'fast' ? Math.max(1, sessions) + 1 : 1;
 }
 
 /** Lets frames through while `admit()` holds; releases the others' buffers at once. */
@@ -233,12 +236,16 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   const stop = options.stop;
 
   const frameOutput = ffmpegOutputFor(detector, config.model.resize);
+  // Only fast files: they may hold more than one frame each in the detection stage
+  // (stageCapacity). Sources attached later (an argus worker's cameras) hold one, and the
+  // pipeline they join has none of its own.
+  const bulkOnly = urls.length > 0 && urls.every((u, i) => sourceKind(u) === 'file' && sources[i].rate === 'fast');
 
   // One source: its supervised ffmpeg, then its chain.
-  const chain = (src: SourceConfig, i: number): Observable<FrameResult> => build(src, urls[i], stats[i], analyzers[i], stop);
-  const build = (src: SourceConfig, url: string, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, admit?: () => boolean): Observable<FrameResult> => {
+  const chain = (src: SourceConfig, i: number): Observable<FrameResult> => build(src, urls[i], stats[i], analyzers[i], stop, bulkOnly);
+  const build = (src: SourceConfig, url: string, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, alone: boolean, admit?: () => boolean): Observable<FrameResult> => {
     const kind = sourceKind(url);
-    const pace = new Pace(stageCapacity(kind, src.rate, detector.session.slots));
+    const pace = new Pace(stageCapacity(kind, src.rate, detector.session.slots, alone));
     const frames$ = supervisedSource({
       id: src.id,
       input: { url, kind, rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs, decode: src.decode },
@@ -290,7 +297,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
           const st = newSourceStats(src.id);
           stats.push(st);
           if (analyzer) analyzerMap.set(src.id, analyzer);
-          return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne, admit).pipe(
+          return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne, false, admit).pipe(
             finalize(() => {
               const at = stats.indexOf(st);
               if (at >= 0) stats.splice(at, 1);

@@ -184,13 +184,13 @@ describe('the chain over a fake session (wiring, dropping, accounting)', () => {
     }
   });
 
-  it('stageCapacity: a fast file holds one frame per session and one more; cameras and native-rate files one', () => {
-    expect(stageCapacity('file', 'fast', 2)).toBe(3);
-    expect(stageCapacity('file', 'fast', 1)).toBe(2);
-    expect(stageCapacity('file', 'fast', 0)).toBe(2); // a session on the main thread counts as one
-    expect(stageCapacity('file', 'native', 2)).toBe(1);
-    expect(stageCapacity('rtsp', 'fast', 2)).toBe(1);
-    expect(stageCapacity('http', 'native', 1)).toBe(1);
+  it('stageCapacity: a fast file alone holds one frame per session and one more; beside a camera or a native-rate file, one; cameras and native-rate files one', () => {
+    expect(stageCapacity('file', 'fast', 2, true)).toBe(3);
+    expect(stageCapacity('file', 'fast', 1, true)).toBe(2);
+    expect(stageCapacity('file', 'fast', 0, true)).toBe(2); // a session on the main thread counts as one
+    expect(stageCapacity('file', 'fast', 2, false)).toBe(1);
+    expect(stageCapacity('file', 'native', 2, true)).toBe(1);
+    expect(stageCapacity('rtsp', 'fast', 2, true)).toBe(1);
   });
 
   it('the frame beyond the sessions (capacity 3 on 2 sessions) is pre-processed while both run, and its run starts as soon as one ends', async () => {
@@ -294,4 +294,42 @@ describe('extensions (real ffmpeg, fake session)', () => {
     expect(withAlerts.map((r) => r.frame.seq)).toEqual([3]);
     expect(withAlerts[0].alerts[0]).toMatchObject({ rule: 'custom', message: 'cam: person' });
   });
+});
+
+describe('a fast file beside a camera-like source (real ffmpeg, fake session)', () => {
+  let dark: string;
+  let light: string;
+  beforeAll(() => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-share-'));
+    dark = join(dir, 'dark.mp4');
+    light = join(dir, 'light.mp4');
+    // Grey levels tell the sources apart: the fake model reports each run's first input value.
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', `color=c=0x141414:size=${S}x${S}:rate=10`, '-frames:v', '40', '-pix_fmt', 'yuv420p', dark]);
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', `color=c=0xb4b4b4:size=${S}x${S}:rate=10`, '-frames:v', '40', '-pix_fmt', 'yuv420p', light]);
+  });
+
+  /** Runs held by the session, per source, once both sources have had time to fill the stage. */
+  async function heldPerSource(sources: { id: string; uri: string; rate: 'fast' | 'native' }[]): Promise<{ bulk: number; cam: number }> {
+    session.hold = true;
+    const stop = new Subject<void>();
+    const p = await createPipeline({ ...config(), sources: sources.map((s) => ({ ...config().sources[0], ...s })) }, { detector, stop });
+    const done = lastValueFrom(p.results$.pipe(toArray()));
+    const count = () => ({ bulk: session.held.filter((h) => h.req.data[0] < 100).length, cam: session.held.filter((h) => h.req.data[0] >= 100).length });
+    try {
+      const end = Date.now() + 30_000; // only ends a hang
+      while (Date.now() < end && (count().bulk === 0 || (sources.length > 1 && count().cam === 0))) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 400)); // time for the file to put more in, if it may
+      return count();
+    } finally {
+      session.hold = false;
+      stop.next();
+      while (session.held.length > 0) session.finish();
+      await done;
+    }
+  }
+
+  it('the file holds one frame in the stage, as the camera does: sessions are first come, first served, and it took 2–3 times a camera’s share', async () => {
+    expect(await heldPerSource([{ id: 'bulk', uri: dark, rate: 'fast' }])).toEqual({ bulk: 2, cam: 0 }); // alone: one per session and one more
+    expect(await heldPerSource([{ id: 'bulk', uri: dark, rate: 'fast' }, { id: 'cam', uri: light, rate: 'native' }])).toEqual({ bulk: 1, cam: 1 });
+  }, 60_000);
 });
