@@ -12,6 +12,11 @@ export interface Stamps {
   produced: number;
   /** The frame's last byte arrived from ffmpeg (decoded and letterboxed); a native-rate file's frame read ahead: its release when due. */
   captured: number;
+  /**
+   * The frame entered the detection stage: until then it waited while its source's previous
+   * frame was in the stage (0 in messages of argus before this stamp: read as `captured`).
+   */
+  staged: number;
   /** The frame was converted into the model's input tensor. */
   preprocessed: number;
   /** ONNX Runtime started the run (after any wait for the shared session). */
@@ -37,22 +42,25 @@ export const PRODUCED_BY = ['due', 'arrival', 'captured'] as const;
 export type ProducedBy = (typeof PRODUCED_BY)[number];
 
 /** The stages between two stamps, in order: what each one measures is in `stageMs`. */
-export const STAGES = ['source', 'preprocess', 'queue', 'infer', 'postprocess', 'emit'] as const;
+export const STAGES = ['source', 'wait', 'preprocess', 'queue', 'infer', 'postprocess', 'emit'] as const;
 export type Stage = (typeof STAGES)[number];
 
 /**
  * Milliseconds a frame spent in `stage`: source = produced → captured (transport, demuxer
- * buffering, decoding, scaling: what happens before argus has the pixels), preprocess = captured → preprocessed, queue =
- * preprocessed → inferStart (waiting for the session or a batch), infer = inferStart →
- * inferEnd, postprocess = inferEnd → postprocessed, emit = postprocessed → emitted (tracking,
- * rules, operators added by the user).
+ * buffering, decoding, scaling: what happens before argus has the pixels), wait = captured →
+ * staged (waiting for the source's previous frame to leave the detection stage), preprocess =
+ * staged → preprocessed, queue = preprocessed → inferStart (waiting for the session or a
+ * batch, behind other sources' frames), infer = inferStart → inferEnd, postprocess = inferEnd →
+ * postprocessed, emit = postprocessed → emitted (tracking, rules, operators added by the user).
  */
 export function stageMs(s: Stamps, stage: Stage): number {
   switch (stage) {
     case 'source':
       return s.captured - s.produced;
+    case 'wait':
+      return (s.staged || s.captured) - s.captured;
     case 'preprocess':
-      return s.preprocessed - s.captured;
+      return s.preprocessed - (s.staged || s.captured);
     case 'queue':
       return s.inferStart - s.preprocessed;
     case 'infer':
@@ -76,7 +84,7 @@ export function pipelineMs(s: Stamps): number {
 
 /** Stamps of a frame just delivered; `produced` defaults to `captured` (nothing earlier known). */
 export function emptyStamps(captured: number, produced = captured): Stamps {
-  return { produced, captured, preprocessed: 0, inferStart: 0, inferEnd: 0, postprocessed: 0, emitted: 0 };
+  return { produced, captured, staged: 0, preprocessed: 0, inferStart: 0, inferEnd: 0, postprocessed: 0, emitted: 0 };
 }
 
 /**

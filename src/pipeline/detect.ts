@@ -1,4 +1,5 @@
 import { catchError, defer, EMPTY, of, type OperatorFunction, pipe, tap } from 'rxjs';
+import { now } from '../core/clock.js';
 import type { Frame } from '../core/frame.js';
 import type { LogFn } from '../core/log.js';
 import { Pool } from '../core/pool.js';
@@ -77,8 +78,9 @@ export function detect(detector: Detector, o: DetectOptions): OperatorFunction<F
         postprocess(detector.decoder, detector.labels.length, o.postprocess),
       );
       let failedInARow = 0;
-      const one = (frame: Frame) =>
-        of(frame).pipe(
+      const one = (frame: Frame) => {
+        frame.stamps.staged = now();
+        return of(frame).pipe(
           stage,
           tap(() => (failedInARow = 0)),
           catchError((err: Error) => {
@@ -90,6 +92,7 @@ export function detect(detector: Detector, o: DetectOptions): OperatorFunction<F
             return EMPTY;
           }),
         );
+      };
       return frames.pipe(
         dropStale(one, {
           concurrency: o.concurrency,

@@ -32,6 +32,8 @@ const stampShape = {
   /** The frame was produced at the source (what `producedBy` says); end-to-end latency counts from here. */
   produced: epochMs,
   captured: epochMs,
+  /** The frame entered the detection stage (it waited for its source's previous frame until then). Optional: messages written before it have none. */
+  staged: epochMs.optional(),
   preprocessed: epochMs,
   inferStart: epochMs,
   inferEnd: epochMs,
@@ -39,7 +41,7 @@ const stampShape = {
   emitted: epochMs,
   /** The message was serialised and handed to the sinks. */
   published: epochMs,
-} satisfies Record<keyof Stamps | 'published', z.ZodNumber>;
+} satisfies Record<keyof Stamps | 'published', z.ZodNumber | z.ZodOptional<z.ZodNumber>>;
 
 /**
  * Latency stamps as published. The JSON Schema lets further numeric stamps through, so v1

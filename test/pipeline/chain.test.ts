@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FrameResult } from '../../src/analytics/analyze.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { PipelineSchema, type PipelineConfig } from '../../src/config/schema.js';
-import { emptyStamps, type Frame } from '../../src/core/frame.js';
+import { emptyStamps, stageMs, type Frame } from '../../src/core/frame.js';
 import { letterbox } from '../../src/core/geometry.js';
 import { Pace } from '../../src/flow/pace.js';
 import type { Detector } from '../../src/inference/detector.js';
@@ -79,7 +79,7 @@ describe('the chain over a fake session (wiring, dropping, accounting)', () => {
     expect(c.out.map((r) => r.detections.xyxy[0])).toEqual([10, 17, 24, 31, 38]);
     for (const r of c.out) {
       const s = r.frame.stamps;
-      expect(s.captured <= s.preprocessed && s.preprocessed <= s.inferStart && s.inferStart <= s.inferEnd && s.inferEnd <= s.postprocessed && s.postprocessed <= s.emitted).toBe(true);
+      expect(s.captured <= s.staged && s.staged <= s.preprocessed && s.preprocessed <= s.inferStart && s.inferStart <= s.inferEnd && s.inferEnd <= s.postprocessed && s.postprocessed <= s.emitted).toBe(true);
       expect(r.dropped).toBe(0);
     }
     expect(c.stats).toMatchObject({ framesIn: 5, framesOut: 5, dropped: 0, inferenceErrors: 0 });
@@ -99,6 +99,7 @@ describe('the chain over a fake session (wiring, dropping, accounting)', () => {
       expect(pace.busy).toBe(true);
       for (let i = 1; i <= 9; i++) frames$.next(frame(i, 1 + i, released));
       expect(released).toEqual([1, 2, 3, 4, 5, 6, 7, 8]); // dropped while frame 0 ran; 9 waits
+      await new Promise((r) => setTimeout(r, 30)); // frame 9 waits 30 ms for frame 0
       session.finish();
       await tick();
       expect(session.held).toHaveLength(1); // frame 9 started
@@ -109,6 +110,11 @@ describe('the chain over a fake session (wiring, dropping, accounting)', () => {
       await tick();
       expect(c.out.map((r) => r.frame.seq)).toEqual([0, 9]);
       expect(c.out.map((r) => r.dropped)).toEqual([8, 8]);
+      // Frame 9's wait for frame 0 is the wait stage, not pre-processing (it was, before `staged`).
+      const s9 = c.out[1].frame.stamps;
+      expect(stageMs(s9, 'wait')).toBeGreaterThanOrEqual(25);
+      expect(stageMs(s9, 'preprocess')).toBe(s9.preprocessed - s9.staged);
+      expect(s9.staged).toBeGreaterThanOrEqual(c.out[0].frame.stamps.inferEnd);
       expect(c.stats).toMatchObject({ framesIn: 10, framesOut: 2, dropped: 8 });
       expect(c.stats.framesIn).toBe(c.stats.framesOut + c.stats.dropped);
     } finally {

@@ -60,5 +60,10 @@ describe('latency figures', () => {
     expect(e2eOf({ ...s, produced: undefined })).toBe(20);
     expect(DEFAULT_STAGES[0]).toBe('source');
     expect(stageDurations(s, ['source', 'infer'])).toEqual([60, 12]);
+    // A frame that waited 30 ms for its source's previous one: the wait is not pre-processing.
+    expect(DEFAULT_STAGES.slice(0, 3)).toEqual(['source', 'wait', 'preprocess']);
+    expect(stageDurations({ ...s, staged: 1090, preprocessed: 1092 }, ['wait', 'preprocess'])).toEqual([30, 2]);
+    // A message without `staged` (an argus before it): no wait, pre-processing from captured.
+    expect(stageDurations(s, ['wait', 'preprocess'])).toEqual([0, 2]);
   });
 });

@@ -73,7 +73,7 @@ function frame(seq: number): Frame {
     pts: seq / 10,
     data: Buffer.alloc(0),
     letterbox: letterbox(W, H, 416, 416),
-    stamps: { produced: t0 - 40, captured: t0, preprocessed: t0 + 1.1, inferStart: t0 + 1.3, inferEnd: t0 + 15.2, postprocessed: t0 + 15.6, emitted: t0 + 15.7 },
+    stamps: { produced: t0 - 40, captured: t0, staged: t0 + 0.2, preprocessed: t0 + 1.1, inferStart: t0 + 1.3, inferEnd: t0 + 15.2, postprocessed: t0 + 15.6, emitted: t0 + 15.7 },
     producedBy: 'arrival',
     release: () => {},
   };

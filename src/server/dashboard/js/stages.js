@@ -1,12 +1,13 @@
 /** The pipeline stages shown per frame, and how each one's duration follows from the v1 stamps. */
 import { isNum } from './numbers.js';
 
-export const DEFAULT_STAGES = ['source', 'preprocess', 'queue', 'infer', 'postprocess', 'emit'];
+export const DEFAULT_STAGES = ['source', 'wait', 'preprocess', 'queue', 'infer', 'postprocess', 'emit'];
 
 /** Each stage's duration from the v1 stamps; the same definitions as `argus bench`. */
 export const STAGE_SPANS = {
   source: ['produced', 'captured'],
-  preprocess: ['captured', 'preprocessed'],
+  wait: ['captured', 'staged'],
+  preprocess: ['staged', 'preprocessed'],
   queue: ['preprocessed', 'inferStart'],
   infer: ['inferStart', 'inferEnd'],
   postprocess: ['inferEnd', 'postprocessed'],
@@ -18,8 +19,10 @@ export function stageDurations(stamps, names) {
   return names.map((name) => {
     const span = STAGE_SPANS[name];
     if (!span) return NaN;
-    const a = stamps[span[0]];
-    const b = stamps[span[1]];
+    // Messages of argus before the `staged` stamp: no wait, pre-processing from `captured`.
+    const at = (k) => (k === 'staged' && !isNum(stamps.staged) ? stamps.captured : stamps[k]);
+    const a = at(span[0]);
+    const b = at(span[1]);
     return isNum(a) && isNum(b) ? Math.max(0, b - a) : NaN;
   });
 }
