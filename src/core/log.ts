@@ -1,12 +1,14 @@
 import pino, { type Logger } from 'pino';
 import { redact, redactDeep } from './redact.js';
+import { stderrStatus, type StatusArea } from './terminal.js';
 
 /**
  * JSON logs on stderr (stdout is kept for data such as `--jsonl -`). Level from
  * $ARGUS_LOG_LEVEL, default info. Every message and field is redacted (no credentials in
  * logs), and a closed stderr (EPIPE) silences the log instead of taking the process down.
+ * On a terminal, lines are written above the status block (see core/terminal.ts), never over it.
  */
-export function createLogger(level = process.env.ARGUS_LOG_LEVEL ?? 'info'): Logger {
+export function createLogger(level = process.env.ARGUS_LOG_LEVEL ?? 'info', area: StatusArea = stderrStatus()): Logger {
   const dest = pino.destination({ fd: 2, sync: true });
   dest.on('error', () => undefined);
   return pino(
@@ -24,8 +26,20 @@ export function createLogger(level = process.env.ARGUS_LOG_LEVEL ?? 'info'): Log
         },
       },
     },
-    dest,
+    aboveStatus(dest, area),
   );
+}
+
+/**
+ * A pino destination that writes each line through `area`: the status block at the bottom of
+ * the terminal is erased, the line written, and the block drawn again below it, in one write to
+ * `dest`, so the block never covers a log line. `flush` is `dest`'s.
+ */
+export function aboveStatus(dest: { write(s: string): unknown; flush?(cb?: (err?: Error) => void): unknown }, area: StatusArea): { write(s: string): void; flush(cb?: (err?: Error) => void): void } {
+  return {
+    write: (s) => area.print(s, (out) => dest.write(out)),
+    flush: (cb) => (dest.flush ? dest.flush(cb) : cb?.()),
+  };
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';

@@ -1,20 +1,26 @@
 import { percentileOfSorted } from '../core/stats.js';
+import { stderrStatus, StatusArea, type TerminalStream } from '../core/terminal.js';
 import { FrameRates, type SourceStats } from '../sources/stats.js';
 
 /**
  * A status line per source on stderr every `intervalMs`: frames in/out per second, drops,
- * p50/p99 end-to-end latency. On a terminal the lines are redrawn in place.
+ * p50/p99 end-to-end latency. On a terminal the lines are a block redrawn in place at the bottom,
+ * each cut to the width, with the logs written above it (core/terminal.ts); elsewhere each tick
+ * writes plain `[status]` lines.
  */
 export class StatusReporter {
   private timer: NodeJS.Timeout | undefined;
   private readonly rates = new FrameRates();
-  private drawn = 0;
+  private readonly area: StatusArea;
 
+  /** `out`: the terminal's shared block (default: stderr's, which the logger writes above), or a stream. */
   constructor(
     private readonly stats: readonly SourceStats[],
-    private readonly stream: NodeJS.WriteStream = process.stderr,
+    out: StatusArea | TerminalStream = stderrStatus(),
     private readonly intervalMs = 1000,
-  ) {}
+  ) {
+    this.area = out instanceof StatusArea ? out : new StatusArea(out);
+  }
 
   start(): void {
     this.rates.sample(this.stats, performance.now());
@@ -37,17 +43,14 @@ export class StatusReporter {
 
   private print(): void {
     const lines = this.lines();
-    if (this.stream.isTTY) {
-      if (this.drawn) this.stream.write(`\x1b[${this.drawn}A`);
-      this.stream.write(lines.map((l) => `\x1b[2K${l}\n`).join(''));
-      this.drawn = lines.length;
-    } else {
-      this.stream.write(lines.map((l) => `[status] ${l}\n`).join(''));
-    }
+    if (this.area.tty) this.area.show(lines, (k) => `… and ${k} more sources`);
+    else this.area.print(lines.map((l) => `[status] ${l}\n`).join(''));
   }
 
+  /** Stops the ticks; on a terminal the last block stays on the screen and later text goes below it. */
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    this.area.clear();
   }
 }

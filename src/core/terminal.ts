@@ -1,0 +1,199 @@
+/**
+ * A block of lines kept at the bottom of a terminal (the status line per source) while other
+ * text (the JSON logs) is written above it.
+ *
+ * Whatever goes to the stream while the block is on screen goes through `print`: the block is
+ * erased, the text written, and the block drawn again below it, in one write. So the block is
+ * redrawn in place and never moves up over anything else. Each line of the block is cut to the
+ * terminal's width (one row per line, whatever the width: a wrapped line would take rows the
+ * redraw cannot count once the terminal is resized), and the block to its height.
+ *
+ * The logger sends its lines through `print` (see core/log.ts); writes to the stream itself
+ * (`process.stderr.write`, `console.error`, Node's warnings) are routed through it too while the
+ * block is on screen. Text written to the file descriptor behind the stream's back (a native
+ * library's own stderr output) is not seen, and the next redraw may cover its last rows.
+ */
+export interface TerminalStream {
+  isTTY?: boolean;
+  columns?: number;
+  rows?: number;
+  write(chunk: string | Uint8Array, ...rest: unknown[]): boolean;
+  on?(event: 'resize', listener: () => void): unknown;
+  off?(event: 'resize', listener: () => void): unknown;
+}
+
+type Write = (s: string) => unknown;
+
+const CSI = '\x1b[';
+
+export class StatusArea {
+  /** The lines last shown (empty: no block). */
+  private lines: string[] = [];
+  private overflow: (hidden: number) => string = (k) => `… ${k} more`;
+  /** Rows the block takes on screen now; 0 when it is not drawn. */
+  private rows = 0;
+  /** The last text written left the cursor inside a row (no final newline). */
+  private partial = false;
+  /** Inside `print`'s write. */
+  private printing = false;
+  private streamWrite: TerminalStream['write'] | undefined;
+  private hook: TerminalStream['write'] | undefined;
+  private readonly onResize = () => this.redraw();
+
+  constructor(readonly stream: TerminalStream) {}
+
+  /** Escape sequences work here: the stream is a terminal. */
+  get tty(): boolean {
+    return Boolean(this.stream.isTTY);
+  }
+
+  /** Replaces the block with `lines` (on a terminal; elsewhere it does nothing). `overflow` names the lines left out when the block is taller than the terminal. */
+  show(lines: readonly string[], overflow?: (hidden: number) => string): void {
+    if (!this.tty) return;
+    this.lines = [...lines];
+    if (overflow) this.overflow = overflow;
+    this.attach();
+    this.redraw();
+  }
+
+  /**
+   * Writes `text` above the block: the block is erased first and drawn again after it, all in
+   * one call of `write` (default: the stream's own). Text that does not end a line leaves the
+   * block off the screen until a later text ends it or the next `show`.
+   */
+  print(text: string, write: Write = (s) => this.raw(s)): void {
+    if (!text) return;
+    let out = this.erase() + text;
+    this.partial = !text.endsWith('\n');
+    if (!this.partial) out += this.draw();
+    // `write` may be the stream's own write, routed through the hook below: let it pass.
+    this.printing = true;
+    try {
+      write(out);
+    } finally {
+      this.printing = false;
+    }
+  }
+
+  /** Leaves the block on the screen as it is and forgets it: later text goes below it. */
+  clear(): void {
+    this.lines = [];
+    this.rows = 0;
+    this.detach();
+  }
+
+  private redraw(): void {
+    if (!this.lines.length) return;
+    const lead = this.erase() + (this.partial ? '\n' : '');
+    this.partial = false;
+    this.raw(lead + this.draw());
+  }
+
+  /** Moves to the first row of the block and erases from there to the end of the screen. */
+  private erase(): string {
+    if (!this.rows) return '';
+    const s = `\r${CSI}${this.rows}A${CSI}J`;
+    this.rows = 0;
+    return s;
+  }
+
+  private draw(): string {
+    if (!this.lines.length) return '';
+    // One column short of the width: terminals differ on what a character in the last column does to the cursor.
+    const width = Math.max(1, (this.stream.columns || 80) - 1);
+    // One row free for the cursor below the block: a block as tall as the screen scrolls its first row away.
+    const height = Math.max(1, (this.stream.rows || 24) - 1);
+    let lines = this.lines;
+    if (lines.length > height) lines = [...lines.slice(0, height - 1), this.overflow(lines.length - (height - 1))];
+    this.rows = lines.length;
+    return lines.map((l) => `${fit(l, width)}\n`).join('');
+  }
+
+  private raw(s: string): void {
+    if (!s) return;
+    if (this.streamWrite) this.streamWrite.call(this.stream, s);
+    else this.stream.write(s);
+  }
+
+  /** Routes other writes to the stream through `print`, and redraws on resize, while the block is shown. */
+  private attach(): void {
+    if (this.hook) return;
+    const own = this.stream.write;
+    this.streamWrite = own;
+    this.hook = (chunk: string | Uint8Array, ...rest: unknown[]): boolean => {
+      if (this.printing || (!this.rows && !this.partial)) return own.call(this.stream, chunk, ...rest);
+      const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+      if (!text) return own.call(this.stream, chunk, ...rest);
+      this.raw(this.erase());
+      const ok = own.call(this.stream, chunk, ...rest);
+      this.partial = !text.endsWith('\n');
+      if (!this.partial) this.raw(this.draw());
+      return ok;
+    };
+    this.stream.write = this.hook;
+    this.stream.on?.('resize', this.onResize);
+  }
+
+  private detach(): void {
+    if (!this.hook) return;
+    if (this.stream.write === this.hook) this.stream.write = this.streamWrite!;
+    this.stream.off?.('resize', this.onResize);
+    this.hook = undefined;
+    this.streamWrite = undefined;
+  }
+}
+
+/**
+ * `line` in at most `width` terminal columns: control characters (which would move the cursor)
+ * become '?', East Asian wide characters and emoji count two columns, combining marks none; a
+ * line cut short ends with '…'.
+ */
+export function fit(line: string, width: number): string {
+  const chars: [string, number][] = [];
+  let total = 0;
+  for (const ch of line) {
+    const cp = ch.codePointAt(0)!;
+    const c = cp < 0x20 || (cp >= 0x7f && cp < 0xa0) ? '?' : ch;
+    const w = columnsOf(c.codePointAt(0)!);
+    chars.push([c, w]);
+    total += w;
+  }
+  if (total <= width) return chars.map(([c]) => c).join('');
+  let out = '';
+  let used = 0;
+  for (const [c, w] of chars) {
+    if (used + w > width - 1) break;
+    out += c;
+    used += w;
+  }
+  return out + '…';
+}
+
+function columnsOf(cp: number): number {
+  if ((cp >= 0x300 && cp <= 0x36f) || (cp >= 0x200b && cp <= 0x200f) || (cp >= 0xfe00 && cp <= 0xfe0f) || (cp >= 0xe0100 && cp <= 0xe01ef)) return 0;
+  if (
+    (cp >= 0x1100 && cp <= 0x115f) ||
+    (cp >= 0x2e80 && cp <= 0x303e) ||
+    (cp >= 0x3041 && cp <= 0x33ff) ||
+    (cp >= 0x3400 && cp <= 0x4dbf) ||
+    (cp >= 0x4e00 && cp <= 0x9fff) ||
+    (cp >= 0xa000 && cp <= 0xa4cf) ||
+    (cp >= 0xac00 && cp <= 0xd7a3) ||
+    (cp >= 0xf900 && cp <= 0xfaff) ||
+    (cp >= 0xfe30 && cp <= 0xfe4f) ||
+    (cp >= 0xff00 && cp <= 0xff60) ||
+    (cp >= 0xffe0 && cp <= 0xffe6) ||
+    (cp >= 0x1f300 && cp <= 0x1f64f) ||
+    (cp >= 0x1f900 && cp <= 0x1f9ff) ||
+    (cp >= 0x20000 && cp <= 0x3fffd)
+  )
+    return 2;
+  return 1;
+}
+
+let stderrArea: StatusArea | undefined;
+
+/** The block at the bottom of stderr, shared by the logger and the status line. */
+export function stderrStatus(): StatusArea {
+  return (stderrArea ??= new StatusArea(process.stderr));
+}

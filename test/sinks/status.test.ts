@@ -1,0 +1,160 @@
+// The status block on a terminal: redrawn in place at any width, never over a log line.
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { aboveStatus } from '../../src/core/log.js';
+import { fit, StatusArea } from '../../src/core/terminal.js';
+import { StatusReporter } from '../../src/sinks/status.js';
+import { newSourceStats, type SourceStats } from '../../src/sources/stats.js';
+import { FakeTty } from '../helpers/terminal.js';
+
+/** A source whose status line is about 125 characters long, like a real one. */
+function source(id: string): SourceStats {
+  const st = newSourceStats(id);
+  for (let i = 0; i < 50; i++) {
+    st.e2e.add(40 + i);
+    st.pipeline.add(30 + i);
+  }
+  st.producedBy = 'due';
+  return st;
+}
+
+const statusRows = (tty: FakeTty, id = 'lobby') => tty.text().filter((l) => l.startsWith(`${id}  in `));
+
+describe('status line on a terminal', () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
+  it('a line wider than the terminal is cut to it, so each tick redraws in place (80 columns, 125-character line)', () => {
+    const tty = new FakeTty(80);
+    const st = source('lobby');
+    const reporter = new StatusReporter([st], tty as never, 1000);
+    expect(reporter.lines()[0].length).toBeGreaterThan(80);
+    reporter.start();
+    for (let i = 0; i < 5; i++) {
+      st.framesIn += 10;
+      vi.advanceTimersByTime(1000);
+    }
+    reporter.stop();
+    const screen = tty.text();
+    expect(screen).toHaveLength(1); // one row: no earlier status line left behind, no wrapped tail
+    expect(screen[0]).toMatch(/^lobby {2}in 10\.0 fps/);
+    expect(screen[0].length).toBeLessThan(80);
+    expect(screen[0].endsWith('…')).toBe(true);
+  });
+
+  it('log lines written between ticks stay whole on the screen, above the block (pino through the block, and plain writes to the stream)', () => {
+    const tty = new FakeTty(80);
+    const st = source('lobby');
+    const area = new StatusArea(tty);
+    const logger = pino({ base: undefined, timestamp: false }, aboveStatus({ write: (s) => tty.write(s) }, area));
+    const reporter = new StatusReporter([st], area, 1000);
+    reporter.start();
+    logger.info('starting');
+    vi.advanceTimersByTime(1000);
+    const warning = `source lobby: reconnecting after ${'x'.repeat(150)} (attempt 1)`;
+    logger.warn(warning);
+    logger.error('second line, 60 characters long ........................');
+    vi.advanceTimersByTime(1000);
+    tty.write('argus: written to stderr directly\n');
+    vi.advanceTimersByTime(1000);
+    reporter.stop();
+    logger.info('after the run');
+
+    const screen = tty.text();
+    const joined = screen.join('\n');
+    // Whole, with every wrapped row of the long one: (80-column rows joined back).
+    const unwrapped = screen.join('');
+    expect(unwrapped).toContain(JSON.stringify({ level: 40, msg: warning }));
+    expect(unwrapped).toContain('"second line, 60 characters long ........................"');
+    expect(joined).toContain('argus: written to stderr directly');
+    expect(statusRows(tty)).toHaveLength(1);
+    // Order: logs, then the last status block, then what came after the stop below it.
+    expect(screen.at(-1)).toBe('{"level":30,"msg":"after the run"}');
+    expect(screen.at(-2)).toMatch(/^lobby {2}in /);
+    expect(screen.at(-3)).toBe('argus: written to stderr directly');
+    expect(screen[0]).toBe('{"level":30,"msg":"starting"}');
+  });
+
+  it('a warning written to the stream between two ticks is not overwritten by the second', () => {
+    const tty = new FakeTty(200);
+    const reporter = new StatusReporter([source('lobby')], tty as never, 1000);
+    reporter.start();
+    vi.advanceTimersByTime(1000);
+    tty.write('{"level":40,"msg":"source lobby: reconnecting"}\n');
+    vi.advanceTimersByTime(1000);
+    reporter.stop();
+    expect(tty.text()).toEqual(['{"level":40,"msg":"source lobby: reconnecting"}', expect.stringMatching(/^lobby {2}in /)]);
+  });
+
+  it('a resize redraws the block at once at the new width, without leaving rows behind or covering a log line', () => {
+    const tty = new FakeTty(200);
+    const a = source('a');
+    const b = source('b');
+    const area = new StatusArea(tty);
+    const reporter = new StatusReporter([a, b], area, 1000);
+    area.print('log before\n');
+    reporter.start();
+    vi.advanceTimersByTime(1000);
+    expect(tty.text()).toHaveLength(3);
+    expect(tty.text()[1].endsWith('ms')).toBe(true); // 200 columns: the whole line
+
+    tty.resize(60);
+    expect(tty.text()).toHaveLength(3);
+    expect(tty.text()[0]).toBe('log before');
+    for (const l of tty.text().slice(1)) expect(l.length).toBeLessThanOrEqual(59);
+
+    tty.resize(100);
+    area.print('log after\n');
+    vi.advanceTimersByTime(1000);
+    expect(tty.text()).toEqual(['log before', 'log after', expect.stringMatching(/^a {2}in /), expect.stringMatching(/^b {2}in /)]);
+    expect(tty.text()[2].length).toBe(99);
+    reporter.stop();
+    expect(tty.listenerCount('resize')).toBe(0);
+  });
+
+  it('a block taller than the terminal keeps a row free and says how many sources it left out', () => {
+    const tty = new FakeTty(200, 10);
+    const stats = Array.from({ length: 30 }, (_, i) => source(`cam${i}`));
+    const reporter = new StatusReporter(stats, tty as never, 1000);
+    reporter.start();
+    vi.advanceTimersByTime(3000);
+    reporter.stop();
+    const screen = tty.text();
+    expect(screen).toHaveLength(9);
+    expect(screen[0]).toMatch(/^cam0 /);
+    expect(screen[7]).toMatch(/^cam7 /);
+    expect(screen[8]).toBe('… and 22 more sources');
+  });
+
+  it('text that does not end its line (a progress bar) is not overwritten: the block goes on the next row', () => {
+    const tty = new FakeTty(120);
+    const reporter = new StatusReporter([source('lobby')], tty as never, 1000);
+    reporter.start();
+    vi.advanceTimersByTime(1000);
+    tty.write('downloading 40%');
+    vi.advanceTimersByTime(1000);
+    reporter.stop();
+    expect(tty.text()).toEqual(['downloading 40%', expect.stringMatching(/^lobby {2}in /)]);
+  });
+
+  it('elsewhere (not a terminal) each tick writes plain lines, as before', () => {
+    const writes: string[] = [];
+    const stream = { isTTY: false, write: (s: string) => (writes.push(s), true) };
+    const reporter = new StatusReporter([source('lobby')], stream, 1000);
+    reporter.start();
+    vi.advanceTimersByTime(2000);
+    reporter.stop();
+    expect(writes).toHaveLength(2);
+    for (const w of writes) expect(w).toMatch(/^\[status\] lobby {2}in .* pipeline p50 [\d.]+ ms {2}p99 [\d.]+ ms\n$/);
+    expect(writes.join('')).not.toContain('\x1b');
+  });
+});
+
+describe('fit', () => {
+  it('cuts to the width in terminal columns: wide characters count two, control characters become ?', () => {
+    expect(fit('abc', 3)).toBe('abc');
+    expect(fit('abcdef', 4)).toBe('abc…');
+    expect(fit('大厅摄像头 ok', 8)).toBe('大厅摄…');
+    expect(fit('FAILED: \x1b[31mred\r', 40)).toBe('FAILED: ?[31mred?');
+  });
+});
