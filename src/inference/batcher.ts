@@ -31,8 +31,8 @@ export class Batcher<R> {
 
   constructor(
     private readonly o: BatcherOptions,
-    /** Runs `jobs` as one batch; returns each job's result in order. */
-    private readonly runBatch: (jobs: BatchJob<R>[]) => Promise<R[]>,
+    /** Runs `jobs` as one batch; returns each job's result in order. Calls `onStart` when the session really starts it (after any wait for one). */
+    private readonly runBatch: (jobs: BatchJob<R>[], onStart: () => void) => Promise<R[]>,
   ) {}
 
   submit(image: Float32Array, onStart?: () => void): Promise<R> {
@@ -79,8 +79,11 @@ export class Batcher<R> {
     this.sizes.push(jobs.length);
     if (this.sizes.length > 10_000) this.sizes.splice(0, 5_000);
     try {
-      for (const j of jobs) j.onStart?.();
-      const run = this.runBatch(jobs);
+      // The frames' inferStart is when a session takes the batch: with every session busy (or a
+      // worker being replaced) the batch waits in the session's queue, which is not inference.
+      const run = this.runBatch(jobs, () => {
+        for (const j of jobs) j.onStart?.();
+      });
       this.pump(); // another session may take the next batch now
       const results = await run;
       jobs.forEach((j, i) => j.resolve(results[i]));

@@ -81,7 +81,7 @@ export class Detector {
     if (this.maxBatch > 1 || (this.fixedBatch ?? 1) > 1) {
       this.batcher = new Batcher<InferOutput>(
         { maxBatch: this.maxBatch, maxWaitMs: batch?.maxWaitMs ?? 4, concurrency: session.slots },
-        (jobs) => this.runBatch(jobs.map((j) => j.image)),
+        (jobs, onStart) => this.runBatch(jobs.map((j) => j.image), onStart),
       );
     }
   }

@@ -230,6 +230,28 @@ describe('Batcher concurrency', () => {
   });
 });
 
+describe('Batcher stamps', () => {
+  it("a frame's onStart comes when the session starts its batch, not when the batch is handed to a busy session's queue", async () => {
+    let startSession: (() => void) | undefined;
+    const b = new Batcher<number>({ maxBatch: 1, maxWaitMs: 1000, concurrency: 2 }, (jobs, onStart) => {
+      // The session is busy: the run waits in its queue until the test starts it.
+      return new Promise((res) => {
+        startSession = () => {
+          onStart();
+          res(jobs.map((_, i) => i));
+        };
+      });
+    });
+    const started: string[] = [];
+    const done = b.submit(new Float32Array(1), () => started.push('a'));
+    await Promise.resolve();
+    expect(started).toEqual([]); // handed on, waiting for the session: not inference yet
+    startSession!();
+    expect(started).toEqual(['a']);
+    expect(await done).toBe(0);
+  });
+});
+
 describe('Batcher batch formation (virtual time)', () => {
   beforeEach(() => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
