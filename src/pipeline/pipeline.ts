@@ -255,6 +255,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
       reconnect: src.reconnect,
       watchdog: src.watchdog,
       onTransition: (t) => onTransition(st, t),
+      failedBy: () => st.error,
       onResize: (_from, to) => {
         st.width = to.srcWidth;
         st.height = to.srcHeight;

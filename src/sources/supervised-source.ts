@@ -26,6 +26,12 @@ export interface SupervisedSourceOptions extends FfmpegSourceOptions {
   watchdog: WatchdogOptions;
   /** Every state change, with its reason. */
   onTransition?: (t: Transition) => void;
+  /**
+   * What failed the source from downstream, if anything, when its frames stop being read (its
+   * detection stage gave up after inference failed frame after frame): the source then ends
+   * `failed` with that reason, not `stopped`.
+   */
+  failedBy?: () => Error | undefined;
   /** Random source for jitter (tests). */
   random?: () => number;
   /** Runs every timer (start timeout, stall watchdog, backoff); a TestScheduler runs them in virtual time. Default `asyncScheduler`. */
@@ -72,7 +78,7 @@ const firstLine = (e: Error) => e.message.split('\n')[0];
  */
 export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> {
   // Everything not consumed here goes to each ffmpeg run unchanged.
-  const { reconnect, watchdog, onTransition, random, scheduler = asyncScheduler, run = ffmpegSource, ...runOptions } = o;
+  const { reconnect, watchdog, onTransition, failedBy, random, scheduler = asyncScheduler, run = ffmpegSource, ...runOptions } = o;
   const clock = o.clock ?? (o.scheduler ? () => scheduler.now() : () => performance.now());
   const isFile = o.input.kind === 'file';
   const live = !isFile || o.input.rate === 'native'; // watched by the stall watchdog; fast files pause on purpose
@@ -267,7 +273,10 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       finalize(() => {
         flushResize();
         finished = true;
-        if (state !== 'ended' && state !== 'failed') transition('stopped', 'stopped');
+        if (state === 'ended' || state === 'failed') return;
+        const downstream = failedBy?.();
+        if (downstream) transition('failed', firstLine(downstream), downstream);
+        else transition('stopped', 'stopped');
       }),
     );
   });

@@ -339,3 +339,23 @@ describe('a fast file beside a camera-like source (real ffmpeg, fake session)', 
     expect(await heldPerSource([{ id: 'bulk', uri: dark, rate: 'fast' }, { id: 'cam', uri: light, rate: 'native' }])).toEqual({ bulk: 1, cam: 1 });
   }, 60_000);
 });
+
+describe('a source failed by its inference (real ffmpeg, fake session)', () => {
+  it("ends 'failed' with the inference error as its reason, not 'stopped' (the state, /metrics, the dashboard and the status topic said stopped)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-failed-'));
+    const clip = join(dir, 'clip.mp4');
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', `testsrc=size=${S}x${S}:rate=10`, '-frames:v', '60', '-pix_fmt', 'yuv420p', clip]);
+    session.hold = false;
+    session.failNext(1000);
+    const transitions: string[] = [];
+    try {
+      const p = await createPipeline({ ...config(), sources: [{ ...config().sources[0], uri: clip, rate: 'fast' }] }, { detector, onTransition: (t) => transitions.push(`${t.state}: ${t.reason}`) });
+      await lastValueFrom(p.results$.pipe(toArray()));
+      expect(transitions.at(-1)).toBe('failed: fake inference failure');
+      expect(p.stats[0].state).toBe('failed');
+      expect(p.stats[0].error?.message).toBe('fake inference failure');
+    } finally {
+      session.failNext(0);
+    }
+  });
+});
