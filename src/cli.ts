@@ -110,6 +110,8 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
       if (Object.keys(a.alerts).length) logger.info({ source: s.id, byRule: a.alerts }, 'alerts summary');
       for (const note of a.notes) logger.warn({ source: s.id }, note);
     }
+    // Cameras that ran here and left (an argus worker's): what their chains counted.
+    for (const [source, d] of Object.entries(summary.detached)) logger.info({ source, ...d, here: summary.stats.some((s) => s.id === source) }, 'detached source summary');
     if (summary.kafka) logger.info({ ...summary.kafka }, 'kafka summary');
     if (summary.outbox) logger.info({ ...summary.outbox }, 'outbox summary');
     // Exit status: 4 an unexpected exception (shut down in order), 3 alerts not delivered to

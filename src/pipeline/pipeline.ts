@@ -76,8 +76,26 @@ export interface Pipeline {
    * `stop` emitting ends it as the pipeline's stop does: frames in flight finish.
    */
   attach(source: SourceConfig, stop: Observable<unknown>, admit?: () => boolean): Observable<FrameResult>;
+  /**
+   * Sources attached and detached again, by id: what their chains counted, summed over every
+   * time the id was attached (a worker's camera that moved away and back), and the `seq` its
+   * next attachment starts from (seq never repeats within a run).
+   */
+  readonly detached: ReadonlyMap<string, DetachedTotals>;
   /** Releases what the pipeline loaded (the model, unless it was given in the options). */
   close(): Promise<void>;
+}
+
+/** What the chains of a source attached and then detached counted, over all its attachments. */
+export interface DetachedTotals {
+  attachments: number;
+  framesIn: number;
+  framesOut: number;
+  dropped: number;
+  inferenceErrors: number;
+  reconnects: number;
+  /** The `seq` of the next attachment's first frame. */
+  nextSeq: number;
 }
 
 /** What one source's chain is built from. */
@@ -243,10 +261,11 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
 
   // One source: its supervised ffmpeg, then its chain.
   const chain = (src: SourceConfig, i: number): Observable<FrameResult> => build(src, urls[i], stats[i], analyzers[i], stop, bulkOnly);
-  const build = (src: SourceConfig, url: string, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, alone: boolean, admit?: () => boolean): Observable<FrameResult> => {
+  const build = (src: SourceConfig, url: string, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, alone: boolean, admit?: () => boolean, seq?: { next: number }): Observable<FrameResult> => {
     const kind = sourceKind(url);
     const pace = new Pace(stageCapacity(kind, src.rate, detector.session.slots, alone));
-    const frames$ = supervisedSource({
+    const supervised$ = supervisedSource({
+      seqStart: seq?.next,
       id: src.id,
       input: { url, kind, rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs, decode: src.decode },
       output: frameOutput,
@@ -267,6 +286,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
         log(`source ${src.id} streaming`, { source: src.id, width: info.width, height: info.height, fps: info.fps });
       },
     });
+    const frames$ = seq ? supervised$.pipe(tap((f) => (seq.next = f.seq + 1))) : supervised$;
     return sourceChain(frames$, { detector, config, source: src, stats: st, analyzer, pace, log, stop, extend: options.extend, admit });
   };
 
@@ -277,6 +297,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     options.onTransition?.(t);
   };
 
+  const detached = new Map<string, DetachedTotals>();
   const analyzerMap = new Map<string, SourceAnalyzer>();
   analyzers.forEach((a, i) => a && analyzerMap.set(sources[i].id, a));
   return {
@@ -286,6 +307,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     stats,
     inputs: urls.filter((u) => sourceKind(u) === 'file').map((u) => resolve(u.startsWith('file://') ? fileURLToPath(u) : u)),
     analyzers: analyzerMap,
+    detached,
     // Each subscription builds its chains afresh: operator state (tracker, pace, extensions) is per subscription.
     results$: merge(...sources.map((src, i) => defer(() => chain(src, i)))),
     attach: (src, stopOne, admit) =>
@@ -298,11 +320,21 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
           const st = newSourceStats(src.id);
           stats.push(st);
           if (analyzer) analyzerMap.set(src.id, analyzer);
-          return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne, false, admit).pipe(
+          const seq = { next: detached.get(src.id)?.nextSeq ?? 0 };
+          return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne, false, admit, seq).pipe(
             finalize(() => {
               const at = stats.indexOf(st);
               if (at >= 0) stats.splice(at, 1);
               if (analyzerMap.get(src.id) === analyzer) analyzerMap.delete(src.id);
+              const d = detached.get(src.id) ?? { attachments: 0, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, reconnects: 0, nextSeq: 0 };
+              d.attachments++;
+              d.framesIn += st.framesIn;
+              d.framesOut += st.framesOut;
+              d.dropped += st.dropped;
+              d.inferenceErrors += st.inferenceErrors;
+              d.reconnects += st.reconnects;
+              d.nextSeq = seq.next;
+              detached.set(src.id, d);
             }),
           );
         }),

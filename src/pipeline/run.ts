@@ -22,7 +22,7 @@ import { publish } from '../sinks/publish.js';
 import type { FrameBroadcaster } from '../server/frames.js';
 import type { ClusterMetricsState, Metrics } from '../server/metrics.js';
 import { Lifecycle } from './lifecycle.js';
-import { createPipeline, type Pipeline, type PipelineOptions } from './pipeline.js';
+import { createPipeline, type DetachedTotals, type Pipeline, type PipelineOptions } from './pipeline.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
 import type { SourceStats } from '../sources/stats.js';
 import type { Transition } from '../sources/health.js';
@@ -91,6 +91,8 @@ export interface RunSummary {
   analytics: Record<string, SourceAnalyticsReport>;
   /** The annotated video, per source: frames written, dropped (the sink was behind), skipped, repeated. */
   annotate?: AnnotateSourceStats[];
+  /** Sources attached and detached during the run (an argus worker's cameras that left it), by id: their counts over every attachment. */
+  detached: Record<string, DetachedTotals>;
 }
 
 /** The outbox folder: `outbox.dir` (relative to the pipeline file), else a per-pipeline folder under the user's state directory. */
@@ -360,5 +362,6 @@ function summarize(started: Started, frames: number, wallMs: number): RunSummary
     websocket: started.websocket?.stats,
     analytics: Object.fromEntries([...pipeline.analyzers].map(([id, a]) => [id, a.report()])),
     annotate: started.annotate?.stats,
+    detached: Object.fromEntries(pipeline.detached),
   };
 }

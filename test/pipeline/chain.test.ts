@@ -359,3 +359,21 @@ describe('a source failed by its inference (real ffmpeg, fake session)', () => {
     }
   });
 });
+
+describe('a source attached again under the same id (real ffmpeg, fake session)', () => {
+  it('its seq goes on from the last attachment (it started at 0 again), and what each attachment counted stays in `detached`', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-attach-'));
+    const clip = join(dir, 'clip.mp4');
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', `testsrc=size=${S}x${S}:rate=10`, '-frames:v', '12', '-pix_fmt', 'yuv420p', clip]);
+    session.hold = false;
+    const p = await createPipeline({ ...config(), sources: [{ ...config().sources[0], enabled: false }] }, { detector });
+    const src = { ...config().sources[0], id: 'late', uri: clip, rate: 'fast' as const };
+    const never = new Subject<void>();
+    const first = await lastValueFrom(p.attach(src, never).pipe(toArray()));
+    expect(p.stats).toEqual([]); // detached when its file ended
+    const second = await lastValueFrom(p.attach(src, never).pipe(toArray()));
+    expect(first.map((r) => r.frame.seq)).toEqual(Array.from({ length: 12 }, (_, i) => i));
+    expect(second.map((r) => r.frame.seq)).toEqual(Array.from({ length: 12 }, (_, i) => 12 + i));
+    expect(p.detached.get('late')).toEqual({ attachments: 2, framesIn: 24, framesOut: 24, dropped: 0, inferenceErrors: 0, reconnects: 0, nextSeq: 24 });
+  });
+});
