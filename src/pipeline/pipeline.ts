@@ -96,7 +96,15 @@ export interface DetachedTotals {
   reconnects: number;
   /** The `seq` of the next attachment's first frame. */
   nextSeq: number;
+  /** The last frame's `pts`, and when (performance.now()) its pts were 0: the next attachment's pts go on from them. */
+  lastPts?: number;
+  ptsOrigin?: number;
+  /** The frame rate its last chain had. */
+  fps?: number;
 }
+
+/** Where a source's frames are, for the next chain of the same id. */
+type Continuity = Pick<DetachedTotals, 'nextSeq' | 'lastPts' | 'ptsOrigin' | 'fps'>;
 
 /** What one source's chain is built from. */
 export interface ChainContext {
@@ -261,11 +269,12 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
 
   // One source: its supervised ffmpeg, then its chain.
   const chain = (src: SourceConfig, i: number): Observable<FrameResult> => build(src, urls[i], stats[i], analyzers[i], stop, bulkOnly);
-  const build = (src: SourceConfig, url: string, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, alone: boolean, admit?: () => boolean, seq?: { next: number }): Observable<FrameResult> => {
+  const build = (src: SourceConfig, url: string, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, alone: boolean, admit?: () => boolean, cont?: Continuity): Observable<FrameResult> => {
     const kind = sourceKind(url);
     const pace = new Pace(stageCapacity(kind, src.rate, detector.session.slots, alone));
     const supervised$ = supervisedSource({
-      seqStart: seq?.next,
+      seqStart: cont?.nextSeq,
+      resume: cont?.lastPts !== undefined && cont.ptsOrigin !== undefined ? { lastPts: cont.lastPts, firstFrameAt: cont.ptsOrigin, fps: cont.fps } : undefined,
       id: src.id,
       input: { url, kind, rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs, decode: src.decode },
       output: frameOutput,
@@ -286,7 +295,15 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
         log(`source ${src.id} streaming`, { source: src.id, width: info.width, height: info.height, fps: info.fps });
       },
     });
-    const frames$ = seq ? supervised$.pipe(tap((f) => (seq.next = f.seq + 1))) : supervised$;
+    const frames$ = cont
+      ? supervised$.pipe(
+          tap((f) => {
+            cont.nextSeq = f.seq + 1;
+            cont.lastPts = f.pts;
+            cont.ptsOrigin ??= performance.now() - f.pts * 1000;
+          }),
+        )
+      : supervised$;
     return sourceChain(frames$, { detector, config, source: src, stats: st, analyzer, pace, log, stop, extend: options.extend, admit });
   };
 
@@ -320,8 +337,9 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
           const st = newSourceStats(src.id);
           stats.push(st);
           if (analyzer) analyzerMap.set(src.id, analyzer);
-          const seq = { next: detached.get(src.id)?.nextSeq ?? 0 };
-          return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne, false, admit, seq).pipe(
+          const before = detached.get(src.id);
+          const cont: Continuity = { nextSeq: before?.nextSeq ?? 0, lastPts: before?.lastPts, ptsOrigin: before?.ptsOrigin, fps: before?.fps };
+          return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne, false, admit, cont).pipe(
             finalize(() => {
               const at = stats.indexOf(st);
               if (at >= 0) stats.splice(at, 1);
@@ -333,7 +351,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
               d.dropped += st.dropped;
               d.inferenceErrors += st.inferenceErrors;
               d.reconnects += st.reconnects;
-              d.nextSeq = seq.next;
+              Object.assign(d, cont, { fps: st.fps ?? cont.fps });
               detached.set(src.id, d);
             }),
           );

@@ -32,6 +32,12 @@ export interface SupervisedSourceOptions extends FfmpegSourceOptions {
    * `failed` with that reason, not `stopped`.
    */
   failedBy?: () => Error | undefined;
+  /**
+   * Where an earlier chain of this source ended (a worker's camera attached again): `pts` go on
+   * after `lastPts`, a live source's counted from the same first frame (`firstFrameAt`, on
+   * `clock`), 1 / `fps` apart, as across restarts. With `seqStart`, the source continues as if never detached.
+   */
+  resume?: { lastPts: number; firstFrameAt: number; fps?: number };
   /** Random source for jitter (tests). */
   random?: () => number;
   /** Runs every timer (start timeout, stall watchdog, backoff); a TestScheduler runs them in virtual time. Default `asyncScheduler`. */
@@ -87,13 +93,13 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     let state: SourceState = 'stopped';
     let attempt = 0; // failures in a row since the source was last healthy
     let streamingSince = 0; // clock() at the first frame after (re)starting
-    let fps: number | undefined = o.input.fps;
+    let fps: number | undefined = o.input.fps ?? o.resume?.fps;
     let format: string | undefined;
     let opened = false; // ffmpeg reported the input's video stream at least once
     // Continuity across ffmpeg runs.
     let nextSeq = o.seqStart ?? 0;
-    let lastPts: number | undefined;
-    let firstFrameAt = 0; // clock() at the source's first frame
+    let lastPts: number | undefined = o.resume?.lastPts;
+    let firstFrameAt = o.resume?.firstFrameAt ?? 0; // clock() at the source's first frame
     // Files: where the current run started in the file, its first frame's pts, frames so far.
     let runSeek = 0;
     let runFirstPts = 0;

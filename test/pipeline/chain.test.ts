@@ -361,7 +361,7 @@ describe('a source failed by its inference (real ffmpeg, fake session)', () => {
 });
 
 describe('a source attached again under the same id (real ffmpeg, fake session)', () => {
-  it('its seq goes on from the last attachment (it started at 0 again), and what each attachment counted stays in `detached`', async () => {
+  it('its seq and pts go on from the last attachment (they started at 0 again), and what each attachment counted stays in `detached`', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-attach-'));
     const clip = join(dir, 'clip.mp4');
     execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', `testsrc=size=${S}x${S}:rate=10`, '-frames:v', '12', '-pix_fmt', 'yuv420p', clip]);
@@ -374,6 +374,9 @@ describe('a source attached again under the same id (real ffmpeg, fake session)'
     const second = await lastValueFrom(p.attach(src, never).pipe(toArray()));
     expect(first.map((r) => r.frame.seq)).toEqual(Array.from({ length: 12 }, (_, i) => i));
     expect(second.map((r) => r.frame.seq)).toEqual(Array.from({ length: 12 }, (_, i) => 12 + i));
-    expect(p.detached.get('late')).toEqual({ attachments: 2, framesIn: 24, framesOut: 24, dropped: 0, inferenceErrors: 0, reconnects: 0, nextSeq: 24 });
+    // pts go on too (the annotated video skipped every frame of a camera whose pts went back).
+    expect(first.at(-1)!.frame.pts).toBeCloseTo(1.1, 6);
+    expect(second.map((r) => r.frame.pts)[0]).toBeCloseTo(1.2, 6);
+    expect(p.detached.get('late')).toMatchObject({ attachments: 2, framesIn: 24, framesOut: 24, dropped: 0, inferenceErrors: 0, reconnects: 0, nextSeq: 24 });
   });
 });
