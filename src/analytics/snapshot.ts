@@ -1,4 +1,5 @@
 import { loadSharp } from '../core/sharp.js';
+import { escapeXml } from '../core/text.js';
 import type { Detections } from '../core/detections.js';
 import type { Frame } from '../core/frame.js';
 import { yuvToPacked } from '../preprocess/letterbox.js';
@@ -67,8 +68,6 @@ export interface SnapshotOptions {
   quality: number;
 }
 
-const esc = (s: string) => s.replace(/[<>&"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;' })[c]!);
-
 /** SVG drawing of zones, lines and boxes in snapshot pixels. */
 export function overlaySvg(o: Overlay, width: number, height: number, srcWidth: number, srcHeight: number): string {
   const sx = width / srcWidth, sy = height / srcHeight;
@@ -86,7 +85,7 @@ export function overlaySvg(o: Overlay, width: number, height: number, srcWidth: 
     const hot = i === o.highlight;
     const color = hot ? '#ff2020' : '#20e060';
     const tid = d.trackerId && d.trackerId[i] >= 0 ? ` #${d.trackerId[i]}` : '';
-    const text = esc(`${o.labels[d.classId[i]] ?? d.classId[i]}${tid} ${d.confidence[i].toFixed(2)}`);
+    const text = escapeXml(`${o.labels[d.classId[i]] ?? d.classId[i]}${tid} ${d.confidence[i].toFixed(2)}`);
     parts.push(`<rect x="${x1.toFixed(1)}" y="${y1.toFixed(1)}" width="${(x2 - x1).toFixed(1)}" height="${(y2 - y1).toFixed(1)}" fill="none" stroke="${color}" stroke-width="${hot ? 4 : 2}"/>`);
     parts.push(`<text x="${(x1 + 3).toFixed(1)}" y="${Math.max(12, y1 - 4).toFixed(1)}" font-family="sans-serif" font-size="12" fill="${color}" stroke="black" stroke-width="0.5">${text}</text>`);
   }

@@ -1,6 +1,7 @@
 import type { Detections } from '../core/detections.js';
 import type { Point } from '../core/polygon.js';
 import { loadSharp } from '../core/sharp.js';
+import { escapeXml } from '../core/text.js';
 import type { LineShape, Scene, ZoneShape } from './scene.js';
 
 /** A packed 8-bit, 3-channel picture (HWC), in either channel order. */
@@ -44,15 +45,6 @@ function metrics(width: number, height: number) {
   return { stroke, font, pad: Math.max(2, Math.round(font / 4)), arrow: Math.max(24, 3 * font) };
 }
 
-/**
- * Text as SVG character data: markup characters escaped, and characters XML 1.0 cannot hold at
- * all (control characters, lone surrogates, U+FFFE/U+FFFF) shown as U+FFFD. A label comes from
- * the model file or a manifest: one `\v` in it failed every drawing (libvips' XML parser).
- */
-const escapeXml = (s: string) =>
-  s
-    .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD')
-    .replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
 const f1 = (v: number) => (Math.round(v * 10) / 10).toString();
 
 /** A filter as it is shown beside a zone's or line's name: ` [car, truck]`, nothing for every class. */

@@ -42,6 +42,17 @@ describe('snapshots', () => {
     expect(svg).toContain('<line x1="0" y1="100" x2="400" y2="100"');
   });
 
+  it('a class name with a control character or a lone surrogate still gives a snapshot (drawn as U+FFFD), not an alert without a picture', async () => {
+    const d = new Detections(new Float32Array([4, 4, 40, 24]), new Float32Array([0.9]), new Int32Array([0]));
+    const overlay = { detections: d, labels: ['fork\vlift\uD800 <&>'], highlight: 0, zones: [], lines: [] };
+    const svg = overlaySvg(overlay, 64, 32, 64, 32);
+    expect(svg).toContain('fork\uFFFDlift\uFFFD &lt;&amp;&gt; 0.90');
+    const pic = { rgb: Buffer.alloc(64 * 32 * 3, 100), width: 64, height: 32, srcWidth: 64, srcHeight: 32 };
+    // libvips refused the SVG before ("PCDATA invalid Char value 11").
+    const shot = await renderSnapshot(pic, overlay, { maxWidth: 64, maxBytes: 1_000_000, quality: 80 });
+    expect((await sharp(shot.jpeg).metadata()).format).toBe('jpeg');
+  });
+
   it('renders a JPEG at most maxWidth wide (never upscaled) and under maxBytes, lowering quality then size', async () => {
     // Noise compresses badly: a stress test for the size cap.
     const w = 416, h = 234;
