@@ -1,11 +1,16 @@
 import * as ort from 'onnxruntime-node';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { forTerminal } from '../core/text.js';
 import { describeModel } from './describe.js';
 import type { Family } from '../core/families.js';
 import { createDecoder } from './registry.js';
 import { sessionTensors, type TensorInfo } from './tensor-info.js';
 
-/** What argus makes of an ONNX file: metadata, tensors, decoder family, labels, pre-processing. */
+/**
+ * What argus makes of an ONNX file: metadata, tensors, decoder family, labels, pre-processing.
+ * Text for a terminal: everything read from the file (names, metadata, labels) is untrusted, so
+ * each line goes through forTerminal (an escape sequence in a class name is shown, not run).
+ */
 export async function inspectModel(path: string, family: Family | 'auto' = 'auto'): Promise<string> {
   let session: ort.InferenceSession;
   try {
@@ -39,7 +44,7 @@ export async function inspectModel(path: string, family: Family | 'auto' = 'auto
       `labels:        ${m.labels.length} (${meta.names ? 'from metadata names' : 'none in the file'}): ${m.labels.slice(0, 8).join(', ')}${m.labels.length > 8 ? ', …' : ''}`,
       `batch:         ${typeof batchDim === 'string' || batchDim === -1 ? 'dynamic (cross-source batching possible)' : `fixed ${batchDim}`}`,
     );
-    return lines.join('\n');
+    return lines.map(forTerminal).join('\n');
   } finally {
     await session.release();
   }

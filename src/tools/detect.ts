@@ -8,6 +8,7 @@ import type { Detections } from '../core/detections.js';
 import { ArgusError, ErrorCodes, isArgusError, type ErrorCode } from '../core/errors.js';
 import { isVideoPath, sameFile, unwritableDir, VIDEO_EXTENSIONS } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
+import { forTerminal } from '../core/text.js';
 import { resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { inputKind, readImage, videoFrames, type RawFrame, type VideoInfo } from './frames.js';
 import { FrameDetector, loadToolDetector, modelRef } from './model.js';
@@ -85,7 +86,10 @@ const fmtBox = (b: readonly number[]) => `[${b.map((v) => v.toFixed(1)).join(', 
 /** Frames of one file up to which the table lists every frame; longer files get a summary. */
 const TABLE_FRAMES = 30;
 
-/** The readable report of one file: each detection (per frame for up to 30 frames), else counts by label. */
+/**
+ * The readable report of one file: each detection (per frame for up to 30 frames), else counts by
+ * label. Text for a terminal: labels come from the model file, so each line goes through forTerminal.
+ */
 export function formatFile(f: JsonFile, video: boolean): string {
   const lines: string[] = [];
   const total = f.frames.reduce((s, fr) => s + fr.detections.length, 0);
@@ -94,7 +98,7 @@ export function formatFile(f: JsonFile, video: boolean): string {
     const dets = f.frames[0]?.detections ?? [];
     lines.push(`${head}  ${dets.length} detection${dets.length === 1 ? '' : 's'}`);
     for (const d of dets) lines.push(`  ${d.label.padEnd(14)} ${d.score.toFixed(2)}  ${fmtBox(d.box)}`);
-    return lines.join('\n');
+    return lines.map(forTerminal).join('\n');
   }
   lines.push(`${head}  ${f.frames.length} frame${f.frames.length === 1 ? '' : 's'}, ${total} detection${total === 1 ? '' : 's'}`);
   if (f.frames.length <= TABLE_FRAMES) {
@@ -102,7 +106,7 @@ export function formatFile(f: JsonFile, video: boolean): string {
       lines.push(`  frame ${String(fr.index).padStart(4)}  ${fr.pts.toFixed(2).padStart(7)} s  ${fr.detections.length} detection${fr.detections.length === 1 ? '' : 's'}`);
       for (const d of fr.detections) lines.push(`      ${d.label.padEnd(14)} ${d.score.toFixed(2)}  ${fmtBox(d.box)}`);
     }
-    return lines.join('\n');
+    return lines.map(forTerminal).join('\n');
   }
   // By label: detections, frames with one, best score.
   const by = new Map<string, { n: number; frames: number; best: number }>();
@@ -122,7 +126,7 @@ export function formatFile(f: JsonFile, video: boolean): string {
   for (const [label, e] of [...by].sort((a, b) => b[1].n - a[1].n)) {
     lines.push(`  ${label.padEnd(14)} ${String(e.n).padStart(6)} detection${e.n === 1 ? ' ' : 's'} in ${String(e.frames).padStart(5)} frame${e.frames === 1 ? ' ' : 's'}, best ${e.best.toFixed(2)}`);
   }
-  return lines.join('\n');
+  return lines.map(forTerminal).join('\n');
 }
 
 /** Output path of the annotated copy of `file` (`out` is the file itself for one input, a folder for several or when it is one). */
@@ -226,11 +230,11 @@ export async function runDetect(files: readonly string[], options: DetectOptions
         result.failed++;
         entry.error = { code: isArgusError(e) ? e.code : ErrorCodes.SOURCE_OPEN, message: (e as Error).message };
         result.files.push(entry);
-        if (!options.json) write(`${file}  ${entry.error.code}: ${entry.error.message}\n`);
+        if (!options.json) write(`${`${file}  ${entry.error.code}: ${entry.error.message}`.split('\n').map(forTerminal).join('\n')}\n`);
         continue;
       }
       result.files.push(entry);
-      if (!options.json) write(`${formatFile(entry, video)}${target ? `\n  annotated: ${target}` : ''}\n`);
+      if (!options.json) write(`${formatFile(entry, video)}${target ? `\n  annotated: ${forTerminal(target)}` : ''}\n`);
     }
   } finally {
     await detector.release();

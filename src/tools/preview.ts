@@ -11,6 +11,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { sameFile, unwritableDir } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import type { Point } from '../core/polygon.js';
+import { forTerminal } from '../core/text.js';
 import { pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
 import type { DetectedFrame } from '../postprocess/postprocess.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
@@ -178,7 +179,8 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
       const b = Array.from(d.xyxy.subarray(i * 4, i * 4 + 4), (v) => Math.round(v));
       lines.push(`  ${`${id}${detector.labels[d.classId[i]] ?? d.classId[i]}`.padEnd(18)} ${d.confidence[i].toFixed(2)}  [${b.join(', ')}]`);
     }
-    write(`${lines.join('\n')}\n`);
+    // Labels come from the model file, zone and line names from the YAML: shown, never run by the terminal.
+    write(`${lines.map(forTerminal).join('\n')}\n`);
     return { source: src.id, at: shownAt, width: lastFrame.width, height: lastFrame.height, scene, result: last };
   } finally {
     await detector.release();

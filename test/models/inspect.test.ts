@@ -1,0 +1,19 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { inspectModel } from '../../src/models/inspect.js';
+import { modelDir } from '../helpers/onnx-graphs.js';
+import { TERMINAL_CONTROLS, writeHostileModel } from '../helpers/hostile-model.js';
+
+const dir = modelDir();
+afterAll(() => dir.cleanup());
+
+describe('argus models inspect', () => {
+  it('shows escape sequences in the file’s labels and metadata as text, never as control characters (Unicode kept)', async () => {
+    const path = dir.path('hostile.onnx');
+    writeHostileModel(path);
+    const text = await inspectModel(path);
+    expect(text).not.toMatch(TERMINAL_CONTROLS);
+    expect(text).toContain('labels:        3 (from metadata names): \\x1b]0;TITLE\\x07\\x1b[2J\\x1b[31mRED, v\\x0btab\\x9b2J, café 人');
+    expect(text).toContain('author=x\\x1b[2Ky');
+    expect(text.split('\n')[0]).toBe(`file:          ${path}`);
+  });
+});

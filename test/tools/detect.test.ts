@@ -1,0 +1,55 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import sharp from 'sharp';
+import { afterAll, describe, expect, it } from 'vitest';
+import { formatFile, runDetect } from '../../src/tools/detect.js';
+import { runPreview } from '../../src/tools/preview.js';
+import { PERSON_VIDEO } from '../helpers/assets.js';
+import { HOSTILE_NAMES, TERMINAL_CONTROLS, writeHostileModel } from '../helpers/hostile-model.js';
+import { modelDir } from '../helpers/onnx-graphs.js';
+
+const dir = modelDir();
+afterAll(() => dir.cleanup());
+
+describe('argus detect and argus preview print labels from the model file for a terminal', () => {
+  it('formatFile: control characters in a label are shown escaped, in the per-frame table and in the summary by label', () => {
+    const det = (label: string) => ({ classId: 0, label, score: 0.9, box: [1, 2, 3, 4] as [number, number, number, number] });
+    const image = formatFile({ file: 'a.jpg', width: 4, height: 4, frames: [{ index: 0, pts: 0, detections: [det(HOSTILE_NAMES[0]), det('café 人')] }] }, false);
+    expect(image).not.toMatch(TERMINAL_CONTROLS);
+    expect(image).toContain('\\x1b]0;TITLE\\x07\\x1b[2J\\x1b[31mRED 0.90');
+    expect(image).toContain('café 人');
+    const frames = Array.from({ length: 40 }, (_, index) => ({ index, pts: index / 10, detections: [det(HOSTILE_NAMES[1])] }));
+    const video = formatFile({ file: 'v.mp4', width: 4, height: 4, frames }, true);
+    expect(video).not.toMatch(TERMINAL_CONTROLS);
+    expect(video).toContain('v\\x0btab\\x9b2J');
+  });
+
+  it('runDetect with a model whose class names hold escape sequences prints them as text (--json stays JSON-escaped)', async () => {
+    const model = dir.path('hostile.onnx');
+    writeHostileModel(model);
+    const img = dir.path('p.jpg');
+    await sharp({ create: { width: 640, height: 360, channels: 3, background: { r: 90, g: 90, b: 90 } } }).jpeg().toFile(img);
+    let text = '';
+    const r = await runDetect([img], { model, score: 0.1, write: (s) => (text += s) });
+    expect(r.files[0].frames[0].detections.map((d) => d.label).sort()).toEqual([...HOSTILE_NAMES].sort());
+    expect(text).not.toMatch(TERMINAL_CONTROLS);
+    expect(text).toContain('\\x1b]0;TITLE\\x07');
+    expect(text).toContain('café 人');
+    let json = '';
+    await runDetect([img], { model, score: 0.1, json: true, write: (s) => (json += s) });
+    expect(json).toContain('\\u001b]0;TITLE\\u0007');
+  });
+
+  it('runPreview prints the labels of a hostile model as text', async () => {
+    const model = dir.path('hostile-preview.onnx');
+    writeHostileModel(model);
+    const work = mkdtempSync(join(tmpdir(), 'argus-preview-text-'));
+    const yaml = join(work, 'p.yaml');
+    writeFileSync(yaml, ['sources:', '  - id: cam', `    uri: ${PERSON_VIDEO}`, 'model:', `  path: ${model}`, 'postprocess:', '  scoreThreshold: 0.1', ''].join('\n'));
+    let text = '';
+    await runPreview(yaml, { out: join(work, 'p.png'), write: (s) => (text += s) });
+    expect(text).toContain('\\x1b]0;TITLE\\x07');
+    expect(text).not.toMatch(TERMINAL_CONTROLS);
+  }, 60_000);
+});
