@@ -26,20 +26,30 @@ export interface ConsumeSummary {
 }
 
 /**
+ * A claim's epoch is the offset of its record in the owners topic (cluster/view.ts): a
+ * non-negative safe integer. Anything else (1e308, −1, 2.5, "7") was not written by a worker.
+ */
+function isEpoch(v: unknown): v is number {
+  return Number.isSafeInteger(v) && (v as number) >= 0;
+}
+
+/**
  * The rule for messages of `argus worker` cameras (README, "Many machines"): every message
  * carries its camera's owner and epoch, and a camera's epoch grows with every new owner. A
  * detections message whose epoch is lower than one already seen for its camera comes from a
  * former owner — results it processed before it stopped, delivered late — and is stale: skip
  * it. Alerts and status messages are never skipped (an alert raised by the former owner while
- * it held the camera is a real alert; de-duplicate alerts by their id).
+ * it held the camera is a real alert; de-duplicate alerts by their id). Only a real epoch (see
+ * `isEpoch`) is remembered: one record with `"epoch": 1e308` made every later detection of its
+ * camera stale for the whole session.
  */
 export class EpochGate {
   private readonly latest = new Map<string, number>();
   stale = 0;
 
   /** False for a stale detections message; remembers the highest epoch of each camera. */
-  accept(m: { type?: string; source?: string; epoch?: number }): boolean {
-    if (m.source === undefined || typeof m.epoch !== 'number') return true;
+  accept(m: { type?: unknown; source?: unknown; epoch?: unknown }): boolean {
+    if (typeof m.source !== 'string' || !isEpoch(m.epoch)) return true;
     const cur = this.latest.get(m.source);
     if (cur === undefined || m.epoch > cur) this.latest.set(m.source, m.epoch);
     if (m.type === 'detections' && cur !== undefined && m.epoch < cur) {

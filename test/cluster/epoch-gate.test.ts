@@ -15,6 +15,17 @@ describe('EpochGate (argus consume’s rule for worker cameras)', () => {
     expect(g.accept({ type: 'detections', source: 'a', epoch: 9 })).toBe(true);
     expect(g.stale).toBe(1);
   });
+
+  it('remembers only a real epoch (a Kafka offset: a non-negative safe integer): one record with 1e308 no longer makes the camera\'s later detections stale', () => {
+    const g = new EpochGate();
+    for (const epoch of [1e308, Infinity, -1, 2.5, 2 ** 53, '99', null]) expect(g.accept({ type: 'status', source: 'lobby', epoch })).toBe(true);
+    expect(g.accept({ type: 'detections', source: 'lobby', epoch: 4 })).toBe(true);
+    expect(g.accept({ type: 'detections', source: 'lobby', epoch: 1e308 })).toBe(true); // not a worker's: shown, not remembered
+    expect(g.accept({ type: 'detections', source: 'lobby', epoch: 4 })).toBe(true);
+    expect(g.accept({ type: 'detections', source: 'lobby', epoch: 0 })).toBe(false); // a real, lower epoch is still stale
+    expect(g.accept({ type: 'detections', source: { toString: 1 }, epoch: 1 })).toBe(true);
+    expect(g.stale).toBe(1);
+  });
 });
 
 const seen = (source: string, owner: string, epoch: number, seq: number, emitted: number, dropped = 0): Seen => ({ source, owner, epoch, seq, dropped, emitted, captured: emitted - 10, readAt: emitted + 5 });
