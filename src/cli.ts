@@ -237,8 +237,8 @@ program
   .requiredOption('--brokers <list>', 'comma-separated host:port list', (v: string) => v.split(',').filter(Boolean))
   .option('--topic <name>', 'topic to read', 'argus.detections')
   .option('--from-beginning', 'start at the oldest message', false)
-  .option('--window <n>', 'print p50/p99 every N messages', positiveInt, 100)
-  .option('--count <n>', 'stop after N messages', positiveInt)
+  .option('--window <n>', 'print p50/p99 every N records read', positiveInt, 100)
+  .option('--count <n>', 'stop after N records read: every record counts, also one skipped as stale (a former owner\'s), not JSON or not an argus message', positiveInt)
   .option('--json', 'print each message as JSON', false)
   .action(async (opts: { brokers: string[]; topic: string; fromBeginning: boolean; window: number; count?: number; json: boolean }) => {
     const { consume } = await import('./sinks/consume.js');

@@ -1,14 +1,19 @@
 import { Kafka, logLevel } from 'kafkajs';
 import { now } from '../core/clock.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { SampleWindow } from '../core/stats.js';
+import { forTerminal } from '../core/text.js';
 
 export interface ConsumeOptions {
   brokers: string[];
   topic: string;
   fromBeginning: boolean;
-  /** Print p50/p99 every this many messages. */
+  /** Print p50/p99 every this many records read. */
   window: number;
-  /** Stop after this many messages. */
+  /**
+   * Stop after this many records read: every record counts, whether it was printed, skipped as
+   * stale, not JSON or not an argus message (so a count of records behind a stale owner ends).
+   */
   count?: number;
   /** Print each message's JSON instead of a summary line. */
   json: boolean;
@@ -18,11 +23,19 @@ export interface ConsumeOptions {
 }
 
 export interface ConsumeSummary {
-  messages: number;
+  /** Records read (what `count` counts). */
+  records: number;
+  /** Latency percentiles over the records with a plausible stamp. */
   p50: number;
   p99: number;
   /** Detections from a former owner of their camera (argus worker), skipped: see EpochGate. */
   stale: number;
+  /** Records that are JSON but not argus messages, or not JSON at all (tombstones included). */
+  notArgus: number;
+  /** Messages whose `stamps.produced` (or `captured`) is not a plausible time: left out of the latency figures. */
+  implausible: number;
+  /** The output's reader went away (`argus consume … | head`): stopped without a summary. */
+  readerGone: boolean;
 }
 
 /**
@@ -60,9 +73,57 @@ export class EpochGate {
   }
 }
 
+const MESSAGE_TYPES = new Set(['detections', 'alert', 'status']);
+
+/** The fields `argus consume` reads; anything may be in a record, so each is checked where it is used. */
+interface ArgusRecord {
+  type: 'detections' | 'alert' | 'status';
+  source: string;
+  seq?: unknown;
+  epoch?: unknown;
+  owner?: unknown;
+  state?: unknown;
+  stamps?: { produced?: unknown; captured?: unknown } | null;
+  detections?: unknown;
+  alert?: { event?: unknown } | null;
+}
+
+/** A parsed record that is an argus message (an object with a known `type` and a string `source`), else undefined. */
+function asArgusMessage(v: unknown): ArgusRecord | undefined {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined;
+  const m = v as Record<string, unknown>;
+  return typeof m.type === 'string' && MESSAGE_TYPES.has(m.type) && typeof m.source === 'string' ? (m as unknown as ArgusRecord) : undefined;
+}
+
+/** Stamps before this (2000-01-01) or more than a day ahead of this clock are no time a frame was produced at. */
+const EARLIEST_STAMP_MS = Date.UTC(2000, 0, 1);
+const LATEST_AHEAD_MS = 24 * 3600 * 1000;
+
+/**
+ * When the message's frame was produced (`stamps.produced`; messages before it existed: `captured`):
+ * a time, 'implausible' for a value that cannot be one (−1e308, a string, the year 1970 or 2300),
+ * undefined when there is none (status messages).
+ */
+function producedAt(m: ArgusRecord, t: number): number | 'implausible' | undefined {
+  const s = m.stamps;
+  if (typeof s !== 'object' || s === null) return undefined;
+  const v = s.produced ?? s.captured;
+  if (v === undefined) return undefined;
+  return typeof v === 'number' && v >= EARLIEST_STAMP_MS && v <= t + LATEST_AHEAD_MS ? v : 'implausible';
+}
+
+/** A field of a record as text for the terminal: strings escaped (forTerminal), numbers as they are, anything else '?'. */
+const field = (v: unknown): string => (typeof v === 'string' ? forTerminal(v) : typeof v === 'number' ? String(v) : '?');
+
+/** A write failed because the reader of stdout went away (`| head`): stop quietly, as `argus run --jsonl -` does. */
+const readerClosed = (e: NodeJS.ErrnoException) => e.code === 'EPIPE' || e.code === 'ERR_STREAM_DESTROYED';
+
 /**
  * Reads a topic and prints each message with its source → consumption latency (from `stamps.produced`), and p50/p99
- * over a sliding window. For operators checking a deployment and for our tests.
+ * over a sliding window. For operators checking a deployment and for our tests. Every field of a
+ * record is untrusted: it is shown through forTerminal, never as the raw escape sequences it may
+ * hold. When the output's reader goes away (EPIPE), it stops at once: no more output, the
+ * consumer disconnected, no summary, and the command ends with status 0.
  */
 export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
   const out = o.out ?? process.stdout;
@@ -72,46 +133,93 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
   const win = new SampleWindow(o.window);
   const all = new SampleWindow(100_000);
   let n = 0;
-  await consumer.connect();
-  await consumer.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning });
-  const done = new Promise<void>((resolve) => {
-    o.signal?.addEventListener('abort', () => resolve(), { once: true });
-    void consumer.run({
-      eachMessage: async ({ message, partition }) => {
-        if (o.count !== undefined && n >= o.count) return;
-        const t = now();
-        const text = message.value?.toString() ?? '';
-        let latency = NaN;
-        let line: string;
-        try {
-          const m = JSON.parse(text) as { type?: string; source?: string; seq?: number; epoch?: number; owner?: string; stamps?: { produced?: number; captured?: number }; detections?: unknown[]; alert?: { event?: string } };
-          if (!gate.accept(m)) {
-            if (!o.json) out.write(`stale ${m.source} #${m.seq ?? '?'} from ${m.owner ?? '?'} (epoch ${m.epoch}; a newer owner's was seen): skipped\n`);
-            return;
-          }
-          // From the frame's production at the source (messages before `produced` existed: its capture).
-          const from = m.stamps?.produced ?? m.stamps?.captured;
-          latency = from ? t - from : NaN;
-          line = o.json
-            ? text
-            : `${m.type ?? '?'} ${m.source ?? '?'} #${m.seq ?? '?'} p${partition} ${m.type === 'alert' ? (m.alert?.event ?? '') : `${m.detections?.length ?? 0} detections`}  source→consume ${latency.toFixed(1)} ms`;
-        } catch {
-          line = `(not JSON) ${text.slice(0, 80)}`;
-        }
-        n++;
-        if (Number.isFinite(latency)) {
-          win.add(latency);
-          all.add(latency);
-        }
-        out.write(line + '\n');
-        if (!o.json && n % o.window === 0) out.write(`window ${o.window}: source→consume p50 ${win.percentile(50).toFixed(1)} ms  p99 ${win.percentile(99).toFixed(1)} ms\n`);
-        if (o.count !== undefined && n >= o.count) resolve();
-      },
+  let notArgus = 0;
+  let implausible = 0;
+  let stop: () => void = () => {};
+  let outError: NodeJS.ErrnoException | undefined;
+  const onOutError = (e: NodeJS.ErrnoException) => {
+    outError ??= e;
+    stop();
+  };
+  out.on('error', onOutError);
+  const write = (s: string) => {
+    if (!outError) out.write(s);
+  };
+  try {
+    await consumer.connect();
+    await consumer.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning });
+    /** The line printed for one record (undefined: nothing, a stale record with --json). */
+    const describe = (text: string | undefined, partition: number): string | undefined => {
+      const t = now();
+      if (text === undefined || text === '') {
+        notArgus++;
+        return o.json ? undefined : '(empty record: a tombstone or no value)';
+      }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        notArgus++;
+        return `(not JSON) ${forTerminal(text.slice(0, 80))}`;
+      }
+      const m = asArgusMessage(parsed);
+      if (!m) {
+        notArgus++;
+        return o.json ? text : `(JSON, not an argus message) ${forTerminal(text.slice(0, 80))}`;
+      }
+      if (!gate.accept(m)) {
+        return o.json ? undefined : `stale ${forTerminal(m.source)} #${field(m.seq)} from ${field(m.owner)} (epoch ${m.epoch}; a newer owner's was seen): skipped`;
+      }
+      const from = producedAt(m, t);
+      let latency = '';
+      if (from === 'implausible') {
+        implausible++;
+        latency = '  source→consume ? ms (implausible stamp: left out)';
+      } else if (from !== undefined) {
+        win.add(t - from);
+        all.add(t - from);
+        latency = `  source→consume ${(t - from).toFixed(1)} ms`;
+      }
+      if (o.json) return text;
+      const what =
+        m.type === 'alert' ? field(m.alert?.event ?? '')
+        : m.type === 'status' ? field(m.state)
+        : `${Array.isArray(m.detections) ? m.detections.length : 0} detections`;
+      return `${m.type} ${forTerminal(m.source)} #${field(m.seq)} p${partition} ${what}${latency}`;
+    };
+
+    const done = new Promise<void>((resolve) => {
+      stop = resolve;
+      if (outError) resolve();
+      o.signal?.addEventListener('abort', () => resolve(), { once: true });
+      void consumer.run({
+        eachMessage: async ({ message, partition }) => {
+          if (outError || (o.count !== undefined && n >= o.count)) return;
+          n++;
+          const line = describe(message.value?.toString(), partition);
+          if (line !== undefined) write(line + '\n');
+          if (!o.json && n % o.window === 0) write(`window ${o.window}: source→consume p50 ${win.percentile(50).toFixed(1)} ms  p99 ${win.percentile(99).toFixed(1)} ms\n`);
+          if (o.count !== undefined && n >= o.count) resolve();
+        },
+      });
     });
-  });
-  await done;
-  await consumer.disconnect();
-  const summary = { messages: n, p50: all.percentile(50), p99: all.percentile(99), stale: gate.stale };
-  if (!o.json) out.write(`${n} messages: source→consume p50 ${summary.p50.toFixed(1)} ms  p99 ${summary.p99.toFixed(1)} ms${gate.stale ? `; ${gate.stale} stale (a former owner's) skipped` : ''}\n`);
+
+    await done;
+  } finally {
+    await consumer.disconnect();
+  }
+  const summary: ConsumeSummary = { records: n, p50: all.percentile(50), p99: all.percentile(99), stale: gate.stale, notArgus, implausible, readerGone: outError !== undefined && readerClosed(outError) };
+  if (outError) {
+    if (summary.readerGone) return summary;
+    throw new ArgusError(ErrorCodes.SINK_FILE, `consume: writing the output failed (${outError.code ?? outError.message})`, { cause: outError });
+  }
+  if (!o.json) {
+    const notes = [
+      gate.stale ? `${gate.stale} stale (a former owner's) skipped` : '',
+      notArgus ? `${notArgus} not argus messages` : '',
+      implausible ? `${implausible} with an implausible stamp left out of the latency figures` : '',
+    ].filter(Boolean);
+    write(`${n} records: source→consume p50 ${summary.p50.toFixed(1)} ms  p99 ${summary.p99.toFixed(1)} ms${notes.length ? `; ${notes.join('; ')}` : ''}\n`);
+  }
   return summary;
 }

@@ -76,7 +76,7 @@ describe('Kafka sink against a real broker', () => {
     const lines = out.trim().split('\n');
     expect(lines.filter((l) => /^detections lobby #\d+ p\d+ \d+ detections {2}source→consume [\d.]+ ms$/.test(l))).toHaveLength(10);
     expect(lines.filter((l) => /^window 5: source→consume p50 [\d.]+ ms {2}p99 [\d.]+ ms$/.test(l))).toHaveLength(2);
-    expect(lines.at(-1)).toMatch(/^10 messages: source→consume p50 [\d.]+ ms {2}p99 [\d.]+ ms$/);
+    expect(lines.at(-1)).toMatch(/^10 records: source→consume p50 [\d.]+ ms {2}p99 [\d.]+ ms$/);
   }, 2 * MODEL_RUN_TIMEOUT_MS);
 });
 

@@ -1,0 +1,135 @@
+import { spawn } from 'node:child_process';
+import { Writable } from 'node:stream';
+import { Kafka, logLevel } from 'kafkajs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { consume } from '../../src/sinks/consume.js';
+import { ARGUS, ROOT } from '../helpers/cli.js';
+import { testBrokers, uniqueTopic } from '../helpers/kafka.js';
+
+let brokers: string[];
+beforeAll(async () => {
+  brokers = await testBrokers();
+}, 600_000);
+
+/** Writes `values` (null: a tombstone) to a new one-partition topic, in this order. */
+async function produce(topic: string, values: (string | null)[], create = true): Promise<void> {
+  const kafka = new Kafka({ clientId: 'argus-test', brokers, logLevel: logLevel.NOTHING });
+  if (create) {
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await admin.disconnect();
+  }
+  const p = kafka.producer();
+  await p.connect();
+  await p.send({ topic, messages: values.map((value) => ({ key: 'k', value })) });
+  await p.disconnect();
+}
+
+function collector(): { out: Writable; text: () => string } {
+  let s = '';
+  const out = new Writable({ write: (chunk: Buffer, _e, cb) => ((s += chunk.toString()), cb()) });
+  return { out, text: () => s };
+}
+
+/** What a terminal would act on: C0 (but the line feed) and C1 control characters, DEL. */
+const CONTROLS = /[\u0000-\u0009\u000B-\u001F\u007F-\u009F]/;
+
+describe('argus consume against hostile and malformed records', () => {
+  it('shows every field for a terminal, names JSON that is not an argus message, keeps implausible stamps out of the latency figures', async () => {
+    const topic = uniqueTopic('consume-hostile');
+    const t = Date.now();
+    await produce(topic, [
+      JSON.stringify({ type: 'detections', version: 1, source: '\u001b]0;TITLE\u0007\u001b[2J', seq: 1, stamps: { produced: t }, detections: [] }),
+      'null',
+      '\u001b[2J\u009b31mnot json',
+      JSON.stringify({ type: 'detections', source: { toString: 1 }, seq: 2 }),
+      JSON.stringify({ type: 'detections', version: 1, source: 'lobby2', seq: 4, stamps: { produced: -1e308 }, detections: [] }),
+      JSON.stringify({ type: 'alert', version: 1, source: 'cam', seq: '\u001b[1A', owner: 7, stamps: { produced: t }, alert: { event: '\u001b[1A\u001b[2Kfake line' } }),
+      JSON.stringify({ type: 'status', source: 'café', state: 'running\u0007' }),
+      null,
+    ]);
+    const c = collector();
+    const s = await consume({ brokers, topic, fromBeginning: true, window: 100, count: 8, json: false, out: c.out });
+    const lines = c.text().trimEnd().split('\n');
+    expect(c.text()).not.toMatch(CONTROLS);
+    expect(lines[0]).toMatch(/^detections \\x1b\]0;TITLE\\x07\\x1b\[2J #1 p0 0 detections {2}source→consume [\d.]+ ms$/);
+    expect(lines[1]).toBe('(JSON, not an argus message) null');
+    expect(lines[2]).toBe('(not JSON) \\x1b[2J\\x9b31mnot json');
+    expect(lines[3]).toBe('(JSON, not an argus message) {"type":"detections","source":{"toString":1},"seq":2}');
+    expect(lines[4]).toBe('detections lobby2 #4 p0 0 detections  source→consume ? ms (implausible stamp: left out)');
+    expect(lines[5]).toMatch(/^alert cam #\\x1b\[1A p0 \\x1b\[1A\\x1b\[2Kfake line {2}source→consume [\d.]+ ms$/);
+    expect(lines[6]).toBe('status café #? p0 running\\x07');
+    expect(lines[7]).toBe('(empty record: a tombstone or no value)');
+    expect(lines[8]).toMatch(/^8 records: source→consume p50 [\d.]+ ms {2}p99 [\d.]+ ms; 4 not argus messages; 1 with an implausible stamp left out of the latency figures$/);
+    expect(s).toMatchObject({ records: 8, notArgus: 4, implausible: 1, stale: 0, readerGone: false });
+    expect(s.p99).toBeLessThan(600_000); // -1e308 made it 1e+308
+  }, 120_000);
+
+  it('an epoch that is no Kafka offset (1e308, -1, 2.5) leaves the camera’s later detections alone; --count counts records read, stale ones too', async () => {
+    const topic = uniqueTopic('consume-epoch');
+    const det = (seq: number, epoch: unknown, owner = 'w1') => JSON.stringify({ type: 'detections', version: 1, source: 'lobby', seq, owner, epoch, stamps: { produced: Date.now() }, detections: [] });
+    await produce(topic, [
+      JSON.stringify({ type: 'status', source: 'lobby', epoch: 1e308 }),
+      JSON.stringify({ type: 'status', source: 'lobby', epoch: 2.5 }),
+      det(1, -1),
+      det(2, 4),
+      det(3, 9, 'w2'),
+      det(4, 4), // the former owner's, late: stale
+    ]);
+    const c = collector();
+    // Six records, one of them stale: --count 6 ends (it read records after the stale one for ever before).
+    const s = await consume({ brokers, topic, fromBeginning: true, window: 100, count: 6, json: false, out: c.out });
+    const lines = c.text().trimEnd().split('\n');
+    expect(lines.filter((l) => l.startsWith('detections lobby #'))).toHaveLength(3);
+    expect(lines[5]).toBe("stale lobby #4 from w1 (epoch 4; a newer owner's was seen): skipped");
+    expect(lines.at(-1)).toMatch(/^6 records: .*; 1 stale \(a former owner's\) skipped$/);
+    expect(s).toMatchObject({ records: 6, stale: 1 });
+  }, 120_000);
+});
+
+describe('argus consume when its reader goes away (argus consume … | head -1)', () => {
+  /** Runs the CLI, closes its stdout after the first line, then calls `after`; resolves with its exit. */
+  function runAndCloseAfterFirstLine(topic: string, after: () => Promise<void> = async () => {}): Promise<{ code: number | null; first: string; stderr: string }> {
+    return new Promise((res, rej) => {
+      const p = spawn(process.execPath, [ARGUS, 'consume', '--brokers', brokers.join(','), '--topic', topic, '--from-beginning'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      let first = '';
+      let stderr = '';
+      p.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      p.stdout.setEncoding('utf8').once('data', (d: string) => {
+        first = d.split('\n')[0];
+        p.stdout.destroy(); // as head -1 does once it has its line
+        after().catch(rej);
+      });
+      const bound = setTimeout(() => p.kill('SIGKILL'), 90_000); // a hang bound only
+      p.on('error', rej);
+      p.on('close', (code, signal) => {
+        clearTimeout(bound);
+        res({ code: code ?? (signal as unknown as number), first, stderr });
+      });
+    });
+  }
+
+  it('stops quietly with status 0 while records keep coming (EPIPE crashed it with a stack trace)', async () => {
+    const topic = uniqueTopic('consume-epipe');
+    const rec = (seq: number) => JSON.stringify({ type: 'detections', version: 1, source: 'lobby', seq, stamps: { produced: Date.now() }, detections: [] });
+    await produce(topic, Array.from({ length: 3000 }, (_, i) => rec(i)));
+    const r = await runAndCloseAfterFirstLine(topic);
+    expect(r.first).toMatch(/^detections lobby #0 /);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+  }, 120_000);
+
+  it('a reader gone while the topic is quiet: stops at the next record, quietly, with status 0', async () => {
+    const topic = uniqueTopic('consume-epipe-idle');
+    const rec = (seq: number) => JSON.stringify({ type: 'detections', version: 1, source: 'lobby', seq, stamps: { produced: Date.now() }, detections: [] });
+    await produce(topic, [rec(0)]);
+    const r = await runAndCloseAfterFirstLine(topic, async () => {
+      await new Promise((w) => setTimeout(w, 1000));
+      await produce(topic, [rec(1), rec(2)], false);
+    });
+    expect(r.first).toMatch(/^detections lobby #0 /);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+  }, 120_000);
+});
