@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 
 export interface VideoWriterOptions {
@@ -34,10 +35,11 @@ export interface VideoWriterOptions {
  */
 export class VideoWriter {
   private readonly child: ChildProcess;
-  private readonly exited: Promise<{ code: number | null; error?: Error }>;
+  private readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>;
   private readonly log: string[] = [];
   private failed: Error | undefined;
-  /** Frames written so far. */
+  private killed = false;
+  /** Frames handed to ffmpeg so far (not all of them are in the file if ffmpeg then fails). */
   frames = 0;
 
   constructor(readonly options: VideoWriterOptions) {
@@ -63,9 +65,16 @@ export class VideoWriter {
     // A write after ffmpeg has gone fails with EPIPE: the exit status tells why.
     this.child.stdin!.on('error', (e) => (this.failed ??= e));
     this.exited = new Promise((res) => {
-      this.child.on('error', (error) => res({ code: null, error }));
-      this.child.on('close', (code) => res({ code }));
+      this.child.on('error', (error) => res({ code: null, signal: null, error }));
+      this.child.on('close', (code, signal) => res({ code, signal }));
     });
+  }
+
+  /** How ffmpeg ended: its exit code, or the signal that killed it by name (SIGXFSZ: the file size limit). */
+  private ended(code: number | null, signal: NodeJS.Signals | null): string {
+    if (signal === null) return `ffmpeg exited with code ${code}`;
+    if (this.killed && signal === 'SIGKILL') return 'ffmpeg was killed by argus (SIGKILL)';
+    return `ffmpeg was killed by ${signal}${SIGNAL_CAUSES[signal] ? ` (${SIGNAL_CAUSES[signal]})` : ''}`;
   }
 
   private error(detail: string): ArgusError {
@@ -76,8 +85,12 @@ export class VideoWriter {
   async write(frame: Uint8Array): Promise<void> {
     const { width, height } = this.options;
     if (frame.length !== width * height * 3) throw new RangeError(`VideoWriter: frame has ${frame.length} bytes, expected ${width * height * 3}`);
-    if (this.failed) throw this.error(this.failed.message);
-    if (this.child.exitCode !== null || this.child.signalCode !== null) throw this.error(`ffmpeg exited with ${this.child.exitCode !== null ? `code ${this.child.exitCode}` : this.child.signalCode}`);
+    if (this.failed) {
+      // EPIPE: ffmpeg has gone or is going; its exit status says why (a moment's wait for it).
+      const end = await Promise.race([this.exited, delay(1000, undefined, { ref: false })]);
+      throw this.error(end && !end.error ? this.ended(end.code, end.signal) : this.failed.message);
+    }
+    if (this.child.exitCode !== null || this.child.signalCode !== null) throw this.error(this.ended(this.child.exitCode, this.child.signalCode));
     const stdin = this.child.stdin!;
     this.frames++;
     if (!stdin.write(frame) && !stdin.destroyed) {
@@ -103,13 +116,24 @@ export class VideoWriter {
   /** Ends the input and waits for ffmpeg to finish the file. */
   async close(): Promise<void> {
     this.child.stdin!.end();
-    const { code, error } = await this.exited;
+    const { code, signal, error } = await this.exited;
     if (error) throw this.error(`could not start ffmpeg (${this.options.ffmpegPath}): ${error.message}`);
-    if (code !== 0) throw this.error(`ffmpeg exited with code ${code}`);
+    if (code !== 0) throw this.error(this.ended(code, signal));
   }
 
   /** Stops ffmpeg at once (SIGKILL), for a close that takes too long; a `fragmented` file keeps its complete fragments. */
   kill(): void {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      this.killed = true;
+      this.child.kill('SIGKILL');
+    }
   }
 }
+
+/** What the signals an encoder meets usually mean. */
+const SIGNAL_CAUSES: Partial<Record<NodeJS.Signals, string>> = {
+  SIGXFSZ: 'the file size limit, ulimit -f',
+  SIGKILL: 'killed from outside, often the out-of-memory killer',
+  SIGSEGV: 'ffmpeg crashed',
+  SIGTERM: 'stopped from outside',
+};

@@ -59,7 +59,11 @@ export interface AnnotateSourceStats {
   dropped: number;
   /** Frames not copied because the output frame rate (`fps`) is below the source's. */
   skipped: number;
-  /** Taken frames encoded. */
+  /**
+   * Taken frames handed to the encoder. After a clean close every one of them is in the file;
+   * after an encoder failure (`error`) the file holds fewer: those ffmpeg had finished, up to its
+   * last complete fragment.
+   */
   written: number;
   /** Taken frames not encoded (the drawing or the encoder failed). */
   lost: number;
@@ -330,8 +334,10 @@ export class AnnotateSink {
         const repeated = st.repeated ? ` (and ${st.repeated} repeats of the previous frame in the place of frames not processed or dropped)` : '';
         const skipped = st.skipped ? `, ${st.skipped} skipped (fps ${st.fps})` : '';
         const lost = st.lost ? `, ${st.lost} lost` : '';
+        // After a failure the frames handed to ffmpeg are not all in the file: say which count it is.
+        const written = st.error ? `${st.written} frames handed to the encoder, not all of them in the file` : `written ${st.written}`;
         this.log(
-          `annotate: ${st.source} → ${st.path}: written ${st.written}${repeated}, dropped ${st.dropped} (the drawing or the encoder was behind)${skipped}${lost}${st.error ? `; ${st.error}` : ''}`,
+          `annotate: ${st.source} → ${st.path}: ${written}${repeated}, dropped ${st.dropped} (the drawing or the encoder was behind)${skipped}${lost}${st.error ? `; ${st.error}` : ''}`,
           { source: st.source, path: st.path, offered: st.offered, written: st.written, dropped: st.dropped, skipped: st.skipped, lost: st.lost, repeated: st.repeated },
           st.error ? 'warn' : 'info',
         );

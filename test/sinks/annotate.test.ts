@@ -211,6 +211,10 @@ describe('AnnotateSink: bounded, never in the way', () => {
     expect(st.error).toMatch(/No space left/);
     expect(encoders[0].killed).toBe(true);
     expect(logs.filter((l) => /writing .* failed/.test(l))).toHaveLength(1);
+    // The summary names the count for what it is: frames handed to ffmpeg, not frames in the file.
+    const summary = logs.find((l) => /^annotate: cam → /.test(l))!;
+    expect(summary).toMatch(/: 1 frames handed to the encoder, not all of them in the file,/);
+    expect(summary).not.toMatch(/written 1/);
   });
 
   it('close waits for the frames in hand, then cuts ffmpeg off after closeTimeoutMs (virtual time)', async () => {
@@ -320,6 +324,25 @@ describe('VideoWriter: an ffmpeg that exits', () => {
     for (let i = 0; i < 200 && !err; i++) err = await w.write(frame).then(() => undefined, (e: unknown) => e);
     expect(isArgusError(err) && err.code).toBe('VAP_ERR_SINK_FILE');
     await expect(w.close()).rejects.toThrow(/ffmpeg exited with code/);
+  }, 30_000);
+
+  it('an ffmpeg killed by a signal (SIGXFSZ: over the file size limit) is reported by the signal\'s name, not as "code null"', async () => {
+    const dir = tmp();
+    // ffmpeg under `ulimit -f`: the kernel kills it with SIGXFSZ once the file passes the limit.
+    const wrapper = join(dir, 'ffmpeg-limited.sh');
+    writeFileSync(wrapper, `#!/bin/sh\nulimit -f 16\nexec '${resolveFfmpegSync().path}' "$@"\n`, { mode: 0o755 });
+    const w = new VideoWriter({ ffmpegPath: wrapper, path: join(dir, 'v.mp4'), width: 64, height: 64, fps: 10, order: 'rgb', layout: 'fragmented', gop: 2 });
+    // Noise does not compress: a few frames pass the limit.
+    const noise = () => Buffer.from(Array.from({ length: 64 * 64 * 3 }, () => Math.floor(Math.random() * 256)));
+    let err: unknown;
+    for (let i = 0; i < 300 && !err; i++) err = await w.write(noise()).then(() => undefined, (e: unknown) => e);
+    const closed = await w.close().then(() => undefined, (e: unknown) => e);
+    for (const e of [err, closed].filter(Boolean)) {
+      expect(isArgusError(e) && e.code).toBe('VAP_ERR_SINK_FILE');
+      expect((e as Error).message).toMatch(/ffmpeg was killed by SIGXFSZ \(the file size limit/);
+      expect((e as Error).message).not.toMatch(/code null|EPIPE/);
+    }
+    expect(closed).toBeDefined();
   }, 30_000);
 });
 
