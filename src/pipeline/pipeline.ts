@@ -60,7 +60,7 @@ export interface Pipeline {
   readonly detector: Detector;
   readonly ffmpegPath: string;
   readonly stats: readonly SourceStats[];
-  /** The local files the enabled sources read (absolute paths), so that no output is written over one. */
+  /** The local files the enabled sources read (absolute paths), and those of attached sources while they run, so that no output is written over one. */
   readonly inputs: readonly string[];
   /** Zones, lines and rules by source id (sources that have any). */
   readonly analyzers: ReadonlyMap<string, SourceAnalyzer>;
@@ -317,12 +317,15 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   const detached = new Map<string, DetachedTotals>();
   const analyzerMap = new Map<string, SourceAnalyzer>();
   analyzers.forEach((a, i) => a && analyzerMap.set(sources[i].id, a));
+  // The local file a resolved URL reads, if it is one.
+  const inputOf = (u: string) => (sourceKind(u) === 'file' ? resolve(u.startsWith('file://') ? fileURLToPath(u) : u) : undefined);
+  const inputs = urls.map(inputOf).filter((f) => f !== undefined);
   return {
     config,
     detector,
     ffmpegPath,
     stats,
-    inputs: urls.filter((u) => sourceKind(u) === 'file').map((u) => resolve(u.startsWith('file://') ? fileURLToPath(u) : u)),
+    inputs,
     analyzers: analyzerMap,
     detached,
     // Each subscription builds its chains afresh: operator state (tracker, pace, extensions) is per subscription.
@@ -339,10 +342,14 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
           if (analyzer) analyzerMap.set(src.id, analyzer);
           const before = detached.get(src.id);
           const cont: Continuity = { nextSeq: before?.nextSeq ?? 0, lastPts: before?.lastPts, ptsOrigin: before?.ptsOrigin, fps: before?.fps };
+          const input = inputOf(url);
+          if (input) inputs.push(input);
           return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne, false, admit, cont).pipe(
             finalize(() => {
               const at = stats.indexOf(st);
               if (at >= 0) stats.splice(at, 1);
+              const i = input ? inputs.lastIndexOf(input) : -1;
+              if (i >= 0) inputs.splice(i, 1);
               if (analyzerMap.get(src.id) === analyzer) analyzerMap.delete(src.id);
               const d = detached.get(src.id) ?? { attachments: 0, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, reconnects: 0, nextSeq: 0 };
               d.attachments++;

@@ -171,7 +171,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
         const delivered = pipeline.stats.find((s) => s.id === id)?.fps;
         return source && sourceKind(source.uri) !== 'file' ? (source.fps ?? delivered) : (delivered ?? source?.fps);
       };
-      const open = () => AnnotateSink.open({ ...annotateConfig, baseDir, sources: enabled.map((s) => s.id), inputs: pipeline.inputs, ffmpegPath: pipeline.ffmpegPath, channelOrder: manifest.preprocess.channelOrder, labels: pipeline.detector.labels, fpsOf, log });
+      const open = () => AnnotateSink.open({ ...annotateConfig, baseDir, sources: enabled.map((s) => s.id), attachable: options.attached !== undefined, inputs: pipeline.inputs, ffmpegPath: pipeline.ffmpegPath, channelOrder: manifest.preprocess.channelOrder, labels: pipeline.detector.labels, fpsOf, log });
       annotate = started.annotate = await life.start('annotate', open, (a) => a.close());
     }
 

@@ -1,5 +1,4 @@
-import { mkdirSync, statSync } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname, extname, isAbsolute, join, resolve } from 'node:path';
 import type { FrameResult } from '../analytics/analyze.js';
 import { grabPicture } from '../analytics/snapshot.js';
@@ -28,7 +27,18 @@ export interface AnnotateSinkOptions extends Pick<AnnotateSinkConfig, 'maxWidth'
   baseDir: string;
   /** Ids of the sources that will run (how `path` is turned into one file per source). */
   sources: readonly string[];
-  /** Files the sources read: an output that is one of them is refused (it would be emptied at start). */
+  /**
+   * Sources may also be attached after `open` (`argus worker`: all its cameras are). A plain file
+   * path then names one file per source from the start (`out.mp4` → `out-<id>.mp4`), so that no two
+   * sources ever share one, and an attached source's file is checked at its first frame as `open`
+   * checks the others'. (A source unknown at `open` is given its own file in any case.)
+   */
+  attachable?: boolean;
+  /**
+   * Files the sources read: an output that is one of them is refused (it would be emptied at
+   * start). Read again at an attached source's first frame: pass a list that the attached
+   * sources' files join (`Pipeline.inputs`).
+   */
   inputs?: readonly string[];
   ffmpegPath: string;
   /** Channel order of the frames' pixels (the model's). */
@@ -99,8 +109,12 @@ interface SourceState {
 const MAX_GAP_SECONDS = 10;
 const DEFAULT_FPS = 25;
 
-/** The output file of each source: `{source}` replaced, `<id>.mp4` inside a folder, or `-<id>` before the extension when several sources share one path. */
-export function annotatePaths(path: string, sources: readonly string[], baseDir: string): Map<string, string> {
+/**
+ * The output file of each source: `{source}` replaced, `<id>.mp4` inside a folder, or `-<id>`
+ * before the extension when several sources share one path, or `perSource` (sources attached
+ * later may join them).
+ */
+export function annotatePaths(path: string, sources: readonly string[], baseDir: string, perSource = false): Map<string, string> {
   const safe = (id: string) => id.replace(/[^A-Za-z0-9_.-]/g, '_');
   const abs = isAbsolute(path) ? path : resolve(baseDir, path);
   let folder = /[/\\]$/.test(path);
@@ -115,12 +129,36 @@ export function annotatePaths(path: string, sources: readonly string[], baseDir:
   for (const id of sources) {
     if (path.includes('{source}')) out.set(id, abs.replaceAll('{source}', safe(id)));
     else if (folder) out.set(id, join(abs, `${safe(id)}.mp4`));
-    else if (sources.length > 1) {
+    else if (sources.length > 1 || perSource) {
       const ext = extname(abs);
       out.set(id, `${abs.slice(0, abs.length - ext.length)}-${safe(id)}${ext || '.mp4'}`);
     } else out.set(id, abs);
   }
   return out;
+}
+
+/**
+ * Why `file`, the output of `source`, is refused: not a container H.264 goes in, a file a source
+ * reads (the same path or a link to it: creating the output would empty the recording), or the
+ * output of another source (two encoders would write one file).
+ */
+function refusal(source: string, file: string, outputs: ReadonlyMap<string, string>, inputs: readonly string[] | undefined): ArgusError | undefined {
+  if (!isVideoPath(file)) return new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: ${file}: the video is H.264; name a ${VIDEO_EXTENSIONS.join(', ')} file (ffmpeg picks the container by the extension)`);
+  const input = inputs?.find((i) => sameFile(i, file));
+  if (input) return new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: ${file} is a file a source reads (${input}); refusing to write over it`);
+  const other = [...outputs].find(([id, f]) => id !== source && f === file)?.[0];
+  if (other !== undefined) return new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: ${file} is the video of ${other} too (the ids differ only in characters a file name cannot hold); use ids that differ in letters, digits, '.', '_' or '-'`);
+  return undefined;
+}
+
+/** Creates (empties) an output file, folders made as needed; VAP_ERR_SINK_FILE naming `sinks.annotate.path` when it cannot be written. */
+function createOutput(file: string): void {
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    closeSync(openSync(file, 'w'));
+  } catch (e) {
+    throw new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: cannot write ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
+  }
 }
 
 /** The overlay with every coordinate multiplied by (sx, sy): source pixels onto a smaller or larger picture. */
@@ -179,20 +217,18 @@ export class AnnotateSink {
     this.log = o.log ?? (() => {});
   }
 
-  /** Checks that every output file can be written (folders made as needed), naming `sinks.annotate.path` when one cannot. */
+  /**
+   * Checks every output file (an H.264 container, not a file a source reads, not another
+   * source's) before any is created, then creates them (folders made as needed); the first that
+   * fails is VAP_ERR_SINK_FILE naming `sinks.annotate.path`.
+   */
   static async open(o: AnnotateSinkOptions): Promise<AnnotateSink> {
-    const paths = annotatePaths(o.path, o.sources, o.baseDir);
-    for (const file of new Set(paths.values())) {
-      if (!isVideoPath(file)) throw new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: ${file}: the video is H.264; name a ${VIDEO_EXTENSIONS.join(', ')} file (ffmpeg picks the container by the extension)`);
-      const input = o.inputs?.find((i) => sameFile(i, file));
-      if (input) throw new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: ${file} is a file a source reads (${input}); refusing to write over it`);
-      try {
-        mkdirSync(dirname(file), { recursive: true });
-        await (await open(file, 'w')).close();
-      } catch (e) {
-        throw new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: cannot write ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
-      }
+    const paths = annotatePaths(o.path, o.sources, o.baseDir, o.attachable);
+    for (const [source, file] of paths) {
+      const refused = refusal(source, file, paths, o.inputs);
+      if (refused) throw refused;
     }
+    for (const file of paths.values()) createOutput(file);
     return new AnnotateSink(o, paths);
   }
 
@@ -204,11 +240,35 @@ export class AnnotateSink {
   private state(source: string): SourceState {
     let s = this.states.get(source);
     if (!s) {
-      const path = this.paths.get(source) ?? annotatePaths(this.o.path, [...this.o.sources, source], this.o.baseDir).get(source)!;
+      const known = this.paths.get(source);
+      // A source attached after open (a worker's camera): a file of its own, whatever the path's form.
+      const path = known ?? annotatePaths(this.o.path, [source], this.o.baseDir, true).get(source)!;
       s = { stats: { source, path, offered: 0, taken: 0, dropped: 0, skipped: 0, written: 0, lost: 0, repeated: 0 }, lastOffered: -1, lastTaken: -1, lastWritten: -1, inHand: 0, tail: Promise.resolve(), drawErrorLogged: false };
+      if (known === undefined) this.checkAttached(s);
       this.states.set(source, s);
     }
     return s;
+  }
+
+  /**
+   * open()'s checks for a source attached later, before its encoder can start: one that fails
+   * is logged (VAP_ERR_SINK_FILE) and recorded as the source's error, so no frame of it is
+   * written; the source itself runs on.
+   */
+  private checkAttached(s: SourceState): void {
+    const { source, path } = s.stats;
+    const taken = new Map([...this.paths, ...[...this.states.values()].map((o) => [o.stats.source, o.stats.path] as const), [source, path]]);
+    let error = refusal(source, path, taken, this.o.inputs);
+    if (!error) {
+      try {
+        createOutput(path);
+      } catch (e) {
+        error = e as ArgusError;
+      }
+    }
+    if (!error) return;
+    s.stats.error = `${error.code}: ${error.message}`;
+    this.log(`annotate: no video of ${source}: ${error.message}`, { source, path, code: error.code }, 'error');
   }
 
   /** Takes a processed frame, or drops it; never waits. Call before the frame is released. */

@@ -1,19 +1,24 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { merge } from 'rxjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { FrameResult } from '../../src/analytics/analyze.js';
 import type { FrameImage, Overlay } from '../../src/annotate/draw.js';
 import { VideoWriter, type VideoWriterOptions } from '../../src/annotate/video-writer.js';
+import { parseConfigText } from '../../src/config/load.js';
+import { PipelineSchema, SourceSchema } from '../../src/config/schema.js';
 import { AnnotateSinkSchema } from '../../src/config/schema/sinks.js';
 import { Detections } from '../../src/core/detections.js';
 import { isArgusError } from '../../src/core/errors.js';
 import { emptyStamps, type Frame } from '../../src/core/frame.js';
 import { letterbox } from '../../src/core/geometry.js';
+import { runPipeline } from '../../src/pipeline/run.js';
 import { Metrics } from '../../src/server/metrics.js';
 import { AnnotateSink, annotatePaths, type AnnotateSinkOptions } from '../../src/sinks/annotate.js';
 import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
+import { fakeDetector } from '../helpers/fake-session.js';
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'argus-annotate-'));
 
@@ -312,6 +317,93 @@ describe('AnnotateSink.open: never over an input, only into a container H.264 go
     expect(isArgusError(err) && err.code).toBe('VAP_ERR_SINK_FILE');
     expect(err.message).toMatch(/name a \.mp4, \.m4v, \.mov, \.mkv file/);
   });
+});
+
+describe('AnnotateSink with sources attached after the start (argus worker)', () => {
+  it('a plain file path names one file per camera from the start (out-<id>.mp4): two cameras never share one file', async () => {
+    const dir = tmp();
+    // A worker's YAML has no sources: every camera is attached later.
+    const { options, encoders } = sinkWith({ path: join(dir, 'out.mp4'), sources: [], attachable: true });
+    const sink = await AnnotateSink.open(options);
+    sink.offer(frameAt(0, { n: 0 }, 'cam1'));
+    sink.offer(frameAt(0, { n: 0 }, 'cam2'));
+    await sink.close();
+    expect(encoders.map((e) => e.options.path)).toEqual([join(dir, 'out-cam1.mp4'), join(dir, 'out-cam2.mp4')]);
+    expect(sink.stats.map((s) => s.path)).toEqual([join(dir, 'out-cam1.mp4'), join(dir, 'out-cam2.mp4')]);
+    expect(existsSync(join(dir, 'out.mp4'))).toBe(false);
+    // A run that can attach sources and starts with one: the same form for it, from the start.
+    const one = await AnnotateSink.open(sinkWith({ path: join(dir, 'run.mp4'), sources: ['cam'], attachable: true }).options);
+    expect([...one.paths.values()]).toEqual([join(dir, 'run-cam.mp4')]);
+    await one.close();
+  });
+
+  it("an attached camera's output that is a file a source reads, another camera's, or not writable: that camera's video is refused (VAP_ERR_SINK_FILE, logged) before its encoder starts; the input is untouched, the others are written", async () => {
+    const dir = tmp();
+    mkdirSync(join(dir, 'videos'));
+    const recording = join(dir, 'videos', 'cam1.mp4');
+    writeFileSync(recording, 'the camera recording');
+    // Pipeline.inputs: the attached cameras' files join it as they start.
+    const inputs: string[] = [];
+    const errors: { msg: string; code: unknown }[] = [];
+    const { options, encoders } = sinkWith({ path: join(dir, 'videos/'), sources: [], attachable: true, inputs, log: (msg, fields, level) => level === 'error' && errors.push({ msg, code: fields?.code }) });
+    const sink = await AnnotateSink.open(options);
+    inputs.push(recording);
+    for (let i = 0; i < 3; i++) sink.offer(frameAt(i, { n: 0 }, 'cam1'));
+    sink.offer(frameAt(0, { n: 0 }, 'cam2'));
+    // Ids that differ only in characters a file name cannot hold: one file for both.
+    sink.offer(frameAt(0, { n: 0 }, 'cam 3'));
+    sink.offer(frameAt(0, { n: 0 }, 'cam_3'));
+    await sink.close();
+    expect(encoders.map((e) => e.options.path)).toEqual([join(dir, 'videos/cam2.mp4'), join(dir, 'videos/cam_3.mp4')]);
+    expect(readFileSync(recording, 'utf8')).toBe('the camera recording');
+    const [cam1, cam2, cam3, cam3b] = sink.stats;
+    expect(cam1).toMatchObject({ source: 'cam1', offered: 3, taken: 0, dropped: 3, written: 0 });
+    expect(cam1.error).toMatch(/^VAP_ERR_SINK_FILE: sinks\.annotate\.path: .*videos\/cam1\.mp4 is a file a source reads/);
+    expect([cam2.error, cam3.error]).toEqual([undefined, undefined]);
+    expect(cam3b.error).toMatch(/^VAP_ERR_SINK_FILE: .*cam_3\.mp4 is the video of cam 3 too/);
+    expect(errors.map((e) => e.code)).toEqual(['VAP_ERR_SINK_FILE', 'VAP_ERR_SINK_FILE']);
+    expect(errors[0].msg).toMatch(/^annotate: no video of cam1: /);
+
+    // A folder that cannot be made: refused the same way.
+    writeFileSync(join(dir, 'file'), '');
+    const bad = sinkWith({ path: join(dir, 'file', '{source}.mp4'), sources: [], attachable: true });
+    const sink2 = await AnnotateSink.open(bad.options);
+    sink2.offer(frameAt(0, { n: 0 }, 'cam'));
+    await sink2.close();
+    expect(bad.encoders).toHaveLength(0);
+    expect(sink2.stats[0].error).toMatch(/^VAP_ERR_SINK_FILE: sinks\.annotate\.path: cannot write .*file\/cam\.mp4/);
+  });
+
+  it("in a run: a camera attached with a file in the annotate folder keeps its recording (Pipeline.inputs holds the attached cameras' files), the other camera gets its video", async () => {
+    const dir = tmp();
+    mkdirSync(join(dir, 'videos'));
+    const recording = join(dir, 'videos', 'a.mp4');
+    const ffmpeg = resolveFfmpegSync().path;
+    execFileSync(ffmpeg, ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x64:rate=10', '-frames:v', '5', '-pix_fmt', 'yuv420p', recording]);
+    execFileSync(ffmpeg, ['-loglevel', 'error', '-i', recording, '-c', 'copy', join(dir, 'b.mp4')]);
+    const before = readFileSync(recording);
+    // A worker's YAML: no sources, a cluster section (runPipeline does not join it).
+    const config = parseConfigText(`name: w\ncluster: { brokers: ["127.0.0.1:1"] }\nsinks: { annotate: { path: videos/, queue: 8 } }\n`, PipelineSchema, 'w.yaml', {});
+    const { detector } = await fakeDetector();
+    try {
+      const camera = (id: string, uri: string) => SourceSchema.parse({ id, uri, rate: 'fast' });
+      const summary = await runPipeline(config, {
+        detector,
+        baseDir: dir,
+        status: false,
+        log: () => {},
+        attached: (p, stop) => merge(p.attach(camera('a', recording), stop), p.attach(camera('b', join(dir, 'b.mp4')), stop)),
+      });
+      expect(readFileSync(recording).equals(before)).toBe(true);
+      const by = Object.fromEntries(summary.annotate!.map((s) => [s.source, s]));
+      expect(by.a.error).toMatch(/VAP_ERR_SINK_FILE: .*is a file a source reads/);
+      expect(by.b.path).toBe(join(dir, 'videos/b.mp4'));
+      expect(by.b.error).toBeUndefined();
+      expect(by.b.written).toBeGreaterThan(0);
+    } finally {
+      await detector.release();
+    }
+  }, 60_000);
 });
 
 describe('VideoWriter: an ffmpeg that exits', () => {
