@@ -12,6 +12,17 @@ export interface FrameImage {
   order: 'rgb' | 'bgr';
 }
 
+/**
+ * The size of a drawing, and where the picture goes in it: resized to `picture`'s size at its
+ * place, the rest black (a picture of another aspect than the output, letterboxed). Default: the
+ * picture fills the whole size.
+ */
+export interface DrawSize {
+  width: number;
+  height: number;
+  picture?: { left: number; top: number; width: number; height: number };
+}
+
 /** What to draw over a frame. */
 export interface Overlay {
   /** Boxes in the frame's pixels (xyxy); with track ids, each label starts with `#id`. */
@@ -172,15 +183,19 @@ export function overlaySvg(width: number, height: number, overlay: Overlay, orde
 /**
  * Draws `overlay` onto a copy of `image` (sharp compositing an SVG): the result is a new
  * packed buffer of the same channel order; `image.data` is not changed. With `size`, the
- * picture is first resized to it (libvips) and the overlay is in `size`'s pixels; else the
- * result has the image's size.
+ * picture is first resized (libvips) to it, or to its `picture` box with black around, and the
+ * overlay is in `size`'s pixels; else the result has the image's size.
  */
-export async function drawOverlay(image: FrameImage, overlay: Overlay, size?: { width: number; height: number }): Promise<Buffer> {
+export async function drawOverlay(image: FrameImage, overlay: Overlay, size?: DrawSize): Promise<Buffer> {
   const { width, height } = size ?? image;
+  const box = size?.picture ?? { left: 0, top: 0, width, height };
   const sharp = await loadSharp();
   const svg = Buffer.from(overlaySvg(width, height, overlay, image.order));
   let img = sharp(image.data, { raw: { width: image.width, height: image.height, channels: 3 } });
-  if (width !== image.width || height !== image.height) img = img.resize(width, height, { fit: 'fill' });
+  if (box.width !== image.width || box.height !== image.height) img = img.resize(box.width, box.height, { fit: 'fill' });
+  if (box.width !== width || box.height !== height) {
+    img = img.extend({ left: box.left, top: box.top, right: width - box.width - box.left, bottom: height - box.height - box.top, background: { r: 0, g: 0, b: 0 } });
+  }
   return img
     .composite([{ input: svg, top: 0, left: 0 }])
     .removeAlpha()

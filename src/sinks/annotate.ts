@@ -2,11 +2,12 @@ import { closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname, extname, isAbsolute, join, resolve } from 'node:path';
 import type { FrameResult } from '../analytics/analyze.js';
 import { grabPicture } from '../analytics/snapshot.js';
-import { drawOverlay, type FrameImage, type Overlay } from '../annotate/draw.js';
+import { drawOverlay, type DrawSize, type FrameImage, type Overlay } from '../annotate/draw.js';
 import { sceneOf, type Scene } from '../annotate/scene.js';
 import { VideoWriter, type VideoWriterOptions } from '../annotate/video-writer.js';
 import type { AnnotateSinkConfig } from '../config/schema/sinks.js';
 import { Detections } from '../core/detections.js';
+import { letterbox } from '../core/geometry.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { isVideoPath, sameFile, VIDEO_EXTENSIONS } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
@@ -53,7 +54,7 @@ export interface AnnotateSinkOptions extends Pick<AnnotateSinkConfig, 'maxWidth'
   /** Starts an encoder (default: ffmpeg through `VideoWriter`). */
   encoder?: (o: VideoWriterOptions) => AnnotateEncoder;
   /** Draws the overlay onto a copy of the picture at `size` (default `drawOverlay`: libvips, off the main thread). */
-  draw?: (image: FrameImage, overlay: Overlay, size: { width: number; height: number }) => Promise<Buffer>;
+  draw?: (image: FrameImage, overlay: Overlay, size: DrawSize) => Promise<Buffer>;
 }
 
 /** One source's figures. After `close`: offered = taken + dropped + skipped, and taken = written + lost. */
@@ -161,20 +162,20 @@ function createOutput(file: string): void {
   }
 }
 
-/** The overlay with every coordinate multiplied by (sx, sy): source pixels onto a smaller or larger picture. */
-function scaleOverlay(overlay: Overlay, sx: number, sy: number): Overlay {
-  if (sx === 1 && sy === 1) return overlay;
+/** The overlay with every coordinate multiplied by (sx, sy), then moved by (dx, dy): source pixels onto a smaller or larger picture, placed in the output. */
+function scaleOverlay(overlay: Overlay, sx: number, sy: number, dx = 0, dy = 0): Overlay {
+  if (sx === 1 && sy === 1 && dx === 0 && dy === 0) return overlay;
   const d = overlay.detections;
   let detections = d;
   if (d && d.length > 0) {
     const xyxy = new Float32Array(d.xyxy.length);
     for (let i = 0; i < xyxy.length; i += 2) {
-      xyxy[i] = d.xyxy[i] * sx;
-      xyxy[i + 1] = d.xyxy[i + 1] * sy;
+      xyxy[i] = d.xyxy[i] * sx + dx;
+      xyxy[i + 1] = d.xyxy[i + 1] * sy + dy;
     }
     detections = new Detections(xyxy, d.confidence, d.classId, d.trackerId);
   }
-  const p = (q: readonly [number, number]): [number, number] => [q[0] * sx, q[1] * sy];
+  const p = (q: readonly [number, number]): [number, number] => [q[0] * sx + dx, q[1] * sy + dy];
   const scene: Scene | undefined = overlay.scene && {
     zones: overlay.scene.zones.map((z) => ({ ...z, polygon: z.polygon.map(p) })),
     lines: overlay.scene.lines.map((l) => ({ ...l, from: p(l.from), to: p(l.to) })),
@@ -187,6 +188,20 @@ function outputSize(width: number, height: number, maxWidth: number): { width: n
   const w = Math.min(width, maxWidth);
   const ow = Math.max(2, w - (w % 2));
   return { width: ow, height: Math.max(2, 2 * Math.round((height * ow) / width / 2)) };
+}
+
+/**
+ * Where a picture of `srcWidth` × `srcHeight` source pixels goes in the output (its size fixed by
+ * the first picture): all of it when its aspect is the output's (up to the even-size rounding),
+ * else letterboxed, centred, its aspect kept (a stream that turns from landscape to portrait is
+ * not squashed); and the scale of source pixels onto it.
+ */
+function placement(srcWidth: number, srcHeight: number, out: { width: number; height: number }) {
+  const lb = letterbox(srcWidth, srcHeight, out.width, out.height, 'center');
+  if (Math.abs(lb.scaledWidth - out.width) <= 2 && Math.abs(lb.scaledHeight - out.height) <= 2) {
+    return { picture: { left: 0, top: 0, width: out.width, height: out.height }, sx: out.width / srcWidth, sy: out.height / srcHeight };
+  }
+  return { picture: { left: lb.padX, top: lb.padY, width: lb.scaledWidth, height: lb.scaledHeight }, sx: lb.scale, sy: lb.scale };
 }
 
 /**
@@ -307,13 +322,16 @@ export class AnnotateSink {
       s.encoder = start({ ffmpegPath: this.o.ffmpegPath, path: st.path, width: size.width, height: size.height, fps, order: this.o.channelOrder, layout: 'fragmented', gop: Math.max(1, Math.round(2 * fps)), nice: 10 });
     }
     const size = { width: st.width, height: st.height! };
+    const { picture, sx, sy } = placement(pic.srcWidth, pic.srcHeight, size);
     const overlay = scaleOverlay(
       { detections: r.detections, labels: this.o.labels, scene: r.analyzer ? sceneOf(r.analyzer, r.analytics) : undefined },
-      size.width / pic.srcWidth,
-      size.height / pic.srcHeight,
+      sx,
+      sy,
+      picture.left,
+      picture.top,
     );
     const draw = this.o.draw ?? drawOverlay;
-    const drawn = draw({ data: pic.rgb, width: pic.width, height: pic.height, order: this.o.channelOrder }, overlay, size);
+    const drawn = draw({ data: pic.rgb, width: pic.width, height: pic.height, order: this.o.channelOrder }, overlay, { ...size, picture });
     drawn.catch(() => undefined); // awaited in turn below
     s.tail = s.tail.then(() => this.write(s, drawn, slot)).finally(() => void s.inHand--);
   }

@@ -50,6 +50,17 @@ describe('drawOverlay: boxes', () => {
   });
 });
 
+describe('drawOverlay: a picture placed in a larger drawing', () => {
+  it('size.picture: the picture resized into its box (aspect as given), black around it, the overlay in the drawing\'s pixels', async () => {
+    const grey: FrameImage = { data: new Uint8Array(20 * 40 * 3).fill(128), width: 20, height: 40, order: 'bgr' };
+    const out = await drawOverlay(grey, { detections: box(40, 10, 70, 60) }, { width: 100, height: 80, picture: { left: 30, top: 0, width: 40, height: 80 } });
+    expect(out.length).toBe(100 * 80 * 3);
+    for (const [x, y] of [[5, 40], [29, 70], [70, 5], [95, 75]]) expect(at(out, 100, x, y), `bar at ${x},${y}`).toEqual([0, 0, 0]);
+    for (const [x, y] of [[30, 5], [35, 70], [69, 75], [55, 35]]) expect(at(out, 100, x, y), `picture at ${x},${y}`).toEqual([128, 128, 128]);
+    expect(lit(at(out, 100, 40, 60)) && at(out, 100, 40, 60)[0] !== 128).toBe(true); // the box's outline, over the picture
+  });
+});
+
 describe('drawOverlay: text from model files and manifests', () => {
   it('a label with control characters, a lone surrogate or markup is drawn (as U+FFFD for what XML cannot hold), not a failed drawing', async () => {
     const labels = ['fork\vlift', 'a\u0000b\uD800c', '<b>&"x"</b>', 'ok 🎥'];

@@ -272,6 +272,46 @@ describe('AnnotateSink: drawing at the output size', () => {
   });
 });
 
+describe('AnnotateSink: a mid-stream change of resolution (model.resize: fast)', () => {
+  /** A frame as ffmpeg letterboxes it for a 320×320 model: the picture of src size at the top left, grey. */
+  const fastFrame = (seq: number, srcWidth: number, srcHeight: number): FrameResult => {
+    const r = frameAt(seq, { n: 0 }, 'cam', 320, 320);
+    const lb = letterbox(srcWidth, srcHeight, 320, 320);
+    (r.frame.data as Buffer).fill(128);
+    return { ...r, frame: { ...r.frame, data: r.frame.data, layout: 'letterboxed', letterbox: lb } };
+  };
+
+  it('a portrait segment after a landscape start is letterboxed into the video, not squashed, and its boxes land on it', async () => {
+    const { options, encoders } = sinkWith({ draw: undefined, channelOrder: 'rgb' });
+    const sink = await AnnotateSink.open(options);
+    // 768×432 → the model's 320×180 picture: the video's size.
+    sink.offer(fastFrame(0, 768, 432));
+    await vi.waitFor(() => expect(encoders[0]?.written.length).toBe(1));
+    // Then 216×384 (portrait): 180×320 in the model's input. In the 320×180 video it keeps its
+    // aspect: 101×180 (source pixels × 0.46875), centred at x 109.
+    const r = fastFrame(1, 216, 384);
+    // A box in source pixels 64..192 × 128..320: 139..199 × 60..150 in the video.
+    r.detections = new Detections(new Float32Array([64, 128, 192, 320]), new Float32Array([0.9]), new Int32Array([0]), new Int32Array([3]));
+    sink.offer(r);
+    await vi.waitFor(() => expect(encoders[0].written.length).toBe(2));
+    await sink.close();
+    const e = encoders[0];
+    expect([e.options.width, e.options.height]).toEqual([320, 180]);
+    const px = e.written[1];
+    const at = (x: number, y: number) => Array.from(px.subarray((y * 320 + x) * 3, (y * 320 + x) * 3 + 3));
+    // Black bars left and right of the picture; the picture grey, not stretched over the width.
+    for (const [x, y] of [[20, 90], [105, 90], [214, 90], [300, 30]]) expect(at(x, y), `bar at ${x},${y}`).toEqual([0, 0, 0]);
+    for (const [x, y] of [[112, 90], [120, 20], [205, 170]]) expect(at(x, y), `picture at ${x},${y}`).toEqual([128, 128, 128]);
+    // The box's left and bottom edges are red at their place in the letterboxed picture; inside stays grey.
+    const red = (x: number, y: number) => at(x, y)[0] - at(x, y)[2];
+    expect(red(139, 100)).toBeGreaterThan(60);
+    expect(red(169, 150)).toBeGreaterThan(60);
+    expect(at(169, 100)).toEqual([128, 128, 128]);
+    // The first (landscape) frame filled the whole video.
+    expect(e.written[0].every((v) => v === 128)).toBe(true);
+  });
+});
+
 describe('annotatePaths', () => {
   it('one file per source: {source}, a folder, -<id> before the extension for several sources, the path as is for one', () => {
     const dir = tmp();
