@@ -415,7 +415,7 @@ export class AnnotateSink {
         // After a failure the frames handed to ffmpeg are not all in the file: say which count it is.
         const written = st.error ? `${st.written} frames handed to the encoder, not all of them in the file` : `written ${st.written}`;
         this.log(
-          `annotate: ${st.source} → ${st.path}: ${written}${repeated}, dropped ${st.dropped} (the drawing or the encoder was behind)${skipped}${lost}${st.error ? `; ${st.error}` : ''}`,
+          `annotate: ${st.source} → ${st.path}: ${written}${repeated}, dropped ${st.dropped} (the drawing or the encoder was behind${st.error ? ', or no video was being written' : ''})${skipped}${lost}${st.error ? `; ${st.error}` : ''}`,
           { source: st.source, path: st.path, offered: st.offered, written: st.written, dropped: st.dropped, skipped: st.skipped, lost: st.lost, repeated: st.repeated },
           st.error ? 'warn' : 'info',
         );

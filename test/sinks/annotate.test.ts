@@ -220,6 +220,8 @@ describe('AnnotateSink: bounded, never in the way', () => {
     const summary = logs.find((l) => /^annotate: cam → /.test(l))!;
     expect(summary).toMatch(/: 1 frames handed to the encoder, not all of them in the file,/);
     expect(summary).not.toMatch(/written 1/);
+    // The frames after the failure were dropped because nothing was written any more, not for being behind.
+    expect(summary).toMatch(/dropped 4 \(the drawing or the encoder was behind, or no video was being written\)/);
   });
 
   it('close waits for the frames in hand, then cuts ffmpeg off after closeTimeoutMs (virtual time)', async () => {
