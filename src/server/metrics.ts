@@ -48,12 +48,15 @@ export class Metrics {
   constructor(private readonly src: MetricsSources) {
     const r = this.registry;
     client.collectDefaultMetrics({ register: r, prefix: 'argus_', eventLoopMonitoringPrecision: 10 });
+    const prune = () => this.prune();
     this.stage = new client.Histogram({
       name: 'argus_stage_latency_seconds',
-      help: 'Time each frame spent in a stage (source = produced → captured: transport, buffering, decoding; preprocess, queue = wait for the shared session, infer, postprocess, emit = tracking, rules and hand-off).',
+      help: 'Time each frame spent in a stage (source = produced → captured: transport, buffering, decoding; wait = for the source\'s previous frame to leave detection; preprocess; queue = wait for the shared session; infer; postprocess; emit = tracking, rules and hand-off).',
       labelNames: ['source', 'stage'],
       buckets: LATENCY_BUCKETS,
       registers: [r],
+      // Collected first of the per-source histograms: series of sources gone are dropped before any is read.
+      collect: prune,
     });
     this.e2e = new client.Histogram({
       name: 'argus_frame_latency_seconds',
@@ -264,6 +267,23 @@ export class Metrics {
     b.e2e.observe(e2eMs(s) / 1000);
     b.pipe.observe(pipelineMs(s) / 1000);
     b.infer.observe(stageMs(s, 'infer') / 1000);
+  }
+
+  /**
+   * Drops the latency series of sources no longer in the pipeline (an argus worker's cameras
+   * that left it): they stayed frozen for good, 153 lines a camera, and a camera that moved to
+   * another worker was exported by both. A source attached again starts new series.
+   */
+  private prune(): void {
+    if (this.bound.size === 0) return;
+    const live = new Set(this.src.stats().map((s) => s.id));
+    for (const id of this.bound.keys()) {
+      if (live.has(id)) continue;
+      for (const stage of STAGES) this.stage.remove(id, stage);
+      this.e2e.remove(id);
+      this.pipe.remove(id);
+      this.bound.delete(id);
+    }
   }
 
   /** Moves new Kafka ack latencies into the histogram (called at scrape time). */

@@ -42,6 +42,18 @@ describe('latency figures', () => {
     expect(sample(text, 'argus_pipeline_latency_seconds_sum{source="cam"}')).toBeCloseTo((emitted - r.frame.stamps.captured) / 1000, 6);
     expect(sample(text, 'argus_stage_latency_seconds_sum{source="cam",stage="source"}')).toBeCloseTo(0.06, 6);
 
+    // A source that leaves the pipeline (a worker's camera moved away) takes its series with it.
+    const current = [st];
+    const leaving = new Metrics({ stats: () => current, provider: 'cpu' });
+    leaving.onFrame(r);
+    expect(await leaving.scrape()).toContain('argus_frame_latency_seconds_count{source="cam"} 1');
+    current.length = 0;
+    const after = await leaving.scrape();
+    expect(after).not.toContain('source="cam"');
+    current.push(st);
+    leaving.onFrame(r); // attached again: new series
+    expect(await leaving.scrape()).toContain('argus_stage_latency_seconds_count{source="cam",stage="wait"} 1');
+
     const line = new StatusReporter([st]).lines()[0];
     expect(line).toMatch(/e2e p50 \d+\.\d ms +p99 \d+\.\d ms \(from arrival\) +pipeline p50 \d+\.\d ms/);
     const [e2e, pipe] = [/e2e p50 (\d+\.\d)/.exec(line)![1], /pipeline p50 (\d+\.\d)/.exec(line)![1]].map(Number);
