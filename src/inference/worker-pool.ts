@@ -138,6 +138,8 @@ class SessionThread {
 
 /** Workers a pool starts again at most, over its life. */
 export const MAX_WORKER_RESTARTS = 10;
+/** The longest wait before trying again to start a replacement worker. */
+const RESTART_RETRY_MAX_MS = 10_000;
 
 /**
  * Sessions on worker threads. Inference never blocks the event loop (ffmpeg reads, Kafka,
@@ -152,8 +154,11 @@ export class WorkerPool implements ModelSession {
 
   /** Workers started again after one died. */
   restarts = 0;
-  /** Replacements starting now: runs wait for them rather than fail. */
+  /** Replacements starting now, or waiting to try again: runs wait for them rather than fail. */
   private replacing = 0;
+  /** Replacements that failed to start (each is tried again, up to MAX_WORKER_RESTARTS in all). */
+  private failedStarts = 0;
+  private readonly retries = new Set<NodeJS.Timeout>();
 
   private constructor(
     private readonly threads: SessionThread[],
@@ -210,7 +215,23 @@ export class WorkerPool implements ModelSession {
       this.restarts++;
       log('inference worker replaced', { provider: this.provider, restarts: this.restarts });
     } catch (err) {
-      log(`inference worker could not be restarted: ${(err as Error).message}`, { provider: this.provider }, 'error');
+      // A start that failed (the model file briefly away, memory short) is tried again with
+      // backoff: the slot stayed down for good, and with one worker the pipeline then ended
+      // after one transient failure. Runs wait meanwhile, as for any replacement.
+      this.failedStarts++;
+      if (this.failedStarts >= MAX_WORKER_RESTARTS) {
+        log(`inference worker could not be restarted: ${(err as Error).message}; ${this.failedStarts} tries failed, not trying again`, { provider: this.provider }, 'error');
+      } else {
+        const delay = Math.min(RESTART_RETRY_MAX_MS, 500 * 2 ** (this.failedStarts - 1));
+        log(`inference worker could not be restarted: ${(err as Error).message}; trying again in ${delay} ms`, { provider: this.provider }, 'error');
+        this.replacing++;
+        const t = setTimeout(() => {
+          this.retries.delete(t);
+          this.replacing--;
+          void this.replace(dead, e);
+        }, delay);
+        this.retries.add(t);
+      }
     } finally {
       this.replacing--;
       this.pump();
@@ -244,6 +265,8 @@ export class WorkerPool implements ModelSession {
   /** Refuses new runs and waits for those in flight; queued ones are rejected. */
   async close(): Promise<void> {
     this.closed = true;
+    for (const t of this.retries) clearTimeout(t);
+    this.retries.clear();
     for (const p of this.queue.splice(0)) p.reject(releasedError());
     await Promise.all(this.threads.map((t) => t.idle()));
   }

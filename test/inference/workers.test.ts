@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -393,5 +393,30 @@ describe('a worker that keeps dying', () => {
     expect(s.restarts).toBe(MAX_WORKER_RESTARTS);
     expect(s.threads[0].alive).toBe(false);
     await expect(det.run(input)).rejects.toThrow(/inference worker exited/);
+  }, 120_000);
+});
+
+describe('a replacement worker that fails to start', () => {
+  it('is tried again with backoff, and the pool recovers once it can start (the slot stayed down for good, ending a one-worker pipeline)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-restart-'));
+    const model = join(dir, 'model.onnx');
+    copyFileSync(MODEL, model);
+    const { log, next } = logWatch();
+    const det = await load(1, { log }, manifest, model);
+    const s = pool(det);
+    const input = filled(det);
+    // The model file is away when the replacement starts.
+    renameSync(model, `${model}.away`);
+    const failed = next(/^inference worker could not be restarted: .*; trying again in 500 ms$/);
+    s.threads[0].crash();
+    await failed;
+    const run = det.run(input); // waits for the replacement instead of failing
+    renameSync(`${model}.away`, model);
+    const replaced = next(/^inference worker replaced$/);
+    await replaced;
+    const out = await run;
+    expect(out.outputs.length).toBeGreaterThan(0);
+    expect(s.restarts).toBe(1);
+    expect(s.threads[0].alive).toBe(true);
   }, 120_000);
 });
