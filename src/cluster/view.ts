@@ -329,6 +329,9 @@ export class ClusterView {
  * claim's epoch is the offset the broker gave it: it only grows, so a later owner's messages
  * always carry a larger epoch than an earlier one's, with no counter to coordinate.
  */
+/** Claims written in one record batch at most (see OwnerLog.claim). */
+export const CLAIMS_PER_WRITE = 500;
+
 export class OwnerLog {
   constructor(
     private readonly producer: Producer,
@@ -343,15 +346,21 @@ export class OwnerLog {
    * takes over many cameras at once, instead of one per camera.
    */
   async claim(cameras: readonly string[]): Promise<number[]> {
-    if (cameras.length === 0) return [];
+    const epochs: number[] = [];
     const at = Date.now();
-    const messages = cameras.map((camera) => {
-      const rec: OwnersRecord = { type: 'claim', camera, owner: this.workerId, incarnation: this.incarnation, at };
-      return { key: camera, value: JSON.stringify(rec), partition: 0 };
-    });
-    const [meta] = await this.producer.send({ topic: this.topic, acks: -1, messages });
-    const base = Number(meta.baseOffset);
-    return cameras.map((_, i) => base + i);
+    // At most CLAIMS_PER_WRITE a batch: a record batch over the topic's max.message.bytes (1 MB
+    // by default; a claim is up to ~400 bytes) would be refused whole, every time.
+    for (let i = 0; i < cameras.length; i += CLAIMS_PER_WRITE) {
+      const part = cameras.slice(i, i + CLAIMS_PER_WRITE);
+      const messages = part.map((camera) => {
+        const rec: OwnersRecord = { type: 'claim', camera, owner: this.workerId, incarnation: this.incarnation, at };
+        return { key: camera, value: JSON.stringify(rec), partition: 0 };
+      });
+      const [meta] = await this.producer.send({ topic: this.topic, acks: -1, messages });
+      const base = Number(meta.baseOffset);
+      part.forEach((_, k) => epochs.push(base + k));
+    }
+    return epochs;
   }
 
   /** Tells the camera's current owner that this worker's connection to it delivers frames: the owner may hand over now. */

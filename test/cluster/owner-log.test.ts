@@ -1,6 +1,6 @@
 import { Kafka, logLevel } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { OwnerLog } from '../../src/cluster/view.js';
+import { CLAIMS_PER_WRITE, OwnerLog } from '../../src/cluster/view.js';
 import { testBrokers, uniqueTopic } from '../helpers/kafka.js';
 
 describe('OwnerLog (real broker)', () => {
@@ -19,7 +19,8 @@ describe('OwnerLog (real broker)', () => {
       const log = new OwnerLog(producer, topic, 'w1', 'inc1');
       expect(await log.claim([])).toEqual([]);
       await log.release('cam-x', 0);
-      const cams = Array.from({ length: 40 }, (_, i) => `cam${i}`);
+      // More than one write's worth: CLAIMS_PER_WRITE a batch, offsets still in order.
+      const cams = Array.from({ length: CLAIMS_PER_WRITE + 40 }, (_, i) => `cam${i}`);
       const epochs = await log.claim(cams);
       expect(epochs).toEqual(cams.map((_, i) => epochs[0] + i));
       expect(epochs[0]).toBe(1); // after the one release: nothing else was written
