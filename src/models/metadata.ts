@@ -82,31 +82,41 @@ export async function readOnnxMetadata(path: string): Promise<OnnxMetadata> {
 async function parseFrom(w: FileWindow, size: number): Promise<OnnxMetadata> {
   const meta: OnnxMetadata = { props: {}, inputs: [], outputs: [] };
   const text = new TextDecoder();
-  let graph: Field | undefined;
-  for (const f of await fields(w, 0, size)) {
-    if (f.no === 1 && f.wire === 0) meta.irVersion = f.value;
-    else if (f.no === 2 && f.wire === 2) meta.producer = text.decode(await w.bytes(f.start, f.end));
-    else if (f.no === 3 && f.wire === 2) meta.producerVersion = text.decode(await w.bytes(f.start, f.end));
-    else if (f.no === 7 && f.wire === 2) graph = f;
-    else if (f.no === 8 && f.wire === 2) {
-      const op = onnx.OperatorSetIdProto.decode(await w.bytes(f.start, f.end));
-      if (!op.domain || op.domain === 'ai.onnx') meta.opset = toNumber(op.version);
-    } else if (f.no === 14 && f.wire === 2) {
-      const e = onnx.StringStringEntryProto.decode(await w.bytes(f.start, f.end));
-      meta.props[e.key] = e.value;
-    }
-  }
+  let graph: { start: number; end: number } | undefined;
+  // Visits return a promise only for the fields they read: the others (weights, nodes, unknown
+  // fields, possibly millions of them) pass without a microtask each.
+  await walk(w, 0, size, (f) => {
+    const { no, start, end } = f;
+    if (no === 1 && f.wire === 0) meta.irVersion = f.value;
+    else if (no === 7 && f.wire === 2) graph = { start, end };
+    else if (f.wire !== 2 || ![2, 3, 8, 14].includes(no)) return;
+    else
+      return w.bytes(start, end).then((b) => {
+        if (no === 2) meta.producer = text.decode(b);
+        else if (no === 3) meta.producerVersion = text.decode(b);
+        else if (no === 8) {
+          const op = onnx.OperatorSetIdProto.decode(b);
+          if (!op.domain || op.domain === 'ai.onnx') meta.opset = toNumber(op.version);
+        } else {
+          const e = onnx.StringStringEntryProto.decode(b);
+          meta.props[e.key] = e.value;
+        }
+      });
+  });
   if (graph) {
     const initializers = new Set<string>();
     const inputs: TensorMeta[] = [];
-    for (const f of await fields(w, graph.start, graph.end)) {
-      if (f.wire !== 2) continue;
-      if (f.no === 5) {
-        // TensorProto: only its name (field 8) is read; the data is skipped.
-        for (const t of await fields(w, f.start, f.end)) if (t.no === 8 && t.wire === 2) initializers.add(text.decode(await w.bytes(t.start, t.end)));
-      } else if (f.no === 11) inputs.push(valueInfo(await w.bytes(f.start, f.end)));
-      else if (f.no === 12) meta.outputs.push(valueInfo(await w.bytes(f.start, f.end)));
-    }
+    await walk(w, graph.start, graph.end, (f) => {
+      if (f.wire !== 2) return;
+      const { no, start, end } = f;
+      // TensorProto: only its name (field 8) is read; the data is skipped.
+      if (no === 5)
+        return walk(w, start, end, (t) => {
+          if (t.no === 8 && t.wire === 2) return w.bytes(t.start, t.end).then((b) => void initializers.add(text.decode(b)));
+        });
+      if (no === 11) return w.bytes(start, end).then((b) => void inputs.push(valueInfo(b)));
+      if (no === 12) return w.bytes(start, end).then((b) => void meta.outputs.push(valueInfo(b)));
+    });
     meta.inputs = inputs.filter((i) => !initializers.has(i.name));
   }
   applyUltralytics(meta);
@@ -295,9 +305,6 @@ interface Field {
   end: number;
 }
 
-/** Small pieces a field's payload should have: an input's or a property's, never a tensor's. */
-const MAX_FIELD_BYTES = 64 * 1024 * 1024;
-
 /** A model file, read through a window of 64 KiB. */
 class FileWindow {
   readonly buf = Buffer.allocUnsafe(64 * 1024);
@@ -318,7 +325,6 @@ class FileWindow {
   }
   /** A copy of the bytes of [start, end). */
   async bytes(start: number, end: number): Promise<Uint8Array> {
-    if (end - start > MAX_FIELD_BYTES) throw new Error(`a ${end - start}-byte field where metadata was expected`);
     if (this.holds(start, end - start)) return Buffer.from(this.buf.subarray(start - this.from, end - this.from));
     const out = Buffer.allocUnsafe(end - start);
     const { bytesRead } = await this.fh.read(out, 0, out.length, start);
@@ -328,12 +334,14 @@ class FileWindow {
 }
 
 /**
- * The top-level fields of one protobuf message in [start, end) of the file. Runs through the
- * window without awaiting, and reads the file again only where a field starts beyond it.
+ * Calls `visit` with each top-level field of one protobuf message in [start, end) of the file,
+ * in order, one at a time (a message of millions of fields costs no memory). Runs through the
+ * window without awaiting, and reads the file again only where a field starts beyond it; a
+ * visit that returns a promise is awaited before the next field. `f` is reused: copy what is kept.
  */
-async function fields(w: FileWindow, start: number, end: number): Promise<Field[]> {
-  const out: Field[] = [];
+async function walk(w: FileWindow, start: number, end: number, visit: (f: Field) => void | Promise<void>): Promise<void> {
   let p = start;
+  const f: Field = { no: 0, wire: 0, value: 0, start: 0, end: 0 };
   const varint = (): number => {
     let v = 0;
     let mul = 1;
@@ -350,20 +358,21 @@ async function fields(w: FileWindow, start: number, end: number): Promise<Field[
     // A tag and a length or value: two varints of at most 10 bytes each.
     if (!w.holds(p, 20)) await w.fill(p);
     const key = varint();
-    const no = Math.floor(key / 8);
-    const wire = key % 8;
-    const f: Field = { no, wire, value: 0, start: p, end: p };
-    if (wire === 0) f.value = varint();
-    else if (wire === 1) p += 8;
-    else if (wire === 5) p += 4;
-    else if (wire === 2) {
+    f.no = Math.floor(key / 8);
+    f.wire = key % 8;
+    f.value = 0;
+    f.start = f.end = p;
+    if (f.wire === 0) f.value = varint();
+    else if (f.wire === 1) p += 8;
+    else if (f.wire === 5) p += 4;
+    else if (f.wire === 2) {
       const len = varint();
       f.start = p;
       f.end = p + len;
       p += len;
-    } else throw new Error(`unsupported wire type ${wire} (field ${no})`);
-    if (p > end) throw new Error(`field ${no} runs past the end of its message`);
-    out.push(f);
+    } else throw new Error(`unsupported wire type ${f.wire} (field ${f.no})`);
+    if (p > end) throw new Error(`field ${f.no} runs past the end of its message`);
+    const r = visit(f);
+    if (r) await r;
   }
-  return out;
 }

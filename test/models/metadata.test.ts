@@ -188,3 +188,39 @@ describe('readOnnxMetadata reads only what it needs', () => {
     expect(m.inputs[0].dims).toEqual([1, 3, 416, 416]);
   });
 });
+
+describe('readOnnxMetadata on unusual files', () => {
+  const varint = (v: number) => {
+    const o: number[] = [];
+    while (v >= 128) {
+      o.push((v % 128) | 128);
+      v = Math.floor(v / 128);
+    }
+    o.push(v);
+    return Buffer.from(o);
+  };
+  const field = (no: number, payload: Buffer) => Buffer.concat([varint(no * 8 + 2), varint(payload.length), payload]);
+  const str = (no: number, s: string) => field(no, Buffer.from(s));
+  // ValueInfoProto: name, type.tensor_type { elem_type 1, shape { dim { dim_value 3 } } }
+  const valueInfo = (name: string) => Buffer.concat([str(1, name), field(2, field(1, Buffer.concat([varint(8), varint(1), field(2, field(1, Buffer.concat([varint(8), varint(3)])))])))]);
+  const prop = (k: string, v: string) => field(14, Buffer.concat([str(1, k), str(2, v)]));
+
+  it('a weight of a million floats stored unpacked (a field each), a property larger than the window, unknown fields: read as the whole-file parser read them', async () => {
+    const N = 1_000_000;
+    const floats = Buffer.alloc(N * 5);
+    for (let i = 0; i < N; i++) floats[i * 5] = 4 * 8 + 5; // float_data (4), wire type 5, value 0
+    const init = field(5, Buffer.concat([floats, str(8, 'w')])); // its name after the data
+    const graph = field(7, Buffer.concat([init, field(11, valueInfo('w')), field(11, valueInfo('images')), field(12, valueInfo('out'))]));
+    const junk = Buffer.concat(Array.from({ length: 1000 }, () => Buffer.from([(99 * 8) % 128 | 128, Math.floor((99 * 8) / 128), 1])));
+    const names = `[${Array.from({ length: 20_000 }, (_, i) => `'class_${i}'`).join(', ')}]`; // ~250 KB
+    const path = dir.path('unusual.onnx');
+    writeFileSync(path, Buffer.concat([varint(8), varint(8), str(2, 'hand-made'), graph, junk, prop('names', names)]));
+    const m = await readOnnxMetadata(path);
+    expect(m.producer).toBe('hand-made');
+    expect(m.irVersion).toBe(8);
+    expect(m.inputs.map((i) => i.name)).toEqual(['images']); // 'w' is an initializer
+    expect(m.outputs).toEqual([{ name: 'out', dims: [3], elemType: 'float32' }]);
+    expect(m.names).toHaveLength(20_000);
+    expect(m.names![19_999]).toBe('class_19999');
+  });
+});
