@@ -26,6 +26,9 @@ type Write = (s: string) => unknown;
 
 const CSI = '\x1b[';
 
+/** How long after the last text written above it the block is drawn again. */
+export const REDRAW_DELAY_MS = 100;
+
 export class StatusArea {
   /** The lines last shown (empty: no block). */
   private lines: string[] = [];
@@ -39,6 +42,7 @@ export class StatusArea {
   private streamWrite: TerminalStream['write'] | undefined;
   private hook: TerminalStream['write'] | undefined;
   private readonly onResize = () => this.redraw();
+  private redrawTimer: NodeJS.Timeout | undefined;
 
   constructor(readonly stream: TerminalStream) {}
 
@@ -63,9 +67,8 @@ export class StatusArea {
    */
   print(text: string, write: Write = (s) => this.raw(s)): void {
     if (!text) return;
-    let out = this.erase() + text;
+    const out = this.erase() + text;
     this.partial = !text.endsWith('\n');
-    if (!this.partial) out += this.draw();
     // `write` may be the stream's own write, routed through the hook below: let it pass.
     this.printing = true;
     try {
@@ -73,16 +76,42 @@ export class StatusArea {
     } finally {
       this.printing = false;
     }
+    this.redrawSoon();
+  }
+
+  /**
+   * The block comes back REDRAW_DELAY_MS after text written above it (at most that often), not
+   * after each line: a burst of logs (reconnects of many cameras, debug level) then costs the terminal its
+   * own bytes, not the whole block again per line (40 sources: 4.7 MB for 1000 log lines, every
+   * write blocking the event loop).
+   */
+  private redrawSoon(): void {
+    if (!this.lines.length || this.partial || this.redrawTimer) return;
+    this.redrawTimer = setTimeout(() => {
+      this.redrawTimer = undefined;
+      this.redraw();
+    }, REDRAW_DELAY_MS);
+    this.redrawTimer.unref?.();
   }
 
   /** Leaves the block on the screen as it is and forgets it: later text goes below it. */
   clear(): void {
+    if (this.redrawTimer) {
+      // Logged since the last tick: the last block comes back once, for good.
+      clearTimeout(this.redrawTimer);
+      this.redrawTimer = undefined;
+      this.redraw();
+    }
     this.lines = [];
     this.rows = 0;
     this.detach();
   }
 
   private redraw(): void {
+    if (this.redrawTimer) {
+      clearTimeout(this.redrawTimer);
+      this.redrawTimer = undefined;
+    }
     if (!this.lines.length) return;
     const lead = this.erase() + (this.partial ? '\n' : '');
     this.partial = false;
@@ -127,7 +156,7 @@ export class StatusArea {
       this.raw(this.erase());
       const ok = own.call(this.stream, chunk, ...rest);
       this.partial = !text.endsWith('\n');
-      if (!this.partial) this.raw(this.draw());
+      this.redrawSoon();
       return ok;
     };
     this.stream.write = this.hook;

@@ -194,7 +194,11 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
       });
     }
     options.onReady?.({ pipeline, publisher, alerts, metrics, server, kafka, websocket, outbox });
-    if (options.status !== false) life.use('status line', new StatusReporter(pipeline.stats), (s) => s.stop()).start();
+    if (options.status !== false) {
+      // JSON lines on stdout to a terminal share it with the status block: plain status lines then.
+      const dataOnTty = (options.jsonl ?? config.sinks.jsonl?.path) === '-' && process.stdout.isTTY === true;
+      life.use('status line', new StatusReporter(pipeline.stats, undefined, undefined, !dataOnTty), (s) => s.stop()).start();
+    }
 
     // The whole run: every source's chain, then the sinks.
     const side: ((r: FrameResult) => void)[] = [];

@@ -18,6 +18,12 @@ export class StatusReporter {
     private readonly stats: readonly SourceStats[],
     out: StatusArea | TerminalStream = stderrStatus(),
     private readonly intervalMs = 1000,
+    /**
+     * Redraw the block in place on a terminal (default). False: plain lines even there — when
+     * stdout carries data to the same terminal (`--jsonl -`), whose lines a redraw, which moves
+     * the cursor up over what it drew, would erase.
+     */
+    private readonly inPlace = true,
   ) {
     this.area = out instanceof StatusArea ? out : new StatusArea(out);
   }
@@ -43,7 +49,7 @@ export class StatusReporter {
 
   private print(): void {
     const lines = this.lines();
-    if (this.area.tty) this.area.show(lines, (k) => `… and ${k} more sources`);
+    if (this.area.tty && this.inPlace) this.area.show(lines, (k) => `… and ${k} more sources`);
     else this.area.print(lines.map((l) => `[status] ${l}\n`).join(''));
   }
 

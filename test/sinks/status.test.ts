@@ -137,6 +137,43 @@ describe('status line on a terminal', () => {
     expect(tty.text()).toEqual(['downloading 40%', expect.stringMatching(/^lobby {2}in /)]);
   });
 
+  it('a burst of log lines costs the terminal their own bytes, not the whole block again per line: the block comes back once after it', () => {
+    const tty = new FakeTty(200, 60);
+    const stats = Array.from({ length: 40 }, (_, i) => source(`cam${i}`));
+    const area = new StatusArea(tty);
+    let bytes = 0;
+    const logger = pino({ base: undefined, timestamp: false }, aboveStatus({ write: (s) => ((bytes += s.length), tty.write(s)) }, area));
+    const reporter = new StatusReporter(stats, area, 1000);
+    reporter.start();
+    vi.advanceTimersByTime(1000); // the block: 40 rows
+    const line = JSON.stringify({ level: 30, msg: 'source cam7: reconnecting' }).length + 1;
+    for (let i = 0; i < 1000; i++) logger.info('source cam7: reconnecting');
+    // The lines themselves and one erase of the block: it was drawn again per line (4.7 MB).
+    expect(bytes).toBeLessThan(1000 * line + 100);
+    vi.advanceTimersByTime(150);
+    const screen = tty.text();
+    expect(screen.slice(-40).every((l) => /^cam\d+ {2}in /.test(l))).toBe(true); // back at the bottom
+    expect(screen.at(-41)).toBe('{"level":30,"msg":"source cam7: reconnecting"}');
+    reporter.stop();
+  });
+
+  it('with stdout carrying data to the same terminal (--jsonl -), plain lines: a redraw in place would erase the data lines written between ticks', () => {
+    const tty = new FakeTty(200);
+    const raw: string[] = [];
+    const write = tty.write.bind(tty);
+    tty.write = (c: string | Uint8Array) => (raw.push(String(c)), write(c));
+    const reporter = new StatusReporter([source('lobby')], tty as never, 1000, false);
+    reporter.start();
+    vi.advanceTimersByTime(1000);
+    tty.write('{"seq":1}\n{"seq":2}\n'); // stdout, not through the block
+    vi.advanceTimersByTime(1000);
+    reporter.stop();
+    const screen = tty.text();
+    expect(screen.filter((l) => l.startsWith('{"seq"'))).toEqual(['{"seq":1}', '{"seq":2}']);
+    expect(screen.filter((l) => l.startsWith('[status] lobby'))).toHaveLength(2);
+    expect(raw.join('')).not.toMatch(/\x1b\[\d+A/);
+  });
+
   it('elsewhere (not a terminal) each tick writes plain lines, as before', () => {
     const writes: string[] = [];
     const stream = { isTTY: false, write: (s: string) => (writes.push(s), true) };
