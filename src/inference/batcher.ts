@@ -1,7 +1,9 @@
+import { enqueue } from './session.js';
+
 /**
  * Cross-source dynamic batching: frames from several sources join one run. A batch starts
  * when `maxBatch` frames wait or the oldest has waited `maxWaitMs`, whichever comes first.
- * Frames are taken in arrival order, so no source starves (each source has at most one frame
+ * Frames are taken in arrival order (a fast file's behind the others'), so no source starves (each source has at most one frame
  * in flight anyway: the drop-stale stage sits in front). Up to `concurrency` runs at a time
  * (one per session); while all are busy, frames keep joining the next batch.
  */
@@ -11,6 +13,8 @@ export interface BatchJob<R> {
   resolve: (r: R) => void;
   reject: (e: unknown) => void;
   at: number;
+  /** A fast file's frame: waits behind the others (enqueue). */
+  bulk?: boolean;
 }
 
 export interface BatcherOptions {
@@ -35,10 +39,10 @@ export class Batcher<R> {
     private readonly runBatch: (jobs: BatchJob<R>[], onStart: () => void) => Promise<R[]>,
   ) {}
 
-  submit(image: Float32Array, onStart?: () => void): Promise<R> {
+  submit(image: Float32Array, onStart?: () => void, bulk?: boolean): Promise<R> {
     if (this.closed) return Promise.reject(this.closed);
     return new Promise<R>((resolve, reject) => {
-      this.queue.push({ image, onStart, resolve, reject, at: performance.now() });
+      enqueue(this.queue, { image, onStart, resolve, reject, at: performance.now(), bulk });
       this.pump();
     });
   }
@@ -57,7 +61,9 @@ export class Batcher<R> {
 
   private pump(): void {
     if (this.running >= (this.o.concurrency ?? 1) || this.queue.length === 0) return;
-    const oldest = this.queue[0].at;
+    // The oldest frame (fast files' frames queue behind cameras', so it may not be the first).
+    let oldest = this.queue[0].at;
+    for (const j of this.queue) if (j.at < oldest) oldest = j.at;
     const waited = performance.now() - oldest;
     if (this.queue.length >= this.o.maxBatch || waited >= this.o.maxWaitMs) {
       if (this.timer) clearTimeout(this.timer);

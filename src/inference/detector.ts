@@ -213,16 +213,17 @@ export class Detector {
   /**
    * Runs the model on `input`. `onStart` is called when ONNX Runtime actually starts (after
    * the wait for a session or for a batch to fill), to stamp the frame. The input buffer
-   * must not change until the promise settles.
+   * must not change until the promise settles. `bulk`: a fast file's frame, which waits behind
+   * other sources' (ModelSession.run).
    */
-  run(input: InputBuffer, onStart?: () => void): Promise<InferOutput> {
+  run(input: InputBuffer, onStart?: () => void, bulk?: boolean): Promise<InferOutput> {
     if (this.released) return Promise.reject(releasedError());
-    if (this.batcher) return this.batcher.submit(input.data, onStart);
-    return this.runBatch([input.data], onStart).then((r) => r[0]);
+    if (this.batcher) return this.batcher.submit(input.data, onStart, bulk);
+    return this.runBatch([input.data], onStart, bulk).then((r) => r[0]);
   }
 
   /** One ONNX Runtime run over `images` (copied into one batch tensor when more than one). */
-  private async runBatch(images: Float32Array[], onStart?: () => void): Promise<InferOutput[]> {
+  private async runBatch(images: Float32Array[], onStart?: () => void, bulk?: boolean): Promise<InferOutput[]> {
     const plane = 3 * this.inputWidth * this.inputHeight;
     const n = this.fixedBatch ?? images.length;
     const s = this.scratch.pop() ?? {};
@@ -242,7 +243,7 @@ export class Detector {
         if (this.fixedBatch && images.length < n) s.batch.fill(0, images.length * plane, n * plane);
         req = { ...base, type, data: s.batch.subarray(0, n * plane) };
       }
-      const out = await this.session.run(req, onStart);
+      const out = await this.session.run(req, onStart, bulk);
       const outputs = out.map((t) => t.data);
       return images.map((_, batchIndex) => ({ outputs, batchIndex }));
     } finally {

@@ -9,6 +9,16 @@ import type { ProviderOptions } from './providers.js';
 // The contract every model session keeps: inline-session.ts (one session on the calling thread)
 // and worker-pool.ts (sessions on worker threads) implement it; open-session.ts picks one.
 
+/**
+ * Queues `item`: a bulk one at the end, any other before the first bulk one (after every other
+ * non-bulk one), so cameras are served before fast files and each class keeps its order.
+ */
+export function enqueue<T extends { bulk?: boolean }>(queue: T[], item: T): void {
+  const at = item.bulk ? -1 : queue.findIndex((q) => q.bulk);
+  if (at < 0) queue.push(item);
+  else queue.splice(at, 0, item);
+}
+
 export interface RunRequest {
   name: string;
   /** The model input's element type; `data` holds float32 values either way (fp16 is narrowed by the session). */
@@ -56,7 +66,11 @@ export interface ModelSession {
   /** Inputs in shared memory reach a worker without a copy on the main thread. */
   readonly sharedInputs: boolean;
   /** `onStart` is called when a session actually starts the run (for the frame's stamps). */
-  run(req: RunRequest, onStart?: () => void): Promise<RunOutput[]>;
+  /**
+   * `bulk`: a frame of a file read as fast as possible, which loses nothing by waiting: it waits
+   * behind every other queued run (cameras, native-rate files), which keep their order.
+   */
+  run(req: RunRequest, onStart?: () => void, bulk?: boolean): Promise<RunOutput[]>;
   release(): Promise<void>;
 }
 

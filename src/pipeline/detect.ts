@@ -50,6 +50,8 @@ export interface DetectOptions {
    * fast` with `model.workers` > 1); results stay in frame order. Default 1.
    */
   concurrency?: number;
+  /** A file read as fast as possible: its frames wait behind other sources' for the session (they lose nothing by waiting). */
+  bulk?: boolean;
   /** Consecutive frames whose inference failed before the source is failed with the error. Default 30. */
   maxFailuresInARow?: number;
   log?: LogFn;
@@ -74,7 +76,7 @@ export function detect(detector: Detector, o: DetectOptions): OperatorFunction<F
       const tensors = new Pool<InputTensor>(() => detector.createInput(), (o.concurrency ?? 1) + 1);
       const stage = pipe(
         preprocess(preprocessOptionsFor(detector), tensors),
-        infer(detector, tensors),
+        infer(detector, tensors, o.bulk),
         postprocess(detector.decoder, detector.labels.length, o.postprocess),
       );
       let failedInARow = 0;

@@ -121,6 +121,8 @@ export interface ChainContext {
   log: LogFn;
   stop?: Observable<unknown>;
   extend?: Extension;
+  /** A file read as fast as possible: its frames wait behind other sources' for the model's session. */
+  bulk?: boolean;
   /** Frames pass into the chain only while this says so (an argus worker's camera before its claim holds); the others are released unread. */
   admit?: () => boolean;
 }
@@ -136,7 +138,7 @@ export function sourceChain(frames$: Observable<Frame>, c: ChainContext): Observ
     c.stop ? takeUntil<Frame>(c.stop) : (o) => o,
     c.admit ? gate(c.admit) : (o) => o,
     tap(() => st.framesIn++),
-    detect(c.detector, { postprocess: c.config.postprocess, stats: st, pace: c.pace, concurrency: c.pace?.capacity, log: c.log }),
+    detect(c.detector, { postprocess: c.config.postprocess, stats: st, pace: c.pace, concurrency: c.pace?.capacity, bulk: c.bulk, log: c.log }),
     track(c.config.tracking, () => st.fps),
     analyze(c.analyzer),
     c.extend ? c.extend({ config: c.source, stats: st, labels: c.detector.labels }) : (o) => o,
@@ -304,7 +306,8 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
           }),
         )
       : supervised$;
-    return sourceChain(frames$, { detector, config, source: src, stats: st, analyzer, pace, log, stop, extend: options.extend, admit });
+    const bulk = kind === 'file' && src.rate === 'fast';
+    return sourceChain(frames$, { detector, config, source: src, stats: st, analyzer, pace, log, stop, extend: options.extend, admit, bulk });
   };
 
   const onTransition = (st: SourceStats, t: Transition) => {

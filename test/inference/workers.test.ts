@@ -9,6 +9,7 @@ import type { LogFn } from '../../src/core/log.js';
 import { batchConfigs } from '../../src/bench/bench.js';
 import { Batcher } from '../../src/inference/batcher.js';
 import { Detector } from '../../src/inference/detector.js';
+import { enqueue } from '../../src/inference/session.js';
 import { MAX_WORKER_RESTARTS } from '../../src/inference/worker-pool.js';
 import { MIRROR, MODEL } from '../helpers/assets.js';
 import { detectFile } from '../helpers/detect.js';
@@ -419,4 +420,59 @@ describe('a replacement worker that fails to start', () => {
     expect(s.restarts).toBe(1);
     expect(s.threads[0].alive).toBe(true);
   }, 120_000);
+});
+
+describe('fast files wait behind cameras for the session', () => {
+  it('enqueue: a bulk run goes last, any other before the first bulk one; each class keeps its order', () => {
+    const q: { id: string; bulk?: boolean }[] = [];
+    for (const [id, bulk] of [['f1', true], ['c1', false], ['f2', true], ['c2', false]] as const) enqueue(q, { id, bulk });
+    expect(q.map((x) => x.id)).toEqual(['c1', 'c2', 'f1', 'f2']);
+  });
+
+  it('a worker pool: with the session busy, a camera frame queued after a fast file frame runs first', async () => {
+    const det = await load(1);
+    const gate = new Int32Array(new SharedArrayBuffer(4));
+    pool(det).threads[0].stall(gate);
+    const started: string[] = [];
+    const runs = [
+      det.run(filled(det), () => started.push('first')), // in flight, held by the stall
+      det.run(filled(det), () => started.push('file'), true),
+      det.run(filled(det), () => started.push('camera')),
+    ];
+    await new Promise((r) => setImmediate(r));
+    expect(started).toEqual(['first']);
+    Atomics.store(gate, 0, 1);
+    Atomics.notify(gate, 0);
+    await Promise.all(runs);
+    expect(started).toEqual(['first', 'camera', 'file']);
+  }, 120_000);
+
+  it('one session on the main thread: the same order', async () => {
+    const det = await load(0);
+    const started: string[] = [];
+    const runs = [det.run(filled(det), () => started.push('first')), det.run(filled(det), () => started.push('file'), true), det.run(filled(det), () => started.push('camera'))];
+    await Promise.all(runs);
+    expect(started).toEqual(['first', 'camera', 'file']);
+  }, 120_000);
+
+  it('the batcher: a batch is taken cameras first', async () => {
+    const batches: string[][] = [];
+    let release: (() => void) | undefined;
+    const b = new Batcher<number>({ maxBatch: 2, maxWaitMs: 0, concurrency: 1 }, (jobs, onStart) => {
+      onStart();
+      batches.push(jobs.map((j) => (j.bulk ? 'file' : 'camera')));
+      return new Promise((res) => (release = () => res(jobs.map((_, i) => i))));
+    });
+    const img = new Float32Array(1);
+    const first = b.submit(img);
+    const rest = [b.submit(img, undefined, true), b.submit(img, undefined, true), b.submit(img)];
+    release!();
+    await first;
+    await new Promise((r) => setImmediate(r));
+    release!();
+    await new Promise((r) => setImmediate(r));
+    release!();
+    await Promise.all(rest);
+    expect(batches).toEqual([['camera'], ['camera', 'file'], ['file']]);
+  });
 });
