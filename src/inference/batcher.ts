@@ -15,6 +15,8 @@ export interface BatchJob<R> {
   at: number;
   /** A fast file's frame: waits behind the others (enqueue). */
   bulk?: boolean;
+  /** Frames queued ahead of it since it was queued (bulk frames only: enqueue). */
+  overtaken?: number;
 }
 
 export interface BatcherOptions {

@@ -15,7 +15,7 @@ export class InlineSession implements ModelSession {
   readonly inputs: readonly TensorInfo[];
   readonly outputs: readonly TensorInfo[];
   /** Runs waiting for the one in flight (fast files' after the others: enqueue). */
-  private readonly queue: { start: () => void; bulk?: boolean }[] = [];
+  private readonly queue: { start: () => void; bulk?: boolean; overtaken?: number }[] = [];
   private running = false;
   /** fp16 models: the narrowed input and the widened outputs, reused (runs are serialised). */
   private f16In: Uint16Array | undefined;

@@ -10,13 +10,31 @@ import type { ProviderOptions } from './providers.js';
 // and worker-pool.ts (sessions on worker threads) implement it; open-session.ts picks one.
 
 /**
- * Queues `item`: a bulk one at the end, any other before the first bulk one (after every other
- * non-bulk one), so cameras are served before fast files and each class keeps its order.
+ * How many runs queued after a bulk run (a fast file's frame) may go before it: cameras come
+ * first, but a file beside N cameras that always have a frame ready still gets one run in about
+ * N + MAX_OVERTAKES + 1 (it got none: the cameras' next frames were always queued ahead of it).
  */
-export function enqueue<T extends { bulk?: boolean }>(queue: T[], item: T): void {
-  const at = item.bulk ? -1 : queue.findIndex((q) => q.bulk);
-  if (at < 0) queue.push(item);
-  else queue.splice(at, 0, item);
+export const MAX_OVERTAKES = 4;
+
+/**
+ * Queues `item`: a bulk one at the end; any other before the bulk ones that have let fewer than
+ * MAX_OVERTAKES runs go first (each of them counts one more), after those that have not. So
+ * cameras are served before fast files, each class keeps its order, and no file starves.
+ */
+export function enqueue<T extends { bulk?: boolean; overtaken?: number }>(queue: T[], item: T): void {
+  if (item.bulk) {
+    queue.push(item);
+    return;
+  }
+  // After the last bulk run that has waited enough, and after every non-bulk one.
+  let at = queue.length;
+  for (let i = queue.length - 1; i >= 0; i--) {
+    const q = queue[i];
+    if (!q.bulk || (q.overtaken ?? 0) >= MAX_OVERTAKES) break;
+    at = i;
+  }
+  for (let i = at; i < queue.length; i++) queue[i].overtaken = (queue[i].overtaken ?? 0) + 1;
+  queue.splice(at, 0, item);
 }
 
 export interface RunRequest {

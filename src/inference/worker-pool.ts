@@ -11,6 +11,8 @@ interface Pending {
   req: RunRequest;
   onStart?: () => void;
   bulk?: boolean;
+  /** Runs queued ahead of it since it was queued (bulk runs only: enqueue). */
+  overtaken?: number;
   resolve: (r: RunOutput[]) => void;
   reject: (e: Error) => void;
 }

@@ -9,7 +9,7 @@ import type { LogFn } from '../../src/core/log.js';
 import { batchConfigs } from '../../src/bench/bench.js';
 import { Batcher } from '../../src/inference/batcher.js';
 import { Detector } from '../../src/inference/detector.js';
-import { enqueue } from '../../src/inference/session.js';
+import { enqueue, MAX_OVERTAKES } from '../../src/inference/session.js';
 import { MAX_WORKER_RESTARTS } from '../../src/inference/worker-pool.js';
 import { MIRROR, MODEL } from '../helpers/assets.js';
 import { detectFile } from '../helpers/detect.js';
@@ -424,9 +424,28 @@ describe('a replacement worker that fails to start', () => {
 
 describe('fast files wait behind cameras for the session', () => {
   it('enqueue: a bulk run goes last, any other before the first bulk one; each class keeps its order', () => {
-    const q: { id: string; bulk?: boolean }[] = [];
+    const q: { id: string; bulk?: boolean; overtaken?: number }[] = [];
     for (const [id, bulk] of [['f1', true], ['c1', false], ['f2', true], ['c2', false]] as const) enqueue(q, { id, bulk });
     expect(q.map((x) => x.id)).toEqual(['c1', 'c2', 'f1', 'f2']);
+  });
+
+  it(`a file beside cameras that always have a frame ready is not starved: at most ${MAX_OVERTAKES} runs queued after its frame go first`, () => {
+    // One session; three cameras whose next frame is queued as soon as theirs is taken (it got no run at all).
+    const q: { id: string; bulk?: boolean; overtaken?: number }[] = [];
+    enqueue(q, { id: 'file', bulk: true });
+    for (const c of ['c1', 'c2', 'c3']) enqueue(q, { id: c });
+    const ran: string[] = [];
+    for (let i = 0; i < 15; i++) {
+      const job = q.shift()!;
+      ran.push(job.id);
+      enqueue(q, { id: job.id, bulk: job.bulk });
+    }
+    // At most MAX_OVERTAKES runs queued after the file's frame go before it: it runs at least
+    // once in (the 3 ahead of it) + MAX_OVERTAKES + 1.
+    expect(ran.slice(0, MAX_OVERTAKES + 1)).toEqual(['c1', 'c2', 'c3', 'c1', 'file']);
+    const at = ran.flatMap((id, i) => (id === 'file' ? [i] : []));
+    expect(at.length).toBe(2);
+    expect(at[1] - at[0]).toBeLessThanOrEqual(3 + MAX_OVERTAKES + 1);
   });
 
   it('a worker pool: with the session busy, a camera frame queued after a fast file frame runs first', async () => {
@@ -474,5 +493,29 @@ describe('fast files wait behind cameras for the session', () => {
     release!();
     await Promise.all(rest);
     expect(batches).toEqual([['camera'], ['camera', 'file'], ['file']]);
+  });
+
+  it('the batcher: five sources that always have a frame waiting leave a file its turn (it got 0 runs in a second)', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    try {
+      const runs: Record<string, number> = {};
+      const b = new Batcher<number>({ maxBatch: 2, maxWaitMs: 5 }, (jobs, onStart) => {
+        onStart();
+        return new Promise((res) => setTimeout(() => res(jobs.map((_, i) => i)), 20));
+      });
+      const img = new Float32Array(1);
+      const source = (id: string, bulk: boolean) => {
+        const loop = (): void => void b.submit(img, () => (runs[id] = (runs[id] ?? 0) + 1), bulk).then(loop);
+        loop();
+      };
+      for (let i = 0; i < 5; i++) source(`cam${i}`, false);
+      source('file', true);
+      for (let t = 0; t < 1000; t += 5) await vi.advanceTimersByTimeAsync(5);
+      b.close(new Error('closed'));
+      expect(runs.file).toBeGreaterThanOrEqual(3);
+      expect(runs.cam0).toBeGreaterThan(runs.file);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
