@@ -1,3 +1,4 @@
+import { fstatSync, statSync } from 'node:fs';
 /**
  * A block of lines kept at the bottom of a terminal (the status line per source) while other
  * text (the JSON logs) is written above it.
@@ -40,11 +41,16 @@ export class StatusArea {
   /** Inside `print`'s write. */
   private printing = false;
   private streamWrite: TerminalStream['write'] | undefined;
-  private hook: TerminalStream['write'] | undefined;
+  /** The writes replaced while the block is shown: the block's stream's, and the others'. */
+  private hooks: { stream: TerminalStream; own: TerminalStream['write']; hook: TerminalStream['write'] }[] = [];
   private readonly onResize = () => this.redraw();
   private redrawTimer: NodeJS.Timeout | undefined;
 
-  constructor(readonly stream: TerminalStream) {}
+  constructor(
+    readonly stream: TerminalStream,
+    /** Other streams to the same terminal (stdout, when it is): their writes erase and redraw the block too. */
+    private readonly others: readonly TerminalStream[] = [],
+  ) {}
 
   /** Escape sequences work here: the stream is a terminal. */
   get tty(): boolean {
@@ -146,28 +152,32 @@ export class StatusArea {
 
   /** Routes other writes to the stream through `print`, and redraws on resize, while the block is shown. */
   private attach(): void {
-    if (this.hook) return;
-    const own = this.stream.write;
-    this.streamWrite = own;
-    this.hook = (chunk: string | Uint8Array, ...rest: unknown[]): boolean => {
-      if (this.printing || (!this.rows && !this.partial)) return own.call(this.stream, chunk, ...rest);
-      const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
-      if (!text) return own.call(this.stream, chunk, ...rest);
-      this.raw(this.erase());
-      const ok = own.call(this.stream, chunk, ...rest);
-      this.partial = !text.endsWith('\n');
-      this.redrawSoon();
-      return ok;
-    };
-    this.stream.write = this.hook;
+    if (this.hooks.length) return;
+    for (const stream of [this.stream, ...this.others]) {
+      const own = stream.write;
+      if (stream === this.stream) this.streamWrite = own;
+      // Every write to the terminal but the block's own: the block is erased first (if drawn),
+      // and drawn again a moment later below what was written (if that ended its line).
+      const hook = (chunk: string | Uint8Array, ...rest: unknown[]): boolean => {
+        if (this.printing) return own.call(stream, chunk, ...rest);
+        const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+        if (!text) return own.call(stream, chunk, ...rest);
+        if (this.rows) this.raw(this.erase());
+        const ok = own.call(stream, chunk, ...rest);
+        this.partial = !text.endsWith('\n');
+        this.redrawSoon();
+        return ok;
+      };
+      stream.write = hook;
+      this.hooks.push({ stream, own, hook });
+    }
     this.stream.on?.('resize', this.onResize);
   }
 
   private detach(): void {
-    if (!this.hook) return;
-    if (this.stream.write === this.hook) this.stream.write = this.streamWrite!;
-    this.stream.off?.('resize', this.onResize);
-    this.hook = undefined;
+    for (const { stream, own, hook } of this.hooks) if (stream.write === hook) stream.write = own;
+    if (this.hooks.length) this.stream.off?.('resize', this.onResize);
+    this.hooks = [];
     this.streamWrite = undefined;
   }
 }
@@ -224,5 +234,22 @@ let stderrArea: StatusArea | undefined;
 
 /** The block at the bottom of stderr, shared by the logger and the status line. */
 export function stderrStatus(): StatusArea {
-  return (stderrArea ??= new StatusArea(process.stderr));
+  // stdout to the same terminal (an extension's console.log): its lines are kept above the block too.
+  return (stderrArea ??= new StatusArea(process.stderr, sameTerminal(1) ? [process.stdout] : []));
+}
+
+/**
+ * Whether `target` (a file descriptor, or a path such as /dev/stdout or /dev/tty) is the
+ * terminal stderr writes to: data written there shares the screen with the status block.
+ */
+export function sameTerminal(target: number | string): boolean {
+  if (!process.stderr.isTTY) return false;
+  if (target === '/dev/tty') return true; // the controlling terminal: another device number, the same screen
+  try {
+    const tty = fstatSync(2);
+    const t = typeof target === 'number' ? fstatSync(target) : statSync(target);
+    return t.isCharacterDevice() && t.rdev === tty.rdev;
+  } catch {
+    return false;
+  }
 }

@@ -16,6 +16,7 @@ import { Outbox, recordMessage } from '../sinks/outbox.js';
 import { Publisher } from '../sinks/publisher.js';
 import type { Sink } from '../sinks/sink.js';
 import { StatusReporter } from '../sinks/status.js';
+import { sameTerminal } from '../core/terminal.js';
 import type { WebSocketHub } from '../sinks/websocket.js';
 import { AlertPublisher } from '../sinks/alerts.js';
 import { publish } from '../sinks/publish.js';
@@ -195,8 +196,10 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     }
     options.onReady?.({ pipeline, publisher, alerts, metrics, server, kafka, websocket, outbox });
     if (options.status !== false) {
-      // JSON lines on stdout to a terminal share it with the status block: plain status lines then.
-      const dataOnTty = (options.jsonl ?? config.sinks.jsonl?.path) === '-' && process.stdout.isTTY === true;
+      // JSON lines to the terminal the status block is on (`-`, /dev/stdout, /dev/tty): plain status
+      // lines then, as a redraw in place would erase the lines written between two ticks.
+      const jsonl = options.jsonl ?? config.sinks.jsonl?.path;
+      const dataOnTty = jsonl !== undefined && sameTerminal(jsonl === '-' ? 1 : jsonl);
       life.use('status line', new StatusReporter(pipeline.stats, undefined, undefined, !dataOnTty), (s) => s.stop()).start();
     }
 

@@ -2,7 +2,7 @@
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { aboveStatus } from '../../src/core/log.js';
-import { fit, StatusArea } from '../../src/core/terminal.js';
+import { fit, sameTerminal, StatusArea } from '../../src/core/terminal.js';
 import { StatusReporter } from '../../src/sinks/status.js';
 import { newSourceStats, type SourceStats } from '../../src/sources/stats.js';
 import { FakeTty } from '../helpers/terminal.js';
@@ -172,6 +172,46 @@ describe('status line on a terminal', () => {
     expect(screen.filter((l) => l.startsWith('{"seq"'))).toEqual(['{"seq":1}', '{"seq":2}']);
     expect(screen.filter((l) => l.startsWith('[status] lobby'))).toHaveLength(2);
     expect(raw.join('')).not.toMatch(/\x1b\[\d+A/);
+  });
+
+  it('text without its newline written just after a log line (before the block is back) is not erased by the block', () => {
+    const tty = new FakeTty(120);
+    const area = new StatusArea(tty);
+    const reporter = new StatusReporter([source('lobby')], area, 1000);
+    reporter.start();
+    vi.advanceTimersByTime(1000);
+    area.print('a log line\n');
+    tty.write('progress 42%'); // within the 0.1 s before the block comes back
+    vi.advanceTimersByTime(150);
+    vi.advanceTimersByTime(1000);
+    tty.write(' done\n');
+    vi.advanceTimersByTime(1000);
+    reporter.stop();
+    expect(tty.text().slice(0, 3)).toEqual(['a log line', 'progress 42%', ' done']);
+    expect(tty.text().at(-1)).toMatch(/^lobby {2}in /);
+  });
+
+  it('stdout to the same terminal (an extension’s console.log): its lines stay above the block too', () => {
+    const tty = new FakeTty(120);
+    // Its own file descriptor: writes reach the screen without going through stderr's write.
+    const screen = FakeTty.prototype.write.bind(tty);
+    const stdout = { isTTY: true, write: (c: string | Uint8Array) => screen(c) };
+    const area = new StatusArea(tty, [stdout]);
+    const reporter = new StatusReporter([source('lobby')], area, 1000);
+    reporter.start();
+    vi.advanceTimersByTime(1000);
+    stdout.write('{"seq":1}\n');
+    stdout.write('{"seq":2}\n');
+    vi.advanceTimersByTime(1000);
+    stdout.write('{"seq":3}\n');
+    vi.advanceTimersByTime(1000);
+    reporter.stop();
+    expect(tty.text()).toEqual(['{"seq":1}', '{"seq":2}', '{"seq":3}', expect.stringMatching(/^lobby {2}in /)]);
+  });
+
+  it('sameTerminal: not for a file or /dev/null, nor when stderr is not a terminal', () => {
+    expect(sameTerminal('/dev/null')).toBe(false);
+    expect(sameTerminal(process.execPath)).toBe(false);
   });
 
   it('elsewhere (not a terminal) each tick writes plain lines, as before', () => {
