@@ -97,3 +97,15 @@ describe('frameSize', () => {
     ]);
   });
 });
+
+describe('millisecond settings', () => {
+  it('beyond the longest timer Node runs (2^31 − 1 ms) are refused, naming the field: Node ran such a timer after 1 ms, restarting the source every millisecond', () => {
+    const e = failure('    watchdog: { startTimeoutMs: 99999999999 }\n    reconnect: { maxDelayMs: 3000000000 }\n');
+    expect(e.code).toBe(ErrorCodes.CONFIG);
+    expect(issues(e)).toEqual([
+      '  sources[0].reconnect.maxDelayMs: at most 2147483647 ms (about 24.8 days), the longest timer Node runs',
+      '  sources[0].watchdog.startTimeoutMs: at most 2147483647 ms (about 24.8 days), the longest timer Node runs',
+    ]);
+    expect(() => parse('    watchdog: { startTimeoutMs: 2147483647 }\n')).not.toThrow();
+  });
+});

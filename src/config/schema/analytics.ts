@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { polygonArea, selfIntersection } from '../../core/polygon.js';
-import { id } from './common.js';
+import { id, ms } from './common.js';
 
 const point = z.tuple([z.number(), z.number()]);
 const units = z.enum(['fraction', 'pixel']);
@@ -51,7 +51,7 @@ export const ZoneSchema = z
      * the old id leaves without an exit). At most exitDelayMs. Default 0: off. Two objects of
      * one class that really swap places within the window count once.
      */
-    reentrySuppressMs: z.number().int().min(0).default(0),
+    reentrySuppressMs: ms(0).default(0),
   })
   .strict();
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { brokerAddress, id } from './common.js';
+import { brokerAddress, id, ms } from './common.js';
 import { SourceSchema } from './source.js';
 
 /** A placement label's name and value (what `cluster.labels` and a camera's `placement.labels` hold). */
@@ -37,18 +37,18 @@ export const ClusterSchema = z
      * and its cameras move. Failover takes about this long plus a camera start. Default 6000 (the
      * broker's smallest allowed by default; kafkajs's own default, 30 000, gives ~34 s failover).
      */
-    sessionTimeoutMs: z.number().int().min(1000).default(6000),
+    sessionTimeoutMs: ms(1000).default(6000),
     /** Heartbeat period. Default 500. */
-    heartbeatIntervalMs: z.number().int().min(100).default(500),
+    heartbeatIntervalMs: ms(100).default(500),
     /**
      * A worker whose last heartbeat is older than sessionTimeoutMs minus this stops all its
      * cameras (it may have been expelled): before the group can hand them away. Default 1500.
      */
-    fenceMarginMs: z.number().int().min(100).default(1500),
+    fenceMarginMs: ms(100).default(1500),
     /** How long the group waits for every worker to rejoin in a rebalance. Default 10 000. */
-    rebalanceTimeoutMs: z.number().int().min(1000).default(10_000),
+    rebalanceTimeoutMs: ms(1000).default(10_000),
     /** A new owner waits this long at most for the old owner's release in a planned move. Default: sessionTimeoutMs. */
-    releaseWaitMs: z.number().int().min(0).optional(),
+    releaseWaitMs: ms(0).optional(),
     /** Replication factor of the cluster topics when created. Default 1. */
     replicationFactor: z.number().int().min(1).default(1),
   })

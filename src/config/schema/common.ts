@@ -12,6 +12,14 @@ export const id = z
   .regex(/^(?!\.+$)[A-Za-z0-9_.-]+$/, 'use letters, digits, dot, dash or underscore (not only dots)')
   .max(MAX_ID_LENGTH, `at most ${MAX_ID_LENGTH} characters`);
 
+/**
+ * The longest wait a millisecond setting may ask for: Node runs a timer of more than 2^31 − 1 ms
+ * after 1 ms (a `startTimeoutMs` of 10^11 restarted its source every millisecond).
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+/** A millisecond setting, a whole number from `min` to MAX_TIMER_MS (about 24.8 days). */
+export const ms = (min: number) => z.number().int().min(min).max(MAX_TIMER_MS, `at most ${MAX_TIMER_MS} ms (about 24.8 days), the longest timer Node runs`);
+
 /** A Kafka bootstrap broker: host:port, the port 1–65535. */
 export const brokerAddress = z
   .string()

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ms } from './common.js';
 
 export const ServerSchema = z
   .object({
@@ -31,11 +32,11 @@ export const ServerSchema = z
     /** Request line and headers together; larger requests answer 431. Default 16384. */
     maxHeaderBytes: z.number().int().min(1024).max(1024 * 1024).optional(),
     /** Time to receive a request's headers (also the longest an idle new connection stays open); then 408 and closed. Default 10 000 ms. */
-    headersTimeoutMs: z.number().int().min(100).optional(),
+    headersTimeoutMs: ms(100).optional(),
     /** Time to receive a whole request; then 408 and closed. Default 30 000 ms. */
-    requestTimeoutMs: z.number().int().min(100).optional(),
+    requestTimeoutMs: ms(100).optional(),
     /** An idle keep-alive connection is closed after this long. Default 5000 ms. */
-    keepAliveTimeoutMs: z.number().int().min(0).optional(),
+    keepAliveTimeoutMs: ms(0).optional(),
     /** Host names served (the Host header); others get 403. Default: on loopback only loopback names (stops DNS rebinding); elsewhere any. "*": any. */
     allowedHosts: z.array(z.string().min(1)).optional(),
   })

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { brokerAddress } from './common.js';
+import { brokerAddress, ms } from './common.js';
 
 export const KafkaSinkSchema = z
   .object({
@@ -46,7 +46,7 @@ export const KafkaSinkSchema = z
     /** Sources whose latest undelivered status is kept (an older one of the same source is replaced, not lost). Default 1000. */
     statusBufferSize: z.number().int().min(1).default(1000),
     /** Time allowed to flush on shutdown, ms. Default 10000. */
-    closeTimeoutMs: z.number().int().min(0).default(10_000),
+    closeTimeoutMs: ms(0).default(10_000),
     /** TLS: true, or Node tls options (ca, cert, key, servername…), passed to kafkajs. */
     ssl: z.union([z.boolean(), z.record(z.unknown())]).optional(),
     /** SASL, passed to kafkajs: { mechanism: plain | scram-sha-256 | scram-sha-512, username, password }. */
@@ -70,7 +70,7 @@ export const WebSocketSinkSchema = z
     /** Clients connected at once; beyond it an upgrade answers 503. Default 64. */
     maxClients: z.number().int().min(1).default(64),
     /** A ping every this often; a client that has not answered the previous ping is terminated. Default 15 000 ms. */
-    heartbeatMs: z.number().int().min(100).default(15_000),
+    heartbeatMs: ms(100).default(15_000),
     /** Messages (and ping frames) one client may send per second; beyond it the client is closed with 1008. Default 100. */
     maxMessagesPerSecond: z.number().int().min(1).default(100),
   })

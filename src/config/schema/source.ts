@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { checkSourceAnalytics, LineSchema, RuleSchema, ZoneSchema } from './analytics.js';
-import { id } from './common.js';
+import { id, ms } from './common.js';
 import { checkInputArgs } from './input-args.js';
 
 /**
@@ -139,15 +139,15 @@ export const SourceSchema = z
     reconnect: z
       .object({
         /** First delay, ms. Default 250. */
-        initialDelayMs: z.number().int().min(0).default(250),
+        initialDelayMs: ms(0).default(250),
         /** Delays double up to this, ms. Default 2000: a camera that comes back is picked up within ~2 s; each try costs only a connection attempt. */
-        maxDelayMs: z.number().int().min(0).default(2000),
+        maxDelayMs: ms(0).default(2000),
         /** ± fraction of random jitter. Default 0.2. */
         jitter: z.number().min(0).max(1).default(0.2),
         /** Failed attempts in a row before the source is marked failed; 0 never gives up. Default 0. */
         maxAttempts: z.number().int().min(0).default(0),
         /** Streaming this long resets the attempt count and the delay, ms. Default 30000. */
-        healthyResetMs: z.number().int().min(0).default(30_000),
+        healthyResetMs: ms(0).default(30_000),
       })
       .strict()
       .default({}),
@@ -155,18 +155,18 @@ export const SourceSchema = z
     watchdog: z
       .object({
         /** No first frame this long after (re)starting ffmpeg: restart. Default 15000 ms. */
-        startTimeoutMs: z.number().int().min(100).default(15_000),
+        startTimeoutMs: ms(100).default(15_000),
         /** No frame for this many frame periods: stalled, restart. Default 10. */
         stallFactor: z.number().min(1).default(10),
         /** …but never less than this, ms. Default 2000. */
-        stallMinMs: z.number().int().min(50).default(2000),
+        stallMinMs: ms(50).default(2000),
         /**
          * …and never more than this, ms: the rate a stream declares (its metadata, its
          * bitstream's timing) does not stretch the watchdog without bound. A stream whose frames
          * come more than this apart (a time-lapse camera) needs it raised. Default 60000 (or
          * `stallMinMs` where that is higher).
          */
-        stallMaxMs: z.number().int().min(50).optional(),
+        stallMaxMs: ms(50).optional(),
       })
       .strict()
       .refine((w) => w.stallMaxMs === undefined || w.stallMaxMs >= w.stallMinMs, { message: 'stallMaxMs must not be below stallMinMs', path: ['stallMaxMs'] })

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ms } from './common.js';
 
 export const TrackingSchema = z
   .object({
@@ -16,7 +17,7 @@ export const TrackingSchema = z
      * unseen for their own exitDelayMs (default 2000), lines for forgetAfterMs: keep those at
      * least this long, or a re-found track enters (or learns its side) again.
      */
-    lostTrackBufferMs: z.number().min(0).optional(),
+    lostTrackBufferMs: ms(0).optional(),
     minConfirmFrames: z.number().int().min(1).optional(),
     /** Nominal frame rate for the motion model. Default: the source's frame rate. */
     frameRateHint: z.number().positive().optional(),
