@@ -58,10 +58,16 @@ function lookup(name: string, def: string | undefined, env: NodeJS.ProcessEnv, p
   throw new InterpolationError(path || '(root)', name);
 }
 
+/**
+ * A variable's text as the value it spells: a number or a boolean as such, anything else the
+ * text exactly as set. A string YAML would read otherwise is kept as written (`s3cret #1` lost
+ * its `#1` as a comment, `!pw` its tag, `"quoted"` its quotes), and YAML's warnings are silent
+ * (an unresolved tag printed the secret that spelt it on stderr, outside redaction).
+ */
 function parseScalar(s: string): unknown {
   try {
-    const v: unknown = parseYaml(s);
-    return v === null || typeof v === 'object' ? s : v;
+    const v: unknown = parseYaml(s, { logLevel: 'silent' });
+    return typeof v === 'number' || typeof v === 'boolean' ? v : s;
   } catch {
     return s;
   }

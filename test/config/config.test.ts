@@ -27,8 +27,28 @@ describe('interpolateEnv', () => {
     ['a whole-value number becomes a number', '${env:FPS,30}', {}, 30],
     ['a whole-value boolean becomes a boolean', '${env:LOOP,false}', {}, false],
     ['inside a longer string stays a string', 'rtsp://${env:HOST,cam1}:8554/${env:PATH_,live}', {}, 'rtsp://cam1:8554/live'],
+    // Strings YAML would read otherwise come as set (they lost a "comment", a tag, their quotes).
+    ['a value with " #" keeps it', '${env:OUT}', { OUT: '/tmp/run #1.jsonl' }, '/tmp/run #1.jsonl'],
+    ['a value starting with ! keeps it', '${env:PW}', { PW: '!Sup3r$ecretPW' }, '!Sup3r$ecretPW'],
+    ['a value starting with & keeps it', '${env:PW}', { PW: '&a pw' }, '&a pw'],
+    ['a quoted value keeps its quotes', '${env:PW}', { PW: '"quoted"' }, '"quoted"'],
   ])('%s', (_n, value, env, want) => {
     expect(interpolateEnv({ v: value }, env)).toEqual({ v: want });
+  });
+
+  it('writes nothing to stderr for a value YAML warns about (an unresolved tag printed the secret)', () => {
+    const writes: string[] = [];
+    const orig = process.stderr.write.bind(process.stderr);
+    const warn = process.emitWarning;
+    process.stderr.write = ((c: string) => (writes.push(String(c)), true)) as typeof process.stderr.write;
+    process.emitWarning = ((w: string | Error) => void writes.push(String(w))) as typeof process.emitWarning;
+    try {
+      interpolateEnv({ v: '${env:PW}' }, { PW: '!Sup3r$ecretPW' });
+    } finally {
+      process.stderr.write = orig;
+      process.emitWarning = warn;
+    }
+    expect(writes.join('')).not.toContain('Sup3r');
   });
 
   it('names the field of an unset variable without default', () => {
