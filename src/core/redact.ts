@@ -10,7 +10,7 @@
 // without a password in a JSON text is not run into the next field's '@'. A scheme starts only
 // where a run of scheme characters starts (not at every '.' inside one: `a.a.a…` took 7 ms a
 // 4 KB line). The source schema refuses whitespace in a URL (a password with a space).
-const USERINFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/\/)((?:[^\s/?#"]|"(?![,}\]:\s]|$))*)@/gi;
+const USERINFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/{1,3})((?:[^\s/?#"]|"(?![,}\]:\s]|$))*)@/gi;
 // A parameter (after '?', '&' or ';') up to '=', and its value to the next parameter: SRT's
 // stream ids start with '#!::'. Its value is a secret when its name is one of SECRET_NAMES
 // (checked apart from the match, so the pattern stays linear on any line).
@@ -24,9 +24,9 @@ const SECRET_NAMES = new Set(
   ],
 );
 
-/** `rtsp://admin:hunter2@cam/stream?token=abc` → `rtsp://***@cam/stream?token=***`. */
+/** `rtsp://admin:hunter2@cam/stream?token=abc` → `rtsp://***@cam/stream?token=***` (also with one slash: a mistyped URL, read as a path, is named in errors). */
 export function redact(text: string): string {
-  if (text.indexOf('://') < 0 && text.indexOf('=') < 0) return text;
+  if (text.indexOf(':/') < 0 && text.indexOf('=') < 0) return text;
   return text
     .replace(USERINFO, (_m, scheme: string, info: string) => (info ? `${scheme}***@` : `${scheme}@`))
     .replace(PARAM, (m, sep: string, name: string) => (SECRET_NAMES.has(name.toLowerCase()) ? `${sep}${name}=***` : m));

@@ -15,6 +15,8 @@ describe('redact', () => {
     ['text without URLs is left alone', 'mail me@host', 'mail me@host'],
     ['a double quote in the password', 'exited for rtsp://admin:pa"ss@127.0.0.1:19798/x; retry', 'exited for rtsp://***@127.0.0.1:19798/x; retry'],
     ['a scheme after dots', 'see a.b.rtsp://u:p@h/x', 'see a.b.rtsp://***@h/x'],
+    // A URL with one slash is read as a file path: its error names it, password included.
+    ['a mistyped URL with one slash, inside a path', 'file not found: /tmp/x/rtsp:/admin:Hunter2Secret@10.0.0.5/stream1', 'file not found: /tmp/x/rtsp:/***@10.0.0.5/stream1'],
     [
       'parameters whose names hold a secret word',
       'http://h/a?X-Amz-Signature=s1&X-Amz-Security-Token=s2&X-Amz-Credential=s3&client_secret=s4&api-key=s5&access-token=s6&jwt=s7&X-Goog-Signature=s8&width=640',
