@@ -29,7 +29,7 @@ export interface ResolveOptions {
   cache?: string;
   /** Show a progress bar while downloading. Default: when stderr is a terminal. */
   progress?: boolean;
-  /** Network timeout per URL, ms. Default 60 000. */
+  /** The longest silence per URL (no answer, or no data while downloading), ms; a download may take longer as long as data keeps coming. Default 60 000. */
   timeoutMs?: number;
   /** Injected for tests. */
   fetch?: typeof fetch;
@@ -111,7 +111,26 @@ async function verify(spec: AssetSpec, path: string, what: string): Promise<void
 
 async function download(url: string, dest: string, label: string, options: ResolveOptions): Promise<string> {
   const doFetch = options.fetch ?? fetch;
-  const res = await doFetch(url, { signal: AbortSignal.timeout(options.timeoutMs ?? 60_000), redirect: 'follow' });
+  // A silence of timeoutMs ends the download, not its length: a 60 s cap on the whole of it
+  // failed every asset that takes longer to arrive (a large model, a slow link) for good.
+  const idleMs = options.timeoutMs ?? 60_000;
+  const ac = new AbortController();
+  let idle: NodeJS.Timeout | undefined;
+  const alive = () => {
+    clearTimeout(idle);
+    idle = setTimeout(() => ac.abort(new Error(`no data for ${idleMs / 1000} s`)), idleMs);
+  };
+  alive();
+  try {
+    return await receive(doFetch, url, dest, label, options, ac.signal, alive);
+  } finally {
+    clearTimeout(idle);
+  }
+}
+
+async function receive(doFetch: typeof fetch, url: string, dest: string, label: string, options: ResolveOptions, signal: AbortSignal, alive: () => void): Promise<string> {
+  const res = await doFetch(url, { signal, redirect: 'follow' });
+  alive();
   if (!res.ok || !res.body) throw new Error(`HTTP ${res.status} ${res.statusText}`);
   const total = Number(res.headers.get('content-length') ?? 0);
   const showBar = options.progress ?? Boolean(process.stderr.isTTY);
@@ -128,6 +147,7 @@ async function download(url: string, dest: string, label: string, options: Resol
     transform(chunk: Buffer, _enc, cb) {
       hash.update(chunk);
       received += chunk.length;
+      alive();
       bar?.update(total ? received : 0);
       cb(null, chunk);
     },

@@ -20,6 +20,18 @@ beforeAll(async () => {
     if (req.url === '/good.bin') {
       res.writeHead(200, { 'content-length': body.length });
       res.end(body);
+    } else if (req.url === '/slow.bin' || req.url === '/stalls.bin') {
+      // The body in 8 parts, 150 ms apart (1.2 s in all); /stalls.bin stops after the third.
+      res.writeHead(200, { 'content-length': body.length });
+      const part = Math.ceil(body.length / 8);
+      let k = 0;
+      const next = () => {
+        if (req.url === '/stalls.bin' && k === 3) return;
+        res.write(body.subarray(k * part, (k + 1) * part));
+        if (++k < 8) setTimeout(next, 150);
+        else res.end();
+      };
+      next();
     } else if (req.url === '/tampered.bin') {
       res.end(Buffer.concat([body, Buffer.from('x')]));
     } else {
@@ -79,6 +91,14 @@ describe('resolveAsset', () => {
     expect((e as Error).message).toMatch(/ARGUS_MIRROR/);
     const { readdirSync } = await import('node:fs');
     expect(readdirSync(join(cache, 'models'))).toEqual([]);
+  });
+
+  it('the timeout is for silence, not for the whole download: 1.2 s of data arriving every 0.15 s passes a 0.5 s timeout; a stall fails it', async () => {
+    const p = await resolveAsset(spec({ url: `${base}/slow.bin` }), { cache: fresh(), progress: false, mirror: undefined, timeoutMs: 500 });
+    expect(createHash('sha256').update(readFileSync(p)).digest('hex')).toBe(sha);
+    const e = await resolveAsset(spec({ url: `${base}/stalls.bin` }), { cache: fresh(), progress: false, mirror: undefined, timeoutMs: 500 }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_ASSET_DOWNLOAD')).toBe(true);
+    expect((e as Error).message).toMatch(/no data for 0\.5 s/);
   });
 
   it('an HTTP error is reported with its status', async () => {
