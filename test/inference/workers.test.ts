@@ -505,7 +505,8 @@ describe('fast files wait behind cameras for the session', () => {
       });
       const img = new Float32Array(1);
       const source = (id: string, bulk: boolean) => {
-        const loop = (): void => void b.submit(img, () => (runs[id] = (runs[id] ?? 0) + 1), bulk).then(loop);
+        // Until close() rejects the frames still waiting: the end of the test.
+        const loop = (): void => void b.submit(img, () => (runs[id] = (runs[id] ?? 0) + 1), bulk).then(loop, () => undefined);
         loop();
       };
       for (let i = 0; i < 5; i++) source(`cam${i}`, false);
