@@ -8,7 +8,15 @@ if (!file || !existsSync(file)) {
   process.exit(1);
 }
 const r = JSON.parse(readFileSync(file, 'utf8'));
-const failed = r.numFailedTests + filesFailedWithoutFailedTests(r);
+// vitest's exit status, when given: errors outside any test (an unhandled rejection) fail the run
+// without failing a test, and the report does not show them (it said "1076 passed, 0 failed" for a
+// run that exited 1). They count as one failure here.
+const vitestRc = Number(process.argv[3] ?? 0);
+let failed = r.numFailedTests + filesFailedWithoutFailedTests(r);
+if (failed === 0 && vitestRc !== 0) {
+  failed = 1;
+  console.error(`test-summary: vitest exited ${vitestRc} with no failed test: errors outside the tests (see "Unhandled Errors" above)`);
+}
 const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
 console.log(`${r.numPassedTests} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(failed > 0 ? 1 : 0);

@@ -43,5 +43,5 @@ fi
 
 npx vitest run "$@"
 rc=$?
-node scripts/test-summary.mjs .test-results/vitest.json || rc=1
+node scripts/test-summary.mjs .test-results/vitest.json "$rc" || rc=1
 exit $rc
