@@ -160,7 +160,7 @@ export function inferenceThreads(config: PipelineConfig): { workers: number; int
   if (m.workers === undefined && m.intraOpThreads === undefined) {
     const cpuOnly = m.providers.every((p) => p === 'cpu');
     const sources = config.sources.filter((s) => s.enabled);
-    const files = sources.length > 0 && sources.every((s) => s.rate === 'fast' && sourceKind(s.uri) === 'file');
+    const files = sources.length > 0 && sources.every((s) => isBulk(sourceKind(s.uri), s.rate));
     if (cpuOnly && files) return { workers: 2, intraOpThreads: 1 };
   }
   return { workers: m.workers ?? 1, intraOpThreads: m.intraOpThreads ?? 2 };
@@ -181,7 +181,12 @@ export function inferenceThreads(config: PipelineConfig): { workers: number; int
  * took 2–3 times each camera's share (three 10 fps cameras dropped a quarter of their frames).
  */
 export function stageCapacity(kind: SourceKind, rate: SourceConfig['rate'], sessions: number, alone: boolean): number {
-  return alone && kind === 'file' && rate === 'fast' ? Math.max(1, sessions) + 1 : 1;
+  return alone && isBulk(kind, rate) ? Math.max(1, sessions) + 1 : 1;
+}
+
+/** A file read as fast as possible: it loses nothing by waiting (its frames yield to other sources'). */
+function isBulk(kind: SourceKind, rate: SourceConfig['rate']): boolean {
+  return kind === 'file' && rate === 'fast';
 }
 
 /** Lets frames through while `admit()` holds; releases the others' buffers at once. */
@@ -267,7 +272,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   // Only fast files: they may hold more than one frame each in the detection stage
   // (stageCapacity). Sources attached later (an argus worker's cameras) hold one, and the
   // pipeline they join has none of its own.
-  const bulkOnly = urls.length > 0 && urls.every((u, i) => sourceKind(u) === 'file' && sources[i].rate === 'fast');
+  const bulkOnly = urls.length > 0 && urls.every((u, i) => isBulk(sourceKind(u), sources[i].rate));
 
   // One source: its supervised ffmpeg, then its chain.
   const chain = (src: SourceConfig, i: number): Observable<FrameResult> => build(src, urls[i], stats[i], analyzers[i], stop, bulkOnly);
@@ -306,8 +311,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
           }),
         )
       : supervised$;
-    const bulk = kind === 'file' && src.rate === 'fast';
-    return sourceChain(frames$, { detector, config, source: src, stats: st, analyzer, pace, log, stop, extend: options.extend, admit, bulk });
+    return sourceChain(frames$, { detector, config, source: src, stats: st, analyzer, pace, log, stop, extend: options.extend, admit, bulk: isBulk(kind, src.rate) });
   };
 
   const onTransition = (st: SourceStats, t: Transition) => {
