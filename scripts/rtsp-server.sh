@@ -20,6 +20,11 @@
 # 461 and ffmpeg retries over TCP). A path without a live publisher answers 404; when its
 # publisher exits or is replaced, the path's readers are disconnected (they see EOF).
 #
+# Besides the publishers' paths, the server always serves /argus-camera: a live 640x360 10 fps
+# test pattern encoded as it is captured (openh264, no B-frames), whose RTCP sender reports map
+# RTP time to the wall clock at capture, as an NTP-synchronised camera's do (for argus's
+# `producedBy: camera` stamps; the publishers' paths map it to the time of sending instead).
+#
 # Usage: scripts/rtsp-server.sh <command> [args]
 #   start [--republish]   install the server if needed, start it in the background (own
 #                         session), wait until it answers RTSP OPTIONS, print

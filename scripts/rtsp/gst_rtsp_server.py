@@ -64,7 +64,7 @@ LAUNCH = {
 
 
 # every element the pipelines use, including the ones gst-rtsp-server adds itself
-ELEMENTS = ["udpsrc", "tsdemux", "h264parse", "rtph264pay", "h265parse", "rtph265pay",
+ELEMENTS = ["udpsrc", "tsdemux", "h264parse", "rtph264pay", "h265parse", "rtph265pay", "videotestsrc", "openh264enc",
             "rtpbin", "appsink", "appsrc", "funnel", "tee", "queue"]
 
 
@@ -148,6 +148,32 @@ class Server:
             log("disconnected %d reader(s) of '%s'" % (n[0], path))
 
     # -- mounts ---------------------------------------------------------------------------
+
+    def mount_camera(self):
+        """/argus-camera: a live test pattern encoded as it is captured (10 fps, H.264 without
+        B-frames), whose RTCP sender reports map RTP time to the wall clock at capture, as a
+        camera synchronised by NTP does (the publishers' paths map it to the time of sending,
+        the pipeline's latency later). For argus's `producedBy: camera` stamps."""
+        f = GstRtspServer.RTSPMediaFactory()
+        f.set_launch(
+            "( videotestsrc is-live=true pattern=ball ! video/x-raw,width=640,height=360,framerate=10/1 "
+            "! openh264enc gop-size=10 ! h264parse config-interval=-1 ! rtph264pay name=pay0 pt=96 )"
+        )
+        f.set_shared(True)
+        f.set_protocols(GstRtsp.RTSPLowerTrans.TCP)
+        f.connect("media-configure", self.on_camera_configure)
+        self.server.get_mount_points().add_factory("/argus-camera", f)
+
+    def on_camera_configure(self, factory, media):
+        pipeline = media.get_element().get_parent()
+        if pipeline is not None:
+            pipeline.connect("deep-element-added", self.on_camera_element)
+
+    @staticmethod
+    def on_camera_element(pipeline, bin, element):
+        fac = element.get_factory()
+        if fac is not None and fac.get_name() == "rtpbin":
+            element.set_property("rtcp-sync-send-time", False)
 
     def mount(self, path, pid, port, codec):
         f = Factory()
@@ -273,6 +299,7 @@ def main():
         ap.error("--listen and --state are required")
     host, _, port = a.listen.rpartition(":")
     s = Server(host, int(port), a.state, a.read_timeout)
+    s.mount_camera()
     s.poll()
     if s.server.attach(None) == 0:
         log("cannot listen on %s" % a.listen)

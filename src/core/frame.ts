@@ -31,14 +31,18 @@ export interface Stamps {
 
 /**
  * What a frame's `produced` stamp is:
+ * - `camera`: an RTSP camera over TCP that sends RTCP sender reports: the camera's own time for
+ *   the frame's RTP timestamp (NTP-mapped, as DeepStream's NTP sync), when it is believable
+ *   (not after the frame's arrival, nor more than 10 s before it; sources/rtsp-tap.ts);
  * - `due`: a file played at its native rate: when a camera would have produced it, the start
  *   of playback (ffmpeg's report of the opened input) plus the frame's presentation time;
  * - `arrival`: a live source (RTSP, HTTP, V4L2): when ffmpeg's demuxer received the frame's
- *   data, before decoding (ffmpeg's wall clock, `-use_wallclock_as_timestamps`);
+ *   data, before decoding (ffmpeg's wall clock, `-use_wallclock_as_timestamps`; for RTSP over
+ *   TCP, when the first packet of the frame reached argus's relay);
  * - `captured`: nothing earlier is known (files read as fast as possible, or an ffmpeg that
  *   does not report frame times): the same as `captured`.
  */
-export const PRODUCED_BY = ['due', 'arrival', 'captured'] as const;
+export const PRODUCED_BY = ['camera', 'due', 'arrival', 'captured'] as const;
 export type ProducedBy = (typeof PRODUCED_BY)[number];
 
 /** The stages between two stamps, in order: what each one measures is in `stageMs`. */

@@ -76,7 +76,7 @@ const frameEnvelope = {
   capturedAt: z.iso.datetime().describe('capture wall-clock time, UTC'),
   producedBy: z
     .enum(PRODUCED_BY)
-    .describe('what stamps.produced is: due (a file at native rate: playback start + pts), arrival (a live source: when ffmpeg received the data, before decoding), captured (nothing earlier known)'),
+    .describe('what stamps.produced is: camera (an RTSP camera: its own time for the frame, from its RTCP sender reports), due (a file at native rate: playback start + pts), arrival (a live source: when ffmpeg received the data, before decoding), captured (nothing earlier known)'),
   stamps: PublishedStampsSchema,
   frame: z.strictObject({ width: z.int().min(1), height: z.int().min(1) }),
   model: ModelInfoSchema,

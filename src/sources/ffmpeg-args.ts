@@ -35,6 +35,18 @@ export interface FfmpegInputSpec {
   seekMargin?: number;
   /** Decoding settings (the source's `decode` in the config). Default: low latency, one decoder thread. */
   decode?: DecodeSpec;
+  /**
+   * RTSP over TCP: stamp frames with the camera's clock from its RTCP sender reports, through
+   * argus's relay (sources/rtsp-tap.ts). Default true; false stamps them with their arrival at
+   * ffmpeg, as other live sources.
+   */
+  cameraClock?: boolean;
+  /**
+   * The URL of argus's relay to the camera (rtsp-tap), which ffmpeg opens instead of `url`: the
+   * frames' times it prints are then their RTP timestamps (no wall-clock timestamps), of the
+   * video stream alone.
+   */
+  relay?: string;
 }
 
 /**
@@ -241,7 +253,8 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
   if (decode.lowLatency && decode.threads !== 1) args.push('-thread_type', 'slice');
   // Each packet is stamped with the wall clock when the demuxer reads it (before decoding),
   // and -copyts keeps that time through to the filter that reports it.
-  if (live) args.push('-use_wallclock_as_timestamps', '1');
+  // Relayed RTSP (rtsp-tap): the packets keep their RTP timestamps, which name them to the relay.
+  if (live && !input.relay) args.push('-use_wallclock_as_timestamps', '1');
   switch (input.kind) {
     case 'file':
       // Native rate: argus paces the frames (ffmpeg-source); no -re. ffmpeg 5.1's -re delivered
@@ -252,6 +265,9 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
       // Probe briefly: a camera's stream is known to be video, and every second of probing is
       // a second of delay at start and after each reconnect.
       args.push('-rtsp_transport', input.rtspTransport ?? 'tcp', '-probesize', '262144', '-analyzeduration', decode.lowLatency ? '200000' : '1000000');
+      // One stream set up, so that ffmpeg counts its pts from RTP timestamps alone (with two, it
+      // syncs them by the sender reports), as the relay does.
+      if (input.relay) args.push('-allowed_media_types', 'video');
       break;
     case 'v4l2':
       args.push('-f', 'v4l2');
@@ -267,7 +283,7 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
   if (input.inputArgs) args.push(...input.inputArgs);
   const trim = seekTrim(input);
   if (input.kind === 'file' && input.seek !== undefined && input.seek > 0) args.push('-ss', (input.seek - trim).toFixed(6));
-  const url = input.kind === 'v4l2' ? input.url.replace(/^v4l2:\/\//i, '') : input.kind === 'file' ? ffmpegInput(input.url) : input.url;
+  const url = input.kind === 'v4l2' ? input.url.replace(/^v4l2:\/\//i, '') : input.kind === 'file' ? ffmpegInput(input.url) : (input.relay ?? input.url);
   args.push('-i', url, '-an', '-sn', '-dn', '-map', '0:v:0');
 
   const { width: W, height: H } = out;

@@ -1,6 +1,6 @@
 import { spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { catchError, defer, Observable, throwError } from 'rxjs';
+import { catchError, defer, Observable, throwError, type Subscription } from 'rxjs';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
@@ -9,6 +9,7 @@ import { letterbox, type Letterbox } from '../core/geometry.js';
 import { buildFfmpegArgs, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, reportsFrameTimes, runTag, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
+import { RtspTap, tapsCameraClock, type ClockReading } from './rtsp-tap.js';
 import { colourOf, outputRate, saysNoVideoStream, withoutMapAdvice, StderrProbe, type StreamInfo } from './stderr-probe.js';
 
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
@@ -66,6 +67,11 @@ export interface FfmpegSourceOptions {
   clock?: () => number;
   /** Starts ffmpeg. Default node's `child_process.spawn`. */
   spawn?: SpawnFn;
+  /**
+   * Told once per connection why a relayed RTSP source's frames are not stamped with the
+   * camera's clock (rtsp-tap): a camera time not believed, or frames that cannot be paired.
+   */
+  onClockNotice?: (text: string) => void;
 }
 
 /**
@@ -94,20 +100,38 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   //   make up the rate (each one inferred, published and counted twice at 60 over 30 fps):
   //   every frame once, at the file's rate (a variable-rate file's frames are still repeated
   //   over its gaps, by ffmpeg's constant-rate output).
-  const run = (): Observable<Frame> => {
-    let o = options;
+  const run = (base: FfmpegSourceOptions, tap?: RtspTap): Observable<Frame> => {
+    let o = base;
     if (memo.ownRate) o = { ...o, input: { ...o.input, fps: undefined } };
     if (memo.packed && o.output.frame === 'source-yuv') o = { ...o, output: { ...o.output, frame: 'source' } };
-    return oneFfmpeg(o).pipe(
+    return oneFfmpeg(o, tap).pipe(
       catchError((e: unknown) => {
         if (e instanceof NotYuv420) memo.packed = true;
         else if (e instanceof RateAboveSource) memo.ownRate = true;
         else return throwError(() => e);
-        return run();
+        return run(base, tap);
       }),
     );
   };
-  return defer(run);
+  if (!tapsCameraClock(options.input)) return defer(() => run(options));
+  // RTSP over TCP: through argus's relay, which reads the camera's clock (rtsp-tap).
+  return new Observable<Frame>((subscriber) => {
+    const tap = new RtspTap(options.input.url);
+    let inner: Subscription | undefined;
+    let closed = false;
+    tap.listen().then(
+      (relay) => {
+        if (closed) return;
+        inner = run({ ...options, input: { ...options.input, relay } }, tap).subscribe(subscriber);
+      },
+      (e: NodeJS.ErrnoException) => subscriber.error(new ArgusError(ErrorCodes.SOURCE_SPAWN, `source "${options.id}": could not open the relay to the camera on 127.0.0.1: ${e.message}`)),
+    );
+    return () => {
+      closed = true;
+      inner?.unsubscribe();
+      tap.close();
+    };
+  });
 }
 
 /** What runs of one source learnt of it (FfmpegSourceOptions.memo). */
@@ -134,7 +158,7 @@ export const YUV_MIN_PIXELS = 200_000;
 /** The pixel formats whose frames ffmpeg delivers untouched as `source-yuv`. */
 const YUV420 = new Set(['yuv420p', 'yuvj420p']);
 
-function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
+function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Frame> {
   return new Observable<Frame>((subscriber) => {
     const { id, input, output } = options;
     // Every message leaves with credentials removed: ffmpeg prints the URL, and errors become
@@ -201,7 +225,30 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     // through different pipes, so either may come first; what waits for its partner is kept
     // (bounded) by index, so a lost partner never shifts the pairing of later frames.
     const live = reportsFrameTimes(input);
-    const times = new Map<number, number>(); // report index → time
+    const times = new Map<number, ClockReading | null>(); // report index → time (null: none known for it)
+    // A relayed RTSP source's reports are RTP timestamps, which the relay turns into the
+    // camera's time or the packets' arrival (rtsp-tap); others' are the arrival at ffmpeg.
+    let misses = 0;
+    const reading = (us: number): ClockReading | null => {
+      if (!tap) return { at: us / 1000, by: 'arrival' };
+      const clock = tap.clock;
+      const r = clock.lookup(us);
+      if (!r) misses++;
+      if (!noticed.has(clock)) {
+        const why =
+          clock.unpairable ??
+          (clock.rejectedOffset !== undefined
+            ? `its clock is ${Math.abs(clock.rejectedOffset).toFixed(0)} ms ${clock.rejectedOffset > 0 ? 'ahead of' : 'behind'} this host's at a frame's arrival, so frames are stamped with their arrival (producedBy: arrival)`
+            : misses >= 3
+              ? 'frames could not be paired with its packets'
+              : undefined);
+        if (why) {
+          noticed.add(clock);
+          options.onClockNotice?.(`source "${id}": the camera's clock is not used: ${why}`);
+        }
+      }
+      return r ?? null;
+    };
     const waiting = new Map<number, Frame>(); // frame index → frame without its time yet
     let reports = 0;
     let delivered = 0;
@@ -210,15 +257,15 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     };
     probe.onFrameTime = (us) => {
       const i = reports++;
-      const t = us / 1000;
+      const t = reading(us);
       const f = waiting.get(i);
       if (f) {
         waiting.delete(i);
         // A time after the frame's delivery cannot be its arrival, nor one long before it (the
         // first frame of an RTSP session is reported at 0): keep `captured`.
-        if (plausibleArrival(t, f.stamps.captured)) {
-          f.stamps.produced = t;
-          f.producedBy = 'arrival';
+        if (t && plausibleArrival(t.at, f.stamps.captured)) {
+          f.stamps.produced = t.at;
+          f.producedBy = t.by;
         }
       } else if (i >= delivered) {
         times.set(i, t); // its frame is still to come
@@ -339,9 +386,9 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
         if (t === undefined) unpaired = j >= reports; // else its report came and went (evicted)
         else {
           times.delete(j);
-          if (plausibleArrival(t, captured)) {
-            produced = t;
-            producedBy = 'arrival';
+          if (t && plausibleArrival(t.at, captured)) {
+            produced = t.at;
+            producedBy = t.by;
           }
         }
       }
@@ -599,7 +646,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
         subscriber.complete();
         return;
       }
-      const log = probe.tailText();
+      const log = tap ? tap.unrelay(probe.tailText()) : probe.tailText();
       const tail = withoutMapAdvice(log.split('\n')).slice(-6).join('\n');
       if (!lb && probe.tooLarge) {
         fail(ErrorCodes.SOURCE_PROBE, `source "${id}": ${tooLargeMessage(input.url, probe.tooLarge)}\n${tail}`);
@@ -632,6 +679,7 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     return () => {
       stopPacing?.();
       dropAhead();
+      tap?.drop();
       if (!closed) {
         closed = true;
         killedByUs = true;
@@ -644,6 +692,9 @@ function oneFfmpeg(options: FfmpegSourceOptions): Observable<Frame> {
     };
   });
 }
+
+/** The relay clocks whose notice (FfmpegSourceOptions.onClockNotice) was given. */
+const noticed = new WeakSet<object>();
 
 /** Native-rate files: how long before its due time (in frames) the next frame is read even while the stage is busy. */
 export const READ_LEAD_FRAMES = 0.5;

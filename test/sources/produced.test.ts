@@ -78,7 +78,8 @@ function lateStart(workMs: (k: number) => number, count: number) {
 const epochNow = now;
 
 describe('produced stamp, live sources (fake ffmpeg): the demuxer arrival time ffmpeg reports, paired in order', () => {
-  const rtsp: FfmpegInputSpec = { url: 'rtsp://cam/s', kind: 'rtsp', rate: 'native', loop: false };
+  // Not relayed (cameraClock: false): ffmpeg stamps the arrival, as for HTTP and other live sources.
+  const rtsp: FfmpegInputSpec = { url: 'rtsp://cam/s', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false };
 
   it("a time line that a file's metadata or a server forged on the log (not followed by the run's own key) is not counted: the times stay paired", () => {
     const { child, frames, sub } = fake(rtsp);

@@ -198,3 +198,65 @@ describe('real RTSP sources (scripts/rtsp-server.sh)', () => {
     cam2 = await publish('cam2', PERSON);
   }, 600_000);
 });
+
+describe('the camera\'s clock (RTCP sender reports, through argus\'s relay)', () => {
+  const camera = () => cam1.replace(/\/cam1$/, '/argus-camera');
+
+  /** Frames of a 6 s run on `uri`: their stamps and what `produced` is. */
+  async function stamps(source: Record<string, unknown>) {
+    const config = PipelineSchema.parse({ sources: [{ id: 'cam', ...source, watchdog: { startTimeoutMs: 8000, stallMinMs: 2000 } }], model: { warmupRuns: 1 }, alerts: { snapshot: { mode: 'none' } } });
+    const got: { produced: number; captured: number; by: string }[] = [];
+    const ac = new AbortController();
+    let first = 0;
+    const done = runPipeline(config, {
+      status: false,
+      signal: ac.signal,
+      onResult: (r) => {
+        first ||= now();
+        got.push({ produced: r.frame.stamps.produced, captured: r.frame.stamps.captured, by: r.frame.producedBy });
+      },
+    });
+    expect(await until(() => first > 0, 120_000)).toBe(true);
+    await sleep(6000);
+    ac.abort();
+    await done;
+    return got;
+  }
+
+  it('a camera whose sender reports map RTP time to its capture: frames stamped with the camera\'s time, before their arrival; cameraClock: false stamps the arrival', async () => {
+    const [byCamera, byArrival] = [await stamps({ uri: camera() }), await stamps({ uri: camera(), cameraClock: false })];
+    // The server's first sender report comes within a few seconds; from then on the camera's time.
+    const cam = byCamera.filter((f) => f.by === 'camera');
+    expect(cam.length).toBeGreaterThan(10);
+    expect(byCamera.every((f) => f.by === 'camera' || f.by === 'arrival')).toBe(true);
+    for (const f of byCamera) {
+      expect(f.produced).toBeLessThanOrEqual(f.captured);
+      expect(f.produced).toBeGreaterThan(f.captured - 5000);
+    }
+    expect(byArrival.length).toBeGreaterThan(10);
+    expect(byArrival.every((f) => f.by === 'arrival')).toBe(true);
+    // The camera captured each frame before it reached argus: its source stage is longer than
+    // from the arrival (by the server's encoding, at least a frame's worth of 10 fps here).
+    const source = (fs: { produced: number; captured: number }[]) => percentiles(fs.map((f) => f.captured - f.produced), [50])[0];
+    expect(source(cam)).toBeGreaterThan(source(byArrival) + 20);
+  }, 300_000);
+
+  it('a camera that cannot be reached: the failure names the camera and why, not the relay', async () => {
+    const { ffmpegSource } = await import('../../src/sources/ffmpeg-source.js');
+    const { firstValueFrom } = await import('rxjs');
+    const { resolveFfmpeg } = await import('../../src/sources/ffmpeg-path.js');
+    const err = await firstValueFrom(
+      ffmpegSource({
+        id: 'gone',
+        input: { url: 'rtsp://user:secret@127.0.0.1:9/live', kind: 'rtsp', rate: 'native', loop: false },
+        output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'center', padValue: 114 },
+        ffmpegPath: (await resolveFfmpeg()).path,
+      }),
+    ).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(err?.message).toMatch(/camera: 127\.0\.0\.1:9: ECONNREFUSED/);
+    expect(err?.message).not.toContain('secret');
+  }, 60_000);
+});

@@ -112,6 +112,13 @@ export const SourceSchema = z
     /** RTSP transport: tcp, udp, udp_multicast, or tunnelled in http / https. Default tcp (no smeared frames from lost UDP packets). */
     rtspTransport: z.enum(['tcp', 'udp', 'udp_multicast', 'http', 'https']).default('tcp'),
     /**
+     * RTSP over TCP: stamp each frame with the camera's own time from its RTCP sender reports
+     * (`producedBy: camera`; README, "Latency"), read by a relay of argus's on 127.0.0.1 between
+     * ffmpeg and the camera. false: no relay, frames stamped with their arrival at ffmpeg.
+     * Default true.
+     */
+    cameraClock: z.boolean().default(true),
+    /**
      * Extra ffmpeg input options before -i, each followed by its value, e.g. ["-hwaccel", "cuda"]:
      * hardware decoding, the decoder, demuxer, network and capture-device options only
      * (schema/input-args.ts lists them; no output, second input or log level).

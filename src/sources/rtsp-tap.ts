@@ -1,0 +1,454 @@
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { now } from '../core/clock.js';
+
+/**
+ * The camera's own clock for RTSP sources over TCP (`producedBy: camera`).
+ *
+ * ffmpeg reads a camera's RTCP sender reports (each maps an RTP timestamp to the camera's NTP
+ * time) but passes the mapping on only as packet side data, which reaches neither the decoded
+ * frames nor its log. So argus relays the RTSP connection itself: ffmpeg is pointed at a
+ * listener of argus's on 127.0.0.1, and each byte is passed on unchanged in both directions
+ * while argus reads, as they go by, the RTSP replies (the SDP's clock rate, the interleaved
+ * channels, the PLAY reply's RTP-Info and range), the RTP headers of the video channel (each
+ * access unit's timestamp and the moment its first packet arrived) and the RTCP sender reports.
+ *
+ * ffmpeg then runs without `-use_wallclock_as_timestamps`: a frame's pts is its RTP timestamp
+ * counted as ffmpeg's RTP demuxer counts it (from RTP-Info's `rtptime`, else the first packet's,
+ * unwrapped, plus the PLAY range's start), which `RtpClock` counts the same way, so each frame
+ * time ffmpeg prints names the access unit it was decoded from, B-frames and dropped frames
+ * included. The frame is then stamped with the camera's time for that RTP timestamp (from the
+ * latest sender report) when it is plausible, else with the access unit's arrival.
+ */
+export type ClockReading = { at: number; by: 'camera' | 'arrival' };
+
+/** A camera's time this far after the packet's arrival is taken as the arrival (clocks synchronised to a few ms). */
+export const CAMERA_AHEAD_SLACK_MS = 5;
+/**
+ * A camera's time further than this before the packet's arrival is not believed (a camera clock
+ * that is wrong by more than an encoder and a network could delay a frame): the arrival is used.
+ */
+export const CAMERA_BEHIND_MAX_MS = 10_000;
+/** Access units remembered for pairing with frames (a frame is decoded within a few of its arrival). */
+const MAX_UNITS = 512;
+/** An RTSP message head longer than this is not RTSP: the reader gives up (the relay goes on). */
+const MAX_HEAD = 64 * 1024;
+/** An RTSP message body (an SDP) longer than this is not read (the relay goes on). */
+const MAX_BODY = 1024 * 1024;
+/** The most bytes of an interleaved packet kept for reading (RTP header, RTCP sender report). */
+const KEEP = 32;
+/** Seconds between the NTP epoch (1900) and the Unix epoch (1970). */
+const NTP_UNIX_S = 2_208_988_800;
+
+interface Unit {
+  /** The 32-bit RTP timestamp. */
+  ts: number;
+  /** Epoch ms when its first packet reached argus. */
+  arrival: number;
+}
+
+/**
+ * What argus knows of one RTSP session's video clock, from the messages and packets relayed.
+ * Pure: fed by `RtspTap` (or a test) with `request`, `response` and `packet`.
+ */
+export class RtpClock {
+  clockRate = 90000;
+  private rtpChannel = -1;
+  private rtcpChannel = -1;
+  private setups = 0;
+  private setupUrl: string | undefined;
+  private pending: { method: string; url: string } | undefined;
+  private base: number | undefined;
+  private rangeOffset = 0;
+  private lastTs: number | undefined;
+  private unwrapped = 0;
+  private readonly units = new Map<number, Unit>();
+  private sr: { ntpMs: number; ts: number; ssrc: number } | undefined;
+  private ssrc: number | undefined;
+  /** Why frames cannot be paired with packets (set once), or undefined. */
+  unpairable: string | undefined;
+  /** How far ahead (+) or behind (−) the camera's time was of the arrival when it was first not believed, ms. */
+  rejectedOffset: number | undefined;
+  /** Frames stamped with the camera's time, and with the arrival for want of a believable camera time. */
+  readonly counts = { camera: 0, arrival: 0 };
+
+  /** A request from ffmpeg to the camera (its first line and headers). ffmpeg waits for each reply before its next request. */
+  request(head: string): void {
+    const m = /^([A-Z_]+)\s+(\S+)\s+RTSP\//.exec(head);
+    if (m) this.pending = { method: m[1], url: m[2] };
+  }
+
+  /** A reply from the camera: its head (status line and headers) and body. */
+  response(head: string, body: Buffer): void {
+    if (!/^RTSP\/\d\.\d\s+2\d\d/.test(head)) return;
+    const method = this.pending?.method;
+    const type = header(head, 'content-type');
+    if (method === 'DESCRIBE' && body.length && type && /application\/sdp/i.test(type)) this.clockRate = videoClockRate(body.toString('latin1')) ?? this.clockRate;
+    if (method === 'SETUP') {
+      const interleaved = /interleaved=(\d+)(?:-(\d+))?/i.exec(header(head, 'transport') ?? '');
+      this.setups++;
+      if (this.setups > 1) this.unpairable ??= 'the camera set up more than one stream';
+      if (!interleaved) this.unpairable ??= 'the camera did not interleave the stream in the connection';
+      else {
+        this.rtpChannel = Number(interleaved[1]);
+        this.rtcpChannel = interleaved[2] !== undefined ? Number(interleaved[2]) : this.rtpChannel + 1;
+        this.setupUrl = this.pending?.url;
+      }
+    }
+    if (method === 'PLAY' && this.lastTs === undefined) {
+      // ffmpeg takes `rtptime` of the entry whose url is its SETUP's, exactly (rtsp.c, handle_rtp_info),
+      // and counts pts from the range's start (rtsp_read_play, range_start_offset).
+      for (const entry of (header(head, 'rtp-info') ?? '').split(',')) {
+        const url = /(?:^|;)\s*url=([^;]+)/i.exec(entry.trim())?.[1]?.trim();
+        const rtptime = /(?:^|;)\s*rtptime=(\d+)/i.exec(entry.trim())?.[1];
+        if (url !== undefined && url === this.setupUrl && rtptime !== undefined && Number(rtptime) % 2 ** 32 !== 0) this.base = Number(rtptime) % 2 ** 32;
+      }
+      const start = nptStart(header(head, 'range') ?? '');
+      if (start !== undefined) this.rangeOffset = Math.round((start * this.clockRate) / 1e6);
+    }
+  }
+
+  /** An interleaved packet from the camera (its first bytes), received at `at` (epoch ms). */
+  packet(channel: number, p: Buffer, length: number, at: number): void {
+    if (channel === this.rtpChannel && length >= 12 && p.length >= 12 && p[0] >> 6 === 2) {
+      const ts = p.readUInt32BE(4);
+      this.ssrc ??= p.readUInt32BE(8);
+      // The count of ffmpeg's RTP demuxer (rtpdec.c, finalize_packet).
+      if (this.base === undefined) this.base = ts;
+      if (this.lastTs === undefined) this.unwrapped = ts;
+      else if (ts !== this.lastTs) this.unwrapped += (ts - this.lastTs) | 0;
+      else return; // another packet of the same access unit
+      this.lastTs = ts;
+      const key = this.unwrapped + this.rangeOffset - this.base;
+      if (!this.units.has(key)) {
+        this.units.set(key, { ts, arrival: at });
+        if (this.units.size > MAX_UNITS) this.units.delete(this.units.keys().next().value as number);
+      }
+    } else if (channel === this.rtcpChannel) {
+      // A compound RTCP packet: the sender report, if any, comes first.
+      if (p.length >= 20 && p[0] >> 6 === 2 && p[1] === 200) {
+        const ssrc = p.readUInt32BE(4);
+        const ntpMs = (p.readUInt32BE(8) - NTP_UNIX_S) * 1000 + (p.readUInt32BE(12) / 2 ** 32) * 1000;
+        if (this.ssrc === undefined || ssrc === this.ssrc) this.sr = { ntpMs, ts: p.readUInt32BE(16), ssrc };
+      }
+    }
+  }
+
+  /**
+   * The time a frame whose pts ffmpeg printed as `us` (microseconds, its RTP timestamp counted
+   * as above) was produced: the camera's, or the arrival of its first packet; undefined when no
+   * access unit has that timestamp.
+   */
+  lookup(us: number): ClockReading | undefined {
+    if (this.unpairable) return undefined;
+    const key = Math.round((us * this.clockRate) / 1e6);
+    const unit = this.units.get(key) ?? this.units.get(key - 1) ?? this.units.get(key + 1);
+    if (!unit) return undefined;
+    if (this.sr) {
+      const camera = this.sr.ntpMs + (((unit.ts - this.sr.ts) | 0) * 1000) / this.clockRate;
+      const ahead = camera - unit.arrival;
+      if (ahead <= CAMERA_AHEAD_SLACK_MS && ahead >= -CAMERA_BEHIND_MAX_MS) {
+        this.counts.camera++;
+        return { at: Math.min(camera, unit.arrival), by: 'camera' };
+      }
+      this.rejectedOffset ??= ahead;
+    }
+    this.counts.arrival++;
+    return { at: unit.arrival, by: 'arrival' };
+  }
+}
+
+/** A header's value (the first of that name), or undefined. */
+function header(head: string, name: string): string | undefined {
+  const re = new RegExp(`\\r?\\n${name}[ \\t]*:[ \\t]*([^\\r\\n]*)`, 'i');
+  return re.exec(head)?.[1]?.trim();
+}
+
+/** The clock rate of the SDP's first video stream (its first payload type), or undefined. */
+export function videoClockRate(sdp: string): number | undefined {
+  const sections = sdp.split(/\r?\nm=/);
+  for (const s of sections.slice(1)) {
+    const m = /^video\s+\S+\s+\S+\s+(\d+)/.exec(s);
+    if (!m) continue;
+    const pt = Number(m[1]);
+    const map = new RegExp(`\\na=rtpmap:${pt}\\s+[^/\\s]+/(\\d+)`).exec(s);
+    if (map) return Number(map[1]) || undefined;
+    return pt < 96 ? 90000 : undefined; // static video payload types all count 90 kHz
+  }
+  return undefined;
+}
+
+/** The start of a `Range: npt=START-…` value, microseconds, as ffmpeg's av_parse_time reads a duration; undefined for `now` or none. */
+export function nptStart(range: string): number | undefined {
+  const m = /^\s*npt\s*=\s*([^-\s]*)/i.exec(range);
+  if (!m) return undefined;
+  const t = m[1];
+  let s: number;
+  const hms = /^(\d+):(\d{1,2}):(\d{1,2}(?:\.\d*)?)$/.exec(t);
+  if (hms) s = Number(hms[1]) * 3600 + Number(hms[2]) * 60 + Number(hms[3]);
+  else if (/^\d+(?:\.\d*)?$/.test(t)) s = Number(t);
+  else return undefined;
+  return Math.round(s * 1e6);
+}
+
+/**
+ * Reads one direction of an RTSP connection as it is relayed: RTSP messages (head and body) and
+ * interleaved packets (`$`, channel, 16-bit length; only the first KEEP bytes are kept). It
+ * never holds more than one message; bytes that are not RTSP make it stop reading for good
+ * (`broken`), and the relay goes on without it.
+ */
+export class InterleavedReader {
+  broken = false;
+  private head = '';
+  private body: Buffer | undefined;
+  private bodyLeft = 0;
+  private headOf = '';
+  /** Bytes of an interleaved packet's header still to read (4 in all), or of its payload. */
+  private frameHeader: number[] = [];
+  private payload: Buffer | undefined;
+  private payloadLen = 0;
+  private payloadLeft = 0;
+  private payloadKept = 0;
+  private mode: 'start' | 'head' | 'body' | 'frame' | 'payload' = 'start';
+
+  constructor(
+    private readonly onMessage: (head: string, body: Buffer) => void,
+    private readonly onPacket: (channel: number, p: Buffer, length: number) => void,
+  ) {}
+
+  push(chunk: Buffer): void {
+    let i = 0;
+    while (i < chunk.length && !this.broken) {
+      switch (this.mode) {
+        case 'start':
+          if (chunk[i] === 0x24) {
+            this.mode = 'frame';
+            this.frameHeader = [];
+            i++;
+          } else if (chunk[i] === 0x0d || chunk[i] === 0x0a) i++; // stray line ends between messages
+          else {
+            this.mode = 'head';
+            this.head = '';
+          }
+          break;
+        case 'frame':
+          this.frameHeader.push(chunk[i++]);
+          if (this.frameHeader.length === 3) {
+            this.payloadLen = (this.frameHeader[1] << 8) | this.frameHeader[2];
+            this.payloadLeft = this.payloadLen;
+            this.payloadKept = 0;
+            this.payload ??= Buffer.alloc(KEEP);
+            this.mode = 'payload';
+            if (this.payloadLen === 0) this.endPacket();
+          }
+          break;
+        case 'payload': {
+          const n = Math.min(this.payloadLeft, chunk.length - i);
+          const keep = Math.min(n, KEEP - this.payloadKept);
+          if (keep > 0) {
+            chunk.copy(this.payload!, this.payloadKept, i, i + keep);
+            this.payloadKept += keep;
+          }
+          i += n;
+          this.payloadLeft -= n;
+          if (this.payloadLeft === 0) this.endPacket();
+          break;
+        }
+        case 'head': {
+          const end = chunk.indexOf('\r\n\r\n', i, 'latin1');
+          // Up to the blank line (a head split over reads is joined; the blank line itself may be split too).
+          const upto = end < 0 ? chunk.length : end + 4;
+          this.head += chunk.toString('latin1', i, upto);
+          i = upto;
+          const blank = this.head.indexOf('\r\n\r\n');
+          if (blank >= 0) {
+            const rest = this.head.length - (blank + 4);
+            if (rest > 0) i -= rest; // a blank line split across reads: give back what followed it
+            const head = this.head.slice(0, blank);
+            this.head = '';
+            if (!/^(RTSP\/\d\.\d\s+\d{3}|[A-Z_]+\s+\S+\s+RTSP\/\d\.\d)/.test(head)) {
+              this.broken = true;
+              break;
+            }
+            const length = Number(header(head, 'content-length') ?? 0);
+            if (!Number.isFinite(length) || length < 0 || length > MAX_BODY) {
+              this.broken = true;
+              break;
+            }
+            this.headOf = head;
+            this.bodyLeft = length;
+            this.body = length ? Buffer.alloc(length) : undefined;
+            this.mode = 'body';
+            if (length === 0) this.endMessage();
+          } else if (this.head.length > MAX_HEAD) this.broken = true;
+          break;
+        }
+        case 'body': {
+          const n = Math.min(this.bodyLeft, chunk.length - i);
+          chunk.copy(this.body!, this.body!.length - this.bodyLeft, i, i + n);
+          i += n;
+          this.bodyLeft -= n;
+          if (this.bodyLeft === 0) this.endMessage();
+          break;
+        }
+      }
+    }
+  }
+
+  private endPacket(): void {
+    this.mode = 'start';
+    this.onPacket(this.frameHeader[0], this.payload!.subarray(0, this.payloadKept), this.payloadLen);
+  }
+
+  private endMessage(): void {
+    this.mode = 'start';
+    const body = this.body ?? Buffer.alloc(0);
+    this.body = undefined;
+    this.onMessage(this.headOf, body);
+  }
+}
+
+/** How long the relay waits for the camera to accept its connection. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * A relay on 127.0.0.1 between ffmpeg and an RTSP camera (see RtpClock). One connection at a
+ * time (ffmpeg's; another while it is open is closed at once; a source's next ffmpeg connects
+ * after `drop` ended the last one's, and gets a new clock); each is relayed to the
+ * camera's host and port, bytes unchanged, with backpressure both ways.
+ */
+export class RtspTap {
+  private server: Server | undefined;
+  private pair: { down: Socket; up: Socket } | undefined;
+  /** The clock of the current connection. */
+  clock = new RtpClock();
+  /** The last error reaching the camera (connection refused, timed out, reset), for ffmpeg's failure message. */
+  upstreamError: string | undefined;
+  private readonly host: string;
+  private readonly port: number;
+  private relayPort = 0;
+
+  constructor(readonly url: string) {
+    const m = AUTHORITY.exec(url);
+    this.host = (m?.[2] ?? '').replace(/^\[|\]$/g, '');
+    this.port = m?.[3] && m[3].length > 1 ? Number(m[3].slice(1)) : 554;
+  }
+
+  /** Starts listening; resolves with the URL ffmpeg is to open (the camera's, with the relay's host and port). */
+  listen(): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const server = createServer((down) => this.accept(down));
+      this.server = server;
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => {
+        server.off('error', reject);
+        server.on('error', () => {});
+        const { port } = server.address() as { port: number };
+        this.relayPort = port;
+        resolve(relayUrl(this.url, port));
+      });
+    });
+  }
+
+  private accept(down: Socket): void {
+    // One connection at a time: another local process connecting meanwhile cannot cut ffmpeg's.
+    if (this.pair) {
+      down.destroy();
+      return;
+    }
+    const clock = new RtpClock();
+    this.clock = clock;
+    const up = connect({ host: this.host, port: this.port });
+    const pair = { down, up };
+    this.pair = pair;
+    down.setNoDelay(true);
+    up.setNoDelay(true);
+    const timer = setTimeout(() => {
+      this.upstreamError = `could not connect to ${this.host}:${this.port} in ${CONNECT_TIMEOUT_MS / 1000} s`;
+      up.destroy();
+      down.destroy();
+    }, CONNECT_TIMEOUT_MS);
+    up.once('connect', () => {
+      clearTimeout(timer);
+      this.upstreamError = undefined;
+    });
+    const requests = new InterleavedReader(
+      (head) => clock.request(head),
+      () => {},
+    );
+    const replies = new InterleavedReader(
+      (head, body) => clock.response(head, body),
+      (channel, p, length) => clock.packet(channel, p, length, now()),
+    );
+    relay(down, up, requests);
+    relay(up, down, replies);
+    up.on('error', (e: NodeJS.ErrnoException) => {
+      this.upstreamError = `${this.host}:${this.port}: ${e.code ?? e.message}`;
+    });
+    down.on('error', () => {});
+    const close = () => {
+      clearTimeout(timer);
+      up.destroy();
+      down.destroy();
+      if (this.pair === pair) this.pair = undefined;
+    };
+    up.on('close', close);
+    down.on('close', close);
+  }
+
+  /**
+   * ffmpeg's text (its log) naming the camera instead of the relay, with what went wrong in
+   * reaching it (ffmpeg only sees the relay close).
+   */
+  unrelay(text: string): string {
+    const named = this.relayPort ? text.split(`127.0.0.1:${this.relayPort}`).join(this.host.includes(':') ? `[${this.host}]:${this.port}` : `${this.host}:${this.port}`) : text;
+    return this.upstreamError ? `${named}\ncamera: ${this.upstreamError}` : named;
+  }
+
+  /** Ends the relayed connection (its ffmpeg is done), so that the next ffmpeg's is accepted. */
+  drop(): void {
+    this.pair?.down.destroy();
+    this.pair?.up.destroy();
+    this.pair = undefined;
+  }
+
+  /** Stops listening and ends the relayed connection. */
+  close(): void {
+    this.server?.close();
+    this.server = undefined;
+    this.drop();
+  }
+}
+
+/** Bytes from `from` to `to` unchanged, read by `reader` on the way, pausing `from` while `to` is full. */
+function relay(from: Socket, to: Socket, reader: InterleavedReader): void {
+  from.on('data', (chunk: Buffer) => {
+    if (!reader.broken) reader.push(chunk);
+    if (!to.write(chunk)) {
+      from.pause();
+      to.once('drain', () => from.resume());
+    }
+  });
+  from.on('end', () => to.end());
+}
+
+/** `url` with its host and port replaced by the relay's (user, path and query kept). */
+export function relayUrl(url: string, port: number): string {
+  return url.replace(AUTHORITY, `$1127.0.0.1:${port}`);
+}
+
+/**
+ * An rtsp:// URL's user part (to its last `@` before the path, as ffmpeg's av_url_split reads
+ * it), host and `:port`.
+ */
+const AUTHORITY = /^(rtsp:\/\/(?:[^/?#]*@)?)(\[[^\]]*\]|[^:/?#@]*)(:\d*)?/i;
+
+/** Whether a source is relayed for its camera's clock: RTSP (not RTSPS) over TCP, unless turned off. */
+export function tapsCameraClock(input: { kind: string; url: string; rtspTransport?: string; cameraClock?: boolean; inputArgs?: readonly string[] }): boolean {
+  return (
+    input.kind === 'rtsp' &&
+    /^rtsp:\/\//i.test(input.url) &&
+    (input.rtspTransport ?? 'tcp') === 'tcp' &&
+    input.cameraClock !== false &&
+    !(input.inputArgs ?? []).some((a) => /^-(use_wallclock_as_timestamps|allowed_media_types|rtsp_transport|rtsp_flags)$/.test(a))
+  );
+}

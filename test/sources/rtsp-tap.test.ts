@@ -1,0 +1,268 @@
+import { describe, expect, it } from 'vitest';
+import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
+import { CAMERA_BEHIND_MAX_MS, InterleavedReader, nptStart, relayUrl, RtpClock, tapsCameraClock, videoClockRate } from '../../src/sources/rtsp-tap.js';
+
+const NTP_UNIX_S = 2_208_988_800;
+
+/** An interleaved RTP packet (`$`, channel, length, 12-byte header, payload). */
+function rtp(channel: number, ts: number, seq = 0, ssrc = 0x1234, payload = 20): Buffer {
+  const p = Buffer.alloc(12 + payload);
+  p[0] = 0x80;
+  p[1] = 96;
+  p.writeUInt16BE(seq & 0xffff, 2);
+  p.writeUInt32BE(ts >>> 0, 4);
+  p.writeUInt32BE(ssrc, 8);
+  return Buffer.concat([Buffer.from([0x24, channel, p.length >> 8, p.length & 0xff]), p]);
+}
+
+/** An interleaved RTCP sender report mapping RTP `ts` to epoch `ms`, followed by an SDES (a compound packet). */
+function sr(channel: number, ms: number, ts: number, ssrc = 0x1234): Buffer {
+  const p = Buffer.alloc(28 + 8);
+  p[0] = 0x80;
+  p[1] = 200;
+  p.writeUInt16BE(6, 2);
+  p.writeUInt32BE(ssrc, 4);
+  const s = Math.floor(ms / 1000);
+  p.writeUInt32BE(s + NTP_UNIX_S, 8);
+  p.writeUInt32BE(Math.round(((ms - s * 1000) / 1000) * 2 ** 32) >>> 0, 12);
+  p.writeUInt32BE(ts >>> 0, 16);
+  p[28] = 0x81;
+  p[29] = 202;
+  p.writeUInt16BE(1, 30);
+  return Buffer.concat([Buffer.from([0x24, channel, p.length >> 8, p.length & 0xff]), p]);
+}
+
+const SDP = 'v=0\r\no=- 1 1 IN IP4 10.0.0.9\r\ns=cam\r\nt=0 0\r\nm=audio 0 RTP/AVP 97\r\na=rtpmap:97 MPEG4-GENERIC/16000/1\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=control:trackID=1\r\n';
+const reply = (cseq: number, headers: string, body = '') => Buffer.from(`RTSP/1.0 200 OK\r\nCSeq: ${cseq}\r\n${headers}${body ? `Content-Length: ${Buffer.byteLength(body)}\r\n` : ''}\r\n${body}`, 'latin1');
+const request = (method: string, url: string, cseq: number) => Buffer.from(`${method} ${url} RTSP/1.0\r\nCSeq: ${cseq}\r\nAuthorization: Digest username="u", response="x"\r\n\r\n`, 'latin1');
+
+/** A clock fed an RTSP session: requests and replies through InterleavedReaders, as the relay reads them. */
+function session(opts: { rtpInfo?: string; range?: string } = {}) {
+  const clock = new RtpClock();
+  let at = 0;
+  const down = new InterleavedReader((h) => clock.request(h), () => {});
+  const up = new InterleavedReader((h, b) => clock.response(h, b), (ch, p, len) => clock.packet(ch, p, len, at));
+  const setup = 'rtsp://10.0.0.9/live/trackID=1';
+  down.push(request('DESCRIBE', 'rtsp://10.0.0.9/live', 2));
+  up.push(reply(2, 'Content-Type: application/sdp\r\n', SDP));
+  down.push(request('SETUP', setup, 3));
+  up.push(reply(3, 'Transport: RTP/AVP/TCP;unicast;interleaved=2-3\r\nSession: 1\r\n'));
+  down.push(request('PLAY', 'rtsp://10.0.0.9/live/', 4));
+  up.push(reply(4, `Session: 1\r\n${opts.range ? `Range: ${opts.range}\r\n` : ''}${opts.rtpInfo ? `RTP-Info: ${opts.rtpInfo}\r\n` : ''}`));
+  return {
+    clock,
+    setup,
+    /** Bytes from the camera arriving at epoch ms `t`. */
+    camera: (bytes: Buffer, t: number) => {
+      at = t;
+      up.push(bytes);
+    },
+  };
+}
+
+/** ffmpeg's print of a pts of `ticks` at 90 kHz, in µs (av_rescale_q, rounded to nearest). */
+const us = (ticks: number) => Math.round((ticks * 1e6) / 90000);
+
+describe('RtpClock: a frame time of ffmpeg → the camera\'s time of its access unit', () => {
+  it('counts pts from the first packet, as ffmpeg does, and stamps frames with the camera\'s time once a sender report came', () => {
+    const s = session();
+    const T0 = 1_796_000_000_000;
+    const ts0 = 3_000_000_000;
+    // Three access units (two packets each), 100 ms apart, arriving 40 ms after capture.
+    for (let k = 0; k < 3; k++) {
+      s.camera(Buffer.concat([rtp(2, ts0 + k * 9000, 2 * k), rtp(2, ts0 + k * 9000, 2 * k + 1)]), T0 + k * 100 + 40);
+    }
+    // Before any sender report: the arrival.
+    expect(s.clock.lookup(us(9000))).toEqual({ at: T0 + 140, by: 'arrival' });
+    s.camera(sr(3, T0 + 250, ts0 + 22500), T0 + 300);
+    expect(s.clock.lookup(us(0))!.by).toBe('camera');
+    expect(s.clock.lookup(us(0))!.at).toBeCloseTo(T0, 3);
+    expect(s.clock.lookup(us(18000))!.at).toBeCloseTo(T0 + 200, 3);
+    // No access unit with that timestamp: nothing.
+    expect(s.clock.lookup(us(4500))).toBeUndefined();
+    // Another stream's reports (another SSRC) are not this one's.
+    s.camera(sr(3, T0 + 10_250, ts0 + 22500, 0x9999), T0 + 310);
+    expect(s.clock.lookup(us(0))!.at).toBeCloseTo(T0, 3);
+  });
+
+  it('B-frames: access units arrive in decode order and frames are found by their own timestamp', () => {
+    const s = session();
+    const T0 = 1_796_000_000_000;
+    // decode order I0 P3 B1 B2 (pts in frames of 3600 ticks at 25 fps)
+    const order = [0, 3, 1, 2];
+    order.forEach((k, i) => s.camera(rtp(2, 1000 + k * 3600, i), T0 + 10 + i * 40));
+    s.camera(sr(3, T0, 1000), T0 + 200);
+    // P3 was captured 120 ms after I0 but arrived at 50 ms: its camera time is after its arrival → not believed.
+    expect(s.clock.lookup(us(3 * 3600))).toEqual({ at: T0 + 50, by: 'arrival' });
+    expect(s.clock.rejectedOffset).toBeCloseTo(70, 3);
+    expect(s.clock.lookup(us(3600))!.at).toBeCloseTo(T0 + 40, 3);
+    expect(s.clock.lookup(us(3600))!.by).toBe('camera');
+  });
+
+  it('RTP-Info\'s rtptime for the SETUP\'s URL is the base, and the PLAY range\'s start is added, as ffmpeg does', () => {
+    const s = session({ rtpInfo: 'url=rtsp://10.0.0.9/live/trackID=0;seq=1;rtptime=5,url=rtsp://10.0.0.9/live/trackID=1;seq=7;rtptime=1000', range: 'npt=2.5-' });
+    s.camera(rtp(2, 10_000), 1);
+    // pts = ts − rtptime + 2.5 s
+    expect(s.clock.lookup(us(10_000 - 1000 + 225_000))).toEqual({ at: 1, by: 'arrival' });
+    expect(nptStart('npt=now-')).toBeUndefined();
+    expect(nptStart('npt=0.000-')).toBe(0);
+    expect(nptStart('npt=00:01:02.5-')).toBe(62_500_000);
+  });
+
+  it('unwraps RTP timestamps across 2^32 as ffmpeg does', () => {
+    const s = session();
+    const ts0 = 2 ** 32 - 9000;
+    s.camera(rtp(2, ts0), 1);
+    s.camera(rtp(2, ts0 + 9000), 2); // wraps to 0
+    s.camera(rtp(2, ts0 + 18000), 3);
+    expect(s.clock.lookup(us(9000))!.at).toBe(2);
+    expect(s.clock.lookup(us(18000))!.at).toBe(3);
+  });
+
+  it('a camera clock further behind than CAMERA_BEHIND_MAX_MS is not believed', () => {
+    const s = session();
+    s.camera(rtp(2, 0 + 9000), 100_000);
+    s.camera(sr(3, 100_000 - CAMERA_BEHIND_MAX_MS - 1000, 9000), 100_010);
+    expect(s.clock.lookup(0)).toEqual({ at: 100_000, by: 'arrival' });
+    expect(s.clock.rejectedOffset).toBeLessThan(-CAMERA_BEHIND_MAX_MS);
+  });
+
+  it('a camera that sets up two streams (frames cannot be told apart by timestamp) is not paired', () => {
+    const s = session();
+    s.clock.request('SETUP rtsp://10.0.0.9/live/trackID=2 RTSP/1.0\r\nCSeq: 9');
+    s.clock.response('RTSP/1.0 200 OK\r\nCSeq: 9\r\nTransport: RTP/AVP/TCP;interleaved=4-5', Buffer.alloc(0));
+    s.camera(rtp(2, 9000), 5);
+    expect(s.clock.lookup(0)).toBeUndefined();
+    expect(s.clock.unpairable).toMatch(/more than one stream/);
+  });
+});
+
+describe('InterleavedReader', () => {
+  it('reads the same messages and packets whatever the reads\' boundaries', () => {
+    const bytes = Buffer.concat([
+      reply(2, 'Content-Type: application/sdp\r\n', SDP),
+      rtp(0, 77, 1, 1, 1400),
+      Buffer.from('\r\n'),
+      sr(1, 1_796_000_000_500, 77),
+      reply(5, 'Session: 1\r\n'),
+      rtp(0, 78, 2, 1, 3),
+    ]);
+    const read = (chunks: Buffer[]) => {
+      const got: string[] = [];
+      const r = new InterleavedReader(
+        (h, b) => got.push(`msg ${h.split('\r\n')[1]} ${b.length}`),
+        (ch, p, len) => got.push(`pkt ${ch} ${len} ${p.length >= 8 ? p.readUInt32BE(4) : '-'}`),
+      );
+      for (const c of chunks) r.push(c);
+      expect(r.broken).toBe(false);
+      return got;
+    };
+    const whole = read([bytes]);
+    expect(whole).toEqual(['msg CSeq: 2 ' + Buffer.byteLength(SDP), 'pkt 0 1412 77', 'pkt 1 36 4660', 'msg CSeq: 5 0', 'pkt 0 15 78']);
+    for (let size = 1; size < 40; size += 3) {
+      const chunks: Buffer[] = [];
+      for (let i = 0; i < bytes.length; i += size) chunks.push(bytes.subarray(i, i + size));
+      expect(read(chunks)).toEqual(whole);
+    }
+  });
+
+  it('gives up on bytes that are not RTSP (the relay goes on without it)', () => {
+    const r = new InterleavedReader(() => {}, () => {});
+    r.push(Buffer.from('HTTP/1.1 200 OK\r\n\r\n'));
+    expect(r.broken).toBe(true);
+    const big = new InterleavedReader(() => {}, () => {});
+    big.push(Buffer.from('RTSP/1.0 200 OK\r\n' + 'X: y\r\n'.repeat(20_000)));
+    expect(big.broken).toBe(true);
+  });
+});
+
+describe('which sources are relayed, and how', () => {
+  it('relays RTSP over TCP only, unless turned off', () => {
+    const base = { kind: 'rtsp', url: 'rtsp://cam/live' };
+    expect(tapsCameraClock(base)).toBe(true);
+    expect(tapsCameraClock({ ...base, rtspTransport: 'udp' })).toBe(false);
+    expect(tapsCameraClock({ ...base, url: 'rtsps://cam/live' })).toBe(false);
+    expect(tapsCameraClock({ ...base, cameraClock: false })).toBe(false);
+    expect(tapsCameraClock({ ...base, inputArgs: ['-use_wallclock_as_timestamps', '0'] })).toBe(false);
+    expect(tapsCameraClock({ kind: 'http', url: 'http://cam/live' })).toBe(false);
+  });
+
+  it('points ffmpeg at the relay, keeping the user, path and query (the last @ before the path ends the user part)', () => {
+    expect(relayUrl('rtsp://admin:p@ss@10.0.0.9:8554/live?ch=1', 4000)).toBe('rtsp://admin:p@ss@127.0.0.1:4000/live?ch=1');
+    expect(relayUrl('rtsp://cam.local/live', 4000)).toBe('rtsp://127.0.0.1:4000/live');
+    expect(relayUrl('rtsp://[fe80::1]:554/x', 4000)).toBe('rtsp://127.0.0.1:4000/x');
+  });
+
+  it('a relayed source: RTP timestamps kept (no wall clock), the video stream alone, the relay opened', () => {
+    const out = { width: 416, height: 416, pixelFormat: 'bgr24' as const, align: 'center' as const, padValue: 114 };
+    const input = { url: 'rtsp://cam/live', kind: 'rtsp' as const, rate: 'native' as const, loop: false };
+    const plain = buildFfmpegArgs(input, out);
+    expect(plain).toContain('-use_wallclock_as_timestamps');
+    expect(plain).not.toContain('-allowed_media_types');
+    const relayed = buildFfmpegArgs({ ...input, relay: 'rtsp://127.0.0.1:4000/live' }, out);
+    expect(relayed).not.toContain('-use_wallclock_as_timestamps');
+    expect(relayed[relayed.indexOf('-allowed_media_types') + 1]).toBe('video');
+    expect(relayed[relayed.indexOf('-i') + 1]).toBe('rtsp://127.0.0.1:4000/live');
+  });
+
+  it('reads the clock rate of the SDP\'s first video stream', () => {
+    expect(videoClockRate(SDP)).toBe(90000);
+    expect(videoClockRate('v=0\r\nm=video 0 RTP/AVP 26\r\n')).toBe(90000);
+    expect(videoClockRate('v=0\r\nm=video 0 RTP/AVP 98\r\na=rtpmap:98 VP8/45000\r\n')).toBe(45000);
+  });
+});
+
+describe('RtspTap: the relay', () => {
+  it('passes bytes unchanged both ways, reads the session on the way, and takes one connection at a time', async () => {
+    const { createServer, connect } = await import('node:net');
+    const { RtspTap } = await import('../../src/sources/rtsp-tap.js');
+    const { randomBytes } = await import('node:crypto');
+    // A "camera": answers a SETUP, then sends 2 MB of RTP packets and a sender report.
+    const sent: Buffer[] = [];
+    const received: Buffer[] = [];
+    let report = Buffer.alloc(0);
+    const camera = createServer((s) => {
+      s.on('data', (d: Buffer) => {
+        received.push(d);
+        if (!d.toString('latin1').startsWith('SETUP')) return;
+        s.write(reply(3, 'Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n'));
+        for (let k = 0; k < 100; k++) {
+          const p = rtp(0, 9000 * k, k, 0x1234, 20_000);
+          randomBytes(20_000).copy(p, 16);
+          sent.push(p);
+          s.write(p);
+        }
+        // Its clock puts the last unit 2 s before now (it reaches argus after now).
+        report = sr(1, Date.now() - 9900 - 2000, 0);
+        s.end(report);
+      });
+    });
+    await new Promise<void>((r) => camera.listen(0, '127.0.0.1', r));
+    const port = (camera.address() as { port: number }).port;
+    const tap = new RtspTap(`rtsp://u:p@127.0.0.1:${port}/live`);
+    const url = await tap.listen();
+    const relayPort = Number(/:(\d+)\/live$/.exec(url)![1]);
+    expect(url).toBe(`rtsp://u:p@127.0.0.1:${relayPort}/live`);
+    const client = connect(relayPort, '127.0.0.1');
+    const got: Buffer[] = [];
+    // A slow reader: the relay must hold the camera back, not buffer without bound.
+    client.pause();
+    const ended = new Promise<void>((r) => client.on('end', r));
+    client.on('data', (d: Buffer) => got.push(d));
+    await new Promise<void>((r) => client.on('connect', r));
+    const request = Buffer.from('SETUP rtsp://127.0.0.1/live/trackID=1 RTSP/1.0\r\nCSeq: 3\r\n\r\n');
+    client.write(request);
+    // A second connection while the first is open is closed at once.
+    const second = connect(relayPort, '127.0.0.1');
+    second.on('error', () => {});
+    await new Promise<void>((r) => second.on('close', () => r()));
+    setTimeout(() => client.resume(), 200);
+    await ended;
+    expect(Buffer.concat(received).equals(request)).toBe(true);
+    expect(Buffer.concat(got).equals(Buffer.concat([reply(3, 'Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n'), ...sent, report]))).toBe(true);
+    expect(tap.clock.lookup(us(9000 * 99))!.by).toBe('camera');
+    client.destroy();
+    tap.close();
+    camera.close();
+  });
+});
