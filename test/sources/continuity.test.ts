@@ -38,7 +38,7 @@ function harness(over: Partial<SupervisedSourceOptions> = {}, spawnHook?: (n: nu
   };
   const src = supervisedSource({
     id: 'cam',
-    input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false },
+    input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false },
     output,
     ffmpegPath: 'ffmpeg',
     reconnect: policy,
@@ -117,7 +117,7 @@ describe('seq and pts keep growing across reconnects (live source, virtual time)
 
   it('`fps` above the camera\'s own rate (25 on a 10 fps stream): pts stay within LIVE_PTS_SLACK_S of real time, and time differences follow the clock', () => {
     let info: number | undefined;
-    const h = harness({ input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, fps: 25 }, onStreamInfo: (i) => (info = i.fps) });
+    const h = harness({ input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false, fps: 25 }, onStreamInfo: (i) => (info = i.fps) });
     h.stream(30); // 3 s of the camera's frames, 0.1 s apart
     h.sub.unsubscribe();
     expect(info).toBe(10); // the rate delivered, in the pipeline's stats
@@ -129,7 +129,7 @@ describe('seq and pts keep growing across reconnects (live source, virtual time)
   });
 
   it('a camera at its rate whose frames are now and then thinned (two in one 1/fps interval) and sometimes come two in one read: spacing never below 1 / fps, pts within LIVE_PTS_SLACK_S of the clock', () => {
-    const h = harness({ input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, fps: 10 } });
+    const h = harness({ input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false, fps: 10 } });
     const c = h.children[0];
     advance(50);
     c.info();
@@ -214,7 +214,7 @@ function liveAlone(input: Partial<FfmpegSourceOptions['input']> = {}, extra: Par
   let c: FakeFfmpeg | undefined;
   const source = ffmpegSource({
     id: 'cam',
-    input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, ...input },
+    input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false, ...input },
     output,
     ffmpegPath: 'ffmpeg',
     clock: () => mono,
@@ -305,7 +305,7 @@ describe('spawn failures (out of file descriptors) are retried, never thrown', (
     const err = await lastValueFrom(
       ffmpegSource({
         id: 'cam',
-        input: { url: 'rtsp://admin:hunter2@cam/stream', kind: 'rtsp', rate: 'native', loop: false },
+        input: { url: 'rtsp://admin:hunter2@cam/stream', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false },
         output,
         ffmpegPath: 'ffmpeg',
         spawn: () => {
