@@ -3,6 +3,7 @@ import type { Detections } from '../core/detections.js';
 import { ObservedTime } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { Point } from '../core/polygon.js';
+import { mention } from '../core/redact.js';
 import { RateFloor, KOfN } from './conveyor.js';
 import { Cooldown } from './cooldown.js';
 import { LineCounter, lineStats, type LineEvent, type LineStats } from './line.js';
@@ -28,8 +29,11 @@ function classIds(names: readonly string[] | undefined, labels: readonly string[
     names.map((n, i) => {
       const idx = labels.indexOf(n);
       if (idx < 0) {
-        const near = labels.filter((l) => l.startsWith(n.slice(0, 2))).slice(0, 5);
-        throw new ArgusError(ErrorCodes.CONFIG, `${field}[${i}]: unknown class "${n}" (the model's labels include ${near.length ? near.join(', ') : labels.slice(0, 5).join(', ')}, …)`);
+        // The name is repeated (and labels like it suggested) only when it has a name's shape:
+        // other text may be a secret from ${env:…} (README, "Pipelines").
+        const shown = mention(n);
+        const near = shown ? labels.filter((l) => l.startsWith(n.slice(0, 2))).slice(0, 5) : [];
+        throw new ArgusError(ErrorCodes.CONFIG, `${field}[${i}]: unknown class${shown ? ` ${shown}` : ''} (the model's labels include ${near.length ? near.join(', ') : labels.slice(0, 5).join(', ')}, …)`);
       }
       return idx;
     }),

@@ -1,7 +1,6 @@
 import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
-import { parse as parseYaml } from 'yaml';
 import { CameraSchema, PlacementSchema, type CameraDefinition, type Placement } from '../config/schema.js';
-import { formatIssues } from '../config/load.js';
+import { formatIssues, parseYamlText, YamlTextError } from '../config/load.js';
 import { interpolateEnv } from '../config/interpolate.js';
 
 /** One camera in the cameras topic (the latest record of its key). */
@@ -88,9 +87,10 @@ function parseRecord(text: string): { doc?: unknown; error?: string } {
     // not JSON: YAML
   }
   try {
-    return { doc: parseYaml(text, { uniqueKeys: false }) };
+    return { doc: parseYamlText(text, { uniqueKeys: false }) };
   } catch (e) {
-    return { error: cut(`not valid JSON or YAML: ${(e as Error).message.split('\n')[0]}`) };
+    if (!(e instanceof YamlTextError)) throw e;
+    return { error: cut(`not valid JSON or ${e.message}`) };
   }
 }
 

@@ -1,15 +1,70 @@
 import { readFile } from 'node:fs/promises';
-import { parse as parseYaml, YAMLParseError } from 'yaml';
-import type { z, ZodError, ZodTypeAny } from 'zod';
+import { parseDocument, YAMLError, type DocumentOptions, type ParseOptions } from 'yaml';
+import type { z, ZodError, ZodIssue, ZodTypeAny } from 'zod';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { mention } from '../core/redact.js';
 import { InterpolationError, interpolateEnv } from './interpolate.js';
 import { PipelineSchema, type PipelineConfig } from './schema.js';
 
 const pathText = (path: readonly (string | number)[]) => path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${p}` : String(p)), '');
 
+/**
+ * An issue's message, without the value it refuses: zod's own message for an enum repeats the
+ * value given (`received 'hunter2'` for `model.resize: ${env:PASSWORD}`), and an unknown key is
+ * repeated only when it has the shape of a field's name. The custom messages of the schema
+ * follow the same rule (README, "Pipelines").
+ */
+function issueMessage(i: ZodIssue): string {
+  if (i.code === 'invalid_enum_value') return `Invalid enum value. Expected ${i.options.map((o) => `'${String(o)}'`).join(' | ')}`;
+  if (i.code === 'unrecognized_keys') return `Unrecognized key(s) in object: ${i.keys.map((k) => (mention(k) ? `'${k}'` : 'a key that is not a field name')).join(', ')}`;
+  return i.message;
+}
+
 /** Formats zod issues as `path.to.field: message` lines. */
 export function formatIssues(error: ZodError): string {
-  return error.issues.map((i) => `  ${pathText(i.path) || '(root)'}: ${i.message}`).join('\n');
+  return error.issues.map((i) => `  ${pathText(i.path) || '(root)'}: ${issueMessage(i)}`).join('\n');
+}
+
+/**
+ * What YAML's errors say, for the codes whose message quotes the text it is about (a tag, an
+ * escape, a header: an unquoted password `!pw` was printed as `Unresolved tag: !pw`).
+ */
+const YAML_PROBLEMS: Readonly<Record<string, string>> = {
+  TAG_RESOLVE_FAILED: 'an unknown tag (a value that starts with ! is a YAML tag: quote it)',
+  BAD_COLLECTION_TYPE: 'a tag of another kind of value (a value that starts with ! is a YAML tag: quote it)',
+  BAD_DQ_ESCAPE: 'an invalid escape sequence in a double-quoted string (write \\\\ for a backslash, or use single quotes)',
+};
+
+/** A YAML text that could not be read: where, and what, without the text itself. */
+export class YamlTextError extends Error {
+  constructor(
+    readonly line: number | undefined,
+    readonly column: number | undefined,
+    readonly problem: string,
+  ) {
+    super(`not valid YAML${YamlTextError.where(line, column)}${problem}`);
+  }
+
+  /** ` (line L, column C)` where known, then `: `. */
+  static where(line: number | undefined, column: number | undefined): string {
+    return `${line !== undefined ? ` (line ${line}, column ${column})` : ''}: `;
+  }
+}
+
+/**
+ * Parses one YAML document; its errors and warnings (an unknown tag) are refused as a
+ * YamlTextError, and nothing is written to stderr (YAML's warnings printed the line they were
+ * about, a secret with it, outside redaction).
+ */
+export function parseYamlText(text: string, options: ParseOptions & DocumentOptions = {}): unknown {
+  const doc = parseDocument(text, { ...options, logLevel: 'silent' });
+  const e: YAMLError | undefined = doc.errors[0] ?? doc.warnings[0];
+  if (e) {
+    const first = e.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '');
+    const problem = YAML_PROBLEMS[e.code] ?? (/^Block scalar header includes extra characters/.test(first) ? "characters after a block scalar's header (| or >, then only a chomping or indentation indicator)" : first);
+    throw new YamlTextError(e.linePos?.[0].line, e.linePos?.[0].col, problem);
+  }
+  return doc.toJS();
 }
 
 /**
@@ -40,10 +95,11 @@ export function parseConfigText<S extends ZodTypeAny>(
 ): z.infer<S> {
   let doc: unknown;
   try {
-    doc = parseYaml(text);
+    doc = parseYamlText(text);
   } catch (e) {
-    const where = e instanceof YAMLParseError && e.linePos ? ` (line ${e.linePos[0].line})` : '';
-    throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: not valid YAML${where}: ${(e as Error).message.split('\n')[0]}`, { cause: e });
+    // No cause: YAML's own error holds the lines around the problem, which may hold a secret.
+    if (e instanceof YamlTextError) throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: ${e.message}`);
+    throw e;
   }
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
     throw new ArgusError(ErrorCodes.CONFIG, `${file}: expected a mapping at the top level`);

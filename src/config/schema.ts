@@ -4,6 +4,7 @@
  * every section's schema and type, so importers name only this file.
  */
 import { z } from 'zod';
+import { mention } from '../core/redact.js';
 import { AlertsSchema, OutboxSchema } from './schema/alerts.js';
 import { ClusterSchema } from './schema/cluster.js';
 import { ModelRefSchema } from './schema/model.js';
@@ -55,7 +56,7 @@ export const PipelineSchema = z
     } else if (p.sources.every((s) => !s.enabled)) ctx.addIssue({ code: 'custom', path: ['sources'], message: 'every source is disabled (enabled: false); enable at least one' });
     const seen = new Set<string>();
     p.sources.forEach((s, i) => {
-      if (seen.has(s.id)) ctx.addIssue({ code: 'custom', path: ['sources', i, 'id'], message: `duplicate source id "${s.id}"` });
+      if (seen.has(s.id)) ctx.addIssue({ code: 'custom', path: ['sources', i, 'id'], message: `duplicate source id${mention(s.id) ? ` ${mention(s.id)}` : ''}` });
       seen.add(s.id);
       const field = untrackedField(s, p.tracking);
       if (field) ctx.addIssue({ code: 'custom', path: ['sources', i, field], message: UNTRACKED });

@@ -56,3 +56,16 @@ export function redactDeep<T>(value: T): T {
   }
   return value;
 }
+
+/** The shape of a name: an id, a label, a field's key (letters, digits, `_`, `.`, `-`; at most 64). */
+const NAME_SHAPE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * A value an error message may repeat, quoted, or undefined. Messages about configuration repeat a
+ * value only when it has the shape of a name (an id, a reference to one, a misspelt key): any
+ * other text may have come from `${env:…}` and hold a secret (a password given to an enum field
+ * was printed in the error). Anything else, numbers included (`mention` is for text), is left out.
+ */
+export function mention(value: unknown): string | undefined {
+  return typeof value === 'string' && NAME_SHAPE.test(value) ? `"${value}"` : undefined;
+}

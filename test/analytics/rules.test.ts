@@ -296,6 +296,19 @@ describe('rules config validation names the field', () => {
     expect(() => new SourceAnalyzer(cfg, LABELS, 'sources[0]')).toThrow(/sources\[0\]\.zones\[0\]\.classes\[1\]: unknown class "persn" \(the model's labels include person/);
   });
 
+  it('an unknown class that is not a name (a secret from ${env:…}) is not repeated, nor hinted at', () => {
+    const secret = 'Bearer s3cr3tT0ken';
+    const cfg = SourceSchema.parse({ id: 'cam', uri: '/x', lines: [{ id: 'l', from: [0, 0], to: [1, 1], classes: [secret] }] });
+    let msg = '';
+    try {
+      new SourceAnalyzer(cfg, LABELS, 'sources[0]');
+    } catch (e) {
+      msg = (e as Error).message;
+    }
+    expect(msg).toMatch(/^sources\[0\]\.lines\[0\]\.classes\[0\]: unknown class \(the model's labels include /);
+    expect(msg).not.toContain('s3cr3t');
+  });
+
   it('pixel points outside the actual frame are found once its size is known', () => {
     const cfg = SourceSchema.parse({ id: 'cam', uri: '/x', zones: [{ id: 'z', units: 'pixel', polygon: [[0, 0], [700, 0], [700, 100]] }] });
     const a = new SourceAnalyzer(cfg, LABELS, 'sources[0]');

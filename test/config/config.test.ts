@@ -114,7 +114,7 @@ describe('pipeline schema', () => {
     ['an unknown rate', 'sources:\n  - id: a\n    uri: /x.mp4\n    rate: slow\n', /sources\[0\]\.rate: Invalid enum value.*'native' \| 'fast'/],
     ['a watchdog bound below its floor', 'sources:\n  - id: a\n    uri: /x.mp4\n    watchdog: {stallMinMs: 5000, stallMaxMs: 1000}\n', /sources\[0\]\.watchdog\.stallMaxMs: stallMaxMs must not be below stallMinMs/],
     ['a UDP buffer of 2 GB', 'sources:\n  - id: a\n    uri: "udp://239.0.0.1:1234?fifo_size=10000000"\n', /sources\[0\]\.uri: udp:\/\/ fifo_size=10000000: at most 524288 packets of 188 bytes/],
-    ['an SRT buffer given as an expression', 'sources:\n  - id: a\n    uri: "srt://h:9000?rcvbuf=2*1e9"\n', /sources\[0\]\.uri: srt:\/\/ rcvbuf=2\*1e9: at most 268435456 bytes, in decimal digits/],
+    ['an SRT buffer given as an expression', 'sources:\n  - id: a\n    uri: "srt://h:9000?rcvbuf=2*1e9"\n', /sources\[0\]\.uri: srt:\/\/ rcvbuf: at most 268435456 bytes, in decimal digits/],
     // ffmpeg's protocols read a query's keys as written (no percent-decoding), the first of a name.
     ['a second key of a name, after one percent-encoded', 'sources:\n  - id: a\n    uri: "udp://239.0.0.1:1234?fifo%5Fsize=1&fifo_size=99999999"\n', /sources\[0\]\.uri: udp:\/\/ fifo_size=99999999: at most 524288/],
     ['listening SRT behind a percent-encoded mode', 'sources:\n  - id: a\n    uri: "srt://h:9000?m%6Fde=caller&mode=listener"\n', /sources\[0\]\.uri: ffmpeg would listen for a sender/],
@@ -136,7 +136,7 @@ describe('pipeline schema', () => {
   it('broken YAML → VAP_ERR_CONFIG_FILE with the line', () => {
     const e = errorOf(() => parse('sources:\n  - id: a\n   uri: [unclosed\n'));
     expect(e.code).toBe('VAP_ERR_CONFIG_FILE');
-    expect(e.message).toMatch(/^test\.yaml: not valid YAML \(line \d+\)/);
+    expect(e.message).toMatch(/^test\.yaml: not valid YAML \(line \d+, column \d+\): /);
   });
 
   it('a missing file → VAP_ERR_CONFIG_FILE naming it', async () => {

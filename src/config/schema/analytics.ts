@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { polygonArea, selfIntersection } from '../../core/polygon.js';
+import { mention } from '../../core/redact.js';
 import { id, ms } from './common.js';
 
 const point = z.tuple([z.number(), z.number()]);
@@ -185,7 +186,7 @@ function pixelHint(p: readonly number[], what: 'zone' | 'line'): string {
 export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig[]; rules: RuleConfig[] }, ctx: z.RefinementCtx): void {
   const zoneIds = new Set<string>();
   s.zones.forEach((z, i) => {
-    if (zoneIds.has(z.id)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'id'], message: `duplicate zone id "${z.id}"` });
+    if (zoneIds.has(z.id)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'id'], message: `duplicate zone id${mention(z.id) ? ` ${mention(z.id)}` : ''}` });
     zoneIds.add(z.id);
     if (z.units === 'fraction') {
       const pixels = looksLikePixels(z.polygon);
@@ -210,7 +211,7 @@ export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig
   });
   const lineIds = new Set<string>();
   s.lines.forEach((l, i) => {
-    if (lineIds.has(l.id)) ctx.addIssue({ code: 'custom', path: ['lines', i, 'id'], message: `duplicate line id "${l.id}"` });
+    if (lineIds.has(l.id)) ctx.addIssue({ code: 'custom', path: ['lines', i, 'id'], message: `duplicate line id${mention(l.id) ? ` ${mention(l.id)}` : ''}` });
     lineIds.add(l.id);
     const pixels = l.units === 'fraction' ? looksLikePixels([l.from, l.to]) : undefined;
     const fractions = l.units === 'pixel' ? looksLikeFractions([l.from, l.to]) : undefined;
@@ -228,10 +229,11 @@ export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig
   });
   const ruleIds = new Set<string>();
   s.rules.forEach((r, i) => {
-    if (ruleIds.has(r.id)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'id'], message: `duplicate rule id "${r.id}"` });
+    if (ruleIds.has(r.id)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'id'], message: `duplicate rule id${mention(r.id) ? ` ${mention(r.id)}` : ''}` });
     ruleIds.add(r.id);
-    if ('zone' in r && r.zone !== undefined && !zoneIds.has(r.zone)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'zone'], message: `no zone "${r.zone}" in this source (zones: ${[...zoneIds].join(', ') || 'none'})` });
-    if ('line' in r && r.line !== undefined && !lineIds.has(r.line)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'line'], message: `no line "${r.line}" in this source (lines: ${[...lineIds].join(', ') || 'none'})` });
+    // The name is repeated when it has an id's shape: other text may be a secret from ${env:…}.
+    if ('zone' in r && r.zone !== undefined && !zoneIds.has(r.zone)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'zone'], message: `no zone ${mention(r.zone) ?? 'of that id'} in this source (zones: ${[...zoneIds].join(', ') || 'none'})` });
+    if ('line' in r && r.line !== undefined && !lineIds.has(r.line)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'line'], message: `no line ${mention(r.line) ?? 'of that id'} in this source (lines: ${[...lineIds].join(', ') || 'none'})` });
     if (r.type === 'zone-dwell') {
       const z = s.zones.find((x) => x.id === r.zone);
       if (z && z.dwellLimitSec === undefined) ctx.addIssue({ code: 'custom', path: ['rules', i, 'zone'], message: `zone "${r.zone}" has no dwellLimitSec, so it never raises dwell events` });

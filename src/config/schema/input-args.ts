@@ -149,7 +149,18 @@ export function ffmpegNumber(value: string): number | undefined {
 const NAME = /^-([a-z][a-z0-9_]*)(?::[a-z0-9:]+)?$/;
 const RTSP_FLAGS = /^[+-]?(filter_src|prefer_tcp|satip_raw)([+-](filter_src|prefer_tcp|satip_raw))*$/;
 
-/** Checks `inputArgs` (zod refinement): allowed options, each with its value; each problem at its index. */
+/**
+ * An option's word as messages may repeat it: `-name` (or `-c:v`), the shape of ffmpeg's own
+ * options, not too long. Another word (a value where an option belongs, an option and its value
+ * in one word: `-headers 'Authorization: Bearer …'`) is not repeated: it may be a secret.
+ */
+const optionWord = (word: string) => (word.length <= 40 && NAME.test(word) ? `"${word}"` : undefined);
+
+/**
+ * Checks `inputArgs` (zod refinement): allowed options, each with its value; each problem at its
+ * index. A value is repeated in a message only when it is a number (the bounded options'): any
+ * other may be a secret (`-headers`, `-cookies`), from `${env:…}` or not.
+ */
 export function checkInputArgs(args: readonly string[], ctx: z.RefinementCtx): void {
   const issue = (i: number, message: string) => ctx.addIssue({ code: 'custom', path: [i], message });
   for (let i = 0; i < args.length; i++) {
@@ -159,21 +170,24 @@ export function checkInputArgs(args: readonly string[], ctx: z.RefinementCtx): v
     if (name && FLAG_OPTIONS.has(name) && !word.includes(':')) continue;
     if (!m || !name || !VALUE_OPTIONS.has(name) || (word.includes(':') && !STREAM_SPECIFIED.has(name))) {
       const own = name && Object.hasOwn(OWN_OPTIONS, name) ? OWN_OPTIONS[name] : undefined;
-      if (own) return issue(i, `"${word}" is not passed on: ${own}`);
-      return issue(i, `"${word}" is not ${m ? 'an ffmpeg input option argus passes on' : 'an option ("-name"; each option is followed by its value)'}. Allowed: ${[...VALUE_OPTIONS].map((o) => `-${o}`).join(' ')} (each with a value), ${[...FLAG_OPTIONS].map((o) => `-${o}`).join(' ')}`);
+      const shown = optionWord(word);
+      if (own && shown) return issue(i, `${shown} is not passed on: ${own}`);
+      const allowed = `Allowed: ${[...VALUE_OPTIONS].map((o) => `-${o}`).join(' ')} (each with a value), ${[...FLAG_OPTIONS].map((o) => `-${o}`).join(' ')}`;
+      if (!shown) return issue(i, `not an option name ("-name"; each option is a word of its own, followed by its value as the next word; the word is not repeated here, as it may hold a secret). ${allowed}`);
+      return issue(i, `${shown} is not an ffmpeg input option argus passes on. ${allowed}`);
     }
     if (i + 1 >= args.length) return issue(i, `"${word}" needs a value after it`);
     const value = args[++i];
     const bound = Object.hasOwn(BOUNDED_OPTIONS, name) ? BOUNDED_OPTIONS[name] : undefined;
     if (bound) {
       const n = ffmpegNumber(value);
-      if (n === undefined || !Number.isInteger(n)) return issue(i, `-${name} "${value}" is not a whole number argus can bound (write it as 5000000 or 5M)`);
+      if (n === undefined || !Number.isInteger(n)) return issue(i, `-${name}${n === undefined ? '' : ` ${value}`}: not a whole number argus can bound (write it as 5000000 or 5M)`);
       if (n > bound.max) return issue(i, `-${name} ${value} is above the ${bound.max} ${bound.unit} argus passes on (memory ffmpeg may fill or allocate)`);
       if (n < bound.min) return issue(i, `-${name} ${value} is below ${bound.min}, the least ffmpeg takes`);
     }
-    if (name === 'f' && !FORMATS.has(value)) return issue(i, `input format "${value}" is not one argus passes on; allowed: ${[...FORMATS].join(', ')}`);
+    if (name === 'f' && !FORMATS.has(value)) return issue(i, `the input format of -f is not one argus passes on; allowed: ${[...FORMATS].join(', ')}`);
     // Listening turns the source into a server on the uri's address, for anyone to publish to:
     // only the named flags that do not (ffmpeg also takes numbers, `all` and `max`, listen included).
-    if (name === 'rtsp_flags' && !RTSP_FLAGS.test(value)) return issue(i, `rtsp_flags "${value}" is not passed on: only filter_src, prefer_tcp and satip_raw, by name (listen, a server awaiting a publisher, is not: argus connects to cameras)`);
+    if (name === 'rtsp_flags' && !RTSP_FLAGS.test(value)) return issue(i, `-rtsp_flags: not passed on: only filter_src, prefer_tcp and satip_raw, by name (listen, a server awaiting a publisher, is not: argus connects to cameras)`);
   }
 }

@@ -55,8 +55,9 @@ function checkUri(uri: string, ctx: z.RefinementCtx): void {
   for (const [name, max, unit] of QUERY_BOUNDS[scheme] ?? []) {
     for (const [k, value] of tags) {
       // ffmpeg reads these with strtol: decimal digits (what follows them is not read).
+      // The value is repeated only when it is a number (other text may be a secret).
       if (k === name && (!/^\d{1,12}$/.test(value) || Number(value) > max))
-        ctx.addIssue({ code: 'custom', message: `${scheme}:// ${name}=${value}: at most ${max} ${unit}, in decimal digits (a buffer ffmpeg allocates)` });
+        ctx.addIssue({ code: 'custom', message: `${scheme}:// ${name}${/^\d{1,12}$/.test(value) ? `=${value}` : ''}: at most ${max} ${unit}, in decimal digits (a buffer ffmpeg allocates)` });
     }
   }
 }

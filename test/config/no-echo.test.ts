@@ -1,0 +1,101 @@
+import { describe, expect, it, vi } from 'vitest';
+import { parseCamera } from '../../src/cluster/view.js';
+import { parseConfigText } from '../../src/config/load.js';
+import { PipelineSchema } from '../../src/config/schema.js';
+import { mention } from '../../src/core/redact.js';
+
+/**
+ * A configuration error names the field and what is allowed; it does not repeat a text value it
+ * refuses: any value may come from `${env:…}` and hold a secret (`model.resize: ${env:PASSWORD}`
+ * printed the password in the error, on stderr and in logs). README, "Pipelines".
+ */
+const SECRET = 's3cr3tT0ken';
+const env = { PASSWORD: SECRET, HEADER: `Authorization: Bearer ${SECRET}` };
+const source = 'sources:\n  - id: cam\n    uri: rtsp://cam.local/s\n';
+
+function refusal(yaml: string): string {
+  try {
+    parseConfigText(yaml, PipelineSchema, 'p.yaml', env);
+  } catch (e) {
+    expect((e as { code?: string }).code, (e as Error).message).toMatch(/^VAP_ERR_CONFIG/);
+    return (e as Error).message;
+  }
+  throw new Error(`accepted: ${yaml}`);
+}
+
+describe('configuration errors do not echo values that may be secrets', () => {
+  it.each([
+    ['an enum set from a secret', `${source}model:\n  resize: \${env:PASSWORD}\n`, /model\.resize: Invalid enum value\. Expected 'exact' \| 'fast'$/m],
+    ['a source enum', `sources:\n  - id: cam\n    uri: rtsp://cam.local/s\n    rtspTransport: \${env:PASSWORD}\n`, /sources\[0\]\.rtspTransport: Invalid enum value\. Expected 'tcp' \| 'udp'/],
+    ['an enum in a list', `${source}model:\n  providers: [cpu, "\${env:PASSWORD}"]\n`, /model\.providers\[1\]: Invalid enum value/],
+    ['a rule type from a secret', `${source}    rules:\n      - {id: r, type: "\${env:PASSWORD}", zone: z}\n`, /sources\[0\]\.rules\[0\]\.type: Invalid discriminator value/],
+    ['inputArgs as one string', `${source}    inputArgs: "-headers '\${env:HEADER}'"\n`, /sources\[0\]\.inputArgs: Expected array, received string/],
+    ['inputArgs with option and value in one word', `${source}    inputArgs: ["-headers '\${env:HEADER}'"]\n`, /sources\[0\]\.inputArgs\[0\]: not an option name/],
+    ['an inputArgs value where an option belongs', `${source}    inputArgs: [-user_agent, x, "\${env:HEADER}"]\n`, /sources\[0\]\.inputArgs\[2\]: not an option name/],
+    ['an input format', `${source}    inputArgs: [-f, "\${env:PASSWORD}"]\n`, /sources\[0\]\.inputArgs\[1\]: the input format of -f is not one argus passes on; allowed: mjpeg/],
+    ['a bounded option', `${source}    inputArgs: [-probesize, "\${env:PASSWORD}"]\n`, /sources\[0\]\.inputArgs\[1\]: -probesize: not a whole number argus can bound/],
+    ['rtsp_flags', `${source}    inputArgs: [-rtsp_flags, "\${env:PASSWORD}"]\n`, /sources\[0\]\.inputArgs\[1\]: -rtsp_flags: not passed on: only filter_src/],
+    ['a uri buffer option', `sources:\n  - id: cam\n    uri: "udp://239.0.0.1:1234?fifo_size=\${env:PASSWORD}"\n`, /sources\[0\]\.uri: udp:\/\/ fifo_size: at most 524288 packets of 188 bytes, in decimal digits/],
+    ['a rule naming a zone by a value that is not an id', `${source}    zones:\n      - {id: z, polygon: [[0, 0], [1, 0], [1, 1]]}\n    rules:\n      - {id: r, type: zone-enter, zone: "\${env:HEADER}"}\n`, /sources\[0\]\.rules\[0\]\.zone: no zone of that id in this source \(zones: z\)/],
+    ['a rule naming a line by a value that is not an id', `${source}    rules:\n      - {id: r, type: line-cross, line: "\${env:HEADER}"}\n`, /sources\[0\]\.rules\[0\]\.line: no line of that id in this source/],
+    ['an unknown key that is not a field name', `${source}    "Authorization: Bearer ${SECRET}": 1\n`, /sources\[0\]: Unrecognized key\(s\) in object: a key that is not a field name/],
+  ])('%s: the field is named, the value is not repeated', (_n, yaml, want) => {
+    const msg = refusal(yaml);
+    expect(msg).toMatch(want);
+    expect(msg).not.toContain(SECRET);
+  });
+
+  it('a camera record (argus cameras, the cameras topic) is checked the same way', () => {
+    const r = parseCamera('cam', JSON.stringify({ id: 'cam', uri: 'rtsp://cam.local/s', rtspTransport: SECRET, inputArgs: ['-headers', 'x', `Bearer ${SECRET}`] }));
+    expect(r.error).toMatch(/rtspTransport: Invalid enum value/);
+    expect(r.error).not.toContain(SECRET);
+  });
+
+  it('still repeats what cannot be a secret and helps: numbers, ids, option names, field-name keys', () => {
+    expect(refusal(`${source}    lop: true\n`)).toMatch(/Unrecognized key\(s\) in object: 'lop'/);
+    expect(refusal(`${source}    inputArgs: [-y, out.mp4]\n`)).toContain('inputArgs[0]: "-y" is not an ffmpeg input option argus passes on');
+    expect(refusal(`${source}    inputArgs: [-probesize, 2G]\n`)).toContain('-probesize 2G is above the 100000000 bytes');
+    expect(refusal(`sources:\n  - id: cam\n    uri: "udp://239.0.0.1:1234?fifo_size=10000000"\n`)).toContain('udp:// fifo_size=10000000: at most 524288');
+    expect(refusal(`${source}    rules:\n      - {id: r, type: zone-enter, zone: tabel}\n`)).toContain('no zone "tabel" in this source');
+  });
+
+  it('mention: a value is repeated only when it has the shape of a name', () => {
+    expect(mention('table-area')).toBe('"table-area"');
+    expect(mention('Bearer abc')).toBeUndefined();
+    expect(mention('x'.repeat(65))).toBeUndefined();
+    expect(mention('a\u001b[2J')).toBeUndefined();
+    expect(mention(12)).toBeUndefined();
+  });
+});
+
+describe('YAML errors and warnings do not echo the text they are about', () => {
+  const yamlError = (text: string) => {
+    try {
+      parseConfigText(text, PipelineSchema, 'p.yaml', {});
+    } catch (e) {
+      return e as Error & { code: string };
+    }
+    throw new Error('accepted');
+  };
+
+  it.each([
+    ['an unknown tag (an unquoted password starting with !)', `${source}server:\n  token: !${SECRET}\n`, /^p\.yaml: not valid YAML \(line 5, column 10\): an unknown tag \(a value that starts with ! is a YAML tag: quote it\)$/],
+    ['an invalid escape in a double-quoted string', `${source}server:\n  token: "${SECRET}\\q"\n`, /^p\.yaml: not valid YAML \(line 5, column \d+\): an invalid escape sequence in a double-quoted string/],
+    ['a block scalar header with more after it', `${source}server:\n  token: |${SECRET}\n   x\n`, /^p\.yaml: not valid YAML \(line 5, column \d+\): characters after a block scalar's header/],
+  ])('%s → VAP_ERR_CONFIG_FILE with the line, without the text', (_n, text, want) => {
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    const err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      const e = yamlError(text);
+      expect(e.code).toBe('VAP_ERR_CONFIG_FILE');
+      expect(e.message).toMatch(want);
+      expect(e.message).not.toContain(SECRET);
+      // Nothing went to stderr behind the error (YAML's warnings printed the line, secret included).
+      expect(warn).not.toHaveBeenCalled();
+      expect(err).not.toHaveBeenCalled();
+    } finally {
+      warn.mockRestore();
+      err.mockRestore();
+    }
+  });
+});
