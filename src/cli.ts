@@ -1,4 +1,4 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { loadPipeline } from './config/load.js';
 import { ArgusError, ErrorCodes, isArgusError } from './core/errors.js';
 import { FAMILIES } from './core/families.js';
@@ -17,7 +17,28 @@ function positiveInt(v: string): number {
   return n;
 }
 
-const program = new Command('argus').description('Real-time video analytics: ffmpeg → ONNX Runtime → detections').showHelpAfterError();
+/**
+ * The exit status of an error that stopped argus before it ran: a bad command line
+ * (VAP_ERR_USAGE), a bad configuration, a missing model, … (README, the exit statuses).
+ */
+const EXIT_ERROR = 2;
+
+/**
+ * Commander's own errors (an unknown option, a missing argument, a flag's value refused) are
+ * written as argus writes its errors, `argus: VAP_ERR_USAGE: …`, and end with status 2, not
+ * commander's 1 (which is argus's "a source failed"): exitOverride makes commander throw
+ * instead of exiting, and the commands defined below inherit both settings.
+ */
+let usageWritten = false;
+const program = new Command('argus')
+  .description('Real-time video analytics: ffmpeg → ONNX Runtime → detections')
+  .exitOverride()
+  .configureOutput({
+    outputError: (text, write) => {
+      usageWritten = true;
+      write(`argus: ${ErrorCodes.USAGE}: ${redact(text.replace(/^error: /, ''))}`);
+    },
+  });
 
 program
   .command('run')
@@ -167,7 +188,7 @@ clusterFlags(
     .option('--label <name=value>', 'run it only on workers with this label (cluster.labels); repeatable', (v: string, prev: string[] = []) => [...prev, v]),
 ).action(async (file: string | undefined, opts: { brokers?: string[]; config?: string; id?: string; uri?: string; fps?: number; cost?: number; pin?: string; label?: string[] }) => {
   const { applyCameras, cameraFromFields, parseLabels, readCamerasFile } = await import('./cluster/admin.js');
-  if (!file && (!opts.id || !opts.uri)) throw new InvalidArgumentError('give a cameras YAML file, or --id and --uri');
+  if (!file && (!opts.id || !opts.uri)) throw new ArgusError(ErrorCodes.USAGE, 'give a cameras YAML file, or --id and --uri');
   const labels = parseLabels(opts.label);
   const placement = opts.pin || labels ? { pin: opts.pin, labels } : undefined;
   const cams = file ? await readCamerasFile(file) : [cameraFromFields({ id: opts.id, uri: opts.uri, fps: opts.fps, cost: opts.cost, placement })];
@@ -309,11 +330,26 @@ program
     await fetchAll(log);
   });
 
+// After a usage error, where the options are listed (the whole help buried the error above it).
+(function hint(c: Command, path: string): void {
+  c.showHelpAfterError(`(${path} --help lists its arguments and options)`);
+  for (const sub of c.commands) hint(sub, `${path} ${sub.name()}`);
+})(program, 'argus');
+
 try {
   await program.parseAsync(process.argv);
 } catch (e) {
-  const code = isArgusError(e) ? `${e.code}: ` : '';
-  process.stderr.write(`argus: ${code}${redact((e as Error).message)}\n`);
+  if (e instanceof CommanderError) {
+    // Help asked for (exit 0), or a usage error commander has written through outputError; or
+    // a command given without its subcommand, for which commander wrote only the help.
+    if (e.exitCode !== 0) {
+      if (!usageWritten) process.stderr.write(`argus: ${ErrorCodes.USAGE}: ${e.code === 'commander.help' ? 'a command is needed (listed above)' : redact(e.message.replace(/^error: /, ''))}\n`);
+      process.exitCode = EXIT_ERROR;
+    }
+  } else {
+    const code = isArgusError(e) ? `${e.code}: ` : '';
+    process.stderr.write(`argus: ${code}${redact((e as Error).message)}\n`);
+    process.exitCode = process.exitCode || EXIT_ERROR;
+  }
   logger.flush();
-  process.exitCode = process.exitCode || 2;
 }

@@ -5,6 +5,8 @@
 export const ErrorCodes = {
   /** A pipeline YAML (or a model manifest) failed validation; the message names the field. */
   CONFIG: 'VAP_ERR_CONFIG',
+  /** The command line is wrong (an unknown command or option, a missing argument, a flag's value out of range); the message names the flag. Exit status 2. */
+  USAGE: 'VAP_ERR_USAGE',
   /** A configuration file could not be read or parsed. */
   CONFIG_FILE: 'VAP_ERR_CONFIG_FILE',
   /** An asset is not in the mirror or cache and could not be downloaded. */
