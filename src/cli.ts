@@ -1,4 +1,4 @@
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { loadPipeline } from './config/load.js';
 import { ArgusError, ErrorCodes, isArgusError } from './core/errors.js';
 import { FAMILIES } from './core/families.js';
@@ -7,15 +7,10 @@ import { quiesceInference } from './inference/worker-pool.js';
 import { createLogger, logFn } from './core/log.js';
 import { pipelineBaseDir } from './pipeline/pipeline.js';
 import { runPipeline } from './pipeline/run.js';
+import { batchSources, fraction, MAX_TIMER_SECONDS, positiveInt, positiveNumber, seconds, wholeNumber } from './tools/flags.js';
 
 const logger = createLogger();
 const log = logFn(logger);
-
-function positiveInt(v: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('expected a positive whole number');
-  return n;
-}
 
 /**
  * The exit status of an error that stopped argus before it ran: a bad command line
@@ -182,8 +177,8 @@ clusterFlags(
     .argument('[file]', 'YAML with cameras: [...] (added or replaced; others kept)')
     .option('--id <id>', 'camera id')
     .option('--uri <uri>', 'what to open (rtsp://…, a file, …)')
-    .option('--fps <n>', 'frames per second to analyse', Number)
-    .option('--cost <n>', 'relative cost against worker capacity (default 1)', Number)
+    .option('--fps <n>', 'frames per second to analyse (at most 240)', positiveNumber(240))
+    .option('--cost <n>', 'relative cost against worker capacity (default 1)', positiveNumber())
     .option('--pin <worker>', 'run it only on this worker (cluster.workerId)')
     .option('--label <name=value>', 'run it only on workers with this label (cluster.labels); repeatable', (v: string, prev: string[] = []) => [...prev, v]),
 ).action(async (file: string | undefined, opts: { brokers?: string[]; config?: string; id?: string; uri?: string; fps?: number; cost?: number; pin?: string; label?: string[] }) => {
@@ -236,12 +231,12 @@ program
   .option('--pipeline <file>', 'pipeline YAML whose model settings to use', 'pipelines/demo.yaml')
   .option('--raw-runs <n>', 'raw inference runs', positiveInt, 300)
   .option('--file-frames <n>', 'frames for the file-mode run', positiveInt, 600)
-  .option('--live-seconds <n>', 'length of the live 1080p30 run', positiveInt, 120)
+  .option('--live-seconds <n>', `length of the live 1080p30 run (at most ${MAX_TIMER_SECONDS})`, wholeNumber(1, MAX_TIMER_SECONDS), 120)
   .option('--live-uri <uri>', 'live-mode source (default: the derived 1080p30 clip)')
   .option('--precision', 'also compare INT8 and fp16 YOLOX-Nano with fp32: speed and detection agreement', false)
-  .option('--batch-sources <n>', 'also compare N sources at batch 1 with dynamic batching and with one-thread worker sessions', (v: string) => Number(v), 0)
+  .option('--batch-sources <n>', 'also compare N sources (2 to 64; 0: off) at batch 1 with dynamic batching and with one-thread worker sessions', batchSources, 0)
   .option('--sweep', 'try threads (1, 2), two one-thread worker sessions, available providers, batch sizes (1, 2, 4, 8) and precisions; print a table', false)
-  .option('--budget-ms <ms>', 'latency budget the sweep marks configurations against', (v: string) => Number(v), 33)
+  .option('--budget-ms <ms>', 'latency budget the sweep marks configurations against', positiveNumber(), 33)
   .option('--sweep-runs <n>', 'timed runs per sweep configuration', positiveInt, 60)
   .option('--only-extras', 'skip the raw/file/live runs', false)
   .option('--json <file>', 'also write the figures as JSON')
@@ -280,12 +275,6 @@ models
     process.stdout.write((await inspectModel(file, opts.family as 'auto')) + '\n');
   });
 
-function fraction(v: string): number {
-  const n = Number(v);
-  if (!(n >= 0 && n <= 1)) throw new InvalidArgumentError('expected a number from 0 to 1');
-  return n;
-}
-
 program
   .command('detect')
   .description('detect objects in images, GIFs and videos: a table (or --json), and annotated copies with --out')
@@ -295,11 +284,7 @@ program
   .option('--score <n>', 'score threshold (default 0.3)', fraction)
   .option('--iou <n>', 'NMS IoU threshold (default 0.45)', fraction)
   .option('--model <name|path>', 'model manifest name or path, or an ONNX file (default yolox-nano)')
-  .option('--fps <n>', 'videos and GIFs: at most N frames per second, the first of each 1/N s (default every frame; never a frame twice)', (v: string) => {
-    const n = Number(v);
-    if (!(n > 0) || !Number.isFinite(n)) throw new InvalidArgumentError('expected a positive number');
-    return n;
-  })
+  .option('--fps <n>', 'videos and GIFs: at most N frames per second, the first of each 1/N s (default every frame; never a frame twice)', positiveNumber())
   .action(async (files: string[], opts: { json: boolean; out?: string; score?: number; iou?: number; model?: string; fps?: number }) => {
     const { detectFailure, runDetect } = await import('./tools/detect.js');
     const failure = detectFailure(await runDetect(files, { ...opts, log }));
@@ -312,11 +297,7 @@ program
   .argument('<pipeline>', 'pipeline YAML file')
   .requiredOption('--out <file>', 'PNG (or JPEG, by extension) to write')
   .option('--source <id>', 'source id (default: the first)')
-  .option('--at <seconds>', 'time in the source, seconds (default 0)', (v: string) => {
-    const n = v.trim() === '' ? NaN : Number(v);
-    if (!(Number.isFinite(n) && n >= 0)) throw new InvalidArgumentError('expected seconds, 0 or more');
-    return n;
-  })
+  .option('--at <seconds>', 'time in the source, seconds (default 0)', seconds)
   .action(async (file: string, opts: { out: string; source?: string; at?: number }) => {
     const { runPreview } = await import('./tools/preview.js');
     await runPreview(file, { ...opts, log });

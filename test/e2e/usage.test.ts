@@ -1,9 +1,13 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ARGUS, runCommand } from '../helpers/cli.js';
 
 // Each case is refused while the command line is read: nothing is loaded, nothing runs. The
 // bound only ends a hang (the sources run through tsx's loader when dist/ is older than src/).
 const TIMEOUT = 120_000;
+/** Where a preview would write, were its flags taken (never in the checkout). */
+const OUT = join(tmpdir(), 'argus-usage-test.png');
 const argus = (...args: string[]) => runCommand(process.execPath, [ARGUS, ...args], {}, TIMEOUT - 10_000);
 
 /** The first line on stderr that is argus's own (commander may print a help text before it). */
@@ -41,5 +45,41 @@ describe('command-line usage errors are coded (VAP_ERR_USAGE) and exit with stat
       expect(r.stdout).toMatch(/^Usage: argus/);
       expect(r.stderr).toBe('');
     }
+  }, TIMEOUT);
+});
+
+describe('every numeric flag refuses what is not a number in its range, naming the flag (VAP_ERR_USAGE, exit 2)', () => {
+  // Each of these ran before (bench with --only-extras exited 0 with --batch-sources -3 or
+  // --budget-ms abc), or was refused uncoded with exit status 1. --only-extras keeps a bench
+  // that would be accepted short.
+  it.each([
+    [['bench', '--only-extras', '--live-seconds', '-5'], '--live-seconds <n>'],
+    [['bench', '--only-extras', '--live-seconds', 'abc'], '--live-seconds <n>'],
+    [['bench', '--only-extras', '--live-seconds', '1e9'], '--live-seconds <n>'], // a timer Node would fire after 1 ms
+    [['bench', '--only-extras', '--raw-runs', '0'], '--raw-runs <n>'],
+    [['bench', '--only-extras', '--file-frames', ''], '--file-frames <n>'],
+    [['bench', '--only-extras', '--sweep-runs', '1.5'], '--sweep-runs <n>'],
+    [['bench', '--only-extras', '--batch-sources', '-3'], '--batch-sources <n>'],
+    [['bench', '--only-extras', '--batch-sources', '1'], '--batch-sources <n>'],
+    [['bench', '--only-extras', '--batch-sources', 'abc'], '--batch-sources <n>'],
+    [['bench', '--only-extras', '--budget-ms', 'abc'], '--budget-ms <ms>'],
+    [['bench', '--only-extras', '--budget-ms', '-1'], '--budget-ms <ms>'],
+    [['detect', 'none.jpg', '--score', '7'], '--score <n>'],
+    [['detect', 'none.jpg', '--score', ''], '--score <n>'],
+    [['detect', 'none.jpg', '--iou', '-0.5'], '--iou <n>'],
+    [['detect', 'none.jpg', '--fps', '0'], '--fps <n>'],
+    [['detect', 'none.jpg', '--fps', 'Infinity'], '--fps <n>'],
+    [['preview', 'pipelines/demo.yaml', '--out', OUT, '--at', '-1'], '--at <seconds>'],
+    [['preview', 'pipelines/demo.yaml', '--out', OUT, '--at', '0x10'], '--at <seconds>'],
+    [['run', 'pipelines/demo.yaml', '--max-frames', '0'], '--max-frames <n>'],
+    [['consume', '--brokers', '127.0.0.1:1', '--window', '0'], '--window <n>'],
+    [['consume', '--brokers', '127.0.0.1:1', '--count', '-1'], '--count <n>'],
+    [['cameras', 'add', '--brokers', '127.0.0.1:1', '--id', 'a', '--uri', '/x.mp4', '--fps', 'abc'], '--fps <n>'],
+    [['cameras', 'add', '--brokers', '127.0.0.1:1', '--id', 'a', '--uri', '/x.mp4', '--fps', '1000'], '--fps <n>'],
+    [['cameras', 'add', '--brokers', '127.0.0.1:1', '--id', 'a', '--uri', '/x.mp4', '--cost', '-2'], '--cost <n>'],
+  ])('%j', async (args, flag) => {
+    const r = await argus(...args);
+    expect(coded(r.stderr), r.stderr).toContain(`argus: VAP_ERR_USAGE: option '${flag}' argument '${args[args.length - 1]}' is invalid. expected `);
+    expect(r.code).toBe(2);
   }, TIMEOUT);
 });
