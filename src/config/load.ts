@@ -15,6 +15,8 @@ const pathText = (path: readonly (string | number)[]) => path.reduce<string>((ac
  * follow the same rule (README, "Pipelines").
  */
 function issueMessage(i: ZodIssue): string {
+  // `.nan` (YAML's not-a-number) worded as `.inf` is (schema/common.ts `finite`).
+  if (i.code === 'invalid_type' && i.expected === 'number' && i.received === 'nan') return 'must be a finite number (.nan is not a number)';
   if (i.code === 'invalid_enum_value') return `Invalid enum value. Expected ${i.options.map((o) => `'${String(o)}'`).join(' | ')}`;
   if (i.code === 'unrecognized_keys') return `Unrecognized key(s) in object: ${i.keys.map((k) => (mention(k) ? `'${k}'` : 'a key that is not a field name')).join(', ')}`;
   return i.message;

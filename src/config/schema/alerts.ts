@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { finite } from './common.js';
 
 export const AlertsSchema = z
   .object({
@@ -9,11 +10,11 @@ export const AlertsSchema = z
         /** Folder for `ref` snapshots. Default ./snapshots (relative to the pipeline file). */
         dir: z.string().default('snapshots'),
         /** Largest JPEG in bytes; quality is lowered (then the size) until it fits. Default 150000. */
-        maxBytes: z.number().int().min(4096).default(150_000),
+        maxBytes: finite().int().min(4096).default(150_000),
         /** Snapshot width at most, px; never more than the decoded picture (the model input's picture area). Default 832. */
-        maxWidth: z.number().int().min(64).default(832),
+        maxWidth: finite().int().min(64).default(832),
         /** JPEG quality to start from. Default 80. */
-        quality: z.number().int().min(10).max(100).default(80),
+        quality: finite().int().min(10).max(100).default(80),
       })
       .strict()
       .default({}),
@@ -32,9 +33,9 @@ export const OutboxSchema = z
      * beyond it the oldest are dropped (each logged as an error). Default 128 MiB, at most 192 MiB
      * (they are held in memory; the journal itself is read back as a stream, whatever its size).
      */
-    maxBytes: z.number().int().min(64 * 1024).max(192 * 1024 * 1024).default(128 * 1024 * 1024),
+    maxBytes: finite().int().min(64 * 1024).max(192 * 1024 * 1024).default(128 * 1024 * 1024),
     /** Undelivered alerts older than this are dropped (logged as errors), hours. Default 168 (7 days). */
-    maxAgeHours: z.number().positive().default(168),
+    maxAgeHours: finite().positive().default(168),
     /** fsync each write. Default true; false still survives a process crash, not a power cut. */
     fsync: z.boolean().default(true),
   })

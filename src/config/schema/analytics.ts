@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { polygonArea, selfIntersection } from '../../core/polygon.js';
 import { mention } from '../../core/redact.js';
-import { id, ms } from './common.js';
+import { finite, id, ms } from './common.js';
 
-const point = z.tuple([z.number(), z.number()]);
+const point = z.tuple([finite(), finite()]);
 const units = z.enum(['fraction', 'pixel']);
-const frameSize = z.tuple([z.number().int().min(1).max(16384), z.number().int().min(1).max(16384)]);
+const frameSize = z.tuple([finite().int().min(1).max(16384), finite().int().min(1).max(16384)]);
 const anchor = z.enum(['bottom-center', 'center', 'top-center', 'bottom-left', 'bottom-right', 'center-left', 'center-right']);
 const severity = z.enum(['info', 'warning', 'critical']);
 
@@ -29,16 +29,16 @@ export const ZoneSchema = z
     /** Point of each box tested against the polygon. Default bottom-center (the feet). */
     anchor: anchor.default('bottom-center'),
     /** Frames in a row inside (or outside) before an entry (or exit) counts. Default 3. */
-    minHoldFrames: z.number().int().min(1).max(1000).default(3),
+    minHoldFrames: finite().int().min(1).max(1000).default(3),
     /** A stay longer than this raises one dwell event. Default: none. */
-    dwellLimitSec: z.number().positive().optional(),
+    dwellLimitSec: finite().positive().optional(),
     /**
      * A track inside that is not seen for longer than this has left: exit event (dwell up to
      * its last sighting), and it no longer counts in occupancy. Default 2000. Shorter: exits
      * and occupancy follow a vanished object sooner; but keep it at least tracking's
      * lostTrackBufferMs (default 1000), or a track the tracker re-finds after a gap enters again.
      */
-    exitDelayMs: z.number().int().min(0).max(600_000).default(2000),
+    exitDelayMs: finite().int().min(0).max(600_000).default(2000),
     /**
      * hold (default): an exit needs minHoldFrames frames outside in a row (or the track gone
      * for exitDelayMs). last-seen: the first frame a track is seen outside is its exit, and a
@@ -74,13 +74,13 @@ export const LineSchema = z
     /** Point of each box tested against the line. Default center. */
     anchor: anchor.default('center'),
     /** A track must get this far (px) past the line for a crossing to count. Default 10. */
-    marginPx: z.number().min(0).default(10),
+    marginPx: finite().min(0).default(10),
     /**
      * A track not seen for longer than this is forgotten. Default 2000. Shorter: a track
      * re-found after a longer gap learns its side afresh, so a crossing during the gap is not
      * counted; longer: such crossings count, and a reused id keeps its old side.
      */
-    forgetAfterMs: z.number().int().min(0).max(600_000).default(2000),
+    forgetAfterMs: finite().int().min(0).max(600_000).default(2000),
   })
   .strict();
 
@@ -88,7 +88,7 @@ const ruleBase = {
   id,
   severity: severity.default('warning'),
   /** Minimum time between two alerts of this rule for the same key (track, or the rule itself). */
-  cooldownSec: z.number().min(0).default(0),
+  cooldownSec: finite().min(0).default(0),
 };
 
 export const RuleSchema = z.discriminatedUnion('type', [
@@ -106,11 +106,11 @@ export const RuleSchema = z.discriminatedUnion('type', [
       /** …or zone whose entries are the items (give one of the two). */
       zone: z.string().optional(),
       /** Alarm when fewer items per minute than this… */
-      minPerMinute: z.number().positive(),
+      minPerMinute: finite().positive(),
       /** …for at least this long. */
-      forSec: z.number().positive(),
+      forSec: finite().positive(),
       /** Window the rate is measured over. Default 60. */
-      windowSec: z.number().positive().default(60),
+      windowSec: finite().positive().default(60),
       ...ruleBase,
       severity: severity.default('critical'),
     })
@@ -123,13 +123,13 @@ export const RuleSchema = z.discriminatedUnion('type', [
       /** Or: any class outside this set counts. */
       allowed: z.array(z.string().min(1)).min(1).optional(),
       /** Alert when K of the last N frames show a defect. */
-      k: z.number().int().min(1),
-      n: z.number().int().min(1).max(10_000),
+      k: finite().int().min(1),
+      n: finite().int().min(1).max(10_000),
       /** Detections below this score are ignored. Default 0.5. */
-      minScore: z.number().min(0).max(1).default(0.5),
+      minScore: finite().min(0).max(1).default(0.5),
       ...ruleBase,
       severity: severity.default('critical'),
-      cooldownSec: z.number().min(0).default(60),
+      cooldownSec: finite().min(0).default(60),
     })
     .strict(),
 ]);

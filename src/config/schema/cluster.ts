@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { brokerAddress, id, ms } from './common.js';
+import { brokerAddress, finite, id, ms } from './common.js';
 import { SourceSchema } from './source.js';
 
 /** A placement label's name and value (what `cluster.labels` and a camera's `placement.labels` hold). */
@@ -24,14 +24,14 @@ export const ClusterSchema = z
     /** Compacted single-partition topic of claims and releases (owner, epoch) and drain requests. Default argus.owners. */
     ownersTopic: z.string().min(1).default('argus.owners'),
     /** Slots (partitions of camerasTopic) when the worker creates it. Default 32. */
-    slots: z.number().int().min(1).max(1000).default(32),
+    slots: finite().int().min(1).max(1000).default(32),
     /**
      * What this worker offers to cameras' `placement.labels` (e.g. `{site: dock, gpu: "yes"}`): a
      * camera that asks for labels runs only on a worker with all of them. Default none.
      */
     labels: z.record(labelKey, labelValue).default({}),
     /** How much this worker runs, relative to the others: slots are shared in proportion (by camera cost). Default 1. */
-    capacity: z.number().positive().default(1),
+    capacity: finite().positive().default(1),
     /**
      * Kafka's session timeout: a worker that has not heartbeated for this long leaves the group
      * and its cameras move. Failover takes about this long plus a camera start. Default 6000 (the
@@ -50,7 +50,7 @@ export const ClusterSchema = z
     /** A new owner waits this long at most for the old owner's release in a planned move. Default: sessionTimeoutMs. */
     releaseWaitMs: ms(0).optional(),
     /** Replication factor of the cluster topics when created. Default 1. */
-    replicationFactor: z.number().int().min(1).default(1),
+    replicationFactor: finite().int().min(1).default(1),
   })
   .strict()
   .superRefine((c, ctx) => {
@@ -79,7 +79,7 @@ export type Placement = z.infer<typeof PlacementSchema>;
 export const CameraSchema = z
   .object({
     /** Relative cost of running this camera (e.g. 2 for 1080p, 1 for 720p). Default 1. */
-    cost: z.number().positive().default(1),
+    cost: finite().positive().default(1),
     /** Where it may run (labels the worker must have, or one worker). Default anywhere. */
     placement: PlacementSchema.optional(),
   })

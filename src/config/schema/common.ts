@@ -1,5 +1,14 @@
 import { z } from 'zod';
 
+/**
+ * A number of the configuration: finite. YAML spells infinity `.inf` (and `${env:X}` set to
+ * `.inf` reads as one), which z.number() takes: a `watchdog.stallFactor: .inf` never restarted
+ * a stalled source, a `dwellLimitSec: .inf` never raised its event. (`.nan` is refused by
+ * z.number() itself; load.ts words both alike.) Every number of schema/ is declared through it.
+ */
+export const FINITE_MESSAGE = 'must be a finite number (not .inf or -.inf)';
+export const finite = () => z.number().finite(FINITE_MESSAGE);
+
 /** The longest id (a camera's id is a Kafka key and a claim's field: the cluster's owners view reads at most 256 characters). */
 export const MAX_ID_LENGTH = 128;
 
@@ -18,7 +27,7 @@ export const id = z
  */
 export const MAX_TIMER_MS = 2_147_483_647;
 /** A millisecond setting, a whole number from `min` to MAX_TIMER_MS (about 24.8 days). */
-export const ms = (min: number) => z.number().int().min(min).max(MAX_TIMER_MS, `at most ${MAX_TIMER_MS} ms (about 24.8 days), the longest timer Node runs`);
+export const ms = (min: number) => finite().int().min(min).max(MAX_TIMER_MS, `at most ${MAX_TIMER_MS} ms (about 24.8 days), the longest timer Node runs`);
 
 /** A Kafka bootstrap broker: host:port, the port 1–65535. */
 export const brokerAddress = z

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { finite } from './common.js';
 import { FAMILIES } from '../../core/families.js';
 
 /** The largest model input side argus takes (manifests, and a model file's own metadata or input shape). */
@@ -25,9 +26,9 @@ export const ModelRefSchema = z
     batch: z
       .object({
         /** Frames per run at most; 1 turns batching off. Default 1. */
-        maxBatch: z.number().int().min(1).max(64).default(1),
+        maxBatch: finite().int().min(1).max(64).default(1),
         /** Longest a frame waits for others to join its batch, ms. Default 4. */
-        maxWaitMs: z.number().min(0).max(1000).default(4),
+        maxWaitMs: finite().min(0).max(1000).default(4),
       })
       .strict()
       .default({}),
@@ -41,7 +42,7 @@ export const ModelRefSchema = z
      * Threads ONNX Runtime uses inside one operator, per session. Default 2, or 1 where
      * `workers` defaults to 2 (below).
      */
-    intraOpThreads: z.number().int().min(1).max(64).optional(),
+    intraOpThreads: finite().int().min(1).max(64).optional(),
     /**
      * Let ONNX Runtime's intra-op threads spin (busy-wait) for work between operators, for at
      * most `spinMicros` before they sleep. Spinning saves a wake-up per operator; bounded, it
@@ -54,7 +55,7 @@ export const ModelRefSchema = z
      * session.intra_op.spin_duration_us). Default 200: inference as fast as unbounded spinning,
      * at the CPU of none (README, "Latency").
      */
-    spinMicros: z.number().int().min(1).max(1_000_000).default(200),
+    spinMicros: finite().int().min(1).max(1_000_000).default(200),
     /**
      * Sessions, each on its own worker thread, so inference never blocks the event loop. More
      * than one runs several frames (or batches) at once: on a CPU, workers × intraOpThreads ≈
@@ -64,7 +65,7 @@ export const ModelRefSchema = z
      * and every source is a file read at `rate: fast`, 2 workers × 1 thread, which run two of a
      * file's frames at once (README, "Inference threads"). Resolved by `inferenceThreads`.
      */
-    workers: z.number().int().min(0).max(16).optional(),
+    workers: finite().int().min(0).max(16).optional(),
     /**
      * How frames are fitted to the model's input. `exact` (default): as the model's reference
      * does it (its manifest's `preprocess.resize`; for YOLOX, OpenCV's INTER_LINEAR on the
@@ -74,9 +75,9 @@ export const ModelRefSchema = z
      */
     resize: z.enum(['exact', 'fast']).default('exact'),
     /** Inference runs on a blank frame before the first real one. Default 2. */
-    warmupRuns: z.number().int().min(0).max(100).default(2),
+    warmupRuns: finite().int().min(0).max(100).default(2),
     /** CUDA/TensorRT device. Default 0. */
-    deviceId: z.number().int().min(0).default(0),
+    deviceId: finite().int().min(0).default(0),
   })
   .strict();
 
@@ -97,17 +98,17 @@ export const ModelManifestSchema = z
     alternates: z.array(z.string().url()).default([]),
     /** Hex sha256 of the file; downloads and mirror copies that differ are refused. */
     sha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
-    input: z.object({ name: z.string().optional(), shape: z.array(z.union([z.number().int(), z.string()])).length(4) }).strict().optional(),
-    output: z.object({ name: z.string().optional(), shape: z.array(z.union([z.number().int(), z.string()])) }).strict().optional(),
+    input: z.object({ name: z.string().optional(), shape: z.array(z.union([finite().int(), z.string()])).length(4) }).strict().optional(),
+    output: z.object({ name: z.string().optional(), shape: z.array(z.union([finite().int(), z.string()])) }).strict().optional(),
     preprocess: z
       .object({
         /** The model's input size: at most MAX_MODEL_SIDE (a 4096² float tensor is 200 MB already). */
-        width: z.number().int().positive().max(MAX_MODEL_SIDE),
-        height: z.number().int().positive().max(MAX_MODEL_SIDE),
+        width: finite().int().positive().max(MAX_MODEL_SIDE),
+        height: finite().int().positive().max(MAX_MODEL_SIDE),
         letterbox: z
           .object({
             align: z.enum(['top-left', 'center']).default('top-left'),
-            pad: z.number().int().min(0).max(255).default(114),
+            pad: finite().int().min(0).max(255).default(114),
             /** How the scaled size is made whole: floor (YOLOX's `int(w * r)`) or round (Ultralytics). Default round. */
             rounding: z.enum(['floor', 'round']).default('round'),
           })
@@ -121,13 +122,13 @@ export const ModelManifestSchema = z
          */
         resize: z.enum(['cv2-linear', 'swscale-bilinear']).default('cv2-linear'),
         channelOrder: z.enum(['bgr', 'rgb']),
-        scale: z.number().positive().default(1),
-        mean: z.tuple([z.number(), z.number(), z.number()]).default([0, 0, 0]),
-        std: z.tuple([z.number().positive(), z.number().positive(), z.number().positive()]).default([1, 1, 1]),
+        scale: finite().positive().default(1),
+        mean: z.tuple([finite(), finite(), finite()]).default([0, 0, 0]),
+        std: z.tuple([finite().positive(), finite().positive(), finite().positive()]).default([1, 1, 1]),
       })
       .strict(),
     decoder: z
-      .object({ type: decoderFamily.default('auto'), strides: z.array(z.number().int().positive()).default([8, 16, 32]) })
+      .object({ type: decoderFamily.default('auto'), strides: z.array(finite().int().positive()).default([8, 16, 32]) })
       .strict()
       .default({}),
     /** Class labels; default: the ONNX metadata's `names`. */

@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { ms } from './common.js';
+import { finite, ms } from './common.js';
 
 export const ServerSchema = z
   .object({
     /** Address to bind. Default 127.0.0.1 (loopback only); 0.0.0.0 exposes it. */
     host: z.string().min(1).default('127.0.0.1'),
     /** Port; $ARGUS_HTTP_PORT overrides it; 0 picks a free one. Default 8080. */
-    port: z.number().int().min(0).max(65535).default(8080),
+    port: finite().int().min(0).max(65535).default(8080),
     /** Every route but /healthz and /readyz (and /metrics with publicMetrics), and /ws, needs this token (`Authorization: Bearer …` or `?token=…`). Default: none. */
     token: z.string().min(1).optional(),
     // The limits below are optional in the type (code builds `server` blocks by hand); their
@@ -28,9 +28,9 @@ export const ServerSchema = z
       )
       .optional(),
     /** Open connections, HTTP and WebSocket together; beyond it new ones are closed at once. Default 256. */
-    maxConnections: z.number().int().min(1).optional(),
+    maxConnections: finite().int().min(1).optional(),
     /** Request line and headers together; larger requests answer 431. Default 16384. */
-    maxHeaderBytes: z.number().int().min(1024).max(1024 * 1024).optional(),
+    maxHeaderBytes: finite().int().min(1024).max(1024 * 1024).optional(),
     /** Time to receive a request's headers (also the longest an idle new connection stays open); then 408 and closed. Default 10 000 ms. */
     headersTimeoutMs: ms(100).optional(),
     /** Time to receive a whole request; then 408 and closed. Default 30 000 ms. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { brokerAddress, ms } from './common.js';
+import { brokerAddress, finite, ms } from './common.js';
 
 export const KafkaSinkSchema = z
   .object({
@@ -20,31 +20,31 @@ export const KafkaSinkSchema = z
     /** Create missing topics at start; false makes a missing topic an error naming it. Default true. */
     createTopics: z.boolean().default(true),
     /** Partitions for created topics. Default 3. */
-    partitions: z.number().int().min(1).default(3),
+    partitions: finite().int().min(1).default(3),
     /** Replication factor for created topics. Default 1. */
-    replicationFactor: z.number().int().min(1).default(1),
+    replicationFactor: finite().int().min(1).default(1),
     /** Batch compression. Default none. */
     compression: z.enum(['none', 'gzip']).default('none'),
     /** Longest a message waits for its batch to fill, ms. Default 5. */
-    lingerMs: z.number().min(0).max(10_000).default(5),
+    lingerMs: finite().min(0).max(10_000).default(5),
     /** Messages per produce request at most. Default 500. */
-    batchSize: z.number().int().min(1).max(100_000).default(500),
+    batchSize: finite().int().min(1).max(100_000).default(500),
     /** Bytes per produce request at most (key + value + 70 per message, before compression). Default 900000: below the broker's 1 MB message.max.bytes, so a backlog of alerts with snapshots is never refused as a whole. */
-    maxBatchBytes: z.number().int().min(1024).default(900_000),
+    maxBatchBytes: finite().int().min(1024).default(900_000),
     /** A message bigger than this (key + value + 70) is never sent: it is parked (logged, dead-letter file). Default 1000000. */
-    maxMessageBytes: z.number().int().min(1024).default(1_000_000),
+    maxMessageBytes: finite().int().min(1024).default(1_000_000),
     /** Messages too large for the broker go to this JSON lines file ({topic,key,value,reason,at}); relative to the pipeline file. Default kafka-dead-letter.jsonl in the outbox folder. */
     deadLetterPath: z.string().min(1).optional(),
     /** The dead-letter file grows to this many bytes at most; later parked messages are only logged and counted. Default 100 MiB. */
-    deadLetterMaxBytes: z.number().int().min(0).default(100 * 1024 * 1024),
+    deadLetterMaxBytes: finite().int().min(0).default(100 * 1024 * 1024),
     /** Detection messages buffered in front of the producer; beyond it they are dropped and counted. Default 10000. */
-    bufferSize: z.number().int().min(1).default(10_000),
+    bufferSize: finite().int().min(1).default(10_000),
     /** Alerts buffered while the broker is away (kept and retried). Default 10000. */
-    alertBufferSize: z.number().int().min(1).default(10_000),
+    alertBufferSize: finite().int().min(1).default(10_000),
     /** The same bound in bytes of the alerts' JSON (snapshots make alerts large). Default 64 MiB. With the outbox, alerts beyond either bound wait on disk and are sent in order as the buffer drains. */
-    alertBufferBytes: z.number().int().min(64 * 1024).default(64 * 1024 * 1024),
+    alertBufferBytes: finite().int().min(64 * 1024).default(64 * 1024 * 1024),
     /** Sources whose latest undelivered status is kept (an older one of the same source is replaced, not lost). Default 1000. */
-    statusBufferSize: z.number().int().min(1).default(1000),
+    statusBufferSize: finite().int().min(1).default(1000),
     /** Time allowed to flush on shutdown, ms. Default 10000. */
     closeTimeoutMs: ms(0).default(10_000),
     /** TLS: true, or Node tls options (ca, cert, key, servername…), passed to kafkajs. */
@@ -62,17 +62,17 @@ export const WebSocketSinkSchema = z
     /** Serve the WebSocket API at /ws on the pipeline's HTTP server. Default true. */
     enabled: z.boolean().default(true),
     /** Bytes queued for one client before its detection messages are dropped (and counted, and the client told). Default 1 MiB. */
-    maxBufferedBytes: z.number().int().min(1024).default(1024 * 1024),
+    maxBufferedBytes: finite().int().min(1024).default(1024 * 1024),
     /** Alerts held for a slow client before it is closed with 1013. Default 1000. */
-    maxAlertBacklog: z.number().int().min(1).default(1000),
+    maxAlertBacklog: finite().int().min(1).default(1000),
     /** Largest client message answered normally; larger ones get an error frame. Default 4096. */
-    maxClientMessageBytes: z.number().int().min(64).max(65536).default(4096),
+    maxClientMessageBytes: finite().int().min(64).max(65536).default(4096),
     /** Clients connected at once; beyond it an upgrade answers 503. Default 64. */
-    maxClients: z.number().int().min(1).default(64),
+    maxClients: finite().int().min(1).default(64),
     /** A ping every this often; a client that has not answered the previous ping is terminated. Default 15 000 ms. */
     heartbeatMs: ms(100).default(15_000),
     /** Messages (and ping frames) one client may send per second; beyond it the client is closed with 1008. Default 100. */
-    maxMessagesPerSecond: z.number().int().min(1).default(100),
+    maxMessagesPerSecond: finite().int().min(1).default(100),
   })
   .strict();
 
@@ -82,11 +82,11 @@ export const AnnotateSinkSchema = z
     /** Output MP4 per source: `{source}` is replaced by the source id; a path ending in `/` (or an existing folder) gets `<source>.mp4` inside; otherwise, with several sources, `-<source>` is added before the extension. Relative to the pipeline file. */
     path: z.string().min(1),
     /** Frames wider than this are scaled down to it (height in proportion, both made even). Default 1280. */
-    maxWidth: z.number().int().min(16).max(8192).default(1280),
+    maxWidth: finite().int().min(16).max(8192).default(1280),
     /** Output frame rate; frames beyond it are skipped. Default: the source's own rate. */
-    fps: z.number().positive().max(240).optional(),
+    fps: finite().positive().max(240).optional(),
     /** Frames per source copied and not yet encoded at most; a frame offered while that many wait is dropped and counted. Default 2. */
-    queue: z.number().int().min(1).max(64).default(2),
+    queue: finite().int().min(1).max(64).default(2),
   })
   .strict();
 

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { checkSourceAnalytics, LineSchema, RuleSchema, ZoneSchema } from './analytics.js';
-import { id, ms } from './common.js';
+import { finite, id, ms } from './common.js';
 import { checkInputArgs } from './input-args.js';
 
 /**
@@ -109,7 +109,7 @@ export const SourceSchema = z
     /** Files: start again at the end. Default false. */
     loop: z.boolean().default(false),
     /** At most this many frames per second, resampled in ffmpeg (e.g. 60 fps cameras to 30); never a frame twice to make up the rate: a source below it keeps its own rate (a file's as ffmpeg delivers it, at a constant rate: a variable-rate file's at its tbr, the rate its timestamps fit, with frames repeated over its gaps, as without `fps`). Default: as the source. */
-    fps: z.number().positive().max(240).optional(),
+    fps: finite().positive().max(240).optional(),
     /** RTSP transport: tcp, udp, udp_multicast, or tunnelled in http / https. Default tcp (no smeared frames from lost UDP packets). */
     rtspTransport: z.enum(['tcp', 'udp', 'udp_multicast', 'http', 'https']).default('tcp'),
     /**
@@ -125,7 +125,7 @@ export const SourceSchema = z
      * (schema/input-args.ts lists them; no output, second input or log level).
      */
     inputArgs: z
-      .array(z.union([z.string(), z.number().finite().transform(String)]))
+      .array(z.union([z.string(), finite().transform(String)]))
       .default([])
       .superRefine(checkInputArgs),
     /**
@@ -137,7 +137,7 @@ export const SourceSchema = z
         /** Network sources: a short probe (0.2 s of stream; HTTP's default is 5 s); slice threading when threads ≠ 1; each frame flushed at once. Default true. */
         lowLatency: z.boolean().default(true),
         /** Decoder threads; 0 lets ffmpeg choose (frame threading: more throughput, one frame of delay per extra thread). Default 1. */
-        threads: z.number().int().min(0).max(64).default(1),
+        threads: finite().int().min(0).max(64).default(1),
       })
       .strict()
       .default({}),
@@ -151,9 +151,9 @@ export const SourceSchema = z
         /** Delays double up to this, ms. Default 2000: a camera that comes back is picked up within ~2 s; each try costs only a connection attempt. */
         maxDelayMs: ms(0).default(2000),
         /** ± fraction of random jitter. Default 0.2. */
-        jitter: z.number().min(0).max(1).default(0.2),
+        jitter: finite().min(0).max(1).default(0.2),
         /** Failed attempts in a row before the source is marked failed; 0 never gives up. Default 0. */
-        maxAttempts: z.number().int().min(0).default(0),
+        maxAttempts: finite().int().min(0).default(0),
         /** Streaming this long resets the attempt count and the delay, ms. Default 30000. */
         healthyResetMs: ms(0).default(30_000),
       })
@@ -165,7 +165,7 @@ export const SourceSchema = z
         /** No first frame this long after (re)starting ffmpeg: restart. Default 15000 ms. */
         startTimeoutMs: ms(100).default(15_000),
         /** No frame for this many frame periods: stalled, restart. Default 10. */
-        stallFactor: z.number().min(1).default(10),
+        stallFactor: finite().min(1).default(10),
         /** …but never less than this, ms. Default 2000. */
         stallMinMs: ms(50).default(2000),
         /**

@@ -1,15 +1,15 @@
 import { z } from 'zod';
-import { ms } from './common.js';
+import { finite, ms } from './common.js';
 
 export const TrackingSchema = z
   .object({
     /** Track objects and put track ids in every message. Default true. */
     enabled: z.boolean().default(true),
     /** ByteTrack thresholds and buffers; see src/tracking/byte-tracker.ts for each trade-off. */
-    trackHighThresh: z.number().min(0).max(1).optional(),
-    trackLowThresh: z.number().min(0).max(1).optional(),
-    newTrackThresh: z.number().min(0).max(1).optional(),
-    matchThresh: z.number().min(0).max(1).optional(),
+    trackHighThresh: finite().min(0).max(1).optional(),
+    trackLowThresh: finite().min(0).max(1).optional(),
+    newTrackThresh: finite().min(0).max(1).optional(),
+    matchThresh: finite().min(0).max(1).optional(),
     /**
      * How long the tracker keeps a track nothing matches ("lost"), to re-find it with the same
      * id. Default 1000. Longer: ids survive longer occlusions (fewer new ids, fewer duplicate
@@ -18,9 +18,9 @@ export const TrackingSchema = z
      * least this long, or a re-found track enters (or learns its side) again.
      */
     lostTrackBufferMs: ms(0).optional(),
-    minConfirmFrames: z.number().int().min(1).optional(),
+    minConfirmFrames: finite().int().min(1).optional(),
     /** Nominal frame rate for the motion model. Default: the source's frame rate. */
-    frameRateHint: z.number().positive().optional(),
+    frameRateHint: finite().positive().optional(),
     classAware: z.boolean().optional(),
   })
   .strict();
