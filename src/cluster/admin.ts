@@ -1,8 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import { AssignerProtocol, Kafka, logLevel, Partitioners, type Admin } from 'kafkajs';
 import { decodeInfo } from './kafkajs-membership.js';
 import { CamerasFileSchema, ClusterSchema, type ClusterConfig, type Placement } from '../config/schema.js';
-import { parseConfigText } from '../config/load.js';
+import { parseConfigText, parseYamlText, readConfigText } from '../config/load.js';
 import { lenientEnv } from '../config/interpolate.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { chooseSlot, placementKey, unmet, type SlottedCamera } from './placement.js';
@@ -71,20 +70,20 @@ async function produce(t: ClusterTarget, topic: string, messages: Outgoing[]): P
   });
 }
 
+/**
+ * The most bytes of a cameras file (`argus cameras apply`): 8 MiB, thousands of cameras of a few
+ * KB, 128 at the record's own limit (MAX_CAMERA_RECORD_CHARS).
+ */
+export const MAX_CAMERAS_FILE_BYTES = 8 * 1024 * 1024;
+
 /** The cameras of a YAML file (`cameras: [...]`), each as written (its record value) and validated. Errors name the file and the field. */
 export async function readCamerasFile(file: string): Promise<{ id: string; value: string }[]> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (e) {
-    throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: cannot read: ${(e as Error).message}`);
-  }
+  const text = await readConfigText(file, MAX_CAMERAS_FILE_BYTES);
   // Validated (coded errors naming the field) and written as the user gave it: `${env:…}`
   // stays a reference, resolved by each worker from its own environment, so a password in one
   // never enters Kafka. Validation here stands in '1' for a variable this shell lacks.
-  const { parse } = await import('yaml');
   const parsed = parseConfigText(text, CamerasFileSchema, file, lenientEnv());
-  const raw = parse(text) as { cameras: Record<string, unknown>[] };
+  const raw = parseYamlText(text) as { cameras: Record<string, unknown>[] };
   const seen = new Set<string>();
   return parsed.cameras.map((c, i) => {
     const id = c.source.id;

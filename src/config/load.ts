@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { parseDocument, YAMLError, type DocumentOptions, type ParseOptions } from 'yaml';
 import type { z, ZodError, ZodIssue, ZodTypeAny } from 'zod';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -121,14 +121,89 @@ export function parseConfigText<S extends ZodTypeAny>(
   return result.data;
 }
 
-export async function readConfigFile<S extends ZodTypeAny>(file: string, schema: S, env?: NodeJS.ProcessEnv): Promise<z.infer<S>> {
-  let text: string;
+/**
+ * The most bytes argus reads of a configuration file (a pipeline, a worker's YAML, a model
+ * manifest): 1 MiB, some hundred cameras' worth of sources, zones and rules. `argus run
+ * /dev/zero` grew to 645 MB before its error; the file is read up to one byte past the cap and
+ * no further (a FIFO or /dev/zero has no size to check first).
+ */
+export const MAX_CONFIG_BYTES = 1024 * 1024;
+
+/** "1 MiB" for whole MiB, else the bytes. */
+const sizeText = (bytes: number) => (bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`);
+
+/**
+ * The offset of the first byte that does not start or continue a valid UTF-8 sequence (an
+ * overlong form, a surrogate, a value past U+10FFFF, a sequence cut short), or -1.
+ */
+export function invalidUtf8At(b: Uint8Array): number {
+  for (let i = 0; i < b.length; ) {
+    const c = b[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    // Lead byte: how many continuation bytes follow, and the range of the first (RFC 3629's table).
+    let need: number;
+    let lo = 0x80;
+    let hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) need = 1;
+    else if (c >= 0xe0 && c <= 0xef) {
+      need = 2;
+      if (c === 0xe0) lo = 0xa0;
+      else if (c === 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      need = 3;
+      if (c === 0xf0) lo = 0x90;
+      else if (c === 0xf4) hi = 0x8f;
+    } else return i;
+    if (i + need >= b.length) return i; // cut short by the end
+    if (b[i + 1] < lo || b[i + 1] > hi) return i;
+    for (let k = 2; k <= need; k++) if (b[i + k] < 0x80 || b[i + k] > 0xbf) return i;
+    i += need + 1;
+  }
+  return -1;
+}
+
+/**
+ * A configuration file's text: at most `maxBytes` (else VAP_ERR_CONFIG_FILE, read no further),
+ * and UTF-8 (else VAP_ERR_CONFIG_FILE naming the byte offset and line: `readFile(…, 'utf8')`
+ * turned a Latin-1 'é' in a password or a uri into U+FFFD without a word).
+ */
+export async function readConfigText(file: string, maxBytes = MAX_CONFIG_BYTES): Promise<string> {
+  const buf = Buffer.allocUnsafe(maxBytes + 1);
+  let n = 0;
   try {
-    text = await readFile(file, 'utf8');
+    const handle = await open(file, 'r');
+    try {
+      // Up to one byte past the cap: enough to know it is too large, and no more.
+      while (n < buf.length) {
+        const { bytesRead } = await handle.read(buf, n, buf.length - n, null);
+        if (bytesRead === 0) break;
+        n += bytesRead;
+      }
+    } finally {
+      await handle.close();
+    }
   } catch (e) {
     throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: cannot read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
   }
-  return parseConfigText(text, schema, file, env);
+  if (n > maxBytes) throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: larger than ${sizeText(maxBytes)}, the most argus reads of a configuration file (nothing past it was read)`);
+  const bytes = buf.subarray(0, n);
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    const at = invalidUtf8At(bytes);
+    if (at < 0) throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: not UTF-8 text; save the file as UTF-8`);
+    let line = 1;
+    let lineStart = 0;
+    for (let i = 0; i < at; i++) if (bytes[i] === 0x0a) (line++, (lineStart = i + 1));
+    throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: not UTF-8 text: the byte at offset ${at} (line ${line}, byte ${at - lineStart + 1} of the line), 0x${bytes[at].toString(16).padStart(2, '0')}, does not start or continue a UTF-8 character; save the file as UTF-8`);
+  }
+}
+
+export async function readConfigFile<S extends ZodTypeAny>(file: string, schema: S, env?: NodeJS.ProcessEnv): Promise<z.infer<S>> {
+  return parseConfigText(await readConfigText(file), schema, file, env);
 }
 
 export function loadPipeline(file: string, env?: NodeJS.ProcessEnv): Promise<PipelineConfig> {

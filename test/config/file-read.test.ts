@@ -1,0 +1,94 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { readCamerasFile } from '../../src/cluster/admin.js';
+import { invalidUtf8At, loadPipeline, MAX_CONFIG_BYTES, readConfigText } from '../../src/config/load.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'argus-config-read-'));
+const PIPELINE = 'sources:\n  - id: cam\n    uri: rtsp://cam.local/s\n';
+
+async function refusal(p: Promise<unknown>): Promise<Error & { code?: string }> {
+  try {
+    await p;
+  } catch (e) {
+    return e as Error & { code?: string };
+  }
+  throw new Error('accepted');
+}
+
+describe('a configuration file is read up to a cap (1 MiB), never past it', () => {
+  it('a file of exactly the cap loads; one byte more is VAP_ERR_CONFIG_FILE naming the file', async () => {
+    const pad = (bytes: number) => `${PIPELINE}#${'x'.repeat(bytes - PIPELINE.length - 2)}\n`;
+    const at = join(dir, 'at-cap.yaml');
+    writeFileSync(at, pad(MAX_CONFIG_BYTES));
+    expect((await loadPipeline(at, {})).sources[0].id).toBe('cam');
+    const over = join(dir, 'over-cap.yaml');
+    writeFileSync(over, pad(MAX_CONFIG_BYTES + 1));
+    const e = await refusal(loadPipeline(over, {}));
+    expect(e.code).toBe('VAP_ERR_CONFIG_FILE');
+    expect(e.message).toBe(`${over}: larger than 1 MiB, the most argus reads of a configuration file (nothing past it was read)`);
+  });
+
+  it('/dev/zero (no size to check first) is refused after the cap, not read until memory runs out', async () => {
+    const e = await refusal(loadPipeline('/dev/zero', {}));
+    expect(e.code).toBe('VAP_ERR_CONFIG_FILE');
+    expect(e.message).toMatch(/^\/dev\/zero: larger than 1 MiB/);
+  });
+
+  it('a FIFO whose writer never stops: argus reads the cap and one byte, then closes it', async () => {
+    const fifo = join(dir, 'endless.yaml');
+    execFileSync('mkfifo', [fifo]);
+    // The writer counts what the pipe took before the reader closed it (EPIPE).
+    const writer = spawn(process.execPath, ['-e', `const fs = require('fs'); const fd = fs.openSync(process.argv[1], 'w'); const b = Buffer.alloc(16384, 0x61); let n = 0; try { for (;;) n += fs.writeSync(fd, b); } catch { process.stdout.write(String(n)); }`, fifo], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let written = '';
+    writer.stdout.setEncoding('utf8').on('data', (s: string) => (written += s));
+    const done = new Promise((res) => writer.on('close', res));
+    const e = await refusal(readConfigText(fifo));
+    expect(e.code).toBe('VAP_ERR_CONFIG_FILE');
+    expect(e.message).toMatch(/larger than 1 MiB/);
+    await done;
+    // What was written is what was read plus at most the pipe's buffer (64 KiB on Linux) and a chunk.
+    expect(Number(written)).toBeGreaterThan(MAX_CONFIG_BYTES);
+    expect(Number(written)).toBeLessThan(MAX_CONFIG_BYTES + 1024 * 1024);
+  }, 30_000);
+
+  it('a cameras file has its own cap (8 MiB), with the same error', async () => {
+    const e = await refusal(readCamerasFile('/dev/zero'));
+    expect(e.code).toBe('VAP_ERR_CONFIG_FILE');
+    expect(e.message).toMatch(/^\/dev\/zero: larger than 8 MiB/);
+  });
+});
+
+describe('a configuration file must be UTF-8', () => {
+  it('a byte that is not UTF-8 is VAP_ERR_CONFIG_FILE naming the file, the byte offset and the line (it was turned into U+FFFD)', async () => {
+    const file = join(dir, 'latin1.yaml');
+    // A Latin-1 'é' (0xE9) in a uri on line 3.
+    writeFileSync(file, Buffer.concat([Buffer.from('sources:\n  - id: cam\n    uri: rtsp://cam.local/caf'), Buffer.from([0xe9]), Buffer.from('\n')]));
+    const e = await refusal(loadPipeline(file, {}));
+    expect(e.code).toBe('VAP_ERR_CONFIG_FILE');
+    expect(e.message).toBe(`${file}: not UTF-8 text: the byte at offset 50 (line 3, byte 30 of the line), 0xe9, does not start or continue a UTF-8 character; save the file as UTF-8`);
+    const cams = join(dir, 'cameras.yaml');
+    writeFileSync(cams, Buffer.from([0x63, 0x61, 0x6d, 0xff]));
+    expect((await refusal(readCamerasFile(cams))).message).toMatch(/not UTF-8 text: the byte at offset 3 \(line 1, byte 4 of the line\), 0xff/);
+  });
+
+  it('UTF-8 is read as it is: accents, emoji, a BOM', async () => {
+    const file = join(dir, 'utf8.yaml');
+    writeFileSync(file, `\uFEFFname: café 📷\n${PIPELINE}`);
+    expect((await loadPipeline(file, {})).name).toBe('café 📷');
+  });
+
+  it('invalidUtf8At finds the first bad sequence: overlong forms, surrogates, past U+10FFFF, cut short, a stray continuation', () => {
+    const at = (...b: number[]) => invalidUtf8At(Uint8Array.from(b));
+    expect(at(0x61, 0xc3, 0xa9, 0xe2, 0x82, 0xac, 0xf0, 0x9f, 0x93, 0xb7)).toBe(-1); // a é € 📷
+    expect(at(0x61, 0xc0, 0x80)).toBe(1); // overlong NUL
+    expect(at(0xe0, 0x80, 0x80)).toBe(0); // overlong 3-byte
+    expect(at(0x61, 0x62, 0xed, 0xa0, 0x80)).toBe(2); // a surrogate
+    expect(at(0xf4, 0x90, 0x80, 0x80)).toBe(0); // past U+10FFFF
+    expect(at(0x61, 0xe2, 0x82)).toBe(1); // cut short
+    expect(at(0x80)).toBe(0); // a continuation byte alone
+    expect(at(0xc3, 0x41)).toBe(0); // a lead byte without its continuation
+  });
+});
