@@ -109,3 +109,25 @@ describe('millisecond settings', () => {
     expect(() => parse('    watchdog: { startTimeoutMs: 2147483647 }\n')).not.toThrow();
   });
 });
+
+describe('a zone has at most 4096 points, and checking one never stalls loading', () => {
+  /** n points around a circle, in fractions (a simple polygon), as YAML. */
+  const circle = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => [+(0.5 + 0.4 * Math.cos((2 * Math.PI * i) / n)).toFixed(6), +(0.5 + 0.4 * Math.sin((2 * Math.PI * i) / n)).toFixed(6)]));
+
+  it('40 000 points (13.6 s of checking before): one coded error naming the polygon, and its points are not reported one by one', () => {
+    // Every point also outside the frame: no 40 000 lines of "outside the frame".
+    const points = JSON.stringify(Array.from({ length: 40_000 }, (_, i) => [i % 2 ? 2 : -1, i]));
+    for (const poly of [circle(40_000), points]) {
+      const e = failure(`    zones:\n      - {id: big, polygon: ${poly}}\n`);
+      expect(e.code).toBe(ErrorCodes.CONFIG);
+      expect(issues(e)).toEqual(['  sources[0].zones[0].polygon: at most 4096 points (each is tested against every detection of every frame): simplify the polygon']);
+    }
+  });
+
+  it('4096 points are checked in full: a simple one is taken, one crossing itself is refused naming the edges', () => {
+    expect(parse(`    zones:\n      - {id: big, polygon: ${circle(4096)}}\n`).sources[0].zones[0].polygon).toHaveLength(4096);
+    const crossed = JSON.parse(circle(4096)) as number[][];
+    [crossed[4000], crossed[4001]] = [crossed[4001], crossed[4000]];
+    expect(issues(failure(`    zones:\n      - {id: big, polygon: ${JSON.stringify(crossed)}}\n`))).toEqual(['  sources[0].zones[0].polygon: polygon is self-intersecting (edges 3999 and 4001 cross)']);
+  });
+});

@@ -9,12 +9,22 @@ const frameSize = z.tuple([finite().int().min(1).max(16384), finite().int().min(
 const anchor = z.enum(['bottom-center', 'center', 'top-center', 'bottom-left', 'bottom-right', 'center-left', 'center-right']);
 const severity = z.enum(['info', 'warning', 'critical']);
 
+/**
+ * The most points a zone's polygon has: each is tested against every detection of every frame,
+ * and a pipeline loads in time (a 40 000-point zone took 13.6 s to check before the check was a
+ * sweep line). A zone traced from a mask is simplified to far fewer.
+ */
+export const MAX_ZONE_POINTS = 4096;
+
 /** A polygon zone; its events are enter, exit and dwell per track. */
 export const ZoneSchema = z
   .object({
     id,
     /** Corners, at least 3, not self-intersecting; fractions of the frame (0–1) or pixels (see units). */
-    polygon: z.array(point).min(3, 'a polygon needs at least 3 points'),
+    polygon: z
+      .array(point)
+      .min(3, 'a polygon needs at least 3 points')
+      .max(MAX_ZONE_POINTS, `at most ${MAX_ZONE_POINTS} points (each is tested against every detection of every frame): simplify the polygon`),
     /** fraction (default): 0–1 of width/height; pixel: source pixels. */
     units: units.default('fraction'),
     /**
@@ -188,6 +198,10 @@ export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig
   s.zones.forEach((z, i) => {
     if (zoneIds.has(z.id)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'id'], message: `duplicate zone id${mention(z.id) ? ` ${mention(z.id)}` : ''}` });
     zoneIds.add(z.id);
+    if (z.reentrySuppressMs > z.exitDelayMs) ctx.addIssue({ code: 'custom', path: ['zones', i, 'reentrySuppressMs'], message: `reentrySuppressMs (${z.reentrySuppressMs}) must not exceed exitDelayMs (${z.exitDelayMs}): an unseen track is only remembered that long` });
+    if (z.frameSize && z.units !== 'pixel') ctx.addIssue({ code: 'custom', path: ['zones', i, 'frameSize'], message: 'frameSize is for pixel points: add `units: pixel`, or remove frameSize (fractions need none)' });
+    // Too many points has its own error (the schema's max); its points are not looked at one by one.
+    if (z.polygon.length > MAX_ZONE_POINTS) return;
     if (z.units === 'fraction') {
       const pixels = looksLikePixels(z.polygon);
       if (pixels) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: pixelHint(pixels, 'zone') });
@@ -203,8 +217,6 @@ export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig
         else if (z.frameSize && beyond(p, z.frameSize)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon', j], message: `point [${p.join(', ')}] is outside the ${z.frameSize.join('x')} frameSize` });
       });
     }
-    if (z.frameSize && z.units !== 'pixel') ctx.addIssue({ code: 'custom', path: ['zones', i, 'frameSize'], message: 'frameSize is for pixel points: add `units: pixel`, or remove frameSize (fractions need none)' });
-    if (z.reentrySuppressMs > z.exitDelayMs) ctx.addIssue({ code: 'custom', path: ['zones', i, 'reentrySuppressMs'], message: `reentrySuppressMs (${z.reentrySuppressMs}) must not exceed exitDelayMs (${z.exitDelayMs}): an unseen track is only remembered that long` });
     const cross = selfIntersection(z.polygon);
     if (cross) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: `polygon is self-intersecting (edges ${cross[0]} and ${cross[1]} cross)` });
     else if (hasNoArea(z.polygon)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: 'polygon has no area' });
