@@ -220,7 +220,7 @@ describe('RtspTap: the relay', () => {
     // A "camera": answers a SETUP, then sends 2 MB of RTP packets and a sender report.
     const sent: Buffer[] = [];
     const received: Buffer[] = [];
-    let report = Buffer.alloc(0);
+    let report: Buffer = Buffer.alloc(0);
     const camera = createServer((s) => {
       s.on('data', (d: Buffer) => {
         received.push(d);
