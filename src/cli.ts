@@ -308,7 +308,12 @@ program
   .description('fetch (or verify) the default model and the demo videos into the cache')
   .action(async () => {
     const { fetchAll } = await import('./assets/fetch-all.js');
-    await fetchAll(log);
+    // A first signal abandons the download under way (its partial file removed) and exits 130;
+    // a second one exits at once.
+    const ac = new AbortController();
+    const onSignal = () => (ac.signal.aborted ? process.exit(130) : ac.abort());
+    for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, onSignal);
+    await fetchAll(log, ac.signal);
   });
 
 // After a usage error, where the options are listed (the whole help buried the error above it).
@@ -330,7 +335,8 @@ try {
   } else {
     const code = isArgusError(e) ? `${e.code}: ` : '';
     process.stderr.write(`argus: ${code}${redact((e as Error).message)}\n`);
-    process.exitCode = process.exitCode || EXIT_ERROR;
+    // A signal that stopped a start (an asset download) is an interrupt: 130, as for a second signal.
+    process.exitCode = process.exitCode || (isArgusError(e, ErrorCodes.INTERRUPTED) ? 130 : EXIT_ERROR);
   }
   logger.flush();
 }

@@ -6,6 +6,7 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import cliProgress from 'cli-progress';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import type { LogFn } from '../core/log.js';
 import { cacheDir, mirrorDir } from './paths.js';
 
 export type AssetKind = 'models' | 'streams' | 'images';
@@ -34,7 +35,12 @@ export interface ResolveOptions {
   /** Injected for tests. */
   fetch?: typeof fetch;
   /** Told what happens (download start, checksum mismatch of one URL, …). */
-  log?: (msg: string) => void;
+  log?: LogFn;
+  /**
+   * Aborting it stops a download at once (SIGINT, SIGTERM): its partial file is removed and the
+   * call fails with VAP_ERR_INTERRUPTED. A copy already in the mirror or the cache is still returned.
+   */
+  signal?: AbortSignal;
 }
 
 export async function sha256File(path: string): Promise<string> {
@@ -75,6 +81,7 @@ export async function resolveAsset(spec: AssetSpec, options: ResolveOptions = {}
   const urls = [spec.url, ...(spec.alternates ?? [])];
   const failures: string[] = [];
   for (const url of urls) {
+    if (options.signal?.aborted) throw interrupted(spec, url);
     const tmp = `${cached}.part-${process.pid}`;
     try {
       log(`downloading ${spec.file} from ${url}`);
@@ -89,6 +96,8 @@ export async function resolveAsset(spec: AssetSpec, options: ResolveOptions = {}
       return cached;
     } catch (e) {
       await rm(tmp, { force: true });
+      // Interrupted: no next URL; the caller stops (exit status 130 for the CLI).
+      if (options.signal?.aborted) throw interrupted(spec, url, e);
       failures.push(`${url}: ${(e as Error).message}`);
     }
   }
@@ -99,6 +108,10 @@ export async function resolveAsset(spec: AssetSpec, options: ResolveOptions = {}
     ErrorCodes.ASSET_DOWNLOAD,
     `asset "${spec.file}" could not be fetched from ${urls.join(' or ')} (${hint}; or place it at ${cached}):\n  ${failures.join('\n  ')}`,
   );
+}
+
+function interrupted(spec: AssetSpec, url: string, cause?: unknown): ArgusError {
+  return new ArgusError(ErrorCodes.INTERRUPTED, `asset "${spec.file}": the download from ${url} was interrupted (its partial file is removed)`, { cause });
 }
 
 async function verify(spec: AssetSpec, path: string, what: string): Promise<void> {
@@ -115,6 +128,8 @@ async function download(url: string, dest: string, label: string, options: Resol
   // failed every asset that takes longer to arrive (a large model, a slow link) for good.
   const idleMs = options.timeoutMs ?? 60_000;
   const ac = new AbortController();
+  // The caller's signal (a SIGINT) ends the download at once, not when its bytes are in.
+  const signal = options.signal ? AbortSignal.any([ac.signal, options.signal]) : ac.signal;
   let idle: NodeJS.Timeout | undefined;
   const alive = () => {
     clearTimeout(idle);
@@ -122,7 +137,7 @@ async function download(url: string, dest: string, label: string, options: Resol
   };
   alive();
   try {
-    return await receive(doFetch, url, dest, label, options, ac.signal, alive);
+    return await receive(doFetch, url, dest, label, options, signal, alive);
   } finally {
     clearTimeout(idle);
   }

@@ -53,6 +53,8 @@ export interface PipelineOptions {
   stop?: Observable<unknown>;
   /** The user's operators, per source, between the rules and the sinks. */
   extend?: Extension;
+  /** Aborting it interrupts an asset download at start (VAP_ERR_INTERRUPTED, its partial file removed). */
+  signal?: AbortSignal;
 }
 
 export interface Pipeline {
@@ -216,7 +218,7 @@ export async function loadDetector(config: PipelineConfig, options: PipelineOpti
             throw inContext(e, field, [ErrorCodes.CONFIG, ErrorCodes.CONFIG_FILE]);
           })
         ).manifest;
-  const modelPath = m.path ? resolvePath(m.path, baseDir) : await resolveModelFile(manifest!, { log: options.log });
+  const modelPath = m.path ? resolvePath(m.path, baseDir) : await resolveModelFile(manifest!, { log: options.log, signal: options.signal });
   return Detector.load(manifest, modelPath, {
     providers: m.providers,
     ...inferenceThreads(config),
@@ -247,7 +249,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     const ff = config.ffmpegPath ? await describeFfmpeg(config.ffmpegPath, 'config ffmpegPath') : await resolveFfmpeg();
     ffmpegPath = ff.path;
     log(`ffmpeg ${ff.version} at ${ff.path} (${ff.reason})`, { ffmpeg: ff.path, version: ff.version });
-    urls = await Promise.all(sources.map((s) => resolveSourceUrl(s, baseDir, ffmpegPath, log, settingOf(options, `sources[${config.sources.indexOf(s)}]`))));
+    urls = await Promise.all(sources.map((s) => resolveSourceUrl(s, baseDir, ffmpegPath, log, settingOf(options, `sources[${config.sources.indexOf(s)}]`), options.signal)));
   } catch (e) {
     await loading?.then((d) => d.release(), () => undefined);
     throw e;
@@ -385,10 +387,11 @@ function resolvePath(p: string, baseDir: string): string {
 /**
  * What ffmpeg opens for a source: an `asset:` video's local path, a file relative to `baseDir`,
  * or the URL as given. An unknown asset's error names `field` (`sources[2]`) and its `uri`.
+ * `signal` interrupts the asset's download.
  */
-export async function resolveSourceUrl(src: SourceConfig, baseDir: string, ffmpegPath: string, log: (m: string) => void, field = `source "${src.id}"`): Promise<string> {
+export async function resolveSourceUrl(src: SourceConfig, baseDir: string, ffmpegPath: string, log: (m: string) => void, field = `source "${src.id}"`, signal?: AbortSignal): Promise<string> {
   if (src.uri.startsWith('asset:')) {
-    return resolveStream(src.uri.slice('asset:'.length), ffmpegPath, { log }).catch((e: unknown) => {
+    return resolveStream(src.uri.slice('asset:'.length), ffmpegPath, { log, signal }).catch((e: unknown) => {
       throw inContext(e, `${field}.uri`, [ErrorCodes.ASSET_UNKNOWN]);
     });
   }

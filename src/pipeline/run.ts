@@ -142,6 +142,8 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
       () =>
         createPipeline(config, {
           ...options,
+          // A signal during the start interrupts an asset download (the run ends VAP_ERR_INTERRUPTED).
+          signal,
           stop: stop$,
           onTransition: (t) => {
             if (options.publishesStatus?.(t) !== false) publisher?.status(t).catch(() => undefined);

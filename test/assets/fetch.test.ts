@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,10 @@ const sha = createHash('sha256').update(body).digest('hex');
 let server: Server;
 let base: string;
 const hits: string[] = [];
+/** Resolved each time /hangs.bin has sent its first part (it never sends the rest). */
+let hung: Promise<void>;
+let onHung = () => {};
+const expectHang = () => (hung = new Promise<void>((r) => (onHung = r)));
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -32,6 +36,9 @@ beforeAll(async () => {
         else res.end();
       };
       next();
+    } else if (req.url === '/hangs.bin') {
+      res.writeHead(200, { 'content-length': body.length });
+      res.write(body.subarray(0, 1000), () => onHung());
     } else if (req.url === '/tampered.bin') {
       res.end(Buffer.concat([body, Buffer.from('x')]));
     } else {
@@ -42,7 +49,13 @@ beforeAll(async () => {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
-afterAll(() => new Promise((r) => server.close(r)));
+afterAll(
+  () =>
+    new Promise((r) => {
+      server.close(r);
+      server.closeAllConnections();
+    }),
+);
 
 const fresh = () => mkdtempSync(join(tmpdir(), 'argus-assets-'));
 const spec = (over: Partial<AssetSpec> = {}): AssetSpec => ({ kind: 'models', file: 'm.onnx', url: `${base}/good.bin`, sha256: sha, ...over });
@@ -89,7 +102,6 @@ describe('resolveAsset', () => {
     expect(isArgusError(e, 'VAP_ERR_ASSET_DOWNLOAD')).toBe(true);
     expect((e as Error).message).toMatch(/^asset "m.onnx" could not be fetched from http:\/\/127\.0\.0\.1:9\/m\.onnx/);
     expect((e as Error).message).toMatch(/ARGUS_MIRROR/);
-    const { readdirSync } = await import('node:fs');
     expect(readdirSync(join(cache, 'models'))).toEqual([]);
   });
 
@@ -104,5 +116,34 @@ describe('resolveAsset', () => {
   it('an HTTP error is reported with its status', async () => {
     const e = await resolveAsset(spec({ url: `${base}/missing.bin` }), { cache: fresh(), progress: false }).catch((x: unknown) => x);
     expect((e as Error).message).toMatch(/missing\.bin: HTTP 404/);
+  });
+
+  it('a signal abandons a download under way: VAP_ERR_INTERRUPTED naming the asset, its partial file removed, no alternate tried', async () => {
+    // The server sends 1000 bytes and then nothing, and the silence allowed is an hour: only the
+    // signal can end this download before the test's bound.
+    const cache = fresh();
+    const ac = new AbortController();
+    hits.length = 0;
+    expectHang();
+    const pending = resolveAsset(spec({ url: `${base}/hangs.bin`, alternates: [`${base}/good.bin`] }), { cache, mirror: fresh(), progress: false, timeoutMs: 3_600_000, signal: ac.signal }).catch((x: unknown) => x);
+    await hung;
+    ac.abort();
+    const e = await pending;
+    expect(isArgusError(e, 'VAP_ERR_INTERRUPTED')).toBe(true);
+    expect((e as Error).message).toMatch(/^asset "m\.onnx": the download from http:\/\/127\.0\.0\.1:\d+\/hangs\.bin was interrupted/);
+    expect(readdirSync(join(cache, 'models'))).toEqual([]);
+    expect(hits).toEqual(['/hangs.bin']);
+  });
+
+  it('a signal already given: a copy in the cache is still returned, a download is not started', async () => {
+    const cache = fresh();
+    mkdirSync(join(cache, 'models'));
+    writeFileSync(join(cache, 'models', 'm.onnx'), body);
+    const signal = AbortSignal.abort();
+    hits.length = 0;
+    expect(await resolveAsset(spec(), { cache, mirror: fresh(), progress: false, signal })).toBe(join(cache, 'models', 'm.onnx'));
+    const e = await resolveAsset(spec({ file: 'other.onnx' }), { cache, mirror: fresh(), progress: false, signal }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_INTERRUPTED')).toBe(true);
+    expect(hits).toEqual([]);
   });
 });
