@@ -8,7 +8,7 @@ import { formatIssues, readConfigFile } from '../config/load.js';
 import { ModelManifestSchema, type ModelManifest } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { ffmpegVersion } from '../sources/ffmpeg-path.js';
-import { resolveAsset, type ResolveOptions } from './fetch.js';
+import { resolveAsset, sweepStaleParts, type ResolveOptions } from './fetch.js';
 import { cacheDir, PACKAGE_ROOT } from './paths.js';
 
 const Entry = z.object({
@@ -56,6 +56,7 @@ async function deriveClip(d: Catalog['derived'][number], ffmpegPath: string, opt
   if (existsSync(out)) return out;
   const src = await resolveStream(d.from, ffmpegPath, options);
   await mkdir(dir, { recursive: true });
+  await sweepStaleParts(dir, options.log);
   options.log?.(`deriving ${d.file} from ${d.from} with ffmpeg`);
   await transcodeClip(src, out, d.ffmpegArgs, ffmpegPath);
   return out;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { access, mkdir, rename, rm, stat } from 'node:fs/promises';
+import { access, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -78,6 +78,7 @@ export async function resolveAsset(spec: AssetSpec, options: ResolveOptions = {}
     return cached;
   }
   await mkdir(dirname(cached), { recursive: true });
+  await sweepStaleParts(dirname(cached), log);
   const urls = [spec.url, ...(spec.alternates ?? [])];
   const failures: string[] = [];
   for (const url of urls) {
@@ -108,6 +109,67 @@ export async function resolveAsset(spec: AssetSpec, options: ResolveOptions = {}
     ErrorCodes.ASSET_DOWNLOAD,
     `asset "${spec.file}" could not be fetched from ${urls.join(' or ')} (${hint}; or place it at ${cached}):\n  ${failures.join('\n  ')}`,
   );
+}
+
+/**
+ * A partial download untouched this long is no live download's, whatever its PID: a download
+ * writes as its data arrives and is abandoned after `timeoutMs` (60 s by default) of silence.
+ */
+export const PART_STALE_MS = 60 * 60_000;
+/**
+ * …and one of a PID not alive here once it is untouched this long. Not at once: a cache shared
+ * with other containers or hosts (docker compose's `assets` service and its workers) holds the
+ * part files of downloads whose PID this process cannot see, all of them touched within 60 s.
+ */
+export const PART_GRACE_MS = 2 * 60_000;
+/** `<file>.part-<PID>` (a download, fetch.ts) or `<file>.part-<PID>.<ext>` (a derived clip, catalog.ts). */
+const PART_FILE = /\.part-(\d+)(?:\.[A-Za-z0-9]+)?$/;
+
+/** Whether a process of this PID runs here (one of another user's counts: EPERM). */
+function pidAlive(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0 || pid > 0x7fffffff) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes the partial files of `dir` that interrupted or killed downloads left behind (`kill -9`,
+ * a power cut, a second Ctrl-C): those untouched for PART_STALE_MS, and those of a PID that is
+ * not alive untouched for PART_GRACE_MS. This process's own, and a live download's of another
+ * process, are kept. Called before each download into `dir`; never throws (a file it cannot
+ * remove is left for the next time). Returns the names removed.
+ */
+export async function sweepStaleParts(dir: string, log: LogFn = () => {}, now = Date.now()): Promise<string[]> {
+  const swept: string[] = [];
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return swept;
+  }
+  for (const name of names) {
+    const m = PART_FILE.exec(name);
+    if (!m) continue;
+    const pid = Number(m[1]);
+    if (pid === process.pid) continue;
+    const path = join(dir, name);
+    try {
+      const st = await stat(path);
+      if (!st.isFile()) continue;
+      const idle = now - st.mtimeMs;
+      if (idle < PART_GRACE_MS || (idle < PART_STALE_MS && pidAlive(pid))) continue;
+      await rm(path, { force: true });
+      swept.push(name);
+    } catch {
+      // gone meanwhile, or not ours to remove: the next sweep tries again
+    }
+  }
+  if (swept.length) log(`assets: removed ${swept.length} partial download(s) left in ${dir} by interrupted runs: ${swept.join(', ')}`, { dir, files: swept });
+  return swept;
 }
 
 function interrupted(spec: AssetSpec, url: string, cause?: unknown): ArgusError {

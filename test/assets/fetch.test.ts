@@ -1,11 +1,12 @@
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveAsset, type AssetSpec } from '../../src/assets/fetch.js';
+import { PART_GRACE_MS, PART_STALE_MS, resolveAsset, sweepStaleParts, type AssetSpec } from '../../src/assets/fetch.js';
 import { isArgusError } from '../../src/core/errors.js';
 
 const body = Buffer.from('weights '.repeat(10_000));
@@ -145,5 +146,51 @@ describe('resolveAsset', () => {
     const e = await resolveAsset(spec({ file: 'other.onnx' }), { cache, mirror: fresh(), progress: false, signal }).catch((x: unknown) => x);
     expect(isArgusError(e, 'VAP_ERR_INTERRUPTED')).toBe(true);
     expect(hits).toEqual([]);
+  });
+});
+
+describe('partial downloads left behind', () => {
+  /** A PID that is not alive: a child's that has exited. */
+  const deadPid = () => spawnSync(process.execPath, ['-e', '0']).pid!;
+  /** Writes `name` into `dir`, last touched `agoMs` before `now`. */
+  const part = (dir: string, name: string, now: number, agoMs: number) => {
+    writeFileSync(join(dir, name), 'partial');
+    utimesSync(join(dir, name), new Date(now - agoMs), new Date(now - agoMs));
+  };
+
+  it('removes those of dead PIDs and those untouched for an hour; keeps live downloads, its own, and those of PIDs it cannot see that are still being written', async () => {
+    const dir = fresh();
+    const now = Date.now();
+    const dead = deadPid();
+    const live = process.ppid; // vitest's main process: alive for as long as this test runs
+    part(dir, `m.onnx.part-${dead}`, now, PART_GRACE_MS + 1000); // a killed download
+    part(dir, `clip.mp4.part-${dead}.mp4`, now, PART_GRACE_MS + 1000); // a killed clip derivation
+    part(dir, `m.onnx.part-${live}`, now, PART_STALE_MS + 1000); // an hour untouched: PID reused
+    part(dir, `v.mp4.part-${live}`, now, PART_GRACE_MS + 1000); // a live download of another process
+    part(dir, `w.mp4.part-${dead + 1_000_000}`, now, 0); // written just now by a process in another container
+    part(dir, `m.onnx.part-${process.pid}`, now, PART_STALE_MS + 1000); // this process's own
+    part(dir, 'm.onnx', now, PART_STALE_MS + 1000); // an asset
+    mkdirSync(join(dir, 'x.part-1')); // not a file
+    const logs: string[] = [];
+    const swept = await sweepStaleParts(dir, (m) => logs.push(m), now);
+    expect(swept.sort()).toEqual([`clip.mp4.part-${dead}.mp4`, `m.onnx.part-${dead}`, `m.onnx.part-${live}`].sort());
+    expect(readdirSync(dir).sort()).toEqual(['m.onnx', `m.onnx.part-${process.pid}`, `v.mp4.part-${live}`, `w.mp4.part-${dead + 1_000_000}`, 'x.part-1'].sort());
+    expect(logs).toHaveLength(1);
+    expect(logs[0]).toMatch(/^assets: removed 3 partial download\(s\) left in .* by interrupted runs/);
+    expect(await sweepStaleParts(join(dir, 'missing'), () => undefined, now)).toEqual([]);
+  });
+
+  it('the next download into the same cache folder sweeps them', async () => {
+    const cache = fresh();
+    mkdirSync(join(cache, 'models'));
+    const now = Date.now();
+    const dead = deadPid();
+    part(join(cache, 'models'), `other.onnx.part-${dead}`, now, PART_GRACE_MS + 60_000);
+    part(join(cache, 'models'), `m.onnx.part-${process.ppid}`, now, 0); // a concurrent live download of the same file
+    const logs: string[] = [];
+    const p = await resolveAsset(spec(), { cache, mirror: fresh(), progress: false, log: (m) => logs.push(m) });
+    expect(readFileSync(p).equals(body)).toBe(true);
+    expect(readdirSync(join(cache, 'models')).sort()).toEqual(['m.onnx', `m.onnx.part-${process.ppid}`]);
+    expect(logs.some((l) => l.includes(`other.onnx.part-${dead}`))).toBe(true);
   });
 });
