@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { access, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -49,13 +49,24 @@ export async function sha256File(path: string): Promise<string> {
   return h.digest('hex');
 }
 
-async function exists(path: string): Promise<boolean> {
+/**
+ * Whether the mirror or the cache holds the asset at `path` (`what`: "mirror copy", "cached
+ * copy"). Anything there but a file (a directory, a FIFO) or a path that cannot be looked at is
+ * a coded error naming it: it would be read, or handed on, as the asset.
+ */
+async function holds(spec: AssetSpec, path: string, what: string): Promise<boolean> {
+  let st;
   try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
+    st = await stat(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return false;
+    throw new ArgusError(ErrorCodes.ASSET_FILE, `asset "${spec.file}": cannot look at the ${what} ${path} (${code ?? (e as Error).message})`, { cause: e });
   }
+  if (st.isFile()) return true;
+  const kind = st.isDirectory() ? 'a directory' : 'not a regular file';
+  const fix = what.startsWith('mirror') ? 'put the file there, or remove it' : 'remove it, and argus fetches the asset into its place';
+  throw new ArgusError(ErrorCodes.ASSET_FILE, `asset "${spec.file}": the ${what} ${path} is ${kind}: ${fix}`);
 }
 
 /**
@@ -67,17 +78,21 @@ export async function resolveAsset(spec: AssetSpec, options: ResolveOptions = {}
   const log = options.log ?? (() => {});
   if (mirror) {
     const p = join(mirror, spec.kind, spec.file);
-    if (await exists(p)) {
+    if (await holds(spec, p, 'mirror copy')) {
       await verify(spec, p, `mirror copy ${p}`);
       return p;
     }
   }
   const cached = join(options.cache ?? cacheDir(), spec.kind, spec.file);
-  if (await exists(cached)) {
+  if (await holds(spec, cached, 'cached copy')) {
     await verify(spec, cached, `cached copy ${cached}`);
     return cached;
   }
-  await mkdir(dirname(cached), { recursive: true });
+  try {
+    await mkdir(dirname(cached), { recursive: true });
+  } catch (e) {
+    throw new ArgusError(ErrorCodes.ASSET_FILE, `asset "${spec.file}": cannot create the cache folder ${dirname(cached)} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): remove what is in its way, or set ARGUS_CACHE to a folder argus may write`, { cause: e });
+  }
   await sweepStaleParts(dirname(cached), log);
   const urls = [spec.url, ...(spec.alternates ?? [])];
   const failures: string[] = [];
@@ -178,7 +193,12 @@ function interrupted(spec: AssetSpec, url: string, cause?: unknown): ArgusError 
 
 async function verify(spec: AssetSpec, path: string, what: string): Promise<void> {
   if (!spec.sha256) return;
-  const digest = await sha256File(path);
+  let digest: string;
+  try {
+    digest = await sha256File(path);
+  } catch (e) {
+    throw new ArgusError(ErrorCodes.ASSET_FILE, `asset "${spec.file}": cannot read the ${what} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
+  }
   if (digest !== spec.sha256) {
     throw new ArgusError(ErrorCodes.ASSET_CHECKSUM, `asset "${spec.file}": ${what} has sha256 ${digest}, expected ${spec.sha256}`);
   }

@@ -13,6 +13,8 @@ export const ErrorCodes = {
   ASSET_DOWNLOAD: 'VAP_ERR_ASSET_DOWNLOAD',
   /** An asset's sha256 does not match its manifest. */
   ASSET_CHECKSUM: 'VAP_ERR_ASSET_CHECKSUM',
+  /** An asset's place in the mirror or the cache is not a file argus can read (a directory, no permission); the message names the path. */
+  ASSET_FILE: 'VAP_ERR_ASSET_FILE',
   /** An asset reference names nothing in the manifests. */
   ASSET_UNKNOWN: 'VAP_ERR_ASSET_UNKNOWN',
   /** The model file is missing or ONNX Runtime cannot load it. */

@@ -149,6 +149,36 @@ describe('resolveAsset', () => {
   });
 });
 
+describe('what is in the asset\'s place is not a file', () => {
+  it('a directory at the cached copy\'s path: VAP_ERR_ASSET_FILE naming the path and what to do, with or without a checksum', async () => {
+    for (const sha256 of [sha, undefined]) {
+      const cache = fresh();
+      mkdirSync(join(cache, 'models', 'm.onnx'), { recursive: true });
+      hits.length = 0;
+      const e = await resolveAsset(spec({ sha256 }), { cache, mirror: fresh(), progress: false }).catch((x: unknown) => x);
+      expect(isArgusError(e, 'VAP_ERR_ASSET_FILE')).toBe(true);
+      expect((e as Error).message).toBe(`asset "m.onnx": the cached copy ${join(cache, 'models', 'm.onnx')} is a directory: remove it, and argus fetches the asset into its place`);
+      expect(hits).toEqual([]);
+    }
+  });
+
+  it('a directory at the mirror copy\'s path: VAP_ERR_ASSET_FILE naming the path', async () => {
+    const mirror = fresh();
+    mkdirSync(join(mirror, 'models', 'm.onnx'), { recursive: true });
+    const e = await resolveAsset(spec(), { cache: fresh(), mirror, progress: false }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_ASSET_FILE')).toBe(true);
+    expect((e as Error).message).toContain(`the mirror copy ${join(mirror, 'models', 'm.onnx')} is a directory`);
+  });
+
+  it('a file where the cache\'s kind folder should be: VAP_ERR_ASSET_FILE naming the folder', async () => {
+    const cache = fresh();
+    writeFileSync(join(cache, 'models'), 'not a folder');
+    const e = await resolveAsset(spec(), { cache, mirror: fresh(), progress: false }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_ASSET_FILE')).toBe(true);
+    expect((e as Error).message).toMatch(new RegExp(`^asset "m.onnx": cannot create the cache folder ${join(cache, 'models')} \\(EEXIST\\)`));
+  });
+});
+
 describe('partial downloads left behind', () => {
   /** A PID that is not alive: a child's that has exited. */
   const deadPid = () => spawnSync(process.execPath, ['-e', '0']).pid!;

@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MIRROR, PERSON_VIDEO } from '../helpers/assets.js';
-import { ARGUS, MODEL_RUN_TIMEOUT_MS, ROOT } from '../helpers/cli.js';
+import { ARGUS, MODEL_RUN_TIMEOUT_MS, ROOT, runCommand } from '../helpers/cli.js';
 
 // The CLI while it fetches an asset. A local server stands in for the asset's URL; each run
 // has a cache folder of its own. Bounds only end a hang: nothing here asserts on speed.
@@ -68,7 +68,7 @@ async function until<T>(f: () => T | undefined, ms: number): Promise<T> {
   }
 }
 
-describe('argus run while an asset downloads', () => {
+describe('argus run fetching its assets', () => {
   it('a first SIGINT abandons the download at once: exit 130, VAP_ERR_INTERRUPTED naming the asset, no partial file left', async () => {
     // The download never ends (1000 bytes, then silence): before the fix the signal waited for
     // it, and the run ended when the 60 s silence timeout ran out, with VAP_ERR_ASSET_DOWNLOAD
@@ -80,5 +80,13 @@ describe('argus run while an asset downloads', () => {
     expect(await run.exited).toBe(130);
     expect(run.stderr()).toMatch(/argus: VAP_ERR_INTERRUPTED: asset "hangs\.onnx": the download from http:\/\/127\.0\.0\.1:\d+\/hangs\.onnx was interrupted/);
     expect(readdirSync(join(cache, 'models'))).toEqual([]);
+  }, MODEL_RUN_TIMEOUT_MS);
+
+  it('a directory where the model\'s cached copy belongs: exit 2, VAP_ERR_ASSET_FILE naming the path', async () => {
+    const cache = mkdtempSync(join(tmpdir(), 'argus-cache-'));
+    mkdirSync(join(cache, 'models', 'dir.onnx'), { recursive: true });
+    const r = await runCommand(process.execPath, [ARGUS, 'run', pipelineWithModel('dir.onnx', `${base}/dir.onnx`), '--no-status'], { ARGUS_CACHE: cache });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`argus: VAP_ERR_ASSET_FILE: asset "dir.onnx": the cached copy ${join(cache, 'models', 'dir.onnx')} is a directory`);
   }, MODEL_RUN_TIMEOUT_MS);
 });
