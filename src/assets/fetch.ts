@@ -72,6 +72,9 @@ async function holds(spec: AssetSpec, path: string, what: string): Promise<boole
 /**
  * Returns a local path for the asset: the mirror's copy if present, else the cache's, else a
  * fresh download (verified, then moved into the cache). Every copy is checked against sha256.
+ * A mirror copy that fails it is refused (the mirror is the user's: argus never changes it); a
+ * cached copy that fails it (a disk error, a copy cut short by hand) is moved aside to
+ * `<file>.corrupt`, logged, and fetched again, once.
  */
 export async function resolveAsset(spec: AssetSpec, options: ResolveOptions = {}): Promise<string> {
   const mirror = options.mirror ?? mirrorDir();
@@ -79,14 +82,22 @@ export async function resolveAsset(spec: AssetSpec, options: ResolveOptions = {}
   if (mirror) {
     const p = join(mirror, spec.kind, spec.file);
     if (await holds(spec, p, 'mirror copy')) {
-      await verify(spec, p, `mirror copy ${p}`);
+      const digest = await digestOf(spec, p, `mirror copy ${p}`);
+      if (digest !== undefined && digest !== spec.sha256) {
+        throw new ArgusError(
+          ErrorCodes.ASSET_CHECKSUM,
+          `asset "${spec.file}": mirror copy ${p} has sha256 ${digest}, expected ${spec.sha256}: it failed its checksum; argus does not change the mirror: replace it with the file from ${spec.url}, or remove it and argus fetches it into the cache`,
+        );
+      }
       return p;
     }
   }
   const cached = join(options.cache ?? cacheDir(), spec.kind, spec.file);
+  let corrupt: string | undefined;
   if (await holds(spec, cached, 'cached copy')) {
-    await verify(spec, cached, `cached copy ${cached}`);
-    return cached;
+    const digest = await digestOf(spec, cached, `cached copy ${cached}`);
+    if (digest === undefined || digest === spec.sha256) return cached;
+    corrupt = await moveAside(spec, cached, digest, log);
   }
   try {
     await mkdir(dirname(cached), { recursive: true });
@@ -120,10 +131,34 @@ export async function resolveAsset(spec: AssetSpec, options: ResolveOptions = {}
   const hint = mirror
     ? `it is not in the mirror ARGUS_MIRROR=${mirror} either`
     : `set ARGUS_MIRROR to a directory holding ${spec.kind}/${spec.file}`;
+  const before = corrupt ? `; the cached copy failed its checksum and is kept aside at ${corrupt}` : '';
   throw new ArgusError(
     ErrorCodes.ASSET_DOWNLOAD,
-    `asset "${spec.file}" could not be fetched from ${urls.join(' or ')} (${hint}; or place it at ${cached}):\n  ${failures.join('\n  ')}`,
+    `asset "${spec.file}" could not be fetched from ${urls.join(' or ')} (${hint}; or place it at ${cached}${before}):\n  ${failures.join('\n  ')}`,
   );
+}
+
+/**
+ * Moves a cached copy that failed its checksum to `<file>.corrupt` (replacing an older one),
+ * so that it is fetched again and can still be looked at; returns where it went. One that
+ * cannot be moved is VAP_ERR_ASSET_CHECKSUM naming it and saying what to do.
+ */
+async function moveAside(spec: AssetSpec, cached: string, digest: string, log: LogFn): Promise<string> {
+  const aside = `${cached}.corrupt`;
+  try {
+    await rename(cached, aside);
+  } catch (e) {
+    // ENOENT: another process moved it aside at the same time, and fetches it too.
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
+      throw new ArgusError(
+        ErrorCodes.ASSET_CHECKSUM,
+        `asset "${spec.file}": cached copy ${cached} has sha256 ${digest}, expected ${spec.sha256}: it failed its checksum and could not be moved aside (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): delete it, and argus fetches it again`,
+        { cause: e },
+      );
+    }
+  }
+  log(`asset "${spec.file}": cached copy ${cached} failed its checksum (sha256 ${digest}, expected ${spec.sha256}): moved aside to ${aside}; fetching it again`, { asset: spec.file, path: cached, aside }, 'warn');
+  return aside;
 }
 
 /**
@@ -191,16 +226,13 @@ function interrupted(spec: AssetSpec, url: string, cause?: unknown): ArgusError 
   return new ArgusError(ErrorCodes.INTERRUPTED, `asset "${spec.file}": the download from ${url} was interrupted (its partial file is removed)`, { cause });
 }
 
-async function verify(spec: AssetSpec, path: string, what: string): Promise<void> {
-  if (!spec.sha256) return;
-  let digest: string;
+/** The copy's sha256 when the spec has one to check it against (undefined: nothing to check). */
+async function digestOf(spec: AssetSpec, path: string, what: string): Promise<string | undefined> {
+  if (!spec.sha256) return undefined;
   try {
-    digest = await sha256File(path);
+    return await sha256File(path);
   } catch (e) {
     throw new ArgusError(ErrorCodes.ASSET_FILE, `asset "${spec.file}": cannot read the ${what} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
-  }
-  if (digest !== spec.sha256) {
-    throw new ArgusError(ErrorCodes.ASSET_CHECKSUM, `asset "${spec.file}": ${what} has sha256 ${digest}, expected ${spec.sha256}`);
   }
 }
 

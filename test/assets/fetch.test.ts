@@ -77,7 +77,7 @@ describe('resolveAsset', () => {
     writeFileSync(join(mirror, 'models', 'm.onnx'), 'corrupt');
     const e = await resolveAsset(spec(), { mirror, cache: fresh(), progress: false }).catch((x: unknown) => x);
     expect(isArgusError(e, 'VAP_ERR_ASSET_CHECKSUM')).toBe(true);
-    expect((e as Error).message).toMatch(new RegExp(`asset "m.onnx": mirror copy .* has sha256 [0-9a-f]{64}, expected ${sha}`));
+    expect((e as Error).message).toMatch(new RegExp(`asset "m.onnx": mirror copy .* has sha256 [0-9a-f]{64}, expected ${sha}: it failed its checksum; argus does not change the mirror: replace it with the file from ${base}/good.bin, or remove it`));
   });
 
   it('downloads into the cache once, verified, then serves the cached copy', async () => {
@@ -146,6 +146,60 @@ describe('resolveAsset', () => {
     const e = await resolveAsset(spec({ file: 'other.onnx' }), { cache, mirror: fresh(), progress: false, signal }).catch((x: unknown) => x);
     expect(isArgusError(e, 'VAP_ERR_INTERRUPTED')).toBe(true);
     expect(hits).toEqual([]);
+  });
+});
+
+describe('a cached copy that fails its checksum', () => {
+  const corruptCache = () => {
+    const cache = fresh();
+    mkdirSync(join(cache, 'models'));
+    writeFileSync(join(cache, 'models', 'm.onnx'), body.subarray(0, 1000)); // cut short
+    return cache;
+  };
+
+  it('is moved aside to <file>.corrupt and fetched again, once, with a warning naming both', async () => {
+    const cache = corruptCache();
+    const logs: { msg: string; level?: string }[] = [];
+    hits.length = 0;
+    const p = await resolveAsset(spec(), { cache, mirror: fresh(), progress: false, log: (msg, _f, level) => logs.push({ msg, level }) });
+    expect(p).toBe(join(cache, 'models', 'm.onnx'));
+    expect(readFileSync(p).equals(body)).toBe(true);
+    expect(readFileSync(`${p}.corrupt`).equals(body.subarray(0, 1000))).toBe(true);
+    expect(hits).toEqual(['/good.bin']);
+    const warn = logs.find((l) => l.level === 'warn');
+    expect(warn?.msg).toMatch(new RegExp(`^asset "m.onnx": cached copy ${p} failed its checksum \\(sha256 [0-9a-f]{64}, expected ${sha}\\): moved aside to ${p}.corrupt; fetching it again$`));
+    // The next run finds the good copy: nothing is fetched again.
+    hits.length = 0;
+    expect(await resolveAsset(spec(), { cache, mirror: fresh(), progress: false })).toBe(p);
+    expect(hits).toEqual([]);
+  });
+
+  it('when it cannot be fetched again: VAP_ERR_ASSET_DOWNLOAD says the cached copy failed its checksum and where it was put', async () => {
+    const cache = corruptCache();
+    const p = join(cache, 'models', 'm.onnx');
+    const e = await resolveAsset(spec({ url: `${base}/missing.bin` }), { cache, mirror: fresh(), progress: false }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_ASSET_DOWNLOAD')).toBe(true);
+    expect((e as Error).message).toContain(`the cached copy failed its checksum and is kept aside at ${p}.corrupt`);
+    expect(readdirSync(join(cache, 'models'))).toEqual(['m.onnx.corrupt']);
+  });
+
+  it('that cannot be moved aside: VAP_ERR_ASSET_CHECKSUM naming it, that it failed its checksum, and what to do', async () => {
+    const cache = corruptCache();
+    const p = join(cache, 'models', 'm.onnx');
+    mkdirSync(join(`${p}.corrupt`, 'in-the-way'), { recursive: true }); // a rename onto a folder fails
+    hits.length = 0;
+    const e = await resolveAsset(spec(), { cache, mirror: fresh(), progress: false }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_ASSET_CHECKSUM')).toBe(true);
+    expect((e as Error).message).toMatch(new RegExp(`^asset "m.onnx": cached copy ${p} has sha256 [0-9a-f]{64}, expected ${sha}: it failed its checksum and could not be moved aside \\(E[A-Z]+\\): delete it, and argus fetches it again$`));
+    expect(hits).toEqual([]);
+  });
+
+  it('fetched again with the wrong bytes too: refused after one try per URL, no loop', async () => {
+    const cache = corruptCache();
+    hits.length = 0;
+    const e = await resolveAsset(spec({ url: `${base}/tampered.bin` }), { cache, mirror: fresh(), progress: false }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_ASSET_DOWNLOAD')).toBe(true);
+    expect(hits).toEqual(['/tampered.bin']);
   });
 });
 
