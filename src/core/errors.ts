@@ -47,7 +47,7 @@ export const ErrorCodes = {
   OUTBOX: 'VAP_ERR_OUTBOX',
   /** A file sink (JSONL) cannot be opened or written. */
   SINK_FILE: 'VAP_ERR_SINK_FILE',
-  /** A signal (SIGINT, SIGTERM) stopped a command while it waited at start on something outside it (an asset download): exit status 130. */
+  /** A signal (SIGINT, SIGTERM) stopped a command while it waited at start on something outside it (an asset download, a named pipe's reader): exit status 130. */
   INTERRUPTED: 'VAP_ERR_INTERRUPTED',
   /** An unexpected exception: argus shut down in order (journal kept) and exits with status 4. */
   INTERNAL: 'VAP_ERR_INTERNAL',

@@ -285,7 +285,8 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
   }
   const jsonlPath = options.jsonl ?? config.sinks.jsonl?.path;
   if (jsonlPath) {
-    const open = () => JsonlSink.open(jsonlPath, { includeStatus: config.sinks.jsonl?.status ?? false, log, onClosed: () => onFatal(new Error('jsonl: stdout was closed')) });
+    // A signal ends the wait for a named pipe's reader (the run then ends VAP_ERR_INTERRUPTED).
+    const open = () => JsonlSink.open(jsonlPath, { includeStatus: config.sinks.jsonl?.status ?? false, log, signal: options.signal, onClosed: () => onFatal(new Error('jsonl: stdout was closed')) });
     sinks.push(await life.start('jsonl', open, (s) => s.close()));
   }
   let kafka: KafkaSink | undefined;

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
-import type { WriteStream } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { closeSync, constants, fstatSync, openSync, type WriteStream } from 'node:fs';
+import { open, stat } from 'node:fs/promises';
+import { Socket } from 'node:net';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
 import type { Sink } from './sink.js';
@@ -13,7 +14,14 @@ export interface JsonlSinkOptions {
   log?: LogFn;
   /** stdout was closed by its reader (`argus run … --jsonl - | head`): the caller stops the run. */
   onClosed?: () => void;
+  /** A named pipe with no reader yet is waited for until this aborts (VAP_ERR_INTERRUPTED then). */
+  signal?: AbortSignal;
+  /** A named pipe: how long close() waits for its reader to take the lines still buffered, ms. Default 5000. */
+  closeTimeoutMs?: number;
 }
+
+/** How often a named pipe is tried again while it has no reader, ms. */
+const FIFO_RETRY_MS = 100;
 
 type Out = NodeJS.WritableStream & { writableLength: number; writable: boolean; destroyed: boolean };
 
@@ -25,7 +33,8 @@ type Out = NodeJS.WritableStream & { writableLength: number; writable: boolean; 
  * A write error never takes the process down: a full disk or an I/O error is logged once and
  * the sink stops writing (counted in `skipped`); stdout closed by its reader (EPIPE) asks the
  * run to stop, the way Unix tools end when `head` has read enough. A file that cannot be
- * opened is an error at start naming it (VAP_ERR_SINK_FILE).
+ * opened is an error at start naming it (VAP_ERR_SINK_FILE). A named pipe is waited on for
+ * its reader without holding a thread, so a signal can end the wait (see openFifo).
  */
 export class JsonlSink implements Sink {
   readonly name = 'jsonl';
@@ -49,9 +58,10 @@ export class JsonlSink implements Sink {
     out.on('error', (e: Error) => this.fail(e as NodeJS.ErrnoException));
   }
 
-  /** Opens (creates or truncates) the file, or takes stdout for '-'. */
+  /** Opens (creates or truncates) the file, or takes stdout for '-'; a named pipe is waited on for a reader (see openFifo). */
   static async open(path: string, o: JsonlSinkOptions = {}): Promise<JsonlSink> {
     if (path === '-') return new JsonlSink(path, process.stdout, o);
+    if ((await stat(path).catch(() => undefined))?.isFIFO()) return new JsonlSink(path, await openFifo(path, o), o);
     let fh;
     try {
       fh = await open(path, 'w');
@@ -83,6 +93,7 @@ export class JsonlSink implements Sink {
   }
 
   async close(): Promise<void> {
+    if (this.out instanceof Socket) return this.closePipe(this.out);
     if (this.out === process.stdout) {
       if (!this.error && this.out.writableLength > 0) await Promise.race([once(this.out, 'drain'), once(this.out, 'error')]).catch(() => undefined);
       return;
@@ -91,5 +102,64 @@ export class JsonlSink implements Sink {
     if (ws.destroyed) return;
     ws.end();
     await Promise.race([once(ws, 'close'), once(ws, 'error')]).catch(() => undefined);
+  }
+
+  /** A named pipe: its reader gets `closeTimeoutMs` to take what is buffered; then the rest is dropped (a reader that stopped reading cannot hold the shutdown). */
+  private async closePipe(out: Socket): Promise<void> {
+    if (out.destroyed) return;
+    const closed = Promise.race([once(out, 'close'), once(out, 'error')]).catch(() => undefined);
+    out.end();
+    let timer: NodeJS.Timeout | undefined;
+    const ms = this.o.closeTimeoutMs ?? 5000;
+    const late = await Promise.race([closed.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), ms)))]);
+    clearTimeout(timer);
+    if (!late) return;
+    this.log(`jsonl: the reader of ${this.path} did not take the last ${out.writableLength} bytes within ${ms / 1000} s; they are dropped`, { path: this.path, bytes: out.writableLength }, 'warn');
+    out.destroy();
+  }
+}
+
+/**
+ * A named pipe (FIFO), opened so that nothing can block on it. A plain open for writing blocks
+ * until a reader opens the other end, inside a libuv threadpool thread: the run's start hung,
+ * and neither SIGINT nor SIGTERM could stop the process (only SIGKILL). Here it is opened with
+ * O_NONBLOCK, which fails at once (ENXIO) while there is no reader: it is tried again every
+ * 100 ms, logged once, until a reader comes or `o.signal` aborts (VAP_ERR_INTERRUPTED naming
+ * the file). Writes then go through the event loop (a libuv pipe, as stdout to a pipe), never
+ * a threadpool thread.
+ */
+async function openFifo(path: string, o: JsonlSinkOptions): Promise<Socket> {
+  let logged = false;
+  for (;;) {
+    if (o.signal?.aborted) throw new ArgusError(ErrorCodes.INTERRUPTED, `sinks.jsonl.path: stopped while waiting for a reader of the named pipe ${path}`);
+    let fd: number | undefined;
+    try {
+      // Synchronous, as it cannot block (O_NONBLOCK); a raw fd, which the socket owns from here.
+      fd = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
+      if (!fstatSync(fd).isFIFO()) throw Object.assign(new Error('it is no longer a named pipe'), { code: 'ENOTFIFO' });
+      return new Socket({ fd, readable: false, writable: true });
+    } catch (e) {
+      if (fd !== undefined) {
+        try {
+          closeSync(fd);
+        } catch {
+          // closed already
+        }
+      }
+      if ((e as NodeJS.ErrnoException).code !== 'ENXIO') {
+        throw new ArgusError(ErrorCodes.SINK_FILE, `sinks.jsonl.path: cannot open the named pipe ${path} for writing (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
+      }
+    }
+    if (!logged) (o.log ?? (() => {}))(`jsonl: ${path} is a named pipe with no reader yet; waiting for one (SIGINT or SIGTERM stops)`, { path }, 'warn');
+    logged = true;
+    await new Promise<void>((r) => {
+      const done = () => {
+        clearTimeout(t);
+        o.signal?.removeEventListener('abort', done);
+        r();
+      };
+      const t = setTimeout(done, FIFO_RETRY_MS);
+      o.signal?.addEventListener('abort', done, { once: true });
+    });
   }
 }

@@ -1,4 +1,5 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, constants, mkdtempSync, openSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -8,7 +9,7 @@ import { isArgusError } from '../../src/core/errors.js';
 import { Candidates } from '../../src/models/decoder.js';
 import { selectDetections } from '../../src/postprocess/select.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
-import { ARGUS, MODEL_RUN_TIMEOUT_MS, runCommand } from '../helpers/cli.js';
+import { ARGUS, MODEL_RUN_TIMEOUT_MS, ROOT, runCommand } from '../helpers/cli.js';
 
 /** Input that used to crash argus or slip through: files, pipes, environment, model outputs. */
 
@@ -44,6 +45,72 @@ describe('hostile input to the CLI', () => {
     const r = await sh(`node ${ARGUS} run ${pipeline()} --no-status --max-frames 5 --jsonl /proc/nope/out.jsonl`);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/VAP_ERR_SINK_FILE: sinks\.jsonl\.path: cannot open \/proc\/nope\/out\.jsonl/);
+  }, TIMEOUT);
+
+  /** `argus run --jsonl FIFO` on a fresh named pipe, resolved once argus says it waits for a reader. */
+  async function runToFifo(extra: string[] = []) {
+    const fifo = join(mkdtempSync(join(tmpdir(), 'argus-hostile-')), 'out.fifo');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const p = spawn(process.execPath, [ARGUS, 'run', pipeline(), '--no-status', '--jsonl', fifo, ...extra], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    const exited = new Promise<number | null>((r) => p.on('close', r));
+    // Whatever happens, nothing is left behind: the process, or a writer blocked in open().
+    const cleanup = () => {
+      p.kill('SIGKILL');
+      try {
+        closeSync(openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK));
+      } catch {
+        // gone
+      }
+    };
+    await new Promise<void>((resolve, reject) => {
+      // Only ends a hang (the bug: argus blocked in open() and never said it waits).
+      const hang = setTimeout(() => {
+        cleanup();
+        reject(new Error(`argus did not say it waits for a reader: ${stderr}`));
+      }, MODEL_RUN_TIMEOUT_MS);
+      p.stderr!.setEncoding('utf8').on('data', (d: string) => {
+        stderr += d;
+        if (stderr.includes('waiting for one')) {
+          clearTimeout(hang);
+          resolve();
+        }
+      });
+      void exited.then(() => {
+        clearTimeout(hang);
+        reject(new Error(`argus exited before it waited for a reader: ${stderr}`));
+      });
+    });
+    return { p, fifo, exited, stderr: () => stderr, cleanup };
+  }
+
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    it(`\`--jsonl FIFO\` with no reader: argus waits, saying so, and ${signal} stops it (exit 130, VAP_ERR_INTERRUPTED naming the file)`, async () => {
+      // Before, the open blocked a threadpool thread: no signal stopped the process, only SIGKILL.
+      const run = await runToFifo();
+      try {
+        run.p.kill(signal);
+        expect(await run.exited).toBe(130);
+        expect(run.stderr()).toContain(`argus: VAP_ERR_INTERRUPTED: sinks.jsonl.path: stopped while waiting for a reader of the named pipe ${run.fifo}`);
+      } finally {
+        run.cleanup();
+      }
+    }, TIMEOUT);
+  }
+
+  it('`--jsonl FIFO` whose reader comes later: it gets every line and the run exits 0', async () => {
+    const run = await runToFifo(['--max-frames', '5']);
+    try {
+      const cat = spawn('cat', [run.fifo], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let got = '';
+      cat.stdout.setEncoding('utf8').on('data', (d: string) => (got += d));
+      const catDone = new Promise((r) => cat.on('close', r));
+      expect(await run.exited).toBe(0);
+      await catDone;
+      expect(got.trim().split('\n').map((l) => JSON.parse(l).type)).toEqual(Array(5).fill('detections'));
+    } finally {
+      run.cleanup();
+    }
   }, TIMEOUT);
 
   it('an invalid ARGUS_HTTP_PORT is a coded error naming the variable (exit 2)', async () => {

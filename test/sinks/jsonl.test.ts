@@ -1,0 +1,96 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, constants, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isArgusError } from '../../src/core/errors.js';
+import { JsonlSink } from '../../src/sinks/jsonl.js';
+
+// Real named pipes (mkfifo) in a temp folder. Nothing here reads a clock: each wait is for an
+// event (a log line, a reader's exit), and vitest's bound only ends a hang.
+
+const fifos: string[] = [];
+const fds: number[] = [];
+function mkfifo(): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'argus-jsonl-')), 'out.fifo');
+  const r = spawnSync('mkfifo', [path]);
+  if (r.status !== 0) throw new Error(`mkfifo failed: ${r.stderr}`);
+  fifos.push(path);
+  return path;
+}
+afterEach(() => {
+  // A writer still blocked in open() (the bug) is let go by a reader, so the worker can exit.
+  for (const f of fifos.splice(0)) {
+    try {
+      closeSync(openSync(f, constants.O_RDONLY | constants.O_NONBLOCK));
+    } catch {
+      // removed
+    }
+  }
+  for (const fd of fds.splice(0)) closeSync(fd);
+});
+
+/** A log that resolves `waiting` once the sink says it waits for a reader. */
+function waitLog() {
+  const lines: string[] = [];
+  let onWait = () => {};
+  const waiting = new Promise<void>((r) => (onWait = r));
+  const log = (m: string) => {
+    lines.push(m);
+    if (m.includes('waiting for one')) onWait();
+  };
+  return { log, lines, waiting };
+}
+
+describe('JsonlSink on a named pipe', () => {
+  it('with no reader: open waits without blocking a thread, says so naming the file, and a signal ends the wait (VAP_ERR_INTERRUPTED naming it)', async () => {
+    const fifo = mkfifo();
+    const ac = new AbortController();
+    const { log, lines, waiting } = waitLog();
+    const pending = JsonlSink.open(fifo, { log, signal: ac.signal }).catch((x: unknown) => x);
+    await waiting;
+    ac.abort();
+    const e = await pending;
+    expect(isArgusError(e, 'VAP_ERR_INTERRUPTED')).toBe(true);
+    expect((e as Error).message).toBe(`sinks.jsonl.path: stopped while waiting for a reader of the named pipe ${fifo}`);
+    expect(lines.filter((l) => l.includes('waiting for one'))).toEqual([`jsonl: ${fifo} is a named pipe with no reader yet; waiting for one (SIGINT or SIGTERM stops)`]);
+  });
+
+  it('a reader that comes later gets every line, and close() ends its input', async () => {
+    const fifo = mkfifo();
+    const { log, waiting } = waitLog();
+    const opening = JsonlSink.open(fifo, { log });
+    await waiting;
+    const reader = spawn('cat', [fifo], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let got = '';
+    reader.stdout.setEncoding('utf8').on('data', (s: string) => (got += s));
+    const ended = new Promise<number | null>((r) => reader.on('close', r));
+    const sink = await opening;
+    for (let i = 0; i < 1000; i++) sink.publish('detections', 'cam', JSON.stringify({ i }));
+    await sink.close();
+    expect(await ended).toBe(0);
+    const out = got.trim().split('\n');
+    expect(out).toHaveLength(1000);
+    expect(JSON.parse(out[999])).toEqual({ i: 999 });
+    expect(sink.error).toBeUndefined();
+  });
+
+  it('a reader that stops reading cannot hold close(): what it did not take is dropped, with a warning', async () => {
+    const fifo = mkfifo();
+    fds.push(openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK)); // a reader that never reads
+    const lines: string[] = [];
+    const sink = await JsonlSink.open(fifo, { log: (m) => lines.push(m), closeTimeoutMs: 50 });
+    const line = JSON.stringify({ pad: 'x'.repeat(1000) });
+    for (let i = 0; i < 1000; i++) sink.publish('alert', 'cam', line); // 1 MB: far more than a pipe holds
+    await sink.close();
+    expect(lines.some((l) => l.startsWith(`jsonl: the reader of ${fifo} did not take the last`))).toBe(true);
+  });
+
+  it('a regular file is still created and written as before', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'argus-jsonl-')), 'out.jsonl');
+    const sink = await JsonlSink.open(file);
+    sink.publish('detections', 'cam', '{"a":1}');
+    await sink.close();
+    expect(readFileSync(file, 'utf8')).toBe('{"a":1}\n');
+  });
+});
