@@ -339,4 +339,8 @@ try {
     process.exitCode = process.exitCode || (isArgusError(e, ErrorCodes.INTERRUPTED) ? 130 : EXIT_ERROR);
   }
   logger.flush();
+  // The error is said: the process ends even if a library still holds a handle (kafkajs kept a
+  // socket to a broker that accepted the connection and never answered, and `argus cameras ls`
+  // lived on after its error). Unref'd: an error with nothing left open exits at once.
+  setTimeout(() => process.exit(), EXIT_GRACE_MS).unref();
 }

@@ -3,7 +3,9 @@ import { decodeInfo } from './kafkajs-membership.js';
 import { CamerasFileSchema, ClusterSchema, type ClusterConfig, type Placement } from '../config/schema.js';
 import { parseConfigText, parseYamlText, readConfigText } from '../config/load.js';
 import { lenientEnv } from '../config/interpolate.js';
+import { brokerAddress } from '../config/schema/common.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { redact, redactBroker } from '../core/redact.js';
 import { chooseSlot, placementKey, unmet, type SlottedCamera } from './placement.js';
 import { CAMERA_ENV_PREFIX, DRAIN_KEY_PREFIX, ClusterView, MAX_CAMERA_RECORD_CHARS, ensureClusterTopics, forbiddenEnvRefs, parseCamera, rawCamera, retrying, type OwnersRecord } from './view.js';
 
@@ -11,7 +13,16 @@ import { CAMERA_ENV_PREFIX, DRAIN_KEY_PREFIX, ClusterView, MAX_CAMERA_RECORD_CHA
 export interface ClusterTarget {
   brokers: string[];
   cluster: ClusterConfig;
+  /** How long to wait for the brokers to answer at all, ms. Default CONNECT_TIMEOUT_MS. */
+  connectTimeoutMs?: number;
 }
+
+/**
+ * How long `argus cameras` / `argus cluster` wait to reach the brokers before giving up with
+ * VAP_ERR_KAFKA_UNREACHABLE. kafkajs alone gave a broker that accepts connections and never
+ * answers 30 s, then failed with "Broker not connected", naming no broker.
+ */
+export const CONNECT_TIMEOUT_MS = 10_000;
 
 /** The cluster section of a worker YAML (`--config`), or the defaults with `--brokers`. */
 export async function clusterTarget(o: { config?: string; brokers?: string[] }): Promise<ClusterTarget> {
@@ -23,13 +34,40 @@ export async function clusterTarget(o: { config?: string; brokers?: string[] }):
     return { brokers: o.brokers?.length ? o.brokers : clusterBrokers(config), cluster: config.cluster };
   }
   if (!o.brokers?.length) throw new ArgusError(ErrorCodes.CONFIG, '--brokers or --config: where is the cluster?');
+  // As the YAML's brokers are checked: kafkajs read `user:secret@host:9092` as host "user", port NaN.
+  for (const b of o.brokers) {
+    const r = brokerAddress.safeParse(b);
+    if (!r.success) throw new ArgusError(ErrorCodes.CONFIG, `--brokers: ${redactBroker(b)}: ${r.error.issues[0]?.message ?? 'use host:port'}`);
+  }
   return { brokers: o.brokers, cluster: ClusterSchema.parse({}) };
+}
+
+/** The brokers as an error names them: credentials redacted. */
+function brokersOf(t: ClusterTarget): string {
+  return `${t.brokers.length === 1 ? 'broker' : 'brokers'} ${t.brokers.map(redactBroker).join(', ')}`;
+}
+
+/** Connects `admin` within the target's connect timeout, or fails with VAP_ERR_KAFKA_UNREACHABLE naming the brokers and why. */
+async function reach(t: ClusterTarget, admin: Admin): Promise<void> {
+  const ms = t.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(`no answer within ${ms / 1000} s`)), ms)));
+  try {
+    await Promise.race([admin.connect(), deadline]);
+  } catch (e) {
+    // Not waited for: against a broker that never answers it may not end either.
+    void admin.disconnect().catch(() => undefined);
+    const why = redact((e as Error)?.message ?? String(e));
+    throw new ArgusError(ErrorCodes.KAFKA_UNREACHABLE, `cannot reach the Kafka ${brokersOf(t)} (${why}): is Kafka running there? (--brokers, or the brokers of --config)`, { cause: e });
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 async function withAdmin<T>(t: ClusterTarget, f: (admin: Admin, kafka: Kafka) => Promise<T>): Promise<T> {
   const kafka = new Kafka({ clientId: 'argus-cluster-admin', brokers: t.brokers, logLevel: logLevel.NOTHING, connectionTimeout: 3000, retry: { retries: 3 } });
   const admin = kafka.admin();
-  await admin.connect();
+  await reach(t, admin);
   try {
     await ensureClusterTopics(admin, { cameras: t.cluster.camerasTopic, owners: t.cluster.ownersTopic, slots: t.cluster.slots, replicationFactor: t.cluster.replicationFactor });
     return await f(admin, kafka);
@@ -45,7 +83,7 @@ export async function snapshot(t: ClusterTarget): Promise<ClusterView> {
     // this shell lacks is no error here (it made every apply rewrite the camera, and ls call it invalid).
     const view = new ClusterView(kafka, { cameras: t.cluster.camerasTopic, owners: t.cluster.ownersTopic }, 'argus-cluster-admin', lenientEnv());
     await view.start(admin);
-    const timeout = new Promise<never>((_, rej) => setTimeout(() => rej(new ArgusError(ErrorCodes.INTERNAL, 'cluster: could not read the cluster topics within 30 s')), 30_000).unref());
+    const timeout = new Promise<never>((_, rej) => setTimeout(() => rej(new ArgusError(ErrorCodes.KAFKA_UNREACHABLE, `cluster: could not read the cluster topics ${t.cluster.camerasTopic} and ${t.cluster.ownersTopic} from the Kafka ${brokersOf(t)} within 30 s`)), 30_000).unref());
     try {
       await Promise.race([view.ready, timeout]);
     } finally {

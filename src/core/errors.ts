@@ -41,6 +41,8 @@ export const ErrorCodes = {
   SOURCE_RESIZED: 'VAP_ERR_SOURCE_RESIZED',
   /** A Kafka topic the sink needs does not exist and may not be created. */
   SINK_TOPIC: 'VAP_ERR_SINK_TOPIC',
+  /** `argus cameras` / `argus cluster`: the Kafka brokers did not answer in time (refused, unknown host, silent); the message names them, credentials redacted. */
+  KAFKA_UNREACHABLE: 'VAP_ERR_KAFKA_UNREACHABLE',
   /** The HTTP/WebSocket server could not listen (port in use, bad host). */
   SERVER_LISTEN: 'VAP_ERR_SERVER_LISTEN',
   /** The alert outbox (the journal on disk) cannot be created, read or locked. */

@@ -69,3 +69,12 @@ const NAME_SHAPE = /^[A-Za-z0-9_.-]{1,64}$/;
 export function mention(value: unknown): string | undefined {
   return typeof value === 'string' && NAME_SHAPE.test(value) ? `"${value}"` : undefined;
 }
+
+/**
+ * A Kafka broker address as it may be written out: `host:port` as it is; credentials written
+ * into it (`user:secret@host:9092`, `kafka://user:secret@host:9092`, which Kafka clients do not
+ * take: SASL settings carry them) become `***@host:9092`, and secret query parameters `***`.
+ */
+export function redactBroker(address: string): string {
+  return redact(address).replace(/^((?:[a-z][a-z0-9+.-]*:\/\/)?)[^\s/]*@/i, '$1***@');
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redact, redactDeep } from '../../src/core/redact.js';
+import { redact, redactBroker, redactDeep } from '../../src/core/redact.js';
 
 describe('redact', () => {
   it.each([
@@ -30,5 +30,18 @@ describe('redact', () => {
     const clean = { a: 'x', b: [1, 'y'] };
     expect(redactDeep(clean)).toBe(clean);
     expect(redactDeep({ s: { reason: 'rtsp://u:p@h/' }, n: 3 })).toEqual({ s: { reason: 'rtsp://***@h/' }, n: 3 });
+  });
+});
+
+describe('redactBroker', () => {
+  it.each([
+    ['host:port as it is', '127.0.0.1:9092', '127.0.0.1:9092'],
+    ['user and password before the host', 'admin:hunter2@kafka-1:9092', '***@kafka-1:9092'],
+    ['a user alone', 'admin@kafka-1:9092', '***@kafka-1:9092'],
+    ['a password with @ in it', 'admin:p@ss@kafka-1:9092', '***@kafka-1:9092'],
+    ['as a URL', 'kafka://admin:hunter2@kafka-1:9092', 'kafka://***@kafka-1:9092'],
+    ['a URL without credentials', 'kafka://kafka-1:9092', 'kafka://kafka-1:9092'],
+  ])('%s', (_n, address, want) => {
+    expect(redactBroker(address)).toBe(want);
   });
 });

@@ -1,0 +1,64 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clusterTarget, listCameras, type ClusterTarget } from '../../src/cluster/admin.js';
+import { ClusterSchema } from '../../src/config/schema.js';
+import { isArgusError } from '../../src/core/errors.js';
+import { ARGUS, runCommand } from '../helpers/cli.js';
+
+// `argus cameras` / `argus cluster` against brokers that are not there. No Kafka is needed: a
+// port nobody listens on, and a server that accepts connections and never answers (a frozen
+// broker, a load balancer in front of a dead one). Bounds only end a hang.
+
+let silent: Server;
+let silentPort: number;
+const held: Socket[] = [];
+let refusedPort: number;
+beforeAll(async () => {
+  silent = createServer((s) => held.push(s));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  silentPort = (silent.address() as AddressInfo).port;
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  refusedPort = (probe.address() as AddressInfo).port;
+  await new Promise((r) => probe.close(r));
+});
+afterAll(async () => {
+  for (const s of held) s.destroy();
+  await new Promise((r) => silent.close(r));
+});
+
+const target = (brokers: string[], connectTimeoutMs?: number): ClusterTarget => ({ brokers, cluster: ClusterSchema.parse({}), connectTimeoutMs });
+
+describe('argus cameras / cluster: brokers that cannot be reached', () => {
+  it('a port that refuses: VAP_ERR_KAFKA_UNREACHABLE naming the broker and why', async () => {
+    const e = await listCameras(target([`127.0.0.1:${refusedPort}`])).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_KAFKA_UNREACHABLE')).toBe(true);
+    expect((e as Error).message).toMatch(new RegExp(`^cannot reach the Kafka broker 127\\.0\\.0\\.1:${refusedPort} \\(.*ECONNREFUSED.*\\)`));
+  });
+
+  it('a broker that accepts and never answers: VAP_ERR_KAFKA_UNREACHABLE naming both brokers once the connect timeout has passed', async () => {
+    // kafkajs alone waited 30 s and then said "Broker not connected", naming no broker.
+    const e = await listCameras(target([`127.0.0.1:${silentPort}`, `127.0.0.1:${silentPort}`], 300)).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_KAFKA_UNREACHABLE')).toBe(true);
+    expect((e as Error).message).toContain(`cannot reach the Kafka brokers 127.0.0.1:${silentPort}, 127.0.0.1:${silentPort} (`);
+  });
+
+  it('--brokers with credentials in it: VAP_ERR_CONFIG naming it with the credentials redacted', async () => {
+    for (const [given, shown] of [
+      ['admin:hunter2@10.0.0.1:9092', '***@10.0.0.1:9092'],
+      ['kafka://admin:hunter2@10.0.0.1:9092', 'kafka://***@10.0.0.1:9092'],
+    ]) {
+      const e = await clusterTarget({ brokers: [given] }).catch((x: unknown) => x);
+      expect(isArgusError(e, 'VAP_ERR_CONFIG')).toBe(true);
+      expect((e as Error).message).toMatch(new RegExp(`^--brokers: ${shown.replace(/[.*/]/g, '\\$&')}: use host:port`));
+      expect((e as Error).message).not.toContain('hunter2');
+    }
+  });
+
+  it('the CLI: `argus cameras ls` against a broker that never answers prints the coded error naming it and exits 2 (the process does not linger on the open socket)', async () => {
+    const r = await runCommand(process.execPath, [ARGUS, 'cameras', 'ls', '--brokers', `127.0.0.1:${silentPort}`], {}, 120_000);
+    expect(r.stderr).toContain(`argus: VAP_ERR_KAFKA_UNREACHABLE: cannot reach the Kafka broker 127.0.0.1:${silentPort} (`);
+    expect(r.code).toBe(2);
+  }, 180_000);
+});
