@@ -152,7 +152,8 @@ export function boundedSize(w: number, h: number): { width: number; height: numb
  * `fps` frames a second, never a duplicate (a rate above the source's keeps every frame once).
  */
 export function sampleFilter(fps: number): string {
-  return `select=isnan(prev_selected_t)+gt(floor(t*${fps})\\,floor(prev_selected_t*${fps}))`;
+  // (A time before the last kept one starts the count again: a relayed camera's RTP time can jump back.)
+  return `select=isnan(prev_selected_t)+gt(floor(t*${fps})\\,floor(prev_selected_t*${fps}))+lt(t\\,prev_selected_t)`;
 }
 
 /**

@@ -9,7 +9,7 @@ import { letterbox, type Letterbox } from '../core/geometry.js';
 import { buildFfmpegArgs, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, reportsFrameTimes, runTag, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
-import { RtspTap, tapsCameraClock, type ClockReading } from './rtsp-tap.js';
+import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, tapsCameraClock, type ClockReading } from './rtsp-tap.js';
 import { colourOf, outputRate, saysNoVideoStream, withoutMapAdvice, StderrProbe, type StreamInfo } from './stderr-probe.js';
 
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
@@ -108,12 +108,17 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
       catchError((e: unknown) => {
         if (e instanceof NotYuv420) memo.packed = true;
         else if (e instanceof RateAboveSource) memo.ownRate = true;
-        else return throwError(() => e);
+        else if (e instanceof RelayUnusable) {
+          // Run as if the source had cameraClock: false, this run and the ones after it.
+          memo.unrelayed = true;
+          tap?.close();
+          return run({ ...base, input: { ...base.input, relay: undefined } });
+        } else return throwError(() => e);
         return run(base, tap);
       }),
     );
   };
-  if (!tapsCameraClock(options.input)) return defer(() => run(options));
+  if (!tapsCameraClock(options.input) || memo.unrelayed) return defer(() => run(options));
   // RTSP over TCP: through argus's relay, which reads the camera's clock (rtsp-tap).
   return new Observable<Frame>((subscriber) => {
     const tap = new RtspTap(options.input.url);
@@ -138,10 +143,15 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
 export interface SourceMemo {
   packed?: boolean;
   ownRate?: boolean;
+  /** The relay to the camera (rtsp-tap) could not pair this camera's frames with its packets: run it without. */
+  unrelayed?: boolean;
 }
 
 /** The file's own rate is below the configured one: ffmpegSource runs it again at its own rate. */
 class RateAboveSource extends Error {}
+
+/** The relay to the camera is of no use for it (RtpClock.failure): ffmpegSource runs it again without. */
+class RelayUnusable extends Error {}
 
 /** The input is not 4:2:0 YUV: ffmpegSource runs it again with packed frames. */
 class NotYuv420 extends Error {}
@@ -228,24 +238,27 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
     const times = new Map<number, ClockReading | null>(); // report index → time (null: none known for it)
     // A relayed RTSP source's reports are RTP timestamps, which the relay turns into the
     // camera's time or the packets' arrival (rtsp-tap); others' are the arrival at ffmpeg.
-    let misses = 0;
+    let gaveUp = false;
     const reading = (us: number): ClockReading | null => {
       if (!tap) return { at: us / 1000, by: 'arrival' };
       const clock = tap.clock;
       const r = clock.lookup(us);
-      if (!r) misses++;
-      if (!noticed.has(clock)) {
-        const why =
-          clock.unpairable ??
-          (clock.rejectedOffset !== undefined
-            ? `its clock is ${Math.abs(clock.rejectedOffset).toFixed(0)} ms ${clock.rejectedOffset > 0 ? 'ahead of' : 'behind'} this host's at a frame's arrival, so frames are stamped with their arrival (producedBy: arrival)`
-            : misses >= 3
-              ? 'frames could not be paired with its packets'
-              : undefined);
-        if (why) {
-          noticed.add(clock);
-          options.onClockNotice?.(`source "${id}": the camera's clock is not used: ${why}`);
-        }
+      const failure = clock.failure();
+      if (failure && !gaveUp) {
+        gaveUp = true;
+        options.onClockNotice?.(`source "${id}": the camera's clock is not used: ${failure}; it is run without argus's relay, frames stamped with their arrival at ffmpeg`);
+        // After the frame times are read (stop is set by then): a rerun without the relay.
+        queueMicrotask(() => {
+          if (!closed) stop(new RelayUnusable(failure));
+        });
+      }
+      if (gaveUp) return null;
+      if (clock.rejectedOffset !== undefined && !noticed.has(clock)) {
+        noticed.add(clock);
+        const off = clock.rejectedOffset;
+        options.onClockNotice?.(
+          `source "${id}": frames whose camera time is not believable are stamped with their arrival (producedBy: arrival): the first was ${Math.abs(off).toFixed(0)} ms ${off > 0 ? 'after' : 'before'} its arrival (believed: at most ${CAMERA_AHEAD_SLACK_MS} ms after, ${CAMERA_BEHIND_MAX_MS / 1000} s before)`,
+        );
       }
       return r ?? null;
     };
@@ -644,6 +657,14 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
       if (killedByUs) return;
       if (code === 0 && lb) {
         subscriber.complete();
+        return;
+      }
+      // A camera that redirected ffmpeg (past the relay, or back to it while the first
+      // connection was still open): run it without the relay.
+      const failure = tap?.clock.failure();
+      if (failure && code !== 0) {
+        options.onClockNotice?.(`source "${id}": the camera's clock is not used: ${failure}; it is run without argus's relay`);
+        subscriber.error(new RelayUnusable(failure));
         return;
       }
       const log = tap ? tap.unrelay(probe.tailText()) : probe.tailText();

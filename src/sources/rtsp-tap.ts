@@ -28,6 +28,8 @@ export const CAMERA_AHEAD_SLACK_MS = 5;
  * that is wrong by more than an encoder and a network could delay a frame): the arrival is used.
  */
 export const CAMERA_BEHIND_MAX_MS = 10_000;
+/** Packets of one timestamp arriving for longer than this: the camera's timestamps do not advance. */
+const STUCK_MS = 1000;
 /** Access units remembered for pairing with frames (a frame is decoded within a few of its arrival). */
 const MAX_UNITS = 512;
 /** An RTSP message head longer than this is not RTSP: the reader gives up (the relay goes on). */
@@ -57,19 +59,25 @@ export class RtpClock {
   private setups = 0;
   private setupUrl: string | undefined;
   private pending: { method: string; url: string } | undefined;
-  private base: number | undefined;
+  /** ffmpeg's `base_timestamp`: 0 is "not set" (rtpdec.c). */
+  private base = 0;
   private rangeOffset = 0;
-  private lastTs: number | undefined;
+  /** ffmpeg's `timestamp`, the last packet's (0 is "none yet", as for ffmpeg). */
+  private lastTs = 0;
   private unwrapped = 0;
+  private lastKey: number | undefined;
   private readonly units = new Map<number, Unit>();
-  private sr: { ntpMs: number; ts: number; ssrc: number } | undefined;
+  private sr: { ntpMs: number; ts: number } | undefined;
+  private firstSr = true;
+  /** The SSRC of the stream's latest RTP packet: only its sender reports map its timestamps. */
   private ssrc: number | undefined;
+  private packets = 0;
   /** Why frames cannot be paired with packets (set once), or undefined. */
   unpairable: string | undefined;
   /** How far ahead (+) or behind (−) the camera's time was of the arrival when it was first not believed, ms. */
   rejectedOffset: number | undefined;
-  /** Frames stamped with the camera's time, and with the arrival for want of a believable camera time. */
-  readonly counts = { camera: 0, arrival: 0 };
+  /** Frames stamped with the camera's time, with the arrival for want of a believable camera time, and not found. */
+  readonly counts = { camera: 0, arrival: 0, missed: 0, missedInARow: 0 };
 
   /** A request from ffmpeg to the camera (its first line and headers). ffmpeg waits for each reply before its next request. */
   request(head: string): void {
@@ -79,6 +87,8 @@ export class RtpClock {
 
   /** A reply from the camera: its head (status line and headers) and body. */
   response(head: string, body: Buffer): void {
+    // A redirect: ffmpeg opens the new address itself, past the relay.
+    if (/^RTSP\/\d\.\d\s+3\d\d/.test(head)) this.unpairable ??= 'the camera redirected ffmpeg to another address';
     if (!/^RTSP\/\d\.\d\s+2\d\d/.test(head)) return;
     const method = this.pending?.method;
     const type = header(head, 'content-type');
@@ -91,10 +101,11 @@ export class RtpClock {
       else {
         this.rtpChannel = Number(interleaved[1]);
         this.rtcpChannel = interleaved[2] !== undefined ? Number(interleaved[2]) : this.rtpChannel + 1;
+        if (this.rtcpChannel === this.rtpChannel) this.unpairable ??= 'the camera sends RTP and RTCP on one channel';
         this.setupUrl = this.pending?.url;
       }
     }
-    if (method === 'PLAY' && this.lastTs === undefined) {
+    if (method === 'PLAY' && this.packets === 0) {
       // ffmpeg takes `rtptime` of the entry whose url is its SETUP's, exactly (rtsp.c, handle_rtp_info),
       // and counts pts from the range's start (rtsp_read_play, range_start_offset).
       for (const entry of (header(head, 'rtp-info') ?? '').split(',')) {
@@ -110,25 +121,50 @@ export class RtpClock {
   /** An interleaved packet from the camera (its first bytes), received at `at` (epoch ms). */
   packet(channel: number, p: Buffer, length: number, at: number): void {
     if (channel === this.rtpChannel && length >= 12 && p.length >= 12 && p[0] >> 6 === 2) {
+      this.packets++;
       const ts = p.readUInt32BE(4);
-      this.ssrc ??= p.readUInt32BE(8);
-      // The count of ffmpeg's RTP demuxer (rtpdec.c, finalize_packet).
-      if (this.base === undefined) this.base = ts;
-      if (this.lastTs === undefined) this.unwrapped = ts;
-      else if (ts !== this.lastTs) this.unwrapped += (ts - this.lastTs) | 0;
-      else return; // another packet of the same access unit
-      this.lastTs = ts;
-      const key = this.unwrapped + this.rangeOffset - this.base;
-      if (!this.units.has(key)) {
-        this.units.set(key, { ts, arrival: at });
-        if (this.units.size > MAX_UNITS) this.units.delete(this.units.keys().next().value as number);
+      const ssrc = p.readUInt32BE(8);
+      if (ssrc !== this.ssrc) {
+        // A new stream (a camera's encoder restarted): the old reports do not map its timestamps.
+        if (this.ssrc !== undefined) this.sr = undefined;
+        this.ssrc = ssrc;
       }
+      // The count of ffmpeg's RTP demuxer (rtpdec.c, finalize_packet), 0 meaning "unset" as there.
+      // A first timestamp of 0 with no base is counted twice there (the next access unit gets
+      // pts 0 too), and the decoder's guess of correct pts then shifts the frames' times by one
+      // access unit, which the relay cannot follow.
+      if (!this.base && !this.lastTs && ts === 0) this.unpairable ??= 'its first RTP timestamp is 0, which ffmpeg counts twice';
+      if (!this.base) this.base = ts;
+      if (!this.lastTs) this.unwrapped += ts;
+      else this.unwrapped += (ts - this.lastTs) | 0;
+      this.lastTs = ts;
+      // Modulo 2^32: libavformat adds 2^32 to a pts that jumps far back (its wrap correction).
+      const key = mod32(this.unwrapped + this.rangeOffset - this.base);
+      if (key === this.lastKey) {
+        // Another packet of the same access unit; one that goes on for a second is a camera
+        // whose timestamps do not advance, whose frames no timestamp tells apart.
+        const unit = this.units.get(key);
+        if (unit && at - unit.arrival > STUCK_MS) this.unpairable ??= 'its RTP timestamps do not advance';
+        return;
+      }
+      this.lastKey = key;
+      // A timestamp seen before (a camera that repeats them) is a new access unit now.
+      this.units.delete(key);
+      this.units.set(key, { ts, arrival: at });
+      if (this.units.size > MAX_UNITS) this.units.delete(this.units.keys().next().value as number);
     } else if (channel === this.rtcpChannel) {
       // A compound RTCP packet: the sender report, if any, comes first.
       if (p.length >= 20 && p[0] >> 6 === 2 && p[1] === 200) {
         const ssrc = p.readUInt32BE(4);
+        const ts = p.readUInt32BE(16);
+        // ffmpeg takes the first report's RTP time as the base when none is set yet (rtcp_parse_packet).
+        if (this.firstSr) {
+          this.firstSr = false;
+          if (!this.base) this.base = ts;
+        }
         const ntpMs = (p.readUInt32BE(8) - NTP_UNIX_S) * 1000 + (p.readUInt32BE(12) / 2 ** 32) * 1000;
-        if (this.ssrc === undefined || ssrc === this.ssrc) this.sr = { ntpMs, ts: p.readUInt32BE(16), ssrc };
+        if (this.ssrc === undefined) this.ssrc = ssrc;
+        if (ssrc === this.ssrc) this.sr = { ntpMs, ts };
       }
     }
   }
@@ -140,9 +176,14 @@ export class RtpClock {
    */
   lookup(us: number): ClockReading | undefined {
     if (this.unpairable) return undefined;
-    const key = Math.round((us * this.clockRate) / 1e6);
-    const unit = this.units.get(key) ?? this.units.get(key - 1) ?? this.units.get(key + 1);
-    if (!unit) return undefined;
+    const key = mod32(Math.round((us * this.clockRate) / 1e6));
+    const unit = this.units.get(key) ?? this.units.get(mod32(key - 1)) ?? this.units.get(mod32(key + 1));
+    if (!unit) {
+      this.counts.missed++;
+      this.counts.missedInARow++;
+      return undefined;
+    }
+    this.counts.missedInARow = 0;
     if (this.sr) {
       const camera = this.sr.ntpMs + (((unit.ts - this.sr.ts) | 0) * 1000) / this.clockRate;
       const ahead = camera - unit.arrival;
@@ -155,6 +196,24 @@ export class RtpClock {
     this.counts.arrival++;
     return { at: unit.arrival, by: 'arrival' };
   }
+
+  /**
+   * Why the relay is of no use for this connection's frames, or undefined: a session it cannot
+   * follow, or frame times it cannot find (none of the first MISS_LIMIT, or MISS_LIMIT in a row
+   * later): ffmpegSource then runs the source without it (frames stamped with their arrival at ffmpeg).
+   */
+  failure(): string | undefined {
+    if (this.unpairable) return this.unpairable;
+    if (this.counts.missedInARow >= MISS_LIMIT) return `${this.counts.missedInARow} frames in a row could not be paired with its packets`;
+    return undefined;
+  }
+}
+
+/** Frames in a row whose time names no access unit before the relay is given up (see RtpClock.failure). */
+export const MISS_LIMIT = 5;
+
+function mod32(n: number): number {
+  return ((n % 2 ** 32) + 2 ** 32) % 2 ** 32;
 }
 
 /** A header's value (the first of that name), or undefined. */
@@ -177,17 +236,21 @@ export function videoClockRate(sdp: string): number | undefined {
   return undefined;
 }
 
-/** The start of a `Range: npt=START-…` value, microseconds, as ffmpeg's av_parse_time reads a duration; undefined for `now` or none. */
+/**
+ * The start of a `Range: npt=START-…` value, microseconds, as ffmpeg reads it
+ * (ff_rtsp_parse_range_npt: `npt=` exactly after leading spaces, then av_parse_time of a duration:
+ * `[-][HH:]MM:SS[.frac]` or `[-]S[.frac]`, the fraction cut to microseconds); undefined for `now`
+ * or anything else ffmpeg does not take.
+ */
 export function nptStart(range: string): number | undefined {
-  const m = /^\s*npt\s*=\s*([^-\s]*)/i.exec(range);
+  const m = /^[ \t]*npt=([^-]*)/i.exec(range);
   if (!m) return undefined;
-  const t = m[1];
-  let s: number;
-  const hms = /^(\d+):(\d{1,2}):(\d{1,2}(?:\.\d*)?)$/.exec(t);
-  if (hms) s = Number(hms[1]) * 3600 + Number(hms[2]) * 60 + Number(hms[3]);
-  else if (/^\d+(?:\.\d*)?$/.test(t)) s = Number(t);
-  else return undefined;
-  return Math.round(s * 1e6);
+  const t = /^(-?)(?:(?:(\d+):)?(\d+):(\d+)|(\d+))(?:\.(\d*))?$/.exec(m[1]);
+  if (!t) return undefined;
+  const [, neg, hh, mm, ss, secs, frac] = t;
+  const whole = secs !== undefined ? Number(secs) : Number(hh ?? 0) * 3600 + Number(mm) * 60 + Number(ss);
+  const us = whole * 1e6 + Number(((frac ?? '') + '000000').slice(0, 6));
+  return neg ? -us : us;
 }
 
 /**
@@ -254,32 +317,34 @@ export class InterleavedReader {
           break;
         }
         case 'head': {
-          const end = chunk.indexOf('\r\n\r\n', i, 'latin1');
-          // Up to the blank line (a head split over reads is joined; the blank line itself may be split too).
-          const upto = end < 0 ? chunk.length : end + 4;
-          this.head += chunk.toString('latin1', i, upto);
-          i = upto;
-          const blank = this.head.indexOf('\r\n\r\n');
-          if (blank >= 0) {
-            const rest = this.head.length - (blank + 4);
-            if (rest > 0) i -= rest; // a blank line split across reads: give back what followed it
-            const head = this.head.slice(0, blank);
-            this.head = '';
-            if (!/^(RTSP\/\d\.\d\s+\d{3}|[A-Z_]+\s+\S+\s+RTSP\/\d\.\d)/.test(head)) {
-              this.broken = true;
-              break;
-            }
-            const length = Number(header(head, 'content-length') ?? 0);
-            if (!Number.isFinite(length) || length < 0 || length > MAX_BODY) {
-              this.broken = true;
-              break;
-            }
-            this.headOf = head;
-            this.bodyLeft = length;
-            this.body = length ? Buffer.alloc(length) : undefined;
-            this.mode = 'body';
-            if (length === 0) this.endMessage();
-          } else if (this.head.length > MAX_HEAD) this.broken = true;
+          // Up to the blank line, CRLF or LF alone (ffmpeg takes both); a head split over reads is joined.
+          const take = Math.min(chunk.length, i + MAX_HEAD + 4 - this.head.length);
+          const from = Math.max(0, this.head.length - 3);
+          this.head += chunk.toString('latin1', i, take);
+          const blank = /\r?\n\r?\n/.exec(this.head.slice(from));
+          if (!blank) {
+            i = take;
+            if (this.head.length > MAX_HEAD) this.broken = true;
+            break;
+          }
+          const end = from + blank.index + blank[0].length;
+          i = take - (this.head.length - end); // what followed the blank line is read again
+          const head = this.head.slice(0, from + blank.index);
+          this.head = '';
+          if (!/^(RTSP\/\d\.\d\s+\d{3}|[A-Z_]+\s+\S+\s+RTSP\/\d\.\d)/.test(head)) {
+            this.broken = true;
+            break;
+          }
+          const length = Number(header(head, 'content-length') ?? 0);
+          if (!Number.isFinite(length) || length < 0 || length > MAX_BODY) {
+            this.broken = true;
+            break;
+          }
+          this.headOf = head;
+          this.bodyLeft = length;
+          this.body = length ? Buffer.alloc(length) : undefined;
+          this.mode = 'body';
+          if (length === 0) this.endMessage();
           break;
         }
         case 'body': {
@@ -351,10 +416,13 @@ export class RtspTap {
 
   private accept(down: Socket): void {
     // One connection at a time: another local process connecting meanwhile cannot cut ffmpeg's.
-    if (this.pair) {
+    // (A connection whose ffmpeg has closed its side is over: ffmpeg reconnecting at once, after a
+    // redirect to the same address, is let in.)
+    if (this.pair && !this.pair.down.readableEnded && !this.pair.down.destroyed) {
       down.destroy();
       return;
     }
+    this.drop();
     const clock = new RtpClock();
     this.clock = clock;
     const up = connect({ host: this.host, port: this.port });
@@ -382,7 +450,7 @@ export class RtspTap {
     relay(down, up, requests);
     relay(up, down, replies);
     up.on('error', (e: NodeJS.ErrnoException) => {
-      this.upstreamError = `${this.host}:${this.port}: ${e.code ?? e.message}`;
+      this.upstreamError = `${this.host.includes(':') ? `[${this.host}]` : this.host}:${this.port}: ${e.code ?? e.message}`;
     });
     down.on('error', () => {});
     const close = () => {
@@ -400,7 +468,9 @@ export class RtspTap {
    * reaching it (ffmpeg only sees the relay close).
    */
   unrelay(text: string): string {
-    const named = this.relayPort ? text.split(`127.0.0.1:${this.relayPort}`).join(this.host.includes(':') ? `[${this.host}]:${this.port}` : `${this.host}:${this.port}`) : text;
+    const camera = AUTHORITY.exec(this.url);
+    const address = camera ? `${camera[2]}${camera[3] ?? ''}` : this.host;
+    const named = this.relayPort ? text.split(`127.0.0.1:${this.relayPort}`).join(address).split(`127.0.0.1 port ${this.relayPort}`).join(`${camera?.[2] ?? this.host} (through argus's relay)`) : text;
     return this.upstreamError ? `${named}\ncamera: ${this.upstreamError}` : named;
   }
 

@@ -93,7 +93,7 @@ describe('buildFfmpegArgs', () => {
     const a = buildFfmpegArgs({ url: 'rtsp://cam/x', kind: 'rtsp', rate: 'native', loop: false, fps: 2 }, out);
     const vf = a[a.indexOf('-vf') + 1];
     expect(vf).not.toMatch(/(^|,)fps=/);
-    expect(vf.startsWith('select=isnan(prev_selected_t)+gt(floor(t*2)\\,floor(prev_selected_t*2)),')).toBe(true);
+    expect(vf.startsWith('select=isnan(prev_selected_t)+gt(floor(t*2)\\,floor(prev_selected_t*2))+lt(t\\,prev_selected_t),')).toBe(true);
     expect(a).toContain('-use_wallclock_as_timestamps');
   });
 

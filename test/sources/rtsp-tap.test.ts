@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
-import { CAMERA_BEHIND_MAX_MS, InterleavedReader, nptStart, relayUrl, RtpClock, tapsCameraClock, videoClockRate } from '../../src/sources/rtsp-tap.js';
+import { CAMERA_BEHIND_MAX_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, tapsCameraClock, videoClockRate } from '../../src/sources/rtsp-tap.js';
 
 const NTP_UNIX_S = 2_208_988_800;
 
@@ -137,6 +137,84 @@ describe('RtpClock: a frame time of ffmpeg → the camera\'s time of its access 
   });
 });
 
+
+describe('RtpClock counts as ffmpeg 5.1 does where cameras differ (review findings)', () => {
+  it('a first timestamp of 0 (no RTP-Info): ffmpeg counts it twice and its decoder then shifts the frames\' times, so the relay gives up', () => {
+    const s = session();
+    s.camera(rtp(2, 0), 1);
+    s.camera(rtp(2, 9000), 2);
+    expect(s.clock.failure()).toMatch(/first RTP timestamp is 0/);
+    const t = session({ rtpInfo: 'url=rtsp://10.0.0.9/live/trackID=1;seq=7;rtptime=4000000000' });
+    t.camera(rtp(2, 0), 1);
+    expect(t.clock.failure()).toBeUndefined();
+  });
+
+  it('no RTP-Info, a sender report before the first packet: its RTP time is the base, as for ffmpeg', () => {
+    const s = session();
+    s.camera(sr(3, Date.now(), 5000), 1);
+    s.camera(rtp(2, 9500), 2);
+    expect(s.clock.lookup(us(4500))!.at).toBeLessThanOrEqual(2);
+  });
+
+  it('a jump back of more than 60 s: found modulo 2^32, as libavformat\'s wrap correction counts it', () => {
+    const s = session();
+    s.camera(rtp(2, 500_000_000), 1);
+    s.camera(rtp(2, 400_000_000), 2);
+    expect(s.clock.lookup(us(2 ** 32 - 100_000_000))!.at).toBe(2);
+  });
+
+  it('a new SSRC (an encoder restarted) drops the old sender report until its own comes', () => {
+    const s = session();
+    const T = Date.now();
+    s.camera(rtp(2, 1000, 0, 1), T);
+    s.camera(sr(3, T - 10, 1000, 1), T);
+    expect(s.clock.lookup(0)!.by).toBe('camera');
+    s.camera(rtp(2, 901000, 1, 2), T + 100);
+    expect(s.clock.lookup(us(900_000))!.by).toBe('arrival');
+    s.camera(sr(3, T + 90, 901000, 2), T + 100);
+    expect(s.clock.lookup(us(900_000))!.by).toBe('camera');
+  });
+
+  it('timestamps that do not advance (every packet for over a second the same): the relay gives up', () => {
+    const s = session();
+    for (let t = 0; t <= 1100; t += 100) s.camera(rtp(2, 1000), t);
+    expect(s.clock.failure()).toMatch(/do not advance/);
+  });
+
+  it('a camera that repeats a timestamp: the latest access unit with it, not the first', () => {
+    const s = session();
+    s.camera(rtp(2, 1000), 1);
+    s.camera(rtp(2, 10000), 2);
+    s.camera(rtp(2, 1000), 3);
+    expect(s.clock.lookup(0)!.at).toBe(3);
+  });
+
+  it('LF-only line ends (which ffmpeg takes) are read; a redirect makes the relay useless for the connection', () => {
+    const clock = new RtpClock();
+    const r = new InterleavedReader((h, b) => clock.response(h, b), () => {});
+    clock.request('DESCRIBE rtsp://cam/x RTSP/1.0');
+    r.push(Buffer.from('RTSP/1.0 302 Moved\nCSeq: 1\nLocation: rtsp://other/x\n\n'));
+    expect(r.broken).toBe(false);
+    expect(clock.failure()).toMatch(/redirected/);
+  });
+
+  it('Range as ffmpeg reads it: `npt=` exactly, [HH:]MM:SS, fractions cut to microseconds', () => {
+    expect(nptStart('npt = 5-')).toBeUndefined();
+    expect(nptStart('npt=00:05.5-')).toBe(5_500_000);
+    expect(nptStart('npt=1.0000009-')).toBe(1_000_000);
+    expect(nptStart('npt=01:00:00-')).toBe(3_600_000_000);
+  });
+
+  it('frame times that name no access unit, MISS_LIMIT in a row: the relay is given up', () => {
+    const s = session();
+    s.camera(rtp(2, 1000), 1);
+    for (let k = 0; k < MISS_LIMIT - 1; k++) s.clock.lookup(1e9 + k);
+    expect(s.clock.failure()).toBeUndefined();
+    s.clock.lookup(2e9);
+    expect(s.clock.failure()).toMatch(/in a row/);
+  });
+});
+
 describe('InterleavedReader', () => {
   it('reads the same messages and packets whatever the reads\' boundaries', () => {
     const bytes = Buffer.concat([
@@ -227,13 +305,13 @@ describe('RtspTap: the relay', () => {
         if (!d.toString('latin1').startsWith('SETUP')) return;
         s.write(reply(3, 'Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n'));
         for (let k = 0; k < 100; k++) {
-          const p = rtp(0, 9000 * k, k, 0x1234, 20_000);
+          const p = rtp(0, 1000 + 9000 * k, k, 0x1234, 20_000);
           randomBytes(20_000).copy(p, 16);
           sent.push(p);
           s.write(p);
         }
         // Its clock puts the last unit 2 s before now (it reaches argus after now).
-        report = sr(1, Date.now() - 9900 - 2000, 0);
+        report = sr(1, Date.now() - 9900 - 2000, 1000);
         s.end(report);
       });
     });
