@@ -106,14 +106,24 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     if (memo.packed && o.output.frame === 'source-yuv') o = { ...o, output: { ...o.output, frame: 'source' } };
     return oneFfmpeg(o, tap).pipe(
       catchError((e: unknown) => {
-        if (e instanceof NotYuv420) memo.packed = true;
-        else if (e instanceof RateAboveSource) memo.ownRate = true;
-        else if (e instanceof RelayUnusable) {
+        // The relay failed the run (RelayUnusable), or did before another rerun's reason came.
+        const relayFailure = e instanceof RelayUnusable ? e.message : tap?.clock.failure();
+        if (tap && relayFailure) {
           // Run as if the source had cameraClock: false, this run and the ones after it.
           memo.unrelayed = true;
-          tap?.close();
-          return run({ ...base, input: { ...base.input, relay: undefined } });
-        } else return throwError(() => e);
+          tap.close();
+          base.onClockNotice?.(`source "${base.id}": the camera's clock is not used: ${relayFailure}; it is run without argus's relay, frames stamped with their arrival at ffmpeg`);
+          const unrelayed = { ...base, input: { ...base.input, relay: undefined } };
+          // Frames were delivered: the supervisor restarts the source, carrying seq and pts on.
+          if (e instanceof RelayUnusable && e.delivered) return throwError(() => new ArgusError(ErrorCodes.SOURCE_EXIT, redact(`source "${base.id}": restarted without argus's relay: ${relayFailure}`)));
+          if (e instanceof NotYuv420) memo.packed = true;
+          else if (e instanceof RateAboveSource) memo.ownRate = true;
+          else if (!(e instanceof RelayUnusable)) return throwError(() => e);
+          return run(unrelayed);
+        }
+        if (e instanceof NotYuv420) memo.packed = true;
+        else if (e instanceof RateAboveSource) memo.ownRate = true;
+        else return throwError(() => e);
         return run(base, tap);
       }),
     );
@@ -151,7 +161,15 @@ export interface SourceMemo {
 class RateAboveSource extends Error {}
 
 /** The relay to the camera is of no use for it (RtpClock.failure): ffmpegSource runs it again without. */
-class RelayUnusable extends Error {}
+class RelayUnusable extends Error {
+  /** Whether the run had delivered frames (then the supervisor restarts the source, for seq and pts continuity). */
+  constructor(
+    why: string,
+    readonly delivered: boolean,
+  ) {
+    super(why);
+  }
+}
 
 /** The input is not 4:2:0 YUV: ffmpegSource runs it again with packed frames. */
 class NotYuv420 extends Error {}
@@ -246,10 +264,9 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
       const failure = clock.failure();
       if (failure && !gaveUp) {
         gaveUp = true;
-        options.onClockNotice?.(`source "${id}": the camera's clock is not used: ${failure}; it is run without argus's relay, frames stamped with their arrival at ffmpeg`);
         // After the frame times are read (stop is set by then): a rerun without the relay.
         queueMicrotask(() => {
-          if (!closed) stop(new RelayUnusable(failure));
+          if (!closed) stop(new RelayUnusable(failure, seq > seqStart));
         });
       }
       if (gaveUp) return null;
@@ -663,8 +680,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
       // connection was still open): run it without the relay.
       const failure = tap?.clock.failure();
       if (failure && code !== 0) {
-        options.onClockNotice?.(`source "${id}": the camera's clock is not used: ${failure}; it is run without argus's relay`);
-        subscriber.error(new RelayUnusable(failure));
+        subscriber.error(new RelayUnusable(failure, seq > seqStart));
         return;
       }
       const log = tap ? tap.unrelay(probe.tailText()) : probe.tailText();

@@ -28,8 +28,6 @@ export const CAMERA_AHEAD_SLACK_MS = 5;
  * that is wrong by more than an encoder and a network could delay a frame): the arrival is used.
  */
 export const CAMERA_BEHIND_MAX_MS = 10_000;
-/** Packets of one timestamp arriving for longer than this: the camera's timestamps do not advance. */
-const STUCK_MS = 1000;
 /** Access units remembered for pairing with frames (a frame is decoded within a few of its arrival). */
 const MAX_UNITS = 512;
 /** An RTSP message head longer than this is not RTSP: the reader gives up (the relay goes on). */
@@ -46,6 +44,8 @@ interface Unit {
   ts: number;
   /** Epoch ms when its first packet reached argus. */
   arrival: number;
+  /** A frame was stamped from it. */
+  used?: boolean;
 }
 
 /**
@@ -66,6 +66,9 @@ export class RtpClock {
   private lastTs = 0;
   private unwrapped = 0;
   private lastKey: number | undefined;
+  /** Whether the last RTP packet had the marker bit (the last of its access unit), and access units that repeated a timestamp. */
+  private marker = false;
+  private repeats = 0;
   private readonly units = new Map<number, Unit>();
   private sr: { ntpMs: number; ts: number } | undefined;
   private firstSr = true;
@@ -140,11 +143,12 @@ export class RtpClock {
       this.lastTs = ts;
       // Modulo 2^32: libavformat adds 2^32 to a pts that jumps far back (its wrap correction).
       const key = mod32(this.unwrapped + this.rangeOffset - this.base);
+      const ended = this.marker;
+      this.marker = (p[1] & 0x80) !== 0;
       if (key === this.lastKey) {
-        // Another packet of the same access unit; one that goes on for a second is a camera
-        // whose timestamps do not advance, whose frames no timestamp tells apart.
-        const unit = this.units.get(key);
-        if (unit && at - unit.arrival > STUCK_MS) this.unpairable ??= 'its RTP timestamps do not advance';
+        // Another packet of the same access unit; after one marked as its last, a new access
+        // unit with the same timestamp: a camera whose frames no timestamp tells apart.
+        if (ended && ++this.repeats >= 2) this.unpairable ??= 'its RTP timestamps do not advance';
         return;
       }
       this.lastKey = key;
@@ -183,6 +187,13 @@ export class RtpClock {
       this.counts.missedInARow++;
       return undefined;
     }
+    if (unit.used) {
+      // A second frame with this timestamp: not this unit's (a camera repeating timestamps).
+      this.counts.missed++;
+      this.counts.missedInARow++;
+      return undefined;
+    }
+    unit.used = true;
     this.counts.missedInARow = 0;
     if (this.sr) {
       const camera = this.sr.ntpMs + (((unit.ts - this.sr.ts) | 0) * 1000) / this.clockRate;

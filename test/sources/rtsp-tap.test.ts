@@ -75,14 +75,14 @@ describe('RtpClock: a frame time of ffmpeg → the camera\'s time of its access 
     // Before any sender report: the arrival.
     expect(s.clock.lookup(us(9000))).toEqual({ at: T0 + 140, by: 'arrival' });
     s.camera(sr(3, T0 + 250, ts0 + 22500), T0 + 300);
-    expect(s.clock.lookup(us(0))!.by).toBe('camera');
-    expect(s.clock.lookup(us(0))!.at).toBeCloseTo(T0, 3);
+    // Another stream's reports (another SSRC) are not this one's.
+    s.camera(sr(3, T0 + 10_250, ts0 + 22500, 0x9999), T0 + 310);
+    const first = s.clock.lookup(us(0))!;
+    expect(first.by).toBe('camera');
+    expect(first.at).toBeCloseTo(T0, 3);
     expect(s.clock.lookup(us(18000))!.at).toBeCloseTo(T0 + 200, 3);
     // No access unit with that timestamp: nothing.
     expect(s.clock.lookup(us(4500))).toBeUndefined();
-    // Another stream's reports (another SSRC) are not this one's.
-    s.camera(sr(3, T0 + 10_250, ts0 + 22500, 0x9999), T0 + 310);
-    expect(s.clock.lookup(us(0))!.at).toBeCloseTo(T0, 3);
   });
 
   it('B-frames: access units arrive in decode order and frames are found by their own timestamp', () => {
@@ -95,8 +95,9 @@ describe('RtpClock: a frame time of ffmpeg → the camera\'s time of its access 
     // P3 was captured 120 ms after I0 but arrived at 50 ms: its camera time is after its arrival → not believed.
     expect(s.clock.lookup(us(3 * 3600))).toEqual({ at: T0 + 50, by: 'arrival' });
     expect(s.clock.rejectedOffset).toBeCloseTo(70, 3);
-    expect(s.clock.lookup(us(3600))!.at).toBeCloseTo(T0 + 40, 3);
-    expect(s.clock.lookup(us(3600))!.by).toBe('camera');
+    const b1 = s.clock.lookup(us(3600))!;
+    expect(b1.at).toBeCloseTo(T0 + 40, 3);
+    expect(b1.by).toBe('camera');
   });
 
   it('RTP-Info\'s rtptime for the SETUP\'s URL is the base, and the PLAY range\'s start is added, as ffmpeg does', () => {
@@ -171,14 +172,34 @@ describe('RtpClock counts as ffmpeg 5.1 does where cameras differ (review findin
     expect(s.clock.lookup(0)!.by).toBe('camera');
     s.camera(rtp(2, 901000, 1, 2), T + 100);
     expect(s.clock.lookup(us(900_000))!.by).toBe('arrival');
-    s.camera(sr(3, T + 90, 901000, 2), T + 100);
-    expect(s.clock.lookup(us(900_000))!.by).toBe('camera');
+    s.camera(rtp(2, 910000, 2, 2), T + 200);
+    s.camera(sr(3, T + 190, 910000, 2), T + 200);
+    expect(s.clock.lookup(us(909_000))!.by).toBe('camera');
   });
 
-  it('timestamps that do not advance (every packet for over a second the same): the relay gives up', () => {
+  it('timestamps that do not advance (access units, each ended by its marker bit, with one timestamp): the relay gives up; one unit sent slowly is not that', () => {
+    const marked = (ts: number) => {
+      const b = rtp(2, ts);
+      b[5] |= 0x80; // the marker bit: the last packet of its access unit
+      return b;
+    };
+    const slow = session();
+    for (let t = 0; t <= 5000; t += 100) slow.camera(rtp(2, 1000), t);
+    slow.camera(marked(1000), 5100);
+    expect(slow.clock.failure()).toBeUndefined();
     const s = session();
-    for (let t = 0; t <= 1100; t += 100) s.camera(rtp(2, 1000), t);
+    s.camera(marked(1000), 0);
+    s.camera(marked(1000), 100);
+    expect(s.clock.failure()).toBeUndefined();
+    s.camera(marked(1000), 200);
     expect(s.clock.failure()).toMatch(/do not advance/);
+  });
+
+  it('a second frame printed with the timestamp of a unit already used is not stamped from it', () => {
+    const s = session();
+    s.camera(rtp(2, 1000), 1);
+    expect(s.clock.lookup(0)!.at).toBe(1);
+    expect(s.clock.lookup(0)).toBeUndefined();
   });
 
   it('a camera that repeats a timestamp: the latest access unit with it, not the first', () => {
