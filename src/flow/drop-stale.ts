@@ -1,4 +1,4 @@
-import { Observable, type ObservableInput, type OperatorFunction, type Subscription, from } from 'rxjs';
+import { Observable, type ObservableInput, type OperatorFunction, type Subscription, from, isObservable } from 'rxjs';
 
 export interface DropStaleOptions<T> {
   /**
@@ -10,9 +10,12 @@ export interface DropStaleOptions<T> {
   onDrop?: (value: T) => void;
   /**
    * How many values may be in the stage at once (running, or done and waiting for an earlier
-   * one to finish so that results stay in order). Default 1.
+   * one to finish so that results stay in order). Default 1. An observable changes it while the
+   * stage runs (1 until its first value): a larger stage starts the waiting value at once; a
+   * smaller one lets the values inside finish (none is dropped for it) and starts no other
+   * until fewer than the new concurrency are inside.
    */
-  concurrency?: number;
+  concurrency?: number | Observable<number>;
   /** Called when a value enters the stage (its project is about to run). */
   onEnter?: (value: T) => void;
   /**
@@ -36,7 +39,7 @@ interface Run<T, R> {
 /**
  * Runs `project` for up to `concurrency` values at a time (default one). While the stage is
  * full, only the newest arriving value waits; an older waiting value is dropped (reported to
- * `onDrop`). When a place frees, the waiting value starts. So at most `concurrency` values are
+ * `onDrop`). When a place frees (or the concurrency grows), the waiting value starts. So at most `concurrency` values are
  * in the stage and one waits: nothing can queue up and latency cannot grow, whatever the rate
  * of the source. Results come out in the order the values started (a value that finishes
  * before an earlier one is held, and keeps its place in the stage, until the earlier one is
@@ -52,10 +55,12 @@ export function dropStale<T, R>(
   options: DropStaleOptions<T> = {},
 ): OperatorFunction<T, R> {
   const { onDrop, onEnter, onLeave } = options;
-  const concurrency = options.concurrency ?? 1;
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`dropStale: concurrency must be an integer ≥ 1, got ${concurrency}`);
+  const given = options.concurrency ?? 1;
+  const concurrency$ = isObservable(given) ? given : undefined;
+  if (!concurrency$) checkConcurrency(given as number);
   return (source) =>
     new Observable<R>((subscriber) => {
+      let concurrency = concurrency$ ? 1 : (given as number);
       let waiting: { value: T } | undefined;
       const runs: Run<T, R>[] = []; // in start order; runs[0] passes its results on as they come
       let sourceDone = false;
@@ -120,6 +125,20 @@ export function dropStale<T, R>(
         }
       };
 
+      const resized = concurrency$?.subscribe({
+        next: (n) => {
+          try {
+            checkConcurrency(n);
+          } catch (e) {
+            subscriber.error(e);
+            return;
+          }
+          concurrency = n;
+          next();
+        },
+        error: (e) => subscriber.error(e),
+      });
+
       const outer = source.subscribe({
         next: (value) => {
           if (runs.length < concurrency && !waiting) {
@@ -138,6 +157,7 @@ export function dropStale<T, R>(
 
       return () => {
         closed = true;
+        resized?.unsubscribe();
         outer.unsubscribe();
         for (const run of runs.splice(0)) {
           run.sub?.unsubscribe();
@@ -152,4 +172,8 @@ export function dropStale<T, R>(
         }
       };
     });
+}
+
+function checkConcurrency(n: number): void {
+  if (!Number.isInteger(n) || n < 1) throw new RangeError(`dropStale: concurrency must be an integer ≥ 1, got ${n}`);
 }

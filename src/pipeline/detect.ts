@@ -43,13 +43,13 @@ export interface DetectOptions {
   postprocess: PostprocessOptions;
   /** The source's counters: `dropped` and `inferenceErrors` are kept here. */
   stats: SourceStats;
-  /** Marked busy while a frame is in this stage (files at `rate: fast` read their next frame when it has room). */
-  pace?: Pace;
   /**
-   * Frames of this source in the stage at once, on as many inference workers (files at `rate:
-   * fast` with `model.workers` > 1); results stay in frame order. Default 1.
+   * Marked busy while a frame is in this stage (files at `rate: fast` read their next frame when
+   * it has room). Its capacity is how many of this source's frames the stage holds at once, on
+   * as many inference workers (files at `rate: fast`: `stageCapacity`), results in frame order;
+   * it may change while the source runs (`Pace.resize`). Without a pace: one.
    */
-  concurrency?: number;
+  pace?: Pace;
   /** A file read as fast as possible: its frames wait behind other sources' for the session (they lose nothing by waiting). */
   bulk?: boolean;
   /** Consecutive frames whose inference failed before the source is failed with the error. Default 30. */
@@ -59,7 +59,7 @@ export interface DetectOptions {
 
 /**
  * Pre-processing, inference and post-processing of one source's frames, one frame at a time
- * (or `concurrency` at once, delivered in order): while the stage is full only the newest
+ * (or the pace's capacity at once, delivered in order): while the stage is full only the newest
  * arriving frame waits, older ones are dropped and counted (`dropStale`), so latency cannot
  * grow whatever the source's rate. Each frame
  * takes its own input tensor, so frames never share one. A frame whose inference fails (a
@@ -72,8 +72,9 @@ export function detect(detector: Detector, o: DetectOptions): OperatorFunction<F
   const maxFailures = o.maxFailuresInARow ?? 30;
   return (frames) =>
     defer(() => {
-      // One tensor per frame in inference and one for the next pre-processed; more are made if needed.
-      const tensors = new Pool<InputTensor>(() => detector.createInput(), (o.concurrency ?? 1) + 1);
+      // One tensor per frame in inference and one for the next pre-processed (a fast file may
+      // hold one frame per session and one more); more are made if needed.
+      const tensors = new Pool<InputTensor>(() => detector.createInput(), o.bulk ? Math.max(1, detector.session.slots) + 2 : 2);
       const stage = pipe(
         preprocess(preprocessOptionsFor(detector), tensors),
         infer(detector, tensors, o.bulk),
@@ -97,7 +98,7 @@ export function detect(detector: Detector, o: DetectOptions): OperatorFunction<F
       };
       return frames.pipe(
         dropStale(one, {
-          concurrency: o.concurrency,
+          concurrency: o.pace?.capacity$ ?? 1,
           onEnter: () => o.pace?.enter(),
           onLeave: () => o.pace?.leave(),
           onDrop: (frame) => {

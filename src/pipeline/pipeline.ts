@@ -117,7 +117,7 @@ export interface ChainContext {
   analyzer?: SourceAnalyzer;
   /**
    * Paces a file read as fast as possible by the detection stage; its capacity is how many of
-   * the source's frames the stage runs at once (default 1).
+   * the source's frames the stage runs at once (default 1), and may change while it runs.
    */
   pace?: Pace;
   log: LogFn;
@@ -140,7 +140,7 @@ export function sourceChain(frames$: Observable<Frame>, c: ChainContext): Observ
     c.stop ? takeUntil<Frame>(c.stop) : (o) => o,
     c.admit ? gate(c.admit) : (o) => o,
     tap(() => st.framesIn++),
-    detect(c.detector, { postprocess: c.config.postprocess, stats: st, pace: c.pace, concurrency: c.pace?.capacity, bulk: c.bulk, log: c.log }),
+    detect(c.detector, { postprocess: c.config.postprocess, stats: st, pace: c.pace, bulk: c.bulk, log: c.log }),
     track(c.config.tracking, () => st.fps),
     analyze(c.analyzer),
     c.extend ? c.extend({ config: c.source, stats: st, labels: c.detector.labels }) : (o) => o,
@@ -181,9 +181,52 @@ export function inferenceThreads(config: PipelineConfig): { workers: number; int
  * false) a fast file holds one frame too: sessions take frames first come, first served, so
  * each source's share of inference follows the frames it holds, and a fast file holding three
  * took 2–3 times each camera's share (three 10 fps cameras dropped a quarter of their frames).
+ * `alone` follows the sources running now (`StageShares`), not those the run started with.
  */
 export function stageCapacity(kind: SourceKind, rate: SourceConfig['rate'], sessions: number, alone: boolean): number {
   return alone && isBulk(kind, rate) ? Math.max(1, sessions) + 1 : 1;
+}
+
+/**
+ * The paces of the sources running in a pipeline, each sized by `stageCapacity` for the set
+ * running now: a source joins when its chain is subscribed and leaves when the chain ends
+ * (its file ended, it failed, it was stopped or detached). So when the last camera (or
+ * native-rate file) beside fast files ends, the files get a fast file's capacity for the rest
+ * of the run, and when a camera is attached again, they go back to one frame each. A pace that
+ * shrinks keeps the frames inside until they leave: no frame is dropped for it.
+ */
+export class StageShares {
+  private readonly running = new Map<Pace, { kind: SourceKind; rate: SourceConfig['rate'] }>();
+
+  /** `sessions`: the model's sessions (`detector.session.slots`). */
+  constructor(private readonly sessions: number) {}
+
+  /** A source starts: its pace, sized for the sources running with it (theirs resized too). Call `leave` once when it ends. */
+  join(kind: SourceKind, rate: SourceConfig['rate']): { pace: Pace; leave: () => void } {
+    const pace = new Pace();
+    this.running.set(pace, { kind, rate });
+    this.resize();
+    let left = false;
+    return {
+      pace,
+      leave: () => {
+        if (left) return;
+        left = true;
+        this.running.delete(pace);
+        this.resize();
+      },
+    };
+  }
+
+  /** Sources running now. */
+  get size(): number {
+    return this.running.size;
+  }
+
+  private resize(): void {
+    const alone = [...this.running.values()].every((r) => isBulk(r.kind, r.rate));
+    for (const [pace, r] of this.running) pace.resize(stageCapacity(r.kind, r.rate, this.sessions, alone));
+  }
 }
 
 /** A file read as fast as possible: it loses nothing by waiting (its frames yield to other sources'). */
@@ -271,16 +314,19 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   const stop = options.stop;
 
   const frameOutput = ffmpegOutputFor(detector, config.model.resize);
-  // Only fast files: they may hold more than one frame each in the detection stage
-  // (stageCapacity). Sources attached later (an argus worker's cameras) hold one, and the
-  // pipeline they join has none of its own.
-  const bulkOnly = urls.length > 0 && urls.every((u, i) => isBulk(sourceKind(u), sources[i].rate));
+  // While only fast files run, each may hold more than one frame in the detection stage
+  // (stageCapacity); the set running is that of now, attached sources included.
+  const shares = new StageShares(detector.session.slots);
 
   // One source: its supervised ffmpeg, then its chain.
-  const chain = (src: SourceConfig, i: number): Observable<FrameResult> => build(src, urls[i], stats[i], analyzers[i], stop, bulkOnly);
-  const build = (src: SourceConfig, url: string, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, alone: boolean, admit?: () => boolean, cont?: Continuity): Observable<FrameResult> => {
-    const kind = sourceKind(url);
-    const pace = new Pace(stageCapacity(kind, src.rate, detector.session.slots, alone));
+  const chain = (src: SourceConfig, i: number): Observable<FrameResult> => build(src, urls[i], stats[i], analyzers[i], stop);
+  const build = (src: SourceConfig, url: string, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, admit?: () => boolean, cont?: Continuity): Observable<FrameResult> =>
+    defer(() => {
+      const kind = sourceKind(url);
+      const { pace, leave } = shares.join(kind, src.rate);
+      return chainOf(src, url, kind, pace, st, analyzer, stop, admit, cont).pipe(finalize(leave));
+    });
+  const chainOf = (src: SourceConfig, url: string, kind: SourceKind, pace: Pace, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, admit?: () => boolean, cont?: Continuity): Observable<FrameResult> => {
     const supervised$ = supervisedSource({
       seqStart: cont?.nextSeq,
       resume: cont?.lastPts !== undefined && cont.ptsOrigin !== undefined ? { lastPts: cont.lastPts, firstFrameAt: cont.ptsOrigin, fps: cont.fps } : undefined,
@@ -354,7 +400,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
           const cont: Continuity = { nextSeq: before?.nextSeq ?? 0, lastPts: before?.lastPts, ptsOrigin: before?.ptsOrigin, fps: before?.fps };
           const input = inputOf(url);
           if (input) inputs.push(input);
-          return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne, false, admit, cont).pipe(
+          return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne, admit, cont).pipe(
             finalize(() => {
               const at = stats.indexOf(st);
               if (at >= 0) stats.splice(at, 1);

@@ -258,4 +258,33 @@ describe('dropStale (marbles)', () => {
   it('refuses a concurrency below 1', () => {
     expect(() => dropStale(slowStage(1), { concurrency: 0 })).toThrow(RangeError);
   });
+
+  it('a concurrency that changes while the stage runs: grown, the waiting value starts at once; shrunk, those inside finish and none is dropped for it', () => {
+    scheduler.run(({ cold, hot, flush }) => {
+      // Every value takes 4 frames. Concurrency 1, then 2 at frame 2 (b, waiting behind a, starts
+      // then), then 1 at frame 3 (a and b finish; c, arrived at 3, waits until both are out).
+      const dropped: string[] = [];
+      const starts: string[] = [];
+      const seen: string[] = [];
+      const concurrency = hot('1-23', { 1: 1, 2: 2, 3: 1 });
+      const stage = (v: string) => {
+        starts.push(`${scheduler.now()}:${v}`);
+        return timer(4).pipe(map(() => v.toUpperCase()));
+      };
+      cold('ab-c-------|')
+        .pipe(dropStale(stage, { concurrency, onDrop: (v) => dropped.push(v) }))
+        .subscribe({ next: (v) => seen.push(`${scheduler.now()}:${v}`), complete: () => seen.push(`${scheduler.now()}:|`) });
+      flush();
+      expect(starts).toEqual(['0:a', '2:b', '6:c']);
+      expect(seen).toEqual(['4:A', '6:B', '10:C', '11:|']);
+      expect(dropped).toEqual([]);
+    });
+  });
+
+  it('an observable concurrency counts 1 until its first value, and an invalid value is an error', () => {
+    scheduler.run(({ cold, hot, expectObservable }) => {
+      expectObservable(cold('ab---|').pipe(dropStale(slowStage(2), { concurrency: hot('---x', { x: 2 }) }))).toBe('--A-B|');
+      expectObservable(cold('a----|').pipe(dropStale(slowStage(2), { concurrency: hot('-x', { x: 0 }) }))).toBe('-#', undefined, new RangeError('dropStale: concurrency must be an integer ≥ 1, got 0'));
+    });
+  });
 });

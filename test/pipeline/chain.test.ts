@@ -11,7 +11,7 @@ import { emptyStamps, stageMs, type Frame } from '../../src/core/frame.js';
 import { letterbox } from '../../src/core/geometry.js';
 import { Pace } from '../../src/flow/pace.js';
 import type { Detector } from '../../src/inference/detector.js';
-import { createPipeline, sourceChain, stageCapacity } from '../../src/pipeline/pipeline.js';
+import { createPipeline, sourceChain, stageCapacity, StageShares } from '../../src/pipeline/pipeline.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { newSourceStats } from '../../src/sources/stats.js';
 import { FAKE_SIZE, fakeDetector, type FakeSession } from '../helpers/fake-session.js';
@@ -199,6 +199,70 @@ describe('the chain over a fake session (wiring, dropping, accounting)', () => {
     expect(stageCapacity('rtsp', 'fast', 2, true)).toBe(1);
   });
 
+  it('StageShares: fast files get a fast file’s capacity only while no other source runs; a camera joining or leaving resizes them', () => {
+    const shares = new StageShares(2);
+    const a = shares.join('file', 'fast');
+    expect(a.pace.capacity).toBe(3); // alone
+    const cam = shares.join('rtsp', 'native');
+    expect([a.pace.capacity, cam.pace.capacity]).toEqual([1, 1]);
+    const b = shares.join('file', 'fast');
+    const native = shares.join('file', 'native');
+    expect([a.pace.capacity, b.pace.capacity, native.pace.capacity]).toEqual([1, 1, 1]);
+    cam.leave();
+    expect(a.pace.capacity).toBe(1); // the native-rate file still runs
+    native.leave();
+    native.leave(); // once is enough
+    expect([a.pace.capacity, b.pace.capacity]).toEqual([3, 3]);
+    const again = shares.join('rtsp', 'native');
+    expect([a.pace.capacity, b.pace.capacity, again.pace.capacity]).toEqual([1, 1, 1]);
+    again.leave();
+    a.leave();
+    expect(b.pace.capacity).toBe(3);
+    b.leave();
+    expect(shares.size).toBe(0);
+  });
+
+  it('a pace resized while frames run: grown, the waiting frame starts at once; shrunk, the frames inside finish and none is dropped for it', async () => {
+    session.hold = true;
+    try {
+      const frames$ = new Subject<Frame>();
+      const pace = new Pace(1);
+      const c = chain(frames$, pace);
+      const released: number[] = [];
+      frames$.next(frame(0, 1, released));
+      frames$.next(frame(1, 2, released)); // waits behind frame 0
+      await tick();
+      expect(session.held).toHaveLength(1);
+      pace.resize(2);
+      await tick();
+      expect(session.held).toHaveLength(2); // frame 1 started beside frame 0
+      expect(pace.busy).toBe(true);
+      pace.resize(1);
+      frames$.next(frame(2, 3, released)); // waits: two inside, room for one
+      await tick();
+      expect(session.held).toHaveLength(2);
+      session.finish(); // frame 0 out; still one inside (frame 1): frame 2 waits
+      await tick();
+      expect(session.held).toHaveLength(1);
+      expect(pace.busy).toBe(true);
+      session.finish(); // frame 1 out: frame 2 starts
+      await tick();
+      expect(session.held).toHaveLength(1);
+      session.finish();
+      await tick();
+      frames$.complete();
+      await tick();
+      expect(c.done).toBe(true);
+      expect(c.out.map((r) => r.frame.seq)).toEqual([0, 1, 2]);
+      expect(c.out.map((r) => r.detections.xyxy[0])).toEqual([1, 2, 3]);
+      expect(released).toEqual([]);
+      expect(c.stats).toMatchObject({ framesIn: 3, framesOut: 3, dropped: 0 });
+      expect(pace.busy).toBe(false);
+    } finally {
+      session.hold = false;
+    }
+  });
+
   it('the frame beyond the sessions (capacity 3 on 2 sessions) is pre-processed while both run, and its run starts as soon as one ends', async () => {
     session.hold = true;
     session.limit = 2;
@@ -337,6 +401,103 @@ describe('a fast file beside a camera-like source (real ffmpeg, fake session)', 
   it('the file holds one frame in the stage, as the camera does: sessions are first come, first served, and it took 2–3 times a camera’s share', async () => {
     expect(await heldPerSource([{ id: 'bulk', uri: dark, rate: 'fast' }])).toEqual({ bulk: 2, cam: 0 }); // alone: one per session and one more
     expect(await heldPerSource([{ id: 'bulk', uri: dark, rate: 'fast' }, { id: 'cam', uri: light, rate: 'native' }])).toEqual({ bulk: 1, cam: 1 });
+  }, 60_000);
+});
+
+describe('a fast file’s stage follows the sources running beside it (real ffmpeg, fake session)', () => {
+  let dark: string;
+  let light: string;
+  beforeAll(() => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-follow-'));
+    dark = join(dir, 'dark.mp4');
+    light = join(dir, 'light.mp4');
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', `color=c=0x141414:size=${S}x${S}:rate=10`, '-frames:v', '40', '-pix_fmt', 'yuv420p', dark]);
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', `color=c=0xb4b4b4:size=${S}x${S}:rate=10`, '-frames:v', '4', '-pix_fmt', 'yuv420p', light]);
+  });
+
+  // Runs held by the session, per source (the file's frames are dark, the camera's light).
+  const bulkRuns = () => session.held.filter((h) => h.req.data[0] < 100).length;
+  const camRuns = () => session.held.filter((h) => h.req.data[0] >= 100).length;
+  /** Waits (polling; the bound only ends a hang) until `cond` holds: no assertion here depends on how fast the machine is. */
+  async function until(cond: () => boolean, what: string): Promise<void> {
+    const end = Date.now() + 20_000;
+    while (!cond()) {
+      if (Date.now() > end) throw new Error(`never: ${what} (file holds ${bulkRuns()}, camera ${camRuns()})`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+  /** Settles the camera's held runs (not the file's): the file's frames stay in the stage. */
+  const finishCamera = () => {
+    for (let i = session.held.length - 1; i >= 0; i--) if (session.held[i].req.data[0] >= 100) session.finishAt(i);
+  };
+  const finishFile = () => {
+    for (let i = session.held.length - 1; i >= 0; i--) if (session.held[i].req.data[0] < 100) session.finishAt(i);
+  };
+
+  it('when the camera beside it ends, the file gets a fast file’s capacity (one per session and one more): it kept one frame until its own end', async () => {
+    session.hold = true;
+    const stop = new Subject<void>();
+    const p = await createPipeline({ ...config(), sources: [{ ...config().sources[0], id: 'bulk', uri: dark, rate: 'fast' }, { ...config().sources[0], id: 'cam', uri: light, rate: 'native' }] }, { detector, stop });
+    const done = lastValueFrom(p.results$.pipe(toArray()));
+    try {
+      await until(() => bulkRuns() === 1 && camRuns() === 1, 'both sources in the stage');
+      // The camera plays its 4 frames and ends; the file's frame is never settled meanwhile.
+      let most = 0;
+      await until(() => {
+        if (p.stats[1].state !== 'ended') most = Math.max(most, bulkRuns());
+        finishCamera();
+        return p.stats[1].state === 'ended' && camRuns() === 0;
+      }, 'the camera ended');
+      expect(most).toBe(1); // one frame while the camera ran
+      await until(() => bulkRuns() === 2, 'the file holds two frames');
+      expect(p.stats[0]).toMatchObject({ dropped: 0 });
+    } finally {
+      session.hold = false;
+      stop.next();
+      while (session.held.length > 0) session.finish();
+      await done;
+    }
+    expect(p.stats[0].framesIn).toBe(p.stats[0].framesOut + p.stats[0].dropped);
+  }, 60_000);
+
+  it('a camera attached beside a file that runs alone takes the file back to one frame; detached, the file gets two again', async () => {
+    session.hold = true;
+    const stop = new Subject<void>();
+    const p = await createPipeline({ ...config(), sources: [{ ...config().sources[0], id: 'bulk', uri: dark, rate: 'fast' }] }, { detector, stop });
+    const done = lastValueFrom(p.results$.pipe(toArray()));
+    const detach = new Subject<void>();
+    let camDone: Promise<unknown> | undefined;
+    try {
+      await until(() => bulkRuns() === 2, 'the file alone holds two frames');
+      camDone = lastValueFrom(p.attach({ ...config().sources[0], id: 'cam', uri: light, rate: 'native', loop: true }, detach).pipe(toArray()));
+      await until(() => camRuns() === 1, 'the camera in the stage');
+      // The file's two frames finish (none is lost); from then on it holds one.
+      finishFile();
+      await until(() => bulkRuns() === 1, 'the file’s next frame in the stage');
+      for (let n = 0; n < 3; n++) {
+        const out = p.stats[1].framesOut;
+        await until(() => {
+          finishCamera();
+          return p.stats[1].framesOut > out;
+        }, 'a camera frame out');
+        expect(bulkRuns()).toBe(1);
+      }
+      detach.next();
+      await until(() => {
+        finishCamera();
+        return p.stats.length === 1;
+      }, 'the camera detached');
+      await until(() => bulkRuns() === 2, 'the file holds two frames again');
+      expect(p.stats[0]).toMatchObject({ dropped: 0 });
+    } finally {
+      session.hold = false;
+      detach.next();
+      stop.next();
+      while (session.held.length > 0) session.finish();
+      await done;
+      await camDone;
+    }
+    expect(p.stats[0].framesIn).toBe(p.stats[0].framesOut + p.stats[0].dropped);
   }, 60_000);
 });
 
