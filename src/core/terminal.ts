@@ -1,4 +1,5 @@
 import { fstatSync, statSync } from 'node:fs';
+import stringWidth from 'string-width';
 /**
  * A block of lines kept at the bottom of a terminal (the status line per source) while other
  * text (the JSON logs) is written above it.
@@ -182,52 +183,33 @@ export class StatusArea {
   }
 }
 
+/** Grapheme clusters: what a terminal draws as one character (an emoji with its modifiers, a letter with its combining marks). */
+const graphemes = new Intl.Segmenter();
+
+/** Columns `text` takes on a terminal (string-width: East Asian width, emoji sequences, zero-width marks); nothing is taken for an escape sequence. */
+const columns = (text: string) => stringWidth(text, { countAnsiEscapeCodes: true });
+
 /**
  * `line` in at most `width` terminal columns: control characters (which would move the cursor)
- * become '?', East Asian wide characters and emoji count two columns, combining marks none; a
- * line cut short ends with '…'.
+ * become '?'; wide characters (CJK, emoji, an emoji sequence as one) count two columns, combining
+ * marks none (string-width); a line cut short ends with '…', never inside a character.
  */
 export function fit(line: string, width: number): string {
-  const chars: [string, number][] = [];
-  let total = 0;
+  let safe = '';
   for (const ch of line) {
     const cp = ch.codePointAt(0)!;
-    const c = cp < 0x20 || (cp >= 0x7f && cp < 0xa0) ? '?' : ch;
-    const w = columnsOf(c.codePointAt(0)!);
-    chars.push([c, w]);
-    total += w;
+    safe += cp < 0x20 || (cp >= 0x7f && cp < 0xa0) ? '?' : ch;
   }
-  if (total <= width) return chars.map(([c]) => c).join('');
+  if (columns(safe) <= width) return safe;
   let out = '';
   let used = 0;
-  for (const [c, w] of chars) {
+  for (const { segment } of graphemes.segment(safe)) {
+    const w = columns(segment);
     if (used + w > width - 1) break;
-    out += c;
+    out += segment;
     used += w;
   }
   return out + '…';
-}
-
-function columnsOf(cp: number): number {
-  if ((cp >= 0x300 && cp <= 0x36f) || (cp >= 0x200b && cp <= 0x200f) || (cp >= 0xfe00 && cp <= 0xfe0f) || (cp >= 0xe0100 && cp <= 0xe01ef)) return 0;
-  if (
-    (cp >= 0x1100 && cp <= 0x115f) ||
-    (cp >= 0x2e80 && cp <= 0x303e) ||
-    (cp >= 0x3041 && cp <= 0x33ff) ||
-    (cp >= 0x3400 && cp <= 0x4dbf) ||
-    (cp >= 0x4e00 && cp <= 0x9fff) ||
-    (cp >= 0xa000 && cp <= 0xa4cf) ||
-    (cp >= 0xac00 && cp <= 0xd7a3) ||
-    (cp >= 0xf900 && cp <= 0xfaff) ||
-    (cp >= 0xfe30 && cp <= 0xfe4f) ||
-    (cp >= 0xff00 && cp <= 0xff60) ||
-    (cp >= 0xffe0 && cp <= 0xffe6) ||
-    (cp >= 0x1f300 && cp <= 0x1f64f) ||
-    (cp >= 0x1f900 && cp <= 0x1f9ff) ||
-    (cp >= 0x20000 && cp <= 0x3fffd)
-  )
-    return 2;
-  return 1;
 }
 
 let stderrArea: StatusArea | undefined;

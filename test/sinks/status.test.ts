@@ -234,4 +234,13 @@ describe('fit', () => {
     expect(fit('大厅摄像头 ok', 8)).toBe('大厅摄…');
     expect(fit('FAILED: \x1b[31mred\r', 40)).toBe('FAILED: ?[31mred?');
   });
+
+  it('measures with string-width: emoji outside the CJK blocks, emoji sequences and combining marks take the columns a terminal gives them, and a cut never splits a character', () => {
+    expect(fit('🚀🚀🚀', 5)).toBe('🚀🚀…'); // 6 columns (the hand-written table counted 3)
+    expect(fit('👩‍👩‍👧 ok', 5)).toBe('👩‍👩‍👧 ok'); // one family emoji: 2 columns, not 6
+    expect(fit('🇯🇵🇯🇵🇯🇵', 5)).toBe('🇯🇵🇯🇵…'); // a flag is one character of 2 columns
+    expect(fit('Кра\u0483\u0483сная', 7)).toBe('Кра\u0483\u0483сная'); // combining marks outside U+0300–U+036F: no column
+    expect(fit('e\u0301e\u0301e\u0301e\u0301', 3)).toBe('e\u0301e\u0301…'); // the mark stays with its letter
+    expect(fit('ｶﾒﾗ１ ok', 8)).toBe('ｶﾒﾗ１ ok'); // half-width katakana 1 column, full-width digit 2
+  });
 });
