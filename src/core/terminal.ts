@@ -1,5 +1,6 @@
 import { fstatSync, statSync } from 'node:fs';
 import stringWidth from 'string-width';
+import { forTerminal } from './text.js';
 /**
  * A block of lines kept at the bottom of a terminal (the status line per source) while other
  * text (the JSON logs) is written above it.
@@ -190,23 +191,23 @@ const graphemes = new Intl.Segmenter();
 const columns = (text: string) => stringWidth(text, { countAnsiEscapeCodes: true });
 
 /**
- * `line` in at most `width` terminal columns: control characters (which would move the cursor)
- * become '?'; wide characters (CJK, emoji, an emoji sequence as one) count two columns, combining
- * marks none (string-width); a line cut short ends with '…', never inside a character.
+ * `line` in at most `width` terminal columns: made safe for the terminal first (`forTerminal`,
+ * the one policy for untrusted text there: control characters, which would move the cursor,
+ * shown as `\xNN`, lone surrogates as U+FFFD), then measured: wide characters (CJK, emoji, an
+ * emoji sequence as one) count two columns, combining marks none (string-width); a line cut
+ * short ends with '…', never inside a character.
  */
 export function fit(line: string, width: number): string {
-  let safe = '';
-  for (const ch of line) {
-    const cp = ch.codePointAt(0)!;
-    safe += cp < 0x20 || (cp >= 0x7f && cp < 0xa0) ? '?' : ch;
-  }
+  const safe = forTerminal(line);
   if (columns(safe) <= width) return safe;
   let out = '';
   let used = 0;
-  for (const { segment } of graphemes.segment(safe)) {
-    const w = columns(segment);
+  // Character by character of the line as given, so that an escape (`\x1b`) is kept or left out whole.
+  for (const { segment } of graphemes.segment(line)) {
+    const shown = forTerminal(segment);
+    const w = columns(shown);
     if (used + w > width - 1) break;
-    out += segment;
+    out += shown;
     used += w;
   }
   return out + '…';

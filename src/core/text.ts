@@ -25,6 +25,8 @@ export function escapeXml(s: string): string {
 const TERMINAL_UNSAFE = new RegExp(`[\\u0000-\\u001F\\u007F-\\u009F]|${LONE_SURROGATE.source}`, 'g');
 
 /**
+ * The one policy for untrusted text on a terminal (`argus consume`, `models inspect`, `detect`,
+ * `preview`, and the status block's rows: `fit` in core/terminal.ts).
  * Untrusted text for a terminal, on one line: control characters (C0, DEL, C1) shown escaped as
  * `\xNN` (`\x1b]0;title\x07` prints as those characters instead of retitling the operator's
  * window or clearing the screen), lone surrogates as U+FFFD; the rest of Unicode ("café", CJK,

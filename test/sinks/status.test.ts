@@ -3,6 +3,7 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { aboveStatus } from '../../src/core/log.js';
 import { fit, sameTerminal, StatusArea } from '../../src/core/terminal.js';
+import { forTerminal } from '../../src/core/text.js';
 import { StatusReporter } from '../../src/sinks/status.js';
 import { newSourceStats, type SourceStats } from '../../src/sources/stats.js';
 import { FakeTty } from '../helpers/terminal.js';
@@ -228,11 +229,20 @@ describe('status line on a terminal', () => {
 });
 
 describe('fit', () => {
-  it('cuts to the width in terminal columns: wide characters count two, control characters become ?', () => {
+  it('cuts to the width in terminal columns: wide characters count two', () => {
     expect(fit('abc', 3)).toBe('abc');
     expect(fit('abcdef', 4)).toBe('abc…');
     expect(fit('大厅摄像头 ok', 8)).toBe('大厅摄…');
-    expect(fit('FAILED: \x1b[31mred\r', 40)).toBe('FAILED: ?[31mred?');
+  });
+
+  it('shows control characters as forTerminal does, \\xNN (one policy for untrusted text on a terminal), and measures them so', () => {
+    expect(fit('FAILED: \x1b[31mred\r', 40)).toBe('FAILED: \\x1b[31mred\\x0d');
+    expect(fit('a\u009b2J\u0007 \uD800', 40)).toBe(forTerminal('a\u009b2J\u0007 \uD800'));
+    expect(fit('a\u009b2J\u0007 \uD800', 40)).toBe('a\\x9b2J\\x07 \uFFFD');
+    // The escape's four characters take four columns: cut after them, never inside one.
+    expect(fit('ab\x1bcdef', 8)).toBe('ab\\x1bc…');
+    expect(fit('ab\x1bcdef', 5)).toBe('ab…');
+    expect(fit('ab\r\ncdef', 11)).toBe('ab\\x0d\\x0a…'); // CR LF, one character to the segmenter
   });
 
   it('measures with string-width: emoji outside the CJK blocks, emoji sequences and combining marks take the columns a terminal gives them, and a cut never splits a character', () => {
