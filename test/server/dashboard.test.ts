@@ -10,6 +10,7 @@ import { runPipeline, type RunningPipeline } from '../../src/pipeline/run.js';
 import { startHttpServer } from '../../src/server/http.js';
 import type { Metrics } from '../../src/server/metrics.js';
 import { DASHBOARD_MODULES, RateMeter, registerRoutes, type RouteContext } from '../../src/server/routes.js';
+import type { Message } from '../../src/sinks/message.js';
 import { WebSocketHub } from '../../src/sinks/websocket.js';
 import '../helpers/assets.js';
 import { launchChromium } from '../helpers/browser.js';
@@ -103,6 +104,7 @@ async function bareServer(token: string | undefined, sources: string[], extra: P
   registerRoutes(s, { pipeline, metrics: {} as Metrics, rates, geometry: () => ({ zones: [], lines: [] }), ...extra });
   return {
     s,
+    hub,
     async close() {
       rates.close();
       await hub.close();
@@ -206,6 +208,69 @@ describe('dashboard of an argus worker: the cluster panel', () => {
       // argus run (no cluster object): the panel hides.
       cluster = undefined;
       await page.waitForSelector('#cluster[hidden]', { state: 'attached', timeout: 15_000 });
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+      await server.close();
+    }
+  }, 60_000);
+});
+
+describe('dashboard with more tiles than the screen holds', () => {
+  /** A detections message with `boxes` boxes on a 1280 × 720 picture. */
+  const detections = (source: string, seq: number, boxes = 20) =>
+    JSON.stringify({
+      v: 1,
+      type: 'detections',
+      source,
+      seq,
+      frame: { width: 1280, height: 720 },
+      detections: Array.from({ length: boxes }, (_, i) => ({ box: [10 + i * 50, 20, 50 + i * 50, 120], label: 'person', classId: 0, score: 0.9, trackId: i + 1 })),
+      dropped: 0,
+    });
+
+  it('draws the overlays of the tiles on screen only; a tile scrolled into view draws its latest detections at once, and the one scrolled out stops', async () => {
+    const ids = Array.from({ length: 24 }, (_, i) => `cam${String(i).padStart(2, '0')}`);
+    const server = await bareServer(undefined, ids);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    try {
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(`${server.s.url}/`);
+      await page.waitForFunction((n) => document.querySelectorAll('.tile').length === n && document.querySelector('#status')?.textContent === 'connected', ids.length, { timeout: 15_000 });
+      const first = '.tile[data-source="cam00"] .tile-overlay';
+      const last = '.tile[data-source="cam23"] .tile-overlay';
+      const attr = (sel: string, name: string) => page.getAttribute(sel, name);
+      const publish = (seq: number, only = ids) => {
+        // cam00 last: the messages come in order, so once its tile shows a round, the page has taken all of it.
+        for (const id of [...only].reverse()) server.hub.publish('detections', id, detections(id, seq), undefined as unknown as Message);
+      };
+      for (let seq = 1; seq <= 10; seq++) {
+        publish(seq);
+        await page.evaluate(() => new Promise((r) => requestAnimationFrame(r)));
+      }
+      await page.waitForFunction((sel) => document.querySelector(sel)?.getAttribute('data-seq') === '10', first, { timeout: 15_000 });
+      expect(await attr(first, 'data-boxes')).toBe('20');
+      // The last tile, below the fold, was never drawn: no boxes, no seq, no draw.
+      expect(await page.$eval(last, (e) => e.getBoundingClientRect().top > window.innerHeight + 100)).toBe(true);
+      expect(await attr(last, 'data-seq')).toBeNull();
+      expect(await attr(last, 'data-boxes')).toBe('0');
+      expect(await attr(last, 'data-draws')).toBeNull();
+      expect(Number(await attr(first, 'data-draws'))).toBeGreaterThan(0);
+
+      // Scrolled into view: its latest detections are drawn without a new message.
+      await page.$eval('.tile[data-source="cam23"]', (e) => e.scrollIntoView({ block: 'end' }));
+      await page.waitForFunction((sel) => document.querySelector(sel)?.getAttribute('data-seq') === '10', last, { timeout: 15_000 });
+      expect(await attr(last, 'data-boxes')).toBe('20');
+      expect(await attr(last, 'data-draws')).toBe('1');
+      // And the first tile, now off screen, is not drawn again while messages go on.
+      const firstDraws = await attr(first, 'data-draws');
+      publish(11);
+      publish(12, ['cam23']); // after cam00's round 11: once it is drawn, cam00's was taken and a frame went by
+      await page.waitForFunction((sel) => document.querySelector(sel)?.getAttribute('data-seq') === '12', last, { timeout: 15_000 });
+      expect(await page.$eval(first, (e) => e.getBoundingClientRect().bottom < -100)).toBe(true);
+      expect(await attr(first, 'data-seq')).toBe('10');
+      expect(await attr(first, 'data-draws')).toBe(firstDraws);
       expect(errors).toEqual([]);
     } finally {
       await page.close();

@@ -9,7 +9,7 @@
  *   - GET /api/sources every 2 s: sources (state, size, fps, zones, lines, stats), model, stages (js/api.js).
  *
  * Stable hooks for tests: #status, .tile[data-source], .tile-state, .tile-frame[data-frames],
- * .tile-overlay[data-boxes][data-labels], .tile-chart, .tile-stages, #alerts .alert[data-rule][data-source],
+ * .tile-overlay[data-boxes][data-labels][data-seq][data-draws] (overlays drawn: only tiles on screen draw), .tile-chart, .tile-stages, #alerts .alert[data-rule][data-source],
  * img.alert-snapshot.
  */
 import { initSnapshotDialog } from './js/alerts.js';

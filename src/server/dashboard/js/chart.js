@@ -32,9 +32,14 @@ function niceCeil(v) {
   return 10 * p;
 }
 
-/** Redraws source `s`'s chart and its label; sets data-points. */
+/** Redraws source `s`'s chart and its label, if its tile is on screen (else when it comes into view: tile.js); sets data-points. */
 export function drawChart(s) {
   const pts = chartPoints(s); // also retires old seconds, so it runs even when the chart is not shown
+  if (!s.visible) {
+    s.chartDirty = true;
+    return;
+  }
+  s.chartDirty = false;
   const c = s.el.chart;
   const cssW = c.clientWidth;
   const cssH = c.clientHeight;

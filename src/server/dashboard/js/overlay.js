@@ -52,7 +52,7 @@ function textTag(ctx, text, x, y, color, cssW, below) {
   ctx.fillText(text, tx + 5, ty + h / 2 + 0.5);
 }
 
-/** Redraws source `s`'s overlay; sets its data-boxes, data-labels and data-seq. */
+/** Redraws source `s`'s overlay; sets its data-boxes, data-labels, data-seq and data-draws (overlays drawn so far). */
 export function drawOverlay(s) {
   const e = s.el;
   const cssW = e.media.clientWidth;
@@ -149,4 +149,5 @@ export function drawOverlay(s) {
   e.overlay.dataset.boxes = String(labels.length);
   e.overlay.dataset.labels = labels.join(',');
   if (det && isNum(det.seq)) e.overlay.dataset.seq = String(det.seq);
+  e.overlay.dataset.draws = String(Number(e.overlay.dataset.draws || 0) + 1);
 }

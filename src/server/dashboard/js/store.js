@@ -56,6 +56,11 @@ export function newSource(id) {
     rate: [], // {t, seq}
     lastAlertAt: 0,
     overlayDirty: true,
+    // On screen (its tile's picture intersects the viewport): only visible tiles draw their overlay
+    // and chart; one scrolled into view draws its latest state then (tile.js). False until the
+    // IntersectionObserver's first report, which comes for every tile.
+    visible: false,
+    chartDirty: false,
     el: null,
   };
 }

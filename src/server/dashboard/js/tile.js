@@ -5,6 +5,32 @@ import { scheduleRender } from './render-queue.js';
 
 let tileSeq = 0;
 
+/** The source of each observed tile. */
+const sourceOf = new WeakMap();
+
+/**
+ * Which tiles are on screen (or within 100 px of it, so a tile scrolled in is drawn before it
+ * shows): only those draw their overlay and chart. A tile coming into view draws its latest
+ * state at once (the render queue kept it dirty meanwhile).
+ */
+const onScreen =
+  typeof IntersectionObserver === 'function'
+    ? new IntersectionObserver(
+        (entries) => {
+          for (const entry of entries) {
+            const s = sourceOf.get(entry.target);
+            if (!s || s.visible === entry.isIntersecting) continue;
+            s.visible = entry.isIntersecting;
+            if (!s.visible) continue;
+            s.overlayDirty = true;
+            scheduleRender();
+            if (s.chartDirty) drawChart(s);
+          }
+        },
+        { rootMargin: '100px 0px' },
+      )
+    : null;
+
 export function buildTile(s) {
   const n = ++tileSeq;
   const titleId = `tile-title-${n}`;
@@ -53,6 +79,9 @@ export function buildTile(s) {
     drawChart(s);
   });
   ro.observe(media);
+  sourceOf.set(tile, s);
+  if (onScreen) onScreen.observe(tile);
+  else s.visible = true; // no IntersectionObserver: every tile draws, as before it
 
   return { tile, state, frame, overlay, down, downState, downReason, downDetail, waiting, media, fpsIn, fpsOut, drops, p50, p99, pipe, pipeBox, p50Box, analytics, chart, chartLabel, stageBar, stageLegend, stages, stageSegs: null };
 }
