@@ -321,6 +321,11 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
   // (YUV: the format filter's choice, which the output stream's line names.)
   if (out.frame !== 'source-yuv') args.push('-pix_fmt', out.pixelFormat);
   if (decode.lowLatency) args.push('-flush_packets', '1');
+  // One thread for the output's rawvideo "encoder": with frame threads (ffmpeg's default, one per
+  // core and more) it hands each frame on only once the next ones have come in, so a camera's
+  // frame waited 1–2 frame periods in ffmpeg after decoding (200 ms at 10 fps on 2 cores; more
+  // with more cores), and a last frame until the stream ended.
+  args.push('-threads', '1');
   // No metadata or chapters copied to the output: the output's report, which argus reads for
   // the frames' size and rate, then holds no line of the input's (a metadata key prints its line
   // breaks as they are; ffmpeg 6.0's -map_metadata -1 leaves chapters and streams' metadata).

@@ -121,7 +121,8 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   args.push('-vf', [...(o.fps ? [sampleFilter(o.fps)] : []), sourceBoundFilter(), ...frameTimeFilters(tag)].join(','));
   const outputUrl = taggedStdout(tag);
   const frameTimes = new FrameTimes(frameTimeKey(tag));
-  args.push('-vsync', 'passthrough', '-pix_fmt', 'rgb24', ...NO_INPUT_METADATA, '-f', 'rawvideo', outputUrl);
+  // One encoder thread: frame threads hold each frame until the next ones come (ffmpeg-args).
+  args.push('-vsync', 'passthrough', '-pix_fmt', 'rgb24', '-threads', '1', ...NO_INPUT_METADATA, '-f', 'rawvideo', outputUrl);
   const child = spawn(o.ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
 
   // The log: the input's duration, then the output stream's size and rate (known before the
