@@ -86,7 +86,7 @@ describe('buildFfmpegArgs', () => {
     expect(vf.startsWith('fps=15,scale=')).toBe(true);
     expect(vf).toContain('format=rgb24');
     expect(vf).toContain('pad=416:416:floor((416-iw)/2):floor((416-ih)/2):color=0x727272');
-    expect(a.slice(-13)).toEqual(['-pix_fmt', 'rgb24', '-flush_packets', '1', '-map_metadata', '-1', '-map_metadata:s', '-1', '-map_chapters', '-1', '-f', 'rawvideo', 'pipe:1']);
+    expect(a.slice(-15)).toEqual(['-pix_fmt', 'rgb24', '-flush_packets', '1', '-threads', '1', '-map_metadata', '-1', '-map_metadata:s', '-1', '-map_chapters', '-1', '-f', 'rawvideo', 'pipe:1']);
   });
 
   it('a live source with fps keeps the first frame of each 1/fps interval (select), never the fps filter, which counts from 0 against wall-clock timestamps', () => {
@@ -101,7 +101,10 @@ describe('buildFfmpegArgs', () => {
     const opt = (a: string[], k: string) => (a.indexOf(k) >= 0 && a.indexOf(k) < a.indexOf('-i') ? a[a.indexOf(k) + 1] : undefined);
     const base = { url: '/x.mp4', kind: 'file' as const, rate: 'fast' as const, loop: false };
     expect(opt(buildFfmpegArgs(base, out), '-threads')).toBe('1');
-    expect(buildFfmpegArgs({ ...base, decode: { lowLatency: true, threads: 0 } }, out)).not.toContain('-threads');
+    // (0: no decoder -threads before -i; the one after -i is the output's, always 1.)
+    expect(opt(buildFfmpegArgs({ ...base, decode: { lowLatency: true, threads: 0 } }, out), '-threads')).toBeUndefined();
+    const outThreads = (a: string[]) => a[a.lastIndexOf('-threads') + 1] === '1' && a.lastIndexOf('-threads') > a.indexOf('-i');
+    expect(outThreads(buildFfmpegArgs({ ...base, decode: { lowLatency: true, threads: 0 } }, out))).toBe(true);
     const four = buildFfmpegArgs({ ...base, decode: { lowLatency: true, threads: 4 } }, out);
     expect([opt(four, '-threads'), opt(four, '-thread_type')]).toEqual(['4', 'slice']);
     expect(buildFfmpegArgs({ ...base, decode: { lowLatency: false, threads: 4 } }, out)).not.toContain('-thread_type');
