@@ -66,7 +66,15 @@ export function parseYamlText(text: string, options: ParseOptions & DocumentOpti
     const problem = YAML_PROBLEMS[e.code] ?? (/^Block scalar header includes extra characters/.test(first) ? "characters after a block scalar's header (| or >, then only a chomping or indentation indicator)" : first);
     throw new YamlTextError(e.linePos?.[0].line, e.linePos?.[0].col, problem);
   }
-  return doc.toJS();
+  try {
+    return doc.toJS();
+  } catch (err) {
+    // What only turning the document into values finds (an alias with no anchor before it, which
+    // the yaml library reports with the alias's name: an unquoted value starting with *, a secret
+    // perhaps): refused like the rest, without the text.
+    const alias = err instanceof ReferenceError && /alias/i.test(err.message);
+    throw new YamlTextError(undefined, undefined, alias ? 'an alias (*name) with no anchor (&name) before it: quote a value that starts with *' : 'its values could not be read');
+  }
 }
 
 /**

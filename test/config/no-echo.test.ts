@@ -99,3 +99,18 @@ describe('YAML errors and warnings do not echo the text they are about', () => {
     }
   });
 });
+
+describe('an alias with no anchor (an unquoted value starting with *) is refused like other bad YAML', () => {
+  it('in a pipeline: VAP_ERR_CONFIG_FILE naming the file, without the value', () => {
+    const message = refusal(`${source}server:\n  token: *${SECRET}\n`);
+    expect(message).toMatch(/^p\.yaml: not valid YAML: an alias \(\*name\) with no anchor/);
+    expect(message).not.toContain(SECRET);
+  });
+
+  it('in a camera record: the camera is listed as invalid, without the value (it was dropped without a word)', () => {
+    const r = parseCamera('cam', `id: cam\nuri: *${SECRET}\n`);
+    expect(r.definition).toBeUndefined();
+    expect(r.error).toMatch(/an alias \(\*name\) with no anchor/);
+    expect(r.error).not.toContain(SECRET);
+  });
+});
