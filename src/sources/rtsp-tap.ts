@@ -79,8 +79,8 @@ export class RtpClock {
   unpairable: string | undefined;
   /** How far ahead (+) or behind (−) the camera's time was of the arrival when it was first not believed, ms. */
   rejectedOffset: number | undefined;
-  /** Frames stamped with the camera's time, with the arrival for want of a believable camera time, and not found. */
-  readonly counts = { camera: 0, arrival: 0, missed: 0, missedInARow: 0 };
+  /** Frame times in a row that named no access unit (or one already used). */
+  private missedInARow = 0;
 
   /** A request from ffmpeg to the camera (its first line and headers). ffmpeg waits for each reply before its next request. */
   request(head: string): void {
@@ -183,28 +183,24 @@ export class RtpClock {
     const key = mod32(Math.round((us * this.clockRate) / 1e6));
     const unit = this.units.get(key) ?? this.units.get(mod32(key - 1)) ?? this.units.get(mod32(key + 1));
     if (!unit) {
-      this.counts.missed++;
-      this.counts.missedInARow++;
+      this.missedInARow++;
       return undefined;
     }
     if (unit.used) {
       // A second frame with this timestamp: not this unit's (a camera repeating timestamps).
-      this.counts.missed++;
-      this.counts.missedInARow++;
+      this.missedInARow++;
       return undefined;
     }
     unit.used = true;
-    this.counts.missedInARow = 0;
+    this.missedInARow = 0;
     if (this.sr) {
       const camera = this.sr.ntpMs + (((unit.ts - this.sr.ts) | 0) * 1000) / this.clockRate;
       const ahead = camera - unit.arrival;
       if (ahead <= CAMERA_AHEAD_SLACK_MS && ahead >= -CAMERA_BEHIND_MAX_MS) {
-        this.counts.camera++;
         return { at: Math.min(camera, unit.arrival), by: 'camera' };
       }
       this.rejectedOffset ??= ahead;
     }
-    this.counts.arrival++;
     return { at: unit.arrival, by: 'arrival' };
   }
 
@@ -215,7 +211,7 @@ export class RtpClock {
    */
   failure(): string | undefined {
     if (this.unpairable) return this.unpairable;
-    if (this.counts.missedInARow >= MISS_LIMIT) return `${this.counts.missedInARow} frames in a row could not be paired with its packets`;
+    if (this.missedInARow >= MISS_LIMIT) return `${this.missedInARow} frames in a row could not be paired with its packets`;
     return undefined;
   }
 }
@@ -277,7 +273,9 @@ export class InterleavedReader {
   private bodyLeft = 0;
   private headOf = '';
   /** Bytes of an interleaved packet's header still to read (4 in all), or of its payload. */
-  private frameHeader: number[] = [];
+  /** An interleaved packet's header: its channel, and how many of its 3 bytes after `$` are read. */
+  private channel = 0;
+  private headerRead = 0;
   private payload: Buffer | undefined;
   private payloadLen = 0;
   private payloadLeft = 0;
@@ -296,7 +294,8 @@ export class InterleavedReader {
         case 'start':
           if (chunk[i] === 0x24) {
             this.mode = 'frame';
-            this.frameHeader = [];
+            this.headerRead = 0;
+            this.payloadLen = 0;
             i++;
           } else if (chunk[i] === 0x0d || chunk[i] === 0x0a) i++; // stray line ends between messages
           else {
@@ -305,9 +304,9 @@ export class InterleavedReader {
           }
           break;
         case 'frame':
-          this.frameHeader.push(chunk[i++]);
-          if (this.frameHeader.length === 3) {
-            this.payloadLen = (this.frameHeader[1] << 8) | this.frameHeader[2];
+          if (this.headerRead++ === 0) this.channel = chunk[i++];
+          else this.payloadLen = (this.payloadLen << 8) | chunk[i++];
+          if (this.headerRead === 3) {
             this.payloadLeft = this.payloadLen;
             this.payloadKept = 0;
             this.payload ??= Buffer.alloc(KEEP);
@@ -372,7 +371,7 @@ export class InterleavedReader {
 
   private endPacket(): void {
     this.mode = 'start';
-    this.onPacket(this.frameHeader[0], this.payload!.subarray(0, this.payloadKept), this.payloadLen);
+    this.onPacket(this.channel, this.payload!.subarray(0, this.payloadKept), this.payloadLen);
   }
 
   private endMessage(): void {
