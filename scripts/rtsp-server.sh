@@ -123,7 +123,7 @@ cmd_build() {
     sudo=(sudo -n)
   fi
   # one installer at a time (parallel test runs)
-  exec 7>"${TMPDIR:-/tmp}/argus-rtsp-install.lock"
+  exec 7>/tmp/argus-rtsp-install.lock  # one lock for every run, whatever its TMPDIR
   flock 7
   if ! gst_ok; then
     info "installing GStreamer's RTSP server from Debian packages (once): ${GST_PKGS[*]} ..."

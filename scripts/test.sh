@@ -34,14 +34,24 @@ fi
 export KAFKA_PORT="${KAFKA_PORT:-19092}"
 # A JVM start on a busy 2-core machine can take minutes.
 export KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-480}"
+# Every temporary file and folder of the tests, and of the programs they start, goes under one
+# folder of this run, removed when it ends: the tests' own mkdtemp folders used to stay behind
+# (thousands in /tmp after a few runs).
+run_tmp="$(mktemp -d "${TMPDIR:-/tmp}/argus-test.XXXXXX")"
+broker_started=0
+cleanup() {
+  if [ "$broker_started" = 1 ]; then bash scripts/kafka-broker.sh stop >/dev/null 2>&1 || true; fi
+  rm -rf "$run_tmp"
+}
+trap cleanup EXIT
 if brokers_line=$(bash scripts/kafka-broker.sh start); then
   export "${brokers_line?}"
-  trap 'bash scripts/kafka-broker.sh stop >/dev/null 2>&1 || true' EXIT
+  broker_started=1
 else
   echo "test.sh: could not start the Kafka broker (see above); Kafka tests will fail" >&2
 fi
 
-npx vitest run "$@"
+TMPDIR="$run_tmp" npx vitest run "$@"
 rc=$?
 node scripts/test-summary.mjs .test-results/vitest.json "$rc" || rc=1
 exit $rc
