@@ -6,7 +6,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import { emptyStamps, type Frame, type ProducedBy, type YuvColour } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
-import { buildFfmpegArgs, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, reportsFrameTimes, runTag, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
+import { buildFfmpegArgs, DEFAULT_DECODE, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, reportsFrameTimes, runTag, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, tapsCameraClock, type ClockReading } from './rtsp-tap.js';
@@ -131,7 +131,8 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   if (!tapsCameraClock(options.input) || memo.unrelayed) return defer(() => run(options));
   // RTSP over TCP: through argus's relay, which reads the camera's clock (rtsp-tap).
   return new Observable<Frame>((subscriber) => {
-    const tap = new RtspTap(options.input.url);
+    // With low-latency decoding, each access unit is ended for ffmpeg as soon as it is in (UnitEnds).
+    const tap = new RtspTap(options.input.url, { endUnits: (options.input.decode ?? DEFAULT_DECODE).lowLatency });
     let inner: Subscription | undefined;
     let closed = false;
     tap.listen().then(

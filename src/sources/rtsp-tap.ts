@@ -18,6 +18,9 @@ import { now } from '../core/clock.js';
  * time ffmpeg prints names the access unit it was decoded from, B-frames and dropped frames
  * included. The frame is then stamped with the camera's time for that RTP timestamp (from the
  * latest sender report) when it is plausible, else with the access unit's arrival.
+ *
+ * On the way to ffmpeg the relay also ends each H.264 and H.265 access unit as soon as its last
+ * packet is in (UnitEnds), which takes a frame period off every frame's latency.
  */
 export type ClockReading = { at: number; by: 'camera' | 'arrival' };
 
@@ -54,7 +57,10 @@ interface Unit {
  */
 export class RtpClock {
   clockRate = 90000;
-  private rtpChannel = -1;
+  /** The video stream's payload type and encoding (from the DESCRIBE reply's SDP). */
+  video: { pt: number; encoding?: string } | undefined;
+  /** The interleaved channel of the video's RTP packets (from the SETUP reply), or -1. */
+  rtpChannel = -1;
   private rtcpChannel = -1;
   private setups = 0;
   private setupUrl: string | undefined;
@@ -81,6 +87,8 @@ export class RtpClock {
   rejectedOffset: number | undefined;
   /** Frame times in a row that named no access unit (or one already used). */
   private missedInARow = 0;
+  /** The key ffmpeg counts for a delimiter the relay sent after the last unit (see UnitEnds), until the next unit comes. */
+  private delimiterKey: number | undefined;
 
   /** A request from ffmpeg to the camera (its first line and headers). ffmpeg waits for each reply before its next request. */
   request(head: string): void {
@@ -95,7 +103,11 @@ export class RtpClock {
     if (!/^RTSP\/\d\.\d\s+2\d\d/.test(head)) return;
     const method = this.pending?.method;
     const type = header(head, 'content-type');
-    if (method === 'DESCRIBE' && body.length && type && /application\/sdp/i.test(type)) this.clockRate = videoClockRate(body.toString('latin1')) ?? this.clockRate;
+    if (method === 'DESCRIBE' && body.length && type && /application\/sdp/i.test(type)) {
+      const video = videoStream(body.toString('latin1'));
+      this.video = video && { pt: video.pt, encoding: video.encoding };
+      this.clockRate = video?.clockRate ?? this.clockRate;
+    }
     if (method === 'SETUP') {
       const interleaved = /interleaved=(\d+)(?:-(\d+))?/i.exec(header(head, 'transport') ?? '');
       this.setups++;
@@ -153,9 +165,16 @@ export class RtpClock {
       }
       this.lastKey = key;
       // A timestamp seen before (a camera that repeats them) is a new access unit now.
+      const unit = { ts, arrival: at };
       this.units.delete(key);
-      this.units.set(key, { ts, arrival: at });
-      if (this.units.size > MAX_UNITS) this.units.delete(this.units.keys().next().value as number);
+      this.units.set(key, unit);
+      // The frame that starts with a delimiter has the delimiter's pts, a guess of this unit's.
+      if (this.delimiterKey !== undefined && this.delimiterKey !== key) {
+        this.units.delete(this.delimiterKey);
+        this.units.set(this.delimiterKey, unit);
+      }
+      this.delimiterKey = undefined;
+      while (this.units.size > MAX_UNITS) this.units.delete(this.units.keys().next().value as number);
     } else if (channel === this.rtcpChannel) {
       // A compound RTCP packet: the sender report, if any, comes first.
       if (p.length >= 20 && p[0] >> 6 === 2 && p[1] === 200) {
@@ -171,6 +190,15 @@ export class RtpClock {
         if (ssrc === this.ssrc) this.sr = { ntpMs, ts };
       }
     }
+  }
+
+  /**
+   * The relay sent ffmpeg a delimiter with RTP timestamp `next` after the last packet (whose
+   * timestamp was `last`), or (undefined) the one it sent is not to be counted: ffmpeg gives the
+   * next frame the delimiter's pts, so the next access unit is also found by that.
+   */
+  delimit(last: number, next?: number): void {
+    this.delimiterKey = next === undefined || this.lastKey === undefined ? undefined : mod32(this.lastKey + ((next - last) | 0));
   }
 
   /**
@@ -219,6 +247,85 @@ export class RtpClock {
 /** Frames in a row whose time names no access unit before the relay is given up (see RtpClock.failure). */
 export const MISS_LIMIT = 5;
 
+/**
+ * Access units in a row whose marked last packet must be followed by the next unit's timestamp
+ * before the relay ends units for ffmpeg (see UnitEnds).
+ */
+export const UNIT_END_TRUST = 3;
+
+/** An access unit delimiter NAL unit: H.264 (type 9, any picture type) and H.265 (type 35, temporal id 0, pictures of any slice type). */
+const AUD: Record<string, Buffer> = { H264: Buffer.from([0x09, 0xf0]), H265: Buffer.from([0x46, 0x01, 0x50]) };
+
+/**
+ * Ends each H.264 or H.265 access unit for ffmpeg as soon as its last packet is in.
+ *
+ * ffmpeg 5.1's RTP demuxer passes every NAL unit on as it comes and leaves finding where a frame
+ * ends to the H.264/H.265 parser, which knows it only when the next frame's first NAL unit
+ * arrives: every frame of an RTSP camera waited a frame period in ffmpeg before it was decoded
+ * (100 ms at 10 fps: the frame came out 102 ms after its own last packet; 2 ms with this). The
+ * camera's RTP marker bit says where a unit ends (RFC 6184 and 7798: set on its last packet), so
+ * after a marked packet the relay sends ffmpeg one more RTP packet of its own: an access unit
+ * delimiter, the NAL unit a frame may begin with, which the parser takes as the next frame's
+ * start, and so hands on the frame at once.
+ *
+ * The parser gives the next frame the pts of the packet it starts in, the delimiter's, so the
+ * delimiter carries the next unit's timestamp as the last two units' spacing predicts it (exact
+ * at a constant frame rate; RtpClock.delimit also finds the next unit by the guess, which
+ * ffmpeg then counts for it). It copies the marked packet's sequence number (a duplicate, which
+ * ffmpeg accepts) and SSRC. Delimiters are only sent once UNIT_END_TRUST units in a row were
+ * ended by their marker (the next packet had a later timestamp), and never again on that
+ * connection after a marked packet followed by one with the same timestamp (a camera that marks
+ * packets inside a unit, or repeats timestamps: a delimiter would cut a frame in two) or an
+ * earlier one (B-frames: units come out of timestamp order, and no guess of the next is right).
+ */
+export class UnitEnds {
+  private inARow = 0;
+  private off = false;
+  /** The timestamp of the last packet when it was marked, else undefined. */
+  private markedTs: number | undefined;
+  /** The timestamp of the unit marked before it. */
+  private previousTs: number | undefined;
+
+  constructor(private readonly clock: RtpClock) {}
+
+  /** After the camera's packet on `channel` (its first bytes `p`, `length` in all): the bytes to send ffmpeg next, or undefined. */
+  after(channel: number, p: Buffer, length: number): Buffer | undefined {
+    const video = this.clock.video;
+    if (this.off || channel !== this.clock.rtpChannel || !video || length < 12 || p.length < 12 || p[0] >> 6 !== 2 || (p[1] & 0x7f) !== video.pt) return undefined;
+    const aud = video.encoding === undefined ? undefined : AUD[video.encoding];
+    if (!aud) return undefined;
+    const ts = p.readUInt32BE(4);
+    if (this.markedTs !== undefined) {
+      if (((ts - this.markedTs) | 0) <= 0) {
+        this.off = true;
+        this.clock.delimit(this.markedTs);
+        return undefined;
+      }
+      this.inARow++;
+      this.previousTs = this.markedTs;
+      this.markedTs = undefined;
+    }
+    if (!(p[1] & 0x80)) return undefined;
+    this.markedTs = ts;
+    const step = this.previousTs === undefined ? 0 : (ts - this.previousTs) | 0;
+    // A step of over a second (the camera paused) is no guess of the next one.
+    if (this.inARow < UNIT_END_TRUST || step <= 0 || step > this.clock.clockRate) return undefined;
+    const next = (ts + step) >>> 0;
+    const out = Buffer.alloc(4 + 12 + aud.length);
+    out[0] = 0x24;
+    out[1] = channel;
+    out.writeUInt16BE(12 + aud.length, 2);
+    out[4] = 0x80; // version 2, no padding, extension or CSRC
+    out[5] = video.pt; // no marker
+    p.copy(out, 6, 2, 4); // sequence number
+    out.writeUInt32BE(next, 8);
+    p.copy(out, 12, 8, 12); // SSRC
+    aud.copy(out, 16);
+    this.clock.delimit(ts, next);
+    return out;
+  }
+}
+
 function mod32(n: number): number {
   return ((n % 2 ** 32) + 2 ** 32) % 2 ** 32;
 }
@@ -229,19 +336,22 @@ function header(head: string, name: string): string | undefined {
   return re.exec(head)?.[1]?.trim();
 }
 
-/** The clock rate of the SDP's first video stream (its first payload type), or undefined. */
-export function videoClockRate(sdp: string): number | undefined {
+/** The SDP's first video stream: its (first) payload type, encoding name (upper case) and clock rate, or undefined. */
+export function videoStream(sdp: string): { pt: number; encoding?: string; clockRate?: number } | undefined {
   const sections = sdp.split(/\r?\nm=/);
   for (const s of sections.slice(1)) {
     const m = /^video\s+\S+\s+\S+\s+(\d+)/.exec(s);
     if (!m) continue;
     const pt = Number(m[1]);
-    const map = new RegExp(`\\na=rtpmap:${pt}\\s+[^/\\s]+/(\\d+)`).exec(s);
-    if (map) return Number(map[1]) || undefined;
-    return pt < 96 ? 90000 : undefined; // static video payload types all count 90 kHz
+    const map = new RegExp(`\\na=rtpmap:${pt}\\s+([^/\\s]+)/(\\d+)`).exec(s);
+    if (map) return { pt, encoding: map[1].toUpperCase(), clockRate: Number(map[2]) || undefined };
+    return { pt, clockRate: pt < 96 ? 90000 : undefined }; // static video payload types all count 90 kHz
   }
   return undefined;
 }
+
+/** The clock rate of the SDP's first video stream (its first payload type), or undefined. */
+export const videoClockRate = (sdp: string): number | undefined => videoStream(sdp)?.clockRate;
 
 /**
  * The start of a `Range: npt=START-…` value, microseconds, as ffmpeg reads it
@@ -282,12 +392,18 @@ export class InterleavedReader {
   private payloadKept = 0;
   private mode: 'start' | 'head' | 'body' | 'frame' | 'payload' = 'start';
 
+  /** What `onPacket` asked to send after packets of the chunk being read: offsets in it, and the bytes. */
+  private inserts: { at: number; bytes: Buffer }[] | undefined;
+
+  /** `onPacket` may return bytes to send on right after the packet (see `push`). */
   constructor(
     private readonly onMessage: (head: string, body: Buffer) => void,
-    private readonly onPacket: (channel: number, p: Buffer, length: number) => void,
+    private readonly onPacket: (channel: number, p: Buffer, length: number) => Buffer | undefined | void,
   ) {}
 
-  push(chunk: Buffer): void {
+  /** Reads a chunk; returns where bytes are to be sent after packets that end in it (offsets into it, in order), or undefined. */
+  push(chunk: Buffer): { at: number; bytes: Buffer }[] | undefined {
+    this.inserts = undefined;
     let i = 0;
     while (i < chunk.length && !this.broken) {
       switch (this.mode) {
@@ -311,7 +427,7 @@ export class InterleavedReader {
             this.payloadKept = 0;
             this.payload ??= Buffer.alloc(KEEP);
             this.mode = 'payload';
-            if (this.payloadLen === 0) this.endPacket();
+            if (this.payloadLen === 0) this.endPacket(i);
           }
           break;
         case 'payload': {
@@ -323,7 +439,7 @@ export class InterleavedReader {
           }
           i += n;
           this.payloadLeft -= n;
-          if (this.payloadLeft === 0) this.endPacket();
+          if (this.payloadLeft === 0) this.endPacket(i);
           break;
         }
         case 'head': {
@@ -367,11 +483,14 @@ export class InterleavedReader {
         }
       }
     }
+    return this.inserts;
   }
 
-  private endPacket(): void {
+  /** A packet ended at offset `at` of the chunk being read. */
+  private endPacket(at: number): void {
     this.mode = 'start';
-    this.onPacket(this.channel, this.payload!.subarray(0, this.payloadKept), this.payloadLen);
+    const bytes = this.onPacket(this.channel, this.payload!.subarray(0, this.payloadKept), this.payloadLen);
+    if (bytes) (this.inserts ??= []).push({ at, bytes });
   }
 
   private endMessage(): void {
@@ -389,7 +508,8 @@ const CONNECT_TIMEOUT_MS = 10_000;
  * A relay on 127.0.0.1 between ffmpeg and an RTSP camera (see RtpClock). One connection at a
  * time (ffmpeg's; another while it is open is closed at once; a source's next ffmpeg connects
  * after `drop` ended the last one's, and gets a new clock); each is relayed to the
- * camera's host and port, bytes unchanged, with backpressure both ways.
+ * camera's host and port with backpressure both ways, bytes unchanged but for the access unit
+ * delimiters added after H.264 and H.265 units (UnitEnds).
  */
 export class RtspTap {
   private server: Server | undefined;
@@ -402,7 +522,14 @@ export class RtspTap {
   private readonly port: number;
   private relayPort = 0;
 
-  constructor(readonly url: string) {
+  /** `endUnits`: send ffmpeg a delimiter after each access unit of H.264 and H.265 cameras (UnitEnds; the source's `decode.lowLatency`). Default true. */
+  private readonly endUnits: boolean;
+
+  constructor(
+    readonly url: string,
+    options: { endUnits?: boolean } = {},
+  ) {
+    this.endUnits = options.endUnits ?? true;
     const m = AUTHORITY.exec(url);
     this.host = (m?.[2] ?? '').replace(/^\[|\]$/g, '');
     this.port = m?.[3] && m[3].length > 1 ? Number(m[3].slice(1)) : 554;
@@ -453,9 +580,13 @@ export class RtspTap {
       (head) => clock.request(head),
       () => {},
     );
+    const ends = this.endUnits ? new UnitEnds(clock) : undefined;
     const replies = new InterleavedReader(
       (head, body) => clock.response(head, body),
-      (channel, p, length) => clock.packet(channel, p, length, now()),
+      (channel, p, length) => {
+        clock.packet(channel, p, length, now());
+        return ends?.after(channel, p, length);
+      },
     );
     relay(down, up, requests);
     relay(up, down, replies);
@@ -499,11 +630,28 @@ export class RtspTap {
   }
 }
 
-/** Bytes from `from` to `to` unchanged, read by `reader` on the way, pausing `from` while `to` is full. */
+/**
+ * Bytes from `from` to `to`, read by `reader` on the way, pausing `from` while `to` is full:
+ * unchanged, but for what the reader's packet callback adds after a packet (UnitEnds).
+ */
 function relay(from: Socket, to: Socket, reader: InterleavedReader): void {
   from.on('data', (chunk: Buffer) => {
-    if (!reader.broken) reader.push(chunk);
-    if (!to.write(chunk)) {
+    const inserts = reader.broken ? undefined : reader.push(chunk);
+    let room = true;
+    if (!inserts) room = to.write(chunk);
+    else {
+      // The pieces leave in one write to the socket (uncork sends them together).
+      to.cork();
+      let done = 0;
+      for (const { at, bytes } of inserts) {
+        if (at > done) room = to.write(chunk.subarray(done, at)) && room;
+        room = to.write(bytes) && room;
+        done = at;
+      }
+      if (done < chunk.length) room = to.write(chunk.subarray(done)) && room;
+      to.uncork();
+    }
+    if (!room) {
       from.pause();
       to.once('drain', () => from.resume());
     }

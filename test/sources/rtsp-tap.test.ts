@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
-import { CAMERA_BEHIND_MAX_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, tapsCameraClock, videoClockRate } from '../../src/sources/rtsp-tap.js';
+import { CAMERA_BEHIND_MAX_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, tapsCameraClock, UNIT_END_TRUST, UnitEnds, videoClockRate, videoStream } from '../../src/sources/rtsp-tap.js';
 
 const NTP_UNIX_S = 2_208_988_800;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** An interleaved RTP packet (`$`, channel, length, 12-byte header, payload). */
 function rtp(channel: number, ts: number, seq = 0, ssrc = 0x1234, payload = 20): Buffer {
@@ -36,15 +37,33 @@ const SDP = 'v=0\r\no=- 1 1 IN IP4 10.0.0.9\r\ns=cam\r\nt=0 0\r\nm=audio 0 RTP/A
 const reply = (cseq: number, headers: string, body = '') => Buffer.from(`RTSP/1.0 200 OK\r\nCSeq: ${cseq}\r\n${headers}${body ? `Content-Length: ${Buffer.byteLength(body)}\r\n` : ''}\r\n${body}`, 'latin1');
 const request = (method: string, url: string, cseq: number) => Buffer.from(`${method} ${url} RTSP/1.0\r\nCSeq: ${cseq}\r\nAuthorization: Digest username="u", response="x"\r\n\r\n`, 'latin1');
 
-/** A clock fed an RTSP session: requests and replies through InterleavedReaders, as the relay reads them. */
-function session(opts: { rtpInfo?: string; range?: string } = {}) {
+/** An interleaved RTP packet on `channel` with the marker bit (the last of its access unit). */
+const marked = (channel: number, ts: number, seq = 0, ssrc = 0x1234): Buffer => {
+  const b = rtp(channel, ts, seq, ssrc);
+  b[5] |= 0x80;
+  return b;
+};
+
+/**
+ * A clock fed an RTSP session: requests and replies through InterleavedReaders, as the relay
+ * reads them; with `ends`, the relay's UnitEnds too (`camera` then returns what it sends ffmpeg
+ * after the packets).
+ */
+function session(opts: { rtpInfo?: string; range?: string; sdp?: string; ends?: boolean } = {}) {
   const clock = new RtpClock();
+  const ends = opts.ends ? new UnitEnds(clock) : undefined;
   let at = 0;
   const down = new InterleavedReader((h) => clock.request(h), () => {});
-  const up = new InterleavedReader((h, b) => clock.response(h, b), (ch, p, len) => clock.packet(ch, p, len, at));
+  const up = new InterleavedReader(
+    (h, b) => clock.response(h, b),
+    (ch, p, len) => {
+      clock.packet(ch, p, len, at);
+      return ends?.after(ch, p, len);
+    },
+  );
   const setup = 'rtsp://10.0.0.9/live/trackID=1';
   down.push(request('DESCRIBE', 'rtsp://10.0.0.9/live', 2));
-  up.push(reply(2, 'Content-Type: application/sdp\r\n', SDP));
+  up.push(reply(2, 'Content-Type: application/sdp\r\n', opts.sdp ?? SDP));
   down.push(request('SETUP', setup, 3));
   up.push(reply(3, 'Transport: RTP/AVP/TCP;unicast;interleaved=2-3\r\nSession: 1\r\n'));
   down.push(request('PLAY', 'rtsp://10.0.0.9/live/', 4));
@@ -52,10 +71,10 @@ function session(opts: { rtpInfo?: string; range?: string } = {}) {
   return {
     clock,
     setup,
-    /** Bytes from the camera arriving at epoch ms `t`. */
+    /** Bytes from the camera arriving at epoch ms `t`; what the relay sends after its packets (offsets into `bytes`). */
     camera: (bytes: Buffer, t: number) => {
       at = t;
-      up.push(bytes);
+      return up.push(bytes);
     },
   };
 }
@@ -236,6 +255,75 @@ describe('RtpClock counts as ffmpeg 5.1 does where cameras differ (review findin
   });
 });
 
+describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its last packet is in', () => {
+  /** Units of two packets each (the second marked), `step` ticks apart from ts 1000; what the relay sent after each unit's marked packet. */
+  function units(sess: ReturnType<typeof session>, n: number, step: (k: number) => number = () => 3000, channel = 2) {
+    const sent: (Buffer | undefined)[] = [];
+    let ts = 1000;
+    for (let k = 0; k < n; k++) {
+      if (k) ts += step(k);
+      expect(sess.camera(rtp(channel, ts, 2 * k), 1_796_000_000_000 + 100 * k)).toBeUndefined();
+      const m = marked(channel, ts, 2 * k + 1);
+      const after = sess.camera(m, 1_796_000_000_000 + 100 * k + 1);
+      if (after) expect(after).toEqual([{ at: m.length, bytes: after[0].bytes }]);
+      sent.push(after?.[0].bytes);
+    }
+    return sent;
+  }
+
+  it(`after ${UNIT_END_TRUST} units ended by their marker, a delimiter after each marked packet: the next unit's timestamp as the spacing predicts, the packet's sequence number and SSRC, no marker`, () => {
+    const sent = units(session({ ends: true }), 8);
+    expect(sent.slice(0, UNIT_END_TRUST).every((b) => b === undefined)).toBe(true);
+    for (let k = UNIT_END_TRUST; k < 8; k++) {
+      const b = sent[k]!;
+      expect([...b.subarray(0, 6)]).toEqual([0x24, 2, 0, 14, 0x80, 96]);
+      expect(b.readUInt16BE(6)).toBe(2 * k + 1);
+      expect(b.readUInt32BE(8)).toBe(1000 + 3000 * (k + 1));
+      expect(b.readUInt32BE(12)).toBe(0x1234);
+      expect([...b.subarray(16)]).toEqual([0x09, 0xf0]); // H.264 AUD, any picture type
+    }
+  });
+
+  it('H.265 gets its own delimiter; other encodings, channels and payload types none', () => {
+    const h265 = units(session({ ends: true, sdp: SDP.replace('H264/90000', 'H265/90000') }), 6);
+    expect([...h265[5]!.subarray(16)]).toEqual([0x46, 0x01, 0x50]); // type 35, temporal id 0, I/P/B slices
+    expect(units(session({ ends: true, sdp: SDP.replace('H264/90000', 'JPEG/90000') }), 6).every((b) => b === undefined)).toBe(true);
+    expect(units(session({ ends: true }), 6, undefined, 4).every((b) => b === undefined)).toBe(true);
+    const otherPt = session({ ends: true, sdp: SDP.replace('RTP/AVP 96', 'RTP/AVP 97').replace('rtpmap:96', 'rtpmap:97') });
+    expect(units(otherPt, 6).every((b) => b === undefined)).toBe(true);
+    // The relay of a source without low-latency decoding has none (RtspTap endUnits: false).
+    expect(units(session(), 6).every((b) => b === undefined)).toBe(true);
+  });
+
+  it('never again after a marked packet followed by one with its timestamp (marks inside a unit) or an earlier one (B-frames); none after a gap of over a second', () => {
+    const inside = session({ ends: true });
+    expect(units(inside, 5)[4]).toBeDefined();
+    inside.camera(rtp(2, 1000 + 3000 * 4, 99), 1_796_000_001_000); // the unit goes on after its "last" packet
+    expect(units(inside, 5, () => 3000).every((b) => b === undefined)).toBe(true);
+    const reordered = session({ ends: true });
+    expect(units(reordered, 8, (k) => (k === 5 ? -1500 : 3000)).slice(5).every((b) => b === undefined)).toBe(true);
+    const gap = session({ ends: true });
+    const sent = units(gap, 8, (k) => (k === 5 ? 90_001 : 3000));
+    expect(sent[4]).toBeDefined();
+    expect(sent[5]).toBeUndefined();
+    expect(sent[6]).toBeDefined();
+  });
+
+  it('the frame that starts with a delimiter has its pts: the clock finds the next unit by it, when the spacing changed too', () => {
+    const sess = session({ ends: true });
+    const t0 = 1_796_000_000_000;
+    sess.camera(sr(3, t0 - 500, 1000), t0 - 400);
+    // 1000, 4000, 7000, 10000, then 12000: the delimiter after 10000 said 13000.
+    const sent = units(sess, 5, (k) => (k === 4 ? 2000 : 3000));
+    expect(sent[3]!.readUInt32BE(8)).toBe(13000);
+    // ffmpeg counts from the first packet (1000): the fifth frame has the delimiter's pts.
+    const r = sess.clock.lookup(us(13000 - 1000))!;
+    expect(r).toEqual({ at: t0 - 500 + (11000 / 90000) * 1000, by: 'camera' });
+    // and the units before it their own
+    expect(sess.clock.lookup(us(9000 - 0))!.at).toBeCloseTo(t0 - 500 + 100, 6);
+  });
+});
+
 describe('InterleavedReader', () => {
   it('reads the same messages and packets whatever the reads\' boundaries', () => {
     const bytes = Buffer.concat([
@@ -250,7 +338,9 @@ describe('InterleavedReader', () => {
       const got: string[] = [];
       const r = new InterleavedReader(
         (h, b) => got.push(`msg ${h.split('\r\n')[1]} ${b.length}`),
-        (ch, p, len) => got.push(`pkt ${ch} ${len} ${p.length >= 8 ? p.readUInt32BE(4) : '-'}`),
+        (ch, p, len) => {
+          got.push(`pkt ${ch} ${len} ${p.length >= 8 ? p.readUInt32BE(4) : '-'}`);
+        },
       );
       for (const c of chunks) r.push(c);
       expect(r.broken).toBe(false);
@@ -262,6 +352,28 @@ describe('InterleavedReader', () => {
       const chunks: Buffer[] = [];
       for (let i = 0; i < bytes.length; i += size) chunks.push(bytes.subarray(i, i + size));
       expect(read(chunks)).toEqual(whole);
+    }
+  });
+
+  it('bytes the packet callback returns go right after the packet, whatever the reads\' boundaries', () => {
+    const bytes = Buffer.concat([reply(2, 'Content-Type: application/sdp\r\n', SDP), rtp(0, 1, 1, 1, 700), sr(1, 1_796_000_000_500, 1), rtp(0, 2, 2, 1, 0), rtp(0, 3, 3, 1, 30)]);
+    const expected = Buffer.concat([reply(2, 'Content-Type: application/sdp\r\n', SDP), rtp(0, 1, 1, 1, 700), Buffer.from('<1>'), sr(1, 1_796_000_000_500, 1), rtp(0, 2, 2, 1, 0), Buffer.from('<2>'), rtp(0, 3, 3, 1, 30), Buffer.from('<3>')]);
+    for (let size = 1; size <= bytes.length; size += size < 40 ? 1 : 97) {
+      const r = new InterleavedReader(
+        () => {},
+        (ch, p) => (ch === 0 ? Buffer.from(`<${p.readUInt32BE(4)}>`) : undefined),
+      );
+      const out: Buffer[] = [];
+      for (let i = 0; i < bytes.length; i += size) {
+        const chunk = bytes.subarray(i, i + size);
+        let done = 0;
+        for (const { at, bytes: b } of r.push(chunk) ?? []) {
+          out.push(chunk.subarray(done, at), b);
+          done = at;
+        }
+        out.push(chunk.subarray(done));
+      }
+      expect(Buffer.concat(out).equals(expected)).toBe(true);
     }
   });
 
@@ -302,6 +414,12 @@ describe('which sources are relayed, and how', () => {
     expect(relayed).not.toContain('-use_wallclock_as_timestamps');
     expect(relayed[relayed.indexOf('-allowed_media_types') + 1]).toBe('video');
     expect(relayed[relayed.indexOf('-i') + 1]).toBe('rtsp://127.0.0.1:4000/live');
+  });
+
+  it('reads the SDP\'s first video stream: payload type, encoding, clock rate', () => {
+    expect(videoStream(SDP)).toEqual({ pt: 96, encoding: 'H264', clockRate: 90000 });
+    expect(videoStream('v=0\r\nm=video 0 RTP/AVP 98\r\na=rtpmap:98 h265/90000\r\n')).toEqual({ pt: 98, encoding: 'H265', clockRate: 90000 });
+    expect(videoStream('v=0\r\nm=audio 0 RTP/AVP 0\r\n')).toBeUndefined();
   });
 
   it('reads the clock rate of the SDP\'s first video stream', () => {
@@ -362,6 +480,55 @@ describe('RtspTap: the relay', () => {
     expect(tap.clock.lookup(us(9000 * 99))!.by).toBe('camera');
     client.destroy();
     tap.close();
+    camera.close();
+  });
+
+  it('an H.264 camera: its bytes reach ffmpeg in order, each access unit followed by a delimiter once the marker bit has proved true; none with endUnits: false', async () => {
+    const { createServer, connect } = await import('node:net');
+    const { RtspTap } = await import('../../src/sources/rtsp-tap.js');
+    // A "camera": DESCRIBE (H.264) and SETUP replies, then 60 units of three 1 kB packets, the last marked.
+    const describe = reply(2, 'Content-Type: application/sdp\r\n', SDP);
+    const setup = reply(3, 'Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n');
+    const unitsOf = (k: number) => [0, 1, 2].map((i) => (i === 2 ? marked : rtp)(0, 1000 + 3000 * k, 3 * k + i, 0x1234, 1000 - 12));
+    const camera = createServer((s) => {
+      s.on('data', (d: Buffer) => {
+        const text = d.toString('latin1');
+        if (text.startsWith('DESCRIBE')) s.write(describe);
+        if (!text.startsWith('SETUP')) return;
+        s.write(setup);
+        for (let k = 0; k < 60; k++) for (const p of unitsOf(k)) s.write(p);
+        s.end();
+      });
+    });
+    await new Promise<void>((r) => camera.listen(0, '127.0.0.1', r));
+    const port = (camera.address() as { port: number }).port;
+    const through = async (endUnits: boolean) => {
+      const tap = new RtspTap(`rtsp://127.0.0.1:${port}/live`, { endUnits });
+      const relayPort = Number(/:(\d+)\/live$/.exec(await tap.listen())![1]);
+      const client = connect(relayPort, '127.0.0.1');
+      const got: Buffer[] = [];
+      client.pause(); // a slow reader: backpressure with the added packets too
+      const ended = new Promise<void>((r) => client.on('end', r));
+      client.on('data', (d: Buffer) => got.push(d));
+      await new Promise<void>((r) => client.on('connect', r));
+      client.write(request('DESCRIBE', 'rtsp://127.0.0.1/live', 2));
+      await sleep(100);
+      client.write(request('SETUP', 'rtsp://127.0.0.1/live/trackID=1', 3));
+      setTimeout(() => client.resume(), 200);
+      await ended;
+      client.destroy();
+      tap.close();
+      return Buffer.concat(got);
+    };
+    const expected: Buffer[] = [describe, setup];
+    for (let k = 0; k < 60; k++) {
+      const ps = unitsOf(k);
+      expected.push(...ps);
+      if (k >= UNIT_END_TRUST) expected.push(Buffer.concat([Buffer.from([0x24, 0, 0, 14, 0x80, 96]), ps[2].subarray(6, 8), Buffer.from([0, 0, 0, 0]), Buffer.from([0, 0, 0x12, 0x34, 0x09, 0xf0])]));
+      if (k >= UNIT_END_TRUST) expected[expected.length - 1].writeUInt32BE(1000 + 3000 * (k + 1), 8);
+    }
+    expect((await through(true)).equals(Buffer.concat(expected))).toBe(true);
+    expect((await through(false)).equals(Buffer.concat([describe, setup, ...Array.from({ length: 60 }, (_, k) => unitsOf(k)).flat()]))).toBe(true);
     camera.close();
   });
 });
