@@ -266,6 +266,13 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
       // Probe briefly: a camera's stream is known to be video, and every second of probing is
       // a second of delay at start and after each reconnect.
       args.push('-rtsp_transport', input.rtspTransport ?? 'tcp', '-probesize', '262144', '-analyzeduration', decode.lowLatency ? '200000' : '1000000');
+      // RTP packets carry no durations, so -analyzeduration never ends ffmpeg's probe of a camera:
+      // it reads on until it has 20 frame intervals to guess the rate from (after the 7 frames an
+      // H.264 stream needs decoded for its first timestamps): 2 s after the key frame at 10 fps,
+      // 0.8 s at 25. Two intervals give a constant-rate camera's rate as well (10 tbr at 10 fps),
+      // and a live source's pts are held to the clock anyway (ffmpeg-source.ts). The first frame
+      // of the test server's 10 fps camera came 2.0 s after it started sending instead of 3.4 s.
+      if (decode.lowLatency) args.push('-fpsprobesize', '2');
       // One stream set up, so that ffmpeg counts its pts from RTP timestamps alone (with two, it
       // syncs them by the sender reports), as the relay does.
       if (input.relay) args.push('-allowed_media_types', 'video');

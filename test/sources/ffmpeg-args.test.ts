@@ -118,7 +118,8 @@ describe('buildFfmpegArgs', () => {
     expect(a).toContain('-probesize 1000000 -analyzeduration 200000');
     const off = buildFfmpegArgs({ ...http, decode: { lowLatency: false, threads: 1 } }, out).join(' ');
     expect(off).not.toContain('-analyzeduration');
-    expect(buildFfmpegArgs({ ...http, kind: 'rtsp', url: 'rtsp://h/s' }, out).join(' ')).toContain('-analyzeduration 200000');
+    expect(buildFfmpegArgs({ ...http, kind: 'rtsp', url: 'rtsp://h/s' }, out).join(' ')).toContain('-analyzeduration 200000 -fpsprobesize 2');
+    expect(buildFfmpegArgs({ ...http, kind: 'rtsp', url: 'rtsp://h/s', decode: { lowLatency: false, threads: 1 } }, out)).not.toContain('-fpsprobesize');
     expect(buildFfmpegArgs({ ...http, kind: 'stream', url: 'udp://239.0.0.1:1234' }, out).join(' ')).toContain('-probesize 1000000 -analyzeduration 200000');
   });
 
