@@ -89,6 +89,12 @@ export class RtpClock {
   private missedInARow = 0;
   /** The key ffmpeg counts for a delimiter the relay sent after the last unit (see UnitEnds), until the next unit comes. */
   private delimiterKey: number | undefined;
+  /**
+   * Units whose frames ffmpeg counts under a delimiter's key other than their own (a guess that
+   * was wrong), in the order they came: two guesses can name one key (a camera that skipped a
+   * frame: the spacing doubled once), and a guess can be a later unit's own key.
+   */
+  private readonly guessed = new Map<number, Unit[]>();
 
   /** A request from ffmpeg to the camera (its first line and headers). ffmpeg waits for each reply before its next request. */
   request(head: string): void {
@@ -170,8 +176,10 @@ export class RtpClock {
       this.units.set(key, unit);
       // The frame that starts with a delimiter has the delimiter's pts, a guess of this unit's.
       if (this.delimiterKey !== undefined && this.delimiterKey !== key) {
-        this.units.delete(this.delimiterKey);
-        this.units.set(this.delimiterKey, unit);
+        const list = this.guessed.get(this.delimiterKey);
+        if (list) list.push(unit);
+        else this.guessed.set(this.delimiterKey, [unit]);
+        if (this.guessed.size > MAX_UNITS) this.guessed.delete(this.guessed.keys().next().value as number);
       }
       this.delimiterKey = undefined;
       while (this.units.size > MAX_UNITS) this.units.delete(this.units.keys().next().value as number);
@@ -209,7 +217,10 @@ export class RtpClock {
   lookup(us: number): ClockReading | undefined {
     if (this.unpairable) return undefined;
     const key = mod32(Math.round((us * this.clockRate) / 1e6));
-    const unit = this.units.get(key) ?? this.units.get(mod32(key - 1)) ?? this.units.get(mod32(key + 1));
+    // A unit given this key by a delimiter comes first, the oldest not yet used (frames come out
+    // in the order their units came while delimiters are sent: no B-frames); else the unit whose
+    // own key it is.
+    const unit = this.guessedUnit(key) ?? this.guessedUnit(mod32(key - 1)) ?? this.guessedUnit(mod32(key + 1)) ?? this.units.get(key) ?? this.units.get(mod32(key - 1)) ?? this.units.get(mod32(key + 1));
     if (!unit) {
       this.missedInARow++;
       return undefined;
@@ -230,6 +241,15 @@ export class RtpClock {
       this.rejectedOffset ??= ahead;
     }
     return { at: unit.arrival, by: 'arrival' };
+  }
+
+  /** The oldest unit not yet used that a delimiter gave `key` (used ones are dropped on the way). */
+  private guessedUnit(key: number): Unit | undefined {
+    const list = this.guessed.get(key);
+    if (!list) return undefined;
+    while (list.length && list[0].used) list.shift();
+    if (!list.length) this.guessed.delete(key);
+    return list[0];
   }
 
   /**
@@ -269,21 +289,25 @@ const AUD: Record<string, Buffer> = { H264: Buffer.from([0x09, 0xf0]), H265: Buf
  * start, and so hands on the frame at once.
  *
  * The parser gives the next frame the pts of the packet it starts in, the delimiter's, so the
- * delimiter carries the next unit's timestamp as the last two units' spacing predicts it (exact
- * at a constant frame rate; RtpClock.delimit also finds the next unit by the guess, which
- * ffmpeg then counts for it). It copies the marked packet's sequence number (a duplicate, which
- * ffmpeg accepts) and SSRC. Delimiters are only sent once UNIT_END_TRUST units in a row were
- * ended by their marker (the next packet had a later timestamp), and never again on that
- * connection after a marked packet followed by one with the same timestamp (a camera that marks
- * packets inside a unit, or repeats timestamps: a delimiter would cut a frame in two) or an
- * earlier one (B-frames: units come out of timestamp order, and no guess of the next is right).
+ * delimiter carries the next unit's timestamp as the spacing predicts it (the smaller of the
+ * last two spacings: exact at a constant frame rate, and one skipped frame does not double it;
+ * RtpClock.delimit finds the next unit by the guess, which ffmpeg then counts for it). It
+ * copies the marked packet's sequence number (a duplicate, which ffmpeg accepts) and SSRC.
+ * Delimiters are only sent after a marked packet that ends a slice (endsSlice), once
+ * UNIT_END_TRUST units in a row were ended by their marker (the next packet had a later
+ * timestamp), and never again on that connection after a marked packet followed by one with
+ * the same timestamp (a camera that marks packets inside a unit, or repeats timestamps: a
+ * delimiter would cut a frame in two) or an earlier one (B-frames: units come out of timestamp
+ * order, and no guess of the next is right). A camera that marks the end of each of a frame's
+ * slices, or starts B-frames later, costs the frames around that moment their pairing.
  */
 export class UnitEnds {
   private inARow = 0;
   private off = false;
   /** The timestamp of the last packet when it was marked, else undefined. */
   private markedTs: number | undefined;
-  /** The timestamp of the unit marked before it. */
+  /** The spacings between the last three marked units (the latest last). */
+  private steps: [number, number] = [0, 0];
   private previousTs: number | undefined;
 
   constructor(private readonly clock: RtpClock) {}
@@ -296,20 +320,28 @@ export class UnitEnds {
     if (!aud) return undefined;
     const ts = p.readUInt32BE(4);
     if (this.markedTs !== undefined) {
-      if (((ts - this.markedTs) | 0) <= 0) {
+      const step = (ts - this.markedTs) | 0;
+      if (step <= 0) {
         this.off = true;
-        this.clock.delimit(this.markedTs);
+        // The same timestamp: the unit goes on after its "last" packet, and a delimiter sent
+        // there began a frame of the unit's rest, which no unit is to be found by. An earlier one
+        // (B-frames): the delimiter began this unit's frame, which is found by its key.
+        if (step === 0) this.clock.delimit(this.markedTs);
         return undefined;
       }
       this.inARow++;
+      if (this.previousTs !== undefined) this.steps = [this.steps[1], (this.markedTs - this.previousTs) | 0];
       this.previousTs = this.markedTs;
       this.markedTs = undefined;
     }
     if (!(p[1] & 0x80)) return undefined;
     this.markedTs = ts;
-    const step = this.previousTs === undefined ? 0 : (ts - this.previousTs) | 0;
+    if (this.inARow < UNIT_END_TRUST || !endsSlice(video.encoding!, p)) return undefined;
+    // The smaller of the last two spacings: one frame the camera skipped doubles a spacing once.
+    const last = this.previousTs === undefined ? 0 : (ts - this.previousTs) | 0;
+    const step = Math.min(last, this.steps[1] || last);
     // A step of over a second (the camera paused) is no guess of the next one.
-    if (this.inARow < UNIT_END_TRUST || step <= 0 || step > this.clock.clockRate) return undefined;
+    if (step <= 0 || step > this.clock.clockRate) return undefined;
     const next = (ts + step) >>> 0;
     const out = Buffer.alloc(4 + 12 + aud.length);
     out[0] = 0x24;
@@ -324,6 +356,33 @@ export class UnitEnds {
     this.clock.delimit(ts, next);
     return out;
   }
+}
+
+/**
+ * Whether an RTP packet (its first bytes) ends a slice: a single slice NAL unit, or the last
+ * fragment of one (RFC 6184's FU-A, RFC 7798's FU). A marked packet holding anything else
+ * (parameter sets, SEI, an aggregate, a fragment that goes on) does not show where its unit ends.
+ */
+export function endsSlice(encoding: string, p: Buffer): boolean {
+  let at = 12 + 4 * (p[0] & 0x0f);
+  if (p[0] & 0x10) {
+    if (p.length < at + 4) return false;
+    at += 4 + 4 * p.readUInt16BE(at + 2);
+  }
+  if (encoding === 'H264') {
+    if (p.length < at + 1) return false;
+    const type = p[at] & 0x1f;
+    if (type >= 1 && type <= 5) return true;
+    if (type !== 28 || p.length < at + 2) return false;
+    const fu = p[at + 1];
+    return (fu & 0x40) !== 0 && (fu & 0x1f) >= 1 && (fu & 0x1f) <= 5;
+  }
+  if (p.length < at + 2) return false;
+  const type = (p[at] >> 1) & 0x3f;
+  if (type <= 31) return true;
+  if (type !== 49 || p.length < at + 3) return false;
+  const fu = p[at + 2];
+  return (fu & 0x40) !== 0 && (fu & 0x3f) <= 31;
 }
 
 function mod32(n: number): number {

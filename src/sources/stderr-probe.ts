@@ -159,6 +159,9 @@ export class FrameTimes {
 
 const SIZE = /(?:^|[ ,])(\d{1,5})x(\d{1,5})(?:[ ,\[]|$)/;
 const FPS = /([\d.]+)(k?) fps/;
+/** ffmpeg on an access unit delimiter with no picture after it (the H.264/H.265 parser, then the H.264 decoder). */
+const DELIMITER_ALONE = /^\[(NULL|h264|hevc) @ [^\]]+\] (missing picture in access unit with size [67]|no frame!)$/;
+const DECODE_ERROR = /^Error while decoding stream #\d+:\d+: Invalid data found when processing input$/;
 const PIX_FMT = /^([a-z0-9_]+)(?:\((.*)\))?$/;
 const TBR = /([\d.]+)(k?) tbr/;
 
@@ -254,6 +257,15 @@ export class StderrProbe {
   onFrameTime?: (us: number) => void;
   /** Called when ffmpeg reports the opened input (`Input #0`): a native-rate file's playback starts then. */
   onInputOpened?: () => void;
+  /**
+   * The input's access units are ended by delimiters of argus's relay (rtsp-tap's UnitEnds): the
+   * last one, which no picture follows when the stream ends, is a "frame" with no picture to
+   * ffmpeg, whose three lines about it are kept out of the error tail (they would push out the
+   * cause of the end).
+   */
+  delimited = false;
+  /** The line before was the decoder's "no frame!" about a delimiter (its "Error while decoding" follows). */
+  private afterDelimiter = false;
 
   /** Feeds a chunk; returns the stream info the first time it becomes known. */
   push(chunk: string): StreamInfo | undefined {
@@ -294,6 +306,13 @@ export class StderrProbe {
       // Live sources carry wall-clock times, which frames that arrived together share: the raw
       // muxer says so for each one (harmless: it writes no timestamps). Not worth the error tail.
       if (line.includes('non monotonically increasing dts to muxer') || /^\s*Last message repeated/.test(line)) continue;
+      if (this.delimited && DELIMITER_ALONE.test(line)) {
+        this.afterDelimiter = line.endsWith('no frame!');
+        continue;
+      }
+      const noise = this.afterDelimiter && DECODE_ERROR.test(line);
+      this.afterDelimiter = false;
+      if (noise) continue;
       this.tooLarge ??= pictureTooLarge(line);
       this.keep(line);
       if (this.done) {

@@ -37,10 +37,14 @@ const SDP = 'v=0\r\no=- 1 1 IN IP4 10.0.0.9\r\ns=cam\r\nt=0 0\r\nm=audio 0 RTP/A
 const reply = (cseq: number, headers: string, body = '') => Buffer.from(`RTSP/1.0 200 OK\r\nCSeq: ${cseq}\r\n${headers}${body ? `Content-Length: ${Buffer.byteLength(body)}\r\n` : ''}\r\n${body}`, 'latin1');
 const request = (method: string, url: string, cseq: number) => Buffer.from(`${method} ${url} RTSP/1.0\r\nCSeq: ${cseq}\r\nAuthorization: Digest username="u", response="x"\r\n\r\n`, 'latin1');
 
-/** An interleaved RTP packet on `channel` with the marker bit (the last of its access unit). */
-const marked = (channel: number, ts: number, seq = 0, ssrc = 0x1234): Buffer => {
-  const b = rtp(channel, ts, seq, ssrc);
+/** A slice NAL unit's first bytes: H.264 (type 1, a P slice) and H.265 (type 1, TRAIL_R). */
+const SLICE = { H264: [0x41, 0x9a], H265: [0x02, 0x01] };
+
+/** An interleaved RTP packet on `channel` with the marker bit (the last of its access unit), its payload starting with `nal`. */
+const marked = (channel: number, ts: number, seq = 0, ssrc = 0x1234, payload = 20, nal: number[] = SLICE.H264): Buffer => {
+  const b = rtp(channel, ts, seq, ssrc, payload);
   b[5] |= 0x80;
+  Buffer.from(nal).copy(b, 16);
   return b;
 };
 
@@ -257,13 +261,13 @@ describe('RtpClock counts as ffmpeg 5.1 does where cameras differ (review findin
 
 describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its last packet is in', () => {
   /** Units of two packets each (the second marked), `step` ticks apart from ts 1000; what the relay sent after each unit's marked packet. */
-  function units(sess: ReturnType<typeof session>, n: number, step: (k: number) => number = () => 3000, channel = 2) {
+  function units(sess: ReturnType<typeof session>, n: number, step: (k: number) => number = () => 3000, channel = 2, nal = SLICE.H264) {
     const sent: (Buffer | undefined)[] = [];
     let ts = 1000;
     for (let k = 0; k < n; k++) {
       if (k) ts += step(k);
       expect(sess.camera(rtp(channel, ts, 2 * k), 1_796_000_000_000 + 100 * k)).toBeUndefined();
-      const m = marked(channel, ts, 2 * k + 1);
+      const m = marked(channel, ts, 2 * k + 1, 0x1234, 20, nal);
       const after = sess.camera(m, 1_796_000_000_000 + 100 * k + 1);
       if (after) expect(after).toEqual([{ at: m.length, bytes: after[0].bytes }]);
       sent.push(after?.[0].bytes);
@@ -285,7 +289,7 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
   });
 
   it('H.265 gets its own delimiter; other encodings, channels and payload types none', () => {
-    const h265 = units(session({ ends: true, sdp: SDP.replace('H264/90000', 'H265/90000') }), 6);
+    const h265 = units(session({ ends: true, sdp: SDP.replace('H264/90000', 'H265/90000') }), 6, undefined, 2, SLICE.H265);
     expect([...h265[5]!.subarray(16)]).toEqual([0x46, 0x01, 0x50]); // type 35, temporal id 0, I/P/B slices
     expect(units(session({ ends: true, sdp: SDP.replace('H264/90000', 'JPEG/90000') }), 6).every((b) => b === undefined)).toBe(true);
     expect(units(session({ ends: true }), 6, undefined, 4).every((b) => b === undefined)).toBe(true);
@@ -295,18 +299,77 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
     expect(units(session(), 6).every((b) => b === undefined)).toBe(true);
   });
 
-  it('never again after a marked packet followed by one with its timestamp (marks inside a unit) or an earlier one (B-frames); none after a gap of over a second', () => {
+  it('never again after a marked packet followed by one with its timestamp (marks inside a unit) or an earlier one (B-frames); a pause does not make the guess; none for spacings over a second', () => {
     const inside = session({ ends: true });
     expect(units(inside, 5)[4]).toBeDefined();
     inside.camera(rtp(2, 1000 + 3000 * 4, 99), 1_796_000_001_000); // the unit goes on after its "last" packet
     expect(units(inside, 5, () => 3000).every((b) => b === undefined)).toBe(true);
+    // The frame the delimiter began there is the unit's rest: no unit is found by its pts (16000, counted from 1000).
+    expect(inside.clock.lookup(us(15000))).toBeUndefined();
     const reordered = session({ ends: true });
     expect(units(reordered, 8, (k) => (k === 5 ? -1500 : 3000)).slice(5).every((b) => b === undefined)).toBe(true);
+    // The delimiter sent before the B-frame began its frame: found by the delimiter's pts.
+    expect(reordered.clock.lookup(us(15000))).toEqual({ at: 1_796_000_000_500, by: 'arrival' });
     const gap = session({ ends: true });
     const sent = units(gap, 8, (k) => (k === 5 ? 90_001 : 3000));
-    expect(sent[4]).toBeDefined();
-    expect(sent[5]).toBeUndefined();
-    expect(sent[6]).toBeDefined();
+    // After the pause the camera goes on at its spacing: the smaller of the last two is the guess.
+    expect(sent[5]!.readUInt32BE(8)).toBe(1000 + 3000 * 4 + 90_001 + 3000);
+    expect(sent[6]!.readUInt32BE(8)).toBe(1000 + 3000 * 5 + 90_001 + 3000);
+    expect(units(session({ ends: true }), 8, () => 90_001).every((b) => b === undefined)).toBe(true);
+  });
+
+  it('only after a packet that ends a slice: not after parameter sets, SEI, an aggregate or a fragment that goes on; FU-A and FU end fragments do; CSRC and header extensions are skipped', () => {
+    const after = (nal: number[], encoding = 'H264', header?: (b: Buffer) => Buffer) => {
+      const sess = session({ ends: true, sdp: SDP.replace('H264/90000', `${encoding}/90000`) });
+      units(sess, 4, undefined, 2, encoding === 'H264' ? SLICE.H264 : SLICE.H265);
+      let m = marked(2, 1000 + 3000 * 4, 50, 0x1234, 20, nal);
+      if (header) m = header(m);
+      return sess.camera(m, 1_796_000_001_000)?.[0].bytes;
+    };
+    expect(after([0x65, 0x88])).toBeDefined(); // IDR slice
+    expect(after([0x67, 0x42])).toBeUndefined(); // SPS
+    expect(after([0x06, 0x05])).toBeUndefined(); // SEI
+    expect(after([0x18, 0x00])).toBeUndefined(); // STAP-A
+    expect(after([0x7c, 0x45])).toBeDefined(); // FU-A, end of an IDR slice
+    expect(after([0x7c, 0x05])).toBeUndefined(); // FU-A, a fragment that goes on
+    expect(after([0x7c, 0x47])).toBeUndefined(); // FU-A, end of an SPS
+    expect(after([0x26, 0x01], 'H265')).toBeDefined(); // IDR_W_RADL
+    expect(after([0x40, 0x01], 'H265')).toBeUndefined(); // VPS
+    expect(after([0x62, 0x01, 0x53], 'H265')).toBeDefined(); // FU, end of an IDR_W_RADL
+    expect(after([0x62, 0x01, 0x13], 'H265')).toBeUndefined(); // FU, a fragment that goes on
+    // Two CSRCs and a one-word header extension before the payload.
+    const withExtras = (b: Buffer) => {
+      const rtpPart = Buffer.concat([b.subarray(4, 16), Buffer.alloc(8), Buffer.from([0xbe, 0xde, 0, 1, 0, 0, 0, 0]), b.subarray(16)]);
+      rtpPart[0] = 0x80 | 0x10 | 2;
+      return Buffer.concat([Buffer.from([0x24, b[1], rtpPart.length >> 8, rtpPart.length & 0xff]), rtpPart]);
+    };
+    expect(after([0x41, 0x9a], 'H264', withExtras)).toBeDefined();
+    expect(after([0x67, 0x42], 'H264', withExtras)).toBeUndefined();
+  });
+
+  it('a camera that skipped a frame costs one guess, not two; two frames printed with one pts (a frame that came early) are each found, in order (review findings)', () => {
+    const t0 = 1_796_000_000_000;
+    const feed = (tss: number[]) => {
+      const sess = session({ ends: true });
+      const sent = tss.map((ts, k) => {
+        sess.camera(rtp(2, ts, 2 * k), t0 + 100 * k);
+        return sess.camera(marked(2, ts, 2 * k + 1), t0 + 100 * k + 1)?.[0].bytes.readUInt32BE(8);
+      });
+      // ffmpeg prints each frame with its delimiter's pts, counted from the first timestamp.
+      return { sent, at: (ticks: number) => sess.clock.lookup(us(ticks - tss[0]))?.at };
+    };
+    // 9000 apart from 1000, the unit at 55000 skipped: only the unit after the gap is guessed wrong.
+    const skipped = feed([0, 1, 2, 3, 4, 5, 7, 8, 9].map((k) => 1000 + 9000 * k));
+    expect(skipped.sent.slice(5)).toEqual([55000, 73000, 82000, 91000]);
+    expect(skipped.at(55000)).toBeCloseTo(t0 + 600, 6); // the unit at 64000
+    expect(skipped.at(73000)).toBeCloseTo(t0 + 700, 6);
+    // One unit half a spacing early: the guesses for it and for the next are both 55000 (the
+    // second one right), so two frames are printed at 55000 and a later one's own key was a guess.
+    const early = feed([1000, 10000, 19000, 28000, 37000, 46000, 50500, 55000, 64000]);
+    expect(early.sent.slice(5)).toEqual([55000, 55000, 59500, 68500]);
+    expect(early.at(55000)).toBeCloseTo(t0 + 600, 6); // the unit at 50500
+    expect(early.at(55000)).toBeCloseTo(t0 + 700, 6); // the unit at 55000
+    expect(early.at(59500)).toBeCloseTo(t0 + 800, 6); // the unit at 64000
   });
 
   it('the frame that starts with a delimiter has its pts: the clock finds the next unit by it, when the spacing changed too', () => {

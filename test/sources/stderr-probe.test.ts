@@ -224,6 +224,28 @@ describe('StderrProbe', () => {
     p.push('one\ntwo\nthree\nfour');
     expect(p.tailText()).toBe('two\nthree\nfour');
   });
+
+  it("a relayed camera's stream that ends after a delimiter: ffmpeg's lines about the delimiter alone are not kept, the cause is; the same lines otherwise are", () => {
+    const end = [
+      '[rtsp @ 0x1] CSeq 7 expected, 0 received.',
+      '[NULL @ 0x2] missing picture in access unit with size 6',
+      '[h264 @ 0x3] no frame!',
+      'Error while decoding stream #0:0: Invalid data found when processing input',
+      '',
+    ].join('\n');
+    const delimited = new StderrProbe(3);
+    delimited.delimited = true;
+    delimited.push(end);
+    expect(delimited.tailText()).toBe('[rtsp @ 0x1] CSeq 7 expected, 0 received.');
+    const plain = new StderrProbe(3);
+    plain.push(end);
+    expect(plain.tailText()).toContain('no frame!');
+    // A decoding error not after a delimiter's "no frame!" is kept.
+    const real = new StderrProbe(3);
+    real.delimited = true;
+    real.push('[h264 @ 0x3] error while decoding MB 3 4\nError while decoding stream #0:0: Invalid data found when processing input\n');
+    expect(real.tailText()).toContain('Error while decoding stream #0:0');
+  });
 });
 
 describe('FrameTimes (the metadata filter\'s reports, confirmed by the run\'s key)', () => {

@@ -134,7 +134,7 @@ export const SourceSchema = z
      */
     decode: z
       .object({
-        /** Network sources: a short probe (0.2 s of stream; HTTP's default is 5 s); slice threading when threads ≠ 1; each frame flushed at once. Default true. */
+        /** Network sources: a short probe (0.2 s of stream; HTTP's default is 5 s; RTSP: 2 frame intervals for the rate); relayed RTSP cameras' access units ended for ffmpeg as they come (a frame period less); slice threading when threads ≠ 1; each frame flushed at once. Default true. */
         lowLatency: z.boolean().default(true),
         /** Decoder threads; 0 lets ffmpeg choose (frame threading: more throughput, one frame of delay per extra thread). Default 1. */
         threads: finite().int().min(0).max(64).default(1),
