@@ -37,8 +37,8 @@ const MAX_UNITS = 512;
 const MAX_HEAD = 64 * 1024;
 /** An RTSP message body (an SDP) longer than this is not read (the relay goes on). */
 const MAX_BODY = 1024 * 1024;
-/** The most bytes of an interleaved packet kept for reading (RTP header, RTCP sender report). */
-const KEEP = 32;
+/** The most bytes of an interleaved packet kept for reading (RTP header with CSRCs and an extension, the payload's first NAL headers, an RTCP sender report). */
+const KEEP = 64;
 /** Seconds between the NTP epoch (1900) and the Unix epoch (1970). */
 const NTP_UNIX_S = 2_208_988_800;
 
@@ -49,6 +49,8 @@ interface Unit {
   arrival: number;
   /** A frame was stamped from it. */
   used?: boolean;
+  /** Its place in the order units came (0, 1, …); -1: no unit (see RtpClock.delimit). */
+  n: number;
 }
 
 /**
@@ -95,6 +97,9 @@ export class RtpClock {
    * frame: the spacing doubled once), and a guess can be a later unit's own key.
    */
   private readonly guessed = new Map<number, Unit[]>();
+  private unitCount = 0;
+  /** The `n` of the last unit a frame was found by through a guess: frames come in unit order while delimiters are sent. */
+  private lastGuessedN = -1;
 
   /** A request from ffmpeg to the camera (its first line and headers). ffmpeg waits for each reply before its next request. */
   request(head: string): void {
@@ -171,7 +176,7 @@ export class RtpClock {
       }
       this.lastKey = key;
       // A timestamp seen before (a camera that repeats them) is a new access unit now.
-      const unit = { ts, arrival: at };
+      const unit: Unit = { ts, arrival: at, n: this.unitCount++ };
       this.units.delete(key);
       this.units.set(key, unit);
       // The frame that starts with a delimiter has the delimiter's pts, a guess of this unit's.
@@ -210,6 +215,20 @@ export class RtpClock {
   }
 
   /**
+   * The delimiter sent after the last unit cut it (its packets went on with its timestamp): the
+   * frame ffmpeg makes of its rest has the delimiter's pts and no unit; the next frame printed
+   * with that pts finds nothing, instead of the next unit whose own key it may be.
+   */
+  delimiterCut(): void {
+    if (this.delimiterKey === undefined) return;
+    const list = this.guessed.get(this.delimiterKey);
+    const none: Unit = { ts: 0, arrival: 0, n: -1 };
+    if (list) list.push(none);
+    else this.guessed.set(this.delimiterKey, [none]);
+    this.delimiterKey = undefined;
+  }
+
+  /**
    * The time a frame whose pts ffmpeg printed as `us` (microseconds, its RTP timestamp counted
    * as above) was produced: the camera's, or the arrival of its first packet; undefined when no
    * access unit has that timestamp.
@@ -221,7 +240,8 @@ export class RtpClock {
     // in the order their units came while delimiters are sent: no B-frames); else the unit whose
     // own key it is.
     const unit = this.guessedUnit(key) ?? this.guessedUnit(mod32(key - 1)) ?? this.guessedUnit(mod32(key + 1)) ?? this.units.get(key) ?? this.units.get(mod32(key - 1)) ?? this.units.get(mod32(key + 1));
-    if (!unit) {
+    if (!unit || unit.n < 0) {
+      if (unit) unit.used = true;
       this.missedInARow++;
       return undefined;
     }
@@ -243,13 +263,20 @@ export class RtpClock {
     return { at: unit.arrival, by: 'arrival' };
   }
 
-  /** The oldest unit not yet used that a delimiter gave `key` (used ones are dropped on the way). */
+  /**
+   * The oldest unit not yet used that a delimiter gave `key`. Used ones are dropped on the way,
+   * and so are units that came before the last one found by a guess: frames come in the order of
+   * their units while delimiters are sent, so theirs were never printed (dropped by the `fps`
+   * sampling or the decoder), and must not take a later frame with that pts.
+   */
   private guessedUnit(key: number): Unit | undefined {
     const list = this.guessed.get(key);
     if (!list) return undefined;
-    while (list.length && list[0].used) list.shift();
+    while (list.length && (list[0].used || (list[0].n >= 0 && list[0].n < this.lastGuessedN))) list.shift();
     if (!list.length) this.guessed.delete(key);
-    return list[0];
+    const unit = list[0];
+    if (unit && unit.n >= 0) this.lastGuessedN = unit.n;
+    return unit;
   }
 
   /**
@@ -293,13 +320,16 @@ const AUD: Record<string, Buffer> = { H264: Buffer.from([0x09, 0xf0]), H265: Buf
  * last two spacings: exact at a constant frame rate, and one skipped frame does not double it;
  * RtpClock.delimit finds the next unit by the guess, which ffmpeg then counts for it). It
  * copies the marked packet's sequence number (a duplicate, which ffmpeg accepts) and SSRC.
- * Delimiters are only sent after a marked packet that ends a slice (endsSlice), once
+ * Delimiters are only sent after a marked packet that can end a unit (endsSlice), once
  * UNIT_END_TRUST units in a row were ended by their marker (the next packet had a later
  * timestamp), and never again on that connection after a marked packet followed by one with
  * the same timestamp (a camera that marks packets inside a unit, or repeats timestamps: a
  * delimiter would cut a frame in two) or an earlier one (B-frames: units come out of timestamp
- * order, and no guess of the next is right). A camera that marks the end of each of a frame's
- * slices, or starts B-frames later, costs the frames around that moment their pairing.
+ * order, and no guess of the next is right). Not knowable in time: a camera that marks a
+ * complete slice inside a multi-slice frame after its markers were right gets that frame cut in
+ * two (decoded damaged up to the next key frame; delimiterCut keeps the rest's frame unstamped),
+ * and one that starts B-frames mid-stream can have the frames around the switch stamped from a
+ * nearby unit.
  */
 export class UnitEnds {
   private inARow = 0;
@@ -309,6 +339,8 @@ export class UnitEnds {
   /** The spacings between the last three marked units (the latest last). */
   private steps: [number, number] = [0, 0];
   private previousTs: number | undefined;
+  /** The last delimiter's timestamp: the next is later (a frame that came early makes a smaller guess). */
+  private lastNext: number | undefined;
 
   constructor(private readonly clock: RtpClock) {}
 
@@ -325,8 +357,8 @@ export class UnitEnds {
         this.off = true;
         // The same timestamp: the unit goes on after its "last" packet, and a delimiter sent
         // there began a frame of the unit's rest, which no unit is to be found by. An earlier one
-        // (B-frames): the delimiter began this unit's frame, which is found by its key.
-        if (step === 0) this.clock.delimit(this.markedTs);
+        // (B-frames): the delimiter began this unit's frame, which the clock finds by its guess.
+        if (step === 0) this.clock.delimiterCut();
         return undefined;
       }
       this.inARow++;
@@ -342,7 +374,11 @@ export class UnitEnds {
     const step = Math.min(last, this.steps[1] || last);
     // A step of over a second (the camera paused) is no guess of the next one.
     if (step <= 0 || step > this.clock.clockRate) return undefined;
-    const next = (ts + step) >>> 0;
+    let next = (ts + step) >>> 0;
+    // Guesses only go forward: an earlier one would give a frame a pts below the last frame's,
+    // and ffmpeg's decoder, where the stream allows reordering, re-times such frames.
+    if (this.lastNext !== undefined && ((next - this.lastNext) | 0) <= 0) next = (this.lastNext + 1) >>> 0;
+    this.lastNext = next;
     const out = Buffer.alloc(4 + 12 + aud.length);
     out[0] = 0x24;
     out[1] = channel;
@@ -359,9 +395,11 @@ export class UnitEnds {
 }
 
 /**
- * Whether an RTP packet (its first bytes) ends a slice: a single slice NAL unit, or the last
- * fragment of one (RFC 6184's FU-A, RFC 7798's FU). A marked packet holding anything else
- * (parameter sets, SEI, an aggregate, a fragment that goes on) does not show where its unit ends.
+ * Whether an RTP packet (its first bytes) can end an access unit: a slice NAL unit, the last
+ * fragment of one (RFC 6184's FU-A, RFC 7798's FU), an aggregate that starts with a slice (what
+ * follows a slice in a unit is slices or the NAL units below), or a NAL unit that may close a
+ * unit (end of sequence or stream, filler; H.265's suffix SEI). A marked packet holding a
+ * parameter set, a prefix SEI, a delimiter or a fragment that goes on does not end its unit.
  */
 export function endsSlice(encoding: string, p: Buffer): boolean {
   let at = 12 + 4 * (p[0] & 0x0f);
@@ -370,19 +408,23 @@ export function endsSlice(encoding: string, p: Buffer): boolean {
     at += 4 + 4 * p.readUInt16BE(at + 2);
   }
   if (encoding === 'H264') {
+    const vcl = (t: number) => t >= 1 && t <= 5;
     if (p.length < at + 1) return false;
     const type = p[at] & 0x1f;
-    if (type >= 1 && type <= 5) return true;
+    if (vcl(type) || type === 10 || type === 11 || type === 12) return true;
+    if (type === 24) return p.length >= at + 4 && vcl(p[at + 3] & 0x1f); // STAP-A: size (2 bytes), then the first NAL
     if (type !== 28 || p.length < at + 2) return false;
     const fu = p[at + 1];
-    return (fu & 0x40) !== 0 && (fu & 0x1f) >= 1 && (fu & 0x1f) <= 5;
+    return (fu & 0x40) !== 0 && vcl(fu & 0x1f);
   }
+  const vcl = (t: number) => t <= 31;
   if (p.length < at + 2) return false;
   const type = (p[at] >> 1) & 0x3f;
-  if (type <= 31) return true;
+  if (vcl(type) || (type >= 36 && type <= 38) || type === 40) return true;
+  if (type === 48) return p.length >= at + 5 && vcl((p[at + 4] >> 1) & 0x3f); // AP: size (2 bytes), then the first NAL
   if (type !== 49 || p.length < at + 3) return false;
   const fu = p[at + 2];
-  return (fu & 0x40) !== 0 && (fu & 0x3f) <= 31;
+  return (fu & 0x40) !== 0 && vcl(fu & 0x3f);
 }
 
 function mod32(n: number): number {

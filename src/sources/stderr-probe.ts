@@ -159,8 +159,9 @@ export class FrameTimes {
 
 const SIZE = /(?:^|[ ,])(\d{1,5})x(\d{1,5})(?:[ ,\[]|$)/;
 const FPS = /([\d.]+)(k?) fps/;
-/** ffmpeg on an access unit delimiter with no picture after it (the H.264/H.265 parser, then the H.264 decoder). */
-const DELIMITER_ALONE = /^\[(NULL|h264|hevc) @ [^\]]+\] (missing picture in access unit with size [67]|no frame!)$/;
+/** ffmpeg on an access unit delimiter with no picture after it: the H.264/H.265 parser, then (H.264) the decoder's two lines. */
+const DELIMITER_ALONE = /^\[(NULL|h264|hevc) @ [^\]]+\] missing picture in access unit with size [67]$/;
+const NO_FRAME = /^\[h264 @ [^\]]+\] no frame!$/;
 const DECODE_ERROR = /^Error while decoding stream #\d+:\d+: Invalid data found when processing input$/;
 const PIX_FMT = /^([a-z0-9_]+)(?:\((.*)\))?$/;
 const TBR = /([\d.]+)(k?) tbr/;
@@ -264,8 +265,8 @@ export class StderrProbe {
    * cause of the end).
    */
   delimited = false;
-  /** The line before was the decoder's "no frame!" about a delimiter (its "Error while decoding" follows). */
-  private afterDelimiter = false;
+  /** How far the lines about a delimiter alone have come: 1 after the parser's, 2 after the decoder's "no frame!". */
+  private delimiterLines = 0;
 
   /** Feeds a chunk; returns the stream info the first time it becomes known. */
   push(chunk: string): StreamInfo | undefined {
@@ -306,13 +307,10 @@ export class StderrProbe {
       // Live sources carry wall-clock times, which frames that arrived together share: the raw
       // muxer says so for each one (harmless: it writes no timestamps). Not worth the error tail.
       if (line.includes('non monotonically increasing dts to muxer') || /^\s*Last message repeated/.test(line)) continue;
-      if (this.delimited && DELIMITER_ALONE.test(line)) {
-        this.afterDelimiter = line.endsWith('no frame!');
-        continue;
-      }
-      const noise = this.afterDelimiter && DECODE_ERROR.test(line);
-      this.afterDelimiter = false;
-      if (noise) continue;
+      // Only that sequence: a "no frame!" or a decoding error anywhere else is kept.
+      const step = !this.delimited ? 0 : DELIMITER_ALONE.test(line) ? 1 : this.delimiterLines === 1 && NO_FRAME.test(line) ? 2 : this.delimiterLines === 2 && DECODE_ERROR.test(line) ? 3 : 0;
+      this.delimiterLines = step === 3 ? 0 : step;
+      if (step) continue;
       this.tooLarge ??= pictureTooLarge(line);
       this.keep(line);
       if (this.done) {

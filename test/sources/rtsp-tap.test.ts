@@ -303,9 +303,12 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
     const inside = session({ ends: true });
     expect(units(inside, 5)[4]).toBeDefined();
     inside.camera(rtp(2, 1000 + 3000 * 4, 99), 1_796_000_001_000); // the unit goes on after its "last" packet
-    expect(units(inside, 5, () => 3000).every((b) => b === undefined)).toBe(true);
-    // The frame the delimiter began there is the unit's rest: no unit is found by its pts (16000, counted from 1000).
+    // The camera goes on at its spacing: the next unit's own key is the delimiter's guess (16000, counted from 1000).
+    expect(inside.camera(marked(2, 1000 + 3000 * 5, 100), 1_796_000_001_100)).toBeUndefined();
+    // The frame the delimiter began is the cut unit's rest: found by no unit; the next unit's frame by its own key.
     expect(inside.clock.lookup(us(15000))).toBeUndefined();
+    expect(inside.clock.lookup(us(15000))).toEqual({ at: 1_796_000_001_100, by: 'arrival' });
+    expect(units(inside, 5, () => 3000).every((b) => b === undefined)).toBe(true);
     const reordered = session({ ends: true });
     expect(units(reordered, 8, (k) => (k === 5 ? -1500 : 3000)).slice(5).every((b) => b === undefined)).toBe(true);
     // The delimiter sent before the B-frame began its frame: found by the delimiter's pts.
@@ -329,12 +332,17 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
     expect(after([0x65, 0x88])).toBeDefined(); // IDR slice
     expect(after([0x67, 0x42])).toBeUndefined(); // SPS
     expect(after([0x06, 0x05])).toBeUndefined(); // SEI
-    expect(after([0x18, 0x00])).toBeUndefined(); // STAP-A
+    expect(after([0x18, 0x00, 0x10, 0x67])).toBeUndefined(); // STAP-A of parameter sets
+    expect(after([0x18, 0x00, 0x10, 0x41])).toBeDefined(); // STAP-A of slices
+    expect(after([0x0c, 0xff])).toBeDefined(); // filler after the slices
     expect(after([0x7c, 0x45])).toBeDefined(); // FU-A, end of an IDR slice
     expect(after([0x7c, 0x05])).toBeUndefined(); // FU-A, a fragment that goes on
     expect(after([0x7c, 0x47])).toBeUndefined(); // FU-A, end of an SPS
     expect(after([0x26, 0x01], 'H265')).toBeDefined(); // IDR_W_RADL
     expect(after([0x40, 0x01], 'H265')).toBeUndefined(); // VPS
+    expect(after([0x60, 0x01, 0x00, 0x10, 0x02, 0x01], 'H265')).toBeDefined(); // AP of slices
+    expect(after([0x60, 0x01, 0x00, 0x10, 0x40, 0x01], 'H265')).toBeUndefined(); // AP of parameter sets
+    expect(after([0x50, 0x01], 'H265')).toBeDefined(); // suffix SEI after the slices
     expect(after([0x62, 0x01, 0x53], 'H265')).toBeDefined(); // FU, end of an IDR_W_RADL
     expect(after([0x62, 0x01, 0x13], 'H265')).toBeUndefined(); // FU, a fragment that goes on
     // Two CSRCs and a one-word header extension before the payload.
@@ -363,13 +371,18 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
     expect(skipped.sent.slice(5)).toEqual([55000, 73000, 82000, 91000]);
     expect(skipped.at(55000)).toBeCloseTo(t0 + 600, 6); // the unit at 64000
     expect(skipped.at(73000)).toBeCloseTo(t0 + 700, 6);
-    // One unit half a spacing early: the guesses for it and for the next are both 55000 (the
-    // second one right), so two frames are printed at 55000 and a later one's own key was a guess.
+    // One unit half a spacing early: the guess for the next would be 55000 again, and guesses
+    // only go forward (55001), so frames never go back in pts; each is found by its own guess.
     const early = feed([1000, 10000, 19000, 28000, 37000, 46000, 50500, 55000, 64000]);
-    expect(early.sent.slice(5)).toEqual([55000, 55000, 59500, 68500]);
+    expect(early.sent.slice(5)).toEqual([55000, 55001, 59500, 68500]);
     expect(early.at(55000)).toBeCloseTo(t0 + 600, 6); // the unit at 50500
-    expect(early.at(55000)).toBeCloseTo(t0 + 700, 6); // the unit at 55000
+    expect(early.at(55001)).toBeCloseTo(t0 + 700, 6); // the unit at 55000
     expect(early.at(59500)).toBeCloseTo(t0 + 800, 6); // the unit at 64000
+    // A frame ffmpeg never printed (the fps sampling dropped it): its unit, older than the last
+    // one found, does not take a later frame with its pts.
+    const dropped = feed([1000, 10000, 19000, 28000, 37000, 46000, 50500, 55000, 64000]);
+    expect(dropped.at(55001)).toBeCloseTo(t0 + 700, 6);
+    expect(dropped.at(55000)).toBeUndefined();
   });
 
   it('the frame that starts with a delimiter has its pts: the clock finds the next unit by it, when the spacing changed too', () => {

@@ -240,11 +240,12 @@ describe('StderrProbe', () => {
     const plain = new StderrProbe(3);
     plain.push(end);
     expect(plain.tailText()).toContain('no frame!');
-    // A decoding error not after a delimiter's "no frame!" is kept.
-    const real = new StderrProbe(3);
+    // A decoding error, or a "no frame!", not after a delimiter alone is kept.
+    const real = new StderrProbe(4);
     real.delimited = true;
-    real.push('[h264 @ 0x3] error while decoding MB 3 4\nError while decoding stream #0:0: Invalid data found when processing input\n');
+    real.push('[h264 @ 0x3] error while decoding MB 3 4\nError while decoding stream #0:0: Invalid data found when processing input\n[h264 @ 0x3] no frame!\n');
     expect(real.tailText()).toContain('Error while decoding stream #0:0');
+    expect(real.tailText()).toContain('no frame!');
   });
 });
 
