@@ -49,8 +49,10 @@ interface Unit {
   arrival: number;
   /** A frame was stamped from it. */
   used?: boolean;
-  /** Its place in the order units came (0, 1, …); -1: no unit (see RtpClock.delimit). */
+  /** Its place in the order units came (0, 1, …). */
   n: number;
+  /** Not a unit: the frame found by it has none (RtpClock.delimiterCut). */
+  none?: boolean;
 }
 
 /**
@@ -60,7 +62,7 @@ interface Unit {
 export class RtpClock {
   clockRate = 90000;
   /** The video stream's payload type and encoding (from the DESCRIBE reply's SDP). */
-  video: { pt: number; encoding?: string } | undefined;
+  video: { pt: number; encoding?: string; donl?: boolean } | undefined;
   /** The interleaved channel of the video's RTP packets (from the SETUP reply), or -1. */
   rtpChannel = -1;
   private rtcpChannel = -1;
@@ -116,7 +118,7 @@ export class RtpClock {
     const type = header(head, 'content-type');
     if (method === 'DESCRIBE' && body.length && type && /application\/sdp/i.test(type)) {
       const video = videoStream(body.toString('latin1'));
-      this.video = video && { pt: video.pt, encoding: video.encoding };
+      this.video = video && { pt: video.pt, encoding: video.encoding, donl: video.donl };
       this.clockRate = video?.clockRate ?? this.clockRate;
     }
     if (method === 'SETUP') {
@@ -222,7 +224,8 @@ export class RtpClock {
   delimiterCut(): void {
     if (this.delimiterKey === undefined) return;
     const list = this.guessed.get(this.delimiterKey);
-    const none: Unit = { ts: 0, arrival: 0, n: -1 };
+    // Between the cut unit and the next in order, so it ages out as the units do.
+    const none: Unit = { ts: 0, arrival: 0, n: this.unitCount - 0.5, none: true };
     if (list) list.push(none);
     else this.guessed.set(this.delimiterKey, [none]);
     this.delimiterKey = undefined;
@@ -240,7 +243,7 @@ export class RtpClock {
     // in the order their units came while delimiters are sent: no B-frames); else the unit whose
     // own key it is.
     const unit = this.guessedUnit(key) ?? this.guessedUnit(mod32(key - 1)) ?? this.guessedUnit(mod32(key + 1)) ?? this.units.get(key) ?? this.units.get(mod32(key - 1)) ?? this.units.get(mod32(key + 1));
-    if (!unit || unit.n < 0) {
+    if (!unit || unit.none) {
       if (unit) unit.used = true;
       this.missedInARow++;
       return undefined;
@@ -272,10 +275,10 @@ export class RtpClock {
   private guessedUnit(key: number): Unit | undefined {
     const list = this.guessed.get(key);
     if (!list) return undefined;
-    while (list.length && (list[0].used || (list[0].n >= 0 && list[0].n < this.lastGuessedN))) list.shift();
+    while (list.length && (list[0].used || list[0].n < this.lastGuessedN)) list.shift();
     if (!list.length) this.guessed.delete(key);
     const unit = list[0];
-    if (unit && unit.n >= 0) this.lastGuessedN = unit.n;
+    if (unit && !unit.none) this.lastGuessedN = unit.n;
     return unit;
   }
 
@@ -318,7 +321,8 @@ const AUD: Record<string, Buffer> = { H264: Buffer.from([0x09, 0xf0]), H265: Buf
  * The parser gives the next frame the pts of the packet it starts in, the delimiter's, so the
  * delimiter carries the next unit's timestamp as the spacing predicts it (the smaller of the
  * last two spacings: exact at a constant frame rate, and one skipped frame does not double it;
- * RtpClock.delimit finds the next unit by the guess, which ffmpeg then counts for it). It
+ * at least half a spacing after the last guess; RtpClock.delimit finds the next unit by the
+ * guess, which ffmpeg then counts for it). It
  * copies the marked packet's sequence number (a duplicate, which ffmpeg accepts) and SSRC.
  * Delimiters are only sent after a marked packet that can end a unit (endsSlice), once
  * UNIT_END_TRUST units in a row were ended by their marker (the next packet had a later
@@ -348,7 +352,7 @@ export class UnitEnds {
   after(channel: number, p: Buffer, length: number): Buffer | undefined {
     const video = this.clock.video;
     if (this.off || channel !== this.clock.rtpChannel || !video || length < 12 || p.length < 12 || p[0] >> 6 !== 2 || (p[1] & 0x7f) !== video.pt) return undefined;
-    const aud = video.encoding === undefined ? undefined : AUD[video.encoding];
+    const aud = video.encoding === undefined || video.donl ? undefined : AUD[video.encoding];
     if (!aud) return undefined;
     const ts = p.readUInt32BE(4);
     if (this.markedTs !== undefined) {
@@ -358,7 +362,9 @@ export class UnitEnds {
         // The same timestamp: the unit goes on after its "last" packet, and a delimiter sent
         // there began a frame of the unit's rest, which no unit is to be found by. An earlier one
         // (B-frames): the delimiter began this unit's frame, which the clock finds by its guess.
-        if (step === 0) this.clock.delimiterCut();
+        // (A rest that is no picture — filler — makes no frame: the next unit is found by its own key.)
+        if (step === 0 && startsSlice(video.encoding!, p)) this.clock.delimiterCut();
+        else if (step === 0) this.clock.delimit(ts);
         return undefined;
       }
       this.inARow++;
@@ -375,9 +381,12 @@ export class UnitEnds {
     // A step of over a second (the camera paused) is no guess of the next one.
     if (step <= 0 || step > this.clock.clockRate) return undefined;
     let next = (ts + step) >>> 0;
-    // Guesses only go forward: an earlier one would give a frame a pts below the last frame's,
-    // and ffmpeg's decoder, where the stream allows reordering, re-times such frames.
-    if (this.lastNext !== undefined && ((next - this.lastNext) | 0) <= 0) next = (this.lastNext + 1) >>> 0;
+    // Guesses go forward by at least half a step: an earlier one would give a frame a pts below
+    // the last frame's, which ffmpeg's decoder re-times where the stream allows reordering; one
+    // tick forward would put the frames after a rise in frame rate (the first guess then
+    // overshoots by a slow period) within a millisecond, and the fps sampling would keep one.
+    const least = this.lastNext === undefined ? undefined : (this.lastNext + Math.max(1, step >> 1)) >>> 0;
+    if (least !== undefined && ((next - least) | 0) < 0) next = least;
     this.lastNext = next;
     const out = Buffer.alloc(4 + 12 + aud.length);
     out[0] = 0x24;
@@ -394,37 +403,65 @@ export class UnitEnds {
   }
 }
 
-/**
- * Whether an RTP packet (its first bytes) can end an access unit: a slice NAL unit, the last
- * fragment of one (RFC 6184's FU-A, RFC 7798's FU), an aggregate that starts with a slice (what
- * follows a slice in a unit is slices or the NAL units below), or a NAL unit that may close a
- * unit (end of sequence or stream, filler; H.265's suffix SEI). A marked packet holding a
- * parameter set, a prefix SEI, a delimiter or a fragment that goes on does not end its unit.
- */
-export function endsSlice(encoding: string, p: Buffer): boolean {
+/** The offset of an RTP packet's payload (after CSRCs and a header extension), or undefined when it is beyond `p`. */
+function payloadAt(p: Buffer): number | undefined {
   let at = 12 + 4 * (p[0] & 0x0f);
   if (p[0] & 0x10) {
-    if (p.length < at + 4) return false;
+    if (p.length < at + 4) return undefined;
     at += 4 + 4 * p.readUInt16BE(at + 2);
   }
-  if (encoding === 'H264') {
-    const vcl = (t: number) => t >= 1 && t <= 5;
-    if (p.length < at + 1) return false;
-    const type = p[at] & 0x1f;
-    if (vcl(type) || type === 10 || type === 11 || type === 12) return true;
-    if (type === 24) return p.length >= at + 4 && vcl(p[at + 3] & 0x1f); // STAP-A: size (2 bytes), then the first NAL
-    if (type !== 28 || p.length < at + 2) return false;
-    const fu = p[at + 1];
-    return (fu & 0x40) !== 0 && vcl(fu & 0x1f);
+  return at < p.length ? at : undefined;
+}
+
+/** NAL unit types: a slice (VCL), and one that may close an access unit after its slices. */
+const NAL = {
+  H264: { header: 1, type: (b: number) => b & 0x1f, slice: (t: number) => t >= 1 && t <= 5, closing: (t: number) => t >= 10 && t <= 12, aggregate: 24, fragment: 28 },
+  H265: { header: 2, type: (b: number) => (b >> 1) & 0x3f, slice: (t: number) => t <= 31, closing: (t: number) => (t >= 36 && t <= 38) || t === 40, aggregate: 48, fragment: 49 },
+} as const;
+
+/**
+ * What an RTP packet's payload (its first bytes) holds: the NAL types of a single NAL unit, of
+ * an aggregate's units (as far as the bytes kept go), or of a fragment's unit with whether it is
+ * the fragment that starts or ends it.
+ */
+function payloadNals(encoding: string, p: Buffer): { types: number[]; start: boolean; end: boolean; aggregate?: boolean } | undefined {
+  const nal = encoding === 'H264' ? NAL.H264 : encoding === 'H265' ? NAL.H265 : undefined;
+  const at = payloadAt(p);
+  if (!nal || at === undefined || p.length < at + nal.header) return undefined;
+  const type = nal.type(p[at]);
+  if (type === nal.fragment) {
+    if (p.length < at + nal.header + 1) return undefined;
+    const fu = p[at + nal.header];
+    return { types: [encoding === 'H264' ? fu & 0x1f : fu & 0x3f], start: (fu & 0x80) !== 0, end: (fu & 0x40) !== 0 };
   }
-  const vcl = (t: number) => t <= 31;
-  if (p.length < at + 2) return false;
-  const type = (p[at] >> 1) & 0x3f;
-  if (vcl(type) || (type >= 36 && type <= 38) || type === 40) return true;
-  if (type === 48) return p.length >= at + 5 && vcl((p[at + 4] >> 1) & 0x3f); // AP: size (2 bytes), then the first NAL
-  if (type !== 49 || p.length < at + 3) return false;
-  const fu = p[at + 2];
-  return (fu & 0x40) !== 0 && vcl(fu & 0x3f);
+  if (type !== nal.aggregate) return { types: [type], start: true, end: true };
+  const types: number[] = [];
+  for (let i = at + nal.header; i + 2 + nal.header <= p.length; ) {
+    types.push(nal.type(p[i + 2]));
+    i += 2 + p.readUInt16BE(i);
+  }
+  return { types, start: true, end: true, aggregate: true };
+}
+
+/**
+ * Whether an RTP packet (its first bytes) can end an access unit: a slice NAL unit, or a NAL
+ * unit that may close a unit after its slices (end of sequence or stream, filler; H.265's suffix
+ * SEI), whole or as the fragment that ends it, or an aggregate holding a slice. A marked packet
+ * holding parameter sets, a prefix SEI, a delimiter or a fragment that goes on does not end its unit.
+ */
+export function endsSlice(encoding: string, p: Buffer): boolean {
+  const nal = encoding === 'H264' ? NAL.H264 : NAL.H265;
+  const got = payloadNals(encoding, p);
+  if (!got?.end || !got.types.length) return false;
+  if (got.aggregate) return got.types.some(nal.slice);
+  return nal.slice(got.types[0]) || nal.closing(got.types[0]);
+}
+
+/** Whether an RTP packet (its first bytes) starts a slice: one whole, the fragment that starts one, or an aggregate whose first unit is one. */
+export function startsSlice(encoding: string, p: Buffer): boolean {
+  const nal = encoding === 'H264' ? NAL.H264 : NAL.H265;
+  const got = payloadNals(encoding, p);
+  return !!got?.start && got.types.length > 0 && nal.slice(got.types[0]);
 }
 
 function mod32(n: number): number {
@@ -438,14 +475,16 @@ function header(head: string, name: string): string | undefined {
 }
 
 /** The SDP's first video stream: its (first) payload type, encoding name (upper case) and clock rate, or undefined. */
-export function videoStream(sdp: string): { pt: number; encoding?: string; clockRate?: number } | undefined {
+export function videoStream(sdp: string): { pt: number; encoding?: string; clockRate?: number; donl?: boolean } | undefined {
   const sections = sdp.split(/\r?\nm=/);
   for (const s of sections.slice(1)) {
     const m = /^video\s+\S+\s+\S+\s+(\d+)/.exec(s);
     if (!m) continue;
     const pt = Number(m[1]);
     const map = new RegExp(`\\na=rtpmap:${pt}\\s+([^/\\s]+)/(\\d+)`).exec(s);
-    if (map) return { pt, encoding: map[1].toUpperCase(), clockRate: Number(map[2]) || undefined };
+    // H.265 with sprop-max-don-diff > 0: its aggregates and fragments carry decoding order numbers (RFC 7798).
+    const don = new RegExp(`\\na=fmtp:${pt}\\s[^\\r\\n]*sprop-max-don-diff=(\\d+)`).exec(s);
+    if (map) return { pt, encoding: map[1].toUpperCase(), clockRate: Number(map[2]) || undefined, ...(don && Number(don[1]) > 0 ? { donl: true } : {}) };
     return { pt, clockRate: pt < 96 ? 90000 : undefined }; // static video payload types all count 90 kHz
   }
   return undefined;

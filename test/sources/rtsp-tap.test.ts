@@ -291,6 +291,9 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
   it('H.265 gets its own delimiter; other encodings, channels and payload types none', () => {
     const h265 = units(session({ ends: true, sdp: SDP.replace('H264/90000', 'H265/90000') }), 6, undefined, 2, SLICE.H265);
     expect([...h265[5]!.subarray(16)]).toEqual([0x46, 0x01, 0x50]); // type 35, temporal id 0, I/P/B slices
+    // With decoding order numbers in its aggregates and fragments (sprop-max-don-diff > 0), none: the relay does not read them.
+    const don = SDP.replace('H264/90000', 'H265/90000').replace('a=control:trackID=1', 'a=fmtp:96 sprop-max-don-diff=2\r\na=control:trackID=1');
+    expect(units(session({ ends: true, sdp: don }), 6, undefined, 2, SLICE.H265).every((b) => b === undefined)).toBe(true);
     expect(units(session({ ends: true, sdp: SDP.replace('H264/90000', 'JPEG/90000') }), 6).every((b) => b === undefined)).toBe(true);
     expect(units(session({ ends: true }), 6, undefined, 4).every((b) => b === undefined)).toBe(true);
     const otherPt = session({ ends: true, sdp: SDP.replace('RTP/AVP 96', 'RTP/AVP 97').replace('rtpmap:96', 'rtpmap:97') });
@@ -302,13 +305,24 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
   it('never again after a marked packet followed by one with its timestamp (marks inside a unit) or an earlier one (B-frames); a pause does not make the guess; none for spacings over a second', () => {
     const inside = session({ ends: true });
     expect(units(inside, 5)[4]).toBeDefined();
-    inside.camera(rtp(2, 1000 + 3000 * 4, 99), 1_796_000_001_000); // the unit goes on after its "last" packet
+    // The unit goes on after its "last" packet with another slice.
+    const rest = rtp(2, 1000 + 3000 * 4, 99);
+    Buffer.from(SLICE.H264).copy(rest, 16);
+    inside.camera(rest, 1_796_000_001_000);
     // The camera goes on at its spacing: the next unit's own key is the delimiter's guess (16000, counted from 1000).
     expect(inside.camera(marked(2, 1000 + 3000 * 5, 100), 1_796_000_001_100)).toBeUndefined();
     // The frame the delimiter began is the cut unit's rest: found by no unit; the next unit's frame by its own key.
     expect(inside.clock.lookup(us(15000))).toBeUndefined();
     expect(inside.clock.lookup(us(15000))).toEqual({ at: 1_796_000_001_100, by: 'arrival' });
     expect(units(inside, 5, () => 3000).every((b) => b === undefined)).toBe(true);
+    // A rest that is no picture (filler) makes no frame: the next unit's frame is found at once.
+    const filler = session({ ends: true });
+    expect(units(filler, 5)[4]).toBeDefined();
+    const fill = rtp(2, 1000 + 3000 * 4, 99);
+    Buffer.from([0x0c, 0xff]).copy(fill, 16);
+    filler.camera(fill, 1_796_000_001_000);
+    filler.camera(marked(2, 1000 + 3000 * 5, 100), 1_796_000_001_100);
+    expect(filler.clock.lookup(us(15000))).toEqual({ at: 1_796_000_001_100, by: 'arrival' });
     const reordered = session({ ends: true });
     expect(units(reordered, 8, (k) => (k === 5 ? -1500 : 3000)).slice(5).every((b) => b === undefined)).toBe(true);
     // The delimiter sent before the B-frame began its frame: found by the delimiter's pts.
@@ -335,6 +349,9 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
     expect(after([0x18, 0x00, 0x10, 0x67])).toBeUndefined(); // STAP-A of parameter sets
     expect(after([0x18, 0x00, 0x10, 0x41])).toBeDefined(); // STAP-A of slices
     expect(after([0x0c, 0xff])).toBeDefined(); // filler after the slices
+    expect(after([0x7c, 0x4c])).toBeDefined(); // FU-A, end of filler
+    expect(after([0x18, 0x00, 0x02, 0x09, 0xf0, 0x00, 0x10, 0x41])).toBeDefined(); // STAP-A: a delimiter, then a slice
+    expect(after([0x18, 0x00, 0x02, 0x09, 0xf0, 0x00, 0x10, 0x67])).toBeUndefined(); // STAP-A: a delimiter, then an SPS
     expect(after([0x7c, 0x45])).toBeDefined(); // FU-A, end of an IDR slice
     expect(after([0x7c, 0x05])).toBeUndefined(); // FU-A, a fragment that goes on
     expect(after([0x7c, 0x47])).toBeUndefined(); // FU-A, end of an SPS
@@ -374,15 +391,23 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
     // One unit half a spacing early: the guess for the next would be 55000 again, and guesses
     // only go forward (55001), so frames never go back in pts; each is found by its own guess.
     const early = feed([1000, 10000, 19000, 28000, 37000, 46000, 50500, 55000, 64000]);
-    expect(early.sent.slice(5)).toEqual([55000, 55001, 59500, 68500]);
+    // (half a step forward at least: 55000 + 4500 / 2)
+    expect(early.sent.slice(5)).toEqual([55000, 57250, 59500, 68500]);
     expect(early.at(55000)).toBeCloseTo(t0 + 600, 6); // the unit at 50500
-    expect(early.at(55001)).toBeCloseTo(t0 + 700, 6); // the unit at 55000
+    expect(early.at(57250)).toBeCloseTo(t0 + 700, 6); // the unit at 55000
     expect(early.at(59500)).toBeCloseTo(t0 + 800, 6); // the unit at 64000
     // A frame ffmpeg never printed (the fps sampling dropped it): its unit, older than the last
     // one found, does not take a later frame with its pts.
     const dropped = feed([1000, 10000, 19000, 28000, 37000, 46000, 50500, 55000, 64000]);
-    expect(dropped.at(55001)).toBeCloseTo(t0 + 700, 6);
+    expect(dropped.at(57250)).toBeCloseTo(t0 + 700, 6);
     expect(dropped.at(55000)).toBeUndefined();
+    // A camera whose rate rises from 1 to 10 fps: the first guess overshoots by a slow period,
+    // and the guesses after it stay at least half a step apart (the fps sampling keeps frames
+    // by pts: frames a tick apart would all fall in one slot), until they meet the camera's.
+    const rise = feed([0, 1, 2, 3, 4, 5].map((k) => 1000 + 90_000 * k).concat(Array.from({ length: 24 }, (_, k) => 451_000 + 9000 * (k + 1))));
+    const guesses = rise.sent.slice(5) as number[];
+    for (let k = 1; k < guesses.length; k++) expect(guesses[k] - guesses[k - 1]).toBeGreaterThanOrEqual(4500);
+    expect(guesses.at(-1)).toBe(451_000 + 9000 * 24 + 9000); // caught up: the camera's own spacing again
   });
 
   it('the frame that starts with a delimiter has its pts: the clock finds the next unit by it, when the spacing changed too', () => {
