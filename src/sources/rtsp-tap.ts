@@ -320,8 +320,8 @@ const AUD: Record<string, Buffer> = { H264: Buffer.from([0x09, 0xf0]), H265: Buf
  *
  * The parser gives the next frame the pts of the packet it starts in, the delimiter's, so the
  * delimiter carries the next unit's timestamp as the spacing predicts it (the smaller of the
- * last two spacings: exact at a constant frame rate, and one skipped frame does not double it;
- * at least half a spacing after the last guess; RtpClock.delimit finds the next unit by the
+ * last two spacings, at most 200 ms: exact at a constant frame rate of 5 fps or more, and one
+ * skipped frame does not double it; at least half a spacing after the last guess; RtpClock.delimit finds the next unit by the
  * guess, which ffmpeg then counts for it). It
  * copies the marked packet's sequence number (a duplicate, which ffmpeg accepts) and SSRC.
  * Delimiters are only sent after a marked packet that can end a unit (endsSlice), once
@@ -377,9 +377,10 @@ export class UnitEnds {
     if (this.inARow < UNIT_END_TRUST || !endsSlice(video.encoding!, p)) return undefined;
     // The smaller of the last two spacings: one frame the camera skipped doubles a spacing once.
     const last = this.previousTs === undefined ? 0 : (ts - this.previousTs) | 0;
-    const step = Math.min(last, this.steps[1] || last);
-    // A step of over a second (the camera paused) is no guess of the next one.
-    if (step <= 0 || step > this.clock.clockRate) return undefined;
+    // At most 200 ms (exact at 5 fps and above): a slow camera's frames are then found by a guess
+    // that comes early, and when its rate rises the first guess overshoots by 200 ms at most.
+    const step = Math.min(last, this.steps[1] || last, Math.round(this.clock.clockRate / 5));
+    if (step <= 0) return undefined;
     let next = (ts + step) >>> 0;
     // Guesses go forward by at least half a step: an earlier one would give a frame a pts below
     // the last frame's, which ffmpeg's decoder re-times where the stream allows reordering; one

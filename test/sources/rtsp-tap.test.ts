@@ -302,7 +302,7 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
     expect(units(session(), 6).every((b) => b === undefined)).toBe(true);
   });
 
-  it('never again after a marked packet followed by one with its timestamp (marks inside a unit) or an earlier one (B-frames); a pause does not make the guess; none for spacings over a second', () => {
+  it('never again after a marked packet followed by one with its timestamp (marks inside a unit) or an earlier one (B-frames); a pause does not make the guess; a slow camera\'s guesses are at most 200 ms ahead', () => {
     const inside = session({ ends: true });
     expect(units(inside, 5)[4]).toBeDefined();
     // The unit goes on after its "last" packet with another slice.
@@ -332,7 +332,11 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
     // After the pause the camera goes on at its spacing: the smaller of the last two is the guess.
     expect(sent[5]!.readUInt32BE(8)).toBe(1000 + 3000 * 4 + 90_001 + 3000);
     expect(sent[6]!.readUInt32BE(8)).toBe(1000 + 3000 * 5 + 90_001 + 3000);
-    expect(units(session({ ends: true }), 8, () => 90_001).every((b) => b === undefined)).toBe(true);
+    // A camera at 1 fps: guesses 200 ms after each unit (at most), by which the clock finds the next.
+    const slow = session({ ends: true });
+    const slowSent = units(slow, 8, () => 90_000);
+    expect(slowSent[4]!.readUInt32BE(8)).toBe(1000 + 4 * 90_000 + 18_000);
+    expect(slow.clock.lookup(us(4 * 90_000 + 18_000))).toEqual({ at: 1_796_000_000_500, by: 'arrival' });
   });
 
   it('only after a packet that ends a slice: not after parameter sets, SEI, an aggregate or a fragment that goes on; FU-A and FU end fragments do; CSRC and header extensions are skipped', () => {
