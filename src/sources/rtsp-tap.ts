@@ -331,13 +331,16 @@ const AUD: Record<string, Buffer> = { H264: Buffer.from([0x09, 0xf0]), H265: Buf
  * delimiter would cut a frame in two) or an earlier one (B-frames: units come out of timestamp
  * order, and no guess of the next is right). Not knowable in time: a camera that marks a
  * complete slice inside a multi-slice frame after its markers were right gets that frame cut in
- * two (decoded damaged up to the next key frame; delimiterCut keeps the rest's frame unstamped),
+ * two (decoded damaged up to the next key frame; delimiterCut keeps the rest's frame unstamped
+ * once a slice comes in it),
  * and one that starts B-frames mid-stream can have the frames around the switch stamped from a
  * nearby unit.
  */
 export class UnitEnds {
   private inARow = 0;
   private off = false;
+  /** The timestamp of a unit a delimiter cut (its packets went on after it), while its packets come. */
+  private cutTs: number | undefined;
   /** The timestamp of the last packet when it was marked, else undefined. */
   private markedTs: number | undefined;
   /** The spacings between the last three marked units (the latest last). */
@@ -351,20 +354,34 @@ export class UnitEnds {
   /** After the camera's packet on `channel` (its first bytes `p`, `length` in all): the bytes to send ffmpeg next, or undefined. */
   after(channel: number, p: Buffer, length: number): Buffer | undefined {
     const video = this.clock.video;
-    if (this.off || channel !== this.clock.rtpChannel || !video || length < 12 || p.length < 12 || p[0] >> 6 !== 2 || (p[1] & 0x7f) !== video.pt) return undefined;
+    if (channel !== this.clock.rtpChannel || !video || length < 12 || p.length < 12 || p[0] >> 6 !== 2 || (p[1] & 0x7f) !== video.pt) return undefined;
+    const ts = p.readUInt32BE(4);
+    if (this.cutTs !== undefined) {
+      // The rest of a cut unit: once a slice comes in it, ffmpeg makes a frame of the rest (with
+      // the delimiter's pts), which no unit is to be found by. A rest of no slice (filler) makes
+      // none: the delimiter then begins the next unit's frame, found by the guess.
+      if (ts === this.cutTs) {
+        if (startsSlice(video.encoding!, p, length)) {
+          this.clock.delimiterCut();
+          this.cutTs = undefined;
+        }
+        return undefined;
+      }
+      this.cutTs = undefined;
+    }
+    if (this.off) return undefined;
     const aud = video.encoding === undefined || video.donl ? undefined : AUD[video.encoding];
     if (!aud) return undefined;
-    const ts = p.readUInt32BE(4);
     if (this.markedTs !== undefined) {
       const step = (ts - this.markedTs) | 0;
       if (step <= 0) {
         this.off = true;
-        // The same timestamp: the unit goes on after its "last" packet, and a delimiter sent
-        // there began a frame of the unit's rest, which no unit is to be found by. An earlier one
+        // The same timestamp: the unit goes on after its "last" packet (see cutTs). An earlier one
         // (B-frames): the delimiter began this unit's frame, which the clock finds by its guess.
-        // (A rest that is no picture — filler — makes no frame: the next unit is found by its own key.)
-        if (step === 0 && startsSlice(video.encoding!, p)) this.clock.delimiterCut();
-        else if (step === 0) this.clock.delimit(ts);
+        if (step === 0) {
+          this.cutTs = ts;
+          return this.after(channel, p, length);
+        }
         return undefined;
       }
       this.inARow++;
@@ -374,7 +391,7 @@ export class UnitEnds {
     }
     if (!(p[1] & 0x80)) return undefined;
     this.markedTs = ts;
-    if (this.inARow < UNIT_END_TRUST || !endsSlice(video.encoding!, p)) return undefined;
+    if (this.inARow < UNIT_END_TRUST || !endsSlice(video.encoding!, p, length)) return undefined;
     // The smaller of the last two spacings: one frame the camera skipped doubles a spacing once.
     const last = this.previousTs === undefined ? 0 : (ts - this.previousTs) | 0;
     // At most 200 ms (exact at 5 fps and above): a slow camera's frames are then found by a guess
@@ -425,7 +442,7 @@ const NAL = {
  * an aggregate's units (as far as the bytes kept go), or of a fragment's unit with whether it is
  * the fragment that starts or ends it.
  */
-function payloadNals(encoding: string, p: Buffer): { types: number[]; start: boolean; end: boolean; aggregate?: boolean } | undefined {
+function payloadNals(encoding: string, p: Buffer, length: number): { types: number[]; start: boolean; end: boolean; aggregate?: boolean } | undefined {
   const nal = encoding === 'H264' ? NAL.H264 : encoding === 'H265' ? NAL.H265 : undefined;
   const at = payloadAt(p);
   if (!nal || at === undefined || p.length < at + nal.header) return undefined;
@@ -437,9 +454,13 @@ function payloadNals(encoding: string, p: Buffer): { types: number[]; start: boo
   }
   if (type !== nal.aggregate) return { types: [type], start: true, end: true };
   const types: number[] = [];
-  for (let i = at + nal.header; i + 2 + nal.header <= p.length; ) {
+  // A padded packet kept whole: its padding (the last byte says how much) is not NAL units.
+  const end = p[0] & 0x20 && p.length === length ? p.length - p[p.length - 1] : p.length;
+  for (let i = at + nal.header; i + 2 + nal.header <= end; ) {
+    const size = p.readUInt16BE(i);
+    if (size === 0) break;
     types.push(nal.type(p[i + 2]));
-    i += 2 + p.readUInt16BE(i);
+    i += 2 + size;
   }
   return { types, start: true, end: true, aggregate: true };
 }
@@ -450,18 +471,18 @@ function payloadNals(encoding: string, p: Buffer): { types: number[]; start: boo
  * SEI), whole or as the fragment that ends it, or an aggregate holding a slice. A marked packet
  * holding parameter sets, a prefix SEI, a delimiter or a fragment that goes on does not end its unit.
  */
-export function endsSlice(encoding: string, p: Buffer): boolean {
+export function endsSlice(encoding: string, p: Buffer, length = p.length): boolean {
   const nal = encoding === 'H264' ? NAL.H264 : NAL.H265;
-  const got = payloadNals(encoding, p);
+  const got = payloadNals(encoding, p, length);
   if (!got?.end || !got.types.length) return false;
   if (got.aggregate) return got.types.some(nal.slice);
   return nal.slice(got.types[0]) || nal.closing(got.types[0]);
 }
 
 /** Whether an RTP packet (its first bytes) starts a slice: one whole, the fragment that starts one, or an aggregate whose first unit is one. */
-export function startsSlice(encoding: string, p: Buffer): boolean {
+export function startsSlice(encoding: string, p: Buffer, length = p.length): boolean {
   const nal = encoding === 'H264' ? NAL.H264 : NAL.H265;
-  const got = payloadNals(encoding, p);
+  const got = payloadNals(encoding, p, length);
   return !!got?.start && got.types.length > 0 && nal.slice(got.types[0]);
 }
 
@@ -484,8 +505,10 @@ export function videoStream(sdp: string): { pt: number; encoding?: string; clock
     const pt = Number(m[1]);
     const map = new RegExp(`\\na=rtpmap:${pt}\\s+([^/\\s]+)/(\\d+)`).exec(s);
     // H.265 with sprop-max-don-diff > 0: its aggregates and fragments carry decoding order numbers (RFC 7798).
-    const don = new RegExp(`\\na=fmtp:${pt}\\s[^\\r\\n]*sprop-max-don-diff=(\\d+)`).exec(s);
-    if (map) return { pt, encoding: map[1].toUpperCase(), clockRate: Number(map[2]) || undefined, ...(don && Number(don[1]) > 0 ? { donl: true } : {}) };
+    // (ffmpeg's rtpdec_hevc turns them on for sprop-depack-buf-nalus > 0 too.)
+    const fmtp = new RegExp(`\\na=fmtp:${pt}\\s([^\\r\\n]*)`).exec(s)?.[1] ?? '';
+    const donl = /(?:^|[;\s])sprop-(?:max-don-diff|depack-buf-nalus)=0*[1-9]/.test(fmtp);
+    if (map) return { pt, encoding: map[1].toUpperCase(), clockRate: Number(map[2]) || undefined, ...(donl ? { donl: true } : {}) };
     return { pt, clockRate: pt < 96 ? 90000 : undefined }; // static video payload types all count 90 kHz
   }
   return undefined;

@@ -292,8 +292,12 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
     const h265 = units(session({ ends: true, sdp: SDP.replace('H264/90000', 'H265/90000') }), 6, undefined, 2, SLICE.H265);
     expect([...h265[5]!.subarray(16)]).toEqual([0x46, 0x01, 0x50]); // type 35, temporal id 0, I/P/B slices
     // With decoding order numbers in its aggregates and fragments (sprop-max-don-diff > 0), none: the relay does not read them.
-    const don = SDP.replace('H264/90000', 'H265/90000').replace('a=control:trackID=1', 'a=fmtp:96 sprop-max-don-diff=2\r\na=control:trackID=1');
-    expect(units(session({ ends: true, sdp: don }), 6, undefined, 2, SLICE.H265).every((b) => b === undefined)).toBe(true);
+    for (const fmtp of ['sprop-max-don-diff=2', 'profile-id=1; sprop-depack-buf-nalus=1']) {
+      const don = SDP.replace('H264/90000', 'H265/90000').replace('a=control:trackID=1', `a=fmtp:96 ${fmtp}\r\na=control:trackID=1`);
+      expect(units(session({ ends: true, sdp: don }), 6, undefined, 2, SLICE.H265).every((b) => b === undefined)).toBe(true);
+    }
+    const noDon = SDP.replace('H264/90000', 'H265/90000').replace('a=control:trackID=1', 'a=fmtp:96 sprop-max-don-diff=0; sprop-depack-buf-nalus=0\r\na=control:trackID=1');
+    expect(units(session({ ends: true, sdp: noDon }), 6, undefined, 2, SLICE.H265)[5]).toBeDefined();
     expect(units(session({ ends: true, sdp: SDP.replace('H264/90000', 'JPEG/90000') }), 6).every((b) => b === undefined)).toBe(true);
     expect(units(session({ ends: true }), 6, undefined, 4).every((b) => b === undefined)).toBe(true);
     const otherPt = session({ ends: true, sdp: SDP.replace('RTP/AVP 96', 'RTP/AVP 97').replace('rtpmap:96', 'rtpmap:97') });
@@ -315,14 +319,26 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
     expect(inside.clock.lookup(us(15000))).toBeUndefined();
     expect(inside.clock.lookup(us(15000))).toEqual({ at: 1_796_000_001_100, by: 'arrival' });
     expect(units(inside, 5, () => 3000).every((b) => b === undefined)).toBe(true);
-    // A rest that is no picture (filler) makes no frame: the next unit's frame is found at once.
-    const filler = session({ ends: true });
-    expect(units(filler, 5)[4]).toBeDefined();
-    const fill = rtp(2, 1000 + 3000 * 4, 99);
-    Buffer.from([0x0c, 0xff]).copy(fill, 16);
-    filler.camera(fill, 1_796_000_001_000);
-    filler.camera(marked(2, 1000 + 3000 * 5, 100), 1_796_000_001_100);
-    expect(filler.clock.lookup(us(15000))).toEqual({ at: 1_796_000_001_100, by: 'arrival' });
+    // The rest of a cut unit as packets after its "last": filler alone makes no frame, and the
+    // delimiter begins the next unit's frame (with its pts: the guess, 18000 ticks at this 4 fps
+    // camera's 22500); filler and then a slice make a frame of the rest, found by no unit.
+    const restOf = (nals: number[][], step = 22_500) => {
+      const sess = session({ ends: true });
+      const guess = Math.min(step, 18_000);
+      expect(units(sess, 5, () => step)[4]!.readUInt32BE(8)).toBe(1000 + 4 * step + guess);
+      nals.forEach((nal, i) => {
+        const b = rtp(2, 1000 + 4 * step, 99 + i);
+        Buffer.from(nal).copy(b, 16);
+        sess.camera(b, 1_796_000_001_000);
+      });
+      sess.camera(marked(2, 1000 + 5 * step, 110), 1_796_000_001_100);
+      return [sess.clock.lookup(us(4 * step + guess)), sess.clock.lookup(us(5 * step))];
+    };
+    const next = { at: 1_796_000_001_100, by: 'arrival' };
+    expect(restOf([[0x0c, 0xff]])).toEqual([next, undefined]);
+    expect(restOf([[0x0c, 0xff], SLICE.H264])).toEqual([undefined, next]);
+    // At a constant rate the guess is the next unit's own key: the rest's frame (printed first) must not take it.
+    expect(restOf([[0x0c, 0xff], SLICE.H264], 3000)).toEqual([undefined, next]);
     const reordered = session({ ends: true });
     expect(units(reordered, 8, (k) => (k === 5 ? -1500 : 3000)).slice(5).every((b) => b === undefined)).toBe(true);
     // The delimiter sent before the B-frame began its frame: found by the delimiter's pts.
@@ -356,6 +372,13 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
     expect(after([0x7c, 0x4c])).toBeDefined(); // FU-A, end of filler
     expect(after([0x18, 0x00, 0x02, 0x09, 0xf0, 0x00, 0x10, 0x41])).toBeDefined(); // STAP-A: a delimiter, then a slice
     expect(after([0x18, 0x00, 0x02, 0x09, 0xf0, 0x00, 0x10, 0x67])).toBeUndefined(); // STAP-A: a delimiter, then an SPS
+    // A padded STAP-A of an SPS and a PPS, kept whole: its padding (00 00 03) is no NAL unit of type 3.
+    const padded = (b: Buffer) => {
+      const rtpPart = Buffer.concat([b.subarray(4, 16), Buffer.from([0x18, 0, 2, 0x67, 0x42, 0, 2, 0x68, 0xce, 0, 0, 3])]);
+      rtpPart[0] |= 0x20;
+      return Buffer.concat([Buffer.from([0x24, b[1], 0, rtpPart.length]), rtpPart]);
+    };
+    expect(after([0x41], 'H264', padded)).toBeUndefined();
     expect(after([0x7c, 0x45])).toBeDefined(); // FU-A, end of an IDR slice
     expect(after([0x7c, 0x05])).toBeUndefined(); // FU-A, a fragment that goes on
     expect(after([0x7c, 0x47])).toBeUndefined(); // FU-A, end of an SPS
