@@ -437,6 +437,20 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
     expect(guesses.at(-1)).toBe(451_000 + 9000 * 24 + 9000); // caught up: the camera's own spacing again
   });
 
+  it('units kept under a wrong guess are bounded, as the units are (a camera whose every guess is wrong, for hours)', () => {
+    const sess = session({ ends: true });
+    // Spacings alternating 3000 and 3300: the smaller of the last two is wrong for every other unit.
+    let ts = 1000;
+    for (let k = 0; k < 3000; k++) {
+      ts += k % 2 ? 3300 : 3000;
+      sess.camera(marked(2, ts, k), 1_796_000_000_000 + 100 * k);
+    }
+    const clock = sess.clock as unknown as { guessed: Map<number, unknown[]>; units: Map<number, unknown> };
+    expect(clock.guessed.size).toBeGreaterThan(100);
+    expect(clock.guessed.size).toBeLessThanOrEqual(512);
+    expect(clock.units.size).toBeLessThanOrEqual(512);
+  });
+
   it('the frame that starts with a delimiter has its pts: the clock finds the next unit by it, when the spacing changed too', () => {
     const sess = session({ ends: true });
     const t0 = 1_796_000_000_000;
