@@ -158,7 +158,7 @@ const EXIT_GRACE_MS = 2000;
 const brokerList = (v: string) => v.split(',').filter(Boolean);
 const cameras = program.command('cameras').description('the cluster\'s cameras (the compacted cameras topic): apply, add, rm, ls');
 const target = (o: { config?: string; brokers?: string[] }) => import('./cluster/admin.js').then((m) => m.clusterTarget(o));
-const clusterFlags = (c: Command) => c.option('--brokers <list>', 'comma-separated host:port list', brokerList).option('--config <worker.yaml>', 'take brokers and topic names from a worker YAML');
+const clusterFlags = (c: Command) => c.option('--brokers <list>', 'comma-separated host:port list', brokerList).option('--config <worker.yaml>', 'take brokers, TLS and SASL settings and topic names from a worker YAML');
 clusterFlags(
   cameras
     .command('apply')

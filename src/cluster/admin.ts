@@ -1,6 +1,6 @@
-import { AssignerProtocol, Kafka, logLevel, Partitioners, type Admin } from 'kafkajs';
+import { AssignerProtocol, Kafka, logLevel, Partitioners, type Admin, type KafkaConfig } from 'kafkajs';
 import { decodeInfo } from './kafkajs-membership.js';
-import { CamerasFileSchema, ClusterSchema, type ClusterConfig, type Placement } from '../config/schema.js';
+import { CamerasFileSchema, ClusterSchema, type ClusterConfig, type KafkaSinkConfig, type Placement } from '../config/schema.js';
 import { parseConfigText, parseYamlText, readConfigText } from '../config/load.js';
 import { lenientEnv } from '../config/interpolate.js';
 import { brokerAddress } from '../config/schema/common.js';
@@ -13,6 +13,9 @@ import { CAMERA_ENV_PREFIX, DRAIN_KEY_PREFIX, ClusterView, MAX_CAMERA_RECORD_CHA
 export interface ClusterTarget {
   brokers: string[];
   cluster: ClusterConfig;
+  /** TLS and SASL, as the workers of `--config` reach the brokers (its sinks.kafka). */
+  ssl?: KafkaSinkConfig['ssl'];
+  sasl?: KafkaSinkConfig['sasl'];
   /** How long to wait for the brokers to answer at all, ms. Default CONNECT_TIMEOUT_MS. */
   connectTimeoutMs?: number;
 }
@@ -28,10 +31,11 @@ export const CONNECT_TIMEOUT_MS = 10_000;
 export async function clusterTarget(o: { config?: string; brokers?: string[] }): Promise<ClusterTarget> {
   if (o.config) {
     const { loadPipeline } = await import('../config/load.js');
-    const { clusterBrokers } = await import('./worker.js');
+    const { clusterBrokers, clusterKafkaAuth } = await import('./worker.js');
     const config = await loadPipeline(o.config);
     if (!config.cluster) throw new ArgusError(ErrorCodes.CONFIG, `${o.config}: no cluster section (a worker config is needed)`);
-    return { brokers: o.brokers?.length ? o.brokers : clusterBrokers(config), cluster: config.cluster };
+    // The workers' TLS and SASL too: without them, a secured cluster was unreachable from here.
+    return { brokers: o.brokers?.length ? o.brokers : clusterBrokers(config), cluster: config.cluster, ...clusterKafkaAuth(config) };
   }
   if (!o.brokers?.length) throw new ArgusError(ErrorCodes.CONFIG, '--brokers or --config: where is the cluster?');
   // As the YAML's brokers are checked: kafkajs read `user:secret@host:9092` as host "user", port NaN.
@@ -64,8 +68,13 @@ async function reach(t: ClusterTarget, admin: Admin): Promise<void> {
   }
 }
 
+/** The Kafka client settings of `argus cameras` / `argus cluster` for a target. */
+export function adminKafkaConfig(t: ClusterTarget): KafkaConfig {
+  return { clientId: 'argus-cluster-admin', brokers: t.brokers, ssl: t.ssl as never, sasl: t.sasl as never, logLevel: logLevel.NOTHING, connectionTimeout: 3000, retry: { retries: 3 } };
+}
+
 async function withAdmin<T>(t: ClusterTarget, f: (admin: Admin, kafka: Kafka) => Promise<T>): Promise<T> {
-  const kafka = new Kafka({ clientId: 'argus-cluster-admin', brokers: t.brokers, logLevel: logLevel.NOTHING, connectionTimeout: 3000, retry: { retries: 3 } });
+  const kafka = new Kafka(adminKafkaConfig(t));
   const admin = kafka.admin();
   await reach(t, admin);
   try {

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { catchError, EMPTY, filter, finalize, mergeAll, type Observable, Subject } from 'rxjs';
 import type { FrameResult } from '../analytics/analyze.js';
-import type { ClusterConfig, PipelineConfig } from '../config/schema.js';
+import type { ClusterConfig, KafkaSinkConfig, PipelineConfig } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
@@ -19,6 +19,12 @@ import { ClusterView, ensureClusterTopics, OwnerLog, type CameraEntry, type Open
 /** A worker id from the host name and the process id (ids allow letters, digits, dot, dash, underscore). */
 export function defaultWorkerId(): string {
   return `${hostname().replace(/[^A-Za-z0-9_.-]/g, '_')}-${process.pid}`;
+}
+
+/** How a worker's Kafka clients authenticate (TLS, SASL): the Kafka sink's settings, for the cluster topics too. */
+export function clusterKafkaAuth(config: PipelineConfig): Pick<KafkaSinkConfig, 'ssl' | 'sasl'> {
+  const k = config.sinks.kafka;
+  return { ...(k?.ssl !== undefined ? { ssl: k.ssl } : {}), ...(k?.sasl ? { sasl: k.sasl } : {}) };
 }
 
 /** The brokers of the cluster topics: cluster.brokers, else sinks.kafka.brokers. */
@@ -158,12 +164,12 @@ export class Worker {
     this.log = log;
     this.id = this.c.workerId ?? defaultWorkerId();
     this.self = { workerId: this.id, labels: this.c.labels };
-    const k = config.sinks.kafka;
+    const auth = clusterKafkaAuth(config);
     this.kafka = new Kafka({
       clientId: `argus-worker-${this.id}`,
       brokers: clusterBrokers(config),
-      ssl: k?.ssl as never,
-      sasl: k?.sasl as never,
+      ssl: auth.ssl as never,
+      sasl: auth.sasl as never,
       logLevel: logLevel.NOTHING,
       connectionTimeout: 3000,
       retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 2000 },

@@ -1,7 +1,10 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clusterTarget, listCameras, type ClusterTarget } from '../../src/cluster/admin.js';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { adminKafkaConfig, clusterTarget, listCameras, type ClusterTarget } from '../../src/cluster/admin.js';
 import { ClusterSchema } from '../../src/config/schema.js';
 import { isArgusError } from '../../src/core/errors.js';
 import { ARGUS, runCommand } from '../helpers/cli.js';
@@ -42,6 +45,32 @@ describe('argus cameras / cluster: brokers that cannot be reached', () => {
     const e = await listCameras(target([`127.0.0.1:${silentPort}`, `127.0.0.1:${silentPort}`], 300)).catch((x: unknown) => x);
     expect(isArgusError(e, 'VAP_ERR_KAFKA_UNREACHABLE')).toBe(true);
     expect((e as Error).message).toContain(`cannot reach the Kafka brokers 127.0.0.1:${silentPort}, 127.0.0.1:${silentPort} (`);
+  });
+
+  it('--config of a secured cluster: its TLS and SASL reach the admin client (it spoke plain Kafka to a TLS broker before)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-admin-auth-'));
+    const yaml = join(dir, 'worker.yaml');
+    writeFileSync(yaml, `sinks:\n  kafka:\n    brokers: ["127.0.0.1:${silentPort}"]\n    ssl: true\n    sasl: { mechanism: scram-sha-512, username: argus, password: hunter2 }\ncluster:\n  workerId: w1\n`);
+    const t = await clusterTarget({ config: yaml });
+    expect(t.ssl).toBe(true);
+    expect(t.sasl).toEqual({ mechanism: 'scram-sha-512', username: 'argus', password: 'hunter2' });
+    expect(adminKafkaConfig(t)).toMatchObject({ ssl: true, sasl: { mechanism: 'scram-sha-512', username: 'argus' } });
+    // --brokers given as well: other brokers, the same credentials.
+    expect((await clusterTarget({ config: yaml, brokers: ['10.0.0.9:9093'] })).sasl?.username).toBe('argus');
+    // The client's first bytes to the broker are a TLS handshake (a record of type 22), not a Kafka request.
+    const first: Buffer[] = [];
+    const server = createServer((sock) => {
+      sock.once('data', (d: Buffer) => first.push(d));
+      held.push(sock);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    const e = await listCameras({ ...t, brokers: [`127.0.0.1:${port}`], connectTimeoutMs: 1500 }).catch((x: unknown) => x);
+    server.close();
+    expect(isArgusError(e, 'VAP_ERR_KAFKA_UNREACHABLE')).toBe(true);
+    expect((e as Error).message).not.toContain('hunter2');
+    expect(first.length).toBeGreaterThan(0);
+    expect(first[0][0]).toBe(0x16);
   });
 
   it('--brokers with credentials in it: VAP_ERR_CONFIG naming it with the credentials redacted', async () => {
