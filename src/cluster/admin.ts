@@ -29,6 +29,12 @@ export const CONNECT_TIMEOUT_MS = 10_000;
 
 /** The cluster section of a worker YAML (`--config`), or the defaults with `--brokers`. */
 export async function clusterTarget(o: { config?: string; brokers?: string[] }): Promise<ClusterTarget> {
+  // As the YAML's brokers are checked, with --config or not: kafkajs read `user:secret@host:9092`
+  // as host "user", port NaN (and --config's credentials would go to what it names).
+  for (const b of o.brokers ?? []) {
+    const r = brokerAddress.safeParse(b);
+    if (!r.success) throw new ArgusError(ErrorCodes.CONFIG, `--brokers: ${redactBroker(b)}: ${r.error.issues[0]?.message ?? 'use host:port'}`);
+  }
   if (o.config) {
     const { loadPipeline } = await import('../config/load.js');
     const { clusterBrokers, clusterKafkaAuth } = await import('./worker.js');
@@ -38,11 +44,6 @@ export async function clusterTarget(o: { config?: string; brokers?: string[] }):
     return { brokers: o.brokers?.length ? o.brokers : clusterBrokers(config), cluster: config.cluster, ...clusterKafkaAuth(config) };
   }
   if (!o.brokers?.length) throw new ArgusError(ErrorCodes.CONFIG, '--brokers or --config: where is the cluster?');
-  // As the YAML's brokers are checked: kafkajs read `user:secret@host:9092` as host "user", port NaN.
-  for (const b of o.brokers) {
-    const r = brokerAddress.safeParse(b);
-    if (!r.success) throw new ArgusError(ErrorCodes.CONFIG, `--brokers: ${redactBroker(b)}: ${r.error.issues[0]?.message ?? 'use host:port'}`);
-  }
   return { brokers: o.brokers, cluster: ClusterSchema.parse({}) };
 }
 
@@ -52,7 +53,7 @@ function brokersOf(t: ClusterTarget): string {
 }
 
 /** Connects `admin` within the target's connect timeout, or fails with VAP_ERR_KAFKA_UNREACHABLE naming the brokers and why. */
-async function reach(t: ClusterTarget, admin: Admin): Promise<void> {
+export async function reach(t: ClusterTarget, admin: Pick<Admin, 'connect' | 'disconnect'>): Promise<void> {
   const ms = t.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(`no answer within ${ms / 1000} s`)), ms)));
@@ -62,7 +63,10 @@ async function reach(t: ClusterTarget, admin: Admin): Promise<void> {
     // Not waited for: against a broker that never answers it may not end either.
     void admin.disconnect().catch(() => undefined);
     const why = redact((e as Error)?.message ?? String(e));
-    throw new ArgusError(ErrorCodes.KAFKA_UNREACHABLE, `cannot reach the Kafka ${brokersOf(t)} (${why}): is Kafka running there? (--brokers, or the brokers of --config)`, { cause: e });
+    // Reached, but the credentials were refused: the hint is about them, not about where Kafka runs.
+    const refused = (e as Error)?.name === 'KafkaJSSASLAuthenticationError';
+    const hint = refused ? 'check sinks.kafka.sasl of --config' : 'is Kafka running there? (--brokers, or the brokers of --config)';
+    throw new ArgusError(ErrorCodes.KAFKA_UNREACHABLE, `cannot reach the Kafka ${brokersOf(t)} (${why}): ${hint}`, { cause: e });
   } finally {
     clearTimeout(timer);
   }
