@@ -220,7 +220,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
     // The output's own name, so that only ffmpeg's real report of it is read (taggedStdout).
     const tag = runTag();
     const probe = new StderrProbe(undefined, taggedStdout(tag), frameTimeKey(tag));
-    probe.delimited = tap !== undefined && (input.decode ?? DEFAULT_DECODE).lowLatency;
+    probe.delimited = tap?.endUnits ?? false;
     let lb: Letterbox | undefined;
     let fps = input.fps;
     const seqStart = options.seqStart ?? 0;

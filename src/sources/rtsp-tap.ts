@@ -343,9 +343,9 @@ export class UnitEnds {
   private cutTs: number | undefined;
   /** The timestamp of the last packet when it was marked, else undefined. */
   private markedTs: number | undefined;
-  /** The spacings between the last three marked units (the latest last). */
-  private steps: [number, number] = [0, 0];
+  /** The timestamp of the marked unit before, and the spacing between it and the one before it (0: none yet). */
   private previousTs: number | undefined;
+  private previousStep = 0;
   /** The last delimiter's timestamp: the next is later (a frame that came early makes a smaller guess). */
   private lastNext: number | undefined;
 
@@ -357,16 +357,7 @@ export class UnitEnds {
     if (channel !== this.clock.rtpChannel || !video || length < 12 || p.length < 12 || p[0] >> 6 !== 2 || (p[1] & 0x7f) !== video.pt) return undefined;
     const ts = p.readUInt32BE(4);
     if (this.cutTs !== undefined) {
-      // The rest of a cut unit: once a slice comes in it, ffmpeg makes a frame of the rest (with
-      // the delimiter's pts), which no unit is to be found by. A rest of no slice (filler) makes
-      // none: the delimiter then begins the next unit's frame, found by the guess.
-      if (ts === this.cutTs) {
-        if (startsSlice(video.encoding!, p, length)) {
-          this.clock.delimiterCut();
-          this.cutTs = undefined;
-        }
-        return undefined;
-      }
+      if (ts === this.cutTs) return this.rest(video.encoding!, p, length);
       this.cutTs = undefined;
     }
     if (this.off) return undefined;
@@ -380,12 +371,12 @@ export class UnitEnds {
         // (B-frames): the delimiter began this unit's frame, which the clock finds by its guess.
         if (step === 0) {
           this.cutTs = ts;
-          return this.after(channel, p, length);
+          return this.rest(video.encoding!, p, length);
         }
         return undefined;
       }
       this.inARow++;
-      if (this.previousTs !== undefined) this.steps = [this.steps[1], (this.markedTs - this.previousTs) | 0];
+      if (this.previousTs !== undefined) this.previousStep = (this.markedTs - this.previousTs) | 0;
       this.previousTs = this.markedTs;
       this.markedTs = undefined;
     }
@@ -396,7 +387,7 @@ export class UnitEnds {
     const last = this.previousTs === undefined ? 0 : (ts - this.previousTs) | 0;
     // At most 200 ms (exact at 5 fps and above): a slow camera's frames are then found by a guess
     // that comes early, and when its rate rises the first guess overshoots by 200 ms at most.
-    const step = Math.min(last, this.steps[1] || last, Math.round(this.clock.clockRate / 5));
+    const step = Math.min(last, this.previousStep || last, Math.round(this.clock.clockRate / 5));
     if (step <= 0) return undefined;
     let next = (ts + step) >>> 0;
     // Guesses go forward by at least half a step: an earlier one would give a frame a pts below
@@ -418,6 +409,19 @@ export class UnitEnds {
     aud.copy(out, 16);
     this.clock.delimit(ts, next);
     return out;
+  }
+
+  /**
+   * A packet of the rest of a unit a delimiter cut: once a slice comes in it, ffmpeg makes a frame
+   * of the rest (with the delimiter's pts), which no unit is to be found by. A rest of no slice
+   * (filler) makes none: the delimiter then begins the next unit's frame, found by the guess.
+   */
+  private rest(encoding: string, p: Buffer, length: number): undefined {
+    if (startsSlice(encoding, p, length)) {
+      this.clock.delimiterCut();
+      this.cutTs = undefined;
+    }
+    return undefined;
   }
 }
 
@@ -514,8 +518,6 @@ export function videoStream(sdp: string): { pt: number; encoding?: string; clock
   return undefined;
 }
 
-/** The clock rate of the SDP's first video stream (its first payload type), or undefined. */
-export const videoClockRate = (sdp: string): number | undefined => videoStream(sdp)?.clockRate;
 
 /**
  * The start of a `Range: npt=START-…` value, microseconds, as ffmpeg reads it
@@ -687,7 +689,7 @@ export class RtspTap {
   private relayPort = 0;
 
   /** `endUnits`: send ffmpeg a delimiter after each access unit of H.264 and H.265 cameras (UnitEnds; the source's `decode.lowLatency`). Default true. */
-  private readonly endUnits: boolean;
+  readonly endUnits: boolean;
 
   constructor(
     readonly url: string,

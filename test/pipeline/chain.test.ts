@@ -366,16 +366,26 @@ describe('extensions (real ffmpeg, fake session)', () => {
   });
 });
 
+/**
+ * Two 10 fps clips at the model's size: 40 frames of dark grey (a file's) and `lightFrames` of
+ * light grey (a camera's). Grey levels tell the sources apart: the fake model reports each run's
+ * first input value.
+ */
+function greyClips(prefix: string, lightFrames: number): { dark: string; light: string } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const clip = (name: string, colour: string, frames: number) => {
+    const path = join(dir, name);
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', `color=c=${colour}:size=${S}x${S}:rate=10`, '-frames:v', String(frames), '-pix_fmt', 'yuv420p', path]);
+    return path;
+  };
+  return { dark: clip('dark.mp4', '0x141414', 40), light: clip('light.mp4', '0xb4b4b4', lightFrames) };
+}
+
 describe('a fast file beside a camera-like source (real ffmpeg, fake session)', () => {
   let dark: string;
   let light: string;
   beforeAll(() => {
-    const dir = mkdtempSync(join(tmpdir(), 'argus-share-'));
-    dark = join(dir, 'dark.mp4');
-    light = join(dir, 'light.mp4');
-    // Grey levels tell the sources apart: the fake model reports each run's first input value.
-    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', `color=c=0x141414:size=${S}x${S}:rate=10`, '-frames:v', '40', '-pix_fmt', 'yuv420p', dark]);
-    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', `color=c=0xb4b4b4:size=${S}x${S}:rate=10`, '-frames:v', '40', '-pix_fmt', 'yuv420p', light]);
+    ({ dark, light } = greyClips('argus-share-', 40));
   });
 
   /** Runs held by the session, per source, once both sources have had time to fill the stage. */
@@ -408,11 +418,7 @@ describe('a fast file’s stage follows the sources running beside it (real ffmp
   let dark: string;
   let light: string;
   beforeAll(() => {
-    const dir = mkdtempSync(join(tmpdir(), 'argus-follow-'));
-    dark = join(dir, 'dark.mp4');
-    light = join(dir, 'light.mp4');
-    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', `color=c=0x141414:size=${S}x${S}:rate=10`, '-frames:v', '40', '-pix_fmt', 'yuv420p', dark]);
-    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', `color=c=0xb4b4b4:size=${S}x${S}:rate=10`, '-frames:v', '4', '-pix_fmt', 'yuv420p', light]);
+    ({ dark, light } = greyClips('argus-follow-', 4));
   });
 
   // Runs held by the session, per source (the file's frames are dark, the camera's light).

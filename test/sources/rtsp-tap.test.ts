@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
-import { CAMERA_BEHIND_MAX_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, tapsCameraClock, UNIT_END_TRUST, UnitEnds, videoClockRate, videoStream } from '../../src/sources/rtsp-tap.js';
+import { CAMERA_BEHIND_MAX_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, tapsCameraClock, UNIT_END_TRUST, UnitEnds, videoStream } from '../../src/sources/rtsp-tap.js';
 
 const NTP_UNIX_S = 2_208_988_800;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -565,9 +565,9 @@ describe('which sources are relayed, and how', () => {
   });
 
   it('reads the clock rate of the SDP\'s first video stream', () => {
-    expect(videoClockRate(SDP)).toBe(90000);
-    expect(videoClockRate('v=0\r\nm=video 0 RTP/AVP 26\r\n')).toBe(90000);
-    expect(videoClockRate('v=0\r\nm=video 0 RTP/AVP 98\r\na=rtpmap:98 VP8/45000\r\n')).toBe(45000);
+    expect(videoStream(SDP)?.clockRate).toBe(90000);
+    expect(videoStream('v=0\r\nm=video 0 RTP/AVP 26\r\n')?.clockRate).toBe(90000);
+    expect(videoStream('v=0\r\nm=video 0 RTP/AVP 98\r\na=rtpmap:98 VP8/45000\r\n')?.clockRate).toBe(45000);
   });
 });
 
