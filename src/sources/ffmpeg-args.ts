@@ -148,12 +148,19 @@ export function boundedSize(w: number, h: number): { width: number; height: numb
 }
 
 /**
- * The filter keeping the first frame of each 1/fps interval of the frames' timestamps: at most
+ * The filter keeping at most one frame in each 1/fps interval of the frames' timestamps: at most
  * `fps` frames a second, never a duplicate (a rate above the source's keeps every frame once).
+ * The intervals are centred on the first frame's time and every 1/fps after it, so a source at
+ * exactly `fps` keeps every frame: its times sit mid-interval, and jitter of up to a quarter
+ * period each way (wall-clock arrival times) or times exactly on a multiple of 1/fps (which
+ * floating point puts on either side of an edge counted from 0) move none into its neighbour's
+ * interval. Counted from 0, 10 fps sampling of a 10 fps source kept 60–66 of 80 frames.
  */
 export function sampleFilter(fps: number): string {
-  // (A time before the last kept one starts the count again: a relayed camera's RTP time can jump back.)
-  return `select=isnan(prev_selected_t)+gt(floor(t*${fps})\\,floor(prev_selected_t*${fps}))+lt(t\\,prev_selected_t)`;
+  // ld(0): the first kept frame's time. A time before the last kept one starts the count again
+  // from that frame (a relayed camera's RTP time can jump back).
+  const bin = (t: string) => `floor((${t}-ld(0))*${fps}+0.5)`;
+  return `select=if(isnan(prev_selected_t)+lt(t\\,prev_selected_t)\\,st(0\\,t)*0+1\\,gt(${bin('t')}\\,${bin('prev_selected_t')}))`;
 }
 
 /**
@@ -308,8 +315,8 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
     // Files: the fps filter (frames at exactly that rate; a file whose own rate is below it is
     // run without it, by ffmpegSource, so that no frame is repeated). Live sources: their
     // timestamps are the wall clock, from which the fps filter, counting from 0, would emit
-    // duplicates without end; the first frame of each 1/fps interval is kept instead (never a
-    // duplicate).
+    // duplicates without end; at most one frame of each 1/fps interval is kept instead (never
+    // a duplicate; see sampleFilter).
     ...(input.fps ? [live ? sampleFilter(input.fps) : `fps=${input.fps}`] : []),
     ...(out.frame === 'source' || out.frame === 'source-yuv'
       ? // Full size, converted only: argus letterboxes. Pictures of more pixels than 4K UHD (a

@@ -78,7 +78,7 @@ export interface VideoFramesOptions {
    */
   duration?: number;
   durationFromFirst?: boolean;
-  /** Sample at most this many frames per second: the first frame of each 1/fps interval (never a duplicate). */
+  /** Sample at most this many frames per second: at most one frame of each 1/fps interval (never a duplicate; see sampleFilter). */
   fps?: number;
   /** Called once, before the first frame, with the stream's size, rate and duration. */
   onInfo?: (info: VideoInfo) => void;
