@@ -250,18 +250,20 @@ program
 program
   .command('consume')
   .description('read a Kafka topic and print messages with their source → consumption latency')
-  .requiredOption('--brokers <list>', 'comma-separated host:port list', (v: string) => v.split(',').filter(Boolean))
-  .option('--topic <name>', 'topic to read', 'argus.detections')
+  .option('--brokers <list>', 'comma-separated host:port list (default: the brokers of --config)', (v: string) => v.split(',').filter(Boolean))
+  .option('--config <pipeline>', "a pipeline YAML: its Kafka sink's brokers, TLS, SASL and detections topic")
+  .option('--topic <name>', 'topic to read (default: the detections topic of --config, else argus.detections)')
   .option('--from-beginning', 'start at the oldest message', false)
   .option('--window <n>', 'print p50/p99 every N records read', positiveInt, 100)
   .option('--count <n>', 'stop after N records read: every record counts, also one skipped as stale (a former owner\'s), not JSON or not an argus message', positiveInt)
   .option('--json', 'print each message as JSON', false)
-  .action(async (opts: { brokers: string[]; topic: string; fromBeginning: boolean; window: number; count?: number; json: boolean }) => {
-    const { consume } = await import('./sinks/consume.js');
+  .action(async (opts: { brokers?: string[]; config?: string; topic?: string; fromBeginning: boolean; window: number; count?: number; json: boolean }) => {
+    const { consume, consumeTarget } = await import('./sinks/consume.js');
+    const target = await consumeTarget(opts);
     const ac = new AbortController();
     process.once('SIGINT', () => ac.abort());
     process.once('SIGTERM', () => ac.abort());
-    await consume({ ...opts, signal: ac.signal });
+    await consume({ ...opts, ...target, signal: ac.signal });
   });
 
 const models = program.command('models').description('model tools');

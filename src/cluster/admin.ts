@@ -5,7 +5,8 @@ import { parseConfigText, parseYamlText, readConfigText } from '../config/load.j
 import { lenientEnv } from '../config/interpolate.js';
 import { brokerAddress } from '../config/schema/common.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { redact, redactBroker } from '../core/redact.js';
+import { redactBroker } from '../core/redact.js';
+import { brokersText, reachKafka } from '../sinks/kafka-reach.js';
 import { chooseSlot, placementKey, unmet, type SlottedCamera } from './placement.js';
 import { CAMERA_ENV_PREFIX, DRAIN_KEY_PREFIX, ClusterView, MAX_CAMERA_RECORD_CHARS, ensureClusterTopics, forbiddenEnvRefs, parseCamera, rawCamera, retrying, type OwnersRecord } from './view.js';
 
@@ -19,13 +20,6 @@ export interface ClusterTarget {
   /** How long to wait for the brokers to answer at all, ms. Default CONNECT_TIMEOUT_MS. */
   connectTimeoutMs?: number;
 }
-
-/**
- * How long `argus cameras` / `argus cluster` wait to reach the brokers before giving up with
- * VAP_ERR_KAFKA_UNREACHABLE. kafkajs alone gave a broker that accepts connections and never
- * answers 30 s, then failed with "Broker not connected", naming no broker.
- */
-export const CONNECT_TIMEOUT_MS = 10_000;
 
 /** The cluster section of a worker YAML (`--config`), or the defaults with `--brokers`. */
 export async function clusterTarget(o: { config?: string; brokers?: string[] }): Promise<ClusterTarget> {
@@ -47,29 +41,12 @@ export async function clusterTarget(o: { config?: string; brokers?: string[] }):
   return { brokers: o.brokers, cluster: ClusterSchema.parse({}) };
 }
 
-/** The brokers as an error names them: credentials redacted. */
-function brokersOf(t: ClusterTarget): string {
-  return `${t.brokers.length === 1 ? 'broker' : 'brokers'} ${t.brokers.map(redactBroker).join(', ')}`;
-}
-
 /** Connects `admin` within the target's connect timeout, or fails with VAP_ERR_KAFKA_UNREACHABLE naming the brokers and why. */
-export async function reach(t: ClusterTarget, admin: Pick<Admin, 'connect' | 'disconnect'>): Promise<void> {
-  const ms = t.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(`no answer within ${ms / 1000} s`)), ms)));
-  try {
-    await Promise.race([admin.connect(), deadline]);
-  } catch (e) {
-    // Not waited for: against a broker that never answers it may not end either.
-    void admin.disconnect().catch(() => undefined);
-    const why = redact((e as Error)?.message ?? String(e));
-    // Reached, but the credentials were refused: the hint is about them, not about where Kafka runs.
-    const refused = (e as Error)?.name === 'KafkaJSSASLAuthenticationError';
-    const hint = refused ? 'check sinks.kafka.sasl of --config' : 'is Kafka running there? (--brokers, or the brokers of --config)';
-    throw new ArgusError(ErrorCodes.KAFKA_UNREACHABLE, `cannot reach the Kafka ${brokersOf(t)} (${why}): ${hint}`, { cause: e });
-  } finally {
-    clearTimeout(timer);
-  }
+export function reach(t: ClusterTarget, admin: Pick<Admin, 'connect' | 'disconnect'>): Promise<void> {
+  return reachKafka(t.brokers, admin, {
+    timeoutMs: t.connectTimeoutMs,
+    hint: (refused) => (refused ? 'check sinks.kafka.sasl of --config' : 'is Kafka running there? (--brokers, or the brokers of --config)'),
+  });
 }
 
 /** The Kafka client settings of `argus cameras` / `argus cluster` for a target. */
@@ -96,7 +73,7 @@ export async function snapshot(t: ClusterTarget): Promise<ClusterView> {
     // this shell lacks is no error here (it made every apply rewrite the camera, and ls call it invalid).
     const view = new ClusterView(kafka, { cameras: t.cluster.camerasTopic, owners: t.cluster.ownersTopic }, 'argus-cluster-admin', lenientEnv());
     await view.start(admin);
-    const timeout = new Promise<never>((_, rej) => setTimeout(() => rej(new ArgusError(ErrorCodes.KAFKA_UNREACHABLE, `cluster: could not read the cluster topics ${t.cluster.camerasTopic} and ${t.cluster.ownersTopic} from the Kafka ${brokersOf(t)} within 30 s`)), 30_000).unref());
+    const timeout = new Promise<never>((_, rej) => setTimeout(() => rej(new ArgusError(ErrorCodes.KAFKA_UNREACHABLE, `cluster: could not read the cluster topics ${t.cluster.camerasTopic} and ${t.cluster.ownersTopic} from the Kafka ${brokersText(t.brokers)} within 30 s`)), 30_000).unref());
     try {
       await Promise.race([view.ready, timeout]);
     } finally {

@@ -39,9 +39,9 @@ export const ErrorCodes = {
   SOURCE_TIMEOUT: 'VAP_ERR_SOURCE_TIMEOUT',
   /** The input's resolution changed mid-stream (boxes map with the new size from then on). */
   SOURCE_RESIZED: 'VAP_ERR_SOURCE_RESIZED',
-  /** A Kafka topic the sink needs does not exist and may not be created. */
+  /** A Kafka topic the sink needs does not exist and may not be created; or `argus consume`'s topic does not exist or may not be read. */
   SINK_TOPIC: 'VAP_ERR_SINK_TOPIC',
-  /** `argus cameras` / `argus cluster`: the Kafka brokers did not answer in time (refused, unknown host, silent); the message names them, credentials redacted. */
+  /** `argus cameras` / `argus cluster` / `argus consume`: the Kafka brokers did not answer in time (refused, unknown host, silent); the message names them, credentials redacted. */
   KAFKA_UNREACHABLE: 'VAP_ERR_KAFKA_UNREACHABLE',
   /** The HTTP/WebSocket server could not listen (port in use, bad host). */
   SERVER_LISTEN: 'VAP_ERR_SERVER_LISTEN',

@@ -1,12 +1,14 @@
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
+import type { KafkaSinkConfig } from '../config/schema.js';
+import { brokerAddress } from '../config/schema/common.js';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { SampleWindow } from '../core/stats.js';
+import { redactBroker } from '../core/redact.js';
 import { forTerminal } from '../core/text.js';
+import { brokersText, reachKafka } from './kafka-reach.js';
 
-export interface ConsumeOptions {
-  brokers: string[];
-  topic: string;
+export interface ConsumeOptions extends ConsumeTarget {
   fromBeginning: boolean;
   /** Print p50/p99 every this many records read. */
   window: number;
@@ -18,8 +20,52 @@ export interface ConsumeOptions {
   /** Print each message's JSON instead of a summary line. */
   json: boolean;
   groupId?: string;
+  /** How long to wait for the brokers to answer at all, ms. Default CONNECT_TIMEOUT_MS. */
+  connectTimeoutMs?: number;
   out?: NodeJS.WritableStream;
   signal?: AbortSignal;
+}
+
+/** Where `argus consume` reads: brokers, topic, and how it authenticates. */
+export interface ConsumeTarget {
+  brokers: string[];
+  topic: string;
+  /** TLS and SASL, as in sinks.kafka. */
+  ssl?: KafkaSinkConfig['ssl'];
+  sasl?: KafkaSinkConfig['sasl'];
+}
+
+/**
+ * `--brokers`, `--topic` and `--config PIPELINE.yaml`: with a pipeline, its Kafka sink's brokers
+ * (unless --brokers), TLS and SASL, and its detections topic (unless --topic). Without the
+ * pipeline's credentials a secured deployment's topics could not be read at all.
+ */
+export async function consumeTarget(o: { brokers?: string[]; topic?: string; config?: string }): Promise<ConsumeTarget> {
+  // Checked as the YAML's brokers are: kafkajs read `user:secret@host:9092` as host "user", port NaN.
+  for (const b of o.brokers ?? []) {
+    const r = brokerAddress.safeParse(b);
+    if (!r.success) throw new ArgusError(ErrorCodes.CONFIG, `--brokers: ${redactBroker(b)}: ${r.error.issues[0]?.message ?? 'use host:port'}`);
+  }
+  if (o.config) {
+    const { loadPipeline } = await import('../config/load.js');
+    const k = (await loadPipeline(o.config)).sinks.kafka;
+    if (!k) throw new ArgusError(ErrorCodes.CONFIG, `${o.config}: sinks.kafka: no Kafka sink to read from (give --brokers instead)`);
+    return {
+      brokers: o.brokers?.length ? o.brokers : k.brokers,
+      topic: o.topic ?? k.topics.detections,
+      ...(k.ssl !== undefined ? { ssl: k.ssl } : {}),
+      ...(k.sasl ? { sasl: k.sasl } : {}),
+    };
+  }
+  if (!o.brokers?.length) throw new ArgusError(ErrorCodes.CONFIG, '--brokers or --config: where is Kafka?');
+  return { brokers: o.brokers, topic: o.topic ?? 'argus.detections' };
+}
+
+/** The kafkajs settings of `argus consume` for a target. */
+export function consumeKafkaConfig(t: ConsumeTarget): KafkaConfig {
+  // Three retries (2 s) rather than kafkajs's five (9 s): a port that refuses is named as such
+  // (ECONNREFUSED) within the connect timeout.
+  return { clientId: 'argus-consume', brokers: t.brokers, ssl: t.ssl as never, sasl: t.sasl as never, logLevel: logLevel.NOTHING, connectionTimeout: 3000, retry: { retries: 3 } };
 }
 
 export interface ConsumeSummary {
@@ -127,7 +173,7 @@ const readerClosed = (e: NodeJS.ErrnoException) => e.code === 'EPIPE' || e.code 
  */
 export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
   const out = o.out ?? process.stdout;
-  const kafka = new Kafka({ clientId: 'argus-consume', brokers: o.brokers, logLevel: logLevel.NOTHING, connectionTimeout: 3000 });
+  const kafka = new Kafka(consumeKafkaConfig(o));
   const consumer = kafka.consumer({ groupId: o.groupId ?? `argus-consume-${process.pid}-${Date.now()}`, allowAutoTopicCreation: false });
   const gate = new EpochGate();
   const win = new SampleWindow(o.window);
@@ -145,9 +191,18 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
   const write = (s: string) => {
     if (!outError) out.write(s);
   };
+  await reachKafka(o.brokers, consumer, {
+    timeoutMs: o.connectTimeoutMs,
+    hint: (refused) => (refused ? 'check sinks.kafka.sasl of --config' : 'is Kafka running there? (--brokers, or sinks.kafka of --config)'),
+  });
   try {
-    await consumer.connect();
-    await consumer.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning });
+    await consumer.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning }).catch((e: unknown) => {
+      // kafkajs said "This server does not host this topic-partition", naming neither.
+      const type = (e as { type?: unknown })?.type;
+      if (type === 'UNKNOWN_TOPIC_OR_PARTITION') throw new ArgusError(ErrorCodes.SINK_TOPIC, `consume: the Kafka ${brokersText(o.brokers)} has no topic ${forTerminal(o.topic)} (--topic)`, { cause: e });
+      if (type === 'TOPIC_AUTHORIZATION_FAILED') throw new ArgusError(ErrorCodes.SINK_TOPIC, `consume: the Kafka ${brokersText(o.brokers)} does not let these credentials read topic ${forTerminal(o.topic)}`, { cause: e });
+      throw e;
+    });
     /** The line printed for one record (undefined: nothing, a stale record with --json). */
     const describe = (text: string | undefined, partition: number): string | undefined => {
       const t = now();

@@ -1,9 +1,13 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Kafka, logLevel } from 'kafkajs';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { isArgusError } from '../../src/core/errors.js';
 import { consume } from '../../src/sinks/consume.js';
-import { ARGUS, ROOT } from '../helpers/cli.js';
+import { ARGUS, ROOT, runCommand } from '../helpers/cli.js';
 import { testBrokers, uniqueTopic } from '../helpers/kafka.js';
 
 let brokers: string[];
@@ -85,6 +89,32 @@ describe('argus consume against hostile and malformed records', () => {
     expect(lines[5]).toBe("stale lobby #4 from w1 (epoch 4; a newer owner's was seen): skipped");
     expect(lines.at(-1)).toMatch(/^6 records: .*; 1 stale \(a former owner's\) skipped$/);
     expect(s).toMatchObject({ records: 6, stale: 1 });
+  }, 120_000);
+});
+
+describe('argus consume: the topic', () => {
+  it('--config: reads its Kafka sink\'s detections topic on its brokers (the CLI, no --brokers or --topic)', async () => {
+    const topic = uniqueTopic('consume-config');
+    const rec = (seq: number) => JSON.stringify({ type: 'detections', version: 1, source: 'dock', seq, stamps: { produced: Date.now() }, detections: [] });
+    await produce(topic, [rec(0), rec(1)]);
+    const dir = mkdtempSync(join(tmpdir(), 'argus-consume-config-'));
+    try {
+      const yaml = join(dir, 'p.yaml');
+      writeFileSync(yaml, `sources:\n  - id: dock\n    uri: /x.mp4\nsinks:\n  kafka:\n    brokers: ${JSON.stringify(brokers)}\n    topics: { detections: ${topic} }\n`);
+      const r = await runCommand(process.execPath, [ARGUS, 'consume', '--config', yaml, '--from-beginning', '--count', '2'], {}, 90_000);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.stdout.split('\n').filter((l) => l.startsWith('detections dock #'))).toHaveLength(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('a topic that does not exist: VAP_ERR_SINK_TOPIC naming it and the broker (kafkajs: "This server does not host this topic-partition")', async () => {
+    const topic = uniqueTopic('consume-missing');
+    const e = await consume({ brokers, topic, fromBeginning: true, window: 100, count: 1, json: false, out: collector().out }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_SINK_TOPIC')).toBe(true);
+    expect((e as Error).message).toBe(`consume: the Kafka ${brokers.length === 1 ? 'broker' : 'brokers'} ${brokers.join(', ')} has no topic ${topic} (--topic)`);
   }, 120_000);
 });
 

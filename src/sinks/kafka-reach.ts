@@ -1,0 +1,44 @@
+import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { redact, redactBroker } from '../core/redact.js';
+
+/**
+ * How long a command (`argus consume`, `argus cameras`, `argus cluster`) waits for the brokers
+ * to answer at all before giving up with VAP_ERR_KAFKA_UNREACHABLE. kafkajs alone gave a broker
+ * that accepts connections and never answers 30 s, then failed with "Broker not connected",
+ * naming no broker; a port that refuses took 9 s of retries and named no code.
+ */
+export const CONNECT_TIMEOUT_MS = 10_000;
+
+/** The brokers as an error names them: credentials redacted. */
+export function brokersText(brokers: readonly string[]): string {
+  return `${brokers.length === 1 ? 'broker' : 'brokers'} ${brokers.map(redactBroker).join(', ')}`;
+}
+
+export interface ReachOptions {
+  /** Default CONNECT_TIMEOUT_MS. */
+  timeoutMs?: number;
+  /** What to check, for the error: `refused` when the brokers answered and refused the SASL credentials. */
+  hint: (refused: boolean) => string;
+}
+
+/**
+ * Connects a kafkajs client (admin, consumer) within the timeout, or fails with
+ * VAP_ERR_KAFKA_UNREACHABLE naming the brokers and why, and what to check.
+ */
+export async function reachKafka(brokers: readonly string[], client: { connect(): Promise<void>; disconnect(): Promise<void> }, o: ReachOptions): Promise<void> {
+  const ms = o.timeoutMs ?? CONNECT_TIMEOUT_MS;
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(`no answer within ${ms / 1000} s`)), ms)));
+  try {
+    await Promise.race([client.connect(), deadline]);
+  } catch (e) {
+    // Not waited for: against a broker that never answers it may not end either.
+    void client.disconnect().catch(() => undefined);
+    const why = redact((e as Error)?.message ?? String(e));
+    // Reached, but the credentials were refused: the hint is about them, not about where Kafka runs.
+    const refused = (e as Error)?.name === 'KafkaJSSASLAuthenticationError';
+    throw new ArgusError(ErrorCodes.KAFKA_UNREACHABLE, `cannot reach the Kafka ${brokersText(brokers)} (${why}): ${o.hint(refused)}`, { cause: e });
+  } finally {
+    clearTimeout(timer);
+  }
+}

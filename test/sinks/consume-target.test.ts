@@ -1,0 +1,97 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isArgusError } from '../../src/core/errors.js';
+import { consume, consumeKafkaConfig, consumeTarget } from '../../src/sinks/consume.js';
+import { ARGUS, runCommand } from '../helpers/cli.js';
+
+// `argus consume` with a pipeline's Kafka settings, and against brokers that are not there. No
+// Kafka is needed: a port nobody listens on, and servers that accept and never answer (a frozen
+// broker) or that record the client's first bytes. Bounds only end a hang.
+
+let silent: Server;
+let silentPort: number;
+const held: Socket[] = [];
+let refusedPort: number;
+let dir: string;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'argus-consume-target-'));
+  silent = createServer((s) => held.push(s));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  silentPort = (silent.address() as AddressInfo).port;
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  refusedPort = (probe.address() as AddressInfo).port;
+  await new Promise((r) => probe.close(r));
+});
+afterAll(async () => {
+  for (const s of held) s.destroy();
+  await new Promise((r) => silent.close(r));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const opts = { fromBeginning: false, window: 100, json: false };
+
+describe('argus consume: where it reads', () => {
+  it('--config: the Kafka sink\'s brokers, TLS, SASL and detections topic; --brokers and --topic override them', async () => {
+    const yaml = join(dir, 'secured.yaml');
+    writeFileSync(yaml, `sources:\n  - id: cam\n    uri: /x.mp4\nsinks:\n  kafka:\n    brokers: ["10.0.0.5:9093"]\n    topics: { detections: plant.detections }\n    ssl: { rejectUnauthorized: false }\n    sasl: { mechanism: scram-sha-512, username: argus, password: hunter2 }\n`);
+    const t = await consumeTarget({ config: yaml });
+    expect(t).toEqual({ brokers: ['10.0.0.5:9093'], topic: 'plant.detections', ssl: { rejectUnauthorized: false }, sasl: { mechanism: 'scram-sha-512', username: 'argus', password: 'hunter2' } });
+    expect(consumeKafkaConfig(t)).toMatchObject({ brokers: ['10.0.0.5:9093'], ssl: { rejectUnauthorized: false }, sasl: { mechanism: 'scram-sha-512', username: 'argus', password: 'hunter2' } });
+    expect(await consumeTarget({ config: yaml, brokers: ['10.0.0.6:9093'], topic: 'plant.alerts' })).toMatchObject({ brokers: ['10.0.0.6:9093'], topic: 'plant.alerts', sasl: { username: 'argus' } });
+    // Without --config: the default topic, no credentials.
+    expect(await consumeTarget({ brokers: ['127.0.0.1:9092'] })).toEqual({ brokers: ['127.0.0.1:9092'], topic: 'argus.detections' });
+  });
+
+  it('coded errors: no brokers anywhere, a pipeline without a Kafka sink, --brokers with credentials in it (redacted)', async () => {
+    const none = await consumeTarget({}).catch((x: unknown) => x);
+    expect(isArgusError(none, 'VAP_ERR_CONFIG')).toBe(true);
+    expect((none as Error).message).toContain('--brokers or --config');
+    const plain = join(dir, 'plain.yaml');
+    writeFileSync(plain, 'sources:\n  - id: cam\n    uri: /x.mp4\n');
+    const noSink = await consumeTarget({ config: plain }).catch((x: unknown) => x);
+    expect(isArgusError(noSink, 'VAP_ERR_CONFIG')).toBe(true);
+    expect((noSink as Error).message).toBe(`${plain}: sinks.kafka: no Kafka sink to read from (give --brokers instead)`);
+    const creds = await consumeTarget({ brokers: ['admin:hunter2@10.0.0.1:9092'] }).catch((x: unknown) => x);
+    expect(isArgusError(creds, 'VAP_ERR_CONFIG')).toBe(true);
+    expect((creds as Error).message).toBe('--brokers: ***@10.0.0.1:9092: use host:port');
+  });
+
+  it('TLS from --config reaches the consumer: its first bytes to the broker are a TLS handshake (a record of type 22), not a Kafka request', async () => {
+    let hello!: (b: Buffer) => void;
+    const first = new Promise<Buffer>((r) => (hello = r));
+    const server = createServer((sock) => {
+      sock.once('data', (d: Buffer) => {
+        hello(d);
+        sock.destroy();
+      });
+      sock.on('error', () => {});
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const failed = consume({ ...opts, brokers: [`127.0.0.1:${port}`], topic: 't', ssl: true, connectTimeoutMs: 60_000 }).catch((x: unknown) => x);
+      expect((await first)[0]).toBe(0x16);
+      expect(isArgusError(await failed, 'VAP_ERR_KAFKA_UNREACHABLE')).toBe(true);
+    } finally {
+      server.close();
+    }
+  }, 120_000);
+});
+
+describe('argus consume: brokers that cannot be reached', () => {
+  it('a port that refuses: VAP_ERR_KAFKA_UNREACHABLE naming the broker and ECONNREFUSED (kafkajs alone: "Connection error", no code, after 9 s of retries)', async () => {
+    const e = await consume({ ...opts, brokers: [`127.0.0.1:${refusedPort}`], topic: 't', connectTimeoutMs: 60_000 }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_KAFKA_UNREACHABLE')).toBe(true);
+    expect((e as Error).message).toMatch(new RegExp(`^cannot reach the Kafka broker 127\\.0\\.0\\.1:${refusedPort} \\(.*ECONNREFUSED.*\\): is Kafka running there\\?`));
+  }, 120_000);
+
+  it('the CLI against a broker that never answers: the coded error naming it, exit 2, the process does not linger on the open socket', async () => {
+    const r = await runCommand(process.execPath, [ARGUS, 'consume', '--brokers', `127.0.0.1:${silentPort}`, '--count', '1'], {}, 120_000);
+    expect(r.stderr).toContain(`argus: VAP_ERR_KAFKA_UNREACHABLE: cannot reach the Kafka broker 127.0.0.1:${silentPort} (`);
+    expect(r.code).toBe(2);
+  }, 180_000);
+});
