@@ -532,6 +532,7 @@ export class Worker {
     }
     for (const id of this.waits.keys()) if (!desired.has(id)) this.waits.delete(id);
 
+    for (const [id, at] of this.retryAt) if (at <= now) this.retryAt.delete(id);
     const releaseWait = this.c.releaseWaitMs ?? this.c.sessionTimeoutMs;
     const toClaim: CameraEntry[] = [];
     for (const cam of desired.values()) {

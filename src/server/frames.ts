@@ -27,6 +27,8 @@ export class FrameBroadcaster {
     if (this.busy.has(source) || !this.hub.wants('frames', source)) return;
     const t = performance.now();
     if (t - (this.last.get(source) ?? -Infinity) < 1000 / this.maxFps) return;
+    // Sources come and go (a worker's cameras): times older than a second say nothing any more.
+    if (this.last.size >= 256) for (const [id, at] of this.last) if (t - at >= 1000) this.last.delete(id);
     this.last.set(source, t);
     this.busy.add(source);
     const pic = grabPicture(r.frame, this.channelOrder);

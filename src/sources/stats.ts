@@ -71,6 +71,9 @@ export class FrameRates {
       out.set(s.id, dt > 0 ? { fpsIn: (s.framesIn - p!.in) / dt, fpsOut: (s.framesOut - p!.out) / dt } : { fpsIn: 0, fpsOut: 0 });
       this.prev.set(s.id, { in: s.framesIn, out: s.framesOut, t });
     }
+    // A source no longer listed (removed, or moved to another worker) is forgotten: a worker's
+    // cameras come and go for months.
+    if (this.prev.size > out.size) for (const id of this.prev.keys()) if (!out.has(id)) this.prev.delete(id);
     return out;
   }
 }
