@@ -3,6 +3,7 @@ import { createServer, get, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import type { Browser } from 'playwright-core';
+import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadPipeline } from '../../src/config/load.js';
 import { pipelineBaseDir } from '../../src/pipeline/pipeline.js';
@@ -271,6 +272,47 @@ describe('dashboard with more tiles than the screen holds', () => {
       expect(await page.$eval(first, (e) => e.getBoundingClientRect().bottom < -100)).toBe(true);
       expect(await attr(first, 'data-seq')).toBe('10');
       expect(await attr(first, 'data-draws')).toBe(firstDraws);
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+      await server.close();
+    }
+  }, 60_000);
+
+  it('decodes the live pictures of the tiles on screen only; a tile scrolled into view decodes its newest picture at once', async () => {
+    const ids = Array.from({ length: 24 }, (_, i) => `cam${String(i).padStart(2, '0')}`);
+    const server = await bareServer(undefined, ids);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    try {
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(`${server.s.url}/`);
+      await page.waitForFunction((n) => document.querySelectorAll('.tile').length === n && document.querySelector('#status')?.textContent === 'connected', ids.length, { timeout: 15_000 });
+      const jpeg = (await sharp({ create: { width: 64, height: 36, channels: 3, background: '#808080' } }).jpeg().toBuffer()).toString('base64');
+      const publish = (seq: number, only = ids) => {
+        for (const id of [...only].reverse()) server.hub.publishFrame(id, JSON.stringify({ type: 'frame', version: 1, source: id, seq, contentType: 'image/jpeg', data: jpeg, width: 64, height: 36 }));
+      };
+      const first = '.tile[data-source="cam00"] .tile-frame';
+      const last = '.tile[data-source="cam23"] .tile-frame';
+      for (let seq = 1; seq <= 6; seq++) {
+        publish(seq);
+        // cam00's picture of this round decoded: the page has taken the whole round (cam00 comes last).
+        await page.waitForFunction(([sel, n]) => document.querySelector(sel as string)?.getAttribute('data-seq') === String(n), [first, seq], { timeout: 15_000 });
+      }
+      expect(await page.getAttribute(first, 'data-frames')).toBe('6');
+      // Below the fold: six pictures came, none decoded.
+      expect(await page.$eval(last, (e) => e.getBoundingClientRect().top > window.innerHeight + 100)).toBe(true);
+      expect(await page.getAttribute(last, 'data-frames')).toBe('0');
+      // Scrolled into view: its newest picture, and only that one, without a new message.
+      await page.$eval('.tile[data-source="cam23"]', (e) => e.scrollIntoView({ block: 'end' }));
+      await page.waitForFunction((sel) => document.querySelector(sel)?.getAttribute('data-frames') === '1', last, { timeout: 15_000 });
+      expect(await page.getAttribute(last, 'data-seq')).toBe('6');
+      // Now on screen, it decodes as pictures come; cam00, scrolled out, does not.
+      publish(7);
+      publish(8, ['cam23']);
+      await page.waitForFunction((sel) => document.querySelector(sel)?.getAttribute('data-seq') === '8', last, { timeout: 15_000 });
+      expect(await page.getAttribute(last, 'data-frames')).toBe('3');
+      expect(await page.getAttribute(first, 'data-frames')).toBe('6');
       expect(errors).toEqual([]);
     } finally {
       await page.close();

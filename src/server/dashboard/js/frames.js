@@ -1,4 +1,9 @@
-/** Takes in a `frame` message: decodes the JPEG and draws it on the tile's picture canvas, newest decode wins. */
+/**
+ * Takes in a `frame` message: decodes the JPEG and draws it on the tile's picture canvas, newest
+ * decode wins. A tile off screen keeps only its newest message, undecoded, and decodes it when it
+ * comes into view (tile.js calls `s.onVisible`): with 64 cameras at 5 frames/s each, the page
+ * decoded 320 JPEGs a second for the few tiles a screen shows.
+ */
 import { now } from './clock.js';
 import { isNum } from './numbers.js';
 import { scheduleRender } from './render-queue.js';
@@ -15,6 +20,12 @@ function base64ToBytes(b64) {
 export async function onFrame(m) {
   if (typeof m.source !== 'string' || typeof m.data !== 'string') return;
   const s = ensureSource(m.source);
+  if (!s.visible) {
+    s.pendingFrame = m;
+    s.onVisible ??= showPendingFrame;
+    return;
+  }
+  s.pendingFrame = null;
   const tokenN = ++s.decodeToken;
   let bmp;
   try {
@@ -53,4 +64,11 @@ export async function onFrame(m) {
   else if (s.el.tile.classList.contains('down') && s.state === 'streaming') updateDown(s);
   s.overlayDirty = true;
   scheduleRender();
+}
+
+/** A tile come into view: its newest picture, held while it was off screen. */
+function showPendingFrame(s) {
+  const m = s.pendingFrame;
+  s.pendingFrame = null;
+  if (m) void onFrame(m);
 }

@@ -60,6 +60,10 @@ export function newSource(id) {
     // and chart; one scrolled into view draws its latest state then (tile.js). False until the
     // IntersectionObserver's first report, which comes for every tile.
     visible: false,
+    // The newest `frame` message that came while off screen (decoded when the tile shows), and
+    // what to do then (frames.js).
+    pendingFrame: null,
+    onVisible: null,
     chartDirty: false,
     el: null,
   };

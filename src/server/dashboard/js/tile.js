@@ -22,6 +22,7 @@ const onScreen =
             if (!s || s.visible === entry.isIntersecting) continue;
             s.visible = entry.isIntersecting;
             if (!s.visible) continue;
+            s.onVisible?.(s);
             s.overlayDirty = true;
             scheduleRender();
             if (s.chartDirty) drawChart(s);
