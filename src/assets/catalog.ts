@@ -55,7 +55,12 @@ async function deriveClip(d: Catalog['derived'][number], ffmpegPath: string, opt
   const out = join(dir, d.file);
   if (existsSync(out)) return out;
   const src = await resolveStream(d.from, ffmpegPath, options);
-  await mkdir(dir, { recursive: true });
+  try {
+    await mkdir(dir, { recursive: true });
+  } catch (e) {
+    // As fetch.ts names the cache folder it cannot make (this gave a bare EACCES / ENOTDIR).
+    throw new ArgusError(ErrorCodes.ASSET_FILE, `asset "${d.file}": cannot create the folder of derived clips ${dir} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): remove what is in its way, or set ARGUS_CACHE to a folder argus may write`, { cause: e });
+  }
   await sweepStaleParts(dir, options.log);
   options.log?.(`deriving ${d.file} from ${d.from} with ffmpeg`);
   await transcodeClip(src, out, d.ffmpegArgs, ffmpegPath);
@@ -93,7 +98,9 @@ export function transcodeClip(src: string, out: string, ffmpegArgs: readonly str
         cmd.on('end', () => res());
         cmd.run();
       });
-      await rename(tmp, out);
+      await rename(tmp, out).catch((e: NodeJS.ErrnoException) => {
+        throw new ArgusError(ErrorCodes.ASSET_FILE, `deriving ${file}: cannot move the new clip into place at ${out} (${e.code ?? e.message})`, { cause: e });
+      });
     } catch (e) {
       await rm(tmp, { force: true });
       throw e;

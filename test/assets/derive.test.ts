@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { transcodeClip } from '../../src/assets/catalog.js';
+import { resolveStream, transcodeClip } from '../../src/assets/catalog.js';
 import { isArgusError } from '../../src/core/errors.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
+import '../helpers/assets.js';
 
 const run = promisify(execFile);
 const ffmpeg = defaultFfmpegPath();
@@ -81,4 +82,12 @@ describe('transcodeClip (derived clips, through fluent-ffmpeg)', () => {
     expect(b.runs().map((r) => r.split(' ').at(-1))).toEqual([`${join(dir, 'by-b.mp4')}.part-${process.pid}.mp4`]);
     expect((await inspect(join(dir, 'by-b.mp4'))).frames).toBe(2);
   });
+
+  it('a cache where the folder of derived clips cannot be made: VAP_ERR_ASSET_FILE naming it and what to do (it was a bare EEXIST)', async () => {
+    const cache = mkdtempSync(join(tmpdir(), 'argus-derive-cache-'));
+    writeFileSync(join(cache, 'derived'), 'a file where the folder goes');
+    const e = await resolveStream('person-1080p30.mp4', ffmpeg, { cache, progress: false }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_ASSET_FILE')).toBe(true);
+    expect((e as Error).message).toMatch(new RegExp(`^asset "person-1080p30\\.mp4": cannot create the folder of derived clips ${join(cache, 'derived').replace(/[.]/g, '\\.')} \\((EEXIST|ENOTDIR)\\): .*ARGUS_CACHE`));
+  }, 60_000);
 });
