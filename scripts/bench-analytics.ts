@@ -23,11 +23,12 @@ import type { Message } from '../src/sinks/message.js';
 import { Outbox } from '../src/sinks/outbox.js';
 import type { Sink } from '../src/sinks/sink.js';
 import { ByteTracker } from '../src/tracking/byte-tracker.js';
+import { numberFlag } from './lib/flags.js';
 
 const args = process.argv.slice(2);
 const opt = (n: string, d: string) => (args.includes(`--${n}`) ? args[args.indexOf(`--${n}`) + 1] : d);
-const FRAMES = Number(opt('frames', '3000'));
-const LIVE_SECONDS = Number(opt('live-seconds', '140'));
+const FRAMES = numberFlag(args, 'frames', 3000, { min: 1 });
+const LIVE_SECONDS = numberFlag(args, 'live-seconds', 140, { min: 1 });
 const JSON_OUT = opt('json', '');
 const __dirname = resolve(new URL('.', import.meta.url).pathname);
 const r3 = (v: number) => Math.round(v * 1000) / 1000;

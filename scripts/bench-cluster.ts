@@ -31,17 +31,15 @@ import { join, resolve } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { PACKAGE_ROOT } from '../src/assets/paths.js';
 import { checkOwnership, clusterNames, Collector, currentOwners, firstFrameAfter, lostFrames, pct, sleep, until, WorkerProcess, writeCamerasYaml, writeWorkerYaml } from '../src/bench/cluster.js';
+import { numberFlag } from './lib/flags.js';
 
 const log = (m: string) => process.stderr.write(`bench:cluster: ${m}\n`);
-const arg = (name: string, def: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : def;
-};
+const arg = (name: string, def: number, min = 1) => numberFlag(process.argv, name, def, { min });
 const jsonOut = (() => {
   const i = process.argv.indexOf('--json');
   return i >= 0 ? process.argv[i + 1] : undefined;
 })();
-const KILLS = arg('kills', 10);
+const KILLS = arg('kills', 10, 0);
 const CAMERAS = arg('cameras', 6);
 const WORKERS = arg('workers', 3);
 const OVERHEAD_S = arg('overhead-seconds', 30);

@@ -17,6 +17,7 @@ import { loadModelManifest, resolveModelFile, resolveStream } from '../src/asset
 import { argusPipelineYaml, medianOf, runFigures, SCENARIOS, type RunFigures } from '../src/bench/peer.js';
 import { defaultFfmpegPath } from '../src/sources/ffmpeg-path.js';
 import { argusLaunch, buildArgus, measure } from './lib/measure.js';
+import { numberFlag } from './lib/flags.js';
 
 /** The settings compared: the old defaults first, then one change at a time, then the new defaults. */
 const SETTINGS: { name: string; decodeThreads: number; spinning: boolean; spinMicros?: number; workers: number; intra: number }[] = [
@@ -35,7 +36,7 @@ function args(argv: string[]) {
     const i = argv.indexOf(`--${k}`);
     return i >= 0 && argv[i + 1] ? argv[i + 1] : d;
   };
-  return { rounds: Number(get('rounds', '3')), seconds: Number(get('seconds', '15')), json: get('json', '') };
+  return { rounds: numberFlag(argv, 'rounds', 3, { min: 1 }), seconds: numberFlag(argv, 'seconds', 15, { min: 1, whole: false }), json: get('json', '') };
 }
 
 async function main() {

@@ -29,13 +29,14 @@ import type { Metrics } from '../src/server/metrics.js';
 import { RateMeter, registerRoutes, type RouteContext } from '../src/server/routes.js';
 import type { Message } from '../src/sinks/message.js';
 import { WebSocketHub } from '../src/sinks/websocket.js';
+import { numberFlag } from './lib/flags.js';
 
 const args = process.argv.slice(2);
 const opt = (n: string, d: string) => (args.includes(`--${n}`) ? args[args.indexOf(`--${n}`) + 1] : d);
-const SECONDS = Number(opt('seconds', '40'));
+const SECONDS = numberFlag(args, 'seconds', 40, { min: 1 });
 const JSON_OUT = opt('json', '');
 const ONLY = opt('only', '');
-const RENDER = { sources: Number(opt('sources', '64')), fps: Number(opt('fps', '25')), boxes: Number(opt('boxes', '20')) };
+const RENDER = { sources: numberFlag(args, 'sources', 64, { min: 1 }), fps: numberFlag(args, 'fps', 25, { min: 1 }), boxes: numberFlag(args, 'boxes', 20) };
 const here = resolve(new URL('.', import.meta.url).pathname);
 const file = resolve(here, '../pipelines/safety-zone.yaml');
 const r2 = (v: number) => Math.round(v * 100) / 100;

@@ -12,10 +12,10 @@
  */
 import { loadModelManifest, resolveModelFile } from '../src/assets/catalog.js';
 import { Detector } from '../src/inference/detector.js';
+import { numberFlag } from './lib/flags.js';
 
 const args = process.argv.slice(2);
-const at = args.indexOf('--runs');
-const runs = at >= 0 ? Number(args[at + 1]) : 5;
+const runs = numberFlag(args, 'runs', 5, { min: 1 });
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (x: number) => x.toFixed(1);

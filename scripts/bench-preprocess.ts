@@ -32,13 +32,14 @@ import { buildFfmpegArgs, frameBytes, type FfmpegOutputSpec } from '../src/sourc
 import { defaultFfmpegPath } from '../src/sources/ffmpeg-path.js';
 import { BufferPool, FrameReader } from '../src/sources/frame-reader.js';
 import { colourOf, StderrProbe } from '../src/sources/stderr-probe.js';
+import { numberFlag } from './lib/flags.js';
 
 const arg = (name: string, def: string) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? process.argv[i + 1] : def;
 };
-const FRAMES = Number(arg('frames', '300'));
-const ROUNDS = Number(arg('rounds', '3'));
+const FRAMES = numberFlag(process.argv, 'frames', 300, { min: 1 });
+const ROUNDS = numberFlag(process.argv, 'rounds', 3, { min: 1 });
 const JSON_OUT = arg('json', '');
 const ff = defaultFfmpegPath();
 const dir = mkdtempSync(join(tmpdir(), 'argus-bench-pre-'));

@@ -25,13 +25,14 @@ import { startHttpServer } from '../src/server/http.js';
 import { KafkaSink } from '../src/sinks/kafka.js';
 import { Publisher } from '../src/sinks/publisher.js';
 import { WebSocketHub } from '../src/sinks/websocket.js';
+import { numberFlag } from './lib/flags.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, def: string) => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? args[i + 1] : def;
 };
-const SECONDS = Number(opt('seconds', '20'));
+const SECONDS = numberFlag(args, 'seconds', 20, { min: 1, whole: false });
 const JSON_OUT = opt('json', '');
 const __dirname = resolve(new URL('.', import.meta.url).pathname);
 const r2 = (v: number) => Math.round(v * 100) / 100;

@@ -17,13 +17,14 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runDetect } from '../src/tools/detect.js';
 import { runPreview } from '../src/tools/preview.js';
+import { numberFlag } from './lib/flags.js';
 
 const ROOT = resolve(new URL('..', import.meta.url).pathname);
 process.env.ARGUS_MIRROR ??= resolve(ROOT, '../shared');
 const MIRROR = process.env.ARGUS_MIRROR;
 const args = process.argv.slice(2);
 const opt = (n: string, d: string) => (args.includes(`--${n}`) ? args[args.indexOf(`--${n}`) + 1] : d);
-const RUNS = Number(opt('runs', '3'));
+const RUNS = numberFlag(args, 'runs', 3, { min: 1 });
 const JSON_OUT = opt('json', '');
 const FULL_VIDEO = args.includes('--full-video');
 

@@ -25,6 +25,7 @@ import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import WebSocket from 'ws';
 import { stringify as toYaml } from 'yaml';
+import { numberFlag } from './lib/flags.js';
 
 // ------------------------------------------------------------------------- options --
 
@@ -77,14 +78,14 @@ for (let i = 0; i < argv.length; i++) {
   }
 }
 const opt = (n: string, d: string) => (argv.includes(`--${n}`) ? argv[argv.indexOf(`--${n}`) + 1] ?? d : d);
-const MINUTES = Number(opt('minutes', '10'));
-const SOURCES = Number(opt('sources', '4'));
-const SEED = argv.includes('--seed') ? Number(opt('seed', '1')) >>> 0 : randomBytes(4).readUInt32LE(0);
+const MINUTES = numberFlag(argv, 'minutes', 10, { min: 0.1, whole: false });
+const SOURCES = numberFlag(argv, 'sources', 4, { min: 1 });
+const SEED = argv.includes('--seed') ? numberFlag(argv, 'seed', 1, { max: 0xffffffff }) : randomBytes(4).readUInt32LE(0);
 const JSON_OUT = opt('json', '');
 const KILL9 = argv.includes('--kill9-test');
 const CLEAN = argv.includes('--clean');
-const KAFKA_PORT = Number(opt('kafka-port', '19392'));
-const RTSP_PORT = Number(opt('rtsp-port', '18754'));
+const KAFKA_PORT = numberFlag(argv, 'kafka-port', 19392, { min: 1, max: 65535 });
+const RTSP_PORT = numberFlag(argv, 'rtsp-port', 18754, { min: 1, max: 65535 });
 const [GAP_MIN, GAP_MAX] = opt('gap', '8-15').split('-').map(Number);
 const KINDS = (opt('faults', FAULT_KINDS.join(',')).split(',').filter(Boolean) as FaultKind[]);
 for (const k of KINDS) if (!FAULT_KINDS.includes(k)) (console.error(`chaos: unknown fault kind "${k}" (kinds: ${FAULT_KINDS.join(', ')})`), process.exit(2));
