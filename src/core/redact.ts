@@ -11,16 +11,23 @@
 // where a run of scheme characters starts (not at every '.' inside one: `a.a.a…` took 7 ms a
 // 4 KB line). The source schema refuses whitespace in a URL (a password with a space).
 const USERINFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/{1,3})((?:[^\s/?#"]|"(?![,}\]:\s]|$))*)@/gi;
-// A parameter (after '?', '&' or ';') up to '=', and its value to the next parameter: SRT's
-// stream ids start with '#!::'. Its value is a secret when its name is one of SECRET_NAMES
-// (checked apart from the match, so the pattern stays linear on any line).
-const PARAM = /([?&;])([^=&\s'"?;#]*)=([^&\s'"]*)/g;
+// User-info cut by a '/', '?' or '#' in the password (`rtsp://admin:pa#ss@cam/x`: ffmpeg reads
+// `admin:pa` as host and port, and USERINFO stops there): an authority `x:y` whose `y` is no
+// port, then one of those characters, then anything up to the last '@' of the URL (a quote or
+// whitespace ends it). The schema refuses such a source URL; text from elsewhere may hold one.
+const CUT_USERINFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/{1,3})([^\s/?#"@:[]*:[^\s/?#"@]*[^\s/?#"@\d][^\s/?#"@]*[/?#][^\s"]*)@/gi;
+// A parameter (after '?', '&', ';' or '#') up to '=', and its value to the next parameter or
+// fragment ('#'; SRT's stream ids start with '#!::'). Its value is a secret when its name, percent-decoded, is one of
+// SECRET_NAMES (checked apart from the match, so the pattern stays linear on any line).
+const PARAM = /([?&;#])([^=&\s'"?;#]*)=(#?[^&\s'"#]*)/g;
 const SECRET_NAMES = new Set(
   [
     'token', 'access_token', 'access-token', 'auth_token', 'authtoken', 'id_token', 'refresh_token', 'jwt',
     'password', 'passwd', 'pwd', 'pass', 'passphrase', 'secret', 'client_secret',
     'key', 'api_key', 'api-key', 'apikey', 'auth', 'sig', 'signature', 'streamid',
     'x-amz-signature', 'x-amz-security-token', 'x-amz-credential', 'x-goog-signature', 'x-goog-credential',
+    // GitLab's; cheap IP cameras' CGI (loginuse=admin&loginpas=…); sessions.
+    'private_token', 'loginpas', 'loginpass', 'user_password', 'session', 'sessionid', 'session_id',
   ],
 );
 
@@ -29,7 +36,19 @@ export function redact(text: string): string {
   if (text.indexOf(':/') < 0 && text.indexOf('=') < 0) return text;
   return text
     .replace(USERINFO, (_m, scheme: string, info: string) => (info ? `${scheme}***@` : `${scheme}@`))
-    .replace(PARAM, (m, sep: string, name: string) => (SECRET_NAMES.has(name.toLowerCase()) ? `${sep}${name}=***` : m));
+    .replace(CUT_USERINFO, (_m, scheme: string) => `${scheme}***@`)
+    .replace(PARAM, (m, sep: string, name: string) => (SECRET_NAMES.has(paramName(name)) ? `${sep}${name}=***` : m));
+}
+
+/** A parameter's name as a server reads it: percent-decoded (`to%6Ben` is `token`), in lower case. */
+function paramName(name: string): string {
+  const lower = name.toLowerCase();
+  if (!lower.includes('%')) return lower;
+  try {
+    return decodeURIComponent(lower).toLowerCase();
+  } catch {
+    return lower;
+  }
 }
 
 /** Redacts every string inside a plain value (objects, arrays), returning a copy only when something changed. */

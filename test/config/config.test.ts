@@ -107,7 +107,7 @@ describe('pipeline schema', () => {
     expect(p.model.intraOpThreads).toBe(1);
   });
 
-  it.each([
+  it.each<[string, string, RegExp]>([
     ['missing sources', 'name: x\n', /sources: at least one source is needed/],
     ['empty sources', 'sources: []\n', /sources: at least one source is needed/],
     ['a wrong type', 'sources:\n  - id: a\n    uri: /x.mp4\n    loop: "yes"\n', /sources\[0\]\.loop: Expected boolean, received string/],
@@ -119,6 +119,8 @@ describe('pipeline schema', () => {
     ['a second key of a name, after one percent-encoded', 'sources:\n  - id: a\n    uri: "udp://239.0.0.1:1234?fifo%5Fsize=1&fifo_size=99999999"\n', /sources\[0\]\.uri: udp:\/\/ fifo_size=99999999: at most 524288/],
     ['listening SRT behind a percent-encoded mode', 'sources:\n  - id: a\n    uri: "srt://h:9000?m%6Fde=caller&mode=listener"\n', /sources\[0\]\.uri: ffmpeg would listen for a sender/],
     ['a password with a space (it would end the URL in every log line)', 'sources:\n  - id: a\n    uri: "rtsp://admin:my pass@cam/live"\n', /sources\[0\]\.uri: a URL has no spaces or control characters: percent-encode them/],
+    // ffmpeg's authority ends at '/', '?' or '#': it would connect to host "admin", and the password was printed whole.
+    ...['sec#ret', 'pa/ss', 'pa?ss'].map((pw): [string, string, RegExp] => [`a password with ${pw[2]} in it`, `sources:\n  - id: a\n    uri: "rtsp://admin:${pw}@cam/live"\n`, /sources\[0\]\.uri: the part before '@' holds '\/', '\?' or '#': in a user name or password, percent-encode them \(%2F, %3F, %23\)$/]),
     ['a misspelt key', 'sources:\n  - id: a\n    uri: /x.mp4\n    lop: true\n', /sources\[0\]: Unrecognized key\(s\) in object: 'lop'/],
     ['a threshold out of range', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  scoreThreshold: 1.5\n', /postprocess\.scoreThreshold: Number must be less than or equal to 1/],
     ['more detections a frame than the tracker is sized for', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  maxDetections: 1000\n', /postprocess\.maxDetections: Number must be less than or equal to 300/],
@@ -131,6 +133,15 @@ describe('pipeline schema', () => {
     expect(e.code).toBe('VAP_ERR_CONFIG');
     expect(e.message).toMatch(/^test\.yaml: invalid configuration/);
     expect(e.message).toMatch(message);
+  });
+
+  it.each([
+    ['a port, then an @ in the query', 'http://cam:8080/snap?mail=ops@corp.example'],
+    ['an IPv6 host, then an @ in the path', 'rtsp://[::1]:554/a@b'],
+    ['user-info with an encoded #', 'rtsp://admin:sec%23ret@cam/live'],
+    ['user-info with @ and : in the password', 'rtsp://admin:p@s:s@cam:554/live'],
+  ])('%s is a URL as ffmpeg reads it: accepted', (_n, uri) => {
+    expect(parse(`sources:\n  - id: a\n    uri: "${uri}"\n`).sources[0].uri).toBe(uri);
   });
 
   it('broken YAML → VAP_ERR_CONFIG_FILE with the line', () => {

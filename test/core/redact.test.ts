@@ -15,6 +15,15 @@ describe('redact', () => {
     ['text without URLs is left alone', 'mail me@host', 'mail me@host'],
     ['a double quote in the password', 'exited for rtsp://admin:pa"ss@127.0.0.1:19798/x; retry', 'exited for rtsp://***@127.0.0.1:19798/x; retry'],
     ['a scheme after dots', 'see a.b.rtsp://u:p@h/x', 'see a.b.rtsp://***@h/x'],
+    // ffmpeg's authority ends at '/', '?' or '#': these were printed whole (log, /api/sources, status).
+    ["a '#' in the password", 'ffmpeg exited with code 1 for rtsp://user:sec#ret1@127.0.0.1:1/x; retry 9', 'ffmpeg exited with code 1 for rtsp://***@127.0.0.1:1/x; retry 9'],
+    ["a '/' in the password", 'rtsp://admin:pa/ss2@127.0.0.1:1/x', 'rtsp://***@127.0.0.1:1/x'],
+    ["a '?' in the password", 'rtsp://admin:pa?ss3@127.0.0.1:1/x?token=t', 'rtsp://***@127.0.0.1:1/x?token=***'],
+    ['inside JSON, a cut password still stops at the closing quote', '{"uri":"rtsp://a:b#c@d/e","x":"f@g"}', '{"uri":"rtsp://***@d/e","x":"f@g"}'],
+    ['a port, then an @ in the query, is no password', 'http://host:8080/p?e=a@b', 'http://host:8080/p?e=a@b'],
+    ['an IPv6 host, then an @ in the path', 'rtsp://[::1]:554/a@b', 'rtsp://[::1]:554/a@b'],
+    ['secret parameters after #, and percent-encoded names', 'http://cam/a?to%6Ben=s1&x=1#token=s2', 'http://cam/a?to%6Ben=***&x=1#token=***'],
+    ["cheap cameras' CGI passwords, GitLab's token, sessions", 'http://cam/snapshot.cgi?loginuse=admin&loginpas=s1&private_token=s2&sessionid=s3', 'http://cam/snapshot.cgi?loginuse=admin&loginpas=***&private_token=***&sessionid=***'],
     // A URL with one slash is read as a file path: its error names it, password included.
     ['a mistyped URL with one slash, inside a path', 'file not found: /tmp/x/rtsp:/admin:Hunter2Secret@10.0.0.5/stream1', 'file not found: /tmp/x/rtsp:/***@10.0.0.5/stream1'],
     [

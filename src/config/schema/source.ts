@@ -48,6 +48,13 @@ function checkUri(uri: string, ctx: z.RefinementCtx): void {
     ctx.addIssue({ code: 'custom', message: 'a URL has no spaces or control characters: percent-encode them (a space is %20)' });
     return;
   }
+  // ffmpeg's authority ends at the first '/', '?' or '#' (av_url_split): a password holding one
+  // (`rtsp://admin:pa#ss@cam`) leaves `admin:pa` as host and port; ffmpeg never connects, and
+  // the password, cut from its user name, would not be recognised as one where the URL is printed.
+  if (brokenUserInfo(uri)) {
+    ctx.addIssue({ code: 'custom', message: "the part before '@' holds '/', '?' or '#': in a user name or password, percent-encode them (%2F, %3F, %23)" });
+    return;
+  }
   const tags = infoTags(uri);
   if (tags.some(([k, v]) => k === 'listen' || (k === 'mode' && /^(listener|rendezvous)$/i.test(v))))
     ctx.addIssue({ code: 'custom', message: 'ffmpeg would listen for a sender (?listen, mode=listener|rendezvous): argus connects to its sources; push to an RTSP server and give its rtsp:// URL' });
@@ -60,6 +67,20 @@ function checkUri(uri: string, ctx: z.RefinementCtx): void {
         ctx.addIssue({ code: 'custom', message: `${scheme}:// ${name}${/^\d{1,12}$/.test(value) ? `=${value}` : ''}: at most ${max} ${unit}, in decimal digits (a buffer ffmpeg allocates)` });
     }
   }
+}
+
+/**
+ * A `scheme://` URL whose authority (up to the first '/', '?' or '#') is `x:y` with a `y` that is
+ * no port, followed later by an '@': user-info cut by one of those characters.
+ */
+export function brokenUserInfo(uri: string): boolean {
+  const rest = uri.slice((SCHEME.exec(uri)?.[0] ?? '').length);
+  const end = rest.search(/[/?#]/);
+  if (end < 0 || rest.indexOf('@', end) < 0) return false;
+  const authority = rest.slice(0, end);
+  if (authority.includes('@')) return false;
+  const colon = authority.lastIndexOf(':');
+  return colon >= 0 && !authority.startsWith('[') && !/^\d*$/.test(authority.slice(colon + 1));
 }
 
 /**
