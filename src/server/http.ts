@@ -109,6 +109,9 @@ interface ConnectionState {
  * answered. Connections answering a request and WebSockets are never closed for room; when all
  * are such, the new connection is closed at once.
  */
+/** Requests one connection may have in flight (HTTP/1.1 pipelining); browsers and Prometheus send one at a time. */
+export const MAX_PIPELINED = 4;
+
 function admitConnections(server: Server, max: number, log: LogFn): void {
   // Insertion order is idleness order: a connection moves to the end when its last request is answered.
   const open = new Map<Socket, ConnectionState>();
@@ -138,7 +141,16 @@ function admitConnections(server: Server, max: number, log: LogFn): void {
     const socket = req.socket as Socket;
     const st = open.get(socket);
     if (!st) return;
-    st.busy++;
+    // Pipelined requests: every request of a received chunk is taken at once (up to ~1 400 of
+    // `GET /metrics` in 64 KB), and each answer waits in memory for the client to read the ones
+    // before it. One connection that sent 20 000 and never read grew the process by 500 MB, and
+    // one that read stalled the event loop 17 s. Beyond MAX_PIPELINED in flight, the connection
+    // is closed (its handlers skip a closed socket).
+    if (++st.busy > MAX_PIPELINED) {
+      throttled.log('pipelined', `http: a connection sent more than ${MAX_PIPELINED} requests before reading the answers; it was closed`, { max: MAX_PIPELINED }, 'warn');
+      socket.destroy();
+      return;
+    }
     res.once('close', () => {
       st.busy = Math.max(0, st.busy - 1);
       if (st.busy === 0 && open.delete(socket) && !socket.destroyed) open.set(socket, st);
@@ -192,7 +204,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
       return plain(res, 405, 'method not allowed\n', { allow: 'GET, HEAD', connection: 'close' });
     }
     Promise.resolve()
-      .then(() => entry.handler(req, res))
+      .then(() => (req.socket.destroyed ? undefined : entry.handler(req, res)))
       .catch((e: unknown) => fail(res, e));
   };
 

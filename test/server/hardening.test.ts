@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { tokenMatches } from '../../src/core/http.js';
-import { hostAllowed, startHttpServer, type HttpServerOptions, type RunningServer } from '../../src/server/http.js';
+import { hostAllowed, MAX_PIPELINED, startHttpServer, type HttpServerOptions, type RunningServer } from '../../src/server/http.js';
 import { RateMeter, registerRoutes } from '../../src/server/routes.js';
 import type { Pipeline } from '../../src/pipeline/pipeline.js';
 import type { Metrics } from '../../src/server/metrics.js';
@@ -191,6 +191,31 @@ describe('HTTP: methods', () => {
 });
 
 describe('HTTP: limits', () => {
+  it('pipelined requests: up to MAX_PIPELINED in one write are answered in order; a connection sending more before reading is closed, none of its routes run, and the server answers others', async () => {
+    // A 27 KB answer, as /metrics: 20 000 of them queued for a client that never reads grew the process by 500 MB.
+    let runs = 0;
+    const s = await server({
+      routes: {
+        '/m': (_q, r) => {
+          runs++;
+          r.end('x'.repeat(27_000));
+        },
+      },
+    });
+    const get = (close = false) => `GET /m HTTP/1.1\r\nHost: 127.0.0.1\r\n${close ? 'Connection: close\r\n' : ''}\r\n`;
+    const ok = await raw(s.port, get().repeat(MAX_PIPELINED - 1) + get(true));
+    expect(ok.text.match(/HTTP\/1\.1 200 OK/g)).toHaveLength(MAX_PIPELINED);
+    expect(runs).toBe(MAX_PIPELINED);
+    runs = 0;
+    const flood = await raw(s.port, get().repeat(20_000));
+    expect(flood.closed).toBe(true);
+    expect(flood.text).toBe('');
+    expect(runs).toBe(0);
+    const after = await raw(s.port, get(true));
+    expect(after.status).toBe(200);
+    expect(runs).toBe(1);
+  });
+
   it('headers over maxHeaderBytes answer 431; a malformed request 400; both close the connection', async () => {
     const s = await server({ maxHeaderBytes: 2048, routes: { '/ok': (_q, r) => void r.end('ok') } });
     const big = await raw(s.port, req('GET', '/ok', { 'x-big': 'a'.repeat(4096) }));
