@@ -7,7 +7,7 @@ import { quiesceInference } from './inference/worker-pool.js';
 import { createLogger, logFn } from './core/log.js';
 import { pipelineBaseDir } from './pipeline/pipeline.js';
 import { runPipeline } from './pipeline/run.js';
-import { batchSources, fraction, MAX_TIMER_SECONDS, positiveInt, positiveNumber, seconds, wholeNumber } from './tools/flags.js';
+import { batchSources, fraction, MAX_TIMER_SECONDS, positiveInt, pathFlag, positiveNumber, seconds, wholeNumber } from './tools/flags.js';
 
 const logger = createLogger();
 const log = logFn(logger);
@@ -40,8 +40,8 @@ program
   .description('run a pipeline YAML')
   .argument('<pipeline>', 'pipeline YAML file')
   .option('--max-frames <n>', 'stop after N processed frames', positiveInt)
-  .option('--jsonl <file>', "write one JSON line per processed frame ('-' for stdout)")
-  .option('--annotate <path>', 'write each source\'s video with boxes, track ids, zones, lines and counts to this MP4 ({source} for the source id, or a folder/); overrides sinks.annotate.path')
+  .option('--jsonl <file>', "write one JSON line per processed frame ('-' for stdout)", pathFlag)
+  .option('--annotate <path>', 'write each source\'s video with boxes, track ids, zones, lines and counts to this MP4 ({source} for the source id, or a folder/); overrides sinks.annotate.path', pathFlag)
   .option('--no-status', 'do not print the per-source status line')
   .action((file: string, opts: RunFlags) => runOrWork(file, opts, 'run'));
 
@@ -49,7 +49,7 @@ program
   .command('worker')
   .description('join the cluster of a worker YAML (its cluster section) and run the cameras the group gives this worker (README, "Many machines")')
   .argument('<worker>', 'worker YAML: a pipeline without sources, with a cluster section')
-  .option('--jsonl <file>', "write one JSON line per processed frame ('-' for stdout)")
+  .option('--jsonl <file>', "write one JSON line per processed frame ('-' for stdout)", pathFlag)
   .option('--no-status', 'do not print the per-source status line')
   .action((file: string, opts: RunFlags) => runOrWork(file, opts, 'worker'));
 

@@ -5,6 +5,7 @@ import type { FrameResult } from '../analytics/analyze.js';
 import type { SourceAnalyticsReport } from '../analytics/report.js';
 import type { PipelineConfig } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { sameFile } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import type { RunningServer } from '../server/http.js';
 import { JsonlSink } from '../sinks/jsonl.js';
@@ -174,7 +175,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
         const delivered = pipeline.stats.find((s) => s.id === id)?.fps;
         return source && sourceKind(source.uri) !== 'file' ? (source.fps ?? delivered) : (delivered ?? source?.fps);
       };
-      const open = () => AnnotateSink.open({ ...annotateConfig, baseDir, sources: enabled.map((s) => s.id), attachable: options.attached !== undefined, inputs: pipeline.inputs, ffmpegPath: pipeline.ffmpegPath, channelOrder: manifest.preprocess.channelOrder, labels: pipeline.detector.labels, fpsOf, log });
+      const open = () => AnnotateSink.open({ ...annotateConfig, baseDir, sources: enabled.map((s) => s.id), attachable: options.attached !== undefined, inputs: pipeline.inputs, writtenBy: jsonlWrites(options.jsonl ?? config.sinks.jsonl?.path), ffmpegPath: pipeline.ffmpegPath, channelOrder: manifest.preprocess.channelOrder, labels: pipeline.detector.labels, fpsOf, log });
       annotate = started.annotate = await life.start('annotate', open, (a) => a.close());
     }
 
@@ -284,6 +285,13 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
     outbox = await life.start('outbox', () => Outbox.open({ dir, maxBytes: config.outbox.maxBytes, maxAgeMs: config.outbox.maxAgeHours * 3_600_000, fsync: config.outbox.fsync, log }), (o) => o.close());
   }
   const jsonlPath = options.jsonl ?? config.sinks.jsonl?.path;
+  if (jsonlPath !== undefined && jsonlPath !== '-') {
+    // Opening truncates it: `--jsonl clip.mp4` emptied the clip a source was about to read, and
+    // `--jsonl pipeline.yaml` the pipeline (the annotated video refused this already).
+    const input = pipeline.inputs.find((i) => sameFile(i, jsonlPath));
+    if (input) throw new ArgusError(ErrorCodes.SINK_FILE, `sinks.jsonl.path: ${jsonlPath} is a file a source reads (${input}); refusing to write over it`);
+    if (options.configFile && sameFile(options.configFile, jsonlPath)) throw new ArgusError(ErrorCodes.SINK_FILE, `sinks.jsonl.path: ${jsonlPath} is the pipeline file; refusing to write over it`);
+  }
   if (jsonlPath) {
     // A signal ends the wait for a named pipe's reader (the run then ends VAP_ERR_INTERRUPTED).
     const open = () => JsonlSink.open(jsonlPath, { includeStatus: config.sinks.jsonl?.status ?? false, log, signal: options.signal, onClosed: () => onFatal(new Error('jsonl: stdout was closed')) });
@@ -374,4 +382,9 @@ function summarize(started: Started, frames: number, wallMs: number): RunSummary
     annotate: started.annotate?.stats,
     detached: Object.fromEntries(pipeline.detached),
   };
+}
+
+/** The JSON lines file, as a file another output must not also write (stdout is none). */
+function jsonlWrites(path: string | undefined): ReadonlyMap<string, string> | undefined {
+  return path && path !== '-' ? new Map([[path, 'sinks.jsonl.path (--jsonl)']]) : undefined;
 }

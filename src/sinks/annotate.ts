@@ -41,6 +41,8 @@ export interface AnnotateSinkOptions extends Pick<AnnotateSinkConfig, 'maxWidth'
    * sources' files join (`Pipeline.inputs`).
    */
   inputs?: readonly string[];
+  /** Files other outputs write, by what writes them (`--jsonl`): an output that is one of them is refused. */
+  writtenBy?: ReadonlyMap<string, string>;
   ffmpegPath: string;
   /** Channel order of the frames' pixels (the model's). */
   channelOrder: 'rgb' | 'bgr';
@@ -143,10 +145,12 @@ export function annotatePaths(path: string, sources: readonly string[], baseDir:
  * reads (the same path or a link to it: creating the output would empty the recording), or the
  * output of another source (two encoders would write one file).
  */
-function refusal(source: string, file: string, outputs: ReadonlyMap<string, string>, inputs: readonly string[] | undefined): ArgusError | undefined {
+function refusal(source: string, file: string, outputs: ReadonlyMap<string, string>, o: Pick<AnnotateSinkOptions, 'inputs' | 'writtenBy'>): ArgusError | undefined {
   if (!isVideoPath(file)) return new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: ${file}: the video is H.264; name a ${VIDEO_EXTENSIONS.join(', ')} file (ffmpeg picks the container by the extension)`);
-  const input = inputs?.find((i) => sameFile(i, file));
+  const input = o.inputs?.find((i) => sameFile(i, file));
   if (input) return new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: ${file} is a file a source reads (${input}); refusing to write over it`);
+  const writer = [...(o.writtenBy ?? [])].find(([f]) => sameFile(f, file))?.[1];
+  if (writer) return new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: ${file} is written by ${writer} too; name another file`);
   const other = [...outputs].find(([id, f]) => id !== source && f === file)?.[0];
   if (other !== undefined) return new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: ${file} is the video of ${other} too (the ids differ only in characters a file name cannot hold); use ids that differ in letters, digits, '.', '_' or '-'`);
   return undefined;
@@ -240,7 +244,7 @@ export class AnnotateSink {
   static async open(o: AnnotateSinkOptions): Promise<AnnotateSink> {
     const paths = annotatePaths(o.path, o.sources, o.baseDir, o.attachable);
     for (const [source, file] of paths) {
-      const refused = refusal(source, file, paths, o.inputs);
+      const refused = refusal(source, file, paths, o);
       if (refused) throw refused;
     }
     for (const file of paths.values()) createOutput(file);
@@ -273,7 +277,7 @@ export class AnnotateSink {
   private checkAttached(s: SourceState): void {
     const { source, path } = s.stats;
     const taken = new Map([...this.paths, ...[...this.states.values()].map((o) => [o.stats.source, o.stats.path] as const), [source, path]]);
-    let error = refusal(source, path, taken, this.o.inputs);
+    let error = refusal(source, path, taken, this.o);
     if (!error) {
       try {
         createOutput(path);

@@ -63,3 +63,9 @@ export function batchSources(text: string): number {
   if (!(Number.isInteger(n) && (n === 0 || (n >= 2 && n <= 64)))) throw new InvalidArgumentError('expected 0 (off) or a whole number of sources from 2 to 64');
   return n;
 }
+
+/** A path flag's value: not empty (`--jsonl ""` was taken as no flag at all, and the run wrote nothing). */
+export function pathFlag(text: string): string {
+  if (text === '') throw new InvalidArgumentError('expected a path, not an empty string');
+  return text;
+}

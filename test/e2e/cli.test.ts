@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -97,6 +97,27 @@ describe('argus run: bad input gets a clear error', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`argus: VAP_ERR_CONFIG: ${p}: invalid configuration`);
     expect(r.stderr).toMatch(/sources\[0\]\.rate: Expected 'native' \| 'fast', received number/);
+  }, TIMEOUT);
+
+  it('--jsonl naming a file a source reads, or the pipeline file: refused before it is opened (it emptied them), exit 2; an empty --jsonl or --annotate is a usage error', async () => {
+    const dir = tmp();
+    const clip = join(dir, 'clip.mp4');
+    copyFileSync(`${MIRROR}/streams/bottle-detection.mp4`, clip);
+    const p = pipeline(dir, `sources:\n  - {id: cam, uri: ${clip}}\n`);
+    const before = readFileSync(p, 'utf8');
+    const overClip = await argus(['run', p, '--max-frames', '2', '--jsonl', clip]);
+    expect(overClip.stderr).toContain(`argus: VAP_ERR_SINK_FILE: sinks.jsonl.path: ${clip} is a file a source reads (${clip}); refusing to write over it`);
+    expect(overClip.code).toBe(2);
+    expect(statSync(clip).size).toBe(statSync(`${MIRROR}/streams/bottle-detection.mp4`).size);
+    const overYaml = await argus(['run', p, '--max-frames', '2', '--jsonl', p]);
+    expect(overYaml.stderr).toContain(`argus: VAP_ERR_SINK_FILE: sinks.jsonl.path: ${p} is the pipeline file; refusing to write over it`);
+    expect(overYaml.code).toBe(2);
+    expect(readFileSync(p, 'utf8')).toBe(before);
+    for (const flag of ['--jsonl', '--annotate']) {
+      const empty = await argus(['run', p, '--max-frames', '2', flag, '']);
+      expect(empty.stderr).toMatch(new RegExp(`^argus: VAP_ERR_USAGE: option '${flag} <\\w+>' argument '' is invalid\\. expected a path, not an empty string`));
+      expect(empty.code).toBe(2);
+    }
   }, TIMEOUT);
 
   it('a missing model file → exit 2, VAP_ERR_MODEL_LOAD naming the file', async () => {

@@ -353,6 +353,15 @@ describe('AnnotateSink.open: never over an input, only into a container H.264 go
     await ok.close();
   });
 
+  it('an output another sink writes (--jsonl out.mp4 --annotate out.mp4) fails the start, naming both', async () => {
+    const dir = tmp();
+    const jsonl = join(dir, 'out.mp4');
+    const { options } = sinkWith({ path: jsonl, writtenBy: new Map([[jsonl, 'sinks.jsonl.path (--jsonl)']]) });
+    const err = await AnnotateSink.open(options).catch((e) => e);
+    expect(isArgusError(err) && err.code).toBe('VAP_ERR_SINK_FILE');
+    expect(err.message).toBe(`sinks.annotate.path: ${jsonl} is written by sinks.jsonl.path (--jsonl) too; name another file`);
+  });
+
   it.each(['a.gif', 'a.png', 'noextension', 'a.webm'])('%s: refused at start, naming the containers that work', async (name) => {
     const { options } = sinkWith({ path: join(tmp(), name) });
     const err = await AnnotateSink.open(options).catch((e) => e);
