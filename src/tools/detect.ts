@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { drawOverlay, encodeImage, type FrameImage } from '../annotate/draw.js';
@@ -12,6 +12,7 @@ import { forTerminal } from '../core/text.js';
 import { resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { inputKind, readImage, videoFrames, type RawFrame, type VideoInfo } from './frames.js';
 import { FrameDetector, loadToolDetector, modelRef } from './model.js';
+import { Report } from './report.js';
 
 export interface DetectOptions {
   /** Print one JSON document on stdout instead of the table. */
@@ -158,6 +159,8 @@ function planOutputs(out: string, files: readonly string[]): string[] {
     if (!video && !/\.(png|jpe?g)$/i.test(t)) fail(`${f} is a still image; name a .png, .jpg or .jpeg file for its annotated copy`);
     const over = files.find((g) => sameFile(g, t));
     if (over) fail(`the annotated copy of ${f} would be written over ${over}, an input; choose another name or folder`);
+    // An existing copy this process may not replace: refused before the model loads, not after reading.
+    if (existsSync(t) && !writable(t)) fail(`cannot write ${t} (EACCES)`);
     const j = targets.findIndex((u, k) => k < i && resolve(u) === resolve(t));
     if (j >= 0) fail(`${files[j]} and ${f} would both be written to ${t}; give them different names`);
   });
@@ -176,7 +179,8 @@ function planOutputs(out: string, files: readonly string[]): string[] {
  * MP4). Returns the JSON document either way.
  */
 export async function runDetect(files: readonly string[], options: DetectOptions = {}): Promise<DetectOutput> {
-  const write = options.write ?? ((s: string) => void process.stdout.write(s));
+  const report = options.write ? undefined : new Report();
+  const write = options.write ?? report!.write;
   const log: LogFn = (m, f, level) => (level === 'warn' || level === 'error' ? options.log?.(m, f, level) : undefined);
   if (files.length === 0) throw new ArgusError(ErrorCodes.CONFIG, 'detect: give at least one image or video file');
   const missing = (f: string) => new ArgusError(ErrorCodes.SOURCE_OPEN, `detect: file not found: ${f}`);
@@ -206,7 +210,12 @@ export async function runDetect(files: readonly string[], options: DetectOptions
         if (!existsSync(file)) throw missing(file);
         if (!video) {
           const frame = await readImage(file);
-          await handle(frame, target ? async (px) => writeFile(target, await encodeImage({ ...imageOf(frame), data: px }, imageFormat(target))) : undefined);
+          await handle(frame, target ? async (px) => {
+            const encoded = await encodeImage({ ...imageOf(frame), data: px }, imageFormat(target));
+            await writeFile(target, encoded).catch((e: NodeJS.ErrnoException) => {
+              throw new ArgusError(ErrorCodes.SINK_FILE, `detect --out: cannot write the annotated copy ${target} (${e.code ?? e.message})`, { cause: e });
+            });
+          } : undefined);
         } else {
           let writer: VideoWriter | undefined;
           // The annotated copy's rate: the sampling rate, never above the stream's (sampling never repeats a frame).
@@ -230,7 +239,9 @@ export async function runDetect(files: readonly string[], options: DetectOptions
         result.failed++;
         entry.error = { code: isArgusError(e) ? e.code : ErrorCodes.SOURCE_OPEN, message: (e as Error).message };
         result.files.push(entry);
-        if (!options.json) write(`${`${file}  ${entry.error.code}: ${entry.error.message}`.split('\n').map(forTerminal).join('\n')}\n`);
+        // The copy could not be written: the file was read, and its detections are still given.
+        const read = entry.error.code === ErrorCodes.SINK_FILE && entry.frames.length > 0;
+        if (!options.json) write(`${read ? `${formatFile(entry, video)}\n` : ''}${`${file}  ${entry.error.code}: ${entry.error.message}`.split('\n').map(forTerminal).join('\n')}\n`);
         continue;
       }
       result.files.push(entry);
@@ -240,6 +251,7 @@ export async function runDetect(files: readonly string[], options: DetectOptions
     await detector.release();
   }
   if (options.json) write(`${JSON.stringify(result)}\n`);
+  await report?.finish('detect');
   return result;
 }
 
@@ -248,9 +260,25 @@ export function detectFailure(r: DetectOutput): ArgusError | undefined {
   if (r.failed === 0) return undefined;
   const bad = r.files.filter((f) => f.error);
   const code = bad.length === r.files.length && bad.every((f) => f.error!.code === bad[0].error!.code) ? bad[0].error!.code : ErrorCodes.SOURCE_OPEN;
-  return new ArgusError(code as ErrorCode, `detect: ${r.failed} of ${r.files.length} file${r.files.length === 1 ? '' : 's'} could not be read: ${bad.map((f) => f.file).join(', ')}`);
+  const unwritten = bad.filter((f) => f.error!.code === ErrorCodes.SINK_FILE);
+  const unread = bad.filter((f) => f.error!.code !== ErrorCodes.SINK_FILE);
+  const of = `of ${r.files.length} file${r.files.length === 1 ? '' : 's'}`;
+  const parts = [
+    unread.length ? `${unread.length} ${of} could not be read: ${unread.map((f) => f.file).join(', ')}` : '',
+    unwritten.length ? `${unwritten.length} ${of} had no annotated copy written: ${unwritten.map((f) => f.file).join(', ')}` : '',
+  ].filter(Boolean);
+  return new ArgusError(code as ErrorCode, `detect: ${parts.join('; ')}`);
 }
 
 function imageOf(f: RawFrame): FrameImage {
   return { data: f.data, width: f.width, height: f.height, order: 'rgb' };
+}
+
+function writable(path: string): boolean {
+  try {
+    accessSync(path, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }

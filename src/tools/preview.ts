@@ -19,6 +19,7 @@ import { describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { track } from '../tracking/track.js';
 import { videoFrames, type RawFrame } from './frames.js';
 import { FrameDetector, loadToolDetector } from './model.js';
+import { Report } from './report.js';
 
 export interface PreviewOptions {
   /** Source id (default: the first source). */
@@ -77,7 +78,8 @@ const px = (p: Point) => `[${Math.round(p[0])}, ${Math.round(p[1])}]`;
  * direction, drawn into a PNG; prints the zones' and lines' pixel coordinates.
  */
 export async function runPreview(file: string, options: PreviewOptions): Promise<PreviewResult> {
-  const write = options.write ?? ((s: string) => void process.stdout.write(s));
+  const report = options.write ? undefined : new Report();
+  const write = options.write ?? report!.write;
   const log: LogFn = (m, f, level) => (level === 'warn' || level === 'error' ? options.log?.(m, f, level) : undefined);
   checkOut(options.out, [file]);
   const config = await loadPipeline(file);
@@ -181,6 +183,7 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
     }
     // Labels come from the model file, zone and line names from the YAML: shown, never run by the terminal.
     write(`${lines.map(forTerminal).join('\n')}\n`);
+    await report?.finish('preview');
     return { source: src.id, at: shownAt, width: lastFrame.width, height: lastFrame.height, scene, result: last };
   } finally {
     await detector.release();

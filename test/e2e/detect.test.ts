@@ -1,4 +1,5 @@
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
@@ -154,6 +155,40 @@ describe('argus detect: table and annotated copies (real model)', () => {
     expect(doc.files[1].error?.code).toMatch(/^VAP_ERR_/);
     expect(doc.files[0].error).toBeUndefined();
     expect(r.stderr).toMatch(/VAP_ERR_\w+: detect: 1 of 3 files could not be read: .*broken\.jpg/);
+  }, TIMEOUT);
+});
+
+describe('argus detect: its output cannot be written', () => {
+  it('stdout whose reader goes away (| head -1): quiet, status 0; a full stdout (/dev/full): VAP_ERR_SINK_FILE, status 2; no stack trace either way', async () => {
+    const headed = await new Promise<{ code: number | null; first: string; stderr: string }>((res, rej) => {
+      const p = spawn(process.execPath, [ARGUS, 'detect', TV_ROOM, STREET, GIF], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let first = '';
+      let stderr = '';
+      p.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      p.stdout.setEncoding('utf8').once('data', (d: string) => {
+        first = d.split('\n')[0];
+        p.stdout.destroy(); // as head -1 does once it has its line
+      });
+      p.on('error', rej);
+      p.on('close', (code) => res({ code, first, stderr }));
+    });
+    expect(headed.first).toMatch(/000000000139\.jpg {2}640x426 {2}\d+ detections/);
+    expect(headed.stderr).toBe('');
+    expect(headed.code).toBe(0);
+    const full = await runCommand('/bin/sh', ['-c', `"${process.execPath}" "${ARGUS}" detect --json "${TV_ROOM}" > /dev/full`]);
+    expect(full.stderr).toBe('argus: VAP_ERR_SINK_FILE: detect: could not print to stdout (ENOSPC)\n');
+    expect(full.code).toBe(2);
+  }, TIMEOUT);
+
+  it('an annotated copy that cannot be written: the detections are still printed, the file is named as not written (VAP_ERR_SINK_FILE), status 2', async () => {
+    const dir = tmp();
+    const out = join(dir, 'copy.png');
+    symlinkSync('/dev/full', out); // every write fails (ENOSPC), even as root
+    const r = await argus(['detect', TV_ROOM, '--out', out]);
+    expect(r.stdout).toMatch(/000000000139\.jpg {2}640x426 {2}\d+ detections\n {2}tv /);
+    expect(r.stdout).toContain(`VAP_ERR_SINK_FILE: detect --out: cannot write the annotated copy ${out} (ENOSPC)`);
+    expect(r.stderr).toContain(`argus: VAP_ERR_SINK_FILE: detect: 1 of 1 file had no annotated copy written: ${TV_ROOM}`);
+    expect(r.code).toBe(2);
   }, TIMEOUT);
 });
 
