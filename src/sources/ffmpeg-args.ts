@@ -119,9 +119,9 @@ const MAX_STILL_SIDE = 0x3fff;
 /** Still-image formats (by extension): one picture, read by sharp in `argus detect`, by ffmpeg as a source. */
 const STILL_IMAGE_EXTENSIONS: ReadonlySet<string> = new Set(['.jpg', '.jpeg', '.png', '.webp', '.tif', '.tiff', '.avif', '.heic', '.heif']);
 
-/** Whether a path (or URL) names a still image, by its extension. */
+/** Whether a path (or URL) names a still image, by its extension (a URL's query and fragment aside; a path's `?` and `#` are its name's). */
 export function isStillImage(url: string): boolean {
-  const path = url.split(/[?#]/)[0];
+  const path = hasScheme(url) ? url.split(/[?#]/)[0] : url;
   const dot = path.lastIndexOf('.');
   return dot > path.lastIndexOf('/') && STILL_IMAGE_EXTENSIONS.has(path.slice(dot).toLowerCase());
 }

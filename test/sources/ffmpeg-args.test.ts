@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { boundedSize, buildFfmpegArgs, ffmpegInput, frameBytes, reportsFrameTimes, sampleFilter, sourceKind } from '../../src/sources/ffmpeg-args.js';
+import { boundedSize, buildFfmpegArgs, ffmpegInput, frameBytes, isStillImage, reportsFrameTimes, sampleFilter, sourceKind } from '../../src/sources/ffmpeg-args.js';
 
 const out = { width: 416, height: 416, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
 
@@ -178,5 +178,19 @@ describe('plausibleArrival (live frames’ produced stamp)', () => {
     expect(plausibleArrival(0, captured)).toBe(false);
     expect(plausibleArrival(captured - 61_000, captured)).toBe(false);
     expect(plausibleArrival(captured + 1, captured)).toBe(false);
+  });
+});
+
+describe('isStillImage', () => {
+  it.each([
+    ['a photo', '/data/photo.JPG', true],
+    ["a file name with '?' in it (a path has no query)", '/data/real?.png', true],
+    ["a file name with '#' in it (a path has no fragment)", 'photo#1.jpg', true],
+    ['a URL with a query after the image', 'http://cam/snap.jpg?size=large', true],
+    ['a URL whose query only looks like an image', 'http://cam/stream?name=x.jpg', false],
+    ['a video', '/data/clip.mp4', false],
+    ['a GIF (an animation: frames)', '/data/a.gif', false],
+  ])('%s: %s → %s', (_n, url, still) => {
+    expect(isStillImage(url)).toBe(still);
   });
 });
