@@ -1,7 +1,8 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import * as fsPromises from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { grabPicture, renderSnapshot } from '../analytics/snapshot.js';
 import type { AlertsConfig } from '../config/schema.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
 import type { Detector } from '../inference/detector.js';
 import type { AlertBody } from '../analytics/analyzer.js';
@@ -27,6 +28,35 @@ export function runTag(at = Date.now(), rand = Math.random): string {
  */
 export const SNAPSHOT_HOLD_BYTES = 128 * 1024 * 1024;
 
+/**
+ * How long a `ref` snapshot's folder and file may take to be made and written before the alert
+ * goes out without it. Node's recursive mkdir loops for ever on some paths (/proc/x): a run's
+ * shutdown waited on it until killed.
+ */
+export const SNAPSHOT_IO_TIMEOUT_MS = 10_000;
+
+/** What AlertPublisher writes `ref` snapshots with (the file system; a stand-in in tests). */
+export interface SnapshotFs {
+  mkdir(dir: string, o: { recursive: true }): Promise<unknown>;
+  writeFile(file: string, data: Buffer): Promise<void>;
+}
+
+export interface AlertPublisherOptions {
+  /** Default SNAPSHOT_HOLD_BYTES. */
+  holdBytes?: number;
+  /** Default SNAPSHOT_IO_TIMEOUT_MS. */
+  ioTimeoutMs?: number;
+  /** Default node:fs/promises. */
+  fs?: SnapshotFs;
+}
+
+/** `p`, or a rejection once `ms` have passed (the work itself cannot be cancelled: it is left to end). */
+function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(`${what} took more than ${ms / 1000} s`)), ms)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
 export class AlertPublisher {
   private readonly pending = new Set<Promise<void>>();
   /** `snapshotsSkipped`: alerts published without a snapshot because SNAPSHOT_HOLD_BYTES were held. */
@@ -43,8 +73,19 @@ export class AlertPublisher {
     private readonly detector: Detector,
     private readonly baseDir: string,
     private readonly log: LogFn,
-    private readonly holdBytes = SNAPSHOT_HOLD_BYTES,
-  ) {}
+    private readonly o: AlertPublisherOptions = {},
+  ) {
+    this.holdBytes = o.holdBytes ?? SNAPSHOT_HOLD_BYTES;
+  }
+
+  private readonly holdBytes: number;
+
+  /** The folder of `ref` snapshots, made once (a failure, or a make that takes too long, holds for the run: each alert then goes out at once without its snapshot). */
+  private snapshotDir(): Promise<string> {
+    const dir = isAbsolute(this.config.snapshot.dir) ? this.config.snapshot.dir : resolve(this.baseDir, this.config.snapshot.dir);
+    this.dirReady ??= bounded((this.o.fs ?? fsPromises).mkdir(dir, { recursive: true }), this.o.ioTimeoutMs ?? SNAPSHOT_IO_TIMEOUT_MS, `making the folder ${dir}`);
+    return this.dirReady.then(() => dir);
+  }
 
   /**
    * Renders one tiny snapshot with text, so libvips, librsvg and fontconfig are loaded (and
@@ -52,6 +93,14 @@ export class AlertPublisher {
    */
   async warmup(): Promise<void> {
     if (this.config.snapshot.mode === 'none') return;
+    // A folder that cannot be made stops the start (as the other outputs' paths do), rather than
+    // each alert logging it.
+    if (this.config.snapshot.mode === 'ref') {
+      await this.snapshotDir().catch((e: NodeJS.ErrnoException) => {
+        const dir = isAbsolute(this.config.snapshot.dir) ? this.config.snapshot.dir : resolve(this.baseDir, this.config.snapshot.dir);
+        throw new ArgusError(ErrorCodes.SINK_FILE, `alerts.snapshot.dir: cannot make the folder of snapshots ${dir} (${e.code ?? e.message})`, { cause: e });
+      });
+    }
     const rgb = Buffer.alloc(32 * 16 * 3, 128);
     const labels = ['x'];
     const { Detections } = await import('../core/detections.js');
@@ -96,11 +145,9 @@ export class AlertPublisher {
           if (snap.mode === 'embed') {
             body.snapshot = { contentType: 'image/jpeg', data: jpeg.toString('base64'), width, height };
           } else {
-            const dir = isAbsolute(snap.dir) ? snap.dir : resolve(this.baseDir, snap.dir);
-            this.dirReady ??= mkdir(dir, { recursive: true });
-            await this.dirReady;
+            const dir = await this.snapshotDir();
             const file = join(dir, `${body.id.replace(/[^A-Za-z0-9_.-]/g, '_')}.jpg`);
-            await writeFile(file, jpeg);
+            await bounded((this.o.fs ?? fsPromises).writeFile(file, jpeg), this.o.ioTimeoutMs ?? SNAPSHOT_IO_TIMEOUT_MS, `writing ${file}`);
             body.snapshot = { contentType: 'image/jpeg', ref: file, width, height };
           }
         })

@@ -525,7 +525,7 @@ describe('snapshots of alerts in a burst', () => {
     const publisher = new Publisher([sink], { name: 'm', version: '1' }, ['person'], undefined);
     const detector = { manifest: { preprocess: { channelOrder: 'bgr' } }, labels: ['person'] } as never;
     // Source-size frames of 64x48 (9216 bytes): a budget of two pictures.
-    const alerts = new AlertPublisher(publisher, AlertsSchema.parse({}), detector, dir(), () => {}, 2 * 64 * 48 * 3);
+    const alerts = new AlertPublisher(publisher, AlertsSchema.parse({}), detector, dir(), () => {}, { holdBytes: 2 * 64 * 48 * 3 });
     const detections = new Detections(new Float32Array([4, 4, 30, 40]), new Float32Array([0.9]), new Int32Array([0]));
     for (let seq = 0; seq < 5; seq++) {
       const frame = { source: 'cam', seq, pts: seq / 10, data: Buffer.alloc(64 * 48 * 3, 90), layout: 'source' as const, letterbox: letterbox(64, 48, 64, 64), stamps: emptyStamps(Date.now()), producedBy: 'captured' as const, release: () => {} };
@@ -541,5 +541,58 @@ describe('snapshots of alerts in a burst', () => {
     alerts.raise({ frame, detections, dropped: 0, alerts: [{ rule: 'r', severity: 'critical', event: 'zone.enter', message: 'm', row: 0 }] });
     await alerts.drain();
     expect(JSON.parse(seen.at(-1)!).alert.snapshot.contentType).toBe('image/jpeg');
+  });
+});
+
+describe('ref snapshots whose folder or file cannot be made', () => {
+  const frameOf = async (seq: number) => {
+    const { letterbox, emptyStamps } = await alertModules();
+    return { source: 'cam', seq, pts: seq / 10, data: Buffer.alloc(64 * 48 * 3, 90), layout: 'source' as const, letterbox: letterbox(64, 48, 64, 64), stamps: emptyStamps(Date.now()), producedBy: 'captured' as const, release: () => {} };
+  };
+
+  it('a folder whose making never ends (Node\'s recursive mkdir on /proc/x): each alert goes out without its snapshot once the bound has passed, the folder is tried once, and drain ends', async () => {
+    const { AlertPublisher, Publisher, AlertsSchema, Detections } = await alertModules();
+    const seen: string[] = [];
+    const sink = { name: 'spy', publish: (_k: string, _s: string, json: string) => void seen.push(json), close: async () => {} };
+    const publisher = new Publisher([sink], { name: 'm', version: '1' }, ['person'], undefined);
+    const detector = { manifest: { preprocess: { channelOrder: 'bgr' } }, labels: ['person'] } as never;
+    let mkdirs = 0;
+    const fs = { mkdir: () => (mkdirs++, new Promise<never>(() => {})), writeFile: async () => {} };
+    const logged: string[] = [];
+    const alerts = new AlertPublisher(publisher, AlertsSchema.parse({ snapshot: { mode: 'ref', dir: '/proc/snaps' } }), detector, dir(), (m) => void logged.push(m), { ioTimeoutMs: 100, fs });
+    const detections = new Detections(new Float32Array([4, 4, 30, 40]), new Float32Array([0.9]), new Int32Array([0]));
+    for (const seq of [1, 2]) alerts.raise({ frame: await frameOf(seq), detections, dropped: 0, alerts: [{ rule: 'r', severity: 'critical', event: 'zone.enter', message: 'm', row: 0 }] });
+    await alerts.drain();
+    expect(alerts.stats).toMatchObject({ raised: 2, published: 2, snapshotFailures: 2 });
+    expect(seen.map((j) => JSON.parse(j).alert.snapshot)).toEqual([undefined, undefined]);
+    expect(mkdirs).toBe(1);
+    expect(logged[0]).toMatch(/snapshot failed \(making the folder \/proc\/snaps took more than 0\.1 s\); publishing without it/);
+  });
+
+  it('a file write that never ends: the alert goes out without its snapshot', async () => {
+    const { AlertPublisher, Publisher, AlertsSchema, Detections } = await alertModules();
+    const seen: string[] = [];
+    const sink = { name: 'spy', publish: (_k: string, _s: string, json: string) => void seen.push(json), close: async () => {} };
+    const publisher = new Publisher([sink], { name: 'm', version: '1' }, ['person'], undefined);
+    const detector = { manifest: { preprocess: { channelOrder: 'bgr' } }, labels: ['person'] } as never;
+    const fs = { mkdir: async () => undefined, writeFile: () => new Promise<never>(() => {}) };
+    const alerts = new AlertPublisher(publisher, AlertsSchema.parse({ snapshot: { mode: 'ref', dir: dir() } }), detector, dir(), () => {}, { ioTimeoutMs: 100, fs });
+    const detections = new Detections(new Float32Array([4, 4, 30, 40]), new Float32Array([0.9]), new Int32Array([0]));
+    alerts.raise({ frame: await frameOf(3), detections, dropped: 0, alerts: [{ rule: 'r', severity: 'critical', event: 'zone.enter', message: 'm', row: 0 }] });
+    await alerts.drain();
+    expect(alerts.stats).toMatchObject({ published: 1, snapshotFailures: 1 });
+    expect(JSON.parse(seen[0]).alert.snapshot).toBeUndefined();
+  });
+
+  it('a folder that cannot be made stops the start (warmup): VAP_ERR_SINK_FILE naming alerts.snapshot.dir', async () => {
+    const { AlertPublisher, Publisher, AlertsSchema } = await alertModules();
+    const publisher = new Publisher([], { name: 'm', version: '1' }, ['person'], undefined);
+    const detector = { manifest: { preprocess: { channelOrder: 'bgr' } }, labels: ['person'] } as never;
+    const d = dir();
+    writeFileSync(join(d, 'plain'), 'a file where the folder goes');
+    const alerts = new AlertPublisher(publisher, AlertsSchema.parse({ snapshot: { mode: 'ref', dir: join(d, 'plain', 'snaps') } }), detector, d, () => {});
+    const e = await alerts.warmup().catch((x: unknown) => x);
+    expect((e as { code?: string }).code).toBe('VAP_ERR_SINK_FILE');
+    expect((e as Error).message).toBe(`alerts.snapshot.dir: cannot make the folder of snapshots ${join(d, 'plain', 'snaps')} (ENOTDIR)`);
   });
 });
