@@ -49,6 +49,12 @@ const HISTORY_S = 2;
 /** …but at most this many frames (a 30 fps source gets the last 0.67 s). */
 const HISTORY_FRAMES = 20;
 
+/** A first frame this much after the time asked for, after a seek, landed late (a key frame after it). */
+const LANDED_LATE_S = 0.5;
+
+/** How far before the time asked for each new try seeks (then no seek at all): see runPreview. */
+const SEEK_MARGINS_S = [3, 30, 300];
+
 /**
  * Checks `--out` before anything is read: a .png, .jpg or .jpeg file (not a folder), never one
  * of `inputs` (the pipeline file, the source's video: the picture would replace them), in a
@@ -127,28 +133,47 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
     let skipUntil = -Infinity;
     let from: number | undefined;
     let lastFrame: RawFrame | undefined;
-    const frames = videoFrames({
-      ffmpegPath,
-      url,
-      start,
-      // Up to and including the frame shown at `at` (live: the first 2 s).
-      duration: file_ ? at - start + 1e-3 : tracking ? HISTORY_S : 1e-3,
-      // A camera joined mid-GOP: its first frame may come seconds after the stream's time 0.
-      durationFromFirst: !file_,
-      fps: src.fps,
-      onDuration: (s) => (durationS = s),
-      onInfo: (i) => {
-        fps ??= i.fps;
-        if (fps) skipUntil = at - HISTORY_FRAMES / fps + 1e-6;
-      },
-    });
-    for await (const f of frames) {
-      if (durationS !== undefined && file_ && at > durationS) break;
-      if (start + f.pts <= skipUntil) continue;
-      from ??= start + f.pts;
-      detected.next(await fd.detect(f, src.id));
-      if (failed) throw failed;
-      lastFrame = f;
+    // Where ffmpeg is asked to start. An indexed file (MP4, MKV…) lands on the frame asked for;
+    // an MPEG-TS file lands on the next key frame after it (8.38 s for 5 s, a frame of the wrong
+    // time shown as the preview), and a raw H.264/H.265 stream gives no frame at all after a
+    // seek. So a first frame later than `start` (or none) starts again further back, down to no
+    // seek at all: the frames before `start` are decoded and skipped.
+    let seekAt = start;
+    for (let attempt = 0; ; attempt++) {
+      let late = false;
+      let seen = false;
+      const frames = videoFrames({
+        ffmpegPath,
+        url,
+        start: seekAt,
+        // Up to and including the frame shown at `at` (live: the first 2 s).
+        duration: file_ ? at - seekAt + 1e-3 : tracking ? HISTORY_S : 1e-3,
+        // A camera joined mid-GOP: its first frame may come seconds after the stream's time 0.
+        durationFromFirst: !file_,
+        fps: src.fps,
+        onDuration: (s) => (durationS = s),
+        onInfo: (i) => {
+          fps ??= i.fps;
+          if (fps) skipUntil = at - HISTORY_FRAMES / fps + 1e-6;
+        },
+      });
+      for await (const f of frames) {
+        if (durationS !== undefined && file_ && at > durationS) break;
+        if (!seen && file_ && seekAt > 0 && seekAt + f.pts > start + LANDED_LATE_S) {
+          late = true;
+          break; // (ends ffmpeg)
+        }
+        seen = true;
+        if (seekAt + f.pts < start - 1e-6 || seekAt + f.pts <= skipUntil) continue;
+        from ??= seekAt + f.pts;
+        detected.next(await fd.detect(f, src.id));
+        if (failed) throw failed;
+        lastFrame = f;
+        lastFrame.pts += seekAt; // its time in the file
+      }
+      const noneAfterSeek = !seen && file_ && seekAt > 0 && !(durationS !== undefined && at > durationS);
+      if (!late && !noneAfterSeek) break;
+      seekAt = attempt < SEEK_MARGINS_S.length ? Math.max(0, start - SEEK_MARGINS_S[attempt]) : 0;
     }
     if (file_ && durationS !== undefined && at > durationS) {
       throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${at}: beyond the end of source "${src.id}" (${url}), which lasts ${durationS.toFixed(2)} s`);
@@ -159,7 +184,8 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
 
     // Zones and lines where the analyzer placed them (on the first frame's size).
     const scene = sceneOf(analyzer);
-    const shownAt = start + lastFrame.pts;
+    // (A raw stream's first frame may be stamped a hair below 0.)
+    const shownAt = Math.max(0, lastFrame.pts);
     const d = last.detections;
     const tracked = d.trackerId ? d.trackerId.filter((t) => t >= 0).length : 0;
     const image = { data: lastFrame.data, width: lastFrame.width, height: lastFrame.height, order: 'rgb' as const };
@@ -175,7 +201,7 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
     for (const z of scene.zones) lines.push(`zone ${zoneLabel(z)}: polygon ${z.polygon.map(px).join(' ')} (pixels)`);
     for (const l of scene.lines) lines.push(`line ${lineLabel(l)}: from ${px(l.from)} to ${px(l.to)} (pixels); "in" crosses from the right of from→to to its left (the green arrow)`);
     if (!scene.zones.length && !scene.lines.length) lines.push('no zones or lines in this source');
-    lines.push(`${d.length} detection${d.length === 1 ? '' : 's'}${tracking ? ` (${tracked} tracked, from ${(from ?? start).toFixed(2)} s)` : ''}`);
+    lines.push(`${d.length} detection${d.length === 1 ? '' : 's'}${tracking ? ` (${tracked} tracked, from ${Math.max(0, from ?? start).toFixed(2)} s)` : ''}`);
     for (let i = 0; i < d.length; i++) {
       const id = d.trackerId && d.trackerId[i] >= 0 ? `#${d.trackerId[i]} ` : '';
       const b = Array.from(d.xyxy.subarray(i * 4, i * 4 + 4), (v) => Math.round(v));

@@ -84,6 +84,29 @@ describe('argus preview (real video, real model)', () => {
     expect(same / (768 * 432)).toBeGreaterThan(0.5);
   }, TIMEOUT);
 
+  it('--at in files whose seek is not frame-exact: MPEG-TS (lands on a later key frame) and raw H.264 (no frame after a seek) show the frame at that time, with its tracking history', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-preview-seek-'));
+    // The bottle clip's key frames are 8.38 s apart: a seek into its MPEG-TS copy landed on 8.38 s for 5 s.
+    const cases = [
+      { file: join(dir, 'cam.ts'), from: `${MIRROR}/streams/bottle-detection.mp4`, extra: [] as string[], at: 5, lo: 4.95, hi: 5.01 },
+      { file: join(dir, 'cam.h264'), from: PERSON_VIDEO, extra: ['-bsf:v', 'h264_mp4toannexb', '-f', 'h264'], at: 8, lo: 7.85, hi: 8.05 },
+    ];
+    for (const c of cases) {
+      const r = await runCommand(defaultFfmpegPath(), ['-v', 'error', '-t', '12', '-i', c.from, '-an', '-c', 'copy', ...c.extra, c.file]);
+      expect(r.code).toBe(0);
+      const yaml = `${c.file}.yaml`;
+      writeFileSync(yaml, `sources:\n  - id: cam\n    uri: ${c.file}\n`);
+      const p = await argus(['preview', yaml, '--at', String(c.at), '--out', join(dir, 'x.png')]);
+      expect(p.stderr).toBe('');
+      expect(p.code).toBe(0);
+      const shown = Number(/source "cam" at (\d+\.\d\d) s/.exec(p.stdout)?.[1]);
+      expect(shown).toBeGreaterThanOrEqual(c.lo);
+      expect(shown).toBeLessThanOrEqual(c.hi);
+      // With the frames of the 2 s before it tracked.
+      expect(Number(/tracked, from (\d+\.\d\d) s\)/.exec(p.stdout)?.[1])).toBeLessThan(c.at - 0.5);
+    }
+  }, TIMEOUT);
+
   it('errors are coded: a missing pipeline file, an unknown --source (the ids listed), --at past the end', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-preview-'));
     const file = join(dir, 'p.yaml');
