@@ -110,12 +110,13 @@ export class SourceAnalyzer {
     const first = this.firstSize;
     if (first && this.size && this.size.width === width && this.size.height === height) return;
     if (!first) {
-      const check = (pts: readonly Point[], field: string) =>
+      // Each point named by its field: a zone's `polygon[j]`, a line's `from` / `to`.
+      const check = (pts: readonly Point[], fields: readonly string[]) =>
         pts.forEach((p, j) => {
-          if (p[0] > width || p[1] > height) throw new ArgusError(ErrorCodes.CONFIG, `${this.path}.${field}[${j}]: point [${p.join(', ')}] is outside the ${width}x${height} frame (give the size of the picture the points were read from as frameSize, and they are scaled from it)`);
+          if (p[0] > width || p[1] > height) throw new ArgusError(ErrorCodes.CONFIG, `${this.path}.${fields[j]}: point [${p.join(', ')}] is outside the ${width}x${height} frame (give the size of the picture the points were read from as frameSize, and they are scaled from it)`);
         });
-      this.zoneCfg.forEach((z, i) => z.units === 'pixel' && !z.frameSize && check(z.polygon, `zones[${i}].polygon`));
-      this.lineCfg.forEach((l, i) => l.units === 'pixel' && !l.frameSize && check([l.from, l.to], `lines[${i}]`));
+      this.zoneCfg.forEach((z, i) => z.units === 'pixel' && !z.frameSize && check(z.polygon, z.polygon.map((_, j) => `zones[${i}].polygon[${j}]`)));
+      this.lineCfg.forEach((l, i) => l.units === 'pixel' && !l.frameSize && check([l.from, l.to], [`lines[${i}].from`, `lines[${i}].to`]));
     }
     const firstBase = first ?? { width, height };
     const place = (pts: readonly Point[], units: 'fraction' | 'pixel', frameSize: readonly [number, number] | undefined) => {

@@ -31,6 +31,9 @@ export function unwritableDir(dir: string): string | undefined {
     accessSync(dir, constants.W_OK);
     return undefined;
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+    const code = (e as NodeJS.ErrnoException).code;
+    // mkdir says EEXIST for a path that is a file (or under one: ENOTDIR): say which.
+    if (code === 'EEXIST' || code === 'ENOTDIR') return `${code}: it, or a folder above it, is a file`;
+    return code ?? (e as Error).message;
   }
 }

@@ -90,7 +90,8 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
   checkOut(options.out, [file]);
   const config = await loadPipeline(file);
   const baseDir = pipelineBaseDir(file);
-  const index = options.source === undefined ? 0 : config.sources.findIndex((s) => s.id === options.source);
+  // Without --source: the first enabled source (one switched off would not run).
+  const index = options.source === undefined ? Math.max(0, config.sources.findIndex((s) => s.enabled)) : config.sources.findIndex((s) => s.id === options.source);
   if (index < 0) throw new ArgusError(ErrorCodes.CONFIG, `preview --source ${options.source}: no such source in ${file} (sources: ${config.sources.map((s) => s.id).join(', ')})`);
   const src = config.sources[index];
   const at = options.at ?? 0;

@@ -274,6 +274,7 @@ describe('rules config validation names the field', () => {
     ['a fraction outside the frame', '    zones:\n      - {id: z, polygon: [[0,0],[1.2,0],[1,1]]}\n', /sources\[0\]\.zones\[0\]\.polygon\[1\]: point \[1\.2, 0\] is outside the frame/],
     ['a polygon with 2 points', '    zones:\n      - {id: z, polygon: [[0,0],[1,0]]}\n', /sources\[0\]\.zones\[0\]\.polygon: a polygon needs at least 3 points/],
     ['a rule naming a missing zone', '    zones:\n      - {id: z, polygon: [[0,0],[1,0],[1,1]]}\n    rules:\n      - {id: r, type: zone-enter, zone: nope}\n', /sources\[0\]\.rules\[0\]\.zone: no zone "nope" in this source \(zones: z\)/],
+    ['a zone rule naming a line', '    lines:\n      - {id: gate, from: [0, 0.5], to: [1, 0.5]}\n    rules:\n      - {id: r, type: zone-enter, zone: gate}\n', /sources\[0\]\.rules\[0\]\.zone: no zone "gate" in this source \(zones: none\); "gate" is a line: a zone-enter rule watches a zone/],
     ['a dwell rule on a zone without a limit', '    zones:\n      - {id: z, polygon: [[0,0],[1,0],[1,1]]}\n    rules:\n      - {id: r, type: zone-dwell, zone: z}\n', /zone "z" has no dwellLimitSec/],
     ['a degenerate line', '    lines:\n      - {id: l, from: [0.5, 0.5], to: [0.5, 0.5]}\n', /sources\[0\]\.lines\[0\]\.to: a line needs two different points/],
     ['a defect rule with both forms', '    rules:\n      - {id: d, type: conveyor-defect, classes: [scissors], allowed: [bottle], k: 1, n: 2}\n', /sources\[0\]\.rules\[0\]: give exactly one of "classes"/],
@@ -314,5 +315,10 @@ describe('rules config validation names the field', () => {
     const a = new SourceAnalyzer(cfg, LABELS, 'sources[0]');
     expect(() => a.init(640, 480)).toThrow('sources[0].zones[0].polygon[1]: point [700, 0] is outside the 640x480 frame');
     expect(() => a.init(1280, 720)).not.toThrow();
+  });
+
+  it("a line's pixel point outside the frame is named by its field (lines[0].to), as the schema names it", () => {
+    const cfg = SourceSchema.parse({ id: 'cam', uri: '/x', lines: [{ id: 'l', units: 'pixel', from: [10, 10], to: [900, 100] }] });
+    expect(() => new SourceAnalyzer(cfg, LABELS, 'sources[0]').init(640, 480)).toThrow('sources[0].lines[0].to: point [900, 100] is outside the 640x480 frame');
   });
 });

@@ -107,6 +107,15 @@ describe('argus preview (real video, real model)', () => {
     }
   }, TIMEOUT);
 
+  it('without --source: the first enabled source (a switched-off one would not run)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-preview-enabled-'));
+    const file = join(dir, 'p.yaml');
+    writeFileSync(file, `sources:\n  - id: lobby\n    uri: ${PERSON_VIDEO}\n    enabled: false\n  - id: hall\n    uri: ${PERSON_VIDEO}\n`);
+    const r = await argus(['preview', file, '--out', join(dir, 'x.png')]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(': source "hall" at 0.00 s');
+  }, TIMEOUT);
+
   it('errors are coded: a missing pipeline file, an unknown --source (the ids listed), --at past the end', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-preview-'));
     const file = join(dir, 'p.yaml');

@@ -244,8 +244,9 @@ export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig
     if (ruleIds.has(r.id)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'id'], message: `duplicate rule id${mention(r.id) ? ` ${mention(r.id)}` : ''}` });
     ruleIds.add(r.id);
     // The name is repeated when it has an id's shape: other text may be a secret from ${env:…}.
-    if ('zone' in r && r.zone !== undefined && !zoneIds.has(r.zone)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'zone'], message: `no zone ${mention(r.zone) ?? 'of that id'} in this source (zones: ${[...zoneIds].join(', ') || 'none'})` });
-    if ('line' in r && r.line !== undefined && !lineIds.has(r.line)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'line'], message: `no line ${mention(r.line) ?? 'of that id'} in this source (lines: ${[...lineIds].join(', ') || 'none'})` });
+    // A zone rule naming a line (or the reverse) says so: "no zone "l" (zones: none)" did not.
+    if ('zone' in r && r.zone !== undefined && !zoneIds.has(r.zone)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'zone'], message: `no zone ${mention(r.zone) ?? 'of that id'} in this source (zones: ${[...zoneIds].join(', ') || 'none'})${lineIds.has(r.zone) ? `; ${mention(r.zone) ?? 'it'} is a line: a ${r.type} rule watches a zone` : ''}` });
+    if ('line' in r && r.line !== undefined && !lineIds.has(r.line)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'line'], message: `no line ${mention(r.line) ?? 'of that id'} in this source (lines: ${[...lineIds].join(', ') || 'none'})${zoneIds.has(r.line) ? `; ${mention(r.line) ?? 'it'} is a zone: a ${r.type} rule watches a line` : ''}` });
     if (r.type === 'zone-dwell') {
       const z = s.zones.find((x) => x.id === r.zone);
       if (z && z.dwellLimitSec === undefined) ctx.addIssue({ code: 'custom', path: ['rules', i, 'zone'], message: `zone "${r.zone}" has no dwellLimitSec, so it never raises dwell events` });
