@@ -141,6 +141,21 @@ describe('argus detect: table and annotated copies (real model)', () => {
     expect(r.stderr).toContain('argus: VAP_ERR_CONFIG: --model: "yolox-nanox" is not a known manifest (known: yolox-nano, yolox-nano-dyn, yolox-nano-fp16, yolox-nano-int8) nor a file');
   }, TIMEOUT);
 
+  it('a video cut short (an MP4 copied in part, its index whole): what was read is given, with a warning saying where its frames end of the length it claims; status 0', async () => {
+    const cut = join(tmp(), 'cut.mp4');
+    writeFileSync(cut, readFileSync(`${MIRROR}/streams/one-by-one-person-detection.mp4`).subarray(0, 200_000));
+    const r = await argus(['detect', '--json', cut]);
+    expect(r.code).toBe(0);
+    const f = (JSON.parse(r.stdout) as DetectOutput).files[0];
+    expect(f.frames.length).toBeGreaterThan(10);
+    expect(f.warning).toMatch(/^its frames end at \d+\.\d\d s of the 139\.\d\d s it claims: cut short or damaged/);
+    const table = await argus(['detect', cut]);
+    expect(table.stdout).toMatch(/\n {2}warning: its frames end at /);
+    // A whole file has none.
+    const whole = JSON.parse((await argus(['detect', '--json', '--fps', '1', `${MIRROR}/streams/bottle-detection.mp4`])).stdout) as DetectOutput;
+    expect(whole.files[0].warning).toBeUndefined();
+  }, TIMEOUT);
+
   it('one unreadable file fails alone: the others are still read and printed, and the run ends with a coded error naming it', async () => {
     const dir = tmp();
     const broken = join(dir, 'broken.jpg');
