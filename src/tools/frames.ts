@@ -161,6 +161,8 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
         if (report !== null && reports !== false) times.push(report);
         continue; // not for the error tail
       }
+      // Of argus's own -vsync (kept: the bundled 2018 ffmpeg has no -fps_mode), not of the input.
+      if (/^-vsync is deprecated/.test(line)) continue;
       keep(line);
       tooLarge ??= pictureTooLarge(line);
       const d = DURATION.exec(line);

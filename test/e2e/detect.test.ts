@@ -156,6 +156,15 @@ describe('argus detect: table and annotated copies (real model)', () => {
     expect(whole.files[0].warning).toBeUndefined();
   }, TIMEOUT);
 
+  it("a video ffmpeg cannot open: its error is ffmpeg's reason, not the notice about argus's own -vsync", async () => {
+    const text = join(tmp(), 'text.mp4');
+    writeFileSync(text, 'not a video at all');
+    const r = await argus(['detect', text]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toMatch(/text\.mp4 {2}VAP_ERR_SOURCE_EXIT: ffmpeg exited with code 1 decoding .*text\.mp4:\n.*moov atom not found|Invalid data/);
+    expect(r.stdout).not.toContain('-vsync');
+  }, TIMEOUT);
+
   it('one unreadable file fails alone: the others are still read and printed, and the run ends with a coded error naming it', async () => {
     const dir = tmp();
     const broken = join(dir, 'broken.jpg');
