@@ -1,4 +1,5 @@
-import { createServer, connect, type Server, type Socket } from 'node:net';
+import { createServer, connect, isIP, type Server, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { now } from '../core/clock.js';
 
 /**
@@ -686,6 +687,13 @@ export class RtspTap {
   upstreamError: string | undefined;
   private readonly host: string;
   private readonly port: number;
+  /**
+   * `rtsps://`: the relay speaks TLS to the camera and plain RTSP to its ffmpeg on 127.0.0.1.
+   * The camera's certificate is not verified, as ffmpeg does not by default (`-tls_verify 0`;
+   * cameras mostly have self-signed ones): a source that asks ffmpeg to verify it
+   * (`inputArgs: [-tls_verify, 1, -ca_file, …]`) is not relayed (tapsCameraClock).
+   */
+  private readonly tls: boolean;
   private relayPort = 0;
 
   /** `endUnits`: send ffmpeg a delimiter after each access unit of H.264 and H.265 cameras (UnitEnds; the source's `decode.lowLatency`). Default true. */
@@ -698,7 +706,9 @@ export class RtspTap {
     this.endUnits = options.endUnits ?? true;
     const m = AUTHORITY.exec(url);
     this.host = (m?.[2] ?? '').replace(/^\[|\]$/g, '');
-    this.port = m?.[3] && m[3].length > 1 ? Number(m[3].slice(1)) : 554;
+    this.tls = /^rtsps:/i.test(url);
+    // ffmpeg's defaults: 554, and RTSPS's 322.
+    this.port = m?.[3] && m[3].length > 1 ? Number(m[3].slice(1)) : this.tls ? 322 : 554;
   }
 
   /** Starts listening; resolves with the URL ffmpeg is to open (the camera's, with the relay's host and port). */
@@ -728,7 +738,9 @@ export class RtspTap {
     this.drop();
     const clock = new RtpClock();
     this.clock = clock;
-    const up = connect({ host: this.host, port: this.port });
+    const up = this.tls
+      ? tlsConnect({ host: this.host, port: this.port, servername: isIP(this.host) ? undefined : this.host, rejectUnauthorized: false })
+      : connect({ host: this.host, port: this.port });
     const pair = { down, up };
     this.pair = pair;
     down.setNoDelay(true);
@@ -738,7 +750,7 @@ export class RtspTap {
       up.destroy();
       down.destroy();
     }, CONNECT_TIMEOUT_MS);
-    up.once('connect', () => {
+    up.once(this.tls ? 'secureConnect' : 'connect', () => {
       clearTimeout(timer);
       this.upstreamError = undefined;
     });
@@ -825,24 +837,28 @@ function relay(from: Socket, to: Socket, reader: InterleavedReader): void {
   from.on('end', () => to.end());
 }
 
-/** `url` with its host and port replaced by the relay's (user, path and query kept). */
+/** `url` with its host and port replaced by the relay's (user, path and query kept); plain `rtsp://` (the relay ends an RTSPS camera's TLS). */
 export function relayUrl(url: string, port: number): string {
-  return url.replace(AUTHORITY, `$1127.0.0.1:${port}`);
+  return url.replace(AUTHORITY, (_m, user: string) => `${user.replace(/^rtsps/i, 'rtsp')}127.0.0.1:${port}`);
 }
 
 /**
  * An rtsp:// URL's user part (to its last `@` before the path, as ffmpeg's av_url_split reads
  * it), host and `:port`.
  */
-const AUTHORITY = /^(rtsp:\/\/(?:[^/?#]*@)?)(\[[^\]]*\]|[^:/?#@]*)(:\d*)?/i;
+const AUTHORITY = /^(rtsps?:\/\/(?:[^/?#]*@)?)(\[[^\]]*\]|[^:/?#@]*)(:\d*)?/i;
 
-/** Whether a source is relayed for its camera's clock: RTSP (not RTSPS) over TCP, unless turned off. */
+/**
+ * Whether a source is relayed for its camera's clock: RTSP or RTSPS over TCP, unless turned off,
+ * or unless its input arguments set what the relay decides (timestamps, transport) or ask for
+ * the camera's certificate to be verified (the relay does not).
+ */
 export function tapsCameraClock(input: { kind: string; url: string; rtspTransport?: string; cameraClock?: boolean; inputArgs?: readonly string[] }): boolean {
   return (
     input.kind === 'rtsp' &&
-    /^rtsp:\/\//i.test(input.url) &&
+    /^rtsps?:\/\//i.test(input.url) &&
     (input.rtspTransport ?? 'tcp') === 'tcp' &&
     input.cameraClock !== false &&
-    !(input.inputArgs ?? []).some((a) => /^-(use_wallclock_as_timestamps|allowed_media_types|rtsp_transport|rtsp_flags)$/.test(a))
+    !(input.inputArgs ?? []).some((a) => /^-(use_wallclock_as_timestamps|allowed_media_types|rtsp_transport|rtsp_flags|tls_verify|ca_file|cafile|cert_file|key_file|verifyhost)$/.test(a))
   );
 }

@@ -530,11 +530,12 @@ describe('InterleavedReader', () => {
 });
 
 describe('which sources are relayed, and how', () => {
-  it('relays RTSP over TCP only, unless turned off', () => {
+  it('relays RTSP and RTSPS over TCP only, unless turned off or asked to verify the camera\'s certificate', () => {
     const base = { kind: 'rtsp', url: 'rtsp://cam/live' };
     expect(tapsCameraClock(base)).toBe(true);
     expect(tapsCameraClock({ ...base, rtspTransport: 'udp' })).toBe(false);
-    expect(tapsCameraClock({ ...base, url: 'rtsps://cam/live' })).toBe(false);
+    expect(tapsCameraClock({ ...base, url: 'rtsps://cam/live' })).toBe(true);
+    expect(tapsCameraClock({ ...base, url: 'rtsps://cam/live', inputArgs: ['-tls_verify', '1', '-ca_file', '/etc/cam.pem'] })).toBe(false);
     expect(tapsCameraClock({ ...base, cameraClock: false })).toBe(false);
     expect(tapsCameraClock({ ...base, inputArgs: ['-use_wallclock_as_timestamps', '0'] })).toBe(false);
     expect(tapsCameraClock({ kind: 'http', url: 'http://cam/live' })).toBe(false);
@@ -544,6 +545,8 @@ describe('which sources are relayed, and how', () => {
     expect(relayUrl('rtsp://admin:p@ss@10.0.0.9:8554/live?ch=1', 4000)).toBe('rtsp://admin:p@ss@127.0.0.1:4000/live?ch=1');
     expect(relayUrl('rtsp://cam.local/live', 4000)).toBe('rtsp://127.0.0.1:4000/live');
     expect(relayUrl('rtsp://[fe80::1]:554/x', 4000)).toBe('rtsp://127.0.0.1:4000/x');
+    // RTSPS: the relay ends the camera's TLS; ffmpeg speaks plain RTSP to it on 127.0.0.1.
+    expect(relayUrl('rtsps://admin:pw@10.0.0.9:7441/abc?enableSrtp', 4000)).toBe('rtsp://admin:pw@127.0.0.1:4000/abc?enableSrtp');
   });
 
   it('a relayed source: RTP timestamps kept (no wall clock), the video stream alone, the relay opened', () => {

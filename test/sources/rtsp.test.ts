@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { connect as netConnect, type AddressInfo } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -240,6 +242,34 @@ describe('the camera\'s clock (RTCP sender reports, through argus\'s relay)', ()
     // access unit ended for ffmpeg by the relay): a camera time is not an arrival.
     const source = (fs: { produced: number; captured: number }[]) => percentiles(fs.map((f) => f.captured - f.produced), [50])[0];
     expect(source(cam)).toBeGreaterThan(40);
+  }, 300_000);
+
+  it("an RTSPS camera (TLS in front of the server): relayed over TLS, its frames stamped with the camera's clock; ffmpeg's own RTSPS with cameraClock: false", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-rtsps-'));
+    const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')];
+    // A self-signed certificate, as cameras have (neither ffmpeg nor the relay verifies it by default).
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=camera.local'], { stdio: 'ignore' });
+    const plain = new URL(camera());
+    let handshakes = 0;
+    const server = createTlsServer({ key: readFileSync(key), cert: readFileSync(cert) }, (s) => {
+      handshakes++;
+      const c = netConnect(Number(plain.port), plain.hostname);
+      s.pipe(c).pipe(s);
+      s.on('error', () => c.destroy());
+      c.on('error', () => s.destroy());
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const uri = `rtsps://127.0.0.1:${(server.address() as AddressInfo).port}/argus-camera`;
+      const relayed = await stamps({ uri });
+      expect(handshakes).toBeGreaterThan(0);
+      expect(relayed.filter((f) => f.by === 'camera').length).toBeGreaterThan(10);
+      const direct = await stamps({ uri, cameraClock: false });
+      expect(direct.length).toBeGreaterThan(10);
+      expect(direct.every((f) => f.by === 'arrival')).toBe(true);
+    } finally {
+      server.close();
+    }
   }, 300_000);
 
   it('low-latency decoding (the default): each access unit ended for ffmpeg as soon as it is in (a frame period less from the camera to argus), and the first frame sooner', async () => {
