@@ -319,4 +319,39 @@ describe('dashboard with more tiles than the screen holds', () => {
       await server.close();
     }
   }, 60_000);
+
+  it('a tile off screen whose pictures come is not "no frames"; scrolled in after they stopped, its held picture shows as old as it is (down), not as live', async () => {
+    const ids = Array.from({ length: 24 }, (_, i) => `cam${String(i).padStart(2, '0')}`);
+    const server = await bareServer(undefined, ids);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    try {
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(`${server.s.url}/`);
+      await page.waitForFunction((n) => document.querySelectorAll('.tile').length === n && document.querySelector('#status')?.textContent === 'connected', ids.length, { timeout: 15_000 });
+      const jpeg = (await sharp({ create: { width: 64, height: 36, channels: 3, background: '#808080' } }).jpeg().toBuffer()).toString('base64');
+      const tile = '.tile[data-source="cam23"]';
+      expect(await page.$eval(tile, (e) => e.getBoundingClientRect().top > window.innerHeight + 100)).toBe(true);
+      // 4 s of pictures for the tile below the fold (more than the 3 s after which a silent tile is "no frames").
+      for (let seq = 1; seq <= 20; seq++) {
+        server.hub.publishFrame('cam23', JSON.stringify({ type: 'frame', version: 1, source: 'cam23', seq, contentType: 'image/jpeg', data: jpeg, width: 64, height: 36 }));
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(await page.$eval(tile, (e) => e.classList.contains('down'))).toBe(false);
+      expect(await page.getAttribute(`${tile} .tile-frame`, 'data-frames')).toBe('0');
+      // Then nothing: once silent for 3 s it is down, off screen as well.
+      await page.waitForFunction((sel) => document.querySelector(sel)?.classList.contains('down'), tile, { timeout: 15_000 });
+      // Scrolled in: the held picture is drawn, and the tile stays down (it is that old).
+      await page.$eval(tile, (e) => e.scrollIntoView({ block: 'end' }));
+      const shown = await page.waitForFunction((sel) => {
+        const t = document.querySelector(sel);
+        return t?.querySelector('.tile-frame')?.getAttribute('data-frames') === '1' ? { down: t.classList.contains('down'), seq: t.querySelector('.tile-frame')?.getAttribute('data-seq') } : null;
+      }, tile, { timeout: 15_000 });
+      expect(await shown.jsonValue()).toEqual({ down: true, seq: '20' });
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+      await server.close();
+    }
+  }, 60_000);
 });

@@ -17,11 +17,15 @@ function base64ToBytes(b64) {
   return out;
 }
 
-export async function onFrame(m) {
+export async function onFrame(m, arrivedAt = now()) {
   if (typeof m.source !== 'string' || typeof m.data !== 'string') return;
   const s = ensureSource(m.source);
   if (!s.visible) {
+    // Held, but it came: the tile is not "no frames" (tile-state.js), and its picture, shown
+    // later, is as old as it is.
     s.pendingFrame = m;
+    s.pendingAt = arrivedAt;
+    s.lastFrameAt = arrivedAt;
     s.onVisible ??= showPendingFrame;
     return;
   }
@@ -58,7 +62,7 @@ export async function onFrame(m) {
   c.dataset.frames = String(s.frames);
   s.frameSeq = isNum(m.seq) ? m.seq : -1;
   c.dataset.seq = String(s.frameSeq);
-  s.lastFrameAt = now();
+  s.lastFrameAt = Math.max(s.lastFrameAt, arrivedAt);
   s.el.waiting.hidden = true;
   if (s.state === 'unknown') setState(s, 'streaming', '');
   else if (s.el.tile.classList.contains('down') && s.state === 'streaming') updateDown(s);
@@ -70,5 +74,5 @@ export async function onFrame(m) {
 function showPendingFrame(s) {
   const m = s.pendingFrame;
   s.pendingFrame = null;
-  if (m) void onFrame(m);
+  if (m) void onFrame(m, s.pendingAt);
 }

@@ -64,6 +64,7 @@ function onHello(m) {
     s.dets = [];
     s.rate = [];
     s.frameSeq = -1;
+    s.pendingFrame = null; // the last connection's
   }
   if (Array.isArray(m.sources)) for (const id of m.sources) if (typeof id === 'string') ensureSource(id);
   // Ask for live frames when the server offers them (or does not say what it offers).

@@ -63,6 +63,7 @@ export function newSource(id) {
     // The newest `frame` message that came while off screen (decoded when the tile shows), and
     // what to do then (frames.js).
     pendingFrame: null,
+    pendingAt: 0,
     onVisible: null,
     chartDirty: false,
     el: null,
