@@ -150,17 +150,22 @@ export function boundedSize(w: number, h: number): { width: number; height: numb
 /**
  * The filter keeping at most one frame in each 1/fps interval of the frames' timestamps: at most
  * `fps` frames a second, never a duplicate (a rate above the source's keeps every frame once).
- * The intervals are centred on the first frame's time and every 1/fps after it, so a source at
- * exactly `fps` keeps every frame: its times sit mid-interval, and jitter of up to a quarter
- * period each way (wall-clock arrival times) or times exactly on a multiple of 1/fps (which
- * floating point puts on either side of an edge counted from 0) move none into its neighbour's
- * interval. Counted from 0, 10 fps sampling of a 10 fps source kept 60–66 of 80 frames.
+ * The intervals are counted from the first frame's time. `centred` (live sources): each interval
+ * is centred on the first frame's time plus a multiple of 1/fps, so a source at exactly `fps`
+ * keeps every frame: its times sit mid-interval, and jitter of up to a quarter period each way
+ * (wall-clock arrival times) or times exactly on a multiple of 1/fps (which floating point puts
+ * on either side of an edge counted from 0) move none into its neighbour's interval; counted from
+ * 0, 10 fps sampling of a 10 fps source kept 60–66 of 80 frames. Otherwise (files, whose times
+ * are exact) each interval starts there: the first frame at or after each 1/fps step. A source
+ * within a fraction of a percent of `fps`, with jitter, still loses the frames whose phase drifts
+ * onto an edge (956 of 1000 at 9.99 fps, ±15 ms).
  */
-export function sampleFilter(fps: number): string {
-  // ld(0): the first kept frame's time. A time before the last kept one starts the count again
-  // from that frame (a relayed camera's RTP time can jump back).
-  const bin = (t: string) => `floor((${t}-ld(0))*${fps}+0.5)`;
-  return `select=if(isnan(prev_selected_t)+lt(t\\,prev_selected_t)\\,st(0\\,t)*0+1\\,gt(${bin('t')}\\,${bin('prev_selected_t')}))`;
+export function sampleFilter(fps: number, centred = true): string {
+  // ld(0): the first kept frame's time. A time more than 1/fps before the last kept one starts
+  // the count again from that frame (a relayed camera's RTP time can jump back); a smaller step
+  // back falls in a kept interval and is dropped (it was kept, a near-duplicate, before).
+  const bin = (t: string) => `floor((${t}-ld(0))*${fps}+${centred ? 0.5 : 1e-6})`;
+  return `select=if(isnan(prev_selected_t)+lt(t\\,prev_selected_t-${1 / fps})\\,st(0\\,t)*0+1\\,gt(${bin('t')}\\,${bin('prev_selected_t')}))`;
 }
 
 /**

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { loadSharp } from '../core/sharp.js';
-import { boundedSize, decodeBoundArgs, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, taggedStdout, tooLargeMessage } from '../sources/ffmpeg-args.js';
+import { boundedSize, decodeBoundArgs, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, sourceKind, taggedStdout, tooLargeMessage } from '../sources/ffmpeg-args.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
 import { FrameTimes, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, saysNoVideoStream, withoutMapAdvice } from '../sources/stderr-probe.js';
 
@@ -78,7 +78,7 @@ export interface VideoFramesOptions {
    */
   duration?: number;
   durationFromFirst?: boolean;
-  /** Sample at most this many frames per second: at most one frame of each 1/fps interval (never a duplicate; see sampleFilter). */
+  /** Sample at most this many frames per second: the first frame at or after each 1/fps step of a file (of each interval centred on them, live; see sampleFilter), never a duplicate. */
   fps?: number;
   /** Called once, before the first frame, with the stream's size, rate and duration. */
   onInfo?: (info: VideoInfo) => void;
@@ -118,7 +118,8 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   // rate, so the printed times pair with the frames in order.
   // The run's own tag names the output and the frame-time key (taggedStdout, frameTimeFilters).
   const tag = runTag();
-  args.push('-vf', [...(o.fps ? [sampleFilter(o.fps)] : []), sourceBoundFilter(), ...frameTimeFilters(tag)].join(','));
+  // Files' times are exact: the first frame at or after each 1/fps step; live ones' are arrival times (sampleFilter).
+  args.push('-vf', [...(o.fps ? [sampleFilter(o.fps, sourceKind(o.url) !== 'file')] : []), sourceBoundFilter(), ...frameTimeFilters(tag)].join(','));
   const outputUrl = taggedStdout(tag);
   const frameTimes = new FrameTimes(frameTimeKey(tag));
   // One encoder thread: frame threads hold each frame until the next ones come (ffmpeg-args).

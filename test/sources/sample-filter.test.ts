@@ -12,8 +12,8 @@ const ffmpeg = resolveFfmpegSync().path;
  * ffmpeg expression in seconds of the frame number N (random(0): ffmpeg's own seeded generator,
  * the same sequence every run).
  */
-async function kept(pts: string, fps: number, count = 80): Promise<number[]> {
-  const vf = [`settb=1/1000000`, `setpts=(${pts.replace(/,/g, '\\,')})/TB`, sampleFilter(fps), 'showinfo'].join(',');
+async function kept(pts: string, fps: number, count = 80, centred = true): Promise<number[]> {
+  const vf = [`settb=1/1000000`, `setpts=(${pts.replace(/,/g, '\\,')})/TB`, sampleFilter(fps, centred), 'showinfo'].join(',');
   const { stderr } = await promisify(execFile)(ffmpeg, ['-hide_banner', '-nostdin', '-f', 'lavfi', '-i', `testsrc=rate=10:size=32x32:duration=${count / 10}`, '-vf', vf, '-vsync', 'passthrough', '-f', 'null', '-']);
   return [...stderr.matchAll(/pts_time:(\S+)/g)].map((m) => Number(m[1]));
 }
@@ -50,10 +50,26 @@ describe('fps sampling of a live source (the select filter, run by ffmpeg)', () 
     expect(Math.min(...spacings(t))).toBeGreaterThan(0.15);
   }, 20_000);
 
+  it('a small step back in time (arrival times out of order by a few ms) keeps no near-duplicate: at most one frame per interval', async () => {
+    // 30 fps with ±25 ms of jitter, sampled at 1 fps: the times go back by a few ms now and then.
+    const t = await kept('N/30+0.05*(random(0)-0.5)', 1, 240);
+    expect(t.length).toBeLessThanOrEqual(9);
+    expect(Math.min(...spacings(t))).toBeGreaterThan(0.5);
+  }, 20_000);
+
   it('a time that jumps back (a relayed camera\'s RTP time) starts the count again from that frame', async () => {
     // 40 frames, then the times start again 0.3499 s in, just short of an interval edge of the
     // first count, with 5 ms of jitter.
     const t = await kept('if(lt(N,40),N/10,(N-40)/10+0.3499)+0.005*random(0)', 10);
     expect(t).toHaveLength(80);
+  }, 20_000);
+});
+
+describe('fps sampling of a file (exact times: argus detect --fps)', () => {
+  it('the first frame at or after each 1/fps step from the first frame: one frame in the first interval, none shifted by half of one', async () => {
+    const t = await kept('N/30', 1, 300, false);
+    expect(t.map((x) => Math.round(x * 1000) / 1000)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    // Times exactly on the steps in floating point (3 × 0.1 is 0.30000000000000004, 0.7 is 0.69999999999999996): none lost.
+    expect(await kept('N/10', 10, 80, false)).toHaveLength(80);
   }, 20_000);
 });
