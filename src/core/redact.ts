@@ -11,15 +11,28 @@
 // where a run of scheme characters starts (not at every '.' inside one: `a.a.a…` took 7 ms a
 // 4 KB line). The source schema refuses whitespace in a URL (a password with a space).
 const USERINFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/{1,3})((?:[^\s/?#"]|"(?![,}\]:\s]|$))*)@/gi;
-// User-info cut by a '/', '?' or '#' in the password (`rtsp://admin:pa#ss@cam/x`: ffmpeg reads
-// `admin:pa` as host and port, and USERINFO stops there): an authority `x:y` whose `y` is no
-// port, then one of those characters, then anything up to the last '@' of the URL (a quote or
-// whitespace ends it). The schema refuses such a source URL; text from elsewhere may hold one.
-const CUT_USERINFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/{1,3})([^\s/?#"@:[]*:[^\s/?#"@]*[^\s/?#"@\d][^\s/?#"@]*[/?#][^\s"]*)@/gi;
+// User-info cut by a '/', '?' or '#' (`rtsp://admin:pa#ss@cam/x`, `rtsp://admin:1234/5678@cam`,
+// `rtsp://dom/user:pw@cam`: ffmpeg's authority ends at the first of them, and USERINFO stops
+// there): from the scheme to an '@' after such a character, with no '=', '&', quote or
+// whitespace on the way (a query's `?mail=a@b` is not user-info), and a ':' in it (a user and a
+// password; `http://host/a@b` is a path). Bounded runs: one scan per scheme stays short on any
+// line (unbounded, 'a://u:p/' repeated took 276 ms on 64 KB). The schema refuses such a source
+// URL (cutUserInfo); text from elsewhere may hold one.
+const CUT_USERINFO_SOURCE = String.raw`([a-z][a-z0-9+.-]*:\/{1,3})(?![/[])([^\s/?#"@]{0,256}[/?#][^\s"@=&]{0,256})@`;
+const CUT_USERINFO = new RegExp(String.raw`(?<![a-z0-9+.-])` + CUT_USERINFO_SOURCE, 'gi');
+const CUT_AT_START = new RegExp('^' + CUT_USERINFO_SOURCE, 'i');
+
+/** True when `url` starts with user-info cut by '/', '?' or '#' (see CUT_USERINFO): ffmpeg would read its user name as the host. */
+export function cutUserInfo(url: string): boolean {
+  const m = CUT_AT_START.exec(url);
+  return m !== null && m[2].includes(':');
+}
+
 // A parameter (after '?', '&', ';' or '#') up to '=', and its value to the next parameter or
 // fragment ('#'; SRT's stream ids start with '#!::'). Its value is a secret when its name, percent-decoded, is one of
 // SECRET_NAMES (checked apart from the match, so the pattern stays linear on any line).
 const PARAM = /([?&;#])([^=&\s'"?;#]*)=(#?[^&\s'"#]*)/g;
+const SECRET_REST = /=\*\*\*#[^&\s'"]*/g;
 const SECRET_NAMES = new Set(
   [
     'token', 'access_token', 'access-token', 'auth_token', 'authtoken', 'id_token', 'refresh_token', 'jwt',
@@ -36,8 +49,10 @@ export function redact(text: string): string {
   if (text.indexOf(':/') < 0 && text.indexOf('=') < 0) return text;
   return text
     .replace(USERINFO, (_m, scheme: string, info: string) => (info ? `${scheme}***@` : `${scheme}@`))
-    .replace(CUT_USERINFO, (_m, scheme: string) => `${scheme}***@`)
-    .replace(PARAM, (m, sep: string, name: string) => (SECRET_NAMES.has(paramName(name)) ? `${sep}${name}=***` : m));
+    .replace(CUT_USERINFO, (m, scheme: string, info: string) => (info.includes(':') ? `${scheme}***@` : m))
+    .replace(PARAM, (m, sep: string, name: string) => (SECRET_NAMES.has(paramName(name)) ? `${sep}${name}=***` : m))
+    // A secret value with '#' in it (SRT's passphrase=abc#def: ffmpeg reads it whole, to '&').
+    .replace(SECRET_REST, '=***');
 }
 
 /** A parameter's name as a server reads it: percent-decoded (`to%6Ben` is `token`), in lower case. */

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { checkSourceAnalytics, LineSchema, RuleSchema, ZoneSchema } from './analytics.js';
 import { finite, id, ms } from './common.js';
 import { checkInputArgs } from './input-args.js';
+import { cutUserInfo } from '../../core/redact.js';
 
 /**
  * The `scheme://` a source's uri may have (sources/ffmpeg-args `sourceKind` tells files from
@@ -51,8 +52,8 @@ function checkUri(uri: string, ctx: z.RefinementCtx): void {
   // ffmpeg's authority ends at the first '/', '?' or '#' (av_url_split): a password holding one
   // (`rtsp://admin:pa#ss@cam`) leaves `admin:pa` as host and port; ffmpeg never connects, and
   // the password, cut from its user name, would not be recognised as one where the URL is printed.
-  if (brokenUserInfo(uri)) {
-    ctx.addIssue({ code: 'custom', message: "the part before '@' holds '/', '?' or '#': in a user name or password, percent-encode them (%2F, %3F, %23)" });
+  if (cutUserInfo(uri)) {
+    ctx.addIssue({ code: 'custom', message: "the part before '@' holds '/', '?' or '#': in a user name or password, percent-encode them (%2F, %3F, %23; an '@' in a path: %40)" });
     return;
   }
   const tags = infoTags(uri);
@@ -67,20 +68,6 @@ function checkUri(uri: string, ctx: z.RefinementCtx): void {
         ctx.addIssue({ code: 'custom', message: `${scheme}:// ${name}${/^\d{1,12}$/.test(value) ? `=${value}` : ''}: at most ${max} ${unit}, in decimal digits (a buffer ffmpeg allocates)` });
     }
   }
-}
-
-/**
- * A `scheme://` URL whose authority (up to the first '/', '?' or '#') is `x:y` with a `y` that is
- * no port, followed later by an '@': user-info cut by one of those characters.
- */
-export function brokenUserInfo(uri: string): boolean {
-  const rest = uri.slice((SCHEME.exec(uri)?.[0] ?? '').length);
-  const end = rest.search(/[/?#]/);
-  if (end < 0 || rest.indexOf('@', end) < 0) return false;
-  const authority = rest.slice(0, end);
-  if (authority.includes('@')) return false;
-  const colon = authority.lastIndexOf(':');
-  return colon >= 0 && !authority.startsWith('[') && !/^\d*$/.test(authority.slice(colon + 1));
 }
 
 /**
