@@ -224,12 +224,13 @@ export async function runDetect(files: readonly string[], options: DetectOptions
           // The annotated copy's rate: the sampling rate, never above the stream's (sampling never repeats a frame).
           let fps = options.fps;
           let info: VideoInfo | undefined;
+          let damage: string | undefined;
           const onInfo = (i: VideoInfo) => {
             info = i;
             fps = options.fps && i.fps ? Math.min(options.fps, i.fps) : (options.fps ?? i.fps);
           };
           try {
-            for await (const frame of videoFrames({ ffmpegPath: ffmpeg!.path, url: file, fps: options.fps, onInfo })) {
+            for await (const frame of videoFrames({ ffmpegPath: ffmpeg!.path, url: file, fps: options.fps, onInfo, onDamage: (line) => (damage = line) })) {
               await handle(frame, target ? async (px) => {
                 writer ??= new VideoWriter({ ffmpegPath: ffmpeg!.path, path: target, width: frame.width, height: frame.height, fps: fps ?? 10, order: 'rgb' });
                 await writer.write(px);
@@ -239,7 +240,7 @@ export async function runDetect(files: readonly string[], options: DetectOptions
             await (writer as VideoWriter | undefined)?.close();
           }
           if (entry.frames.length === 0) throw new ArgusError(ErrorCodes.SOURCE_PROBE, `detect: ${file}: ffmpeg decoded no video frame from it`);
-          const cut = cutShort(entry.frames.at(-1)!.pts, info, fps);
+          const cut = damage !== undefined ? cutShort(entry.frames.at(-1)!.pts, info, fps) : undefined;
           if (cut) {
             entry.warning = cut; // in the table and the JSON
           }
@@ -269,7 +270,9 @@ export async function runDetect(files: readonly string[], options: DetectOptions
 /**
  * Why a video's frames ending at `lastPts` look cut short: more than a second (and two frame
  * periods) before the length the file claims. A file cut after its index (an MP4 copied in
- * part) decoded 7.6 s of a claimed 139.4 s, and detect said nothing.
+ * part) decoded 7.6 s of a claimed 139.4 s, and detect said nothing. Asked only when ffmpeg
+ * said the input was damaged: the length is the container's, which a longer audio track or a
+ * GIF's last delay also makes longer than the frames.
  */
 export function cutShort(lastPts: number, info: VideoInfo | undefined, fps: number | undefined): string | undefined {
   const claimed = info?.durationS;

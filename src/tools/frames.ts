@@ -84,6 +84,8 @@ export interface VideoFramesOptions {
   onInfo?: (info: VideoInfo) => void;
   /** Called with the input's length, seconds, as soon as ffmpeg reports it (also when no frame follows). */
   onDuration?: (seconds: number) => void;
+  /** Called at ffmpeg's first word of damaged input (a file cut short: "partial file", a corrupt packet, a decoding error), with that line. */
+  onDamage?: (line: string) => void;
   /**
    * Longest wait for ffmpeg's output, ms, while the consumer is not holding it back: a first
    * frame, or the next one. Then ffmpeg is stopped and VAP_ERR_SOURCE_TIMEOUT (no first frame)
@@ -97,6 +99,9 @@ export interface VideoFramesOptions {
 const KEY_LINE_WAIT_MS = 200;
 
 const DURATION = /^\s*Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)/;
+
+/** ffmpeg's words for input it could not read whole (a cut MP4: "stream 0, offset 0x3170a: partial file"). */
+const DAMAGE = /partial file|corrupt input packet|Error while decoding|Invalid NAL unit size|Packet corrupt|truncat/i;
 
 /**
  * The frames of a video (or GIF) at full resolution, packed RGB, decoded by ffmpeg. An async
@@ -136,6 +141,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   const logLines = new LogLines();
   const tail: string[] = [];
   let tooLarge: { width: number; height: number } | undefined;
+  let damaged = false;
   // Each frame's time, µs, in output order, until its frame is read. ffmpeg prints it before it
   // writes the frame, but on another pipe: a frame whose time is not read yet waits for the log's
   // next chunk (or its end). An ffmpeg that prints no report (older builds, such as the bundled
@@ -165,6 +171,10 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
       // Of argus's own -vsync (kept: the bundled 2018 ffmpeg has no -fps_mode), not of the input.
       if (/^-vsync is deprecated/.test(line)) continue;
       keep(line);
+      if (!damaged && DAMAGE.test(line)) {
+        damaged = true;
+        o.onDamage?.(line);
+      }
       tooLarge ??= pictureTooLarge(line);
       const d = DURATION.exec(line);
       if (d && durationS === undefined) {

@@ -150,9 +150,15 @@ describe('argus detect: table and annotated copies (real model)', () => {
     expect(f.warning).toMatch(/^its frames end at \d+\.\d\d s of the 139\.\d\d s it claims: cut short or damaged/);
     const table = await argus(['detect', cut]);
     expect(table.stdout).toMatch(/\n {2}warning: its frames end at /);
-    // A whole file has none.
+    // A whole file has none, nor one whose sound goes on after its pictures (the container's length is the longer).
     const whole = JSON.parse((await argus(['detect', '--json', '--fps', '1', `${MIRROR}/streams/bottle-detection.mp4`])).stdout) as DetectOutput;
     expect(whole.files[0].warning).toBeUndefined();
+    const av = join(tmp(), 'av.mkv');
+    const made = await runCommand(defaultFfmpegPath(), ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=160x120:rate=10:duration=3', '-f', 'lavfi', '-i', 'sine=duration=8', '-c:v', 'mpeg4', '-c:a', 'pcm_s16le', av]);
+    expect(made.code).toBe(0);
+    const long = JSON.parse((await argus(['detect', '--json', av])).stdout) as DetectOutput;
+    expect(long.files[0].frames).toHaveLength(30);
+    expect(long.files[0].warning).toBeUndefined();
   }, TIMEOUT);
 
   it("a video ffmpeg cannot open: its error is ffmpeg's reason, not the notice about argus's own -vsync", async () => {
