@@ -8,6 +8,7 @@ import { adminKafkaConfig, clusterTarget, listCameras, reach, type ClusterTarget
 import { ClusterSchema } from '../../src/config/schema.js';
 import { isArgusError } from '../../src/core/errors.js';
 import { ARGUS, runCommand } from '../helpers/cli.js';
+import { firstBytesServer } from '../helpers/net.js';
 
 // `argus cameras` / `argus cluster` against brokers that are not there. No Kafka is needed: a
 // port nobody listens on, and a server that accepts connections and never answers (a frozen
@@ -62,23 +63,13 @@ describe('argus cameras / cluster: brokers that cannot be reached', () => {
       expect(isArgusError(bad, 'VAP_ERR_CONFIG')).toBe(true);
       expect((bad as Error).message).not.toContain('hunter2');
       // The client's first bytes to the broker are a TLS handshake (a record of type 22), not a Kafka request.
-      let hello!: (b: Buffer) => void;
-      const first = new Promise<Buffer>((r) => (hello = r));
-      const server = createServer((sock) => {
-        sock.once('data', (d: Buffer) => {
-          hello(d);
-          sock.destroy();
-        });
-        sock.on('error', () => {});
-      });
-      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-      const port = (server.address() as AddressInfo).port;
+      const { port, first, close } = await firstBytesServer();
       try {
         const failed = listCameras({ ...t, brokers: [`127.0.0.1:${port}`], connectTimeoutMs: 60_000 }).catch((x: unknown) => x);
         expect((await first)[0]).toBe(0x16);
         expect(isArgusError(await failed, 'VAP_ERR_KAFKA_UNREACHABLE')).toBe(true);
       } finally {
-        server.close();
+        close();
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });

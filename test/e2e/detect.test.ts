@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import type { DetectOutput } from '../../src/tools/detect.js';
 import { MIRROR } from '../helpers/assets.js';
-import { ARGUS, MODEL_RUN_TIMEOUT_MS, runCommand } from '../helpers/cli.js';
+import { ARGUS, MODEL_RUN_TIMEOUT_MS, runClosingAfterFirstLine, runCommand } from '../helpers/cli.js';
 
 // Each test runs the CLI with the real model: the bound only ends a hang; nothing here asserts on speed.
 const TIMEOUT = MODEL_RUN_TIMEOUT_MS + 60_000;
@@ -189,18 +188,7 @@ describe('argus detect: table and annotated copies (real model)', () => {
 
 describe('argus detect: its output cannot be written', () => {
   it('stdout whose reader goes away (| head -1): quiet, status 0; a full stdout (/dev/full): VAP_ERR_SINK_FILE, status 2; no stack trace either way', async () => {
-    const headed = await new Promise<{ code: number | null; first: string; stderr: string }>((res, rej) => {
-      const p = spawn(process.execPath, [ARGUS, 'detect', TV_ROOM, STREET, GIF], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let first = '';
-      let stderr = '';
-      p.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-      p.stdout.setEncoding('utf8').once('data', (d: string) => {
-        first = d.split('\n')[0];
-        p.stdout.destroy(); // as head -1 does once it has its line
-      });
-      p.on('error', rej);
-      p.on('close', (code) => res({ code, first, stderr }));
-    });
+    const headed = await runClosingAfterFirstLine(['detect', TV_ROOM, STREET, GIF]);
     expect(headed.first).toMatch(/000000000139\.jpg {2}640x426 {2}\d+ detections/);
     expect(headed.stderr).toBe('');
     expect(headed.code).toBe(0);

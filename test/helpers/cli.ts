@@ -28,3 +28,27 @@ export function runCommand(cmd: string, args: string[], env: NodeJS.ProcessEnv =
     });
   });
 }
+
+/**
+ * Runs the CLI with `args` and closes its stdout after the first chunk, as `| head -1` does once
+ * it has its line; `after` runs then. Resolves with the exit status, the first line and stderr.
+ */
+export function runClosingAfterFirstLine(args: string[], after: () => Promise<void> = async () => {}, boundMs = 90_000): Promise<{ code: number | null; first: string; stderr: string }> {
+  return new Promise((res, rej) => {
+    const p = spawn(process.execPath, [ARGUS, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let first = '';
+    let stderr = '';
+    p.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    p.stdout.setEncoding('utf8').once('data', (d: string) => {
+      first = d.split('\n')[0];
+      p.stdout.destroy();
+      after().catch(rej);
+    });
+    const bound = setTimeout(() => p.kill('SIGKILL'), boundMs); // a hang bound only
+    p.on('error', rej);
+    p.on('close', (code, signal) => {
+      clearTimeout(bound);
+      res({ code: code ?? (signal as unknown as number), first, stderr });
+    });
+  });
+}

@@ -8,3 +8,21 @@ export async function closedPort(): Promise<number> {
   await new Promise((r) => srv.close(r));
   return port;
 }
+
+/**
+ * A loopback server that records the first bytes of its first connection and closes it: what a
+ * client sends first (a TLS handshake starts with a record of type 22, 0x16; Kafka with a request).
+ */
+export async function firstBytesServer(): Promise<{ port: number; first: Promise<Buffer>; close: () => void }> {
+  let hello!: (b: Buffer) => void;
+  const first = new Promise<Buffer>((r) => (hello = r));
+  const server = createServer((sock) => {
+    sock.once('data', (d: Buffer) => {
+      hello(d);
+      sock.destroy();
+    });
+    sock.on('error', () => {});
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { port: (server.address() as { port: number }).port, first, close: () => server.close() };
+}

@@ -2,7 +2,7 @@ import { mkdirSync, readdirSync } from 'node:fs';
 import { createServer, get, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadPipeline } from '../../src/config/load.js';
@@ -218,6 +218,23 @@ describe('dashboard of an argus worker: the cluster panel', () => {
 });
 
 describe('dashboard with more tiles than the screen holds', () => {
+  const ids = Array.from({ length: 24 }, (_, i) => `cam${String(i).padStart(2, '0')}`);
+  /** The dashboard with 24 tiles (4 on screen), connected, on a server of its own; fails on any page error. */
+  async function withTiles(f: (server: Awaited<ReturnType<typeof bareServer>>, page: Page) => Promise<void>): Promise<void> {
+    const server = await bareServer(undefined, ids);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    try {
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(`${server.s.url}/`);
+      await page.waitForFunction((n) => document.querySelectorAll('.tile').length === n && document.querySelector('#status')?.textContent === 'connected', ids.length, { timeout: 15_000 });
+      await f(server, page);
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+      await server.close();
+    }
+  }
   /** A detections message with `boxes` boxes on a 1280 × 720 picture. */
   const detections = (source: string, seq: number, boxes = 20) =>
     JSON.stringify({
@@ -230,15 +247,8 @@ describe('dashboard with more tiles than the screen holds', () => {
       dropped: 0,
     });
 
-  it('draws the overlays of the tiles on screen only; a tile scrolled into view draws its latest detections at once, and the one scrolled out stops', async () => {
-    const ids = Array.from({ length: 24 }, (_, i) => `cam${String(i).padStart(2, '0')}`);
-    const server = await bareServer(undefined, ids);
-    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    try {
-      const errors: string[] = [];
-      page.on('pageerror', (e) => errors.push(e.message));
-      await page.goto(`${server.s.url}/`);
-      await page.waitForFunction((n) => document.querySelectorAll('.tile').length === n && document.querySelector('#status')?.textContent === 'connected', ids.length, { timeout: 15_000 });
+  it('draws the overlays of the tiles on screen only; a tile scrolled into view draws its latest detections at once, and the one scrolled out stops', () =>
+    withTiles(async (server, page) => {
       const first = '.tile[data-source="cam00"] .tile-overlay';
       const last = '.tile[data-source="cam23"] .tile-overlay';
       const attr = (sel: string, name: string) => page.getAttribute(sel, name);
@@ -272,22 +282,10 @@ describe('dashboard with more tiles than the screen holds', () => {
       expect(await page.$eval(first, (e) => e.getBoundingClientRect().bottom < -100)).toBe(true);
       expect(await attr(first, 'data-seq')).toBe('10');
       expect(await attr(first, 'data-draws')).toBe(firstDraws);
-      expect(errors).toEqual([]);
-    } finally {
-      await page.close();
-      await server.close();
-    }
-  }, 60_000);
+    }), 60_000);
 
-  it('decodes the live pictures of the tiles on screen only; a tile scrolled into view decodes its newest picture at once', async () => {
-    const ids = Array.from({ length: 24 }, (_, i) => `cam${String(i).padStart(2, '0')}`);
-    const server = await bareServer(undefined, ids);
-    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    try {
-      const errors: string[] = [];
-      page.on('pageerror', (e) => errors.push(e.message));
-      await page.goto(`${server.s.url}/`);
-      await page.waitForFunction((n) => document.querySelectorAll('.tile').length === n && document.querySelector('#status')?.textContent === 'connected', ids.length, { timeout: 15_000 });
+  it('decodes the live pictures of the tiles on screen only; a tile scrolled into view decodes its newest picture at once', () =>
+    withTiles(async (server, page) => {
       const jpeg = (await sharp({ create: { width: 64, height: 36, channels: 3, background: '#808080' } }).jpeg().toBuffer()).toString('base64');
       const publish = (seq: number, only = ids) => {
         for (const id of [...only].reverse()) server.hub.publishFrame(id, JSON.stringify({ type: 'frame', version: 1, source: id, seq, contentType: 'image/jpeg', data: jpeg, width: 64, height: 36 }));
@@ -313,22 +311,10 @@ describe('dashboard with more tiles than the screen holds', () => {
       await page.waitForFunction((sel) => document.querySelector(sel)?.getAttribute('data-seq') === '8', last, { timeout: 15_000 });
       expect(await page.getAttribute(last, 'data-frames')).toBe('3');
       expect(await page.getAttribute(first, 'data-frames')).toBe('6');
-      expect(errors).toEqual([]);
-    } finally {
-      await page.close();
-      await server.close();
-    }
-  }, 60_000);
+    }), 60_000);
 
-  it('a tile off screen whose pictures come is not "no frames"; scrolled in after they stopped, its held picture shows as old as it is (down), not as live', async () => {
-    const ids = Array.from({ length: 24 }, (_, i) => `cam${String(i).padStart(2, '0')}`);
-    const server = await bareServer(undefined, ids);
-    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    try {
-      const errors: string[] = [];
-      page.on('pageerror', (e) => errors.push(e.message));
-      await page.goto(`${server.s.url}/`);
-      await page.waitForFunction((n) => document.querySelectorAll('.tile').length === n && document.querySelector('#status')?.textContent === 'connected', ids.length, { timeout: 15_000 });
+  it('a tile off screen whose pictures come is not "no frames"; scrolled in after they stopped, its held picture shows as old as it is (down), not as live', () =>
+    withTiles(async (server, page) => {
       const jpeg = (await sharp({ create: { width: 64, height: 36, channels: 3, background: '#808080' } }).jpeg().toBuffer()).toString('base64');
       const tile = '.tile[data-source="cam23"]';
       expect(await page.$eval(tile, (e) => e.getBoundingClientRect().top > window.innerHeight + 100)).toBe(true);
@@ -348,10 +334,5 @@ describe('dashboard with more tiles than the screen holds', () => {
         return t?.querySelector('.tile-frame')?.getAttribute('data-frames') === '1' ? { down: t.classList.contains('down'), seq: t.querySelector('.tile-frame')?.getAttribute('data-seq') } : null;
       }, tile, { timeout: 15_000 });
       expect(await shown.jsonValue()).toEqual({ down: true, seq: '20' });
-      expect(errors).toEqual([]);
-    } finally {
-      await page.close();
-      await server.close();
-    }
-  }, 60_000);
+    }), 60_000);
 });

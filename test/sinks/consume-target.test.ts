@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import { consume, consumeKafkaConfig, consumeTarget } from '../../src/sinks/consume.js';
 import { ARGUS, runCommand } from '../helpers/cli.js';
+import { closedPort, firstBytesServer } from '../helpers/net.js';
 
 // `argus consume` with a pipeline's Kafka settings, and against brokers that are not there. No
 // Kafka is needed: a port nobody listens on, and servers that accept and never answer (a frozen
@@ -21,10 +22,7 @@ beforeAll(async () => {
   silent = createServer((s) => held.push(s));
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
   silentPort = (silent.address() as AddressInfo).port;
-  const probe = createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  refusedPort = (probe.address() as AddressInfo).port;
-  await new Promise((r) => probe.close(r));
+  refusedPort = await closedPort();
 });
 afterAll(async () => {
   for (const s of held) s.destroy();
@@ -61,23 +59,13 @@ describe('argus consume: where it reads', () => {
   });
 
   it('TLS from --config reaches the consumer: its first bytes to the broker are a TLS handshake (a record of type 22), not a Kafka request', async () => {
-    let hello!: (b: Buffer) => void;
-    const first = new Promise<Buffer>((r) => (hello = r));
-    const server = createServer((sock) => {
-      sock.once('data', (d: Buffer) => {
-        hello(d);
-        sock.destroy();
-      });
-      sock.on('error', () => {});
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const port = (server.address() as AddressInfo).port;
+    const { port, first, close } = await firstBytesServer();
     try {
       const failed = consume({ ...opts, brokers: [`127.0.0.1:${port}`], topic: 't', ssl: true, connectTimeoutMs: 60_000 }).catch((x: unknown) => x);
       expect((await first)[0]).toBe(0x16);
       expect(isArgusError(await failed, 'VAP_ERR_KAFKA_UNREACHABLE')).toBe(true);
     } finally {
-      server.close();
+      close();
     }
   }, 120_000);
 });

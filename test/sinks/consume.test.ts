@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +6,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import { consume } from '../../src/sinks/consume.js';
-import { ARGUS, ROOT, runCommand } from '../helpers/cli.js';
+import { ARGUS, runClosingAfterFirstLine, runCommand } from '../helpers/cli.js';
 import { testBrokers, uniqueTopic } from '../helpers/kafka.js';
 
 let brokers: string[];
@@ -119,26 +118,8 @@ describe('argus consume: the topic', () => {
 });
 
 describe('argus consume when its reader goes away (argus consume … | head -1)', () => {
-  /** Runs the CLI, closes its stdout after the first line, then calls `after`; resolves with its exit. */
-  function runAndCloseAfterFirstLine(topic: string, after: () => Promise<void> = async () => {}): Promise<{ code: number | null; first: string; stderr: string }> {
-    return new Promise((res, rej) => {
-      const p = spawn(process.execPath, [ARGUS, 'consume', '--brokers', brokers.join(','), '--topic', topic, '--from-beginning'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-      let first = '';
-      let stderr = '';
-      p.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-      p.stdout.setEncoding('utf8').once('data', (d: string) => {
-        first = d.split('\n')[0];
-        p.stdout.destroy(); // as head -1 does once it has its line
-        after().catch(rej);
-      });
-      const bound = setTimeout(() => p.kill('SIGKILL'), 90_000); // a hang bound only
-      p.on('error', rej);
-      p.on('close', (code, signal) => {
-        clearTimeout(bound);
-        res({ code: code ?? (signal as unknown as number), first, stderr });
-      });
-    });
-  }
+  const runAndCloseAfterFirstLine = (topic: string, after?: () => Promise<void>) =>
+    runClosingAfterFirstLine(['consume', '--brokers', brokers.join(','), '--topic', topic, '--from-beginning'], after);
 
   it('stops quietly with status 0 while records keep coming (EPIPE crashed it with a stack trace)', async () => {
     const topic = uniqueTopic('consume-epipe');
