@@ -298,3 +298,25 @@ describe('ffmpegSource (real ffmpeg)', () => {
     expect((err as Error).message).toMatch(message);
   });
 });
+
+describe("ffmpegSource: a relayed camera's stream that ends after a delimiter", () => {
+  // What ffmpeg prints when the stream ends after the relay's last delimiter (no picture after
+  // it), after the real cause.
+  const tail = "[rtsp @ 0x1] CSeq 7 expected, 0 received.\\n[NULL @ 0x2] missing picture in access unit with size 6\\n[h264 @ 0x3] no frame!\\nError while decoding stream #0:0: Invalid data found when processing input\\n";
+  const input = "Input #0, rtsp, from 'x':\\n  Stream #0:0: Video: h264 (High), yuv420p(progressive), 640x360, 10 fps, 10 tbr\\n";
+  const fake = () => scriptedFfmpeg(input + tail, 'exit 1');
+  const failure = async (over: Partial<FfmpegSourceOptions['input']>) =>
+    (await lastValueFrom(ffmpegSource({ ...opts({ url: 'rtsp://127.0.0.1:1/cam', kind: 'rtsp', rate: 'native', ...over }), ffmpegPath: fake() })).catch((e: Error) => e)) as Error;
+
+  it('relayed with delimiters (low latency, the default): the error names the cause, not the lines about the last delimiter; without delimiters or without the relay, those lines are kept', async () => {
+    const relayed = await failure({});
+    expect(isArgusError(relayed, 'VAP_ERR_SOURCE_EXIT')).toBe(true);
+    expect(relayed.message).toContain('CSeq 7 expected, 0 received.');
+    expect(relayed.message).not.toContain('no frame!');
+    for (const over of [{ decode: { lowLatency: false, threads: 1 } }, { cameraClock: false }]) {
+      const e = await failure(over);
+      expect(e.message).toContain('CSeq 7 expected, 0 received.');
+      expect(e.message).toContain('no frame!');
+    }
+  });
+});
