@@ -45,7 +45,7 @@ export async function clusterTarget(o: { config?: string; brokers?: string[] }):
 export function reach(t: ClusterTarget, admin: Pick<Admin, 'connect' | 'disconnect'>): Promise<void> {
   return reachKafka(t.brokers, admin, {
     timeoutMs: t.connectTimeoutMs,
-    hint: (refused) => (refused ? 'check sinks.kafka.sasl of --config' : 'is Kafka running there? (--brokers, or the brokers of --config)'),
+    hint: (refused) => (refused ? 'check cluster.sasl (or sinks.kafka.sasl) of --config' : 'is Kafka running there? (--brokers, or the brokers of --config)'),
   });
 }
 

@@ -21,10 +21,17 @@ export function defaultWorkerId(): string {
   return `${hostname().replace(/[^A-Za-z0-9_.-]/g, '_')}-${process.pid}`;
 }
 
-/** How a worker's Kafka clients authenticate (TLS, SASL): the Kafka sink's settings, for the cluster topics too. */
+/**
+ * How a worker's Kafka clients for the cluster topics authenticate (TLS, SASL): `cluster.ssl` and
+ * `cluster.sasl` where given (false: none), else the Kafka sink's (the cluster's brokers are the
+ * sink's unless `cluster.brokers` names others, whose credentials may differ).
+ */
 export function clusterKafkaAuth(config: PipelineConfig): Pick<KafkaSinkConfig, 'ssl' | 'sasl'> {
   const k = config.sinks.kafka;
-  return { ...(k?.ssl !== undefined ? { ssl: k.ssl } : {}), ...(k?.sasl ? { sasl: k.sasl } : {}) };
+  const c = config.cluster;
+  const ssl = c?.ssl ?? k?.ssl;
+  const sasl = c?.sasl === false ? undefined : (c?.sasl ?? k?.sasl);
+  return { ...(ssl !== undefined ? { ssl } : {}), ...(sasl ? { sasl } : {}) };
 }
 
 /** The brokers of the cluster topics: cluster.brokers, else sinks.kafka.brokers. */

@@ -76,11 +76,33 @@ describe('argus cameras / cluster: brokers that cannot be reached', () => {
     }
   });
 
+  it('cluster.ssl and cluster.sasl: the cluster topics on brokers of their own, with credentials of their own (false: none); without them, the sink\'s', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-cluster-auth-'));
+    try {
+      const sink = 'sinks:\n  kafka:\n    brokers: ["10.0.0.1:9093"]\n    ssl: true\n    sasl: { mechanism: scram-sha-512, username: sink, password: s1 }\n';
+      const write = (name: string, cluster: string) => {
+        const f = join(dir, name);
+        writeFileSync(f, `${sink}cluster:\n  workerId: w1\n${cluster}`);
+        return f;
+      };
+      const own = await clusterTarget({ config: write('own.yaml', '  brokers: ["10.0.0.2:9092"]\n  ssl: false\n  sasl: { mechanism: plain, username: ops, password: s2 }\n') });
+      expect(own).toMatchObject({ brokers: ['10.0.0.2:9092'], ssl: false, sasl: { mechanism: 'plain', username: 'ops' } });
+      expect(adminKafkaConfig(own)).toMatchObject({ ssl: false, sasl: { username: 'ops' } });
+      const none = await clusterTarget({ config: write('none.yaml', '  brokers: ["10.0.0.2:9092"]\n  ssl: false\n  sasl: false\n') });
+      expect(none.ssl).toBe(false);
+      expect(none.sasl).toBeUndefined();
+      const inherited = await clusterTarget({ config: write('inherited.yaml', '') });
+      expect(inherited).toMatchObject({ brokers: ['10.0.0.1:9093'], ssl: true, sasl: { username: 'sink' } });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('credentials the broker refused: the hint is about them, not about where Kafka runs', async () => {
     const refusing = { connect: () => Promise.reject(Object.assign(new Error('SASL SCRAM SHA512 authentication failed: Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512'), { name: 'KafkaJSSASLAuthenticationError' })), disconnect: async () => {} };
     const e = await reach(target(['10.0.0.9:9093']), refusing).catch((x: unknown) => x);
     expect(isArgusError(e, 'VAP_ERR_KAFKA_UNREACHABLE')).toBe(true);
-    expect((e as Error).message).toMatch(/authentication failed.*: check sinks\.kafka\.sasl of --config$/);
+    expect((e as Error).message).toMatch(/authentication failed.*: check cluster\.sasl \(or sinks\.kafka\.sasl\) of --config$/);
     const down = { connect: () => Promise.reject(new Error('Connection error: connect ECONNREFUSED 10.0.0.9:9093')), disconnect: async () => {} };
     expect(((await reach(target(['10.0.0.9:9093']), down).catch((x: unknown) => x)) as Error).message).toMatch(/is Kafka running there\?/);
   });

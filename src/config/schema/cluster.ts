@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { brokerAddress, finite, id, ms } from './common.js';
 import { SourceSchema } from './source.js';
+import { kafkaSasl, kafkaSsl } from './sinks.js';
 
 /** A placement label's name and value (what `cluster.labels` and a camera's `placement.labels` hold). */
 const labelKey = z.string().regex(/^[A-Za-z0-9_.\/-]{1,63}$/, 'a label name: 1–63 letters, digits, dot, dash, underscore or slash');
@@ -15,6 +16,10 @@ export const ClusterSchema = z
   .object({
     /** Brokers of the cluster's topics. Default: sinks.kafka.brokers. */
     brokers: z.array(brokerAddress).min(1).optional(),
+    /** TLS to the cluster's brokers, as sinks.kafka.ssl; false for none (a plain cluster beside a TLS sink). Default: sinks.kafka.ssl. */
+    ssl: kafkaSsl.optional(),
+    /** SASL to the cluster's brokers, as sinks.kafka.sasl; false for none. Default: sinks.kafka.sasl. */
+    sasl: z.union([kafkaSasl, z.literal(false)]).optional(),
     /** This worker's id: in messages (`owner`), metrics and `argus cluster status`. Default: the host name and the process id. */
     workerId: id.optional(),
     /** The consumer group the workers join. Default argus-workers. */

@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import { brokerAddress, finite, ms } from './common.js';
 
+/** Kafka TLS: true, or Node tls options (ca, cert, key, servername…), passed to kafkajs. */
+export const kafkaSsl = z.union([z.boolean(), z.record(z.unknown())]);
+
+/** Kafka SASL, passed to kafkajs: { mechanism: plain | scram-sha-256 | scram-sha-512, username, password }. */
+export const kafkaSasl = z.object({ mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']), username: z.string(), password: z.string() }).strict();
+
 export const KafkaSinkSchema = z
   .object({
     /** Bootstrap brokers, host:port. */
@@ -48,12 +54,9 @@ export const KafkaSinkSchema = z
     /** Time allowed to flush on shutdown, ms. Default 10000. */
     closeTimeoutMs: ms(0).default(10_000),
     /** TLS: true, or Node tls options (ca, cert, key, servername…), passed to kafkajs. */
-    ssl: z.union([z.boolean(), z.record(z.unknown())]).optional(),
+    ssl: kafkaSsl.optional(),
     /** SASL, passed to kafkajs: { mechanism: plain | scram-sha-256 | scram-sha-512, username, password }. */
-    sasl: z
-      .object({ mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']), username: z.string(), password: z.string() })
-      .strict()
-      .optional(),
+    sasl: kafkaSasl.optional(),
   })
   .strict();
 
