@@ -738,9 +738,18 @@ export class RtspTap {
     this.drop();
     const clock = new RtpClock();
     this.clock = clock;
-    const up = this.tls
-      ? tlsConnect({ host: this.host, port: this.port, servername: isIP(this.host) ? undefined : this.host, rejectUnauthorized: false })
-      : connect({ host: this.host, port: this.port });
+    let up: Socket;
+    try {
+      up = this.tls
+        ? tlsConnect({ host: this.host, port: this.port, servername: isIP(this.host) ? undefined : this.host, rejectUnauthorized: false })
+        : connect({ host: this.host, port: this.port });
+    } catch (e) {
+      // A camera address Node refuses outright (a port above 65535: it threw out of this
+      // connection handler and stopped the whole process): this camera's failure alone.
+      this.upstreamError = `${this.host}:${this.port}: ${(e as Error).message}`;
+      down.destroy();
+      return;
+    }
     const pair = { down, up };
     this.pair = pair;
     down.setNoDelay(true);
@@ -769,7 +778,9 @@ export class RtspTap {
     relay(down, up, requests);
     relay(up, down, replies);
     up.on('error', (e: NodeJS.ErrnoException) => {
-      this.upstreamError = `${this.host.includes(':') ? `[${this.host}]` : this.host}:${this.port}: ${e.code ?? e.message}`;
+      // TLS failures say why in the message ("wrong version number": a plain port addressed as rtsps://), not in the code (EPROTO).
+      const why = e.code && !/^(EPROTO|ERR_SSL)/.test(e.code) ? e.code : e.message;
+      this.upstreamError = `${this.host.includes(':') ? `[${this.host}]` : this.host}:${this.port}: ${why}`;
     });
     down.on('error', () => {});
     const close = () => {

@@ -121,6 +121,9 @@ describe('pipeline schema', () => {
     ['a password with a space (it would end the URL in every log line)', 'sources:\n  - id: a\n    uri: "rtsp://admin:my pass@cam/live"\n', /sources\[0\]\.uri: a URL has no spaces or control characters: percent-encode them/],
     // ffmpeg's authority ends at '/', '?' or '#': it would connect to host "admin", and the password was printed whole.
     ...['sec#ret', 'pa/ss', 'pa?ss', '1234/5678', '2024#77'].map((pw): [string, string, RegExp] => [`a password ${pw} (cut at its / ? or #)`, `sources:\n  - id: a\n    uri: "rtsp://admin:${pw}@cam/live"\n`, /sources\[0\]\.uri: the part before '@' holds '\/', '\?' or '#': in a user name or password, percent-encode them \(%2F, %3F, %23; an '@' in a path: %40\)$/]),
+    // A port above 65535 threw out of the RTSP relay and stopped the whole process.
+    ['a port above 65535', 'sources:\n  - id: a\n    uri: "rtsps://admin:s3cret@127.0.0.1:99999/cam"\n', /sources\[0\]\.uri: the port 99999 is not 1–65535$/],
+    ['no host', 'sources:\n  - id: a\n    uri: "rtsp://admin:s3cret@:554/cam"\n', /sources\[0\]\.uri: no host: rtsp:\/\/HOST\[:PORT\]\/…$/],
     ['a misspelt key', 'sources:\n  - id: a\n    uri: /x.mp4\n    lop: true\n', /sources\[0\]: Unrecognized key\(s\) in object: 'lop'/],
     ['a threshold out of range', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  scoreThreshold: 1.5\n', /postprocess\.scoreThreshold: Number must be less than or equal to 1/],
     ['more detections a frame than the tracker is sized for', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  maxDetections: 1000\n', /postprocess\.maxDetections: Number must be less than or equal to 300/],

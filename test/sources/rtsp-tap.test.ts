@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
-import { CAMERA_BEHIND_MAX_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, tapsCameraClock, UNIT_END_TRUST, UnitEnds, videoStream } from '../../src/sources/rtsp-tap.js';
+import { connect } from 'node:net';
+import { CAMERA_BEHIND_MAX_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, RtspTap, tapsCameraClock, UNIT_END_TRUST, UnitEnds, videoStream } from '../../src/sources/rtsp-tap.js';
 
 const NTP_UNIX_S = 2_208_988_800;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -539,6 +540,21 @@ describe('which sources are relayed, and how', () => {
     expect(tapsCameraClock({ ...base, cameraClock: false })).toBe(false);
     expect(tapsCameraClock({ ...base, inputArgs: ['-use_wallclock_as_timestamps', '0'] })).toBe(false);
     expect(tapsCameraClock({ kind: 'http', url: 'http://cam/live' })).toBe(false);
+  });
+
+  it('a camera address Node refuses outright (port 99999): that connection is closed and the reason kept for the error, nothing thrown out of the relay (it stopped the process)', async () => {
+    for (const url of ['rtsp://admin:pw@127.0.0.1:99999/x', 'rtsps://admin:pw@127.0.0.1:99999/x']) {
+      const tap = new RtspTap(url);
+      const relay = new URL((await tap.listen()).replace(/^rtsp:/, 'http:'));
+      const closed = await new Promise<boolean>((resolve) => {
+        const s = connect(Number(relay.port), '127.0.0.1');
+        s.on('error', () => resolve(true));
+        s.on('close', () => resolve(true));
+      });
+      expect(closed).toBe(true);
+      expect(tap.upstreamError).toMatch(/^127\.0\.0\.1:99999: .*65536/);
+      tap.close();
+    }
   });
 
   it('points ffmpeg at the relay, keeping the user, path and query (the last @ before the path ends the user part)', () => {

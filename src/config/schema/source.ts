@@ -56,6 +56,20 @@ function checkUri(uri: string, ctx: z.RefinementCtx): void {
     ctx.addIssue({ code: 'custom', message: "the part before '@' holds '/', '?' or '#': in a user name or password, percent-encode them (%2F, %3F, %23; an '@' in a path: %40)" });
     return;
   }
+  // The host and port as ffmpeg reads them (the authority ends at the first '/', '?' or '#';
+  // user-info ends at its last '@'). A port above 65535 threw out of the RTSP relay's connection
+  // handler and stopped the whole process, every other camera with it.
+  const authority = uri.slice(uri.indexOf('://') + 3).split(/[/?#]/, 1)[0];
+  const hostPort = authority.slice(authority.lastIndexOf('@') + 1);
+  const port = /\]?:(\d*)$/.exec(hostPort.startsWith('[') ? hostPort.slice(hostPort.indexOf(']')) : hostPort)?.[1];
+  if (port !== undefined && port !== '' && !(Number(port) >= 1 && Number(port) <= 65535)) {
+    ctx.addIssue({ code: 'custom', message: `the port ${port.length <= 12 ? port : `${port.slice(0, 12)}…`} is not 1–65535` });
+    return;
+  }
+  if (/^(rtsps?|https?|rtmps?)$/.test(scheme) && /^(\[\])?(:\d*)?$/.test(hostPort)) {
+    ctx.addIssue({ code: 'custom', message: `no host: ${scheme}://HOST[:PORT]/…` });
+    return;
+  }
   const tags = infoTags(uri);
   if (tags.some(([k, v]) => k === 'listen' || (k === 'mode' && /^(listener|rendezvous)$/i.test(v))))
     ctx.addIssue({ code: 'custom', message: 'ffmpeg would listen for a sender (?listen, mode=listener|rendezvous): argus connects to its sources; push to an RTSP server and give its rtsp:// URL' });
