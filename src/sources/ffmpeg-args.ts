@@ -156,7 +156,8 @@ export function boundedSize(w: number, h: number): { width: number; height: numb
  * (wall-clock arrival times) or times exactly on a multiple of 1/fps (which floating point puts
  * on either side of an edge counted from 0) move none into its neighbour's interval; counted from
  * 0, 10 fps sampling of a 10 fps source kept 60–66 of 80 frames. Otherwise (files, whose times
- * are exact) each interval starts there: the first frame at or after each 1/fps step. A source
+ * are regular) each interval starts there: the first frame at or after each 1/fps step (or up to
+ * 20 ms before it: rounded container times). A source
  * within a fraction of a percent of `fps`, with jitter, still loses the frames whose phase drifts
  * onto an edge (956 of 1000 at 9.99 fps, ±15 ms).
  */
@@ -164,7 +165,10 @@ export function sampleFilter(fps: number, centred = true): string {
   // ld(0): the first kept frame's time. A time more than 1/fps before the last kept one starts
   // the count again from that frame (a relayed camera's RTP time can jump back); a smaller step
   // back falls in a kept interval and is dropped (it was kept, a near-duplicate, before).
-  const bin = (t: string) => `floor((${t}-ld(0))*${fps}+${centred ? 0.5 : 1e-6})`;
+  // Files: a frame up to 20 ms (at most a quarter period) before a step counts for it: container
+  // times are rounded (a 15 fps GIF's to 10 ms, 0.13 s for 0.1333 s; an MKV's to 1 ms), and
+  // with none, --fps 15 kept 25 of a 15 fps GIF's 37 frames.
+  const bin = (t: string) => `floor((${t}-ld(0))*${fps}+${centred ? 0.5 : Math.min(0.25, 0.02 * fps)})`;
   return `select=if(isnan(prev_selected_t)+lt(t\\,prev_selected_t-${1 / fps})\\,st(0\\,t)*0+1\\,gt(${bin('t')}\\,${bin('prev_selected_t')}))`;
 }
 

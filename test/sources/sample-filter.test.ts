@@ -71,5 +71,8 @@ describe('fps sampling of a file (exact times: argus detect --fps)', () => {
     expect(t.map((x) => Math.round(x * 1000) / 1000)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     // Times exactly on the steps in floating point (3 × 0.1 is 0.30000000000000004, 0.7 is 0.69999999999999996): none lost.
     expect(await kept('N/10', 10, 80, false)).toHaveLength(80);
+    // Container times rounded: a 15 fps GIF's to 10 ms (0.13 s for 0.1333 s), a 30 fps MKV's to 1 ms.
+    expect(await kept('floor(N*100/15+0.5)/100', 15, 75, false)).toHaveLength(75);
+    expect(await kept('floor(N*1000/30)/1000', 30, 90, false)).toHaveLength(90);
   }, 20_000);
 });
