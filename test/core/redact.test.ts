@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redact, redactBroker, redactDeep } from '../../src/core/redact.js';
+import { redact, redactBroker, redactDeep, rememberUrlSecret } from '../../src/core/redact.js';
 
 describe('redact', () => {
   it.each([
@@ -37,6 +37,22 @@ describe('redact', () => {
     ],
   ])('%s', (_n, text, want) => {
     expect(redact(text)).toBe(want);
+  });
+
+  it("a source URL's user-info, remembered when the URL is configured, is redacted literally wherever it is printed: passwords no pattern tells from a path or a query", () => {
+    const urls = ['rtsp://admin:Zm9v/YmFy=@127.0.0.1:18950/cam', 'rtsp://ops@example.com:pa/ss@cam/x', 'rtsp://admin:1234/5678@cam/x', 'rtsp://admin:it"s&w=1@cam/x'];
+    // Before it is known, the patterns miss this one.
+    expect(redact(`exited for ${urls[0]}; retry`)).toContain('Zm9v/YmFy=');
+    for (const u of urls) rememberUrlSecret(u);
+    for (const u of urls) {
+      const secret = u.slice(u.indexOf('://') + 3, u.lastIndexOf('@'));
+      const out = redact(`exited for ${u}; retry`);
+      expect(out).not.toContain(secret);
+      expect(out).toBe(`exited for ${u.slice(0, u.indexOf('://') + 3)}***${u.slice(u.lastIndexOf('@'))}; retry`);
+    }
+    // Without a password (no ':'), or too short to be one: not remembered (it would redact everywhere).
+    rememberUrlSecret('rtsp://operator@cam/x');
+    expect(redact('operator logged in')).toBe('operator logged in');
   });
 
   it('redactDeep copies only what changed', () => {
