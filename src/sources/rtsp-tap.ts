@@ -689,9 +689,9 @@ export class RtspTap {
   private readonly port: number;
   /**
    * `rtsps://`: the relay speaks TLS to the camera and plain RTSP to its ffmpeg on 127.0.0.1.
-   * The camera's certificate is not verified, as ffmpeg does not by default (`-tls_verify 0`;
-   * cameras mostly have self-signed ones): a source that asks ffmpeg to verify it
-   * (`inputArgs: [-tls_verify, 1, -ca_file, …]`) is not relayed (tapsCameraClock).
+   * The camera's certificate is not verified, as ffmpeg 5.1's RTSPS does not either (its RTSP
+   * demuxer takes no TLS options: `-tls_verify` is refused; cameras mostly have self-signed
+   * certificates).
    */
   private readonly tls: boolean;
   private relayPort = 0;
@@ -861,8 +861,7 @@ const AUTHORITY = /^(rtsps?:\/\/(?:[^/?#]*@)?)(\[[^\]]*\]|[^:/?#@]*)(:\d*)?/i;
 
 /**
  * Whether a source is relayed for its camera's clock: RTSP or RTSPS over TCP, unless turned off,
- * or unless its input arguments set what the relay decides (timestamps, transport) or ask for
- * the camera's certificate to be verified (the relay does not).
+ * or unless its input arguments set what the relay decides (timestamps, transport).
  */
 export function tapsCameraClock(input: { kind: string; url: string; rtspTransport?: string; cameraClock?: boolean; inputArgs?: readonly string[] }): boolean {
   return (
@@ -870,6 +869,6 @@ export function tapsCameraClock(input: { kind: string; url: string; rtspTranspor
     /^rtsps?:\/\//i.test(input.url) &&
     (input.rtspTransport ?? 'tcp') === 'tcp' &&
     input.cameraClock !== false &&
-    !(input.inputArgs ?? []).some((a) => /^-(use_wallclock_as_timestamps|allowed_media_types|rtsp_transport|rtsp_flags|tls_verify|ca_file|cafile|cert_file|key_file|verifyhost)$/.test(a))
+    !(input.inputArgs ?? []).some((a) => /^-(use_wallclock_as_timestamps|allowed_media_types|rtsp_transport|rtsp_flags)$/.test(a))
   );
 }
