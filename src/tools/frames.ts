@@ -100,8 +100,12 @@ const KEY_LINE_WAIT_MS = 200;
 
 const DURATION = /^\s*Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)/;
 
-/** ffmpeg's words for input it could not read whole (a cut MP4: "stream 0, offset 0x3170a: partial file"). */
-const DAMAGE = /partial file|corrupt input packet|Error while decoding|Invalid NAL unit size|Packet corrupt|truncat/i;
+/**
+ * ffmpeg's words for input it could not read whole (a cut MP4: "[mov,mp4,… @ 0x…] stream 0,
+ * offset 0x3170a: partial file"), from its own components only: a file's name or metadata
+ * printed on the log ("comment: partial file from the phone") is not ffmpeg's report.
+ */
+const DAMAGE = /^\[[^\]]* @ 0x[0-9a-f]+\] .*(partial file|invalid nal unit size|packet corrupt|truncat)|^Error while decoding stream|: corrupt input packet in stream \d+$/i;
 
 /**
  * The frames of a video (or GIF) at full resolution, packed RGB, decoded by ffmpeg. An async

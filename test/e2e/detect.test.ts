@@ -158,6 +158,10 @@ describe('argus detect: table and annotated copies (real model)', () => {
     const long = JSON.parse((await argus(['detect', '--json', av])).stdout) as DetectOutput;
     expect(long.files[0].frames).toHaveLength(30);
     expect(long.files[0].warning).toBeUndefined();
+    // Nor one whose name or metadata says "partial file" (printed on ffmpeg's log, not its report).
+    const named = join(tmp(), 'partial file.mkv');
+    expect((await runCommand(defaultFfmpegPath(), ['-v', 'error', '-i', av, '-c', 'copy', '-metadata', 'comment=partial file from the phone', named])).code).toBe(0);
+    expect((JSON.parse((await argus(['detect', '--json', named])).stdout) as DetectOutput).files[0].warning).toBeUndefined();
   }, TIMEOUT);
 
   it("a video ffmpeg cannot open: its error is ffmpeg's reason, not the notice about argus's own -vsync", async () => {
