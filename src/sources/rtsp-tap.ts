@@ -800,7 +800,9 @@ export class RtspTap {
   unrelay(text: string): string {
     const camera = AUTHORITY.exec(this.url);
     const address = camera ? `${camera[2]}${camera[3] ?? ''}` : this.host;
-    const named = this.relayPort ? text.split(`127.0.0.1:${this.relayPort}`).join(address).split(`127.0.0.1 port ${this.relayPort}`).join(`${camera?.[2] ?? this.host} (through argus's relay)`) : text;
+    // (An RTSPS camera's URLs name its scheme again: ffmpeg spoke plain RTSP to the relay.)
+    const scheme = this.tls ? text.replace(new RegExp(`rtsp://([^\\s/@]*@)?127\\.0\\.0\\.1:${this.relayPort}\\b`, 'g'), `rtsps://$1127.0.0.1:${this.relayPort}`) : text;
+    const named = this.relayPort ? scheme.split(`127.0.0.1:${this.relayPort}`).join(address).split(`127.0.0.1 port ${this.relayPort}`).join(`${camera?.[2] ?? this.host} (through argus's relay)`) : text;
     return this.upstreamError ? `${named}\ncamera: ${this.upstreamError}` : named;
   }
 

@@ -556,6 +556,18 @@ describe('which sources are relayed, and how', () => {
     }
   });
 
+  it("ffmpeg's log names the camera, not the relay: its address, and for an RTSPS camera its scheme", async () => {
+    for (const [url, named] of [
+      ['rtsps://u:p@cam.local:7441/x', 'rtsps://u:p@cam.local:7441/x'],
+      ['rtsp://u:p@cam.local/x', 'rtsp://u:p@cam.local/x'],
+    ]) {
+      const tap = new RtspTap(url);
+      const relay = await tap.listen();
+      expect(tap.unrelay(`${relay}: Invalid data found when processing input`)).toBe(`${named}: Invalid data found when processing input`);
+      tap.close();
+    }
+  });
+
   it('points ffmpeg at the relay, keeping the user, path and query (the last @ before the path ends the user part)', () => {
     expect(relayUrl('rtsp://admin:p@ss@10.0.0.9:8554/live?ch=1', 4000)).toBe('rtsp://admin:p@ss@127.0.0.1:4000/live?ch=1');
     expect(relayUrl('rtsp://cam.local/live', 4000)).toBe('rtsp://127.0.0.1:4000/live');
