@@ -173,6 +173,19 @@ export function invalidUtf8At(b: Uint8Array): number {
   return -1;
 }
 
+/** What a file's first bytes say it is, when it is a picture or a video (by its magic number). */
+function mediaKind(b: Buffer): string | undefined {
+  const at = (i: number, hex: string) => b.length >= i + hex.length / 2 && b.subarray(i, i + hex.length / 2).toString('hex') === hex;
+  if (at(4, '66747970')) return 'an MP4/MOV video'; // ....ftyp
+  if (at(0, '1a45dfa3')) return 'a Matroska/WebM video';
+  if (at(0, 'ffd8ff')) return 'a JPEG picture';
+  if (at(0, '89504e470d0a1a0a')) return 'a PNG picture';
+  if (at(0, '47494638')) return 'a GIF';
+  if (at(0, '52494646') && (at(8, '41564920') || at(8, '57454250'))) return at(8, '57454250') ? 'a WebP picture' : 'an AVI video';
+  if (at(0, '000001ba') || at(0, '00000001') || at(0, '000001b3')) return 'an MPEG video stream';
+  return undefined;
+}
+
 /**
  * A configuration file's text: at most `maxBytes` (else VAP_ERR_CONFIG_FILE, read no further),
  * and UTF-8 (else VAP_ERR_CONFIG_FILE naming the byte offset and line: `readFile(…, 'utf8')`
@@ -196,6 +209,9 @@ export async function readConfigText(file: string, maxBytes = MAX_CONFIG_BYTES):
   } catch (e) {
     throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: cannot read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
   }
+  // `argus run clip.mp4`: said "not UTF-8" (or "larger than 1 MiB"), not what the file is.
+  const media = mediaKind(buf.subarray(0, Math.min(n, 16)));
+  if (media) throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: ${media}, not a pipeline YAML: \`argus detect ${file}\` runs the model on it, or name it as a source's uri in a pipeline`);
   if (n > maxBytes) throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: larger than ${sizeText(maxBytes)}, the most argus reads of a configuration file (nothing past it was read)`);
   const bytes = buf.subarray(0, n);
   try {

@@ -6,6 +6,7 @@ import { loadPipeline, parseConfigText } from '../../src/config/load.js';
 import { interpolateEnv } from '../../src/config/interpolate.js';
 import { PipelineSchema } from '../../src/config/schema.js';
 import { isArgusError } from '../../src/core/errors.js';
+import { MIRROR } from '../helpers/assets.js';
 import { ortSessionOptions } from '../../src/inference/session.js';
 import { inferenceThreads, resolveSourceUrl } from '../../src/pipeline/pipeline.js';
 
@@ -163,6 +164,18 @@ describe('pipeline schema', () => {
     const e = await loadPipeline('/nonexistent/pipeline.yaml').catch((x: unknown) => x);
     expect(isArgusError(e, 'VAP_ERR_CONFIG_FILE')).toBe(true);
     expect((e as Error).message).toBe('/nonexistent/pipeline.yaml: cannot read (ENOENT)');
+  });
+
+  it('a video or a picture given as the pipeline (argus run clip.mp4): VAP_ERR_CONFIG_FILE saying what it is and what to run instead, not "not UTF-8"', async () => {
+    for (const [file, what] of [
+      [`${MIRROR}/streams/bottle-detection.mp4`, 'an MP4/MOV video'],
+      [`${MIRROR}/images/000000000139.jpg`, 'a JPEG picture'],
+      [`${MIRROR}/streams/bolt-multi-size-detection.gif`, 'a GIF'],
+    ]) {
+      const e = await loadPipeline(file).catch((x: unknown) => x);
+      expect(isArgusError(e, 'VAP_ERR_CONFIG_FILE')).toBe(true);
+      expect((e as Error).message).toBe(`${file}: ${what}, not a pipeline YAML: \`argus detect ${file}\` runs the model on it, or name it as a source's uri in a pipeline`);
+    }
   });
 
   it('every shipped pipeline validates', async () => {
