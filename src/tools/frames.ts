@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { loadSharp } from '../core/sharp.js';
 import { boundedSize, decodeBoundArgs, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, sourceKind, taggedStdout, tooLargeMessage } from '../sources/ffmpeg-args.js';
@@ -37,6 +37,8 @@ function mustExist(path: string, what: string): void {
  */
 export async function readImage(path: string): Promise<RawFrame> {
   mustExist(path, 'image');
+  // A FIFO (or a device) named like a picture: libvips waited on it until Ctrl-C.
+  if (!statSync(path).isFile()) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `image: ${path} is not a regular file (a named pipe or a device): give the picture as a file`);
   const sharp = await loadSharp();
   try {
     let img = sharp(path, { ignoreIcc: true }).rotate();

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -171,6 +172,14 @@ describe('argus detect: table and annotated copies (real model)', () => {
     expect(r.code).toBe(2);
     expect(r.stdout).toMatch(/text\.mp4 {2}VAP_ERR_SOURCE_EXIT: ffmpeg exited with code 1 decoding .*text\.mp4:\n.*moov atom not found|Invalid data/);
     expect(r.stdout).not.toContain('-vsync');
+  }, TIMEOUT);
+
+  it('a named pipe called like a picture fails alone with a coded error (libvips waited on it until Ctrl-C)', async () => {
+    const fifo = join(tmp(), 'pipe.jpg');
+    execFileSync('mkfifo', [fifo]);
+    const r = await argus(['detect', fifo]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toContain(`VAP_ERR_SOURCE_OPEN: image: ${fifo} is not a regular file (a named pipe or a device): give the picture as a file`);
   }, TIMEOUT);
 
   it('one unreadable file fails alone: the others are still read and printed, and the run ends with a coded error naming it', async () => {
