@@ -176,7 +176,8 @@ export function invalidUtf8At(b: Uint8Array): number {
 /** What a file's first bytes say it is, when it is a picture or a video (by its magic number). */
 function mediaKind(b: Buffer): string | undefined {
   const at = (i: number, hex: string) => b.length >= i + hex.length / 2 && b.subarray(i, i + hex.length / 2).toString('hex') === hex;
-  if (at(4, '66747970')) return 'an MP4/MOV video'; // ....ftyp
+  // ....ftyp, its box's size first (8 to 4096 bytes): a text with "ftyp" at byte 4 is no box.
+  if (at(4, '66747970') && b.readUInt32BE(0) >= 8 && b.readUInt32BE(0) <= 4096) return 'an MP4/MOV video';
   if (at(0, '1a45dfa3')) return 'a Matroska/WebM video';
   if (at(0, 'ffd8ff')) return 'a JPEG picture';
   if (at(0, '89504e470d0a1a0a')) return 'a PNG picture';

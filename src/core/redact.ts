@@ -16,45 +16,24 @@ const USERINFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/{1,3})((?:[^\s/?#"]|"(?![
 // there): from the scheme to an '@' after such a character, with no '=', '&', quote or
 // whitespace on the way (a query's `?mail=a@b` is not user-info), and a ':' in it (a user and a
 // password; `http://host/a@b` is a path). Bounded runs: one scan per scheme stays short on any
-// line (unbounded, 'a://u:p/' repeated took 276 ms on 64 KB). The schema refuses the source
-// URLs that can be nothing else (cutUserInfo), and the user-info of those it takes is redacted
-// literally (rememberUrlSecret); this is for text from elsewhere.
+// line (unbounded, 'a://u:p/' repeated took 276 ms on 64 KB). The schema refuses such source
+// URLs (cutUserInfo); this is for text from elsewhere.
 const CUT_USERINFO_SOURCE = String.raw`([a-z][a-z0-9+.-]*:\/{1,3})(?![/[])([^\s/?#"@]{0,256}[/?#][^\s"@=&]{0,256})@`;
 const CUT_USERINFO = new RegExp(String.raw`(?<![a-z0-9+.-])` + CUT_USERINFO_SOURCE, 'gi');
 
 /**
- * True when `url` starts with user-info cut by '/', '?' or '#' (see CUT_USERINFO) that can be
- * nothing else: ffmpeg would read its user name as the host, and `name:pa` has no port
- * (`rtsp://admin:pa#ss@cam`). A cut after a port (`rtsp://cam:554/live@main`,
- * `rtsp://admin:1234/5678@cam`) may be a path: accepted, and its user-info redacted all the same
- * (rememberUrlSecret).
+ * True when `url`'s user-info may be cut by a '/', '?' or '#' (see CUT_USERINFO): an '@' after
+ * the first of them, and a ':' before that '@' (a user and a password). ffmpeg reads the part
+ * before the cut as host and port (`rtsp://admin:1234/5678@cam`: host `admin`, port 1234, which
+ * its errors print), so no redaction can find the password again. A path or a query holding an
+ * '@' after a port (`rtsp://cam:554/live@main`) looks the same: it is refused too, and writes the
+ * '@' as %40.
  */
 export function cutUserInfo(url: string): boolean {
   const rest = url.replace(/^[a-z][a-z0-9+.-]*:\/{1,3}/i, '');
   const end = rest.search(/[/?#]/);
-  if (end < 0 || rest.indexOf('@', end) < 0) return false;
-  const authority = rest.slice(0, end);
-  const colon = authority.lastIndexOf(':');
-  return !authority.includes('@') && !authority.startsWith('[') && colon >= 0 && !/^\d*$/.test(authority.slice(colon + 1));
-}
-
-/** Literal user-info of the source URLs argus was given (rememberUrlSecret), replaced wherever it is printed. */
-const known = new Set<string>();
-const MAX_KNOWN = 1000;
-
-/**
- * Remembers a source URL's user-info as ffmpeg takes it, everything between `scheme://` and the
- * URL's last '@', so that `redact` replaces it wherever it appears. A password may hold '/', '?',
- * '#', '=', '&' or quotes in combinations no pattern tells from a path or a query
- * (`rtsp://admin:Zm9v/YmFy=@cam` was printed whole on every retry); the configured URL says what
- * it is. Only user-info with a ':' (a password) is kept; at most MAX_KNOWN, the oldest forgotten.
- */
-export function rememberUrlSecret(url: string): void {
-  const m = /^[a-z][a-z0-9+.-]*:\/{1,3}([^\s]*)@/i.exec(url);
-  const info = m?.[1];
-  if (!info || info.length < 3 || !info.includes(':') || known.has(info)) return;
-  if (known.size >= MAX_KNOWN) known.delete(known.values().next().value as string);
-  known.add(info);
+  const at = rest.lastIndexOf('@');
+  return end >= 0 && at > end && rest.slice(0, at).includes(':');
 }
 
 // A parameter (after '?', '&', ';' or '#') up to '=', and its value to the next parameter or
@@ -75,8 +54,6 @@ const SECRET_NAMES = new Set(
 
 /** `rtsp://admin:hunter2@cam/stream?token=abc` → `rtsp://***@cam/stream?token=***` (also with one slash: a mistyped URL, read as a path, is named in errors). */
 export function redact(text: string): string {
-  // (Each remembered user-info holds a ':'.)
-  if (known.size > 0 && text.includes(':')) for (const info of known) if (text.includes(info)) text = text.split(info).join('***');
   if (text.indexOf(':/') < 0 && text.indexOf('=') < 0) return text;
   return text
     .replace(USERINFO, (_m, scheme: string, info: string) => (info ? `${scheme}***@` : `${scheme}@`))

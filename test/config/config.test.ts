@@ -121,7 +121,7 @@ describe('pipeline schema', () => {
     ['listening SRT behind a percent-encoded mode', 'sources:\n  - id: a\n    uri: "srt://h:9000?m%6Fde=caller&mode=listener"\n', /sources\[0\]\.uri: ffmpeg would listen for a sender/],
     ['a password with a space (it would end the URL in every log line)', 'sources:\n  - id: a\n    uri: "rtsp://admin:my pass@cam/live"\n', /sources\[0\]\.uri: a URL has no spaces or control characters: percent-encode them/],
     // ffmpeg's authority ends at '/', '?' or '#': it would connect to host "admin", and the password was printed whole.
-    ...['sec#ret', 'pa/ss', 'pa?ss', 'Zm9v/YmFy=', 'pa#ss&w0rd'].map((pw): [string, string, RegExp] => [`a password ${pw} (cut at its / ? or #)`, `sources:\n  - id: a\n    uri: "rtsp://admin:${pw}@cam/live"\n`, /sources\[0\]\.uri: the part before '@' holds '\/', '\?' or '#': in a user name or password, percent-encode them \(%2F, %3F, %23; an '@' in a path: %40\)$/]),
+    ...['sec#ret', 'pa/ss', 'pa?ss', 'Zm9v/YmFy=', 'pa#ss&w0rd', '1234/5678'].map((pw): [string, string, RegExp] => [`a password ${pw} (cut at its / ? or #)`, `sources:\n  - id: a\n    uri: "rtsp://admin:${pw}@cam/live"\n`, /sources\[0\]\.uri: the part before '@' holds '\/', '\?' or '#': in a user name or password, percent-encode them \(%2F, %3F, %23; an '@' in a path: %40\)$/]),
     // A port above 65535 threw out of the RTSP relay and stopped the whole process.
     ['a port above 65535', 'sources:\n  - id: a\n    uri: "rtsps://admin:s3cret@127.0.0.1:99999/cam"\n', /sources\[0\]\.uri: the port 99999 is not 1–65535$/],
     ['no host', 'sources:\n  - id: a\n    uri: "rtsp://admin:s3cret@:554/cam"\n', /sources\[0\]\.uri: no host: rtsp:\/\/HOST\[:PORT\]\/…$/],
@@ -140,15 +140,13 @@ describe('pipeline schema', () => {
   });
 
   it.each([
-    ['a port, then an @ in the query', 'http://cam:8080/snap?mail=ops@corp.example'],
-    ['an IPv6 host, then an @ in the path', 'rtsp://[::1]:554/a@b'],
+    // (An '@' after a port and a cut is refused as a possible password: written %40 it is taken.)
+    ['a port, then an @ in the query, percent-encoded', 'http://cam:8080/snap?mail=ops%40corp.example'],
+    ['an IPv6 host, then an @ in the path, percent-encoded', 'rtsp://[::1]:554/a%40b'],
     ['user-info with an encoded #', 'rtsp://admin:sec%23ret@cam/live'],
     ['user-info with @ and : in the password', 'rtsp://admin:p@s:s@cam:554/live'],
     ['plain user-info', 'rtsp://admin:secret@cam:554/live'],
-    // A cut after a port may be a path: taken (its user-info redacted all the same: redact.test.ts).
-    ['an @ in a path after a port', 'rtsp://10.0.0.9:554/live@main'],
-    ['an e-mail in a WebDAV path', 'https://files.example.com:8443/remote.php/dav/files/alice@example.com/cam.mp4'],
-    ['a password of digits with a / in it (or host admin, port 1234)', 'rtsp://admin:1234/5678@cam/live'],
+    ['an @ in a path after a port, percent-encoded', 'rtsp://10.0.0.9:554/live%40main'],
     ['an @ in a path without a port', 'http://cam/snaps/a@b.jpg'],
   ])('%s is a URL as ffmpeg reads it: accepted', (_n, uri) => {
     expect(parse(`sources:\n  - id: a\n    uri: "${uri}"\n`).sources[0].uri).toBe(uri);
@@ -176,6 +174,13 @@ describe('pipeline schema', () => {
       expect(isArgusError(e, 'VAP_ERR_CONFIG_FILE')).toBe(true);
       expect((e as Error).message).toBe(`${file}: ${what}, not a pipeline YAML: \`argus detect ${file}\` runs the model on it, or name it as a source's uri in a pipeline`);
     }
+  });
+
+  it('a pipeline whose text has "ftyp" at byte 4 is no MP4 (no box size before it): read as YAML', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-cfg-ftyp-'));
+    const file = join(dir, 'p.yaml');
+    writeFileSync(file, '# a ftyp-free pipeline\nsources:\n  - {id: a, uri: /x.mp4}\n');
+    expect((await loadPipeline(file)).sources[0].id).toBe('a');
   });
 
   it('every shipped pipeline validates', async () => {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { checkSourceAnalytics, LineSchema, RuleSchema, ZoneSchema } from './analytics.js';
 import { finite, id, ms } from './common.js';
 import { checkInputArgs } from './input-args.js';
-import { cutUserInfo, rememberUrlSecret } from '../../core/redact.js';
+import { cutUserInfo } from '../../core/redact.js';
 
 /**
  * The `scheme://` a source's uri may have (sources/ffmpeg-args `sourceKind` tells files from
@@ -25,8 +25,6 @@ const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
 function checkUri(uri: string, ctx: z.RefinementCtx): void {
   const scheme = SCHEME.exec(uri)?.[1]; // in lower case (the uri's transform)
   if (!scheme) return;
-  // Its user-info, redacted wherever it is printed from now on, valid or not.
-  rememberUrlSecret(uri);
   if (!SOURCE_SCHEMES.includes(scheme)) {
     ctx.addIssue({ code: 'custom', message: `"${scheme}://" is not a scheme argus opens (${SOURCE_SCHEMES.map((x) => `${x}://`).join(', ')}; or a path, or asset:NAME)` });
     return;
