@@ -305,8 +305,10 @@ describe('dashboard with more tiles than the screen holds', () => {
       await page.$eval('.tile[data-source="cam23"]', (e) => e.scrollIntoView({ block: 'end' }));
       await page.waitForFunction((sel) => document.querySelector(sel)?.getAttribute('data-frames') === '1', last, { timeout: 15_000 });
       expect(await page.getAttribute(last, 'data-seq')).toBe('6');
-      // Now on screen, it decodes as pictures come; cam00, scrolled out, does not.
+      // Now on screen, it decodes as pictures come; cam00, scrolled out, does not. (Each picture is
+      // waited for: two decoded at once, the older one finishing last is dropped, newest wins.)
       publish(7);
+      await page.waitForFunction((sel) => document.querySelector(sel)?.getAttribute('data-seq') === '7', last, { timeout: 15_000 });
       publish(8, ['cam23']);
       await page.waitForFunction((sel) => document.querySelector(sel)?.getAttribute('data-seq') === '8', last, { timeout: 15_000 });
       expect(await page.getAttribute(last, 'data-frames')).toBe('3');
