@@ -1,12 +1,10 @@
-import { AssignerProtocol, Kafka, logLevel, Partitioners, type Admin, type KafkaConfig } from 'kafkajs';
+import { AssignerProtocol, Kafka, Partitioners, type Admin, type KafkaConfig } from 'kafkajs';
 import { decodeInfo } from './kafkajs-membership.js';
 import { CamerasFileSchema, ClusterSchema, type ClusterConfig, type KafkaSinkConfig, type Placement } from '../config/schema.js';
 import { parseConfigText, parseYamlText, readConfigText } from '../config/load.js';
 import { lenientEnv } from '../config/interpolate.js';
-import { brokerAddress } from '../config/schema/common.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { redactBroker } from '../core/redact.js';
-import { brokersText, reachKafka } from '../sinks/kafka-reach.js';
+import { brokersText, checkBrokerFlags, commandKafkaConfig, reachKafka } from '../sinks/kafka-reach.js';
 import { chooseSlot, placementKey, unmet, type SlottedCamera } from './placement.js';
 import { CAMERA_ENV_PREFIX, DRAIN_KEY_PREFIX, ClusterView, MAX_CAMERA_RECORD_CHARS, ensureClusterTopics, forbiddenEnvRefs, parseCamera, rawCamera, retrying, type OwnersRecord } from './view.js';
 
@@ -23,12 +21,8 @@ export interface ClusterTarget {
 
 /** The cluster section of a worker YAML (`--config`), or the defaults with `--brokers`. */
 export async function clusterTarget(o: { config?: string; brokers?: string[] }): Promise<ClusterTarget> {
-  // As the YAML's brokers are checked, with --config or not: kafkajs read `user:secret@host:9092`
-  // as host "user", port NaN (and --config's credentials would go to what it names).
-  for (const b of o.brokers ?? []) {
-    const r = brokerAddress.safeParse(b);
-    if (!r.success) throw new ArgusError(ErrorCodes.CONFIG, `--brokers: ${redactBroker(b)}: ${r.error.issues[0]?.message ?? 'use host:port'}`);
-  }
+  // With --config or not (its credentials would go to what --brokers names).
+  checkBrokerFlags(o.brokers);
   if (o.config) {
     const { loadPipeline } = await import('../config/load.js');
     const { clusterBrokers, clusterKafkaAuth } = await import('./worker.js');
@@ -51,7 +45,7 @@ export function reach(t: ClusterTarget, admin: Pick<Admin, 'connect' | 'disconne
 
 /** The Kafka client settings of `argus cameras` / `argus cluster` for a target. */
 export function adminKafkaConfig(t: ClusterTarget): KafkaConfig {
-  return { clientId: 'argus-cluster-admin', brokers: t.brokers, ssl: t.ssl as never, sasl: t.sasl as never, logLevel: logLevel.NOTHING, connectionTimeout: 3000, retry: { retries: 3 } };
+  return commandKafkaConfig('argus-cluster-admin', t);
 }
 
 async function withAdmin<T>(t: ClusterTarget, f: (admin: Admin, kafka: Kafka) => Promise<T>): Promise<T> {

@@ -46,3 +46,13 @@ export class ObservedTime {
     return this.observedMs;
   }
 }
+
+/**
+ * `p`, or a rejection with `reason` once `ms` have passed: a deadline on work that cannot be
+ * cancelled (it is left to end by itself; its result is then ignored).
+ */
+export function withDeadline<T>(p: Promise<T>, ms: number, reason: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(reason)), ms)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}

@@ -2,6 +2,7 @@ import * as fsPromises from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { grabPicture, renderSnapshot } from '../analytics/snapshot.js';
 import type { AlertsConfig } from '../config/schema.js';
+import { withDeadline } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
 import type { Detector } from '../inference/detector.js';
@@ -50,13 +51,6 @@ export interface AlertPublisherOptions {
   fs?: SnapshotFs;
 }
 
-/** `p`, or a rejection once `ms` have passed (the work itself cannot be cancelled: it is left to end). */
-function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(`${what} took more than ${ms / 1000} s`)), ms)));
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
-}
-
 export class AlertPublisher {
   private readonly pending = new Set<Promise<void>>();
   /** `snapshotsSkipped`: alerts published without a snapshot because SNAPSHOT_HOLD_BYTES were held. */
@@ -76,15 +70,21 @@ export class AlertPublisher {
     private readonly o: AlertPublisherOptions = {},
   ) {
     this.holdBytes = o.holdBytes ?? SNAPSHOT_HOLD_BYTES;
+    this.ioMs = o.ioTimeoutMs ?? SNAPSHOT_IO_TIMEOUT_MS;
+    this.fs = o.fs ?? fsPromises;
+    this.dir = isAbsolute(config.snapshot.dir) ? config.snapshot.dir : resolve(baseDir, config.snapshot.dir);
   }
 
   private readonly holdBytes: number;
+  private readonly ioMs: number;
+  private readonly fs: SnapshotFs;
+  /** The folder of `ref` snapshots. */
+  private readonly dir: string;
 
   /** The folder of `ref` snapshots, made once (a failure, or a make that takes too long, holds for the run: each alert then goes out at once without its snapshot). */
   private snapshotDir(): Promise<string> {
-    const dir = isAbsolute(this.config.snapshot.dir) ? this.config.snapshot.dir : resolve(this.baseDir, this.config.snapshot.dir);
-    this.dirReady ??= bounded((this.o.fs ?? fsPromises).mkdir(dir, { recursive: true }), this.o.ioTimeoutMs ?? SNAPSHOT_IO_TIMEOUT_MS, `making the folder ${dir}`);
-    return this.dirReady.then(() => dir);
+    this.dirReady ??= withDeadline(this.fs.mkdir(this.dir, { recursive: true }), this.ioMs, `making the folder ${this.dir} took more than ${this.ioMs / 1000} s`);
+    return this.dirReady.then(() => this.dir);
   }
 
   /**
@@ -97,8 +97,7 @@ export class AlertPublisher {
     // each alert logging it.
     if (this.config.snapshot.mode === 'ref') {
       await this.snapshotDir().catch((e: NodeJS.ErrnoException) => {
-        const dir = isAbsolute(this.config.snapshot.dir) ? this.config.snapshot.dir : resolve(this.baseDir, this.config.snapshot.dir);
-        throw new ArgusError(ErrorCodes.SINK_FILE, `alerts.snapshot.dir: cannot make the folder of snapshots ${dir} (${e.code ?? e.message})`, { cause: e });
+        throw new ArgusError(ErrorCodes.SINK_FILE, `alerts.snapshot.dir: cannot make the folder of snapshots ${this.dir} (${e.code ?? e.message})`, { cause: e });
       });
     }
     const rgb = Buffer.alloc(32 * 16 * 3, 128);
@@ -147,7 +146,7 @@ export class AlertPublisher {
           } else {
             const dir = await this.snapshotDir();
             const file = join(dir, `${body.id.replace(/[^A-Za-z0-9_.-]/g, '_')}.jpg`);
-            await bounded((this.o.fs ?? fsPromises).writeFile(file, jpeg), this.o.ioTimeoutMs ?? SNAPSHOT_IO_TIMEOUT_MS, `writing ${file}`);
+            await withDeadline(this.fs.writeFile(file, jpeg), this.ioMs, `writing ${file} took more than ${this.ioMs / 1000} s`);
             body.snapshot = { contentType: 'image/jpeg', ref: file, width, height };
           }
         })

@@ -1,12 +1,10 @@
-import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
+import { Kafka, type KafkaConfig } from 'kafkajs';
 import type { KafkaSinkConfig } from '../config/schema.js';
-import { brokerAddress } from '../config/schema/common.js';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { SampleWindow } from '../core/stats.js';
-import { redactBroker } from '../core/redact.js';
 import { forTerminal } from '../core/text.js';
-import { brokersText, reachKafka } from './kafka-reach.js';
+import { brokersText, checkBrokerFlags, commandKafkaConfig, reachKafka } from './kafka-reach.js';
 
 export interface ConsumeOptions extends ConsumeTarget {
   fromBeginning: boolean;
@@ -41,11 +39,7 @@ export interface ConsumeTarget {
  * pipeline's credentials a secured deployment's topics could not be read at all.
  */
 export async function consumeTarget(o: { brokers?: string[]; topic?: string; config?: string }): Promise<ConsumeTarget> {
-  // Checked as the YAML's brokers are: kafkajs read `user:secret@host:9092` as host "user", port NaN.
-  for (const b of o.brokers ?? []) {
-    const r = brokerAddress.safeParse(b);
-    if (!r.success) throw new ArgusError(ErrorCodes.CONFIG, `--brokers: ${redactBroker(b)}: ${r.error.issues[0]?.message ?? 'use host:port'}`);
-  }
+  checkBrokerFlags(o.brokers);
   if (o.config) {
     const { loadPipeline } = await import('../config/load.js');
     const k = (await loadPipeline(o.config)).sinks.kafka;
@@ -63,9 +57,7 @@ export async function consumeTarget(o: { brokers?: string[]; topic?: string; con
 
 /** The kafkajs settings of `argus consume` for a target. */
 export function consumeKafkaConfig(t: ConsumeTarget): KafkaConfig {
-  // Three retries (2 s) rather than kafkajs's five (9 s): a port that refuses is named as such
-  // (ECONNREFUSED) within the connect timeout.
-  return { clientId: 'argus-consume', brokers: t.brokers, ssl: t.ssl as never, sasl: t.sasl as never, logLevel: logLevel.NOTHING, connectionTimeout: 3000, retry: { retries: 3 } };
+  return commandKafkaConfig('argus-consume', t);
 }
 
 export interface ConsumeSummary {

@@ -1,3 +1,7 @@
+import { logLevel, type KafkaConfig } from 'kafkajs';
+import type { KafkaSinkConfig } from '../config/schema.js';
+import { brokerAddress } from '../config/schema/common.js';
+import { withDeadline } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact, redactBroker } from '../core/redact.js';
 
@@ -27,10 +31,8 @@ export interface ReachOptions {
  */
 export async function reachKafka(brokers: readonly string[], client: { connect(): Promise<void>; disconnect(): Promise<void> }, o: ReachOptions): Promise<void> {
   const ms = o.timeoutMs ?? CONNECT_TIMEOUT_MS;
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(`no answer within ${ms / 1000} s`)), ms)));
   try {
-    await Promise.race([client.connect(), deadline]);
+    await withDeadline(client.connect(), ms, `no answer within ${ms / 1000} s`);
   } catch (e) {
     // Not waited for: against a broker that never answers it may not end either.
     void client.disconnect().catch(() => undefined);
@@ -38,7 +40,25 @@ export async function reachKafka(brokers: readonly string[], client: { connect()
     // Reached, but the credentials were refused: the hint is about them, not about where Kafka runs.
     const refused = (e as Error)?.name === 'KafkaJSSASLAuthenticationError';
     throw new ArgusError(ErrorCodes.KAFKA_UNREACHABLE, `cannot reach the Kafka ${brokersText(brokers)} (${why}): ${o.hint(refused)}`, { cause: e });
-  } finally {
-    clearTimeout(timer);
   }
+}
+
+/**
+ * A command's `--brokers`, checked as a YAML's brokers are: kafkajs read `user:secret@host:9092`
+ * as host "user", port NaN. VAP_ERR_CONFIG naming the address, credentials redacted.
+ */
+export function checkBrokerFlags(brokers: readonly string[] | undefined): void {
+  for (const b of brokers ?? []) {
+    const r = brokerAddress.safeParse(b);
+    if (!r.success) throw new ArgusError(ErrorCodes.CONFIG, `--brokers: ${redactBroker(b)}: ${r.error.issues[0]?.message ?? 'use host:port'}`);
+  }
+}
+
+/**
+ * The kafkajs settings of a command (`argus consume`, `cameras`, `cluster`): its TLS and SASL,
+ * quiet, and three retries (2 s) rather than kafkajs's five (9 s), so a port that refuses is
+ * named as such (ECONNREFUSED) within the connect timeout.
+ */
+export function commandKafkaConfig(clientId: string, t: { brokers: string[]; ssl?: KafkaSinkConfig['ssl']; sasl?: KafkaSinkConfig['sasl'] }): KafkaConfig {
+  return { clientId, brokers: t.brokers, ssl: t.ssl as never, sasl: t.sasl as never, logLevel: logLevel.NOTHING, connectionTimeout: 3000, retry: { retries: 3 } };
 }
