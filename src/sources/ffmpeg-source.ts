@@ -1,5 +1,7 @@
 import { spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import type { Readable } from 'node:stream';
 import { catchError, defer, Observable, throwError, type Subscription } from 'rxjs';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -9,11 +11,12 @@ import { letterbox, type Letterbox } from '../core/geometry.js';
 import { buildFfmpegArgs, DEFAULT_DECODE, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, reportsFrameTimes, runTag, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
+import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
 import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, tapsCameraClock, type ClockReading } from './rtsp-tap.js';
 import { colourOf, outputRate, saysNoVideoStream, withoutMapAdvice, StderrProbe, type StreamInfo } from './stderr-probe.js';
 
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
-export type SpawnFn = (command: string, args: readonly string[], options: { stdio: ['ignore', 'pipe', 'pipe'] }) => ChildProcess;
+export type SpawnFn = (command: string, args: readonly string[], options: { stdio: ['ignore', 'pipe' | Socket, 'pipe'] }) => ChildProcess;
 
 export interface FfmpegSourceOptions {
   /** Source id, copied into every frame. */
@@ -306,20 +309,15 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
     };
 
     const args = buildFfmpegArgs(input, output, tag);
+    // Set by `start`. A fast file's frames come through a FrameSocket (`frames`: read straight
+    // into the frame buffers), others' through ffmpeg's stdout pipe (`stdout`), whose chunks are
+    // copied into them (also where there are no frame sockets, or with an injected spawn: the
+    // tests' fake ffmpeg). Why not every source's: FrameSocket.
     let child: ChildProcess;
-    try {
-      // Out of file descriptors or processes, spawn can throw here, before any listener exists.
-      child = (options.spawn ?? (nodeSpawn as SpawnFn))(options.ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    } catch (e) {
-      const err = e as NodeJS.ErrnoException;
-      fail(ErrorCodes.SOURCE_SPAWN, `source "${id}": could not start ffmpeg (${options.ffmpegPath}): ${err.message}`, err);
-      return;
-    }
-    options.onSpawn?.(child);
-    const stdout = child.stdout!;
-    const stderr = child.stderr!;
-    stdout.pause(); // until ffmpeg has told us the input's size
+    let stdout: Readable | undefined;
+    let frames: FrameSocket | undefined;
 
+    // Pipe only: the rest of a chunk not cut yet (held).
     let leftover: Buffer | undefined;
     // ffmpeg ended while frames were held (`hold`): they are cut when allowed, then this ends the run.
     let exited: (() => void) | undefined;
@@ -336,9 +334,11 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
           }
         }
         paused = false;
-        if (!exited) stdout.resume();
+        // (A pipe that ended was resumed by node, to its end, when ffmpeg exited.)
+        if (frames) frames.resume();
+        else if (!exited) stdout!.resume();
       }
-      if (exited && !ahead) exited();
+      if (exited && !ahead && (!frames || frames.ended)) exited();
     };
     const onStageRoom = (): void => {
       if (pace && ahead && !closed) {
@@ -479,8 +479,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
       child.kill('SIGKILL');
       subscriber.error(err);
     };
-    stderr.setEncoding('utf8');
-    stderr.on('data', (chunk: string) => {
+    const onStderr = (chunk: string): void => {
       try {
         onLog(chunk);
       } catch (e) {
@@ -488,7 +487,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
         // cannot be ruled out: ffmpeg prints a metadata key's line breaks as they are).
         if (!closed) stop(new ArgusError(ErrorCodes.SOURCE_PROBE, redact(`source "${id}": ffmpeg's report of the stream could not be used: ${(e as Error).message}`), { cause: e }));
       }
-    });
+    };
     const onLog = (chunk: string): void => {
       probe.push(chunk);
       const inputInfo = probe.info;
@@ -552,7 +551,13 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
       options.onStreamInfo?.({ ...inputInfo, width: size.width, height: size.height, fps: deliveredFps }, lb);
       // Bytes that came before the size (ffmpeg exited, and node resumed its stdout) are cut now.
       for (const b of early.splice(0)) reader.push(b);
-      if (!paused) stdout.resume();
+      if (paused) return;
+      if (frames) {
+        // Read once the first frame may be (the socket keeps what ffmpeg writes meanwhile).
+        frames.feed(reader, hold && (() => (hold() ? (paused = true) : false)));
+        if (hold?.()) paused = true;
+        else frames.resume();
+      } else stdout!.resume();
     };
     // Pacing: one frame is read ahead (`ahead`) and no further frame is cut while it waits: for
     // a fast file, until the stage is idle; at native rate, until it is due. The rest of the
@@ -619,7 +624,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
       return true;
     };
     const hold = pace || native ? holdRead : undefined;
-    stdout.on('data', (chunk: Buffer) => {
+    const onStdout = (chunk: Buffer): void => {
       if (!reader) {
         early.push(chunk);
         return;
@@ -634,17 +639,17 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
       if (used < chunk.length) {
         leftover = chunk.subarray(used);
         paused = true;
-        stdout.pause();
+        stdout!.pause();
       }
-    });
+    };
 
-    child.on('error', (err: NodeJS.ErrnoException) => {
+    const onChildError = (err: NodeJS.ErrnoException): void => {
       if (closed) return;
       closed = true;
       if (err.code === 'ENOENT') fail(ErrorCodes.SOURCE_OPEN, `source "${id}": ffmpeg executable not found at ${options.ffmpegPath}`, err);
       // Out of descriptors/processes/memory: worth retrying. Anything else (EACCES, …) will not fix itself.
       else fail(TRANSIENT_SPAWN_ERRORS.has(err.code ?? '') ? ErrorCodes.SOURCE_SPAWN : ErrorCodes.SOURCE_OPEN, `source "${id}": could not start ffmpeg (${options.ffmpegPath}): ${err.message}`, err);
-    });
+    };
     // A pipe that fails (rare: EIO, a descriptor closed under us) must not become an uncaught
     // 'error' event: this ffmpeg is ended and the source reports a retryable error.
     const onPipeError = (name: string) => (err: NodeJS.ErrnoException) => {
@@ -654,20 +659,23 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
       child.kill('SIGKILL');
       fail(ErrorCodes.SOURCE_SPAWN, `source "${id}": ffmpeg's ${name} failed: ${err.message}`, err);
     };
-    stdout.on('error', onPipeError('stdout'));
-    stderr.on('error', onPipeError('stderr'));
 
-    // 'close' fires after stdout and stderr have ended, so every complete frame was delivered.
-    child.on('close', (code, signal) => {
+    // 'close' fires after stdout (a pipe) and stderr have ended, so every complete frame of a
+    // pipe was delivered; a frame socket's may still wait in it (held), and its end comes apart.
+    const onClose = (code: number | null, signal: NodeJS.Signals | null): void => {
       options.onExit?.(code, signal);
       if (closed) return;
       // The end of the input with frames still held (not due yet, or the stage busy): node read
-      // them to the end when ffmpeg exited; they are delivered as they are allowed, then the
-      // source completes. After a failure they are dropped: the restart resumes after the last
-      // frame delivered, so it decodes them again.
-      if ((leftover || ahead) && code === 0 && lb && !killedByUs) exited = () => end(code, signal);
+      // the pipe to the end when ffmpeg exited, the socket keeps them; they are delivered as
+      // they are allowed, then the source completes. After a failure they are dropped: the
+      // restart resumes after the last frame delivered, so it decodes them again.
+      if ((leftover || ahead || (frames && !frames.ended)) && code === 0 && lb && !killedByUs) exited = () => end(code, signal);
       else end(code, signal);
-    });
+    };
+    /** The frame socket was read to its end. */
+    const onFramesEnd = (): void => {
+      if (exited && !ahead) exited();
+    };
     const end = (code: number | null, signal: NodeJS.Signals | null): void => {
       dropAhead();
       if (closed) return;
@@ -715,15 +723,58 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
       ahead = undefined;
     };
 
+    /** Runs ffmpeg, writing its frames into `sock` where there is one, else into its stdout pipe. */
+    const start = (sock?: FrameSocket): void => {
+      try {
+        // Out of file descriptors or processes, spawn can throw here, before any listener exists.
+        child = (options.spawn ?? (nodeSpawn as SpawnFn))(options.ffmpegPath, args, { stdio: ['ignore', sock?.childEnd ?? 'pipe', 'pipe'] });
+      } catch (e) {
+        sock?.destroy();
+        const err = e as NodeJS.ErrnoException;
+        fail(ErrorCodes.SOURCE_SPAWN, `source "${id}": could not start ffmpeg (${options.ffmpegPath}): ${err.message}`, err);
+        return;
+      }
+      options.onSpawn?.(child);
+      if (sock) {
+        sock.spawned();
+        frames = sock;
+        sock.onEnd = onFramesEnd;
+        sock.onError = onPipeError('frame socket');
+      } else {
+        stdout = child.stdout!;
+        stdout.pause(); // until ffmpeg has told us the input's size
+        stdout.on('data', onStdout);
+        stdout.on('error', onPipeError('stdout'));
+      }
+      const stderr = child.stderr!;
+      stderr.setEncoding('utf8');
+      stderr.on('data', onStderr);
+      stderr.on('error', onPipeError('stderr'));
+      child.on('error', onChildError);
+      child.on('close', onClose);
+    };
+    if (FRAME_SOCKETS && !options.spawn && input.kind === 'file' && input.rate === 'fast') {
+      FrameSocket.open().then(
+        (sock) => (closed ? sock.destroy() : start(sock)),
+        (e: NodeJS.ErrnoException) => {
+          if (closed) return;
+          closed = true;
+          fail(ErrorCodes.SOURCE_SPAWN, `source "${id}": could not open the socket for ffmpeg's frames: ${e.message}`, e);
+        },
+      );
+    } else start();
+
     return () => {
       stopPacing?.();
       dropAhead();
       tap?.drop();
+      frames?.destroy();
       if (!closed) {
         closed = true;
         killedByUs = true;
-        stdout.destroy();
-        stderr.destroy();
+        if (!child) return; // the frame socket is still being opened
+        stdout?.destroy();
+        child.stderr?.destroy();
         // SIGKILL: ffmpeg has nothing to flush for us, and a reader stuck on a stalled socket
         // ignores SIGTERM.
         child.kill('SIGKILL');

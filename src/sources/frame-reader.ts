@@ -60,6 +60,33 @@ export class FrameReader {
     return len;
   }
 
+  /**
+   * Where the next bytes of the stream go, for a reader that reads straight into the frame
+   * (FrameSocket): the unwritten rest of the frame being cut, begun now if none is.
+   */
+  target(): Buffer {
+    if (!this.current) {
+      this.current = this.pool.acquire();
+      this.filled = 0;
+    }
+    return this.current.subarray(this.filled);
+  }
+
+  /**
+   * `n` bytes were written at the start of `target()`. A frame they complete goes to
+   * `onFrame`; then `hold` is asked, as by `push`, and the return value is whether the next
+   * frame may be read now.
+   */
+  advance(n: number, hold?: () => boolean): boolean {
+    this.filled += n;
+    if (this.filled < this.frameSize) return true;
+    const frame = this.current!;
+    this.current = undefined;
+    this.filled = 0;
+    this.onFrame(frame);
+    return !hold?.();
+  }
+
   /** Drops a half-written frame (on EOF or restart), so it can never reach inference. Returns its byte count. */
   discardPartial(): number {
     const n = this.filled;

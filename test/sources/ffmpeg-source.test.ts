@@ -1,14 +1,16 @@
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { firstValueFrom, lastValueFrom, take, tap, toArray } from 'rxjs';
+import { firstValueFrom, lastValueFrom, map, take, tap, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import type { Frame } from '../../src/core/frame.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { Pace } from '../../src/flow/pace.js';
-import { ffmpegSource, type FfmpegSourceOptions } from '../../src/sources/ffmpeg-source.js';
+import { ffmpegSource, type FfmpegSourceOptions, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
+import { FRAME_SOCKETS } from '../../src/sources/frame-socket.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
 
 const output = { width: 416, height: 416, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
@@ -238,9 +240,11 @@ describe('ffmpegSource (real ffmpeg)', () => {
     }
   });
 
-  it('fast mode with a pace: ffmpeg ends while the stage is busy; every frame still comes, in order, then the end', async () => {
-    // Small frames: ffmpeg writes the whole clip into the pipe and exits while argus holds the
-    // second frame back; node then reads the rest by itself, and none of it may be lost.
+  it.each(['frame socket', 'stdout pipe'])('fast mode with a pace, through the %s: ffmpeg ends while the stage is busy; every frame still comes, in order, then the end', async (via) => {
+    // Small frames: ffmpeg writes the whole clip and exits while argus holds the second frame
+    // back; the rest waits in the socket (node reads a pipe to its end by itself), and none of
+    // it may be lost.
+    const spawn: SpawnFn | undefined = via === 'stdout pipe' ? nodeSpawn : undefined;
     const dir = mkdtempSync(join(tmpdir(), 'argus-src-'));
     const clip = join(dir, 'count.mp4');
     execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=160x120:rate=10', '-frames:v', '12', '-pix_fmt', 'yuv420p', clip]);
@@ -251,7 +255,7 @@ describe('ffmpegSource (real ffmpeg)', () => {
     let exited = false;
     const got: Frame[] = [];
     const done = new Promise<void>((resolve, reject) =>
-      ffmpegSource(opts({ url: clip }, { output: small, pace, onExit: () => (exited = true) })).subscribe({
+      ffmpegSource(opts({ url: clip }, { output: small, pace, spawn, onExit: () => (exited = true) })).subscribe({
         next: (f) => {
           got.push(f);
           pace.enter();
@@ -267,6 +271,33 @@ describe('ffmpegSource (real ffmpeg)', () => {
     expect(got.map((f) => f.seq)).toEqual(reference.map((_f, i) => i));
     expect(got.map((f) => Buffer.from(f.data).toString('base64'))).toEqual(reference.map((f) => Buffer.from(f.data).toString('base64')));
   }, 30_000);
+
+  it.runIf(FRAME_SOCKETS)('frames read straight from the frame socket are those of ffmpeg\'s stdout pipe, byte for byte, letterboxed and at the source\'s size', async () => {
+    const viaPipe: SpawnFn = (cmd, args, o) => {
+      expect(o.stdio[1]).toBe('pipe'); // an injected spawn gets the pipe
+      return nodeSpawn(cmd, args, o);
+    };
+    for (const out of [output, { ...output, frame: 'source-yuv' as const }]) {
+      const run = (extra: Partial<FfmpegSourceOptions>) =>
+        lastValueFrom(ffmpegSource(opts({}, { output: out, ...extra })).pipe(take(40), map((f) => createHash('sha1').update(f.data).digest('hex')), toArray()));
+      let stdout: unknown = 'not spawned';
+      const socket = await run({ onSpawn: (c) => (stdout = c.stdout) });
+      expect(stdout).toBeNull(); // frames came through the socket
+      const pipe = await run({ spawn: viaPipe });
+      expect(socket).toHaveLength(40);
+      expect(new Set(socket).size).toBeGreaterThan(1);
+      expect(socket).toEqual(pipe);
+    }
+  }, 30_000);
+
+  it('unsubscribed before its frame socket is open: ffmpeg is never started', async () => {
+    let spawned = 0;
+    ffmpegSource(opts({}, { onSpawn: () => spawned++ }))
+      .subscribe()
+      .unsubscribe();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(spawned).toBe(0);
+  });
 
   it('completes at the end of a file', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-src-'));
