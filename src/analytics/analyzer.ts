@@ -40,6 +40,9 @@ function classIds(names: readonly string[] | undefined, labels: readonly string[
   );
 }
 
+/** How far apart (a ratio) a frameSize's shape and the picture's may be before stretchNotices speaks: a few pixels of rounding. */
+const STRETCH_TOLERANCE = 0.02;
+
 /**
  * Zones, lines and rules of one source: fed with tracked detections, returns the figures
  * for the message and the alerts to raise (after cooldown and de-duplication).
@@ -74,6 +77,8 @@ export class SourceAnalyzer {
     private readonly labels: readonly string[],
     /** Config path of this source, e.g. `sources[0]`, for error messages. */
     private readonly path: string,
+    /** Told of pixel points stretched onto a picture of another shape than their frameSize (stretchNotices). */
+    private readonly warn?: (message: string) => void,
   ) {
     this.zoneCfg = source.zones;
     this.lineCfg = source.lines;
@@ -118,6 +123,7 @@ export class SourceAnalyzer {
       this.zoneCfg.forEach((z, i) => z.units === 'pixel' && !z.frameSize && check(z.polygon, z.polygon.map((_, j) => `zones[${i}].polygon[${j}]`)));
       this.lineCfg.forEach((l, i) => l.units === 'pixel' && !l.frameSize && check([l.from, l.to], [`lines[${i}].from`, `lines[${i}].to`]));
     }
+    if (this.warn) for (const m of this.stretchNotices(width, height)) this.warn(m);
     const firstBase = first ?? { width, height };
     const place = (pts: readonly Point[], units: 'fraction' | 'pixel', frameSize: readonly [number, number] | undefined) => {
       if (units !== 'pixel') return toPixels(pts, 'fraction', width, height);
@@ -147,6 +153,30 @@ export class SourceAnalyzer {
     }
     this.size = { width, height };
     this.ready = true;
+  }
+
+  /**
+   * One line per zone or line whose pixel points' frameSize has another shape than a
+   * `width × height` picture (more than 2 % apart): its points are scaled by different factors
+   * across and down, which is right only if they were read from a stretched picture of the
+   * same view.
+   */
+  stretchNotices(width: number, height: number): string[] {
+    const notices: string[] = [];
+    const check = (field: string, units: 'fraction' | 'pixel', frameSize: readonly [number, number] | undefined) => {
+      if (units !== 'pixel' || !frameSize) return;
+      const [fw, fh] = frameSize;
+      const sx = width / fw;
+      const sy = height / fh;
+      if (Math.abs(sx / sy - 1) <= STRETCH_TOLERANCE) return;
+      const n = (v: number) => +v.toPrecision(3);
+      notices.push(
+        `${this.path}.${field}: ${fw}x${fh} is not the shape of the source's ${width}x${height} picture (${n(fw / fh)} against ${n(width / height)} wide for high): its points are stretched, ×${n(sx)} across and ×${n(sy)} down. Right only if they were read from a stretched picture of this view; else give the size of the picture they were read from`,
+      );
+    };
+    this.zoneCfg.forEach((z, i) => check(`zones[${i}].frameSize`, z.units, z.frameSize));
+    this.lineCfg.forEach((l, i) => check(`lines[${i}].frameSize`, l.units, l.frameSize));
+    return notices;
   }
 
   /** Zones and lines in pixels, for drawing. */

@@ -304,7 +304,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   try {
     // Built now, so an unknown class label fails the start, naming the field.
     analyzers = sources.map((src) => {
-      const a = new SourceAnalyzer(src, detector.labels, settingOf(options, `sources[${config.sources.indexOf(src)}]`));
+      const a = new SourceAnalyzer(src, detector.labels, settingOf(options, `sources[${config.sources.indexOf(src)}]`), (m) => log(m, { source: src.id }, 'warn'));
       return a.empty ? undefined : a;
     });
   } catch (e) {

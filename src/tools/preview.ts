@@ -117,7 +117,7 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
     const tracking = config.tracking.enabled;
     const start = tracking ? Math.max(0, at - HISTORY_S) : at;
     // Built before any frame, so an unknown class label fails naming the field.
-    const analyzer = new SourceAnalyzer(src, detector.labels, setting(`sources[${index}]`));
+    const analyzer = new SourceAnalyzer(src, detector.labels, setting(`sources[${index}]`), (m) => log(m, { source: src.id }, 'warn'));
     const fd = new FrameDetector(detector, config.postprocess);
 
     // The pipeline's tracking and rules operators, fed one detected frame at a time.

@@ -108,6 +108,33 @@ describe('pixel points read from another picture (frameSize)', () => {
     expect(a.geometry().zones[0].polygon[0]).toEqual([600, 400]);
   });
 
+  it('a frameSize of another shape than the picture: one warning per zone and line when it is placed (again at a new size), none for the same shape', () => {
+    const warned: string[] = [];
+    const a = new SourceAnalyzer(
+      SourceSchema.parse({
+        id: 'cam',
+        uri: '/x.mp4',
+        zones: [
+          { id: 'z', units: 'pixel', frameSize: [1920, 1080], polygon: [[900, 600], [1800, 600], [1800, 1050]] },
+          { id: 'f', polygon: [[0.1, 0.1], [0.5, 0.1], [0.5, 0.5]] },
+        ],
+        lines: [{ id: 'l', units: 'pixel', frameSize: [1920, 1080], from: [0, 540], to: [1920, 540] }],
+      }),
+      ['person'],
+      'sources[0]',
+      (m) => warned.push(m),
+    );
+    a.init(1281, 720); // 16:9 but for a pixel of rounding
+    expect(warned).toEqual([]);
+    a.init(640, 480);
+    expect(warned).toEqual([
+      "sources[0].zones[0].frameSize: 1920x1080 is not the shape of the source's 640x480 picture (1.78 against 1.33 wide for high): its points are stretched, ×0.333 across and ×0.444 down. Right only if they were read from a stretched picture of this view; else give the size of the picture they were read from",
+      "sources[0].lines[0].frameSize: 1920x1080 is not the shape of the source's 640x480 picture (1.78 against 1.33 wide for high): its points are stretched, ×0.333 across and ×0.444 down. Right only if they were read from a stretched picture of this view; else give the size of the picture they were read from",
+    ]);
+    const [x, y] = a.geometry().zones[0].polygon[0];
+    expect([x, y].map((v) => +v.toFixed(3))).toEqual([300, 266.667]); // stretched all the same, as configured
+  });
+
   it('without frameSize, the same points on the sub-stream are refused when its first picture arrives, with the hint', () => {
     const a = analyzer();
     expect(() => a.init(640, 360)).toThrow(/sources\[0\]\.zones\[0\]\.polygon\[0\]: point \[900, 600\] is outside the 640x360 frame \(give the size of the picture the points were read from as frameSize/);
