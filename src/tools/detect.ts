@@ -232,7 +232,10 @@ export async function runDetect(files: readonly string[], options: DetectOptions
           try {
             for await (const frame of videoFrames({ ffmpegPath: ffmpeg!.path, url: file, fps: options.fps, onInfo, onDamage: (line) => (damage = line) })) {
               await handle(frame, target ? async (px) => {
-                writer ??= new VideoWriter({ ffmpegPath: ffmpeg!.path, path: target, width: frame.width, height: frame.height, fps: fps ?? 10, order: 'rgb' });
+                // No slower than one frame for the whole file: one frame of a 139 s clip sampled at
+                // --fps 0.0001 would otherwise make a copy that claims 10 000 s.
+                const copyFps = fps && info?.durationS ? Math.max(fps, 1 / info.durationS) : fps;
+                writer ??= new VideoWriter({ ffmpegPath: ffmpeg!.path, path: target, width: frame.width, height: frame.height, fps: copyFps ?? 10, order: 'rgb' });
                 await writer.write(px);
               } : undefined);
             }

@@ -125,6 +125,17 @@ describe('argus detect: table and annotated copies (real model)', () => {
     expect(frames.at(-1)).toBe(37);
   }, TIMEOUT);
 
+  it('--fps below one frame for the whole file: the copy lasts as long as the file (one frame of a 2.5 s GIF at --fps 0.01 made a 100 s video)', async () => {
+    const video = join(tmp(), 'one.mp4');
+    const r = await argus(['detect', GIF, '--fps', '0.01', '--out', video]);
+    expect(r.code).toBe(0);
+    const { stderr } = await runCommand(defaultFfmpegPath(), ['-hide_banner', '-i', video, '-f', 'null', '-']);
+    const [, mm, ss] = /Duration: 00:(\d\d):(\d\d\.\d\d)/.exec(stderr)!;
+    expect(Number(mm) * 60 + Number(ss)).toBeGreaterThan(2);
+    expect(Number(mm) * 60 + Number(ss)).toBeLessThan(3);
+    expect([...stderr.matchAll(/frame=\s*(\d+)/g)].map((m) => Number(m[1])).at(-1)).toBe(1);
+  }, TIMEOUT);
+
   it('a missing file is a coded error naming it, and nothing is written', async () => {
     const out = join(tmp(), 'x.png');
     const r = await argus(['detect', `${MIRROR}/images/nope.jpg`, '--out', out]);
