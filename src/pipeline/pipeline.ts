@@ -331,7 +331,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
       seqStart: cont?.nextSeq,
       resume: cont?.lastPts !== undefined && cont.ptsOrigin !== undefined ? { lastPts: cont.lastPts, firstFrameAt: cont.ptsOrigin, fps: cont.fps } : undefined,
       id: src.id,
-      input: { url, kind, rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, cameraClock: src.cameraClock, inputArgs: src.inputArgs, decode: src.decode },
+      input: { url, kind, rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, cameraClock: src.cameraClock, inputArgs: src.inputArgs, decode: src.decode, tls: { ...src.tls, ca: src.tls.ca && resolvePath(src.tls.ca, baseDir) } },
       onClockNotice: (text) => log(text, { source: src.id }, 'warn'),
       output: frameOutput,
       ffmpegPath,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { LetterboxAlign, LetterboxRounding } from '../core/geometry.js';
+import type { CameraTls } from '../core/rtsp-relay.js';
 
 /**
  * What a source is: a file, or a live source (an RTSP camera, an HTTP(S) stream, another network
@@ -41,6 +42,8 @@ export interface FfmpegInputSpec {
    * ffmpeg, as other live sources.
    */
   cameraClock?: boolean;
+  /** `rtsps://`: how the relay checks the camera's certificate (`ca` a path). Default: verified against the system's CAs. */
+  tls?: CameraTls;
   /**
    * The URL of argus's relay to the camera (rtsp-tap), which ffmpeg opens instead of `url`: the
    * frames' times it prints are then their RTP timestamps (no wall-clock timestamps), of the

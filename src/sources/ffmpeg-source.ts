@@ -12,7 +12,8 @@ import { buildFfmpegArgs, DEFAULT_DECODE, frameBytes, frameTimeKey, MAX_SOURCE_P
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
-import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, tapsCameraClock, type ClockReading } from './rtsp-tap.js';
+import { tapsCameraClock } from '../core/rtsp-relay.js';
+import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
 import { colourOf, outputRate, saysNoVideoStream, withoutMapAdvice, StderrProbe, type StreamInfo } from './stderr-probe.js';
 
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
@@ -112,6 +113,11 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
         // The relay failed the run (RelayUnusable), or did before another rerun's reason came.
         const relayFailure = e instanceof RelayUnusable ? e.message : tap?.clock.failure();
         if (tap && relayFailure) {
+          // Without the relay, ffmpeg's own RTSPS would take any certificate: not unless allowed.
+          if (/^rtsps:/i.test(base.input.url) && (base.input.tls?.verify ?? true)) {
+            tap.close();
+            return throwError(() => new ArgusError(ErrorCodes.SOURCE_OPEN, redact(`source "${base.id}": argus's relay cannot follow this camera (${relayFailure}), and without it ffmpeg cannot check the camera's certificate: set the source's tls: { verify: false } to run it so`)));
+          }
           // Run as if the source had cameraClock: false, this run and the ones after it.
           memo.unrelayed = true;
           tap.close();
@@ -135,7 +141,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   // RTSP over TCP: through argus's relay, which reads the camera's clock (rtsp-tap).
   return new Observable<Frame>((subscriber) => {
     // With low-latency decoding, each access unit is ended for ffmpeg as soon as it is in (UnitEnds).
-    const tap = new RtspTap(options.input.url, { endUnits: (options.input.decode ?? DEFAULT_DECODE).lowLatency });
+    const tap = new RtspTap(options.input.url, { endUnits: (options.input.decode ?? DEFAULT_DECODE).lowLatency, tls: options.input.tls });
     let inner: Subscription | undefined;
     let closed = false;
     tap.listen().then(
@@ -143,7 +149,8 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
         if (closed) return;
         inner = run({ ...options, input: { ...options.input, relay } }, tap).subscribe(subscriber);
       },
-      (e: NodeJS.ErrnoException) => subscriber.error(new ArgusError(ErrorCodes.SOURCE_SPAWN, `source "${options.id}": could not open the relay to the camera on 127.0.0.1: ${e.message}`)),
+      (e: NodeJS.ErrnoException) =>
+        subscriber.error(e instanceof ArgusError ? new ArgusError(e.code, `source "${options.id}": ${e.message}`) : new ArgusError(ErrorCodes.SOURCE_SPAWN, `source "${options.id}": could not open the relay to the camera on 127.0.0.1: ${e.message}`)),
     );
     return () => {
       closed = true;

@@ -1,5 +1,8 @@
 import { createServer, connect, isIP, type Server, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import { readFile } from 'node:fs/promises';
+import { checkServerIdentity, connect as tlsConnect, type TLSSocket } from 'node:tls';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
+import type { CameraTls } from '../core/rtsp-relay.js';
 import { now } from '../core/clock.js';
 
 /**
@@ -688,12 +691,14 @@ export class RtspTap {
   private readonly host: string;
   private readonly port: number;
   /**
-   * `rtsps://`: the relay speaks TLS to the camera and plain RTSP to its ffmpeg on 127.0.0.1.
-   * The camera's certificate is not verified, as ffmpeg 5.1's RTSPS does not either (its RTSP
-   * demuxer takes no TLS options: `-tls_verify` is refused; cameras mostly have self-signed
-   * certificates).
+   * `rtsps://`: the relay speaks TLS to the camera and plain RTSP to its ffmpeg on 127.0.0.1,
+   * and checks the camera's certificate as `check` says (ffmpeg 5.1's own RTSPS cannot: its RTSP
+   * demuxer takes no TLS options). Nothing of ffmpeg's reaches the camera before it is checked.
    */
   private readonly tls: boolean;
+  private readonly check: CameraTls;
+  /** `check.ca`'s certificates, read by `listen`. */
+  private ca: Buffer | undefined;
   private relayPort = 0;
 
   /** `endUnits`: send ffmpeg a delimiter after each access unit of H.264 and H.265 cameras (UnitEnds; the source's `decode.lowLatency`). Default true. */
@@ -701,9 +706,10 @@ export class RtspTap {
 
   constructor(
     readonly url: string,
-    options: { endUnits?: boolean } = {},
+    options: { endUnits?: boolean; tls?: CameraTls } = {},
   ) {
     this.endUnits = options.endUnits ?? true;
+    this.check = options.tls ?? { verify: true };
     const m = AUTHORITY.exec(url);
     this.host = (m?.[2] ?? '').replace(/^\[|\]$/g, '');
     this.tls = /^rtsps:/i.test(url);
@@ -712,7 +718,13 @@ export class RtspTap {
   }
 
   /** Starts listening; resolves with the URL ffmpeg is to open (the camera's, with the relay's host and port). */
-  listen(): Promise<string> {
+  async listen(): Promise<string> {
+    if (this.tls && this.check.verify && this.check.ca) {
+      const path = this.check.ca;
+      this.ca = await readFile(path).catch((e: NodeJS.ErrnoException) => {
+        throw new ArgusError(ErrorCodes.CONFIG, `tls.ca: cannot read ${path} (${e.code ?? e.message})`);
+      });
+    }
     return new Promise((resolve, reject) => {
       const server = createServer((down) => this.accept(down));
       this.server = server;
@@ -741,7 +753,8 @@ export class RtspTap {
     let up: Socket;
     try {
       up = this.tls
-        ? tlsConnect({ host: this.host, port: this.port, servername: isIP(this.host) ? undefined : this.host, rejectUnauthorized: false })
+        ? // Checked by `refusal` once the handshake is done, to say why and give the fingerprint.
+          tlsConnect({ host: this.host, port: this.port, servername: isIP(this.host) ? undefined : this.host, rejectUnauthorized: false, ...(this.ca ? { ca: this.ca } : {}) })
         : connect({ host: this.host, port: this.port });
     } catch (e) {
       // A camera address Node refuses outright (a port above 65535: it threw out of this
@@ -759,9 +772,21 @@ export class RtspTap {
       up.destroy();
       down.destroy();
     }, CONNECT_TIMEOUT_MS);
+    const camera = `${this.host.includes(':') ? `[${this.host}]` : this.host}:${this.port}`;
+    // Nothing goes either way before the camera is reached (and its certificate checked):
+    // ffmpeg's first request, with its credentials, waits in its socket.
     up.once(this.tls ? 'secureConnect' : 'connect', () => {
       clearTimeout(timer);
+      const refused = this.tls ? this.refusal(up as TLSSocket) : undefined;
+      if (refused) {
+        this.upstreamError = `${camera}: ${refused}`;
+        up.destroy();
+        down.destroy();
+        return;
+      }
       this.upstreamError = undefined;
+      relay(down, up, requests);
+      relay(up, down, replies);
     });
     const requests = new InterleavedReader(
       (head) => clock.request(head),
@@ -775,12 +800,10 @@ export class RtspTap {
         return ends?.after(channel, p, length);
       },
     );
-    relay(down, up, requests);
-    relay(up, down, replies);
     up.on('error', (e: NodeJS.ErrnoException) => {
       // TLS failures say why in the message ("wrong version number": a plain port addressed as rtsps://), not in the code (EPROTO).
       const why = e.code && !/^(EPROTO|ERR_SSL)/.test(e.code) ? e.code : e.message;
-      this.upstreamError = `${this.host.includes(':') ? `[${this.host}]` : this.host}:${this.port}: ${why}`;
+      this.upstreamError = `${camera}: ${why}`;
     });
     down.on('error', () => {});
     const close = () => {
@@ -791,6 +814,19 @@ export class RtspTap {
     };
     up.on('close', close);
     down.on('close', close);
+  }
+
+  /** Why the camera's certificate is not taken (`check`), or undefined when it is. */
+  private refusal(up: TLSSocket): string | undefined {
+    const cert = up.getPeerCertificate();
+    const fingerprint = cert?.fingerprint256;
+    if (this.check.fingerprint) return fingerprint === this.check.fingerprint ? undefined : `its certificate (SHA-256 ${fingerprint ?? 'none'}) is not the one tls.fingerprint names`;
+    if (!this.check.verify) return undefined;
+    const code = String(up.authorizationError);
+    // (Node names a certificate for other names by its code alone: checkServerIdentity says which.)
+    const why = up.authorized || code === 'ERR_TLS_CERT_ALTNAME_INVALID' ? checkServerIdentity(this.host, cert)?.message : (CERT_ERRORS[code] ?? code);
+    if (!why) return undefined;
+    return `certificate not trusted (${why}; its SHA-256 fingerprint ${fingerprint ?? 'none'}): give the camera CA's certificate as tls.ca, or this certificate's fingerprint as tls.fingerprint once compared with the camera's own, or tls: { verify: false }`;
   }
 
   /**
@@ -855,22 +891,20 @@ export function relayUrl(url: string, port: number): string {
   return url.replace(AUTHORITY, (_m, user: string) => `${user.replace(/^rtsps/i, 'rtsp')}127.0.0.1:${port}`);
 }
 
+/** OpenSSL's reasons for not trusting a certificate, as people say them. */
+const CERT_ERRORS: Record<string, string> = {
+  DEPTH_ZERO_SELF_SIGNED_CERT: 'self-signed certificate',
+  SELF_SIGNED_CERT_IN_CHAIN: 'a self-signed certificate in its chain',
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'signed by an authority not trusted here',
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'signed by an authority not trusted here',
+  UNABLE_TO_GET_ISSUER_CERT: 'signed by an authority not trusted here',
+  CERT_HAS_EXPIRED: 'expired',
+  CERT_NOT_YET_VALID: 'not valid yet',
+};
+
 /**
  * An rtsp:// URL's user part (to its last `@` before the path, as ffmpeg's av_url_split reads
  * it), host and `:port`.
  */
 const AUTHORITY = /^(rtsps?:\/\/(?:[^/?#]*@)?)(\[[^\]]*\]|[^:/?#@]*)(:\d*)?/i;
 
-/**
- * Whether a source is relayed for its camera's clock: RTSP or RTSPS over TCP, unless turned off,
- * or unless its input arguments set what the relay decides (timestamps, transport).
- */
-export function tapsCameraClock(input: { kind: string; url: string; rtspTransport?: string; cameraClock?: boolean; inputArgs?: readonly string[] }): boolean {
-  return (
-    input.kind === 'rtsp' &&
-    /^rtsps?:\/\//i.test(input.url) &&
-    (input.rtspTransport ?? 'tcp') === 'tcp' &&
-    input.cameraClock !== false &&
-    !(input.inputArgs ?? []).some((a) => /^-(use_wallclock_as_timestamps|allowed_media_types|rtsp_transport|rtsp_flags)$/.test(a))
-  );
-}

@@ -125,6 +125,11 @@ describe('pipeline schema', () => {
     // A port above 65535 threw out of the RTSP relay and stopped the whole process.
     ['a port above 65535', 'sources:\n  - id: a\n    uri: "rtsps://admin:s3cret@127.0.0.1:99999/cam"\n', /sources\[0\]\.uri: the port 99999 is not 1–65535$/],
     ['no host', 'sources:\n  - id: a\n    uri: "rtsp://admin:s3cret@:554/cam"\n', /sources\[0\]\.uri: no host: rtsp:\/\/HOST\[:PORT\]\/…$/],
+    // ffmpeg's own RTSPS takes any certificate: not without saying so.
+    ['an rtsps:// camera without the relay, its certificate to be checked', 'sources:\n  - {id: a, uri: "rtsps://cam:7441/x", cameraClock: false}\n', /sources\[0\]\.tls\.verify: without argus's relay \(cameraClock: false, .*cannot check its certificate: use the relay, or say tls: \{ verify: false \}$/],
+    ['tls on a camera that is not rtsps://', 'sources:\n  - {id: a, uri: "rtsp://cam/x", tls: {verify: false}}\n', /sources\[0\]\.tls: tls is for rtsps:\/\/ cameras/],
+    ['tls verify: false with a fingerprint', 'sources:\n  - {id: a, uri: "rtsps://cam/x", tls: {verify: false, fingerprint: "' + 'ab'.repeat(32) + '"}}\n', /sources\[0\]\.tls\.verify: verify: false takes any certificate/],
+    ['a fingerprint that is not SHA-256', 'sources:\n  - {id: a, uri: "rtsps://cam/x", tls: {fingerprint: "AB:CD"}}\n', /sources\[0\]\.tls\.fingerprint: a SHA-256 fingerprint: 32 bytes in hex/],
     ['a misspelt key', 'sources:\n  - id: a\n    uri: /x.mp4\n    lop: true\n', /sources\[0\]: Unrecognized key\(s\) in object: 'lop'/],
     ['a threshold out of range', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  scoreThreshold: 1.5\n', /postprocess\.scoreThreshold: Number must be less than or equal to 1/],
     ['more detections a frame than the tracker is sized for', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  maxDetections: 1000\n', /postprocess\.maxDetections: Number must be less than or equal to 300/],
@@ -213,6 +218,11 @@ describe('pipeline schema', () => {
     // What ffmpeg then opens: the URL's path, decoded; a path relative to the pipeline's folder.
     const at = (uri: string) => resolveSourceUrl(parse(`sources:\n  - {id: a, uri: "${uri}"}\n`).sources[0], '/pipelines', 'ffmpeg', () => {});
     expect(await Promise.all([at('file:///data/a%20b.mp4'), at('cam-1:2.mp4'), at('udp://239.0.0.1:1234')])).toEqual(['/data/a b.mp4', '/pipelines/cam-1:2.mp4', 'udp://239.0.0.1:1234']);
+    // An rtsps:// camera's pin, in any of the forms people copy it in, as Node gives it.
+    const pin = (fp: string) => parse(`sources:\n  - {id: a, uri: "rtsps://cam/x", tls: {fingerprint: "${fp}"}}\n`).sources[0].tls.fingerprint;
+    const hex = 'ab01'.repeat(16);
+    expect([pin(hex), pin(`sha256:${hex.toUpperCase()}`), pin(hex.match(/../g)!.join(':'))]).toEqual(Array(3).fill(hex.toUpperCase().match(/../g)!.join(':')));
+    expect(parse('sources:\n  - {id: a, uri: "rtsps://cam/x", cameraClock: false, tls: {verify: false}}\n').sources[0].tls).toEqual({ verify: false });
     // The scheme in lower case, as argus and ffmpeg compare it.
     expect(parse('sources:\n  - {id: a, uri: "RTMP://H/live/K"}\n').sources[0].uri).toBe('rtmp://H/live/K');
     expect(parse('sources:\n  - {id: a, uri: "FILE:///data/a.mp4"}\n').sources[0].uri).toBe('file:///data/a.mp4');

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
 import { connect } from 'node:net';
-import { CAMERA_BEHIND_MAX_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, RtspTap, tapsCameraClock, UNIT_END_TRUST, UnitEnds, videoStream } from '../../src/sources/rtsp-tap.js';
+import { tapsCameraClock } from '../../src/core/rtsp-relay.js';
+import { CAMERA_BEHIND_MAX_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, RtspTap, UNIT_END_TRUST, UnitEnds, videoStream } from '../../src/sources/rtsp-tap.js';
 
 const NTP_UNIX_S = 2_208_988_800;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { connect as netConnect, type AddressInfo } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
@@ -244,10 +245,10 @@ describe('the camera\'s clock (RTCP sender reports, through argus\'s relay)', ()
     expect(source(cam)).toBeGreaterThan(40);
   }, 300_000);
 
-  it("an RTSPS camera (TLS in front of the server): relayed over TLS, its frames stamped with the camera's clock; ffmpeg's own RTSPS with cameraClock: false", async () => {
+  it("an RTSPS camera (TLS in front of the server): relayed over TLS, its certificate pinned, its frames stamped with the camera's clock; ffmpeg's own RTSPS with cameraClock: false and tls.verify: false", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-rtsps-'));
     const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')];
-    // A self-signed certificate, as cameras have (neither ffmpeg nor the relay verifies it by default).
+    // A self-signed certificate, as cameras have (the relay takes it pinned; test/sources/rtsps-check.test.ts refuses it otherwise).
     execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=camera.local'], { stdio: 'ignore' });
     const plain = new URL(camera());
     let handshakes = 0;
@@ -261,10 +262,10 @@ describe('the camera\'s clock (RTCP sender reports, through argus\'s relay)', ()
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
       const uri = `rtsps://127.0.0.1:${(server.address() as AddressInfo).port}/argus-camera`;
-      const relayed = await stamps({ uri });
+      const relayed = await stamps({ uri, tls: { fingerprint: new X509Certificate(readFileSync(cert)).fingerprint256 } });
       expect(handshakes).toBeGreaterThan(0);
       expect(relayed.filter((f) => f.by === 'camera').length).toBeGreaterThan(10);
-      const direct = await stamps({ uri, cameraClock: false });
+      const direct = await stamps({ uri, cameraClock: false, tls: { verify: false } });
       expect(direct.length).toBeGreaterThan(10);
       expect(direct.every((f) => f.by === 'arrival')).toBe(true);
     } finally {

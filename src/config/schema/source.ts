@@ -4,6 +4,7 @@ import { checkSourceAnalytics, LineSchema, RuleSchema, ZoneSchema } from './anal
 import { finite, id, ms } from './common.js';
 import { checkInputArgs } from './input-args.js';
 import { cutUserInfo } from '../../core/redact.js';
+import { normalFingerprint, tapsCameraClock } from '../../core/rtsp-relay.js';
 
 /**
  * The `scheme://` a source's uri may have (sources/ffmpeg-args `sourceKind` tells files from
@@ -163,6 +164,25 @@ export const SourceSchema = z
       })
       .strict()
       .default({}),
+    /**
+     * `rtsps://` cameras: how argus's relay checks the camera's certificate (README, "Latency").
+     * Default: against the system's certificate authorities, and the camera's name or address.
+     */
+    tls: z
+      .object({
+        /** false: any certificate is taken (no protection from a machine in the middle). Default true. */
+        verify: z.boolean().default(true),
+        /** A PEM file (relative to the pipeline file) of the certificates to trust instead of the system's: a camera CA's. The camera's name or address is still checked. */
+        ca: z.string().min(1).optional(),
+        /** The SHA-256 fingerprint of the camera's own certificate (hex, colons optional): that certificate is taken, and no other, whoever signed it (a self-signed camera's). */
+        fingerprint: z
+          .string()
+          .regex(/^(sha256:)?([0-9a-f]{2}:?){31}[0-9a-f]{2}$/i, 'a SHA-256 fingerprint: 32 bytes in hex, colons optional (AB:CD:…)')
+          .transform(normalFingerprint)
+          .optional(),
+      })
+      .strict()
+      .default({}),
     /** false skips this source. Default true. */
     enabled: z.boolean().default(true),
     /** Reconnecting after ffmpeg exits, the stream ends (live sources) or stalls. */
@@ -210,6 +230,30 @@ export const SourceSchema = z
     rules: z.array(RuleSchema).default([]),
   })
   .strict()
-  .superRefine(checkSourceAnalytics);
+  .superRefine(checkSourceAnalytics)
+  .superRefine(checkTls);
+
+/** A source's `tls`: for rtsps:// only, and a check only argus's relay can make (ffmpeg's own RTSPS makes none). */
+function checkTls(s: { uri: string; tls: { verify: boolean; ca?: string; fingerprint?: string }; rtspTransport: string; cameraClock: boolean; inputArgs: string[] }, ctx: z.RefinementCtx): void {
+  const rtsps = /^rtsps:\/\//.test(s.uri);
+  const given = !s.tls.verify || s.tls.ca !== undefined || s.tls.fingerprint !== undefined;
+  if (!rtsps) {
+    if (given) ctx.addIssue({ code: 'custom', path: ['tls'], message: 'tls is for rtsps:// cameras (how their certificate is checked)' });
+    return;
+  }
+  if (!s.tls.verify && (s.tls.ca !== undefined || s.tls.fingerprint !== undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['tls', 'verify'], message: 'verify: false takes any certificate: remove ca and fingerprint, or verify: false' });
+  }
+  if (s.tls.ca !== undefined && s.tls.fingerprint !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['tls', 'fingerprint'], message: 'give ca or fingerprint, not both (a fingerprint takes that one certificate, whoever signed it)' });
+  }
+  if (s.tls.verify && !tapsCameraClock({ kind: 'rtsp', url: s.uri, rtspTransport: s.rtspTransport, cameraClock: s.cameraClock, inputArgs: s.inputArgs })) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['tls', 'verify'],
+      message: "without argus's relay (cameraClock: false, a transport other than tcp, or inputArgs setting timestamps or the transport) ffmpeg speaks TLS to the camera itself and cannot check its certificate: use the relay, or say tls: { verify: false }",
+    });
+  }
+}
 
 export type SourceConfig = z.infer<typeof SourceSchema>;

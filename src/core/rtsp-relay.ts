@@ -1,0 +1,30 @@
+/**
+ * Whether a source is relayed for its camera's clock (sources/rtsp-tap): RTSP or RTSPS over
+ * TCP, unless turned off, or unless its input arguments set what the relay decides
+ * (timestamps, transport). Here, below both, because the config's checks of `tls` need it too.
+ */
+export function tapsCameraClock(input: { kind: string; url: string; rtspTransport?: string; cameraClock?: boolean; inputArgs?: readonly string[] }): boolean {
+  return (
+    input.kind === 'rtsp' &&
+    /^rtsps?:\/\//i.test(input.url) &&
+    (input.rtspTransport ?? 'tcp') === 'tcp' &&
+    input.cameraClock !== false &&
+    !(input.inputArgs ?? []).some((a) => /^-(use_wallclock_as_timestamps|allowed_media_types|rtsp_transport|rtsp_flags)$/.test(a))
+  );
+}
+
+/** How an `rtsps://` camera's certificate is checked (a source's `tls`). */
+export interface CameraTls {
+  /** false: any certificate (no check). */
+  verify: boolean;
+  /** A PEM file of the certificates to trust instead of the system's. */
+  ca?: string;
+  /** The SHA-256 fingerprint of the one certificate to accept (upper-case hex, colon-separated). */
+  fingerprint?: string;
+}
+
+/** A fingerprint as given (hex, with or without colons, `sha256:` optional) in Node's form: `AB:CD:…`. */
+export function normalFingerprint(text: string): string {
+  const hex = text.replace(/^sha256:/i, '').replace(/:/g, '').toUpperCase();
+  return hex.match(/../g)!.join(':');
+}
