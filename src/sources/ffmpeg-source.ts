@@ -317,9 +317,9 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
 
     const args = buildFfmpegArgs(input, output, tag);
     // Set by `start`. A fast file's frames come through a FrameSocket (`frames`: read straight
-    // into the frame buffers), others' through ffmpeg's stdout pipe (`stdout`), whose chunks are
-    // copied into them (also where there are no frame sockets, or with an injected spawn: the
-    // tests' fake ffmpeg). Why not every source's: FrameSocket.
+    // into the frame buffers), others' through the stdout node makes for ffmpeg (`stdout`),
+    // whose chunks are copied into them (also where no frame socket can be made, and with an
+    // injected spawn: the tests' FakeFfmpeg). Why not every source's: FrameSocket.
     let child: ChildProcess;
     let stdout: Readable | undefined;
     let frames: FrameSocket | undefined;
@@ -674,16 +674,24 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
       if (closed) return;
       // The end of the input with frames still held (not due yet, or the stage busy): node read
       // the pipe to the end when ffmpeg exited, the socket keeps them; they are delivered as
-      // they are allowed, then the source completes. After a failure they are dropped: the
-      // restart resumes after the last frame delivered, so it decodes them again.
-      if ((leftover || ahead || (frames && !frames.ended)) && code === 0 && lb && !killedByUs) exited = () => end(code, signal);
-      else end(code, signal);
+      // they are allowed, then the source completes. After a failure held frames are dropped:
+      // the restart resumes after the last frame delivered, so it decodes them again.
+      const unread = frames !== undefined && !frames.ended;
+      if ((leftover || ahead || unread) && code === 0 && lb && !killedByUs) exited = () => end(code, signal);
+      else if (unread && !paused && lb && !killedByUs) {
+        // A failure, with the socket being read: what ffmpeg wrote before it failed is
+        // delivered first, as node reads a pipe to its end before 'close' (within a deadline).
+        exited = () => end(code, signal);
+        failedAt = setTimeout(() => exited?.(), FAILED_READ_MS);
+      } else end(code, signal);
     };
+    let failedAt: ReturnType<typeof setTimeout> | undefined;
     /** The frame socket was read to its end. */
     const onFramesEnd = (): void => {
       if (exited && !ahead) exited();
     };
     const end = (code: number | null, signal: NodeJS.Signals | null): void => {
+      clearTimeout(failedAt);
       dropAhead();
       if (closed) return;
       closed = true;
@@ -741,32 +749,51 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
         fail(ErrorCodes.SOURCE_SPAWN, `source "${id}": could not start ffmpeg (${options.ffmpegPath}): ${err.message}`, err);
         return;
       }
-      options.onSpawn?.(child);
+      // First: a spawn that fails later (EMFILE: node reports it on the next tick, and leaves
+      // the child without its pipes) is told here.
+      child.on('error', onChildError);
+      child.on('close', onClose);
       if (sock) {
         sock.spawned();
         frames = sock;
         sock.onEnd = onFramesEnd;
         sock.onError = onPipeError('frame socket');
-      } else {
-        stdout = child.stdout!;
+      } else if (child.stdout) {
+        stdout = child.stdout;
         stdout.pause(); // until ffmpeg has told us the input's size
         stdout.on('data', onStdout);
         stdout.on('error', onPipeError('stdout'));
       }
-      const stderr = child.stderr!;
+      const stderr = child.stderr;
+      if (!stderr) return; // (its 'error' is coming)
       stderr.setEncoding('utf8');
       stderr.on('data', onStderr);
       stderr.on('error', onPipeError('stderr'));
-      child.on('error', onChildError);
-      child.on('close', onClose);
+      options.onSpawn?.(child);
     };
     if (FRAME_SOCKETS && !options.spawn && input.kind === 'file' && input.rate === 'fast') {
+      // The socket is worth having, not needed: where it cannot be made (a sandbox, a loop
+      // stalled past its deadline), the pipe does.
       FrameSocket.open().then(
-        (sock) => (closed ? sock.destroy() : start(sock)),
-        (e: NodeJS.ErrnoException) => {
-          if (closed) return;
-          closed = true;
-          fail(ErrorCodes.SOURCE_SPAWN, `source "${id}": could not open the socket for ffmpeg's frames: ${e.message}`, e);
+        (sock) => {
+          if (closed) {
+            sock.destroy();
+            return;
+          }
+          try {
+            start(sock);
+          } catch (e) {
+            // (Out of the subscription's reach here: what it would have made the source's error.)
+            sock.destroy();
+            if (closed) return;
+            closed = true;
+            killedByUs = true;
+            child?.kill('SIGKILL');
+            subscriber.error(e);
+          }
+        },
+        () => {
+          if (!closed) start();
         },
       );
     } else start();
@@ -792,6 +819,9 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
 
 /** The relay clocks whose notice (FfmpegSourceOptions.onClockNotice) was given. */
 const noticed = new WeakSet<object>();
+
+/** A fast file whose ffmpeg failed: how long what it wrote before may take to be read from the frame socket before the failure is reported. */
+const FAILED_READ_MS = 1000;
 
 /** Native-rate files: how long before its due time (in frames) the next frame is read even while the stage is busy. */
 export const READ_LEAD_FRAMES = 0.5;

@@ -17,16 +17,17 @@ const OPEN_TIMEOUT_MS = 5_000;
 /**
  * The channel ffmpeg writes its frames into: a connected pair of Unix sockets, one end
  * ffmpeg's stdout (`childEnd`), the other read by argus with net.Socket's `onread`, so each
- * read lands straight in the frame being cut (`FrameReader.target`). Through a stdout pipe
- * every read is a new 64 KB buffer, copied into the frame and left to the garbage collector.
+ * read lands straight in the frame being cut (`FrameReader.target`). Through the stdout node
+ * makes for a child (also a socket pair), every read is a new 64 KB buffer, copied into the
+ * frame and left to the garbage collector.
  *
  * Used for files read as fast as possible, where it pays: the 1080p30 clip ran at 111–118
  * against 107–110 frames/s (medians of four batches of 4–10 interleaved runs, 2-core VM), with
  * 0.5 ms less of Node's CPU a frame, in 34 reads a frame against 59. Not for live sources:
  * read as a camera delivers them (ffmpeg writing a frame while Node reads it), the reads were
  * smaller, 139 a frame against 62, and the native-rate 1080p30 clip cost Node 1 ms more CPU a
- * frame, with a worse p99 from due to emitted in 7 of 8 pairs of runs. The 432p clip and the
- * peak RSS were unchanged either way.
+ * frame, with a worse due → emitted p99 in 7 of 8 pairs of runs. The 432p clip and the peak
+ * RSS were unchanged either way (README, "Reading straight into the frame").
  *
  * Reading stops at a frame boundary when `hold` says so (the frame after it must wait) and
  * goes on at `resume`; what ffmpeg wrote meanwhile waits in the socket, and ffmpeg waits on

@@ -1,5 +1,6 @@
 import { execFileSync, spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -79,6 +80,31 @@ describe('ffmpegSource: a camera above 4K UHD, letterboxed', () => {
       [7680, 4320, 416, 416 * 416 * 3],
       [7680, 4320, 416, 416 * 416 * 3],
     ]);
+  });
+});
+
+describe('ffmpegSource: an ffmpeg that fails after writing frames', () => {
+  it.each(['frame socket', 'stdout pipe'])('every frame it wrote comes before the failure (%s), a busy consumer or not', async (via) => {
+    const input = "Input #0, mov,mp4,m4a,3gp,3g2,mj2, from 'x':\\n  Stream #0:0: Video: h264 (High), yuv420p(tv, bt709, progressive), 640x360, 10 fps, 10 tbr\\n";
+    const scaler = '[Parsed_scale_0 @ 0x1] w:640 h:360 fmt:yuv420p sar:0/1 -> w:32 h:18 fmt:bgr24 sar:0/1 flags:0x2\\n';
+    const out = "Output #0, rawvideo, to '$OUT':\\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 32x32, q=2-31, 10 fps\\n";
+    const size = 32 * 32 * 3;
+    // 1000 frames (3 MB, many times what the socket holds), then a failure.
+    const fake = scriptedFfmpeg(input + scaler + out, `head -c ${size * 1000} /dev/zero\nexit 1`);
+    const spawn: SpawnFn | undefined = via === 'stdout pipe' ? nodeSpawn : undefined;
+    let frames = 0;
+    const err = await lastValueFrom(
+      ffmpegSource({ ...opts(), ffmpegPath: fake, spawn, output: { ...output, width: 32, height: 32, frame: 'letterbox' } }).pipe(
+        tap(() => {
+          frames++;
+          const until = performance.now() + 0.3; // a consumer that takes its time with each
+          while (performance.now() < until);
+        }),
+      ),
+    ).catch((e) => e);
+    expect(isArgusError(err) && err.code).toBe('VAP_ERR_SOURCE_EXIT');
+    expect(err.message).toContain('ffmpeg exited with code 1 after 1000 frames');
+    expect(frames).toBe(1000);
   });
 });
 
@@ -289,6 +315,27 @@ describe('ffmpegSource (real ffmpeg)', () => {
       expect(socket).toEqual(pipe);
     }
   }, 30_000);
+
+  it.runIf(FRAME_SOCKETS)('an event loop stalled past the frame socket\'s deadline: the frames come through the pipe instead, no failure', async () => {
+    let stdout: unknown;
+    const frames = ffmpegSource(opts({}, { onSpawn: (c) => (stdout = c.stdout) })).pipe(take(3), toArray());
+    const got = lastValueFrom(frames);
+    const until = Date.now() + 5500; // past the socket's 5 s, before its connection is seen
+    while (Date.now() < until);
+    expect(await got).toHaveLength(3);
+    expect(stdout).not.toBeNull();
+  }, 30_000);
+
+  it('a spawn that fails on the next tick (out of descriptors: node leaves the child without pipes) is a coded, retryable error, never an exception', async () => {
+    const spawn: SpawnFn = () => {
+      const c = Object.assign(new EventEmitter(), { stdout: null, stderr: null, stdin: null, pid: undefined, kill: () => false }) as unknown as ChildProcess;
+      process.nextTick(() => c.emit('error', Object.assign(new Error('spawn ffmpeg EMFILE'), { code: 'EMFILE', errno: -24, syscall: 'spawn ffmpeg' })));
+      return c;
+    };
+    const err = await lastValueFrom(ffmpegSource(opts({}, { spawn }))).catch((e) => e);
+    expect(isArgusError(err) && err.code).toBe('VAP_ERR_SOURCE_SPAWN');
+    expect(err.message).toContain('could not start ffmpeg');
+  });
 
   it('unsubscribed before its frame socket is open: ffmpeg is never started', async () => {
     let spawned = 0;
