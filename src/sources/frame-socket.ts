@@ -99,7 +99,11 @@ export class FrameSocket {
       });
       server.on('error', (e) => finish(e));
       server.listen(name, async () => {
-        await o.listening?.(name);
+        try {
+          await o.listening?.(name);
+        } catch (e) {
+          finish(e as Error);
+        }
         if (done) return;
         const socket = connect({ path: name, onread: { buffer: () => fs.next(), callback: (n, buf) => fs.got(n, buf) } });
         fs.socket = socket;
