@@ -3,7 +3,8 @@ import { cpus } from 'node:os';
 import { firstValueFrom } from 'rxjs';
 import { resolveStream } from '../assets/catalog.js';
 import { loadPipeline } from '../config/load.js';
-import type { PipelineConfig } from '../config/schema.js';
+import { SourceSchema, type PipelineConfig } from '../config/schema.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { now } from '../core/clock.js';
 import type { LogFn } from '../core/log.js';
 import { percentiles } from '../core/stats.js';
@@ -79,8 +80,19 @@ async function benchRaw(detector: Detector, sample: string, runs: number) {
   return pct(times);
 }
 
+/**
+ * The pipeline with one source, `uri`, otherwise as its first source is set (but for `tls`,
+ * which is that camera's), checked again as the config would be (an rtsps:// uri whose
+ * certificate only the relay can check, and the first source's settings turn the relay off).
+ */
 function withSource(config: PipelineConfig, uri: string, rate: 'fast' | 'native', loop: boolean): PipelineConfig {
-  const src = { ...config.sources[0], id: 'bench', uri, rate, loop, enabled: true };
+  const { tls: _theirs, ...first } = config.sources[0];
+  const parsed = SourceSchema.safeParse({ ...first, id: 'bench', uri, rate, loop, enabled: true });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ArgusError(ErrorCodes.CONFIG, `bench: ${uri} with the first source's settings: ${issue.path.join('.')}: ${issue.message}`);
+  }
+  const src = parsed.data;
   return { ...config, sources: [src], sinks: { websocket: config.sinks.websocket }, server: undefined };
 }
 

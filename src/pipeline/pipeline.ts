@@ -15,6 +15,7 @@ import { sourceKind, type SourceKind } from '../sources/ffmpeg-args.js';
 import { describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import type { Transition } from '../sources/health.js';
 import { newSourceStats, recordTransition, type SourceStats } from '../sources/stats.js';
+import { readCameraCa } from '../sources/rtsp-tap.js';
 import { supervisedSource } from '../sources/supervised-source.js';
 import { track } from '../tracking/track.js';
 import { detect, ffmpegOutputFor } from './detect.js';
@@ -293,6 +294,16 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     ffmpegPath = ff.path;
     log(`ffmpeg ${ff.version} at ${ff.path} (${ff.reason})`, { ffmpeg: ff.path, version: ff.version });
     urls = await Promise.all(sources.map((s) => resolveSourceUrl(s, baseDir, ffmpegPath, log, settingOf(options, `sources[${config.sources.indexOf(s)}]`), options.signal)));
+    // An rtsps:// camera's CA file, read as its relay will (a file that is not one fails the
+    // start, naming the field, rather than every connection to the camera).
+    await Promise.all(
+      sources.map(async (s) => {
+        if (!/^rtsps:/.test(s.uri) || !s.tls.verify || !s.tls.ca) return;
+        await readCameraCa(resolvePath(s.tls.ca, baseDir)).catch((e: Error) => {
+          throw new ArgusError(ErrorCodes.CONFIG, `${settingOf(options, `sources[${config.sources.indexOf(s)}]`)}.${e.message}`);
+        });
+      }),
+    );
   } catch (e) {
     await loading?.then((d) => d.release(), () => undefined);
     throw e;

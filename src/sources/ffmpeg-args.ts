@@ -42,7 +42,7 @@ export interface FfmpegInputSpec {
    * ffmpeg, as other live sources.
    */
   cameraClock?: boolean;
-  /** `rtsps://`: how the relay checks the camera's certificate (`ca` a path). Default: verified against the system's CAs. */
+  /** `rtsps://`: how the relay checks the camera's certificate (`ca` a path). Default: verified against Node's list of public CAs. */
   tls?: CameraTls;
   /**
    * The URL of argus's relay to the camera (rtsp-tap), which ffmpeg opens instead of `url`: the

@@ -116,7 +116,9 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
           // Without the relay, ffmpeg's own RTSPS would take any certificate: not unless allowed.
           if (/^rtsps:/i.test(base.input.url) && (base.input.tls?.verify ?? true)) {
             tap.close();
-            return throwError(() => new ArgusError(ErrorCodes.SOURCE_OPEN, redact(`source "${base.id}": argus's relay cannot follow this camera (${relayFailure}), and without it ffmpeg cannot check the camera's certificate: set the source's tls: { verify: false } to run it so`)));
+            // After frames, a restart may find the camera as before; at once, it will not.
+            const delivered = e instanceof RelayUnusable && e.delivered;
+            return throwError(() => new ArgusError(delivered ? ErrorCodes.SOURCE_EXIT : ErrorCodes.SOURCE_OPEN, redact(`source "${base.id}": argus's relay cannot follow this camera (${relayFailure}), and without it ffmpeg cannot check the camera's certificate: set the source's tls: { verify: false } to run it so`)));
           }
           // Run as if the source had cameraClock: false, this run and the ones after it.
           memo.unrelayed = true;
@@ -137,6 +139,10 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
       }),
     );
   };
+  // ffmpeg's own RTSPS takes any certificate (the config refuses this; others who build an input too).
+  if (/^rtsps:/i.test(options.input.url) && (options.input.tls?.verify ?? true) && !tapsCameraClock(options.input)) {
+    return throwError(() => new ArgusError(ErrorCodes.SOURCE_OPEN, redact(`source "${options.id}": an rtsps:// camera without argus's relay, whose certificate ffmpeg cannot check: tls: { verify: false } runs it so`)));
+  }
   if (!tapsCameraClock(options.input) || memo.unrelayed) return defer(() => run(options));
   // RTSP over TCP: through argus's relay, which reads the camera's clock (rtsp-tap).
   return new Observable<Frame>((subscriber) => {

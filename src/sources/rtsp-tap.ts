@@ -1,4 +1,5 @@
 import { createServer, connect, isIP, type Server, type Socket } from 'node:net';
+import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { checkServerIdentity, connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -91,6 +92,8 @@ export class RtpClock {
   private packets = 0;
   /** Why frames cannot be paired with packets (set once), or undefined. */
   unpairable: string | undefined;
+  /** Where a redirect (a 3xx reply) sent ffmpeg: its Location. */
+  redirect: string | undefined;
   /** How far ahead (+) or behind (−) the camera's time was of the arrival when it was first not believed, ms. */
   rejectedOffset: number | undefined;
   /** Frame times in a row that named no access unit (or one already used). */
@@ -116,7 +119,10 @@ export class RtpClock {
   /** A reply from the camera: its head (status line and headers) and body. */
   response(head: string, body: Buffer): void {
     // A redirect: ffmpeg opens the new address itself, past the relay.
-    if (/^RTSP\/\d\.\d\s+3\d\d/.test(head)) this.unpairable ??= 'the camera redirected ffmpeg to another address';
+    if (/^RTSP\/\d\.\d\s+3\d\d/.test(head)) {
+      this.unpairable ??= 'the camera redirected ffmpeg to another address';
+      this.redirect ??= header(head, 'location') ?? '(no Location)';
+    }
     if (!/^RTSP\/\d\.\d\s+2\d\d/.test(head)) return;
     const method = this.pending?.method;
     const type = header(head, 'content-type');
@@ -719,12 +725,7 @@ export class RtspTap {
 
   /** Starts listening; resolves with the URL ffmpeg is to open (the camera's, with the relay's host and port). */
   async listen(): Promise<string> {
-    if (this.tls && this.check.verify && this.check.ca) {
-      const path = this.check.ca;
-      this.ca = await readFile(path).catch((e: NodeJS.ErrnoException) => {
-        throw new ArgusError(ErrorCodes.CONFIG, `tls.ca: cannot read ${path} (${e.code ?? e.message})`);
-      });
-    }
+    if (this.tls && this.check.verify && this.check.ca) this.ca = await readCameraCa(this.check.ca);
     return new Promise((resolve, reject) => {
       const server = createServer((down) => this.accept(down));
       this.server = server;
@@ -786,7 +787,20 @@ export class RtspTap {
       }
       this.upstreamError = undefined;
       relay(down, up, requests);
-      relay(up, down, replies);
+      // A camera whose certificate is checked: what ffmpeg would do unchecked is not passed on.
+      // A redirect (ffmpeg would open the new address itself, with the credentials, taking any
+      // certificate), or replies the relay cannot read (it could not see a redirect in them).
+      const unchecked = (): boolean => {
+        const why =
+          clock.redirect !== undefined
+            ? `it redirected ffmpeg to ${clock.redirect}: not followed, as ffmpeg would not check that address's certificate`
+            : replies.broken
+              ? "its replies could not be read, and argus passes on nothing it cannot read from a camera whose certificate it checks"
+              : undefined;
+        if (why) this.upstreamError = `${camera}: ${why}`;
+        return why !== undefined;
+      };
+      relay(up, down, replies, this.tls ? unchecked : undefined);
     });
     const requests = new InterleavedReader(
       (head) => clock.request(head),
@@ -826,7 +840,10 @@ export class RtspTap {
     // (Node names a certificate for other names by its code alone: checkServerIdentity says which.)
     const why = up.authorized || code === 'ERR_TLS_CERT_ALTNAME_INVALID' ? checkServerIdentity(this.host, cert)?.message : (CERT_ERRORS[code] ?? code);
     if (!why) return undefined;
-    return `certificate not trusted (${why}; its SHA-256 fingerprint ${fingerprint ?? 'none'}): give the camera CA's certificate as tls.ca, or this certificate's fingerprint as tls.fingerprint once compared with the camera's own, or tls: { verify: false }`;
+    const advice = this.check.ca
+      ? "check that tls.ca holds the authority that signed it, for the camera's name or address"
+      : "give the camera CA's certificate as tls.ca";
+    return `certificate not trusted (${why}; its SHA-256 fingerprint ${fingerprint ?? 'none'}): ${advice}, or this certificate's fingerprint as tls.fingerprint once compared with the camera's own, or tls: { verify: false }`;
   }
 
   /**
@@ -861,9 +878,15 @@ export class RtspTap {
  * Bytes from `from` to `to`, read by `reader` on the way, pausing `from` while `to` is full:
  * unchanged, but for what the reader's packet callback adds after a packet (UnitEnds).
  */
-function relay(from: Socket, to: Socket, reader: InterleavedReader): void {
+function relay(from: Socket, to: Socket, reader: InterleavedReader, stop?: () => boolean): void {
   from.on('data', (chunk: Buffer) => {
     const inserts = reader.broken ? undefined : reader.push(chunk);
+    // (A chunk is read before it is sent: what `stop` refuses never leaves.)
+    if (stop?.()) {
+      from.destroy();
+      to.destroy();
+      return;
+    }
     let room = true;
     if (!inserts) room = to.write(chunk);
     else {
@@ -889,6 +912,33 @@ function relay(from: Socket, to: Socket, reader: InterleavedReader): void {
 /** `url` with its host and port replaced by the relay's (user, path and query kept); plain `rtsp://` (the relay ends an RTSPS camera's TLS). */
 export function relayUrl(url: string, port: number): string {
   return url.replace(AUTHORITY, (_m, user: string) => `${user.replace(/^rtsps/i, 'rtsp')}127.0.0.1:${port}`);
+}
+
+/**
+ * A source's `tls.ca` file: the PEM certificates in it, each checked to be one. Anything else
+ * (nothing, a key, a block that is not a certificate) is a VAP_ERR_CONFIG error naming the file:
+ * taken as it is, it would only make every camera untrusted, and the error blame the camera.
+ */
+export async function readCameraCa(path: string): Promise<Buffer> {
+  const bad = (why: string) => new ArgusError(ErrorCodes.CONFIG, `tls.ca: ${path}: ${why}`);
+  const bytes = await readFile(path).catch((e: NodeJS.ErrnoException) => {
+    throw bad(`cannot be read (${e.code ?? e.message})`);
+  });
+  const text = bytes.toString('latin1');
+  const blocks = [...text.matchAll(/-----BEGIN ([A-Z0-9 ]+)-----[\s\S]*?-----END \1-----/g)];
+  if (!blocks.length) throw bad('holds no PEM certificate (-----BEGIN CERTIFICATE-----); a DER file is converted with `openssl x509 -inform der -in FILE -out FILE.pem`');
+  // A block begun and not ended (or ended under another label) would be skipped by TLS unseen.
+  if ((text.match(/-----BEGIN /g) ?? []).length !== blocks.length) throw bad('holds a PEM block that does not end as it begins');
+  blocks.forEach((b, i) => {
+    if (/PRIVATE KEY/.test(b[1])) throw bad(`block ${i + 1} is a private key: a CA file holds certificates only (and a key has no place in it)`);
+    if (b[1] !== 'CERTIFICATE') throw bad(`block ${i + 1} is a ${b[1]}, not a CERTIFICATE`);
+    try {
+      new X509Certificate(b[0]);
+    } catch (e) {
+      throw bad(`block ${i + 1} is not a readable certificate (${(e as Error).message})`);
+    }
+  });
+  return bytes;
 }
 
 /** OpenSSL's reasons for not trusting a certificate, as people say them. */

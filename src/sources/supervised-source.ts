@@ -252,11 +252,12 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     /** A run failed: give up (for good, or after `maxAttempts` in a row), or wait the backoff. */
     const onError = (e: Error) => {
       resetIfHealthy(clock());
-      // A missing file or ffmpeg, or a file ffmpeg cannot read, will not fix itself. A file
+      // A missing file or ffmpeg, a file ffmpeg cannot read, or a setting of the source that
+      // cannot be used (VAP_ERR_CONFIG: an unreadable tls.ca), will not fix itself. A file
       // that played and then stalled or lost its ffmpeg resumes where it was; live sources
       // (cameras, streams) are always retried.
       const code = (e as ArgusError).code;
-      const permanent = code === ErrorCodes.SOURCE_OPEN || (isFile && !opened && (code === ErrorCodes.SOURCE_EXIT || code === ErrorCodes.SOURCE_PROBE));
+      const permanent = code === ErrorCodes.SOURCE_OPEN || code === ErrorCodes.CONFIG || (isFile && !opened && (code === ErrorCodes.SOURCE_EXIT || code === ErrorCodes.SOURCE_PROBE));
       attempt++;
       const max = reconnect.maxAttempts;
       if (permanent || (max > 0 && attempt > max)) {

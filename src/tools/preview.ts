@@ -94,6 +94,8 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
   const index = options.source === undefined ? Math.max(0, config.sources.findIndex((s) => s.enabled)) : config.sources.findIndex((s) => s.id === options.source);
   if (index < 0) throw new ArgusError(ErrorCodes.CONFIG, `preview --source ${options.source}: no such source in ${file} (sources: ${config.sources.map((s) => s.id).join(', ')})`);
   const src = config.sources[index];
+  // preview reads a camera with ffmpeg alone, whose RTSPS takes any certificate (checked before the model loads).
+  if (/^rtsps:/i.test(src.uri) && src.tls.verify) throw new ArgusError(ErrorCodes.CONFIG, `preview: source "${src.id}" is an rtsps:// camera whose certificate is to be checked, which only the pipeline's relay does (argus run); preview reads it with ffmpeg alone: set its tls: { verify: false } to preview it so`);
   const at = options.at ?? 0;
   if (!(at >= 0)) throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${options.at}: expected seconds ≥ 0`);
 
@@ -114,8 +116,6 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
   try {
     const file_ = sourceKind(url) === 'file';
     if (!file_ && at > 0) throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${at}: source "${src.id}" is a live stream (${sourceKind(url)}); --at applies to files`);
-    // preview reads a camera with ffmpeg alone, whose RTSPS takes any certificate.
-    if (/^rtsps:/i.test(url) && src.tls.verify) throw new ArgusError(ErrorCodes.CONFIG, `preview: source "${src.id}" is an rtsps:// camera whose certificate is to be checked, which only the pipeline's relay does (argus run); preview reads it with ffmpeg alone: set its tls: { verify: false } to preview it so`);
     const tracking = config.tracking.enabled;
     const start = tracking ? Math.max(0, at - HISTORY_S) : at;
     // Built before any frame, so an unknown class label fails naming the field.

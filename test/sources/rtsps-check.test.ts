@@ -10,7 +10,12 @@ import { join } from 'node:path';
 import { createServer } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CameraTls } from '../../src/core/rtsp-relay.js';
-import { RtspTap } from '../../src/sources/rtsp-tap.js';
+import { lastValueFrom } from 'rxjs';
+import { PipelineSchema } from '../../src/config/schema.js';
+import { runPipeline } from '../../src/pipeline/run.js';
+import { fakeDetector } from '../helpers/fake-session.js';
+import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
+import { readCameraCa, RtspTap } from '../../src/sources/rtsp-tap.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'argus-rtsps-check-'));
 
@@ -32,11 +37,14 @@ describe('rtsps:// cameras: the relay checks the certificate before anything of 
   const servers: { close(): void }[] = [];
   afterAll(() => servers.forEach((s) => s.close()));
 
-  /** A camera with `cert`; what it received; ffmpeg's request sent through a relay checking as `tls` says. */
-  async function attempt(cert: ReturnType<typeof selfSigned>, tls?: CameraTls) {
+  /** A camera with `cert` (answering each request with `reply`, if given); what it received; ffmpeg's request sent through a relay checking as `tls` says; what ffmpeg got back. */
+  async function attempt(cert: ReturnType<typeof selfSigned>, tls?: CameraTls, reply?: string) {
     const received: Buffer[] = [];
     const server = createServer({ key: readFileSync(cert.key), cert: cert.pem }, (s) => {
-      s.on('data', (d: Buffer) => received.push(d));
+      s.on('data', (d: Buffer) => {
+        received.push(d);
+        if (reply) s.write(reply);
+      });
       s.on('error', () => {});
     });
     servers.push(server);
@@ -45,18 +53,22 @@ describe('rtsps:// cameras: the relay checks the certificate before anything of 
     const relay = new URL(await tap.listen());
     const ffmpeg = connect(Number(relay.port), '127.0.0.1');
     ffmpeg.on('error', () => {});
+    const back: Buffer[] = [];
+    ffmpeg.on('data', (d: Buffer) => back.push(d));
     ffmpeg.write(`OPTIONS ${relay.href} RTSP/1.0\r\nCSeq: 1\r\nAuthorization: Basic YWRtaW46c2VjcmV0\r\n\r\n`);
     const closed = new Promise<boolean>((r) => ffmpeg.once('close', () => r(true)));
     const deadline = Date.now() + 5000;
-    while (!received.length && Date.now() < deadline && !ffmpeg.destroyed) await Promise.race([closed, new Promise((r) => setTimeout(r, 10))]);
+    while ((reply ? !ffmpeg.destroyed && !back.length : !received.length) && Date.now() < deadline && !ffmpeg.destroyed) await Promise.race([closed, new Promise((r) => setTimeout(r, 10))]);
+    if (reply) await Promise.race([closed, new Promise((r) => setTimeout(r, 300))]);
     const text = Buffer.concat(received).toString();
+    const answer = Buffer.concat(back).toString();
     const log = tap.unrelay('');
     ffmpeg.destroy();
     tap.close();
-    return { text, log };
+    return { text, log, answer };
   }
 
-  it('by default (the system\'s CAs): a self-signed camera is refused, nothing reaches it, and the error says why with its fingerprint', async () => {
+  it('by default (Node\'s public CAs): a self-signed camera is refused, nothing reaches it, and the error says why with its fingerprint', async () => {
     const { text, log } = await attempt(byIp);
     expect(text).toBe('');
     expect(log).toContain('camera: 127.0.0.1:');
@@ -80,12 +92,64 @@ describe('rtsps:// cameras: the relay checks the certificate before anything of 
     expect(wrongName.log).toMatch(/certificate not trusted \(.*IP: 127\.0\.0\.1 is not in the cert's list/);
   });
 
+  it('a checked camera that redirects: the redirect is not passed on to ffmpeg (it would take the new address\'s certificate unchecked, with the credentials), and the error says so', async () => {
+    const moved = 'RTSP/1.0 302 Moved\r\nCSeq: 1\r\nLocation: rtsps://127.0.0.1:1/elsewhere\r\n\r\n';
+    const r = await attempt(byIp, { verify: true, fingerprint: byIp.fingerprint }, moved);
+    expect(r.text).toContain('OPTIONS'); // the camera itself was checked, and reached
+    expect(r.answer).not.toContain('Location');
+    expect(r.log).toContain('it redirected ffmpeg to rtsps://127.0.0.1:1/elsewhere: not followed');
+    // A plain reply goes through.
+    expect((await attempt(byIp, { verify: true, fingerprint: byIp.fingerprint }, 'RTSP/1.0 200 OK\r\nCSeq: 1\r\nPublic: DESCRIBE\r\n\r\n')).answer).toContain('200 OK');
+  });
+
   it('verify: false takes any certificate', async () => {
     expect((await attempt(byName, { verify: false })).text).toContain('OPTIONS');
   });
 
   it('a CA file that cannot be read: a coded config error naming tls.ca', async () => {
     const tap = new RtspTap('rtsps://127.0.0.1:7441/live', { tls: { verify: true, ca: join(dir, 'missing.pem') } });
-    await expect(tap.listen()).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: expect.stringContaining(`tls.ca: cannot read ${join(dir, 'missing.pem')} (ENOENT)`) });
+    await expect(tap.listen()).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: expect.stringContaining(`tls.ca: ${join(dir, 'missing.pem')}: cannot be read (ENOENT)`) });
+  });
+
+  it('a CA file that holds no certificate, a key, a DER file or a broken block: a config error naming the file and the block (taken as it was, it trusted nothing, and the error blamed the camera)', async () => {
+    const file = (name: string, content: Buffer | string) => {
+      const p = join(dir, name);
+      writeFileSync(p, content);
+      return p;
+    };
+    const key = readFileSync(byIp.key, 'utf8');
+    const der = new X509Certificate(byIp.pem).raw;
+    const cases: [string, string][] = [
+      [file('empty.pem', ''), 'holds no PEM certificate'],
+      [file('text.pem', 'not a certificate\n'), 'holds no PEM certificate'],
+      [file('der.pem', der), 'holds no PEM certificate (-----BEGIN CERTIFICATE-----); a DER file is converted'],
+      [file('key.pem', key), 'block 1 is a private key'],
+      [file('keyca.pem', `${byIp.pem}\n${key}`), 'block 2 is a private key'],
+      [file('cut.pem', `-----BEGIN CERTIFICATE-----\nMIIB\n${byIp.pem}`), 'holds a PEM block that does not end as it begins'],
+      [file('junk.pem', '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n'), 'block 1 is not a readable certificate'],
+    ];
+    for (const [path, why] of cases) await expect(readCameraCa(path), path).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: expect.stringContaining(`tls.ca: ${path}: ${why}`) });
+    await expect(readCameraCa(file('two.pem', Buffer.concat([byIp.pem, byName.pem])))).resolves.toBeInstanceOf(Buffer);
+  });
+
+  it('a pipeline whose rtsps:// camera names a CA file that is not one does not start: a config error naming the field (it was retried for ever)', async () => {
+    const { detector } = await fakeDetector();
+    try {
+      writeFileSync(join(dir, 'notes.pem'), 'the camera CA is on the NAS\n');
+      const config = PipelineSchema.parse({ sources: [{ id: 'cam', uri: 'rtsps://127.0.0.1:7441/live', tls: { ca: 'notes.pem' } }] });
+      await expect(runPipeline(config, { detector, baseDir: dir, status: false })).rejects.toMatchObject({
+        code: 'VAP_ERR_CONFIG',
+        message: expect.stringContaining(`sources[0].tls.ca: ${join(dir, 'notes.pem')}: holds no PEM certificate`),
+      });
+    } finally {
+      await detector.release();
+    }
+  });
+
+  it('ffmpegSource refuses an rtsps:// input without the relay whose certificate is to be checked (a caller that builds its own input: bench)', async () => {
+    const input = { url: 'rtsps://127.0.0.1:7441/live', kind: 'rtsp' as const, rate: 'native' as const, loop: false, cameraClock: false };
+    const output = { width: 32, height: 32, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
+    const err = await lastValueFrom(ffmpegSource({ id: 'cam', input, output, ffmpegPath: '/nonexistent/ffmpeg' })).catch((e) => e);
+    expect(err).toMatchObject({ code: 'VAP_ERR_SOURCE_OPEN', message: expect.stringContaining('an rtsps:// camera without argus\'s relay') });
   });
 });

@@ -166,15 +166,15 @@ export const SourceSchema = z
       .default({}),
     /**
      * `rtsps://` cameras: how argus's relay checks the camera's certificate (README, "Latency").
-     * Default: against the system's certificate authorities, and the camera's name or address.
+     * Default: against Node's list of public certificate authorities (and NODE_EXTRA_CA_CERTS), for the camera's name or address.
      */
     tls: z
       .object({
         /** false: any certificate is taken (no protection from a machine in the middle). Default true. */
         verify: z.boolean().default(true),
-        /** A PEM file (relative to the pipeline file) of the certificates to trust instead of the system's: a camera CA's. The camera's name or address is still checked. */
+        /** A PEM file (relative to the pipeline file) of the certificates to trust instead of Node's public list: a camera CA's. The camera's name or address is still checked. */
         ca: z.string().min(1).optional(),
-        /** The SHA-256 fingerprint of the camera's own certificate (hex, colons optional): that certificate is taken, and no other, whoever signed it (a self-signed camera's). */
+        /** The SHA-256 fingerprint of the camera's own certificate (hex, colons optional): that certificate is taken, and no other, whoever signed it and whatever its names and dates (a self-signed camera's). */
         fingerprint: z
           .string()
           .regex(/^(sha256:)?([0-9a-f]{2}:?){31}[0-9a-f]{2}$/i, 'a SHA-256 fingerprint: 32 bytes in hex, colons optional (AB:CD:…)')
