@@ -14,7 +14,7 @@ import { BufferPool, FrameReader } from './frame-reader.js';
 import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
 import { tapsCameraClock } from '../core/rtsp-relay.js';
 import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
-import { colourOf, outputRate, saysNoVideoStream, withoutMapAdvice, StderrProbe, type StreamInfo } from './stderr-probe.js';
+import { colourOf, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
 
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
 export type SpawnFn = (command: string, args: readonly string[], options: { stdio: ['ignore', 'pipe' | Socket, 'pipe'] }) => ChildProcess;
@@ -715,7 +715,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
         return;
       }
       const log = tap ? tap.unrelay(probe.tailText()) : probe.tailText();
-      const tail = withoutMapAdvice(log.split('\n')).slice(-6).join('\n');
+      const tail = withoutOwnNotices(log.split('\n')).slice(-6).join('\n');
       if (!lb && probe.tooLarge) {
         fail(ErrorCodes.SOURCE_PROBE, `source "${id}": ${tooLargeMessage(input.url, probe.tooLarge)}\n${tail}`);
         return;

@@ -186,10 +186,16 @@ export function pictureTooLarge(line: string): { width: number; height: number }
   return m ? { width: Number(m[1]), height: Number(m[2]) } : undefined;
 }
 
-/** ffmpeg's last lines without its advice to make the map optional (which argus cannot take). */
-export function withoutMapAdvice(lines: readonly string[]): string[] {
-  return lines.filter((l) => !MAP_ADVICE.test(l));
+/**
+ * ffmpeg's last lines without what it says of argus's own arguments: its advice to make the map
+ * optional (which argus cannot take), and its notice that -vsync is deprecated (argus passes it
+ * for the bundled 2018 build, which has no -fps_mode).
+ */
+export function withoutOwnNotices(lines: readonly string[]): string[] {
+  return lines.filter((l) => !MAP_ADVICE.test(l) && !VSYNC_NOTICE.test(l));
 }
+
+const VSYNC_NOTICE = /^-vsync is deprecated/;
 
 /**
  * Parses ffmpeg's log line by line. The source is the first video stream of the input's report,

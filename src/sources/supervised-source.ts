@@ -54,7 +54,22 @@ export interface SupervisedSourceOptions extends FfmpegSourceOptions {
 const EXACT_SEEK_FORMAT = /^(mov|mp4|m4a|3gp|3g2|mj2|matroska|webm|avi|flv|ivf)(,|$)/;
 const SEEK_MARGIN_S = 3;
 
-const firstLine = (e: Error) => e.message.split('\n')[0];
+/**
+ * A transition's reason: the error's first line, and the line that says why where the error
+ * has more (the relay's `camera: …` line, else ffmpeg's last: "Connection refused", a
+ * certificate refused), so that the log line and /healthz tell the cause, not only "ffmpeg
+ * exited with code 1". At most REASON_CHARS characters.
+ */
+const firstLine = (e: Error): string => {
+  const lines = e.message.split('\n').map((l) => l.trim());
+  const first = lines[0] ?? '';
+  const rest = lines.slice(1).filter(Boolean);
+  if (!rest.length) return first;
+  const why = rest.find((l) => l.startsWith('camera: ')) ?? rest[rest.length - 1];
+  const text = `${first}: ${why}`;
+  return text.length > REASON_CHARS ? `${text.slice(0, REASON_CHARS - 1)}…` : text;
+};
+const REASON_CHARS = 400;
 
 /**
  * A source that keeps itself alive: ffmpeg is restarted with exponential backoff and jitter

@@ -4,7 +4,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { loadSharp } from '../core/sharp.js';
 import { boundedSize, decodeBoundArgs, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, sourceKind, taggedStdout, tooLargeMessage } from '../sources/ffmpeg-args.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
-import { FrameTimes, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, saysNoVideoStream, withoutMapAdvice } from '../sources/stderr-probe.js';
+import { FrameTimes, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, saysNoVideoStream, withoutOwnNotices } from '../sources/stderr-probe.js';
 
 /** One decoded picture at the source's full resolution, packed RGB. */
 export interface RawFrame {
@@ -295,7 +295,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
     }
     if (code !== 0) {
       const lines = [...tail, logLines.rest].filter(Boolean);
-      const last = withoutMapAdvice(lines).slice(-6).join('\n');
+      const last = withoutOwnNotices(lines).slice(-6).join('\n');
       if (tooLarge && index === 0) throw new ArgusError(ErrorCodes.SOURCE_PROBE, tooLargeMessage(o.url, tooLarge));
       if (saysNoVideoStream(lines.join('\n'))) throw new ArgusError(ErrorCodes.SOURCE_PROBE, `${o.url} has no video stream:\n${last}`);
       throw new ArgusError(ErrorCodes.SOURCE_EXIT, `ffmpeg exited with code ${code} decoding ${o.url}:\n${last}`);

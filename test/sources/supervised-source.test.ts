@@ -114,6 +114,17 @@ const states = (ts: Transition[]) => ts.map((t) => t.state);
 const release = tap<Frame>((f) => f.release());
 
 describe('supervisedSource (real ffmpeg, real sockets)', () => {
+  it('a camera that refuses the connection: each transition says why (the relay\'s `camera: … ECONNREFUSED`), not only that ffmpeg exited', async () => {
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as AddressInfo;
+    await new Promise((r) => server.close(r)); // nothing listens there now
+    const s = source(`rtsp://admin:pw@127.0.0.1:${port}/live`, { reconnect: { ...policy, maxAttempts: 1 } });
+    await lastValueFrom(s.src).catch(() => undefined);
+    expect(states(s.transitions)).toEqual(['starting', 'reconnecting', 'failed']);
+    for (const t of s.transitions.slice(1)) expect(t.reason).toContain(`ffmpeg exited with code 1 for rtsp://***@127.0.0.1:${port}/live: camera: 127.0.0.1:${port}: ECONNREFUSED`);
+  });
+
   it('a source that never sends a frame: restarted on the start timeout, then failed after maxAttempts, ffmpeg killed each time', async () => {
     const s = source(`${base}/silent`, { reconnect: { ...policy, maxAttempts: 2 }, watchdog: { startTimeoutMs: 1500, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 } });
     const err = (await lastValueFrom(s.src).catch((e: unknown) => e)) as Error & { code: string };
