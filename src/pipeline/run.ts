@@ -122,6 +122,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
   const log = options.log ?? (() => {});
   const env = options.env ?? process.env;
   const baseDir = options.baseDir ?? process.cwd();
+  const jsonlPath = jsonlPathOf(config, options);
   const life = new Lifecycle(log);
   const stop$ = new Subject<void>();
   // Stops the run from inside (stdout closed under `--jsonl -`), like an abort of options.signal.
@@ -175,7 +176,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
         const delivered = pipeline.stats.find((s) => s.id === id)?.fps;
         return source && sourceKind(source.uri) !== 'file' ? (source.fps ?? delivered) : (delivered ?? source?.fps);
       };
-      const open = () => AnnotateSink.open({ ...annotateConfig, baseDir, sources: enabled.map((s) => s.id), attachable: options.attached !== undefined, inputs: pipeline.inputs, writtenBy: jsonlWrites(options.jsonl ?? config.sinks.jsonl?.path), ffmpegPath: pipeline.ffmpegPath, channelOrder: manifest.preprocess.channelOrder, labels: pipeline.detector.labels, fpsOf, log });
+      const open = () => AnnotateSink.open({ ...annotateConfig, baseDir, sources: enabled.map((s) => s.id), attachable: options.attached !== undefined, inputs: pipeline.inputs, writtenBy: jsonlWrites(jsonlPath), ffmpegPath: pipeline.ffmpegPath, channelOrder: manifest.preprocess.channelOrder, labels: pipeline.detector.labels, fpsOf, log });
       annotate = started.annotate = await life.start('annotate', open, (a) => a.close());
     }
 
@@ -201,8 +202,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     if (options.status !== false) {
       // JSON lines to the terminal the status block is on (`-`, /dev/stdout, /dev/tty): plain status
       // lines then, as a redraw in place would erase the lines written between two ticks.
-      const jsonl = options.jsonl ?? config.sinks.jsonl?.path;
-      const dataOnTty = jsonl !== undefined && sameTerminal(jsonl === '-' ? 1 : jsonl);
+      const dataOnTty = jsonlPath !== undefined && sameTerminal(jsonlPath === '-' ? 1 : jsonlPath);
       life.use('status line', new StatusReporter(pipeline.stats, undefined, undefined, !dataOnTty), (s) => s.stop()).start();
     }
 
@@ -276,6 +276,7 @@ interface Started {
 async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: Pipeline, options: RunOptions, port: number, log: LogFn, onFatal: (e: Error) => void): Promise<Started> {
   const env = options.env ?? process.env;
   const baseDir = options.baseDir ?? process.cwd();
+  const jsonlPath = jsonlPathOf(config, options);
   const sinks: Sink[] = [];
   const k = config.sinks.kafka;
   // The outbox first: alerts journaled by an earlier run are replayed into Kafka below.
@@ -284,7 +285,6 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
     const dir = outboxDir(config, baseDir, env);
     outbox = await life.start('outbox', () => Outbox.open({ dir, maxBytes: config.outbox.maxBytes, maxAgeMs: config.outbox.maxAgeHours * 3_600_000, fsync: config.outbox.fsync, log }), (o) => o.close());
   }
-  const jsonlPath = options.jsonl ?? config.sinks.jsonl?.path;
   if (jsonlPath !== undefined && jsonlPath !== '-') {
     // Opening truncates it: `--jsonl clip.mp4` emptied the clip a source was about to read, and
     // `--jsonl pipeline.yaml` the pipeline (the annotated video refused this already).
@@ -385,6 +385,15 @@ function summarize(started: Started, frames: number, wallMs: number): RunSummary
 }
 
 /** The JSON lines file, as a file another output must not also write (stdout is none). */
+/**
+ * The JSONL file: --jsonl as given (against the shell's folder), the config's against the
+ * pipeline file's folder, as every path in it (it was the shell's folder too).
+ */
+function jsonlPathOf(config: PipelineConfig, options: RunOptions): string | undefined {
+  const path = config.sinks.jsonl?.path;
+  return options.jsonl ?? (path === undefined || path === '-' ? path : resolve(options.baseDir ?? process.cwd(), path));
+}
+
 function jsonlWrites(path: string | undefined): ReadonlyMap<string, string> | undefined {
   return path && path !== '-' ? new Map([[path, 'sinks.jsonl.path (--jsonl)']]) : undefined;
 }

@@ -1,0 +1,34 @@
+// Relative paths in a pipeline file are the pipeline folder's, whatever folder argus runs from.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseConfigText } from '../../src/config/load.js';
+import { PipelineSchema } from '../../src/config/schema.js';
+import { runPipeline } from '../../src/pipeline/run.js';
+import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
+import { fakeDetector } from '../helpers/fake-session.js';
+
+describe('relative paths in the pipeline file', () => {
+  it("sinks.jsonl.path is the pipeline folder's (it was the shell's), as annotate's and the snapshots' are; --jsonl stays the shell's", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-paths-'));
+    const clip = join(dir, 'clip.mp4');
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=320x240:rate=10', '-frames:v', '5', '-pix_fmt', 'yuv420p', clip]);
+    const config = parseConfigText(`sources:\n  - {id: cam, uri: clip.mp4, rate: fast}\nsinks:\n  jsonl: { path: frames.jsonl }\n`, PipelineSchema, join(dir, 'p.yaml'), {});
+    const { detector } = await fakeDetector();
+    try {
+      expect(process.cwd()).not.toBe(dir);
+      await runPipeline(config, { detector, baseDir: dir, status: false });
+      const lines = readFileSync(join(dir, 'frames.jsonl'), 'utf8').trim().split('\n');
+      expect(lines).toHaveLength(5);
+      expect(existsSync(join(process.cwd(), 'frames.jsonl'))).toBe(false);
+      // --jsonl: as the shell gives it (absolute here).
+      const flag = join(mkdtempSync(join(tmpdir(), 'argus-paths-flag-')), 'flag.jsonl');
+      await runPipeline(config, { detector, baseDir: dir, status: false, jsonl: flag });
+      expect(readFileSync(flag, 'utf8').trim().split('\n')).toHaveLength(5);
+    } finally {
+      await detector.release();
+    }
+  }, 60_000);
+});
