@@ -93,11 +93,12 @@ export class JsonlSink implements Sink {
   }
 
   async close(): Promise<void> {
-    if (this.out instanceof Socket) return this.closePipe(this.out);
+    // (First: stdout that is a pipe is a Socket too, and was waited on for 5 s after its reader had gone.)
     if (this.out === process.stdout) {
       if (!this.error && this.out.writableLength > 0) await Promise.race([once(this.out, 'drain'), once(this.out, 'error')]).catch(() => undefined);
       return;
     }
+    if (this.out instanceof Socket) return this.closePipe(this.out);
     const ws = this.out as WriteStream;
     if (ws.destroyed) return;
     ws.end();
@@ -107,6 +108,11 @@ export class JsonlSink implements Sink {
   /** A named pipe: its reader gets `closeTimeoutMs` to take what is buffered; then the rest is dropped (a reader that stopped reading cannot hold the shutdown). */
   private async closePipe(out: Socket): Promise<void> {
     if (out.destroyed) return;
+    if (this.error) {
+      // Its reader has gone (EPIPE): nothing more can be taken.
+      out.destroy();
+      return;
+    }
     const closed = Promise.race([once(out, 'close'), once(out, 'error')]).catch(() => undefined);
     out.end();
     let timer: NodeJS.Timeout | undefined;
