@@ -187,8 +187,16 @@ export async function runDetect(files: readonly string[], options: DetectOptions
   const log: LogFn = (m, f, level) => (level === 'warn' || level === 'error' ? options.log?.(m, f, level) : undefined);
   if (files.length === 0) throw new ArgusError(ErrorCodes.CONFIG, 'detect: give at least one image or video file');
   const missing = (f: string) => new ArgusError(ErrorCodes.SOURCE_OPEN, `detect: file not found: ${f}`);
-  // Nothing to read at all: fail before the model loads. Otherwise a missing file fails alone.
-  if (files.every((f) => !existsSync(f))) throw missing(files[0]);
+  // Nothing to read at all: fail before the model loads (with --json, its document all the same:
+  // one error entry a file). Otherwise a missing file fails alone.
+  if (files.every((f) => !existsSync(f))) {
+    if (!options.json) throw missing(files[0]);
+    const named = modelRef(options.model);
+    const none: DetectOutput = { model: named.path ? resolve(named.path) : named.manifest!, files: files.map((f) => ({ file: f, width: 0, height: 0, frames: [], error: { code: ErrorCodes.SOURCE_OPEN, message: missing(f).message } })), failed: files.length };
+    write(`${JSON.stringify(none)}\n`);
+    await report?.finish('detect');
+    return none;
+  }
   const post = PostprocessSchema.parse({ ...(options.score !== undefined ? { scoreThreshold: options.score } : {}), ...(options.iou !== undefined ? { iouThreshold: options.iou } : {}) });
   const targets = options.out !== undefined ? planOutputs(options.out, files) : undefined;
   const ref = modelRef(options.model);

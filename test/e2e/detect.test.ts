@@ -143,6 +143,15 @@ describe('argus detect: table and annotated copies (real model)', () => {
     expect(r.stderr).toContain('VAP_ERR_SOURCE_OPEN');
     expect(r.stderr).toContain('nope.jpg');
     expect(existsSync(out)).toBe(false);
+    // --json: its one document all the same, an error entry per file (it printed nothing on stdout).
+    const j = await argus(['detect', '--json', `${MIRROR}/images/nope.jpg`, `${MIRROR}/images/nope2.jpg`]);
+    expect(j.code).toBe(2);
+    const doc = JSON.parse(j.stdout) as DetectOutput;
+    expect(doc).toMatchObject({ model: 'yolox-nano', failed: 2 });
+    expect(doc.files.map((f) => [f.file, f.error?.code])).toEqual([
+      [`${MIRROR}/images/nope.jpg`, 'VAP_ERR_SOURCE_OPEN'],
+      [`${MIRROR}/images/nope2.jpg`, 'VAP_ERR_SOURCE_OPEN'],
+    ]);
   }, TIMEOUT);
 
   it('a misspelt --model name is named as such, with the known manifests (not "cannot read" a file of that name)', async () => {
