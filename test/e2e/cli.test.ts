@@ -218,6 +218,11 @@ describe('argus bench', () => {
     expect(b.live.framesIn).toBe(b.live.framesOut + b.live.dropped); // every frame read: processed or counted as dropped
     expect(b.live.dropPct).toBe(Math.round(((100 * b.live.dropped) / Math.max(1, b.live.framesIn)) * 100) / 100); // percent, 2 decimals
     expect(b.live.e2e.p99).toBeGreaterThanOrEqual(b.live.e2e.p50);
+    // The peak is at least what was seen at the start and the end (it was sampled once a second only).
+    expect(b.live.rssPeakMb).toBeGreaterThanOrEqual(Math.max(b.live.rssStartMb, b.live.rssEndMb));
+    // A 3 s run: its first and last thirds, not one 30 s window twice.
+    expect(b.live.e2eWindowS).toBeCloseTo(b.live.seconds / 3, 1);
+    expect(r.stdout).toMatch(new RegExp(`live e2e first ${b.live.e2eWindowS} s`));
     expect(r.stdout).toMatch(new RegExp(`live asset:one-by-one-person-detection\\.mp4: [\\d.]+ s, in [\\d.]+ fps, out ${b.live.fps} fps, dropped ${b.live.dropped}/${b.live.framesIn} `));
   }, TIMEOUT);
 });
