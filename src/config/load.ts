@@ -102,6 +102,8 @@ export function parseConfigText<S extends ZodTypeAny>(
   schema: S,
   file: string,
   env: NodeJS.ProcessEnv = process.env,
+  /** Says what the document is when it is another kind than `schema`'s (asked before `${env:…}` is resolved). */
+  otherKind?: (doc: Record<string, unknown>) => string | undefined,
 ): z.infer<S> {
   let doc: unknown;
   try {
@@ -114,6 +116,8 @@ export function parseConfigText<S extends ZodTypeAny>(
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
     throw new ArgusError(ErrorCodes.CONFIG, `${file}: expected a mapping at the top level`);
   }
+  const other = otherKind?.(doc as Record<string, unknown>);
+  if (other) throw new ArgusError(ErrorCodes.CONFIG, `${file}: ${other}`);
   const raw = new Map<string, string>();
   try {
     doc = interpolateEnv(doc, env, '', raw);
@@ -231,6 +235,12 @@ export async function readConfigFile<S extends ZodTypeAny>(file: string, schema:
   return parseConfigText(await readConfigText(file), schema, file, env);
 }
 
-export function loadPipeline(file: string, env?: NodeJS.ProcessEnv): Promise<PipelineConfig> {
-  return readConfigFile(file, PipelineSchema, env);
+export async function loadPipeline(file: string, env?: NodeJS.ProcessEnv): Promise<PipelineConfig> {
+  return parseConfigText(await readConfigText(file), PipelineSchema, file, env, notAPipeline);
+}
+
+/** A cameras list given where a pipeline is wanted (`argus run pipelines/cameras.yaml`: its first error was an unset variable of one camera's password). */
+function notAPipeline(doc: Record<string, unknown>): string | undefined {
+  if ('cameras' in doc && !('sources' in doc)) return 'a list of cameras for argus workers, not a pipeline: `argus cameras apply FILE --config WORKER.yaml` gives them to the workers (README, "Many machines: argus workers")';
+  return undefined;
 }

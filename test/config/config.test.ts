@@ -181,6 +181,12 @@ describe('pipeline schema', () => {
     }
   });
 
+  it('the cluster\'s cameras list given as a pipeline (argus run pipelines/cameras.yaml): says what it is and what takes it, before any of its ${env:…} (it said a camera\'s password variable was not set)', async () => {
+    const e = await loadPipeline('pipelines/cameras.yaml', {}).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_CONFIG')).toBe(true);
+    expect((e as Error).message).toBe('pipelines/cameras.yaml: a list of cameras for argus workers, not a pipeline: `argus cameras apply FILE --config WORKER.yaml` gives them to the workers (README, "Many machines: argus workers")');
+  });
+
   it('a pipeline whose text has "ftyp" at byte 4 is no MP4 (no box size before it): read as YAML', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-cfg-ftyp-'));
     const file = join(dir, 'p.yaml');
