@@ -104,6 +104,12 @@ describe('Ultralytics metadata values', () => {
     expect(parseNames(text)).toEqual(expected);
   });
 
+  it('describeModel: a file that names no classes (the official YOLOX exports) is refused saying how a pipeline names them', async () => {
+    const e = await describeModel(MODEL, undefined, undefined).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_MODEL_LOAD')).toBe(true);
+    expect((e as Error).message).toContain(`no class labels: the ONNX file has no "names" metadata and no manifest lists labels. A pipeline gives them with a manifest and the file, model: { manifest: yolox-nano, path: ${MODEL} }`);
+  });
+
   it('describeModel: a P6 export (stride 64) gets the four grids 8, 16, 32, 64; an input size past 4096 px a side is refused naming where it came from', async () => {
     const p6 = dir.path('p6.onnx');
     const anchors = [8, 16, 32, 64].reduce((n, s) => n + (256 / s) ** 2, 0); // 1360
