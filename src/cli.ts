@@ -134,7 +134,10 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
     // Kafka by exit (kept in the outbox for the next start, or lost), 1 a source failed (the
     // others ran), 0 all well.
     if (summary.failed.length > 0) {
-      for (const f of summary.failed) process.stderr.write(`argus: source "${f.source}" failed: ${redact(f.error.message)}\n`);
+      for (const f of summary.failed) {
+        const code = (f.error as { code?: unknown }).code;
+        process.stderr.write(`argus: source "${f.source}" failed: ${typeof code === 'string' && code.startsWith('VAP_ERR_') ? `${code}: ` : ''}${redact(f.error.message)}\n`);
+      }
       process.exitCode = 1;
     }
     if (summary.lostAlerts > 0 || summary.keptAlerts > 0) {

@@ -150,7 +150,7 @@ describe('argus run: bad input gets a clear error', () => {
     );
     const r = await argus(['run', p, '--jsonl', out, '--no-status']);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/argus: source "broken" failed: source "broken": ffmpeg exited with code 1 for .*broken\.mp4\n[\s\S]*Invalid data found when processing input/);
+    expect(r.stderr).toMatch(/argus: source "broken" failed: VAP_ERR_SOURCE_EXIT: source "broken": ffmpeg exited with code 1 for .*broken\.mp4\n[\s\S]*Invalid data found when processing input/);
     const recs = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
     expect(recs).toHaveLength(37);
     expect(new Set(recs.map((x) => x.source))).toEqual(new Set(['good']));
