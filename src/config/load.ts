@@ -18,9 +18,17 @@ function issueMessage(i: ZodIssue): string {
   // `.nan` (YAML's not-a-number) worded as `.inf` is (schema/common.ts `finite`).
   if (i.code === 'invalid_type' && i.expected === 'number' && i.received === 'nan') return 'must be a finite number (.nan is not a number)';
   if (i.code === 'invalid_enum_value') return `Invalid enum value. Expected ${i.options.map((o) => `'${String(o)}'`).join(' | ')}`;
-  if (i.code === 'unrecognized_keys') return `Unrecognized key(s) in object: ${i.keys.map((k) => (mention(k) ? `'${k}'` : 'a key that is not a field name')).join(', ')}`;
+  if (i.code === 'unrecognized_keys') {
+    const keys = `Unrecognized key(s) in object: ${i.keys.map((k) => (mention(k) ? `'${k}'` : 'a key that is not a field name')).join(', ')}`;
+    // A pipeline's section written into a source (or a cluster camera): say where it goes.
+    const sections = i.path.length === 2 && (i.path[0] === 'sources' || i.path[0] === 'cameras') ? i.keys.filter((k) => PIPELINE_SECTIONS.has(k)) : [];
+    return sections.length ? `${keys} (${sections.map((k) => `'${k}'`).join(', ')}: a section of the pipeline, at the top level, for all its sources)` : keys;
+  }
   return i.message;
 }
+
+/** The pipeline's top-level sections that are not a source's too (a hint for a misplaced one). */
+const PIPELINE_SECTIONS = new Set(['model', 'postprocess', 'tracking', 'alerts', 'sinks', 'server', 'outbox', 'cluster']);
 
 /** Formats zod issues as `path.to.field: message` lines. */
 export function formatIssues(error: ZodError): string {
