@@ -219,6 +219,7 @@ export async function runDetect(files: readonly string[], options: DetectOptions
       };
       try {
         if (!existsSync(file)) throw missing(file);
+        if (statSync(file).isDirectory()) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `detect: ${file} is a folder: give the files in it (${join(file, '*.jpg')}, …)`);
         if (!video) {
           const frame = await readImage(file);
           await handle(frame, target ? async (px) => {

@@ -143,6 +143,10 @@ describe('argus detect: table and annotated copies (real model)', () => {
     expect(r.stderr).toContain('VAP_ERR_SOURCE_OPEN');
     expect(r.stderr).toContain('nope.jpg');
     expect(existsSync(out)).toBe(false);
+    // A folder: said so, with what to give instead (it was ffmpeg's "Is a directory").
+    const folder = await argus(['detect', `${MIRROR}/images`]);
+    expect(folder.code).toBe(2);
+    expect(folder.stdout).toContain(`VAP_ERR_SOURCE_OPEN: detect: ${MIRROR}/images is a folder: give the files in it (${MIRROR}/images/*.jpg, …)`);
     // --json: its one document all the same, an error entry per file (it printed nothing on stdout).
     const j = await argus(['detect', '--json', `${MIRROR}/images/nope.jpg`, `${MIRROR}/images/nope2.jpg`]);
     expect(j.code).toBe(2);
