@@ -298,7 +298,7 @@ program
 
 program
   .command('preview')
-  .description('draw one frame of a source with its zones, lines (and their in direction), class filters, detections and tracks into a PNG')
+  .description('draw one frame of a source with its zones, lines (and their in direction), class filters, detections and tracks into a PNG (or a JPEG: --out x.jpg)')
   .argument('<pipeline>', 'pipeline YAML file')
   .requiredOption('--out <file>', 'PNG (or JPEG, by extension) to write')
   .option('--source <id>', 'source id (default: the first)')
