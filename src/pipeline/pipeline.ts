@@ -294,6 +294,12 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     ffmpegPath = ff.path;
     log(`ffmpeg ${ff.version} at ${ff.path} (${ff.reason})`, { ffmpeg: ff.path, version: ff.version });
     urls = await Promise.all(sources.map((s) => resolveSourceUrl(s, baseDir, ffmpegPath, log, settingOf(options, `sources[${config.sources.indexOf(s)}]`), options.signal)));
+    // `rate` and `loop` are for files: on a camera they change nothing, which the user should know.
+    sources.forEach((s, i) => {
+      const kind = sourceKind(urls[i]);
+      const asked = [s.rate === 'fast' ? 'rate: fast' : '', s.loop ? 'loop: true' : ''].filter(Boolean);
+      if (kind !== 'file' && asked.length) log(`${settingOf(options, `sources[${config.sources.indexOf(s)}]`)}: ${asked.join(' and ')} ${asked.length > 1 ? 'are' : 'is'} for files; source "${s.id}" is a live stream (${kind}), read as it comes`, { source: s.id }, 'warn');
+    });
     // An rtsps:// camera's CA file, read as its relay will (a file that is not one fails the
     // start, naming the field, rather than every connection to the camera).
     await Promise.all(

@@ -32,3 +32,27 @@ describe('relative paths in the pipeline file', () => {
     }
   }, 60_000);
 });
+
+describe('settings for files on a live source', () => {
+  it('rate: fast and loop: true on a camera are said to change nothing, naming the source (they were taken without a word)', async () => {
+    const config = parseConfigText(`sources:\n  - {id: cam, uri: "rtsp://127.0.0.1:9/live", rate: fast, loop: true}\n  - {id: file, uri: clip.mp4, rate: fast, loop: true}\n`, PipelineSchema, 'p.yaml', {});
+    const { detector } = await fakeDetector();
+    const warned: string[] = [];
+    const ac = new AbortController();
+    try {
+      await runPipeline(config, {
+        detector,
+        baseDir: mkdtempSync(join(tmpdir(), 'argus-live-')),
+        status: false,
+        signal: ac.signal,
+        log: (m, _f, level) => {
+          if (level === 'warn') warned.push(m);
+          if (/is a live stream/.test(m)) ac.abort();
+        },
+      });
+    } finally {
+      await detector.release();
+    }
+    expect(warned.filter((m) => /are for files|is for files/.test(m))).toEqual(['sources[0]: rate: fast and loop: true are for files; source "cam" is a live stream (rtsp), read as it comes']);
+  }, 60_000);
+});
