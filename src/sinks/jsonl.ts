@@ -95,7 +95,21 @@ export class JsonlSink implements Sink {
   async close(): Promise<void> {
     // (First: stdout that is a pipe is a Socket too, and was waited on for 5 s after its reader had gone.)
     if (this.out === process.stdout) {
-      if (!this.error && this.out.writableLength > 0) await Promise.race([once(this.out, 'drain'), once(this.out, 'error')]).catch(() => undefined);
+      if (this.error || this.out.writableLength === 0) return;
+      // Its reader gets closeTimeoutMs to take what is buffered, as a named pipe's does (a
+      // reader that stopped reading cannot hold the shutdown).
+      const out = this.out;
+      let timer: NodeJS.Timeout | undefined;
+      const ms = this.o.closeTimeoutMs ?? 5000;
+      const late = await Promise.race([
+        Promise.race([once(out, 'drain'), once(out, 'error')]).then(
+          () => false,
+          () => false,
+        ),
+        new Promise<boolean>((r) => (timer = setTimeout(() => r(true), ms))),
+      ]);
+      clearTimeout(timer);
+      if (late) this.log(`jsonl: the reader of stdout did not take the last ${out.writableLength} bytes within ${ms / 1000} s; they are dropped`, { path: this.path, bytes: out.writableLength }, 'warn');
       return;
     }
     if (this.out instanceof Socket) return this.closePipe(this.out);

@@ -61,12 +61,14 @@ const SEEK_MARGIN_S = 3;
  * exited with code 1". At most REASON_CHARS characters.
  */
 const firstLine = (e: Error): string => {
-  const lines = e.message.split('\n').map((l) => l.trim());
-  const first = lines[0] ?? '';
-  const rest = lines.slice(1).filter(Boolean);
-  if (!rest.length) return first;
+  const lines = e.message
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
+  const [first = '', ...rest] = lines;
   const why = rest.find((l) => l.startsWith('camera: ')) ?? rest[rest.length - 1];
-  const text = `${first}: ${why}`;
+  // Redacted before it is cut: a URL cut before its '@' would no longer be known as one.
+  const text = redact(why ? `${first}: ${why}` : first);
   return text.length > REASON_CHARS ? `${text.slice(0, REASON_CHARS - 1)}…` : text;
 };
 const REASON_CHARS = 400;

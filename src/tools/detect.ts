@@ -5,6 +5,7 @@ import { drawOverlay, encodeImage, type FrameImage } from '../annotate/draw.js';
 import { VideoWriter } from '../annotate/video-writer.js';
 import { PostprocessSchema } from '../config/schema.js';
 import type { Detections } from '../core/detections.js';
+import { redact } from '../core/redact.js';
 import { ArgusError, ErrorCodes, isArgusError, type ErrorCode } from '../core/errors.js';
 import { isVideoPath, sameFile, unwritableDir, VIDEO_EXTENSIONS } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
@@ -192,7 +193,7 @@ export async function runDetect(files: readonly string[], options: DetectOptions
   if (files.every((f) => !existsSync(f))) {
     if (!options.json) throw missing(files[0]);
     const named = modelRef(options.model);
-    const none: DetectOutput = { model: named.path ? resolve(named.path) : named.manifest!, files: files.map((f) => ({ file: f, width: 0, height: 0, frames: [], error: { code: ErrorCodes.SOURCE_OPEN, message: missing(f).message } })), failed: files.length };
+    const none: DetectOutput = { model: named.path ? resolve(named.path) : named.manifest!, files: files.map((f) => ({ file: redact(f), width: 0, height: 0, frames: [], error: { code: ErrorCodes.SOURCE_OPEN, message: redact(missing(f).message) } })), failed: files.length };
     write(`${JSON.stringify(none)}\n`);
     await report?.finish('detect');
     return none;
@@ -209,7 +210,8 @@ export async function runDetect(files: readonly string[], options: DetectOptions
     for (const [i, file] of files.entries()) {
       const video = inputKind(file) === 'video';
       const target = targets?.[i];
-      const entry: JsonFile = { file, width: 0, height: 0, frames: [] };
+      // Named without credentials wherever it is printed (a URL's user-info: README, "Security").
+      const entry: JsonFile = { file: redact(file), width: 0, height: 0, frames: [] };
       const handle = async (frame: RawFrame, writeFrame?: (annotated: Buffer) => Promise<void>) => {
         const { detections: d } = await fd.detect(frame);
         entry.width = frame.width;
@@ -261,11 +263,11 @@ export async function runDetect(files: readonly string[], options: DetectOptions
       } catch (e) {
         // This file alone: the others are still read, and the run ends with an error after them.
         result.failed++;
-        entry.error = { code: isArgusError(e) ? e.code : ErrorCodes.SOURCE_OPEN, message: (e as Error).message };
+        entry.error = { code: isArgusError(e) ? e.code : ErrorCodes.SOURCE_OPEN, message: redact((e as Error).message) };
         result.files.push(entry);
         // The copy could not be written: the file was read, and its detections are still given.
         const read = entry.error.code === ErrorCodes.SINK_FILE && entry.frames.length > 0;
-        if (!options.json) write(`${read ? `${formatFile(entry, video)}\n` : ''}${`${file}  ${entry.error.code}: ${entry.error.message}`.split('\n').map(forTerminal).join('\n')}\n`);
+        if (!options.json) write(`${read ? `${formatFile(entry, video)}\n` : ''}${`${entry.file}  ${entry.error.code}: ${entry.error.message}`.split('\n').map(forTerminal).join('\n')}\n`);
         continue;
       }
       result.files.push(entry);

@@ -156,6 +156,12 @@ describe('argus detect: table and annotated copies (real model)', () => {
       [`${MIRROR}/images/nope.jpg`, 'VAP_ERR_SOURCE_OPEN'],
       [`${MIRROR}/images/nope2.jpg`, 'VAP_ERR_SOURCE_OPEN'],
     ]);
+    // A URL's credentials are printed as ***, in the document as in the table.
+    for (const json of [true, false]) {
+      const u = await argus(['detect', ...(json ? ['--json'] : []), 'rtsp://admin:s3cret@127.0.0.1:9/x', `${MIRROR}/images/nope.jpg`]);
+      expect(u.stdout + u.stderr).not.toContain('s3cret');
+      expect(u.stdout + u.stderr).toContain('rtsp://***@127.0.0.1:9/x');
+    }
   }, TIMEOUT);
 
   it('a misspelt --model name is named as such, with the known manifests (not "cannot read" a file of that name)', async () => {

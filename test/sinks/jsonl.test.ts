@@ -94,3 +94,29 @@ describe('JsonlSink on a named pipe', () => {
     expect(readFileSync(file, 'utf8')).toBe('{"a":1}\n');
   });
 });
+
+describe('JsonlSink on stdout whose reader stops reading', () => {
+  it('close() gives it closeTimeoutMs to take what is buffered, then drops the rest, logged (it waited for as long as the reader stalled)', async () => {
+    const sink = new URL('../../src/sinks/jsonl.ts', import.meta.url).href;
+    const script = `
+      const { JsonlSink } = await import(${JSON.stringify(sink)});
+      const s = await JsonlSink.open('-', { closeTimeoutMs: 300, log: (m) => process.stderr.write('LOG ' + m + '\\n') });
+      const line = JSON.stringify({ type: 'detections', pad: 'x'.repeat(1000) });
+      for (let i = 0; i < 900; i++) s.publish('detections', 'cam', line);
+      const t = Date.now();
+      await s.close();
+      process.stderr.write('CLOSED ' + (Date.now() - t) + '\\n');
+      process.exit(0);
+    `;
+    // The test holds the read end of the child's stdout and never reads it: a stalled reader.
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout!.pause();
+    let err = '';
+    child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
+    const code = await new Promise<number | null>((r) => child.on('exit', r));
+    child.stdout!.destroy();
+    expect(code).toBe(0);
+    expect(err).toMatch(/LOG jsonl: the reader of stdout did not take the last \d+ bytes within 0\.3 s; they are dropped/);
+    expect(err).toMatch(/CLOSED \d+/);
+  }, 60_000);
+});

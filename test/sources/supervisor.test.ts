@@ -93,6 +93,22 @@ describe('backoff', () => {
     });
   });
 
+  it("a transition's reason: the error's first line and the line that says why (the relay's camera line, else the last), redacted before it is cut to 400 characters", () => {
+    scheduler.run(({ cold, flush }) => {
+      const long = new ArgusError(ErrorCodes.SOURCE_EXIT, `\n${'x'.repeat(360)}\nupload to https://admin:hunter2secret@hook.example/path/that/is/long`);
+      const relayed = new ArgusError(ErrorCodes.SOURCE_EXIT, 'source "cam": ffmpeg exited with code 1 for rtsp://***@cam/x\n[tcp] connected\nInvalid data\ncamera: cam:554: ECONNREFUSED');
+      const h = supervise([cold('#', undefined, long), cold('#', undefined, relayed), cold('a')]);
+      scheduler.schedule(() => sub.unsubscribe(), 400);
+      const sub = h.src.subscribe();
+      flush();
+      const [a, b] = h.transitions.filter((t) => t.state === 'reconnecting').map((t) => t.reason);
+      expect(a).not.toContain('hunter2');
+      expect(a.startsWith(`${'x'.repeat(360)}: upload to https://***@`)).toBe(true); // the blank first line skipped
+      expect(a.length).toBeLessThanOrEqual(400 + '; retry 1 in 0.1 s'.length);
+      expect(b).toBe('source "cam": ffmpeg exited with code 1 for rtsp://***@cam/x: camera: cam:554: ECONNREFUSED; retry 2 in 0.2 s');
+    });
+  });
+
   it('the attempt count resets after streaming for healthyResetMs: the next failure waits initialDelayMs again', () => {
     scheduler.run(({ cold, expectSubscriptions, flush }) => {
       // Run 1 streams from 100 to 1200 (1100 ms ≥ 1000), then ffmpeg dies at 1300.
@@ -104,7 +120,7 @@ describe('backoff', () => {
       expect(h.transitions.slice(1, 5)).toMatchObject([
         { at: 0, state: 'reconnecting', attempt: 1 },
         { at: 100, state: 'streaming', attempt: 1, reason: 'frames again after 1 attempt' },
-        { at: 1300, state: 'reconnecting', attempt: 1, reason: 'source "cam": ffmpeg exited with code 1; retry 1 in 0.1 s' },
+        { at: 1300, state: 'reconnecting', attempt: 1, reason: 'source "cam": ffmpeg exited with code 1: Connection refused; retry 1 in 0.1 s' },
         { at: 1400, state: 'reconnecting', attempt: 2 },
       ]);
       expectSubscriptions(runs[3].subscriptions).toBe('1600ms ^ 399ms !');
@@ -121,7 +137,7 @@ describe('backoff', () => {
       expect(h.transitions.slice(1, 4)).toMatchObject([
         { at: 0, state: 'reconnecting', attempt: 1 },
         { at: 100, state: 'streaming', attempt: 1 },
-        { at: 400, state: 'reconnecting', attempt: 2, reason: 'source "cam": ffmpeg exited with code 1; retry 2 in 0.2 s' },
+        { at: 400, state: 'reconnecting', attempt: 2, reason: 'source "cam": ffmpeg exited with code 1: Connection refused; retry 2 in 0.2 s' },
       ]);
       expectSubscriptions(runs[2].subscriptions).toBe('600ms ^ 399ms !');
     });
@@ -235,7 +251,7 @@ describe('resolution changes', () => {
         [0, 'starting', 'resolution changed from 64x48 to 32x24'],
         [0, 'streaming', 'first frame'],
         [300, 'streaming', 'resolution changed 2 times in 1.0 s, from 32x24; now 32x24'],
-        [300, 'reconnecting', 'source "cam": ffmpeg exited with code 1; retry 1 in 0.1 s'],
+        [300, 'reconnecting', 'source "cam": ffmpeg exited with code 1: Connection refused; retry 1 in 0.1 s'],
         [400, 'reconnecting', 'resolution changed from 64x48 to 32x24'], // one change: said as one
         [400, 'streaming', 'frames again after 1 attempt'],
         [500, 'stopped', 'stopped'],
@@ -253,7 +269,7 @@ describe('giving up', () => {
       flush();
       expect(h.calls).toHaveLength(3);
       expect(states(h.transitions)).toEqual(['starting', 'reconnecting', 'reconnecting', 'failed']); // not stopped
-      expect(h.transitions[3]).toMatchObject({ at: 300, attempt: 3, reason: 'gave up after 2 attempts: source "cam": ffmpeg exited with code 1', code: 'VAP_ERR_SOURCE_EXIT', detail: 'Connection refused' });
+      expect(h.transitions[3]).toMatchObject({ at: 300, attempt: 3, reason: 'gave up after 2 attempts: source "cam": ffmpeg exited with code 1: Connection refused', code: 'VAP_ERR_SOURCE_EXIT', detail: 'Connection refused' });
     });
   });
 
