@@ -21,8 +21,11 @@ function issueMessage(i: ZodIssue): string {
   if (i.code === 'unrecognized_keys') {
     const keys = `Unrecognized key(s) in object: ${i.keys.map((k) => (mention(k) ? `'${k}'` : 'a key that is not a field name')).join(', ')}`;
     // A pipeline's section written into a source (or a cluster camera): say where it goes.
-    const sections = i.path.length === 2 && (i.path[0] === 'sources' || i.path[0] === 'cameras') ? i.keys.filter((k) => PIPELINE_SECTIONS.has(k)) : [];
-    return sections.length ? `${keys} (${sections.map((k) => `'${k}'`).join(', ')}: a section of the pipeline, at the top level, for all its sources)` : keys;
+    const where = i.path.length === 2 ? i.path[0] : undefined;
+    const sections = where === 'sources' || where === 'cameras' ? i.keys.filter((k) => PIPELINE_SECTIONS.has(k)) : [];
+    if (!sections.length) return keys;
+    const named = sections.map((k) => `'${k}'`).join(', ');
+    return where === 'sources' ? `${keys} (${named}: a section of the pipeline, at the top level, for all its sources)` : `${keys} (${named}: a section of the workers' config, --config WORKER.yaml, for all the cameras they run)`;
   }
   return i.message;
 }
@@ -249,6 +252,7 @@ export async function loadPipeline(file: string, env?: NodeJS.ProcessEnv): Promi
 
 /** A cameras list given where a pipeline is wanted (`argus run pipelines/cameras.yaml`: its first error was an unset variable of one camera's password). */
 function notAPipeline(doc: Record<string, unknown>): string | undefined {
-  if ('cameras' in doc && !('sources' in doc)) return 'a list of cameras for argus workers, not a pipeline: `argus cameras apply FILE --config WORKER.yaml` gives them to the workers (README, "Many machines: argus workers")';
-  return undefined;
+  if (!('cameras' in doc)) return undefined;
+  if (!('sources' in doc)) return 'a list of cameras for argus workers, not a pipeline: `argus cameras apply FILE --config WORKER.yaml` gives them to the workers (README, "Many machines: argus workers")';
+  return 'cameras: the list of cameras for argus workers is a file of its own (`argus cameras apply FILE --config WORKER.yaml`), not part of a pipeline: move it out, or name these cameras under sources';
 }

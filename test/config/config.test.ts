@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadPipeline, parseConfigText } from '../../src/config/load.js';
 import { interpolateEnv } from '../../src/config/interpolate.js';
-import { PipelineSchema } from '../../src/config/schema.js';
+import { CamerasFileSchema, PipelineSchema } from '../../src/config/schema.js';
 import { isArgusError } from '../../src/core/errors.js';
 import { MIRROR } from '../helpers/assets.js';
 import { ortSessionOptions } from '../../src/inference/session.js';
@@ -186,6 +186,21 @@ describe('pipeline schema', () => {
     const e = await loadPipeline('pipelines/cameras.yaml', {}).catch((x: unknown) => x);
     expect(isArgusError(e, 'VAP_ERR_CONFIG')).toBe(true);
     expect((e as Error).message).toBe('pipelines/cameras.yaml: a list of cameras for argus workers, not a pipeline: `argus cameras apply FILE --config WORKER.yaml` gives them to the workers (README, "Many machines: argus workers")');
+    // Beside sources too (before: an unset variable of a camera's, then an unknown key).
+    const both = join(mkdtempSync(join(tmpdir(), 'argus-cfg-both-')), 'both.yaml');
+    writeFileSync(both, 'sources:\n  - {id: a, uri: /x.mp4}\ncameras:\n  - {id: c, uri: "rtsp://u:${env:NOPE}@cam/x"}\n');
+    await expect(loadPipeline(both, {})).rejects.toThrow(`${both}: cameras: the list of cameras for argus workers is a file of its own (\`argus cameras apply FILE --config WORKER.yaml\`), not part of a pipeline`);
+  });
+
+  it("a pipeline section written into a cluster camera names the workers' config, not the cameras file's top level", () => {
+    const e = (() => {
+      try {
+        parseConfigText('cameras:\n  - {id: c, uri: /x.mp4, tracking: {enabled: false}}\n', CamerasFileSchema, 'cams.yaml', {});
+      } catch (x) {
+        return x as Error;
+      }
+    })();
+    expect(e?.message).toContain("cameras[0]: Unrecognized key(s) in object: 'tracking' ('tracking': a section of the workers' config, --config WORKER.yaml, for all the cameras they run)");
   });
 
   it('a pipeline whose text has "ftyp" at byte 4 is no MP4 (no box size before it): read as YAML', async () => {
