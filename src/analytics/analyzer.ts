@@ -68,6 +68,8 @@ export class SourceAnalyzer {
   /** The frames' time with stalls counted as one usual gap, for the zones' and lines' unseen timeouts. */
   private readonly observed = new ObservedTime();
   private ready = false;
+  /** Stretch notices given (stretchNotices), by field and the picture's shape. */
+  private readonly stretchWarned = new Set<string>();
   /** The first frame's size (pixel points are given for it) and the current one. */
   private firstSize?: { width: number; height: number };
   private size?: { width: number; height: number };
@@ -123,7 +125,15 @@ export class SourceAnalyzer {
       this.zoneCfg.forEach((z, i) => z.units === 'pixel' && !z.frameSize && check(z.polygon, z.polygon.map((_, j) => `zones[${i}].polygon[${j}]`)));
       this.lineCfg.forEach((l, i) => l.units === 'pixel' && !l.frameSize && check([l.from, l.to], [`lines[${i}].from`, `lines[${i}].to`]));
     }
-    if (this.warn) for (const m of this.stretchNotices(width, height)) this.warn(m);
+    // Once per field and shape of picture: a camera switching profiles back and forth says it once.
+    if (this.warn) {
+      for (const m of this.stretchNotices(width, height)) {
+        const key = `${m.slice(0, m.indexOf(':'))} ${(width / height).toFixed(3)}`;
+        if (this.stretchWarned.has(key)) continue;
+        this.stretchWarned.add(key);
+        this.warn(m);
+      }
+    }
     const firstBase = first ?? { width, height };
     const place = (pts: readonly Point[], units: 'fraction' | 'pixel', frameSize: readonly [number, number] | undefined) => {
       if (units !== 'pixel') return toPixels(pts, 'fraction', width, height);
@@ -169,7 +179,8 @@ export class SourceAnalyzer {
       const sx = width / fw;
       const sy = height / fh;
       if (Math.abs(sx / sy - 1) <= STRETCH_TOLERANCE) return;
-      const n = (v: number) => +v.toPrecision(3);
+      // Three significant digits, as a plain number however large (toPrecision wrote 1.64e+4).
+      const n = (v: number) => (v >= 100 ? Math.round(v) : +v.toPrecision(3));
       notices.push(
         `${this.path}.${field}: ${fw}x${fh} is not the shape of the source's ${width}x${height} picture (${n(fw / fh)} against ${n(width / height)} wide for high): its points are stretched, ×${n(sx)} across and ×${n(sy)} down. Right only if they were read from a stretched picture of this view; else give the size of the picture they were read from`,
       );

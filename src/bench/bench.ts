@@ -331,7 +331,7 @@ function printTable(r: any) {
   out.push(
     `live ${r.live.source}: ${r.live.seconds} s, in ${r.live.fpsIn} fps, out ${r.live.fps} fps, dropped ${r.live.dropped}/${r.live.framesIn} (${r.live.dropPct}%), ` +
       `e2e (from stamps.produced: ${r.live.producedBy}) p50 ${r.live.e2e.p50} ms p99 ${r.live.e2e.p99} ms, pipeline (from captured) p50 ${r.live.stages.pipeline.p50} ms p99 ${r.live.stages.pipeline.p99} ms; ` +
-      `last-30 s p99 ÷ first-30 s p99 = ${r2(r.live.e2eLast30.p99 / r.live.e2eFirst30.p99)}; source start → first frame ${r.live.firstFrameMs} ms`,
+      `last-${r.live.e2eWindowS} s p99 ÷ first-${r.live.e2eWindowS} s p99 = ${r2(r.live.e2eLast30.p99 / r.live.e2eFirst30.p99)}; source start → first frame ${r.live.firstFrameMs} ms`,
   );
   out.push(`live RSS: start ${r.live.rssStartMb} MB, end ${r.live.rssEndMb} MB (growth ${r2(r.live.rssEndMb - r.live.rssStartMb)} MB), peak ${r.live.rssPeakMb} MB`);
   process.stdout.write(out.join('\n') + '\n');

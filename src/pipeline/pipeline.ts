@@ -230,6 +230,13 @@ export class StageShares {
   }
 }
 
+/** `rate` and `loop` are for files: on a camera they change nothing, which its user is told (`field` names the source). */
+function warnFileSettings(s: SourceConfig, url: string, field: string, log: LogFn): void {
+  const kind = sourceKind(url);
+  const asked = [s.rate === 'fast' ? 'rate: fast' : '', s.loop ? 'loop: true' : ''].filter(Boolean);
+  if (kind !== 'file' && asked.length) log(`${field}: ${asked.join(' and ')} ${asked.length > 1 ? 'are' : 'is'} for files; source "${s.id}" is a live stream (${kind}), read as it comes`, { source: s.id }, 'warn');
+}
+
 /** A file read as fast as possible: it loses nothing by waiting (its frames yield to other sources'). */
 function isBulk(kind: SourceKind, rate: SourceConfig['rate']): boolean {
   return kind === 'file' && rate === 'fast';
@@ -294,12 +301,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     ffmpegPath = ff.path;
     log(`ffmpeg ${ff.version} at ${ff.path} (${ff.reason})`, { ffmpeg: ff.path, version: ff.version });
     urls = await Promise.all(sources.map((s) => resolveSourceUrl(s, baseDir, ffmpegPath, log, settingOf(options, `sources[${config.sources.indexOf(s)}]`), options.signal)));
-    // `rate` and `loop` are for files: on a camera they change nothing, which the user should know.
-    sources.forEach((s, i) => {
-      const kind = sourceKind(urls[i]);
-      const asked = [s.rate === 'fast' ? 'rate: fast' : '', s.loop ? 'loop: true' : ''].filter(Boolean);
-      if (kind !== 'file' && asked.length) log(`${settingOf(options, `sources[${config.sources.indexOf(s)}]`)}: ${asked.join(' and ')} ${asked.length > 1 ? 'are' : 'is'} for files; source "${s.id}" is a live stream (${kind}), read as it comes`, { source: s.id }, 'warn');
-    });
+    sources.forEach((s, i) => warnFileSettings(s, urls[i], settingOf(options, `sources[${config.sources.indexOf(s)}]`), log));
     // An rtsps:// camera's CA file, read as its relay will (a file that is not one fails the
     // start, naming the field, rather than every connection to the camera).
     await Promise.all(
@@ -408,7 +410,8 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
         mergeMap((url) => {
           const untracked = untrackedError(src, config.tracking, `camera ${src.id}`);
           if (untracked) throw new ArgusError(ErrorCodes.CONFIG, untracked);
-          const a = new SourceAnalyzer(src, detector.labels, `camera ${src.id}`);
+          warnFileSettings(src, url, `camera ${src.id}`, log);
+          const a = new SourceAnalyzer(src, detector.labels, `camera ${src.id}`, (m) => log(m, { source: src.id }, 'warn'));
           const analyzer = a.empty ? undefined : a;
           const st = newSourceStats(src.id);
           stats.push(st);

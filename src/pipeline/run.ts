@@ -289,8 +289,9 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
     // Opening truncates it: `--jsonl clip.mp4` emptied the clip a source was about to read, and
     // `--jsonl pipeline.yaml` the pipeline (the annotated video refused this already).
     const input = pipeline.inputs.find((i) => sameFile(i, jsonlPath));
-    if (input) throw new ArgusError(ErrorCodes.SINK_FILE, `sinks.jsonl.path: ${jsonlPath} is a file a source reads (${input}); refusing to write over it`);
-    if (options.configFile && sameFile(options.configFile, jsonlPath)) throw new ArgusError(ErrorCodes.SINK_FILE, `sinks.jsonl.path: ${jsonlPath} is the pipeline file; refusing to write over it`);
+    const field = options.jsonl !== undefined ? '--jsonl' : 'sinks.jsonl.path';
+    if (input) throw new ArgusError(ErrorCodes.SINK_FILE, `${field}: ${jsonlPath} is a file a source reads (${input}); refusing to write over it`);
+    if (options.configFile && sameFile(options.configFile, jsonlPath)) throw new ArgusError(ErrorCodes.SINK_FILE, `${field}: ${jsonlPath} is the pipeline file; refusing to write over it`);
   }
   if (jsonlPath) {
     // A signal ends the wait for a named pipe's reader (the run then ends VAP_ERR_INTERRUPTED).
@@ -384,7 +385,6 @@ function summarize(started: Started, frames: number, wallMs: number): RunSummary
   };
 }
 
-/** The JSON lines file, as a file another output must not also write (stdout is none). */
 /**
  * The JSONL file: --jsonl as given (against the shell's folder), the config's against the
  * pipeline file's folder, as every path in it (it was the shell's folder too).
@@ -394,6 +394,7 @@ function jsonlPathOf(config: PipelineConfig, options: RunOptions): string | unde
   return options.jsonl ?? (path === undefined || path === '-' ? path : resolve(options.baseDir ?? process.cwd(), path));
 }
 
+/** The JSON lines file, as a file another output must not also write (stdout is none). */
 function jsonlWrites(path: string | undefined): ReadonlyMap<string, string> | undefined {
   return path && path !== '-' ? new Map([[path, 'sinks.jsonl.path (--jsonl)']]) : undefined;
 }

@@ -131,8 +131,13 @@ describe('pixel points read from another picture (frameSize)', () => {
       "sources[0].zones[0].frameSize: 1920x1080 is not the shape of the source's 640x480 picture (1.78 against 1.33 wide for high): its points are stretched, ×0.333 across and ×0.444 down. Right only if they were read from a stretched picture of this view; else give the size of the picture they were read from",
       "sources[0].lines[0].frameSize: 1920x1080 is not the shape of the source's 640x480 picture (1.78 against 1.33 wide for high): its points are stretched, ×0.333 across and ×0.444 down. Right only if they were read from a stretched picture of this view; else give the size of the picture they were read from",
     ]);
+    // Said once per field and shape: the camera switching back and forth, or to 320x240 (4:3 too), says nothing new.
+    a.init(1280, 720);
+    a.init(640, 480);
+    a.init(320, 240);
+    expect(warned).toHaveLength(2);
     const [x, y] = a.geometry().zones[0].polygon[0];
-    expect([x, y].map((v) => +v.toFixed(3))).toEqual([300, 266.667]); // stretched all the same, as configured
+    expect([x, y].map((v) => +v.toFixed(3))).toEqual([150, 133.333]); // stretched all the same, as configured (on 320x240)
   });
 
   it('without frameSize, the same points on the sub-stream are refused when its first picture arrives, with the hint', () => {

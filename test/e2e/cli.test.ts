@@ -106,11 +106,11 @@ describe('argus run: bad input gets a clear error', () => {
     const p = pipeline(dir, `sources:\n  - {id: cam, uri: ${clip}}\n`);
     const before = readFileSync(p, 'utf8');
     const overClip = await argus(['run', p, '--max-frames', '2', '--jsonl', clip]);
-    expect(overClip.stderr).toContain(`argus: VAP_ERR_SINK_FILE: sinks.jsonl.path: ${clip} is a file a source reads (${clip}); refusing to write over it`);
+    expect(overClip.stderr).toContain(`argus: VAP_ERR_SINK_FILE: --jsonl: ${clip} is a file a source reads (${clip}); refusing to write over it`);
     expect(overClip.code).toBe(2);
     expect(statSync(clip).size).toBe(statSync(`${MIRROR}/streams/bottle-detection.mp4`).size);
     const overYaml = await argus(['run', p, '--max-frames', '2', '--jsonl', p]);
-    expect(overYaml.stderr).toContain(`argus: VAP_ERR_SINK_FILE: sinks.jsonl.path: ${p} is the pipeline file; refusing to write over it`);
+    expect(overYaml.stderr).toContain(`argus: VAP_ERR_SINK_FILE: --jsonl: ${p} is the pipeline file; refusing to write over it`);
     expect(overYaml.code).toBe(2);
     expect(readFileSync(p, 'utf8')).toBe(before);
     for (const flag of ['--jsonl', '--annotate']) {

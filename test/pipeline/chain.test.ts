@@ -2,11 +2,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { delay, filter, lastValueFrom, map, pipe, Subject, toArray } from 'rxjs';
+import { delay, filter, lastValueFrom, map, pipe, Subject, timer, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FrameResult } from '../../src/analytics/analyze.js';
 import { parseConfigText } from '../../src/config/load.js';
-import { PipelineSchema, type PipelineConfig } from '../../src/config/schema.js';
+import { PipelineSchema, ZoneSchema, type PipelineConfig } from '../../src/config/schema.js';
 import { emptyStamps, stageMs, type Frame } from '../../src/core/frame.js';
 import { letterbox } from '../../src/core/geometry.js';
 import { Pace } from '../../src/flow/pace.js';
@@ -545,5 +545,21 @@ describe('a source attached again under the same id (real ffmpeg, fake session)'
     expect(first.at(-1)!.frame.pts).toBeCloseTo(1.1, 6);
     expect(second.map((r) => r.frame.pts)[0]).toBeCloseTo(1.2, 6);
     expect(p.detached.get('late')).toMatchObject({ attachments: 2, framesIn: 24, framesOut: 24, dropped: 0, inferenceErrors: 0, reconnects: 0, nextSeq: 24 });
+  });
+
+  it("an attached camera (an argus worker's) gets the warnings a pipeline's own sources get: file settings on a live stream, a zone's frameSize of another shape", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-attach-warn-'));
+    const clip = join(dir, 'clip.mp4');
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', `testsrc=size=${S}x${S}:rate=10`, '-frames:v', '3', '-pix_fmt', 'yuv420p', clip]);
+    session.hold = false;
+    const warned: string[] = [];
+    const p = await createPipeline({ ...config(), sources: [{ ...config().sources[0], enabled: false }] }, { detector, log: (m, _f, level) => level === 'warn' && warned.push(m) });
+    const zone = ZoneSchema.parse({ id: 'z', units: 'pixel', frameSize: [100, 1000], polygon: [[0, 0], [50, 0], [50, 500]] });
+    await lastValueFrom(p.attach({ ...config().sources[0], id: 'file', uri: clip, rate: 'fast', zones: [zone] }, new Subject<void>()).pipe(toArray()));
+    expect(warned.filter((m) => /frameSize/.test(m))).toEqual([expect.stringContaining(`camera file.zones[0].frameSize: 100x1000 is not the shape of the source's ${S}x${S} picture`)]);
+    const live = p.attach({ ...config().sources[0], id: 'cam', uri: 'rtsp://127.0.0.1:9/x', rate: 'fast', loop: true }, timer(300).pipe(map(() => undefined))).subscribe({ error: () => {} });
+    await new Promise((r) => setTimeout(r, 500));
+    live.unsubscribe();
+    expect(warned).toContain('camera cam: rate: fast and loop: true are for files; source "cam" is a live stream (rtsp), read as it comes');
   });
 });
