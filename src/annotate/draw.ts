@@ -97,12 +97,21 @@ export function overlaySvg(width: number, height: number, overlay: Overlay, orde
   const textOn = (c: Rgb) => (c[0] * 0.299 + c[1] * 0.587 + c[2] * 0.114 > 150 ? 'rgb(0,0,0)' : 'rgb(255,255,255)');
   const textWidth = (s: string) => Math.ceil(s.length * m.font * 0.6);
   const out: string[] = [`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="DejaVu Sans, sans-serif" font-size="${m.font}">`];
-  // A text label on a filled background, its top-left corner at (x, y), kept inside the frame.
-  const tag = (text: string, x: number, y: number, bg: Rgb, opacity = 1) => {
+  // Labels drawn so far: a later one takes the first of its places that covers none of them
+  // (two people side by side: the second's label covered the first's score; a line's name
+  // covered a zone's), else its first place.
+  const placed: { x: number; y: number; w: number; h: number }[] = [];
+  const covers = (a: (typeof placed)[number]) => placed.some((b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h);
+  // A text label on a filled background, its top-left corner at the first of `at` where it
+  // covers no other label, kept inside the frame.
+  const tag = (text: string, at: readonly (readonly [number, number])[], bg: Rgb, opacity = 1) => {
     const w = textWidth(text) + 2 * m.pad;
     const h = m.font + 2 * m.pad;
-    const lx = Math.max(0, Math.min(width - w, x));
-    const ly = Math.max(0, Math.min(height - h, y));
+    const fit = ([x, y]: readonly [number, number]) => ({ x: Math.max(0, Math.min(width - w, x)), y: Math.max(0, Math.min(height - h, y)), w, h });
+    const spot = at.map(fit).find((r) => !covers(r)) ?? fit(at[0]);
+    placed.push(spot);
+    const lx = spot.x;
+    const ly = spot.y;
     out.push(
       `<rect x="${f1(lx)}" y="${f1(ly)}" width="${w}" height="${h}" fill="${col(bg)}" fill-opacity="${opacity}"/>`,
       `<text x="${f1(lx + m.pad)}" y="${f1(ly + m.pad + m.font * 0.82)}" fill="${textOn(bg)}">${escapeXml(text)}</text>`,
@@ -116,7 +125,8 @@ export function overlaySvg(width: number, height: number, overlay: Overlay, orde
     out.push(`<polygon points="${pts}" fill="${col(c)}" fill-opacity="0.25" stroke="${col(c)}" stroke-width="${m.stroke}" stroke-linejoin="round"/>`);
     // The name at the top-most corner (left-most of equals), just above it.
     const top = z.polygon.reduce((a, p) => (p[1] < a[1] || (p[1] === a[1] && p[0] < a[0]) ? p : a), z.polygon[0]);
-    tag(zoneLabel(z), top[0], top[1] - m.font - 2 * m.pad, c, 0.85);
+    const th = m.font + 2 * m.pad;
+    tag(zoneLabel(z), [[top[0], top[1] - th], [top[0], top[1] + m.stroke]], c, 0.85);
   });
   for (const l of scene?.lines ?? []) {
     const [nx, ny] = inSideNormal(l.from, l.to);
@@ -147,8 +157,13 @@ export function overlaySvg(width: number, height: number, overlay: Overlay, orde
     const ey = l.to[1] + along[1] * (m.stroke + 4 + m.pad);
     const tw = textWidth(text) + 2 * m.pad;
     const th = m.font + 2 * m.pad;
-    // Left of the point when the line runs leftwards, above it when upwards, and so on.
-    tag(text, along[0] < -0.3 ? ex - tw : along[0] > 0.3 ? ex : ex - tw / 2, along[1] < -0.3 ? ey - th : along[1] > 0.3 ? ey : ey - th / 2, LINE_COLOUR, 0.85);
+    // Left of the point when the line runs leftwards, above it when upwards, and so on; else
+    // just below or above that place, or past the `from` end.
+    const lx = along[0] < -0.3 ? ex - tw : along[0] > 0.3 ? ex : ex - tw / 2;
+    const ly = along[1] < -0.3 ? ey - th : along[1] > 0.3 ? ey : ey - th / 2;
+    const fx = l.from[0] - along[0] * (m.stroke + 4 + m.pad);
+    const fy = l.from[1] - along[1] * (m.stroke + 4 + m.pad);
+    tag(text, [[lx, ly], [lx, ly + th + 2], [lx, ly - th - 2], [along[0] > 0.3 ? fx - tw : along[0] < -0.3 ? fx : fx - tw / 2, along[1] > 0.3 ? fy - th : along[1] < -0.3 ? fy : fy - th / 2]], LINE_COLOUR, 0.85);
   }
 
   const d = overlay.detections;
@@ -160,8 +175,12 @@ export function overlaySvg(width: number, height: number, overlay: Overlay, orde
       const id = d.trackerId && d.trackerId[i] >= 0 ? `#${d.trackerId[i]} ` : '';
       const label = `${id}${overlay.labels?.[d.classId[i]] ?? d.classId[i]} ${d.confidence[i].toFixed(2)}`;
       const h = m.font + 2 * m.pad;
-      // Above the box; inside its top edge when there is no room above.
-      tag(label, x1 - m.stroke / 2, y1 - h >= 0 ? y1 - h - m.stroke / 2 : y1 + m.stroke / 2, c);
+      const x = x1 - m.stroke / 2;
+      const above: [number, number] = [x, y1 - h - m.stroke / 2];
+      const insideTop: [number, number] = [x, y1 + m.stroke / 2];
+      // Above the box (inside its top edge when there is no room above); where another label
+      // is there, inside its top edge, below it, or inside its bottom edge.
+      tag(label, [y1 - h >= 0 ? above : insideTop, insideTop, [x, y2 + m.stroke / 2], [x, y2 - h - m.stroke / 2]], c);
     }
   }
 

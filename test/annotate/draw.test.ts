@@ -50,6 +50,36 @@ describe('drawOverlay: boxes', () => {
   });
 });
 
+describe('drawOverlay: labels that would cover each other', () => {
+  /** The label rectangles of an overlay's SVG (those with a text right after them). */
+  const labelRects = (svg: string) =>
+    [...svg.matchAll(/<rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)" fill="[^"]+" fill-opacity="[\d.]+"\/><text/g)].map((m) => m.slice(1, 5).map(Number));
+  const overlap = ([ax, ay, aw, ah]: number[], [bx, by, bw, bh]: number[]) => ax < bx + bw && bx < ax + aw && ay < by + bh && by < ay + ah;
+
+  it('two people side by side: the second label takes another place than above its box (it covered the first one\'s score); apart, both stay above', () => {
+    const two = (dx: number) => {
+      const d = new Detections(new Float32Array([40, 80, 100, 180, 40 + dx, 84, 100 + dx, 190]), new Float32Array([0.77, 0.72]), new Int32Array([0, 0]));
+      return labelRects(overlaySvg(300, 240, { detections: d, labels: LABELS }));
+    };
+    const near = two(30);
+    expect(near).toHaveLength(2);
+    expect(overlap(near[0], near[1])).toBe(false);
+    expect(near[0][1]).toBeLessThan(80); // the first above its box
+    const apart = two(150);
+    expect(apart.every((r, i) => r[1] < [80, 84][i])).toBe(true); // both above their boxes
+  });
+
+  it("a line's name past its end takes another place where a zone's name is (the conveyor example's line covered its zone's)", () => {
+    const scene = {
+      zones: [{ id: 'belt', polygon: [[200, 125], [290, 125], [290, 220], [200, 220]] as [number, number][] }],
+      lines: [{ id: 'count', from: [100, 120] as [number, number], to: [190, 120] as [number, number] }],
+    };
+    const rects = labelRects(overlaySvg(300, 240, { scene }));
+    expect(rects).toHaveLength(2);
+    expect(overlap(rects[0], rects[1])).toBe(false);
+  });
+});
+
 describe('drawOverlay: a picture placed in a larger drawing', () => {
   it('size.picture: the picture resized into its box (aspect as given), black around it, the overlay in the drawing\'s pixels', async () => {
     const grey: FrameImage = { data: new Uint8Array(20 * 40 * 3).fill(128), width: 20, height: 40, order: 'bgr' };
