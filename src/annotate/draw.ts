@@ -33,6 +33,8 @@ export interface Overlay {
   scene?: Scene;
   /** Extra lines for the counts panel (top left), after the zones' and lines' figures. */
   panel?: readonly string[];
+  /** The detection row that raised an alert (a snapshot's): drawn in the alert colour, twice as thick. */
+  highlight?: number;
 }
 
 type Rgb = readonly [number, number, number];
@@ -47,6 +49,7 @@ const ZONE_COLOURS: readonly Rgb[] = [[0, 200, 255], [255, 0, 200], [120, 255, 0
 const LINE_COLOUR: Rgb = [255, 235, 0];
 const IN_COLOUR: Rgb = [0, 255, 90];
 const OUT_COLOUR: Rgb = [255, 80, 80];
+const ALERT_COLOUR: Rgb = [255, 32, 32];
 
 /** Sizes that scale with the picture: thin lines and small text on a thumbnail, thicker on 1080p. */
 function metrics(width: number, height: number) {
@@ -170,8 +173,9 @@ export function overlaySvg(width: number, height: number, overlay: Overlay, orde
   if (d) {
     for (let i = 0; i < d.length; i++) {
       const x1 = d.xyxy[i * 4], y1 = d.xyxy[i * 4 + 1], x2 = d.xyxy[i * 4 + 2], y2 = d.xyxy[i * 4 + 3];
-      const c = PALETTE[((d.classId[i] % PALETTE.length) + PALETTE.length) % PALETTE.length];
-      out.push(`<rect x="${f1(x1)}" y="${f1(y1)}" width="${f1(x2 - x1)}" height="${f1(y2 - y1)}" fill="none" stroke="${col(c)}" stroke-width="${m.stroke}"/>`);
+      const hot = i === overlay.highlight;
+      const c = hot ? ALERT_COLOUR : PALETTE[((d.classId[i] % PALETTE.length) + PALETTE.length) % PALETTE.length];
+      out.push(`<rect x="${f1(x1)}" y="${f1(y1)}" width="${f1(x2 - x1)}" height="${f1(y2 - y1)}" fill="none" stroke="${col(c)}" stroke-width="${hot ? 2 * m.stroke : m.stroke}"/>`);
       const id = d.trackerId && d.trackerId[i] >= 0 ? `#${d.trackerId[i]} ` : '';
       const label = `${id}${overlay.labels?.[d.classId[i]] ?? d.classId[i]} ${d.confidence[i].toFixed(2)}`;
       const h = m.font + 2 * m.pad;

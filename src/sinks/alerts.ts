@@ -1,6 +1,8 @@
 import * as fsPromises from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
-import { grabPicture, renderSnapshot } from '../analytics/snapshot.js';
+import { grabPicture } from '../analytics/snapshot.js';
+import { sceneOf } from '../annotate/scene.js';
+import { renderSnapshot } from '../annotate/snapshot.js';
 import type { AlertsConfig } from '../config/schema.js';
 import { withDeadline } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -104,7 +106,7 @@ export class AlertPublisher {
     const labels = ['x'];
     const { Detections } = await import('../core/detections.js');
     const d = new Detections(new Float32Array([1, 1, 20, 10]), new Float32Array([0.5]), new Int32Array([0]));
-    await renderSnapshot({ rgb, width: 32, height: 16, srcWidth: 32, srcHeight: 16 }, { detections: d, labels, highlight: 0, zones: [], lines: [] }, this.config.snapshot).catch(() => undefined);
+    await renderSnapshot({ rgb, width: 32, height: 16, srcWidth: 32, srcHeight: 16 }, { detections: d, labels, highlight: 0 }, this.config.snapshot).catch(() => undefined);
   }
 
   raise(r: FrameResult): void {
@@ -137,9 +139,10 @@ export class AlertPublisher {
       }
       // On disk now, not after the snapshot (tens of ms of libvips): it counts as raised.
       this.publisher.reserve(frame, detections, dropped, body);
-      const geometry = r.analyzer?.geometry() ?? { zones: [], lines: [] };
-      const zones = draft.zone ? geometry.zones.filter((z) => z.id === draft.zone) : geometry.zones;
-      const job = renderSnapshot(pic, { detections, labels: this.detector.labels, highlight: row, zones, lines: geometry.lines }, snap)
+      // Drawn as preview and the annotated video draw the frame; a zone's alert shows its zone alone.
+      const scene = r.analyzer ? sceneOf(r.analyzer, r.analytics) : undefined;
+      if (scene && draft.zone) scene.zones = scene.zones.filter((z) => z.id === draft.zone);
+      const job = renderSnapshot(pic, { detections, labels: this.detector.labels, highlight: row, scene }, snap)
         .then(async ({ jpeg, width, height }) => {
           if (snap.mode === 'embed') {
             body.snapshot = { contentType: 'image/jpeg', data: jpeg.toString('base64'), width, height };
