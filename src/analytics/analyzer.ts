@@ -127,11 +127,11 @@ export class SourceAnalyzer {
     }
     // Once per field and shape of picture: a camera switching profiles back and forth says it once.
     if (this.warn) {
-      for (const m of this.stretchNotices(width, height)) {
-        const key = `${m.slice(0, m.indexOf(':'))} ${(width / height).toFixed(3)}`;
+      for (const { field, text } of this.stretchNotices(width, height)) {
+        const key = `${field} ${(width / height).toFixed(3)}`;
         if (this.stretchWarned.has(key)) continue;
         this.stretchWarned.add(key);
-        this.warn(m);
+        this.warn(text);
       }
     }
     const firstBase = first ?? { width, height };
@@ -171,8 +171,8 @@ export class SourceAnalyzer {
    * across and down, which is right only if they were read from a stretched picture of the
    * same view.
    */
-  stretchNotices(width: number, height: number): string[] {
-    const notices: string[] = [];
+  private stretchNotices(width: number, height: number): { field: string; text: string }[] {
+    const notices: { field: string; text: string }[] = [];
     const check = (field: string, units: 'fraction' | 'pixel', frameSize: readonly [number, number] | undefined) => {
       if (units !== 'pixel' || !frameSize) return;
       const [fw, fh] = frameSize;
@@ -181,9 +181,10 @@ export class SourceAnalyzer {
       if (Math.abs(sx / sy - 1) <= STRETCH_TOLERANCE) return;
       // Three significant digits, as a plain number however large (toPrecision wrote 1.64e+4).
       const n = (v: number) => (v >= 100 ? Math.round(v) : +v.toPrecision(3));
-      notices.push(
-        `${this.path}.${field}: ${fw}x${fh} is not the shape of the source's ${width}x${height} picture (${n(fw / fh)} against ${n(width / height)} wide for high): its points are stretched, ×${n(sx)} across and ×${n(sy)} down. Right only if they were read from a stretched picture of this view; else give the size of the picture they were read from`,
-      );
+      notices.push({
+        field,
+        text: `${this.path}.${field}: ${fw}x${fh} is not the shape of the source's ${width}x${height} picture (${n(fw / fh)} against ${n(width / height)} wide for high): its points are stretched, ×${n(sx)} across and ×${n(sy)} down. Right only if they were read from a stretched picture of this view; else give the size of the picture they were read from`,
+      });
     };
     this.zoneCfg.forEach((z, i) => check(`zones[${i}].frameSize`, z.units, z.frameSize));
     this.lineCfg.forEach((l, i) => check(`lines[${i}].frameSize`, l.units, l.frameSize));

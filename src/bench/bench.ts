@@ -5,6 +5,7 @@ import { resolveStream } from '../assets/catalog.js';
 import { loadPipeline } from '../config/load.js';
 import { SourceSchema, type PipelineConfig } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { redact } from '../core/redact.js';
 import { now } from '../core/clock.js';
 import type { LogFn } from '../core/log.js';
 import { percentiles } from '../core/stats.js';
@@ -85,12 +86,12 @@ async function benchRaw(detector: Detector, sample: string, runs: number) {
  * which is that camera's), checked again as the config would be (an rtsps:// uri whose
  * certificate only the relay can check, and the first source's settings turn the relay off).
  */
-function withSource(config: PipelineConfig, uri: string, rate: 'fast' | 'native', loop: boolean): PipelineConfig {
+export function withSource(config: PipelineConfig, uri: string, rate: 'fast' | 'native', loop: boolean): PipelineConfig {
   const { tls: _theirs, ...first } = config.sources[0];
   const parsed = SourceSchema.safeParse({ ...first, id: 'bench', uri, rate, loop, enabled: true });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new ArgusError(ErrorCodes.CONFIG, `bench: ${uri} with the first source's settings: ${issue.path.join('.')}: ${issue.message}`);
+    throw new ArgusError(ErrorCodes.CONFIG, redact(`bench: ${uri} with the first source's settings: ${issue.path.join('.')}: ${issue.message}`));
   }
   const src = parsed.data;
   return { ...config, sources: [src], sinks: { websocket: config.sinks.websocket }, server: undefined };

@@ -13,6 +13,11 @@ export function tapsCameraClock(input: { kind: string; url: string; rtspTranspor
   );
 }
 
+/** Whether `url` is an `rtsps://` camera whose certificate is to be checked (its `tls.verify`, true unless said), which only argus's relay can do. */
+export function checksCertificate(url: string, tls: { verify: boolean } | undefined): boolean {
+  return /^rtsps:\/\//i.test(url) && (tls?.verify ?? true);
+}
+
 /** How an `rtsps://` camera's certificate is checked (a source's `tls`). */
 export interface CameraTls {
   /** false: any certificate (no check). */

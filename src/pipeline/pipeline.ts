@@ -5,6 +5,7 @@ import { analyze, type FrameResult } from '../analytics/analyze.js';
 import { SourceAnalyzer } from '../analytics/analyzer.js';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../assets/catalog.js';
 import { untrackedError, type PipelineConfig, type SourceConfig } from '../config/schema.js';
+import { checksCertificate } from '../core/rtsp-relay.js';
 import { ArgusError, ErrorCodes, inContext } from '../core/errors.js';
 import type { Frame } from '../core/frame.js';
 import type { LogFn } from '../core/log.js';
@@ -306,7 +307,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     // start, naming the field, rather than every connection to the camera).
     await Promise.all(
       sources.map(async (s) => {
-        if (!/^rtsps:/.test(s.uri) || !s.tls.verify || !s.tls.ca) return;
+        if (!checksCertificate(s.uri, s.tls) || !s.tls.ca) return;
         await readCameraCa(resolvePath(s.tls.ca, baseDir)).catch((e: Error) => {
           throw new ArgusError(ErrorCodes.CONFIG, `${settingOf(options, `sources[${config.sources.indexOf(s)}]`)}.${e.message}`);
         });

@@ -96,20 +96,7 @@ export class JsonlSink implements Sink {
     // (First: stdout that is a pipe is a Socket too, and was waited on for 5 s after its reader had gone.)
     if (this.out === process.stdout) {
       if (this.error || this.out.writableLength === 0) return;
-      // Its reader gets closeTimeoutMs to take what is buffered, as a named pipe's does (a
-      // reader that stopped reading cannot hold the shutdown).
-      const out = this.out;
-      let timer: NodeJS.Timeout | undefined;
-      const ms = this.o.closeTimeoutMs ?? 5000;
-      const late = await Promise.race([
-        Promise.race([once(out, 'drain'), once(out, 'error')]).then(
-          () => false,
-          () => false,
-        ),
-        new Promise<boolean>((r) => (timer = setTimeout(() => r(true), ms))),
-      ]);
-      clearTimeout(timer);
-      if (late) this.log(`jsonl: the reader of stdout did not take the last ${out.writableLength} bytes within ${ms / 1000} s; they are dropped`, { path: this.path, bytes: out.writableLength }, 'warn');
+      await this.readerTakes(this.out, Promise.race([once(this.out, 'drain'), once(this.out, 'error')]), 'stdout');
       return;
     }
     if (this.out instanceof Socket) return this.closePipe(this.out);
@@ -119,7 +106,7 @@ export class JsonlSink implements Sink {
     await Promise.race([once(ws, 'close'), once(ws, 'error')]).catch(() => undefined);
   }
 
-  /** A named pipe: its reader gets `closeTimeoutMs` to take what is buffered; then the rest is dropped (a reader that stopped reading cannot hold the shutdown). */
+  /** A named pipe: ended, and its reader given its time to take what is buffered (readerTakes). */
   private async closePipe(out: Socket): Promise<void> {
     if (out.destroyed) return;
     if (this.error) {
@@ -127,15 +114,29 @@ export class JsonlSink implements Sink {
       out.destroy();
       return;
     }
-    const closed = Promise.race([once(out, 'close'), once(out, 'error')]).catch(() => undefined);
+    const closed = Promise.race([once(out, 'close'), once(out, 'error')]);
     out.end();
+    if (await this.readerTakes(out, closed, this.path)) out.destroy();
+  }
+
+  /**
+   * Stdout's or a named pipe's reader gets `closeTimeoutMs` to take what is buffered (until
+   * `taken` settles); then the rest is dropped, logged: a reader that stopped reading cannot
+   * hold the shutdown. Returns whether it was too late.
+   */
+  private async readerTakes(out: { writableLength: number }, taken: Promise<unknown>, name: string): Promise<boolean> {
     let timer: NodeJS.Timeout | undefined;
     const ms = this.o.closeTimeoutMs ?? 5000;
-    const late = await Promise.race([closed.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), ms)))]);
+    const late = await Promise.race([
+      taken.then(
+        () => false,
+        () => false,
+      ),
+      new Promise<boolean>((r) => (timer = setTimeout(() => r(true), ms))),
+    ]);
     clearTimeout(timer);
-    if (!late) return;
-    this.log(`jsonl: the reader of ${this.path} did not take the last ${out.writableLength} bytes within ${ms / 1000} s; they are dropped`, { path: this.path, bytes: out.writableLength }, 'warn');
-    out.destroy();
+    if (late) this.log(`jsonl: the reader of ${name} did not take the last ${out.writableLength} bytes within ${ms / 1000} s; they are dropped`, { path: this.path, bytes: out.writableLength }, 'warn');
+    return late;
   }
 }
 

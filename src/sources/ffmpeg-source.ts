@@ -12,7 +12,7 @@ import { buildFfmpegArgs, DEFAULT_DECODE, frameBytes, frameTimeKey, MAX_SOURCE_P
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
-import { tapsCameraClock } from '../core/rtsp-relay.js';
+import { checksCertificate, tapsCameraClock } from '../core/rtsp-relay.js';
 import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
 import { colourOf, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
 
@@ -114,7 +114,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
         const relayFailure = e instanceof RelayUnusable ? e.message : tap?.clock.failure();
         if (tap && relayFailure) {
           // Without the relay, ffmpeg's own RTSPS would take any certificate: not unless allowed.
-          if (/^rtsps:/i.test(base.input.url) && (base.input.tls?.verify ?? true)) {
+          if (checksCertificate(base.input.url, base.input.tls)) {
             tap.close();
             // After frames, a restart may find the camera as before; at once, it will not.
             const delivered = e instanceof RelayUnusable && e.delivered;
@@ -140,7 +140,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     );
   };
   // ffmpeg's own RTSPS takes any certificate (the config refuses this; others who build an input too).
-  if (/^rtsps:/i.test(options.input.url) && (options.input.tls?.verify ?? true) && !tapsCameraClock(options.input)) {
+  if (checksCertificate(options.input.url, options.input.tls) && !tapsCameraClock(options.input)) {
     return throwError(() => new ArgusError(ErrorCodes.SOURCE_OPEN, redact(`source "${options.id}": an rtsps:// camera without argus's relay, whose certificate ffmpeg cannot check: tls: { verify: false } runs it so`)));
   }
   if (!tapsCameraClock(options.input) || memo.unrelayed) return defer(() => run(options));

@@ -234,18 +234,19 @@ export async function runDetect(files: readonly string[], options: DetectOptions
           let writer: VideoWriter | undefined;
           // The annotated copy's rate: the sampling rate, never above the stream's (sampling never repeats a frame).
           let fps = options.fps;
+          // No slower than one frame for the whole file: one frame of a 139 s clip sampled at
+          // --fps 0.0001 would otherwise make a copy that claims 10 000 s.
+          let copyFps = fps;
           let info: VideoInfo | undefined;
           let damage: string | undefined;
           const onInfo = (i: VideoInfo) => {
             info = i;
             fps = options.fps && i.fps ? Math.min(options.fps, i.fps) : (options.fps ?? i.fps);
+            copyFps = fps && i.durationS ? Math.max(fps, 1 / i.durationS) : fps;
           };
           try {
             for await (const frame of videoFrames({ ffmpegPath: ffmpeg!.path, url: file, fps: options.fps, onInfo, onDamage: (line) => (damage = line) })) {
               await handle(frame, target ? async (px) => {
-                // No slower than one frame for the whole file: one frame of a 139 s clip sampled at
-                // --fps 0.0001 would otherwise make a copy that claims 10 000 s.
-                const copyFps = fps && info?.durationS ? Math.max(fps, 1 / info.durationS) : fps;
                 writer ??= new VideoWriter({ ffmpegPath: ffmpeg!.path, path: target, width: frame.width, height: frame.height, fps: copyFps ?? 10, order: 'rgb' });
                 await writer.write(px);
               } : undefined);

@@ -7,6 +7,7 @@ import { SourceAnalyzer } from '../analytics/analyzer.js';
 import { drawOverlay, encodeImage, lineLabel, zoneLabel } from '../annotate/draw.js';
 import { sceneOf, type Scene } from '../annotate/scene.js';
 import { loadPipeline } from '../config/load.js';
+import { checksCertificate } from '../core/rtsp-relay.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { sameFile, unwritableDir } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
@@ -95,7 +96,7 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
   if (index < 0) throw new ArgusError(ErrorCodes.CONFIG, `preview --source ${options.source}: no such source in ${file} (sources: ${config.sources.map((s) => s.id).join(', ')})`);
   const src = config.sources[index];
   // preview reads a camera with ffmpeg alone, whose RTSPS takes any certificate (checked before the model loads).
-  if (/^rtsps:/i.test(src.uri) && src.tls.verify) throw new ArgusError(ErrorCodes.CONFIG, `preview: source "${src.id}" is an rtsps:// camera whose certificate is to be checked, which only the pipeline's relay does (argus run); preview reads it with ffmpeg alone: set its tls: { verify: false } to preview it so`);
+  if (checksCertificate(src.uri, src.tls)) throw new ArgusError(ErrorCodes.CONFIG, `preview: source "${src.id}" is an rtsps:// camera whose certificate is to be checked, which only the pipeline's relay does (argus run); preview reads it with ffmpeg alone: set its tls: { verify: false } to preview it so`);
   const at = options.at ?? 0;
   if (!(at >= 0)) throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${options.at}: expected seconds ≥ 0`);
 

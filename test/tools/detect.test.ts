@@ -52,4 +52,17 @@ describe('argus detect and argus preview print labels from the model file for a 
     expect(text).toContain('\\x1b]0;TITLE\\x07');
     expect(text).not.toMatch(TERMINAL_CONTROLS);
   }, 60_000);
+
+  it("runPreview refuses an rtsps:// camera whose certificate is to be checked (it reads it with ffmpeg alone, which checks none), before the model loads; verify: false is read on", async () => {
+    const work = mkdtempSync(join(tmpdir(), 'argus-preview-rtsps-'));
+    const yaml = join(work, 'p.yaml');
+    writeFileSync(yaml, ['sources:', '  - id: cam', '    uri: "rtsps://u:pw@127.0.0.1:9/live"', 'model:', `  path: ${join(work, 'no-such-model.onnx')}`, ''].join('\n'));
+    await expect(runPreview(yaml, { out: join(work, 'p.png'), write: () => {} })).rejects.toMatchObject({
+      code: 'VAP_ERR_CONFIG',
+      message: expect.stringContaining('preview: source "cam" is an rtsps:// camera whose certificate is to be checked'),
+    });
+    writeFileSync(yaml, ['sources:', '  - id: cam', '    uri: "rtsps://u:pw@127.0.0.1:9/live"', '    tls: { verify: false }', 'model:', `  path: ${join(work, 'no-such-model.onnx')}`, ''].join('\n'));
+    // Past that check: the model (missing here) is what fails now.
+    await expect(runPreview(yaml, { out: join(work, 'p.png'), write: () => {} })).rejects.not.toMatchObject({ message: expect.stringContaining('rtsps://') });
+  });
 });

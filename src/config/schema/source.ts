@@ -4,7 +4,7 @@ import { checkSourceAnalytics, LineSchema, RuleSchema, ZoneSchema } from './anal
 import { finite, id, ms } from './common.js';
 import { checkInputArgs } from './input-args.js';
 import { cutUserInfo } from '../../core/redact.js';
-import { normalFingerprint, tapsCameraClock } from '../../core/rtsp-relay.js';
+import { checksCertificate, normalFingerprint, tapsCameraClock } from '../../core/rtsp-relay.js';
 
 /**
  * The `scheme://` a source's uri may have (sources/ffmpeg-args `sourceKind` tells files from
@@ -247,7 +247,7 @@ function checkTls(s: { uri: string; tls: { verify: boolean; ca?: string; fingerp
   if (s.tls.ca !== undefined && s.tls.fingerprint !== undefined) {
     ctx.addIssue({ code: 'custom', path: ['tls', 'fingerprint'], message: 'give ca or fingerprint, not both (a fingerprint takes that one certificate, whoever signed it)' });
   }
-  if (s.tls.verify && !tapsCameraClock({ kind: 'rtsp', url: s.uri, rtspTransport: s.rtspTransport, cameraClock: s.cameraClock, inputArgs: s.inputArgs })) {
+  if (checksCertificate(s.uri, s.tls) && !tapsCameraClock({ kind: 'rtsp', url: s.uri, rtspTransport: s.rtspTransport, cameraClock: s.cameraClock, inputArgs: s.inputArgs })) {
     ctx.addIssue({
       code: 'custom',
       path: ['tls', 'verify'],
