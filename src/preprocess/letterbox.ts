@@ -12,6 +12,8 @@ export interface NativeLetterbox {
   letterboxYuv?(src: Uint8Array, width: number, height: number, tab: Int32Array, y0: Int32Array, y1: Int32Array, b0: Int32Array, b1: Int32Array, px0: Int32Array, px1: Int32Array, pa0: Int32Array, pa1: Int32Array, area2: boolean, dst: Float32Array, d0: number, W: number, mo: Float64Array, q: Int32Array): void;
   /** A whole yuv420p picture as packed BGR (RGB with `rgb`). */
   yuvToPacked?(src: Uint8Array, width: number, height: number, tab: Int32Array, dst: Uint8Array, rgb: boolean): void;
+  /** Tests: rows converted with AVX2 (the default where the CPU has it) or without; returns whether AVX2 is now used. */
+  useAvx2?(on: boolean): boolean;
 }
 
 /**
@@ -139,6 +141,12 @@ export interface LetterboxTensorOptions {
   normalize: NormalizeOptions;
   /** Grey level (0–255) of the padding, before normalisation. */
   padValue: number;
+  /**
+   * The tensor's padding already holds this call's (the same tensor, letterbox geometry, pad
+   * value and normalisation as a call before, and nothing written there since): it is not
+   * written again. `preprocess` knows this of its own tensors.
+   */
+  padFilled?: boolean;
 }
 
 /** Precomputed taps for one source size → scaled size. */
@@ -299,7 +307,7 @@ function setUp(srcWidth: number, srcHeight: number, srcOrder: 'rgb' | 'bgr', lb:
   const q0 = dstOffset + c0 * plane, q1 = dstOffset + plane, q2 = dstOffset + c2 * plane;
 
   // Padding: right/bottom (top-left alignment) or around (centre).
-  if (dw < W || dh < H) {
+  if ((dw < W || dh < H) && !options.padFilled) {
     const pad = options.padValue;
     fillPad(dst, q0, pad * m0 + o0, lb);
     fillPad(dst, q1, pad * m1 + o1, lb);

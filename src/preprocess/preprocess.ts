@@ -1,6 +1,7 @@
 import { map, type OperatorFunction } from 'rxjs';
 import { now } from '../core/clock.js';
 import type { Frame } from '../core/frame.js';
+import type { Letterbox } from '../core/geometry.js';
 import type { Pool } from '../core/pool.js';
 import { letterboxTensor, letterboxYuvTensor } from './letterbox.js';
 import { yuvTables } from './yuv.js';
@@ -9,6 +10,8 @@ import { normalizeHwcToChw, type NormalizeOptions } from './normalize.js';
 /** The model's input for one frame: CHW floats (in shared memory when a worker runs the model). */
 export interface InputTensor {
   data: Float32Array;
+  /** The letterbox whose padding `data` holds, as `preprocess` wrote it (the same geometry next time: not written again). */
+  padded?: Letterbox;
 }
 
 /** A frame with its own input tensor, between pre-processing and inference. */
@@ -39,13 +42,23 @@ export interface PreprocessOptions {
 export function preprocess(options: PreprocessOptions, tensors: Pool<InputTensor>): OperatorFunction<Frame, TensorFrame> {
   const { width, height, normalize } = options;
   const lbOptions = { modelOrder: options.channelOrder, normalize, padValue: options.padValue };
+  const lbPadded = { ...lbOptions, padFilled: true };
   return map((frame) => {
     const tensor = tensors.acquire();
     const lb = frame.letterbox;
-    if (frame.layout === 'source') letterboxTensor(frame.data, lb.srcWidth, lb.srcHeight, options.channelOrder, lb, tensor.data, lbOptions);
-    else if (frame.layout === 'yuv420p') letterboxYuvTensor(frame.data, lb.srcWidth, lb.srcHeight, yuvTables(frame.colour), lb, tensor.data, lbOptions);
+    // The tensors are this operator's own: a tensor letterboxed before with the same geometry
+    // still holds its padding (the letterbox writes only the picture's area).
+    const o = samePadding(tensor.padded, lb) ? lbPadded : lbOptions;
+    if (frame.layout === 'source') letterboxTensor(frame.data, lb.srcWidth, lb.srcHeight, options.channelOrder, lb, tensor.data, o);
+    else if (frame.layout === 'yuv420p') letterboxYuvTensor(frame.data, lb.srcWidth, lb.srcHeight, yuvTables(frame.colour), lb, tensor.data, o);
     else normalizeHwcToChw(frame.data, width, height, tensor.data, normalize);
+    tensor.padded = frame.layout === 'source' || frame.layout === 'yuv420p' ? lb : undefined;
     frame.stamps.preprocessed = now();
     return { frame, tensor };
   });
+}
+
+/** Whether a tensor padded for `a` has the padding of `b`: the same model size, picture area and offsets. */
+function samePadding(a: Letterbox | undefined, b: Letterbox): boolean {
+  return a !== undefined && (a === b || (a.dstWidth === b.dstWidth && a.dstHeight === b.dstHeight && a.scaledWidth === b.scaledWidth && a.scaledHeight === b.scaledHeight && a.padX === b.padX && a.padY === b.padY));
 }

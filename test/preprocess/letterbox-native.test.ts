@@ -86,6 +86,10 @@ describe('the native letterbox kernel (src/preprocess/letterbox.c, built by npm 
     expect(() => k.letterbox(src, 12, i32(0, 1), i32(1, 1), i32(2048, 0), i32(0, 2048), shared, i32(3, 9), i32(2048, 2048), i32(0, 0), false, dst, 0, 2, mo, i32(0, 4, 8))).toThrow(TypeError);
     // weights outside OpenCV's 0–2048
     expect(() => k.letterbox(src, 12, i32(0, 1), i32(1, 1), i32(2048, 0), i32(0, 2048), i32(0, 6), i32(3, 9), i32(0x7fffffff, 2048), i32(0, 0), false, dst, 0, 2, mo, i32(0, 4, 8))).toThrow(RangeError);
+    // a pair of weights over 2049 (OpenCV's pairs sum to 2048 ± 1): the byte it makes could pass 255 and index past a normalisation table
+    expect(() => k.letterbox(src, 12, i32(0, 1), i32(1, 1), i32(2048, 0), i32(2, 2048), i32(0, 6), i32(3, 9), i32(2048, 2048), i32(0, 0), false, dst, 0, 2, mo, i32(0, 4, 8))).toThrow(/pair over 2049/);
+    expect(() => k.letterbox(src, 12, i32(0, 1), i32(1, 1), i32(2048, 0), i32(0, 2048), i32(0, 6), i32(3, 9), i32(2048, 2048), i32(0, 2), false, dst, 0, 2, mo, i32(0, 4, 8))).toThrow(/pair over 2049/);
+    expect(() => k.letterbox(src, 12, i32(0, 1), i32(1, 1), i32(2048, 0), i32(1, 2048), i32(0, 6), i32(3, 9), i32(2048, 2048), i32(0, 1), false, dst, 0, 2, mo, i32(0, 4, 8))).not.toThrow();
   });
 
   it('a frame shorter than its size says, or a tensor too small, is a RangeError (never a read or write out of bounds)', () => {

@@ -1,7 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { firstValueFrom, take, toArray } from 'rxjs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { grabPicture } from '../../src/analytics/snapshot.js';
@@ -102,6 +103,35 @@ describe('yuv420p → BGR as ffmpeg converts it (src/preprocess/yuv.ts, the kern
       let differ = 0;
       for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) differ++;
       expect(differ, vf).toBe(0);
+    }
+  });
+
+  it('rows converted with AVX2 (where the CPU has it, as here) and with SSE2 give the same tensor and picture, value for value', () => {
+    const k = createRequire(import.meta.url)(resolve(__dirname, '../../dist/native/letterbox.node')) as NativeLetterbox;
+    const cpuHasAvx2 = /^flags\s*:.*\bavx2\b/m.test(readFileSync('/proc/cpuinfo', 'utf8'));
+    const { yuv } = ffmpegFrames(PERSON_VIDEO, 'scale=1917:1080', 'null', 1917, 1080); // a width that is no multiple of 32 or 16: the scalar tail too
+    const tab = yuvTables({ matrix: 'bt709', fullRange: false });
+    const lb = letterbox(1917, 1080, 416, 416, 'top-left', 'floor');
+    const run = (avx2: boolean) => {
+      expect(k.useAvx2!(avx2)).toBe(avx2 && cpuHasAvx2);
+      const t = new Float32Array(416 * 416 * 3);
+      letterboxYuvTensor(yuv, 1917, 1080, tab, lb, t, OPTS, 0, k);
+      const picture = Buffer.alloc(1917 * 1080 * 3);
+      k.yuvToPacked!(yuv, 1917, 1080, tab, picture, false);
+      return { t, picture };
+    };
+    try {
+      const sse2 = run(false), avx2 = run(true);
+      const reference = Buffer.alloc(1917 * 1080 * 3);
+      yuvToPackedJs(yuv, 1917, 1080, tab, reference);
+      expect(sse2.picture.equals(reference)).toBe(true);
+      expect(avx2.picture.equals(reference)).toBe(true);
+      let differ = 0;
+      for (let i = 0; i < sse2.t.length; i++) if (!Object.is(sse2.t[i], avx2.t[i])) differ++;
+      expect(differ).toBe(0);
+      expect(new Set(sse2.t.subarray(0, 416 * 234)).size).toBeGreaterThan(100); // a picture, not a constant
+    } finally {
+      k.useAvx2!(true);
     }
   });
 
