@@ -135,6 +135,27 @@ describe('yuv420p → BGR as ffmpeg converts it (src/preprocess/yuv.ts, the kern
     }
   });
 
+  it('taps whose second column is not the first + 1 (tables of the kernel’s own callers never are) take the general path: the values of the converted picture’s letterbox', () => {
+    const k = createRequire(import.meta.url)(resolve(__dirname, '../../dist/native/letterbox.node')) as NativeLetterbox;
+    const [w, h] = [64, 36];
+    const yuv = new Uint8Array(yuv420Bytes(w, h));
+    for (let i = 0; i < yuv.length; i++) yuv[i] = (i * 73 + 19) & 255;
+    const tab = yuvTables({ matrix: 'bt601', fullRange: false });
+    const bgr = Buffer.alloc(w * h * 3);
+    yuvToPackedJs(yuv, w, h, tab, bgr);
+    const i32 = (n: number, f: (i: number) => number) => Int32Array.from({ length: n }, (_, i) => f(i));
+    // 10 × 8 output: rows 4y and 4y + 2, columns 6x and 6x + 3 (two apart and more), uneven weights
+    const y0 = i32(8, (y) => 4 * y), y1 = i32(8, (y) => 4 * y + 2), b0 = i32(8, (y) => 2048 - 200 * y), b1 = i32(8, (y) => 200 * y);
+    const px0 = i32(10, (x) => 3 * 6 * x), px1 = i32(10, (x) => 3 * (6 * x + 3)), pa0 = i32(10, (x) => 2048 - 150 * x), pa1 = i32(10, (x) => 150 * x);
+    const mo = Float64Array.from([1 / 255, 1 / 255, 1 / 255, -0.5, 0, 0.5]);
+    const q = Int32Array.from([0, 80, 160]);
+    const a = new Float32Array(240), b = new Float32Array(240);
+    k.letterboxYuv!(yuv, w, h, tab, y0, y1, b0, b1, px0, px1, pa0, pa1, false, a, 0, 10, mo, q);
+    k.letterbox(bgr, w * 3, y0, y1, b0, b1, px0, px1, pa0, pa1, false, b, 0, 10, mo, q);
+    expect(Array.from(a)).toEqual(Array.from(b));
+    expect(new Set(a).size).toBeGreaterThan(50);
+  });
+
   it('bad arguments are errors, never a read outside the picture', () => {
     const tab = yuvTables({ matrix: 'bt601', fullRange: false });
     const lb = letterbox(64, 48, 32, 32, 'top-left', 'floor');
