@@ -122,8 +122,13 @@ __attribute__((target("avx2"))) static size_t convrow_avx2(const yuv_t *p, const
   }
   return x;
 }
-/* Whether convrow uses convrow_avx2: set when the module loads (the CPU has AVX2), or by useAvx2 (tests). */
+/* Whether convrow uses convrow_avx2: set once per process when the library loads (the CPU has AVX2), or by
+ * useAvx2 (tests; for every thread). Atomic: worker threads may load the addon and convert rows too. */
 static int avx2_ok = 0;
+__attribute__((constructor)) static void detect_avx2(void) {
+  __builtin_cpu_init();
+  __atomic_store_n(&avx2_ok, __builtin_cpu_supports("avx2") ? 1 : 0, __ATOMIC_RELAXED);
+}
 #endif
 
 /*
@@ -136,7 +141,7 @@ static void convrow(const yuv_t *p, size_t r, uint8_t *restrict B, uint8_t *rest
   const size_t w = p->w;
   size_t x = 0;
 #if HAVE_AVX2_PATH
-  if (avx2_ok) x = convrow_avx2(p, Y, U, V, B, G, R);
+  if (__atomic_load_n(&avx2_ok, __ATOMIC_RELAXED)) x = convrow_avx2(p, Y, U, V, B, G, R);
 #endif
 #if defined(__SSE2__)
   const int32_t *k = p->k;
@@ -323,6 +328,7 @@ static napi_value run(napi_env env, napi_callback_info info, int isyuv) {
   int32_t *cols = isyuv ? malloc(sizeof(int32_t) * (dw ? 2 * dw : 1)) : NULL;
   uint8_t *conv = isyuv ? malloc(3 * ysw + 1) : NULL; /* one source row converted, planar (and a byte past the last plane's end: the pairs read it, weighted 0) */
   if (!bufs || !row || (isyuv && (!cols || !conv))) { free(bufs); free(row); free(cols); free(conv); napi_throw_error(env, NULL, "letterbox: out of memory"); return NULL; }
+  if (isyuv) conv[3 * ysw] = 0; /* the byte past the last plane, read by the pairs at weight 0: never uninitialised */
   /* yuv: the taps' weights in pairs where every pixel's second column is its first + 1 (or its first, weighted 0) */
   int16_t *wts = NULL;
   if (isyuv) {
@@ -404,9 +410,9 @@ static napi_value useAvx2(napi_env env, napi_callback_info info) {
   CHECK(napi_get_cb_info(env, info, &argc, a, NULL, NULL));
   if (argc != 1 || napi_get_value_bool(env, a[0], &on) != napi_ok) { napi_throw_type_error(env, NULL, "useAvx2: expected a boolean"); return NULL; }
 #if HAVE_AVX2_PATH
-  __builtin_cpu_init();
-  avx2_ok = on && __builtin_cpu_supports("avx2") ? 1 : 0;
-  CHECK(napi_get_boolean(env, avx2_ok != 0, &r));
+  const int use = on && __builtin_cpu_supports("avx2") ? 1 : 0;
+  __atomic_store_n(&avx2_ok, use, __ATOMIC_RELAXED);
+  CHECK(napi_get_boolean(env, use != 0, &r));
 #else
   CHECK(napi_get_boolean(env, false, &r));
 #endif
@@ -415,10 +421,6 @@ static napi_value useAvx2(napi_env env, napi_callback_info info) {
 static napi_value letterboxYuv(napi_env env, napi_callback_info info) { return run(env, info, 1); }
 
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
-#if HAVE_AVX2_PATH
-  __builtin_cpu_init();
-  avx2_ok = __builtin_cpu_supports("avx2") ? 1 : 0;
-#endif
   const struct { const char *name; napi_callback cb; } fns[] = { { "letterbox", letterbox }, { "letterboxYuv", letterboxYuv }, { "yuvToPacked", yuvToPacked }, { "useAvx2", useAvx2 } };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value fn;

@@ -154,6 +154,13 @@ describe('yuv420p → BGR as ffmpeg converts it (src/preprocess/yuv.ts, the kern
     k.letterbox(bgr, w * 3, y0, y1, b0, b1, px0, px1, pa0, pa1, false, b, 0, 10, mo, q);
     expect(Array.from(a)).toEqual(Array.from(b));
     expect(new Set(a).size).toBeGreaterThan(50);
+    // a column paired with itself at a weight other than 0 is no neighbouring pair either (16 wide: the SIMD loop's width)
+    const sx0 = i32(16, (x) => 3 * 3 * x), sw = i32(16, () => 1024);
+    const a2 = new Float32Array(16 * 8 * 3), b2 = new Float32Array(16 * 8 * 3);
+    const q2 = Int32Array.from([0, 128, 256]);
+    k.letterboxYuv!(yuv, w, h, tab, y0, y1, b0, b1, sx0, sx0, sw, sw, false, a2, 0, 16, mo, q2);
+    k.letterbox(bgr, w * 3, y0, y1, b0, b1, sx0, sx0, sw, sw, false, b2, 0, 16, mo, q2);
+    expect(Array.from(a2)).toEqual(Array.from(b2));
   });
 
   it('bad arguments are errors, never a read outside the picture', () => {

@@ -13,8 +13,8 @@ function picture(w: number, h: number, seed: number): Buffer {
   return b;
 }
 
-function frame(seq: number, w: number, h: number): Frame {
-  return { source: 's', seq, pts: seq, data: picture(w, h, seq), layout: 'source', letterbox: letterbox(w, h, 64, 64, 'top-left', 'floor'), stamps: emptyStamps(1), producedBy: 'captured', release: () => {} };
+function frame(seq: number, w: number, h: number, align: 'top-left' | 'center' = 'top-left'): Frame {
+  return { source: 's', seq, pts: seq, data: picture(w, h, seq), layout: 'source', letterbox: letterbox(w, h, 64, 64, align, 'floor'), stamps: emptyStamps(1), producedBy: 'captured', release: () => {} };
 }
 
 const OPTIONS = { width: 64, height: 64, normalize: { scale: 1 / 255, mean: [0, 0, 0] as [number, number, number], std: [1, 1, 1] as [number, number, number] }, channelOrder: 'bgr' as const, padValue: 114 };
@@ -32,7 +32,8 @@ describe('preprocess: the padding of its own tensors', () => {
     const tensor: InputTensor = { data: new Float32Array(64 * 64 * 3) };
     const pool = new Pool<InputTensor>(() => tensor, 1);
     const seen: Float32Array[] = [];
-    const frames = [frame(0, 160, 90), frame(1, 90, 160), frame(2, 90, 160), frame(3, 160, 90)];
+    // …and the same sizes centred: the picture's area moves, the padding is on both sides
+    const frames = [frame(0, 160, 90), frame(1, 90, 160), frame(2, 90, 160), frame(3, 160, 90), frame(4, 160, 90, 'center')];
     const op = preprocess(OPTIONS, pool);
     for (const [i, f] of frames.entries()) {
       const [out] = await lastValueFrom(from([f]).pipe(op, toArray()));
@@ -48,7 +49,9 @@ describe('preprocess: the padding of its own tensors', () => {
     const third = expected(frames[2]);
     third[63] = -7;
     expect(seen[2]).toEqual(third);
-    // landscape again: everything written anew
+    // landscape again: everything written anew; centred, again
     expect(seen[3]).toEqual(expected(frames[3]));
+    expect(frames[4].letterbox.padY).toBeGreaterThan(0);
+    expect(seen[4]).toEqual(expected(frames[4]));
   });
 });
