@@ -140,9 +140,10 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
       }
       process.exitCode = 1;
     }
-    if (summary.lostAlerts > 0 || summary.keptAlerts > 0) {
+    if (summary.lostAlerts > 0 || summary.keptAlerts > 0 || summary.unsavedAlerts > 0) {
       if (summary.lostAlerts > 0) process.stderr.write(`argus: ${summary.lostAlerts} alert(s) could not be delivered and are lost\n`);
       if (summary.keptAlerts > 0) process.stderr.write(`argus: ${summary.keptAlerts} alert(s) not yet acknowledged by Kafka are kept in ${summary.outbox?.dir} and are delivered on the next start\n`);
+      if (summary.unsavedAlerts > 0) process.stderr.write(`argus: ${summary.unsavedAlerts} alert(s) not yet acknowledged by Kafka could not all be written to the journal in ${summary.outbox?.dir} (its writes failed: a full disk?); those not on disk are lost\n`);
       process.exitCode = 3;
     }
     if (crashed !== undefined) {

@@ -88,6 +88,8 @@ export interface RunSummary {
   lostAlerts: number;
   /** Alerts Kafka had not acknowledged at exit but that the outbox keeps: delivered on the next start. */
   keptAlerts: number;
+  /** Alerts Kafka had not acknowledged at exit that the outbox could not all write (a full disk): at risk. */
+  unsavedAlerts: number;
   outbox?: Outbox['stats'] & { dir: string; replayed: number };
   /** Per source with zones, lines or rules: entries, exits, crossings, alerts per rule, and what filtered zones and lines saw instead. */
   analytics: Record<string, SourceAnalyticsReport>;
@@ -366,7 +368,10 @@ function summarize(started: Started, frames: number, wallMs: number): RunSummary
   const { pipeline, outbox: ob, kafka } = started;
   const alerts = started.alerts!;
   // With an outbox, what Kafka did not acknowledge is kept for the next start, not lost.
-  const keptAlerts = ob && kafka ? ob.pendingAlerts : 0;
+  // …if the journal holds them: after writes failed (a full disk) and no rewrite worked, some are only in memory.
+  const pending = ob && kafka ? ob.pendingAlerts : 0;
+  const keptAlerts = ob?.journaled ? pending : 0;
+  const unsavedAlerts = ob?.journaled ? 0 : pending;
   const dropped = ob ? ob.stats.evicted : (kafka?.stats.alertsDropped ?? 0);
   return {
     frames,
@@ -377,6 +382,7 @@ function summarize(started: Started, frames: number, wallMs: number): RunSummary
     alerts: alerts.stats,
     lostAlerts: alerts.stats.raised - alerts.stats.published + dropped,
     keptAlerts,
+    unsavedAlerts,
     outbox: ob ? { ...ob.stats, dir: ob.dir, replayed: started.replayed } : undefined,
     websocket: started.websocket?.stats,
     analytics: Object.fromEntries([...pipeline.analyzers].map(([id, a]) => [id, a.report()])),

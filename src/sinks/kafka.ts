@@ -222,6 +222,8 @@ export class KafkaSink implements Sink {
   private failuresInARow = 0;
   /** The kind of the last request that failed: it goes after the others (see takeBatch). */
   private lastFailedKind: Pending['kind'] | undefined;
+  /** Kinds whose last request failed: the outage (its reasons logged once, "broker back") lasts until each has gone through. */
+  private readonly failingKinds = new Set<Pending['kind']>();
   private readonly detections = new Deque<Pending>(1024);
   private readonly alerts = new Deque<Pending>(64);
   /** Characters of the alerts' JSON in `alerts` (the memory bound). */
@@ -617,7 +619,11 @@ export class KafkaSink implements Sink {
       // stream of detections for as long as they came).
       this.lastFailedKind = undefined;
       this.failuresInARow = 0;
-      if (this.backoffMs > 0 || !this.stats.connected || this.reasonsLogged.size > 0) {
+      // The outage is over when what failed goes through again: detections sent while every
+      // alert request fails (a topic deleted under argus) end nothing, and said "broker back"
+      // and the reasons anew at every cycle.
+      for (const p of batch) this.failingKinds.delete(p.kind);
+      if (this.failingKinds.size === 0 && (this.backoffMs > 0 || !this.stats.connected || this.reasonsLogged.size > 0)) {
         if (this.backoffMs > 0 || !this.stats.connected) this.log('kafka: broker back, publishing again', { alertsPending: this.alerts.length, statusPending: this.statuses.size });
         this.stats.connected = true;
         this.reasonsLogged.clear();
@@ -626,9 +632,17 @@ export class KafkaSink implements Sink {
       this.backoffMs = 0;
     } catch (e) {
       if (this.closed) return;
-      if (anySent) {
+      if (anySent && this.failingKinds.size === 0) {
         this.reasonsLogged.clear();
         this.lastReason = undefined;
+      }
+      for (const p of batch) this.failingKinds.add(p.kind);
+      // A topic gone (deleted, or a broker restarted without its data): checked and created
+      // again before the next request, as at start (it was checked once, and every request to
+      // it failed for the rest of the run).
+      if (errorType(e) === 'UNKNOWN_TOPIC_OR_PARTITION' && this.topicsChecked) {
+        this.topicsChecked = false;
+        this.topicsRetryAt = 0;
       }
       // Alerts and statuses go back to the front, in order; detections of the failed batch are dropped.
       this.lastFailedKind = batch[0].kind;

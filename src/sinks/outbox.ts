@@ -86,6 +86,20 @@ const FILE = 'outbox.log';
 export const JOURNAL_WAIT_MS = 1000;
 /** How long close() waits for the disk, ms. */
 const CLOSE_WAIT_MS = 5000;
+/** Errors that say the disk (or the file size limit, or a quota) has no room. */
+const NO_ROOM = new Set(['ENOSPC', 'EFBIG', 'EDQUOT']);
+
+/** Writes all of `b` at `at` in `f` (a short write with nothing taken is ENOSPC); its length. */
+async function writeFully(f: FileHandle, b: Buffer, at: number): Promise<number> {
+  let off = 0;
+  while (off < b.length) {
+    const { bytesWritten } = await f.write(b, off, b.length - off, at + off);
+    if (bytesWritten <= 0) throw Object.assign(new Error('short write'), { code: 'ENOSPC' });
+    off += bytesWritten;
+  }
+  return b.length;
+}
+
 /** A failed compaction is tried again after this long at the soonest, ms. */
 const COMPACT_RETRY_MS = 10_000;
 const LOCK = 'outbox.lock';
@@ -338,7 +352,7 @@ export class Outbox {
     }
     const { records, corrupt, torn } = read;
     this.stats.corrupt = corrupt + (torn ? 1 : 0);
-    if (torn) this.log('outbox: the last journal record was torn (the process died while writing it); skipped', { dir });
+    if (torn) this.log('outbox: the last journal record was torn (the process died while writing it, or the disk was full); skipped', { dir });
     if (corrupt > 0) this.log(`outbox: ${corrupt} damaged journal record(s) skipped`, { dir }, 'error');
     const wall = this.clock();
     // A record's age: on the monotonic clock when it was journaled in this boot (a wall clock
@@ -551,7 +565,7 @@ export class Outbox {
     this.stats.appended++;
     if (rec.kind === 'alert') this.enforceBytes();
     this.updateStats();
-    const text = line({ op: 'put', key: rec.key, kind: rec.kind, source: rec.source, at: rec.at, boot: rec.boot, up: rec.up, value: rec.value });
+    const text = this.putLine(rec);
     // Resolves when the record is on disk, or after JOURNAL_WAIT_MS if the disk has not
     // answered by then (frozen, hung): the alert is then handed on unprotected (counted, logged)
     // and written when the disk answers. Waiting for the disk held every alert back from every
@@ -625,19 +639,7 @@ export class Outbox {
           this.realign = false;
           // Writes work again after some failed (a full disk that has room now): the records those
           // held are only in memory, so the journal is rewritten with every live record at once.
-          if (this.unjournaled && !this.closed && this.mono() >= this.compactAfter) {
-            // The lines queued now are covered by the rewrite (it writes every live record):
-            // written after it, an older status would land after the newer one it holds.
-            const covered = this.queue.length;
-            if (await this.rewrite()) {
-              this.unjournaled = false;
-              for (const q of this.queue.splice(0, covered)) {
-                this.queuedChars -= q.text.length;
-                q.done?.();
-              }
-              this.log('outbox: journal writes work again; rewritten with every undelivered record', { dir: this.o.dir, pending: this.live.size });
-            }
-          }
+          if (this.unjournaled) await this.rejournal('outbox: journal writes work again; rewritten with every undelivered record');
         } catch (e) {
           this.realign = true;
           this.unjournaled = true;
@@ -645,6 +647,10 @@ export class Outbox {
           if (this.stats.writeErrors === 1 || this.stats.writeErrors % 100 === 0) {
             this.log(`outbox: journal write failed (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); alerts are still published but not protected against a crash`, { dir: this.o.dir, failures: this.stats.writeErrors }, 'error');
           }
+          // What fills the disk (or the file size limit) may be the journal itself, its delivered
+          // records waiting for the next compaction: compact now rather than when the file is big
+          // (a small state volume never got there, and every alert after was unprotected).
+          await this.rejournal('outbox: the journal was compacted after a failed write; every undelivered record is on disk again');
         }
         for (const b of batch) b.done?.();
         if (this.fileBytes > Math.max(4 * 1024 * 1024, 2 * this.liveBytes + 64 * 1024) && !this.closed && this.mono() >= this.compactAfter) await this.rewrite();
@@ -652,6 +658,29 @@ export class Outbox {
     } finally {
       this.writing = undefined;
     }
+  }
+
+  /**
+   * The journal rewritten with every live record after writes failed (`unjournaled`), unless a
+   * compaction failed a moment ago; `said` is logged when it worked.
+   */
+  private async rejournal(said: string): Promise<void> {
+    if (!this.unjournaled || this.closed || this.mono() < this.compactAfter) return;
+    // The lines queued now are covered by the rewrite (it writes every live record):
+    // written after it, an older status would land after the newer one it holds.
+    const covered = this.queue.length;
+    if (!(await this.rewrite())) return;
+    this.unjournaled = false;
+    for (const q of this.queue.splice(0, covered)) {
+      this.queuedChars -= q.text.length;
+      q.done?.();
+    }
+    this.log(said, { dir: this.o.dir, pending: this.live.size });
+  }
+
+  /** Whether the journal holds every undelivered record (false after failed writes, until a rewrite works). */
+  get journaled(): boolean {
+    return !this.unjournaled && !this.lockLost;
   }
 
   /** Writes every byte (a write may take only part: a full disk, a file size limit) or throws. */
@@ -678,29 +707,21 @@ export class Outbox {
     const path = join(this.o.dir, FILE);
     const tmp = `${path}.tmp`;
     try {
-      // Record by record: one string of the whole journal could pass V8's string limit.
-      const t = await open(tmp, 'w');
-      let size = 0;
+      let size: number;
       try {
-        for (const r of this.live.values()) {
-          const l = line({ op: 'put', key: r.key, kind: r.kind, source: r.source, at: r.at, boot: r.boot, up: r.up, value: r.value });
-          const b = Buffer.from(l);
-          let off = 0;
-          while (off < b.length) {
-            const { bytesWritten } = await t.write(b, off, b.length - off);
-            if (bytesWritten <= 0) throw Object.assign(new Error('short write'), { code: 'ENOSPC' });
-            off += bytesWritten;
-          }
-          size += b.length;
-        }
-        await t.sync();
-      } finally {
-        await t.close();
+        size = await this.writeCopy(tmp);
+        await rename(tmp, path);
+        const d = await open(this.o.dir, 'r').catch(() => undefined);
+        await d?.sync().catch(() => undefined);
+        await d?.close();
+      } catch (e) {
+        if (!this.fh || !NO_ROOM.has((e as NodeJS.ErrnoException).code ?? '')) throw e;
+        await rm(tmp, { force: true }).catch(() => undefined);
+        // No room for a copy beside the journal (a full disk, which the journal's delivered
+        // records may be filling): compacted in place instead.
+        size = await this.compactInPlace(path);
+        if (++this.inPlace === 1 || this.inPlace % 100 === 0) this.log(`outbox: no room for a copy of the journal (${(e as NodeJS.ErrnoException).code}); compacted in place (${this.inPlace} time(s))`, { dir: this.o.dir, pending: this.live.size }, 'warn');
       }
-      await rename(tmp, path);
-      const d = await open(this.o.dir, 'r').catch(() => undefined);
-      await d?.sync().catch(() => undefined);
-      await d?.close();
       await this.fh?.close().catch(() => undefined);
       this.fh = await open(path, 'a');
       this.fileBytes = size;
@@ -726,6 +747,48 @@ export class Outbox {
       if (++this.compactFailures === 1 || this.compactFailures % 100 === 0) this.log(`outbox: compaction failed (${why}); the journal keeps growing until it works (tried again after ${COMPACT_RETRY_MS / 1000} s; ${this.compactFailures} failure(s) so far)`, { dir: this.o.dir }, 'error');
       return false;
     }
+  }
+
+  /** Compactions done in place (no room for a copy). */
+  private inPlace = 0;
+
+  /** The live records as one journal written to `path` (a new file), synced; its size. */
+  private async writeCopy(path: string): Promise<number> {
+    // Record by record: one string of the whole journal could pass V8's string limit.
+    const t = await open(path, 'w');
+    let size = 0;
+    try {
+      for (const r of this.live.values()) size += await writeFully(t, Buffer.from(this.putLine(r)), size);
+      await t.sync();
+    } finally {
+      await t.close();
+    }
+    return size;
+  }
+
+  /**
+   * The live records written over the journal from its start, in their order, and the rest cut
+   * off; its size. Each lands at or before where its own line was (the live records are a part
+   * of the journal, in its order, each the same line as appended, putLine), so until the cut the
+   * file holds each of them at least once;
+   * a crash in the middle of one line's write can cost that record (its line half new, half
+   * old). Only when there is no room for a copy beside the journal.
+   */
+  private async compactInPlace(path: string): Promise<number> {
+    const f = await open(path, 'r+');
+    let size = 0;
+    try {
+      for (const r of this.live.values()) size += await writeFully(f, Buffer.from(this.putLine(r)), size);
+      await f.truncate(size);
+      await f.sync();
+    } finally {
+      await f.close();
+    }
+    return size;
+  }
+
+  private putLine(r: OutboxRecord): string {
+    return line({ op: 'put', key: r.key, kind: r.kind, source: r.source, at: r.at, boot: r.boot, up: r.up, value: r.value });
   }
 
   private addLive(r: OutboxRecord, ageMs = 0): void {
@@ -805,7 +868,7 @@ export class Outbox {
   private async closeInner(): Promise<void> {
     while (this.writing) await this.writing;
     this.closed = true;
-    if (!this.lockLost) await this.rewrite();
+    if (!this.lockLost && (await this.rewrite())) this.unjournaled = false;
     await this.fh?.close().catch(() => undefined);
     if (!this.lockLost) await this.unlock();
     openHere.delete(this.hereKey);

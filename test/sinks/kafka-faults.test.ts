@@ -243,6 +243,38 @@ describe('Kafka sink: one topic refused (deleted) while the broker is up', () =>
   }, TIMEOUT);
 });
 
+describe('Kafka sink: the alerts topic deleted while the broker is up', () => {
+  it('is created again (createTopics) and every alert arrives without a restart, while detections go through; the outage is said once, not at each detections request', async () => {
+    const topic = uniqueTopic('gone');
+    const { sink, acked, logs } = makeSink(topic, { lingerMs: 5 });
+    await sink.start();
+    publish(sink, alert('dock', 'g0'));
+    expect(await until(() => acked().length === 1, BROKER_WAIT_MS)).toBe(true);
+    const kafka = new Kafka({ clientId: 'argus-test', brokers, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.deleteTopics({ topics: [`${topic}.alerts`] });
+    await admin.disconnect();
+    let s = 1;
+    const frames = setInterval(() => publish(sink, detections('dock', s++)), 50);
+    try {
+      for (let i = 1; i <= 6; i++) {
+        publish(sink, alert('dock', `g${i}`));
+        await wait(250);
+      }
+      expect(await until(() => acked().length === 7, BROKER_WAIT_MS)).toBe(true);
+    } finally {
+      clearInterval(frames);
+    }
+    expect(ids(await readTopicUntil(brokers, `${topic}.alerts`, (v) => v.length >= 6, BROKER_WAIT_MS))).toEqual(Array.from({ length: 6 }, (_, i) => `g${i + 1}`));
+    expect(logs.some((l) => l.msg.includes(`created topics ${topic}.alerts`))).toBe(true);
+    // Before: "publishing failed" and "broker back" at every detections request that went through (87 and 86 in 45 s).
+    expect(logs.filter((l) => /publishing failed/.test(l.msg)).length).toBeLessThanOrEqual(2);
+    expect(logs.filter((l) => /broker back/.test(l.msg)).length).toBeLessThanOrEqual(2);
+    await sink.close();
+  }, TIMEOUT);
+});
+
 describe('Kafka sink: a broker that accepts connections and never answers, then recovers', () => {
   it('the sink recovers once new connections are answered: the topics are created then, and every alert raised meanwhile arrives', async () => {
     // A TCP proxy to the broker that black-holes the connections made while `blackHole` holds.

@@ -121,21 +121,88 @@ describe('Outbox (the durable alert journal)', () => {
   it('after writes failed (a full disk), the first write that works rewrites the journal with every undelivered record: a crash then loses none of them', async () => {
     const d = dir();
     const logs: string[] = [];
-    const ob = await Outbox.open(opts(d, { log: (m) => logs.push(m) }));
+    let clock = 0;
+    const ob = await Outbox.open(opts(d, { log: (m) => logs.push(m), monotonic: () => clock }));
     await ob.append(...alert('f1'));
-    const fh = (ob as unknown as { fh: { write: unknown } }).fh;
-    fh.write = async () => {
+    // No room for anything: appends, a copy of the journal, a compaction in place.
+    const inner = ob as unknown as { fh: { write: unknown }; writeCopy: unknown; compactInPlace: unknown };
+    const fh = inner.fh;
+    const noRoom = async () => {
       throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
     };
+    fh.write = noRoom;
+    inner.writeCopy = noRoom;
+    inner.compactInPlace = noRoom;
     await ob.append(...alert('f2')); // not on disk: still handed on (resolves), counted
     await ob.append(...alert('f3'));
-    expect(ob.stats.writeErrors).toBe(2);
+    expect(ob.stats.writeErrors).toBeGreaterThanOrEqual(2); // the writes, and the compaction tried after the first
+    expect(ob.journaled).toBe(false);
     delete fh.write; // room again
+    delete inner.writeCopy;
+    delete inner.compactInPlace;
+    clock += 10_000; // past the wait after a failed compaction
     await ob.append(...alert('f4'));
     // As after a kill -9 now: the journal on disk holds all four (before, f2 and f3 were only in memory).
     expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:f1', 'alert:f2', 'alert:f3', 'alert:f4']);
     expect(logs.some((m) => m.startsWith('outbox: journal writes work again'))).toBe(true);
     await ob.close();
+  });
+
+  it('a write that fails for want of room compacts the journal at once; with no room for a copy either, in place: the delivered records the journal held make room, and every undelivered one is on disk', async () => {
+    const d = dir();
+    const logs: string[] = [];
+    const ob = await Outbox.open(opts(d, { log: (m) => logs.push(m) }));
+    const sent = [];
+    for (let i = 0; i < 8; i++) {
+      const a = alert(`r${i}`, 2000);
+      sent.push(a);
+      await ob.append(...a);
+    }
+    ob.ack(sent.slice(0, 6).map((a) => a[0])); // delivered: only r6, r7 are still owed
+    await until(() => !(ob as unknown as { writing?: unknown }).writing);
+    const file = join(d, 'outbox.log');
+    const before = readFileSync(file).length;
+    expect(before).toBeGreaterThan(8 * 2000); // the delivered ones' lines are still in it (compaction waits for 4 MiB)
+    // The disk is full: this write fails, and no copy of the journal fits beside it.
+    const inner = ob as unknown as { fh: { write: unknown }; writeCopy: unknown };
+    const fh = inner.fh;
+    fh.write = async () => {
+      delete fh.write;
+      throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+    };
+    inner.writeCopy = async () => {
+      throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+    };
+    await ob.append(...alert('r8', 2000));
+    await until(() => !(ob as unknown as { writing?: unknown }).writing);
+    // As after a kill -9 now: everything owed is on disk, in a journal cut down to it.
+    expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:r6', 'alert:r7', 'alert:r8']);
+    expect(readFileSync(file).length).toBeLessThan(before / 2);
+    expect(ob.journaled).toBe(true);
+    expect(logs.some((m) => m.includes('compacted in place'))).toBe(true);
+    // …and appending goes on after it
+    await ob.append(...alert('r9'));
+    expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:r6', 'alert:r7', 'alert:r8', 'alert:r9']);
+    await ob.close();
+  });
+
+  it('when no rewrite works after a failed write, the outbox says its journal does not hold every undelivered record (the run then says they may be lost, not kept)', async () => {
+    const d = dir();
+    const ob = await Outbox.open(opts(d, { log: () => {} }));
+    await ob.append(...alert('u1'));
+    const inner = ob as unknown as { fh: { write: unknown }; writeCopy: unknown; compactInPlace: unknown };
+    const noRoom = async () => {
+      throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+    };
+    inner.fh.write = noRoom;
+    inner.writeCopy = noRoom;
+    inner.compactInPlace = noRoom;
+    expect(ob.journaled).toBe(true);
+    await ob.append(...alert('u2'));
+    expect(ob.journaled).toBe(false);
+    await ob.close();
+    expect(ob.journaled).toBe(false);
+    expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:u1']); // u2 never reached the disk
   });
 
   it('a disk that does not answer (frozen) holds no alert back: after 1 s it is handed on unprotected (counted), the queue stays bounded, and once the disk answers every record is written; close() gives up on it after closeWaitMs', async () => {
