@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { makeDir } from '../core/files.js';
+import { readdir, readFile, rename, rm } from 'node:fs/promises';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { formatIssues, readConfigFile } from '../config/load.js';
@@ -56,7 +57,7 @@ async function deriveClip(d: Catalog['derived'][number], ffmpegPath: string, opt
   if (existsSync(out)) return out;
   const src = await resolveStream(d.from, ffmpegPath, options);
   try {
-    await mkdir(dir, { recursive: true });
+    await makeDir(dir);
   } catch (e) {
     // As fetch.ts names the cache folder it cannot make (this gave a bare EACCES / ENOTDIR).
     throw new ArgusError(ErrorCodes.ASSET_FILE, `asset "${d.file}": cannot create the folder of derived clips ${dir} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): remove what is in its way, or set ARGUS_CACHE to a folder argus may write`, { cause: e });

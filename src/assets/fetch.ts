@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { makeDir } from '../core/files.js';
+import { readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -100,7 +101,7 @@ export async function resolveAsset(spec: AssetSpec, options: ResolveOptions = {}
     corrupt = await moveAside(spec, cached, digest, log);
   }
   try {
-    await mkdir(dirname(cached), { recursive: true });
+    await makeDir(dirname(cached));
   } catch (e) {
     throw new ArgusError(ErrorCodes.ASSET_FILE, `asset "${spec.file}": cannot create the cache folder ${dirname(cached)} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): remove what is in its way, or set ARGUS_CACHE to a folder argus may write`, { cause: e });
   }

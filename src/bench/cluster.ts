@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
+import { makeDirSync } from '../core/files.js';
 import { join, resolve } from 'node:path';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import { PACKAGE_ROOT } from '../assets/paths.js';
@@ -196,7 +197,7 @@ export function clusterNames(prefix: string): ClusterNames {
 
 /** Writes the workers' YAML into `dir` (W: the worker id, from the environment of each process). */
 export function writeWorkerYaml(dir: string, brokers: string[], n: ClusterNames, extra: { slots?: number; sessionTimeoutMs?: number } = {}): string {
-  mkdirSync(dir, { recursive: true });
+  makeDirSync(dir);
   const file = join(dir, 'worker.yaml');
   writeFileSync(
     file,

@@ -1,5 +1,6 @@
 import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
-import { extname, resolve } from 'node:path';
+import { mkdir, stat } from 'node:fs/promises';
+import { dirname, extname, resolve } from 'node:path';
 
 /**
  * True when `a` and `b` name the same file: the same absolute path, or (both existing) the same
@@ -27,7 +28,7 @@ export function isVideoPath(path: string): boolean {
 /** Makes folder `dir` (with its parents) and checks this process may write into it: the reason it cannot (an error code), or undefined. */
 export function unwritableDir(dir: string): string | undefined {
   try {
-    mkdirSync(dir, { recursive: true });
+    makeDirSync(dir);
     accessSync(dir, constants.W_OK);
     return undefined;
   } catch (e) {
@@ -35,5 +36,52 @@ export function unwritableDir(dir: string): string | undefined {
     // mkdir says EEXIST for a path that is a file (or under one: ENOTDIR): say which.
     if (code === 'EEXIST' || code === 'ENOTDIR') return `${code}: it, or a folder above it, is a file`;
     return code ?? (e as Error).message;
+  }
+}
+
+/**
+ * Makes folder `dir` and its missing parents, or throws the first error other than "it exists"
+ * (mkdir's EEXIST where a file has the name, ENOTDIR where one is above it). Not Node's `mkdir(…, { recursive: true })`: on a path
+ * whose parent exists but takes no new entries (`/proc/self/x`) it loops for ever, a core busy
+ * and the caller waiting (an outbox folder there hung argus's start for good).
+ */
+export async function makeDir(dir: string): Promise<void> {
+  try {
+    await mkdir(dir);
+    return;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') {
+      if ((await stat(dir)).isDirectory()) return;
+      throw e;
+    }
+    if (code !== 'ENOENT' || dirname(dir) === dir) throw e;
+  }
+  await makeDir(dirname(dir));
+  try {
+    await mkdir(dir); // once: the parent is there now, so ENOENT again is this path's own answer
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || !(await stat(dir)).isDirectory()) throw e;
+  }
+}
+
+/** makeDir, synchronous: for the few callers that cannot wait (a dead letter written at exit). */
+export function makeDirSync(dir: string): void {
+  try {
+    mkdirSync(dir);
+    return;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') {
+      if (statSync(dir).isDirectory()) return;
+      throw e;
+    }
+    if (code !== 'ENOENT' || dirname(dir) === dir) throw e;
+  }
+  makeDirSync(dirname(dir));
+  try {
+    mkdirSync(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(dir).isDirectory()) throw e;
   }
 }

@@ -1,4 +1,5 @@
 import * as fsPromises from 'node:fs/promises';
+import { makeDir } from '../core/files.js';
 import { isAbsolute, join, resolve } from 'node:path';
 import { grabPicture } from '../analytics/snapshot.js';
 import { sceneOf } from '../annotate/scene.js';
@@ -73,7 +74,7 @@ export class AlertPublisher {
   ) {
     this.holdBytes = o.holdBytes ?? SNAPSHOT_HOLD_BYTES;
     this.ioMs = o.ioTimeoutMs ?? SNAPSHOT_IO_TIMEOUT_MS;
-    this.fs = o.fs ?? fsPromises;
+    this.fs = o.fs ?? { mkdir: (dir) => makeDir(dir), writeFile: fsPromises.writeFile };
     this.dir = isAbsolute(config.snapshot.dir) ? config.snapshot.dir : resolve(baseDir, config.snapshot.dir);
   }
 

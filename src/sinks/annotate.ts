@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { closeSync, openSync, statSync } from 'node:fs';
 import { dirname, extname, isAbsolute, join, resolve } from 'node:path';
 import type { FrameResult } from '../analytics/analyze.js';
 import { grabPicture } from '../analytics/snapshot.js';
@@ -9,7 +9,7 @@ import type { AnnotateSinkConfig } from '../config/schema/sinks.js';
 import { Detections } from '../core/detections.js';
 import { letterbox } from '../core/geometry.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { isVideoPath, sameFile, VIDEO_EXTENSIONS } from '../core/files.js';
+import { isVideoPath, makeDirSync, sameFile, VIDEO_EXTENSIONS } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 
 /** What the sink needs of an encoder: `VideoWriter`, or a fake in tests. */
@@ -159,7 +159,7 @@ function refusal(source: string, file: string, outputs: ReadonlyMap<string, stri
 /** Creates (empties) an output file, folders made as needed; VAP_ERR_SINK_FILE naming `sinks.annotate.path` when it cannot be written. */
 function createOutput(file: string): void {
   try {
-    mkdirSync(dirname(file), { recursive: true });
+    makeDirSync(dirname(file));
     closeSync(openSync(file, 'w'));
   } catch (e) {
     throw new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: cannot write ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });

@@ -1,4 +1,5 @@
-import { appendFileSync, mkdirSync, statSync } from 'node:fs';
+import { appendFileSync, statSync } from 'node:fs';
+import { makeDirSync } from '../core/files.js';
 import { dirname } from 'node:path';
 import { CompressionTypes, Kafka, logLevel, type Admin, type Producer, type SASLOptions } from 'kafkajs';
 import type { ConnectionOptions } from 'node:tls';
@@ -730,7 +731,7 @@ export class KafkaSink implements Sink {
     if (!path) return undefined;
     try {
       if (this.deadLetterSize === undefined) {
-        mkdirSync(dirname(path), { recursive: true });
+        makeDirSync(dirname(path));
         try {
           this.deadLetterSize = statSync(path).size;
         } catch {

@@ -1,9 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { link, mkdir, open, readFile, readlink, realpath, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
+import { link, open, readFile, readlink, realpath, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { makeDir } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import type { Message } from './message.js';
 
@@ -328,7 +329,7 @@ export class Outbox {
     const { dir } = this.o;
     this.bootId = this.o.bootId ?? (await readFile('/proc/sys/kernel/random/boot_id', 'utf8').catch(() => '')).trim();
     try {
-      await mkdir(dir, { recursive: true });
+      await makeDir(dir);
     } catch (e) {
       throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot create ${dir} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); set outbox.dir to a writable folder`, { cause: e });
     }
