@@ -140,6 +140,11 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
       }
       process.exitCode = 1;
     }
+    const damaged = summary.outbox?.damaged ?? 0;
+    if (damaged > 0) {
+      process.stderr.write(`argus: ${damaged} damaged record(s) of the alert journal in ${summary.outbox?.dir} were skipped at start (undelivered alerts may be among them)${summary.outbox?.damagedCopy ? `; the journal as it was is kept as ${summary.outbox.damagedCopy}` : ''}\n`);
+      process.exitCode = 3;
+    }
     if (summary.lostAlerts > 0 || summary.keptAlerts > 0 || summary.unsavedAlerts > 0) {
       if (summary.lostAlerts > 0) process.stderr.write(`argus: ${summary.lostAlerts} alert(s) could not be delivered and are lost\n`);
       if (summary.keptAlerts > 0) process.stderr.write(`argus: ${summary.keptAlerts} alert(s) not yet acknowledged by Kafka are kept in ${summary.outbox?.dir} and are delivered on the next start\n`);

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { link, open, readFile, readlink, realpath, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
+import { copyFile, link, open, readdir, readFile, readlink, realpath, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -74,6 +74,10 @@ export interface OutboxStats {
   recovered: number;
   /** Lines skipped at open because their checksum failed (a torn tail, a damaged disk). */
   corrupt: number;
+  /** Of those, damaged ones (not a torn last line): undelivered alerts may be among them. */
+  damaged: number;
+  /** Where the journal as it was is kept when it had damaged lines (it is rewritten without them). */
+  damagedCopy?: string;
   /** Alerts dropped for the size or age bound. */
   evicted: number;
   /** Writes that failed (disk full, I/O error): the message was still handed to the sinks. */
@@ -99,6 +103,23 @@ async function writeFully(f: FileHandle, b: Buffer, at: number): Promise<number>
     off += bytesWritten;
   }
   return b.length;
+}
+
+/** Damaged journals kept (the newest). */
+const DAMAGED_KEPT = 3;
+
+/** The journal of `dir` kept under a name of its own (a hard link, else a copy), the oldest beyond DAMAGED_KEPT removed; its path, or undefined if that failed. */
+async function keepDamaged(dir: string): Promise<string | undefined> {
+  const path = join(dir, FILE);
+  const kept = join(dir, `outbox.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
+  try {
+    await link(path, kept).catch(() => copyFile(path, kept));
+  } catch {
+    return undefined;
+  }
+  const old = (await readdir(dir).catch(() => [] as string[])).filter((f) => /^outbox\.damaged-.*\.log$/.test(f)).sort();
+  for (const f of old.slice(0, Math.max(0, old.length - DAMAGED_KEPT))) await rm(join(dir, f), { force: true }).catch(() => undefined);
+  return kept;
 }
 
 /** A failed compaction is tried again after this long at the soonest, ms. */
@@ -305,7 +326,7 @@ export class Outbox {
   /** Another argus took the lock over: this one writes the journal no more. */
   private lockLost = false;
   private closing: Promise<void> | undefined;
-  readonly stats: OutboxStats = { pending: 0, pendingBytes: 0, appended: 0, acked: 0, recovered: 0, corrupt: 0, evicted: 0, writeErrors: 0, slowWrites: 0 };
+  readonly stats: OutboxStats = { pending: 0, pendingBytes: 0, appended: 0, acked: 0, recovered: 0, corrupt: 0, damaged: 0, evicted: 0, writeErrors: 0, slowWrites: 0 };
   /** Characters of the lines waiting for the writer (bounded: see enqueue). */
   private queuedChars = 0;
 
@@ -354,7 +375,13 @@ export class Outbox {
     const { records, corrupt, torn } = read;
     this.stats.corrupt = corrupt + (torn ? 1 : 0);
     if (torn) this.log('outbox: the last journal record was torn (the process died while writing it, or the disk was full); skipped', { dir });
-    if (corrupt > 0) this.log(`outbox: ${corrupt} damaged journal record(s) skipped`, { dir }, 'error');
+    this.stats.damaged = corrupt;
+    if (corrupt > 0) {
+      // The rewrite below leaves only the lines that read back: the journal as it was is kept
+      // (a hard link, no copy), so the damaged records can still be looked at or recovered by hand.
+      this.stats.damagedCopy = await keepDamaged(dir);
+      this.log(`outbox: ${corrupt} damaged journal record(s) skipped (undelivered alerts may be among them)${this.stats.damagedCopy ? `; the journal as it was is kept as ${this.stats.damagedCopy}` : ''}`, { dir }, 'error');
+    }
     const wall = this.clock();
     // A record's age: on the monotonic clock when it was journaled in this boot (a wall clock
     // stepped forward between two runs evicts nothing), by the wall clock across a reboot.

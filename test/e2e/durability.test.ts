@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -124,6 +124,22 @@ describe('alert durability (real broker, real CLI)', () => {
     // Once acknowledged, the journal is empty.
     expect((await readOutbox(outbox)).filter((r) => r.kind === 'alert')).toEqual([]);
   }, 4 * MODEL_RUN_TIMEOUT_MS + BROKER_TIMEOUT_MS); // two runs, a broker restart and four waits, each bounded
+
+  it('a journal with damaged records: argus starts, keeps the journal as it was beside it, and its exit says so with status 3', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-dmg-'));
+    const topic = uniqueTopic('dmg');
+    const outbox = join(dir, 'outbox');
+    mkdirSync(outbox);
+    writeFileSync(join(outbox, 'outbox.log'), '{"op":"put","key":"alert:x","damaged":true}\n');
+    const run = start(dir, yamlFor(topic, outbox));
+    await until(() => /damaged journal record/.test(run.stderr()) || undefined, MODEL_RUN_TIMEOUT_MS, 'the damaged journal noticed');
+    run.p.kill('SIGTERM');
+    expect((await run.exited).code).toBe(3);
+    const kept = readdirSync(outbox).filter((f) => f.startsWith('outbox.damaged-'));
+    expect(kept).toHaveLength(1);
+    expect(readFileSync(join(outbox, kept[0]), 'utf8')).toContain('"damaged":true');
+    expect(run.stderr()).toMatch(new RegExp(`argus: 1 damaged record\\(s\\) of the alert journal in .* were skipped at start .*kept as .*${kept[0]}`));
+  }, 2 * MODEL_RUN_TIMEOUT_MS);
 
   it.each([
     ['SIGHUP', 0],

@@ -86,11 +86,26 @@ describe('Outbox (the durable alert journal)', () => {
     const again = await Outbox.open(opts(d, { log: (m) => logs.push(m) }));
     expect(again.takeRecovered().map((r) => r.key)).toEqual(['alert:t1', 'alert:t3']);
     expect(again.stats.corrupt).toBe(2);
+    expect(again.stats.damaged).toBe(1); // the torn tail is no damage
     expect(logs.join('\n')).toMatch(/torn/);
+    // The journal as it was (before the rewrite drops the damaged line) is kept beside it, said in the log.
+    const kept = again.stats.damagedCopy!;
+    expect(kept).toMatch(/outbox\.damaged-.*\.log$/);
+    expect(readFileSync(kept, 'utf8')).toContain('tX');
+    expect(logs.join('\n')).toContain(kept);
     // It was rewritten clean: appending after it works and reads back.
     await again.append(...alert('t4'));
     await again.close();
     expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:t1', 'alert:t3', 'alert:t4']);
+    // Damaged again and again: the newest three journals as they were are kept, no more.
+    for (let i = 0; i < 4; i++) {
+      appendFileSync(file, '{"damaged":' + i + '}\n');
+      await new Promise((r) => setTimeout(r, 5)); // names by the millisecond
+      const o = await Outbox.open(opts(d, { log: () => {} }));
+      expect(o.stats.damaged).toBe(1);
+      await o.close();
+    }
+    expect(readdirSync(d).filter((f) => f.startsWith('outbox.damaged-'))).toHaveLength(3);
   });
 
   it('a write the disk takes only part of (a file size limit) is an error, and the records after it still read back', async () => {
