@@ -4,7 +4,7 @@ import { ArgusError, ErrorCodes, isArgusError } from './core/errors.js';
 import { FAMILIES } from './core/families.js';
 import { redact } from './core/redact.js';
 import { quiesceInference } from './inference/worker-pool.js';
-import { createLogger, logFn } from './core/log.js';
+import { createLogger, logFn, writeStderr } from './core/log.js';
 import { pipelineBaseDir } from './pipeline/pipeline.js';
 import { runPipeline } from './pipeline/run.js';
 import { batchSources, fraction, MAX_TIMER_SECONDS, positiveInt, pathFlag, positiveNumber, seconds, wholeNumber } from './tools/flags.js';
@@ -90,7 +90,7 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
     const onSignal = (sig: string) => {
       signals++;
       if (signals > 1) {
-        process.stderr.write('argus: second signal, exiting at once (messages in flight are lost)\n');
+        writeStderr('argus: second signal, exiting at once (messages in flight are lost)\n');
         // Only the inference runs in flight are waited for (milliseconds): see quiesceInference.
         void quiesceInference(2000).finally(() => process.exit(130));
         return;
@@ -136,23 +136,23 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
     if (summary.failed.length > 0) {
       for (const f of summary.failed) {
         const code = (f.error as { code?: unknown }).code;
-        process.stderr.write(`argus: source "${f.source}" failed: ${typeof code === 'string' && code.startsWith('VAP_ERR_') ? `${code}: ` : ''}${redact(f.error.message)}\n`);
+        writeStderr(`argus: source "${f.source}" failed: ${typeof code === 'string' && code.startsWith('VAP_ERR_') ? `${code}: ` : ''}${redact(f.error.message)}\n`);
       }
       process.exitCode = 1;
     }
     const damaged = summary.outbox?.damaged ?? 0;
     if (damaged > 0) {
-      process.stderr.write(`argus: ${damaged} damaged record(s) of the alert journal in ${summary.outbox?.dir} were skipped at start (undelivered alerts may be among them)${summary.outbox?.damagedCopy ? `; the journal as it was is kept as ${summary.outbox.damagedCopy}` : ''}\n`);
+      writeStderr(`argus: ${damaged} damaged record(s) of the alert journal in ${summary.outbox?.dir} were skipped at start (undelivered alerts may be among them)${summary.outbox?.damagedCopy ? `; the journal as it was is kept as ${summary.outbox.damagedCopy}` : ''}\n`);
       process.exitCode = 3;
     }
     if (summary.lostAlerts > 0 || summary.keptAlerts > 0 || summary.unsavedAlerts > 0) {
-      if (summary.lostAlerts > 0) process.stderr.write(`argus: ${summary.lostAlerts} alert(s) could not be delivered and are lost\n`);
-      if (summary.keptAlerts > 0) process.stderr.write(`argus: ${summary.keptAlerts} alert(s) not yet acknowledged by Kafka are kept in ${summary.outbox?.dir} and are delivered on the next start\n`);
-      if (summary.unsavedAlerts > 0) process.stderr.write(`argus: ${summary.unsavedAlerts} alert(s) not yet acknowledged by Kafka could not all be written to the journal in ${summary.outbox?.dir} (its writes failed: a full disk?); those not on disk are lost\n`);
+      if (summary.lostAlerts > 0) writeStderr(`argus: ${summary.lostAlerts} alert(s) could not be delivered and are lost\n`);
+      if (summary.keptAlerts > 0) writeStderr(`argus: ${summary.keptAlerts} alert(s) not yet acknowledged by Kafka are kept in ${summary.outbox?.dir} and are delivered on the next start\n`);
+      if (summary.unsavedAlerts > 0) writeStderr(`argus: ${summary.unsavedAlerts} alert(s) not yet acknowledged by Kafka could not all be written to the journal in ${summary.outbox?.dir} (its writes failed: a full disk?); those not on disk are lost\n`);
       process.exitCode = 3;
     }
     if (crashed !== undefined) {
-      process.stderr.write(`argus: ${ErrorCodes.INTERNAL}: stopped after an unexpected exception: ${redact(String((crashed as Error)?.message ?? crashed))}\n`);
+      writeStderr(`argus: ${ErrorCodes.INTERNAL}: stopped after an unexpected exception: ${redact(String((crashed as Error)?.message ?? crashed))}\n`);
       process.exitCode = 4;
     }
     // Everything is closed and the summary written: the process ends even if a library still
@@ -340,12 +340,12 @@ try {
     // Help asked for (exit 0), or a usage error commander has written through outputError; or
     // a command given without its subcommand, for which commander wrote only the help.
     if (e.exitCode !== 0) {
-      if (!usageWritten) process.stderr.write(`argus: ${ErrorCodes.USAGE}: ${e.code === 'commander.help' ? 'a command is needed (listed above)' : redact(e.message.replace(/^error: /, ''))}\n`);
+      if (!usageWritten) writeStderr(`argus: ${ErrorCodes.USAGE}: ${e.code === 'commander.help' ? 'a command is needed (listed above)' : redact(e.message.replace(/^error: /, ''))}\n`);
       process.exitCode = EXIT_ERROR;
     }
   } else {
     const code = isArgusError(e) ? `${e.code}: ` : '';
-    process.stderr.write(`argus: ${code}${redact((e as Error).message)}\n`);
+    writeStderr(`argus: ${code}${redact((e as Error).message)}\n`);
     // A signal that stopped a start (an asset download) is an interrupt: 130, as for a second signal.
     process.exitCode = process.exitCode || (isArgusError(e, ErrorCodes.INTERRUPTED) ? 130 : EXIT_ERROR);
   }

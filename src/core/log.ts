@@ -1,16 +1,153 @@
+import { constants, fstatSync, openSync, writeSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 import { redact, redactDeep } from './redact.js';
 import { stderrStatus, type StatusArea } from './terminal.js';
 
+/** What a stalled stderr may hold back (then lines are dropped, counted), bytes. */
+export const STDERR_QUEUE_BYTES = 1 << 20;
+/** How often held lines are tried again, ms. */
+const STDERR_RETRY_MS = 20;
+/** After this long without the reader taking a byte, held lines no longer keep the process from exiting, ms. */
+const STDERR_STALL_MS = 5000;
+
+/**
+ * stderr when it is a pipe (a shell pipeline, Docker's log FIFO): written through a file
+ * description of its own, opened non-blocking (`/proc/self/fd/2`), so a reader that stops
+ * reading never stops argus. A log line written to a blocking pipe waited for the reader: a
+ * stalled log shipper froze the frames, the alerts and the handling of SIGTERM. What the pipe
+ * does not take at once is held, in order, up to STDERR_QUEUE_BYTES and tried again every
+ * STDERR_RETRY_MS; lines past that are dropped and counted, and one line says how many once
+ * the reader takes them again. Held lines keep the process from exiting until the reader has
+ * taken nothing for STDERR_STALL_MS. A reader gone (EPIPE) silences it.
+ */
+export class PipeWriter {
+  private readonly queue: Buffer[] = [];
+  private queued = 0;
+  private dropped = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private progressAt = Date.now();
+  private gone = false;
+
+  constructor(
+    private readonly fd: number,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** Lines dropped since the reader last took them all (tests). */
+  get droppedLines(): number {
+    return this.dropped;
+  }
+
+  /** Bytes held for the reader (tests). */
+  get heldBytes(): number {
+    return this.queued;
+  }
+
+  write(s: string): void {
+    if (this.gone) return;
+    const b = Buffer.from(s);
+    if (this.queue.length === 0 && this.dropped === 0) {
+      const rest = this.put(b);
+      if (rest === undefined) return;
+      this.hold(rest);
+      return;
+    }
+    if (this.queued + b.length > STDERR_QUEUE_BYTES) {
+      this.dropped++;
+      return;
+    }
+    this.hold(b);
+  }
+
+  private hold(b: Buffer): void {
+    this.queue.push(b);
+    this.queued += b.length;
+    this.schedule();
+  }
+
+  /** Writes what the pipe takes now; the rest, or undefined when all of it went (or the reader is gone). */
+  private put(b: Buffer): Buffer | undefined {
+    try {
+      const n = writeSync(this.fd, b);
+      if (n > 0) this.progressAt = this.clock();
+      return n >= b.length ? undefined : b.subarray(n);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EAGAIN') return b;
+      this.gone = true; // EPIPE (the reader closed), EBADF: nothing left to tell
+      this.queue.length = 0;
+      this.queued = 0;
+      clearTimeout(this.timer);
+      return undefined;
+    }
+  }
+
+  private schedule(): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => this.pump(), STDERR_RETRY_MS);
+    // A stalled reader does not hold the exit for ever: past STDERR_STALL_MS the lines wait unref'd.
+    if (this.clock() - this.progressAt > STDERR_STALL_MS) this.timer.unref();
+  }
+
+  private pump(): void {
+    this.timer = undefined;
+    while (this.queue.length > 0) {
+      const head = this.queue[0];
+      const rest = this.put(head);
+      if (this.gone) return;
+      if (rest) {
+        this.queued -= head.length - rest.length;
+        this.queue[0] = rest;
+        break;
+      }
+      this.queue.shift();
+      this.queued -= head.length;
+    }
+    if (this.queue.length === 0 && this.dropped > 0) {
+      const n = this.dropped;
+      this.dropped = 0;
+      const rest = this.put(Buffer.from(`${JSON.stringify({ level: 40, time: this.clock(), dropped: n, msg: `${n} log line(s) dropped: stderr was not read` })}\n`));
+      if (rest) this.hold(rest);
+    }
+    if (this.queue.length > 0) this.schedule();
+  }
+}
+
+/** The PipeWriter for fd 2 when it is a pipe that could be opened non-blocking on its own, else undefined (a terminal, a file, a socket: written as before). */
+function openStderrPipe(): PipeWriter | undefined {
+  try {
+    if (!fstatSync(2).isFIFO()) return undefined;
+    return new PipeWriter(openSync('/proc/self/fd/2', constants.O_WRONLY | constants.O_NONBLOCK));
+  } catch {
+    return undefined;
+  }
+}
+
+let stderrPipe: PipeWriter | undefined | null = null;
+/** The process's PipeWriter for stderr, opened on first use; undefined where stderr is no pipe. */
+function stderrPipeWriter(): PipeWriter | undefined {
+  if (stderrPipe === null) stderrPipe = openStderrPipe();
+  return stderrPipe;
+}
+
+/** Writes `text` to stderr after the log's lines, never blocking on a pipe's stalled reader (the CLI's own messages, such as the exit summary). */
+export function writeStderr(text: string): void {
+  const pipe = stderrPipeWriter();
+  if (pipe) pipe.write(text);
+  else process.stderr.write(text);
+}
+
 /**
  * JSON logs on stderr (stdout is kept for data such as `--jsonl -`). Level from
  * $ARGUS_LOG_LEVEL, default info. Every message and field is redacted (no credentials in
- * logs), and a closed stderr (EPIPE) silences the log instead of taking the process down.
+ * logs), and a closed stderr (EPIPE) silences the log instead of taking the process down; a
+ * pipe whose reader stalls holds, then drops, lines instead of stopping the process (PipeWriter).
  * On a terminal, lines are written above the status block (see core/terminal.ts), never over it.
  */
 export function createLogger(level = process.env.ARGUS_LOG_LEVEL ?? 'info', area: StatusArea = stderrStatus()): Logger {
-  const dest = pino.destination({ fd: 2, sync: true });
-  dest.on('error', () => undefined);
+  // A pipe: never blocking on its reader (PipeWriter); else written synchronously, as a line is logged.
+  const pipe = stderrPipeWriter();
+  const dest = pipe ?? pino.destination({ fd: 2, sync: true });
+  if (!pipe) (dest as ReturnType<typeof pino.destination>).on('error', () => undefined);
   return pino(
     {
       level,

@@ -1,5 +1,9 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, constants, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ThrottledLog, type LogFn } from '../../src/core/log.js';
+import { PipeWriter, STDERR_QUEUE_BYTES, ThrottledLog, type LogFn } from '../../src/core/log.js';
 
 describe('ThrottledLog', () => {
   afterEach(() => vi.useRealTimers());
@@ -19,4 +23,81 @@ describe('ThrottledLog', () => {
     expect(lines.at(-1)).toEqual(['refused', { origin: 'later' }]);
     expect(lines).toHaveLength(4);
   });
+});
+
+describe('stderr as a pipe whose reader stops reading (PipeWriter)', () => {
+  const fifo = () => {
+    const d = mkdtempSync(join(tmpdir(), 'argus-fifo-'));
+    const path = join(d, 'err');
+    expect(spawnSync('mkfifo', [path]).status).toBe(0);
+    // The reader's end first (non-blocking: no wait for a writer), as a reader that reads nothing yet.
+    const reader = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    return { d, path, reader };
+  };
+  const drain = (fd: number): string => {
+    const b = Buffer.alloc(1 << 16);
+    let out = '';
+    for (;;) {
+      try {
+        const n = readSync(fd, b);
+        if (n <= 0) return out;
+        out += b.toString('utf8', 0, n);
+      } catch {
+        return out; // EAGAIN: nothing more now
+      }
+    }
+  };
+
+  it('holds what the pipe does not take (at most STDERR_QUEUE_BYTES), drops the rest counted, and once read again writes the held lines in order and one line saying how many were dropped', async () => {
+    const { d, path, reader } = fifo();
+    const w = new PipeWriter(openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
+    try {
+      const line = (i: number) => `${JSON.stringify({ i, pad: 'x'.repeat(1000) })}\n`;
+      const t0 = performance.now();
+      for (let i = 0; i < 3000; i++) w.write(line(i)); // 3 MB into a 64 KB pipe nobody reads
+      expect(performance.now() - t0).toBeLessThan(10_000); // returned: no write waited for the reader (bounds a hang only)
+      expect(w.heldBytes).toBeLessThanOrEqual(STDERR_QUEUE_BYTES);
+      const dropped = w.droppedLines;
+      expect(dropped).toBeGreaterThan(1000);
+      // The reader reads again: everything held comes, in order, then the count.
+      let got = '';
+      const end = Date.now() + 30_000;
+      while (!got.includes('dropped') && Date.now() < end) {
+        got += drain(reader);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const lines = got.trim().split('\n').map((l) => JSON.parse(l) as { i?: number; dropped?: number; msg?: string });
+      const kept = lines.filter((l) => l.i !== undefined).map((l) => l.i);
+      expect(kept).toEqual(Array.from({ length: 3000 - dropped }, (_, i) => i)); // the first ones, none skipped, none twice
+      expect(lines.at(-1)).toMatchObject({ dropped, msg: `${dropped} log line(s) dropped: stderr was not read` });
+    } finally {
+      closeSync(reader);
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+
+  it('argus’s logger on a stderr pipe that is never read: the process goes on and ends (it blocked at the first line the pipe could not take)', async () => {
+    const { d, path, reader } = fifo();
+    const err = openSync(path, constants.O_WRONLY); // blocking, as a shell or Docker hands it over
+    try {
+      const script = `
+        import { createLogger, writeStderr } from ${JSON.stringify(join(__dirname, '../../src/core/log.ts'))};
+        const log = createLogger('info');
+        for (let i = 0; i < 5000; i++) log.info({ i, pad: 'x'.repeat(1000) }, 'line');
+        writeStderr('argus: the exit summary\\n');
+        process.stdout.write('done');
+      `;
+      const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', err] });
+      let out = '';
+      child.stdout!.on('data', (b: Buffer) => (out += b));
+      const code = await new Promise<number | null>((r) => child.on('close', (c) => r(c)));
+      expect({ code, out }).toEqual({ code: 0, out: 'done' });
+      // What the pipe took first is there, from the start.
+      expect(drain(reader).split('\n')[0]).toMatch(/"i":0,/);
+    } finally {
+      closeSync(err);
+      closeSync(reader);
+      rmSync(d, { recursive: true, force: true });
+    }
+  }, 120_000); // a child node with tsx: seconds idle, longer on a busy machine (bounds a hang only)
 });
