@@ -7,8 +7,10 @@ import { stderrStatus, type StatusArea } from './terminal.js';
 export const STDERR_QUEUE_BYTES = 1 << 20;
 /** How often held lines are tried again, ms. */
 const STDERR_RETRY_MS = 20;
-/** After this long without the reader taking a byte, held lines no longer keep the process from exiting, ms. */
-const STDERR_STALL_MS = 5000;
+/** At exit, held lines are written for at most this long, ms… */
+const EXIT_DRAIN_MS = 5000;
+/** …and given up on after this long without the reader taking a byte, ms. */
+const EXIT_STALL_MS = 1000;
 
 /**
  * stderr when it is a pipe (a shell pipeline, Docker's log FIFO): written through a file
@@ -17,15 +19,14 @@ const STDERR_STALL_MS = 5000;
  * stalled log shipper froze the frames, the alerts and the handling of SIGTERM. What the pipe
  * does not take at once is held, in order, up to STDERR_QUEUE_BYTES and tried again every
  * STDERR_RETRY_MS; lines past that are dropped and counted, and one line says how many once
- * the reader takes them again. Held lines keep the process from exiting until the reader has
- * taken nothing for STDERR_STALL_MS. A reader gone (EPIPE) silences it.
+ * the reader takes them again. At exit what is held is written while the reader takes it
+ * (drainSync), within EXIT_DRAIN_MS. A reader gone (EPIPE) silences it.
  */
 export class PipeWriter {
   private readonly queue: Buffer[] = [];
   private queued = 0;
   private dropped = 0;
   private timer: NodeJS.Timeout | undefined;
-  private progressAt = Date.now();
   private gone = false;
 
   constructor(
@@ -43,20 +44,43 @@ export class PipeWriter {
     return this.queued;
   }
 
-  write(s: string): void {
+  write(s: string | Uint8Array): void {
     if (this.gone) return;
-    const b = Buffer.from(s);
+    const b = typeof s === 'string' ? Buffer.from(s) : Buffer.from(s.buffer, s.byteOffset, s.byteLength);
     if (this.queue.length === 0 && this.dropped === 0) {
       const rest = this.put(b);
       if (rest === undefined) return;
-      this.hold(rest);
+      // The rest of a line the pipe took in part: copied, the caller may reuse its buffer.
+      this.hold(typeof s === 'string' ? rest : Buffer.from(rest));
       return;
     }
     if (this.queued + b.length > STDERR_QUEUE_BYTES) {
       this.dropped++;
       return;
     }
-    this.hold(b);
+    this.hold(typeof s === 'string' ? b : Buffer.from(b));
+  }
+
+  /**
+   * Writes what is held for as long as the reader takes it, sleeping between tries: at exit
+   * ('exit' handler), so that a slow reader still gets the last lines (the run's summary).
+   * Within `totalMs`, and given up after `stallMs` without progress.
+   */
+  drainSync(totalMs = EXIT_DRAIN_MS, stallMs = EXIT_STALL_MS): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const nap = new Int32Array(new SharedArrayBuffer(4));
+    const start = this.clock();
+    let progress = start;
+    while (!this.gone && (this.queue.length > 0 || this.dropped > 0)) {
+      const before = this.queued;
+      this.writeHeld();
+      if (this.queue.length === 0 && this.dropped === 0) return;
+      const t = this.clock();
+      if (this.queued < before) progress = t;
+      if (t - progress > stallMs || t - start > totalMs) return;
+      Atomics.wait(nap, 0, 0, 10);
+    }
   }
 
   private hold(b: Buffer): void {
@@ -69,7 +93,6 @@ export class PipeWriter {
   private put(b: Buffer): Buffer | undefined {
     try {
       const n = writeSync(this.fd, b);
-      if (n > 0) this.progressAt = this.clock();
       return n >= b.length ? undefined : b.subarray(n);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'EAGAIN') return b;
@@ -83,13 +106,16 @@ export class PipeWriter {
 
   private schedule(): void {
     if (this.timer) return;
-    this.timer = setTimeout(() => this.pump(), STDERR_RETRY_MS);
-    // A stalled reader does not hold the exit for ever: past STDERR_STALL_MS the lines wait unref'd.
-    if (this.clock() - this.progressAt > STDERR_STALL_MS) this.timer.unref();
+    // Unref'd: held lines do not keep the process alive; the 'exit' handler writes them (drainSync).
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.writeHeld();
+      if (this.queue.length > 0) this.schedule();
+    }, STDERR_RETRY_MS).unref();
   }
 
-  private pump(): void {
-    this.timer = undefined;
+  /** What is held, as far as the pipe takes it; then, all of it taken, the count of dropped lines. */
+  private writeHeld(): void {
     while (this.queue.length > 0) {
       const head = this.queue[0];
       const rest = this.put(head);
@@ -97,29 +123,39 @@ export class PipeWriter {
       if (rest) {
         this.queued -= head.length - rest.length;
         this.queue[0] = rest;
-        break;
+        return;
       }
       this.queue.shift();
       this.queued -= head.length;
     }
-    if (this.queue.length === 0 && this.dropped > 0) {
+    if (this.dropped > 0) {
       const n = this.dropped;
       this.dropped = 0;
       const rest = this.put(Buffer.from(`${JSON.stringify({ level: 40, time: this.clock(), dropped: n, msg: `${n} log line(s) dropped: stderr was not read` })}\n`));
       if (rest) this.hold(rest);
     }
-    if (this.queue.length > 0) this.schedule();
   }
 }
 
 /** The PipeWriter for fd 2 when it is a pipe that could be opened non-blocking on its own, else undefined (a terminal, a file, a socket: written as before). */
 function openStderrPipe(): PipeWriter | undefined {
+  let pipe: PipeWriter;
   try {
     if (!fstatSync(2).isFIFO()) return undefined;
-    return new PipeWriter(openSync('/proc/self/fd/2', constants.O_WRONLY | constants.O_NONBLOCK));
+    pipe = new PipeWriter(openSync('/proc/self/fd/2', constants.O_WRONLY | constants.O_NONBLOCK));
   } catch {
     return undefined;
   }
+  // Everything else written to stderr (console.error, Node's warnings, libraries) goes the same
+  // way: written around it, it landed inside a log line the pipe had taken only in part.
+  process.stderr.write = ((chunk: string | Uint8Array, encoding?: BufferEncoding | ((e?: Error | null) => void), cb?: (e?: Error | null) => void): boolean => {
+    pipe.write(typeof chunk === 'string' && typeof encoding === 'string' && encoding !== 'utf8' && encoding !== 'utf-8' ? Buffer.from(chunk, encoding) : chunk);
+    const done = typeof encoding === 'function' ? encoding : cb;
+    if (done) process.nextTick(done);
+    return true;
+  }) as typeof process.stderr.write;
+  process.on('exit', () => pipe.drainSync());
+  return pipe;
 }
 
 let stderrPipe: PipeWriter | undefined | null = null;
@@ -131,9 +167,8 @@ function stderrPipeWriter(): PipeWriter | undefined {
 
 /** Writes `text` to stderr after the log's lines, never blocking on a pipe's stalled reader (the CLI's own messages, such as the exit summary). */
 export function writeStderr(text: string): void {
-  const pipe = stderrPipeWriter();
-  if (pipe) pipe.write(text);
-  else process.stderr.write(text);
+  stderrPipeWriter(); // where stderr is a pipe, process.stderr.write is its PipeWriter's from then on
+  process.stderr.write(text);
 }
 
 /**

@@ -215,6 +215,8 @@ export class KafkaSink implements Sink {
   private topicsChecked = false;
   /** When ensureTopics may be tried again after it failed (the clock of `now()`). */
   private topicsRetryAt = 0;
+  /** The topics check's error last said (not said again while it stays the same). */
+  private topicsSaid: string | undefined;
   private topicsChecking: Promise<void> | undefined;
   private connecting: Promise<void> | undefined;
   /** While the start's topic check and connection run (maybe in the background, past startWaitMs). */
@@ -223,8 +225,14 @@ export class KafkaSink implements Sink {
   private failuresInARow = 0;
   /** The kind of the last request that failed: it goes after the others (see takeBatch). */
   private lastFailedKind: Pending['kind'] | undefined;
-  /** Kinds whose last request failed: the outage (its reasons logged once, "broker back") lasts until each has gone through. */
+  /** Kinds whose last request failed: the outage (its reasons logged once, "broker back") lasts until each has gone through, or has nothing left to send. */
   private readonly failingKinds = new Set<Pending['kind']>();
+  /** A request failed since the outage last ended (cleared when failingKinds empties after a request went through). */
+  private outage = false;
+
+  private hasQueued(kind: Pending['kind']): boolean {
+    return kind === 'detections' ? this.detections.length > 0 : kind === 'alert' ? this.alerts.length > 0 || this.spilled.length > 0 : this.statuses.size > 0;
+  }
   private readonly detections = new Deque<Pending>(1024);
   private readonly alerts = new Deque<Pending>(64);
   /** Characters of the alerts' JSON in `alerts` (the memory bound). */
@@ -493,8 +501,12 @@ export class KafkaSink implements Sink {
       } catch (e) {
         this.topicsRetryAt = now() + TOPICS_RETRY_MS;
         // The start's check, shared, is logged by the start.
-        if (!this.opening) this.log(e instanceof ArgusError ? e.message : `kafka: the topics could not be checked or created (${describeKafkaError(e)}); publishing anyway, trying again in ${TOPICS_RETRY_MS / 1000} s`, { code: (e as { code?: string }).code }, 'error');
+        const said = e instanceof ArgusError ? e.message : `kafka: the topics could not be checked or created (${describeKafkaError(e)}); publishing anyway, trying again in ${TOPICS_RETRY_MS / 1000} s`;
+        // Once while it stays the same (it was said every TOPICS_RETRY_MS for as long as a topic was missing).
+        if (!this.opening && said !== this.topicsSaid) this.log(said, { code: (e as { code?: string }).code }, 'error');
+        this.topicsSaid = said;
       }
+      if (this.topicsChecked) this.topicsSaid = undefined;
     }
     if (this.producerConnected) return;
     await this.producer.connect();
@@ -623,10 +635,15 @@ export class KafkaSink implements Sink {
       // The outage is over when what failed goes through again: detections sent while every
       // alert request fails (a topic deleted under argus) end nothing, and said "broker back"
       // and the reasons anew at every cycle.
+      // A kind with nothing left to send cannot prove itself again (a camera's last detections
+      // failed, then only alerts came): it no longer holds the outage open.
       for (const p of batch) this.failingKinds.delete(p.kind);
-      if (this.failingKinds.size === 0 && (this.backoffMs > 0 || !this.stats.connected || this.reasonsLogged.size > 0)) {
-        if (this.backoffMs > 0 || !this.stats.connected) this.log('kafka: broker back, publishing again', { alertsPending: this.alerts.length, statusPending: this.statuses.size });
-        this.stats.connected = true;
+      for (const k of [...this.failingKinds]) if (!this.hasQueued(k)) this.failingKinds.delete(k);
+      const wasDown = this.backoffMs > 0 || !this.stats.connected || this.outage;
+      this.stats.connected = true; // a request went through: connected, whatever else still fails
+      if (this.failingKinds.size === 0 && (wasDown || this.reasonsLogged.size > 0)) {
+        if (wasDown) this.log('kafka: broker back, publishing again', { alertsPending: this.alerts.length, statusPending: this.statuses.size });
+        this.outage = false;
         this.reasonsLogged.clear();
         this.lastReason = undefined;
       }
@@ -638,13 +655,13 @@ export class KafkaSink implements Sink {
         this.lastReason = undefined;
       }
       for (const p of batch) this.failingKinds.add(p.kind);
+      this.outage = true;
       // A topic gone (deleted, or a broker restarted without its data): checked and created
       // again before the next request, as at start (it was checked once, and every request to
       // it failed for the rest of the run).
-      if (errorType(e) === 'UNKNOWN_TOPIC_OR_PARTITION' && this.topicsChecked) {
-        this.topicsChecked = false;
-        this.topicsRetryAt = 0;
-      }
+      // Within TOPICS_RETRY_MS of the last check at the soonest (a topic that may not be created,
+      // createTopics: false or a missing ACL, was checked and said at every failed request).
+      if (errorType(e) === 'UNKNOWN_TOPIC_OR_PARTITION' && this.topicsChecked) this.topicsChecked = false;
       // Alerts and statuses go back to the front, in order; detections of the failed batch are dropped.
       this.lastFailedKind = batch[0].kind;
       this.putBack(work.flat());

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { copyFile, link, open, readdir, readFile, readlink, realpath, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
-import { createReadStream } from 'node:fs';
+import { constants as fsConstants, createReadStream } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -91,9 +91,6 @@ const FILE = 'outbox.log';
 export const JOURNAL_WAIT_MS = 1000;
 /** How long close() waits for the disk, ms. */
 const CLOSE_WAIT_MS = 5000;
-/** Errors that say the disk (or the file size limit, or a quota) has no room. */
-const NO_ROOM = new Set(['ENOSPC', 'EFBIG', 'EDQUOT']);
-
 /** Writes all of `b` at `at` in `f` (a short write with nothing taken is ENOSPC); its length. */
 async function writeFully(f: FileHandle, b: Buffer, at: number): Promise<number> {
   let off = 0;
@@ -107,17 +104,26 @@ async function writeFully(f: FileHandle, b: Buffer, at: number): Promise<number>
 
 /** Damaged journals kept (the newest). */
 const DAMAGED_KEPT = 3;
+/** The names keepDamaged gives (an ISO time, `:` and `.` as `-`, and a number when two come in one ms). */
+const DAMAGED_NAME = /^outbox\.damaged-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z(-\d)?\.log$/;
 
 /** The journal of `dir` kept under a name of its own (a hard link, else a copy), the oldest beyond DAMAGED_KEPT removed; its path, or undefined if that failed. */
 async function keepDamaged(dir: string): Promise<string | undefined> {
   const path = join(dir, FILE);
-  const kept = join(dir, `outbox.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
-  try {
-    await link(path, kept).catch(() => copyFile(path, kept));
-  } catch {
-    return undefined;
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  let kept: string | undefined;
+  for (let i = 0; i < 10 && !kept; i++) {
+    const name = join(dir, `outbox.damaged-${stamp}${i ? `-${i}` : ''}.log`);
+    try {
+      await link(path, name).catch((e: NodeJS.ErrnoException) => (e.code === 'EEXIST' ? Promise.reject(e) : copyFile(path, name, fsConstants.COPYFILE_EXCL)));
+      kept = name;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') return undefined;
+    }
   }
-  const old = (await readdir(dir).catch(() => [] as string[])).filter((f) => /^outbox\.damaged-.*\.log$/.test(f)).sort();
+  if (!kept) return undefined;
+  // Only names this makes: a file named by hand stays, and takes none of the places.
+  const old = (await readdir(dir).catch(() => [] as string[])).filter((f) => DAMAGED_NAME.test(f)).sort();
   for (const f of old.slice(0, Math.max(0, old.length - DAMAGED_KEPT))) await rm(join(dir, f), { force: true }).catch(() => undefined);
   return kept;
 }
@@ -380,7 +386,6 @@ export class Outbox {
       // The rewrite below leaves only the lines that read back: the journal as it was is kept
       // (a hard link, no copy), so the damaged records can still be looked at or recovered by hand.
       this.stats.damagedCopy = await keepDamaged(dir);
-      this.log(`outbox: ${corrupt} damaged journal record(s) skipped (undelivered alerts may be among them)${this.stats.damagedCopy ? `; the journal as it was is kept as ${this.stats.damagedCopy}` : ''}`, { dir }, 'error');
     }
     const wall = this.clock();
     // A record's age: on the monotonic clock when it was journaled in this boot (a wall clock
@@ -390,7 +395,21 @@ export class Outbox {
     this.expire();
     this.recoveredRecords = [...this.live.values()];
     this.stats.recovered = this.recoveredRecords.length;
-    await this.rewrite();
+    const rewritten = await this.rewrite();
+    if (!rewritten && this.stats.damagedCopy) {
+      // Not rewritten (no room for a copy): the journal, damaged lines included, is still the
+      // file appended to, so the link is no copy "as it was": removed, and not said.
+      await rm(this.stats.damagedCopy, { force: true }).catch(() => undefined);
+      this.stats.damagedCopy = undefined;
+    }
+    if (corrupt > 0) {
+      const where = this.stats.damagedCopy
+        ? `the journal as it was is kept as ${this.stats.damagedCopy}`
+        : rewritten
+          ? 'the journal as it was could not be kept (no link or copy could be made)'
+          : `the journal could not be rewritten without them and is kept as it is (${join(dir, FILE)})`;
+      this.log(`outbox: ${corrupt} damaged journal record(s) skipped (undelivered alerts may be among them); ${where}`, { dir }, 'error');
+    }
     this.updateStats();
     this.ageTimer = setInterval(() => this.expire(), 60_000);
     this.ageTimer.unref();
@@ -703,12 +722,18 @@ export class Outbox {
       this.queuedChars -= q.text.length;
       q.done?.();
     }
-    this.log(said, { dir: this.o.dir, pending: this.live.size });
+    // Said once, then every 100th time (a disk that refuses every other write rewrote and said it each time).
+    if (++this.rejournaled === 1 || this.rejournaled % 100 === 0) this.log(said, { dir: this.o.dir, pending: this.live.size, times: this.rejournaled });
   }
+
+  /** Rewrites after failed writes so far. */
+  private rejournaled = 0;
+  /** close() gave up on the disk: what it had not written may be missing. */
+  private gaveUp = false;
 
   /** Whether the journal holds every undelivered record (false after failed writes, until a rewrite works). */
   get journaled(): boolean {
-    return !this.unjournaled && !this.lockLost;
+    return !this.unjournaled && !this.lockLost && !this.gaveUp;
   }
 
   /** Writes every byte (a write may take only part: a full disk, a file size limit) or throws. */
@@ -735,21 +760,11 @@ export class Outbox {
     const path = join(this.o.dir, FILE);
     const tmp = `${path}.tmp`;
     try {
-      let size: number;
-      try {
-        size = await this.writeCopy(tmp);
-        await rename(tmp, path);
-        const d = await open(this.o.dir, 'r').catch(() => undefined);
-        await d?.sync().catch(() => undefined);
-        await d?.close();
-      } catch (e) {
-        if (!this.fh || !NO_ROOM.has((e as NodeJS.ErrnoException).code ?? '')) throw e;
-        await rm(tmp, { force: true }).catch(() => undefined);
-        // No room for a copy beside the journal (a full disk, which the journal's delivered
-        // records may be filling): compacted in place instead.
-        size = await this.compactInPlace(path);
-        if (++this.inPlace === 1 || this.inPlace % 100 === 0) this.log(`outbox: no room for a copy of the journal (${(e as NodeJS.ErrnoException).code}); compacted in place (${this.inPlace} time(s))`, { dir: this.o.dir, pending: this.live.size }, 'warn');
-      }
+      const size = await this.writeCopy(tmp);
+      await rename(tmp, path);
+      const d = await open(this.o.dir, 'r').catch(() => undefined);
+      await d?.sync().catch(() => undefined);
+      await d?.close();
       await this.fh?.close().catch(() => undefined);
       this.fh = await open(path, 'a');
       this.fileBytes = size;
@@ -777,9 +792,6 @@ export class Outbox {
     }
   }
 
-  /** Compactions done in place (no room for a copy). */
-  private inPlace = 0;
-
   /** The live records as one journal written to `path` (a new file), synced; its size. */
   private async writeCopy(path: string): Promise<number> {
     // Record by record: one string of the whole journal could pass V8's string limit.
@@ -790,27 +802,6 @@ export class Outbox {
       await t.sync();
     } finally {
       await t.close();
-    }
-    return size;
-  }
-
-  /**
-   * The live records written over the journal from its start, in their order, and the rest cut
-   * off; its size. Each lands at or before where its own line was (the live records are a part
-   * of the journal, in its order, each the same line as appended, putLine), so until the cut the
-   * file holds each of them at least once;
-   * a crash in the middle of one line's write can cost that record (its line half new, half
-   * old). Only when there is no room for a copy beside the journal.
-   */
-  private async compactInPlace(path: string): Promise<number> {
-    const f = await open(path, 'r+');
-    let size = 0;
-    try {
-      for (const r of this.live.values()) size += await writeFully(f, Buffer.from(this.putLine(r)), size);
-      await f.truncate(size);
-      await f.sync();
-    } finally {
-      await f.close();
     }
     return size;
   }
@@ -886,6 +877,7 @@ export class Outbox {
     const done = await Promise.race([inner.then(() => true), new Promise<false>((r) => (t = setTimeout(() => r(false), wait)))]);
     clearTimeout(t);
     if (!done) {
+      this.gaveUp = true;
       this.closed = true;
       if (this.heartbeat) clearInterval(this.heartbeat);
       openHere.delete(this.hereKey);

@@ -100,4 +100,46 @@ describe('stderr as a pipe whose reader stops reading (PipeWriter)', () => {
       rmSync(d, { recursive: true, force: true });
     }
   }, 120_000); // a child node with tsx: seconds idle, longer on a busy machine (bounds a hang only)
+
+  it('a slow reader: a line the pipe took in part is finished before anything else written to stderr (console.error, the exit summary), and the summary written at exit reaches it', async () => {
+    const { d, path, reader } = fifo();
+    const err = openSync(path, constants.O_WRONLY);
+    try {
+      const script = `
+        import { createLogger, writeStderr } from ${JSON.stringify(join(__dirname, '../../src/core/log.ts'))};
+        const log = createLogger('info');
+        log.info({ pad: 'y'.repeat(200000) }, 'big');
+        console.error('plain line');
+        writeStderr('argus: the exit summary\\n');
+        process.exit(0);
+      `;
+      const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', err] });
+      let closed = false;
+      child.on('close', () => (closed = true));
+      await new Promise((r) => setTimeout(r, 300));
+      // Reads 4 KB every 20 ms until the child has ended and the pipe is empty.
+      let got = '';
+      const b = Buffer.alloc(4096);
+      const end = Date.now() + 60_000;
+      for (;;) {
+        let n = 0;
+        try {
+          n = readSync(reader, b);
+        } catch {
+          n = -1; // EAGAIN
+        }
+        if (n > 0) got += b.toString('utf8', 0, n);
+        else if (closed) break;
+        if (Date.now() > end) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const lines = got.split('\n');
+      expect(JSON.parse(lines[0]).msg).toBe('big'); // whole: nothing landed inside it
+      expect(lines.slice(1)).toEqual(['plain line', 'argus: the exit summary', '']);
+    } finally {
+      closeSync(err);
+      closeSync(reader);
+      rmSync(d, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
