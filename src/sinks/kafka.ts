@@ -498,6 +498,7 @@ export class KafkaSink implements Sink {
       // brokers for the replication factor) must not hold back the topics that exist.
       try {
         await this.checkTopics();
+        this.topicsSaid = undefined; // the topics are there: a later failure is said again
       } catch (e) {
         this.topicsRetryAt = now() + TOPICS_RETRY_MS;
         // The start's check, shared, is logged by the start.
@@ -506,7 +507,6 @@ export class KafkaSink implements Sink {
         if (!this.opening && said !== this.topicsSaid) this.log(said, { code: (e as { code?: string }).code }, 'error');
         this.topicsSaid = said;
       }
-      if (this.topicsChecked) this.topicsSaid = undefined;
     }
     if (this.producerConnected) return;
     await this.producer.connect();
