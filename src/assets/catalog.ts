@@ -1,13 +1,13 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { makeDir } from '../core/files.js';
 import { readdir, readFile, rename, rm } from 'node:fs/promises';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { formatIssues, readConfigFile } from '../config/load.js';
 import { ModelManifestSchema, type ModelManifest } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { makeDir } from '../core/files.js';
 import { ffmpegVersion } from '../sources/ffmpeg-path.js';
 import { resolveAsset, sweepStaleParts, type ResolveOptions } from './fetch.js';
 import { cacheDir, PACKAGE_ROOT } from './paths.js';

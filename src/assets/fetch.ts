@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { makeDir } from '../core/files.js';
 import { readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import cliProgress from 'cli-progress';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { makeDir } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import { cacheDir, mirrorDir } from './paths.js';
 

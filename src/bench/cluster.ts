@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { makeDirSync } from '../core/files.js';
 import { join, resolve } from 'node:path';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
+import { makeDirSync } from '../core/files.js';
 import { PACKAGE_ROOT } from '../assets/paths.js';
 
 /**

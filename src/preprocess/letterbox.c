@@ -171,7 +171,6 @@ static void convrow(const yuv_t *p, size_t r, uint8_t *restrict B, uint8_t *rest
   }
 }
 
-/* The horizontal pass of source row r: the row converted whole (convrow, into bgr: three planes of p->w), then its taps (columns c0, c1) read. */
 /*
  * One plane's taps of a converted row where each pixel's second column is its first + 1 (or
  * its first, with weight 0: the right edge): the two bytes read as one pair and multiplied by
@@ -195,6 +194,7 @@ static void htaps_pairs(const uint8_t *restrict P, const int32_t *restrict c0, c
   for (; x < dw; x++) out[x] = (int16_t)((P[c0[x]] * wts[2 * x] + P[c1[x]] * wts[2 * x + 1]) >> 4);
 }
 
+/* The horizontal pass of source row r: the row converted whole (convrow, into bgr: three planes of p->w), then its taps (columns c0, c1) read: in pairs (wts) where the tables allow. */
 static void hpass_yuv(const yuv_t *p, size_t r, const int32_t *restrict px0, const int32_t *restrict px1, const int32_t *restrict pa0, const int32_t *restrict pa1, const int16_t *restrict wts, size_t dw, int16_t *restrict out, uint8_t *restrict bgr) {
   uint8_t *restrict B = bgr, *restrict G = bgr + p->w, *restrict R = bgr + 2 * p->w;
   int16_t *restrict o0 = out, *restrict o1 = out + dw, *restrict o2 = out + 2 * dw;
@@ -319,7 +319,7 @@ static napi_value run(napi_env env, napi_callback_info info, int isyuv) {
   if (maxSrc > (int64_t)nsrc) { napi_throw_range_error(env, NULL, "letterbox: source too small"); return NULL; }
 
   const size_t n = dw * 3;
-  /* value v of channel c → (float)(v * m[c] + o[c]), as the loops below computed it for each value */
+  /* value v of channel c → (float)(v * m[c] + o[c]), the per-value arithmetic of the TypeScript loops, once per value */
   float lut[3][256];
   for (int c = 0; c < 3; c++) for (int v = 0; v < 256; v++) lut[c][v] = (float)(v * m[c] + o[c]);
   int16_t *bufs = malloc(sizeof(int16_t) * (n ? 2 * n : 1));
@@ -352,9 +352,9 @@ static napi_value run(napi_env env, napi_callback_info info, int isyuv) {
         for (int c = 0; c < 3; c++, k++) row[k] = (uint8_t)((t0[c] + t1[c] + t2[c] + t3[c] + 2) >> 2);
       }
       for (size_t x = 0, s = 0; x < dw; x++, s += 3, d++) {
-        p0[d] = (float)(row[s] * m[0] + o[0]);
-        p1[d] = (float)(row[s + 1] * m[1] + o[1]);
-        p2[d] = (float)(row[s + 2] * m[2] + o[2]);
+        p0[d] = lut[0][row[s]];
+        p1[d] = lut[1][row[s + 1]];
+        p2[d] = lut[2][row[s + 2]];
       }
       continue;
     }
@@ -365,9 +365,9 @@ static napi_value run(napi_env env, napi_callback_info info, int isyuv) {
         for (int c = 0; c < 3; c++, k++) row[k] = (uint8_t)((s0[b + c] + s0[b + 3 + c] + s1[b + c] + s1[b + 3 + c] + 2) >> 2);
       }
       for (size_t x = 0, s = 0; x < dw; x++, s += 3, d++) {
-        p0[d] = (float)(row[s] * m[0] + o[0]);
-        p1[d] = (float)(row[s + 1] * m[1] + o[1]);
-        p2[d] = (float)(row[s + 2] * m[2] + o[2]);
+        p0[d] = lut[0][row[s]];
+        p1[d] = lut[1][row[s + 1]];
+        p2[d] = lut[2][row[s + 2]];
       }
       continue;
     }

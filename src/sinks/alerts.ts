@@ -1,5 +1,4 @@
 import * as fsPromises from 'node:fs/promises';
-import { makeDir } from '../core/files.js';
 import { isAbsolute, join, resolve } from 'node:path';
 import { grabPicture } from '../analytics/snapshot.js';
 import { sceneOf } from '../annotate/scene.js';
@@ -7,6 +6,7 @@ import { renderSnapshot } from '../annotate/snapshot.js';
 import type { AlertsConfig } from '../config/schema.js';
 import { withDeadline } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { makeDir } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import type { Detector } from '../inference/detector.js';
 import type { AlertBody } from '../analytics/analyzer.js';

@@ -1,10 +1,10 @@
 import { appendFileSync, statSync } from 'node:fs';
-import { makeDirSync } from '../core/files.js';
 import { dirname } from 'node:path';
 import { CompressionTypes, Kafka, logLevel, type Admin, type Producer, type SASLOptions } from 'kafkajs';
 import type { ConnectionOptions } from 'node:tls';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { makeDirSync } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import { SampleWindow } from '../core/stats.js';
 import { Deque } from '../flow/deque.js';
@@ -229,10 +229,6 @@ export class KafkaSink implements Sink {
   private readonly failingKinds = new Set<Pending['kind']>();
   /** A request failed since the outage last ended (cleared when failingKinds empties after a request went through). */
   private outage = false;
-
-  private hasQueued(kind: Pending['kind']): boolean {
-    return kind === 'detections' ? this.detections.length > 0 : kind === 'alert' ? this.alerts.length > 0 || this.spilled.length > 0 : this.statuses.size > 0;
-  }
   private readonly detections = new Deque<Pending>(1024);
   private readonly alerts = new Deque<Pending>(64);
   /** Characters of the alerts' JSON in `alerts` (the memory bound). */
@@ -588,6 +584,11 @@ export class KafkaSink implements Sink {
     }
   }
 
+  /** Whether messages of `kind` wait to be sent. */
+  private hasQueued(kind: Pending['kind']): boolean {
+    return kind === 'detections' ? this.detections.length > 0 : kind === 'alert' ? this.alerts.length > 0 || this.spilled.length > 0 : this.statuses.size > 0;
+  }
+
   private async sendOnce(): Promise<void> {
     const batch = this.takeBatch();
     if (batch.length === 0) {
@@ -632,11 +633,10 @@ export class KafkaSink implements Sink {
       // stream of detections for as long as they came).
       this.lastFailedKind = undefined;
       this.failuresInARow = 0;
-      // The outage is over when what failed goes through again: detections sent while every
-      // alert request fails (a topic deleted under argus) end nothing, and said "broker back"
-      // and the reasons anew at every cycle.
-      // A kind with nothing left to send cannot prove itself again (a camera's last detections
-      // failed, then only alerts came): it no longer holds the outage open.
+      // The outage is over when what failed goes through again (detections sent while every
+      // alert request failed, a topic deleted under argus, said "broker back" and the reasons
+      // anew at every cycle), or has nothing left to send (a camera's last detections failed,
+      // then only alerts came: it held the outage open for good).
       for (const p of batch) this.failingKinds.delete(p.kind);
       for (const k of [...this.failingKinds]) if (!this.hasQueued(k)) this.failingKinds.delete(k);
       const wasDown = this.backoffMs > 0 || !this.stats.connected || this.outage;
@@ -657,10 +657,8 @@ export class KafkaSink implements Sink {
       for (const p of batch) this.failingKinds.add(p.kind);
       this.outage = true;
       // A topic gone (deleted, or a broker restarted without its data): checked and created
-      // again before the next request, as at start (it was checked once, and every request to
-      // it failed for the rest of the run).
-      // Within TOPICS_RETRY_MS of the last check at the soonest (a topic that may not be created,
-      // createTopics: false or a missing ACL, was checked and said at every failed request).
+      // again before a next request, as at start (it was checked once, and every request to it
+      // failed for the rest of the run), TOPICS_RETRY_MS after the last check at the soonest.
       if (errorType(e) === 'UNKNOWN_TOPIC_OR_PARTITION' && this.topicsChecked) this.topicsChecked = false;
       // Alerts and statuses go back to the front, in order; detections of the failed batch are dropped.
       this.lastFailedKind = batch[0].kind;

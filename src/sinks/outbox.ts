@@ -91,13 +91,17 @@ const FILE = 'outbox.log';
 export const JOURNAL_WAIT_MS = 1000;
 /** How long close() waits for the disk, ms. */
 const CLOSE_WAIT_MS = 5000;
-/** Writes all of `b` at `at` in `f` (a short write with nothing taken is ENOSPC); its length. */
-async function writeFully(f: FileHandle, b: Buffer, at: number): Promise<number> {
+/**
+ * Writes every byte of `b` to `f` (a write may take only part: a full disk, a file size limit;
+ * one that takes nothing is ENOSPC), each part counted in `took` as it goes; its length.
+ */
+async function writeFully(f: FileHandle, b: Buffer, took?: (n: number) => void): Promise<number> {
   let off = 0;
   while (off < b.length) {
-    const { bytesWritten } = await f.write(b, off, b.length - off, at + off);
-    if (bytesWritten <= 0) throw Object.assign(new Error('short write'), { code: 'ENOSPC' });
+    const { bytesWritten } = await f.write(b, off, b.length - off);
+    if (bytesWritten <= 0) throw Object.assign(new Error('short write: the disk took no more bytes'), { code: 'ENOSPC' });
     off += bytesWritten;
+    took?.(bytesWritten);
   }
   return b.length;
 }
@@ -681,7 +685,7 @@ export class Outbox {
         // torn piece fails its checksum alone and the records after it read back.
         const text = (this.realign ? '\n' : '') + (batch.length === 1 ? batch[0].text : batch.map((b) => b.text).join(''));
         try {
-          await this.writeAll(Buffer.from(text));
+          await writeFully(this.fh, Buffer.from(text), (n) => (this.fileBytes += n));
           if (this.o.fsync) await this.fh.datasync();
           this.realign = false;
           // Writes work again after some failed (a full disk that has room now): the records those
@@ -736,17 +740,6 @@ export class Outbox {
     return !this.unjournaled && !this.lockLost && !this.gaveUp;
   }
 
-  /** Writes every byte (a write may take only part: a full disk, a file size limit) or throws. */
-  private async writeAll(buf: Buffer): Promise<void> {
-    let off = 0;
-    while (off < buf.length) {
-      const { bytesWritten } = await this.fh.write(buf, off, buf.length - off);
-      if (bytesWritten <= 0) throw Object.assign(new Error('short write: the disk took no more bytes'), { code: 'ENOSPC' });
-      off += bytesWritten;
-      this.fileBytes += bytesWritten;
-    }
-  }
-
   private realign = false;
   /** A write failed since the journal last held every live record (see writeLoop). */
   private unjournaled = false;
@@ -798,7 +791,7 @@ export class Outbox {
     const t = await open(path, 'w');
     let size = 0;
     try {
-      for (const r of this.live.values()) size += await writeFully(t, Buffer.from(this.putLine(r)), size);
+      for (const r of this.live.values()) size += await writeFully(t, Buffer.from(this.putLine(r)));
       await t.sync();
     } finally {
       await t.close();

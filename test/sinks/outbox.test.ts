@@ -110,6 +110,34 @@ describe('Outbox (the durable alert journal)', () => {
     expect(readFileSync(join(d, 'outbox.damaged-by-hand.log'), 'utf8')).toBe('mine');
   });
 
+  it('a damaged journal that cannot be rewritten at open (no room for a copy) stays as it is, damaged lines included, and no copy of it is claimed', async () => {
+    const d = dir();
+    const ob = await Outbox.open(opts(d));
+    await ob.append(...alert('k1'));
+    await ob.close();
+    const file = join(d, 'outbox.log');
+    appendFileSync(file, '{"damaged":true}\n');
+    const proto = Outbox.prototype as unknown as { writeCopy: unknown };
+    const own = proto.writeCopy;
+    proto.writeCopy = async () => {
+      throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+    };
+    const logs: string[] = [];
+    let again: Outbox;
+    try {
+      again = await Outbox.open(opts(d, { log: (m) => logs.push(m) }));
+    } finally {
+      proto.writeCopy = own;
+    }
+    expect(again.stats.damaged).toBe(1);
+    expect(again.stats.damagedCopy).toBeUndefined();
+    expect(readdirSync(d).filter((f) => f.startsWith('outbox.damaged-'))).toEqual([]); // the link made before the rewrite is gone
+    expect(readFileSync(file, 'utf8')).toContain('"damaged":true');
+    expect(logs.join('\n')).toContain('could not be rewritten without them and is kept as it is');
+    expect(again.takeRecovered().map((r) => r.key)).toEqual(['alert:k1']);
+    await again.close();
+  });
+
   it('a write the disk takes only part of (a file size limit) is an error, and the records after it still read back', async () => {
     const d = dir();
     // A child with a 64 KiB file size limit (ulimit -f 64) appends 10 KB alerts; the 7th crosses it.
