@@ -1,4 +1,4 @@
-import { constants, fstatSync, openSync, writeSync } from 'node:fs';
+import { constants, fstatSync, openSync, readFileSync, writeSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 import { redact, redactDeep } from './redact.js';
 import { stderrStatus, type StatusArea } from './terminal.js';
@@ -13,11 +13,14 @@ const EXIT_DRAIN_MS = 5000;
 const EXIT_STALL_MS = 1000;
 
 /**
- * stderr when it is a pipe (a shell pipeline, Docker's log FIFO): written through a file
- * description of its own, opened non-blocking (`/proc/self/fd/2`), so a reader that stops
- * reading never stops argus. A log line written to a blocking pipe waited for the reader: a
- * stalled log shipper froze the frames, the alerts and the handling of SIGTERM. What the pipe
- * does not take at once is held, in order, up to STDERR_QUEUE_BYTES and tried again every
+ * stderr when it is a pipe (a shell pipeline, Docker's log FIFO) or a socket (systemd's
+ * journal, a Node parent's `stdio: 'pipe'`, PM2): written without ever blocking, so a reader
+ * that stops reading never stops argus. A pipe is written through a file description of its
+ * own, opened non-blocking (`/proc/self/fd/2`); a socket's cannot be opened again, and is
+ * written on fd 2 itself once Node's own stream for it has made it non-blocking (see
+ * openStderrPipe). A log line written to a blocking pipe waited for the reader: a stalled log
+ * shipper froze the frames, the alerts and the handling of SIGTERM. What the reader does not
+ * take at once is held, in order, up to STDERR_QUEUE_BYTES and tried again every
  * STDERR_RETRY_MS; lines past that are dropped and counted, and one line says how many once
  * the reader takes them again. At exit what is held is written while the reader takes it
  * (drainSync), within EXIT_DRAIN_MS. A reader gone (EPIPE) silences it.
@@ -137,12 +140,18 @@ export class PipeWriter {
   }
 }
 
-/** The PipeWriter for fd 2 when it is a pipe that could be opened non-blocking on its own, else undefined (a terminal, a file, a socket: written as before). */
+/**
+ * The PipeWriter for fd 2 when it is a pipe that could be opened non-blocking on its own, or a
+ * socket that Node's stream made non-blocking; else undefined (a terminal, a file: written as
+ * before).
+ */
 function openStderrPipe(): PipeWriter | undefined {
   let pipe: PipeWriter;
   try {
-    if (!fstatSync(2).isFIFO()) return undefined;
-    pipe = new PipeWriter(openSync('/proc/self/fd/2', constants.O_WRONLY | constants.O_NONBLOCK));
+    const st = fstatSync(2);
+    if (st.isFIFO()) pipe = new PipeWriter(openSync('/proc/self/fd/2', constants.O_WRONLY | constants.O_NONBLOCK));
+    else if (st.isSocket() && socketNonBlocking(2)) pipe = new PipeWriter(2);
+    else return undefined;
   } catch {
     return undefined;
   }
@@ -158,16 +167,31 @@ function openStderrPipe(): PipeWriter | undefined {
   return pipe;
 }
 
+/**
+ * Whether the socket at `fd` (stderr) is non-blocking. Node's stream for a socket stderr (libuv's
+ * handle, made when `process.stderr` is first used) sets O_NONBLOCK on the socket's file
+ * description, which is shared with whoever else holds it, as every Node process writing to a
+ * socket stderr does; its writes then queue in memory without bound, and pino's synchronous
+ * destination, meeting EAGAIN, slept 100 ms and tried again, for as long as the reader stalled,
+ * on the event loop. Read from /proc (Linux); false where the flag cannot be read or is not set:
+ * the socket is then written as before.
+ */
+function socketNonBlocking(fd: number): boolean {
+  void process.stderr; // Node's stream for fd 2, made now if it was not
+  const flags = /^flags:\s*([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'));
+  return flags !== null && (parseInt(flags[1], 8) & constants.O_NONBLOCK) !== 0;
+}
+
 let stderrPipe: PipeWriter | undefined | null = null;
-/** The process's PipeWriter for stderr, opened on first use; undefined where stderr is no pipe. */
+/** The process's PipeWriter for stderr, opened on first use; undefined where stderr is neither a pipe nor a socket. */
 function stderrPipeWriter(): PipeWriter | undefined {
   if (stderrPipe === null) stderrPipe = openStderrPipe();
   return stderrPipe;
 }
 
-/** Writes `text` to stderr after the log's lines, never blocking on a pipe's stalled reader (the CLI's own messages, such as the exit summary). */
+/** Writes `text` to stderr after the log's lines, never blocking on a pipe's or socket's stalled reader (the CLI's own messages, such as the exit summary). */
 export function writeStderr(text: string): void {
-  stderrPipeWriter(); // where stderr is a pipe, process.stderr.write is its PipeWriter's from then on
+  stderrPipeWriter(); // where stderr is a pipe or socket, process.stderr.write is its PipeWriter's from then on
   process.stderr.write(text);
 }
 
@@ -175,11 +199,11 @@ export function writeStderr(text: string): void {
  * JSON logs on stderr (stdout is kept for data such as `--jsonl -`). Level from
  * $ARGUS_LOG_LEVEL, default info. Every message and field is redacted (no credentials in
  * logs), and a closed stderr (EPIPE) silences the log instead of taking the process down; a
- * pipe whose reader stalls holds, then drops, lines instead of stopping the process (PipeWriter).
+ * pipe or socket whose reader stalls holds, then drops, lines instead of stopping the process (PipeWriter).
  * On a terminal, lines are written above the status block (see core/terminal.ts), never over it.
  */
 export function createLogger(level = process.env.ARGUS_LOG_LEVEL ?? 'info', area: StatusArea = stderrStatus()): Logger {
-  // A pipe: never blocking on its reader (PipeWriter); else written synchronously, as a line is logged.
+  // A pipe or socket: never blocking on its reader (PipeWriter); else written synchronously, as a line is logged.
   const pipe = stderrPipeWriter();
   const dest = pipe ?? pino.destination({ fd: 2, sync: true });
   if (!pipe) (dest as ReturnType<typeof pino.destination>).on('error', () => undefined);

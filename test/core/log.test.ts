@@ -143,3 +143,58 @@ describe('stderr as a pipe whose reader stops reading (PipeWriter)', () => {
     }
   }, 120_000);
 });
+
+describe('stderr as a socket whose reader stops reading (systemd’s journal, a Node parent’s pipe)', () => {
+  const logScript = (body: string) => `
+    import { createLogger, writeStderr } from ${JSON.stringify(join(__dirname, '../../src/core/log.ts'))};
+    const log = createLogger('info');
+    ${body}
+  `;
+
+  it('argus’s logger on a socket that is not read: the process goes on and ends, and what the socket took first is there from the start (it slept 100 ms a line, on the event loop, for as long as the reader stalled)', async () => {
+    const script = logScript(`
+      for (let i = 0; i < 5000; i++) log.info({ i, pad: 'x'.repeat(1000) }, 'line');
+      writeStderr('argus: the exit summary\\n');
+      process.stdout.write('done');
+    `);
+    // Node's stdio 'pipe' is a socket pair: stderr is not read until the child has ended.
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // (A listener first: Node throws away what an unused stdio stream holds when the child exits.)
+    let err = '';
+    child.stderr!.on('data', (b: Buffer) => (err += b));
+    child.stderr!.pause();
+    let out = '';
+    child.stdout!.on('data', (b: Buffer) => (out += b));
+    const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+    expect({ code, out }).toEqual({ code: 0, out: 'done' });
+    child.stderr!.resume();
+    await new Promise((r) => child.stderr!.on('end', r));
+    const lines = err.trim().split('\n');
+    expect(lines[0]).toMatch(/"i":0,/);
+    // 5 MB for a socket that holds a few hundred KB, plus the 1 MiB held: most lines dropped, none written twice or out of order.
+    const kept = lines.filter((l) => l.includes('"i":')).map((l) => (JSON.parse(l) as { i: number }).i);
+    expect(kept.length).toBeLessThan(5000);
+    expect(kept).toEqual(Array.from({ length: kept.length }, (_, i) => i));
+  }, 120_000); // a child node with tsx: seconds idle, longer on a busy machine (bounds a hang only)
+
+  it('a slow reader: a line the socket took in part is finished before anything else written to stderr (console.error, the exit summary), which reaches it at exit', async () => {
+    const script = logScript(`
+      log.info({ pad: 'y'.repeat(900_000) }, 'big');
+      console.error('plain line');
+      writeStderr('argus: the exit summary\\n');
+      process.exit(0);
+    `);
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+    // Reads a chunk every 20 ms.
+    let got = '';
+    child.stderr!.on('data', (b: Buffer) => {
+      got += b;
+      child.stderr!.pause();
+      setTimeout(() => child.stderr!.resume(), 20);
+    });
+    await new Promise((r) => child.on('close', r));
+    const lines = got.split('\n');
+    expect(JSON.parse(lines[0]).msg).toBe('big'); // whole: nothing landed inside it
+    expect(lines.slice(1)).toEqual(['plain line', 'argus: the exit summary', '']);
+  }, 120_000);
+});
