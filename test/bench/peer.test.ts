@@ -207,6 +207,17 @@ describe('bench:peer figures', () => {
     expect(f.capturedToEmittedP50).toBeNaN(); // only argus has a captured stamp
   });
 
+  it('the steady p99 leaves out the results of the first second after the first result, and only them', () => {
+    // 90 results at 30/s (3 s): the first 3 at 300 ms, one at 2 s at 90 ms, the rest 20 ms.
+    const recs = records(90, 1000 / 30, (i) => (i < 3 ? 300 : i === 60 ? 90 : 20));
+    const f = runFigures(sample(0, 'live1080', 'argus', { records: recs }));
+    expect(f.dueToEmittedP99).toBe(300); // the 90th of 90 sorted
+    expect(f.dueToEmittedSteadyP99).toBe(90); // the start's three left out, the later slow one kept
+    // A result emitted exactly a second after the first is still the start's.
+    const edge = runFigures(sample(0, 'live1080', 'argus', { records: [{ due: 0, emitted: 10 }, { due: 980, emitted: 1010 }, { due: 1000, emitted: 1011 }] }));
+    expect(edge.dueToEmittedSteadyP99).toBe(11);
+  });
+
   it('the median of the finite values, null when none', () => {
     expect(medianOf([30, 10, 20])).toBe(20);
     expect(medianOf([NaN, 5])).toBe(5);
@@ -258,7 +269,7 @@ describe('bench:peer figures', () => {
     expect(r.rounds.runs).toHaveLength(27);
     // Keys are paths: the JSON text carries them nested.
     const j = JSON.parse(JSON.stringify(r));
-    for (const path of ['live1080.dueToEmitted.p50', 'live1080.dueToEmitted.p99', 'live1080.fps', 'live1080.dropPct', 'fast1080.fps', 'fast432.fps', 'cpuMsPerFrame', 'rssMb', 'coldStartMs']) {
+    for (const path of ['live1080.dueToEmitted.p50', 'live1080.dueToEmitted.p99', 'live1080.dueToEmitted.steadyP99', 'live1080.fps', 'live1080.dropPct', 'fast1080.fps', 'fast432.fps', 'cpuMsPerFrame', 'rssMb', 'coldStartMs']) {
       const v = path.split('.').reduce((o, k) => o[k], j);
       expect(Object.keys(v), path).toEqual(['argus', 'peerA', 'peerB']);
     }
