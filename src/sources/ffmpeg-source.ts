@@ -288,11 +288,14 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
         });
       }
       if (gaveUp) return null;
-      if (clock.rejectedOffset !== undefined && !noticed.has(clock)) {
+      if ((clock.rejectedOffset !== undefined || clock.clockJump !== undefined) && !noticed.has(clock)) {
         noticed.add(clock);
         const off = clock.rejectedOffset;
+        const jump = clock.clockJump;
         options.onClockNotice?.(
-          `source "${id}": frames whose camera time is not believable are stamped with their arrival (producedBy: arrival): the first was ${Math.abs(off).toFixed(0)} ms ${off > 0 ? 'after' : 'before'} its arrival (believed: at most ${CAMERA_AHEAD_SLACK_MS} ms after, ${CAMERA_BEHIND_MAX_MS / 1000} s before)`,
+          off !== undefined
+            ? `source "${id}": frames whose camera time is not believable are stamped with their arrival (producedBy: arrival): the first was ${Math.abs(off).toFixed(0)} ms ${off > 0 ? 'after' : 'before'} its arrival (believed: at most ${CAMERA_AHEAD_SLACK_MS} ms after, ${CAMERA_BEHIND_MAX_MS / 1000} s before)`
+            : `source "${id}": the camera's clock jumped ${Math.abs(jump!).toFixed(0)} ms ${jump! > 0 ? 'forward' : 'back'} between two of its sender reports (or its RTP clock does not run at its rate): frames are stamped with their arrival (producedBy: arrival) until it reconnects`,
         );
       }
       return r ?? null;

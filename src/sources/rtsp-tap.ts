@@ -36,6 +36,15 @@ export const CAMERA_AHEAD_SLACK_MS = 5;
  * that is wrong by more than an encoder and a network could delay a frame): the arrival is used.
  */
 export const CAMERA_BEHIND_MAX_MS = 10_000;
+/**
+ * Two sender reports of one stream map RTP time to the camera's clock alike within this many ms
+ * (plus SR_RATE_SLACK of the time between them); further apart, the camera's clock jumped (an
+ * NTP step) or its RTP clock does not run at the rate the SDP gives, and neither report's time is
+ * believed for the rest of the connection (RtpClock.clockJump).
+ */
+export const SR_AGREEMENT_MS = 500;
+/** The part of the time between two sender reports their mappings may differ by beyond SR_AGREEMENT_MS (clock drift). */
+export const SR_RATE_SLACK = 0.01;
 /** Access units remembered for pairing with frames (a frame is decoded within a few of its arrival). */
 const MAX_UNITS = 512;
 /** An RTSP message head longer than this is not RTSP: the reader gives up (the relay goes on). */
@@ -96,6 +105,12 @@ export class RtpClock {
   redirect: string | undefined;
   /** How far ahead (+) or behind (−) the camera's time was of the arrival when it was first not believed, ms. */
   rejectedOffset: number | undefined;
+  /**
+   * How far (ms) a sender report's time was from the time the one before it gives its RTP
+   * timestamp, when the two disagreed (SR_AGREEMENT_MS): the camera's clock jumped, or its RTP
+   * clock runs at another rate. Its time is then not believed for the rest of the connection.
+   */
+  clockJump: number | undefined;
   /** Frame times in a row that named no access unit (or one already used). */
   private missedInARow = 0;
   /** The key ffmpeg counts for a delimiter the relay sent after the last unit (see UnitEnds), until the next unit comes. */
@@ -212,7 +227,18 @@ export class RtpClock {
         }
         const ntpMs = (p.readUInt32BE(8) - NTP_UNIX_S) * 1000 + (p.readUInt32BE(12) / 2 ** 32) * 1000;
         if (this.ssrc === undefined) this.ssrc = ssrc;
-        if (ssrc === this.ssrc) this.sr = { ntpMs, ts };
+        if (ssrc === this.ssrc) {
+          // The report before maps this one's RTP time to (about) the same camera time, unless the
+          // camera's clock jumped (a 5 s step back was believed: 5 s of latency that never was)
+          // or its RTP clock runs at another rate than the SDP's (stamps off by a growing amount
+          // between reports).
+          const before = this.sr;
+          if (before && this.clockJump === undefined) {
+            const off = ntpMs - (before.ntpMs + (((ts - before.ts) | 0) * 1000) / this.clockRate);
+            if (Math.abs(off) > SR_AGREEMENT_MS + SR_RATE_SLACK * Math.abs(ntpMs - before.ntpMs)) this.clockJump = off;
+          }
+          this.sr = { ntpMs, ts };
+        }
       }
     }
   }
@@ -265,7 +291,7 @@ export class RtpClock {
     }
     unit.used = true;
     this.missedInARow = 0;
-    if (this.sr) {
+    if (this.sr && this.clockJump === undefined) {
       const camera = this.sr.ntpMs + (((unit.ts - this.sr.ts) | 0) * 1000) / this.clockRate;
       const ahead = camera - unit.arrival;
       if (ahead <= CAMERA_AHEAD_SLACK_MS && ahead >= -CAMERA_BEHIND_MAX_MS) {

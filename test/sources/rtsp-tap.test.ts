@@ -153,6 +153,44 @@ describe('RtpClock: a frame time of ffmpeg → the camera\'s time of its access 
     expect(s.clock.rejectedOffset).toBeLessThan(-CAMERA_BEHIND_MAX_MS);
   });
 
+  it("a camera clock that jumps back between two sender reports (within CAMERA_BEHIND_MAX_MS) is not believed after it: frames are stamped with their arrival, not 5 s early", () => {
+    const s = session();
+    const T = 1_800_000_000_000;
+    // 10 fps, each frame arriving 20 ms after the camera's time for it; a report every second.
+    const at = (k: number) => T + k * 100 + 20;
+    const stamps: { k: number; at: number; by: string }[] = [];
+    for (let k = 0; k < 30; k++) {
+      if (k % 10 === 0) s.camera(sr(3, T + k * 100 - (k >= 20 ? 5000 : 0), 9000 + k * 9000), at(k));
+      s.camera(rtp(2, 9000 + k * 9000), at(k));
+      const r = s.clock.lookup(us(k * 9000))!; // ffmpeg prints each frame as it comes
+      stamps.push({ k, at: Math.round(r.at), by: r.by });
+    }
+    // Reports at 0 and 1 s agree: the camera's time, 20 ms before the arrival.
+    for (const { k, at: t, by } of stamps.slice(0, 20)) expect({ k, t, by }).toEqual({ k, t: T + k * 100, by: 'camera' });
+    // The report at 2 s puts the clock 5 s back: those frames were not produced 5 s before they came.
+    for (const { k, at: t, by } of stamps.slice(20)) expect({ k, t, by }).toEqual({ k, t: at(k), by: 'arrival' });
+    expect(s.clock.clockJump).toBeCloseTo(-5000, 3);
+  });
+
+  it('an RTP clock that does not run at the SDP\'s rate (its reports disagree by more than drift) is not believed; reports that agree to a few ms are', () => {
+    const s = session();
+    const T = 1_800_000_000_000;
+    // Timestamps at 30 kHz under a 90 kHz SDP: a frame 0.9 s after a report would be put 0.6 s early.
+    for (let k = 0; k < 30; k++) {
+      if (k % 10 === 0) s.camera(sr(3, T + k * 100 + (k === 10 ? 3 : 0), 9000 + k * 3000), T + k * 100 + 20);
+      s.camera(rtp(2, 9000 + k * 3000), T + k * 100 + 20);
+    }
+    expect(s.clock.lookup(us(29 * 3000))).toEqual({ at: T + 2920, by: 'arrival' });
+    expect(s.clock.clockJump).toBeCloseTo(1003 - 1000 / 3, 0);
+    const ok = session();
+    for (let k = 0; k < 30; k++) {
+      if (k % 10 === 0) ok.camera(sr(3, T + k * 100 + (k === 10 ? 3 : 0), 9000 + k * 9000), T + k * 100 + 20);
+      ok.camera(rtp(2, 9000 + k * 9000), T + k * 100 + 20);
+    }
+    expect(ok.clock.lookup(us(29 * 9000))).toEqual({ at: T + 2900, by: 'camera' });
+    expect(ok.clock.clockJump).toBeUndefined();
+  });
+
   it('a camera that sets up two streams (frames cannot be told apart by timestamp) is not paired', () => {
     const s = session();
     s.clock.request('SETUP rtsp://10.0.0.9/live/trackID=2 RTSP/1.0\r\nCSeq: 9');
