@@ -5,6 +5,21 @@ export function now(): number {
   return origin + performance.now();
 }
 
+/** Below this the system clock and `now` are taken to agree (`now`'s origin is read to about a millisecond). */
+const WALL_STEP_MS = 5;
+
+/**
+ * A time of the system's wall clock (epoch ms: ffmpeg's `-use_wallclock_as_timestamps`, a
+ * camera's NTP time) on argus's clock, `now`. `now` is monotonic from the process's start, so it
+ * departs from the system clock by every step of it since (an NTP step after a boot without a
+ * real-time clock, a VM resumed, an operator setting the time): the two are compared as they
+ * stand at the call. A departure of more than WALL_STEP_MS is applied.
+ */
+export function fromWallClock(ms: number): number {
+  const d = now() - Date.now();
+  return Math.abs(d) > WALL_STEP_MS ? ms + d : ms;
+}
+
 /** A gap between two frames counts as a stall when it is longer than this and than `STALL_GAP_FACTOR` usual gaps. */
 export const STALL_GAP_MIN_MS = 1000;
 export const STALL_GAP_FACTOR = 4;

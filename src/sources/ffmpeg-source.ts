@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { catchError, defer, Observable, throwError, type Subscription } from 'rxjs';
-import { now } from '../core/clock.js';
+import { fromWallClock, now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import { emptyStamps, type Frame, type ProducedBy, type YuvColour } from '../core/frame.js';
@@ -276,7 +276,8 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
     // camera's time or the packets' arrival (rtsp-tap); others' are the arrival at ffmpeg.
     let gaveUp = false;
     const reading = (us: number): ClockReading | null => {
-      if (!tap) return { at: us / 1000, by: 'arrival' };
+      // ffmpeg's time is the system's wall clock, which may have been stepped since argus started.
+      if (!tap) return { at: fromWallClock(us / 1000), by: 'arrival' };
       const clock = tap.clock;
       const r = clock.lookup(us);
       const failure = clock.failure();

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { checkServerIdentity, connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { CameraTls } from '../core/rtsp-relay.js';
-import { now } from '../core/clock.js';
+import { fromWallClock, now } from '../core/clock.js';
 
 /**
  * The camera's own clock for RTSP sources over TCP (`producedBy: camera`).
@@ -225,7 +225,8 @@ export class RtpClock {
           this.firstSr = false;
           if (!this.base) this.base = ts;
         }
-        const ntpMs = (p.readUInt32BE(8) - NTP_UNIX_S) * 1000 + (p.readUInt32BE(12) / 2 ** 32) * 1000;
+        // On argus's clock, as the packets' arrival is (the system's may have been stepped since it started).
+        const ntpMs = fromWallClock((p.readUInt32BE(8) - NTP_UNIX_S) * 1000 + (p.readUInt32BE(12) / 2 ** 32) * 1000);
         if (this.ssrc === undefined) this.ssrc = ssrc;
         if (ssrc === this.ssrc) {
           // The report before maps this one's RTP time to (about) the same camera time, unless the

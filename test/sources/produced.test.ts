@@ -160,6 +160,29 @@ describe('produced stamp, live sources (fake ffmpeg): the demuxer arrival time f
     sub.unsubscribe();
   });
 
+  it("the system clock stepped since argus started (an NTP step, a VM resumed): ffmpeg's wall-clock times are read on argus's clock, neither refused nor seconds early", () => {
+    for (const step of [5000, -5000]) {
+      // ffmpeg stamps with the system's clock (gettimeofday), argus with its own monotonic one.
+      const wall = Date.now.bind(Date);
+      const spy = vi.spyOn(Date, 'now').mockImplementation(() => wall() + step);
+      try {
+        const { child, frames, sub } = fake(rtsp);
+        child.info();
+        const t = epochNow() - 80; // the arrivals on argus's clock
+        child.stderr.write(child.timeLine(0, t + step));
+        child.stderr.write(child.timeLine(1, t + 40 + step));
+        child.frame();
+        child.frame();
+        expect(frames.map((f) => f.producedBy)).toEqual(['arrival', 'arrival']);
+        expect(frames[0].stamps.produced).toBeCloseTo(t, -1);
+        expect(frames[1].stamps.produced).toBeCloseTo(t + 40, -1);
+        sub.unsubscribe();
+      } finally {
+        spy.mockRestore();
+      }
+    }
+  });
+
   it('an ffmpeg that reports no frame times (an old build): every frame is stamped `captured`', () => {
     const { child, frames, sub } = fake(rtsp);
     child.info();

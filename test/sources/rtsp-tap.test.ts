@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { now } from '../../src/core/clock.js';
 import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
 import { connect } from 'node:net';
 import { tapsCameraClock } from '../../src/core/rtsp-relay.js';
@@ -189,6 +190,25 @@ describe('RtpClock: a frame time of ffmpeg → the camera\'s time of its access 
     }
     expect(ok.clock.lookup(us(29 * 9000))).toEqual({ at: T + 2900, by: 'camera' });
     expect(ok.clock.clockJump).toBeUndefined();
+  });
+
+  it("the system clock stepped since argus started: the camera's NTP time is compared on argus's clock, which the arrivals are on", () => {
+    for (const step of [5000, -5000]) {
+      const wall = Date.now.bind(Date);
+      const spy = vi.spyOn(Date, 'now').mockImplementation(() => wall() + step);
+      try {
+        const s = session();
+        const T = now(); // argus's clock
+        // A camera synchronised to the (stepped) system time: each frame produced 20 ms before it came.
+        s.camera(rtp(2, 9000), T);
+        s.camera(sr(3, Date.now() - 20, 9000), T);
+        const r = s.clock.lookup(0)!;
+        expect(r.by).toBe('camera');
+        expect(r.at).toBeCloseTo(T - 20, -1);
+      } finally {
+        spy.mockRestore();
+      }
+    }
   });
 
   it('a camera that sets up two streams (frames cannot be told apart by timestamp) is not paired', () => {
