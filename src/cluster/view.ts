@@ -177,6 +177,13 @@ export class ClusterView {
     private readonly groupPrefix = 'argus-view',
     /** Where camera records' `${env:…}` resolve: the worker's environment. */
     private readonly env: NodeJS.ProcessEnv = process.env,
+    /**
+     * The session of the view's consumer group (a worker passes its cluster.sessionTimeoutMs and
+     * heartbeatIntervalMs). After a broker restart the consumer rejoins as a new member, and the
+     * coordinator holds that join until the old member's session has expired: with 30 s, every
+     * worker read no claim or release for ~27 s after the broker was back, so no camera started.
+     */
+    private readonly session: { sessionTimeoutMs: number; heartbeatIntervalMs: number } = { sessionTimeoutMs: 30_000, heartbeatIntervalMs: 3000 },
   ) {}
 
   /** Called after every change (camera records, claims, releases, drains). */
@@ -198,7 +205,8 @@ export class ClusterView {
       // 1 s, a camera edit took 650 ms to restart instead of 37 ms).
       maxWaitTimeInMs: 100,
       allowAutoTopicCreation: false,
-      sessionTimeout: 30_000,
+      sessionTimeout: this.session.sessionTimeoutMs,
+      heartbeatInterval: this.session.heartbeatIntervalMs,
       retry: { retries: 1000, initialRetryTime: 200, maxRetryTime: 2000 },
     });
     this.consumer = consumer;

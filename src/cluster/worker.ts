@@ -181,7 +181,8 @@ export class Worker {
       connectionTimeout: 3000,
       retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 2000 },
     });
-    this.view = new ClusterView(this.kafka, { cameras: this.c.camerasTopic, owners: this.c.ownersTopic }, `argus-view-${this.id}`);
+    // The view's group has the worker's session: one a broker restart makes it wait out, as the workers' group.
+    this.view = new ClusterView(this.kafka, { cameras: this.c.camerasTopic, owners: this.c.ownersTopic }, `argus-view-${this.id}`, process.env, { sessionTimeoutMs: this.c.sessionTimeoutMs, heartbeatIntervalMs: this.c.heartbeatIntervalMs });
   }
 
   /**

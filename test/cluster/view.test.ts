@@ -168,3 +168,18 @@ describe('argus cameras apply: the file is checked before anything is written', 
     expect(ok).toEqual([{ id: 'a', value: JSON.stringify({ id: 'a', uri: 'rtsp://u:${env:ARGUS_CAMERA_A_PW}@x/1', cost: 2 }) }]); // stored as written
   });
 });
+
+describe("ClusterView: the view's consumer group", () => {
+  it("a worker's view reads in a consumer group with the worker's session, not 30 s: after a broker restart its consumer rejoins as a new member, held until the old one's session expires (every camera waited ~27 s for the claims it could not read)", async () => {
+    const { PipelineSchema } = await import('../../src/config/schema.js');
+    const { Worker } = await import('../../src/cluster/worker.js');
+    const config = PipelineSchema.parse({ cluster: { brokers: ['127.0.0.1:1'], workerId: 'w1', sessionTimeoutMs: 7000, heartbeatIntervalMs: 400 } });
+    const w = new Worker(config);
+    // The view's consumer as the worker configures it: no broker here, only the options it is created with.
+    let options: Record<string, unknown> | undefined;
+    const consumer = { on: () => undefined, connect: async () => undefined, subscribe: async () => undefined, run: async () => undefined, disconnect: async () => undefined, events: {} };
+    (w.view as unknown as { kafka: unknown }).kafka = { consumer: (o: Record<string, unknown>) => ((options = o), consumer) };
+    await w.view.start({ fetchTopicOffsets: async () => [] } as never);
+    expect(options).toMatchObject({ sessionTimeout: 7000, heartbeatInterval: 400 });
+  });
+});
