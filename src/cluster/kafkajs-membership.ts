@@ -169,14 +169,22 @@ export class KafkajsMembership implements GroupMembership {
     await consumer.run({ autoCommit: false, eachBatchAutoResolve: true, eachBatch: async () => {} });
   }
 
-  /** The worker ids in the group now and the slots given out (describeGroups); undefined when they cannot be read. */
-  private async members(): Promise<{ ids: Set<string>; held?: Set<number>; placementUnaware: boolean } | undefined> {
+  /**
+   * The worker ids in the group now and the slots given out (describeGroups); undefined when they
+   * cannot be read, and while the group rebalances: the broker then describes its members without
+   * their metadata, so no worker id could be read, and an empty list said that every former owner
+   * had left the group: a new owner did not wait for the old one's release, and both ran a camera
+   * for up to a second (two rebalances in a row: a rebalance request, a join right after another).
+   * The next generation's read tells them.
+   */
+  private async members(): Promise<{ ids: Set<string>; held: Set<number>; placementUnaware: boolean } | undefined> {
     try {
       const { groups } = await this.admin!.describeGroups([this.o.group]);
+      if (groups[0]?.state !== 'Stable') return undefined;
       const ids = new Set<string>();
       const held = new Set<number>();
       let placementUnaware = false;
-      for (const m of groups[0]?.members ?? []) {
+      for (const m of groups[0].members) {
         const info = decodeInfo(m.memberMetadata);
         if (info && info !== 'nudge') {
           ids.add(`${info.workerId}/${info.incarnation}`);
@@ -188,8 +196,7 @@ export class KafkajsMembership implements GroupMembership {
           // no assignment yet
         }
       }
-      // Assignments are reported only for a settled group (during a rebalance they are empty).
-      return { ids, held: groups[0]?.state === 'Stable' ? held : undefined, placementUnaware };
+      return { ids, held, placementUnaware };
     } catch {
       return undefined;
     }
