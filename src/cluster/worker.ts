@@ -142,7 +142,7 @@ export class Worker {
   /** Some member runs an argus whose assigner ignores placement (read with the members). */
   private placementUnaware = false;
   private warnedUnaware = false;
-  /** Another live process has this worker's id: it runs nothing until that is fixed. */
+  /** Another live process has this worker's id: it runs nothing, and takes no slot, until that is fixed. */
   private duplicateId = false;
   /** When a camera whose chain ended by itself may be started again (performance.now()). */
   private readonly retryAt = new Map<string, number>();
@@ -230,7 +230,7 @@ export class Worker {
       cluster: {
         worker: this.id,
         group: this.c.group,
-        capacity: this.draining ? 0 : this.c.capacity,
+        capacity: this.capacity(),
         labels: this.c.labels,
         draining: this.draining,
         lease: this.leaseHolds(),
@@ -333,7 +333,7 @@ export class Worker {
       sessionTimeoutMs: this.c.sessionTimeoutMs,
       heartbeatIntervalMs: this.c.heartbeatIntervalMs,
       rebalanceTimeoutMs: this.c.rebalanceTimeoutMs,
-      info: () => ({ workerId: this.id, incarnation: this.incarnation, capacity: this.draining ? 0 : this.c.capacity, owned: this.holdsSlots ? [...this.assigned] : [], labels: { ...this.c.labels }, placement: true }),
+      info: () => ({ workerId: this.id, incarnation: this.incarnation, capacity: this.capacity(), owned: this.holdsSlots ? [...this.assigned] : [], labels: { ...this.c.labels }, placement: true }),
       slotCost: (slot) => this.slotCost(slot),
       slotAccepts: (slot, m) => this.slotAccepts(slot, m),
       onAssigned: (a) => this.onAssigned(a),
@@ -412,6 +412,15 @@ export class Worker {
     void this.membership.requestRebalance();
   }
 
+  /**
+   * The capacity this worker tells the group: 0 while drained, or while another process has its
+   * id (it runs nothing then, so its slots go to the others: they held them and ran nothing, and
+   * their cameras ran nowhere while the two ids were alike).
+   */
+  private capacity(): number {
+    return this.draining || this.duplicateId ? 0 : this.c.capacity;
+  }
+
   private drainWanted(): boolean {
     return this.view.drains.get(this.id) === true;
   }
@@ -440,11 +449,21 @@ export class Worker {
     // Read while the group was not settled, it may lack this worker's own slots: not used then.
     this.heldByGroup = held && [...this.assigned].every((s) => held.has(s)) ? held : undefined;
     this.placementUnaware = placementUnaware;
-    const twins = members ? [...members].filter((m) => m.startsWith(`${this.id}/`) && m !== `${this.id}/${this.incarnation}`) : [];
-    const dup = twins.length > 0;
-    if (dup && !this.duplicateId) this.log(`cluster: another process in group ${this.c.group} has this worker's id "${this.id}": running no camera until the ids differ (cluster.workerId)`, { worker: this.id }, 'error');
+    // Members not read (describeGroups failed): as they were.
+    const dup = members ? [...members].some((m) => m.startsWith(`${this.id}/`) && m !== `${this.id}/${this.incarnation}`) : this.duplicateId;
+    if (dup && !this.duplicateId) this.log(`cluster: another process in group ${this.c.group} has this worker's id "${this.id}": running no camera and taking no slot until the ids differ (cluster.workerId)`, { worker: this.id }, 'error');
+    // The group is told the new capacity (0 while the id is shared) at the rebalance this asks for.
+    const changed = dup !== this.duplicateId;
     this.duplicateId = dup;
-    if (dup) for (const r of this.running.values()) if (!r.fenced) void this.stopCamera(r, false);
+    if (changed) void this.membership?.requestRebalance();
+    if (dup) {
+      for (const r of this.running.values()) if (!r.fenced) void this.stopCamera(r, false);
+      // Claims written and not started yet are released with the fenced ones (releaseFenced): no
+      // reconciliation runs while the id is shared, and the worker given the slot waited
+      // releaseWaitMs (6 s) for each of them.
+      for (const [id, epoch] of this.pending) this.fencedClaims.set(epoch, id);
+      this.pending.clear();
+    }
     this.reconcile();
   }
 
