@@ -16,6 +16,9 @@ export interface KafkajsMembershipOptions extends MembershipOptions {
   rebalanceTimeoutMs: number;
 }
 
+/** How often a starting worker asks whether the group still holds its former process (formerSelfGone). */
+const FORMER_SELF_POLL_MS = 250;
+
 /** The user data of a member that joins only to make the group rebalance (requestRebalance). */
 const NUDGE = { nudge: true };
 
@@ -99,10 +102,45 @@ export class KafkajsMembership implements GroupMembership {
     this.admin ??= this.o.kafka.admin();
     try {
       await this.admin.connect();
+      await this.formerSelfGone();
+      if (this.stopped) return;
       await this.join();
     } catch (e) {
       this.o.log?.(`cluster: could not join group ${this.o.group} (${(e as Error).message}); trying again in 2 s`, {}, 'warn');
       this.later(() => this.start());
+    }
+  }
+
+  /**
+   * Waits (sessionTimeoutMs + 2 s at most) while the group still holds a member with this worker's
+   * id from another process: this worker killed and started again before its session expired
+   * (kafkajs has no static membership). Joining then began a rebalance that waited for the dead
+   * member until its session expired, with every live worker inside its JoinGroup, sending no
+   * heartbeat: their leases ran out and every camera of the cluster stopped (measured: 4.5 s
+   * without a heartbeat, then all restarted). Once the coordinator has dropped it, the join is a
+   * rebalance among live workers. A live process with the same id (a mistake the worker reports
+   * once joined) is waited for as long, then joined beside.
+   */
+  private async formerSelfGone(): Promise<void> {
+    const { workerId, incarnation } = this.o.info();
+    const until = performance.now() + this.o.sessionTimeoutMs + 2000;
+    for (let said = false; !this.stopped && performance.now() < until; said = true) {
+      let former = false;
+      try {
+        const { groups } = await this.admin!.describeGroups([this.o.group]);
+        const g = groups[0];
+        if (!g || g.state === 'Empty' || g.state === 'Dead') return;
+        // A rebalancing group describes its members without their ids: asked again once it has settled.
+        former = g.state !== 'Stable' || g.members.some((m) => {
+          const info = decodeInfo(m.memberMetadata);
+          return info !== undefined && info !== 'nudge' && info.workerId === workerId && info.incarnation !== incarnation;
+        });
+      } catch {
+        return; // not readable: joined as before
+      }
+      if (!former) return;
+      if (!said) this.o.log?.(`cluster: group ${this.o.group} still holds a member with this worker's id "${workerId}" (its process killed and started again?): joining once the group has dropped it, in ${Math.round(this.o.sessionTimeoutMs / 1000) + 2} s at most`, { worker: workerId });
+      await new Promise((r) => setTimeout(r, FORMER_SELF_POLL_MS));
     }
   }
 

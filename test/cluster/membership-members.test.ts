@@ -32,3 +32,44 @@ describe('KafkajsMembership: the members read after an assignment', () => {
     expect(await membership({ state, members: [bare('w1'), bare('w2')] })).toBeUndefined();
   });
 });
+
+/** A worker w1 starting (incarnation i2) with the group as `describe` says, call by call; resolves with the describes made before it joined. */
+async function start(describe: (call: number) => { state: string; members: unknown[] }, sessionTimeoutMs = 6000) {
+  const logs: string[] = [];
+  const m = new KafkajsMembership({ kafka: {} as never, group: 'g', topic: 'cams', sessionTimeoutMs, heartbeatIntervalMs: 500, rebalanceTimeoutMs: 10_000, info: () => ({ workerId: 'w1', incarnation: 'i2', capacity: 1, owned: [], labels: {} }), slotCost: () => 1, onAssigned: () => {}, log: (msg) => void logs.push(msg) });
+  let calls = 0;
+  const joined = new Promise<number>((resolve) => {
+    const i = m as unknown as { admin: unknown; join: () => Promise<void> };
+    i.admin = { connect: async () => undefined, describeGroups: async () => ({ groups: [describe(++calls)] }) };
+    i.join = async () => resolve(calls);
+  });
+  void m.start();
+  return { describes: await joined, logs };
+}
+const self = (workerId: string, incarnation: string) => ({
+  memberId: `${workerId}-${incarnation}`,
+  memberMetadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics: ['cams'], userData: Buffer.from(JSON.stringify({ workerId, incarnation, capacity: 1, owned: [0], labels: {}, placement: true })) }),
+  memberAssignment: Buffer.alloc(0),
+});
+
+describe('KafkajsMembership: a worker started again before its killed process left the group', () => {
+  it('joins once the group has dropped its former process (a join beside it made every live worker wait in a rebalance until that session expired, and fence all cameras)', async () => {
+    // The former process (i1) for three reads, then the group rebalancing without it, then settled.
+    const r = await start((n) => (n <= 3 ? { state: 'Stable', members: [self('w1', 'i1'), self('w2', 'a')] } : n === 4 ? { state: 'PreparingRebalance', members: [bare('w2')] } : { state: 'Stable', members: [self('w2', 'a')] }));
+    expect(r.describes).toBe(5);
+    expect(r.logs.filter((l) => l.includes('still holds a member with this worker\'s id "w1"'))).toHaveLength(1);
+  });
+
+  it('joins at once when no other process of its id is there (an empty group, other workers only)', async () => {
+    expect((await start(() => ({ state: 'Empty', members: [] }))).describes).toBe(1);
+    expect((await start(() => ({ state: 'Stable', members: [self('w2', 'a'), self('w1', 'i2')] }))).describes).toBe(1);
+  });
+
+  it('waits no longer than the session and 2 s: a live process with its id (a mistake reported once joined) is joined beside', async () => {
+    const t0 = performance.now();
+    const r = await start(() => ({ state: 'Stable', members: [self('w1', 'i1')] }), 1000);
+    expect(r.describes).toBeGreaterThan(1);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(2900);
+    expect(performance.now() - t0, 'a bound that only ends a hang').toBeLessThan(60_000);
+  });
+});
