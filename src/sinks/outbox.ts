@@ -295,14 +295,23 @@ function parseLock(text: string, self: LockOwner): LockOwner | undefined {
   return Number.isInteger(pid) && pid > 0 ? { pid, host: self.host, ns: self.ns, identity: who.join(' '), id: '' } : undefined;
 }
 
-function pidAlive(pid: number): boolean {
+/**
+ * Whether a process lives. A killed one that its parent has not reaped yet (a zombie) still
+ * answers a signal 0 but holds nothing: a worker started again right after a `kill -9` found its
+ * lock "in use" by the dead one and exited (init reaped it 1.1 s later here; a parent that never
+ * reaps, such as a container's pid 1 that is not an init, kept every restart out).
+ */
+async function pidAlive(pid: number): Promise<boolean> {
   if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  // The state is the field after the command name, which may hold spaces: read after the last ')'.
+  const state = stat ? stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) : '';
+  return state !== 'Z' && state !== 'X';
 }
 
 export class Outbox {
@@ -460,7 +469,7 @@ export class Outbox {
         const boot = (o: LockOwner) => o.identity.split(' ')[0];
         if (held && held.host === self.host && held.ns === self.ns && (!boot(held) || boot(held) === boot(self))) {
           // The same pid alive is the owner only if it is the same process (same boot, same start).
-          if (pidAlive(held.pid) && (held.identity.split(' ').length < 2 || held.identity === (await processIdentity(held.pid)))) throw this.inUse(`pid ${held.pid}`);
+          if ((await pidAlive(held.pid)) && (held.identity.split(' ').length < 2 || held.identity === (await processIdentity(held.pid)))) throw this.inUse(`pid ${held.pid}`);
         } else {
           // Another host's or namespace's, or unreadable (being written): held while it is touched.
           const where = held ? `pid ${held.pid} on ${held.host === self.host ? 'this host, in another pid namespace (a container)' : `host ${held.host}`}` : 'a lock being written or damaged';

@@ -357,6 +357,25 @@ describe('Outbox (the durable alert journal)', () => {
     await ob.close();
   });
 
+  it('a lock whose process was killed and not reaped yet (a zombie) is taken over: a worker started again right after kill -9 exited "in use" by the dead one', async () => {
+    // `sleep 0` ends at once; its parent exec's into a process that never reaps it: a zombie while that one runs.
+    const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const pid = Number(await new Promise<string>((r) => parent.stdout!.once('data', (d: Buffer) => r(d.toString().trim()))));
+      await until(() => (readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1] ?? '').startsWith('Z'));
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+      const d = dir();
+      // Its lock as it wrote it (the same process: same boot, same start time).
+      writeFileSync(join(d, 'outbox.lock'), `${pid} ${boot} ${stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]}\n`);
+      const ob = await Outbox.open(opts(d));
+      expect(JSON.parse(readFileSync(join(d, 'outbox.lock'), 'utf8'))).toMatchObject({ pid: process.pid });
+      await ob.close();
+    } finally {
+      parent.kill('SIGKILL');
+    }
+  });
+
   it('a second name for the folder (a symlink) is the same journal: refused in this process, not taken over', async () => {
     const d = dir();
     const alias = join(dir(), 'alias');
