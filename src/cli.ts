@@ -229,8 +229,10 @@ clusterFlags(cluster.command('status').description('workers, their slots and cam
 clusterFlags(cluster.command('drain').description('move every camera off a worker (it stays in the group with capacity 0)').argument('<worker>', 'worker id (argus cluster status)').option('--undo', 'let the worker take cameras again', false)).action(
   async (worker: string, opts: { brokers?: string[]; config?: string; undo: boolean }) => {
     const { drainWorker } = await import('./cluster/admin.js');
-    await drainWorker(await target(opts), worker, opts.undo);
+    const t = await target(opts);
+    const { inGroup } = await drainWorker(t, worker, opts.undo);
     process.stdout.write(`${opts.undo ? 'undrain' : 'drain'} of ${worker} requested\n`);
+    if (inGroup === false) process.stderr.write(`argus: no worker ${worker} is in group ${t.cluster.group} now: the request is kept, and applies to a worker with that id when one joins (argus cluster status names the workers${opts.undo ? '' : '; --undo withdraws it'})\n`);
   },
 );
 

@@ -336,10 +336,30 @@ export async function clusterStatus(t: ClusterTarget, settleMs = 5000): Promise<
   });
 }
 
-/** Asks a worker to release its cameras and take none (or, with `undo`, to take its share again). */
-export async function drainWorker(t: ClusterTarget, worker: string, undo = false): Promise<void> {
+/**
+ * Asks a worker to release its cameras and take none (or, with `undo`, to take its share again).
+ * The request is kept (a worker started later with that id joins drained), so an id no worker can
+ * have is refused before anything is written, and the answer says whether a worker with that id
+ * is in the group now (undefined: not known, the group rebalancing): a typo (`drain w11` for w1)
+ * drained no one then, said nothing, and drained a worker w11 whenever one started.
+ */
+export async function drainWorker(t: ClusterTarget, worker: string, undo = false): Promise<{ inGroup?: boolean }> {
+  if (!ClusterSchema.safeParse({ workerId: worker }).success) {
+    throw new ArgusError(ErrorCodes.USAGE, `cluster drain: not a worker id (letters, digits, dot, dash or underscore, at most 128 characters; argus cluster status names the workers)`);
+  }
   const rec: OwnersRecord = { type: 'drain', worker, drain: !undo, at: Date.now() };
   await produce(t, t.cluster.ownersTopic, [{ key: `${DRAIN_KEY_PREFIX}${worker}`, value: JSON.stringify(rec) }]);
+  return withAdmin(t, async (admin) => {
+    const g = (await retrying(() => admin.describeGroups([t.cluster.group]))).groups[0];
+    // A rebalancing group describes its members without their ids.
+    if (g && REBALANCING.has(g.state)) return {};
+    return {
+      inGroup: (g?.members ?? []).some((m) => {
+        const info = decodeInfo(m.memberMetadata);
+        return info !== undefined && info !== 'nudge' && info.workerId === worker;
+      }),
+    };
+  });
 }
 
 /** `--label k=v` (repeatable) as labels; a malformed one is a coded error naming it. */

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { adminKafkaConfig, clusterTarget, listCameras, reach, type ClusterTarget } from '../../src/cluster/admin.js';
+import { adminKafkaConfig, clusterTarget, drainWorker, listCameras, reach, type ClusterTarget } from '../../src/cluster/admin.js';
 import { ClusterSchema } from '../../src/config/schema.js';
 import { isArgusError } from '../../src/core/errors.js';
 import { ARGUS, runCommand } from '../helpers/cli.js';
@@ -124,4 +124,17 @@ describe('argus cameras / cluster: brokers that cannot be reached', () => {
     expect(r.stderr).toContain(`argus: VAP_ERR_KAFKA_UNREACHABLE: cannot reach the Kafka broker 127.0.0.1:${silentPort} (`);
     expect(r.code).toBe(2);
   }, 180_000);
+});
+
+describe('argus cluster drain: the worker named', () => {
+  it('a name no worker can have is refused before Kafka is asked (the request is kept: it drained no one, said nothing, and would drain any later worker of that name)', async () => {
+    const t: ClusterTarget = { brokers: [`127.0.0.1:${refusedPort}`], cluster: ClusterSchema.parse({}) };
+    for (const bad of ['wü', 'a/b', 'x'.repeat(129), '..', '']) {
+      const e = await drainWorker(t, bad).catch((x: unknown) => x);
+      expect(isArgusError(e, 'VAP_ERR_USAGE'), bad).toBe(true);
+      expect((e as Error).message).not.toContain(bad || '\u0000'); // not echoed
+    }
+    // A valid one goes on to Kafka (here: none there).
+    expect(isArgusError(await drainWorker({ ...t, connectTimeoutMs: 1000 }, 'w1').catch((x: unknown) => x), 'VAP_ERR_KAFKA_UNREACHABLE')).toBe(true);
+  }, 60_000);
 });
