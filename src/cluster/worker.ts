@@ -3,6 +3,7 @@ import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { catchError, EMPTY, filter, finalize, mergeAll, type Observable, Subject } from 'rxjs';
 import type { FrameResult } from '../analytics/analyze.js';
 import type { ClusterConfig, KafkaSinkConfig, PipelineConfig } from '../config/schema.js';
+import { withDeadline } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
@@ -765,7 +766,11 @@ export class Worker {
 
   private async release(camera: string, epoch: number): Promise<void> {
     try {
-      await this.owners!.release(camera, epoch);
+      // At shutdown, within SHUTDOWN_RELEASE_MS: with the broker down, kafkajs's retries held the
+      // exit ~10 s before the Kafka sink's own closeTimeoutMs (24 s in all: past Docker's 10 s
+      // stop timeout, then SIGKILL). A release not written costs the next owner releaseWaitMs.
+      const written = this.owners!.release(camera, epoch);
+      await (this.closing ? withDeadline(written, SHUTDOWN_RELEASE_MS, `no answer within ${SHUTDOWN_RELEASE_MS} ms, shutting down`) : written);
       this.counters.releases++;
     } catch (e) {
       this.log(`cluster: could not write the release of ${camera}: ${(e as Error).message}`, { camera }, 'warn');
@@ -778,7 +783,7 @@ export class Worker {
     if (this.tick) clearInterval(this.tick);
     await this.step;
     await Promise.all([...this.running.values()].map((r) => this.stopCamera(r, this.leaseHolds())));
-    for (const [id, epoch] of this.pending) await this.release(id, epoch);
+    await Promise.all([...this.pending].map(([id, epoch]) => this.release(id, epoch)));
     this.pending.clear();
     await this.membership?.stop();
     this.chains$.complete();
@@ -802,6 +807,9 @@ export class Worker {
     await this.admin?.disconnect().catch(() => undefined);
   }
 }
+
+/** At shutdown, how long a release may take to be written (Worker.release). */
+export const SHUTDOWN_RELEASE_MS = 2000;
 
 /** Kafka's ConfigResource type of a broker (kafkajs's ConfigResourceTypes.BROKER, which its ES module build does not export by name). */
 const BROKER_CONFIG_RESOURCE = 4;

@@ -29,6 +29,9 @@ import { sourceKind } from '../sources/ffmpeg-args.js';
 import type { SourceStats } from '../sources/stats.js';
 import type { Transition } from '../sources/health.js';
 
+/** After a stop, how long frames in flight may take to finish (RunOptions.drainTimeoutMs), ms. */
+export const DRAIN_TIMEOUT_MS = 10_000;
+
 export interface RunOptions extends PipelineOptions {
   /** Stop after this many processed frames (all sources together). */
   maxFrames?: number;
@@ -42,7 +45,7 @@ export interface RunOptions extends PipelineOptions {
   onResult?: (r: FrameResult) => void;
   /** Aborting stops the sources and finishes cleanly: frames in flight finish, alerts are published, sinks flushed. */
   signal?: AbortSignal;
-  /** How long frames in flight may take to finish after a stop, ms. Default 10 000. */
+  /** How long frames in flight may take to finish after a stop, ms. Default DRAIN_TIMEOUT_MS. */
   drainTimeoutMs?: number;
   /** Called once everything is started (model loaded, sinks connected, server listening). */
   onReady?: (running: RunningPipeline) => void;
@@ -218,7 +221,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     let results$ = options.attached ? merge(pipeline.results$, options.attached(pipeline, stop$)) : pipeline.results$;
     if (options.maxFrames !== undefined) results$ = results$.pipe(take(options.maxFrames));
     t0 = performance.now();
-    await consume(results$.pipe(publish({ publisher, alerts, side })), life, stop$, signal, options.drainTimeoutMs ?? 10_000, log);
+    await consume(results$.pipe(publish({ publisher, alerts, side })), life, stop$, signal, options.drainTimeoutMs ?? DRAIN_TIMEOUT_MS, log);
   } finally {
     await life.stop();
   }

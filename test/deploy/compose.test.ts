@@ -2,12 +2,12 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { outboxDir } from '../../src/pipeline/run.js';
+import { DRAIN_TIMEOUT_MS, outboxDir } from '../../src/pipeline/run.js';
 import { loadPipeline } from '../../src/config/load.js';
 import { loadCatalog } from '../../src/assets/catalog.js';
 import { readCamerasFile } from '../../src/cluster/admin.js';
 import { parseCamera } from '../../src/cluster/view.js';
-import { clusterBrokers } from '../../src/cluster/worker.js';
+import { clusterBrokers, SHUTDOWN_RELEASE_MS } from '../../src/cluster/worker.js';
 
 const ROOT = resolve(__dirname, '../..');
 // Merge keys (`<<: *worker`) resolved as compose resolves them.
@@ -53,6 +53,18 @@ describe('docker-compose.yml (docker does not run here: its structure and settin
     expect(mounted(p, dir)).toBe(true);
     expect(mounted(k, k.environment.KAFKA_LOG_DIRS)).toBe(true);
     expect(readFileSync(resolve(ROOT, 'Dockerfile'), 'utf8')).toMatch(/ARGUS_STATE_DIR=\/var\/lib\/argus/);
+  });
+
+  it('gives argus the time a stop can take before Docker kills it (its default 10 s cut a stop waiting on a broker that is down)', async () => {
+    const seconds = (v: string) => Number(/^(\d+)s$/.exec(v)?.[1]);
+    const p = compose.services.pipeline;
+    const run = await loadPipeline(resolve(ROOT, 'pipelines/demo-kafka.yaml'), { ...p.environment });
+    expect(seconds(p.stop_grace_period) * 1000).toBeGreaterThan(DRAIN_TIMEOUT_MS + run.sinks.kafka!.closeTimeoutMs);
+    for (const id of ['worker-1', 'worker-2', 'worker-3']) {
+      const w = compose.services[id];
+      const cfg = await loadPipeline(resolve(ROOT, 'pipelines/worker.yaml'), { ...w.environment });
+      expect(seconds(w.stop_grace_period) * 1000, id).toBeGreaterThan(DRAIN_TIMEOUT_MS + cfg.sinks.kafka!.closeTimeoutMs + SHUTDOWN_RELEASE_MS);
+    }
   });
 
   it('defaults to the loopback test broker outside compose', async () => {
