@@ -1,6 +1,8 @@
 import type { Kafka } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { ClusterView } from '../../src/cluster/view.js';
+import { ClusterView, parseCamera } from '../../src/cluster/view.js';
+import { ClusterSchema } from '../../src/config/schema.js';
+import { MAX_WEIGHT } from '../../src/config/schema/cluster.js';
 
 const T = { cameras: 'c', owners: 'o' };
 const view = () => new ClusterView({} as Kafka, T);
@@ -181,5 +183,20 @@ describe("ClusterView: the view's consumer group", () => {
     (w.view as unknown as { kafka: unknown }).kafka = { consumer: (o: Record<string, unknown>) => ((options = o), consumer) };
     await w.view.start({ fetchTopicOffsets: async () => [] } as never);
     expect(options).toMatchObject({ sessionTimeout: 7000, heartbeatInterval: 400 });
+  });
+});
+
+describe('camera cost and worker capacity are bounded (MAX_WEIGHT)', () => {
+  it('refuses a cost past MAX_WEIGHT, naming the field (at 1e308, or from 2^53, the other cameras weighed nothing in the assigner’s sums); a camera’s pixels are a cost', () => {
+    const cam = (cost: number) => parseCamera('cam', JSON.stringify({ id: 'cam', uri: 'rtsp://cam.local/s', cost }), {});
+    expect(cam(3840 * 2160).definition?.cost).toBe(3840 * 2160);
+    expect(cam(MAX_WEIGHT).definition?.cost).toBe(MAX_WEIGHT);
+    for (const cost of [MAX_WEIGHT * 10, 2 ** 53, 1e308]) {
+      const r = cam(cost);
+      expect(r.definition, String(cost)).toBeUndefined();
+      expect(r.error, String(cost)).toMatch(/cost/);
+    }
+    expect(ClusterSchema.safeParse({ capacity: MAX_WEIGHT }).success).toBe(true);
+    expect(ClusterSchema.safeParse({ capacity: 1e308 }).success).toBe(false);
   });
 });

@@ -12,6 +12,14 @@ const labelValue = z.string().max(63);
  * "Many machines"). The cameras live in a compacted topic; its partitions are slots; the group
  * assigns slots to workers; each camera's owner and epoch are recorded in a second compacted topic.
  */
+/**
+ * The largest camera cost and worker capacity. The assigner sums them: at 1e308 (accepted before)
+ * or anything from about 9e15 (2^53), a cost of 1 added to the sum left it unchanged, so the
+ * other cameras weighed nothing and all went to one worker. A million cameras at 1e9 sum to
+ * 1e15, where every whole cost still counts; a camera's pixels (8.3e6 at 4K) fit.
+ */
+export const MAX_WEIGHT = 1e9;
+
 export const ClusterSchema = z
   .object({
     /** Brokers of the cluster's topics. Default: sinks.kafka.brokers. */
@@ -35,8 +43,8 @@ export const ClusterSchema = z
      * camera that asks for labels runs only on a worker with all of them. Default none.
      */
     labels: z.record(labelKey, labelValue).default({}),
-    /** How much this worker runs, relative to the others: slots are shared in proportion (by camera cost). Default 1. */
-    capacity: finite().positive().default(1),
+    /** How much this worker runs, relative to the others: slots are shared in proportion (by camera cost). Default 1; at most MAX_WEIGHT. */
+    capacity: finite().positive().max(MAX_WEIGHT).default(1),
     /**
      * Kafka's session timeout: a worker that has not heartbeated for this long leaves the group
      * and its cameras move. Failover takes about this long plus a camera start. Default 6000 (the
@@ -83,8 +91,8 @@ export type Placement = z.infer<typeof PlacementSchema>;
  */
 export const CameraSchema = z
   .object({
-    /** Relative cost of running this camera (e.g. 2 for 1080p, 1 for 720p). Default 1. */
-    cost: finite().positive().default(1),
+    /** Relative cost of running this camera (e.g. 2 for 1080p, 1 for 720p, or its pixels). Default 1; at most MAX_WEIGHT. */
+    cost: finite().positive().max(MAX_WEIGHT).default(1),
     /** Where it may run (labels the worker must have, or one worker). Default anywhere. */
     placement: PlacementSchema.optional(),
   })
