@@ -2,7 +2,7 @@ import { AssignerProtocol, Kafka, Partitioners, type Admin, type KafkaConfig } f
 import { decodeInfo } from './kafkajs-membership.js';
 import { CamerasFileSchema, ClusterSchema, type ClusterConfig, type KafkaSinkConfig, type Placement } from '../config/schema.js';
 import { parseConfigText, parseYamlText, readConfigText } from '../config/load.js';
-import { lenientEnv } from '../config/interpolate.js';
+import { lenientEnv, type InterpolationError } from '../config/interpolate.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { brokersText, checkBrokerFlags, commandKafkaConfig, reachKafka } from '../sinks/kafka-reach.js';
 import { chooseSlot, placementKey, unmet, type SlottedCamera } from './placement.js';
@@ -26,7 +26,12 @@ export async function clusterTarget(o: { config?: string; brokers?: string[] }):
   if (o.config) {
     const { loadPipeline } = await import('../config/load.js');
     const { clusterBrokers, clusterKafkaAuth } = await import('./worker.js');
-    const config = await loadPipeline(o.config);
+    // Only the brokers, the cluster section and the Kafka sink's TLS and SASL are read here: a
+    // variable only the workers need (a WebSocket token, a camera password) may be unset.
+    const missing: InterpolationError[] = [];
+    const config = await loadPipeline(o.config, lenientEnv(process.env, missing));
+    const needed = missing.find((m) => /^(cluster|sinks\.kafka)(\.|\[|$)/.test(m.path));
+    if (needed) throw new ArgusError(ErrorCodes.CONFIG, `${o.config}: ${needed.message}`);
     if (!config.cluster) throw new ArgusError(ErrorCodes.CONFIG, `${o.config}: no cluster section (a worker config is needed)`);
     // The workers' TLS and SASL too: without them, a secured cluster was unreachable from here.
     return { brokers: o.brokers?.length ? o.brokers : clusterBrokers(config), cluster: config.cluster, ...clusterKafkaAuth(config) };

@@ -43,18 +43,21 @@ const LENIENT = Symbol('lenient');
 /**
  * An environment for checking text whose `${env:…}` another process resolves (`argus cameras`:
  * the workers' environment): a variable is this one's, else its default, else '1', a stand-in
- * that most fields accept. (A proxy answering '1' for every missing variable hid the defaults:
+ * that most fields accept; `missing`, when given, collects each variable stood in for, with
+ * where (a worker's YAML read by `argus cameras`, which needs only some of its fields). (A proxy answering '1' for every missing variable hid the defaults:
  * `${env:ARGUS_CAMERA_ON,true}` read as 1, not a boolean.)
  */
-export function lenientEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  return { ...env, [LENIENT]: true } as NodeJS.ProcessEnv;
+export function lenientEnv(env: NodeJS.ProcessEnv = process.env, missing?: InterpolationError[]): NodeJS.ProcessEnv {
+  return { ...env, [LENIENT]: missing ?? true } as NodeJS.ProcessEnv;
 }
 
 function lookup(name: string, def: string | undefined, env: NodeJS.ProcessEnv, path: string): string {
   const v = env[name];
   if (v !== undefined && v !== '') return v;
   if (def !== undefined) return def;
-  if ((env as { [LENIENT]?: boolean })[LENIENT]) return '1';
+  const lenient = (env as { [LENIENT]?: true | InterpolationError[] })[LENIENT];
+  if (Array.isArray(lenient)) lenient.push(new InterpolationError(path || '(root)', name));
+  if (lenient) return '1';
   throw new InterpolationError(path || '(root)', name);
 }
 

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadPipeline } from '../../src/config/load.js';
 import { adminKafkaConfig, clusterTarget, drainWorker, listCameras, reach, type ClusterTarget } from '../../src/cluster/admin.js';
 import { ClusterSchema } from '../../src/config/schema.js';
 import { isArgusError } from '../../src/core/errors.js';
@@ -71,6 +72,30 @@ describe('argus cameras / cluster: brokers that cannot be reached', () => {
       } finally {
         close();
       }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('--config: a variable only the workers need (the HTTP token) may be unset here; one of the brokers, the cluster section or the Kafka sink\'s TLS and SASL may not (named, as a worker names it)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-admin-env-'));
+    const names = ['ARGUS_T_WS_TOKEN', 'ARGUS_T_SASL_PASSWORD', 'ARGUS_T_GROUP'];
+    for (const n of names) delete process.env[n];
+    try {
+      const yaml = join(dir, 'worker.yaml');
+      const write = (kafka: string, cluster = '') =>
+        writeFileSync(yaml, `sinks:\n  kafka:\n    brokers: ["127.0.0.1:1"]\n${kafka}server:\n  token: \${env:ARGUS_T_WS_TOKEN}\ncluster:\n  workerId: w1\n${cluster}`);
+      write('');
+      // The HTTP token is the workers' (it stopped `argus cameras` with "ARGUS_T_WS_TOKEN is not set").
+      expect((await clusterTarget({ config: yaml })).brokers).toEqual(['127.0.0.1:1']);
+      write('    sasl: { mechanism: plain, username: ops, password: "${env:ARGUS_T_SASL_PASSWORD}" }\n');
+      const sasl = await clusterTarget({ config: yaml }).catch((x: unknown) => x);
+      expect(isArgusError(sasl, 'VAP_ERR_CONFIG')).toBe(true);
+      expect((sasl as Error).message).toBe(`${yaml}: sinks.kafka.sasl.password: environment variable ARGUS_T_SASL_PASSWORD is not set and has no default`);
+      write('', '  group: ${env:ARGUS_T_GROUP}\n');
+      expect((await clusterTarget({ config: yaml }).catch((x: unknown) => x) as Error).message).toMatch(/cluster\.group: environment variable ARGUS_T_GROUP is not set/);
+      // A worker still needs every one of them.
+      await expect(loadPipeline(yaml)).rejects.toThrow(/ARGUS_T_(WS_TOKEN|GROUP) is not set/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
