@@ -94,7 +94,8 @@ export class RtpClock {
   private marker = false;
   private repeats = 0;
   private readonly units = new Map<number, Unit>();
-  private sr: { ntpMs: number; ts: number } | undefined;
+  /** The latest sender report: its time on argus's clock (`ntpMs`), as the camera sent it (`cameraMs`), and its RTP time. */
+  private sr: { ntpMs: number; cameraMs: number; ts: number } | undefined;
   private firstSr = true;
   /** The SSRC of the stream's latest RTP packet: only its sender reports map its timestamps. */
   private ssrc: number | undefined;
@@ -225,20 +226,23 @@ export class RtpClock {
           this.firstSr = false;
           if (!this.base) this.base = ts;
         }
+        const cameraMs = (p.readUInt32BE(8) - NTP_UNIX_S) * 1000 + (p.readUInt32BE(12) / 2 ** 32) * 1000;
         // On argus's clock, as the packets' arrival is (the system's may have been stepped since it started).
-        const ntpMs = fromWallClock((p.readUInt32BE(8) - NTP_UNIX_S) * 1000 + (p.readUInt32BE(12) / 2 ** 32) * 1000);
+        const ntpMs = fromWallClock(cameraMs);
         if (this.ssrc === undefined) this.ssrc = ssrc;
         if (ssrc === this.ssrc) {
           // The report before maps this one's RTP time to (about) the same camera time, unless the
           // camera's clock jumped (a 5 s step back was believed: 5 s of latency that never was)
           // or its RTP clock runs at another rate than the SDP's (stamps off by a growing amount
           // between reports).
+          // Compared on the camera's own time: converted to argus's, a step of the system's clock
+          // between the two (an NTP step) read as a jump of the camera's, which had not moved.
           const before = this.sr;
           if (before && this.clockJump === undefined) {
-            const off = ntpMs - (before.ntpMs + (((ts - before.ts) | 0) * 1000) / this.clockRate);
-            if (Math.abs(off) > SR_AGREEMENT_MS + SR_RATE_SLACK * Math.abs(ntpMs - before.ntpMs)) this.clockJump = off;
+            const off = cameraMs - (before.cameraMs + (((ts - before.ts) | 0) * 1000) / this.clockRate);
+            if (Math.abs(off) > SR_AGREEMENT_MS + SR_RATE_SLACK * Math.abs(cameraMs - before.cameraMs)) this.clockJump = off;
           }
-          this.sr = { ntpMs, ts };
+          this.sr = { ntpMs, cameraMs, ts };
         }
       }
     }

@@ -211,6 +211,33 @@ describe('RtpClock: a frame time of ffmpeg → the camera\'s time of its access 
     }
   });
 
+  it("the system clock stepped between two sender reports (an NTP step putting it right): the camera's clock did not move, its reports agree, and its time is believed after the step", () => {
+    for (const step of [5000, -5000]) {
+      const s = session();
+      const T = now(); // argus's clock: the system's before the step
+      // A camera on the right time, which the system's is `step` away from until it is stepped
+      // after the first report. 10 fps, a report every second, each frame 20 ms on its way.
+      const wall = Date.now.bind(Date);
+      let spy: { mockRestore(): void } | undefined;
+      const stamps: { k: number; at: number; by: string }[] = [];
+      try {
+        for (let k = 0; k < 30; k++) {
+          if (k === 5) spy = vi.spyOn(Date, 'now').mockImplementation(() => wall() + step);
+          if (k % 10 === 0) s.camera(sr(3, T + step + k * 100, 9000 + k * 9000), T + k * 100 + 20);
+          s.camera(rtp(2, 9000 + k * 9000), T + k * 100 + 20);
+          const r = s.clock.lookup(us(k * 9000))!;
+          stamps.push({ k, at: r.at, by: r.by });
+        }
+      } finally {
+        spy?.mockRestore();
+      }
+      expect(s.clock.clockJump).toBeUndefined();
+      // After the step the camera's time is argus's: 20 ms before each arrival.
+      // (Within the few ms `now` and the system clock are read apart.)
+      for (const x of stamps.slice(10)) expect({ k: x.k, by: x.by, near: Math.abs(x.at - (T + x.k * 100)) < 5 }).toEqual({ k: x.k, by: 'camera', near: true });
+    }
+  });
+
   it('a camera that sets up two streams (frames cannot be told apart by timestamp) is not paired', () => {
     const s = session();
     s.clock.request('SETUP rtsp://10.0.0.9/live/trackID=2 RTSP/1.0\r\nCSeq: 9');
