@@ -609,6 +609,10 @@ export class Worker {
     try {
       const epochs = await this.owners.claim(toClaim.map((c) => c.id));
       toClaim.forEach((cam, i) => {
+        // Another process with this id was seen while the claims were written: no reconciliation
+        // runs until it has gone, so a claim kept pending stayed open, and the worker given the
+        // slot waited releaseWaitMs for it. Released with the fenced ones instead (as onMembers does).
+        if (this.duplicateId) return void this.fencedClaims.set(epochs[i], cam.id);
         this.pending.set(cam.id, epochs[i]);
         if (this.assigned.has(cam.slot) && this.leaseHolds() && !this.running.has(cam.id)) this.startCamera(pipeline, cam, undefined);
       });

@@ -4,7 +4,8 @@
  * gave them run on the other workers (they ran nowhere for as long as the ids were alike).
  * Drives the worker's members handler directly (no broker), as its membership calls it.
  */
-import { describe, expect, it } from 'vitest';
+import { NEVER } from 'rxjs';
+import { describe, expect, it, vi } from 'vitest';
 import { PipelineSchema } from '../../src/config/schema.js';
 import { Worker } from '../../src/cluster/worker.js';
 
@@ -55,6 +56,44 @@ describe('Worker: another live process with its id', () => {
     const { w, i } = worker();
     i.pending.set('cam0', 148);
     i.onMembers(new Set([`w2/${w.incarnation}`, 'w2/other']));
+    expect(i.pending.size).toBe(0);
+    expect([...i.fencedClaims]).toEqual([[148, 'cam0']]);
+  });
+});
+
+describe('Worker: a twin seen while a claim is being written', () => {
+  it('the claim the broker answers after the twin was seen is released with the fenced ones, not left pending: no reconciliation runs while the id is shared, and the worker given the slot waited releaseWaitMs for it', async () => {
+    const config = PipelineSchema.parse({ cluster: { brokers: ['127.0.0.1:1'], workerId: 'w2' } });
+    const w = new Worker(config);
+    const i = w as unknown as Omit<Internals, 'membership'> & {
+      joined: boolean;
+      assigned: Set<number>;
+      pipeline: unknown;
+      owners: unknown;
+      membership: unknown;
+      step: Promise<void>;
+      view: { cameras: Map<string, unknown> };
+    };
+    let answer: (epochs: number[]) => void = () => {};
+    const claimed: string[][] = [];
+    i.owners = {
+      claim: (ids: string[]) => {
+        claimed.push(ids);
+        return new Promise<number[]>((r) => (answer = r));
+      },
+      release: async () => {},
+    };
+    i.pipeline = { attach: () => NEVER };
+    i.membership = { lastAlive: performance.now(), requestRebalance: async () => {}, rejoin: async () => {}, stop: async () => {} };
+    i.joined = true;
+    i.assigned = new Set([0]);
+    i.view.cameras.set('cam0', { id: 'cam0', slot: 0, text: '{}', offset: '0', definition: { source: { enabled: true } } });
+    i.reconcile();
+    await vi.waitFor(() => expect(claimed).toEqual([['cam0']]));
+    // The twin is seen while the broker has not answered yet.
+    i.onMembers(new Set([`w2/${w.incarnation}`, 'w2/other']));
+    answer([148]);
+    await i.step;
     expect(i.pending.size).toBe(0);
     expect([...i.fencedClaims]).toEqual([[148, 'cam0']]);
   });
