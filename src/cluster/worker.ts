@@ -613,6 +613,8 @@ export class Worker {
         // runs until it has gone, so a claim kept pending stayed open, and the worker given the
         // slot waited releaseWaitMs for it. Released with the fenced ones instead (as onMembers does).
         if (this.duplicateId) return void this.fencedClaims.set(epochs[i], cam.id);
+        // Written after the stop began (shutdown waited for this reconciliation SHUTDOWN_RELEASE_MS at most): given back at once.
+        if (this.closing) return void this.release(cam.id, epochs[i]);
         this.pending.set(cam.id, epochs[i]);
         if (this.assigned.has(cam.slot) && this.leaseHolds() && !this.running.has(cam.id)) this.startCamera(pipeline, cam, undefined);
       });
@@ -785,7 +787,11 @@ export class Worker {
     if (this.closing) return;
     this.closing = true;
     if (this.tick) clearInterval(this.tick);
-    await this.step;
+    // A reconciliation writing a claim or a release may wait on a broker that does not answer
+    // (kafkajs's retries, each up to its request timeout): it held the stop as long, whatever
+    // SHUTDOWN_RELEASE_MS says, past a supervisor's grace. Left to end by itself: what it claims
+    // then is released, never started (closing).
+    await withDeadline(this.step, SHUTDOWN_RELEASE_MS, 'reconcile').catch(() => undefined);
     await Promise.all([...this.running.values()].map((r) => this.stopCamera(r, this.leaseHolds())));
     await Promise.all([...this.pending].map(([id, epoch]) => this.release(id, epoch)));
     this.pending.clear();

@@ -4,6 +4,7 @@
  * before the Kafka sink's own closeTimeoutMs (24 s in all, measured: past Docker's 10 s stop
  * timeout, then SIGKILL). Drives the worker's shutdown directly (no broker), in virtual time.
  */
+import { NEVER } from 'rxjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PipelineSchema } from '../../src/config/schema.js';
 import { SHUTDOWN_RELEASE_MS, Worker } from '../../src/cluster/worker.js';
@@ -63,5 +64,45 @@ describe('Worker shutdown with the broker not answering', () => {
     answer();
     await vi.advanceTimersByTimeAsync(0);
     expect(done).toBe(true);
+  });
+});
+
+describe('Worker shutdown while a reconciliation waits on the broker', () => {
+  it('a claim being written when the stop comes (the owners topic\'s leader not answering) holds the stop SHUTDOWN_RELEASE_MS at most, and once answered is released, its camera not started', async () => {
+    vi.useFakeTimers();
+    const config = PipelineSchema.parse({ cluster: { brokers: ['127.0.0.1:1'], workerId: 'w1' } });
+    const w = new Worker(config, () => {});
+    const i = w as unknown as Omit<Internals, 'owners' | 'membership'> & {
+      owners: unknown;
+      joined: boolean;
+      assigned: Set<number>;
+      pipeline: unknown;
+      membership: unknown;
+      running: Map<string, unknown>;
+      reconcile: () => void;
+      view: { cameras: Map<string, unknown> };
+    };
+    let answer: (epochs: number[]) => void = () => {};
+    const released: [string, number][] = [];
+    i.owners = {
+      claim: () => new Promise<number[]>((r) => (answer = r)),
+      release: async (camera: string, epoch: number) => void released.push([camera, epoch]),
+    };
+    i.pipeline = { attach: () => NEVER };
+    i.membership = { lastAlive: performance.now(), requestRebalance: async () => {}, rejoin: async () => {}, stop: async () => {} };
+    i.joined = true;
+    i.assigned = new Set([0]);
+    i.view.cameras.set('cam0', { id: 'cam0', slot: 0, text: '{}', offset: '0', definition: { source: { enabled: true } } });
+    i.reconcile();
+    await vi.advanceTimersByTimeAsync(0);
+    let done = false;
+    void i.shutdown().then(() => (done = true));
+    await vi.advanceTimersByTimeAsync(SHUTDOWN_RELEASE_MS);
+    expect(done).toBe(true);
+    // The broker answers later: the claim is given back, and nothing starts on a stopped worker.
+    answer([5]);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(released).toEqual([['cam0', 5]]);
+    expect(i.running.size).toBe(0);
   });
 });
