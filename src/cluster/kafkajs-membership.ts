@@ -124,22 +124,28 @@ export class KafkajsMembership implements GroupMembership {
   private async formerSelfGone(): Promise<void> {
     const { workerId, incarnation } = this.o.info();
     const until = performance.now() + this.o.sessionTimeoutMs + 2000;
-    for (let said = false; !this.stopped && performance.now() < until; said = true) {
+    for (let said = false; !this.stopped && performance.now() < until; ) {
       let former = false;
+      let rebalancing = false;
       try {
         const { groups } = await this.admin!.describeGroups([this.o.group]);
         const g = groups[0];
         if (!g || g.state === 'Empty' || g.state === 'Dead') return;
-        // A rebalancing group describes its members without their ids: asked again once it has settled.
-        former = g.state !== 'Stable' || g.members.some((m) => {
+        // A rebalancing group describes its members without their ids: asked again once it has
+        // settled, without saying that a former process was seen (workers started together).
+        rebalancing = g.state !== 'Stable';
+        former = !rebalancing && g.members.some((m) => {
           const info = decodeInfo(m.memberMetadata);
           return info !== undefined && info !== 'nudge' && info.workerId === workerId && info.incarnation !== incarnation;
         });
       } catch {
         return; // not readable: joined as before
       }
-      if (!former) return;
-      if (!said) this.o.log?.(`cluster: group ${this.o.group} still holds a member with this worker's id "${workerId}" (its process killed and started again?): joining once the group has dropped it, in ${Math.round(this.o.sessionTimeoutMs / 1000) + 2} s at most`, { worker: workerId });
+      if (!former && !rebalancing) return;
+      if (former && !said) {
+        said = true;
+        this.o.log?.(`cluster: group ${this.o.group} still holds a member with this worker's id "${workerId}" (its process killed and started again?): joining once the group has dropped it, in ${Math.round(this.o.sessionTimeoutMs / 1000) + 2} s at most`, { worker: workerId });
+      }
       await new Promise((r) => setTimeout(r, FORMER_SELF_POLL_MS));
     }
   }

@@ -60,6 +60,12 @@ describe('KafkajsMembership: a worker started again before its killed process le
     expect(r.logs.filter((l) => l.includes('still holds a member with this worker\'s id "w1"'))).toHaveLength(1);
   });
 
+  it('a group caught rebalancing (workers started together): waited for until it settles, without saying that a former process of its id was seen', async () => {
+    const r = await start((n) => (n === 1 ? { state: 'PreparingRebalance', members: [bare('w2')] } : { state: 'Stable', members: [self('w2', 'a')] }));
+    expect(r.describes).toBe(2);
+    expect(r.logs.filter((l) => l.includes('still holds a member'))).toEqual([]);
+  });
+
   it('joins at once when no other process of its id is there (an empty group, other workers only)', async () => {
     expect((await start(() => ({ state: 'Empty', members: [] }))).describes).toBe(1);
     expect((await start(() => ({ state: 'Stable', members: [self('w2', 'a'), self('w1', 'i2')] }))).describes).toBe(1);
