@@ -25,7 +25,7 @@ const EXIT_STALL_MS = 1000;
  * the reader takes them again. At exit what is held is written while the reader takes it
  * (drainSync), within EXIT_DRAIN_MS. A reader gone (EPIPE) silences it.
  */
-export class PipeWriter {
+export class PipeWriter implements StderrWriter {
   private readonly queue: Buffer[] = [];
   private queued = 0;
   private dropped = 0;
@@ -140,17 +140,100 @@ export class PipeWriter {
   }
 }
 
+/** Where stderr's lines go when it is a pipe or a socket: a PipeWriter, or a SharedStdoutWriter. */
+export interface StderrWriter {
+  write(s: string | Uint8Array): void;
+  /** At exit: what is held, written while the reader takes it (PipeWriter.drainSync). */
+  drainSync(): void;
+}
+
+/** The stream SharedStdoutWriter writes through (process.stdout). */
+export interface SharedStream {
+  readonly writableLength: number;
+  readonly destroyed: boolean;
+  readonly writableEnded: boolean;
+}
+
 /**
- * The PipeWriter for fd 2 when it is a pipe that could be opened non-blocking on its own, or a
- * socket that Node's stream made non-blocking; else undefined (a terminal, a file: written as
- * before).
+ * stderr that is stdout's own pipe or socket (`2>&1 |`, systemd's default of one journal socket
+ * for both): lines are written through Node's stream for stdout (`send`), the one that carries
+ * argus's data there (`--jsonl -`), so lines and data leave in the order written. A PipeWriter of
+ * their own held a line the reader had taken in part while the stream wrote a JSONL line into
+ * the middle of it: neither parsed. A line is dropped (counted, and one line says how many once
+ * the stream has emptied) while the stream holds more than STDERR_QUEUE_BYTES; the data is the
+ * JSONL sink's to bound, by the same stream's backpressure. What the stream holds at exit is the
+ * stream's: lost if the reader has stalled.
  */
-function openStderrPipe(): PipeWriter | undefined {
-  let pipe: PipeWriter;
+export class SharedStdoutWriter implements StderrWriter {
+  private dropped = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly out: SharedStream,
+    private readonly send: (s: string | Uint8Array) => void,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** Lines dropped since the stream last emptied (tests). */
+  get droppedLines(): number {
+    return this.dropped;
+  }
+
+  write(s: string | Uint8Array): void {
+    if (this.out.destroyed || this.out.writableEnded) return;
+    const held = this.out.writableLength;
+    // A line alone larger than the bound still goes when nothing is held (as for PipeWriter).
+    if (this.dropped > 0 || (held > 0 && held + (typeof s === 'string' ? Buffer.byteLength(s) : s.byteLength) > STDERR_QUEUE_BYTES)) {
+      this.dropped++;
+      this.schedule();
+      return;
+    }
+    this.send(s);
+  }
+
+  drainSync(): void {
+    clearTimeout(this.timer);
+  }
+
+  private schedule(): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (this.out.destroyed || this.out.writableEnded) return;
+      if (this.out.writableLength > 0) return this.schedule();
+      const n = this.dropped;
+      this.dropped = 0;
+      this.send(`${JSON.stringify({ level: 40, time: this.clock(), dropped: n, msg: `${n} log line(s) dropped: stderr was not read` })}\n`);
+    }, STDERR_RETRY_MS).unref();
+  }
+}
+
+/** Whether fds `a` and `b` are one pipe or socket (`2>&1`). */
+function sameFile(a: number, b: number): boolean {
+  const x = fstatSync(a);
+  const y = fstatSync(b);
+  return x.dev === y.dev && x.ino === y.ino;
+}
+
+/**
+ * The writer of stderr's lines when it is a pipe or a socket: a SharedStdoutWriter when it is
+ * stdout's own; else a PipeWriter, on a non-blocking description of its own for a pipe, on fd 2
+ * for a socket that Node's stream made non-blocking. Undefined for a terminal or a file (written
+ * as before).
+ */
+function openStderrPipe(): StderrWriter | undefined {
+  let pipe: StderrWriter;
   try {
     const st = fstatSync(2);
-    if (st.isFIFO()) pipe = new PipeWriter(openSync('/proc/self/fd/2', constants.O_WRONLY | constants.O_NONBLOCK));
-    else if (st.isSocket() && socketNonBlocking(2)) pipe = new PipeWriter(2);
+    if (!st.isFIFO() && !st.isSocket()) return undefined;
+    if (sameFile(1, 2)) {
+      const out = process.stdout;
+      const write = out.write.bind(out) as (s: string | Uint8Array) => boolean;
+      // A reader gone (EPIPE) is the JSONL sink's to report; unheard, it would end the process.
+      out.on('error', () => undefined);
+      pipe = new SharedStdoutWriter(out, (s) => void write(s));
+    } else if (st.isFIFO()) pipe = new PipeWriter(openSync('/proc/self/fd/2', constants.O_WRONLY | constants.O_NONBLOCK));
+    else if (socketNonBlocking(2)) pipe = new PipeWriter(2);
     else return undefined;
   } catch {
     return undefined;
@@ -182,9 +265,9 @@ function socketNonBlocking(fd: number): boolean {
   return flags !== null && (parseInt(flags[1], 8) & constants.O_NONBLOCK) !== 0;
 }
 
-let stderrPipe: PipeWriter | undefined | null = null;
-/** The process's PipeWriter for stderr, opened on first use; undefined where stderr is neither a pipe nor a socket. */
-function stderrPipeWriter(): PipeWriter | undefined {
+let stderrPipe: StderrWriter | undefined | null = null;
+/** The process's writer for stderr, opened on first use; undefined where stderr is neither a pipe nor a socket. */
+function stderrPipeWriter(): StderrWriter | undefined {
   if (stderrPipe === null) stderrPipe = openStderrPipe();
   return stderrPipe;
 }

@@ -1,9 +1,10 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, constants, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { PipeWriter, STDERR_QUEUE_BYTES, ThrottledLog, type LogFn } from '../../src/core/log.js';
+import { PipeWriter, SharedStdoutWriter, STDERR_QUEUE_BYTES, ThrottledLog, type LogFn } from '../../src/core/log.js';
 
 describe('ThrottledLog', () => {
   afterEach(() => vi.useRealTimers());
@@ -197,4 +198,114 @@ describe('stderr as a socket whose reader stops reading (systemd’s journal, a 
     expect(JSON.parse(lines[0]).msg).toBe('big'); // whole: nothing landed inside it
     expect(lines.slice(1)).toEqual(['plain line', 'argus: the exit summary', '']);
   }, 120_000);
+});
+
+describe('stderr that is stdout’s own pipe or socket (`2>&1 |`, systemd’s one journal socket for both)', () => {
+  const logScript = (body: string) => `
+    import { createLogger, writeStderr } from ${JSON.stringify(join(__dirname, '../../src/core/log.ts'))};
+    const log = createLogger('info');
+    ${body}
+  `;
+  // A log line the reader takes in part, data written to stdout (as `--jsonl -` does), more lines.
+  const body = `
+    log.info({ pad: 'y'.repeat(900_000) }, 'big');
+    process.stdout.write(JSON.stringify({ jsonl: 1 }) + '\\n');
+    console.error('plain line');
+    log.info('after');
+    process.stdout.write(JSON.stringify({ jsonl: 2 }) + '\\n');
+    // Ends by itself, as argus does (process.exitCode): Node writes what its stream holds first.
+  `;
+  const expectInOrder = (got: string) => {
+    const lines = got.split('\n');
+    expect(lines.at(-1)).toBe('');
+    expect(JSON.parse(lines[0]).msg).toBe('big'); // whole: the JSONL line did not land inside it
+    expect(lines.slice(1, -1).map((l) => (l.startsWith('{') ? JSON.parse(l).jsonl ?? JSON.parse(l).msg : l))).toEqual([1, 'plain line', 'after', 2]);
+  };
+
+  it('a socket read slowly: log lines and stdout’s data leave whole, in the order written (a log line held in part had a JSONL line written into it)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-shared-'));
+    const path = join(dir, 's.sock');
+    let got = '';
+    const server = createServer((c) => {
+      c.on('data', (b: Buffer) => {
+        got += b;
+        c.pause();
+        setTimeout(() => c.resume(), 20);
+      });
+    });
+    try {
+      await new Promise<void>((r) => server.listen(path, r));
+      const client = connect(path);
+      await new Promise((r) => client.on('connect', r));
+      const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', logScript(body)], { stdio: ['ignore', client, client] });
+      await new Promise((r) => child.on('exit', r));
+      client.destroy();
+      const end = Date.now() + 30_000;
+      while (!got.includes('"jsonl":2') && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      expectInOrder(got);
+    } finally {
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('a pipe read slowly (`2>&1 |`): the same', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'argus-fifo-'));
+    const path = join(d, 'out');
+    expect(spawnSync('mkfifo', [path]).status).toBe(0);
+    const reader = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    const w = openSync(path, constants.O_WRONLY);
+    try {
+      const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', logScript(body)], { stdio: ['ignore', w, w] });
+      let closed = false;
+      child.on('close', () => (closed = true));
+      closeSync(w);
+      let got = '';
+      const b = Buffer.alloc(4096);
+      const end = Date.now() + 60_000;
+      for (;;) {
+        let n = 0;
+        try {
+          n = readSync(reader, b);
+        } catch {
+          n = -1; // EAGAIN
+        }
+        if (n > 0) got += b.toString('utf8', 0, n);
+        else if (n === 0 || (closed && n < 0)) break; // n 0: every writer has closed
+        if (Date.now() > end) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expectInOrder(got);
+    } finally {
+      closeSync(reader);
+      rmSync(d, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('drops lines while the stream holds more than STDERR_QUEUE_BYTES (a line alone larger still goes), and says how many once it has emptied', async () => {
+    vi.useFakeTimers();
+    try {
+      const stream = { writableLength: 0, destroyed: false, writableEnded: false };
+      const sent: string[] = [];
+      const w = new SharedStdoutWriter(stream, (s) => void sent.push(String(s)), () => 7);
+      w.write('x'.repeat(STDERR_QUEUE_BYTES + 10)); // nothing held: goes
+      stream.writableLength = STDERR_QUEUE_BYTES - 5;
+      w.write('0123456789'); // would pass the bound: dropped
+      w.write('a'); // dropped too, so that no line overtakes the count
+      expect(sent).toHaveLength(1);
+      expect(w.droppedLines).toBe(2);
+      await vi.advanceTimersByTimeAsync(100);
+      expect(sent).toHaveLength(1); // still full
+      stream.writableLength = 0;
+      await vi.advanceTimersByTimeAsync(100);
+      expect(JSON.parse(sent[1])).toEqual({ level: 40, time: 7, dropped: 2, msg: '2 log line(s) dropped: stderr was not read' });
+      w.write('b');
+      expect(sent[2]).toBe('b');
+      stream.destroyed = true; // the reader gone: nothing more
+      w.write('c');
+      expect(sent).toHaveLength(3);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });
