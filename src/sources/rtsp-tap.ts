@@ -38,11 +38,13 @@ export const CAMERA_AHEAD_SLACK_MS = 5;
 export const CAMERA_BEHIND_MAX_MS = 10_000;
 /**
  * Two sender reports of one stream map RTP time to the camera's clock alike within this many ms
- * (plus SR_RATE_SLACK of the time between them); further apart, the camera's clock jumped (an
+ * (plus a frame interval and SR_RATE_SLACK of the time between them); further apart, the camera's clock jumped (an
  * NTP step) or its RTP clock does not run at the rate the SDP gives, and neither report's time is
  * believed for the rest of the connection (RtpClock.clockJump).
  */
 export const SR_AGREEMENT_MS = 500;
+/** A step between two access units' RTP timestamps longer than this is a pause, not a frame interval (SR_AGREEMENT_MS). */
+const MAX_FRAME_GAP_MS = 5000;
 /** The part of the time between two sender reports their mappings may differ by beyond SR_AGREEMENT_MS (clock drift). */
 export const SR_RATE_SLACK = 0.01;
 /** Access units remembered for pairing with frames (a frame is decoded within a few of its arrival). */
@@ -112,6 +114,8 @@ export class RtpClock {
    * clock runs at another rate. Its time is then not believed for the rest of the connection.
    */
   clockJump: number | undefined;
+  /** The longest step between two access units' RTP timestamps (at most MAX_FRAME_GAP_MS): a frame interval. */
+  private frameGapTicks = 0;
   /** Frame times in a row that named no access unit (or one already used). */
   private missedInARow = 0;
   /** The key ffmpeg counts for a delimiter the relay sent after the last unit (see UnitEnds), until the next unit comes. */
@@ -190,7 +194,12 @@ export class RtpClock {
       if (!this.base && !this.lastTs && ts === 0) this.unpairable ??= 'its first RTP timestamp is 0, which ffmpeg counts twice';
       if (!this.base) this.base = ts;
       if (!this.lastTs) this.unwrapped += ts;
-      else this.unwrapped += (ts - this.lastTs) | 0;
+      else {
+        const step = (ts - this.lastTs) | 0;
+        this.unwrapped += step;
+        // The longest frame interval seen, up to MAX_FRAME_GAP_MS (a stall is not a frame interval).
+        if (step > 0 && step <= (MAX_FRAME_GAP_MS * this.clockRate) / 1000) this.frameGapTicks = Math.max(this.frameGapTicks, step);
+      }
       this.lastTs = ts;
       // Modulo 2^32: libavformat adds 2^32 to a pts that jumps far back (its wrap correction).
       const key = mod32(this.unwrapped + this.rangeOffset - this.base);
@@ -240,7 +249,10 @@ export class RtpClock {
           const before = this.sr;
           if (before && this.clockJump === undefined) {
             const off = cameraMs - (before.cameraMs + (((ts - before.ts) | 0) * 1000) / this.clockRate);
-            if (Math.abs(off) > SR_AGREEMENT_MS + SR_RATE_SLACK * Math.abs(cameraMs - before.cameraMs)) this.clockJump = off;
+            // A camera may give its last frame's RTP time instead of the report's own: up to a
+            // frame interval off, more than SR_AGREEMENT_MS at 1 fps or less.
+            const frameMs = (this.frameGapTicks * 1000) / this.clockRate;
+            if (Math.abs(off) > SR_AGREEMENT_MS + frameMs + SR_RATE_SLACK * Math.abs(cameraMs - before.cameraMs)) this.clockJump = off;
           }
           this.sr = { ntpMs, cameraMs, ts };
         }

@@ -192,6 +192,22 @@ describe('RtpClock: a frame time of ffmpeg → the camera\'s time of its access 
     expect(ok.clock.clockJump).toBeUndefined();
   });
 
+  it('a 1 fps camera whose reports carry its last frame\'s RTP time (up to a frame interval off): believed; a 5 s jump of its clock still is not', () => {
+    const T = 1_800_000_000_000;
+    const run = (jumpAt: number) => {
+      const s = session();
+      // Frame k at T + k s; a report 0.1 s or 0.9 s after a frame, with that frame's RTP time.
+      for (let k = 0; k < 8; k++) {
+        s.camera(rtp(2, 9000 + k * 90_000), T + k * 1000 + 20);
+        const late = k % 2 ? 900 : 100;
+        s.camera(sr(3, T + k * 1000 + late - (k >= jumpAt ? 5000 : 0), 9000 + k * 90_000), T + k * 1000 + late + 5);
+      }
+      return s.clock.clockJump;
+    };
+    expect(run(Infinity)).toBeUndefined(); // reports 0.8 s apart in their error: within 0.5 s + a frame interval
+    expect(run(4)).toBeCloseTo(-5000 - 800, 0);
+  });
+
   it("the system clock stepped since argus started: the camera's NTP time is compared on argus's clock, which the arrivals are on", () => {
     for (const step of [5000, -5000]) {
       const wall = Date.now.bind(Date);
