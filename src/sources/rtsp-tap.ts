@@ -45,6 +45,8 @@ export const CAMERA_BEHIND_MAX_MS = 10_000;
 export const SR_AGREEMENT_MS = 500;
 /** A step between two access units' RTP timestamps longer than this is a pause, not a frame interval (SR_AGREEMENT_MS). */
 const MAX_FRAME_GAP_MS = 5000;
+/** Steps between access units whose median is the frame interval (RtpClock.frameSteps). */
+const FRAME_STEPS = 32;
 /** The part of the time between two sender reports their mappings may differ by beyond SR_AGREEMENT_MS (clock drift). */
 export const SR_RATE_SLACK = 0.01;
 /** Access units remembered for pairing with frames (a frame is decoded within a few of its arrival). */
@@ -114,8 +116,14 @@ export class RtpClock {
    * clock runs at another rate. Its time is then not believed for the rest of the connection.
    */
   clockJump: number | undefined;
-  /** The longest step between two access units' RTP timestamps (at most MAX_FRAME_GAP_MS): a frame interval. */
-  private frameGapTicks = 0;
+  /**
+   * The last FRAME_STEPS steps between two access units' RTP timestamps (each at most
+   * MAX_FRAME_GAP_MS), a ring: their median is the camera's frame interval. The longest step ever
+   * seen was taken before: one burst of lost frames (4 s at 25 fps) made it 4 s for the rest of
+   * the connection, and a 3 s step of the camera's clock was then believed.
+   */
+  private readonly frameSteps: number[] = [];
+  private frameStepAt = 0;
   /** Frame times in a row that named no access unit (or one already used). */
   private missedInARow = 0;
   /** The key ffmpeg counts for a delimiter the relay sent after the last unit (see UnitEnds), until the next unit comes. */
@@ -176,6 +184,13 @@ export class RtpClock {
     }
   }
 
+  /** The camera's frame interval in RTP ticks: the median of the recent steps between access units (0 before any). */
+  private frameInterval(): number {
+    if (this.frameSteps.length === 0) return 0;
+    const sorted = [...this.frameSteps].sort((a, b) => a - b);
+    return sorted[sorted.length >> 1];
+  }
+
   /** An interleaved packet from the camera (its first bytes), received at `at` (epoch ms). */
   packet(channel: number, p: Buffer, length: number, at: number): void {
     if (channel === this.rtpChannel && length >= 12 && p.length >= 12 && p[0] >> 6 === 2) {
@@ -197,8 +212,11 @@ export class RtpClock {
       else {
         const step = (ts - this.lastTs) | 0;
         this.unwrapped += step;
-        // The longest frame interval seen, up to MAX_FRAME_GAP_MS (a stall is not a frame interval).
-        if (step > 0 && step <= (MAX_FRAME_GAP_MS * this.clockRate) / 1000) this.frameGapTicks = Math.max(this.frameGapTicks, step);
+        // A frame interval, up to MAX_FRAME_GAP_MS (a stall is not a frame interval).
+        if (step > 0 && step <= (MAX_FRAME_GAP_MS * this.clockRate) / 1000) {
+          this.frameSteps[this.frameStepAt] = step;
+          this.frameStepAt = (this.frameStepAt + 1) % FRAME_STEPS;
+        }
       }
       this.lastTs = ts;
       // Modulo 2^32: libavformat adds 2^32 to a pts that jumps far back (its wrap correction).
@@ -251,7 +269,7 @@ export class RtpClock {
             const off = cameraMs - (before.cameraMs + (((ts - before.ts) | 0) * 1000) / this.clockRate);
             // A camera may give its last frame's RTP time instead of the report's own: up to a
             // frame interval off, more than SR_AGREEMENT_MS at 1 fps or less.
-            const frameMs = (this.frameGapTicks * 1000) / this.clockRate;
+            const frameMs = (this.frameInterval() * 1000) / this.clockRate;
             if (Math.abs(off) > SR_AGREEMENT_MS + frameMs + SR_RATE_SLACK * Math.abs(cameraMs - before.cameraMs)) this.clockJump = off;
           }
           this.sr = { ntpMs, cameraMs, ts };

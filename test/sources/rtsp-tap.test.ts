@@ -208,6 +208,21 @@ describe('RtpClock: a frame time of ffmpeg → the camera\'s time of its access 
     expect(run(4)).toBeCloseTo(-5000 - 800, 0);
   });
 
+  it('a 25 fps camera that lost 4 s of frames once: its frame interval is still 40 ms, so a 3 s step of its clock is still not believed', () => {
+    const T = 1_800_000_000_000;
+    const run = (jump: boolean) => {
+      const s = session();
+      // Frame k at T + 40k ms; frames 100 to 199 (4 s) lost; a report every second, the last one 3 s back.
+      for (let k = 0; k < 400; k++) {
+        if (k % 25 === 0) s.camera(sr(3, T + k * 40 - (jump && k >= 350 ? 3000 : 0), 9000 + k * 3600), T + k * 40 + 5);
+        if (k < 100 || k >= 200) s.camera(rtp(2, 9000 + k * 3600), T + k * 40 + 20);
+      }
+      return s.clock.clockJump;
+    };
+    expect(run(false)).toBeUndefined();
+    expect(run(true)).toBeCloseTo(-3000, 0);
+  });
+
   it("the system clock stepped since argus started: the camera's NTP time is compared on argus's clock, which the arrivals are on", () => {
     for (const step of [5000, -5000]) {
       const wall = Date.now.bind(Date);
