@@ -1,9 +1,10 @@
 import { AssignerProtocol, Kafka, Partitioners, type Admin, type KafkaConfig } from 'kafkajs';
 import { decodeInfo } from './kafkajs-membership.js';
-import { CamerasFileSchema, ClusterSchema, type ClusterConfig, type KafkaSinkConfig, type Placement } from '../config/schema.js';
+import { CamerasFileSchema, ClusterSchema, PipelineSchema, type ClusterConfig, type KafkaSinkConfig, type PipelineConfig, type Placement } from '../config/schema.js';
+import { stringify as stringifyYaml } from 'yaml';
 import { parseConfigText, parseYamlText, readConfigText } from '../config/load.js';
 import { lenientEnv, type InterpolationError } from '../config/interpolate.js';
-import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
 import { brokersText, checkBrokerFlags, commandKafkaConfig, reachKafka } from '../sinks/kafka-reach.js';
 import { chooseSlot, placementKey, unmet, type SlottedCamera } from './placement.js';
 import { CAMERA_ENV_PREFIX, DRAIN_KEY_PREFIX, ClusterView, MAX_CAMERA_RECORD_CHARS, ensureClusterTopics, forbiddenEnvRefs, parseCamera, rawCamera, retrying, type OwnersRecord } from './view.js';
@@ -29,8 +30,20 @@ export async function clusterTarget(o: { config?: string; brokers?: string[] }):
     // Only the brokers, the cluster section and the Kafka sink's TLS and SASL are read here: a
     // variable only the workers need (a WebSocket token, a camera password) may be unset.
     const missing: InterpolationError[] = [];
-    const config = await loadPipeline(o.config, lenientEnv(process.env, missing));
-    const needed = missing.find((m) => /^(cluster|sinks\.kafka)(\.|\[|$)/.test(m.path));
+    const neededMissing = () => missing.find((m) => /^(cluster|sinks\.kafka)(\.|\[|$)/.test(m.path));
+    let config: PipelineConfig;
+    try {
+      config = await loadPipeline(o.config, lenientEnv(process.env, missing));
+    } catch (e) {
+      const needed = neededMissing();
+      if (needed) throw new ArgusError(ErrorCodes.CONFIG, `${o.config}: ${needed.message}`);
+      // A variable stood in for by '1' where the field takes no 1 (`providers: ["${env:PROVIDER}"]`):
+      // the whole file cannot be checked here, so only what is read is (the cluster section and
+      // the Kafka sink). With every variable set, the file is checked whole, as before.
+      if (missing.length === 0 || !isArgusError(e, ErrorCodes.CONFIG)) throw e;
+      config = await loadReadParts(o.config);
+    }
+    const needed = neededMissing();
     if (needed) throw new ArgusError(ErrorCodes.CONFIG, `${o.config}: ${needed.message}`);
     if (!config.cluster) throw new ArgusError(ErrorCodes.CONFIG, `${o.config}: no cluster section (a worker config is needed)`);
     // The workers' TLS and SASL too: without them, a secured cluster was unreachable from here.
@@ -38,6 +51,16 @@ export async function clusterTarget(o: { config?: string; brokers?: string[] }):
   }
   if (!o.brokers?.length) throw new ArgusError(ErrorCodes.CONFIG, '--brokers or --config: where is the cluster?');
   return { brokers: o.brokers, cluster: ClusterSchema.parse({}) };
+}
+
+/** Of a worker YAML, only the cluster section and the Kafka sink, checked as a pipeline holding nothing else (clusterTarget). */
+async function loadReadParts(file: string): Promise<PipelineConfig> {
+  const doc = parseYamlText(await readConfigText(file)) as Record<string, unknown> | null;
+  const sinks = doc?.sinks as Record<string, unknown> | undefined;
+  const part: Record<string, unknown> = {};
+  if (doc?.cluster !== undefined) part.cluster = doc.cluster;
+  if (sinks && typeof sinks === 'object' && sinks.kafka !== undefined) part.sinks = { kafka: sinks.kafka };
+  return parseConfigText(stringifyYaml(part), PipelineSchema, file, lenientEnv(process.env));
 }
 
 /** Connects `admin` within the target's connect timeout, or fails with VAP_ERR_KAFKA_UNREACHABLE naming the brokers and why. */

@@ -101,6 +101,24 @@ describe('argus cameras / cluster: brokers that cannot be reached', () => {
     }
   });
 
+  it('--config: a variable only the workers need, unset here, in a field that would not take the stand-in 1 (model.providers): still no error; a field past its schema elsewhere with every variable set still is one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-admin-env-'));
+    delete process.env.ARGUS_T_PROVIDER;
+    try {
+      const yaml = join(dir, 'worker.yaml');
+      writeFileSync(yaml, 'model:\n  providers: ["${env:ARGUS_T_PROVIDER}"]\nsinks:\n  kafka:\n    brokers: ["127.0.0.1:1"]\ncluster:\n  workerId: w1\n  group: g7\n');
+      const t = await clusterTarget({ config: yaml });
+      expect(t.brokers).toEqual(['127.0.0.1:1']);
+      expect(t.cluster.group).toBe('g7');
+      writeFileSync(yaml, 'model:\n  providers: ["gpu"]\nsinks:\n  kafka:\n    brokers: ["127.0.0.1:1"]\ncluster:\n  workerId: w1\n');
+      const bad = await clusterTarget({ config: yaml }).catch((x: unknown) => x);
+      expect(isArgusError(bad, 'VAP_ERR_CONFIG')).toBe(true);
+      expect((bad as Error).message).toMatch(/model\.providers\[0\]/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('cluster.ssl and cluster.sasl: the cluster topics on brokers of their own, with credentials of their own (false: none); without them, the sink\'s', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-cluster-auth-'));
     try {
