@@ -1,6 +1,7 @@
 import { AssignerProtocol, type Admin, type Consumer, type Kafka, type PartitionAssigner } from 'kafkajs';
 import { assignSlots, type SlotMember } from './assign.js';
 import type { GroupMembership, MemberInfo, MembershipOptions } from './membership.js';
+import { MAX_WEIGHT } from '../config/schema/cluster.js';
 
 /** The protocol name members agree on (every worker must run the same assigner). */
 export const ASSIGNER_NAME = 'argus-slots';
@@ -31,7 +32,7 @@ export function decodeInfo(metadata: Buffer): MemberInfo | 'nudge' | undefined {
     if (typeof v.workerId !== 'string' || typeof v.capacity !== 'number' || !Number.isFinite(v.capacity) || !Array.isArray(v.owned)) return undefined;
     const labels: Record<string, string> = {};
     if (v.labels && typeof v.labels === 'object') for (const [k, x] of Object.entries(v.labels)) if (typeof x === 'string') labels[k] = x;
-    return { workerId: v.workerId, incarnation: typeof v.incarnation === 'string' ? v.incarnation : '', capacity: Math.max(0, v.capacity), owned: v.owned.filter((s): s is number => Number.isInteger(s)), labels, placement: v.placement === true };
+    return { workerId: v.workerId, incarnation: typeof v.incarnation === 'string' ? v.incarnation : '', capacity: Math.min(MAX_WEIGHT, Math.max(0, v.capacity)), owned: v.owned.filter((s): s is number => Number.isInteger(s)), labels, placement: v.placement === true };
   } catch {
     return undefined;
   }

@@ -676,6 +676,9 @@ export class Worker {
   }
 
   private startCamera(pipeline: Pipeline, cam: CameraEntry, claim: Claim | undefined): void {
+    // A reconciliation that outlived shutdown's wait for it (SHUTDOWN_RELEASE_MS) attaches nothing:
+    // a camera started then would hold the drain of the stop.
+    if (this.closing) return;
     const stop$ = new Subject<void>();
     let ended!: () => void;
     const done = new Promise<void>((r) => (ended = r));

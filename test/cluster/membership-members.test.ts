@@ -5,7 +5,9 @@
  */
 import { AssignerProtocol } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { KafkajsMembership } from '../../src/cluster/kafkajs-membership.js';
+import { decodeInfo, KafkajsMembership } from '../../src/cluster/kafkajs-membership.js';
+import type { MemberInfo } from '../../src/cluster/membership.js';
+import { MAX_WEIGHT } from '../../src/config/schema/cluster.js';
 
 const info = (workerId: string, slots: number[]) => ({
   memberId: `${workerId}-m`,
@@ -77,5 +79,16 @@ describe('KafkajsMembership: a worker started again before its killed process le
     expect(r.describes).toBeGreaterThan(1);
     expect(performance.now() - t0).toBeGreaterThanOrEqual(2900);
     expect(performance.now() - t0, 'a bound that only ends a hang').toBeLessThan(60_000);
+  });
+});
+
+describe('decodeInfo: another worker’s capacity', () => {
+  it('is held to MAX_WEIGHT, as this version’s own config is: an older worker’s 1e308 beside another summed to Infinity in the assigner during a rolling upgrade', () => {
+    const meta = (capacity: number) => AssignerProtocol.MemberMetadata.encode({ version: 1, topics: ['cams'], userData: Buffer.from(JSON.stringify({ workerId: 'w9', incarnation: 'i', capacity, owned: [], labels: {}, placement: true })) });
+    const info = (capacity: number) => decodeInfo(meta(capacity)) as MemberInfo;
+    expect(info(1e308).capacity).toBe(MAX_WEIGHT);
+    expect(info(1e308).capacity + info(1e308).capacity).toBe(2 * MAX_WEIGHT);
+    expect(info(3).capacity).toBe(3);
+    expect(info(-1).capacity).toBe(0);
   });
 });

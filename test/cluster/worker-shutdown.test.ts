@@ -106,3 +106,16 @@ describe('Worker shutdown while a reconciliation waits on the broker', () => {
     expect(i.running.size).toBe(0);
   });
 });
+
+describe('Worker shutdown: a reconciliation that outlives the wait for it', () => {
+  it('starts no camera once the stop has begun (one attached then held the stop’s drain)', () => {
+    const config = PipelineSchema.parse({ cluster: { brokers: ['127.0.0.1:1'], workerId: 'w1' } });
+    const w = new Worker(config, () => {});
+    const i = w as unknown as { closing: boolean; running: Map<string, unknown>; startCamera: (pipeline: unknown, cam: unknown, claim: unknown) => void };
+    i.closing = true;
+    const attach = vi.fn();
+    i.startCamera({ attach }, { id: 'cam0', slot: 0, text: '{}' }, { owner: 'w1', epoch: 3 });
+    expect(i.running.size).toBe(0);
+    expect(attach).not.toHaveBeenCalled();
+  });
+});
