@@ -4,9 +4,9 @@
  * gave them run on the other workers (they ran nowhere for as long as the ids were alike).
  * Drives the worker's members handler directly (no broker), as its membership calls it.
  */
-import { NEVER } from 'rxjs';
 import { describe, expect, it, vi } from 'vitest';
 import { PipelineSchema } from '../../src/config/schema.js';
+import { joinedWithCam0 } from '../helpers/worker.js';
 import { Worker } from '../../src/cluster/worker.js';
 
 interface Internals {
@@ -83,11 +83,7 @@ describe('Worker: a twin seen while a claim is being written', () => {
       },
       release: async () => {},
     };
-    i.pipeline = { attach: () => NEVER };
-    i.membership = { lastAlive: performance.now(), requestRebalance: async () => {}, rejoin: async () => {}, stop: async () => {} };
-    i.joined = true;
-    i.assigned = new Set([0]);
-    i.view.cameras.set('cam0', { id: 'cam0', slot: 0, text: '{}', offset: '0', definition: { source: { enabled: true } } });
+    joinedWithCam0(i);
     i.reconcile();
     await vi.waitFor(() => expect(claimed).toEqual([['cam0']]));
     // The twin is seen while the broker has not answered yet.

@@ -4,9 +4,9 @@
  * before the Kafka sink's own closeTimeoutMs (24 s in all, measured: past Docker's 10 s stop
  * timeout, then SIGKILL). Drives the worker's shutdown directly (no broker), in virtual time.
  */
-import { NEVER } from 'rxjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PipelineSchema } from '../../src/config/schema.js';
+import { joinedWithCam0 } from '../helpers/worker.js';
 import { SHUTDOWN_RELEASE_MS, Worker } from '../../src/cluster/worker.js';
 
 interface Internals {
@@ -88,11 +88,7 @@ describe('Worker shutdown while a reconciliation waits on the broker', () => {
       claim: () => new Promise<number[]>((r) => (answer = r)),
       release: async (camera: string, epoch: number) => void released.push([camera, epoch]),
     };
-    i.pipeline = { attach: () => NEVER };
-    i.membership = { lastAlive: performance.now(), requestRebalance: async () => {}, rejoin: async () => {}, stop: async () => {} };
-    i.joined = true;
-    i.assigned = new Set([0]);
-    i.view.cameras.set('cam0', { id: 'cam0', slot: 0, text: '{}', offset: '0', definition: { source: { enabled: true } } });
+    joinedWithCam0(i);
     i.reconcile();
     await vi.advanceTimersByTimeAsync(0);
     let done = false;

@@ -6,6 +6,28 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PipeWriter, SharedStdoutWriter, STDERR_QUEUE_BYTES, ThrottledLog, type LogFn } from '../../src/core/log.js';
 
+/**
+ * Reads `reader` (a FIFO's non-blocking end) 4 KB every 20 ms, as a slow reader does, until every
+ * writer has closed it, or `ended()` says the writer is gone and nothing more is there (at most 60 s).
+ */
+async function readSlowly(reader: number, ended: () => boolean): Promise<string> {
+  let got = '';
+  const b = Buffer.alloc(4096);
+  const end = Date.now() + 60_000;
+  for (;;) {
+    let n = 0;
+    try {
+      n = readSync(reader, b);
+    } catch {
+      n = -1; // EAGAIN
+    }
+    if (n > 0) got += b.toString('utf8', 0, n);
+    else if (n === 0 || ended()) return got; // n 0: every writer has closed
+    if (Date.now() > end) return got;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 describe('ThrottledLog', () => {
   afterEach(() => vi.useRealTimers());
 
@@ -118,22 +140,8 @@ describe('stderr as a pipe whose reader stops reading (PipeWriter)', () => {
       let closed = false;
       child.on('close', () => (closed = true));
       await new Promise((r) => setTimeout(r, 300));
-      // Reads 4 KB every 20 ms until the child has ended and the pipe is empty.
-      let got = '';
-      const b = Buffer.alloc(4096);
-      const end = Date.now() + 60_000;
-      for (;;) {
-        let n = 0;
-        try {
-          n = readSync(reader, b);
-        } catch {
-          n = -1; // EAGAIN
-        }
-        if (n > 0) got += b.toString('utf8', 0, n);
-        else if (closed) break;
-        if (Date.now() > end) break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      // A slow reader, until the child has ended and the pipe is empty (the test holds a writer too).
+      const got = await readSlowly(reader, () => closed);
       const lines = got.split('\n');
       expect(JSON.parse(lines[0]).msg).toBe('big'); // whole: nothing landed inside it
       expect(lines.slice(1)).toEqual(['plain line', 'argus: the exit summary', '']);
@@ -260,22 +268,7 @@ describe('stderr that is stdout’s own pipe or socket (`2>&1 |`, systemd’s on
       let closed = false;
       child.on('close', () => (closed = true));
       closeSync(w);
-      let got = '';
-      const b = Buffer.alloc(4096);
-      const end = Date.now() + 60_000;
-      for (;;) {
-        let n = 0;
-        try {
-          n = readSync(reader, b);
-        } catch {
-          n = -1; // EAGAIN
-        }
-        if (n > 0) got += b.toString('utf8', 0, n);
-        else if (n === 0 || (closed && n < 0)) break; // n 0: every writer has closed
-        if (Date.now() > end) break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      expectInOrder(got);
+      expectInOrder(await readSlowly(reader, () => closed));
     } finally {
       closeSync(reader);
       rmSync(d, { recursive: true, force: true });
