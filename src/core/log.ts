@@ -5,6 +5,8 @@ import { stderrStatus, type StatusArea } from './terminal.js';
 
 /** What a stalled stderr may hold back (then lines are dropped, counted), bytes. */
 export const STDERR_QUEUE_BYTES = 1 << 20;
+/** What stdout's stream may hold before a log line written through it is dropped (SharedStdoutWriter), bytes. */
+export const SHARED_QUEUE_BYTES = 2 * STDERR_QUEUE_BYTES;
 /** How often held lines are tried again, ms. */
 const STDERR_RETRY_MS = 20;
 /** At exit, held lines are written for at most this long, ms… */
@@ -159,10 +161,13 @@ export interface SharedStream {
  * for both): lines are written through Node's stream for stdout (`send`), the one that carries
  * argus's data there (`--jsonl -`), so lines and data leave in the order written. A PipeWriter of
  * their own held a line the reader had taken in part while the stream wrote a JSONL line into
- * the middle of it: neither parsed. A line is dropped (counted, and one line says how many once
- * the stream has emptied) while the stream holds more than STDERR_QUEUE_BYTES; the data is the
- * JSONL sink's to bound, by the same stream's backpressure. What the stream holds at exit is the
- * stream's: lost if the reader has stalled.
+ * the middle of it: neither parsed. The data is the JSONL sink's to bound, by the same stream's
+ * backpressure: it skips detections while the stream holds more than its maxBufferedBytes (1 MiB
+ * by default). Lines go on up to SHARED_QUEUE_BYTES, twice as much, so that a reader slower than
+ * the detections costs detections first, not the log. Past that a line is dropped, counted, and
+ * lines go on (the count first) once the stream holds at most STDERR_QUEUE_BYTES: waiting for it
+ * to empty, lines of a steady JSONL flow were dropped for as long as it lasted. What the stream
+ * holds at exit is the stream's: lost if the reader has stalled.
  */
 export class SharedStdoutWriter implements StderrWriter {
   private dropped = 0;
@@ -174,7 +179,7 @@ export class SharedStdoutWriter implements StderrWriter {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  /** Lines dropped since the stream last emptied (tests). */
+  /** Lines dropped and not yet counted in a line (tests). */
   get droppedLines(): number {
     return this.dropped;
   }
@@ -183,7 +188,7 @@ export class SharedStdoutWriter implements StderrWriter {
     if (this.out.destroyed || this.out.writableEnded) return;
     const held = this.out.writableLength;
     // A line alone larger than the bound still goes when nothing is held (as for PipeWriter).
-    if (this.dropped > 0 || (held > 0 && held + (typeof s === 'string' ? Buffer.byteLength(s) : s.byteLength) > STDERR_QUEUE_BYTES)) {
+    if (this.dropped > 0 || (held > 0 && held + (typeof s === 'string' ? Buffer.byteLength(s) : s.byteLength) > SHARED_QUEUE_BYTES)) {
       this.dropped++;
       this.schedule();
       return;
@@ -200,7 +205,7 @@ export class SharedStdoutWriter implements StderrWriter {
     this.timer = setTimeout(() => {
       this.timer = undefined;
       if (this.out.destroyed || this.out.writableEnded) return;
-      if (this.out.writableLength > 0) return this.schedule();
+      if (this.out.writableLength > STDERR_QUEUE_BYTES) return this.schedule();
       const n = this.dropped;
       this.dropped = 0;
       this.send(`${JSON.stringify({ level: 40, time: this.clock(), dropped: n, msg: `${n} log line(s) dropped: stderr was not read` })}\n`);

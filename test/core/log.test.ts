@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { PipeWriter, SharedStdoutWriter, STDERR_QUEUE_BYTES, ThrottledLog, type LogFn } from '../../src/core/log.js';
+import { PipeWriter, SHARED_QUEUE_BYTES, SharedStdoutWriter, STDERR_QUEUE_BYTES, ThrottledLog, type LogFn } from '../../src/core/log.js';
 
 /**
  * Reads `reader` (a FIFO's non-blocking end) 4 KB every 20 ms, as a slow reader does, until every
@@ -275,28 +275,33 @@ describe('stderr that is stdout’s own pipe or socket (`2>&1 |`, systemd’s on
     }
   }, 120_000);
 
-  it('drops lines while the stream holds more than STDERR_QUEUE_BYTES (a line alone larger still goes), and says how many once it has emptied', async () => {
+  it('drops lines while the stream holds more than SHARED_QUEUE_BYTES (a line alone larger still goes), and goes on, the count first, once it holds at most STDERR_QUEUE_BYTES', async () => {
     vi.useFakeTimers();
     try {
       const stream = { writableLength: 0, destroyed: false, writableEnded: false };
       const sent: string[] = [];
       const w = new SharedStdoutWriter(stream, (s) => void sent.push(String(s)), () => 7);
-      w.write('x'.repeat(STDERR_QUEUE_BYTES + 10)); // nothing held: goes
-      stream.writableLength = STDERR_QUEUE_BYTES - 5;
+      w.write('x'.repeat(SHARED_QUEUE_BYTES + 10)); // nothing held: goes
+      // The JSONL sink's own bound (1 MiB by default) reached: detections are skipped, lines still go.
+      stream.writableLength = STDERR_QUEUE_BYTES + 100;
+      w.write('line');
+      expect(sent).toHaveLength(2);
+      stream.writableLength = SHARED_QUEUE_BYTES - 5;
       w.write('0123456789'); // would pass the bound: dropped
       w.write('a'); // dropped too, so that no line overtakes the count
-      expect(sent).toHaveLength(1);
+      expect(sent).toHaveLength(2);
       expect(w.droppedLines).toBe(2);
+      stream.writableLength = STDERR_QUEUE_BYTES + 1;
       await vi.advanceTimersByTimeAsync(100);
-      expect(sent).toHaveLength(1); // still full
-      stream.writableLength = 0;
+      expect(sent).toHaveLength(2); // still more than STDERR_QUEUE_BYTES held
+      stream.writableLength = STDERR_QUEUE_BYTES; // a steady flow need not empty the stream
       await vi.advanceTimersByTimeAsync(100);
-      expect(JSON.parse(sent[1])).toEqual({ level: 40, time: 7, dropped: 2, msg: '2 log line(s) dropped: stderr was not read' });
+      expect(JSON.parse(sent[2])).toEqual({ level: 40, time: 7, dropped: 2, msg: '2 log line(s) dropped: stderr was not read' });
       w.write('b');
-      expect(sent[2]).toBe('b');
+      expect(sent[3]).toBe('b');
       stream.destroyed = true; // the reader gone: nothing more
       w.write('c');
-      expect(sent).toHaveLength(3);
+      expect(sent).toHaveLength(4);
     } finally {
       vi.useRealTimers();
     }
