@@ -232,7 +232,7 @@ clusterFlags(cluster.command('drain').description('move every camera off a worke
     const t = await target(opts);
     const { inGroup } = await drainWorker(t, worker, opts.undo);
     process.stdout.write(`${opts.undo ? 'undrain' : 'drain'} of ${worker} requested\n`);
-    if (inGroup === false) process.stderr.write(`argus: no worker ${worker} is in group ${t.cluster.group} now: the request is kept, and applies to a worker with that id when one joins (argus cluster status names the workers${opts.undo ? '' : '; --undo withdraws it'})\n`);
+    if (inGroup === false) writeStderr(`argus: no worker ${worker} is in group ${t.cluster.group} now: the request is kept, and applies to a worker with that id when one joins (argus cluster status names the workers${opts.undo ? '' : '; --undo withdraws it'})\n`);
   },
 );
 

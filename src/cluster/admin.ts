@@ -1,5 +1,5 @@
 import { AssignerProtocol, Kafka, Partitioners, type Admin, type KafkaConfig } from 'kafkajs';
-import { decodeInfo } from './kafkajs-membership.js';
+import { decodeInfo, memberWorker } from './kafkajs-membership.js';
 import { CamerasFileSchema, ClusterSchema, PipelineSchema, type ClusterConfig, type KafkaSinkConfig, type PipelineConfig, type Placement } from '../config/schema.js';
 import { stringify as stringifyYaml } from 'yaml';
 import { parseConfigText, parseYamlText, readConfigText } from '../config/load.js';
@@ -381,12 +381,7 @@ export async function drainWorker(t: ClusterTarget, worker: string, undo = false
     const g = (await retrying(() => admin.describeGroups([t.cluster.group]))).groups[0];
     // A rebalancing group describes its members without their ids.
     if (g && REBALANCING.has(g.state)) return {};
-    return {
-      inGroup: (g?.members ?? []).some((m) => {
-        const info = decodeInfo(m.memberMetadata);
-        return info !== undefined && info !== 'nudge' && info.workerId === worker;
-      }),
-    };
+    return { inGroup: (g?.members ?? []).some((m) => memberWorker(m.memberMetadata)?.workerId === worker) };
   });
 }
 

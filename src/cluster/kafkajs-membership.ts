@@ -23,6 +23,12 @@ const FORMER_SELF_POLL_MS = 250;
 /** The user data of a member that joins only to make the group rebalance (requestRebalance). */
 const NUDGE = { nudge: true };
 
+/** A member's user data as an argus worker's info; undefined for a rebalance request or anything else. */
+export function memberWorker(metadata: Buffer): MemberInfo | undefined {
+  const info = decodeInfo(metadata);
+  return info === 'nudge' ? undefined : info;
+}
+
 /** A member's user data: an argus worker's info, 'nudge' for a rebalance request, undefined for anything else. */
 export function decodeInfo(metadata: Buffer): MemberInfo | 'nudge' | undefined {
   try {
@@ -136,8 +142,8 @@ export class KafkajsMembership implements GroupMembership {
         // settled, without saying that a former process was seen (workers started together).
         rebalancing = g.state !== 'Stable';
         former = !rebalancing && g.members.some((m) => {
-          const info = decodeInfo(m.memberMetadata);
-          return info !== undefined && info !== 'nudge' && info.workerId === workerId && info.incarnation !== incarnation;
+          const w = memberWorker(m.memberMetadata);
+          return w?.workerId === workerId && w.incarnation !== incarnation;
         });
       } catch {
         return; // not readable: joined as before
@@ -230,8 +236,8 @@ export class KafkajsMembership implements GroupMembership {
       const held = new Set<number>();
       let placementUnaware = false;
       for (const m of groups[0].members) {
-        const info = decodeInfo(m.memberMetadata);
-        if (info && info !== 'nudge') {
+        const info = memberWorker(m.memberMetadata);
+        if (info) {
           ids.add(`${info.workerId}/${info.incarnation}`);
           if (!info.placement) placementUnaware = true;
         }

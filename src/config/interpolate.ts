@@ -43,9 +43,10 @@ const LENIENT = Symbol('lenient');
 /**
  * An environment for checking text whose `${env:…}` another process resolves (`argus cameras`:
  * the workers' environment): a variable is this one's, else its default, else '1', a stand-in
- * that most fields accept; `missing`, when given, collects each variable stood in for, with
- * where (a worker's YAML read by `argus cameras`, which needs only some of its fields). (A proxy answering '1' for every missing variable hid the defaults:
- * `${env:ARGUS_CAMERA_ON,true}` read as 1, not a boolean.)
+ * that most fields accept. (A proxy answering '1' for every missing variable hid the defaults:
+ * `${env:ARGUS_CAMERA_ON,true}` read as 1, not a boolean.) `missing`, when given, collects each
+ * variable stood in for, with where (a worker's YAML read by `argus cameras`, which needs only
+ * some of its fields).
  */
 export function lenientEnv(env: NodeJS.ProcessEnv = process.env, missing?: InterpolationError[]): NodeJS.ProcessEnv {
   return { ...env, [LENIENT]: missing ?? true } as NodeJS.ProcessEnv;

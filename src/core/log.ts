@@ -136,10 +136,15 @@ export class PipeWriter implements StderrWriter {
     if (this.dropped > 0) {
       const n = this.dropped;
       this.dropped = 0;
-      const rest = this.put(Buffer.from(`${JSON.stringify({ level: 40, time: this.clock(), dropped: n, msg: `${n} log line(s) dropped: stderr was not read` })}\n`));
+      const rest = this.put(Buffer.from(droppedLine(n, this.clock())));
       if (rest) this.hold(rest);
     }
   }
+}
+
+/** The log line that says how many lines a stalled reader cost (a warning, as pino writes one). */
+function droppedLine(n: number, time: number): string {
+  return `${JSON.stringify({ level: 40, time, dropped: n, msg: `${n} log line(s) dropped: stderr was not read` })}\n`;
 }
 
 /** Where stderr's lines go when it is a pipe or a socket: a PipeWriter, or a SharedStdoutWriter. */
@@ -208,7 +213,7 @@ export class SharedStdoutWriter implements StderrWriter {
       if (this.out.writableLength > STDERR_QUEUE_BYTES) return this.schedule();
       const n = this.dropped;
       this.dropped = 0;
-      this.send(`${JSON.stringify({ level: 40, time: this.clock(), dropped: n, msg: `${n} log line(s) dropped: stderr was not read` })}\n`);
+      this.send(droppedLine(n, this.clock()));
     }, STDERR_RETRY_MS).unref();
   }
 }
@@ -287,7 +292,8 @@ export function writeStderr(text: string): void {
  * JSON logs on stderr (stdout is kept for data such as `--jsonl -`). Level from
  * $ARGUS_LOG_LEVEL, default info. Every message and field is redacted (no credentials in
  * logs), and a closed stderr (EPIPE) silences the log instead of taking the process down; a
- * pipe or socket whose reader stalls holds, then drops, lines instead of stopping the process (PipeWriter).
+ * pipe or socket whose reader stalls holds, then drops, lines instead of stopping the process
+ * (PipeWriter; SharedStdoutWriter where it is stdout's own).
  * On a terminal, lines are written above the status block (see core/terminal.ts), never over it.
  */
 export function createLogger(level = process.env.ARGUS_LOG_LEVEL ?? 'info', area: StatusArea = stderrStatus()): Logger {

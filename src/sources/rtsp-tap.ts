@@ -38,9 +38,9 @@ export const CAMERA_AHEAD_SLACK_MS = 5;
 export const CAMERA_BEHIND_MAX_MS = 10_000;
 /**
  * Two sender reports of one stream map RTP time to the camera's clock alike within this many ms
- * (plus a frame interval and SR_RATE_SLACK of the time between them); further apart, the camera's clock jumped (an
- * NTP step) or its RTP clock does not run at the rate the SDP gives, and neither report's time is
- * believed for the rest of the connection (RtpClock.clockJump).
+ * (plus a frame interval and SR_RATE_SLACK of the time between them); further apart, the
+ * camera's clock jumped (an NTP step) or its RTP clock does not run at the rate the SDP gives, and
+ * neither report's time is believed for the rest of the connection (RtpClock.clockJump).
  */
 export const SR_AGREEMENT_MS = 500;
 /** A step between two access units' RTP timestamps longer than this is a pause, not a frame interval (SR_AGREEMENT_MS). */

@@ -8,11 +8,6 @@ const labelKey = z.string().regex(/^[A-Za-z0-9_.\/-]{1,63}$/, 'a label name: 1â€
 const labelValue = z.string().max(63);
 
 /**
- * `argus worker`: cameras spread over workers by Kafka's consumer-group protocol (README,
- * "Many machines"). The cameras live in a compacted topic; its partitions are slots; the group
- * assigns slots to workers; each camera's owner and epoch are recorded in a second compacted topic.
- */
-/**
  * The largest camera cost and worker capacity. The assigner sums them: at 1e308 (accepted before)
  * or anything from about 9e15 (2^53), a cost of 1 added to the sum left it unchanged, so the
  * other cameras weighed nothing and all went to one worker. A million cameras at 1e9 sum to
@@ -20,6 +15,11 @@ const labelValue = z.string().max(63);
  */
 export const MAX_WEIGHT = 1e9;
 
+/**
+ * `argus worker`: cameras spread over workers by Kafka's consumer-group protocol (README,
+ * "Many machines"). The cameras live in a compacted topic; its partitions are slots; the group
+ * assigns slots to workers; each camera's owner and epoch are recorded in a second compacted topic.
+ */
 export const ClusterSchema = z
   .object({
     /** Brokers of the cluster's topics. Default: sinks.kafka.brokers. */
