@@ -1,7 +1,7 @@
-import { hostname } from 'node:os';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { catchError, EMPTY, filter, finalize, mergeAll, type Observable, Subject } from 'rxjs';
 import type { FrameResult } from '../analytics/analyze.js';
+import { hostId } from '../config/interpolate.js';
 import type { ClusterConfig, KafkaSinkConfig, PipelineConfig } from '../config/schema.js';
 import { withDeadline } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -19,7 +19,7 @@ import { ClusterView, ensureClusterTopics, OwnerLog, type CameraEntry, type Open
 
 /** A worker id from the host name and the process id (ids allow letters, digits, dot, dash, underscore). */
 export function defaultWorkerId(): string {
-  return `${hostname().replace(/[^A-Za-z0-9_.-]/g, '_')}-${process.pid}`;
+  return `${hostId()}-${process.pid}`;
 }
 
 /**

@@ -1,6 +1,8 @@
+import { hostname } from 'node:os';
 import { parse as parseYaml } from 'yaml';
 
 const EXPR = /\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?:,([^}]*))?\}/g;
+const HOST = /\$\{hostname\}/g;
 const WHOLE = /^\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?:,([^}]*))?\}$/;
 
 export class InterpolationError extends Error {
@@ -13,13 +15,24 @@ export class InterpolationError extends Error {
 }
 
 /**
- * Replaces `${env:VAR}` and `${env:VAR,default}` in every string of a parsed YAML document.
+ * This machine's name as an id (config's `id`: letters, digits, dot, dash, underscore; others
+ * become `_`): what `${hostname}` gives, and the start of a worker's default id.
+ */
+export function hostId(name = hostname()): string {
+  const h = name.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64);
+  return h === '' || /^\.+$/.test(h) ? 'localhost' : h;
+}
+
+/**
+ * Replaces `${hostname}`, `${env:VAR}` and `${env:VAR,default}` in every string of a parsed YAML
+ * document (`${hostname}` first, so it may be a default: `${env:ARGUS_WORKER_ID,${hostname}}`).
  * A string that is exactly one expression is re-read as a YAML scalar, so `${env:FPS,30}`
  * becomes the number 30 and `${env:LOOP,false}` the boolean false.
  */
 export function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv = process.env, path = '', raw?: Map<string, string>): unknown {
   if (typeof value === 'string') {
-    const whole = WHOLE.exec(value.trim());
+    const text = value.includes('${hostname}') ? value.replace(HOST, hostId()) : value;
+    const whole = WHOLE.exec(text.trim());
     if (whole) {
       const v = lookup(whole[1], whole[2], env, path);
       const parsed = parseScalar(v);
@@ -27,7 +40,7 @@ export function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv = process.
       if (typeof parsed !== 'string') raw?.set(path, v);
       return parsed;
     }
-    return value.replace(EXPR, (_m, name: string, def: string | undefined) => lookup(name, def, env, path));
+    return text.replace(EXPR, (_m: string, name: string, def: string | undefined) => lookup(name, def, env, path));
   }
   if (Array.isArray(value)) return value.map((v, i) => interpolateEnv(v, env, `${path}[${i}]`, raw));
   if (value && typeof value === 'object') {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadPipeline, parseConfigText } from '../../src/config/load.js';
-import { interpolateEnv } from '../../src/config/interpolate.js';
+import { hostId, interpolateEnv } from '../../src/config/interpolate.js';
 import { CamerasFileSchema, PipelineSchema } from '../../src/config/schema.js';
 import { isArgusError } from '../../src/core/errors.js';
 import { MIRROR } from '../helpers/assets.js';
@@ -50,6 +50,22 @@ describe('interpolateEnv', () => {
       process.emitWarning = warn;
     }
     expect(writes.join('')).not.toContain('Sup3r');
+  });
+
+  it('${hostname} is the machine\'s name as an id, also as a default; a set variable still wins', () => {
+    const host = hostId();
+    expect(host).toMatch(/^[A-Za-z0-9_.-]+$/);
+    expect(interpolateEnv({ a: '${hostname}', b: 'w-${env:ID,${hostname}}', c: '${env:ID,${hostname}}' }, {})).toEqual({ a: host, b: `w-${host}`, c: host });
+    expect(interpolateEnv({ c: '${env:ID,${hostname}}' }, { ID: 'a' })).toEqual({ c: 'a' });
+  });
+
+  it('a host name of digits only stays a string where the schema wants one (a container\'s hex id can be all digits)', () => {
+    const yaml = 'name: x\ncluster:\n  workerId: ${env:ID,${hostname}}\n';
+    expect(parse(yaml.replace('${hostname}', hostId('123456789012')), {}).cluster!.workerId).toBe('123456789012');
+    expect(parse(yaml.replace('${hostname}', hostId('1e10')), {}).cluster!.workerId).toBe('1e10');
+    expect(hostId('web 1:büro')).toBe('web_1_b_ro');
+    expect(hostId('..')).toBe('localhost');
+    expect(hostId('x'.repeat(300))).toHaveLength(64);
   });
 
   it('names the field of an unset variable without default', () => {

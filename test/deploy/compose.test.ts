@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { DRAIN_TIMEOUT_MS, outboxDir } from '../../src/pipeline/run.js';
 import { loadPipeline } from '../../src/config/load.js';
+import { hostId } from '../../src/config/interpolate.js';
 import { loadCatalog } from '../../src/assets/catalog.js';
 import { readCamerasFile } from '../../src/cluster/admin.js';
 import { parseCamera } from '../../src/cluster/view.js';
@@ -212,11 +213,13 @@ describe('pipelines/worker.yaml and pipelines/cameras.yaml outside compose', () 
     expect(cfg.sources).toEqual([]);
     expect(clusterBrokers(cfg)).toEqual(['127.0.0.1:19092']);
     expect(script).toContain('KAFKA_PORT:-19092');
-    expect(cfg.cluster).toMatchObject({ workerId: 'local', group: 'argus-workers', camerasTopic: 'argus.cameras', ownersTopic: 'argus.owners', capacity: 1 });
+    // Unset, the id is this machine's name: two machines started alike are not twins.
+    expect(cfg.cluster).toMatchObject({ workerId: hostId(), group: 'argus-workers', camerasTopic: 'argus.cameras', ownersTopic: 'argus.owners', capacity: 1 });
     expect(cfg.server).toEqual(expect.objectContaining({ host: '127.0.0.1', port: 8080 }));
     const two = await loadPipeline(resolve(ROOT, 'pipelines/worker.yaml'), { ARGUS_WORKER_ID: 'gpu-box', ARGUS_WORKER_CAPACITY: '2.5' });
     expect(two.cluster).toMatchObject({ workerId: 'gpu-box', capacity: 2.5 });
     expect(two.name).toBe('worker-gpu-box');
+    expect(cfg.name).toBe(`worker-${hostId()}`);
     expect(outboxDir(two, resolve(ROOT, 'pipelines'), { ARGUS_STATE_DIR: '/s' })).not.toBe(outboxDir(cfg, resolve(ROOT, 'pipelines'), { ARGUS_STATE_DIR: '/s' }));
   });
 
