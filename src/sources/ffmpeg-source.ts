@@ -72,7 +72,7 @@ export interface FfmpegSourceOptions {
   /** Starts ffmpeg. Default node's `child_process.spawn`. */
   spawn?: SpawnFn;
   /**
-   * Told once per connection why a relayed RTSP source's frames are not stamped with the
+   * Told once per start of a relayed RTSP source why its frames are not stamped with the
    * camera's clock (rtsp-tap): a camera time not believed, or frames that cannot be paired.
    */
   onClockNotice?: (text: string) => void;
@@ -120,10 +120,15 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
             const delivered = e instanceof RelayUnusable && e.delivered;
             return throwError(() => new ArgusError(delivered ? ErrorCodes.SOURCE_EXIT : ErrorCodes.SOURCE_OPEN, redact(`source "${base.id}": argus's relay cannot follow this camera (${relayFailure}), and without it ffmpeg cannot check the camera's certificate: set the source's tls: { verify: false } to run it so`)));
           }
-          // Run as if the source had cameraClock: false, this run and the ones after it.
-          memo.unrelayed = true;
+          // Run as if the source had cameraClock: false, this run and the starts after it until
+          // its wait is over: a glitch (a camera's timestamps that stopped advancing for a while)
+          // cost the camera's clock, and the relay's access-unit ends, until argus restarted.
+          const failures = (memo.relayFailures ?? 0) + 1;
+          const wait = relayRetryWait(failures);
+          memo.relayFailures = failures;
+          memo.unrelayed = { until: now() + wait };
           tap.close();
-          base.onClockNotice?.(`source "${base.id}": the camera's clock is not used: ${relayFailure}; it is run without argus's relay, frames stamped with their arrival at ffmpeg`);
+          base.onClockNotice?.(`source "${base.id}": the camera's clock is not used: ${relayFailure}; it is run without argus's relay, frames stamped with their arrival at ffmpeg (the relay is tried again at the source's first restart after ${Math.round(wait / 1000)} s)`);
           const unrelayed = { ...base, input: { ...base.input, relay: undefined } };
           // Frames were delivered: the supervisor restarts the source, carrying seq and pts on.
           if (e instanceof RelayUnusable && e.delivered) return throwError(() => new ArgusError(ErrorCodes.SOURCE_EXIT, redact(`source "${base.id}": restarted without argus's relay: ${relayFailure}`)));
@@ -143,6 +148,8 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   if (checksCertificate(options.input.url, options.input.tls) && !tapsCameraClock(options.input)) {
     return throwError(() => new ArgusError(ErrorCodes.SOURCE_OPEN, redact(`source "${options.id}": an rtsps:// camera without argus's relay, whose certificate ffmpeg cannot check: tls: { verify: false } runs it so`)));
   }
+  // A relay given up is tried again at the first start after its wait (never by a restart of its own).
+  if (memo.unrelayed && now() >= memo.unrelayed.until) memo.unrelayed = undefined;
   if (!tapsCameraClock(options.input) || memo.unrelayed) return defer(() => run(options));
   // RTSP over TCP: through argus's relay, which reads the camera's clock (rtsp-tap).
   return new Observable<Frame>((subscriber) => {
@@ -166,12 +173,27 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   });
 }
 
+/** The wait after a relay is first given up before a start of the source tries it again (RTSP over TCP; SourceMemo.unrelayed). */
+export const RELAY_RETRY_MS = 60_000;
+/** The longest such wait: it doubles with each give-up, up to this. */
+export const RELAY_RETRY_MAX_MS = 3_600_000;
+
+/** The wait before the relay is tried again after its `failures`-th give-up. */
+export function relayRetryWait(failures: number): number {
+  return Math.min(RELAY_RETRY_MAX_MS, RELAY_RETRY_MS * 2 ** Math.max(0, failures - 1));
+}
+
 /** What runs of one source learnt of it (FfmpegSourceOptions.memo). */
 export interface SourceMemo {
   packed?: boolean;
   ownRate?: boolean;
-  /** The relay to the camera (rtsp-tap) could not pair this camera's frames with its packets: run it without. */
-  unrelayed?: boolean;
+  /**
+   * The relay to the camera (rtsp-tap) could not follow this camera (e.g. frames it could not
+   * pair with their packets): starts run without it until `until` (core/clock `now`).
+   */
+  unrelayed?: { until: number };
+  /** How many times the relay was given up: each wait is twice the last (relayRetryWait). */
+  relayFailures?: number;
 }
 
 /** The file's own rate is below the configured one: ffmpegSource runs it again at its own rate. */
@@ -289,8 +311,8 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
         });
       }
       if (gaveUp) return null;
-      if ((clock.rejectedOffset !== undefined || clock.clockJump !== undefined) && !noticed.has(clock)) {
-        noticed.add(clock);
+      if ((clock.rejectedOffset !== undefined || clock.clockJump !== undefined) && !noticed.has(tap)) {
+        noticed.add(tap);
         const off = clock.rejectedOffset;
         const jump = clock.clockJump;
         options.onClockNotice?.(
@@ -827,7 +849,11 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
   });
 }
 
-/** The relay clocks whose notice (FfmpegSourceOptions.onClockNotice) was given. */
+/**
+ * The relays whose notice (FfmpegSourceOptions.onClockNotice) was given: once per start of a
+ * source, not per connection (a rerun for packed frames or the file's own rate is another
+ * connection, and logged the notice again).
+ */
 const noticed = new WeakSet<object>();
 
 /** A fast file whose ffmpeg failed: how long what it wrote before may take to be read from the frame socket before the failure is reported. */

@@ -1,0 +1,189 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { resolveFfmpeg } from '../../src/sources/ffmpeg-path.js';
+
+const NTP_UNIX_S = 2_208_988_800;
+const CLOCK_RATE = 90_000;
+
+export interface CameraOptions {
+  /** Frames a second sent (and the RTP spacing). Default 10. */
+  fps?: number;
+  /** Milliseconds added to the camera's clock in its sender reports (a camera ahead: not believed). Default 0. */
+  clockOffsetMs?: number;
+  /** How long before its sending the camera says it captured a frame, ms. Default 20. */
+  latencyMs?: number;
+  /** A glitch: frame `k` of connection `connection` (0 the first) is sent with the timestamp of the frame before it. */
+  repeatTimestamp?: (connection: number, k: number) => boolean;
+}
+
+/**
+ * A camera for tests that GStreamer's server cannot be: H.264 over RTSP, interleaved on the TCP
+ * connection (what argus's relay reads), each frame's RTP packets sent when due, sender reports
+ * from the start and every second mapping RTP time to the camera's clock, and glitches on demand.
+ * One Annex B file of access units, each begun with a delimiter (`units`), is sent in a loop.
+ */
+export class RtspCamera {
+  /** Connections accepted so far. */
+  connections = 0;
+  private readonly server: Server;
+  private readonly sockets = new Set<Socket>();
+  private readonly units: Buffer[][];
+  private readonly sps: Buffer;
+  private readonly pps: Buffer;
+
+  private constructor(
+    units: Buffer[][],
+    private readonly o: CameraOptions,
+  ) {
+    this.units = units;
+    const nals = units.flat();
+    this.sps = nals.find((n) => (n[0] & 0x1f) === 7)!;
+    this.pps = nals.find((n) => (n[0] & 0x1f) === 8)!;
+    this.server = createServer((s) => this.serve(s));
+  }
+
+  /** A camera sending `file` (any video ffmpeg reads: encoded here as the camera would, `size` WxH, no B-frames). */
+  static async start(file: string, size: string, o: CameraOptions = {}): Promise<{ camera: RtspCamera; url: string }> {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-camera-'));
+    const out = join(dir, 'camera.h264');
+    try {
+      const fps = o.fps ?? 10;
+      execFileSync((await resolveFfmpeg()).path, ['-v', 'error', '-i', file, '-t', '10', '-an', '-vf', `fps=${fps},scale=${size}`, '-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-bf', '0', '-g', String(fps), '-x264-params', 'aud=1', '-f', 'h264', out]);
+      const camera = new RtspCamera(accessUnits(readFileSync(out)), o);
+      await new Promise<void>((r) => camera.server.listen(0, '127.0.0.1', r));
+      const port = (camera.server.address() as { port: number }).port;
+      return { camera, url: `rtsp://127.0.0.1:${port}/live` };
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  /** Closes every connection (the client sees the camera go away) and stops listening. */
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+
+  private serve(sock: Socket): void {
+    const connection = this.connections++;
+    this.sockets.add(sock);
+    const fps = this.o.fps ?? 10;
+    const step = CLOCK_RATE / fps;
+    const ssrc = 0x11223344 + connection;
+    const ts0 = 123_456_789;
+    let seq = 1000;
+    let k = 0;
+    let t0 = 0;
+    let lastTs = ts0;
+    let timer: NodeJS.Timeout | undefined;
+    let reports: NodeJS.Timeout | undefined;
+    let text = '';
+    const write = (b: Buffer) => {
+      if (!sock.destroyed) sock.write(b);
+    };
+    const rtp = (ts: number, payload: Buffer, marker: boolean) => {
+      const h = Buffer.alloc(16);
+      h[0] = 0x24;
+      h.writeUInt16BE(12 + payload.length, 2);
+      h[4] = 0x80;
+      h[5] = 96 | (marker ? 0x80 : 0);
+      h.writeUInt16BE(seq++ & 0xffff, 6);
+      h.writeUInt32BE(ts >>> 0, 8);
+      h.writeUInt32BE(ssrc, 12);
+      write(Buffer.concat([h, payload]));
+    };
+    const send = (unit: Buffer[], ts: number) => {
+      unit.forEach((n, j) => {
+        const last = j === unit.length - 1;
+        if (n.length <= 1400) return rtp(ts, n, last);
+        // FU-A fragments (RFC 6184).
+        for (let off = 1; off < n.length; off += 1400) {
+          const end = Math.min(n.length, off + 1400);
+          const fu = Buffer.from([(n[0] & 0xe0) | 28, (off === 1 ? 0x80 : 0) | (end === n.length ? 0x40 : 0) | (n[0] & 0x1f)]);
+          rtp(ts, Buffer.concat([fu, n.subarray(off, end)]), last && end === n.length);
+        }
+      });
+    };
+    const report = () => {
+      const elapsed = (performance.now() - t0) / 1000;
+      const ms = Date.now() - (this.o.latencyMs ?? 20) + (this.o.clockOffsetMs ?? 0);
+      const p = Buffer.alloc(4 + 28);
+      p[0] = 0x24;
+      p[1] = 1;
+      p.writeUInt16BE(28, 2);
+      p[4] = 0x80;
+      p[5] = 200;
+      p.writeUInt16BE(6, 6);
+      p.writeUInt32BE(ssrc, 8);
+      const s = Math.floor(ms / 1000);
+      p.writeUInt32BE(s + NTP_UNIX_S, 12);
+      p.writeUInt32BE(Math.floor(((ms - s * 1000) / 1000) * 2 ** 32) >>> 0, 16);
+      p.writeUInt32BE((ts0 + Math.round(elapsed * CLOCK_RATE)) >>> 0, 20);
+      write(p);
+    };
+    const tick = () => {
+      const due = ((performance.now() - t0) / 1000) * fps;
+      for (let n = 0; k <= due && n < 3; n++, k++) {
+        const ts = this.o.repeatTimestamp?.(connection, k) ? lastTs : ts0 + Math.round(k * step);
+        lastTs = ts;
+        send(this.units[k % this.units.length], ts);
+      }
+    };
+    const stop = () => {
+      clearInterval(timer);
+      clearInterval(reports);
+      this.sockets.delete(sock);
+    };
+    sock.on('close', stop);
+    sock.on('error', stop);
+    sock.on('data', (d: Buffer) => {
+      text += d.toString('latin1');
+      for (let m = /\r\n\r\n/.exec(text); m; m = /\r\n\r\n/.exec(text)) {
+        const req = text.slice(0, m.index);
+        text = text.slice(m.index + 4);
+        const [method, url] = req.split('\r\n')[0].split(' ');
+        const cseq = /CSeq:\s*(\d+)/i.exec(req)?.[1] ?? '0';
+        let extra = 'Session: 12345678\r\n';
+        let body = '';
+        if (method === 'OPTIONS') extra = 'Public: OPTIONS, DESCRIBE, SETUP, PLAY, TEARDOWN\r\n';
+        else if (method === 'DESCRIBE') {
+          body = `v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=camera\r\nt=0 0\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1;sprop-parameter-sets=${this.sps.toString('base64')},${this.pps.toString('base64')}\r\na=control:track1\r\n`;
+          extra = `Content-Type: application/sdp\r\nContent-Base: ${url}/\r\n`;
+        } else if (method === 'SETUP') extra = 'Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\nSession: 12345678\r\n';
+        else if (method === 'PLAY') extra = `Session: 12345678\r\nRange: npt=0.000-\r\nRTP-Info: url=${url.replace(/\/$/, '')}/track1;seq=${seq};rtptime=${ts0}\r\n`;
+        write(Buffer.from(`RTSP/1.0 200 OK\r\nCSeq: ${cseq}\r\n${extra}${body ? `Content-Length: ${Buffer.byteLength(body)}\r\n` : ''}\r\n${body}`, 'latin1'));
+        if (method === 'PLAY' && !timer) {
+          t0 = performance.now();
+          timer = setInterval(tick, 5);
+          setTimeout(report, 50);
+          reports = setInterval(report, 1000);
+        }
+        if (method === 'TEARDOWN') sock.end();
+      }
+    });
+  }
+}
+
+/** An Annex B stream's access units (each begun by a delimiter, NAL type 9), as NAL units without start codes or delimiters. */
+function accessUnits(b: Buffer): Buffer[][] {
+  const nals: Buffer[] = [];
+  let start = -1;
+  for (let i = 0; i + 3 < b.length; ) {
+    const sc = b[i] === 0 && b[i + 1] === 0 ? (b[i + 2] === 1 ? 3 : b[i + 2] === 0 && b[i + 3] === 1 ? 4 : 0) : 0;
+    if (sc) {
+      if (start >= 0) nals.push(b.subarray(start, i));
+      start = i + sc;
+      i += sc;
+    } else i++;
+  }
+  if (start >= 0) nals.push(b.subarray(start));
+  const units: Buffer[][] = [];
+  for (const n of nals) {
+    if ((n[0] & 0x1f) === 9) units.push([]);
+    else units.at(-1)?.push(n);
+  }
+  return units.filter((u) => u.length > 0);
+}
