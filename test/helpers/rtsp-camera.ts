@@ -109,20 +109,7 @@ export class RtspCamera {
     };
     const report = () => {
       const elapsed = (performance.now() - t0) / 1000;
-      const ms = Date.now() - (this.o.latencyMs ?? 20) + (this.o.clockOffsetMs ?? 0);
-      const p = Buffer.alloc(4 + 28);
-      p[0] = 0x24;
-      p[1] = 1;
-      p.writeUInt16BE(28, 2);
-      p[4] = 0x80;
-      p[5] = 200;
-      p.writeUInt16BE(6, 6);
-      p.writeUInt32BE(ssrc, 8);
-      const s = Math.floor(ms / 1000);
-      p.writeUInt32BE(s + NTP_UNIX_S, 12);
-      p.writeUInt32BE(Math.floor(((ms - s * 1000) / 1000) * 2 ** 32) >>> 0, 16);
-      p.writeUInt32BE((ts0 + Math.round(elapsed * CLOCK_RATE)) >>> 0, 20);
-      write(p);
+      write(senderReport(1, Date.now() - (this.o.latencyMs ?? 20) + (this.o.clockOffsetMs ?? 0), ts0 + Math.round(elapsed * CLOCK_RATE), ssrc));
     };
     const tick = () => {
       const due = ((performance.now() - t0) / 1000) * fps;
@@ -187,3 +174,21 @@ function accessUnits(b: Buffer): Buffer[][] {
   }
   return units.filter((u) => u.length > 0);
 }
+
+/** An interleaved RTCP sender report mapping RTP `ts` to epoch `ms`, followed by an SDES (a compound packet). */
+export function senderReport(channel: number, ms: number, ts: number, ssrc = 0x1234): Buffer {
+  const p = Buffer.alloc(28 + 8);
+  p[0] = 0x80;
+  p[1] = 200;
+  p.writeUInt16BE(6, 2);
+  p.writeUInt32BE(ssrc, 4);
+  const s = Math.floor(ms / 1000);
+  p.writeUInt32BE(s + NTP_UNIX_S, 8);
+  p.writeUInt32BE(Math.round(((ms - s * 1000) / 1000) * 2 ** 32) >>> 0, 12);
+  p.writeUInt32BE(ts >>> 0, 16);
+  p[28] = 0x81;
+  p[29] = 202;
+  p.writeUInt16BE(1, 30);
+  return Buffer.concat([Buffer.from([0x24, channel, p.length >> 8, p.length & 0xff]), p]);
+}
+

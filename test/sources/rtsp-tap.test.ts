@@ -2,10 +2,10 @@ import { describe, expect, it, vi } from 'vitest';
 import { now } from '../../src/core/clock.js';
 import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
 import { connect } from 'node:net';
+import { senderReport as sr } from '../helpers/rtsp-camera.js';
 import { tapsCameraClock } from '../../src/core/rtsp-relay.js';
 import { CAMERA_BEHIND_MAX_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, RtspTap, UNIT_END_TRUST, UnitEnds, videoStream } from '../../src/sources/rtsp-tap.js';
 
-const NTP_UNIX_S = 2_208_988_800;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** An interleaved RTP packet (`$`, channel, length, 12-byte header, payload). */
@@ -16,23 +16,6 @@ function rtp(channel: number, ts: number, seq = 0, ssrc = 0x1234, payload = 20):
   p.writeUInt16BE(seq & 0xffff, 2);
   p.writeUInt32BE(ts >>> 0, 4);
   p.writeUInt32BE(ssrc, 8);
-  return Buffer.concat([Buffer.from([0x24, channel, p.length >> 8, p.length & 0xff]), p]);
-}
-
-/** An interleaved RTCP sender report mapping RTP `ts` to epoch `ms`, followed by an SDES (a compound packet). */
-function sr(channel: number, ms: number, ts: number, ssrc = 0x1234): Buffer {
-  const p = Buffer.alloc(28 + 8);
-  p[0] = 0x80;
-  p[1] = 200;
-  p.writeUInt16BE(6, 2);
-  p.writeUInt32BE(ssrc, 4);
-  const s = Math.floor(ms / 1000);
-  p.writeUInt32BE(s + NTP_UNIX_S, 8);
-  p.writeUInt32BE(Math.round(((ms - s * 1000) / 1000) * 2 ** 32) >>> 0, 12);
-  p.writeUInt32BE(ts >>> 0, 16);
-  p[28] = 0x81;
-  p[29] = 202;
-  p.writeUInt16BE(1, 30);
   return Buffer.concat([Buffer.from([0x24, channel, p.length >> 8, p.length & 0xff]), p]);
 }
 
