@@ -87,9 +87,11 @@ export function detect(detector: Detector, o: DetectOptions): OperatorFunction<F
           stage,
           tap(() => (failedInARow = 0)),
           catchError((err: Error) => {
+            st.inferenceErrors++;
+            // The failure that fails the source is an inference error too: dropStale's teardown
+            // counts the frame dropped and releases it (it was counted `stale` on /metrics).
             if (++failedInARow >= maxFailures) throw err;
             st.dropped++;
-            st.inferenceErrors++;
             frame.release();
             if (failedInARow === 1) log(redact(`source ${st.id}: inference failed, frame dropped: ${err.message}`), { source: st.id }, 'warn');
             return EMPTY;
