@@ -1,12 +1,25 @@
 import { percentileOfSorted } from '../core/stats.js';
 import { stderrStatus, StatusArea, type TerminalStream } from '../core/terminal.js';
 import { FrameRates, type SourceStats } from '../sources/stats.js';
+import { redact } from '../core/redact.js';
+
+/**
+ * A source that is not streaming says so, with the reason of its latest change
+ * (`RECONNECTING: … ECONNREFUSED; retry 3 in 0.5 s`, `STALLED: no frame for 2.0 s`, `ENDED: end
+ * of file`): without it, a camera down for an hour showed `in 0.0 fps` beside the latency of its
+ * last frames, as a quiet camera would. The reasons are redacted when made (supervised-source).
+ */
+function stateNote(s: SourceStats): string {
+  if (s.state === 'streaming') return '';
+  const reason = s.lastTransition?.state === s.state ? s.lastTransition.reason.split('\n')[0] : '';
+  return `  ${s.state.toUpperCase()}${reason ? `: ${reason}` : ''}`;
+}
 
 /**
  * A status line per source on stderr every `intervalMs`: frames in/out per second, drops,
- * p50/p99 end-to-end latency. On a terminal the lines are a block redrawn in place at the bottom,
- * each cut to the width, with the logs written above it (core/terminal.ts); elsewhere each tick
- * writes plain `[status]` lines.
+ * p50/p99 end-to-end latency, and the state of a source that is not streaming. On a terminal
+ * the lines are a block redrawn in place at the bottom, each cut to the width, with the logs
+ * written above it (core/terminal.ts); elsewhere each tick writes plain `[status]` lines.
  */
 export class StatusReporter {
   private timer: NodeJS.Timeout | undefined;
@@ -42,7 +55,7 @@ export class StatusReporter {
       const p = (q: number) => (sorted.length ? percentileOfSorted(sorted, q).toFixed(1) : '-');
       const pipe = s.pipeline.sorted();
       const pp = (q: number) => (pipe.length ? percentileOfSorted(pipe, q).toFixed(1) : '-');
-      const state = s.error ? `  FAILED: ${s.error.message.split('\n')[0]}` : '';
+      const state = s.error ? `  FAILED: ${redact(s.error.message.split('\n')[0])}` : stateNote(s);
       return `${s.id}  in ${fin.toFixed(1)} fps  out ${fout.toFixed(1)} fps  drops ${s.dropped}  e2e p50 ${p(50)} ms  p99 ${p(99)} ms (from ${s.producedBy ?? '-'})  pipeline p50 ${pp(50)} ms  p99 ${pp(99)} ms${state}`;
     });
   }

@@ -5,7 +5,7 @@ import { aboveStatus } from '../../src/core/log.js';
 import { fit, sameTerminal, StatusArea } from '../../src/core/terminal.js';
 import { forTerminal } from '../../src/core/text.js';
 import { StatusReporter } from '../../src/sinks/status.js';
-import { newSourceStats, type SourceStats } from '../../src/sources/stats.js';
+import { newSourceStats, recordTransition, type SourceStats } from '../../src/sources/stats.js';
 import { FakeTty } from '../helpers/terminal.js';
 
 /** A source whose status line is about 125 characters long, like a real one. */
@@ -16,6 +16,7 @@ function source(id: string): SourceStats {
     st.pipeline.add(30 + i);
   }
   st.producedBy = 'due';
+  st.state = 'streaming';
   return st;
 }
 
@@ -225,6 +226,27 @@ describe('status line on a terminal', () => {
     expect(writes).toHaveLength(2);
     for (const w of writes) expect(w).toMatch(/^\[status\] lobby {2}in .* pipeline p50 [\d.]+ ms {2}p99 [\d.]+ ms\n$/);
     expect(writes.join('')).not.toContain('\x1b');
+  });
+});
+
+describe('status line: the state of a source that is not streaming', () => {
+  it('a camera down (reconnecting, stalled), an ended file and a failed source say so with the reason; a streaming one says nothing more', () => {
+    const up = source('up');
+    const down = source('down');
+    recordTransition(down, { source: 'down', state: 'reconnecting', previous: 'streaming', reason: 'source "down": ffmpeg exited with code 1: camera: 10.0.0.7:554: ECONNREFUSED; retry 3 in 0.5 s', at: 0, attempt: 3 });
+    const stalled = source('stalled');
+    recordTransition(stalled, { source: 'stalled', state: 'stalled', previous: 'streaming', reason: 'no frame for 2.0 s', at: 0, attempt: 0 });
+    const ended = source('ended');
+    recordTransition(ended, { source: 'ended', state: 'ended', previous: 'streaming', reason: 'end of file', at: 0, attempt: 0 });
+    const failed = source('failed');
+    failed.error = new Error('source "failed": gave up after 3 attempts\nffmpeg: rtsp://admin:hunter2@10.0.0.9/x: 401');
+    const [a, b, c, d, e] = new StatusReporter([up, down, stalled, ended, failed], { isTTY: false, write: () => true }).lines();
+    expect(a).toMatch(/pipeline p50 [\d.]+ ms {2}p99 [\d.]+ ms$/);
+    // Before, the line of a camera down for an hour differed from a quiet camera's only by 0.0 fps, beside its last frames' latency.
+    expect(b).toMatch(/ms {2}RECONNECTING: source "down": ffmpeg exited with code 1: camera: 10\.0\.0\.7:554: ECONNREFUSED; retry 3 in 0\.5 s$/);
+    expect(c).toMatch(/ms {2}STALLED: no frame for 2\.0 s$/);
+    expect(d).toMatch(/ms {2}ENDED: end of file$/);
+    expect(e).toMatch(/ms {2}FAILED: source "failed": gave up after 3 attempts$/);
   });
 });
 
