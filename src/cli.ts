@@ -6,6 +6,7 @@ import { redact } from './core/redact.js';
 import { quiesceInference } from './inference/worker-pool.js';
 import { createLogger, logFn, writeStderr } from './core/log.js';
 import { pipelineBaseDir } from './pipeline/pipeline.js';
+import { sourceSummary } from './sources/stats.js';
 import { runPipeline } from './pipeline/run.js';
 import { batchSources, fraction, MAX_TIMER_SECONDS, positiveInt, pathFlag, positiveNumber, seconds, wholeNumber } from './tools/flags.js';
 
@@ -115,10 +116,7 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
     };
     const summary = mode === 'worker' ? await (await import('./cluster/worker.js')).runWorker(config, runOptions) : await runPipeline(config, runOptions);
     for (const s of summary.stats) {
-      logger.info(
-        { source: s.id, state: s.state, framesIn: s.framesIn, framesOut: s.framesOut, dropped: s.dropped, reconnects: s.reconnects, e2eP50: s.e2e.percentile(50), e2eP99: s.e2e.percentile(99), producedBy: s.producedBy, pipelineP50: s.pipeline.percentile(50), pipelineP99: s.pipeline.percentile(99) },
-        'source summary',
-      );
+      logger.info(sourceSummary(s), 'source summary');
       const a = summary.analytics[s.id];
       if (!a) continue;
       for (const [zone, z] of Object.entries(a.zones)) logger.info({ source: s.id, zone, entered: z.entered, exited: z.exited, occupancy: z.occupancy, reidentified: z.reidentified, alerts: z.alerts, seenInstead: z.seenInstead }, 'zone summary');

@@ -33,6 +33,42 @@ export class SampleWindow {
   }
 }
 
+/**
+ * Every sample of a measurement, for percentiles over a whole run in bounded memory: counts per
+ * bucket, the buckets 2 % apart on a log scale (a percentile is within 1 % of the nearest-rank
+ * sample; values at or below 0.001 share the lowest bucket). Latencies of one source fill a few
+ * hundred buckets at most, whatever the run's length.
+ */
+export class RunHistogram {
+  private readonly buckets = new Map<number, number>();
+  private n = 0;
+
+  add(v: number): void {
+    const i = Math.floor(Math.log(Math.max(v, RUN_HISTOGRAM_FLOOR)) / LN_STEP);
+    this.buckets.set(i, (this.buckets.get(i) ?? 0) + 1);
+    this.n++;
+  }
+
+  get count(): number {
+    return this.n;
+  }
+
+  /** Nearest-rank percentile (p in 0..100), as its bucket's geometric middle; NaN when empty. */
+  percentile(p: number): number {
+    if (this.n === 0) return NaN;
+    const rank = Math.min(this.n - 1, Math.max(0, Math.ceil((p / 100) * this.n) - 1));
+    let seen = 0;
+    for (const i of [...this.buckets.keys()].sort((a, b) => a - b)) {
+      seen += this.buckets.get(i)!;
+      if (seen > rank) return Math.exp((i + 0.5) * LN_STEP);
+    }
+    return NaN; // not reached
+  }
+}
+
+const LN_STEP = Math.log(1.02);
+const RUN_HISTOGRAM_FLOOR = 1e-3;
+
 /** Nearest-rank percentile (p in 0..100) of ascending samples; NaN when empty. */
 export function percentileOfSorted(sorted: ArrayLike<number>, p: number): number {
   const n = sorted.length;

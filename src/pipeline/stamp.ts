@@ -13,8 +13,12 @@ export function stamp(st: SourceStats): MonoTypeOperatorFunction<FrameResult> {
   return map((r) => {
     r.frame.stamps.emitted = now();
     st.framesOut++;
-    st.e2e.add(e2eMs(r.frame.stamps));
-    st.pipeline.add(pipelineMs(r.frame.stamps));
+    const e2e = e2eMs(r.frame.stamps);
+    const pipeline = pipelineMs(r.frame.stamps);
+    st.e2e.add(e2e);
+    st.pipeline.add(pipeline);
+    st.e2eRun.add(e2e);
+    st.pipelineRun.add(pipeline);
     st.producedBy = r.frame.producedBy;
     r.dropped = st.dropped;
     return r;

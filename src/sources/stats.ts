@@ -1,6 +1,6 @@
 import { ErrorCodes } from '../core/errors.js';
 import type { ProducedBy } from '../core/frame.js';
-import { SampleWindow } from '../core/stats.js';
+import { RunHistogram, SampleWindow } from '../core/stats.js';
 import type { SourceState, Transition } from './health.js';
 
 /** A source's counters and health, kept by the pipeline, read by the status line, metrics, API and dashboard. */
@@ -18,6 +18,9 @@ export interface SourceStats {
   readonly e2e: SampleWindow;
   /** The pipeline's part: captured (delivered by ffmpeg) → emitted, ms, recent frames. */
   readonly pipeline: SampleWindow;
+  /** The same two, over every frame of the run (the end-of-run summary's percentiles). */
+  readonly e2eRun: RunHistogram;
+  readonly pipelineRun: RunHistogram;
   /** What the latest frame's `produced` stamp was (due, arrival, captured). */
   producedBy?: ProducedBy;
   /** Set when the source ended with an error. */
@@ -35,7 +38,30 @@ export interface SourceStats {
 }
 
 export function newSourceStats(id: string): SourceStats {
-  return { id, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, e2e: new SampleWindow(2048), pipeline: new SampleWindow(2048), state: 'stopped', reconnects: 0 };
+  return { id, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, e2e: new SampleWindow(2048), pipeline: new SampleWindow(2048), e2eRun: new RunHistogram(), pipelineRun: new RunHistogram(), state: 'stopped', reconnects: 0 };
+}
+
+/**
+ * A source's line of the end-of-run summary (`source summary`): its counters, and latency
+ * percentiles over every frame it emitted in the run. (They were those of its latest 2048 frames,
+ * the status line's window: a 30 fps camera's last 68 s, so an hour's run with a bad first 59
+ * minutes summed up as a good one.)
+ */
+export function sourceSummary(s: SourceStats): Record<string, unknown> {
+  const ms = (v: number) => Math.round(v * 10) / 10; // a bucket's middle: no more digits than it knows
+  return {
+    source: s.id,
+    state: s.state,
+    framesIn: s.framesIn,
+    framesOut: s.framesOut,
+    dropped: s.dropped,
+    reconnects: s.reconnects,
+    e2eP50: ms(s.e2eRun.percentile(50)),
+    e2eP99: ms(s.e2eRun.percentile(99)),
+    producedBy: s.producedBy,
+    pipelineP50: ms(s.pipelineRun.percentile(50)),
+    pipelineP99: ms(s.pipelineRun.percentile(99)),
+  };
 }
 
 /**

@@ -1,7 +1,15 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ErrorCodes } from '../../src/core/errors.js';
 import type { Transition } from '../../src/sources/health.js';
-import { FrameRates, newSourceStats, recordTransition } from '../../src/sources/stats.js';
+import { from, lastValueFrom, map } from 'rxjs';
+import type { FrameResult } from '../../src/analytics/analyze.js';
+import { now } from '../../src/core/clock.js';
+import { Detections } from '../../src/core/detections.js';
+import { emptyStamps } from '../../src/core/frame.js';
+import { letterbox } from '../../src/core/geometry.js';
+import { RunHistogram } from '../../src/core/stats.js';
+import { stamp } from '../../src/pipeline/stamp.js';
+import { FrameRates, newSourceStats, recordTransition, sourceSummary } from '../../src/sources/stats.js';
 
 describe('recordTransition', () => {
   it('keeps the state and the latest change; each reconnect counts once, a resolution change reported while reconnecting does not', () => {
@@ -34,5 +42,48 @@ describe('FrameRates', () => {
     m.sample([at('b', 3, 3)], 2000); // a removed (or moved to another worker)
     expect(m.sample([at('a', 10, 10), at('b', 4, 4)], 3000).get('a')).toEqual({ fpsIn: 0, fpsOut: 0 });
     expect(m.sample([at('a', 40, 35), at('b', 5, 5)], 4000).get('a')).toEqual({ fpsIn: 30, fpsOut: 25 });
+  });
+});
+
+describe('the end-of-run summary of a source', () => {
+  /** A result produced `age` ms and captured `age - 5` ms before now (stamp() makes it emitted now). */
+  const result = (age: number): FrameResult => {
+    const t = now();
+    const frame = { source: 'cam', seq: 0, pts: 0, data: Buffer.alloc(0), letterbox: letterbox(640, 480, 416, 416), stamps: emptyStamps(t - age + 5, t - age), producedBy: 'arrival' as const, release: () => {} };
+    return { frame, detections: new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0)), dropped: 0, alerts: [] };
+  };
+
+  it('latency percentiles over every frame of the run: a slow first part counts, after the status line has forgotten it', async () => {
+    const st = newSourceStats('cam');
+    // The clock stands still: every frame is emitted exactly `age` ms after it was produced.
+    const clock = vi.spyOn(performance, 'now').mockReturnValue(1e6);
+    // 1000 frames at 500 ms (an overloaded first part), then 2500 at 10 ms: more than the status line's window of 2048.
+    const ages = [...Array(1000).fill(500), ...Array(2500).fill(10)];
+    await lastValueFrom(from(ages).pipe(map(result), stamp(st))).finally(() => clock.mockRestore());
+    expect(st.framesOut).toBe(3500);
+    expect(st.e2e.percentile(99)).toBe(10); // the window: only the latest 2048 frames
+    const sum = sourceSummary(st);
+    // Before, the summary read the window: p99 10 ms for a run whose slowest 28 % took half a second.
+    expect(sum.e2eP99 as number).toBeGreaterThan(490);
+    expect(sum.e2eP99 as number).toBeLessThan(515);
+    expect(sum.pipelineP99 as number).toBeGreaterThan(490);
+    expect(sum.e2eP50 as number).toBeGreaterThan(9.9);
+    expect(sum.e2eP50 as number).toBeLessThan(10.1);
+    expect(sum).toMatchObject({ source: 'cam', framesOut: 3500, producedBy: 'arrival' });
+    expect(sourceSummary(newSourceStats('idle')).e2eP50).toBeNaN(); // no frame: null in the JSON line
+  });
+
+  it('RunHistogram: nearest-rank percentiles within 1 % of the samples, in bounded buckets', () => {
+    const h = new RunHistogram();
+    const v: number[] = [];
+    for (let i = 1; i <= 100_000; i++) v.push(0.5 + ((i * 7919) % 100_000) / 100); // 0.5 … 1000.5 ms
+    for (const x of v) h.add(x);
+    v.sort((a, b) => a - b);
+    for (const p of [1, 50, 90, 99, 99.9]) {
+      const exact = v[Math.ceil((p / 100) * v.length) - 1];
+      expect(Math.abs(h.percentile(p) / exact - 1)).toBeLessThan(0.01);
+    }
+    expect(h.count).toBe(100_000);
+    expect(new RunHistogram().percentile(50)).toBeNaN();
   });
 });
