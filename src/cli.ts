@@ -3,6 +3,7 @@ import { loadPipeline } from './config/load.js';
 import { ArgusError, ErrorCodes, isArgusError } from './core/errors.js';
 import { FAMILIES } from './core/families.js';
 import { redact } from './core/redact.js';
+import { StopSignals } from './core/signals.js';
 import { quiesceInference } from './inference/worker-pool.js';
 import { createLogger, logFn, writeStderr } from './core/log.js';
 import { pipelineBaseDir } from './pipeline/pipeline.js';
@@ -87,18 +88,19 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
     };
     process.on('uncaughtException', onCrash);
     process.on('unhandledRejection', onCrash);
-    let signals = 0;
-    const onSignal = (sig: string) => {
-      signals++;
-      if (signals > 1) {
+    // A repeat of the first signal within SIGNAL_REPEAT_MS is the same one (core/signals.ts).
+    const signals = new StopSignals({
+      stop: (sig) => {
+        logger.info({ signal: sig }, 'stopping: sources first, then frames in flight, alerts, Kafka, WebSocket (send again to force)');
+        ac.abort();
+      },
+      force: () => {
         writeStderr('argus: second signal, exiting at once (messages in flight are lost)\n');
         // Only the inference runs in flight are waited for (milliseconds): see quiesceInference.
         void quiesceInference(2000).finally(() => process.exit(130));
-        return;
-      }
-      logger.info({ signal: sig }, 'stopping: sources first, then frames in flight, alerts, Kafka, WebSocket (send again to force)');
-      ac.abort();
-    };
+      },
+    });
+    const onSignal = (sig: string) => signals.receive(sig);
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     // SIGHUP (the terminal went away, or a supervisor's reload) stops in order like SIGTERM.
