@@ -43,7 +43,6 @@ export class Metrics {
   private readonly inference: Histogram<'provider'>;
   private readonly kafkaAck: Histogram;
   private readonly bound = new Map<string, { stages: ReturnType<Histogram<'source' | 'stage'>['labels']>[]; e2e: ReturnType<Histogram<'source'>['labels']>; pipe: ReturnType<Histogram<'source'>['labels']>; infer: ReturnType<Histogram<'provider'>['labels']> }>();
-  private kafkaAckSeen = 0;
 
   constructor(private readonly src: MetricsSources) {
     const r = this.registry;
@@ -85,6 +84,8 @@ export class Metrics {
       buckets: LATENCY_BUCKETS,
       registers: [r],
     });
+    const kafkaAck = this.kafkaAck;
+    if (src.kafka) src.kafka.onAck = (ms) => kafkaAck.observe(ms / 1000);
     const stats = () => src.stats();
     const counter = (name: string, help: string, read: (s: SourceStats) => number) =>
       new client.Counter({
@@ -286,17 +287,7 @@ export class Metrics {
     }
   }
 
-  /** Moves new Kafka ack latencies into the histogram (called at scrape time). */
-  private drainKafka(): void {
-    const k = this.src.kafka;
-    if (!k) return;
-    const samples = k.takeAckSamples();
-    for (const ms of samples) this.kafkaAck.observe(ms / 1000);
-    this.kafkaAckSeen += samples.length;
-  }
-
   async scrape(): Promise<string> {
-    this.drainKafka();
     return this.registry.metrics();
   }
 

@@ -281,8 +281,12 @@ export class KafkaSink implements Sink {
   };
   /** emitted → broker ack, ms (recent messages). */
   readonly ackLatency = new SampleWindow(4096);
-  /** Ack latencies not yet taken by the metrics (bounded: the oldest are overwritten). */
-  private readonly ackFresh: number[] = [];
+  /**
+   * Told each ack's latency (emitted → broker ack, ms) as it comes: the metrics' histogram. (They
+   * were kept for the next scrape, up to 100 000 and then no more: unscraped for that long, the
+   * histogram's count fell behind argus_kafka_messages_total.)
+   */
+  onAck: ((ms: number) => void) | undefined;
   private readonly log: LogFn;
 
   constructor(private readonly o: KafkaSinkOptions) {
@@ -819,12 +823,7 @@ export class KafkaSink implements Sink {
 
   private noteAck(ms: number): void {
     this.ackLatency.add(ms);
-    if (this.ackFresh.length < 100_000) this.ackFresh.push(ms);
-  }
-
-  /** Ack latencies since the last call (for the Prometheus histogram). */
-  takeAckSamples(): number[] {
-    return this.ackFresh.splice(0, this.ackFresh.length);
+    this.onAck?.(ms);
   }
 
   get bufferCapacity(): number {

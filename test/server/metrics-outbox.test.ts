@@ -40,4 +40,18 @@ describe('metrics for alert delivery', () => {
     await kafka.close();
     await outbox.close();
   }, 30_000);
+
+  it("counts every broker ack in the publish latency histogram, however long since the last scrape (it kept 100 000 for the scrape, then none)", async () => {
+    const kafka = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'], closeTimeoutMs: 500 }), ssl: undefined });
+    const metrics = new Metrics({ stats: () => [], provider: 'cpu', kafka });
+    // The sink's acks, as its delivery loop notes them (no broker needed for the arithmetic).
+    const noteAck = (kafka as unknown as { noteAck(ms: number): void }).noteAck.bind(kafka);
+    for (let i = 0; i < 100_010; i++) noteAck(i % 2 ? 4 : 40);
+    const text = await metrics.scrape();
+    expect(sample(text, 'argus_kafka_publish_latency_seconds_count')).toBe(100_010);
+    expect(sample(text, 'argus_kafka_publish_latency_seconds_bucket{le="0.005"}')).toBe(50_005);
+    noteAck(4);
+    expect(sample(await metrics.scrape(), 'argus_kafka_publish_latency_seconds_count')).toBe(100_011);
+    await kafka.close();
+  }, 30_000);
 });
