@@ -3,6 +3,7 @@ import type { FrameResult } from '../analytics/analyze.js';
 import { STAGES, stageMs, e2eMs, pipelineMs } from '../core/frame.js';
 import type { SourceStats } from '../sources/stats.js';
 import type { KafkaSink } from '../sinks/kafka.js';
+import { ALL_SOURCES } from '../config/schema/source.js';
 import type { Outbox } from '../sinks/outbox.js';
 import type { WebSocketHub } from '../sinks/websocket.js';
 import { SOURCE_STATES as STATES } from '../sources/health.js';
@@ -112,8 +113,8 @@ export class Metrics {
           this.inc({ source: s.id, reason: 'stale' }, s.dropped - s.inferenceErrors);
           if (s.inferenceErrors > 0) this.inc({ source: s.id, reason: 'inference_error' }, s.inferenceErrors);
         }
-        if (src.kafka) this.inc({ source: '_all', reason: 'kafka_buffer' }, src.kafka.stats.dropped);
-        if (src.websocket) this.inc({ source: '_all', reason: 'websocket_slow_client' }, src.websocket.stats.dropped);
+        if (src.kafka) this.inc({ source: ALL_SOURCES, reason: 'kafka_buffer' }, src.kafka.stats.dropped);
+        if (src.websocket) this.inc({ source: ALL_SOURCES, reason: 'websocket_slow_client' }, src.websocket.stats.dropped);
         for (const a of src.annotate?.stats ?? []) this.inc({ source: a.source, reason: 'annotate_behind' }, a.dropped);
       },
     });

@@ -274,4 +274,11 @@ describe('pipeline schema', () => {
     }
     expect(parse('sources:\n  - {id: cam.1, uri: /tmp/a.mp4}\n').sources[0].id).toBe('cam.1');
   });
+
+  it('the id "_all" is refused: the metrics count every source\'s sink drops under it, and a source of that name would share them', () => {
+    const e = errorOf(() => parse('sources:\n  - {id: _all, uri: /tmp/a.mp4}\n'));
+    expect(e.code).toBe('VAP_ERR_CONFIG');
+    expect(e.message).toContain('sources[0].id: "_all" is reserved');
+    expect(parse('sources:\n  - {id: _all2, uri: /tmp/a.mp4}\n').sources[0].id).toBe('_all2');
+  });
 });

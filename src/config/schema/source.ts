@@ -6,6 +6,9 @@ import { checkInputArgs } from './input-args.js';
 import { cutUserInfo } from '../../core/redact.js';
 import { checksCertificate, normalFingerprint, tapsCameraClock } from '../../core/rtsp-relay.js';
 
+/** The metrics' `source` label for counts of every source together (drops in the Kafka and WebSocket sinks): no source may have it as its id. */
+export const ALL_SOURCES = '_all';
+
 /**
  * The `scheme://` a source's uri may have (sources/ffmpeg-args `sourceKind` tells files from
  * live sources); anything else is refused.
@@ -114,8 +117,8 @@ const QUERY_BOUNDS: Readonly<Record<string, readonly (readonly [string, number, 
 /** One camera or file. */
 export const SourceSchema = z
   .object({
-    /** Unique id, used in messages, metrics and Kafka keys. */
-    id,
+    /** Unique id, used in messages, metrics and Kafka keys; not ALL_SOURCES. */
+    id: id.refine((v) => v !== ALL_SOURCES, `"${ALL_SOURCES}" is reserved: the metrics count drops of every source under it`),
     /**
      * What to open: a path, file:///, rtsp(s)://, http(s)://, a network stream (rtmp(s)://,
      * srt://, udp://, tcp://), /dev/videoN or v4l2:// (V4L2), or `asset:NAME`
