@@ -201,6 +201,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
         analytics: (id) => pipeline.analyzers.get(id)?.report(),
         publicMetrics: config.server?.publicMetrics ?? false,
         health: options.health,
+        stopping: () => signal.aborted,
       });
     }
     options.onReady?.({ pipeline, publisher, alerts, metrics, server, kafka, websocket, outbox });

@@ -59,11 +59,13 @@ export interface RouteContext {
   publicMetrics?: boolean;
   /** Extra fields of /healthz and /api/sources (argus worker: `cluster`, the worker and its cameras). */
   health?: () => Record<string, unknown>;
+  /** Whether the run is stopping (a signal came): /readyz then answers 503, so a load balancer sends no new clients. */
+  stopping?: () => boolean;
 }
 
 /**
- * /metrics (Prometheus), /healthz (the process answers), /readyz (model loaded and every
- * enabled source has delivered a frame or is marked failed), /api/sources (dashboard
+ * /metrics (Prometheus), /healthz (the process answers), /readyz (model loaded, every
+ * enabled source has delivered a frame or is marked failed, not stopping), /api/sources (dashboard
  * state), and the dashboard itself at /. With a token configured on the server, all of them
  * but /healthz and /readyz (and /metrics with `publicMetrics`) need it.
  */
@@ -94,8 +96,12 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
   server.route('/readyz', (req, res) => {
     const sources = sourcesState();
     const waiting = sources.filter((s) => !s.delivered && s.state !== 'failed').map((s) => s.id);
-    const ready = waiting.length === 0;
-    json(res, ready ? 200 : 503, server.authorized(req) ? { ready, model: { name: pipeline.detector.manifest.name, loaded: true, provider: pipeline.detector.provider }, waitingFor: waiting, sources } : { ready });
+    // Stopping (the drain after a signal, up to its timeout): no longer ready, whatever the
+    // sources did (it answered 200 until the server closed, and new clients were sent to it).
+    const stopping = ctx.stopping?.() === true;
+    const ready = waiting.length === 0 && !stopping;
+    const extra = stopping ? { stopping } : {};
+    json(res, ready ? 200 : 503, server.authorized(req) ? { ready, ...extra, model: { name: pipeline.detector.manifest.name, loaded: true, provider: pipeline.detector.provider }, waitingFor: waiting, sources } : { ready, ...extra });
   }, { public: true });
   server.route('/api/sources', (_req, res) =>
     json(res, 200, {

@@ -107,7 +107,7 @@ async function server(o: Partial<HttpServerOptions> = {}): Promise<RunningServer
 
 const SECRET_URL = 'rtsp://admin:hunter2@cam.local/stream?token=abc123';
 /** registerRoutes on a pipeline stand-in whose sources carry credentials in their reasons and errors. */
-function fakeContext(publicMetrics = false) {
+function fakeContext(publicMetrics = false, stopping = () => false) {
   const e2e = { sorted: () => [10, 20, 30] };
   const stats = [
     { id: 'lobby', state: 'streaming', framesOut: 10, reconnects: 0, dropped: 0, width: 640, height: 480, fps: 25, e2e, pipeline: e2e, lastTransition: { reason: `connected to ${SECRET_URL}`, at: 1 } },
@@ -117,7 +117,7 @@ function fakeContext(publicMetrics = false) {
   const metrics = { scrape: async () => 'argus_up 1\n', contentType: 'text/plain; version=0.0.4; charset=utf-8' } as unknown as Metrics;
   const rates = new RateMeter(() => []);
   cleanups.push(() => rates.close());
-  return { pipeline, metrics, rates, geometry: () => ({ zones: [], lines: [] }), publicMetrics };
+  return { pipeline, metrics, rates, geometry: () => ({ zones: [], lines: [] }), publicMetrics, stopping };
 }
 
 describe('HTTP: nothing a client sends throws out of a handler', () => {
@@ -455,6 +455,21 @@ describe('HTTP: the token guards every route but /healthz and /readyz', () => {
   it('tokens compare by digest: equal only when equal', () => {
     expect(tokenMatches('s3cret', 's3cret')).toBe(true);
     for (const t of ['s3cre', 's3cret ', '', 'x'.repeat(10_000), undefined]) expect(tokenMatches(t, 's3cret')).toBe(false);
+  });
+
+  it('/readyz answers 503 while the run stops (a signal came), to anyone, and says so; /healthz still 200', async () => {
+    let stopping = false;
+    const s = await server({ token: 's3cret' });
+    registerRoutes(s, fakeContext(false, () => stopping));
+    expect((await raw(s.port, req('GET', '/readyz'))).status).toBe(200);
+    stopping = true;
+    const bare = await raw(s.port, req('GET', '/readyz'));
+    expect(bare.status).toBe(503);
+    expect(JSON.parse(bare.body)).toEqual({ ready: false, stopping: true });
+    const full = await raw(s.port, req('GET', '/readyz?token=s3cret'));
+    expect(full.status).toBe(503);
+    expect(JSON.parse(full.body)).toMatchObject({ ready: false, stopping: true, waitingFor: [] });
+    expect((await raw(s.port, req('GET', '/healthz'))).status).toBe(200);
   });
 
   it('/healthz, /readyz and /api/sources never return credentials from source URLs or errors', async () => {
