@@ -74,7 +74,7 @@ export class Metrics {
     });
     this.inference = new client.Histogram({
       name: 'argus_inference_seconds',
-      help: 'ONNX Runtime run time by execution provider.',
+      help: 'ONNX Runtime run time by execution provider, per frame (a batched run is observed once for each of its frames).',
       labelNames: ['provider'],
       buckets: LATENCY_BUCKETS,
       registers: [r],
