@@ -44,6 +44,7 @@ export class RunHistogram {
   private n = 0;
 
   add(v: number): void {
+    if (Number.isNaN(v)) return;
     const i = Math.floor(Math.log(Math.max(v, RUN_HISTOGRAM_FLOOR)) / LN_STEP);
     this.buckets.set(i, (this.buckets.get(i) ?? 0) + 1);
     this.n++;

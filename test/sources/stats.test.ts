@@ -86,4 +86,14 @@ describe('the end-of-run summary of a source', () => {
     expect(h.count).toBe(100_000);
     expect(new RunHistogram().percentile(50)).toBeNaN();
   });
+
+  it('RunHistogram: a sample that is not a number is left out (it made a bucket no sort could place)', () => {
+    const h = new RunHistogram();
+    for (let i = 0; i < 10; i++) h.add(10);
+    h.add(NaN);
+    for (let i = 0; i < 10; i++) h.add(100);
+    expect(h.count).toBe(20);
+    expect(Math.abs(h.percentile(50) / 10 - 1)).toBeLessThan(0.01);
+    expect(Math.abs(h.percentile(99) / 100 - 1)).toBeLessThan(0.01);
+  });
 });
