@@ -65,7 +65,7 @@ export class SourceAnalyzer {
   private readonly alertCounts = new Map<string, number>();
   /** conveyor-rate rules whose current stoppage was alerted: its `resumed` follows. */
   private readonly stopAlerted = new Set<string>();
-  /** The frames' time with stalls counted as one usual gap, for the zones' and lines' unseen timeouts. */
+  /** The frames' time with stalls counted as one usual gap, for the zones' and lines' unseen timeouts and the conveyor rates. */
   private readonly observed = new ObservedTime();
   private ready = false;
   /** Stretch notices given (stretchNotices), by field and the picture's shape. */
@@ -268,13 +268,15 @@ export class SourceAnalyzer {
           const items = r.line !== undefined ? lineEvents.filter((e) => e.line === r.line).length : zoneEvents.filter((e) => e.zone === r.zone && e.type === 'enter').length;
           const where = r.line !== undefined ? { line: r.line } : { zone: r.zone! };
           const name = r.line !== undefined ? `line ${r.line}` : `zone ${r.zone}`;
-          const change = rf.update(items, tMs);
+          // On the observed time: frames that did not arrive (a camera's outage, a reconnect) saw
+          // no items, but are no evidence that the belt stopped, any more than that a track left.
+          const change = rf.update(items, obsMs);
           if (change === 'stopped' && cd.allow('', tMs)) {
             this.stopAlerted.add(r.id);
-            alerts.push({ rule: r.id, severity: r.severity, event: 'conveyor.stopped', message: `${name}: ${rf.ratePerMinute(tMs).toFixed(1)} items/min, under ${r.minPerMinute} for ${r.forSec} s`, ...where, row: -1, ratePerMinute: rf.ratePerMinute(tMs) });
+            alerts.push({ rule: r.id, severity: r.severity, event: 'conveyor.stopped', message: `${name}: ${rf.ratePerMinute(obsMs).toFixed(1)} items/min, under ${r.minPerMinute} for ${r.forSec} s`, ...where, row: -1, ratePerMinute: rf.ratePerMinute(obsMs) });
           } else if (change === 'resumed' && this.stopAlerted.delete(r.id)) {
             // Only a stoppage that was alerted (not held back by the cooldown) is followed by its resumption.
-            alerts.push({ rule: r.id, severity: 'info', event: 'conveyor.resumed', message: `${name}: back to ${rf.ratePerMinute(tMs).toFixed(1)} items/min`, ...where, row: -1, ratePerMinute: rf.ratePerMinute(tMs) });
+            alerts.push({ rule: r.id, severity: 'info', event: 'conveyor.resumed', message: `${name}: back to ${rf.ratePerMinute(obsMs).toFixed(1)} items/min`, ...where, row: -1, ratePerMinute: rf.ratePerMinute(obsMs) });
           }
           break;
         }
@@ -300,7 +302,7 @@ export class SourceAnalyzer {
       const named = (m: Map<number, number>) => Object.fromEntries([...m].map(([c, n]) => [label(c), n]));
       summary.lines = Object.fromEntries(this.lines.map((l) => [l.id, { in: named(l.countIn), out: named(l.countOut) }]));
     }
-    if (this.rates.size) summary.rates = Object.fromEntries([...this.rates].map(([id, rf]) => [id, Math.round(rf.ratePerMinute(tMs) * 10) / 10]));
+    if (this.rates.size) summary.rates = Object.fromEntries([...this.rates].map(([id, rf]) => [id, Math.round(rf.ratePerMinute(obsMs) * 10) / 10]));
     return { summary, alerts };
   }
 }

@@ -19,7 +19,11 @@ export class RateFloor {
     readonly windowMs = 60_000,
   ) {}
 
-  /** Records `items` crossings at time t and returns what changed: 'stopped', 'resumed' or nothing. */
+  /**
+   * Records `items` crossings at time t and returns what changed: 'stopped', 'resumed' or
+   * nothing. The analyzer gives the observed time (ObservedTime), so a camera's outage neither
+   * empties the window nor counts towards `forMs`.
+   */
   update(items: number, tMs: number): 'stopped' | 'resumed' | undefined {
     this.startedAt ??= tMs;
     for (let k = 0; k < items; k++) this.times.push(tMs);

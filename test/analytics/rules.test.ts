@@ -254,6 +254,32 @@ describe('conveyor rules', () => {
     expect(a.report().alerts).toEqual({ starved: 2 });
   });
 
+  it("rate rule: a camera's outage is no stoppage (the window runs on the frames' observed time), a stoppage after it still is", () => {
+    const a = new SourceAnalyzer(
+      SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'belt', from: [1, 0.5], to: [0, 0.5] }], rules: [{ id: 'starved', type: 'conveyor-rate', line: 'belt', minPerMinute: 6, forSec: 5, windowSec: 60 }] }),
+      LABELS,
+      'sources[0]',
+    );
+    a.init(W, H);
+    const none = new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0));
+    const events: string[] = [];
+    // 10 fps; one item every 6 s (10 a minute, over the floor of 6) crossing y = 240 until 300 s,
+    // none after; no frame at all from 100 s to 200 s (the camera reconnecting).
+    for (let t = 0; t < 400_000; t += 100) {
+      if (t >= 100_000 && t < 200_000) continue;
+      const phase = t % 6000;
+      const y = 140 + phase / 5;
+      const d = t < 300_000 && phase < 1000 ? new Detections(new Float32Array([300, y - 20, 340, y + 20]), new Float32Array([0.9]), new Int32Array([3]), new Int32Array([1 + Math.floor(t / 6000)])) : none;
+      const r = a.process(d, t);
+      for (const al of r.alerts) events.push(`${al.event}@${Math.floor(t / 1000)}`);
+      if (t === 205_000) expect(r.summary.rates!.starved).toBeGreaterThanOrEqual(6);
+    }
+    // Before: 'conveyor.stopped@205' (the window held only the items since the reconnect), then resumed.
+    // The belt that really stops at 300 s (its last item at ≈ 294.5 s) is under 6 a minute once
+    // only 5 items are left in the 60 s window (≈ 324.6 s), and stays under for 5 s.
+    expect(events).toEqual(['conveyor.stopped@329']);
+  });
+
   it('rate floor never fires while warming up', () => {
     const rf = new RateFloor(100, 1000, 10_000);
     for (let t = 0; t < 10_000; t += 100) expect(rf.update(0, t)).toBeUndefined();
