@@ -72,7 +72,8 @@ export interface ZoneMonitorOptions {
   exitOn?: ZoneExitOn;
   /**
    * A track of the same class that enters within this long after a track inside went unseen
-   * (not seen on the previous frame, still held: this is at most `exitDelayMs`) is taken to be
+   * (not seen on the previous frame, still held: this is at most `exitDelayMs`), and that was
+   * first seen after that track's last sighting, is taken to be
    * that object under a new id (an id switch): it continues the stay, with no `enter` event
    * and no new entry; the old track is dropped without an exit. Default 0: off.
    */
@@ -103,6 +104,8 @@ interface TrackInZone {
   streak: number;
   enteredAt: number;
   dwellRaised: boolean;
+  /** Frame time of the first sighting (this stay's record): an id switch's new id comes after the old one's last. */
+  firstSeen: number;
   lastSeen: number;
   /** Observed time of the last sighting (see ObservedTime): what `exitDelayMs` counts from. */
   lastSeenObs: number;
@@ -170,7 +173,7 @@ export class ZoneMonitor {
           st = undefined;
         }
         if (!st) {
-          st = { inside: false, streak: 0, enteredAt: 0, dwellRaised: false, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i] };
+          st = { inside: false, streak: 0, enteredAt: 0, dwellRaised: false, firstSeen: tMs, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i] };
           this.tracks.set(id, st);
         }
         st.lastSeen = tMs;
@@ -224,8 +227,10 @@ export class ZoneMonitor {
 
   /**
    * Re-entry suppression: when a track inside of the same class went unseen (not seen on the
-   * previous frame) at most `reentrySuppressMs` ago, `st` continues its stay and the old
-   * track is dropped. The most recently seen such track is taken. O(tracks in the zone), once per entry.
+   * previous frame) at most `reentrySuppressMs` ago, and `st` was first seen after it was last
+   * seen (an id switch's new id appears once the old one is gone: one seen beside it is
+   * another object, which enters), `st` continues its stay and the old track is dropped. The
+   * most recently seen such track is taken. O(tracks in the zone), once per entry.
    */
   private takeOverStay(id: number, st: TrackInZone, obsMs: number, prevFrame: number): boolean {
     const window = this.options.reentrySuppressMs ?? 0;
@@ -233,7 +238,7 @@ export class ZoneMonitor {
     let bestId = -1;
     let best: TrackInZone | undefined;
     for (const [oid, o] of this.tracks) {
-      if (oid === id || !o.inside || o.classId !== st.classId || o.lastSeen >= prevFrame || obsMs - o.lastSeenObs > window) continue;
+      if (oid === id || !o.inside || o.classId !== st.classId || o.lastSeen >= prevFrame || o.lastSeen >= st.firstSeen || obsMs - o.lastSeenObs > window) continue;
       if (!best || o.lastSeen > best.lastSeen) {
         best = o;
         bestId = oid;

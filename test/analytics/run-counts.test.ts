@@ -235,6 +235,16 @@ describe('zone re-entry suppression (id switches)', () => {
     expect(idSwitch({ reentrySuppressMs: 600 }).alerts.filter((x) => x.event === 'zone.enter')).toHaveLength(1);
   });
 
+  it('on: a person who was in view beside the one inside is not taken for it when that one is occluded as they step in', () => {
+    // Person 1 stands inside; person 2 waits outside from the start and steps in at 2900, while
+    // person 1 is hidden (3000–3100). Before, person 2's entry (at 3100) was taken for person 1's
+    // id switch: no alert for 2, and person 1, seen again, "entered" a second time.
+    const { a, alerts, step } = analyzer({ zones: [{ ...ZONE, reentrySuppressMs: 2000 }], rules: zoneRules });
+    play(step, 0, 6000, (t) => [...(t >= 3000 && t < 3200 ? [] : [[1, PERSON, 500, 400] as Row]), [2, PERSON, t >= 2900 ? 400 : 200, 400]]);
+    expect(alerts.map((x) => [x.event, x.trackId, x.t])).toEqual([['zone.enter', 1, 200], ['zone.enter', 2, 3100]]);
+    expect(a.report().zones.z).toMatchObject({ entered: 2, exited: 0, reidentified: 0, occupancy: 2 });
+  });
+
   it('on: two people inside at once both enter (the first is still seen)', () => {
     const { alerts, step } = analyzer({ zones: [{ ...ZONE, reentrySuppressMs: 2000 }], rules: zoneRules });
     play(step, 0, 1000, () => [[1, PERSON, 400, 400]]);

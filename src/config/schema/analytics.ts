@@ -57,10 +57,11 @@ export const ZoneSchema = z
      */
     exitOn: z.enum(['hold', 'last-seen']).default('hold'),
     /**
-     * An entry by a track of the same class within this long after a track inside went unseen
-     * is taken as an id switch: the new id continues the stay (no enter event, no new entry;
-     * the old id leaves without an exit). At most exitDelayMs. Default 0: off. Two objects of
-     * one class that really swap places within the window count once.
+     * An entry by a track of the same class within this long after a track inside went unseen,
+     * first seen after that track's last sighting, is taken as an id switch: the new id
+     * continues the stay (no enter event, no new entry; the old id leaves without an exit). At
+     * most exitDelayMs. Default 0: off. Two objects of one class that really swap places within
+     * the window count once.
      */
     reentrySuppressMs: ms(0).default(0),
   })
