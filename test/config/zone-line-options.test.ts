@@ -60,6 +60,20 @@ describe('fractions with units: pixel, and polygons with no area', () => {
   });
 });
 
+describe('a repeated point is named, not taken for crossing edges', () => {
+  it('a ring closed by repeating its first point (as GeoJSON writes it), and a point written twice: the point is named', () => {
+    // Before: "polygon is self-intersecting (edges 0 and 3 cross)" for a plain closed square.
+    expect(issues(failure('    zones:\n      - {id: z, polygon: [[0.1, 0.1], [0.9, 0.1], [0.9, 0.9], [0.1, 0.9], [0.1, 0.1]]}\n'))).toEqual([
+      '  sources[0].zones[0].polygon[4]: repeats the first point: a polygon closes by itself, leave the last point out',
+    ]);
+    expect(issues(failure('    zones:\n      - {id: z, units: pixel, polygon: [[10, 10], [90, 10], [90, 10], [90, 90], [10, 90]]}\n'))).toEqual([
+      '  sources[0].zones[0].polygon[2]: repeats the point before it (polygon[1]): leave one of them out',
+    ]);
+    // Edges that really cross are still named as such.
+    expect(issues(failure('    zones:\n      - {id: z, polygon: [[0, 0], [1, 1], [1, 0], [0, 1]]}\n'))).toEqual(['  sources[0].zones[0].polygon: polygon is self-intersecting (edges 0 and 2 cross)']);
+  });
+});
+
 describe('zone and line tracking knobs', () => {
   it('defaults: exit after 2000 ms unseen, exit by hold, no re-entry suppression; lines forget after 2000 ms', () => {
     const c = parse('    zones:\n      - {id: z, polygon: [[0,0],[1,0],[1,1]]}\n    lines:\n      - {id: l, from: [0, 0.5], to: [1, 0.5]}\n');

@@ -184,6 +184,19 @@ function hasNoArea(poly: readonly (readonly [number, number])[]): boolean {
   return polygonArea(poly) <= 1e-9 * scale * scale;
 }
 
+/**
+ * A point that repeats the one before it, as [its index, the earlier one's]: the last point
+ * repeating the first (a ring closed as GeoJSON writes it) is [n − 1, 0]. Such a polygon has an
+ * edge of no length, and its neighbours touch: the crossing check names two edges that do
+ * not cross (`edges 0 and 3 cross` for a closed square), so this is said instead.
+ */
+function repeatedPoint(poly: readonly (readonly [number, number])[]): [number, number] | undefined {
+  const n = poly.length;
+  if (poly[n - 1][0] === poly[0][0] && poly[n - 1][1] === poly[0][1]) return [n - 1, 0];
+  for (let j = 1; j < n; j++) if (poly[j][0] === poly[j - 1][0] && poly[j][1] === poly[j - 1][1]) return [j, j - 1];
+  return undefined;
+}
+
 function pixelHint(p: readonly number[], what: 'zone' | 'line'): string {
   return `coordinates look like pixels (e.g. [${p.join(', ')}]) but units is fraction (0–1 of the frame); add \`units: pixel\` to this ${what}, or give fractions`;
 }
@@ -219,7 +232,9 @@ export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig
       });
     }
     const cross = selfIntersection(z.polygon);
-    if (cross) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: `polygon is self-intersecting (edges ${cross[0]} and ${cross[1]} cross)` });
+    const repeated = cross && repeatedPoint(z.polygon);
+    if (repeated) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon', repeated[0]], message: repeated[1] === 0 && repeated[0] > 1 ? `repeats the first point: a polygon closes by itself, leave the last point out` : `repeats the point before it (polygon[${repeated[1]}]): leave one of them out` });
+    else if (cross) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: `polygon is self-intersecting (edges ${cross[0]} and ${cross[1]} cross)` });
     else if (hasNoArea(z.polygon)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: 'polygon has no area' });
   });
   const lineIds = new Set<string>();
