@@ -253,6 +253,15 @@ describe('zone re-entry suppression (id switches)', () => {
   });
 });
 
+describe('line-cross cooldown', () => {
+  it('is per track and direction: in and straight back out both alert, a second in within the cooldown does not', () => {
+    const { alerts, step } = analyzer({ lines: [GATE], rules: [{ id: 'any', type: 'line-cross', line: 'gate', cooldownSec: 60 }] });
+    // Track 1 goes down across the gate (in), back up (out), down again (in), 1 s each.
+    play(step, 0, 3000, (t) => [[1, PERSON, 300, t < 1000 ? 200 + t / 10 : t < 2000 ? 300 - (t - 1000) / 10 : 200 + (t - 2000) / 10]]);
+    expect(alerts.map((x) => x.direction)).toEqual(['in', 'out']);
+  });
+});
+
 describe('line forgetAfterMs', () => {
   it('a track re-found after a gap counts its crossing only while its side is remembered', () => {
     const crossings = (forgetAfterMs: number) => {

@@ -98,7 +98,7 @@ export const LineSchema = z
 const ruleBase = {
   id,
   severity: severity.default('warning'),
-  /** Minimum time between two alerts of this rule for the same key (track, or the rule itself). */
+  /** Minimum time between two alerts of this rule for the same key: the track (zone rules), the track and direction (line rules), or the rule itself (conveyor rules). */
   cooldownSec: finite().min(0).default(0),
 };
 
