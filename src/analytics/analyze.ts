@@ -15,8 +15,6 @@ export interface FrameResult extends DetectedFrame {
   analyzer?: SourceAnalyzer;
 }
 
-const NO_ALERTS: AlertDraft[] = [];
-
 /**
  * Runs a source's zones, lines and rules on each frame's tracked detections: figures for the
  * message and alerts to raise. Zones and lines are placed in pixels on the first frame and
@@ -24,7 +22,9 @@ const NO_ALERTS: AlertDraft[] = [];
  * Without an analyzer, results carry no analytics and no alerts.
  */
 export function analyze(analyzer: SourceAnalyzer | undefined): OperatorFunction<DetectedFrame, FrameResult> {
-  if (!analyzer) return map(({ frame, detections }) => ({ frame, detections, dropped: 0, alerts: NO_ALERTS }));
+  // A list of its own per result, as the analyzer's: an operator after this one may push its
+  // alerts onto it (one shared empty list carried such an alert on every later result).
+  if (!analyzer) return map(({ frame, detections }) => ({ frame, detections, dropped: 0, alerts: [] }));
   return (source) =>
     defer(() => {
       let placedFor: Letterbox | undefined;
