@@ -205,31 +205,42 @@ export class SourceAnalyzer {
     const label = (c: number) => this.labels[c] ?? String(c);
     const named = (m: Map<number, number>) => Object.fromEntries([...m].map(([c, n]) => [label(c), n]));
     const alertsOf = (pick: (r: RuleConfig) => boolean) => Object.fromEntries(this.rules.filter(pick).map((r) => [r.id, this.alertCounts.get(r.id) ?? 0]));
-    const zones: Record<string, ZoneReport> = {};
-    this.zoneCfg.forEach((z, i) => {
-      const st = this.zoneStats[i];
-      zones[z.id] = {
-        ...(z.classes ? { classes: [...z.classes] } : {}),
-        entered: st.entered,
-        exited: st.exited,
-        occupancy: this.ready ? this.zones[i].occupancy : 0,
-        reidentified: st.reidentified,
-        alerts: alertsOf((r) => 'zone' in r && r.zone === z.id),
-        ...(st.seenInstead && st.entered === 0 ? { seenInstead: st.seenInstead.top(SEEN_INSTEAD_TOP, label) } : {}),
-      };
-    });
-    const lines: Record<string, LineReport> = {};
-    this.lineCfg.forEach((l, i) => {
-      const st = this.lineStats[i];
-      lines[l.id] = {
-        ...(l.classes ? { classes: [...l.classes] } : {}),
-        in: st.in,
-        out: st.out,
-        byClass: { in: named(st.countIn), out: named(st.countOut) },
-        alerts: alertsOf((r) => 'line' in r && r.line === l.id),
-        ...(st.seenInstead && st.in + st.out === 0 ? { seenInstead: st.seenInstead.top(SEEN_INSTEAD_TOP, label) } : {}),
-      };
-    });
+    // Keyed by id through fromEntries (own properties), as the message's figures are: an id is
+    // any name of letters, digits, . _ -, and `zones['__proto__'] = …` set the prototype, so
+    // such a zone was missing from the report.
+    const zones: Record<string, ZoneReport> = Object.fromEntries(
+      this.zoneCfg.map((z, i): [string, ZoneReport] => {
+        const st = this.zoneStats[i];
+        return [
+          z.id,
+          {
+            ...(z.classes ? { classes: [...z.classes] } : {}),
+            entered: st.entered,
+            exited: st.exited,
+            occupancy: this.ready ? this.zones[i].occupancy : 0,
+            reidentified: st.reidentified,
+            alerts: alertsOf((r) => 'zone' in r && r.zone === z.id),
+            ...(st.seenInstead && st.entered === 0 ? { seenInstead: st.seenInstead.top(SEEN_INSTEAD_TOP, label) } : {}),
+          },
+        ];
+      }),
+    );
+    const lines: Record<string, LineReport> = Object.fromEntries(
+      this.lineCfg.map((l, i): [string, LineReport] => {
+        const st = this.lineStats[i];
+        return [
+          l.id,
+          {
+            ...(l.classes ? { classes: [...l.classes] } : {}),
+            in: st.in,
+            out: st.out,
+            byClass: { in: named(st.countIn), out: named(st.countOut) },
+            alerts: alertsOf((r) => 'line' in r && r.line === l.id),
+            ...(st.seenInstead && st.in + st.out === 0 ? { seenInstead: st.seenInstead.top(SEEN_INSTEAD_TOP, label) } : {}),
+          },
+        ];
+      }),
+    );
     return { zones, lines, alerts: Object.fromEntries(this.alertCounts), notes: explain(zones, lines) };
   }
 

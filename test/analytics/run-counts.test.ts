@@ -69,6 +69,18 @@ describe('run counts per zone and line', () => {
     expect(r.notes).toEqual([]);
   });
 
+  it('a zone and a line whose ids are names of Object.prototype are in the report like any other', () => {
+    // Ids are letters, digits, . _ -: `__proto__` is one. Before, the report set the zones
+    // object's prototype instead, and the zone was missing from the run summary and /api/sources.
+    const { a, step } = analyzer({ zones: [{ ...ZONE, id: '__proto__', classes: ['person'] }], lines: [{ ...GATE, id: 'constructor' }], rules: [{ id: 'in', type: 'zone-enter', zone: '__proto__' }] });
+    play(step, 0, 1000, () => [[1, PERSON, 400, 400], [2, CAR, 450, 400]]);
+    const r = a.report();
+    expect(Object.keys(r.zones)).toEqual(['__proto__']);
+    expect(Object.getPrototypeOf(r.zones)).toBe(Object.prototype);
+    expect(JSON.parse(JSON.stringify(r)).zones).toEqual({ ['__proto__']: { classes: ['person'], entered: 1, exited: 0, occupancy: 1, reidentified: 0, alerts: { in: 1 } } });
+    expect(Object.keys(r.lines)).toEqual(['constructor']);
+  });
+
   it('a line filtered to car that counted nothing tells which labels crossed it instead (each crossing once)', () => {
     const { a, step } = analyzer({ lines: [{ ...GATE, classes: ['car'] }], rules: [{ id: 'cars', type: 'line-cross', line: 'gate' }] });
     // Cars seen from above come out as cell phone (3 tracks) and suitcase (1); a phone that
