@@ -54,7 +54,7 @@ export type ZoneExitOn = 'hold' | 'last-seen';
 export interface ZoneMonitorOptions {
   /** Consecutive frames a track must be inside (or outside) before it counts as entered (or left). Default 3. Raising it stops flicker at the border from producing events, but delays each event by that many frames. */
   minHoldFrames: number;
-  /** A track inside longer than this raises one `dwell` event per stay. Default: none. */
+  /** A track inside longer than this raises one `dwell` event per stay (a stay runs from the first of the hold frames that made its entry). Default: none. */
   dwellLimitMs?: number;
   /**
    * A track not seen for longer than this is gone: it leaves the zone if it was inside (an
@@ -102,6 +102,13 @@ interface TrackInZone {
   inside: boolean;
   /** Consecutive frames whose raw state disagrees with `inside`. */
   streak: number;
+  /** Frame time of the first of those frames: where a stay begins (an entry) or ends (an exit). */
+  streakSince: number;
+  /**
+   * Start of the stay: the first of the `minHoldFrames` frames inside that made the entry, so
+   * the dwell limit counts the same media time whatever the frame rate (the hold's frames
+   * took 0.2 s at 10 fps, 2 s at 1 fps).
+   */
   enteredAt: number;
   dwellRaised: boolean;
   /** Frame time of the first sighting (this stay's record): an id switch's new id comes after the old one's last. */
@@ -173,13 +180,13 @@ export class ZoneMonitor {
           st = undefined;
         }
         if (!st) {
-          st = { inside: false, streak: 0, enteredAt: 0, dwellRaised: false, firstSeen: tMs, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i] };
+          st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen: tMs, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i] };
           this.tracks.set(id, st);
         }
         st.lastSeen = tMs;
         st.lastSeenObs = obsMs;
         if (raw !== st.inside) {
-          st.streak++;
+          if (st.streak++ === 0) st.streakSince = tMs;
           if (st.streak >= hold || (!raw && exitAtOnce)) {
             st.inside = raw;
             st.streak = 0;
@@ -187,14 +194,14 @@ export class ZoneMonitor {
               if (this.takeOverStay(id, st, obsMs, prevFrame)) {
                 stats.reidentified++;
               } else {
-                st.enteredAt = tMs;
+                st.enteredAt = st.streakSince;
                 st.dwellRaised = false;
                 if (stats.entered++ === 0) stats.seenIds?.clear();
                 events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0 });
               }
             } else {
               stats.exited++;
-              events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tMs - st.enteredAt });
+              events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: st.streakSince - st.enteredAt });
             }
           }
         } else {

@@ -165,13 +165,28 @@ describe('zone exit: delay, last position, occupancy', () => {
   it('exitDelayMs sets when a vanished track exits; dwell and lastSeenPts are those of its last sighting', () => {
     const run = (exitDelayMs?: number) => {
       const { alerts, step } = analyzer({ zones: [{ ...ZONE, ...(exitDelayMs !== undefined ? { exitDelayMs } : {}) }], rules: zoneRules });
-      play(step, 0, 1500, () => [[1, PERSON, 400, 400]]); // enters at 200 (3rd frame), last seen at 1400
+      play(step, 0, 1500, () => [[1, PERSON, 400, 400]]); // inside from 0 (entered at 200, the 3rd frame), last seen at 1400
       play(step, 1500, 6000, () => []);
       return alerts.filter((x) => x.event === 'zone.exit').map((x) => ({ t: x.t, dwellMs: x.dwellMs, lastSeenPts: x.lastSeenPts }));
     };
-    expect(run()).toEqual([{ t: 3500, dwellMs: 1200, lastSeenPts: 1.4 }]);
-    expect(run(500)).toEqual([{ t: 2000, dwellMs: 1200, lastSeenPts: 1.4 }]);
-    expect(run(0)).toEqual([{ t: 1500, dwellMs: 1200, lastSeenPts: 1.4 }]);
+    expect(run()).toEqual([{ t: 3500, dwellMs: 1400, lastSeenPts: 1.4 }]);
+    expect(run(500)).toEqual([{ t: 2000, dwellMs: 1400, lastSeenPts: 1.4 }]);
+    expect(run(0)).toEqual([{ t: 1500, dwellMs: 1400, lastSeenPts: 1.4 }]);
+  });
+
+  it('a stay runs from its first frame inside: the dwell limit and the exit\'s dwellMs are the same media time at 10 fps and at 1 fps', () => {
+    // Inside from 1000 to 20 000 (seen outside from then), dwellLimitSec 10, minHoldFrames 3.
+    // Before, a stay ran from the entry, the hold's 3rd frame: the dwell alert came at 11 200 at
+    // 10 fps but at 13 000 at 1 fps (the hold's frames took 2 s), 1.8 s late.
+    const run = (gapMs: number) => {
+      const { alerts, step } = analyzer({ zones: [{ ...ZONE, dwellLimitSec: 10 }], rules: [...zoneRules, { id: 'dwell', type: 'zone-dwell', zone: 'z' }] });
+      for (let t = 0; t < 30_000; t += gapMs) step(t, t < 1000 ? [] : [[1, PERSON, t < 20_000 ? 400 : 100, 400]]);
+      return Object.fromEntries(alerts.map((x) => [x.event, { t: x.t, dwellMs: x.dwellMs }]));
+    };
+    for (const gapMs of [100, 1000]) {
+      expect(run(gapMs)['zone.dwell'], `a frame every ${gapMs} ms`).toEqual({ t: 11_000, dwellMs: 10_000 });
+      expect(run(gapMs)['zone.exit'].dwellMs, `a frame every ${gapMs} ms`).toBe(19_000);
+    }
   });
 
   it('occupancy never counts a track lost for longer than the exit delay', () => {

@@ -40,7 +40,7 @@ export const ZoneSchema = z
     anchor: anchor.default('bottom-center'),
     /** Frames in a row inside (or outside) before an entry (or exit) counts. Default 3. */
     minHoldFrames: finite().int().min(1).max(1000).default(3),
-    /** A stay longer than this raises one dwell event. Default: none. */
+    /** A stay longer than this raises one dwell event (a stay runs from its first frame inside, see minHoldFrames). Default: none. */
     dwellLimitSec: finite().positive().optional(),
     /**
      * A track inside that is not seen for longer than this has left: exit event (dwell up to
