@@ -4,18 +4,18 @@ import { KOfN, RateFloor } from '../../src/analytics/conveyor.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { PipelineSchema, SourceSchema, untrackedError } from '../../src/config/schema.js';
 import { Detections } from '../../src/core/detections.js';
-import { ByteTracker } from '../../src/tracking/byte-tracker.js';
+import { ByteTracker, type ByteTrackerOptions } from '../../src/tracking/byte-tracker.js';
 import { feed, type Scene } from '../tracking/helpers.js';
 
 const LABELS = ['person', 'bicycle', 'car', 'bottle', 'scissors'];
 const W = 640, H = 480;
 
 /** Runs a scripted scene through the real tracker and the analyzer of one source config. */
-function simulate(source: Record<string, unknown>, scene: Scene, fps = 10, untilSec = 10) {
+function simulate(source: Record<string, unknown>, scene: Scene, fps = 10, untilSec = 10, tracking: ByteTrackerOptions = {}) {
   const cfg = SourceSchema.parse({ id: 'cam', uri: '/x.mp4', ...source });
   const analyzer = new SourceAnalyzer(cfg, LABELS, 'sources[0]');
   analyzer.init(W, H);
-  const tracker = new ByteTracker({ frameRateHint: fps });
+  const tracker = new ByteTracker({ frameRateHint: fps, ...tracking });
   const alerts: (AlertDraft & { t: number })[] = [];
   const summaries = [];
   for (const f of feed(fps, untilSec, scene)) {
@@ -84,6 +84,14 @@ describe('zones', () => {
     });
     expect(r.alerts).toHaveLength(1);
     expect(r.alerts[0].trackId).toBeGreaterThan(0);
+  });
+
+  it('inference far behind (a frame every 1.25 s): one missed detection is an exit and a new entry with the defaults, none with the buffers above two gaps (README)', () => {
+    const rules = [{ id: 'enter', type: 'zone-enter', zone: 'z' }, { id: 'exit', type: 'zone-exit', zone: 'z' }];
+    const scene: Scene = { objects: [{ key: 'p', box: person(400, 300), hidden: [[10, 11.25]] }] };
+    const events = (r: ReturnType<typeof simulate>) => r.alerts.map((a) => `${a.event}#${a.trackId}`);
+    expect(events(simulate(zoneSource({}, rules), scene, 0.8, 30))).toEqual(['zone.enter#1', 'zone.exit#1', 'zone.enter#2']);
+    expect(events(simulate(zoneSource({ exitDelayMs: 3000 }, rules), scene, 0.8, 30, { lostTrackBufferMs: 1500 }))).toEqual(['zone.enter#1']);
   });
 
   it('de-duplication: one alert per entry, a new one after leaving and re-entering', () => {
