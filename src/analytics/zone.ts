@@ -208,7 +208,9 @@ export class ZoneMonitor {
           st.streak = 0;
         }
         const limit = this.options.dwellLimitMs;
-        if (st.inside && limit !== undefined && !st.dwellRaised && tMs - st.enteredAt >= limit) {
+        // Only on a frame that sees it inside: one seen outside (an exit being held) may have
+        // left, and its stay then ended at the first of those frames.
+        if (raw && st.inside && limit !== undefined && !st.dwellRaised && tMs - st.enteredAt >= limit) {
           st.dwellRaised = true;
           events.push({ type: 'dwell', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tMs - st.enteredAt });
         }

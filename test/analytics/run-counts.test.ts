@@ -189,6 +189,15 @@ describe('zone exit: delay, last position, occupancy', () => {
     }
   });
 
+  it('no dwell alert on a frame that sees the track outside: its stay may have ended there', () => {
+    // Inside from 1000 to 10 900, seen outside from 11 000 (minHoldFrames 5: the exit at 11 400).
+    // Its stay lasted 10 s, not beyond dwellLimitSec 10; before, the dwell alert came at 11 000,
+    // on the first frame that saw it outside.
+    const { alerts, step } = analyzer({ zones: [{ ...ZONE, minHoldFrames: 5, dwellLimitSec: 10 }], rules: [...zoneRules, { id: 'dwell', type: 'zone-dwell', zone: 'z' }] });
+    play(step, 1000, 13_000, (t) => [[1, PERSON, t < 11_000 ? 400 : 100, 400]]);
+    expect(alerts.map((x) => [x.event, x.t, x.dwellMs])).toEqual([['zone.enter', 1400, undefined], ['zone.exit', 11_400, 10_000]]);
+  });
+
   it('occupancy never counts a track lost for longer than the exit delay', () => {
     const { step } = analyzer({ zones: [{ ...ZONE, exitDelayMs: 700 }] });
     play(step, 0, 1000, () => [[1, PERSON, 400, 400]]); // last seen at 900
