@@ -171,6 +171,14 @@ describe('lines', () => {
     expect(r.last.lines!.l).toEqual({ in: { bottle: 1 }, out: {} });
   });
 
+  it('jitter wider than the margin is crossings: an object standing on the line with its centre ±15 px either side counts each swing (README: jitter within the margin never double-counts)', () => {
+    // A tall bottle (100 px): the tracker keeps one id through the 30 px swings.
+    const scene: Scene = { objects: Array.from({ length: 40 }, (_, k) => ({ key: `b${k}`, box: [300, (k % 2 ? 255 : 225) - 50, 320, (k % 2 ? 255 : 225) + 50] as const, classId: 3, from: k / 10, until: (k + 1) / 10 })) };
+    const r = simulate(lineSource(), scene, 10, 4);
+    expect(r.last.lines!.l.in!.bottle).toBeGreaterThan(5);
+    expect(simulate(lineSource(undefined, 20), scene, 10, 4).last.lines!.l).toEqual({ in: {}, out: {} });
+  });
+
   it('going back and forth counts once per crossing (it left the margin each time)', () => {
     const y = (t: number) => (t < 4 ? 150 + t * 40 : 310 - (t - 4) * 40); // down past the line, then back up
     const scene: Scene = { objects: Array.from({ length: 80 }, (_, k) => ({ key: `b${k}`, box: bottle(300, y(k / 10)), classId: 3, from: k / 10, until: (k + 1) / 10 })) };
