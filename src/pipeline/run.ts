@@ -13,7 +13,7 @@ import type { AnnotateSink, AnnotateSourceStats } from '../sinks/annotate.js';
 import { AnnotateSinkSchema } from '../config/schema/sinks.js';
 import type { KafkaSink, KafkaSinkOptions } from '../sinks/kafka.js';
 import type { Claim, Message, MessageKind } from '../sinks/message.js';
-import { Outbox, recordMessage } from '../sinks/outbox.js';
+import { Outbox, recordMessage, strandedAlerts } from '../sinks/outbox.js';
 import { Publisher } from '../sinks/publisher.js';
 import type { Sink } from '../sinks/sink.js';
 import { StatusReporter } from '../sinks/status.js';
@@ -290,6 +290,15 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
   if (config.outbox.enabled ?? k !== undefined) {
     const dir = outboxDir(config, baseDir, env);
     outbox = await life.start('outbox', () => Outbox.open({ dir, maxBytes: config.outbox.maxBytes, maxAgeMs: config.outbox.maxAgeHours * 3_600_000, fsync: config.outbox.fsync, log }), (o) => o.close());
+    // In the background (it reads other journals): alerts left where no run will look.
+    if (!config.outbox.dir) void strandedAlerts(dir).then((found) => {
+      for (const [name, n] of found) {
+        const how = name.startsWith('worker-')
+          ? `a worker whose id changed (its default is the machine's name): a worker run with ARGUS_WORKER_ID=${name.slice('worker-'.length)} sends them`
+          : `a pipeline renamed: a run of it under the name "${name}" sends them`;
+        log(`outbox: ${join(dir, '..', name)} holds ${n} undelivered alert(s) that no argus has open; ${how}`, { dir }, 'error');
+      }
+    }, () => undefined);
   }
   if (jsonlPath !== undefined && jsonlPath !== '-') {
     // Opening truncates it: `--jsonl clip.mp4` emptied the clip a source was about to read, and

@@ -213,6 +213,27 @@ export function parseJournal(text: string): { records: Map<string, OutboxRecord>
  * there, and argus could not start at all, with "cannot read … (undefined)"). Only the live
  * records are kept. A missing file reads as empty.
  */
+/**
+ * Alerts not yet delivered in the journals of the other folders beside `dir` (other pipelines'
+ * default outboxes under one state directory) that no argus holds (no lock file: none has it
+ * open, none died holding it), by folder name. A pipeline renamed, or a worker whose id changed
+ * (its default is the machine's name), leaves its undelivered alerts in a folder that no run
+ * opens again: they are on disk, but nothing sends them. At most `maxFolders` folders are read.
+ */
+export async function strandedAlerts(dir: string, maxFolders = 100): Promise<Map<string, number>> {
+  const own = resolve(dir);
+  const root = resolve(own, '..');
+  const found = new Map<string, number>();
+  const entries = await readdir(root, { withFileTypes: true }).catch(() => []);
+  for (const e of entries.filter((x) => x.isDirectory()).slice(0, maxFolders)) {
+    const path = join(root, e.name);
+    if (path === own || (await stat(join(path, LOCK)).catch(() => undefined))) continue;
+    const alerts = (await readOutbox(path).catch(() => [])).filter((r) => r.kind === 'alert').length;
+    if (alerts > 0) found.set(e.name, alerts);
+  }
+  return found;
+}
+
 async function readJournal(path: string): Promise<{ records: Map<string, OutboxRecord>; corrupt: number; torn: boolean }> {
   const r = new JournalReader();
   // The pieces of the line read so far: joined once its end comes (adding each chunk to the
