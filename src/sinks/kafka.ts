@@ -129,6 +129,8 @@ const RECORD_OVERHEAD = 70;
 const TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
 /** Distinct failure reasons logged per outage at most. */
 const MAX_REASONS_LOGGED = 20;
+/** Acks kept for a latency listener not yet set (KafkaSink.onAck): the first ones of a run, before the metrics start. */
+const EARLY_ACKS_MAX = 100_000;
 
 type KafkaErrorLike = { message?: string; name?: string; type?: string; cause?: unknown };
 
@@ -286,7 +288,18 @@ export class KafkaSink implements Sink {
    * were kept for the next scrape, up to 100 000 and then no more: unscraped for that long, the
    * histogram's count fell behind argus_kafka_messages_total.)
    */
-  onAck: ((ms: number) => void) | undefined;
+  set onAck(listener: ((ms: number) => void) | undefined) {
+    this.ackListener = listener;
+    // Acks that came before the listener (the replay of an earlier run's outbox, acked while the
+    // HTTP server and the metrics were still starting) are told to it now: argus_kafka_messages_total
+    // counts them, and the histogram's count would otherwise fall behind it from the start.
+    const early = this.earlyAcks;
+    this.earlyAcks = undefined;
+    if (listener) for (const ms of early ?? []) listener(ms);
+  }
+  private ackListener: ((ms: number) => void) | undefined;
+  /** Acks before any listener was set (bounded: a pipeline without metrics never sets one). */
+  private earlyAcks: number[] | undefined = [];
   private readonly log: LogFn;
 
   constructor(private readonly o: KafkaSinkOptions) {
@@ -823,7 +836,8 @@ export class KafkaSink implements Sink {
 
   private noteAck(ms: number): void {
     this.ackLatency.add(ms);
-    this.onAck?.(ms);
+    if (this.ackListener) this.ackListener(ms);
+    else if (this.earlyAcks && this.earlyAcks.length < EARLY_ACKS_MAX) this.earlyAcks.push(ms);
   }
 
   get bufferCapacity(): number {

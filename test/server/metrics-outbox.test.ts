@@ -54,4 +54,18 @@ describe('metrics for alert delivery', () => {
     expect(sample(await metrics.scrape(), 'argus_kafka_publish_latency_seconds_count')).toBe(100_011);
     await kafka.close();
   }, 30_000);
+
+  it('counts the acks that came before the metrics started (an earlier run\'s outbox replayed at start), as argus_kafka_messages_total does', async () => {
+    const kafka = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'], closeTimeoutMs: 500 }), ssl: undefined });
+    const noteAck = (kafka as unknown as { noteAck(ms: number): void }).noteAck.bind(kafka);
+    // runPipeline publishes the replay right after the sink starts, and makes the metrics later.
+    noteAck(4);
+    noteAck(40);
+    const metrics = new Metrics({ stats: () => [], provider: 'cpu', kafka });
+    noteAck(4);
+    const text = await metrics.scrape();
+    expect(sample(text, 'argus_kafka_publish_latency_seconds_count')).toBe(3);
+    expect(sample(text, 'argus_kafka_publish_latency_seconds_bucket{le="0.005"}')).toBe(2);
+    await kafka.close();
+  }, 30_000);
 });
