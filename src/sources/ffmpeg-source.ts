@@ -123,10 +123,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
           // Run as if the source had cameraClock: false, this run and the starts after it until
           // its wait is over: a glitch (a camera's timestamps that stopped advancing for a while)
           // cost the camera's clock, and the relay's access-unit ends, until argus restarted.
-          const failures = (memo.relayFailures ?? 0) + 1;
-          const wait = relayRetryWait(failures);
-          memo.relayFailures = failures;
-          memo.unrelayed = { until: now() + wait };
+          const wait = relayGivenUp(memo, now());
           tap.close();
           base.onClockNotice?.(`source "${base.id}": the camera's clock is not used: ${relayFailure}; it is run without argus's relay, frames stamped with their arrival at ffmpeg (the relay is tried again at the source's first restart after ${Math.round(wait / 1000)} s)`);
           const unrelayed = { ...base, input: { ...base.input, relay: undefined } };
@@ -148,9 +145,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   if (checksCertificate(options.input.url, options.input.tls) && !tapsCameraClock(options.input)) {
     return throwError(() => new ArgusError(ErrorCodes.SOURCE_OPEN, redact(`source "${options.id}": an rtsps:// camera without argus's relay, whose certificate ffmpeg cannot check: tls: { verify: false } runs it so`)));
   }
-  // A relay given up is tried again at the first start after its wait (never by a restart of its own).
-  if (memo.unrelayed && now() >= memo.unrelayed.until) memo.unrelayed = undefined;
-  if (!tapsCameraClock(options.input) || memo.unrelayed) return defer(() => run(options));
+  if (!tapsCameraClock(options.input) || !relayStart(memo, now())) return defer(() => run(options));
   // RTSP over TCP: through argus's relay, which reads the camera's clock (rtsp-tap).
   return new Observable<Frame>((subscriber) => {
     // With low-latency decoding, each access unit is ended for ffmpeg as soon as it is in (UnitEnds).
@@ -183,6 +178,32 @@ export function relayRetryWait(failures: number): number {
   return Math.min(RELAY_RETRY_MAX_MS, RELAY_RETRY_MS * 2 ** Math.max(0, failures - 1));
 }
 
+/**
+ * The relay was given up at `t`: starts run without it until its wait is over (returned, ms),
+ * twice the last wait, or RELAY_RETRY_MS again after a start through it that ran for
+ * RELAY_RETRY_MAX_MS or more (a camera that glitches once a month waits a minute each time).
+ */
+export function relayGivenUp(memo: SourceMemo, t: number): number {
+  const longRun = memo.relayedSince !== undefined && t - memo.relayedSince >= RELAY_RETRY_MAX_MS;
+  const failures = (longRun ? 0 : (memo.relayFailures ?? 0)) + 1;
+  const wait = relayRetryWait(failures);
+  memo.relayFailures = failures;
+  memo.unrelayed = { until: t + wait };
+  return wait;
+}
+
+/**
+ * Whether a start at `t` goes through the relay (noted in the memo when it does): not while
+ * the wait after a give-up lasts. A relay given up is tried again at the first start after its
+ * wait, never by a restart of its own.
+ */
+export function relayStart(memo: SourceMemo, t: number): boolean {
+  if (memo.unrelayed && t < memo.unrelayed.until) return false;
+  memo.unrelayed = undefined;
+  memo.relayedSince = t;
+  return true;
+}
+
 /** What runs of one source learnt of it (FfmpegSourceOptions.memo). */
 export interface SourceMemo {
   packed?: boolean;
@@ -194,6 +215,8 @@ export interface SourceMemo {
   unrelayed?: { until: number };
   /** How many times the relay was given up: each wait is twice the last (relayRetryWait). */
   relayFailures?: number;
+  /** When the latest start through the relay began: one that ran RELAY_RETRY_MAX_MS before giving up counts as a first give-up. */
+  relayedSince?: number;
 }
 
 /** The file's own rate is below the configured one: ffmpegSource runs it again at its own rate. */

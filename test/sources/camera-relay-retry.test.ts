@@ -1,7 +1,7 @@
 import { firstValueFrom, lastValueFrom, take, tap, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Frame } from '../../src/core/frame.js';
-import { ffmpegSource, RELAY_RETRY_MAX_MS, RELAY_RETRY_MS, relayRetryWait, type FfmpegSourceOptions, type SourceMemo } from '../../src/sources/ffmpeg-source.js';
+import { ffmpegSource, RELAY_RETRY_MAX_MS, RELAY_RETRY_MS, relayGivenUp, relayRetryWait, relayStart, type FfmpegSourceOptions, type SourceMemo } from '../../src/sources/ffmpeg-source.js';
 import { resolveFfmpeg } from '../../src/sources/ffmpeg-path.js';
 import { MIRROR } from '../helpers/assets.js';
 import { RtspCamera } from '../helpers/rtsp-camera.js';
@@ -59,6 +59,28 @@ describe("a camera's clock through argus's relay, after the relay was given up",
     expect([1, 2, 3].map(relayRetryWait)).toEqual([RELAY_RETRY_MS, 2 * RELAY_RETRY_MS, 4 * RELAY_RETRY_MS]);
     expect(relayRetryWait(7)).toBe(RELAY_RETRY_MAX_MS);
     expect(relayRetryWait(1000)).toBe(RELAY_RETRY_MAX_MS);
+  });
+
+  it('starts go without the relay while the wait lasts, through it after; a relay that ran an hour before its next give-up waits a minute again, not twice the last wait', () => {
+    const memo: SourceMemo = {};
+    const hour = RELAY_RETRY_MAX_MS;
+    expect(relayStart(memo, 0)).toBe(true);
+    // Three give-ups in quick succession: 1, 2, 4 minutes.
+    let t = 10_000;
+    for (const want of [1, 2, 4]) {
+      expect(relayGivenUp(memo, t)).toBe(want * RELAY_RETRY_MS);
+      expect(relayStart(memo, t + want * RELAY_RETRY_MS - 1)).toBe(false);
+      t += want * RELAY_RETRY_MS;
+      expect(relayStart(memo, t)).toBe(true);
+      t += 5_000;
+    }
+    // The fourth after a short run: 8 minutes.
+    expect(relayGivenUp(memo, t)).toBe(8 * RELAY_RETRY_MS);
+    t += 8 * RELAY_RETRY_MS;
+    expect(relayStart(memo, t)).toBe(true);
+    // Then the relay runs for an hour: its next give-up is a first one.
+    expect(relayGivenUp(memo, t + hour)).toBe(RELAY_RETRY_MS);
+    expect(memo.relayFailures).toBe(1);
   });
 
   it("a camera time not believed is told once per start, also when the start runs ffmpeg twice (a small picture: packed frames)", async () => {
