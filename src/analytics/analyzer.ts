@@ -1,6 +1,6 @@
 import type { LineConfig, RuleConfig, SourceConfig, ZoneConfig } from '../config/schema.js';
 import type { Detections } from '../core/detections.js';
-import { ObservedTime } from '../core/clock.js';
+import { ObservedTime, OUTAGE_MS } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { Point } from '../core/polygon.js';
 import { mention } from '../core/redact.js';
@@ -66,7 +66,9 @@ export class SourceAnalyzer {
   /** conveyor-rate rules whose current stoppage was alerted: its `resumed` follows. */
   private readonly stopAlerted = new Set<string>();
   /** The frames' time with stalls counted as one usual gap, for the zones' and lines' unseen timeouts and the conveyor rates. */
-  private readonly observed = new ObservedTime();
+  private readonly observed = new ObservedTime(OUTAGE_MS);
+  /** The same without the outage bound, for the conveyor rates: no length of outage is evidence that a belt stopped. */
+  private readonly observedRates = new ObservedTime();
   private ready = false;
   /** Stretch notices given (stretchNotices), by field and the picture's shape. */
   private readonly stretchWarned = new Set<string>();
@@ -247,6 +249,7 @@ export class SourceAnalyzer {
   process(d: Detections, tMs: number): { summary: AnalyticsSummary; alerts: AlertDraft[] } {
     if (!this.ready) throw new Error('SourceAnalyzer.init() must run before process()');
     const obsMs = this.observed.advance(tMs);
+    const rateMs = this.observedRates.advance(tMs);
     const zoneEvents: ZoneEvent[] = [];
     for (const z of this.zones) for (const e of z.update(d, tMs, obsMs)) zoneEvents.push(e);
     const lineEvents: LineEvent[] = [];
@@ -281,13 +284,13 @@ export class SourceAnalyzer {
           const name = r.line !== undefined ? `line ${r.line}` : `zone ${r.zone}`;
           // On the observed time: frames that did not arrive (a camera's outage, a reconnect) saw
           // no items, but are no evidence that the belt stopped, any more than that a track left.
-          const change = rf.update(items, obsMs);
+          const change = rf.update(items, rateMs);
           if (change === 'stopped' && cd.allow('', tMs)) {
             this.stopAlerted.add(r.id);
-            alerts.push({ rule: r.id, severity: r.severity, event: 'conveyor.stopped', message: `${name}: ${rf.ratePerMinute(obsMs).toFixed(1)} items/min, under ${r.minPerMinute} for ${r.forSec} s`, ...where, row: -1, ratePerMinute: rf.ratePerMinute(obsMs) });
+            alerts.push({ rule: r.id, severity: r.severity, event: 'conveyor.stopped', message: `${name}: ${rf.ratePerMinute(rateMs).toFixed(1)} items/min, under ${r.minPerMinute} for ${r.forSec} s`, ...where, row: -1, ratePerMinute: rf.ratePerMinute(rateMs) });
           } else if (change === 'resumed' && this.stopAlerted.delete(r.id)) {
             // Only a stoppage that was alerted (not held back by the cooldown) is followed by its resumption.
-            alerts.push({ rule: r.id, severity: 'info', event: 'conveyor.resumed', message: `${name}: back to ${rf.ratePerMinute(obsMs).toFixed(1)} items/min`, ...where, row: -1, ratePerMinute: rf.ratePerMinute(obsMs) });
+            alerts.push({ rule: r.id, severity: 'info', event: 'conveyor.resumed', message: `${name}: back to ${rf.ratePerMinute(rateMs).toFixed(1)} items/min`, ...where, row: -1, ratePerMinute: rf.ratePerMinute(rateMs) });
           }
           break;
         }
@@ -313,7 +316,7 @@ export class SourceAnalyzer {
       const named = (m: Map<number, number>) => Object.fromEntries([...m].map(([c, n]) => [label(c), n]));
       summary.lines = Object.fromEntries(this.lines.map((l) => [l.id, { in: named(l.countIn), out: named(l.countOut) }]));
     }
-    if (this.rates.size) summary.rates = Object.fromEntries([...this.rates].map(([id, rf]) => [id, Math.round(rf.ratePerMinute(obsMs) * 10) / 10]));
+    if (this.rates.size) summary.rates = Object.fromEntries([...this.rates].map(([id, rf]) => [id, Math.round(rf.ratePerMinute(rateMs) * 10) / 10]));
     return { summary, alerts };
   }
 }

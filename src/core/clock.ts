@@ -20,6 +20,12 @@ export function fromWallClock(ms: number): number {
   return Math.abs(d) > WALL_STEP_MS ? ms + d : ms;
 }
 
+/**
+ * A gap between two frames longer than this is an outage (ObservedTime's `outageMs` for the
+ * tracker, zones and lines): counted in full, unlike a shorter stall.
+ */
+export const OUTAGE_MS = 10_000;
+
 /** A gap between two frames counts as a stall when it is longer than this and than `STALL_GAP_FACTOR` usual gaps. */
 export const STALL_GAP_MIN_MS = 1000;
 export const STALL_GAP_FACTOR = 4;
@@ -41,13 +47,28 @@ export class ObservedTime {
   private observedMs = 0;
   private usualGapMs = NaN;
 
+  /**
+   * @param outageMs A gap longer than this (an outage: a camera down, rebooted) counts in full,
+   * as evidence: what is in view after it cannot be taken for what was in view before (a newcomer
+   * where a person stood 10 minutes earlier inherited its track: no entry, and a dwell alert of
+   * 10 minutes). Default: none (the conveyor rate, for which an outage is never a stoppage).
+   */
+  constructor(private readonly outageMs = Infinity) {}
+
+  /** Whether the gap before the latest frame was an outage (longer than `outageMs`). */
+  afterOutage = false;
+
   /** Advances to the frame at `tMs` (its presentation time) and returns the observed time. A time earlier than the last adds nothing. */
   advance(tMs: number): number {
     const gap = tMs - this.lastMs;
     this.lastMs = tMs;
+    this.afterOutage = gap > this.outageMs;
     if (!(gap > 0)) return this.observedMs;
     const usual = this.usualGapMs;
-    if (gap > STALL_GAP_MIN_MS && gap > STALL_GAP_FACTOR * usual) {
+    if (this.afterOutage) {
+      // An outage: counted in full, and not the source's pace.
+      this.observedMs += gap;
+    } else if (gap > STALL_GAP_MIN_MS && gap > STALL_GAP_FACTOR * usual) {
       this.observedMs += usual;
       // A stall still moves the usual gap, by at most 4 usual gaps: a source that slows down for
       // good (inference falling behind) is learned in a few frames, an isolated stall barely counts.

@@ -1,4 +1,4 @@
-import { ObservedTime } from '../core/clock.js';
+import { ObservedTime, OUTAGE_MS } from '../core/clock.js';
 import { Detections } from '../core/detections.js';
 import { iouXyxy } from '../core/geometry.js';
 import { LinearAssignment } from './assignment.js';
@@ -195,7 +195,7 @@ export class ByteTracker {
   private clockOffsetMs = 0;
   private lastTimestampMs = NaN;
   /** Frames' time with stalls counted as one usual gap: what motion and the lost-track buffer run on. */
-  private observed = new ObservedTime();
+  private observed = new ObservedTime(OUTAGE_MS);
   private observedMs = 0;
   private readonly solver = new LinearAssignment();
 
@@ -263,6 +263,10 @@ export class ByteTracker {
     // A stall (no frame for much longer than usual) counts as one usual gap: nothing was seen
     // meanwhile, so tracks are neither moved on by their last velocity across it nor lost for it.
     const observed = this.observed.advance(timestampMs);
+    // After an outage (OUTAGE_MS without a frame: a camera down) no track goes on: someone where
+    // a person stood 10 minutes earlier inherited its id (no entry, a 10-minute dwell). Ids keep
+    // counting up.
+    if (this.observed.afterOutage) this.pool = [];
     const dt = (observed - this.observedMs) / this.framePeriodMs;
     this.observedMs = observed;
     const o = this.options;
@@ -391,7 +395,7 @@ export class ByteTracker {
     this.clockMs = 0;
     this.clockOffsetMs = 0;
     this.lastTimestampMs = NaN;
-    this.observed = new ObservedTime();
+    this.observed = new ObservedTime(OUTAGE_MS);
     this.observedMs = 0;
   }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ObservedTime, STALL_GAP_FACTOR, STALL_GAP_MIN_MS } from '../../src/core/clock.js';
+import { ObservedTime, OUTAGE_MS, STALL_GAP_FACTOR, STALL_GAP_MIN_MS } from '../../src/core/clock.js';
 
 /** Observed times for frames at `times`. */
 const observe = (times: number[]) => {
@@ -16,6 +16,20 @@ describe('ObservedTime', () => {
     expect(observe([0, 100, 200, 300, 5300, 5400])).toEqual([0, 100, 200, 300, 400, 500]);
     expect(STALL_GAP_MIN_MS).toBe(1000);
     expect(STALL_GAP_FACTOR).toBe(4);
+  });
+
+  it('with an outage bound, a gap longer than it counts in full and leaves the pace as it was; a stall within it is still one usual gap', () => {
+    const o = new ObservedTime(OUTAGE_MS);
+    const times = [0, 100, 200, 300, 300 + OUTAGE_MS + 1, 400 + OUTAGE_MS + 1, 5400 + OUTAGE_MS + 1];
+    const outage: boolean[] = [];
+    const observed = times.map((t) => {
+      const v = o.advance(t);
+      outage.push(o.afterOutage);
+      return v;
+    });
+    expect(observed).toEqual([0, 100, 200, 300, 300 + OUTAGE_MS + 1, 400 + OUTAGE_MS + 1, 500 + OUTAGE_MS + 1]);
+    expect(outage).toEqual([false, false, false, false, true, false, false]);
+    expect(OUTAGE_MS).toBe(10_000);
   });
 
   it('a source slower than one frame a second is not stalling at its own pace', () => {

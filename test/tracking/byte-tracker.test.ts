@@ -1,3 +1,4 @@
+import { OUTAGE_MS } from '../../src/core/clock.js';
 import { describe, expect, it } from 'vitest';
 import { Detections } from '../../src/core/detections.js';
 import { iouXyxy } from '../../src/core/geometry.js';
@@ -199,6 +200,24 @@ describe('ByteTracker', () => {
       for (let ms = 8100; ms < 9000; ms += 100) see(ms);
       ids.delete(-1);
       expect([...ids]).toEqual([1]);
+    });
+
+    it('an outage (no frame for longer than OUTAGE_MS) counts in full: what stands at the same spot afterwards is a new track, not the old one carried across 10 minutes', () => {
+      const t = new ByteTracker({ frameRateHint: 10 });
+      const box = dets([[350, 300, 410, 450, 0.9]]);
+      const ids = new Set<number>();
+      for (let ms = 0; ms < 3000; ms += 100) ids.add(t.update(box, ms).trackerId![0]);
+      // 10 minutes without a frame (the camera down), then someone at the same spot.
+      for (let ms = 603_000; ms < 604_000; ms += 100) ids.add(t.update(box, ms).trackerId![0]);
+      ids.delete(-1);
+      expect([...ids]).toEqual([1, 2]);
+      // A stall just within it still keeps the id.
+      const u = new ByteTracker({ frameRateHint: 10 });
+      const kept = new Set<number>();
+      for (let ms = 0; ms < 3000; ms += 100) kept.add(u.update(box, ms).trackerId![0]);
+      for (let ms = 2900 + OUTAGE_MS; ms < 3900 + OUTAGE_MS; ms += 100) kept.add(u.update(box, ms).trackerId![0]);
+      kept.delete(-1);
+      expect([...kept]).toEqual([1]);
     });
 
     it('an expired track leaves tracks()', () => {
