@@ -12,7 +12,7 @@ export interface WebSocketHubOptions {
   token?: string;
   /** Bytes queued for one client before its detection messages are dropped. Default 1 MiB. */
   maxBufferedBytes: number;
-  /** Alerts held for a client that is behind; beyond it the client is closed (1013), never silently short of an alert. Default 1000. */
+  /** Alerts and status changes held for a client that is behind; beyond it the client is closed (1013), never silently short of one. Default 1000. */
   maxAlertBacklog: number;
   /** Largest client message, its fragments together; a larger one closes the socket (1009). Default 4096. */
   maxClientMessageBytes: number;
@@ -68,7 +68,8 @@ const DEFAULT_MAX_MESSAGES_PER_SECOND = 100;
  * WebSocket fan-out on the pipeline's HTTP server. Clients subscribe to sources and message
  * kinds with a small JSON protocol (README, "WebSocket API"). Every client has a bounded send
  * buffer: a slow one loses detection messages (counted, and told so) and never slows the
- * pipeline or other clients; alerts wait in a bounded backlog and are never dropped silently.
+ * pipeline or other clients; alerts and status changes wait in a bounded backlog and are never
+ * dropped silently.
  */
 export class WebSocketHub implements Sink {
   readonly name = 'websocket';
@@ -331,7 +332,10 @@ export class WebSocketHub implements Sink {
       if (!c.kinds.has(sub) || (c.sources !== 'all' && !c.sources.has(source))) continue;
       if (c.closing || c.ws.readyState !== WebSocket.OPEN) continue;
       const behind = c.ws.bufferedAmount > this.o.maxBufferedBytes;
-      if (kind === 'alert') {
+      // Alerts and status changes are never dropped: a lost status leaves the client showing a
+      // camera's old state for good (a failed camera as streaming). Both share the backlog, so
+      // they keep their order; status changes are few (one per reconnect attempt at most).
+      if (kind === 'alert' || kind === 'status') {
         if (behind || c.alertBacklog.length > 0) this.queueAlert(c, json);
         else this.send(c, json);
         continue;
@@ -380,7 +384,7 @@ export class WebSocketHub implements Sink {
 
   private queueAlert(c: Client, json: string): void {
     if (c.alertBacklog.length >= this.o.maxAlertBacklog) {
-      this.kick(c, 1013, `alert backlog overflow (${c.alertBacklog.length} alerts): reconnect`);
+      this.kick(c, 1013, `backlog overflow (${c.alertBacklog.length} alerts and status changes): reconnect`);
       return;
     }
     c.alertBacklog.push(json);

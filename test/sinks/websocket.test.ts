@@ -197,6 +197,32 @@ describe('WebSocket API', () => {
     expect(dropped()).toBe(hub!.stats.dropped); // the only client that fell behind
   }, 180_000);
 
+  it('a client that stops reading still gets every status change (a camera that failed meanwhile), in order', async () => {
+    // A status message is a camera's state: one lost leaves a client showing "streaming" for a
+    // camera that failed, for good (the next change may never come). It used to be dropped like a
+    // detection while the client was behind, and counted in a `dropped` notice about detections.
+    const { url, publisher } = await setup({ maxBufferedBytes: 64 * 1024 });
+    const st = await connect(url);
+    await subscribe(st, ['a'], ['detections', 'alerts', 'status']);
+    (st.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    const states = ['stalled', 'reconnecting', 'failed'] as const;
+    for (const [i, state] of states.entries()) {
+      // Detections until the hub drops one: the client is behind when its camera's state changes.
+      const before = hub!.stats.dropped;
+      for (let n = 0; n < 2000 && hub!.stats.dropped === before; n++) {
+        const f = frame('a', 30_000);
+        publisher.detections(f.frame, f.dets, 0);
+        await new Promise((r) => setTimeout(r, 1));
+      }
+      expect(hub!.stats.dropped).toBeGreaterThan(before);
+      await publisher.status({ source: 'a', state, previous: 'streaming', reason: `r${i}`, at: now(), attempt: i });
+    }
+    (st.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+    await st.next((m) => m.type === 'status' && m.state === 'failed', 20_000);
+    expect(st.msgs.filter((m) => m.type === 'status').map((m) => m.state)).toEqual(states);
+    for (const m of st.msgs.filter((x) => x.type === 'status')) assertValidMessage(m);
+  }, 120_000);
+
   it('closing the hub closes clients with 1001', async () => {
     const { url } = await setup();
     const c = await connect(url);

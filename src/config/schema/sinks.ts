@@ -66,7 +66,7 @@ export const WebSocketSinkSchema = z
     enabled: z.boolean().default(true),
     /** Bytes queued for one client before its detection messages are dropped (and counted, and the client told). Default 1 MiB. */
     maxBufferedBytes: finite().int().min(1024).default(1024 * 1024),
-    /** Alerts held for a slow client before it is closed with 1013. Default 1000. */
+    /** Alerts and status changes held for a slow client before it is closed with 1013. Default 1000. */
     maxAlertBacklog: finite().int().min(1).default(1000),
     /** Largest client message answered normally; larger ones get an error frame. Default 4096. */
     maxClientMessageBytes: finite().int().min(64).max(65536).default(4096),
