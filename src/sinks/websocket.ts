@@ -303,7 +303,7 @@ export class WebSocketHub implements Sink {
       case 'unsubscribe':
         c.sources = new Set();
         c.kinds = new Set();
-        return void this.sendControl(c, { type: 'subscribed', sources: [], kinds: [] });
+        return void this.sendControl(c, { type: 'subscribed', sources: [], kinds: [], unknownSources: [] });
       case 'ping':
         return void this.sendControl(c, { type: 'pong', t: Date.now() });
       default:

@@ -223,6 +223,18 @@ describe('WebSocket API', () => {
     for (const m of st.msgs.filter((x) => x.type === 'status')) assertValidMessage(m);
   }, 120_000);
 
+  it("every reply to a subscribe or unsubscribe has the README's shape: sources, kinds and unknownSources", async () => {
+    // A client with a typed model of `subscribed` (unknownSources required) failed on the answer
+    // to unsubscribe, which had no unknownSources.
+    const { url } = await setup();
+    const c = await connect(url);
+    c.send({ type: 'subscribe', sources: ['a', 'nope'] });
+    expect(await c.next((m) => m.type === 'subscribed')).toEqual({ type: 'subscribed', sources: ['a', 'nope'], kinds: ['detections', 'alerts'], unknownSources: ['nope'] });
+    c.msgs.length = 0;
+    c.send({ type: 'unsubscribe' });
+    expect(await c.next((m) => m.type === 'subscribed')).toEqual({ type: 'subscribed', sources: [], kinds: [], unknownSources: [] });
+  });
+
   it('closing the hub closes clients with 1001', async () => {
     const { url } = await setup();
     const c = await connect(url);
