@@ -267,7 +267,7 @@ program
   .option('--from-beginning', 'start at the oldest message', false)
   .option('--window <n>', 'print p50/p99 every N records read', positiveInt, 100)
   .option('--count <n>', 'stop after N records read: every record counts, also one skipped as stale (a former owner\'s), not JSON or not an argus message', positiveInt)
-  .option('--json', 'print each message as JSON', false)
+  .option('--json', 'print each record as read, one JSON a line (a record that is not JSON: a note on stderr)', false)
   .action(async (opts: { brokers?: string[]; config?: string; topic?: string; fromBeginning: boolean; window: number; count?: number; json: boolean }) => {
     const { consume, consumeTarget } = await import('./sinks/consume.js');
     const target = await consumeTarget(opts);

@@ -21,6 +21,8 @@ export interface ConsumeOptions extends ConsumeTarget {
   /** How long to wait for the brokers to answer at all, ms. Default CONNECT_TIMEOUT_MS. */
   connectTimeoutMs?: number;
   out?: NodeJS.WritableStream;
+  /** With `json`, where a record that is not JSON is said (stdout then carries only JSON). Default stderr. */
+  err?: NodeJS.WritableStream;
   signal?: AbortSignal;
 }
 
@@ -195,7 +197,7 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
       if (type === 'TOPIC_AUTHORIZATION_FAILED') throw new ArgusError(ErrorCodes.SINK_TOPIC, `consume: the Kafka ${brokersText(o.brokers)} does not let these credentials read topic ${forTerminal(o.topic)}`, { cause: e });
       throw e;
     });
-    /** The line printed for one record (undefined: nothing, a stale record with --json). */
+    /** The line printed for one record (undefined: nothing; with --json a stale or empty record, and one that is not JSON, said on stderr). */
     const describe = (text: string | undefined, partition: number): string | undefined => {
       const t = now();
       if (text === undefined || text === '') {
@@ -207,7 +209,12 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
         parsed = JSON.parse(text);
       } catch {
         notArgus++;
-        return `(not JSON) ${forTerminal(text.slice(0, 80))}`;
+        const note = `(not JSON) ${forTerminal(text.slice(0, 80))}`;
+        // --json output is JSON, one record a line, for `| jq` and other programs: a line that is
+        // not JSON there ended such a reader (and so this command) at the first garbage record.
+        if (!o.json) return note;
+        (o.err ?? process.stderr).write(note + '\n');
+        return undefined;
       }
       const m = asArgusMessage(parsed);
       if (!m) {

@@ -91,6 +91,23 @@ describe('argus consume against hostile and malformed records', () => {
   }, 120_000);
 });
 
+describe('argus consume --json', () => {
+  it('writes only JSON to stdout (one record a line, as read): a record that is not JSON is said on stderr, escaped, so `| jq` survives garbage on the topic', async () => {
+    const topic = uniqueTopic('consume-json');
+    const t = Date.now();
+    const good = JSON.stringify({ type: 'detections', version: 1, source: 'lobby', seq: 1, stamps: { produced: t }, detections: [] });
+    await produce(topic, [good, '\u001b[2Jnot json', null, 'null', good]);
+    const c = collector();
+    const e = collector();
+    const s = await consume({ brokers, topic, fromBeginning: true, window: 100, count: 5, json: true, out: c.out, err: e.out });
+    const lines = c.text().trimEnd().split('\n');
+    for (const l of lines) expect(() => JSON.parse(l), l).not.toThrow();
+    expect(lines).toEqual([good, 'null', good]);
+    expect(e.text()).toBe('(not JSON) \\x1b[2Jnot json\n');
+    expect(s).toMatchObject({ records: 5, notArgus: 3 });
+  });
+});
+
 describe('argus consume: the topic', () => {
   it('--config: reads its Kafka sink\'s detections topic on its brokers (the CLI, no --brokers or --topic)', async () => {
     const topic = uniqueTopic('consume-config');
