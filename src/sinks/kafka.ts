@@ -414,7 +414,15 @@ export class KafkaSink implements Sink {
             `kafka: topic${missing.length > 1 ? 's' : ''} ${missing.map((t) => `"${t}"`).join(', ')} do${missing.length > 1 ? '' : 'es'} not exist on ${this.o.brokers.join(',')} and sinks.kafka.createTopics is false`,
           );
         }
-        await admin.createTopics({ waitForLeaders: true, topics: missing.map((topic) => ({ topic, numPartitions: this.o.partitions, replicationFactor: this.o.replicationFactor })) });
+        // The status topic compacted: each camera's latest state stays for a consumer that starts
+        // late (it had the broker's delete policy, so after the retention a camera had no state
+        // until its next change). Not when it is also the detections' or the alerts' topic.
+        const { detections, alerts, status } = this.o.topics;
+        const compact = (topic: string) => topic === status && status !== detections && status !== alerts;
+        await admin.createTopics({
+          waitForLeaders: true,
+          topics: missing.map((topic) => ({ topic, numPartitions: this.o.partitions, replicationFactor: this.o.replicationFactor, ...(compact(topic) ? { configEntries: [{ name: 'cleanup.policy', value: 'compact' }] } : {}) })),
+        });
         this.log(`kafka: created topics ${missing.join(', ')}`);
       }
       this.topicsChecked = true;

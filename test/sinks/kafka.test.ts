@@ -61,6 +61,24 @@ describe('Kafka sink against a real broker', () => {
     await sink.close();
   });
 
+  it('creates the status topic compacted (each camera\'s latest state stays), the detections and alerts topics with the broker\'s delete policy', async () => {
+    const topic = uniqueTopic('policy');
+    const topics = { detections: topic, alerts: `${topic}.alerts`, status: `${topic}.status` };
+    const sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers, topics }), ssl: undefined, closeTimeoutMs: 1000, startWaitMs: 120_000 });
+    await sink.start();
+    await sink.close();
+    const { Kafka, ConfigResourceTypes, logLevel } = await import('kafkajs');
+    const admin = new Kafka({ brokers, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    try {
+      const { resources } = await admin.describeConfigs({ includeSynonyms: false, resources: Object.values(topics).map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: ['cleanup.policy'] })) });
+      const policy = Object.fromEntries(resources.map((r) => [r.resourceName, r.configEntries[0]?.configValue]));
+      expect(policy).toEqual({ [topics.detections]: 'delete', [topics.alerts]: 'delete', [topics.status]: 'compact' });
+    } finally {
+      await admin.disconnect();
+    }
+  }, BROKER_TIMEOUT_MS);
+
   it('argus consume prints each message with its source → consumption latency and p50/p99', async () => {
     const topic = uniqueTopic('consume');
     await runPipeline(pipeline({ brokers, topics: { detections: topic, alerts: `${topic}.alerts` } }), { maxFrames: 10, status: false });
