@@ -21,8 +21,10 @@ export function fromWallClock(ms: number): number {
 }
 
 /**
- * A gap between two frames longer than this is an outage (ObservedTime's `outageMs` for the
- * tracker, zones and lines): counted in full, unlike a shorter stall.
+ * A stall (a gap longer than `STALL_GAP_FACTOR` usual gaps) longer than this is an outage
+ * (ObservedTime's `outageMs` for the tracker, zones and lines): counted in full, unlike a
+ * shorter stall. A source whose own pace is this slow (`fps: 0.1`) has no outage between its
+ * frames.
  */
 export const OUTAGE_MS = 10_000;
 
@@ -48,7 +50,7 @@ export class ObservedTime {
   private usualGapMs = NaN;
 
   /**
-   * @param outageMs A gap longer than this (an outage: a camera down, rebooted) counts in full,
+   * @param outageMs A stall longer than this (an outage: a camera down, rebooted) counts in full,
    * as evidence: what is in view after it cannot be taken for what was in view before (a newcomer
    * where a person stood 10 minutes earlier inherited its track: no entry, and a dwell alert of
    * 10 minutes). Default: none (the conveyor rate, for which an outage is never a stoppage).
@@ -62,9 +64,12 @@ export class ObservedTime {
   advance(tMs: number): number {
     const gap = tMs - this.lastMs;
     this.lastMs = tMs;
-    this.afterOutage = gap > this.outageMs;
-    if (!(gap > 0)) return this.observedMs;
     const usual = this.usualGapMs;
+    // Only a stall can be an outage: a source whose own pace is a frame every 10 s or more
+    // (`fps: 0.1`, inference far behind) is not down between its frames, and its first gap,
+    // which sets the pace, is none either.
+    this.afterOutage = gap > this.outageMs && gap > STALL_GAP_FACTOR * usual;
+    if (!(gap > 0)) return this.observedMs;
     if (this.afterOutage) {
       // An outage: counted in full, and not the source's pace.
       this.observedMs += gap;

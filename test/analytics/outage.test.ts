@@ -58,3 +58,41 @@ describe('a camera outage, tracker and zones together', () => {
     expect(alerts.map((x) => [x.event, x.trackId])).toEqual([['zone.enter', 1]]);
   });
 });
+
+describe('a source whose own pace is slower than OUTAGE_MS', () => {
+  const run = (times: number[]) => {
+    const a = new SourceAnalyzer(
+      SourceSchema.parse({
+        id: 'cam',
+        uri: 'rtsp://cam/x',
+        fps: 0.1,
+        zones: [{ id: 'z', polygon: [[0.5, 0.625], [1, 0.625], [1, 1], [0.5, 1]], exitDelayMs: 60_000 }],
+        rules: [
+          { id: 'in', type: 'zone-enter', zone: 'z' },
+          { id: 'out', type: 'zone-exit', zone: 'z' },
+        ],
+      }),
+      ['person'],
+      'sources[0]',
+    );
+    a.init(W, H);
+    const tracker = new ByteTracker({ frameRateHint: 0.1, lostTrackBufferMs: 30_000 });
+    const alerts: [string, number | undefined][] = [];
+    for (const t of times) for (const x of a.process(tracker.update(person(), t), t).alerts) alerts.push([x.event as string, x.trackId as number | undefined]);
+    return alerts;
+  };
+
+  it('fps 0.05 (a frame every 20 s, its usual pace): the person standing in the zone enters once and stays', () => {
+    expect(run(Array.from({ length: 12 }, (_, k) => k * 20_000))).toEqual([['zone.enter', 1]]);
+  });
+
+  it('fps 0.1 with arrival jitter (gaps of 9.98 to 10.02 s): still one track, one entry', () => {
+    expect(run(Array.from({ length: 12 }, (_, k) => k * 10_000 + (k % 2 ? 20 : -20)))).toEqual([['zone.enter', 1]]);
+  });
+
+  it('at that pace a real outage (10 minutes) is still one', () => {
+    const times = Array.from({ length: 8 }, (_, k) => k * 20_000);
+    for (let k = 0; k < 8; k++) times.push(800_000 + k * 20_000);
+    expect(run(times)).toEqual([['zone.enter', 1], ['zone.exit', 1], ['zone.enter', 2]]);
+  });
+});
