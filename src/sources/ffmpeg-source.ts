@@ -180,8 +180,8 @@ export function relayRetryWait(failures: number): number {
 
 /**
  * The relay was given up at `t`: starts run without it until its wait is over (returned, ms),
- * twice the last wait, or RELAY_RETRY_MS again after a start through it that ran for
- * RELAY_RETRY_MAX_MS or more (a camera that glitches once a month waits a minute each time).
+ * twice the last wait, or RELAY_RETRY_MS again after the relay ran (across the source's
+ * restarts) for RELAY_RETRY_MAX_MS or more (a camera that glitches once a month waits a minute each time).
  */
 export function relayGivenUp(memo: SourceMemo, t: number): number {
   const longRun = memo.relayedSince !== undefined && t - memo.relayedSince >= RELAY_RETRY_MAX_MS;
@@ -199,8 +199,11 @@ export function relayGivenUp(memo: SourceMemo, t: number): number {
  */
 export function relayStart(memo: SourceMemo, t: number): boolean {
   if (memo.unrelayed && t < memo.unrelayed.until) return false;
+  // Since the first start through it, or its retry after a give-up: a reconnect of the camera
+  // (a start through the relay again) does not restart the count, or a camera that reconnects
+  // more often than hourly never earned its minute's wait back.
+  if (memo.relayedSince === undefined || memo.unrelayed) memo.relayedSince = t;
   memo.unrelayed = undefined;
-  memo.relayedSince = t;
   return true;
 }
 
@@ -215,7 +218,7 @@ export interface SourceMemo {
   unrelayed?: { until: number };
   /** How many times the relay was given up: each wait is twice the last (relayRetryWait). */
   relayFailures?: number;
-  /** When the latest start through the relay began: one that ran RELAY_RETRY_MAX_MS before giving up counts as a first give-up. */
+  /** Since when the relay has been run, across the source's restarts (its first start, or its retry after a give-up): one that ran RELAY_RETRY_MAX_MS before giving up counts as a first give-up. */
   relayedSince?: number;
 }
 

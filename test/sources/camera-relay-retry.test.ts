@@ -83,6 +83,18 @@ describe("a camera's clock through argus's relay, after the relay was given up",
     expect(memo.relayFailures).toBe(1);
   });
 
+  it('a relay that ran an hour across reconnects of the camera (restarts through it) waits a minute at its next give-up, not twice the last wait', () => {
+    const memo: SourceMemo = {};
+    expect(relayStart(memo, 0)).toBe(true);
+    expect(relayGivenUp(memo, 10_000)).toBe(RELAY_RETRY_MS);
+    let t = 10_000 + RELAY_RETRY_MS;
+    expect(relayStart(memo, t)).toBe(true);
+    // The network drops the camera every 20 minutes: each reconnect is a start, through the relay.
+    for (let k = 0; k < 4; k++) expect(relayStart(memo, (t += 20 * 60_000))).toBe(true);
+    // 80 minutes of the relay since its retry, 5 since the latest reconnect: a first give-up again.
+    expect(relayGivenUp(memo, t + 5 * 60_000)).toBe(RELAY_RETRY_MS);
+  });
+
   it("a camera time not believed is told once per start, also when the start runs ffmpeg twice (a small picture: packed frames)", async () => {
     // The camera's clock 2 s ahead of its sending: not believed, frames stamped with their arrival.
     const started = await RtspCamera.start(PERSON, '320x180', { clockOffsetMs: 2000 });
