@@ -294,7 +294,7 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
     if (!config.outbox.dir) void strandedAlerts(dir).then((found) => {
       for (const [name, n] of found) {
         const how = name.startsWith('worker-')
-          ? `a worker whose id changed (its default is the machine's name): a worker run with ARGUS_WORKER_ID=${name.slice('worker-'.length)} sends them`
+          ? `a worker whose id changed (its default is the machine's name): a worker run with ARGUS_WORKER_ID=${name.slice('worker-'.length)} sends them (or a run of a pipeline named "${name}")`
           : `a pipeline renamed: a run of it under the name "${name}" sends them`;
         log(`outbox: ${join(dir, '..', name)} holds ${n} undelivered alert(s) that no argus has open; ${how}`, { dir }, 'error');
       }

@@ -208,12 +208,6 @@ export function parseJournal(text: string): { records: Map<string, OutboxRecord>
 }
 
 /**
- * Reads a journal file as a stream, line by line: a journal can outgrow what one string holds
- * (V8's limit is about 512 MiB; a journal whose compaction kept failing on a full disk got
- * there, and argus could not start at all, with "cannot read … (undefined)"). Only the live
- * records are kept. A missing file reads as empty.
- */
-/**
  * Alerts not yet delivered in the journals of the other folders beside `dir` (other pipelines'
  * default outboxes under one state directory) that no argus holds (no lock file: none has it
  * open, none died holding it), by folder name. A pipeline renamed, or a worker whose id changed
@@ -234,6 +228,12 @@ export async function strandedAlerts(dir: string, maxFolders = 100): Promise<Map
   return found;
 }
 
+/**
+ * Reads a journal file as a stream, line by line: a journal can outgrow what one string holds
+ * (V8's limit is about 512 MiB; a journal whose compaction kept failing on a full disk got
+ * there, and argus could not start at all, with "cannot read … (undefined)"). Only the live
+ * records are kept. A missing file reads as empty.
+ */
 async function readJournal(path: string): Promise<{ records: Map<string, OutboxRecord>; corrupt: number; torn: boolean }> {
   const r = new JournalReader();
   // The pieces of the line read so far: joined once its end comes (adding each chunk to the

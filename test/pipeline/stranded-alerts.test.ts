@@ -55,7 +55,7 @@ describe('undelivered alerts in a journal no run opens (a pipeline renamed, a wo
     await runPipeline(config, { detector, status: false, env: { ARGUS_STATE_DIR: root }, log: (m, _f, level) => void (level === 'error' && errors.push(m)) });
     // The check runs in the background: waited for (up to a minute on a busy machine).
     for (let t = 0; t < 600 && errors.filter((e) => e.startsWith('outbox:')).length < 2; t++) await new Promise((r) => setTimeout(r, 100));
-    expect(errors).toContain(`outbox: ${join(root, 'worker-local')} holds 2 undelivered alert(s) that no argus has open; a worker whose id changed (its default is the machine's name): a worker run with ARGUS_WORKER_ID=local sends them`);
+    expect(errors).toContain(`outbox: ${join(root, 'worker-local')} holds 2 undelivered alert(s) that no argus has open; a worker whose id changed (its default is the machine's name): a worker run with ARGUS_WORKER_ID=local sends them (or a run of a pipeline named "worker-local")`);
     expect(errors).toContain(`outbox: ${join(root, 'old-name')} holds 1 undelivered alert(s) that no argus has open; a pipeline renamed: a run of it under the name "old-name" sends them`);
   });
 });
