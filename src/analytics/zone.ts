@@ -225,11 +225,16 @@ export class ZoneMonitor {
     return events;
   }
 
-  /** Drops a track unseen for longer than exitDelayMs; one inside exits as of its last sighting. */
+  /**
+   * Drops a track unseen for longer than exitDelayMs; one inside exits as of its last sighting,
+   * its stay ending there, or at its first frame seen outside when it vanished while that exit
+   * was held (its last sightings were outside).
+   */
   private gone(id: number, st: TrackInZone, events: ZoneEvent[]): void {
     if (st.inside) {
       this.stats.exited++;
-      events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: st.lastSeen - st.enteredAt, lastSeenMs: st.lastSeen });
+      const end = st.streak > 0 ? st.streakSince : st.lastSeen;
+      events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: end - st.enteredAt, lastSeenMs: st.lastSeen });
     }
     this.tracks.delete(id);
   }

@@ -189,6 +189,14 @@ describe('zone exit: delay, last position, occupancy', () => {
     }
   });
 
+  it('a track that vanishes while its exit is held (seen outside, not yet for minHoldFrames): its exit\'s dwellMs ends at its first frame outside', () => {
+    // Inside from 0 (the stay starts there), seen outside at 1000 and 1100, then never again.
+    const { alerts, step } = analyzer({ zones: [{ ...ZONE, exitDelayMs: 1000 }], rules: zoneRules });
+    play(step, 0, 1200, (t) => [[1, PERSON, t < 1000 ? 400 : 100, 400]]);
+    play(step, 1200, 3000, () => []);
+    expect(alerts.map((x) => [x.event, x.t, x.row, x.dwellMs, x.lastSeenPts])).toEqual([['zone.enter', 200, 0, undefined, undefined], ['zone.exit', 2200, -1, 1000, 1.1]]);
+  });
+
   it('no dwell alert on a frame that sees the track outside: its stay may have ended there', () => {
     // Inside from 1000 to 10 900, seen outside from 11 000 (minHoldFrames 5: the exit at 11 400).
     // Its stay lasted 10 s, not beyond dwellLimitSec 10; before, the dwell alert came at 11 000,
