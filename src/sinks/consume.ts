@@ -155,6 +155,15 @@ function producedAt(m: ArgusRecord, t: number): number | 'implausible' | undefin
 /** A field of a record as text for the terminal: strings escaped (forTerminal), numbers as they are, anything else '?'. */
 const field = (v: unknown): string => (typeof v === 'string' ? forTerminal(v) : typeof v === 'number' ? String(v) : '?');
 
+/**
+ * A JSON record as one line for --json: as read, unless it spans lines (another producer's
+ * pretty-printed JSON), then written again compactly. (Printed as read, it broke the one record
+ * a line that `| jq -c` and line readers count on.)
+ */
+function oneLine(text: string, parsed: unknown): string {
+  return /[\n\r]/.test(text) ? JSON.stringify(parsed) : text;
+}
+
 /** A write failed because the reader of stdout went away (`| head`): stop quietly, as `argus run --jsonl -` does. */
 const readerClosed = (e: NodeJS.ErrnoException) => e.code === 'EPIPE' || e.code === 'ERR_STREAM_DESTROYED';
 
@@ -219,7 +228,7 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
       const m = asArgusMessage(parsed);
       if (!m) {
         notArgus++;
-        return o.json ? text : `(JSON, not an argus message) ${forTerminal(text.slice(0, 80))}`;
+        return o.json ? oneLine(text, parsed) : `(JSON, not an argus message) ${forTerminal(text.slice(0, 80))}`;
       }
       if (!gate.accept(m)) {
         return o.json ? undefined : `stale ${forTerminal(m.source)} #${field(m.seq)} from ${field(m.owner)} (epoch ${m.epoch}; a newer owner's was seen): skipped`;
@@ -234,7 +243,7 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
         all.add(t - from);
         latency = `  source→consume ${(t - from).toFixed(1)} ms`;
       }
-      if (o.json) return text;
+      if (o.json) return oneLine(text, parsed);
       const what =
         m.type === 'alert' ? field(m.alert?.event ?? '')
         : m.type === 'status' ? field(m.state)

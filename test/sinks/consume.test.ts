@@ -96,15 +96,18 @@ describe('argus consume --json', () => {
     const topic = uniqueTopic('consume-json');
     const t = Date.now();
     const good = JSON.stringify({ type: 'detections', version: 1, source: 'lobby', seq: 1, stamps: { produced: t }, detections: [] });
-    await produce(topic, [good, '\u001b[2Jnot json', null, 'null', good]);
+    // Another producer's JSON pretty-printed over lines: one line too.
+    const pretty = JSON.stringify({ type: 'detections', version: 1, source: 'lobby', seq: 2, stamps: { produced: t }, detections: [] }, null, 2);
+    const other = JSON.stringify({ hello: 'world', n: [1, 2] }, null, 2);
+    await produce(topic, [good, '\u001b[2Jnot json', null, 'null', good, pretty, other]);
     const c = collector();
     const e = collector();
-    const s = await consume({ brokers, topic, fromBeginning: true, window: 100, count: 5, json: true, out: c.out, err: e.out });
+    const s = await consume({ brokers, topic, fromBeginning: true, window: 100, count: 7, json: true, out: c.out, err: e.out });
     const lines = c.text().trimEnd().split('\n');
     for (const l of lines) expect(() => JSON.parse(l), l).not.toThrow();
-    expect(lines).toEqual([good, 'null', good]);
+    expect(lines).toEqual([good, 'null', good, JSON.stringify(JSON.parse(pretty)), '{"hello":"world","n":[1,2]}']);
     expect(e.text()).toBe('(not JSON) \\x1b[2Jnot json\n');
-    expect(s).toMatchObject({ records: 5, notArgus: 3 });
+    expect(s).toMatchObject({ records: 7, notArgus: 4 });
   });
 });
 
