@@ -5,6 +5,7 @@ import { checkServerIdentity, connect as tlsConnect, type TLSSocket } from 'node
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { CameraTls } from '../core/rtsp-relay.js';
 import { fromWallClock, now } from '../core/clock.js';
+import { AuthRewriter, PLACEHOLDER_USERINFO, sameUserPeer, urlCredentials, type Credentials } from './rtsp-auth.js';
 
 /**
  * The camera's own clock for RTSP sources over TCP (`producedBy: camera`).
@@ -767,6 +768,8 @@ export class RtspTap {
   /** `check.ca`'s certificates, read by `listen`. */
   private ca: Buffer | undefined;
   private relayPort = 0;
+  /** The camera's user and password (from its URL): added by the relay, never given to ffmpeg (rtsp-auth). */
+  private readonly cred: Credentials | undefined;
 
   /** `endUnits`: send ffmpeg a delimiter after each access unit of H.264 and H.265 cameras (UnitEnds; the source's `decode.lowLatency`). Default true. */
   readonly endUnits: boolean;
@@ -780,6 +783,7 @@ export class RtspTap {
     const m = AUTHORITY.exec(url);
     this.host = (m?.[2] ?? '').replace(/^\[|\]$/g, '');
     this.tls = /^rtsps:/i.test(url);
+    this.cred = urlCredentials(url);
     // ffmpeg's defaults: 554, and RTSPS's 322.
     this.port = m?.[3] && m[3].length > 1 ? Number(m[3].slice(1)) : this.tls ? 322 : 554;
   }
@@ -788,7 +792,7 @@ export class RtspTap {
   async listen(): Promise<string> {
     if (this.tls && this.check.verify && this.check.ca) this.ca = await readCameraCa(this.check.ca);
     return new Promise((resolve, reject) => {
-      const server = createServer((down) => this.accept(down));
+      const server = createServer((down) => this.admit(down));
       this.server = server;
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => {
@@ -799,6 +803,26 @@ export class RtspTap {
         resolve(relayUrl(this.url, port));
       });
     });
+  }
+
+  /**
+   * Any local process can connect to 127.0.0.1: only this user's (ffmpeg's) connections are
+   * relayed, checked before one takes the relay's single place. Another user's would otherwise
+   * get the camera's stream with the credentials the relay adds, or, connecting first (the relay
+   * keeps its port across ffmpeg's restarts), keep the source's ffmpeg out.
+   */
+  private admit(down: Socket): void {
+    down.on('error', () => {});
+    const peerPort = down.remotePort;
+    if (peerPort === undefined) return void down.destroy();
+    sameUserPeer(this.relayPort, peerPort).then(
+      (same) => {
+        if (same === false) down.destroy();
+        else if (!down.destroyed && this.server) this.accept(down);
+        else down.destroy();
+      },
+      () => down.destroy(),
+    );
   }
 
   private accept(down: Socket): void {
@@ -847,7 +871,8 @@ export class RtspTap {
         return;
       }
       this.upstreamError = undefined;
-      relay(down, up, requests);
+      const auth = this.cred && new AuthRewriter(this.cred);
+      relay(down, up, requests, undefined, auth && ((chunk) => auth.push(chunk)));
       // A camera whose certificate is checked: what ffmpeg would do unchecked is not passed on.
       // A redirect (ffmpeg would open the new address itself, with the credentials, taking any
       // certificate), or replies the relay cannot read (it could not see a redirect in them).
@@ -915,7 +940,10 @@ export class RtspTap {
     const camera = AUTHORITY.exec(this.url);
     const address = camera ? `${camera[2]}${camera[3] ?? ''}` : this.host;
     // (An RTSPS camera's URLs name its scheme again: ffmpeg spoke plain RTSP to the relay.)
-    const scheme = this.tls ? text.replace(new RegExp(`rtsp://([^\\s/@]*@)?127\\.0\\.0\\.1:${this.relayPort}\\b`, 'g'), `rtsps://$1127.0.0.1:${this.relayPort}`) : text;
+    // (The placeholder user and password ffmpeg was given name the camera's own again, which redaction then hides.)
+    const info = /^rtsps?:\/\/([^/?#]*)@/i.exec(this.url)?.[1];
+    const real = this.cred && this.relayPort && info !== undefined ? text.split(`${PLACEHOLDER_USERINFO}@127.0.0.1:${this.relayPort}`).join(`${info}@127.0.0.1:${this.relayPort}`) : text;
+    const scheme = this.tls ? real.replace(new RegExp(`rtsp://([^\\s/@]*@)?127\\.0\\.0\\.1:${this.relayPort}\\b`, 'g'), `rtsps://$1127.0.0.1:${this.relayPort}`) : real;
     const named = this.relayPort ? scheme.split(`127.0.0.1:${this.relayPort}`).join(address).split(`127.0.0.1 port ${this.relayPort}`).join(`${camera?.[2] ?? this.host} (through argus's relay)`) : text;
     return this.upstreamError ? `${named}\ncamera: ${this.upstreamError}` : named;
   }
@@ -939,7 +967,7 @@ export class RtspTap {
  * Bytes from `from` to `to`, read by `reader` on the way, pausing `from` while `to` is full:
  * unchanged, but for what the reader's packet callback adds after a packet (UnitEnds).
  */
-function relay(from: Socket, to: Socket, reader: InterleavedReader, stop?: () => boolean): void {
+function relay(from: Socket, to: Socket, reader: InterleavedReader, stop?: () => boolean, rewrite?: (chunk: Buffer) => Buffer[]): void {
   from.on('data', (chunk: Buffer) => {
     const inserts = reader.broken ? undefined : reader.push(chunk);
     // (A chunk is read before it is sent: what `stop` refuses never leaves.)
@@ -949,7 +977,9 @@ function relay(from: Socket, to: Socket, reader: InterleavedReader, stop?: () =>
       return;
     }
     let room = true;
-    if (!inserts) room = to.write(chunk);
+    // ffmpeg's requests, their Authorization rewritten with the camera's credentials (the reader's inserts are the camera's side's alone).
+    if (rewrite) for (const piece of rewrite(chunk)) room = to.write(piece) && room;
+    else if (!inserts) room = to.write(chunk);
     else {
       // The pieces leave in one write to the socket (uncork sends them together).
       to.cork();
@@ -970,9 +1000,19 @@ function relay(from: Socket, to: Socket, reader: InterleavedReader, stop?: () =>
   from.on('end', () => to.end());
 }
 
-/** `url` with its host and port replaced by the relay's (user, path and query kept); plain `rtsp://` (the relay ends an RTSPS camera's TLS). */
+/**
+ * `url` with its host and port replaced by the relay's (path and query kept); plain `rtsp://`
+ * (the relay ends an RTSPS camera's TLS). A user and password become PLACEHOLDER_USERINFO: the
+ * relay puts the real ones in ffmpeg's answers to the camera's challenge (rtsp-auth), so that
+ * ffmpeg's command line, which every local user can read, holds none. A user alone is kept.
+ */
 export function relayUrl(url: string, port: number): string {
-  return url.replace(AUTHORITY, (_m, user: string) => `${user.replace(/^rtsps/i, 'rtsp')}127.0.0.1:${port}`);
+  return url.replace(AUTHORITY, (_m, user: string) => {
+    const scheme = /^rtsps?:\/\//i.exec(user)![0];
+    const info = user.slice(scheme.length, -1);
+    const kept = !user.endsWith('@') ? '' : urlCredentials(url) ? `${PLACEHOLDER_USERINFO}@` : `${info}@`;
+    return `${scheme.replace(/^rtsps/i, 'rtsp')}${kept}127.0.0.1:${port}`;
+  });
 }
 
 /**

@@ -668,12 +668,12 @@ describe('which sources are relayed, and how', () => {
     }
   });
 
-  it('points ffmpeg at the relay, keeping the user, path and query (the last @ before the path ends the user part)', () => {
-    expect(relayUrl('rtsp://admin:p@ss@10.0.0.9:8554/live?ch=1', 4000)).toBe('rtsp://admin:p@ss@127.0.0.1:4000/live?ch=1');
+  it('points ffmpeg at the relay, keeping the path and query, the user and password replaced by a placeholder (the last @ before the path ends the user part)', () => {
+    expect(relayUrl('rtsp://admin:p@ss@10.0.0.9:8554/live?ch=1', 4000)).toBe('rtsp://argus:relay@127.0.0.1:4000/live?ch=1');
     expect(relayUrl('rtsp://cam.local/live', 4000)).toBe('rtsp://127.0.0.1:4000/live');
     expect(relayUrl('rtsp://[fe80::1]:554/x', 4000)).toBe('rtsp://127.0.0.1:4000/x');
     // RTSPS: the relay ends the camera's TLS; ffmpeg speaks plain RTSP to it on 127.0.0.1.
-    expect(relayUrl('rtsps://admin:pw@10.0.0.9:7441/abc?enableSrtp', 4000)).toBe('rtsp://admin:pw@127.0.0.1:4000/abc?enableSrtp');
+    expect(relayUrl('rtsps://admin:pw@10.0.0.9:7441/abc?enableSrtp', 4000)).toBe('rtsp://argus:relay@127.0.0.1:4000/abc?enableSrtp');
   });
 
   it('a relayed source: RTP timestamps kept (no wall clock), the video stream alone, the relay opened', () => {
@@ -731,7 +731,7 @@ describe('RtspTap: the relay', () => {
     const tap = new RtspTap(`rtsp://u:p@127.0.0.1:${port}/live`);
     const url = await tap.listen();
     const relayPort = Number(/:(\d+)\/live$/.exec(url)![1]);
-    expect(url).toBe(`rtsp://u:p@127.0.0.1:${relayPort}/live`);
+    expect(url).toBe(`rtsp://argus:relay@127.0.0.1:${relayPort}/live`);
     const client = connect(relayPort, '127.0.0.1');
     const got: Buffer[] = [];
     // A slow reader: the relay must hold the camera back, not buffer without bound.

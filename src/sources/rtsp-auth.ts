@@ -1,0 +1,215 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+
+/**
+ * The camera's credentials stay in argus: ffmpeg is given the relay's URL with a placeholder
+ * user and password (PLACEHOLDER_USERINFO), so a command line that every local user can read
+ * (`ps`, /proc/PID/cmdline) holds none. ffmpeg answers the camera's 401 challenge with them,
+ * as it would with the real ones (Basic, or Digest with the camera's realm and nonce), and
+ * the relay rewrites that answer, in each request on its way to the camera, with the real
+ * user and password: the camera sees what ffmpeg would have sent, ffmpeg never knew them.
+ */
+export const PLACEHOLDER_USER = 'argus';
+export const PLACEHOLDER_PASSWORD = 'relay';
+export const PLACEHOLDER_USERINFO = `${PLACEHOLDER_USER}:${PLACEHOLDER_PASSWORD}`;
+
+/** A request head longer than this is not rewritten (and nothing after it is: the rewriter passes bytes on as they are). */
+const MAX_HEAD = 64 * 1024;
+
+export interface Credentials {
+  user: string;
+  password: string;
+}
+
+/**
+ * The credentials in an rtsp:// URL's user-info (up to its last `@` before the path), as ffmpeg
+ * reads them: percent-decoded (ff_urldecode, `+` kept), split at the first `:`. Undefined
+ * without a password (ffmpeg then answers no challenge at all).
+ */
+export function urlCredentials(url: string): Credentials | undefined {
+  const m = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)@/i.exec(url);
+  if (!m) return undefined;
+  const decoded = percentDecode(m[1]);
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return undefined;
+  return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+/** %XX sequences decoded to bytes (UTF-8 text), others left as they are, as ffmpeg's ff_urldecode. */
+function percentDecode(s: string): string {
+  const bytes: number[] = [];
+  for (let i = 0; i < s.length; i++) {
+    if (s[i] === '%' && /^[0-9a-f]{2}$/i.test(s.slice(i + 1, i + 3))) {
+      bytes.push(parseInt(s.slice(i + 1, i + 3), 16));
+      i += 2;
+    } else for (const b of Buffer.from(s[i], 'utf8')) bytes.push(b);
+  }
+  return Buffer.from(bytes).toString('utf8');
+}
+
+const md5 = (s: string) => createHash('md5').update(s, 'utf8').digest('hex');
+
+/** The parameters of a Digest `Authorization` value (`key=value` or `key="value"`, comma-separated). */
+function digestParams(value: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const m of value.matchAll(/([a-z0-9_-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^,\s]*))/gi)) out.set(m[1].toLowerCase(), m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : m[3]);
+  return out;
+}
+
+const quote = (s: string) => `"${s.replace(/["\\]/g, '\\$&')}"`;
+
+/**
+ * A request head with its `Authorization` answer computed again with `cred`: Basic's
+ * `user:password`, or Digest's `username` and `response` (RFC 2617, MD5 and MD5-sess, with or
+ * without `qop=auth`, as ffmpeg's httpauth.c computes them, from the realm, nonce, uri, nc and
+ * cnonce ffmpeg sent). A head without one, or with one of another scheme, is returned as it is.
+ */
+export function rewriteAuthorization(head: string, cred: Credentials): string {
+  const method = /^([A-Z_]+)\s/.exec(head)?.[1];
+  return head.replace(/(\r?\n)(authorization)([ \t]*:[ \t]*)([^\r\n]*)/gi, (m, nl: string, name: string, sep: string, value: string) => {
+    const scheme = /^(\S+)\s*(.*)$/.exec(value.trim());
+    if (!scheme) return m;
+    if (/^basic$/i.test(scheme[1])) return `${nl}${name}${sep}Basic ${Buffer.from(`${cred.user}:${cred.password}`, 'utf8').toString('base64')}`;
+    if (!/^digest$/i.test(scheme[1]) || !method) return m;
+    const p = digestParams(scheme[2]);
+    const realm = p.get('realm') ?? '';
+    const nonce = p.get('nonce') ?? '';
+    const uri = p.get('uri') ?? '';
+    const qop = p.get('qop');
+    const nc = p.get('nc') ?? '';
+    const cnonce = p.get('cnonce') ?? '';
+    let ha1 = md5(`${cred.user}:${realm}:${cred.password}`);
+    if (/^md5-sess$/i.test(p.get('algorithm') ?? '')) ha1 = md5(`${ha1}:${nonce}:${cnonce}`);
+    const ha2 = md5(`${method}:${uri}`);
+    const response = qop ? md5(`${ha1}:${nonce}:${nc}:${cnonce}:${qop}:${ha2}`) : md5(`${ha1}:${nonce}:${ha2}`);
+    const rewritten = scheme[2]
+      .replace(/(^|,)(\s*username\s*=\s*)(?:"(?:[^"\\]|\\.)*"|[^,\s]*)/i, (_x, a: string, b: string) => `${a}${b}${quote(cred.user)}`)
+      .replace(/(^|,)(\s*response\s*=\s*)(?:"(?:[^"\\]|\\.)*"|[^,\s]*)/i, (_x, a: string, b: string) => `${a}${b}"${response}"`);
+    return `${nl}${name}${sep}${scheme[1]} ${rewritten}`;
+  });
+}
+
+/**
+ * ffmpeg's side of a relayed connection (requests, and the interleaved RTCP it sends back), on
+ * its way to the camera: each request head is held until complete and its `Authorization`
+ * rewritten (rewriteAuthorization); everything else passes as it is. Bytes it cannot read as
+ * RTSP (a head over MAX_HEAD) make it pass everything on unchanged from there.
+ */
+export class AuthRewriter {
+  private mode: 'start' | 'head' | 'body' | 'frame' | 'payload' | 'raw' = 'start';
+  private head: Buffer[] = [];
+  private headLength = 0;
+  private left = 0;
+  private frameHeader = 0;
+
+  constructor(private readonly cred: Credentials) {}
+
+  /** Reads a chunk from ffmpeg; returns the bytes to send the camera now (a head not yet complete is held). */
+  push(chunk: Buffer): Buffer[] {
+    const out: Buffer[] = [];
+    let i = 0;
+    let passFrom = 0;
+    const pass = (to: number) => {
+      if (to > passFrom) out.push(chunk.subarray(passFrom, to));
+      passFrom = to;
+    };
+    while (i < chunk.length) {
+      switch (this.mode) {
+        case 'raw':
+          i = chunk.length;
+          break;
+        case 'start':
+          if (chunk[i] === 0x24) {
+            this.mode = 'frame';
+            this.frameHeader = 0;
+            this.left = 0;
+            i++;
+          } else if (chunk[i] === 0x0d || chunk[i] === 0x0a) i++;
+          else {
+            pass(i);
+            this.mode = 'head';
+            this.head = [];
+            this.headLength = 0;
+          }
+          break;
+        case 'frame':
+          // channel, then a 16-bit length
+          if (this.frameHeader++ > 0) this.left = (this.left << 8) | chunk[i];
+          i++;
+          if (this.frameHeader === 3) this.mode = this.left ? 'payload' : 'start';
+          break;
+        case 'payload':
+        case 'body': {
+          const n = Math.min(this.left, chunk.length - i);
+          i += n;
+          this.left -= n;
+          if (this.left === 0) this.mode = 'start';
+          break;
+        }
+        case 'head': {
+          // Look for the blank line in what is held and this chunk (CRLF or LF alone, as ffmpeg writes either).
+          const held = Buffer.concat([...this.head, chunk.subarray(i)]);
+          const from = Math.max(0, this.headLength - 3);
+          const text = held.toString('latin1');
+          const blank = /\r?\n\r?\n/.exec(text.slice(from));
+          if (!blank) {
+            if (held.length > MAX_HEAD) {
+              // Not RTSP as ffmpeg writes it: everything from here on as it is.
+              out.push(held);
+              passFrom = chunk.length;
+              this.head = [];
+              this.mode = 'raw';
+            } else {
+              this.head = [held];
+              this.headLength = held.length;
+              passFrom = chunk.length;
+            }
+            i = chunk.length;
+            break;
+          }
+          const end = from + blank.index + blank[0].length;
+          const headText = text.slice(0, end);
+          out.push(Buffer.from(rewriteAuthorization(headText, this.cred), 'latin1'));
+          const consumed = end - this.headLength; // bytes of this chunk in the head
+          i += consumed;
+          passFrom = i;
+          this.head = [];
+          this.headLength = 0;
+          const length = Number(/\r?\ncontent-length[ \t]*:[ \t]*(\d+)/i.exec(headText)?.[1] ?? 0);
+          this.left = length;
+          this.mode = length > 0 ? 'body' : 'start';
+          break;
+        }
+      }
+    }
+    pass(chunk.length);
+    return out;
+  }
+}
+
+/**
+ * Whether a TCP connection to `localPort` on 127.0.0.1 from `peerPort` belongs to a process of
+ * this user (its socket's owner in /proc/net/tcp). Another local user may connect to the relay
+ * (any process may reach a port on 127.0.0.1): the relay adds the camera's credentials to what
+ * it passes on, so only this user's processes (ffmpeg) are served. Undefined where it cannot be
+ * told (no /proc/net/tcp: not Linux); false for a connection not in the table (closed already).
+ */
+export async function sameUserPeer(localPort: number, peerPort: number, table = '/proc/net/tcp'): Promise<boolean | undefined> {
+  const uid = process.getuid?.();
+  if (uid === undefined) return undefined;
+  const text = await readFile(table, 'latin1').catch(() => undefined);
+  if (text === undefined) return undefined;
+  const hex = (p: number) => p.toString(16).toUpperCase().padStart(4, '0');
+  // The peer's own socket: local address 127.0.0.1:peerPort, remote 127.0.0.1:localPort (the
+  // address in the host's byte order: 0100007F little-endian, 7F000001 big-endian).
+  for (const ip of ['0100007F', '7F000001']) {
+    const local = `${ip}:${hex(peerPort)}`;
+    const remote = `${ip}:${hex(localPort)}`;
+    for (const line of text.split('\n')) {
+      const f = line.trim().split(/\s+/);
+      if (f[1] === local && f[2] === remote) return Number(f[7]) === uid;
+    }
+  }
+  // Not there: the connection is gone already (or not one from 127.0.0.1).
+  return false;
+}

@@ -1,0 +1,132 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { AuthRewriter, rewriteAuthorization, sameUserPeer, urlCredentials } from '../../src/sources/rtsp-auth.js';
+import { relayUrl, RtspTap } from '../../src/sources/rtsp-tap.js';
+import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
+
+const md5 = (s: string) => createHash('md5').update(s).digest('hex');
+
+describe("a camera's credentials never reach ffmpeg's command line (the relay adds them)", () => {
+  it('the relay URL ffmpeg is given holds a placeholder, not the password; a user alone is kept', () => {
+    const relayed = relayUrl('rtsp://admin:S3cret@10.0.0.9:8554/live?ch=1', 4000);
+    expect(relayed).toBe('rtsp://argus:relay@127.0.0.1:4000/live?ch=1');
+    const args = buildFfmpegArgs({ url: 'rtsp://admin:S3cret@10.0.0.9:8554/live', kind: 'rtsp', rate: 'native', loop: false, relay: relayed }, { width: 416, height: 416, pixelFormat: 'bgr24', align: 'center', padValue: 114 });
+    expect(args.join(' ')).not.toMatch(/S3cret|admin/);
+    expect(relayUrl('rtsps://admin:p@ss@10.0.0.9:7441/x', 4000)).toBe('rtsp://argus:relay@127.0.0.1:4000/x');
+    expect(relayUrl('rtsp://viewer@cam/x', 4000)).toBe('rtsp://viewer@127.0.0.1:4000/x');
+    expect(relayUrl('rtsp://cam/x', 4000)).toBe('rtsp://127.0.0.1:4000/x');
+  });
+
+  it('reads the credentials as ffmpeg does: percent-decoded, the last @ ends them, the first : splits them', () => {
+    expect(urlCredentials('rtsp://ad%40min:p@ss:w%2Fd@cam/x')).toEqual({ user: 'ad@min', password: 'p@ss:w/d' });
+    expect(urlCredentials('rtsp://admin@cam/x')).toBeUndefined();
+    expect(urlCredentials('rtsp://cam/x')).toBeUndefined();
+  });
+
+  it("rewrites Digest (RFC 2617's example) and Basic answers; other heads pass as they are", () => {
+    const head =
+      'DESCRIBE rtsp://127.0.0.1:4000/dir/index.html RTSP/1.0\r\nCSeq: 3\r\nAuthorization: Digest username="argus", realm="testrealm@host.com", nonce="dcd98b7102dd2f0e8b11d0f600bfb0c093", uri="/dir/index.html", response="00000000000000000000000000000000", algorithm="MD5", cnonce="0a4f113b", nc=00000001, qop="auth"\r\n\r\n';
+    const out = rewriteAuthorization(head.replace('DESCRIBE', 'GET'), { user: 'Mufasa', password: 'Circle Of Life' });
+    expect(out).toContain('username="Mufasa"');
+    expect(out).toContain('response="6629fae49393a05397450978507c4ef1"');
+    expect(out).not.toContain('argus');
+    expect(rewriteAuthorization('OPTIONS * RTSP/1.0\r\nAuthorization: Basic YXJndXM6cmVsYXk=\r\n\r\n', { user: 'admin', password: 'pw' })).toBe(`OPTIONS * RTSP/1.0\r\nAuthorization: Basic ${Buffer.from('admin:pw').toString('base64')}\r\n\r\n`);
+    const plain = 'OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n';
+    expect(rewriteAuthorization(plain, { user: 'a', password: 'b' })).toBe(plain);
+  });
+
+  it('the rewriter holds a head split over reads, and passes bodies and interleaved packets unchanged', () => {
+    const packet = Buffer.from([0x24, 1, 0, 4, 0x0d, 0x0a, 0x0d, 0x0a]);
+    const req = Buffer.from('SET_PARAMETER rtsp://x RTSP/1.0\r\nAuthorization: Basic YXJndXM6cmVsYXk=\r\nContent-Length: 4\r\n\r\nab\r\n');
+    const all = Buffer.concat([packet, req, packet]);
+    const want = Buffer.concat([packet, Buffer.from(req.toString('latin1').replace('YXJndXM6cmVsYXk=', Buffer.from('u:p').toString('base64')), 'latin1'), packet]);
+    for (let cut = 1; cut < all.length; cut += 3) {
+      const rw = new AuthRewriter({ user: 'u', password: 'p' });
+      const got = Buffer.concat([...rw.push(all.subarray(0, cut)), ...rw.push(all.subarray(cut))]);
+      expect(got.equals(want)).toBe(true);
+    }
+  });
+
+  it("real ffmpeg through the relay answers a Digest camera's challenge with the real credentials it never had", async () => {
+    const user = 'admin';
+    const password = 'S3cr:et@1';
+    const realm = 'cam';
+    const nonce = 'abcdef0123456789';
+    const seen: { ok: boolean; auth: string }[] = [];
+    const camera = createServer((s: Socket) => {
+      let buf = '';
+      s.on('data', (d: Buffer) => {
+        buf += d.toString('latin1');
+        let end;
+        while ((end = buf.indexOf('\r\n\r\n')) >= 0) {
+          const head = buf.slice(0, end);
+          buf = buf.slice(end + 4);
+          const cseq = /CSeq:\s*(\d+)/i.exec(head)?.[1] ?? '0';
+          const [method, uri] = head.split(' ');
+          const auth = /\r\nAuthorization:\s*([^\r\n]*)/i.exec(head)?.[1];
+          if (method === 'OPTIONS') {
+            s.write(`RTSP/1.0 200 OK\r\nCSeq: ${cseq}\r\nPublic: OPTIONS, DESCRIBE\r\n\r\n`);
+            continue;
+          }
+          if (!auth) {
+            s.write(`RTSP/1.0 401 Unauthorized\r\nCSeq: ${cseq}\r\nWWW-Authenticate: Digest realm="${realm}", nonce="${nonce}"\r\n\r\n`);
+            continue;
+          }
+          const p = Object.fromEntries([...auth.matchAll(/(\w+)="?([^",]*)"?/g)].map((m) => [m[1], m[2]]));
+          const expected = md5(`${md5(`${user}:${realm}:${password}`)}:${nonce}:${md5(`${method}:${p.uri}`)}`);
+          seen.push({ ok: p.username === user && p.response === expected && p.uri === uri, auth });
+          s.end(`RTSP/1.0 404 Not Found\r\nCSeq: ${cseq}\r\n\r\n`);
+        }
+      });
+      s.on('error', () => {});
+    });
+    await new Promise<void>((r) => camera.listen(0, '127.0.0.1', r));
+    const port = (camera.address() as { port: number }).port;
+    const tap = new RtspTap(`rtsp://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/live`);
+    const url = await tap.listen();
+    expect(url).not.toContain('S3cr');
+    const ff = spawn('ffmpeg', ['-hide_banner', '-nostdin', '-loglevel', 'error', '-rtsp_transport', 'tcp', '-i', url, '-f', 'null', '-'], { stdio: 'ignore' });
+    await new Promise((r) => ff.on('exit', r));
+    tap.close();
+    camera.close();
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen[0].ok).toBe(true);
+    expect(seen[0].auth).not.toContain('argus');
+  }, 20_000);
+
+  it("only this user's processes are relayed: a connection another user owns is closed before it takes the relay's place", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-tcp-'));
+    const table = join(dir, 'tcp');
+    const uid = process.getuid!();
+    writeFileSync(
+      table,
+      '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n' +
+        `   0: 0100007F:9C40 0100007F:0FA0 01 00000000:00000000 00:00000000 00000000  ${uid + 1}        0 1 1 0000000000000000 20 4 30 10 -1\n` +
+        `   1: 0100007F:9C41 0100007F:0FA0 01 00000000:00000000 00:00000000 00000000  ${uid}        0 2 1 0000000000000000 20 4 30 10 -1\n`,
+    );
+    expect(await sameUserPeer(4000, 40000, table)).toBe(false);
+    expect(await sameUserPeer(4000, 40001, table)).toBe(true);
+    expect(await sameUserPeer(4000, 40002, table)).toBe(false);
+    expect(await sameUserPeer(4000, 40000, join(dir, 'none'))).toBeUndefined();
+    // This process's own connection is found in the real table and relayed (the camera is reached).
+    let reached = false;
+    const camera = createServer((s) => {
+      reached = true;
+      s.destroy();
+    });
+    await new Promise<void>((r) => camera.listen(0, '127.0.0.1', r));
+    const tap = new RtspTap(`rtsp://u:p@127.0.0.1:${(camera.address() as { port: number }).port}/x`);
+    const relay = new URL((await tap.listen()).replace(/^rtsp:/, 'http:'));
+    const c = connect(Number(relay.port), '127.0.0.1');
+    c.on('error', () => {});
+    await new Promise((r) => c.on('close', r));
+    expect(reached).toBe(true);
+    tap.close();
+    camera.close();
+  });
+});
