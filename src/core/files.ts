@@ -43,11 +43,12 @@ export function unwritableDir(dir: string): string | undefined {
  * Makes folder `dir` and its missing parents, or throws the first error other than "it exists"
  * (mkdir's EEXIST where a file has the name, ENOTDIR where one is above it). Not Node's `mkdir(…, { recursive: true })`: on a path
  * whose parent exists but takes no new entries (`/proc/self/x`) it loops for ever, a core busy
- * and the caller waiting (an outbox folder there hung argus's start for good).
+ * and the caller waiting (an outbox folder there hung argus's start for good). `mode`: the
+ * folder's own (under the umask), when it is made; parents get the default.
  */
-export async function makeDir(dir: string): Promise<void> {
+export async function makeDir(dir: string, mode?: number): Promise<void> {
   try {
-    await mkdir(dir);
+    await mkdir(dir, mode);
     return;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
@@ -59,7 +60,7 @@ export async function makeDir(dir: string): Promise<void> {
   }
   await makeDir(dirname(dir));
   try {
-    await mkdir(dir); // once: the parent is there now, so ENOENT again is this path's own answer
+    await mkdir(dir, mode); // once: the parent is there now, so ENOENT again is this path's own answer
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || !(await stat(dir)).isDirectory()) throw e;
   }

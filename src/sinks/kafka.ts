@@ -787,7 +787,8 @@ export class KafkaSink implements Sink {
         }
         return undefined;
       }
-      appendFileSync(path, line);
+      // (Its user's alone, as the outbox's files: parked alerts and statuses.)
+      appendFileSync(path, line, { mode: 0o600 });
       this.deadLetterSize += n;
       this.stats.deadLettered++;
       return path;

@@ -8,6 +8,10 @@ import { makeDir } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import type { Message } from './message.js';
 
+/** The outbox folder's mode when argus makes it, and its files': its user's alone (the umask may take more away). */
+export const PRIVATE_DIR = 0o700;
+export const PRIVATE_FILE = 0o600;
+
 /**
  * The durable alert outbox: every alert (and the latest status of each source) is appended to
  * a journal on local disk, and fsynced, before any sink sees it; it is removed only once the
@@ -390,7 +394,10 @@ export class Outbox {
     const { dir } = this.o;
     this.bootId = this.o.bootId ?? (await readFile('/proc/sys/kernel/random/boot_id', 'utf8').catch(() => '')).trim();
     try {
-      await makeDir(dir);
+      // Its own user's alone (when argus makes it): the journal holds every alert (snapshots
+      // embedded), the lock the holder's pid and host. Files made by umask 022 were readable by
+      // every local user.
+      await makeDir(dir, PRIVATE_DIR);
     } catch (e) {
       throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot create ${dir} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); set outbox.dir to a writable folder`, { cause: e });
     }
@@ -477,7 +484,7 @@ export class Outbox {
     let tookOver = false;
     for (let tries = 0; tries < 3; tries++) {
       try {
-        await writeFile(path, `${JSON.stringify(self)}\n`, { flag: 'wx' });
+        await writeFile(path, `${JSON.stringify(self)}\n`, { flag: 'wx', mode: PRIVATE_FILE });
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot lock ${path} (${(e as NodeJS.ErrnoException).code})`, { cause: e });
         // The file judged, by inode and mtime: it is removed below only if it is still that one.
@@ -789,7 +796,7 @@ export class Outbox {
       await d?.sync().catch(() => undefined);
       await d?.close();
       await this.fh?.close().catch(() => undefined);
-      this.fh = await open(path, 'a');
+      this.fh = await open(path, 'a', PRIVATE_FILE);
       this.fileBytes = size;
       this.realign = false;
       this.compactAfter = 0;
@@ -803,7 +810,7 @@ export class Outbox {
         // At open (a full disk, say): go on appending to the journal as it is rather than
         // refusing to start; it is compacted once a rewrite succeeds.
         try {
-          this.fh = await open(path, 'a');
+          this.fh = await open(path, 'a', PRIVATE_FILE);
           this.realign = true;
         } catch (e2) {
           throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot write ${path} (${(e2 as NodeJS.ErrnoException).code ?? (e2 as Error).message})`, { cause: e2 });
@@ -818,7 +825,7 @@ export class Outbox {
   /** The live records as one journal written to `path` (a new file), synced; its size. */
   private async writeCopy(path: string): Promise<number> {
     // Record by record: one string of the whole journal could pass V8's string limit.
-    const t = await open(path, 'w');
+    const t = await open(path, 'w', PRIVATE_FILE);
     let size = 0;
     try {
       for (const r of this.live.values()) size += await writeFully(t, Buffer.from(this.putLine(r)));
