@@ -13,6 +13,21 @@ export const PRIVATE_DIR = 0o700;
 export const PRIVATE_FILE = 0o600;
 
 /**
+ * Why the outbox folder is not safe to journal in, or undefined: writable by every user, or
+ * owned by a user other than argus's and root (a folder another user made first, say under
+ * /tmp, with `outbox.dir` naming it). Its journal is trusted at start: each record in it goes to
+ * Kafka as an alert argus raised. (Not on systems without uids.)
+ */
+export async function unsafeFolder(dir: string): Promise<string | undefined> {
+  const uid = process.getuid?.();
+  if (uid === undefined) return undefined;
+  const st = await stat(dir);
+  if ((st.mode & 0o002) !== 0) return `is writable by every user (mode ${(st.mode & 0o7777).toString(8)})`;
+  if (st.uid !== uid && st.uid !== 0) return `belongs to another user (uid ${st.uid}; argus runs as ${uid})`;
+  return undefined;
+}
+
+/**
  * The durable alert outbox: every alert (and the latest status of each source) is appended to
  * a journal on local disk, and fsynced, before any sink sees it; it is removed only once the
  * broker has acknowledged it (or it was parked in the dead-letter file). On start, what the
@@ -401,6 +416,8 @@ export class Outbox {
     } catch (e) {
       throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot create ${dir} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); set outbox.dir to a writable folder`, { cause: e });
     }
+    const unsafe = await unsafeFolder(dir);
+    if (unsafe) throw new ArgusError(ErrorCodes.OUTBOX, `outbox: ${dir} ${unsafe}: another local user could plant alerts in its journal (replayed to Kafka at start), read it, or point its files elsewhere by links; use a folder of argus's own user (chmod o-w, chown), or another outbox.dir`);
     await this.lock();
     try {
       await this.load();

@@ -24,3 +24,25 @@ describe("the outbox's files are its user's alone (alerts, snapshots embedded, a
     }
   });
 });
+
+describe('an outbox folder another local user can write is refused (its journal is replayed to Kafka as alerts argus raised)', () => {
+  it('a world-writable folder (one made first under /tmp by anyone, say) is VAP_ERR_OUTBOX, and nothing in it is read', async () => {
+    const { chmodSync, mkdtempSync: mk } = await import('node:fs');
+    const d = mk(join(tmpdir(), 'argus-outbox-'));
+    chmodSync(d, 0o777);
+    await expect(Outbox.open({ dir: d, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false })).rejects.toThrow(/VAP_ERR_OUTBOX|writable by every user/);
+    expect(readdirSync(d)).toEqual([]);
+    chmodSync(d, 0o1777);
+    await expect(Outbox.open({ dir: d, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false })).rejects.toThrow(/writable by every user/);
+  });
+
+  it.runIf(process.getuid?.() === 0)("(as root) a folder another user owns is refused; root's own is taken", async () => {
+    const { chownSync, mkdtempSync: mk } = await import('node:fs');
+    const d = mk(join(tmpdir(), 'argus-outbox-'));
+    chownSync(d, 65534, 65534);
+    await expect(Outbox.open({ dir: d, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false })).rejects.toThrow(/belongs to another user \(uid 65534/);
+    chownSync(d, 0, 0);
+    const ob = await Outbox.open({ dir: d, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false });
+    await ob.close();
+  });
+});
