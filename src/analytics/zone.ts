@@ -3,7 +3,7 @@ import { anchorPoint, type Anchor } from './anchor.js';
 import { pointInPolygon, type Point } from '../core/polygon.js';
 import { LabelTally, SeenTracks } from './tally.js';
 
-/** A polygon in source pixels with an optional class filter: `trigger` says which rows are inside. */
+/** A polygon in source pixels with an optional class filter: `contains` says whether a row is inside. */
 export class PolygonZone {
   private readonly pt: [number, number] = [0, 0];
   constructor(
@@ -14,13 +14,7 @@ export class PolygonZone {
     readonly anchor: Anchor = 'bottom-center',
   ) {}
 
-  /** One flag per row: the row's class counts and its anchor lies inside the polygon. */
-  trigger(d: Detections): boolean[] {
-    const out = new Array<boolean>(d.length);
-    for (let i = 0; i < d.length; i++) out[i] = this.contains(d, i);
-    return out;
-  }
-
+  /** Row `i`'s class counts and its anchor lies inside the polygon. */
   contains(d: Detections, i: number): boolean {
     if (this.classIds && !this.classIds.has(d.classId[i])) return false;
     return this.anchorInside(d, i);
