@@ -253,7 +253,10 @@ export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig
       }
     }
     if (l.frameSize && l.units !== 'pixel') ctx.addIssue({ code: 'custom', path: ['lines', i, 'frameSize'], message: 'frameSize is for pixel points: add `units: pixel`, or remove frameSize (fractions need none)' });
-    if (l.from[0] === l.to[0] && l.from[1] === l.to[1]) ctx.addIssue({ code: 'custom', path: ['lines', i, 'to'], message: 'a line needs two different points' });
+    // Shorter than a pixel (a fraction: a ten-thousandth of the frame, 0.4 px at 4K), a line is
+    // crossed by no anchor's path in any frame: it was accepted, and never counted.
+    const min = l.units === 'pixel' ? 1 : 1e-4;
+    if (Math.hypot(l.to[0] - l.from[0], l.to[1] - l.from[1]) < min) ctx.addIssue({ code: 'custom', path: ['lines', i, 'to'], message: `a line needs two different points, at least ${l.units === 'pixel' ? '1 pixel' : '0.0001 of the frame'} apart` });
   });
   const ruleIds = new Set<string>();
   s.rules.forEach((r, i) => {
