@@ -145,7 +145,8 @@ export function buildArgus(): void {
 }
 
 /**
- * argus as a user runs it: `node bin/argus.js run YAML --no-status`, its results read from the
+ * argus as `npm ci` installs it: the compiled CLI (`node dist/src/cli.js run YAML --no-status`,
+ * what bin/argus.js runs when dist/ is current), its results read from the
  * JSONL sink at `jsonl`; frames in and dropped from its summary log line when it got there (it
  * also counts drops after the last result). The outbox's state folder (unused without Kafka)
  * goes in `stateDir`, not the user's.
@@ -153,9 +154,11 @@ export function buildArgus(): void {
 export function argusLaunch(yaml: string, jsonl: string, stateDir: string): Launch {
   return {
     cmd: process.execPath,
-    args: [join(PACKAGE_ROOT, 'bin', 'argus.js'), 'run', yaml, '--no-status'],
-    // The compiled CLI (buildArgus), never tsx, whatever ARGUS_TSX the caller has set.
-    env: { ...process.env, ARGUS_STATE_DIR: stateDir, ARGUS_TSX: '0' },
+    // The compiled CLI (buildArgus) itself, never tsx: through bin/argus.js, a file of src/
+    // edited while a bench ran made its later runs go through tsx's loader (an esbuild process
+    // in argus's tree, its RSS, its heap churn, a slower start), whatever ARGUS_TSX said.
+    args: [join(PACKAGE_ROOT, 'dist', 'src', 'cli.js'), 'run', yaml, '--no-status'],
+    env: { ...process.env, ARGUS_STATE_DIR: stateDir },
     firstResult: () => existsSync(jsonl) && statSync(jsonl).size > 0,
     output: async (stderr) => {
       const out = argusOutput(await readFile(jsonl, 'utf8'));
