@@ -4,7 +4,7 @@
  *
  *   npm run bench:cores -- [--rounds 3] [--seconds 15] [--json FILE]
  *
- * Runs `node bin/argus.js run` as bench:peer does (one file source, a JSONL sink, the same
+ * Runs `node dist/src/cli.js run` (the compiled CLI) as bench:peer does (one file source, a JSONL sink, the same
  * model, the demo's NMS settings), once per setting below on each clip: the 432p person video
  * as fast as possible, the derived 1080p30 clip as fast as possible and at its native rate.
  * Settings and clips are interleaved, the order of the settings rotated every round, so load

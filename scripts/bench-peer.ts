@@ -5,7 +5,7 @@
  *
  * Peer A is the official YOLOX ONNX Runtime demo in a loop, Peer B the same behind a reader
  * thread that keeps the newest frame (scripts/peers/peer.py, in a private Python environment
- * from PyPI made by scripts/peers/setup.sh). argus runs as a user runs it: `node bin/argus.js run`
+ * from PyPI made by scripts/peers/setup.sh). argus runs as `npm ci` installs it: `node dist/src/cli.js run`
  * on a pipeline YAML with one file source and a JSONL sink. All three get the same model file
  * (models/yolox-nano.yaml, resolved like argus does: ARGUS_MIRROR, the cache, the download),
  * the same clips and the same intra-op thread count.
