@@ -16,6 +16,11 @@ export const PLACEHOLDER_USERINFO = `${PLACEHOLDER_USER}:${PLACEHOLDER_PASSWORD}
 /** A request head longer than this is not rewritten (and nothing after it is: the rewriter passes bytes on as they are). */
 const MAX_HEAD = 64 * 1024;
 
+/**
+ * A user and password as the bytes ffmpeg would send, one character a byte (latin1), as the
+ * request heads they go into are handled: a URL's `%E9` (a Latin-1 password) is one byte 0xE9,
+ * and a name typed in UTF-8 its UTF-8 bytes, in the Digest `username` as in the hashes.
+ */
 export interface Credentials {
   user: string;
   password: string;
@@ -35,19 +40,27 @@ export function urlCredentials(url: string): Credentials | undefined {
   return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
-/** %XX sequences decoded to bytes (UTF-8 text), others left as they are, as ffmpeg's ff_urldecode. */
+/**
+ * %XX sequences decoded to bytes, others left as they are, as ffmpeg's ff_urldecode does on the
+ * URL's bytes (UTF-8): a `%` followed by two characters that are not both hex digits is kept
+ * with them (`%%41` stays `%%41`). One character a byte (Credentials).
+ */
 function percentDecode(s: string): string {
-  const bytes: number[] = [];
-  for (let i = 0; i < s.length; i++) {
-    if (s[i] === '%' && /^[0-9a-f]{2}$/i.test(s.slice(i + 1, i + 3))) {
-      bytes.push(parseInt(s.slice(i + 1, i + 3), 16));
+  const b = Buffer.from(s, 'utf8');
+  const hex = (c: number) => (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+  const out: number[] = [];
+  for (let i = 0; i < b.length; i++) {
+    if (b[i] === 0x25 && i + 2 < b.length) {
+      if (hex(b[i + 1]) && hex(b[i + 2])) out.push(parseInt(String.fromCharCode(b[i + 1], b[i + 2]), 16));
+      else out.push(b[i], b[i + 1], b[i + 2]);
       i += 2;
-    } else for (const b of Buffer.from(s[i], 'utf8')) bytes.push(b);
+    } else out.push(b[i]);
   }
-  return Buffer.from(bytes).toString('utf8');
+  // One character a byte (Credentials): ffmpeg hashes and sends the bytes as they are, UTF-8 or not.
+  return Buffer.from(out).toString('latin1');
 }
 
-const md5 = (s: string) => createHash('md5').update(s, 'utf8').digest('hex');
+const md5 = (s: string) => createHash('md5').update(s, 'latin1').digest('hex');
 
 /** The parameters of a Digest `Authorization` value (`key=value` or `key="value"`, comma-separated). */
 function digestParams(value: string): Map<string, string> {
@@ -69,7 +82,7 @@ export function rewriteAuthorization(head: string, cred: Credentials): string {
   return head.replace(/(\r?\n)(authorization)([ \t]*:[ \t]*)([^\r\n]*)/gi, (m, nl: string, name: string, sep: string, value: string) => {
     const scheme = /^(\S+)\s*(.*)$/.exec(value.trim());
     if (!scheme) return m;
-    if (/^basic$/i.test(scheme[1])) return `${nl}${name}${sep}Basic ${Buffer.from(`${cred.user}:${cred.password}`, 'utf8').toString('base64')}`;
+    if (/^basic$/i.test(scheme[1])) return `${nl}${name}${sep}Basic ${Buffer.from(`${cred.user}:${cred.password}`, 'latin1').toString('base64')}`;
     if (!/^digest$/i.test(scheme[1]) || !method) return m;
     const p = digestParams(scheme[2]);
     const realm = p.get('realm') ?? '';

@@ -130,3 +130,40 @@ describe("a camera's credentials never reach ffmpeg's command line (the relay ad
     camera.close();
   });
 });
+
+describe("credentials are the bytes ffmpeg would have sent (non-ASCII names, Latin-1 passwords)", () => {
+  const md5b = (b: Buffer) => createHash('md5').update(b).digest('hex');
+  const digestHead = (method: string) =>
+    Buffer.from(`${method} rtsp://127.0.0.1:4000/x RTSP/1.0\r\nCSeq: 3\r\nAuthorization: Digest username="argus", realm="cam", nonce="n1", uri="rtsp://127.0.0.1:4000/x", response="00000000000000000000000000000000"\r\n\r\n`, 'latin1');
+
+  it('a UTF-8 user name goes into the Digest username as its UTF-8 bytes, as in the hash', () => {
+    for (const url of ['rtsp://Jos%C3%A9:pw@cam/x', 'rtsp://José:pw@cam/x']) {
+      const rw = new AuthRewriter(urlCredentials(url)!);
+      const out = Buffer.concat(rw.push(digestHead('DESCRIBE')));
+      const user = Buffer.from('José', 'utf8');
+      // What ffmpeg sends and hashes: the user's bytes as they are.
+      expect(out.includes(Buffer.concat([Buffer.from('username="'), user, Buffer.from('"')]))).toBe(true);
+      const ha1 = md5b(Buffer.concat([user, Buffer.from(':cam:pw')]));
+      const want = createHash('md5').update(`${ha1}:n1:${createHash('md5').update('DESCRIBE:rtsp://127.0.0.1:4000/x').digest('hex')}`).digest('hex');
+      expect(out.toString('latin1')).toContain(`response="${want}"`);
+    }
+  });
+
+  it('a percent-encoded byte that is not UTF-8 (a Latin-1 password, %E9) is that byte, in Basic and Digest', () => {
+    const cred = urlCredentials('rtsp://u:%E9t%E9@cam/x')!;
+    const pw = Buffer.from([0xe9, 0x74, 0xe9]);
+    const basic = Buffer.concat(new AuthRewriter(cred).push(Buffer.from('OPTIONS * RTSP/1.0\r\nAuthorization: Basic YXJndXM6cmVsYXk=\r\n\r\n'))).toString('latin1');
+    expect(basic).toContain(`Basic ${Buffer.concat([Buffer.from('u:'), pw]).toString('base64')}`);
+    const out = Buffer.concat(new AuthRewriter(cred).push(digestHead('DESCRIBE'))).toString('latin1');
+    const ha1 = md5b(Buffer.concat([Buffer.from('u:cam:'), pw]));
+    const want = createHash('md5').update(`${ha1}:n1:${createHash('md5').update('DESCRIBE:rtsp://127.0.0.1:4000/x').digest('hex')}`).digest('hex');
+    expect(out).toContain(`response="${want}"`);
+  });
+
+  it("a % not followed by two hex digits is kept with them, as ffmpeg's ff_urldecode keeps it", () => {
+    // ffmpeg: "%%41" is "%%4" then "1" (the % and the two characters after it are copied).
+    expect(urlCredentials('rtsp://u:a%%41@cam/x')).toEqual({ user: 'u', password: 'a%%41' });
+    expect(urlCredentials('rtsp://u:a%4@cam/x')).toEqual({ user: 'u', password: 'a%4' });
+    expect(urlCredentials('rtsp://u:p%40ss@cam/x')).toEqual({ user: 'u', password: 'p@ss' });
+  });
+});
