@@ -62,14 +62,24 @@ function percentDecode(s: string): string {
 
 const md5 = (s: string) => createHash('md5').update(s, 'latin1').digest('hex');
 
-/** The parameters of a Digest `Authorization` value (`key=value` or `key="value"`, comma-separated). */
+/**
+ * The parameters of a Digest `Authorization` value (`key=value` or `key="value"`,
+ * comma-separated), as ffmpeg writes them: each quoted value as it is, never escaped
+ * (httpauth.c: "TODO: Escape the quoted strings properly"), so a `\` in it is the value's own
+ * (a realm `Dom\Cam` ffmpeg read from the camera's escaped `"Dom\\Cam"`, and hashed as `Dom\Cam`).
+ */
 function digestParams(value: string): Map<string, string> {
   const out = new Map<string, string>();
-  for (const m of value.matchAll(/([a-z0-9_-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^,\s]*))/gi)) out.set(m[1].toLowerCase(), m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : m[3]);
+  for (const m of value.matchAll(/([a-z0-9_-]+)\s*=\s*(?:"([^"]*)"|([^,\s]*))/gi)) out.set(m[1].toLowerCase(), m[2] ?? m[3]);
   return out;
 }
 
-const quote = (s: string) => `"${s.replace(/["\\]/g, '\\$&')}"`;
+/**
+ * A quoted username as ffmpeg writes it, the name as it is (a `DOMAIN\user` reached cameras so
+ * before the relay, and those that work take it so); only a `"`, which would end the value
+ * early (ffmpeg's answer was unreadable then), is escaped.
+ */
+const quote = (s: string) => `"${s.replace(/"/g, '\\"')}"`;
 
 /**
  * A request head with its `Authorization` answer computed again with `cred`: Basic's
@@ -96,8 +106,8 @@ export function rewriteAuthorization(head: string, cred: Credentials): string {
     const ha2 = md5(`${method}:${uri}`);
     const response = qop ? md5(`${ha1}:${nonce}:${nc}:${cnonce}:${qop}:${ha2}`) : md5(`${ha1}:${nonce}:${ha2}`);
     const rewritten = scheme[2]
-      .replace(/(^|,)(\s*username\s*=\s*)(?:"(?:[^"\\]|\\.)*"|[^,\s]*)/i, (_x, a: string, b: string) => `${a}${b}${quote(cred.user)}`)
-      .replace(/(^|,)(\s*response\s*=\s*)(?:"(?:[^"\\]|\\.)*"|[^,\s]*)/i, (_x, a: string, b: string) => `${a}${b}"${response}"`);
+      .replace(/(^|,)(\s*username\s*=\s*)(?:"[^"]*"|[^,\s]*)/i, (_x, a: string, b: string) => `${a}${b}${quote(cred.user)}`)
+      .replace(/(^|,)(\s*response\s*=\s*)(?:"[^"]*"|[^,\s]*)/i, (_x, a: string, b: string) => `${a}${b}"${response}"`);
     return `${nl}${name}${sep}${scheme[1]} ${rewritten}`;
   });
 }

@@ -167,3 +167,20 @@ describe("credentials are the bytes ffmpeg would have sent (non-ASCII names, Lat
     expect(urlCredentials('rtsp://u:p%40ss@cam/x')).toEqual({ user: 'u', password: 'p@ss' });
   });
 });
+
+describe("the Digest answer is read and written as ffmpeg writes it (its quoted values are never escaped)", () => {
+  const ha2 = createHash('md5').update('DESCRIBE:rtsp://127.0.0.1:4000/x').digest('hex');
+  it('a realm with a backslash (ffmpeg read the camera\'s "Dom\\\\Cam" as Dom\\Cam, and writes it so) is hashed as it is', () => {
+    const head = 'DESCRIBE rtsp://127.0.0.1:4000/x RTSP/1.0\r\nCSeq: 3\r\nAuthorization: Digest username="argus", realm="Dom\\Cam", nonce="n1", uri="rtsp://127.0.0.1:4000/x", response="00000000000000000000000000000000"\r\n\r\n';
+    const out = rewriteAuthorization(head, { user: 'u', password: 'p' });
+    expect(out).toContain(`response="${md5(`${md5('u:Dom\\Cam:p')}:n1:${ha2}`)}"`);
+    expect(out).toContain('realm="Dom\\Cam"');
+  });
+
+  it('a DOMAIN\\user name is sent as ffmpeg sent it before the relay (its backslash not doubled)', () => {
+    const head = 'DESCRIBE rtsp://127.0.0.1:4000/x RTSP/1.0\r\nCSeq: 3\r\nAuthorization: Digest username="argus", realm="cam", nonce="n1", uri="rtsp://127.0.0.1:4000/x", response="00000000000000000000000000000000"\r\n\r\n';
+    const out = rewriteAuthorization(head, urlCredentials('rtsp://CORP%5Cviewer:p@cam/x')!);
+    expect(out).toContain('username="CORP\\viewer"');
+    expect(out).toContain(`response="${md5(`${md5('CORP\\viewer:cam:p')}:n1:${ha2}`)}"`);
+  });
+});
