@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { copyFile, link, open, readdir, readFile, readlink, realpath, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { constants as fsConstants, createReadStream } from 'node:fs';
 import { hostname } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { makeDir } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
@@ -14,16 +14,24 @@ export const PRIVATE_FILE = 0o600;
 
 /**
  * Why the outbox folder is not safe to journal in, or undefined: writable by every user, or
- * owned by a user other than argus's and root (a folder another user made first, say under
- * /tmp, with `outbox.dir` naming it). Its journal is trusted at start: each record in it goes to
- * Kafka as an alert argus raised. (Not on systems without uids.)
+ * owned by a user other than argus's and root who could have made it there first or put
+ * another in its place: a folder in a folder every user may write (`/tmp/argus-lobby`), or in
+ * one of that user's own. Its journal is trusted at start: each record in it goes to Kafka as
+ * an alert argus raised. A folder of another user's in a folder only root or argus's user can
+ * write was given to it by them: a Docker bind mount owned by the host's user with argus
+ * running as root in the container (`-v ./data:/data`, the host's `mkdir data` first), a
+ * folder the administrator chowned. (Not on systems without uids.)
  */
 export async function unsafeFolder(dir: string): Promise<string | undefined> {
   const uid = process.getuid?.();
   if (uid === undefined) return undefined;
-  const st = await stat(dir);
+  const real = await realpath(dir);
+  const st = await stat(real);
   if ((st.mode & 0o002) !== 0) return `is writable by every user (mode ${(st.mode & 0o7777).toString(8)})`;
-  if (st.uid !== uid && st.uid !== 0) return `belongs to another user (uid ${st.uid}; argus runs as ${uid})`;
+  if (st.uid !== uid && st.uid !== 0) {
+    const parent = await stat(dirname(real));
+    if ((parent.mode & 0o002) !== 0 || parent.uid === st.uid) return `belongs to another user (uid ${st.uid}; argus runs as ${uid}), who could have made it there`;
+  }
   return undefined;
 }
 

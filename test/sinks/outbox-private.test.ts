@@ -46,3 +46,34 @@ describe('an outbox folder another local user can write is refused (its journal 
     await ob.close();
   });
 });
+
+describe.runIf(process.getuid?.() === 0)("(as root) another user's folder is taken where only root could have given it (a Docker bind mount of the host user's folder)", () => {
+  const open = (dir: string) => Outbox.open({ dir, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false });
+
+  it("a folder of the host's user (uid 1000) in a folder only root writes, as `-v ./data:/data` gives argus running as root: taken", async () => {
+    const { chmodSync, chownSync, mkdirSync, mkdtempSync: mk } = await import('node:fs');
+    const root = mk(join(tmpdir(), 'argus-mount-'));
+    chmodSync(root, 0o755);
+    const data = join(root, 'data');
+    mkdirSync(data, { mode: 0o755 });
+    chownSync(data, 1000, 1000);
+    const ob = await open(data);
+    await ob.close();
+  });
+
+  it('one in a folder that user owns (they could put another in its place), or in a world-writable one, is still refused', async () => {
+    const { chmodSync, chownSync, mkdirSync, mkdtempSync: mk } = await import('node:fs');
+    const home = mk(join(tmpdir(), 'argus-home-'));
+    chownSync(home, 1000, 1000);
+    const d = join(home, 'outbox');
+    mkdirSync(d, { mode: 0o755 });
+    chownSync(d, 1000, 1000);
+    await expect(open(d)).rejects.toThrow(/belongs to another user \(uid 1000/);
+    const shared = mk(join(tmpdir(), 'argus-shared-'));
+    chmodSync(shared, 0o1777);
+    const e = join(shared, 'outbox');
+    mkdirSync(e, { mode: 0o755 });
+    chownSync(e, 1000, 1000);
+    await expect(open(e)).rejects.toThrow(/belongs to another user \(uid 1000/);
+  });
+});
