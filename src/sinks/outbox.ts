@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { copyFile, link, open, readdir, readFile, readlink, realpath, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
+import { copyFile, link, lstat, open, readdir, readFile, readlink, realpath, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { constants as fsConstants, createReadStream } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -25,6 +25,9 @@ export const PRIVATE_FILE = 0o600;
 export async function unsafeFolder(dir: string): Promise<string | undefined> {
   const uid = process.getuid?.();
   if (uid === undefined) return undefined;
+  // A link another user made (in /tmp, say) is theirs to point elsewhere later.
+  const entry = await lstat(dir);
+  if (entry.isSymbolicLink() && entry.uid !== uid && entry.uid !== 0) return `is a link that belongs to another user (uid ${entry.uid}; argus runs as ${uid}), who can point it elsewhere`;
   const real = await realpath(dir);
   const st = await stat(real);
   if ((st.mode & 0o002) !== 0) return `is writable by every user (mode ${(st.mode & 0o7777).toString(8)})`;

@@ -76,4 +76,18 @@ describe.runIf(process.getuid?.() === 0)("(as root) another user's folder is tak
     chownSync(e, 1000, 1000);
     await expect(open(e)).rejects.toThrow(/belongs to another user \(uid 1000/);
   });
+
+  it("a link another user made (in /tmp) to argus's own folder is refused: they can point it elsewhere", async () => {
+    const { chmodSync, lchownSync, mkdirSync, mkdtempSync: mk, symlinkSync } = await import('node:fs');
+    const base = mk(join(tmpdir(), 'argus-link-'));
+    chmodSync(base, 0o755);
+    const own = join(base, 'own');
+    mkdirSync(own, { mode: 0o700 });
+    const l = join(base, 'lobby');
+    symlinkSync(own, l);
+    const ob = await open(l);
+    await ob.close();
+    lchownSync(l, 1000, 1000);
+    await expect(open(l)).rejects.toThrow(/a link that belongs to another user/);
+  });
 });
