@@ -50,6 +50,12 @@ export interface FfmpegInputSpec {
    * video stream alone.
    */
   relay?: string;
+  /**
+   * The URL of argus's relay used only to keep the camera's credentials off ffmpeg's command
+   * line (a source run without the camera's clock: rtsp-tap passes bytes on, and adds the
+   * credentials): ffmpeg opens it instead of `url`, and runs as it would on `url`.
+   */
+  credentialRelay?: string;
 }
 
 /**
@@ -310,7 +316,7 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
   if (input.inputArgs) args.push(...input.inputArgs);
   const trim = seekTrim(input);
   if (input.kind === 'file' && input.seek !== undefined && input.seek > 0) args.push('-ss', (input.seek - trim).toFixed(6));
-  const url = input.kind === 'v4l2' ? input.url.replace(/^v4l2:\/\//i, '') : input.kind === 'file' ? ffmpegInput(input.url) : (input.relay ?? input.url);
+  const url = input.kind === 'v4l2' ? input.url.replace(/^v4l2:\/\//i, '') : input.kind === 'file' ? ffmpegInput(input.url) : (input.relay ?? input.credentialRelay ?? input.url);
   args.push('-i', url, '-an', '-sn', '-dn', '-map', '0:v:0');
 
   const { width: W, height: H } = out;

@@ -14,6 +14,7 @@ import { BufferPool, FrameReader } from './frame-reader.js';
 import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
 import { checksCertificate, tapsCameraClock } from '../core/rtsp-relay.js';
 import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
+import { urlCredentials } from './rtsp-auth.js';
 import { colourOf, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
 
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
@@ -104,11 +105,11 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   //   make up the rate (each one inferred, published and counted twice at 60 over 30 fps):
   //   every frame once, at the file's rate (a variable-rate file's frames are still repeated
   //   over its gaps, by ffmpeg's constant-rate output).
-  const run = (base: FfmpegSourceOptions, tap?: RtspTap): Observable<Frame> => {
+  const run = (base: FfmpegSourceOptions, tap?: RtspTap, named?: RtspTap): Observable<Frame> => {
     let o = base;
     if (memo.ownRate) o = { ...o, input: { ...o.input, fps: undefined } };
     if (memo.packed && o.output.frame === 'source-yuv') o = { ...o, output: { ...o.output, frame: 'source' } };
-    return oneFfmpeg(o, tap).pipe(
+    return oneFfmpeg(o, tap, named).pipe(
       catchError((e: unknown) => {
         // The relay failed the run (RelayUnusable), or did before another rerun's reason came.
         const relayFailure = e instanceof RelayUnusable ? e.message : tap?.clock.failure();
@@ -124,6 +125,8 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
           // its wait is over: a glitch (a camera's timestamps that stopped advancing for a while)
           // cost the camera's clock, and the relay's access-unit ends, until argus restarted.
           const wait = relayGivenUp(memo, now());
+          // ffmpeg opens a redirect's address itself, past any relay, with the credentials it was given.
+          if (tap.clock.redirect !== undefined) memo.redirected = true;
           tap.close();
           base.onClockNotice?.(`source "${base.id}": the camera's clock is not used: ${relayFailure}; it is run without argus's relay, frames stamped with their arrival at ffmpeg (the relay is tried again at the source's first restart after ${Math.round(wait / 1000)} s)`);
           const unrelayed = { ...base, input: { ...base.input, relay: undefined } };
@@ -132,20 +135,47 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
           if (e instanceof NotYuv420) memo.packed = true;
           else if (e instanceof RateAboveSource) memo.ownRate = true;
           else if (!(e instanceof RelayUnusable)) return throwError(() => e);
-          return run(unrelayed);
+          return plain(unrelayed);
         }
         if (e instanceof NotYuv420) memo.packed = true;
         else if (e instanceof RateAboveSource) memo.ownRate = true;
         else return throwError(() => e);
-        return run(base, tap);
+        return run(base, tap, named);
       }),
     );
+  };
+  // An RTSP camera over TCP run without its clock (the relay given up, or its wait not over):
+  // still through a relay that passes its bytes on and adds the camera's credentials, so that
+  // they stay off ffmpeg's command line (rtsp-auth), which every local user can read.
+  const plain = (base: FfmpegSourceOptions): Observable<Frame> => {
+    // (A camera that redirects ffmpeg elsewhere needs the credentials in ffmpeg's hands: it
+    // follows the redirect itself, past the relay, and would answer with the placeholder.)
+    if (!tapsCameraClock(base.input) || !urlCredentials(base.input.url) || memo.redirected) return run(base);
+    return new Observable<Frame>((subscriber) => {
+      const pass = new RtspTap(base.input.url, { endUnits: false, tls: base.input.tls });
+      let inner: Subscription | undefined;
+      let closed = false;
+      pass.listen().then(
+        (credentialRelay) => {
+          if (closed) return;
+          inner = run({ ...base, input: { ...base.input, relay: undefined, credentialRelay } }, undefined, pass).subscribe(subscriber);
+        },
+        (e: NodeJS.ErrnoException) =>
+          subscriber.error(e instanceof ArgusError ? new ArgusError(e.code, `source "${base.id}": ${e.message}`) : new ArgusError(ErrorCodes.SOURCE_SPAWN, `source "${base.id}": could not open the relay to the camera on 127.0.0.1: ${e.message}`)),
+      );
+      return () => {
+        closed = true;
+        inner?.unsubscribe();
+        pass.close();
+      };
+    });
   };
   // ffmpeg's own RTSPS takes any certificate (the config refuses this; others who build an input too).
   if (checksCertificate(options.input.url, options.input.tls) && !tapsCameraClock(options.input)) {
     return throwError(() => new ArgusError(ErrorCodes.SOURCE_OPEN, redact(`source "${options.id}": an rtsps:// camera without argus's relay, whose certificate ffmpeg cannot check: tls: { verify: false } runs it so`)));
   }
-  if (!tapsCameraClock(options.input) || !relayStart(memo, now())) return defer(() => run(options));
+  if (!tapsCameraClock(options.input)) return defer(() => run(options));
+  if (!relayStart(memo, now())) return defer(() => plain(options));
   // RTSP over TCP: through argus's relay, which reads the camera's clock (rtsp-tap).
   return new Observable<Frame>((subscriber) => {
     // With low-latency decoding, each access unit is ended for ffmpeg as soon as it is in (UnitEnds).
@@ -216,6 +246,8 @@ export interface SourceMemo {
    * pair with their packets): starts run without it until `until` (core/clock `now`).
    */
   unrelayed?: { until: number };
+  /** The camera redirected ffmpeg to another address: runs without the relay give ffmpeg its URL as it is (credentials included). */
+  redirected?: boolean;
   /** How many times the relay was given up: each wait is twice the last (relayRetryWait). */
   relayFailures?: number;
   /** Since when the relay has been run, across the source's restarts (its first start, or its retry after a give-up): one that ran RELAY_RETRY_MAX_MS before giving up counts as a first give-up. */
@@ -251,7 +283,8 @@ export const YUV_MIN_PIXELS = 200_000;
 /** The pixel formats whose frames ffmpeg delivers untouched as `source-yuv`. */
 const YUV420 = new Set(['yuv420p', 'yuvj420p']);
 
-function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Frame> {
+/** `named`: a relay that only passes bytes on (and adds credentials): its address in ffmpeg's log is the camera's again. */
+function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: RtspTap): Observable<Frame> {
   return new Observable<Frame>((subscriber) => {
     const { id, input, output } = options;
     // Every message leaves with credentials removed: ffmpeg prints the URL, and errors become
@@ -766,7 +799,8 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
         subscriber.error(new RelayUnusable(failure, seq > seqStart));
         return;
       }
-      const log = tap ? tap.unrelay(probe.tailText()) : probe.tailText();
+      const relayed = tap ?? named;
+      const log = relayed ? relayed.unrelay(probe.tailText()) : probe.tailText();
       const tail = withoutOwnNotices(log.split('\n')).slice(-6).join('\n');
       if (!lb && probe.tooLarge) {
         fail(ErrorCodes.SOURCE_PROBE, `source "${id}": ${tooLargeMessage(input.url, probe.tooLarge)}\n${tail}`);
@@ -859,7 +893,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap): Observable<Fram
     return () => {
       stopPacing?.();
       dropAhead();
-      tap?.drop();
+      (tap ?? named)?.drop();
       frames?.destroy();
       if (!closed) {
         closed = true;

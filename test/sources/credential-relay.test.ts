@@ -1,0 +1,121 @@
+import { spawn as nodeSpawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createServer, type Socket } from 'node:net';
+import { lastValueFrom } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import { ffmpegSource, type SpawnFn, type SourceMemo } from '../../src/sources/ffmpeg-source.js';
+import { resolveFfmpeg } from '../../src/sources/ffmpeg-path.js';
+
+const md5 = (s: string) => createHash('md5').update(s).digest('hex');
+
+describe("a camera run without its clock (the relay given up) keeps its credentials off ffmpeg's command line", () => {
+  it('a start while the relay waits to be tried again: ffmpeg is given no password, and the camera gets the real one', async () => {
+    const user = 'admin';
+    const password = 'S3cretPw';
+    const seen: boolean[] = [];
+    const camera = createServer((s: Socket) => {
+      let buf = '';
+      s.on('data', (d: Buffer) => {
+        buf += d.toString('latin1');
+        let end;
+        while ((end = buf.indexOf('\r\n\r\n')) >= 0) {
+          const head = buf.slice(0, end);
+          buf = buf.slice(end + 4);
+          const cseq = /CSeq:\s*(\d+)/i.exec(head)?.[1] ?? '0';
+          const [method] = head.split(' ');
+          const auth = /\r\nAuthorization:\s*([^\r\n]*)/i.exec(head)?.[1];
+          if (method === 'OPTIONS') s.write(`RTSP/1.0 200 OK\r\nCSeq: ${cseq}\r\nPublic: OPTIONS, DESCRIBE\r\n\r\n`);
+          else if (!auth) s.write(`RTSP/1.0 401 Unauthorized\r\nCSeq: ${cseq}\r\nWWW-Authenticate: Digest realm="cam", nonce="n0nce"\r\n\r\n`);
+          else {
+            const p = Object.fromEntries([...auth.matchAll(/(\w+)="?([^",]*)"?/g)].map((m) => [m[1], m[2]]));
+            seen.push(p.username === user && p.response === md5(`${md5(`${user}:cam:${password}`)}:n0nce:${md5(`${method}:${p.uri}`)}`));
+            s.end(`RTSP/1.0 404 Not Found\r\nCSeq: ${cseq}\r\n\r\n`);
+          }
+        }
+      });
+      s.on('error', () => {});
+    });
+    await new Promise<void>((r) => camera.listen(0, '127.0.0.1', r));
+    const port = (camera.address() as { port: number }).port;
+    const commands: string[] = [];
+    const spawn: SpawnFn = (cmd, args, o) => {
+      commands.push(args.join(' '));
+      return nodeSpawn(cmd, args, o);
+    };
+    // The relay was given up a moment ago: this start runs without the camera's clock.
+    const memo: SourceMemo = { unrelayed: { until: Number.MAX_SAFE_INTEGER }, relayFailures: 1 };
+    const err = await lastValueFrom(
+      ffmpegSource({
+        id: 'cam',
+        input: { url: `rtsp://${user}:${password}@127.0.0.1:${port}/live`, kind: 'rtsp', rate: 'native', loop: false },
+        output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'center', padValue: 114 },
+        ffmpegPath: (await resolveFfmpeg()).path,
+        memo,
+        spawn,
+      }),
+    ).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    camera.close();
+    expect(commands.length).toBeGreaterThan(0);
+    for (const c of commands) expect(c).not.toContain(password);
+    expect(seen).toContain(true);
+    // ffmpeg's error names the camera, not the relay or its placeholder (and no password).
+    expect(err?.message).toBeDefined();
+    expect(err!.message).not.toMatch(/argus:relay|S3cretPw/);
+  }, 30_000);
+});
+
+describe('a camera that redirects ffmpeg elsewhere (ffmpeg follows it itself, past any relay)', () => {
+  it('after the relay is given up for the redirect, ffmpeg is given the URL as it is, and the address redirected to gets the real credentials', async () => {
+    const user = 'admin';
+    const password = 'S3cretPw';
+    const valid: string[] = [];
+    const digestCamera = (onAuth: (s: Socket, cseq: string, ok: boolean) => void) =>
+      createServer((s: Socket) => {
+        let buf = '';
+        s.on('data', (d: Buffer) => {
+          buf += d.toString('latin1');
+          let end;
+          while ((end = buf.indexOf('\r\n\r\n')) >= 0) {
+            const head = buf.slice(0, end);
+            buf = buf.slice(end + 4);
+            const cseq = /CSeq:\s*(\d+)/i.exec(head)?.[1] ?? '0';
+            const [method] = head.split(' ');
+            const auth = /\r\nAuthorization:\s*([^\r\n]*)/i.exec(head)?.[1];
+            if (method === 'OPTIONS') s.write(`RTSP/1.0 200 OK\r\nCSeq: ${cseq}\r\nPublic: OPTIONS, DESCRIBE\r\n\r\n`);
+            else if (!auth) s.write(`RTSP/1.0 401 Unauthorized\r\nCSeq: ${cseq}\r\nWWW-Authenticate: Digest realm="cam", nonce="n0nce"\r\n\r\n`);
+            else {
+              const p = Object.fromEntries([...auth.matchAll(/(\w+)="?([^",]*)"?/g)].map((m) => [m[1], m[2]]));
+              onAuth(s, cseq, p.username === user && p.response === md5(`${md5(`${user}:cam:${password}`)}:n0nce:${md5(`${method}:${p.uri}`)}`));
+            }
+          }
+        });
+        s.on('error', () => {});
+      });
+    const second = digestCamera((s, cseq, ok) => {
+      valid.push(ok ? 'ok' : 'bad');
+      s.end(`RTSP/1.0 ${ok ? '404 Not Found' : '401 Unauthorized'}\r\nCSeq: ${cseq}\r\n\r\n`);
+    });
+    await new Promise<void>((r) => second.listen(0, '127.0.0.1', r));
+    const port2 = (second.address() as { port: number }).port;
+    const first = digestCamera((s, cseq) => s.write(`RTSP/1.0 302 Moved\r\nCSeq: ${cseq}\r\nLocation: rtsp://127.0.0.1:${port2}/live\r\n\r\n`));
+    await new Promise<void>((r) => first.listen(0, '127.0.0.1', r));
+    const port1 = (first.address() as { port: number }).port;
+    const memo: SourceMemo = {};
+    await lastValueFrom(
+      ffmpegSource({
+        id: 'cam',
+        input: { url: `rtsp://${user}:${password}@127.0.0.1:${port1}/live`, kind: 'rtsp', rate: 'native', loop: false },
+        output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'center', padValue: 114 },
+        ffmpegPath: (await resolveFfmpeg()).path,
+        memo,
+      }),
+    ).catch(() => undefined);
+    first.close();
+    second.close();
+    expect(memo.redirected).toBe(true);
+    expect(valid).toContain('ok');
+  }, 30_000);
+});
