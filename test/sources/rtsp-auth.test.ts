@@ -107,7 +107,9 @@ describe("a camera's credentials never reach ffmpeg's command line (the relay ad
       table,
       '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n' +
         `   0: 0100007F:9C40 0100007F:0FA0 01 00000000:00000000 00:00000000 00000000  ${uid + 1}        0 1 1 0000000000000000 20 4 30 10 -1\n` +
-        `   1: 0100007F:9C41 0100007F:0FA0 01 00000000:00000000 00:00000000 00000000  ${uid}        0 2 1 0000000000000000 20 4 30 10 -1\n`,
+        `   1: 0100007F:9C41 0100007F:0FA0 01 00000000:00000000 00:00000000 00000000  ${uid}        0 2 1 0000000000000000 20 4 30 10 -1\n` +
+        // The relay's side of a connection whose peer is gone (40002).
+        `   2: 0100007F:0FA0 0100007F:9C42 08 00000000:00000000 00:00000000 00000000  ${uid}        0 3 1 0000000000000000 20 4 30 10 -1\n`,
     );
     expect(await sameUserPeer(4000, 40000, table)).toBe(false);
     expect(await sameUserPeer(4000, 40001, table)).toBe(true);
@@ -182,5 +184,20 @@ describe("the Digest answer is read and written as ffmpeg writes it (its quoted 
     const out = rewriteAuthorization(head, urlCredentials('rtsp://CORP%5Cviewer:p@cam/x')!);
     expect(out).toContain('username="CORP\\viewer"');
     expect(out).toContain(`response="${md5(`${md5('CORP\\viewer:cam:p')}:n1:${ha2}`)}"`);
+  });
+});
+
+describe('a socket table that lists no sockets (WSL 1) does not refuse every connection', () => {
+  const header = '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n';
+  it('an empty table cannot tell (undefined: served, as without /proc); one that lists the relay\'s side and not the peer\'s refuses', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-tcp-'));
+    const table = join(dir, 'tcp');
+    writeFileSync(table, header);
+    expect(await sameUserPeer(4000, 40000, table)).toBeUndefined();
+    // The relay's own side (127.0.0.1:4000 ← 127.0.0.1:40000 or 127.0.0.2:40000) is listed: the peer's is gone, or not from 127.0.0.1.
+    writeFileSync(table, `${header}   0: 0100007F:0FA0 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 20 4 30 10 -1\n`);
+    expect(await sameUserPeer(4000, 40000, table)).toBe(false);
+    writeFileSync(table, `${header}   0: 0100007F:0FA0 0200007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 20 4 30 10 -1\n   1: 0200007F:9C40 0100007F:0FA0 01 00000000:00000000 00:00000000 00000000  ${process.getuid!()}        0 2 1 0000000000000000 20 4 30 10 -1\n`);
+    expect(await sameUserPeer(4000, 40000, table)).toBe(false);
   });
 });
