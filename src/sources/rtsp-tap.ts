@@ -774,10 +774,14 @@ export class RtspTap {
   /** `endUnits`: send ffmpeg a delimiter after each access unit of H.264 and H.265 cameras (UnitEnds; the source's `decode.lowLatency`). Default true. */
   readonly endUnits: boolean;
 
+  /** Whether a connection from `peerPort` is argus's own user's (sameUserPeer; tests give their own). */
+  private readonly peerCheck: (relayPort: number, peerPort: number) => Promise<boolean | undefined>;
+
   constructor(
     readonly url: string,
-    options: { endUnits?: boolean; tls?: CameraTls } = {},
+    options: { endUnits?: boolean; tls?: CameraTls; peerCheck?: (relayPort: number, peerPort: number) => Promise<boolean | undefined> } = {},
   ) {
+    this.peerCheck = options.peerCheck ?? ((relay, peer) => sameUserPeer(relay, peer));
     this.endUnits = options.endUnits ?? true;
     this.check = options.tls ?? { verify: true };
     const m = AUTHORITY.exec(url);
@@ -815,15 +819,23 @@ export class RtspTap {
     down.on('error', () => {});
     const peerPort = down.remotePort;
     if (peerPort === undefined) return void down.destroy();
-    sameUserPeer(this.relayPort, peerPort).then(
-      (same) => {
-        if (same === false) down.destroy();
-        else if (!down.destroyed && this.server) this.accept(down);
-        else down.destroy();
-      },
-      () => down.destroy(),
+    // Checked at once, decided in the order the connections came: the check reads a file, and a
+    // later connection's answer could come first and take the relay's one place from ffmpeg's.
+    const check = this.peerCheck(this.relayPort, peerPort);
+    this.admitted = this.admitted.then(() =>
+      check.then(
+        (same) => {
+          if (same === false) down.destroy();
+          else if (!down.destroyed && this.server) this.accept(down);
+          else down.destroy();
+        },
+        () => void down.destroy(),
+      ),
     );
   }
+
+  /** The latest connection's admission: each waits for the one before it. */
+  private admitted: Promise<void> = Promise.resolve();
 
   private accept(down: Socket): void {
     // One connection at a time: another local process connecting meanwhile cannot cut ffmpeg's.

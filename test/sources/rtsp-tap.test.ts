@@ -702,6 +702,37 @@ describe('which sources are relayed, and how', () => {
 });
 
 describe('RtspTap: the relay', () => {
+  it("connections are decided in the order they came, whatever order their owner checks answer in: a later one cannot take the relay's one place from the first", async () => {
+    const { createServer } = await import('node:net');
+    const { RtspTap } = await import('../../src/sources/rtsp-tap.js');
+    // A camera that answers each connection with its own number.
+    let n = 0;
+    const camera = createServer((s) => void s.end(`camera connection ${++n}\r\n`));
+    await new Promise<void>((r) => camera.listen(0, '127.0.0.1', r));
+    const port = (camera.address() as { port: number }).port;
+    // The first connection's check answers 100 ms late, the second's at once.
+    let checks = 0;
+    const tap = new RtspTap(`rtsp://127.0.0.1:${port}/live`, { peerCheck: () => (checks++ === 0 ? new Promise((r) => setTimeout(() => r(true), 100)) : Promise.resolve(true)) });
+    const url = await tap.listen();
+    const relayPort = Number(/:(\d+)\/live$/.exec(url)![1]);
+    const read = (c: ReturnType<typeof connect>) =>
+      new Promise<string>((r) => {
+        let text = '';
+        c.on('data', (d: Buffer) => (text += d.toString()));
+        c.on('error', () => {});
+        c.on('close', () => r(text));
+      });
+    const first = connect(relayPort, '127.0.0.1');
+    await new Promise<void>((r) => first.on('connect', r));
+    const second = connect(relayPort, '127.0.0.1');
+    const [a, b] = await Promise.all([read(first), read(second)]);
+    expect(a).toBe('camera connection 1\r\n');
+    expect(b).toBe('');
+    expect(n).toBe(1);
+    tap.close();
+    camera.close();
+  });
+
   it('passes bytes unchanged both ways, reads the session on the way, and takes one connection at a time', async () => {
     const { createServer, connect } = await import('node:net');
     const { RtspTap } = await import('../../src/sources/rtsp-tap.js');
