@@ -211,37 +211,35 @@ export class AuthRewriter {
 }
 
 /** Reads of the table for a connection not found in it (a read while sockets come and go can skip one). */
-const TABLE_READS = 3;
+const TABLE_READS = 5;
 
 /**
  * Whether a TCP connection to `localPort` on 127.0.0.1 from `peerPort` belongs to a process of
  * this user (its socket's owner in /proc/net/tcp). Another local user may connect to the relay
  * (any process may reach a port on 127.0.0.1): the relay adds the camera's credentials to what
- * it passes on, so only this user's processes (ffmpeg) are served. Undefined where it cannot be
- * told: no /proc/net/tcp (not Linux), or a table that lists not even the relay's own side of
- * the connection (WSL 1's is empty: every connection was refused there, every camera failed);
- * false for a connection not in the table while the relay's side is (closed already).
+ * it passes on, so only this user's processes (ffmpeg) are served. The peer's socket is found
+ * by its port, from any loopback address (one bound to 127.0.0.2 too), with the relay's address
+ * as its remote one. Undefined where it cannot be told: no /proc/net/tcp (not Linux), a table
+ * that lists no sockets (WSL 1's), or a peer not found in TABLE_READS reads. The kernel's table
+ * is no snapshot: a read while other sockets come and go can skip one, and on a busy host that
+ * refused ffmpeg's own connection now and then (a test's first client was cut off, and hung);
+ * so only a peer found and owned by another user is refused.
  */
 export async function sameUserPeer(localPort: number, peerPort: number, table = '/proc/net/tcp'): Promise<boolean | undefined> {
   const uid = process.getuid?.();
   if (uid === undefined) return undefined;
   const hex = (p: number) => p.toString(16).toUpperCase().padStart(4, '0');
-  let ownSide = false;
+  const peer = `:${hex(peerPort)}`;
+  const relays = ['0100007F', '7F000001'].map((ip) => `${ip}:${hex(localPort)}`);
   for (let read = 0; read < TABLE_READS; read++) {
     const text = await readFile(table, 'latin1').catch(() => undefined);
     if (text === undefined) return undefined;
-    // The peer's own socket: local address 127.0.0.1:peerPort, remote 127.0.0.1:localPort (the
-    // address in the host's byte order: 0100007F little-endian, 7F000001 big-endian); the
-    // relay's is the other way round.
     for (const line of text.split('\n')) {
       const f = line.trim().split(/\s+/);
-      for (const ip of ['0100007F', '7F000001']) {
-        if (f[1] === `${ip}:${hex(peerPort)}` && f[2] === `${ip}:${hex(localPort)}`) return Number(f[7]) === uid;
-        // (From any address: a peer bound to 127.0.0.2 is not found above, and refused.)
-        if (f[1] === `${ip}:${hex(localPort)}` && f[2]?.endsWith(`:${hex(peerPort)}`)) ownSide = true;
-      }
+      // The peer's own socket: local address <loopback>:peerPort, remote the relay's (the address
+      // in the host's byte order: 0100007F little-endian, 7F000001 big-endian).
+      if (f[1]?.endsWith(peer) && relays.includes(f[2])) return Number(f[7]) === uid;
     }
   }
-  // Not there: the connection is gone already (or not one from 127.0.0.1), or the table lists none.
-  return ownSide ? false : undefined;
+  return undefined;
 }
