@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -192,3 +193,40 @@ export function senderReport(channel: number, ms: number, ts: number, ssrc = 0x1
   return Buffer.concat([Buffer.from([0x24, channel, p.length >> 8, p.length & 0xff]), p]);
 }
 
+
+const md5 = (s: string) => createHash('md5').update(s).digest('hex');
+
+/**
+ * A camera that wants RTSP Digest authentication (RFC 2617, MD5, no qop): OPTIONS is answered,
+ * a request without `Authorization` is challenged with `realm` and `nonce`, and one with it is
+ * handed to `onAuth` with whether its answer is right for `user` and `password` (and the
+ * header, and the request's URI), which answers it. Not listening yet.
+ */
+export function digestCamera(
+  user: string,
+  password: string,
+  onAuth: (s: Socket, cseq: string, ok: boolean, auth: string, uri: string) => void,
+  { realm = 'cam', nonce = 'n0nce' } = {},
+): Server {
+  return createServer((s: Socket) => {
+    let buf = '';
+    s.on('data', (d: Buffer) => {
+      buf += d.toString('latin1');
+      for (let end = buf.indexOf('\r\n\r\n'); end >= 0; end = buf.indexOf('\r\n\r\n')) {
+        const head = buf.slice(0, end);
+        buf = buf.slice(end + 4);
+        const cseq = /CSeq:\s*(\d+)/i.exec(head)?.[1] ?? '0';
+        const [method, uri] = head.split(' ');
+        const auth = /\r\nAuthorization:\s*([^\r\n]*)/i.exec(head)?.[1];
+        if (method === 'OPTIONS') s.write(`RTSP/1.0 200 OK\r\nCSeq: ${cseq}\r\nPublic: OPTIONS, DESCRIBE\r\n\r\n`);
+        else if (!auth) s.write(`RTSP/1.0 401 Unauthorized\r\nCSeq: ${cseq}\r\nWWW-Authenticate: Digest realm="${realm}", nonce="${nonce}"\r\n\r\n`);
+        else {
+          const p = Object.fromEntries([...auth.matchAll(/(\w+)="?([^",]*)"?/g)].map((m) => [m[1], m[2]]));
+          const expected = md5(`${md5(`${user}:${realm}:${password}`)}:${nonce}:${md5(`${method}:${p.uri}`)}`);
+          onAuth(s, cseq, p.username === user && p.response === expected, auth, uri);
+        }
+      }
+    });
+    s.on('error', () => {});
+  });
+}

@@ -1,39 +1,18 @@
 import { spawn as nodeSpawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { createServer, type Socket } from 'node:net';
 import { lastValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { ffmpegSource, type SpawnFn, type SourceMemo } from '../../src/sources/ffmpeg-source.js';
 import { resolveFfmpeg } from '../../src/sources/ffmpeg-path.js';
-
-const md5 = (s: string) => createHash('md5').update(s).digest('hex');
+import { digestCamera } from '../helpers/rtsp-camera.js';
 
 describe("a camera run without its clock (the relay given up) keeps its credentials off ffmpeg's command line", () => {
   it('a start while the relay waits to be tried again: ffmpeg is given no password, and the camera gets the real one', async () => {
     const user = 'admin';
     const password = 'S3cretPw';
     const seen: boolean[] = [];
-    const camera = createServer((s: Socket) => {
-      let buf = '';
-      s.on('data', (d: Buffer) => {
-        buf += d.toString('latin1');
-        let end;
-        while ((end = buf.indexOf('\r\n\r\n')) >= 0) {
-          const head = buf.slice(0, end);
-          buf = buf.slice(end + 4);
-          const cseq = /CSeq:\s*(\d+)/i.exec(head)?.[1] ?? '0';
-          const [method] = head.split(' ');
-          const auth = /\r\nAuthorization:\s*([^\r\n]*)/i.exec(head)?.[1];
-          if (method === 'OPTIONS') s.write(`RTSP/1.0 200 OK\r\nCSeq: ${cseq}\r\nPublic: OPTIONS, DESCRIBE\r\n\r\n`);
-          else if (!auth) s.write(`RTSP/1.0 401 Unauthorized\r\nCSeq: ${cseq}\r\nWWW-Authenticate: Digest realm="cam", nonce="n0nce"\r\n\r\n`);
-          else {
-            const p = Object.fromEntries([...auth.matchAll(/(\w+)="?([^",]*)"?/g)].map((m) => [m[1], m[2]]));
-            seen.push(p.username === user && p.response === md5(`${md5(`${user}:cam:${password}`)}:n0nce:${md5(`${method}:${p.uri}`)}`));
-            s.end(`RTSP/1.0 404 Not Found\r\nCSeq: ${cseq}\r\n\r\n`);
-          }
-        }
-      });
-      s.on('error', () => {});
+    const camera = digestCamera(user, password, (s, cseq, ok) => {
+      seen.push(ok);
+      s.end(`RTSP/1.0 404 Not Found\r\nCSeq: ${cseq}\r\n\r\n`);
     });
     await new Promise<void>((r) => camera.listen(0, '127.0.0.1', r));
     const port = (camera.address() as { port: number }).port;
@@ -72,35 +51,13 @@ describe('a camera that redirects ffmpeg elsewhere (ffmpeg follows it itself, pa
     const user = 'admin';
     const password = 'S3cretPw';
     const valid: string[] = [];
-    const digestCamera = (onAuth: (s: Socket, cseq: string, ok: boolean) => void) =>
-      createServer((s: Socket) => {
-        let buf = '';
-        s.on('data', (d: Buffer) => {
-          buf += d.toString('latin1');
-          let end;
-          while ((end = buf.indexOf('\r\n\r\n')) >= 0) {
-            const head = buf.slice(0, end);
-            buf = buf.slice(end + 4);
-            const cseq = /CSeq:\s*(\d+)/i.exec(head)?.[1] ?? '0';
-            const [method] = head.split(' ');
-            const auth = /\r\nAuthorization:\s*([^\r\n]*)/i.exec(head)?.[1];
-            if (method === 'OPTIONS') s.write(`RTSP/1.0 200 OK\r\nCSeq: ${cseq}\r\nPublic: OPTIONS, DESCRIBE\r\n\r\n`);
-            else if (!auth) s.write(`RTSP/1.0 401 Unauthorized\r\nCSeq: ${cseq}\r\nWWW-Authenticate: Digest realm="cam", nonce="n0nce"\r\n\r\n`);
-            else {
-              const p = Object.fromEntries([...auth.matchAll(/(\w+)="?([^",]*)"?/g)].map((m) => [m[1], m[2]]));
-              onAuth(s, cseq, p.username === user && p.response === md5(`${md5(`${user}:cam:${password}`)}:n0nce:${md5(`${method}:${p.uri}`)}`));
-            }
-          }
-        });
-        s.on('error', () => {});
-      });
-    const second = digestCamera((s, cseq, ok) => {
+    const second = digestCamera(user, password, (s, cseq, ok) => {
       valid.push(ok ? 'ok' : 'bad');
       s.end(`RTSP/1.0 ${ok ? '404 Not Found' : '401 Unauthorized'}\r\nCSeq: ${cseq}\r\n\r\n`);
     });
     await new Promise<void>((r) => second.listen(0, '127.0.0.1', r));
     const port2 = (second.address() as { port: number }).port;
-    const first = digestCamera((s, cseq) => s.write(`RTSP/1.0 302 Moved\r\nCSeq: ${cseq}\r\nLocation: rtsp://127.0.0.1:${port2}/live\r\n\r\n`));
+    const first = digestCamera(user, password, (s, cseq) => s.write(`RTSP/1.0 302 Moved\r\nCSeq: ${cseq}\r\nLocation: rtsp://127.0.0.1:${port2}/live\r\n\r\n`));
     await new Promise<void>((r) => first.listen(0, '127.0.0.1', r));
     const port1 = (first.address() as { port: number }).port;
     const memo: SourceMemo = {};

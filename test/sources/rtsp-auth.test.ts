@@ -1,13 +1,14 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, connect, type Socket } from 'node:net';
+import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AuthRewriter, rewriteAuthorization, sameUserPeer, urlCredentials } from '../../src/sources/rtsp-auth.js';
 import { relayUrl, RtspTap } from '../../src/sources/rtsp-tap.js';
 import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
+import { digestCamera } from '../helpers/rtsp-camera.js';
 
 const md5 = (s: string) => createHash('md5').update(s).digest('hex');
 
@@ -58,33 +59,15 @@ describe("a camera's credentials never reach ffmpeg's command line (the relay ad
     const realm = 'cam';
     const nonce = 'abcdef0123456789';
     const seen: { ok: boolean; auth: string }[] = [];
-    const camera = createServer((s: Socket) => {
-      let buf = '';
-      s.on('data', (d: Buffer) => {
-        buf += d.toString('latin1');
-        let end;
-        while ((end = buf.indexOf('\r\n\r\n')) >= 0) {
-          const head = buf.slice(0, end);
-          buf = buf.slice(end + 4);
-          const cseq = /CSeq:\s*(\d+)/i.exec(head)?.[1] ?? '0';
-          const [method, uri] = head.split(' ');
-          const auth = /\r\nAuthorization:\s*([^\r\n]*)/i.exec(head)?.[1];
-          if (method === 'OPTIONS') {
-            s.write(`RTSP/1.0 200 OK\r\nCSeq: ${cseq}\r\nPublic: OPTIONS, DESCRIBE\r\n\r\n`);
-            continue;
-          }
-          if (!auth) {
-            s.write(`RTSP/1.0 401 Unauthorized\r\nCSeq: ${cseq}\r\nWWW-Authenticate: Digest realm="${realm}", nonce="${nonce}"\r\n\r\n`);
-            continue;
-          }
-          const p = Object.fromEntries([...auth.matchAll(/(\w+)="?([^",]*)"?/g)].map((m) => [m[1], m[2]]));
-          const expected = md5(`${md5(`${user}:${realm}:${password}`)}:${nonce}:${md5(`${method}:${p.uri}`)}`);
-          seen.push({ ok: p.username === user && p.response === expected && p.uri === uri, auth });
-          s.end(`RTSP/1.0 404 Not Found\r\nCSeq: ${cseq}\r\n\r\n`);
-        }
-      });
-      s.on('error', () => {});
-    });
+    const camera = digestCamera(
+      user,
+      password,
+      (s, cseq, ok, auth, uri) => {
+        seen.push({ ok: ok && auth.includes(`uri="${uri}"`), auth });
+        s.end(`RTSP/1.0 404 Not Found\r\nCSeq: ${cseq}\r\n\r\n`);
+      },
+      { realm, nonce },
+    );
     await new Promise<void>((r) => camera.listen(0, '127.0.0.1', r));
     const port = (camera.address() as { port: number }).port;
     const tap = new RtspTap(`rtsp://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/live`);
