@@ -36,9 +36,14 @@ describe('an outbox folder another local user can write is refused (its journal 
     await expect(Outbox.open({ dir: d, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false })).rejects.toThrow(/writable by every user/);
   });
 
-  it.runIf(process.getuid?.() === 0)("(as root) a folder another user owns is refused; root's own is taken", async () => {
-    const { chownSync, mkdtempSync: mk } = await import('node:fs');
-    const d = mk(join(tmpdir(), 'argus-outbox-'));
+  it.runIf(process.getuid?.() === 0)("(as root) a folder another user owns, in a folder every user may write (as /tmp), is refused; root's own is taken", async () => {
+    const { chmodSync, chownSync, mkdirSync, mkdtempSync: mk } = await import('node:fs');
+    // The parent as /tmp is (sticky, world-writable), whatever TMPDIR the test command set (its
+    // own folder, which only root writes: there another user's folder is taken, see below).
+    const shared = mk(join(tmpdir(), 'argus-outbox-'));
+    chmodSync(shared, 0o1777);
+    const d = join(shared, 'lobby');
+    mkdirSync(d, { mode: 0o755 });
     chownSync(d, 65534, 65534);
     await expect(Outbox.open({ dir: d, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false })).rejects.toThrow(/belongs to another user \(uid 65534/);
     chownSync(d, 0, 0);
