@@ -151,24 +151,8 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     // (A camera that redirects ffmpeg elsewhere needs the credentials in ffmpeg's hands: it
     // follows the redirect itself, past the relay, and would answer with the placeholder.)
     if (!tapsCameraClock(base.input) || !urlCredentials(base.input.url) || memo.redirected) return run(base);
-    return new Observable<Frame>((subscriber) => {
-      const pass = new RtspTap(base.input.url, { endUnits: false, tls: base.input.tls });
-      let inner: Subscription | undefined;
-      let closed = false;
-      pass.listen().then(
-        (credentialRelay) => {
-          if (closed) return;
-          inner = run({ ...base, input: { ...base.input, relay: undefined, credentialRelay } }, undefined, pass).subscribe(subscriber);
-        },
-        (e: NodeJS.ErrnoException) =>
-          subscriber.error(e instanceof ArgusError ? new ArgusError(e.code, `source "${base.id}": ${e.message}`) : new ArgusError(ErrorCodes.SOURCE_SPAWN, `source "${base.id}": could not open the relay to the camera on 127.0.0.1: ${e.message}`)),
-      );
-      return () => {
-        closed = true;
-        inner?.unsubscribe();
-        pass.close();
-      };
-    });
+    const pass = () => new RtspTap(base.input.url, { endUnits: false, tls: base.input.tls });
+    return throughRelay(base.id, pass, (credentialRelay, named) => run({ ...base, input: { ...base.input, relay: undefined, credentialRelay } }, undefined, named));
   };
   // ffmpeg's own RTSPS takes any certificate (the config refuses this; others who build an input too).
   if (checksCertificate(options.input.url, options.input.tls) && !tapsCameraClock(options.input)) {
@@ -176,19 +160,28 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   }
   if (!tapsCameraClock(options.input)) return defer(() => run(options));
   if (!relayStart(memo, now())) return defer(() => plain(options));
-  // RTSP over TCP: through argus's relay, which reads the camera's clock (rtsp-tap).
+  // RTSP over TCP: through argus's relay, which reads the camera's clock (rtsp-tap). With
+  // low-latency decoding, each access unit is ended for ffmpeg as soon as it is in (UnitEnds).
+  const tap = () => new RtspTap(options.input.url, { endUnits: (options.input.decode ?? DEFAULT_DECODE).lowLatency, tls: options.input.tls });
+  return throughRelay(options.id, tap, (relay, t) => run({ ...options, input: { ...options.input, relay } }, t));
+}
+
+/**
+ * A relay of its own for each subscription (`makeTap`): runs what `start` makes once it listens
+ * (its URL for ffmpeg), and closes it when the run ends or is unsubscribed; a relay that cannot
+ * listen fails the source, named.
+ */
+function throughRelay(id: string, makeTap: () => RtspTap, start: (url: string, tap: RtspTap) => Observable<Frame>): Observable<Frame> {
   return new Observable<Frame>((subscriber) => {
-    // With low-latency decoding, each access unit is ended for ffmpeg as soon as it is in (UnitEnds).
-    const tap = new RtspTap(options.input.url, { endUnits: (options.input.decode ?? DEFAULT_DECODE).lowLatency, tls: options.input.tls });
+    const tap = makeTap();
     let inner: Subscription | undefined;
     let closed = false;
     tap.listen().then(
-      (relay) => {
-        if (closed) return;
-        inner = run({ ...options, input: { ...options.input, relay } }, tap).subscribe(subscriber);
+      (url) => {
+        if (!closed) inner = start(url, tap).subscribe(subscriber);
       },
       (e: NodeJS.ErrnoException) =>
-        subscriber.error(e instanceof ArgusError ? new ArgusError(e.code, `source "${options.id}": ${e.message}`) : new ArgusError(ErrorCodes.SOURCE_SPAWN, `source "${options.id}": could not open the relay to the camera on 127.0.0.1: ${e.message}`)),
+        subscriber.error(e instanceof ArgusError ? new ArgusError(e.code, `source "${id}": ${e.message}`) : new ArgusError(ErrorCodes.SOURCE_SPAWN, `source "${id}": could not open the relay to the camera on 127.0.0.1: ${e.message}`)),
     );
     return () => {
       closed = true;
