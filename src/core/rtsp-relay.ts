@@ -1,16 +1,26 @@
 /**
- * Whether a source is relayed for its camera's clock (sources/rtsp-tap): RTSP or RTSPS over
- * TCP, unless turned off, or unless its input arguments set what the relay decides
- * (timestamps, transport). Here, below both, because the config's checks of `tls` need it too.
+ * Whether argus's relay can carry a source's RTSP connection: RTSP or RTSPS over TCP, unless its
+ * input arguments set the transport or the role (`-rtsp_flags listen`). Such a connection goes
+ * through a relay even without the camera's clock (`cameraClock: false`), where there are
+ * credentials to keep off ffmpeg's command line or a certificate to check (sources/rtsp-auth,
+ * rtsp-tap). Here, below both, because the config's checks of `tls` need it too.
  */
-export function tapsCameraClock(input: { kind: string; url: string; rtspTransport?: string; cameraClock?: boolean; inputArgs?: readonly string[] }): boolean {
+export function relaysRtsp(input: { kind: string; url: string; rtspTransport?: string; inputArgs?: readonly string[] }): boolean {
   return (
     input.kind === 'rtsp' &&
     /^rtsps?:\/\//i.test(input.url) &&
     (input.rtspTransport ?? 'tcp') === 'tcp' &&
-    input.cameraClock !== false &&
-    !(input.inputArgs ?? []).some((a) => /^-(use_wallclock_as_timestamps|allowed_media_types|rtsp_transport|rtsp_flags)$/.test(a))
+    !(input.inputArgs ?? []).some((a) => /^-(rtsp_transport|rtsp_flags)$/.test(a))
   );
+}
+
+/**
+ * Whether a source is relayed for its camera's clock (sources/rtsp-tap): one the relay can carry
+ * (`relaysRtsp`), unless turned off, or unless its input arguments set what the relay decides
+ * (timestamps, the media it pairs).
+ */
+export function tapsCameraClock(input: { kind: string; url: string; rtspTransport?: string; cameraClock?: boolean; inputArgs?: readonly string[] }): boolean {
+  return relaysRtsp(input) && input.cameraClock !== false && !(input.inputArgs ?? []).some((a) => /^-(use_wallclock_as_timestamps|allowed_media_types)$/.test(a));
 }
 
 /** Whether `url` is an `rtsps://` camera whose certificate is to be checked (its `tls.verify`, true unless said), which only argus's relay can do. */

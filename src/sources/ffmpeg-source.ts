@@ -12,7 +12,7 @@ import { buildFfmpegArgs, DEFAULT_DECODE, frameBytes, frameTimeKey, MAX_SOURCE_P
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
-import { checksCertificate, tapsCameraClock } from '../core/rtsp-relay.js';
+import { checksCertificate, relaysRtsp, tapsCameraClock } from '../core/rtsp-relay.js';
 import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
 import { urlCredentials } from './rtsp-auth.js';
 import { colourOf, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
@@ -144,21 +144,33 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
       }),
     );
   };
-  // An RTSP camera over TCP run without its clock (the relay given up, or its wait not over):
-  // still through a relay that passes its bytes on and adds the camera's credentials, so that
-  // they stay off ffmpeg's command line (rtsp-auth), which every local user can read.
+  // An RTSP camera over TCP run without its clock (`cameraClock: false`, the relay given up, or
+  // its wait not over): still through a relay that passes its bytes on, adds the camera's
+  // credentials, so that they stay off ffmpeg's command line (rtsp-auth), which every local
+  // user can read, and checks an rtsps:// camera's certificate, which ffmpeg cannot.
   const plain = (base: FfmpegSourceOptions): Observable<Frame> => {
     // (A camera that redirects ffmpeg elsewhere needs the credentials in ffmpeg's hands: it
     // follows the redirect itself, past the relay, and would answer with the placeholder.)
-    if (!tapsCameraClock(base.input) || !urlCredentials(base.input.url) || memo.redirected) return run(base);
+    if (!relaysRtsp(base.input) || memo.redirected || !(urlCredentials(base.input.url) || checksCertificate(base.input.url, base.input.tls))) return run(base);
     const pass = () => new RtspTap(base.input.url, { endUnits: false, tls: base.input.tls });
-    return throughRelay(base.id, pass, (credentialRelay, named) => run({ ...base, input: { ...base.input, relay: undefined, credentialRelay } }, undefined, named));
+    return throughRelay(base.id, pass, (credentialRelay, named) =>
+      run({ ...base, input: { ...base.input, relay: undefined, credentialRelay } }, undefined, named).pipe(
+        catchError((e: unknown) => {
+          // Redirected: ffmpeg followed it past the relay with the placeholder, and failed. Run
+          // with the URL as it is, this time and from now on (a camera whose certificate is
+          // checked: the relay passed no redirect on, and the run fails, naming it).
+          if (named.clock.redirect === undefined || checksCertificate(base.input.url, base.input.tls)) return throwError(() => e);
+          memo.redirected = true;
+          return run(base);
+        }),
+      ),
+    );
   };
   // ffmpeg's own RTSPS takes any certificate (the config refuses this; others who build an input too).
-  if (checksCertificate(options.input.url, options.input.tls) && !tapsCameraClock(options.input)) {
+  if (checksCertificate(options.input.url, options.input.tls) && !relaysRtsp(options.input)) {
     return throwError(() => new ArgusError(ErrorCodes.SOURCE_OPEN, redact(`source "${options.id}": an rtsps:// camera without argus's relay, whose certificate ffmpeg cannot check: tls: { verify: false } runs it so`)));
   }
-  if (!tapsCameraClock(options.input)) return defer(() => run(options));
+  if (!tapsCameraClock(options.input)) return defer(() => plain(options));
   if (!relayStart(memo, now())) return defer(() => plain(options));
   // RTSP over TCP: through argus's relay, which reads the camera's clock (rtsp-tap). With
   // low-latency decoding, each access unit is ended for ffmpeg as soon as it is in (UnitEnds).

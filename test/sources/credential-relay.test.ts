@@ -76,3 +76,74 @@ describe('a camera that redirects ffmpeg elsewhere (ffmpeg follows it itself, pa
     expect(valid).toContain('ok');
   }, 30_000);
 });
+
+describe("a camera with cameraClock: false (no clock relay) keeps its credentials off ffmpeg's command line too", () => {
+  const user = 'admin';
+  const password = 'S3cretPw';
+  const output = { width: 416, height: 416, pixelFormat: 'bgr24' as const, align: 'center' as const, padValue: 114 };
+
+  it('ffmpeg is given no password, and the camera gets the real one (it was given the URL as it is)', async () => {
+    const seen: boolean[] = [];
+    const camera = digestCamera(user, password, (s, cseq, ok) => {
+      seen.push(ok);
+      s.end(`RTSP/1.0 404 Not Found\r\nCSeq: ${cseq}\r\n\r\n`);
+    });
+    await new Promise<void>((r) => camera.listen(0, '127.0.0.1', r));
+    const port = (camera.address() as { port: number }).port;
+    const commands: string[] = [];
+    const spawn: SpawnFn = (cmd, args, o) => {
+      commands.push(args.join(' '));
+      return nodeSpawn(cmd, args, o);
+    };
+    const memo: SourceMemo = {};
+    const err = await lastValueFrom(
+      ffmpegSource({
+        id: 'cam',
+        input: { url: `rtsp://${user}:${password}@127.0.0.1:${port}/live`, kind: 'rtsp', rate: 'native', loop: false, cameraClock: false },
+        output,
+        ffmpegPath: (await resolveFfmpeg()).path,
+        memo,
+        spawn,
+      }),
+    ).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    camera.close();
+    expect(commands.length).toBeGreaterThan(0);
+    for (const c of commands) expect(c).not.toContain(password);
+    expect(commands[0]).toMatch(/rtsp:\/\/argus:relay@127\.0\.0\.1:\d+\//);
+    expect(seen).toContain(true);
+    expect(err!.message).not.toMatch(/argus:relay|S3cretPw/);
+    // No relay was given up (there was no clock relay to give up).
+    expect(memo.relayFailures ?? 0).toBe(0);
+  }, 30_000);
+
+  it('a camera that redirects: run again with the URL as it is (ffmpeg follows a redirect itself), and the address redirected to gets the real credentials', async () => {
+    const valid: string[] = [];
+    const second = digestCamera(user, password, (s, cseq, ok) => {
+      valid.push(ok ? 'ok' : 'bad');
+      s.end(`RTSP/1.0 ${ok ? '404 Not Found' : '401 Unauthorized'}\r\nCSeq: ${cseq}\r\n\r\n`);
+    });
+    await new Promise<void>((r) => second.listen(0, '127.0.0.1', r));
+    const port2 = (second.address() as { port: number }).port;
+    const first = digestCamera(user, password, (s, cseq) => s.write(`RTSP/1.0 302 Moved\r\nCSeq: ${cseq}\r\nLocation: rtsp://127.0.0.1:${port2}/live\r\n\r\n`));
+    await new Promise<void>((r) => first.listen(0, '127.0.0.1', r));
+    const port1 = (first.address() as { port: number }).port;
+    const memo: SourceMemo = {};
+    await lastValueFrom(
+      ffmpegSource({
+        id: 'cam',
+        input: { url: `rtsp://${user}:${password}@127.0.0.1:${port1}/live`, kind: 'rtsp', rate: 'native', loop: false, cameraClock: false },
+        output,
+        ffmpegPath: (await resolveFfmpeg()).path,
+        memo,
+      }),
+    ).catch(() => undefined);
+    first.close();
+    second.close();
+    expect(memo.redirected).toBe(true);
+    // ffmpeg's first try followed the redirect with the relay's placeholder (refused), the second with the real credentials.
+    expect(valid).toEqual(['bad', 'ok']);
+  }, 30_000);
+});

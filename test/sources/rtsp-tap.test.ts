@@ -3,7 +3,7 @@ import { now } from '../../src/core/clock.js';
 import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
 import { connect } from 'node:net';
 import { senderReport as sr } from '../helpers/rtsp-camera.js';
-import { tapsCameraClock } from '../../src/core/rtsp-relay.js';
+import { relaysRtsp, tapsCameraClock } from '../../src/core/rtsp-relay.js';
 import { CAMERA_BEHIND_MAX_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, RtspTap, UNIT_END_TRUST, UnitEnds, videoStream } from '../../src/sources/rtsp-tap.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -639,6 +639,13 @@ describe('which sources are relayed, and how', () => {
     expect(tapsCameraClock({ ...base, cameraClock: false })).toBe(false);
     expect(tapsCameraClock({ ...base, inputArgs: ['-use_wallclock_as_timestamps', '0'] })).toBe(false);
     expect(tapsCameraClock({ kind: 'http', url: 'http://cam/live' })).toBe(false);
+    // Without the clock, a relay that only passes the bytes on can still carry it (credentials, certificate).
+    expect(relaysRtsp({ ...base, cameraClock: false } as typeof base)).toBe(true);
+    expect(relaysRtsp({ ...base, inputArgs: ['-use_wallclock_as_timestamps', '1'] })).toBe(true);
+    expect(relaysRtsp({ ...base, inputArgs: ['-rtsp_transport', 'udp'] })).toBe(false);
+    expect(relaysRtsp({ ...base, inputArgs: ['-rtsp_flags', 'listen'] })).toBe(false);
+    expect(relaysRtsp({ ...base, rtspTransport: 'udp' })).toBe(false);
+    expect(relaysRtsp({ kind: 'http', url: 'http://cam/live' })).toBe(false);
   });
 
   it('a camera address Node refuses outright (port 99999): that connection is closed and the reason kept for the error, nothing thrown out of the relay (it stopped the process)', async () => {

@@ -15,6 +15,7 @@ import { PipelineSchema } from '../../src/config/schema.js';
 import { runPipeline } from '../../src/pipeline/run.js';
 import { fakeDetector } from '../helpers/fake-session.js';
 import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
+import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 import { readCameraCa, RtspTap } from '../../src/sources/rtsp-tap.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'argus-rtsps-check-'));
@@ -147,9 +148,34 @@ describe('rtsps:// cameras: the relay checks the certificate before anything of 
   });
 
   it('ffmpegSource refuses an rtsps:// input without the relay whose certificate is to be checked (a caller that builds its own input: bench)', async () => {
-    const input = { url: 'rtsps://127.0.0.1:7441/live', kind: 'rtsp' as const, rate: 'native' as const, loop: false, cameraClock: false };
+    const input = { url: 'rtsps://127.0.0.1:7441/live', kind: 'rtsp' as const, rate: 'native' as const, loop: false, rtspTransport: 'udp' as const };
     const output = { width: 32, height: 32, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
     const err = await lastValueFrom(ffmpegSource({ id: 'cam', input, output, ffmpegPath: '/nonexistent/ffmpeg' })).catch((e) => e);
     expect(err).toMatchObject({ code: 'VAP_ERR_SOURCE_OPEN', message: expect.stringContaining('an rtsps:// camera without argus\'s relay') });
   });
+
+  it("cameraClock: false: the camera's certificate is still checked, by a relay that only passes the bytes on (ffmpeg's own RTSPS checks nothing)", async () => {
+    const camera = selfSigned('cam-noclock', 'IP:127.0.0.1');
+    const received: string[] = [];
+    const server = createServer({ key: readFileSync(camera.key), cert: camera.pem }, (s) => {
+      s.on('data', (d: Buffer) => {
+        received.push(d.toString());
+        s.end('RTSP/1.0 404 Not Found\r\nCSeq: 1\r\n\r\n');
+      });
+      s.on('error', () => {});
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `rtsps://admin:secret@127.0.0.1:${(server.address() as AddressInfo).port}/live`;
+    const output = { width: 32, height: 32, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
+    const run = (tls: CameraTls) =>
+      lastValueFrom(ffmpegSource({ id: 'cam', input: { url, kind: 'rtsp', rate: 'native', loop: false, cameraClock: false, tls }, output, ffmpegPath: resolveFfmpegSync().path })).catch((e: Error) => e);
+    // Not trusted: refused before anything of ffmpeg's reached the camera, and the error says why.
+    const refused = await run({ verify: true });
+    expect(received).toEqual([]);
+    expect(String(refused)).toContain(`certificate not trusted (self-signed certificate; its SHA-256 fingerprint ${camera.fingerprint})`);
+    // Pinned: ffmpeg's request reaches the camera, with the real credentials added by the relay.
+    await run({ verify: true, fingerprint: camera.fingerprint });
+    expect(received.join('')).toMatch(/^OPTIONS rtsps?:\/\/127\.0\.0\.1:\d+\/live RTSP\/1\.0/);
+  }, 30_000);
 });

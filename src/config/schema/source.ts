@@ -4,7 +4,7 @@ import { checkSourceAnalytics, LineSchema, RuleSchema, ZoneSchema } from './anal
 import { finite, id, ms } from './common.js';
 import { checkInputArgs } from './input-args.js';
 import { cutUserInfo } from '../../core/redact.js';
-import { checksCertificate, normalFingerprint, tapsCameraClock } from '../../core/rtsp-relay.js';
+import { checksCertificate, normalFingerprint, relaysRtsp } from '../../core/rtsp-relay.js';
 
 /** The metrics' `source` label for counts of every source together (drops in the Kafka and WebSocket sinks): no source may have it as its id. */
 export const ALL_SOURCES = '_all';
@@ -250,11 +250,11 @@ function checkTls(s: { uri: string; tls: { verify: boolean; ca?: string; fingerp
   if (s.tls.ca !== undefined && s.tls.fingerprint !== undefined) {
     ctx.addIssue({ code: 'custom', path: ['tls', 'fingerprint'], message: 'give ca or fingerprint, not both (a fingerprint takes that one certificate, whoever signed it)' });
   }
-  if (checksCertificate(s.uri, s.tls) && !tapsCameraClock({ kind: 'rtsp', url: s.uri, rtspTransport: s.rtspTransport, cameraClock: s.cameraClock, inputArgs: s.inputArgs })) {
+  if (checksCertificate(s.uri, s.tls) && !relaysRtsp({ kind: 'rtsp', url: s.uri, rtspTransport: s.rtspTransport, inputArgs: s.inputArgs })) {
     ctx.addIssue({
       code: 'custom',
       path: ['tls', 'verify'],
-      message: "without argus's relay (cameraClock: false, a transport other than tcp, or inputArgs setting timestamps or the transport) ffmpeg speaks TLS to the camera itself and cannot check its certificate: use the relay, or say tls: { verify: false }",
+      message: "without argus's relay (a transport other than tcp, or inputArgs setting the transport) ffmpeg speaks TLS to the camera itself and cannot check its certificate: use the relay, or say tls: { verify: false }",
     });
   }
 }
