@@ -14,6 +14,7 @@ import { BufferPool, FrameReader } from './frame-reader.js';
 import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
 import { checksCertificate, relaysRtsp, tapsCameraClock } from '../core/rtsp-relay.js';
 import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
+import { HttpRelay } from './http-relay.js';
 import { urlCredentials } from './rtsp-auth.js';
 import { colourOf, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
 
@@ -105,7 +106,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   //   make up the rate (each one inferred, published and counted twice at 60 over 30 fps):
   //   every frame once, at the file's rate (a variable-rate file's frames are still repeated
   //   over its gaps, by ffmpeg's constant-rate output).
-  const run = (base: FfmpegSourceOptions, tap?: RtspTap, named?: RtspTap): Observable<Frame> => {
+  const run = (base: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRelay): Observable<Frame> => {
     let o = base;
     if (memo.ownRate) o = { ...o, input: { ...o.input, fps: undefined } };
     if (memo.packed && o.output.frame === 'source-yuv') o = { ...o, output: { ...o.output, frame: 'source' } };
@@ -170,6 +171,11 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   if (checksCertificate(options.input.url, options.input.tls) && !relaysRtsp(options.input)) {
     return throwError(() => new ArgusError(ErrorCodes.SOURCE_OPEN, redact(`source "${options.id}": an rtsps:// camera without argus's relay, whose certificate ffmpeg cannot check: tls: { verify: false } runs it so`)));
   }
+  // An HTTP(S) camera with a user and password: through a relay that adds them (http-relay).
+  if (options.input.kind === 'http' && /^https?:\/\//i.test(options.input.url) && urlCredentials(options.input.url)) {
+    const relay = () => new HttpRelay(options.input.url);
+    return throughRelay(options.id, relay, (credentialRelay, named) => run({ ...options, input: { ...options.input, credentialRelay } }, undefined, named));
+  }
   if (!tapsCameraClock(options.input)) return defer(() => plain(options));
   if (!relayStart(memo, now())) return defer(() => plain(options));
   // RTSP over TCP: through argus's relay, which reads the camera's clock (rtsp-tap). With
@@ -183,7 +189,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
  * (its URL for ffmpeg), and closes it when the run ends or is unsubscribed; a relay that cannot
  * listen fails the source, named.
  */
-function throughRelay(id: string, makeTap: () => RtspTap, start: (url: string, tap: RtspTap) => Observable<Frame>): Observable<Frame> {
+function throughRelay<R extends { listen(): Promise<string>; close(): void }>(id: string, makeTap: () => R, start: (url: string, tap: R) => Observable<Frame>): Observable<Frame> {
   return new Observable<Frame>((subscriber) => {
     const tap = makeTap();
     let inner: Subscription | undefined;
@@ -288,8 +294,16 @@ export const YUV_MIN_PIXELS = 200_000;
 /** The pixel formats whose frames ffmpeg delivers untouched as `source-yuv`. */
 const YUV420 = new Set(['yuv420p', 'yuvj420p']);
 
+/** A relay that only passes bytes on (and adds credentials): RTSP's (RtspTap) or HTTP's (HttpRelay). */
+interface NamedRelay {
+  /** ffmpeg's log naming the camera instead of the relay. */
+  unrelay(text: string): string;
+  /** Ends its connections (ffmpeg is done). */
+  drop(): void;
+}
+
 /** `named`: a relay that only passes bytes on (and adds credentials): its address in ffmpeg's log is the camera's again. */
-function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: RtspTap): Observable<Frame> {
+function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRelay): Observable<Frame> {
   return new Observable<Frame>((subscriber) => {
     const { id, input, output } = options;
     // Every message leaves with credentials removed: ffmpeg prints the URL, and errors become

@@ -113,7 +113,8 @@ export function rewriteAuthorization(head: string, cred: Credentials): string {
 }
 
 /**
- * ffmpeg's side of a relayed connection (requests, and the interleaved RTCP it sends back), on
+ * ffmpeg's side of a relayed connection (requests, and the interleaved RTCP it sends back; an
+ * HTTP camera's requests alike, http-relay), on
  * its way to the camera: each request head is held until complete and its `Authorization`
  * rewritten (rewriteAuthorization); everything else passes as it is. Bytes it cannot read as
  * RTSP (a head over MAX_HEAD) make it pass everything on unchanged from there.
@@ -125,7 +126,11 @@ export class AuthRewriter {
   private left = 0;
   private frameHeader = 0;
 
-  constructor(private readonly cred: Credentials) {}
+  /** `host`: a `Host` header is given this value (an HTTP camera's own `host[:port]`: ffmpeg names the relay). */
+  constructor(
+    private readonly cred: Credentials | undefined,
+    private readonly host?: string,
+  ) {}
 
   /** Reads a chunk from ffmpeg; returns the bytes to send the camera now (a head not yet complete is held). */
   push(chunk: Buffer): Buffer[] {
@@ -192,7 +197,10 @@ export class AuthRewriter {
           }
           const end = from + blank.index + blank[0].length;
           const headText = text.slice(0, end);
-          out.push(Buffer.from(rewriteAuthorization(headText, this.cred), 'latin1'));
+          let rewritten = this.cred ? rewriteAuthorization(headText, this.cred) : headText;
+          const host = this.host;
+          if (host !== undefined) rewritten = rewritten.replace(/(\r?\n)(host)([ \t]*:[ \t]*)([^\r\n]*)/i, (_m, nl: string, name: string, sep: string) => `${nl}${name}${sep}${host}`);
+          out.push(Buffer.from(rewritten, 'latin1'));
           const consumed = end - this.headLength; // bytes of this chunk in the head
           i += consumed;
           passFrom = i;

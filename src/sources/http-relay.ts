@@ -1,0 +1,189 @@
+import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import { AuthRewriter, PLACEHOLDER_USERINFO, sameUserPeer, urlCredentials, type Credentials } from './rtsp-auth.js';
+
+/** How long the relay waits for the camera to accept a connection (ffmpeg's own default waits as long as the OS does). */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/** An http(s):// URL's user part (to its last `@` before the path, as ffmpeg's av_url_split reads it), host and `:port`. */
+const AUTHORITY = /^(https?:\/\/(?:[^/?#]*@)?)(\[[^\]]*\]|[^:/?#@]*)(:\d*)?/i;
+
+/**
+ * An HTTP(S) camera's credentials kept off ffmpeg's command line, which every local user can
+ * read (`ps`, /proc/PID/cmdline), as the RTSP relay does for RTSP cameras (rtsp-auth): ffmpeg
+ * is given `http://argus:relay@127.0.0.1:<port>/<the camera's path and query>`, answers the
+ * camera's 401 challenge with the placeholder (Basic, or Digest with the camera's realm and
+ * nonce), and the relay rewrites each request's `Authorization` with the real user and password,
+ * and its `Host` with the camera's, on its way to the camera. Replies pass as they are.
+ *
+ * Any number of connections (an HLS playlist and its segments), each of argus's own user only
+ * (sameUserPeer), each to the camera's address; an `https://` camera's is TLS, its certificate
+ * taken as ffmpeg's own HTTPS takes it (ffmpeg's `tls_verify` is off by default). A relative
+ * redirect or segment comes back through the relay; one to an absolute URL is opened by ffmpeg
+ * itself, past the relay and without credentials, as it would be without the relay (ffmpeg
+ * takes a redirect's credentials from its URL only).
+ */
+export class HttpRelay {
+  private server: Server | undefined;
+  private relayPort = 0;
+  private readonly host: string;
+  private readonly port: number;
+  private readonly tls: boolean;
+  private readonly cred: Credentials | undefined;
+  private readonly conns = new Set<Socket>();
+  /** Why the camera could not be reached, for ffmpeg's error (it only sees the relay close). */
+  upstreamError: string | undefined;
+  /** Whether a connection from `peerPort` is argus's own user's (sameUserPeer; tests give their own). */
+  private readonly peerCheck: (relayPort: number, peerPort: number) => Promise<boolean | undefined>;
+
+  constructor(
+    readonly url: string,
+    options: { peerCheck?: (relayPort: number, peerPort: number) => Promise<boolean | undefined> } = {},
+  ) {
+    this.peerCheck = options.peerCheck ?? ((relay, peer) => sameUserPeer(relay, peer));
+    const m = AUTHORITY.exec(url);
+    this.host = (m?.[2] ?? '').replace(/^\[|\]$/g, '');
+    this.tls = /^https:/i.test(url);
+    this.cred = urlCredentials(url);
+    this.port = m?.[3] && m[3].length > 1 ? Number(m[3].slice(1)) : this.tls ? 443 : 80;
+  }
+
+  /** Starts listening; resolves with the URL ffmpeg is to open (the camera's, with the relay's host and port, and the placeholder). */
+  listen(): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const server = createServer((down) => this.admit(down));
+      this.server = server;
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => {
+        server.off('error', reject);
+        server.on('error', () => {});
+        this.relayPort = (server.address() as { port: number }).port;
+        resolve(httpRelayUrl(this.url, this.relayPort));
+      });
+    });
+  }
+
+  /** Only this user's connections (ffmpeg's) are relayed: another's would get the camera with the credentials the relay adds. */
+  private admit(down: Socket): void {
+    down.on('error', () => {});
+    const peerPort = down.remotePort;
+    if (peerPort === undefined) return void down.destroy();
+    down.pause();
+    this.peerCheck(this.relayPort, peerPort).then(
+      (same) => {
+        if (same === false || down.destroyed || !this.server) down.destroy();
+        else this.accept(down);
+      },
+      () => void down.destroy(),
+    );
+  }
+
+  private accept(down: Socket): void {
+    let up: Socket;
+    try {
+      up = this.tls
+        ? tlsConnect({ host: this.host, port: this.port, servername: isIP(this.host) ? undefined : this.host, rejectUnauthorized: false })
+        : connect({ host: this.host, port: this.port });
+    } catch (e) {
+      // An address Node refuses outright (a port above 65535): this camera's failure alone.
+      this.upstreamError = `${this.address()}: ${(e as Error).message}`;
+      down.destroy();
+      return;
+    }
+    up.on('error', (e: Error) => {
+      this.upstreamError = `${this.address()}: ${e.message}`;
+      down.destroy();
+    });
+    this.conns.add(down).add(up);
+    const forget = () => {
+      this.conns.delete(down);
+      this.conns.delete(up);
+    };
+    down.once('close', () => {
+      up.destroy();
+      forget();
+    });
+    up.once('close', () => {
+      down.end();
+      forget();
+    });
+    const timer = setTimeout(() => {
+      this.upstreamError = `${this.address()}: could not connect in ${CONNECT_TIMEOUT_MS / 1000} s`;
+      up.destroy();
+    }, CONNECT_TIMEOUT_MS);
+    // ffmpeg's first request waits in its socket until the camera is reached.
+    up.once(this.tls ? 'secureConnect' : 'connect', () => {
+      clearTimeout(timer);
+      this.upstreamError = undefined;
+      const rewriter = new AuthRewriter(this.cred, this.hostHeader());
+      pipe(down, up, (chunk) => rewriter.push(chunk));
+      pipe(up, down, (chunk) => [chunk]);
+      down.resume();
+    });
+  }
+
+  /** The camera's `host[:port]` as its `Host` header names it. */
+  private hostHeader(): string {
+    const m = AUTHORITY.exec(this.url);
+    return `${m?.[2] ?? this.host}${m?.[3] && m[3].length > 1 ? m[3] : ''}`;
+  }
+
+  private address(): string {
+    return `${this.host.includes(':') ? `[${this.host}]` : this.host}:${this.port}`;
+  }
+
+  /** ffmpeg's text (its log) naming the camera instead of the relay, with what went wrong in reaching it. */
+  unrelay(text: string): string {
+    if (!this.relayPort) return text;
+    const m = AUTHORITY.exec(this.url);
+    const info = /^https?:\/\/([^/?#]*)@/i.exec(this.url)?.[1];
+    const scheme = this.tls ? 'https' : 'http';
+    const named = text
+      .replace(new RegExp(`http://(?:${PLACEHOLDER_USERINFO}@)?127\\.0\\.0\\.1:${this.relayPort}\\b`, 'g'), `${scheme}://${info !== undefined ? `${info}@` : ''}${m?.[2] ?? this.host}${m?.[3] ?? ''}`)
+      .split(`127.0.0.1:${this.relayPort}`)
+      .join(this.address())
+      .split(`127.0.0.1 port ${this.relayPort}`)
+      .join(`${this.host} port ${this.port} (through argus's relay)`);
+    return this.upstreamError ? `${named}\ncamera: ${this.upstreamError}` : named;
+  }
+
+  /** Ends the relayed connections (their ffmpeg is done). */
+  drop(): void {
+    for (const s of this.conns) s.destroy();
+    this.conns.clear();
+  }
+
+  /** Stops listening and ends every relayed connection. */
+  close(): void {
+    this.server?.close();
+    this.server = undefined;
+    this.drop();
+  }
+}
+
+/** Bytes from `from` to `to` through `rewrite`, pausing `from` while `to` is full. */
+function pipe(from: Socket, to: Socket, rewrite: (chunk: Buffer) => Buffer[]): void {
+  from.on('data', (chunk: Buffer) => {
+    let room = true;
+    for (const piece of rewrite(chunk)) room = to.write(piece) && room;
+    if (!room) {
+      from.pause();
+      to.once('drain', () => from.resume());
+    }
+  });
+  from.on('end', () => to.end());
+}
+
+/**
+ * `url` with its host and port replaced by the relay's (path and query kept); plain `http://`
+ * (the relay speaks TLS to an `https://` camera). A user and password become
+ * PLACEHOLDER_USERINFO (the relay puts the real ones in ffmpeg's answers); a user alone is kept.
+ */
+export function httpRelayUrl(url: string, port: number): string {
+  return url.replace(AUTHORITY, (_m, user: string) => {
+    const scheme = /^https?:\/\//i.exec(user)![0];
+    const info = user.slice(scheme.length, -1);
+    const kept = !user.endsWith('@') ? '' : urlCredentials(url) ? `${PLACEHOLDER_USERINFO}@` : `${info}@`;
+    return `http://${kept}127.0.0.1:${port}`;
+  });
+}

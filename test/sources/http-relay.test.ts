@@ -1,0 +1,155 @@
+// An HTTP(S) camera's credentials kept off ffmpeg's command line (sources/http-relay.ts): real
+// ffmpeg reads an MPEG-TS feed from a local server that demands Digest or Basic auth, through
+// argus's relay, given only the placeholder.
+import { execFileSync, spawn as nodeSpawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { createServer as httpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as httpsServer } from 'node:https';
+import { connect, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { firstValueFrom, take, toArray } from 'rxjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
+import { ffmpegSource, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
+import { HttpRelay, httpRelayUrl } from '../../src/sources/http-relay.js';
+import { AuthRewriter } from '../../src/sources/rtsp-auth.js';
+import { MIRROR } from '../helpers/assets.js';
+
+const md5 = (s: string) => createHash('md5').update(s, 'latin1').digest('hex');
+const dir = mkdtempSync(join(tmpdir(), 'argus-http-relay-'));
+const user = 'admin';
+const password = 'S3cret:Pw';
+let feed: Buffer;
+
+beforeAll(() => {
+  // One second of the shared clip as MPEG-TS: what an HTTP camera sends.
+  const ts = join(dir, 'feed.ts');
+  execFileSync(defaultFfmpegPath(), ['-hide_banner', '-loglevel', 'error', '-i', join(MIRROR, 'streams', 'one-by-one-person-detection.mp4'), '-t', '1', '-c', 'copy', '-f', 'mpegts', ts]);
+  feed = readFileSync(ts);
+});
+
+/** A camera's handler: the feed to a request with valid credentials (`scheme`), a 401 challenge otherwise; what it saw. */
+function camera(scheme: 'digest' | 'basic') {
+  const seen: { auth: 'none' | 'ok' | 'bad'; host: string | undefined }[] = [];
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
+    const auth = req.headers.authorization;
+    let ok = false;
+    if (auth && scheme === 'basic') ok = auth === `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+    else if (auth && scheme === 'digest') {
+      const p = Object.fromEntries([...auth.matchAll(/(\w+)="?([^",]*)"?/g)].map((m) => [m[1], m[2]]));
+      const ha1 = md5(`${user}:cam:${password}`);
+      const ha2 = md5(`${req.method}:${p.uri}`);
+      ok = p.username === user && p.response === md5(`${ha1}:${p.nonce}:${p.nc}:${p.cnonce}:${p.qop}:${ha2}`);
+    }
+    seen.push({ auth: auth ? (ok ? 'ok' : 'bad') : 'none', host: req.headers.host });
+    if (!ok) {
+      res.writeHead(401, { 'WWW-Authenticate': scheme === 'digest' ? 'Digest realm="cam", nonce="n0nce", qop="auth"' : 'Basic realm="cam"', 'Content-Length': '0' });
+      res.end();
+      return;
+    }
+    res.writeHead(200, { 'Content-Type': 'video/mp2t' });
+    res.end(feed);
+  };
+  return { seen, handler };
+}
+
+describe("an HTTP(S) camera's user and password stay off ffmpeg's command line", () => {
+  const servers: { close(): void }[] = [];
+  afterAll(() => servers.forEach((s) => s.close()));
+
+  for (const [name, scheme, tls] of [
+    ['http://, Digest', 'digest', false],
+    ['https://, Basic', 'basic', true],
+  ] as const) {
+    it(`${name}: ffmpeg is given the placeholder, the camera gets the real ones (and its own Host), frames come`, async () => {
+      const cam = camera(scheme);
+      let server;
+      if (tls) {
+        const [key, cert] = [join(dir, 'cam.key'), join(dir, 'cam.pem')];
+        execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=cam', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+        server = httpsServer({ key: readFileSync(key), cert: readFileSync(cert) }, cam.handler);
+      } else server = httpServer(cam.handler);
+      servers.push(server);
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const port = (server.address() as AddressInfo).port;
+      const commands: string[] = [];
+      const spawn: SpawnFn = (cmd, args, o) => {
+        commands.push(args.join(' '));
+        return nodeSpawn(cmd, args, o);
+      };
+      const url = `${tls ? 'https' : 'http'}://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/video/feed.ts?ch=1`;
+      const frames = await firstValueFrom(
+        ffmpegSource({ id: 'cam', input: { url, kind: 'http', rate: 'native', loop: false }, output: { width: 96, height: 64, pixelFormat: 'bgr24', align: 'center', padValue: 114 }, ffmpegPath: defaultFfmpegPath(), spawn }).pipe(take(5), toArray()),
+      );
+      expect(frames).toHaveLength(5);
+      expect(commands.length).toBeGreaterThan(0);
+      for (const c of commands) {
+        expect(c).not.toContain('S3cret');
+        expect(c).toMatch(/ -i http:\/\/argus:relay@127\.0\.0\.1:\d+\/video\/feed\.ts\?ch=1 /);
+      }
+      expect(cam.seen.map((s) => s.auth)).toContain('ok');
+      expect(cam.seen.map((s) => s.auth)).not.toContain('bad');
+      expect(new Set(cam.seen.map((s) => s.host))).toEqual(new Set([`127.0.0.1:${port}`]));
+    }, 30_000);
+  }
+
+  it("a camera that refuses the credentials: the error names the camera, not the relay, and holds neither password nor placeholder", async () => {
+    const server = httpServer((_req, res) => {
+      res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="cam"', 'Content-Length': '0' });
+      res.end();
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    const err = await firstValueFrom(
+      ffmpegSource({ id: 'cam', input: { url: `http://${user}:S3cretPw@127.0.0.1:${port}/feed.ts`, kind: 'http', rate: 'native', loop: false }, output: { width: 96, height: 64, pixelFormat: 'bgr24', align: 'center', padValue: 114 }, ffmpegPath: defaultFfmpegPath() }),
+    ).catch((e: Error) => e);
+    expect(err).toBeInstanceOf(Error);
+    const message = (err as Error).message;
+    expect(message).toContain(`127.0.0.1:${port}`);
+    // ffmpeg's own lines about its connection name the camera too.
+    expect(message).toContain(`Starting connection attempt to 127.0.0.1 port ${port} (through argus's relay)`);
+    expect(message).not.toMatch(/S3cretPw|argus:relay/);
+  }, 30_000);
+
+  it("another user's connection to the relay is closed before anything reaches the camera", async () => {
+    const reached: string[] = [];
+    const server = httpServer((req, res) => {
+      reached.push(req.url ?? '');
+      res.end();
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    const relay = new HttpRelay(`http://${user}:pw@127.0.0.1:${port}/x`, { peerCheck: async () => false });
+    const at = new URL(await relay.listen());
+    const closed = await new Promise<boolean>((resolve) => {
+      const s = connect(Number(at.port), '127.0.0.1', () => s.write(`GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic ${Buffer.from('argus:relay').toString('base64')}\r\n\r\n`));
+      s.on('close', () => resolve(true));
+      s.on('error', () => {});
+    });
+    relay.close();
+    expect(closed).toBe(true);
+    expect(reached).toEqual([]);
+  });
+});
+
+describe('the relay URL and request heads', () => {
+  it("httpRelayUrl: the relay's address, plain http, path and query kept, the placeholder for a user and password, a user alone kept", () => {
+    expect(httpRelayUrl('http://admin:pw@cam.local/mjpg/video.cgi?res=1', 5000)).toBe('http://argus:relay@127.0.0.1:5000/mjpg/video.cgi?res=1');
+    expect(httpRelayUrl('https://admin:p%40ss@[fe80::1]:8443/live.ts', 5000)).toBe('http://argus:relay@127.0.0.1:5000/live.ts');
+    expect(httpRelayUrl('http://viewer@cam/x', 5000)).toBe('http://viewer@127.0.0.1:5000/x');
+  });
+
+  it("AuthRewriter with a host: each request head's Host is the camera's, its Authorization the real one; bodies pass as they are", () => {
+    const rw = new AuthRewriter({ user: 'admin', password: 'pw' }, 'cam.local:8080');
+    const head = `GET /a HTTP/1.1\r\nHost: 127.0.0.1:5000\r\nAuthorization: Basic ${Buffer.from('argus:relay').toString('base64')}\r\n\r\n`;
+    const body = 'POST /b HTTP/1.1\r\nHost: 127.0.0.1:5000\r\nContent-Length: 4\r\n\r\nHost';
+    const out = Buffer.concat([...rw.push(Buffer.from(head.slice(0, 20))), ...rw.push(Buffer.from(head.slice(20) + body))]).toString('latin1');
+    expect(out).toBe(
+      `GET /a HTTP/1.1\r\nHost: cam.local:8080\r\nAuthorization: Basic ${Buffer.from('admin:pw').toString('base64')}\r\n\r\n` + 'POST /b HTTP/1.1\r\nHost: cam.local:8080\r\nContent-Length: 4\r\n\r\nHost',
+    );
+  });
+});
