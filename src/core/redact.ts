@@ -63,6 +63,11 @@ export function redact(text: string): string {
     .replace(SECRET_REST, '=***');
 }
 
+/** Whether a query parameter of this name carries a secret (its value is redacted: `pwd`, `token`, …), the name as written in the URL. */
+export function isSecretParam(name: string): boolean {
+  return SECRET_NAMES.has(paramName(name));
+}
+
 /** A parameter's name as a server reads it: percent-decoded (`to%6Ben` is `token`), in lower case. */
 function paramName(name: string): string {
   const lower = name.toLowerCase();

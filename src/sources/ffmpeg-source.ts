@@ -14,7 +14,7 @@ import { BufferPool, FrameReader } from './frame-reader.js';
 import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
 import { checksCertificate, relaysRtsp, tapsCameraClock } from '../core/rtsp-relay.js';
 import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
-import { HttpRelay } from './http-relay.js';
+import { HttpRelay, httpSecrets } from './http-relay.js';
 import { urlCredentials } from './rtsp-auth.js';
 import { colourOf, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
 
@@ -171,8 +171,8 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   if (checksCertificate(options.input.url, options.input.tls) && !relaysRtsp(options.input)) {
     return throwError(() => new ArgusError(ErrorCodes.SOURCE_OPEN, redact(`source "${options.id}": an rtsps:// camera without argus's relay, whose certificate ffmpeg cannot check: tls: { verify: false } runs it so`)));
   }
-  // An HTTP(S) camera with a user and password: through a relay that adds them (http-relay).
-  if (options.input.kind === 'http' && /^https?:\/\//i.test(options.input.url) && urlCredentials(options.input.url)) {
+  // An HTTP(S) camera with a user and password, or a secret in its query: through a relay that adds them (http-relay).
+  if (options.input.kind === 'http' && httpSecrets(options.input.url)) {
     const relay = () => new HttpRelay(options.input.url);
     return throughRelay(options.id, relay, (credentialRelay, named) => run({ ...options, input: { ...options.input, credentialRelay } }, undefined, named));
   }

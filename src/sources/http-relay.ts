@@ -1,5 +1,6 @@
 import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
+import { isSecretParam } from '../core/redact.js';
 import { AuthRewriter, PLACEHOLDER_USERINFO, sameUserPeer, urlCredentials, type Credentials } from './rtsp-auth.js';
 
 /** How long the relay waits for the camera to accept a connection (ffmpeg's own default waits as long as the OS does). */
@@ -7,6 +8,33 @@ const CONNECT_TIMEOUT_MS = 10_000;
 
 /** An http(s):// URL's user part (to its last `@` before the path, as ffmpeg's av_url_split reads it), host and `:port`. */
 const AUTHORITY = /^(https?:\/\/(?:[^/?#]*@)?)(\[[^\]]*\]|[^:/?#@]*)(:\d*)?/i;
+
+/** What ffmpeg is given for the value of a secret query parameter (`pwd=`, `token=`, … : redact's list); the relay puts the real one back. */
+export const PLACEHOLDER_SECRET = 'argus-relay';
+
+/** A query parameter: its separator, name and value as written. */
+const QUERY_PARAM = /([?&;])([^=&;#]*)=([^&;#]*)/g;
+
+/** The query of `url` (from its `?` to any `#`). */
+function queryOf(url: string): { at: number; query: string } | undefined {
+  const at = url.indexOf('?');
+  if (at < 0) return undefined;
+  const hash = url.indexOf('#', at);
+  return { at, query: url.slice(at, hash < 0 ? undefined : hash) };
+}
+
+/** The secret query parameters of `url` (redact's list), name as written → value. */
+function secretParams(url: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const q = queryOf(url);
+  if (q) for (const m of q.query.matchAll(QUERY_PARAM)) if (isSecretParam(m[2]) && m[3] !== '') out.set(m[2], m[3]);
+  return out;
+}
+
+/** Whether an http(s):// camera's URL holds anything to keep off ffmpeg's command line: a user and password, or a secret query parameter. */
+export function httpSecrets(url: string): boolean {
+  return /^https?:\/\//i.test(url) && (urlCredentials(url) !== undefined || secretParams(url).size > 0);
+}
 
 /**
  * An HTTP(S) camera's credentials kept off ffmpeg's command line, which every local user can
@@ -30,6 +58,8 @@ export class HttpRelay {
   private readonly port: number;
   private readonly tls: boolean;
   private readonly cred: Credentials | undefined;
+  /** Secret query parameters (name as written → the real value), given to ffmpeg as PLACEHOLDER_SECRET. */
+  private readonly secrets: Map<string, string>;
   private readonly conns = new Set<Socket>();
   /** Why the camera could not be reached, for ffmpeg's error (it only sees the relay close). */
   upstreamError: string | undefined;
@@ -45,6 +75,7 @@ export class HttpRelay {
     this.host = (m?.[2] ?? '').replace(/^\[|\]$/g, '');
     this.tls = /^https:/i.test(url);
     this.cred = urlCredentials(url);
+    this.secrets = secretParams(url);
     this.port = m?.[3] && m[3].length > 1 ? Number(m[3].slice(1)) : this.tls ? 443 : 80;
   }
 
@@ -115,17 +146,36 @@ export class HttpRelay {
     up.once(this.tls ? 'secureConnect' : 'connect', () => {
       clearTimeout(timer);
       this.upstreamError = undefined;
-      const rewriter = new AuthRewriter(this.cred, this.hostHeader());
+      const rewriter = new AuthRewriter(this.cred, (head) => this.edit(head));
       pipe(down, up, (chunk) => rewriter.push(chunk));
       pipe(up, down, (chunk) => [chunk]);
       down.resume();
     });
   }
 
-  /** The camera's `host[:port]` as its `Host` header names it. */
-  private hostHeader(): string {
+  /**
+   * A request head from ffmpeg as the camera is to see it: its `Host` the camera's
+   * `host[:port]` (ffmpeg names the relay), and each secret query parameter of its target
+   * that holds the placeholder given the real value.
+   */
+  private edit(head: string): string {
     const m = AUTHORITY.exec(this.url);
-    return `${m?.[2] ?? this.host}${m?.[3] && m[3].length > 1 ? m[3] : ''}`;
+    const host = `${m?.[2] ?? this.host}${m?.[3] && m[3].length > 1 ? m[3] : ''}`;
+    const line = head.indexOf('\n');
+    let first = line < 0 ? head : head.slice(0, line);
+    if (this.secrets.size > 0) {
+      first = first.replace(/^(\S+\s+)(\S+)/, (_m, method: string, target: string) => {
+        const q = queryOf(target);
+        if (!q) return `${method}${target}`;
+        const query = q.query.replace(QUERY_PARAM, (p, sep: string, name: string, value: string) => {
+          const real = this.secrets.get(name);
+          return real !== undefined && value === PLACEHOLDER_SECRET ? `${sep}${name}=${real}` : p;
+        });
+        return `${method}${target.slice(0, q.at)}${query}${target.slice(q.at + q.query.length)}`;
+      });
+    }
+    const rest = line < 0 ? '' : head.slice(line);
+    return first + rest.replace(/(\r?\n)(host)([ \t]*:[ \t]*)([^\r\n]*)/i, (_m, nl: string, name: string, sep: string) => `${nl}${name}${sep}${host}`);
   }
 
   private address(): string {
@@ -178,12 +228,17 @@ function pipe(from: Socket, to: Socket, rewrite: (chunk: Buffer) => Buffer[]): v
  * `url` with its host and port replaced by the relay's (path and query kept); plain `http://`
  * (the relay speaks TLS to an `https://` camera). A user and password become
  * PLACEHOLDER_USERINFO (the relay puts the real ones in ffmpeg's answers); a user alone is kept.
+ * The value of each secret query parameter (`pwd=`, `token=`, …) becomes PLACEHOLDER_SECRET.
  */
 export function httpRelayUrl(url: string, port: number): string {
-  return url.replace(AUTHORITY, (_m, user: string) => {
+  const relayed = url.replace(AUTHORITY, (_m, user: string) => {
     const scheme = /^https?:\/\//i.exec(user)![0];
     const info = user.slice(scheme.length, -1);
     const kept = !user.endsWith('@') ? '' : urlCredentials(url) ? `${PLACEHOLDER_USERINFO}@` : `${info}@`;
     return `http://${kept}127.0.0.1:${port}`;
   });
+  const q = queryOf(relayed);
+  if (!q) return relayed;
+  const query = q.query.replace(QUERY_PARAM, (p, sep: string, name: string, value: string) => (isSecretParam(name) && value !== '' ? `${sep}${name}=${PLACEHOLDER_SECRET}` : p));
+  return `${relayed.slice(0, q.at)}${query}${relayed.slice(q.at + q.query.length)}`;
 }

@@ -114,7 +114,7 @@ export function rewriteAuthorization(head: string, cred: Credentials): string {
 
 /**
  * ffmpeg's side of a relayed connection (requests, and the interleaved RTCP it sends back; an
- * HTTP camera's requests alike, http-relay), on
+ * HTTP camera's requests alike, with `edit`: http-relay), on
  * its way to the camera: each request head is held until complete and its `Authorization`
  * rewritten (rewriteAuthorization); everything else passes as it is. Bytes it cannot read as
  * RTSP (a head over MAX_HEAD) make it pass everything on unchanged from there.
@@ -126,10 +126,10 @@ export class AuthRewriter {
   private left = 0;
   private frameHeader = 0;
 
-  /** `host`: a `Host` header is given this value (an HTTP camera's own `host[:port]`: ffmpeg names the relay). */
+  /** `edit`: each request head's further change, after its `Authorization` (an HTTP camera's `Host`, and secrets in its query: http-relay). */
   constructor(
     private readonly cred: Credentials | undefined,
-    private readonly host?: string,
+    private readonly edit?: (head: string) => string,
   ) {}
 
   /** Reads a chunk from ffmpeg; returns the bytes to send the camera now (a head not yet complete is held). */
@@ -197,10 +197,8 @@ export class AuthRewriter {
           }
           const end = from + blank.index + blank[0].length;
           const headText = text.slice(0, end);
-          let rewritten = this.cred ? rewriteAuthorization(headText, this.cred) : headText;
-          const host = this.host;
-          if (host !== undefined) rewritten = rewritten.replace(/(\r?\n)(host)([ \t]*:[ \t]*)([^\r\n]*)/i, (_m, nl: string, name: string, sep: string) => `${nl}${name}${sep}${host}`);
-          out.push(Buffer.from(rewritten, 'latin1'));
+          const rewritten = this.cred ? rewriteAuthorization(headText, this.cred) : headText;
+          out.push(Buffer.from(this.edit ? this.edit(rewritten) : rewritten, 'latin1'));
           const consumed = end - this.headLength; // bytes of this chunk in the head
           i += consumed;
           passFrom = i;

@@ -13,7 +13,7 @@ import { firstValueFrom, take, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { ffmpegSource, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
-import { HttpRelay, httpRelayUrl } from '../../src/sources/http-relay.js';
+import { HttpRelay, httpRelayUrl, httpSecrets } from '../../src/sources/http-relay.js';
 import { AuthRewriter } from '../../src/sources/rtsp-auth.js';
 import { MIRROR } from '../helpers/assets.js';
 
@@ -95,6 +95,35 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
     }, 30_000);
   }
 
+  it("a camera whose password is in its query (cheap cameras' CGI: loginpas=): ffmpeg is given the placeholder, the camera gets the real value, frames come", async () => {
+    const seen: string[] = [];
+    const server = httpServer((req, res) => {
+      seen.push(req.url ?? '');
+      if (req.url !== '/livestream.cgi?loginuse=admin&loginpas=S3cretPw&res=0') {
+        res.writeHead(401, { 'Content-Length': '0' });
+        res.end();
+        return;
+      }
+      res.writeHead(200, { 'Content-Type': 'video/mp2t' });
+      res.end(feed);
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    const commands: string[] = [];
+    const spawn: SpawnFn = (cmd, args, o) => {
+      commands.push(args.join(' '));
+      return nodeSpawn(cmd, args, o);
+    };
+    const frames = await firstValueFrom(
+      ffmpegSource({ id: 'cam', input: { url: `http://127.0.0.1:${port}/livestream.cgi?loginuse=admin&loginpas=S3cretPw&res=0`, kind: 'http', rate: 'native', loop: false }, output: { width: 96, height: 64, pixelFormat: 'bgr24', align: 'center', padValue: 114 }, ffmpegPath: defaultFfmpegPath(), spawn }).pipe(take(3), toArray()),
+    );
+    expect(frames).toHaveLength(3);
+    for (const c of commands) expect(c).not.toContain('S3cretPw');
+    expect(commands[0]).toContain('/livestream.cgi?loginuse=admin&loginpas=argus-relay&res=0');
+    expect(seen[0]).toBe('/livestream.cgi?loginuse=admin&loginpas=S3cretPw&res=0');
+  }, 30_000);
+
   it("a camera that refuses the credentials: the error names the camera, not the relay, and holds neither password nor placeholder", async () => {
     const server = httpServer((_req, res) => {
       res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="cam"', 'Content-Length': '0' });
@@ -143,13 +172,22 @@ describe('the relay URL and request heads', () => {
     expect(httpRelayUrl('http://viewer@cam/x', 5000)).toBe('http://viewer@127.0.0.1:5000/x');
   });
 
-  it("AuthRewriter with a host: each request head's Host is the camera's, its Authorization the real one; bodies pass as they are", () => {
-    const rw = new AuthRewriter({ user: 'admin', password: 'pw' }, 'cam.local:8080');
+  it("httpRelayUrl: a secret query parameter's value (redact's list: pwd, loginpas, token, …) becomes the placeholder, others stay", () => {
+    expect(httpRelayUrl('http://cam/videostream.cgi?user=admin&pwd=123&res=1#x', 5000)).toBe('http://127.0.0.1:5000/videostream.cgi?user=admin&pwd=argus-relay&res=1#x');
+    expect(httpRelayUrl('http://cam:81/live.cgi?loginuse=admin&loginpas=S3cret&Token=', 5000)).toBe('http://127.0.0.1:5000/live.cgi?loginuse=admin&loginpas=argus-relay&Token=');
+    expect(httpSecrets('http://cam/a.mjpg?res=1')).toBe(false);
+    expect(httpSecrets('http://cam/a.mjpg?pwd=1')).toBe(true);
+    expect(httpSecrets('http://admin:pw@cam/a.mjpg')).toBe(true);
+    expect(httpSecrets('http://admin@cam/a.mjpg')).toBe(false);
+  });
+
+  it('AuthRewriter with an edit: each request head is given it after its Authorization; bodies pass as they are', () => {
+    const rw = new AuthRewriter({ user: 'admin', password: 'pw' }, (head) => head.replace('127.0.0.1:5000', 'cam.local:8080'));
     const head = `GET /a HTTP/1.1\r\nHost: 127.0.0.1:5000\r\nAuthorization: Basic ${Buffer.from('argus:relay').toString('base64')}\r\n\r\n`;
-    const body = 'POST /b HTTP/1.1\r\nHost: 127.0.0.1:5000\r\nContent-Length: 4\r\n\r\nHost';
+    const body = 'POST /b HTTP/1.1\r\nHost: 127.0.0.1:5000\r\nContent-Length: 14\r\n\r\n127.0.0.1:5000';
     const out = Buffer.concat([...rw.push(Buffer.from(head.slice(0, 20))), ...rw.push(Buffer.from(head.slice(20) + body))]).toString('latin1');
     expect(out).toBe(
-      `GET /a HTTP/1.1\r\nHost: cam.local:8080\r\nAuthorization: Basic ${Buffer.from('admin:pw').toString('base64')}\r\n\r\n` + 'POST /b HTTP/1.1\r\nHost: cam.local:8080\r\nContent-Length: 4\r\n\r\nHost',
+      `GET /a HTTP/1.1\r\nHost: cam.local:8080\r\nAuthorization: Basic ${Buffer.from('admin:pw').toString('base64')}\r\n\r\n` + 'POST /b HTTP/1.1\r\nHost: cam.local:8080\r\nContent-Length: 14\r\n\r\n127.0.0.1:5000',
     );
   });
 });
