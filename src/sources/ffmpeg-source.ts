@@ -14,8 +14,7 @@ import { BufferPool, FrameReader } from './frame-reader.js';
 import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
 import { checksCertificate, relaysRtsp, tapsCameraClock } from '../core/rtsp-relay.js';
 import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
-import { HttpRelay, httpSecrets } from './http-relay.js';
-import { urlCredentials } from './rtsp-auth.js';
+import { secretsRelay } from './secrets-relay.js';
 import { colourOf, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
 
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
@@ -145,22 +144,23 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
       }),
     );
   };
-  // An RTSP camera over TCP run without its clock (`cameraClock: false`, the relay given up, or
-  // its wait not over): still through a relay that passes its bytes on, adds the camera's
-  // credentials, so that they stay off ffmpeg's command line (rtsp-auth), which every local
-  // user can read, and checks an rtsps:// camera's certificate, which ffmpeg cannot.
+  // A source run without the camera-clock relay (`cameraClock: false`, the relay given up or
+  // its wait not over, an HTTP camera): still through a relay that passes its bytes on, where
+  // it has credentials to keep off ffmpeg's command line, which every local user can read, or
+  // an rtsps:// certificate to check, which ffmpeg cannot (secrets-relay).
   const plain = (base: FfmpegSourceOptions): Observable<Frame> => {
     // (A camera that redirects ffmpeg elsewhere needs the credentials in ffmpeg's hands: it
     // follows the redirect itself, past the relay, and would answer with the placeholder.)
-    if (!relaysRtsp(base.input) || memo.redirected || !(urlCredentials(base.input.url) || checksCertificate(base.input.url, base.input.tls))) return run(base);
-    const pass = () => new RtspTap(base.input.url, { endUnits: false, tls: base.input.tls });
-    return throughRelay(base.id, pass, (credentialRelay, named) =>
+    const relay = memo.redirected ? undefined : secretsRelay(base.input);
+    if (!relay) return run(base);
+    return throughRelay(base.id, relay, (credentialRelay, named) =>
       run({ ...base, input: { ...base.input, relay: undefined, credentialRelay } }, undefined, named).pipe(
         catchError((e: unknown) => {
-          // Redirected: ffmpeg followed it past the relay with the placeholder, and failed. Run
-          // with the URL as it is, this time and from now on (a camera whose certificate is
-          // checked: the relay passed no redirect on, and the run fails, naming it).
-          if (named.clock.redirect === undefined || checksCertificate(base.input.url, base.input.tls)) return throwError(() => e);
+          // An RTSP camera redirected: ffmpeg followed it past the relay with the placeholder,
+          // and failed. Run with the URL as it is, this time and from now on (a camera whose
+          // certificate is checked: the relay passed no redirect on, and the run fails, naming
+          // it). (An HTTP camera's redirect gets no credentials from ffmpeg either way.)
+          if (!(named instanceof RtspTap) || named.clock.redirect === undefined || checksCertificate(base.input.url, base.input.tls)) return throwError(() => e);
           memo.redirected = true;
           return run(base);
         }),
@@ -170,11 +170,6 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   // ffmpeg's own RTSPS takes any certificate (the config refuses this; others who build an input too).
   if (checksCertificate(options.input.url, options.input.tls) && !relaysRtsp(options.input)) {
     return throwError(() => new ArgusError(ErrorCodes.SOURCE_OPEN, redact(`source "${options.id}": an rtsps:// camera without argus's relay, whose certificate ffmpeg cannot check: tls: { verify: false } runs it so`)));
-  }
-  // An HTTP(S) camera with a user and password, or a secret in its query: through a relay that adds them (http-relay).
-  if (options.input.kind === 'http' && httpSecrets(options.input.url)) {
-    const relay = () => new HttpRelay(options.input.url);
-    return throughRelay(options.id, relay, (credentialRelay, named) => run({ ...options, input: { ...options.input, credentialRelay } }, undefined, named));
   }
   if (!tapsCameraClock(options.input)) return defer(() => plain(options));
   if (!relayStart(memo, now())) return defer(() => plain(options));

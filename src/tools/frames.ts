@@ -70,6 +70,8 @@ export interface VideoFramesOptions {
   ffmpegPath: string;
   /** A path (checked to exist) or a URL ffmpeg opens. */
   url: string;
+  /** ffmpeg's input options before `-i` (a relayed camera's `-rtsp_transport tcp`). */
+  inputArgs?: readonly string[];
   /** Files: start this many seconds in (ffmpeg's accurate input seek). */
   start?: number;
   /**
@@ -122,7 +124,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   // A seek past 1e9 s (31 years) is past any file's end; ffmpeg takes no more than 2^63 µs, nor
   // toFixed's exponent form (1e21 and up).
   if (o.start && o.start > 0) args.push('-ss', Math.min(o.start, 1e9).toFixed(6));
-  args.push(...decodeBoundArgs(o.url), '-i', ffmpegInput(o.url), '-an', '-sn', '-dn', '-map', '0:v:0');
+  args.push(...decodeBoundArgs(o.url), ...(o.inputArgs ?? []), '-i', ffmpegInput(o.url), '-an', '-sn', '-dn', '-map', '0:v:0');
   // Each decoded frame once, with its own time: sampled (never duplicated, whatever `fps`), reduced
   // to the pipeline's bound on source-size frames (so pixel coordinates agree with a run's), and
   // its time printed on the log. Passthrough: no frame is repeated or dropped to make a constant

@@ -7,7 +7,7 @@ import { SourceAnalyzer } from '../analytics/analyzer.js';
 import { drawOverlay, encodeImage, lineLabel, zoneLabel } from '../annotate/draw.js';
 import { sceneOf, type Scene } from '../annotate/scene.js';
 import { loadPipeline } from '../config/load.js';
-import { checksCertificate } from '../core/rtsp-relay.js';
+import { redact } from '../core/redact.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { sameFile, unwritableDir } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
@@ -17,6 +17,8 @@ import { pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeli
 import type { DetectedFrame } from '../postprocess/postprocess.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
 import { describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
+import { RtspTap } from '../sources/rtsp-tap.js';
+import { secretsRelay } from '../sources/secrets-relay.js';
 import { track } from '../tracking/track.js';
 import { videoFrames, type RawFrame } from './frames.js';
 import { FrameDetector, loadToolDetector } from './model.js';
@@ -95,8 +97,6 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
   const index = options.source === undefined ? Math.max(0, config.sources.findIndex((s) => s.enabled)) : config.sources.findIndex((s) => s.id === options.source);
   if (index < 0) throw new ArgusError(ErrorCodes.CONFIG, `preview --source ${options.source}: no such source in ${file} (sources: ${config.sources.map((s) => s.id).join(', ')})`);
   const src = config.sources[index];
-  // preview reads a camera with ffmpeg alone, whose RTSPS takes any certificate (checked before the model loads).
-  if (checksCertificate(src.uri, src.tls)) throw new ArgusError(ErrorCodes.CONFIG, `preview: source "${src.id}" is an rtsps:// camera whose certificate is to be checked, which only the pipeline's relay does (argus run); preview reads it with ffmpeg alone: set its tls: { verify: false } to preview it so`);
   const at = options.at ?? 0;
   if (!(at >= 0)) throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${options.at}: expected seconds ≥ 0`);
 
@@ -143,41 +143,53 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
     // seek. So a first frame later than `start` (or none) starts again further back, down to no
     // seek at all: the frames before `start` are decoded and skipped.
     let seekAt = start;
-    for (let attempt = 0; ; attempt++) {
-      let late = false;
-      let seen = false;
-      const frames = videoFrames({
-        ffmpegPath,
-        url,
-        start: seekAt,
-        // Up to and including the frame shown at `at` (live: the first 2 s).
-        duration: file_ ? at - seekAt + 1e-3 : tracking ? HISTORY_S : 1e-3,
-        // A camera joined mid-GOP: its first frame may come seconds after the stream's time 0.
-        durationFromFirst: !file_,
-        fps: src.fps,
-        onDuration: (s) => (durationS = s),
-        onInfo: (i) => {
-          fps ??= i.fps;
-          if (fps) skipUntil = at - HISTORY_FRAMES / fps + 1e-6;
-        },
-      });
-      for await (const f of frames) {
-        if (durationS !== undefined && file_ && at > durationS) break;
-        if (!seen && file_ && seekAt > 0 && seekAt + f.pts > start + LANDED_LATE_S) {
-          late = true;
-          break; // (ends ffmpeg)
+    // A camera's credentials (and an rtsps:// certificate to check) go through a relay of
+    // argus's, as in a run: ffmpeg's command line is readable by every local user.
+    const relay = file_ ? undefined : secretsRelay({ kind: sourceKind(url), url, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs, tls: src.tls })?.();
+    const ffmpegUrl = relay ? await relay.listen() : url;
+    try {
+      for (let attempt = 0; ; attempt++) {
+        let late = false;
+        let seen = false;
+        const frames = videoFrames({
+          ffmpegPath,
+          url: ffmpegUrl,
+          inputArgs: relay instanceof RtspTap ? ['-rtsp_transport', 'tcp'] : undefined,
+          start: seekAt,
+          // Up to and including the frame shown at `at` (live: the first 2 s).
+          duration: file_ ? at - seekAt + 1e-3 : tracking ? HISTORY_S : 1e-3,
+          // A camera joined mid-GOP: its first frame may come seconds after the stream's time 0.
+          durationFromFirst: !file_,
+          fps: src.fps,
+          onDuration: (s) => (durationS = s),
+          onInfo: (i) => {
+            fps ??= i.fps;
+            if (fps) skipUntil = at - HISTORY_FRAMES / fps + 1e-6;
+          },
+        });
+        for await (const f of frames) {
+          if (durationS !== undefined && file_ && at > durationS) break;
+          if (!seen && file_ && seekAt > 0 && seekAt + f.pts > start + LANDED_LATE_S) {
+            late = true;
+            break; // (ends ffmpeg)
+          }
+          seen = true;
+          if (seekAt + f.pts < start - 1e-6 || seekAt + f.pts <= skipUntil) continue;
+          from ??= seekAt + f.pts;
+          detected.next(await fd.detect(f, src.id));
+          if (failed) throw failed;
+          lastFrame = f;
+          lastFrame.pts += seekAt; // its time in the file
         }
-        seen = true;
-        if (seekAt + f.pts < start - 1e-6 || seekAt + f.pts <= skipUntil) continue;
-        from ??= seekAt + f.pts;
-        detected.next(await fd.detect(f, src.id));
-        if (failed) throw failed;
-        lastFrame = f;
-        lastFrame.pts += seekAt; // its time in the file
+        const noneAfterSeek = !seen && file_ && seekAt > 0 && !(durationS !== undefined && at > durationS);
+        if (!late && !noneAfterSeek) break;
+        seekAt = attempt < SEEK_MARGINS_S.length ? Math.max(0, start - SEEK_MARGINS_S[attempt]) : 0;
       }
-      const noneAfterSeek = !seen && file_ && seekAt > 0 && !(durationS !== undefined && at > durationS);
-      if (!late && !noneAfterSeek) break;
-      seekAt = attempt < SEEK_MARGINS_S.length ? Math.max(0, start - SEEK_MARGINS_S[attempt]) : 0;
+    } catch (e) {
+      // ffmpeg's words name the camera, not the relay.
+      throw relay && e instanceof ArgusError ? new ArgusError(e.code, redact(relay.unrelay(e.message)), { cause: e }) : e;
+    } finally {
+      relay?.close();
     }
     if (file_ && durationS !== undefined && at > durationS) {
       throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${at}: beyond the end of source "${src.id}" (${url}), which lasts ${durationS.toFixed(2)} s`);

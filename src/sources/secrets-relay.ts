@@ -1,0 +1,18 @@
+import { checksCertificate, relaysRtsp, type CameraTls } from '../core/rtsp-relay.js';
+import { HttpRelay, httpSecrets } from './http-relay.js';
+import { urlCredentials } from './rtsp-auth.js';
+import { RtspTap } from './rtsp-tap.js';
+
+/**
+ * For a run of ffmpeg without the camera-clock relay: a maker of the relay that only passes the
+ * camera's bytes on, and keeps what ffmpeg's command line (readable by every local user) would
+ * otherwise hold: an RTSP camera over TCP with a user and password, or an `rtsps://` one whose
+ * certificate is to be checked (ffmpeg's own RTSPS checks none), through an RtspTap that passes
+ * bytes on; an HTTP(S) camera with a user and password or a secret query parameter, through an
+ * HttpRelay. Undefined when there is nothing to keep.
+ */
+export function secretsRelay(input: { kind: string; url: string; rtspTransport?: string; inputArgs?: readonly string[]; tls?: CameraTls }): (() => RtspTap | HttpRelay) | undefined {
+  if (input.kind === 'http' && httpSecrets(input.url)) return () => new HttpRelay(input.url);
+  if (relaysRtsp(input) && (urlCredentials(input.url) || checksCertificate(input.url, input.tls))) return () => new RtspTap(input.url, { endUnits: false, tls: input.tls });
+  return undefined;
+}
