@@ -5,20 +5,38 @@ import { FAMILIES } from './core/families.js';
 import { redact } from './core/redact.js';
 import { StopSignals } from './core/signals.js';
 import { quiesceInference } from './inference/worker-pool.js';
-import { createLogger, logFn, writeStderr } from './core/log.js';
+import { createLogger, envLogLevel, logFn, writeStderr } from './core/log.js';
+import { ortLogLevel } from './inference/detector.js';
 import { pipelineBaseDir } from './pipeline/pipeline.js';
 import { sourceSummary } from './sources/stats.js';
 import { runPipeline } from './pipeline/run.js';
 import { batchSources, fraction, MAX_TIMER_SECONDS, positiveInt, pathFlag, positiveNumber, seconds, wholeNumber } from './tools/flags.js';
-
-const logger = createLogger();
-const log = logFn(logger);
 
 /**
  * The exit status of an error that stopped argus before it ran: a bad command line
  * (VAP_ERR_USAGE), a bad configuration, a missing model, … (README, the exit statuses).
  */
 const EXIT_ERROR = 2;
+
+/**
+ * The logger, once the environment variables read as argus starts are checked: one that holds
+ * no valid value (ARGUS_LOG_LEVEL=verbose) is said as argus says its errors, naming the
+ * variable, and argus exits with EXIT_ERROR (pino and ONNX Runtime threw on them: a stack trace).
+ */
+function startLogger(): ReturnType<typeof createLogger> {
+  try {
+    const level = envLogLevel();
+    ortLogLevel();
+    return createLogger(level);
+  } catch (e) {
+    if (!isArgusError(e)) throw e;
+    writeStderr(`argus: ${e.code}: ${redact(e.message)}\n`);
+    process.exit(EXIT_ERROR);
+  }
+}
+
+const logger = startLogger();
+const log = logFn(logger);
 
 /**
  * Commander's own errors (an unknown option, a missing argument, a flag's value refused) are

@@ -1,5 +1,6 @@
 import { constants, fstatSync, openSync, readFileSync, writeSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
+import { ArgusError, ErrorCodes } from './errors.js';
 import { redact, redactDeep } from './redact.js';
 import { stderrStatus, type StatusArea } from './terminal.js';
 
@@ -288,6 +289,22 @@ export function writeStderr(text: string): void {
   process.stderr.write(text);
 }
 
+/** The levels ARGUS_LOG_LEVEL may name (pino's). */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+
+/**
+ * $ARGUS_LOG_LEVEL's level: `info` when unset or empty (a compose file's `${LOG_LEVEL}` left
+ * unset), any case; anything else is refused naming the variable (VAP_ERR_CONFIG). pino threw
+ * on it at start, before argus's own error handling: a stack trace, and no code.
+ */
+export function envLogLevel(env: NodeJS.ProcessEnv = process.env): (typeof LOG_LEVELS)[number] {
+  const v = (env.ARGUS_LOG_LEVEL ?? '').trim().toLowerCase();
+  if (v === '') return 'info';
+  const level = LOG_LEVELS.find((l) => l === v);
+  if (level === undefined) throw new ArgusError(ErrorCodes.CONFIG, `ARGUS_LOG_LEVEL: expected one of ${LOG_LEVELS.join(', ')}; got ${JSON.stringify(env.ARGUS_LOG_LEVEL?.slice(0, 32))}`);
+  return level;
+}
+
 /**
  * JSON logs on stderr (stdout is kept for data such as `--jsonl -`). Level from
  * $ARGUS_LOG_LEVEL, default info. Every message and field is redacted (no credentials in
@@ -296,7 +313,7 @@ export function writeStderr(text: string): void {
  * (PipeWriter; SharedStdoutWriter where it is stdout's own).
  * On a terminal, lines are written above the status block (see core/terminal.ts), never over it.
  */
-export function createLogger(level = process.env.ARGUS_LOG_LEVEL ?? 'info', area: StatusArea = stderrStatus()): Logger {
+export function createLogger(level = envLogLevel(), area: StatusArea = stderrStatus()): Logger {
   // A pipe or socket: never blocking on its reader (PipeWriter); else written synchronously, as a line is logged.
   const pipe = stderrPipeWriter();
   const dest = pipe ?? pino.destination({ fd: 2, sync: true });

@@ -266,9 +266,33 @@ export class Detector {
   }
 }
 
+/** The levels ARGUS_ORT_LOG_LEVEL may name (ONNX Runtime's). */
+export const ORT_LOG_LEVELS = ['verbose', 'info', 'warning', 'error', 'fatal'] as const;
+
+/**
+ * $ARGUS_ORT_LOG_LEVEL's level: `fatal` when unset or empty; anything else is refused naming
+ * the variable (VAP_ERR_CONFIG). ONNX Runtime's setter threw on it as this module loaded: a
+ * stack trace, and no code.
+ */
+export function ortLogLevel(env: NodeJS.ProcessEnv = process.env): (typeof ORT_LOG_LEVELS)[number] {
+  const v = (env.ARGUS_ORT_LOG_LEVEL ?? '').trim().toLowerCase();
+  if (v === '') return 'fatal';
+  const level = ORT_LOG_LEVELS.find((l) => l === v);
+  if (level === undefined) throw new ArgusError(ErrorCodes.CONFIG, `ARGUS_ORT_LOG_LEVEL: expected one of ${ORT_LOG_LEVELS.join(', ')}; got ${JSON.stringify(env.ARGUS_ORT_LOG_LEVEL?.slice(0, 32))}`);
+  return level;
+}
+
 // ONNX Runtime's own logger would print each failed provider load as an error before we fall
-// back; the fallback is logged by us instead. ARGUS_ORT_LOG_LEVEL restores its output.
-ort.env.logLevel = (process.env.ARGUS_ORT_LOG_LEVEL as typeof ort.env.logLevel | undefined) ?? 'fatal';
+// back; the fallback is logged by us instead. ARGUS_ORT_LOG_LEVEL restores its output. A value
+// that is no level is refused by the CLI as it starts (cli.ts); here, where a throw would fail
+// the import, it stays at fatal.
+ort.env.logLevel = (() => {
+  try {
+    return ortLogLevel();
+  } catch {
+    return 'fatal';
+  }
+})();
 
 function pickName(names: readonly string[], wanted: string | undefined): string {
   if (wanted && names.includes(wanted)) return wanted;

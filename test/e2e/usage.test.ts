@@ -83,3 +83,24 @@ describe('every numeric flag refuses what is not a number in its range, naming t
     expect(r.code).toBe(2);
   }, TIMEOUT);
 });
+
+describe('environment variables read as argus starts refuse a value that is no level, naming the variable (VAP_ERR_CONFIG, exit 2)', () => {
+  // pino and ONNX Runtime threw on these as argus started: a stack trace, exit status 1, no code.
+  it.each([
+    ['ARGUS_LOG_LEVEL', 'verbose', /^argus: VAP_ERR_CONFIG: ARGUS_LOG_LEVEL: expected one of trace, debug, info, warn, error, fatal, silent; got "verbose"$/],
+    ['ARGUS_ORT_LOG_LEVEL', 'debug', /^argus: VAP_ERR_CONFIG: ARGUS_ORT_LOG_LEVEL: expected one of verbose, info, warning, error, fatal; got "debug"$/],
+  ])('%s=%s', async (name, value, want) => {
+    const r = await runCommand(process.execPath, [ARGUS, 'run', 'pipelines/demo.yaml'], { [name]: value }, TIMEOUT - 10_000);
+    expect(r.stderr.trim(), r.stderr).toMatch(want);
+    expect(r.code).toBe(2);
+  }, TIMEOUT);
+
+  it.each([
+    ['empty (a compose file passing an unset variable on)', ''],
+    ['another case and blanks', ' DEBUG '],
+  ])('ARGUS_LOG_LEVEL %s is taken', async (_n, value) => {
+    const r = await runCommand(process.execPath, [ARGUS, 'run', join(tmpdir(), 'argus-no-such-pipeline.yaml')], { ARGUS_LOG_LEVEL: value, ARGUS_ORT_LOG_LEVEL: '' }, TIMEOUT - 10_000);
+    expect(coded(r.stderr), r.stderr).toMatch(/^argus: VAP_ERR_CONFIG_FILE: .*argus-no-such-pipeline\.yaml: cannot read \(ENOENT\)$/);
+    expect(r.code).toBe(2);
+  }, TIMEOUT);
+});
