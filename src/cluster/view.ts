@@ -1,6 +1,6 @@
 import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
 import { CameraSchema, PlacementSchema, type CameraDefinition, type Placement } from '../config/schema.js';
-import { formatIssues, parseYamlText, YamlTextError } from '../config/load.js';
+import { formatIssues, nestingProblem, parseYamlText, YamlTextError } from '../config/load.js';
 import { interpolateEnv } from '../config/interpolate.js';
 
 /** One camera in the cameras topic (the latest record of its key). */
@@ -81,10 +81,17 @@ const cut = (s: string) => (s.length > MAX_RECORD_ERROR_CHARS ? `${s.slice(0, MA
  */
 function parseRecord(text: string): { doc?: unknown; error?: string } {
   if (text.length > MAX_CAMERA_RECORD_CHARS) return { error: `the record has ${text.length} characters; a camera record holds at most ${MAX_CAMERA_RECORD_CHARS}` };
+  let json: unknown;
   try {
-    return { doc: JSON.parse(text) };
+    json = JSON.parse(text);
   } catch {
-    // not JSON: YAML
+    json = undefined; // not JSON: YAML
+  }
+  if (json !== undefined) {
+    // JSON.parse takes any depth; what reads the record after it recurses (a placement of 30 000
+    // nested lists threw past the view's catch and kept the camera's previous definition running).
+    const deep = nestingProblem(json);
+    return deep === undefined ? { doc: json } : { error: cut(deep) };
   }
   try {
     return { doc: parseYamlText(text, { uniqueKeys: false }) };

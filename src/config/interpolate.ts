@@ -44,9 +44,10 @@ export function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv = process.
   }
   if (Array.isArray(value)) return value.map((v, i) => interpolateEnv(v, env, `${path}[${i}]`, raw));
   if (value && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = interpolateEnv(v, env, path ? `${path}.${k}` : k, raw);
-    return out;
+    // Each key an own property: a key `__proto__` (the parsers make it one) assigned as
+    // `out[k] = …` set the object's prototype instead, whose keys the schema then read as the
+    // object's own, and its error named them and not `__proto__`.
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolateEnv(v, env, path ? `${path}.${k}` : k, raw)]));
   }
   return value;
 }

@@ -70,22 +70,80 @@ export class YamlTextError extends Error {
  * about, a secret with it, outside redaction).
  */
 export function parseYamlText(text: string, options: ParseOptions & DocumentOptions = {}): unknown {
-  const doc = parseDocument(text, { ...options, logLevel: 'silent' });
+  let doc: ReturnType<typeof parseDocument>;
+  try {
+    doc = parseDocument(text, { ...options, logLevel: 'silent' });
+  } catch (err) {
+    // The parser recurses per level of nesting: 100 000 `[` (200 KB) overflowed the stack, and
+    // the RangeError came out uncoded, without the file's name.
+    throw new YamlTextError(undefined, undefined, stackExhausted(err) ? TOO_DEEP : 'its text could not be read');
+  }
   const e: YAMLError | undefined = doc.errors[0] ?? doc.warnings[0];
   if (e) {
     const first = e.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '');
     const problem = YAML_PROBLEMS[e.code] ?? (/^Block scalar header includes extra characters/.test(first) ? "characters after a block scalar's header (| or >, then only a chomping or indentation indicator)" : first);
     throw new YamlTextError(e.linePos?.[0].line, e.linePos?.[0].col, problem);
   }
+  let value: unknown;
   try {
-    return doc.toJS();
+    value = doc.toJS();
   } catch (err) {
     // What only turning the document into values finds (an alias with no anchor before it, which
     // the yaml library reports with the alias's name: an unquoted value starting with *, a secret
-    // perhaps): refused like the rest, without the text.
+    // perhaps): refused like the rest, without the text. Aliases that would expand to more than
+    // the yaml library's cap ("billion laughs") were reported as an alias with no anchor.
+    const excessive = err instanceof ReferenceError && /excessive alias/i.test(err.message);
     const alias = err instanceof ReferenceError && /alias/i.test(err.message);
-    throw new YamlTextError(undefined, undefined, alias ? 'an alias (*name) with no anchor (&name) before it: quote a value that starts with *' : 'its values could not be read');
+    const problem = stackExhausted(err)
+      ? TOO_DEEP
+      : excessive
+        ? 'aliases (*name) that repeat an anchor (&name) too many times (aliases of aliases multiply: a "billion laughs" document)'
+        : alias
+          ? 'an alias (*name) with no anchor (&name) before it: quote a value that starts with *'
+          : 'its values could not be read';
+    throw new YamlTextError(undefined, undefined, problem);
   }
+  const deep = nestingProblem(value);
+  if (deep !== undefined) throw new YamlTextError(undefined, undefined, deep);
+  return value;
+}
+
+/** Why a parsed document (YAML's, or a camera record's JSON) is refused for its depth, or undefined. */
+export function nestingProblem(value: unknown): string | undefined {
+  const at = deeperThan(value, MAX_NESTING);
+  return at === undefined ? undefined : `${TOO_DEEP} (at ${at})`;
+}
+
+/**
+ * The most levels of mappings and lists a configuration document (or a camera record) may nest:
+ * a pipeline's deepest field (`sources[0].zones[0].polygon[0][0]`) is 6 levels down. Past the
+ * cap nothing of the document is used; well past it, the parser itself overflowed the stack.
+ */
+export const MAX_NESTING = 64;
+
+const TOO_DEEP = `nested more than ${MAX_NESTING} levels deep (mappings and lists within each other)`;
+
+/** Whether an error is the engine running out of stack (a RangeError, or a SyntaxError from a regular expression compiled at the limit). */
+const stackExhausted = (e: unknown) => e instanceof Error && /maximum call stack size exceeded/i.test(e.message);
+
+/**
+ * Where `value` (parsed YAML or JSON: plain objects and arrays) nests deeper than `max` levels,
+ * as a path cut to its first levels (`sources[0].x.x…`); undefined when it does not. Iterative,
+ * so a document of any depth is measured without recursion.
+ */
+export function deeperThan(value: unknown, max: number): string | undefined {
+  const stack: { v: unknown; depth: number; path: (string | number)[] }[] = [{ v: value, depth: 0, path: [] }];
+  while (stack.length) {
+    const { v, depth, path } = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth >= max) return `${pathText(path.slice(0, 4)) || '(root)'}${path.length > 4 ? '…' : ''}`;
+    const next = (k: string | number, c: unknown) => {
+      if (c !== null && typeof c === 'object') stack.push({ v: c, depth: depth + 1, path: path.length < 5 ? [...path, k] : path });
+    };
+    if (Array.isArray(v)) v.forEach((c, i) => next(i, c));
+    else for (const [k, c] of Object.entries(v)) next(k, c);
+  }
+  return undefined;
 }
 
 /**
