@@ -1,6 +1,6 @@
 import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
 import { CameraSchema, PlacementSchema, type CameraDefinition, type Placement } from '../config/schema.js';
-import { formatIssues, nestingProblem, parseYamlText, YamlTextError } from '../config/load.js';
+import { formatIssues, shapeProblem, parseYamlText, YamlTextError } from '../config/load.js';
 import { interpolateEnv } from '../config/interpolate.js';
 
 /** One camera in the cameras topic (the latest record of its key). */
@@ -90,8 +90,8 @@ function parseRecord(text: string): { doc?: unknown; error?: string } {
   if (json !== undefined) {
     // JSON.parse takes any depth; what reads the record after it recurses (a placement of 30 000
     // nested lists threw past the view's catch and kept the camera's previous definition running).
-    const deep = nestingProblem(json);
-    return deep === undefined ? { doc: json } : { error: cut(deep) };
+    const shape = json !== null && typeof json === 'object' ? shapeProblem(json) : undefined;
+    return shape === undefined ? { doc: json } : { error: cut(shape) };
   }
   try {
     return { doc: parseYamlText(text, { uniqueKeys: false }) };

@@ -103,15 +103,34 @@ export function parseYamlText(text: string, options: ParseOptions & DocumentOpti
           : 'its values could not be read';
     throw new YamlTextError(undefined, undefined, problem);
   }
-  const deep = nestingProblem(value);
-  if (deep !== undefined) throw new YamlTextError(undefined, undefined, deep);
+  const shape = value !== null && typeof value === 'object' ? shapeProblem(value) : undefined;
+  if (shape !== undefined) throw new YamlTextError(undefined, undefined, shape);
   return value;
 }
 
-/** Why a parsed document (YAML's, or a camera record's JSON) is refused for its depth, or undefined. */
-export function nestingProblem(value: unknown): string | undefined {
-  const at = deeperThan(value, MAX_NESTING);
-  return at === undefined ? undefined : `${TOO_DEEP} (at ${at})`;
+/**
+ * Why a parsed document (YAML's, or a camera record's JSON) is refused for its shape, or
+ * undefined: nested deeper than MAX_NESTING, or a key `__proto__`, which is no field of anything
+ * argus reads and which an object built from it (`out[k] = …`, zod's passthrough) took for its
+ * prototype: a camera record's `__proto__` was dropped without a word.
+ */
+export function shapeProblem(value: unknown): string | undefined {
+  const stack: { v: unknown; depth: number; path: (string | number)[] }[] = [{ v: value, depth: 0, path: [] }];
+  const where = (path: (string | number)[]) => `${pathText(path.slice(0, 4)) || '(root)'}${path.length > 4 ? '…' : ''}`;
+  while (stack.length) {
+    const { v, depth, path } = stack.pop()!;
+    if (depth >= MAX_NESTING) return `${TOO_DEEP} (at ${where(path)})`;
+    const next = (k: string | number, c: unknown) => {
+      if (c !== null && typeof c === 'object') stack.push({ v: c, depth: depth + 1, path: path.length < 5 ? [...path, k] : path });
+    };
+    if (Array.isArray(v)) v.forEach((c, i) => next(i, c));
+    else
+      for (const [k, c] of Object.entries(v as object)) {
+        if (k === '__proto__') return `a key __proto__ (in ${where(path)}), which is no field`;
+        next(k, c);
+      }
+  }
+  return undefined;
 }
 
 /**
@@ -125,26 +144,6 @@ const TOO_DEEP = `nested more than ${MAX_NESTING} levels deep (mappings and list
 
 /** Whether an error is the engine running out of stack (a RangeError, or a SyntaxError from a regular expression compiled at the limit). */
 const stackExhausted = (e: unknown) => e instanceof Error && /maximum call stack size exceeded/i.test(e.message);
-
-/**
- * Where `value` (parsed YAML or JSON: plain objects and arrays) nests deeper than `max` levels,
- * as a path cut to its first levels (`sources[0].x.x…`); undefined when it does not. Iterative,
- * so a document of any depth is measured without recursion.
- */
-export function deeperThan(value: unknown, max: number): string | undefined {
-  const stack: { v: unknown; depth: number; path: (string | number)[] }[] = [{ v: value, depth: 0, path: [] }];
-  while (stack.length) {
-    const { v, depth, path } = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (depth >= max) return `${pathText(path.slice(0, 4)) || '(root)'}${path.length > 4 ? '…' : ''}`;
-    const next = (k: string | number, c: unknown) => {
-      if (c !== null && typeof c === 'object') stack.push({ v: c, depth: depth + 1, path: path.length < 5 ? [...path, k] : path });
-    };
-    if (Array.isArray(v)) v.forEach((c, i) => next(i, c));
-    else for (const [k, c] of Object.entries(v)) next(k, c);
-  }
-  return undefined;
-}
 
 /**
  * `${env:PASSWORD}` holding `123456` was re-read as a number; where the schema wants a string,

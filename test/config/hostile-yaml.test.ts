@@ -48,14 +48,20 @@ describe('aliases that multiply ("billion laughs") are refused for what they are
   });
 });
 
-describe('a key named __proto__ is a key like any other', () => {
-  it('refused as an unknown key by its name; its contents are not read as the object’s own keys', () => {
+describe('a key named __proto__ is refused, naming where', () => {
+  it('in a pipeline: its contents are not read as the fields around it', () => {
     // `out[k] = …` in interpolateEnv set the prototype: the schema read `fps` through it as the
     // source's own field (refused here only for being over 240, naming `sources[0].fps`, which the
     // file does not have; `__proto__: { fps: 30 }` was taken as fps 30).
     const e = refusal(`sources:\n  - id: cam\n    uri: /videos/a.mp4\n    __proto__: { fps: 500 }\n`);
-    expect(e.code).toBe(ErrorCodes.CONFIG);
-    expect(e.message).toBe("p.yaml: invalid configuration\n  sources[0]: Unrecognized key(s) in object: '__proto__'");
+    expect(e.code).toBe(ErrorCodes.CONFIG_FILE);
+    expect(e.message).toBe('p.yaml: not valid YAML: a key __proto__ (in sources[0]), which is no field');
+  });
+
+  it('in a camera record (JSON): listed as invalid, where it was dropped without a word (the camera schema passes unknown keys on to the source’s, through an object whose prototype it set)', () => {
+    const r = parseCamera('cam', '{"id":"cam","uri":"rtsp://h/x","__proto__":{"enabled":false}}');
+    expect(r.definition).toBeUndefined();
+    expect(r.error).toBe('a key __proto__ (in (root)), which is no field');
   });
 });
 
