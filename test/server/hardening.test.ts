@@ -255,6 +255,41 @@ describe('HTTP: limits', () => {
     expect(closed).toBe(true);
   }, 120_000);
 
+  it.each([
+    // Chunks of 64 KiB, each framed, for as long as the connection is open.
+    ['a chunked body', 'Transfer-Encoding: chunked', Buffer.concat([Buffer.from('10000\r\n'), Buffer.alloc(0x10000, 0x61), Buffer.from('\r\n')])],
+    ['a Content-Length body', 'Content-Length: 1000000000000', Buffer.alloc(0x10000, 0x61)],
+  ])('a request with %s answers 413 and is closed while its body still streams; no route runs (any route: 401 and 404 too)', async (_n, header, chunk) => {
+    // Node read and discarded such a body after the answer: one client streaming a chunked body
+    // kept the event loop reading ~1 GB/s for requestTimeoutMs (30 s), 60 % of a core.
+    let ran = 0;
+    const s = await server({ token: 'sekrit', requestTimeoutMs: 600_000, routes: { '/ok': (_q, r) => void (ran++, r.end('ok')) } });
+    for (const path of ['/ok?token=sekrit', '/ok', '/nope?token=sekrit']) {
+      const r = await within(
+        new Promise<{ head: string; sent: number }>((resolve) => {
+          const sock = netConnect(s.port, '127.0.0.1');
+          let head = '';
+          let sent = 0;
+          let open = true;
+          const pump = () => {
+            while (open && sock.write(chunk)) sent += chunk.length;
+          };
+          sock.on('connect', () => (sock.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${header}\r\n\r\n`), pump()));
+          sock.on('drain', pump);
+          sock.on('data', (d) => (head += d.toString('latin1')));
+          const end = () => ((open = false), sock.destroy(), resolve({ head, sent }));
+          sock.on('error', end);
+          sock.on('close', end);
+        }),
+        60_000,
+        `the server to close ${path}`,
+      );
+      expect(r.head).toMatch(/^HTTP\/1\.1 413 /);
+      expect(r.head.toLowerCase()).toContain('connection: close');
+    }
+    expect(ran).toBe(0);
+  }, 240_000);
+
   it('a request whose body never completes is closed within requestTimeout; an idle keep-alive socket within keepAliveTimeout', async () => {
     const s = await server({ headersTimeoutMs: 500, requestTimeoutMs: 1500, keepAliveTimeoutMs: 300, routes: { '/ok': (_q, r) => void r.end('ok') } });
     expect([s.server.requestTimeout, s.server.keepAliveTimeout]).toEqual([1500, 300]); // configured, not the defaults (30 s, 5 s)
