@@ -10,7 +10,7 @@ import { ortLogLevel } from './inference/detector.js';
 import { pipelineBaseDir } from './pipeline/pipeline.js';
 import { sourceSummary } from './sources/stats.js';
 import { runPipeline } from './pipeline/run.js';
-import { batchSources, fraction, MAX_TIMER_SECONDS, positiveInt, pathFlag, positiveNumber, seconds, wholeNumber } from './tools/flags.js';
+import { batchSources, fraction, MAX_TIMER_SECONDS, positiveInt, pathFlag, positiveNumber, seconds, topicFlag, wholeNumber } from './tools/flags.js';
 
 /**
  * The exit status of an error that stopped argus before it ran: a bad command line
@@ -281,7 +281,7 @@ program
   .description('read a Kafka topic and print messages with their source → consumption latency')
   .option('--brokers <list>', 'comma-separated host:port list (default: the brokers of --config)', (v: string) => v.split(',').filter(Boolean))
   .option('--config <pipeline>', "a pipeline YAML: its Kafka sink's brokers, TLS, SASL and detections topic")
-  .option('--topic <name>', 'topic to read (default: the detections topic of --config, else argus.detections)')
+  .option('--topic <name>', 'topic to read (default: the detections topic of --config, else argus.detections)', topicFlag)
   .option('--from-beginning', 'start at the oldest message', false)
   .option('--window <n>', 'print p50/p99 every N records read', positiveInt, 100)
   .option('--count <n>', 'stop after N records read: every record counts, also one skipped as stale (a former owner\'s), not JSON or not an argus message', positiveInt)

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { MAX_TIMER_MS } from '../config/schema/common.js';
+import { MAX_TIMER_MS, topicNameProblem } from '../config/schema/common.js';
 
 /**
  * Parsers of the command line's numeric flags. Each refuses what is not a number as written, or
@@ -67,5 +67,12 @@ export function batchSources(text: string): number {
 /** A path flag's value: not empty (`--jsonl ""` was taken as no flag at all, and the run wrote nothing). */
 export function pathFlag(text: string): string {
   if (text === '') throw new InvalidArgumentError('expected a path, not an empty string');
+  return text;
+}
+
+/** A Kafka topic name (`argus consume --topic`): kafkajs's own errors named no flag (`--topic ''`: 'Missing required argument "topics"'). */
+export function topicFlag(text: string): string {
+  const problem = topicNameProblem(text);
+  if (problem) throw new InvalidArgumentError(`expected ${problem}`);
   return text;
 }

@@ -88,3 +88,25 @@ describe('a camera record nested too deeply is listed as invalid, and replaces t
     expect(entry.error).toMatch(/nested more than/);
   });
 });
+
+describe('Kafka topic names are checked as the broker checks them, naming the field', () => {
+  // `topics.detections: "bad topic"` was taken: the run then warned every 5 s that its topics
+  // could not be created, dropped every detection and kept every alert in the outbox.
+  const kafka = (topics: string) => `${SOURCE}model: { manifest: yolox-nano }\nsinks:\n  kafka:\n    brokers: ["127.0.0.1:9092"]\n    topics: ${topics}\n`;
+  it.each([
+    ['a blank', '{ detections: "bad topic" }', 'sinks.kafka.topics.detections: a Kafka topic name: letters, digits, dot, dash or underscore'],
+    ['an empty name', '{ alerts: "" }', 'sinks.kafka.topics.alerts: a Kafka topic name: letters, digits, dot, dash or underscore'],
+    ['..', '{ status: ".." }', 'sinks.kafka.topics.status: a Kafka topic name: not . or ..'],
+    ['250 characters', `{ detections: ${'t'.repeat(250)} }`, 'sinks.kafka.topics.detections: a Kafka topic name: at most 249 characters'],
+  ])('%s', (_n, topics, want) => {
+    const e = refusal(kafka(topics));
+    expect(e.code).toBe(ErrorCodes.CONFIG);
+    expect(e.message).toBe(`p.yaml: invalid configuration\n  ${want}`);
+  });
+
+  it('the cluster topics too; valid names pass', () => {
+    const worker = (t: string) => `name: w\nmodel: { manifest: yolox-nano }\nsinks:\n  kafka:\n    brokers: ["127.0.0.1:9092"]\n    topics: { detections: a.b_c-D9 }\ncluster:\n  camerasTopic: ${t}\n`;
+    expect(refusal(worker('"cams/1"')).message).toContain('cluster.camerasTopic: a Kafka topic name: letters, digits, dot, dash or underscore');
+    expect(() => parseConfigText(worker('my.cameras'), PipelineSchema, 'p.yaml', {})).not.toThrow();
+  });
+});

@@ -24,6 +24,9 @@ describe('command-line usage errors are coded (VAP_ERR_USAGE) and exit with stat
     ['no command at all', [], /^argus: VAP_ERR_USAGE: a command is needed \(listed above\)$/],
     ['a group without its command', ['cameras'], /^argus: VAP_ERR_USAGE: a command is needed \(listed above\)$/],
     ['a check inside a command (cameras add without a file or --id and --uri)', ['cameras', 'add', '--brokers', '127.0.0.1:1'], /^argus: VAP_ERR_USAGE: give a cameras YAML file, or --id and --uri$/],
+    // kafkajs's own errors, after connecting, named no flag: 'Missing required argument "topics"', 'an invalid topic'.
+    ['an empty topic', ['consume', '--brokers', '127.0.0.1:1', '--topic', ''], /^argus: VAP_ERR_USAGE: option '--topic <name>' argument '' is invalid\. expected a Kafka topic name: letters, digits, dot, dash or underscore$/],
+    ['a topic Kafka refuses', ['consume', '--brokers', '127.0.0.1:1', '--topic', '..'], /^argus: VAP_ERR_USAGE: option '--topic <name>' argument '\.\.' is invalid\. expected a Kafka topic name: not \. or \.\.$/],
   ])('%s', async (_n, args, want) => {
     const r = await argus(...args);
     expect(coded(r.stderr), r.stderr).toMatch(want);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { brokerAddress, finite, id, ms } from './common.js';
+import { brokerAddress, finite, id, kafkaTopic, ms } from './common.js';
 import { SourceSchema } from './source.js';
 import { kafkaSasl, kafkaSsl } from './sinks.js';
 
@@ -33,9 +33,9 @@ export const ClusterSchema = z
     /** The consumer group the workers join. Default argus-workers. */
     group: z.string().min(1).default('argus-workers'),
     /** Compacted topic of camera definitions, keyed by camera id; its partitions are the slots. Default argus.cameras. */
-    camerasTopic: z.string().min(1).default('argus.cameras'),
+    camerasTopic: kafkaTopic.default('argus.cameras'),
     /** Compacted single-partition topic of claims and releases (owner, epoch) and drain requests. Default argus.owners. */
-    ownersTopic: z.string().min(1).default('argus.owners'),
+    ownersTopic: kafkaTopic.default('argus.owners'),
     /** Slots (partitions of camerasTopic) when the worker creates it. Default 32. */
     slots: finite().int().min(1).max(1000).default(32),
     /**

@@ -37,3 +37,24 @@ export const brokerAddress = z
     const m = /:(\d+)$/.exec(s);
     return !m || (Number(m[1]) >= 1 && Number(m[1]) <= 65535);
   }, 'the port is 1–65535');
+
+/** The longest Kafka topic name (the broker's own limit). */
+export const MAX_TOPIC_LENGTH = 249;
+
+/** Why `name` is no Kafka topic name (what the broker refuses), or undefined. */
+export function topicNameProblem(name: string): string | undefined {
+  if (!/^[A-Za-z0-9._-]+$/.test(name)) return 'a Kafka topic name: letters, digits, dot, dash or underscore';
+  if (name === '.' || name === '..') return 'a Kafka topic name: not . or ..';
+  if (name.length > MAX_TOPIC_LENGTH) return `a Kafka topic name: at most ${MAX_TOPIC_LENGTH} characters`;
+  return undefined;
+}
+
+/**
+ * A Kafka topic, checked as the broker checks it. `topics.detections: "bad topic"` was taken,
+ * and the run then warned every 5 s that its topics could not be created, dropping every
+ * detection and keeping every alert in the outbox, for as long as it ran.
+ */
+export const kafkaTopic = z.string().superRefine((name, ctx) => {
+  const problem = topicNameProblem(name);
+  if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });
+});

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { brokerAddress, finite, ms } from './common.js';
+import { brokerAddress, finite, kafkaTopic, ms } from './common.js';
 
 /** Kafka TLS: true, or Node tls options (ca, cert, key, servername…), passed to kafkajs. */
 export const kafkaSsl = z.union([z.boolean(), z.record(z.unknown())]);
@@ -15,11 +15,11 @@ export const KafkaSinkSchema = z
     topics: z
       .object({
         /** One message per processed frame, keyed by source id. Default argus.detections. */
-        detections: z.string().min(1).default('argus.detections'),
+        detections: kafkaTopic.default('argus.detections'),
         /** One message per alert, keyed by source id. Default argus.alerts. */
-        alerts: z.string().min(1).default('argus.alerts'),
+        alerts: kafkaTopic.default('argus.alerts'),
         /** One message per source state change, keyed by source id. Default argus.status. */
-        status: z.string().min(1).default('argus.status'),
+        status: kafkaTopic.default('argus.status'),
       })
       .strict()
       .default({}),
