@@ -300,7 +300,10 @@ describe('the camera\'s clock (RTCP sender reports, through argus\'s relay)', ()
     const by = all.reduce<Record<string, number>>((n, f) => ({ ...n, [f.by]: (n[f.by] ?? 0) + 1 }), {});
     expect(by.arrival ?? 0, JSON.stringify(by)).toBeGreaterThanOrEqual(0.9 * all.length);
     const source = (fs: { produced: number; captured: number }[]) => percentiles(fs.map((f) => f.captured - f.produced), [50])[0];
-    expect(source(ended)).toBeLessThan(40);
+    // A frame period (100 ms) sooner: what the delimiters are for. (The absolute figure, a few ms
+    // on an idle machine, grows with the machine's load; a bound of 40 ms failed beside other
+    // test runs at load 3–4.)
+    expect(source(ended)).toBeLessThan(100);
     expect(source(held) - source(ended)).toBeGreaterThan(60);
   }, 300_000);
 
