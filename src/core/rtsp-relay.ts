@@ -1,26 +1,32 @@
+/** RTSP transports whose control connection argus's relay carries as it is (RTP over TCP inside it, or over UDP beside it); not the HTTP tunnels. */
+const PASSED_TRANSPORTS = new Set(['tcp', 'udp', 'udp_multicast']);
+
 /**
- * Whether argus's relay can carry a source's RTSP connection: RTSP or RTSPS over TCP, unless its
- * input arguments set the transport or the role (`-rtsp_flags listen`). Such a connection goes
- * through a relay even without the camera's clock (`cameraClock: false`), where there are
- * credentials to keep off ffmpeg's command line or a certificate to check (sources/rtsp-auth,
- * rtsp-tap). Here, below both, because the config's checks of `tls` need it too.
+ * Whether argus's relay can carry a source's RTSP connection, only passing it on: RTSP or RTSPS
+ * over TCP, UDP or multicast (the media of the last two go beside the relay, straight from the
+ * camera to ffmpeg), unless its input arguments set another transport or the role (`-rtsp_flags
+ * listen`). Such a connection goes through a relay even without the camera's clock, where there
+ * are credentials to keep off ffmpeg's command line or a certificate to check (sources/
+ * secrets-relay). Here, below both, because the config's checks of `tls` need it too.
  */
 export function relaysRtsp(input: { kind: string; url: string; rtspTransport?: string; inputArgs?: readonly string[] }): boolean {
-  return (
-    input.kind === 'rtsp' &&
-    /^rtsps?:\/\//i.test(input.url) &&
-    (input.rtspTransport ?? 'tcp') === 'tcp' &&
-    !(input.inputArgs ?? []).some((a) => /^-(rtsp_transport|rtsp_flags)$/.test(a))
-  );
+  const args = input.inputArgs ?? [];
+  const transport = args.includes('-rtsp_transport') ? args[args.lastIndexOf('-rtsp_transport') + 1] : (input.rtspTransport ?? 'tcp');
+  return input.kind === 'rtsp' && /^rtsps?:\/\//i.test(input.url) && PASSED_TRANSPORTS.has(transport ?? '') && !args.includes('-rtsp_flags');
 }
 
 /**
  * Whether a source is relayed for its camera's clock (sources/rtsp-tap): one the relay can carry
- * (`relaysRtsp`), unless turned off, or unless its input arguments set what the relay decides
- * (timestamps, the media it pairs).
+ * over TCP, its RTP interleaved in the connection (`relaysRtsp`), unless turned off, or unless
+ * its input arguments set what the relay decides (timestamps, the transport, the media it pairs).
  */
 export function tapsCameraClock(input: { kind: string; url: string; rtspTransport?: string; cameraClock?: boolean; inputArgs?: readonly string[] }): boolean {
-  return relaysRtsp(input) && input.cameraClock !== false && !(input.inputArgs ?? []).some((a) => /^-(use_wallclock_as_timestamps|allowed_media_types)$/.test(a));
+  return (
+    relaysRtsp(input) &&
+    (input.rtspTransport ?? 'tcp') === 'tcp' &&
+    input.cameraClock !== false &&
+    !(input.inputArgs ?? []).some((a) => /^-(use_wallclock_as_timestamps|allowed_media_types|rtsp_transport)$/.test(a))
+  );
 }
 
 /** Whether `url` is an `rtsps://` camera whose certificate is to be checked (its `tls.verify`, true unless said), which only argus's relay can do. */

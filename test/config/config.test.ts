@@ -142,8 +142,8 @@ describe('pipeline schema', () => {
     ['a port above 65535', 'sources:\n  - id: a\n    uri: "rtsps://admin:s3cret@127.0.0.1:99999/cam"\n', /sources\[0\]\.uri: the port 99999 is not 1–65535$/],
     ['no host', 'sources:\n  - id: a\n    uri: "rtsp://admin:s3cret@:554/cam"\n', /sources\[0\]\.uri: no host: rtsp:\/\/HOST\[:PORT\]\/…$/],
     // ffmpeg's own RTSPS takes any certificate: not without saying so.
-    ['an rtsps:// camera without the relay, its certificate to be checked', 'sources:\n  - {id: a, uri: "rtsps://cam:7441/x", rtspTransport: udp}\n', /sources\[0\]\.tls\.verify: without argus's relay \(a transport other than tcp, .*cannot check its certificate: use the relay, or say tls: \{ verify: false \}$/],
-    ['an rtsps:// camera whose input arguments set the transport, its certificate to be checked', 'sources:\n  - {id: a, uri: "rtsps://cam:7441/x", inputArgs: [-rtsp_transport, tcp]}\n', /sources\[0\]\.tls\.verify: without argus's relay/],
+    ['an rtsps:// camera without the relay, its certificate to be checked', 'sources:\n  - {id: a, uri: "rtsps://cam:7441/x", rtspTransport: http}\n', /sources\[0\]\.tls\.verify: without argus's relay \(RTSP tunnelled in HTTP, .*cannot check its certificate: use the relay, or say tls: \{ verify: false \}$/],
+    ['an rtsps:// camera whose input arguments set the transport, its certificate to be checked', 'sources:\n  - {id: a, uri: "rtsps://cam:7441/x", inputArgs: [-rtsp_transport, https]}\n', /sources\[0\]\.tls\.verify: without argus's relay/],
     ['tls on a camera that is not rtsps://', 'sources:\n  - {id: a, uri: "rtsp://cam/x", tls: {verify: false}}\n', /sources\[0\]\.tls: tls is for rtsps:\/\/ cameras/],
     ['tls verify: false with a fingerprint', 'sources:\n  - {id: a, uri: "rtsps://cam/x", tls: {verify: false, fingerprint: "' + 'ab'.repeat(32) + '"}}\n', /sources\[0\]\.tls\.verify: verify: false takes any certificate/],
     ['a fingerprint that is not SHA-256', 'sources:\n  - {id: a, uri: "rtsps://cam/x", tls: {fingerprint: "AB:CD"}}\n', /sources\[0\]\.tls\.fingerprint: a SHA-256 fingerprint: 32 bytes in hex/],

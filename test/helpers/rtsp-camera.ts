@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
+import { createSocket } from 'node:dgram';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +19,8 @@ export interface CameraOptions {
   latencyMs?: number;
   /** A glitch: frame `k` of connection `connection` (0 the first) is sent with the timestamp of the frame before it. */
   repeatTimestamp?: (connection: number, k: number) => boolean;
+  /** Requests other than OPTIONS must carry Digest credentials for this user (realm `cam`, nonce `n0nce`); the answers seen are counted in `auths`. */
+  auth?: { user: string; password: string };
 }
 
 /**
@@ -29,6 +32,10 @@ export interface CameraOptions {
 export class RtspCamera {
   /** Connections accepted so far. */
   connections = 0;
+  /** With `auth`: how many requests came with a right answer, and with a wrong one. */
+  readonly auths = { ok: 0, bad: 0 };
+  /** The transports the client set up (`tcp`, or `udp` when it asked for client ports). */
+  readonly transports: string[] = [];
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   private readonly units: Buffer[][];
@@ -82,7 +89,14 @@ export class RtspCamera {
     let timer: NodeJS.Timeout | undefined;
     let reports: NodeJS.Timeout | undefined;
     let text = '';
+    // RTP over UDP (the client's SETUP gave its ports): each interleaved packet goes as a datagram to its channel's port.
+    let udp: { socket: ReturnType<typeof createSocket>; ports: [number, number] } | undefined;
     const write = (b: Buffer) => {
+      if (udp && b[0] === 0x24) {
+        const port = udp.ports[b[1] & 1];
+        udp.socket.send(b.subarray(4), port, '127.0.0.1');
+        return;
+      }
       if (!sock.destroyed) sock.write(b);
     };
     const rtp = (ts: number, payload: Buffer, marker: boolean) => {
@@ -124,6 +138,8 @@ export class RtspCamera {
       clearInterval(timer);
       clearInterval(reports);
       this.sockets.delete(sock);
+      udp?.socket.close();
+      udp = undefined;
     };
     sock.on('close', stop);
     sock.on('error', stop);
@@ -136,11 +152,29 @@ export class RtspCamera {
         const cseq = /CSeq:\s*(\d+)/i.exec(req)?.[1] ?? '0';
         let extra = 'Session: 12345678\r\n';
         let body = '';
+        if (this.o.auth && method !== 'OPTIONS') {
+          const auth = /\r\nAuthorization:\s*([^\r\n]*)/i.exec(req)?.[1];
+          const p = Object.fromEntries([...(auth ?? '').matchAll(/(\w+)="?([^",]*)"?/g)].map((x) => [x[1], x[2]]));
+          const { user, password } = this.o.auth;
+          const ok = auth !== undefined && p.username === user && p.response === md5(`${md5(`${user}:cam:${password}`)}:n0nce:${md5(`${method}:${p.uri}`)}`);
+          if (auth !== undefined) this.auths[ok ? 'ok' : 'bad']++;
+          if (!ok) {
+            write(Buffer.from(`RTSP/1.0 401 Unauthorized\r\nCSeq: ${cseq}\r\nWWW-Authenticate: Digest realm="cam", nonce="n0nce"\r\n\r\n`, 'latin1'));
+            continue;
+          }
+        }
         if (method === 'OPTIONS') extra = 'Public: OPTIONS, DESCRIBE, SETUP, PLAY, TEARDOWN\r\n';
         else if (method === 'DESCRIBE') {
           body = `v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=camera\r\nt=0 0\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1;sprop-parameter-sets=${this.sps.toString('base64')},${this.pps.toString('base64')}\r\na=control:track1\r\n`;
           extra = `Content-Type: application/sdp\r\nContent-Base: ${url}/\r\n`;
-        } else if (method === 'SETUP') extra = 'Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\nSession: 12345678\r\n';
+        } else if (method === 'SETUP') {
+          const ports = /client_port=(\d+)-(\d+)/i.exec(req);
+          if (ports) {
+            udp = { socket: createSocket('udp4'), ports: [Number(ports[1]), Number(ports[2])] };
+            extra = `Transport: RTP/AVP;unicast;client_port=${ports[1]}-${ports[2]};server_port=40000-40001\r\nSession: 12345678\r\n`;
+          } else extra = 'Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\nSession: 12345678\r\n';
+          this.transports.push(ports ? 'udp' : 'tcp');
+        }
         else if (method === 'PLAY') extra = `Session: 12345678\r\nRange: npt=0.000-\r\nRTP-Info: url=${url.replace(/\/$/, '')}/track1;seq=${seq};rtptime=${ts0}\r\n`;
         write(Buffer.from(`RTSP/1.0 200 OK\r\nCSeq: ${cseq}\r\n${extra}${body ? `Content-Length: ${Buffer.byteLength(body)}\r\n` : ''}\r\n${body}`, 'latin1'));
         if (method === 'PLAY' && !timer) {

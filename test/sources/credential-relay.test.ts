@@ -1,9 +1,10 @@
 import { spawn as nodeSpawn } from 'node:child_process';
-import { lastValueFrom } from 'rxjs';
+import { firstValueFrom, lastValueFrom, take, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { ffmpegSource, type SpawnFn, type SourceMemo } from '../../src/sources/ffmpeg-source.js';
 import { resolveFfmpeg } from '../../src/sources/ffmpeg-path.js';
-import { digestCamera } from '../helpers/rtsp-camera.js';
+import { PERSON_VIDEO } from '../helpers/assets.js';
+import { digestCamera, RtspCamera } from '../helpers/rtsp-camera.js';
 
 describe("a camera run without its clock (the relay given up) keeps its credentials off ffmpeg's command line", () => {
   it('a start while the relay waits to be tried again: ffmpeg is given no password, and the camera gets the real one', async () => {
@@ -146,4 +147,35 @@ describe("a camera with cameraClock: false (no clock relay) keeps its credential
     // ffmpeg's first try followed the redirect with the relay's placeholder (refused), the second with the real credentials.
     expect(valid).toEqual(['bad', 'ok']);
   }, 30_000);
+});
+
+describe('an RTSP camera over UDP keeps its credentials off ffmpeg\'s command line: the relay carries its connection, the media go beside it', () => {
+  it('ffmpeg is given no password, sets up UDP through the relay, the camera gets the real credentials, and frames come', async () => {
+    const { camera, url } = await RtspCamera.start(PERSON_VIDEO, '320x180', { auth: { user: 'admin', password: 'S3cretPw' } });
+    const commands: string[] = [];
+    const spawn: SpawnFn = (cmd, args, o) => {
+      commands.push(args.join(' '));
+      return nodeSpawn(cmd, args, o);
+    };
+    try {
+      const frames = await firstValueFrom(
+        ffmpegSource({
+          id: 'cam',
+          input: { url: url.replace('rtsp://', 'rtsp://admin:S3cretPw@'), kind: 'rtsp', rate: 'native', loop: false, rtspTransport: 'udp' },
+          output: { width: 96, height: 64, pixelFormat: 'bgr24', align: 'center', padValue: 114 },
+          ffmpegPath: (await resolveFfmpeg()).path,
+          spawn,
+        }).pipe(take(5), toArray()),
+      );
+      expect(frames).toHaveLength(5);
+    } finally {
+      await camera.close();
+    }
+    expect(commands.length).toBeGreaterThan(0);
+    for (const c of commands) expect(c).not.toContain('S3cretPw');
+    expect(commands[0]).toMatch(/-rtsp_transport udp .*rtsp:\/\/argus:relay@127\.0\.0\.1:\d+\/live/);
+    expect(camera.transports).toContain('udp');
+    expect(camera.auths.ok).toBeGreaterThan(0);
+    expect(camera.auths.bad).toBe(0);
+  }, 60_000);
 });

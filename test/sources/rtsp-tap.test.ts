@@ -642,9 +642,14 @@ describe('which sources are relayed, and how', () => {
     // Without the clock, a relay that only passes the bytes on can still carry it (credentials, certificate).
     expect(relaysRtsp({ ...base, cameraClock: false } as typeof base)).toBe(true);
     expect(relaysRtsp({ ...base, inputArgs: ['-use_wallclock_as_timestamps', '1'] })).toBe(true);
-    expect(relaysRtsp({ ...base, inputArgs: ['-rtsp_transport', 'udp'] })).toBe(false);
+    // Over UDP too (the media go beside it), but not through an HTTP tunnel, nor as a listener.
+    expect(relaysRtsp({ ...base, inputArgs: ['-rtsp_transport', 'udp'] })).toBe(true);
+    expect(relaysRtsp({ ...base, rtspTransport: 'udp' })).toBe(true);
+    expect(relaysRtsp({ ...base, rtspTransport: 'udp_multicast' })).toBe(true);
+    expect(relaysRtsp({ ...base, rtspTransport: 'http' })).toBe(false);
+    expect(relaysRtsp({ ...base, inputArgs: ['-rtsp_transport', 'https'] })).toBe(false);
     expect(relaysRtsp({ ...base, inputArgs: ['-rtsp_flags', 'listen'] })).toBe(false);
-    expect(relaysRtsp({ ...base, rtspTransport: 'udp' })).toBe(false);
+    expect(tapsCameraClock({ ...base, inputArgs: ['-rtsp_transport', 'tcp'] })).toBe(false);
     expect(relaysRtsp({ kind: 'http', url: 'http://cam/live' })).toBe(false);
   });
 

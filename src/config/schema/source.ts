@@ -254,7 +254,7 @@ function checkTls(s: { uri: string; tls: { verify: boolean; ca?: string; fingerp
     ctx.addIssue({
       code: 'custom',
       path: ['tls', 'verify'],
-      message: "without argus's relay (a transport other than tcp, or inputArgs setting the transport) ffmpeg speaks TLS to the camera itself and cannot check its certificate: use the relay, or say tls: { verify: false }",
+      message: "without argus's relay (RTSP tunnelled in HTTP, or inputArgs setting that or ffmpeg's listening) ffmpeg speaks TLS to the camera itself and cannot check its certificate: use the relay, or say tls: { verify: false }",
     });
   }
 }
