@@ -57,6 +57,8 @@ export interface PipelineOptions {
   extend?: Extension;
   /** Aborting it interrupts an asset download at start (VAP_ERR_INTERRUPTED, its partial file removed). */
   signal?: AbortSignal;
+  /** An attached source's chain ended (a worker's camera stopped or moved away): what a sink holds for it can go. */
+  onDetach?: (source: string) => void;
 }
 
 export interface Pipeline {
@@ -437,6 +439,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
               d.reconnects += st.reconnects;
               Object.assign(d, cont, { fps: st.fps ?? cont.fps });
               detached.set(src.id, d);
+              options.onDetach?.(src.id);
             }),
           );
         }),

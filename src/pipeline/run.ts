@@ -152,6 +152,12 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
           // A signal during the start interrupts an asset download (the run ends VAP_ERR_INTERRUPTED).
           signal,
           stop: stop$,
+          // A camera that left a worker: its annotated video is finished now, not at the stop (its
+          // encoder, an ffmpeg, stayed for the rest of the run: one per camera that ever left).
+          onDetach: (id) => {
+            void started?.annotate?.detach(id);
+            options.onDetach?.(id);
+          },
           onTransition: (t) => {
             if (options.publishesStatus?.(t) !== false) publisher?.status(t).catch(() => undefined);
             options.onTransition?.(t);

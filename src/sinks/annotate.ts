@@ -106,6 +106,8 @@ interface SourceState {
   /** The chain of writes, in frame order. */
   tail: Promise<void>;
   drawErrorLogged: boolean;
+  /** The source left (detach): its video is being finished; its frames are dropped until that is done. */
+  ending?: Promise<void>;
 }
 
 /** Longest gap, in seconds of output, filled by repeating the previous frame; a longer one (an outage) is cut. */
@@ -296,7 +298,7 @@ export class AnnotateSink {
     const s = this.state(frame.source);
     const st = s.stats;
     st.offered++;
-    if (this.closing || st.error) {
+    if (this.closing || st.error || s.ending) {
       st.dropped++;
       return;
     }
@@ -385,46 +387,81 @@ export class AnnotateSink {
    */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      const timeoutMs = this.o.closeTimeoutMs ?? 10_000;
-      let timer: NodeJS.Timeout | undefined;
-      const timedOut = new Promise<'timeout'>((res) => {
-        timer = setTimeout(() => res('timeout'), timeoutMs);
-        timer.unref?.();
-      });
-      const finish = async (s: SourceState) => {
-        await s.tail;
-        if (!s.encoder) return;
-        try {
-          // Frames dropped at the end: the last frame written stands in for them, so the video lasts as long as the run.
-          if (!s.stats.error) await this.fillGap(s, s.lastOffered + 1);
-          await s.encoder.close();
-        } catch (e) {
-          s.stats.error ??= (e as Error).message;
-        }
-      };
-      const all = Promise.all([...this.states.values()].map(finish));
-      if ((await Promise.race([all, timedOut])) === 'timeout') {
-        for (const s of this.states.values()) {
-          s.stats.error ??= `not finished within ${timeoutMs} ms of the stop; ffmpeg was killed`;
-          s.encoder?.kill();
-        }
-        await Promise.race([all, new Promise((r) => setTimeout(r, 1000).unref?.())]);
-      }
-      clearTimeout(timer);
-      for (const s of this.states.values()) {
-        const st = s.stats;
-        const repeated = st.repeated ? ` (and ${st.repeated} repeats of the previous frame in the place of frames not processed or dropped)` : '';
-        const skipped = st.skipped ? `, ${st.skipped} skipped (fps ${st.fps})` : '';
-        const lost = st.lost ? `, ${st.lost} lost` : '';
-        // After a failure the frames handed to ffmpeg are not all in the file: say which count it is.
-        const written = st.error ? `${st.written} frames handed to the encoder, not all of them in the file` : `written ${st.written}`;
-        this.log(
-          `annotate: ${st.source} → ${st.path}: ${written}${repeated}, dropped ${st.dropped} (the drawing or the encoder was behind${st.error ? ', or no video was being written' : ''})${skipped}${lost}${st.error ? `; ${st.error}` : ''}`,
-          { source: st.source, path: st.path, offered: st.offered, written: st.written, dropped: st.dropped, skipped: st.skipped, lost: st.lost, repeated: st.repeated },
-          st.error ? 'warn' : 'info',
-        );
-      }
+      const all = Promise.all([...this.states.values()].map(async (s) => {
+        await s.ending;
+        await this.finish(s);
+      }));
+      await all;
+      for (const s of this.states.values()) this.report(s);
     })();
     return this.closing;
+  }
+
+  /**
+   * A source that left (an argus worker's camera stopped, or moved to another worker): its
+   * frames in hand are written and its video ended now, as at close() (it kept its ffmpeg, idle,
+   * until the stop: one per camera that ever left the worker). Its figures stay, and go on adding
+   * up if it comes back; its next frame then starts its file afresh, as on another worker.
+   */
+  detach(source: string): Promise<void> {
+    const s = this.states.get(source);
+    if (!s?.encoder || s.ending || this.closing) return s?.ending ?? Promise.resolve();
+    const ending = (async () => {
+      await this.finish(s);
+      this.report(s);
+      // The next frame taken makes a new encoder (offer: no size yet), from slot 0 of a new file.
+      s.encoder = undefined;
+      s.base = undefined;
+      s.previous = undefined;
+      s.lastOffered = s.lastTaken = s.lastWritten = -1;
+      s.stats.width = s.stats.height = undefined;
+    })().finally(() => (s.ending = undefined));
+    s.ending = ending;
+    return ending;
+  }
+
+  /**
+   * Writes `s`'s frames in hand, then ends its ffmpeg so the MP4 is complete; what is not done
+   * within `closeTimeoutMs` is cut off (ffmpeg killed: the file keeps its complete fragments).
+   */
+  private async finish(s: SourceState): Promise<void> {
+    const timeoutMs = this.o.closeTimeoutMs ?? 10_000;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((res) => {
+      timer = setTimeout(() => res('timeout'), timeoutMs);
+      timer.unref?.();
+    });
+    const done = (async () => {
+      await s.tail;
+      if (!s.encoder) return;
+      try {
+        // Frames dropped at the end: the last frame written stands in for them, so the video lasts as long as the source ran.
+        if (!s.stats.error) await this.fillGap(s, s.lastOffered + 1);
+        await s.encoder.close();
+      } catch (e) {
+        s.stats.error ??= (e as Error).message;
+      }
+    })();
+    if ((await Promise.race([done, timedOut])) === 'timeout') {
+      s.stats.error ??= `not finished within ${timeoutMs} ms of the stop; ffmpeg was killed`;
+      s.encoder?.kill();
+      await Promise.race([done, new Promise((r) => setTimeout(r, 1000).unref?.())]);
+    }
+    clearTimeout(timer);
+  }
+
+  /** Logs a source's figures. */
+  private report(s: SourceState): void {
+    const st = s.stats;
+    const repeated = st.repeated ? ` (and ${st.repeated} repeats of the previous frame in the place of frames not processed or dropped)` : '';
+    const skipped = st.skipped ? `, ${st.skipped} skipped (fps ${st.fps})` : '';
+    const lost = st.lost ? `, ${st.lost} lost` : '';
+    // After a failure the frames handed to ffmpeg are not all in the file: say which count it is.
+    const written = st.error ? `${st.written} frames handed to the encoder, not all of them in the file` : `written ${st.written}`;
+    this.log(
+      `annotate: ${st.source} → ${st.path}: ${written}${repeated}, dropped ${st.dropped} (the drawing or the encoder was behind${st.error ? ', or no video was being written' : ''})${skipped}${lost}${st.error ? `; ${st.error}` : ''}`,
+      { source: st.source, path: st.path, offered: st.offered, written: st.written, dropped: st.dropped, skipped: st.skipped, lost: st.lost, repeated: st.repeated },
+      st.error ? 'warn' : 'info',
+    );
   }
 }

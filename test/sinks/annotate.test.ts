@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { merge } from 'rxjs';
+import { EMPTY, from, merge, mergeMap } from 'rxjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { FrameResult } from '../../src/analytics/analyze.js';
 import type { FrameImage, Overlay } from '../../src/annotate/draw.js';
@@ -425,6 +425,44 @@ describe('AnnotateSink with sources attached after the start (argus worker)', ()
     expect(sink2.stats[0].error).toMatch(/^VAP_ERR_SINK_FILE: sinks\.annotate\.path: cannot write .*file\/cam\.mp4/);
   });
 
+  it('a camera that leaves (detach) has its video finished at once, not at the stop: 50 cameras that came and went leave no encoder open; one that comes back starts its file afresh, its figures adding up', async () => {
+    const { options, encoders, logs } = sinkWith({ path: join(tmp(), 'out.mp4'), sources: [], attachable: true });
+    const sink = await AnnotateSink.open(options);
+    for (let i = 0; i < 50; i++) {
+      sink.offer(frameAt(0, { n: 0 }, `cam${i}`));
+      sink.offer(frameAt(1, { n: 0 }, `cam${i}`));
+      await sink.detach(`cam${i}`);
+    }
+    expect(encoders).toHaveLength(50);
+    expect(encoders.filter((e) => !e.closed)).toHaveLength(0); // (before: 50 encoders, 50 ffmpeg, open until the stop)
+    expect(encoders[0].written).toHaveLength(2);
+    expect(logs.filter((m) => m.startsWith('annotate: cam7 → '))).toHaveLength(1);
+    // cam0 back (to this worker): a new encoder, its file from the start; the counts go on.
+    sink.offer(frameAt(100, { n: 0 }, 'cam0'));
+    await settle();
+    expect(encoders).toHaveLength(51);
+    expect(encoders[50].options.path).toBe(encoders[0].options.path);
+    expect(encoders[50].written).toHaveLength(1); // no repeats of the earlier attachment's frames
+    expect(sink.stats.find((s) => s.source === 'cam0')).toMatchObject({ offered: 3, written: 3 });
+    await sink.close();
+    expect(encoders[50].closed).toBe(true);
+  });
+
+  it('frames of a camera offered while its video is being finished are dropped and counted, not written into the ending file', async () => {
+    const { options, encoders } = sinkWith({ path: join(tmp(), 'out.mp4'), sources: [], attachable: true });
+    const sink = await AnnotateSink.open(options);
+    sink.offer(frameAt(0, { n: 0 }, 'cam'));
+    encoders[0].hold();
+    await settle();
+    const leaving = sink.detach('cam');
+    sink.offer(frameAt(1, { n: 0 }, 'cam'));
+    encoders[0].release();
+    await leaving;
+    expect(encoders[0].written).toHaveLength(1);
+    expect(sink.stats[0]).toMatchObject({ offered: 2, taken: 1, dropped: 1 });
+    await sink.close();
+  });
+
   it("in a run: a camera attached with a file in the annotate folder keeps its recording (Pipeline.inputs holds the attached cameras' files), the other camera gets its video", async () => {
     const dir = tmp();
     mkdirSync(join(dir, 'videos'));
@@ -455,6 +493,42 @@ describe('AnnotateSink with sources attached after the start (argus worker)', ()
       await detector.release();
     }
   }, 60_000);
+});
+
+describe('AnnotateSink in an argus worker run: a camera that leaves', () => {
+  it("has its video finished when its chain ends (Pipeline onDetach), while the run goes on: its ffmpeg does not wait for the stop", async () => {
+    const dir = tmp();
+    const clip = join(dir, 'clip.mp4');
+    execFileSync(resolveFfmpegSync().path, ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x64:rate=10', '-frames:v', '5', '-pix_fmt', 'yuv420p', clip]);
+    const config = parseConfigText(`name: w\ncluster: { brokers: ["127.0.0.1:1"] }\nsinks: { annotate: { path: videos/, queue: 8 } }\n`, PipelineSchema, 'w.yaml', {});
+    const { detector } = await fakeDetector();
+    let finished!: () => void;
+    const videoEnded = new Promise<void>((r) => (finished = r));
+    const detached: string[] = [];
+    let waitedOut = false;
+    let wait: NodeJS.Timeout | undefined;
+    const orWaited = new Promise<void>((r) => (wait = setTimeout(() => ((waitedOut = true), r()), 20_000)));
+    try {
+      const summary = await runPipeline(config, {
+        detector,
+        baseDir: dir,
+        status: false,
+        log: (m) => m.startsWith('annotate: b → ') && finished(),
+        onDetach: (id) => detached.push(id),
+        // The run goes on until b's video is finished, at most 20 s (before, only the stop finished it).
+        attached: (p, stop) => merge(p.attach(SourceSchema.parse({ id: 'b', uri: clip, rate: 'fast' }), stop), from(Promise.race([videoEnded, orWaited])).pipe(mergeMap(() => EMPTY))),
+      });
+      expect(waitedOut).toBe(false);
+      expect(detached).toEqual(['b']);
+      // Finished before the stop: the file is a whole MP4 (ffmpeg closed it) with its 5 frames.
+      const out = execFileSync(resolveFfmpegSync().path.replace(/ffmpeg$/, 'ffprobe'), ['-v', 'error', '-count_frames', '-select_streams', 'v:0', '-show_entries', 'stream=nb_read_frames', '-of', 'csv=p=0', join(dir, 'videos', 'b.mp4')], { encoding: 'utf8' });
+      expect(Number(out.trim())).toBeGreaterThanOrEqual(5);
+      expect(summary.annotate![0]).toMatchObject({ source: 'b', written: 5 });
+    } finally {
+      clearTimeout(wait);
+      await detector.release();
+    }
+  }, 90_000);
 });
 
 describe('VideoWriter: an ffmpeg that exits', () => {
