@@ -108,6 +108,21 @@ interface SourceState {
   drawErrorLogged: boolean;
   /** The source left (detach): its video is being finished; its frames are dropped until that is done. */
   ending?: Promise<void>;
+  /** Its stays so far (1 until it left and came back), and the file of its first: each later stay writes a file of its own (stayPath). */
+  stays: number;
+  /** It left (detach) and has not offered a frame since: its next one begins a stay. */
+  left?: boolean;
+  firstPath: string;
+}
+
+/**
+ * The file of a source's `stay`-th stay on this worker, from the 2nd on: `out-cam.mp4` →
+ * `out-cam.2.mp4`. A camera that came back wrote its first stay's file over, and the video of
+ * that stay (evidence, to a safety team) was lost.
+ */
+export function stayPath(path: string, stay: number): string {
+  const ext = extname(path);
+  return `${path.slice(0, path.length - ext.length)}.${stay}${ext}`;
 }
 
 /** Longest gap, in seconds of output, filled by repeating the previous frame; a longer one (an outage) is cut. */
@@ -264,7 +279,7 @@ export class AnnotateSink {
       const known = this.paths.get(source);
       // A source attached after open (a worker's camera): a file of its own, whatever the path's form.
       const path = known ?? annotatePaths(this.o.path, [source], this.o.baseDir, true).get(source)!;
-      s = { stats: { source, path, offered: 0, taken: 0, dropped: 0, skipped: 0, written: 0, lost: 0, repeated: 0 }, lastOffered: -1, lastTaken: -1, lastWritten: -1, inHand: 0, tail: Promise.resolve(), drawErrorLogged: false };
+      s = { stats: { source, path, offered: 0, taken: 0, dropped: 0, skipped: 0, written: 0, lost: 0, repeated: 0 }, lastOffered: -1, lastTaken: -1, lastWritten: -1, inHand: 0, tail: Promise.resolve(), drawErrorLogged: false, stays: 1, firstPath: path };
       if (known === undefined) this.checkAttached(s);
       this.states.set(source, s);
     }
@@ -296,6 +311,7 @@ export class AnnotateSink {
   offer(r: FrameResult): void {
     const { frame } = r;
     const s = this.state(frame.source);
+    if (s.left) this.comeBack(s);
     const st = s.stats;
     st.offered++;
     if (this.closing || st.error || s.ending) {
@@ -401,7 +417,7 @@ export class AnnotateSink {
    * A source that left (an argus worker's camera stopped, or moved to another worker): its
    * frames in hand are written and its video ended now, as at close() (it kept its ffmpeg, idle,
    * until the stop: one per camera that ever left the worker). Its figures stay, and go on adding
-   * up if it comes back; its next frame then starts its file afresh, as on another worker.
+   * up if it comes back; its next frame then starts a file of that stay's own (stayPath).
    */
   detach(source: string): Promise<void> {
     const s = this.states.get(source);
@@ -415,9 +431,18 @@ export class AnnotateSink {
       s.previous = undefined;
       s.lastOffered = s.lastTaken = s.lastWritten = -1;
       s.stats.width = s.stats.height = undefined;
+      s.left = true;
     })().finally(() => (s.ending = undefined));
     s.ending = ending;
     return ending;
+  }
+
+  /** A source's first frame after it left: a stay of its own, in a file of its own, checked and made as a new camera's is (an error: no video of this stay; the camera runs on). */
+  private comeBack(s: SourceState): void {
+    s.left = false;
+    s.stays++;
+    s.stats.path = stayPath(s.firstPath, s.stays);
+    if (!s.stats.error) this.checkAttached(s);
   }
 
   /**

@@ -425,7 +425,7 @@ describe('AnnotateSink with sources attached after the start (argus worker)', ()
     expect(sink2.stats[0].error).toMatch(/^VAP_ERR_SINK_FILE: sinks\.annotate\.path: cannot write .*file\/cam\.mp4/);
   });
 
-  it('a camera that leaves (detach) has its video finished at once, not at the stop: 50 cameras that came and went leave no encoder open; one that comes back starts its file afresh, its figures adding up', async () => {
+  it('a camera that leaves (detach) has its video finished at once, not at the stop: 50 cameras that came and went leave no encoder open; one that comes back writes a file of its own (the first stay’s video is kept), its figures adding up', async () => {
     const { options, encoders, logs } = sinkWith({ path: join(tmp(), 'out.mp4'), sources: [], attachable: true });
     const sink = await AnnotateSink.open(options);
     for (let i = 0; i < 50; i++) {
@@ -437,11 +437,13 @@ describe('AnnotateSink with sources attached after the start (argus worker)', ()
     expect(encoders.filter((e) => !e.closed)).toHaveLength(0); // (before: 50 encoders, 50 ffmpeg, open until the stop)
     expect(encoders[0].written).toHaveLength(2);
     expect(logs.filter((m) => m.startsWith('annotate: cam7 → '))).toHaveLength(1);
-    // cam0 back (to this worker): a new encoder, its file from the start; the counts go on.
+    // cam0 back (to this worker): a new encoder, a file of its own (the first stay's video stays); the counts go on.
+    expect(sink.stats.find((s) => s.source === 'cam0')!.path).toBe(encoders[0].options.path);
     sink.offer(frameAt(100, { n: 0 }, 'cam0'));
     await settle();
     expect(encoders).toHaveLength(51);
-    expect(encoders[50].options.path).toBe(encoders[0].options.path);
+    expect(encoders[50].options.path).toBe(encoders[0].options.path.replace(/\.mp4$/, '.2.mp4'));
+    expect(sink.stats.find((s) => s.source === 'cam0')!.path).toBe(encoders[50].options.path);
     expect(encoders[50].written).toHaveLength(1); // no repeats of the earlier attachment's frames
     expect(sink.stats.find((s) => s.source === 'cam0')).toMatchObject({ offered: 3, written: 3 });
     await sink.close();
