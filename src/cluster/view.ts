@@ -67,6 +67,15 @@ export function forbiddenEnvRefs(text: string): string[] {
 
 /** The largest camera record read (a `sources[]` entry with zones and rules is a few KB). */
 export const MAX_CAMERA_RECORD_CHARS = 64 * 1024;
+/**
+ * Of a record's value, at most this many bytes are kept (4 bytes a character at most: past
+ * MAX_CAMERA_RECORD_CHARS whatever they hold). The view keeps each camera's latest record, and
+ * a writer of the cameras topic made every worker hold up to the broker's 1 MB per key.
+ */
+const KEPT_BYTES = 4 * MAX_CAMERA_RECORD_CHARS + 4;
+/** The characters such a cut value has at least. */
+const KEPT_CHARS = MAX_CAMERA_RECORD_CHARS + 1;
+
 /** Errors about a record are cut to this many characters (they go to the log, `cameras ls` and /healthz). */
 const MAX_RECORD_ERROR_CHARS = 500;
 
@@ -80,7 +89,7 @@ const cut = (s: string) => (s.length > MAX_RECORD_ERROR_CHARS ? `${s.slice(0, MA
  * JSON.parse takes them (the last wins), which keeps parsing linear.
  */
 function parseRecord(text: string): { doc?: unknown; error?: string } {
-  if (text.length > MAX_CAMERA_RECORD_CHARS) return { error: `the record has ${text.length} characters; a camera record holds at most ${MAX_CAMERA_RECORD_CHARS}` };
+  if (text.length > MAX_CAMERA_RECORD_CHARS) return { error: `the record has ${text.length >= KEPT_CHARS ? 'more than ' : ''}${text.length >= KEPT_CHARS ? MAX_CAMERA_RECORD_CHARS : text.length} characters; a camera record holds at most ${MAX_CAMERA_RECORD_CHARS}` };
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -273,7 +282,8 @@ export class ClusterView {
     if (value === null) bySlot?.delete(slot);
     else {
       if (!bySlot) this.records.set(key, (bySlot = new Map()));
-      bySlot.set(slot, { text: value.toString('utf8'), offset });
+      // (A value past KEPT_BYTES is refused whatever follows: its first bytes stand for it.)
+      bySlot.set(slot, { text: (value.length > KEPT_BYTES ? value.subarray(0, KEPT_BYTES) : value).toString('utf8'), offset });
     }
     if (!bySlot || bySlot.size === 0) {
       this.records.delete(key);
