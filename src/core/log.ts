@@ -293,16 +293,24 @@ export function writeStderr(text: string): void {
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 
 /**
- * $ARGUS_LOG_LEVEL's level: `info` when unset or empty (a compose file's `${LOG_LEVEL}` left
- * unset), any case; anything else is refused naming the variable (VAP_ERR_CONFIG). pino threw
- * on it at start, before argus's own error handling: a stack trace, and no code.
+ * An environment variable naming one of `choices`, any case: `fallback` when unset or empty (a
+ * compose file's `${LOG_LEVEL}` left unset); anything else is refused naming the variable
+ * (VAP_ERR_CONFIG).
+ */
+export function envChoice<T extends string>(env: NodeJS.ProcessEnv, name: string, choices: readonly T[], fallback: T): T {
+  const v = (env[name] ?? '').trim().toLowerCase();
+  if (v === '') return fallback;
+  const choice = choices.find((c) => c === v);
+  if (choice === undefined) throw new ArgusError(ErrorCodes.CONFIG, `${name}: expected one of ${choices.join(', ')}; got ${JSON.stringify(env[name]?.slice(0, 32))}`);
+  return choice;
+}
+
+/**
+ * $ARGUS_LOG_LEVEL's level, `info` by default (envChoice). pino threw on another at start,
+ * before argus's own error handling: a stack trace, and no code.
  */
 export function envLogLevel(env: NodeJS.ProcessEnv = process.env): (typeof LOG_LEVELS)[number] {
-  const v = (env.ARGUS_LOG_LEVEL ?? '').trim().toLowerCase();
-  if (v === '') return 'info';
-  const level = LOG_LEVELS.find((l) => l === v);
-  if (level === undefined) throw new ArgusError(ErrorCodes.CONFIG, `ARGUS_LOG_LEVEL: expected one of ${LOG_LEVELS.join(', ')}; got ${JSON.stringify(env.ARGUS_LOG_LEVEL?.slice(0, 32))}`);
-  return level;
+  return envChoice(env, 'ARGUS_LOG_LEVEL', LOG_LEVELS, 'info');
 }
 
 /**

@@ -4,7 +4,7 @@ import type { ExecutionProviderName, ModelManifest } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { Family } from '../core/families.js';
 import type { LetterboxAlign, LetterboxRounding } from '../core/geometry.js';
-import type { LogFn } from '../core/log.js';
+import { envChoice, type LogFn } from '../core/log.js';
 import { describeModel, type ResolvedManifest } from '../models/describe.js';
 import type { ModelDecoder, OutputData } from '../models/decoder.js';
 import { createDecoder } from '../models/registry.js';
@@ -270,16 +270,11 @@ export class Detector {
 export const ORT_LOG_LEVELS = ['verbose', 'info', 'warning', 'error', 'fatal'] as const;
 
 /**
- * $ARGUS_ORT_LOG_LEVEL's level: `fatal` when unset or empty; anything else is refused naming
- * the variable (VAP_ERR_CONFIG). ONNX Runtime's setter threw on it as this module loaded: a
- * stack trace, and no code.
+ * $ARGUS_ORT_LOG_LEVEL's level, `fatal` by default (envChoice). ONNX Runtime's setter threw on
+ * another as this module loaded: a stack trace, and no code.
  */
 export function ortLogLevel(env: NodeJS.ProcessEnv = process.env): (typeof ORT_LOG_LEVELS)[number] {
-  const v = (env.ARGUS_ORT_LOG_LEVEL ?? '').trim().toLowerCase();
-  if (v === '') return 'fatal';
-  const level = ORT_LOG_LEVELS.find((l) => l === v);
-  if (level === undefined) throw new ArgusError(ErrorCodes.CONFIG, `ARGUS_ORT_LOG_LEVEL: expected one of ${ORT_LOG_LEVELS.join(', ')}; got ${JSON.stringify(env.ARGUS_ORT_LOG_LEVEL?.slice(0, 32))}`);
-  return level;
+  return envChoice(env, 'ARGUS_ORT_LOG_LEVEL', ORT_LOG_LEVELS, 'fatal');
 }
 
 // ONNX Runtime's own logger would print each failed provider load as an error before we fall

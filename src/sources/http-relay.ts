@@ -1,7 +1,7 @@
 import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { isSecretParam } from '../core/redact.js';
-import { AuthRewriter, PLACEHOLDER_USERINFO, sameUserPeer, urlCredentials, type Credentials } from './rtsp-auth.js';
+import { AuthRewriter, listenLoopback, PLACEHOLDER_USERINFO, sameUserPeer, urlCredentials, type Credentials } from './rtsp-auth.js';
 
 /** How long the relay waits for the camera to accept a connection (ffmpeg's own default waits as long as the OS does). */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -80,18 +80,11 @@ export class HttpRelay {
   }
 
   /** Starts listening; resolves with the URL ffmpeg is to open (the camera's, with the relay's host and port, and the placeholder). */
-  listen(): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const server = createServer((down) => this.admit(down));
-      this.server = server;
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => {
-        server.off('error', reject);
-        server.on('error', () => {});
-        this.relayPort = (server.address() as { port: number }).port;
-        resolve(httpRelayUrl(this.url, this.relayPort));
-      });
-    });
+  async listen(): Promise<string> {
+    // (Held at once: a close() while it starts to listen closes it.)
+    this.server = createServer((down) => this.admit(down));
+    this.relayPort = await listenLoopback(this.server);
+    return httpRelayUrl(this.url, this.relayPort);
   }
 
   /** Only this user's connections (ffmpeg's) are relayed: another's would get the camera with the credentials the relay adds. */

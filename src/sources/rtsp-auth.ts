@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import type { Server } from 'node:net';
 
 /**
  * The camera's credentials stay in argus: ffmpeg is given the relay's URL with a placeholder
@@ -248,4 +249,19 @@ export async function sameUserPeer(localPort: number, peerPort: number, table = 
     }
   }
   return undefined;
+}
+
+/**
+ * Makes `server` (a relay's) listen on 127.0.0.1, on a port the system picks: resolves with the
+ * port once it listens (a failure to listen rejects; errors after that are the connections' own).
+ */
+export function listenLoopback(server: Server): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject);
+      server.on('error', () => {});
+      resolve((server.address() as { port: number }).port);
+    });
+  });
 }

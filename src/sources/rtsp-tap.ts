@@ -1,11 +1,11 @@
-import { createServer, connect, isIP, type Server, type Socket } from 'node:net';
+import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
 import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { checkServerIdentity, connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { CameraTls } from '../core/rtsp-relay.js';
 import { fromWallClock, now } from '../core/clock.js';
-import { AuthRewriter, PLACEHOLDER_USERINFO, sameUserPeer, urlCredentials, type Credentials } from './rtsp-auth.js';
+import { AuthRewriter, listenLoopback, PLACEHOLDER_USERINFO, sameUserPeer, urlCredentials, type Credentials } from './rtsp-auth.js';
 
 /**
  * The camera's own clock for RTSP sources over TCP (`producedBy: camera`).
@@ -795,18 +795,10 @@ export class RtspTap {
   /** Starts listening; resolves with the URL ffmpeg is to open (the camera's, with the relay's host and port). */
   async listen(): Promise<string> {
     if (this.tls && this.check.verify && this.check.ca) this.ca = await readCameraCa(this.check.ca);
-    return new Promise((resolve, reject) => {
-      const server = createServer((down) => this.admit(down));
-      this.server = server;
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => {
-        server.off('error', reject);
-        server.on('error', () => {});
-        const { port } = server.address() as { port: number };
-        this.relayPort = port;
-        resolve(relayUrl(this.url, port));
-      });
-    });
+    // (Held at once: a close() while it starts to listen closes it.)
+    this.server = createServer((down) => this.admit(down));
+    this.relayPort = await listenLoopback(this.server);
+    return relayUrl(this.url, this.relayPort);
   }
 
   /**

@@ -1,3 +1,4 @@
+import { spawn as nodeSpawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { createServer } from 'node:net';
 
 /** A loopback port nothing listens on (taken and released). */
@@ -25,4 +26,22 @@ export async function firstBytesServer(): Promise<{ port: number; first: Promise
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return { port: (server.address() as { port: number }).port, first, close: () => server.close() };
+}
+
+/** Makes a server (net, http or https) listen on a loopback port; resolves with the port. */
+export async function listening(server: { listen(port: number, host: string, cb: () => void): unknown; address(): unknown }): Promise<number> {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return (server.address() as { port: number }).port;
+}
+
+/** A spawn (ffmpegSource's `spawn`) that records each ffmpeg's command line, as `ps` shows it, and runs it. */
+export function recordingSpawn(): { spawn: (cmd: string, args: readonly string[], o: SpawnOptions) => ChildProcess; commands: string[] } {
+  const commands: string[] = [];
+  return {
+    commands,
+    spawn: (cmd, args, o) => {
+      commands.push(args.join(' '));
+      return nodeSpawn(cmd, args, o);
+    },
+  };
 }

@@ -1,25 +1,27 @@
 // An HTTP(S) camera's credentials kept off ffmpeg's command line (sources/http-relay.ts): real
 // ffmpeg reads an MPEG-TS feed from a local server that demands Digest or Basic auth, through
 // argus's relay, given only the placeholder.
-import { execFileSync, spawn as nodeSpawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer as httpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as httpsServer } from 'node:https';
-import { connect, type AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { firstValueFrom, take, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
-import { ffmpegSource, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
+import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
 import { HttpRelay, httpRelayUrl, httpSecrets } from '../../src/sources/http-relay.js';
 import { AuthRewriter } from '../../src/sources/rtsp-auth.js';
 import { MIRROR } from '../helpers/assets.js';
+import { listening, recordingSpawn } from '../helpers/net.js';
 
 const md5 = (s: string) => createHash('md5').update(s, 'latin1').digest('hex');
 const dir = mkdtempSync(join(tmpdir(), 'argus-http-relay-'));
 const user = 'admin';
+const output = { width: 96, height: 64, pixelFormat: 'bgr24' as const, align: 'center' as const, padValue: 114 };
 const password = 'S3cret:Pw';
 let feed: Buffer;
 
@@ -72,16 +74,11 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
         server = httpsServer({ key: readFileSync(key), cert: readFileSync(cert) }, cam.handler);
       } else server = httpServer(cam.handler);
       servers.push(server);
-      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-      const port = (server.address() as AddressInfo).port;
-      const commands: string[] = [];
-      const spawn: SpawnFn = (cmd, args, o) => {
-        commands.push(args.join(' '));
-        return nodeSpawn(cmd, args, o);
-      };
+      const port = await listening(server);
+      const { spawn, commands } = recordingSpawn();
       const url = `${tls ? 'https' : 'http'}://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/video/feed.ts?ch=1`;
       const frames = await firstValueFrom(
-        ffmpegSource({ id: 'cam', input: { url, kind: 'http', rate: 'native', loop: false }, output: { width: 96, height: 64, pixelFormat: 'bgr24', align: 'center', padValue: 114 }, ffmpegPath: defaultFfmpegPath(), spawn }).pipe(take(5), toArray()),
+        ffmpegSource({ id: 'cam', input: { url, kind: 'http', rate: 'native', loop: false }, output, ffmpegPath: defaultFfmpegPath(), spawn }).pipe(take(5), toArray()),
       );
       expect(frames).toHaveLength(5);
       expect(commands.length).toBeGreaterThan(0);
@@ -108,15 +105,10 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
       res.end(feed);
     });
     servers.push(server);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const port = (server.address() as AddressInfo).port;
-    const commands: string[] = [];
-    const spawn: SpawnFn = (cmd, args, o) => {
-      commands.push(args.join(' '));
-      return nodeSpawn(cmd, args, o);
-    };
+    const port = await listening(server);
+    const { spawn, commands } = recordingSpawn();
     const frames = await firstValueFrom(
-      ffmpegSource({ id: 'cam', input: { url: `http://127.0.0.1:${port}/livestream.cgi?loginuse=admin&loginpas=S3cretPw&res=0`, kind: 'http', rate: 'native', loop: false }, output: { width: 96, height: 64, pixelFormat: 'bgr24', align: 'center', padValue: 114 }, ffmpegPath: defaultFfmpegPath(), spawn }).pipe(take(3), toArray()),
+      ffmpegSource({ id: 'cam', input: { url: `http://127.0.0.1:${port}/livestream.cgi?loginuse=admin&loginpas=S3cretPw&res=0`, kind: 'http', rate: 'native', loop: false }, output, ffmpegPath: defaultFfmpegPath(), spawn }).pipe(take(3), toArray()),
     );
     expect(frames).toHaveLength(3);
     for (const c of commands) expect(c).not.toContain('S3cretPw');
@@ -130,10 +122,9 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
       res.end();
     });
     servers.push(server);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const port = (server.address() as AddressInfo).port;
+    const port = await listening(server);
     const err = await firstValueFrom(
-      ffmpegSource({ id: 'cam', input: { url: `http://${user}:S3cretPw@127.0.0.1:${port}/feed.ts`, kind: 'http', rate: 'native', loop: false }, output: { width: 96, height: 64, pixelFormat: 'bgr24', align: 'center', padValue: 114 }, ffmpegPath: defaultFfmpegPath() }),
+      ffmpegSource({ id: 'cam', input: { url: `http://${user}:S3cretPw@127.0.0.1:${port}/feed.ts`, kind: 'http', rate: 'native', loop: false }, output, ffmpegPath: defaultFfmpegPath() }),
     ).catch((e: Error) => e);
     expect(err).toBeInstanceOf(Error);
     const message = (err as Error).message;
@@ -150,8 +141,7 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
       res.end();
     });
     servers.push(server);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const port = (server.address() as AddressInfo).port;
+    const port = await listening(server);
     const relay = new HttpRelay(`http://${user}:pw@127.0.0.1:${port}/x`, { peerCheck: async () => false });
     const at = new URL(await relay.listen());
     const closed = await new Promise<boolean>((resolve) => {

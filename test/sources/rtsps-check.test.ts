@@ -148,7 +148,7 @@ describe('rtsps:// cameras: the relay checks the certificate before anything of 
   });
 
   it('ffmpegSource refuses an rtsps:// input without the relay whose certificate is to be checked (a caller that builds its own input: bench)', async () => {
-    const input = { url: 'rtsps://127.0.0.1:7441/live', kind: 'rtsp' as const, rate: 'native' as const, loop: false, rtspTransport: 'udp' as const };
+    const input = { url: 'rtsps://127.0.0.1:7441/live', kind: 'rtsp' as const, rate: 'native' as const, loop: false, rtspTransport: 'http' as const };
     const output = { width: 32, height: 32, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
     const err = await lastValueFrom(ffmpegSource({ id: 'cam', input, output, ffmpegPath: '/nonexistent/ffmpeg' })).catch((e) => e);
     expect(err).toMatchObject({ code: 'VAP_ERR_SOURCE_OPEN', message: expect.stringContaining('an rtsps:// camera without argus\'s relay') });
