@@ -14,6 +14,7 @@ import { BufferPool, FrameReader } from './frame-reader.js';
 import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
 import { checksCertificate, relaysRtsp, tapsCameraClock } from '../core/rtsp-relay.js';
 import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
+import { HttpRelay } from './http-relay.js';
 import { secretsRelay } from './secrets-relay.js';
 import { colourOf, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
 
@@ -154,7 +155,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     const relay = memo.redirected ? undefined : secretsRelay(base.input);
     if (!relay) return run(base);
     return throughRelay(base.id, relay, (credentialRelay, named) =>
-      run({ ...base, input: { ...base.input, relay: undefined, credentialRelay } }, undefined, named).pipe(
+      run({ ...base, input: { ...base.input, relay: undefined, credentialRelay, inputArgs: named instanceof HttpRelay ? named.ffmpegInputArgs(base.input.inputArgs) : base.input.inputArgs } }, undefined, named).pipe(
         catchError((e: unknown) => {
           // An RTSP camera redirected: ffmpeg followed it past the relay with the placeholder,
           // and failed. Run with the URL as it is, this time and from now on (a camera whose

@@ -31,9 +31,35 @@ function secretParams(url: string): Map<string, string> {
   return out;
 }
 
-/** Whether an http(s):// camera's URL holds anything to keep off ffmpeg's command line: a user and password, or a secret query parameter. */
-export function httpSecrets(url: string): boolean {
-  return /^https?:\/\//i.test(url) && (urlCredentials(url) !== undefined || secretParams(url).size > 0);
+/** Input options whose values the relay sends in ffmpeg's place (they may hold secrets: a token, a session cookie). */
+const RELAYED_OPTIONS = new Set(['-headers', '-cookies']);
+
+/**
+ * A source's input arguments split: those ffmpeg is given, and the header lines the relay adds
+ * to each request instead of `-headers` (its `Name: value` lines) and `-cookies` (one `Cookie`
+ * header of each cookie's `name=value`; the relay reaches only the camera's own address, so
+ * their domain and path need no matching).
+ */
+export function relayedOptions(args: readonly string[] = []): { kept: string[]; headers: string[] } {
+  const kept: string[] = [];
+  const headers: string[] = [];
+  const cookies: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    if (!RELAYED_OPTIONS.has(args[i]) || i + 1 >= args.length) {
+      kept.push(args[i]);
+      continue;
+    }
+    const lines = args[++i].split(/\r?\n/).filter((l) => l.trim() !== '');
+    if (args[i - 1] === '-headers') headers.push(...lines.filter((l) => /^[!#$%&'*+.^_`|~0-9A-Za-z-]+:/.test(l)));
+    else cookies.push(...lines.map((l) => l.split(';')[0].trim()).filter((c) => c.includes('=')));
+  }
+  if (cookies.length) headers.push(`Cookie: ${cookies.join('; ')}`);
+  return { kept, headers };
+}
+
+/** Whether an http(s):// camera holds anything to keep off ffmpeg's command line: a user and password or a secret query parameter in its URL, or `-headers` / `-cookies` in its input arguments. */
+export function httpSecrets(url: string, inputArgs: readonly string[] = []): boolean {
+  return /^https?:\/\//i.test(url) && (urlCredentials(url) !== undefined || secretParams(url).size > 0 || inputArgs.some((a) => RELAYED_OPTIONS.has(a)));
 }
 
 /**
@@ -66,10 +92,14 @@ export class HttpRelay {
   /** Whether a connection from `peerPort` is argus's own user's (sameUserPeer; tests give their own). */
   private readonly peerCheck: (relayPort: number, peerPort: number) => Promise<boolean | undefined>;
 
+  /** Header lines added to each request (relayedOptions), each in place of one of the same name. */
+  private readonly headers: string[];
+
   constructor(
     readonly url: string,
-    options: { peerCheck?: (relayPort: number, peerPort: number) => Promise<boolean | undefined> } = {},
+    options: { peerCheck?: (relayPort: number, peerPort: number) => Promise<boolean | undefined>; headers?: readonly string[] } = {},
   ) {
+    this.headers = [...(options.headers ?? [])];
     this.peerCheck = options.peerCheck ?? ((relay, peer) => sameUserPeer(relay, peer));
     const m = AUTHORITY.exec(url);
     this.host = (m?.[2] ?? '').replace(/^\[|\]$/g, '');
@@ -154,7 +184,7 @@ export class HttpRelay {
   private edit(head: string): string {
     const m = AUTHORITY.exec(this.url);
     const host = `${m?.[2] ?? this.host}${m?.[3] && m[3].length > 1 ? m[3] : ''}`;
-    const line = head.indexOf('\n');
+    const line = head.search(/\r?\n/);
     let first = line < 0 ? head : head.slice(0, line);
     if (this.secrets.size > 0) {
       first = first.replace(/^(\S+\s+)(\S+)/, (_m, method: string, target: string) => {
@@ -167,8 +197,22 @@ export class HttpRelay {
         return `${method}${target.slice(0, q.at)}${query}${target.slice(q.at + q.query.length)}`;
       });
     }
-    const rest = line < 0 ? '' : head.slice(line);
-    return first + rest.replace(/(\r?\n)(host)([ \t]*:[ \t]*)([^\r\n]*)/i, (_m, nl: string, name: string, sep: string) => `${nl}${name}${sep}${host}`);
+    let rest = line < 0 ? '' : head.slice(line);
+    rest = rest.replace(/(\r?\n)(host)([ \t]*:[ \t]*)([^\r\n]*)/i, (_m, nl: string, name: string, sep: string) => `${nl}${name}${sep}${host}`);
+    if (this.headers.length) {
+      // The source's own headers, each in place of one ffmpeg wrote of the same name (its User-Agent), before the blank line.
+      const names = new Set(this.headers.map((h) => h.slice(0, h.indexOf(':')).trim().toLowerCase()));
+      const lines = rest.split(/\r?\n/).filter((l, i) => i === 0 || l === '' || !names.has(l.slice(0, l.indexOf(':')).trim().toLowerCase()));
+      const blank = lines.indexOf('', 1);
+      lines.splice(blank < 0 ? lines.length : blank, 0, ...this.headers);
+      rest = lines.join('\r\n');
+    }
+    return first + rest;
+  }
+
+  /** The input arguments ffmpeg is given: the source's own but those the relay sends instead (relayedOptions). */
+  ffmpegInputArgs(args: readonly string[] | undefined): string[] | undefined {
+    return args && relayedOptions(args).kept;
   }
 
   private address(): string {

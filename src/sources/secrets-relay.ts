@@ -1,5 +1,5 @@
 import { checksCertificate, relaysRtsp, type CameraTls } from '../core/rtsp-relay.js';
-import { HttpRelay, httpSecrets } from './http-relay.js';
+import { HttpRelay, httpSecrets, relayedOptions } from './http-relay.js';
 import { urlCredentials } from './rtsp-auth.js';
 import { RtspTap } from './rtsp-tap.js';
 
@@ -8,11 +8,11 @@ import { RtspTap } from './rtsp-tap.js';
  * camera's bytes on, and keeps what ffmpeg's command line (readable by every local user) would
  * otherwise hold: an RTSP camera over TCP with a user and password, or an `rtsps://` one whose
  * certificate is to be checked (ffmpeg's own RTSPS checks none), through an RtspTap that passes
- * bytes on; an HTTP(S) camera with a user and password or a secret query parameter, through an
- * HttpRelay. Undefined when there is nothing to keep.
+ * bytes on; an HTTP(S) camera with a user and password or a secret query parameter, or
+ * `-headers` / `-cookies` input arguments, through an HttpRelay, which adds those. Undefined when there is nothing to keep.
  */
 export function secretsRelay(input: { kind: string; url: string; rtspTransport?: string; inputArgs?: readonly string[]; tls?: CameraTls }): (() => RtspTap | HttpRelay) | undefined {
-  if (input.kind === 'http' && httpSecrets(input.url)) return () => new HttpRelay(input.url);
+  if (input.kind === 'http' && httpSecrets(input.url, input.inputArgs)) return () => new HttpRelay(input.url, { headers: relayedOptions(input.inputArgs).headers });
   if (relaysRtsp(input) && (urlCredentials(input.url) || checksCertificate(input.url, input.tls))) return () => new RtspTap(input.url, { endUnits: false, tls: input.tls });
   return undefined;
 }

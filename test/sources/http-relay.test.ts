@@ -116,6 +116,30 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
     expect(seen[0]).toBe('/livestream.cgi?loginuse=admin&loginpas=S3cretPw&res=0');
   }, 30_000);
 
+  it('a camera reached with -headers and -cookies input arguments (a bearer token, a session): the relay sends them, ffmpeg is not given them, and the headers replace ffmpeg\'s own of the same name', async () => {
+    const seen: { auth?: string; cookie?: string; agents: string[] }[] = [];
+    const server = httpServer((req, res) => {
+      seen.push({ auth: req.headers.authorization, cookie: req.headers.cookie, agents: req.rawHeaders.flatMap((h, i) => (i % 2 === 0 && h.toLowerCase() === 'user-agent' ? [req.rawHeaders[i + 1]] : [])) });
+      if (req.headers.authorization !== 'Bearer T0kenXYZ' || req.headers.cookie !== 'session=Sess10n; lang=en') {
+        res.writeHead(403, { 'Content-Length': '0' });
+        res.end();
+        return;
+      }
+      res.writeHead(200, { 'Content-Type': 'video/mp2t' });
+      res.end(feed);
+    });
+    servers.push(server);
+    const port = await listening(server);
+    const { spawn, commands } = recordingSpawn();
+    const inputArgs = ['-headers', 'Authorization: Bearer T0kenXYZ\r\nUser-Agent: cam-client\r\n', '-cookies', 'session=Sess10n; path=/; domain=127.0.0.1\nlang=en; path=/'];
+    const frames = await firstValueFrom(
+      ffmpegSource({ id: 'cam', input: { url: `http://127.0.0.1:${port}/feed.ts`, kind: 'http', rate: 'native', loop: false, inputArgs }, output, ffmpegPath: defaultFfmpegPath(), spawn }).pipe(take(3), toArray()),
+    );
+    expect(frames).toHaveLength(3);
+    for (const c of commands) expect(c).not.toMatch(/T0kenXYZ|Sess10n|-headers|-cookies/);
+    expect(seen[0]).toEqual({ auth: 'Bearer T0kenXYZ', cookie: 'session=Sess10n; lang=en', agents: ['cam-client'] });
+  }, 30_000);
+
   it("a camera that refuses the credentials: the error names the camera, not the relay, and holds neither password nor placeholder", async () => {
     const server = httpServer((_req, res) => {
       res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="cam"', 'Content-Length': '0' });
