@@ -197,11 +197,40 @@ export function frameTimeKey(tag?: string): string {
   return tag ? `argus_${tag}` : 'argus';
 }
 
-/** The ffmpeg scale filter applying `boundedSize` (unscaled within the bound: only the conversion). */
-export function sourceBoundFilter(): string {
+/**
+ * A picture's width as players show it: its stored width times its sample aspect ratio, the
+ * shape of its pixels (a DVD's 720x576 at 16:15 is shown 768 wide, an HDV camera's 1440x1080 at
+ * 4:3 1920 wide, an analogue camera's 704x576 at 12:11 768 wide; a SAR of 1 or none leaves it
+ * as it is). argus works on the picture as shown, as it does on a rotated one: the model was
+ * trained on square pixels (squeezed to half its width, a person was found with a lower score
+ * and a box a fifth too short), and boxes, zones, snapshots and annotated video then match what a
+ * player shows. `DISPLAY_WIDTH` is ffmpeg's form (its scale filter's expression; `sar` is 1 when
+ * the stream has none), which `squarePixels` makes the width ffmpeg delivers.
+ */
+export function displayWidth(width: number, sar: number): number {
+  return sar > 0 ? Math.round(width * sar) : width;
+}
+const DISPLAY_WIDTH = 'round(iw*sar)';
+
+/**
+ * The filters before argus's scale filter (`sourceBoundFilter`, or the letterbox's): for a still
+ * image, its pixels are taken as square. ffmpeg reads a JPEG's JFIF density (and a PNG's pHYs) as
+ * a SAR, which image viewers (and sharp, which reads images for `argus detect`) ignore: a scan at
+ * 300x600 dpi would be stretched to twice its width.
+ */
+function squarePixels(url: string): string[] {
+  return isStillImage(url) ? ['setsar=1'] : [];
+}
+
+/**
+ * The ffmpeg filters applying `boundedSize` to the picture as shown (`displayWidth`; `url`'s
+ * still images as stored): unscaled within the bound and of square pixels, only the conversion.
+ */
+export function sourceBoundFilter(url: string): string {
   const M = MAX_SOURCE_PIXELS;
-  const side = (v: 'iw' | 'ih') => `'if(gt(iw*ih\\,${M})\\,trunc(${v}*sqrt(${M}/(iw*ih))/2)*2\\,${v})'`;
-  return `scale=w=${side('iw')}:h=${side('ih')}`;
+  const W = DISPLAY_WIDTH;
+  const side = (v: string) => `'if(gt(${W}*ih\\,${M})\\,trunc(${v}*sqrt(${M}/(${W}*ih))/2)*2\\,${v})'`;
+  return [...squarePixels(url), `scale=w=${side(W)}:h=${side('ih')}`].join(',');
 }
 
 /** The size of one frame ffmpeg writes, in bytes: the model's input, or the source's size. */
@@ -320,9 +349,12 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
   args.push('-i', url, '-an', '-sn', '-dn', '-map', '0:v:0');
 
   const { width: W, height: H } = out;
-  const r = `min(${W}/iw\\,${H}/ih)`;
+  // The picture as shown (see displayWidth): the letterbox argus computes from the size the
+  // scaler reports, made the same way (StderrProbe's scaledFrom).
+  const iw = DISPLAY_WIDTH;
+  const r = `min(${W}/${iw}\\,${H}/ih)`;
   const whole = out.rounding === 'floor' ? 'floor' : 'round';
-  const sw = `min(${W}\\,max(1\\,${whole}(iw*${r})))`;
+  const sw = `min(${W}\\,max(1\\,${whole}(${iw}*${r})))`;
   const sh = `min(${H}\\,max(1\\,${whole}(ih*${r})))`;
   const px = out.align === 'center' ? `floor((${W}-iw)/2)` : '0';
   const py = out.align === 'center' ? `floor((${H}-ih)/2)` : '0';
@@ -341,8 +373,8 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
         // hostile file can claim 16384x16384: 800 MB a frame) are first reduced to it; smaller
         // ones pass unscaled (the same colour conversion ffmpeg would insert by itself). In
         // 4:2:0 YUV, a 4:2:0 source passes untouched; others are converted to it by ffmpeg.
-        [sourceBoundFilter(), out.frame === 'source-yuv' ? 'format=pix_fmts=yuv420p|yuvj420p' : `format=${out.pixelFormat}`]
-      : [`scale=w=${sw}:h=${sh}:flags=bilinear`, `format=${out.pixelFormat}`, `pad=${W}:${H}:${px}:${py}:color=${pad}`]),
+        [sourceBoundFilter(input.url), out.frame === 'source-yuv' ? 'format=pix_fmts=yuv420p|yuvj420p' : `format=${out.pixelFormat}`]
+      : [...squarePixels(input.url), `scale=w=${sw}:h=${sh}:flags=bilinear`, `format=${out.pixelFormat}`, `pad=${W}:${H}:${px}:${py}:color=${pad}`]),
     // Live: each frame's time (µs) on the log, in output order (see reportsFrameTimes).
     ...(live ? frameTimeFilters(tag) : []),
   ];

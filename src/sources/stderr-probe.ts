@@ -1,4 +1,5 @@
 import type { YuvColour, YuvMatrix } from '../core/frame.js';
+import { displayWidth } from './ffmpeg-args.js';
 /** What ffmpeg's log says about the input's first video stream. */
 export interface StreamInfo {
   width: number;
@@ -24,7 +25,9 @@ export interface StreamInfo {
 const VIDEO_STREAM = /^\s*Stream #\d+:\d+.*?: Video: (.*)$/;
 /** Logged (at -loglevel verbose) each time our scale filter is configured: at start and whenever the input size changes. */
 // (ffmpeg 7.1 adds ` csp:… range:…` before ` sar:`.)
-const SCALE_CONFIG = /^\[Parsed_scale_\d+ @ 0x[0-9a-f]+\] w:(\d{1,5}) h:(\d{1,5}) fmt:[a-z0-9_]+ .*?-> w:\d+ h:\d+/;
+const SCALE_CONFIG = /^\[Parsed_scale_\d+ @ 0x[0-9a-f]+\] w:(\d{1,5}) h:(\d{1,5}) fmt:[a-z0-9_]+ (.*?)-> w:\d+ h:\d+/;
+/** The input's sample aspect ratio in SCALE_CONFIG's line (`sar:2/1`; `0/1` for none). */
+const SCALE_SAR = /(?:^| )sar:(\d{1,10})\/(\d{1,10})(?: |$)/;
 /**
  * Logged (verbose) when the filter graph is configured with the decoded stream, before the output
  * report: `[graph 0 input from stream 0:0 @ 0x…] w:768 h:432 pixfmt:yuv420p tb:1/200000 fr:10/1 …`.
@@ -256,7 +259,7 @@ export class StderrProbe {
    */
   graphRate: number | undefined;
 
-  /** Input size the scale filter was last configured for (follows mid-stream changes). */
+  /** Input size the scale filter was last configured for, as shown (its width times the SAR; follows mid-stream changes). */
   scaledFrom: { width: number; height: number } | undefined;
   /** Called when the scale filter is reconfigured for a different input size. */
   onResize?: (width: number, height: number) => void;
@@ -302,7 +305,10 @@ export class StderrProbe {
       }
       const sc = SCALE_CONFIG.exec(line);
       if (sc) {
-        const width = Number(sc[1]);
+        // The picture as shown, which argus's scale filter scales (ffmpeg-args displayWidth).
+        const ratio = SCALE_SAR.exec(sc[3]);
+        const sar = ratio ? Number(ratio[1]) / Number(ratio[2]) : 1;
+        const width = displayWidth(Number(sc[1]), Number.isFinite(sar) ? sar : 1);
         const height = Number(sc[2]);
         const prev = this.scaledFrom;
         this.scaledFrom = { width, height };

@@ -132,7 +132,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   // The run's own tag names the output and the frame-time key (taggedStdout, frameTimeFilters).
   const tag = runTag();
   // Files' times are exact: the first frame at or after each 1/fps step; live ones' are arrival times (sampleFilter).
-  args.push('-vf', [...(o.fps ? [sampleFilter(o.fps, sourceKind(o.url) !== 'file')] : []), sourceBoundFilter(), ...frameTimeFilters(tag)].join(','));
+  args.push('-vf', [...(o.fps ? [sampleFilter(o.fps, sourceKind(o.url) !== 'file')] : []), sourceBoundFilter(o.url), ...frameTimeFilters(tag)].join(','));
   const outputUrl = taggedStdout(tag);
   const frameTimes = new FrameTimes(frameTimeKey(tag));
   // One encoder thread: frame threads hold each frame until the next ones come (ffmpeg-args).

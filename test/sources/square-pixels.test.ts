@@ -1,0 +1,71 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { lastValueFrom, take, toArray } from 'rxjs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
+import { ffmpegSource, type FfmpegSourceOptions } from '../../src/sources/ffmpeg-source.js';
+import { videoFrames } from '../../src/tools/frames.js';
+import { runCommand } from '../helpers/cli.js';
+
+// A picture of non-square pixels (SAR 2:1), as an anamorphic camera or a DVD stores it: 384x432
+// stored, shown 768x432 by every player. Its left half is white, its right half black, so where
+// the edge lands says whether the picture was widened.
+const ffmpeg = defaultFfmpegPath();
+let clip: string;
+let still: string;
+beforeAll(async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'argus-sar-'));
+  clip = join(dir, 'anamorphic.mp4');
+  still = join(dir, 'density.jpg');
+  const picture = (w: number, h: number) => `color=c=white:s=${w}x${h}:r=10:d=0.5,drawbox=x=${w / 2}:y=0:w=${w / 2}:h=${h}:color=black:t=fill,setsar=2`;
+  await runCommand(ffmpeg, ['-v', 'error', '-f', 'lavfi', '-i', picture(384, 432), '-c:v', 'libx264', '-pix_fmt', 'yuv420p', clip]);
+  // A JPEG whose JFIF density is 2:1 (ffmpeg reads it as a SAR; image viewers ignore it).
+  await runCommand(ffmpeg, ['-v', 'error', '-f', 'lavfi', '-i', picture(64, 48), '-frames:v', '1', still]);
+}, 30_000);
+
+const output = { width: 416, height: 416, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
+const opts = (url: string, frame: 'letterbox' | 'source' | 'source-yuv'): FfmpegSourceOptions => ({
+  id: 'cam',
+  input: { url, kind: 'file', rate: 'fast', loop: false },
+  output: { ...output, rounding: 'floor', frame },
+  ffmpegPath: ffmpeg,
+});
+/** The grey level (first channel) of packed 3-channel pixels at (x, y) of a `width`-wide picture. */
+const at = (data: Buffer, width: number, x: number, y: number) => data[(y * width + x) * 3];
+
+describe('a video of non-square pixels (SAR 2:1, 384x432 stored, 768x432 shown)', () => {
+  it.each(['source', 'source-yuv'] as const)('ffmpegSource, frames at the source size (%s): the picture as shown, 768x432, white to x 383 and black from 384', async (frame) => {
+    const [f] = await lastValueFrom(ffmpegSource(opts(clip, frame)).pipe(take(1), toArray()));
+    expect([f.letterbox.srcWidth, f.letterbox.srcHeight]).toEqual([768, 432]);
+    if (f.layout === 'yuv420p') {
+      expect(f.data.length).toBe(768 * 432 + 2 * 384 * 216);
+      expect([f.data[200 * 768 + 370], f.data[200 * 768 + 400]].map((v) => v > 128)).toEqual([true, false]);
+    } else {
+      expect(f.data.length).toBe(768 * 432 * 3);
+      expect([at(f.data, 768, 370, 200), at(f.data, 768, 400, 200)].map((v) => v > 128)).toEqual([true, false]);
+    }
+  }, 30_000);
+
+  it('ffmpegSource, letterboxed by ffmpeg (model.resize: fast): the letterbox of the 768x432 picture, the edge at x 208 of 416', async () => {
+    const [f] = await lastValueFrom(ffmpegSource(opts(clip, 'letterbox')).pipe(take(1), toArray()));
+    expect(f.letterbox).toMatchObject({ srcWidth: 768, srcHeight: 432, scaledWidth: 416, scaledHeight: 233 });
+    expect([at(f.data, 416, 200, 100), at(f.data, 416, 216, 100)].map((v) => v > 128)).toEqual([true, false]);
+    expect(f.data.subarray(300 * 416 * 3, 301 * 416 * 3).every((v) => v === 114)).toBe(true); // below the picture: padding
+  }, 30_000);
+
+  it('videoFrames (argus detect, argus preview): frames of 768x432, as shown', async () => {
+    for await (const f of videoFrames({ ffmpegPath: ffmpeg, url: clip })) {
+      expect([f.width, f.height]).toEqual([768, 432]);
+      expect([at(f.data, 768, 370, 200), at(f.data, 768, 400, 200)].map((v) => v > 128)).toEqual([true, false]);
+    }
+  }, 30_000);
+
+  it("a still image's JFIF density is no pixel shape (viewers ignore it, as sharp does in argus detect): 64x48 as stored", async () => {
+    const [f] = await lastValueFrom(ffmpegSource(opts(still, 'source')).pipe(toArray()));
+    expect([f.letterbox.srcWidth, f.letterbox.srcHeight]).toEqual([64, 48]);
+    const [g] = await lastValueFrom(ffmpegSource(opts(still, 'letterbox')).pipe(toArray()));
+    expect(g.letterbox).toMatchObject({ srcWidth: 64, srcHeight: 48, scaledWidth: 416, scaledHeight: 312 });
+    for await (const v of videoFrames({ ffmpegPath: ffmpeg, url: still })) expect([v.width, v.height]).toEqual([64, 48]);
+  }, 30_000);
+});
