@@ -3,6 +3,7 @@ import { loadPipeline } from './config/load.js';
 import { ArgusError, ErrorCodes, isArgusError } from './core/errors.js';
 import { FAMILIES } from './core/families.js';
 import { redact } from './core/redact.js';
+import { forTerminalLines } from './core/text.js';
 import { StopSignals } from './core/signals.js';
 import { quiesceInference } from './inference/worker-pool.js';
 import { createLogger, envLogLevel, logFn, writeStderr } from './core/log.js';
@@ -154,7 +155,7 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
     if (summary.failed.length > 0) {
       for (const f of summary.failed) {
         const code = (f.error as { code?: unknown }).code;
-        writeStderr(`argus: source "${f.source}" failed: ${typeof code === 'string' && code.startsWith('VAP_ERR_') ? `${code}: ` : ''}${redact(f.error.message)}\n`);
+        writeStderr(`argus: source "${forTerminalLines(f.source)}" failed: ${typeof code === 'string' && code.startsWith('VAP_ERR_') ? `${code}: ` : ''}${forTerminalLines(redact(f.error.message))}\n`);
       }
       process.exitCode = 1;
     }
@@ -365,7 +366,8 @@ try {
     }
   } else {
     const code = isArgusError(e) ? `${e.code}: ` : '';
-    writeStderr(`argus: ${code}${redact((e as Error).message)}\n`);
+    // Errors name files and sources (a download's name can hold escape sequences): shown escaped.
+    writeStderr(`argus: ${code}${forTerminalLines(redact((e as Error).message))}\n`);
     // A signal that stopped a start (an asset download) is an interrupt: 130, as for a second signal.
     process.exitCode = process.exitCode || (isArgusError(e, ErrorCodes.INTERRUPTED) ? 130 : EXIT_ERROR);
   }

@@ -38,3 +38,11 @@ export function forTerminal(s: string): string {
     return code >= 0xd800 ? '\uFFFD' : `\\x${code.toString(16).padStart(2, '0')}`;
   });
 }
+
+/**
+ * Untrusted text of several lines for a terminal (an error naming files, with ffmpeg's last
+ * lines): each line through forTerminal, the line breaks kept.
+ */
+export function forTerminalLines(s: string): string {
+  return s.split('\n').map(forTerminal).join('\n');
+}

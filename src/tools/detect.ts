@@ -9,7 +9,7 @@ import { redact } from '../core/redact.js';
 import { ArgusError, ErrorCodes, isArgusError, type ErrorCode } from '../core/errors.js';
 import { isVideoPath, sameFile, unwritableDir, VIDEO_EXTENSIONS } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
-import { forTerminal } from '../core/text.js';
+import { forTerminal, forTerminalLines } from '../core/text.js';
 import { resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { inputKind, readImage, videoFrames, type RawFrame, type VideoInfo } from './frames.js';
 import { FrameDetector, loadToolDetector, modelRef } from './model.js';
@@ -268,7 +268,7 @@ export async function runDetect(files: readonly string[], options: DetectOptions
         result.files.push(entry);
         // The copy could not be written: the file was read, and its detections are still given.
         const read = entry.error.code === ErrorCodes.SINK_FILE && entry.frames.length > 0;
-        if (!options.json) write(`${read ? `${formatFile(entry, video)}\n` : ''}${`${entry.file}  ${entry.error.code}: ${entry.error.message}`.split('\n').map(forTerminal).join('\n')}\n`);
+        if (!options.json) write(`${read ? `${formatFile(entry, video)}\n` : ''}${forTerminalLines(`${entry.file}  ${entry.error.code}: ${entry.error.message}`)}\n`);
         continue;
       }
       result.files.push(entry);

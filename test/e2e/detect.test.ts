@@ -283,3 +283,17 @@ describe('argus detect --out never destroys an input (checked before anything is
     expect((await sharp(deep).metadata()).format).toBe('png');
   }, TIMEOUT);
 });
+
+describe('argus detect: a file name with control characters (a download named by someone else)', () => {
+  it('its closing error line shows them escaped, as the table does, never as the escape sequences themselves', async () => {
+    const dir = tmp();
+    const gone = join(dir, 'gone\x1b]0;TITLE\x07\x1b[2J.jpg');
+    const alone = await argus(['detect', gone]); // refused before the model is loaded
+    const several = await argus(['detect', STREET, gone]); // the summary after the others were read
+    for (const r of [alone, several]) {
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('gone\\x1b]0;TITLE\\x07\\x1b[2J.jpg');
+      expect(r.stderr).not.toMatch(/[\x00-\x09\x0b-\x1f]/); // line breaks only
+    }
+  }, TIMEOUT);
+});
