@@ -3,6 +3,26 @@ import { setPriority } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 
+/** Longest gap, in seconds of output, filled by repeating the previous frame; a longer one (an outage) is cut. */
+export const MAX_GAP_SECONDS = 10;
+
+/**
+ * The place of a frame shown at `pts` in a constant-rate video of `fps` whose slot 0 is at
+ * `base` (seconds): the nearest slot, a tie going to the earlier one (a source at twice the
+ * output rate keeps every other frame).
+ */
+export function outputSlot(pts: number, base: number, fps: number): number {
+  return Math.round((pts - base) * fps - 1e-6);
+}
+
+/**
+ * How many times the previous frame is repeated before one written at `slot`, the last written
+ * having been at `lastWritten`: the empty slots between them, up to MAX_GAP_SECONDS of them.
+ */
+export function gapBefore(slot: number, lastWritten: number, fps: number): number {
+  return Math.max(0, Math.min(slot - lastWritten - 1, Math.ceil(MAX_GAP_SECONDS * fps)));
+}
+
 export interface VideoWriterOptions {
   /** ffmpeg executable. */
   ffmpegPath: string;

@@ -4,7 +4,7 @@ import type { FrameResult } from '../analytics/analyze.js';
 import { grabPicture } from '../analytics/snapshot.js';
 import { drawOverlay, type DrawSize, type FrameImage, type Overlay } from '../annotate/draw.js';
 import { sceneOf, type Scene } from '../annotate/scene.js';
-import { VideoWriter, type VideoWriterOptions } from '../annotate/video-writer.js';
+import { gapBefore, outputSlot, VideoWriter, type VideoWriterOptions } from '../annotate/video-writer.js';
 import type { AnnotateSinkConfig } from '../config/schema/sinks.js';
 import { Detections } from '../core/detections.js';
 import { letterbox } from '../core/geometry.js';
@@ -125,8 +125,6 @@ export function stayPath(path: string, stay: number): string {
   return `${path.slice(0, path.length - ext.length)}.${stay}${ext}`;
 }
 
-/** Longest gap, in seconds of output, filled by repeating the previous frame; a longer one (an outage) is cut. */
-const MAX_GAP_SECONDS = 10;
 const DEFAULT_FPS = 25;
 
 /**
@@ -320,8 +318,8 @@ export class AnnotateSink {
     }
     const fps = (st.fps ??= this.o.fps ?? this.o.fpsOf?.(frame.source) ?? DEFAULT_FPS);
     s.base ??= frame.pts;
-    // Its place in the output: the nearest slot, a tie going to the earlier one (a source at twice the output rate keeps every other frame).
-    const slot = Math.round((frame.pts - s.base) * fps - 1e-6);
+    // Its place in the output (a source at twice the output rate keeps every other frame).
+    const slot = outputSlot(frame.pts, s.base, fps);
     if (slot <= s.lastTaken) {
       st.skipped++;
       return;
@@ -390,7 +388,7 @@ export class AnnotateSink {
 
   /** Repeats the previous frame in the empty slots before `slot` (up to MAX_GAP_SECONDS of them). */
   private async fillGap(s: SourceState, slot: number): Promise<void> {
-    const gap = Math.min(slot - s.lastWritten - 1, Math.ceil(MAX_GAP_SECONDS * s.stats.fps!));
+    const gap = gapBefore(slot, s.lastWritten, s.stats.fps!);
     if (!s.previous || gap <= 0) return;
     for (let i = 0; i < gap; i++) await s.encoder!.write(s.previous);
     s.stats.repeated += gap;

@@ -2,7 +2,7 @@ import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { drawOverlay, encodeImage, type FrameImage } from '../annotate/draw.js';
-import { VideoWriter } from '../annotate/video-writer.js';
+import { gapBefore, outputSlot, VideoWriter } from '../annotate/video-writer.js';
 import { PostprocessSchema } from '../config/schema.js';
 import type { Detections } from '../core/detections.js';
 import { redact } from '../core/redact.js';
@@ -239,6 +239,13 @@ export async function runDetect(files: readonly string[], options: DetectOptions
           let copyFps = fps;
           let info: VideoInfo | undefined;
           let damage: string | undefined;
+          // Each frame at its own time (a variable-rate file's, a GIF's delays): the previous
+          // frame is repeated over a gap (up to MAX_GAP_SECONDS), as the annotate sink does, so
+          // the copy plays as long as the file. A frame never waits for a free slot: one that
+          // comes early (on the slot before) is written at the next, and later ones catch up.
+          let base: number | undefined;
+          let lastWritten = -1;
+          let previous: Buffer | undefined;
           const onInfo = (i: VideoInfo) => {
             info = i;
             fps = options.fps && i.fps ? Math.min(options.fps, i.fps) : (options.fps ?? i.fps);
@@ -247,8 +254,13 @@ export async function runDetect(files: readonly string[], options: DetectOptions
           try {
             for await (const frame of videoFrames({ ffmpegPath: ffmpeg!.path, url: file, fps: options.fps, onInfo, onDamage: (line) => (damage = line) })) {
               await handle(frame, target ? async (px) => {
-                writer ??= new VideoWriter({ ffmpegPath: ffmpeg!.path, path: target, width: frame.width, height: frame.height, fps: copyFps ?? 10, order: 'rgb' });
+                const rate = copyFps ?? 10;
+                writer ??= new VideoWriter({ ffmpegPath: ffmpeg!.path, path: target, width: frame.width, height: frame.height, fps: rate, order: 'rgb' });
+                const slot = outputSlot(frame.pts, (base ??= frame.pts), rate);
+                if (previous) for (let k = gapBefore(slot, lastWritten, rate); k > 0; k--) await writer.write(previous);
                 await writer.write(px);
+                lastWritten = Math.max(slot, lastWritten + 1);
+                previous = px;
               } : undefined);
             }
           } finally {

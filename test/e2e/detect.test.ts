@@ -136,6 +136,21 @@ describe('argus detect: table and annotated copies (real model)', () => {
     expect([...stderr.matchAll(/frame=\s*(\d+)/g)].map((m) => Number(m[1])).at(-1)).toBe(1);
   }, TIMEOUT);
 
+  it("a variable-rate video (a phone's 30 fps recording at 10 fps for 2 s in the dark): each frame at its own time, the previous one repeated over the gaps, so the copy lasts as long as the file", async () => {
+    const dir = tmp();
+    const clip = join(dir, 'vfr.mp4');
+    // 4 s: 30 frames a second, but only every third one from 1 s to 3 s (80 frames in all).
+    execFileSync(defaultFfmpegPath(), ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=160x120:rate=30:duration=4', '-vf', "select='not(gte(t\\,1)*lt(t\\,3)*mod(n\\,3))'", '-fps_mode', 'vfr', '-c:v', 'libx264', clip]);
+    const video = join(dir, 'copy.mp4');
+    const r = await argus(['detect', clip, '--out', video]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('80 frames');
+    const { stderr } = await runCommand(defaultFfmpegPath(), ['-hide_banner', '-i', video, '-f', 'null', '-']);
+    expect(stderr).toMatch(/Video: h264.*, 30 fps/);
+    // 120 frames at 30 fps: 4 s (80 frames, 2.67 s, before: the slow part played three times too fast).
+    expect([...stderr.matchAll(/frame=\s*(\d+)/g)].map((m) => Number(m[1])).at(-1)).toBe(120);
+  }, TIMEOUT);
+
   it('a missing file is a coded error naming it, and nothing is written', async () => {
     const out = join(tmp(), 'x.png');
     const r = await argus(['detect', `${MIRROR}/images/nope.jpg`, '--out', out]);
