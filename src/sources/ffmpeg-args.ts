@@ -56,6 +56,12 @@ export interface FfmpegInputSpec {
    * credentials): ffmpeg opens it instead of `url`, and runs as it would on `url`.
    */
   credentialRelay?: string;
+  /**
+   * A local still image that argus decoded itself (sources/still-image.ts, the one decoder of
+   * still images): ffmpeg reads it from its stdin as one packed RGB frame of this size
+   * (`stillInput`), instead of decoding `url`.
+   */
+  still?: { width: number; height: number };
 }
 
 /**
@@ -143,6 +149,18 @@ export function decodeBoundArgs(url: string): string[] {
   return ['-max_pixels', String(decodeSide(url) ** 2)];
 }
 
+/**
+ * The input options and name for a still image argus decoded (`FfmpegInputSpec.still`): one
+ * packed RGB frame on ffmpeg's stdin, at 25 frames a second (the rate of ffmpeg's own image
+ * reader, so a looped picture comes as often as before).
+ */
+export function stillInput(size: { width: number; height: number }): { args: string[]; url: string } {
+  return { args: ['-f', 'rawvideo', '-pix_fmt', 'rgb24', '-video_size', `${size.width}x${size.height}`, '-framerate', '25'], url: 'pipe:0' };
+}
+
+/** The filter that repeats a still image's one frame for ever (`loop: true`: a pipe cannot be read again as a file is, with -stream_loop). */
+export const LOOP_STILL = 'loop=loop=-1:size=1';
+
 /** The refusal of a picture larger than decodeBoundArgs allow, as a message. */
 export function tooLargeMessage(url: string, size: { width: number; height: number }): string {
   const side = decodeSide(url);
@@ -215,8 +233,9 @@ const DISPLAY_WIDTH = 'round(iw*sar)';
 /**
  * The filters before argus's scale filter (`sourceBoundFilter`, or the letterbox's): for a still
  * image, its pixels are taken as square. ffmpeg reads a JPEG's JFIF density (and a PNG's pHYs) as
- * a SAR, which image viewers (and sharp, which reads images for `argus detect`) ignore: a scan at
- * 300x600 dpi would be stretched to twice its width.
+ * a SAR, which image viewers ignore: a scan at 300x600 dpi would be stretched to twice its width.
+ * (A still image on disk comes decoded by sharp, as raw frames of no SAR: `stillInput`; this is
+ * for one named by URL, which ffmpeg fetches and decodes.)
  */
 function squarePixels(url: string): string[] {
   return isStillImage(url) ? ['setsar=1'] : [];
@@ -314,7 +333,7 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
     case 'file':
       // Native rate: argus paces the frames (ffmpeg-source); no -re. ffmpeg 5.1's -re delivered
       // frames 42 ms after they were due (p50, 1080p30 clip, one decoder thread), 4.x's 8 ms.
-      if (input.loop) args.push('-stream_loop', '-1');
+      if (input.loop && !input.still) args.push('-stream_loop', '-1');
       break;
     case 'rtsp':
       // Probe briefly: a camera's stream is known to be video, and every second of probing is
@@ -345,7 +364,10 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
   if (input.inputArgs) args.push(...input.inputArgs);
   const trim = seekTrim(input);
   if (input.kind === 'file' && input.seek !== undefined && input.seek > 0) args.push('-ss', (input.seek - trim).toFixed(6));
-  const url = input.kind === 'v4l2' ? input.url.replace(/^v4l2:\/\//i, '') : input.kind === 'file' ? ffmpegInput(input.url) : (input.relay ?? input.credentialRelay ?? input.url);
+  // (A still image's format last: the user's input arguments name another picture's.)
+  const still = input.still && stillInput(input.still);
+  if (still) args.push(...still.args);
+  const url = still ? still.url : input.kind === 'v4l2' ? input.url.replace(/^v4l2:\/\//i, '') : input.kind === 'file' ? ffmpegInput(input.url) : (input.relay ?? input.credentialRelay ?? input.url);
   args.push('-i', url, '-an', '-sn', '-dn', '-map', '0:v:0');
 
   const { width: W, height: H } = out;
@@ -360,6 +382,7 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
   const py = out.align === 'center' ? `floor((${H}-ih)/2)` : '0';
   const pad = `0x${out.padValue.toString(16).padStart(2, '0').repeat(3)}`;
   const filters = [
+    ...(still && input.loop ? [LOOP_STILL] : []),
     // Timestamps after an input seek start at 0 at the seek point: drop the margin's frames.
     ...(trim > 0 ? [`trim=start=${trim.toFixed(6)}`] : []),
     // Files: the fps filter (frames at exactly that rate; a file whose own rate is below it is

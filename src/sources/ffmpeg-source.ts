@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { catchError, defer, Observable, throwError, type Subscription } from 'rxjs';
 import { fromWallClock, now } from '../core/clock.js';
-import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import { emptyStamps, type Frame, type ProducedBy, type YuvColour } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
@@ -17,9 +17,10 @@ import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, type ClockReading
 import { HttpRelay } from './http-relay.js';
 import { secretsRelay } from './secrets-relay.js';
 import { colourOf, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
+import { decodeStill, stillImagePath, type StillPicture } from './still-image.js';
 
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
-export type SpawnFn = (command: string, args: readonly string[], options: { stdio: ['ignore', 'pipe' | Socket, 'pipe'] }) => ChildProcess;
+export type SpawnFn = (command: string, args: readonly string[], options: { stdio: ['ignore' | 'pipe', 'pipe' | Socket, 'pipe'] }) => ChildProcess;
 
 export interface FfmpegSourceOptions {
   /** Source id, copied into every frame. */
@@ -98,7 +99,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   const memo = options.memo ?? {};
   // Decided from ffmpeg's log before any frame is read (the rate: at its output's report); a
   // source is run again at most once for each.
-  // - A source that is not 4:2:0 (a 4:4:4 JPEG, a GIF's palette, 10-bit video), of an odd
+  // - A source that is not 4:2:0 (a GIF's palette, 10-bit video, 4:4:4 video), of an odd
   //   height, or small (YUV_MIN_PIXELS), is run again with packed frames, which ffmpeg converts
   //   from the source's own format: the values stay those of a direct conversion.
   // - A file whose own rate (that of ffmpeg's constant-rate output: `graphRate`) is below the
@@ -109,7 +110,9 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   const run = (base: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRelay): Observable<Frame> => {
     let o = base;
     if (memo.ownRate) o = { ...o, input: { ...o.input, fps: undefined } };
-    if (memo.packed && o.output.frame === 'source-yuv') o = { ...o, output: { ...o.output, frame: 'source' } };
+    // (A local still image is given to ffmpeg as packed RGB: it is packed from the start.)
+    const packed = memo.packed || (o.input.kind === 'file' && stillImagePath(o.input.url) !== undefined);
+    if (packed && o.output.frame === 'source-yuv') o = { ...o, output: { ...o.output, frame: 'source' } };
     return oneFfmpeg(o, tap, named).pipe(
       catchError((e: unknown) => {
         // The relay failed the run (RelayUnusable), or did before another rerun's reason came.
@@ -421,7 +424,10 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       }
     };
 
-    const args = buildFfmpegArgs(input, output, tag);
+    // A local still image: decoded by argus (decodeStill, as argus detect reads it) and written
+    // to ffmpeg's stdin as one raw frame (see launch).
+    const stillPath = input.kind === 'file' ? stillImagePath(input.url) : undefined;
+    let still: StillPicture | undefined;
     // Set by `start`. A fast file's frames come through a FrameSocket (`frames`: read straight
     // into the frame buffers), others' through the stdout node makes for ffmpeg (`stdout`),
     // whose chunks are copied into them (also where no frame socket can be made, and with an
@@ -849,7 +855,8 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     const start = (sock?: FrameSocket): void => {
       try {
         // Out of file descriptors or processes, spawn can throw here, before any listener exists.
-        child = (options.spawn ?? (nodeSpawn as SpawnFn))(options.ffmpegPath, args, { stdio: ['ignore', sock?.childEnd ?? 'pipe', 'pipe'] });
+        const args = buildFfmpegArgs(still ? { ...input, still } : input, output, tag);
+        child = (options.spawn ?? (nodeSpawn as SpawnFn))(options.ffmpegPath, args, { stdio: [still ? 'pipe' : 'ignore', sock?.childEnd ?? 'pipe', 'pipe'] });
       } catch (e) {
         sock?.destroy();
         const err = e as NodeJS.ErrnoException;
@@ -860,6 +867,11 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       // the child without its pipes) is told here.
       child.on('error', onChildError);
       child.on('close', onClose);
+      if (still && child.stdin) {
+        // An ffmpeg that ends before reading it all (killed, or failing) is told by its exit.
+        child.stdin.on('error', () => {});
+        child.stdin.end(still.data);
+      }
       if (sock) {
         sock.spawned();
         frames = sock;
@@ -878,32 +890,49 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       stderr.on('error', onPipeError('stderr'));
       options.onSpawn?.(child);
     };
-    if (FRAME_SOCKETS && !options.spawn && input.kind === 'file' && input.rate === 'fast') {
-      // The socket is worth having, not needed: where it cannot be made (a sandbox, a loop
-      // stalled past its deadline), the pipe does.
-      FrameSocket.open().then(
-        (sock) => {
-          if (closed) {
-            sock.destroy();
-            return;
-          }
-          try {
-            start(sock);
-          } catch (e) {
-            // (Out of the subscription's reach here: what it would have made the source's error.)
-            sock.destroy();
-            if (closed) return;
-            closed = true;
-            killedByUs = true;
-            child?.kill('SIGKILL');
-            subscriber.error(e);
-          }
+    const launch = (): void => {
+      if (FRAME_SOCKETS && !options.spawn && input.kind === 'file' && input.rate === 'fast') {
+        // The socket is worth having, not needed: where it cannot be made (a sandbox, a loop
+        // stalled past its deadline), the pipe does.
+        FrameSocket.open().then(
+          (sock) => {
+            if (closed) {
+              sock.destroy();
+              return;
+            }
+            try {
+              start(sock);
+            } catch (e) {
+              // (Out of the subscription's reach here: what it would have made the source's error.)
+              sock.destroy();
+              if (closed) return;
+              closed = true;
+              killedByUs = true;
+              child?.kill('SIGKILL');
+              subscriber.error(e);
+            }
+          },
+          () => {
+            if (!closed) start();
+          },
+        );
+      } else start();
+    };
+    if (stillPath === undefined) launch();
+    else {
+      decodeStill(stillPath).then(
+        (picture) => {
+          if (closed) return;
+          still = picture;
+          launch();
         },
-        () => {
-          if (!closed) start();
+        (e: unknown) => {
+          if (closed) return;
+          closed = true;
+          subscriber.error(isArgusError(e) ? new ArgusError(e.code, redact(`source "${id}": ${e.message}`), { cause: e }) : e);
         },
       );
-    } else start();
+    }
 
     return () => {
       stopPacing?.();

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { loadSharp } from '../core/sharp.js';
-import { boundedSize, decodeBoundArgs, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, sourceKind, taggedStdout, tooLargeMessage } from '../sources/ffmpeg-args.js';
+import { decodeBoundArgs, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, sourceKind, stillInput, taggedStdout, tooLargeMessage } from '../sources/ffmpeg-args.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
+import { decodeStill, stillImagePath } from '../sources/still-image.js';
 import { FrameTimes, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, saysNoVideoStream, withoutOwnNotices } from '../sources/stderr-probe.js';
 
 /** One decoded picture at the source's full resolution, packed RGB. */
@@ -29,30 +29,9 @@ function mustExist(path: string, what: string): void {
   if (!existsSync(path)) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `${what}: file not found: ${path}`);
 }
 
-/**
- * A still image as packed RGB at full resolution, turned upright by its EXIF orientation (as
- * OpenCV's imread does); grey and palette images are expanded to three channels, alpha dropped.
- * An embedded colour profile is ignored, as imread ignores it (the model was trained on
- * imread's pixels: converting an Adobe RGB photo to sRGB moves values by up to 90 levels).
- */
+/** A still image as one frame (see decodeStill: the pixels a pipeline's source sees too). */
 export async function readImage(path: string): Promise<RawFrame> {
-  mustExist(path, 'image');
-  // A FIFO (or a device) named like a picture: libvips waited on it until Ctrl-C.
-  if (!statSync(path).isFile()) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `image: ${path} is not a regular file (a named pipe or a device): give the picture as a file`);
-  const sharp = await loadSharp();
-  try {
-    let img = sharp(path, { ignoreIcc: true }).rotate();
-    // The pipeline's bound on source-size frames (sources/ffmpeg-args.ts), so pixels agree with a run's.
-    const meta = await img.metadata();
-    const upright = (meta.orientation ?? 1) >= 5 ? { w: meta.height ?? 0, h: meta.width ?? 0 } : { w: meta.width ?? 0, h: meta.height ?? 0 };
-    const bound = boundedSize(upright.w, upright.h);
-    if (bound.width !== upright.w) img = img.resize(bound.width, bound.height, { fit: 'fill' });
-    const { data, info } = await img.removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
-    if (info.channels !== 3) throw new Error(`decoded to ${info.channels} channels, expected 3`);
-    return { index: 0, pts: 0, data, width: info.width, height: info.height };
-  } catch (e) {
-    throw new ArgusError(ErrorCodes.SOURCE_OPEN, `image ${path}: cannot be decoded: ${(e as Error).message}`, { cause: e });
-  }
+  return { index: 0, pts: 0, ...(await decodeStill(path)) };
 }
 
 /** What ffmpeg reports about the decoded stream. */
@@ -119,12 +98,17 @@ const DAMAGE = /^\[[^\]]* @ 0x[0-9a-f]+\] .*(partial file|invalid nal unit size|
  * ffmpeg's log; an input that decodes to no frame ends with none.
  */
 export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFrame> {
-  if (!hasScheme(o.url)) mustExist(o.url, 'video');
+  // A local still image: decoded as argus detect and a pipeline's source read it (decodeStill),
+  // and given to ffmpeg on its stdin as one raw frame.
+  const stillPath = stillImagePath(o.url);
+  if (stillPath === undefined && !hasScheme(o.url)) mustExist(o.url, 'video');
+  const still = stillPath !== undefined ? await decodeStill(stillPath) : undefined;
   const args = ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'info'];
   // A seek past 1e9 s (31 years) is past any file's end; ffmpeg takes no more than 2^63 µs, nor
   // toFixed's exponent form (1e21 and up).
   if (o.start && o.start > 0) args.push('-ss', Math.min(o.start, 1e9).toFixed(6));
-  args.push(...decodeBoundArgs(o.url), ...(o.inputArgs ?? []), '-i', ffmpegInput(o.url), '-an', '-sn', '-dn', '-map', '0:v:0');
+  const raw = still && stillInput(still);
+  args.push(...decodeBoundArgs(o.url), ...(raw ? raw.args : (o.inputArgs ?? [])), '-i', raw ? raw.url : ffmpegInput(o.url), '-an', '-sn', '-dn', '-map', '0:v:0');
   // Each decoded frame once, with its own time: sampled (never duplicated, whatever `fps`), reduced
   // to the pipeline's bound on source-size frames (so pixel coordinates agree with a run's), and
   // its time printed on the log. Passthrough: no frame is repeated or dropped to make a constant
@@ -137,7 +121,10 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   const frameTimes = new FrameTimes(frameTimeKey(tag));
   // One encoder thread: frame threads hold each frame until the next ones come (ffmpeg-args).
   args.push('-vsync', 'passthrough', '-pix_fmt', 'rgb24', '-threads', '1', ...NO_INPUT_METADATA, '-f', 'rawvideo', outputUrl);
-  const child = spawn(o.ffmpegPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(o.ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  // A still image's frame, else nothing (-nostdin: ffmpeg reads its stdin only as an input).
+  child.stdin.on('error', () => {}); // an ffmpeg that ends first is told by its exit
+  child.stdin.end(still?.data);
 
   // The log: the input's duration, then the output stream's size and rate (known before the
   // first frame is written); the last lines for error reports.

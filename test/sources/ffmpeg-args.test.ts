@@ -29,6 +29,19 @@ describe('buildFfmpegArgs', () => {
     expect(a[a.indexOf('-i') + 1]).toBe('file:/x.mp4');
   });
 
+  it("a still image argus decoded: one raw RGB frame on stdin (looped by the loop filter: a pipe cannot be read again); a URL's picture is ffmpeg's, its density no pixel shape", () => {
+    for (const loop of [false, true]) {
+      const a = buildFfmpegArgs({ url: '/x.png', kind: 'file', rate: 'native', loop, still: { width: 640, height: 427 } }, { ...out, frame: 'source' });
+      expect(a.slice(a.indexOf('-i') - 8, a.indexOf('-i') + 2)).toEqual(['-f', 'rawvideo', '-pix_fmt', 'rgb24', '-video_size', '640x427', '-framerate', '25', '-i', 'pipe:0']);
+      expect(a).not.toContain('-stream_loop');
+      expect(a[a.indexOf('-vf') + 1].startsWith('loop=loop=-1:size=1,')).toBe(loop);
+    }
+    const url = buildFfmpegArgs({ url: 'http://cam/snapshot.jpg', kind: 'http', rate: 'native', loop: false }, { ...out, frame: 'source' });
+    expect(url[url.indexOf('-vf') + 1]).toMatch(/^setsar=1,scale=/);
+    const video = buildFfmpegArgs({ url: 'http://cam/live.ts', kind: 'http', rate: 'native', loop: false }, { ...out, frame: 'source' });
+    expect(video[video.indexOf('-vf') + 1]).toMatch(/^scale=/);
+  });
+
   it("a file reaches ffmpeg through its file protocol by name: a path that reads like one of ffmpeg's protocols is only a file's name", () => {
     const i = (url: string) => {
       const a = buildFfmpegArgs({ url, kind: 'file', rate: 'fast', loop: false }, out);

@@ -1,0 +1,70 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { lastValueFrom, take, toArray } from 'rxjs';
+import sharp from 'sharp';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
+import { ffmpegSource, type FfmpegSourceOptions } from '../../src/sources/ffmpeg-source.js';
+import { readImage, videoFrames } from '../../src/tools/frames.js';
+import { MIRROR } from '../helpers/assets.js';
+
+// Still images are read by one decoder wherever argus reads them: `argus detect` (readImage),
+// `argus preview` (videoFrames) and a pipeline's source (ffmpegSource) see the same pixels.
+// ffmpeg 5.1, which read them for preview and run, left a PNG, WebP, TIFF or AVIF on its side
+// where its EXIF says to turn it (detect turned it), decoded a JPEG-compressed TIFF (libvips'
+// default) to a flat green picture without a word, and converted CMYK otherwise than detect.
+const STREET = `${MIRROR}/images/000000001268.jpg`; // 640x427
+const ffmpeg = defaultFfmpegPath();
+const files: Record<string, string> = {};
+beforeAll(async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'argus-still-'));
+  const street = () => sharp(STREET);
+  // Stored turned a quarter to the left (427x640), EXIF orientation 6: shown upright, 640x427.
+  const sideways = () => street().rotate(270).withMetadata({ orientation: 6 });
+  const made: [string, Promise<unknown>][] = [
+    ['turned.png', sideways().png().toFile(join(dir, 'turned.png'))],
+    ['turned.webp', sideways().webp().toFile(join(dir, 'turned.webp'))],
+    ['turned.tif', sideways().tiff({ compression: 'lzw' }).toFile(join(dir, 'turned.tif'))],
+    ['jpeg.tif', street().tiff({ compression: 'jpeg' }).toFile(join(dir, 'jpeg.tif'))],
+    ['cmyk.jpg', street().toColourspace('cmyk').jpeg().toFile(join(dir, 'cmyk.jpg'))],
+  ];
+  for (const [name, p] of made) {
+    await p;
+    files[name] = join(dir, name);
+  }
+}, 30_000);
+
+const output = { width: 416, height: 416, pixelFormat: 'rgb24' as const, align: 'top-left' as const, padValue: 114, rounding: 'floor' as const };
+const opts = (url: string, frame: 'letterbox' | 'source', loop = false): FfmpegSourceOptions => ({
+  id: 'cam',
+  input: { url, kind: 'file', rate: 'fast', loop },
+  output: { ...output, frame },
+  ffmpegPath: ffmpeg,
+});
+
+describe('a still image: the same pixels for detect, preview and a pipeline source', () => {
+  it.each(['turned.png', 'turned.webp', 'turned.tif', 'jpeg.tif', 'cmyk.jpg'])('%s: upright 640x427, and ffmpegSource and videoFrames give exactly readImage\'s pixels', async (name) => {
+    const file = files[name];
+    const ref = await readImage(file);
+    expect([ref.width, ref.height]).toEqual([640, 427]);
+    const [f] = await lastValueFrom(ffmpegSource(opts(file, 'source')).pipe(toArray()));
+    expect([f.letterbox.srcWidth, f.letterbox.srcHeight]).toEqual([640, 427]);
+    expect(f.data.equals(ref.data)).toBe(true);
+    const viaTools = [];
+    for await (const v of videoFrames({ ffmpegPath: ffmpeg, url: file })) viaTools.push(v);
+    expect(viaTools).toHaveLength(1);
+    expect([viaTools[0].width, viaTools[0].height]).toEqual([640, 427]);
+    expect(viaTools[0].data.equals(ref.data)).toBe(true);
+    // Letterboxed by ffmpeg (model.resize: fast): the upright picture's letterbox.
+    const [g] = await lastValueFrom(ffmpegSource(opts(file, 'letterbox')).pipe(toArray()));
+    expect(g.letterbox).toMatchObject({ srcWidth: 640, srcHeight: 427, scaledWidth: 416, scaledHeight: 277 });
+  }, 30_000);
+
+  it('looped (loop: true), the picture comes again and again', async () => {
+    const frames = await lastValueFrom(ffmpegSource(opts(files['turned.png'], 'source', true)).pipe(take(5), toArray()));
+    const ref = await readImage(files['turned.png']);
+    expect(frames.map((f) => f.seq)).toEqual([0, 1, 2, 3, 4]);
+    for (const f of frames) expect(f.data.equals(ref.data)).toBe(true);
+  }, 30_000);
+});
