@@ -187,6 +187,13 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
         } else if (s) {
           info = { width: s.width, height: s.height, fps: s.fps, durationS };
           gotInfo();
+        } else if (/^\s*Stream #\d+:\d+/.test(line)) {
+          // The output's stream line without a size argus reads (a side of six digits: a 60 KB
+          // file of 120000x2 frames): the frames could never be cut, and ffmpeg, blocked on the
+          // full pipe, and argus waited on each other for ever (ffmpegSource says the same).
+          badLog ??= new ArgusError(ErrorCodes.SOURCE_PROBE, `${o.url}: ffmpeg's line for the frames it writes has no size argus can read: ${line.trim()}`);
+          child.kill('SIGKILL');
+          gotInfo();
         }
       }
     }
@@ -249,7 +256,10 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
     for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
       unwatch();
       if (!reader) {
+        // Still waited for: ffmpeg's report of its output (a log argus cannot read is a stall, not a wait for ever).
+        watch();
         await infoKnown;
+        unwatch();
         if (badLog) throw badLog;
         if (!info) break;
         o.onInfo?.(info);

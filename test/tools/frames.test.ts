@@ -136,6 +136,23 @@ describe("a file whose metadata forges ffmpeg's report of its output (a key's li
   });
 });
 
+describe('a picture whose side has six digits (a 60 KB file of 120000x2 frames)', () => {
+  it('videoFrames: a coded probe error naming the line, ffmpeg stopped, as ffmpegSource gives; it waited for ever (argus detect and preview hung)', async () => {
+    const wide = join(mkdtempSync(join(tmpdir(), 'argus-wide-')), 'wide.mkv');
+    execFileSync(ffmpeg, ['-v', 'error', '-f', 'lavfi', '-i', 'color=c=gray:s=120000x2:r=10:d=0.2', '-c:v', 'ffv1', wide]);
+    let err: unknown;
+    const started = Date.now();
+    try {
+      for await (const f of videoFrames({ ffmpegPath: ffmpeg, url: wide, stallMs: 60_000 })) void f;
+    } catch (e) {
+      err = e;
+    }
+    expect(isArgusError(err) && err.code).toBe('VAP_ERR_SOURCE_PROBE');
+    expect((err as Error).message).toMatch(/no size argus can read: .*120000x2/);
+    expect(Date.now() - started).toBeLessThan(30_000);
+  }, 90_000);
+});
+
 describe('videoFrames (argus detect): a file whose name has a colon', () => {
   it('named relative to the working folder (cam-1:2.mp4), it is a file, not an ffmpeg protocol "cam-1"', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-colon-'));
