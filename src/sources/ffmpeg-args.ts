@@ -216,19 +216,30 @@ export function frameTimeKey(tag?: string): string {
 }
 
 /**
- * A picture's width as players show it: its stored width times its sample aspect ratio, the
- * shape of its pixels (a DVD's 720x576 at 16:15 is shown 768 wide, an HDV camera's 1440x1080 at
- * 4:3 1920 wide, an analogue camera's 704x576 at 12:11 768 wide; a SAR of 1 or none leaves it
- * as it is). argus works on the picture as shown, as it does on a rotated one: the model was
- * trained on square pixels (squeezed to half its width, a person was found with a lower score
- * and a box a fifth too short), and boxes, zones, snapshots and annotated video then match what a
- * player shows. `DISPLAY_WIDTH` is ffmpeg's form (its scale filter's expression; `sar` is 1 when
- * the stream has none), which `squarePixels` makes the width ffmpeg delivers.
+ * A picture's size as players show it, by its sample aspect ratio, the shape of its pixels: wide
+ * pixels (a SAR above 1) widen it, tall ones (below 1) make it taller, so that no stored pixel is
+ * lost (a DVD's 720x576 at 16:15 is shown 768x576, an HDV camera's 1440x1080 at 4:3 1920x1080, an
+ * analogue camera's 704x576 at 12:11 768x576, and such a clip turned a quarter, 576x704 at 11:12,
+ * 576x768; a SAR of 1 or none, or one beyond MIN_SAR…MAX_SAR, leaves it as it is). argus works on the picture as shown, as it does
+ * on a rotated one: the model was trained on square pixels (squeezed to half its width, a person
+ * was found with a lower score and a box a fifth too short), and boxes, zones, snapshots and
+ * annotated video then match what a player shows. `DISPLAY_W` and `DISPLAY_H` are ffmpeg's form
+ * (its scale filter's expressions; `sar` is 1 when the stream has none), which
+ * `sourceBoundFilter` and the letterbox scale to.
  */
-export function displayWidth(width: number, sar: number): number {
-  return sar > 0 ? Math.round(width * sar) : width;
+export function displaySize(width: number, height: number, sar: number): { width: number; height: number } {
+  if (!(sar >= MIN_SAR && sar <= MAX_SAR)) return { width, height };
+  return { width: Math.round(width * Math.max(1, sar)), height: Math.round(height / Math.min(1, sar)) };
 }
-const DISPLAY_WIDTH = 'round(iw*sar)';
+/**
+ * The SARs taken as pixel shapes: 1:8 to 8:1 (cameras and broadcast use 1:2 to 2:1). One beyond
+ * is a broken or hostile file's, ignored (1:3000 made 640x480 pictures 60x136656 frames).
+ */
+const MIN_SAR = 1 / 8;
+const MAX_SAR = 8;
+const SAR = `if(between(sar\\,${MIN_SAR}\\,${MAX_SAR})\\,sar\\,1)`;
+const DISPLAY_W = `round(iw*max(1\\,${SAR}))`;
+const DISPLAY_H = `round(ih/min(1\\,${SAR}))`;
 
 /**
  * The filters before argus's scale filter (`sourceBoundFilter`, or the letterbox's): for a still
@@ -242,14 +253,14 @@ function squarePixels(url: string): string[] {
 }
 
 /**
- * The ffmpeg filters applying `boundedSize` to the picture as shown (`displayWidth`; `url`'s
+ * The ffmpeg filters applying `boundedSize` to the picture as shown (`displaySize`; `url`'s
  * still images as stored): unscaled within the bound and of square pixels, only the conversion.
  */
 export function sourceBoundFilter(url: string): string {
   const M = MAX_SOURCE_PIXELS;
-  const W = DISPLAY_WIDTH;
-  const side = (v: string) => `'if(gt(${W}*ih\\,${M})\\,trunc(${v}*sqrt(${M}/(${W}*ih))/2)*2\\,${v})'`;
-  return [...squarePixels(url), `scale=w=${side(W)}:h=${side('ih')}`].join(',');
+  const [W, H] = [DISPLAY_W, DISPLAY_H];
+  const side = (v: string) => `'if(gt(${W}*${H}\\,${M})\\,trunc(${v}*sqrt(${M}/(${W}*${H}))/2)*2\\,${v})'`;
+  return [...squarePixels(url), `scale=w=${side(W)}:h=${side(H)}`].join(',');
 }
 
 /** The size of one frame ffmpeg writes, in bytes: the model's input, or the source's size. */
@@ -371,13 +382,13 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
   args.push('-i', url, '-an', '-sn', '-dn', '-map', '0:v:0');
 
   const { width: W, height: H } = out;
-  // The picture as shown (see displayWidth): the letterbox argus computes from the size the
+  // The picture as shown (see displaySize): the letterbox argus computes from the size the
   // scaler reports, made the same way (StderrProbe's scaledFrom).
-  const iw = DISPLAY_WIDTH;
-  const r = `min(${W}/${iw}\\,${H}/ih)`;
+  const [iw, ih] = [DISPLAY_W, DISPLAY_H];
+  const r = `min(${W}/${iw}\\,${H}/${ih})`;
   const whole = out.rounding === 'floor' ? 'floor' : 'round';
   const sw = `min(${W}\\,max(1\\,${whole}(${iw}*${r})))`;
-  const sh = `min(${H}\\,max(1\\,${whole}(ih*${r})))`;
+  const sh = `min(${H}\\,max(1\\,${whole}(${ih}*${r})))`;
   const px = out.align === 'center' ? `floor((${W}-iw)/2)` : '0';
   const py = out.align === 'center' ? `floor((${H}-ih)/2)` : '0';
   const pad = `0x${out.padValue.toString(16).padStart(2, '0').repeat(3)}`;

@@ -1,5 +1,5 @@
 import type { YuvColour, YuvMatrix } from '../core/frame.js';
-import { displayWidth } from './ffmpeg-args.js';
+import { displaySize } from './ffmpeg-args.js';
 /** What ffmpeg's log says about the input's first video stream. */
 export interface StreamInfo {
   width: number;
@@ -305,11 +305,9 @@ export class StderrProbe {
       }
       const sc = SCALE_CONFIG.exec(line);
       if (sc) {
-        // The picture as shown, which argus's scale filter scales (ffmpeg-args displayWidth).
+        // The picture as shown, which argus's scale filter scales to (ffmpeg-args displaySize).
         const ratio = SCALE_SAR.exec(sc[3]);
-        const sar = ratio ? Number(ratio[1]) / Number(ratio[2]) : 1;
-        const width = displayWidth(Number(sc[1]), Number.isFinite(sar) ? sar : 1);
-        const height = Number(sc[2]);
+        const { width, height } = displaySize(Number(sc[1]), Number(sc[2]), ratio ? Number(ratio[1]) / Number(ratio[2]) : 1);
         const prev = this.scaledFrom;
         this.scaledFrom = { width, height };
         if (prev && (prev.width !== width || prev.height !== height)) this.onResize?.(width, height);

@@ -160,10 +160,10 @@ describe('frames at the source size, packed or 4:2:0', () => {
   it('packed: the bound, then the model’s pixel format; 4:2:0: the bound, then yuv420p or yuvj420p as ffmpeg decoded it, no -pix_fmt', () => {
     const file = { url: '/x.mp4', kind: 'file' as const, rate: 'fast' as const, loop: false };
     const packed = buildFfmpegArgs(file, { ...out, frame: 'source' });
-    expect(packed[packed.indexOf('-vf') + 1]).toMatch(/^scale=w='if\(gt\(round\(iw\*sar\)\*ih.*,format=bgr24$/);
+    expect(packed[packed.indexOf('-vf') + 1]).toMatch(/^scale=w='if\(gt\(round\(iw\*max\(1\\,if\(between\(sar.*.*,format=bgr24$/);
     expect(packed.slice(packed.indexOf('-pix_fmt'), packed.indexOf('-pix_fmt') + 2)).toEqual(['-pix_fmt', 'bgr24']);
     const yuv = buildFfmpegArgs(file, { ...out, frame: 'source-yuv' });
-    expect(yuv[yuv.indexOf('-vf') + 1]).toMatch(/^scale=w='if\(gt\(round\(iw\*sar\)\*ih.*,format=pix_fmts=yuv420p\|yuvj420p$/);
+    expect(yuv[yuv.indexOf('-vf') + 1]).toMatch(/^scale=w='if\(gt\(round\(iw\*max\(1\\,if\(between\(sar.*.*,format=pix_fmts=yuv420p\|yuvj420p$/);
     expect(yuv).not.toContain('-pix_fmt');
     expect(frameBytes({ ...out, frame: 'source' }, 851, 479)).toBe(851 * 479 * 3);
     expect(frameBytes({ ...out, frame: 'source-yuv' }, 851, 478)).toBe(851 * 478 + 2 * 426 * 239);

@@ -61,6 +61,31 @@ describe('a video of non-square pixels (SAR 2:1, 384x432 stored, 768x432 shown)'
     }
   }, 30_000);
 
+  it('a SAR below 1 (a rotated anamorphic clip: 432x384 at 1:2 once turned, shown 9:16) keeps its width and gains height, 432x768: no detail is thrown away', async () => {
+    const tall = join(mkdtempSync(join(tmpdir(), 'argus-sar-')), 'tall.mp4');
+    await runCommand(ffmpeg, ['-v', 'error', '-f', 'lavfi', '-i', 'color=c=white:s=432x384:r=10:d=0.3,drawbox=x=0:y=192:w=432:h=192:color=black:t=fill,setsar=1/2', '-c:v', 'libx264', '-pix_fmt', 'yuv420p', tall]);
+    const [f] = await lastValueFrom(ffmpegSource(opts(tall, 'source')).pipe(take(1), toArray()));
+    expect([f.letterbox.srcWidth, f.letterbox.srcHeight]).toEqual([432, 768]);
+    expect([at(f.data, 432, 200, 370), at(f.data, 432, 200, 400)].map((v) => v > 128)).toEqual([true, false]);
+    const [g] = await lastValueFrom(ffmpegSource(opts(tall, 'letterbox')).pipe(take(1), toArray()));
+    expect(g.letterbox).toMatchObject({ srcWidth: 432, srcHeight: 768, scaledWidth: 233, scaledHeight: 416 });
+    expect([at(g.data, 416, 100, 100), at(g.data, 416, 240, 100)]).toEqual([255, 114]); // the picture, then padding
+    for await (const v of videoFrames({ ffmpegPath: ffmpeg, url: tall })) expect([v.width, v.height]).toEqual([432, 768]);
+  }, 30_000);
+
+  it('a SAR beyond 8:1 either way is no pixel shape a camera makes (a broken or hostile file): ignored, the picture as stored; 1:3000 made 60x136656 frames, a coded error', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-sar-'));
+    for (const [sar, size] of [['1/3000', '640x480'], ['100', '64x48']]) {
+      const odd = join(dir, `odd-${sar.replace('/', '-')}.mkv`);
+      await runCommand(ffmpeg, ['-v', 'error', '-f', 'lavfi', '-i', `testsrc=s=${size}:r=10:d=0.3,setsar=${sar}`, '-c:v', 'ffv1', odd]);
+      const [f] = await lastValueFrom(ffmpegSource(opts(odd, 'source')).pipe(take(1), toArray()));
+      expect(`${f.letterbox.srcWidth}x${f.letterbox.srcHeight}`).toBe(size);
+      const [g] = await lastValueFrom(ffmpegSource(opts(odd, 'letterbox')).pipe(take(1), toArray()));
+      expect(`${g.letterbox.srcWidth}x${g.letterbox.srcHeight}`).toBe(size);
+      for await (const v of videoFrames({ ffmpegPath: ffmpeg, url: odd })) expect(`${v.width}x${v.height}`).toBe(size);
+    }
+  }, 30_000);
+
   it("a still image's JFIF density is no pixel shape (viewers ignore it, as sharp does in argus detect): 64x48 as stored", async () => {
     const [f] = await lastValueFrom(ffmpegSource(opts(still, 'source')).pipe(toArray()));
     expect([f.letterbox.srcWidth, f.letterbox.srcHeight]).toEqual([64, 48]);
