@@ -11,8 +11,13 @@ const PASSED_TRANSPORTS = new Set(['tcp', 'udp', 'udp_multicast']);
  */
 export function relaysRtsp(input: { kind: string; url: string; rtspTransport?: string; inputArgs?: readonly string[] }): boolean {
   const args = input.inputArgs ?? [];
-  const transport = args.includes('-rtsp_transport') ? args[args.lastIndexOf('-rtsp_transport') + 1] : (input.rtspTransport ?? 'tcp');
-  return input.kind === 'rtsp' && /^rtsps?:\/\//i.test(input.url) && PASSED_TRANSPORTS.has(transport ?? '') && !args.includes('-rtsp_flags');
+  return input.kind === 'rtsp' && /^rtsps?:\/\//i.test(input.url) && PASSED_TRANSPORTS.has(rtspTransportOf(input) ?? '') && !args.includes('-rtsp_flags');
+}
+
+/** The RTSP transport ffmpeg is to use: its input arguments' `-rtsp_transport` (the last), else the source's `rtspTransport` (default tcp). */
+export function rtspTransportOf(input: { rtspTransport?: string; inputArgs?: readonly string[] }): string | undefined {
+  const args = input.inputArgs ?? [];
+  return args.includes('-rtsp_transport') ? args[args.lastIndexOf('-rtsp_transport') + 1] : (input.rtspTransport ?? 'tcp');
 }
 
 /**

@@ -777,12 +777,20 @@ export class RtspTap {
   /** Whether a connection from `peerPort` is argus's own user's (sameUserPeer; tests give their own). */
   private readonly peerCheck: (relayPort: number, peerPort: number) => Promise<boolean | undefined>;
 
+  /**
+   * RTP over UDP, beside the relay: ffmpeg sends its own UDP (NAT punch packets, RTCP receiver
+   * reports) to the address it spoke RTSP to, the relay's, unless the camera's Transport reply
+   * names its `source`; the relay adds the camera's address there (withCameraSource).
+   */
+  private readonly mediaBeside: boolean;
+
   constructor(
     readonly url: string,
-    options: { endUnits?: boolean; tls?: CameraTls; peerCheck?: (relayPort: number, peerPort: number) => Promise<boolean | undefined> } = {},
+    options: { endUnits?: boolean; tls?: CameraTls; mediaBeside?: boolean; peerCheck?: (relayPort: number, peerPort: number) => Promise<boolean | undefined> } = {},
   ) {
     this.peerCheck = options.peerCheck ?? ((relay, peer) => sameUserPeer(relay, peer));
     this.endUnits = options.endUnits ?? true;
+    this.mediaBeside = options.mediaBeside ?? false;
     this.check = options.tls ?? { verify: true };
     const m = AUTHORITY.exec(url);
     this.host = (m?.[2] ?? '').replace(/^\[|\]$/g, '');
@@ -890,7 +898,9 @@ export class RtspTap {
         if (why) this.upstreamError = `${camera}: ${why}`;
         return why !== undefined;
       };
-      relay(up, down, replies, this.tls ? unchecked : undefined);
+      // (No access-unit ends go in with UDP media: nothing else is inserted in the replies.)
+      const sourced = this.mediaBeside && !this.endUnits ? new AuthRewriter(undefined, (head) => withCameraSource(head, up.remoteAddress)) : undefined;
+      relay(up, down, replies, this.tls ? unchecked : undefined, sourced && ((chunk) => sourced.push(chunk)));
     });
     const requests = new InterleavedReader(
       (head) => clock.request(head),
@@ -1016,6 +1026,25 @@ export function relayUrl(url: string, port: number): string {
     const info = user.slice(scheme.length, -1);
     const kept = !user.endsWith('@') ? '' : urlCredentials(url) ? `${PLACEHOLDER_USERINFO}@` : `${info}@`;
     return `${scheme.replace(/^rtsps/i, 'rtsp')}${kept}127.0.0.1:${port}`;
+  });
+}
+
+/**
+ * A reply head with the camera's `address` added as the `source` of its unicast UDP Transport
+ * (ffmpeg takes the first), where the camera named none: ffmpeg sends its NAT punch packets and
+ * RTCP receiver reports to the transport's `source`, else to the address of its RTSP connection,
+ * which through the relay is 127.0.0.1 (the camera never had them: behind NAT or a stateful
+ * firewall its RTP was not let in, and a camera that times out a client without reports
+ * stopped). Other heads, TCP and multicast transports are returned as they are.
+ */
+export function withCameraSource(head: string, address: string | undefined): string {
+  if (!address || !/^RTSP\/\d\.\d\s/.test(head)) return head;
+  return head.replace(/(\r?\n)(transport[ \t]*:[ \t]*)([^\r\n]*)/i, (m, nl: string, name: string, value: string) => {
+    const comma = value.indexOf(',');
+    const first = comma < 0 ? value : value.slice(0, comma);
+    const [spec, ...params] = first.split(';').map((p) => p.trim().toLowerCase());
+    if (!/^rtp\/avp(\/udp)?$/.test(spec) || params.some((p) => p === 'multicast' || /^source\s*=/.test(p))) return m;
+    return `${nl}${name}${first};source=${address}${comma < 0 ? '' : value.slice(comma)}`;
   });
 }
 

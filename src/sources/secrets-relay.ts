@@ -1,4 +1,4 @@
-import { checksCertificate, relaysRtsp, type CameraTls } from '../core/rtsp-relay.js';
+import { checksCertificate, relaysRtsp, rtspTransportOf, type CameraTls } from '../core/rtsp-relay.js';
 import { HttpRelay, httpSecrets, relayedOptions } from './http-relay.js';
 import { urlCredentials } from './rtsp-auth.js';
 import { RtspTap } from './rtsp-tap.js';
@@ -13,6 +13,9 @@ import { RtspTap } from './rtsp-tap.js';
  */
 export function secretsRelay(input: { kind: string; url: string; rtspTransport?: string; inputArgs?: readonly string[]; tls?: CameraTls }): (() => RtspTap | HttpRelay) | undefined {
   if (input.kind === 'http' && httpSecrets(input.url, input.inputArgs)) return () => new HttpRelay(input.url, { headers: relayedOptions(input.inputArgs).headers });
-  if (relaysRtsp(input) && (urlCredentials(input.url) || checksCertificate(input.url, input.tls))) return () => new RtspTap(input.url, { endUnits: false, tls: input.tls });
+  if (relaysRtsp(input) && (urlCredentials(input.url) || checksCertificate(input.url, input.tls))) {
+    // Over UDP the media go beside the relay, and ffmpeg's own packets to the camera too.
+    return () => new RtspTap(input.url, { endUnits: false, tls: input.tls, mediaBeside: rtspTransportOf(input) !== 'tcp' });
+  }
   return undefined;
 }

@@ -21,6 +21,10 @@ export interface CameraOptions {
   repeatTimestamp?: (connection: number, k: number) => boolean;
   /** Requests other than OPTIONS must carry Digest credentials for this user (realm `cam`, nonce `n0nce`); the answers seen are counted in `auths`. */
   auth?: { user: string; password: string };
+  /** The address it listens on, and sends and receives RTP over UDP on (127.0.0.2: a camera at another address than the relay's). Default 127.0.0.1. */
+  host?: string;
+  /** RTP over UDP only: a SETUP for TCP is answered 461 Unsupported Transport. */
+  udpOnly?: boolean;
 }
 
 /**
@@ -36,6 +40,8 @@ export class RtspCamera {
   readonly auths = { ok: 0, bad: 0 };
   /** The transports the client set up (`tcp`, or `udp` when it asked for client ports). */
   readonly transports: string[] = [];
+  /** Datagrams the client sent to the camera's server ports (RTP over UDP): ffmpeg's NAT punch packets and RTCP receiver reports. */
+  udpFromClient = 0;
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   private readonly units: Buffer[][];
@@ -61,9 +67,10 @@ export class RtspCamera {
       const fps = o.fps ?? 10;
       execFileSync((await resolveFfmpeg()).path, ['-v', 'error', '-i', file, '-t', '10', '-an', '-vf', `fps=${fps},scale=${size}`, '-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-bf', '0', '-g', String(fps), '-x264-params', 'aud=1', '-f', 'h264', out]);
       const camera = new RtspCamera(accessUnits(readFileSync(out)), o);
-      await new Promise<void>((r) => camera.server.listen(0, '127.0.0.1', r));
+      const host = o.host ?? '127.0.0.1';
+      await new Promise<void>((r) => camera.server.listen(0, host, r));
       const port = (camera.server.address() as { port: number }).port;
-      return { camera, url: `rtsp://127.0.0.1:${port}/live` };
+      return { camera, url: `rtsp://${host}:${port}/live` };
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -89,12 +96,13 @@ export class RtspCamera {
     let timer: NodeJS.Timeout | undefined;
     let reports: NodeJS.Timeout | undefined;
     let text = '';
-    // RTP over UDP (the client's SETUP gave its ports): each interleaved packet goes as a datagram to its channel's port.
-    let udp: { socket: ReturnType<typeof createSocket>; ports: [number, number] } | undefined;
+    // RTP over UDP (the client's SETUP gave its ports): each interleaved packet goes as a datagram
+    // to its channel's port on the client's address, from the camera's server port for that channel.
+    let udp: { sockets: ReturnType<typeof createSocket>[]; ports: [number, number]; serverPorts: [number, number] } | undefined;
     const write = (b: Buffer) => {
       if (udp && b[0] === 0x24) {
         const port = udp.ports[b[1] & 1];
-        udp.socket.send(b.subarray(4), port, '127.0.0.1');
+        udp.sockets[b[1] & 1].send(b.subarray(4), port, sock.remoteAddress);
         return;
       }
       if (!sock.destroyed) sock.write(b);
@@ -138,12 +146,17 @@ export class RtspCamera {
       clearInterval(timer);
       clearInterval(reports);
       this.sockets.delete(sock);
-      udp?.socket.close();
+      for (const u of udp?.sockets ?? []) u.close();
       udp = undefined;
     };
     sock.on('close', stop);
     sock.on('error', stop);
+    // Requests are answered in order (a SETUP's answer waits for its UDP ports).
+    let answered = Promise.resolve();
     sock.on('data', (d: Buffer) => {
+      answered = answered.then(() => answer(d));
+    });
+    const answer = async (d: Buffer): Promise<void> => {
       text += d.toString('latin1');
       for (let m = /\r\n\r\n/.exec(text); m; m = /\r\n\r\n/.exec(text)) {
         const req = text.slice(0, m.index);
@@ -170,8 +183,15 @@ export class RtspCamera {
         } else if (method === 'SETUP') {
           const ports = /client_port=(\d+)-(\d+)/i.exec(req);
           if (ports) {
-            udp = { socket: createSocket('udp4'), ports: [Number(ports[1]), Number(ports[2])] };
-            extra = `Transport: RTP/AVP;unicast;client_port=${ports[1]}-${ports[2]};server_port=40000-40001\r\nSession: 12345678\r\n`;
+            const sockets = await udpPair(this.o.host ?? '127.0.0.1');
+            for (const u of sockets) u.on('message', () => this.udpFromClient++);
+            const serverPorts = sockets.map((u) => u.address().port) as [number, number];
+            udp = { sockets, ports: [Number(ports[1]), Number(ports[2])], serverPorts };
+            extra = `Transport: RTP/AVP;unicast;client_port=${ports[1]}-${ports[2]};server_port=${serverPorts[0]}-${serverPorts[1]}\r\nSession: 12345678\r\n`;
+          } else if (this.o.udpOnly) {
+            this.transports.push('tcp');
+            write(Buffer.from(`RTSP/1.0 461 Unsupported Transport\r\nCSeq: ${cseq}\r\n\r\n`, 'latin1'));
+            continue;
           } else extra = 'Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\nSession: 12345678\r\n';
           this.transports.push(ports ? 'udp' : 'tcp');
         }
@@ -185,7 +205,24 @@ export class RtspCamera {
         }
         if (method === 'TEARDOWN') sock.end();
       }
+    };
+  }
+}
+
+/** Two UDP sockets on `host`, an even port and the one after it (RTP's and RTCP's: a client sends RTCP to the RTP port + 1). */
+async function udpPair(host: string): Promise<ReturnType<typeof createSocket>[]> {
+  for (;;) {
+    const rtp = createSocket('udp4');
+    await new Promise<void>((r) => rtp.bind(0, host, r));
+    const port = rtp.address().port;
+    const rtcp = createSocket('udp4');
+    const ok = await new Promise<boolean>((r) => {
+      rtcp.once('error', () => r(false));
+      rtcp.bind(port + 1, host, () => r(true));
     });
+    if (ok) return [rtp, rtcp];
+    rtp.close();
+    rtcp.close();
   }
 }
 

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { FfmpegInputSpec } from '../../src/sources/ffmpeg-args.js';
 import { ffmpegSource, type SpawnFn, type SourceMemo } from '../../src/sources/ffmpeg-source.js';
 import { resolveFfmpeg } from '../../src/sources/ffmpeg-path.js';
+import { withCameraSource } from '../../src/sources/rtsp-tap.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
 import { listening, recordingSpawn } from '../helpers/net.js';
 import { digestCamera, RtspCamera } from '../helpers/rtsp-camera.js';
@@ -85,4 +86,39 @@ describe("an RTSP camera over UDP keeps its credentials off ffmpeg's command lin
     expect(camera.auths.ok).toBeGreaterThan(0);
     expect(camera.auths.bad).toBe(0);
   }, 60_000);
+
+  it("ffmpeg's packets for the camera (NAT punch packets, RTCP receiver reports) go to the camera's address, not the relay's", async () => {
+    // A camera at another address than the relay's 127.0.0.1: ffmpeg sends its UDP to the address
+    // it spoke RTSP to, unless the camera's Transport reply names its `source`.
+    const { camera, url } = await RtspCamera.start(PERSON_VIDEO, '320x180', { auth: { user: 'admin', password: 'S3cretPw' }, host: '127.0.0.2' });
+    try {
+      const frames = await firstValueFrom(
+        ffmpegSource({
+          id: 'cam',
+          input: { url: url.replace('rtsp://', 'rtsp://admin:S3cretPw@'), kind: 'rtsp', rate: 'native', loop: false, rtspTransport: 'udp' },
+          output: { width: 96, height: 64, pixelFormat: 'bgr24', align: 'center', padValue: 114 },
+          ffmpegPath: (await resolveFfmpeg()).path,
+        }).pipe(take(3), toArray()),
+      );
+      expect(frames).toHaveLength(3);
+    } finally {
+      await camera.close();
+    }
+    expect(camera.transports).toContain('udp');
+    // ffmpeg sends its punch packets before PLAY, when it has set up UDP.
+    expect(camera.udpFromClient).toBeGreaterThan(0);
+  }, 60_000);
+});
+
+describe('withCameraSource: the camera named as the source of a unicast UDP transport', () => {
+  const reply = (transport: string) => `RTSP/1.0 200 OK\r\nCSeq: 3\r\nTransport: ${transport}\r\nSession: 1\r\n\r\n`;
+  it('added to unicast UDP without a source (IPv6 as it is: ffmpeg brackets it)', () => {
+    expect(withCameraSource(reply('RTP/AVP;unicast;client_port=5000-5001;server_port=6970-6971'), '10.0.0.7')).toBe(reply('RTP/AVP;unicast;client_port=5000-5001;server_port=6970-6971;source=10.0.0.7'));
+    expect(withCameraSource(reply('RTP/AVP/UDP;unicast;server_port=6970-6971,RTP/AVP/TCP;interleaved=0-1'), 'fd00::7')).toBe(reply('RTP/AVP/UDP;unicast;server_port=6970-6971;source=fd00::7,RTP/AVP/TCP;interleaved=0-1'));
+  });
+  it("left as it is: a source of the camera's own, TCP, multicast, a request", () => {
+    for (const t of ['RTP/AVP;unicast;source=10.0.0.9;server_port=6970-6971', 'RTP/AVP/TCP;unicast;interleaved=0-1', 'RTP/AVP;multicast;destination=239.1.1.1;port=5000-5001']) expect(withCameraSource(reply(t), '10.0.0.7')).toBe(reply(t));
+    const request = 'SETUP rtsp://cam/live RTSP/1.0\r\nTransport: RTP/AVP;unicast;client_port=5000-5001\r\n\r\n';
+    expect(withCameraSource(request, '10.0.0.7')).toBe(request);
+  });
 });
