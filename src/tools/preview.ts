@@ -8,6 +8,7 @@ import { drawOverlay, encodeImage, lineLabel, zoneLabel } from '../annotate/draw
 import { sceneOf, type Scene } from '../annotate/scene.js';
 import { loadPipeline } from '../config/load.js';
 import { redact } from '../core/redact.js';
+import { rtspTransportOf } from '../core/rtsp-relay.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { sameFile, unwritableDir } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
@@ -154,7 +155,8 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
         const frames = videoFrames({
           ffmpegPath,
           url: ffmpegUrl,
-          inputArgs: relay instanceof RtspTap ? ['-rtsp_transport', 'tcp'] : undefined,
+          // (The source's transport: ffmpeg's own default tries UDP, then TCP.)
+          inputArgs: relay instanceof RtspTap ? ['-rtsp_transport', rtspTransportOf(src) ?? 'tcp'] : undefined,
           start: seekAt,
           // Up to and including the frame shown at `at` (live: the first 2 s).
           duration: file_ ? at - seekAt + 1e-3 : tracking ? HISTORY_S : 1e-3,

@@ -7,7 +7,8 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { runPreview } from '../../src/tools/preview.js';
 import { writeHostileModel } from '../helpers/hostile-model.js';
 import { modelDir } from '../helpers/onnx-graphs.js';
-import { digestCamera } from '../helpers/rtsp-camera.js';
+import { PERSON_VIDEO } from '../helpers/assets.js';
+import { digestCamera, RtspCamera } from '../helpers/rtsp-camera.js';
 
 // Every ffmpeg's command line, as `ps` would show it.
 const commands = vi.hoisted(() => [] as string[]);
@@ -53,5 +54,23 @@ describe('argus preview of a camera with credentials', () => {
     for (const u of uris) expect(u).not.toContain(`:${port}/`);
     expect(err?.message).toContain(`127.0.0.1:${port}`);
     expect(err?.message).not.toMatch(/S3cretPw|argus:relay/);
+  }, 60_000);
+
+  it('RTSP over UDP (rtspTransport: udp): ffmpeg reads it through the relay over UDP, as the source says, not over TCP', async () => {
+    const model = dir.path('preview-relay-udp.onnx');
+    writeHostileModel(model);
+    const { camera, url } = await RtspCamera.start(PERSON_VIDEO, '320x180', { auth: { user: 'admin', password: 'S3cretPw' }, udpOnly: true });
+    const work = mkdtempSync(join(tmpdir(), 'argus-preview-relay-'));
+    const yaml = join(work, 'p.yaml');
+    writeFileSync(yaml, ['sources:', '  - id: cam', `    uri: "${url.replace('rtsp://', 'rtsp://admin:S3cretPw@')}"`, '    rtspTransport: udp', 'model:', `  path: ${model}`, ''].join('\n'));
+    commands.length = 0;
+    try {
+      await runPreview(yaml, { out: join(work, 'p.png'), write: () => {} });
+    } finally {
+      await camera.close();
+    }
+    for (const c of commands.filter((c) => c.includes(' -i '))) expect(c).not.toContain('S3cretPw');
+    expect(camera.transports).toEqual(['udp']);
+    expect(camera.auths.ok).toBeGreaterThan(0);
   }, 60_000);
 });
