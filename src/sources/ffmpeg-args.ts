@@ -372,6 +372,8 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
       break;
   }
   args.push(...decodeBoundArgs(input.url));
+  // (Through argus's HTTP relay ffmpeg speaks plain HTTP: the options the relay takes over, its
+  // headers and TLS checks, are left out by ffmpegSource: HttpRelay.ffmpegInputArgs.)
   if (input.inputArgs) args.push(...input.inputArgs);
   const trim = seekTrim(input);
   if (input.kind === 'file' && input.seek !== undefined && input.seek > 0) args.push('-ss', (input.seek - trim).toFixed(6));

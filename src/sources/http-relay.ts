@@ -1,5 +1,7 @@
+import { readFile } from 'node:fs/promises';
 import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { isSecretParam } from '../core/redact.js';
 import { AuthRewriter, listenLoopback, PLACEHOLDER_USERINFO, sameUserPeer, urlCredentials, type Credentials } from './rtsp-auth.js';
 
@@ -31,20 +33,48 @@ function secretParams(url: string): Map<string, string> {
   return out;
 }
 
+/**
+ * ffmpeg's TLS options a source's `inputArgs` may give (schema/input-args): through the relay,
+ * ffmpeg speaks plain HTTP, so the relay makes the check they ask for, and they are not given to
+ * ffmpeg (its plain HTTP leaves them unused, and ffmpeg then fails: "Option tls_verify not found").
+ */
+const RELAYED_TLS_OPTIONS: ReadonlySet<string> = new Set(['-tls_verify', '-ca_file']);
+
+/** How an https:// camera's certificate is checked, as ffmpeg's `-tls_verify` (an int: not 0 checks) and `-ca_file` in `inputArgs` say (the last of each). */
+export interface HttpTls {
+  verify: boolean;
+  /** The authorities' PEM file; without it, Node's list of public CAs. */
+  ca?: string;
+}
+
+/** The check `inputArgs` ask of an https:// camera (HttpTls): none unless `-tls_verify` is given and not 0, as ffmpeg's default. */
+export function httpTlsOf(inputArgs: readonly string[] | undefined): HttpTls {
+  const args = inputArgs ?? [];
+  const last = (name: string) => (args.includes(name) ? args[args.lastIndexOf(name) + 1] : undefined);
+  const verify = last('-tls_verify');
+  // (A value that is no number, which ffmpeg would have refused: checked, not taken as 0.)
+  return { verify: verify !== undefined && Number(verify) !== 0, ca: last('-ca_file') };
+}
+
 /** Input options whose values the relay sends in ffmpeg's place (they may hold secrets: a token, a session cookie). */
 const RELAYED_OPTIONS = new Set(['-headers', '-cookies']);
 
 /**
- * A source's input arguments split: those ffmpeg is given, and the header lines the relay adds
- * to each request instead of `-headers` (its `Name: value` lines) and `-cookies` (one `Cookie`
- * header of each cookie's `name=value`; the relay reaches only the camera's own address, so
- * their domain and path need no matching).
+ * A source's input arguments split: those ffmpeg is given (all but RELAYED_OPTIONS and
+ * RELAYED_TLS_OPTIONS, each with its value), and the header lines the relay adds to each request
+ * instead of `-headers` (its `Name: value` lines) and `-cookies` (one `Cookie` header of each
+ * cookie's `name=value`; the relay reaches only the camera's own address, so their domain and
+ * path need no matching).
  */
 export function relayedOptions(args: readonly string[] = []): { kept: string[]; headers: string[] } {
   const kept: string[] = [];
   const headers: string[] = [];
   const cookies: string[] = [];
   for (let i = 0; i < args.length; i++) {
+    if (RELAYED_TLS_OPTIONS.has(args[i])) {
+      i++;
+      continue;
+    }
     if (!RELAYED_OPTIONS.has(args[i]) || i + 1 >= args.length) {
       kept.push(args[i]);
       continue;
@@ -72,7 +102,8 @@ export function httpSecrets(url: string, inputArgs: readonly string[] = []): boo
  *
  * Any number of connections (an HLS playlist and its segments), each of argus's own user only
  * (sameUserPeer), each to the camera's address; an `https://` camera's is TLS, its certificate
- * taken as ffmpeg's own HTTPS takes it (ffmpeg's `tls_verify` is off by default). A relative
+ * checked as ffmpeg's own HTTPS would (`tls`: none by default; `-tls_verify 1` and `-ca_file` in
+ * the source's inputArgs, against the camera's name or address, before any request). A relative
  * redirect or segment comes back through the relay; one to an absolute URL is opened by ffmpeg
  * itself, past the relay and without credentials, as it would be without the relay (ffmpeg
  * takes a redirect's credentials from its URL only).
@@ -91,16 +122,20 @@ export class HttpRelay {
   upstreamError: string | undefined;
   /** Whether a connection from `peerPort` is argus's own user's (sameUserPeer; tests give their own). */
   private readonly peerCheck: (relayPort: number, peerPort: number) => Promise<boolean | undefined>;
+  /** An https:// camera's check (HttpTls), and its `ca` file's certificates, read by `listen`. */
+  private readonly check: HttpTls;
+  private ca: Buffer | undefined;
 
   /** Header lines added to each request (relayedOptions), each in place of one of the same name. */
   private readonly headers: string[];
 
   constructor(
     readonly url: string,
-    options: { peerCheck?: (relayPort: number, peerPort: number) => Promise<boolean | undefined>; headers?: readonly string[] } = {},
+    options: { tls?: HttpTls; headers?: readonly string[]; peerCheck?: (relayPort: number, peerPort: number) => Promise<boolean | undefined> } = {},
   ) {
     this.headers = [...(options.headers ?? [])];
     this.peerCheck = options.peerCheck ?? ((relay, peer) => sameUserPeer(relay, peer));
+    this.check = options.tls ?? { verify: false };
     const m = AUTHORITY.exec(url);
     this.host = (m?.[2] ?? '').replace(/^\[|\]$/g, '');
     this.tls = /^https:/i.test(url);
@@ -111,6 +146,12 @@ export class HttpRelay {
 
   /** Starts listening; resolves with the URL ffmpeg is to open (the camera's, with the relay's host and port, and the placeholder). */
   async listen(): Promise<string> {
+    if (this.tls && this.check.verify && this.check.ca) {
+      const path = this.check.ca;
+      this.ca = await readFile(path).catch((e: NodeJS.ErrnoException) => {
+        throw new ArgusError(ErrorCodes.SOURCE_OPEN, `inputArgs -ca_file ${path}: cannot be read (${e.code ?? e.message})`);
+      });
+    }
     // (Held at once: a close() while it starts to listen closes it.)
     this.server = createServer((down) => this.admit(down));
     this.relayPort = await listenLoopback(this.server);
@@ -136,7 +177,7 @@ export class HttpRelay {
     let up: Socket;
     try {
       up = this.tls
-        ? tlsConnect({ host: this.host, port: this.port, servername: isIP(this.host) ? undefined : this.host, rejectUnauthorized: false })
+        ? tlsConnect({ host: this.host, port: this.port, servername: isIP(this.host) ? undefined : this.host, rejectUnauthorized: this.check.verify, ...(this.ca ? { ca: this.ca } : {}) })
         : connect({ host: this.host, port: this.port });
     } catch (e) {
       // An address Node refuses outright (a port above 65535): this camera's failure alone.

@@ -1,5 +1,5 @@
 import { checksCertificate, relaysRtsp, rtspTransportOf, type CameraTls } from '../core/rtsp-relay.js';
-import { HttpRelay, httpSecrets, relayedOptions } from './http-relay.js';
+import { HttpRelay, httpSecrets, httpTlsOf, relayedOptions } from './http-relay.js';
 import { urlCredentials } from './rtsp-auth.js';
 import { RtspTap } from './rtsp-tap.js';
 
@@ -12,7 +12,7 @@ import { RtspTap } from './rtsp-tap.js';
  * `-headers` / `-cookies` input arguments, through an HttpRelay, which adds those. Undefined when there is nothing to keep.
  */
 export function secretsRelay(input: { kind: string; url: string; rtspTransport?: string; inputArgs?: readonly string[]; tls?: CameraTls }): (() => RtspTap | HttpRelay) | undefined {
-  if (input.kind === 'http' && httpSecrets(input.url, input.inputArgs)) return () => new HttpRelay(input.url, { headers: relayedOptions(input.inputArgs).headers });
+  if (input.kind === 'http' && httpSecrets(input.url, input.inputArgs)) return () => new HttpRelay(input.url, { headers: relayedOptions(input.inputArgs).headers, tls: httpTlsOf(input.inputArgs) });
   if (relaysRtsp(input) && (urlCredentials(input.url) || checksCertificate(input.url, input.tls))) {
     // Over UDP the media go beside the relay, and ffmpeg's own packets to the camera too.
     return () => new RtspTap(input.url, { endUnits: false, tls: input.tls, mediaBeside: rtspTransportOf(input) !== 'tcp' });

@@ -92,6 +92,28 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
     }, 30_000);
   }
 
+  it("an https:// camera with inputArgs -tls_verify 1 (ffmpeg's own check, which it made without the relay): an impostor's certificate is refused, and it gets no credentials", async () => {
+    const cam = camera('basic');
+    const [key, cert] = [join(dir, 'impostor.key'), join(dir, 'impostor.pem')];
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=impostor', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    const server = httpsServer({ key: readFileSync(key), cert: readFileSync(cert) }, cam.handler);
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    const source = (inputArgs: string[]) =>
+      firstValueFrom(
+        ffmpegSource({ id: 'cam', input: { url: `https://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/feed.ts`, kind: 'http', rate: 'native', loop: false, inputArgs }, output: { width: 96, height: 64, pixelFormat: 'bgr24', align: 'center', padValue: 114 }, ffmpegPath: defaultFfmpegPath() }).pipe(take(2), toArray()),
+      ).catch((e: Error) => e);
+    const err = await source(['-tls_verify', '1']);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toMatch(/self[- ]signed/);
+    expect((err as Error).message).not.toMatch(/S3cret|argus:relay/);
+    expect(cam.seen).toEqual([]);
+    // Its own authority given as -ca_file: taken.
+    expect(await source(['-tls_verify', '1', '-ca_file', cert])).toHaveLength(2);
+    expect(cam.seen.map((s) => s.auth)).toContain('ok');
+  }, 30_000);
+
   it("a camera whose password is in its query (cheap cameras' CGI: loginpas=): ffmpeg is given the placeholder, the camera gets the real value, frames come", async () => {
     const seen: string[] = [];
     const server = httpServer((req, res) => {
