@@ -14,10 +14,17 @@ export function relaysRtsp(input: { kind: string; url: string; rtspTransport?: s
   return input.kind === 'rtsp' && /^rtsps?:\/\//i.test(input.url) && PASSED_TRANSPORTS.has(rtspTransportOf(input) ?? '') && !args.includes('-rtsp_flags');
 }
 
-/** The RTSP transport ffmpeg is to use: its input arguments' `-rtsp_transport` (the last), else the source's `rtspTransport` (default tcp). */
-export function rtspTransportOf(input: { rtspTransport?: string; inputArgs?: readonly string[] }): string | undefined {
+/**
+ * The RTSP transport ffmpeg is to use: its input arguments' `-rtsp_transport` (the last), else
+ * the source's `rtspTransport` (default tcp). An `rtsps://` camera's is TCP, but for the HTTP
+ * tunnels: ffmpeg's own RTSPS takes no other, its media inside its TLS connection, and through
+ * the relay ffmpeg, given a plain rtsp:// URL, has to be told (over UDP the camera would send its
+ * RTP in clear).
+ */
+export function rtspTransportOf(input: { url?: string; rtspTransport?: string; inputArgs?: readonly string[] }): string | undefined {
   const args = input.inputArgs ?? [];
-  return args.includes('-rtsp_transport') ? args[args.lastIndexOf('-rtsp_transport') + 1] : (input.rtspTransport ?? 'tcp');
+  const transport = args.includes('-rtsp_transport') ? args[args.lastIndexOf('-rtsp_transport') + 1] : (input.rtspTransport ?? 'tcp');
+  return /^rtsps:/i.test(input.url ?? '') && transport !== 'http' && transport !== 'https' ? 'tcp' : transport;
 }
 
 /**

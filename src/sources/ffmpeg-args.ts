@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { LetterboxAlign, LetterboxRounding } from '../core/geometry.js';
-import type { CameraTls } from '../core/rtsp-relay.js';
+import { rtspTransportOf, type CameraTls } from '../core/rtsp-relay.js';
+
+const RTSP_TRANSPORT: ReadonlySet<string> = new Set(['-rtsp_transport']);
 
 /**
  * What a source is: a file, or a live source (an RTSP camera, an HTTP(S) stream, another network
@@ -322,6 +324,15 @@ export function sourceKind(url: string): SourceKind {
 }
 
 /**
+ * `args` (a source's inputArgs, option and value pairs) without the options `names` and their
+ * values: an rtsps:// camera's `-rtsp_transport` (rtspTransportOf decides it, given before
+ * them), or the TLS options of an HTTP camera behind argus's relay (which makes that check).
+ */
+function withoutOptions(args: readonly string[], names: ReadonlySet<string>): string[] {
+  return args.filter((a, i) => !names.has(a) && !(i > 0 && names.has(args[i - 1])));
+}
+
+/**
  * The ffmpeg command line for one source: decode, scale keeping aspect, pad to the model's
  * input, convert to packed 8-bit pixels, write raw frames to stdout. Scaling and the colour
  * conversion share one swscale pass; the scaled size is computed by the same formula as
@@ -349,7 +360,7 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
     case 'rtsp':
       // Probe briefly: a camera's stream is known to be video, and every second of probing is
       // a second of delay at start and after each reconnect.
-      args.push('-rtsp_transport', input.rtspTransport ?? 'tcp', '-probesize', '262144', '-analyzeduration', decode.lowLatency ? '200000' : '1000000');
+      args.push('-rtsp_transport', rtspTransportOf(input) ?? 'tcp', '-probesize', '262144', '-analyzeduration', decode.lowLatency ? '200000' : '1000000');
       // RTP packets carry no durations, so -analyzeduration never ends ffmpeg's probe of a camera:
       // it reads on until it has 20 frame intervals to guess the rate from (after the 7 frames an
       // H.264 stream needs decoded for its first timestamps): 2 s after the key frame at 10 fps,
@@ -373,8 +384,9 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
   }
   args.push(...decodeBoundArgs(input.url));
   // (Through argus's HTTP relay ffmpeg speaks plain HTTP: the options the relay takes over, its
-  // headers and TLS checks, are left out by ffmpegSource: HttpRelay.ffmpegInputArgs.)
-  if (input.inputArgs) args.push(...input.inputArgs);
+  // headers and TLS checks, are left out by ffmpegSource: HttpRelay.ffmpegInputArgs.) An rtsps://
+  // camera's transport is rtspTransportOf's, given before them.
+  if (input.inputArgs) args.push(...(input.kind === 'rtsp' && /^rtsps:/i.test(input.url) ? withoutOptions(input.inputArgs, RTSP_TRANSPORT) : input.inputArgs));
   const trim = seekTrim(input);
   if (input.kind === 'file' && input.seek !== undefined && input.seek > 0) args.push('-ss', (input.seek - trim).toFixed(6));
   // (A still image's format last: the user's input arguments name another picture's.)

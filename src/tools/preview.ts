@@ -156,7 +156,7 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
           ffmpegPath,
           url: ffmpegUrl,
           // (The source's transport: ffmpeg's own default tries UDP, then TCP.)
-          inputArgs: relay instanceof RtspTap ? ['-rtsp_transport', rtspTransportOf(src) ?? 'tcp'] : undefined,
+          inputArgs: relay instanceof RtspTap ? ['-rtsp_transport', rtspTransportOf({ url, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs }) ?? 'tcp'] : undefined,
           start: seekAt,
           // Up to and including the frame shown at `at` (live: the first 2 s).
           duration: file_ ? at - seekAt + 1e-3 : tracking ? HISTORY_S : 1e-3,

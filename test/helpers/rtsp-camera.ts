@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { createSocket } from 'node:dgram';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
+import { createServer as createTlsServer } from 'node:tls';
 import { join } from 'node:path';
 import { resolveFfmpeg } from '../../src/sources/ffmpeg-path.js';
 
@@ -23,6 +24,8 @@ export interface CameraOptions {
   auth?: { user: string; password: string };
   /** The address it listens on, and sends and receives RTP over UDP on (127.0.0.2: a camera at another address than the relay's). Default 127.0.0.1. */
   host?: string;
+  /** RTSPS: TLS with this key and certificate (PEM). */
+  tls?: { key: Buffer; cert: Buffer };
   /** RTP over UDP only: a SETUP for TCP is answered 461 Unsupported Transport. */
   udpOnly?: boolean;
 }
@@ -56,7 +59,7 @@ export class RtspCamera {
     const nals = units.flat();
     this.sps = nals.find((n) => (n[0] & 0x1f) === 7)!;
     this.pps = nals.find((n) => (n[0] & 0x1f) === 8)!;
-    this.server = createServer((s) => this.serve(s));
+    this.server = o.tls ? createTlsServer(o.tls, (s) => this.serve(s)) : createServer((s) => this.serve(s));
   }
 
   /** A camera sending `file` (any video ffmpeg reads: encoded here as the camera would, `size` WxH, no B-frames). */
@@ -70,7 +73,7 @@ export class RtspCamera {
       const host = o.host ?? '127.0.0.1';
       await new Promise<void>((r) => camera.server.listen(0, host, r));
       const port = (camera.server.address() as { port: number }).port;
-      return { camera, url: `rtsp://${host}:${port}/live` };
+      return { camera, url: `${o.tls ? 'rtsps' : 'rtsp'}://${host}:${port}/live` };
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,3 +1,7 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { firstValueFrom, lastValueFrom, take, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import type { FfmpegInputSpec } from '../../src/sources/ffmpeg-args.js';
@@ -107,6 +111,31 @@ describe("an RTSP camera over UDP keeps its credentials off ffmpeg's command lin
     expect(camera.transports).toContain('udp');
     // ffmpeg sends its punch packets before PLAY, when it has set up UDP.
     expect(camera.udpFromClient).toBeGreaterThan(0);
+  }, 60_000);
+});
+
+describe('an rtsps:// camera with rtspTransport udp: its media stay in its TLS connection, as ffmpeg keeps them', () => {
+  it('ffmpeg, given the relay\'s plain rtsp:// URL, is told TCP: the camera is set up interleaved, not with RTP in clear over UDP', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-rtsps-udp-'));
+    const [key, cert] = [join(dir, 'cam.key'), join(dir, 'cam.pem')];
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=cam', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    const { camera, url } = await RtspCamera.start(PERSON_VIDEO, '320x180', { auth: { user: 'admin', password: 'S3cretPw' }, tls: { key: readFileSync(key), cert: readFileSync(cert) } });
+    try {
+      const frames = await firstValueFrom(
+        ffmpegSource({
+          id: 'cam',
+          input: { url: url.replace('rtsps://', 'rtsps://admin:S3cretPw@'), kind: 'rtsp', rate: 'native', loop: false, rtspTransport: 'udp', tls: { verify: false } },
+          output: { width: 96, height: 64, pixelFormat: 'bgr24', align: 'center', padValue: 114 },
+          ffmpegPath: (await resolveFfmpeg()).path,
+        }).pipe(take(3), toArray()),
+      );
+      expect(frames).toHaveLength(3);
+    } finally {
+      await camera.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(camera.transports).toEqual(['tcp']);
+    expect(camera.udpFromClient).toBe(0);
   }, 60_000);
 });
 
