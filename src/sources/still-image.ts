@@ -51,6 +51,10 @@ export async function decodeStill(path: string): Promise<StillPicture> {
     if (info.channels !== 3) throw new Error(`decoded to ${info.channels} channels, expected 3`);
     return { data, width: info.width, height: info.height };
   } catch (e) {
-    throw new ArgusError(ErrorCodes.SOURCE_OPEN, `image ${path}: cannot be decoded: ${(e as Error).message}`, { cause: e });
+    // The file is there but is no picture sharp reads (or not yet a whole one: a snapshot being
+    // written in place): VAP_ERR_SOURCE_PROBE, as for a file ffmpeg cannot read. A source fails
+    // for good on it at its first start, and is tried again after it has had frames
+    // (supervised-source), as it was while ffmpeg decoded stills.
+    throw new ArgusError(ErrorCodes.SOURCE_PROBE, `image ${path}: cannot be decoded: ${(e as Error).message}`, { cause: e });
   }
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lastValueFrom, take, toArray } from 'rxjs';
@@ -6,6 +6,8 @@ import sharp from 'sharp';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { ffmpegSource, type FfmpegSourceOptions } from '../../src/sources/ffmpeg-source.js';
+import type { Transition } from '../../src/sources/health.js';
+import { supervisedSource } from '../../src/sources/supervised-source.js';
 import { readImage, videoFrames } from '../../src/tools/frames.js';
 import { MIRROR } from '../helpers/assets.js';
 
@@ -66,5 +68,54 @@ describe('a still image: the same pixels for detect, preview and a pipeline sour
     const ref = await readImage(files['turned.png']);
     expect(frames.map((f) => f.seq)).toEqual([0, 1, 2, 3, 4]);
     for (const f of frames) expect(f.data.equals(ref.data)).toBe(true);
+  }, 30_000);
+});
+
+describe('a looped still in a pipeline (supervisedSource: each loop is a run of one frame)', () => {
+  const sup = (url: string, onTransition?: (t: Transition) => void) =>
+    supervisedSource({
+      id: 'cam',
+      input: { url, kind: 'file', rate: 'fast', loop: true },
+      output: { ...output, frame: 'source' },
+      ffmpegPath: ffmpeg,
+      reconnect: { initialDelayMs: 1, maxDelayMs: 1, jitter: 0, maxAttempts: 0, healthyResetMs: 30_000 },
+      watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 },
+      onTransition,
+    });
+  const picture = (r: number, g: number, b: number) => sharp({ create: { width: 64, height: 48, channels: 3, background: { r, g, b } } }).png().toBuffer();
+
+  it('rewritten in place (empty, then half written) while it loops: the source is tried again and goes on with the new picture, as when ffmpeg decoded it (it failed for good, VAP_ERR_SOURCE_OPEN)', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'argus-still-')), 'snap.png');
+    const [red, blue] = [await picture(255, 0, 0), await picture(0, 0, 255)];
+    writeFileSync(file, red);
+    const states: string[] = [];
+    let frames = 0;
+    await new Promise<void>((done, fail) => {
+      const sub = sup(file, (t) => {
+        states.push(`${t.state}${t.code ? ` ${t.code}` : ''}`);
+        // The uploader goes on: half the file at the first retry, all of it at the second.
+        if (t.state === 'reconnecting' && t.attempt === 1) writeFileSync(file, blue.subarray(0, blue.length >> 1));
+        if (t.state === 'reconnecting' && t.attempt === 2) writeFileSync(file, blue);
+      }).subscribe({
+        next: (f) => {
+          if (++frames === 3) writeFileSync(file, Buffer.alloc(0)); // the uploader starts writing it anew
+          if (f.data[2] === 255) {
+            sub.unsubscribe(); // the new picture, blue
+            done();
+          }
+        },
+        error: fail,
+      });
+    });
+    expect(states).toEqual(['starting', 'streaming', 'reconnecting VAP_ERR_SOURCE_PROBE', 'reconnecting VAP_ERR_SOURCE_PROBE', 'streaming', 'stopped']);
+  }, 30_000);
+
+  it('undecodable at its first start: failed for good (VAP_ERR_SOURCE_PROBE), as a file ffmpeg cannot read', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'argus-still-')), 'not-a-picture.jpg');
+    writeFileSync(file, 'not a picture');
+    const states: string[] = [];
+    const err = await lastValueFrom(sup(file, (t) => states.push(t.state))).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'VAP_ERR_SOURCE_PROBE', message: expect.stringContaining(`image ${file}: cannot be decoded`) });
+    expect(states).toEqual(['starting', 'failed']);
   }, 30_000);
 });
