@@ -17,7 +17,7 @@ import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, type ClockReading
 import { HttpRelay } from './http-relay.js';
 import { secretsRelay } from './secrets-relay.js';
 import { colourOf, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
-import { decodeStill, stillImagePath, type StillPicture } from './still-image.js';
+import { decodeStill, stillImagePath, type KeptStill, type StillPicture } from './still-image.js';
 
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
 export type SpawnFn = (command: string, args: readonly string[], options: { stdio: ['ignore' | 'pipe', 'pipe' | Socket, 'pipe'] }) => ChildProcess;
@@ -113,7 +113,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     // (A local still image is given to ffmpeg as packed RGB: it is packed from the start.)
     const packed = memo.packed || (o.input.kind === 'file' && stillImagePath(o.input.url) !== undefined);
     if (packed && o.output.frame === 'source-yuv') o = { ...o, output: { ...o.output, frame: 'source' } };
-    return oneFfmpeg(o, tap, named).pipe(
+    return oneFfmpeg({ ...o, memo }, tap, named).pipe(
       catchError((e: unknown) => {
         // The relay failed the run (RelayUnusable), or did before another rerun's reason came.
         const relayFailure = e instanceof RelayUnusable ? e.message : tap?.clock.failure();
@@ -258,6 +258,8 @@ export interface SourceMemo {
   unrelayed?: { until: number };
   /** The camera redirected ffmpeg to another address: runs without the relay give ffmpeg its URL as it is (credentials included). */
   redirected?: boolean;
+  /** A local still image's picture, decoded at its first run and used again while its file is unchanged. */
+  still?: KeptStill;
   /** How many times the relay was given up: each wait is twice the last (relayRetryWait). */
   relayFailures?: number;
   /** Since when the relay has been run, across the source's restarts (its first start, or its retry after a give-up): one that ran RELAY_RETRY_MAX_MS before giving up counts as a first give-up. */
@@ -920,7 +922,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     };
     if (stillPath === undefined) launch();
     else {
-      decodeStill(stillPath).then(
+      decodeStill(stillPath, options.memo).then(
         (picture) => {
           if (closed) return;
           still = picture;

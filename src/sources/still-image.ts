@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { loadSharp } from '../core/sharp.js';
 import { boundedSize, hasScheme, isStillImage } from './ffmpeg-args.js';
@@ -8,6 +8,16 @@ export interface StillPicture {
   data: Buffer;
   width: number;
   height: number;
+}
+
+/**
+ * A still image decoded for a source, kept across its runs (ffmpeg-source's SourceMemo): a
+ * looped still is run again at each loop, one frame a run, and is decoded again only when its
+ * file has changed (`file`: the file's identity, size and times when it was decoded).
+ */
+export interface KeptStill {
+  file: string;
+  picture: StillPicture;
 }
 
 /**
@@ -34,13 +44,30 @@ export function stillImagePath(url: string): string | undefined {
  * 5.1, which decoded them for preview and run, left a PNG, WebP, TIFF or AVIF on its side where
  * its EXIF orientation says to turn it, decoded a JPEG-compressed TIFF (libvips' default) to a
  * flat green picture without a word, and converted CMYK JPEGs otherwise.
+ *
+ * `kept`: where a source keeps its still between runs (see KeptStill); the picture is then
+ * shared by its runs, never written to.
  */
-export async function decodeStill(path: string): Promise<StillPicture> {
-  if (!existsSync(path)) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `image: file not found: ${path}`);
-  // A FIFO (or a device) named like a picture: libvips waited on it until Ctrl-C.
-  if (!statSync(path).isFile()) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `image: ${path} is not a regular file (a named pipe or a device): give the picture as a file`);
-  const sharp = await loadSharp();
+export async function decodeStill(path: string, kept?: { still?: KeptStill }): Promise<StillPicture> {
+  let st;
   try {
+    st = await stat(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new ArgusError(ErrorCodes.SOURCE_OPEN, code === 'ENOENT' || code === 'ENOTDIR' ? `image: file not found: ${path}` : `image: ${path} cannot be read (${code ?? (e as Error).message})`, { cause: e });
+  }
+  // A FIFO (or a device) named like a picture: libvips waited on it until Ctrl-C.
+  if (!st.isFile()) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `image: ${path} is not a regular file (a named pipe or a device): give the picture as a file`);
+  // The same file as the source's last run decoded: its picture again. A looped still was
+  // decoded at every loop, that is at every frame (a 12 MP photo: half a core of argus's own
+  // process, 200 MB more memory, and half the frame rate of ffmpeg decoding it); a file written
+  // anew (a camera's uploaded snapshot) has another size or time, and is decoded. (One written
+  // twice within the file system's time step at the same size would be missed till its next write.)
+  const file = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+  if (kept?.still?.file === file) return kept.still.picture;
+  let picture: StillPicture;
+  try {
+    const sharp = await loadSharp();
     let img = sharp(path, { ignoreIcc: true }).rotate();
     // The pipeline's bound on source-size frames (sources/ffmpeg-args.ts), so pixels agree with a video's.
     const meta = await img.metadata();
@@ -49,7 +76,7 @@ export async function decodeStill(path: string): Promise<StillPicture> {
     if (bound.width !== upright.w) img = img.resize(bound.width, bound.height, { fit: 'fill' });
     const { data, info } = await img.removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
     if (info.channels !== 3) throw new Error(`decoded to ${info.channels} channels, expected 3`);
-    return { data, width: info.width, height: info.height };
+    picture = { data, width: info.width, height: info.height };
   } catch (e) {
     // The file is there but is no picture sharp reads (or not yet a whole one: a snapshot being
     // written in place): VAP_ERR_SOURCE_PROBE, as for a file ffmpeg cannot read. A source fails
@@ -57,4 +84,6 @@ export async function decodeStill(path: string): Promise<StillPicture> {
     // (supervised-source), as it was while ffmpeg decoded stills.
     throw new ArgusError(ErrorCodes.SOURCE_PROBE, `image ${path}: cannot be decoded: ${(e as Error).message}`, { cause: e });
   }
+  if (kept) kept.still = { file, picture };
+  return picture;
 }

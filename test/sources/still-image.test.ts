@@ -3,13 +3,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lastValueFrom, take, toArray } from 'rxjs';
 import sharp from 'sharp';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Frame } from '../../src/core/frame.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { ffmpegSource, type FfmpegSourceOptions } from '../../src/sources/ffmpeg-source.js';
 import type { Transition } from '../../src/sources/health.js';
 import { supervisedSource } from '../../src/sources/supervised-source.js';
 import { readImage, videoFrames } from '../../src/tools/frames.js';
 import { MIRROR } from '../helpers/assets.js';
+
+// Every picture argus's sharp is asked to open (the real sharp, counted).
+const opened = vi.hoisted(() => ({ paths: [] as string[] }));
+vi.mock('../../src/core/sharp.js', async () => {
+  const real = (await import('sharp')).default;
+  const counted = (input?: unknown, options?: object) => {
+    if (typeof input === 'string') opened.paths.push(input);
+    return real(input as string, options);
+  };
+  return { loadSharp: async () => Object.assign(counted, real) };
+});
 
 // Still images are read by one decoder wherever argus reads them: `argus detect` (readImage),
 // `argus preview` (videoFrames) and a pipeline's source (ffmpegSource) see the same pixels.
@@ -83,6 +95,34 @@ describe('a looped still in a pipeline (supervisedSource: each loop is a run of 
       onTransition,
     });
   const picture = (r: number, g: number, b: number) => sharp({ create: { width: 64, height: 48, channels: 3, background: { r, g, b } } }).png().toBuffer();
+
+  it('is decoded once, not at every loop, and again once its file is written anew (a snapshot replaced on disk)', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'argus-still-')), 'snap.png');
+    const [red, blue] = [await picture(255, 0, 0), await picture(0, 0, 255)];
+    writeFileSync(file, red);
+    const before = opened.paths.filter((p) => p === file).length;
+    let replaced = false;
+    const frames: Frame[] = [];
+    await new Promise<void>((done, fail) => {
+      const sub = sup(file).subscribe({
+        next: (f) => {
+          frames.push(f);
+          // Four frames (four runs) of the first picture, then the file is written anew.
+          if (frames.length === 4) {
+            writeFileSync(file, blue);
+            replaced = true;
+          } else if (replaced && f.data[2] === 255) {
+            sub.unsubscribe(); // blue (rgb24)
+            done();
+          }
+        },
+        error: fail,
+      });
+    });
+    expect(frames.slice(0, 4).every((f) => f.data[0] === 255 && f.data[2] === 0)).toBe(true); // red
+    // Each picture decoded once (the four runs of the red one were one decode; the blue one's runs another).
+    expect(opened.paths.filter((p) => p === file).length - before).toBe(2);
+  }, 30_000);
 
   it('rewritten in place (empty, then half written) while it loops: the source is tried again and goes on with the new picture, as when ffmpeg decoded it (it failed for good, VAP_ERR_SOURCE_OPEN)', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'argus-still-')), 'snap.png');
