@@ -31,7 +31,7 @@ function startLogger(): ReturnType<typeof createLogger> {
     return createLogger(level);
   } catch (e) {
     if (!isArgusError(e)) throw e;
-    writeStderr(`argus: ${e.code}: ${redact(e.message)}\n`);
+    writeStderr(`argus: ${e.code}: ${forTerminalLines(redact(e.message))}\n`);
     process.exit(EXIT_ERROR);
   }
 }
@@ -52,7 +52,9 @@ const program = new Command('argus')
   .configureOutput({
     outputError: (text, write) => {
       usageWritten = true;
-      write(`argus: ${ErrorCodes.USAGE}: ${redact(text.replace(/^error: /, ''))}`);
+      // Escaped: the words it names can be file names (argus detect * in a downloads folder, where a
+      // file named -<ESC>]0;TITLE<BEL>.jpg is an unknown option).
+      write(`argus: ${ErrorCodes.USAGE}: ${forTerminalLines(redact(text.replace(/^error: /, '')))}`);
     },
   });
 
@@ -361,7 +363,7 @@ try {
     // Help asked for (exit 0), or a usage error commander has written through outputError; or
     // a command given without its subcommand, for which commander wrote only the help.
     if (e.exitCode !== 0) {
-      if (!usageWritten) writeStderr(`argus: ${ErrorCodes.USAGE}: ${e.code === 'commander.help' ? 'a command is needed (listed above)' : redact(e.message.replace(/^error: /, ''))}\n`);
+      if (!usageWritten) writeStderr(`argus: ${ErrorCodes.USAGE}: ${e.code === 'commander.help' ? 'a command is needed (listed above)' : forTerminalLines(redact(e.message.replace(/^error: /, '')))}\n`);
       process.exitCode = EXIT_ERROR;
     }
   } else {

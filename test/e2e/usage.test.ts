@@ -34,6 +34,13 @@ describe('command-line usage errors are coded (VAP_ERR_USAGE) and exit with stat
     expect(r.stdout).toBe('');
   }, TIMEOUT);
 
+  it("a word it names is shown with its control characters escaped (argus detect * among downloads, one named -<ESC>]0;TITLE<BEL><ESC>[2J.jpg: an unknown option that retitled the window and cleared the screen)", async () => {
+    const r = await argus('detect', '-\x1b]0;TITLE\x07\x1b[2J.jpg');
+    expect(r.code).toBe(2);
+    expect(coded(r.stderr)).toBe("argus: VAP_ERR_USAGE: unknown option '-\\x1b]0;TITLE\\x07\\x1b[2J.jpg'");
+    expect(r.stderr).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f]/); // line breaks only
+  }, TIMEOUT);
+
   it('a usage error says where the options are listed, not the whole help', async () => {
     const r = await argus('bench', '--bogus');
     expect(r.stderr).toBe("argus: VAP_ERR_USAGE: unknown option '--bogus'\n(argus bench --help lists its arguments and options)\n");
