@@ -1,4 +1,6 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lastValueFrom, take, toArray } from 'rxjs';
@@ -92,5 +94,22 @@ describe('a video of non-square pixels (SAR 2:1, 384x432 stored, 768x432 shown)'
     const [g] = await lastValueFrom(ffmpegSource(opts(still, 'letterbox')).pipe(toArray()));
     expect(g.letterbox).toMatchObject({ srcWidth: 64, srcHeight: 48, scaledWidth: 416, scaledHeight: 312 });
     for await (const v of videoFrames({ ffmpegPath: ffmpeg, url: still })) expect([v.width, v.height]).toEqual([64, 48]);
+  }, 30_000);
+
+  it("the same JPEG named by URL (an HTTP camera's snapshot, which ffmpeg fetches and decodes, not sharp): 64x48 as stored, not 128x48", async () => {
+    const body = readFileSync(still);
+    const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length }).end(body));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/snapshot.jpg`;
+      const http = (frame: 'letterbox' | 'source'): FfmpegSourceOptions => ({ ...opts(url, frame), input: { url, kind: 'http', rate: 'native', loop: false } });
+      const [f] = await lastValueFrom(ffmpegSource(http('source')).pipe(take(1), toArray()));
+      expect([f.letterbox.srcWidth, f.letterbox.srcHeight]).toEqual([64, 48]);
+      const [g] = await lastValueFrom(ffmpegSource(http('letterbox')).pipe(take(1), toArray()));
+      expect(g.letterbox).toMatchObject({ srcWidth: 64, srcHeight: 48, scaledWidth: 416, scaledHeight: 312 });
+      for await (const v of videoFrames({ ffmpegPath: ffmpeg, url })) expect([v.width, v.height]).toEqual([64, 48]);
+    } finally {
+      server.close();
+    }
   }, 30_000);
 });
