@@ -9,7 +9,8 @@ describe('bench: the source it measures', () => {
     const other = withSource(config, 'rtsps://cam-b/y', 'native', false);
     expect(other.sources[0]).toMatchObject({ id: 'bench', uri: 'rtsps://cam-b/y', tls: { verify: true } });
     expect(other.sources[0].tls.fingerprint).toBeUndefined();
-    const unrelayed = PipelineSchema.parse({ sources: [{ id: 'a', uri: '/x.mp4', cameraClock: false }] });
+    // (RTSP tunnelled in HTTP is the one transport argus's relay cannot carry.)
+    const unrelayed = PipelineSchema.parse({ sources: [{ id: 'a', uri: '/x.mp4', rtspTransport: 'http' }] });
     expect(() => withSource(unrelayed, 'rtsps://u:s3cret@cam-b/y', 'native', false)).toThrow(/bench: rtsps:\/\/\*\*\*@cam-b\/y with the first source's settings: tls\.verify: without argus's relay/);
   });
 });

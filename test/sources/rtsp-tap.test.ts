@@ -753,6 +753,12 @@ describe('RtspTap: the relay', () => {
     const sent: Buffer[] = [];
     const received: Buffer[] = [];
     let report: Buffer = Buffer.alloc(0);
+    // The camera ends its stream only once the second connection was refused: a camera that ended
+    // at once (2 MB fit in the loopback's socket buffers) closed the first connection before the
+    // second's owner check answered on a loaded machine, and the relay then took the second, as it
+    // takes ffmpeg's reconnection (the test hung, waiting for that one to close).
+    let refused!: () => void;
+    const secondRefused = new Promise<void>((r) => (refused = r));
     const camera = createServer((s) => {
       s.on('data', (d: Buffer) => {
         received.push(d);
@@ -764,9 +770,11 @@ describe('RtspTap: the relay', () => {
           sent.push(p);
           s.write(p);
         }
-        // Its clock puts the last unit 2 s before now (it reaches argus after now).
-        report = sr(1, Date.now() - 9900 - 2000, 1000);
-        s.end(report);
+        void secondRefused.then(() => {
+          // Its clock puts the last unit 2 s before now (it reaches argus after now).
+          report = sr(1, Date.now() - 9900 - 2000, 1000);
+          s.end(report);
+        });
       });
     });
     await new Promise<void>((r) => camera.listen(0, '127.0.0.1', r));
@@ -788,6 +796,7 @@ describe('RtspTap: the relay', () => {
     const second = connect(relayPort, '127.0.0.1');
     second.on('error', () => {});
     await new Promise<void>((r) => second.on('close', () => r()));
+    refused();
     setTimeout(() => client.resume(), 200);
     await ended;
     expect(Buffer.concat(received).equals(request)).toBe(true);
