@@ -20,7 +20,7 @@ import { colourOf, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe
 import { decodeStill, stillImagePath, type KeptStill, type StillPicture } from './still-image.js';
 
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
-export type SpawnFn = (command: string, args: readonly string[], options: { stdio: ['ignore' | 'pipe', 'pipe' | Socket, 'pipe'] }) => ChildProcess;
+export type SpawnFn = (command: string, args: readonly string[], options: { stdio: ['ignore' | 'pipe', 'pipe' | Socket, 'pipe']; env?: NodeJS.ProcessEnv }) => ChildProcess;
 
 export interface FfmpegSourceOptions {
   /** Source id, copied into every frame. */
@@ -858,7 +858,9 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       try {
         // Out of file descriptors or processes, spawn can throw here, before any listener exists.
         const args = buildFfmpegArgs(still ? { ...input, still } : input, output, tag);
-        child = (options.spawn ?? (nodeSpawn as SpawnFn))(options.ffmpegPath, args, { stdio: [still ? 'pipe' : 'ignore', sock?.childEnd ?? 'pipe', 'pipe'] });
+        // ffmpeg reaches an HTTP camera's relay on 127.0.0.1 directly, never through a proxy of the environment's (http_proxy).
+        const env = input.kind === 'http' && input.credentialRelay ? loopbackUnproxied(process.env) : undefined;
+        child = (options.spawn ?? (nodeSpawn as SpawnFn))(options.ffmpegPath, args, { stdio: [still ? 'pipe' : 'ignore', sock?.childEnd ?? 'pipe', 'pipe'], ...(env ? { env } : {}) });
       } catch (e) {
         sock?.destroy();
         const err = e as NodeJS.ErrnoException;
@@ -982,4 +984,15 @@ const MAX_ARRIVAL_AGE_MS = 60_000;
 /** Whether ffmpeg's reported arrival time `t` (epoch ms) can be that of a frame delivered at `captured`. */
 export function plausibleArrival(t: number, captured: number): boolean {
   return t <= captured && t > captured - MAX_ARRIVAL_AGE_MS;
+}
+
+/**
+ * `env` with 127.0.0.1 in its `no_proxy`: ffmpeg's HTTP sends a request through `http_proxy`
+ * unless its host is in `no_proxy`, and a proxy cannot reach argus's relay on this machine's
+ * loopback (the relay itself connects to the camera directly).
+ */
+export function loopbackUnproxied(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const list = env.no_proxy ?? env.NO_PROXY ?? '';
+  if (list.split(',').some((h) => h.trim() === '127.0.0.1' || h.trim() === '*')) return env;
+  return { ...env, no_proxy: list ? `${list},127.0.0.1` : '127.0.0.1' };
 }

@@ -12,11 +12,11 @@ import { join } from 'node:path';
 import { firstValueFrom, take, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
-import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
+import { ffmpegSource, loopbackUnproxied } from '../../src/sources/ffmpeg-source.js';
 import { HttpRelay, httpRelayUrl, httpSecrets } from '../../src/sources/http-relay.js';
 import { AuthRewriter } from '../../src/sources/rtsp-auth.js';
 import { MIRROR } from '../helpers/assets.js';
-import { listening, recordingSpawn } from '../helpers/net.js';
+import { closedPort, listening, recordingSpawn } from '../helpers/net.js';
 
 const md5 = (s: string) => createHash('md5').update(s, 'latin1').digest('hex');
 const dir = mkdtempSync(join(tmpdir(), 'argus-http-relay-'));
@@ -162,6 +162,29 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
     expect(frames).toHaveLength(3);
     for (const c of commands) expect(c).not.toMatch(/T0kenXYZ|Sess10n|-headers|-cookies/);
     expect(seen[0]).toEqual({ auth: 'Bearer T0kenXYZ', cookie: 'session=Sess10n; lang=en', agents: ['cam-client'] });
+  }, 30_000);
+
+  it('with http_proxy in the environment (no_proxy without 127.0.0.1): ffmpeg still reaches the relay directly, and frames come', async () => {
+    const cam = camera('basic');
+    const server = httpServer(cam.handler);
+    servers.push(server);
+    const port = await listening(server);
+    const saved = { http_proxy: process.env.http_proxy, no_proxy: process.env.no_proxy };
+    // A proxy that is not there: ffmpeg sent its request for the relay's 127.0.0.1 to it, and failed.
+    process.env.http_proxy = `http://127.0.0.1:${await closedPort()}`;
+    process.env.no_proxy = 'example.com';
+    try {
+      const frames = await firstValueFrom(
+        ffmpegSource({ id: 'cam', input: { url: `http://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/feed.ts`, kind: 'http', rate: 'native', loop: false }, output, ffmpegPath: defaultFfmpegPath() }).pipe(take(2), toArray()),
+      );
+      expect(frames).toHaveLength(2);
+    } finally {
+      for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    expect(loopbackUnproxied({ no_proxy: 'a.b' }).no_proxy).toBe('a.b,127.0.0.1');
+    expect(loopbackUnproxied({ NO_PROXY: '*' }).no_proxy).toBeUndefined();
+    expect(loopbackUnproxied({}).no_proxy).toBe('127.0.0.1');
   }, 30_000);
 
   it("a camera that refuses the credentials: the error names the camera, not the relay, and holds neither password nor placeholder", async () => {
