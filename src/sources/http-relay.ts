@@ -128,6 +128,8 @@ export class HttpRelay {
 
   /** Header lines added to each request (relayedOptions), each in place of one of the same name. */
   private readonly headers: string[];
+  /** The camera's `host[:port]` as its `Host` header names it (ffmpeg's names the relay). */
+  private readonly hostHeader: string;
 
   constructor(
     readonly url: string,
@@ -142,6 +144,7 @@ export class HttpRelay {
     this.cred = urlCredentials(url);
     this.secrets = secretParams(url);
     this.port = m?.[3] && m[3].length > 1 ? Number(m[3].slice(1)) : this.tls ? 443 : 80;
+    this.hostHeader = `${m?.[2] ?? this.host}${m?.[3] && m[3].length > 1 ? m[3] : ''}`;
   }
 
   /** Starts listening; resolves with the URL ffmpeg is to open (the camera's, with the relay's host and port, and the placeholder). */
@@ -190,7 +193,13 @@ export class HttpRelay {
       down.destroy();
     });
     this.conns.add(down).add(up);
+    const timer = setTimeout(() => {
+      this.upstreamError = `${this.address()}: could not connect in ${CONNECT_TIMEOUT_MS / 1000} s`;
+      up.destroy();
+    }, CONNECT_TIMEOUT_MS);
+    // (Not left running after either side closes: it held the process up to 10 s, and would set a stale upstreamError.)
     const forget = () => {
+      clearTimeout(timer);
       this.conns.delete(down);
       this.conns.delete(up);
     };
@@ -202,10 +211,6 @@ export class HttpRelay {
       down.end();
       forget();
     });
-    const timer = setTimeout(() => {
-      this.upstreamError = `${this.address()}: could not connect in ${CONNECT_TIMEOUT_MS / 1000} s`;
-      up.destroy();
-    }, CONNECT_TIMEOUT_MS);
     // ffmpeg's first request waits in its socket until the camera is reached.
     up.once(this.tls ? 'secureConnect' : 'connect', () => {
       clearTimeout(timer);
@@ -223,8 +228,7 @@ export class HttpRelay {
    * that holds the placeholder given the real value.
    */
   private edit(head: string): string {
-    const m = AUTHORITY.exec(this.url);
-    const host = `${m?.[2] ?? this.host}${m?.[3] && m[3].length > 1 ? m[3] : ''}`;
+    const host = this.hostHeader;
     const line = head.search(/\r?\n/);
     let first = line < 0 ? head : head.slice(0, line);
     if (this.secrets.size > 0) {

@@ -24,6 +24,11 @@ async function run(url: string, input: Partial<FfmpegInputSpec>, memo: SourceMem
   );
 }
 
+/** The first 3 frames of an RTSP camera at `url`, read as `input` says. */
+async function threeFrames(url: string, input: Partial<FfmpegInputSpec>): Promise<unknown[]> {
+  return firstValueFrom(ffmpegSource({ id: 'cam', input: { url, kind: 'rtsp', rate: 'native', loop: false, ...input }, output, ffmpegPath: (await resolveFfmpeg()).path }).pipe(take(3), toArray()));
+}
+
 // A start while the relay waits to be tried again (it was given up a moment ago), and a camera with cameraClock: false.
 for (const [name, input, memo] of [
   ['a camera run without its clock (the relay given up), at a start while the relay waits to be tried again', {}, (): SourceMemo => ({ unrelayed: { until: Number.MAX_SAFE_INTEGER }, relayFailures: 1 })],
@@ -96,14 +101,7 @@ describe("an RTSP camera over UDP keeps its credentials off ffmpeg's command lin
     // it spoke RTSP to, unless the camera's Transport reply names its `source`.
     const { camera, url } = await RtspCamera.start(PERSON_VIDEO, '320x180', { auth: { user: 'admin', password: 'S3cretPw' }, host: '127.0.0.2' });
     try {
-      const frames = await firstValueFrom(
-        ffmpegSource({
-          id: 'cam',
-          input: { url: url.replace('rtsp://', 'rtsp://admin:S3cretPw@'), kind: 'rtsp', rate: 'native', loop: false, rtspTransport: 'udp' },
-          output: { width: 96, height: 64, pixelFormat: 'bgr24', align: 'center', padValue: 114 },
-          ffmpegPath: (await resolveFfmpeg()).path,
-        }).pipe(take(3), toArray()),
-      );
+      const frames = await threeFrames(url.replace('rtsp://', 'rtsp://admin:S3cretPw@'), { rtspTransport: 'udp' });
       expect(frames).toHaveLength(3);
     } finally {
       await camera.close();
@@ -121,14 +119,7 @@ describe('an rtsps:// camera with rtspTransport udp: its media stay in its TLS c
     execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=cam', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
     const { camera, url } = await RtspCamera.start(PERSON_VIDEO, '320x180', { auth: { user: 'admin', password: 'S3cretPw' }, tls: { key: readFileSync(key), cert: readFileSync(cert) } });
     try {
-      const frames = await firstValueFrom(
-        ffmpegSource({
-          id: 'cam',
-          input: { url: url.replace('rtsps://', 'rtsps://admin:S3cretPw@'), kind: 'rtsp', rate: 'native', loop: false, rtspTransport: 'udp', tls: { verify: false } },
-          output: { width: 96, height: 64, pixelFormat: 'bgr24', align: 'center', padValue: 114 },
-          ffmpegPath: (await resolveFfmpeg()).path,
-        }).pipe(take(3), toArray()),
-      );
+      const frames = await threeFrames(url.replace('rtsps://', 'rtsps://admin:S3cretPw@'), { rtspTransport: 'udp', tls: { verify: false } });
       expect(frames).toHaveLength(3);
     } finally {
       await camera.close();

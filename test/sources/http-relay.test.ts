@@ -10,7 +10,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { firstValueFrom, take, toArray } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { ffmpegSource, loopbackUnproxied } from '../../src/sources/ffmpeg-source.js';
 import { HttpRelay, httpRelayUrl, httpSecrets } from '../../src/sources/http-relay.js';
@@ -60,6 +60,29 @@ function camera(scheme: 'digest' | 'basic') {
 describe("an HTTP(S) camera's user and password stay off ffmpeg's command line", () => {
   const servers: { close(): void }[] = [];
   afterAll(() => servers.forEach((s) => s.close()));
+
+  /** A camera that sends the feed to a request `ok` takes, and answers others with `refusal`; its port. Each request is given to `seen` first. */
+  async function feedCamera(ok: (req: IncomingMessage) => boolean, refusal: number, seen: (req: IncomingMessage) => void): Promise<number> {
+    const server = httpServer((req, res) => {
+      seen(req);
+      if (!ok(req)) {
+        res.writeHead(refusal, { 'Content-Length': '0' });
+        res.end();
+        return;
+      }
+      res.writeHead(200, { 'Content-Type': 'video/mp2t' });
+      res.end(feed);
+    });
+    servers.push(server);
+    return listening(server);
+  }
+
+  /** The first 3 frames of `url` (with `inputArgs`), and every ffmpeg's command line. */
+  async function threeFrames(url: string, inputArgs?: string[]): Promise<{ frames: unknown[]; commands: string[] }> {
+    const { spawn, commands } = recordingSpawn();
+    const frames = await firstValueFrom(ffmpegSource({ id: 'cam', input: { url, kind: 'http', rate: 'native', loop: false, inputArgs }, output, ffmpegPath: defaultFfmpegPath(), spawn }).pipe(take(3), toArray()));
+    return { frames, commands };
+  }
 
   for (const [name, scheme, tls] of [
     ['http://, Digest', 'digest', false],
@@ -118,22 +141,9 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
 
   it("a camera whose password is in its query (cheap cameras' CGI: loginpas=): ffmpeg is given the placeholder, the camera gets the real value, frames come", async () => {
     const seen: string[] = [];
-    const server = httpServer((req, res) => {
-      seen.push(req.url ?? '');
-      if (req.url !== '/livestream.cgi?loginuse=admin&loginpas=S3cretPw&res=0') {
-        res.writeHead(401, { 'Content-Length': '0' });
-        res.end();
-        return;
-      }
-      res.writeHead(200, { 'Content-Type': 'video/mp2t' });
-      res.end(feed);
-    });
-    servers.push(server);
-    const port = await listening(server);
-    const { spawn, commands } = recordingSpawn();
-    const frames = await firstValueFrom(
-      ffmpegSource({ id: 'cam', input: { url: `http://127.0.0.1:${port}/livestream.cgi?loginuse=admin&loginpas=S3cretPw&res=0`, kind: 'http', rate: 'native', loop: false }, output, ffmpegPath: defaultFfmpegPath(), spawn }).pipe(take(3), toArray()),
-    );
+    const query = '/livestream.cgi?loginuse=admin&loginpas=S3cretPw&res=0';
+    const port = await feedCamera((req) => req.url === query, 401, (req) => seen.push(req.url ?? ''));
+    const { frames, commands } = await threeFrames(`http://127.0.0.1:${port}${query}`);
     expect(frames).toHaveLength(3);
     for (const c of commands) expect(c).not.toContain('S3cretPw');
     expect(commands[0]).toContain('/livestream.cgi?loginuse=admin&loginpas=argus-relay&res=0');
@@ -142,23 +152,13 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
 
   it('a camera reached with -headers and -cookies input arguments (a bearer token, a session): the relay sends them, ffmpeg is not given them, and the headers replace ffmpeg\'s own of the same name', async () => {
     const seen: { auth?: string; cookie?: string; agents: string[] }[] = [];
-    const server = httpServer((req, res) => {
-      seen.push({ auth: req.headers.authorization, cookie: req.headers.cookie, agents: req.rawHeaders.flatMap((h, i) => (i % 2 === 0 && h.toLowerCase() === 'user-agent' ? [req.rawHeaders[i + 1]] : [])) });
-      if (req.headers.authorization !== 'Bearer T0kenXYZ' || req.headers.cookie !== 'session=Sess10n; lang=en') {
-        res.writeHead(403, { 'Content-Length': '0' });
-        res.end();
-        return;
-      }
-      res.writeHead(200, { 'Content-Type': 'video/mp2t' });
-      res.end(feed);
-    });
-    servers.push(server);
-    const port = await listening(server);
-    const { spawn, commands } = recordingSpawn();
-    const inputArgs = ['-headers', 'Authorization: Bearer T0kenXYZ\r\nUser-Agent: cam-client\r\n', '-cookies', 'session=Sess10n; path=/; domain=127.0.0.1\nlang=en; path=/'];
-    const frames = await firstValueFrom(
-      ffmpegSource({ id: 'cam', input: { url: `http://127.0.0.1:${port}/feed.ts`, kind: 'http', rate: 'native', loop: false, inputArgs }, output, ffmpegPath: defaultFfmpegPath(), spawn }).pipe(take(3), toArray()),
+    const port = await feedCamera(
+      (req) => req.headers.authorization === 'Bearer T0kenXYZ' && req.headers.cookie === 'session=Sess10n; lang=en',
+      403,
+      (req) => seen.push({ auth: req.headers.authorization, cookie: req.headers.cookie, agents: req.rawHeaders.flatMap((h, i) => (i % 2 === 0 && h.toLowerCase() === 'user-agent' ? [req.rawHeaders[i + 1]] : [])) }),
     );
+    const inputArgs = ['-headers', 'Authorization: Bearer T0kenXYZ\r\nUser-Agent: cam-client\r\n', '-cookies', 'session=Sess10n; path=/; domain=127.0.0.1\nlang=en; path=/'];
+    const { frames, commands } = await threeFrames(`http://127.0.0.1:${port}/feed.ts`, inputArgs);
     expect(frames).toHaveLength(3);
     for (const c of commands) expect(c).not.toMatch(/T0kenXYZ|Sess10n|-headers|-cookies/);
     expect(seen[0]).toEqual({ auth: 'Bearer T0kenXYZ', cookie: 'session=Sess10n; lang=en', agents: ['cam-client'] });
@@ -223,6 +223,27 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
     relay.close();
     expect(closed).toBe(true);
     expect(reached).toEqual([]);
+  });
+});
+
+describe("the relay's connect timer", () => {
+  it('is cleared when the connection closes: a refused camera keeps its own reason, not "could not connect in 10 s" 10 s later', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const relay = new HttpRelay(`http://${user}:pw@127.0.0.1:${await closedPort()}/x`, { peerCheck: async () => true });
+      const at = new URL(await relay.listen());
+      await new Promise<void>((resolve) => {
+        const s = connect(Number(at.port), '127.0.0.1', () => s.write('GET /x HTTP/1.1\r\nHost: h\r\n\r\n'));
+        s.on('close', () => resolve());
+        s.on('error', () => {});
+      });
+      expect(relay.upstreamError).toMatch(/ECONNREFUSED/);
+      vi.advanceTimersByTime(11_000);
+      expect(relay.upstreamError).toMatch(/ECONNREFUSED/);
+      relay.close();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 
