@@ -2,36 +2,13 @@ import { readFile } from 'node:fs/promises';
 import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { isSecretParam } from '../core/redact.js';
-import { AuthRewriter, listenLoopback, PLACEHOLDER_USERINFO, sameUserPeer, urlCredentials, type Credentials } from './rtsp-auth.js';
+import { AuthRewriter, listenLoopback, placeholderQuery, PLACEHOLDER_USERINFO, sameUserPeer, secretParams, urlCredentials, type Credentials } from './rtsp-auth.js';
 
 /** How long the relay waits for the camera to accept a connection (ffmpeg's own default waits as long as the OS does). */
 const CONNECT_TIMEOUT_MS = 10_000;
 
 /** An http(s):// URL's user part (to its last `@` before the path, as ffmpeg's av_url_split reads it), host and `:port`. */
 const AUTHORITY = /^(https?:\/\/(?:[^/?#]*@)?)(\[[^\]]*\]|[^:/?#@]*)(:\d*)?/i;
-
-/** What ffmpeg is given for the value of a secret query parameter (`pwd=`, `token=`, … : redact's list); the relay puts the real one back. */
-export const PLACEHOLDER_SECRET = 'argus-relay';
-
-/** A query parameter: its separator, name and value as written. */
-const QUERY_PARAM = /([?&;])([^=&;#]*)=([^&;#]*)/g;
-
-/** The query of `url` (from its `?` to any `#`). */
-function queryOf(url: string): { at: number; query: string } | undefined {
-  const at = url.indexOf('?');
-  if (at < 0) return undefined;
-  const hash = url.indexOf('#', at);
-  return { at, query: url.slice(at, hash < 0 ? undefined : hash) };
-}
-
-/** The secret query parameters of `url` (redact's list), name as written → value. */
-function secretParams(url: string): Map<string, string> {
-  const out = new Map<string, string>();
-  const q = queryOf(url);
-  if (q) for (const m of q.query.matchAll(QUERY_PARAM)) if (isSecretParam(m[2]) && m[3] !== '') out.set(m[2], m[3]);
-  return out;
-}
 
 /**
  * ffmpeg's TLS options a source's `inputArgs` may give (schema/input-args): through the relay,
@@ -215,7 +192,7 @@ export class HttpRelay {
     up.once(this.tls ? 'secureConnect' : 'connect', () => {
       clearTimeout(timer);
       this.upstreamError = undefined;
-      const rewriter = new AuthRewriter(this.cred, (head) => this.edit(head));
+      const rewriter = new AuthRewriter(this.cred, (head) => this.edit(head), { secrets: this.secrets });
       pipe(down, up, (chunk) => rewriter.push(chunk));
       pipe(up, down, (chunk) => [chunk]);
       down.resume();
@@ -223,25 +200,14 @@ export class HttpRelay {
   }
 
   /**
-   * A request head from ffmpeg as the camera is to see it: its `Host` the camera's
-   * `host[:port]` (ffmpeg names the relay), and each secret query parameter of its target
-   * that holds the placeholder given the real value.
+   * A request head from ffmpeg as the camera is to see it (after AuthRewriter put the secret
+   * query values back in its line and Digest `uri`): its `Host` the camera's `host[:port]`
+   * (ffmpeg names the relay), and the source's own headers.
    */
   private edit(head: string): string {
     const host = this.hostHeader;
     const line = head.search(/\r?\n/);
-    let first = line < 0 ? head : head.slice(0, line);
-    if (this.secrets.size > 0) {
-      first = first.replace(/^(\S+\s+)(\S+)/, (_m, method: string, target: string) => {
-        const q = queryOf(target);
-        if (!q) return `${method}${target}`;
-        const query = q.query.replace(QUERY_PARAM, (p, sep: string, name: string, value: string) => {
-          const real = this.secrets.get(name);
-          return real !== undefined && value === PLACEHOLDER_SECRET ? `${sep}${name}=${real}` : p;
-        });
-        return `${method}${target.slice(0, q.at)}${query}${target.slice(q.at + q.query.length)}`;
-      });
-    }
+    const first = line < 0 ? head : head.slice(0, line);
     let rest = line < 0 ? '' : head.slice(line);
     rest = rest.replace(/(\r?\n)(host)([ \t]*:[ \t]*)([^\r\n]*)/i, (_m, nl: string, name: string, sep: string) => `${nl}${name}${sep}${host}`);
     if (this.headers.length) {
@@ -319,8 +285,5 @@ export function httpRelayUrl(url: string, port: number): string {
     const kept = !user.endsWith('@') ? '' : urlCredentials(url) ? `${PLACEHOLDER_USERINFO}@` : `${info}@`;
     return `http://${kept}127.0.0.1:${port}`;
   });
-  const q = queryOf(relayed);
-  if (!q) return relayed;
-  const query = q.query.replace(QUERY_PARAM, (p, sep: string, name: string, value: string) => (isSecretParam(name) && value !== '' ? `${sep}${name}=${PLACEHOLDER_SECRET}` : p));
-  return `${relayed.slice(0, q.at)}${query}${relayed.slice(q.at + q.query.length)}`;
+  return placeholderQuery(relayed);
 }

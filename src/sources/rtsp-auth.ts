@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Server } from 'node:net';
+import { isSecretParam } from '../core/redact.js';
 
 /**
  * The camera's credentials stay in argus: ffmpeg is given the relay's URL with a placeholder
@@ -13,6 +14,57 @@ import type { Server } from 'node:net';
 export const PLACEHOLDER_USER = 'argus';
 export const PLACEHOLDER_PASSWORD = 'relay';
 export const PLACEHOLDER_USERINFO = `${PLACEHOLDER_USER}:${PLACEHOLDER_PASSWORD}`;
+
+/** What ffmpeg is given for the value of a secret query parameter (`pwd=`, `token=`, … : redact's list); the relay puts the real one back. */
+export const PLACEHOLDER_SECRET = 'argus-relay';
+
+/** A query parameter: its separator, name and value as written. */
+const QUERY_PARAM = /([?&;])([^=&;#]*)=([^&;#]*)/g;
+
+/** The query of `url` (from its `?` to any `#`). */
+function queryOf(url: string): { at: number; query: string } | undefined {
+  const at = url.indexOf('?');
+  if (at < 0) return undefined;
+  const hash = url.indexOf('#', at);
+  return { at, query: url.slice(at, hash < 0 ? undefined : hash) };
+}
+
+/** The secret query parameters of a camera's URL (redact's list, with a value), name as written → value. */
+export function secretParams(url: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const q = queryOf(url);
+  if (q) for (const m of q.query.matchAll(QUERY_PARAM)) if (isSecretParam(m[2]) && m[3] !== '') out.set(m[2], m[3]);
+  return out;
+}
+
+/** `url` with the value of each secret query parameter (secretParams) replaced by PLACEHOLDER_SECRET: what ffmpeg is given. */
+export function placeholderQuery(url: string): string {
+  const q = queryOf(url);
+  if (!q) return url;
+  const query = q.query.replace(QUERY_PARAM, (p, sep: string, name: string, value: string) => (isSecretParam(name) && value !== '' ? `${sep}${name}=${PLACEHOLDER_SECRET}` : p));
+  return `${url.slice(0, q.at)}${query}${url.slice(q.at + q.query.length)}`;
+}
+
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * `text` (a request line, a URI, a reply's header or SDP) with each secret query parameter of
+ * `secrets` (secretParams) given its real value where it holds the placeholder (`toReal`: on the
+ * way to the camera), or the placeholder where it holds the real value (on the way to ffmpeg).
+ * A value is matched whole, after `?`, `&` or `;`, and ended by what ends a value in a URI as
+ * cameras echo it: `&`, `;`, `#`, `/` (`?token=abc/trackID=1`, a control URL under a Content-Base
+ * that ends in the query), `,`, `"`, white space or the end.
+ */
+export function swapSecrets(text: string, secrets: ReadonlyMap<string, string>, toReal: boolean): string {
+  let out = text;
+  for (const [name, real] of secrets) {
+    const from = toReal ? PLACEHOLDER_SECRET : real;
+    const to = toReal ? real : PLACEHOLDER_SECRET;
+    if (!out.includes(from)) continue;
+    out = out.replace(new RegExp(`([?&;]${escapeRegExp(name)}=)${escapeRegExp(from)}(?=[&;#/,"\\s]|$)`, 'g'), (_m, lead: string) => `${lead}${to}`);
+  }
+  return out;
+}
 
 /** A request head longer than this is not rewritten (and nothing after it is: the rewriter passes bytes on as they are). */
 const MAX_HEAD = 64 * 1024;
@@ -87,8 +139,11 @@ const quote = (s: string) => `"${s.replace(/"/g, '\\"')}"`;
  * `user:password`, or Digest's `username` and `response` (RFC 2617, MD5 and MD5-sess, with or
  * without `qop=auth`, as ffmpeg's httpauth.c computes them, from the realm, nonce, uri, nc and
  * cnonce ffmpeg sent). A head without one, or with one of another scheme, is returned as it is.
+ * `mapUri`: the request's URI as the camera gets it (its secret query values put back: swapSecrets),
+ * given to the Digest `uri` too and hashed so, as ffmpeg given the real URL would have: a camera
+ * checks that the answer's `uri` is its request's (RFC 2617, 3.2.2.5).
  */
-export function rewriteAuthorization(head: string, cred: Credentials): string {
+export function rewriteAuthorization(head: string, cred: Credentials, mapUri: (u: string) => string = (u) => u): string {
   const method = /^([A-Z_]+)\s/.exec(head)?.[1];
   return head.replace(/(\r?\n)(authorization)([ \t]*:[ \t]*)([^\r\n]*)/gi, (m, nl: string, name: string, sep: string, value: string) => {
     const scheme = /^(\S+)\s*(.*)$/.exec(value.trim());
@@ -98,7 +153,7 @@ export function rewriteAuthorization(head: string, cred: Credentials): string {
     const p = digestParams(scheme[2]);
     const realm = p.get('realm') ?? '';
     const nonce = p.get('nonce') ?? '';
-    const uri = p.get('uri') ?? '';
+    const uri = mapUri(p.get('uri') ?? '');
     const qop = p.get('qop');
     const nc = p.get('nc') ?? '';
     const cnonce = p.get('cnonce') ?? '';
@@ -108,7 +163,8 @@ export function rewriteAuthorization(head: string, cred: Credentials): string {
     const response = qop ? md5(`${ha1}:${nonce}:${nc}:${cnonce}:${qop}:${ha2}`) : md5(`${ha1}:${nonce}:${ha2}`);
     const rewritten = scheme[2]
       .replace(/(^|,)(\s*username\s*=\s*)(?:"[^"]*"|[^,\s]*)/i, (_x, a: string, b: string) => `${a}${b}${quote(cred.user)}`)
-      .replace(/(^|,)(\s*response\s*=\s*)(?:"[^"]*"|[^,\s]*)/i, (_x, a: string, b: string) => `${a}${b}"${response}"`);
+      .replace(/(^|,)(\s*response\s*=\s*)(?:"[^"]*"|[^,\s]*)/i, (_x, a: string, b: string) => `${a}${b}"${response}"`)
+      .replace(/(^|,)(\s*uri\s*=\s*)("[^"]*"|[^,\s]*)/i, (x, a: string, b: string, v: string) => (uri === (p.get('uri') ?? '') ? x : `${a}${b}${v.startsWith('"') ? `"${uri}"` : uri}`));
     return `${nl}${name}${sep}${scheme[1]} ${rewritten}`;
   });
 }
@@ -121,17 +177,41 @@ export function rewriteAuthorization(head: string, cred: Credentials): string {
  * RTSP (a head over MAX_HEAD) make it pass everything on unchanged from there.
  */
 export class AuthRewriter {
-  private mode: 'start' | 'head' | 'body' | 'frame' | 'payload' | 'raw' = 'start';
+  private mode: 'start' | 'head' | 'body' | 'held' | 'frame' | 'payload' | 'raw' = 'start';
   private head: Buffer[] = [];
   private headLength = 0;
   private left = 0;
   private frameHeader = 0;
+  /** A head whose body is held for `options.body` (mode 'held'), and the body's bytes so far. */
+  private heldHead = '';
+  private heldBody: Buffer[] = [];
 
-  /** `edit`: each request head's further change, after its `Authorization` (an HTTP camera's `Host`, and secrets in its query: http-relay). */
+  /**
+   * `edit`: each head's further change, after its `Authorization` (an HTTP camera's `Host`:
+   * http-relay; a reply's, on its way to ffmpeg: rtsp-tap). `options.secrets`: the camera's
+   * secret query values (secretParams), put back where a request's line and Digest `uri` hold
+   * the placeholder (swapSecrets). `options.body`: a body's change (a reply's SDP, on its way to
+   * ffmpeg), given the head; such a body (up to MAX_HEAD) is held until complete, and its
+   * `Content-Length` made the new body's.
+   */
   constructor(
     private readonly cred: Credentials | undefined,
     private readonly edit?: (head: string) => string,
+    private readonly options: { secrets?: ReadonlyMap<string, string>; body?: (head: string, body: string) => string } = {},
   ) {}
+
+  /** A request head as the camera is to get it: its secrets put back in its line (and Digest `uri`), its Authorization rewritten, then `edit`. */
+  private rewrite(head: string): string {
+    const secrets = this.options.secrets;
+    const real = secrets?.size ? (u: string) => swapSecrets(u, secrets, true) : undefined;
+    let out = head;
+    if (real) {
+      const nl = out.search(/\r?\n/);
+      out = nl < 0 ? real(out) : real(out.slice(0, nl)) + out.slice(nl);
+    }
+    if (this.cred) out = rewriteAuthorization(out, this.cred, real);
+    return this.edit ? this.edit(out) : out;
+  }
 
   /** Reads a chunk from ffmpeg; returns the bytes to send the camera now (a head not yet complete is held). */
   push(chunk: Buffer): Buffer[] {
@@ -175,6 +255,22 @@ export class AuthRewriter {
           if (this.left === 0) this.mode = 'start';
           break;
         }
+        case 'held': {
+          const n = Math.min(this.left, chunk.length - i);
+          this.heldBody.push(chunk.subarray(i, i + n));
+          i += n;
+          passFrom = i;
+          this.left -= n;
+          if (this.left === 0) {
+            const body = this.options.body!(this.heldHead, Buffer.concat(this.heldBody).toString('latin1'));
+            const head = this.heldHead.replace(/(\r?\ncontent-length[ \t]*:[ \t]*)\d+/i, (_m, name: string) => `${name}${Buffer.byteLength(body, 'latin1')}`);
+            out.push(Buffer.from(head + body, 'latin1'));
+            this.heldHead = '';
+            this.heldBody = [];
+            this.mode = 'start';
+          }
+          break;
+        }
         case 'head': {
           // Look for the blank line in what is held and this chunk (CRLF or LF alone, as ffmpeg writes either).
           const held = Buffer.concat([...this.head, chunk.subarray(i)]);
@@ -198,8 +294,7 @@ export class AuthRewriter {
           }
           const end = from + blank.index + blank[0].length;
           const headText = text.slice(0, end);
-          const rewritten = this.cred ? rewriteAuthorization(headText, this.cred) : headText;
-          out.push(Buffer.from(this.edit ? this.edit(rewritten) : rewritten, 'latin1'));
+          const rewritten = this.rewrite(headText);
           const consumed = end - this.headLength; // bytes of this chunk in the head
           i += consumed;
           passFrom = i;
@@ -207,6 +302,13 @@ export class AuthRewriter {
           this.headLength = 0;
           const length = Number(/\r?\ncontent-length[ \t]*:[ \t]*(\d+)/i.exec(headText)?.[1] ?? 0);
           this.left = length;
+          if (this.options.body && length > 0 && length <= MAX_HEAD) {
+            this.heldHead = rewritten;
+            this.heldBody = [];
+            this.mode = 'held';
+            break;
+          }
+          out.push(Buffer.from(rewritten, 'latin1'));
           this.mode = length > 0 ? 'body' : 'start';
           break;
         }

@@ -5,7 +5,7 @@ import { checkServerIdentity, connect as tlsConnect, type TLSSocket } from 'node
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { CameraTls } from '../core/rtsp-relay.js';
 import { fromWallClock, now } from '../core/clock.js';
-import { AuthRewriter, listenLoopback, PLACEHOLDER_USERINFO, sameUserPeer, urlCredentials, type Credentials } from './rtsp-auth.js';
+import { AuthRewriter, listenLoopback, placeholderQuery, PLACEHOLDER_USERINFO, sameUserPeer, secretParams, swapSecrets, urlCredentials, type Credentials } from './rtsp-auth.js';
 
 /**
  * The camera's own clock for RTSP sources over TCP (`producedBy: camera`).
@@ -770,6 +770,14 @@ export class RtspTap {
   private relayPort = 0;
   /** The camera's user and password (from its URL): added by the relay, never given to ffmpeg (rtsp-auth). */
   private readonly cred: Credentials | undefined;
+  /**
+   * The secret query parameters of its URL (`?token=`, `pwd=`: secretParams): ffmpeg is given
+   * the placeholder, which the relay makes the real value in each request's URI (and Digest
+   * `uri`), and the real value the camera echoes back (Content-Base, the SDP's controls,
+   * RTP-Info, Location) the placeholder again: ffmpeg never holds it, and the URLs it compares
+   * (RTP-Info's with its SETUP's) are in one form.
+   */
+  private readonly secrets: ReadonlyMap<string, string>;
 
   /** `endUnits`: send ffmpeg a delimiter after each access unit of H.264 and H.265 cameras (UnitEnds; the source's `decode.lowLatency`). Default true. */
   readonly endUnits: boolean;
@@ -796,6 +804,7 @@ export class RtspTap {
     this.host = (m?.[2] ?? '').replace(/^\[|\]$/g, '');
     this.tls = /^rtsps:/i.test(url);
     this.cred = urlCredentials(url);
+    this.secrets = secretParams(url);
     // ffmpeg's defaults: 554, and RTSPS's 322.
     this.port = m?.[3] && m[3].length > 1 ? Number(m[3].slice(1)) : this.tls ? 322 : 554;
   }
@@ -883,8 +892,9 @@ export class RtspTap {
         return;
       }
       this.upstreamError = undefined;
-      const auth = this.cred && new AuthRewriter(this.cred);
-      relay(down, up, requests, undefined, auth && ((chunk) => auth.push(chunk)));
+      const auth = this.cred || this.secrets.size ? new AuthRewriter(this.cred, undefined, { secrets: this.secrets }) : undefined;
+      // (The clock reads ffmpeg's requests as ffmpeg sent them, and the replies as ffmpeg gets them.)
+      relay(down, up, requests, { rewrite: auth && ((chunk) => auth.push(chunk)), reads: 'sent' });
       // A camera whose certificate is checked: what ffmpeg would do unchecked is not passed on.
       // A redirect (ffmpeg would open the new address itself, with the credentials, taking any
       // certificate), or replies the relay cannot read (it could not see a redirect in them).
@@ -898,9 +908,22 @@ export class RtspTap {
         if (why) this.upstreamError = `${camera}: ${why}`;
         return why !== undefined;
       };
-      // (No access-unit ends go in with UDP media: nothing else is inserted in the replies.)
-      const sourced = this.mediaBeside && !this.endUnits ? new AuthRewriter(undefined, (head) => withCameraSource(head, up.remoteAddress)) : undefined;
-      relay(up, down, replies, this.tls ? unchecked : undefined, sourced && ((chunk) => sourced.push(chunk)));
+      // The camera's replies, edited for ffmpeg where there is what to: its address as a UDP
+      // transport's source (media beside the relay), the placeholder for its secrets.
+      const secrets = this.secrets;
+      const sourced = this.mediaBeside && !this.endUnits;
+      const edited =
+        sourced || secrets.size
+          ? new AuthRewriter(
+              undefined,
+              (head) => {
+                const named = sourced ? withCameraSource(head, up.remoteAddress) : head;
+                return secrets.size ? swapSecrets(named, secrets, false) : named;
+              },
+              secrets.size ? { body: (_head, body) => swapSecrets(body, secrets, false) } : {},
+            )
+          : undefined;
+      relay(up, down, replies, { stop: this.tls ? unchecked : undefined, rewrite: edited && ((chunk) => edited.push(chunk)), reads: 'received' });
     });
     const requests = new InterleavedReader(
       (head) => clock.request(head),
@@ -979,31 +1002,37 @@ export class RtspTap {
 
 /**
  * Bytes from `from` to `to`, read by `reader` on the way, pausing `from` while `to` is full:
- * unchanged, but for what the reader's packet callback adds after a packet (UnitEnds).
+ * unchanged, but for what `rewrite` makes of them (the camera's credentials and secrets in
+ * ffmpeg's requests; the camera's address and the secrets' placeholder in its replies), and what
+ * the reader's packet callback adds after a packet (UnitEnds). `reads`: whether the reader reads
+ * the bytes as `from` sent them, or as `to` gets them (its inserts are placed in those).
  */
-function relay(from: Socket, to: Socket, reader: InterleavedReader, stop?: () => boolean, rewrite?: (chunk: Buffer) => Buffer[]): void {
+function relay(from: Socket, to: Socket, reader: InterleavedReader, o: { stop?: () => boolean; rewrite?: (chunk: Buffer) => Buffer[]; reads: 'sent' | 'received' }): void {
   from.on('data', (chunk: Buffer) => {
-    const inserts = reader.broken ? undefined : reader.push(chunk);
-    // (A chunk is read before it is sent: what `stop` refuses never leaves.)
-    if (stop?.()) {
-      from.destroy();
-      to.destroy();
-      return;
-    }
+    if (o.reads === 'sent' && !reader.broken) reader.push(chunk);
+    const pieces = o.rewrite ? o.rewrite(chunk) : [chunk];
     let room = true;
-    // ffmpeg's requests, their Authorization rewritten with the camera's credentials (the reader's inserts are the camera's side's alone).
-    if (rewrite) for (const piece of rewrite(chunk)) room = to.write(piece) && room;
-    else if (!inserts) room = to.write(chunk);
-    else {
+    for (const piece of pieces) {
+      const inserts = o.reads === 'received' && !reader.broken ? reader.push(piece) : undefined;
+      // (A piece is read before it is sent: what `stop` refuses never leaves.)
+      if (o.stop?.()) {
+        from.destroy();
+        to.destroy();
+        return;
+      }
+      if (!inserts) {
+        room = to.write(piece) && room;
+        continue;
+      }
       // The pieces leave in one write to the socket (uncork sends them together).
       to.cork();
       let done = 0;
       for (const { at, bytes } of inserts) {
-        if (at > done) room = to.write(chunk.subarray(done, at)) && room;
+        if (at > done) room = to.write(piece.subarray(done, at)) && room;
         room = to.write(bytes) && room;
         done = at;
       }
-      if (done < chunk.length) room = to.write(chunk.subarray(done)) && room;
+      if (done < piece.length) room = to.write(piece.subarray(done)) && room;
       to.uncork();
     }
     if (!room) {
@@ -1019,14 +1048,16 @@ function relay(from: Socket, to: Socket, reader: InterleavedReader, stop?: () =>
  * (the relay ends an RTSPS camera's TLS). A user and password become PLACEHOLDER_USERINFO: the
  * relay puts the real ones in ffmpeg's answers to the camera's challenge (rtsp-auth), so that
  * ffmpeg's command line, which every local user can read, holds none. A user alone is kept.
+ * The value of each secret query parameter (`token=`, `pwd=`, …) becomes PLACEHOLDER_SECRET.
  */
 export function relayUrl(url: string, port: number): string {
-  return url.replace(AUTHORITY, (_m, user: string) => {
+  const relayed = url.replace(AUTHORITY, (_m, user: string) => {
     const scheme = /^rtsps?:\/\//i.exec(user)![0];
     const info = user.slice(scheme.length, -1);
     const kept = !user.endsWith('@') ? '' : urlCredentials(url) ? `${PLACEHOLDER_USERINFO}@` : `${info}@`;
     return `${scheme.replace(/^rtsps/i, 'rtsp')}${kept}127.0.0.1:${port}`;
   });
+  return placeholderQuery(relayed);
 }
 
 /**

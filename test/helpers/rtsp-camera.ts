@@ -28,6 +28,8 @@ export interface CameraOptions {
   tls?: { key: Buffer; cert: Buffer };
   /** RTP over UDP only: a SETUP for TCP is answered 461 Unsupported Transport. */
   udpOnly?: boolean;
+  /** A secret in the URL's query (`?token=…`): every request's URI must hold `token=<value>` (else 403 Forbidden, counted in `tokens`); the camera echoes its URIs back (Content-Base, the SDP's control, RTP-Info). */
+  token?: string;
 }
 
 /**
@@ -41,6 +43,8 @@ export class RtspCamera {
   connections = 0;
   /** With `auth`: how many requests came with a right answer, and with a wrong one. */
   readonly auths = { ok: 0, bad: 0 };
+  /** With `token`: how many requests held the right token in their URI, and how many did not. */
+  readonly tokens = { ok: 0, bad: 0 };
   /** The transports the client set up (`tcp`, or `udp` when it asked for client ports). */
   readonly transports: string[] = [];
   /** Datagrams the client sent to the camera's server ports (RTP over UDP): ffmpeg's NAT punch packets and RTCP receiver reports. */
@@ -168,11 +172,21 @@ export class RtspCamera {
         const cseq = /CSeq:\s*(\d+)/i.exec(req)?.[1] ?? '0';
         let extra = 'Session: 12345678\r\n';
         let body = '';
+        if (this.o.token !== undefined) {
+          const query = /\?([^#]*)/.exec(url)?.[1] ?? '';
+          const ok = query.split(/[&/]/).includes(`token=${this.o.token}`);
+          this.tokens[ok ? 'ok' : 'bad']++;
+          if (!ok) {
+            write(Buffer.from(`RTSP/1.0 403 Forbidden\r\nCSeq: ${cseq}\r\n\r\n`, 'latin1'));
+            continue;
+          }
+        }
         if (this.o.auth && method !== 'OPTIONS') {
           const auth = /\r\nAuthorization:\s*([^\r\n]*)/i.exec(req)?.[1];
           const p = Object.fromEntries([...(auth ?? '').matchAll(/(\w+)="?([^",]*)"?/g)].map((x) => [x[1], x[2]]));
           const { user, password } = this.o.auth;
-          const ok = auth !== undefined && p.username === user && p.response === md5(`${md5(`${user}:cam:${password}`)}:n0nce:${md5(`${method}:${p.uri}`)}`);
+          // (As RFC 2617 asks of a server: the answer's uri is the request's own.)
+          const ok = auth !== undefined && p.username === user && p.uri === url && p.response === md5(`${md5(`${user}:cam:${password}`)}:n0nce:${md5(`${method}:${p.uri}`)}`);
           if (auth !== undefined) this.auths[ok ? 'ok' : 'bad']++;
           if (!ok) {
             write(Buffer.from(`RTSP/1.0 401 Unauthorized\r\nCSeq: ${cseq}\r\nWWW-Authenticate: Digest realm="cam", nonce="n0nce"\r\n\r\n`, 'latin1'));
@@ -181,7 +195,7 @@ export class RtspCamera {
         }
         if (method === 'OPTIONS') extra = 'Public: OPTIONS, DESCRIBE, SETUP, PLAY, TEARDOWN\r\n';
         else if (method === 'DESCRIBE') {
-          body = `v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=camera\r\nt=0 0\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1;sprop-parameter-sets=${this.sps.toString('base64')},${this.pps.toString('base64')}\r\na=control:track1\r\n`;
+          body = `v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=camera\r\nt=0 0\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1;sprop-parameter-sets=${this.sps.toString('base64')},${this.pps.toString('base64')}\r\na=control:${this.o.token !== undefined ? `${url}/` : ''}track1\r\n`;
           extra = `Content-Type: application/sdp\r\nContent-Base: ${url}/\r\n`;
         } else if (method === 'SETUP') {
           const ports = /client_port=(\d+)-(\d+)/i.exec(req);

@@ -142,3 +142,35 @@ describe('withCameraSource: the camera named as the source of a unicast UDP tran
     expect(withCameraSource(request, '10.0.0.7')).toBe(request);
   });
 });
+
+describe("a secret in an RTSP camera's query (?token=) stays off ffmpeg's command line: the relay puts it back", () => {
+  const token = 'T0kenS3cret';
+  for (const [name, input] of [
+    ['through the camera-clock relay (TCP)', {}],
+    ['with cameraClock: false (the relay that only passes bytes on)', { cameraClock: false }],
+    ['over UDP (the relay carries the RTSP connection)', { rtspTransport: 'udp' as const }],
+  ] as const) {
+    it(`${name}: ffmpeg is given the placeholder, every request reaches the camera with the real token (and the user's Digest answer for the URI it names), frames come`, async () => {
+      const { camera, url } = await RtspCamera.start(PERSON_VIDEO, '320x180', { auth: { user, password }, token });
+      const { spawn, commands } = recordingSpawn();
+      try {
+        const frames = await firstValueFrom(
+          ffmpegSource({ id: 'cam', input: { url: `${url.replace('rtsp://', `rtsp://${user}:${password}@`)}?channel=1&token=${token}`, kind: 'rtsp', rate: 'native', loop: false, ...input }, output, ffmpegPath: (await resolveFfmpeg()).path, spawn }).pipe(take(3), toArray()),
+        );
+        expect(frames).toHaveLength(3);
+      } finally {
+        await camera.close();
+      }
+      expect(commands.length).toBeGreaterThan(0);
+      for (const c of commands) {
+        expect(c).not.toContain(token);
+        expect(c).not.toContain(password);
+      }
+      expect(commands[0]).toMatch(/rtsp:\/\/argus:relay@127\.0\.0\.1:\d+\/live\?channel=1&token=argus-relay/);
+      expect(camera.tokens.ok).toBeGreaterThanOrEqual(4); // OPTIONS, DESCRIBE, SETUP, PLAY
+      expect(camera.tokens.bad).toBe(0);
+      expect(camera.auths.ok).toBeGreaterThan(0);
+      expect(camera.auths.bad).toBe(0);
+    }, 60_000);
+  }
+});

@@ -43,7 +43,8 @@ function camera(scheme: 'digest' | 'basic') {
       const p = Object.fromEntries([...auth.matchAll(/(\w+)="?([^",]*)"?/g)].map((m) => [m[1], m[2]]));
       const ha1 = md5(`${user}:cam:${password}`);
       const ha2 = md5(`${req.method}:${p.uri}`);
-      ok = p.username === user && p.response === md5(`${ha1}:${p.nonce}:${p.nc}:${p.cnonce}:${p.qop}:${ha2}`);
+      // (As RFC 2617 asks of a server: the answer's uri is the request's own.)
+      ok = p.username === user && p.uri === req.url && p.response === md5(`${ha1}:${p.nonce}:${p.nc}:${p.cnonce}:${p.qop}:${ha2}`);
     }
     seen.push({ auth: auth ? (ok ? 'ok' : 'bad') : 'none', host: req.headers.host });
     if (!ok) {
@@ -148,6 +149,18 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
     for (const c of commands) expect(c).not.toContain('S3cretPw');
     expect(commands[0]).toContain('/livestream.cgi?loginuse=admin&loginpas=argus-relay&res=0');
     expect(seen[0]).toBe('/livestream.cgi?loginuse=admin&loginpas=S3cretPw&res=0');
+  }, 30_000);
+
+  it("Digest and a secret in the query together: the answer's uri is the request's as the camera gets it, with the real value (a camera checks they are one), hashed so", async () => {
+    const cam = camera('digest');
+    const server = httpServer(cam.handler);
+    servers.push(server);
+    const port = await listening(server);
+    const { frames, commands } = await threeFrames(`http://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/video/feed.ts?ch=1&pwd=Q7secret`);
+    expect(frames).toHaveLength(3);
+    for (const c of commands) expect(c).not.toMatch(/Q7secret|S3cret/);
+    expect(cam.seen.map((s) => s.auth)).toContain('ok');
+    expect(cam.seen.map((s) => s.auth)).not.toContain('bad');
   }, 30_000);
 
   it('a camera reached with -headers and -cookies input arguments (a bearer token, a session): the relay sends them, ffmpeg is not given them, and the headers replace ffmpeg\'s own of the same name', async () => {

@@ -5,7 +5,7 @@ import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AuthRewriter, rewriteAuthorization, sameUserPeer, urlCredentials } from '../../src/sources/rtsp-auth.js';
+import { AuthRewriter, placeholderQuery, rewriteAuthorization, sameUserPeer, secretParams, swapSecrets, urlCredentials } from '../../src/sources/rtsp-auth.js';
 import { relayUrl, RtspTap } from '../../src/sources/rtsp-tap.js';
 import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
 import { digestCamera } from '../helpers/rtsp-camera.js';
@@ -186,5 +186,47 @@ describe('a socket table that lists no sockets (WSL 1) does not refuse every con
     expect(await sameUserPeer(4000, 40000, table)).toBe(false);
     writeFileSync(table, from2(process.getuid!()));
     expect(await sameUserPeer(4000, 40000, table)).toBe(true);
+  });
+});
+
+describe("a camera's secret query values (?token=, pwd=): the placeholder for ffmpeg, the real value for the camera", () => {
+  const secrets = secretParams('rtsp://cam/live?channel=1&token=a.b/c&Pwd=x');
+  it('reads the secret parameters of redact\'s list, names as written; others, and empty values, are not secrets', () => {
+    expect([...secrets]).toEqual([['token', 'a.b/c'], ['Pwd', 'x']]);
+    expect(secretParams('rtsp://cam/live?channel=1&token=').size).toBe(0);
+    expect(placeholderQuery('rtsp://127.0.0.1:5/live?channel=1&token=a.b/c&Pwd=x#f')).toBe('rtsp://127.0.0.1:5/live?channel=1&token=argus-relay&Pwd=argus-relay#f');
+  });
+  it('swaps whole values only, in a query, ended as cameras end them (a control under a Content-Base ending in the query, an RTP-Info entry)', () => {
+    const line = 'SETUP rtsp://127.0.0.1:5/live?channel=1&token=argus-relay/trackID=1 RTSP/1.0';
+    expect(swapSecrets(line, secrets, true)).toBe('SETUP rtsp://127.0.0.1:5/live?channel=1&token=a.b/c/trackID=1 RTSP/1.0');
+    const info = 'RTP-Info: url=rtsp://cam/live?token=a.b/c/trackID=1;seq=1,url=rtsp://cam/live?Pwd=x;seq=2\r\n';
+    expect(swapSecrets(info, secrets, false)).toBe('RTP-Info: url=rtsp://cam/live?token=argus-relay/trackID=1;seq=1,url=rtsp://cam/live?Pwd=argus-relay;seq=2\r\n');
+    // Not a whole value, not in a query, another name's value: left.
+    for (const t of ['rtsp://cam/live?token=a.b/cd', 'rtsp://cam/token=a.b/c', 'rtsp://cam/live?other=a.b/c', 'rtsp://cam/live?pwd=x']) expect(swapSecrets(t, secrets, false)).toBe(t);
+    // A value with what a regular expression would read ($, ., +) is matched as it is, and put back as it is.
+    const odd = secretParams('rtsp://cam/?token=a$1+.b');
+    expect(swapSecrets('GET /?token=argus-relay HTTP/1.1', odd, true)).toBe('GET /?token=a$1+.b HTTP/1.1');
+    expect(swapSecrets('GET /?token=a$1+xb HTTP/1.1', odd, false)).toBe('GET /?token=a$1+xb HTTP/1.1');
+  });
+  it("AuthRewriter: a request's line and Digest uri get the real value, and the Digest answer is computed for that uri", () => {
+    const head = 'DESCRIBE rtsp://127.0.0.1:5/live?token=argus-relay RTSP/1.0\r\nCSeq: 2\r\nAuthorization: Digest username="argus", realm="cam", nonce="n", uri="rtsp://127.0.0.1:5/live?token=argus-relay", response="0"\r\n\r\n';
+    const out = Buffer.concat(new AuthRewriter({ user: 'u', password: 'p' }, undefined, { secrets }).push(Buffer.from(head))).toString('latin1');
+    const uri = 'rtsp://127.0.0.1:5/live?token=a.b/c';
+    expect(out.split('\r\n')[0]).toBe(`DESCRIBE ${uri} RTSP/1.0`);
+    expect(out).toContain(`uri="${uri}"`);
+    expect(out).toContain(`response="${md5(`${md5('u:cam:p')}:n:${md5(`DESCRIBE:${uri}`)}`)}"`);
+  });
+  it('AuthRewriter with a body edit: a body is held whole, however it comes, edited, its Content-Length made its own; interleaved packets pass as they are', () => {
+    const body = 'v=0\r\na=control:rtsp://cam/live?token=a.b/c/trackID=1\r\n';
+    const reply = Buffer.from(`RTSP/1.0 200 OK\r\nCSeq: 2\r\nContent-Length: ${body.length}\r\nContent-Base: rtsp://cam/live?token=a.b/c/\r\n\r\n${body}`, 'latin1');
+    const packet = Buffer.from([0x24, 0, 0, 3, 1, 2, 3]);
+    const all = Buffer.concat([packet, reply, packet]);
+    const expectedBody = body.replace('a.b/c', 'argus-relay');
+    const expected = `RTSP/1.0 200 OK\r\nCSeq: 2\r\nContent-Length: ${expectedBody.length}\r\nContent-Base: rtsp://cam/live?token=argus-relay/\r\n\r\n${expectedBody}`;
+    for (let cut = 1; cut < all.length; cut += 7) {
+      const rw = new AuthRewriter(undefined, (h) => swapSecrets(h, secrets, false), { body: (_h, b) => swapSecrets(b, secrets, false) });
+      const out = Buffer.concat([...rw.push(all.subarray(0, cut)), ...rw.push(all.subarray(cut))]);
+      expect(out.equals(Buffer.concat([packet, Buffer.from(expected, 'latin1'), packet]))).toBe(true);
+    }
   });
 });

@@ -807,6 +807,67 @@ describe('RtspTap: the relay', () => {
     camera.close();
   });
 
+  it("a secret in the camera's query: the camera gets the real value in each request, ffmpeg only the placeholder, also where the camera echoes it (Content-Base, the SDP's control, RTP-Info), and the clock pairs RTP-Info with the SETUP as ffmpeg does", async () => {
+    const { createServer, connect } = await import('node:net');
+    const secret = 'Zx9/Tok';
+    const cameraUrl = (port: number, rest = '', token = secret) => `rtsp://127.0.0.1:${port}/live?channel=1&token=${token}${rest}`;
+    const requests: string[] = [];
+    let port = 0;
+    const camera = createServer((s) => {
+      let text = '';
+      s.on('data', (d: Buffer) => {
+        text += d.toString('latin1');
+        for (let end = text.indexOf('\r\n\r\n'); end >= 0; end = text.indexOf('\r\n\r\n')) {
+          const head = text.slice(0, end);
+          text = text.slice(end + 4);
+          requests.push(head.split('\r\n')[0]);
+          const method = head.split(' ')[0];
+          if (method === 'DESCRIBE') s.write(reply(2, `Content-Type: application/sdp\r\nContent-Base: ${cameraUrl(port, '/')}\r\n`, SDP.replace('a=control:trackID=1', `a=control:${cameraUrl(port, '/trackID=1')}`)));
+          if (method === 'SETUP') s.write(reply(3, 'Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\nSession: 1\r\n'));
+          if (method === 'PLAY') {
+            s.write(reply(4, `Session: 1\r\nRTP-Info: url=${cameraUrl(port, '/trackID=1')};seq=7;rtptime=1000\r\n`));
+            s.write(rtp(0, 10_000));
+          }
+        }
+      });
+    });
+    await new Promise<void>((r) => camera.listen(0, '127.0.0.1', r));
+    port = (camera.address() as { port: number }).port;
+    const tap = new RtspTap(cameraUrl(port), { endUnits: false });
+    const url = await tap.listen();
+    expect(url).toMatch(/^rtsp:\/\/127\.0\.0\.1:\d+\/live\?channel=1&token=argus-relay$/);
+    const client = connect(Number(/:(\d+)\/live/.exec(url)![1]), '127.0.0.1');
+    let got = '';
+    client.on('data', (d: Buffer) => (got += d.toString('latin1')));
+    await new Promise<void>((r) => client.on('connect', r));
+    const until = async (what: RegExp) => {
+      for (let i = 0; i < 200 && !what.test(got); i++) await sleep(10);
+    };
+    client.write(request('DESCRIBE', url, 2));
+    await until(/v=0[\s\S]*trackID=1\r\n/);
+    // ffmpeg sets up the control the SDP names (the camera's own address here), as it got it.
+    const control = /a=control:(\S+)/.exec(got.slice(got.indexOf('v=0')).split('m=video')[1])![1];
+    expect(control).toBe(cameraUrl(port, '/trackID=1', 'argus-relay'));
+    client.write(request('SETUP', control, 3));
+    await until(/CSeq: 3/);
+    client.write(request('PLAY', /Content-Base: (\S+)/.exec(got)![1], 4));
+    await until(/RTP-Info[^]*\$/);
+    client.destroy();
+    tap.close();
+    camera.close();
+    expect(got).not.toContain(secret);
+    expect(got).toContain(`Content-Base: ${cameraUrl(port, '/', 'argus-relay')}\r\n`);
+    expect(got).toContain(`RTP-Info: url=${cameraUrl(port, '/trackID=1', 'argus-relay')};seq=7;rtptime=1000`);
+    // The SDP's length is the length of what ffmpeg got.
+    const body = got.slice(got.indexOf('v=0'), got.indexOf('RTSP/1.0 200 OK', got.indexOf('v=0')));
+    expect(Number(/Content-Length: (\d+)/.exec(got)![1])).toBe(Buffer.byteLength(body, 'latin1'));
+    expect(requests.map((r) => r.split(' ')[0])).toEqual(['DESCRIBE', 'SETUP', 'PLAY']);
+    for (const r of requests) expect(r).toContain(`token=${secret}`);
+    expect(requests.join('\n')).not.toContain('argus-relay');
+    // RTP-Info's rtptime is the base (ffmpeg matched its url with its SETUP's): pts = 10000 − 1000.
+    expect(tap.clock.lookup(us(9000))?.by).toBe('arrival');
+  });
+
   it('an H.264 camera: its bytes reach ffmpeg in order, each access unit followed by a delimiter once the marker bit has proved true; none with endUnits: false', async () => {
     const { createServer, connect } = await import('node:net');
     const { RtspTap } = await import('../../src/sources/rtsp-tap.js');
