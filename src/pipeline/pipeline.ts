@@ -355,6 +355,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
       id: src.id,
       input: { url, kind, rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, cameraClock: src.cameraClock, inputArgs: src.inputArgs, decode: src.decode, tls: { ...src.tls, ca: src.tls.ca && resolvePath(src.tls.ca, baseDir) } },
       onClockNotice: (text) => log(text, { source: src.id }, 'warn'),
+      onSecretsExposed: (text) => log(redact(text), { source: src.id, notice: 'secrets-on-command-line' }, 'warn'),
       output: frameOutput,
       ffmpegPath,
       pace,

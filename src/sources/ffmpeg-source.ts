@@ -15,7 +15,7 @@ import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
 import { checksCertificate, relaysRtsp, tapsCameraClock } from '../core/rtsp-relay.js';
 import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
 import { HttpRelay } from './http-relay.js';
-import { secretsRelay } from './secrets-relay.js';
+import { exposedSecrets, secretsRelay } from './secrets-relay.js';
 import { colourOf, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
 import { decodeStill, stillImagePath, type KeptStill, type StillPicture } from './still-image.js';
 
@@ -79,6 +79,12 @@ export interface FfmpegSourceOptions {
    * camera's clock (rtsp-tap): a camera time not believed, or frames that cannot be paired.
    */
   onClockNotice?: (text: string) => void;
+  /**
+   * Told once per source (its `memo`) when ffmpeg's command line, which every local user can
+   * read, holds a secret of the camera's that argus's relays cannot carry (exposedSecrets): an
+   * SRT passphrase, RTMP credentials, RTSP tunnelled in HTTP, a camera that redirected ffmpeg.
+   */
+  onSecretsExposed?: (text: string) => void;
 }
 
 /**
@@ -258,6 +264,8 @@ export interface SourceMemo {
   unrelayed?: { until: number };
   /** The camera redirected ffmpeg to another address: runs without the relay give ffmpeg its URL as it is (credentials included). */
   redirected?: boolean;
+  /** Whether FfmpegSourceOptions.onSecretsExposed was told (once per source). */
+  exposedNoticed?: boolean;
   /** A local still image's picture, decoded at its first run and used again while its file is unchanged. */
   still?: KeptStill;
   /** How many times the relay was given up: each wait is twice the last (relayRetryWait). */
@@ -858,6 +866,16 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       try {
         // Out of file descriptors or processes, spawn can throw here, before any listener exists.
         const args = buildFfmpegArgs(still ? { ...input, still } : input, output, tag);
+        const memo = options.memo;
+        if (options.onSecretsExposed && memo && !memo.exposedNoticed) {
+          const exposed = exposedSecrets(args);
+          if (exposed.length) {
+            memo.exposedNoticed = true;
+            options.onSecretsExposed(
+              `source "${id}": ffmpeg's command line holds the camera's ${exposed.join(', ')}, which every local user of this machine can read (ps, /proc/PID/cmdline): argus's relays keep secrets off it only for RTSP cameras (over TCP, UDP or multicast, not redirected elsewhere) and HTTP(S) ones; run argus as a user of its own on a host no one else uses, or use a camera account with the least rights`,
+            );
+          }
+        }
         // ffmpeg reaches an HTTP camera's relay on 127.0.0.1 directly, never through a proxy of the environment's (http_proxy).
         const env = input.kind === 'http' && input.credentialRelay ? loopbackUnproxied(process.env) : undefined;
         child = (options.spawn ?? (nodeSpawn as SpawnFn))(options.ffmpegPath, args, { stdio: [still ? 'pipe' : 'ignore', sock?.childEnd ?? 'pipe', 'pipe'], ...(env ? { env } : {}) });

@@ -1,6 +1,6 @@
 import { checksCertificate, relaysRtsp, rtspTransportOf, type CameraTls } from '../core/rtsp-relay.js';
 import { HttpRelay, httpSecrets, httpTlsOf, relayedOptions } from './http-relay.js';
-import { secretParams, urlCredentials } from './rtsp-auth.js';
+import { PLACEHOLDER_SECRET, PLACEHOLDER_USERINFO, secretParams, urlCredentials } from './rtsp-auth.js';
 import { RtspTap } from './rtsp-tap.js';
 
 /**
@@ -19,4 +19,26 @@ export function secretsRelay(input: { kind: string; url: string; rtspTransport?:
     return () => new RtspTap(input.url, { endUnits: false, tls: input.tls, mediaBeside: rtspTransportOf(input) !== 'tcp' });
   }
   return undefined;
+}
+
+/** ffmpeg options whose value is a secret of the camera's (SRT's `-passphrase`, a bearer token or session in `-headers` / `-cookies`, RTMP's `-rtmp_conn` and a stream's keys). */
+const SECRET_OPTIONS = new Set(['-passphrase', '-headers', '-cookies', '-rtmp_conn', '-decryption_key', '-cryptokey']);
+
+/**
+ * What of a camera's secrets a command line of ffmpeg's (`args`, as it is spawned) holds, each
+ * named for a warning (`the URL's user and password`, `the URL's passphrase=`, `-passphrase`):
+ * none where argus's relays carry them (an RTSP camera over TCP, UDP or multicast, an HTTP(S)
+ * one). Others (SRT, RTMP, RTSP tunnelled in HTTP, a camera that redirected ffmpeg) cannot be
+ * relayed by argus, and every local user can read that command line (`ps`).
+ */
+export function exposedSecrets(args: readonly string[]): string[] {
+  const out: string[] = [];
+  args.forEach((a, i) => {
+    if (SECRET_OPTIONS.has(a) && i + 1 < args.length) out.push(a);
+    if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(a)) return;
+    const cred = urlCredentials(a);
+    if (cred && `${cred.user}:${cred.password}` !== PLACEHOLDER_USERINFO) out.push("the URL's user and password");
+    for (const [name, value] of secretParams(a)) if (value !== PLACEHOLDER_SECRET) out.push(`the URL's ${name}=`);
+  });
+  return out;
 }

@@ -9,7 +9,7 @@ import { ffmpegSource, type SpawnFn, type SourceMemo } from '../../src/sources/f
 import { resolveFfmpeg } from '../../src/sources/ffmpeg-path.js';
 import { withCameraSource } from '../../src/sources/rtsp-tap.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
-import { listening, recordingSpawn } from '../helpers/net.js';
+import { closedPort, listening, recordingSpawn } from '../helpers/net.js';
 import { digestCamera, RtspCamera } from '../helpers/rtsp-camera.js';
 
 const user = 'admin';
@@ -173,4 +173,28 @@ describe("a secret in an RTSP camera's query (?token=) stays off ffmpeg's comman
       expect(camera.auths.bad).toBe(0);
     }, 60_000);
   }
+});
+
+describe("secrets that argus's relays cannot carry: a warning names what ffmpeg's command line holds, once per source", () => {
+  const notices = async (url: string, input: Partial<FfmpegInputSpec>, memo: SourceMemo = {}): Promise<string[]> => {
+    const told: string[] = [];
+    await lastValueFrom(ffmpegSource({ id: 'cam', input: { url, kind: 'stream', rate: 'native', loop: false, ...input }, output, ffmpegPath: (await resolveFfmpeg()).path, memo, onSecretsExposed: (t) => told.push(t) })).catch(() => undefined);
+    return told;
+  };
+  it("an SRT passphrase in the URL, RTMP credentials, RTSP tunnelled in HTTP: named (never their values); a relayed RTSP camera's token and password: not", async () => {
+    const port = await closedPort();
+    const srt = await notices(`srt://127.0.0.1:${port}?passphrase=SrtPass12345&connect_timeout=200`, {});
+    expect(srt).toHaveLength(1);
+    expect(srt[0]).toContain("the URL's passphrase=");
+    expect(srt[0]).not.toContain('SrtPass12345');
+    const rtmp = await notices(`rtmp://admin:${password}@127.0.0.1:${port}/live/cam`, {});
+    expect(rtmp[0]).toContain("the URL's user and password");
+    expect(rtmp[0]).not.toContain(password);
+    const tunnel = await notices(`rtsp://admin:${password}@127.0.0.1:${port}/live?token=x1`, { kind: 'rtsp', rtspTransport: 'http' });
+    expect(tunnel[0]).toMatch(/the URL's user and password, the URL's token=/);
+    expect(await notices(`rtsp://admin:${password}@127.0.0.1:${port}/live?token=x1`, { kind: 'rtsp' })).toEqual([]);
+    expect(await notices(`rtsp://admin:${password}@127.0.0.1:${port}/live?token=x1`, { kind: 'rtsp', cameraClock: false })).toEqual([]);
+    // Once per source: a memo that was told is not told again.
+    expect(await notices(`srt://127.0.0.1:${port}?passphrase=SrtPass12345&connect_timeout=200`, {}, { exposedNoticed: true })).toEqual([]);
+  }, 60_000);
 });
