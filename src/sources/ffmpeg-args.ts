@@ -64,6 +64,12 @@ export interface FfmpegInputSpec {
    * (`stillInput`), instead of decoding `url`.
    */
   still?: { width: number; height: number };
+  /**
+   * The stream is interlaced by ffmpeg's report of it (a field order, `interlacedBy`): with
+   * `decode.deinterlace: auto` its frames flagged interlaced are deinterlaced. Set by
+   * ffmpegSource once a run has read it (SourceMemo.interlaced).
+   */
+  interlaced?: boolean;
 }
 
 /**
@@ -79,9 +85,43 @@ export interface FfmpegInputSpec {
 export interface DecodeSpec {
   lowLatency: boolean;
   threads: number;
+  /** See `deinterlaceFilters`. Default `auto`. */
+  deinterlace?: Deinterlace;
 }
 
-export const DEFAULT_DECODE: DecodeSpec = { lowLatency: true, threads: 1 };
+export const DEFAULT_DECODE: DecodeSpec = { lowLatency: true, threads: 1, deinterlace: 'auto' };
+
+/**
+ * Deinterlacing (README, "Decoding for low latency"): `auto` for a stream that ffmpeg reports
+ * interlaced (a field order: 576i/1080i from an analogue-to-IP encoder), `on` for every source,
+ * `off` never.
+ */
+export type Deinterlace = 'auto' | 'on' | 'off';
+
+/**
+ * ffmpeg's deinterlacer, one frame out for each frame in (`send_frame`: the rate kept, each
+ * output frame with its input's time), each field's parity from the frame's own flag. `flagged`:
+ * only the frames the decoder flags interlaced (a stream that mixes progressive and interlaced
+ * pictures keeps its progressive ones as they are); else every frame (a camera that sends
+ * interlaced pictures flagged progressive). bwdif (yadif's successor: the same cost, sharper
+ * edges) holds each frame until the next one has come (its temporal check looks at both
+ * neighbours): one frame of delay.
+ */
+export function deinterlaceFilter(flagged: boolean): string {
+  return `bwdif=mode=send_frame:parity=auto:deint=${flagged ? 'interlaced' : 'all'}`;
+}
+
+/**
+ * The deinterlacing filters of a graph decoding `url`: `on`, every frame; `auto`, the frames
+ * flagged interlaced where the stream is `interlaced` (a source's: ffmpeg reported it so); none
+ * otherwise, so that a progressive source gets no filter, no delay and no cost. A still image
+ * is never deinterlaced.
+ */
+export function deinterlaceFilters(mode: Deinterlace, interlaced: boolean, url: string): string[] {
+  if (mode === 'off' || isStillImage(url)) return [];
+  if (mode === 'on') return [deinterlaceFilter(false)];
+  return interlaced ? [deinterlaceFilter(true)] : [];
+}
 
 /**
  * Whether ffmpeg reports each output frame's time on its log (the `metadata` filter's print, one
@@ -408,6 +448,10 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
   const pad = `0x${out.padValue.toString(16).padStart(2, '0').repeat(3)}`;
   const filters = [
     ...(still && input.loop ? [LOOP_STILL] : []),
+    // First: the deinterlacer needs every field in order, before frames are dropped (the seek
+    // margin, the fps filter: one frame of delay at the source's rate, not at `fps`, and a
+    // temporal check of neighbouring frames) or scaled (which would blend the two fields).
+    ...(still ? [] : deinterlaceFilters(decode.deinterlace ?? 'auto', input.interlaced === true, input.url)),
     // Timestamps after an input seek start at 0 at the seek point: drop the margin's frames.
     ...(trim > 0 ? [`trim=start=${trim.toFixed(6)}`] : []),
     // Files: the fps filter (frames at exactly that rate; a file whose own rate is below it is

@@ -16,7 +16,7 @@ import { checksCertificate, relaysRtsp, tapsCameraClock } from '../core/rtsp-rel
 import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
 import { HttpRelay } from './http-relay.js';
 import { exposedSecrets, secretsRelay } from './secrets-relay.js';
-import { colourOf, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
+import { colourOf, interlacedBy, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
 import { decodeStill, stillImagePath, type KeptStill, type StillPicture } from './still-image.js';
 
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
@@ -50,7 +50,8 @@ export interface FfmpegSourceOptions {
    * What a run found out about the source, so that its next runs (restarts) start with it:
    * `packed`, the source calls for packed frames instead of `source-yuv` ones (not 4:2:0, odd
    * height, small); `ownRate`, a file's own rate (that of ffmpeg's constant-rate output, the
-   * rate it gives its filter graph: `StderrProbe.graphRate`) is below the configured `fps`.
+   * rate it gives its filter graph: `StderrProbe.graphRate`) is below the configured `fps`;
+   * `interlaced`, ffmpeg reports the stream interlaced (deinterlaced with `decode.deinterlace: auto`).
    */
   memo?: SourceMemo;
   /** The input's resolution changed mid-stream; frames from now on carry the new letterbox. */
@@ -113,9 +114,13 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   //   make up the rate (each one inferred, published and counted twice at 60 over 30 fps):
   //   every frame once, at the file's rate (a variable-rate file's frames are still repeated
   //   over its gaps, by ffmpeg's constant-rate output).
+  // - A stream ffmpeg reports interlaced (a field order), with `decode.deinterlace: auto`, is run
+  //   again with the deinterlacer (ffmpeg-args deinterlaceFilters): a progressive one is never
+  //   given it, and its one frame of delay.
   const run = (base: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRelay): Observable<Frame> => {
     let o = base;
     if (memo.ownRate) o = { ...o, input: { ...o.input, fps: undefined } };
+    if (memo.interlaced) o = { ...o, input: { ...o.input, interlaced: true } };
     // (A local still image is given to ffmpeg as packed RGB: it is packed from the start.)
     const packed = memo.packed || (o.input.kind === 'file' && stillImagePath(o.input.url) !== undefined);
     if (packed && o.output.frame === 'source-yuv') o = { ...o, output: { ...o.output, frame: 'source' } };
@@ -142,14 +147,10 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
           const unrelayed = { ...base, input: { ...base.input, relay: undefined } };
           // Frames were delivered: the supervisor restarts the source, carrying seq and pts on.
           if (e instanceof RelayUnusable && e.delivered) return throwError(() => new ArgusError(ErrorCodes.SOURCE_EXIT, redact(`source "${base.id}": restarted without argus's relay: ${relayFailure}`)));
-          if (e instanceof NotYuv420) memo.packed = true;
-          else if (e instanceof RateAboveSource) memo.ownRate = true;
-          else if (!(e instanceof RelayUnusable)) return throwError(() => e);
+          if (!learnt(memo, e) && !(e instanceof RelayUnusable)) return throwError(() => e);
           return plain(unrelayed);
         }
-        if (e instanceof NotYuv420) memo.packed = true;
-        else if (e instanceof RateAboveSource) memo.ownRate = true;
-        else return throwError(() => e);
+        if (!learnt(memo, e)) return throwError(() => e);
         return run(base, tap, named);
       }),
     );
@@ -257,6 +258,8 @@ export function relayStart(memo: SourceMemo, t: number): boolean {
 export interface SourceMemo {
   packed?: boolean;
   ownRate?: boolean;
+  /** ffmpeg reported the stream interlaced (a field order): `decode.deinterlace: auto` runs then deinterlace it. */
+  interlaced?: boolean;
   /**
    * The relay to the camera (rtsp-tap) could not follow this camera (e.g. frames it could not
    * pair with their packets): starts run without it until `until` (core/clock `now`).
@@ -276,6 +279,18 @@ export interface SourceMemo {
 
 /** The file's own rate is below the configured one: ffmpegSource runs it again at its own rate. */
 class RateAboveSource extends Error {}
+
+/** The stream is interlaced and `decode.deinterlace` is `auto`: ffmpegSource runs it again deinterlaced. */
+class Interlaced extends Error {}
+
+/** What a run's end `e` taught of the source (noted in `memo`): true when it is to be run again for it. */
+function learnt(memo: SourceMemo, e: unknown): boolean {
+  if (e instanceof NotYuv420) memo.packed = true;
+  else if (e instanceof RateAboveSource) memo.ownRate = true;
+  else if (e instanceof Interlaced) memo.interlaced = true;
+  else return false;
+  return true;
+}
 
 /** The relay to the camera is of no use for it (RtpClock.failure): ffmpegSource runs it again without. */
 class RelayUnusable extends Error {
@@ -640,6 +655,10 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       // report, which a file's metadata can forge), else as ffmpeg would choose it from the
       // input's report.
       const ownRate = input.kind === 'file' ? (probe.graphRate ?? outputRate(inputInfo)) : undefined;
+      if (!input.interlaced && ((input.decode ?? DEFAULT_DECODE).deinterlace ?? 'auto') === 'auto' && interlacedBy(inputInfo?.pixDetails)) {
+        stop(new Interlaced(`source "${id}": interlaced (${inputInfo?.pixDetails})`));
+        return;
+      }
       if (input.fps && ownRate && input.fps > ownRate) {
         stop(new RateAboveSource(`source "${id}": fps ${input.fps} is above the file's ${+ownRate.toFixed(3)}`));
         return;

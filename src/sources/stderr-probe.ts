@@ -449,6 +449,15 @@ export function parseVideoStreamLine(line: string): StreamInfo | undefined {
   return { width, height, fps, ...(tbr !== undefined ? { tbr } : {}), ...(pix ? { pixFmt: pix[1], pixDetails: pix[2] ?? '' } : {}) };
 }
 
+/**
+ * Whether a stream line's pixel-format details (`StreamInfo.pixDetails`) give an interlaced field
+ * order: `top first`, `bottom first`, or their `coded first (swapped)` forms (ffmpeg's tt, bb,
+ * tb, bt). `progressive`, or no field order (a codec that has none: MJPEG, GIF, VP9), is not.
+ */
+export function interlacedBy(pixDetails: string | undefined): boolean {
+  return /(?:^|, )(top|bottom) (coded )?first\b/.test(pixDetails ?? '');
+}
+
 /** The NTSC-family rates N·1000/1001 that ffmpeg prints rounded (14.99, 23.98, 29.97, 59.94, …). */
 const NTSC = [12, 15, 24, 30, 48, 60, 120, 240];
 
@@ -479,8 +488,8 @@ export function outputRate(info: StreamInfo | undefined): number | undefined {
   const { fps, tbr } = info;
   if (tbr === undefined || fps === undefined) return fps ?? tbr;
   if (fps < 70 && tbr > 210) return fps;
-  // Interlaced video (its pixel format says `top first` or `bottom first`): the tbr is the field
-  // rate (25 fps, 50 tbr), and ffmpeg takes the codec's frame rate, which the average is.
-  if (/\b(top|bottom) (coded )?first\b/.test(info.pixDetails ?? '') && Math.abs(tbr - 2 * fps) <= 0.01 * tbr) return fps;
+  // Interlaced video: the tbr is the field rate (25 fps, 50 tbr), and ffmpeg takes the codec's
+  // frame rate, which the average is.
+  if (interlacedBy(info.pixDetails) && Math.abs(tbr - 2 * fps) <= 0.01 * tbr) return fps;
   return tbr;
 }

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { decodeBoundArgs, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, sourceKind, stillInput, taggedStdout, tooLargeMessage } from '../sources/ffmpeg-args.js';
+import { decodeBoundArgs, deinterlaceFilters, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
 import { decodeStill, stillImagePath } from '../sources/still-image.js';
 import { FrameTimes, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, saysNoVideoStream, withoutOwnNotices } from '../sources/stderr-probe.js';
@@ -61,6 +61,13 @@ export interface VideoFramesOptions {
    */
   duration?: number;
   durationFromFirst?: boolean;
+  /**
+   * Deinterlacing (a source's `decode.deinterlace`). Default `auto`: the frames the decoder flags
+   * interlaced (a run's source does the same for a stream ffmpeg reports interlaced; here no
+   * second run is made to know it: a progressive frame passes the filter untouched, bit for bit,
+   * and its one frame of delay does not matter to reading a file or a preview).
+   */
+  deinterlace?: Deinterlace;
   /** Sample at most this many frames per second: the first frame at or after each 1/fps step of a file (of each interval centred on them, live; see sampleFilter), never a duplicate. */
   fps?: number;
   /** Called once, before the first frame, with the stream's size, rate and duration. */
@@ -116,7 +123,9 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   // The run's own tag names the output and the frame-time key (taggedStdout, frameTimeFilters).
   const tag = runTag();
   // Files' times are exact: the first frame at or after each 1/fps step; live ones' are arrival times (sampleFilter).
-  args.push('-vf', [...(o.fps ? [sampleFilter(o.fps, sourceKind(o.url) !== 'file')] : []), sourceBoundFilter(o.url), ...frameTimeFilters(tag)].join(','));
+  // The deinterlacer first, on every field in order (see buildFfmpegArgs); not for a still image's raw frame.
+  const deinterlace = raw ? [] : deinterlaceFilters(o.deinterlace ?? 'auto', true, o.url);
+  args.push('-vf', [...deinterlace, ...(o.fps ? [sampleFilter(o.fps, sourceKind(o.url) !== 'file')] : []), sourceBoundFilter(o.url), ...frameTimeFilters(tag)].join(','));
   const outputUrl = taggedStdout(tag);
   const frameTimes = new FrameTimes(frameTimeKey(tag));
   // One encoder thread: frame threads hold each frame until the next ones come (ffmpeg-args).

@@ -163,6 +163,7 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
           // A camera joined mid-GOP: its first frame may come seconds after the stream's time 0.
           durationFromFirst: !file_,
           fps: src.fps,
+          deinterlace: src.decode.deinterlace,
           onDuration: (s) => (durationS = s),
           onInfo: (i) => {
             fps ??= i.fps;

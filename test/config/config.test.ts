@@ -285,3 +285,14 @@ describe('pipeline schema', () => {
     expect(parse('sources:\n  - {id: _all2, uri: /tmp/a.mp4}\n').sources[0].id).toBe('_all2');
   });
 });
+
+describe('a source’s decode.deinterlace', () => {
+  const deinterlace = (decode: string) => parse(`sources:\n  - {id: a, uri: /a.mp4${decode}}\n`).sources[0].decode.deinterlace;
+  it('auto by default; on and off taken; anything else refused, naming the field', () => {
+    expect(deinterlace('')).toBe('auto');
+    expect(deinterlace(', decode: {threads: 2}')).toBe('auto');
+    expect(deinterlace(', decode: {deinterlace: on}')).toBe('on');
+    expect(deinterlace(', decode: {deinterlace: off}')).toBe('off');
+    expect(() => deinterlace(', decode: {deinterlace: yadif}')).toThrow(/sources\[0\]\.decode\.deinterlace/);
+  });
+});

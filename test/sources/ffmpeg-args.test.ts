@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { boundedSize, buildFfmpegArgs, ffmpegInput, frameBytes, isStillImage, reportsFrameTimes, sampleFilter, sourceKind } from '../../src/sources/ffmpeg-args.js';
+import { boundedSize, buildFfmpegArgs, ffmpegInput, frameBytes, isStillImage, reportsFrameTimes, sampleFilter, sourceKind, type FfmpegInputSpec } from '../../src/sources/ffmpeg-args.js';
 
 const out = { width: 416, height: 416, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
 
@@ -205,5 +205,39 @@ describe('isStillImage', () => {
     ['a GIF (an animation: frames)', '/data/a.gif', false],
   ])('%s: %s → %s', (_n, url, still) => {
     expect(isStillImage(url)).toBe(still);
+  });
+});
+
+describe('deinterlacing (decode.deinterlace)', () => {
+  const vf = (input: Partial<FfmpegInputSpec>, frame?: 'letterbox' | 'source' | 'source-yuv') => {
+    const a = buildFfmpegArgs({ url: '/cam.mp4', kind: 'file', rate: 'native', loop: false, ...input }, { ...out, frame });
+    return a[a.indexOf('-vf') + 1];
+  };
+  const decode = (deinterlace: 'auto' | 'on' | 'off') => ({ lowLatency: true, threads: 1, deinterlace });
+  const frames = ['letterbox', 'source', 'source-yuv'] as const;
+
+  it.each(frames)('auto (the default), a stream not reported interlaced: no deinterlacer, so a progressive source gets no delay and no cost (%s)', (frame) => {
+    for (const input of [{}, { decode: decode('auto') }, { decode: decode('auto'), interlaced: false }, { kind: 'rtsp' as const, url: 'rtsp://cam/1', fps: 5 }]) {
+      expect(vf(input, frame)).not.toMatch(/bwdif|yadif/);
+    }
+  });
+
+  it.each(frames)('auto, a stream reported interlaced: bwdif on the frames flagged interlaced, one frame out per frame in, first in the graph (before the fps filter and any scaling) (%s)', (frame) => {
+    for (const input of [{ interlaced: true }, { interlaced: true, decode: decode('auto'), fps: 5 }, { interlaced: true, kind: 'rtsp' as const, url: 'rtsp://cam/1', fps: 5 }]) {
+      expect(vf(input, frame)).toMatch(/^bwdif=mode=send_frame:parity=auto:deint=interlaced,/);
+    }
+  });
+
+  it.each(frames)('on: every frame deinterlaced, reported interlaced or not; off: never (%s)', (frame) => {
+    for (const interlaced of [false, true]) {
+      expect(vf({ interlaced, decode: decode('on') }, frame)).toMatch(/^bwdif=mode=send_frame:parity=auto:deint=all,/);
+      expect(vf({ interlaced, decode: decode('off') }, frame)).not.toContain('bwdif');
+    }
+  });
+
+  it('a seek margin is trimmed after the deinterlacer (it sees every field in order); a still image is never deinterlaced', () => {
+    expect(vf({ interlaced: true, seek: 10, seekMargin: 2 })).toMatch(/^bwdif=[^,]+,trim=start=2\.000000,/);
+    expect(vf({ url: '/x.png', still: { width: 64, height: 48 }, decode: decode('on') }, 'source')).not.toContain('bwdif');
+    expect(vf({ url: 'http://cam/snapshot.jpg', kind: 'http', decode: decode('on') }, 'source')).not.toContain('bwdif');
   });
 });

@@ -164,6 +164,10 @@ export const SourceSchema = z
         lowLatency: z.boolean().default(true),
         /** Decoder threads; 0 lets ffmpeg choose (frame threading: more throughput, one frame of delay per extra thread). Default 1. */
         threads: finite().int().min(0).max(64).default(1),
+        /**
+         * Interlaced video (576i/1080i from analogue-to-IP encoders): `auto` deinterlaces the frames flagged interlaced of a stream that ffmpeg reports interlaced (a field order), and leaves a progressive one untouched (no filter, no delay); `on` deinterlaces every frame (a camera that flags interlaced pictures progressive); `off` never. Deinterlacing holds each frame until the next (one frame of delay) and costs ffmpeg CPU (README, "Decoding for low latency"). Default auto.
+         */
+        deinterlace: z.enum(['auto', 'on', 'off']).default('auto'),
       })
       .strict()
       .default({}),
