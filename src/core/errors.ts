@@ -39,6 +39,8 @@ export const ErrorCodes = {
   SOURCE_TIMEOUT: 'VAP_ERR_SOURCE_TIMEOUT',
   /** The input's resolution changed mid-stream (boxes map with the new size from then on). */
   SOURCE_RESIZED: 'VAP_ERR_SOURCE_RESIZED',
+  /** A warning, not an error: ffmpeg reported damaged input (a corrupt packet, a decoding error); the frames around it may be damaged or lost (SourceStats.decodeErrors). */
+  SOURCE_DAMAGED: 'VAP_ERR_SOURCE_DAMAGED',
   /** A Kafka topic the sink needs does not exist and may not be created; or `argus consume`'s topic does not exist or may not be read. */
   SINK_TOPIC: 'VAP_ERR_SINK_TOPIC',
   /** `argus cameras` / `argus cluster` / `argus consume`: the Kafka brokers did not answer in time (refused, unknown host, silent); the message names them, credentials redacted. */

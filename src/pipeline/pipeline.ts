@@ -15,7 +15,7 @@ import { Detector } from '../inference/detector.js';
 import { sourceKind, type SourceKind } from '../sources/ffmpeg-args.js';
 import { describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import type { Transition } from '../sources/health.js';
-import { newSourceStats, recordTransition, type SourceStats } from '../sources/stats.js';
+import { DamageWarnings, newSourceStats, recordTransition, type SourceStats } from '../sources/stats.js';
 import { readCameraCa } from '../sources/rtsp-tap.js';
 import { supervisedSource } from '../sources/supervised-source.js';
 import { track } from '../tracking/track.js';
@@ -100,6 +100,7 @@ export interface DetachedTotals {
   dropped: number;
   inferenceErrors: number;
   reconnects: number;
+  decodeErrors: number;
   /** The `seq` of the next attachment's first frame. */
   nextSeq: number;
   /** The last frame's `pts`, and when (performance.now()) its pts were 0: the next attachment's pts go on from them. */
@@ -349,6 +350,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
       return chainOf(src, url, kind, pace, st, analyzer, stop, admit, cont).pipe(finalize(leave));
     });
   const chainOf = (src: SourceConfig, url: string, kind: SourceKind, pace: Pace, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, admit?: () => boolean, cont?: Continuity): Observable<FrameResult> => {
+    const damage = new DamageWarnings(st, url, log);
     const supervised$ = supervisedSource({
       seqStart: cont?.nextSeq,
       resume: cont?.lastPts !== undefined && cont.ptsOrigin !== undefined ? { lastPts: cont.lastPts, firstFrameAt: cont.ptsOrigin, fps: cont.fps } : undefined,
@@ -356,6 +358,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
       input: { url, kind, rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, cameraClock: src.cameraClock, inputArgs: src.inputArgs, decode: src.decode, tls: { ...src.tls, ca: src.tls.ca && resolvePath(src.tls.ca, baseDir) } },
       onClockNotice: (text) => log(text, { source: src.id }, 'warn'),
       onSecretsExposed: (text) => log(redact(text), { source: src.id, notice: 'secrets-on-command-line' }, 'warn'),
+      onDamage: (line) => damage.report(line),
       output: frameOutput,
       ffmpegPath,
       pace,
@@ -431,13 +434,14 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
               const i = input ? inputs.lastIndexOf(input) : -1;
               if (i >= 0) inputs.splice(i, 1);
               if (analyzerMap.get(src.id) === analyzer) analyzerMap.delete(src.id);
-              const d = detached.get(src.id) ?? { attachments: 0, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, reconnects: 0, nextSeq: 0 };
+              const d = detached.get(src.id) ?? { attachments: 0, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, reconnects: 0, decodeErrors: 0, nextSeq: 0 };
               d.attachments++;
               d.framesIn += st.framesIn;
               d.framesOut += st.framesOut;
               d.dropped += st.dropped;
               d.inferenceErrors += st.inferenceErrors;
               d.reconnects += st.reconnects;
+              d.decodeErrors += st.decodeErrors;
               Object.assign(d, cont, { fps: st.fps ?? cont.fps });
               detached.set(src.id, d);
               options.onDetach?.(src.id);

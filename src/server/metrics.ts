@@ -102,6 +102,7 @@ export class Metrics {
     counter('argus_frames_in_total', 'Frames read from ffmpeg.', (s) => s.framesIn);
     counter('argus_frames_out_total', 'Frames processed and emitted.', (s) => s.framesOut);
     counter('argus_source_reconnects_total', 'Restarts of a source’s ffmpeg.', (s) => s.reconnects);
+    counter('argus_source_decode_errors_total', 'ffmpeg’s reports of damaged input (a corrupt packet, a decoding error), those between two frames counted once.', (s) => s.decodeErrors);
     new client.Counter({
       name: 'argus_frames_dropped_total',
       help: 'Frames or messages dropped, by reason: stale (inference busy, newer frame kept), inference_error (the frame’s inference failed), kafka_buffer (producer buffer full or broker away), websocket_slow_client, annotate_behind (the annotated video’s drawing or encoder was behind).',

@@ -42,6 +42,12 @@ export interface FfmpegSourceOptions {
   pace?: Pace;
   /** Called once ffmpeg has reported the input stream. */
   onStreamInfo?: (info: StreamInfo, letterbox: Letterbox) => void;
+  /**
+   * Told of ffmpeg's reports of damaged input (a corrupt packet, a decoding error), with its
+   * line: once for the reports between two frames; a live source's from each run's first frame
+   * (before it, the decoder's errors are those of a stream joined between key frames).
+   */
+  onDamage?: (line: string) => void;
   /** Told when a spawned ffmpeg exits (for tests and health reporting). */
   onExit?: (code: number | null, signal: NodeJS.Signals | null) => void;
   /** Called with the child right after spawn. */
@@ -428,6 +434,13 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     const waiting = new Map<number, Frame>(); // frame index → frame without its time yet
     let reports = 0;
     let delivered = 0;
+    /** A report of damaged input came since the last frame: the next ones count with it (see onDamage). */
+    let damageSinceFrame = false;
+    probe.onDamage = (line) => {
+      if (damageSinceFrame || (live && seq === seqStart)) return;
+      damageSinceFrame = true;
+      options.onDamage?.(line);
+    };
     probe.onInputOpened = () => {
       if (!playStart) playStart = now();
     };
@@ -520,6 +533,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     /** A frame to the pipeline; `captured` is now (for a native-rate frame read ahead: when it is released). */
     const emit = (data: Buffer): void => {
       const captured = now();
+      damageSinceFrame = false;
       const framePool = pool!;
       let released = false;
       const k = seq - seqStart;

@@ -1,4 +1,6 @@
 import { ErrorCodes } from '../core/errors.js';
+import type { LogFn } from '../core/log.js';
+import { redact } from '../core/redact.js';
 import type { ProducedBy } from '../core/frame.js';
 import { RunHistogram, SampleWindow } from '../core/stats.js';
 import type { SourceState, Transition } from './health.js';
@@ -29,6 +31,12 @@ export interface SourceStats {
   state: SourceState;
   /** Restarts of this source's ffmpeg so far. */
   reconnects: number;
+  /**
+   * ffmpeg's reports of damaged input (a corrupt packet, a decoding error: stderr-probe
+   * `reportsDamage`), those between two frames counted once: about how many times frames came
+   * damaged (concealed) or were lost. A live source's count starts at each run's first frame.
+   */
+  decodeErrors: number;
   /** The latest state change. */
   lastTransition?: Transition;
   /** Input size reported by ffmpeg. */
@@ -38,7 +46,7 @@ export interface SourceStats {
 }
 
 export function newSourceStats(id: string): SourceStats {
-  return { id, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, e2e: new SampleWindow(2048), pipeline: new SampleWindow(2048), e2eRun: new RunHistogram(), pipelineRun: new RunHistogram(), state: 'stopped', reconnects: 0 };
+  return { id, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, e2e: new SampleWindow(2048), pipeline: new SampleWindow(2048), e2eRun: new RunHistogram(), pipelineRun: new RunHistogram(), state: 'stopped', reconnects: 0, decodeErrors: 0 };
 }
 
 /**
@@ -56,6 +64,7 @@ export function sourceSummary(s: SourceStats): Record<string, unknown> {
     framesOut: s.framesOut,
     dropped: s.dropped,
     reconnects: s.reconnects,
+    decodeErrors: s.decodeErrors,
     e2eP50: ms(s.e2eRun.percentile(50)),
     e2eP99: ms(s.e2eRun.percentile(99)),
     producedBy: s.producedBy,
@@ -101,5 +110,48 @@ export class FrameRates {
     // cameras come and go for months.
     if (this.prev.size > out.size) for (const id of this.prev.keys()) if (!out.has(id)) this.prev.delete(id);
     return out;
+  }
+}
+
+/** The most of one of ffmpeg's lines a damage warning quotes. */
+const MAX_QUOTED = 300;
+
+/** The shortest time between two damage warnings of one source, ms. */
+export const DAMAGE_WARN_INTERVAL_MS = 60_000;
+
+/**
+ * A source's warnings of damaged input (`SourceStats.decodeErrors`): the first report at once,
+ * then at most one warning each DAMAGE_WARN_INTERVAL_MS, with the count since the last one, so a
+ * camera whose stream is damaged for hours logs a line a minute, not one per frame. Each names
+ * the source and its input, is coded VAP_ERR_SOURCE_DAMAGED, and quotes ffmpeg's line (at most
+ * MAX_QUOTED characters; the count is all that is kept of the others). `now`: monotonic ms.
+ */
+export class DamageWarnings {
+  private lastAt: number | undefined;
+  private unwarned = 0;
+
+  constructor(
+    private readonly st: SourceStats,
+    private readonly input: string,
+    private readonly log: LogFn,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** A report of damaged input (counted once between two frames by the source), with ffmpeg's line. */
+  report(line: string): void {
+    this.st.decodeErrors++;
+    this.unwarned++;
+    const t = this.now();
+    if (this.lastAt !== undefined && t - this.lastAt < DAMAGE_WARN_INTERVAL_MS) return;
+    const first = this.lastAt === undefined;
+    this.lastAt = t;
+    const quoted = line.length > MAX_QUOTED ? `${line.slice(0, MAX_QUOTED)}…` : line;
+    const since = first ? '' : ` ${this.unwarned} more time${this.unwarned === 1 ? '' : 's'} (${this.st.decodeErrors} in all)`;
+    this.log(
+      redact(`source "${this.st.id}": ffmpeg reported damaged input in ${this.input}${since}: frames around it may be damaged or lost (counted in the source's decodeErrors; warned at most once a minute); ffmpeg said: ${quoted}`),
+      { source: this.st.id, code: ErrorCodes.SOURCE_DAMAGED, decodeErrors: this.st.decodeErrors },
+      'warn',
+    );
+    this.unwarned = 0;
   }
 }

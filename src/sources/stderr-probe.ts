@@ -176,6 +176,30 @@ const TBR = /([\d.]+)(k?) tbr/;
 const NO_VIDEO = /Stream map '0:v:0' matches no streams/;
 const MAP_ADVICE = /^To ignore this, add a trailing '\?' to the map/;
 
+/**
+ * ffmpeg's words for input it could not read whole, from its own components only (a file's
+ * name or metadata printed on the log, "comment: partial file from the phone", is not ffmpeg's
+ * report): the demuxer's (a cut MP4: "[mov,mp4,… @ 0x…] stream 0, offset 0x3170a: partial file",
+ * a corrupt packet), the parser's and decoder's (H.264: "Invalid NAL unit size", "error while
+ * decoding MB 14 22", "concealing 120 DC, 120 AC, 120 MV errors in P frame", a missing reference;
+ * HEVC: "Could not find ref with POC"), and ffmpeg's own for a packet that could not be decoded
+ * at all ("Error while decoding stream #0:0: …"; 6.0 and later: "Decoding error: …", "Error
+ * submitting packet to decoder: …"). A damaged packet gives one to four of them.
+ */
+const DAMAGE = new RegExp(
+  [
+    String.raw`^\[[^\]]* @ 0x[0-9a-f]+\] .*(partial file|invalid nal unit size|packet corrupt|truncat|error while decoding MB|concealing \d+ DC|missing reference picture|could not find ref with POC|reference \d+ >= \d+|block unavailable|corrupted macroblock|ac-tex damaged|decode_slice_header error|error submitting packet to decoder|decoding error)`,
+    String.raw`^Error while decoding stream`,
+    String.raw`: corrupt input packet in stream \d+$`,
+  ].join('|'),
+  'i',
+);
+
+/** The log line is one of ffmpeg's reports of damaged input (`DAMAGE`). */
+export function reportsDamage(line: string): boolean {
+  return DAMAGE.test(line);
+}
+
 /** The input has no video stream, by ffmpeg's log (its last lines). */
 export function saysNoVideoStream(log: string): boolean {
   return NO_VIDEO.test(log);
@@ -265,6 +289,11 @@ export class StderrProbe {
   onResize?: (width: number, height: number) => void;
   /** Called for each output frame's reported time (µs, NaN when the frame has none; live sources, see ffmpeg-args `reportsFrameTimes`), in output order. */
   onFrameTime?: (us: number) => void;
+  /**
+   * Called with each of ffmpeg's reports of damaged input (`reportsDamage`: a corrupt packet, a
+   * decoding error), except those of the access-unit delimiters of argus's relay (`delimited`).
+   */
+  onDamage?: (line: string) => void;
   /** Called when ffmpeg reports the opened input (`Input #0`): a native-rate file's playback starts then. */
   onInputOpened?: () => void;
   /**
@@ -321,6 +350,7 @@ export class StderrProbe {
       const step = !this.delimited ? 0 : DELIMITER_ALONE.test(line) ? 1 : this.delimiterLines === 1 && NO_FRAME.test(line) ? 2 : this.delimiterLines === 2 && DECODE_ERROR.test(line) ? 3 : 0;
       this.delimiterLines = step === 3 ? 0 : step;
       if (step) continue;
+      if (this.onDamage && reportsDamage(line)) this.onDamage(line);
       this.tooLarge ??= pictureTooLarge(line);
       this.keep(line);
       if (this.done) {

@@ -58,8 +58,10 @@ export interface JsonFile {
   annotated?: string;
   /** Why this file could not be read (the other files go on). */
   error?: { code: string; message: string };
-  /** Read, but not all of it: a video whose frames end well before the length it claims (cut short, damaged). */
+  /** Read, but not all of it: a video whose frames end well before the length it claims (cut short, damaged), or with damage ffmpeg reported in it. */
   warning?: string;
+  /** ffmpeg's reports of damaged input (a corrupt packet, a decoding error), those between two frames read counted once (a source's `decodeErrors`). */
+  decodeErrors?: number;
 }
 
 /** What `argus detect --json` prints. */
@@ -238,7 +240,15 @@ export async function runDetect(files: readonly string[], options: DetectOptions
           // --fps 0.0001 would otherwise make a copy that claims 10 000 s.
           let copyFps = fps;
           let info: VideoInfo | undefined;
+          // ffmpeg's reports of damaged input: the first line, and how many times (those between two frames once, as a run's source counts them).
           let damage: string | undefined;
+          let damaged = 0;
+          let damageSinceFrame = false;
+          const onDamage = (line: string) => {
+            damage ??= line;
+            if (!damageSinceFrame) damaged++;
+            damageSinceFrame = true;
+          };
           // Each frame at its own time (a variable-rate file's, a GIF's delays): the previous
           // frame is repeated over a gap (up to MAX_GAP_SECONDS), as the annotate sink does, so
           // the copy plays as long as the file. A frame never waits for a free slot: one that
@@ -252,7 +262,8 @@ export async function runDetect(files: readonly string[], options: DetectOptions
             copyFps = fps && i.durationS ? Math.max(fps, 1 / i.durationS) : fps;
           };
           try {
-            for await (const frame of videoFrames({ ffmpegPath: ffmpeg!.path, url: file, fps: options.fps, onInfo, onDamage: (line) => (damage = line) })) {
+            for await (const frame of videoFrames({ ffmpegPath: ffmpeg!.path, url: file, fps: options.fps, onInfo, onDamage })) {
+              damageSinceFrame = false;
               await handle(frame, target ? async (px) => {
                 const rate = copyFps ?? 10;
                 writer ??= new VideoWriter({ ffmpegPath: ffmpeg!.path, path: target, width: frame.width, height: frame.height, fps: rate, order: 'rgb' });
@@ -268,9 +279,10 @@ export async function runDetect(files: readonly string[], options: DetectOptions
           }
           if (entry.frames.length === 0) throw new ArgusError(ErrorCodes.SOURCE_PROBE, `detect: ${file}: ffmpeg decoded no video frame from it`);
           const cut = damage !== undefined ? cutShort(entry.frames.at(-1)!.pts, info, fps) : undefined;
-          if (cut) {
-            entry.warning = cut; // in the table and the JSON
-          }
+          if (damaged > 0) entry.decodeErrors = damaged;
+          // In the table and the JSON.
+          if (cut) entry.warning = cut;
+          else if (damage !== undefined) entry.warning = damagedWarning(damaged, damage);
         }
         if (target) entry.annotated = target;
       } catch (e) {
@@ -307,6 +319,15 @@ export function cutShort(lastPts: number, info: VideoInfo | undefined, fps: numb
   const slack = Math.max(1, fps ? 2 / fps : 0);
   if (claimed - lastPts <= slack) return undefined;
   return `its frames end at ${lastPts.toFixed(2)} s of the ${claimed.toFixed(2)} s it claims: cut short or damaged; what was read is given`;
+}
+
+/**
+ * The warning for a video read to its end with damage in it (a corrupt middle): `count` reports
+ * (those between two frames read once), the first of them `line` (quoted up to 300 characters).
+ */
+export function damagedWarning(count: number, line: string): string {
+  const quoted = line.length > 300 ? `${line.slice(0, 300)}…` : line;
+  return `ffmpeg reported damaged input ${count === 1 ? 'once' : `${count} times`}: frames around it may be damaged or lost; first: ${quoted}`;
 }
 
 /** The error `argus detect` ends with when files failed (after printing every result). */

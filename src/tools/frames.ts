@@ -4,7 +4,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { decodeBoundArgs, deinterlaceFilters, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
 import { decodeStill, stillImagePath } from '../sources/still-image.js';
-import { FrameTimes, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, saysNoVideoStream, withoutOwnNotices } from '../sources/stderr-probe.js';
+import { FrameTimes, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, reportsDamage, saysNoVideoStream, withoutOwnNotices } from '../sources/stderr-probe.js';
 
 /** One decoded picture at the source's full resolution, packed RGB. */
 export interface RawFrame {
@@ -74,7 +74,7 @@ export interface VideoFramesOptions {
   onInfo?: (info: VideoInfo) => void;
   /** Called with the input's length, seconds, as soon as ffmpeg reports it (also when no frame follows). */
   onDuration?: (seconds: number) => void;
-  /** Called at ffmpeg's first word of damaged input (a file cut short: "partial file", a corrupt packet, a decoding error), with that line. */
+  /** Called at each of ffmpeg's reports of damaged input (a file cut short: "partial file", a corrupt packet, a decoding error: `reportsDamage`), with its line. */
   onDamage?: (line: string) => void;
   /**
    * Longest wait for ffmpeg's output, ms, while the consumer is not holding it back: a first
@@ -89,13 +89,6 @@ export interface VideoFramesOptions {
 const KEY_LINE_WAIT_MS = 200;
 
 const DURATION = /^\s*Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)/;
-
-/**
- * ffmpeg's words for input it could not read whole (a cut MP4: "[mov,mp4,… @ 0x…] stream 0,
- * offset 0x3170a: partial file"), from its own components only: a file's name or metadata
- * printed on the log ("comment: partial file from the phone") is not ffmpeg's report.
- */
-const DAMAGE = /^\[[^\]]* @ 0x[0-9a-f]+\] .*(partial file|invalid nal unit size|packet corrupt|truncat)|^Error while decoding stream|: corrupt input packet in stream \d+$/i;
 
 /**
  * The frames of a video (or GIF) at full resolution, packed RGB, decoded by ffmpeg. An async
@@ -145,7 +138,6 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
   const logLines = new LogLines();
   const tail: string[] = [];
   let tooLarge: { width: number; height: number } | undefined;
-  let damaged = false;
   // Each frame's time, µs, in output order, until its frame is read. ffmpeg prints it before it
   // writes the frame, but on another pipe: a frame whose time is not read yet waits for the log's
   // next chunk (or its end). An ffmpeg that prints no report (older builds, such as the bundled
@@ -175,10 +167,7 @@ export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFra
       // Of argus's own -vsync (kept: the bundled 2018 ffmpeg has no -fps_mode), not of the input.
       if (/^-vsync is deprecated/.test(line)) continue;
       keep(line);
-      if (!damaged && DAMAGE.test(line)) {
-        damaged = true;
-        o.onDamage?.(line);
-      }
+      if (reportsDamage(line)) o.onDamage?.(line);
       tooLarge ??= pictureTooLarge(line);
       const d = DURATION.exec(line);
       if (d && durationS === undefined) {

@@ -210,6 +210,24 @@ describe('argus detect: table and annotated copies (real model)', () => {
     expect((JSON.parse((await argus(['detect', '--json', named])).stdout) as DetectOutput).files[0].warning).toBeUndefined();
   }, TIMEOUT);
 
+  it('a video damaged in its middle (bytes overwritten, read to its end): a warning quoting ffmpeg, and the count, in the table and the JSON; status 0', async () => {
+    const bad = join(tmp(), 'damaged.mp4');
+    const bytes = readFileSync(`${MIRROR}/streams/one-by-one-person-detection.mp4`);
+    const mid = bytes.length >> 1;
+    for (let k = 0; k < 8; k++) for (let i = 0; i < 1024; i++) bytes[mid + k * 4096 + i] = (i * 37 + k) & 255;
+    writeFileSync(bad, bytes);
+    const r = await argus(['detect', '--json', '--fps', '2', bad]);
+    expect(r.code).toBe(0);
+    const f = (JSON.parse(r.stdout) as DetectOutput).files[0];
+    expect(f.frames.length).toBeGreaterThan(270); // read to its end (139 s at 2 fps)
+    expect(f.decodeErrors).toBeGreaterThan(0);
+    expect(f.warning).toMatch(/^ffmpeg reported damaged input (once|\d+ times): frames around it may be damaged or lost; first: \[[^\]]+ @ 0x[0-9a-f]+\] /);
+    expect((await argus(['detect', '--fps', '2', bad])).stdout).toMatch(/\n {2}warning: ffmpeg reported damaged input /);
+    const whole = JSON.parse((await argus(['detect', '--json', '--fps', '2', `${MIRROR}/streams/one-by-one-person-detection.mp4`])).stdout) as DetectOutput;
+    expect(whole.files[0].warning).toBeUndefined();
+    expect(whole.files[0].decodeErrors).toBeUndefined();
+  }, TIMEOUT);
+
   it("a video ffmpeg cannot open: its error is ffmpeg's reason, not the notice about argus's own -vsync", async () => {
     const text = join(tmp(), 'text.mp4');
     writeFileSync(text, 'not a video at all');
