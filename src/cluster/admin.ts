@@ -93,7 +93,7 @@ export async function snapshot(t: ClusterTarget): Promise<ClusterView> {
   return withAdmin(t, async (admin, kafka) => {
     // The records as the workers will read them, but `${env:…}` is theirs to resolve: a variable
     // this shell lacks is no error here (it made every apply rewrite the camera, and ls call it invalid).
-    const view = new ClusterView(kafka, { cameras: t.cluster.camerasTopic, owners: t.cluster.ownersTopic }, 'argus-cluster-admin', lenientEnv());
+    const view = new ClusterView(kafka, { cameras: t.cluster.camerasTopic, owners: t.cluster.ownersTopic }, 'argus-cluster-admin', lenientEnv(), undefined, { maxCameras: Infinity });
     await view.start(admin);
     const timeout = new Promise<never>((_, rej) => setTimeout(() => rej(new ArgusError(ErrorCodes.KAFKA_UNREACHABLE, `cluster: could not read the cluster topics ${t.cluster.camerasTopic} and ${t.cluster.ownersTopic} from the Kafka ${brokersText(t.brokers)} within 30 s`)), 30_000).unref());
     try {
@@ -200,6 +200,11 @@ export function mixedSlots(view: Pick<ClusterView, 'cameras'>): Map<number, stri
   return new Map([...by].filter(([, e]) => e.keys.size > 1).map(([slot, e]) => [slot, e.ids.sort()]));
 }
 
+/** Refuses, before anything is written, a cameras topic of more cameras than a worker holds (the others would run nowhere). */
+export function checkCameraCount(total: number, maxCameras: number): void {
+  if (total > maxCameras) throw new ArgusError(ErrorCodes.CONFIG, `cluster.maxCameras: the cameras topic would hold ${total} cameras; a worker holds ${maxCameras} at most, and the others would run nowhere (raise cluster.maxCameras in the workers' and this command's config, or remove cameras)`);
+}
+
 /** Makes the cameras topic hold exactly the file's cameras (with `prune`), or adds/replaces them (without). */
 export async function applyCameras(t: ClusterTarget, cams: { id: string; value: string }[], prune: boolean): Promise<ApplyResult> {
   const view = await snapshot(t);
@@ -226,6 +231,7 @@ export async function applyCameras(t: ClusterTarget, cams: { id: string; value: 
       view.cameras.delete(id); // its slot is free for the file's cameras
     }
   }
+  checkCameraCount(view.cameras.size + r.added.length, t.cluster.maxCameras);
   if (changed.length) messages.push(...placeCameras(t.cluster.camerasTopic, view, changed, await slotCount(t)));
   // Tombstones are acknowledged before the records that replace them are written (readers may
   // still read partitions in any order: the view ends in the new slot either way).

@@ -1,7 +1,11 @@
 import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
-import { CameraSchema, PlacementSchema, type CameraDefinition, type Placement } from '../config/schema.js';
+import { CameraSchema, DEFAULT_MAX_CAMERAS, PlacementSchema, type CameraDefinition, type Placement } from '../config/schema.js';
 import { formatIssues, shapeProblem, parseYamlText, YamlTextError } from '../config/load.js';
 import { interpolateEnv } from '../config/interpolate.js';
+import { MAX_ID_LENGTH } from '../config/schema/common.js';
+import { now } from '../core/clock.js';
+import { ErrorCodes } from '../core/errors.js';
+import type { LogFn } from '../core/log.js';
 
 /** One camera in the cameras topic (the latest record of its key). */
 export interface CameraEntry {
@@ -161,6 +165,22 @@ export function parseCamera(id: string, text: string, env: NodeJS.ProcessEnv = p
   return error !== undefined ? { error } : { definition };
 }
 
+/** Refused camera records are logged at most this often (with how many since the last such line). */
+const REFUSED_LOG_EVERY_MS = 60_000;
+
+/** What the view holds at most, and where it says what it refused. */
+export interface ViewLimits {
+  /**
+   * Camera ids held at most (cluster.maxCameras): a record of a new id past it is refused (the
+   * camera runs nowhere on this worker), logged and counted. Every worker held every id ever
+   * written to the cameras topic: whoever could write it could fill every worker's memory with
+   * valid-sized records under new keys. Default DEFAULT_MAX_CAMERAS; `argus cameras` reads without a bound
+   * (it lists and removes what the workers refused).
+   */
+  maxCameras?: number;
+  log?: LogFn;
+}
+
 /**
  * A worker's picture of the cluster's desired state: every camera of the cameras topic and
  * the latest claim or release of each camera, read by a consumer of its own (its own group,
@@ -176,10 +196,27 @@ export class ClusterView {
   readonly open = new Map<string, Map<number, OpenClaim>>();
   /** Next offset to apply per topic partition: a replay (the view's consumer rejoined its group) applies nothing twice. */
   private readonly next = new Map<string, bigint>();
-  /** Workers asked to drain (true) or to come back (false). */
+  /** Workers asked to drain (their latest drain record says so; `--undo` removes the entry). */
   readonly drains = new Map<string, boolean>();
   /** Per camera, the latest "connected and delivering frames" of a would-be new owner: `owner/incarnation` and the record's offset. */
   readonly connected = new Map<string, { member: string; offset: number }>();
+  /**
+   * Cameras gone from the cameras topic whose claims are still open, oldest first (kept: re-added,
+   * its new owner waits for them), at most maxCameras of them.
+   */
+  private readonly gone = new Set<string>();
+  /**
+   * The cameras topic has been read to where it ended at start: a camera absent from it is gone,
+   * and what the owners topic says of it (its last owner, its "ready") is forgotten. Before, a
+   * claim read ahead of its camera's record could not be told from one of a removed camera.
+   */
+  private camerasRead = false;
+  /** Records of new camera ids refused since start (maxCameras, or a key longer than an id may be). */
+  refusedCameras = 0;
+  private refusedSinceLog = 0;
+  private refusedLoggedAt = -Infinity;
+  private readonly maxCameras: number;
+  private readonly log: LogFn;
   private consumer: Consumer | undefined;
   private readonly listeners = new Set<() => void>();
   private readonly waiting: { topic: string; partition: number; offset: bigint }[] = [];
@@ -200,7 +237,11 @@ export class ClusterView {
      * worker read no claim or release for ~27 s after the broker was back, so no camera started.
      */
     private readonly session: { sessionTimeoutMs: number; heartbeatIntervalMs: number } = { sessionTimeoutMs: 30_000, heartbeatIntervalMs: 3000 },
-  ) {}
+    limits: ViewLimits = {},
+  ) {
+    this.maxCameras = limits.maxCameras ?? DEFAULT_MAX_CAMERAS;
+    this.log = limits.log ?? (() => {});
+  }
 
   /** Called after every change (camera records, claims, releases, drains). */
   onChange(f: () => void): () => void {
@@ -215,6 +256,7 @@ export class ClusterView {
       }
     }
     if (this.waiting.length === 0) this.resolveReady();
+    this.checkCamerasRead();
     const consumer = this.kafka.consumer({
       groupId: `${this.groupPrefix}-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`,
       // Claims, releases and "ready" records decide a handover's gap: poll often (measured: at
@@ -254,6 +296,54 @@ export class ClusterView {
       if (w.topic === topic && w.partition === partition && next >= w.offset) this.waiting.splice(i, 1);
     }
     if (this.waiting.length === 0) this.resolveReady();
+    this.checkCamerasRead();
+  }
+
+  /** Once the cameras topic is read to its start-time end: the owners topic's state of cameras not in it is forgotten. */
+  private checkCamerasRead(): void {
+    if (this.camerasRead || this.waiting.some((w) => w.topic === this.topics.cameras)) return;
+    this.camerasRead = true;
+    for (const key of new Set([...this.owners.keys(), ...this.open.keys(), ...this.connected.keys()])) this.forget(key);
+  }
+
+  /**
+   * What the owners topic says of a camera not in the cameras topic (removed, or never there) is
+   * dropped: its last owner and its "ready", and its claims once all are released. Claims still
+   * open are kept (the camera re-added, its new owner waits for them), of maxCameras cameras at
+   * most, the oldest dropped first. Every worker kept an entry in each for every camera ever
+   * claimed: cameras added and removed over months filled its memory.
+   */
+  private forget(camera: string): void {
+    if (!this.camerasRead || this.records.has(camera)) {
+      this.gone.delete(camera);
+      return;
+    }
+    if ((this.open.get(camera)?.size ?? 0) > 0) {
+      this.gone.delete(camera);
+      this.gone.add(camera);
+      if (this.gone.size <= this.maxCameras) return;
+      camera = this.gone.values().next().value!;
+    }
+    this.gone.delete(camera);
+    this.owners.delete(camera);
+    this.open.delete(camera);
+    this.connected.delete(camera);
+  }
+
+  /** A record of a new camera id past maxCameras (or under a key no id can be): refused, counted, logged at most once a minute. */
+  private refuse(key: string, why: string): void {
+    this.refusedCameras++;
+    this.refusedSinceLog++;
+    const t = now();
+    if (t - this.refusedLoggedAt < REFUSED_LOG_EVERY_MS) return;
+    const shown = key.length > MAX_ID_LENGTH ? `${key.slice(0, MAX_ID_LENGTH)}… (${key.length} characters)` : key;
+    this.log(
+      `cluster: camera record "${shown}" refused: ${why}; it runs nowhere on this worker (${this.refusedSinceLog} record${this.refusedSinceLog > 1 ? 's' : ''} refused since the last such line, ${this.refusedCameras} in all)`,
+      { code: ErrorCodes.CAMERA_LIMIT, camera: shown, refused: this.refusedCameras, maxCameras: this.maxCameras },
+      'error',
+    );
+    this.refusedLoggedAt = t;
+    this.refusedSinceLog = 0;
   }
 
   /** Applies one record of either topic (what the view's consumer reads; tests feed it directly). */
@@ -281,13 +371,18 @@ export class ClusterView {
     let bySlot = this.records.get(key);
     if (value === null) bySlot?.delete(slot);
     else {
-      if (!bySlot) this.records.set(key, (bySlot = new Map()));
+      if (!bySlot) {
+        if (key.length > MAX_ID_LENGTH) return this.refuse(key, `its key has ${key.length} characters; a camera id has at most ${MAX_ID_LENGTH}`);
+        if (this.records.size >= this.maxCameras) return this.refuse(key, `this worker holds ${this.maxCameras} cameras already (cluster.maxCameras)`);
+        this.records.set(key, (bySlot = new Map()));
+      }
       // (A value past KEPT_BYTES is refused whatever follows: its first bytes stand for it.)
       bySlot.set(slot, { text: (value.length > KEPT_BYTES ? value.subarray(0, KEPT_BYTES) : value).toString('utf8'), offset });
     }
     if (!bySlot || bySlot.size === 0) {
       this.records.delete(key);
       this.cameras.delete(key);
+      this.forget(key);
       return;
     }
     if (bySlot.size > 1) {
@@ -304,39 +399,54 @@ export class ClusterView {
   }
 
   private applyOwners(key: string, value: Buffer | null, offset: number): void {
+    const camera = this.applyOwnersRecord(key, value, offset);
+    if (camera !== undefined) this.forget(camera);
+  }
+
+  /** Applies a record of the owners topic; returns the camera it was about, if any. */
+  private applyOwnersRecord(key: string, value: Buffer | null, offset: number): string | undefined {
     if (value === null) {
       if (key.startsWith(DRAIN_KEY_PREFIX)) this.drains.delete(key.slice(DRAIN_KEY_PREFIX.length));
+      else if (key.startsWith(READY_KEY_PREFIX)) this.connected.delete(key.slice(READY_KEY_PREFIX.length));
       else this.owners.delete(key);
-      return;
+      return undefined;
     }
     const r = JSON.parse(value.toString('utf8')) as Partial<Record<string, unknown>> | null;
-    if (r === null || typeof r !== 'object') return;
+    if (r === null || typeof r !== 'object') return undefined;
     const str = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 256;
     if (r.type === 'drain') {
-      if (str(r.worker) && typeof r.drain === 'boolean' && key === `${DRAIN_KEY_PREFIX}${r.worker}`) this.drains.set(r.worker, r.drain);
-      return;
+      // Only a drain is kept: `--undo` (false) is what a worker absent from the map reads.
+      if (str(r.worker) && typeof r.drain === 'boolean' && key === `${DRAIN_KEY_PREFIX}${r.worker}`) {
+        if (r.drain) this.drains.set(r.worker, true);
+        else this.drains.delete(r.worker);
+      }
+      return undefined;
     }
     if (r.type === 'ready') {
-      if (str(r.camera) && str(r.owner) && str(r.incarnation) && key === `${READY_KEY_PREFIX}${r.camera}`) this.connected.set(r.camera, { member: `${r.owner}/${r.incarnation}`, offset });
-      return;
+      if (!str(r.camera) || !str(r.owner) || !str(r.incarnation) || key !== `${READY_KEY_PREFIX}${r.camera}`) return undefined;
+      this.connected.set(r.camera, { member: `${r.owner}/${r.incarnation}`, offset });
+      return r.camera;
     }
-    if ((r.type !== 'claim' && r.type !== 'release') || !str(r.camera) || r.camera !== key || !str(r.owner)) return;
+    if ((r.type !== 'claim' && r.type !== 'release') || !str(r.camera) || r.camera !== key || !str(r.owner)) return undefined;
     const incarnation = str(r.incarnation) ? r.incarnation : '';
     const when = typeof r.at === 'number' && Number.isFinite(r.at) ? r.at : 0;
-    const open = this.open.get(key) ?? new Map<number, OpenClaim>();
-    this.open.set(key, open);
     if (r.type === 'claim') {
+      let open = this.open.get(key);
+      if (!open) this.open.set(key, (open = new Map<number, OpenClaim>()));
       open.set(offset, { owner: r.owner, incarnation, epoch: offset });
       this.owners.set(key, { camera: key, state: 'claimed', owner: r.owner, incarnation, epoch: offset, at: when });
-      return;
+      return key;
     }
     // A release names the claim it ends: an earlier offset in this partition, by the same owner.
     const epoch = r.epoch;
-    if (typeof epoch !== 'number' || !Number.isInteger(epoch) || epoch < 0 || epoch >= offset) return;
-    const claim = open.get(epoch);
-    if (claim && claim.owner === r.owner) open.delete(epoch);
+    if (typeof epoch !== 'number' || !Number.isInteger(epoch) || epoch < 0 || epoch >= offset) return undefined;
+    const open = this.open.get(key);
+    const claim = open?.get(epoch);
+    if (claim && claim.owner === r.owner) open!.delete(epoch);
+    if (open?.size === 0) this.open.delete(key);
     const cur = this.owners.get(key);
     if (cur && cur.epoch === epoch && cur.owner === r.owner) this.owners.set(key, { ...cur, state: 'released', at: when });
+    return key;
   }
 
   /** Claims of `camera` below `epoch` that are still open (their owner has not released them). */

@@ -183,7 +183,7 @@ export class Worker {
       retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 2000 },
     });
     // The view's group has the worker's session: one a broker restart makes it wait out, as the workers' group.
-    this.view = new ClusterView(this.kafka, { cameras: this.c.camerasTopic, owners: this.c.ownersTopic }, `argus-view-${this.id}`, process.env, { sessionTimeoutMs: this.c.sessionTimeoutMs, heartbeatIntervalMs: this.c.heartbeatIntervalMs });
+    this.view = new ClusterView(this.kafka, { cameras: this.c.camerasTopic, owners: this.c.ownersTopic }, `argus-view-${this.id}`, process.env, { sessionTimeoutMs: this.c.sessionTimeoutMs, heartbeatIntervalMs: this.c.heartbeatIntervalMs }, { maxCameras: this.c.maxCameras, log });
   }
 
   /**
@@ -857,7 +857,7 @@ export async function runWorker(config: PipelineConfig, options: WorkerOptions =
       claimOf: (source) => worker.claimOf(source),
       publishesStatus: (t) => worker.publishesStatus(t),
       health: () => worker.health(),
-      clusterMetrics: () => ({ worker: worker.id, cameras: worker.cameras(), lease: worker.leaseHolds(), counters: worker.counters }),
+      clusterMetrics: () => ({ worker: worker.id, cameras: worker.cameras(), lease: worker.leaseHolds(), counters: worker.counters, view: { cameras: worker.view.cameras.size, refused: worker.view.refusedCameras } }),
     });
   } finally {
     await worker.close();

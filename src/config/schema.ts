@@ -16,7 +16,7 @@ import { TrackingSchema, type TrackingConfig } from './schema/tracking.js';
 import type { SourceConfig } from './schema/source.js';
 
 export { AlertsSchema, OutboxSchema, type AlertsConfig, type OutboxConfig } from './schema/alerts.js';
-export { CameraSchema, CamerasFileSchema, ClusterSchema, PlacementSchema, type CameraDefinition, type ClusterConfig, type Placement } from './schema/cluster.js';
+export { CameraSchema, CamerasFileSchema, ClusterSchema, DEFAULT_MAX_CAMERAS, PlacementSchema, type CameraDefinition, type ClusterConfig, type Placement } from './schema/cluster.js';
 export { LineSchema, RuleSchema, ZoneSchema, type LineConfig, type RuleConfig, type ZoneConfig } from './schema/analytics.js';
 export { MAX_MODEL_SIDE, ModelManifestSchema, ModelRefSchema, type ExecutionProviderName, type ModelManifest, type ModelRefConfig } from './schema/model.js';
 export { PostprocessSchema, type PostprocessConfig } from './schema/postprocess.js';

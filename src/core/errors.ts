@@ -45,6 +45,8 @@ export const ErrorCodes = {
   SINK_TOPIC: 'VAP_ERR_SINK_TOPIC',
   /** `argus cameras` / `argus cluster` / `argus consume`: the Kafka brokers did not answer in time (refused, unknown host, silent); the message names them, credentials redacted. */
   KAFKA_UNREACHABLE: 'VAP_ERR_KAFKA_UNREACHABLE',
+  /** argus worker: a camera record of the cameras topic was refused, the worker holding `cluster.maxCameras` cameras already (or its key is longer than an id may be); the log line names the key. */
+  CAMERA_LIMIT: 'VAP_ERR_CAMERA_LIMIT',
   /** The HTTP/WebSocket server could not listen (port in use, bad host). */
   SERVER_LISTEN: 'VAP_ERR_SERVER_LISTEN',
   /** The alert outbox (the journal on disk) cannot be created, read or locked. */

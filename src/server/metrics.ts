@@ -29,6 +29,8 @@ export interface ClusterMetricsState {
   cameras: readonly { id: string; epoch: number }[];
   lease: boolean;
   counters: { claims: number; releases: number; fencings: number; fencedFrames: number; forcedClaims: number };
+  /** Cameras of the cameras topic the worker's view holds, and records of new ids it refused (cluster.maxCameras). */
+  view: { cameras: number; refused: number };
 }
 
 /**
@@ -191,6 +193,16 @@ export class Metrics {
           this.reset();
           const st = cl();
           for (const c of st.cameras) this.set({ source: c.id, worker: st.worker }, c.epoch);
+        },
+      });
+      new client.Gauge({ name: 'argus_cluster_cameras', help: 'argus worker: cameras of the cameras topic its view holds (at most cluster.maxCameras).', registers: [r], collect() { this.set(cl().view.cameras); } });
+      new client.Counter({
+        name: 'argus_cluster_cameras_refused_total',
+        help: 'argus worker: camera records of new ids refused (VAP_ERR_CAMERA_LIMIT): the view held cluster.maxCameras cameras already, or the key was longer than an id.',
+        registers: [r],
+        collect() {
+          this.reset();
+          this.inc(cl().view.refused);
         },
       });
       new client.Gauge({ name: 'argus_cluster_lease', help: 'argus worker: 1 while its group lease holds (a heartbeat answered within the session less the fence margin).', registers: [r], collect() { this.set(cl().lease ? 1 : 0); } });

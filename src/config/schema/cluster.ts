@@ -15,6 +15,9 @@ const labelValue = z.string().max(63);
  */
 export const MAX_WEIGHT = 1e9;
 
+/** The most cameras a worker holds by default (cluster.maxCameras). */
+export const DEFAULT_MAX_CAMERAS = 10_000;
+
 /**
  * `argus worker`: cameras spread over workers by Kafka's consumer-group protocol (README,
  * "Many machines"). The cameras live in a compacted topic; its partitions are slots; the group
@@ -62,6 +65,13 @@ export const ClusterSchema = z
     rebalanceTimeoutMs: ms(1000).default(10_000),
     /** A new owner waits this long at most for the old owner's release in a planned move. Default: sessionTimeoutMs. */
     releaseWaitMs: ms(0).optional(),
+    /**
+     * The most cameras (ids of the cameras topic) a worker holds: a record of a new id past it is
+     * refused (logged, VAP_ERR_CAMERA_LIMIT, and counted in argus_cluster_cameras_refused_total);
+     * the camera runs nowhere until the worker restarts with room for it. Whoever can write the
+     * topic could otherwise fill every worker's memory. Default DEFAULT_MAX_CAMERAS (10 000).
+     */
+    maxCameras: finite().int().min(1).max(1_000_000).default(DEFAULT_MAX_CAMERAS),
     /** Replication factor of the cluster topics when created. Default 1. */
     replicationFactor: finite().int().min(1).default(1),
   })
