@@ -559,6 +559,12 @@ export class Worker {
       await this.release(id, epoch);
     }
     for (const id of this.waits.keys()) if (!desired.has(id)) this.waits.delete(id);
+    // A camera stopped here and no longer wanted (removed, disabled, its slot another worker's):
+    // its alerts are in the outbox by now (a planned stop drains it before the release), so its
+    // claim is forgotten; so is a handoff whose camera a fence stopped. Both kept an entry for every
+    // camera that ever ran here (and a handoff left behind made the tick reconcile 10 times a second).
+    for (const id of this.claims.keys()) if (!this.running.has(id) && !desired.has(id)) this.claims.delete(id);
+    for (const id of this.handoffs) if (!this.running.has(id)) this.handoffs.delete(id);
 
     for (const [id, at] of this.retryAt) if (at <= now) this.retryAt.delete(id);
     const releaseWait = this.c.releaseWaitMs ?? this.c.sessionTimeoutMs;
