@@ -59,7 +59,17 @@ export interface PipelineOptions {
   signal?: AbortSignal;
   /** An attached source's chain ended (a worker's camera stopped or moved away): what a sink holds for it can go. */
   onDetach?: (source: string) => void;
+  /** Ids of detached sources whose totals `detached` keeps, the latest detached (default MAX_DETACHED_KEPT). */
+  maxDetached?: number;
 }
+
+/**
+ * Detached sources whose totals a pipeline keeps: an argus worker's cameras come and go for
+ * months, each id ever attached kept an entry. Past it, the longest detached is forgotten, and
+ * `seq` stays unique (alert ids are built from it): an id attached afresh starts past every
+ * forgotten id's next seq.
+ */
+export const MAX_DETACHED_KEPT = 10_000;
 
 export interface Pipeline {
   readonly config: PipelineConfig;
@@ -85,7 +95,8 @@ export interface Pipeline {
   /**
    * Sources attached and detached again, by id: what their chains counted, summed over every
    * time the id was attached (a worker's camera that moved away and back), and the `seq` its
-   * next attachment starts from (seq never repeats within a run).
+   * next attachment starts from (seq never repeats within a run). The latest detached
+   * `maxDetached` ids (MAX_DETACHED_KEPT) at most.
    */
   readonly detached: ReadonlyMap<string, DetachedTotals>;
   /** Releases what the pipeline loaded (the model, unless it was given in the options). */
@@ -397,6 +408,9 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   };
 
   const detached = new Map<string, DetachedTotals>();
+  const maxDetached = options.maxDetached ?? MAX_DETACHED_KEPT;
+  /** The largest next seq of a forgotten detached id: an id not in `detached` starts there. */
+  let seqFloor = 0;
   const analyzerMap = new Map<string, SourceAnalyzer>();
   analyzers.forEach((a, i) => a && analyzerMap.set(sources[i].id, a));
   // The local file a resolved URL reads, if it is one.
@@ -424,7 +438,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
           stats.push(st);
           if (analyzer) analyzerMap.set(src.id, analyzer);
           const before = detached.get(src.id);
-          const cont: Continuity = { nextSeq: before?.nextSeq ?? 0, lastPts: before?.lastPts, ptsOrigin: before?.ptsOrigin, fps: before?.fps };
+          const cont: Continuity = { nextSeq: before?.nextSeq ?? seqFloor, lastPts: before?.lastPts, ptsOrigin: before?.ptsOrigin, fps: before?.fps };
           const input = inputOf(url);
           if (input) inputs.push(input);
           return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne, admit, cont).pipe(
@@ -443,7 +457,13 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
               d.reconnects += st.reconnects;
               d.decodeErrors += st.decodeErrors;
               Object.assign(d, cont, { fps: st.fps ?? cont.fps });
+              detached.delete(src.id); // the latest detached last: the first is forgotten first
               detached.set(src.id, d);
+              if (detached.size > maxDetached) {
+                const [oldest, totals] = detached.entries().next().value!;
+                seqFloor = Math.max(seqFloor, totals.nextSeq);
+                detached.delete(oldest);
+              }
               options.onDetach?.(src.id);
             }),
           );

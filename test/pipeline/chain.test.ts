@@ -550,6 +550,23 @@ describe('a source attached again under the same id (real ffmpeg, fake session)'
     expect(p.detached.get('late')).toMatchObject({ attachments: 2, framesIn: 24, framesOut: 24, dropped: 0, inferenceErrors: 0, reconnects: 0, nextSeq: 24 });
   });
 
+  it('the totals of at most maxDetached ids are kept (a worker’s cameras come and go for months); an id forgotten and attached again still never repeats a seq', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-attach-many-'));
+    const clip = join(dir, 'clip.mp4');
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', `testsrc=size=${S}x${S}:rate=10`, '-frames:v', '3', '-pix_fmt', 'yuv420p', clip]);
+    session.hold = false;
+    const p = await createPipeline({ ...config(), sources: [{ ...config().sources[0], enabled: false }] }, { detector, maxDetached: 2 });
+    const never = new Subject<void>();
+    const run = async (id: string) => (await lastValueFrom(p.attach({ ...config().sources[0], id, uri: clip, rate: 'fast' as const }, never).pipe(toArray()))).map((r) => r.frame.seq);
+    expect(await run('a')).toEqual([0, 1, 2]);
+    expect(await run('a')).toEqual([3, 4, 5]);
+    expect(await run('b')).toEqual([0, 1, 2]);
+    expect(await run('c')).toEqual([0, 1, 2]);
+    expect([...p.detached.keys()]).toEqual(['b', 'c']); // a's forgotten
+    expect(await run('a')).toEqual([6, 7, 8]); // past what a was given before
+    expect([...p.detached.keys()]).toEqual(['c', 'a']);
+  });
+
   it("an attached camera (an argus worker's) gets the warnings a pipeline's own sources get: file settings on a live stream, a zone's frameSize of another shape", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-attach-warn-'));
     const clip = join(dir, 'clip.mp4');
