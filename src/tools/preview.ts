@@ -16,7 +16,7 @@ import type { Point } from '../core/polygon.js';
 import { forTerminal } from '../core/text.js';
 import { pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
 import type { DetectedFrame } from '../postprocess/postprocess.js';
-import { sourceKind } from '../sources/ffmpeg-args.js';
+import { isStillImage, sourceKind } from '../sources/ffmpeg-args.js';
 import { describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { RtspTap } from '../sources/rtsp-tap.js';
 import { secretsRelay } from '../sources/secrets-relay.js';
@@ -98,8 +98,8 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
   const index = options.source === undefined ? Math.max(0, config.sources.findIndex((s) => s.enabled)) : config.sources.findIndex((s) => s.id === options.source);
   if (index < 0) throw new ArgusError(ErrorCodes.CONFIG, `preview --source ${options.source}: no such source in ${file} (sources: ${config.sources.map((s) => s.id).join(', ')})`);
   const src = config.sources[index];
-  const at = options.at ?? 0;
-  if (!(at >= 0)) throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${options.at}: expected seconds ≥ 0`);
+  const asked = options.at ?? 0;
+  if (!(asked >= 0)) throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${options.at}: expected seconds ≥ 0`);
 
   const setting = (field: string) => settingOf({ configFile: file }, field);
   const loading = loadToolDetector({ manifest: config.model.manifest, path: config.model.path }, { baseDir, log, base: config.model, field: setting('model.manifest') });
@@ -117,7 +117,11 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
   const detector = await loading;
   try {
     const file_ = sourceKind(url) === 'file';
-    if (!file_ && at > 0) throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${at}: source "${src.id}" is a live stream (${sourceKind(url)}); --at applies to files`);
+    if (!file_ && asked > 0) throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${asked}: source "${src.id}" is a live stream (${sourceKind(url)}); --at applies to files`);
+    // A still image is one frame, the picture at every time: it is shown whatever --at says (past
+    // its first 0.04 s it had "no frame there", a picture a pipeline runs as that very frame).
+    const still = file_ && isStillImage(url);
+    const at = still ? 0 : asked;
     const tracking = config.tracking.enabled;
     const start = tracking ? Math.max(0, at - HISTORY_S) : at;
     // Built before any frame, so an unknown class label fails naming the field.
@@ -216,7 +220,7 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
       throw new ArgusError(ErrorCodes.SINK_FILE, `preview --out ${options.out}: cannot write it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
     }
 
-    const lines = [`${options.out}: source "${src.id}" at ${shownAt.toFixed(2)} s, ${lastFrame.width}x${lastFrame.height}`];
+    const lines = [`${options.out}: source "${src.id}" at ${shownAt.toFixed(2)} s, ${lastFrame.width}x${lastFrame.height}${still && asked > 0 ? ` (a still image: its one frame, whatever --at ${asked} says)` : ''}`];
     for (const z of scene.zones) lines.push(`zone ${zoneLabel(z)}: polygon ${z.polygon.map(px).join(' ')} (pixels)`);
     for (const l of scene.lines) lines.push(`line ${lineLabel(l)}: from ${px(l.from)} to ${px(l.to)} (pixels); "in" crosses from the right of from→to to its left (the green arrow)`);
     if (!scene.zones.length && !scene.lines.length) lines.push('no zones or lines in this source');

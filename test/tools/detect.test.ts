@@ -53,6 +53,23 @@ describe('argus detect and argus preview print labels from the model file for a 
     expect(text).not.toMatch(TERMINAL_CONTROLS);
   }, 60_000);
 
+  it('runPreview of a still image at any --at shows its one frame, and says so (it had "no frame there" past 0.04 s)', async () => {
+    const model = dir.path('hostile-preview-still.onnx');
+    writeHostileModel(model);
+    const work = mkdtempSync(join(tmpdir(), 'argus-preview-still-'));
+    const img = join(work, 'still.jpg');
+    await sharp({ create: { width: 320, height: 240, channels: 3, background: { r: 90, g: 90, b: 90 } } }).jpeg().toFile(img);
+    const yaml = join(work, 'p.yaml');
+    writeFileSync(yaml, ['sources:', '  - id: pic', `    uri: ${img}`, 'model:', `  path: ${model}`, ''].join('\n'));
+    for (const at of [0, 3, 1000]) {
+      let text = '';
+      const r = await runPreview(yaml, { out: join(work, `p${at}.png`), at, write: (s) => (text += s) });
+      expect([r.at, r.width, r.height]).toEqual([0, 320, 240]);
+      expect(text.split('\n')[0]).toBe(`${join(work, `p${at}.png`)}: source "pic" at 0.00 s, 320x240${at > 0 ? ` (a still image: its one frame, whatever --at ${at} says)` : ''}`);
+      expect((await sharp(join(work, `p${at}.png`)).metadata()).width).toBe(320);
+    }
+  }, 60_000);
+
   it("runPreview reads an rtsps:// camera through argus's relay, which checks its certificate (ffmpeg alone checks none): the relay's word on the camera is in the error", async () => {
     const model = dir.path('hostile-preview-rtsps.onnx');
     writeHostileModel(model);
