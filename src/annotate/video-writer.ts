@@ -28,6 +28,8 @@ export interface VideoWriterOptions {
   ffmpegPath: string;
   /** Output file; the container follows the extension (`.mp4`, `.mkv`, …). */
   path: string;
+  /** What errors call the file (default `path`): the file a temporary one becomes (core/files.ts writeWhole). */
+  name?: string;
   width: number;
   height: number;
   /** Frames per second of the output. */
@@ -98,7 +100,7 @@ export class VideoWriter {
   }
 
   private error(detail: string): ArgusError {
-    return new ArgusError(ErrorCodes.SINK_FILE, `writing ${this.options.path}: ${detail}${this.log.length ? `: ${this.log.join('').trim().split('\n').slice(-4).join('\n')}` : ''}`);
+    return new ArgusError(ErrorCodes.SINK_FILE, `writing ${this.options.name ?? this.options.path}: ${detail}${this.log.length ? `: ${this.log.join('').trim().split('\n').slice(-4).join('\n')}` : ''}`);
   }
 
   /** Writes one frame (width × height × 3 bytes); resolves when ffmpeg can take the next. */

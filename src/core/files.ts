@@ -1,6 +1,6 @@
 import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
-import { mkdir, stat } from 'node:fs/promises';
-import { dirname, extname, resolve } from 'node:path';
+import { mkdir, realpath, rename, rm, stat } from 'node:fs/promises';
+import { basename, dirname, extname, join, resolve } from 'node:path';
 
 /**
  * True when `a` and `b` name the same file: the same absolute path, or (both existing) the same
@@ -84,5 +84,38 @@ export function makeDirSync(dir: string): void {
     mkdirSync(dir);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(dir).isDirectory()) throw e;
+  }
+}
+
+let parts = 0;
+
+/**
+ * Writes the file `path` whole or not at all: `write` writes it under a hidden name beside it
+ * (the same folder, so the rename stays on one file system; the same extension, which ffmpeg
+ * picks the container by), which is then renamed over `path`. Whatever fails (a full disk, the
+ * folder removed mid-write, the writer's own error) removes the partial file and is thrown again:
+ * `path` is the whole new file or what it was before. A write straight to `path` left a
+ * truncated picture or video there, which looked like a copy, and replaced a good one.
+ * `renameFailed` makes the error of a rename that fails.
+ */
+export async function writeWhole<T>(path: string, write: (partial: string) => Promise<T>, renameFailed: (e: NodeJS.ErrnoException) => Error): Promise<T> {
+  // A link is followed (the file it names is replaced, the link kept); what is not a regular
+  // file (a device such as /dev/null, a named pipe) is written as it is: a rename would replace it.
+  let target = path;
+  const st = await stat(path).catch(() => undefined);
+  if (st && !st.isFile()) return write(path);
+  if (st) target = await realpath(path);
+  const ext = extname(target);
+  // Cut: a name near the file system's 255 bytes would be too long with the suffix.
+  const partial = join(dirname(target), `.${basename(target, ext).slice(0, 64)}.part-${process.pid}-${parts++}${ext}`);
+  try {
+    const r = await write(partial);
+    await rename(partial, target).catch((e: NodeJS.ErrnoException) => {
+      throw renameFailed(e);
+    });
+    return r;
+  } catch (e) {
+    await rm(partial, { force: true }).catch(() => undefined);
+    throw e;
   }
 }

@@ -7,7 +7,7 @@ import { PostprocessSchema } from '../config/schema.js';
 import type { Detections } from '../core/detections.js';
 import { redact } from '../core/redact.js';
 import { ArgusError, ErrorCodes, isArgusError, type ErrorCode } from '../core/errors.js';
-import { isVideoPath, sameFile, unwritableDir, VIDEO_EXTENSIONS } from '../core/files.js';
+import { isVideoPath, sameFile, unwritableDir, VIDEO_EXTENSIONS, writeWhole } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import { forTerminal, forTerminalLines } from '../core/text.js';
 import { resolveFfmpeg } from '../sources/ffmpeg-path.js';
@@ -71,6 +71,11 @@ export interface DetectOutput {
   files: JsonFile[];
   /** Files that failed (each with its `error`). */
   failed: number;
+}
+
+/** The annotated copy `target` could not be written (`e`: the file system's error). */
+function unwritten(target: string, e: NodeJS.ErrnoException): ArgusError {
+  return new ArgusError(ErrorCodes.SINK_FILE, `detect --out: cannot write the annotated copy ${target} (${e.code ?? e.message})`, { cause: e });
 }
 
 /** Still images written in the format their extension names; anything else becomes PNG. */
@@ -228,9 +233,9 @@ export async function runDetect(files: readonly string[], options: DetectOptions
           const frame = await readImage(file);
           await handle(frame, target ? async (px) => {
             const encoded = await encodeImage({ ...imageOf(frame), data: px }, imageFormat(target));
-            await writeFile(target, encoded).catch((e: NodeJS.ErrnoException) => {
-              throw new ArgusError(ErrorCodes.SINK_FILE, `detect --out: cannot write the annotated copy ${target} (${e.code ?? e.message})`, { cause: e });
-            });
+            await writeWhole(target, (partial) => writeFile(partial, encoded).catch((e: NodeJS.ErrnoException) => {
+              throw unwritten(target, e);
+            }), (e) => unwritten(target, e));
           } : undefined);
         } else {
           let writer: VideoWriter | undefined;
@@ -261,23 +266,28 @@ export async function runDetect(files: readonly string[], options: DetectOptions
             fps = options.fps && i.fps ? Math.min(options.fps, i.fps) : (options.fps ?? i.fps);
             copyFps = fps && i.durationS ? Math.max(fps, 1 / i.durationS) : fps;
           };
-          try {
-            for await (const frame of videoFrames({ ffmpegPath: ffmpeg!.path, url: file, fps: options.fps, onInfo, onDamage })) {
-              damageSinceFrame = false;
-              await handle(frame, target ? async (px) => {
-                const rate = copyFps ?? 10;
-                writer ??= new VideoWriter({ ffmpegPath: ffmpeg!.path, path: target, width: frame.width, height: frame.height, fps: rate, order: 'rgb' });
-                const slot = outputSlot(frame.pts, (base ??= frame.pts), rate);
-                if (previous) for (let k = gapBefore(slot, lastWritten, rate); k > 0; k--) await writer.write(previous);
-                await writer.write(px);
-                lastWritten = Math.max(slot, lastWritten + 1);
-                previous = px;
-              } : undefined);
+          // The copy is written under a temporary name, renamed once whole: a copy cut short by
+          // a full disk (or by the file failing to read) is removed, not left looking like one.
+          const read = async (partial: string | undefined) => {
+            try {
+              for await (const frame of videoFrames({ ffmpegPath: ffmpeg!.path, url: file, fps: options.fps, onInfo, onDamage })) {
+                damageSinceFrame = false;
+                await handle(frame, partial !== undefined ? async (px) => {
+                  const rate = copyFps ?? 10;
+                  writer ??= new VideoWriter({ ffmpegPath: ffmpeg!.path, path: partial, name: target, width: frame.width, height: frame.height, fps: rate, order: 'rgb' });
+                  const slot = outputSlot(frame.pts, (base ??= frame.pts), rate);
+                  if (previous) for (let k = gapBefore(slot, lastWritten, rate); k > 0; k--) await writer.write(previous);
+                  await writer.write(px);
+                  lastWritten = Math.max(slot, lastWritten + 1);
+                  previous = px;
+                } : undefined);
+              }
+            } finally {
+              await (writer as VideoWriter | undefined)?.close();
             }
-          } finally {
-            await (writer as VideoWriter | undefined)?.close();
-          }
-          if (entry.frames.length === 0) throw new ArgusError(ErrorCodes.SOURCE_PROBE, `detect: ${file}: ffmpeg decoded no video frame from it`);
+            if (entry.frames.length === 0) throw new ArgusError(ErrorCodes.SOURCE_PROBE, `detect: ${file}: ffmpeg decoded no video frame from it`);
+          };
+          await (target !== undefined ? writeWhole(target, read, (e) => unwritten(target, e)) : read(undefined));
           const cut = damage !== undefined ? cutShort(entry.frames.at(-1)!.pts, info, fps) : undefined;
           if (damaged > 0) entry.decodeErrors = damaged;
           // In the table and the JSON.

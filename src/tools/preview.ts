@@ -10,7 +10,7 @@ import { loadPipeline } from '../config/load.js';
 import { redact } from '../core/redact.js';
 import { rtspTransportOf } from '../core/rtsp-relay.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { sameFile, unwritableDir } from '../core/files.js';
+import { sameFile, unwritableDir, writeWhole } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import type { Point } from '../core/polygon.js';
 import { forTerminal } from '../core/text.js';
@@ -214,11 +214,12 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
     const image = { data: lastFrame.data, width: lastFrame.width, height: lastFrame.height, order: 'rgb' as const };
     const panel = [`${src.id} at ${shownAt.toFixed(2)} s: ${d.length} detection${d.length === 1 ? '' : 's'}${tracking ? `, ${tracked} tracked` : ''}`];
     const drawn = await drawOverlay(image, { detections: d, labels: detector.labels, scene, panel });
-    try {
-      await writeFile(options.out, await encodeImage({ ...image, data: drawn }, /\.jpe?g$/i.test(options.out) ? 'jpeg' : 'png'));
-    } catch (e) {
-      throw new ArgusError(ErrorCodes.SINK_FILE, `preview --out ${options.out}: cannot write it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
-    }
+    const unwritten = (e: NodeJS.ErrnoException) => new ArgusError(ErrorCodes.SINK_FILE, `preview --out ${options.out}: cannot write it (${e.code ?? e.message})`, { cause: e });
+    const encoded = await encodeImage({ ...image, data: drawn }, /\.jpe?g$/i.test(options.out) ? 'jpeg' : 'png');
+    // Whole or not at all: a full disk left a truncated picture under the name.
+    await writeWhole(options.out, (partial) => writeFile(partial, encoded).catch((e: NodeJS.ErrnoException) => {
+      throw unwritten(e);
+    }), unwritten);
 
     const lines = [`${options.out}: source "${src.id}" at ${shownAt.toFixed(2)} s, ${lastFrame.width}x${lastFrame.height}${still && asked > 0 ? ` (a still image: its one frame, whatever --at ${asked} says)` : ''}`];
     for (const z of scene.zones) lines.push(`zone ${zoneLabel(z)}: polygon ${z.polygon.map(px).join(' ')} (pixels)`);

@@ -1,8 +1,9 @@
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeDir, makeDirSync, unwritableDir } from '../../src/core/files.js';
+import { makeDir, makeDirSync, unwritableDir, writeWhole } from '../../src/core/files.js';
 import { Outbox } from '../../src/sinks/outbox.js';
 
 describe('unwritableDir', () => {
@@ -42,5 +43,64 @@ describe('makeDir / makeDirSync (mkdir -p without Node’s recursive mkdir)', ()
 
   it('an outbox.dir there is VAP_ERR_OUTBOX naming the folder (argus’s start hung for good)', async () => {
     await expect(Outbox.open({ dir: '/proc/self/argus-ob', maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false })).rejects.toMatchObject({ code: 'VAP_ERR_OUTBOX', message: expect.stringContaining('/proc/self/argus-ob') });
+  });
+});
+
+describe('writeWhole: a file written whole or not at all', () => {
+  const enospc = () => Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+  const renameFailed = (e: NodeJS.ErrnoException) => new Error(`cannot move it into place (${e.code})`);
+
+  it('a writer that fails half-way (a full disk) leaves no file, and a file of that name from before as it was', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-whole-'));
+    const half = async (p: string) => {
+      await writeFile(p, Buffer.alloc(50_000, 1)); // what got to disk before it filled up
+      throw enospc();
+    };
+    await expect(writeWhole(join(dir, 'copy.png'), half, renameFailed)).rejects.toThrow(/ENOSPC/);
+    expect(readdirSync(dir)).toEqual([]);
+    writeFileSync(join(dir, 'old.mp4'), 'the copy of an earlier run');
+    await expect(writeWhole(join(dir, 'old.mp4'), half, renameFailed)).rejects.toThrow(/ENOSPC/);
+    expect(readdirSync(dir)).toEqual(['old.mp4']);
+    expect(readFileSync(join(dir, 'old.mp4'), 'utf8')).toBe('the copy of an earlier run');
+  });
+
+  it('written whole: the file, under its name and extension (ffmpeg picks the container by it), nothing else left', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-whole-'));
+    const seen: string[] = [];
+    const r = await writeWhole(join(dir, 'copy.mp4'), async (p) => {
+      seen.push(p);
+      await writeFile(p, 'video');
+      return 7;
+    }, renameFailed);
+    expect(r).toBe(7);
+    expect(seen[0]).toMatch(/\/\.copy\.part-\d+-\d+\.mp4$/);
+    expect(readdirSync(dir)).toEqual(['copy.mp4']);
+    expect(readFileSync(join(dir, 'copy.mp4'), 'utf8')).toBe('video');
+  });
+
+  it('its folder removed mid-write: the rename fails with the caller’s error, nothing is left', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-whole-'));
+    const sub = join(dir, 'out');
+    mkdirSync(sub);
+    await expect(writeWhole(join(sub, 'copy.png'), async (p) => {
+      await writeFile(p, 'x');
+      rmSync(sub, { recursive: true });
+    }, renameFailed)).rejects.toThrow('cannot move it into place (ENOENT)');
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('a link is followed (the file it names is replaced, the link kept); a device is written as it is, never replaced', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-whole-'));
+    mkdirSync(join(dir, 'real'));
+    writeFileSync(join(dir, 'real', 'copy.png'), 'old');
+    symlinkSync(join(dir, 'real', 'copy.png'), join(dir, 'link.png'));
+    await writeWhole(join(dir, 'link.png'), (p) => writeFile(p, 'new'), renameFailed);
+    expect(lstatSync(join(dir, 'link.png')).isSymbolicLink()).toBe(true);
+    expect(readFileSync(join(dir, 'real', 'copy.png'), 'utf8')).toBe('new');
+    expect(readdirSync(dir).sort()).toEqual(['link.png', 'real']);
+    symlinkSync('/dev/full', join(dir, 'full.png'));
+    await expect(writeWhole(join(dir, 'full.png'), (p) => writeFile(p, 'x'), renameFailed)).rejects.toMatchObject({ code: 'ENOSPC' });
+    expect(lstatSync(join(dir, 'full.png')).isSymbolicLink()).toBe(true);
+    expect(statSync('/dev/full').isCharacterDevice()).toBe(true);
   });
 });

@@ -285,6 +285,39 @@ describe('argus detect: its output cannot be written', () => {
   }, TIMEOUT);
 });
 
+describe('argus detect and argus preview: a copy cut short by a full disk is not left behind', () => {
+  // A file size limit of 64 KiB (ulimit -f, in 1024-byte blocks) stands for a disk that fills up
+  // mid-write: the writes past it fail (EFBIG; ffmpeg is killed by SIGXFSZ). The copy used to be
+  // left there cut at 64 KiB, looking like one, in place of an earlier good copy.
+  const limited = (args: string[]) => runCommand('/bin/sh', ['-c', `ulimit -f 64; exec "${process.execPath}" "${ARGUS}" "$@"`, 'argus', ...args]);
+
+  it('detect --out: the picture and the video are removed, a copy of that name from before is kept, and the error names the file', async () => {
+    const d = tmp();
+    writeFileSync(join(d, 'tv.png'), 'an earlier copy');
+    const [image, video] = await Promise.all([
+      limited(['detect', TV_ROOM, '--out', join(d, 'tv.png')]),
+      limited(['detect', `${MIRROR}/streams/bottle-detection.mp4`, '--fps', '2', '--out', join(d, 'bottle.mp4')]),
+    ]);
+    expect(image.stdout).toContain(`VAP_ERR_SINK_FILE: detect --out: cannot write the annotated copy ${join(d, 'tv.png')} (EFBIG)`);
+    expect(video.stdout).toMatch(new RegExp(`VAP_ERR_SINK_FILE: writing ${join(d, 'bottle.mp4')}: ffmpeg was killed by SIGXFSZ`));
+    for (const r of [image, video]) {
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/VAP_ERR_SINK_FILE: detect: 1 of 1 file had no annotated copy written/);
+    }
+    expect(readdirSync(d)).toEqual(['tv.png']);
+    expect(readFileSync(join(d, 'tv.png'), 'utf8')).toBe('an earlier copy');
+  }, TIMEOUT);
+
+  it('preview --out: no picture is left', async () => {
+    const d = tmp();
+    writeFileSync(join(d, 'p.yaml'), `sources:\n  - id: room\n    uri: ${TV_ROOM}\n`);
+    const r = await limited(['preview', join(d, 'p.yaml'), '--out', join(d, 'p.png')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`argus: VAP_ERR_SINK_FILE: preview --out ${join(d, 'p.png')}: cannot write it (EFBIG)`);
+    expect(readdirSync(d)).toEqual(['p.yaml']);
+  }, TIMEOUT);
+});
+
 describe('argus detect --out never destroys an input (checked before anything is read)', () => {
   it.each([
     ['the input itself', (d: string) => ({ files: [join(d, 'a.jpg')], out: join(d, 'a.jpg') }), /would be written over .*a\.jpg, an input/],
