@@ -3,14 +3,24 @@
  * has its user-info replaced with `***`, and query parameters that commonly carry secrets
  * (token, password, …) have their values replaced. Used for logs, status messages, HTTP
  * answers and anything else that is written out.
+ *
+ * Two layers. The secrets argus was given (rememberSecret: source URLs' passwords and secret
+ * query values, `-headers` and `-cookies` values, SASL passwords, the server's token, as the
+ * config's schema reads them) are replaced wherever they appear, in each form text may hold them
+ * (as written, percent-decoded and -encoded, JSON-escaped once or twice): a password may hold any
+ * character, and no pattern can tell where it ends in text already formatted (`pa":ss`, `s"}t`).
+ * Then the patterns below, for secrets argus was not given (a URL a camera redirected to).
  */
 // Greedy up to the last '@' before the path: a password may itself hold '@' or a quote
 // (ffmpeg splits user-info at the last '@'). Whitespace, '/', '?' and '#' end it, and so does a
-// quote that closes a string (before ',', '}', ']', ':', whitespace or the end), so a URL
-// without a password in a JSON text is not run into the next field's '@'. A scheme starts only
-// where a run of scheme characters starts (not at every '.' inside one: `a.a.a…` took 7 ms a
-// 4 KB line). The source schema refuses whitespace in a URL (a password with a space).
-const USERINFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/{1,3})((?:[^\s/?#"]|"(?![,}\]:\s]|$))*)@/gi;
+// quote that closes a JSON string (before ',', '}', ']', whitespace or the end), so a URL
+// without a password in a JSON text is not run into the next field's '@'; a quote before
+// anything else is the password's (`pa":ss`: one before ':' ended it, and it was printed whole).
+// A backslash takes the quote or backslash after it (JSON's `\"` is a quote inside the string,
+// never its end), each way of reading a run of them one (no backtracking on `\\…`). A scheme
+// starts only where a run of scheme characters starts (not at every '.' inside one: `a.a.a…`
+// took 7 ms a 4 KB line). The source schema refuses whitespace in a URL (a password with a space).
+const USERINFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/{1,3})((?:[^\s/?#"\\]|\\["\\]|\\(?!["\\])|"(?![,}\]\s]|$))*)@/gi;
 // User-info cut by a '/', '?' or '#' (`rtsp://admin:pa#ss@cam/x`, `rtsp://admin:1234/5678@cam`,
 // `rtsp://dom/user:pw@cam`: ffmpeg's authority ends at the first of them, and USERINFO stops
 // there): from the scheme to an '@' after such a character, with no '=', '&', quote or
@@ -39,7 +49,9 @@ export function cutUserInfo(url: string): boolean {
 // A parameter (after '?', '&', ';' or '#') up to '=', and its value to the next parameter or
 // fragment ('#'; SRT's stream ids start with '#!::'). Its value is a secret when its name, percent-decoded, is one of
 // SECRET_NAMES (checked apart from the match, so the pattern stays linear on any line).
-const PARAM = /([?&;#])([^=&\s'"?;#]*)=(#?[^&\s'"#]*)/g;
+// A quote in a value is the value's, as in USERINFO, unless it closes a string (`pwd=pa"ss`
+// printed `"ss`); a backslash takes the quote or backslash it escapes.
+const PARAM = /([?&;#])([^=&\s'"?;#]*)=(#?(?:[^&\s'"#\\]|\\["'\\]|\\(?!["'\\])|['"](?![,}\]\s]|$))*)/g;
 const SECRET_REST = /=\*\*\*#[^&\s'"]*/g;
 const SECRET_NAMES = new Set(
   [
@@ -54,6 +66,7 @@ const SECRET_NAMES = new Set(
 
 /** `rtsp://admin:hunter2@cam/stream?token=abc` → `rtsp://***@cam/stream?token=***` (also with one slash: a mistyped URL, read as a path, is named in errors). */
 export function redact(text: string): string {
+  if (secrets.size > 0) text = text.replace(known ?? knownPattern(), '***');
   if (text.indexOf(':/') < 0 && text.indexOf('=') < 0) return text;
   return text
     .replace(USERINFO, (_m, scheme: string, info: string) => (info ? `${scheme}***@` : `${scheme}@`))
@@ -63,6 +76,64 @@ export function redact(text: string): string {
     .replace(SECRET_REST, '=***');
 }
 
+/** Secrets shorter than this are not looked for alone (`1` would star every digit); the patterns still find them in a URL. */
+export const MIN_SECRET_LENGTH = 4;
+/** The most secrets remembered (a cameras topic rewritten with new passwords): the oldest are forgotten first. */
+const MAX_SECRETS = 4096;
+/** The secrets remembered (rememberSecret), each to the forms it is looked for in. */
+const secrets = new Map<string, string[]>();
+/** One pattern of every form of every secret, longest first; made again at the first `redact` after one is remembered. */
+let known: RegExp | undefined;
+
+function knownPattern(): RegExp {
+  const all = [...new Set([...secrets.values()].flat())].sort((a, b) => b.length - a.length);
+  known = new RegExp(all.map((f) => f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|') || '(?!)', 'g');
+  return known;
+}
+
+/**
+ * Remembers a secret argus was given, so that `redact` replaces it wherever it appears in the
+ * forms text may hold it: as given, percent-decoded, percent-encoded, and each of these
+ * JSON-escaped once and twice (a record inside a log line's string). Forms shorter than
+ * MIN_SECRET_LENGTH are left to the patterns.
+ */
+export function rememberSecret(secret: string): void {
+  if (secret.length < MIN_SECRET_LENGTH || secrets.has(secret)) return;
+  const plain = new Set([secret, percentDecoded(secret)]);
+  for (const p of [...plain]) plain.add(encodeURIComponent(p));
+  const forms = new Set<string>();
+  for (const p of plain) {
+    const once = JSON.stringify(p).slice(1, -1);
+    forms.add(p).add(once).add(JSON.stringify(once).slice(1, -1));
+  }
+  if (secrets.size >= MAX_SECRETS) secrets.delete(secrets.keys().next().value!);
+  secrets.set(secret, [...forms].filter((f) => f.length >= MIN_SECRET_LENGTH));
+  known = undefined;
+}
+
+/** Remembers the secrets of a URL (rememberSecret): the password of its user-info, and each secret query parameter's value. */
+export function rememberUrlSecrets(url: string): void {
+  const info = /^[a-z][a-z0-9+.-]*:\/{1,3}([^/?#]*)@/i.exec(url)?.[1];
+  if (info !== undefined && info.includes(':')) rememberSecret(info.slice(info.indexOf(':') + 1));
+  for (const m of url.matchAll(/[?&;#]([^=&?;#]*)=([^&#]*)/g)) if (isSecretParam(m[1])) rememberSecret(m[2]);
+}
+
+/** Forgets every secret remembered (tests). */
+export function forgetSecrets(): void {
+  secrets.clear();
+  known = undefined;
+}
+
+/** `text` with each %XX decoded (UTF-8), or as it is where that fails. */
+function percentDecoded(text: string): string {
+  if (!text.includes('%')) return text;
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
 /** Whether a query parameter of this name carries a secret (its value is redacted: `pwd`, `token`, …), the name as written in the URL. */
 export function isSecretParam(name: string): boolean {
   return SECRET_NAMES.has(paramName(name));
@@ -70,13 +141,7 @@ export function isSecretParam(name: string): boolean {
 
 /** A parameter's name as a server reads it: percent-decoded (`to%6Ben` is `token`), in lower case. */
 function paramName(name: string): string {
-  const lower = name.toLowerCase();
-  if (!lower.includes('%')) return lower;
-  try {
-    return decodeURIComponent(lower).toLowerCase();
-  } catch {
-    return lower;
-  }
+  return percentDecoded(name.toLowerCase()).toLowerCase();
 }
 
 /** Redacts every string inside a plain value (objects, arrays), returning a copy only when something changed. */

@@ -1,11 +1,24 @@
-import { describe, expect, it } from 'vitest';
-import { cutUserInfo, redact, redactBroker, redactDeep } from '../../src/core/redact.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseConfigText } from '../../src/config/load.js';
+import { PipelineSchema } from '../../src/config/schema.js';
+import { cutUserInfo, forgetSecrets, redact, redactBroker, redactDeep, rememberSecret, rememberUrlSecrets } from '../../src/core/redact.js';
 
 describe('redact', () => {
   it.each([
     ['user and password', 'rtsp://admin:hunter2@cam/x', 'rtsp://***@cam/x'],
     ['a password with @ in it (ffmpeg splits at the last @)', 'rtsp://admin:p@ss@cam/x', 'rtsp://***@cam/x'],
     ["a password with a quote", "rtsp://u:it's@cam:554/a", 'rtsp://***@cam:554/a'],
+    // A quote then ':' was taken for the end of a JSON string, and the whole URL printed.
+    ['a password holding `":`', 'ffmpeg exited for rtsp://admin:pa":ss@cam/x; retry', 'ffmpeg exited for rtsp://***@cam/x; retry'],
+    ['a password holding `":` and `@`', 'rtsp://admin:pa":@x@cam/x', 'rtsp://***@cam/x'],
+    // JSON's `\"` is a quote inside the string: never its end, whatever follows it.
+    ['a JSON-escaped `\\":`', '{"msg":"failed for rtsp://admin:pa\\":ss@cam/x","n":1}', '{"msg":"failed for rtsp://***@cam/x","n":1}'],
+    ['a JSON-escaped quote before "}" and ","', '{"msg":"rtsp://admin:a\\"},\\"b@cam/x"}', '{"msg":"rtsp://***@cam/x"}'],
+    ['escaped twice (a record inside a log line)', '{"msg":"got {\\"u\\":\\"rtsp://admin:pa\\\\\\":ss@cam/x\\"}"}', '{"msg":"got {\\"u\\":\\"rtsp://***@cam/x\\"}"}'],
+    ['a backslash in the password', 'rtsp://admin:a\\b\\@cam/x', 'rtsp://***@cam/x'],
+    ['a secret parameter holding a quote', 'http://cam/a.cgi?user=admin&pwd=pa"ss&x=1', 'http://cam/a.cgi?user=admin&pwd=***&x=1'],
+    ['a secret parameter holding `":`, JSON-escaped', '{"u":"http://cam/a.cgi?pwd=pa\\":ss&x=1"}', '{"u":"http://cam/a.cgi?pwd=***&x=1"}'],
+    ['a secret parameter closing a JSON string', '{"u":"http://cam/a?token=abc","n":"x@y"}', '{"u":"http://cam/a?token=***","n":"x@y"}'],
     ['secret query parameters', 'http://cam/a?token=abc&x=1&password=p', 'http://cam/a?token=***&x=1&password=***'],
     ["SRT's passphrase and stream id", 'srt://enc:9000?passphrase=longsecret1&streamid=#!::r=cam,u=op&latency=200', 'srt://enc:9000?passphrase=***&streamid=***&latency=200'],
     ['inside JSON, stopping at the closing quote', '{"uri":"rtsp://a:b@c/d","x":"e@f"}', '{"uri":"rtsp://***@c/d","x":"e@f"}'],
@@ -76,3 +89,65 @@ describe('redactBroker', () => {
     expect(redactBroker(address)).toBe(want);
   });
 });
+
+describe('secrets argus was given', () => {
+  afterEach(() => forgetSecrets());
+
+  // Passwords no pattern can bound in formatted text: each is remembered as the config gives it
+  // (percent-encoded or raw) and must be found in every form it is printed in.
+  const passwords = ['pa":ss', 's3cr"}t', 'x",y"]z', 'a\\b"c', 'p@ss:w%2Frd', 'tr%40iky%2Fpw', 'qu%22%3Aote', "it's:\"q\"", 'pässwörd"'];
+  const forms = (p: string): string[] => {
+    const decoded = decodeURIComponent(p);
+    const json = (t: string) => JSON.stringify(t).slice(1, -1);
+    return [p, decoded, encodeURIComponent(decoded), json(p), json(decoded), json(json(decoded))];
+  };
+  /** Every way the password is printed: in the URL, in a query, alone, JSON-escaped once and twice. */
+  const texts = (p: string): string[] =>
+    forms(p).flatMap((f) => [
+      `ffmpeg failed for rtsp://admin:${f}@cam.example/stream1: 401 Unauthorized`,
+      `GET /a.cgi?user=admin&pwd=${f}&x=1`,
+      `camera said: password "${f}" refused`,
+      `{"msg":"${f}","n":1}`,
+    ]);
+  const leaks = (p: string, out: string): string[] => forms(p).filter((f) => out.includes(f));
+
+  it.each(passwords)('a source password %j is redacted in every form once its URL is read', (p) => {
+    rememberUrlSecrets(`rtsp://admin:${p}@cam.example/stream1`);
+    for (const t of texts(p)) expect(leaks(p, redact(t)), t).toEqual([]);
+  });
+
+  it.each(passwords)('a secret query value %j too', (p) => {
+    rememberUrlSecrets(`http://cam.example/a.cgi?user=admin&pwd=${p}`);
+    for (const t of texts(p)) expect(leaks(p, redact(t)), t).toEqual([]);
+    expect(JSON.stringify(redactDeep({ reason: `http://cam.example/a.cgi?pwd=${p}` }))).not.toContain(JSON.stringify(p).slice(1, -1));
+  });
+
+  it('the config remembers them as it reads them, from ${env:…} too', () => {
+    const env = { CAM_PASS: 's3cr"}t', KAFKA_PASS: 'k"]pass', TOKEN: 'tok":en1' };
+    parseConfigText(
+      [
+        'sources:',
+        '  - {id: cam, uri: "rtsp://admin:${env:CAM_PASS}@cam.example/s"}',
+        'sinks:',
+        '  kafka: {brokers: ["127.0.0.1:9092"], sasl: {mechanism: plain, username: u, password: "${env:KAFKA_PASS}"}}',
+        'server: {token: "${env:TOKEN}"}',
+      ].join('\n'),
+      PipelineSchema,
+      'test.yaml',
+      env,
+    );
+    const line = JSON.stringify({ msg: `rtsp://admin:${env.CAM_PASS}@cam.example/s refused; sasl ${env.KAFKA_PASS}; token ${env.TOKEN}` });
+    const out = redact(line);
+    for (const v of Object.values(env)) expect(out).not.toContain(JSON.stringify(v).slice(1, -1));
+  });
+
+  it('short secrets are left to the patterns; the oldest are forgotten past the limit', () => {
+    rememberSecret('abc');
+    expect(redact('abc')).toBe('abc');
+    expect(redact('rtsp://u:abc@h/x')).toBe('rtsp://***@h/x');
+    rememberSecret('first-secret');
+    for (let i = 0; i < 4096; i++) rememberSecret(`secret-${i}`);
+    expect(redact('first-secret secret-4095')).toBe('first-secret ***');
+  });
+});
+

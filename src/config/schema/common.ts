@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { rememberSecret } from '../../core/redact.js';
 
 /**
  * A number of the configuration: finite. YAML spells infinity `.inf` (and `${env:X}` set to
@@ -8,6 +9,12 @@ import { z } from 'zod';
  */
 export const FINITE_MESSAGE = 'must be a finite number (not .inf or -.inf)';
 export const finite = () => z.number().finite(FINITE_MESSAGE);
+
+/**
+ * A password or token of the configuration: remembered as it is read (core/redact
+ * rememberSecret), so that it is redacted wherever it appears, whatever characters it holds.
+ */
+export const secret = () => z.string().superRefine((v) => rememberSecret(v));
 
 /** The longest id (a camera's id is a Kafka key and a claim's field: the cluster's owners view reads at most 256 characters). */
 export const MAX_ID_LENGTH = 128;

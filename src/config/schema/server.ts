@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { finite, ms } from './common.js';
+import { finite, ms, secret } from './common.js';
 
 export const ServerSchema = z
   .object({
@@ -8,7 +8,7 @@ export const ServerSchema = z
     /** Port; $ARGUS_HTTP_PORT overrides it; 0 picks a free one. Default 8080. */
     port: finite().int().min(0).max(65535).default(8080),
     /** Every route but /healthz and /readyz (and /metrics with publicMetrics), and /ws, needs this token (`Authorization: Bearer …` or `?token=…`). Default: none. */
-    token: z.string().min(1).optional(),
+    token: secret().pipe(z.string().min(1)).optional(),
     // The limits below are optional in the type (code builds `server` blocks by hand); their
     // defaults are applied by startHttpServer (SERVER_DEFAULTS) and the WebSocket hub.
     /** Serve /metrics without the token (for a scraper that cannot send one). Default false. */

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { brokerAddress, finite, kafkaTopic, ms } from './common.js';
+import { brokerAddress, finite, kafkaTopic, ms, secret } from './common.js';
 
 /** Kafka TLS: true, or Node tls options (ca, cert, key, servername…), passed to kafkajs. */
 export const kafkaSsl = z.union([z.boolean(), z.record(z.unknown())]);
 
 /** Kafka SASL, passed to kafkajs: { mechanism: plain | scram-sha-256 | scram-sha-512, username, password }. */
-export const kafkaSasl = z.object({ mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']), username: z.string(), password: z.string() }).strict();
+export const kafkaSasl = z.object({ mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']), username: z.string(), password: secret() }).strict();
 
 export const KafkaSinkSchema = z
   .object({

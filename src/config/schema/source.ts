@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { checkSourceAnalytics, LineSchema, RuleSchema, ZoneSchema } from './analytics.js';
 import { finite, id, ms } from './common.js';
 import { checkInputArgs } from './input-args.js';
-import { cutUserInfo } from '../../core/redact.js';
+import { cutUserInfo, rememberUrlSecrets } from '../../core/redact.js';
 import { checksCertificate, normalFingerprint, relaysRtsp } from '../../core/rtsp-relay.js';
 
 /** The metrics' `source` label for counts of every source together (drops in the Kafka and WebSocket sinks): no source may have it as its id. */
@@ -27,6 +27,8 @@ const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
  * without `//` is a path (`cam:1.mp4`) or `asset:NAME`.
  */
 function checkUri(uri: string, ctx: z.RefinementCtx): void {
+  // Its password and secret query values, redacted from then on wherever they appear (core/redact).
+  rememberUrlSecrets(uri);
   const scheme = SCHEME.exec(uri)?.[1]; // in lower case (the uri's transform)
   if (!scheme) return;
   if (!SOURCE_SCHEMES.includes(scheme)) {
