@@ -53,6 +53,8 @@ export const ErrorCodes = {
   OUTBOX: 'VAP_ERR_OUTBOX',
   /** A file sink (JSONL) cannot be opened or written. */
   SINK_FILE: 'VAP_ERR_SINK_FILE',
+  /** A connection to a camera's relay on 127.0.0.1 was refused (a warning, the source runs on): another user's, its owner not found in the kernel's socket tables in time, or past the relay's most connections. */
+  RELAY_REFUSED: 'VAP_ERR_RELAY_REFUSED',
   /** A signal (SIGINT, SIGTERM) stopped a command while it waited at start on something outside it (an asset download, a named pipe's reader): exit status 130. */
   INTERRUPTED: 'VAP_ERR_INTERRUPTED',
   /** An unexpected exception: argus shut down in order (journal kept) and exits with status 4. */

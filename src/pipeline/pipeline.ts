@@ -370,6 +370,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
       onClockNotice: (text) => log(text, { source: src.id }, 'warn'),
       onSecretsExposed: (text) => log(redact(text), { source: src.id, notice: 'secrets-on-command-line' }, 'warn'),
       onDamage: (line) => damage.report(line),
+      relayLog: (msg, fields, level) => log(`source ${src.id}: ${msg}`, { source: src.id, ...fields }, level),
       output: frameOutput,
       ffmpegPath,
       pace,

@@ -5,6 +5,7 @@ import type { Readable } from 'node:stream';
 import { catchError, defer, Observable, throwError, type Subscription } from 'rxjs';
 import { fromWallClock, now } from '../core/clock.js';
 import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
+import type { LogFn } from '../core/log.js';
 import { redact, rememberUrlSecrets } from '../core/redact.js';
 import { emptyStamps, type Frame, type ProducedBy, type YuvColour } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
@@ -92,6 +93,8 @@ export interface FfmpegSourceOptions {
    * SRT passphrase, RTMP credentials, RTSP tunnelled in HTTP, a camera that redirected ffmpeg.
    */
   onSecretsExposed?: (text: string) => void;
+  /** Where the camera's relay tells of connections it refused (RelayDoor: warnings coded VAP_ERR_RELAY_REFUSED). */
+  relayLog?: LogFn;
 }
 
 /**
@@ -170,7 +173,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   const plain = (base: FfmpegSourceOptions): Observable<Frame> => {
     // (A camera that redirects ffmpeg elsewhere needs the credentials in ffmpeg's hands: it
     // follows the redirect itself, past the relay, and would answer with the placeholder.)
-    const relay = memo.redirected ? undefined : secretsRelay(base.input);
+    const relay = memo.redirected ? undefined : secretsRelay(base.input, base.relayLog);
     if (!relay) return run(base);
     return throughRelay(base.id, relay, (credentialRelay, named) =>
       run({ ...base, input: { ...base.input, relay: undefined, credentialRelay, inputArgs: named instanceof HttpRelay ? named.ffmpegInputArgs(base.input.inputArgs) : base.input.inputArgs } }, undefined, named).pipe(
@@ -194,7 +197,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   if (!relayStart(memo, now())) return defer(() => plain(options));
   // RTSP over TCP: through argus's relay, which reads the camera's clock (rtsp-tap). With
   // low-latency decoding, each access unit is ended for ffmpeg as soon as it is in (UnitEnds).
-  const tap = () => new RtspTap(options.input.url, { endUnits: (options.input.decode ?? DEFAULT_DECODE).lowLatency, tls: options.input.tls });
+  const tap = () => new RtspTap(options.input.url, { endUnits: (options.input.decode ?? DEFAULT_DECODE).lowLatency, tls: options.input.tls, log: options.relayLog });
   return throughRelay(options.id, tap, (relay, t) => run({ ...options, input: { ...options.input, relay } }, t));
 }
 

@@ -1,11 +1,21 @@
 import { readFile } from 'node:fs/promises';
-import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
+import { connect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { AuthRewriter, listenLoopback, placeholderQuery, PLACEHOLDER_USERINFO, sameUserPeer, secretParams, urlCredentials, type Credentials } from './rtsp-auth.js';
+import type { LogFn } from '../core/log.js';
+import { RelayDoor, type PeerCheck } from './relay-door.js';
+import { AuthRewriter, placeholderQuery, PLACEHOLDER_USERINFO, secretParams, urlCredentials, type Credentials } from './rtsp-auth.js';
 
 /** How long the relay waits for the camera to accept a connection (ffmpeg's own default waits as long as the OS does). */
 const CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * The most connections one HTTP relay carries at once (each holds a connection to the camera):
+ * ffmpeg's playlist and segments, and an HLS master playlist's variants, each one; more are
+ * refused (RelayDoor), so that no local process can use up argus's file descriptors or memory
+ * through it.
+ */
+export const MAX_HTTP_RELAY_CONNECTIONS = 16;
 
 /** An http(s):// URL's user part (to its last `@` before the path, as ffmpeg's av_url_split reads it), host and `:port`. */
 const AUTHORITY = /^(https?:\/\/(?:[^/?#]*@)?)(\[[^\]]*\]|[^:/?#@]*)(:\d*)?/i;
@@ -77,8 +87,8 @@ export function httpSecrets(url: string, inputArgs: readonly string[] = []): boo
  * nonce), and the relay rewrites each request's `Authorization` with the real user and password,
  * and its `Host` with the camera's, on its way to the camera. Replies pass as they are.
  *
- * Any number of connections (an HLS playlist and its segments), each of argus's own user only
- * (sameUserPeer), each to the camera's address; an `https://` camera's is TLS, its certificate
+ * Up to MAX_HTTP_RELAY_CONNECTIONS at once (an HLS playlist and its segments), each of argus's
+ * own user only (RelayDoor), each to the camera's address; an `https://` camera's is TLS, its certificate
  * checked as ffmpeg's own HTTPS would (`tls`: none by default; `-tls_verify 1` and `-ca_file` in
  * the source's inputArgs, against the camera's name or address, before any request). A relative
  * redirect or segment comes back through the relay; one to an absolute URL is opened by ffmpeg
@@ -86,7 +96,7 @@ export function httpSecrets(url: string, inputArgs: readonly string[] = []): boo
  * takes a redirect's credentials from its URL only).
  */
 export class HttpRelay {
-  private server: Server | undefined;
+  private readonly door: RelayDoor;
   private relayPort = 0;
   private readonly host: string;
   private readonly port: number;
@@ -97,8 +107,6 @@ export class HttpRelay {
   private readonly conns = new Set<Socket>();
   /** Why the camera could not be reached, for ffmpeg's error (it only sees the relay close). */
   upstreamError: string | undefined;
-  /** Whether a connection from `peerPort` is argus's own user's (sameUserPeer; tests give their own). */
-  private readonly peerCheck: (relayPort: number, peerPort: number) => Promise<boolean | undefined>;
   /** An https:// camera's check (HttpTls), and its `ca` file's certificates, read by `listen`. */
   private readonly check: HttpTls;
   private ca: Buffer | undefined;
@@ -110,10 +118,9 @@ export class HttpRelay {
 
   constructor(
     readonly url: string,
-    options: { tls?: HttpTls; headers?: readonly string[]; peerCheck?: (relayPort: number, peerPort: number) => Promise<boolean | undefined> } = {},
+    options: { tls?: HttpTls; headers?: readonly string[]; peerCheck?: PeerCheck; log?: LogFn; maxConnections?: number } = {},
   ) {
     this.headers = [...(options.headers ?? [])];
-    this.peerCheck = options.peerCheck ?? ((relay, peer) => sameUserPeer(relay, peer));
     this.check = options.tls ?? { verify: false };
     const m = AUTHORITY.exec(url);
     this.host = (m?.[2] ?? '').replace(/^\[|\]$/g, '');
@@ -122,6 +129,13 @@ export class HttpRelay {
     this.secrets = secretParams(url);
     this.port = m?.[3] && m[3].length > 1 ? Number(m[3].slice(1)) : this.tls ? 443 : 80;
     this.hostHeader = `${m?.[2] ?? this.host}${m?.[3] && m[3].length > 1 ? m[3] : ''}`;
+    this.door = new RelayDoor({
+      accept: (down) => this.accept(down),
+      maxOpen: options.maxConnections ?? MAX_HTTP_RELAY_CONNECTIONS,
+      peerCheck: options.peerCheck,
+      log: options.log,
+      name: `the HTTP relay to ${this.address()}`,
+    });
   }
 
   /** Starts listening; resolves with the URL ffmpeg is to open (the camera's, with the relay's host and port, and the placeholder). */
@@ -132,25 +146,8 @@ export class HttpRelay {
         throw new ArgusError(ErrorCodes.SOURCE_OPEN, `inputArgs -ca_file ${path}: cannot be read (${e.code ?? e.message})`);
       });
     }
-    // (Held at once: a close() while it starts to listen closes it.)
-    this.server = createServer((down) => this.admit(down));
-    this.relayPort = await listenLoopback(this.server);
+    this.relayPort = await this.door.listen();
     return httpRelayUrl(this.url, this.relayPort);
-  }
-
-  /** Only this user's connections (ffmpeg's) are relayed: another's would get the camera with the credentials the relay adds. */
-  private admit(down: Socket): void {
-    down.on('error', () => {});
-    const peerPort = down.remotePort;
-    if (peerPort === undefined) return void down.destroy();
-    down.pause();
-    this.peerCheck(this.relayPort, peerPort).then(
-      (same) => {
-        if (same === false || down.destroyed || !this.server) down.destroy();
-        else this.accept(down);
-      },
-      () => void down.destroy(),
-    );
   }
 
   private accept(down: Socket): void {
@@ -253,8 +250,7 @@ export class HttpRelay {
 
   /** Stops listening and ends every relayed connection. */
   close(): void {
-    this.server?.close();
-    this.server = undefined;
+    this.door.close();
     this.drop();
   }
 }

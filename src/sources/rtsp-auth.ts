@@ -1,6 +1,4 @@
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import type { Server } from 'node:net';
 import { isSecretParam } from '../core/redact.js';
 
 /**
@@ -317,53 +315,4 @@ export class AuthRewriter {
     pass(chunk.length);
     return out;
   }
-}
-
-/** Reads of the table for a connection not found in it (a read while sockets come and go can skip one). */
-const TABLE_READS = 5;
-
-/**
- * Whether a TCP connection to `localPort` on 127.0.0.1 from `peerPort` belongs to a process of
- * this user (its socket's owner in /proc/net/tcp). Another local user may connect to the relay
- * (any process may reach a port on 127.0.0.1): the relay adds the camera's credentials to what
- * it passes on, so only this user's processes (ffmpeg) are served. The peer's socket is found
- * by its port, from any loopback address (one bound to 127.0.0.2 too), with the relay's address
- * as its remote one. Undefined where it cannot be told: no /proc/net/tcp (not Linux), a table
- * that lists no sockets (WSL 1's), or a peer not found in TABLE_READS reads. The kernel's table
- * is no snapshot: a read while other sockets come and go can skip one, and on a busy host that
- * refused ffmpeg's own connection now and then (a test's first client was cut off, and hung);
- * so only a peer found and owned by another user is refused.
- */
-export async function sameUserPeer(localPort: number, peerPort: number, table = '/proc/net/tcp'): Promise<boolean | undefined> {
-  const uid = process.getuid?.();
-  if (uid === undefined) return undefined;
-  const hex = (p: number) => p.toString(16).toUpperCase().padStart(4, '0');
-  const peer = `:${hex(peerPort)}`;
-  const relays = ['0100007F', '7F000001'].map((ip) => `${ip}:${hex(localPort)}`);
-  for (let read = 0; read < TABLE_READS; read++) {
-    const text = await readFile(table, 'latin1').catch(() => undefined);
-    if (text === undefined) return undefined;
-    for (const line of text.split('\n')) {
-      const f = line.trim().split(/\s+/);
-      // The peer's own socket: local address <loopback>:peerPort, remote the relay's (the address
-      // in the host's byte order: 0100007F little-endian, 7F000001 big-endian).
-      if (f[1]?.endsWith(peer) && relays.includes(f[2])) return Number(f[7]) === uid;
-    }
-  }
-  return undefined;
-}
-
-/**
- * Makes `server` (a relay's) listen on 127.0.0.1, on a port the system picks: resolves with the
- * port once it listens (a failure to listen rejects; errors after that are the connections' own).
- */
-export function listenLoopback(server: Server): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject);
-      server.on('error', () => {});
-      resolve((server.address() as { port: number }).port);
-    });
-  });
 }

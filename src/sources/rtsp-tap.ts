@@ -1,11 +1,13 @@
-import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
+import { connect, isIP, type Socket } from 'node:net';
 import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { checkServerIdentity, connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { CameraTls } from '../core/rtsp-relay.js';
 import { fromWallClock, now } from '../core/clock.js';
-import { AuthRewriter, listenLoopback, placeholderQuery, PLACEHOLDER_USERINFO, sameUserPeer, secretParams, swapSecrets, urlCredentials, type Credentials } from './rtsp-auth.js';
+import type { LogFn } from '../core/log.js';
+import { RelayDoor, type PeerCheck } from './relay-door.js';
+import { AuthRewriter, placeholderQuery, PLACEHOLDER_USERINFO, secretParams, swapSecrets, urlCredentials, type Credentials } from './rtsp-auth.js';
 
 /**
  * The camera's own clock for RTSP sources over TCP (`producedBy: camera`).
@@ -750,7 +752,7 @@ const CONNECT_TIMEOUT_MS = 10_000;
  * delimiters added after H.264 and H.265 units (UnitEnds).
  */
 export class RtspTap {
-  private server: Server | undefined;
+  private readonly door: RelayDoor;
   private pair: { down: Socket; up: Socket } | undefined;
   /** The clock of the current connection. */
   clock = new RtpClock();
@@ -782,9 +784,6 @@ export class RtspTap {
   /** `endUnits`: send ffmpeg a delimiter after each access unit of H.264 and H.265 cameras (UnitEnds; the source's `decode.lowLatency`). Default true. */
   readonly endUnits: boolean;
 
-  /** Whether a connection from `peerPort` is argus's own user's (sameUserPeer; tests give their own). */
-  private readonly peerCheck: (relayPort: number, peerPort: number) => Promise<boolean | undefined>;
-
   /**
    * RTP over UDP, beside the relay: ffmpeg sends its own UDP (NAT punch packets, RTCP receiver
    * reports) to the address it spoke RTSP to, the relay's, unless the camera's Transport reply
@@ -794,9 +793,8 @@ export class RtspTap {
 
   constructor(
     readonly url: string,
-    options: { endUnits?: boolean; tls?: CameraTls; mediaBeside?: boolean; peerCheck?: (relayPort: number, peerPort: number) => Promise<boolean | undefined> } = {},
+    options: { endUnits?: boolean; tls?: CameraTls; mediaBeside?: boolean; peerCheck?: PeerCheck; log?: LogFn } = {},
   ) {
-    this.peerCheck = options.peerCheck ?? ((relay, peer) => sameUserPeer(relay, peer));
     this.endUnits = options.endUnits ?? true;
     this.mediaBeside = options.mediaBeside ?? false;
     this.check = options.tls ?? { verify: true };
@@ -807,44 +805,25 @@ export class RtspTap {
     this.secrets = secretParams(url);
     // ffmpeg's defaults: 554, and RTSPS's 322.
     this.port = m?.[3] && m[3].length > 1 ? Number(m[3].slice(1)) : this.tls ? 322 : 554;
+    // Only this user's connections (ffmpeg's), checked before one takes the relay's single place
+    // (`accept`): another user's would get the camera's stream with the credentials the relay
+    // adds, or, connecting first (the relay keeps its port across ffmpeg's restarts), keep the
+    // source's ffmpeg out. (A few open: ffmpeg's reconnection comes while its last connection closes.)
+    this.door = new RelayDoor({
+      accept: (down) => this.accept(down),
+      maxOpen: 4,
+      peerCheck: options.peerCheck,
+      log: options.log,
+      name: `the RTSP relay to ${this.host.includes(':') ? `[${this.host}]` : this.host}:${this.port}`,
+    });
   }
 
   /** Starts listening; resolves with the URL ffmpeg is to open (the camera's, with the relay's host and port). */
   async listen(): Promise<string> {
     if (this.tls && this.check.verify && this.check.ca) this.ca = await readCameraCa(this.check.ca);
-    // (Held at once: a close() while it starts to listen closes it.)
-    this.server = createServer((down) => this.admit(down));
-    this.relayPort = await listenLoopback(this.server);
+    this.relayPort = await this.door.listen();
     return relayUrl(this.url, this.relayPort);
   }
-
-  /**
-   * Any local process can connect to 127.0.0.1: only this user's (ffmpeg's) connections are
-   * relayed, checked before one takes the relay's single place. Another user's would otherwise
-   * get the camera's stream with the credentials the relay adds, or, connecting first (the relay
-   * keeps its port across ffmpeg's restarts), keep the source's ffmpeg out.
-   */
-  private admit(down: Socket): void {
-    down.on('error', () => {});
-    const peerPort = down.remotePort;
-    if (peerPort === undefined) return void down.destroy();
-    // Checked at once, decided in the order the connections came: the check reads a file, and a
-    // later connection's answer could come first and take the relay's one place from ffmpeg's.
-    const check = this.peerCheck(this.relayPort, peerPort);
-    this.admitted = this.admitted.then(() =>
-      check.then(
-        (same) => {
-          if (same === false) down.destroy();
-          else if (!down.destroyed && this.server) this.accept(down);
-          else down.destroy();
-        },
-        () => void down.destroy(),
-      ),
-    );
-  }
-
-  /** The latest connection's admission: each waits for the one before it. */
-  private admitted: Promise<void> = Promise.resolve();
 
   private accept(down: Socket): void {
     // One connection at a time: another local process connecting meanwhile cannot cut ffmpeg's.
@@ -924,6 +903,8 @@ export class RtspTap {
             )
           : undefined;
       relay(up, down, replies, { stop: this.tls ? unchecked : undefined, rewrite: edited && ((chunk) => edited.push(chunk)), reads: 'received' });
+      // (Held paused by the relay's door until now: ffmpeg's request waited in its socket.)
+      down.resume();
     });
     const requests = new InterleavedReader(
       (head) => clock.request(head),
@@ -994,8 +975,7 @@ export class RtspTap {
 
   /** Stops listening and ends the relayed connection. */
   close(): void {
-    this.server?.close();
-    this.server = undefined;
+    this.door.close();
     this.drop();
   }
 }

@@ -1,3 +1,4 @@
+import type { LogFn } from '../core/log.js';
 import { checksCertificate, relaysRtsp, rtspTransportOf, type CameraTls } from '../core/rtsp-relay.js';
 import { HttpRelay, httpSecrets, httpTlsOf, relayedOptions } from './http-relay.js';
 import { PLACEHOLDER_SECRET, PLACEHOLDER_USERINFO, secretParams, urlCredentials } from './rtsp-auth.js';
@@ -12,11 +13,11 @@ import { RtspTap } from './rtsp-tap.js';
  * bytes on; an HTTP(S) camera with a user and password or a secret query parameter, or
  * `-headers` / `-cookies` input arguments, through an HttpRelay, which adds those. Undefined when there is nothing to keep.
  */
-export function secretsRelay(input: { kind: string; url: string; rtspTransport?: string; inputArgs?: readonly string[]; tls?: CameraTls }): (() => RtspTap | HttpRelay) | undefined {
-  if (input.kind === 'http' && httpSecrets(input.url, input.inputArgs)) return () => new HttpRelay(input.url, { headers: relayedOptions(input.inputArgs).headers, tls: httpTlsOf(input.inputArgs) });
+export function secretsRelay(input: { kind: string; url: string; rtspTransport?: string; inputArgs?: readonly string[]; tls?: CameraTls }, log?: LogFn): (() => RtspTap | HttpRelay) | undefined {
+  if (input.kind === 'http' && httpSecrets(input.url, input.inputArgs)) return () => new HttpRelay(input.url, { headers: relayedOptions(input.inputArgs).headers, tls: httpTlsOf(input.inputArgs), log });
   if (relaysRtsp(input) && (urlCredentials(input.url) || secretParams(input.url).size > 0 || checksCertificate(input.url, input.tls))) {
     // Over UDP the media go beside the relay, and ffmpeg's own packets to the camera too.
-    return () => new RtspTap(input.url, { endUnits: false, tls: input.tls, mediaBeside: rtspTransportOf(input) !== 'tcp' });
+    return () => new RtspTap(input.url, { endUnits: false, tls: input.tls, mediaBeside: rtspTransportOf(input) !== 'tcp', log });
   }
   return undefined;
 }

@@ -226,7 +226,7 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
     });
     servers.push(server);
     const port = await listening(server);
-    const relay = new HttpRelay(`http://${user}:pw@127.0.0.1:${port}/x`, { peerCheck: async () => false });
+    const relay = new HttpRelay(`http://${user}:pw@127.0.0.1:${port}/x`, { peerCheck: async () => 'foreign' });
     const at = new URL(await relay.listen());
     const closed = await new Promise<boolean>((resolve) => {
       const s = connect(Number(at.port), '127.0.0.1', () => s.write(`GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic ${Buffer.from('argus:relay').toString('base64')}\r\n\r\n`));
@@ -243,7 +243,7 @@ describe("the relay's connect timer", () => {
   it('is cleared when the connection closes: a refused camera keeps its own reason, not "could not connect in 10 s" 10 s later', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     try {
-      const relay = new HttpRelay(`http://${user}:pw@127.0.0.1:${await closedPort()}/x`, { peerCheck: async () => true });
+      const relay = new HttpRelay(`http://${user}:pw@127.0.0.1:${await closedPort()}/x`, { peerCheck: async () => 'own' });
       const at = new URL(await relay.listen());
       await new Promise<void>((resolve) => {
         const s = connect(Number(at.port), '127.0.0.1', () => s.write('GET /x HTTP/1.1\r\nHost: h\r\n\r\n'));

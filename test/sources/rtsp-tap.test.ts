@@ -724,7 +724,7 @@ describe('RtspTap: the relay', () => {
     const port = (camera.address() as { port: number }).port;
     // The first connection's check answers 100 ms late, the second's at once.
     let checks = 0;
-    const tap = new RtspTap(`rtsp://127.0.0.1:${port}/live`, { peerCheck: () => (checks++ === 0 ? new Promise((r) => setTimeout(() => r(true), 100)) : Promise.resolve(true)) });
+    const tap = new RtspTap(`rtsp://127.0.0.1:${port}/live`, { peerCheck: () => (checks++ === 0 ? new Promise((r) => setTimeout(() => r('own'), 100)) : Promise.resolve('own')) });
     const url = await tap.listen();
     const relayPort = Number(/:(\d+)\/live$/.exec(url)![1]);
     const read = (c: ReturnType<typeof connect>) =>

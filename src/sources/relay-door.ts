@@ -1,0 +1,205 @@
+import { readFile } from 'node:fs/promises';
+import { createServer, type Server, type Socket } from 'node:net';
+import { ErrorCodes } from '../core/errors.js';
+import { ThrottledLog, type LogFn } from '../core/log.js';
+
+/**
+ * Who owns the process at the other end of a connection to a relay (peerOwner): `own`, argus's
+ * own user; `foreign`, another user; `missing`, its socket not found in the kernel's tables
+ * within PEER_WAIT_MS; `unknown`, tables that cannot tell (not Linux; WSL 1's, which list no
+ * sockets at all).
+ */
+export type PeerOwner = 'own' | 'foreign' | 'missing' | 'unknown';
+
+/** Who owns the connection to the relay's `relayPort` from `peerPort` on loopback (peerOwner; tests give their own). */
+export type PeerCheck = (relayPort: number, peerPort: number) => Promise<PeerOwner>;
+
+/** How long the tables are read again for a connection's socket before it is refused (`missing`), ms. */
+export const PEER_WAIT_MS = 2000;
+/** The first pause between two reads of the tables, ms; each next one twice as long, up to PEER_READ_GAP_MAX_MS. */
+const PEER_READ_GAP_MS = 5;
+const PEER_READ_GAP_MAX_MS = 250;
+
+/** The kernel's tables of TCP sockets: IPv4, and IPv6, where an IPv6 socket connected to ::ffff:127.0.0.1 is listed. */
+export const SOCKET_TABLES = ['/proc/net/tcp', '/proc/net/tcp6'] as const;
+
+/** What peerOwner reads and waits with (tests give a table that changes from read to read, and a virtual clock). */
+export interface PeerLookup {
+  /** A table's text, or undefined where there is none. */
+  read?: (path: string) => Promise<string | undefined>;
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+  /** This process's user id; undefined where there is none (not POSIX). */
+  uid?: number | undefined;
+}
+
+const hex4 = (p: number) => p.toString(16).toUpperCase().padStart(4, '0');
+
+/**
+ * 127.0.0.1 as the tables write it: IPv4 in the host's byte order (little- or big-endian), and
+ * IPv6's ::ffff:127.0.0.1 (each 32-bit word in the host's byte order).
+ */
+const RELAY_ADDRESSES = ['0100007F', '7F000001', '0000000000000000FFFF00000100007F', '00000000000000000000FFFF7F000001'];
+
+/** A TCP socket's state in the tables: TIME_WAIT's entries are the kernel's (uid 0), not a process's. */
+const TIME_WAIT = '06';
+
+/**
+ * The owner's uid of the peer's socket in the tables' texts: the socket whose local port is
+ * `peerPort` (from any loopback address: a peer may bind 127.0.0.2) and whose remote address is
+ * the relay's 127.0.0.1:`relayPort`, in either family. Undefined when no table lists it.
+ */
+function ownerIn(tables: readonly string[], relayPort: number, peerPort: number): number | undefined {
+  const peer = `:${hex4(peerPort)}`;
+  const relays = RELAY_ADDRESSES.map((a) => `${a}:${hex4(relayPort)}`);
+  for (const text of tables) {
+    for (const line of text.split('\n')) {
+      const f = line.trim().split(/\s+/);
+      if (f[1]?.endsWith(peer) && relays.includes(f[2]) && f[3] !== TIME_WAIT) return Number(f[7]);
+    }
+  }
+  return undefined;
+}
+
+/** Whether a table's text lists any socket (a header line and one more): WSL 1's list none. */
+const listsSockets = (text: string) => /\n\s*\d+:/.test(text);
+
+/**
+ * Who owns the process connected to `relayPort` on 127.0.0.1 from `peerPort` (PeerOwner): the
+ * uid of its socket in /proc/net/tcp and /proc/net/tcp6 (SOCKET_TABLES; one connected from an
+ * IPv6 socket to ::ffff:127.0.0.1 is listed only in the second: read in the first alone, it was
+ * never found, and served). The peer's socket is there before the relay accepts the connection
+ * (the client's side is established first), but the tables are read a page at a time and are no
+ * snapshot: a read while other sockets come and go can skip one. So they are read again, with
+ * pauses growing from PEER_READ_GAP_MS, until the socket is found or PEER_WAIT_MS have passed:
+ * then it is `missing`, and refused. (It was served after 5 reads not finding it: any process
+ * that kept its socket out of the table read got the camera's credentials.)
+ */
+export async function peerOwner(relayPort: number, peerPort: number, o: PeerLookup = {}): Promise<PeerOwner> {
+  const uid = 'uid' in o ? o.uid : process.getuid?.();
+  if (uid === undefined) return 'unknown';
+  const read = o.read ?? ((path: string) => readFile(path, 'latin1').catch(() => undefined));
+  const now = o.now ?? Date.now;
+  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const start = now();
+  for (let gap = PEER_READ_GAP_MS; ; gap = Math.min(gap * 2, PEER_READ_GAP_MAX_MS)) {
+    const tables = (await Promise.all(SOCKET_TABLES.map(read))).filter((t): t is string => t !== undefined);
+    const owner = ownerIn(tables, relayPort, peerPort);
+    if (owner !== undefined) return owner === uid ? 'own' : 'foreign';
+    // No tables (not Linux), or tables that list no sockets at all (WSL 1): they cannot tell.
+    if (!tables.some(listsSockets)) return 'unknown';
+    const left = start + PEER_WAIT_MS - now();
+    if (left <= 0) return 'missing';
+    await sleep(Math.min(gap, left));
+  }
+}
+
+/** What a relay's door is told. */
+export interface RelayDoorOptions {
+  /** Takes an admitted connection (paused: resumed once the camera is reached). */
+  accept: (down: Socket) => void;
+  /** At most this many admitted connections open at once; another is refused while they are. */
+  maxOpen: number;
+  /** Who owns a connection (peerOwner; tests give their own). */
+  peerCheck?: PeerCheck;
+  /** Where refusals are told (a warning with VAP_ERR_RELAY_REFUSED; at most one line a kind each 10 s, then a count). */
+  log?: LogFn;
+  /** The relay, as the log names it: `the relay of rtsp://***@cam:554`. */
+  name: string;
+}
+
+/** Connections at most waiting for their owner to be found; more are refused at once (each check reads the tables). */
+export const MAX_PENDING = 32;
+
+/**
+ * The door of a relay on 127.0.0.1 (the RTSP relay's, rtsp-tap, and the HTTP relay's): any
+ * local process can connect to it, and the relay adds the camera's credentials to what it
+ * passes on, so only connections owned by argus's own user (ffmpeg's) are taken (peerOwner).
+ * Another user's, one whose socket is not found in time, one past MAX_PENDING waiting for that
+ * check, and one past `maxOpen` open connections are closed at once, each with a warning coded
+ * VAP_ERR_RELAY_REFUSED (throttled: a local process can connect at will). Connections are decided
+ * in the order they came: a later one's answer does not overtake an earlier one (ffmpeg's).
+ * Where the tables cannot tell (`unknown`: not Linux, WSL 1), every local connection is taken.
+ */
+export class RelayDoor {
+  private server: Server | undefined;
+  private relayPort = 0;
+  private pending = 0;
+  private readonly open = new Set<Socket>();
+  /** The latest connection's decision: each waits for the one before it. */
+  private decided: Promise<void> = Promise.resolve();
+  private readonly peerCheck: PeerCheck;
+  private readonly log: ThrottledLog | undefined;
+
+  constructor(private readonly o: RelayDoorOptions) {
+    this.peerCheck = o.peerCheck ?? ((relay, peer) => peerOwner(relay, peer));
+    this.log = o.log && new ThrottledLog(o.log);
+  }
+
+  /** The port it listens on (0 before `listen`). */
+  get port(): number {
+    return this.relayPort;
+  }
+
+  /** Admitted connections open now (tests). */
+  get openConnections(): number {
+    return this.open.size;
+  }
+
+  /** Listens on 127.0.0.1, on a port the system picks; resolves with it (a failure to listen rejects). */
+  async listen(): Promise<number> {
+    // (Held at once: a close() while it starts to listen closes it.)
+    const server = (this.server = createServer((down) => this.admit(down)));
+    this.relayPort = await listenLoopback(server);
+    return this.relayPort;
+  }
+
+  /** Stops listening (connections already taken are the relay's to end). */
+  close(): void {
+    this.server?.close();
+    this.server = undefined;
+  }
+
+  private admit(down: Socket): void {
+    down.on('error', () => {});
+    down.pause();
+    const peerPort = down.remotePort;
+    if (peerPort === undefined) return void down.destroy();
+    if (this.pending >= MAX_PENDING) return this.refuse(down, peerPort, 'busy', `${MAX_PENDING} connections already wait for their owner to be found`);
+    this.pending++;
+    // Checked at once, decided in the order the connections came.
+    const check = this.peerCheck(this.relayPort, peerPort).catch((): PeerOwner => 'missing');
+    this.decided = this.decided.then(() =>
+      check.then((owner) => {
+        this.pending--;
+        if (owner === 'foreign') return this.refuse(down, peerPort, owner, "it is another user's (its socket's owner in /proc/net/tcp)");
+        if (owner === 'missing') return this.refuse(down, peerPort, owner, `its socket was not found in /proc/net/tcp or /proc/net/tcp6 within ${PEER_WAIT_MS / 1000} s, so its owner is not known`);
+        if (down.destroyed || !this.server) return void down.destroy();
+        if (this.open.size >= this.o.maxOpen) return this.refuse(down, peerPort, 'full', `the relay has ${this.o.maxOpen} connections open, its most`);
+        this.open.add(down);
+        down.once('close', () => this.open.delete(down));
+        this.o.accept(down);
+      }),
+    );
+  }
+
+  private refuse(down: Socket, peerPort: number, kind: string, why: string): void {
+    down.destroy();
+    this.log?.log(kind, `${this.o.name}: a connection from port ${peerPort} was refused: ${why}`, { code: ErrorCodes.RELAY_REFUSED }, 'warn');
+  }
+}
+
+/**
+ * Makes `server` (a relay's) listen on 127.0.0.1, on a port the system picks: resolves with the
+ * port once it listens (a failure to listen rejects; errors after that are the connections' own).
+ */
+export function listenLoopback(server: Server): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject);
+      server.on('error', () => {});
+      resolve((server.address() as { port: number }).port);
+    });
+  });
+}

@@ -1,0 +1,193 @@
+import { createServer, connect, Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ErrorCodes } from '../../src/core/errors.js';
+import { HttpRelay } from '../../src/sources/http-relay.js';
+import { MAX_PENDING, PEER_WAIT_MS, peerOwner, type PeerOwner } from '../../src/sources/relay-door.js';
+
+const HEADER = '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n';
+const HEADER6 = '  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n';
+const UID = 1000;
+const hex = (p: number) => p.toString(16).toUpperCase().padStart(4, '0');
+/** A line of /proc/net/tcp: the socket `local` → `remote` (addresses as the table writes them), state `st`, owned by `uid`. */
+const row = (local: string, remote: string, uid: number, st = '01') => `   0: ${local} ${remote} ${st} 00000000:00000000 00:00000000 00000000 ${uid}        0 1 1 0000000000000000 20 4 30 10 -1\n`;
+const RELAY = 4000;
+const PEER = 40000;
+/** The peer's socket (127.0.0.1:PEER → 127.0.0.1:RELAY) and the relay's side of it. */
+const peerRow = (uid: number, st = '01') => row(`0100007F:${hex(PEER)}`, `0100007F:${hex(RELAY)}`, uid, st);
+const relaySide = row(`0100007F:${hex(RELAY)}`, `0100007F:${hex(PEER)}`, UID);
+const listener = row(`0100007F:${hex(RELAY)}`, '00000000:0000', UID, '0A');
+
+/** A lookup over tables that change from read to read (`tcp(i)`, `tcp6(i)` for the i-th read), on a virtual clock: sleeping advances it. */
+function tables(tcp: (read: number) => string | undefined, tcp6: (read: number) => string | undefined = () => HEADER6) {
+  let t = 0;
+  let reads = 0;
+  return {
+    get reads() {
+      return reads;
+    },
+    get elapsed() {
+      return t;
+    },
+    lookup: {
+      uid: UID,
+      now: () => t,
+      sleep: async (ms: number) => void (t += ms),
+      read: async (path: string) => (path.endsWith('6') ? tcp6(reads - 1) : tcp(reads++)),
+    },
+  };
+}
+
+describe("peerOwner: the owner of a connection to a relay, from the kernel's socket tables", () => {
+  it("argus's own user's socket is `own`, another user's `foreign`; a TIME_WAIT entry (the kernel's, uid 0) is no owner", async () => {
+    expect(await peerOwner(RELAY, PEER, tables(() => HEADER + listener + relaySide + peerRow(UID)).lookup)).toBe('own');
+    expect(await peerOwner(RELAY, PEER, tables(() => HEADER + listener + peerRow(UID + 1) + relaySide).lookup)).toBe('foreign');
+    const tw = tables(() => HEADER + listener + peerRow(0, '06'));
+    expect(await peerOwner(RELAY, PEER, tw.lookup)).toBe('missing');
+  });
+
+  it('a peer connected from an IPv6 socket to ::ffff:127.0.0.1 is found in /proc/net/tcp6 (it was never found, and served)', async () => {
+    const mapped = (a: string) => `0000000000000000FFFF0000${a}`;
+    const six = HEADER6 + row(`${mapped('0100007F')}:${hex(PEER)}`, `${mapped('0100007F')}:${hex(RELAY)}`, UID + 1);
+    expect(await peerOwner(RELAY, PEER, tables(() => HEADER + listener + relaySide, () => six).lookup)).toBe('foreign');
+    const bigEndian = HEADER6 + row(`00000000000000000000FFFF7F000001:${hex(PEER)}`, `00000000000000000000FFFF7F000001:${hex(RELAY)}`, UID);
+    expect(await peerOwner(RELAY, PEER, tables(() => HEADER + listener, () => bigEndian).lookup)).toBe('own');
+  });
+
+  it('a socket a read skipped is found by a later read within PEER_WAIT_MS (past the 5 reads that were all it got)', async () => {
+    const t = tables((i) => HEADER + listener + relaySide + (i >= 8 ? peerRow(UID) : ''));
+    expect(await peerOwner(RELAY, PEER, t.lookup)).toBe('own');
+    expect(t.reads).toBe(9);
+    expect(t.elapsed).toBeLessThan(PEER_WAIT_MS);
+  });
+
+  it('a socket not found in PEER_WAIT_MS is `missing` (refused), not served: read again with growing pauses, on the clock, not a count', async () => {
+    const t = tables(() => HEADER + listener + relaySide);
+    expect(await peerOwner(RELAY, PEER, t.lookup)).toBe('missing');
+    expect(t.elapsed).toBe(PEER_WAIT_MS);
+    expect(t.reads).toBeGreaterThan(5);
+    expect(t.reads).toBeLessThan(20);
+  });
+
+  it('tables that cannot tell are `unknown`: none (not Linux), none listing a socket (WSL 1), no uid', async () => {
+    expect(await peerOwner(RELAY, PEER, tables(() => undefined, () => undefined).lookup)).toBe('unknown');
+    expect(await peerOwner(RELAY, PEER, tables(() => HEADER).lookup)).toBe('unknown');
+    expect(await peerOwner(RELAY, PEER, { ...tables(() => HEADER + peerRow(UID)).lookup, uid: undefined })).toBe('unknown');
+  });
+
+  it("in the kernel's own tables: this process's connections are found, over IPv4 and from an IPv6 socket to ::ffff:127.0.0.1, and taken for another user's under another uid", async () => {
+    const server = createServer(() => {});
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    const four = connect(port, '127.0.0.1');
+    // An IPv6 socket (Node connects one to a v4-mapped address), listed only in /proc/net/tcp6.
+    const six = connect({ port, host: '::ffff:127.0.0.1', family: 6 });
+    await Promise.all([four, six].map((s) => new Promise((r) => s.on('connect', r))));
+    try {
+      for (const s of [four, six]) {
+        expect(await peerOwner(port, s.localPort!)).toBe('own');
+        expect(await peerOwner(port, s.localPort!, { uid: process.getuid!() + 1 })).toBe('foreign');
+      }
+    } finally {
+      four.destroy();
+      six.destroy();
+      server.close();
+    }
+  });
+});
+
+describe("a relay's door (RelayDoor, through the HTTP relay)", () => {
+  const closers: (() => void)[] = [];
+  afterEach(() => {
+    for (const c of closers.splice(0)) c();
+  });
+
+  /** A camera that takes connections and answers nothing (each held open), counting them. */
+  async function silentCamera() {
+    const held: Socket[] = [];
+    const server = createServer((s) => void held.push(s.on('error', () => {})));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    closers.push(() => {
+      held.forEach((s) => s.destroy());
+      server.close();
+    });
+    return { port: (server.address() as { port: number }).port, held };
+  }
+
+  async function relayTo(port: number, o: { peerCheck: () => Promise<PeerOwner>; maxConnections?: number }) {
+    const lines: { msg: string; fields?: Record<string, unknown>; level?: string }[] = [];
+    const relay = new HttpRelay(`http://admin:pw@127.0.0.1:${port}/x`, { ...o, log: (msg, fields, level) => void lines.push({ msg, fields, level }) });
+    const at = Number(new URL(await relay.listen()).port);
+    closers.push(() => relay.close());
+    const open = () => {
+      const s = connect(at, '127.0.0.1').on('error', () => {});
+      closers.push(() => s.destroy());
+      return s;
+    };
+    return { relay, lines, open };
+  }
+  const until = async (cond: () => boolean) => {
+    while (!cond()) await new Promise((r) => setImmediate(r));
+  };
+  /** Waits until `s` is closed by the relay or the camera holds `reached` connections (a relay that took it: the test fails, not hangs). */
+  const refusedOr = async (s: Socket, camera: { held: Socket[] }, reached: number) => {
+    await until(() => s.destroyed || camera.held.length >= reached);
+    return s.destroyed;
+  };
+
+  it('a connection whose owner is not found is refused, with a warning coded VAP_ERR_RELAY_REFUSED; the camera never sees it', async () => {
+    const camera = await silentCamera();
+    const { lines, open } = await relayTo(camera.port, { peerCheck: async () => 'missing' });
+    expect(await refusedOr(open(), camera, 1)).toBe(true);
+    expect(camera.held).toHaveLength(0);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: 'warn', fields: { code: ErrorCodes.RELAY_REFUSED } });
+    expect(lines[0].msg).toMatch(/HTTP relay to 127\.0\.0\.1:\d+: a connection from port \d+ was refused: its socket was not found .* within 2 s/);
+  });
+
+  it("another user's is refused alike, naming why", async () => {
+    const camera = await silentCamera();
+    const { lines, open } = await relayTo(camera.port, { peerCheck: async () => 'foreign' });
+    expect(await refusedOr(open(), camera, 1)).toBe(true);
+    expect(camera.held).toHaveLength(0);
+    expect(lines[0].msg).toMatch(/another user's/);
+  });
+
+  it('at most maxConnections open at once: one more is refused and told, and one is taken again once one closes', async () => {
+    const camera = await silentCamera();
+    const { relay, lines, open } = await relayTo(camera.port, { peerCheck: async () => 'own', maxConnections: 2 });
+    const first = open();
+    open();
+    await until(() => camera.held.length === 2);
+    expect(await refusedOr(open(), camera, 3)).toBe(true);
+    expect(camera.held).toHaveLength(2);
+    expect(lines.map((l) => l.fields?.code)).toEqual([ErrorCodes.RELAY_REFUSED]);
+    expect(lines[0].msg).toMatch(/the relay has 2 connections open, its most/);
+    first.destroy();
+    await until(() => relay['door'].openConnections === 1);
+    open();
+    await until(() => camera.held.length === 3);
+  });
+
+  it('at most MAX_PENDING wait for their owner to be found: one more is refused at once', async () => {
+    const camera = await silentCamera();
+    let release!: () => void;
+    const answered = new Promise<PeerOwner>((r) => (release = () => r('own')));
+    let asked = 0;
+    const { lines, open } = await relayTo(camera.port, {
+      peerCheck: () => {
+        asked++;
+        return answered;
+      },
+      maxConnections: MAX_PENDING + 1,
+    });
+    for (let i = 0; i < MAX_PENDING; i++) open();
+    await until(() => asked === MAX_PENDING);
+    const extra = open();
+    await until(() => extra.destroyed || asked > MAX_PENDING);
+    expect(extra.destroyed).toBe(true);
+    expect(asked).toBe(MAX_PENDING);
+    expect(lines[0].msg).toMatch(new RegExp(`${MAX_PENDING} connections already wait`));
+    release();
+    await until(() => camera.held.length === MAX_PENDING);
+  });
+});
