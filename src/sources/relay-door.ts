@@ -172,7 +172,7 @@ export class RelayDoor {
     this.decided = this.decided.then(() =>
       check.then((owner) => {
         this.pending--;
-        if (owner === 'foreign') return this.refuse(down, peerPort, owner, "it is another user's (its socket's owner in /proc/net/tcp)");
+        if (owner === 'foreign') return this.refuse(down, peerPort, owner, "it is another user's (its socket's owner in /proc/net/tcp or tcp6)");
         if (owner === 'missing') return this.refuse(down, peerPort, owner, `its socket was not found in /proc/net/tcp or /proc/net/tcp6 within ${PEER_WAIT_MS / 1000} s, so its owner is not known`);
         if (down.destroyed || !this.server) return void down.destroy();
         if (this.open.size >= this.o.maxOpen) return this.refuse(down, peerPort, 'full', `the relay has ${this.o.maxOpen} connections open, its most`);
