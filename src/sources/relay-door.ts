@@ -12,7 +12,7 @@ import { ThrottledLog, type LogFn } from '../core/log.js';
 export type PeerOwner = 'own' | 'foreign' | 'missing' | 'unknown';
 
 /** Who owns the connection to the relay's `relayPort` from `peerPort` on loopback (peerOwner; tests give their own). */
-export type PeerCheck = (relayPort: number, peerPort: number) => Promise<PeerOwner>;
+export type PeerCheck = (relayPort: number, peerPort: number, signal?: AbortSignal) => Promise<PeerOwner>;
 
 /** How long the tables are read again for a connection's socket before it is refused (`missing`), ms. */
 export const PEER_WAIT_MS = 2000;
@@ -31,6 +31,8 @@ export interface PeerLookup {
   sleep?: (ms: number) => Promise<void>;
   /** This process's user id; undefined where there is none (not POSIX). */
   uid?: number | undefined;
+  /** The connection closed: stop looking (`missing`). */
+  signal?: AbortSignal;
 }
 
 const hex4 = (p: number) => p.toString(16).toUpperCase().padStart(4, '0');
@@ -47,18 +49,24 @@ const TIME_WAIT = '06';
 /**
  * The owner's uid of the peer's socket in the tables' texts: the socket whose local port is
  * `peerPort` (from any loopback address: a peer may bind 127.0.0.2) and whose remote address is
- * the relay's 127.0.0.1:`relayPort`, in either family. Undefined when no table lists it.
+ * the relay's 127.0.0.1:`relayPort`, in either family. `closed` when the only such socket is in
+ * TIME_WAIT (its process closed it: the kernel's entry, uid 0, which nothing can read from);
+ * undefined when no table lists it.
  */
-function ownerIn(tables: readonly string[], relayPort: number, peerPort: number): number | undefined {
+function ownerIn(tables: readonly string[], relayPort: number, peerPort: number): number | 'closed' | undefined {
   const peer = `:${hex4(peerPort)}`;
   const relays = RELAY_ADDRESSES.map((a) => `${a}:${hex4(relayPort)}`);
+  let closed = false;
   for (const text of tables) {
     for (const line of text.split('\n')) {
       const f = line.trim().split(/\s+/);
-      if (f[1]?.endsWith(peer) && relays.includes(f[2]) && f[3] !== TIME_WAIT) return Number(f[7]);
+      if (!f[1]?.endsWith(peer) || !relays.includes(f[2])) continue;
+      // (An earlier connection's TIME_WAIT entry may share the ports with a live one: the live one decides.)
+      if (f[3] === TIME_WAIT) closed = true;
+      else return Number(f[7]);
     }
   }
-  return undefined;
+  return closed ? 'closed' : undefined;
 }
 
 /** Whether a table's text lists any socket (a header line and one more): WSL 1's list none. */
@@ -85,11 +93,14 @@ export async function peerOwner(relayPort: number, peerPort: number, o: PeerLook
   for (let gap = PEER_READ_GAP_MS; ; gap = Math.min(gap * 2, PEER_READ_GAP_MAX_MS)) {
     const tables = (await Promise.all(SOCKET_TABLES.map(read))).filter((t): t is string => t !== undefined);
     const owner = ownerIn(tables, relayPort, peerPort);
+    // A peer that closed its socket (it may have sent a request first, which keeps its side of
+    // the connection from reading as closed here until it is read) has nothing to be served.
+    if (owner === 'closed') return 'missing';
     if (owner !== undefined) return owner === uid ? 'own' : 'foreign';
     // No tables (not Linux), or tables that list no sockets at all (WSL 1): they cannot tell.
     if (!tables.some(listsSockets)) return 'unknown';
     const left = start + PEER_WAIT_MS - now();
-    if (left <= 0) return 'missing';
+    if (left <= 0 || o.signal?.aborted) return 'missing';
     await sleep(Math.min(gap, left));
   }
 }
@@ -132,7 +143,7 @@ export class RelayDoor {
   private readonly log: ThrottledLog | undefined;
 
   constructor(private readonly o: RelayDoorOptions) {
-    this.peerCheck = o.peerCheck ?? ((relay, peer) => peerOwner(relay, peer));
+    this.peerCheck = o.peerCheck ?? ((relay, peer, signal) => peerOwner(relay, peer, { signal }));
     this.log = o.log && new ThrottledLog(o.log);
   }
 
@@ -167,11 +178,18 @@ export class RelayDoor {
     if (peerPort === undefined) return void down.destroy();
     if (this.pending >= MAX_PENDING) return this.refuse(down, peerPort, 'busy', `${MAX_PENDING} connections already wait for their owner to be found`);
     this.pending++;
-    // Checked at once, decided in the order the connections came.
-    const check = this.peerCheck(this.relayPort, peerPort).catch((): PeerOwner => 'missing');
+    // Checked at once, decided in the order the connections came. A connection that closes
+    // before its owner is found is dropped then, unlogged, and its lookup stopped: its socket
+    // leaves the tables, and the lookup would have waited PEER_WAIT_MS for it, with every later
+    // connection (ffmpeg's) decided after it.
+    const gone = new AbortController();
+    const closed = new Promise<'closed'>((r) => down.once('close', () => r('closed')));
+    down.once('close', () => gone.abort());
+    const check = Promise.race([this.peerCheck(this.relayPort, peerPort, gone.signal).catch((): PeerOwner => 'missing'), closed]);
     this.decided = this.decided.then(() =>
       check.then((owner) => {
         this.pending--;
+        if (owner === 'closed') return void down.destroy();
         if (owner === 'foreign') return this.refuse(down, peerPort, owner, "it is another user's (its socket's owner in /proc/net/tcp or tcp6)");
         if (owner === 'missing') return this.refuse(down, peerPort, owner, `its socket was not found in /proc/net/tcp or /proc/net/tcp6 within ${PEER_WAIT_MS / 1000} s, so its owner is not known`);
         if (down.destroyed || !this.server) return void down.destroy();

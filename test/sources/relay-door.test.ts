@@ -43,6 +43,23 @@ describe("peerOwner: the owner of a connection to a relay, from the kernel's soc
     expect(await peerOwner(RELAY, PEER, tables(() => HEADER + listener + peerRow(UID + 1) + relaySide).lookup)).toBe('foreign');
     const tw = tables(() => HEADER + listener + peerRow(0, '06'));
     expect(await peerOwner(RELAY, PEER, tw.lookup)).toBe('missing');
+    // Closed (TIME_WAIT alone): decided at the first read, not after PEER_WAIT_MS of reads.
+    expect(tw.reads).toBe(1);
+    expect(tw.elapsed).toBe(0);
+    // An earlier connection's TIME_WAIT entry beside a live one of the same ports: the live one decides.
+    expect(await peerOwner(RELAY, PEER, tables(() => HEADER + listener + peerRow(0, '06') + relaySide + peerRow(UID)).lookup)).toBe('own');
+    expect(await peerOwner(RELAY, PEER, tables(() => HEADER + listener + peerRow(0, '06') + peerRow(UID + 1)).lookup)).toBe('foreign');
+  });
+
+  it('a lookup whose connection closed stops at its next read (`missing`)', async () => {
+    const gone = new AbortController();
+    const t = tables((i) => {
+      if (i === 2) gone.abort();
+      return HEADER + listener + relaySide;
+    });
+    expect(await peerOwner(RELAY, PEER, { ...t.lookup, signal: gone.signal })).toBe('missing');
+    expect(t.reads).toBe(3);
+    expect(t.elapsed).toBeLessThan(PEER_WAIT_MS);
   });
 
   it('a peer connected from an IPv6 socket to ::ffff:127.0.0.1 is found in /proc/net/tcp6 (it was never found, and served)', async () => {
@@ -166,6 +183,26 @@ describe("a relay's door (RelayDoor, through the HTTP relay)", () => {
     await until(() => relay['door'].openConnections === 1);
     open();
     await until(() => camera.held.length === 3);
+  });
+
+  it('a connection that closes while its owner is looked up is dropped then, unlogged, its lookup told to stop, and the next one is not held behind it', async () => {
+    const camera = await silentCamera();
+    const signals: AbortSignal[] = [];
+    let calls = 0;
+    const { lines, open } = await relayTo(camera.port, {
+      // The first lookup never answers (a socket not found); the second is ffmpeg's.
+      peerCheck: ((_relay: number, _peer: number, signal?: AbortSignal) => {
+        signals.push(signal!);
+        return calls++ === 0 ? new Promise<PeerOwner>(() => {}) : Promise.resolve<PeerOwner>('own');
+      }) as () => Promise<PeerOwner>,
+    });
+    const first = open();
+    await until(() => calls === 1);
+    first.destroy();
+    await until(() => signals[0].aborted);
+    open();
+    await until(() => camera.held.length === 1);
+    expect(lines).toHaveLength(0);
   });
 
   it('at most MAX_PENDING wait for their owner to be found: one more is refused at once', async () => {
