@@ -16,22 +16,30 @@ export const PLACEHOLDER_USERINFO = `${PLACEHOLDER_USER}:${PLACEHOLDER_PASSWORD}
 /** What ffmpeg is given for the value of a secret query parameter (`pwd=`, `token=`, … : redact's list); the relay puts the real one back. */
 export const PLACEHOLDER_SECRET = 'argus-relay';
 
-/** A query parameter: its separator, name and value as written. */
-const QUERY_PARAM = /([?&;])([^=&;#]*)=([^&;#]*)/g;
+/**
+ * A query parameter: its separator, name and value as written. A value runs to the next `&`, or
+ * to a `;` that starts another parameter (`;name=`): a `;` followed by no name and `=` is the
+ * value's own (`token=ab;cd`: ffmpeg sends it whole, and redact hides it whole). In an RTSP URL a
+ * `#` is the value's own too: ffmpeg sends an RTSP URL to its end (`pwd=ab#12` reaches the
+ * camera whole), and stops an HTTP one's path at its fragment.
+ */
+const QUERY_PARAM = /([?&;])([^=&;#]*)=((?:[^&;#]|;(?![^=&;#]*=))*)/g;
+const RTSP_QUERY_PARAM = /([?&;])([^=&;]*)=((?:[^&;]|;(?![^=&;]*=))*)/g;
 
-/** The query of `url` (from its `?` to any `#`). */
-function queryOf(url: string): { at: number; query: string } | undefined {
+/** The query of `url` (from its `?` to the end; an HTTP URL's to any `#`), and how its parameters are read. */
+function queryOf(url: string): { at: number; query: string; param: RegExp } | undefined {
   const at = url.indexOf('?');
   if (at < 0) return undefined;
+  if (/^rtsps?:/i.test(url)) return { at, query: url.slice(at), param: RTSP_QUERY_PARAM };
   const hash = url.indexOf('#', at);
-  return { at, query: url.slice(at, hash < 0 ? undefined : hash) };
+  return { at, query: url.slice(at, hash < 0 ? undefined : hash), param: QUERY_PARAM };
 }
 
 /** The secret query parameters of a camera's URL (redact's list, with a value), name as written → value. */
 export function secretParams(url: string): Map<string, string> {
   const out = new Map<string, string>();
   const q = queryOf(url);
-  if (q) for (const m of q.query.matchAll(QUERY_PARAM)) if (isSecretParam(m[2]) && m[3] !== '') out.set(m[2], m[3]);
+  if (q) for (const m of q.query.matchAll(q.param)) if (isSecretParam(m[2]) && m[3] !== '') out.set(m[2], m[3]);
   return out;
 }
 
@@ -39,7 +47,7 @@ export function secretParams(url: string): Map<string, string> {
 export function placeholderQuery(url: string): string {
   const q = queryOf(url);
   if (!q) return url;
-  const query = q.query.replace(QUERY_PARAM, (p, sep: string, name: string, value: string) => (isSecretParam(name) && value !== '' ? `${sep}${name}=${PLACEHOLDER_SECRET}` : p));
+  const query = q.query.replace(q.param, (p, sep: string, name: string, value: string) => (isSecretParam(name) && value !== '' ? `${sep}${name}=${PLACEHOLDER_SECRET}` : p));
   return `${url.slice(0, q.at)}${query}${url.slice(q.at + q.query.length)}`;
 }
 

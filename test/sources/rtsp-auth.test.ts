@@ -138,7 +138,26 @@ describe("a camera's secret query values (?token=, pwd=): the placeholder for ff
   it('reads the secret parameters of redact\'s list, names as written; others, and empty values, are not secrets', () => {
     expect([...secrets]).toEqual([['token', 'a.b/c'], ['Pwd', 'x']]);
     expect(secretParams('rtsp://cam/live?channel=1&token=').size).toBe(0);
-    expect(placeholderQuery('rtsp://127.0.0.1:5/live?channel=1&token=a.b/c&Pwd=x#f')).toBe('rtsp://127.0.0.1:5/live?channel=1&token=argus-relay&Pwd=argus-relay#f');
+    expect(placeholderQuery('rtsp://127.0.0.1:5/live?channel=1&token=a.b/c&Pwd=x')).toBe('rtsp://127.0.0.1:5/live?channel=1&token=argus-relay&Pwd=argus-relay');
+    // An HTTP URL's fragment is no part of what ffmpeg sends: left as it is.
+    expect(placeholderQuery('http://127.0.0.1:5/live?channel=1&token=a.b/c#f')).toBe('http://127.0.0.1:5/live?channel=1&token=argus-relay#f');
+  });
+  it("a value holding '#' (an RTSP URL's: ffmpeg sends it to its end) or a ';' that starts no parameter is a secret whole: none of it is left on ffmpeg's command line", () => {
+    for (const [url, name, value] of [
+      ['rtsp://cam/live?pwd=abc#123', 'pwd', 'abc#123'],
+      ['rtsp://cam/live?token=ab;cd&channel=1', 'token', 'ab;cd'],
+      ['http://cam/live?token=ab;cd', 'token', 'ab;cd'],
+    ]) {
+      expect(secretParams(url).get(name)).toBe(value);
+      const given = url.startsWith('http') ? placeholderQuery(url) : relayUrl(url, 5);
+      expect(given).not.toContain(value.slice(-2));
+      expect(given).toContain(`${name}=argus-relay`);
+      // …and the camera gets it whole back.
+      expect(swapSecrets(`DESCRIBE ${given} RTSP/1.0`, secretParams(url), true)).toBe(`DESCRIBE ${given.slice(0, given.indexOf('?'))}${url.slice(url.indexOf('?'))} RTSP/1.0`);
+    }
+    // A ';' that starts a parameter ends the value.
+    expect([...secretParams('rtsp://cam/live?token=ab;channel=1')]).toEqual([['token', 'ab']]);
+    expect(relayUrl('rtsp://cam/live?token=ab;channel=1', 5)).toBe('rtsp://127.0.0.1:5/live?token=argus-relay;channel=1');
   });
   it('swaps whole values only, in a query, ended as cameras end them (a control under a Content-Base ending in the query, an RTP-Info entry)', () => {
     const line = 'SETUP rtsp://127.0.0.1:5/live?channel=1&token=argus-relay/trackID=1 RTSP/1.0';
