@@ -116,6 +116,16 @@ export class FrameRates {
 /** The most of one of ffmpeg's lines a damage warning quotes. */
 const MAX_QUOTED = 300;
 
+/**
+ * ffmpeg's line of a damage report as a warning quotes it: redacted, then cut to MAX_QUOTED
+ * characters (cut first, a URL's user-info split before its `@` was no longer one to redact, and
+ * the password's first characters were quoted).
+ */
+export function quoteDamage(line: string): string {
+  const r = redact(line);
+  return r.length > MAX_QUOTED ? `${r.slice(0, MAX_QUOTED)}…` : r;
+}
+
 /** The shortest time between two damage warnings of one source, ms. */
 export const DAMAGE_WARN_INTERVAL_MS = 60_000;
 
@@ -145,7 +155,7 @@ export class DamageWarnings {
     if (this.lastAt !== undefined && t - this.lastAt < DAMAGE_WARN_INTERVAL_MS) return;
     const first = this.lastAt === undefined;
     this.lastAt = t;
-    const quoted = line.length > MAX_QUOTED ? `${line.slice(0, MAX_QUOTED)}…` : line;
+    const quoted = quoteDamage(line);
     const since = first ? '' : ` ${this.unwarned} more time${this.unwarned === 1 ? '' : 's'} (${this.st.decodeErrors} in all)`;
     this.log(
       redact(`source "${this.st.id}": ffmpeg reported damaged input in ${this.input}${since}: frames around it may be damaged or lost (counted in the source's decodeErrors; warned at most once a minute); ffmpeg said: ${quoted}`),

@@ -11,6 +11,7 @@ import { isVideoPath, sameFile, unwritableDir, VIDEO_EXTENSIONS, writeWhole } fr
 import type { LogFn } from '../core/log.js';
 import { forTerminal, forTerminalLines } from '../core/text.js';
 import { resolveFfmpeg } from '../sources/ffmpeg-path.js';
+import { quoteDamage } from '../sources/stats.js';
 import { inputKind, readImage, videoFrames, type RawFrame, type VideoInfo } from './frames.js';
 import { FrameDetector, loadToolDetector, modelRef } from './model.js';
 import { Report } from './report.js';
@@ -333,11 +334,10 @@ export function cutShort(lastPts: number, info: VideoInfo | undefined, fps: numb
 
 /**
  * The warning for a video read to its end with damage in it (a corrupt middle): `count` reports
- * (those between two frames read once), the first of them `line` (quoted up to 300 characters).
+ * (those between two frames read once), the first of them `line` (quoteDamage: redacted, up to 300 characters).
  */
 export function damagedWarning(count: number, line: string): string {
-  const quoted = line.length > 300 ? `${line.slice(0, 300)}…` : line;
-  return `ffmpeg reported damaged input ${count === 1 ? 'once' : `${count} times`}: frames around it may be damaged or lost; first: ${quoted}`;
+  return `ffmpeg reported damaged input ${count === 1 ? 'once' : `${count} times`}: frames around it may be damaged or lost; first: ${quoteDamage(line)}`;
 }
 
 /** The error `argus detect` ends with when files failed (after printing every result). */

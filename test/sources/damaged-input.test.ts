@@ -162,6 +162,18 @@ describe('DamageWarnings (virtual clock)', () => {
     expect(sourceSummary(st)).toMatchObject({ source: 'gate', decodeErrors: 504 });
   });
 
+  it("a long line's URL is redacted before it is cut: a password split at the cut is not quoted in part (warning and detect's)", () => {
+    const logged: string[] = [];
+    for (let pad = 250; pad < 320; pad++) {
+      const line = `[hls @ 0x5] ${'x'.repeat(pad)} http://admin:hunter2secret@cam/seg.ts partial file`;
+      const w = new DamageWarnings(newSourceStats('gate'), 'file.mp4', (msg) => logged.push(msg), () => 0);
+      w.report(line);
+      logged.push(damagedWarning(1, line));
+    }
+    for (const msg of logged) for (const part of ['hunter', 'hun', 'secret']) expect(msg).not.toContain(part);
+    expect(logged.some((m) => m.includes('http://***@cam'))).toBe(true);
+  });
+
   it('/metrics exports each source’s count: argus_source_decode_errors_total', async () => {
     const a = newSourceStats('gate');
     const b = newSourceStats('yard');
