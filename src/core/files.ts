@@ -1,5 +1,5 @@
-import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
-import { mkdir, realpath, rename, rm, stat } from 'node:fs/promises';
+import { accessSync, constants, mkdirSync, rmSync, statSync } from 'node:fs';
+import { lstat, mkdir, open, readlink, realpath, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 
 /**
@@ -89,6 +89,46 @@ export function makeDirSync(dir: string): void {
 
 let parts = 0;
 
+/** Partial files being written (writeWhole): removed if a signal ends the process first. */
+const partials = new Set<string>();
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/**
+ * A stop signal while partial files are being written: they are removed, and when nothing else
+ * in the process listens for the signal (argus detect, preview), the process ends by it as it
+ * would have (its default action, status 128 + n). Where another listener stops the process in
+ * order, that stop's own failure path removes them (writeWhole's catch).
+ */
+function onStopSignal(signal: NodeJS.Signals): void {
+  if (process.listenerCount(signal) > 1) return;
+  for (const p of partials) rmSync(p, { force: true });
+  partials.clear();
+  for (const s of STOP_SIGNALS) process.removeListener(s, onStopSignal);
+  process.kill(process.pid, signal);
+}
+
+function holdPartial(p: string): void {
+  if (partials.size === 0) for (const s of STOP_SIGNALS) process.on(s, onStopSignal);
+  partials.add(p);
+}
+
+function dropPartial(p: string): void {
+  if (!partials.delete(p) || partials.size > 0) return;
+  for (const s of STOP_SIGNALS) process.removeListener(s, onStopSignal);
+}
+
+/** Where a chain of links from `path` ends (`path` itself when it is no link), whether that file exists or not. */
+async function linkTarget(path: string): Promise<string> {
+  let target = path;
+  // (40: Linux's own limit on links followed in one lookup; a loop ends there.)
+  for (let i = 0; i < 40; i++) {
+    const l = await lstat(target).catch(() => undefined);
+    if (!l?.isSymbolicLink()) return target;
+    target = resolve(dirname(target), await readlink(target));
+  }
+  return target;
+}
+
 /**
  * Writes the file `path` whole or not at all: `write` writes it under a hidden name beside it
  * (the same folder, so the rename stays on one file system; the same extension, which ffmpeg
@@ -96,26 +136,46 @@ let parts = 0;
  * folder removed mid-write, the writer's own error) removes the partial file and is thrown again:
  * `path` is the whole new file or what it was before. A write straight to `path` left a
  * truncated picture or video there, which looked like a copy, and replaced a good one.
- * `renameFailed` makes the error of a rename that fails.
+ * `failed` makes the error of the file system's own failure (making the partial file, renaming
+ * it). The partial file is made (exclusively: never through a link someone put there) before
+ * `write` writes it, with the permissions of the file it replaces (a private copy stays private;
+ * its group too where the user may give it), else as a new file's. A stop signal (Ctrl-C) while
+ * it is written removes it (onStopSignal).
  */
-export async function writeWhole<T>(path: string, write: (partial: string) => Promise<T>, renameFailed: (e: NodeJS.ErrnoException) => Error): Promise<T> {
-  // A link is followed (the file it names is replaced, the link kept); what is not a regular
-  // file (a device such as /dev/null, a named pipe) is written as it is: a rename would replace it.
-  let target = path;
+export async function writeWhole<T>(path: string, write: (partial: string) => Promise<T>, failed: (e: NodeJS.ErrnoException) => Error): Promise<T> {
+  // A link is followed, a dangling one too (the file it names is written, the link kept); what
+  // is not a regular file (a device such as /dev/null, a named pipe) is written as it is: a
+  // rename would replace it.
+  // (/dev/stdout's chain ends in /proc/self/fd/1, whose link names a pipe or socket by no path:
+  // stat follows it where readlink cannot.)
   const st = await stat(path).catch(() => undefined);
   if (st && !st.isFile()) return write(path);
-  if (st) target = await realpath(path);
+  const target = st ? await realpath(path) : await linkTarget(path);
   const ext = extname(target);
   // Cut: a name near the file system's 255 bytes would be too long with the suffix.
   const partial = join(dirname(target), `.${basename(target, ext).slice(0, 64)}.part-${process.pid}-${parts++}${ext}`);
+  holdPartial(partial);
   try {
+    const fh = await open(partial, 'wx', st ? 0o600 : 0o666).catch((e: NodeJS.ErrnoException) => {
+      throw failed(e);
+    });
+    try {
+      if (st) {
+        await fh.chown(st.uid, st.gid).catch(() => fh.chown(-1, st.gid)).catch(() => undefined);
+        await fh.chmod(st.mode & 0o777);
+      }
+    } finally {
+      await fh.close();
+    }
     const r = await write(partial);
     await rename(partial, target).catch((e: NodeJS.ErrnoException) => {
-      throw renameFailed(e);
+      throw failed(e);
     });
     return r;
   } catch (e) {
     await rm(partial, { force: true }).catch(() => undefined);
     throw e;
+  } finally {
+    dropPartial(partial);
   }
 }

@@ -1,4 +1,5 @@
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -103,4 +104,72 @@ describe('writeWhole: a file written whole or not at all', () => {
     expect(lstatSync(join(dir, 'full.png')).isSymbolicLink()).toBe(true);
     expect(statSync('/dev/full').isCharacterDevice()).toBe(true);
   });
+
+  it('a dangling link is followed as writeFile follows it (the file it names is made, the link kept)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-whole-'));
+    mkdirSync(join(dir, 'real'));
+    symlinkSync('real/copy.png', join(dir, 'link.png'));
+    await writeWhole(join(dir, 'link.png'), (p) => writeFile(p, 'new'), renameFailed);
+    expect(lstatSync(join(dir, 'link.png')).isSymbolicLink()).toBe(true);
+    expect(readFileSync(join(dir, 'real', 'copy.png'), 'utf8')).toBe('new');
+    expect(readdirSync(join(dir, 'real'))).toEqual(['copy.png']);
+  });
+
+  it('the file replaced keeps its permissions (a private copy stays private); a new one gets a new file’s', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-whole-'));
+    writeFileSync(join(dir, 'private.png'), 'old');
+    chmodSync(join(dir, 'private.png'), 0o600);
+    writeFileSync(join(dir, 'shared.png'), 'old');
+    chmodSync(join(dir, 'shared.png'), 0o664);
+    const modes: number[] = [];
+    for (const name of ['private.png', 'shared.png']) {
+      await writeWhole(join(dir, name), async (p) => {
+        modes.push(statSync(p).mode & 0o777); // before a byte is written
+        await writeFile(p, 'new');
+      }, renameFailed);
+      expect(readFileSync(join(dir, name), 'utf8')).toBe('new');
+    }
+    expect(modes).toEqual([0o600, 0o664]);
+    expect(statSync(join(dir, 'private.png')).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, 'shared.png')).mode & 0o777).toBe(0o664);
+    await writeWhole(join(dir, 'fresh.png'), (p) => writeFile(p, 'x'), renameFailed);
+    writeFileSync(join(dir, 'plain.png'), 'x');
+    expect(statSync(join(dir, 'fresh.png')).mode & 0o777).toBe(statSync(join(dir, 'plain.png')).mode & 0o777);
+  });
+
+  it('Ctrl-C (SIGINT) while the file is written removes the partial file, and the process ends by the signal as it would have', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-whole-'));
+    const script = `
+      import { writeWhole } from ${JSON.stringify(join(process.cwd(), 'src/core/files.ts'))};
+      import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+      await writeWhole(${JSON.stringify(join(dir, 'copy.mp4'))}, async (p) => {
+        await writeFile(p, 'half');
+        process.stdout.write('writing\\n');
+        await new Promise(() => setInterval(() => {}, 1000));
+      }, (e) => e);`;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise<void>((r) => child.stdout.on('data', (d: Buffer) => d.toString().includes('writing') && r()));
+    expect(readdirSync(dir)).toHaveLength(1); // the partial file
+    child.kill('SIGINT');
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((r) => child.on('exit', (c, s) => r([c, s])));
+    expect({ code, signal }).toEqual({ code: null, signal: 'SIGINT' });
+    expect(readdirSync(dir)).toEqual([]);
+  }, 30_000);
+
+  it('/dev/stdout, a pipe: written as it is', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-whole-'));
+    const script = join(dir, 'write.mts');
+    writeFileSync(script, `
+      import { writeWhole } from ${JSON.stringify(join(process.cwd(), 'src/core/files.ts'))};
+      import { writeFile } from 'node:fs/promises';
+      await writeWhole('/dev/stdout', (p) => writeFile(p, 'the picture'), (e) => e);`);
+    // (A shell's pipe: node's own stdio 'pipe' is a socket, which /dev/stdout cannot open.)
+    const child = spawn('sh', ['-c', `"${process.execPath}" --import tsx "${script}" | cat`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    expect(await new Promise((r) => child.on('exit', r))).toBe(0);
+    expect(out).toBe('the picture');
+    rmSync(dir, { recursive: true });
+  }, 30_000);
 });
