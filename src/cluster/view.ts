@@ -165,6 +165,9 @@ export function parseCamera(id: string, text: string, env: NodeJS.ProcessEnv = p
   return error !== undefined ? { error } : { definition };
 }
 
+/** Ids of records past cluster.maxCameras a view keeps aside at most, taken in as cameras are removed (ClusterView.hold). */
+const HELD_CAMERAS = 1000;
+
 /** Refused camera records are logged at most this often (with how many since the last such line). */
 const REFUSED_LOG_EVERY_MS = 60_000;
 
@@ -216,6 +219,12 @@ export class ClusterView {
   private refusedSinceLog = 0;
   private refusedLoggedAt = -Infinity;
   private readonly maxCameras: number;
+  /**
+   * Records of new ids read while the view held maxCameras ids, by id, oldest first: taken in as
+   * cameras are removed (hold). At most heldMax ids (HELD_CAMERAS, or maxCameras if fewer).
+   */
+  private readonly held = new Map<string, Map<number, { text: string; offset: string }>>();
+  private readonly heldMax: number;
   private readonly log: LogFn;
   private consumer: Consumer | undefined;
   private readonly listeners = new Set<() => void>();
@@ -240,6 +249,7 @@ export class ClusterView {
     limits: ViewLimits = {},
   ) {
     this.maxCameras = limits.maxCameras ?? DEFAULT_MAX_CAMERAS;
+    this.heldMax = Math.min(this.maxCameras, HELD_CAMERAS);
     this.log = limits.log ?? (() => {});
   }
 
@@ -330,15 +340,18 @@ export class ClusterView {
     this.connected.delete(camera);
   }
 
-  /** A record of a new camera id past maxCameras (or under a key no id can be): refused, counted, logged at most once a minute. */
-  private refuse(key: string, why: string): void {
+  /**
+   * A record of a new camera id past maxCameras (or under a key no id can be): refused, counted,
+   * logged at most once a minute. `held`: kept aside until a camera is removed (hold).
+   */
+  private refuse(key: string, why: string, held = false): void {
     this.refusedCameras++;
     this.refusedSinceLog++;
     const t = now();
     if (t - this.refusedLoggedAt < REFUSED_LOG_EVERY_MS) return;
     const shown = key.length > MAX_ID_LENGTH ? `${key.slice(0, MAX_ID_LENGTH)}… (${key.length} characters)` : key;
     this.log(
-      `cluster: camera record "${shown}" refused: ${why}; it runs nowhere on this worker (${this.refusedSinceLog} record${this.refusedSinceLog > 1 ? 's' : ''} refused since the last such line, ${this.refusedCameras} in all)`,
+      `cluster: camera record "${shown}" refused: ${why}; it runs nowhere on this worker${held ? ' until a camera is removed' : ''} (${this.refusedSinceLog} record${this.refusedSinceLog > 1 ? 's' : ''} refused since the last such line, ${this.refusedCameras} in all)`,
       { code: ErrorCodes.CAMERA_LIMIT, camera: shown, refused: this.refusedCameras, maxCameras: this.maxCameras },
       'error',
     );
@@ -369,22 +382,66 @@ export class ClusterView {
   private applyCamera(slot: number, key: string, value: Buffer | null, offset: string): void {
     // Every slot's latest record of the id: one is the camera; a tombstone removes that slot's.
     let bySlot = this.records.get(key);
-    if (value === null) bySlot?.delete(slot);
+    // (A value past KEPT_BYTES is refused whatever follows: its first bytes stand for it.)
+    const record = value && { text: (value.length > KEPT_BYTES ? value.subarray(0, KEPT_BYTES) : value).toString('utf8'), offset };
+    if (!bySlot && this.hold(slot, key, record)) return;
+    if (record === null) bySlot?.delete(slot);
     else {
       if (!bySlot) {
         if (key.length > MAX_ID_LENGTH) return this.refuse(key, `its key has ${key.length} characters; a camera id has at most ${MAX_ID_LENGTH}`);
-        if (this.records.size >= this.maxCameras) return this.refuse(key, `this worker holds ${this.maxCameras} cameras already (cluster.maxCameras)`);
         this.records.set(key, (bySlot = new Map()));
       }
-      // (A value past KEPT_BYTES is refused whatever follows: its first bytes stand for it.)
-      bySlot.set(slot, { text: (value.length > KEPT_BYTES ? value.subarray(0, KEPT_BYTES) : value).toString('utf8'), offset });
+      bySlot.set(slot, record);
     }
     if (!bySlot || bySlot.size === 0) {
       this.records.delete(key);
       this.cameras.delete(key);
       this.forget(key);
+      this.admitHeld();
       return;
     }
+    this.show(key, bySlot);
+  }
+
+  /**
+   * A record of an id the view does not hold, while it holds maxCameras ids: kept aside in `held`
+   * (true), at most HELD_CAMERAS ids (past them refused: counted, logged), or a tombstone of one
+   * kept aside. Workers read the slots in their own order: a camera removed and another added in
+   * its place, the topic at the bound, were read the new one first (at start, or while the move
+   * was written), and the new one was refused for good: it ran nowhere. Held, it is taken in once
+   * the removal is read.
+   */
+  private hold(slot: number, key: string, record: { text: string; offset: string } | null): boolean {
+    let aside = this.held.get(key);
+    if (record === null) {
+      if (!aside) return false;
+      aside.delete(slot);
+      if (aside.size === 0) this.held.delete(key);
+      return true;
+    }
+    if (!aside) {
+      if (this.records.size < this.maxCameras || key.length > MAX_ID_LENGTH) return false;
+      this.refuse(key, `this worker holds ${this.maxCameras} cameras already (cluster.maxCameras)`, this.held.size < this.heldMax);
+      if (this.held.size >= this.heldMax) return true;
+      this.held.set(key, (aside = new Map()));
+    }
+    aside.set(slot, record);
+    return true;
+  }
+
+  /** Room made (a camera removed): the ids held aside longest are taken in, as far as there is room. */
+  private admitHeld(): void {
+    for (const [key, bySlot] of this.held) {
+      if (this.records.size >= this.maxCameras) return;
+      this.held.delete(key);
+      this.records.set(key, bySlot);
+      this.gone.delete(key);
+      this.show(key, bySlot);
+    }
+  }
+
+  /** The camera entry of `key` from its records, one per slot. */
+  private show(key: string, bySlot: Map<number, { text: string; offset: string }>): void {
     if (bySlot.size > 1) {
       // Written into a second slot by a client with another partitioner (or after the topic's
       // partitions changed), or a move by `argus cameras` whose tombstone has not been read yet:

@@ -122,8 +122,44 @@ describe('ClusterView: at most cluster.maxCameras cameras', () => {
     expect(log).toHaveBeenCalledTimes(2);
     expect(log.mock.calls[1][0]).toMatch(/"junkA" refused.*\(997 records refused since the last such line, 998 in all\)/);
     v.ingest('c', 1, 'cam1', null, '5001');
-    v.ingest('c', 1, 'late', camera('late'), '5002');
-    expect([...v.cameras.keys()].sort()).toEqual(['cam0', 'cam2', 'late']);
+    // The room goes to the record held aside longest (maxCameras of them at most, here 3).
+    expect([...v.cameras.keys()].sort()).toEqual(['cam0', 'cam2', 'junk3']);
+    v.ingest('c', 2, 'cam2', null, '5001');
+    expect([...v.cameras.keys()].sort()).toEqual(['cam0', 'junk3', 'junk4']);
+  });
+
+  it('at the bound, a camera removed and another added in its place, read in either order (slots are read in any order: at start, or while argus cameras writes them): the new one runs', async () => {
+    for (const newFirst of [true, false]) {
+      const { v } = await started({ maxCameras: 2 });
+      v.ingest('c', 0, 'old', camera('old'), '0');
+      v.ingest('c', 1, 'stays', camera('stays'), '0');
+      const removal = () => v.ingest('c', 0, 'old', null, '1');
+      const addition = () => v.ingest('c', 1, 'new', camera('new'), '1');
+      if (newFirst) {
+        addition();
+        expect([...v.cameras.keys()].sort()).toEqual(['old', 'stays']); // held aside, not dropped
+        removal();
+      } else {
+        removal();
+        addition();
+      }
+      expect([...v.cameras.keys()].sort()).toEqual(['new', 'stays']);
+      expect(v.cameras.get('new')!.definition!.source.uri).toBe('rtsp://h/x');
+    }
+  });
+
+  it('a record held aside and then removed (or rewritten) is taken in as its latest record says, or not at all', async () => {
+    const { v } = await started({ maxCameras: 1 });
+    v.ingest('c', 0, 'a', camera('a'), '0');
+    v.ingest('c', 1, 'b', camera('b'), '0');
+    v.ingest('c', 1, 'b', rec({ id: 'b', uri: 'rtsp://h/b2' }), '1');
+    v.ingest('c', 2, 'c', camera('c'), '0');
+    v.ingest('c', 2, 'c', null, '1');
+    v.ingest('c', 0, 'a', null, '1');
+    expect([...v.cameras.keys()]).toEqual(['b']);
+    expect(v.cameras.get('b')!.definition!.source.uri).toBe('rtsp://h/b2');
+    v.ingest('c', 1, 'b', null, '2');
+    expect(v.cameras.size).toBe(0);
   });
 
   it('a key longer than a camera id may be is refused, not kept (the log names its start and length)', async () => {

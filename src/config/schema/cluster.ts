@@ -68,7 +68,8 @@ export const ClusterSchema = z
     /**
      * The most cameras (ids of the cameras topic) a worker holds: a record of a new id past it is
      * refused (logged, VAP_ERR_CAMERA_LIMIT, and counted in argus_cluster_cameras_refused_total);
-     * the camera runs nowhere until the worker restarts with room for it. Whoever can write the
+     * the camera runs nowhere until a camera is removed (the first 1 000 such ids are held aside
+     * and taken in as cameras are removed) or the worker restarts with room for it. Whoever can write the
      * topic could otherwise fill every worker's memory. Default DEFAULT_MAX_CAMERAS (10 000).
      */
     maxCameras: finite().int().min(1).max(1_000_000).default(DEFAULT_MAX_CAMERAS),
