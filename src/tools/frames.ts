@@ -98,6 +98,25 @@ const DURATION = /^\s*Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)/;
  * ffmpeg's log; an input that decodes to no frame ends with none.
  */
 export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFrame> {
+  let yielded = false;
+  try {
+    for await (const f of videoFramesOnce(o)) {
+      yielded = true;
+      yield f;
+    }
+  } catch (e) {
+    // `auto` puts the deinterlacer on every file (flagged frames only), but ffmpeg's takes no
+    // picture under 4 lines or 3 columns a plane (a 64x6 video, a 16x2 GIF: detect failed on
+    // them): such a picture is read again without it (it has no fields worth the name).
+    if (yielded || (o.deinterlace ?? 'auto') !== 'auto' || !(e instanceof ArgusError) || !TOO_SMALL_TO_DEINTERLACE.test(e.message)) throw e;
+    yield* videoFramesOnce({ ...o, deinterlace: 'off' });
+  }
+}
+
+/** ffmpeg's deinterlacer (bwdif) refusing a picture too small for it, on its log. */
+const TOO_SMALL_TO_DEINTERLACE = /\[Parsed_bwdif_\d+ @ [^\]]*\] Video with planes less than/;
+
+async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame> {
   // A local still image: decoded as argus detect and a pipeline's source read it (decodeStill),
   // and given to ffmpeg on its stdin as one raw frame.
   const stillPath = stillImagePath(o.url);

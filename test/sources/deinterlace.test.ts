@@ -101,6 +101,17 @@ describe('an interlaced clip (576i, H.264 top field first, a box moving 16 px a 
     }
     expect(n).toBe(FRAMES);
   }, 60_000);
+
+  it('videoFrames: a picture too small for the deinterlacer (under 4 lines a plane: 64x6, a 16x2 GIF) is read as before, not failed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-tiny-'));
+    for (const [name, size, extra] of [['flat.mp4', '64x6', ['-pix_fmt', 'yuv420p']], ['tiny.gif', '16x2', []]] as const) {
+      const file = join(dir, name);
+      await runCommand(ffmpeg, ['-v', 'error', '-f', 'lavfi', '-i', `testsrc=size=${size}:rate=5`, '-frames:v', '3', ...extra, file]);
+      const got: string[] = [];
+      for await (const f of videoFrames({ ffmpegPath: ffmpeg, url: file })) got.push(`${f.width}x${f.height}`);
+      expect(got).toEqual([size, size, size]);
+    }
+  }, 60_000);
 });
 
 describe('a progressive clip (the same motion, 25p)', () => {
