@@ -22,8 +22,8 @@ export function secretsRelay(input: { kind: string; url: string; rtspTransport?:
   return undefined;
 }
 
-/** ffmpeg options whose value is a secret of the camera's (SRT's `-passphrase`, a bearer token or session in `-headers` / `-cookies`, RTMP's `-rtmp_conn` and a stream's keys). */
-const SECRET_OPTIONS = new Set(['-passphrase', '-headers', '-cookies', '-rtmp_conn', '-decryption_key', '-cryptokey']);
+/** ffmpeg options whose value is a secret of the camera's (SRT's `-passphrase`, a bearer token or session in `-headers` / `-cookies`, RTMP's `-rtmp_conn`, a stream's keys, SRTP's master key and salt). */
+const SECRET_OPTIONS = new Set(['-passphrase', '-headers', '-cookies', '-rtmp_conn', '-decryption_key', '-cryptokey', '-srtp_in_params', '-srtp_out_params']);
 
 /**
  * What of a camera's secrets a command line of ffmpeg's (`args`, as it is spawned) holds, each

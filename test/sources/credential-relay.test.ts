@@ -8,6 +8,7 @@ import type { FfmpegInputSpec } from '../../src/sources/ffmpeg-args.js';
 import { ffmpegSource, type SpawnFn, type SourceMemo } from '../../src/sources/ffmpeg-source.js';
 import { resolveFfmpeg } from '../../src/sources/ffmpeg-path.js';
 import { withCameraSource } from '../../src/sources/rtsp-tap.js';
+import { exposedSecrets } from '../../src/sources/secrets-relay.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
 import { closedPort, listening, recordingSpawn } from '../helpers/net.js';
 import { digestCamera, RtspCamera } from '../helpers/rtsp-camera.js';
@@ -197,4 +198,8 @@ describe("secrets that argus's relays cannot carry: a warning names what ffmpeg'
     // Once per source: a memo that was told is not told again.
     expect(await notices(`srt://127.0.0.1:${port}?passphrase=SrtPass12345&connect_timeout=200`, {}, { exposedNoticed: true })).toEqual([]);
   }, 60_000);
+
+  it("an SRTP camera's master key (-srtp_in_params) is named too", () => {
+    expect(exposedSecrets(['-srtp_in_suite', 'AES_CM_128_HMAC_SHA1_80', '-srtp_in_params', 'WVNfX19zZW1jdGwgKCkgewkyMjA7fQp9CnVubGVz', '-i', 'srtp://127.0.0.1:5000'])).toEqual(['-srtp_in_params']);
+  });
 });
