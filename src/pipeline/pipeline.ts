@@ -366,7 +366,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
       seqStart: cont?.nextSeq,
       resume: cont?.lastPts !== undefined && cont.ptsOrigin !== undefined ? { lastPts: cont.lastPts, firstFrameAt: cont.ptsOrigin, fps: cont.fps } : undefined,
       id: src.id,
-      input: { url, kind, rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, cameraClock: src.cameraClock, inputArgs: src.inputArgs, decode: src.decode, tls: { ...src.tls, ca: src.tls.ca && resolvePath(src.tls.ca, baseDir) } },
+      input: { url, kind, rate: src.rate, loop: src.loop, fps: src.fps, rtspTransport: src.rtspTransport, cameraClock: src.cameraClock, sendCredentialsTo: src.sendCredentialsTo, inputArgs: src.inputArgs, decode: src.decode, tls: { ...src.tls, ca: src.tls.ca && resolvePath(src.tls.ca, baseDir) } },
       onClockNotice: (text) => log(text, { source: src.id }, 'warn'),
       onSecretsExposed: (text) => log(redact(text), { source: src.id, notice: 'secrets-on-command-line' }, 'warn'),
       onDamage: (line) => damage.report(line),

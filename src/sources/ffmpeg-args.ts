@@ -47,6 +47,11 @@ export interface FfmpegInputSpec {
   /** `rtsps://`: how the relay checks the camera's certificate (`ca` a path). Default: verified against Node's list of public CAs. */
   tls?: CameraTls;
   /**
+   * Hosts (`host` or `host:port`) besides the camera's own origin that its credentials go to when
+   * it redirects ffmpeg there, through argus's relay (relay-redirect). Default none.
+   */
+  sendCredentialsTo?: readonly string[];
+  /**
    * The URL of argus's relay to the camera (rtsp-tap), which ffmpeg opens instead of `url`: the
    * frames' times it prints are then their RTP timestamps (no wall-clock timestamps), of the
    * video stream alone.

@@ -90,7 +90,7 @@ export interface FfmpegSourceOptions {
   /**
    * Told once per source (its `memo`) when ffmpeg's command line, which every local user can
    * read, holds a secret of the camera's that argus's relays cannot carry (exposedSecrets): an
-   * SRT passphrase, RTMP credentials, RTSP tunnelled in HTTP, a camera that redirected ffmpeg.
+   * SRT passphrase, RTMP credentials, RTSP tunnelled in HTTP.
    */
   onSecretsExposed?: (text: string) => void;
   /** Where the camera's relay tells of connections it refused (RelayDoor: warnings coded VAP_ERR_RELAY_REFUSED). */
@@ -151,8 +151,6 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
           // its wait is over: a glitch (a camera's timestamps that stopped advancing for a while)
           // cost the camera's clock, and the relay's access-unit ends, until argus restarted.
           const wait = relayGivenUp(memo, now());
-          // ffmpeg opens a redirect's address itself, past any relay, with the credentials it was given.
-          if (tap.clock.redirect !== undefined) memo.redirected = true;
           tap.close();
           base.onClockNotice?.(`source "${base.id}": the camera's clock is not used: ${relayFailure}; it is run without argus's relay, frames stamped with their arrival at ffmpeg (the relay is tried again at the source's first restart after ${Math.round(wait / 1000)} s)`);
           const unrelayed = { ...base, input: { ...base.input, relay: undefined } };
@@ -171,22 +169,11 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   // it has credentials to keep off ffmpeg's command line, which every local user can read, or
   // an rtsps:// certificate to check, which ffmpeg cannot (secrets-relay).
   const plain = (base: FfmpegSourceOptions): Observable<Frame> => {
-    // (A camera that redirects ffmpeg elsewhere needs the credentials in ffmpeg's hands: it
-    // follows the redirect itself, past the relay, and would answer with the placeholder.)
-    const relay = memo.redirected ? undefined : secretsRelay(base.input, base.relayLog);
+    // (A camera that redirects ffmpeg is followed by the relay: relay-redirect.)
+    const relay = secretsRelay(base.input, base.relayLog);
     if (!relay) return run(base);
     return throughRelay(base.id, relay, (credentialRelay, named) =>
-      run({ ...base, input: { ...base.input, relay: undefined, credentialRelay, inputArgs: named instanceof HttpRelay ? named.ffmpegInputArgs(base.input.inputArgs) : base.input.inputArgs } }, undefined, named).pipe(
-        catchError((e: unknown) => {
-          // An RTSP camera redirected: ffmpeg followed it past the relay with the placeholder,
-          // and failed. Run with the URL as it is, this time and from now on (a camera whose
-          // certificate is checked: the relay passed no redirect on, and the run fails, naming
-          // it). (An HTTP camera's redirect gets no credentials from ffmpeg either way.)
-          if (!(named instanceof RtspTap) || named.clock.redirect === undefined || checksCertificate(base.input.url, base.input.tls)) return throwError(() => e);
-          memo.redirected = true;
-          return run(base);
-        }),
-      ),
+      run({ ...base, input: { ...base.input, relay: undefined, credentialRelay, inputArgs: named instanceof HttpRelay ? named.ffmpegInputArgs(base.input.inputArgs) : base.input.inputArgs } }, undefined, named),
     );
   };
   // ffmpeg's own RTSPS takes any certificate (the config refuses this; others who build an input too).
@@ -197,7 +184,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   if (!relayStart(memo, now())) return defer(() => plain(options));
   // RTSP over TCP: through argus's relay, which reads the camera's clock (rtsp-tap). With
   // low-latency decoding, each access unit is ended for ffmpeg as soon as it is in (UnitEnds).
-  const tap = () => new RtspTap(options.input.url, { endUnits: (options.input.decode ?? DEFAULT_DECODE).lowLatency, tls: options.input.tls, log: options.relayLog });
+  const tap = () => new RtspTap(options.input.url, { endUnits: (options.input.decode ?? DEFAULT_DECODE).lowLatency, tls: options.input.tls, log: options.relayLog, sendCredentialsTo: options.input.sendCredentialsTo });
   return throughRelay(options.id, tap, (relay, t) => run({ ...options, input: { ...options.input, relay } }, t));
 }
 
@@ -276,8 +263,6 @@ export interface SourceMemo {
    * pair with their packets): starts run without it until `until` (core/clock `now`).
    */
   unrelayed?: { until: number };
-  /** The camera redirected ffmpeg to another address: runs without the relay give ffmpeg its URL as it is (credentials included). */
-  redirected?: boolean;
   /** Whether FfmpegSourceOptions.onSecretsExposed was told (once per source). */
   exposedNoticed?: boolean;
   /** A local still image's picture, decoded at its first run and used again while its file is unchanged. */
@@ -335,6 +320,8 @@ interface NamedRelay {
   unrelay(text: string): string;
   /** Ends its connections (ffmpeg is done). */
   drop(): void;
+  /** Why a redirect of the camera's was not followed (relay-redirect): the run fails with it. */
+  readonly redirectRefused?: string;
 }
 
 /** `named`: a relay that only passes bytes on (and adds credentials): its address in ffmpeg's log is the camera's again. */
@@ -861,14 +848,19 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
         subscriber.complete();
         return;
       }
-      // A camera that redirected ffmpeg (past the relay, or back to it while the first
-      // connection was still open): run it without the relay.
+      const relayed = tap ?? named;
+      // A redirect the relay did not follow (too many, a loop, another scheme, a checked camera
+      // sending ffmpeg to plain RTSP or HTTP): the camera's doing, named, and no rerun without the relay.
+      if (relayed?.redirectRefused !== undefined && code !== 0) {
+        fail(ErrorCodes.SOURCE_OPEN, `source "${id}": ${relayed.redirectRefused}`);
+        return;
+      }
+      // Frames the relay could not pair with its packets: run it without the relay.
       const failure = tap?.clock.failure();
       if (failure && code !== 0) {
         subscriber.error(new RelayUnusable(failure, seq > seqStart));
         return;
       }
-      const relayed = tap ?? named;
       const log = relayed ? relayed.unrelay(probe.tailText()) : probe.tailText();
       const tail = withoutOwnNotices(log.split('\n')).slice(-6).join('\n');
       if (!lb && probe.tooLarge) {
@@ -910,7 +902,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
           if (exposed.length) {
             memo.exposedNoticed = true;
             options.onSecretsExposed(
-              `source "${id}": ffmpeg's command line holds the camera's ${exposed.join(', ')}, which every local user of this machine can read (ps, /proc/PID/cmdline): argus's relays keep secrets off it only for RTSP cameras (over TCP, UDP or multicast, not redirected elsewhere) and HTTP(S) ones; run argus as a user of its own on a host no one else uses, or use a camera account with the least rights`,
+              `source "${id}": ffmpeg's command line holds the camera's ${exposed.join(', ')}, which every local user of this machine can read (ps, /proc/PID/cmdline): argus's relays keep secrets off it only for RTSP cameras (over TCP, UDP or multicast) and HTTP(S) ones; run argus as a user of its own on a host no one else uses, or use a camera account with the least rights`,
             );
           }
         }

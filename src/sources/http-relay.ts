@@ -118,7 +118,7 @@ export class HttpRelay {
 
   constructor(
     readonly url: string,
-    options: { tls?: HttpTls; headers?: readonly string[]; peerCheck?: PeerCheck; log?: LogFn; maxConnections?: number } = {},
+    options: { tls?: HttpTls; headers?: readonly string[]; peerCheck?: PeerCheck; log?: LogFn; maxConnections?: number; sendCredentialsTo?: readonly string[] } = {},
   ) {
     this.headers = [...(options.headers ?? [])];
     this.check = options.tls ?? { verify: false };

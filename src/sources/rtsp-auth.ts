@@ -219,6 +219,19 @@ export class AuthRewriter {
     return this.edit ? this.edit(out) : out;
   }
 
+  /**
+   * What is held (a head not yet complete, a held body's start), as it came: the stream ended
+   * (the bytes were not what the rewriter reads; they are passed on, never lost).
+   */
+  flush(): Buffer[] {
+    const held = this.mode === 'head' ? this.head : this.mode === 'held' ? [Buffer.from(this.heldHead, 'latin1'), ...this.heldBody] : [];
+    this.head = [];
+    this.heldBody = [];
+    this.heldHead = '';
+    this.mode = 'raw';
+    return held;
+  }
+
   /** Reads a chunk from ffmpeg; returns the bytes to send the camera now (a head not yet complete is held). */
   push(chunk: Buffer): Buffer[] {
     const out: Buffer[] = [];

@@ -3,11 +3,12 @@ import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { checkServerIdentity, connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import type { CameraTls } from '../core/rtsp-relay.js';
+import { checksCertificate, type CameraTls } from '../core/rtsp-relay.js';
 import { fromWallClock, now } from '../core/clock.js';
 import type { LogFn } from '../core/log.js';
 import { RelayDoor, type PeerCheck } from './relay-door.js';
-import { AuthRewriter, placeholderQuery, PLACEHOLDER_USERINFO, secretParams, swapSecrets, urlCredentials, type Credentials } from './rtsp-auth.js';
+import { AuthRewriter, placeholderQuery, PLACEHOLDER_USERINFO, secretParams, swapSecrets, urlCredentials } from './rtsp-auth.js';
+import { addressOf, credentialsGo, nextStep, relayTarget, startChain, type RedirectChain, type RelayTarget } from './relay-redirect.js';
 
 /**
  * The camera's own clock for RTSP sources over TCP (`producedBy: camera`).
@@ -109,8 +110,6 @@ export class RtpClock {
   private packets = 0;
   /** Why frames cannot be paired with packets (set once), or undefined. */
   unpairable: string | undefined;
-  /** Where a redirect (a 3xx reply) sent ffmpeg: its Location. */
-  redirect: string | undefined;
   /** How far ahead (+) or behind (−) the camera's time was of the arrival when it was first not believed, ms. */
   rejectedOffset: number | undefined;
   /**
@@ -149,11 +148,6 @@ export class RtpClock {
 
   /** A reply from the camera: its head (status line and headers) and body. */
   response(head: string, body: Buffer): void {
-    // A redirect: ffmpeg opens the new address itself, past the relay.
-    if (/^RTSP\/\d\.\d\s+3\d\d/.test(head)) {
-      this.unpairable ??= 'the camera redirected ffmpeg to another address';
-      this.redirect ??= header(head, 'location') ?? '(no Location)';
-    }
     if (!/^RTSP\/\d\.\d\s+2\d\d/.test(head)) return;
     const method = this.pending?.method;
     const type = header(head, 'content-type');
@@ -750,6 +744,14 @@ const CONNECT_TIMEOUT_MS = 10_000;
  * after `drop` ended the last one's, and gets a new clock); each is relayed to the
  * camera's host and port with backpressure both ways, bytes unchanged but for the access unit
  * delimiters added after H.264 and H.265 units (UnitEnds).
+ *
+ * A camera that redirects ffmpeg (a `3xx` reply with `Location`) is followed (relay-redirect):
+ * ffmpeg is given `Location` pointing at the relay (the new path and query, the secrets as
+ * placeholders), and the relay connects its next connection, ffmpeg's to the new address, there,
+ * its certificate checked as the camera's, with the camera's credentials only where they go
+ * (credentialsGo). A redirect past MAX_REDIRECTS in a row, to an address seen before in the
+ * chain, to another scheme, or from a checked rtsps:// camera to plain rtsp:// is refused: the
+ * connection is ended, and `redirectRefused` says why.
  */
 export class RtspTap {
   private readonly door: RelayDoor;
@@ -758,28 +760,30 @@ export class RtspTap {
   clock = new RtpClock();
   /** The last error reaching the camera (connection refused, timed out, reset), for ffmpeg's failure message. */
   upstreamError: string | undefined;
-  private readonly host: string;
-  private readonly port: number;
+  /** Why a redirect of the camera's was not followed (the source fails with it), or undefined. */
+  redirectRefused: string | undefined;
+  /** A redirect followed to an address the camera's credentials do not go to: said with a failure. */
+  private withheld: string | undefined;
   /**
-   * `rtsps://`: the relay speaks TLS to the camera and plain RTSP to its ffmpeg on 127.0.0.1,
-   * and checks the camera's certificate as `check` says (ffmpeg 5.1's own RTSPS cannot: its RTSP
-   * demuxer takes no TLS options). Nothing of ffmpeg's reaches the camera before it is checked.
+   * The camera's address, and the user and password of its URL (added by the relay, never given
+   * to ffmpeg: rtsp-auth), and the secret query parameters (`?token=`, `pwd=`: secretParams):
+   * ffmpeg is given the placeholder, which the relay makes the real value in each request's URI
+   * (and Digest `uri`), and the real value the camera echoes back (Content-Base, the SDP's
+   * controls, RTP-Info) the placeholder again: ffmpeg never holds it, and the URLs it compares
+   * (RTP-Info's with its SETUP's) are in one form. `rtsps://`: the relay speaks TLS to the camera
+   * and plain RTSP to its ffmpeg on 127.0.0.1, and checks the camera's certificate as `check`
+   * says (ffmpeg 5.1's own RTSPS cannot: its RTSP demuxer takes no TLS options). Nothing of
+   * ffmpeg's reaches the camera before it is checked.
    */
-  private readonly tls: boolean;
+  private readonly camera: RelayTarget;
+  /** Where a redirect sent ffmpeg: the next connection goes there (then back to the camera). */
+  private next: { target: RelayTarget; chain: RedirectChain } | undefined;
   private readonly check: CameraTls;
   /** `check.ca`'s certificates, read by `listen`. */
   private ca: Buffer | undefined;
   private relayPort = 0;
-  /** The camera's user and password (from its URL): added by the relay, never given to ffmpeg (rtsp-auth). */
-  private readonly cred: Credentials | undefined;
-  /**
-   * The secret query parameters of its URL (`?token=`, `pwd=`: secretParams): ffmpeg is given
-   * the placeholder, which the relay makes the real value in each request's URI (and Digest
-   * `uri`), and the real value the camera echoes back (Content-Base, the SDP's controls,
-   * RTP-Info, Location) the placeholder again: ffmpeg never holds it, and the URLs it compares
-   * (RTP-Info's with its SETUP's) are in one form.
-   */
-  private readonly secrets: ReadonlyMap<string, string>;
+  /** Hosts the camera's credentials may be sent to after a redirect, beside its own origin (the source's `sendCredentialsTo`). */
+  private readonly credentialsTo: readonly string[];
 
   /** `endUnits`: send ffmpeg a delimiter after each access unit of H.264 and H.265 cameras (UnitEnds; the source's `decode.lowLatency`). Default true. */
   readonly endUnits: boolean;
@@ -793,18 +797,25 @@ export class RtspTap {
 
   constructor(
     readonly url: string,
-    options: { endUnits?: boolean; tls?: CameraTls; mediaBeside?: boolean; peerCheck?: PeerCheck; log?: LogFn } = {},
+    options: { endUnits?: boolean; tls?: CameraTls; mediaBeside?: boolean; peerCheck?: PeerCheck; log?: LogFn; sendCredentialsTo?: readonly string[] } = {},
   ) {
     this.endUnits = options.endUnits ?? true;
     this.mediaBeside = options.mediaBeside ?? false;
     this.check = options.tls ?? { verify: true };
+    this.credentialsTo = options.sendCredentialsTo ?? [];
+    // ffmpeg's defaults: 554, and RTSPS's 322. (A URL that names no host: the relay fails to connect, naming it.)
     const m = AUTHORITY.exec(url);
-    this.host = (m?.[2] ?? '').replace(/^\[|\]$/g, '');
-    this.tls = /^rtsps:/i.test(url);
-    this.cred = urlCredentials(url);
-    this.secrets = secretParams(url);
-    // ffmpeg's defaults: 554, and RTSPS's 322.
-    this.port = m?.[3] && m[3].length > 1 ? Number(m[3].slice(1)) : this.tls ? 322 : 554;
+    this.camera = relayTarget(url, RTSP_PORTS) ?? {
+      scheme: /^rtsps:/i.test(url) ? 'rtsps' : 'rtsp',
+      host: (m?.[2] ?? '').replace(/^\[|\]$/g, ''),
+      port: m?.[3] && m[3].length > 1 ? Number(m[3].slice(1)) : /^rtsps:/i.test(url) ? 322 : 554,
+      tls: /^rtsps:/i.test(url),
+      authority: `${m?.[2] ?? ''}${m?.[3] ?? ''}`,
+      cred: urlCredentials(url),
+      secrets: secretParams(url),
+      path: '/',
+      url,
+    };
     // Only this user's connections (ffmpeg's), checked before one takes the relay's single place
     // (`accept`): another user's would get the camera's stream with the credentials the relay
     // adds, or, connecting first (the relay keeps its port across ffmpeg's restarts), keep the
@@ -814,13 +825,13 @@ export class RtspTap {
       maxOpen: 4,
       peerCheck: options.peerCheck,
       log: options.log,
-      name: `the RTSP relay to ${this.host.includes(':') ? `[${this.host}]` : this.host}:${this.port}`,
+      name: `the RTSP relay to ${addressOf(this.camera)}`,
     });
   }
 
   /** Starts listening; resolves with the URL ffmpeg is to open (the camera's, with the relay's host and port). */
   async listen(): Promise<string> {
-    if (this.tls && this.check.verify && this.check.ca) this.ca = await readCameraCa(this.check.ca);
+    if (this.camera.tls && this.check.verify && this.check.ca) this.ca = await readCameraCa(this.check.ca);
     this.relayPort = await this.door.listen();
     return relayUrl(this.url, this.relayPort);
   }
@@ -828,24 +839,30 @@ export class RtspTap {
   private accept(down: Socket): void {
     // One connection at a time: another local process connecting meanwhile cannot cut ffmpeg's.
     // (A connection whose ffmpeg has closed its side is over: ffmpeg reconnecting at once, after a
-    // redirect to the same address, is let in.)
+    // redirect, is let in.)
     if (this.pair && !this.pair.down.readableEnded && !this.pair.down.destroyed) {
       down.destroy();
       return;
     }
+    // After a redirect, ffmpeg's next connection is to the new address; any other starts at the camera.
+    const hop = this.next;
+    this.next = undefined;
     this.drop();
+    const target = hop?.target ?? this.camera;
+    if (!hop) this.redirectRefused = this.withheld = undefined;
+    const chain = hop?.chain ?? startChain(this.camera.url);
     const clock = new RtpClock();
     this.clock = clock;
     let up: Socket;
     try {
-      up = this.tls
+      up = target.tls
         ? // Checked by `refusal` once the handshake is done, to say why and give the fingerprint.
-          tlsConnect({ host: this.host, port: this.port, servername: isIP(this.host) ? undefined : this.host, rejectUnauthorized: false, ...(this.ca ? { ca: this.ca } : {}) })
-        : connect({ host: this.host, port: this.port });
+          tlsConnect({ host: target.host, port: target.port, servername: isIP(target.host) ? undefined : target.host, rejectUnauthorized: false, ...(this.ca ? { ca: this.ca } : {}) })
+        : connect({ host: target.host, port: target.port });
     } catch (e) {
       // A camera address Node refuses outright (a port above 65535: it threw out of this
       // connection handler and stopped the whole process): this camera's failure alone.
-      this.upstreamError = `${this.host}:${this.port}: ${(e as Error).message}`;
+      this.upstreamError = `${target.host}:${target.port}: ${(e as Error).message}`;
       down.destroy();
       return;
     }
@@ -854,16 +871,16 @@ export class RtspTap {
     down.setNoDelay(true);
     up.setNoDelay(true);
     const timer = setTimeout(() => {
-      this.upstreamError = `could not connect to ${this.host}:${this.port} in ${CONNECT_TIMEOUT_MS / 1000} s`;
+      this.upstreamError = `could not connect to ${target.host}:${target.port} in ${CONNECT_TIMEOUT_MS / 1000} s`;
       up.destroy();
       down.destroy();
     }, CONNECT_TIMEOUT_MS);
-    const camera = `${this.host.includes(':') ? `[${this.host}]` : this.host}:${this.port}`;
+    const camera = addressOf(target);
     // Nothing goes either way before the camera is reached (and its certificate checked):
     // ffmpeg's first request, with its credentials, waits in its socket.
-    up.once(this.tls ? 'secureConnect' : 'connect', () => {
+    up.once(target.tls ? 'secureConnect' : 'connect', () => {
       clearTimeout(timer);
-      const refused = this.tls ? this.refusal(up as TLSSocket) : undefined;
+      const refused = target.tls ? this.refusal(up as TLSSocket, target) : undefined;
       if (refused) {
         this.upstreamError = `${camera}: ${refused}`;
         up.destroy();
@@ -871,38 +888,42 @@ export class RtspTap {
         return;
       }
       this.upstreamError = undefined;
-      const auth = this.cred || this.secrets.size ? new AuthRewriter(this.cred, undefined, { secrets: this.secrets }) : undefined;
+      // An address the camera's credentials do not go to: ffmpeg's answer (with the placeholder) is not sent either.
+      const unsent = !target.cred && this.camera.cred ? withoutAuthorization : undefined;
+      const auth = target.cred || target.secrets.size || unsent ? new AuthRewriter(target.cred, unsent, { secrets: target.secrets }) : undefined;
       // (The clock reads ffmpeg's requests as ffmpeg sent them, and the replies as ffmpeg gets them.)
-      relay(down, up, requests, { rewrite: auth && ((chunk) => auth.push(chunk)), reads: 'sent' });
-      // A camera whose certificate is checked: what ffmpeg would do unchecked is not passed on.
-      // A redirect (ffmpeg would open the new address itself, with the credentials, taking any
-      // certificate), or replies the relay cannot read (it could not see a redirect in them).
-      const unchecked = (): boolean => {
-        const why =
-          clock.redirect !== undefined
-            ? `it redirected ffmpeg to ${clock.redirect}: not followed, as ffmpeg would not check that address's certificate`
-            : replies.broken
-              ? "its replies could not be read, and argus passes on nothing it cannot read from a camera whose certificate it checks"
-              : undefined;
-        if (why) this.upstreamError = `${camera}: ${why}`;
-        return why !== undefined;
+      relay(down, up, requests, { rewrite: auth && ((chunk) => auth.push(chunk)), flush: auth && (() => auth.flush()), reads: 'sent' });
+      // What is not passed on to ffmpeg: a redirect refused; from a camera whose certificate is
+      // checked, replies the relay cannot read (it could not see a redirect in them).
+      let redirectRefused = false;
+      const stop = (): boolean => {
+        if (redirectRefused) return true;
+        if (!target.tls || !replies.broken) return false;
+        this.upstreamError = `${camera}: its replies could not be read, and argus passes on nothing it cannot read from a camera whose certificate it checks`;
+        return true;
       };
-      // The camera's replies, edited for ffmpeg where there is what to: its address as a UDP
-      // transport's source (media beside the relay), the placeholder for its secrets.
-      const secrets = this.secrets;
+      // The camera's replies, edited for ffmpeg: a redirect's Location pointed at the relay, its
+      // address as a UDP transport's source (media beside the relay), the placeholder for its secrets.
+      const secrets = target.secrets;
       const sourced = this.mediaBeside && !this.endUnits;
-      const edited =
-        sourced || secrets.size
-          ? new AuthRewriter(
-              undefined,
-              (head) => {
-                const named = sourced ? withCameraSource(head, up.remoteAddress) : head;
-                return secrets.size ? swapSecrets(named, secrets, false) : named;
-              },
-              secrets.size ? { body: (_head, body) => swapSecrets(body, secrets, false) } : {},
-            )
-          : undefined;
-      relay(up, down, replies, { stop: this.tls ? unchecked : undefined, rewrite: edited && ((chunk) => edited.push(chunk)), reads: 'received' });
+      const edited = new AuthRewriter(
+        undefined,
+        (head) => {
+          let out = head;
+          if (/^RTSP\/\d\.\d\s+3\d\d/.test(out)) {
+            const followed = this.redirected(out, target, chain);
+            if (followed === undefined) {
+              redirectRefused = true;
+              return head;
+            }
+            out = followed;
+          }
+          if (sourced) out = withCameraSource(out, up.remoteAddress);
+          return secrets.size ? swapSecrets(out, secrets, false) : out;
+        },
+        secrets.size ? { body: (_head, body) => swapSecrets(body, secrets, false) } : {},
+      );
+      relay(up, down, replies, { stop, rewrite: (chunk) => edited.push(chunk), flush: () => edited.flush(), reads: 'received' });
       // (Held paused by the relay's door until now: ffmpeg's request waited in its socket.)
       down.resume();
     });
@@ -934,15 +955,43 @@ export class RtspTap {
     down.on('close', close);
   }
 
-  /** Why the camera's certificate is not taken (`check`), or undefined when it is. */
-  private refusal(up: TLSSocket): string | undefined {
+  /**
+   * A redirect's reply head from `from` (reached by `chain`) as ffmpeg is to get it: its
+   * `Location` the relay's, and the next connection set to go there. A redirect that is not
+   * followed sets `redirectRefused` (and `upstreamError`) and returns undefined. A 3xx without
+   * `Location` is passed on as it is (ffmpeg fails on it).
+   */
+  private redirected(head: string, from: RelayTarget, chain: RedirectChain): string | undefined {
+    const location = /(\r?\n)(location[ \t]*:[ \t]*)([^\r\n]*)/i.exec(head);
+    const value = location?.[3].trim();
+    if (!location || !value) return head;
+    const refuse = (why: string): undefined => {
+      this.redirectRefused = `the camera at ${addressOf(this.camera)} ${why}: not followed`;
+      this.upstreamError = `${addressOf(from)}: ${why}`;
+    };
+    const to = relayTarget(value, RTSP_PORTS);
+    if (!to) return refuse(`redirected to ${value.replace(/^([^/?#]*\/\/)[^/?#]*@/, '$1')}, which is not an rtsp:// or rtsps:// address`);
+    const step = nextStep(chain, to, from, this.camera.tls && checksCertificate(this.camera.url, this.check));
+    if (typeof step === 'string') return refuse(step);
+    const cred = to.cred ?? (credentialsGo(this.camera, to, this.credentialsTo) ? this.camera.cred : undefined);
+    this.next = { target: { ...to, cred }, chain: step };
+    if (this.camera.cred && !cred) this.withheld = `redirected to ${to.url}, another origin than the camera's, where its credentials are not sent (name its host in the source's sendCredentialsTo to send them)`;
+    // ffmpeg keeps its placeholder user and password for the new address (rtsp.c keeps rt->auth
+    // when the new URL has none): one is given only where the camera's URL had none.
+    const user = cred && !this.camera.cred ? `${PLACEHOLDER_USERINFO}@` : '';
+    const relayed = placeholderQuery(`rtsp://${user}127.0.0.1:${this.relayPort}${to.path}`);
+    return `${head.slice(0, location.index)}${location[1]}${location[2]}${relayed}${head.slice(location.index + location[0].length)}`;
+  }
+
+  /** Why `target`'s certificate is not taken (`check`), or undefined when it is. */
+  private refusal(up: TLSSocket, target: RelayTarget): string | undefined {
     const cert = up.getPeerCertificate();
     const fingerprint = cert?.fingerprint256;
     if (this.check.fingerprint) return fingerprint === this.check.fingerprint ? undefined : `its certificate (SHA-256 ${fingerprint ?? 'none'}) is not the one tls.fingerprint names`;
     if (!this.check.verify) return undefined;
     const code = String(up.authorizationError);
     // (Node names a certificate for other names by its code alone: checkServerIdentity says which.)
-    const why = up.authorized || code === 'ERR_TLS_CERT_ALTNAME_INVALID' ? checkServerIdentity(this.host, cert)?.message : (CERT_ERRORS[code] ?? code);
+    const why = up.authorized || code === 'ERR_TLS_CERT_ALTNAME_INVALID' ? checkServerIdentity(target.host, cert)?.message : (CERT_ERRORS[code] ?? code);
     if (!why) return undefined;
     const advice = this.check.ca
       ? "check that tls.ca holds the authority that signed it, for the camera's name or address"
@@ -956,21 +1005,23 @@ export class RtspTap {
    */
   unrelay(text: string): string {
     const camera = AUTHORITY.exec(this.url);
-    const address = camera ? `${camera[2]}${camera[3] ?? ''}` : this.host;
+    const address = camera ? `${camera[2]}${camera[3] ?? ''}` : this.camera.host;
     // (An RTSPS camera's URLs name its scheme again: ffmpeg spoke plain RTSP to the relay.)
     // (The placeholder user and password ffmpeg was given name the camera's own again, which redaction then hides.)
     const info = /^rtsps?:\/\/([^/?#]*)@/i.exec(this.url)?.[1];
-    const real = this.cred && this.relayPort && info !== undefined ? text.split(`${PLACEHOLDER_USERINFO}@127.0.0.1:${this.relayPort}`).join(`${info}@127.0.0.1:${this.relayPort}`) : text;
-    const scheme = this.tls ? real.replace(new RegExp(`rtsp://([^\\s/@]*@)?127\\.0\\.0\\.1:${this.relayPort}\\b`, 'g'), `rtsps://$1127.0.0.1:${this.relayPort}`) : real;
-    const named = this.relayPort ? scheme.split(`127.0.0.1:${this.relayPort}`).join(address).split(`127.0.0.1 port ${this.relayPort}`).join(`${camera?.[2] ?? this.host} (through argus's relay)`) : text;
-    return this.upstreamError ? `${named}\ncamera: ${this.upstreamError}` : named;
+    const real = this.camera.cred && this.relayPort && info !== undefined ? text.split(`${PLACEHOLDER_USERINFO}@127.0.0.1:${this.relayPort}`).join(`${info}@127.0.0.1:${this.relayPort}`) : text;
+    const scheme = this.camera.tls ? real.replace(new RegExp(`rtsp://([^\\s/@]*@)?127\\.0\\.0\\.1:${this.relayPort}\\b`, 'g'), `rtsps://$1127.0.0.1:${this.relayPort}`) : real;
+    const named = this.relayPort ? scheme.split(`127.0.0.1:${this.relayPort}`).join(address).split(`127.0.0.1 port ${this.relayPort}`).join(`${camera?.[2] ?? this.camera.host} (through argus's relay)`) : text;
+    const withheld = this.withheld ? `${named}\ncamera: ${this.withheld}` : named;
+    return this.upstreamError ? `${withheld}\ncamera: ${this.upstreamError}` : withheld;
   }
 
-  /** Ends the relayed connection (its ffmpeg is done), so that the next ffmpeg's is accepted. */
+  /** Ends the relayed connection (its ffmpeg is done), so that the next ffmpeg's is accepted (at the camera, not where a redirect sent the last). */
   drop(): void {
     this.pair?.down.destroy();
     this.pair?.up.destroy();
     this.pair = undefined;
+    this.next = undefined;
   }
 
   /** Stops listening and ends the relayed connection. */
@@ -980,6 +1031,14 @@ export class RtspTap {
   }
 }
 
+/** A request head without its `Authorization` (ffmpeg's answer with the placeholder, for an address the camera's credentials do not go to). */
+export function withoutAuthorization(head: string): string {
+  return head.replace(/\r?\nauthorization[ \t]*:[^\r\n]*/gi, '');
+}
+
+/** RTSP's default ports, as ffmpeg's: 554, and RTSPS's 322. */
+const RTSP_PORTS = { rtsp: 554, rtsps: 322 } as const;
+
 /**
  * Bytes from `from` to `to`, read by `reader` on the way, pausing `from` while `to` is full:
  * unchanged, but for what `rewrite` makes of them (the camera's credentials and secrets in
@@ -987,7 +1046,7 @@ export class RtspTap {
  * the reader's packet callback adds after a packet (UnitEnds). `reads`: whether the reader reads
  * the bytes as `from` sent them, or as `to` gets them (its inserts are placed in those).
  */
-function relay(from: Socket, to: Socket, reader: InterleavedReader, o: { stop?: () => boolean; rewrite?: (chunk: Buffer) => Buffer[]; reads: 'sent' | 'received' }): void {
+function relay(from: Socket, to: Socket, reader: InterleavedReader, o: { stop?: () => boolean; rewrite?: (chunk: Buffer) => Buffer[]; flush?: () => Buffer[]; reads: 'sent' | 'received' }): void {
   from.on('data', (chunk: Buffer) => {
     if (o.reads === 'sent' && !reader.broken) reader.push(chunk);
     const pieces = o.rewrite ? o.rewrite(chunk) : [chunk];
@@ -1020,7 +1079,11 @@ function relay(from: Socket, to: Socket, reader: InterleavedReader, o: { stop?: 
       to.once('drain', () => from.resume());
     }
   });
-  from.on('end', () => to.end());
+  from.on('end', () => {
+    // (Bytes `rewrite` held, not being what it reads: passed on as they came.)
+    for (const piece of o.flush?.() ?? []) if (!o.stop?.()) to.write(piece);
+    to.end();
+  });
 }
 
 /**

@@ -13,11 +13,12 @@ import { RtspTap } from './rtsp-tap.js';
  * bytes on; an HTTP(S) camera with a user and password or a secret query parameter, or
  * `-headers` / `-cookies` input arguments, through an HttpRelay, which adds those. Undefined when there is nothing to keep.
  */
-export function secretsRelay(input: { kind: string; url: string; rtspTransport?: string; inputArgs?: readonly string[]; tls?: CameraTls }, log?: LogFn): (() => RtspTap | HttpRelay) | undefined {
-  if (input.kind === 'http' && httpSecrets(input.url, input.inputArgs)) return () => new HttpRelay(input.url, { headers: relayedOptions(input.inputArgs).headers, tls: httpTlsOf(input.inputArgs), log });
+export function secretsRelay(input: { kind: string; url: string; rtspTransport?: string; inputArgs?: readonly string[]; tls?: CameraTls; sendCredentialsTo?: readonly string[] }, log?: LogFn): (() => RtspTap | HttpRelay) | undefined {
+  const sendCredentialsTo = input.sendCredentialsTo;
+  if (input.kind === 'http' && httpSecrets(input.url, input.inputArgs)) return () => new HttpRelay(input.url, { headers: relayedOptions(input.inputArgs).headers, tls: httpTlsOf(input.inputArgs), log, sendCredentialsTo });
   if (relaysRtsp(input) && (urlCredentials(input.url) || secretParams(input.url).size > 0 || checksCertificate(input.url, input.tls))) {
     // Over UDP the media go beside the relay, and ffmpeg's own packets to the camera too.
-    return () => new RtspTap(input.url, { endUnits: false, tls: input.tls, mediaBeside: rtspTransportOf(input) !== 'tcp', log });
+    return () => new RtspTap(input.url, { endUnits: false, tls: input.tls, mediaBeside: rtspTransportOf(input) !== 'tcp', log, sendCredentialsTo });
   }
   return undefined;
 }
@@ -29,7 +30,7 @@ const SECRET_OPTIONS = new Set(['-passphrase', '-headers', '-cookies', '-rtmp_co
  * What of a camera's secrets a command line of ffmpeg's (`args`, as it is spawned) holds, each
  * named for a warning (`the URL's user and password`, `the URL's passphrase=`, `-passphrase`):
  * none where argus's relays carry them (an RTSP camera over TCP, UDP or multicast, an HTTP(S)
- * one). Others (SRT, RTMP, RTSP tunnelled in HTTP, a camera that redirected ffmpeg) cannot be
+ * one, whose redirects the relay follows). Others (SRT, RTMP, RTSP tunnelled in HTTP) cannot be
  * relayed by argus, and every local user can read that command line (`ps`).
  */
 export function exposedSecrets(args: readonly string[]): string[] {

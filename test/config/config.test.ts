@@ -269,6 +269,17 @@ describe('pipeline schema', () => {
     expect(parse('sources:\n  - {id: a, uri: "FILE:///data/a.mp4"}\n').sources[0].uri).toBe('file:///data/a.mp4');
   });
 
+  it('sendCredentialsTo: hosts as a name, an address or [IPv6], with a port or without; a URL or a user is refused, naming the field', () => {
+    expect(parse('sources:\n  - {id: a, uri: "rtsp://cam/x"}\n').sources[0].sendCredentialsTo).toEqual([]);
+    const hosts = ['nvr.local', 'nvr.local:8554', '10.0.0.9', '10.0.0.9:554', '[fd00::7]', '[fd00::7]:554', 'fd00::7'];
+    expect(parse(`sources:\n  - {id: a, uri: "rtsp://cam/x", sendCredentialsTo: ${JSON.stringify(hosts)}}\n`).sources[0].sendCredentialsTo).toEqual(hosts);
+    for (const bad of ['rtsp://nvr.local', 'admin@nvr.local', 'nvr.local/live', '']) {
+      const e = errorOf(() => parse(`sources:\n  - {id: a, uri: "rtsp://cam/x", sendCredentialsTo: ["${bad}"]}\n`));
+      expect(e.code).toBe('VAP_ERR_CONFIG');
+      expect(e.message).toContain('sources[0].sendCredentialsTo[0]');
+    }
+  });
+
   it('an id of dots only is refused (ids name files: `{source}` of `..` would be the folder above); dots inside an id are fine', () => {
     for (const bad of ['.', '..', '...']) {
       const e = errorOf(() => parse(`sources:\n  - {id: "${bad}", uri: /tmp/a.mp4}\n`));

@@ -30,6 +30,8 @@ export interface CameraOptions {
   udpOnly?: boolean;
   /** A secret in the URL's query (`?token=…`): every request's URI must hold `token=<value>` (else 403 Forbidden, counted in `tokens`); the camera echoes its URIs back (Content-Base, the SDP's control, RTP-Info). */
   token?: string;
+  /** A redirect: a DESCRIBE (after its authentication) whose URI this gives a Location for is answered `302 Moved` there (counted in `redirects`). */
+  moved?: (uri: string) => string | undefined;
 }
 
 /**
@@ -49,6 +51,10 @@ export class RtspCamera {
   readonly transports: string[] = [];
   /** Datagrams the client sent to the camera's server ports (RTP over UDP): ffmpeg's NAT punch packets and RTCP receiver reports. */
   udpFromClient = 0;
+  /** Each request's head, as the camera got it. */
+  readonly heads: string[] = [];
+  /** With `moved`: the redirects it answered. */
+  redirects = 0;
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   private readonly units: Buffer[][];
@@ -170,6 +176,7 @@ export class RtspCamera {
         text = text.slice(m.index + 4);
         const [method, url] = req.split('\r\n')[0].split(' ');
         const cseq = /CSeq:\s*(\d+)/i.exec(req)?.[1] ?? '0';
+        this.heads.push(req);
         let extra = 'Session: 12345678\r\n';
         let body = '';
         if (this.o.token !== undefined) {
@@ -192,6 +199,12 @@ export class RtspCamera {
             write(Buffer.from(`RTSP/1.0 401 Unauthorized\r\nCSeq: ${cseq}\r\nWWW-Authenticate: Digest realm="cam", nonce="n0nce"\r\n\r\n`, 'latin1'));
             continue;
           }
+        }
+        const location = method === 'DESCRIBE' ? this.o.moved?.(url) : undefined;
+        if (location !== undefined) {
+          this.redirects++;
+          write(Buffer.from(`RTSP/1.0 302 Moved\r\nCSeq: ${cseq}\r\nLocation: ${location}\r\n\r\n`, 'latin1'));
+          continue;
         }
         if (method === 'OPTIONS') extra = 'Public: OPTIONS, DESCRIBE, SETUP, PLAY, TEARDOWN\r\n';
         else if (method === 'DESCRIBE') {

@@ -58,25 +58,101 @@ for (const [name, input, memo] of [
       // No relay was given up by this run.
       expect(m.relayFailures).toBe(failures);
     }, 30_000);
-
-    it('a camera that redirects (ffmpeg follows it itself, past any relay): run with the URL as it is, and the address redirected to gets the real credentials', async () => {
-      const valid: string[] = [];
-      const second = digestCamera(user, password, (s, cseq, ok) => {
-        valid.push(ok ? 'ok' : 'bad');
-        s.end(`RTSP/1.0 ${ok ? '404 Not Found' : '401 Unauthorized'}\r\nCSeq: ${cseq}\r\n\r\n`);
-      });
-      const port2 = await listening(second);
-      const first = digestCamera(user, password, (s, cseq) => s.write(`RTSP/1.0 302 Moved\r\nCSeq: ${cseq}\r\nLocation: rtsp://127.0.0.1:${port2}/live\r\n\r\n`));
-      const port1 = await listening(first);
-      const m: SourceMemo = {};
-      await run(`rtsp://${user}:${password}@127.0.0.1:${port1}/live`, input, m);
-      first.close();
-      second.close();
-      expect(m.redirected).toBe(true);
-      expect(valid).toContain('ok');
-    }, 30_000);
   });
 }
+
+describe('an RTSP camera that redirects ffmpeg: the relay follows it, the credentials stay off the command line', () => {
+  const modes = [
+    ['through the camera-clock relay', {}],
+    ['with cameraClock: false', { cameraClock: false }],
+    ['over UDP', { rtspTransport: 'udp' as const }],
+  ] as const;
+  for (const [mode, input] of modes) {
+    it(`${mode}: to another path of the camera (its origin): the camera gets the real credentials there, ffmpeg none, frames come`, async () => {
+      let base = '';
+      const { camera, url } = await RtspCamera.start(PERSON_VIDEO, '320x180', { auth: { user, password }, moved: (uri) => (uri.endsWith('/old') ? base : undefined) });
+      base = url;
+      const { spawn, commands } = recordingSpawn();
+      try {
+        const frames = await firstValueFrom(
+          ffmpegSource({ id: 'cam', input: { url: url.replace('rtsp://', `rtsp://${user}:${password}@`).replace(/\/live$/, '/old'), kind: 'rtsp', rate: 'native', loop: false, ...input }, output, ffmpegPath: (await resolveFfmpeg()).path, spawn }).pipe(take(3), toArray()),
+        );
+        expect(frames).toHaveLength(3);
+      } finally {
+        await camera.close();
+      }
+      expect(camera.redirects).toBeGreaterThan(0);
+      expect(commands.length).toBeGreaterThan(0);
+      for (const c of commands) expect(c).not.toContain(password);
+      // After the redirect, ffmpeg's requests name the new path, and are answered with the real credentials.
+      expect(camera.heads.some((h) => /^SETUP \S*\/live\//.test(h))).toBe(true);
+      expect(camera.auths.ok).toBeGreaterThan(0);
+      expect(camera.auths.bad).toBe(0);
+    }, 60_000);
+  }
+
+  /** A camera at its own port that answers each authenticated DESCRIBE with a redirect to `where(uri)`; the answers it saw. */
+  async function redirector(where: (uri: string, port: number) => string): Promise<{ port: number; seen: boolean[]; close: () => void }> {
+    const seen: boolean[] = [];
+    let port = 0;
+    const server = digestCamera(user, password, (s, cseq, ok, _auth, uri) => {
+      seen.push(ok);
+      s.write(ok ? `RTSP/1.0 302 Moved\r\nCSeq: ${cseq}\r\nLocation: ${where(uri, port)}\r\n\r\n` : `RTSP/1.0 401 Unauthorized\r\nCSeq: ${cseq}\r\n\r\n`);
+    });
+    port = await listening(server);
+    return { port, seen, close: () => server.close() };
+  }
+
+  it('to another address (another origin): followed without the credentials (ffmpeg\'s placeholder answer is not sent either), and the failure says why', async () => {
+    const { camera, url } = await RtspCamera.start(PERSON_VIDEO, '320x180', { auth: { user, password } });
+    const front = await redirector(() => url);
+    const { spawn, commands } = recordingSpawn();
+    const err = await run(`rtsp://${user}:${password}@127.0.0.1:${front.port}/live`, {}, {}, spawn);
+    front.close();
+    await camera.close();
+    expect(front.seen).toContain(true);
+    expect(camera.heads.length).toBeGreaterThan(0);
+    for (const h of camera.heads) expect(h).not.toMatch(/authorization/i);
+    expect(camera.auths.ok).toBe(0);
+    for (const c of commands) expect(c).not.toContain(password);
+    expect(err?.message).toMatch(/not sent.*sendCredentialsTo/);
+  }, 60_000);
+
+  it('to another address named in sendCredentialsTo: followed with the credentials, frames come', async () => {
+    const { camera, url } = await RtspCamera.start(PERSON_VIDEO, '320x180', { auth: { user, password } });
+    const front = await redirector(() => url);
+    const { spawn, commands } = recordingSpawn();
+    try {
+      const frames = await firstValueFrom(
+        ffmpegSource({ id: 'cam', input: { url: `rtsp://${user}:${password}@127.0.0.1:${front.port}/live`, kind: 'rtsp', rate: 'native', loop: false, sendCredentialsTo: [new URL(url).host] }, output, ffmpegPath: (await resolveFfmpeg()).path, spawn }).pipe(take(3), toArray()),
+      );
+      expect(frames).toHaveLength(3);
+    } finally {
+      front.close();
+      await camera.close();
+    }
+    for (const c of commands) expect(c).not.toContain(password);
+    expect(camera.auths.ok).toBeGreaterThan(0);
+    expect(camera.auths.bad).toBe(0);
+  }, 60_000);
+
+  for (const [name, where, why] of [
+    ['a loop (the camera redirects to itself)', (uri: string, port: number) => `rtsp://127.0.0.1:${port}${new URL(uri).pathname}`, /redirected in a loop/],
+    ['more than 5 redirects in a row', (uri: string, port: number) => `rtsp://127.0.0.1:${port}/live${Number(/(\d+)$/.exec(uri)?.[1] ?? 0) + 1}`, /redirected more than 5 times in a row/],
+    ['to another scheme', () => 'http://127.0.0.1:1/live', /not an rtsp:\/\/ or rtsps:\/\/ address/],
+  ] as const) {
+    it(`${name}: refused, a coded error naming the source and why`, async () => {
+      const front = await redirector(where);
+      const err = await run(`rtsp://${user}:${password}@127.0.0.1:${front.port}/live`, {}, {});
+      front.close();
+      expect(err).toMatchObject({ code: 'VAP_ERR_SOURCE_OPEN' });
+      expect(err!.message).toMatch(/^source "cam": the camera at 127\.0\.0\.1:\d+ /);
+      expect(err!.message).toMatch(why);
+      expect(err!.message).not.toContain(password);
+      expect(front.seen.length).toBeLessThanOrEqual(6);
+    }, 60_000);
+  }
+});
 
 describe("an RTSP camera over UDP keeps its credentials off ffmpeg's command line: the relay carries its connection, the media go beside it", () => {
   it('ffmpeg is given no password, sets up UDP through the relay, the camera gets the real credentials, and frames come', async () => {

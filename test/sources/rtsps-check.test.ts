@@ -93,14 +93,74 @@ describe('rtsps:// cameras: the relay checks the certificate before anything of 
     expect(wrongName.log).toMatch(/certificate not trusted \(.*IP: 127\.0\.0\.1 is not in the cert's list/);
   });
 
-  it('a checked camera that redirects: the redirect is not passed on to ffmpeg (it would take the new address\'s certificate unchecked, with the credentials), and the error says so', async () => {
-    const moved = 'RTSP/1.0 302 Moved\r\nCSeq: 1\r\nLocation: rtsps://127.0.0.1:1/elsewhere\r\n\r\n';
+  it('a checked camera that redirects to plain rtsp://: refused (nothing would be checked there), nothing passed on, and the error says so', async () => {
+    const moved = 'RTSP/1.0 302 Moved\r\nCSeq: 1\r\nLocation: rtsp://127.0.0.1:1/elsewhere\r\n\r\n';
     const r = await attempt(byIp, { verify: true, fingerprint: byIp.fingerprint }, moved);
     expect(r.text).toContain('OPTIONS'); // the camera itself was checked, and reached
-    expect(r.answer).not.toContain('Location');
-    expect(r.log).toContain('it redirected ffmpeg to rtsps://127.0.0.1:1/elsewhere: not followed');
+    expect(r.answer).toBe('');
+    expect(r.log).toContain('redirected from rtsps:// to plain rtsp://127.0.0.1:1/elsewhere, where no certificate is checked');
     // A plain reply goes through.
     expect((await attempt(byIp, { verify: true, fingerprint: byIp.fingerprint }, 'RTSP/1.0 200 OK\r\nCSeq: 1\r\nPublic: DESCRIBE\r\n\r\n')).answer).toContain('200 OK');
+  });
+
+  it('a checked camera that redirects to another rtsps:// address: followed through the relay, that address\'s certificate checked as the camera\'s before anything of ffmpeg\'s reaches it', async () => {
+    /** A TLS server with `cert`, answering each request with `reply`; what it received. */
+    const tlsServer = async (cert: ReturnType<typeof selfSigned>, reply: (port: number) => string) => {
+      const received: string[] = [];
+      const server = createServer({ key: readFileSync(cert.key), cert: cert.pem }, (s) => {
+        s.on('data', (d: Buffer) => {
+          received.push(d.toString());
+          s.write(reply(port));
+        });
+        s.on('error', () => {});
+      });
+      servers.push(server);
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const port = (server.address() as AddressInfo).port;
+      return { port, received };
+    };
+    /** ffmpeg's side: OPTIONS to `url`, and what came back before the connection closed (or 2 s). */
+    const ask = (url: URL) =>
+      new Promise<string>((resolve) => {
+        const s = connect(Number(url.port), '127.0.0.1', () => s.write(`OPTIONS ${url.href} RTSP/1.0\r\nCSeq: 1\r\nAuthorization: Basic YXJndXM6cmVsYXk=\r\n\r\n`));
+        let text = '';
+        const done = () => {
+          s.destroy();
+          resolve(text);
+        };
+        s.on('data', (d: Buffer) => {
+          text += d.toString();
+          if (text.includes('\r\n\r\n')) done();
+        });
+        s.on('error', () => {});
+        s.on('close', done);
+        setTimeout(done, 2000);
+      });
+    for (const [cert, taken] of [
+      [byName, false],
+      [byIp, true],
+    ] as const) {
+      const target = await tlsServer(cert, () => 'RTSP/1.0 200 OK\r\nCSeq: 1\r\nPublic: DESCRIBE\r\n\r\n');
+      const front = await tlsServer(byIp, () => `RTSP/1.0 302 Moved\r\nCSeq: 1\r\nLocation: rtsps://127.0.0.1:${target.port}/elsewhere?token=T0ken\r\n\r\n`);
+      const tap = new RtspTap(`rtsps://admin:secret@127.0.0.1:${front.port}/live`, { tls: { verify: true, fingerprint: byIp.fingerprint } });
+      const relay = new URL(await tap.listen());
+      const answer = await ask(relay);
+      // ffmpeg is sent back to the relay (the new path, the token as the placeholder).
+      expect(answer).toContain(`Location: rtsp://127.0.0.1:${relay.port}/elsewhere?token=argus-relay\r\n`);
+      const next = await ask(new URL(`rtsp://127.0.0.1:${relay.port}/elsewhere?token=argus-relay`));
+      const log = tap.unrelay('');
+      tap.close();
+      if (!taken) {
+        expect(next).toBe('');
+        expect(target.received).toEqual([]);
+        expect(log).toContain(`127.0.0.1:${target.port}: its certificate (SHA-256 ${byName.fingerprint}) is not the one tls.fingerprint names`);
+      } else {
+        expect(next).toContain('200 OK');
+        // Another port, another origin: the token it was given goes back, the camera's credentials do not (nor ffmpeg's placeholder answer).
+        expect(target.received.join('')).toContain('/elsewhere?token=T0ken RTSP/1.0');
+        expect(target.received.join('')).not.toMatch(/authorization/i);
+      }
+    }
   });
 
   it('verify: false takes any certificate', async () => {

@@ -192,6 +192,20 @@ export const SourceSchema = z
       })
       .strict()
       .default({}),
+    /**
+     * Hosts (`name`, `address`, `[IPv6]`, each with `:port` or without: any port) that the camera's
+     * credentials (its URL's user and password; an HTTP camera's `-headers` and `-cookies`) are
+     * sent to when it redirects ffmpeg there. argus's relay follows a redirect (README, "Security"),
+     * and sends them to the camera's own origin only (its scheme, host and port, as browsers and
+     * curl do), never from TLS to plain. Default none.
+     */
+    sendCredentialsTo: z
+      .array(
+        z
+          .string()
+          .regex(/^(\[[0-9a-f:.]+\]|[^\s/?#@[\]:]+|[0-9a-f:]*:[0-9a-f:.]+)(:\d{1,5})?$/i, 'a host, as `name`, `address` or `[IPv6]`, with `:port` or without (no scheme, path or user)'),
+      )
+      .default([]),
     /** false skips this source. Default true. */
     enabled: z.boolean().default(true),
     /** Reconnecting after ffmpeg exits, the stream ends (live sources) or stalls. */
