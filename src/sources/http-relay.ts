@@ -5,6 +5,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
 import { RelayDoor, type PeerCheck } from './relay-door.js';
 import { AuthRewriter, placeholderQuery, PLACEHOLDER_USERINFO, secretParams, urlCredentials, type Credentials } from './rtsp-auth.js';
+import { addressOf, credentialsGo, MAX_REDIRECTS, nextStep, relayTarget, startChain, type RedirectChain, type RelayTarget } from './relay-redirect.js';
 
 /** How long the relay waits for the camera to accept a connection (ffmpeg's own default waits as long as the OS does). */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -79,42 +80,81 @@ export function httpSecrets(url: string, inputArgs: readonly string[] = []): boo
   return /^https?:\/\//i.test(url) && (urlCredentials(url) !== undefined || secretParams(url).size > 0 || inputArgs.some((a) => RELAYED_OPTIONS.has(a)));
 }
 
+/** HTTP's default ports. */
+const HTTP_PORTS = { http: 80, https: 443 } as const;
+
+/** The statuses ffmpeg's HTTP follows `Location` for (http.c). */
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/** Redirects the relay waits for ffmpeg to follow (each names the chain it is a step of); older ones are forgotten. */
+const MAX_PENDING_REDIRECTS = 64;
+
+/**
+ * One address the relay carries ffmpeg's connections to: the camera's, or one it redirected to
+ * (another origin: relay-redirect), each on a port of its own, so that what ffmpeg resolves
+ * against a redirected playlist's URL (its segments: `/seg/1.ts`, `1.ts`) comes back to it.
+ */
+interface Route {
+  target: RelayTarget;
+  /** The user and password the relay answers with there (none where the camera's do not go). */
+  cred: Credentials | undefined;
+  /** Secret query parameters there (name as written → the real value). */
+  secrets: Map<string, string>;
+  /** Header lines added to each request there (the source's `-headers` and `-cookies` where its credentials go). */
+  headers: readonly string[];
+  door: RelayDoor;
+  port: number;
+}
+
+/** A request on a relayed connection, waiting for its reply: its URL at the camera, and the redirects that led to it. */
+interface Asked {
+  method: string;
+  url: string;
+  chain: RedirectChain;
+}
+
 /**
  * An HTTP(S) camera's credentials kept off ffmpeg's command line, which every local user can
  * read (`ps`, /proc/PID/cmdline), as the RTSP relay does for RTSP cameras (rtsp-auth): ffmpeg
  * is given `http://argus:relay@127.0.0.1:<port>/<the camera's path and query>`, answers the
  * camera's 401 challenge with the placeholder (Basic, or Digest with the camera's realm and
  * nonce), and the relay rewrites each request's `Authorization` with the real user and password,
- * and its `Host` with the camera's, on its way to the camera. Replies pass as they are.
+ * and its `Host` with the camera's, on its way to the camera.
  *
  * Up to MAX_HTTP_RELAY_CONNECTIONS at once (an HLS playlist and its segments), each of argus's
  * own user only (RelayDoor), each to the camera's address; an `https://` camera's is TLS, its certificate
  * checked as ffmpeg's own HTTPS would (`tls`: none by default; `-tls_verify 1` and `-ca_file` in
- * the source's inputArgs, against the camera's name or address, before any request). A relative
- * redirect or segment comes back through the relay; one to an absolute URL is opened by ffmpeg
- * itself, past the relay and without credentials, as it would be without the relay (ffmpeg
- * takes a redirect's credentials from its URL only).
+ * the source's inputArgs, against the camera's name or address, before any request).
+ *
+ * Replies pass as they are, but for a redirect's `Location` (relay-redirect): pointed at the
+ * relay, at a port of its own for each origin redirected to, whose connections go there (a
+ * relative redirect or segment comes back to the same port). The camera's credentials go only to
+ * its own origin and the hosts the source names (`sendCredentialsTo`); more than MAX_REDIRECTS
+ * redirects in a row, a loop, another scheme, or from a checked https:// camera to plain
+ * http:// are refused (`redirectRefused`).
  */
 export class HttpRelay {
-  private readonly door: RelayDoor;
-  private relayPort = 0;
-  private readonly host: string;
-  private readonly port: number;
-  private readonly tls: boolean;
-  private readonly cred: Credentials | undefined;
-  /** Secret query parameters (name as written → the real value), given to ffmpeg as PLACEHOLDER_SECRET. */
-  private readonly secrets: Map<string, string>;
+  private readonly camera: RelayTarget;
+  /** Where the relay carries connections: the camera's origin first, then each one it redirected to (by `scheme://host:port`). */
+  private readonly routes = new Map<string, Route>();
+  private readonly main: Route;
+  /** Redirects given to ffmpeg and not yet followed: `port path` → the chain the next request there continues. */
+  private readonly pending = new Map<string, RedirectChain>();
   private readonly conns = new Set<Socket>();
   /** Why the camera could not be reached, for ffmpeg's error (it only sees the relay close). */
   upstreamError: string | undefined;
+  /** Why a redirect of the camera's was not followed (the source fails with it), or undefined. */
+  redirectRefused: string | undefined;
+  /** A redirect followed to an origin the camera's credentials do not go to: said with a failure. */
+  private withheld: string | undefined;
   /** An https:// camera's check (HttpTls), and its `ca` file's certificates, read by `listen`. */
   private readonly check: HttpTls;
   private ca: Buffer | undefined;
-
   /** Header lines added to each request (relayedOptions), each in place of one of the same name. */
   private readonly headers: string[];
-  /** The camera's `host[:port]` as its `Host` header names it (ffmpeg's names the relay). */
-  private readonly hostHeader: string;
+  private readonly doorOptions: { peerCheck?: PeerCheck; log?: LogFn; maxOpen: number };
+  /** Hosts the camera's credentials may be sent to after a redirect, beside its own origin (the source's `sendCredentialsTo`). */
+  private readonly credentialsTo: readonly string[];
 
   constructor(
     readonly url: string,
@@ -122,53 +162,71 @@ export class HttpRelay {
   ) {
     this.headers = [...(options.headers ?? [])];
     this.check = options.tls ?? { verify: false };
+    this.credentialsTo = options.sendCredentialsTo ?? [];
     const m = AUTHORITY.exec(url);
-    this.host = (m?.[2] ?? '').replace(/^\[|\]$/g, '');
-    this.tls = /^https:/i.test(url);
-    this.cred = urlCredentials(url);
-    this.secrets = secretParams(url);
-    this.port = m?.[3] && m[3].length > 1 ? Number(m[3].slice(1)) : this.tls ? 443 : 80;
-    this.hostHeader = `${m?.[2] ?? this.host}${m?.[3] && m[3].length > 1 ? m[3] : ''}`;
-    this.door = new RelayDoor({
-      accept: (down) => this.accept(down),
-      maxOpen: options.maxConnections ?? MAX_HTTP_RELAY_CONNECTIONS,
-      peerCheck: options.peerCheck,
-      log: options.log,
-      name: `the HTTP relay to ${this.address()}`,
-    });
+    const tls = /^https:/i.test(url);
+    // (A URL Node cannot connect to, a port out of range: the relay fails to connect, naming it.)
+    this.camera = relayTarget(url, HTTP_PORTS) ?? {
+      scheme: tls ? 'https' : 'http',
+      host: (m?.[2] ?? '').replace(/^\[|\]$/g, ''),
+      port: m?.[3] && m[3].length > 1 ? Number(m[3].slice(1)) : tls ? 443 : 80,
+      tls,
+      authority: `${m?.[2] ?? ''}${m?.[3] && m[3].length > 1 ? m[3] : ''}`,
+      cred: urlCredentials(url),
+      secrets: secretParams(url),
+      path: '/',
+      url,
+    };
+    this.doorOptions = { peerCheck: options.peerCheck, log: options.log, maxOpen: options.maxConnections ?? MAX_HTTP_RELAY_CONNECTIONS };
+    this.main = this.route(this.camera, this.camera.cred, this.headers);
+  }
+
+  /** A route to `target` (its door not yet listening), kept by its origin. */
+  private route(target: RelayTarget, cred: Credentials | undefined, headers: readonly string[]): Route {
+    const route: Route = {
+      target,
+      cred,
+      secrets: new Map(target.secrets),
+      headers,
+      port: 0,
+      door: new RelayDoor({ accept: (down) => this.accept(down, route), ...this.doorOptions, name: `the HTTP relay to ${addressOf(target)}` }),
+    };
+    this.routes.set(originOf(target), route);
+    return route;
   }
 
   /** Starts listening; resolves with the URL ffmpeg is to open (the camera's, with the relay's host and port, and the placeholder). */
   async listen(): Promise<string> {
-    if (this.tls && this.check.verify && this.check.ca) {
+    if (this.camera.tls && this.check.verify && this.check.ca) {
       const path = this.check.ca;
       this.ca = await readFile(path).catch((e: NodeJS.ErrnoException) => {
         throw new ArgusError(ErrorCodes.SOURCE_OPEN, `inputArgs -ca_file ${path}: cannot be read (${e.code ?? e.message})`);
       });
     }
-    this.relayPort = await this.door.listen();
-    return httpRelayUrl(this.url, this.relayPort);
+    this.main.port = await this.main.door.listen();
+    return httpRelayUrl(this.url, this.main.port);
   }
 
-  private accept(down: Socket): void {
+  private accept(down: Socket, route: Route): void {
+    const target = route.target;
     let up: Socket;
     try {
-      up = this.tls
-        ? tlsConnect({ host: this.host, port: this.port, servername: isIP(this.host) ? undefined : this.host, rejectUnauthorized: this.check.verify, ...(this.ca ? { ca: this.ca } : {}) })
-        : connect({ host: this.host, port: this.port });
+      up = target.tls
+        ? tlsConnect({ host: target.host, port: target.port, servername: isIP(target.host) ? undefined : target.host, rejectUnauthorized: this.check.verify, ...(this.ca ? { ca: this.ca } : {}) })
+        : connect({ host: target.host, port: target.port });
     } catch (e) {
       // An address Node refuses outright (a port above 65535): this camera's failure alone.
-      this.upstreamError = `${this.address()}: ${(e as Error).message}`;
+      this.upstreamError = `${addressOf(target)}: ${(e as Error).message}`;
       down.destroy();
       return;
     }
     up.on('error', (e: Error) => {
-      this.upstreamError = `${this.address()}: ${e.message}`;
+      this.upstreamError = `${addressOf(target)}: ${e.message}`;
       down.destroy();
     });
     this.conns.add(down).add(up);
     const timer = setTimeout(() => {
-      this.upstreamError = `${this.address()}: could not connect in ${CONNECT_TIMEOUT_MS / 1000} s`;
+      this.upstreamError = `${addressOf(target)}: could not connect in ${CONNECT_TIMEOUT_MS / 1000} s`;
       up.destroy();
     }, CONNECT_TIMEOUT_MS);
     // (Not left running after either side closes: it held the process up to 10 s, and would set a stale upstreamError.)
@@ -186,12 +244,26 @@ export class HttpRelay {
       forget();
     });
     // ffmpeg's first request waits in its socket until the camera is reached.
-    up.once(this.tls ? 'secureConnect' : 'connect', () => {
+    up.once(target.tls ? 'secureConnect' : 'connect', () => {
       clearTimeout(timer);
       this.upstreamError = undefined;
-      const rewriter = new AuthRewriter(this.cred, (head) => this.edit(head), { secrets: this.secrets });
+      // The requests on this connection, in order, waiting for their replies.
+      const asked: Asked[] = [];
+      const rewriter = new AuthRewriter(route.cred, (head) => this.edit(head, route, asked), { secrets: route.secrets });
       pipe(down, up, (chunk) => rewriter.push(chunk));
-      pipe(up, down, (chunk) => [chunk]);
+      let refused = false;
+      const replies = new HttpReplies((head) => {
+        const status = Number(/^HTTP\/\d(?:\.\d)?[ \t]+(\d{3})/.exec(head)?.[1]);
+        // (An interim reply, 100 Continue, answers no request.)
+        if (status >= 100 && status < 200 && status !== 101) return { head };
+        const request = asked.shift();
+        const noBody = request?.method === 'HEAD';
+        if (!request || !REDIRECTS.has(status)) return { head, noBody };
+        const moved = this.redirected(head, route, request);
+        if (moved === undefined) refused = true;
+        return { head: moved ?? head, noBody };
+      });
+      pipeReplies(up, down, replies, () => refused);
       down.resume();
     });
   }
@@ -199,23 +271,85 @@ export class HttpRelay {
   /**
    * A request head from ffmpeg as the camera is to see it (after AuthRewriter put the secret
    * query values back in its line and Digest `uri`): its `Host` the camera's `host[:port]`
-   * (ffmpeg names the relay), and the source's own headers.
+   * (ffmpeg names the relay), and the source's own headers; without `Authorization` where the
+   * camera's credentials do not go. Noted in `asked`, for its reply.
    */
-  private edit(head: string): string {
-    const host = this.hostHeader;
+  private edit(head: string, route: Route, asked: Asked[]): string {
+    const host = route.target.authority;
     const line = head.search(/\r?\n/);
     const first = line < 0 ? head : head.slice(0, line);
     let rest = line < 0 ? '' : head.slice(line);
     rest = rest.replace(/(\r?\n)(host)([ \t]*:[ \t]*)([^\r\n]*)/i, (_m, nl: string, name: string, sep: string) => `${nl}${name}${sep}${host}`);
-    if (this.headers.length) {
+    if (!route.cred) rest = rest.replace(/\r?\nauthorization[ \t]*:[^\r\n]*/gi, '');
+    if (route.headers.length) {
       // The source's own headers, each in place of one ffmpeg wrote of the same name (its User-Agent), before the blank line.
-      const names = new Set(this.headers.map((h) => h.slice(0, h.indexOf(':')).trim().toLowerCase()));
+      const names = new Set(route.headers.map((h) => h.slice(0, h.indexOf(':')).trim().toLowerCase()));
       const lines = rest.split(/\r?\n/).filter((l, i) => i === 0 || l === '' || !names.has(l.slice(0, l.indexOf(':')).trim().toLowerCase()));
       const blank = lines.indexOf('', 1);
-      lines.splice(blank < 0 ? lines.length : blank, 0, ...this.headers);
+      lines.splice(blank < 0 ? lines.length : blank, 0, ...route.headers);
       rest = lines.join('\r\n');
     }
+    const request = /^([A-Z]+)[ \t]+(\S+)/.exec(first);
+    if (request) {
+      const path = request[2];
+      const key = `${route.port} ${path}`;
+      const chain = this.pending.get(key);
+      this.pending.delete(key);
+      const url = `${route.target.scheme}://${route.target.authority}${path.startsWith('/') ? path : `/${path}`}`;
+      asked.push({ method: request[1], url, chain: chain ?? startChain(url) });
+    }
     return first + rest;
+  }
+
+  /**
+   * A redirect's reply head (to `request`, on `route`) as ffmpeg is to get it: its `Location`
+   * the relay's, at the port of the origin redirected to (opened for it if new: the head is
+   * given when it listens). A redirect that is not followed sets `redirectRefused` (and
+   * `upstreamError`) and returns undefined. One without `Location` is passed on as it is.
+   */
+  private redirected(head: string, route: Route, request: Asked): string | Promise<string> | undefined {
+    const location = /(\r?\n)(location[ \t]*:[ \t]*)([^\r\n]*)/i.exec(head);
+    const value = location?.[3].trim();
+    if (!location || !value) return head;
+    const refuse = (why: string): undefined => {
+      this.redirectRefused = `the camera at ${addressOf(this.camera)} ${why}: not followed`;
+      this.upstreamError = `${addressOf(route.target)}: ${why}`;
+    };
+    let resolved: string;
+    try {
+      // (Relative to the request's URL, as ffmpeg resolves it: ff_make_absolute_url.)
+      resolved = /^[a-z][a-z0-9+.-]*:/i.test(value) ? value : new URL(value, request.url).href;
+    } catch {
+      return refuse(`redirected to ${value}, which is no URL`);
+    }
+    const to = relayTarget(resolved, HTTP_PORTS);
+    if (!to) return refuse(`redirected to ${resolved.replace(/^([^/?#]*\/\/)[^/?#]*@/, '$1')}, which is not an http:// or https:// address`);
+    const step = nextStep(request.chain, to, route.target, this.camera.tls && this.check.verify);
+    if (typeof step === 'string') return refuse(step);
+    const goes = credentialsGo(this.camera, to, this.credentialsTo);
+    const known = this.routes.get(originOf(to));
+    if (!known && this.routes.size > MAX_REDIRECTS) return refuse(`redirected to ${to.url}: more than ${MAX_REDIRECTS} other addresses`);
+    const next = known ?? this.route(to, to.cred ?? (goes ? this.camera.cred : undefined), goes ? this.headers : []);
+    for (const [name, value] of to.secrets) next.secrets.set(name, value);
+    if (this.camera.cred && !next.cred) this.withheld = `redirected to ${to.url}, another origin than the camera's, where its credentials are not sent (name its host in the source's sendCredentialsTo to send them)`;
+    const give = (): string => {
+      this.pending.set(`${next.port} ${to.path}`, step);
+      if (this.pending.size > MAX_PENDING_REDIRECTS) this.pending.delete(this.pending.keys().next().value as string);
+      const relayed = placeholderQuery(`http://${next.cred ? `${PLACEHOLDER_USERINFO}@` : ''}127.0.0.1:${next.port}${to.path}`);
+      return `${head.slice(0, location.index)}${location[1]}${location[2]}${relayed}${head.slice(location.index + location[0].length)}`;
+    };
+    if (next.port) return give();
+    return next.door.listen().then(
+      (port) => {
+        next.port = port;
+        return give();
+      },
+      (e: Error) => {
+        this.routes.delete(originOf(to));
+        refuse(`redirected to ${to.url}, and the relay could not listen for it (${e.message})`);
+        return head;
+      },
+    );
   }
 
   /** The input arguments ffmpeg is given: the source's own but those the relay sends instead (relayedOptions). */
@@ -223,22 +357,22 @@ export class HttpRelay {
     return args && relayedOptions(args).kept;
   }
 
-  private address(): string {
-    return `${this.host.includes(':') ? `[${this.host}]` : this.host}:${this.port}`;
-  }
-
-  /** ffmpeg's text (its log) naming the camera instead of the relay, with what went wrong in reaching it. */
+  /** ffmpeg's text (its log) naming the camera (and the addresses it redirected to) instead of the relay, with what went wrong in reaching it. */
   unrelay(text: string): string {
-    if (!this.relayPort) return text;
-    const m = AUTHORITY.exec(this.url);
-    const info = /^https?:\/\/([^/?#]*)@/i.exec(this.url)?.[1];
-    const scheme = this.tls ? 'https' : 'http';
-    const named = text
-      .replace(new RegExp(`http://(?:${PLACEHOLDER_USERINFO}@)?127\\.0\\.0\\.1:${this.relayPort}\\b`, 'g'), `${scheme}://${info !== undefined ? `${info}@` : ''}${m?.[2] ?? this.host}${m?.[3] ?? ''}`)
-      .split(`127.0.0.1:${this.relayPort}`)
-      .join(this.address())
-      .split(`127.0.0.1 port ${this.relayPort}`)
-      .join(`${this.host} port ${this.port} (through argus's relay)`);
+    if (!this.main.port) return text;
+    let named = text;
+    for (const route of this.routes.values()) {
+      if (!route.port) continue;
+      const t = route.target;
+      const info = route === this.main ? /^https?:\/\/([^/?#]*)@/i.exec(this.url)?.[1] : undefined;
+      named = named
+        .replace(new RegExp(`http://(?:${PLACEHOLDER_USERINFO}@)?127\\.0\\.0\\.1:${route.port}\\b`, 'g'), `${t.scheme}://${info !== undefined ? `${info}@` : ''}${t.authority}`)
+        .split(`127.0.0.1:${route.port}`)
+        .join(addressOf(t))
+        .split(`127.0.0.1 port ${route.port}`)
+        .join(`${t.host} port ${t.port} (through argus's relay)`);
+    }
+    if (this.withheld) named = `${named}\ncamera: ${this.withheld}`;
     return this.upstreamError ? `${named}\ncamera: ${this.upstreamError}` : named;
   }
 
@@ -250,9 +384,14 @@ export class HttpRelay {
 
   /** Stops listening and ends every relayed connection. */
   close(): void {
-    this.door.close();
+    for (const route of this.routes.values()) route.door.close();
     this.drop();
   }
+}
+
+/** A target's origin, as routes are kept by: `scheme://host:port`. */
+function originOf(t: RelayTarget): string {
+  return `${t.scheme}://${addressOf({ host: t.host.toLowerCase(), port: t.port })}`;
 }
 
 /** Bytes from `from` to `to` through `rewrite`, pausing `from` while `to` is full. */
@@ -266,6 +405,212 @@ function pipe(from: Socket, to: Socket, rewrite: (chunk: Buffer) => Buffer[]): v
     }
   });
   from.on('end', () => to.end());
+}
+
+/**
+ * The camera's replies from `up` to ffmpeg's `down` through `replies`, pausing `up` while `down`
+ * is full or a head's edit waits (a redirect's port); `refused`: a redirect was refused, and
+ * both connections are ended before its head leaves.
+ */
+function pipeReplies(up: Socket, down: Socket, replies: HttpReplies, refused: () => boolean): void {
+  let ended = false;
+  const send = (r: Edited): void => {
+    if (refused()) {
+      up.destroy();
+      down.destroy();
+      return;
+    }
+    let room = true;
+    for (const piece of r.out) room = down.write(piece) && room;
+    if (r.wait) {
+      up.pause();
+      void r.wait.then(() => {
+        if (down.destroyed) return;
+        send(replies.more());
+        if (!replies.waiting) {
+          if (ended) finish();
+          else up.resume();
+        }
+      });
+      return;
+    }
+    if (!room) {
+      up.pause();
+      down.once('drain', () => {
+        if (!replies.waiting) up.resume();
+      });
+    }
+  };
+  const finish = (): void => {
+    for (const piece of replies.flush()) down.write(piece);
+    down.end();
+  };
+  up.on('data', (chunk: Buffer) => send(replies.push(chunk)));
+  up.on('end', () => {
+    ended = true;
+    if (!replies.waiting) finish();
+  });
+}
+
+/** What HttpReplies sends on: bytes now, and where a head's edit is pending, when to ask for `more`. */
+interface Edited {
+  out: Buffer[];
+  wait?: Promise<void>;
+}
+
+/** An HTTP reply head longer than this is not read: everything from there passes as it is. */
+const MAX_REPLY_HEAD = 64 * 1024;
+/** A chunk-size or trailer line longer than this is not HTTP: everything from there passes as it is. */
+const MAX_LINE = 4096;
+
+/**
+ * The camera's side of a relayed HTTP connection, on its way to ffmpeg: each reply head is held
+ * until complete and given to `onHead` (which may take time: a redirect's port), its body
+ * (by `Content-Length`, chunked, or to the connection's end) passed on as it is. Bytes it cannot
+ * read as HTTP make it pass everything on unchanged from there.
+ */
+export class HttpReplies {
+  private mode: 'head' | 'body' | 'size' | 'data' | 'dataEnd' | 'trailer' | 'raw' = 'head';
+  private head: Buffer[] = [];
+  private headLength = 0;
+  private left = 0;
+  private line = '';
+  /** A head's edit pending: what came meanwhile, and the head once edited. */
+  waiting: Promise<void> | undefined;
+  private rest: Buffer[] = [];
+  private ready = '';
+
+  /** `onHead`: a reply head as ffmpeg is to get it, and whether its reply has no body (a HEAD request's). */
+  constructor(private readonly onHead: (head: string) => { head: string | Promise<string>; noBody?: boolean }) {}
+
+  /** Reads a chunk from the camera; returns the bytes to send ffmpeg now. */
+  push(chunk: Buffer): Edited {
+    if (this.waiting) {
+      this.rest.push(chunk);
+      return { out: [] };
+    }
+    return this.run(chunk, []);
+  }
+
+  /** Once `wait` is over: the head edited, and what came after it. */
+  more(): Edited {
+    const out = [Buffer.from(this.ready, 'latin1')];
+    this.waiting = undefined;
+    const rest = Buffer.concat(this.rest);
+    this.rest = [];
+    return this.run(rest, out);
+  }
+
+  /** What is held (a head not yet complete) as it came: the connection ended. */
+  flush(): Buffer[] {
+    const held = this.mode === 'head' ? this.head : [];
+    this.head = [];
+    this.mode = 'raw';
+    return held;
+  }
+
+  private run(chunk: Buffer, out: Buffer[]): Edited {
+    let i = 0;
+    let passFrom = 0;
+    const pass = (to: number) => {
+      if (to > passFrom) out.push(chunk.subarray(passFrom, to));
+      passFrom = to;
+    };
+    while (i < chunk.length) {
+      switch (this.mode) {
+        case 'raw':
+          i = chunk.length;
+          break;
+        case 'body':
+        case 'data': {
+          const n = Math.min(this.left, chunk.length - i);
+          i += n;
+          this.left -= n;
+          if (this.left === 0) this.mode = this.mode === 'body' ? 'head' : 'dataEnd';
+          break;
+        }
+        case 'size':
+        case 'dataEnd':
+        case 'trailer': {
+          const lf = chunk.indexOf(0x0a, i);
+          const end = lf < 0 ? chunk.length : lf + 1;
+          this.line += chunk.toString('latin1', i, end);
+          i = end;
+          if (this.line.length > MAX_LINE) this.mode = 'raw';
+          if (lf < 0 || this.mode === 'raw') break;
+          const text = this.line.trim();
+          this.line = '';
+          if (this.mode === 'dataEnd') this.mode = 'size';
+          else if (this.mode === 'trailer') {
+            if (text === '') this.mode = 'head';
+          } else {
+            const size = /^[0-9a-f]+/i.exec(text);
+            if (!size) this.mode = 'raw';
+            else {
+              this.left = parseInt(size[0], 16);
+              this.mode = this.left === 0 ? 'trailer' : 'data';
+            }
+          }
+          break;
+        }
+        case 'head': {
+          if (this.headLength === 0 && (chunk[i] === 0x0d || chunk[i] === 0x0a)) {
+            i++;
+            break;
+          }
+          pass(i);
+          const held = this.head.length ? Buffer.concat([...this.head, chunk.subarray(i)]) : chunk.subarray(i);
+          const from = Math.max(0, this.headLength - 3);
+          const text = held.toString('latin1');
+          const blank = /\r?\n\r?\n/.exec(text.slice(from));
+          if (!blank) {
+            if (held.length > MAX_REPLY_HEAD) {
+              out.push(held);
+              this.head = [];
+              this.mode = 'raw';
+            } else {
+              this.head = [Buffer.from(held)];
+              this.headLength = held.length;
+            }
+            i = passFrom = chunk.length;
+            break;
+          }
+          const end = from + blank.index + blank[0].length;
+          const headText = text.slice(0, end);
+          i += end - this.headLength;
+          passFrom = i;
+          this.head = [];
+          this.headLength = 0;
+          const edited = this.onHead(headText);
+          this.frame(headText, edited.noBody ?? false);
+          if (typeof edited.head === 'string') {
+            out.push(Buffer.from(edited.head, 'latin1'));
+            break;
+          }
+          this.rest = [chunk.subarray(i)];
+          this.waiting = edited.head.then((h) => {
+            this.ready = h;
+          });
+          return { out, wait: this.waiting };
+        }
+      }
+    }
+    pass(chunk.length);
+    return { out };
+  }
+
+  /** How the body after `head` ends (RFC 9112, 6.3). */
+  private frame(head: string, noBody: boolean): void {
+    const status = Number(/^HTTP\/\d(?:\.\d)?[ \t]+(\d{3})/.exec(head)?.[1]);
+    const field = (name: string) => new RegExp(`\\r?\\n${name}[ \\t]*:[ \\t]*([^\\r\\n]*)`, 'i').exec(head)?.[1]?.trim();
+    if (!Number.isFinite(status) || status === 101) this.mode = 'raw';
+    else if (noBody || status < 200 || status === 204 || status === 304) this.mode = 'head';
+    else if (/(^|,)\s*chunked\s*$/i.test(field('transfer-encoding') ?? '')) this.mode = 'size';
+    else if (field('content-length') !== undefined && /^\d+$/.test(field('content-length')!)) {
+      this.left = Number(field('content-length'));
+      this.mode = this.left > 0 ? 'body' : 'head';
+    } else this.mode = 'raw';
+  }
 }
 
 /**

@@ -239,6 +239,136 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
   });
 });
 
+describe('an HTTP(S) camera that redirects ffmpeg: the relay follows it, the credentials stay off the command line', () => {
+  const servers: { close(): void }[] = [];
+  afterAll(() => servers.forEach((s) => s.close()));
+  const basic = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+
+  /** A server answering with `handle`; each request (URL and Authorization) noted in `seen`; its port. */
+  async function server(handle: (req: IncomingMessage, res: ServerResponse, port: number) => void) {
+    const seen: { url: string; auth?: string; bearer?: boolean }[] = [];
+    let port = 0;
+    const srv = httpServer((req, res) => {
+      seen.push({ url: req.url ?? '', auth: req.headers.authorization });
+      handle(req, res, port);
+    });
+    servers.push(srv);
+    port = await listening(srv);
+    return { port, seen };
+  }
+  const moved = (res: ServerResponse, location: string) => {
+    res.writeHead(302, { Location: location, 'Content-Length': '0' });
+    res.end();
+  };
+  /** The feed to a request with the camera's Basic credentials, else a 401 challenge. */
+  const feedWithAuth = (req: IncomingMessage, res: ServerResponse) => {
+    if (req.headers.authorization !== basic) {
+      res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="cam"', 'Content-Length': '0' });
+      res.end();
+      return;
+    }
+    res.writeHead(200, { 'Content-Type': 'video/mp2t' });
+    res.end(feed);
+  };
+  const source = (url: string, spawn: ReturnType<typeof recordingSpawn>['spawn'], more: { sendCredentialsTo?: string[]; inputArgs?: string[] } = {}) =>
+    firstValueFrom(ffmpegSource({ id: 'cam', input: { url, kind: 'http', rate: 'native', loop: false, ...more }, output, ffmpegPath: defaultFfmpegPath(), spawn }).pipe(take(3), toArray())).catch((e: Error) => e);
+
+  it('to an absolute URL on the camera (its origin): followed through the relay, the camera gets the real credentials there, frames come', async () => {
+    const cam = await server((req, res, port) => (req.url === '/old.ts' ? moved(res, `http://127.0.0.1:${port}/video/feed.ts`) : feedWithAuth(req, res)));
+    const { spawn, commands } = recordingSpawn();
+    const frames = await source(`http://${user}:${encodeURIComponent(password)}@127.0.0.1:${cam.port}/old.ts`, spawn);
+    expect(frames).toHaveLength(3);
+    for (const c of commands) expect(c).not.toContain('S3cret');
+    expect(cam.seen.filter((s) => s.url === '/video/feed.ts').map((s) => s.auth)).toContain(basic);
+  }, 30_000);
+
+  it("an HLS playlist redirected to another origin (a CDN, its token in the query): the relay takes ffmpeg there and to its segments (an absolute path: the new origin's), with the token, never the camera's credentials or -headers", async () => {
+    const cdn = await server((req, res) => {
+      if (req.url === '/live/index.m3u8?token=CdnT0ken') {
+        res.writeHead(200, { 'Content-Type': 'application/vnd.apple.mpegurl' });
+        res.end('#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:0\n#EXTINF:1.0,\n/seg/0.ts\n#EXT-X-ENDLIST\n');
+      } else if (req.url === '/seg/0.ts') {
+        res.writeHead(200, { 'Content-Type': 'video/mp2t', 'Content-Length': String(feed.length) });
+        res.end(feed);
+      } else {
+        res.writeHead(404, { 'Content-Length': '0' });
+        res.end();
+      }
+    });
+    const cam = await server((req, res) => (req.headers.authorization === basic ? moved(res, `http://127.0.0.1:${cdn.port}/live/index.m3u8?token=CdnT0ken`) : feedWithAuth(req, res)));
+    const { spawn, commands } = recordingSpawn();
+    const frames = await source(`http://${user}:${encodeURIComponent(password)}@127.0.0.1:${cam.port}/cam.m3u8`, spawn, { inputArgs: ['-headers', 'X-Api-Key: K3yXYZ\r\n'] });
+    expect(frames).toHaveLength(3);
+    for (const c of commands) expect(c).not.toMatch(/S3cret|CdnT0ken|K3yXYZ/);
+    expect(cdn.seen.map((s) => s.url)).toEqual(expect.arrayContaining(['/live/index.m3u8?token=CdnT0ken', '/seg/0.ts']));
+    expect(cdn.seen.every((s) => s.auth === undefined)).toBe(true);
+  }, 30_000);
+
+  it('to another origin that wants the credentials: not sent (the failure says why); sent where sendCredentialsTo names it, and frames come', async () => {
+    const other = await server(feedWithAuth);
+    const cam = await server((_req, res) => moved(res, `http://127.0.0.1:${other.port}/feed.ts`));
+    const { spawn, commands } = recordingSpawn();
+    const url = `http://${user}:${encodeURIComponent(password)}@127.0.0.1:${cam.port}/feed.ts`;
+    const err = await source(url, spawn);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toMatch(/where its credentials are not sent.*sendCredentialsTo/);
+    expect(other.seen.length).toBeGreaterThan(0);
+    expect(other.seen.every((s) => s.auth === undefined)).toBe(true);
+    expect(await source(url, spawn, { sendCredentialsTo: [`127.0.0.1:${other.port}`] })).toHaveLength(3);
+    expect(other.seen.map((s) => s.auth)).toContain(basic);
+    for (const c of commands) expect(c).not.toContain('S3cret');
+  }, 30_000);
+
+  it('an https:// camera checked with -tls_verify 1: the address it redirects to is checked alike (an untrusted certificate refused before any request), and plain http:// is refused', async () => {
+    const certOf = (name: string) => {
+      const [key, cert] = [join(dir, `${name}.key`), join(dir, `${name}.pem`)];
+      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', `/CN=${name}`, '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+      return { key: readFileSync(key), cert: readFileSync(cert), path: cert };
+    };
+    const [good, bad] = [certOf('redirecting'), certOf('untrusted')];
+    const reached: string[] = [];
+    const impostor = httpsServer({ key: bad.key, cert: bad.cert }, (req, res) => {
+      reached.push(req.url ?? '');
+      feedWithAuth(req, res);
+    });
+    servers.push(impostor);
+    const impostorPort = await listening(impostor);
+    let to = '';
+    const cam = httpsServer({ key: good.key, cert: good.cert }, (_req, res) => moved(res, to));
+    servers.push(cam);
+    const port = await listening(cam);
+    const { spawn } = recordingSpawn();
+    const url = `https://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/feed.ts`;
+    to = `https://127.0.0.1:${impostorPort}/feed.ts`;
+    const err = await source(url, spawn, { inputArgs: ['-tls_verify', '1', '-ca_file', good.path], sendCredentialsTo: ['127.0.0.1'] });
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toMatch(/self[- ]signed/);
+    expect(reached).toEqual([]);
+    to = `http://127.0.0.1:${impostorPort}/feed.ts`;
+    const plain = await source(url, spawn, { inputArgs: ['-tls_verify', '1', '-ca_file', good.path] });
+    expect(plain).toMatchObject({ code: 'VAP_ERR_SOURCE_OPEN' });
+    expect((plain as Error).message).toContain(`redirected from https:// to plain http://127.0.0.1:${impostorPort}/feed.ts, where no certificate is checked`);
+    expect(reached).toEqual([]);
+  }, 30_000);
+
+  for (const [name, where, why] of [
+    ['a loop', (url: string, port: number) => `http://127.0.0.1:${port}${url === '/a.ts' ? '/b.ts' : '/a.ts'}`, /redirected in a loop/],
+    ['more than 5 redirects in a row', (url: string) => `/n${Number(/(\d+)/.exec(url)?.[1] ?? 0) + 1}.ts`, /redirected more than 5 times in a row/],
+    ['to another scheme', () => 'rtsp://127.0.0.1:1/live', /not an http:\/\/ or https:\/\/ address/],
+  ] as const) {
+    it(`${name}: refused, a coded error naming the source and why`, async () => {
+      const cam = await server((req, res, port) => moved(res, where(req.url ?? '', port)));
+      const { spawn } = recordingSpawn();
+      const err = await source(`http://${user}:${encodeURIComponent(password)}@127.0.0.1:${cam.port}/a.ts`, spawn);
+      expect(err).toMatchObject({ code: 'VAP_ERR_SOURCE_OPEN' });
+      expect((err as Error).message).toMatch(/^source "cam": the camera at 127\.0\.0\.1:\d+ /);
+      expect((err as Error).message).toMatch(why);
+      expect((err as Error).message).not.toContain('S3cret');
+      expect(cam.seen.length).toBeLessThanOrEqual(6);
+    }, 30_000);
+  }
+});
+
 describe("the relay's connect timer", () => {
   it('is cleared when the connection closes: a refused camera keeps its own reason, not "could not connect in 10 s" 10 s later', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });

@@ -180,7 +180,7 @@ describe("a relay's door (RelayDoor, through the HTTP relay)", () => {
     expect(lines.map((l) => l.fields?.code)).toEqual([ErrorCodes.RELAY_REFUSED]);
     expect(lines[0].msg).toMatch(/the relay has 2 connections open, its most/);
     first.destroy();
-    await until(() => relay['door'].openConnections === 1);
+    await until(() => relay['main'].door.openConnections === 1);
     open();
     await until(() => camera.held.length === 3);
   });
