@@ -13,7 +13,7 @@ import { firstValueFrom, take, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { ffmpegSource, loopbackUnproxied } from '../../src/sources/ffmpeg-source.js';
-import { HttpRelay, httpRelayUrl, httpSecrets } from '../../src/sources/http-relay.js';
+import { HttpRelay, HttpReplies, httpRelayUrl, httpSecrets } from '../../src/sources/http-relay.js';
 import { AuthRewriter } from '../../src/sources/rtsp-auth.js';
 import { MIRROR } from '../helpers/assets.js';
 import { closedPort, listening, recordingSpawn } from '../helpers/net.js';
@@ -388,6 +388,38 @@ describe("the relay's connect timer", () => {
       vi.useRealTimers();
     }
   });
+});
+
+describe('HttpReplies: only reply heads are edited, bodies pass as they are', () => {
+  const decoy = 'HTTP/1.1 302 Found\r\nLocation: http://evil/\r\n\r\n';
+  const replies =
+    `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${decoy.length.toString(16)};x=1\r\n${decoy}\r\n0\r\nTrailer: t\r\n\r\n` +
+    `HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: ${decoy.length}\r\n\r\n${decoy}` +
+    'HTTP/1.1 302 Found\r\nLocation: /next\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\n\r\n' + decoy;
+  const expected = replies.replace('Location: /next', 'Location: /relayed').replace('HTTP/1.1 200 OK\r\n\r\n', 'HTTP/1.1 200 OK\r\nX: 1\r\n\r\n');
+  const edit = (head: string) => (head.includes('Location: /next') ? head.replace('/next', '/relayed') : head.startsWith('HTTP/1.1 200 OK\r\n\r\n') ? head.replace('\r\n\r\n', '\r\nX: 1\r\n\r\n') : head);
+  for (const size of [1, 7, replies.length]) {
+    it(`chunked, by length, interim and to the end, in pieces of ${size} byte(s), a head edited later (a promise)`, async () => {
+      const heads: string[] = [];
+      const r = new HttpReplies((head) => {
+        heads.push(head.split('\r\n')[0]);
+        return { head: head.includes('302') ? Promise.resolve(edit(head)) : edit(head) };
+      });
+      const out: Buffer[] = [];
+      for (let i = 0; i < replies.length; i += size) {
+        let e = r.push(Buffer.from(replies.slice(i, i + size), 'latin1'));
+        out.push(...e.out);
+        while (e.wait) {
+          await e.wait;
+          e = r.more();
+          out.push(...e.out);
+        }
+      }
+      out.push(...r.flush());
+      expect(Buffer.concat(out).toString('latin1')).toBe(expected);
+      expect(heads).toEqual(['HTTP/1.1 200 OK', 'HTTP/1.1 100 Continue', 'HTTP/1.1 200 OK', 'HTTP/1.1 302 Found', 'HTTP/1.1 200 OK']);
+    });
+  }
 });
 
 describe('the relay URL and request heads', () => {
