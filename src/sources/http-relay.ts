@@ -102,6 +102,8 @@ interface Route {
   secrets: Map<string, string>;
   /** Header lines added to each request there (the source's `-headers` and `-cookies` where its credentials go). */
   headers: readonly string[];
+  /** The names of the cookies its replies set (ffmpeg, seeing every route as 127.0.0.1, would send them to the others too). */
+  cookies: Set<string>;
   door: RelayDoor;
   port: number;
 }
@@ -188,6 +190,7 @@ export class HttpRelay {
       cred,
       secrets: new Map(target.secrets),
       headers,
+      cookies: new Set(),
       port: 0,
       door: new RelayDoor({ accept: (down) => this.accept(down, route), ...this.doorOptions, name: `the HTTP relay to ${addressOf(target)}` }),
     };
@@ -258,8 +261,9 @@ export class HttpRelay {
         if (status >= 100 && status < 200 && status !== 101) return { head };
         const request = asked.shift();
         const noBody = request?.method === 'HEAD';
-        if (!request || !REDIRECTS.has(status)) return { head, noBody };
-        const moved = this.redirected(head, route, request);
+        const kept = this.keepCookies(head, route);
+        if (!request || !REDIRECTS.has(status)) return { head: kept, noBody };
+        const moved = this.redirected(kept, route, request);
         if (moved === undefined) refused = true;
         return { head: moved ?? head, noBody };
       });
@@ -281,12 +285,17 @@ export class HttpRelay {
     let rest = line < 0 ? '' : head.slice(line);
     rest = rest.replace(/(\r?\n)(host)([ \t]*:[ \t]*)([^\r\n]*)/i, (_m, nl: string, name: string, sep: string) => `${nl}${name}${sep}${host}`);
     if (!route.cred) rest = rest.replace(/\r?\nauthorization[ \t]*:[^\r\n]*/gi, '');
-    if (route.headers.length) {
-      // The source's own headers, each in place of one ffmpeg wrote of the same name (its User-Agent), before the blank line.
-      const names = new Set(route.headers.map((h) => h.slice(0, h.indexOf(':')).trim().toLowerCase()));
+    const cookies = this.cookiesFor(rest, route);
+    rest = cookies.rest;
+    // The source's own headers, and the cookies ffmpeg keeps (after the source's -cookies, in one Cookie line).
+    const own = route.headers.some((h) => /^cookie[ \t]*:/i.test(h));
+    const added = cookies.cookies === '' ? route.headers : own ? route.headers.map((h) => (/^cookie[ \t]*:/i.test(h) ? `${h}; ${cookies.cookies}` : h)) : [...route.headers, `Cookie: ${cookies.cookies}`];
+    if (added.length) {
+      // Each in place of one ffmpeg wrote of the same name (its User-Agent), before the blank line.
+      const names = new Set(added.map((h) => h.slice(0, h.indexOf(':')).trim().toLowerCase()));
       const lines = rest.split(/\r?\n/).filter((l, i) => i === 0 || l === '' || !names.has(l.slice(0, l.indexOf(':')).trim().toLowerCase()));
       const blank = lines.indexOf('', 1);
-      lines.splice(blank < 0 ? lines.length : blank, 0, ...route.headers);
+      lines.splice(blank < 0 ? lines.length : blank, 0, ...added);
       rest = lines.join('\r\n');
     }
     const request = /^([A-Z]+)[ \t]+(\S+)/.exec(first);
@@ -350,6 +359,43 @@ export class HttpRelay {
         return head;
       },
     );
+  }
+
+  /**
+   * A reply head with each `Set-Cookie`'s `Domain` taken out, its cookies' names noted for
+   * `route`: ffmpeg holds every route as 127.0.0.1, and keeps a cookie for a domain (the
+   * camera's name) only for a host that ends in it (http.c, get_cookies): it never sent the
+   * camera's session back. Without `Domain`, a cookie is the host's that set it, which the relay
+   * keeps it to (cookiesFor).
+   */
+  private keepCookies(head: string, route: Route): string {
+    return head.replace(/(\r?\nset-cookie[ \t]*:[ \t]*)([^\r\n]*)/gi, (_m, name: string, value: string) => {
+      const cookie = /^([^=;]*)=/.exec(value)?.[1]?.trim();
+      if (cookie) route.cookies.add(cookie);
+      return `${name}${value.replace(/;[ \t]*domain[ \t]*=[^;]*/gi, '')}`;
+    });
+  }
+
+  /**
+   * The cookies of ffmpeg's `Cookie` lines in a request head for `route` (`name=value; …`), but
+   * those another host's replies set and this one's did not (ffmpeg, seeing one host, sends them
+   * to every route) and those the source's own `-cookies` give; and the head without those lines.
+   */
+  private cookiesFor(rest: string, route: Route): { rest: string; cookies: string } {
+    // (A cookie is its host's, whatever the port, as browsers keep them: RFC 6265, 8.5.)
+    const host = route.target.host.toLowerCase();
+    const own = new Set<string>();
+    const others = new Set<string>();
+    for (const r of this.routes.values()) for (const c of r.cookies) (r.target.host.toLowerCase() === host ? own : others).add(c);
+    for (const c of own) others.delete(c);
+    const given = route.headers.find((h) => /^cookie[ \t]*:/i.test(h));
+    const ownNames = new Set((given?.slice(given.indexOf(':') + 1) ?? '').split(';').map((c) => c.split('=')[0].trim()));
+    const kept: string[] = [];
+    const without = rest.replace(/\r?\ncookie[ \t]*:[ \t]*([^\r\n]*)/gi, (_m, value: string) => {
+      for (const c of value.split(';').map((x) => x.trim())) if (c !== '' && !others.has(c.split('=')[0].trim()) && !ownNames.has(c.split('=')[0].trim())) kept.push(c);
+      return '';
+    });
+    return { rest: without, cookies: kept.join('; ') };
   }
 
   /** The input arguments ffmpeg is given: the source's own but those the relay sends instead (relayedOptions). */

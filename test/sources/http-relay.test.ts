@@ -163,6 +163,34 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
     expect(cam.seen.map((s) => s.auth)).not.toContain('bad');
   }, 30_000);
 
+  it("a camera that sets its session cookie for its own name (Domain=): ffmpeg, which holds the relay's 127.0.0.1, keeps it and sends it back on the next request (beside the source's -cookies), frames come", async () => {
+    const seen: { url: string; cookie?: string }[] = [];
+    const port = await feedCamera(
+      (req) => req.url === '/feed.ts' && /(^|; )session=S3ss10n(;|$)/.test(req.headers.cookie ?? '') && /(^|; )lang=en(;|$)/.test(req.headers.cookie ?? ''),
+      403,
+      (req) => seen.push({ url: req.url ?? '', cookie: req.headers.cookie }),
+    );
+    // The login answers with the session for the camera's name, and sends ffmpeg on to the feed.
+    const login = httpServer((req, res) => {
+      if (req.headers.authorization !== `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`) {
+        res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="cam"', 'Content-Length': '0' });
+        res.end();
+        return;
+      }
+      res.writeHead(302, { 'Set-Cookie': 'session=S3ss10n; Domain=localhost; Path=/; HttpOnly', Location: `http://localhost:${port}/feed.ts`, 'Content-Length': '0' });
+      res.end();
+    });
+    servers.push(login);
+    const loginPort = await listening(login);
+    const { spawn, commands } = recordingSpawn();
+    const frames = await firstValueFrom(
+      ffmpegSource({ id: 'cam', input: { url: `http://${user}:${encodeURIComponent(password)}@localhost:${loginPort}/login.cgi`, kind: 'http', rate: 'native', loop: false, inputArgs: ['-cookies', 'lang=en; path=/'], sendCredentialsTo: ['localhost'] }, output, ffmpegPath: defaultFfmpegPath(), spawn }).pipe(take(3), toArray()),
+    );
+    expect(frames).toHaveLength(3);
+    for (const c of commands) expect(c).not.toMatch(/S3cret|S3ss10n/);
+    expect(seen[0]).toEqual({ url: '/feed.ts', cookie: 'lang=en; session=S3ss10n' });
+  }, 30_000);
+
   it('a camera reached with -headers and -cookies input arguments (a bearer token, a session): the relay sends them, ffmpeg is not given them, and the headers replace ffmpeg\'s own of the same name', async () => {
     const seen: { auth?: string; cookie?: string; agents: string[] }[] = [];
     const port = await feedCamera(
