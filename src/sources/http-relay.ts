@@ -25,8 +25,9 @@ const AUTHORITY = /^(https?:\/\/(?:[^/?#]*@)?)(\[[^\]]*\]|[^:/?#@]*)(:\d*)?/i;
  * ffmpeg's TLS options a source's `inputArgs` may give (schema/input-args): through the relay,
  * ffmpeg speaks plain HTTP, so the relay makes the check they ask for, and they are not given to
  * ffmpeg (its plain HTTP leaves them unused, and ffmpeg then fails: "Option tls_verify not found").
+ * So `-http_proxy`: the relay goes through the proxy (its password is kept off the command line).
  */
-const RELAYED_TLS_OPTIONS: ReadonlySet<string> = new Set(['-tls_verify', '-ca_file']);
+const RELAYED_TLS_OPTIONS: ReadonlySet<string> = new Set(['-tls_verify', '-ca_file', '-http_proxy']);
 
 /** How an https:// camera's certificate is checked, as ffmpeg's `-tls_verify` (an int: not 0 checks) and `-ca_file` in `inputArgs` say (the last of each). */
 export interface HttpTls {
@@ -77,7 +78,8 @@ export function relayedOptions(args: readonly string[] = []): { kept: string[]; 
 
 /** Whether an http(s):// camera holds anything to keep off ffmpeg's command line: a user and password or a secret query parameter in its URL, or `-headers` / `-cookies` in its input arguments. */
 export function httpSecrets(url: string, inputArgs: readonly string[] = []): boolean {
-  return /^https?:\/\//i.test(url) && (urlCredentials(url) !== undefined || secretParams(url).size > 0 || inputArgs.some((a) => RELAYED_OPTIONS.has(a)));
+  const proxy = inputArgs.includes('-http_proxy') ? inputArgs[inputArgs.lastIndexOf('-http_proxy') + 1] : undefined;
+  return /^https?:\/\//i.test(url) && (urlCredentials(url) !== undefined || secretParams(url).size > 0 || inputArgs.some((a) => RELAYED_OPTIONS.has(a)) || (proxy !== undefined && urlCredentials(proxy) !== undefined));
 }
 
 /** HTTP's default ports. */
@@ -157,11 +159,16 @@ export class HttpRelay {
   private readonly doorOptions: { peerCheck?: PeerCheck; log?: LogFn; maxOpen: number };
   /** Hosts the camera's credentials may be sent to after a redirect, beside its own origin (the source's `sendCredentialsTo`). */
   private readonly credentialsTo: readonly string[];
+  /** The HTTP proxy the relay reaches the camera through (httpProxyOf), and the hosts it does not (`no_proxy`). */
+  private readonly proxy: Proxy | undefined;
+  private readonly noProxy: string | undefined;
 
   constructor(
     readonly url: string,
-    options: { tls?: HttpTls; headers?: readonly string[]; peerCheck?: PeerCheck; log?: LogFn; maxConnections?: number; sendCredentialsTo?: readonly string[] } = {},
+    options: { tls?: HttpTls; headers?: readonly string[]; peerCheck?: PeerCheck; log?: LogFn; maxConnections?: number; sendCredentialsTo?: readonly string[]; proxy?: { url?: string; noProxy?: string } } = {},
   ) {
+    this.proxy = options.proxy?.url ? proxyOf(options.proxy.url) : undefined;
+    this.noProxy = options.proxy?.noProxy;
     this.headers = [...(options.headers ?? [])];
     this.check = options.tls ?? { verify: false };
     this.credentialsTo = options.sendCredentialsTo ?? [];
@@ -212,64 +219,95 @@ export class HttpRelay {
 
   private accept(down: Socket, route: Route): void {
     const target = route.target;
-    let up: Socket;
-    try {
-      up = target.tls
-        ? tlsConnect({ host: target.host, port: target.port, servername: isIP(target.host) ? undefined : target.host, rejectUnauthorized: this.check.verify, ...(this.ca ? { ca: this.ca } : {}) })
-        : connect({ host: target.host, port: target.port });
-    } catch (e) {
-      // An address Node refuses outright (a port above 65535): this camera's failure alone.
-      this.upstreamError = `${addressOf(target)}: ${(e as Error).message}`;
+    const proxy = this.proxyFor(target);
+    const where = `${addressOf(target)}${proxy ? ` (through the proxy ${addressOf(proxy)})` : ''}`;
+    let up: Socket | undefined;
+    const held: Socket[] = [];
+    const fail = (why: string) => {
+      this.upstreamError = `${where}: ${why}`;
       down.destroy();
-      return;
-    }
-    up.on('error', (e: Error) => {
-      this.upstreamError = `${addressOf(target)}: ${e.message}`;
-      down.destroy();
-    });
-    this.conns.add(down).add(up);
+    };
+    /** `s`, the connection the camera's bytes come by (TLS over a proxy's tunnel: the tunnel's first, then the TLS socket). */
+    const hold = (s: Socket): Socket => {
+      up = s;
+      held.push(s);
+      this.conns.add(s);
+      s.on('error', (e: Error) => fail(e.message));
+      return s;
+    };
+    this.conns.add(down);
     const timer = setTimeout(() => {
-      this.upstreamError = `${addressOf(target)}: could not connect in ${CONNECT_TIMEOUT_MS / 1000} s`;
-      up.destroy();
+      this.upstreamError = `${where}: could not connect in ${CONNECT_TIMEOUT_MS / 1000} s`;
+      up?.destroy();
+      down.destroy();
     }, CONNECT_TIMEOUT_MS);
     // (Not left running after either side closes: it held the process up to 10 s, and would set a stale upstreamError.)
     const forget = () => {
       clearTimeout(timer);
       this.conns.delete(down);
-      this.conns.delete(up);
+      for (const s of held) this.conns.delete(s);
     };
     down.once('close', () => {
-      up.destroy();
+      up?.destroy();
       forget();
     });
-    up.once('close', () => {
+    const tls = (socket?: Socket) =>
+      tlsConnect({ ...(socket ? { socket } : { host: target.host, port: target.port }), servername: isIP(target.host) ? undefined : target.host, rejectUnauthorized: this.check.verify, ...(this.ca ? { ca: this.ca } : {}) });
+    try {
+      if (!proxy) {
+        const s = hold(target.tls ? tls() : connect({ host: target.host, port: target.port }));
+        s.once(target.tls ? 'secureConnect' : 'connect', () => this.relayed(down, s, route, proxy));
+      } else {
+        const s = hold(connect({ host: proxy.host, port: proxy.port }));
+        if (!target.tls) s.once('connect', () => this.relayed(down, s, route, proxy));
+        else
+          s.once('connect', () =>
+            tunnel(s, target, proxy, (why) => {
+              if (why !== undefined) return fail(why);
+              const t = hold(tls(s));
+              t.once('secureConnect', () => this.relayed(down, t, route, proxy));
+            }),
+          );
+      }
+    } catch (e) {
+      // An address Node refuses outright (a port above 65535): this camera's failure alone.
+      fail((e as Error).message);
+      return;
+    }
+    up!.once('close', () => {
       down.end();
       forget();
     });
-    // ffmpeg's first request waits in its socket until the camera is reached.
-    up.once(target.tls ? 'secureConnect' : 'connect', () => {
-      clearTimeout(timer);
-      this.upstreamError = undefined;
-      // The requests on this connection, in order, waiting for their replies.
-      const asked: Asked[] = [];
-      const rewriter = new AuthRewriter(route.cred, (head) => this.edit(head, route, asked), { secrets: route.secrets });
-      pipe(down, up, (chunk) => rewriter.push(chunk));
-      let refused = false;
-      const replies = new HttpReplies((head) => {
-        const status = Number(/^HTTP\/\d(?:\.\d)?[ \t]+(\d{3})/.exec(head)?.[1]);
-        // (An interim reply, 100 Continue, answers no request.)
-        if (status >= 100 && status < 200 && status !== 101) return { head };
-        const request = asked.shift();
-        const noBody = request?.method === 'HEAD';
-        const kept = this.keepCookies(head, route);
-        if (!request || !REDIRECTS.has(status)) return { head: kept, noBody };
-        const moved = this.redirected(kept, route, request);
-        if (moved === undefined) refused = true;
-        return { head: moved ?? head, noBody };
-      });
-      pipeReplies(up, down, replies, () => refused);
-      down.resume();
+  }
+
+  /** The camera reached (`up`, its certificate checked where it is https://): ffmpeg's requests and the camera's replies relayed. */
+  private relayed(down: Socket, up: Socket, route: Route, proxy: Proxy | undefined): void {
+    this.upstreamError = undefined;
+    // The requests on this connection, in order, waiting for their replies.
+    const asked: Asked[] = [];
+    const rewriter = new AuthRewriter(route.cred, (head) => this.edit(head, route, asked, proxy && !route.target.tls ? proxy : undefined), { secrets: route.secrets });
+    pipe(down, up, (chunk) => rewriter.push(chunk));
+    let refused = false;
+    const replies = new HttpReplies((head) => {
+      const status = Number(/^HTTP\/\d(?:\.\d)?[ \t]+(\d{3})/.exec(head)?.[1]);
+      // (An interim reply, 100 Continue, answers no request.)
+      if (status >= 100 && status < 200 && status !== 101) return { head };
+      const request = asked.shift();
+      const noBody = request?.method === 'HEAD';
+      const kept = this.keepCookies(head, route);
+      if (!request || !REDIRECTS.has(status)) return { head: kept, noBody };
+      const moved = this.redirected(kept, route, request);
+      if (moved === undefined) refused = true;
+      return { head: moved ?? head, noBody };
     });
+    pipeReplies(up, down, replies, () => refused);
+    down.resume();
+  }
+
+  /** The proxy a connection to `target` goes through (the source's `-http_proxy`, else `http_proxy`), unless `no_proxy` names its host. */
+  private proxyFor(target: RelayTarget): Proxy | undefined {
+    const p = this.proxy;
+    return p && !noProxyMatches(this.noProxy, target.host) ? p : undefined;
   }
 
   /**
@@ -278,11 +316,18 @@ export class HttpRelay {
    * (ffmpeg names the relay), and the source's own headers; without `Authorization` where the
    * camera's credentials do not go. Noted in `asked`, for its reply.
    */
-  private edit(head: string, route: Route, asked: Asked[]): string {
+  private edit(head: string, route: Route, asked: Asked[], proxy?: Proxy): string {
     const host = route.target.authority;
     const line = head.search(/\r?\n/);
-    const first = line < 0 ? head : head.slice(0, line);
+    let first = line < 0 ? head : head.slice(0, line);
     let rest = line < 0 ? '' : head.slice(line);
+    if (proxy) {
+      // Through a proxy, as ffmpeg's HTTP asks one (http.c): the request's absolute URL, and the
+      // proxy's user and password (from its URL) as Basic, sent by the relay, never by ffmpeg.
+      first = first.replace(/^([A-Z]+[ \t]+)(\/\S*)/, (_m, method: string, path: string) => `${method}http://${host}${path}`);
+      rest = rest.replace(/\r?\nproxy-authorization[ \t]*:[^\r\n]*/gi, '');
+      if (proxy.cred) rest = `\r\nProxy-Authorization: ${basicOf(proxy.cred)}${rest}`;
+    }
     rest = rest.replace(/(\r?\n)(host)([ \t]*:[ \t]*)([^\r\n]*)/i, (_m, nl: string, name: string, sep: string) => `${nl}${name}${sep}${host}`);
     if (!route.cred) rest = rest.replace(/\r?\nauthorization[ \t]*:[^\r\n]*/gi, '');
     const cookies = this.cookiesFor(rest, route);
@@ -300,7 +345,7 @@ export class HttpRelay {
     }
     const request = /^([A-Z]+)[ \t]+(\S+)/.exec(first);
     if (request) {
-      const path = request[2];
+      const path = proxy ? request[2].replace(/^http:\/\/[^/]*/, '') : request[2];
       const key = `${route.port} ${path}`;
       const chain = this.pending.get(key);
       this.pending.delete(key);
@@ -657,6 +702,84 @@ export class HttpReplies {
       this.mode = this.left > 0 ? 'body' : 'head';
     } else this.mode = 'raw';
   }
+}
+
+/** An HTTP proxy: its address, and the user and password of its URL. */
+interface Proxy {
+  host: string;
+  port: number;
+  cred: Credentials | undefined;
+}
+
+/** A proxy's URL as ffmpeg takes it: `http://` only (another scheme: none, as ffmpeg's http.c and tls.c ignore it), port 80 unless given. */
+function proxyOf(url: string): Proxy | undefined {
+  if (!/^http:\/\//i.test(url)) return undefined;
+  const t = relayTarget(url, HTTP_PORTS);
+  return t && { host: t.host, port: t.port, cred: t.cred };
+}
+
+/**
+ * The proxy ffmpeg would reach an http(s):// camera through (http.c, tls.c): the source's
+ * `-http_proxy` input option (the last), else the environment's `http_proxy` (ffmpeg reads it
+ * in lower case only, as curl does: `HTTP_PROXY` can be set by a CGI request's `Proxy:` header),
+ * and `no_proxy`'s hosts, which it does not go through for.
+ */
+export function httpProxyOf(inputArgs: readonly string[] | undefined, env: NodeJS.ProcessEnv): { url?: string; noProxy?: string } {
+  const args = inputArgs ?? [];
+  const given = args.includes('-http_proxy') ? args[args.lastIndexOf('-http_proxy') + 1] : undefined;
+  return { url: given ?? env.http_proxy, noProxy: env.no_proxy };
+}
+
+/**
+ * Whether `no_proxy` (comma- or space-separated) names `host` as ffmpeg's ff_http_match_no_proxy
+ * does: `*`, or a pattern (a leading `*` and `.` dropped) equal to the host or a domain it ends in.
+ */
+export function noProxyMatches(list: string | undefined, host: string): boolean {
+  for (const entry of (list ?? '').split(/[\s,]+/)) {
+    if (entry === '') continue;
+    if (entry === '*') return true;
+    const pattern = entry.replace(/^\*/, '').replace(/^\./, '');
+    if (pattern.length > host.length || !host.endsWith(pattern)) continue;
+    if (pattern.length === host.length || host[host.length - pattern.length - 1] === '.') return true;
+  }
+  return false;
+}
+
+/** A Basic `Authorization` value for `cred` (one byte a character). */
+function basicOf(cred: Credentials): string {
+  return `Basic ${Buffer.from(`${cred.user}:${cred.password}`, 'latin1').toString('base64')}`;
+}
+
+/** The head of a proxy's reply to CONNECT longer than this is not waited for. */
+const MAX_CONNECT_REPLY = 16 * 1024;
+
+/**
+ * A tunnel to `target` through `proxy` on `s` (connected to it), as ffmpeg's httpproxy protocol
+ * asks for one (tls.c, for an https:// camera): CONNECT, with the proxy's user and password as
+ * Basic; `done` with why the proxy refused, or undefined once it answered 2xx (the socket's
+ * next bytes are the camera's).
+ */
+function tunnel(s: Socket, target: RelayTarget, proxy: Proxy, done: (why?: string) => void): void {
+  const authority = addressOf(target);
+  s.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${proxy.cred ? `Proxy-Authorization: ${basicOf(proxy.cred)}\r\n` : ''}Connection: close\r\n\r\n`);
+  let text = '';
+  const read = (d: Buffer) => {
+    text += d.toString('latin1');
+    const end = text.search(/\r?\n\r?\n/);
+    if (end < 0) {
+      if (text.length > MAX_CONNECT_REPLY) {
+        s.off('data', read);
+        done('the proxy\'s answer to CONNECT is not HTTP');
+      }
+      return;
+    }
+    s.off('data', read);
+    s.pause();
+    const status = text.slice(0, text.search(/\r?\n/));
+    if (/^HTTP\/\d(?:\.\d)?[ \t]+2\d\d/.test(status)) done();
+    else done(`the proxy refused the tunnel: ${status}`);
+  };
+  s.on('data', read);
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { LogFn } from '../core/log.js';
 import { checksCertificate, relaysRtsp, rtspTransportOf, type CameraTls } from '../core/rtsp-relay.js';
-import { HttpRelay, httpSecrets, httpTlsOf, relayedOptions } from './http-relay.js';
+import { HttpRelay, httpProxyOf, httpSecrets, httpTlsOf, relayedOptions } from './http-relay.js';
 import { PLACEHOLDER_SECRET, PLACEHOLDER_USERINFO, secretParams, urlCredentials } from './rtsp-auth.js';
 import { RtspTap } from './rtsp-tap.js';
 
@@ -15,7 +15,7 @@ import { RtspTap } from './rtsp-tap.js';
  */
 export function secretsRelay(input: { kind: string; url: string; rtspTransport?: string; inputArgs?: readonly string[]; tls?: CameraTls; sendCredentialsTo?: readonly string[] }, log?: LogFn): (() => RtspTap | HttpRelay) | undefined {
   const sendCredentialsTo = input.sendCredentialsTo;
-  if (input.kind === 'http' && httpSecrets(input.url, input.inputArgs)) return () => new HttpRelay(input.url, { headers: relayedOptions(input.inputArgs).headers, tls: httpTlsOf(input.inputArgs), log, sendCredentialsTo });
+  if (input.kind === 'http' && httpSecrets(input.url, input.inputArgs)) return () => new HttpRelay(input.url, { headers: relayedOptions(input.inputArgs).headers, tls: httpTlsOf(input.inputArgs), log, sendCredentialsTo, proxy: httpProxyOf(input.inputArgs, process.env) });
   if (relaysRtsp(input) && (urlCredentials(input.url) || secretParams(input.url).size > 0 || checksCertificate(input.url, input.tls))) {
     // Over UDP the media go beside the relay, and ffmpeg's own packets to the camera too.
     return () => new RtspTap(input.url, { endUnits: false, tls: input.tls, mediaBeside: rtspTransportOf(input) !== 'tcp', log, sendCredentialsTo });

@@ -4,7 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { createServer as httpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as httpServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as httpsServer } from 'node:https';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,7 @@ import { firstValueFrom, take, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { ffmpegSource, loopbackUnproxied } from '../../src/sources/ffmpeg-source.js';
-import { HttpRelay, HttpReplies, httpRelayUrl, httpSecrets } from '../../src/sources/http-relay.js';
+import { HttpRelay, HttpReplies, httpProxyOf, httpRelayUrl, httpSecrets, noProxyMatches } from '../../src/sources/http-relay.js';
 import { AuthRewriter } from '../../src/sources/rtsp-auth.js';
 import { MIRROR } from '../helpers/assets.js';
 import { closedPort, listening, recordingSpawn } from '../helpers/net.js';
@@ -213,10 +213,11 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
     const saved = { http_proxy: process.env.http_proxy, no_proxy: process.env.no_proxy };
     // A proxy that is not there: ffmpeg sent its request for the relay's 127.0.0.1 to it, and failed.
     process.env.http_proxy = `http://127.0.0.1:${await closedPort()}`;
-    process.env.no_proxy = 'example.com';
+    // (The camera, named in no_proxy, is reached directly by the relay: the relay goes through http_proxy as ffmpeg would, for other hosts.)
+    process.env.no_proxy = 'example.com,localhost';
     try {
       const frames = await firstValueFrom(
-        ffmpegSource({ id: 'cam', input: { url: `http://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/feed.ts`, kind: 'http', rate: 'native', loop: false }, output, ffmpegPath: defaultFfmpegPath() }).pipe(take(2), toArray()),
+        ffmpegSource({ id: 'cam', input: { url: `http://${user}:${encodeURIComponent(password)}@localhost:${port}/feed.ts`, kind: 'http', rate: 'native', loop: false }, output, ffmpegPath: defaultFfmpegPath() }).pipe(take(2), toArray()),
       );
       expect(frames).toHaveLength(2);
     } finally {
@@ -395,6 +396,102 @@ describe('an HTTP(S) camera that redirects ffmpeg: the relay follows it, the cre
       expect(cam.seen.length).toBeLessThanOrEqual(6);
     }, 30_000);
   }
+});
+
+describe('an HTTP(S) camera reachable only through an HTTP proxy: the relay goes through it as ffmpeg would', () => {
+  const servers: { close(): void }[] = [];
+  afterAll(() => servers.forEach((s) => s.close()));
+  const proxyAuth = `Basic ${Buffer.from('proxyuser:Pr0xyPw').toString('base64')}`;
+
+  /** A proxy that wants proxyAuth and knows `camera.invalid` as 127.0.0.1 (nothing else does): absolute-form requests forwarded, CONNECT tunnelled; what it saw. */
+  async function proxyServer() {
+    const seen: { kind: string; target: string; auth?: string }[] = [];
+    const srv = httpServer((req, res) => {
+      seen.push({ kind: req.method ?? '', target: req.url ?? '', auth: req.headers['proxy-authorization'] });
+      const u = new URL(req.url ?? '');
+      if (req.headers['proxy-authorization'] !== proxyAuth || u.hostname !== 'camera.invalid') {
+        res.writeHead(407, { 'Proxy-Authenticate': 'Basic realm="proxy"', 'Content-Length': '0' });
+        res.end();
+        return;
+      }
+      const headers = { ...req.headers };
+      delete headers['proxy-authorization'];
+      const fwd = httpRequest({ host: '127.0.0.1', port: Number(u.port), path: `${u.pathname}${u.search}`, method: req.method, headers }, (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+      });
+      fwd.on('error', () => res.destroy());
+      req.pipe(fwd);
+    });
+    srv.on('connect', (req: IncomingMessage, sock: import('node:net').Socket, head: Buffer) => {
+      seen.push({ kind: 'CONNECT', target: req.url ?? '', auth: req.headers['proxy-authorization'] });
+      sock.on('error', () => {});
+      const [host, port] = (req.url ?? '').split(':');
+      if (req.headers['proxy-authorization'] !== proxyAuth || host !== 'camera.invalid') return void sock.end('HTTP/1.1 407 Proxy Authentication Required\r\n\r\n');
+      const up = connect(Number(port), '127.0.0.1', () => {
+        sock.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        if (head.length) up.write(head);
+        up.pipe(sock).pipe(up);
+      });
+      up.on('error', () => sock.destroy());
+    });
+    servers.push(srv);
+    return { port: await listening(srv), seen };
+  }
+
+  for (const [name, tls, how] of [
+    ['http://, the proxy in http_proxy: absolute-form requests', false, 'env'],
+    ['https://, the proxy given as -http_proxy: a CONNECT tunnel', true, 'arg'],
+  ] as const) {
+    it(`${name}, the proxy's password sent by the relay (never on ffmpeg's command line), the camera's credentials inside, frames come`, async () => {
+      const cam = camera('basic');
+      let server;
+      if (tls) {
+        const [key, cert] = [join(dir, 'proxied.key'), join(dir, 'proxied.pem')];
+        execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=camera.invalid', '-addext', 'subjectAltName=DNS:camera.invalid'], { stdio: 'ignore' });
+        server = httpsServer({ key: readFileSync(key), cert: readFileSync(cert) }, cam.handler);
+      } else server = httpServer(cam.handler);
+      servers.push(server);
+      const port = await listening(server);
+      const proxy = await proxyServer();
+      const proxyUrl = `http://proxyuser:Pr0xyPw@127.0.0.1:${proxy.port}`;
+      const saved = { http_proxy: process.env.http_proxy, no_proxy: process.env.no_proxy };
+      if (how === 'env') process.env.http_proxy = proxyUrl;
+      else delete process.env.http_proxy;
+      process.env.no_proxy = 'example.com';
+      const { spawn, commands } = recordingSpawn();
+      try {
+        const url = `${tls ? 'https' : 'http'}://${user}:${encodeURIComponent(password)}@camera.invalid:${port}/feed.ts`;
+        const frames = await firstValueFrom(
+          ffmpegSource({ id: 'cam', input: { url, kind: 'http', rate: 'native', loop: false, inputArgs: how === 'arg' ? ['-http_proxy', proxyUrl] : [] }, output, ffmpegPath: defaultFfmpegPath(), spawn }).pipe(take(3), toArray()),
+        );
+        expect(frames).toHaveLength(3);
+      } finally {
+        for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+      for (const c of commands) expect(c).not.toMatch(/Pr0xyPw|S3cret|-http_proxy/);
+      expect(proxy.seen.length).toBeGreaterThan(0);
+      for (const s of proxy.seen) {
+        expect(s.auth).toBe(proxyAuth);
+        expect(s.target).toBe(tls ? `camera.invalid:${port}` : `http://camera.invalid:${port}/feed.ts`);
+      }
+      expect(cam.seen.map((s) => s.auth)).toContain('ok');
+      expect(cam.seen.map((s) => s.host)).toContain(`camera.invalid:${port}`);
+    }, 30_000);
+  }
+
+  it("no_proxy as ffmpeg reads it: '*', a host, a domain it ends in (a leading '.' or '*.' dropped), never a part of a name", () => {
+    expect(noProxyMatches('*', 'cam')).toBe(true);
+    expect(noProxyMatches('a.com, cam.local', 'cam.local')).toBe(true);
+    expect(noProxyMatches('.local', 'cam.local')).toBe(true);
+    expect(noProxyMatches('*.local', 'cam.local')).toBe(true);
+    expect(noProxyMatches('local', 'cam.local')).toBe(true);
+    expect(noProxyMatches('am.local', 'cam.local')).toBe(false);
+    expect(noProxyMatches(undefined, 'cam.local')).toBe(false);
+    expect(httpProxyOf(['-http_proxy', 'http://p:1'], { http_proxy: 'http://q:2', HTTP_PROXY: 'http://r:3' }).url).toBe('http://p:1');
+    expect(httpProxyOf([], { HTTP_PROXY: 'http://r:3' }).url).toBeUndefined();
+  });
 });
 
 describe("the relay's connect timer", () => {
