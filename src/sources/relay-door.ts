@@ -11,8 +11,14 @@ import { ThrottledLog, type LogFn } from '../core/log.js';
  */
 export type PeerOwner = 'own' | 'foreign' | 'missing' | 'unknown';
 
-/** Who owns the connection to the relay's `relayPort` from `peerPort` on loopback (peerOwner; tests give their own). */
-export type PeerCheck = (relayPort: number, peerPort: number, signal?: AbortSignal) => Promise<PeerOwner>;
+/** The other end of a connection to a relay, as the relay's socket names it (remoteAddress, remotePort): `127.0.0.2`, or v4-mapped `::ffff:127.0.0.2`. */
+export interface Peer {
+  address: string;
+  port: number;
+}
+
+/** Who owns the connection to the relay's `relayPort` from `peer` (peerOwner; tests give their own). */
+export type PeerCheck = (relayPort: number, peer: Peer, signal?: AbortSignal) => Promise<PeerOwner>;
 
 /** How long the tables are read again for a connection's socket before it is refused (`missing`), ms. */
 export const PEER_WAIT_MS = 2000;
@@ -37,30 +43,46 @@ export interface PeerLookup {
 
 const hex4 = (p: number) => p.toString(16).toUpperCase().padStart(4, '0');
 
-/**
- * 127.0.0.1 as the tables write it: IPv4 in the host's byte order (little- or big-endian), and
- * IPv6's ::ffff:127.0.0.1 (each 32-bit word in the host's byte order).
- */
-const RELAY_ADDRESSES = ['0100007F', '7F000001', '0000000000000000FFFF00000100007F', '00000000000000000000FFFF7F000001'];
-
 /** A TCP socket's state in the tables: TIME_WAIT's entries are the kernel's (uid 0), not a process's. */
 const TIME_WAIT = '06';
 
 /**
- * The owner's uid of the peer's socket in the tables' texts: the socket whose local port is
- * `peerPort` (from any loopback address: a peer may bind 127.0.0.2) and whose remote address is
- * the relay's 127.0.0.1:`relayPort`, in either family. `closed` when the only such socket is in
- * TIME_WAIT (its process closed it: the kernel's entry, uid 0, which nothing can read from);
- * undefined when no table lists it.
+ * The peer's socket as the tables write its local and remote address (`peer` → 127.0.0.1:`relayPort`),
+ * each form a [local, remote] pair: IPv4 in the host's byte order (little- or big-endian), and
+ * IPv6's v4-mapped `::ffff:a.b.c.d` (each 32-bit word in the host's byte order), for a socket
+ * connected from an IPv6 one. None for an address that is not IPv4 (no such socket reaches 127.0.0.1).
  */
-function ownerIn(tables: readonly string[], relayPort: number, peerPort: number): number | 'closed' | undefined {
-  const peer = `:${hex4(peerPort)}`;
-  const relays = RELAY_ADDRESSES.map((a) => `${a}:${hex4(relayPort)}`);
+function socketForms(relayPort: number, peer: Peer): [string, string][] {
+  const m = /^(?:::ffff:)?(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/i.exec(peer.address);
+  if (!m) return [];
+  const b = m.slice(1).map((x) => Number(x).toString(16).toUpperCase().padStart(2, '0'));
+  const forms: [string, string][] = [];
+  for (const [from, relay, mapped] of [
+    [b[3] + b[2] + b[1] + b[0], '0100007F', '0000000000000000FFFF0000'],
+    [b.join(''), '7F000001', '00000000000000000000FFFF'],
+  ]) {
+    forms.push([`${from}:${hex4(peer.port)}`, `${relay}:${hex4(relayPort)}`]);
+    forms.push([`${mapped}${from}:${hex4(peer.port)}`, `${mapped}${relay}:${hex4(relayPort)}`]);
+  }
+  return forms;
+}
+
+/**
+ * The owner's uid of the peer's socket in the tables' texts: the socket whose local address and
+ * port are the peer's, and whose remote address is the relay's 127.0.0.1:`relayPort`, in either
+ * family (socketForms). Its address too, not its port alone: another user's process may bind
+ * 127.0.0.2 (any loopback address, or the host's own) on the port of ffmpeg's connection and
+ * connect from there, and the table's first socket of that port, ffmpeg's, was taken for its
+ * own. `closed` when the only such socket is in TIME_WAIT (its process closed it: the kernel's
+ * entry, uid 0, which nothing can read from); undefined when no table lists it.
+ */
+function ownerIn(tables: readonly string[], relayPort: number, peer: Peer): number | 'closed' | undefined {
+  const forms = socketForms(relayPort, peer);
   let closed = false;
   for (const text of tables) {
     for (const line of text.split('\n')) {
       const f = line.trim().split(/\s+/);
-      if (!f[1]?.endsWith(peer) || !relays.includes(f[2])) continue;
+      if (!forms.some(([local, remote]) => f[1] === local && f[2] === remote)) continue;
       // (An earlier connection's TIME_WAIT entry may share the ports with a live one: the live one decides.)
       if (f[3] === TIME_WAIT) closed = true;
       else return Number(f[7]);
@@ -73,7 +95,7 @@ function ownerIn(tables: readonly string[], relayPort: number, peerPort: number)
 const listsSockets = (text: string) => /\n\s*\d+:/.test(text);
 
 /**
- * Who owns the process connected to `relayPort` on 127.0.0.1 from `peerPort` (PeerOwner): the
+ * Who owns the process connected to `relayPort` on 127.0.0.1 from `peer` (PeerOwner): the
  * uid of its socket in /proc/net/tcp and /proc/net/tcp6 (SOCKET_TABLES; one connected from an
  * IPv6 socket to ::ffff:127.0.0.1 is listed only in the second: read in the first alone, it was
  * never found, and served). The peer's socket is there before the relay accepts the connection
@@ -83,7 +105,7 @@ const listsSockets = (text: string) => /\n\s*\d+:/.test(text);
  * then it is `missing`, and refused. (It was served after 5 reads not finding it: any process
  * that kept its socket out of the table read got the camera's credentials.)
  */
-export async function peerOwner(relayPort: number, peerPort: number, o: PeerLookup = {}): Promise<PeerOwner> {
+export async function peerOwner(relayPort: number, peer: Peer, o: PeerLookup = {}): Promise<PeerOwner> {
   const uid = 'uid' in o ? o.uid : process.getuid?.();
   if (uid === undefined) return 'unknown';
   const read = o.read ?? ((path: string) => readFile(path, 'latin1').catch(() => undefined));
@@ -92,7 +114,7 @@ export async function peerOwner(relayPort: number, peerPort: number, o: PeerLook
   const start = now();
   for (let gap = PEER_READ_GAP_MS; ; gap = Math.min(gap * 2, PEER_READ_GAP_MAX_MS)) {
     const tables = (await Promise.all(SOCKET_TABLES.map(read))).filter((t): t is string => t !== undefined);
-    const owner = ownerIn(tables, relayPort, peerPort);
+    const owner = ownerIn(tables, relayPort, peer);
     // A peer that closed its socket (it may have sent a request first, which keeps its side of
     // the connection from reading as closed here until it is read) has nothing to be served.
     if (owner === 'closed') return 'missing';
@@ -175,7 +197,8 @@ export class RelayDoor {
     down.on('error', () => {});
     down.pause();
     const peerPort = down.remotePort;
-    if (peerPort === undefined) return void down.destroy();
+    const peerAddress = down.remoteAddress;
+    if (peerPort === undefined || peerAddress === undefined) return void down.destroy();
     if (this.pending >= MAX_PENDING) return this.refuse(down, peerPort, 'busy', `${MAX_PENDING} connections already wait for their owner to be found`);
     this.pending++;
     // Checked at once, decided in the order the connections came. A connection that closes
@@ -185,7 +208,7 @@ export class RelayDoor {
     const gone = new AbortController();
     const closed = new Promise<'closed'>((r) => down.once('close', () => r('closed')));
     down.once('close', () => gone.abort());
-    const check = Promise.race([this.peerCheck(this.relayPort, peerPort, gone.signal).catch((): PeerOwner => 'missing'), closed]);
+    const check = Promise.race([this.peerCheck(this.relayPort, { address: peerAddress, port: peerPort }, gone.signal).catch((): PeerOwner => 'missing'), closed]);
     this.decided = this.decided.then(() =>
       check.then((owner) => {
         this.pending--;

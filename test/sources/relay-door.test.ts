@@ -2,7 +2,7 @@ import { createServer, connect, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../src/core/errors.js';
 import { HttpRelay } from '../../src/sources/http-relay.js';
-import { MAX_PENDING, PEER_WAIT_MS, peerOwner, type PeerOwner } from '../../src/sources/relay-door.js';
+import { MAX_PENDING, PEER_WAIT_MS, peerOwner, type Peer, type PeerOwner } from '../../src/sources/relay-door.js';
 
 const HEADER = '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n';
 const HEADER6 = '  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n';
@@ -11,10 +11,12 @@ const hex = (p: number) => p.toString(16).toUpperCase().padStart(4, '0');
 /** A line of /proc/net/tcp: the socket `local` → `remote` (addresses as the table writes them), state `st`, owned by `uid`. */
 const row = (local: string, remote: string, uid: number, st = '01') => `   0: ${local} ${remote} ${st} 00000000:00000000 00:00000000 00000000 ${uid}        0 1 1 0000000000000000 20 4 30 10 -1\n`;
 const RELAY = 4000;
-const PEER = 40000;
+const PEER_PORT = 40000;
+/** The peer as the relay's socket names it (remoteAddress, remotePort). */
+const PEER: Peer = { address: '127.0.0.1', port: PEER_PORT };
 /** The peer's socket (127.0.0.1:PEER → 127.0.0.1:RELAY) and the relay's side of it. */
-const peerRow = (uid: number, st = '01') => row(`0100007F:${hex(PEER)}`, `0100007F:${hex(RELAY)}`, uid, st);
-const relaySide = row(`0100007F:${hex(RELAY)}`, `0100007F:${hex(PEER)}`, UID);
+const peerRow = (uid: number, st = '01', from = '0100007F') => row(`${from}:${hex(PEER_PORT)}`, `0100007F:${hex(RELAY)}`, uid, st);
+const relaySide = row(`0100007F:${hex(RELAY)}`, `0100007F:${hex(PEER_PORT)}`, UID);
 const listener = row(`0100007F:${hex(RELAY)}`, '00000000:0000', UID, '0A');
 
 /** A lookup over tables that change from read to read (`tcp(i)`, `tcp6(i)` for the i-th read), on a virtual clock: sleeping advances it. */
@@ -51,6 +53,22 @@ describe("peerOwner: the owner of a connection to a relay, from the kernel's soc
     expect(await peerOwner(RELAY, PEER, tables(() => HEADER + listener + peerRow(0, '06') + peerRow(UID + 1)).lookup)).toBe('foreign');
   });
 
+  it("the peer's socket is the one of its address too: another user's bound to 127.0.0.2 on the port of ffmpeg's own connection is not taken for ffmpeg's", async () => {
+    // ffmpeg's 127.0.0.1:P → relay, and another user's 127.0.0.2:P → relay (the same port from
+    // another loopback address: any local process may bind it): each is its own, whichever the table lists first.
+    const both = HEADER + listener + peerRow(UID) + peerRow(UID + 1, '01', '0200007F') + relaySide;
+    expect(await peerOwner(RELAY, { address: '127.0.0.2', port: PEER_PORT }, tables(() => both).lookup)).toBe('foreign');
+    expect(await peerOwner(RELAY, PEER, tables(() => both).lookup)).toBe('own');
+    const reversed = HEADER + listener + peerRow(UID + 1) + peerRow(UID, '01', '0200007F');
+    expect(await peerOwner(RELAY, { address: '127.0.0.2', port: PEER_PORT }, tables(() => reversed).lookup)).toBe('own');
+    // From an IPv6 socket (Node may name the address v4-mapped), in tcp6.
+    const six = HEADER6 + row(`0000000000000000FFFF00000100007F:${hex(PEER_PORT)}`, `0000000000000000FFFF00000100007F:${hex(RELAY)}`, UID) + row(`0000000000000000FFFF00000200007F:${hex(PEER_PORT)}`, `0000000000000000FFFF00000100007F:${hex(RELAY)}`, UID + 1);
+    expect(await peerOwner(RELAY, { address: '::ffff:127.0.0.2', port: PEER_PORT }, tables(() => HEADER + listener, () => six).lookup)).toBe('foreign');
+    expect(await peerOwner(RELAY, { address: '127.0.0.2', port: PEER_PORT }, tables(() => HEADER + listener, () => six).lookup)).toBe('foreign');
+    // An address that is no IPv4 one cannot be looked up: refused, never served.
+    expect(await peerOwner(RELAY, { address: '::1', port: PEER_PORT }, tables(() => both).lookup)).toBe('missing');
+  });
+
   it('a lookup whose connection closed stops at its next read (`missing`)', async () => {
     const gone = new AbortController();
     const t = tables((i) => {
@@ -64,9 +82,9 @@ describe("peerOwner: the owner of a connection to a relay, from the kernel's soc
 
   it('a peer connected from an IPv6 socket to ::ffff:127.0.0.1 is found in /proc/net/tcp6 (it was never found, and served)', async () => {
     const mapped = (a: string) => `0000000000000000FFFF0000${a}`;
-    const six = HEADER6 + row(`${mapped('0100007F')}:${hex(PEER)}`, `${mapped('0100007F')}:${hex(RELAY)}`, UID + 1);
+    const six = HEADER6 + row(`${mapped('0100007F')}:${hex(PEER_PORT)}`, `${mapped('0100007F')}:${hex(RELAY)}`, UID + 1);
     expect(await peerOwner(RELAY, PEER, tables(() => HEADER + listener + relaySide, () => six).lookup)).toBe('foreign');
-    const bigEndian = HEADER6 + row(`00000000000000000000FFFF7F000001:${hex(PEER)}`, `00000000000000000000FFFF7F000001:${hex(RELAY)}`, UID);
+    const bigEndian = HEADER6 + row(`00000000000000000000FFFF7F000001:${hex(PEER_PORT)}`, `00000000000000000000FFFF7F000001:${hex(RELAY)}`, UID);
     expect(await peerOwner(RELAY, PEER, tables(() => HEADER + listener, () => bigEndian).lookup)).toBe('own');
   });
 
@@ -101,8 +119,11 @@ describe("peerOwner: the owner of a connection to a relay, from the kernel's soc
     await Promise.all([four, six].map((s) => new Promise((r) => s.on('connect', r))));
     try {
       for (const s of [four, six]) {
-        expect(await peerOwner(port, s.localPort!)).toBe('own');
-        expect(await peerOwner(port, s.localPort!, { uid: process.getuid!() + 1 })).toBe('foreign');
+        const peer = { address: s.localAddress!, port: s.localPort! };
+        expect(await peerOwner(port, peer)).toBe('own');
+        expect(await peerOwner(port, peer, { uid: process.getuid!() + 1 })).toBe('foreign');
+        // The same port from another address is another socket: not found.
+        expect(await peerOwner(port, { address: '127.0.0.3', port: s.localPort! }, { signal: AbortSignal.abort() })).toBe('missing');
       }
     } finally {
       four.destroy();
@@ -191,7 +212,7 @@ describe("a relay's door (RelayDoor, through the HTTP relay)", () => {
     let calls = 0;
     const { lines, open } = await relayTo(camera.port, {
       // The first lookup never answers (a socket not found); the second is ffmpeg's.
-      peerCheck: ((_relay: number, _peer: number, signal?: AbortSignal) => {
+      peerCheck: ((_relay: number, _peer: Peer, signal?: AbortSignal) => {
         signals.push(signal!);
         return calls++ === 0 ? new Promise<PeerOwner>(() => {}) : Promise.resolve<PeerOwner>('own');
       }) as () => Promise<PeerOwner>,
@@ -203,6 +224,17 @@ describe("a relay's door (RelayDoor, through the HTTP relay)", () => {
     open();
     await until(() => camera.held.length === 1);
     expect(lines).toHaveLength(0);
+  });
+
+  it("the door looks up the peer by its address and port (a connection from 127.0.0.2 is looked up as 127.0.0.2's)", async () => {
+    const camera = await silentCamera();
+    const asked: Peer[] = [];
+    const { relay } = await relayTo(camera.port, { peerCheck: (async (_relay: number, peer: Peer) => (asked.push(peer), 'own')) as () => Promise<PeerOwner> });
+    const s = connect({ port: relay['door'].port, host: '127.0.0.1', localAddress: '127.0.0.2' }).on('error', () => {});
+    closers.push(() => s.destroy());
+    await until(() => camera.held.length === 1);
+    await new Promise((r) => (s.localPort ? r(0) : s.once('connect', r)));
+    expect(asked).toEqual([{ address: '127.0.0.2', port: s.localPort }]);
   });
 
   it('at most MAX_PENDING wait for their owner to be found: one more is refused at once', async () => {
