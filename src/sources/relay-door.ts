@@ -31,7 +31,7 @@ export const SOCKET_TABLES = ['/proc/net/tcp', '/proc/net/tcp6'] as const;
 
 /** What peerOwner reads and waits with (tests give a table that changes from read to read, and a virtual clock). */
 export interface PeerLookup {
-  /** A table's text, or undefined where there is none. */
+  /** A table's text, or undefined where there is none (ENOENT: not Linux; tcp6 without IPv6); rejects where it cannot be read now (EMFILE). */
   read?: (path: string) => Promise<string | undefined>;
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
@@ -91,6 +91,14 @@ function ownerIn(tables: readonly string[], relayPort: number, peer: Peer): numb
   return closed ? 'closed' : undefined;
 }
 
+/** A table's text; undefined where there is none (ENOENT); any other failure rejects (peerOwner reads again). */
+export function readTable(path: string): Promise<string | undefined> {
+  return readFile(path, 'latin1').catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOENT') return undefined;
+    throw e;
+  });
+}
+
 /** Whether a table's text lists any socket (a header line and one more): WSL 1's list none. */
 const listsSockets = (text: string) => /\n\s*\d+:/.test(text);
 
@@ -108,19 +116,22 @@ const listsSockets = (text: string) => /\n\s*\d+:/.test(text);
 export async function peerOwner(relayPort: number, peer: Peer, o: PeerLookup = {}): Promise<PeerOwner> {
   const uid = 'uid' in o ? o.uid : process.getuid?.();
   if (uid === undefined) return 'unknown';
-  const read = o.read ?? ((path: string) => readFile(path, 'latin1').catch(() => undefined));
+  const read = o.read ?? readTable;
   const now = o.now ?? Date.now;
   const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const start = now();
   for (let gap = PEER_READ_GAP_MS; ; gap = Math.min(gap * 2, PEER_READ_GAP_MAX_MS)) {
-    const tables = (await Promise.all(SOCKET_TABLES.map(read))).filter((t): t is string => t !== undefined);
+    const reads = await Promise.allSettled(SOCKET_TABLES.map(read));
+    const tables = reads.flatMap((r) => (r.status === 'fulfilled' && r.value !== undefined ? [r.value] : []));
     const owner = ownerIn(tables, relayPort, peer);
     // A peer that closed its socket (it may have sent a request first, which keeps its side of
     // the connection from reading as closed here until it is read) has nothing to be served.
     if (owner === 'closed') return 'missing';
     if (owner !== undefined) return owner === uid ? 'own' : 'foreign';
-    // No tables (not Linux), or tables that list no sockets at all (WSL 1): they cannot tell.
-    if (!tables.some(listsSockets)) return 'unknown';
+    // No tables (not Linux), or tables that list no sockets at all (WSL 1): they cannot tell. A
+    // table that could not be read (EMFILE) tells nothing: it was taken for none, and any local
+    // process connecting while argus was out of file descriptors was served.
+    if (reads.every((r) => r.status === 'fulfilled') && !tables.some(listsSockets)) return 'unknown';
     const left = start + PEER_WAIT_MS - now();
     if (left <= 0 || o.signal?.aborted) return 'missing';
     await sleep(Math.min(gap, left));

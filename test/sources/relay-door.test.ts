@@ -2,7 +2,7 @@ import { createServer, connect, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../src/core/errors.js';
 import { HttpRelay } from '../../src/sources/http-relay.js';
-import { MAX_PENDING, PEER_WAIT_MS, peerOwner, type Peer, type PeerOwner } from '../../src/sources/relay-door.js';
+import { MAX_PENDING, PEER_WAIT_MS, peerOwner, readTable, type Peer, type PeerOwner } from '../../src/sources/relay-door.js';
 
 const HEADER = '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n';
 const HEADER6 = '  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n';
@@ -107,6 +107,22 @@ describe("peerOwner: the owner of a connection to a relay, from the kernel's soc
     expect(await peerOwner(RELAY, PEER, tables(() => undefined, () => undefined).lookup)).toBe('unknown');
     expect(await peerOwner(RELAY, PEER, tables(() => HEADER).lookup)).toBe('unknown');
     expect(await peerOwner(RELAY, PEER, { ...tables(() => HEADER + peerRow(UID)).lookup, uid: undefined })).toBe('unknown');
+  });
+
+  it('a table that cannot be read (EMFILE: argus out of file descriptors) tells nothing: the socket is looked for again, and refused if never read, not served as `unknown`', async () => {
+    const emfile = () => Promise.reject(Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' }));
+    const never = tables(() => HEADER);
+    expect(await peerOwner(RELAY, PEER, { ...never.lookup, read: emfile })).toBe('missing');
+    // One table read, the other not: no verdict from the one alone (it may not be the peer's).
+    const half = tables(() => HEADER);
+    expect(await peerOwner(RELAY, PEER, { ...half.lookup, read: (path) => (path.endsWith('6') ? half.lookup.read(path) : emfile()) })).toBe('missing');
+    // A read that failed once, then the socket found.
+    let failed = 0;
+    const later = tables(() => HEADER + listener + relaySide + peerRow(UID + 1));
+    expect(await peerOwner(RELAY, PEER, { ...later.lookup, read: (path) => (failed++ === 0 ? emfile() : later.lookup.read(path)) })).toBe('foreign');
+    // The tables' own reader: only a table that is not there (ENOENT) is none; any other failure is one (it read as none, and was served).
+    expect(await readTable('/proc/no-such-table')).toBeUndefined();
+    await expect(readTable('/proc')).rejects.toMatchObject({ code: 'EISDIR' });
   });
 
   it("in the kernel's own tables: this process's connections are found, over IPv4 and from an IPv6 socket to ::ffff:127.0.0.1, and taken for another user's under another uid", async () => {
