@@ -29,10 +29,13 @@ const PEER_READ_GAP_MAX_MS = 250;
 /** The kernel's tables of TCP sockets: IPv4, and IPv6, where an IPv6 socket connected to ::ffff:127.0.0.1 is listed. */
 export const SOCKET_TABLES = ['/proc/net/tcp', '/proc/net/tcp6'] as const;
 
+/** A socket table's text: as the kernel wrote it (its bytes, searched as they are), or a string (tests). */
+export type SocketTable = string | Buffer;
+
 /** What peerOwner reads and waits with (tests give a table that changes from read to read, and a virtual clock). */
 export interface PeerLookup {
   /** A table's text, or undefined where there is none (ENOENT: not Linux; tcp6 without IPv6); rejects where it cannot be read now (EMFILE). */
-  read?: (path: string) => Promise<string | undefined>;
+  read?: (path: string) => Promise<SocketTable | undefined>;
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
   /** This process's user id; undefined where there is none (not POSIX). */
@@ -75,32 +78,81 @@ function socketForms(relayPort: number, peer: Peer): [string, string][] {
  * connect from there, and the table's first socket of that port, ffmpeg's, was taken for its
  * own. `closed` when the only such socket is in TIME_WAIT (its process closed it: the kernel's
  * entry, uid 0, which nothing can read from); undefined when no table lists it.
+ *
+ * The socket's two addresses are searched for in the text as it is (`local remote `, after a
+ * space), and only its line is read: a host with many sockets has long tables (13 MB for 100 000),
+ * and each line split and compared took 140 ms of the event loop for one lookup at that size,
+ * 20 ms at 10 000, for every connection any local process makes to a relay.
  */
-function ownerIn(tables: readonly string[], relayPort: number, peer: Peer): number | 'closed' | undefined {
-  const forms = socketForms(relayPort, peer);
+function ownerIn(tables: readonly SocketTable[], relayPort: number, peer: Peer): number | 'closed' | undefined {
+  const needles = socketForms(relayPort, peer).map(([local, remote]) => `${local} ${remote} `);
   let closed = false;
   for (const text of tables) {
-    for (const line of text.split('\n')) {
-      const f = line.trim().split(/\s+/);
-      if (!forms.some(([local, remote]) => f[1] === local && f[2] === remote)) continue;
-      // (An earlier connection's TIME_WAIT entry may share the ports with a live one: the live one decides.)
-      if (f[3] === TIME_WAIT) closed = true;
-      else return Number(f[7]);
+    for (const needle of needles) {
+      for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + needle.length)) {
+        if (charCode(text, at - 1) !== SPACE) continue;
+        const end = text.indexOf('\n', at);
+        // st tx_queue:rx_queue tr:tm->when retrnsmt uid …
+        const f = slice(text, at + needle.length, end < 0 ? text.length : end).trim().split(/\s+/);
+        // (An earlier connection's TIME_WAIT entry may share the addresses with a live one: the live one decides.)
+        if (f[0] === TIME_WAIT) closed = true;
+        else return Number(f[4]);
+      }
     }
   }
   return closed ? 'closed' : undefined;
 }
 
-/** A table's text; undefined where there is none (ENOENT); any other failure rejects (peerOwner reads again). */
-export function readTable(path: string): Promise<string | undefined> {
-  return readFile(path, 'latin1').catch((e: NodeJS.ErrnoException) => {
+const SPACE = 0x20;
+const charCode = (text: SocketTable, at: number) => (typeof text === 'string' ? text.charCodeAt(at) : text[at]);
+const slice = (text: SocketTable, from: number, to: number) => (typeof text === 'string' ? text.slice(from, to) : text.toString('latin1', from, to));
+
+/** A table's bytes; undefined where there is none (ENOENT); any other failure rejects (peerOwner reads again). */
+export function readTable(path: string): Promise<Buffer | undefined> {
+  return readFile(path).catch((e: NodeJS.ErrnoException) => {
     if (e.code === 'ENOENT') return undefined;
     throw e;
   });
 }
 
-/** Whether a table's text lists any socket (a header line and one more): WSL 1's list none. */
-const listsSockets = (text: string) => /\n\s*\d+:/.test(text);
+/**
+ * `read`, shared: a read asked for while one of the same table runs waits for the next one to
+ * start (one started after it was asked: the peer's socket, there before its connection was
+ * accepted, is in it), which every read asked for meanwhile shares. So at most one read of each
+ * table runs at once, however many connections wait for their owner: the kernel writes the whole
+ * table for each (150 ms for 18 000 sockets, on a thread of libuv's pool of 4, which argus's file
+ * writes share), and each connection any local process made read both tables at least once.
+ */
+export function sharedReads<T>(read: (path: string) => Promise<T>): (path: string) => Promise<T> {
+  const reads = new Map<string, { running?: Promise<T>; next?: Promise<T> }>();
+  return (path) => {
+    let r = reads.get(path);
+    if (!r) reads.set(path, (r = {}));
+    const at = r;
+    const start = (): Promise<T> => {
+      const p: Promise<T> = read(path).finally(() => {
+        if (at.running === p) at.running = undefined;
+      });
+      return (at.running = p);
+    };
+    if (!at.running) return start();
+    const after = () => {
+      at.next = undefined;
+      // (One another lookup started once the last ended began after these were asked for: shared.)
+      return at.running ?? start();
+    };
+    return (at.next ??= at.running.then(after, after));
+  };
+}
+
+/** The tables as every lookup reads them (readTable, sharedReads). */
+const readShared = sharedReads(readTable);
+
+/** Whether a table's text lists any socket (a line after the header): WSL 1's list none. */
+function listsSockets(text: SocketTable): boolean {
+  const nl = text.indexOf('\n');
+  return nl >= 0 && /^\s*\d+:/.test(slice(text, nl + 1, nl + 33));
+}
 
 /**
  * Who owns the process connected to `relayPort` on 127.0.0.1 from `peer` (PeerOwner): the
@@ -116,7 +168,7 @@ const listsSockets = (text: string) => /\n\s*\d+:/.test(text);
 export async function peerOwner(relayPort: number, peer: Peer, o: PeerLookup = {}): Promise<PeerOwner> {
   const uid = 'uid' in o ? o.uid : process.getuid?.();
   if (uid === undefined) return 'unknown';
-  const read = o.read ?? readTable;
+  const read = o.read ?? readShared;
   const now = o.now ?? Date.now;
   const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const start = now();

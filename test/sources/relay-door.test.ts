@@ -2,7 +2,7 @@ import { createServer, connect, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../src/core/errors.js';
 import { HttpRelay } from '../../src/sources/http-relay.js';
-import { MAX_PENDING, PEER_WAIT_MS, peerOwner, readTable, type Peer, type PeerOwner } from '../../src/sources/relay-door.js';
+import { MAX_PENDING, PEER_WAIT_MS, peerOwner, readTable, sharedReads, type Peer, type PeerOwner } from '../../src/sources/relay-door.js';
 
 const HEADER = '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n';
 const HEADER6 = '  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n';
@@ -123,6 +123,40 @@ describe("peerOwner: the owner of a connection to a relay, from the kernel's soc
     // The tables' own reader: only a table that is not there (ENOENT) is none; any other failure is one (it read as none, and was served).
     expect(await readTable('/proc/no-such-table')).toBeUndefined();
     await expect(readTable('/proc')).rejects.toMatchObject({ code: 'EISDIR' });
+  });
+
+  it("only the socket's own line is read: its addresses after a space (not inside a longer address), in a table given as bytes", async () => {
+    // An IPv6 socket whose address ends as the peer's IPv4 one does, another user's: not the peer's.
+    const lookalike = HEADER6 + row(`0000000000000000FFFF00000100007F:${hex(PEER_PORT)}`, `0100007F:${hex(RELAY)}`, UID + 1);
+    const t = tables(() => HEADER + listener + relaySide, () => lookalike);
+    expect(await peerOwner(RELAY, PEER, { ...t.lookup, signal: AbortSignal.abort() })).toBe('missing');
+    const many = HEADER + Array.from({ length: 5000 }, (_, i) => row(`0100007F:${hex(10000 + i)}`, `0100007F:${hex(RELAY)}`, UID + 1)).join('') + peerRow(UID, '06') + peerRow(UID);
+    const bytes = { ...tables(() => HEADER).lookup, read: async (path: string) => (path.endsWith('6') ? undefined : Buffer.from(many, 'latin1')) };
+    expect(await peerOwner(RELAY, PEER, bytes)).toBe('own');
+    expect(await peerOwner(RELAY, { address: '127.0.0.1', port: 10007 }, bytes)).toBe('foreign');
+  });
+
+  it('the tables are read once at a time, however many lookups wait: each asked for while a read runs shares the next read (one started after it was asked)', async () => {
+    const started: { path: string; done: (text: string) => void }[] = [];
+    const read = sharedReads((path: string) => new Promise<string>((done) => started.push({ path, done })));
+    const first = read('/t');
+    const waiting = Array.from({ length: 10 }, () => read('/t'));
+    const other = read('/t6');
+    expect(started.map((s) => s.path)).toEqual(['/t', '/t6']);
+    started[0].done('before');
+    expect(await first).toBe('before');
+    await new Promise((r) => setImmediate(r));
+    // The ten share one read, started once the first ended (the first's text may predate their sockets).
+    expect(started.map((s) => s.path)).toEqual(['/t', '/t6', '/t']);
+    started[2].done('after');
+    expect(await Promise.all(waiting)).toEqual(Array(10).fill('after'));
+    started[1].done('six');
+    expect(await other).toBe('six');
+    // Nothing runs: the next asks anew.
+    const again = read('/t');
+    expect(started).toHaveLength(4);
+    started[3].done('again');
+    expect(await again).toBe('again');
   });
 
   it("in the kernel's own tables: this process's connections are found, over IPv4 and from an IPv6 socket to ::ffff:127.0.0.1, and taken for another user's under another uid", async () => {
