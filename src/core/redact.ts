@@ -66,14 +66,82 @@ const SECRET_NAMES = new Set(
 
 /** `rtsp://admin:hunter2@cam/stream?token=abc` → `rtsp://***@cam/stream?token=***` (also with one slash: a mistyped URL, read as a path, is named in errors). */
 export function redact(text: string): string {
-  if (secrets.size > 0) text = starKnown(text);
-  if (text.indexOf(':/') < 0 && text.indexOf('=') < 0) return text;
-  return text
-    .replace(USERINFO, (_m, scheme: string, info: string) => (info ? `${scheme}***@` : `${scheme}@`))
-    .replace(CUT_USERINFO, (m, scheme: string, info: string) => (info.includes(':') ? `${scheme}***@` : m))
-    .replace(PARAM, (m, sep: string, name: string) => (SECRET_NAMES.has(paramName(name)) ? `${sep}${name}=***` : m))
-    // A secret value with '#' in it (SRT's passphrase=abc#def: ffmpeg reads it whole, to '&').
-    .replace(SECRET_REST, '=***');
+  if (secrets.size === 0) return starred(text, patternRanges(text));
+  // The remembered secrets first (the patterns may stop inside one: `s"}t`), and the patterns in
+  // what is left; and the patterns in the text as it came too: a secret may be the very text a
+  // pattern reads (a camera's password `password`, `token` or `rtsp`), and starred first it hid
+  // the `?password=` or `rtsp://` of another URL (a camera's redirect), whose secret was printed.
+  const known = knownRanges(text);
+  if (!known.length) return starred(text, patternRanges(text));
+  const once = starred(text, known);
+  const after = patternRanges(once).map(([from, to]): Range => [original(known, from, 'from'), original(known, to, 'to')]);
+  return starred(text, [...known, ...after, ...patternRanges(text)]);
+}
+
+/** A part of a text to be starred, [from, to): `***` in its place (an empty one: `***` put there). */
+type Range = [number, number];
+
+/** `text` with each range (merged where they touch or overlap) replaced by `***`. */
+function starred(text: string, ranges: Range[]): string {
+  if (!ranges.length) return text;
+  ranges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let out = '';
+  let done = 0;
+  let [from, to] = ranges[0];
+  for (const [f, t] of ranges) {
+    if (f <= to) {
+      to = Math.max(to, t);
+      continue;
+    }
+    out += `${text.slice(done, from)}***`;
+    done = to;
+    [from, to] = [f, t];
+  }
+  return `${out}${text.slice(done, from)}***${text.slice(to)}`;
+}
+
+/**
+ * A place in the text the `known` ranges were starred in (each `***`), as a place in the text
+ * before: one inside a `***` is its range's start (`from`) or end (`to`).
+ */
+function original(known: readonly Range[], at: number, end: 'from' | 'to'): number {
+  let shift = 0;
+  for (const [f, t] of known) {
+    const star = f + shift;
+    if (at <= star) break;
+    if (at < star + 3 || (at === star + 3 && end === 'to')) return end === 'from' ? f : t;
+    shift += 3 - (t - f);
+  }
+  return at - shift;
+}
+
+/**
+ * The parts of `text` the patterns star: the user-info of a URL (USERINFO, CUT_USERINFO), the
+ * value of a secret query parameter (PARAM, with what follows a '#' in it: SRT's
+ * `passphrase=abc#def`, which ffmpeg reads whole, to '&'), and what follows `=***#`.
+ */
+function patternRanges(text: string): Range[] {
+  if (text.indexOf(':/') < 0 && text.indexOf('=') < 0) return [];
+  const ranges: Range[] = [];
+  const inside = (at: number) => ranges.some(([f, t]) => at >= f && at < t);
+  for (const m of text.matchAll(USERINFO)) {
+    const from = m.index + m[1].length;
+    if (m[2]) ranges.push([from, from + m[2].length]);
+  }
+  for (const m of text.matchAll(CUT_USERINFO)) {
+    const from = m.index + m[1].length;
+    if (m[2].includes(':') && !inside(m.index)) ranges.push([from, from + m[2].length]);
+  }
+  const users = ranges.length;
+  for (const m of text.matchAll(PARAM)) {
+    if (!SECRET_NAMES.has(paramName(m[2])) || ranges.slice(0, users).some(([f, t]) => m.index >= f && m.index < t)) continue;
+    const from = m.index + m[1].length + m[2].length + 1;
+    let to = m.index + m[0].length;
+    if (text[to] === '#') to += /^#[^&\s'"]*/.exec(text.slice(to, to + 4096))![0].length;
+    ranges.push([from, to]);
+  }
+  for (const m of text.matchAll(SECRET_REST)) ranges.push([m.index + 1, m.index + m[0].length]);
+  return ranges;
 }
 
 /** Secrets shorter than this are not looked for alone (`1` would star every digit); the patterns still find them in a URL. */
@@ -109,14 +177,13 @@ function knownKey(text: string, at: number): number {
 }
 
 /**
- * `text` with each form of each remembered secret replaced by `***`: at each place, the longest
- * form that starts there. One pass over the text, looking up only the places whose character
+ * Where the forms of the remembered secrets are in `text`: at each place, the longest form that
+ * starts there. One pass over the text, looking up only the places whose character
  * starts a form, whatever the number of secrets: one pattern of every form (4096 secrets, 12 forms
  * each) took a second to make again after each secret remembered, and 110 ms for 100 KB of text.
  */
-function starKnown(text: string): string {
-  let out = '';
-  let from = 0;
+function knownRanges(text: string): Range[] {
+  const ranges: Range[] = [];
   for (let at = 0; at <= text.length - MIN_SECRET_LENGTH; ) {
     const bucket = starts[text.charCodeAt(at)] ? byKey.get(knownKey(text, at)) : undefined;
     const length = bucket?.lengths.find((l) => at + l <= text.length && bucket.forms.get(l)!.has(text.slice(at, at + l)));
@@ -124,11 +191,10 @@ function starKnown(text: string): string {
       at++;
       continue;
     }
-    out += `${text.slice(from, at)}***`;
+    ranges.push([at, at + length]);
     at += length;
-    from = at;
   }
-  return from === 0 ? text : out + text.slice(from);
+  return ranges;
 }
 
 function addForm(form: string): void {

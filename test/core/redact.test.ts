@@ -142,6 +142,26 @@ describe('secrets argus was given', () => {
     for (const v of Object.values(env)) expect(out).not.toContain(JSON.stringify(v).slice(1, -1));
   });
 
+  it.each([
+    // A camera whose password is the very text a pattern reads; another URL in the same text (a redirect: argus was not given its secret).
+    ['password', 'cam-b redirected ffmpeg to http://cdn.example/s.m3u8?password=Xk2', 'cam-b redirected ffmpeg to http://cdn.example/s.m3u8?***=***'],
+    ['token', 'cam-b redirected ffmpeg to http://cdn.example/s.m3u8?token=eyJhbGciOi.J9.sig&x=1', 'cam-b redirected ffmpeg to http://cdn.example/s.m3u8?***=***&x=1'],
+    ['rtsp', 'ffmpeg: rtsp://admin:Zq9@cam-b/x: 401', 'ffmpeg: ***://***@cam-b/x: 401'],
+    ['admin', 'ffmpeg: rtsp://admin:Zq9@cam-b/x?pwd=ab1#c: 401', 'ffmpeg: rtsp://***@cam-b/x?pwd=*** 401'],
+    ['pass', 'SRT srt://h:9000?passphrase=abc#def&x=1', 'SRT srt://h:9000?***phrase=***&x=1'],
+  ])('a password %j that is text a pattern reads does not hide another secret from it', (password, text, want) => {
+    rememberUrlSecrets(`rtsp://admin:${password}@cam-a/live`);
+    expect(redact(text)).toBe(want);
+    // (The password itself is starred wherever it appears, as any remembered secret.)
+    expect(redact(`x ${password} y`)).toBe('x *** y');
+  });
+
+  it('a password no pattern bounds is starred with the user-info around it, as before', () => {
+    rememberUrlSecrets('rtsp://admin:s"}t@cam/x');
+    expect(redact('ffmpeg: rtsp://admin:s"}t@cam/x: 401; again s"}t')).toBe('ffmpeg: rtsp://***@cam/x: 401; again ***');
+    expect(redact('{"u":"rtsp://admin:s\\"}t@cam/x","n":1}')).toBe('{"u":"rtsp://***@cam/x","n":1}');
+  });
+
   it('short secrets are left to the patterns; the oldest are forgotten past the limit', () => {
     rememberSecret('abc');
     expect(redact('abc')).toBe('abc');
