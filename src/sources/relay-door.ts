@@ -48,6 +48,14 @@ const hex4 = (p: number) => p.toString(16).toUpperCase().padStart(4, '0');
 
 /** A TCP socket's state in the tables: TIME_WAIT's entries are the kernel's (uid 0), not a process's. */
 const TIME_WAIT = '06';
+/**
+ * The inode of a socket no process holds: its process closed it (FIN_WAIT1, FIN_WAIT2, CLOSING,
+ * LAST_ACK after close; the kernel lists a FIN_WAIT2 one as its own, uid 0). A local process that
+ * connected, sent a request and closed at once, before argus accepted the connection (its event
+ * loop busy), was found as uid 0 in FIN_WAIT2: argus run as root took it for its own, and the
+ * camera got the request with the relay's credentials added (`GET /cgi-bin/reboot.cgi`, blind).
+ */
+const NO_INODE = '0';
 
 /**
  * The peer's socket as the tables write its local and remote address (`peer` → 127.0.0.1:`relayPort`),
@@ -76,8 +84,8 @@ function socketForms(relayPort: number, peer: Peer): [string, string][] {
  * family (socketForms). Its address too, not its port alone: another user's process may bind
  * 127.0.0.2 (any loopback address, or the host's own) on the port of ffmpeg's connection and
  * connect from there, and the table's first socket of that port, ffmpeg's, was taken for its
- * own. `closed` when the only such socket is in TIME_WAIT (its process closed it: the kernel's
- * entry, uid 0, which nothing can read from); undefined when no table lists it.
+ * own. `closed` when the only such socket is in TIME_WAIT or no process holds it (NO_INODE: its
+ * process closed it; nothing can read from it); undefined when no table lists it.
  *
  * The socket's two addresses are searched for in the text as it is (`local remote `, after a
  * space), and only its line is read: a host with many sockets has long tables (13 MB for 100 000),
@@ -92,10 +100,10 @@ function ownerIn(tables: readonly SocketTable[], relayPort: number, peer: Peer):
       for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + needle.length)) {
         if (charCode(text, at - 1) !== SPACE) continue;
         const end = text.indexOf('\n', at);
-        // st tx_queue:rx_queue tr:tm->when retrnsmt uid …
+        // st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode …
         const f = slice(text, at + needle.length, end < 0 ? text.length : end).trim().split(/\s+/);
-        // (An earlier connection's TIME_WAIT entry may share the addresses with a live one: the live one decides.)
-        if (f[0] === TIME_WAIT) closed = true;
+        // (An earlier connection's entry may share the addresses with a live one: the live one decides.)
+        if (f[0] === TIME_WAIT || f[6] === NO_INODE) closed = true;
         else return Number(f[4]);
       }
     }

@@ -9,7 +9,7 @@ const HEADER6 = '  sl  local_address                         remote_address     
 const UID = 1000;
 const hex = (p: number) => p.toString(16).toUpperCase().padStart(4, '0');
 /** A line of /proc/net/tcp: the socket `local` → `remote` (addresses as the table writes them), state `st`, owned by `uid`. */
-const row = (local: string, remote: string, uid: number, st = '01') => `   0: ${local} ${remote} ${st} 00000000:00000000 00:00000000 00000000 ${uid}        0 1 1 0000000000000000 20 4 30 10 -1\n`;
+const row = (local: string, remote: string, uid: number, st = '01', inode = 1) => `   0: ${local} ${remote} ${st} 00000000:00000000 00:00000000 00000000 ${uid}        0 ${inode} 1 0000000000000000 20 4 30 10 -1\n`;
 const RELAY = 4000;
 const PEER_PORT = 40000;
 /** The peer as the relay's socket names it (remoteAddress, remotePort). */
@@ -67,6 +67,17 @@ describe("peerOwner: the owner of a connection to a relay, from the kernel's soc
     expect(await peerOwner(RELAY, { address: '127.0.0.2', port: PEER_PORT }, tables(() => HEADER + listener, () => six).lookup)).toBe('foreign');
     // An address that is no IPv4 one cannot be looked up: refused, never served.
     expect(await peerOwner(RELAY, { address: '::1', port: PEER_PORT }, tables(() => both).lookup)).toBe('missing');
+  });
+
+  it("a socket its process closed (inode 0: FIN_WAIT2 after it sent a request and closed, uid 0 in the table) is no one's, even for argus run as root", async () => {
+    const closedPeer = (st: string) => row(`0100007F:${hex(PEER_PORT)}`, `0100007F:${hex(RELAY)}`, 0, st, 0);
+    for (const st of ['05', '04', '08', '0B']) {
+      const t = tables(() => HEADER + listener + relaySide + closedPeer(st));
+      expect(await peerOwner(RELAY, PEER, { ...t.lookup, uid: 0 }), st).toBe('missing');
+      expect(t.reads).toBe(1);
+    }
+    // A live one beside it decides.
+    expect(await peerOwner(RELAY, PEER, { ...tables(() => HEADER + closedPeer('05') + peerRow(0)).lookup, uid: 0 })).toBe('own');
   });
 
   it('a lookup whose connection closed stops at its next read (`missing`)', async () => {
