@@ -291,7 +291,7 @@ describe("a relay's door (RelayDoor, through the HTTP relay)", () => {
     const camera = await silentCamera();
     const asked: Peer[] = [];
     const { relay } = await relayTo(camera.port, { peerCheck: (async (_relay: number, peer: Peer) => (asked.push(peer), 'own')) as () => Promise<PeerOwner> });
-    const s = connect({ port: relay['door'].port, host: '127.0.0.1', localAddress: '127.0.0.2' }).on('error', () => {});
+    const s = connect({ port: relay['main'].door.port, host: '127.0.0.1', localAddress: '127.0.0.2' }).on('error', () => {});
     closers.push(() => s.destroy());
     await until(() => camera.held.length === 1);
     await new Promise((r) => (s.localPort ? r(0) : s.once('connect', r)));
