@@ -251,21 +251,26 @@ export class HttpRelay {
       up?.destroy();
       forget();
     });
+    // The camera reached: the timer is over (left running, it cut every connection 10 s in).
+    const reached = (s: Socket) => {
+      clearTimeout(timer);
+      this.relayed(down, s, route, proxy);
+    };
     const tls = (socket?: Socket) =>
       tlsConnect({ ...(socket ? { socket } : { host: target.host, port: target.port }), servername: isIP(target.host) ? undefined : target.host, rejectUnauthorized: this.check.verify, ...(this.ca ? { ca: this.ca } : {}) });
     try {
       if (!proxy) {
         const s = hold(target.tls ? tls() : connect({ host: target.host, port: target.port }));
-        s.once(target.tls ? 'secureConnect' : 'connect', () => this.relayed(down, s, route, proxy));
+        s.once(target.tls ? 'secureConnect' : 'connect', () => reached(s));
       } else {
         const s = hold(connect({ host: proxy.host, port: proxy.port }));
-        if (!target.tls) s.once('connect', () => this.relayed(down, s, route, proxy));
+        if (!target.tls) s.once('connect', () => reached(s));
         else
           s.once('connect', () =>
             tunnel(s, target, proxy, (why) => {
               if (why !== undefined) return fail(why);
               const t = hold(tls(s));
-              t.once('secureConnect', () => this.relayed(down, t, route, proxy));
+              t.once('secureConnect', () => reached(t));
             }),
           );
       }

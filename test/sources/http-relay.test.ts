@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer as httpServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as httpsServer } from 'node:https';
-import { connect } from 'node:net';
+import { connect, createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { firstValueFrom, take, toArray } from 'rxjs';
@@ -510,6 +510,39 @@ describe("the relay's connect timer", () => {
       expect(relay.upstreamError).toMatch(/ECONNREFUSED/);
       relay.close();
     } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('is cleared once the camera is reached: a stream that lasts past 10 s is not cut (an MJPEG feed, a long segment)', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const camSockets: import('node:net').Socket[] = [];
+    const cam = createNetServer((s) => {
+      camSockets.push(s);
+      s.on('error', () => {});
+      s.once('data', () => s.write('HTTP/1.1 200 OK\r\nContent-Type: video/mp2t\r\n\r\nfirst'));
+    });
+    try {
+      const relay = new HttpRelay(`http://${user}:pw@127.0.0.1:${await listening(cam)}/x`, { peerCheck: async () => 'own' });
+      const at = new URL(await relay.listen());
+      let got = '';
+      let closed = false;
+      const s = connect(Number(at.port), '127.0.0.1', () => s.write('GET /x HTTP/1.1\r\nHost: h\r\n\r\n'));
+      s.on('data', (d: Buffer) => (got += d.toString('latin1')));
+      s.on('close', () => (closed = true));
+      s.on('error', () => {});
+      await vi.waitFor(() => expect(got).toContain('first'), { timeout: 5000, interval: 5 });
+      vi.advanceTimersByTime(11_000);
+      camSockets[0].write('second');
+      await vi.waitFor(() => expect(got.includes('second') || closed).toBe(true), { timeout: 5000, interval: 5 });
+      expect(closed).toBe(false);
+      expect(got).toContain('second');
+      expect(relay.upstreamError).toBeUndefined();
+      s.destroy();
+      relay.close();
+    } finally {
+      cam.close();
+      for (const c of camSockets) c.destroy();
       vi.useRealTimers();
     }
   });
