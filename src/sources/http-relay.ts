@@ -88,6 +88,14 @@ const HTTP_PORTS = { http: 80, https: 443 } as const;
 /** The statuses ffmpeg's HTTP follows `Location` for (http.c). */
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
+/**
+ * The most cookies the relay keeps of one host (RFC 6265, 6.1: at least 50 a domain), and the
+ * longest (its name and value, at least 4096 bytes): a camera's past these are not passed on to
+ * ffmpeg, so that a hostile one cannot make argus or ffmpeg keep without end.
+ */
+export const MAX_COOKIES_PER_HOST = 50;
+export const MAX_COOKIE_BYTES = 4096;
+
 /** Redirects the relay waits for ffmpeg to follow (each names the chain it is a step of); older ones are forgotten. */
 const MAX_PENDING_REDIRECTS = 64;
 
@@ -104,8 +112,6 @@ interface Route {
   secrets: Map<string, string>;
   /** Header lines added to each request there (the source's `-headers` and `-cookies` where its credentials go). */
   headers: readonly string[];
-  /** The names of the cookies its replies set (ffmpeg, seeing every route as 127.0.0.1, would send them to the others too). */
-  cookies: Set<string>;
   door: RelayDoor;
   port: number;
 }
@@ -145,6 +151,12 @@ export class HttpRelay {
   /** Redirects given to ffmpeg and not yet followed: `port path` → the chain the next request there continues. */
   private readonly pending = new Map<string, RedirectChain>();
   private readonly conns = new Set<Socket>();
+  /**
+   * The cookies each host's replies set, by host (lower case; a cookie is its host's whatever the
+   * port, RFC 6265, 8.5): name → its last value. ffmpeg, seeing every route as 127.0.0.1, holds
+   * one value a name for all of them, and would send one host's to another (cookiesFor).
+   */
+  private readonly jar = new Map<string, Map<string, string>>();
   /** Why the camera could not be reached, for ffmpeg's error (it only sees the relay close). */
   upstreamError: string | undefined;
   /** Why a redirect of the camera's was not followed (the source fails with it), or undefined. */
@@ -197,7 +209,6 @@ export class HttpRelay {
       cred,
       secrets: new Map(target.secrets),
       headers,
-      cookies: new Set(),
       port: 0,
       door: new RelayDoor({ accept: (down) => this.accept(down, route), ...this.doorOptions, name: `the HTTP relay to ${addressOf(target)}` }),
     };
@@ -412,37 +423,55 @@ export class HttpRelay {
   }
 
   /**
-   * A reply head with each `Set-Cookie`'s `Domain` taken out, its cookies' names noted for
-   * `route`: ffmpeg holds every route as 127.0.0.1, and keeps a cookie for a domain (the
+   * A reply head with each `Set-Cookie`'s `Domain` taken out, its cookies kept in `jar` for
+   * `route`'s host: ffmpeg holds every route as 127.0.0.1, and keeps a cookie for a domain (the
    * camera's name) only for a host that ends in it (http.c, get_cookies): it never sent the
    * camera's session back. Without `Domain`, a cookie is the host's that set it, which the relay
-   * keeps it to (cookiesFor).
+   * keeps it to (cookiesFor). A cookie past MAX_COOKIES_PER_HOST new names, or longer than
+   * MAX_COOKIE_BYTES, is taken out (neither ffmpeg nor the relay keeps it).
    */
   private keepCookies(head: string, route: Route): string {
+    if (!/\nset-cookie[ \t]*:/i.test(head)) return head;
+    const host = route.target.host.toLowerCase();
+    let jar = this.jar.get(host);
+    if (!jar) this.jar.set(host, (jar = new Map()));
+    const kept = jar;
     return head.replace(/(\r?\nset-cookie[ \t]*:[ \t]*)([^\r\n]*)/gi, (_m, name: string, value: string) => {
-      const cookie = /^([^=;]*)=/.exec(value)?.[1]?.trim();
-      if (cookie) route.cookies.add(cookie);
+      const pair = /^([^=;]*)=([^;]*)/.exec(value);
+      const cookie = pair?.[1].trim();
+      if (pair && cookie) {
+        const given = pair[2].trim();
+        if (cookie.length + given.length > MAX_COOKIE_BYTES) return '';
+        const maxAge = /;[ \t]*max-age[ \t]*=[ \t]*(-?\d+)/i.exec(value);
+        if (maxAge && Number(maxAge[1]) <= 0) kept.delete(cookie);
+        else if (kept.has(cookie) || kept.size < MAX_COOKIES_PER_HOST) kept.set(cookie, given);
+        else return '';
+      }
       return `${name}${value.replace(/;[ \t]*domain[ \t]*=[^;]*/gi, '')}`;
     });
   }
 
   /**
-   * The cookies of ffmpeg's `Cookie` lines in a request head for `route` (`name=value; …`), but
-   * those another host's replies set and this one's did not (ffmpeg, seeing one host, sends them
-   * to every route) and those the source's own `-cookies` give; and the head without those lines.
+   * The cookies of ffmpeg's `Cookie` lines in a request head for `route` (`name=value; …`), and
+   * the head without those lines: a cookie `route`'s host set, with the value it set (ffmpeg holds
+   * one value a name, maybe another host's); not one it did not set (another host's: ffmpeg,
+   * seeing one host, sends them to every route), nor those the source's own `-cookies` give.
    */
   private cookiesFor(rest: string, route: Route): { rest: string; cookies: string } {
-    // (A cookie is its host's, whatever the port, as browsers keep them: RFC 6265, 8.5.)
     const host = route.target.host.toLowerCase();
-    const own = new Set<string>();
-    const others = new Set<string>();
-    for (const r of this.routes.values()) for (const c of r.cookies) (r.target.host.toLowerCase() === host ? own : others).add(c);
-    for (const c of own) others.delete(c);
+    const own = this.jar.get(host);
     const given = route.headers.find((h) => /^cookie[ \t]*:/i.test(h));
     const ownNames = new Set((given?.slice(given.indexOf(':') + 1) ?? '').split(';').map((c) => c.split('=')[0].trim()));
     const kept: string[] = [];
+    const named = new Set<string>();
     const without = rest.replace(/\r?\ncookie[ \t]*:[ \t]*([^\r\n]*)/gi, (_m, value: string) => {
-      for (const c of value.split(';').map((x) => x.trim())) if (c !== '' && !others.has(c.split('=')[0].trim()) && !ownNames.has(c.split('=')[0].trim())) kept.push(c);
+      for (const c of value.split(';').map((x) => x.trim())) {
+        const name = c.split('=')[0].trim();
+        if (c === '' || ownNames.has(name) || named.has(name)) continue;
+        if (!own?.has(name)) continue;
+        kept.push(`${name}=${own.get(name)!}`);
+        named.add(name);
+      }
       return '';
     });
     return { rest: without, cookies: kept.join('; ') };

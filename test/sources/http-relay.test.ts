@@ -548,6 +548,86 @@ describe("the relay's connect timer", () => {
   });
 });
 
+describe("the relay's cookies: each host's own, bounded", () => {
+  /** A server answering each request with `reply(path)` (a whole head); the Cookie of each request it got. */
+  async function raw(reply: (path: string) => string) {
+    const cookies: (string | undefined)[] = [];
+    const srv = createNetServer((s) => {
+      s.on('error', () => {});
+      let text = '';
+      s.on('data', (d: Buffer) => {
+        text += d.toString('latin1');
+        const end = text.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const head = text.slice(0, end);
+        text = text.slice(end + 4);
+        cookies.push(/\r\ncookie: ([^\r\n]*)/i.exec(head)?.[1]);
+        s.write(reply(/^GET (\S+)/.exec(head)?.[1] ?? ''));
+      });
+    });
+    return { srv, port: await listening(srv), cookies };
+  }
+  /** One request on a connection of its own (as ffmpeg, its jar's Cookie); the reply head. */
+  const ask = (port: number, path: string, cookie?: string) =>
+    new Promise<string>((resolve, reject) => {
+      let got = '';
+      const s = connect(port, '127.0.0.1', () => s.write(`GET ${path} HTTP/1.1\r\nHost: h\r\n${cookie ? `Cookie: ${cookie}\r\n` : ''}\r\n`));
+      s.on('data', (d: Buffer) => {
+        got += d.toString('latin1');
+        if (got.includes('\r\n\r\n')) {
+          s.destroy();
+          resolve(got);
+        }
+      });
+      s.on('error', reject);
+    });
+
+  it("a cookie of the same name set by the camera and the host it redirected to (a JSESSIONID each): neither's value reaches the other, though ffmpeg holds one", async () => {
+    const cdn = await raw(() => 'HTTP/1.1 200 OK\r\nSet-Cookie: session=CDN; Path=/\r\nContent-Length: 0\r\n\r\n');
+    const cam = await raw((path) =>
+      path === '/a' ? `HTTP/1.1 302 Found\r\nSet-Cookie: session=CAM1; Path=/\r\nLocation: http://localhost:${cdn.port}/s\r\nContent-Length: 0\r\n\r\n` : 'HTTP/1.1 200 OK\r\nSet-Cookie: session=CAM2; Path=/\r\nContent-Length: 0\r\n\r\n',
+    );
+    const relay = new HttpRelay(`http://${user}:pw@127.0.0.1:${cam.port}/a`, { peerCheck: async () => 'own', sendCredentialsTo: ['localhost'] });
+    try {
+      const main = Number(new URL(await relay.listen()).port);
+      const moved = await ask(main, '/a');
+      const cdnPort = Number(/\r\nLocation: http:\/\/(?:[^@/]*@)?127\.0\.0\.1:(\d+)\/s/.exec(moved)?.[1]);
+      expect(cdnPort).toBeGreaterThan(0);
+      // ffmpeg's jar, one value a name whatever the host (all are 127.0.0.1 to it): session=CAM1, then CDN, then CAM2.
+      await ask(cdnPort, '/s', 'session=CAM1');
+      await ask(main, '/b', 'session=CDN');
+      await ask(cdnPort, '/s', 'session=CAM2');
+      expect(cdn.cookies).toEqual([undefined, 'session=CDN']);
+      expect(cam.cookies).toEqual([undefined, 'session=CAM1']);
+    } finally {
+      relay.close();
+      cam.srv.close();
+      cdn.srv.close();
+    }
+  });
+
+  it('a camera that sets many cookies, or a huge one: ffmpeg and the relay keep at most 50 of a host, none over 4096 bytes', async () => {
+    let n = 0;
+    const cam = await raw(() => {
+      const lines = Array.from({ length: 100 }, () => `Set-Cookie: c${n++}=v; Path=/\r\n`).join('');
+      return `HTTP/1.1 200 OK\r\n${lines}Set-Cookie: big=${'x'.repeat(5000)}; Path=/\r\nContent-Length: 0\r\n\r\n`;
+    });
+    const relay = new HttpRelay(`http://${user}:pw@127.0.0.1:${cam.port}/a`, { peerCheck: async () => 'own' });
+    try {
+      const main = Number(new URL(await relay.listen()).port);
+      let passed = 0;
+      for (let i = 0; i < 3; i++) passed += ((await ask(main, '/a')).match(/\r\nSet-Cookie:/gi) ?? []).length;
+      expect(passed).toBe(50);
+      const all = Array.from({ length: 300 }, (_, i) => `c${i}=v`).join('; ');
+      await ask(main, '/a', `${all}; big=${'x'.repeat(5000)}`);
+      expect(cam.cookies.at(-1)?.split('; ')).toHaveLength(50);
+    } finally {
+      relay.close();
+      cam.srv.close();
+    }
+  });
+});
+
 describe('HttpReplies: only reply heads are edited, bodies pass as they are', () => {
   const decoy = 'HTTP/1.1 302 Found\r\nLocation: http://evil/\r\n\r\n';
   const replies =
