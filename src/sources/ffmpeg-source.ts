@@ -15,7 +15,7 @@ import { BufferPool, FrameReader } from './frame-reader.js';
 import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
 import { checksCertificate, relaysRtsp, tapsCameraClock } from '../core/rtsp-relay.js';
 import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
-import { HttpRelay } from './http-relay.js';
+import { HttpRelay, noProxyMatches, noProxyOf } from './http-relay.js';
 import { exposedSecrets, secretsRelay } from './secrets-relay.js';
 import { colourOf, interlacedBy, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
 import { decodeStill, stillImagePath, type KeptStill, type StillPicture } from './still-image.js';
@@ -1040,7 +1040,8 @@ export function plausibleArrival(t: number, captured: number): boolean {
  * loopback (the relay itself connects to the camera directly).
  */
 export function loopbackUnproxied(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const list = env.no_proxy ?? env.NO_PROXY ?? '';
-  if (list.split(',').some((h) => h.trim() === '127.0.0.1' || h.trim() === '*')) return env;
-  return { ...env, no_proxy: list ? `${list},127.0.0.1` : '127.0.0.1' };
+  const list = noProxyOf(env) ?? '';
+  // (ffmpeg reads `no_proxy` only: one in NO_PROXY alone is given it there.)
+  if (env.no_proxy !== undefined && noProxyMatches(list, '127.0.0.1', 0)) return env;
+  return { ...env, no_proxy: noProxyMatches(list, '127.0.0.1', 0) ? list : list ? `${list},127.0.0.1` : '127.0.0.1' };
 }

@@ -323,7 +323,7 @@ export class HttpRelay {
   /** The proxy a connection to `target` goes through (the source's `-http_proxy`, else `http_proxy`), unless `no_proxy` names its host. */
   private proxyFor(target: RelayTarget): Proxy | undefined {
     const p = this.proxy;
-    return p && !noProxyMatches(this.noProxy, target.host) ? p : undefined;
+    return p && !noProxyMatches(this.noProxy, target.host, target.port) ? p : undefined;
   }
 
   /**
@@ -756,25 +756,36 @@ function proxyOf(url: string): Proxy | undefined {
  * The proxy ffmpeg would reach an http(s):// camera through (http.c, tls.c): the source's
  * `-http_proxy` input option (the last), else the environment's `http_proxy` (ffmpeg reads it
  * in lower case only, as curl does: `HTTP_PROXY` can be set by a CGI request's `Proxy:` header),
- * and `no_proxy`'s hosts, which it does not go through for.
+ * and `no_proxy`'s hosts (noProxyOf), which it does not go through for.
  */
 export function httpProxyOf(inputArgs: readonly string[] | undefined, env: NodeJS.ProcessEnv): { url?: string; noProxy?: string } {
   const args = inputArgs ?? [];
   const given = args.includes('-http_proxy') ? args[args.lastIndexOf('-http_proxy') + 1] : undefined;
-  return { url: given ?? env.http_proxy, noProxy: env.no_proxy };
+  return { url: given ?? env.http_proxy, noProxy: noProxyOf(env) };
+}
+
+/** The hosts no proxy is used for: `no_proxy`, else `NO_PROXY` (ffmpeg is given it as `no_proxy`: loopbackUnproxied). */
+export function noProxyOf(env: NodeJS.ProcessEnv): string | undefined {
+  return env.no_proxy ?? env.NO_PROXY;
 }
 
 /**
- * Whether `no_proxy` (comma- or space-separated) names `host` as ffmpeg's ff_http_match_no_proxy
- * does: `*`, or a pattern (a leading `*` and `.` dropped) equal to the host or a domain it ends in.
+ * Whether `no_proxy` (comma- or space-separated) names `host` (at `port`) as ffmpeg's
+ * ff_http_match_no_proxy does: `*`, or a pattern (a leading `*` and `.` dropped) equal to the
+ * host or a domain it ends in; and as operators write it for curl and others: in any case (a
+ * host name is), an IPv6 address bracketed or not, `host:port` or `[v6]:port` for that port only.
  */
-export function noProxyMatches(list: string | undefined, host: string): boolean {
-  for (const entry of (list ?? '').split(/[\s,]+/)) {
+export function noProxyMatches(list: string | undefined, host: string, port: number): boolean {
+  const name = host.toLowerCase().replace(/^\[|\]$/g, '');
+  for (const entry of (list ?? '').toLowerCase().split(/[\s,]+/)) {
     if (entry === '') continue;
     if (entry === '*') return true;
-    const pattern = entry.replace(/^\*/, '').replace(/^\./, '');
-    if (pattern.length > host.length || !host.endsWith(pattern)) continue;
-    if (pattern.length === host.length || host[host.length - pattern.length - 1] === '.') return true;
+    // `[v6]`, `[v6]:port`, `name:port` (one colon: a bare IPv6 address has more).
+    const m = /^\[([^\]]*)\](?::(\d+))?$/.exec(entry) ?? /^([^:]*):(\d+)$/.exec(entry);
+    if (m?.[2] !== undefined && Number(m[2]) !== port) continue;
+    const pattern = (m ? m[1] : entry).replace(/^\*/, '').replace(/^\./, '');
+    if (pattern === '' || pattern.length > name.length || !name.endsWith(pattern)) continue;
+    if (pattern.length === name.length || name[name.length - pattern.length - 1] === '.') return true;
   }
   return false;
 }

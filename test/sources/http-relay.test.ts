@@ -225,7 +225,9 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
       else process.env[k] = v;
     }
     expect(loopbackUnproxied({ no_proxy: 'a.b' }).no_proxy).toBe('a.b,127.0.0.1');
-    expect(loopbackUnproxied({ NO_PROXY: '*' }).no_proxy).toBeUndefined();
+    // (ffmpeg reads no_proxy only: a '*' in NO_PROXY alone is given it there.)
+    expect(loopbackUnproxied({ NO_PROXY: '*' }).no_proxy).toBe('*');
+    expect(loopbackUnproxied({ no_proxy: '*' })).toEqual({ no_proxy: '*' });
     expect(loopbackUnproxied({}).no_proxy).toBe('127.0.0.1');
   }, 30_000);
 
@@ -482,15 +484,32 @@ describe('an HTTP(S) camera reachable only through an HTTP proxy: the relay goes
   }
 
   it("no_proxy as ffmpeg reads it: '*', a host, a domain it ends in (a leading '.' or '*.' dropped), never a part of a name", () => {
-    expect(noProxyMatches('*', 'cam')).toBe(true);
-    expect(noProxyMatches('a.com, cam.local', 'cam.local')).toBe(true);
-    expect(noProxyMatches('.local', 'cam.local')).toBe(true);
-    expect(noProxyMatches('*.local', 'cam.local')).toBe(true);
-    expect(noProxyMatches('local', 'cam.local')).toBe(true);
-    expect(noProxyMatches('am.local', 'cam.local')).toBe(false);
-    expect(noProxyMatches(undefined, 'cam.local')).toBe(false);
+    expect(noProxyMatches('*', 'cam', 80)).toBe(true);
+    expect(noProxyMatches('a.com, cam.local', 'cam.local', 80)).toBe(true);
+    expect(noProxyMatches('.local', 'cam.local', 80)).toBe(true);
+    expect(noProxyMatches('*.local', 'cam.local', 80)).toBe(true);
+    expect(noProxyMatches('local', 'cam.local', 80)).toBe(true);
+    expect(noProxyMatches('am.local', 'cam.local', 80)).toBe(false);
+    expect(noProxyMatches(undefined, 'cam.local', 80)).toBe(false);
     expect(httpProxyOf(['-http_proxy', 'http://p:1'], { http_proxy: 'http://q:2', HTTP_PROXY: 'http://r:3' }).url).toBe('http://p:1');
     expect(httpProxyOf([], { HTTP_PROXY: 'http://r:3' }).url).toBeUndefined();
+  });
+
+  it("no_proxy as an operator writes it (curl's forms too): any case, an IPv6 address bracketed or not, host:port (that port only); NO_PROXY when no_proxy is not set, as ffmpeg is given it", () => {
+    expect(noProxyMatches('CAM.Local', 'cam.local', 80)).toBe(true);
+    expect(noProxyMatches('.corp', 'CAM.CORP', 80)).toBe(true);
+    expect(noProxyMatches('[fd00::5]', 'fd00::5', 80)).toBe(true);
+    expect(noProxyMatches('fd00::5', 'fd00::5', 80)).toBe(true);
+    expect(noProxyMatches('[fd00::5]:8080', 'fd00::5', 8080)).toBe(true);
+    expect(noProxyMatches('[fd00::5]:8080', 'fd00::5', 80)).toBe(false);
+    expect(noProxyMatches('cam.local:8080', 'cam.local', 8080)).toBe(true);
+    expect(noProxyMatches('cam.local:8080', 'cam.local', 80)).toBe(false);
+    expect(noProxyMatches('::5', 'fd00::5', 80)).toBe(false);
+    expect(httpProxyOf([], { http_proxy: 'http://q:2', NO_PROXY: 'cam.corp' }).noProxy).toBe('cam.corp');
+    expect(httpProxyOf([], { http_proxy: 'http://q:2', NO_PROXY: 'cam.corp', no_proxy: 'other' }).noProxy).toBe('other');
+    // ffmpeg reads no_proxy only: one set in NO_PROXY alone is given it in lower case, 127.0.0.1 or '*' with it.
+    expect(loopbackUnproxied({ http_proxy: 'http://q:2', NO_PROXY: '*' }).no_proxy).toBe('*');
+    expect(loopbackUnproxied({ http_proxy: 'http://q:2', NO_PROXY: 'cam.corp' }).no_proxy).toBe('cam.corp,127.0.0.1');
   });
 });
 
