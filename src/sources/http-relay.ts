@@ -808,17 +808,22 @@ function tunnel(s: Socket, target: RelayTarget, proxy: Proxy, done: (why?: strin
   const authority = addressOf(target);
   s.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${proxy.cred ? `Proxy-Authorization: ${basicOf(proxy.cred)}\r\n` : ''}Connection: close\r\n\r\n`);
   let text = '';
+  // (A proxy that closes without answering: said, not left for ffmpeg to see the relay close unexplained.)
+  const closed = () => done('the proxy closed the connection before it answered CONNECT');
+  s.once('close', closed);
   const read = (d: Buffer) => {
     text += d.toString('latin1');
     const end = text.search(/\r?\n\r?\n/);
     if (end < 0) {
       if (text.length > MAX_CONNECT_REPLY) {
         s.off('data', read);
+        s.off('close', closed);
         done('the proxy\'s answer to CONNECT is not HTTP');
       }
       return;
     }
     s.off('data', read);
+    s.off('close', closed);
     s.pause();
     const status = text.slice(0, text.search(/\r?\n/));
     if (/^HTTP\/\d(?:\.\d)?[ \t]+2\d\d/.test(status)) done();

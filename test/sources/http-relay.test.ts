@@ -483,6 +483,28 @@ describe('an HTTP(S) camera reachable only through an HTTP proxy: the relay goes
     }, 30_000);
   }
 
+  for (const [name, answer, why] of [
+    ['closes without answering CONNECT', undefined, /through the proxy 127\.0\.0\.1:\d+\): the proxy closed the connection before it answered CONNECT/],
+    ['answers CONNECT with 403', 'HTTP/1.1 403 Forbidden\r\n\r\n', /the proxy refused the tunnel: HTTP\/1\.1 403 Forbidden/],
+  ] as const) {
+    it(`a proxy that ${name}: the relay ends ffmpeg's connection, and says why`, async () => {
+      const proxy = createNetServer((s) => {
+        s.on('error', () => {});
+        s.once('data', () => (answer ? s.end(answer) : s.destroy()));
+      });
+      servers.push(proxy);
+      const relay = new HttpRelay(`https://${user}:pw@camera.invalid:8443/x`, { peerCheck: async () => 'own', proxy: { url: `http://127.0.0.1:${await listening(proxy)}` } });
+      const at = new URL(await relay.listen());
+      await new Promise<void>((resolve) => {
+        const s = connect(Number(at.port), '127.0.0.1', () => s.write('GET /x HTTP/1.1\r\nHost: h\r\n\r\n'));
+        s.on('close', () => resolve());
+        s.on('error', () => {});
+      });
+      expect(relay.upstreamError).toMatch(why);
+      relay.close();
+    });
+  }
+
   it("no_proxy as ffmpeg reads it: '*', a host, a domain it ends in (a leading '.' or '*.' dropped), never a part of a name", () => {
     expect(noProxyMatches('*', 'cam', 80)).toBe(true);
     expect(noProxyMatches('a.com, cam.local', 'cam.local', 80)).toBe(true);
