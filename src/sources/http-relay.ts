@@ -168,7 +168,7 @@ export class HttpRelay {
   private ca: Buffer | undefined;
   /** Header lines added to each request (relayedOptions), each in place of one of the same name. */
   private readonly headers: string[];
-  private readonly doorOptions: { peerCheck?: PeerCheck; log?: LogFn; maxOpen: number };
+  private readonly doorOptions: { peerCheck?: PeerCheck; log?: LogFn; maxOpen: number; open: Set<Socket> };
   /** Hosts the camera's credentials may be sent to after a redirect, beside its own origin (the source's `sendCredentialsTo`). */
   private readonly credentialsTo: readonly string[];
   /** The HTTP proxy the relay reaches the camera through (httpProxyOf), and the hosts it does not (`no_proxy`). */
@@ -198,7 +198,8 @@ export class HttpRelay {
       path: '/',
       url,
     };
-    this.doorOptions = { peerCheck: options.peerCheck, log: options.log, maxOpen: options.maxConnections ?? MAX_HTTP_RELAY_CONNECTIONS };
+    // (One count for every route's door: a port per origin redirected to is no more connections.)
+    this.doorOptions = { peerCheck: options.peerCheck, log: options.log, maxOpen: options.maxConnections ?? MAX_HTTP_RELAY_CONNECTIONS, open: new Set() };
     this.main = this.route(this.camera, this.camera.cred, this.headers);
   }
 

@@ -204,6 +204,8 @@ export interface RelayDoorOptions {
   accept: (down: Socket) => void;
   /** At most this many admitted connections open at once; another is refused while they are. */
   maxOpen: number;
+  /** The admitted connections `maxOpen` counts, where doors share it (an HTTP relay's, one a route); its own by default. */
+  open?: Set<Socket>;
   /** Who owns a connection (peerOwner; tests give their own). */
   peerCheck?: PeerCheck;
   /** Where refusals are told (a warning with VAP_ERR_RELAY_REFUSED; at most one line a kind each 10 s, then a count). */
@@ -229,7 +231,7 @@ export class RelayDoor {
   private server: Server | undefined;
   private relayPort = 0;
   private pending = 0;
-  private readonly open = new Set<Socket>();
+  private readonly open: Set<Socket>;
   /** The latest connection's decision: each waits for the one before it. */
   private decided: Promise<void> = Promise.resolve();
   private readonly peerCheck: PeerCheck;
@@ -237,6 +239,7 @@ export class RelayDoor {
 
   constructor(private readonly o: RelayDoorOptions) {
     this.peerCheck = o.peerCheck ?? ((relay, peer, signal) => peerOwner(relay, peer, { signal }));
+    this.open = o.open ?? new Set();
     this.log = o.log && new ThrottledLog(o.log);
   }
 

@@ -589,7 +589,7 @@ describe("the relay's connect timer", () => {
   });
 });
 
-describe("the relay's cookies: each host's own, bounded", () => {
+describe("what a camera's redirects and cookies make the relay keep: each host's own, bounded", () => {
   /** A server answering each request with `reply(path)` (a whole head); the Cookie of each request it got. */
   async function raw(reply: (path: string) => string) {
     const cookies: (string | undefined)[] = [];
@@ -622,6 +622,46 @@ describe("the relay's cookies: each host's own, bounded", () => {
       });
       s.on('error', reject);
     });
+
+  it('MAX_HTTP_RELAY_CONNECTIONS is for the relay, all its routes together: a redirect to another origin opens a port, not more connections', async () => {
+    const held: string[] = [];
+    const cam = await raw(() => '');
+    cam.srv.removeAllListeners('connection');
+    cam.srv.on('connection', (s: import('node:net').Socket) => {
+      s.on('error', () => {});
+      s.once('data', (d: Buffer) => {
+        const path = /^GET (\S+)/.exec(d.toString('latin1'))?.[1] ?? '';
+        if (path === '/a') s.end(`HTTP/1.1 302 Found\r\nLocation: http://localhost:${cam.port}/b\r\nContent-Length: 0\r\n\r\n`);
+        else held.push(path);
+      });
+    });
+    const relay = new HttpRelay(`http://${user}:pw@127.0.0.1:${cam.port}/a`, { peerCheck: async () => 'own', maxConnections: 2 });
+    const sockets: import('node:net').Socket[] = [];
+    try {
+      const main = Number(new URL(await relay.listen()).port);
+      const other = Number(/\r\nLocation: http:\/\/127\.0\.0\.1:(\d+)\/b/.exec(await ask(main, '/a'))?.[1]);
+      expect(other).toBeGreaterThan(0);
+      const open = (port: number, path: string) => {
+        const s = connect(port, '127.0.0.1', () => s.write(`GET ${path} HTTP/1.1\r\nHost: h\r\n\r\n`));
+        s.on('error', () => {});
+        sockets.push(s);
+        return s;
+      };
+      open(main, '/1');
+      open(main, '/2');
+      await vi.waitFor(() => expect(held).toHaveLength(2), { timeout: 5000, interval: 5 });
+      const third = open(other, '/b');
+      let closed = false;
+      third.on('close', () => (closed = true));
+      await vi.waitFor(() => expect(closed || held.length > 2).toBe(true), { timeout: 5000, interval: 5 });
+      expect(held).toHaveLength(2);
+      expect(closed).toBe(true);
+    } finally {
+      for (const s of sockets) s.destroy();
+      relay.close();
+      cam.srv.close();
+    }
+  });
 
   it("a cookie of the same name set by the camera and the host it redirected to (a JSESSIONID each): neither's value reaches the other, though ffmpeg holds one", async () => {
     const cdn = await raw(() => 'HTTP/1.1 200 OK\r\nSet-Cookie: session=CDN; Path=/\r\nContent-Length: 0\r\n\r\n');
