@@ -5,8 +5,9 @@
  * answers and anything else that is written out.
  *
  * Two layers. The secrets argus was given (rememberSecret: source URLs' passwords and secret
- * query values, `-headers` and `-cookies` values, SASL passwords, the server's token, as the
- * config's schema reads them) are replaced wherever they appear, in each form text may hold them
+ * query values; in a source's inputArgs, credential headers' values of `-headers`, `-cookies`'
+ * values, `-http_proxy`'s password and other secret options' values (rememberArgSecrets); SASL
+ * passwords, the server's token; as the config's schema reads them) are replaced wherever they appear, in each form text may hold them
  * (as written, percent-decoded and -encoded, JSON-escaped once or twice): a password may hold any
  * character, and no pattern can tell where it ends in text already formatted (`pa":ss`, `s"}t`).
  * Then the patterns below, for secrets argus was not given (a URL a camera redirected to).
@@ -266,6 +267,72 @@ export function rememberUrlSecrets(url: string): void {
   const info = /^[a-z][a-z0-9+.-]*:\/{1,3}([^/?#]*)@/i.exec(url)?.[1];
   if (info !== undefined && info.includes(':')) rememberSecret(info.slice(info.indexOf(':') + 1));
   for (const m of url.matchAll(/[?&;#]([^=&?;#]*)=([^&#]*)/g)) if (isSecretParam(m[1])) rememberSecret(m[2]);
+}
+
+/**
+ * Header names whose value is a credential when a source's `-headers` gives them (an API key, a
+ * session, a token: `X-API-Key`, `X-Auth-Token`, `Authorization`, `Cookie`, …): their values are
+ * remembered (rememberArgSecrets). The patterns star the values of `Authorization`,
+ * `Proxy-Authorization`, `Cookie`, `Set-Cookie` and `X-…` headers of these names (HEADER).
+ */
+const SECRET_HEADER = /auth|token|key|secret|passw|cookie|session|signature|credential/i;
+/** An HTTP authentication scheme before its credentials (`Basic`, `Bearer`, `Digest`, …), kept where the credentials are starred. */
+const AUTH_SCHEME = /^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*)[ \t]+(?=\S)/;
+
+/** `Name: value` header lines (ffmpeg's `-headers`): the values of credential headers (SECRET_HEADER) remembered, each cookie's of a `Cookie` line, and an `Authorization`'s without its scheme. */
+function rememberHeaderSecrets(lines: string): void {
+  for (const line of lines.split(/\r?\n/)) {
+    const m = /^\s*([^:\s]+)\s*:\s*(.*?)\s*$/.exec(line);
+    if (!m || !SECRET_HEADER.test(m[1])) continue;
+    const [, name, value] = m;
+    if (/^cookie$/i.test(name)) {
+      for (const pair of value.split(';')) rememberCookie(pair);
+      continue;
+    }
+    rememberSecret(value);
+    const scheme = AUTH_SCHEME.exec(value);
+    if (scheme) rememberSecret(value.slice(scheme[0].length));
+  }
+}
+
+/** A cookie's value (`name=value`, of a `Cookie` header or one line of ffmpeg's `-cookies`, attributes after `;` aside). */
+function rememberCookie(cookie: string): void {
+  const pair = cookie.split(';')[0];
+  const eq = pair.indexOf('=');
+  if (eq >= 0) rememberSecret(pair.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1'));
+}
+
+/**
+ * ffmpeg input options whose value is or holds a secret, and how it is remembered: header lines
+ * (their credentials), cookies (`-cookies`: one `Set-Cookie`-like line each), a URL (a proxy's
+ * user and password, a referer's secret query values), or the value whole (SRT's passphrase,
+ * SRTP's keys, a decryption key, RTMP's connection data). Not all of them are options a source
+ * may give (schema/input-args refuses the others); each is remembered where given all the same.
+ */
+const SECRET_OPTIONS: Readonly<Record<string, (value: string) => void>> = {
+  headers: rememberHeaderSecrets,
+  cookies: (v) => v.split(/\r?\n/).forEach(rememberCookie),
+  http_proxy: rememberUrlSecrets,
+  referer: rememberUrlSecrets,
+  passphrase: rememberSecret,
+  srtp_in_params: rememberSecret,
+  srtp_out_params: rememberSecret,
+  decryption_key: rememberSecret,
+  cenc_decryption_key: rememberSecret,
+  key: rememberSecret,
+  // `S:data`, `NS:name:data` items, space-separated: each item's data too.
+  rtmp_conn: (v) => {
+    rememberSecret(v);
+    for (const item of v.split(' ')) rememberSecret(item.replace(/^(?:N[BNOSZ]:[^:]*:|[BNOSZ]:)/, ''));
+  },
+};
+
+/** Remembers the secrets of a source's ffmpeg input options (`inputArgs`: option and value words; SECRET_OPTIONS), so that `redact` stars them wherever they are printed. */
+export function rememberArgSecrets(args: readonly string[]): void {
+  for (let i = 0; i + 1 < args.length; i++) {
+    const name = /^-([a-z_]+)$/.exec(args[i])?.[1];
+    if (name && Object.hasOwn(SECRET_OPTIONS, name)) SECRET_OPTIONS[name](args[i + 1]);
+  }
 }
 
 /** Forgets every secret remembered (tests). */

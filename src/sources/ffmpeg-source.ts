@@ -6,7 +6,7 @@ import { catchError, defer, Observable, throwError, type Subscription } from 'rx
 import { fromWallClock, now } from '../core/clock.js';
 import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
-import { redact, rememberUrlSecrets } from '../core/redact.js';
+import { redact, rememberArgSecrets, rememberUrlSecrets } from '../core/redact.js';
 import { emptyStamps, type Frame, type ProducedBy, type YuvColour } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
 import { buildFfmpegArgs, DEFAULT_DECODE, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, reportsFrameTimes, runTag, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
@@ -114,6 +114,7 @@ const TRANSIENT_SPAWN_ERRORS = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM'])
 export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   // (A URL given here without the config's schema: its secrets redacted, as a configured source's.)
   rememberUrlSecrets(options.input.url);
+  rememberArgSecrets(options.input.inputArgs ?? []);
   const memo = options.memo ?? {};
   // Decided from ffmpeg's log before any frame is read (the rate: at its output's report); a
   // source is run again at most once for each.

@@ -142,6 +142,59 @@ describe('secrets argus was given', () => {
     for (const v of Object.values(env)) expect(out).not.toContain(JSON.stringify(v).slice(1, -1));
   });
 
+  describe("a source's inputArgs secrets, remembered as the config reads them", () => {
+    const load = (inputArgs: string[], env: Record<string, string> = {}) => {
+      const yaml = ['sources:', `  - {id: cam, uri: "https://cam.example/live.m3u8", inputArgs: ${JSON.stringify(inputArgs)}}`].join('\n');
+      try {
+        parseConfigText(yaml, PipelineSchema, 'test.yaml', env);
+        return undefined;
+      } catch (e) {
+        return e as Error;
+      }
+    };
+    /** The secret printed alone, in a log line (JSON, so escaped once), and in an error's text. */
+    const printed = (secret: string) => [
+      JSON.stringify({ level: 'warn', msg: `camera answered 401 to ${secret}`, n: 1 }),
+      `VAP_ERR_SOURCE_OPEN: source cam: ffmpeg exited: [https @ 0x5581] token ${secret} refused (HTTP 401)`,
+    ];
+    const leaks = (secret: string) => printed(secret).map(redact).filter((t) => t.includes(secret) || t.includes(JSON.stringify(secret).slice(1, -1)));
+
+    it.each([
+      ['-headers Authorization (Bearer)', ['-headers', 'Authorization: Bearer eyJhbGciOi.payload.sig'], 'eyJhbGciOi.payload.sig'],
+      ['-headers Authorization (Basic)', ['-headers', 'Accept: */*\r\nAuthorization: Basic YWRtaW46aHVudGVyMg==\r\n'], 'YWRtaW46aHVudGVyMg=='],
+      ['-headers X-API-Key', ['-headers', 'X-API-Key: k3y-"}value'], 'k3y-"}value'],
+      ['-headers Proxy-Authorization', ['-headers', 'Proxy-Authorization: Basic cHJveHk6cHc='], 'cHJveHk6cHc='],
+      ['-headers Cookie', ['-headers', 'Cookie: lang=en; session=s3ss10n-id'], 's3ss10n-id'],
+      ['-cookies', ['-cookies', 'sid=c00kie-value; path=/; domain=cam.example\nother=second-one'], 'c00kie-value'],
+      ['-cookies (second line)', ['-cookies', 'sid=c00kie-value; path=/\nother=second-one'], 'second-one'],
+      ['-http_proxy password', ['-http_proxy', 'http://proxyuser:pr0xy"pw@proxy.example:3128'], 'pr0xy"pw'],
+    ])('%s', (_, inputArgs, secret) => {
+      expect(leaks(secret)).toHaveLength(2);
+      expect(load(inputArgs)).toBeUndefined();
+      expect(leaks(secret)).toEqual([]);
+    });
+
+    it.each([
+      ['-passphrase', ['-passphrase', 'srt-passphrase-1'], 'srt-passphrase-1'],
+      ['-srtp_in_params', ['-srtp_in_params', 'zRF9iIn1Vq5vHdQhDWvE2mx4oWqZgn5mQ6sKp1d0'], 'zRF9iIn1Vq5vHdQhDWvE2mx4oWqZgn5mQ6sKp1d0'],
+      ['-rtmp_conn', ['-rtmp_conn', 'B:1 S:rtmp-t0ken NS:auth:second-t0ken'], 'second-t0ken'],
+    ])('%s: refused by the schema, its value remembered all the same (the error does not repeat it)', (_, inputArgs, secret) => {
+      const error = load(inputArgs);
+      expect(error).toBeDefined();
+      expect(error!.message).not.toContain(secret);
+      expect(leaks(secret)).toEqual([]);
+    });
+
+    it('from ${env:…} too, and each header of a -headers value', () => {
+      const env = { HEADERS: 'User-Agent: argus\r\nX-Auth-Token: t0k"}en\r\nAuthorization: Bearer be4rer-t0ken' };
+      expect(load(['-headers', '${env:HEADERS}'], env)).toBeUndefined();
+      expect(leaks('t0k"}en')).toEqual([]);
+      expect(leaks('be4rer-t0ken')).toEqual([]);
+      // Not a credential header's value: left as it is.
+      expect(redact('user agent argus')).toBe('user agent argus');
+    });
+  });
+
   it.each([
     // A camera whose password is the very text a pattern reads; another URL in the same text (a redirect: argus was not given its secret).
     ['password', 'cam-b redirected ffmpeg to http://cdn.example/s.m3u8?password=Xk2', 'cam-b redirected ffmpeg to http://cdn.example/s.m3u8?***=***'],

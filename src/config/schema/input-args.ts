@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { rememberArgSecrets } from '../../core/redact.js';
 
 /**
  * ffmpeg input options a source may add with `inputArgs` (before its `-i`), each followed by its
@@ -162,6 +163,9 @@ const optionWord = (word: string) => (word.length <= 40 && NAME.test(word) ? `"$
  * other may be a secret (`-headers`, `-cookies`), from `${env:…}` or not.
  */
 export function checkInputArgs(args: readonly string[], ctx: z.RefinementCtx): void {
+  // Their secrets (`-headers`' credentials, `-cookies`, a proxy's password, …), redacted from
+  // then on wherever they appear (core/redact), refused options' too.
+  rememberArgSecrets(args);
   const issue = (i: number, message: string) => ctx.addIssue({ code: 'custom', path: [i], message });
   for (let i = 0; i < args.length; i++) {
     const word = args[i];
