@@ -65,6 +65,36 @@ const SECRET_NAMES = new Set(
   ],
 );
 
+/**
+ * Header names whose value is a credential when a source's `-headers` gives them (an API key, a
+ * session, a token: `X-API-Key`, `X-Auth-Token`, `Authorization`, `Cookie`, …): their values are
+ * remembered (rememberArgSecrets). The patterns star the values of `Authorization`,
+ * `Proxy-Authorization`, `Cookie`, `Set-Cookie` and `X-…` headers of these names (HEADER).
+ */
+const SECRET_HEADER = /auth|token|key|secret|passw|cookie|session|signature|credential/i;
+// A header's name and ':' (in an ffmpeg debug log, an error quoting a request's head, a JSON
+// object of headers: `"authorization":"Basic …"`, JSON-escaped or not): its value is starred
+// when the name is a credential header's (secretHeaderName). Names are bounded and start only
+// where a word starts (or after JSON's `\r\n`), so one scan is linear on any line; a value is
+// read once, and the scan goes on after it.
+const HEADER = /(?:(?<![\w\\-])|(?<=\\[rn]))([a-z][a-z0-9_-]{0,63})(\\?")?[ \t]*:[ \t]*(\\?")?/gi;
+// A value not in quotes runs to the end of its line (a CR or LF, JSON's `\r` or `\n`), or to a
+// quote that closes a JSON string (before whitespace, `,"`, '}', ']' or the end): a quote before
+// anything else is the value's (Digest's `username="admin",realm=…`); a backslash takes the quote
+// or backslash after it.
+const HEADER_VALUE = /(?:[^\r\n"\\]|\\["\\]|\\(?![rn"\\])|"(?!\s|,\s*"|[}\]]|$))*/y;
+// In quotes (a JSON string's value), to the closing quote: `"` unescaped, or `\"` when it opened the value.
+const QUOTED_VALUE = /(?:[^"\\]|\\.)*/y;
+const ESCAPED_QUOTED_VALUE = /(?:[^\\]|\\(?!"))*/y;
+/** An HTTP authentication scheme (`Basic`, `Bearer`, `Digest`, …) and the space after it, before its credentials: kept where they are starred. */
+const AUTH_SCHEME_AT = /[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*[ \t]+(?=[^\s"\\])/y;
+
+/** Whether a header of this name carries credentials whose value the patterns star: `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`, and `X-` headers named as SECRET_HEADER says (`X-API-Key`, `X-Auth-Token`). */
+function secretHeaderName(name: string): boolean {
+  const n = name.toLowerCase();
+  return n === 'authorization' || n === 'proxy-authorization' || n === 'cookie' || n === 'set-cookie' || (n.startsWith('x-') && SECRET_HEADER.test(n));
+}
+
 /** `rtsp://admin:hunter2@cam/stream?token=abc` → `rtsp://***@cam/stream?token=***` (also with one slash: a mistyped URL, read as a path, is named in errors). */
 export function redact(text: string): string {
   if (secrets.size === 0) return starred(text, patternRanges(text));
@@ -122,7 +152,7 @@ function original(known: readonly Range[], at: number, end: 'from' | 'to'): numb
  * `passphrase=abc#def`, which ffmpeg reads whole, to '&'), and what follows `=***#`.
  */
 function patternRanges(text: string): Range[] {
-  if (text.indexOf(':/') < 0 && text.indexOf('=') < 0) return [];
+  if (text.indexOf(':') < 0 && text.indexOf('=') < 0) return [];
   const ranges: Range[] = [];
   const inside = (at: number) => ranges.some(([f, t]) => at >= f && at < t);
   for (const m of text.matchAll(USERINFO)) {
@@ -142,7 +172,26 @@ function patternRanges(text: string): Range[] {
     ranges.push([from, to]);
   }
   for (const m of text.matchAll(SECRET_REST)) ranges.push([m.index + 1, m.index + m[0].length]);
+  headerRanges(text, ranges);
   return ranges;
+}
+
+/** Adds to `ranges` the values of credential headers in `text` (HEADER): an `Authorization`'s after its scheme (`Basic ***`, `Digest ***`), the others' whole. */
+function headerRanges(text: string, ranges: Range[]): void {
+  HEADER.lastIndex = 0;
+  for (let m = HEADER.exec(text); m; m = HEADER.exec(text)) {
+    if (!secretHeaderName(m[1])) continue;
+    let from = HEADER.lastIndex;
+    if (/authorization$/i.test(m[1])) {
+      AUTH_SCHEME_AT.lastIndex = from;
+      if (AUTH_SCHEME_AT.test(text)) from = AUTH_SCHEME_AT.lastIndex;
+    }
+    const value = m[3] === '"' ? QUOTED_VALUE : m[3] ? ESCAPED_QUOTED_VALUE : HEADER_VALUE;
+    value.lastIndex = from;
+    value.test(text);
+    if (value.lastIndex > from) ranges.push([from, value.lastIndex]);
+    HEADER.lastIndex = Math.max(value.lastIndex, HEADER.lastIndex);
+  }
 }
 
 /** Secrets shorter than this are not looked for alone (`1` would star every digit); the patterns still find them in a URL. */
@@ -269,29 +318,20 @@ export function rememberUrlSecrets(url: string): void {
   for (const m of url.matchAll(/[?&;#]([^=&?;#]*)=([^&#]*)/g)) if (isSecretParam(m[1])) rememberSecret(m[2]);
 }
 
-/**
- * Header names whose value is a credential when a source's `-headers` gives them (an API key, a
- * session, a token: `X-API-Key`, `X-Auth-Token`, `Authorization`, `Cookie`, …): their values are
- * remembered (rememberArgSecrets). The patterns star the values of `Authorization`,
- * `Proxy-Authorization`, `Cookie`, `Set-Cookie` and `X-…` headers of these names (HEADER).
- */
-const SECRET_HEADER = /auth|token|key|secret|passw|cookie|session|signature|credential/i;
-/** An HTTP authentication scheme before its credentials (`Basic`, `Bearer`, `Digest`, …), kept where the credentials are starred. */
-const AUTH_SCHEME = /^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*)[ \t]+(?=\S)/;
-
 /** `Name: value` header lines (ffmpeg's `-headers`): the values of credential headers (SECRET_HEADER) remembered, each cookie's of a `Cookie` line, and an `Authorization`'s without its scheme. */
 function rememberHeaderSecrets(lines: string): void {
   for (const line of lines.split(/\r?\n/)) {
-    const m = /^\s*([^:\s]+)\s*:\s*(.*?)\s*$/.exec(line);
+    const m = /^\s*([^:\s]+)\s*:(.*)$/.exec(line);
     if (!m || !SECRET_HEADER.test(m[1])) continue;
-    const [, name, value] = m;
+    const name = m[1];
+    const value = m[2].trim();
     if (/^cookie$/i.test(name)) {
       for (const pair of value.split(';')) rememberCookie(pair);
       continue;
     }
-    rememberSecret(value);
-    const scheme = AUTH_SCHEME.exec(value);
-    if (scheme) rememberSecret(value.slice(scheme[0].length));
+    // An `Authorization`'s credentials alone: its scheme, remembered with them, would be starred too.
+    AUTH_SCHEME_AT.lastIndex = 0;
+    rememberSecret(/authorization$/i.test(name) && AUTH_SCHEME_AT.test(value) ? value.slice(AUTH_SCHEME_AT.lastIndex) : value);
   }
 }
 

@@ -78,6 +78,57 @@ describe('redact', () => {
   });
 });
 
+describe('credential headers in text (an ffmpeg debug log, an error quoting a request head)', () => {
+  it.each([
+    ['Basic', 'Authorization: Basic YWRtaW46aHVudGVyMg==', 'Authorization: Basic ***'],
+    ['Bearer, in a request head', '[http @ 0x55] request: GET /x HTTP/1.1\r\nHost: cam\r\nauthorization: Bearer eyJh.eyJz.c2ln\r\nAccept: */*\r\n', '[http @ 0x55] request: GET /x HTTP/1.1\r\nHost: cam\r\nauthorization: Bearer ***\r\nAccept: */*\r\n'],
+    ['Digest: its parameters, the scheme kept', 'Authorization: Digest username="admin", realm="cam", nonce="n1", uri="/x", response="d41d8cd98f00"\nHost: cam', 'Authorization: Digest ***"\nHost: cam'],
+    ['Proxy-Authorization', 'CONNECT cam:443 HTTP/1.1\r\nProxy-Authorization: Basic cHJveHk6cHc=\r\n\r\n', 'CONNECT cam:443 HTTP/1.1\r\nProxy-Authorization: Basic ***\r\n\r\n'],
+    ['no scheme', 'Authorization: abc123', 'Authorization: ***'],
+    ['Cookie and Set-Cookie, whole', 'Cookie: lang=en; sid=s3ss\nSet-Cookie: sid=n3w; Path=/; HttpOnly', 'Cookie: ***\nSet-Cookie: ***'],
+    ['X- credential headers', 'X-API-Key: k3y\nX-Auth-Token: t0k\nX-Forwarded-For: 10.0.0.1', 'X-API-Key: ***\nX-Auth-Token: ***\nX-Forwarded-For: 10.0.0.1'],
+    // In a JSON log line: to the end of the escaped line, or the string's closing quote.
+    [
+      'a request head in a JSON string',
+      JSON.stringify({ msg: 'head: GET / HTTP/1.1\r\nAuthorization: Digest username="admin",response="abc"\r\nCookie: sid=xyz\r\n', n: 1 }),
+      JSON.stringify({ msg: 'head: GET / HTTP/1.1\r\nAuthorization: Digest ***\r\nCookie: ***\r\n', n: 1 }),
+    ],
+    ['the end of a JSON string', JSON.stringify({ msg: 'Authorization: Bearer abc', n: 1 }), JSON.stringify({ msg: 'Authorization: Bearer ***', n: 1 })],
+    ['a JSON object of headers', JSON.stringify({ headers: { authorization: 'Basic Zm9vOmJhcg==', host: 'x' } }), JSON.stringify({ headers: { authorization: 'Basic ***', host: 'x' } })],
+    ['escaped once more', JSON.stringify({ msg: JSON.stringify({ headers: { Authorization: 'Basic Zm9vOmJhcg==', host: 'x' } }) }), JSON.stringify({ msg: JSON.stringify({ headers: { Authorization: 'Basic ***', host: 'x' } }) })],
+    ['a quote around the header, in plain text', 'sent "Authorization: Basic Zm9v" and got 401', 'sent "Authorization: Basic ***" and got 401'],
+    // Not credential headers.
+    ['other headers and colons', 'Host: cam\nunexpected token: }\nx-request-id: a\nmy-authorization: b', 'Host: cam\nunexpected token: }\nx-request-id: a\nmy-authorization: b'],
+  ])('%s', (_n, text, want) => {
+    expect(redact(text)).toBe(want);
+  });
+
+  it('stays linear on a hostile 64 KB line (and on one four times that)', () => {
+    /** Hostile lines of about `k` KB. */
+    const lines = (k: number) => [
+      'Authorization: '.repeat(68 * k),
+      'Authorization: "'.repeat(64 * k),
+      `Authorization: ${'",'.repeat(512 * k)}`,
+      `Authorization: B${' '.repeat(1000 * k)}`,
+      `Cookie:${' '.repeat(1024 * k)}`,
+      `x-auth-${'a'.repeat(60)} :`.repeat(12 * k),
+      'a:'.repeat(512 * k),
+      '\\r\\nauthorization:\\"'.repeat(50 * k),
+      `${'a'.repeat(1024 * k)}:`,
+      ('"authorization"' + ' '.repeat(100)).repeat(9 * k),
+    ];
+    // Milliseconds each; bounds with room for a busy machine. Quadratic (each header's value read
+    // to the line's end), the first took 300 ms at 64 KB and 5 s at 256 KB.
+    for (const [k, bound] of [[64, 500], [256, 2000]]) {
+      for (const line of lines(k)) {
+        const t0 = performance.now();
+        redact(line);
+        expect(performance.now() - t0, `${k} KB: ${line.slice(0, 40)}`).toBeLessThan(bound);
+      }
+    }
+  });
+});
+
 describe('redactBroker', () => {
   it.each([
     ['host:port as it is', '127.0.0.1:9092', '127.0.0.1:9092'],
