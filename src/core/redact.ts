@@ -1,16 +1,19 @@
 /**
  * Credentials never leave the process: every URL-looking `scheme://user:pass@host` in a string
- * has its user-info replaced with `***`, and query parameters that commonly carry secrets
- * (token, password, …) have their values replaced. Used for logs, status messages, HTTP
+ * has its user-info replaced with `***`, query parameters that commonly carry secrets
+ * (token, password, …) have their values replaced, and so do credential headers
+ * (`Authorization: Basic ***`, `Cookie: ***`). Used for logs, status messages, HTTP
  * answers and anything else that is written out.
  *
  * Two layers. The secrets argus was given (rememberSecret: source URLs' passwords and secret
  * query values; in a source's inputArgs, credential headers' values of `-headers`, `-cookies`'
  * values, `-http_proxy`'s password and other secret options' values (rememberArgSecrets); SASL
- * passwords, the server's token; as the config's schema reads them) are replaced wherever they appear, in each form text may hold them
- * (as written, percent-decoded and -encoded, JSON-escaped once or twice): a password may hold any
- * character, and no pattern can tell where it ends in text already formatted (`pa":ss`, `s"}t`).
- * Then the patterns below, for secrets argus was not given (a URL a camera redirected to).
+ * passwords, the server's token; as the config's schema reads them) are replaced wherever they
+ * appear, in each form text may hold them (as written, percent-decoded and -encoded, JSON-escaped
+ * once or twice): a password may hold any character, and no pattern can tell where it ends in
+ * text already formatted (`pa":ss`, `s"}t`).
+ * Then the patterns below, for secrets argus was not given (a URL a camera redirected to, a
+ * request head ffmpeg prints).
  */
 // Greedy up to the last '@' before the path: a password may itself hold '@' or a quote
 // (ffmpeg splits user-info at the last '@'). Whitespace, '/', '?' and '#' end it, and so does a
