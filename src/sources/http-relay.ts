@@ -4,7 +4,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
 import { RelayDoor, type PeerCheck } from './relay-door.js';
-import { AuthRewriter, placeholderQuery, PLACEHOLDER_USERINFO, secretParams, urlCredentials, type Credentials } from './rtsp-auth.js';
+import { AuthRewriter, headEnd, placeholderQuery, PLACEHOLDER_USERINFO, secretParams, urlCredentials, type Credentials } from './rtsp-auth.js';
 import { addressOf, credentialsGo, MAX_REDIRECTS, nextStep, relayTarget, startChain, type RedirectChain, type RelayTarget } from './relay-redirect.js';
 
 /** How long the relay waits for the camera to accept a connection (ffmpeg's own default waits as long as the OS does). */
@@ -686,10 +686,8 @@ export class HttpReplies {
           }
           pass(i);
           const held = this.head.length ? Buffer.concat([...this.head, chunk.subarray(i)]) : chunk.subarray(i);
-          const from = Math.max(0, this.headLength - 3);
-          const text = held.toString('latin1');
-          const blank = /\r?\n\r?\n/.exec(text.slice(from));
-          if (!blank) {
+          const found = headEnd(held, this.headLength);
+          if (!found) {
             if (held.length > MAX_REPLY_HEAD) {
               out.push(held);
               this.head = [];
@@ -701,8 +699,7 @@ export class HttpReplies {
             i = passFrom = chunk.length;
             break;
           }
-          const end = from + blank.index + blank[0].length;
-          const headText = text.slice(0, end);
+          const { end, head: headText } = found;
           i += end - this.headLength;
           passFrom = i;
           this.head = [];

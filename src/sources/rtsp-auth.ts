@@ -72,6 +72,21 @@ export function swapSecrets(text: string, secrets: ReadonlyMap<string, string>, 
   return out;
 }
 
+/**
+ * Where a head ends in `held` (what was held of it, `headLength` bytes already searched, and
+ * the bytes that came since): after its blank line, CRLF or LF alone (ffmpeg writes either; a
+ * camera may too). The search starts 3 bytes before where the last one stopped, so a blank
+ * line split between two chunks is found. The head's text (latin1) and its length, or undefined.
+ */
+export function headEnd(held: Buffer, headLength: number): { end: number; head: string } | undefined {
+  const from = Math.max(0, headLength - 3);
+  const text = held.toString('latin1');
+  const blank = /\r?\n\r?\n/.exec(text.slice(from));
+  if (!blank) return undefined;
+  const end = from + blank.index + blank[0].length;
+  return { end, head: text.slice(0, end) };
+}
+
 /** A request head longer than this is not rewritten (and nothing after it is: the rewriter passes bytes on as they are). */
 const MAX_HEAD = 64 * 1024;
 
@@ -293,10 +308,8 @@ export class AuthRewriter {
         case 'head': {
           // Look for the blank line in what is held and this chunk (CRLF or LF alone, as ffmpeg writes either).
           const held = Buffer.concat([...this.head, chunk.subarray(i)]);
-          const from = Math.max(0, this.headLength - 3);
-          const text = held.toString('latin1');
-          const blank = /\r?\n\r?\n/.exec(text.slice(from));
-          if (!blank) {
+          const found = headEnd(held, this.headLength);
+          if (!found) {
             if (held.length > MAX_HEAD) {
               // Not RTSP as ffmpeg writes it: everything from here on as it is.
               out.push(held);
@@ -311,8 +324,7 @@ export class AuthRewriter {
             i = chunk.length;
             break;
           }
-          const end = from + blank.index + blank[0].length;
-          const headText = text.slice(0, end);
+          const { end, head: headText } = found;
           const rewritten = this.rewrite(headText);
           const consumed = end - this.headLength; // bytes of this chunk in the head
           i += consumed;
