@@ -6,6 +6,9 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv="${ARGUS_PYENV:-${ARGUS_CACHE:-$HOME/.cache/argus}/pyenv}"
 py="${PYTHON:-python3}"
+# One maker at a time (test files run two at once); the lock stays with the exec'd Python until it ends.
+mkdir -p "$(dirname "$venv")"
+if command -v flock >/dev/null 2>&1; then exec 9>"$venv.lock" && flock 9; fi
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import onnx, onnxruntime, onnxconverter_common, numpy' 2>/dev/null; then
   rm -rf "$venv"
   "$py" -m venv "$venv"

@@ -13,6 +13,10 @@
 set -euo pipefail
 venv="${ARGUS_PYENV_PEER:-${ARGUS_CACHE:-$HOME/.cache/argus}/pyenv-peer}"
 py="${PYTHON:-python3}"
+# One maker at a time: test files run two at once, and two that ask for the environment on a fresh
+# machine would each remove and rebuild it under the other. The lock is held until this script ends.
+mkdir -p "$(dirname "$venv")"
+if command -v flock >/dev/null 2>&1; then exec 9>"$venv.lock" && flock 9; fi
 # onnxruntime at the version of the onnxruntime-node argus runs (package.json), so the peers and
 # argus differ by their pipelines, not by the runtime's release.
 reqs="onnxruntime==1.30.0 opencv-python-headless==4.13.0.92 numpy==2.4.6"

@@ -7,7 +7,9 @@ import { checkOwnership, clusterNames, Collector, currentOwners, firstFrameAfter
 import { PERSON_VIDEO } from '../helpers/assets.js';
 import { ARGUS, runCommand } from '../helpers/cli.js';
 import { testBrokers } from '../helpers/kafka.js';
-import { publish, rtsp } from '../helpers/rtsp.js';
+import { rtspServer } from '../helpers/rtsp.js';
+
+const { rtsp, publish } = rtspServer(18574);
 
 /**
  * Issue 15: three (then four) `argus worker` processes, six RTSP cameras from the real RTSP

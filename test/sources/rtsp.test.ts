@@ -13,7 +13,9 @@ import { runPipeline, type RunningPipeline } from '../../src/pipeline/run.js';
 import { LIVE_PTS_SLACK_S } from '../../src/sources/ffmpeg-source.js';
 import type { Transition } from '../../src/sources/health.js';
 import { MIRROR } from '../helpers/assets.js';
-import { publish, rtsp } from '../helpers/rtsp.js';
+import { rtspServer } from '../helpers/rtsp.js';
+
+const { rtsp, publish } = rtspServer(18554);
 
 const PERSON = `${MIRROR}/streams/one-by-one-person-detection.mp4`;
 let cam1: string;
