@@ -345,12 +345,25 @@ describe('Outbox (the durable alert journal)', () => {
     const e = await Outbox.open(opts(d)).catch((x: unknown) => x);
     expect(isArgusError(e, 'VAP_ERR_OUTBOX')).toBe(true);
     expect((e as Error).message).toContain(d);
-    // The same pid, but another process (its start time differs: the pid was reused): taken over.
+    // The same pid, but another process (this boot, another start time: the pid was reused):
+    // taken over at once, without waiting for a heartbeat.
+    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
     const d2 = dir();
-    writeFileSync(join(d2, 'outbox.lock'), `${process.ppid} some-other-boot 12345\n`);
+    writeFileSync(join(d2, 'outbox.lock'), `${process.ppid} ${boot} 12345\n`);
+    const t0 = performance.now();
     const taken = await Outbox.open(opts(d2));
+    expect(performance.now() - t0, 'taken over without waiting out lockStaleMs (20 s)').toBeLessThan(15_000);
     expect(JSON.parse(readFileSync(join(d2, 'outbox.lock'), 'utf8'))).toMatchObject({ pid: process.pid });
     await taken.close();
+    // The same pid of another boot (a lock left on a volume from before a reboot, or another
+    // host's): not checkable by its pid, so taken over only once it has not been touched for lockStaleMs.
+    const d3 = dir();
+    writeFileSync(join(d3, 'outbox.lock'), `${process.ppid} some-other-boot 12345\n`);
+    const logs: string[] = [];
+    const later = await Outbox.open(opts(d3, { lockStaleMs: 400, log: (m) => logs.push(m) }));
+    expect(logs.some((m) => /waiting 0\.4 s for its heartbeat to stop/.test(m)), logs.join('\n')).toBe(true);
+    expect(JSON.parse(readFileSync(join(d3, 'outbox.lock'), 'utf8'))).toMatchObject({ pid: process.pid });
+    await later.close();
     const ob = await Outbox.open(opts(dir()));
     const e2 = await Outbox.open(opts(ob.dir)).catch((x: unknown) => x);
     expect((e2 as Error).message).toMatch(/already open in this process/);
