@@ -41,6 +41,17 @@ async function until(cond: () => boolean, ms: number): Promise<boolean> {
   return cond();
 }
 
+/**
+ * Runs `cond`'s wait in virtual time: the sink's backoff (200 ms doubling to 5 s, with jitter)
+ * is setTimeout's, so a scripted outage of a dozen failures takes no real seconds. Advances
+ * 50 ms at a time until `cond` holds or `ms` of virtual time passed.
+ */
+async function untilVirtual(cond: () => boolean, ms: number): Promise<boolean> {
+  for (let t = 0; t < ms && !cond(); t += 50) await vi.advanceTimersByTimeAsync(50);
+  return cond();
+}
+const VIRTUAL: Parameters<typeof vi.useFakeTimers>[0] = { toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'] };
+
 interface Logged {
   msg: string;
   fields?: Record<string, unknown>;
@@ -342,8 +353,13 @@ describe('Kafka sink: failure reasons in the log', () => {
     };
     // The scripted producer stands for every producer the sink makes, and its topics count as checked.
     Object.assign(sink as unknown as object, { producer, makeProducer: () => producer, topicsChecked: true });
-    publish(sink, alert('gate', 'r0'));
-    expect(await until(() => sink.stats.alertsSent === 1, BROKER_WAIT_MS)).toBe(true);
+    vi.useFakeTimers(VIRTUAL);
+    try {
+      publish(sink, alert('gate', 'r0'));
+      expect(await untilVirtual(() => sink.stats.alertsSent === 1, 60_000)).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
     expect(calls).toBe(script.length + 1);
     const failures = logs.filter((l) => l.level === 'warn' && !/new producer/.test(l.msg)).map((l) => l.msg);
     expect(failures).toHaveLength(3);
@@ -417,8 +433,14 @@ describe('Kafka sink: scripted failures (no broker)', () => {
         if (calls++ < failures) throw error();
         return [];
       });
-      publish(sink, alert('gate', 'p0'));
-      expect(await until(() => sink.stats.alertsSent === 1, BROKER_WAIT_MS)).toBe(true);
+      vi.useFakeTimers(VIRTUAL);
+      try {
+        publish(sink, alert('gate', 'p0'));
+        expect(await untilVirtual(() => sink.stats.alertsSent === 1, 120_000)).toBe(true);
+      } finally {
+        vi.useRealTimers();
+      }
+      expect(calls).toBe(failures + 1);
       await sink.close();
       return logs.filter((l) => /starting a new producer/.test(l.msg)).map((l) => l.msg);
     };
