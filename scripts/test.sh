@@ -29,6 +29,11 @@ if [ ! -x /usr/bin/ffmpeg ] && [ -z "${ARGUS_FFMPEG:-}" ]; then
     || echo "test.sh: could not install ffmpeg; the tests use the bundled one" >&2
 fi
 
+# Each broker and RTSP server of the tests keeps its state in a folder named by its port: one set
+# for all of them would make the private brokers that fault tests kill the shared one. Servers
+# the tests start listen on free ports (0), which an ARGUS_HTTP_PORT from the shell would override.
+unset ARGUS_KAFKA_STATE ARGUS_RTSP_STATE ARGUS_HTTP_PORT
+
 # A real Apache Kafka (KRaft) on loopback for the sink tests; fetched from Maven Central on
 # first use, stopped when the tests end.
 export KAFKA_PORT="${KAFKA_PORT:-19092}"

@@ -234,7 +234,9 @@ describe('cameras spread over argus workers by the consumer-group protocol (real
     expect(ok).toBe(true);
     const times = cams.map((c) => firstFrameAfter(collector.seen, c, t, victim)!.captured - t);
     console.log(`cluster: kill -9 of ${victim}: its ${cams.length} camera(s) back on other workers after ${times.join(', ')} ms`);
-    expect(allRunning(camIds())).toBe(true);
+    // every camera runs (read in the last 2.5 s): waited for, as everywhere else here, since a
+    // busy machine can hold a surviving worker's frames back for a moment right after the failover
+    expect(await until(() => allRunning(camIds()), 60_000, 250)).toBe(true);
     // it comes back under the same id and gets a share again
     w.start();
     expect(await until(() => byOwner().has(victim) && allRunning(camIds()), 120_000, 250)).toBe(true);
