@@ -42,15 +42,20 @@ async function until(cond: () => boolean, ms: number): Promise<boolean> {
 }
 
 /**
- * Runs `cond`'s wait in virtual time: the sink's backoff (200 ms doubling to 5 s, with jitter)
- * is setTimeout's, so a scripted outage of a dozen failures takes no real seconds. Advances
- * 50 ms at a time until `cond` holds or `ms` of virtual time passed.
+ * Runs `start` and the wait for `cond` in virtual time: the sink's backoff (200 ms doubling to
+ * 5 s, with jitter) is setTimeout's, so a scripted outage of a dozen failures takes no real
+ * seconds. Advances 50 ms at a time until `cond` holds or `ms` of virtual time passed.
  */
-async function untilVirtual(cond: () => boolean, ms: number): Promise<boolean> {
-  for (let t = 0; t < ms && !cond(); t += 50) await vi.advanceTimersByTimeAsync(50);
-  return cond();
+async function inVirtualTime(start: () => void, cond: () => boolean, ms: number): Promise<boolean> {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'] });
+  try {
+    start();
+    for (let t = 0; t < ms && !cond(); t += 50) await vi.advanceTimersByTimeAsync(50);
+    return cond();
+  } finally {
+    vi.useRealTimers();
+  }
 }
-const VIRTUAL: Parameters<typeof vi.useFakeTimers>[0] = { toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'] };
 
 interface Logged {
   msg: string;
@@ -353,13 +358,7 @@ describe('Kafka sink: failure reasons in the log', () => {
     };
     // The scripted producer stands for every producer the sink makes, and its topics count as checked.
     Object.assign(sink as unknown as object, { producer, makeProducer: () => producer, topicsChecked: true });
-    vi.useFakeTimers(VIRTUAL);
-    try {
-      publish(sink, alert('gate', 'r0'));
-      expect(await untilVirtual(() => sink.stats.alertsSent === 1, 60_000)).toBe(true);
-    } finally {
-      vi.useRealTimers();
-    }
+    expect(await inVirtualTime(() => publish(sink, alert('gate', 'r0')), () => sink.stats.alertsSent === 1, 60_000)).toBe(true);
     expect(calls).toBe(script.length + 1);
     const failures = logs.filter((l) => l.level === 'warn' && !/new producer/.test(l.msg)).map((l) => l.msg);
     expect(failures).toHaveLength(3);
@@ -433,13 +432,7 @@ describe('Kafka sink: scripted failures (no broker)', () => {
         if (calls++ < failures) throw error();
         return [];
       });
-      vi.useFakeTimers(VIRTUAL);
-      try {
-        publish(sink, alert('gate', 'p0'));
-        expect(await untilVirtual(() => sink.stats.alertsSent === 1, 120_000)).toBe(true);
-      } finally {
-        vi.useRealTimers();
-      }
+      expect(await inVirtualTime(() => publish(sink, alert('gate', 'p0')), () => sink.stats.alertsSent === 1, 120_000)).toBe(true);
       expect(calls).toBe(failures + 1);
       await sink.close();
       return logs.filter((l) => /starting a new producer/.test(l.msg)).map((l) => l.msg);
