@@ -7,8 +7,13 @@ import { ALL_SOURCES } from '../config/schema/source.js';
 import type { Outbox } from '../sinks/outbox.js';
 import type { WebSocketHub } from '../sinks/websocket.js';
 import { SOURCE_STATES as STATES } from '../sources/health.js';
-/** Stage durations from a frame's stamps, and what they measure. */
-const LATENCY_BUCKETS = [0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5];
+/**
+ * Bucket bounds (seconds) of the latency histograms. They reach 60 s: every latency the stamps
+ * believe is inside a finite bucket (a camera's time up to CAMERA_BEHIND_MAX_MS old, an arrival
+ * up to MAX_ARRIVAL_AGE_MS; a stage falling behind, a broker away). With 2.5 s the largest, a
+ * frame 9.5 s old was only in +Inf, and histogram_quantile gave its p99 as 2.5 s.
+ */
+export const LATENCY_BUCKETS = [0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 export interface MetricsSources {
   stats: () => readonly SourceStats[];
@@ -286,7 +291,7 @@ export class Metrics {
 
   /**
    * Drops the latency series of sources no longer in the pipeline (an argus worker's cameras
-   * that left it): they stayed frozen for good, 153 lines a camera, and a camera that moved to
+   * that left it): they stayed frozen for good, 189 lines a camera, and a camera that moved to
    * another worker was exported by both. A source attached again starts new series.
    */
   private prune(): void {

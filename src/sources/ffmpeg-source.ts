@@ -1028,7 +1028,7 @@ export const READ_LEAD_FRAMES = 0.5;
 export const LIVE_PTS_SLACK_S = 0.5;
 
 /** The longest a live frame is taken to have spent between the demuxer and argus: a reported arrival earlier than this before its delivery is not its arrival. */
-const MAX_ARRIVAL_AGE_MS = 60_000;
+export const MAX_ARRIVAL_AGE_MS = 60_000;
 
 /** Whether ffmpeg's reported arrival time `t` (epoch ms) can be that of a frame delivered at `captured`. */
 export function plausibleArrival(t: number, captured: number): boolean {

@@ -10,6 +10,8 @@ import { Metrics } from '../../src/server/metrics.js';
 import { StatusReporter } from '../../src/sinks/status.js';
 import { newSourceStats } from '../../src/sources/stats.js';
 import { of, lastValueFrom } from 'rxjs';
+import { CAMERA_BEHIND_MAX_MS } from '../../src/sources/rtsp-tap.js';
+import { MAX_ARRIVAL_AGE_MS } from '../../src/sources/ffmpeg-source.js';
 
 const sample = (text: string, series: string) => {
   const line = text.split('\n').find((l) => l.startsWith(series + ' '));
@@ -22,6 +24,27 @@ function result(captured: number): FrameResult {
   Object.assign(stamps, { preprocessed: captured + 2, inferStart: captured + 3, inferEnd: captured + 15, postprocessed: captured + 16 });
   const frame: Frame = { source: 'cam', seq: 0, pts: 0, data: Buffer.alloc(0), letterbox: letterbox(640, 480, 416, 416), stamps, producedBy: 'arrival', release: () => {} };
   return { frame, detections: new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0)), dropped: 0, alerts: [] };
+}
+
+/** Prometheus's histogram_quantile over one series' buckets in a scrape: linear within the bucket; in +Inf, the largest finite bound. */
+function histogramQuantile(text: string, name: string, labels: string, q: number): number {
+  const buckets = text
+    .split('\n')
+    .filter((l) => l.startsWith(`${name}_bucket{le=`) && l.includes(`",${labels}} `))
+    .map((l) => ({ le: Number(/le="([^"]+)"/.exec(l)![1].replace('+Inf', 'Infinity')), n: Number(l.slice(l.lastIndexOf(' ') + 1)) }));
+  const total = buckets[buckets.length - 1].n;
+  const rank = q * total;
+  let lower = 0;
+  let below = 0;
+  for (const b of buckets) {
+    if (b.n >= rank) {
+      if (b.le === Infinity) return buckets[buckets.length - 2].le;
+      return lower + ((b.le - lower) * (rank - below)) / (b.n - below);
+    }
+    lower = b.le;
+    below = b.n;
+  }
+  return NaN;
 }
 
 describe('latency figures', () => {
@@ -58,6 +81,22 @@ describe('latency figures', () => {
     expect(line).toMatch(/e2e p50 \d+\.\d ms +p99 \d+\.\d ms \(from arrival\) +pipeline p50 \d+\.\d ms/);
     const [e2e, pipe] = [/e2e p50 (\d+\.\d)/.exec(line)![1], /pipeline p50 (\d+\.\d)/.exec(line)![1]].map(Number);
     expect(e2e - pipe).toBeCloseTo(60, 0);
+  });
+
+  it("/metrics: a latency the stamps believe (a camera's time up to CAMERA_BEHIND_MAX_MS old, an arrival up to MAX_ARRIVAL_AGE_MS) is within the histogram's buckets, so its p99 is not capped", async () => {
+    const st = newSourceStats('cam');
+    for (const ageMs of [CAMERA_BEHIND_MAX_MS - 500, MAX_ARRIVAL_AGE_MS - 1000]) {
+      const m = new Metrics({ stats: () => [st], provider: 'cpu' });
+      const r = result(Date.now());
+      r.frame.stamps.produced = r.frame.stamps.captured - ageMs;
+      await lastValueFrom(of(r).pipe(stamp(st)));
+      m.onFrame(r);
+      const text = await m.scrape();
+      const e2eS = (r.frame.stamps.emitted - r.frame.stamps.produced) / 1000;
+      // Before: the largest bucket was 2.5 s, and a 9.5 s latency read as a p99 of 2.5 s.
+      expect(histogramQuantile(text, 'argus_frame_latency_seconds', 'source="cam"', 0.99)).toBeGreaterThanOrEqual(e2eS);
+      expect(histogramQuantile(text, 'argus_stage_latency_seconds', 'source="cam",stage="source"', 0.99)).toBeGreaterThanOrEqual(ageMs / 1000);
+    }
   });
 
   it('the dashboard: e2e from produced (captured for messages without it), pipeline from captured, and a source stage', async () => {
