@@ -51,6 +51,19 @@ function stageDurations(r: FrameResult): Record<Stage, number> {
   return d;
 }
 
+/**
+ * A live run's frames per second, out (results) and in (frames read, dropped ones included),
+ * over its results' span: from the first result's `captured` to the last's, `results − 1` frame
+ * intervals, in which the frames from the first's `seq` to the last's were read. (The results
+ * themselves were counted over it, one more than the intervals: a 30 fps clip read 30.1 fps in
+ * a 10 s run.)
+ */
+export function liveRates(first: { captured: number; seq: number }, last: { captured: number; seq: number }, results: number): { seconds: number; fps: number; fpsIn: number } {
+  const seconds = (last.captured - first.captured) / 1000;
+  if (!(seconds > 0) || results < 2) return { seconds: Math.max(0, seconds), fps: 0, fpsIn: 0 };
+  return { seconds, fps: (results - 1) / seconds, fpsIn: (last.seq - first.seq) / seconds };
+}
+
 const pct = (xs: number[]) => {
   const [p50, p95, p99] = percentiles(xs, [50, 95, 99]);
   return { p50: r2(p50), p95: r2(p95), p99: r2(p99) };
@@ -204,6 +217,8 @@ export async function runBench(o: BenchOptions) {
   const liveUri = o.liveUri ?? 'asset:person-1080p30.mp4';
   const clip = liveUri.startsWith('asset:') ? await resolveStream(liveUri.slice(6), ffmpeg, { log }) : liveUri;
   const liveE2e: { t: number; v: number }[] = [];
+  let liveFirst = { captured: 0, seq: 0 };
+  let liveLast = liveFirst;
   const liveStages: Record<Stage, number[]> = Object.fromEntries(STAGES.map((s) => [s, []])) as unknown as Record<Stage, number[]>;
   const ac = new AbortController();
   let liveStart = 0;
@@ -229,10 +244,12 @@ export async function runBench(o: BenchOptions) {
         // Source start (the pipeline is ready and ffmpeg starts) → first frame delivered.
         liveFirstFrameMs = r2(r.frame.stamps.captured - liveSpawned);
         liveProducedBy = r.frame.producedBy;
+        liveFirst = { captured: r.frame.stamps.captured, seq: r.frame.seq };
         setTimeout(() => ac.abort(), o.liveSeconds * 1000).unref();
       }
       for (const s of STAGES) liveStages[s].push(d[s]);
       liveE2e.push({ t: r.frame.stamps.captured - liveStart, v: d.e2e });
+      liveLast = { captured: r.frame.stamps.captured, seq: r.frame.seq };
     },
   });
   clearInterval(rssTimer);
@@ -240,7 +257,8 @@ export async function runBench(o: BenchOptions) {
   // (Sampled once a second: the start and the end count too.)
   rssPeak = Math.max(rssPeak, rssStart, rssEnd);
   const st = live.stats[0];
-  const liveSecs = liveE2e.length ? (liveE2e[liveE2e.length - 1].t) / 1000 : 0;
+  const rates = liveRates(liveFirst, liveLast, liveE2e.length);
+  const liveSecs = rates.seconds;
   // The first and the last 30 s, or thirds of a run shorter than 90 s (two 30 s windows of a
   // 10 s run were the same frames).
   const windowS = Math.min(30, liveSecs / 3);
@@ -264,8 +282,8 @@ export async function runBench(o: BenchOptions) {
       framesIn: st.framesIn,
       framesOut: st.framesOut,
       dropped: st.dropped,
-      fps: r2(st.framesOut / Math.max(liveSecs, 1e-3)),
-      fpsIn: r2(st.framesIn / Math.max(liveSecs, 1e-3)),
+      fps: r2(rates.fps),
+      fpsIn: r2(rates.fpsIn),
       dropPct: r2((100 * st.dropped) / Math.max(1, st.framesIn)),
       producedBy: liveProducedBy,
       firstFrameMs: liveFirstFrameMs,
