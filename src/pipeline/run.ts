@@ -196,7 +196,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     let liveFrames: FrameBroadcaster | undefined;
     if (server) {
       const [{ Metrics }, { RateMeter, registerRoutes }, { FrameBroadcaster }] = await Promise.all([import('../server/metrics.js'), import('../server/routes.js'), import('../server/frames.js')]);
-      metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka, websocket, outbox, alertsByRule: () => alerts.byRule, annotate, cluster: options.clusterMetrics });
+      metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka, websocket, outbox, alertsByRule: () => alerts.byRule, jsonl: started.jsonl, annotate, cluster: options.clusterMetrics });
       const rates = life.use('rates', new RateMeter(() => pipeline.stats), (r) => r.close());
       if (websocket) liveFrames = new FrameBroadcaster(websocket, pipeline.detector.manifest.preprocess.channelOrder);
       registerRoutes(server, {
@@ -282,6 +282,7 @@ interface Started {
   pipeline: Pipeline;
   alerts?: AlertPublisher;
   annotate?: AnnotateSink;
+  jsonl?: JsonlSink;
 }
 
 /** Starts the outbox, the sinks and the server a config asks for, each registered with `life`. */
@@ -290,6 +291,7 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
   const baseDir = options.baseDir ?? process.cwd();
   const jsonlPath = jsonlPathOf(config, options);
   const sinks: Sink[] = [];
+  let jsonl: JsonlSink | undefined;
   const k = config.sinks.kafka;
   // The outbox first: alerts journaled by an earlier run are replayed into Kafka below.
   let outbox: Outbox | undefined;
@@ -317,7 +319,8 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
   if (jsonlPath) {
     // A signal ends the wait for a named pipe's reader (the run then ends VAP_ERR_INTERRUPTED).
     const open = () => JsonlSink.open(jsonlPath, { includeStatus: config.sinks.jsonl?.status ?? false, log, signal: options.signal, onClosed: () => onFatal(new Error('jsonl: stdout was closed')) });
-    sinks.push(await life.start('jsonl', open, (s) => s.close()));
+    jsonl = await life.start('jsonl', open, (s) => s.close());
+    sinks.push(jsonl);
   }
   let kafka: KafkaSink | undefined;
   if (k) {
@@ -380,7 +383,7 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
       log(`server: listening on ${sc.host} without server.token: anyone who can reach the port can read the cameras' detections, alerts and live frames; set server.token`, { host: sc.host }, 'warn');
     }
   }
-  return { sinks, kafka, server, websocket, outbox, replayed, pipeline };
+  return { sinks, kafka, server, websocket, outbox, replayed, pipeline, jsonl };
 }
 
 function summarize(started: Started, frames: number, wallMs: number): RunSummary {

@@ -22,6 +22,8 @@ export interface MetricsSources {
   websocket?: WebSocketHub;
   outbox?: Outbox;
   alertsByRule?: () => ReadonlyMap<string, { severity: string; count: number }>;
+  /** The JSON lines sink: detection lines it skipped, its output too far behind, by source. */
+  jsonl?: { readonly behind: ReadonlyMap<string, number> };
   /** The annotated-video sink: frames it dropped per source. */
   annotate?: { readonly stats: readonly { source: string; dropped: number }[] };
   /** argus worker: which cameras it runs, under which epoch; its lease; its fence and claim counters. */
@@ -112,7 +114,7 @@ export class Metrics {
     counter('argus_source_decode_errors_total', 'ffmpeg’s reports of damaged input (a corrupt packet, a decoding error), those between two frames counted once.', (s) => s.decodeErrors);
     new client.Counter({
       name: 'argus_frames_dropped_total',
-      help: 'Frames or messages dropped, by reason: stale (inference busy, newer frame kept), inference_error (the frame’s inference failed), kafka_buffer (producer buffer full or broker away), websocket_slow_client, annotate_behind (the annotated video’s drawing or encoder was behind).',
+      help: 'Frames or messages dropped, by reason: stale (inference busy, newer frame kept), inference_error (the frame’s inference failed), kafka_buffer (producer buffer full or broker away), websocket_slow_client, jsonl_behind (the JSON lines output too far behind: a slow reader or disk), annotate_behind (the annotated video’s drawing or encoder was behind).',
       labelNames: ['source', 'reason'],
       registers: [r],
       collect() {
@@ -123,6 +125,7 @@ export class Metrics {
         }
         if (src.kafka) this.inc({ source: ALL_SOURCES, reason: 'kafka_buffer' }, src.kafka.stats.dropped);
         if (src.websocket) this.inc({ source: ALL_SOURCES, reason: 'websocket_slow_client' }, src.websocket.stats.dropped);
+        for (const [source, n] of src.jsonl?.behind ?? []) this.inc({ source, reason: 'jsonl_behind' }, n);
         for (const a of src.annotate?.stats ?? []) this.inc({ source: a.source, reason: 'annotate_behind' }, a.dropped);
       },
     });

@@ -40,6 +40,13 @@ export class JsonlSink implements Sink {
   readonly name = 'jsonl';
   /** Lines not written because the output was too far behind or had failed. */
   skipped = 0;
+  /**
+   * Of `skipped`: detection lines not written because the output was more than
+   * `maxBufferedBytes` behind, by source (`argus_frames_dropped_total{reason="jsonl_behind"}`).
+   */
+  readonly behind = new Map<string, number>();
+  /** A warning about lines skipped for a reader behind was given (once a run; close() sums them up). */
+  private behindWarned = false;
   written = 0;
   /** Set when the output failed; nothing more is written. */
   error: NodeJS.ErrnoException | undefined;
@@ -82,10 +89,19 @@ export class JsonlSink implements Sink {
     this.log(`jsonl: writing ${this.path} failed (${e.code ?? e.message}); no more lines are written to it`, { path: this.path, code: e.code }, 'error');
   }
 
-  publish(kind: string, _source: string, json: string): void {
+  publish(kind: string, source: string, json: string): void {
     if (kind === 'status' && !this.includeStatus) return;
-    if (this.error || (kind === 'detections' && this.out.writableLength > this.maxBufferedBytes)) {
+    if (this.error) {
       this.skipped++;
+      return;
+    }
+    if (kind === 'detections' && this.out.writableLength > this.maxBufferedBytes) {
+      this.skipped++;
+      this.behind.set(source, (this.behind.get(source) ?? 0) + 1);
+      if (!this.behindWarned) {
+        this.behindWarned = true;
+        this.log(`jsonl: writing ${this.path === '-' ? 'stdout' : this.path} is more than ${this.maxBufferedBytes} bytes behind (a slow reader or disk): detection lines are skipped (counted by source in argus_frames_dropped_total{reason="jsonl_behind"}, summed up at exit) until it catches up`, { path: this.path }, 'warn');
+      }
       return;
     }
     this.out.write(json + '\n');
@@ -93,6 +109,8 @@ export class JsonlSink implements Sink {
   }
 
   async close(): Promise<void> {
+    const behind = [...this.behind.values()].reduce((a, b) => a + b, 0);
+    if (behind > 0) this.log(`jsonl: ${behind} detection lines were not written to ${this.path === '-' ? 'stdout' : this.path}: it was more than ${this.maxBufferedBytes} bytes behind (a slow reader or disk)`, { path: this.path, skipped: behind, bySource: Object.fromEntries(this.behind) }, 'warn');
     // (First: stdout that is a pipe is a Socket too, and was waited on for 5 s after its reader had gone.)
     if (this.out === process.stdout) {
       if (this.error || this.out.writableLength === 0) return;

@@ -99,6 +99,17 @@ describe('latency figures', () => {
     }
   });
 
+  it('/metrics: drops by reason and source, the JSON lines output\'s too (they were counted where nothing read them)', async () => {
+    const st = newSourceStats('cam');
+    st.dropped = 5;
+    st.inferenceErrors = 2;
+    const metrics = new Metrics({ stats: () => [st], provider: 'cpu', jsonl: { behind: new Map([['cam', 4]]) } });
+    const text = await metrics.scrape();
+    expect(sample(text, 'argus_frames_dropped_total{source="cam",reason="stale"}')).toBe(3);
+    expect(sample(text, 'argus_frames_dropped_total{source="cam",reason="inference_error"}')).toBe(2);
+    expect(sample(text, 'argus_frames_dropped_total{source="cam",reason="jsonl_behind"}')).toBe(4);
+  });
+
   it('the dashboard: e2e from produced (captured for messages without it), pipeline from captured, and a source stage', async () => {
     // The browser's own modules (plain JS, no type declarations).
     const dash = '../../src/server/dashboard/js/';

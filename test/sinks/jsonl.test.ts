@@ -86,6 +86,24 @@ describe('JsonlSink on a named pipe', () => {
     expect(lines.some((l) => l.startsWith(`jsonl: the reader of ${fifo} did not take the last`))).toBe(true);
   });
 
+  it('a reader that falls behind: the detection lines skipped are counted by source, told in a warning at once, and summed up at close (they were counted in a field nothing read)', async () => {
+    const fifo = mkfifo();
+    fds.push(openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK)); // a reader that never reads
+    const lines: string[] = [];
+    const sink = await JsonlSink.open(fifo, { log: (m) => lines.push(m), closeTimeoutMs: 50, maxBufferedBytes: 4096 });
+    const line = JSON.stringify({ pad: 'x'.repeat(1000) });
+    for (let i = 0; i < 300; i++) sink.publish('detections', i % 3 ? 'a' : 'b', line);
+    sink.publish('alert', 'a', line); // alerts are never skipped for it
+    expect(sink.skipped).toBeGreaterThan(200);
+    expect((sink.behind.get('a') ?? 0) + (sink.behind.get('b') ?? 0)).toBe(sink.skipped);
+    expect(sink.behind.get('b')).toBeGreaterThan(50);
+    const warned = lines.filter((l) => l.includes('detection lines are skipped'));
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toContain(fifo);
+    await sink.close();
+    expect(lines.some((l) => l === `jsonl: ${sink.skipped} detection lines were not written to ${fifo}: it was more than 4096 bytes behind (a slow reader or disk)`)).toBe(true);
+  });
+
   it('a regular file is still created and written as before', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'argus-jsonl-')), 'out.jsonl');
     const sink = await JsonlSink.open(file);
