@@ -422,6 +422,10 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
             : `source "${id}": the camera's clock jumped ${Math.abs(jump!).toFixed(0)} ms ${jump! > 0 ? 'forward' : 'back'} between two of its sender reports (or its RTP clock does not run at its rate): frames are stamped with their arrival (producedBy: arrival) until it reconnects`,
         );
       }
+      if (clock.believedBehind !== undefined && !noticedBehind.has(tap)) {
+        noticedBehind.add(tap);
+        options.onClockNotice?.(cameraBehindNotice(id, clock.believedBehind));
+      }
       return r ?? null;
     };
     const waiting = new Map<number, Frame>(); // frame index → frame without its time yet
@@ -1012,6 +1016,17 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
  * connection, and logged the notice again).
  */
 const noticed = new WeakSet<object>();
+/** The relays whose notice of a camera time believed far behind the arrival (cameraBehindNotice) was given: once per start, as `noticed`. */
+const noticedBehind = new WeakSet<object>();
+
+/**
+ * The log line for a camera whose time put a frame `behindMs` (negative) before its arrival, more
+ * than CAMERA_BEHIND_NOTICE_MS and believed: its frames' latency counts the whole of it, which a
+ * camera clock that is not synchronised would also give.
+ */
+function cameraBehindNotice(id: string, behindMs: number): string {
+  return `source "${id}": the camera's clock put a frame ${Math.abs(behindMs).toFixed(0)} ms before its arrival at argus, and the frames' latency counts such a gap (producedBy: camera; believed up to ${CAMERA_BEHIND_MAX_MS / 1000} s before): a camera clock that is not synchronised (NTP) shows its error as latency; where the camera's time is off, set cameraClock: false (frames stamped with their arrival)`;
+}
 
 /** A fast file whose ffmpeg failed: how long what it wrote before may take to be read from the frame socket before the failure is reported. */
 const FAILED_READ_MS = 1000;

@@ -41,6 +41,12 @@ export const CAMERA_AHEAD_SLACK_MS = 5;
  */
 export const CAMERA_BEHIND_MAX_MS = 10_000;
 /**
+ * A believed camera time further than this before the packet's arrival is said once in the log
+ * (RtpClock.believedBehind): more than an encoder and a LAN usually take, and what a camera clock
+ * that is not synchronised would show. Its frames' latency then counts it, and nothing else says so.
+ */
+export const CAMERA_BEHIND_NOTICE_MS = 1000;
+/**
  * Two sender reports of one stream map RTP time to the camera's clock alike within this many ms
  * (plus a frame interval and SR_RATE_SLACK of the time between them); further apart, the
  * camera's clock jumped (an NTP step) or its RTP clock does not run at the rate the SDP gives, and
@@ -112,6 +118,8 @@ export class RtpClock {
   unpairable: string | undefined;
   /** How far ahead (+) or behind (−) the camera's time was of the arrival when it was first not believed, ms. */
   rejectedOffset: number | undefined;
+  /** How far behind the arrival (−, ms) the camera's time was when it was first believed more than CAMERA_BEHIND_NOTICE_MS before it. */
+  believedBehind: number | undefined;
   /**
    * How far (ms) a sender report's time was from the time the one before it gives its RTP
    * timestamp, when the two disagreed (SR_AGREEMENT_MS): the camera's clock jumped, or its RTP
@@ -327,6 +335,7 @@ export class RtpClock {
       const camera = this.sr.ntpMs + (((unit.ts - this.sr.ts) | 0) * 1000) / this.clockRate;
       const ahead = camera - unit.arrival;
       if (ahead <= CAMERA_AHEAD_SLACK_MS && ahead >= -CAMERA_BEHIND_MAX_MS) {
+        if (ahead < -CAMERA_BEHIND_NOTICE_MS) this.believedBehind ??= ahead;
         return { at: Math.min(camera, unit.arrival), by: 'camera' };
       }
       this.rejectedOffset ??= ahead;

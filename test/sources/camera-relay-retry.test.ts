@@ -107,4 +107,16 @@ describe("a camera's clock through argus's relay, after the relay was given up",
     expect(frames.slice(-20).every((f) => f.producedBy === 'arrival')).toBe(true);
     expect(notices.filter((n) => /not believable/.test(n))).toHaveLength(1);
   }, 120_000);
+
+  it("a camera clock 3 s slow (believed: up to 10 s): its frames' latency counts the 3 s, and the log says so once per start", async () => {
+    const started = await RtspCamera.start(PERSON, '640x360', { clockOffsetMs: -3000 });
+    camera = started.camera;
+    const notices: string[] = [];
+    const frames = await firstValueFrom(ffmpegSource(await options(started.url, {}, notices)).pipe(take(40), toArray()));
+    const stamped = frames.filter((f) => f.producedBy === 'camera');
+    expect(stamped.length).toBeGreaterThan(10);
+    expect(stamped.every((f) => f.stamps.captured - f.stamps.produced > 2900)).toBe(true);
+    // Before, nothing said why every frame of this camera was 3 s late.
+    expect(notices.filter((n) => /the camera's clock put a frame 3\d{3} ms before its arrival at argus/.test(n))).toHaveLength(1);
+  }, 120_000);
 });

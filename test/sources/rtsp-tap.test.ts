@@ -4,7 +4,7 @@ import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
 import { connect } from 'node:net';
 import { senderReport as sr } from '../helpers/rtsp-camera.js';
 import { relaysRtsp, tapsCameraClock } from '../../src/core/rtsp-relay.js';
-import { CAMERA_BEHIND_MAX_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, RtspTap, UNIT_END_TRUST, UnitEnds, videoStream } from '../../src/sources/rtsp-tap.js';
+import { CAMERA_BEHIND_MAX_MS, CAMERA_BEHIND_NOTICE_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, RtspTap, UNIT_END_TRUST, UnitEnds, videoStream } from '../../src/sources/rtsp-tap.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -135,6 +135,24 @@ describe('RtpClock: a frame time of ffmpeg → the camera\'s time of its access 
     s.camera(sr(3, 100_000 - CAMERA_BEHIND_MAX_MS - 1000, 9000), 100_010);
     expect(s.clock.lookup(0)).toEqual({ at: 100_000, by: 'arrival' });
     expect(s.clock.rejectedOffset).toBeLessThan(-CAMERA_BEHIND_MAX_MS);
+  });
+
+  it('a camera time believed but further than CAMERA_BEHIND_NOTICE_MS before the arrival is kept for a notice (its latency counts it: a clock not synchronised shows so); a nearer one is not', () => {
+    const near = session();
+    near.camera(rtp(2, 9000), 100_000);
+    near.camera(sr(3, 100_000 - CAMERA_BEHIND_NOTICE_MS + 200, 9000), 100_010);
+    const n = near.clock.lookup(0)!;
+    expect(n.by).toBe('camera');
+    expect(n.at).toBeCloseTo(100_000 - CAMERA_BEHIND_NOTICE_MS + 200, 3);
+    expect(near.clock.believedBehind).toBeUndefined();
+    const far = session();
+    far.camera(rtp(2, 9000), 100_000);
+    far.camera(sr(3, 100_000 - 3000, 9000), 100_010);
+    const f = far.clock.lookup(0)!;
+    expect(f.by).toBe('camera');
+    expect(f.at).toBeCloseTo(97_000, 3);
+    expect(far.clock.believedBehind).toBeCloseTo(-3000, 6);
+    expect(far.clock.rejectedOffset).toBeUndefined();
   });
 
   it("a camera clock that jumps back between two sender reports (within CAMERA_BEHIND_MAX_MS) is not believed after it: frames are stamped with their arrival, not 5 s early", () => {
