@@ -80,7 +80,7 @@ const frameEnvelope = {
   stamps: PublishedStampsSchema,
   frame: z.strictObject({ width: z.int().min(1), height: z.int().min(1) }),
   model: ModelInfoSchema,
-  dropped: count.describe('frames this source dropped so far because inference was busy'),
+  dropped: count.describe('frames this source dropped so far: inference was busy (a newer frame was kept) or failed on them'),
   ...ownerShape,
 };
 

@@ -52,7 +52,7 @@ export function buildTile(s) {
   };
   const [fpsInBox, fpsIn] = stat('fps in', 'stat-fps-in', 'Frames read from the source per second');
   const [fpsOutBox, fpsOut] = stat('fps out', 'stat-fps-out', 'Frames processed per second');
-  const [dropsBox, drops] = stat('drops', 'stat-drops', 'Frames dropped because inference was busy');
+  const [dropsBox, drops] = stat('drops', 'stat-drops', 'Frames dropped: inference was busy (a newer frame was kept) or failed on them');
   const [p50Box, p50] = stat('p50', 'stat-p50', 'End-to-end latency, median');
   const [p99Box, p99] = stat('p99', 'stat-p99', 'End-to-end latency, 99th percentile');
   const [pipeBox, pipe] = stat('pipeline p50', 'stat-pipe-p50', 'Pipeline latency (ffmpeg delivered the frame → result handed off), median');
