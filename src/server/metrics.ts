@@ -25,7 +25,7 @@ export interface MetricsSources {
   /** The JSON lines sink: detection lines it skipped, its output too far behind, by source. */
   jsonl?: { readonly behind: ReadonlyMap<string, number> };
   /** The annotated-video sink: frames it dropped per source. */
-  annotate?: { readonly stats: readonly { source: string; dropped: number }[] };
+  annotate?: { readonly stats: readonly { source: string; dropped: number; unwritten: number; lost: number }[] };
   /** argus worker: which cameras it runs, under which epoch; its lease; its fence and claim counters. */
   cluster?: () => ClusterMetricsState;
 }
@@ -114,7 +114,7 @@ export class Metrics {
     counter('argus_source_decode_errors_total', 'ffmpeg’s reports of damaged input (a corrupt packet, a decoding error), those between two frames counted once.', (s) => s.decodeErrors);
     new client.Counter({
       name: 'argus_frames_dropped_total',
-      help: 'Frames or messages dropped, by reason: stale (inference busy, newer frame kept), inference_error (the frame’s inference failed), kafka_buffer (producer buffer full or broker away), websocket_slow_client, jsonl_behind (the JSON lines output too far behind: a slow reader or disk), annotate_behind (the annotated video’s drawing or encoder was behind).',
+      help: 'Frames or messages dropped, by reason: stale (inference busy, newer frame kept), inference_error (the frame’s inference failed), kafka_buffer (producer buffer full or broker away), websocket_slow_client, jsonl_behind (the JSON lines output too far behind: a slow reader or disk), annotate_behind (the annotated video’s drawing or encoder was behind), annotate_failed (not in the annotated video: its drawing or encoder failed, or no video was being written).',
       labelNames: ['source', 'reason'],
       registers: [r],
       collect() {
@@ -126,7 +126,10 @@ export class Metrics {
         if (src.kafka) this.inc({ source: ALL_SOURCES, reason: 'kafka_buffer' }, src.kafka.stats.dropped);
         if (src.websocket) this.inc({ source: ALL_SOURCES, reason: 'websocket_slow_client' }, src.websocket.stats.dropped);
         for (const [source, n] of src.jsonl?.behind ?? []) this.inc({ source, reason: 'jsonl_behind' }, n);
-        for (const a of src.annotate?.stats ?? []) this.inc({ source: a.source, reason: 'annotate_behind' }, a.dropped);
+        for (const a of src.annotate?.stats ?? []) {
+          this.inc({ source: a.source, reason: 'annotate_behind' }, a.dropped - a.unwritten);
+          if (a.unwritten + a.lost > 0) this.inc({ source: a.source, reason: 'annotate_failed' }, a.unwritten + a.lost);
+        }
       },
     });
     new client.Gauge({

@@ -70,6 +70,11 @@ export interface AnnotateSourceStats {
   taken: number;
   /** Frames not copied: `queue` frames were already waiting (the drawing or the encoder was behind), or the encoder had failed. */
   dropped: number;
+  /**
+   * Of `dropped`: frames offered while no video was being written (the encoder had failed, the
+   * output was refused, or the source's video or the sink was closing): not for being behind.
+   */
+  unwritten: number;
   /** Frames not copied because the output frame rate (`fps`) is below the source's. */
   skipped: number;
   /**
@@ -277,7 +282,7 @@ export class AnnotateSink {
       const known = this.paths.get(source);
       // A source attached after open (a worker's camera): a file of its own, whatever the path's form.
       const path = known ?? annotatePaths(this.o.path, [source], this.o.baseDir, true).get(source)!;
-      s = { stats: { source, path, offered: 0, taken: 0, dropped: 0, skipped: 0, written: 0, lost: 0, repeated: 0 }, lastOffered: -1, lastTaken: -1, lastWritten: -1, inHand: 0, tail: Promise.resolve(), drawErrorLogged: false, stays: 1, firstPath: path };
+      s = { stats: { source, path, offered: 0, taken: 0, dropped: 0, unwritten: 0, skipped: 0, written: 0, lost: 0, repeated: 0 }, lastOffered: -1, lastTaken: -1, lastWritten: -1, inHand: 0, tail: Promise.resolve(), drawErrorLogged: false, stays: 1, firstPath: path };
       if (known === undefined) this.checkAttached(s);
       this.states.set(source, s);
     }
@@ -314,6 +319,7 @@ export class AnnotateSink {
     st.offered++;
     if (this.closing || st.error || s.ending) {
       st.dropped++;
+      st.unwritten++;
       return;
     }
     const fps = (st.fps ??= this.o.fps ?? this.o.fpsOf?.(frame.source) ?? DEFAULT_FPS);

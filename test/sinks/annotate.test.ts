@@ -222,6 +222,12 @@ describe('AnnotateSink: bounded, never in the way', () => {
     expect(summary).not.toMatch(/written 1/);
     // The frames after the failure were dropped because nothing was written any more, not for being behind.
     expect(summary).toMatch(/dropped 4 \(the drawing or the encoder was behind, or no video was being written\)/);
+    // So /metrics too: they and the frame lost are not in the video because it failed (they were
+    // all annotate_behind, and the lost frame nowhere).
+    expect(st.unwritten).toBe(4);
+    const text = await new Metrics({ stats: () => [], provider: 'cpu', annotate: sink }).scrape();
+    expect(text).toContain('argus_frames_dropped_total{source="cam",reason="annotate_behind"} 0');
+    expect(text).toContain('argus_frames_dropped_total{source="cam",reason="annotate_failed"} 5');
   });
 
   it('close waits for the frames in hand, then cuts ffmpeg off after closeTimeoutMs (virtual time)', async () => {
