@@ -74,6 +74,8 @@ export interface ConsumeSummary {
   notArgus: number;
   /** Messages whose `stamps.produced` (or `captured`) is not a plausible time: left out of the latency figures. */
   implausible: number;
+  /** Messages stamped after this process's clock read them (the clocks disagree): left out of the latency figures. */
+  ahead: number;
   /** The output's reader went away (`argus consume … | head`): stopped without a summary. */
   readerGone: boolean;
 }
@@ -140,16 +142,25 @@ const EARLIEST_STAMP_MS = Date.UTC(2000, 0, 1);
 const LATEST_AHEAD_MS = 24 * 3600 * 1000;
 
 /**
- * When the message's frame was produced (`stamps.produced`; messages before it existed: `captured`):
- * a time, 'implausible' for a value that cannot be one (−1e308, a string, the year 1970 or 2300),
- * undefined when there is none (status messages).
+ * A record's source → consumption latency at `t` (this process's clock, epoch ms), from when its
+ * frame was produced (`stamps.produced`; messages before it existed: `captured`): `ms`; or
+ * `aheadMs`, a stamp after `t` (the producer's clock ahead of this one's: another machine's, or
+ * an argus started before this machine's clock was set back), which is no latency; 'implausible'
+ * for a value that cannot be a time (−1e308, a string, the year 1970 or 2300); undefined when
+ * there is none (status messages). (A stamp ahead was a negative latency, in p50/p99 too.)
  */
-function producedAt(m: ArgusRecord, t: number): number | 'implausible' | undefined {
+export function sourceToConsume(m: Pick<ArgusRecord, 'stamps'>, t: number): { ms: number } | { aheadMs: number } | 'implausible' | undefined {
   const s = m.stamps;
   if (typeof s !== 'object' || s === null) return undefined;
   const v = s.produced ?? s.captured;
   if (v === undefined) return undefined;
-  return typeof v === 'number' && v >= EARLIEST_STAMP_MS && v <= t + LATEST_AHEAD_MS ? v : 'implausible';
+  if (!(typeof v === 'number' && v >= EARLIEST_STAMP_MS && v <= t + LATEST_AHEAD_MS)) return 'implausible';
+  return v > t ? { aheadMs: v - t } : { ms: t - v };
+}
+
+/** p50 and p99 of a window of latencies, or that it has none (a topic of status messages: it printed NaN). */
+export function latencyFigures(w: SampleWindow): string {
+  return w.count === 0 ? 'source→consume: no stamped records' : `source→consume p50 ${w.percentile(50).toFixed(1)} ms  p99 ${w.percentile(99).toFixed(1)} ms`;
 }
 
 /** A field of a record as text for the terminal: strings escaped (forTerminal), numbers as they are, anything else '?'. */
@@ -184,6 +195,8 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
   let n = 0;
   let notArgus = 0;
   let implausible = 0;
+  let ahead = 0;
+  let maxAheadMs = 0;
   let stop: () => void = () => {};
   let outError: NodeJS.ErrnoException | undefined;
   const onOutError = (e: NodeJS.ErrnoException) => {
@@ -233,15 +246,19 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
       if (!gate.accept(m)) {
         return o.json ? undefined : `stale ${forTerminal(m.source)} #${field(m.seq)} from ${field(m.owner)} (epoch ${m.epoch}; a newer owner's was seen): skipped`;
       }
-      const from = producedAt(m, t);
+      const l = sourceToConsume(m, t);
       let latency = '';
-      if (from === 'implausible') {
+      if (l === 'implausible') {
         implausible++;
         latency = '  source→consume ? ms (implausible stamp: left out)';
-      } else if (from !== undefined) {
-        win.add(t - from);
-        all.add(t - from);
-        latency = `  source→consume ${(t - from).toFixed(1)} ms`;
+      } else if (l && 'aheadMs' in l) {
+        ahead++;
+        maxAheadMs = Math.max(maxAheadMs, l.aheadMs);
+        latency = `  source→consume ? ms (stamped ${l.aheadMs.toFixed(1)} ms ahead of this clock: the clocks disagree; left out)`;
+      } else if (l) {
+        win.add(l.ms);
+        all.add(l.ms);
+        latency = `  source→consume ${l.ms.toFixed(1)} ms`;
       }
       if (o.json) return oneLine(text, parsed);
       const what =
@@ -261,7 +278,7 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
           n++;
           const line = describe(message.value?.toString(), partition);
           if (line !== undefined) write(line + '\n');
-          if (!o.json && n % o.window === 0) write(`window ${o.window}: source→consume p50 ${win.percentile(50).toFixed(1)} ms  p99 ${win.percentile(99).toFixed(1)} ms\n`);
+          if (!o.json && n % o.window === 0) write(`window ${o.window}: ${latencyFigures(win)}\n`);
           if (o.count !== undefined && n >= o.count) resolve();
         },
       });
@@ -271,7 +288,7 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
   } finally {
     await consumer.disconnect();
   }
-  const summary: ConsumeSummary = { records: n, p50: all.percentile(50), p99: all.percentile(99), stale: gate.stale, notArgus, implausible, readerGone: outError !== undefined && readerClosed(outError) };
+  const summary: ConsumeSummary = { records: n, p50: all.percentile(50), p99: all.percentile(99), stale: gate.stale, notArgus, implausible, ahead, readerGone: outError !== undefined && readerClosed(outError) };
   if (outError) {
     if (summary.readerGone) return summary;
     throw new ArgusError(ErrorCodes.SINK_FILE, `consume: writing the output failed (${outError.code ?? outError.message})`, { cause: outError });
@@ -281,8 +298,9 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
       gate.stale ? `${gate.stale} stale (a former owner's) skipped` : '',
       notArgus ? `${notArgus} not argus messages` : '',
       implausible ? `${implausible} with an implausible stamp left out of the latency figures` : '',
+      ahead ? `${ahead} stamped ahead of this clock (by up to ${maxAheadMs.toFixed(1)} ms: the producer's clock is ahead of this one's, which makes the other latencies too short as well) left out of the latency figures` : '',
     ].filter(Boolean);
-    write(`${n} records: source→consume p50 ${summary.p50.toFixed(1)} ms  p99 ${summary.p99.toFixed(1)} ms${notes.length ? `; ${notes.join('; ')}` : ''}\n`);
+    write(`${n} records: ${latencyFigures(all)}${notes.length ? `; ${notes.join('; ')}` : ''}\n`);
   }
   return summary;
 }
