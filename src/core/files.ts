@@ -179,3 +179,43 @@ export async function writeWhole<T>(path: string, write: (partial: string) => Pr
     dropPartial(partial);
   }
 }
+
+/** The most bytes of a CA file (a source's `tls.ca`, an HTTP camera's `-ca_file`): a bundle of every public authority is about 220 KB. */
+export const MAX_CA_BYTES = 4 * 1024 * 1024;
+
+/**
+ * A small file's bytes (a CA bundle): a regular file of at most `maxBytes`, read no further;
+ * otherwise a rejection whose message says why (`not a regular file …`, `larger than …`,
+ * `cannot be read (ENOENT)`), for the caller to put after the setting that named it.
+ * `readFile` read `/dev/zero` until its 2 GiB limit (a gigabyte or two of memory first), and
+ * waited for ever on a named pipe nobody writes to, holding one of libuv's four threads; the
+ * file is opened without waiting (O_NONBLOCK, which a regular file ignores) and looked at before
+ * it is read.
+ */
+export async function readSmallFile(path: string, maxBytes: number): Promise<Buffer> {
+  const failed = (e: unknown) => new Error(`cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
+  const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK).catch((e: unknown) => {
+    throw failed(e);
+  });
+  try {
+    const st = await fh.stat().catch((e: unknown) => {
+      throw failed(e);
+    });
+    if (!st.isFile()) throw new Error(st.isDirectory() ? 'a folder, not a file' : 'not a regular file (a named pipe, a socket or a device)');
+    if (st.size > maxBytes) throw new Error(`larger than ${maxBytes} bytes`);
+    // One byte more than its size: a file that grew since its stat is not cut short unseen.
+    const buf = Buffer.alloc(st.size + 1);
+    let n = 0;
+    while (n < buf.length) {
+      const { bytesRead } = await fh.read(buf, n, buf.length - n, null).catch((e: unknown) => {
+        throw failed(e);
+      });
+      if (bytesRead === 0) break;
+      n += bytesRead;
+    }
+    if (n === buf.length) throw new Error('changed while it was read');
+    return buf.subarray(0, n);
+  } finally {
+    await fh.close().catch(() => undefined);
+  }
+}

@@ -1,7 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import { connect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { MAX_CA_BYTES, readSmallFile } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import { RelayDoor, type PeerCheck } from './relay-door.js';
 import { AuthRewriter, headEnd, placeholderQuery, PLACEHOLDER_USERINFO, secretParams, urlCredentials, type Credentials } from './rtsp-auth.js';
@@ -221,8 +221,8 @@ export class HttpRelay {
   async listen(): Promise<string> {
     if (this.camera.tls && this.check.verify && this.check.ca) {
       const path = this.check.ca;
-      this.ca = await readFile(path).catch((e: NodeJS.ErrnoException) => {
-        throw new ArgusError(ErrorCodes.SOURCE_OPEN, `inputArgs -ca_file ${path}: cannot be read (${e.code ?? e.message})`);
+      this.ca = await readSmallFile(path, MAX_CA_BYTES).catch((e: Error) => {
+        throw new ArgusError(ErrorCodes.SOURCE_OPEN, `inputArgs -ca_file ${path}: ${e.message}`);
       });
     }
     this.main.port = await this.main.door.listen();

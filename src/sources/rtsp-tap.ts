@@ -1,8 +1,8 @@
 import { connect, isIP, type Socket } from 'node:net';
 import { X509Certificate } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { checkServerIdentity, connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { MAX_CA_BYTES, readSmallFile } from '../core/files.js';
 import { checksCertificate, type CameraTls } from '../core/rtsp-relay.js';
 import { fromWallClock, now } from '../core/clock.js';
 import type { LogFn } from '../core/log.js';
@@ -1138,8 +1138,10 @@ export function withCameraSource(head: string, address: string | undefined): str
  */
 export async function readCameraCa(path: string): Promise<Buffer> {
   const bad = (why: string) => new ArgusError(ErrorCodes.CONFIG, `tls.ca: ${path}: ${why}`);
-  const bytes = await readFile(path).catch((e: NodeJS.ErrnoException) => {
-    throw bad(`cannot be read (${e.code ?? e.message})`);
+  // Bounded, and a regular file only: /dev/zero was read to Node's 2 GiB limit, and a named pipe
+  // nobody writes to held the start for ever.
+  const bytes = await readSmallFile(path, MAX_CA_BYTES).catch((e: Error) => {
+    throw bad(e.message);
   });
   const text = bytes.toString('latin1');
   const blocks = [...text.matchAll(/-----BEGIN ([A-Z0-9 ]+)-----[\s\S]*?-----END \1-----/g)];
