@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import * as ort from 'onnxruntime-node';
 import type { ExecutionProviderName, ModelManifest } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -6,6 +5,7 @@ import type { Family } from '../core/families.js';
 import type { LetterboxAlign, LetterboxRounding } from '../core/geometry.js';
 import { envChoice, type LogFn } from '../core/log.js';
 import { describeModel, type ResolvedManifest } from '../models/describe.js';
+import { modelFileProblem } from '../models/metadata.js';
 import type { ModelDecoder, OutputData } from '../models/decoder.js';
 import { createDecoder } from '../models/registry.js';
 import type { NormalizeOptions } from '../preprocess/normalize.js';
@@ -128,9 +128,8 @@ export class Detector {
   static async load(manifest: ModelManifest | undefined, modelPath: string, options: DetectorOptions): Promise<Detector> {
     const log = options.log ?? (() => {});
     const name = manifest?.name ?? modelPath;
-    if (!existsSync(modelPath)) {
-      throw new ArgusError(ErrorCodes.MODEL_LOAD, `model "${name}": file not found: ${modelPath}`);
-    }
+    const problem = modelFileProblem(modelPath);
+    if (problem) throw new ArgusError(ErrorCodes.MODEL_LOAD, `model "${name}": ${problem}: ${modelPath}`);
     let session: ModelSession;
     try {
       session = await (options.openSession ?? openSession)(modelPath, {

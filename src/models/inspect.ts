@@ -3,6 +3,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { forTerminal } from '../core/text.js';
 import { describeModel } from './describe.js';
 import type { Family } from '../core/families.js';
+import { modelFileProblem } from './metadata.js';
 import { createDecoder } from './registry.js';
 import { sessionTensors, type TensorInfo } from './tensor-info.js';
 
@@ -12,6 +13,8 @@ import { sessionTensors, type TensorInfo } from './tensor-info.js';
  * each line goes through forTerminal (an escape sequence in a class name is shown, not run).
  */
 export async function inspectModel(path: string, family: Family | 'auto' = 'auto'): Promise<string> {
+  const problem = modelFileProblem(path);
+  if (problem) throw new ArgusError(ErrorCodes.MODEL_LOAD, `${path}: ${problem}`);
   let session: ort.InferenceSession;
   try {
     session = await ort.InferenceSession.create(path, { logSeverityLevel: 4 });

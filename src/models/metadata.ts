@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import onnxProto from 'onnx-proto';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -375,4 +376,22 @@ async function walk(w: FileWindow, start: number, end: number, visit: (f: Field)
     const r = visit(f);
     if (r) await r;
   }
+}
+
+/**
+ * Why `path` is no model file to hand to ONNX Runtime, or undefined: missing, a folder, or not a
+ * regular file. ONNX Runtime (and the metadata reader after it) opened a named pipe and waited
+ * on it for ever, Ctrl-C and all (`model.path`, `detect --model`, `models inspect`).
+ */
+export function modelFileProblem(path: string): string | undefined {
+  let st;
+  try {
+    st = statSync(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' || code === 'ENOTDIR' ? 'file not found' : `cannot be read (${code ?? (e as Error).message})`;
+  }
+  if (st.isDirectory()) return 'a folder, not a model file';
+  if (!st.isFile()) return 'not a regular file (a named pipe, a socket or a device): give the model as a file';
+  return undefined;
 }

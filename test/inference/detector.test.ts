@@ -6,6 +6,7 @@ import { loadModelManifest } from '../../src/assets/catalog.js';
 import type { ModelManifest } from '../../src/config/schema.js';
 import { isArgusError } from '../../src/core/errors.js';
 import { Detector } from '../../src/inference/detector.js';
+import { inspectModel } from '../../src/models/inspect.js';
 import { MIRROR, MODEL } from '../helpers/assets.js';
 import { detectFile } from '../helpers/detect.js';
 import { writeConstantModel } from '../helpers/onnx.js';
@@ -81,6 +82,20 @@ describe('Detector load errors', () => {
     const e = await Detector.load(manifest, join(dir, 'missing.onnx'), { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0 }).catch((x: unknown) => x);
     expect(isArgusError(e, 'VAP_ERR_MODEL_LOAD')).toBe(true);
     expect((e as Error).message).toBe(`model "yolox-nano": file not found: ${join(dir, 'missing.onnx')}`);
+  });
+
+  it('a named pipe, a device or a folder given as the model → VAP_ERR_MODEL_LOAD at once (ONNX Runtime waited on a pipe for ever, Ctrl-C and all)', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const fifo = join(dir, 'model.onnx.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const load = (p: string) => Detector.load(manifest, p, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0 }).catch((x: unknown) => x);
+    for (const p of [fifo, '/dev/zero']) {
+      const e = await load(p);
+      expect(isArgusError(e, 'VAP_ERR_MODEL_LOAD')).toBe(true);
+      expect((e as Error).message).toBe(`model "yolox-nano": not a regular file (a named pipe, a socket or a device): give the model as a file: ${p}`);
+    }
+    expect((await load(dir)) as Error).toMatchObject({ code: 'VAP_ERR_MODEL_LOAD', message: `model "yolox-nano": a folder, not a model file: ${dir}` });
+    await expect(inspectModel(fifo)).rejects.toMatchObject({ code: 'VAP_ERR_MODEL_LOAD', message: `${fifo}: not a regular file (a named pipe, a socket or a device): give the model as a file` });
   });
 
   it('a file that is not ONNX → VAP_ERR_MODEL_LOAD', async () => {
