@@ -1,4 +1,4 @@
-import { closeSync, openSync, statSync } from 'node:fs';
+import { closeSync, openSync, statSync, type Stats } from 'node:fs';
 import { dirname, extname, isAbsolute, join, resolve } from 'node:path';
 import type { FrameResult } from '../analytics/analyze.js';
 import { grabPicture } from '../analytics/snapshot.js';
@@ -167,6 +167,11 @@ export function annotatePaths(path: string, sources: readonly string[], baseDir:
  */
 function refusal(source: string, file: string, outputs: ReadonlyMap<string, string>, o: Pick<AnnotateSinkOptions, 'inputs' | 'writtenBy'>): ArgusError | undefined {
   if (!isVideoPath(file)) return new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: ${file}: the video is H.264; name a ${VIDEO_EXTENSIONS.join(', ')} file (ffmpeg picks the container by the extension)`);
+  // A named pipe (or a device) named like a video: the output's creation (a synchronous open
+  // for writing) waited for a reader with the event loop blocked, deaf to Ctrl-C; and an MP4 is
+  // written to a file ffmpeg can seek in.
+  const st = statOf(file);
+  if (st && !st.isFile()) return new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: ${file} is ${st.isDirectory() ? 'a folder' : 'not a regular file (a named pipe, a socket or a device)'}: the video is written to a file (ffmpeg seeks back in it to finish the MP4)`);
   const input = o.inputs?.find((i) => sameFile(i, file));
   if (input) return new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: ${file} is a file a source reads (${input}); refusing to write over it`);
   const writer = [...(o.writtenBy ?? [])].find(([f]) => sameFile(f, file))?.[1];
@@ -174,6 +179,15 @@ function refusal(source: string, file: string, outputs: ReadonlyMap<string, stri
   const other = [...outputs].find(([id, f]) => id !== source && f === file)?.[0];
   if (other !== undefined) return new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: ${file} is the video of ${other} too (the ids differ only in characters a file name cannot hold); use ids that differ in letters, digits, '.', '_' or '-'`);
   return undefined;
+}
+
+/** `file`'s stat (links followed), or undefined where there is none. */
+function statOf(file: string): Stats | undefined {
+  try {
+    return statSync(file);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Creates (empties) an output file, folders made as needed; VAP_ERR_SINK_FILE naming `sinks.annotate.path` when it cannot be written. */

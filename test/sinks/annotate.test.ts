@@ -359,6 +359,15 @@ describe('AnnotateSink.open: never over an input, only into a container H.264 go
     await ok.close();
   });
 
+  it('an output that is a named pipe (or a device) named like a video fails the start at once (its creation waited for a reader, the event loop blocked, deaf to Ctrl-C)', async () => {
+    const dir = tmp();
+    const fifo = join(dir, 'out.mp4');
+    execFileSync('mkfifo', [fifo]);
+    const err = await AnnotateSink.open(sinkWith({ path: fifo }).options).catch((e) => e);
+    expect(isArgusError(err) && err.code).toBe('VAP_ERR_SINK_FILE');
+    expect(err.message).toBe(`sinks.annotate.path: ${fifo} is not a regular file (a named pipe, a socket or a device): the video is written to a file (ffmpeg seeks back in it to finish the MP4)`);
+  });
+
   it('an output another sink writes (--jsonl out.mp4 --annotate out.mp4) fails the start, naming both', async () => {
     const dir = tmp();
     const jsonl = join(dir, 'out.mp4');
