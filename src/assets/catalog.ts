@@ -138,7 +138,7 @@ export async function loadModelManifest(ref: string, baseDir = process.cwd()): P
     if (rest.sha256) doc.sha256 = rest.sha256;
   }
   const parsed = ModelManifestSchema.safeParse(doc);
-  if (!parsed.success) throw new ArgusError(ErrorCodes.CONFIG, `${file}: invalid model manifest\n${formatIssues(parsed.error)}`);
+  if (!parsed.success) throw new ArgusError(ErrorCodes.CONFIG, `${file}: invalid model manifest\n${formatIssues(parsed.error, ModelManifestSchema)}`);
   return { manifest: parsed.data, file };
 }
 

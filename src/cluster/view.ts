@@ -131,7 +131,7 @@ function rawCameraDoc(doc: unknown): { placement?: Placement; active: boolean; e
   if (d.placement === undefined) return { active };
   if (JSON.stringify(d.placement).includes('${env:')) return { active, error: 'placement: may not read ${env:…} (every worker must read the same placement)' };
   const r = PlacementSchema.safeParse(d.placement);
-  if (!r.success) return { active, error: cut(formatIssues(r.error).trim().replace(/^/, 'placement: ')) };
+  if (!r.success) return { active, error: cut(formatIssues(r.error, PlacementSchema).trim().replace(/^/, 'placement: ')) };
   return { active, placement: r.data };
 }
 
@@ -154,7 +154,7 @@ export function readCamera(id: string, text: string, env: NodeJS.ProcessEnv = pr
     return { raw, error: cut((e as Error).message) };
   }
   const r = CameraSchema.safeParse(doc);
-  if (!r.success) return { raw, error: cut(formatIssues(r.error).trim()) };
+  if (!r.success) return { raw, error: cut(formatIssues(r.error, CameraSchema).trim()) };
   if (r.data.source.id !== id) return { raw, error: cut(`id "${r.data.source.id}" differs from the record key "${id}"`) };
   return { raw, definition: { ...r.data, placement: raw.placement } };
 }

@@ -5,6 +5,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { mention } from '../core/redact.js';
 import { InterpolationError, interpolateEnv } from './interpolate.js';
 import { PipelineSchema, type PipelineConfig } from './schema.js';
+import { unknownKeyHint } from './suggest.js';
 
 const pathText = (path: readonly (string | number)[]) => path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${p}` : String(p)), '');
 
@@ -14,15 +15,20 @@ const pathText = (path: readonly (string | number)[]) => path.reduce<string>((ac
  * repeated only when it has the shape of a field's name. The custom messages of the schema
  * follow the same rule (README, "Pipelines").
  */
-function issueMessage(i: ZodIssue): string {
+function issueMessage(i: ZodIssue, schema?: ZodTypeAny): string {
   // `.nan` (YAML's not-a-number) worded as `.inf` is (schema/common.ts `finite`).
   if (i.code === 'invalid_type' && i.expected === 'number' && i.received === 'nan') return 'must be a finite number (.nan is not a number)';
   if (i.code === 'invalid_enum_value') return `Invalid enum value. Expected ${i.options.map((o) => `'${String(o)}'`).join(' | ')}`;
   if (i.code === 'unrecognized_keys') {
-    const keys = `Unrecognized key(s) in object: ${i.keys.map((k) => (mention(k) ? `'${k}'` : 'a key that is not a field name')).join(', ')}`;
     // A pipeline's section written into a source (or a cluster camera): say where it goes.
     const where = i.path.length === 2 ? i.path[0] : undefined;
     const sections = where === 'sources' || where === 'cameras' ? i.keys.filter((k) => PIPELINE_SECTIONS.has(k)) : [];
+    // A misspelt or misplaced field: which one it likely is.
+    const hint = (k: string) => {
+      const h = schema && !sections.includes(k) ? unknownKeyHint(schema, i.path, k, pathText) : undefined;
+      return h ? ` (${h})` : '';
+    };
+    const keys = `Unrecognized key(s) in object: ${i.keys.map((k) => (mention(k) ? `'${k}'${hint(k)}` : 'a key that is not a field name')).join(', ')}`;
     if (!sections.length) return keys;
     const named = sections.map((k) => `'${k}'`).join(', ');
     return where === 'sources' ? `${keys} (${named}: a section of the pipeline, at the top level, for all its sources)` : `${keys} (${named}: a section of the workers' config, --config WORKER.yaml, for all the cameras they run)`;
@@ -33,9 +39,12 @@ function issueMessage(i: ZodIssue): string {
 /** The pipeline's top-level sections that are not a source's too (a hint for a misplaced one). */
 const PIPELINE_SECTIONS = new Set(['model', 'postprocess', 'tracking', 'alerts', 'sinks', 'server', 'outbox', 'cluster']);
 
-/** Formats zod issues as `path.to.field: message` lines. */
-export function formatIssues(error: ZodError): string {
-  return error.issues.map((i) => `  ${pathText(i.path) || '(root)'}: ${issueMessage(i)}`).join('\n');
+/**
+ * Formats zod issues as `path.to.field: message` lines. With the schema the document was
+ * checked against, an unknown key says which field it likely is (config/suggest.ts).
+ */
+export function formatIssues(error: ZodError, schema?: ZodTypeAny): string {
+  return error.issues.map((i) => `  ${pathText(i.path) || '(root)'}: ${issueMessage(i, schema)}`).join('\n');
 }
 
 /**
@@ -196,7 +205,7 @@ export function parseConfigText<S extends ZodTypeAny>(
   let result = schema.safeParse(doc);
   while (!result.success && raw.size > 0 && restoreStrings(doc, result.error, raw)) result = schema.safeParse(doc);
   if (!result.success) {
-    throw new ArgusError(ErrorCodes.CONFIG, `${file}: invalid configuration\n${formatIssues(result.error)}`);
+    throw new ArgusError(ErrorCodes.CONFIG, `${file}: invalid configuration\n${formatIssues(result.error, schema)}`);
   }
   return result.data;
 }

@@ -147,7 +147,7 @@ describe('pipeline schema', () => {
     ['tls on a camera that is not rtsps://', 'sources:\n  - {id: a, uri: "rtsp://cam/x", tls: {verify: false}}\n', /sources\[0\]\.tls: tls is for rtsps:\/\/ cameras/],
     ['tls verify: false with a fingerprint', 'sources:\n  - {id: a, uri: "rtsps://cam/x", tls: {verify: false, fingerprint: "' + 'ab'.repeat(32) + '"}}\n', /sources\[0\]\.tls\.verify: verify: false takes any certificate/],
     ['a fingerprint that is not SHA-256', 'sources:\n  - {id: a, uri: "rtsps://cam/x", tls: {fingerprint: "AB:CD"}}\n', /sources\[0\]\.tls\.fingerprint: a SHA-256 fingerprint: 32 bytes in hex/],
-    ['a misspelt key', 'sources:\n  - id: a\n    uri: /x.mp4\n    lop: true\n', /sources\[0\]: Unrecognized key\(s\) in object: 'lop'$/],
+    ['a misspelt key', 'sources:\n  - id: a\n    uri: /x.mp4\n    lop: true\n', /sources\[0\]: Unrecognized key\(s\) in object: 'lop' \(did you mean 'loop'\?\)$/],
     ['a pipeline section written into a source', 'sources:\n  - id: a\n    uri: /x.mp4\n    tracking: {enabled: false}\n', /sources\[0\]: Unrecognized key\(s\) in object: 'tracking' \('tracking': a section of the pipeline, at the top level, for all its sources\)$/],
     ['a threshold out of range', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  scoreThreshold: 1.5\n', /postprocess\.scoreThreshold: Number must be less than or equal to 1/],
     ['more detections a frame than the tracker is sized for', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  maxDetections: 1000\n', /postprocess\.maxDetections: Number must be less than or equal to 300/],
