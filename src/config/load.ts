@@ -76,12 +76,15 @@ export class YamlTextError extends Error {
 /**
  * Parses one YAML document; its errors and warnings (an unknown tag) are refused as a
  * YamlTextError, and nothing is written to stderr (YAML's warnings printed the line they were
- * about, a secret with it, outside redaction).
+ * about, a secret with it, outside redaction). Merge keys are read (`<<: *defaults`, as
+ * docker-compose files share settings): the yaml library's YAML 1.2 default took `<<` for a
+ * key, refused as "a key that is not a field name". What they merge counts against the same
+ * cap on aliases as any alias.
  */
 export function parseYamlText(text: string, options: ParseOptions & DocumentOptions = {}): unknown {
   let doc: ReturnType<typeof parseDocument>;
   try {
-    doc = parseDocument(text, { ...options, logLevel: 'silent' });
+    doc = parseDocument(text, { merge: true, ...options, logLevel: 'silent' });
   } catch (err) {
     // The parser recurses per level of nesting: 100 000 `[` (200 KB) overflowed the stack, and
     // the RangeError came out uncoded, without the file's name.
@@ -103,13 +106,16 @@ export function parseYamlText(text: string, options: ParseOptions & DocumentOpti
     // the yaml library's cap ("billion laughs") were reported as an alias with no anchor.
     const excessive = err instanceof ReferenceError && /excessive alias/i.test(err.message);
     const alias = err instanceof ReferenceError && /alias/i.test(err.message);
+    const merge = err instanceof Error && /merge sources/i.test(err.message);
     const problem = stackExhausted(err)
       ? TOO_DEEP
       : excessive
         ? 'aliases (*name) that repeat an anchor (&name) too many times (aliases of aliases multiply: a "billion laughs" document)'
         : alias
           ? 'an alias (*name) with no anchor (&name) before it: quote a value that starts with *'
-          : 'its values could not be read';
+          : merge
+            ? 'a merge key (<<) whose value is not a mapping: `<<: *name` with the anchor &name on a mapping, or a list of such aliases'
+            : 'its values could not be read';
     throw new YamlTextError(undefined, undefined, problem);
   }
   const shape = value !== null && typeof value === 'object' ? shapeProblem(value) : undefined;
