@@ -125,7 +125,7 @@ export function parseYamlText(text: string, options: ParseOptions & DocumentOpti
 
 /**
  * Why a parsed document (YAML's, or a camera record's JSON) is refused for its shape, or
- * undefined: nested deeper than MAX_NESTING, or a key `__proto__`, which is no field of anything
+ * undefined: nested deeper than MAX_NESTING, a string holding a NUL, or a key `__proto__`, which is no field of anything
  * argus reads and which an object built from it (`out[k] = …`, zod's passthrough) took for its
  * prototype: a camera record's `__proto__` was dropped without a word.
  */
@@ -135,8 +135,10 @@ export function shapeProblem(value: unknown): string | undefined {
   while (stack.length) {
     const { v, depth, path } = stack.pop()!;
     if (depth >= MAX_NESTING) return `${TOO_DEEP} (at ${where(path)})`;
+    let nul: (string | number)[] | undefined;
     const next = (k: string | number, c: unknown) => {
       if (c !== null && typeof c === 'object') stack.push({ v: c, depth: depth + 1, path: path.length < 5 ? [...path, k] : path });
+      else if (typeof c === 'string' && c.includes('\0')) nul ??= [...path, k];
     };
     if (Array.isArray(v)) v.forEach((c, i) => next(i, c));
     else
@@ -144,6 +146,9 @@ export function shapeProblem(value: unknown): string | undefined {
         if (k === '__proto__') return `a key __proto__ (in ${where(path)}), which is no field`;
         next(k, c);
       }
+    // A NUL ("\0" in YAML, \u0000 in JSON) can be in no path, URL or argument: an inputArgs word
+    // holding one failed ffmpeg's spawn at every retry, for ever, the word printed with it.
+    if (nul) return `a NUL character (\\0) in a string (at ${where(nul)}), which no path, URL or ffmpeg argument can hold`;
   }
   return undefined;
 }

@@ -110,3 +110,19 @@ describe('Kafka topic names are checked as the broker checks them, naming the fi
     expect(() => parseConfigText(worker('my.cameras'), PipelineSchema, 'p.yaml', {})).not.toThrow();
   });
 });
+
+describe('a NUL character in a string is refused naming where (no path, URL or argument holds one)', () => {
+  it.each([
+    ['an inputArgs word (ffmpeg failed to spawn at every retry, for ever, the word printed)', `${SOURCE}    inputArgs: [-user_agent, "a\\0b"]\n`, 'sources[0].inputArgs[1]'],
+    ['a uri', 'sources:\n  - {id: cam, uri: "/videos/a.mp4\\0x"}\n', 'sources[0].uri'],
+    ['a sink path', `${SOURCE}sinks: {jsonl: {path: "out\\0.jsonl"}}\n`, 'sinks.jsonl.path'],
+  ])('%s', (_n, yaml, where) => {
+    const e = refusal(yaml);
+    expect(e.code).toBe(ErrorCodes.CONFIG_FILE);
+    expect(e.message).toBe(`p.yaml: not valid YAML: a NUL character (\\0) in a string (at ${where}), which no path, URL or ffmpeg argument can hold`);
+  });
+
+  it('a camera record (JSON) too', () => {
+    expect(parseCamera('cam', JSON.stringify({ id: 'cam', uri: '/videos/a.mp4', inputArgs: ['-user_agent', 'a\u0000b'] })).error).toBe('a NUL character (\\0) in a string (at inputArgs[1]), which no path, URL or ffmpeg argument can hold');
+  });
+});
