@@ -1,8 +1,41 @@
+import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import { z } from 'zod';
 import { brokerAddress, finite, kafkaTopic, ms, secret } from './common.js';
 
+/** Node's TLS options that hold PEM text (a certificate, a key), not a file's path. */
+const PEM_OPTIONS = ['ca', 'cert', 'key'] as const;
+
+/**
+ * Kafka's TLS options, checked as Node's TLS will take them, when the pipeline loads: `ca: /etc/kafka/ca.pem`
+ * (a path where Node takes the PEM text) ran with "Failed to connect: error:0480006C:PEM
+ * routines::no start line" every few seconds for as long as argus ran, alerts piling up in the
+ * outbox, no field named. Neither the option's value nor Node's words about it are repeated
+ * (a key, a passphrase); OpenSSL's reason is.
+ */
+function checkTlsOptions(o: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  let pemProblem = false;
+  for (const name of PEM_OPTIONS) {
+    const v = o[name];
+    const items = Array.isArray(v) ? v.map((x, i) => [x, [name, i]] as const) : [[v, [name]] as const];
+    for (const [x, path] of items) {
+      if (typeof x !== 'string' || x.includes('-----BEGIN')) continue;
+      pemProblem = true;
+      ctx.addIssue({ code: 'custom', path: [...path], message: `PEM text (-----BEGIN …), not a file's path: Node's TLS takes the ${name === 'key' ? 'key itself' : 'certificates themselves'}; give the file's text (a YAML block, \`${name}: |\`, or \${env:VAR} holding it)` });
+    }
+  }
+  if (pemProblem) return;
+  try {
+    createSecureContext(o as SecureContextOptions);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? '';
+    // OpenSSL's reason ("PEM routines::no start line", "bad decrypt") holds none of the input; Node's own argument errors quote it.
+    const why = code.startsWith('ERR_OSSL') ? (e as Error).message : `${code || 'refused'}${code === 'ERR_INVALID_ARG_TYPE' ? `: ${(e as Error).message.split('. Received')[0]}` : ''}`;
+    ctx.addIssue({ code: 'custom', message: `Node's TLS refuses these options (${why})` });
+  }
+}
+
 /** Kafka TLS: true, or Node tls options (ca, cert, key, servername…), passed to kafkajs. */
-export const kafkaSsl = z.union([z.boolean(), z.record(z.unknown())]);
+export const kafkaSsl = z.union([z.boolean(), z.record(z.unknown()).superRefine(checkTlsOptions)]);
 
 /** Kafka SASL, passed to kafkajs: { mechanism: plain | scram-sha-256 | scram-sha-512, username, password }. */
 export const kafkaSasl = z.object({ mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']), username: z.string(), password: secret() }).strict();

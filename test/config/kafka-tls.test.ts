@@ -1,0 +1,54 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseConfigText } from '../../src/config/load.js';
+import { PipelineSchema } from '../../src/config/schema.js';
+
+/**
+ * Kafka's TLS options are checked as Node's TLS takes them, when the pipeline loads: `ca:
+ * /etc/kafka/ca.pem` (a path where Node takes PEM text) ran with "Failed to connect:
+ * error:0480006C:PEM routines::no start line" every few seconds, alerts piling up in the
+ * outbox, no field named.
+ */
+const source = 'sources:\n  - {id: a, uri: /x.mp4}\n';
+const refusal = (yaml: string) => {
+  try {
+    parseConfigText(yaml, PipelineSchema, 'p.yaml', {});
+  } catch (e) {
+    expect((e as { code?: string }).code).toBe('VAP_ERR_CONFIG');
+    return (e as Error).message;
+  }
+  throw new Error(`accepted: ${yaml}`);
+};
+const kafka = (ssl: string) => `${source}sinks:\n  kafka: {brokers: ["k:9093"], ssl: ${ssl}}\n`;
+
+describe('sinks.kafka.ssl and cluster.ssl', () => {
+  it('a file path where PEM text belongs names the option, and what to give instead', () => {
+    const msg = refusal(kafka('{ca: /etc/kafka/ca.pem, cert: /etc/kafka/client.pem, key: /etc/kafka/client.key}'));
+    expect(msg).toContain("sinks.kafka.ssl.ca: PEM text (-----BEGIN …), not a file's path: Node's TLS takes the certificates themselves; give the file's text (a YAML block, `ca: |`, or ${env:VAR} holding it)");
+    expect(msg).toContain('sinks.kafka.ssl.cert: PEM text');
+    expect(msg).toContain("sinks.kafka.ssl.key: PEM text (-----BEGIN …), not a file's path: Node's TLS takes the key itself");
+    expect(refusal(`sinks:\n  kafka: {brokers: ["k:9093"]}\ncluster:\n  ssl: {ca: [/a.pem]}\n`)).toContain('cluster.ssl.ca[0]: PEM text');
+  });
+
+  it("what Node's TLS refuses is said with OpenSSL's reason, without the value", () => {
+    const secretish = 'AAAAsecretAAAA';
+    const msg = refusal(kafka(`{cert: "-----BEGIN CERTIFICATE-----\\n${secretish}\\n-----END CERTIFICATE-----\\n"}`));
+    expect(msg).toMatch(/sinks\.kafka\.ssl: Node's TLS refuses these options \(error:[0-9A-F]+:/);
+    expect(msg).not.toContain(secretish);
+    expect(refusal(kafka('{ca: 5}'))).toContain(`sinks.kafka.ssl: Node's TLS refuses these options (ERR_INVALID_ARG_TYPE: The "options.ca" property must be of type string or an instance of Buffer, TypedArray, or DataView)`);
+  });
+
+  it('PEM text, true, and options without certificates are taken', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-kafka-tls-'));
+    const [key, cert] = [join(dir, 'k.pem'), join(dir, 'c.pem')];
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=kafka'], { stdio: 'ignore' });
+    const pem = (f: string) => JSON.stringify(readFileSync(f, 'utf8'));
+    const parsed = parseConfigText(kafka(`{ca: ${pem(cert)}, cert: ${pem(cert)}, key: ${pem(key)}}`), PipelineSchema, 'p.yaml', {});
+    expect((parsed.sinks.kafka?.ssl as { ca: string }).ca).toContain('-----BEGIN CERTIFICATE-----');
+    expect(parseConfigText(kafka('true'), PipelineSchema, 'p.yaml', {}).sinks.kafka?.ssl).toBe(true);
+    expect(parseConfigText(kafka('{rejectUnauthorized: false, servername: kafka.local}'), PipelineSchema, 'p.yaml', {}).sinks.kafka?.ssl).toEqual({ rejectUnauthorized: false, servername: 'kafka.local' });
+  });
+});
