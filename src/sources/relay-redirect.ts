@@ -69,9 +69,12 @@ export function credentialsGo(camera: RelayTarget, to: RelayTarget, allowed: rea
   if (camera.tls && !to.tls) return false;
   const host = to.host.toLowerCase();
   if (camera.scheme === to.scheme && camera.host.toLowerCase() === host && camera.port === to.port) return true;
+  // `[IPv6]` alone is its address; `[IPv6]:port` stays as addressOf writes it. (Brackets and port
+  // were stripped to `fd00::7:554` and compared with `host:port` as well, so a bare IPv6 address
+  // `fd00::7:554` in the list also sent the credentials to port 554 of `fd00::7`, another host.)
   return allowed.some((a) => {
-    const name = a.toLowerCase().replace(/^\[([^\]]*)\](:\d+)?$/, '$1$2');
-    return name === host || name === addressOf({ host, port: to.port }).toLowerCase() || name === `${host}:${to.port}`;
+    const name = a.toLowerCase().replace(/^\[([^\]]*)\]$/, '$1');
+    return name === host || name === addressOf({ host, port: to.port });
   });
 }
 

@@ -273,7 +273,8 @@ describe('pipeline schema', () => {
     expect(parse('sources:\n  - {id: a, uri: "rtsp://cam/x"}\n').sources[0].sendCredentialsTo).toEqual([]);
     const hosts = ['nvr.local', 'nvr.local:8554', '10.0.0.9', '10.0.0.9:554', '[fd00::7]', '[fd00::7]:554', 'fd00::7'];
     expect(parse(`sources:\n  - {id: a, uri: "rtsp://cam/x", sendCredentialsTo: ${JSON.stringify(hosts)}}\n`).sources[0].sendCredentialsTo).toEqual(hosts);
-    for (const bad of ['rtsp://nvr.local', 'admin@nvr.local', 'nvr.local/live', '']) {
+    // A port no redirect can have matched nothing: the credentials silently went nowhere.
+    for (const bad of ['rtsp://nvr.local', 'admin@nvr.local', 'nvr.local/live', '', 'nvr.local:99999', 'nvr.local:0', 'nvr.local:0554', '[fd00::7]:70000']) {
       const e = errorOf(() => parse(`sources:\n  - {id: a, uri: "rtsp://cam/x", sendCredentialsTo: ["${bad}"]}\n`));
       expect(e.code).toBe('VAP_ERR_CONFIG');
       expect(e.message).toContain('sources[0].sendCredentialsTo[0]');

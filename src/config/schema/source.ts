@@ -203,7 +203,14 @@ export const SourceSchema = z
       .array(
         z
           .string()
-          .regex(/^(\[[0-9a-f:.]+\]|[^\s/?#@[\]:]+|[0-9a-f:]*:[0-9a-f:.]+)(:\d{1,5})?$/i, 'a host, as `name`, `address` or `[IPv6]`, with `:port` or without (no scheme, path or user)'),
+          .regex(/^(\[[0-9a-f:.]+\]|[^\s/?#@[\]:]+|[0-9a-f:]*:[0-9a-f:.]+)(:\d{1,5})?$/i, 'a host, as `name`, `address` or `[IPv6]`, with `:port` or without (no scheme, path or user)')
+          // A port is compared as the redirect's number: `:99999`, `:0` or `:0554` matched no
+          // address, so the credentials silently went nowhere. (A bare IPv6 address takes none:
+          // `fd00::7:554` is an address; `[fd00::7]:554` the port.)
+          .refine((h) => {
+            const port = /^(?:\[[^\]]*\]|[^:]*):(\d+)$/.exec(h)?.[1];
+            return port === undefined || (/^[1-9]\d*$/.test(port) && Number(port) <= 65535);
+          }, 'the port is 1–65535, without leading zeros'),
       )
       .default([]),
     /** false skips this source. Default true. */
