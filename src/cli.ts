@@ -11,7 +11,7 @@ import { ortLogLevel } from './inference/detector.js';
 import { pipelineBaseDir } from './pipeline/pipeline.js';
 import { sourceSummary } from './sources/stats.js';
 import { runPipeline } from './pipeline/run.js';
-import { batchSources, fraction, MAX_TIMER_SECONDS, positiveInt, pathFlag, positiveNumber, seconds, topicFlag, wholeNumber } from './tools/flags.js';
+import { batchSources, fraction, MAX_TIMER_SECONDS, oneOf, positiveInt, pathFlag, positiveNumber, seconds, topicFlag, wholeNumber } from './tools/flags.js';
 
 /**
  * The exit status of an error that stopped argus before it ran: a bad command line
@@ -214,6 +214,9 @@ clusterFlags(
 ).action(async (file: string | undefined, opts: { brokers?: string[]; config?: string; id?: string; uri?: string; fps?: number; cost?: number; pin?: string; label?: string[] }) => {
   const { applyCameras, cameraFromFields, parseLabels, readCamerasFile } = await import('./cluster/admin.js');
   if (!file && (!opts.id || !opts.uri)) throw new ArgusError(ErrorCodes.USAGE, 'give a cameras YAML file, or --id and --uri');
+  // A file's cameras are taken as written: --pin or --fps beside it were dropped without a word.
+  const fields = (['id', 'uri', 'fps', 'cost', 'pin', 'label'] as const).filter((k) => opts[k] !== undefined);
+  if (file && fields.length) throw new ArgusError(ErrorCodes.USAGE, `${fields.map((k) => `--${k}`).join(', ')}: a camera's fields are given by the file or by flags, not both (put them in ${file})`);
   const labels = parseLabels(opts.label);
   const placement = opts.pin || labels ? { pin: opts.pin, labels } : undefined;
   const cams = file ? await readCamerasFile(file) : [cameraFromFields({ id: opts.id, uri: opts.uri, fps: opts.fps, cost: opts.cost, placement })];
@@ -260,7 +263,7 @@ clusterFlags(cluster.command('drain').description('move every camera off a worke
 program
   .command('bench')
   .description('measure raw inference, file-mode throughput and live 1080p30 behaviour')
-  .option('--pipeline <file>', 'pipeline YAML whose model settings to use', 'pipelines/demo.yaml')
+  .option('--pipeline <file>', 'pipeline YAML whose model settings to use', pathFlag, 'pipelines/demo.yaml')
   .option('--raw-runs <n>', 'raw inference runs', positiveInt, 300)
   .option('--file-frames <n>', 'frames for the file-mode run', positiveInt, 600)
   .option('--live-seconds <n>', `length of the live 1080p30 run (at most ${MAX_TIMER_SECONDS})`, wholeNumber(1, MAX_TIMER_SECONDS), 120)
@@ -271,7 +274,7 @@ program
   .option('--budget-ms <ms>', 'latency budget the sweep marks configurations against', positiveNumber(), 33)
   .option('--sweep-runs <n>', 'timed runs per sweep configuration', positiveInt, 60)
   .option('--only-extras', 'skip the raw/file/live runs', false)
-  .option('--json <file>', 'also write the figures as JSON')
+  .option('--json <file>', 'also write the figures as JSON', pathFlag)
   .action(
     async (opts: { pipeline: string; rawRuns: number; fileFrames: number; liveSeconds: number; liveUri?: string; json?: string; precision: boolean; batchSources: number; sweep: boolean; budgetMs: number; sweepRuns: number; onlyExtras: boolean }) => {
       const { runBench } = await import('./bench/bench.js');
@@ -303,7 +306,7 @@ models
   .command('inspect')
   .description('print what argus detects in an ONNX file: tensors, metadata, decoder family, labels, pre-processing')
   .argument('<file>', 'ONNX model')
-  .option('--family <name>', `decoder family instead of auto-detection (${FAMILIES.join(', ')})`, 'auto')
+  .option('--family <name>', `decoder family instead of auto-detection (${FAMILIES.join(', ')})`, oneOf(['auto', ...FAMILIES]), 'auto')
   .action(async (file: string, opts: { family: string }) => {
     const { inspectModel } = await import('./models/inspect.js');
     process.stdout.write((await inspectModel(file, opts.family as 'auto')) + '\n');

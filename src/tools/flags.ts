@@ -76,3 +76,11 @@ export function topicFlag(text: string): string {
   if (problem) throw new InvalidArgumentError(`expected ${problem}`);
   return text;
 }
+
+/** A choice among `names` (`models inspect --family`): another word was taken, and said only as "none fits" with exit status 0. */
+export function oneOf(names: readonly string[]): (text: string) => string {
+  return (text) => {
+    if (!names.includes(text)) throw new InvalidArgumentError(`expected one of ${names.join(', ')}`);
+    return text;
+  };
+}

@@ -24,6 +24,13 @@ describe('command-line usage errors are coded (VAP_ERR_USAGE) and exit with stat
     ['no command at all', [], /^argus: VAP_ERR_USAGE: a command is needed \(listed above\)$/],
     ['a group without its command', ['cameras'], /^argus: VAP_ERR_USAGE: a command is needed \(listed above\)$/],
     ['a check inside a command (cameras add without a file or --id and --uri)', ['cameras', 'add', '--brokers', '127.0.0.1:1'], /^argus: VAP_ERR_USAGE: give a cameras YAML file, or --id and --uri$/],
+    // The file's cameras were added and the flags dropped without a word.
+    ['cameras add with a file and a camera field', ['cameras', 'add', 'pipelines/cameras.yaml', '--pin', 'w1', '--fps', '5', '--brokers', '127.0.0.1:1'], /^argus: VAP_ERR_USAGE: --fps, --pin: a camera's fields are given by the file or by flags, not both \(put them in pipelines\/cameras\.yaml\)$/],
+    // Another family was taken, said as "none fits" with exit status 0.
+    ['an unknown decoder family', ['models', 'inspect', 'x.onnx', '--family', 'yolo'], /^argus: VAP_ERR_USAGE: option '--family <name>' argument 'yolo' is invalid\. expected one of auto, yolox, /],
+    // '' was opened as a file named '' ("VAP_ERR_CONFIG_FILE: : cannot read (ENOENT)").
+    ['an empty bench --pipeline', ['bench', '--only-extras', '--pipeline', ''], /^argus: VAP_ERR_USAGE: option '--pipeline <file>' argument '' is invalid\. expected a path, not an empty string$/],
+    ['an empty bench --json', ['bench', '--only-extras', '--json', ''], /^argus: VAP_ERR_USAGE: option '--json <file>' argument '' is invalid\. expected a path, not an empty string$/],
     // kafkajs's own errors, after connecting, named no flag: 'Missing required argument "topics"', 'an invalid topic'.
     ['an empty topic', ['consume', '--brokers', '127.0.0.1:1', '--topic', ''], /^argus: VAP_ERR_USAGE: option '--topic <name>' argument '' is invalid\. expected a Kafka topic name: letters, digits, dot, dash or underscore$/],
     ['a topic Kafka refuses', ['consume', '--brokers', '127.0.0.1:1', '--topic', '..'], /^argus: VAP_ERR_USAGE: option '--topic <name>' argument '\.\.' is invalid\. expected a Kafka topic name: not \. or \.\.$/],
