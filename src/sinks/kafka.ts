@@ -1,4 +1,4 @@
-import { appendFileSync, statSync } from 'node:fs';
+import { closeSync, constants, openSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { CompressionTypes, Kafka, logLevel, type Admin, type Producer, type SASLOptions } from 'kafkajs';
 import type { ConnectionOptions } from 'node:tls';
@@ -787,8 +787,17 @@ export class KafkaSink implements Sink {
         }
         return undefined;
       }
-      // (Its user's alone, as the outbox's files: parked alerts and statuses.)
-      appendFileSync(path, line, { mode: 0o600 });
+      // (Its user's alone, as the outbox's files: parked alerts and statuses.) Opened without
+      // waiting: a named pipe whose reader is away (a log shipper's) froze the whole process in
+      // this synchronous open, every camera and the group's heartbeats with it; it now fails
+      // (ENXIO), is logged, and the alert stays in the outbox.
+      const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK, 0o600);
+      try {
+        const bytes = Buffer.from(line);
+        for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);
+      } finally {
+        closeSync(fd);
+      }
       this.deadLetterSize += n;
       this.stats.deadLettered++;
       return path;
