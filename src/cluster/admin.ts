@@ -2,7 +2,7 @@ import { AssignerProtocol, Kafka, Partitioners, type Admin, type KafkaConfig } f
 import { decodeInfo, memberWorker } from './kafkajs-membership.js';
 import { CamerasFileSchema, ClusterSchema, PipelineSchema, type ClusterConfig, type KafkaSinkConfig, type PipelineConfig, type Placement } from '../config/schema.js';
 import { stringify as stringifyYaml } from 'yaml';
-import { parseConfigText, parseYamlText, readConfigText } from '../config/load.js';
+import { parseConfigText, parseYamlText, readConfigText, YamlTextError } from '../config/load.js';
 import { lenientEnv, type InterpolationError } from '../config/interpolate.js';
 import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
 import { brokersText, checkBrokerFlags, commandKafkaConfig, reachKafka } from '../sinks/kafka-reach.js';
@@ -129,19 +129,33 @@ export const MAX_CAMERAS_FILE_BYTES = 8 * 1024 * 1024;
 /** The cameras of a YAML file (`cameras: [...]`), each as written (its record value) and validated. Errors name the file and the field. */
 export async function readCamerasFile(file: string): Promise<{ id: string; value: string }[]> {
   const text = await readConfigText(file, MAX_CAMERAS_FILE_BYTES);
+  // A variable a camera may not read is said first, before this shell's value of it is
+  // validated in its place: `${env:HOME}` in a password was refused as "the part before '@'
+  // holds '/'" (HOME's /root), which sent the user after the password, not the variable.
+  let doc: { cameras?: unknown } | null;
+  try {
+    doc = parseYamlText(text) as { cameras?: unknown } | null;
+  } catch (e) {
+    if (e instanceof YamlTextError) throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: ${e.message}`);
+    throw e;
+  }
+  if (doc && typeof doc === 'object' && Array.isArray(doc.cameras)) {
+    doc.cameras.forEach((c: unknown, i) => {
+      const forbidden = forbiddenEnvRefs(JSON.stringify(c) ?? '');
+      if (forbidden.length) throw new ArgusError(ErrorCodes.CONFIG, `${file}: cameras[${i}]: \${env:${forbidden[0]}}: a camera may read only ${CAMERA_ENV_PREFIX}* variables of the workers' environment`);
+    });
+  }
   // Validated (coded errors naming the field) and written as the user gave it: `${env:…}`
   // stays a reference, resolved by each worker from its own environment, so a password in one
   // never enters Kafka. Validation here stands in '1' for a variable this shell lacks.
   const parsed = parseConfigText(text, CamerasFileSchema, file, lenientEnv());
-  const raw = parseYamlText(text) as { cameras: Record<string, unknown>[] };
+  const raw = doc as { cameras: Record<string, unknown>[] };
   const seen = new Set<string>();
   return parsed.cameras.map((c, i) => {
     const id = c.source.id;
     if (seen.has(id)) throw new ArgusError(ErrorCodes.CONFIG, `${file}: cameras[${i}].id: duplicate camera id "${id}"`);
     seen.add(id);
     const value = JSON.stringify(raw.cameras[i]);
-    const forbidden = forbiddenEnvRefs(value);
-    if (forbidden.length) throw new ArgusError(ErrorCodes.CONFIG, `${file}: cameras[${i}]: \${env:${forbidden[0]}}: a camera may read only ${CAMERA_ENV_PREFIX}* variables of the workers' environment`);
     if (value.length > MAX_CAMERA_RECORD_CHARS) throw tooLong(`${file}: cameras[${i}]`, value);
     return { id, value };
   });

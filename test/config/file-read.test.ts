@@ -92,3 +92,17 @@ describe('a configuration file must be UTF-8', () => {
     expect(at(0xc3, 0x41)).toBe(0); // a lead byte without its continuation
   });
 });
+
+describe('argus cameras apply: a variable a camera may not read', () => {
+  it("is named before this shell's value of it is checked in its place (HOME's /root in a password was refused as a '/' before '@')", async () => {
+    const cams = join(mkdtempSync(join(tmpdir(), 'argus-cams-env-')), 'cams.yaml');
+    writeFileSync(cams, 'cameras:\n  - {id: a, uri: /x.mp4}\n  - {id: b, uri: "rtsp://u:${env:HOME}@cam/x"}\n');
+    await expect(readCamerasFile(cams)).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: `${cams}: cameras[1]: \${env:HOME}: a camera may read only ARGUS_CAMERA_* variables of the workers' environment` });
+  });
+
+  it('a file that is not YAML is still VAP_ERR_CONFIG_FILE', async () => {
+    const cams = join(mkdtempSync(join(tmpdir(), 'argus-cams-env-')), 'cams.yaml');
+    writeFileSync(cams, 'cameras: [\n');
+    await expect(readCamerasFile(cams)).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG_FILE' });
+  });
+});
