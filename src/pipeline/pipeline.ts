@@ -18,6 +18,7 @@ import type { Transition } from '../sources/health.js';
 import { DamageWarnings, newSourceStats, recordTransition, type SourceStats } from '../sources/stats.js';
 import { readCameraCa } from '../sources/rtsp-tap.js';
 import { supervisedSource } from '../sources/supervised-source.js';
+import { BYTE_TRACKER_DEFAULTS } from '../tracking/byte-tracker.js';
 import { track } from '../tracking/track.js';
 import { detect, ffmpegOutputFor } from './detect.js';
 import { isolate } from './isolate.js';
@@ -252,6 +253,23 @@ function warnFileSettings(s: SourceConfig, url: string, field: string, log: LogF
   if (kind !== 'file' && asked.length) log(`${field}: ${asked.join(' and ')} ${asked.length > 1 ? 'are' : 'is'} for files; source "${s.id}" is a live stream (${kind}), read as it comes`, { source: s.id }, 'warn');
 }
 
+/**
+ * Zones and lines that forget an unseen track sooner than the tracker does (`exitDelayMs`,
+ * `forgetAfterMs` below `tracking.lostTrackBufferMs`): a track the tracker re-finds after a gap
+ * between the two enters the zone again (a second entry and `zone-enter` alert) or learns its
+ * side afresh. The README says to keep them at least as long; a config that did not was taken
+ * without a word. One warning per field, naming it (`field`: the source's).
+ */
+export function trackingGapWarnings(s: Pick<SourceConfig, 'zones' | 'lines'>, tracking: PipelineConfig['tracking'], field: string): string[] {
+  if (!tracking.enabled) return [];
+  const lost = tracking.lostTrackBufferMs ?? BYTE_TRACKER_DEFAULTS.lostTrackBufferMs;
+  const lostText = `tracking.lostTrackBufferMs (${lost}${tracking.lostTrackBufferMs === undefined ? ', its default' : ''})`;
+  return [
+    ...s.zones.flatMap((z, i) => (z.exitDelayMs < lost ? [`${field}.zones[${i}].exitDelayMs (${z.exitDelayMs}) is below ${lostText}: a track the tracker re-finds after a gap between the two exits and enters again (a second zone-enter); keep it at least as long (README, "Tracking, zones, lines and rules")`] : [])),
+    ...s.lines.flatMap((l, i) => (l.forgetAfterMs < lost ? [`${field}.lines[${i}].forgetAfterMs (${l.forgetAfterMs}) is below ${lostText}: a track the tracker re-finds after a gap between the two learns its side afresh (a crossing in the gap is not counted); keep it at least as long`] : [])),
+  ];
+}
+
 /** A file read as fast as possible: it loses nothing by waiting (its frames yield to other sources'). */
 function isBulk(kind: SourceKind, rate: SourceConfig['rate']): boolean {
   return kind === 'file' && rate === 'fast';
@@ -316,7 +334,11 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     ffmpegPath = ff.path;
     log(`ffmpeg ${ff.version} at ${ff.path} (${ff.reason})`, { ffmpeg: ff.path, version: ff.version });
     urls = await Promise.all(sources.map((s) => resolveSourceUrl(s, baseDir, ffmpegPath, log, settingOf(options, `sources[${config.sources.indexOf(s)}]`), options.signal)));
-    sources.forEach((s, i) => warnFileSettings(s, urls[i], settingOf(options, `sources[${config.sources.indexOf(s)}]`), log));
+    sources.forEach((s, i) => {
+      const field = settingOf(options, `sources[${config.sources.indexOf(s)}]`);
+      warnFileSettings(s, urls[i], field, log);
+      for (const w of trackingGapWarnings(s, config.tracking, field)) log(w, { source: s.id }, 'warn');
+    });
     // An rtsps:// camera's CA file, read as its relay will (a file that is not one fails the
     // start, naming the field, rather than every connection to the camera).
     await Promise.all(
@@ -433,6 +455,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
           const untracked = untrackedError(src, config.tracking, `camera ${src.id}`);
           if (untracked) throw new ArgusError(ErrorCodes.CONFIG, untracked);
           warnFileSettings(src, url, `camera ${src.id}`, log);
+          for (const w of trackingGapWarnings(src, config.tracking, `camera ${src.id}`)) log(w, { source: src.id }, 'warn');
           const a = new SourceAnalyzer(src, detector.labels, `camera ${src.id}`, (m) => log(m, { source: src.id }, 'warn'));
           const analyzer = a.empty ? undefined : a;
           const st = newSourceStats(src.id);
