@@ -114,16 +114,19 @@ const same = (key: string, fields: Iterable<string>) => [...fields].find((f) => 
 
 /**
  * A hint for an unknown key `key` of the object at `path` (without parentheses), or undefined:
- * `did you mean 'deinterlace'?`, `did you mean decode.deinterlace?`, or `a field of sources[0], not of decode`.
+ * `did you mean 'deinterlace'?`, `did you mean decode.deinterlace?`, `fps is a field of
+ * sources[0], not of sources[0].decode`, or, for docker-compose's `x-…`, where an anchor goes.
  * Only for keys that have a field name's shape (the caller checks: others are not repeated).
  */
 export function unknownKeyHint(schema: ZodTypeAny, path: Path, key: string, pathText: (p: Path) => string): string | undefined {
+  // docker-compose's place for shared settings (`x-defaults: &cam {…}`) has no match here.
+  if (/^x-/i.test(key)) return 'argus takes no extension keys: put the anchor on a source (`- &cam {…}`) and merge it into the others (`<<: *cam`)';
   const here = fieldsAt(schema, path);
   const near = closest(key, here);
   if (near) return `did you mean '${near}'?`;
   for (const f of here) {
     const inner = same(key, fieldsAt(schema, [...path, f]));
-    if (inner) return `did you mean ${f}.${inner}? (it goes under ${f})`;
+    if (inner) return `did you mean ${f}.${inner}?`;
   }
   if (path.length > 0) {
     // The object around this one (a list's item: the list's owner).
