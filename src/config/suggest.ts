@@ -95,7 +95,7 @@ function distance(a: string, b: string): number {
   return prev[b.length];
 }
 
-/** The field `key` is likely a misspelling of: the same but for case, `_` and `-`, or a few edits away (a third of its length, at most 3). */
+/** The field `key` is likely a misspelling of: the same but for case, `_` and `-`, the field without its unit, or a few edits away (a third of its length, at most 3). */
 function closest(key: string, fields: Iterable<string>): string | undefined {
   const k = plain(key);
   const most = Math.min(3, Math.max(1, Math.floor(k.length / 3)));
@@ -103,7 +103,9 @@ function closest(key: string, fields: Iterable<string>): string | undefined {
   let bestD = Infinity;
   for (const f of fields) {
     if (f === key) continue;
-    const d = plain(f) === k ? 0 : distance(k, plain(f));
+    // A field's name without its unit (`cooldown` for cooldownSec, `exitDelay` for exitDelayMs).
+    const unitless = k.length >= 4 && plain(f).startsWith(k) && plain(f).length - k.length <= 5;
+    const d = plain(f) === k ? 0 : unitless ? 1 : distance(k, plain(f));
     if (d <= most && d < bestD) (best = f), (bestD = d);
   }
   return best;

@@ -36,6 +36,8 @@ describe('an unknown key names the field it likely is', () => {
     ['a field of the object around', `${source}    decode: {fps: 10}\n`, "sources[0].decode: Unrecognized key(s) in object: 'fps' (fps is a field of sources[0], not of sources[0].decode)"],
     ['in the kafka sink', `${source}sinks:\n  kafka: {brokers: ["k:9092"], lingerMS: 5}\n`, "sinks.kafka: Unrecognized key(s) in object: 'lingerMS' (did you mean 'lingerMs'?)"],
     ['in the cluster section', `sinks:\n  kafka: {brokers: ["k:9092"]}\ncluster:\n  maxCamera: 10\n`, "cluster: Unrecognized key(s) in object: 'maxCamera' (did you mean 'maxCameras'?)"],
+    ['a field without its unit', `${source}    zones:\n      - {id: z, polygon: [[0, 0], [1, 0], [1, 1]], exitDelay: 500}\n    rules:\n      - {id: r, type: zone-enter, zone: z, cooldown: 5}\n`, "'exitDelay' (did you mean 'exitDelayMs'?)"],
+    ['a rule field without its unit', `${source}    zones:\n      - {id: z, polygon: [[0, 0], [1, 0], [1, 1]]}\n    rules:\n      - {id: r, type: zone-enter, zone: z, cooldown: 5}\n`, "sources[0].rules[0]: Unrecognized key(s) in object: 'cooldown' (did you mean 'cooldownSec'?)"],
     ['several keys, each with its own', `${source}    reconect: {}\n    lop: true\n`, "'reconect' (did you mean 'reconnect'?), 'lop' (did you mean 'loop'?)"],
   ])('%s', (_n, yaml, want) => {
     expect(refusal(yaml)).toContain(want);
