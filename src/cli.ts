@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
+import { PACKAGE_ROOT } from './assets/paths.js';
 import { loadPipeline } from './config/load.js';
 import { ArgusError, ErrorCodes, isArgusError } from './core/errors.js';
 import { FAMILIES } from './core/families.js';
@@ -39,6 +42,15 @@ function startLogger(): ReturnType<typeof createLogger> {
 const logger = startLogger();
 const log = logFn(logger);
 
+/** argus's version, from its package.json. */
+function packageVersion(): string {
+  try {
+    return String((JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version?: unknown }).version ?? 'unknown');
+  } catch {
+    return 'unknown';
+  }
+}
+
 /**
  * Commander's own errors (an unknown option, a missing argument, a flag's value refused) are
  * written as argus writes its errors, `argus: VAP_ERR_USAGE: …`, and end with status 2, not
@@ -48,6 +60,8 @@ const log = logFn(logger);
 let usageWritten = false;
 const program = new Command('argus')
   .description('Real-time video analytics: ffmpeg → ONNX Runtime → detections')
+  // `argus --version` was an unknown option (VAP_ERR_USAGE, exit status 2).
+  .version(packageVersion(), '-V, --version', 'print the version of argus')
   .exitOverride()
   .configureOutput({
     outputError: (text, write) => {

@@ -1,7 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ARGUS, runCommand } from '../helpers/cli.js';
+import { ARGUS, ROOT, runCommand } from '../helpers/cli.js';
 
 // Each case is refused while the command line is read: nothing is loaded, nothing runs. The
 // bound only ends a hang (the sources run through tsx's loader when dist/ is older than src/).
@@ -53,6 +54,16 @@ describe('command-line usage errors are coded (VAP_ERR_USAGE) and exit with stat
     expect(r.stderr).toBe("argus: VAP_ERR_USAGE: unknown option '--bogus'\n(argus bench --help lists its arguments and options)\n");
     const sub = await argus('cameras', 'add', '--bogus');
     expect(sub.stderr).toContain('(argus cameras add --help lists its arguments and options)');
+  }, TIMEOUT);
+
+  it('--version (and -V) prints the package version on stdout and exits 0 (it was an unknown option, exit 2)', async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const r = await argus(flag);
+      expect(r.code, flag).toBe(0);
+      expect(r.stdout).toBe(`${version}\n`);
+      expect(r.stderr).toBe('');
+    }
   }, TIMEOUT);
 
   it('--help and help still exit 0, on stdout', async () => {
