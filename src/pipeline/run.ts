@@ -102,11 +102,14 @@ export interface RunSummary {
   detached: Record<string, DetachedTotals>;
 }
 
-/** The outbox folder: `outbox.dir` (relative to the pipeline file), else a per-pipeline folder under the user's state directory. */
+/** The outbox folder: `outbox.dir` (relative to the pipeline file), else a per-pipeline folder (named after the pipeline) under the user's state directory. */
 export function outboxDir(config: PipelineConfig, baseDir: string, env: NodeJS.ProcessEnv = process.env): string {
   if (config.outbox.dir) return isAbsolute(config.outbox.dir) ? config.outbox.dir : resolve(baseDir, config.outbox.dir);
   const root = env.ARGUS_STATE_DIR || (env.XDG_STATE_HOME ? join(env.XDG_STATE_HOME, 'argus') : join(homedir(), '.local', 'state', 'argus'));
-  return join(root, config.name.replace(/[^A-Za-z0-9_.-]/g, '_'));
+  // A name of dots only would be the state folder itself or the one above it: `name: ".."` put
+  // its journal beside the state folder, in a folder shared with whatever else lives there.
+  const folder = config.name.replace(/[^A-Za-z0-9_.-]/g, '_');
+  return join(root, /^\.+$/.test(folder) ? folder.replace(/\./g, '_') : folder);
 }
 
 /** $ARGUS_HTTP_PORT, when set, must be a port number. */

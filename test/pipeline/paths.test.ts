@@ -56,3 +56,14 @@ describe('settings for files on a live source', () => {
     expect(warned.filter((m) => /are for files|is for files/.test(m))).toEqual(['sources[0]: rate: fast and loop: true are for files; source "cam" is a live stream (rtsp), read as it comes']);
   }, 60_000);
 });
+
+describe('the outbox folder named after the pipeline', () => {
+  it('stays inside the state folder for a name of dots only (name: ".." put the journal beside it)', async () => {
+    const { outboxDir } = await import('../../src/pipeline/run.js');
+    const at = (name: string) => outboxDir(parseConfigText(`name: "${name}"\nsources:\n  - {id: a, uri: /x.mp4}\n`, PipelineSchema, 'p.yaml', {}), '/p', { ARGUS_STATE_DIR: '/state' });
+    expect(at('..')).toBe('/state/__');
+    expect(at('.')).toBe('/state/_');
+    expect(at('lobby cam')).toBe('/state/lobby_cam');
+    expect(at('v1.2')).toBe('/state/v1.2');
+  });
+});
