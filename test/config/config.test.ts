@@ -149,6 +149,9 @@ describe('pipeline schema', () => {
     ['a fingerprint that is not SHA-256', 'sources:\n  - {id: a, uri: "rtsps://cam/x", tls: {fingerprint: "AB:CD"}}\n', /sources\[0\]\.tls\.fingerprint: a SHA-256 fingerprint: 32 bytes in hex/],
     ['a misspelt key', 'sources:\n  - id: a\n    uri: /x.mp4\n    lop: true\n', /sources\[0\]: Unrecognized key\(s\) in object: 'lop' \(did you mean 'loop'\?\)$/],
     ['a pipeline section written into a source', 'sources:\n  - id: a\n    uri: /x.mp4\n    tracking: {enabled: false}\n', /sources\[0\]: Unrecognized key\(s\) in object: 'tracking' \('tracking': a section of the pipeline, at the top level, for all its sources\)$/],
+    // A number inputArgs cannot write failed both halves of a union: "Invalid input".
+    ['an inputArgs number that is not finite', 'sources:\n  - id: a\n    uri: /x.mp4\n    inputArgs: [-probesize, 1e400]\n', /sources\[0\]\.inputArgs\[1\]: a word \(an option or its value\), or a finite number$/m],
+    ['an inputArgs item that is a list', 'sources:\n  - id: a\n    uri: /x.mp4\n    inputArgs: [-headers, [a, b]]\n', /sources\[0\]\.inputArgs\[1\]: a word \(an option or its value\), or a finite number$/m],
     ['a threshold out of range', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  scoreThreshold: 1.5\n', /postprocess\.scoreThreshold: Number must be less than or equal to 1/],
     ['more detections a frame than the tracker is sized for', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  maxDetections: 1000\n', /postprocess\.maxDetections: Number must be less than or equal to 300/],
     ['an unknown provider', 'sources:\n  - {id: a, uri: /x}\nmodel:\n  providers: [gpu]\n', /model\.providers\[0\]: Invalid enum value/],

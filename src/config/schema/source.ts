@@ -153,7 +153,9 @@ export const SourceSchema = z
      * (schema/input-args.ts lists them; no output, second input or log level).
      */
     inputArgs: z
-      .array(z.union([z.string(), finite().transform(String)]))
+      // A word, or a number written bare (`[-framerate, 30]`). What is neither (`1e400`, `.nan`,
+      // a list) failed both halves of the union: "Invalid input", nothing said of what was wanted.
+      .array(z.union([z.string(), finite().transform(String)], { errorMap: (issue, ctx) => ({ message: issue.code === 'invalid_union' ? 'a word (an option or its value), or a finite number' : ctx.defaultError }) }))
       .default([])
       .superRefine(checkInputArgs),
     /**
