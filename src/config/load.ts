@@ -19,6 +19,21 @@ function issueMessage(i: ZodIssue, schema?: ZodTypeAny): string {
   // `.nan` (YAML's not-a-number) worded as `.inf` is (schema/common.ts `finite`).
   if (i.code === 'invalid_type' && i.expected === 'number' && i.received === 'nan') return 'must be a finite number (.nan is not a number)';
   if (i.code === 'invalid_enum_value') return `Invalid enum value. Expected ${i.options.map((o) => `'${String(o)}'`).join(' | ')}`;
+  // A value of no kind a union takes (`ssl: "yes"`, `sasl: true`): the kinds it takes, not zod's
+  // "Invalid input". Only kinds and literals are named, never the value.
+  if (i.code === 'invalid_union') {
+    const expected: string[] = [];
+    let received: string | undefined;
+    for (const e of i.unionErrors) {
+      const own = e.issues.filter((x) => x.path.length === i.path.length);
+      const t = own.find((x) => x.code === 'invalid_type');
+      const l = own.find((x) => x.code === 'invalid_literal');
+      if (t && t.code === 'invalid_type') (expected.push(t.expected), (received = t.received));
+      else if (l && l.code === 'invalid_literal') expected.push(JSON.stringify(l.expected));
+      else return i.message;
+    }
+    return `Expected ${[...new Set(expected)].join(' or ')}${received ? `, received ${received}` : ''}`;
+  }
   if (i.code === 'unrecognized_keys') {
     // A pipeline's section written into a source (or a cluster camera): say where it goes.
     const where = i.path.length === 2 ? i.path[0] : undefined;
