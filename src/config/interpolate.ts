@@ -29,25 +29,33 @@ export function hostId(name = hostname()): string {
  * A string that is exactly one expression is re-read as a YAML scalar, so `${env:FPS,30}`
  * becomes the number 30 and `${env:LOOP,false}` the boolean false.
  */
-export function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv = process.env, path = '', raw?: Map<string, string>): unknown {
+export function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv = process.env, path = '', raw?: Map<string, string>, from?: Map<string, string>): unknown {
   if (typeof value === 'string') {
     const text = value.includes('${hostname}') ? value.replace(HOST, hostId()) : value;
     const whole = WHOLE.exec(text.trim());
+    // `from`, when given, gets the variables (set ones: a default is the file's own text) each value was made with, by path.
+    const note = (name: string) => {
+      if (from && env[name] !== undefined && env[name] !== '' && !from.get(path)?.split(', ').includes(name)) from.set(path, from.has(path) ? `${from.get(path)}, ${name}` : name);
+    };
     if (whole) {
       const v = lookup(whole[1], whole[2], env, path);
+      note(whole[1]);
       const parsed = parseScalar(v);
       // Remember the text, so a field that wants a string (a password "123456") can get it back.
       if (typeof parsed !== 'string') raw?.set(path, v);
       return parsed;
     }
-    return text.replace(EXPR, (_m: string, name: string, def: string | undefined) => lookup(name, def, env, path));
+    return text.replace(EXPR, (_m: string, name: string, def: string | undefined) => {
+      note(name);
+      return lookup(name, def, env, path);
+    });
   }
-  if (Array.isArray(value)) return value.map((v, i) => interpolateEnv(v, env, `${path}[${i}]`, raw));
+  if (Array.isArray(value)) return value.map((v, i) => interpolateEnv(v, env, `${path}[${i}]`, raw, from));
   if (value && typeof value === 'object') {
     // Each key an own property: a key `__proto__` (the parsers make it one) assigned as
     // `out[k] = …` set the object's prototype instead, whose keys the schema then read as the
     // object's own, and its error named them and not `__proto__`.
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolateEnv(v, env, path ? `${path}.${k}` : k, raw)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolateEnv(v, env, path ? `${path}.${k}` : k, raw, from)]));
   }
   return value;
 }

@@ -58,8 +58,15 @@ const PIPELINE_SECTIONS = new Set(['model', 'postprocess', 'tracking', 'alerts',
  * Formats zod issues as `path.to.field: message` lines. With the schema the document was
  * checked against, an unknown key says which field it likely is (config/suggest.ts).
  */
-export function formatIssues(error: ZodError, schema?: ZodTypeAny): string {
-  return error.issues.map((i) => `  ${pathText(i.path) || '(root)'}: ${issueMessage(i, schema)}`).join('\n');
+export function formatIssues(error: ZodError, schema?: ZodTypeAny, from?: ReadonlyMap<string, string>): string {
+  return error.issues
+    .map((i) => {
+      // A value made from the environment says which variable (`ARGUS_THREADS=abc` read as
+      // "model.intraOpThreads: Expected number", the variable left to be guessed).
+      const vars = from?.get(pathText(i.path));
+      return `  ${pathText(i.path) || '(root)'}: ${issueMessage(i, schema)}${vars ? ` (its value comes from the environment: ${vars})` : ''}`;
+    })
+    .join('\n');
 }
 
 /**
@@ -222,8 +229,9 @@ export function parseConfigText<S extends ZodTypeAny>(
   const other = otherKind?.(doc as Record<string, unknown>);
   if (other) throw new ArgusError(ErrorCodes.CONFIG, `${file}: ${other}`);
   const raw = new Map<string, string>();
+  const from = new Map<string, string>();
   try {
-    doc = interpolateEnv(doc, env, '', raw);
+    doc = interpolateEnv(doc, env, '', raw, from);
   } catch (e) {
     if (e instanceof InterpolationError) throw new ArgusError(ErrorCodes.CONFIG, `${file}: ${e.message}`);
     throw e;
@@ -231,7 +239,7 @@ export function parseConfigText<S extends ZodTypeAny>(
   let result = schema.safeParse(doc);
   while (!result.success && raw.size > 0 && restoreStrings(doc, result.error, raw)) result = schema.safeParse(doc);
   if (!result.success) {
-    throw new ArgusError(ErrorCodes.CONFIG, `${file}: invalid configuration\n${formatIssues(result.error, schema)}`);
+    throw new ArgusError(ErrorCodes.CONFIG, `${file}: invalid configuration\n${formatIssues(result.error, schema, from)}`);
   }
   return result.data;
 }

@@ -168,6 +168,15 @@ describe('pipeline schema', () => {
     expect(e.message).toMatch(message);
   });
 
+  it('a value made from the environment names its variable (ARGUS_THREADS=abc was "model.intraOpThreads: Expected number", the variable left to guess); a default does not, nor a value', () => {
+    const yaml = 'sources:\n  - {id: a, uri: /x.mp4, rate: "${env:RATE,native}"}\nmodel:\n  intraOpThreads: ${env:THREADS,2}\n  providers: ["${env:PROVIDER,cpu}"]\n';
+    const e = errorOf(() => parse(yaml, { THREADS: 'abc', PROVIDER: 'gpu-s3cret' }));
+    expect(e.message).toContain('model.intraOpThreads: Expected number, received string (its value comes from the environment: THREADS)');
+    expect(e.message).toContain("model.providers[0]: Invalid enum value. Expected 'cpu' | 'cuda' | 'tensorrt' (its value comes from the environment: PROVIDER)");
+    expect(e.message).not.toContain('s3cret');
+    expect(errorOf(() => parse(yaml.replace('native', 'slow'), {})).message).toMatch(/sources\[0\]\.rate: Invalid enum value\. Expected 'native' \| 'fast'$/m);
+  });
+
   it.each([
     // (An '@' after a port and a cut is refused as a possible password: written %40 it is taken.)
     ['a port, then an @ in the query, percent-encoded', 'http://cam:8080/snap?mail=ops%40corp.example'],

@@ -25,7 +25,7 @@ function refusal(yaml: string): string {
 
 describe('configuration errors do not echo values that may be secrets', () => {
   it.each([
-    ['an enum set from a secret', `${source}model:\n  resize: \${env:PASSWORD}\n`, /model\.resize: Invalid enum value\. Expected 'exact' \| 'fast'$/m],
+    ['an enum set from a secret', `${source}model:\n  resize: \${env:PASSWORD}\n`, /model\.resize: Invalid enum value\. Expected 'exact' \| 'fast' \(its value comes from the environment: PASSWORD\)$/m],
     ['a source enum', `sources:\n  - id: cam\n    uri: rtsp://cam.local/s\n    rtspTransport: \${env:PASSWORD}\n`, /sources\[0\]\.rtspTransport: Invalid enum value\. Expected 'tcp' \| 'udp'/],
     ['an enum in a list', `${source}model:\n  providers: [cpu, "\${env:PASSWORD}"]\n`, /model\.providers\[1\]: Invalid enum value/],
     ['a rule type from a secret', `${source}    rules:\n      - {id: r, type: "\${env:PASSWORD}", zone: z}\n`, /sources\[0\]\.rules\[0\]\.type: Invalid discriminator value/],
