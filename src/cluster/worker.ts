@@ -4,7 +4,7 @@ import type { FrameResult } from '../analytics/analyze.js';
 import { hostId } from '../config/interpolate.js';
 import type { ClusterConfig, KafkaSinkConfig, PipelineConfig } from '../config/schema.js';
 import { withDeadline } from '../core/clock.js';
-import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { ArgusError, ErrorCodes, inContext } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
 import { runPipeline, type RunningPipeline, type RunOptions, type RunSummary } from '../pipeline/run.js';
@@ -845,7 +845,13 @@ function emptySummary(): RunSummary {
 export async function runWorker(config: PipelineConfig, options: WorkerOptions = {}): Promise<RunSummary> {
   if (!config.cluster) throw new ArgusError(ErrorCodes.CONFIG, 'cluster: a worker config needs a cluster section (README, "Many machines")');
   const log = options.log ?? (() => {});
-  const worker = new Worker(config, log);
+  // A setting found wrong here (no brokers) names the file, as the schema's errors do.
+  let worker: Worker;
+  try {
+    worker = new Worker(config, log);
+  } catch (e) {
+    throw options.configFile ? inContext(e, options.configFile, [ErrorCodes.CONFIG]) : e;
+  }
   worker.onJoinedOnce = options.onJoined;
   try {
     if (!(await worker.open(options.signal))) {
