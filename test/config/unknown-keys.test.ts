@@ -65,3 +65,14 @@ describe('an unknown key names the field it likely is', () => {
     await expect(loadModelManifest(file)).rejects.toThrow("preprocess.letterbox: Unrecognized key(s) in object: 'algin' (did you mean 'align'?)");
   });
 });
+
+describe("a model manifest's file", () => {
+  it("of dots only is refused naming the field (.. named the mirror's own folder, and the error said to remove it)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-keys-'));
+    for (const name of ['..', '.']) {
+      const file = join(dir, `m${name.length}.yaml`);
+      writeFileSync(file, `name: m\nversion: "1"\nfile: "${name}"\npreprocess: {width: 416, height: 416, channelOrder: bgr}\n`);
+      await expect(loadModelManifest(file)).rejects.toThrow(`${file}: invalid model manifest\n  file: a file name: letters, digits, dot, dash or underscore (not only dots)`);
+    }
+  });
+});

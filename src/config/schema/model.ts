@@ -88,8 +88,11 @@ export const ModelManifestSchema = z
     version: z.string().min(1),
     description: z.string().optional(),
     license: z.string().optional(),
-    /** File name in the cache and in the mirror's models/ folder. */
-    file: z.string().regex(/^[A-Za-z0-9_.-]+$/),
+    /**
+     * File name in the cache and in the mirror's models/ folder: not only dots (`..` named the
+     * mirror's own folder, and the error said to remove it).
+     */
+    file: z.string().regex(/^(?!\.+$)[A-Za-z0-9_.-]+$/, "a file name: letters, digits, dot, dash or underscore (not only dots)"),
     /** Made locally from another manifest's model by scripts/derive-models.sh (dyn: dynamic batch; fp16; int8). */
     derive: z.object({ from: z.string().min(1), variant: z.enum(['dyn', 'fp16', 'int8']) }).strict().optional(),
     /** Official download URL (absent for local-only models: then the file must be in the mirror or cache, or given as model.path). */
