@@ -1,5 +1,5 @@
 import { open } from 'node:fs/promises';
-import { parseDocument, YAMLError, type DocumentOptions, type ParseOptions } from 'yaml';
+import { isAlias, isMap, isPair, isScalar, isSeq, parseDocument, visit, YAMLError, type Document, type DocumentOptions, type Pair, type ParseOptions } from 'yaml';
 import type { z, ZodError, ZodIssue, ZodTypeAny } from 'zod';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { mention } from '../core/redact.js';
@@ -120,6 +120,7 @@ export function parseYamlText(text: string, options: ParseOptions & DocumentOpti
   }
   let value: unknown;
   try {
+    if (mergeCopies(doc) > MAX_MERGE_COPIES) throw new MergeCopiesError();
     value = doc.toJS();
   } catch (err) {
     // What only turning the document into values finds (an alias with no anchor before it, which
@@ -131,7 +132,9 @@ export function parseYamlText(text: string, options: ParseOptions & DocumentOpti
     const merge = err instanceof Error && /merge sources/i.test(err.message);
     const problem = stackExhausted(err)
       ? TOO_DEEP
-      : excessive
+      : err instanceof MergeCopiesError
+        ? `merge keys (<<) that copy mappings too many times (more than ${MAX_MERGE_COPIES} values: merges of mappings that merge others multiply)`
+        : excessive
         ? 'aliases (*name) that repeat an anchor (&name) too many times (aliases of aliases multiply: a "billion laughs" document)'
         : alias
           ? 'an alias (*name) with no anchor (&name) before it: quote a value that starts with *'
@@ -143,6 +146,77 @@ export function parseYamlText(text: string, options: ParseOptions & DocumentOpti
   const shape = value !== null && typeof value === 'object' ? shapeProblem(value) : undefined;
   if (shape !== undefined) throw new YamlTextError(undefined, undefined, shape);
   return value;
+}
+
+/**
+ * The most values merge keys may copy in one document. A merge (`<<: *a`) converts its mapping
+ * afresh each time, and the yaml library counts no alias it merges against its cap: anchors each
+ * merging the one before ten times multiplied the work by ten a line, and 470 bytes (a camera
+ * record on the topic, too) held the event loop 22 s, 600 for hours. A thousand cameras merging
+ * a 30-field default copy about 60 000.
+ */
+export const MAX_MERGE_COPIES = 200_000;
+
+class MergeCopiesError extends Error {}
+
+/** A pair's key that is a merge key (`<<`, plain): resolved as such with `merge: true`. */
+const isMergeKey = (k: unknown) => isScalar(k) && (typeof k.value === 'symbol' ? k.value.description === '<<' : k.value === '<<' && (!k.type || k.type === 'PLAIN'));
+
+/**
+ * Prepares `doc`'s merges for toJS and says how many values they copy. Each alias a merge names
+ * is replaced by the node it names, found in one pass over the document: the yaml library
+ * looked each up by walking the whole document, so 4000 cameras each merging a default (52 KB)
+ * took 21 s, a 1 MB file hours. Then each merge counts the values of what it merges, merges
+ * within those included (an alias elsewhere is the anchored value itself, not a copy), once per
+ * node: linear in the document, without converting it.
+ */
+function mergeCopies(doc: Document): number {
+  // In document order: an alias names the last node anchored so before it.
+  const anchored = new Map<string, unknown>();
+  const named = new Map<unknown, unknown>();
+  const merges: Pair[] = [];
+  visit(doc, {
+    Node(_key, node) {
+      if (isAlias(node)) named.set(node, anchored.get(node.source));
+      else if (node.anchor) anchored.set(node.anchor, node);
+    },
+    Pair(_key, pair) {
+      if (isMergeKey(pair.key)) merges.push(pair as Pair);
+    },
+  });
+  for (const pair of merges) {
+    const target = (v: unknown) => (isAlias(v) ? (named.get(v) ?? v) : v);
+    if (isSeq(pair.value)) pair.value.items = pair.value.items.map(target);
+    else pair.value = target(pair.value);
+  }
+  // Values a node's conversion makes, merged ones included; `null` while being counted (a merge of an enclosing mapping: toJS refuses it itself).
+  const made = new Map<unknown, number | null>();
+  let copies = 0;
+  const count = (node: unknown): number => {
+    const known = made.get(node);
+    if (known !== undefined) return known ?? 1;
+    made.set(node, null);
+    let n = 1;
+    if (isMap(node)) {
+      for (const p of node.items) {
+        if (!isMergeKey(p.key)) {
+          n += count(p.key) + count(p.value);
+          continue;
+        }
+        for (const v of isSeq(p.value) ? p.value.items : [p.value]) {
+          const c = count(v);
+          copies += c;
+          n += c;
+          if (copies > MAX_MERGE_COPIES) return n;
+        }
+      }
+    } else if (isSeq(node)) for (const v of node.items) n += count(v);
+    else if (isPair(node)) n += count(node.key) + count(node.value);
+    made.set(node, n);
+    return n;
+  };
+  count(doc.contents);
+  return copies;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { Alias } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { parseCamera } from '../../src/cluster/view.js';
 import { parseConfigText } from '../../src/config/load.js';
@@ -49,6 +50,39 @@ describe('YAML merge keys', () => {
     const e = errorOf(() => parseConfigText(yaml, PipelineSchema, 'p.yaml', {}));
     expect(e.code).toBe(ErrorCodes.CONFIG_FILE);
     expect(e.message).toMatch(/^p\.yaml: not valid YAML: aliases \(\*name\) that repeat an anchor \(&name\) too many times/);
+  });
+
+  it('merges of merges are bounded: a 400-byte chain of anchors merging the one before ten times is refused, not converted for seconds', () => {
+    // Each merge converts its source afresh (the yaml library counts no alias it merges), so
+    // the work multiplied by ten a line: six lines held the event loop 22 s, eight for hours.
+    let yaml = 'sources:\n  - {id: a, uri: /a.mp4}\nx:\n  l0: &l0 {a: 1, b: 2, c: 3}\n';
+    for (let i = 1; i <= 5; i++) yaml += `  l${i}: &l${i} {<<: [${Array(10).fill(`*l${i - 1}`).join(', ')}]}\n`;
+    const e = errorOf(() => parseConfigText(yaml, PipelineSchema, 'p.yaml', {}));
+    expect(e.code).toBe(ErrorCodes.CONFIG_FILE);
+    expect(e.message).toMatch(/^p\.yaml: not valid YAML: merge keys \(<<\) that copy mappings too many times/);
+    // A camera record from the topic takes the same path.
+    expect(parseCamera('c', yaml.replace(/^sources:\n.*\n/, '')).error).toMatch(/merge keys \(<<\) that copy mappings too many times/);
+  });
+
+  it('many cameras merging one default mapping are read, each merge not a walk of the whole document', () => {
+    // The yaml library found each merged alias's anchor by walking the whole document: 4000
+    // cameras merging a default (52 KB) took 21 s, a 1 MB file hours.
+    const lines = ['cameras:', '  - &d {id: c0, uri: "rtsp://cam/s", rtspTransport: tcp, fps: 5}'];
+    for (let i = 1; i < 500; i++) lines.push(`  - {<<: *d, id: c${i}}`);
+    const resolve = Alias.prototype.resolve;
+    let walks = 0;
+    Alias.prototype.resolve = function (this: Alias, ...args: Parameters<Alias['resolve']>) {
+      walks++;
+      return resolve.apply(this, args);
+    };
+    try {
+      const f = parseConfigText(lines.join('\n') + '\n', CamerasFileSchema, 'c.yaml', {});
+      expect(f.cameras).toHaveLength(500);
+      expect(f.cameras[499].source).toMatchObject({ id: 'c499', rtspTransport: 'tcp', fps: 5 });
+      expect(walks).toBe(0);
+    } finally {
+      Alias.prototype.resolve = resolve;
+    }
   });
 
   it('a merge of something other than a mapping is a coded YAML error saying so', () => {
