@@ -1,4 +1,4 @@
-import { closeSync, constants, openSync, statSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { CompressionTypes, Kafka, logLevel, type Admin, type Producer, type SASLOptions } from 'kafkajs';
 import type { ConnectionOptions } from 'node:tls';
@@ -791,7 +791,16 @@ export class KafkaSink implements Sink {
       // waiting: a named pipe whose reader is away (a log shipper's) froze the whole process in
       // this synchronous open, every camera and the group's heartbeats with it; it now fails
       // (ENXIO), is logged, and the alert stays in the outbox.
-      const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK, 0o600);
+      let fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK, 0o600);
+      // Its writes do wait, as before: a pipe (whose reader is there, or the open would have
+      // failed) took 64 KiB of a parked message (too large for the broker: usually more) and
+      // refused the rest (EAGAIN), the fragment left for its reader, the alert written again
+      // after it at the next start. The open of a pipe with a reader does not wait.
+      if (!fstatSync(fd).isFile()) {
+        const waiting = openSync(path, constants.O_WRONLY | constants.O_APPEND);
+        closeSync(fd);
+        fd = waiting;
+      }
       try {
         const bytes = Buffer.from(line);
         for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,11 +15,11 @@ import type { AlertMessage } from '../../src/sinks/message.js';
  */
 const dir = mkdtempSync(join(tmpdir(), 'argus-dead-letter-'));
 
-function parkOne(deadLetterPath: string) {
+function parkOne(deadLetterPath: string, pad = 5000) {
   const logs: string[] = [];
   // Port 1 of loopback: nothing listens (the sink retries in the background; nothing waits on it).
   const sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:1'] }), ssl: undefined, closeTimeoutMs: 200, maxMessageBytes: 1024, deadLetterPath, log: (m: string) => logs.push(m) });
-  const m = { type: 'alert', source: 'cam', alert: { id: 'a1' }, pad: 'x'.repeat(5000) } as unknown as AlertMessage;
+  const m = { type: 'alert', source: 'cam', alert: { id: 'a1' }, pad: 'x'.repeat(pad) } as unknown as AlertMessage;
   return { sink, logs, publish: () => sink.publish('alert', 'cam', JSON.stringify(m), m) };
 }
 
@@ -40,6 +40,34 @@ describe('the dead-letter file', () => {
     expect(logs.find((l) => l.includes('cannot write the dead-letter file'))).toBe(`kafka: cannot write the dead-letter file ${fifo} (ENXIO: no such device or address, open '${fifo}'); parked messages are only counted`);
     expect(sink.stats.deadLettered).toBe(0);
     await sink.close();
+  });
+
+  it('a named pipe with a reader takes a parked message larger than the pipe holds, whole', async () => {
+    // Opened without waiting (ed40498), its writes did not wait either: a parked message (too
+    // large for the broker, so usually over the pipe's 64 KiB) was cut at 64 KiB with EAGAIN,
+    // the fragment left in the pipe, the alert kept in the outbox and written again at the next
+    // start after the fragment: the reader got a torn line.
+    const fifo = join(dir, 'read.fifo');
+    execFileSync('mkfifo', [fifo]);
+    // The reader holds the pipe open (read and write: no wait for a writer), then reads after a second.
+    const reader = spawn('sh', ['-c', 'exec 3<>"$0"; echo ready; sleep 1; exec cat <&3', fifo], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    reader.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    try {
+      expect(await until(() => out.startsWith('ready\n'))).toBe(true);
+      const { sink, logs, publish } = parkOne(fifo, 200_000);
+      void sink.start().catch(() => undefined);
+      publish();
+      expect(await until(() => sink.stats.parked === 1)).toBe(true);
+      expect(logs.filter((l) => l.includes('cannot write the dead-letter file'))).toEqual([]);
+      expect(sink.stats.deadLettered).toBe(1);
+      expect(await until(() => out.split('\n').length > 2)).toBe(true);
+      const line = out.split('\n')[1];
+      expect(JSON.parse(line).key).toBe('cam');
+      await sink.close();
+    } finally {
+      reader.kill();
+    }
   });
 
   it('a regular file takes the parked message', async () => {
