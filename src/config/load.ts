@@ -59,7 +59,15 @@ const PIPELINE_SECTIONS = new Set(['model', 'postprocess', 'tracking', 'alerts',
  * checked against, an unknown key says which field it likely is (config/suggest.ts).
  */
 export function formatIssues(error: ZodError, schema?: ZodTypeAny, from?: ReadonlyMap<string, string>): string {
+  // A union one branch of which took the value's kind and refused something inside it
+  // (`ssl: {passphrase: 123456}`): that branch's issues, not "Invalid input" for the whole.
+  const expand = (i: ZodIssue): ZodIssue[] => {
+    if (i.code !== 'invalid_union') return [i];
+    const inside = i.unionErrors.filter((e) => e.issues.length > 0 && e.issues.every((x) => x.path.length > i.path.length));
+    return inside.length === 1 ? inside[0].issues.flatMap(expand) : [i];
+  };
   return error.issues
+    .flatMap(expand)
     .map((i) => {
       // A value made from the environment says which variable (`ARGUS_THREADS=abc` read as
       // "model.intraOpThreads: Expected number", the variable left to be guessed).
@@ -267,7 +275,9 @@ const stackExhausted = (e: unknown) => e instanceof Error && /maximum call stack
  */
 function restoreStrings(doc: unknown, error: ZodError, raw: Map<string, string>): boolean {
   let changed = false;
-  for (const i of error.issues) {
+  // Those of a union's branches too (sinks.kafka.ssl: true, or an object with a passphrase).
+  const all = (issues: readonly ZodIssue[]): ZodIssue[] => issues.flatMap((i) => (i.code === 'invalid_union' ? all(i.unionErrors.flatMap((e) => e.issues)) : [i]));
+  for (const i of all(error.issues)) {
     if (i.code !== 'invalid_type' || i.expected !== 'string') continue;
     const text = raw.get(pathText(i.path));
     if (text === undefined || i.path.length === 0) continue;

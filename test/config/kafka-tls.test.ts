@@ -52,3 +52,18 @@ describe('sinks.kafka.ssl and cluster.ssl', () => {
     expect(parseConfigText(kafka('{rejectUnauthorized: false, servername: kafka.local}'), PipelineSchema, 'p.yaml', {}).sinks.kafka?.ssl).toEqual({ rejectUnauthorized: false, servername: 'kafka.local' });
   });
 });
+
+describe('sinks.kafka.ssl string options', () => {
+  it('a passphrase of digits made from the environment is given as its text; one written as a number is named', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-kafka-pass-'));
+    const [key, cert] = [join(dir, 'k.pem'), join(dir, 'c.pem')];
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-passout', 'pass:123456', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=kafka'], { stdio: 'ignore' });
+    const env = { CERT: readFileSync(cert, 'utf8'), KEY: readFileSync(key, 'utf8'), PASS: '123456' };
+    // (Quoted or not, a whole ${env:…} is read as a scalar: 123456 was a number, refused by Node's TLS.)
+    const parsed = parseConfigText(kafka('{cert: "${env:CERT}", key: "${env:KEY}", passphrase: "${env:PASS}"}'), PipelineSchema, 'p.yaml', env);
+    expect((parsed.sinks.kafka?.ssl as { passphrase: unknown }).passphrase).toBe('123456');
+    const msg = refusal(kafka('{passphrase: 654321}'));
+    expect(msg).toContain('sinks.kafka.ssl.passphrase: Expected string, received number');
+    expect(msg).not.toContain('654321');
+  });
+});

@@ -35,7 +35,20 @@ function checkTlsOptions(o: Record<string, unknown>, ctx: z.RefinementCtx): void
 }
 
 /** Kafka TLS: true, or Node tls options (ca, cert, key, servername…), passed to kafkajs. */
-export const kafkaSsl = z.union([z.boolean(), z.record(z.unknown()).superRefine(checkTlsOptions)]);
+export const kafkaSsl = z.union([
+  z.boolean(),
+  z
+    .object({
+      // Strings for Node's TLS: a passphrase of digits made from the environment
+      // (`passphrase: ${env:KAFKA_KEY_PASS}`, 123456) was a number, which Node's TLS refuses
+      // (ERR_INVALID_ARG_TYPE), with no way to write it otherwise; named here, it is given back as
+      // the variable's text, as a SASL password is.
+      passphrase: z.string().optional(),
+      servername: z.string().optional(),
+    })
+    .passthrough()
+    .superRefine(checkTlsOptions),
+]);
 
 /** Kafka SASL, passed to kafkajs: { mechanism: plain | scram-sha-256 | scram-sha-512, username, password }. */
 export const kafkaSasl = z.object({ mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']), username: z.string(), password: secret() }).strict();
