@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load.js';
 import { PipelineSchema } from '../../src/config/schema.js';
+import { redact } from '../../src/core/redact.js';
 
 /**
  * Kafka's TLS options are checked as Node's TLS takes them, when the pipeline loads: `ca:
@@ -62,6 +63,9 @@ describe('sinks.kafka.ssl string options', () => {
     // (Quoted or not, a whole ${env:…} is read as a scalar: 123456 was a number, refused by Node's TLS.)
     const parsed = parseConfigText(kafka('{cert: "${env:CERT}", key: "${env:KEY}", passphrase: "${env:PASS}"}'), PipelineSchema, 'p.yaml', env);
     expect((parsed.sinks.kafka?.ssl as { passphrase: unknown }).passphrase).toBe('123456');
+    // Redacted wherever it appears, as a SASL password is.
+    parseConfigText(kafka('{passphrase: "${env:LONG}"}'), PipelineSchema, 'p.yaml', { LONG: 'kafka-key-pass-7731' });
+    expect(redact('openssl said kafka-key-pass-7731')).not.toContain('kafka-key-pass-7731');
     const msg = refusal(kafka('{passphrase: 654321}'));
     expect(msg).toContain('sinks.kafka.ssl.passphrase: Expected string, received number');
     expect(msg).not.toContain('654321');

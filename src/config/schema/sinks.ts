@@ -42,8 +42,8 @@ export const kafkaSsl = z.union([
       // Strings for Node's TLS: a passphrase of digits made from the environment
       // (`passphrase: ${env:KAFKA_KEY_PASS}`, 123456) was a number, which Node's TLS refuses
       // (ERR_INVALID_ARG_TYPE), with no way to write it otherwise; named here, it is given back as
-      // the variable's text, as a SASL password is.
-      passphrase: z.string().optional(),
+      // the variable's text, as a SASL password is; and redacted wherever it appears, as one.
+      passphrase: secret().optional(),
       servername: z.string().optional(),
     })
     .passthrough()
