@@ -117,3 +117,30 @@ describe('numbers of the configuration are finite', () => {
     expect(bare.map(([where]) => where)).toEqual([]);
   });
 });
+
+describe('frame rates', () => {
+  const load = (extra: string) => parseConfigText(`sources:\n  - id: cam\n    uri: /clip.mp4\n${extra}`, PipelineSchema, 'p.yaml', {});
+  const refusal = (extra: string) => {
+    try {
+      load(extra);
+    } catch (e) {
+      return `${(e as { code?: string }).code}: ${(e as Error).message}`;
+    }
+    return 'accepted';
+  };
+
+  it.each([
+    ['a source fps of 1e-300 (positive, and no frame at all: the run ended with status 0, nothing said)', '    fps: 1e-300\n', /VAP_ERR_CONFIG: [\s\S]*sources\[0\]\.fps: at least one frame an hour/],
+    ['a source fps of 0', '    fps: 0\n', /VAP_ERR_CONFIG: [\s\S]*sources\[0\]\.fps: at least one frame an hour/],
+    ['an annotated video at 1e-9 fps', 'sinks:\n  annotate: {path: out.mp4, fps: 1.0e-9}\n', /VAP_ERR_CONFIG: [\s\S]*sinks\.annotate\.fps: at least one frame an hour/],
+    ['a source fps above 240', '    fps: 241\n', /VAP_ERR_CONFIG: [\s\S]*sources\[0\]\.fps/],
+  ])('%s → refused, naming the field', (_n, extra, want) => {
+    expect(refusal(extra)).toMatch(want);
+  });
+
+  it('one frame an hour, and anything up to 240, is taken', () => {
+    expect(refusal(`    fps: ${1 / 3600}\n`)).toBe('accepted');
+    expect(refusal('    fps: 0.5\n')).toBe('accepted');
+    expect(refusal('    fps: 240\n')).toBe('accepted');
+  });
+});

@@ -32,6 +32,14 @@ export const id = z
  * The longest wait a millisecond setting may ask for: Node runs a timer of more than 2^31 − 1 ms
  * after 1 ms (a `startTimeoutMs` of 10^11 restarted its source every millisecond).
  */
+/**
+ * A frame rate (`fps` of a source or of the annotated video): more than 0 and at least one frame
+ * an hour, at most 240. A rate such as 1e-300 passed as positive and gave no frame at all, the run
+ * ending with status 0 and nothing said.
+ */
+export const MIN_FPS = 1 / 3600;
+export const frameRate = () => finite().min(MIN_FPS, 'at least one frame an hour (1/3600 = 0.000278)').max(240);
+
 export const MAX_TIMER_MS = 2_147_483_647;
 /** A millisecond setting, a whole number from `min` to MAX_TIMER_MS (about 24.8 days). */
 export const ms = (min: number) => finite().int().min(min).max(MAX_TIMER_MS, `at most ${MAX_TIMER_MS} ms (about 24.8 days), the longest timer Node runs`);

@@ -1,6 +1,6 @@
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import { z } from 'zod';
-import { brokerAddress, finite, kafkaTopic, ms, secret } from './common.js';
+import { brokerAddress, finite, frameRate, kafkaTopic, ms, secret } from './common.js';
 
 /** Node's TLS options that hold PEM text (a certificate, a key), not a file's path. */
 const PEM_OPTIONS = ['ca', 'cert', 'key'] as const;
@@ -133,7 +133,7 @@ export const AnnotateSinkSchema = z
     /** Frames wider than this are scaled down to it (height in proportion, both made even). Default 1280. */
     maxWidth: finite().int().min(16).max(8192).default(1280),
     /** Output frame rate; frames beyond it are skipped. Default: the source's own rate. */
-    fps: finite().positive().max(240).optional(),
+    fps: frameRate().optional(),
     /** Frames per source copied and not yet encoded at most; a frame offered while that many wait is dropped and counted. Default 2. */
     queue: finite().int().min(1).max(64).default(2),
   })

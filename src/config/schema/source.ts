@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { checkSourceAnalytics, LineSchema, RuleSchema, ZoneSchema } from './analytics.js';
-import { finite, id, ms } from './common.js';
+import { finite, frameRate, id, ms } from './common.js';
 import { checkInputArgs } from './input-args.js';
 import { cutUserInfo, rememberUrlSecrets } from '../../core/redact.js';
 import { checksCertificate, normalFingerprint, relaysRtsp } from '../../core/rtsp-relay.js';
@@ -137,7 +137,7 @@ export const SourceSchema = z
     /** Files: start again at the end. Default false. */
     loop: z.boolean().default(false),
     /** At most this many frames per second, resampled in ffmpeg (e.g. 60 fps cameras to 30); never a frame twice to make up the rate: a source below it keeps its own rate (a file's as ffmpeg delivers it, at a constant rate: a variable-rate file's at its tbr, the rate its timestamps fit, with frames repeated over its gaps, as without `fps`). Default: as the source. */
-    fps: finite().positive().max(240).optional(),
+    fps: frameRate().optional(),
     /** RTSP transport: tcp, udp, udp_multicast, or tunnelled in http / https. Default tcp (no smeared frames from lost UDP packets). */
     rtspTransport: z.enum(['tcp', 'udp', 'udp_multicast', 'http', 'https']).default('tcp'),
     /**
