@@ -277,7 +277,9 @@ clusterFlags(cluster.command('drain').description('move every camera off a worke
 program
   .command('bench')
   .description('measure raw inference, file-mode throughput and live 1080p30 behaviour')
-  .option('--pipeline <file>', 'pipeline YAML whose model settings to use', pathFlag, 'pipelines/demo.yaml')
+  // The demo's pipeline of this installation by default: `pipelines/demo.yaml` was read from the
+  // current folder, so `argus bench` anywhere but the repository's root failed at once.
+  .option('--pipeline <file>', 'pipeline YAML whose model settings to use', pathFlag, join(PACKAGE_ROOT, 'pipelines', 'demo.yaml'))
   .option('--raw-runs <n>', 'raw inference runs', positiveInt, 300)
   .option('--file-frames <n>', 'frames for the file-mode run', positiveInt, 600)
   .option('--live-seconds <n>', `length of the live 1080p30 run (at most ${MAX_TIMER_SECONDS})`, wholeNumber(1, MAX_TIMER_SECONDS), 120)

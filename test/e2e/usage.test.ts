@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { MIRROR } from '../helpers/assets.js';
 import { ARGUS, ROOT, runCommand } from '../helpers/cli.js';
 
 // Each case is refused while the command line is read: nothing is loaded, nothing runs. The
@@ -54,6 +55,23 @@ describe('command-line usage errors are coded (VAP_ERR_USAGE) and exit with stat
     expect(r.stderr).toBe("argus: VAP_ERR_USAGE: unknown option '--bogus'\n(argus bench --help lists its arguments and options)\n");
     const sub = await argus('cameras', 'add', '--bogus');
     expect(sub.stderr).toContain('(argus cameras add --help lists its arguments and options)');
+  }, TIMEOUT);
+
+  it('argus bench outside the repository reads the demo pipeline of this installation by default (it read pipelines/demo.yaml from the current folder: ENOENT)', async () => {
+    const { spawn } = await import('node:child_process');
+    const r = await new Promise<{ code: number | null; stderr: string }>((res, rej) => {
+      const p = spawn(process.execPath, [ARGUS, 'bench', '--only-extras'], { cwd: tmpdir(), env: { ...process.env, ARGUS_MIRROR: MIRROR }, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      p.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      const t = setTimeout(() => p.kill('SIGKILL'), TIMEOUT - 10_000);
+      p.on('error', rej);
+      p.on('close', (code) => {
+        clearTimeout(t);
+        res({ code, stderr });
+      });
+    });
+    expect(r.stderr).not.toMatch(/cannot read/);
+    expect(r.code).toBe(0);
   }, TIMEOUT);
 
   it('--version (and -V) prints the package version on stdout and exits 0 (it was an unknown option, exit 2)', async () => {
