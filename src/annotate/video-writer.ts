@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
+import { ownChild } from '../core/children.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 
 /** Longest gap, in seconds of output, filled by repeating the previous frame; a longer one (an outage) is cut. */
@@ -72,7 +73,7 @@ export class VideoWriter {
       '-f', 'rawvideo', '-pix_fmt', order === 'bgr' ? 'bgr24' : 'rgb24', '-s', `${width}x${height}`, '-r', String(fps), '-i', 'pipe:0',
       '-an', '-vf', 'pad=ceil(iw/2)*2:ceil(ih/2)*2', '-c:v', 'libx264', '-preset', 'veryfast', ...(gop ? ['-g', String(gop)] : []), '-pix_fmt', 'yuv420p', '-movflags', movflags, path,
     ];
-    this.child = spawn(ffmpegPath, args, { stdio: ['pipe', 'ignore', 'pipe'] });
+    this.child = ownChild(spawn(ffmpegPath, args, { stdio: ['pipe', 'ignore', 'pipe'] }));
     if (options.nice !== undefined && this.child.pid !== undefined) {
       try {
         setPriority(this.child.pid, options.nice);

@@ -1,6 +1,7 @@
 import { accessSync, constants, mkdirSync, rmSync, statSync } from 'node:fs';
 import { lstat, mkdir, open, readlink, realpath, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
+import { atStopSignal } from './signals.js';
 
 /**
  * True when `a` and `b` name the same file: the same absolute path, or (both existing) the same
@@ -89,32 +90,17 @@ export function makeDirSync(dir: string): void {
 
 let parts = 0;
 
-/** Partial files being written (writeWhole): removed if a signal ends the process first. */
-const partials = new Set<string>();
-const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+/** Partial files being written (writeWhole), each with the release of its removal at a stop signal. */
+const partials = new Map<string, () => void>();
 
-/**
- * A stop signal while partial files are being written: they are removed, and when nothing else
- * in the process listens for the signal (argus detect, preview), the process ends by it as it
- * would have (its default action, status 128 + n). Where another listener stops the process in
- * order, that stop's own failure path removes them (writeWhole's catch).
- */
-function onStopSignal(signal: NodeJS.Signals): void {
-  if (process.listenerCount(signal) > 1) return;
-  for (const p of partials) rmSync(p, { force: true });
-  partials.clear();
-  for (const s of STOP_SIGNALS) process.removeListener(s, onStopSignal);
-  process.kill(process.pid, signal);
-}
-
+/** Removed if a stop signal ends the process while it is written (atStopSignal). */
 function holdPartial(p: string): void {
-  if (partials.size === 0) for (const s of STOP_SIGNALS) process.on(s, onStopSignal);
-  partials.add(p);
+  partials.set(p, atStopSignal(() => rmSync(p, { force: true })));
 }
 
 function dropPartial(p: string): void {
-  if (!partials.delete(p) || partials.size > 0) return;
-  for (const s of STOP_SIGNALS) process.removeListener(s, onStopSignal);
+  partials.get(p)?.();
+  partials.delete(p);
 }
 
 /** Where a chain of links from `path` ends (`path` itself when it is no link), whether that file exists or not. */
@@ -140,7 +126,7 @@ async function linkTarget(path: string): Promise<string> {
  * it). The partial file is made (exclusively: never through a link someone put there) before
  * `write` writes it, with the permissions of the file it replaces (a private copy stays private;
  * its group too where the user may give it), else as a new file's. A stop signal (Ctrl-C) while
- * it is written removes it (onStopSignal).
+ * it is written removes it (atStopSignal).
  */
 export async function writeWhole<T>(path: string, write: (partial: string) => Promise<T>, failed: (e: NodeJS.ErrnoException) => Error): Promise<T> {
   // A link is followed, a dangling one too (the file it names is written, the link kept); what

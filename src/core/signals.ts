@@ -29,3 +29,42 @@ export class StopSignals {
     } else if (t - this.firstAt >= this.repeatMs) this.on.force(signal);
   }
 }
+
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/** What a stop signal undoes where nothing else in the process listens for it (atStopSignal). */
+const cleanups = new Set<() => void>();
+
+/**
+ * A stop signal with `cleanups` pending: where nothing else in the process listens for the signal
+ * (argus detect, preview: no orderly stop of their own), each is run, and the process then ends
+ * by the signal as it would have (its default action, status 128 + n). Where another listener
+ * stops the process in order (argus run), that stop undoes what it holds itself.
+ */
+function onStopSignal(signal: NodeJS.Signals): void {
+  if (process.listenerCount(signal) > 1) return;
+  for (const c of cleanups) {
+    try {
+      c();
+    } catch {
+      // the others are still undone, and the process still ends by the signal
+    }
+  }
+  cleanups.clear();
+  for (const s of STOP_SIGNALS) process.removeListener(s, onStopSignal);
+  process.kill(process.pid, signal);
+}
+
+/**
+ * Runs `cleanup` (synchronous) if SIGINT, SIGTERM or SIGHUP ends the process by its default action
+ * before the returned function is called (see onStopSignal). The signals are listened for only
+ * while something is pending.
+ */
+export function atStopSignal(cleanup: () => void): () => void {
+  if (cleanups.size === 0) for (const s of STOP_SIGNALS) process.on(s, onStopSignal);
+  cleanups.add(cleanup);
+  return () => {
+    if (!cleanups.delete(cleanup) || cleanups.size > 0) return;
+    for (const s of STOP_SIGNALS) process.removeListener(s, onStopSignal);
+  };
+}

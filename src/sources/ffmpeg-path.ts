@@ -1,6 +1,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { ownChild } from '../core/children.js';
 
 /**
  * Which ffmpeg runs the sources. ffmpeg parses untrusted network input, so a maintained build
@@ -89,11 +90,13 @@ export function ffmpegVersion(path: string): Promise<FfmpegVersion | undefined> 
   let p = versions.get(path);
   if (!p) {
     p = new Promise((resolve) => {
-      execFile(path, ['-hide_banner', '-version'], { timeout: 10_000, maxBuffer: 1 << 20 }, (err, stdout) => {
-        const v = err ? undefined : parseFfmpegVersion(String(stdout));
-        versionsSync.set(path, v);
-        resolve(v);
-      });
+      ownChild(
+        execFile(path, ['-hide_banner', '-version'], { timeout: 10_000, maxBuffer: 1 << 20 }, (err, stdout) => {
+          const v = err ? undefined : parseFfmpegVersion(String(stdout));
+          versionsSync.set(path, v);
+          resolve(v);
+        }),
+      );
     });
     versions.set(path, p);
   }

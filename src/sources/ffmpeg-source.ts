@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { catchError, defer, Observable, throwError, type Subscription } from 'rxjs';
+import { ownChild } from '../core/children.js';
 import { fromWallClock, now } from '../core/clock.js';
 import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
@@ -22,6 +23,9 @@ import { decodeStill, stillImagePath, type KeptStill, type StillPicture } from '
 
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
 export type SpawnFn = (command: string, args: readonly string[], options: { stdio: ['ignore' | 'pipe', 'pipe' | Socket, 'pipe']; env?: NodeJS.ProcessEnv }) => ChildProcess;
+
+/** node's spawn, the child ended with argus however argus ends (ownChild). */
+const ownedSpawn: SpawnFn = (command, args, options) => ownChild(nodeSpawn(command, args, options));
 
 export interface FfmpegSourceOptions {
   /** Source id, copied into every frame. */
@@ -913,7 +917,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
         }
         // ffmpeg reaches an HTTP camera's relay on 127.0.0.1 directly, never through a proxy of the environment's (http_proxy).
         const env = input.kind === 'http' && input.credentialRelay ? loopbackUnproxied(process.env) : undefined;
-        child = (options.spawn ?? (nodeSpawn as SpawnFn))(options.ffmpegPath, args, { stdio: [still ? 'pipe' : 'ignore', sock?.childEnd ?? 'pipe', 'pipe'], ...(env ? { env } : {}) });
+        child = (options.spawn ?? ownedSpawn)(options.ffmpegPath, args, { stdio: [still ? 'pipe' : 'ignore', sock?.childEnd ?? 'pipe', 'pipe'], ...(env ? { env } : {}) });
       } catch (e) {
         sock?.destroy();
         const err = e as NodeJS.ErrnoException;

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { ownChild } from '../core/children.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { decodeBoundArgs, deinterlaceFilters, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
@@ -142,7 +143,7 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
   const frameTimes = new FrameTimes(frameTimeKey(tag));
   // One encoder thread: frame threads hold each frame until the next ones come (ffmpeg-args).
   args.push('-vsync', 'passthrough', '-pix_fmt', 'rgb24', '-threads', '1', ...NO_INPUT_METADATA, '-f', 'rawvideo', outputUrl);
-  const child = spawn(o.ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = ownChild(spawn(o.ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] }));
   // A still image's frame, else nothing (-nostdin: ffmpeg reads its stdin only as an input).
   child.stdin.on('error', () => {}); // an ffmpeg that ends first is told by its exit
   child.stdin.end(still?.data);

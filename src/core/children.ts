@@ -1,0 +1,44 @@
+import type { ChildProcess } from 'node:child_process';
+import { atStopSignal } from './signals.js';
+
+/** The child processes argus started (ffmpeg) that have not exited. */
+const live = new Set<ChildProcess>();
+let releaseSignals: (() => void) | undefined;
+let exitHooked = false;
+
+function killAll(): void {
+  for (const c of live) c.kill('SIGKILL');
+  live.clear();
+  releaseSignals?.();
+  releaseSignals = undefined;
+}
+
+/**
+ * Makes `child` end with argus, however argus ends: killed (SIGKILL) at the process's exit (a
+ * `process.exit`, the end of the event loop, an uncaught exception) and at a stop signal that
+ * ends the process by its default action (argus detect, preview: atStopSignal). A child is
+ * otherwise left behind: `argus detect FIFO.mp4` then Ctrl-C left its ffmpeg blocked opening the
+ * named pipe, ignoring the SIGINT it got too (ffmpeg waits for a fourth), orphaned for ever.
+ * A child that never started (no pid: its 'error' event says why) is not held. Returns `child`.
+ */
+export function ownChild<C extends ChildProcess>(child: C): C {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return child;
+  if (!exitHooked) {
+    exitHooked = true;
+    process.on('exit', killAll);
+  }
+  live.add(child);
+  releaseSignals ??= atStopSignal(killAll);
+  child.once('exit', () => {
+    live.delete(child);
+    if (live.size > 0) return;
+    releaseSignals?.();
+    releaseSignals = undefined;
+  });
+  return child;
+}
+
+/** How many children ownChild holds (for tests). */
+export function ownedChildren(): number {
+  return live.size;
+}

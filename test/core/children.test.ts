@@ -1,0 +1,85 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
+
+/**
+ * ffmpeg children end with argus. `argus detect FIFO.mp4` (a named pipe nobody writes to) then
+ * Ctrl-C left ffmpeg blocked opening the pipe, orphaned (it takes SIGINT as a request to stop
+ * once its input is open), for ever.
+ */
+const ffmpeg = resolveFfmpegSync().path;
+const dir = mkdtempSync(join(tmpdir(), 'argus-children-'));
+const fifo = join(dir, 'camera.mp4');
+execFileSync('mkfifo', [fifo]);
+const leftOver: number[] = [];
+afterAll(() => {
+  for (const pid of leftOver) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The pids of `pid`'s children. */
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** Running (not a zombie waiting to be reaped). */
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/** Polls `ok` until it holds or `ms` have passed (a bounded wait on another process, not a timing assumption). */
+async function until(ok: () => boolean, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (!ok() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+  return ok();
+}
+
+/** Starts `body` (after videoFrames began reading the FIFO), waits for its ffmpeg, sends `signal`; the exit and whether ffmpeg outlived it. */
+async function signalled(body: string, signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null; ffmpegLeft: boolean }> {
+  const script = `
+    import { videoFrames } from ${JSON.stringify(join(process.cwd(), 'src/tools/frames.ts'))};
+    const frames = videoFrames({ ffmpegPath: ${JSON.stringify(ffmpeg)}, url: ${JSON.stringify(fifo)}, stallMs: 600_000 });
+    frames.next().catch(() => {});
+    ${body}`;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const exited = new Promise<[number | null, NodeJS.Signals | null]>((r) => child.on('exit', (c, s) => r([c, s])));
+  let ff: number | undefined;
+  // Until ffmpeg waits in open(2) for a writer (wait_for_partner): before, its first write to
+  // the log after argus is gone could end it (SIGPIPE), which is not the case to test.
+  const blocked = () => (ff = childrenOf(child.pid!).find((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(fifo))) !== undefined && readFileSync(`/proc/${ff}/wchan`, 'utf8') === 'wait_for_partner';
+  expect(await until(blocked, 20_000)).toBe(true);
+  leftOver.push(ff!);
+  child.kill(signal);
+  const [code, sig] = await exited;
+  // Killed, its zombie is reaped by init at once; left behind, it stays blocked in open(2).
+  const gone = await until(() => !alive(ff!), 3000);
+  return { code, signal: sig, ffmpegLeft: !gone };
+}
+
+describe('ffmpeg children (ownChild)', () => {
+  it('Ctrl-C with nothing else listening (argus detect, preview): ffmpeg is killed, and the process ends by the signal', async () => {
+    expect(existsSync(fifo)).toBe(true);
+    expect(await signalled('', 'SIGINT')).toEqual({ code: null, signal: 'SIGINT', ffmpegLeft: false });
+  }, 30_000);
+
+  it('a process that exits on its own listener (argus run: a second signal, process.exit(130)): ffmpeg is killed at the exit', async () => {
+    expect(await signalled(`process.on('SIGTERM', () => process.exit(130));`, 'SIGTERM')).toEqual({ code: 130, signal: null, ffmpegLeft: false });
+  }, 30_000);
+});
