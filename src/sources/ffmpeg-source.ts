@@ -17,6 +17,7 @@ import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
 import { checksCertificate, relaysRtsp, tapsCameraClock } from '../core/rtsp-relay.js';
 import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
 import { HttpRelay, noProxyMatches, noProxyOf } from './http-relay.js';
+import { notFfmpeg } from './ffmpeg-path.js';
 import { exposedSecrets, secretsRelay } from './secrets-relay.js';
 import { colourOf, interlacedBy, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
 import { decodeStill, stillImagePath, type KeptStill, type StillPicture } from './still-image.js';
@@ -881,10 +882,13 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
         return;
       }
       if (!lb) {
-        fail(
-          code === 0 ? ErrorCodes.SOURCE_PROBE : ErrorCodes.SOURCE_EXIT,
-          `source "${id}": ffmpeg ${code === 0 ? 'reported no video stream' : `exited with ${signal ?? `code ${code}`}`} for ${input.url}\n${tail}`,
-        );
+        // Ended without reporting its input: asked then (never on the way to a frame) whether it
+        // is ffmpeg at all (ARGUS_FFMPEG=/bin/true "reported no video stream").
+        const ended = `exited with ${signal ?? `code ${code}`}`;
+        void (probe.inputReported ? Promise.resolve(undefined) : notFfmpeg(options.ffmpegPath, ended)).then((notIt) => {
+          if (notIt) fail(ErrorCodes.SOURCE_OPEN, `source "${id}": ${notIt}`);
+          else fail(code === 0 ? ErrorCodes.SOURCE_PROBE : ErrorCodes.SOURCE_EXIT, `source "${id}": ffmpeg ${code === 0 ? 'reported no video stream' : ended} for ${input.url}\n${tail}`);
+        });
         return;
       }
       fail(ErrorCodes.SOURCE_EXIT, `source "${id}": ffmpeg exited with ${signal ?? `code ${code}`} after ${seq - seqStart} frames\n${tail}`);

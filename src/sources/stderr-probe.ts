@@ -232,6 +232,10 @@ const VSYNC_NOTICE = /^-vsync is deprecated/;
  */
 export class StderrProbe {
   private inInput = false;
+  /** ffmpeg reported its input (`Input #0`): a program that did behaved as ffmpeg. */
+  get inputReported(): boolean {
+    return this.inInput;
+  }
   private done = false;
   private inOutput = false;
   /** The frames' size as ffmpeg writes them (its `Output #0` stream line), once printed. */

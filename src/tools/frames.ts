@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { ownChild } from '../core/children.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { decodeBoundArgs, deinterlaceFilters, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
+import { notFfmpeg } from '../sources/ffmpeg-path.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
 import { decodeStill, stillImagePath } from '../sources/still-image.js';
 import { FrameTimes, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, reportsDamage, saysNoVideoStream, withoutOwnNotices } from '../sources/stderr-probe.js';
@@ -153,6 +154,8 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
   let info: VideoInfo | undefined;
   let durationS: number | undefined;
   let inOutput = false;
+  /** ffmpeg reported its input (`Input #0`): a program that did behaved as ffmpeg. */
+  let inputReported = false;
   /** What the log said that cannot be used (thrown by the reader, never from the log's handler). */
   let badLog: ArgusError | undefined;
   const logLines = new LogLines();
@@ -194,6 +197,7 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
         durationS = Number(d[1]) * 3600 + Number(d[2]) * 60 + Number(d[3]);
         o.onDuration?.(durationS);
       }
+      if (/^Input #0/.test(line)) inputReported = true;
       if (/^Output #0/.test(line)) inOutput = isOutputHeader(line, outputUrl);
       else if (inOutput && !info) {
         const s = parseVideoStreamLine(line);
@@ -310,6 +314,9 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
       const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
       throw new ArgusError(ErrorCodes.SOURCE_OPEN, missing ? `ffmpeg not found at ${o.ffmpegPath}` : `could not start ffmpeg (${o.ffmpegPath}): ${error.message}`, { cause: error });
     }
+    // Ended without reporting its input: asked then (never on the way to a frame) whether it is ffmpeg at all.
+    const notIt = inputReported ? undefined : await notFfmpeg(o.ffmpegPath, code === null ? 'was ended by a signal' : `exited with code ${code}`);
+    if (notIt) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `${o.url}: ${notIt}`);
     if (code !== 0) {
       const lines = [...tail, logLines.rest].filter(Boolean);
       const last = withoutOwnNotices(lines).slice(-6).join('\n');

@@ -70,6 +70,52 @@ describe('an input without a video stream (an audio file)', () => {
   });
 });
 
+describe('a program that is not ffmpeg (ARGUS_FFMPEG=/bin/true)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'argus-not-ffmpeg-'));
+  const video = join(dir, 'clip.mp4');
+  writeFileSync(video, 'not read');
+  const talker = join(dir, 'talker.sh');
+  writeFileSync(talker, '#!/bin/sh\necho hello >&2\nexit 0\n', { mode: 0o755 });
+  const saved = process.env.ARGUS_FFMPEG;
+  afterEach(() => {
+    if (saved === undefined) delete process.env.ARGUS_FFMPEG;
+    else process.env.ARGUS_FFMPEG = saved;
+  });
+
+  it.each([
+    ['exits 0 saying nothing', '/bin/true', 'exited with code 0'],
+    ['exits 0 saying something else', talker, 'exited with code 0'],
+    ['exits 1', '/bin/false', 'exited with code 1'],
+  ])('%s: videoFrames and ffmpegSource say the program named by ARGUS_FFMPEG is not ffmpeg (VAP_ERR_SOURCE_OPEN), not that the file has no video stream', async (_n, program, ended) => {
+    process.env.ARGUS_FFMPEG = program;
+    const want = `the program named by ARGUS_FFMPEG (${program}) did not behave as ffmpeg: it ${ended} without ffmpeg's report of its input, and \`${program} -version\` gives no ffmpeg version; set ARGUS_FFMPEG to an ffmpeg executable, or unset it`;
+    let err: unknown;
+    try {
+      for await (const _f of videoFrames({ ffmpegPath: program, url: video })) throw new Error('no frame was expected');
+    } catch (e) {
+      err = e;
+    }
+    expect(isArgusError(err) && err.code).toBe('VAP_ERR_SOURCE_OPEN');
+    expect((err as Error).message).toBe(`${video}: ${want}`);
+    const src = await lastValueFrom(
+      ffmpegSource({ id: 'a', input: { url: video, kind: 'file', rate: 'fast', loop: false }, output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 }, ffmpegPath: program }),
+    ).catch((e) => e);
+    expect(isArgusError(src) && src.code).toBe('VAP_ERR_SOURCE_OPEN');
+    expect(src.message).toBe(`source "a": ${want}`);
+  });
+
+  it('a real ffmpeg that ends before any stream (a file it cannot read) is still the file\'s fault', async () => {
+    let err: unknown;
+    try {
+      for await (const _f of videoFrames({ ffmpegPath: ffmpeg, url: video })) throw new Error('no frame was expected');
+    } catch (e) {
+      err = e;
+    }
+    expect(isArgusError(err) && err.code).toBe('VAP_ERR_SOURCE_EXIT');
+    expect((err as Error).message).toMatch(/^ffmpeg exited with code 1 decoding /);
+  });
+});
+
 /** A GIF of `frames` one-pixel frames on a `w`×`h` canvas: a few hundred bytes, whatever the canvas. */
 function canvasGif(w: number, h: number, frames: number): Buffer {
   const le = (v: number) => [v & 255, v >> 8];
