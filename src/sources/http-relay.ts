@@ -108,8 +108,8 @@ interface Route {
   target: RelayTarget;
   /** The user and password the relay answers with there (none where the camera's do not go). */
   cred: Credentials | undefined;
-  /** Secret query parameters there (name as written → the real value). */
-  secrets: Map<string, string>;
+  /** Secret query parameters there (name as written → the real values, in order). */
+  secrets: Map<string, string[]>;
   /** Header lines added to each request there (the source's `-headers` and `-cookies` where its credentials go). */
   headers: readonly string[];
   door: RelayDoor;

@@ -29,8 +29,8 @@ export interface RelayTarget {
   authority: string;
   /** The user and password in its URL, if any. */
   cred: Credentials | undefined;
-  /** Its secret query parameters (secretParams). */
-  secrets: Map<string, string>;
+  /** Its secret query parameters (secretParams: each name's values, in order). */
+  secrets: Map<string, string[]>;
   /** Path and query, as the URL writes them (no fragment); `/` where it has none. */
   path: string;
   /** The URL without its user part or fragment: what a redirect loop is told by, and messages name. */

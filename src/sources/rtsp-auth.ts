@@ -17,6 +17,20 @@ export const PLACEHOLDER_USERINFO = `${PLACEHOLDER_USER}:${PLACEHOLDER_PASSWORD}
 export const PLACEHOLDER_SECRET = 'argus-relay';
 
 /**
+ * The placeholder of the `n`-th value (from 0) of one secret parameter's name: PLACEHOLDER_SECRET,
+ * then `argus-relay-2`, `-3`…: each value of a name given twice (`?token=a&token=b`) has its own,
+ * and goes back to the camera as it was (one placeholder for both sent `token=b&token=b`).
+ */
+export function placeholderSecret(n: number): string {
+  return n === 0 ? PLACEHOLDER_SECRET : `${PLACEHOLDER_SECRET}-${n + 1}`;
+}
+
+/** A value placeholderSecret gives. */
+export function isPlaceholderSecret(value: string): boolean {
+  return /^argus-relay(?:-[1-9]\d*)?$/.test(value);
+}
+
+/**
  * A query parameter: its separator, name and value as written. A value runs to the next `&`, or
  * to a `;` that starts another parameter (`;name=`): a `;` followed by no name and `=` is the
  * value's own (`token=ab;cd`: ffmpeg sends it whole, and redact hides it whole). In an RTSP URL a
@@ -35,19 +49,31 @@ function queryOf(url: string): { at: number; query: string; param: RegExp } | un
   return { at, query: url.slice(at, hash < 0 ? undefined : hash), param: QUERY_PARAM };
 }
 
-/** The secret query parameters of a camera's URL (redact's list, with a value), name as written → value. */
-export function secretParams(url: string): Map<string, string> {
-  const out = new Map<string, string>();
+/** The secret query parameters of a camera's URL (redact's list, with a value), name as written → its values, in order (a name may be given more than once). */
+export function secretParams(url: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
   const q = queryOf(url);
-  if (q) for (const m of q.query.matchAll(q.param)) if (isSecretParam(m[2]) && m[3] !== '') out.set(m[2], m[3]);
+  if (!q) return out;
+  for (const m of q.query.matchAll(q.param)) {
+    if (!isSecretParam(m[2]) || m[3] === '') continue;
+    const values = out.get(m[2]);
+    if (values) values.push(m[3]);
+    else out.set(m[2], [m[3]]);
+  }
   return out;
 }
 
-/** `url` with the value of each secret query parameter (secretParams) replaced by PLACEHOLDER_SECRET: what ffmpeg is given. */
+/** `url` with the `n`-th value of each secret query parameter's name (secretParams) replaced by placeholderSecret(n): what ffmpeg is given. */
 export function placeholderQuery(url: string): string {
   const q = queryOf(url);
   if (!q) return url;
-  const query = q.query.replace(q.param, (p, sep: string, name: string, value: string) => (isSecretParam(name) && value !== '' ? `${sep}${name}=${PLACEHOLDER_SECRET}` : p));
+  const seen = new Map<string, number>();
+  const query = q.query.replace(q.param, (p, sep: string, name: string, value: string) => {
+    if (!isSecretParam(name) || value === '') return p;
+    const n = seen.get(name) ?? 0;
+    seen.set(name, n + 1);
+    return `${sep}${name}=${placeholderSecret(n)}`;
+  });
   return `${url.slice(0, q.at)}${query}${url.slice(q.at + q.query.length)}`;
 }
 
@@ -61,13 +87,14 @@ const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * cameras echo it: `&`, `;`, `#`, `/` (`?token=abc/trackID=1`, a control URL under a Content-Base
  * that ends in the query), `,`, `"`, white space or the end.
  */
-export function swapSecrets(text: string, secrets: ReadonlyMap<string, string>, toReal: boolean): string {
+export function swapSecrets(text: string, secrets: ReadonlyMap<string, readonly string[]>, toReal: boolean): string {
   let out = text;
-  for (const [name, real] of secrets) {
-    const from = toReal ? PLACEHOLDER_SECRET : real;
-    const to = toReal ? real : PLACEHOLDER_SECRET;
-    if (!out.includes(from)) continue;
-    out = out.replace(new RegExp(`([?&;]${escapeRegExp(name)}=)${escapeRegExp(from)}(?=[&;#/,"\\s]|$)`, 'g'), (_m, lead: string) => `${lead}${to}`);
+  for (const [name, reals] of secrets) {
+    // Each name in one pass: no value is swapped twice (a real value that reads as another's placeholder).
+    const from = toReal ? reals.map((_v, n) => placeholderSecret(n)) : reals;
+    if (!from.some((f) => out.includes(f))) continue;
+    const alternatives = [...new Set(from)].sort((a, b) => b.length - a.length).map(escapeRegExp).join('|');
+    out = out.replace(new RegExp(`([?&;]${escapeRegExp(name)}=)(${alternatives})(?=[&;#/,"\\s]|$)`, 'g'), (_m, lead: string, value: string) => `${lead}${toReal ? reals[from.indexOf(value)] : placeholderSecret(from.indexOf(value))}`);
   }
   return out;
 }
@@ -218,7 +245,7 @@ export class AuthRewriter {
   constructor(
     private readonly cred: Credentials | undefined,
     private readonly edit?: (head: string) => string,
-    private readonly options: { secrets?: ReadonlyMap<string, string>; body?: (head: string, body: string) => string } = {},
+    private readonly options: { secrets?: ReadonlyMap<string, readonly string[]>; body?: (head: string, body: string) => string } = {},
   ) {}
 
   /** A request head as the camera is to get it: its secrets put back in its line (and Digest `uri`), its Authorization rewritten, then `edit`. */

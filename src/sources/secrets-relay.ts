@@ -1,7 +1,7 @@
 import type { LogFn } from '../core/log.js';
 import { checksCertificate, relaysRtsp, rtspTransportOf, type CameraTls } from '../core/rtsp-relay.js';
 import { HttpRelay, httpProxyOf, httpSecrets, httpTlsOf, relayedOptions } from './http-relay.js';
-import { PLACEHOLDER_SECRET, PLACEHOLDER_USERINFO, secretParams, urlCredentials } from './rtsp-auth.js';
+import { isPlaceholderSecret, PLACEHOLDER_USERINFO, secretParams, urlCredentials } from './rtsp-auth.js';
 import { RtspTap } from './rtsp-tap.js';
 
 /**
@@ -40,7 +40,7 @@ export function exposedSecrets(args: readonly string[]): string[] {
     if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(a)) return;
     const cred = urlCredentials(a);
     if (cred && `${cred.user}:${cred.password}` !== PLACEHOLDER_USERINFO) out.push("the URL's user and password");
-    for (const [name, value] of secretParams(a)) if (value !== PLACEHOLDER_SECRET) out.push(`the URL's ${name}=`);
+    for (const [name, values] of secretParams(a)) if (values.some((v) => !isPlaceholderSecret(v))) out.push(`the URL's ${name}=`);
   });
   return out;
 }

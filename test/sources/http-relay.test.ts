@@ -151,6 +151,17 @@ describe("an HTTP(S) camera's user and password stay off ffmpeg's command line",
     expect(seen[0]).toBe('/livestream.cgi?loginuse=admin&loginpas=S3cretPw&res=0');
   }, 30_000);
 
+  it('a secret parameter given twice (?token=a&token=b): each value reaches the camera as given, in order (one placeholder for both sent token=b&token=b)', async () => {
+    const seen: string[] = [];
+    const query = '/live.cgi?token=F1rstT0k&res=0&token=S3condT0k';
+    const port = await feedCamera((req) => req.url === query, 401, (req) => seen.push(req.url ?? ''));
+    const { frames, commands } = await threeFrames(`http://127.0.0.1:${port}${query}`);
+    expect(seen[0]).toBe(query);
+    expect(frames).toHaveLength(3);
+    for (const c of commands) expect(c).not.toMatch(/F1rstT0k|S3condT0k/);
+    expect(commands[0]).toContain('/live.cgi?token=argus-relay&res=0&token=argus-relay-2');
+  }, 30_000);
+
   it("Digest and a secret in the query together: the answer's uri is the request's as the camera gets it, with the real value (a camera checks they are one), hashed so", async () => {
     const cam = camera('digest');
     const server = httpServer(cam.handler);

@@ -136,7 +136,7 @@ describe("the Digest answer is read and written as ffmpeg writes it (its quoted 
 describe("a camera's secret query values (?token=, pwd=): the placeholder for ffmpeg, the real value for the camera", () => {
   const secrets = secretParams('rtsp://cam/live?channel=1&token=a.b/c&Pwd=x');
   it('reads the secret parameters of redact\'s list, names as written; others, and empty values, are not secrets', () => {
-    expect([...secrets]).toEqual([['token', 'a.b/c'], ['Pwd', 'x']]);
+    expect([...secrets]).toEqual([['token', ['a.b/c']], ['Pwd', ['x']]]);
     expect(secretParams('rtsp://cam/live?channel=1&token=').size).toBe(0);
     expect(placeholderQuery('rtsp://127.0.0.1:5/live?channel=1&token=a.b/c&Pwd=x')).toBe('rtsp://127.0.0.1:5/live?channel=1&token=argus-relay&Pwd=argus-relay');
     // An HTTP URL's fragment is no part of what ffmpeg sends: left as it is.
@@ -148,7 +148,7 @@ describe("a camera's secret query values (?token=, pwd=): the placeholder for ff
       ['rtsp://cam/live?token=ab;cd&channel=1', 'token', 'ab;cd'],
       ['http://cam/live?token=ab;cd', 'token', 'ab;cd'],
     ]) {
-      expect(secretParams(url).get(name)).toBe(value);
+      expect(secretParams(url).get(name)).toEqual([value]);
       const given = url.startsWith('http') ? placeholderQuery(url) : relayUrl(url, 5);
       expect(given).not.toContain(value.slice(-2));
       expect(given).toContain(`${name}=argus-relay`);
@@ -156,7 +156,7 @@ describe("a camera's secret query values (?token=, pwd=): the placeholder for ff
       expect(swapSecrets(`DESCRIBE ${given} RTSP/1.0`, secretParams(url), true)).toBe(`DESCRIBE ${given.slice(0, given.indexOf('?'))}${url.slice(url.indexOf('?'))} RTSP/1.0`);
     }
     // A ';' that starts a parameter ends the value.
-    expect([...secretParams('rtsp://cam/live?token=ab;channel=1')]).toEqual([['token', 'ab']]);
+    expect([...secretParams('rtsp://cam/live?token=ab;channel=1')]).toEqual([['token', ['ab']]]);
     expect(relayUrl('rtsp://cam/live?token=ab;channel=1', 5)).toBe('rtsp://127.0.0.1:5/live?token=argus-relay;channel=1');
   });
   it('swaps whole values only, in a query, ended as cameras end them (a control under a Content-Base ending in the query, an RTP-Info entry)', () => {
@@ -170,6 +170,18 @@ describe("a camera's secret query values (?token=, pwd=): the placeholder for ff
     const odd = secretParams('rtsp://cam/?token=a$1+.b');
     expect(swapSecrets('GET /?token=argus-relay HTTP/1.1', odd, true)).toBe('GET /?token=a$1+.b HTTP/1.1');
     expect(swapSecrets('GET /?token=a$1+xb HTTP/1.1', odd, false)).toBe('GET /?token=a$1+xb HTTP/1.1');
+  });
+  it('a name given twice (?token=a&token=b): each value has a placeholder of its own, and each goes back as given, in order; a reply names each by its own', () => {
+    const url = 'rtsp://cam/live?token=a1&channel=1&token=b2&Token=c3';
+    const twice = secretParams(url);
+    expect([...twice]).toEqual([['token', ['a1', 'b2']], ['Token', ['c3']]]);
+    const given = placeholderQuery(url);
+    expect(given).toBe('rtsp://cam/live?token=argus-relay&channel=1&token=argus-relay-2&Token=argus-relay');
+    expect(swapSecrets(`DESCRIBE ${given}/trackID=1 RTSP/1.0`, twice, true)).toBe(`DESCRIBE ${url}/trackID=1 RTSP/1.0`);
+    expect(swapSecrets(`Content-Base: ${url}/\r\n`, twice, false)).toBe(`Content-Base: ${given}/\r\n`);
+    // A real value that reads as another's placeholder is not swapped again.
+    const odd = secretParams('rtsp://cam/?token=argus-relay-2&token=x');
+    expect(swapSecrets('GET /?token=argus-relay&token=argus-relay-2 HTTP/1.1', odd, true)).toBe('GET /?token=argus-relay-2&token=x HTTP/1.1');
   });
   it("AuthRewriter: a request's line and Digest uri get the real value, and the Digest answer is computed for that uri", () => {
     const head = 'DESCRIBE rtsp://127.0.0.1:5/live?token=argus-relay RTSP/1.0\r\nCSeq: 2\r\nAuthorization: Digest username="argus", realm="cam", nonce="n", uri="rtsp://127.0.0.1:5/live?token=argus-relay", response="0"\r\n\r\n';
