@@ -1,5 +1,5 @@
 import { accessSync, constants, mkdirSync, rmSync, statSync } from 'node:fs';
-import { lstat, mkdir, open, readlink, realpath, rename, rm, stat } from 'node:fs/promises';
+import { lstat, mkdir, open, readlink, realpath, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { atStopSignal } from './signals.js';
 
@@ -169,26 +169,57 @@ export async function writeWhole<T>(path: string, write: (partial: string) => Pr
 /** The most bytes of a CA file (a source's `tls.ca`, an HTTP camera's `-ca_file`): a bundle of every public authority is about 220 KB. */
 export const MAX_CA_BYTES = 4 * 1024 * 1024;
 
+/** The longest wait for a pipe's writer to have written it whole (readSmallFile), ms. */
+export const PIPE_WAIT_MS = 5000;
+/** The pause between two reads of a pipe that had nothing yet, ms. */
+const PIPE_POLL_MS = 20;
+
+/** How readSmallFile waits on a pipe (tests: a clock and pauses of their own). */
+export interface PipeWait {
+  /** The longest wait, ms. Default PIPE_WAIT_MS. */
+  waitMs?: number;
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** Each pipe read (by path), what it gave: a pipe gives its bytes once, and a CA file is read at start and by each relay. */
+const pipeReads = new Map<string, Promise<Buffer>>();
+
 /**
- * A small file's bytes (a CA bundle): a regular file of at most `maxBytes`, read no further;
- * otherwise a rejection whose message says why (`not a regular file …`, `larger than …`,
- * `cannot be read (ENOENT)`), for the caller to put after the setting that named it.
- * `readFile` read `/dev/zero` until its 2 GiB limit (a gigabyte or two of memory first), and
- * waited for ever on a named pipe nobody writes to, holding one of libuv's four threads; the
- * file is opened without waiting (O_NONBLOCK, which a regular file ignores) and looked at before
- * it is read.
+ * A small file's bytes (a CA bundle): at most `maxBytes`, read no further; otherwise a rejection
+ * whose message says why (`not a regular file …`, `larger than …`, `cannot be read (ENOENT)`),
+ * for the caller to put after the setting that named it. `readFile` read `/dev/zero` until its
+ * 2 GiB limit (a gigabyte or two of memory first), and waited for ever on a named pipe nobody
+ * writes to, holding one of libuv's four threads; the file is opened without waiting
+ * (O_NONBLOCK, which a regular file ignores) and looked at before it is read. A regular file
+ * whose size is 0 (a file of /proc's, which has its bytes all the same) is read to its end; a
+ * pipe (`--ca <(cat ca.pem)`: /dev/fd/N, or a named one) until its writer closes it, within
+ * `wait.waitMs` (a pipe nobody writes to fails then), its bytes kept for the next read of the
+ * path. A device or a socket is refused. Both used to be refused: the first as "changed while
+ * it was read".
  */
-export async function readSmallFile(path: string, maxBytes: number): Promise<Buffer> {
+export async function readSmallFile(path: string, maxBytes: number, wait: PipeWait = {}): Promise<Buffer> {
+  const kept = pipeReads.get(path);
+  if (kept) return kept;
   const failed = (e: unknown) => new Error(`cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
   const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK).catch((e: unknown) => {
     throw failed(e);
   });
+  let closeLater = false;
   try {
     const st = await fh.stat().catch((e: unknown) => {
       throw failed(e);
     });
-    if (!st.isFile()) throw new Error(st.isDirectory() ? 'a folder, not a file' : 'not a regular file (a named pipe, a socket or a device)');
+    if (st.isDirectory()) throw new Error('a folder, not a file');
+    if (st.isFIFO()) {
+      closeLater = true;
+      const read = readPipe(fh, maxBytes, wait, failed).finally(() => fh.close().catch(() => undefined));
+      pipeReads.set(path, read);
+      return await read;
+    }
+    if (!st.isFile()) throw new Error('not a regular file or a pipe (a socket or a device)');
     if (st.size > maxBytes) throw new Error(`larger than ${maxBytes} bytes`);
+    if (st.size === 0) return await readToEnd(fh, maxBytes, failed);
     // One byte more than its size: a file that grew since its stat is not cut short unseen.
     const buf = Buffer.alloc(st.size + 1);
     let n = 0;
@@ -202,6 +233,56 @@ export async function readSmallFile(path: string, maxBytes: number): Promise<Buf
     if (n === buf.length) throw new Error('changed while it was read');
     return buf.subarray(0, n);
   } finally {
-    await fh.close().catch(() => undefined);
+    if (!closeLater) await fh.close().catch(() => undefined);
+  }
+}
+
+/** A file's bytes to its end, at most `maxBytes` (a regular file whose size is not known: /proc's). */
+async function readToEnd(fh: FileHandle, maxBytes: number, failed: (e: unknown) => Error): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  const buf = Buffer.allocUnsafe(64 * 1024);
+  for (;;) {
+    const { bytesRead } = await fh.read(buf, 0, buf.length, null).catch((e: unknown) => {
+      throw failed(e);
+    });
+    if (bytesRead === 0) return Buffer.concat(chunks, total);
+    total += bytesRead;
+    if (total > maxBytes) throw new Error(`larger than ${maxBytes} bytes`);
+    chunks.push(Buffer.from(buf.subarray(0, bytesRead)));
+  }
+}
+
+/**
+ * A pipe's bytes until its writer closes it, at most `maxBytes`, within `wait.waitMs`. Opened
+ * without waiting, it is read without waiting too: nothing yet (EAGAIN: a writer that has not
+ * written; or the end with nothing read: no writer yet) is read again after a pause, never in a
+ * read that blocks one of libuv's threads.
+ */
+async function readPipe(fh: FileHandle, maxBytes: number, wait: PipeWait, failed: (e: unknown) => Error): Promise<Buffer> {
+  const now = wait.now ?? (() => performance.now());
+  const sleep = wait.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const waitMs = wait.waitMs ?? PIPE_WAIT_MS;
+  const until = now() + waitMs;
+  const chunks: Buffer[] = [];
+  let total = 0;
+  const buf = Buffer.allocUnsafe(64 * 1024);
+  for (;;) {
+    const got = await fh.read(buf, 0, buf.length, null).then(
+      (r) => r.bytesRead,
+      (e: unknown) => {
+        if ((e as NodeJS.ErrnoException).code === 'EAGAIN') return -1;
+        throw failed(e);
+      },
+    );
+    if (got > 0) {
+      total += got;
+      if (total > maxBytes) throw new Error(`larger than ${maxBytes} bytes`);
+      chunks.push(Buffer.from(buf.subarray(0, got)));
+      continue;
+    }
+    if (got === 0 && total > 0) return Buffer.concat(chunks, total);
+    if (now() >= until) throw new Error(`a pipe ${total > 0 ? 'whose writer did not close it' : 'nobody wrote to'} within ${waitMs / 1000} s`);
+    await sleep(PIPE_POLL_MS);
   }
 }

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -23,13 +24,56 @@ describe('readSmallFile', () => {
   });
 
   it.each([
-    ['a device that never ends', '/dev/zero', 'not a regular file (a named pipe, a socket or a device)'],
-    ['a named pipe nobody writes to', fifo, 'not a regular file (a named pipe, a socket or a device)'],
+    ['a device that never ends', '/dev/zero', 'not a regular file or a pipe (a socket or a device)'],
     ['a folder', dir, 'a folder, not a file'],
     ['a missing file', join(dir, 'missing'), 'cannot be read (ENOENT)'],
   ])('refuses %s at once', async (_n, path, why) => {
     await expect(readSmallFile(path, 1024)).rejects.toThrow(why);
   });
+
+  it('a named pipe nobody writes to: refused once the wait is over (virtual time), the event loop never held', async () => {
+    let t = 0;
+    const waits: number[] = [];
+    const wait = { waitMs: 5000, now: () => t, sleep: async (ms: number) => void (waits.push(ms), (t += ms)) };
+    await expect(readSmallFile(fifo, 1024, wait)).rejects.toThrow('a pipe nobody wrote to within 5 s');
+    expect(t).toBeGreaterThanOrEqual(5000);
+    expect(t).toBeLessThan(5100);
+    expect(Math.max(...waits)).toBeLessThanOrEqual(20);
+  });
+
+  it('a file of /proc, whose size says 0, is read to its end (was refused as "changed while it was read")', async () => {
+    expect(statSync('/proc/version').size).toBe(0);
+    expect((await readSmallFile('/proc/version', 4096)).toString()).toBe(readFileSync('/proc/version', 'utf8'));
+    // Bounded all the same.
+    await expect(readSmallFile('/proc/self/maps', 10)).rejects.toThrow('larger than 10 bytes');
+  });
+
+  it('a named pipe with a writer: read until the writer closes it, and the same bytes for the next read of that path (a pipe gives them once)', async () => {
+    const p = join(dir, 'written.fifo');
+    execFileSync('mkfifo', [p]);
+    const read = readSmallFile(p, 1024, { waitMs: 60_000 });
+    const w = await open(p, 'w');
+    await w.write('first part, ');
+    await w.write('second part');
+    await w.close();
+    expect((await read).toString()).toBe('first part, second part');
+    expect((await readSmallFile(p, 1024)).toString()).toBe('first part, second part');
+    // Over the cap: refused.
+    const q = join(dir, 'big.fifo');
+    execFileSync('mkfifo', [q]);
+    const big = readSmallFile(q, 10, { waitMs: 60_000 });
+    const wq = await open(q, 'w');
+    await wq.write('x'.repeat(11)).catch(() => undefined);
+    await wq.close();
+    await expect(big).rejects.toThrow('larger than 10 bytes');
+  });
+
+  it('process substitution (--ca <(cat ca.pem): /dev/fd/N, a pipe): read', async () => {
+    const script = `import { readSmallFile } from ${JSON.stringify(join(process.cwd(), 'src/core/files.ts'))};
+      process.stdout.write((await readSmallFile(process.argv[1], 4096)).toString());`;
+    const out = execFileSync('bash', ['-c', `"${process.execPath}" --import tsx --input-type=module -e '${script}' <(printf 'the CA')`], { encoding: 'utf8' });
+    expect(out).toBe('the CA');
+  }, 30_000);
 
   it('refuses a file larger than the cap without reading it', async () => {
     const f = join(dir, 'big.txt');
@@ -39,11 +83,8 @@ describe('readSmallFile', () => {
 });
 
 describe('tls.ca', () => {
-  it.each([
-    ['/dev/zero', '/dev/zero: not a regular file'],
-    [fifo, `${fifo}: not a regular file`],
-  ])('%s: a coded config error naming tls.ca, at once', async (path, why) => {
-    await expect(readCameraCa(path)).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: `tls.ca: ${why} (a named pipe, a socket or a device)` });
+  it('/dev/zero: a coded config error naming tls.ca, at once', async () => {
+    await expect(readCameraCa('/dev/zero')).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: 'tls.ca: /dev/zero: not a regular file or a pipe (a socket or a device)' });
   });
 
   it(`a CA file over ${MAX_CA_BYTES} bytes`, async () => {
