@@ -1,10 +1,11 @@
-import { closeSync, constants, fstatSync, openSync, statSync, writeSync } from 'node:fs';
+import { constants, statSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { CompressionTypes, Kafka, logLevel, type Admin, type Producer, type SASLOptions } from 'kafkajs';
 import type { ConnectionOptions } from 'node:tls';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { makeDirSync } from '../core/files.js';
+import { makeDirSync, writeWithoutWaiting, type PipeWait } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import { SampleWindow } from '../core/stats.js';
 import { Deque } from '../flow/deque.js';
@@ -59,6 +60,8 @@ export interface KafkaSinkOptions {
   deadLetterPath?: string;
   /** The dead-letter file grows to this many bytes at most; later parked messages are only logged and counted. Default 100 MB. */
   deadLetterMaxBytes?: number;
+  /** How long a dead-letter pipe whose reader takes nothing is waited for (writeWithoutWaiting; tests: a clock of their own). Default 5 s. */
+  deadLetterWait?: PipeWait;
   /** Passed to kafkajs as is. */
   ssl?: boolean | ConnectionOptions;
   sasl?: SASLOptions;
@@ -752,8 +755,16 @@ export class KafkaSink implements Sink {
       return;
     }
     this.stats.parked++;
+    // One after the other (their lines never interleave), never waited for by the caller.
+    this.deadLetters = this.deadLetters.then(() => this.park(p, reason));
+  }
+
+  /** Parked messages being written to the dead-letter file, in order. */
+  private deadLetters: Promise<void> = Promise.resolve();
+
+  private async park(p: Pending, reason: string): Promise<void> {
     const id = alertId(p);
-    const file = this.writeDeadLetter(p, reason);
+    const file = await this.writeDeadLetter(p, reason);
     this.log(
       `kafka: ${p.kind === 'alert' ? `alert ${id ?? '?'}` : 'status message'} from ${p.key} is too large for the broker (${reason}); parked${file ? ` in ${file}` : ''}, not retried`,
       { source: p.key, alertId: id, topic: p.topic, bytes: p.bytes, reason },
@@ -761,12 +772,14 @@ export class KafkaSink implements Sink {
     );
     // Forgotten by the outbox only once it is in the dead-letter file; a parked alert that could
     // not be written there stays in the outbox (kept, retried at the next start), never erased.
+    // Not after close() (see acks): the outbox keeps it then.
+    if (this.closed) return;
     if (file || p.kind !== 'alert' || !this.o.spill) this.notify([p.msg!], 'dead-lettered');
     else this.log(`kafka: alert ${id ?? '?'} stays in the outbox (the dead-letter file could not take it)`, { source: p.key, alertId: id }, 'error');
   }
 
   /** Appends a parked message to the dead-letter file; returns its path if it was written. */
-  private writeDeadLetter(p: Pending, reason: string): string | undefined {
+  private async writeDeadLetter(p: Pending, reason: string): Promise<string | undefined> {
     const path = this.o.deadLetterPath;
     if (!path) return undefined;
     try {
@@ -789,23 +802,18 @@ export class KafkaSink implements Sink {
       }
       // (Its user's alone, as the outbox's files: parked alerts and statuses.) Opened without
       // waiting: a named pipe whose reader is away (a log shipper's) froze the whole process in
-      // this synchronous open, every camera and the group's heartbeats with it; it now fails
-      // (ENXIO), is logged, and the alert stays in the outbox.
-      let fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK, 0o600);
-      // Its writes do wait, as before: a pipe (whose reader is there, or the open would have
-      // failed) took 64 KiB of a parked message (too large for the broker: usually more) and
-      // refused the rest (EAGAIN), the fragment left for its reader, the alert written again
-      // after it at the next start. The open of a pipe with a reader does not wait.
-      if (!fstatSync(fd).isFile()) {
-        const waiting = openSync(path, constants.O_WRONLY | constants.O_APPEND);
-        closeSync(fd);
-        fd = waiting;
-      }
+      // a synchronous open, every camera and the group's heartbeats with it; it now fails
+      // (ENXIO), is logged, and the alert stays in the outbox. Written without waiting on that
+      // one descriptor: a full pipe (a parked message, too large for the broker, is usually over
+      // its 64 KiB) takes the rest as its reader reads, within deadLetterWait (then logged, the
+      // alert kept in the outbox). A second, blocking open of a pipe waited for ever for a new
+      // reader when the first left between the two opens, and its writes for a reader that
+      // stopped reading: the process froze either way.
+      const fh = await open(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK, 0o600);
       try {
-        const bytes = Buffer.from(line);
-        for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);
+        await writeWithoutWaiting(fh, Buffer.from(line), this.o.deadLetterWait);
       } finally {
-        closeSync(fd);
+        await fh.close().catch(() => undefined);
       }
       this.deadLetterSize += n;
       this.stats.deadLettered++;
@@ -929,6 +937,8 @@ export class KafkaSink implements Sink {
       if (!(await within(this.startSend(), left()))) break;
       if (this.backoffMs > 0 && this.pending > 0) await sleep(Math.min(this.backoffMs, left()));
     }
+    // Parked messages still being written (a pipe's slow reader), within the deadline.
+    await within(this.deadLetters, left());
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;

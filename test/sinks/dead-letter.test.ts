@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { KafkaSinkSchema } from '../../src/config/schema.js';
-import { KafkaSink } from '../../src/sinks/kafka.js';
+import { KafkaSink, type KafkaSinkOptions } from '../../src/sinks/kafka.js';
 import type { AlertMessage } from '../../src/sinks/message.js';
 
 /**
@@ -15,10 +15,10 @@ import type { AlertMessage } from '../../src/sinks/message.js';
  */
 const dir = mkdtempSync(join(tmpdir(), 'argus-dead-letter-'));
 
-function parkOne(deadLetterPath: string, pad = 5000) {
+function parkOne(deadLetterPath: string, pad = 5000, extra: Partial<KafkaSinkOptions> = {}) {
   const logs: string[] = [];
   // Port 1 of loopback: nothing listens (the sink retries in the background; nothing waits on it).
-  const sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:1'] }), ssl: undefined, closeTimeoutMs: 200, maxMessageBytes: 1024, deadLetterPath, log: (m: string) => logs.push(m) });
+  const sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:1'] }), ssl: undefined, closeTimeoutMs: 200, maxMessageBytes: 1024, deadLetterPath, log: (m: string) => logs.push(m), ...extra });
   const m = { type: 'alert', source: 'cam', alert: { id: 'a1' }, pad: 'x'.repeat(pad) } as unknown as AlertMessage;
   return { sink, logs, publish: () => sink.publish('alert', 'cam', JSON.stringify(m), m) };
 }
@@ -58,9 +58,10 @@ describe('the dead-letter file', () => {
       const { sink, logs, publish } = parkOne(fifo, 200_000);
       void sink.start().catch(() => undefined);
       publish();
-      expect(await until(() => sink.stats.parked === 1)).toBe(true);
+      // Written as the reader reads (after its second), the process going on meanwhile.
+      expect(await until(() => sink.stats.deadLettered === 1 || logs.some((l) => l.includes('cannot write the dead-letter file')))).toBe(true);
       expect(logs.filter((l) => l.includes('cannot write the dead-letter file'))).toEqual([]);
-      expect(sink.stats.deadLettered).toBe(1);
+      expect(sink.stats).toMatchObject({ parked: 1, deadLettered: 1 });
       expect(await until(() => out.split('\n').length > 2)).toBe(true);
       const line = out.split('\n')[1];
       expect(JSON.parse(line).key).toBe('cam');
@@ -69,6 +70,40 @@ describe('the dead-letter file', () => {
       reader.kill();
     }
   });
+
+  it('a named pipe whose reader holds it and reads nothing: never waited on (the process goes on), given up after the wait (virtual time), the alert kept in the outbox', async () => {
+    // The write to a pipe waited (a second, blocking open of it, and blocking writes): a reader
+    // that stopped reading froze the process, and one that left between the two opens made the
+    // second wait for ever for another.
+    const fifo = join(dir, 'stalled.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const reader = spawn('sh', ['-c', 'exec 3<>"$0"; echo ready; exec sleep 20', fifo], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    reader.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    try {
+      expect(await until(() => out.startsWith('ready\n'))).toBe(true);
+      let t = 0;
+      let pauses = 0;
+      const outcomes: string[] = [];
+      const spill = { key: () => 'k', load: () => undefined, has: () => true };
+      const { sink, logs, publish } = parkOne(fifo, 200_000, {
+        deadLetterWait: { waitMs: 1000, now: () => t, sleep: async (ms) => void (pauses++, (t += ms)) },
+        spill,
+        onDelivered: (_m, outcome) => void outcomes.push(outcome),
+      });
+      void sink.start().catch(() => undefined);
+      publish();
+      expect(await until(() => logs.some((l) => l.includes('stays in the outbox')))).toBe(true);
+      expect(logs.find((l) => l.includes('cannot write the dead-letter file'))).toMatch(new RegExp(`^kafka: cannot write the dead-letter file ${fifo} \\(a pipe whose reader took no more within 1 s \\(\\d+ of \\d+ bytes written\\)\\)`));
+      expect(pauses).toBeGreaterThan(0);
+      expect(t).toBeGreaterThanOrEqual(1000);
+      expect(sink.stats).toMatchObject({ parked: 1, deadLettered: 0 });
+      expect(outcomes).toEqual([]);
+      await sink.close();
+    } finally {
+      reader.kill();
+    }
+  }, 60_000);
 
   it('a regular file takes the parked message', async () => {
     const file = join(dir, 'dead.jsonl');
