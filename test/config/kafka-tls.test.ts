@@ -39,6 +39,16 @@ describe('sinks.kafka.ssl and cluster.ssl', () => {
     const msg = refusal(kafka(`{cert: "-----BEGIN CERTIFICATE-----\\n${secretish}\\n-----END CERTIFICATE-----\\n"}`));
     expect(msg).toMatch(/sinks\.kafka\.ssl: Node's TLS refuses these options \(error:[0-9A-F]+:/);
     expect(msg).not.toContain(secretish);
+    // pfx and sigalgs, which Node refuses without a code (the reason was only "refused").
+    const pfx = refusal(kafka(`{pfx: "${secretish}", passphrase: "pw${secretish}"}`));
+    expect(pfx).toContain("sinks.kafka.ssl.pfx: Node's TLS refuses it (OpenSSL: ");
+    expect(pfx).toMatch(/OpenSSL: [a-z ]+; pfx is a PKCS#12 file's bytes/);
+    expect(pfx).not.toContain(secretish);
+    const sig = refusal(kafka(`{sigalgs: "RSA+SHA256:${secretish}:ECDSA+SHA256"}`));
+    expect(sig).toContain("sinks.kafka.ssl.sigalgs: Node's TLS refuses it (its entry 2 of 3 is not a signature algorithm OpenSSL knows");
+    expect(sig).not.toContain(secretish);
+    expect(refusal(`sinks:\n  kafka: {brokers: ["k:9093"]}\ncluster:\n  ssl: {sigalgs: "nope"}\n`)).toContain("cluster.ssl.sigalgs: Node's TLS refuses it (its entry 1 of 1 is not");
+    expect(() => parseConfigText(kafka('{sigalgs: "RSA+SHA256:ECDSA+SHA256"}'), PipelineSchema, 'p.yaml', {})).not.toThrow();
     expect(refusal(kafka('{ca: 5}'))).toContain(`sinks.kafka.ssl: Node's TLS refuses these options (ERR_INVALID_ARG_TYPE: The "options.ca" property must be of type string or an instance of Buffer, TypedArray, or DataView)`);
   });
 

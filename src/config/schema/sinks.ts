@@ -5,6 +5,39 @@ import { brokerAddress, finite, frameRate, kafkaTopic, ms, secret } from './comm
 /** Node's TLS options that hold PEM text (a certificate, a key), not a file's path. */
 const PEM_OPTIONS = ['ca', 'cert', 'key'] as const;
 
+/** Whether Node's TLS takes `o` (the error it throws, else undefined). */
+function tlsRefusal(o: Record<string, unknown>): Error | undefined {
+  try {
+    createSecureContext(o as SecureContextOptions);
+    return undefined;
+  } catch (e) {
+    return e as Error;
+  }
+}
+
+/**
+ * The options whose refusal Node gives without a code, and so without OpenSSL's reason in the
+ * form checkTlsOptions passes on (`refused`, no word of why), each tried alone: `pfx` (Node
+ * throws OpenSSL's reason alone: `not enough data`, `mac verify failure`: fixed words, none of
+ * the input) and `sigalgs` (Node's `error:00000000:lib(0)::reason(0)`: OpenSSL gives none, so
+ * the entry it does not know is named by its place, never its text).
+ */
+function refusedAlone(o: Record<string, unknown>): { option: string; why: string } | undefined {
+  if (o.pfx !== undefined) {
+    const e = tlsRefusal({ pfx: o.pfx, ...(o.passphrase !== undefined ? { passphrase: o.passphrase } : {}) });
+    if (e && (e as NodeJS.ErrnoException).code === undefined) {
+      return { option: 'pfx', why: `OpenSSL: ${e.message}; pfx is a PKCS#12 file's bytes, which YAML text does not hold: give cert and key as PEM text instead` };
+    }
+  }
+  if (o.sigalgs !== undefined && tlsRefusal({ sigalgs: o.sigalgs })) {
+    const entries = typeof o.sigalgs === 'string' ? o.sigalgs.split(':') : [];
+    const bad = entries.findIndex((s) => tlsRefusal({ sigalgs: s }) !== undefined);
+    const which = bad >= 0 ? `its entry ${bad + 1} of ${entries.length}` : 'it';
+    return { option: 'sigalgs', why: `${which} is not a signature algorithm OpenSSL knows: a list such as RSA+SHA256:ECDSA+SHA256:rsa_pss_rsae_sha256:ed25519, joined by ':'` };
+  }
+  return undefined;
+}
+
 /**
  * Kafka's TLS options, checked as Node's TLS will take them, when the pipeline loads: `ca: /etc/kafka/ca.pem`
  * (a path where Node takes the PEM text) ran with "Failed to connect: error:0480006C:PEM
@@ -27,6 +60,11 @@ function checkTlsOptions(o: Record<string, unknown>, ctx: z.RefinementCtx): void
   try {
     createSecureContext(o as SecureContextOptions);
   } catch (e) {
+    const alone = refusedAlone(o);
+    if (alone) {
+      ctx.addIssue({ code: 'custom', path: [alone.option], message: `Node's TLS refuses it (${alone.why})` });
+      return;
+    }
     const code = (e as NodeJS.ErrnoException).code ?? '';
     // OpenSSL's reason ("PEM routines::no start line", "bad decrypt") holds none of the input; Node's own argument errors quote it.
     const why = code.startsWith('ERR_OSSL') ? (e as Error).message : `${code || 'refused'}${code === 'ERR_INVALID_ARG_TYPE' ? `: ${(e as Error).message.split('. Received')[0]}` : ''}`;
