@@ -148,10 +148,16 @@ export async function resolveFfmpeg(c: FfmpegCandidates = {}): Promise<FfmpegCho
  * Why the program at `path` is not ffmpeg, asked only once it has ended (`ended`: `exited with
  * code 0`) before reporting its input's stream; undefined when `path -version` gives an ffmpeg
  * version (cached: a run and detect have asked at start already, so this costs nothing more, and
- * nothing is asked on the way to a first frame). `ARGUS_FFMPEG=/bin/true` was reported as the
- * input's fault: "no video stream", "decoded no video frame".
+ * nothing is asked on the way to a first frame; a cached failure is asked again).
+ * `ARGUS_FFMPEG=/bin/true` was reported as the input's fault: "no video stream", "decoded no
+ * video frame".
  */
 export async function notFfmpeg(path: string, ended: string, env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  if (await ffmpegVersion(path)) return undefined;
+  // Asked again, not taken from the cache: a -version that failed once (a busy machine's
+  // timeout, no process free) would make a real ffmpeg's camera fail for good (VAP_ERR_SOURCE_OPEN is not retried).
+  versions.delete(path);
+  versionsSync.delete(path);
   if (await ffmpegVersion(path)) return undefined;
   const byEnv = env.ARGUS_FFMPEG === path;
   return `${byEnv ? `the program named by ARGUS_FFMPEG (${path})` : `the program run as ffmpeg (${path})`} did not behave as ffmpeg: it ${ended} without ffmpeg's report of its input, and \`${path} -version\` gives no ffmpeg version${byEnv ? '; set ARGUS_FFMPEG to an ffmpeg executable, or unset it' : ''}`;

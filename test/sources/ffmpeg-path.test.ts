@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bundledFfmpegPath, ffmpegVersion, isNewerFfmpeg, parseFfmpegVersion, resolveFfmpeg, resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
+import { bundledFfmpegPath, ffmpegVersion, isNewerFfmpeg, notFfmpeg, parseFfmpegVersion, resolveFfmpeg, resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'argus-ffpath-'));
 /** A fake ffmpeg: a script that prints a `-version` banner. */
@@ -72,5 +72,21 @@ describe('resolveFfmpeg: $ARGUS_FFMPEG > a newer /usr/bin/ffmpeg > the bundled o
     const a = ffmpegVersion(bundledFfmpegPath());
     expect(ffmpegVersion(bundledFfmpegPath())).toBe(a);
     expect((await a)?.libavformat?.[0]).toBeGreaterThanOrEqual(58);
+  });
+});
+
+describe('notFfmpeg (asked when the program ends without reporting its input)', () => {
+  it('a real ffmpeg whose -version failed once (a busy machine) is asked again, not taken for another program; one that is not ffmpeg is named with ARGUS_FFMPEG', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-notffmpeg-'));
+    const flaky = join(dir, 'ffmpeg');
+    // Fails its first -version, then answers as ffmpeg does.
+    writeFileSync(flaky, `#!/bin/sh\nif [ ! -e "${dir}/once" ]; then touch "${dir}/once"; exit 1; fi\necho 'ffmpeg version 6.1 Copyright (c) 2000-2023 the FFmpeg developers'\n`);
+    chmodSync(flaky, 0o755);
+    expect(await ffmpegVersion(flaky)).toBeUndefined();
+    expect(await notFfmpeg(flaky, 'exited with code 1', {})).toBeUndefined();
+    expect(await notFfmpeg('/bin/true', 'exited with code 0', { ARGUS_FFMPEG: '/bin/true' })).toBe(
+      "the program named by ARGUS_FFMPEG (/bin/true) did not behave as ffmpeg: it exited with code 0 without ffmpeg's report of its input, and `/bin/true -version` gives no ffmpeg version; set ARGUS_FFMPEG to an ffmpeg executable, or unset it",
+    );
+    expect(await notFfmpeg('/bin/true', 'exited with code 0', {})).toMatch(/^the program run as ffmpeg \(\/bin\/true\) did not behave as ffmpeg/);
   });
 });
