@@ -37,8 +37,3 @@ export function ownChild<C extends ChildProcess>(child: C): C {
   });
   return child;
 }
-
-/** How many children ownChild holds (for tests). */
-export function ownedChildren(): number {
-  return live.size;
-}
