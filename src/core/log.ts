@@ -6,8 +6,16 @@ import { stderrStatus, type StatusArea } from './terminal.js';
 
 /** What a stalled stderr may hold back (then lines are dropped, counted), bytes. */
 export const STDERR_QUEUE_BYTES = 1 << 20;
+/**
+ * What the JSONL sink lets its stream hold before it skips detection lines (its default
+ * `maxBufferedBytes`), bytes. Defined here because stderr's lines through a stdout they share
+ * (SharedStdoutWriter) are bounded above it: a slow reader costs detections before the log.
+ * (The sink's bound was 16 MiB, the log's 2 MiB: past 2 MiB every log line was dropped while
+ * detections went on, for as long as they flowed.)
+ */
+export const JSONL_MAX_BUFFERED_BYTES = 1 << 20;
 /** What stdout's stream may hold before a log line written through it is dropped (SharedStdoutWriter), bytes. */
-export const SHARED_QUEUE_BYTES = 2 * STDERR_QUEUE_BYTES;
+export const SHARED_QUEUE_BYTES = 2 * JSONL_MAX_BUFFERED_BYTES;
 /** How often held lines are tried again, ms. */
 const STDERR_RETRY_MS = 20;
 /** At exit, held lines are written for at most this long, ms… */
@@ -168,10 +176,10 @@ export interface SharedStream {
  * argus's data there (`--jsonl -`), so lines and data leave in the order written. A PipeWriter of
  * their own held a line the reader had taken in part while the stream wrote a JSONL line into
  * the middle of it: neither parsed. The data is the JSONL sink's to bound, by the same stream's
- * backpressure: it skips detections while the stream holds more than its maxBufferedBytes (1 MiB
- * by default). Lines go on up to SHARED_QUEUE_BYTES, twice as much, so that a reader slower than
+ * backpressure: it skips detections while the stream holds more than JSONL_MAX_BUFFERED_BYTES.
+ * Lines go on up to SHARED_QUEUE_BYTES, twice as much, so that a reader slower than
  * the detections costs detections first, not the log. Past that a line is dropped, counted, and
- * lines go on (the count first) once the stream holds at most STDERR_QUEUE_BYTES: waiting for it
+ * lines go on (the count first) once the stream holds at most JSONL_MAX_BUFFERED_BYTES: waiting for it
  * to empty, lines of a steady JSONL flow were dropped for as long as it lasted. What the stream
  * holds at exit is the stream's: lost if the reader has stalled.
  */
@@ -211,7 +219,7 @@ export class SharedStdoutWriter implements StderrWriter {
     this.timer = setTimeout(() => {
       this.timer = undefined;
       if (this.out.destroyed || this.out.writableEnded) return;
-      if (this.out.writableLength > STDERR_QUEUE_BYTES) return this.schedule();
+      if (this.out.writableLength > JSONL_MAX_BUFFERED_BYTES) return this.schedule();
       const n = this.dropped;
       this.dropped = 0;
       this.send(droppedLine(n, this.clock()));

@@ -3,13 +3,13 @@ import { closeSync, constants, fstatSync, openSync, type WriteStream } from 'nod
 import { open, stat } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import type { LogFn } from '../core/log.js';
+import { JSONL_MAX_BUFFERED_BYTES, type LogFn } from '../core/log.js';
 import type { Sink } from './sink.js';
 
 export interface JsonlSinkOptions {
   /** Also write source status changes (default: detections and alerts only). */
   includeStatus?: boolean;
-  /** Bytes the output may fall behind before detection lines are skipped. Default 16 MiB. */
+  /** Bytes the output may fall behind before detection lines are skipped. Default JSONL_MAX_BUFFERED_BYTES (1 MiB). */
   maxBufferedBytes?: number;
   log?: LogFn;
   /** stdout was closed by its reader (`argus run … --jsonl - | head`): the caller stops the run. */
@@ -60,7 +60,7 @@ export class JsonlSink implements Sink {
     private readonly o: JsonlSinkOptions,
   ) {
     this.includeStatus = o.includeStatus ?? false;
-    this.maxBufferedBytes = o.maxBufferedBytes ?? 16 * 1024 * 1024;
+    this.maxBufferedBytes = o.maxBufferedBytes ?? JSONL_MAX_BUFFERED_BYTES;
     this.log = o.log ?? (() => {});
     out.on('error', (e: Error) => this.fail(e as NodeJS.ErrnoException));
   }

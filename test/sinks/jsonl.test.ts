@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
+import { SharedStdoutWriter, type SharedStream } from '../../src/core/log.js';
 import { JsonlSink } from '../../src/sinks/jsonl.js';
 
 // Real named pipes (mkfifo) in a temp folder. Nothing here reads a clock: each wait is for an
@@ -102,6 +103,23 @@ describe('JsonlSink on a named pipe', () => {
     expect(warned[0]).toContain(fifo);
     await sink.close();
     expect(lines.some((l) => l === `jsonl: ${sink.skipped} detection lines were not written to ${fifo}: it was more than 4096 bytes behind (a slow reader or disk)`)).toBe(true);
+  });
+
+  it('stdout shared with stderr (`2>&1 |`) and a reader slower than the detections: at its default bound the sink skips detections while log lines through the same stream still go (the log dropped every line from 2 MiB on while the sink wrote on to 16 MiB)', async () => {
+    const fifo = mkfifo();
+    fds.push(openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK)); // a reader that never reads
+    const sink = await JsonlSink.open(fifo, { closeTimeoutMs: 50 });
+    // The stream the sink writes, as stderr's lines share stdout's (run.ts: JsonlSink.open('-') and the logger's SharedStdoutWriter).
+    const out = (sink as unknown as { out: SharedStream }).out;
+    const sent: string[] = [];
+    const log = new SharedStdoutWriter(out, (s) => void sent.push(String(s)));
+    const line = JSON.stringify({ pad: 'x'.repeat(1000) });
+    for (let i = 0; sink.skipped === 0 && i < 40_000; i++) sink.publish('detections', 'a', line);
+    expect(sink.skipped).toBe(1);
+    log.write('{"msg":"a log line"}\n');
+    expect(log.droppedLines).toBe(0);
+    expect(sent).toEqual(['{"msg":"a log line"}\n']);
+    await sink.close();
   });
 
   it('a regular file is still created and written as before', async () => {
