@@ -336,7 +336,7 @@ program
   .option('--out <path>', 'annotated copy (one file: this path, PNG/JPEG by extension, MP4 for videos and GIFs; several: this folder)')
   .option('--score <n>', 'score threshold (default 0.3)', fraction)
   .option('--iou <n>', 'NMS IoU threshold (default 0.45)', fraction)
-  .option('--model <name|path>', 'model manifest name or path, or an ONNX file (default yolox-nano)')
+  .option('--model <name|path>', 'model manifest name or path, or an ONNX file (default yolox-nano)', pathFlag)
   .option('--fps <n>', 'videos and GIFs: at most N frames per second, the first at or after each 1/N s step (default every frame; never a frame twice)', positiveNumber())
   .action(async (files: string[], opts: { json: boolean; out?: string; score?: number; iou?: number; model?: string; fps?: number }) => {
     const { detectFailure, runDetect } = await import('./tools/detect.js');

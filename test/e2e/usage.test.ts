@@ -33,6 +33,8 @@ describe('command-line usage errors are coded (VAP_ERR_USAGE) and exit with stat
     // '' was opened as a file named '' ("VAP_ERR_CONFIG_FILE: : cannot read (ENOENT)").
     ['an empty bench --pipeline', ['bench', '--only-extras', '--pipeline', ''], /^argus: VAP_ERR_USAGE: option '--pipeline <file>' argument '' is invalid\. expected a path, not an empty string$/],
     ['an empty bench --json', ['bench', '--only-extras', '--json', ''], /^argus: VAP_ERR_USAGE: option '--json <file>' argument '' is invalid\. expected a path, not an empty string$/],
+    // --model "$MODEL" with MODEL unset ran the default model without a word.
+    ['an empty detect --model', ['detect', 'x.jpg', '--model', ''], /^argus: VAP_ERR_USAGE: option '--model <name\|path>' argument '' is invalid\. expected a path, not an empty string$/],
     // kafkajs's own errors, after connecting, named no flag: 'Missing required argument "topics"', 'an invalid topic'.
     ['an empty topic', ['consume', '--brokers', '127.0.0.1:1', '--topic', ''], /^argus: VAP_ERR_USAGE: option '--topic <name>' argument '' is invalid\. expected a Kafka topic name: letters, digits, dot, dash or underscore$/],
     ['a topic Kafka refuses', ['consume', '--brokers', '127.0.0.1:1', '--topic', '..'], /^argus: VAP_ERR_USAGE: option '--topic <name>' argument '\.\.' is invalid\. expected a Kafka topic name: not \. or \.\.$/],
