@@ -44,7 +44,9 @@ export async function inspectModel(path: string, family: Family | 'auto' = 'auto
     lines.push(
       `input size:    ${p.width}x${p.height} (${meta.imgsz ? 'from metadata imgsz' : 'from the input shape'})`,
       `preprocess:    letterbox ${p.letterbox.align}, pad ${p.letterbox.pad}, ${p.channelOrder.toUpperCase()}, scale ${p.scale === 1 ? '1 (0–255)' : p.scale.toFixed(6)}`,
-      `labels:        ${m.labels.length} (${meta.names ? 'from metadata names' : 'none in the file'}): ${m.labels.slice(0, 8).join(', ')}${m.labels.length > 8 ? ', …' : ''}`,
+      m.labels.length
+        ? `labels:        ${m.labels.length} (${meta.names ? 'from metadata names' : 'none in the file'}): ${m.labels.slice(0, 8).join(', ')}${m.labels.length > 8 ? ', …' : ''}`
+        : `labels:        none in the file: a manifest lists them (a pipeline: model: { manifest: yolox-nano, path: ${path} } for the official YOLOX files, COCO's 80 classes)`,
       `batch:         ${typeof batchDim === 'string' || batchDim === -1 ? 'dynamic (cross-source batching possible)' : `fixed ${batchDim}`}`,
     );
     return lines.map(forTerminal).join('\n');

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { inspectModel } from '../../src/models/inspect.js';
+import { MODEL } from '../helpers/assets.js';
 import { modelDir } from '../helpers/onnx-graphs.js';
 import { TERMINAL_CONTROLS, writeHostileModel } from '../helpers/hostile-model.js';
 
@@ -15,5 +16,11 @@ describe('argus models inspect', () => {
     expect(text).toContain('labels:        3 (from metadata names): \\x1b]0;TITLE\\x07\\x1b[2J\\x1b[31mRED, v\\x0btab\\x9b2J, café 人');
     expect(text).toContain('author=x\\x1b[2Ky');
     expect(text.split('\n')[0]).toBe(`file:          ${path}`);
+  });
+
+  it('a file without labels says where they come from (it printed `labels: 0 (none in the file): ` and nothing after)', async () => {
+    const text = await inspectModel(MODEL); // the official YOLOX-Nano: no names in its metadata
+    const line = text.split('\n').find((l) => l.startsWith('labels:'));
+    expect(line).toBe(`labels:        none in the file: a manifest lists them (a pipeline: model: { manifest: yolox-nano, path: ${MODEL} } for the official YOLOX files, COCO's 80 classes)`);
   });
 });
