@@ -122,6 +122,16 @@ export function overlaySvg(width: number, height: number, overlay: Overlay, orde
   };
 
   const scene = overlay.scene;
+  // Counts panel (top left): every zone's and line's figures that are known, then the caller's
+  // lines. Its place is taken first, so that no label goes under it (it is drawn last, on top:
+  // a box in that corner had its label covered).
+  const rows: string[] = [];
+  for (const z of scene?.zones ?? []) if (z.occupancy !== undefined || z.entered !== undefined) rows.push(`zone ${zoneLabel(z)}`);
+  for (const l of scene?.lines ?? []) if (l.in !== undefined || l.out !== undefined) rows.push(`line ${lineLabel(l)}`);
+  rows.push(...(overlay.panel ?? []));
+  const lh = Math.round(m.font * 1.3);
+  const panel = rows.length ? { x: 0, y: 0, w: Math.max(...rows.map(textWidth)) + 2 * m.pad, h: rows.length * lh + 2 * m.pad } : undefined;
+  if (panel) placed.push(panel);
   scene?.zones.forEach((z, i) => {
     const c = ZONE_COLOURS[i % ZONE_COLOURS.length];
     const pts = z.polygon.map((p) => `${f1(p[0])},${f1(p[1])}`).join(' ');
@@ -188,15 +198,8 @@ export function overlaySvg(width: number, height: number, overlay: Overlay, orde
     }
   }
 
-  // Counts panel: every zone's and line's figures that are known, then the caller's lines.
-  const rows: string[] = [];
-  for (const z of scene?.zones ?? []) if (z.occupancy !== undefined || z.entered !== undefined) rows.push(`zone ${zoneLabel(z)}`);
-  for (const l of scene?.lines ?? []) if (l.in !== undefined || l.out !== undefined) rows.push(`line ${lineLabel(l)}`);
-  rows.push(...(overlay.panel ?? []));
-  if (rows.length) {
-    const lh = Math.round(m.font * 1.3);
-    const w = Math.max(...rows.map(textWidth)) + 2 * m.pad;
-    out.push(`<rect x="0" y="0" width="${w}" height="${rows.length * lh + 2 * m.pad}" fill="rgb(0,0,0)" fill-opacity="0.6"/>`);
+  if (panel) {
+    out.push(`<rect x="0" y="0" width="${panel.w}" height="${panel.h}" fill="rgb(0,0,0)" fill-opacity="0.6"/>`);
     rows.forEach((r, i) => out.push(`<text x="${m.pad}" y="${f1(m.pad + i * lh + m.font * 0.95)}" fill="rgb(255,255,255)">${escapeXml(r)}</text>`));
   }
   out.push('</svg>');

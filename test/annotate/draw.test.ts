@@ -78,6 +78,16 @@ describe('drawOverlay: labels that would cover each other', () => {
     expect(rects).toHaveLength(2);
     expect(overlap(rects[0], rects[1])).toBe(false);
   });
+
+  it("a box at the top left keeps its label out from under the counts panel (argus preview's `lobby at 0.00 s: …` covered the label of a box in that corner)", () => {
+    const svg = overlaySvg(300, 240, { detections: box(0, 1, 112, 167), labels: LABELS, panel: ['lobby at 0.00 s: 1 detection, 0 tracked'] });
+    const panel = svg.match(/<rect x="0" y="0" width="([\d.]+)" height="([\d.]+)" fill="rgb\(0,0,0\)" fill-opacity="0.6"\/>/);
+    expect(panel).not.toBeNull();
+    const label = labelRects(svg).filter((r) => !(r[0] === 0 && r[1] === 0 && r[2] === Number(panel![1])));
+    expect(label).toHaveLength(1);
+    expect(overlap(label[0], [0, 0, Number(panel![1]), Number(panel![2])])).toBe(false);
+    expect(svg).toContain('>person 0.87<');
+  });
 });
 
 describe('drawOverlay: a picture placed in a larger drawing', () => {
