@@ -14,7 +14,7 @@ export interface CameraEntry {
   slot: number;
   /** The record's value as written: a restart is due when it changes. */
   text: string;
-  /** The definition, or why it is not valid (the camera then runs nowhere and `argus cameras ls` says why). */
+  /** The definition, or why it is not valid (the camera then runs nowhere; `argus cameras ls` says why, and for a record valid as written, the worker holding its slot). */
   definition?: CameraDefinition;
   error?: string;
   offset: string;

@@ -149,6 +149,8 @@ export class Worker {
   private readonly retryAt = new Map<string, number>();
   /** Cameras in a handoff (checked every tick). */
   private readonly handoffs = new Set<string>();
+  /** Cameras of this worker's slots that are meant to run but whose record it cannot use, by id: the record text already logged. */
+  private readonly invalidSaid = new Map<string, string>();
   private outputs: RunningPipeline | undefined;
   private joined = false;
   /** False after a fence until the next assignment: a rejoin then claims no slots (the group has handed them away). */
@@ -499,6 +501,25 @@ export class Worker {
     this.refenced = true;
   }
 
+  /**
+   * Says once per record why a camera of this worker's slots, enabled as written, runs nowhere:
+   * its record cannot be used here (a `${env:ARGUS_CAMERA_…}` this worker's environment lacks,
+   * say). `argus cameras ls` reads the records without the workers' environments and can only
+   * call such a camera waiting; before, the worker said nothing either (an edit that added an
+   * unset variable stopped a running camera without a word).
+   */
+  private reportInvalid(): void {
+    for (const id of this.invalidSaid.keys()) {
+      const c = this.view.cameras.get(id);
+      if (!c || c.error === undefined || !this.assigned.has(c.slot)) this.invalidSaid.delete(id);
+    }
+    for (const c of this.view.cameras.values()) {
+      if (c.error === undefined || !c.active || !this.assigned.has(c.slot) || this.invalidSaid.get(c.id) === c.text) continue;
+      this.invalidSaid.set(c.id, c.text);
+      this.log(`cluster: camera ${c.id} (slot ${c.slot}) runs nowhere: its record cannot be used on ${this.id}: ${c.error.split('\n')[0]}`, { worker: this.id, camera: c.id, slot: c.slot, code: ErrorCodes.CONFIG }, 'error');
+    }
+  }
+
   private async reconcileOnce(): Promise<void> {
     const pipeline = this.pipeline;
     if (!pipeline || this.closing || !this.owners) return;
@@ -516,6 +537,7 @@ export class Worker {
     const now = performance.now();
     const desired = new Map<string, CameraEntry>();
     if (!this.draining) for (const c of this.view.cameras.values()) if (this.assigned.has(c.slot) && c.definition?.source.enabled && satisfies(c.placement, this.self)) desired.set(c.id, c);
+    this.reportInvalid();
     this.checkPlacement(now);
 
     // Stops first: cameras edited (restarted under a new claim), removed or disabled, at once;
