@@ -86,6 +86,38 @@ describe('docker-compose.yml (docker does not run here: its structure and settin
   });
 });
 
+describe('Dockerfile (docker does not run here: its stages are read)', () => {
+  /** The stages: name (or index) → instructions, continuation lines joined. */
+  const stages = (() => {
+    const text = readFileSync(resolve(ROOT, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
+    const out: { name: string; lines: string[] }[] = [];
+    for (const line of text.split('\n').map((l) => l.trim())) {
+      if (!line || line.startsWith('#')) continue;
+      const from = /^FROM\s+\S+(?:\s+AS\s+(\S+))?/i.exec(line);
+      if (from) out.push({ name: from[1] ?? String(out.length), lines: [] });
+      else out[out.length - 1].lines.push(line);
+    }
+    return out;
+  })();
+
+  it('the image runs the compiled CLI: dist/src comes from a stage that has tsc, copied after src (it ran every command through tsx)', () => {
+    const final = stages[stages.length - 1];
+    // bin/argus.js runs dist/src only where dist/.built is newer than every file in src/.
+    const copyDist = final.lines.findIndex((l) => /^COPY\s+--from=(\S+)\s+\/app\/dist\s+\.\/dist\/?$/.test(l));
+    expect(copyDist, 'the final stage copies a built /app/dist').toBeGreaterThanOrEqual(0);
+    expect(final.lines.findIndex((l) => /^COPY\s+src\s/.test(l))).toBeLessThan(copyDist);
+    const from = /--from=(\S+)/.exec(final.lines[copyDist])![1];
+    const build = stages.find((st) => st.name === from)!;
+    expect(build, `stage ${from}`).toBeDefined();
+    // Its npm ci installs the dev dependencies (typescript), and the build must have made the stamp.
+    const ci = build.lines.find((l) => /^RUN\s+npm ci\b/.test(l));
+    expect(ci).toBeDefined();
+    expect(ci).not.toMatch(/--omit[= ]dev|--production/);
+    for (const f of ['src', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs']) expect(build.lines.some((l) => new RegExp(`^COPY\\s.*\\b${f.replace('.', '\\.')}\\b`).test(l)), f).toBe(true);
+    expect(build.lines.some((l) => /^RUN\s+node scripts\/build\.mjs\b.*test -f dist\/\.built/.test(l))).toBe(true);
+  });
+});
+
 type Service = { command: string[]; environment: Record<string, string | null>; volumes: string[]; ports?: string[]; profiles?: string[]; depends_on: Record<string, { condition: string }>; restart?: string };
 const services = compose.services as Record<string, Service>;
 const WORKERS = ['worker-1', 'worker-2', 'worker-3'];
