@@ -37,7 +37,10 @@ export async function inspectModel(path: string, family: Family | 'auto' = 'auto
       const dec = createDecoder(family, { inputWidth: m.preprocess.width, inputHeight: m.preprocess.height, numClasses: m.labels.length || undefined, strides: m.decoder.strides, outputs });
       lines.push(`decoder:       ${dec.family}${dec.nmsInGraph ? ' (NMS in the graph)' : ''}, ${dec.numClasses || m.labels.length} classes, up to ${dec.maxCandidates} candidates per image`);
     } catch (e) {
-      lines.push(`decoder:       none fits — ${(e as Error).message}`);
+      // The decoders' message has lines of its own (what was found, what each accepts): each is
+      // a line here, under the field, not one line with its breaks shown as \x0a.
+      const [first, ...rest] = (e as Error).message.split('\n');
+      lines.push(`decoder:       none fits — ${first}`, ...rest.map((l) => `               ${l}`));
     }
     const p = m.preprocess;
     const batchDim = inputs[0]?.dims[0] ?? 1;

@@ -23,4 +23,15 @@ describe('argus models inspect', () => {
     const line = text.split('\n').find((l) => l.startsWith('labels:'));
     expect(line).toBe(`labels:        none in the file: a manifest lists them (a pipeline: model: { manifest: yolox-nano, path: ${MODEL} } for the official YOLOX files, COCO's 80 classes)`);
   });
+
+  it('a model no decoder fits: what was found and what each decoder accepts, one line each under the field (its line breaks were printed as \\x0a)', async () => {
+    const text = await inspectModel(MODEL, 'yolov8'); // YOLOX's [1, 3549, 85] is no YOLOv8 output
+    expect(text).not.toContain('\\x0a');
+    const lines = text.split('\n');
+    const at = lines.findIndex((l) => l.startsWith('decoder:       none fits — the yolov8 decoder does not fit'));
+    expect(at).toBeGreaterThan(0);
+    expect(lines[at + 1]).toBe('               Found: output [1, 3549, 85] float32.');
+    expect(lines[at + 2]).toBe('               It accepts:');
+    expect(lines.find((l) => l.startsWith('input size:'))).toBeDefined();
+  });
 });
