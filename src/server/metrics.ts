@@ -69,7 +69,7 @@ export class Metrics {
     });
     this.e2e = new client.Histogram({
       name: 'argus_frame_latency_seconds',
-      help: 'End-to-end: produced at the source (stamps.produced: due time of a native-rate file, demuxer arrival of a live stream) to emitted, per processed frame.',
+      help: 'End-to-end: produced at the source (stamps.produced, producedBy: camera = an RTSP camera\'s own clock, due = a native-rate file\'s due time, arrival = a live stream\'s arrival, captured = a fast file\'s capture) to emitted, per processed frame.',
       labelNames: ['source'],
       buckets: LATENCY_BUCKETS,
       registers: [r],

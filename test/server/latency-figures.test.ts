@@ -1,7 +1,7 @@
 // End-to-end latency counts from `produced` (the source) and the pipeline part from `captured`,
 // in every place that reports them: /metrics, the status line, the dashboard.
 import { describe, expect, it } from 'vitest';
-import { emptyStamps, type Frame } from '../../src/core/frame.js';
+import { emptyStamps, PRODUCED_BY, type Frame } from '../../src/core/frame.js';
 import { letterbox } from '../../src/core/geometry.js';
 import { Detections } from '../../src/core/detections.js';
 import type { FrameResult } from '../../src/analytics/analyze.js';
@@ -81,6 +81,12 @@ describe('latency figures', () => {
     expect(line).toMatch(/e2e p50 \d+\.\d ms +p99 \d+\.\d ms \(from arrival\) +pipeline p50 \d+\.\d ms/);
     const [e2e, pipe] = [/e2e p50 (\d+\.\d)/.exec(line)![1], /pipeline p50 (\d+\.\d)/.exec(line)![1]].map(Number);
     expect(e2e - pipe).toBeCloseTo(60, 0);
+  });
+
+  it("/metrics: the end-to-end histogram's help names every kind of produced stamp (it named due and arrival only, not an RTSP camera's clock)", async () => {
+    const text = await new Metrics({ stats: () => [], provider: 'cpu' }).scrape();
+    const help = text.split('\n').find((l) => l.startsWith('# HELP argus_frame_latency_seconds '))!;
+    for (const by of PRODUCED_BY) expect(help, by).toContain(`${by} = `);
   });
 
   it("/metrics: a latency the stamps believe (a camera's time up to CAMERA_BEHIND_MAX_MS old, an arrival up to MAX_ARRIVAL_AGE_MS) is within the histogram's buckets, so its p99 is not capped", async () => {
