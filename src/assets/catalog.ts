@@ -158,16 +158,23 @@ export async function resolveModelFile(manifest: ModelManifest, options: Resolve
 }
 
 let deriving: Promise<void> | undefined;
-let recipe: Promise<string> | undefined;
+const recipes = new Map<string, Promise<string>>();
+
+/** The scripts that derive model variants, in `scripts/` of the installation. */
+const DERIVE_SCRIPTS = ['derive-models.sh', 'derive-models.py'];
 
 /** Digest of the derivation scripts: a changed recipe makes new files instead of reusing stale ones. */
-function recipeVersion(): Promise<string> {
-  recipe ??= Promise.all(['derive-models.sh', 'derive-models.py'].map((f) => readFile(join(PACKAGE_ROOT, 'scripts', f))))
-    .then((parts) => {
+function recipeVersion(root: string): Promise<string> {
+  let recipe = recipes.get(root);
+  if (!recipe) {
+    recipe = Promise.all(DERIVE_SCRIPTS.map((f) => readFile(join(root, 'scripts', f)))).then((parts) => {
       const h = createHash('sha256');
       for (const p of parts) h.update(p);
       return h.digest('hex').slice(0, 12);
     });
+    recipe.catch(() => recipes.delete(root));
+    recipes.set(root, recipe);
+  }
   return recipe;
 }
 
@@ -176,10 +183,21 @@ function recipeVersion(): Promise<string> {
  * PyPI: onnx, ONNX Runtime's quantisation tools), calibrated on the catalogued videos.
  * Made once into the cache.
  */
-export async function deriveModel(from: string, variant: 'dyn' | 'fp16' | 'int8', options: ResolveOptions & { ffmpegPath?: string } = {}): Promise<string> {
+export async function deriveModel(from: string, variant: 'dyn' | 'fp16' | 'int8', options: ResolveOptions & { ffmpegPath?: string; root?: string } = {}): Promise<string> {
+  const root = options.root ?? PACKAGE_ROOT;
   const { manifest } = await loadModelManifest(from);
-  const dir = join(options.cache ?? cacheDir(), 'models', 'derived', await recipeVersion());
   const stem = manifest.file.replace(/\.onnx$/, '');
+  // An installation without the scripts (the Docker image copies only scripts/build.mjs) cannot
+  // make the variant, nor find one made before (the cache keys them by the scripts' digest): it
+  // stopped with an uncoded ENOENT naming the script.
+  const missing = DERIVE_SCRIPTS.map((f) => join(root, 'scripts', f)).find((f) => !existsSync(f));
+  if (missing) {
+    throw new ArgusError(
+      ErrorCodes.MODEL_LOAD,
+      `model ${stem}.${variant}.onnx (the ${variant} variant of ${from}) is made locally by scripts/derive-models.sh, which this installation lacks (${missing}): make it where argus's repository and Python are (any argus command naming this manifest there writes it under <cache>/models/derived/), then give that file as the pipeline's model.path beside the manifest`,
+    );
+  }
+  const dir = join(options.cache ?? cacheDir(), 'models', 'derived', await recipeVersion(root));
   const out = join(dir, `${stem}.${variant}.onnx`);
   if (existsSync(out)) return out;
   deriving ??= (async () => {
@@ -189,7 +207,7 @@ export async function deriveModel(from: string, variant: 'dyn' | 'fp16' | 'int8'
     options.log?.(`deriving ${stem} variants (dynamic batch, fp16, int8) with scripts/derive-models.sh`);
     const stderr: string[] = [];
     const code = await new Promise<number | null>((res, rej) => {
-      const p = spawn('bash', [join(PACKAGE_ROOT, 'scripts', 'derive-models.sh'), src, dir, ffmpeg, ...videos], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const p = spawn('bash', [join(root, 'scripts', 'derive-models.sh'), src, dir, ffmpeg, ...videos], { stdio: ['ignore', 'pipe', 'pipe'] });
       p.stdout.setEncoding('utf8').on('data', (s: string) => options.log?.(s.trim()));
       p.stderr.setEncoding('utf8').on('data', (s: string) => stderr.push(s));
       p.on('error', rej);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { resolveStream, transcodeClip } from '../../src/assets/catalog.js';
+import { deriveModel, resolveStream, transcodeClip } from '../../src/assets/catalog.js';
 import { isArgusError } from '../../src/core/errors.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import '../helpers/assets.js';
@@ -90,4 +90,16 @@ describe('transcodeClip (derived clips, through fluent-ffmpeg)', () => {
     expect(isArgusError(e, 'VAP_ERR_ASSET_FILE')).toBe(true);
     expect((e as Error).message).toMatch(new RegExp(`^asset "person-1080p30\\.mp4": cannot create the folder of derived clips ${join(cache, 'derived').replace(/[.]/g, '\\.')} \\((EEXIST|ENOTDIR)\\): .*ARGUS_CACHE`));
   }, 60_000);
+});
+
+describe('deriveModel (the dyn, fp16 and int8 variants of a manifest)', () => {
+  it('an installation without scripts/derive-models.sh (the Docker image): a coded error naming the variant, the missing script and model.path (it was an uncoded ENOENT)', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'argus-noscripts-'));
+    const e = await deriveModel('yolox-nano', 'dyn', { root, cache: join(root, 'cache') }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_MODEL_LOAD')).toBe(true);
+    expect((e as Error).message).toContain('yolox_nano.dyn.onnx (the dyn variant of yolox-nano)');
+    expect((e as Error).message).toContain(`lacks (${join(root, 'scripts', 'derive-models.sh')})`);
+    expect((e as Error).message).toContain('model.path');
+    expect(existsSync(join(root, 'cache'))).toBe(false);
+  });
 });
