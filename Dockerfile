@@ -27,7 +27,12 @@ RUN apt-get update && apt-get install -y --no-install-recommends ffmpeg && rm -r
 COPY package.json package-lock.json ./
 # npm ci runs the package's prepare script (scripts/build.mjs): it needs the script itself.
 COPY scripts/build.mjs ./scripts/
-RUN npm ci --omit=dev --ignore-scripts=false && npm cache clean --force
+# Node 20's npm (10.8) does not read package.json's allowScripts, which denies onnxruntime-node's
+# install script on npm 11.16 and later: here that script ran, and on linux/x64 it downloads the
+# CUDA 12 provider from NuGet into the CPU image (or fails the build where NuGet is out of reach).
+# ONNXRUNTIME_NODE_INSTALL=skip is that script's own switch. (README, "Inference on GPU hosts":
+# a GPU image runs `npm rebuild onnxruntime-node --onnxruntime-node-install=cuda12`.)
+RUN ONNXRUNTIME_NODE_INSTALL=skip npm ci --omit=dev --ignore-scripts=false && npm cache clean --force
 COPY bin ./bin
 COPY src ./src
 # After src: bin/argus.js runs dist/src only while no file in src/ is newer than dist/.built.

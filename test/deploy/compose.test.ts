@@ -116,6 +116,15 @@ describe('Dockerfile (docker does not run here: its stages are read)', () => {
     for (const f of ['src', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs']) expect(build.lines.some((l) => new RegExp(`^COPY\\s.*\\b${f.replace('.', '\\.')}\\b`).test(l)), f).toBe(true);
     expect(build.lines.some((l) => /^RUN\s+node scripts\/build\.mjs\b.*test -f dist\/\.built/.test(l))).toBe(true);
   });
+
+  it('no npm ci of the image runs onnxruntime-node\'s download of the CUDA provider: Node 20\'s npm 10 ignores package.json\'s allowScripts', () => {
+    for (const st of stages) {
+      for (const l of st.lines.filter((x) => /\bnpm ci\b/.test(x))) {
+        const skipped = /--ignore-scripts(?!=false)\b/.test(l) || /\bONNXRUNTIME_NODE_INSTALL=skip\b/.test(l) || st.lines.some((x) => /^ENV\b.*\bONNXRUNTIME_NODE_INSTALL=skip\b/.test(x));
+        expect(skipped, `${st.name}: ${l}`).toBe(true);
+      }
+    }
+  });
 });
 
 type Service = { command: string[]; environment: Record<string, string | null>; volumes: string[]; ports?: string[]; profiles?: string[]; depends_on: Record<string, { condition: string }>; restart?: string };
