@@ -76,8 +76,8 @@ const REASON_CHARS = 400;
 /**
  * A source that keeps itself alive: ffmpeg is restarted with exponential backoff and jitter
  * when it exits, when the stream ends (live sources), or when no frame arrives in time (the
- * stall watchdog). Files that end complete; looped files start over. After `maxAttempts`
- * failures in a row the source errors (state `failed`); the caller isolates it from the
+ * stall watchdog). Files that end complete; looped files start over. When `maxAttempts`
+ * reconnects in a row have failed too the source errors (state `failed`); the caller isolates it from the
  * other sources. Streaming for `healthyResetMs` resets the attempt count (and so the delay).
  *
  * `seq` and `pts` run on across every restart, strictly increasing, for the whole run:

@@ -226,7 +226,7 @@ export const SourceSchema = z
         maxDelayMs: ms(0).default(2000),
         /** ± fraction of random jitter. Default 0.2. */
         jitter: finite().min(0).max(1).default(0.2),
-        /** Failed attempts in a row before the source is marked failed; 0 never gives up. Default 0. */
+        /** Reconnect attempts that may fail in a row: the source is marked failed when one more fails (N + 1 failures, the run that began them included); 0 never gives up. Default 0. */
         maxAttempts: finite().int().min(0).default(0),
         /** Streaming this long resets the attempt count and the delay, ms. Default 30000. */
         healthyResetMs: ms(0).default(30_000),
