@@ -209,8 +209,14 @@ export async function writeWithoutWaiting(fh: FileHandle, bytes: Buffer, wait: P
   }
 }
 
-/** Each pipe read (by path), what it gave: a pipe gives its bytes once, and a CA file is read at start and by each relay. */
-const pipeReads = new Map<string, Promise<Buffer>>();
+/**
+ * The reads of readSmallFile by path: each while it is under way (a second read of the path
+ * then gets its result: two cameras naming one CA pipe, checked together at start, each read
+ * it, the first took its bytes and the second failed as 'a pipe nobody wrote to'), and a pipe's
+ * for good once it has given its bytes (it gives them once, and a CA file is read at start and
+ * by each relay). A failed read is not kept: a pipe whose writer comes later is read then.
+ */
+const reads = new Map<string, Promise<Buffer>>();
 
 /**
  * A small file's bytes (a CA bundle): at most `maxBytes`, read no further; otherwise a rejection
@@ -222,12 +228,25 @@ const pipeReads = new Map<string, Promise<Buffer>>();
  * whose size is 0 (a file of /proc's, which has its bytes all the same) is read to its end; a
  * pipe (`--ca <(cat ca.pem)`: /dev/fd/N, or a named one) until its writer closes it, within
  * `wait.waitMs` (a pipe nobody writes to fails then), its bytes kept for the next read of the
- * path. A device or a socket is refused. Both used to be refused: the first as "changed while
+ * path (`reads`; reads of one path at once share one, so one bound, `maxBytes`, is meant for a
+ * path). A device or a socket is refused. Both used to be refused: the first as "changed while
  * it was read".
  */
-export async function readSmallFile(path: string, maxBytes: number, wait: PipeWait = {}): Promise<Buffer> {
-  const kept = pipeReads.get(path);
-  if (kept) return kept;
+export function readSmallFile(path: string, maxBytes: number, wait: PipeWait = {}): Promise<Buffer> {
+  const known = reads.get(path);
+  if (known) return known;
+  let pipe = false;
+  const read = readOnce(path, maxBytes, wait, () => (pipe = true));
+  reads.set(path, read);
+  const forget = () => {
+    if (reads.get(path) === read) reads.delete(path);
+  };
+  read.then(() => pipe || forget(), forget);
+  return read;
+}
+
+/** readSmallFile's one read of `path`; `isPipe` is called when it is a pipe. */
+async function readOnce(path: string, maxBytes: number, wait: PipeWait, isPipe: () => void): Promise<Buffer> {
   const failed = (e: unknown) => new Error(`cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
   const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK).catch((e: unknown) => {
     throw failed(e);
@@ -240,9 +259,8 @@ export async function readSmallFile(path: string, maxBytes: number, wait: PipeWa
     if (st.isDirectory()) throw new Error('a folder, not a file');
     if (st.isFIFO()) {
       closeLater = true;
-      const read = readPipe(fh, maxBytes, wait, failed).finally(() => fh.close().catch(() => undefined));
-      pipeReads.set(path, read);
-      return await read;
+      isPipe();
+      return await readPipe(fh, maxBytes, wait, failed).finally(() => fh.close().catch(() => undefined));
     }
     if (!st.isFile()) throw new Error('not a regular file or a pipe (a socket or a device)');
     if (st.size > maxBytes) throw new Error(`larger than ${maxBytes} bytes`);

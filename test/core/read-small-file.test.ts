@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { constants, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,19 @@ import { readCameraCa } from '../../src/sources/rtsp-tap.js';
 const dir = mkdtempSync(join(tmpdir(), 'argus-small-file-'));
 const fifo = join(dir, 'ca.fifo');
 execFileSync('mkfifo', [fifo]);
+
+/** The pipe `p` opened for writing once a reader has it open (polled, within `ms`). */
+async function writerOf(p: string, ms: number): Promise<Awaited<ReturnType<typeof open>>> {
+  const end = Date.now() + ms;
+  for (;;) {
+    try {
+      return await open(p, constants.O_WRONLY | constants.O_NONBLOCK);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENXIO' || Date.now() > end) throw e;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+}
 
 describe('readSmallFile', () => {
   it('reads a regular file whole', async () => {
@@ -74,6 +87,31 @@ describe('readSmallFile', () => {
     const out = execFileSync('bash', ['-c', `"${process.execPath}" --import tsx --input-type=module -e '${script}' <(printf 'the CA')`], { encoding: 'utf8' });
     expect(out).toBe('the CA');
   }, 30_000);
+
+  it('two reads of one pipe at once (two cameras naming one CA pipe, checked together at start) both get its bytes', async () => {
+    const p = join(dir, 'shared.fifo');
+    execFileSync('mkfifo', [p]);
+    // (The second failed as 'a pipe nobody wrote to': the first had taken the bytes.)
+    const [a, b] = [readSmallFile(p, 1024, { waitMs: 10_000 }), readSmallFile(p, 1024, { waitMs: 10_000 })];
+    const w = await open(p, 'w');
+    await w.write('the CA');
+    await w.close();
+    expect((await a).toString()).toBe('the CA');
+    expect((await b).toString()).toBe('the CA');
+  }, 20_000);
+
+  it('a pipe read that failed is not kept: the pipe is read again, once a writer is there', async () => {
+    const p = join(dir, 'late.fifo');
+    execFileSync('mkfifo', [p]);
+    let t = 0;
+    await expect(readSmallFile(p, 1024, { waitMs: 100, now: () => t, sleep: async (ms) => void (t += ms) })).rejects.toThrow('a pipe nobody wrote to within 0.1 s');
+    const read = readSmallFile(p, 1024, { waitMs: 10_000 });
+    // Opened without waiting (ENXIO while no reader has it open: the failure kept, nothing reads it), within a bound.
+    const w = await writerOf(p, 10_000);
+    await w.write('written later');
+    await w.close();
+    expect((await read).toString()).toBe('written later');
+  }, 20_000);
 
   it('refuses a file larger than the cap without reading it', async () => {
     const f = join(dir, 'big.txt');
