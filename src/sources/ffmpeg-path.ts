@@ -84,6 +84,8 @@ export function isNewerFfmpeg(a: FfmpegVersion, b: FfmpegVersion): boolean {
 // `ffmpeg -version` per path, run once per process.
 const versions = new Map<string, Promise<FfmpegVersion | undefined>>();
 const versionsSync = new Map<string, FfmpegVersion | undefined>();
+/** The paths whose last asynchronous `-version` gave no answer: it could not be started, or a signal ended it (ffmpegVersion). */
+const unanswered = new Set<string>();
 
 /** `ffmpeg -version` of one executable (asynchronous, cached); undefined if it does not run or is not ffmpeg. */
 export function ffmpegVersion(path: string): Promise<FfmpegVersion | undefined> {
@@ -93,6 +95,9 @@ export function ffmpegVersion(path: string): Promise<FfmpegVersion | undefined> 
       ownChild(
         execFile(path, ['-hide_banner', '-version'], { timeout: 10_000, maxBuffer: 1 << 20 }, (err, stdout) => {
           const v = err ? undefined : parseFfmpegVersion(String(stdout));
+          // Not started (EAGAIN, EMFILE: a code of node's), or ended by a signal (the timeout, the OOM killer): no answer.
+          if (err && (typeof err.code === 'string' || err.signal)) unanswered.add(path);
+          else unanswered.delete(path);
           versionsSync.set(path, v);
           resolve(v);
         }),
@@ -148,7 +153,8 @@ export async function resolveFfmpeg(c: FfmpegCandidates = {}): Promise<FfmpegCho
  * Why the program at `path` is not ffmpeg, asked only once it has ended (`ended`: `exited with
  * code 0`) before reporting its input's stream; undefined when `path -version` gives an ffmpeg
  * version (cached: a run and detect have asked at start already, so this costs nothing more, and
- * nothing is asked on the way to a first frame; a cached failure is asked again).
+ * nothing is asked on the way to a first frame; a cached failure is asked again), and also when
+ * `-version` gives no answer (it could not be started, or a signal ended it: a timeout).
  * `ARGUS_FFMPEG=/bin/true` was reported as the input's fault: "no video stream", "decoded no
  * video frame".
  */
@@ -159,6 +165,10 @@ export async function notFfmpeg(path: string, ended: string, env: NodeJS.Process
   versions.delete(path);
   versionsSync.delete(path);
   if (await ffmpegVersion(path)) return undefined;
+  // A -version that gave no answer again (no process free yet, a machine still too busy for its
+  // 10 s, the OOM killer) says nothing of the program: the failure stays the source's, retried.
+  // Taken as "not ffmpeg", it failed a real camera for good (VAP_ERR_SOURCE_OPEN).
+  if (unanswered.has(path)) return undefined;
   const byEnv = env.ARGUS_FFMPEG === path;
   return `${byEnv ? `the program named by ARGUS_FFMPEG (${path})` : `the program run as ffmpeg (${path})`} did not behave as ffmpeg: it ${ended} without ffmpeg's report of its input, and \`${path} -version\` gives no ffmpeg version${byEnv ? '; set ARGUS_FFMPEG to an ffmpeg executable, or unset it' : ''}`;
 }

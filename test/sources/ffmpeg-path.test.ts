@@ -89,4 +89,15 @@ describe('notFfmpeg (asked when the program ends without reporting its input)', 
     );
     expect(await notFfmpeg('/bin/true', 'exited with code 0', {})).toMatch(/^the program run as ffmpeg \(\/bin\/true\) did not behave as ffmpeg/);
   });
+
+  it('a -version that gives no answer (ended by a signal: its timeout on a busy machine, the OOM killer) is not taken for "not ffmpeg": the camera\'s failure stays retried', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-notffmpeg-'));
+    const killed = join(dir, 'ffmpeg');
+    // Every -version of it is killed, as a timeout kills one that a busy machine holds past 10 s.
+    writeFileSync(killed, '#!/bin/sh\nkill -KILL $$\n');
+    chmodSync(killed, 0o755);
+    expect(await ffmpegVersion(killed)).toBeUndefined();
+    // (Was: "the program run as ffmpeg (…) did not behave as ffmpeg", VAP_ERR_SOURCE_OPEN, never retried.)
+    expect(await notFfmpeg(killed, 'exited with code 1', {})).toBeUndefined();
+  });
 });
