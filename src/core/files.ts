@@ -187,27 +187,36 @@ export interface PipeWait {
  * slow or stalled), never in a write that waits: what a full pipe refuses (EAGAIN) is written
  * after a pause, within `wait.waitMs`; then the write is rejected (`a pipe whose reader took no
  * more within 5 s`), what was written left in the pipe. A write to a pipe that waited held the
- * whole process while its reader did not read.
+ * whole process while its reader did not read. A rejection (that one, or the write's own error:
+ * ENOSPC) says in `written` how many bytes went in before it (WriteCutShort).
  */
 export async function writeWithoutWaiting(fh: FileHandle, bytes: Buffer, wait: PipeWait = {}): Promise<void> {
   const now = wait.now ?? (() => performance.now());
   const sleep = wait.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const waitMs = wait.waitMs ?? PIPE_WAIT_MS;
   const until = now() + waitMs;
-  for (let at = 0; at < bytes.length; ) {
-    const n = await fh.write(bytes, at, bytes.length - at, null).then(
-      (r) => r.bytesWritten,
-      (e: unknown) => {
-        if ((e as NodeJS.ErrnoException).code === 'EAGAIN') return 0;
-        throw e;
-      },
-    );
-    at += n;
-    if (n > 0 || at >= bytes.length) continue;
-    if (now() >= until) throw new Error(`a pipe whose reader took no more within ${waitMs / 1000} s (${at} of ${bytes.length} bytes written)`);
-    await sleep(PIPE_POLL_MS);
+  let at = 0;
+  try {
+    while (at < bytes.length) {
+      const n = await fh.write(bytes, at, bytes.length - at, null).then(
+        (r) => r.bytesWritten,
+        (e: unknown) => {
+          if ((e as NodeJS.ErrnoException).code === 'EAGAIN') return 0;
+          throw e;
+        },
+      );
+      at += n;
+      if (n > 0 || at >= bytes.length) continue;
+      if (now() >= until) throw new Error(`a pipe whose reader took no more within ${waitMs / 1000} s (${at} of ${bytes.length} bytes written)`);
+      await sleep(PIPE_POLL_MS);
+    }
+  } catch (e) {
+    throw Object.assign(e as Error, { written: at });
   }
 }
+
+/** writeWithoutWaiting's rejection: the error, and the bytes written before it. */
+export type WriteCutShort = Error & { written: number };
 
 /**
  * The reads of readSmallFile by path: each while it is under way (a second read of the path

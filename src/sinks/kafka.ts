@@ -5,7 +5,7 @@ import { CompressionTypes, Kafka, logLevel, type Admin, type Producer, type SASL
 import type { ConnectionOptions } from 'node:tls';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { makeDirSync, writeWithoutWaiting, type PipeWait } from '../core/files.js';
+import { makeDirSync, writeWithoutWaiting, type PipeWait, type WriteCutShort } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import { SampleWindow } from '../core/stats.js';
 import { Deque } from '../flow/deque.js';
@@ -193,6 +193,23 @@ function sleep(ms: number): Promise<void> {
 }
 
 /** Waits for `p` at most `ms`: true if it settled in time. */
+/** The last byte of the regular file at `path` (undefined if it cannot be read). */
+async function lastByte(path: string): Promise<number | undefined> {
+  const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => undefined);
+  if (!fh) return undefined;
+  try {
+    const { size } = await fh.stat();
+    if (size === 0) return undefined;
+    const b = Buffer.alloc(1);
+    const { bytesRead } = await fh.read(b, 0, 1, size - 1);
+    return bytesRead === 1 ? b[0] : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    await fh.close().catch(() => undefined);
+  }
+}
+
 async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
   let t: NodeJS.Timeout | undefined;
   const timeout = new Promise<false>((r) => (t = setTimeout(() => r(false), Math.max(0, ms))));
@@ -262,6 +279,8 @@ export class KafkaSink implements Sink {
   private deadLetterSize: number | undefined;
   private deadLetterFullLogged = false;
   private deadLetterErrorLogged = false;
+  /** The dead-letter file's last line was cut short (its end not written): the next starts on a line of its own. */
+  private deadLetterTorn = false;
   private readonly maxBatchBytes: number;
   private readonly maxMessageBytes: number;
   private readonly statusBufferSize: number;
@@ -786,12 +805,21 @@ export class KafkaSink implements Sink {
       if (this.deadLetterSize === undefined) {
         makeDirSync(dirname(path));
         try {
-          this.deadLetterSize = statSync(path).size;
+          const st = statSync(path);
+          this.deadLetterSize = st.size;
+          // A line a killed process or a full disk cut short, before this start.
+          if (st.isFile() && st.size > 0) {
+            const last = await lastByte(path);
+            this.deadLetterTorn = last !== undefined && last !== 0x0a;
+          }
         } catch {
           this.deadLetterSize = 0;
         }
       }
-      const line = `${JSON.stringify({ topic: p.topic, key: p.key, value: p.value, reason, at: new Date().toISOString() })}\n`;
+      // After a line cut short (its end not written), a line of its own: the next line went on
+      // after the fragment, the two read as one line that parses as neither, and that message
+      // was taken as written (its alert forgotten by the outbox).
+      const line = `${this.deadLetterTorn ? '\n' : ''}${JSON.stringify({ topic: p.topic, key: p.key, value: p.value, reason, at: new Date().toISOString() })}\n`;
       const n = Buffer.byteLength(line);
       if (this.deadLetterSize + n > this.deadLetterMaxBytes) {
         if (!this.deadLetterFullLogged) {
@@ -812,9 +840,17 @@ export class KafkaSink implements Sink {
       const fh = await open(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK, 0o600);
       try {
         await writeWithoutWaiting(fh, Buffer.from(line), this.o.deadLetterWait);
+      } catch (e) {
+        const written = (e as WriteCutShort).written;
+        if (written > 0) {
+          this.deadLetterSize += written;
+          this.deadLetterTorn = true;
+        }
+        throw e;
       } finally {
         await fh.close().catch(() => undefined);
       }
+      this.deadLetterTorn = false;
       this.deadLetterSize += n;
       this.stats.deadLettered++;
       return path;

@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -105,6 +105,46 @@ describe('the dead-letter file', () => {
     }
   }, 60_000);
 
+  it('after a line the stalled pipe took in part, the next parked alert still has a line of its own (it is acknowledged to the outbox as written there)', async () => {
+    // The fragment of the line given up was left without its end: the next line went on after it,
+    // the two one unreadable line, and that alert was forgotten by the outbox all the same.
+    const fifo = join(dir, 'torn.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const holder = spawn('sh', ['-c', 'exec 3<>"$0"; echo ready; exec sleep 30', fifo], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let ready = '';
+    holder.stdout.on('data', (d: Buffer) => (ready += d.toString()));
+    let reader: ReturnType<typeof spawn> | undefined;
+    try {
+      expect(await until(() => ready.startsWith('ready\n'))).toBe(true);
+      let t = 0;
+      const outcomes: string[] = [];
+      const spill = { key: () => 'k', load: () => undefined, has: () => true };
+      const { sink, logs, publish } = parkOne(fifo, 200_000, {
+        deadLetterWait: { waitMs: 1000, now: () => t, sleep: async (ms) => void (t += ms) },
+        spill,
+        onDelivered: (m, outcome) => void outcomes.push(`${(m[0] as AlertMessage).alert.id} ${outcome}`),
+      });
+      void sink.start().catch(() => undefined);
+      publish();
+      expect(await until(() => logs.some((l) => l.includes('stays in the outbox')))).toBe(true);
+      // A reader now takes what the pipe holds (the fragment), then the next parked alert.
+      let out = '';
+      reader = spawn('cat', [fifo], { stdio: ['ignore', 'pipe', 'ignore'] });
+      reader.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      const b = { type: 'alert', source: 'cam', alert: { id: 'b2' }, pad: 'y'.repeat(5000) } as unknown as AlertMessage;
+      sink.publish('alert', 'cam', JSON.stringify(b), b);
+      expect(await until(() => outcomes.length === 1 && out.endsWith('\n') && out.includes('"key":"cam"'))).toBe(true);
+      expect(outcomes).toEqual(['b2 dead-lettered']);
+      const lines = out.split('\n').filter(Boolean);
+      expect(lines.length).toBe(2);
+      expect(JSON.parse(JSON.parse(lines[1]).value).alert.id).toBe('b2');
+      await sink.close();
+    } finally {
+      reader?.kill();
+      holder.kill();
+    }
+  }, 60_000);
+
   it('a regular file takes the parked message', async () => {
     const file = join(dir, 'dead.jsonl');
     const { sink, publish } = parkOne(file);
@@ -112,6 +152,20 @@ describe('the dead-letter file', () => {
     publish();
     expect(await until(() => sink.stats.deadLettered === 1)).toBe(true);
     expect(JSON.parse(readFileSync(file, 'utf8')).key).toBe('cam');
+    await sink.close();
+  });
+
+  it('a file whose last line a killed process left cut short: the next parked message has a line of its own', async () => {
+    const file = join(dir, 'torn.jsonl');
+    writeFileSync(file, '{"topic":"argus.alerts","key":"cam","val');
+    const { sink, publish } = parkOne(file);
+    void sink.start().catch(() => undefined);
+    publish();
+    expect(await until(() => sink.stats.deadLettered === 1)).toBe(true);
+    const lines = readFileSync(file, 'utf8').split('\n');
+    expect(lines.length).toBe(3);
+    expect(lines[0]).toBe('{"topic":"argus.alerts","key":"cam","val');
+    expect(JSON.parse(lines[1]).key).toBe('cam');
     await sink.close();
   });
 });
