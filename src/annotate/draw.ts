@@ -104,14 +104,18 @@ export function overlaySvg(width: number, height: number, overlay: Overlay, orde
   // (two people side by side: the second's label covered the first's score; a line's name
   // covered a zone's), else its first place.
   const placed: { x: number; y: number; w: number; h: number }[] = [];
-  const covers = (a: (typeof placed)[number]) => placed.some((b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h);
+  const meets = (a: (typeof placed)[number], b: (typeof placed)[number]) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+  const covers = (a: (typeof placed)[number]) => placed.some((b) => meets(a, b));
   // A text label on a filled background, its top-left corner at the first of `at` where it
-  // covers no other label, kept inside the frame.
+  // covers no other label, kept inside the frame; where each does, the first clear of the counts
+  // panel (drawn last, over it), else just below the panel (a small box wholly under the panel
+  // had every place under it, and its label went there, hidden).
   const tag = (text: string, at: readonly (readonly [number, number])[], bg: Rgb, opacity = 1) => {
     const w = textWidth(text) + 2 * m.pad;
     const h = m.font + 2 * m.pad;
     const fit = ([x, y]: readonly [number, number]) => ({ x: Math.max(0, Math.min(width - w, x)), y: Math.max(0, Math.min(height - h, y)), w, h });
-    const spot = at.map(fit).find((r) => !covers(r)) ?? fit(at[0]);
+    const spots = at.map(fit);
+    const spot = spots.find((r) => !covers(r)) ?? (panel ? (spots.find((r) => !meets(r, panel)) ?? fit([at[0][0], panel.h])) : spots[0]);
     placed.push(spot);
     const lx = spot.x;
     const ly = spot.y;

@@ -88,6 +88,16 @@ describe('drawOverlay: labels that would cover each other', () => {
     expect(overlap(label[0], [0, 0, Number(panel![1]), Number(panel![2])])).toBe(false);
     expect(svg).toContain('>person 0.87<');
   });
+
+  it('a small box wholly under the counts panel: its label goes just below the panel (every place by the box was under it, and the label went there)', () => {
+    const svg = overlaySvg(300, 240, { detections: box(0, 1, 20, 20), labels: LABELS, panel: ['zone a: 1 inside', 'zone b: 0 inside', 'lobby at 0.00 s'] });
+    const panel = svg.match(/<rect x="0" y="0" width="([\d.]+)" height="([\d.]+)" fill="rgb\(0,0,0\)" fill-opacity="0.6"\/>/);
+    expect(panel).not.toBeNull();
+    const label = labelRects(svg).filter((r) => !(r[0] === 0 && r[1] === 0 && r[2] === Number(panel![1])));
+    expect(label).toHaveLength(1);
+    expect(overlap(label[0], [0, 0, Number(panel![1]), Number(panel![2])])).toBe(false);
+    expect(label[0][1]).toBe(Number(panel![2]));
+  });
 });
 
 describe('drawOverlay: a picture placed in a larger drawing', () => {
