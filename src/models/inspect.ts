@@ -33,8 +33,10 @@ export async function inspectModel(path: string, family: Family | 'auto' = 'auto
       `outputs:       ${outputs.map(tensor).join('; ')}`,
     ];
     if (Object.keys(meta.props).length) lines.push(`metadata:      ${Object.entries(meta.props).map(([k, v]) => `${k}=${v.length > 60 ? v.slice(0, 57) + '…' : v}`).join(', ')}`);
+    let decoded: string | undefined;
     try {
       const dec = createDecoder(family, { inputWidth: m.preprocess.width, inputHeight: m.preprocess.height, numClasses: m.labels.length || undefined, strides: m.decoder.strides, outputs });
+      decoded = dec.family;
       lines.push(`decoder:       ${dec.family}${dec.nmsInGraph ? ' (NMS in the graph)' : ''}, ${dec.numClasses || m.labels.length} classes, up to ${dec.maxCandidates} candidates per image`);
     } catch (e) {
       // The decoders' message has lines of its own (what was found, what each accepts): each is
@@ -49,7 +51,10 @@ export async function inspectModel(path: string, family: Family | 'auto' = 'auto
       `preprocess:    letterbox ${p.letterbox.align}, pad ${p.letterbox.pad}, ${p.channelOrder.toUpperCase()}, scale ${p.scale === 1 ? '1 (0–255)' : p.scale.toFixed(6)}`,
       m.labels.length
         ? `labels:        ${m.labels.length} (${meta.names ? 'from metadata names' : 'none in the file'}): ${m.labels.slice(0, 8).join(', ')}${m.labels.length > 8 ? ', …' : ''}`
-        : `labels:        none in the file: a manifest lists them (a pipeline: model: { manifest: yolox-nano, path: ${path} } for the official YOLOX files, COCO's 80 classes)`,
+        : // yolox-nano's manifest only for a YOLOX file: it also sets the decoder and the preprocessing (BGR 0–255); a YOLOv8 file given it is refused at load.
+          decoded === 'yolox'
+          ? `labels:        none in the file: a manifest lists them (a pipeline: model: { manifest: yolox-nano, path: ${path} } for the official YOLOX files, COCO's 80 classes)`
+          : `labels:        none in the file: a manifest of your own lists them (labels: [...], with its preprocess and decoder; models/*.yaml show the form)`,
       `batch:         ${typeof batchDim === 'string' || batchDim === -1 ? 'dynamic (cross-source batching possible)' : `fixed ${batchDim}`}`,
     );
     return lines.map(forTerminal).join('\n');

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { inspectModel } from '../../src/models/inspect.js';
 import { MODEL } from '../helpers/assets.js';
-import { modelDir } from '../helpers/onnx-graphs.js';
+import { modelDir, writeModel } from '../helpers/onnx-graphs.js';
 import { TERMINAL_CONTROLS, writeHostileModel } from '../helpers/hostile-model.js';
 
 const dir = modelDir();
@@ -33,5 +33,14 @@ describe('argus models inspect', () => {
     expect(lines[at + 1]).toBe('               Found: output [1, 3549, 85] float32.');
     expect(lines[at + 2]).toBe('               It accepts:');
     expect(lines.find((l) => l.startsWith('input size:'))).toBeDefined();
+  });
+
+  it('a file of another family without labels is not sent to the YOLOX manifest (its decoder and preprocessing: a YOLOv8 file given it is refused at load)', async () => {
+    const path = dir.path('v8-no-names.onnx');
+    writeModel(path, { input: { dims: [1, 3, 32, 32] }, outputs: [{ name: 'output0', dims: [1, 84, 21] }] });
+    const text = await inspectModel(path);
+    expect(text).toContain('decoder:       yolov8, 80 classes');
+    const line = text.split('\n').find((l) => l.startsWith('labels:'));
+    expect(line).toBe('labels:        none in the file: a manifest of your own lists them (labels: [...], with its preprocess and decoder; models/*.yaml show the form)');
   });
 });
