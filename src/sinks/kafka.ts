@@ -192,7 +192,6 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-/** Waits for `p` at most `ms`: true if it settled in time. */
 /** The last byte of the regular file at `path` (undefined if it cannot be read). */
 async function lastByte(path: string): Promise<number | undefined> {
   const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => undefined);
@@ -210,6 +209,7 @@ async function lastByte(path: string): Promise<number | undefined> {
   }
 }
 
+/** Waits for `p` at most `ms`: true if it settled in time. */
 async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
   let t: NodeJS.Timeout | undefined;
   const timeout = new Promise<false>((r) => (t = setTimeout(() => r(false), Math.max(0, ms))));
