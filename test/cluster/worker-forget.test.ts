@@ -4,71 +4,20 @@
  * claims, and a handoff cut short by a fence left the tick reconciling 10 times a second for good.
  * Drives the worker without a broker: its owners log writes straight into its view.
  */
-import { filter, mergeAll, type Observable, type Subject } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { ClusterView } from '../../src/cluster/view.js';
-import { PipelineSchema } from '../../src/config/schema.js';
-import { Worker } from '../../src/cluster/worker.js';
-import { brokerlessAdmin, brokerlessKafka, joinedWithCam0 } from '../helpers/worker.js';
+import { drivenWorker, type DrivenInternals } from '../helpers/worker.js';
 
-interface Internals {
-  pipeline: unknown;
-  membership: unknown;
-  joined: boolean;
-  assigned: Set<number>;
-  view: ClusterView;
-  owners: unknown;
-  step: Promise<void>;
-  running: Map<string, unknown>;
+interface Internals extends DrivenInternals {
   claims: Map<string, unknown>;
   pending: Map<string, number>;
   waits: Map<string, number>;
   handoffs: Set<string>;
   heldStatus: Map<string, unknown>;
-  reconcile: () => void;
-  chains$: Subject<Observable<unknown>>;
 }
 
-const rec = (v: unknown) => Buffer.from(JSON.stringify(v));
-
 async function worker() {
-  const config = PipelineSchema.parse({ cluster: { brokers: ['127.0.0.1:1'], workerId: 'w1' } });
-  const w = new Worker(config);
-  const i = w as unknown as Internals;
-  const t = { cameras: config.cluster!.camerasTopic, owners: config.cluster!.ownersTopic };
-  i.view = new ClusterView(brokerlessKafka().kafka, t, 'g', {}, undefined, {});
-  await i.view.start(brokerlessAdmin());
-  joinedWithCam0(i);
-  i.view.cameras.clear();
-  (i.membership as { lastAlive: number }).lastAlive = Infinity; // the lease holds however long the test takes
-  // A camera's chain ends when it is stopped (frames in flight: none).
-  i.pipeline = { attach: (_src: unknown, stop$: Observable<void>) => stop$.pipe(filter(() => false)) };
-  i.chains$.pipe(mergeAll()).subscribe(); // what runPipeline subscribes to
-  let offset = 0;
-  i.owners = {
-    claim: async (ids: string[]) =>
-      ids.map((camera) => {
-        const epoch = offset++;
-        i.view.ingest(t.owners, 0, camera, rec({ type: 'claim', camera, owner: 'w1', incarnation: w.incarnation, at: 1 }), String(epoch));
-        return epoch;
-      }),
-    release: async (camera: string, epoch: number) => i.view.ingest(t.owners, 0, camera, rec({ type: 'release', camera, owner: 'w1', incarnation: w.incarnation, epoch, at: 2 }), String(offset++)),
-    ready: async () => {},
-  };
-  let camOffset = 0;
-  const settle = async () => {
-    for (let k = 0; k < 3; k++) {
-      i.reconcile();
-      await i.step;
-    }
-  };
-  return {
-    w,
-    i,
-    settle,
-    add: (id: string) => i.view.ingest(t.cameras, 0, id, rec({ id, uri: 'rtsp://h/x' }), String(camOffset++)),
-    remove: (id: string) => i.view.ingest(t.cameras, 0, id, null, String(camOffset++)),
-  };
+  const { w, i, settle, write } = await drivenWorker<Internals>();
+  return { w, i, settle, add: (id: string) => write(id, { uri: 'rtsp://h/x' }), remove: (id: string) => write(id, null) };
 }
 
 describe('Worker: cameras that come and go leave nothing behind', () => {

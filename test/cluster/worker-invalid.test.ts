@@ -5,64 +5,16 @@
  * per record: before, it said nothing, and an edit that added an unset variable stopped a running
  * camera without a word. Drives the worker without a broker.
  */
-import { filter, mergeAll, type Observable, type Subject } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { ClusterView } from '../../src/cluster/view.js';
-import { PipelineSchema } from '../../src/config/schema.js';
-import { Worker } from '../../src/cluster/worker.js';
 import type { LogLevel } from '../../src/core/log.js';
-import { brokerlessAdmin, brokerlessKafka, joinedWithCam0 } from '../helpers/worker.js';
-
-interface Internals {
-  pipeline: unknown;
-  membership: unknown;
-  joined: boolean;
-  assigned: Set<number>;
-  view: ClusterView;
-  owners: unknown;
-  step: Promise<void>;
-  running: Map<string, unknown>;
-  reconcile: () => void;
-  chains$: Subject<Observable<unknown>>;
-}
-
-const rec = (v: unknown) => Buffer.from(JSON.stringify(v));
+import { drivenWorker } from '../helpers/worker.js';
 
 async function worker() {
-  const config = PipelineSchema.parse({ cluster: { brokers: ['127.0.0.1:1'], workerId: 'w1' } });
   const lines: { msg: string; fields?: Record<string, unknown>; level?: LogLevel }[] = [];
-  const w = new Worker(config, (msg, fields, level) => lines.push({ msg, fields, level }));
-  const i = w as unknown as Internals;
-  const t = { cameras: config.cluster!.camerasTopic, owners: config.cluster!.ownersTopic };
   // This worker's environment: the dock camera's user, not its password.
-  i.view = new ClusterView(brokerlessKafka().kafka, t, 'g', { ARGUS_CAMERA_DOCK_USER: 'viewer' }, undefined, {});
-  await i.view.start(brokerlessAdmin());
-  joinedWithCam0(i);
-  i.view.cameras.clear();
-  (i.membership as { lastAlive: number }).lastAlive = Infinity;
-  i.pipeline = { attach: (_src: unknown, stop$: Observable<void>) => stop$.pipe(filter(() => false)) };
-  i.chains$.pipe(mergeAll()).subscribe();
-  let offset = 0;
-  i.owners = {
-    claim: async (ids: string[]) =>
-      ids.map((camera) => {
-        const epoch = offset++;
-        i.view.ingest(t.owners, 0, camera, rec({ type: 'claim', camera, owner: 'w1', incarnation: w.incarnation, at: 1 }), String(epoch));
-        return epoch;
-      }),
-    release: async (camera: string, epoch: number) => i.view.ingest(t.owners, 0, camera, rec({ type: 'release', camera, owner: 'w1', incarnation: w.incarnation, epoch, at: 2 }), String(offset++)),
-    ready: async () => {},
-  };
-  let camOffset = 0;
-  const settle = async () => {
-    for (let k = 0; k < 3; k++) {
-      i.reconcile();
-      await i.step;
-    }
-  };
-  const write = (id: string, v: Record<string, unknown>) => i.view.ingest(t.cameras, 0, id, rec({ id, ...v }), String(camOffset++));
+  const { i, settle, write } = await drivenWorker({ env: { ARGUS_CAMERA_DOCK_USER: 'viewer' }, log: (msg, fields, level) => lines.push({ msg, fields, level }) });
   const said = () => lines.filter((l) => l.level === 'error' && /runs nowhere/.test(l.msg));
-  return { i, settle, write, said };
+  return { i, settle, write: (id: string, v: Record<string, unknown>) => write(id, v), said };
 }
 
 describe('Worker: a camera of its slots whose record it cannot use', () => {

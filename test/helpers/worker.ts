@@ -1,4 +1,8 @@
-import { NEVER } from 'rxjs';
+import { filter, mergeAll, NEVER, type Observable, type Subject } from 'rxjs';
+import { ClusterView } from '../../src/cluster/view.js';
+import { Worker } from '../../src/cluster/worker.js';
+import { PipelineSchema } from '../../src/config/schema.js';
+import type { LogFn } from '../../src/core/log.js';
 
 /** The parts of a Worker (src/cluster/worker.ts) that joinedWithCam0 sets. */
 export interface JoinableWorker {
@@ -49,4 +53,57 @@ export function brokerlessAdmin(ends: Record<string, number> = {}): never {
         .filter(([k]) => k.startsWith(`${topic}/`))
         .map(([k, high]) => ({ partition: Number(k.slice(topic.length + 1)), high: String(high), low: '0' })),
   } as never;
+}
+
+/** The parts of a Worker that drivenWorker reaches into. */
+export interface DrivenInternals extends JoinableWorker {
+  view: ClusterView;
+  owners: unknown;
+  step: Promise<void>;
+  running: Map<string, unknown>;
+  reconcile: () => void;
+  chains$: Subject<Observable<unknown>>;
+}
+
+/**
+ * A Worker (worker id w1) driven without a broker: it has joined its group and holds slot 0, its
+ * lease holds however long a test takes, a camera's chain ends when the camera is stopped, and
+ * its owners log writes straight into its view. `write(id, value)` puts a camera record (null:
+ * removes it); `settle()` reconciles until the worker has acted on what it sees. `env` is the
+ * worker's environment (its cameras' `${env:ARGUS_CAMERA_…}`).
+ */
+export async function drivenWorker<I extends DrivenInternals = DrivenInternals>(o: { env?: Record<string, string>; log?: LogFn } = {}) {
+  const config = PipelineSchema.parse({ cluster: { brokers: ['127.0.0.1:1'], workerId: 'w1' } });
+  const w = new Worker(config, o.log);
+  const i = w as unknown as I;
+  const t = { cameras: config.cluster!.camerasTopic, owners: config.cluster!.ownersTopic };
+  i.view = new ClusterView(brokerlessKafka().kafka, t, 'g', o.env ?? {}, undefined, {});
+  await i.view.start(brokerlessAdmin());
+  joinedWithCam0(i);
+  i.view.cameras.clear();
+  (i.membership as { lastAlive: number }).lastAlive = Infinity; // the lease holds however long the test takes
+  // A camera's chain ends when it is stopped (frames in flight: none).
+  i.pipeline = { attach: (_src: unknown, stop$: Observable<void>) => stop$.pipe(filter(() => false)) };
+  i.chains$.pipe(mergeAll()).subscribe(); // what runPipeline subscribes to
+  const rec = (v: unknown) => Buffer.from(JSON.stringify(v));
+  let offset = 0;
+  i.owners = {
+    claim: async (ids: string[]) =>
+      ids.map((camera) => {
+        const epoch = offset++;
+        i.view.ingest(t.owners, 0, camera, rec({ type: 'claim', camera, owner: 'w1', incarnation: w.incarnation, at: 1 }), String(epoch));
+        return epoch;
+      }),
+    release: async (camera: string, epoch: number) => i.view.ingest(t.owners, 0, camera, rec({ type: 'release', camera, owner: 'w1', incarnation: w.incarnation, epoch, at: 2 }), String(offset++)),
+    ready: async () => {},
+  };
+  let camOffset = 0;
+  const settle = async () => {
+    for (let k = 0; k < 3; k++) {
+      i.reconcile();
+      await i.step;
+    }
+  };
+  const write = (id: string, v: Record<string, unknown> | null) => i.view.ingest(t.cameras, 0, id, v === null ? null : rec({ id, ...v }), String(camOffset++));
+  return { w, i, settle, write };
 }
