@@ -17,7 +17,12 @@ RUN npm ci --ignore-scripts
 COPY scripts/build.mjs ./scripts/
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN node scripts/build.mjs && test -f dist/native/letterbox.node && test -f dist/src/cli.js && test -f dist/.built
+# bin/argus.js runs dist/src only while no file in src/ is newer than dist/.built: a file of the
+# build context dated after the build (its clock ahead of the builder's) is given the stamp's
+# time, as it is what was compiled.
+RUN node scripts/build.mjs && test -f dist/native/letterbox.node && test -f dist/src/cli.js && test -f dist/.built \
+ && find src -type f -newer dist/.built -exec touch -r dist/.built {} + \
+ && test -z "$(find src -type f -newer dist/.built)"
 
 FROM node:20-bookworm-slim
 WORKDIR /app
@@ -34,10 +39,16 @@ COPY scripts/build.mjs ./scripts/
 # a GPU image runs `npm rebuild onnxruntime-node --onnxruntime-node-install=cuda12`.)
 RUN ONNXRUNTIME_NODE_INSTALL=skip npm ci --omit=dev --ignore-scripts=false && npm cache clean --force
 COPY bin ./bin
-COPY src ./src
-# After src: bin/argus.js runs dist/src only while no file in src/ is newer than dist/.built.
+# src and dist from one stage, after npm ci (its prepare script, scripts/build.mjs, deletes
+# dist/.built and, without a compiler, dist/native/letterbox.node). src taken from the build
+# context instead kept the context's mtimes while a cached build stage gave an older stamp (COPY
+# keeps mtimes; its cache compares contents only): after a fresh clone or a checkout, with only
+# bin/ or this stage changed, the image's src was newer than its dist, and the check below failed
+# the build (without it, bin/argus.js would have run tsx).
+COPY --from=build /app/src ./src
 COPY --from=build /app/dist ./dist
-RUN test -z "$(find src -newer dist/.built)"
+# The stamp must be there: find of a missing stamp prints nothing, and passed.
+RUN test -f dist/.built && test -z "$(find src -type f -newer dist/.built)"
 COPY models ./models
 COPY pipelines ./pipelines
 COPY streams ./streams

@@ -105,14 +105,29 @@ describe('Dockerfile (docker does not run here: its stages are read)', () => {
     // bin/argus.js runs dist/src only where dist/.built is newer than every file in src/.
     const copyDist = final.lines.findIndex((l) => /^COPY\s+--from=(\S+)\s+\/app\/dist\s+\.\/dist\/?$/.test(l));
     expect(copyDist, 'the final stage copies a built /app/dist').toBeGreaterThanOrEqual(0);
-    expect(final.lines.findIndex((l) => /^COPY\s+src\s/.test(l))).toBeLessThan(copyDist);
     const from = /--from=(\S+)/.exec(final.lines[copyDist])![1];
+    // src from that same stage, not from the build context: COPY keeps the context's mtimes and
+    // its cache compares contents only, so a cached build stage (an older stamp) with a fresh
+    // clone's src made src newer than dist. Copied before dist, so the stamp is the later of the two.
+    const copySrc = final.lines.findIndex((l) => new RegExp(`^COPY\\s+--from=${from}\\s+/app/src\\s+\\./src/?$`).test(l));
+    expect(copySrc, `the final stage copies /app/src from ${from}`).toBeGreaterThanOrEqual(0);
+    expect(copySrc).toBeLessThan(copyDist);
+    expect(final.lines.filter((l) => /^COPY\s+(?!--from)(?:--\S+\s+)*src\b/.test(l)), 'src from the build context').toEqual([]);
+    // After the stage's npm ci: its prepare script (scripts/build.mjs) deletes dist/.built, and
+    // without a compiler dist/native/letterbox.node.
+    const ci = final.lines.findIndex((l) => /^RUN\b.*\bnpm ci\b/.test(l));
+    expect(ci).toBeGreaterThanOrEqual(0);
+    expect(ci).toBeLessThan(copySrc);
+    // The check after them needs the stamp: find of a missing one prints nothing.
+    const check = final.lines.slice(copyDist + 1).find((l) => /find src\b.*-newer dist\/\.built/.test(l));
+    expect(check, 'the final stage checks src against the stamp').toBeDefined();
+    expect(check).toMatch(/test -f dist\/\.built\b/);
     const build = stages.find((st) => st.name === from)!;
     expect(build, `stage ${from}`).toBeDefined();
     // Its npm ci installs the dev dependencies (typescript), and the build must have made the stamp.
-    const ci = build.lines.find((l) => /^RUN\s+npm ci\b/.test(l));
-    expect(ci).toBeDefined();
-    expect(ci).not.toMatch(/--omit[= ]dev|--production/);
+    const buildCi = build.lines.find((l) => /^RUN\s+npm ci\b/.test(l));
+    expect(buildCi).toBeDefined();
+    expect(buildCi).not.toMatch(/--omit[= ]dev|--production/);
     for (const f of ['src', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs']) expect(build.lines.some((l) => new RegExp(`^COPY\\s.*\\b${f.replace('.', '\\.')}\\b`).test(l)), f).toBe(true);
     expect(build.lines.some((l) => /^RUN\s+node scripts\/build\.mjs\b.*test -f dist\/\.built/.test(l))).toBe(true);
   });
