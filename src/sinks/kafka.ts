@@ -807,8 +807,12 @@ export class KafkaSink implements Sink {
         try {
           const st = statSync(path);
           this.deadLetterSize = st.size;
-          // A line a killed process or a full disk cut short, before this start.
-          if (st.isFile() && st.size > 0) {
+          // A line a killed process or a full disk cut short, before this start. In a pipe
+          // nothing says: a run killed or stopped mid-write left its fragment there, and a
+          // reader that outlives runs (a shipper's, a loop of cat) joins it to this run's first
+          // line, so that one starts on a line of its own (an empty line where none was cut).
+          if (st.isFIFO()) this.deadLetterTorn = true;
+          else if (st.isFile() && st.size > 0) {
             const last = await lastByte(path);
             this.deadLetterTorn = last !== undefined && last !== 0x0a;
           }

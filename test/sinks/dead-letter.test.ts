@@ -1,5 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { constants, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -62,8 +63,10 @@ describe('the dead-letter file', () => {
       expect(await until(() => sink.stats.deadLettered === 1 || logs.some((l) => l.includes('cannot write the dead-letter file')))).toBe(true);
       expect(logs.filter((l) => l.includes('cannot write the dead-letter file'))).toEqual([]);
       expect(sink.stats).toMatchObject({ parked: 1, deadLettered: 1 });
-      expect(await until(() => out.split('\n').length > 2)).toBe(true);
-      const line = out.split('\n')[1];
+      // (After an empty line: a run's first line in a pipe starts on a line of its own.)
+      expect(await until(() => out.split('\n').length > 3)).toBe(true);
+      expect(out.split('\n')[1]).toBe('');
+      const line = out.split('\n')[2];
       expect(JSON.parse(line).key).toBe('cam');
       await sink.close();
     } finally {
@@ -142,6 +145,36 @@ describe('the dead-letter file', () => {
     } finally {
       reader?.kill();
       holder.kill();
+    }
+  }, 60_000);
+
+  it('a named pipe in which an earlier run left a line cut short (killed, or stopped, mid-write): this run\'s first parked message has a line of its own', async () => {
+    // A reader that outlives argus's runs (a shipper's, or a loop of cat) joins what each run
+    // writes: the fragment the last one left went on into this run's first line, the two one
+    // line that parses as neither, and that alert was acknowledged to the outbox as written.
+    const fifo = join(dir, 'earlier.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const reader = spawn('sh', ['-c', 'exec 3<>"$0"; echo ready; exec cat <&3', fifo], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    reader.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    try {
+      expect(await until(() => out.startsWith('ready\n'))).toBe(true);
+      // The earlier run's fragment: a line without its end.
+      const earlier = await open(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+      await earlier.write('{"topic":"argus.alerts","key":"cam","val');
+      await earlier.close();
+      expect(await until(() => out.endsWith('"val'))).toBe(true);
+      const outcomes: string[] = [];
+      const { sink, publish } = parkOne(fifo, 5000, { onDelivered: (m, outcome) => void outcomes.push(`${(m[0] as AlertMessage).alert.id} ${outcome}`) });
+      void sink.start().catch(() => undefined);
+      publish();
+      expect(await until(() => outcomes.length === 1 && out.endsWith('\n'))).toBe(true);
+      expect(outcomes).toEqual(['a1 dead-lettered']);
+      const last = out.slice('ready\n'.length).split('\n').filter(Boolean).at(-1)!;
+      expect(JSON.parse(JSON.parse(last).value).alert.id).toBe('a1');
+      await sink.close();
+    } finally {
+      reader.kill();
     }
   }, 60_000);
 
