@@ -96,7 +96,8 @@ export function ffmpegVersion(path: string): Promise<FfmpegVersion | undefined> 
         execFile(path, ['-hide_banner', '-version'], { timeout: 10_000, maxBuffer: 1 << 20 }, (err, stdout) => {
           const v = err ? undefined : parseFfmpegVersion(String(stdout));
           // Not started (EAGAIN, EMFILE: a code of node's), or ended by a signal (the timeout, the OOM killer): no answer.
-          if (err && (typeof err.code === 'string' || err.signal)) unanswered.add(path);
+          // More than maxBuffer of output is an answer, and not ffmpeg's (node ends it, a code and a signal of its own).
+          if (err && err.code !== 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER' && (typeof err.code === 'string' || err.signal)) unanswered.add(path);
           else unanswered.delete(path);
           versionsSync.set(path, v);
           resolve(v);

@@ -100,4 +100,13 @@ describe('notFfmpeg (asked when the program ends without reporting its input)', 
     // (Was: "the program run as ffmpeg (…) did not behave as ffmpeg", VAP_ERR_SOURCE_OPEN, never retried.)
     expect(await notFfmpeg(killed, 'exited with code 1', {})).toBeUndefined();
   });
+
+  it('a -version answered with more than its 1 MiB of output is an answer, not ffmpeg\'s (node ends it: a code of its own and a signal)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-notffmpeg-'));
+    const flood = join(dir, 'ffmpeg');
+    writeFileSync(flood, '#!/bin/sh\nhead -c 2000000 /dev/zero | tr "\\\\0" x\nexit 1\n');
+    chmodSync(flood, 0o755);
+    // (Was undefined: taken for no answer, the camera's failure retried for ever, the program never named.)
+    expect(await notFfmpeg(flood, 'exited with code 1', {})).toMatch(/^the program run as ffmpeg \(.*\) did not behave as ffmpeg/);
+  });
 });
