@@ -54,7 +54,15 @@ COPY pipelines ./pipelines
 COPY streams ./streams
 COPY tsconfig.json ./
 ENV ARGUS_CACHE=/var/cache/argus ARGUS_STATE_DIR=/var/lib/argus
+# argus runs as the base image's non-root user `node` (uid 1000), not as root: a flaw in ffmpeg,
+# a decoder or a parser of what a camera or client sends then holds that user's rights, not the
+# container's root. It writes only in the two folders below (the cache of fetched and derived
+# assets, and the state: the alert outbox and the Kafka dead-letter file), which are made its own
+# here, before VOLUME: an empty named volume mounted there starts with their owner and mode (a
+# change after VOLUME would be discarded). /app stays root's: argus only reads it.
+RUN mkdir -p /var/cache/argus /var/lib/argus && chown node:node /var/cache/argus /var/lib/argus
 VOLUME ["/var/cache/argus", "/var/lib/argus"]
+USER node
 EXPOSE 8080
 ENTRYPOINT ["node", "bin/argus.js"]
 CMD ["run", "pipelines/demo-kafka.yaml"]

@@ -1,5 +1,9 @@
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { relative, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { DRAIN_TIMEOUT_MS, outboxDir } from '../../src/pipeline/run.js';
@@ -139,6 +143,34 @@ describe('Dockerfile (docker does not run here: its stages are read)', () => {
         expect(skipped, `${st.name}: ${l}`).toBe(true);
       }
     }
+  });
+
+  it('the image runs argus as a non-root user, who owns every folder argus writes (the cache, the state, each compose volume) before VOLUME', () => {
+    const final = stages[stages.length - 1];
+    const users = final.lines.filter((l) => /^USER\s/.test(l)).map((l) => l.split(/\s+/)[1]);
+    expect(users.length, 'the final stage sets USER').toBeGreaterThan(0);
+    const user = users[users.length - 1].split(':')[0];
+    expect(['root', '0']).not.toContain(user);
+    const volume = final.lines.findIndex((l) => /^VOLUME\b/.test(l));
+    expect(volume).toBeGreaterThanOrEqual(0);
+    // Made and chowned before VOLUME: an empty named volume starts with the image's folder (owner
+    // and mode); a change after VOLUME is discarded.
+    const owned = final.lines.slice(0, volume).filter((l) => /^RUN\b/.test(l) && new RegExp(`\\bchown\\s+(?:-R\\s+)?${user}(?::${user})?\\s`).test(l));
+    const ownedPath = (path: string) => owned.some((l) => l.split(/\s+/).some((w) => path === w || path.startsWith(`${w}/`)) && /\bmkdir\s+-p\b/.test(l));
+    const env = Object.fromEntries(final.lines.filter((l) => /^ENV\s/.test(l)).flatMap((l) => [...l.matchAll(/(\w+)=(\S+)/g)].map((m) => [m[1], m[2]])));
+    const paths = new Set<string>([env.ARGUS_CACHE, env.ARGUS_STATE_DIR, ...JSON.parse(final.lines[volume].replace(/^VOLUME\s+/, ''))]);
+    // Every named volume a service of this image mounts (a volume's first mount takes the image's folder).
+    for (const svc of Object.values(compose.services) as { build?: string; volumes?: string[]; environment?: Record<string, string | null> }[]) {
+      if (svc.build !== '.') continue;
+      for (const v of svc.volumes ?? []) {
+        const [name, at, mode] = v.split(':');
+        if (name in compose.volumes && mode !== 'ro') paths.add(at);
+      }
+      for (const k of ['ARGUS_CACHE', 'ARGUS_STATE_DIR']) if (svc.environment?.[k]) paths.add(svc.environment[k]!);
+    }
+    expect(env.ARGUS_CACHE).toBeDefined();
+    expect(env.ARGUS_STATE_DIR).toBeDefined();
+    for (const path of paths) expect(ownedPath(path), `${path} is made and chowned to ${user} before VOLUME`).toBe(true);
   });
 });
 
@@ -287,5 +319,88 @@ describe('pipelines/worker.yaml and pipelines/cameras.yaml outside compose', () 
     expect(byId.get('bottling-line')!.source.fps).toBe(10);
     expect(byId.get('dock-door')!.source.enabled).toBe(false);
     expect([...byId.values()].map((d) => d.cost)).toEqual([1, 1, 1, 2]);
+  });
+});
+
+describe('docker-compose.yml: the health of argus\'s services', () => {
+  const run = promisify(execFile);
+  /** Runs a service's healthcheck command here, against a server answering /healthz with `status`, as the container would. */
+  const probe = async (test: string[], status: number): Promise<{ code: number; paths: string[] }> => {
+    const paths: string[] = [];
+    const server = createServer((req, res) => {
+      paths.push(req.url ?? '');
+      res.writeHead(req.url === '/healthz' ? status : 404).end('{}');
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    try {
+      expect(test[0]).toBe('CMD');
+      const [cmd, ...args] = test.slice(1);
+      const port = (server.address() as AddressInfo).port;
+      const code = await run(cmd === 'node' ? process.execPath : cmd, args, { env: { ...process.env, ARGUS_HTTP_PORT: String(port) }, timeout: 20_000 }).then(() => 0, (e: { code?: number }) => e.code ?? -1);
+      return { code, paths };
+    } finally {
+      server.close();
+    }
+  };
+
+  it('the pipeline and each worker have a healthcheck: node fetches /healthz (the image has no curl), on the port argus serves', async () => {
+    for (const name of ['pipeline', ...WORKERS]) {
+      const hc = compose.services[name].healthcheck as { test: string[]; start_period: string; timeout: string };
+      expect(hc, name).toBeDefined();
+      expect(hc.test.slice(0, 2), name).toEqual(['CMD', 'node']);
+      const script = hc.test[hc.test.length - 1];
+      expect(script).toContain('/healthz');
+      // Where ARGUS_HTTP_PORT is unset, the port of the service's config.
+      const env = envOf(services[name]);
+      const cfg = await loadPipeline(resolve(ROOT, name === 'pipeline' ? 'pipelines/demo-kafka.yaml' : 'pipelines/worker.yaml'), env);
+      expect(script).toContain(`process.env.ARGUS_HTTP_PORT || ${cfg.server!.port}`);
+      if (env.ARGUS_HTTP_PORT) expect(Number(env.ARGUS_HTTP_PORT)).toBe(cfg.server!.port);
+      // The first start downloads the model and the video before the server listens.
+      expect(Number(/^(\d+)s$/.exec(hc.start_period)?.[1])).toBeGreaterThanOrEqual(120);
+    }
+  });
+
+  it('the healthcheck command passes on a 200 from /healthz and fails on a 503', async () => {
+    const test = compose.services.pipeline.healthcheck.test as string[];
+    const ok = await probe(test, 200);
+    expect(ok).toEqual({ code: 0, paths: ['/healthz'] });
+    const down = await probe(test, 503);
+    expect(down.code).not.toBe(0);
+  }, 30_000);
+});
+
+describe('.dockerignore', () => {
+  /** Docker's matching: `**` any number of folders, `*` and `?` within one name; a path is excluded when it or a folder above it matches; `!` re-includes; the last match wins. */
+  const patterns = readFileSync(resolve(ROOT, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'))
+    .map((l) => {
+      const negate = l.startsWith('!');
+      const glob = (negate ? l.slice(1) : l).replace(/^\/+/, '').replace(/\/+$/, '');
+      const re = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*\*\//g, '\u0000').replace(/\*\*/g, '.*').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]').replace(/\u0000/g, '(?:.*/)?');
+      return { negate, re: new RegExp(`^${re}$`) };
+    });
+  const excluded = (path: string): boolean => {
+    const parts = path.split('/');
+    const prefixes = parts.map((_, i) => parts.slice(0, i + 1).join('/'));
+    let out = false;
+    for (const p of patterns) if (prefixes.some((x) => p.re.test(x))) out = !p.negate;
+    return out;
+  };
+  const files = (path: string): string[] => (statSync(resolve(ROOT, path)).isDirectory() ? readdirSync(resolve(ROOT, path)).flatMap((n) => files(`${path}/${n}`)) : [path]);
+
+  it('leaves out the host\'s node_modules, dist, history, test results, notes and caches', () => {
+    for (const p of ['node_modules/onnxruntime-node/package.json', 'dist/src/cli.js', 'dist/.built', '.git/HEAD', '.test-results/x.json', '.scratch/notes.md', '.cache/argus/models/x.onnx', '.env', 'out/lobby.jsonl'])
+      expect(excluded(p), p).toBe(true);
+  });
+
+  it('leaves in everything the Dockerfile copies from the build context', () => {
+    const sources = readFileSync(resolve(ROOT, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ').split('\n').map((l) => l.trim())
+      .filter((l) => /^COPY\s/.test(l) && !/--from=/.test(l))
+      .flatMap((l) => { const words = l.split(/\s+/).slice(1).filter((w) => !w.startsWith('--')); return words.slice(0, -1); });
+    expect(sources).toEqual(expect.arrayContaining(['package.json', 'src', 'bin', 'models', 'pipelines', 'scripts/build.mjs']));
+    for (const src of sources) {
+      const path = relative(ROOT, resolve(ROOT, src.replace(/\/+$/, '')));
+      expect(excluded(path), src).toBe(false);
+      for (const f of files(path)) expect(excluded(f), f).toBe(false);
+    }
   });
 });
