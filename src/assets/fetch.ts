@@ -80,9 +80,19 @@ async function holds(spec: AssetSpec, path: string, what: string): Promise<boole
 export async function resolveAsset(spec: AssetSpec, options: ResolveOptions = {}): Promise<string> {
   const mirror = options.mirror ?? mirrorDir();
   const log = options.log ?? (() => {});
+  /** Why the mirror folder itself cannot hold anything (it does not exist, …), when that is so. */
+  let unusable: string | undefined;
   if (mirror) {
     const p = join(mirror, spec.kind, spec.file);
-    if (await holds(spec, p, 'mirror copy')) {
+    if (!(await holds(spec, p, 'mirror copy'))) {
+      unusable = await mirrorUnusable(mirror);
+      // Once per process and folder: a mistyped ARGUS_MIRROR was passed over without a word, and
+      // every asset downloaded (or, offline, each run failed) while the user believed it used.
+      if (unusable && options.log && !warnedMirrors.has(mirror)) {
+        warnedMirrors.add(mirror);
+        log(`ARGUS_MIRROR=${mirror} ${unusable}: assets are taken from the cache or downloaded; point ARGUS_MIRROR at a folder holding models/, streams/, images/, or unset it`, { mirror }, 'warn');
+      }
+    } else {
       const digest = await digestOf(spec, p, `mirror copy ${p}`);
       if (digest !== undefined && digest !== spec.sha256) {
         throw new ArgusError(
@@ -129,7 +139,9 @@ export async function resolveAsset(spec: AssetSpec, options: ResolveOptions = {}
       failures.push(`${url}: ${(e as Error).message}`);
     }
   }
-  const hint = mirror
+  const hint = unusable
+    ? `the mirror ARGUS_MIRROR=${mirror} ${unusable}: point it at a folder holding ${spec.kind}/${spec.file}`
+    : mirror
     ? `it is not in the mirror ARGUS_MIRROR=${mirror} either`
     : `set ARGUS_MIRROR to a directory holding ${spec.kind}/${spec.file}`;
   const before = corrupt ? `; the cached copy failed its checksum and is kept aside at ${corrupt}` : '';
@@ -137,6 +149,19 @@ export async function resolveAsset(spec: AssetSpec, options: ResolveOptions = {}
     ErrorCodes.ASSET_DOWNLOAD,
     `asset "${spec.file}" could not be fetched from ${urls.join(' or ')} (${hint}; or place it at ${cached}${before}):\n  ${failures.join('\n  ')}`,
   );
+}
+
+/** Mirror folders found unusable and warned about (once per process each). */
+const warnedMirrors = new Set<string>();
+
+/** Why the mirror folder cannot hold any asset ("does not exist", "is not a folder", …), or undefined where it is a folder. */
+async function mirrorUnusable(mirror: string): Promise<string | undefined> {
+  try {
+    return (await stat(mirror)).isDirectory() ? undefined : 'is not a folder';
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' || code === 'ENOTDIR' ? 'does not exist' : `cannot be looked at (${code ?? (e as Error).message})`;
+  }
 }
 
 /**

@@ -106,6 +106,33 @@ describe('resolveAsset', () => {
     expect(readdirSync(join(cache, 'models'))).toEqual([]);
   });
 
+  it('a mirror folder that does not exist is said once, as a warning, and the asset comes from the cache or a download', async () => {
+    const mirror = join(fresh(), 'no-such-mirror');
+    const logs: { m: string; level?: string }[] = [];
+    const log = (m: string, _f?: unknown, level?: string) => logs.push({ m, level });
+    const cache = fresh();
+    expect(await resolveAsset(spec(), { mirror, cache, progress: false, log })).toBe(join(cache, 'models', 'm.onnx'));
+    expect(await resolveAsset(spec(), { mirror, cache, progress: false, log })).toBe(join(cache, 'models', 'm.onnx'));
+    const warned = logs.filter((l) => l.m.includes(mirror));
+    expect(warned).toEqual([{ m: expect.stringMatching(/^ARGUS_MIRROR=.*no-such-mirror does not exist: assets are taken from the cache or downloaded/), level: 'warn' }]);
+    // A mirror that is there (lacking the file) is no news: nothing said.
+    const logs2: string[] = [];
+    await resolveAsset(spec(), { mirror: fresh(), cache, progress: false, log: (m) => logs2.push(m) });
+    expect(logs2.filter((m) => m.includes('ARGUS_MIRROR'))).toEqual([]);
+  });
+
+  it('offline, with a mirror folder that does not exist: the error names ARGUS_MIRROR and says it does not exist', async () => {
+    const mirror = join(fresh(), 'typo');
+    const e = await resolveAsset(spec({ url: 'http://127.0.0.1:9/m.onnx' }), { cache: fresh(), progress: false, mirror, timeoutMs: 2000 }).catch((x: unknown) => x);
+    expect(isArgusError(e, 'VAP_ERR_ASSET_DOWNLOAD')).toBe(true);
+    expect((e as Error).message).toContain(`the mirror ARGUS_MIRROR=${mirror} does not exist: point it at a folder holding models/m.onnx`);
+    // A file in its place is no folder either.
+    const file = join(fresh(), 'mirror.txt');
+    writeFileSync(file, 'x');
+    const e2 = await resolveAsset(spec({ url: 'http://127.0.0.1:9/m.onnx' }), { cache: fresh(), progress: false, mirror: file, timeoutMs: 2000 }).catch((x: unknown) => x);
+    expect((e2 as Error).message).toContain(`the mirror ARGUS_MIRROR=${file} is not a folder`);
+  });
+
   it('the timeout is for silence, not for the whole download: 1.2 s of data arriving every 0.15 s passes a 0.5 s timeout; a stall fails it', async () => {
     const p = await resolveAsset(spec({ url: `${base}/slow.bin` }), { cache: fresh(), progress: false, mirror: undefined, timeoutMs: 500 });
     expect(createHash('sha256').update(readFileSync(p)).digest('hex')).toBe(sha);
