@@ -12,7 +12,9 @@ export interface Transition {
   at: number;
   /**
    * Failed attempts in a row since the source was last healthy (streaming for `healthyResetMs`):
-   * on `reconnecting` the number of the retry about to be made, on `streaming` the retries it took.
+   * on `reconnecting` the number of the retry about to be made, on `streaming` the retries it took,
+   * on `failed` the retries made before it gave up (`gave up after N attempts`: N; 0 for an error
+   * no retry can fix at the first run).
    */
   attempt: number;
   /** Error code and ffmpeg's last lines, when the transition comes from an error. */

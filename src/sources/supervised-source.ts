@@ -161,10 +161,11 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       resizeTimer ??= scheduler.schedule(flushResize, Math.max(0, wait));
     };
 
-    const transition = (next: SourceState, reason: string, err?: Error) => {
+    /** `attempts`: the reconnect attempts to report, where it is not `attempt` (a `failed` source's). */
+    const transition = (next: SourceState, reason: string, err?: Error, attempts = attempt) => {
       if (next === state && next !== 'reconnecting') return;
       flushResize();
-      const t: Transition = { source: o.id, state: next, previous: state, reason: redact(reason), at: now(), attempt };
+      const t: Transition = { source: o.id, state: next, previous: state, reason: redact(reason), at: now(), attempt: attempts };
       const detail = err?.message.split('\n').slice(1).join('\n'); // ffmpeg's last lines
       if (err) t.code = (err as ArgusError).code;
       if (detail) t.detail = redact(detail);
@@ -278,7 +279,9 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       attempt++;
       const max = reconnect.maxAttempts;
       if (permanent || (max > 0 && attempt > max)) {
-        transition('failed', permanent ? firstLine(e) : `gave up after ${max} attempts: ${firstLine(e)}`, e);
+        // `attempt` counts this run's failure too; the reconnects made before it are one fewer
+        // (the first run is no reconnect): `gave up after 2 attempts` reads attempt 2, not 3.
+        transition('failed', permanent ? firstLine(e) : `gave up after ${max} attempts: ${firstLine(e)}`, e, attempt - 1);
         return throwError(() => e);
       }
       const delay = backoffDelay(attempt, reconnect, random);

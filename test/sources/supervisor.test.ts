@@ -269,7 +269,9 @@ describe('giving up', () => {
       flush();
       expect(h.calls).toHaveLength(3);
       expect(states(h.transitions)).toEqual(['starting', 'reconnecting', 'reconnecting', 'failed']); // not stopped
-      expect(h.transitions[3]).toMatchObject({ at: 300, attempt: 3, reason: 'gave up after 2 attempts: source "cam": ffmpeg exited with code 1: Connection refused', code: 'VAP_ERR_SOURCE_EXIT', detail: 'Connection refused' });
+      // attempt counts reconnect attempts, as on `reconnecting` (1, 2) and as the reason says: 2, not the 3 failures.
+      expect(h.transitions.map((t) => t.attempt)).toEqual([0, 1, 2, 2]);
+      expect(h.transitions[3]).toMatchObject({ at: 300, attempt: 2, reason: 'gave up after 2 attempts: source "cam": ffmpeg exited with code 1: Connection refused', code: 'VAP_ERR_SOURCE_EXIT', detail: 'Connection refused' });
     });
   });
 
@@ -290,7 +292,8 @@ describe('giving up', () => {
       const unreadable = supervise([cold('#', undefined, exitErr)], { over: { input: file() }, info: null });
       expectObservable(unreadable.seqs).toBe('#', undefined, exitErr);
       flush();
-      expect(missing.transitions.slice(1)).toMatchObject([{ state: 'failed', reason: 'source "cam": file not found: /videos/a.ts', code: 'VAP_ERR_SOURCE_OPEN' }]);
+      // No reconnect was attempted: attempt 0.
+      expect(missing.transitions.slice(1)).toMatchObject([{ state: 'failed', reason: 'source "cam": file not found: /videos/a.ts', code: 'VAP_ERR_SOURCE_OPEN', attempt: 0 }]);
       expect(states(unreadable.transitions)).toEqual(['starting', 'failed']);
     });
   });
