@@ -58,7 +58,7 @@ export interface KafkaSinkOptions {
    * Created on the first one. Absent: parked messages are only logged and counted.
    */
   deadLetterPath?: string;
-  /** The dead-letter file grows to this many bytes at most; later parked messages are only logged and counted. Default 100 MB. */
+  /** The dead-letter file grows to this many bytes at most; later parked messages are only logged and counted. Default 100 MB. Not for a named pipe (or a device), which holds nothing. */
   deadLetterMaxBytes?: number;
   /** How long a dead-letter pipe whose reader takes nothing is waited for (writeWithoutWaiting; tests: a clock of their own). Default 5 s. */
   deadLetterWait?: PipeWait;
@@ -277,6 +277,8 @@ export class KafkaSink implements Sink {
   private splits = 0;
   private splitLoggedAt = -Infinity;
   private deadLetterSize: number | undefined;
+  /** The dead-letter path is a named pipe (or a device: /dev/stderr): it holds nothing, so deadLetterMaxBytes does not apply. */
+  private deadLetterPipe = false;
   private deadLetterFullLogged = false;
   private deadLetterErrorLogged = false;
   /** The dead-letter file's last line was cut short (its end not written): the next starts on a line of its own. */
@@ -811,6 +813,7 @@ export class KafkaSink implements Sink {
           // nothing says: a run killed or stopped mid-write left its fragment there, and a
           // reader that outlives runs (a shipper's, a loop of cat) joins it to this run's first
           // line, so that one starts on a line of its own (an empty line where none was cut).
+          this.deadLetterPipe = !st.isFile();
           if (st.isFIFO()) this.deadLetterTorn = true;
           else if (st.isFile() && st.size > 0) {
             const last = await lastByte(path);
@@ -825,7 +828,10 @@ export class KafkaSink implements Sink {
       // was taken as written (its alert forgotten by the outbox).
       const line = `${this.deadLetterTorn ? '\n' : ''}${JSON.stringify({ topic: p.topic, key: p.key, value: p.value, reason, at: new Date().toISOString() })}\n`;
       const n = Buffer.byteLength(line);
-      if (this.deadLetterSize + n > this.deadLetterMaxBytes) {
+      // A file's size on disk. Not a pipe's: what went through it is its reader's (a long-lived
+      // pipe was reported full once 100 MB had passed through it, and every later parked alert
+      // stayed in the outbox); its reader's pace bounds it (deadLetterWait).
+      if (!this.deadLetterPipe && this.deadLetterSize + n > this.deadLetterMaxBytes) {
         if (!this.deadLetterFullLogged) {
           this.deadLetterFullLogged = true;
           this.log(`kafka: dead-letter file ${path} is full (${this.deadLetterMaxBytes} bytes); further parked messages are only counted`, { path }, 'error');

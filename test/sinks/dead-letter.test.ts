@@ -178,6 +178,41 @@ describe('the dead-letter file', () => {
     }
   }, 60_000);
 
+  it('deadLetterMaxBytes bounds a file, not a named pipe: what passed through a pipe is its reader\'s, and a long-lived one was reported full', async () => {
+    const bound = { deadLetterMaxBytes: 8000 }; // one ~5 KB line fits, two do not
+    const alert = (id: string) => ({ type: 'alert', source: 'cam', alert: { id }, pad: 'x'.repeat(5000) }) as unknown as AlertMessage;
+    // A file: the second line would pass the bound; it is only counted, said once.
+    const file = join(dir, 'bounded.jsonl');
+    const f = parkOne(file, 5000, bound);
+    void f.sink.start().catch(() => undefined);
+    f.publish();
+    f.sink.publish('alert', 'cam', JSON.stringify(alert('a2')), alert('a2'));
+    expect(await until(() => f.logs.some((l) => l.includes('is full')))).toBe(true);
+    expect(f.sink.stats).toMatchObject({ parked: 2, deadLettered: 1 });
+    await f.sink.close();
+    // A pipe with a reader: every line goes through, however many bytes that makes.
+    const fifo = join(dir, 'unbounded.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const reader = spawn('sh', ['-c', 'exec 3<>"$0"; echo ready; exec cat <&3', fifo], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    reader.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    try {
+      expect(await until(() => out.startsWith('ready\n'))).toBe(true);
+      const p = parkOne(fifo, 5000, bound);
+      void p.sink.start().catch(() => undefined);
+      p.publish();
+      for (const id of ['a2', 'a3', 'a4']) p.sink.publish('alert', 'cam', JSON.stringify(alert(id)), alert(id));
+      expect(await until(() => p.sink.stats.deadLettered === 4 || p.logs.some((l) => l.includes('is full')))).toBe(true);
+      expect(p.logs.filter((l) => l.includes('is full'))).toEqual([]);
+      expect(p.sink.stats).toMatchObject({ parked: 4, deadLettered: 4 });
+      expect(await until(() => out.split('\n').filter(Boolean).length === 5)).toBe(true);
+      expect(out.split('\n').filter(Boolean).slice(1).map((l) => JSON.parse(JSON.parse(l).value).alert.id)).toEqual(['a1', 'a2', 'a3', 'a4']);
+      await p.sink.close();
+    } finally {
+      reader.kill();
+    }
+  }, 60_000);
+
   it('a regular file takes the parked message', async () => {
     const file = join(dir, 'dead.jsonl');
     const { sink, publish } = parkOne(file);

@@ -125,7 +125,7 @@ export const KafkaSinkSchema = z
     maxMessageBytes: finite().int().min(1024).default(1_000_000),
     /** Messages too large for the broker go to this JSON lines file ({topic,key,value,reason,at}); relative to the pipeline file. Default kafka-dead-letter.jsonl in the outbox folder. */
     deadLetterPath: z.string().min(1).optional(),
-    /** The dead-letter file grows to this many bytes at most; later parked messages are only logged and counted. Default 100 MiB. */
+    /** The dead-letter file grows to this many bytes at most; later parked messages are only logged and counted. Default 100 MiB. Not for a named pipe (or a device), which holds nothing. */
     deadLetterMaxBytes: finite().int().min(0).default(100 * 1024 * 1024),
     /** Detection messages buffered in front of the producer; beyond it they are dropped and counted. Default 10000. */
     bufferSize: finite().int().min(1).default(10_000),
