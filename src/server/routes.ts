@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
@@ -73,7 +74,8 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
   const { pipeline, metrics } = ctx;
   server.route('/metrics', async (_req, res) => {
     const body = await metrics.scrape();
-    res.writeHead(200, { 'content-type': metrics.contentType }).end(body);
+    // Guarded by the token like /api/sources: no browser or proxy keeps a copy.
+    res.writeHead(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' }).end(body);
   }, { public: ctx.publicMetrics ?? false });
   const sourcesState = () =>
     pipeline.stats.map((s) => ({
@@ -129,9 +131,14 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
     }),
   );
   const file = (name: string) => async (req: IncomingMessage, res: ServerResponse) => {
+    const headers: Record<string, string> = { 'content-type': TYPES[extname(name)] ?? 'application/octet-stream', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' };
     let body: Buffer | string = await readFile(join(DASHBOARD, name));
-    if (name === 'index.html') body = withTokenInAssets(body.toString('utf8'), req);
-    res.writeHead(200, { 'content-type': TYPES[extname(name)] ?? 'application/octet-stream', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' }).end(body);
+    if (name === 'index.html') {
+      const page = withTokenInAssets(body.toString('utf8'), req);
+      body = page.html;
+      Object.assign(headers, pageHeaders(page.importMap));
+    }
+    res.writeHead(200, headers).end(body);
   };
   server.route('/', file('index.html'));
   server.route('/index.html', file('index.html'));
@@ -178,14 +185,35 @@ export const DASHBOARD_MODULES: readonly string[] = [
  * its URL with the token. The route only runs once the token was checked, so this echoes a
  * token the client already holds (URL-encoded, so it cannot close the script element).
  */
-function withTokenInAssets(html: string, req: IncomingMessage): string {
+function withTokenInAssets(html: string, req: IncomingMessage): { html: string; importMap?: string } {
   const url = parseRequestUrl(req.url);
   const token = url?.searchParams.get('token') ? requestToken(req, url) : undefined;
-  if (!token) return html;
+  if (!token) return { html };
   const q = `?token=${encodeURIComponent(token).replace(/'/g, '%27')}`;
   const imports = Object.fromEntries(DASHBOARD_MODULES.map((m) => [`./js/${m}`, `./js/${m}${q}`]));
-  const importMap = `  <script type="importmap">${JSON.stringify({ imports })}</script>\n</head>`;
-  return html
-    .replace(/(\s(?:src|href)=")(app\.js|style\.css)"/g, (_m, attr: string, asset: string) => `${attr}${asset}${q}"`)
-    .replace('</head>', importMap);
+  const importMap = JSON.stringify({ imports });
+  return {
+    html: html
+      .replace(/(\s(?:src|href)=")(app\.js|style\.css)"/g, (_m, attr: string, asset: string) => `${attr}${asset}${q}"`)
+      .replace('</head>', `  <script type="importmap">${importMap}</script>\n</head>`),
+    importMap,
+  };
+}
+
+/**
+ * The dashboard page's own headers. A Content-Security-Policy: scripts, styles and connections
+ * from this server only (the import map, the one inline script, by its hash), pictures from it
+ * or `data:` (snapshots), and no page may frame it (`frame-ancestors 'none'`, and
+ * `X-Frame-Options: DENY` for browsers without CSP 2): a page the operator visits cannot lay the
+ * dashboard under its own buttons (clickjacking), and a string that ever slipped into markup
+ * could not run. `no-store`: a page opened with `?token=` holds the token (its links, the
+ * import map) and is kept in no cache.
+ */
+function pageHeaders(importMap: string | undefined): Record<string, string> {
+  const inline = importMap === undefined ? '' : ` 'sha256-${createHash('sha256').update(importMap, 'utf8').digest('base64')}'`;
+  return {
+    'cache-control': 'no-store',
+    'x-frame-options': 'DENY',
+    'content-security-policy': `default-src 'none'; script-src 'self'${inline}; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`,
+  };
 }

@@ -46,6 +46,8 @@ describe('dashboard in headless Chromium', () => {
       const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
       const errors: string[] = [];
       page.on('pageerror', (e) => errors.push(e.message));
+      // The page's Content-Security-Policy refuses nothing it needs (frames, snapshots, the WebSocket).
+      page.on('console', (m) => void (m.type() === 'error' && /Content Security Policy/i.test(m.text()) && errors.push(m.text())));
       await page.goto(running.server!.url + '/');
       await page.waitForFunction(() => document.querySelector('#status')?.textContent === 'connected', undefined, { timeout: 15_000 });
 
@@ -64,6 +66,7 @@ describe('dashboard in headless Chromium', () => {
       const alert = '#alerts .alert[data-rule="person-in-zone"][data-source="lobby"]';
       await page.waitForSelector(alert, { timeout: 30_000 });
       expect(await page.locator(`${alert} img.alert-snapshot`).count()).toBeGreaterThan(0);
+      await page.waitForFunction((sel) => ((document.querySelector(sel) as HTMLImageElement | null)?.naturalWidth ?? 0) > 0, `${alert} img.alert-snapshot`, { timeout: 15_000 }); // the data: URL is shown
 
       // The source that cannot be read shows its state.
       await page.waitForFunction(() => {
@@ -146,6 +149,18 @@ describe('dashboard modules', () => {
       await page.waitForFunction(() => document.querySelector('#model')?.textContent === 'model m 1', undefined, { timeout: 15_000 });
       expect(await page.locator('.tile[data-source="lobby"]').count()).toBe(1); // from the hello message
       expect(problems).toEqual([]);
+
+      // Another page cannot frame it (clickjacking): the frame is refused, the dashboard never runs in it.
+      const framer = await browser.newPage();
+      try {
+        // setContent resolves on the load event, which waits for the frame's own load (or its refusal).
+        await framer.setContent(`<iframe src="${s.url}/${q}" width="800" height="600"></iframe>`);
+        const child = framer.frames().find((f) => f !== framer.mainFrame());
+        const loaded = child ? await child.evaluate(() => document.querySelector('#status') !== null).catch(() => false) : false;
+        expect(loaded).toBe(false);
+      } finally {
+        await framer.close();
+      }
 
       // Only the listed names are served, and only with the token.
       expect(await status(s.port, `/js/api.js${q}`)).toBe(200);

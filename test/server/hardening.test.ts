@@ -6,6 +6,7 @@
  * where nothing else tells two mechanisms apart, and then it is far from both (e.g. an idle
  * socket closed after ~1 s, or after Node's 30 s check interval if it were left at its default).
  */
+import { createHash } from 'node:crypto';
 import { connect as netConnect, createServer as createNetServer, type Server as NetServer } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -485,6 +486,35 @@ describe('HTTP: the token guards every route but /healthz and /readyz', () => {
     registerRoutes(p, fakeContext(true));
     expect((await raw(p.port, req('GET', '/metrics'))).status).toBe(200);
     expect((await raw(p.port, req('GET', '/api/sources'))).status).toBe(401);
+  });
+
+  it('the dashboard page forbids framing and foreign scripts (CSP, X-Frame-Options) and, like /metrics, is kept in no cache', async () => {
+    const s = await server({ token: 's3cret' });
+    registerRoutes(s, fakeContext());
+    for (const path of ['/?token=s3cret', '/index.html?token=s3cret']) {
+      const page = await raw(s.port, req('GET', path));
+      expect(page.status, path).toBe(200);
+      // A page the operator visits cannot frame the dashboard under its own buttons (clickjacking).
+      expect(page.headers['x-frame-options'], path).toBe('DENY');
+      const csp = page.headers['content-security-policy'] ?? '';
+      expect(csp, path).toContain("frame-ancestors 'none'");
+      expect(csp, path).toContain("default-src 'none'");
+      // The one inline script, the import map with the token, is allowed by its hash; nothing else inline.
+      const importMap = /<script type="importmap">(.*?)<\/script>/.exec(page.body)?.[1] ?? '';
+      expect(importMap, path).toContain('token=s3cret');
+      const hash = createHash('sha256').update(importMap, 'utf8').digest('base64');
+      expect(/script-src ([^;]*)/.exec(csp)?.[1], path).toBe(`'self' 'sha256-${hash}'`);
+      expect(csp, path).not.toContain('unsafe-inline');
+      // The page holds the token (its links, the import map): no cache keeps it.
+      expect(page.headers['cache-control'], path).toBe('no-store');
+    }
+    const bare = await raw(s.port, req('GET', '/', { authorization: 'Bearer s3cret' }));
+    expect(bare.body).not.toContain('importmap');
+    expect(/script-src ([^;]*)/.exec(bare.headers['content-security-policy'] ?? '')?.[1]).toBe("'self'");
+    expect(bare.headers['x-frame-options']).toBe('DENY');
+    const metrics = await raw(s.port, req('GET', '/metrics', { authorization: 'Bearer s3cret' }));
+    expect(metrics.status).toBe(200);
+    expect(metrics.headers['cache-control']).toBe('no-store');
   });
 
   it('tokens compare by digest: equal only when equal', () => {
