@@ -45,6 +45,18 @@ describe('configuration errors do not echo values that may be secrets', () => {
     expect(msg).not.toContain(SECRET);
   });
 
+  it('server.token: one a Bearer header cannot carry (a space, a line break, beyond ASCII) is refused, naming the field, not the token', () => {
+    for (const token of [`${SECRET} x`, `${SECRET}\n`, `p\u20ac${SECRET}`, `${SECRET}\t`]) {
+      const msg = refusal(`${source}server:\n  token: ${JSON.stringify(token)}\n`);
+      expect(msg, JSON.stringify(token)).toMatch(/server\.token: printable ASCII characters without spaces or line breaks/);
+      expect(msg).not.toContain(SECRET);
+    }
+    // Any printable ASCII is taken: base64 (+ / =), URL-safe and punctuation.
+    for (const token of [`${SECRET}+/==`, `${SECRET}-_.~`, `${SECRET}!"#$%&'()*,:;<>?@[]^\`{|}`]) {
+      expect(parseConfigText(`${source}server:\n  token: ${JSON.stringify(token)}\n`, PipelineSchema, 'p.yaml', env).server?.token).toBe(token);
+    }
+  });
+
   it('a camera record (argus cameras, the cameras topic) is checked the same way', () => {
     const r = parseCamera('cam', JSON.stringify({ id: 'cam', uri: 'rtsp://cam.local/s', rtspTransport: SECRET, inputArgs: ['-headers', 'x', `Bearer ${SECRET}`] }));
     expect(r.error).toMatch(/rtspTransport: Invalid enum value/);

@@ -7,8 +7,13 @@ export const ServerSchema = z
     host: z.string().min(1).default('127.0.0.1'),
     /** Port; $ARGUS_HTTP_PORT overrides it; 0 picks a free one. Default 8080. */
     port: finite().int().min(0).max(65535).default(8080),
-    /** Every route but /healthz and /readyz (and /metrics with publicMetrics), and /ws, needs this token (`Authorization: Bearer …` or `?token=…`). Default: none. */
-    token: secret().pipe(z.string().min(1)).optional(),
+    /**
+     * Every route but /healthz and /readyz (and /metrics with publicMetrics), and /ws, needs this token (`Authorization: Bearer …` or `?token=…`). Default: none.
+     * Printable ASCII without spaces: a space or a line break (a token file's last newline) can
+     * never be sent as `Bearer <token>` (a scraper was refused for good), and a character beyond
+     * Latin-1 cannot be a header at all (the dashboard's fetch threw, and it never polled).
+     */
+    token: secret().pipe(z.string().min(1).regex(/^[\x21-\x7e]+$/, 'printable ASCII characters without spaces or line breaks (it is sent as "Authorization: Bearer <token>")')).optional(),
     // The limits below are optional in the type (code builds `server` blocks by hand); their
     // defaults are applied by startHttpServer (SERVER_DEFAULTS) and the WebSocket hub.
     /** Serve /metrics without the token (for a scraper that cannot send one). Default false. */
