@@ -16,9 +16,13 @@ export function parseRequestUrl(raw: string | undefined): URL | undefined {
   }
 }
 
-/** The token a request presents: `?token=` or `Authorization: Bearer …`. */
+/**
+ * The token a request presents: `?token=` or `Authorization: Bearer …`. In the query a `+` is
+ * itself, not a space (form encoding's): a token holds no space (the schema refuses one), and a
+ * base64 token pasted into the address bar (`?token=ab+cd/e==`) was read as `ab cd/e==` and refused.
+ */
 export function requestToken(req: IncomingMessage, url: URL | undefined): string | undefined {
-  const q = url?.searchParams.get('token');
+  const q = url?.searchParams.get('token')?.replace(/ /g, '+');
   if (q) return q;
   const auth = req.headers.authorization;
   const m = typeof auth === 'string' ? /^Bearer[ \t]+(\S+)\s*$/i.exec(auth) : null;

@@ -150,6 +150,16 @@ describe('dashboard modules', () => {
       expect(await page.locator('.tile[data-source="lobby"]').count()).toBe(1); // from the hello message
       expect(problems).toEqual([]);
 
+      // Opened with the token as pasted, its + unencoded (not form encoding's space), it connects and polls too.
+      const pasted = await browser.newPage();
+      try {
+        await pasted.goto(`${s.url}/?token=${token}`);
+        await pasted.waitForFunction(() => document.querySelector('#status')?.textContent === 'connected', undefined, { timeout: 15_000 });
+        await pasted.waitForFunction(() => document.querySelector('#model')?.textContent === 'model m 1', undefined, { timeout: 15_000 });
+      } finally {
+        await pasted.close();
+      }
+
       // Another page cannot frame it (clickjacking): the frame is refused, the dashboard never runs in it.
       const framer = await browser.newPage();
       try {

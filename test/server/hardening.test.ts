@@ -517,6 +517,19 @@ describe('HTTP: the token guards every route but /healthz and /readyz', () => {
     expect(metrics.headers['cache-control']).toBe('no-store');
   });
 
+  it("a token's + may be written as is in the query (a base64 token pasted into the address bar), as %2B, or sent as Bearer", async () => {
+    const s = await server({ token: 'ab+cd/e==' });
+    registerRoutes(s, fakeContext());
+    for (const q of ['ab+cd/e==', 'ab%2Bcd%2Fe%3D%3D']) {
+      expect((await raw(s.port, req('GET', `/api/sources?token=${q}`))).status, q).toBe(200);
+      const page = await raw(s.port, req('GET', `/?token=${q}`));
+      expect(page.status, q).toBe(200);
+      expect(page.body, q).toContain('src="app.js?token=ab%2Bcd%2Fe%3D%3D"'); // its assets carry it encoded
+    }
+    expect((await raw(s.port, req('GET', '/api/sources', { authorization: 'Bearer ab+cd/e==' }))).status).toBe(200);
+    for (const wrong of ['abcd/e==', 'ab++cd/e==', 'ab+cd/e=']) expect((await raw(s.port, req('GET', `/api/sources?token=${encodeURIComponent(wrong)}`))).status, wrong).toBe(401);
+  });
+
   it('tokens compare by digest: equal only when equal', () => {
     expect(tokenMatches('s3cret', 's3cret')).toBe(true);
     for (const t of ['s3cre', 's3cret ', '', 'x'.repeat(10_000), undefined]) expect(tokenMatches(t, 's3cret')).toBe(false);
