@@ -173,8 +173,19 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length.trim() !== '0');
 }
 
+/**
+ * Headers of every answer that is data, not the dashboard page (JSON, /metrics, errors): kept in
+ * no cache; its type taken as sent, never sniffed; and, should a browser ever render one as a
+ * page (a camera's error text in a reason holds markup), no script runs and no page frames it.
+ */
+export const DATA_HEADERS: Readonly<Record<string, string>> = {
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+};
+
 function plain(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', ...headers }).end(body);
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', ...DATA_HEADERS, ...headers }).end(body);
 }
 
 /**

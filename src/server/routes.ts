@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { FrameRates, type FrameRate, type SourceStats } from '../sources/stats.js';
 import type { Metrics } from './metrics.js';
 import { parseRequestUrl, requestToken } from '../core/http.js';
-import type { RunningServer } from './http.js';
+import { DATA_HEADERS, type RunningServer } from './http.js';
 import { STAGES } from '../core/frame.js';
 import { percentileOfSorted } from '../core/stats.js';
 import { redactDeep } from '../core/redact.js';
@@ -17,7 +17,7 @@ const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.j
 
 /** Every JSON answer is redacted: source URLs and error messages may carry credentials. */
 function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(redactDeep(body)));
+  res.writeHead(status, { 'content-type': 'application/json', ...DATA_HEADERS }).end(JSON.stringify(redactDeep(body)));
 }
 
 /** Frames per second in and out, per source, over the last second (updated once a second). */
@@ -75,7 +75,7 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
   server.route('/metrics', async (_req, res) => {
     const body = await metrics.scrape();
     // Guarded by the token like /api/sources: no browser or proxy keeps a copy.
-    res.writeHead(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' }).end(body);
+    res.writeHead(200, { 'content-type': metrics.contentType, ...DATA_HEADERS }).end(body);
   }, { public: ctx.publicMetrics ?? false });
   const sourcesState = () =>
     pipeline.stats.map((s) => ({

@@ -512,9 +512,14 @@ describe('HTTP: the token guards every route but /healthz and /readyz', () => {
     expect(bare.body).not.toContain('importmap');
     expect(/script-src ([^;]*)/.exec(bare.headers['content-security-policy'] ?? '')?.[1]).toBe("'self'");
     expect(bare.headers['x-frame-options']).toBe('DENY');
-    const metrics = await raw(s.port, req('GET', '/metrics', { authorization: 'Bearer s3cret' }));
-    expect(metrics.status).toBe(200);
-    expect(metrics.headers['cache-control']).toBe('no-store');
+    // Data (JSON, /metrics, errors): in no cache, never sniffed, and no script would run were it rendered as a page.
+    for (const [path, want] of [['/metrics', 200], ['/api/sources', 200], ['/healthz', 200], ['/readyz', 200], ['/nope', 404], ['/metrics?token=wrong', 401]] as const) {
+      const r = await raw(s.port, req('GET', path, path.includes('?') ? {} : { authorization: 'Bearer s3cret' }));
+      expect(r.status, path).toBe(want);
+      expect(r.headers['cache-control'], path).toBe('no-store');
+      expect(r.headers['x-content-type-options'], path).toBe('nosniff');
+      expect(r.headers['content-security-policy'], path).toBe("default-src 'none'; frame-ancestors 'none'");
+    }
   });
 
   it("a token's + may be written as is in the query (a base64 token pasted into the address bar), as %2B, or sent as Bearer", async () => {
