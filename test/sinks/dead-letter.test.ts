@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { constants, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -30,6 +30,24 @@ async function until(cond: () => boolean, ms = 20_000): Promise<boolean> {
   return cond();
 }
 
+/**
+ * A named pipe made in `dir`, and a process holding it open (read and write: it waits for no
+ * writer) that then runs `then` (sh; the pipe is its descriptor 3). Resolves once it has said
+ * so; `printed()` is all it has printed, its `ready` line first.
+ */
+async function heldFifo(name: string, then: string): Promise<{ fifo: string; proc: ChildProcess; printed: () => string }> {
+  const fifo = join(dir, name);
+  execFileSync('mkfifo', [fifo]);
+  const proc = spawn('sh', ['-c', `exec 3<>"$0"; echo ready; ${then}`, fifo], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let out = '';
+  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  if (!(await until(() => out.startsWith('ready\n')))) {
+    proc.kill();
+    throw new Error(`${name}: the process holding it did not start`);
+  }
+  return { fifo, proc, printed: () => out };
+}
+
 describe('the dead-letter file', () => {
   it('a named pipe nobody reads: the parked alert is logged as not written, and the process goes on', async () => {
     const fifo = join(dir, 'dead.fifo');
@@ -48,14 +66,9 @@ describe('the dead-letter file', () => {
     // large for the broker, so usually over the pipe's 64 KiB) was cut at 64 KiB with EAGAIN,
     // the fragment left in the pipe, the alert kept in the outbox and written again at the next
     // start after the fragment: the reader got a torn line.
-    const fifo = join(dir, 'read.fifo');
-    execFileSync('mkfifo', [fifo]);
     // The reader holds the pipe open (read and write: no wait for a writer), then reads after a second.
-    const reader = spawn('sh', ['-c', 'exec 3<>"$0"; echo ready; sleep 1; exec cat <&3', fifo], { stdio: ['ignore', 'pipe', 'ignore'] });
-    let out = '';
-    reader.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const { fifo, proc: reader, printed } = await heldFifo('read.fifo', 'sleep 1; exec cat <&3');
     try {
-      expect(await until(() => out.startsWith('ready\n'))).toBe(true);
       const { sink, logs, publish } = parkOne(fifo, 200_000);
       void sink.start().catch(() => undefined);
       publish();
@@ -64,9 +77,9 @@ describe('the dead-letter file', () => {
       expect(logs.filter((l) => l.includes('cannot write the dead-letter file'))).toEqual([]);
       expect(sink.stats).toMatchObject({ parked: 1, deadLettered: 1 });
       // (After an empty line: a run's first line in a pipe starts on a line of its own.)
-      expect(await until(() => out.split('\n').length > 3)).toBe(true);
-      expect(out.split('\n')[1]).toBe('');
-      const line = out.split('\n')[2];
+      expect(await until(() => printed().split('\n').length > 3)).toBe(true);
+      expect(printed().split('\n')[1]).toBe('');
+      const line = printed().split('\n')[2];
       expect(JSON.parse(line).key).toBe('cam');
       await sink.close();
     } finally {
@@ -78,13 +91,8 @@ describe('the dead-letter file', () => {
     // The write to a pipe waited (a second, blocking open of it, and blocking writes): a reader
     // that stopped reading froze the process, and one that left between the two opens made the
     // second wait for ever for another.
-    const fifo = join(dir, 'stalled.fifo');
-    execFileSync('mkfifo', [fifo]);
-    const reader = spawn('sh', ['-c', 'exec 3<>"$0"; echo ready; exec sleep 20', fifo], { stdio: ['ignore', 'pipe', 'ignore'] });
-    let out = '';
-    reader.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const { fifo, proc: reader } = await heldFifo('stalled.fifo', 'exec sleep 20');
     try {
-      expect(await until(() => out.startsWith('ready\n'))).toBe(true);
       let t = 0;
       let pauses = 0;
       const outcomes: string[] = [];
@@ -111,14 +119,9 @@ describe('the dead-letter file', () => {
   it('after a line the stalled pipe took in part, the next parked alert still has a line of its own (it is acknowledged to the outbox as written there)', async () => {
     // The fragment of the line given up was left without its end: the next line went on after it,
     // the two one unreadable line, and that alert was forgotten by the outbox all the same.
-    const fifo = join(dir, 'torn.fifo');
-    execFileSync('mkfifo', [fifo]);
-    const holder = spawn('sh', ['-c', 'exec 3<>"$0"; echo ready; exec sleep 30', fifo], { stdio: ['ignore', 'pipe', 'ignore'] });
-    let ready = '';
-    holder.stdout.on('data', (d: Buffer) => (ready += d.toString()));
+    const { fifo, proc: holder } = await heldFifo('torn.fifo', 'exec sleep 30');
     let reader: ReturnType<typeof spawn> | undefined;
     try {
-      expect(await until(() => ready.startsWith('ready\n'))).toBe(true);
       let t = 0;
       const outcomes: string[] = [];
       const spill = { key: () => 'k', load: () => undefined, has: () => true };
@@ -152,25 +155,20 @@ describe('the dead-letter file', () => {
     // A reader that outlives argus's runs (a shipper's, or a loop of cat) joins what each run
     // writes: the fragment the last one left went on into this run's first line, the two one
     // line that parses as neither, and that alert was acknowledged to the outbox as written.
-    const fifo = join(dir, 'earlier.fifo');
-    execFileSync('mkfifo', [fifo]);
-    const reader = spawn('sh', ['-c', 'exec 3<>"$0"; echo ready; exec cat <&3', fifo], { stdio: ['ignore', 'pipe', 'ignore'] });
-    let out = '';
-    reader.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const { fifo, proc: reader, printed } = await heldFifo('earlier.fifo', 'exec cat <&3');
     try {
-      expect(await until(() => out.startsWith('ready\n'))).toBe(true);
       // The earlier run's fragment: a line without its end.
       const earlier = await open(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
       await earlier.write('{"topic":"argus.alerts","key":"cam","val');
       await earlier.close();
-      expect(await until(() => out.endsWith('"val'))).toBe(true);
+      expect(await until(() => printed().endsWith('"val'))).toBe(true);
       const outcomes: string[] = [];
       const { sink, publish } = parkOne(fifo, 5000, { onDelivered: (m, outcome) => void outcomes.push(`${(m[0] as AlertMessage).alert.id} ${outcome}`) });
       void sink.start().catch(() => undefined);
       publish();
-      expect(await until(() => outcomes.length === 1 && out.endsWith('\n'))).toBe(true);
+      expect(await until(() => outcomes.length === 1 && printed().endsWith('\n'))).toBe(true);
       expect(outcomes).toEqual(['a1 dead-lettered']);
-      const last = out.slice('ready\n'.length).split('\n').filter(Boolean).at(-1)!;
+      const last = printed().slice('ready\n'.length).split('\n').filter(Boolean).at(-1)!;
       expect(JSON.parse(JSON.parse(last).value).alert.id).toBe('a1');
       await sink.close();
     } finally {
@@ -191,13 +189,8 @@ describe('the dead-letter file', () => {
     expect(f.sink.stats).toMatchObject({ parked: 2, deadLettered: 1 });
     await f.sink.close();
     // A pipe with a reader: every line goes through, however many bytes that makes.
-    const fifo = join(dir, 'unbounded.fifo');
-    execFileSync('mkfifo', [fifo]);
-    const reader = spawn('sh', ['-c', 'exec 3<>"$0"; echo ready; exec cat <&3', fifo], { stdio: ['ignore', 'pipe', 'ignore'] });
-    let out = '';
-    reader.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const { fifo, proc: reader, printed } = await heldFifo('unbounded.fifo', 'exec cat <&3');
     try {
-      expect(await until(() => out.startsWith('ready\n'))).toBe(true);
       const p = parkOne(fifo, 5000, bound);
       void p.sink.start().catch(() => undefined);
       p.publish();
@@ -205,8 +198,8 @@ describe('the dead-letter file', () => {
       expect(await until(() => p.sink.stats.deadLettered === 4 || p.logs.some((l) => l.includes('is full')))).toBe(true);
       expect(p.logs.filter((l) => l.includes('is full'))).toEqual([]);
       expect(p.sink.stats).toMatchObject({ parked: 4, deadLettered: 4 });
-      expect(await until(() => out.split('\n').filter(Boolean).length === 5)).toBe(true);
-      expect(out.split('\n').filter(Boolean).slice(1).map((l) => JSON.parse(JSON.parse(l).value).alert.id)).toEqual(['a1', 'a2', 'a3', 'a4']);
+      expect(await until(() => printed().split('\n').filter(Boolean).length === 5)).toBe(true);
+      expect(printed().split('\n').filter(Boolean).slice(1).map((l) => JSON.parse(JSON.parse(l).value).alert.id)).toEqual(['a1', 'a2', 'a3', 'a4']);
       await p.sink.close();
     } finally {
       reader.kill();
