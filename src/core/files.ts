@@ -182,6 +182,13 @@ export interface PipeWait {
   sleep?: (ms: number) => Promise<void>;
 }
 
+/** A PipeWait with its defaults, and the moment it ends (from now). */
+function waitOf(wait: PipeWait): { now: () => number; sleep: (ms: number) => Promise<void>; waitMs: number; until: number } {
+  const now = wait.now ?? (() => performance.now());
+  const waitMs = wait.waitMs ?? PIPE_WAIT_MS;
+  return { now, sleep: wait.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms))), waitMs, until: now() + waitMs };
+}
+
 /**
  * Writes `bytes` whole to `fh`, opened with O_NONBLOCK (a file, or a pipe whose reader may be
  * slow or stalled), never in a write that waits: what a full pipe refuses (EAGAIN) is written
@@ -191,10 +198,7 @@ export interface PipeWait {
  * ENOSPC) says in `written` how many bytes went in before it (WriteCutShort).
  */
 export async function writeWithoutWaiting(fh: FileHandle, bytes: Buffer, wait: PipeWait = {}): Promise<void> {
-  const now = wait.now ?? (() => performance.now());
-  const sleep = wait.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const waitMs = wait.waitMs ?? PIPE_WAIT_MS;
-  const until = now() + waitMs;
+  const { now, sleep, waitMs, until } = waitOf(wait);
   let at = 0;
   try {
     while (at < bytes.length) {
@@ -269,11 +273,11 @@ async function readOnce(path: string, maxBytes: number, wait: PipeWait, isPipe: 
     if (st.isFIFO()) {
       closeLater = true;
       isPipe();
-      return await readPipe(fh, maxBytes, wait, failed).finally(() => fh.close().catch(() => undefined));
+      return await readChunks(fh, maxBytes, failed, wait).finally(() => fh.close().catch(() => undefined));
     }
     if (!st.isFile()) throw new Error('not a regular file or a pipe (a socket or a device)');
     if (st.size > maxBytes) throw new Error(`larger than ${maxBytes} bytes`);
-    if (st.size === 0) return await readToEnd(fh, maxBytes, failed);
+    if (st.size === 0) return await readChunks(fh, maxBytes, failed);
     // One byte more than its size: a file that grew since its stat is not cut short unseen.
     const buf = Buffer.alloc(st.size + 1);
     let n = 0;
@@ -291,33 +295,15 @@ async function readOnce(path: string, maxBytes: number, wait: PipeWait, isPipe: 
   }
 }
 
-/** A file's bytes to its end, at most `maxBytes` (a regular file whose size is not known: /proc's). */
-async function readToEnd(fh: FileHandle, maxBytes: number, failed: (e: unknown) => Error): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  const buf = Buffer.allocUnsafe(64 * 1024);
-  for (;;) {
-    const { bytesRead } = await fh.read(buf, 0, buf.length, null).catch((e: unknown) => {
-      throw failed(e);
-    });
-    if (bytesRead === 0) return Buffer.concat(chunks, total);
-    total += bytesRead;
-    if (total > maxBytes) throw new Error(`larger than ${maxBytes} bytes`);
-    chunks.push(Buffer.from(buf.subarray(0, bytesRead)));
-  }
-}
-
 /**
- * A pipe's bytes until its writer closes it, at most `maxBytes`, within `wait.waitMs`. Opened
- * without waiting, it is read without waiting too: nothing yet (EAGAIN: a writer that has not
+ * A file's bytes to its end, at most `maxBytes`: a regular file whose size is not known (/proc's),
+ * or, with `pipe`, a pipe until its writer closes it, within `pipe.waitMs`. Opened without
+ * waiting, a pipe is read without waiting too: nothing yet (EAGAIN: a writer that has not
  * written; or the end with nothing read: no writer yet) is read again after a pause, never in a
  * read that blocks one of libuv's threads.
  */
-async function readPipe(fh: FileHandle, maxBytes: number, wait: PipeWait, failed: (e: unknown) => Error): Promise<Buffer> {
-  const now = wait.now ?? (() => performance.now());
-  const sleep = wait.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const waitMs = wait.waitMs ?? PIPE_WAIT_MS;
-  const until = now() + waitMs;
+async function readChunks(fh: FileHandle, maxBytes: number, failed: (e: unknown) => Error, pipe?: PipeWait): Promise<Buffer> {
+  const w = pipe && waitOf(pipe);
   const chunks: Buffer[] = [];
   let total = 0;
   const buf = Buffer.allocUnsafe(64 * 1024);
@@ -325,7 +311,7 @@ async function readPipe(fh: FileHandle, maxBytes: number, wait: PipeWait, failed
     const got = await fh.read(buf, 0, buf.length, null).then(
       (r) => r.bytesRead,
       (e: unknown) => {
-        if ((e as NodeJS.ErrnoException).code === 'EAGAIN') return -1;
+        if (w && (e as NodeJS.ErrnoException).code === 'EAGAIN') return -1;
         throw failed(e);
       },
     );
@@ -335,8 +321,8 @@ async function readPipe(fh: FileHandle, maxBytes: number, wait: PipeWait, failed
       chunks.push(Buffer.from(buf.subarray(0, got)));
       continue;
     }
-    if (got === 0 && total > 0) return Buffer.concat(chunks, total);
-    if (now() >= until) throw new Error(`a pipe ${total > 0 ? 'whose writer did not close it' : 'nobody wrote to'} within ${waitMs / 1000} s`);
-    await sleep(PIPE_POLL_MS);
+    if (!w || (got === 0 && total > 0)) return Buffer.concat(chunks, total);
+    if (w.now() >= w.until) throw new Error(`a pipe ${total > 0 ? 'whose writer did not close it' : 'nobody wrote to'} within ${w.waitMs / 1000} s`);
+    await w.sleep(PIPE_POLL_MS);
   }
 }

@@ -224,6 +224,11 @@ export function withoutOwnNotices(lines: readonly string[]): string[] {
 
 const VSYNC_NOTICE = /^-vsync is deprecated/;
 
+/** ffmpeg's report of its opened input begins: `Input #0, <format>, from '…':`. */
+export function isInputHeader(line: string): boolean {
+  return /^Input #0/.test(line);
+}
+
 /**
  * Parses ffmpeg's log line by line. The source is the first video stream of the input's report,
  * read when that report ends (at the output's `Output #0` line; without its name, at any `Output
@@ -370,7 +375,7 @@ export class StderrProbe {
       }
       // ffmpeg prints one: another is a file's metadata (after it) or an RTSP server's SDP (printed
       // before it, at -loglevel verbose). A file's input opens with the first.
-      if (/^Input #0/.test(line)) {
+      if (isInputHeader(line)) {
         if (this.inInput) {
           this.reportForged = true;
           this.format = undefined; // which of them is ffmpeg's is not known

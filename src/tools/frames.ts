@@ -6,7 +6,7 @@ import { decodeBoundArgs, deinterlaceFilters, ffmpegInput, frameTimeFilters, fra
 import { notFfmpeg } from '../sources/ffmpeg-path.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
 import { decodeStill, stillImagePath } from '../sources/still-image.js';
-import { FrameTimes, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, reportsDamage, saysNoVideoStream, withoutOwnNotices } from '../sources/stderr-probe.js';
+import { FrameTimes, isInputHeader, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, reportsDamage, saysNoVideoStream, withoutOwnNotices } from '../sources/stderr-probe.js';
 
 /** One decoded picture at the source's full resolution, packed RGB. */
 export interface RawFrame {
@@ -197,7 +197,7 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
         durationS = Number(d[1]) * 3600 + Number(d[2]) * 60 + Number(d[3]);
         o.onDuration?.(durationS);
       }
-      if (/^Input #0/.test(line)) inputReported = true;
+      if (isInputHeader(line)) inputReported = true;
       if (/^Output #0/.test(line)) inOutput = isOutputHeader(line, outputUrl);
       else if (inOutput && !info) {
         const s = parseVideoStreamLine(line);
