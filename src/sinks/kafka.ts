@@ -67,6 +67,8 @@ export interface KafkaSinkOptions {
   sasl?: SASLOptions;
   /** Time allowed to flush on close; `close()` returns within it (+ ~250 ms) whatever the broker does. */
   closeTimeoutMs: number;
+  /** How long one request may go unanswered before kafkajs fails it (and the sink retries). Default 10000. */
+  requestTimeoutMs?: number;
   /** `start()` waits this long for the topic check and the connection, then goes on without them. Default 3000. */
   startWaitMs?: number;
   log?: LogFn;
@@ -339,7 +341,7 @@ export class KafkaSink implements Sink {
       ssl: o.ssl,
       sasl: o.sasl,
       connectionTimeout: 3000,
-      requestTimeout: 10_000,
+      requestTimeout: o.requestTimeoutMs ?? 10_000,
       logLevel: logLevel.NOTHING,
       retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 },
     });

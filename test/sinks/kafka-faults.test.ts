@@ -313,7 +313,8 @@ describe('Kafka sink: a broker that accepts connections and never answers, then 
     const at = `127.0.0.1:${(proxy.address() as AddressInfo).port}`;
     try {
       const topic = uniqueTopic('blackhole');
-      const { sink, logs, acked } = makeSink(topic, { brokers: [at], lingerMs: 5 });
+      // requestTimeoutMs 2 s (default 10 s): each unanswered request fails after 2 s.
+      const { sink, logs, acked } = makeSink(topic, { brokers: [at], lingerMs: 5, requestTimeoutMs: 2000 });
       // The broker does not answer: the sink starts after startWaitMs and buffers. It waited for
       // two of kafkajs's 10 s requests (20 s in which no camera ran).
       const t0 = performance.now();
@@ -322,6 +323,9 @@ describe('Kafka sink: a broker that accepts connections and never answers, then 
       expect(logs.some((l) => /^kafka: no answer from 127\.0\.0\.1:\d+ within 3 s; starting without it/.test(l.msg))).toBe(true);
       // The check and the connection go on in the background, and fail as before.
       expect(await until(() => logs.some((l) => l.msg.startsWith('kafka: broker not reachable at start')), BROKER_WAIT_MS)).toBe(true);
+      // After two unanswered 2 s requests (6 s here); with the default 10 s, 20 s at the least
+      // (30 s measured).
+      expect(performance.now() - t0).toBeLessThan(18_000);
       for (let i = 0; i < 5; i++) publish(sink, alert('dock', `b${i}`));
       expect(await until(() => sink.stats.failures >= 2, BROKER_WAIT_MS)).toBe(true);
       blackHole = false;

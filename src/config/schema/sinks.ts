@@ -137,6 +137,8 @@ export const KafkaSinkSchema = z
     statusBufferSize: finite().int().min(1).default(1000),
     /** Time allowed to flush on shutdown, ms. Default 10000. */
     closeTimeoutMs: ms(0).default(10_000),
+    /** How long one request to the broker (produce, metadata, topic check) may go unanswered before it fails and is retried, ms. Default 10000. Lower: a broker that accepts connections and never answers is noticed sooner; too low for the link: requests that would have succeeded fail and are retried. */
+    requestTimeoutMs: finite().int().min(500).max(300_000).default(10_000),
     /** TLS: true, or Node tls options (ca, cert, key, servername…), passed to kafkajs. */
     ssl: kafkaSsl.optional(),
     /** SASL, passed to kafkajs: { mechanism: plain | scram-sha-256 | scram-sha-512, username, password }. */
