@@ -35,26 +35,26 @@ fi
 unset ARGUS_KAFKA_STATE ARGUS_RTSP_STATE ARGUS_HTTP_PORT
 
 # A real Apache Kafka (KRaft) on loopback for the sink tests; fetched from Maven Central on
-# first use, stopped when the tests end.
-export KAFKA_PORT="${KAFKA_PORT:-19092}"
+# first use. vitest's global setup (test/helpers/global-setup.ts) starts it, beside the derived
+# models, on 19092 (or KAFKA_PORT) plus the run's port offset: the test ports of a run that
+# another test run (another checkout) already uses are moved up by 10000, so that neither
+# stops or kills the other's brokers and RTSP servers (test/helpers/ports.ts). It is stopped
+# when the tests end, and here too in case vitest died without its teardown.
+export ARGUS_TEST_KAFKA=start
 # A JVM start on a busy 2-core machine can take minutes.
 export KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-480}"
 # Every temporary file and folder of the tests, and of the programs they start, goes under one
 # folder of this run, removed when it ends: the tests' own mkdtemp folders used to stay behind
 # (thousands in /tmp after a few runs).
 run_tmp="$(mktemp -d "${TMPDIR:-/tmp}/argus-test.XXXXXX")"
-broker_started=0
+export ARGUS_TEST_KAFKA_PORT_FILE="$run_tmp/kafka-port"
 cleanup() {
-  if [ "$broker_started" = 1 ]; then bash scripts/kafka-broker.sh stop >/dev/null 2>&1 || true; fi
+  if [ -s "$ARGUS_TEST_KAFKA_PORT_FILE" ]; then
+    KAFKA_PORT="$(cat "$ARGUS_TEST_KAFKA_PORT_FILE")" bash scripts/kafka-broker.sh stop >/dev/null 2>&1 || true
+  fi
   rm -rf "$run_tmp"
 }
 trap cleanup EXIT
-if brokers_line=$(bash scripts/kafka-broker.sh start); then
-  export "${brokers_line?}"
-  broker_started=1
-else
-  echo "test.sh: could not start the Kafka broker (see above); Kafka tests will fail" >&2
-fi
 
 TMPDIR="$run_tmp" npx vitest run "$@"
 rc=$?

@@ -8,8 +8,9 @@ import { PERSON_VIDEO } from '../helpers/assets.js';
 import { ARGUS, runCommand } from '../helpers/cli.js';
 import { testBrokers } from '../helpers/kafka.js';
 import { rtspServer } from '../helpers/rtsp.js';
+import { testPort } from '../helpers/ports.js';
 
-const { rtsp, publish } = rtspServer(18574);
+const { rtsp, publish } = rtspServer(testPort(18574));
 
 /**
  * Issue 15: three (then four) `argus worker` processes, six RTSP cameras from the real RTSP

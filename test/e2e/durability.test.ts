@@ -7,13 +7,14 @@ import { PERSON_VIDEO } from '../helpers/assets.js';
 import { MODEL_RUN_TIMEOUT_MS } from '../helpers/cli.js';
 import { BROKER_TIMEOUT_MS, broker, readTopicUntil, uniqueTopic } from '../helpers/kafka.js';
 import { readOutbox } from '../../src/sinks/outbox.js';
+import { testPort } from '../helpers/ports.js';
 
 /**
  * What a crash, a `kill -9` or a hang-up does to alerts, on the real CLI with a real broker of
  * this file's own (port 19492) that the tests kill and restart.
  */
 const ROOT = resolve(__dirname, '../..');
-const PORT = 19492;
+const PORT = testPort(19492);
 const BROKERS = [`127.0.0.1:${PORT}`];
 
 beforeAll(async () => {

@@ -1,21 +1,65 @@
+import { writeFileSync } from 'node:fs';
 import { loadModelManifest, resolveModelFile } from '../../src/assets/catalog.js';
+import { broker } from './kafka.js';
+import { claimPortOffset, testPort } from './ports.js';
 
 /**
- * Runs once before the test files: makes the derived YOLOX-Nano variants (dynamic batch, fp16,
- * int8) if the cache lacks them. On a fresh clone that is a Python environment from PyPI plus
- * the conversion: 78 s on this 2-core machine idle, over two minutes with two busy processes
- * beside it. Done here, that cost no longer lands inside whichever test first asks for a
- * variant (a worker test once ran past its bound that way). A failure is printed, not thrown:
- * the tests that need a variant then fail with the cause, the others still run.
+ * Runs once before the test files.
+ *
+ * Chooses the run's test ports (helpers/ports.ts): the first offset no other test run holds,
+ * unless ARGUS_TEST_PORT_OFFSET is set. Test files see it in that variable.
+ *
+ * With ARGUS_TEST_KAFKA=start (the test command sets it), starts the shared Kafka broker on
+ * KAFKA_PORT (default 19092 plus the offset) and stops it at the end; test files see it in
+ * KAFKA_BROKERS. The port goes into ARGUS_TEST_KAFKA_PORT_FILE when that is set, so the test
+ * command stops the broker even if vitest dies without its teardown.
+ *
+ * Makes the derived YOLOX-Nano variants (dynamic batch, fp16, int8) if the cache lacks them. On
+ * a fresh clone that is a Python environment from PyPI plus the conversion: 78 s on this 2-core
+ * machine idle, over two minutes with two busy processes beside it. Done here, that cost no
+ * longer lands inside whichever test first asks for a variant (a worker test once ran past its
+ * bound that way). It runs beside the broker's start. A failure of either is printed, not
+ * thrown: the tests that need it then fail with the cause, the others still run.
  */
-export default async function setup(): Promise<void> {
-  const t0 = Date.now();
-  try {
-    const { manifest } = await loadModelManifest('yolox-nano-dyn');
-    await resolveModelFile(manifest, { log: (m) => console.log(`global setup: ${m}`) });
-    const s = (Date.now() - t0) / 1000;
-    if (s > 1) console.log(`global setup: derived models ready in ${s.toFixed(1)} s`);
-  } catch (e) {
-    console.error(`global setup: could not derive the YOLOX-Nano variants: ${(e as Error).message}`);
+export default async function setup(): Promise<() => Promise<void>> {
+  let release = async (): Promise<void> => {};
+  if (process.env.ARGUS_TEST_PORT_OFFSET === undefined) {
+    const { offset, lock } = await claimPortOffset();
+    process.env.ARGUS_TEST_PORT_OFFSET = String(offset);
+    if (offset !== 0) console.log(`global setup: another test run holds the default ports; this run's are ${offset} higher (19092 → ${19092 + offset})`);
+    release = () => new Promise<void>((r) => lock.close(() => r()));
   }
+  let stopBroker = async (): Promise<void> => {};
+  const kafka = async (): Promise<void> => {
+    if (process.env.ARGUS_TEST_KAFKA !== 'start') return;
+    const port = Number(process.env.KAFKA_PORT || testPort(19092));
+    if (process.env.ARGUS_TEST_KAFKA_PORT_FILE) writeFileSync(process.env.ARGUS_TEST_KAFKA_PORT_FILE, `${port}\n`);
+    try {
+      const line = await broker('start', port);
+      const m = /KAFKA_BROKERS=(\S+)/.exec(line);
+      if (!m) throw new Error(`kafka-broker.sh start printed no brokers: ${line}`);
+      process.env.KAFKA_BROKERS = m[1];
+      stopBroker = async () => {
+        await broker('stop', port).catch(() => undefined);
+      };
+    } catch (e) {
+      console.error(`global setup: could not start the Kafka broker on ${port}; Kafka tests will fail: ${(e as Error).message}`);
+    }
+  };
+  const models = async (): Promise<void> => {
+    const t0 = Date.now();
+    try {
+      const { manifest } = await loadModelManifest('yolox-nano-dyn');
+      await resolveModelFile(manifest, { log: (m) => console.log(`global setup: ${m}`) });
+      const s = (Date.now() - t0) / 1000;
+      if (s > 1) console.log(`global setup: derived models ready in ${s.toFixed(1)} s`);
+    } catch (e) {
+      console.error(`global setup: could not derive the YOLOX-Nano variants: ${(e as Error).message}`);
+    }
+  };
+  await Promise.all([kafka(), models()]);
+  return async () => {
+    await stopBroker();
+    await release();
+  };
 }

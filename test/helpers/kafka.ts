@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
+import { testPort } from './ports.js';
 
 const run = promisify(execFile);
 const SCRIPT = resolve(__dirname, '../../scripts/kafka-broker.sh');
@@ -25,11 +26,12 @@ export async function broker(cmd: 'start' | 'stop' | 'kill' | 'status', port: nu
 
 /**
  * The brokers the tests use: $KAFKA_BROKERS (the test command starts one), or a broker this
- * helper starts on 19092 when a test file is run on its own.
+ * helper starts on 19092 (plus the run's port offset, helpers/ports.ts) when a test file is run
+ * on its own.
  */
 export async function testBrokers(): Promise<string[]> {
   if (process.env.KAFKA_BROKERS) return process.env.KAFKA_BROKERS.split(',');
-  const line = await broker('start', 19092);
+  const line = await broker('start', testPort(19092));
   const m = /KAFKA_BROKERS=(\S+)/.exec(line);
   if (!m) throw new Error(`kafka-broker.sh start printed no brokers: ${line}`);
   process.env.KAFKA_BROKERS = m[1];

@@ -10,10 +10,11 @@ import { MESSAGE_VERSION, statusMessage, type AlertMessage, type DetectionsMessa
 import { KafkaSink, type DeliveryOutcome, type KafkaSinkOptions } from '../../src/sinks/kafka.js';
 import { Outbox } from '../../src/sinks/outbox.js';
 import { BROKER_TIMEOUT_MS, broker, readTopic, readTopicUntil, stallBroker, uniqueTopic } from '../helpers/kafka.js';
+import { testPort } from '../helpers/ports.js';
 
 // A broker of this file's own (not 19092, which other tests share, nor 19192, which
 // kafka.test.ts kills): these tests freeze it with SIGSTOP.
-const PORT = 19292;
+const PORT = testPort(19292);
 let brokers: string[];
 let stalled = false;
 const tmp = mkdtempSync(join(tmpdir(), 'argus-kafka-faults-'));

@@ -11,6 +11,7 @@ import { PERSON_VIDEO } from '../helpers/assets.js';
 import { MODEL_RUN_TIMEOUT_MS } from '../helpers/cli.js';
 import { BROKER_TIMEOUT_MS, broker, readTopic, testBrokers, uniqueTopic } from '../helpers/kafka.js';
 import { assertValidMessage } from '../helpers/schema.js';
+import { testPort } from '../helpers/ports.js';
 
 let brokers: string[];
 beforeAll(async () => {
@@ -100,7 +101,7 @@ describe('Kafka sink against a real broker', () => {
 
 describe('Kafka broker killed (SIGKILL) and restarted while the pipeline runs', () => {
   // A broker of its own, so stopping it disturbs no other test.
-  const PORT = 19192;
+  const PORT = testPort(19192);
   let outageBrokers: string[];
   beforeAll(async () => {
     const line = await broker('start', PORT, '--fresh');

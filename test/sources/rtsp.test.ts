@@ -14,8 +14,9 @@ import { LIVE_PTS_SLACK_S } from '../../src/sources/ffmpeg-source.js';
 import type { Transition } from '../../src/sources/health.js';
 import { MIRROR } from '../helpers/assets.js';
 import { rtspServer } from '../helpers/rtsp.js';
+import { testPort } from '../helpers/ports.js';
 
-const { rtsp, publish } = rtspServer(18554);
+const { rtsp, publish } = rtspServer(testPort(18554));
 
 const PERSON = `${MIRROR}/streams/one-by-one-person-detection.mp4`;
 let cam1: string;
