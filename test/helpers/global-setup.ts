@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { loadModelManifest, resolveModelFile } from '../../src/assets/catalog.js';
-import { broker } from './kafka.js';
+import { broker, brokerCommand } from './kafka.js';
 import { claimPortOffset, testPort } from './ports.js';
 
 /**
@@ -35,7 +35,7 @@ export default async function setup(): Promise<() => Promise<void>> {
     const port = Number(process.env.KAFKA_PORT || testPort(19092));
     if (process.env.ARGUS_TEST_KAFKA_PORT_FILE) writeFileSync(process.env.ARGUS_TEST_KAFKA_PORT_FILE, `${port}\n`);
     try {
-      const line = await broker('start', port);
+      const line = await brokerCommand({ progress: true }, 'start', port);
       const m = /KAFKA_BROKERS=(\S+)/.exec(line);
       if (!m) throw new Error(`kafka-broker.sh start printed no brokers: ${line}`);
       process.env.KAFKA_BROKERS = m[1];

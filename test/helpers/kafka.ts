@@ -19,8 +19,18 @@ export const BROKER_TIMEOUT_MS = 600_000;
  * up to KAFKA_START_TIMEOUT (here 480 s unless set) for the broker to answer.
  */
 export async function broker(cmd: 'start' | 'stop' | 'kill' | 'status', port: number, ...args: string[]): Promise<string> {
+  return brokerCommand({}, cmd, port, ...args);
+}
+
+/**
+ * `broker`, with its progress (the script's stderr: a first run's download from Maven Central,
+ * the wait for the JVM) shown as it comes when `o.progress` is set, as global setup wants it.
+ */
+export async function brokerCommand(o: { progress?: boolean }, cmd: 'start' | 'stop' | 'kill' | 'status', port: number, ...args: string[]): Promise<string> {
   const env = { ...process.env, KAFKA_PORT: String(port), KAFKA_START_TIMEOUT: process.env.KAFKA_START_TIMEOUT ?? '480' };
-  const { stdout } = await run('bash', [SCRIPT, cmd, ...args], { env, timeout: BROKER_TIMEOUT_MS });
+  const child = run('bash', [SCRIPT, cmd, ...args], { env, timeout: BROKER_TIMEOUT_MS });
+  if (o.progress) child.child.stderr?.pipe(process.stderr, { end: false });
+  const { stdout } = await child;
   return stdout.trim();
 }
 
