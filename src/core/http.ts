@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -30,6 +30,77 @@ export function requestToken(req: IncomingMessage, url: URL | undefined): string
 }
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+/**
+ * The dashboard's session cookie. A browser opens the dashboard once as `/?token=…`; the server
+ * answers with this cookie and a redirect to the same URL without the token, so the token is in
+ * no history, bookmark, screenshot or link of the page. Its name carries the port the browser
+ * sent the request to (the `Host` header's): cookies are not kept per port, and two argus
+ * processes on one host (a cluster's workers) must not replace each other's.
+ */
+export function sessionCookieName(req: IncomingMessage): string {
+  let port = '';
+  try {
+    port = req.headers.host ? new URL(`http://${req.headers.host}`).port : '';
+  } catch {
+    // a Host that is no host: no port in the name (hostAllowed refuses such a request anyway)
+  }
+  return port ? `argus_session_${port}` : 'argus_session';
+}
+
+/**
+ * The cookie's value for a token: an HMAC of a fixed label keyed by the token, not the token
+ * itself. Stateless: it survives a restart of the process (the dashboard reconnects on its own)
+ * and stops working when the token changes. It opens what the token opens, but cannot be sent
+ * as `Bearer` or `?token=`; any other service on the host (cookies are not per port) that is
+ * sent it learns no token of argus's.
+ */
+export function sessionValue(token: string): string {
+  return createHmac('sha256', token).update('argus dashboard session v1', 'utf8').digest('base64url');
+}
+
+/** The value of the cookie `name` in the request's `Cookie` header, or undefined. Never throws. */
+export function requestCookie(req: IncomingMessage, name: string): string | undefined {
+  const header = req.headers.cookie;
+  if (typeof header !== 'string') return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+/**
+ * Whether a request carries the token: `?token=` or `Authorization: Bearer …` (scripts, the
+ * first visit of a browser), else the dashboard's session cookie. A token that is presented
+ * decides on its own: a wrong `?token=` is refused even beside a good cookie.
+ */
+export function requestAuthorized(req: IncomingMessage, url: URL | undefined, token: string): boolean {
+  const given = requestToken(req, url);
+  if (given !== undefined) return tokenMatches(given, token);
+  return tokenMatches(requestCookie(req, sessionCookieName(req)), sessionValue(token));
+}
+
+/**
+ * The `Set-Cookie` of the dashboard's session: HttpOnly (no script of the page reads it),
+ * SameSite=Strict (no other site's page or link sends it), Path=/, Secure when the request came
+ * over TLS (to argus itself, or to a proxy in front that says so in `X-Forwarded-Proto` or
+ * `Forwarded`: a client that lies about it only keeps its own browser from storing the cookie).
+ * No Max-Age or Expires: it ends with the browser's session.
+ */
+export function sessionCookie(req: IncomingMessage, token: string): string {
+  const tls = (req.socket as Socket & { encrypted?: boolean }).encrypted === true || forwardedProto(req) === 'https';
+  return `${sessionCookieName(req)}=${sessionValue(token)}; Path=/; HttpOnly; SameSite=Strict${tls ? '; Secure' : ''}`;
+}
+
+/** The protocol a proxy in front says the client used (`X-Forwarded-Proto`, else `Forwarded: proto=`), lower case, the first hop's. */
+function forwardedProto(req: IncomingMessage): string | undefined {
+  const xf = req.headers['x-forwarded-proto'];
+  if (typeof xf === 'string' && xf) return xf.split(',')[0].trim().toLowerCase();
+  const fwd = req.headers.forwarded;
+  const m = typeof fwd === 'string' ? /(?:^|[;,\s])proto=("?)([a-z]+)\1/i.exec(fwd) : null;
+  return m?.[2].toLowerCase();
+}
 
 /** Constant-time token comparison: both sides are hashed first, so neither length nor content leaks through timing. */
 export function tokenMatches(given: string | undefined, expected: string): boolean {

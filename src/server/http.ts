@@ -5,13 +5,20 @@ import type { Duplex } from 'node:stream';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { ThrottledLog, type LogFn } from '../core/log.js';
 import { redact } from '../core/redact.js';
-import { parseRequestUrl, refuseSocket, requestToken, tokenMatches } from '../core/http.js';
+import { parseRequestUrl, refuseSocket, requestAuthorized, sessionCookie } from '../core/http.js';
 
 export type Route = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
 export interface RouteOptions {
   /** Served without the token even when one is configured (/healthz, /readyz). Default false. */
   public?: boolean;
+  /**
+   * A page a link may open (the dashboard). A browser keeps its SameSite=Strict session cookie
+   * off a navigation that another site started, redirects after it included: such a navigation
+   * without credentials is answered 401 with `Refresh: 0`, and the reload, started by this
+   * server's own origin, carries the cookie (or is an ordinary 401). Default false.
+   */
+  page?: boolean;
 }
 
 /** Limits every connection lives under; README, "HTTP server: limits and access". */
@@ -29,7 +36,7 @@ export interface HttpServerOptions {
   routes?: Record<string, Route>;
   /** Upgrade handlers by path (e.g. /ws). Each does its own access checks (the WebSocket hub checks token and Origin). */
   upgrades?: Record<string, (req: IncomingMessage, socket: Duplex, head: Buffer) => void>;
-  /** When set, every route except those registered `public` answers 401 without it (`Authorization: Bearer …` or `?token=…`). */
+  /** When set, every route except those registered `public` answers 401 without it (`Authorization: Bearer …`, `?token=…`, or the dashboard's session cookie). */
   token?: string;
   /**
    * Open sockets (HTTP and WebSocket together). Beyond it a new connection takes the place of
@@ -85,6 +92,8 @@ export interface RunningServer {
   route(path: string, handler: Route, options?: RouteOptions): void;
   /** Whether a request carries the token (always true when none is configured): public routes say more to those that do. */
   authorized(req: IncomingMessage): boolean;
+  /** The `Set-Cookie` value of the dashboard's session for this request (undefined without a token): see core/http.ts, sessionCookie. */
+  sessionCookie(req: IncomingMessage): string | undefined;
   close(): Promise<void>;
 }
 
@@ -162,6 +171,11 @@ function admitConnections(server: Server, max: number, log: LogFn): void {
   });
 }
 
+/** A browser's top-level GET navigation that another site started (a link, or a redirect after one): `Sec-Fetch-Site: cross-site`. */
+function foreignNavigation(req: IncomingMessage): boolean {
+  return req.method === 'GET' && req.headers['sec-fetch-site'] === 'cross-site' && req.headers['sec-fetch-mode'] === 'navigate' && req.headers['sec-fetch-dest'] === 'document';
+}
+
 /** 405 for any method but GET and HEAD; the body (if any) is not read: the connection is closed after the answer. */
 function methodNotAllowed(res: ServerResponse): void {
   plain(res, 405, 'method not allowed\n', { allow: 'GET, HEAD', connection: 'close' });
@@ -196,7 +210,7 @@ function plain(res: ServerResponse, status: number, body: string, headers: Recor
  */
 export async function startHttpServer(o: HttpServerOptions): Promise<RunningServer> {
   const log = o.log ?? noop;
-  const routes = new Map<string, { handler: Route; public: boolean }>(Object.entries(o.routes ?? {}).map(([p, h]) => [p, { handler: h, public: false }]));
+  const routes = new Map<string, { handler: Route; public: boolean; page: boolean }>(Object.entries(o.routes ?? {}).map(([p, h]) => [p, { handler: h, public: false, page: false }]));
   const requestTimeout = o.requestTimeoutMs ?? SERVER_DEFAULTS.requestTimeoutMs;
   // Node requires headersTimeout <= requestTimeout.
   const headersTimeout = Math.min(o.headersTimeoutMs ?? SERVER_DEFAULTS.headersTimeoutMs, requestTimeout);
@@ -225,8 +239,9 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     const url = parseRequestUrl(req.url);
     if (!url) return plain(res, 400, 'bad request: the URL cannot be parsed\n', { connection: 'close' });
     const entry = routes.get(url.pathname);
-    if (o.token && !entry?.public && !tokenMatches(requestToken(req, url), o.token)) {
-      return plain(res, 401, 'unauthorized: send Authorization: Bearer <token> or ?token=<token>\n', { 'www-authenticate': 'Bearer realm="argus"' });
+    if (o.token && !entry?.public && !requestAuthorized(req, url, o.token)) {
+      const reload = entry?.page && !url.searchParams.has('token') && foreignNavigation(req) ? { refresh: '0' } : undefined;
+      return plain(res, 401, 'unauthorized: send Authorization: Bearer <token> or ?token=<token>\n', { 'www-authenticate': 'Bearer realm="argus"', ...reload });
     }
     if (!entry) return plain(res, 404, 'not found\n');
     if (req.method !== 'GET' && req.method !== 'HEAD') return methodNotAllowed(res);
@@ -302,12 +317,13 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     server,
     port,
     url: `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`,
-    route: (path, handler, options) => void routes.set(path, { handler, public: options?.public ?? false }),
+    route: (path, handler, options) => void routes.set(path, { handler, public: options?.public ?? false, page: options?.page ?? false }),
     authorized: (req) => {
       if (!o.token) return true;
       const url = parseRequestUrl(req.url);
-      return url !== undefined && tokenMatches(requestToken(req, url), o.token);
+      return url !== undefined && requestAuthorized(req, url, o.token);
     },
+    sessionCookie: (req) => (o.token ? sessionCookie(req, o.token) : undefined),
     close: () =>
       new Promise<void>((r) => {
         server.close(() => r());

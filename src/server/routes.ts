@@ -1,11 +1,10 @@
-import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FrameRates, type FrameRate, type SourceStats } from '../sources/stats.js';
 import type { Metrics } from './metrics.js';
-import { parseRequestUrl, requestToken } from '../core/http.js';
+import { parseRequestUrl } from '../core/http.js';
 import { DATA_HEADERS, type RunningServer } from './http.js';
 import { STAGES } from '../core/frame.js';
 import { percentileOfSorted } from '../core/stats.js';
@@ -132,16 +131,14 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
   );
   const file = (name: string) => async (req: IncomingMessage, res: ServerResponse) => {
     const headers: Record<string, string> = { 'content-type': TYPES[extname(name)] ?? 'application/octet-stream', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' };
-    let body: Buffer | string = await readFile(join(DASHBOARD, name));
     if (name === 'index.html') {
-      const page = withTokenInAssets(body.toString('utf8'), req);
-      body = page.html;
-      Object.assign(headers, pageHeaders(page.importMap));
+      if (trade(server, req, res)) return;
+      Object.assign(headers, PAGE_HEADERS);
     }
-    res.writeHead(200, headers).end(body);
+    res.writeHead(200, headers).end(await readFile(join(DASHBOARD, name)));
   };
-  server.route('/', file('index.html'));
-  server.route('/index.html', file('index.html'));
+  server.route('/', file('index.html'), { page: true });
+  server.route('/index.html', file('index.html'), { page: true });
   server.route('/app.js', file('app.js'));
   server.route('/style.css', file('style.css'));
   // Exact paths only: a module name not in the list (or any other path under /js/) is a 404.
@@ -174,46 +171,40 @@ export const DASHBOARD_MODULES: readonly string[] = [
   'tile-state.js',
   'tile-stats.js',
   'tile.js',
-  'token.js',
 ];
 
 /**
- * A browser opens the dashboard as `/?token=…` and cannot add a header to the requests for its
- * stylesheet and script: with a token in the query, the page's relative asset links carry it
- * too (app.js forwards it to /api/sources and /ws itself). The modules app.js imports are
- * fetched by the browser without the page's query: an import map in the page maps each one to
- * its URL with the token. The route only runs once the token was checked, so this echoes a
- * token the client already holds (URL-encoded, so it cannot close the script element).
+ * The dashboard opened with `?token=` (the route runs only once that token was checked): the
+ * answer is the session cookie and a 303 to the same URL without the token, so the token stays in
+ * no history, bookmark or screenshot, and the page, its links and its requests never hold it; the
+ * page, its assets, /api/sources and /ws then authenticate by the cookie. True when it answered.
  */
-function withTokenInAssets(html: string, req: IncomingMessage): { html: string; importMap?: string } {
+function trade(server: RunningServer, req: IncomingMessage, res: ServerResponse): boolean {
   const url = parseRequestUrl(req.url);
-  const token = url?.searchParams.get('token') ? requestToken(req, url) : undefined;
-  if (!token) return { html };
-  const q = `?token=${encodeURIComponent(token).replace(/'/g, '%27')}`;
-  const imports = Object.fromEntries(DASHBOARD_MODULES.map((m) => [`./js/${m}`, `./js/${m}${q}`]));
-  const importMap = JSON.stringify({ imports });
-  return {
-    html: html
-      .replace(/(\s(?:src|href)=")(app\.js|style\.css)"/g, (_m, attr: string, asset: string) => `${attr}${asset}${q}"`)
-      .replace('</head>', `  <script type="importmap">${importMap}</script>\n</head>`),
-    importMap,
-  };
+  const cookie = server.sessionCookie(req);
+  if (!cookie || !url?.searchParams.has('token')) return false;
+  url.searchParams.delete('token');
+  res
+    .writeHead(303, {
+      location: `${url.pathname}${url.search}`,
+      'set-cookie': cookie,
+      'content-type': 'text/plain; charset=utf-8',
+      ...DATA_HEADERS,
+      'referrer-policy': 'no-referrer',
+    })
+    .end('see other: the token is now this browser session\'s cookie\n');
+  return true;
 }
 
 /**
  * The dashboard page's own headers. A Content-Security-Policy: scripts, styles and connections
- * from this server only (the import map, the one inline script, by its hash), pictures from it
- * or `data:` (snapshots), and no page may frame it (`frame-ancestors 'none'`, and
- * `X-Frame-Options: DENY` for browsers without CSP 2): a page the operator visits cannot lay the
- * dashboard under its own buttons (clickjacking), and a string that ever slipped into markup
- * could not run. `no-store`: a page opened with `?token=` holds the token (its links, the
- * import map) and is kept in no cache.
+ * from this server only (no inline script), pictures from it or `data:` (snapshots), and no page
+ * may frame it (`frame-ancestors 'none'`, and `X-Frame-Options: DENY` for browsers without CSP
+ * 2): a page the operator visits cannot lay the dashboard under its own buttons (clickjacking),
+ * and a string that ever slipped into markup could not run. `no-store`: no cache keeps it.
  */
-function pageHeaders(importMap: string | undefined): Record<string, string> {
-  const inline = importMap === undefined ? '' : ` 'sha256-${createHash('sha256').update(importMap, 'utf8').digest('base64')}'`;
-  return {
-    'cache-control': 'no-store',
-    'x-frame-options': 'DENY',
-    'content-security-policy': `default-src 'none'; script-src 'self'${inline}; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`,
-  };
-}
+const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  'cache-control': 'no-store',
+  'x-frame-options': 'DENY',
+  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+};

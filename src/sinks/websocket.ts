@@ -3,12 +3,12 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import { randomBytes } from 'node:crypto';
 import { ThrottledLog, type LogFn } from '../core/log.js';
-import { parseRequestUrl, refuseSocket, requestToken, tokenMatches } from '../core/http.js';
+import { parseRequestUrl, refuseSocket, requestAuthorized } from '../core/http.js';
 import type { Message, MessageKind } from './message.js';
 import type { Sink } from './sink.js';
 
 export interface WebSocketHubOptions {
-  /** Clients must present this token (`?token=` or `Authorization: Bearer`). Default: none. */
+  /** Clients must present this token (`?token=` or `Authorization: Bearer`) or the dashboard's session cookie (checked after the Origin). Default: none. */
   token?: string;
   /** Bytes queued for one client before its detection messages are dropped. Default 1 MiB. */
   maxBufferedBytes: number;
@@ -128,7 +128,7 @@ export class WebSocketHub implements Sink {
         this.throttled.log('origin', 'websocket: upgrade from a foreign origin refused', { origin: String(req.headers.origin).slice(0, 200) }, 'warn');
         return this.refuse(socket, 403, 'Forbidden');
       }
-      if (this.o.token && !tokenMatches(requestToken(req, url), this.o.token)) return this.refuse(socket, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer realm="argus"' });
+      if (this.o.token && !requestAuthorized(req, url, this.o.token)) return this.refuse(socket, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer realm="argus"' });
       if (this.openClients() >= this.maxClients) return this.refuse(socket, 503, 'Service Unavailable', { 'Retry-After': '5' });
       this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws));
     } catch (e) {

@@ -118,23 +118,30 @@ async function bareServer(token: string | undefined, sources: string[], extra: P
 }
 
 describe('dashboard modules', () => {
-  it('with a token, the page at /?token= loads app.js and every module in js/ with it (200, text/javascript), connects and polls; unknown and traversal paths are 404, no token 401', async () => {
+  it('with a token, the page at /?token= trades it for a session cookie and drops it from its URL; app.js and every module in js/ load by the cookie (200, text/javascript), it connects and polls; unknown and traversal paths are 404, no token 401', async () => {
     const token = 's3cr=t/+';
     const q = `?token=${encodeURIComponent(token)}`;
     const server = await bareServer(token, ['lobby']);
     const s = server.s;
-    const page = await browser.newPage();
+    const context = await browser.newContext();
+    const page = await context.newPage();
     try {
       const problems: string[] = [];
       page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
       page.on('console', (m) => void (m.type() === 'error' && problems.push(`console: ${m.text()}`)));
       page.on('requestfailed', (r) => problems.push(`failed: ${r.url()}`));
-      const scripts = new Map<string, { status: number; type: string; token: string | null }>();
+      const scripts = new Map<string, { status: number; type: string }>();
+      const withToken: string[] = []; // every request the page made after the first that still held the token
+      page.on('request', (r) => void (r.url().includes('token') && !r.url().endsWith(q) && withToken.push(r.url())));
       page.on('response', (r) => {
         const u = new URL(r.url());
-        if (u.pathname.endsWith('.js')) scripts.set(u.pathname, { status: r.status(), type: r.headers()['content-type'] ?? '', token: u.searchParams.get('token') });
+        if (u.pathname.endsWith('.js')) scripts.set(u.pathname, { status: r.status(), type: r.headers()['content-type'] ?? '' });
       });
-      await page.goto(`${s.url}/${q}`); // resolves on the load event, which waits for the whole module graph
+      await page.goto(`${s.url}/${q}#x`); // resolves on the load event, which waits for the whole module graph
+      expect(page.url()).toBe(`${s.url}/#x`); // the token is in no history entry, bookmark or address bar
+      expect(await page.evaluate(() => history.length)).toBe(2); // about:blank and the page: the redirect made no entry of its own
+      expect(await page.evaluate(() => document.cookie)).toBe(''); // HttpOnly: no script of the page reads it
+      expect((await context.cookies()).map((c) => ({ name: c.name, httpOnly: c.httpOnly, sameSite: c.sameSite, expires: c.expires }))).toEqual([{ name: `argus_session_${s.port}`, httpOnly: true, sameSite: 'Strict', expires: -1 }]);
 
       const files = readdirSync(resolve(ROOT, 'src/server/dashboard/js')).sort();
       expect([...DASHBOARD_MODULES].sort()).toEqual(files); // every module file is served, and nothing else
@@ -142,29 +149,58 @@ describe('dashboard modules', () => {
       for (const [path, r] of scripts) {
         expect(r.status, path).toBe(200);
         expect(r.type, path).toMatch(/^text\/javascript/);
-        expect(r.token, path).toBe(token);
       }
-      // Connected: the WebSocket carried the token; the model's name shown: so did the /api/sources poll.
+      // Connected: the WebSocket carried the cookie; the model's name shown: so did the /api/sources poll.
       await page.waitForFunction(() => document.querySelector('#status')?.textContent === 'connected', undefined, { timeout: 15_000 });
       await page.waitForFunction(() => document.querySelector('#model')?.textContent === 'model m 1', undefined, { timeout: 15_000 });
       expect(await page.locator('.tile[data-source="lobby"]').count()).toBe(1); // from the hello message
+      expect(withToken).toEqual([]);
       expect(problems).toEqual([]);
+      // Reloaded (the address bar's URL, no token): the cookie keeps it open.
+      await page.reload();
+      await page.waitForFunction(() => document.querySelector('#status')?.textContent === 'connected', undefined, { timeout: 15_000 });
 
       // Opened with the token as pasted, its + unencoded (not form encoding's space), it connects and polls too.
-      const pasted = await browser.newPage();
+      const fresh = await browser.newContext();
       try {
+        const pasted = await fresh.newPage();
         await pasted.goto(`${s.url}/?token=${token}`);
+        expect(pasted.url()).toBe(`${s.url}/`);
         await pasted.waitForFunction(() => document.querySelector('#status')?.textContent === 'connected', undefined, { timeout: 15_000 });
         await pasted.waitForFunction(() => document.querySelector('#model')?.textContent === 'model m 1', undefined, { timeout: 15_000 });
       } finally {
-        await pasted.close();
+        await fresh.close();
+      }
+      // A wrong token: 401, no cookie.
+      const other = await browser.newContext();
+      try {
+        const p = await other.newPage();
+        const r = await p.goto(`${s.url}/?token=wrong`);
+        expect(r?.status()).toBe(401);
+        expect(await other.cookies()).toEqual([]);
+      } finally {
+        await other.close();
+      }
+
+      // Opened from a link on another site (localhost is another site than 127.0.0.1): the browser keeps
+      // the SameSite=Strict cookie off the redirect after it; the page reloads itself once, and connects.
+      const linked = await browser.newContext();
+      try {
+        const p = await linked.newPage();
+        await p.goto(htmlUrl.replace('127.0.0.1', 'localhost'));
+        await p.setContent(`<a id="l" href="${s.url}/${q}">dashboard</a>`);
+        await p.click('#l');
+        await p.waitForFunction(() => document.querySelector('#status')?.textContent === 'connected', undefined, { timeout: 15_000 });
+        expect(p.url()).toBe(`${s.url}/`);
+      } finally {
+        await linked.close();
       }
 
       // Another page cannot frame it (clickjacking): the frame is refused, the dashboard never runs in it.
-      const framer = await browser.newPage();
+      const framer = await context.newPage();
       try {
         // setContent resolves on the load event, which waits for the frame's own load (or its refusal).
-        await framer.setContent(`<iframe src="${s.url}/${q}" width="800" height="600"></iframe>`);
+        await framer.setContent(`<iframe src="${s.url}/" width="800" height="600"></iframe>`);
         const child = framer.frames().find((f) => f !== framer.mainFrame());
         const loaded = child ? await child.evaluate(() => document.querySelector('#status') !== null).catch(() => false) : false;
         expect(loaded).toBe(false);
@@ -179,7 +215,7 @@ describe('dashboard modules', () => {
         expect(await status(s.port, `${path}${q}`), path).toBe(404);
       }
     } finally {
-      await page.close();
+      await context.close();
       await server.close();
     }
   }, 60_000);

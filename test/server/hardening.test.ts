@@ -470,17 +470,9 @@ describe('HTTP: the token guards every route but /healthz and /readyz', () => {
     const full = JSON.parse((await raw(s.port, req('GET', '/healthz', { authorization: 'Bearer s3cret' }))).body) as { sources: { id: string }[] };
     expect(full.sources.map((x) => x.id)).toEqual(['lobby', 'dock']);
     expect(JSON.parse((await raw(s.port, req('GET', '/readyz?token=s3cret'))).body)).toMatchObject({ ready: true, waitingFor: [], sources: [{ id: 'lobby' }, { id: 'dock' }] });
-    // The dashboard opened with ?token= links its script and stylesheet with it, and they load.
-    const page = await raw(s.port, req('GET', '/?token=s3cret'));
-    expect(page.status).toBe(200);
-    expect(page.headers['referrer-policy']).toBe('no-referrer'); // the token in the page's URL is not sent on
-    expect(page.body).toContain('src="app.js?token=s3cret"');
-    expect(page.body).toContain('href="style.css?token=s3cret"');
+    // The dashboard's assets load with the token too (a script may fetch them).
     expect((await raw(s.port, req('GET', '/app.js?token=s3cret'))).status).toBe(200);
-    const js = async (m: string) => (await raw(s.port, req('GET', `/js/${m}?token=s3cret`))).body; // the modules app.js imports
-    expect(await js('token.js')).toContain("params.get('token')"); // the page reads it from location…
-    expect(await js('api.js')).toMatch(/withToken\('\/api\/sources'\)/); // …and forwards it to its fetch and WebSocket
-    expect(await js('connection.js')).toMatch(/\/ws\$\{token \?/);
+    expect((await raw(s.port, req('GET', '/js/api.js', { authorization: 'Bearer s3cret' }))).status).toBe(200);
 
     const p = await server({ token: 's3cret' });
     registerRoutes(p, fakeContext(true));
@@ -488,30 +480,21 @@ describe('HTTP: the token guards every route but /healthz and /readyz', () => {
     expect((await raw(p.port, req('GET', '/api/sources'))).status).toBe(401);
   });
 
-  it('the dashboard page forbids framing and foreign scripts (CSP, X-Frame-Options) and, like /metrics, is kept in no cache', async () => {
+  it('the dashboard page forbids framing and foreign scripts (CSP, X-Frame-Options, no inline script) and, like /metrics, is kept in no cache', async () => {
     const s = await server({ token: 's3cret' });
     registerRoutes(s, fakeContext());
-    for (const path of ['/?token=s3cret', '/index.html?token=s3cret']) {
-      const page = await raw(s.port, req('GET', path));
-      expect(page.status, path).toBe(200);
-      // A page the operator visits cannot frame the dashboard under its own buttons (clickjacking).
-      expect(page.headers['x-frame-options'], path).toBe('DENY');
-      const csp = page.headers['content-security-policy'] ?? '';
-      expect(csp, path).toContain("frame-ancestors 'none'");
-      expect(csp, path).toContain("default-src 'none'");
-      // The one inline script, the import map with the token, is allowed by its hash; nothing else inline.
-      const importMap = /<script type="importmap">(.*?)<\/script>/.exec(page.body)?.[1] ?? '';
-      expect(importMap, path).toContain('token=s3cret');
-      const hash = createHash('sha256').update(importMap, 'utf8').digest('base64');
-      expect(/script-src ([^;]*)/.exec(csp)?.[1], path).toBe(`'self' 'sha256-${hash}'`);
-      expect(csp, path).not.toContain('unsafe-inline');
-      // The page holds the token (its links, the import map): no cache keeps it.
-      expect(page.headers['cache-control'], path).toBe('no-store');
-    }
-    const bare = await raw(s.port, req('GET', '/', { authorization: 'Bearer s3cret' }));
-    expect(bare.body).not.toContain('importmap');
-    expect(/script-src ([^;]*)/.exec(bare.headers['content-security-policy'] ?? '')?.[1]).toBe("'self'");
-    expect(bare.headers['x-frame-options']).toBe('DENY');
+    const page = await raw(s.port, req('GET', '/', { authorization: 'Bearer s3cret' }));
+    expect(page.status).toBe(200);
+    // A page the operator visits cannot frame the dashboard under its own buttons (clickjacking).
+    expect(page.headers['x-frame-options']).toBe('DENY');
+    const csp = page.headers['content-security-policy'] ?? '';
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).toContain("default-src 'none'");
+    // No inline script at all (the page holds no token, so no import map carries one).
+    expect(/script-src ([^;]*)/.exec(csp)?.[1]).toBe("'self'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(page.body).not.toContain('<script type="importmap"');
+    expect(page.headers['cache-control']).toBe('no-store');
     // Data (JSON, /metrics, errors): in no cache, never sniffed, and no script would run were it rendered as a page.
     for (const [path, want] of [['/metrics', 200], ['/api/sources', 200], ['/healthz', 200], ['/readyz', 200], ['/nope', 404], ['/metrics?token=wrong', 401]] as const) {
       const r = await raw(s.port, req('GET', path, path.includes('?') ? {} : { authorization: 'Bearer s3cret' }));
@@ -528,8 +511,8 @@ describe('HTTP: the token guards every route but /healthz and /readyz', () => {
     for (const q of ['ab+cd/e==', 'ab%2Bcd%2Fe%3D%3D']) {
       expect((await raw(s.port, req('GET', `/api/sources?token=${q}`))).status, q).toBe(200);
       const page = await raw(s.port, req('GET', `/?token=${q}`));
-      expect(page.status, q).toBe(200);
-      expect(page.body, q).toContain('src="app.js?token=ab%2Bcd%2Fe%3D%3D"'); // its assets carry it encoded
+      expect(page.status, q).toBe(303); // traded for the session cookie
+      expect(page.headers['set-cookie'], q).toMatch(/^argus_session=/);
     }
     expect((await raw(s.port, req('GET', '/api/sources', { authorization: 'Bearer ab+cd/e==' }))).status).toBe(200);
     for (const wrong of ['abcd/e==', 'ab++cd/e==', 'ab+cd/e=']) expect((await raw(s.port, req('GET', `/api/sources?token=${encodeURIComponent(wrong)}`))).status, wrong).toBe(401);
@@ -564,6 +547,94 @@ describe('HTTP: the token guards every route but /healthz and /readyz', () => {
       expect(r.body, path).not.toContain('hunter2');
       expect(r.body, path).not.toContain('abc123');
     }
+  });
+});
+
+describe('HTTP: the dashboard trades ?token= for a session cookie', () => {
+  /** A server with the token, the routes and the WebSocket hub at /ws. */
+  async function dashboard() {
+    const hub = new WebSocketHub({ maxBufferedBytes: 64 * 1024, maxAlertBacklog: 100, maxClientMessageBytes: 4096, sources: () => ['lobby'], token: 's3cret' });
+    const s = await server({ token: 's3cret', upgrades: { '/ws': (q, sock, h) => hub.handleUpgrade(q, sock, h) } });
+    cleanups.push(() => hub.close());
+    registerRoutes(s, fakeContext());
+    return { s, hub, host: `127.0.0.1:${s.port}` };
+  }
+  /** A GET with the Host a browser sends (with the port), and `headers`. */
+  const get = (port: number, path: string, headers: Record<string, string> = {}) => raw(port, req('GET', path, { ...headers }).replace('Host: 127.0.0.1\r\n', `Host: 127.0.0.1:${port}\r\n`));
+  /** Whether a WebSocket upgrade is admitted (101) or refused (its status). */
+  function upgrade(port: number, headers: Record<string, string>): Promise<number | undefined> {
+    return new Promise((resolve) => {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { headers });
+      cleanups.push(() => ws.terminate());
+      ws.on('error', () => resolve(undefined));
+      ws.once('open', () => resolve(101));
+      ws.once('unexpected-response', (_q, r) => resolve(r.statusCode));
+    });
+  }
+
+  it('/?token= answers 303 to the same URL without the token and a session cookie (HttpOnly, SameSite=Strict, Path=/, no lifetime, not the token); a wrong token sets none; a foreign navigation to the page reloads once', async () => {
+    const { s } = await dashboard();
+    const first = await get(s.port, '/?token=s3cret');
+    expect(first.status).toBe(303);
+    expect(first.headers.location).toBe('/');
+    expect(first.headers['referrer-policy']).toBe('no-referrer');
+    expect(first.headers['cache-control']).toBe('no-store');
+    const cookie = first.headers['set-cookie'] ?? '';
+    const [pair, ...attrs] = cookie.split(/;\s*/);
+    expect(pair).toMatch(new RegExp(`^argus_session_${s.port}=[A-Za-z0-9_-]{43}$`)); // named by the port: another argus on the host keeps its own
+    expect(pair).not.toContain('s3cret');
+    expect(attrs.sort()).toEqual(['HttpOnly', 'Path=/', 'SameSite=Strict']); // no Secure over plain HTTP, no Max-Age/Expires
+    // Other query parameters stay, in order; the token's place anywhere in the query, and /index.html.
+    expect((await get(s.port, '/index.html?a=1&token=s3cret&b=2')).headers.location).toBe('/index.html?a=1&b=2');
+    expect((await get(s.port, '/?token=s3cret', { 'x-forwarded-proto': 'https' })).headers['set-cookie']).toMatch(/; Secure$/); // behind a TLS proxy
+    expect((await get(s.port, '/?token=s3cret', { forwarded: 'for=1.2.3.4;proto=https' })).headers['set-cookie']).toMatch(/; Secure$/);
+    // A navigation another site started comes without the SameSite=Strict cookie (redirects after it too): the page
+    // answers 401 with a reload, started by this origin, which carries it. Only a page, only such a navigation, no token in it.
+    const nav = (site: string) => ({ 'sec-fetch-site': site, 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document' });
+    for (const path of ['/', '/index.html?a=1']) {
+      const r = await get(s.port, path, nav('cross-site'));
+      expect([r.status, r.headers.refresh], path).toEqual([401, '0']);
+    }
+    for (const [path, headers] of [['/', nav('same-origin')], ['/', nav('none')], ['/', {}], ['/api/sources', nav('cross-site')], ['/?token=nope', nav('cross-site')]] as const) {
+      const r = await get(s.port, path, headers);
+      expect([r.status, r.headers.refresh], `${path} ${JSON.stringify(headers)}`).toEqual([401, undefined]);
+    }
+    // A wrong (or empty) token: 401 and no cookie.
+    for (const path of ['/?token=s3cre', '/?token=', '/index.html?token=S3CRET']) {
+      const r = await get(s.port, path);
+      expect(r.status, path).toBe(401);
+      expect(r.headers['set-cookie'], path).toBeUndefined();
+    }
+  });
+
+  it('the cookie authenticates the page, its assets, /api/sources, the probes\' details and /ws from the same origin; a wrong cookie, another port\'s, or a foreign origin is refused', async () => {
+    const { s, hub, host } = await dashboard();
+    const cookie = ((await get(s.port, '/?token=s3cret')).headers['set-cookie'] ?? '').split(';')[0];
+    const page = await get(s.port, '/', { cookie });
+    expect(page.status).toBe(200);
+    expect(page.body).toContain('<script type="module" src="app.js"></script>');
+    expect(page.body).not.toContain('s3cret');
+    for (const path of ['/app.js', '/style.css', '/js/api.js', '/js/connection.js', '/api/sources', '/metrics']) expect((await get(s.port, path, { cookie: `other=1; ${cookie}` })).status, path).toBe(200);
+    expect(JSON.parse((await get(s.port, '/healthz', { cookie })).body).sources).toHaveLength(2);
+    // The page's scripts send nothing of a token: the cookie goes by itself.
+    expect((await get(s.port, '/js/api.js', { cookie })).body).not.toMatch(/token/i);
+    expect((await get(s.port, '/js/connection.js', { cookie })).body).not.toMatch(/token/i);
+
+    const value = cookie.slice(cookie.indexOf('=') + 1);
+    const wrong = [`${cookie}x`, `${cookie.slice(0, -1)}`, `argus_session_${s.port}=s3cret`, `argus_session_${s.port + 1}=${value}`, `argus_session=${value}`, ''];
+    for (const c of wrong) {
+      expect((await get(s.port, '/api/sources', c ? { cookie: c } : {})).status, c).toBe(401);
+      expect(await upgrade(s.port, { host, origin: `http://${host}`, ...(c ? { cookie: c } : {}) }), c).toBe(401);
+    }
+    // A token presented decides on its own: a wrong ?token= beside a good cookie is refused.
+    expect((await get(s.port, '/api/sources?token=nope', { cookie })).status).toBe(401);
+    expect(JSON.parse((await get(s.port, '/healthz', { cookie: `argus_session_${s.port}=s3cret` })).body)).not.toHaveProperty('sources');
+
+    // /ws: the same origin with the cookie is admitted; a foreign origin (another port too) is refused with it.
+    expect(await upgrade(s.port, { host, origin: `http://${host}`, cookie })).toBe(101);
+    expect(await upgrade(s.port, { host, origin: 'http://evil.example', cookie })).toBe(403);
+    expect(await upgrade(s.port, { host, origin: `http://127.0.0.1:${s.port + 1 === 65536 ? 1 : s.port + 1}`, cookie })).toBe(403);
+    await until(() => hub.stats.connected === 1, 60_000, 'the admitted client');
   });
 });
 

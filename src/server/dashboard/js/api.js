@@ -8,7 +8,6 @@ import { ensureSource } from './sources.js';
 import { STAGE_SPANS } from './stages.js';
 import { app } from './store.js';
 import { applyAspect, setState } from './tile-state.js';
-import { token, withToken } from './token.js';
 
 const API_INTERVAL_MS = 2000;
 
@@ -21,8 +20,8 @@ export async function fetchSources() {
   if (apiInFlight) return;
   apiInFlight = true;
   try {
-    const headers = token ? { Authorization: `Bearer ${token}` } : {};
-    const res = await fetch(withToken('/api/sources'), { headers, cache: 'no-store' });
+    // Same origin: the session cookie (README, "HTTP server: access and limits") goes with it.
+    const res = await fetch('/api/sources', { credentials: 'same-origin', cache: 'no-store' });
     if (!res.ok) {
       apiMissing = res.status === 404;
       return;

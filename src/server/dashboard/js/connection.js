@@ -1,5 +1,5 @@
 /**
- * The WebSocket to /ws (with the page's token): connects, reconnects with jittered exponential
+ * The WebSocket to /ws (authenticated by the session cookie, as the page was): connects, reconnects with jittered exponential
  * backoff, pings every 15 s and closes a connection the server has been silent on for 45 s.
  * Text messages go to the handler given to startConnection.
  */
@@ -8,7 +8,6 @@ import { $ } from './dom.js';
 import { showError } from './error-banner.js';
 import { app } from './store.js';
 import { updateDown } from './tile-state.js';
-import { token } from './token.js';
 
 export const PING_INTERVAL_MS = 15000;
 const SILENCE_LIMIT_MS = 45000;
@@ -38,7 +37,7 @@ function setConnected(on, detail) {
 
 function wsUrl() {
   const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  return `${proto}//${location.host}/ws${token ? `?token=${encodeURIComponent(token)}` : ''}`;
+  return `${proto}//${location.host}/ws`;
 }
 
 function connect() {
