@@ -4,7 +4,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { MAX_CA_BYTES, readSmallFile } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import { RelayDoor, type PeerCheck } from './relay-door.js';
-import { AuthRewriter, headEnd, placeholderQuery, PLACEHOLDER_USERINFO, secretParams, urlCredentials, type Credentials } from './rtsp-auth.js';
+import { AuthRewriter, headEnd, placeholderQuery, PLACEHOLDER_USERINFO, secretParams, urlCredentials, type Credentials, type Secrets } from './rtsp-auth.js';
 import { addressOf, credentialsGo, MAX_REDIRECTS, nextStep, relayTarget, startChain, type RedirectChain, type RelayTarget } from './relay-redirect.js';
 
 /** How long the relay waits for the camera to accept a connection (ffmpeg's own default waits as long as the OS does). */
@@ -108,12 +108,28 @@ interface Route {
   target: RelayTarget;
   /** The user and password the relay answers with there (none where the camera's do not go). */
   cred: Credentials | undefined;
-  /** Secret query parameters there (name as written → the real values, in order). */
-  secrets: Map<string, string[]>;
+  /**
+   * Secret query values of a request there whose URL no redirect gave: the camera's own (its
+   * URL's) on the camera's route; none on a route a redirect opened.
+   */
+  secrets: Secrets;
+  /**
+   * Each URL a redirect gave ffmpeg there (path and query, placeholders in place of its secret
+   * values) → that redirect's own values, the latest MAX_PENDING_REDIRECTS. A redirect's values
+   * are its URL's alone: they used to replace the route's by name, so that after a redirect to
+   * `/b?token=S` the camera's own URL `/a?token=<source's>` was sent as `/a?token=S`.
+   */
+  given: Map<string, Secrets>;
   /** Header lines added to each request there (the source's `-headers` and `-cookies` where its credentials go). */
   headers: readonly string[];
   door: RelayDoor;
   port: number;
+}
+
+/** The secret values a request line on `route` is to carry: its URL's, where a redirect gave it, else the route's own. */
+function secretsOf(route: Route, line: string): Secrets {
+  const target = /^[A-Z]+[ \t]+(\S+)/.exec(line)?.[1];
+  return (target !== undefined ? route.given.get(target) : undefined) ?? route.secrets;
 }
 
 /** A request on a relayed connection, waiting for its reply: its URL at the camera, and the redirects that led to it. */
@@ -208,7 +224,8 @@ export class HttpRelay {
     const route: Route = {
       target,
       cred,
-      secrets: new Map(target.secrets),
+      secrets: target === this.camera ? target.secrets : new Map(),
+      given: new Map(),
       headers,
       port: 0,
       door: new RelayDoor({ accept: (down) => this.accept(down, route), ...this.doorOptions, name: `the HTTP relay to ${addressOf(target)}` }),
@@ -302,7 +319,7 @@ export class HttpRelay {
     this.upstreamError = undefined;
     // The requests on this connection, in order, waiting for their replies.
     const asked: Asked[] = [];
-    const rewriter = new AuthRewriter(route.cred, (head) => this.edit(head, route, asked, proxy && !route.target.tls ? proxy : undefined), { secrets: route.secrets });
+    const rewriter = new AuthRewriter(route.cred, (head) => this.edit(head, route, asked, proxy && !route.target.tls ? proxy : undefined), { secrets: (line) => secretsOf(route, line) });
     pipe(down, up, (chunk) => rewriter.push(chunk));
     let refused = false;
     const replies = new HttpReplies((head) => {
@@ -401,12 +418,15 @@ export class HttpRelay {
     const known = this.routes.get(originOf(to));
     if (!known && this.routes.size > MAX_REDIRECTS) return refuse(`redirected to ${to.url}: more than ${MAX_REDIRECTS} other addresses`);
     const next = known ?? this.route(to, to.cred ?? (goes ? this.camera.cred : undefined), goes ? this.headers : []);
-    for (const [name, value] of to.secrets) next.secrets.set(name, value);
+    const path = placeholderQuery(to.path);
+    next.given.delete(path);
+    if (to.secrets.size) next.given.set(path, to.secrets);
+    if (next.given.size > MAX_PENDING_REDIRECTS) next.given.delete(next.given.keys().next().value as string);
     if (this.camera.cred && !next.cred) this.withheld = `redirected to ${to.url}, another origin than the camera's, where its credentials are not sent (name its host in the source's sendCredentialsTo to send them)`;
     const give = (): string => {
       this.pending.set(`${next.port} ${to.path}`, step);
       if (this.pending.size > MAX_PENDING_REDIRECTS) this.pending.delete(this.pending.keys().next().value as string);
-      const relayed = placeholderQuery(`http://${next.cred ? `${PLACEHOLDER_USERINFO}@` : ''}127.0.0.1:${next.port}${to.path}`);
+      const relayed = `http://${next.cred ? `${PLACEHOLDER_USERINFO}@` : ''}127.0.0.1:${next.port}${path}`;
       return `${head.slice(0, location.index)}${location[1]}${location[2]}${relayed}${head.slice(location.index + location[0].length)}`;
     };
     if (next.port) return give();

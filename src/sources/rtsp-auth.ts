@@ -79,6 +79,9 @@ export function placeholderQuery(url: string): string {
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
+/** Secret query parameters: name as written → the real values, in order (secretParams). */
+export type Secrets = ReadonlyMap<string, readonly string[]>;
+
 /**
  * `text` (a request line, a URI, a reply's header or SDP) with each secret query parameter of
  * `secrets` (secretParams) given its real value where it holds the placeholder (`toReal`: on the
@@ -87,7 +90,7 @@ const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * cameras echo it: `&`, `;`, `#`, `/` (`?token=abc/trackID=1`, a control URL under a Content-Base
  * that ends in the query), `,`, `"`, white space or the end.
  */
-export function swapSecrets(text: string, secrets: ReadonlyMap<string, readonly string[]>, toReal: boolean): string {
+export function swapSecrets(text: string, secrets: Secrets, toReal: boolean): string {
   let out = text;
   for (const [name, reals] of secrets) {
     // Each name in one pass: no value is swapped twice (a real value that reads as another's placeholder).
@@ -237,26 +240,27 @@ export class AuthRewriter {
   /**
    * `edit`: each head's further change, after its `Authorization` (an HTTP camera's `Host`:
    * http-relay; a reply's, on its way to ffmpeg: rtsp-tap). `options.secrets`: the camera's
-   * secret query values (secretParams), put back where a request's line and Digest `uri` hold
-   * the placeholder (swapSecrets). `options.body`: a body's change (a reply's SDP, on its way to
+   * secret query values (secretParams), or a function of each request line giving those of the
+   * URL it asks for (http-relay: a redirect's own), put back where a request's line and Digest
+   * `uri` hold the placeholder (swapSecrets). `options.body`: a body's change (a reply's SDP, on its way to
    * ffmpeg), given the head; such a body (up to MAX_HEAD) is held until complete, and its
    * `Content-Length` made the new body's.
    */
   constructor(
     private readonly cred: Credentials | undefined,
     private readonly edit?: (head: string) => string,
-    private readonly options: { secrets?: ReadonlyMap<string, readonly string[]>; body?: (head: string, body: string) => string } = {},
+    private readonly options: { secrets?: Secrets | ((line: string) => Secrets | undefined); body?: (head: string, body: string) => string } = {},
   ) {}
 
   /** A request head as the camera is to get it: its secrets put back in its line (and Digest `uri`), its Authorization rewritten, then `edit`. */
   private rewrite(head: string): string {
-    const secrets = this.options.secrets;
+    const nl = head.search(/\r?\n/);
+    const line = nl < 0 ? head : head.slice(0, nl);
+    const given = this.options.secrets;
+    const secrets = typeof given === 'function' ? given(line) : given;
     const real = secrets?.size ? (u: string) => swapSecrets(u, secrets, true) : undefined;
     let out = head;
-    if (real) {
-      const nl = out.search(/\r?\n/);
-      out = nl < 0 ? real(out) : real(out.slice(0, nl)) + out.slice(nl);
-    }
+    if (real) out = real(line) + head.slice(line.length);
     if (this.cred) out = rewriteAuthorization(out, this.cred, real);
     return this.edit ? this.edit(out) : out;
   }

@@ -604,6 +604,7 @@ describe("what a camera's redirects and cookies make the relay keep: each host's
   /** A server answering each request with `reply(path)` (a whole head); the Cookie of each request it got. */
   async function raw(reply: (path: string) => string) {
     const cookies: (string | undefined)[] = [];
+    const paths: string[] = [];
     const srv = createNetServer((s) => {
       s.on('error', () => {});
       let text = '';
@@ -614,10 +615,12 @@ describe("what a camera's redirects and cookies make the relay keep: each host's
         const head = text.slice(0, end);
         text = text.slice(end + 4);
         cookies.push(/\r\ncookie: ([^\r\n]*)/i.exec(head)?.[1]);
-        s.write(reply(/^GET (\S+)/.exec(head)?.[1] ?? ''));
+        const path = /^GET (\S+)/.exec(head)?.[1] ?? '';
+        paths.push(path);
+        s.write(reply(path));
       });
     });
-    return { srv, port: await listening(srv), cookies };
+    return { srv, port: await listening(srv), cookies, paths };
   }
   /** One request on a connection of its own (as ffmpeg, its jar's Cookie); the reply head. */
   const ask = (port: number, path: string, cookie?: string) =>
@@ -691,6 +694,42 @@ describe("what a camera's redirects and cookies make the relay keep: each host's
       await ask(cdnPort, '/s', 'session=CAM2');
       expect(cdn.cookies).toEqual([undefined, 'session=CDN']);
       expect(cam.cookies).toEqual([undefined, 'session=CAM1']);
+    } finally {
+      relay.close();
+      cam.srv.close();
+      cdn.srv.close();
+    }
+  });
+
+  it("a redirect's secret query values are that URL's: the camera gets them there, and its own URL keeps the source's (a same-host redirect replaced them by name); another host never gets the source's", async () => {
+    const ok = 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n';
+    const cdn = await raw(() => ok);
+    const cam = await raw((path) =>
+      path === '/a?token=Us3rT0ken&sig=Us3rSig'
+        ? 'HTTP/1.1 302 Found\r\nLocation: /b?token=S3ss1on\r\nContent-Length: 0\r\n\r\n'
+        : path === '/c?token=Us3rT0ken&sig=Us3rSig'
+          ? `HTTP/1.1 302 Found\r\nLocation: http://localhost:${cdn.port}/x?sig=CdnSig&token=CdnT0k\r\nContent-Length: 0\r\n\r\n`
+          : ok,
+    );
+    const relay = new HttpRelay(`http://127.0.0.1:${cam.port}/a?token=Us3rT0ken&sig=Us3rSig`, { peerCheck: async () => 'own' });
+    try {
+      const given = new URL(await relay.listen());
+      expect(given.search).toBe('?token=argus-relay&sig=argus-relay');
+      const main = Number(given.port);
+      // Same host: ffmpeg is sent back to the relay's own port, with placeholders.
+      const moved = /\r\nLocation: http:\/\/127\.0\.0\.1:(\d+)(\S*)/.exec(await ask(main, '/a?token=argus-relay&sig=argus-relay'));
+      expect(moved?.slice(1)).toEqual([String(main), '/b?token=argus-relay']);
+      await ask(main, '/b?token=argus-relay'); // ffmpeg follows it
+      await ask(main, '/a?token=argus-relay&sig=argus-relay'); // and opens the source's URL again (a reconnect, a playlist's reload)
+      await ask(main, '/b?token=argus-relay'); // and the redirect's again
+      // Another host: its own values there, never the source's.
+      const away = /\r\nLocation: http:\/\/127\.0\.0\.1:(\d+)(\S*)/.exec(await ask(main, '/c?token=argus-relay&sig=argus-relay'));
+      expect(away?.[2]).toBe('/x?sig=argus-relay&token=argus-relay');
+      await ask(Number(away?.[1]), '/x?sig=argus-relay&token=argus-relay');
+      await ask(Number(away?.[1]), '/y?sig=argus-relay&token=argus-relay'); // a URL there the relay never gave: no value of anyone's
+      await ask(main, '/a?token=argus-relay&sig=argus-relay');
+      expect(cam.paths).toEqual(['/a?token=Us3rT0ken&sig=Us3rSig', '/b?token=S3ss1on', '/a?token=Us3rT0ken&sig=Us3rSig', '/b?token=S3ss1on', '/c?token=Us3rT0ken&sig=Us3rSig', '/a?token=Us3rT0ken&sig=Us3rSig']);
+      expect(cdn.paths).toEqual(['/x?sig=CdnSig&token=CdnT0k', '/y?sig=argus-relay&token=argus-relay']);
     } finally {
       relay.close();
       cam.srv.close();
