@@ -172,6 +172,32 @@ describe('Dockerfile (docker does not run here: its stages are read)', () => {
     expect(env.ARGUS_STATE_DIR).toBeDefined();
     for (const path of paths) expect(ownedPath(path), `${path} is made and chowned to ${user} before VOLUME`).toBe(true);
   });
+
+  it('every shipped pipeline writes only under the image\'s volumes (/app is root\'s): snapshots with ARGUS_SNAPSHOTS=ref, the outbox, the dead-letter file, any other output', async () => {
+    const final = stages[stages.length - 1];
+    const volumes: string[] = JSON.parse(final.lines.find((l) => /^VOLUME\b/.test(l))!.replace(/^VOLUME\s+/, ''));
+    const workdir = final.lines.filter((l) => /^WORKDIR\s/.test(l)).map((l) => l.split(/\s+/)[1]).at(-1)!;
+    const env = Object.fromEntries(final.lines.filter((l) => /^ENV\s/.test(l)).flatMap((l) => [...l.matchAll(/(\w+)=(\S+)/g)].map((m) => [m[1], m[2]])));
+    const files = readdirSync(resolve(ROOT, 'pipelines')).filter((f) => f.endsWith('.yaml') && f !== 'cameras.yaml');
+    expect(files).toEqual(expect.arrayContaining(['conveyor.yaml', 'demo.yaml', 'demo-kafka.yaml', 'safety-zone.yaml', 'worker.yaml']));
+    const base = `${workdir}/pipelines`; // COPY pipelines ./pipelines
+    const at = (p: string) => resolve(base, p);
+    const unwritable: string[] = [];
+    const refs: string[] = [];
+    for (const f of files) {
+      const cfg = await loadPipeline(resolve(ROOT, 'pipelines', f), { ...env, ARGUS_SNAPSHOTS: 'ref' });
+      const writes: [string, string][] = [['outbox', outboxDir(cfg, base, env)]];
+      if (cfg.alerts.snapshot.mode === 'ref') refs.push(f);
+      if (cfg.alerts.snapshot.mode === 'ref') writes.push(['alerts.snapshot.dir', at(cfg.alerts.snapshot.dir)]);
+      if (cfg.sinks.kafka) writes.push(['sinks.kafka.deadLetterPath', at(cfg.sinks.kafka.deadLetterPath ?? `${outboxDir(cfg, base, env)}/kafka-dead-letter.jsonl`)]);
+      if (cfg.sinks.jsonl) writes.push(['sinks.jsonl.path', at(cfg.sinks.jsonl.path)]);
+      if (cfg.sinks.annotate) writes.push(['sinks.annotate.path', at(cfg.sinks.annotate.path)]);
+      if (cfg.model.trtEngineCacheDir) writes.push(['model.trtEngineCacheDir', at(cfg.model.trtEngineCacheDir)]);
+      for (const [what, path] of writes) if (!volumes.some((v) => path.startsWith(`${v}/`))) unwritable.push(`${f}: ${what} ${path}`);
+    }
+    expect(unwritable).toEqual([]);
+    expect(refs).toEqual(['conveyor.yaml', 'safety-zone.yaml']); // those that ARGUS_SNAPSHOTS makes write their snapshots
+  });
 });
 
 type Service = { command: string[]; environment: Record<string, string | null>; volumes: string[]; ports?: string[]; profiles?: string[]; depends_on: Record<string, { condition: string }>; restart?: string };
