@@ -30,17 +30,19 @@ WORKDIR /app
 # (README, "Which ffmpeg").
 RUN apt-get update && apt-get install -y --no-install-recommends ffmpeg && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
-# npm ci runs the package's prepare script (scripts/build.mjs): it needs the script itself.
-COPY scripts/build.mjs ./scripts/
-# Node 20's npm (10.8) does not read package.json's allowScripts, which denies onnxruntime-node's
-# install script on npm 11.16 and later: here that script ran, and on linux/x64 it downloads the
-# CUDA 12 provider from NuGet into the CPU image (or fails the build where NuGet is out of reach).
-# ONNXRUNTIME_NODE_INSTALL=skip is that script's own switch. (README, "Inference on GPU hosts":
-# a GPU image runs `npm rebuild onnxruntime-node --onnxruntime-node-install=cuda12`.)
-RUN ONNXRUNTIME_NODE_INSTALL=skip npm ci --omit=dev --ignore-scripts=false && npm cache clean --force
+# No install script runs here, none being needed. The package's own prepare script
+# (scripts/build.mjs) would build dist/ without a compiler or tsc (dev dependencies omitted) and
+# say "the letterbox runs as TypeScript" and "bin/argus.js runs the TypeScript sources through
+# tsx", untrue: dist/ is the build stage's, copied below. The dependencies' scripts: the
+# platform's binaries are in their packages (onnxruntime-node's CPU provider, sharp's
+# @img/sharp-linux-*, esbuild's @esbuild/linux-* for tsx, the bundled ffmpeg with its mode), and
+# onnxruntime-node's would download the CUDA 12 provider from NuGet into the CPU image (Node 20's
+# npm 10.8 does not read package.json's allowScripts). (README, "Inference on GPU hosts": a GPU
+# image runs `npm rebuild onnxruntime-node --onnxruntime-node-install=cuda12`.)
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY bin ./bin
-# src and dist from one stage, after npm ci (its prepare script, scripts/build.mjs, deletes
-# dist/.built and, without a compiler, dist/native/letterbox.node). src taken from the build
+# src and dist from one stage, after npm ci (a layer that changes with package-lock.json alone
+# stays cached when only the code changes). src taken from the build
 # context instead kept the context's mtimes while a cached build stage gave an older stamp (COPY
 # keeps mtimes; its cache compares contents only): after a fresh clone or a checkout, with only
 # bin/ or this stage changed, the image's src was newer than its dist, and the check below failed

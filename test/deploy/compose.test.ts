@@ -117,8 +117,8 @@ describe('Dockerfile (docker does not run here: its stages are read)', () => {
     expect(copySrc, `the final stage copies /app/src from ${from}`).toBeGreaterThanOrEqual(0);
     expect(copySrc).toBeLessThan(copyDist);
     expect(final.lines.filter((l) => /^COPY\s+(?!--from)(?:--\S+\s+)*src\b/.test(l)), 'src from the build context').toEqual([]);
-    // After the stage's npm ci: its prepare script (scripts/build.mjs) deletes dist/.built, and
-    // without a compiler dist/native/letterbox.node.
+    // After the stage's npm ci (were its prepare script, scripts/build.mjs, ever run there, it would
+    // delete dist/.built and, without a compiler, dist/native/letterbox.node).
     const ci = final.lines.findIndex((l) => /^RUN\b.*\bnpm ci\b/.test(l));
     expect(ci).toBeGreaterThanOrEqual(0);
     expect(ci).toBeLessThan(copySrc);
@@ -143,6 +143,24 @@ describe('Dockerfile (docker does not run here: its stages are read)', () => {
         expect(skipped, `${st.name}: ${l}`).toBe(true);
       }
     }
+  });
+
+  it("the final stage's npm ci runs no script: the prepare script said the letterbox and the CLI would run uncompiled (no compiler, no tsc there), though dist/ is the build stage's", () => {
+    const final = stages[stages.length - 1];
+    const ci = final.lines.filter((l) => /\bnpm ci\b/.test(l));
+    expect(ci).toHaveLength(1);
+    expect(ci[0]).toMatch(/--ignore-scripts(?!=)/);
+    expect(ci[0]).toMatch(/--omit[= ]dev\b/);
+    // Nothing of the prepare script's is copied for it, and no later step runs it (npm rebuild, npm run build).
+    expect(final.lines.filter((l) => /scripts\/build\.mjs|\bnpm (?:rebuild|run build|install)\b/.test(l))).toEqual([]);
+    // What the skipped dependency scripts would have done is in the packages themselves: the
+    // lock file holds each platform package the runtime loads (sharp's, esbuild's for tsx).
+    const lock = JSON.parse(readFileSync(resolve(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean; optional?: boolean }> };
+    for (const pkg of ['node_modules/@img/sharp-linux-x64', 'node_modules/@img/sharp-libvips-linux-x64', 'node_modules/onnxruntime-node', 'node_modules/@ffmpeg-installer/linux-x64']) {
+      expect(lock.packages[pkg], pkg).toBeDefined();
+      expect(lock.packages[pkg].dev, pkg).toBeFalsy();
+    }
+    expect(Object.keys(lock.packages).some((k) => /(?:^|\/)node_modules\/@esbuild\/linux-x64$/.test(k) && !lock.packages[k].dev)).toBe(true);
   });
 
   it('the image runs argus as a non-root user, who owns every folder argus writes (the cache, the state, each compose volume) before VOLUME', () => {
