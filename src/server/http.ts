@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { ThrottledLog, type LogFn } from '../core/log.js';
 import { redact } from '../core/redact.js';
-import { parseRequestUrl, refuseSocket, requestAuthorized, sessionCookie } from '../core/http.js';
+import { parseRequestUrl, refuseSocket, requestAuthorized, requestCookie, sessionCookie, sessionCookieName } from '../core/http.js';
 
 export type Route = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
@@ -16,7 +16,8 @@ export interface RouteOptions {
    * A page a link may open (the dashboard). A browser keeps its SameSite=Strict session cookie
    * off a navigation that another site started, redirects after it included: such a navigation
    * without credentials is answered 401 with `Refresh: 0`, and the reload, started by this
-   * server's own origin, carries the cookie (or is an ordinary 401). Default false.
+   * server's own origin, carries the cookie (or is an ordinary 401); once in 10 s at most
+   * (reloadOnce). Default false.
    */
   page?: boolean;
 }
@@ -176,6 +177,18 @@ function foreignNavigation(req: IncomingMessage): boolean {
   return req.method === 'GET' && req.headers['sec-fetch-site'] === 'cross-site' && req.headers['sec-fetch-mode'] === 'navigate' && req.headers['sec-fetch-dest'] === 'document';
 }
 
+/**
+ * The headers of a page's 401 that reload it once (RouteOptions.page): for a navigation another
+ * site started, with no token in its URL, `Refresh: 0`, and a marker cookie (SameSite=Lax, which
+ * such a navigation carries, 10 s) that keeps a browser which took the reload for a foreign
+ * navigation too from reloading for ever. Undefined otherwise.
+ */
+function reloadOnce(req: IncomingMessage, url: URL): Record<string, string> | undefined {
+  const marker = `${sessionCookieName(req)}_reload`;
+  if (url.searchParams.has('token') || !foreignNavigation(req) || requestCookie(req, marker) !== undefined) return undefined;
+  return { refresh: '0', 'set-cookie': `${marker}=1; Path=/; Max-Age=10; HttpOnly; SameSite=Lax` };
+}
+
 /** 405 for any method but GET and HEAD; the body (if any) is not read: the connection is closed after the answer. */
 function methodNotAllowed(res: ServerResponse): void {
   plain(res, 405, 'method not allowed\n', { allow: 'GET, HEAD', connection: 'close' });
@@ -240,8 +253,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     if (!url) return plain(res, 400, 'bad request: the URL cannot be parsed\n', { connection: 'close' });
     const entry = routes.get(url.pathname);
     if (o.token && !entry?.public && !requestAuthorized(req, url, o.token)) {
-      const reload = entry?.page && !url.searchParams.has('token') && foreignNavigation(req) ? { refresh: '0' } : undefined;
-      return plain(res, 401, 'unauthorized: send Authorization: Bearer <token> or ?token=<token>\n', { 'www-authenticate': 'Bearer realm="argus"', ...reload });
+      return plain(res, 401, 'unauthorized: send Authorization: Bearer <token> or ?token=<token>\n', { 'www-authenticate': 'Bearer realm="argus"', ...(entry?.page ? reloadOnce(req, url) : undefined) });
     }
     if (!entry) return plain(res, 404, 'not found\n');
     if (req.method !== 'GET' && req.method !== 'HEAD') return methodNotAllowed(res);

@@ -594,6 +594,11 @@ describe('HTTP: the dashboard trades ?token= for a session cookie', () => {
     for (const path of ['/', '/index.html?a=1']) {
       const r = await get(s.port, path, nav('cross-site'));
       expect([r.status, r.headers.refresh], path).toEqual([401, '0']);
+      // …once: a browser that took the reload for a foreign navigation too, carrying the marker, is not reloaded again.
+      const marker = (r.headers['set-cookie'] ?? '').split(';')[0];
+      expect(r.headers['set-cookie'], path).toBe(`argus_session_${s.port}_reload=1; Path=/; Max-Age=10; HttpOnly; SameSite=Lax`);
+      const again = await get(s.port, path, { ...nav('cross-site'), cookie: marker });
+      expect([again.status, again.headers.refresh, again.headers['set-cookie']], path).toEqual([401, undefined, undefined]);
     }
     for (const [path, headers] of [['/', nav('same-origin')], ['/', nav('none')], ['/', {}], ['/api/sources', nav('cross-site')], ['/?token=nope', nav('cross-site')]] as const) {
       const r = await get(s.port, path, headers);
