@@ -83,6 +83,15 @@ export interface FfmpegSourceOptions {
    * Default: `ptsStart` plus the time since this run's first frame.
    */
   ptsClock?: () => number;
+  /**
+   * A native-rate file's timetable across runs (a supervisor's): where `next` is set when the
+   * input opens, this run's first frame is due then (core/clock `now`, epoch ms) rather than at
+   * the opening, and each frame released sets it to when the frame after it is due. A looped
+   * file's next pass so plays on one frame period after the last frame of the pass before (its
+   * restart, late, shows as latency), as a camera's frames would come. Default: none (each run
+   * due from when ffmpeg reports the opened input).
+   */
+  schedule?: PlaySchedule;
   /** Monotonic milliseconds (pts of sources without a frame rate). Default `performance.now`. */
   clock?: () => number;
   /** Starts ffmpeg. Default node's `child_process.spawn`. */
@@ -258,6 +267,12 @@ export function relayStart(memo: SourceMemo, t: number): boolean {
   return true;
 }
 
+/** A native-rate file's timetable (FfmpegSourceOptions.schedule). */
+export interface PlaySchedule {
+  /** When the next frame is due (core/clock `now`, epoch ms); undefined: from the input's opening. */
+  next?: number;
+}
+
 /** What runs of one source learnt of it (FfmpegSourceOptions.memo). */
 export interface SourceMemo {
   packed?: boolean;
@@ -379,14 +394,17 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     let killedByUs = false;
 
     // The `produced` stamp (core/frame.ts, ProducedBy). Native-rate files play like a camera:
-    // frame k is due when ffmpeg reported the opened input (its `Input #0` line) plus k / fps,
-    // and argus releases it then, not before. argus paces them itself, not with ffmpeg's -re:
+    // frame k is due when ffmpeg reported the opened input (its `Input #0` line) plus k / fps
+    // (a looped file's next pass: from where the pass before left off, `schedule`), and argus
+    // releases it then, not before. argus paces them itself, not with ffmpeg's -re:
     // ffmpeg decodes as fast as the pipe lets it, argus reads one frame ahead (`ahead`) and
     // releases it when it is due (decoding and the read are hidden, as behind a camera's
     // encoder), and no ffmpeg version's pacing shifts the frames (5.1's -re delivered them
     // 42 ms after they were due, p50, against 8 ms for 4.x's; see ffmpeg-args).
     const native = input.kind === 'file' && input.rate === 'native';
     let playStart = 0;
+    /** When frame k (counted from this run's first) is due; fps and playStart are known. */
+    const due = (k: number): number => playStart + (k / fps!) * 1000;
     let dueTimer: ReturnType<typeof setTimeout> | undefined;
     /**
      * A frame read before it may go: a native-rate frame not yet due (released by `dueTimer`),
@@ -444,7 +462,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       options.onDamage?.(line);
     };
     probe.onInputOpened = () => {
-      if (!playStart) playStart = now();
+      if (!playStart) playStart = options.schedule?.next ?? now();
     };
     probe.onFrameTime = (us) => {
       const i = reports++;
@@ -514,7 +532,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
         // Released up to about 2 ms early (libuv's timers count whole milliseconds, from a clock
         // of whole milliseconds): `produced` is then that frame's `captured`, so its latency is
         // counted from a moment before it was due, never after.
-        const wait = playStart + ((seq - seqStart) / fps) * 1000 - now();
+        const wait = due(seq - seqStart) - now();
         if (wait >= 1) {
           ahead = data;
           dueTimer = setTimeout(() => {
@@ -570,8 +588,9 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       let producedBy: ProducedBy = 'captured';
       let unpaired = false;
       if (native && playStart && fps) {
-        produced = Math.min(captured, playStart + (k / fps) * 1000);
+        produced = Math.min(captured, due(k));
         producedBy = 'due';
+        if (options.schedule) options.schedule.next = due(k + 1);
       } else if (live) {
         const j = delivered++;
         const t = times.get(j);
@@ -747,8 +766,6 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     let late = false;
     let lateAtDeadline = 0; // late frames in a row read at their deadline, the stage busy
     let readTimerAt = 0;
-    /** When frame k (counted from this run's first) is due; fps and playStart are known. */
-    const due = (k: number): number => playStart + (k / fps!) * 1000;
     const holdRead = (): boolean => {
       if (ahead !== undefined) return true;
       if (!stage || !fps || !playStart) return false;

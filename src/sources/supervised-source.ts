@@ -4,7 +4,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import type { Frame } from '../core/frame.js';
 import type { Letterbox } from '../core/geometry.js';
-import { ffmpegSource, LIVE_PTS_SLACK_S, type FfmpegSourceOptions, type SourceMemo } from './ffmpeg-source.js';
+import { ffmpegSource, LIVE_PTS_SLACK_S, type FfmpegSourceOptions, type PlaySchedule, type SourceMemo } from './ffmpeg-source.js';
 import { backoffDelay, type ReconnectPolicy, type SourceState, type Transition } from './health.js';
 
 /** A source's resolution changes are reported at most this often (see `supervisedSource`), ms. */
@@ -121,6 +121,10 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     let runSeek = 0;
     let runFirstPts = 0;
     let runFrames = 0;
+    /** The run about to start is a looped file's next pass (its timetable and pts go on exactly). */
+    let nextPass = false;
+    /** A native-rate file's timetable, which a looped file's passes share (ffmpegSource `schedule`). */
+    const schedule: PlaySchedule = {};
 
     const period = () => (fps ? 1 / fps : 1e-3);
     /** Position in the file of the next frame not yet delivered, seconds. */
@@ -183,6 +187,10 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       const after = lastPts + period();
       if (!live) return after;
       const since = () => (clock() - firstFrameAt) / 1000;
+      // A looped native-rate file's next pass: one frame period on, as its frames are due (its
+      // restart, ffmpeg's start-up, is not a gap in the file's time but a delay in delivering
+      // frames that were due). Other restarts: the outage shows.
+      if (isFile && nextPass) return after;
       // A native-rate file counts its frames, 1 / fps apart, across loops and restarts.
       if (isFile) return () => Math.max(after, since());
       // A live source: the time since its first frame where an outage made that later; no more
@@ -200,6 +208,10 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     const runOnce = defer(() => {
       runSeek = isFile ? nextPosition() : 0;
       runFrames = 0;
+      // A restart other than a loop's: the run's frames are due from when its input opens.
+      if (!nextPass) schedule.next = undefined;
+      const pts = ptsStart();
+      nextPass = false;
       // Half a frame early: the frame at `runSeek` is kept even when rounding puts it a hair before.
       const seek = runSeek > 0 ? Math.max(0, runSeek - period() / 2) : undefined;
       const exact = format !== undefined && EXACT_SEEK_FORMAT.test(format);
@@ -209,7 +221,8 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
         // Looping is done here (restart at 0), so the position in the file is always known.
         input: isFile ? { ...o.input, loop: false, seek, seekMargin: seek !== undefined && !exact ? SEEK_MARGIN_S : 0 } : o.input,
         seqStart: nextSeq,
-        ptsStart: ptsStart(),
+        ptsStart: pts,
+        schedule,
         // Live: pts stay near the time since the source's first frame, across restarts.
         ptsClock: isFile ? undefined : () => (clock() - firstFrameAt) / 1000,
         clock,
@@ -258,6 +271,7 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     const atEnd = () => {
       if (isFile && o.input.loop && (runFrames > 0 || runSeek > 0)) {
         runSeek = runFrames = 0; // the next run starts at nextPosition() = 0
+        nextPass = true;
         return of(0);
       }
       if (isFile) {

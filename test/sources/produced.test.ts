@@ -12,6 +12,7 @@ import { e2eMs, pipelineMs, stageMs, type Frame } from '../../src/core/frame.js'
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import type { FfmpegInputSpec } from '../../src/sources/ffmpeg-args.js';
 import { ffmpegSource, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
+import { supervisedSource } from '../../src/sources/supervised-source.js';
 import { MIRROR } from '../helpers/assets.js';
 import { FakeFfmpeg } from './fake-ffmpeg.js';
 
@@ -403,6 +404,67 @@ describe('produced stamp, files', () => {
     child.frame();
     expect(frames[0].producedBy).toBe('captured');
     expect(frames[0].stamps.produced).toBe(frames[0].stamps.captured);
+    sub.unsubscribe();
+  });
+});
+
+describe('a looped native-rate file: each pass plays on the timetable of the one before (virtual clock)', () => {
+  it('the next pass\'s first frame is one frame period after the last: in pts and in when it is due, whether ffmpeg restarts late or early', () => {
+    vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
+    const children: FakeFfmpeg[] = [];
+    const spawn: SpawnFn = (_cmd, args) => {
+      children.push(new FakeFfmpeg(args, FRAME));
+      return children.at(-1)!.asChild();
+    };
+    const frames: Frame[] = [];
+    const sub = supervisedSource({
+      id: 'demo',
+      input: { url: FILE, kind: 'file', rate: 'native', loop: true },
+      output,
+      ffmpegPath: 'ffmpeg',
+      spawn,
+      reconnect: { initialDelayMs: 100, maxDelayMs: 400, jitter: 0, maxAttempts: 5, healthyResetMs: 30_000 },
+      watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 },
+    }).subscribe({ next: (f) => frames.push(f), error: (e) => { throw e; } });
+    /** One pass of the file (10 fps), frames `from`…`to` - 1 decoded at once, ffmpeg then done. */
+    const pass = (from: number, to: number) => {
+      const child = children.at(-1)!;
+      child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
+      for (let i = from; i < to; i++) child.frame(i);
+      return child;
+    };
+    pass(0, 3);
+    const opened = epochNow(); // frame k is due at opened + 100 k on a camera-like timetable
+    vi.advanceTimersByTime(200);
+    children[0].exit(0);
+    expect(frames).toHaveLength(3);
+    expect(children).toHaveLength(2); // the next pass, at 0 in the file
+    // ffmpeg's restart takes longer than a frame period: frame 3 (due at 300) comes at 350,
+    // counted as due at 300 (its latency shows the restart), and frame 4 is due at 400 as ever.
+    vi.advanceTimersByTime(150);
+    pass(3, 5);
+    expect(frames).toHaveLength(4);
+    vi.advanceTimersByTime(49);
+    expect(frames).toHaveLength(4);
+    vi.advanceTimersByTime(1);
+    expect(frames).toHaveLength(5);
+    children[1].exit(0);
+    // A quick restart: frame 5 waits until it is due (500), not released at the opening (420).
+    vi.advanceTimersByTime(20);
+    pass(5, 6);
+    expect(frames).toHaveLength(5);
+    vi.advanceTimersByTime(79);
+    expect(frames).toHaveLength(5);
+    vi.advanceTimersByTime(1);
+    expect(frames).toHaveLength(6);
+    frames.forEach((f, k) => {
+      expect(f.data[0]).toBe(k);
+      expect(f.seq).toBe(k);
+      expect(f.pts).toBeCloseTo(k / 10, 9);
+      expect(f.producedBy).toBe('due');
+      expect(f.stamps.produced).toBeCloseTo(opened + k * 100, 6);
+    });
+    expect(frames[3].stamps.captured - frames[3].stamps.produced).toBeCloseTo(50, 6);
     sub.unsubscribe();
   });
 });
