@@ -342,7 +342,7 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
   if (recovered.length > 0) {
     if (kafka) {
       for (const r of recovered) {
-        kafka.publish(r.kind as MessageKind, r.source, r.value, recordMessage(r));
+        kafka.publish(r.kind as MessageKind, r.source, r.value, recordMessage(r), true); // counted apart: their emitted is the earlier run's
         replayed++;
       }
       log(`outbox: replaying ${recovered.filter((r) => r.kind === 'alert').length} alert(s) and ${recovered.filter((r) => r.kind === 'status').length} status message(s) an earlier run left undelivered`, { dir: outbox!.dir });

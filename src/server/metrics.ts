@@ -90,7 +90,7 @@ export class Metrics {
     });
     this.kafkaAck = new client.Histogram({
       name: 'argus_kafka_publish_latency_seconds',
-      help: 'Emitted to broker acknowledgement (acks=all), per message.',
+      help: 'Emitted to broker acknowledgement (acks=all), per message of this run (messages replayed from an earlier run\'s outbox: argus_kafka_replayed_total).',
       buckets: LATENCY_BUCKETS,
       registers: [r],
     });
@@ -178,6 +178,17 @@ export class Metrics {
           this.inc({ kind: 'detections' }, k.stats.sent);
           this.inc({ kind: 'alert' }, k.stats.alertsSent);
           this.inc({ kind: 'status' }, k.stats.statusSent);
+        },
+      });
+      new client.Counter({
+        name: 'argus_kafka_replayed_total',
+        help: 'Of argus_kafka_messages_total: alerts and status messages an earlier run left undelivered in the outbox, replayed at start and acknowledged, by kind. Not in argus_kafka_publish_latency_seconds (their age since that run emitted them is no publish latency).',
+        labelNames: ['kind'],
+        registers: [r],
+        collect() {
+          this.reset();
+          this.inc({ kind: 'alert' }, k.stats.alertsReplayed);
+          this.inc({ kind: 'status' }, k.stats.statusReplayed);
         },
       });
       new client.Gauge({ name: 'argus_kafka_connected', help: '1 while publishing to Kafka works.', registers: [r], collect() { this.set(k.stats.connected ? 1 : 0); } });

@@ -93,6 +93,8 @@ interface Pending {
   bytes: number;
   /** Alerts and status messages only (for `onDelivered` and the logs). */
   msg?: Message;
+  /** Left undelivered by an earlier run (its outbox, replayed at start): `emitted` is that run's. */
+  replayed?: boolean;
 }
 
 export interface KafkaSinkStats {
@@ -101,6 +103,13 @@ export interface KafkaSinkStats {
   alertsSent: number;
   /** Source status changes delivered. */
   statusSent: number;
+  /**
+   * Of `alertsSent` and `statusSent`: messages an earlier run left undelivered in the outbox,
+   * replayed at start. Their age (since that run emitted them: minutes, hours) is no publish
+   * latency, and is not in `ackLatency` nor told to `onAck`.
+   */
+  alertsReplayed: number;
+  statusReplayed: number;
   /** Detection messages dropped because the buffer was full or the broker refused them. */
   dropped: number;
   /** Alerts lost because the alert buffer overflowed or shutdown came first (each logged as an error). Alerts only. */
@@ -260,6 +269,8 @@ export class KafkaSink implements Sink {
   private readonly alertBufferBytes: number;
   /** Keys of alerts left in the durable store, oldest first (see `spill`). */
   private readonly spilled = new Deque<string>(64);
+  /** Of those, the replayed ones (`Pending.replayed`), which stay so when loaded back. */
+  private readonly spilledReplays = new Set<string>();
   private spillLogged = false;
   /** Latest undelivered status per source, in order of first arrival. */
   private statuses = new Map<string, Pending>();
@@ -294,6 +305,8 @@ export class KafkaSink implements Sink {
     sent: 0,
     alertsSent: 0,
     statusSent: 0,
+    alertsReplayed: 0,
+    statusReplayed: 0,
     dropped: 0,
     alertsDropped: 0,
     alertsSpilled: 0,
@@ -307,18 +320,20 @@ export class KafkaSink implements Sink {
     deadLettered: 0,
     failures: 0,
   };
-  /** emitted → broker ack, ms (recent messages). */
+  /** emitted → broker ack, ms (recent messages of this run; replayed ones are not: `stats.alertsReplayed`). */
   readonly ackLatency = new SampleWindow(4096);
   /**
    * Told each ack's latency (emitted → broker ack, ms) as it comes: the metrics' histogram. (They
    * were kept for the next scrape, up to 100 000 and then no more: unscraped for that long, the
-   * histogram's count fell behind argus_kafka_messages_total.)
+   * histogram's count fell behind argus_kafka_messages_total.) Not told of messages replayed from
+   * an earlier run's outbox: their latency counted from that run's `emitted` (one replay after a
+   * night's stop put hours into the histogram); they are counted apart (`stats.alertsReplayed`).
    */
   set onAck(listener: ((ms: number) => void) | undefined) {
     this.ackListener = listener;
-    // Acks that came before the listener (the replay of an earlier run's outbox, acked while the
-    // HTTP server and the metrics were still starting) are told to it now: argus_kafka_messages_total
-    // counts them, and the histogram's count would otherwise fall behind it from the start.
+    // Acks that came before the listener (acked while the HTTP server and the metrics were still
+    // starting) are told to it now: argus_kafka_messages_total counts them, and the histogram's
+    // count would otherwise fall behind it from the start.
     const early = this.earlyAcks;
     this.earlyAcks = undefined;
     if (listener) for (const ms of early ?? []) listener(ms);
@@ -457,8 +472,12 @@ export class KafkaSink implements Sink {
     }
   }
 
-  /** O(1): no parsing or serialising here (the json is given); sizes are measured when a batch is cut. */
-  publish(kind: MessageKind, source: string, json: string, msg: Message): void {
+  /**
+   * O(1): no parsing or serialising here (the json is given); sizes are measured when a batch is
+   * cut. `replayed`: an alert or status an earlier run left in the outbox (counted apart: see
+   * `stats.alertsReplayed`).
+   */
+  publish(kind: MessageKind, source: string, json: string, msg: Message, replayed = false): void {
     if (this.closed) return;
     if (kind === 'detections') {
       if (this.detections.length >= this.o.bufferSize) {
@@ -467,7 +486,7 @@ export class KafkaSink implements Sink {
       }
       this.detections.push({ kind, topic: this.o.topics.detections, key: source, value: json, emitted: msg.stamps?.emitted ?? now(), bytes: 0 });
     } else if (kind === 'status') {
-      const p: Pending = { kind, topic: this.o.topics.status, key: source, value: json, emitted: msg.type === 'status' ? msg.published : now(), bytes: 0, msg };
+      const p: Pending = { kind, topic: this.o.topics.status, key: source, value: json, emitted: msg.type === 'status' ? msg.published : now(), bytes: 0, msg, replayed };
       if (this.statuses.has(source)) {
         // Only the latest state of a source matters while it is undelivered.
         this.statuses.set(source, p);
@@ -485,11 +504,13 @@ export class KafkaSink implements Sink {
       const full = () => this.alerts.length >= this.o.alertBufferSize || (this.alerts.length > 0 && this.alertChars + json.length > this.alertBufferBytes);
       if (this.o.spill && (this.spilled.length > 0 || full())) {
         // Memory is full: the alert is already on disk; keep only its key, load it back in order.
-        this.spilled.push(this.o.spill.key(msg));
+        const key = this.o.spill.key(msg);
+        this.spilled.push(key);
+        if (replayed) this.spilledReplays.add(key);
         // The store drops its oldest alerts past its bounds (logged there): their keys, the oldest
         // here, go too, so the list is no longer than what the store holds (it grew by every
         // alert of an outage: 199 900 keys, 53 MiB, for 1869 alerts kept).
-        while (this.spilled.length > 0 && !this.o.spill.has(this.spilled.peek()!)) this.spilled.shift();
+        while (this.spilled.length > 0 && !this.o.spill.has(this.spilled.peek()!)) this.spilledReplays.delete(this.spilled.shift()!);
         this.stats.alertsSpilled++;
         this.stats.alertsOnDisk = this.spilled.length;
         if (!this.spillLogged) {
@@ -503,7 +524,7 @@ export class KafkaSink implements Sink {
           this.stats.alertsDropped++;
           this.log(`kafka: alert buffer full (${this.o.alertBufferSize} alerts or ${this.alertBufferBytes} bytes); oldest alert lost`, { source: lost.key, alertId: alertId(lost) }, 'error');
         }
-        this.alerts.push({ kind, topic: this.o.topics.alerts, key: source, value: json, emitted: msg.stamps?.emitted ?? now(), bytes: 0, msg });
+        this.alerts.push({ kind, topic: this.o.topics.alerts, key: source, value: json, emitted: msg.stamps?.emitted ?? now(), bytes: 0, msg, replayed });
         this.alertChars += json.length;
       }
     }
@@ -623,9 +644,10 @@ export class KafkaSink implements Sink {
     if (!spill) return;
     while (this.spilled.length > 0 && this.alerts.length < this.o.alertBufferSize && this.alertChars < this.alertBufferBytes / 2) {
       const key = this.spilled.shift()!;
+      const replayed = this.spilledReplays.delete(key);
       const r = spill.load(key);
       if (!r) continue; // delivered meanwhile, or dropped by the store's bounds (it logs that)
-      this.alerts.push({ kind: 'alert', topic: this.o.topics.alerts, key: r.message.source, value: r.json, emitted: r.message.type === 'alert' ? r.message.stamps.emitted : now(), bytes: 0, msg: r.message });
+      this.alerts.push({ kind: 'alert', topic: this.o.topics.alerts, key: r.message.source, value: r.json, emitted: r.message.type === 'alert' ? r.message.stamps.emitted : now(), bytes: 0, msg: r.message, replayed });
       this.alertChars += r.json.length;
     }
     this.stats.alertsOnDisk = this.spilled.length;
@@ -751,7 +773,7 @@ export class KafkaSink implements Sink {
     const t = now();
     const msgs: Message[] = [];
     for (const p of part) {
-      this.noteAck(t - p.emitted);
+      if (!p.replayed) this.noteAck(t - p.emitted);
       if (p.kind === 'detections') {
         this.stats.sent++;
         if (late) this.stats.dropped--;
@@ -759,9 +781,11 @@ export class KafkaSink implements Sink {
         msgs.push(p.msg!);
         if (p.kind === 'alert') {
           this.stats.alertsSent++;
+          if (p.replayed) this.stats.alertsReplayed++;
           if (late) this.stats.alertsDropped--;
         } else {
           this.stats.statusSent++;
+          if (p.replayed) this.stats.statusReplayed++;
           if (late) this.stats.statusDropped--;
         }
       }
