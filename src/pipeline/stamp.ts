@@ -1,7 +1,7 @@
 import { map, type MonoTypeOperatorFunction } from 'rxjs';
 import type { FrameResult } from '../analytics/analyze.js';
 import { now } from '../core/clock.js';
-import { e2eMs, pipelineMs } from '../core/frame.js';
+import { e2eMs, pipelineMs, PRODUCED_BY } from '../core/frame.js';
 import type { SourceStats } from '../sources/stats.js';
 
 /**
@@ -20,6 +20,8 @@ export function stamp(st: SourceStats): MonoTypeOperatorFunction<FrameResult> {
     st.e2eRun.add(e2e);
     st.pipelineRun.add(pipeline);
     st.producedBy = r.frame.producedBy;
+    st.e2eBy.add(r.frame.producedBy);
+    st.e2eRunBy[PRODUCED_BY.indexOf(r.frame.producedBy)]++;
     r.dropped = st.dropped;
     return r;
   });

@@ -1,6 +1,6 @@
 import { percentileOfSorted } from '../core/stats.js';
 import { stderrStatus, StatusArea, type TerminalStream } from '../core/terminal.js';
-import { FrameRates, type SourceStats } from '../sources/stats.js';
+import { FrameRates, producedByMix, type SourceStats } from '../sources/stats.js';
 import { redact } from '../core/redact.js';
 
 /**
@@ -17,7 +17,8 @@ function stateNote(s: SourceStats): string {
 
 /**
  * A status line per source on stderr every `intervalMs`: frames in/out per second, drops,
- * p50/p99 end-to-end latency, and the state of a source that is not streaming. On a terminal
+ * p50/p99 end-to-end latency and what it is counted from (the kinds of `produced` stamp of the
+ * frames its percentiles are over: `camera`, or a mix such as `camera 97%, arrival 3%`), and the state of a source that is not streaming. On a terminal
  * the lines are a block redrawn in place at the bottom, each cut to the width, with the logs
  * written above it (core/terminal.ts); elsewhere each tick writes plain `[status]` lines.
  */
@@ -56,7 +57,7 @@ export class StatusReporter {
       const pipe = s.pipeline.sorted();
       const pp = (q: number) => (pipe.length ? percentileOfSorted(pipe, q).toFixed(1) : '-');
       const state = s.error ? `  FAILED: ${redact(s.error.message.split('\n')[0])}` : stateNote(s);
-      return `${s.id}  in ${fin.toFixed(1)} fps  out ${fout.toFixed(1)} fps  drops ${s.dropped}  e2e p50 ${p(50)} ms  p99 ${p(99)} ms (from ${s.producedBy ?? '-'})  pipeline p50 ${pp(50)} ms  p99 ${pp(99)} ms${state}`;
+      return `${s.id}  in ${fin.toFixed(1)} fps  out ${fout.toFixed(1)} fps  drops ${s.dropped}  e2e p50 ${p(50)} ms  p99 ${p(99)} ms (from ${producedByMix(s.e2eBy.counts) ?? s.producedBy ?? '-'})  pipeline p50 ${pp(50)} ms  p99 ${pp(99)} ms${state}`;
     });
   }
 

@@ -1,7 +1,7 @@
 import { ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
 import { redact } from '../core/redact.js';
-import type { ProducedBy } from '../core/frame.js';
+import { PRODUCED_BY, type ProducedBy } from '../core/frame.js';
 import { RunHistogram, SampleWindow } from '../core/stats.js';
 import type { SourceState, Transition } from './health.js';
 
@@ -25,6 +25,13 @@ export interface SourceStats {
   readonly pipelineRun: RunHistogram;
   /** What the latest frame's `produced` stamp was (due, arrival, captured). */
   producedBy?: ProducedBy;
+  /**
+   * What the `produced` stamps of the frames in `e2e` were, and of every frame of the run (as
+   * `e2eRun`): the kinds that latency is counted from (producedByMix says it). A camera whose
+   * clock is believed for some frames and not others mixes `camera` and `arrival`.
+   */
+  readonly e2eBy: ProducedByWindow;
+  readonly e2eRunBy: Uint32Array;
   /** Set when the source ended with an error. */
   error?: Error;
   /** Health: starting, streaming, stalled, reconnecting, failed, ended, stopped. */
@@ -46,7 +53,49 @@ export interface SourceStats {
 }
 
 export function newSourceStats(id: string): SourceStats {
-  return { id, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, e2e: new SampleWindow(2048), pipeline: new SampleWindow(2048), e2eRun: new RunHistogram(), pipelineRun: new RunHistogram(), state: 'stopped', reconnects: 0, decodeErrors: 0 };
+  const e2e = new SampleWindow(2048);
+  return { id, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, e2e, pipeline: new SampleWindow(2048), e2eRun: new RunHistogram(), pipelineRun: new RunHistogram(), e2eBy: new ProducedByWindow(e2e.capacity), e2eRunBy: new Uint32Array(PRODUCED_BY.length), state: 'stopped', reconnects: 0, decodeErrors: 0 };
+}
+
+/** The kinds of `produced` stamp of the latest `capacity` frames (beside a SampleWindow of their latencies): counts by PRODUCED_BY index. */
+export class ProducedByWindow {
+  private readonly ring: Uint8Array;
+  private next = 0;
+  private filled = 0;
+  readonly counts = new Uint32Array(PRODUCED_BY.length);
+
+  constructor(readonly capacity: number) {
+    this.ring = new Uint8Array(capacity);
+  }
+
+  add(by: ProducedBy): void {
+    const k = PRODUCED_BY.indexOf(by);
+    if (this.filled === this.capacity) this.counts[this.ring[this.next]]--;
+    else this.filled++;
+    this.ring[this.next] = k;
+    this.counts[k]++;
+    this.next = (this.next + 1) % this.capacity;
+  }
+}
+
+/**
+ * What a set of latencies is counted from, by their counts per kind of `produced` stamp
+ * (PRODUCED_BY order): the kind where there is one (`camera`), else each kind's share, the
+ * largest first (`camera 97%, arrival 3%`; under 1 % as `<1%`); undefined for none. The status
+ * line said the latest frame's kind beside percentiles over 2048 frames of any kinds.
+ */
+export function producedByMix(counts: ArrayLike<number>): string | undefined {
+  let total = 0;
+  for (let i = 0; i < counts.length; i++) total += counts[i];
+  if (total === 0) return undefined;
+  const kinds = PRODUCED_BY.map((by, i) => ({ by, n: counts[i] })).filter((k) => k.n > 0);
+  if (kinds.length === 1) return kinds[0].by;
+  kinds.sort((a, b) => b.n - a.n);
+  const share = (n: number) => {
+    const pct = (n / total) * 100;
+    return pct < 1 ? '<1' : pct > 99 ? '>99' : Math.round(pct).toString();
+  };
+  return kinds.map((k) => `${k.by} ${share(k.n)}%`).join(', ');
 }
 
 /**
@@ -67,7 +116,8 @@ export function sourceSummary(s: SourceStats): Record<string, unknown> {
     decodeErrors: s.decodeErrors,
     e2eP50: ms(s.e2eRun.percentile(50)),
     e2eP99: ms(s.e2eRun.percentile(99)),
-    producedBy: s.producedBy,
+    // The kinds the run's latency percentiles are over (the latest frame's alone where none).
+    producedBy: producedByMix(s.e2eRunBy) ?? s.producedBy,
     pipelineP50: ms(s.pipelineRun.percentile(50)),
     pipelineP99: ms(s.pipelineRun.percentile(99)),
   };

@@ -5,10 +5,11 @@ import { from, lastValueFrom, map } from 'rxjs';
 import type { FrameResult } from '../../src/analytics/analyze.js';
 import { now } from '../../src/core/clock.js';
 import { Detections } from '../../src/core/detections.js';
-import { emptyStamps } from '../../src/core/frame.js';
+import { emptyStamps, type ProducedBy } from '../../src/core/frame.js';
 import { letterbox } from '../../src/core/geometry.js';
 import { RunHistogram } from '../../src/core/stats.js';
 import { stamp } from '../../src/pipeline/stamp.js';
+import { StatusReporter } from '../../src/sinks/status.js';
 import { FrameRates, newSourceStats, recordTransition, sourceSummary } from '../../src/sources/stats.js';
 
 describe('recordTransition', () => {
@@ -42,6 +43,39 @@ describe('FrameRates', () => {
     m.sample([at('b', 3, 3)], 2000); // a removed (or moved to another worker)
     expect(m.sample([at('a', 10, 10), at('b', 4, 4)], 3000).get('a')).toEqual({ fpsIn: 0, fpsOut: 0 });
     expect(m.sample([at('a', 40, 35), at('b', 5, 5)], 4000).get('a')).toEqual({ fpsIn: 30, fpsOut: 25 });
+  });
+});
+
+describe('what the latency figures are counted from (producedBy)', () => {
+  /** A result produced `age` ms before now, its `produced` stamp of kind `by`. */
+  const result = (by: ProducedBy): FrameResult => {
+    const t = now();
+    const frame = { source: 'cam', seq: 0, pts: 0, data: Buffer.alloc(0), letterbox: letterbox(640, 480, 416, 416), stamps: emptyStamps(t, t - 40), producedBy: by, release: () => {} };
+    return { frame, detections: new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0)), dropped: 0, alerts: [] };
+  };
+  const fromOf = (st: ReturnType<typeof newSourceStats>) => /\(from ([^)]*)\)/.exec(new StatusReporter([st], { isTTY: false, write: () => true }).lines()[0])![1];
+
+  it("the status line names the kinds its percentiles are over, not the latest frame's alone; the summary those of the run", async () => {
+    const st = newSourceStats('cam');
+    // A camera whose clock was believed for 1900 frames, then its frames stamped with their arrival (148).
+    const kinds: ProducedBy[] = [...Array(1900).fill('camera'), ...Array(148).fill('arrival')];
+    await lastValueFrom(from(kinds).pipe(map(result), stamp(st)));
+    expect(st.producedBy).toBe('arrival'); // the latest frame's
+    // Before: "(from arrival)" beside percentiles of which 93 % were counted from the camera's clock.
+    expect(fromOf(st)).toBe('camera 93%, arrival 7%');
+    // 2048 more arrival frames push every camera frame out of the status line's window (2048), not out of the run.
+    await lastValueFrom(from(Array<ProducedBy>(2048).fill('arrival')).pipe(map(result), stamp(st)));
+    expect(fromOf(st)).toBe('arrival');
+    expect(sourceSummary(st).producedBy).toBe('arrival 54%, camera 46%');
+    // One kind: named alone, as before.
+    const one = newSourceStats('file');
+    await lastValueFrom(from(Array<ProducedBy>(10).fill('due')).pipe(map(result), stamp(one)));
+    expect(fromOf(one)).toBe('due');
+    expect(sourceSummary(one).producedBy).toBe('due');
+    // A share under 1 %.
+    const rare = newSourceStats('rare');
+    await lastValueFrom(from([...Array<ProducedBy>(999).fill('camera'), 'arrival' as ProducedBy]).pipe(map(result), stamp(rare)));
+    expect(fromOf(rare)).toBe('camera >99%, arrival <1%');
   });
 });
 

@@ -42,7 +42,8 @@ export function updateStats(s) {
   e.p50.textContent = fmtMs(pick('p50'));
   e.p99.textContent = fmtMs(pick('p99'));
   e.pipe.textContent = fmtMs(pick('pipelineP50'));
-  const by = (api && api.producedBy) || local.producedBy;
+  // The kinds the server's percentiles are over (e2eFrom: `camera`, or a mix), else the latest message's.
+  const by = (api && (api.e2eFrom || api.producedBy)) || local.producedBy;
   e.p50Box.title = `End-to-end latency, median, from ${by ? `stamps.produced (${by})` : 'the source'}`;
   e.tile.dataset.statsFrom = api ? 'api' : 'messages';
 
