@@ -7,6 +7,7 @@ import type { Pipeline } from '../../src/pipeline/pipeline.js';
 import { startHttpServer } from '../../src/server/http.js';
 import type { Metrics } from '../../src/server/metrics.js';
 import { RateMeter, registerRoutes } from '../../src/server/routes.js';
+import { newSourceStats } from '../../src/sources/stats.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -31,11 +32,7 @@ describe('/api/sources: run counts per source', () => {
       const y = 150 + k * 10;
       analyzer.process(new Detections(Float32Array.of(300, y - 20, 340, y + 20), Float32Array.of(0.9), Int32Array.of(2), Int32Array.of(1)), k * 100);
     }
-    const e2e = { sorted: () => [] };
-    const stats = [
-      { id: 'road', state: 'streaming', framesOut: 20, reconnects: 0, dropped: 0, width: 640, height: 480, fps: 10, e2e, pipeline: e2e },
-      { id: 'plain', state: 'streaming', framesOut: 20, reconnects: 0, dropped: 0, width: 640, height: 480, fps: 10, e2e, pipeline: e2e },
-    ];
+    const stats = ['road', 'plain'].map((id) => Object.assign(newSourceStats(id), { state: 'streaming', framesOut: 20, width: 640, height: 480, fps: 10 }));
     const pipeline = { stats, detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu' } } as unknown as Pipeline;
     const rates = new RateMeter(() => []);
     cleanups.push(() => rates.close());

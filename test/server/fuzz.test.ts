@@ -51,8 +51,9 @@ beforeAll(async () => {
   hub = new WebSocketHub({ token: TOKEN, maxBufferedBytes: 256 * 1024, maxAlertBacklog: 100, maxClientMessageBytes: 4096, maxClients: 64, heartbeatMs: 2000, sources: () => ['lobby'] });
   server = await startHttpServer({ host: '127.0.0.1', port: 0, token: TOKEN, headersTimeoutMs: 2000, requestTimeoutMs: 4000, keepAliveTimeoutMs: 1000, upgrades: { '/ws': (q, s, h) => hub.handleUpgrade(q, s, h) } });
   const e2e = { sorted: () => [1, 2, 3] };
+  const e2eBy = { counts: [3, 0, 0, 0] }; // camera
   const pipeline = {
-    stats: [{ id: 'lobby', state: 'streaming', framesOut: 5, reconnects: 0, dropped: 0, width: 640, height: 480, fps: 25, e2e, lastTransition: { reason: 'up rtsp://a:b@cam/x', at: 1 } }],
+    stats: [{ id: 'lobby', state: 'streaming', framesOut: 5, reconnects: 0, dropped: 0, width: 640, height: 480, fps: 25, e2e, e2eBy, lastTransition: { reason: 'up rtsp://a:b@cam/x', at: 1 } }],
     detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu' },
   } as unknown as Pipeline;
   rates = new RateMeter(() => []);

@@ -110,9 +110,10 @@ const SECRET_URL = 'rtsp://admin:hunter2@cam.local/stream?token=abc123';
 /** registerRoutes on a pipeline stand-in whose sources carry credentials in their reasons and errors. */
 function fakeContext(publicMetrics = false, stopping = () => false) {
   const e2e = { sorted: () => [10, 20, 30] };
+  const e2eBy = { counts: [0, 0, 3, 0] }; // arrival
   const stats = [
-    { id: 'lobby', state: 'streaming', framesOut: 10, reconnects: 0, dropped: 0, width: 640, height: 480, fps: 25, e2e, pipeline: e2e, lastTransition: { reason: `connected to ${SECRET_URL}`, at: 1 } },
-    { id: 'dock', state: 'failed', framesOut: 0, reconnects: 3, dropped: 0, width: 0, height: 0, fps: 0, e2e: { sorted: () => [] }, pipeline: { sorted: () => [] }, lastTransition: { reason: `cannot open ${SECRET_URL}`, at: 2 }, error: Object.assign(new Error(`ffmpeg: ${SECRET_URL}: 401 Unauthorized\nmore`), { code: 'VAP_ERR_SOURCE_EXIT' }) },
+    { id: 'lobby', state: 'streaming', framesOut: 10, reconnects: 0, dropped: 0, width: 640, height: 480, fps: 25, e2e, pipeline: e2e, e2eBy, lastTransition: { reason: `connected to ${SECRET_URL}`, at: 1 } },
+    { id: 'dock', state: 'failed', framesOut: 0, reconnects: 3, dropped: 0, width: 0, height: 0, fps: 0, e2e: { sorted: () => [] }, pipeline: { sorted: () => [] }, e2eBy: { counts: [0, 0, 0, 0] }, lastTransition: { reason: `cannot open ${SECRET_URL}`, at: 2 }, error: Object.assign(new Error(`ffmpeg: ${SECRET_URL}: 401 Unauthorized\nmore`), { code: 'VAP_ERR_SOURCE_EXIT' }) },
   ];
   const pipeline = { stats, detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu' } } as unknown as Pipeline;
   const metrics = { scrape: async () => 'argus_up 1\n', contentType: 'text/plain; version=0.0.4; charset=utf-8' } as unknown as Metrics;
