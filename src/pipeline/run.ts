@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { merge, type Observable, Subject, take } from 'rxjs';
@@ -102,14 +103,60 @@ export interface RunSummary {
   detached: Record<string, DetachedTotals>;
 }
 
-/** The outbox folder: `outbox.dir` (relative to the pipeline file), else a per-pipeline folder (named after the pipeline) under the user's state directory. */
+/** The outbox folder: `outbox.dir` (relative to the pipeline file), else a per-pipeline folder (named after the pipeline: outboxFolder) under the user's state directory. */
 export function outboxDir(config: PipelineConfig, baseDir: string, env: NodeJS.ProcessEnv = process.env): string {
   if (config.outbox.dir) return isAbsolute(config.outbox.dir) ? config.outbox.dir : resolve(baseDir, config.outbox.dir);
-  const root = env.ARGUS_STATE_DIR || (env.XDG_STATE_HOME ? join(env.XDG_STATE_HOME, 'argus') : join(homedir(), '.local', 'state', 'argus'));
-  // A name of dots only would be the state folder itself or the one above it: `name: ".."` put
-  // its journal beside the state folder, in a folder shared with whatever else lives there.
-  const folder = config.name.replace(/[^A-Za-z0-9_.-]/g, '_');
-  return join(root, /^\.+$/.test(folder) ? folder.replace(/\./g, '_') : folder);
+  return join(stateRoot(env), outboxFolder(config.name));
+}
+
+function stateRoot(env: NodeJS.ProcessEnv): string {
+  return env.ARGUS_STATE_DIR || (env.XDG_STATE_HOME ? join(env.XDG_STATE_HOME, 'argus') : join(homedir(), '.local', 'state', 'argus'));
+}
+
+/** Folder names longer than this (bytes, as many as characters here) are cut and told apart by a hash: most file systems allow no more. */
+const FOLDER_MAX = 255;
+
+/**
+ * The default outbox folder's name for a pipeline name, one to one (two pipelines never share
+ * a journal): a name of letters, digits, `.`, `_` and `-` is its own (as in every release), other
+ * characters are written `%XX` (each byte of their UTF-8; `%` itself too), and so is every dot
+ * of a name of dots only (`.` and `..` are the state folder and the one above it). Before, every
+ * other character became `_`, so `lobby cam` shared `lobby_cam`'s journal, and dots-only names
+ * as many `_` (`..` shared `__`'s). A name whose folder would be longer than FOLDER_MAX bytes
+ * is cut, with a hash of the whole name after `~` (which no other folder name holds).
+ */
+export function outboxFolder(name: string): string {
+  const dots = /^\.+$/.test(name);
+  const kept = (b: number) => !dots && /[A-Za-z0-9_.-]/.test(String.fromCharCode(b));
+  const folder = [...Buffer.from(name, 'utf8')].map((b) => (kept(b) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
+  if (folder.length <= FOLDER_MAX) return folder;
+  return `${folder.slice(0, FOLDER_MAX - 41).replace(/%[0-9A-F]?$/, '')}~${createHash('sha256').update(name).digest('hex').slice(0, 40)}`;
+}
+
+/** The pipeline name an outbox folder is for (outboxFolder's inverse), or the folder's name where it cannot tell (a cut one). */
+export function pipelineOfFolder(folder: string): string {
+  if (folder.includes('~') || !folder.includes('%')) return folder;
+  try {
+    return decodeURIComponent(folder);
+  } catch {
+    return folder;
+  }
+}
+
+/**
+ * The folders older releases kept this pipeline's default outbox in, where they differ from
+ * today's: every character other than letters, digits, `.`, `_` and `-` written `_`, and a name
+ * of dots only as many `_` (the release before this one) or as it is (before that: `name: ".."`
+ * had its journal beside the state folder, `"."` in it). runPipeline takes their journals over
+ * once (Outbox.adoptOnce).
+ */
+export function legacyOutboxDirs(config: PipelineConfig, env: NodeJS.ProcessEnv = process.env): string[] {
+  if (config.outbox.dir) return [];
+  const root = stateRoot(env);
+  const own = join(root, outboxFolder(config.name));
+  const old = config.name.replace(/[^A-Za-z0-9_.-]/g, '_');
+  const dirs = [join(root, /^\.+$/.test(old) ? old.replace(/\./g, '_') : old), join(root, old)];
+  return [...new Set(dirs)].filter((d) => d !== own);
 }
 
 /** $ARGUS_HTTP_PORT, when set, must be a port number. */
@@ -301,13 +348,16 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
   if (config.outbox.enabled ?? k !== undefined) {
     const dir = outboxDir(config, baseDir, env);
     outbox = await life.start('outbox', () => Outbox.open({ dir, maxBytes: config.outbox.maxBytes, maxAgeMs: config.outbox.maxAgeHours * 3_600_000, fsync: config.outbox.fsync, log }), (o) => o.close());
+    // The journals older releases kept for this name elsewhere (see legacyOutboxDirs): replayed below with this one's.
+    await outbox.adoptOnce(legacyOutboxDirs(config, env));
     // In the background (it reads other journals): alerts left where no run will look.
     if (!config.outbox.dir) void strandedAlerts(dir).then((found) => {
-      for (const [name, n] of found) {
+      for (const [folder, n] of found) {
+        const name = pipelineOfFolder(folder);
         const how = name.startsWith('worker-')
           ? `a worker whose id changed (its default is the machine's name): a worker run with ARGUS_WORKER_ID=${name.slice('worker-'.length)} sends them (or a run of a pipeline named "${name}")`
           : `a pipeline renamed: a run of it under the name "${name}" sends them`;
-        log(`outbox: ${join(dir, '..', name)} holds ${n} undelivered alert(s) that no argus has open; ${how}`, { dir }, 'error');
+        log(`outbox: ${join(dir, '..', folder)} holds ${n} undelivered alert(s) that no argus has open; ${how}`, { dir }, 'error');
       }
     }, () => undefined);
   }

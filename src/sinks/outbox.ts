@@ -165,6 +165,8 @@ async function keepDamaged(dir: string): Promise<string | undefined> {
 /** A failed compaction is tried again after this long at the soonest, ms. */
 const COMPACT_RETRY_MS = 10_000;
 const LOCK = 'outbox.lock';
+/** Written once the journals of the folders older releases used were taken over (Outbox.adoptOnce). */
+const ADOPTED = 'adopted';
 /** After taking over a stale lock, how long to wait before checking it is still this opening's (see takeLock). */
 const TAKEOVER_SETTLE_MS = 250;
 /** Folders this process has open (the pid lock cannot tell two runs of one process apart). */
@@ -456,11 +458,7 @@ export class Outbox {
       // (a hard link, no copy), so the damaged records can still be looked at or recovered by hand.
       this.stats.damagedCopy = await keepDamaged(dir);
     }
-    const wall = this.clock();
-    // A record's age: on the monotonic clock when it was journaled in this boot (a wall clock
-    // stepped forward between two runs evicts nothing), by the wall clock across a reboot.
-    const up = sinceBoot();
-    for (const r of records.values()) this.addLive(r, r.boot === this.bootId && r.up !== undefined && r.up <= up ? up - r.up : wall - r.at);
+    for (const r of records.values()) this.addLive(r, this.ageOf(r));
     this.expire();
     this.recoveredRecords = [...this.live.values()];
     this.stats.recovered = this.recoveredRecords.length;
@@ -484,11 +482,77 @@ export class Outbox {
     this.ageTimer.unref();
   }
 
+  /**
+   * A record's age, ms, found in a journal: on the monotonic clock when it was journaled in this
+   * boot (a wall clock stepped forward between two runs evicts nothing), by the wall clock across
+   * a reboot.
+   */
+  private ageOf(r: OutboxRecord): number {
+    const up = sinceBoot();
+    return r.boot === this.bootId && r.up !== undefined && r.up <= up ? up - r.up : this.clock() - r.at;
+  }
+
+  /**
+   * Takes over, once, what the journals in `folders` hold: the folders older releases used for
+   * this pipeline's outbox (pipeline names mapped to folders other than today's). Each record is
+   * journaled here (on disk) before it is acknowledged there, and replayed with this opening's own
+   * (takeRecovered), so none is lost (one journaled here whose acknowledgement there failed is
+   * replayed twice: at least once). A folder another argus holds is left to it (it replays what
+   * its journal holds). Done once: `ADOPTED` here records it, written when every folder was
+   * read (one that could not be, an unsafe folder say, is logged and tried again at the next
+   * start), so a folder shared under an old name (`__` was also `..`'s) is not emptied into this
+   * pipeline's Kafka at every start. Returns how many records were taken over.
+   */
+  async adoptOnce(folders: readonly string[]): Promise<number> {
+    const mark = join(this.o.dir, ADOPTED);
+    if (folders.length === 0 || (await stat(mark).catch(() => undefined))) return 0;
+    let taken = 0;
+    let complete = true;
+    for (const from of folders) {
+      if (!(await stat(join(from, FILE)).catch(() => undefined))) continue;
+      let old: Outbox;
+      try {
+        old = await Outbox.open({ ...this.o, dir: from });
+      } catch (e) {
+        // Held by a running argus: it replays what the journal holds, ours among it.
+        if ((e as { inUse?: boolean }).inUse) continue;
+        complete = false;
+        this.log(`outbox: the journal an older release kept in ${from} could not be read (${(e as Error).message}); its alerts stay there, tried again at the next start`, { dir: this.o.dir }, 'error');
+        continue;
+      }
+      try {
+        const records = old.takeRecovered();
+        if (records.length === 0) continue;
+        const written = records.map((r) => {
+          const prev = this.live.get(r.key);
+          if (prev) this.dropLive(prev);
+          this.addLive(r, this.ageOf(r));
+          return new Promise<void>((done) => this.enqueue(this.putLine(r), done));
+        });
+        await Promise.all(written);
+        this.recoveredRecords.push(...records);
+        this.stats.recovered += records.length;
+        this.updateStats();
+        taken += records.length;
+        // On disk here: gone there. (Not on disk, a write failed: they stay there too.)
+        if (this.journaled) old.ack(records.map(recordMessage));
+        else complete = false;
+        this.log(`outbox: replaying ${records.length} undelivered record(s) an older release left in ${from} (the folder it used for this pipeline's name)`, { dir: this.o.dir });
+      } finally {
+        await old.close();
+      }
+    }
+    // Oldest first, as a journal's own.
+    this.recoveredRecords.sort((a, b) => a.at - b.at);
+    if (complete) await writeFile(mark, `${JSON.stringify({ at: this.clock(), folders })}\n`, { mode: PRIVATE_FILE }).catch(() => undefined);
+    return taken;
+  }
+
   private async lock(): Promise<void> {
     const path = join(this.o.dir, LOCK);
     // The folder itself, not the name it was given: a second name for it (a symlink) is the same journal.
     const key = (this.hereKey = await realpath(this.o.dir).catch(() => resolve(this.o.dir)));
-    if (openHere.has(key)) throw new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is already open in this process; give each pipeline its own outbox.dir`);
+    if (openHere.has(key)) throw Object.assign(new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is already open in this process; give each pipeline its own outbox.dir`), { inUse: true });
     openHere.add(key);
     try {
       await this.takeLock(path);
@@ -587,7 +651,7 @@ export class Outbox {
   }
 
   private inUse(why: string): ArgusError {
-    return new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is in use by another argus (${why}); give each pipeline its own outbox.dir`);
+    return Object.assign(new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is in use by another argus (${why}); give each pipeline its own outbox.dir`), { inUse: true });
   }
 
   /**

@@ -61,9 +61,23 @@ describe('the outbox folder named after the pipeline', () => {
   it('stays inside the state folder for a name of dots only (name: ".." put the journal beside it)', async () => {
     const { outboxDir } = await import('../../src/pipeline/run.js');
     const at = (name: string) => outboxDir(parseConfigText(`name: "${name}"\nsources:\n  - {id: a, uri: /x.mp4}\n`, PipelineSchema, 'p.yaml', {}), '/p', { ARGUS_STATE_DIR: '/state' });
-    expect(at('..')).toBe('/state/__');
-    expect(at('.')).toBe('/state/_');
-    expect(at('lobby cam')).toBe('/state/lobby_cam');
+    expect(at('..')).toBe('/state/%2E%2E');
+    expect(at('.')).toBe('/state/%2E');
+    expect(at('lobby cam')).toBe('/state/lobby%20cam');
     expect(at('v1.2')).toBe('/state/v1.2');
+  });
+
+  it('one folder a name: no two names share a journal (`__` shared `..`\'s, `lobby_cam` `lobby cam`\'s); names of letters, digits, `.`, `_`, `-` keep theirs', async () => {
+    const { outboxFolder, pipelineOfFolder } = await import('../../src/pipeline/run.js');
+    const names = ['..', '__', '.', '_', '...', '___', 'lobby cam', 'lobby_cam', 'lobby/cam', 'lobby%20cam', 'lobby%cam', 'a~b', 'Ä', 'ä', '大厅', 'x'.repeat(300), `${'x'.repeat(299)}y`, 'é'.repeat(100), `${'é'.repeat(99)}e`];
+    const folders = names.map(outboxFolder);
+    expect(new Set(folders).size).toBe(names.length);
+    for (const f of folders) {
+      expect(f).toMatch(/^[A-Za-z0-9_.%~-]{1,255}$/);
+      expect(f).not.toMatch(/^\.+$/);
+    }
+    for (const n of ['lobby', 'v1.2', '__', 'cam_1-a', 'x'.repeat(255)]) expect(outboxFolder(n)).toBe(n);
+    // Told back in the stranded-alerts log (a cut name cannot be: its folder's name is said).
+    for (const n of names.filter((x) => !outboxFolder(x).includes('~'))) expect(pipelineOfFolder(outboxFolder(n))).toBe(n);
   });
 });

@@ -8,7 +8,7 @@ import { PipelineSchema } from '../../src/config/schema.js';
 import type { Detector } from '../../src/inference/detector.js';
 import { runPipeline } from '../../src/pipeline/run.js';
 import type { AlertMessage } from '../../src/sinks/message.js';
-import { Outbox, strandedAlerts } from '../../src/sinks/outbox.js';
+import { Outbox, readOutbox, strandedAlerts } from '../../src/sinks/outbox.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { fakeDetector } from '../helpers/fake-session.js';
 
@@ -57,5 +57,45 @@ describe('undelivered alerts in a journal no run opens (a pipeline renamed, a wo
     for (let t = 0; t < 600 && errors.filter((e) => e.startsWith('outbox:')).length < 2; t++) await new Promise((r) => setTimeout(r, 100));
     expect(errors).toContain(`outbox: ${join(root, 'worker-local')} holds 2 undelivered alert(s) that no argus has open; a worker whose id changed (its default is the machine's name): a worker run with ARGUS_WORKER_ID=local sends them (or a run of a pipeline named "worker-local")`);
     expect(errors).toContain(`outbox: ${join(root, 'old-name')} holds 1 undelivered alert(s) that no argus has open; a pipeline renamed: a run of it under the name "old-name" sends them`);
+  });
+
+  it('a pipeline whose folder an older release named otherwise (`..`: `__`, and before that the folder above the state folder) takes their journals over once, at its first start', async () => {
+    const top = mkdtempSync(join(tmpdir(), 'argus-legacy-'));
+    const root = join(top, 'state');
+    mkdirSync(root, { mode: 0o700 });
+    await leave(join(root, '__'), 2); // the release before: `..` → `__` (shared with a pipeline named `__`)
+    await leave(top, 1); // before that: `..` → the folder above the state folder
+    const config = parseConfigText(`name: ".."\nsources:\n  - {id: cam, uri: ${clip}, rate: fast}\noutbox: { enabled: true }\n`, PipelineSchema, 'p.yaml', {});
+    const logs: string[] = [];
+    await runPipeline(config, { detector, status: false, env: { ARGUS_STATE_DIR: root }, log: (m) => void logs.push(m) });
+    // No Kafka sink here: the three alerts are kept, in the pipeline's own folder now, and gone from the old ones.
+    const own = join(root, '%2E%2E');
+    const alerts = async (dir: string) => (await readOutbox(dir)).filter((r) => r.kind === 'alert');
+    expect((await alerts(own)).map((r) => r.key).sort()).toEqual([`alert:${join(root, '__')}-0`, `alert:${join(root, '__')}-1`, `alert:${top}-0`].sort());
+    expect(await readOutbox(join(root, '__'))).toEqual([]);
+    expect(await readOutbox(top)).toEqual([]);
+    expect((await readOutbox(own)).filter((r) => r.kind === 'status').map((r) => r.source)).toEqual(['cam']); // the run's own: its source's last state
+    expect(logs.filter((m) => m.startsWith('outbox: replaying'))).toHaveLength(2);
+    // Once: `__` is a pipeline of its own now, whose alerts a later run of `..` leaves alone.
+    await leave(join(root, '__'), 1);
+    await runPipeline(config, { detector, status: false, env: { ARGUS_STATE_DIR: root }, log: () => {} });
+    expect(await readOutbox(join(root, '__'))).toHaveLength(1);
+    expect(await alerts(own)).toHaveLength(3);
+  });
+});
+
+describe('Outbox.adoptOnce', () => {
+  it('leaves a journal that a running argus holds to it (it replays what the journal holds), and does not try again', async () => {
+    const top = mkdtempSync(join(tmpdir(), 'argus-adopt-'));
+    await leave(join(top, 'old'), 2);
+    const holder = await Outbox.open({ dir: join(top, 'old'), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false });
+    const mine = await Outbox.open({ dir: join(top, 'new'), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false });
+    expect(await mine.adoptOnce([join(top, 'old'), join(top, 'missing')])).toBe(0);
+    expect(holder.takeRecovered()).toHaveLength(2);
+    await holder.close();
+    expect(await mine.adoptOnce([join(top, 'old')])).toBe(0); // done once
+    expect(mine.takeRecovered()).toEqual([]);
+    await mine.close();
+    expect(await readOutbox(join(top, 'old'))).toHaveLength(2);
   });
 });
