@@ -15,7 +15,7 @@ import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
 import { checksCertificate, relaysRtsp, tapsCameraClock } from '../core/rtsp-relay.js';
-import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
+import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, CAMERA_BEHIND_SUSTAINED_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
 import { HttpRelay, noProxyMatches, noProxyOf } from './http-relay.js';
 import { notFfmpeg } from './ffmpeg-path.js';
 import { exposedSecrets, secretsRelay } from './secrets-relay.js';
@@ -1045,12 +1045,13 @@ const noticed = new WeakSet<object>();
 const noticedBehind = new WeakSet<object>();
 
 /**
- * The log line for a camera whose time put a frame `behindMs` (negative) before its arrival, more
- * than CAMERA_BEHIND_NOTICE_MS and believed: its frames' latency counts the whole of it, which a
- * camera clock that is not synchronised would also give.
+ * The log line for a camera whose time put every frame arriving for CAMERA_BEHIND_SUSTAINED_MS
+ * at least `behindMs` (negative) before its arrival, more than CAMERA_BEHIND_NOTICE_MS and
+ * believed: its frames' latency counts the whole of it, which a camera clock that is not
+ * synchronised would give (or a network that held every frame that long).
  */
 function cameraBehindNotice(id: string, behindMs: number): string {
-  return `source "${id}": the camera's clock put a frame ${Math.abs(behindMs).toFixed(0)} ms before its arrival at argus, and the frames' latency counts such a gap (producedBy: camera; believed up to ${CAMERA_BEHIND_MAX_MS / 1000} s before): a camera clock that is not synchronised (NTP) shows its error as latency; where the camera's time is off, set cameraClock: false (frames stamped with their arrival)`;
+  return `source "${id}": the camera's clock put every frame that arrived for ${CAMERA_BEHIND_SUSTAINED_MS / 1000} s at least ${Math.abs(behindMs).toFixed(0)} ms before its arrival at argus, and the frames' latency counts such a gap (producedBy: camera; believed up to ${CAMERA_BEHIND_MAX_MS / 1000} s before): a camera clock that is not synchronised (NTP) shows its error as latency (so would a network that holds every frame that long); where the camera's time is off, set cameraClock: false (frames stamped with their arrival)`;
 }
 
 /** A fast file whose ffmpeg failed: how long what it wrote before may take to be read from the frame socket before the failure is reported. */

@@ -41,11 +41,21 @@ export const CAMERA_AHEAD_SLACK_MS = 5;
  */
 export const CAMERA_BEHIND_MAX_MS = 10_000;
 /**
- * A believed camera time further than this before the packet's arrival is said once in the log
- * (RtpClock.believedBehind): more than an encoder and a LAN usually take, and what a camera clock
- * that is not synchronised would show. Its frames' latency then counts it, and nothing else says so.
+ * A believed camera time further than this before the packet's arrival, for every frame that
+ * arrives over CAMERA_BEHIND_SUSTAINED_MS, is said once in the log (RtpClock.believedBehind):
+ * more than an encoder and a LAN usually take, and what a camera clock that is not synchronised
+ * would show. Its frames' latency then counts it, and nothing else says so.
  */
 export const CAMERA_BEHIND_NOTICE_MS = 1000;
+/**
+ * How long (ms of arrival time) every frame must be more than CAMERA_BEHIND_NOTICE_MS behind for
+ * the notice: a clock that is off keeps every frame behind; a network stall delays the frames
+ * sent during it, which then arrive together, and the frames after them on time again. One stall
+ * of 1.2 s gave the notice, as if the camera's clock were 1.2 s off.
+ */
+export const CAMERA_BEHIND_SUSTAINED_MS = 5000;
+/** Frames in that run at the least. */
+const CAMERA_BEHIND_MIN_FRAMES = 5;
 /**
  * Two sender reports of one stream map RTP time to the camera's clock alike within this many ms
  * (plus a frame interval and SR_RATE_SLACK of the time between them); further apart, the
@@ -118,8 +128,16 @@ export class RtpClock {
   unpairable: string | undefined;
   /** How far ahead (+) or behind (−) the camera's time was of the arrival when it was first not believed, ms. */
   rejectedOffset: number | undefined;
-  /** How far behind the arrival (−, ms) the camera's time was when it was first believed more than CAMERA_BEHIND_NOTICE_MS before it. */
+  /**
+   * How far behind the arrival (−, ms) the camera's time was at the least, over the first run of
+   * frames arriving for CAMERA_BEHIND_SUSTAINED_MS that were all believed more than
+   * CAMERA_BEHIND_NOTICE_MS before it (the camera clock's offset, near enough).
+   */
   believedBehind: number | undefined;
+  /** The run of frames behind by more than CAMERA_BEHIND_NOTICE_MS so far: the first one's arrival, and the least any was behind (−, ms). */
+  private behindSince: number | undefined;
+  private behindLeast = -Infinity;
+  private behindFrames = 0;
   /**
    * How far (ms) a sender report's time was from the time the one before it gives its RTP
    * timestamp, when the two disagreed (SR_AGREEMENT_MS): the camera's clock jumped, or its RTP
@@ -335,12 +353,28 @@ export class RtpClock {
       const camera = this.sr.ntpMs + (((unit.ts - this.sr.ts) | 0) * 1000) / this.clockRate;
       const ahead = camera - unit.arrival;
       if (ahead <= CAMERA_AHEAD_SLACK_MS && ahead >= -CAMERA_BEHIND_MAX_MS) {
-        if (ahead < -CAMERA_BEHIND_NOTICE_MS) this.believedBehind ??= ahead;
+        this.noteBehind(ahead, unit.arrival);
         return { at: Math.min(camera, unit.arrival), by: 'camera' };
       }
       this.rejectedOffset ??= ahead;
     }
     return { at: unit.arrival, by: 'arrival' };
+  }
+
+  /** A believed frame `ahead` ms (−: behind) of its arrival at `arrival`: a run of frames all far behind for long enough sets believedBehind. */
+  private noteBehind(ahead: number, arrival: number): void {
+    if (this.believedBehind !== undefined) return;
+    if (ahead >= -CAMERA_BEHIND_NOTICE_MS) {
+      this.behindSince = undefined;
+      return;
+    }
+    if (this.behindSince === undefined) {
+      this.behindSince = arrival;
+      this.behindLeast = ahead;
+      this.behindFrames = 0;
+    } else this.behindLeast = Math.max(this.behindLeast, ahead);
+    // Frames, not two alone 5 s apart (a camera that sent nothing between them).
+    if (++this.behindFrames >= CAMERA_BEHIND_MIN_FRAMES && arrival - this.behindSince >= CAMERA_BEHIND_SUSTAINED_MS) this.believedBehind = this.behindLeast;
   }
 
   /**

@@ -4,7 +4,7 @@ import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
 import { connect } from 'node:net';
 import { senderReport as sr } from '../helpers/rtsp-camera.js';
 import { relaysRtsp, tapsCameraClock } from '../../src/core/rtsp-relay.js';
-import { CAMERA_BEHIND_MAX_MS, CAMERA_BEHIND_NOTICE_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, RtspTap, UNIT_END_TRUST, UnitEnds, videoStream } from '../../src/sources/rtsp-tap.js';
+import { CAMERA_BEHIND_MAX_MS, CAMERA_BEHIND_NOTICE_MS, CAMERA_BEHIND_SUSTAINED_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, RtspTap, UNIT_END_TRUST, UnitEnds, videoStream } from '../../src/sources/rtsp-tap.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -145,14 +145,41 @@ describe('RtpClock: a frame time of ffmpeg → the camera\'s time of its access 
     expect(n.by).toBe('camera');
     expect(n.at).toBeCloseTo(100_000 - CAMERA_BEHIND_NOTICE_MS + 200, 3);
     expect(near.clock.believedBehind).toBeUndefined();
+    // A clock 3 s slow: every frame 3 s (and the network's 40 ms) behind its arrival, 10 fps.
     const far = session();
-    far.camera(rtp(2, 9000), 100_000);
-    far.camera(sr(3, 100_000 - 3000, 9000), 100_010);
+    far.camera(rtp(2, 9000, 0), 100_040);
+    far.camera(sr(3, 100_000 - 3000, 9000), 100_050);
     const f = far.clock.lookup(0)!;
     expect(f.by).toBe('camera');
     expect(f.at).toBeCloseTo(97_000, 3);
-    expect(far.clock.believedBehind).toBeCloseTo(-3000, 6);
+    expect(far.clock.believedBehind).toBeUndefined(); // one frame is no evidence (a stall delays a few)
+    for (let k = 1; k <= 50; k++) {
+      far.camera(rtp(2, 9000 + k * 9000, k), 100_040 + k * 100);
+      expect(far.clock.lookup(us(k * 9000))!.by).toBe('camera');
+      // Said once frames have arrived for CAMERA_BEHIND_SUSTAINED_MS all so far behind: the least of them.
+      if (k * 100 < CAMERA_BEHIND_SUSTAINED_MS) expect(far.clock.believedBehind).toBeUndefined();
+    }
+    expect(far.clock.believedBehind).toBeCloseTo(-3040, 6);
     expect(far.clock.rejectedOffset).toBeUndefined();
+  });
+
+  it('one network stall of over a second (the frames sent during it arrive together) is no camera clock behind: no notice', () => {
+    // A synchronised camera (its frames arrive 40 ms after capture), 10 fps; for 1.5 s nothing
+    // comes, then the 15 frames held up arrive at once, and the frames after them on time.
+    const s = session();
+    const T = 100_000;
+    s.camera(rtp(2, 9000, 0), T + 40);
+    s.camera(sr(3, T, 9000), T + 50);
+    const arrival = (k: number) => (k >= 10 && k < 25 ? T + 25 * 100 + 40 : T + k * 100 + 40);
+    const behind: number[] = [];
+    for (let k = 0; k < 120; k++) {
+      if (k > 0) s.camera(rtp(2, 9000 + k * 9000, k), arrival(k));
+      const r = s.clock.lookup(us(k * 9000))!;
+      expect(r.by).toBe('camera');
+      behind.push(arrival(k) - r.at);
+    }
+    expect(Math.max(...behind)).toBeGreaterThan(1400); // the first frame held up: 1.54 s behind
+    expect(s.clock.believedBehind).toBeUndefined(); // before: -1540, and the notice of a camera clock off
   });
 
   it("a camera clock that jumps back between two sender reports (within CAMERA_BEHIND_MAX_MS) is not believed after it: frames are stamped with their arrival, not 5 s early", () => {
