@@ -557,6 +557,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       const framePool = pool!;
       let released = false;
       const k = seq - seqStart;
+      while (resizes.length && resizes[0].at <= k) applyResize(resizes.shift()!.to);
       if (k === 0) {
         firstAt = clock();
         ptsBase = typeof options.ptsStart === 'function' ? options.ptsStart() : (options.ptsStart ?? 0);
@@ -627,6 +628,16 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       }
       subscriber.next(frame);
     };
+    /**
+     * Live sources' letterbox changes still ahead of the frames read: from frame `at` (counted
+     * from this run's first) on, `to` (see probe.onResize).
+     */
+    const resizes: { at: number; to: Letterbox }[] = [];
+    const applyResize = (to: Letterbox): void => {
+      const prev = lb!;
+      lb = to;
+      options.onResize?.(prev, to);
+    };
     let reader: FrameReader | undefined;
     const makeReader = (w: number, h: number): FrameReader => {
       const size = frameBytes(output, w, h);
@@ -636,13 +647,21 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     };
 
     probe.onResize = (w, h) => {
-      if (!lb || (lb.srcWidth === w && lb.srcHeight === h)) return;
       // Frames at the source's size: ffmpeg goes on writing them at the size it started with
       // (it scales the new pictures to it), so the frames and their letterbox stay as they are.
-      if (atSource) return;
-      const prev = lb;
-      lb = fit(w, h);
-      options.onResize?.(prev, lb);
+      if (!lb || atSource) return;
+      const last = resizes.length ? resizes[resizes.length - 1].to : lb;
+      if (last.srcWidth === w && last.srcHeight === h) return;
+      // Live sources: the log reports each frame written (frameTimeFilters), and ffmpeg writes
+      // every frame of the old picture, each reported, before it configures the new scaler. The
+      // log comes through another pipe than the frames, often ahead of them: the frames reported
+      // so far, still to be read, keep the old letterbox (with the new one, a box on the last
+      // 768x432 frame of a camera switching to 432x432 was mapped as if from a square picture).
+      // Files have no report per frame: their frames change at the line, as it is read.
+      if (live) {
+        resizes.push({ at: reports, to: fit(w, h) });
+        if (resizes.length > MAX_UNPAIRED) applyResize(resizes.shift()!.to);
+      } else applyResize(fit(w, h));
     };
     // Frames are cut once ffmpeg has printed its output line (before its first frame): at the
     // size it says it writes for frames at the source's size (after any rotation), letterboxed

@@ -1,0 +1,92 @@
+// A mid-stream resolution change with letterboxed frames (model.resize: fast): ffmpeg reports
+// the new size on its log (stderr) and writes the frames on another pipe (stdout), which argus
+// reads apart. Each frame must carry the letterbox of the picture it was made from: the frames
+// ffmpeg wrote before it reconfigured its scaler keep the old one, however late they are read.
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Frame } from '../../src/core/frame.js';
+import type { Letterbox } from '../../src/core/geometry.js';
+import type { FfmpegInputSpec } from '../../src/sources/ffmpeg-args.js';
+import { ffmpegSource, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
+import { MIRROR } from '../helpers/assets.js';
+import { FakeFfmpeg } from './fake-ffmpeg.js';
+
+const output = { width: 64, height: 48, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
+const FRAME = 64 * 48 * 3;
+/** A file that exists (ffmpegSource checks); the fake ffmpeg never reads it. */
+const FILE = join(MIRROR, 'streams', 'one-by-one-person-detection.mp4');
+
+/** The scaler's configuration line for a `w × h` input (ffmpeg 5.1's form). */
+const scaler = (w: number, h: number) => `[Parsed_scale_0 @ 0x55d0c0ffee10] w:${w} h:${h} fmt:yuv420p sar:1/1 -> w:64 h:36 fmt:bgr24 sar:1/1 flags:0x2\n`;
+
+function run(input: FfmpegInputSpec) {
+  let child!: FakeFfmpeg;
+  const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, FRAME)).asChild();
+  const frames: Frame[] = [];
+  const resizes: [Letterbox, Letterbox][] = [];
+  const sub = ffmpegSource({ id: 'cam', input, output, ffmpegPath: 'ffmpeg', spawn, onResize: (from, to) => resizes.push([from, to]) }).subscribe({
+    next: (f) => frames.push(f),
+    error: (e) => {
+      throw e;
+    },
+  });
+  return { child, frames, resizes, sub };
+}
+
+const size = (f: Frame) => `${f.letterbox.srcWidth}x${f.letterbox.srcHeight}`;
+
+let stop: (() => void) | undefined;
+afterEach(() => stop?.());
+
+describe('letterboxed frames across a mid-stream resolution change', () => {
+  it('live source: the frames reported before the new size keep the old letterbox, though read after the log line', () => {
+    const r = run({ url: 'http://cam/stream.ts', kind: 'http', rate: 'native', loop: false });
+    stop = () => r.sub.unsubscribe();
+    const t = Date.now() - 100;
+    r.child.stderr.write(scaler(640, 360));
+    r.child.info('mpegts');
+    // ffmpeg wrote frames 0–2 of 640x360 (their reports on the log), then met a 480x480 picture:
+    // its new scaler's line comes before that frame's report. The log is read first.
+    for (let i = 0; i < 3; i++) r.child.stderr.write(r.child.timeLine(i, t + i));
+    r.child.stderr.write(scaler(480, 480));
+    r.child.stderr.write(r.child.timeLine(0, t + 3));
+    expect(r.resizes).toEqual([]); // no frame of the new size yet
+    for (let i = 0; i < 4; i++) r.child.frame(i);
+    expect(r.frames.map(size)).toEqual(['640x360', '640x360', '640x360', '480x480']);
+    expect(r.resizes.map(([a, b]) => `${a.srcWidth}x${a.srcHeight}→${b.srcWidth}x${b.srcHeight}`)).toEqual(['640x360→480x480']);
+    // And back, with the frames read as soon as they are written.
+    r.child.stderr.write(r.child.timeLine(1, t + 4));
+    r.child.frame(4);
+    r.child.stderr.write(scaler(640, 360));
+    r.child.stderr.write(r.child.timeLine(0, t + 5));
+    r.child.frame(5);
+    expect(r.frames.map(size).slice(4)).toEqual(['480x480', '640x360']);
+    expect(r.resizes).toHaveLength(2);
+  });
+
+  it('a size that changes and changes back before any of its frames is read: each frame still gets its own', () => {
+    const r = run({ url: 'http://cam/stream.ts', kind: 'http', rate: 'native', loop: false });
+    stop = () => r.sub.unsubscribe();
+    const t = Date.now() - 100;
+    r.child.stderr.write(scaler(640, 360));
+    r.child.info('mpegts');
+    r.child.stderr.write(r.child.timeLine(0, t));
+    r.child.stderr.write(scaler(480, 480));
+    r.child.stderr.write(r.child.timeLine(0, t + 1));
+    r.child.stderr.write(scaler(640, 360));
+    r.child.stderr.write(r.child.timeLine(0, t + 2));
+    for (let i = 0; i < 3; i++) r.child.frame(i);
+    expect(r.frames.map(size)).toEqual(['640x360', '480x480', '640x360']);
+  });
+
+  it('file: its frames change letterbox at the scaler line (no per-frame reports), as before', () => {
+    const r = run({ url: FILE, kind: 'file', rate: 'fast', loop: false });
+    stop = () => r.sub.unsubscribe();
+    r.child.stderr.write(scaler(640, 360));
+    r.child.info('mpegts');
+    r.child.frame(0);
+    r.child.stderr.write(scaler(480, 480));
+    r.child.frame(1);
+    expect(r.frames.map(size)).toEqual(['640x360', '480x480']);
+  });
+});
