@@ -137,6 +137,17 @@ export function reportsFrameTimes(input: FfmpegInputSpec): boolean {
   return input.kind !== 'file';
 }
 
+/**
+ * Whether ffmpeg reports each frame it filters on its log (`frameTimeFilters`): live sources (for
+ * their times, `reportsFrameTimes`) and letterboxed frames of any source, so that a mid-stream
+ * resolution change, which ffmpeg reports on its log while it writes the frames through another
+ * pipe, is placed at the first frame of the new picture (ffmpeg-source: the frames written before
+ * its new scaler keep the old letterbox). Frames at the source's size keep one size and letterbox.
+ */
+export function reportsFrames(input: FfmpegInputSpec, out: FfmpegOutputSpec): boolean {
+  return reportsFrameTimes(input) || out.frame === undefined || out.frame === 'letterbox';
+}
+
 export interface FfmpegOutputSpec {
   width: number;
   height: number;
@@ -472,8 +483,9 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
         // 4:2:0 YUV, a 4:2:0 source passes untouched; others are converted to it by ffmpeg.
         [sourceBoundFilter(input.url), out.frame === 'source-yuv' ? 'format=pix_fmts=yuv420p|yuvj420p' : `format=${out.pixelFormat}`]
       : [...squarePixels(input.url), `scale=w=${sw}:h=${sh}:flags=bilinear`, `format=${out.pixelFormat}`, `pad=${W}:${H}:${px}:${py}:color=${pad}`]),
-    // Live: each frame's time (µs) on the log, in output order (see reportsFrameTimes).
-    ...(live ? frameTimeFilters(tag) : []),
+    // Live: each frame's time (µs) on the log, in output order (see reportsFrameTimes); letterboxed
+    // frames: each frame on the log (see reportsFrames).
+    ...(reportsFrames(input, out) ? frameTimeFilters(tag) : []),
   ];
   // Live: one output frame per filtered frame (no duplicates or drops for a constant rate), so
   // the reported times pair with the frames in order.

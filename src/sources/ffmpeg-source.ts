@@ -10,7 +10,7 @@ import type { LogFn } from '../core/log.js';
 import { redact, rememberArgSecrets, rememberUrlSecrets } from '../core/redact.js';
 import { emptyStamps, type Frame, type ProducedBy, type YuvColour } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
-import { buildFfmpegArgs, DEFAULT_DECODE, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, reportsFrameTimes, runTag, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
+import { buildFfmpegArgs, DEFAULT_DECODE, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, reportsFrameTimes, reportsFrames, runTag, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
@@ -417,6 +417,9 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     // through different pipes, so either may come first; what waits for its partner is kept
     // (bounded) by index, so a lost partner never shifts the pairing of later frames.
     const live = reportsFrameTimes(input);
+    // Each frame ffmpeg filters is reported on its log (live sources, letterboxed frames): a
+    // resolution change is placed at its frame (probe.onResize).
+    const reported = reportsFrames(input, output);
     const times = new Map<number, ClockReading | null>(); // report index → time (null: none known for it)
     // A relayed RTSP source's reports are RTP timestamps, which the relay turns into the
     // camera's time or the packets' arrival (rtsp-tap); others' are the arrival at ffmpeg.
@@ -464,8 +467,14 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     probe.onInputOpened = () => {
       if (!playStart) playStart = options.schedule?.next ?? now();
     };
+    /** Frames ffmpeg wrote more (duplicates) or fewer (dropped) than it reported (probe.onOutputAdjust). */
+    let adjusted = 0;
+    probe.onOutputAdjust = (n) => {
+      adjusted += n;
+    };
     probe.onFrameTime = (us) => {
       const i = reports++;
+      if (!live) return; // a file's: counted only
       const t = reading(us);
       const f = waiting.get(i);
       if (f) {
@@ -652,14 +661,16 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       if (!lb || atSource) return;
       const last = resizes.length ? resizes[resizes.length - 1].to : lb;
       if (last.srcWidth === w && last.srcHeight === h) return;
-      // Live sources: the log reports each frame written (frameTimeFilters), and ffmpeg writes
-      // every frame of the old picture, each reported, before it configures the new scaler. The
-      // log comes through another pipe than the frames, often ahead of them: the frames reported
-      // so far, still to be read, keep the old letterbox (with the new one, a box on the last
-      // 768x432 frame of a camera switching to 432x432 was mapped as if from a square picture).
-      // Files have no report per frame: their frames change at the line, as it is read.
-      if (live) {
-        resizes.push({ at: reports, to: fit(w, h) });
+      // The log reports each frame filtered (reportsFrames), and ffmpeg writes every frame of the
+      // old picture, each reported (and a file's duplicates and drops logged), before it
+      // configures the new scaler. The log comes through another pipe than the frames, often
+      // ahead of them: the frames written so far, still to be read, keep the old letterbox (with
+      // the new one, a box on the last 768x432 frame of a stream switching to 432x432 was mapped
+      // as if from a square picture). (A file whose timestamps jump forward at the change gets the
+      // old picture repeated over the gap after the line, by its constant-rate output: those
+      // repeats get the new letterbox.)
+      if (reported) {
+        resizes.push({ at: reports + adjusted, to: fit(w, h) });
         if (resizes.length > MAX_UNPAIRED) applyResize(resizes.shift()!.to);
       } else applyResize(fit(w, h));
     };

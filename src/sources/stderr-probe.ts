@@ -224,6 +224,17 @@ export function withoutOwnNotices(lines: readonly string[]): string[] {
 
 const VSYNC_NOTICE = /^-vsync is deprecated/;
 
+/**
+ * ffmpeg's constant-rate output (a file's) writing a filtered frame more than once, or not at all
+ * (logged at -loglevel verbose, before it writes): `*** 2 dup!`, `*** dropping frame 7 from stream
+ * 0 at ts 6` (4.x: `*** drop!`); 6.1 and later prefix them with the output stream's
+ * `[vost#0:0/rawvideo @ 0x…] `.
+ */
+const DUP = /^(?:\[[^\]]* @ 0x[0-9a-f]+\] )?\*\*\* (\d{1,9}) dup!$/;
+const DROP = /^(?:\[[^\]]* @ 0x[0-9a-f]+\] )?\*\*\* (?:drop!$|dropping frame \d)/;
+/** ffmpeg's log for the previous line printed again `N` more times. */
+const REPEATED = /^\s*Last message repeated (\d{1,9}) times?$/;
+
 /** ffmpeg's report of its opened input begins: `Input #0, <format>, from '…':`. */
 export function isInputHeader(line: string): boolean {
   return /^Input #0/.test(line);
@@ -296,6 +307,14 @@ export class StderrProbe {
   scaledFrom: { width: number; height: number } | undefined;
   /** Called when the scale filter is reconfigured for a different input size. */
   onResize?: (width: number, height: number) => void;
+  /**
+   * Called when ffmpeg's constant-rate output writes frames more (`n` > 0: duplicates) or fewer
+   * (`n` < 0: a frame dropped) than it filtered and reported (`onFrameTime`): the frames written
+   * so far are the reports plus these.
+   */
+  onOutputAdjust?: (n: number) => void;
+  /** The change the last line read made to the frames written (`onOutputAdjust`), for a repeat of it; 0 after another line. */
+  private lastAdjust = 0;
   /** Called for each output frame's reported time (µs, NaN when the frame has none; live sources, see ffmpeg-args `reportsFrameTimes`), in output order. */
   onFrameTime?: (us: number) => void;
   /**
@@ -319,6 +338,9 @@ export class StderrProbe {
   push(chunk: string): StreamInfo | undefined {
     let found: StreamInfo | undefined;
     for (const line of this.lines.push(chunk)) {
+      // (The line a `Last message repeated` follows is the one repeated.)
+      const lastAdjust = this.lastAdjust;
+      this.lastAdjust = 0;
       if (typeof line !== 'string') {
         // Within the input's report, a stream's own line (its language tag has a carriage return
         // or makes it long, say), which the report must not be read without.
@@ -352,9 +374,17 @@ export class StderrProbe {
         continue; // configuration chatter, not worth keeping in the error tail
       }
       if (/^\[(graph|scaler_out|Parsed_|AVIOContext|h264 @ .*Reinit context)/.test(line) || /^\[h264 @ [^\]]+\] Reinit context/.test(line)) continue;
+      // Duplicated and dropped frames (after the output's report: one in the input's is a file's text).
+      const repeated = REPEATED.exec(line);
+      const adjust = !this.done ? 0 : repeated ? lastAdjust * Number(repeated[1]) : DROP.test(line) ? -1 : Number(DUP.exec(line)?.[1] ?? 0);
+      if (!repeated) this.lastAdjust = adjust;
+      if (adjust) {
+        this.onOutputAdjust?.(adjust);
+        continue; // one per gap in a variable-rate file: not for the error tail
+      }
       // Live sources carry wall-clock times, which frames that arrived together share: the raw
       // muxer says so for each one (harmless: it writes no timestamps). Not worth the error tail.
-      if (line.includes('non monotonically increasing dts to muxer') || /^\s*Last message repeated/.test(line)) continue;
+      if (line.includes('non monotonically increasing dts to muxer') || repeated) continue;
       // Only that sequence: a "no frame!" or a decoding error anywhere else is kept.
       const step = !this.delimited ? 0 : DELIMITER_ALONE.test(line) ? 1 : this.delimiterLines === 1 && NO_FRAME.test(line) ? 2 : this.delimiterLines === 2 && DECODE_ERROR.test(line) ? 3 : 0;
       this.delimiterLines = step === 3 ? 0 : step;

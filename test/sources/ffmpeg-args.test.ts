@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { boundedSize, buildFfmpegArgs, ffmpegInput, frameBytes, isStillImage, reportsFrameTimes, sampleFilter, sourceKind, type FfmpegInputSpec } from '../../src/sources/ffmpeg-args.js';
+import { boundedSize, buildFfmpegArgs, ffmpegInput, frameBytes, isStillImage, reportsFrameTimes, reportsFrames, sampleFilter, sourceKind, type FfmpegInputSpec } from '../../src/sources/ffmpeg-args.js';
 
 const out = { width: 416, height: 416, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
 
@@ -148,10 +148,20 @@ describe('buildFfmpegArgs', () => {
     for (const rate of ['native', 'fast'] as const) {
       const input = { url: '/x.mp4', kind: 'file' as const, rate, loop: false };
       expect(reportsFrameTimes(input)).toBe(false);
-      const a = buildFfmpegArgs(input, out).join(' ');
-      expect(a).not.toContain('wallclock');
-      expect(a).not.toContain('metadata=');
-      expect(a).not.toContain('-copyts');
+      for (const frame of ['source', 'source-yuv'] as const) {
+        const a = buildFfmpegArgs(input, { ...out, frame }).join(' ');
+        expect(a).not.toContain('wallclock');
+        expect(a).not.toContain('metadata=');
+        expect(a).not.toContain('-copyts');
+      }
+      // Letterboxed: each frame on the log (a resolution change placed at its frame), the
+      // file's own timestamps and constant-rate output kept.
+      const a = buildFfmpegArgs(input, out, 'f00d');
+      expect(reportsFrames(input, out)).toBe(true);
+      expect(a[a.indexOf('-vf') + 1].endsWith(',settb=AVTB,metadata=mode=add:key=argus_f00d:value=1,metadata=mode=print:key=argus_f00d')).toBe(true);
+      expect(a.join(' ')).not.toContain('wallclock');
+      expect(a.join(' ')).not.toContain('-copyts');
+      expect(a.join(' ')).not.toContain('-vsync');
     }
   });
 });

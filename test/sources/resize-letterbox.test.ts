@@ -79,14 +79,31 @@ describe('letterboxed frames across a mid-stream resolution change', () => {
     expect(r.frames.map(size)).toEqual(['640x360', '480x480', '640x360']);
   });
 
-  it('file: its frames change letterbox at the scaler line (no per-frame reports), as before', () => {
+  it('file: the frames written before the new scaler keep the old letterbox, duplicates and drops of its constant-rate output counted', () => {
     const r = run({ url: FILE, kind: 'file', rate: 'fast', loop: false });
     stop = () => r.sub.unsubscribe();
     r.child.stderr.write(scaler(640, 360));
     r.child.info('mpegts');
-    r.child.frame(0);
+    // Frames 0–3 filtered (reported); the output wrote frame 1 three times, dropped frame 2, and
+    // wrote frame 3 twice, then once more (the log's repeat of that line): 4 + 2 - 1 + 1 + 1 = 7
+    // frames written of the old picture.
+    r.child.stderr.write(r.child.timeLine(0, 0) + r.child.timeLine(1, 100) + '*** 2 dup!\n' + r.child.timeLine(2, 200) + '*** dropping frame 2 from stream 0 at ts 3\n');
+    r.child.stderr.write(r.child.timeLine(3, 400) + '*** 1 dup!\n');
+    r.child.stderr.write('    Last message repeated 1 times\n');
     r.child.stderr.write(scaler(480, 480));
-    r.child.frame(1);
+    r.child.stderr.write(r.child.timeLine(0, 600));
+    for (let i = 0; i < 8; i++) r.child.frame(i);
+    expect(r.frames.map(size)).toEqual([...Array(7).fill('640x360'), '480x480']);
+  });
+
+  it("file: a duplicate line in the input's report (a file's metadata) is not counted", () => {
+    const r = run({ url: FILE, kind: 'file', rate: 'fast', loop: false });
+    stop = () => r.sub.unsubscribe();
+    r.child.stderr.write(scaler(640, 360));
+    r.child.stderr.write("Input #0, mpegts, from 'x':\n    comment         : x\n*** 5 dup!\n");
+    r.child.info('mpegts');
+    r.child.stderr.write(r.child.timeLine(0, 0) + scaler(480, 480) + r.child.timeLine(0, 100));
+    for (let i = 0; i < 2; i++) r.child.frame(i);
     expect(r.frames.map(size)).toEqual(['640x360', '480x480']);
   });
 });

@@ -287,3 +287,19 @@ describe('StderrProbe: per-frame times and the opened input', () => {
     expect(probe.info).toMatchObject({ width: 1920, height: 1080, fps: 30 });
   });
 });
+
+describe("StderrProbe: the constant-rate output's duplicated and dropped frames", () => {
+  it('counts each duplicate and drop after the output report, in the forms of ffmpeg 4.x to 7.x, a repeated line as many times', () => {
+    const p = new StderrProbe(20, 'pipe:argus-x');
+    const adjusts: number[] = [];
+    p.onOutputAdjust = (n) => adjusts.push(n);
+    p.push("Input #0, mpegts, from 'x':\n  Stream #0:0: Video: h264, yuv420p, 640x360, 10 fps, 10 tbr\n*** 9 dup!\n"); // a file's text, before the output's report
+    p.push("Output #0, rawvideo, to 'pipe:argus-x':\n  Stream #0:0: Video: rawvideo, bgr24, 416x416, 10 fps\n");
+    p.push('*** 1 dup!\n    Last message repeated 2 times\n*** dropping frame 7 from stream 0 at ts 6\n*** drop!\n');
+    p.push('[vost#0:0/rawvideo @ 0x5f3a2c0] *** 3 dup!\n[vost#0:0/rawvideo @ 0x5f3a2c0] *** dropping frame 9 at ts 8\n');
+    p.push('[h264 @ 0x1] something else\n    Last message repeated 4 times\n'); // not a duplicate's repeat
+    p.push('*** 12 dups of nothing\n');
+    expect(adjusts).toEqual([1, 2, -1, -1, 3, -1]);
+    expect(p.tailText()).not.toMatch(/\*\*\* [13] dup!|dropping/);
+  });
+});
