@@ -2,9 +2,15 @@
 // the new size on its log (stderr) and writes the frames on another pipe (stdout), which argus
 // reads apart. Each frame must carry the letterbox of the picture it was made from: the frames
 // ffmpeg wrote before it reconfigured its scaler keep the old one, however late they are read.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { lastValueFrom, tap, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Frame } from '../../src/core/frame.js';
+import { Pace } from '../../src/flow/pace.js';
+import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import type { Letterbox } from '../../src/core/geometry.js';
 import type { FfmpegInputSpec } from '../../src/sources/ffmpeg-args.js';
 import { ffmpegSource, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
@@ -105,5 +111,40 @@ describe('letterboxed frames across a mid-stream resolution change', () => {
     r.child.stderr.write(r.child.timeLine(0, 0) + scaler(480, 480) + r.child.timeLine(0, 100));
     for (let i = 0; i < 2; i++) r.child.frame(i);
     expect(r.frames.map(size)).toEqual(['640x360', '480x480']);
+  });
+
+  it('real ffmpeg: a file of two sizes, read behind a busy stage: each frame carries the letterbox of its own picture', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-resize-'));
+    try {
+      // 12 frames of 320x180, then 12 of 240x240 (two recordings joined, as a camera's profile
+      // switch is recorded): letterboxed into 64x64, the wide picture is padded above and below.
+      const part = (size: string, name: string) => {
+        execFileSync(defaultFfmpegPath(), ['-v', 'error', '-f', 'lavfi', '-i', `testsrc2=size=${size}:rate=10`, '-frames:v', '12', '-c:v', 'libx264', '-preset', 'ultrafast', '-f', 'mpegts', join(dir, name)]);
+        return readFileSync(join(dir, name));
+      };
+      const file = join(dir, 'joined.ts');
+      writeFileSync(file, Buffer.concat([part('320x180', 'a.ts'), part('240x240', 'b.ts')]));
+      // The stage works 20 ms on each frame: the next frame waits in the pipe while ffmpeg logs
+      // its new scaler (every run of this test tagged the last wide frame square before).
+      const pace = new Pace();
+      const square = { ...output, width: 64, height: 64, align: 'center' as const };
+      const frames = await lastValueFrom(
+        ffmpegSource({ id: 'cam', input: { url: file, kind: 'file', rate: 'fast', loop: false }, output: square, ffmpegPath: defaultFfmpegPath(), pace }).pipe(
+          tap(() => {
+            pace.enter();
+            setTimeout(() => pace.leave(), 20);
+          }),
+          toArray(),
+        ),
+      );
+      // The first row is padding (grey 114) exactly when the letterbox says the picture is wide.
+      const seen = frames.map((f) => `${size(f)} ${f.data.subarray(0, 64 * 3).every((v) => v === 114) ? 'padded' : 'full'}`);
+      expect(frames.length).toBeGreaterThanOrEqual(22);
+      expect(seen.filter((x) => x === '320x180 padded').length).toBeGreaterThanOrEqual(11);
+      expect(seen.filter((x) => x === '240x240 full').length).toBeGreaterThanOrEqual(11);
+      expect(seen.filter((x) => x !== '320x180 padded' && x !== '240x240 full')).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
