@@ -638,8 +638,8 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       subscriber.next(frame);
     };
     /**
-     * Live sources' letterbox changes still ahead of the frames read: from frame `at` (counted
-     * from this run's first) on, `to` (see probe.onResize).
+     * Letterbox changes still ahead of the frames read (frames reported on the log: `reported`):
+     * from frame `at` (counted from this run's first) on, `to` (see probe.onResize).
      */
     const resizes: { at: number; to: Letterbox }[] = [];
     const applyResize = (to: Letterbox): void => {

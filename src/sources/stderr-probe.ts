@@ -315,7 +315,7 @@ export class StderrProbe {
   onOutputAdjust?: (n: number) => void;
   /** The change the last line read made to the frames written (`onOutputAdjust`), for a repeat of it; 0 after another line. */
   private lastAdjust = 0;
-  /** Called for each output frame's reported time (µs, NaN when the frame has none; live sources, see ffmpeg-args `reportsFrameTimes`), in output order. */
+  /** Called for each output frame's reported time (µs, NaN when the frame has none; live sources and letterboxed frames, see ffmpeg-args `reportsFrames`), in output order. */
   onFrameTime?: (us: number) => void;
   /**
    * Called with each of ffmpeg's reports of damaged input (`reportsDamage`: a corrupt packet, a
