@@ -117,6 +117,13 @@ export interface FfmpegSourceOptions {
  */
 const MAX_UNPAIRED = 8;
 
+/**
+ * Letterbox changes kept until their first frame is read (probe.onResize): as many as frames can
+ * wait between ffmpeg and argus (a pipe's or a frame socket's worth: dozens of small frames, each
+ * a change in a stream whose size changes every frame); beyond, the oldest is applied at once.
+ */
+const MAX_PENDING_RESIZES = 1024;
+
 /** spawn errors that are about the machine's state right now (no file descriptors, processes, memory), not about ffmpeg. */
 const TRANSIENT_SPAWN_ERRORS = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM']);
 
@@ -671,7 +678,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       // repeats get the new letterbox.)
       if (reported) {
         resizes.push({ at: reports + adjusted, to: fit(w, h) });
-        if (resizes.length > MAX_UNPAIRED) applyResize(resizes.shift()!.to);
+        if (resizes.length > MAX_PENDING_RESIZES) applyResize(resizes.shift()!.to);
       } else applyResize(fit(w, h));
     };
     // Frames are cut once ffmpeg has printed its output line (before its first frame): at the

@@ -113,23 +113,20 @@ describe('letterboxed frames across a mid-stream resolution change', () => {
     expect(r.frames.map(size)).toEqual(['640x360', '480x480']);
   });
 
-  it('real ffmpeg: a file of two sizes, read behind a busy stage: each frame carries the letterbox of its own picture', async () => {
+  /**
+   * `file` (made in a folder of its own by `make`) read as a fast file behind a stage that works
+   * 20 ms on each frame, letterboxed into 64x64: what each frame's first row shows (padding, grey
+   * 114, above a wide picture; none for a square one), with the size its letterbox names.
+   */
+  async function pacedRows(make: (dir: string) => string, inputArgs?: string[]): Promise<string[]> {
     const dir = mkdtempSync(join(tmpdir(), 'argus-resize-'));
     try {
-      // 12 frames of 320x180, then 12 of 240x240 (two recordings joined, as a camera's profile
-      // switch is recorded): letterboxed into 64x64, the wide picture is padded above and below.
-      const part = (size: string, name: string) => {
-        execFileSync(defaultFfmpegPath(), ['-v', 'error', '-f', 'lavfi', '-i', `testsrc2=size=${size}:rate=10`, '-frames:v', '12', '-c:v', 'libx264', '-preset', 'ultrafast', '-f', 'mpegts', join(dir, name)]);
-        return readFileSync(join(dir, name));
-      };
-      const file = join(dir, 'joined.ts');
-      writeFileSync(file, Buffer.concat([part('320x180', 'a.ts'), part('240x240', 'b.ts')]));
-      // The stage works 20 ms on each frame: the next frame waits in the pipe while ffmpeg logs
-      // its new scaler (every run of this test tagged the last wide frame square before).
+      const file = make(dir);
+      // While the stage works, the next frame waits in the pipe and ffmpeg logs its new scaler.
       const pace = new Pace();
       const square = { ...output, width: 64, height: 64, align: 'center' as const };
       const frames = await lastValueFrom(
-        ffmpegSource({ id: 'cam', input: { url: file, kind: 'file', rate: 'fast', loop: false }, output: square, ffmpegPath: defaultFfmpegPath(), pace }).pipe(
+        ffmpegSource({ id: 'cam', input: { url: file, kind: 'file', rate: 'fast', loop: false, inputArgs }, output: square, ffmpegPath: defaultFfmpegPath(), pace }).pipe(
           tap(() => {
             pace.enter();
             setTimeout(() => pace.leave(), 20);
@@ -137,14 +134,45 @@ describe('letterboxed frames across a mid-stream resolution change', () => {
           toArray(),
         ),
       );
-      // The first row is padding (grey 114) exactly when the letterbox says the picture is wide.
-      const seen = frames.map((f) => `${size(f)} ${f.data.subarray(0, 64 * 3).every((v) => v === 114) ? 'padded' : 'full'}`);
-      expect(frames.length).toBeGreaterThanOrEqual(22);
-      expect(seen.filter((x) => x === '320x180 padded').length).toBeGreaterThanOrEqual(11);
-      expect(seen.filter((x) => x === '240x240 full').length).toBeGreaterThanOrEqual(11);
-      expect(seen.filter((x) => x !== '320x180 padded' && x !== '240x240 full')).toEqual([]);
+      return frames.map((f) => `${size(f)} ${f.data.subarray(0, 64 * 3).every((v) => v === 114) ? 'padded' : 'full'}`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  }
+  const ffmpeg = (...args: string[]) => execFileSync(defaultFfmpegPath(), ['-v', 'error', ...args]);
+
+  it('real ffmpeg: a file of two sizes, read behind a busy stage: each frame carries the letterbox of its own picture', async () => {
+    // 12 frames of 320x180, then 12 of 240x240 (two recordings joined, as a camera's profile
+    // switch is recorded). Every run tagged the last wide frame square before.
+    const seen = await pacedRows((dir) => {
+      const part = (size: string, name: string) => {
+        ffmpeg('-f', 'lavfi', '-i', `testsrc2=size=${size}:rate=10`, '-frames:v', '12', '-c:v', 'libx264', '-preset', 'ultrafast', '-f', 'mpegts', join(dir, name));
+        return readFileSync(join(dir, name));
+      };
+      const file = join(dir, 'joined.ts');
+      writeFileSync(file, Buffer.concat([part('320x180', 'a.ts'), part('240x240', 'b.ts')]));
+      return file;
+    });
+    expect(seen.length).toBeGreaterThanOrEqual(22);
+    expect(seen.filter((x) => x === '320x180 padded').length).toBeGreaterThanOrEqual(11);
+    expect(seen.filter((x) => x === '240x240 full').length).toBeGreaterThanOrEqual(11);
+    expect(seen.filter((x) => x !== '320x180 padded' && x !== '240x240 full')).toEqual([]);
+  });
+
+  it('real ffmpeg: an MJPEG recording whose pictures change size every frame: each frame still carries its own letterbox', async () => {
+    // JPEGs of 320x180 and 240x240 in turn (an MJPEG camera sending two sizes): 38 of 40 frames
+    // carried the other size's letterbox before.
+    const seen = await pacedRows((dir) => {
+      const jpegs = (size: string) => {
+        ffmpeg('-f', 'lavfi', '-i', `testsrc2=size=${size}:rate=10`, '-frames:v', '10', '-q:v', '5', '-f', 'image2', join(dir, `${size}-%02d.jpg`));
+        return Array.from({ length: 10 }, (_, i) => readFileSync(join(dir, `${size}-${String(i + 1).padStart(2, '0')}.jpg`)));
+      };
+      const [wide, sq] = [jpegs('320x180'), jpegs('240x240')];
+      const file = join(dir, 'turns.mjpeg');
+      writeFileSync(file, Buffer.concat(wide.flatMap((w, i) => [w, sq[i]])));
+      return file;
+    }, ['-f', 'mjpeg']);
+    expect(seen.length).toBe(20);
+    expect(seen).toEqual(Array.from({ length: 20 }, (_, i) => (i % 2 ? '240x240 full' : '320x180 padded')));
   });
 });
