@@ -56,6 +56,16 @@ export type OwnersRecord =
 export const DRAIN_KEY_PREFIX = 'drain/';
 /** Key prefix of "the new owner's connection delivers frames" records (a planned move's handoff). */
 export const READY_KEY_PREFIX = 'ready/';
+/**
+ * Key prefix of releases. A release keyed by its camera, as a claim is, superseded a newer claim
+ * of that camera in the compacted topic. That order is common: once its lease holds again, a
+ * worker fenced by a broker restart has claimed its cameras anew before it releases the claims
+ * its fence stopped (a forced claim after releaseWaitMs, or two claims racing, likewise). Once
+ * the log cleaner had run (a segment roll, min.compaction.lag.ms) only the release was left, and
+ * a worker started then saw nobody holding a camera that ran, and took it over in the next move
+ * without waiting for its owner's release.
+ */
+export const RELEASE_KEY_PREFIX = 'release/';
 
 /**
  * The only environment variables a camera record may read: `${env:ARGUS_CAMERA_…}`. Anyone who
@@ -465,7 +475,7 @@ export class ClusterView {
     if (value === null) {
       if (key.startsWith(DRAIN_KEY_PREFIX)) this.drains.delete(key.slice(DRAIN_KEY_PREFIX.length));
       else if (key.startsWith(READY_KEY_PREFIX)) this.connected.delete(key.slice(READY_KEY_PREFIX.length));
-      else this.owners.delete(key);
+      else if (!key.startsWith(RELEASE_KEY_PREFIX)) this.owners.delete(key);
       return undefined;
     }
     const r = JSON.parse(value.toString('utf8')) as Partial<Record<string, unknown>> | null;
@@ -484,7 +494,9 @@ export class ClusterView {
       this.connected.set(r.camera, { member: `${r.owner}/${r.incarnation}`, offset });
       return r.camera;
     }
-    if ((r.type !== 'claim' && r.type !== 'release') || !str(r.camera) || r.camera !== key || !str(r.owner)) return undefined;
+    // A release is keyed apart from its camera's claims (RELEASE_KEY_PREFIX); by the camera itself when an earlier version wrote it.
+    const keyed = r.camera === key || (r.type === 'release' && key === `${RELEASE_KEY_PREFIX}${String(r.camera)}`);
+    if ((r.type !== 'claim' && r.type !== 'release') || !str(r.camera) || !keyed || !str(r.owner)) return undefined;
     const incarnation = str(r.incarnation) ? r.incarnation : '';
     const when = typeof r.at === 'number' && Number.isFinite(r.at) ? r.at : 0;
     if (r.type === 'claim') {
@@ -497,13 +509,14 @@ export class ClusterView {
     // A release names the claim it ends: an earlier offset in this partition, by the same owner.
     const epoch = r.epoch;
     if (typeof epoch !== 'number' || !Number.isInteger(epoch) || epoch < 0 || epoch >= offset) return undefined;
-    const open = this.open.get(key);
+    const camera = r.camera;
+    const open = this.open.get(camera);
     const claim = open?.get(epoch);
     if (claim && claim.owner === r.owner) open!.delete(epoch);
-    if (open?.size === 0) this.open.delete(key);
-    const cur = this.owners.get(key);
-    if (cur && cur.epoch === epoch && cur.owner === r.owner) this.owners.set(key, { ...cur, state: 'released', at: when });
-    return key;
+    if (open?.size === 0) this.open.delete(camera);
+    const cur = this.owners.get(camera);
+    if (cur && cur.epoch === epoch && cur.owner === r.owner) this.owners.set(camera, { ...cur, state: 'released', at: when });
+    return camera;
   }
 
   /** Claims of `camera` below `epoch` that are still open (their owner has not released them). */
@@ -517,8 +530,8 @@ export class ClusterView {
 }
 
 /**
- * Claims and releases in the owners topic (one partition, compacted, keyed by camera). A
- * claim's epoch is the offset the broker gave it: it only grows, so a later owner's messages
+ * Claims and releases in the owners topic (one partition, compacted; claims keyed by camera,
+ * releases by RELEASE_KEY_PREFIX and the camera). A claim's epoch is the offset the broker gave it: it only grows, so a later owner's messages
  * always carry a larger epoch than an earlier one's, with no counter to coordinate.
  */
 /** Claims written in one record batch at most (see OwnerLog.claim). */
@@ -563,7 +576,8 @@ export class OwnerLog {
 
   async release(camera: string, epoch: number): Promise<void> {
     const rec: OwnersRecord = { type: 'release', camera, owner: this.workerId, incarnation: this.incarnation, epoch, at: Date.now() };
-    await this.producer.send({ topic: this.topic, acks: -1, messages: [{ key: camera, value: JSON.stringify(rec), partition: 0 }] });
+    // Keyed apart from the claims (RELEASE_KEY_PREFIX): compaction keeps the camera's latest claim and its latest release.
+    await this.producer.send({ topic: this.topic, acks: -1, messages: [{ key: `${RELEASE_KEY_PREFIX}${camera}`, value: JSON.stringify(rec), partition: 0 }] });
   }
 }
 

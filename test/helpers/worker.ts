@@ -1,5 +1,5 @@
 import { filter, mergeAll, NEVER, type Observable, type Subject } from 'rxjs';
-import { ClusterView } from '../../src/cluster/view.js';
+import { ClusterView, RELEASE_KEY_PREFIX } from '../../src/cluster/view.js';
 import { Worker } from '../../src/cluster/worker.js';
 import { PipelineSchema } from '../../src/config/schema.js';
 import type { LogFn } from '../../src/core/log.js';
@@ -94,7 +94,7 @@ export async function drivenWorker<I extends DrivenInternals = DrivenInternals>(
         i.view.ingest(t.owners, 0, camera, rec({ type: 'claim', camera, owner: 'w1', incarnation: w.incarnation, at: 1 }), String(epoch));
         return epoch;
       }),
-    release: async (camera: string, epoch: number) => i.view.ingest(t.owners, 0, camera, rec({ type: 'release', camera, owner: 'w1', incarnation: w.incarnation, epoch, at: 2 }), String(offset++)),
+    release: async (camera: string, epoch: number) => i.view.ingest(t.owners, 0, `${RELEASE_KEY_PREFIX}${camera}`, rec({ type: 'release', camera, owner: 'w1', incarnation: w.incarnation, epoch, at: 2 }), String(offset++)),
     ready: async () => {},
   };
   let camOffset = 0;
