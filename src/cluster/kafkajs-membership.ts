@@ -15,10 +15,15 @@ export interface KafkajsMembershipOptions extends MembershipOptions {
   sessionTimeoutMs: number;
   heartbeatIntervalMs: number;
   rebalanceTimeoutMs: number;
+  /** How long after the last proof of membership the worker's lease holds (sessionTimeoutMs − fenceMarginMs); default sessionTimeoutMs. */
+  leaseMs?: number;
 }
 
 /** How often a starting worker asks whether the group still holds its former process (formerSelfGone). */
 const FORMER_SELF_POLL_MS = 250;
+
+/** How often the wall clock is compared with the monotonic one (watchClock), at most. */
+const CLOCK_CHECK_MS = 250;
 
 /** The user data of a member that joins only to make the group rebalance (requestRebalance). */
 const NUDGE = { nudge: true };
@@ -97,8 +102,39 @@ export class KafkajsMembership implements GroupMembership {
   private generation = 0;
   private retry: NodeJS.Timeout | undefined;
   private nudging = false;
+  private clockWatch: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: KafkajsMembershipOptions) {}
+
+  /**
+   * kafkajs times its heartbeats by the wall clock (the next is due at Date.now() ≥ the last one's
+   * Date.now() + heartbeatIntervalMs): a wall clock stepped back by S seconds (NTP correcting a
+   * drifted clock, a VM resumed, `date -s`) sent no heartbeat for S seconds. Past the lease the
+   * worker fenced every camera, past the session the group dropped it, and it stayed out, running
+   * nothing, until the clock had caught up (measured: a step of 30 s, no heartbeat for 30 s, the
+   * group empty from 6 s on). A step back that would delay the next heartbeat past the lease
+   * makes the worker join again at once, with a consumer whose heartbeats count from the new time.
+   */
+  private watchClock(): void {
+    if (this.clockWatch) return;
+    const limit = Math.max(this.o.heartbeatIntervalMs, (this.o.leaseMs ?? this.o.sessionTimeoutMs) - 2 * this.o.heartbeatIntervalMs);
+    let wall = Date.now();
+    let mono = performance.now();
+    this.clockWatch = setInterval(
+      () => {
+        const w = Date.now();
+        const m = performance.now();
+        const back = m - mono - (w - wall);
+        wall = w;
+        mono = m;
+        if (back < limit || this.stopped || !this.consumer) return;
+        this.o.log?.(`cluster: the wall clock went back ${Math.round(back)} ms; kafkajs would send no heartbeat for as long (it times them by the wall clock): joining group ${this.o.group} again`, { stepMs: Math.round(back) }, 'warn');
+        void this.rejoin();
+      },
+      Math.min(CLOCK_CHECK_MS, this.o.heartbeatIntervalMs),
+    );
+    this.clockWatch.unref();
+  }
 
   get lastAlive(): number {
     return this.alive;
@@ -106,6 +142,7 @@ export class KafkajsMembership implements GroupMembership {
 
   async start(): Promise<void> {
     this.stopped = false;
+    this.watchClock();
     this.admin ??= this.o.kafka.admin();
     try {
       await this.admin.connect();
@@ -297,6 +334,8 @@ export class KafkajsMembership implements GroupMembership {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.retry) clearTimeout(this.retry);
+    clearInterval(this.clockWatch);
+    this.clockWatch = undefined;
     this.alive = -Infinity;
     const old = this.consumer;
     this.consumer = undefined;

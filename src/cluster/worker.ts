@@ -336,6 +336,7 @@ export class Worker {
       sessionTimeoutMs: this.c.sessionTimeoutMs,
       heartbeatIntervalMs: this.c.heartbeatIntervalMs,
       rebalanceTimeoutMs: this.c.rebalanceTimeoutMs,
+      leaseMs: this.c.sessionTimeoutMs - this.c.fenceMarginMs,
       info: () => ({ workerId: this.id, incarnation: this.incarnation, capacity: this.capacity(), owned: this.holdsSlots ? [...this.assigned] : [], labels: { ...this.c.labels }, placement: true }),
       slotCost: (slot) => this.slotCost(slot),
       slotAccepts: (slot, m) => this.slotAccepts(slot, m),
