@@ -26,7 +26,24 @@ export type SlotAccepts = (slot: number, member: SlotMember) => boolean;
  * slot: empty slots are dealt out by count, after the others). `accepts` limits which members
  * may hold a slot (its cameras' placement); a slot no member accepts is given to none.
  */
-export function assignSlots(members: readonly SlotMember[], slots: readonly number[], cost: (slot: number) => number, accepts: SlotAccepts = () => true): Map<string, number[]> {
+export function assignSlots(members: readonly SlotMember[], slots: readonly number[], slotCost: (slot: number) => number, slotAccepts: SlotAccepts = () => true): Map<string, number[]> {
+  // Each asked once: a worker's answers scan every camera, and the balancing below asks again and
+  // again (1 000 slots, 10 000 cameras: 8 s on the leader's event loop, every rebalance, with
+  // every worker waiting for the assignment without a heartbeat, past the lease).
+  const costs = new Map<number, number>();
+  const cost = (s: number) => {
+    let c = costs.get(s);
+    if (c === undefined) costs.set(s, (c = slotCost(s)));
+    return c;
+  };
+  const accepted = new Map<string, Map<number, boolean>>();
+  const accepts: SlotAccepts = (s, m) => {
+    let byMember = accepted.get(m.memberId);
+    if (!byMember) accepted.set(m.memberId, (byMember = new Map()));
+    let a = byMember.get(s);
+    if (a === undefined) byMember.set(s, (a = slotAccepts(s, m)));
+    return a;
+  };
   const out = new Map<string, number[]>(members.map((m) => [m.memberId, []]));
   const able = [...members].filter((m) => m.capacity > 0).sort((a, b) => (a.workerId < b.workerId ? -1 : a.workerId > b.workerId ? 1 : a.memberId < b.memberId ? -1 : 1));
   if (able.length === 0) return out;

@@ -54,7 +54,7 @@ export function decodeInfo(metadata: Buffer): MemberInfo | 'nudge' | undefined {
  * capacity and current slots as user data; assignSlots shares the topic's partitions. A member
  * whose user data cannot be read (another version) gets nothing and is logged.
  */
-export function slotAssigner(o: Pick<KafkajsMembershipOptions, 'slotCost' | 'slotAccepts' | 'log'> & { info: () => MemberInfo | typeof NUDGE }): PartitionAssigner {
+export function slotAssigner(o: Pick<KafkajsMembershipOptions, 'slots' | 'log'> & { info: () => MemberInfo | typeof NUDGE }): PartitionAssigner {
   return ({ cluster }) => ({
     name: ASSIGNER_NAME,
     version: ASSIGNER_VERSION,
@@ -71,9 +71,9 @@ export function slotAssigner(o: Pick<KafkajsMembershipOptions, 'slotCost' | 'slo
         }
         infos.push({ memberId: m.memberId, workerId: info.workerId, capacity: info.capacity, owned: info.owned, labels: info.labels, info });
       }
-      const accepts = o.slotAccepts;
+      const table = o.slots();
       const byMember = new Map(infos.map((m) => [m.memberId, m.info]));
-      const plan = assignSlots(infos, slots, o.slotCost, accepts ? (slot, m) => accepts(slot, byMember.get(m.memberId)!) : undefined);
+      const plan = assignSlots(infos, slots, (slot) => table.cost(slot), (slot, m) => table.accepts(slot, byMember.get(m.memberId)!));
       return members.map((m) => ({
         memberId: m.memberId,
         memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: ASSIGNER_VERSION, assignment: { [topic]: plan.get(m.memberId) ?? [] }, userData: Buffer.alloc(0) }),

@@ -51,13 +51,24 @@ export interface GroupMembership {
   readonly lastAlive: number;
 }
 
+/**
+ * What the group's leader needs of each slot, from one reading of the cameras: each question is
+ * answered from that slot's cameras alone (asked of every camera, once per slot and member and
+ * again and again while balancing, 1 000 slots and 10 000 cameras held the leader's event loop
+ * 8 s at every rebalance).
+ */
+export interface SlotTable {
+  /** The cost of the cameras in a slot (the leader balances by it). */
+  cost(slot: number): number;
+  /** Whether a member may hold a slot (its cameras' placement). */
+  accepts(slot: number, member: Pick<MemberInfo, 'workerId' | 'labels'>): boolean;
+}
+
 export interface MembershipOptions {
   /** What to tell the group at each join. */
   info: () => MemberInfo;
-  /** The cost of the cameras in a slot (the leader balances by it). */
-  slotCost: (slot: number) => number;
-  /** Whether a member may hold a slot (its cameras' placement); absent: any may. */
-  slotAccepts?: (slot: number, member: MemberInfo) => boolean;
+  /** The slots' cameras as the leader weighs them: asked for once per assignment. */
+  slots: () => SlotTable;
   onAssigned: (a: Assignment) => void;
   /** The group's members in this generation as `workerId/incarnation` (this one included), and the slots the group has given out, once read after onAssigned; undefined when they could not be read. */
   onMembers?: (members: Set<string> | undefined, held?: Set<number>, placementUnaware?: boolean) => void;

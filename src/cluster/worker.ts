@@ -11,7 +11,7 @@ import { runPipeline, type RunningPipeline, type RunOptions, type RunSummary } f
 import type { Claim } from '../sinks/message.js';
 import type { Transition } from '../sources/health.js';
 import { KafkajsMembership } from './kafkajs-membership.js';
-import type { Assignment, GroupMembership, MemberInfo } from './membership.js';
+import type { Assignment, GroupMembership, SlotTable } from './membership.js';
 import { satisfies, unmet, type PlacementTarget } from './placement.js';
 import { redact } from '../core/redact.js';
 import { connectionError, describeKafkaError } from '../sinks/kafka.js';
@@ -338,8 +338,7 @@ export class Worker {
       rebalanceTimeoutMs: this.c.rebalanceTimeoutMs,
       leaseMs: this.c.sessionTimeoutMs - this.c.fenceMarginMs,
       info: () => ({ workerId: this.id, incarnation: this.incarnation, capacity: this.capacity(), owned: this.holdsSlots ? [...this.assigned] : [], labels: { ...this.c.labels }, placement: true }),
-      slotCost: (slot) => this.slotCost(slot),
-      slotAccepts: (slot, m) => this.slotAccepts(slot, m),
+      slots: () => this.slotTable(),
       onAssigned: (a) => this.onAssigned(a),
       onMembers: (m, held, unaware) => this.onMembers(m, held, unaware),
       log: this.log,
@@ -366,18 +365,24 @@ export class Worker {
     return this.chains$.pipe(mergeAll());
   }
 
-  private slotCost(slot: number): number {
-    let cost = 0;
-    for (const c of this.view.cameras.values()) if (c.slot === slot && c.definition?.source.enabled) cost += c.definition.cost;
-    return cost;
-  }
-
-  /** Whether worker `m` may run every enabled camera of `slot` (their placement). */
-  private slotAccepts(slot: number, m: Pick<MemberInfo, 'workerId' | 'labels'>): boolean {
-    // By the records as written (CameraEntry.active, .placement): the same on every worker,
-    // whether or not this one has the camera's ${env:…} variables.
-    for (const c of this.view.cameras.values()) if (c.slot === slot && c.active && !satisfies(c.placement, m)) return false;
-    return true;
+  /** The cameras of each slot, read once: the cost of a slot's enabled cameras, and whether a worker may run every active one (their placement). */
+  private slotTable(): SlotTable {
+    const bySlot = new Map<number, CameraEntry[]>();
+    for (const c of this.view.cameras.values()) {
+      const list = bySlot.get(c.slot);
+      if (list) list.push(c);
+      else bySlot.set(c.slot, [c]);
+    }
+    return {
+      cost: (slot) => {
+        let cost = 0;
+        for (const c of bySlot.get(slot) ?? []) if (c.definition?.source.enabled) cost += c.definition.cost;
+        return cost;
+      },
+      // By the records as written (CameraEntry.active, .placement): the same on every worker,
+      // whether or not this one has the camera's ${env:…} variables.
+      accepts: (slot, m) => (bySlot.get(slot) ?? []).every((c) => !c.active || satisfies(c.placement, m)),
+    };
   }
 
   /**
@@ -391,10 +396,11 @@ export class Worker {
   private checkPlacement(now: number): void {
     if (!this.membership || this.draining || !this.leaseHolds()) return;
     let why: string | undefined;
+    let table: SlotTable | undefined;
     for (const c of this.view.cameras.values()) {
       if (!c.active) continue;
       if (this.assigned.has(c.slot) && !satisfies(c.placement, this.self)) why = `${c.id} in slot ${c.slot} may not run here (${unmet(c.placement, this.self)})`;
-      else if (this.heldByGroup && !this.heldByGroup.has(c.slot) && this.slotAccepts(c.slot, this.self)) why = `no worker holds ${c.id}'s slot ${c.slot}, which this worker may run`;
+      else if (this.heldByGroup && !this.heldByGroup.has(c.slot) && (table ??= this.slotTable()).accepts(c.slot, this.self)) why = `no worker holds ${c.id}'s slot ${c.slot}, which this worker may run`;
       if (why) break;
     }
     if (!why) {

@@ -36,7 +36,7 @@ describe('KafkajsMembership: the wall clock stepped back', () => {
   it('by more than the lease allows: joins again at once, saying so (kafkajs sent no heartbeat until the clock caught up, and the group dropped the worker)', async () => {
     const { kafka, consumers } = fakeKafka();
     const logs: string[] = [];
-    const m = new KafkajsMembership({ kafka, group: 'g', topic: 'cams', sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, rebalanceTimeoutMs: 10_000, leaseMs: 4500, info: () => ({ workerId: 'w1', incarnation: 'i1', capacity: 1, owned: [], labels: {} }), slotCost: () => 1, onAssigned: () => {}, log: (msg) => void logs.push(msg) });
+    const m = new KafkajsMembership({ kafka, group: 'g', topic: 'cams', sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, rebalanceTimeoutMs: 10_000, leaseMs: 4500, info: () => ({ workerId: 'w1', incarnation: 'i1', capacity: 1, owned: [], labels: {} }), slots: () => ({ cost: () => 1, accepts: () => true }), onAssigned: () => {}, log: (msg) => void logs.push(msg) });
     await m.start();
     expect(consumers).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(2000);
@@ -72,7 +72,7 @@ describe('KafkajsMembership: the wall clock stepped back (real broker)', () => {
     const group = `${topic}.workers`;
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2 }] });
     let joins = 0;
-    const m = new KafkajsMembership({ kafka, group, topic, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, rebalanceTimeoutMs: 10_000, leaseMs: 4500, info: () => ({ workerId: 'w1', incarnation: 'i1', capacity: 1, owned: [], labels: {}, placement: true }), slotCost: () => 1, onAssigned: () => void joins++ });
+    const m = new KafkajsMembership({ kafka, group, topic, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, rebalanceTimeoutMs: 10_000, leaseMs: 4500, info: () => ({ workerId: 'w1', incarnation: 'i1', capacity: 1, owned: [], labels: {}, placement: true }), slots: () => ({ cost: () => 1, accepts: () => true }), onAssigned: () => void joins++ });
     const realNow = Date.now.bind(Date);
     try {
       await m.start();

@@ -18,7 +18,7 @@ const info = (workerId: string, slots: number[]) => ({
 const bare = (workerId: string) => ({ memberId: `${workerId}-m`, memberMetadata: Buffer.alloc(0), memberAssignment: Buffer.alloc(0) });
 
 function membership(group: { state: string; members: unknown[] }) {
-  const m = new KafkajsMembership({ kafka: {} as never, group: 'g', topic: 'cams', sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, rebalanceTimeoutMs: 10_000, info: () => ({ workerId: 'w1', incarnation: 'i1', capacity: 1, owned: [], labels: {} }), slotCost: () => 1, onAssigned: () => {} });
+  const m = new KafkajsMembership({ kafka: {} as never, group: 'g', topic: 'cams', sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, rebalanceTimeoutMs: 10_000, info: () => ({ workerId: 'w1', incarnation: 'i1', capacity: 1, owned: [], labels: {} }), slots: () => ({ cost: () => 1, accepts: () => true }), onAssigned: () => {} });
   (m as unknown as { admin: unknown }).admin = { describeGroups: async () => ({ groups: [group] }) };
   return (m as unknown as { members: () => Promise<{ ids: Set<string>; held?: Set<number> } | undefined> }).members();
 }
@@ -38,7 +38,7 @@ describe('KafkajsMembership: the members read after an assignment', () => {
 /** A worker w1 starting (incarnation i2) with the group as `describe` says, call by call; resolves with the describes made before it joined. */
 async function start(describe: (call: number) => { state: string; members: unknown[] }, sessionTimeoutMs = 6000) {
   const logs: string[] = [];
-  const m = new KafkajsMembership({ kafka: {} as never, group: 'g', topic: 'cams', sessionTimeoutMs, heartbeatIntervalMs: 500, rebalanceTimeoutMs: 10_000, info: () => ({ workerId: 'w1', incarnation: 'i2', capacity: 1, owned: [], labels: {} }), slotCost: () => 1, onAssigned: () => {}, log: (msg) => void logs.push(msg) });
+  const m = new KafkajsMembership({ kafka: {} as never, group: 'g', topic: 'cams', sessionTimeoutMs, heartbeatIntervalMs: 500, rebalanceTimeoutMs: 10_000, info: () => ({ workerId: 'w1', incarnation: 'i2', capacity: 1, owned: [], labels: {} }), slots: () => ({ cost: () => 1, accepts: () => true }), onAssigned: () => {}, log: (msg) => void logs.push(msg) });
   let calls = 0;
   const joined = new Promise<number>((resolve) => {
     const i = m as unknown as { admin: unknown; join: () => Promise<void> };
