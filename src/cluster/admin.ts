@@ -6,7 +6,7 @@ import { parseConfigText, parseYamlText, readConfigText, YamlTextError } from '.
 import { lenientEnv, type InterpolationError } from '../config/interpolate.js';
 import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
 import { brokersText, checkBrokerFlags, commandKafkaConfig, reachKafka } from '../sinks/kafka-reach.js';
-import { chooseSlot, placementKey, unmet, type SlottedCamera } from './placement.js';
+import { placementKey, SlotPlacements, unmet } from './placement.js';
 import { CAMERA_ENV_PREFIX, DRAIN_KEY_PREFIX, ClusterView, MAX_CAMERA_RECORD_CHARS, ensureClusterTopics, forbiddenEnvRefs, parseCamera, rawCamera, retrying, type OwnersRecord } from './view.js';
 
 /** `argus cameras …` and `argus cluster …`: what they need to reach the cluster. */
@@ -182,21 +182,19 @@ export function homeSlot(topic: string, key: string, slots: number): number {
 
 /**
  * The records that put `cams` in place: each camera in a slot whose cameras ask for the same
- * placement (placement.ts, chooseSlot), its home slot when it can; a camera that moves slot gets
+ * placement (placement.ts, SlotPlacements), its home slot when it can; a camera that moves slot gets
  * a tombstone in every slot it leaves, written before its new record.
  */
 export function placeCameras(topic: string, view: Pick<ClusterView, 'cameras' | 'slotsOf'>, cams: { id: string; value: string }[], slots: number): Outgoing[] {
-  const placed: SlottedCamera[] = [...view.cameras.values()].map((c) => ({ id: c.id, slot: c.slot, key: placementKey(c.placement) }));
+  const placed = new SlotPlacements([...view.cameras.values()].map((c) => ({ id: c.id, slot: c.slot, key: placementKey(c.placement) })));
   const tombstones: Outgoing[] = [];
   const records: Outgoing[] = [];
   for (const c of cams) {
     const key = placementKey(rawCamera(c.value).placement);
-    const slot = chooseSlot(c.id, key, homeSlot(topic, c.id, slots), slots, placed);
+    const slot = placed.choose(c.id, key, homeSlot(topic, c.id, slots), slots);
     if (slot === undefined) throw new ArgusError(ErrorCodes.CONFIG, `camera ${c.id}: every one of the ${slots} slots holds cameras of another placement (cameras sharing a slot must share their placement): raise cluster.slots, or give fewer placements`);
     for (const s of view.slotsOf(c.id)) if (s !== slot) tombstones.push({ key: c.id, value: null, partition: s });
-    const at = placed.findIndex((p) => p.id === c.id);
-    if (at >= 0) placed.splice(at, 1);
-    placed.push({ id: c.id, slot, key });
+    placed.put({ id: c.id, slot, key });
     records.push({ key: c.id, value: c.value, partition: slot });
   }
   return [...tombstones, ...records];

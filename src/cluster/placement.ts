@@ -46,28 +46,69 @@ export interface SlottedCamera {
 }
 
 /**
- * The slot for camera `id` with placement key `key`: where it is now if its slot-mates share
- * the key; else the slot Kafka's partitioner gives the id (`home`) if every camera there shares
- * it; else the next such slot after `home`, empty slots and slots of the same placement alike.
- * Undefined when every slot holds cameras of another placement.
+ * The placement keys of the cameras in each slot, kept up to date as cameras are placed, so that
+ * placing n cameras is linear in n (`argus cameras apply` of 10 000 cameras took 4.4 s, each
+ * choice reading every camera placed so far).
  */
+export class SlotPlacements {
+  private readonly at = new Map<string, SlottedCamera>();
+  /** Per slot, how many of its cameras have each placement key. */
+  private readonly keys = new Map<number, Map<string, number>>();
+
+  constructor(cameras: Iterable<SlottedCamera> = []) {
+    for (const c of cameras) this.put(c);
+  }
+
+  /** Camera `c.id` is (now) in `c.slot` with placement key `c.key`. */
+  put(c: SlottedCamera): void {
+    this.remove(c.id);
+    this.at.set(c.id, c);
+    let k = this.keys.get(c.slot);
+    if (!k) this.keys.set(c.slot, (k = new Map()));
+    k.set(c.key, (k.get(c.key) ?? 0) + 1);
+  }
+
+  remove(id: string): void {
+    const c = this.at.get(id);
+    if (!c) return;
+    this.at.delete(id);
+    const k = this.keys.get(c.slot)!;
+    const n = k.get(c.key)! - 1;
+    if (n > 0) k.set(c.key, n);
+    else k.delete(c.key);
+    if (k.size === 0) this.keys.delete(c.slot);
+  }
+
+  /**
+   * The slot for camera `id` with placement key `key`: where it is now if its slot-mates share
+   * the key; else the slot Kafka's partitioner gives the id (`home`) if every camera there shares
+   * it; else the next such slot after `home`, empty slots and slots of the same placement alike.
+   * Undefined when every slot holds cameras of another placement.
+   */
+  choose(id: string, key: string, home: number, slots: number): number | undefined {
+    const cur = this.at.get(id);
+    // Whether the cameras of slot s other than this one all have `key` (or there are none).
+    const fits = (s: number) => {
+      const k = this.keys.get(s);
+      if (!k) return true;
+      let size = k.size;
+      let has = k.has(key);
+      if (cur?.slot === s && k.get(cur.key) === 1) {
+        size--;
+        if (cur.key === key) has = false;
+      }
+      return size === 0 || (size === 1 && has);
+    };
+    if (cur && cur.slot < slots && fits(cur.slot)) return cur.slot;
+    for (let i = 0; i < slots; i++) {
+      const s = (home + i) % slots;
+      if (fits(s)) return s;
+    }
+    return undefined;
+  }
+}
+
+/** The slot for camera `id` among `cameras` (SlotPlacements.choose). */
 export function chooseSlot(id: string, key: string, home: number, slots: number, cameras: readonly SlottedCamera[]): number | undefined {
-  const keys = new Map<number, Set<string>>();
-  for (const c of cameras) {
-    if (c.id === id) continue;
-    let k = keys.get(c.slot);
-    if (!k) keys.set(c.slot, (k = new Set()));
-    k.add(c.key);
-  }
-  const fits = (s: number) => {
-    const k = keys.get(s);
-    return !k || (k.size === 1 && k.has(key));
-  };
-  const cur = cameras.find((c) => c.id === id);
-  if (cur && cur.slot < slots && fits(cur.slot)) return cur.slot;
-  for (let i = 0; i < slots; i++) {
-    const s = (home + i) % slots;
-    if (fits(s)) return s;
-  }
-  return undefined;
+  return new SlotPlacements(cameras).choose(id, key, home, slots);
 }
