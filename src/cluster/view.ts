@@ -4,7 +4,8 @@ import { formatIssues, shapeProblem, parseYamlText, YamlTextError } from '../con
 import { interpolateEnv } from '../config/interpolate.js';
 import { MAX_ID_LENGTH } from '../config/schema/common.js';
 import { now } from '../core/clock.js';
-import { ErrorCodes } from '../core/errors.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { connectionError } from '../sinks/kafka.js';
 import type { LogFn } from '../core/log.js';
 
 /** One camera in the cameras topic (the latest record of its key). */
@@ -593,12 +594,51 @@ export async function ensureClusterTopics(admin: Admin, t: { cameras: string; ow
   const topics = [];
   if (!existing.has(t.cameras)) topics.push({ topic: t.cameras, numPartitions: t.slots, replicationFactor: t.replicationFactor, configEntries: compact });
   if (!existing.has(t.owners)) topics.push({ topic: t.owners, numPartitions: 1, replicationFactor: t.replicationFactor, configEntries: compact });
-  if (topics.length === 0) return;
+  // Topics made by someone else (a managed Kafka where clients may not create them) are checked.
+  const made = [t.cameras, t.owners].filter((name) => existing.has(name));
+  if (topics.length > 0) {
+    try {
+      await admin.createTopics({ waitForLeaders: true, topics });
+    } catch (e) {
+      // Another worker created them at the same moment.
+      if (!/exists/i.test(String((e as Error)?.message)) && !String((e as { type?: string }).type).includes('TOPIC_ALREADY_EXISTS')) throw e;
+    }
+  }
+  if (made.length > 0) await checkKept(admin, made.map((name) => ({ name, field: name === t.cameras ? 'cluster.camerasTopic' : 'cluster.ownersTopic' })));
+}
+
+/** Kafka's ConfigResource type of a topic (kafkajs's ConfigResourceTypes.TOPIC, which its ES module build does not export by name). */
+const TOPIC_CONFIG_RESOURCE = 2;
+
+/**
+ * The cluster topics keep each key's latest record for as long as the key lives: compacted, and
+ * nothing deleted by age. A topic created beforehand with Kafka's defaults (cleanup.policy=delete,
+ * 7 days) lost its cameras a week after they were written: the workers running kept them in
+ * memory, and one started after that read none and ran nothing, without a word (the owners
+ * topic's claims likewise: a new owner no longer waited for the running one). Refused, naming
+ * the topic, its settings and the fix. Brokers that do not let this client read topic settings
+ * are not checked.
+ */
+async function checkKept(admin: Admin, topics: { name: string; field: string }[]): Promise<void> {
+  let resources: { resourceName: string; configEntries: { configName: string; configValue: string }[] }[];
   try {
-    await admin.createTopics({ waitForLeaders: true, topics });
+    ({ resources } = await admin.describeConfigs({ includeSynonyms: false, resources: topics.map((t) => ({ type: TOPIC_CONFIG_RESOURCE, name: t.name, configNames: ['cleanup.policy', 'retention.ms'] })) }));
   } catch (e) {
-    // Another worker created them at the same moment.
-    if (!/exists/i.test(String((e as Error)?.message)) && !String((e as { type?: string }).type).includes('TOPIC_ALREADY_EXISTS')) throw e;
+    if (connectionError(e)) throw e;
+    return;
+  }
+  for (const t of topics) {
+    const entries = resources.find((r) => r.resourceName === t.name)?.configEntries;
+    if (!entries) continue;
+    const policy = entries.find((e) => e.configName === 'cleanup.policy')?.configValue ?? '';
+    const retention = Number(entries.find((e) => e.configName === 'retention.ms')?.configValue);
+    const policies = policy.split(',').map((p) => p.trim());
+    if (policies.includes('compact') && (!policies.includes('delete') || retention < 0)) continue;
+    const age = Number.isFinite(retention) && retention >= 0 ? `after retention.ms (${retention} ms)` : 'by age';
+    throw new ArgusError(
+      ErrorCodes.CONFIG,
+      `${t.field}: topic ${t.name} has cleanup.policy=${policy || '(none)'}: Kafka deletes its records ${age}, and with them what the cluster runs (a worker started after that reads none of them); make it compacted only (kafka-configs.sh --alter --entity-type topics --entity-name ${t.name} --add-config cleanup.policy=compact)`,
+    );
   }
 }
 

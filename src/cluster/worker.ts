@@ -883,7 +883,11 @@ export async function runWorker(config: PipelineConfig, options: WorkerOptions =
   }
   worker.onJoinedOnce = options.onJoined;
   try {
-    if (!(await worker.open(options.signal))) {
+    // What the brokers refuse of the file's cluster section (its session timeout, a topic that deletes records) names the file too.
+    const opened = await worker.open(options.signal).catch((e: unknown) => {
+      throw options.configFile ? inContext(e, options.configFile, [ErrorCodes.CONFIG]) : e;
+    });
+    if (!opened) {
       log(`cluster: worker ${worker.id} stopped before it had read the cluster's state`, { worker: worker.id });
       return emptySummary();
     }

@@ -39,7 +39,8 @@ describe('argus worker at start', () => {
     w.start();
     try {
       expect(await w.exited).toBe(2);
-      expect(w.log).toMatch(/VAP_ERR_CONFIG: cluster\.sessionTimeoutMs: 3000 is outside what the brokers accept, 6000–1800000 ms/);
+      expect(w.log).toMatch(/VAP_ERR_CONFIG: \S+worker\.yaml: cluster\.sessionTimeoutMs: 3000 is outside what the brokers accept, 6000–1800000 ms/);
+      expect(w.log).toContain(`${yaml}: cluster.sessionTimeoutMs`); // the file is named
     } finally {
       await w.stop();
     }

@@ -1,0 +1,35 @@
+import { Kafka, logLevel } from 'kafkajs';
+import { describe, expect, it } from 'vitest';
+import { ensureClusterTopics } from '../../src/cluster/view.js';
+import { testBrokers, uniqueTopic } from '../helpers/kafka.js';
+
+describe('the cluster topics, made beforehand by someone else (real broker)', () => {
+  it('one that deletes records by age (Kafka\'s default cleanup.policy=delete, or compact,delete with a retention) is refused, naming the field, the topic and the fix; compacted ones are taken', async () => {
+    const kafka = new Kafka({ clientId: 'argus-test-kept', brokers: await testBrokers(), logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      const [deleting, both, kept, forever, owners] = ['del', 'both', 'kept', 'forever', 'owners'].map((p) => uniqueTopic(`argus-test-kept-${p}`));
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: [
+          { topic: deleting, numPartitions: 2 }, // the broker's defaults: delete after log.retention (7 days by default; 1 day on the test broker)
+          { topic: both, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact,delete' }, { name: 'retention.ms', value: '86400000' }] },
+          { topic: kept, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
+          { topic: forever, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact,delete' }, { name: 'retention.ms', value: '-1' }] },
+          { topic: owners, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
+        ],
+      });
+      const ensure = (cameras: string, o = owners) => ensureClusterTopics(admin, { cameras, owners: o, slots: 2, replicationFactor: 1 });
+      await expect(ensure(deleting)).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: expect.stringMatching(new RegExp(`^cluster\\.camerasTopic: topic ${deleting.replace(/\./g, '\\.')} has cleanup\\.policy=delete: Kafka deletes its records after retention\\.ms \\(\\d+ ms\\).*--add-config cleanup\\.policy=compact`)) });
+      await expect(ensure(both)).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: expect.stringMatching(/cleanup\.policy=compact,delete: Kafka deletes its records after retention\.ms \(86400000 ms\)/) });
+      await expect(ensure(kept, deleting)).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: expect.stringMatching(/^cluster\.ownersTopic: topic /) });
+      await expect(ensure(kept)).resolves.toBeUndefined();
+      await expect(ensure(forever)).resolves.toBeUndefined();
+      // Made here: compacted, taken.
+      await expect(ensure(uniqueTopic('argus-test-kept-new'), uniqueTopic('argus-test-kept-new-owners'))).resolves.toBeUndefined();
+    } finally {
+      await admin.disconnect();
+    }
+  }, 120_000);
+});
