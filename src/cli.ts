@@ -6,7 +6,7 @@ import { loadPipeline } from './config/load.js';
 import { ArgusError, ErrorCodes, isArgusError } from './core/errors.js';
 import { FAMILIES } from './core/families.js';
 import { redact } from './core/redact.js';
-import { forTerminalLines } from './core/text.js';
+import { forTerminal, forTerminalLines } from './core/text.js';
 import { StopSignals } from './core/signals.js';
 import { quiesceInference } from './inference/worker-pool.js';
 import { createLogger, envLogLevel, logFn, writeStderr } from './core/log.js';
@@ -212,7 +212,8 @@ clusterFlags(
 ).action(async (file: string, opts: { brokers?: string[]; config?: string; prune: boolean }) => {
   const { applyCameras, readCamerasFile } = await import('./cluster/admin.js');
   const r = await applyCameras(await target(opts), await readCamerasFile(file), opts.prune);
-  process.stdout.write(`added ${r.added.length}, changed ${r.changed.length}, unchanged ${r.unchanged.length}, removed ${r.removed.length}${[...r.added.map((i) => ` +${i}`), ...r.changed.map((i) => ` ~${i}`), ...r.removed.map((i) => ` -${i}`)].join('')}\n`);
+  // Ids removed are the topic's keys, which anyone who can write it chose: shown escaped (forTerminal), as every topic-read field below.
+  process.stdout.write(`added ${r.added.length}, changed ${r.changed.length}, unchanged ${r.unchanged.length}, removed ${r.removed.length}${[...r.added.map((i) => ` +${i}`), ...r.changed.map((i) => ` ~${i}`), ...r.removed.map((i) => ` -${forTerminal(i)}`)].join('')}\n`);
 });
 clusterFlags(
   cameras
@@ -240,7 +241,7 @@ clusterFlags(
 clusterFlags(cameras.command('rm').description('remove cameras (they stop on their worker)').argument('<ids...>', 'camera ids')).action(async (ids: string[], opts: { brokers?: string[]; config?: string }) => {
   const { removeCameras } = await import('./cluster/admin.js');
   const unknown = await removeCameras(await target(opts), ids);
-  process.stdout.write(`removed ${ids.length - unknown.length}${unknown.length ? `; not found: ${unknown.join(', ')}` : ''}\n`);
+  process.stdout.write(`removed ${ids.length - unknown.length}${unknown.length ? `; not found: ${unknown.map(forTerminal).join(', ')}` : ''}\n`);
   if (unknown.length) process.exitCode = 1;
 });
 clusterFlags(cameras.command('ls').description('list the cameras: slot, cost, owner, epoch').option('--json', 'print JSON', false)).action(async (opts: { brokers?: string[]; config?: string; json: boolean }) => {
@@ -248,20 +249,25 @@ clusterFlags(cameras.command('ls').description('list the cameras: slot, cost, ow
   const list = await listCameras(await target(opts));
   if (opts.json) return void process.stdout.write(JSON.stringify(list, null, 2) + '\n');
   const where = (c: (typeof list)[number]) => [c.placement?.pin && `pin=${c.placement.pin}`, ...Object.entries(c.placement?.labels ?? {}).map(([k, v]) => `${k}=${v}`)].filter(Boolean).join(',') || '-';
-  process.stdout.write(['id\tslot\tcost\towner\tepoch\tplacement\tstate', ...list.map((c) => `${c.id}\t${c.slot}\t${c.cost}\t${c.owner ?? '-'}\t${c.epoch ?? '-'}\t${where(c)}\t${c.error ? `invalid: ${c.error.split('\n')[0]}` : !c.enabled ? 'disabled' : (c.state ?? 'waiting')}`)].join('\n') + '\n');
+  // Every field is read from the cluster topics, which anyone who can write them chose: escaped
+  // (forTerminal), so that a key or an owner cannot retitle the terminal, clear it or add rows.
+  const t = forTerminal;
+  process.stdout.write(['id\tslot\tcost\towner\tepoch\tplacement\tstate', ...list.map((c) => `${t(c.id)}\t${c.slot}\t${c.cost}\t${t(c.owner ?? '-')}\t${c.epoch ?? '-'}\t${t(where(c))}\t${c.error ? `invalid: ${t(c.error.split('\n')[0])}` : !c.enabled ? 'disabled' : (c.state ?? 'waiting')}`)].join('\n') + '\n');
 });
 const cluster = program.command('cluster').description('the workers: status, drain');
 clusterFlags(cluster.command('status').description('workers, their slots and cameras, and cameras no worker holds').option('--json', 'print JSON', false)).action(async (opts: { brokers?: string[]; config?: string; json: boolean }) => {
   const { clusterStatus } = await import('./cluster/admin.js');
   const st = await clusterStatus(await target(opts));
   if (opts.json) return void process.stdout.write(JSON.stringify(st, null, 2) + '\n');
-  const lines = [`group ${st.group}: ${st.state}, ${st.workers.length} worker(s), ${st.cameras.length} camera(s)`];
+  // Worker ids and labels come from the group's members (any client that joins it), camera ids from the topics: escaped (forTerminal).
+  const t = forTerminal;
+  const lines = [`group ${t(st.group)}: ${t(st.state)}, ${st.workers.length} worker(s), ${st.cameras.length} camera(s)`];
   for (const w of st.workers) {
     const labels = Object.entries(w.labels).map(([k, v]) => `${k}=${v}`).join(',');
-    lines.push(`  ${w.worker}${w.draining ? ' (draining)' : ''}  capacity ${w.capacity}${labels ? `  labels ${labels}` : ''}  ${w.slots.length} slot(s)  cameras: ${w.cameras.join(', ') || '-'}`);
+    lines.push(`  ${t(w.worker)}${w.draining ? ' (draining)' : ''}  capacity ${w.capacity}${labels ? `  labels ${t(labels)}` : ''}  ${w.slots.length} slot(s)  cameras: ${t(w.cameras.join(', ')) || '-'}`);
   }
   if (st.rebalancing) lines.push('  the group is rebalancing: which worker holds which slot is known once it settles; run this again in a moment');
-  if (st.unassigned.length) lines.push(`  no worker holds: ${st.unassigned.map((id) => (st.unplaceable[id] ? `${id} (${st.unplaceable[id]})` : id)).join(', ')}`);
+  if (st.unassigned.length) lines.push(`  no worker holds: ${t(st.unassigned.map((id) => (st.unplaceable[id] ? `${id} (${st.unplaceable[id]})` : id)).join(', '))}`);
   process.stdout.write(lines.join('\n') + '\n');
 });
 clusterFlags(cluster.command('drain').description('move every camera off a worker (it stays in the group with capacity 0)').argument('<worker>', 'worker id (argus cluster status)').option('--undo', 'let the worker take cameras again', false)).action(
