@@ -192,6 +192,13 @@ export interface ViewLimits {
    * (it lists and removes what the workers refused).
    */
   maxCameras?: number;
+  /**
+   * The one worker whose drain request is kept (a worker needs only its own). Each worker kept
+   * every drain record's worker id: a writer of the owners topic could fill its memory (a
+   * million drain records of 200-character ids held 242 MiB in every worker). Default: every
+   * worker's (`argus cluster status` names each member's).
+   */
+  drainsOf?: string;
   log?: LogFn;
 }
 
@@ -230,6 +237,7 @@ export class ClusterView {
   private refusedSinceLog = 0;
   private refusedLoggedAt = -Infinity;
   private readonly maxCameras: number;
+  private readonly drainsOf: string | undefined;
   /**
    * Records of new ids read while the view held maxCameras ids, by id, oldest first: taken in as
    * cameras are removed (hold). At most heldMax ids (HELD_CAMERAS, or maxCameras if fewer).
@@ -260,6 +268,7 @@ export class ClusterView {
     limits: ViewLimits = {},
   ) {
     this.maxCameras = limits.maxCameras ?? DEFAULT_MAX_CAMERAS;
+    this.drainsOf = limits.drainsOf;
     this.heldMax = Math.min(this.maxCameras, HELD_CAMERAS);
     this.log = limits.log ?? (() => {});
   }
@@ -484,7 +493,7 @@ export class ClusterView {
     const str = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 256;
     if (r.type === 'drain') {
       // Only a drain is kept: `--undo` (false) is what a worker absent from the map reads.
-      if (str(r.worker) && typeof r.drain === 'boolean' && key === `${DRAIN_KEY_PREFIX}${r.worker}`) {
+      if (str(r.worker) && typeof r.drain === 'boolean' && key === `${DRAIN_KEY_PREFIX}${r.worker}` && (this.drainsOf === undefined || r.worker === this.drainsOf)) {
         if (r.drain) this.drains.set(r.worker, true);
         else this.drains.delete(r.worker);
       }

@@ -185,7 +185,7 @@ export class Worker {
       retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 2000 },
     });
     // The view's group has the worker's session: one a broker restart makes it wait out, as the workers' group.
-    this.view = new ClusterView(this.kafka, { cameras: this.c.camerasTopic, owners: this.c.ownersTopic }, `argus-view-${this.id}`, process.env, { sessionTimeoutMs: this.c.sessionTimeoutMs, heartbeatIntervalMs: this.c.heartbeatIntervalMs }, { maxCameras: this.c.maxCameras, log });
+    this.view = new ClusterView(this.kafka, { cameras: this.c.camerasTopic, owners: this.c.ownersTopic }, `argus-view-${this.id}`, process.env, { sessionTimeoutMs: this.c.sessionTimeoutMs, heartbeatIntervalMs: this.c.heartbeatIntervalMs }, { maxCameras: this.c.maxCameras, drainsOf: this.id, log });
   }
 
   /**
