@@ -285,9 +285,14 @@ export class SourceAnalyzer {
           // On the observed time: frames that did not arrive (a camera's outage, a reconnect) saw
           // no items, but are no evidence that the belt stopped, any more than that a track left.
           const change = rf.update(items, rateMs);
-          if (change === 'stopped' && cd.allow('', tMs)) {
+          // A stoppage its cooldown held back is raised once the cooldown has passed, if the belt
+          // is still stopped then: a cooldown spaces alerts out, it does not hide a belt that
+          // stands still for longer (it was never announced, and its `resumed` was silent).
+          const stoppedUnannounced = change === 'stopped' || (change === undefined && rf.stopped && !this.stopAlerted.has(r.id));
+          if (stoppedUnannounced && cd.allow('', tMs)) {
             this.stopAlerted.add(r.id);
-            alerts.push({ rule: r.id, severity: r.severity, event: 'conveyor.stopped', message: `${name}: ${rf.ratePerMinute(rateMs).toFixed(1)} items/min, under ${r.minPerMinute} for ${r.forSec} s`, ...where, row: -1, ratePerMinute: rf.ratePerMinute(rateMs) });
+            const forSec = change === 'stopped' ? r.forSec : Math.round((rateMs - rf.belowSince!) / 1000);
+            alerts.push({ rule: r.id, severity: r.severity, event: 'conveyor.stopped', message: `${name}: ${rf.ratePerMinute(rateMs).toFixed(1)} items/min, under ${r.minPerMinute} for ${forSec} s`, ...where, row: -1, ratePerMinute: rf.ratePerMinute(rateMs) });
           } else if (change === 'resumed' && this.stopAlerted.delete(r.id)) {
             // Only a stoppage that was alerted (not held back by the cooldown) is followed by its resumption.
             alerts.push({ rule: r.id, severity: 'info', event: 'conveyor.resumed', message: `${name}: back to ${rf.ratePerMinute(rateMs).toFixed(1)} items/min`, ...where, row: -1, ratePerMinute: rf.ratePerMinute(rateMs) });

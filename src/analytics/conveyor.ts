@@ -6,7 +6,8 @@
 export class RateFloor {
   private readonly times: number[] = [];
   private startedAt: number | undefined;
-  private belowSince: number | undefined;
+  /** When the rate went under the floor (the time given to `update`), while it is under. */
+  belowSince: number | undefined;
   /** True while the "stopped" condition holds (raised once until the rate recovers). */
   stopped = false;
 

@@ -271,6 +271,28 @@ describe('conveyor rules', () => {
     expect(a.report().alerts).toEqual({ starved: 2 });
   });
 
+  it('rate rule with a cooldown: a stoppage held back that outlasts the cooldown is raised when the cooldown ends, and its end is announced', () => {
+    const a = new SourceAnalyzer(
+      SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'belt', from: [1, 0.5], to: [0, 0.5] }], rules: [{ id: 'starved', type: 'conveyor-rate', line: 'belt', minPerMinute: 30, forSec: 3, windowSec: 10, cooldownSec: 60 }] }),
+      LABELS,
+      'sources[0]',
+    );
+    a.init(W, H);
+    // As above, but the second stoppage (from 45 s) lasts until 150 s: well past the first alert's cooldown (28 + 60 s).
+    const running = (t: number) => t < 20_000 || (t >= 35_000 && t < 45_000) || t >= 150_000;
+    const events: string[] = [];
+    for (let t = 0; t < 170_000; t += 100) {
+      const phase = t % 1000;
+      const on = running(t - phase) && phase < 500;
+      const y = 190 + phase / 5;
+      const d = on ? new Detections(new Float32Array([300, y - 20, 340, y + 20]), new Float32Array([0.9]), new Int32Array([3]), new Int32Array([1000 + Math.floor(t / 1000)])) : new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0));
+      for (const al of a.process(d, t).alerts) events.push(`${al.event}@${Math.floor(t / 1000)}`);
+    }
+    // Before: ['conveyor.stopped@28', 'conveyor.resumed@39'] — the belt stood still for 105 s unannounced.
+    expect(events).toEqual(['conveyor.stopped@28', 'conveyor.resumed@39', 'conveyor.stopped@88', 'conveyor.resumed@154']);
+    expect(a.report().alerts).toEqual({ starved: 4 });
+  });
+
   it("rate rule: a camera's outage is no stoppage (the window runs on the frames' observed time), a stoppage after it still is", () => {
     const a = new SourceAnalyzer(
       SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'belt', from: [1, 0.5], to: [0, 0.5] }], rules: [{ id: 'starved', type: 'conveyor-rate', line: 'belt', minPerMinute: 6, forSec: 5, windowSec: 60 }] }),
