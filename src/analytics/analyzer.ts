@@ -63,6 +63,12 @@ export class SourceAnalyzer {
   private readonly lineStats: LineStats[];
   /** Alerts raised so far by rule id. */
   private readonly alertCounts = new Map<string, number>();
+  /**
+   * zone-dwell alerts their rule's cooldown held back, by rule id: the tracks whose stay goes
+   * on are alerted once the cooldown allows (a cooldown spaces alerts out; it does not hide a
+   * stay that lasts beyond it), on a frame that sees them inside.
+   */
+  private readonly dwellHeld = new Map<string, Set<number>>();
   /** conveyor-rate rules whose current stoppage was alerted: its `resumed` follows. */
   private readonly stopAlerted = new Set<string>();
   /** The frames' time with stalls counted as one usual gap, for the zones' and lines' unseen timeouts and the conveyor rates. */
@@ -246,6 +252,33 @@ export class SourceAnalyzer {
     return { zones, lines, alerts: Object.fromEntries(this.alertCounts), notes: explain(zones, lines) };
   }
 
+  private zoneAlert(r: RuleConfig & { zone: string }, want: 'enter' | 'exit' | 'dwell', trackId: number, classId: number, row: number, dwellMs: number, lastSeenMs: number | undefined): AlertDraft {
+    const verb = want === 'enter' ? 'entered' : want === 'exit' ? 'left' : `has stayed ${(dwellMs / 1000).toFixed(1)} s in`;
+    const label = this.labels[classId] ?? String(classId);
+    return { rule: r.id, severity: r.severity, event: `zone.${want}`, message: `${label} #${trackId} ${verb} zone ${r.zone}`, trackId, zone: r.zone, row, ...(want !== 'enter' ? { dwellMs: Math.round(dwellMs) } : {}), ...(lastSeenMs !== undefined ? { lastSeenPts: lastSeenMs / 1000 } : {}) };
+  }
+
+  /**
+   * Dwell alerts of rule `r` its cooldown held back (`held`, track ids): a track whose stay has
+   * ended is dropped; one this frame sees inside is alerted once the cooldown allows, with its
+   * time inside so far. O(held tracks × rows), on frames with such tracks only.
+   */
+  private raiseHeldDwell(r: RuleConfig & { zone: string }, held: Set<number>, d: Detections, tMs: number, alerts: AlertDraft[]): void {
+    const zone = this.zones.find((z) => z.zone.id === r.zone)!;
+    const cd = this.cooldowns.get(r.id)!;
+    for (const id of held) {
+      if (!zone.staying(id)) {
+        held.delete(id);
+        continue;
+      }
+      const dwellMs = zone.stayOnFrame(id, tMs);
+      if (dwellMs === undefined || !cd.allow(`${id}`, tMs)) continue;
+      held.delete(id);
+      const row = d.trackerId!.indexOf(id);
+      alerts.push(this.zoneAlert(r, 'dwell', id, d.classId[row], row, dwellMs, undefined));
+    }
+  }
+
   process(d: Detections, tMs: number): { summary: AnalyticsSummary; alerts: AlertDraft[] } {
     if (!this.ready) throw new Error('SourceAnalyzer.init() must run before process()');
     const obsMs = this.observed.advance(tMs);
@@ -264,10 +297,15 @@ export class SourceAnalyzer {
         case 'zone-exit':
         case 'zone-dwell': {
           const want = r.type === 'zone-enter' ? 'enter' : r.type === 'zone-exit' ? 'exit' : 'dwell';
+          const held = this.dwellHeld.get(r.id);
+          if (held?.size) this.raiseHeldDwell(r, held, d, tMs, alerts);
           for (const e of zoneEvents) {
-            if (e.zone !== r.zone || e.type !== want || !cd.allow(`${e.trackId}`, tMs)) continue;
-            const verb = want === 'enter' ? 'entered' : want === 'exit' ? 'left' : `has stayed ${(e.dwellMs / 1000).toFixed(1)} s in`;
-            alerts.push({ rule: r.id, severity: r.severity, event: `zone.${want}`, message: `${label(e.classId)} #${e.trackId} ${verb} zone ${e.zone}`, trackId: e.trackId, zone: e.zone, row: e.row, ...(want !== 'enter' ? { dwellMs: Math.round(e.dwellMs) } : {}), ...(e.lastSeenMs !== undefined ? { lastSeenPts: e.lastSeenMs / 1000 } : {}) });
+            if (e.zone !== r.zone || e.type !== want) continue;
+            if (!cd.allow(`${e.trackId}`, tMs)) {
+              if (want === 'dwell') (held ?? this.dwellHeld.set(r.id, new Set()).get(r.id)!).add(e.trackId);
+              continue;
+            }
+            alerts.push(this.zoneAlert(r, want, e.trackId, e.classId, e.row, e.dwellMs, e.lastSeenMs));
           }
           break;
         }

@@ -220,6 +220,20 @@ export class ZoneMonitor {
   }
 
   /**
+   * Time inside so far of track `id` when this frame (`tMs`, after `update`) saw it inside a
+   * stay, else undefined (not inside, in an exit being held, unseen on this frame, or gone).
+   */
+  stayOnFrame(id: number, tMs: number): number | undefined {
+    const st = this.tracks.get(id);
+    return st && st.inside && st.streak === 0 && st.lastSeen === tMs ? tMs - st.enteredAt : undefined;
+  }
+
+  /** Whether track `id` is in a stay (inside, seen or not; gone tracks are not). */
+  staying(id: number): boolean {
+    return this.tracks.get(id)?.inside === true;
+  }
+
+  /**
    * Drops a track unseen for longer than exitDelayMs; one inside exits as of its last sighting,
    * its stay ending there, or at its first frame seen outside when it vanished while that exit
    * was held (its last sightings were outside).

@@ -206,6 +206,21 @@ describe('zone exit: delay, last position, occupancy', () => {
     expect(alerts.map((x) => [x.event, x.t, x.dwellMs])).toEqual([['zone.enter', 1400, undefined], ['zone.exit', 11_400, 10_000]]);
   });
 
+  it('a dwell alert its cooldown held back is raised when the cooldown ends, if the stay goes on; not once the stay has ended', () => {
+    // README's `loitering` (dwellLimitSec 20, cooldownSec 60): inside from 0, alerted at 20 s; out
+    // from 25 to 30 s, back in (a new stay) and over the limit again at 50 s, within the cooldown.
+    const dwellRule = { id: 'loiter', type: 'zone-dwell', zone: 'z', cooldownSec: 60 };
+    const stays = (leaveAgainAt: number) => {
+      const { alerts, step } = analyzer({ zones: [{ ...ZONE, dwellLimitSec: 20 }], rules: [dwellRule] });
+      play(step, 0, 200_000, (t) => (t < leaveAgainAt ? [[1, PERSON, t >= 25_000 && t < 30_000 ? 100 : 400, 400]] : [[1, PERSON, 100, 400]]));
+      return alerts.map((x) => [x.event, x.t, x.row, x.dwellMs]);
+    };
+    // Stays until 200 s: before, no second alert at all (the held-back one was dropped, and one per stay).
+    expect(stays(Infinity)).toEqual([['zone.dwell', 20_000, 0, 20_000], ['zone.dwell', 80_000, 0, 50_000]]);
+    // Leaves at 70 s, within the cooldown: nothing more to say.
+    expect(stays(70_000)).toEqual([['zone.dwell', 20_000, 0, 20_000]]);
+  });
+
   it('occupancy never counts a track lost for longer than the exit delay', () => {
     const { step } = analyzer({ zones: [{ ...ZONE, exitDelayMs: 700 }] });
     play(step, 0, 1000, () => [[1, PERSON, 400, 400]]); // last seen at 900
