@@ -148,7 +148,7 @@ export class SourceAnalyzer {
       const base = frameSize ? { width: frameSize[0], height: frameSize[1] } : firstBase;
       return toPixels(pts, 'fraction', width / base.width, height / base.height);
     };
-    const zonePolygon = (i: number) => new PolygonZone(this.zoneCfg[i].id, place(this.zoneCfg[i].polygon, this.zoneCfg[i].units, this.zoneCfg[i].frameSize), this.zoneClasses[i], this.zoneCfg[i].anchor);
+    const zonePolygon = (i: number) => new PolygonZone(this.zoneCfg[i].id, place(this.zoneCfg[i].polygon, this.zoneCfg[i].units, this.zoneCfg[i].frameSize), this.zoneClasses[i], this.zoneCfg[i].anchor, this.zoneCfg[i].marginPx, { width, height });
     const lineEnds = (i: number) => place([this.lineCfg[i].from, this.lineCfg[i].to], this.lineCfg[i].units, this.lineCfg[i].frameSize);
     if (first && this.size) {
       const sx = width / this.size.width, sy = height / this.size.height;

@@ -3,21 +3,57 @@ import { anchorPoint, type Anchor } from './anchor.js';
 import { pointInPolygon, type Point } from '../core/polygon.js';
 import { LabelTally, SeenTracks } from './tally.js';
 
-/** A polygon in source pixels with an optional class filter: `contains` says whether a row is inside. */
+/** A polygon in source pixels with an optional class filter and hysteresis band: `side` says where a row's anchor is. */
 export class PolygonZone {
   private readonly pt: [number, number] = [0, 0];
+  /**
+   * Edges that `side` measures the margin to (1), by index of their first point: those lying
+   * on the frame's border are left out (0), as no anchor gets beyond them (boxes are clipped to
+   * the frame: a person cut off by the bottom has feet on a zone edge drawn along it).
+   */
+  private readonly measured: Uint8Array;
   constructor(
     readonly id: string,
     readonly polygon: readonly Point[],
     /** Class ids that count; undefined: every class. */
     readonly classIds: ReadonlySet<number> | undefined,
     readonly anchor: Anchor = 'bottom-center',
-  ) {}
+    /** Hysteresis band, px: an anchor this close to an edge (inside or out) is on the edge (`side` 0). */
+    readonly marginPx = 0,
+    /** The picture's size, in the polygon's pixels: edges along its border have no band. */
+    frame?: { width: number; height: number },
+  ) {
+    const n = polygon.length;
+    this.measured = new Uint8Array(n).fill(1);
+    if (frame) {
+      const on = (a: Point, b: Point) => (a[0] <= 0 && b[0] <= 0) || (a[1] <= 0 && b[1] <= 0) || (a[0] >= frame.width && b[0] >= frame.width) || (a[1] >= frame.height && b[1] >= frame.height);
+      for (let j = 0; j < n; j++) if (on(polygon[j], polygon[(j + 1) % n])) this.measured[j] = 0;
+    }
+  }
 
-  /** Row `i`'s class counts and its anchor lies inside the polygon. */
-  contains(d: Detections, i: number): boolean {
-    if (this.classIds && !this.classIds.has(d.classId[i])) return false;
-    return this.anchorInside(d, i);
+  /**
+   * Where row `i`'s anchor is (whatever its class): 1 inside, −1 outside, each more than
+   * `marginPx` from the polygon's edges (those on the frame's border aside), 0 within that band.
+   * Without a margin only 1 and −1 (the boundary is inside). O(points).
+   */
+  side(d: Detections, i: number): -1 | 0 | 1 {
+    const [x, y] = anchorPoint(d.xyxy, i, this.anchor, this.pt);
+    const inside = pointInPolygon(x, y, this.polygon);
+    const m = this.marginPx;
+    if (m > 0) {
+      const poly = this.polygon;
+      const m2 = m * m;
+      for (let j = 0; j < poly.length; j++) {
+        if (!this.measured[j]) continue;
+        const [ax, ay] = poly[j];
+        const [bx, by] = poly[(j + 1) % poly.length];
+        const dx = bx - ax, dy = by - ay;
+        const t = Math.max(0, Math.min(1, ((x - ax) * dx + (y - ay) * dy) / (dx * dx + dy * dy)));
+        const ex = ax + t * dx - x, ey = ay + t * dy - y;
+        if (ex * ex + ey * ey <= m2) return 0;
+      }
+    }
+    return inside ? 1 : -1;
   }
 
   /** Row `i`'s anchor lies inside the polygon, whatever its class. */
@@ -166,7 +202,10 @@ export class ZoneMonitor {
           if (stats.seenInstead && stats.entered === 0 && this.zone.anchorInside(d, i) && stats.seenIds!.first(id)) stats.seenInstead.add(d.classId[i]);
           continue;
         }
-        const raw = this.zone.contains(d, i);
+        // On the edge (within the zone's marginPx): no evidence either way, so a track keeps its
+        // state (an entry or exit being held starts over); only frames beyond it count.
+        const where = this.zone.side(d, i);
+        const raw = where === 0 ? undefined : where === 1;
         let st = this.tracks.get(id);
         // Back after missing frames for longer than exitDelayMs (no frame in between to notice): it had left (exit as of its last sighting), and starts afresh.
         if (st && st.lastSeen < prevFrame && obsMs - st.lastSeenObs > this.options.exitDelayMs) {
@@ -179,7 +218,7 @@ export class ZoneMonitor {
         }
         st.lastSeen = tMs;
         st.lastSeenObs = obsMs;
-        if (raw !== st.inside) {
+        if (raw !== undefined && raw !== st.inside) {
           if (st.streak++ === 0) st.streakSince = tMs;
           if (st.streak >= hold || (!raw && exitAtOnce)) {
             st.inside = raw;
@@ -204,7 +243,7 @@ export class ZoneMonitor {
         const limit = this.options.dwellLimitMs;
         // Only on a frame that sees it inside: one seen outside (an exit being held) may have
         // left, and its stay then ended at the first of those frames.
-        if (raw && st.inside && limit !== undefined && !st.dwellRaised && tMs - st.enteredAt >= limit) {
+        if (where !== -1 && st.inside && limit !== undefined && !st.dwellRaised && tMs - st.enteredAt >= limit) {
           st.dwellRaised = true;
           events.push({ type: 'dwell', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tMs - st.enteredAt });
         }

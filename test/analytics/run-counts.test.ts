@@ -264,6 +264,36 @@ describe('zone exit: delay, last position, occupancy', () => {
   });
 });
 
+describe('zone marginPx: an object standing on the edge', () => {
+  /** Feet at x = 320 (the zone's left edge) ± `j` px, a new offset each frame (a fixed LCG), for 60 s at 10 fps. */
+  const onEdge = (zone: Record<string, unknown>, j: number) => {
+    const { a, alerts, step } = analyzer({ zones: [{ ...ZONE, ...zone }], rules: zoneRules });
+    let seed = 7;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
+    play(step, 0, 60_000, () => [[1, PERSON, 320 + rand() * j, 400]]);
+    return { entered: a.report().zones.z.entered, alerts };
+  };
+
+  it('without a margin (default) box jitter across the edge enters and exits again and again: minHoldFrames stops only strict flicker', () => {
+    // 26 entries in the minute (an enter alert every 2.3 s) for a person who never moved.
+    expect(onEdge({}, 8).entered).toBeGreaterThan(20);
+  });
+
+  it('with marginPx beyond the jitter it never enters; walking in and out still enters and exits once', () => {
+    expect(onEdge({ marginPx: 10 }, 8)).toEqual({ entered: 0, alerts: [] });
+    const { alerts, step } = analyzer({ zones: [{ ...ZONE, marginPx: 10 }], rules: zoneRules });
+    // Feet from x = 100 to 500 and back at 100 px/s: more than 10 px inside (x > 330) from 2.4 s, more than 10 px out (x < 310) from 6 s.
+    play(step, 0, 8000, (t) => [[1, PERSON, t < 4000 ? 100 + t / 10 : 500 - (t - 4000) / 10, 400]]);
+    expect(alerts.map((x) => [x.event, x.t, x.dwellMs])).toEqual([['zone.enter', 2600, undefined], ['zone.exit', 6200, 3600]]);
+  });
+
+  it("edges along the frame's border have no band: a person cut off by the bottom of the picture, feet on the zone's bottom edge, enters", () => {
+    const { alerts, step } = analyzer({ zones: [{ ...ZONE, marginPx: 10 }], rules: zoneRules });
+    play(step, 0, 1000, () => [[1, PERSON, 600, 480]]);
+    expect(alerts.map((x) => [x.event, x.t])).toEqual([['zone.enter', 200]]);
+  });
+});
+
 describe('zone re-entry suppression (id switches)', () => {
   // Track 1 stands inside until 1000; after an occlusion the tracker gives it id 2 from 1300.
   const idSwitch = (over: Record<string, unknown>, cls2 = PERSON) => {
