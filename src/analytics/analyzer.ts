@@ -260,7 +260,7 @@ export class SourceAnalyzer {
 
   /**
    * Dwell alerts of rule `r` its cooldown held back (`held`, track ids): a track whose stay has
-   * ended is dropped; one this frame sees inside is alerted once the cooldown allows, with its
+   * ended is dropped (one taken over by a new id passes it on); one this frame sees inside is alerted once the cooldown allows, with its
    * time inside so far. O(held tracks × rows), on frames with such tracks only.
    */
   private raiseHeldDwell(r: RuleConfig & { zone: string }, held: Set<number>, d: Detections, tMs: number, alerts: AlertDraft[]): void {
@@ -269,6 +269,9 @@ export class SourceAnalyzer {
     for (const id of held) {
       if (!zone.staying(id)) {
         held.delete(id);
+        // An id switch: the new id goes on with the stay (and its dwell alert).
+        const next = zone.takenOver.get(id);
+        if (next !== undefined) held.add(next);
         continue;
       }
       const dwellMs = zone.stayOnFrame(id, tMs);

@@ -160,6 +160,8 @@ export class ZoneMonitor {
   /** Tracks inside now (gone ones, unseen for over `exitDelayMs`, excluded). */
   occupancy = 0;
   private lastFrameMs = -Infinity;
+  /** Stays taken over on the latest frame (re-entry suppression), old id → new id. */
+  readonly takenOver = new Map<number, number>();
 
   constructor(
     /** Where the zone is, in the current picture's pixels (see `place`). */
@@ -192,6 +194,7 @@ export class ZoneMonitor {
     const hold = Math.max(1, this.options.minHoldFrames);
     const exitAtOnce = this.options.exitOn === 'last-seen';
     const prevFrame = this.lastFrameMs;
+    if (this.takenOver.size) this.takenOver.clear();
     this.lastFrameMs = tMs;
     const stats = this.stats;
     if (ids) {
@@ -309,6 +312,7 @@ export class ZoneMonitor {
     st.enteredAt = best.enteredAt;
     st.dwellRaised = best.dwellRaised;
     this.tracks.delete(bestId);
+    this.takenOver.set(bestId, id);
     return true;
   }
 }

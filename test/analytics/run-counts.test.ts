@@ -221,6 +221,15 @@ describe('zone exit: delay, last position, occupancy', () => {
     expect(stays(70_000)).toEqual([['zone.dwell', 20_000, 0, 20_000]]);
   });
 
+  it('a held-back dwell alert follows the stay to the new id of an id switch (reentrySuppressMs)', () => {
+    const { alerts, step } = analyzer({ zones: [{ ...ZONE, dwellLimitSec: 20, reentrySuppressMs: 1000 }], rules: [{ id: 'loiter', type: 'zone-dwell', zone: 'z', cooldownSec: 60 }] });
+    // As above; at 60 s the tracker loses id 1 and gives the person id 2 (one frame unseen).
+    play(step, 0, 200_000, (t) => (t < 60_000 ? [[1, PERSON, t >= 25_000 && t < 30_000 ? 100 : 400, 400]] : t === 60_000 ? [] : [[2, PERSON, 400, 400]]));
+    // Id 2 takes over the stay (from 30 s) as it enters at 60.3 s; a cooldown is per track, and id 2
+    // has none yet. Before, its stay's dwell counted as raised, and the person was never alerted again.
+    expect(alerts.map((x) => [x.event, x.trackId, x.t, x.dwellMs])).toEqual([['zone.dwell', 1, 20_000, 20_000], ['zone.dwell', 2, 60_300, 30_300]]);
+  });
+
   it('occupancy never counts a track lost for longer than the exit delay', () => {
     const { step } = analyzer({ zones: [{ ...ZONE, exitDelayMs: 700 }] });
     play(step, 0, 1000, () => [[1, PERSON, 400, 400]]); // last seen at 900
