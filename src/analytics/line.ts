@@ -154,7 +154,7 @@ export class LineCounter {
       // The first box is trusted only when it is a sure sighting of the same object: about the
       // size of the current one (not a part of it seen from behind an occluder), and the path
       // from there to here crosses the line within its extent.
-      const origin = d.trackOrigins?.get(id);
+      const origin = d.trackOrigins?.get(id)?.box;
       let from: -1 | 1 | 0 = 0;
       if (origin) {
         const [ox, oy] = anchorPoint(origin, 0, anchor, this.pt);

@@ -141,7 +141,7 @@ interface TrackInZone {
    */
   enteredAt: number;
   dwellRaised: boolean;
-  /** Frame time of the first sighting (this stay's record): an id switch's new id comes after the old one's last. */
+  /** Frame time of the first sighting (the tracker's, before it confirmed the track: Detections.trackOrigins): an id switch's new id comes after the old one's last. */
   firstSeen: number;
   lastSeen: number;
   /** Observed time of the last sighting (see ObservedTime): what `exitDelayMs` counts from. */
@@ -216,7 +216,11 @@ export class ZoneMonitor {
           st = undefined;
         }
         if (!st) {
-          st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen: tMs, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i] };
+          // First seen when the tracker first saw it (some frames before it was confirmed and
+          // reached the zone), so that a newcomer seen beside a track that then went unseen is not
+          // taken for that track's new id.
+          const firstSeen = Math.min(tMs, d.trackOrigins?.get(id)?.ms ?? tMs);
+          st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i] };
           this.tracks.set(id, st);
         }
         st.lastSeen = tMs;

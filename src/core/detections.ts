@@ -1,3 +1,11 @@
+/** Where and when the tracker first saw a track's object (see `Detections.trackOrigins`). */
+export interface TrackOrigin {
+  /** The first detection's box, xyxy. */
+  readonly box: Float32Array;
+  /** The time of that frame, ms (the tracker's timestamps: the frames' pts). */
+  readonly ms: number;
+}
+
 /**
  * Columnar detections over typed arrays: row i is box `xyxy[4i..4i+3]`, `confidence[i]`,
  * `classId[i]` and, once tracked, `trackerId[i]`. Selecting rows returns a new container, so
@@ -15,10 +23,10 @@ export class Detections {
     readonly trackerId?: Int32Array,
     /**
      * Tracks confirmed on this frame (they get their id now, some frames after the detector
-     * first saw them): track id → the box (xyxy) where the tracker first saw the object, so a
-     * line can tell which side it came from. Absent when no track was confirmed.
+     * first saw them): track id → where and when the tracker first saw the object, so a line
+     * can tell which side it came from and a zone when it came. Absent when no track was confirmed.
      */
-    readonly trackOrigins?: ReadonlyMap<number, Float32Array>,
+    readonly trackOrigins?: ReadonlyMap<number, TrackOrigin>,
   ) {
     const n = confidence.length;
     if (xyxy.length !== n * 4) {

@@ -1,5 +1,5 @@
 import { ObservedTime, OUTAGE_MS } from '../core/clock.js';
-import { Detections } from '../core/detections.js';
+import { Detections, type TrackOrigin } from '../core/detections.js';
 import { iouXyxy } from '../core/geometry.js';
 import { LinearAssignment } from './assignment.js';
 import { createKalmanState, kalmanBoxXyxy, kalmanInitiate, kalmanPredict, kalmanScale, kalmanUpdate } from './kalman.js';
@@ -347,11 +347,11 @@ export class ByteTracker {
     this.compact();
 
     const trackerId = new Int32Array(n).fill(-1);
-    let origins: Map<number, Float32Array> | undefined;
+    let origins: Map<number, TrackOrigin> | undefined;
     for (const t of this.pool) {
       if (!(t.row >= 0 && t.id > 0)) continue;
       trackerId[t.row] = t.id;
-      if (t.confirmedMs === now && t.hits > 1) (origins ??= new Map()).set(t.id, t.firstXyxy);
+      if (t.confirmedMs === now && t.hits > 1) (origins ??= new Map()).set(t.id, { box: t.firstXyxy, ms: t.firstSeenMs });
     }
     return new Detections(detections.xyxy, detections.confidence, detections.classId, trackerId, origins);
   }

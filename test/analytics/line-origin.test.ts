@@ -4,7 +4,7 @@ import { Detections } from '../../src/core/detections.js';
 
 /** One tracked row (id 7), confirmed on this frame with the given first box (or none). */
 function frame(box: number[], origin?: number[]): Detections {
-  return new Detections(new Float32Array(box), new Float32Array([0.9]), new Int32Array([0]), new Int32Array([7]), origin ? new Map([[7, new Float32Array(origin)]]) : undefined);
+  return new Detections(new Float32Array(box), new Float32Array([0.9]), new Int32Array([0]), new Int32Array([7]), origin ? new Map([[7, { box: new Float32Array(origin), ms: -100 }]]) : undefined);
 }
 
 // A horizontal line at y = 240 drawn right to left ("in" is downwards), feet as the anchor.
