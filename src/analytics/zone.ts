@@ -297,7 +297,9 @@ export class ZoneMonitor {
    * Re-entry suppression: when a track inside of the same class went unseen (not seen on the
    * previous frame) at most `reentrySuppressMs` ago, and `st` was first seen after it was last
    * seen (an id switch's new id appears once the old one is gone: one seen beside it is
-   * another object, which enters), `st` continues its stay and the old track is dropped. The
+   * another object, which enters), `st` continues its stay and the old track is dropped. A
+   * track whose last sightings were outside (an exit being held) was leaving: it is not taken
+   * over (it exits, and a newcomer enters; were it the same object, it left and came back). The
    * most recently seen such track is taken. O(tracks in the zone), once per entry.
    */
   private takeOverStay(id: number, st: TrackInZone, obsMs: number, prevFrame: number): boolean {
@@ -306,7 +308,7 @@ export class ZoneMonitor {
     let bestId = -1;
     let best: TrackInZone | undefined;
     for (const [oid, o] of this.tracks) {
-      if (oid === id || !o.inside || o.classId !== st.classId || o.lastSeen >= prevFrame || o.lastSeen >= st.firstSeen || obsMs - o.lastSeenObs > window) continue;
+      if (oid === id || !o.inside || o.streak > 0 || o.classId !== st.classId || o.lastSeen >= prevFrame || o.lastSeen >= st.firstSeen || obsMs - o.lastSeenObs > window) continue;
       if (!best || o.lastSeen > best.lastSeen) {
         best = o;
         bestId = oid;

@@ -343,6 +343,16 @@ describe('zone re-entry suppression (id switches)', () => {
     expect(a.report().zones.z).toMatchObject({ entered: 2, exited: 0, reidentified: 0, occupancy: 2 });
   });
 
+  it('on: a track last seen outside (its exit being held) was leaving: a newcomer who enters after it vanished enters, and it exits', () => {
+    // Person 1 inside until 1900, seen outside at 2000 and 2100 (minHoldFrames 3: its exit not yet
+    // made), then gone through the door; person 2 comes in at 2500. Before, person 2 took over
+    // person 1's stay: no alert for person 2, and person 1 never exited.
+    const { a, alerts, step } = analyzer({ zones: [{ ...ZONE, reentrySuppressMs: 2000 }], rules: zoneRules });
+    play(step, 0, 6000, (t) => (t < 2200 ? [[1, PERSON, t < 2000 ? 400 : 300, 400]] : t >= 2500 ? [[2, PERSON, 400, 400]] : []));
+    expect(alerts.map((x) => [x.event, x.trackId, x.t, x.dwellMs])).toEqual([['zone.enter', 1, 200, undefined], ['zone.enter', 2, 2700, undefined], ['zone.exit', 1, 4200, 2000]]);
+    expect(a.report().zones.z).toMatchObject({ entered: 2, exited: 1, reidentified: 0, occupancy: 1 });
+  });
+
   it('on: two people inside at once both enter (the first is still seen)', () => {
     const { alerts, step } = analyzer({ zones: [{ ...ZONE, reentrySuppressMs: 2000 }], rules: zoneRules });
     play(step, 0, 1000, () => [[1, PERSON, 400, 400]]);
