@@ -108,6 +108,17 @@ describe('pixel points read from another picture (frameSize)', () => {
     expect(a.geometry().zones[0].polygon[0]).toEqual([600, 400]);
   });
 
+  it("a zone drawn to the border of its frameSize's picture reaches the border of the picture argus gets, exactly: a person cut off by the bottom enters", () => {
+    // 624x468 → 640x480: 468 × (480 / 468) is 479.99999999999994 in floating point, so the
+    // zone's bottom edge lay just above the frame's (y = 480), where a clipped box's feet are.
+    const src = { zones: [{ id: 'z', units: 'pixel', frameSize: [624, 468], polygon: [[312, 234], [624, 234], [624, 468], [312, 468]] }], rules: RULES.slice(0, 1) };
+    const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', ...src }), ['person'], 'sources[0]');
+    a.init(640, 480);
+    expect(a.geometry().zones[0].polygon).toEqual([[320, 240], [640, 240], [640, 480], [320, 480]]);
+    const box = new Detections(Float32Array.from([560, 300, 640, 480]), Float32Array.from([0.9]), Int32Array.from([0]), Int32Array.from([4]));
+    expect([0, 100, 200].flatMap((t) => a.process(box, t).alerts.map((x) => x.event))).toEqual(['zone.enter']);
+  });
+
   it('a frameSize of another shape than the picture: one warning per zone and line when it is placed (again at a new size), none for the same shape', () => {
     const warned: string[] = [];
     const a = new SourceAnalyzer(
