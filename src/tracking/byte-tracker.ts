@@ -198,9 +198,13 @@ export class ByteTracker {
   private observed = new ObservedTime(OUTAGE_MS);
   private observedMs = 0;
   private readonly solver = new LinearAssignment();
+  /** On the first frame after a stall: the nominal periods it lasted beyond the one usual gap it counts as; else 0. */
+  private carried = 0;
 
   // Scratch, grown on demand and reused across updates.
   private boxes = new Float64Array(0);
+  /** After a stall: each track's predicted box moved on by its velocity for the time the stall lasted beyond one usual gap. */
+  private carriedBoxes = new Float64Array(0);
   private cost = new Float64Array(0);
   private rowToCol = new Int32Array(0);
   private colToRow = new Int32Array(0);
@@ -254,6 +258,7 @@ export class ByteTracker {
    */
   update(detections: Detections, timestampMs: number): Detections {
     if (!Number.isFinite(timestampMs)) throw new RangeError(`ByteTracker.update: timestamp must be finite, got ${timestampMs}`);
+    const realGapMs = timestampMs - this.lastTimestampMs;
     if (timestampMs < this.lastTimestampMs) {
       // Time went back (say, a source restarted): no time passes, and the clock stays put.
       this.clockOffsetMs += this.lastTimestampMs - timestampMs;
@@ -268,6 +273,10 @@ export class ByteTracker {
     // counting up.
     if (this.observed.afterOutage) this.pool = [];
     const dt = (observed - this.observedMs) / this.framePeriodMs;
+    // A stall counted as one usual gap (dt) lasted longer: an object that stood still is where
+    // that prediction puts it, one that walked on is where its speed took it (at 100 px/s, 100 px
+    // further after a 1.1 s stall: its track was lost and it got a new id). Both are tried.
+    this.carried = !this.observed.afterOutage && realGapMs > observed - this.observedMs ? (realGapMs - (observed - this.observedMs)) / this.framePeriodMs : 0;
     this.observedMs = observed;
     const o = this.options;
     const n = detections.length;
@@ -281,6 +290,10 @@ export class ByteTracker {
       kalmanPredict(t.kf, dt);
       kalmanBoxXyxy(t.kf, this.boxes, i);
       t.row = -1;
+      if (this.carried > 0) {
+        const b = this.boxes, a = this.carriedBoxes, sx = t.kf.mean[4] * this.carried, sy = t.kf.mean[5] * this.carried;
+        for (let k = 0; k < 4; k++) a[i * 4 + k] = b[i * 4 + k] + (k % 2 === 0 ? sx : sy);
+      }
     }
 
     // Split detections by score.
@@ -430,7 +443,8 @@ export class ByteTracker {
           cost[base + c] = Infinity;
           continue;
         }
-        const iou = buffer > 0 ? bufferedIou(boxes, ti, xyxy, d, buffer) : iouXyxy(boxes, ti, xyxy, d);
+        let iou = buffer > 0 ? bufferedIou(boxes, ti, xyxy, d, buffer) : iouXyxy(boxes, ti, xyxy, d);
+        if (this.carried > 0) iou = Math.max(iou, buffer > 0 ? bufferedIou(this.carriedBoxes, ti, xyxy, d, buffer) : iouXyxy(this.carriedBoxes, ti, xyxy, d));
         cost[base + c] = 1 - (fuse ? iou * confidence[d] : iou);
       }
     }
@@ -441,6 +455,8 @@ export class ByteTracker {
       if (c < 0) continue;
       const t = pool[rows[r]];
       const d = cols[c];
+      // Matched where its speed took it: the state goes there (and its uncertainty grows for that time) before the measurement.
+      if (this.carried > 0 && carriedCloser(boxes, this.carriedBoxes, rows[r], xyxy, d, buffer)) kalmanPredict(t.kf, this.carried);
       measure(t.kf, xyxy, d, false);
       if (t.state === LOST) t.state = TRACKED;
       t.classId = classId[d];
@@ -501,7 +517,10 @@ export class ByteTracker {
     // New tracks are appended after prediction, but boxes are rewritten for the whole pool
     // in removeDuplicates: size for both.
     const maxTracks = tracks + dets;
-    if (this.boxes.length < maxTracks * 4) this.boxes = new Float64Array(grow(maxTracks) * 4);
+    if (this.boxes.length < maxTracks * 4) {
+      this.boxes = new Float64Array(grow(maxTracks) * 4);
+      this.carriedBoxes = new Float64Array(this.boxes.length);
+    }
     if (this.trackIdx.length < tracks) this.trackIdx = new Int32Array(grow(tracks));
     if (this.rowToCol.length < maxTracks) this.rowToCol = new Int32Array(grow(maxTracks));
     if (this.colToRow.length < dets) this.colToRow = new Int32Array(grow(dets));
@@ -533,6 +552,11 @@ function bufferedIou(a: ArrayLike<number>, i: number, b: ArrayLike<number>, j: n
   const inter = iw * ih;
   const union = (ax2 - ax1) * (ay2 - ay1) + (bx2 - bx1) * (by2 - by1) - inter;
   return union > 0 ? inter / union : 0;
+}
+
+/** Whether detection `d` overlaps track `i`'s carried-on box (after a stall) more than its usual prediction. */
+function carriedCloser(boxes: Float64Array, carried: Float64Array, i: number, xyxy: Float32Array, d: number, buffer: number): boolean {
+  return buffer > 0 ? bufferedIou(carried, i, xyxy, d, buffer) > bufferedIou(boxes, i, xyxy, d, buffer) : iouXyxy(carried, i, xyxy, d) > iouXyxy(boxes, i, xyxy, d);
 }
 
 function validBox(xyxy: Float32Array, i: number): boolean {

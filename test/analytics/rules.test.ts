@@ -145,6 +145,19 @@ describe('lines', () => {
   });
   const bottle = (x: number, y: number) => [x, y - 20, x + 20, y + 20] as const; // centre (x + 10, y)
 
+  it('a person who crosses the line while no frame arrives (a 1.1 s stall) keeps the id, and the crossing counts once', () => {
+    // Feet x = 20 + 100 t cross x = 320 at 3.0 s; no frame from 2.5 s to 3.5 s. Before, the
+    // tracker predicted one usual gap on, lost the person, and the new id learned its side past
+    // the line: no crossing; and in the zone beyond it the person entered under the new id.
+    const source = {
+      lines: [{ id: 'door', from: [0.5, 1], to: [0.5, 0], anchor: 'bottom-center' }],
+      zones: [{ id: 'z', polygon: [[0.5, 0.625], [1, 0.625], [1, 1], [0.5, 1]] }],
+      rules: [{ id: 'cross', type: 'line-cross', line: 'door' }, { id: 'enter', type: 'zone-enter', zone: 'z' }],
+    };
+    const r = simulate(source, { objects: [{ key: 'p', box: person(0, 300), velocity: [100, 0] }], drop: (_i, t) => t >= 2.5 && t < 3.5 }, 10, 5);
+    expect(r.alerts.map((a) => `${a.event}#${a.trackId}:${a.direction ?? ''}@${a.t.toFixed(1)}`)).toEqual(['line.cross#1:out@3.5', 'zone.enter#1:@3.7']);
+  });
+
   it('counts crossings in both directions, per class, with the direction', () => {
     const r = simulate(lineSource(), {
       objects: [

@@ -202,6 +202,20 @@ describe('ByteTracker', () => {
       expect([...ids]).toEqual([1]);
     });
 
+    it('a stall while an object walks on: the detection where its speed took it is matched too, and it keeps its id', () => {
+      // 10 fps, a 40 px wide person walking 60–150 px/s; no frame for 1.1 s or 2.1 s (a stall:
+      // over 1 s and 4 usual gaps). Predicted one usual gap on only, it was 60–300 px from there
+      // when the frames came back: the track was lost, and the person got a new id (a line crossed
+      // in the gap was not counted; in a zone, a second entry).
+      for (const v of [60, 100, 150]) {
+        for (const gap of [[2.5, 3.5], [2, 4]]) {
+          const scene: Scene = { objects: [{ key: 'p', box: [0, 300, 40, 400], velocity: [v, 0] }], drop: (_i, t) => t >= gap[0] && t < gap[1] };
+          const r = run(new ByteTracker({ frameRateHint: 10 }), feed(10, 5, scene));
+          expect(r.distinctIds('p'), `${v} px/s, no frame ${gap[0]}–${gap[1]} s`).toEqual([1]);
+        }
+      }
+    });
+
     it('an outage (no frame for longer than OUTAGE_MS) counts in full: what stands at the same spot afterwards is a new track, not the old one carried across 10 minutes', () => {
       const t = new ByteTracker({ frameRateHint: 10 });
       const box = dets([[350, 300, 410, 450, 0.9]]);
