@@ -158,6 +158,11 @@ class Track {
   confirmedMs = -Infinity;
   /** Row of the detection matched in the current update, or −1. */
   row = -1;
+  /**
+   * Nominal periods of stalls since its last match beyond the one usual gap each counted as
+   * (ByteTracker.update): where its speed would have taken it is tried too until it is matched.
+   */
+  carry = 0;
   removed = false;
 
   constructor(classId: number, score: number, nowMs: number, observedMs: number, firstXyxy: Float32Array) {
@@ -198,12 +203,10 @@ export class ByteTracker {
   private observed = new ObservedTime(OUTAGE_MS);
   private observedMs = 0;
   private readonly solver = new LinearAssignment();
-  /** On the first frame after a stall: the nominal periods it lasted beyond the one usual gap it counts as; else 0. */
-  private carried = 0;
 
   // Scratch, grown on demand and reused across updates.
   private boxes = new Float64Array(0);
-  /** After a stall: each track's predicted box moved on by its velocity for the time the stall lasted beyond one usual gap. */
+  /** Each track's predicted box moved on by its velocity for its `carry` (tracks with none: unused). */
   private carriedBoxes = new Float64Array(0);
   private cost = new Float64Array(0);
   private rowToCol = new Int32Array(0);
@@ -275,8 +278,9 @@ export class ByteTracker {
     const dt = (observed - this.observedMs) / this.framePeriodMs;
     // A stall counted as one usual gap (dt) lasted longer: an object that stood still is where
     // that prediction puts it, one that walked on is where its speed took it (at 100 px/s, 100 px
-    // further after a 1.1 s stall: its track was lost and it got a new id). Both are tried.
-    this.carried = !this.observed.afterOutage && realGapMs > observed - this.observedMs ? (realGapMs - (observed - this.observedMs)) / this.framePeriodMs : 0;
+    // further after a 1.1 s stall: its track was lost and it got a new id). Both are tried, until
+    // the track is matched again (it may be missed on the first frames back).
+    const carried = !this.observed.afterOutage && realGapMs > observed - this.observedMs ? (realGapMs - (observed - this.observedMs)) / this.framePeriodMs : 0;
     this.observedMs = observed;
     const o = this.options;
     const n = detections.length;
@@ -290,8 +294,9 @@ export class ByteTracker {
       kalmanPredict(t.kf, dt);
       kalmanBoxXyxy(t.kf, this.boxes, i);
       t.row = -1;
-      if (this.carried > 0) {
-        const b = this.boxes, a = this.carriedBoxes, sx = t.kf.mean[4] * this.carried, sy = t.kf.mean[5] * this.carried;
+      t.carry += carried;
+      if (t.carry > 0) {
+        const b = this.boxes, a = this.carriedBoxes, sx = t.kf.mean[4] * t.carry, sy = t.kf.mean[5] * t.carry;
         for (let k = 0; k < 4; k++) a[i * 4 + k] = b[i * 4 + k] + (k % 2 === 0 ? sx : sy);
       }
     }
@@ -444,7 +449,7 @@ export class ByteTracker {
           continue;
         }
         let iou = buffer > 0 ? bufferedIou(boxes, ti, xyxy, d, buffer) : iouXyxy(boxes, ti, xyxy, d);
-        if (this.carried > 0) iou = Math.max(iou, buffer > 0 ? bufferedIou(this.carriedBoxes, ti, xyxy, d, buffer) : iouXyxy(this.carriedBoxes, ti, xyxy, d));
+        if (pool[ti].carry > 0) iou = Math.max(iou, buffer > 0 ? bufferedIou(this.carriedBoxes, ti, xyxy, d, buffer) : iouXyxy(this.carriedBoxes, ti, xyxy, d));
         cost[base + c] = 1 - (fuse ? iou * confidence[d] : iou);
       }
     }
@@ -456,7 +461,8 @@ export class ByteTracker {
       const t = pool[rows[r]];
       const d = cols[c];
       // Matched where its speed took it: the state goes there (and its uncertainty grows for that time) before the measurement.
-      if (this.carried > 0 && carriedCloser(boxes, this.carriedBoxes, rows[r], xyxy, d, buffer)) kalmanPredict(t.kf, this.carried);
+      if (t.carry > 0 && carriedCloser(boxes, this.carriedBoxes, rows[r], xyxy, d, buffer)) kalmanPredict(t.kf, t.carry);
+      t.carry = 0;
       measure(t.kf, xyxy, d, false);
       if (t.state === LOST) t.state = TRACKED;
       t.classId = classId[d];

@@ -212,6 +212,9 @@ describe('ByteTracker', () => {
           const scene: Scene = { objects: [{ key: 'p', box: [0, 300, 40, 400], velocity: [v, 0] }], drop: (_i, t) => t >= gap[0] && t < gap[1] };
           const r = run(new ByteTracker({ frameRateHint: 10 }), feed(10, 5, scene));
           expect(r.distinctIds('p'), `${v} px/s, no frame ${gap[0]}–${gap[1]} s`).toEqual([1]);
+          // Missed on the first frames back too: the lost track keeps the time it is owed.
+          const missed: Scene = { ...scene, objects: [{ ...scene.objects[0], hidden: [[gap[1], gap[1] + 0.2]] }] };
+          expect(run(new ByteTracker({ frameRateHint: 10 }), feed(10, 5, missed)).distinctIds('p'), `${v} px/s, missed after the stall`).toEqual([1]);
         }
       }
     });
