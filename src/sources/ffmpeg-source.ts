@@ -278,6 +278,16 @@ export function relayStart(memo: SourceMemo, t: number): boolean {
 export interface PlaySchedule {
   /** When the next frame is due (core/clock `now`, epoch ms); undefined: from the input's opening. */
   next?: number;
+  /**
+   * How far (ms) the run that opened last moved the timetable on: it opened more than
+   * LIVE_PTS_SLACK_S after `next`, and its first frame is due that long before its opening
+   * instead, as after an outage (its pts are to move as far: the caller adds it); 0 where it kept
+   * to `next`. Without that bound a pass that cannot keep to the timetable (a file of one frame
+   * whose ffmpeg takes longer than a frame period to restart) fell further behind at every pass,
+   * for ever: its latency grew without end, and its pts fell behind the clock (dwell and
+   * lost-track times with them).
+   */
+  moved?: number;
 }
 
 /** What runs of one source learnt of it (FfmpegSourceOptions.memo). */
@@ -472,7 +482,16 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       options.onDamage?.(line);
     };
     probe.onInputOpened = () => {
-      if (!playStart) playStart = options.schedule?.next ?? now();
+      if (playStart) return;
+      const t = now();
+      const schedule = options.schedule;
+      if (schedule?.next === undefined) {
+        playStart = t;
+        return;
+      }
+      // Opened more than LIVE_PTS_SLACK_S after its first frame was due: the timetable moves on by the rest.
+      playStart = Math.max(schedule.next, t - LIVE_PTS_SLACK_S * 1000);
+      schedule.moved = playStart - schedule.next;
     };
     /** Frames ffmpeg wrote more (duplicates) or fewer (dropped) than it reported (probe.onOutputAdjust). */
     let adjusted = 0;

@@ -189,8 +189,9 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       const since = () => (clock() - firstFrameAt) / 1000;
       // A looped native-rate file's next pass: one frame period on, as its frames are due (its
       // restart, ffmpeg's start-up, is not a gap in the file's time but a delay in delivering
-      // frames that were due). Other restarts: the outage shows.
-      if (isFile && nextPass) return after;
+      // frames that were due), plus what its opening moved the timetable on (PlaySchedule.moved:
+      // a restart later than 0.5 s is an outage for the rest). Other restarts: the outage shows.
+      if (isFile && nextPass) return () => after + (schedule.moved ?? 0) / 1000;
       // A native-rate file counts its frames, 1 / fps apart, across loops and restarts.
       if (isFile) return () => Math.max(after, since());
       // A live source: the time since its first frame where an outage made that later; no more
@@ -210,6 +211,7 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       runFrames = 0;
       // A restart other than a loop's: the run's frames are due from when its input opens.
       if (!nextPass) schedule.next = undefined;
+      schedule.moved = 0;
       const pts = ptsStart();
       nextPass = false;
       // Half a frame early: the frame at `runSeek` is kept even when rounding puts it a hair before.

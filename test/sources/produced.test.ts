@@ -467,6 +467,46 @@ describe('a looped native-rate file: each pass plays on the timetable of the one
     expect(frames[3].stamps.captured - frames[3].stamps.produced).toBeCloseTo(50, 6);
     sub.unsubscribe();
   });
+
+  it('a pass that cannot keep to the timetable (a 1-frame file whose ffmpeg takes 300 ms to restart, at 10 fps) falls behind it by 0.5 s at most, in produced and in pts: it fell 200 ms further behind at every pass, for ever', () => {
+    vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
+    const children: FakeFfmpeg[] = [];
+    const spawn: SpawnFn = (_cmd, args) => {
+      children.push(new FakeFfmpeg(args, FRAME));
+      return children.at(-1)!.asChild();
+    };
+    const frames: Frame[] = [];
+    const sub = supervisedSource({
+      id: 'still',
+      input: { url: FILE, kind: 'file', rate: 'native', loop: true },
+      output,
+      ffmpegPath: 'ffmpeg',
+      spawn,
+      reconnect: { initialDelayMs: 100, maxDelayMs: 400, jitter: 0, maxAttempts: 5, healthyResetMs: 30_000 },
+      watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 },
+    }).subscribe({ next: (f) => frames.push(f), error: (e) => { throw e; } });
+    const start = epochNow();
+    for (let i = 0; i < 20; i++) {
+      const child = children.at(-1)!;
+      child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
+      child.frame(i);
+      vi.advanceTimersByTime(1);
+      child.exit(0);
+      vi.advanceTimersByTime(299); // ffmpeg's restart
+    }
+    expect(frames).toHaveLength(20);
+    frames.forEach((f, k) => {
+      const late = f.stamps.captured - f.stamps.produced;
+      expect(late, `frame ${k}`).toBeGreaterThanOrEqual(0);
+      expect(late, `frame ${k}`).toBeLessThanOrEqual(500 + 1e-6);
+      // pts and produced stay locked together (what the shared timetable is for)…
+      expect(f.stamps.produced - frames[0].stamps.produced, `frame ${k}`).toBeCloseTo(f.pts * 1000, 6);
+      // …and pts within 0.5 s of the time since the first frame (README, message schema).
+      expect(Math.abs(f.pts * 1000 - (f.stamps.captured - start)), `frame ${k}`).toBeLessThanOrEqual(500 + 1e-6);
+      if (k > 0) expect(f.pts).toBeGreaterThan(frames[k - 1].pts);
+    });
+    sub.unsubscribe();
+  });
 });
 
 /** A free loopback port. */
