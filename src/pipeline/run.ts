@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { homedir } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { merge, type Observable, Subject, take } from 'rxjs';
 import type { FrameResult } from '../analytics/analyze.js';
 import type { SourceAnalyticsReport } from '../analytics/report.js';
@@ -348,8 +348,15 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
   if (config.outbox.enabled ?? k !== undefined) {
     const dir = outboxDir(config, baseDir, env);
     outbox = await life.start('outbox', () => Outbox.open({ dir, maxBytes: config.outbox.maxBytes, maxAgeMs: config.outbox.maxAgeHours * 3_600_000, fsync: config.outbox.fsync, log }), (o) => o.close());
-    // The journals older releases kept for this name elsewhere (see legacyOutboxDirs): replayed below with this one's.
-    await outbox.adoptOnce(legacyOutboxDirs(config, env));
+    // The journals older releases kept for this name elsewhere (see legacyOutboxDirs): replayed
+    // below with this one's. From a folder in the state folder, only its own sources' records:
+    // that is another pipeline's own folder today (`lobby_cam` was also `lobby cam`'s), whose
+    // alerts are not to go to this Kafka. The state folder itself and the one above it (`.`'s and
+    // `..`'s before) are no other pipeline's: all of theirs. (A worker's cameras come from the
+    // cluster, not its YAML: it takes them all, as before.)
+    const ids = new Set(config.sources.map((s) => s.id));
+    const shared = (from: string) => dirname(from) === stateRoot(env);
+    await outbox.adoptOnce(legacyOutboxDirs(config, env), config.cluster ? undefined : (r, from) => !shared(from) || ids.has(r.source));
     // In the background (it reads other journals): alerts left where no run will look.
     if (!config.outbox.dir) void strandedAlerts(dir).then((found) => {
       for (const [folder, n] of found) {

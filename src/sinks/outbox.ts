@@ -494,16 +494,20 @@ export class Outbox {
 
   /**
    * Takes over, once, what the journals in `folders` hold: the folders older releases used for
-   * this pipeline's outbox (pipeline names mapped to folders other than today's). Each record is
-   * journaled here (on disk) before it is acknowledged there, and replayed with this opening's own
-   * (takeRecovered), so none is lost (one journaled here whose acknowledgement there failed is
-   * replayed twice: at least once). A folder another argus holds is left to it (it replays what
-   * its journal holds). Done once: `ADOPTED` here records it, written when every folder was
-   * read (one that could not be, an unsafe folder say, is logged and tried again at the next
-   * start), so a folder shared under an old name (`__` was also `..`'s) is not emptied into this
-   * pipeline's Kafka at every start. Returns how many records were taken over.
+   * this pipeline's outbox (pipeline names mapped to folders other than today's). Only the
+   * records `ours` accepts (runPipeline: from a folder in the state folder, those of the
+   * pipeline's own sources): such a folder was shared under the old names and is another pipeline's own today (`lobby_cam` was also
+   * `lobby cam`'s, `__` also `..`'s), so taking all of it sent that pipeline's alerts to this
+   * one's Kafka; the others stay there, for it. Each record is journaled here (on disk) before it
+   * is acknowledged there, and replayed with this opening's own (takeRecovered), so none is lost;
+   * one already here (journaled by an adoption that was cut short before its acknowledgement
+   * there, or a newer status of the source) is not journaled or replayed again, only taken out
+   * there. A folder another argus holds is left to it (it replays what its journal holds). Done
+   * once: `ADOPTED` here records it, written when every folder was read (one that could not be,
+   * an unsafe folder say, is logged and tried again at the next start), so what the other
+   * pipeline journals there later is never taken. Returns how many records were taken over.
    */
-  async adoptOnce(folders: readonly string[]): Promise<number> {
+  async adoptOnce(folders: readonly string[], ours: (r: OutboxRecord, from: string) => boolean = () => true): Promise<number> {
     const mark = join(this.o.dir, ADOPTED);
     if (folders.length === 0 || (await stat(mark).catch(() => undefined))) return 0;
     let taken = 0;
@@ -521,23 +525,31 @@ export class Outbox {
         continue;
       }
       try {
-        const records = old.takeRecovered();
+        const found = old.takeRecovered();
+        const records = found.filter((r) => ours(r, from));
+        const others = found.length - records.length;
+        if (others > 0) this.log(`outbox: ${others} undelivered record(s) in ${from} are of sources this pipeline does not have (the folder is another pipeline's too): left there`, { dir: this.o.dir }, 'warn');
         if (records.length === 0) continue;
-        const written = records.map((r) => {
+        // Already here (an adoption cut short, a newer status): taken out there, not replayed twice.
+        const fresh = records.filter((r) => !((this.live.get(r.key)?.at ?? -Infinity) >= r.at));
+        const written = fresh.map((r) => {
           const prev = this.live.get(r.key);
           if (prev) this.dropLive(prev);
           this.addLive(r, this.ageOf(r));
           return new Promise<void>((done) => this.enqueue(this.putLine(r), done));
         });
         await Promise.all(written);
-        this.recoveredRecords.push(...records);
-        this.stats.recovered += records.length;
+        const replaced = new Set(fresh.map((r) => r.key));
+        const before = this.recoveredRecords.length;
+        this.recoveredRecords = this.recoveredRecords.filter((r) => !replaced.has(r.key));
+        this.recoveredRecords.push(...fresh);
+        this.stats.recovered += this.recoveredRecords.length - before;
         this.updateStats();
-        taken += records.length;
+        taken += fresh.length;
         // On disk here: gone there. (Not on disk, a write failed: they stay there too.)
         if (this.journaled) old.ack(records.map(recordMessage));
         else complete = false;
-        this.log(`outbox: replaying ${records.length} undelivered record(s) an older release left in ${from} (the folder it used for this pipeline's name)`, { dir: this.o.dir });
+        this.log(`outbox: replaying ${fresh.length} undelivered record(s) an older release left in ${from} (the folder it used for this pipeline's name)`, { dir: this.o.dir });
       } finally {
         await old.close();
       }

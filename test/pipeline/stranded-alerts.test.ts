@@ -13,10 +13,10 @@ import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { fakeDetector } from '../helpers/fake-session.js';
 
 /** A journal in `dir` left with `n` undelivered alerts by a run that stopped (its lock released). */
-async function leave(dir: string, n: number): Promise<void> {
+async function leave(dir: string, n: number, source = 'cam'): Promise<void> {
   const outbox = await Outbox.open({ dir, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false });
   for (let i = 0; i < n; i++) {
-    const a = { type: 'alert', version: 1, source: 'cam', stamps: { emitted: 1 }, alert: { id: `${dir}-${i}` } } as unknown as AlertMessage;
+    const a = { type: 'alert', version: 1, source, stamps: { emitted: 1 }, alert: { id: source === 'cam' ? `${dir}-${i}` : `${dir}-${source}-${i}` } } as unknown as AlertMessage;
     await outbox.append(a, JSON.stringify(a));
   }
   await outbox.close();
@@ -65,13 +65,14 @@ describe('undelivered alerts in a journal no run opens (a pipeline renamed, a wo
     mkdirSync(root, { mode: 0o700 });
     await leave(join(root, '__'), 2); // the release before: `..` → `__` (shared with a pipeline named `__`)
     await leave(top, 1); // before that: `..` → the folder above the state folder
+    await leave(top, 1, 'gone'); // of a source since taken out of the pipeline: that folder is no other pipeline's, all of it is `..`'s
     const config = parseConfigText(`name: ".."\nsources:\n  - {id: cam, uri: ${clip}, rate: fast}\noutbox: { enabled: true }\n`, PipelineSchema, 'p.yaml', {});
     const logs: string[] = [];
     await runPipeline(config, { detector, status: false, env: { ARGUS_STATE_DIR: root }, log: (m) => void logs.push(m) });
     // No Kafka sink here: the three alerts are kept, in the pipeline's own folder now, and gone from the old ones.
     const own = join(root, '%2E%2E');
     const alerts = async (dir: string) => (await readOutbox(dir)).filter((r) => r.kind === 'alert');
-    expect((await alerts(own)).map((r) => r.key).sort()).toEqual([`alert:${join(root, '__')}-0`, `alert:${join(root, '__')}-1`, `alert:${top}-0`].sort());
+    expect((await alerts(own)).map((r) => r.key).sort()).toEqual([`alert:${join(root, '__')}-0`, `alert:${join(root, '__')}-1`, `alert:${top}-0`, `alert:${top}-gone-0`].sort());
     expect(await readOutbox(join(root, '__'))).toEqual([]);
     expect(await readOutbox(top)).toEqual([]);
     expect((await readOutbox(own)).filter((r) => r.kind === 'status').map((r) => r.source)).toEqual(['cam']); // the run's own: its source's last state
@@ -80,7 +81,19 @@ describe('undelivered alerts in a journal no run opens (a pipeline renamed, a wo
     await leave(join(root, '__'), 1);
     await runPipeline(config, { detector, status: false, env: { ARGUS_STATE_DIR: root }, log: () => {} });
     expect(await readOutbox(join(root, '__'))).toHaveLength(1);
-    expect(await alerts(own)).toHaveLength(3);
+    expect(await alerts(own)).toHaveLength(4);
+  });
+
+  it("takes only its own sources' records from a folder an older release shared: `lobby_cam` is another pipeline's own folder, whose alerts went to this pipeline's Kafka", async () => {
+    const root = mkdtempSync(join(tmpdir(), 'argus-legacy-shared-'));
+    // The pipeline `lobby_cam` (source `door`), stopped with two alerts undelivered, and one `lobby cam` left there under the old release.
+    await leave(join(root, 'lobby_cam'), 2, 'door');
+    await leave(join(root, 'lobby_cam'), 1);
+    const config = parseConfigText(`name: "lobby cam"\nsources:\n  - {id: cam, uri: ${clip}, rate: fast}\noutbox: { enabled: true }\n`, PipelineSchema, 'p.yaml', {});
+    await runPipeline(config, { detector, status: false, env: { ARGUS_STATE_DIR: root }, log: () => {} });
+    const alerts = async (dir: string) => (await readOutbox(dir)).filter((r) => r.kind === 'alert');
+    expect((await alerts(join(root, 'lobby%20cam'))).map((r) => r.key)).toEqual([`alert:${join(root, 'lobby_cam')}-0`]);
+    expect((await alerts(join(root, 'lobby_cam'))).map((r) => r.key).sort()).toEqual([`alert:${join(root, 'lobby_cam')}-door-0`, `alert:${join(root, 'lobby_cam')}-door-1`]);
   });
 });
 
@@ -97,5 +110,22 @@ describe('Outbox.adoptOnce', () => {
     expect(mine.takeRecovered()).toEqual([]);
     await mine.close();
     expect(await readOutbox(join(top, 'old'))).toHaveLength(2);
+  });
+
+  it('an adoption cut short (journaled here, not yet taken out there) is not replayed twice at the next start', async () => {
+    const top = mkdtempSync(join(tmpdir(), 'argus-adopt-twice-'));
+    await leave(join(top, 'old'), 2);
+    const [a] = await readOutbox(join(top, 'old'));
+    // What the first adoption journaled here before the process died: the same record.
+    const first = await Outbox.open({ dir: join(top, 'new'), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false });
+    await first.append(JSON.parse(a.value), a.value);
+    await first.close();
+    const mine = await Outbox.open({ dir: join(top, 'new'), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false });
+    expect(await mine.adoptOnce([join(top, 'old')])).toBe(1);
+    expect(mine.takeRecovered().map((r) => r.key).sort()).toEqual([`alert:${join(top, 'old')}-0`, `alert:${join(top, 'old')}-1`]);
+    expect(mine.stats.recovered).toBe(2);
+    await mine.close();
+    expect(await readOutbox(join(top, 'old'))).toEqual([]);
+    expect((await readOutbox(join(top, 'new'))).map((r) => r.key).sort()).toEqual([`alert:${join(top, 'old')}-0`, `alert:${join(top, 'old')}-1`]);
   });
 });
