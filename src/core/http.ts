@@ -59,26 +59,33 @@ export function sessionValue(token: string): string {
   return createHmac('sha256', token).update('argus dashboard session v1', 'utf8').digest('base64url');
 }
 
-/** The value of the cookie `name` in the request's `Cookie` header, or undefined. Never throws. */
-export function requestCookie(req: IncomingMessage, name: string): string | undefined {
+/**
+ * The values of the cookies named `name` in the request's `Cookie` header, in its order (none:
+ * empty). There can be several: cookies are not kept per port, so a page of another port of the
+ * host can set one of the same name with a longer Path, which the browser sends first. Never throws.
+ */
+export function requestCookies(req: IncomingMessage, name: string): string[] {
   const header = req.headers.cookie;
-  if (typeof header !== 'string') return undefined;
+  if (typeof header !== 'string') return [];
+  const found: string[] = [];
   for (const part of header.split(';')) {
     const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+    if (eq > 0 && part.slice(0, eq).trim() === name) found.push(part.slice(eq + 1).trim());
   }
-  return undefined;
+  return found;
 }
 
 /**
  * Whether a request carries the token: `?token=` or `Authorization: Bearer …` (scripts, the
- * first visit of a browser), else the dashboard's session cookie. A token that is presented
+ * first visit of a browser), else the dashboard's session cookie (any of that name). A token that is presented
  * decides on its own: a wrong `?token=` is refused even beside a good cookie.
  */
 export function requestAuthorized(req: IncomingMessage, url: URL | undefined, token: string): boolean {
   const given = requestToken(req, url);
   if (given !== undefined) return tokenMatches(given, token);
-  return tokenMatches(requestCookie(req, sessionCookieName(req)), sessionValue(token));
+  // Any of the cookies of the name: the first alone let a cookie another port's page set lock the dashboard out.
+  const session = sessionValue(token);
+  return requestCookies(req, sessionCookieName(req)).some((c) => tokenMatches(c, session));
 }
 
 /**

@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { ThrottledLog, type LogFn } from '../core/log.js';
 import { redact } from '../core/redact.js';
-import { parseRequestUrl, refuseSocket, requestAuthorized, requestCookie, sessionCookie, sessionCookieName } from '../core/http.js';
+import { parseRequestUrl, refuseSocket, requestAuthorized, requestCookies, sessionCookie, sessionCookieName } from '../core/http.js';
 
 export type Route = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
@@ -185,7 +185,7 @@ function foreignNavigation(req: IncomingMessage): boolean {
  */
 function reloadOnce(req: IncomingMessage, url: URL): Record<string, string> | undefined {
   const marker = `${sessionCookieName(req)}_reload`;
-  if (url.searchParams.has('token') || !foreignNavigation(req) || requestCookie(req, marker) !== undefined) return undefined;
+  if (url.searchParams.has('token') || !foreignNavigation(req) || requestCookies(req, marker).length > 0) return undefined;
   return { refresh: '0', 'set-cookie': `${marker}=1; Path=/; Max-Age=10; HttpOnly; SameSite=Lax` };
 }
 

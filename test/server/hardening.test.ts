@@ -642,6 +642,17 @@ describe('HTTP: the dashboard trades ?token= for a session cookie', () => {
     expect(await upgrade(s.port, { host, origin: `http://127.0.0.1:${s.port + 1 === 65536 ? 1 : s.port + 1}`, cookie })).toBe(403);
     await until(() => hub.stats.connected === 1, 60_000, 'the admitted client');
   });
+
+  it("a cookie of the same name ahead of the session's (set for the host by a page of another port, cookies not being kept per port, with a longer Path so the browser sends it first) does not lock the dashboard out", async () => {
+    const { s, host } = await dashboard();
+    const cookie = ((await get(s.port, '/?token=s3cret')).headers['set-cookie'] ?? '').split(';')[0];
+    const tossed = `argus_session_${s.port}=junk; ${cookie}`;
+    expect((await get(s.port, '/api/sources', { cookie: tossed })).status).toBe(200);
+    expect((await get(s.port, '/', { cookie: tossed })).status).toBe(200);
+    expect(await upgrade(s.port, { host, origin: `http://${host}`, cookie: tossed })).toBe(101);
+    // Only wrong ones: still refused.
+    expect((await get(s.port, '/api/sources', { cookie: `argus_session_${s.port}=junk; argus_session_${s.port}=more` })).status).toBe(401);
+  });
 });
 
 describe('WebSocket: origin, clients, heartbeat, buffers, rate', () => {
