@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { loadModelManifest, resolveModelFile } from '../../src/assets/catalog.js';
-import { broker, brokerCommand } from './kafka.js';
-import { claimPortOffset, testPort } from './ports.js';
+import { broker, brokerCommand, sharedBrokerPort } from './kafka.js';
+import { claimPortOffset } from './ports.js';
 
 /**
  * Runs once before the test files.
@@ -32,16 +32,18 @@ export default async function setup(): Promise<() => Promise<void>> {
   let stopBroker = async (): Promise<void> => {};
   const kafka = async (): Promise<void> => {
     if (process.env.ARGUS_TEST_KAFKA !== 'start') return;
-    const port = Number(process.env.KAFKA_PORT || testPort(19092));
+    const port = sharedBrokerPort();
     if (process.env.ARGUS_TEST_KAFKA_PORT_FILE) writeFileSync(process.env.ARGUS_TEST_KAFKA_PORT_FILE, `${port}\n`);
+    // Stopped at the end whether or not its start succeeded: a test file that finds no
+    // KAFKA_BROKERS starts it on the same port (helpers/kafka.ts, testBrokers).
+    stopBroker = async () => {
+      await broker('stop', port).catch(() => undefined);
+    };
     try {
       const line = await brokerCommand({ progress: true }, 'start', port);
       const m = /KAFKA_BROKERS=(\S+)/.exec(line);
       if (!m) throw new Error(`kafka-broker.sh start printed no brokers: ${line}`);
       process.env.KAFKA_BROKERS = m[1];
-      stopBroker = async () => {
-        await broker('stop', port).catch(() => undefined);
-      };
     } catch (e) {
       console.error(`global setup: could not start the Kafka broker on ${port}; Kafka tests will fail: ${(e as Error).message}`);
     }

@@ -35,13 +35,23 @@ export async function brokerCommand(o: { progress?: boolean }, cmd: 'start' | 's
 }
 
 /**
+ * The port of the run's shared broker: KAFKA_PORT where set, else 19092 plus the run's port
+ * offset (helpers/ports.ts). Global setup starts it there (and writes it for test.sh, which stops
+ * it there), and a test file that finds no KAFKA_BROKERS starts it there too: on another port
+ * (19092 beside a KAFKA_PORT), a broker nothing stopped was left running.
+ */
+export function sharedBrokerPort(): number {
+  return Number(process.env.KAFKA_PORT || testPort(19092));
+}
+
+/**
  * The brokers the tests use: $KAFKA_BROKERS (the test command starts one), or a broker this
- * helper starts on 19092 (plus the run's port offset, helpers/ports.ts) when a test file is run
- * on its own.
+ * helper starts on the shared broker's port (sharedBrokerPort) when a test file is run on its
+ * own, or global setup could not start it.
  */
 export async function testBrokers(): Promise<string[]> {
   if (process.env.KAFKA_BROKERS) return process.env.KAFKA_BROKERS.split(',');
-  const line = await broker('start', testPort(19092));
+  const line = await broker('start', sharedBrokerPort());
   const m = /KAFKA_BROKERS=(\S+)/.exec(line);
   if (!m) throw new Error(`kafka-broker.sh start printed no brokers: ${line}`);
   process.env.KAFKA_BROKERS = m[1];
