@@ -120,6 +120,15 @@ interface Route {
    * `/b?token=S` the camera's own URL `/a?token=<source's>` was sent as `/a?token=S`.
    */
   given: Map<string, Secrets>;
+  /** The camera's own URL as ffmpeg asks for it (path and query, placeholders in place) on the camera's route; undefined on others. */
+  own: string | undefined;
+  /**
+   * A redirect's values for `own` (a signed or session URL on the source's path, or a chain
+   * that comes back to it, A → B → A): the next request for it carries them, the ones after it the
+   * source's own. Kept in `given` they were sent with the source's URL at every reconnect after
+   * (a session value that had expired, say), where the source's would have started the chain again.
+   */
+  once: Secrets | undefined;
   /** Header lines added to each request there (the source's `-headers` and `-cookies` where its credentials go). */
   headers: readonly string[];
   door: RelayDoor;
@@ -129,7 +138,13 @@ interface Route {
 /** The secret values a request line on `route` is to carry: its URL's, where a redirect gave it, else the route's own. */
 function secretsOf(route: Route, line: string): Secrets {
   const target = /^[A-Z]+[ \t]+(\S+)/.exec(line)?.[1];
-  return (target !== undefined ? route.given.get(target) : undefined) ?? route.secrets;
+  if (target === undefined) return route.secrets;
+  if (route.once && target === route.own) {
+    const once = route.once;
+    route.once = undefined;
+    return once;
+  }
+  return route.given.get(target) ?? route.secrets;
 }
 
 /** A request on a relayed connection, waiting for its reply: its URL at the camera, and the redirects that led to it. */
@@ -226,6 +241,8 @@ export class HttpRelay {
       cred,
       secrets: target === this.camera ? target.secrets : new Map(),
       given: new Map(),
+      own: target === this.camera ? placeholderQuery(target.path) : undefined,
+      once: undefined,
       headers,
       port: 0,
       door: new RelayDoor({ accept: (down) => this.accept(down, route), ...this.doorOptions, name: `the HTTP relay to ${addressOf(target)}` }),
@@ -419,9 +436,13 @@ export class HttpRelay {
     if (!known && this.routes.size > MAX_REDIRECTS) return refuse(`redirected to ${to.url}: more than ${MAX_REDIRECTS} other addresses`);
     const next = known ?? this.route(to, to.cred ?? (goes ? this.camera.cred : undefined), goes ? this.headers : []);
     const path = placeholderQuery(to.path);
-    next.given.delete(path);
-    if (to.secrets.size) next.given.set(path, to.secrets);
-    if (next.given.size > MAX_PENDING_REDIRECTS) next.given.delete(next.given.keys().next().value as string);
+    // The source's own URL: its values for the request that follows this redirect only (Route.once).
+    if (path === next.own) next.once = to.secrets.size ? to.secrets : undefined;
+    else {
+      next.given.delete(path);
+      if (to.secrets.size) next.given.set(path, to.secrets);
+      if (next.given.size > MAX_PENDING_REDIRECTS) next.given.delete(next.given.keys().next().value as string);
+    }
     if (this.camera.cred && !next.cred) this.withheld = `redirected to ${to.url}, another origin than the camera's, where its credentials are not sent (name its host in the source's sendCredentialsTo to send them)`;
     const give = (): string => {
       this.pending.set(`${next.port} ${to.path}`, step);

@@ -737,6 +737,23 @@ describe("what a camera's redirects and cookies make the relay keep: each host's
     }
   });
 
+  it("a redirect to the source's own URL with other secret values (a signed or session URL on the same path, or A → B → A) gives them to the request that follows it only: the source's URL, asked again, carries the source's own values", async () => {
+    const ok = 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n';
+    const cam = await raw((path) => (path === '/a?token=Us3rT0ken' ? 'HTTP/1.1 302 Found\r\nLocation: /a?token=S3ss1on\r\nContent-Length: 0\r\n\r\n' : ok));
+    const relay = new HttpRelay(`http://127.0.0.1:${cam.port}/a?token=Us3rT0ken`, { peerCheck: async () => 'own' });
+    try {
+      const main = Number(new URL(await relay.listen()).port);
+      const moved = /\r\nLocation: http:\/\/127\.0\.0\.1:(\d+)(\S*)/.exec(await ask(main, '/a?token=argus-relay'));
+      expect(moved?.slice(1)).toEqual([String(main), '/a?token=argus-relay']);
+      expect(await ask(main, '/a?token=argus-relay')).toMatch(/^HTTP\/1\.1 200/); // ffmpeg follows it
+      await ask(main, '/a?token=argus-relay'); // and opens the source's URL again (a reconnect)
+      expect(cam.paths).toEqual(['/a?token=Us3rT0ken', '/a?token=S3ss1on', '/a?token=Us3rT0ken']);
+    } finally {
+      relay.close();
+      cam.srv.close();
+    }
+  });
+
   it('a camera that sets many cookies, or a huge one: ffmpeg and the relay keep at most 50 of a host, none over 4096 bytes', async () => {
     let n = 0;
     const cam = await raw(() => {
