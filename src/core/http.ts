@@ -77,12 +77,14 @@ export function requestCookies(req: IncomingMessage, name: string): string[] {
 
 /**
  * Whether a request carries the token: `?token=` or `Authorization: Bearer …` (scripts, the
- * first visit of a browser), else the dashboard's session cookie (any of that name). A token that is presented
+ * first visit of a browser), else, unless `cookie` is false, the dashboard's session cookie (any
+ * of that name). A token that is presented
  * decides on its own: a wrong `?token=` is refused even beside a good cookie.
  */
-export function requestAuthorized(req: IncomingMessage, url: URL | undefined, token: string): boolean {
+export function requestAuthorized(req: IncomingMessage, url: URL | undefined, token: string, cookie = true): boolean {
   const given = requestToken(req, url);
   if (given !== undefined) return tokenMatches(given, token);
+  if (!cookie) return false;
   // Any of the cookies of the name: the first alone let a cookie another port's page set lock the dashboard out.
   const session = sessionValue(token);
   return requestCookies(req, sessionCookieName(req)).some((c) => tokenMatches(c, session));

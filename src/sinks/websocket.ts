@@ -124,11 +124,15 @@ export class WebSocketHub implements Sink {
     try {
       const url = parseRequestUrl(req.url);
       if (!url) return this.refuse(socket, 400, 'Bad Request');
-      if (!this.originAllowed(req)) {
+      const origin = this.originOf(req);
+      if (!origin) {
         this.throttled.log('origin', 'websocket: upgrade from a foreign origin refused', { origin: String(req.headers.origin).slice(0, 200) }, 'warn');
         return this.refuse(socket, 403, 'Forbidden');
       }
-      if (this.o.token && !requestAuthorized(req, url, this.o.token)) return this.refuse(socket, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer realm="argus"' });
+      // The session cookie from the server's own origin only (or no browser's): a browser sends it
+      // from every page of the same site (another port, another subdomain), and allowedOrigins
+      // admits such a page (with "*", any): it opened the stream with the operator's cookie.
+      if (this.o.token && !requestAuthorized(req, url, this.o.token, origin !== 'allowed')) return this.refuse(socket, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer realm="argus"' });
       if (this.openClients() >= this.maxClients) return this.refuse(socket, 503, 'Service Unavailable', { 'Retry-After': '5' });
       this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws));
     } catch (e) {
@@ -144,29 +148,29 @@ export class WebSocketHub implements Sink {
 
   /**
    * Cross-site WebSocket hijacking: a page on another origin must not read the live stream.
-   * No Origin header (not a browser): allowed. Otherwise the Origin's host:port must be the
-   * Host the request was sent to, or the origin must be listed in allowedOrigins.
+   * No Origin header (not a browser): `none`. The Origin's host:port the Host the request was
+   * sent to: `own`. Another origin listed in allowedOrigins (or any, with "*"): `allowed` (it
+   * must present the token: see handleUpgrade). Otherwise undefined: refused.
    */
-  private originAllowed(req: IncomingMessage): boolean {
+  private originOf(req: IncomingMessage): 'none' | 'own' | 'allowed' | undefined {
     const raw = req.headers.origin ?? req.headers['sec-websocket-origin'];
-    if (raw === undefined) return true;
-    if (this.anyOrigin) return true;
+    if (raw === undefined) return 'none';
     const origin = typeof raw === 'string' ? raw : String(raw);
+    const other = this.anyOrigin ? 'allowed' : undefined;
     let u: URL;
     try {
       u = new URL(origin);
     } catch {
-      return false;
+      return other;
     }
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') return this.origins.has(origin.toLowerCase());
-    if (this.origins.has(u.origin)) return true;
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return this.origins.has(origin.toLowerCase()) ? 'allowed' : other;
     const host = req.headers.host;
-    if (!host) return false;
     try {
-      return new URL(`${u.protocol}//${host}`).host === u.host;
+      if (host && new URL(`${u.protocol}//${host}`).host === u.host) return 'own';
     } catch {
-      return false;
+      // a Host that is no host: not this origin
     }
+    return this.origins.has(u.origin) ? 'allowed' : other;
   }
 
   private accept(ws: WebSocket): void {

@@ -643,6 +643,20 @@ describe('HTTP: the dashboard trades ?token= for a session cookie', () => {
     await until(() => hub.stats.connected === 1, 60_000, 'the admitted client');
   });
 
+  it("/ws with allowedOrigins (\"*\", or listed): another origin must present the token; the session cookie, which a browser sends from any same-site page (another port, another subdomain: SameSite=Strict does not tell them apart), opens it from the server's own origin only", async () => {
+    for (const allowedOrigins of [['*'], ['http://wiki.example:3000']]) {
+      const hub = new WebSocketHub({ maxBufferedBytes: 64 * 1024, maxAlertBacklog: 100, maxClientMessageBytes: 4096, sources: () => ['lobby'], token: 's3cret', allowedOrigins });
+      const s = await server({ token: 's3cret', upgrades: { '/ws': (q, sock, h) => hub.handleUpgrade(q, sock, h) } });
+      cleanups.push(() => hub.close());
+      registerRoutes(s, fakeContext());
+      const host = `127.0.0.1:${s.port}`;
+      const cookie = ((await get(s.port, '/?token=s3cret')).headers['set-cookie'] ?? '').split(';')[0];
+      expect(await upgrade(s.port, { host, origin: 'http://wiki.example:3000', cookie }), String(allowedOrigins)).toBe(401);
+      expect(await upgrade(s.port, { host, origin: 'http://wiki.example:3000', authorization: 'Bearer s3cret' }), String(allowedOrigins)).toBe(101);
+      expect(await upgrade(s.port, { host, origin: `http://${host}`, cookie }), String(allowedOrigins)).toBe(101);
+    }
+  });
+
   it("a cookie of the same name ahead of the session's (set for the host by a page of another port, cookies not being kept per port, with a longer Path so the browser sends it first) does not lock the dashboard out", async () => {
     const { s, host } = await dashboard();
     const cookie = ((await get(s.port, '/?token=s3cret')).headers['set-cookie'] ?? '').split(';')[0];
