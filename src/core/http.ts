@@ -53,7 +53,8 @@ export function sessionCookieName(req: IncomingMessage): string {
  * itself. Stateless: it survives a restart of the process (the dashboard reconnects on its own)
  * and stops working when the token changes. It opens what the token opens, but cannot be sent
  * as `Bearer` or `?token=`; any other service on the host (cookies are not per port) that is
- * sent it learns no token of argus's.
+ * sent it learns no token of argus's, but can send the cookie back, which opens argus until the
+ * token changes (README, "The dashboard's session cookie").
  */
 export function sessionValue(token: string): string {
   return createHmac('sha256', token).update('argus dashboard session v1', 'utf8').digest('base64url');
