@@ -621,17 +621,18 @@ const TOPIC_CONFIG_RESOURCE = 2;
 
 /**
  * The cluster topics keep each key's latest record for as long as the key lives: compacted, and
- * nothing deleted by age. A topic created beforehand with Kafka's defaults (cleanup.policy=delete,
- * 7 days) lost its cameras a week after they were written: the workers running kept them in
- * memory, and one started after that read none and ran nothing, without a word (the owners
- * topic's claims likewise: a new owner no longer waited for the running one). Refused, naming
- * the topic, its settings and the fix. Brokers that do not let this client read topic settings
- * are not checked.
+ * nothing deleted by age or size. A topic created beforehand with Kafka's defaults
+ * (cleanup.policy=delete, 7 days) lost its cameras a week after they were written: the workers
+ * running kept them in memory, and one started after that read none and ran nothing, without a
+ * word (the owners topic's claims likewise: a new owner no longer waited for the running one).
+ * Refused, naming the topic, its settings and the fix. A deleting policy with neither limit
+ * (retention.ms and retention.bytes -1: a managed Kafka's "infinite retention") deletes nothing,
+ * and is taken. Brokers that do not let this client read topic settings are not checked.
  */
 async function checkKept(admin: Admin, topics: { name: string; field: string }[]): Promise<void> {
   let resources: { resourceName: string; configEntries: { configName: string; configValue: string }[] }[];
   try {
-    ({ resources } = await admin.describeConfigs({ includeSynonyms: false, resources: topics.map((t) => ({ type: TOPIC_CONFIG_RESOURCE, name: t.name, configNames: ['cleanup.policy', 'retention.ms'] })) }));
+    ({ resources } = await admin.describeConfigs({ includeSynonyms: false, resources: topics.map((t) => ({ type: TOPIC_CONFIG_RESOURCE, name: t.name, configNames: ['cleanup.policy', 'retention.ms', 'retention.bytes'] })) }));
   } catch (e) {
     if (connectionError(e)) throw e;
     return;
@@ -639,14 +640,22 @@ async function checkKept(admin: Admin, topics: { name: string; field: string }[]
   for (const t of topics) {
     const entries = resources.find((r) => r.resourceName === t.name)?.configEntries;
     if (!entries) continue;
-    const policy = entries.find((e) => e.configName === 'cleanup.policy')?.configValue ?? '';
-    const retention = Number(entries.find((e) => e.configName === 'retention.ms')?.configValue);
+    const value = (name: string) => entries.find((e) => e.configName === name)?.configValue;
+    const policy = value('cleanup.policy') ?? '';
     const policies = policy.split(',').map((p) => p.trim());
-    if (policies.includes('compact') && (!policies.includes('delete') || retention < 0)) continue;
-    const age = Number.isFinite(retention) && retention >= 0 ? `after retention.ms (${retention} ms)` : 'by age';
+    // retention.ms not given counts as a limit (the topic may delete by age); retention.bytes not
+    // given, as Kafka's default (-1), as none.
+    const limit = (name: string, missing: number): number | undefined => {
+      const v = Number(value(name) ?? missing);
+      return v < 0 ? undefined : v;
+    };
+    const [ms, bytes] = [limit('retention.ms', NaN), limit('retention.bytes', -1)];
+    const deletes = policies.includes('delete') && (ms !== undefined || bytes !== undefined);
+    if (!deletes && (policies.includes('compact') || policies.includes('delete'))) continue;
+    const how = [ms !== undefined && (Number.isFinite(ms) ? `after retention.ms (${ms} ms)` : 'by age'), bytes !== undefined && `past retention.bytes (${bytes} bytes a partition)`].filter(Boolean).join(' and ');
     throw new ArgusError(
       ErrorCodes.CONFIG,
-      `${t.field}: topic ${t.name} has cleanup.policy=${policy || '(none)'}: Kafka deletes its records ${age}, and with them what the cluster runs (a worker started after that reads none of them); make it compacted only (kafka-configs.sh --alter --entity-type topics --entity-name ${t.name} --add-config cleanup.policy=compact)`,
+      `${t.field}: topic ${t.name} has cleanup.policy=${policy || '(none)'}: Kafka deletes its records ${how || 'by age'}, and with them what the cluster runs (a worker started after that reads none of them); make it compacted only (kafka-configs.sh --alter --entity-type topics --entity-name ${t.name} --add-config cleanup.policy=compact)`,
     );
   }
 }
