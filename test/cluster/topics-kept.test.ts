@@ -9,7 +9,7 @@ describe('the cluster topics, made beforehand by someone else (real broker)', ()
     const admin = kafka.admin();
     await admin.connect();
     try {
-      const [deleting, both, kept, forever, owners] = ['del', 'both', 'kept', 'forever', 'owners'].map((p) => uniqueTopic(`argus-test-kept-${p}`));
+      const [deleting, both, kept, forever, owners, sized, infinite] = ['del', 'both', 'kept', 'forever', 'owners', 'sized', 'infinite'].map((p) => uniqueTopic(`argus-test-kept-${p}`));
       await admin.createTopics({
         waitForLeaders: true,
         topics: [
@@ -18,6 +18,8 @@ describe('the cluster topics, made beforehand by someone else (real broker)', ()
           { topic: kept, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
           { topic: forever, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact,delete' }, { name: 'retention.ms', value: '-1' }] },
           { topic: owners, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
+          { topic: sized, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact,delete' }, { name: 'retention.ms', value: '-1' }, { name: 'retention.bytes', value: '1073741824' }] },
+          { topic: infinite, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'delete' }, { name: 'retention.ms', value: '-1' }, { name: 'retention.bytes', value: '-1' }] },
         ],
       });
       const ensure = (cameras: string, o = owners) => ensureClusterTopics(admin, { cameras, owners: o, slots: 2, replicationFactor: 1 });
@@ -26,6 +28,9 @@ describe('the cluster topics, made beforehand by someone else (real broker)', ()
       await expect(ensure(kept, deleting)).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: expect.stringMatching(/^cluster\.ownersTopic: topic /) });
       await expect(ensure(kept)).resolves.toBeUndefined();
       await expect(ensure(forever)).resolves.toBeUndefined();
+      // Deleted by size, not age: refused; a delete topic with neither limit deletes nothing: taken.
+      await expect(ensure(sized)).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: expect.stringMatching(/cleanup\.policy=compact,delete: Kafka deletes its records past retention\.bytes \(1073741824 bytes a partition\)/) });
+      await expect(ensure(infinite)).resolves.toBeUndefined();
       // Made here: compacted, taken.
       await expect(ensure(uniqueTopic('argus-test-kept-new'), uniqueTopic('argus-test-kept-new-owners'))).resolves.toBeUndefined();
     } finally {
