@@ -834,10 +834,16 @@ export class Outbox {
           if (this.unjournaled) await this.rejournal('outbox: journal writes work again; rewritten with every undelivered record');
         } catch (e) {
           this.realign = true;
+          const spell = !this.unjournaled;
           this.unjournaled = true;
           this.stats.writeErrors++;
-          if (this.stats.writeErrors === 1 || this.stats.writeErrors % 100 === 0) {
-            this.log(`outbox: journal write failed (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); alerts are still published but not protected against a crash`, { dir: this.o.dir, failures: this.stats.writeErrors }, 'error');
+          // Counted on its own (writeErrors also counts failed compactions: one at open, on a
+          // full disk, kept every later write failure of the run unsaid until the 100th), and
+          // said again when a new spell of failures starts a minute or more after the last said.
+          const failures = ++this.failedWrites;
+          if ((spell && this.mono() - this.failureSaidAt >= 60_000) || failures % 100 === 0) {
+            this.failureSaidAt = this.mono();
+            this.log(`outbox: journal write failed (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); alerts are still published but not protected against a crash`, { dir: this.o.dir, failures }, 'error');
           }
           // What fills the disk (or the file size limit) may be the journal itself, its delivered
           // records waiting for the next compaction: compact now rather than when the file is big
@@ -873,6 +879,9 @@ export class Outbox {
 
   /** Rewrites after failed writes so far. */
   private rejournaled = 0;
+  /** Journal writes that failed (not compactions), and when one was last said (monotonic ms). */
+  private failedWrites = 0;
+  private failureSaidAt = -Infinity;
   /** close() gave up on the disk: what it had not written may be missing. */
   private gaveUp = false;
 

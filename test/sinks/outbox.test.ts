@@ -224,6 +224,49 @@ describe('Outbox (the durable alert journal)', () => {
     await ob.close();
   });
 
+  it('the first failed journal write is said even when a compaction failed before it (at open: a full disk): the alerts are then unprotected, and the log says so', async () => {
+    const d = dir();
+    const ob0 = await Outbox.open(opts(d));
+    await ob0.append(...alert('p1'));
+    await ob0.close();
+    const noRoom = async () => {
+      throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+    };
+    // A full disk at start: the rewrite at open fails (counted in writeErrors).
+    const proto = Outbox.prototype as unknown as { writeCopy: unknown };
+    const own = proto.writeCopy;
+    proto.writeCopy = noRoom;
+    const logs: string[] = [];
+    let clock = 0;
+    let ob: Outbox;
+    try {
+      ob = await Outbox.open(opts(d, { log: (m) => logs.push(m), monotonic: () => clock }));
+    } finally {
+      proto.writeCopy = own;
+    }
+    expect(ob.stats.writeErrors).toBe(1);
+    const inner = ob as unknown as { fh: { write: unknown }; writeCopy: unknown };
+    inner.fh.write = noRoom;
+    inner.writeCopy = noRoom;
+    await ob.append(...alert('p2')); // not on disk
+    expect(ob.journaled).toBe(false);
+    expect(logs.filter((m) => m.startsWith('outbox: journal write failed'))).toHaveLength(1);
+    // Writes work again (logged), then a later spell of a full disk is said again, not at its 100th failure.
+    delete inner.fh.write;
+    delete inner.writeCopy;
+    clock += 10_000;
+    await ob.append(...alert('p3'));
+    expect(ob.journaled).toBe(true);
+    clock += 120_000;
+    inner.fh.write = noRoom;
+    inner.writeCopy = noRoom;
+    await ob.append(...alert('p4'));
+    expect(logs.filter((m) => m.startsWith('outbox: journal write failed'))).toHaveLength(2);
+    delete inner.fh.write;
+    delete inner.writeCopy;
+    await ob.close();
+  });
+
   it('when no rewrite works after a failed write, the outbox says its journal does not hold every undelivered record (the run then says they may be lost, not kept)', async () => {
     const d = dir();
     const ob = await Outbox.open(opts(d, { log: () => {} }));
