@@ -678,8 +678,22 @@ export class Outbox {
       if (busy) return;
       busy = true;
       void (async () => {
-        const held = parseLock(await readFile(path, 'utf8').catch(() => ''), this.owner!);
+        let missing = false;
+        const held = parseLock(
+          await readFile(path, 'utf8').catch((e: NodeJS.ErrnoException) => {
+            missing = e.code === 'ENOENT';
+            return '';
+          }),
+          this.owner!,
+        );
         if (held && held.id !== this.owner!.id) return this.loseLock(held);
+        // No lock (removed, or the folder deleted): written again, and the writer checks the
+        // journal (journalLost makes the folder, the lock and the journal again), with no alert
+        // needed to set it going.
+        if (missing && !this.closed && !this.closing) {
+          await this.relock().catch(() => undefined);
+          return this.enqueue('');
+        }
         await utimes(path, new Date(), new Date()).catch(() => undefined);
       })().finally(() => (busy = false));
     }, staleMs / 4);
@@ -829,9 +843,13 @@ export class Outbox {
           await writeFully(this.fh, Buffer.from(text), (n) => (this.fileBytes += n));
           if (this.o.fsync) await this.fh.datasync();
           this.realign = false;
+          // The file written is still the journal under its name: a folder deleted (a cleanup job,
+          // an `rm -rf`) or moved away while argus ran took it along, and every write after went
+          // on "working" into a file no name led to, lost at the next crash, the exit saying kept.
+          const lost = !(await this.inPlace()) && (await this.journalLost());
           // Writes work again after some failed (a full disk that has room now): the records those
           // held are only in memory, so the journal is rewritten with every live record at once.
-          if (this.unjournaled) await this.rejournal('outbox: journal writes work again; rewritten with every undelivered record');
+          if (this.unjournaled) await this.rejournal(lost ? 'outbox: the journal was written again in its place, with every undelivered record' : 'outbox: journal writes work again; rewritten with every undelivered record');
         } catch (e) {
           this.realign = true;
           const spell = !this.unjournaled;
@@ -879,6 +897,52 @@ export class Outbox {
 
   /** Rewrites after failed writes so far. */
   private rejournaled = 0;
+  /** The journal file written (device and inode), to tell it is still the one under its name. */
+  private journalId = '';
+
+  /** Opens the journal for appending, and notes which file it is. */
+  private async openJournal(path: string): Promise<void> {
+    this.fh = await open(path, 'a', PRIVATE_FILE);
+    const st = await this.fh.stat();
+    this.journalId = `${st.dev}:${st.ino}`;
+  }
+
+  /** Whether the file written is still the journal under its name in the folder. */
+  private async inPlace(): Promise<boolean> {
+    const st = await stat(join(this.o.dir, FILE)).catch(() => undefined);
+    return st !== undefined && `${st.dev}:${st.ino}` === this.journalId;
+  }
+
+  /**
+   * The journal was removed or replaced under argus (its folder deleted or moved): the folder is
+   * made again (its user's alone, and checked as at open) and locked again, and the journal is
+   * marked to be rewritten with every live record. Whether that can be tried (logged either way).
+   */
+  private async journalLost(): Promise<boolean> {
+    this.unjournaled = true;
+    const { dir } = this.o;
+    try {
+      await makeDir(dir, PRIVATE_DIR);
+      const unsafe = await unsafeFolder(dir);
+      if (unsafe) throw new Error(`it ${unsafe}`);
+      await this.relock();
+    } catch (e) {
+      if (this.journalLostSaid++ % 100 === 0) this.log(`outbox: the journal ${join(dir, FILE)} was removed or replaced while argus ran, and cannot be written again there (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); undelivered alerts are not protected against a crash`, { dir }, 'error');
+      return false;
+    }
+    if (this.journalLostSaid++ % 100 === 0) this.log(`outbox: the journal ${join(dir, FILE)} was removed or replaced while argus ran (its folder deleted or moved?); it is written again there with every undelivered record`, { dir, pending: this.live.size }, 'error');
+    return true;
+  }
+
+  private journalLostSaid = 0;
+
+  /** Writes this opening's lock again where none is (the folder was deleted); one another argus wrote meanwhile stands, and the heartbeat gives way to it. */
+  private async relock(): Promise<void> {
+    if (!this.owner) return;
+    await writeFile(join(this.o.dir, LOCK), `${JSON.stringify(this.owner)}\n`, { flag: 'wx', mode: PRIVATE_FILE }).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EEXIST') throw e;
+    });
+  }
   /** Journal writes that failed (not compactions), and when one was last said (monotonic ms). */
   private failedWrites = 0;
   private failureSaidAt = -Infinity;
@@ -909,7 +973,7 @@ export class Outbox {
       await d?.sync().catch(() => undefined);
       await d?.close();
       await this.fh?.close().catch(() => undefined);
-      this.fh = await open(path, 'a', PRIVATE_FILE);
+      await this.openJournal(path);
       this.fileBytes = size;
       this.realign = false;
       this.compactAfter = 0;
@@ -923,7 +987,7 @@ export class Outbox {
         // At open (a full disk, say): go on appending to the journal as it is rather than
         // refusing to start; it is compacted once a rewrite succeeds.
         try {
-          this.fh = await open(path, 'a', PRIVATE_FILE);
+          await this.openJournal(path);
           this.realign = true;
         } catch (e2) {
           throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot write ${path} (${(e2 as NodeJS.ErrnoException).code ?? (e2 as Error).message})`, { cause: e2 });

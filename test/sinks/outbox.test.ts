@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -265,6 +265,44 @@ describe('Outbox (the durable alert journal)', () => {
     delete inner.fh.write;
     delete inner.writeCopy;
     await ob.close();
+  });
+
+  it('a journal whose folder is deleted (or moved away) while argus runs is written again in its place, with every undelivered record and its lock: a crash then loses none of them', async () => {
+    const d = dir();
+    const logs: string[] = [];
+    const ob = await Outbox.open(opts(d, { log: (m) => logs.push(m) }));
+    await ob.append(...alert('g1'));
+    rmSync(d, { recursive: true, force: true }); // a cleanup job, an operator's rm -rf
+    await ob.append(...alert('g2'));
+    // As after a kill -9 now (before, both were only in a file no name led to, and the exit said "kept").
+    expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:g1', 'alert:g2']);
+    expect(ob.journaled).toBe(true);
+    expect(statSync(d).mode & 0o777).toBe(0o700);
+    expect(JSON.parse(readFileSync(join(d, 'outbox.lock'), 'utf8')).pid).toBe(process.pid); // no second argus can take the folder
+    expect(logs.some((m) => m.includes('was removed or replaced'))).toBe(true);
+    // Moved away: the folder under its name is the journal again.
+    renameSync(d, `${d}.old`);
+    await ob.append(...alert('g3'));
+    expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:g1', 'alert:g2', 'alert:g3']);
+    ob.ack([alert('g1')[0]]);
+    await ob.close();
+    expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:g2', 'alert:g3']);
+    expect(existsSync(join(d, 'outbox.lock'))).toBe(false);
+  });
+
+  it('a deleted folder is found by the lock\'s heartbeat too: the journal and the lock are back with no new alert', async () => {
+    const d = dir();
+    const ob = await Outbox.open(opts(d, { lockStaleMs: 400, log: () => {} }));
+    await ob.append(...alert('h1'));
+    rmSync(d, { recursive: true, force: true });
+    await until(() => existsSync(join(d, 'outbox.lock')) && existsSync(join(d, 'outbox.log')) && !(ob as unknown as { writing?: unknown }).writing);
+    expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:h1']);
+    // Only the lock removed: written again.
+    rmSync(join(d, 'outbox.lock'));
+    await until(() => existsSync(join(d, 'outbox.lock')));
+    expect(JSON.parse(readFileSync(join(d, 'outbox.lock'), 'utf8')).pid).toBe(process.pid);
+    await ob.close();
+    expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:h1']);
   });
 
   it('when no rewrite works after a failed write, the outbox says its journal does not hold every undelivered record (the run then says they may be lost, not kept)', async () => {
