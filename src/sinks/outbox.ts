@@ -102,7 +102,7 @@ export interface OutboxStats {
   acked: number;
   /** Records found at open (replayed). */
   recovered: number;
-  /** Lines skipped at open because their checksum failed (a torn tail, a damaged disk). */
+  /** Lines skipped at open because their checksum failed (a torn tail, a damaged disk), or their record is of a form this version does not read. */
   corrupt: number;
   /** Of those, damaged ones (not a torn last line): undelivered alerts may be among them. */
   damaged: number;
@@ -196,6 +196,8 @@ const MAX_JOURNAL_LINE = 256 * 1024 * 1024;
 class JournalReader {
   readonly records = new Map<string, OutboxRecord>();
   corrupt = 0;
+  /** Lines whose checksum holds but whose record this version does not read (another op, a value of another form: a newer argus's). */
+  unknown = 0;
   torn = false;
 
   /** One line without its '\n'; `terminated` false for a last line the file ends in. */
@@ -222,12 +224,15 @@ class JournalReader {
     } else if (rec.op === 'ack') {
       const cur = records.get(rec.key);
       if (cur && (rec.at === undefined || rec.at === cur.at)) records.delete(rec.key);
+    } else {
+      // Not skipped unsaid: the rewrite at open would erase it, an alert among them.
+      this.unknown++;
     }
   }
 }
 
 /** Parses a journal's text: live records in order of first append, plus counts. */
-export function parseJournal(text: string): { records: Map<string, OutboxRecord>; corrupt: number; torn: boolean } {
+export function parseJournal(text: string): { records: Map<string, OutboxRecord>; corrupt: number; unknown: number; torn: boolean } {
   const r = new JournalReader();
   let start = 0;
   while (start < text.length) {
@@ -236,7 +241,7 @@ export function parseJournal(text: string): { records: Map<string, OutboxRecord>
     r.line(text.slice(start, end), nl >= 0);
     start = end + 1;
   }
-  return { records: r.records, corrupt: r.corrupt, torn: r.torn };
+  return { records: r.records, corrupt: r.corrupt, unknown: r.unknown, torn: r.torn };
 }
 
 /**
@@ -266,7 +271,7 @@ export async function strandedAlerts(dir: string, maxFolders = 100): Promise<Map
  * there, and argus could not start at all, with "cannot read … (undefined)"). Only the live
  * records are kept. A missing file reads as empty.
  */
-async function readJournal(path: string): Promise<{ records: Map<string, OutboxRecord>; corrupt: number; torn: boolean }> {
+async function readJournal(path: string): Promise<{ records: Map<string, OutboxRecord>; corrupt: number; unknown: number; torn: boolean }> {
   const r = new JournalReader();
   // The pieces of the line read so far: joined once its end comes (adding each chunk to the
   // piece before was quadratic on a long line: 2.7 s for 64 MiB without a newline).
@@ -302,7 +307,7 @@ async function readJournal(path: string): Promise<{ records: Map<string, OutboxR
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
   if (!skipping) r.line(parts.join(''), false);
-  return { records: r.records, corrupt: r.corrupt, torn: r.torn };
+  return { records: r.records, corrupt: r.corrupt, unknown: r.unknown, torn: r.torn };
 }
 
 /** Reads a journal folder without opening it for writing (tools, the chaos run). */
@@ -449,7 +454,10 @@ export class Outbox {
     } catch (e) {
       throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot read ${join(dir, FILE)} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
     }
-    const { records, corrupt, torn } = read;
+    const { records, torn, unknown } = read;
+    // Records of a form this version does not read are kept aside and said as damaged ones are
+    // (before, skipped unsaid and erased by the rewrite below: a downgrade lost them).
+    const corrupt = read.corrupt + unknown;
     this.stats.corrupt = corrupt + (torn ? 1 : 0);
     if (torn) this.log('outbox: the last journal record was torn (the process died while writing it, or the disk was full); skipped', { dir });
     this.stats.damaged = corrupt;
@@ -475,7 +483,8 @@ export class Outbox {
         : rewritten
           ? 'the journal as it was could not be kept (no link or copy could be made)'
           : `the journal could not be rewritten without them and is kept as it is (${join(dir, FILE)})`;
-      this.log(`outbox: ${corrupt} damaged journal record(s) skipped (undelivered alerts may be among them); ${where}`, { dir }, 'error');
+      const what = [read.corrupt > 0 ? `${read.corrupt} damaged journal record(s)` : '', unknown > 0 ? `${unknown} journal record(s) of a form this argus does not read (written by a newer one?)` : ''].filter(Boolean).join(' and ');
+      this.log(`outbox: ${what} skipped (undelivered alerts may be among them); ${where}`, { dir }, 'error');
     }
     this.updateStats();
     this.ageTimer = setInterval(() => this.expire(), 60_000);

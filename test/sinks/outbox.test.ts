@@ -110,6 +110,30 @@ describe('Outbox (the durable alert journal)', () => {
     expect(readFileSync(join(d, 'outbox.damaged-by-hand.log'), 'utf8')).toBe('mine');
   });
 
+  it('records it does not understand (a journal written by a newer argus: an op or a value of another form) are not erased: kept aside as damaged ones are, said, and counted', async () => {
+    const d = dir();
+    const ob = await Outbox.open(opts(d));
+    await ob.append(...alert('v1'));
+    await ob.close();
+    const file = join(d, 'outbox.log');
+    const rec = (o: object) => {
+      const json = JSON.stringify(o);
+      return `${createHash('sha1').update(json).digest('hex').slice(0, 8)} ${json}\n`;
+    };
+    // Checksums intact: no damage, another format.
+    appendFileSync(file, rec({ op: 'put', v: 2, key: 'alert:v2', kind: 'alert', source: 'cam', at: Date.now(), value: { type: 'alert' } }));
+    appendFileSync(file, rec({ op: 'put-many', key: 'alert:v3', records: [] }));
+    const logs: string[] = [];
+    const again = await Outbox.open(opts(d, { log: (m) => logs.push(m) }));
+    expect(again.takeRecovered().map((r) => r.key)).toEqual(['alert:v1']);
+    expect(again.stats.damaged).toBe(2); // the exit status is 3, and the exit message names the copy
+    const kept = again.stats.damagedCopy!;
+    expect(readFileSync(kept, 'utf8')).toContain('alert:v2');
+    expect(readFileSync(kept, 'utf8')).toContain('put-many');
+    expect(logs.join('\n')).toContain('2 journal record(s) of a form this argus does not read (written by a newer one?)');
+    await again.close();
+  });
+
   it('a damaged journal that cannot be rewritten at open (no room for a copy) stays as it is, damaged lines included, and no copy of it is claimed', async () => {
     const d = dir();
     const ob = await Outbox.open(opts(d));
