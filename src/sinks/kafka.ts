@@ -294,6 +294,8 @@ export class KafkaSink implements Sink {
   private deadLetterPipe = false;
   private deadLetterFullLogged = false;
   private deadLetterErrorLogged = false;
+  /** The dead-letter file's folder was synced (its entry for the file on disk). */
+  private deadLetterDirSynced = false;
   /** The dead-letter file's last line was cut short (its end not written): the next starts on a line of its own. */
   private deadLetterTorn = false;
   private readonly maxBatchBytes: number;
@@ -876,6 +878,19 @@ export class KafkaSink implements Sink {
       const fh = await open(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK, 0o600);
       try {
         await writeWithoutWaiting(fh, Buffer.from(line), this.o.deadLetterWait);
+        // On disk before the outbox is told to forget the alert (its ack is fsynced): unsynced, a
+        // power cut could lose the line while the journal's ack stood, the alert in neither. The
+        // folder too, once a run (the file may be new: its name is the folder's data).
+        if (!this.deadLetterPipe) {
+          await fh.datasync();
+          if (!this.deadLetterDirSynced) {
+            // (As the outbox's: a folder some file systems cannot sync is no failure of the line.)
+            const d = await open(dirname(path), 'r').catch(() => undefined);
+            await d?.sync().catch(() => undefined);
+            await d?.close().catch(() => undefined);
+            this.deadLetterDirSynced = true;
+          }
+        }
       } catch (e) {
         const written = (e as WriteCutShort).written;
         if (written > 0) {

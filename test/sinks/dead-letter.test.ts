@@ -216,6 +216,37 @@ describe('the dead-letter file', () => {
     await sink.close();
   });
 
+  it('a parked alert is on disk (synced, and the new file\'s name with it) before the outbox is told to forget it: a power cut then loses neither', async () => {
+    const file = join(dir, 'synced.jsonl');
+    const events: string[] = [];
+    // Every FileHandle's syncs, recorded with the file's descriptor kind.
+    const probe = await open(join(dir, 'probe'), 'w');
+    const proto = Object.getPrototypeOf(probe) as { datasync: () => Promise<void>; sync: () => Promise<void> };
+    await probe.close();
+    const own = { datasync: proto.datasync, sync: proto.sync };
+    proto.datasync = function (this: unknown) {
+      events.push('sync');
+      return own.datasync.call(this);
+    };
+    proto.sync = function (this: unknown) {
+      events.push('sync');
+      return own.sync.call(this);
+    };
+    try {
+      const { sink, publish } = parkOne(file, 5000, { onDelivered: (_m, outcome) => events.push(outcome) });
+      void sink.start().catch(() => undefined);
+      publish();
+      expect(await until(() => events.includes('dead-lettered'))).toBe(true);
+      expect(JSON.parse(readFileSync(file, 'utf8')).key).toBe('cam');
+      // The file's data, and the folder's entry of the file it made: both before the outbox forgets the alert.
+      expect(events).toEqual(['sync', 'sync', 'dead-lettered']);
+      await sink.close();
+    } finally {
+      proto.datasync = own.datasync;
+      proto.sync = own.sync;
+    }
+  });
+
   it('a file whose last line a killed process left cut short: the next parked message has a line of its own', async () => {
     const file = join(dir, 'torn.jsonl');
     writeFileSync(file, '{"topic":"argus.alerts","key":"cam","val');
