@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { copyFile, link, lstat, open, readdir, readFile, readlink, realpath, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
+import { copyFile, link, lstat, open, readdir, readFile, readlink, realpath, rename, rm, stat, utimes, type FileHandle } from 'node:fs/promises';
 import { constants as fsConstants, createReadStream } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -597,7 +597,7 @@ export class Outbox {
     let tookOver = false;
     for (let tries = 0; tries < 3; tries++) {
       try {
-        await writeFile(path, `${JSON.stringify(self)}\n`, { flag: 'wx', mode: PRIVATE_FILE });
+        await this.createLock(path);
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot lock ${path} (${(e as NodeJS.ErrnoException).code})`, { cause: e });
         // The file judged, by inode and mtime: it is removed below only if it is still that one.
@@ -635,7 +635,9 @@ export class Outbox {
         // again a moment later, and give way if this one is no longer there.
         await new Promise((r) => setTimeout(r, TAKEOVER_SETTLE_MS));
         const held = parseLock(await readFile(path, 'utf8').catch(() => ''), self);
-        if (held?.id !== self.id) throw this.inUse(held ? `pid ${held.pid} on ${held.host}, which took the lock over at the same moment` : 'another argus taking the lock over at the same moment');
+        // (One held empty, on a full disk, is still this opening's if it is the file it made.)
+        const mine = held ? held.id === self.id : this.emptyLock !== undefined && (await stat(path).catch(() => undefined))?.ino === this.emptyLock.ino;
+        if (!mine) throw this.inUse(held ? `pid ${held.pid} on ${held.host}, which took the lock over at the same moment` : 'another argus taking the lock over at the same moment');
       }
       this.startHeartbeat(path, staleMs);
       return;
@@ -671,6 +673,61 @@ export class Outbox {
     return false;
   }
 
+  /**
+   * Makes the lock at `path` (EEXIST if there is one) with this opening's owner in it. A disk
+   * too full for those few bytes (the file itself is made: it takes no data block) does not stop
+   * the start: the lock is held empty, as another argus sees a lock being written (held while its
+   * heartbeat touches it), and the heartbeat writes the owner in once there is room. (Before, the
+   * start failed with "cannot lock … (ENOSPC)", and the empty lock left made the next start wait
+   * for it: argus could not run, nor replay its journal, on a full state volume.)
+   */
+  private async createLock(path: string): Promise<void> {
+    const fh = await open(path, 'wx', PRIVATE_FILE);
+    try {
+      await this.fillLock(fh);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ENOSPC' && code !== 'EDQUOT') {
+        await fh.close().catch(() => undefined);
+        await rm(path, { force: true }).catch(() => undefined);
+        throw e;
+      }
+      await fh.truncate(0).catch(() => undefined);
+      await this.emptyLock?.fh.close().catch(() => undefined);
+      this.emptyLock = { fh, ino: (await fh.stat()).ino };
+      this.log(`outbox: the disk is full: no room for the owner in the lock ${path}; it is held empty (another argus waits on its heartbeat) and the owner written in once there is room`, { dir: this.o.dir }, 'warn');
+      return;
+    }
+    await fh.close();
+  }
+
+  /** Writes this opening's owner into its lock file (from its start; a seam for tests of a full disk). */
+  private async fillLock(fh: FileHandle): Promise<void> {
+    const b = Buffer.from(`${JSON.stringify(this.owner)}\n`);
+    for (let off = 0; off < b.length; ) {
+      const { bytesWritten } = await fh.write(b, off, b.length - off, off);
+      if (bytesWritten <= 0) throw Object.assign(new Error('short write: the disk took no more bytes'), { code: 'ENOSPC' });
+      off += bytesWritten;
+    }
+  }
+
+  /** This opening's lock while it is held empty (a full disk): its handle, to write the owner in, and its inode. */
+  private emptyLock: { fh: FileHandle; ino: number } | undefined;
+
+  /** The owner written into a lock held empty, if there is room now. */
+  private async fillEmptyLock(): Promise<void> {
+    const held = this.emptyLock;
+    if (!held) return;
+    try {
+      await this.fillLock(held.fh);
+    } catch {
+      await held.fh.truncate(0).catch(() => undefined);
+      return;
+    }
+    this.emptyLock = undefined;
+    await held.fh.close().catch(() => undefined);
+  }
+
   private inUse(why: string): ArgusError {
     return Object.assign(new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is in use by another argus (${why}); give each pipeline its own outbox.dir`), { inUse: true });
   }
@@ -703,6 +760,7 @@ export class Outbox {
           await this.relock().catch(() => undefined);
           return this.enqueue('');
         }
+        await this.fillEmptyLock();
         await utimes(path, new Date(), new Date()).catch(() => undefined);
       })().finally(() => (busy = false));
     }, staleMs / 4);
@@ -948,10 +1006,11 @@ export class Outbox {
   /** Writes this opening's lock again where none is (the folder was deleted); one another argus wrote meanwhile stands, and the heartbeat gives way to it. */
   private async relock(): Promise<void> {
     if (!this.owner) return;
-    await writeFile(join(this.o.dir, LOCK), `${JSON.stringify(this.owner)}\n`, { flag: 'wx', mode: PRIVATE_FILE }).catch((e: NodeJS.ErrnoException) => {
+    await this.createLock(join(this.o.dir, LOCK)).catch((e: NodeJS.ErrnoException) => {
       if (e.code !== 'EEXIST') throw e;
     });
   }
+
   /** Journal writes that failed (not compactions), and when one was last said (monotonic ms). */
   private failedWrites = 0;
   private failureSaidAt = -Infinity;
@@ -1117,6 +1176,10 @@ export class Outbox {
     const held = this.owner && parseLock(await readFile(path, 'utf8').catch(() => ''), this.owner);
     if (held && held.id === this.owner!.id) await rm(path, { force: true }).catch(() => undefined);
     else if (held) this.log(`outbox: the lock of ${this.o.dir} is no longer this process's (pid ${held.pid} on ${held.host} holds it); left in place`, { dir: this.o.dir }, 'error');
+    // Held empty (a full disk): removed if the file there is still the one this opening made.
+    else if (this.emptyLock && (await stat(path).catch(() => undefined))?.ino === this.emptyLock.ino) await rm(path, { force: true }).catch(() => undefined);
+    await this.emptyLock?.fh.close().catch(() => undefined);
+    this.emptyLock = undefined;
   }
 }
 

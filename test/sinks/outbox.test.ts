@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -132,6 +132,45 @@ describe('Outbox (the durable alert journal)', () => {
     expect(readFileSync(kept, 'utf8')).toContain('put-many');
     expect(logs.join('\n')).toContain('2 journal record(s) of a form this argus does not read (written by a newer one?)');
     await again.close();
+  });
+
+  it('a disk too full for the lock\'s few bytes does not stop the start: the lock is held empty (touched by the heartbeat, as a lock being written is by others), filled in once there is room, and removed at close', async () => {
+    const d = dir();
+    const ob0 = await Outbox.open(opts(d));
+    await ob0.append(...alert('l1'));
+    await ob0.close();
+    const proto = Outbox.prototype as unknown as { fillLock: unknown };
+    const own = proto.fillLock;
+    const noRoom = async () => {
+      throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+    };
+    proto.fillLock = noRoom;
+    const logs: string[] = [];
+    const lock = join(d, 'outbox.lock');
+    try {
+      // Before: VAP_ERR_OUTBOX "cannot lock … (ENOSPC)", an empty lock left that the next start waited 20 s on.
+      const ob = await Outbox.open(opts(d, { lockStaleMs: 400, log: (m) => logs.push(m) }));
+      expect(ob.takeRecovered().map((r) => r.key)).toEqual(['alert:l1']);
+      expect(readFileSync(lock, 'utf8')).toBe('');
+      expect(logs.some((m) => m.includes('no room for the owner in the lock'))).toBe(true);
+      const first = statSync(lock).mtimeMs;
+      await until(() => statSync(lock).mtimeMs !== first); // touched: another argus waits on it, then gives way
+      await ob.close();
+      expect(existsSync(lock)).toBe(false); // its own empty lock, removed
+      // A dead process's lock taken over on a full disk: the new one, empty, is this opening's (no "taken over at the same moment").
+      const ns = readlinkSync('/proc/self/ns/pid');
+      writeFileSync(lock, JSON.stringify({ pid: 2 ** 22 + 1, host: hostname(), ns, identity: '', id: 'dead' }));
+      // Room again while it runs: the heartbeat writes the owner in.
+      const again = await Outbox.open(opts(d, { lockStaleMs: 400, log: () => {} }));
+      expect(readFileSync(lock, 'utf8')).toBe('');
+      proto.fillLock = own;
+      await until(() => readFileSync(lock, 'utf8') !== '');
+      expect(JSON.parse(readFileSync(lock, 'utf8')).pid).toBe(process.pid);
+      await again.close();
+      expect(existsSync(lock)).toBe(false);
+    } finally {
+      proto.fillLock = own;
+    }
   });
 
   it('a damaged journal that cannot be rewritten at open (no room for a copy) stays as it is, damaged lines included, and no copy of it is claimed', async () => {
