@@ -43,6 +43,8 @@ export const SNAPSHOT_IO_TIMEOUT_MS = 10_000;
 export interface SnapshotFs {
   mkdir(dir: string, o: { recursive: true }): Promise<unknown>;
   writeFile(file: string, data: Buffer): Promise<void>;
+  /** Removes a file written in part (default: node:fs/promises rm, force). */
+  rm?(file: string): Promise<unknown>;
 }
 
 export interface AlertPublisherOptions {
@@ -74,13 +76,13 @@ export class AlertPublisher {
   ) {
     this.holdBytes = o.holdBytes ?? SNAPSHOT_HOLD_BYTES;
     this.ioMs = o.ioTimeoutMs ?? SNAPSHOT_IO_TIMEOUT_MS;
-    this.fs = o.fs ?? { mkdir: (dir) => makeDir(dir), writeFile: fsPromises.writeFile };
+    this.fs = { mkdir: (dir) => makeDir(dir), writeFile: fsPromises.writeFile, rm: (file) => fsPromises.rm(file, { force: true }), ...o.fs };
     this.dir = isAbsolute(config.snapshot.dir) ? config.snapshot.dir : resolve(baseDir, config.snapshot.dir);
   }
 
   private readonly holdBytes: number;
   private readonly ioMs: number;
-  private readonly fs: SnapshotFs;
+  private readonly fs: Required<SnapshotFs>;
   /** The folder of `ref` snapshots. */
   private readonly dir: string;
 
@@ -143,6 +145,9 @@ export class AlertPublisher {
       // Drawn as preview and the annotated video draw the frame; a zone's alert shows its zone alone.
       const scene = r.analyzer ? sceneOf(r.analyzer, r.analytics) : undefined;
       if (scene && draft.zone) scene.zones = scene.zones.filter((z) => z.id === draft.zone);
+      /** The `ref` file being written, removed if its write fails (see below), and whether the disk answered that write. */
+      let writing: string | undefined;
+      let answered = false;
       const job = renderSnapshot(pic, { detections, labels: this.detector.labels, highlight: row, scene }, snap)
         .then(async ({ jpeg, width, height }) => {
           if (snap.mode === 'embed') {
@@ -150,13 +155,23 @@ export class AlertPublisher {
           } else {
             const dir = await this.snapshotDir();
             const file = join(dir, `${body.id.replace(/[^A-Za-z0-9_.-]/g, '_')}.jpg`);
-            await withDeadline(this.fs.writeFile(file, jpeg), this.ioMs, `writing ${file} took more than ${this.ioMs / 1000} s`);
+            writing = file;
+            const write = this.fs.writeFile(file, jpeg).finally(() => (answered = true));
+            await withDeadline(write, this.ioMs, `writing ${file} took more than ${this.ioMs / 1000} s`);
+            writing = undefined;
             body.snapshot = { contentType: 'image/jpeg', ref: file, width, height };
           }
         })
-        .catch((e: Error) => {
+        .catch(async (e: Error) => {
           this.stats.snapshotFailures++;
           this.log(`alert ${body.id}: snapshot failed (${e.message}); publishing without it`, {}, 'warn');
+          // A write the disk took in part (full) left a cut-short picture under the alert's name,
+          // taking room on the full disk: removed, before the alert goes out when the disk answered
+          // the write (it answers this too), in the background when it did not (it would hold the alert).
+          if (writing) {
+            const removed = this.fs.rm(writing).catch(() => undefined);
+            if (answered) await withDeadline(removed, this.ioMs, '').catch(() => undefined);
+          }
         })
         .finally(letGo)
         .then(() => this.publisher.alert(frame, detections, dropped, body))

@@ -867,6 +867,30 @@ describe('ref snapshots whose folder or file cannot be made', () => {
     expect(JSON.parse(seen[0]).alert.snapshot).toBeUndefined();
   });
 
+  it('a file the disk took only part of (full): the alert goes out without its snapshot, and no cut-short picture is left under the alert\'s name', async () => {
+    const { AlertPublisher, Publisher, AlertsSchema, Detections } = await alertModules();
+    const seen: string[] = [];
+    const sink = { name: 'spy', publish: (_k: string, _s: string, json: string) => void seen.push(json), close: async () => {} };
+    const publisher = new Publisher([sink], { name: 'm', version: '1' }, ['person'], undefined);
+    const detector = { manifest: { preprocess: { channelOrder: 'bgr' } }, labels: ['person'] } as never;
+    const snaps = dir();
+    // As a full disk does: the file is made, part of the picture written, then ENOSPC.
+    const fs = {
+      mkdir: async () => undefined,
+      writeFile: async (file: string, data: Buffer) => {
+        writeFileSync(file, data.subarray(0, 100));
+        throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+      },
+    };
+    const alerts = new AlertPublisher(publisher, AlertsSchema.parse({ snapshot: { mode: 'ref', dir: snaps } }), detector, dir(), () => {}, { fs });
+    const detections = new Detections(new Float32Array([4, 4, 30, 40]), new Float32Array([0.9]), new Int32Array([0]));
+    alerts.raise({ frame: await frameOf(4), detections, dropped: 0, alerts: [{ rule: 'r', severity: 'critical', event: 'zone.enter', message: 'm', row: 0 }] });
+    await alerts.drain();
+    expect(alerts.stats).toMatchObject({ published: 1, snapshotFailures: 1 });
+    expect(JSON.parse(seen[0]).alert.snapshot).toBeUndefined();
+    expect(readdirSync(snaps)).toEqual([]); // before: a 100-byte "<alert id>.jpg" stayed, taking room on the full disk
+  });
+
   it('a folder that cannot be made stops the start (warmup): VAP_ERR_SINK_FILE naming alerts.snapshot.dir', async () => {
     const { AlertPublisher, Publisher, AlertsSchema } = await alertModules();
     const publisher = new Publisher([], { name: 'm', version: '1' }, ['person'], undefined);
