@@ -970,7 +970,8 @@ export class Outbox {
   /** Opens the journal for appending, and notes which file it is. */
   private async openJournal(path: string): Promise<void> {
     this.fh = await open(path, 'a', PRIVATE_FILE);
-    const st = await this.fh.stat();
+    // By its name, as inPlace looks (a handle's fstat may name a file otherwise on some file systems: overlayfs).
+    const st = await stat(path).catch(() => this.fh.stat());
     this.journalId = `${st.dev}:${st.ino}`;
   }
 
