@@ -913,10 +913,12 @@ export class Outbox {
           // The file written is still the journal under its name: a folder deleted (a cleanup job,
           // an `rm -rf`) or moved away while argus ran took it along, and every write after went
           // on "working" into a file no name led to, lost at the next crash, the exit saying kept.
-          const lost = !(await this.inPlace()) && (await this.journalLost());
+          const moved = !(await this.inPlace());
+          const restored = moved && (await this.journalLost());
           // Writes work again after some failed (a full disk that has room now): the records those
           // held are only in memory, so the journal is rewritten with every live record at once.
-          if (this.unjournaled) await this.rejournal(lost ? 'outbox: the journal was written again in its place, with every undelivered record' : 'outbox: journal writes work again; rewritten with every undelivered record');
+          // (Not where it cannot be put back: no folder, another argus's lock; looked at again next time.)
+          if (this.unjournaled && moved === restored) await this.rejournal(moved ? 'outbox: the journal was written again in its place, with every undelivered record' : 'outbox: journal writes work again; rewritten with every undelivered record');
         } catch (e) {
           this.realign = true;
           const spell = !this.unjournaled;
@@ -993,7 +995,9 @@ export class Outbox {
       await makeDir(dir, PRIVATE_DIR);
       const unsafe = await unsafeFolder(dir);
       if (unsafe) throw new Error(`it ${unsafe}`);
-      await this.relock();
+      // Another argus may have made the folder, its lock and journal since (a start while the
+      // folder was gone): its journal is never replaced by this one's; this one gives way.
+      if (!(await this.relock())) return false;
     } catch (e) {
       if (this.journalLostSaid++ % 100 === 0) this.log(`outbox: the journal ${join(dir, FILE)} was removed or replaced while argus ran, and cannot be written again there (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); undelivered alerts are not protected against a crash`, { dir }, 'error');
       return false;
@@ -1004,12 +1008,21 @@ export class Outbox {
 
   private journalLostSaid = 0;
 
-  /** Writes this opening's lock again where none is (the folder was deleted); one another argus wrote meanwhile stands, and the heartbeat gives way to it. */
-  private async relock(): Promise<void> {
-    if (!this.owner) return;
-    await this.createLock(join(this.o.dir, LOCK)).catch((e: NodeJS.ErrnoException) => {
+  /**
+   * Writes this opening's lock again where none is (the folder was deleted); whether the lock
+   * there is this opening's. One another argus wrote meanwhile stands: this one gives way to it
+   * (loseLock), or, while it is being written (empty), waits for the next look.
+   */
+  private async relock(): Promise<boolean> {
+    if (!this.owner || this.lockLost) return false;
+    const path = join(this.o.dir, LOCK);
+    await this.createLock(path).catch((e: NodeJS.ErrnoException) => {
       if (e.code !== 'EEXIST') throw e;
     });
+    const held = parseLock(await readFile(path, 'utf8').catch(() => ''), this.owner);
+    if (held && held.id !== this.owner.id) this.loseLock(held);
+    if (held) return held.id === this.owner.id;
+    return this.emptyLock !== undefined && (await stat(path).catch(() => undefined))?.ino === this.emptyLock.ino;
   }
 
   /** Journal writes that failed (not compactions), and when one was last said (monotonic ms). */

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -351,6 +351,27 @@ describe('Outbox (the durable alert journal)', () => {
     await ob.close();
     expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:g2', 'alert:g3']);
     expect(existsSync(join(d, 'outbox.lock'))).toBe(false);
+  });
+
+  it('a deleted folder that another argus made again meanwhile (started while it was gone) is left to it: its journal is not replaced, and this one gives way', async () => {
+    const d = dir();
+    const logs: string[] = [];
+    const ob = await Outbox.open(opts(d, { log: (m) => logs.push(m) }));
+    await ob.append(...alert('i1'));
+    rmSync(d, { recursive: true, force: true });
+    // The other argus: its folder, its lock, its journal.
+    mkdirSync(d, { mode: 0o700 });
+    writeFileSync(join(d, 'outbox.lock'), JSON.stringify({ pid: 4242, host: 'other', ns: 'pid:[1]', identity: '', id: 'theirs' }));
+    const json = JSON.stringify({ op: 'put', key: 'alert:b1', kind: 'alert', source: 'cam', at: 1, value: alert('b1')[1] });
+    const theirs = `${createHash('sha1').update(json).digest('hex').slice(0, 8)} ${json}\n`;
+    writeFileSync(join(d, 'outbox.log'), theirs);
+    await ob.append(...alert('i2'));
+    expect(readFileSync(join(d, 'outbox.log'), 'utf8')).toBe(theirs);
+    expect(JSON.parse(readFileSync(join(d, 'outbox.lock'), 'utf8')).id).toBe('theirs');
+    expect(ob.journaled).toBe(false); // the run says its alerts may be lost, not kept
+    expect(logs.some((m) => m.includes('taken over by pid 4242'))).toBe(true);
+    await ob.close();
+    expect(readFileSync(join(d, 'outbox.log'), 'utf8')).toBe(theirs);
   });
 
   it('a deleted folder is found by the lock\'s heartbeat too: the journal and the lock are back with no new alert', async () => {
