@@ -1206,7 +1206,10 @@ export class Outbox {
   private async closeInner(): Promise<void> {
     while (this.writing) await this.writing;
     this.closed = true;
-    if (!this.lockLost && (await this.rewrite())) this.unjournaled = false;
+    // A journal removed since the last write (its folder deleted just before the stop) is put
+    // back by the rewrite below, or the stop says the alerts may be lost (journaled false).
+    const back = this.lockLost || (await this.inPlace()) || (await this.journalLost());
+    if (!this.lockLost && back && (await this.rewrite())) this.unjournaled = false;
     await this.fh?.close().catch(() => undefined);
     if (!this.lockLost) await this.unlock();
     openHere.delete(this.hereKey);

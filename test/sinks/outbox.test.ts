@@ -353,6 +353,27 @@ describe('Outbox (the durable alert journal)', () => {
     expect(existsSync(join(d, 'outbox.lock'))).toBe(false);
   });
 
+  it('a folder deleted just before the stop (no write or heartbeat since): close() puts the journal back, or says it could not', async () => {
+    const d = dir();
+    const ob = await Outbox.open(opts(d, { log: () => {} }));
+    await ob.append(...alert('s1'));
+    rmSync(d, { recursive: true, force: true });
+    await ob.close();
+    // Before: the final rewrite failed (no folder), unsaid: journaled, the exit saying "kept", nothing on disk.
+    expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:s1']);
+    expect(ob.journaled).toBe(true);
+    expect(existsSync(join(d, 'outbox.lock'))).toBe(false);
+    // Where it cannot be made again (a file where the folder was): journaled false.
+    const e = dir();
+    const ob2 = await Outbox.open(opts(e, { log: () => {} }));
+    await ob2.append(...alert('s2'));
+    rmSync(e, { recursive: true, force: true });
+    writeFileSync(e, 'not a folder');
+    await ob2.close();
+    expect(ob2.journaled).toBe(false);
+    rmSync(e);
+  });
+
   it('a deleted folder that another argus made again meanwhile (started while it was gone) is left to it: its journal is not replaced, and this one gives way', async () => {
     const d = dir();
     const logs: string[] = [];
