@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import * as fsPromises from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { grabPicture } from '../analytics/snapshot.js';
@@ -14,11 +15,15 @@ import type { Publisher } from './publisher.js';
 import type { FrameResult } from '../analytics/analyze.js';
 
 /**
- * A tag unique to this process start (base-36 start time in ms and two random characters),
- * put in every alert id so ids never repeat across restarts.
+ * A tag unique to this process start (base-36 start time in ms and eight random base-36
+ * characters, 41 bits from the system's random source), put in every alert id so ids never
+ * repeat across restarts. The time alone does not tell starts apart: a box without a real-time
+ * clock boots to the same time, a clock is stepped back; and the two random characters there
+ * were (1296 values) left one such start in 1296 reusing an id of an undelivered alert still in
+ * the journal, which the new alert then replaced there (and consumers dropped as a duplicate).
  */
-export function runTag(at = Date.now(), rand = Math.random): string {
-  return `${at.toString(36)}${Math.floor(rand() * 1296).toString(36).padStart(2, '0')}`;
+export function runTag(at = Date.now()): string {
+  return `${at.toString(36)}${(randomBytes(8).readBigUInt64BE() % 36n ** 8n).toString(36).padStart(8, '0')}`;
 }
 
 /**

@@ -857,6 +857,18 @@ async function alertModules() {
   return { AlertPublisher, Publisher, AlertsSchema, Detections, letterbox, emptyStamps };
 }
 
+describe('alert ids across restarts', () => {
+  it('two starts at the same wall-clock millisecond (a box without a real-time clock booting to the same time, a clock stepped back) get different run tags: an undelivered alert in the journal is never replaced by a new one under its id', async () => {
+    const { runTag } = await import('../../src/sinks/alerts.js');
+    const at = Date.UTC(2026, 0, 1);
+    const tags = new Set<string>();
+    for (let i = 0; i < 2000; i++) tags.add(runTag(at));
+    // Before: two random base-36 characters (1296 values), so 2000 starts in one millisecond repeated tags for certain (one in 1296 for two).
+    expect(tags.size).toBe(2000);
+    expect([...tags][0]).toMatch(/^[0-9a-z]+$/);
+  });
+});
+
 describe('alerts are journaled when raised', () => {
   it('before the snapshot is rendered; the full alert then replaces that record', async () => {
     const { AlertPublisher, Publisher, AlertsSchema, Detections, letterbox, emptyStamps } = await alertModules();
