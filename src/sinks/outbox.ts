@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { copyFile, link, lstat, open, readdir, readFile, readlink, realpath, rename, rm, stat, utimes, type FileHandle } from 'node:fs/promises';
-import { constants as fsConstants, createReadStream } from 'node:fs';
+import { constants as fsConstants } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -134,6 +134,34 @@ async function writeFully(f: FileHandle, b: Buffer, took?: (n: number) => void):
     took?.(bytesWritten);
   }
   return b.length;
+}
+
+/**
+ * Opens a file of the outbox folder for reading without waiting, and only if it is a regular
+ * file: a named pipe there (the journal, the lock) was opened by a thread of libuv's pool that
+ * then waited for a writer for good; the start hung, and no signal ended argus (its exit waits
+ * for that thread), only SIGKILL. Anything else is an error saying so.
+ */
+async function openRegular(path: string): Promise<FileHandle> {
+  const fh = await open(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+  if (!(await fh.stat()).isFile()) {
+    await fh.close();
+    throw new Error('it is not a regular file: a named pipe, a device?');
+  }
+  return fh;
+}
+
+/** A lock file's text ('' if it cannot be read, or is no regular file: see openRegular). */
+async function readLockText(path: string): Promise<string> {
+  const fh = await openRegular(path).catch(() => undefined);
+  if (!fh) return '';
+  try {
+    return await fh.readFile('utf8');
+  } catch {
+    return '';
+  } finally {
+    await fh.close().catch(() => undefined);
+  }
 }
 
 /** Damaged journals kept (the newest). */
@@ -280,7 +308,8 @@ async function readJournal(path: string): Promise<{ records: Map<string, OutboxR
   /** A line longer than any record can be (a damaged region): skipped up to its end, counted once. */
   let skipping = false;
   try {
-    for await (const chunk of createReadStream(path, { encoding: 'utf8', highWaterMark: 1 << 20 })) {
+    const fh = await openRegular(path);
+    for await (const chunk of fh.createReadStream({ encoding: 'utf8', highWaterMark: 1 << 20 })) {
       const text = chunk as string;
       let start = 0;
       for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
@@ -604,7 +633,7 @@ export class Outbox {
         // The file judged, by inode and mtime: it is removed below only if it is still that one.
         const judged = await stat(path).catch(() => undefined);
         if (!judged) continue; // released meanwhile: take it
-        const judgedText = await readFile(path, 'utf8').catch(() => '');
+        const judgedText = await readLockText(path);
         const held = parseLock(judgedText, self);
         // Checkable by its pid: the same host, pid namespace and boot (the boot id tells two hosts
         // of one name apart, both in their initial namespace).
@@ -618,7 +647,7 @@ export class Outbox {
           const state = await this.waitStale(path, staleMs, where, judged.mtimeMs);
           if (state === 'touched') {
             // Touched by its holder, or replaced by another argus that took it over first: name who holds it now.
-            const now = parseLock(await readFile(path, 'utf8').catch(() => ''), self);
+            const now = parseLock(await readLockText(path), self);
             const who = now && now.id !== held?.id ? `pid ${now.pid} on ${now.host === self.host ? 'this host' : `host ${now.host}`}, which took the lock over` : where;
             throw this.inUse(`${who}, its lock touched in the last ${staleMs / 1000} s`);
           }
@@ -635,7 +664,7 @@ export class Outbox {
         // older argus, a person's `rm`) may have replaced this one since it was written: look
         // again a moment later, and give way if this one is no longer there.
         await new Promise((r) => setTimeout(r, TAKEOVER_SETTLE_MS));
-        const held = parseLock(await readFile(path, 'utf8').catch(() => ''), self);
+        const held = parseLock(await readLockText(path), self);
         // (One held empty, on a full disk, is still this opening's if it is the file it made.)
         const mine = held ? held.id === self.id : this.emptyLock !== undefined && (await stat(path).catch(() => undefined))?.ino === this.emptyLock.ino;
         if (!mine) throw this.inUse(held ? `pid ${held.pid} on ${held.host}, which took the lock over at the same moment` : 'another argus taking the lock over at the same moment');
@@ -664,7 +693,7 @@ export class Outbox {
       throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot take over ${path} (${(e as NodeJS.ErrnoException).code})`, { cause: e });
     }
     const moved = await stat(aside).catch(() => undefined);
-    const text = await readFile(aside, 'utf8').catch(() => '');
+    const text = await readLockText(aside);
     if (moved && moved.ino === judged.ino && moved.mtimeMs === judged.mtimeMs && text === judgedText) {
       await rm(aside, { force: true });
       return true;
@@ -745,14 +774,8 @@ export class Outbox {
       if (busy) return;
       busy = true;
       void (async () => {
-        let missing = false;
-        const held = parseLock(
-          await readFile(path, 'utf8').catch((e: NodeJS.ErrnoException) => {
-            missing = e.code === 'ENOENT';
-            return '';
-          }),
-          this.owner!,
-        );
+        const missing = (await lstat(path).catch((e: NodeJS.ErrnoException) => e.code)) === 'ENOENT';
+        const held = parseLock(await readLockText(path), this.owner!);
         if (held && held.id !== this.owner!.id) return this.loseLock(held);
         // No lock (removed, or the folder deleted): written again, and the writer checks the
         // journal (journalLost makes the folder, the lock and the journal again), with no alert
@@ -1024,7 +1047,7 @@ export class Outbox {
     await this.createLock(path).catch((e: NodeJS.ErrnoException) => {
       if (e.code !== 'EEXIST') throw e;
     });
-    const held = parseLock(await readFile(path, 'utf8').catch(() => ''), this.owner);
+    const held = parseLock(await readLockText(path), this.owner);
     if (held && held.id !== this.owner.id) this.loseLock(held);
     if (held) return held.id === this.owner.id;
     return this.emptyLock !== undefined && (await stat(path).catch(() => undefined))?.ino === this.emptyLock.ino;
@@ -1102,8 +1125,10 @@ export class Outbox {
 
   /** The live records as one journal written to `path` (a new file), synced; its size. */
   private async writeCopy(path: string): Promise<number> {
-    // Record by record: one string of the whole journal could pass V8's string limit.
-    const t = await open(path, 'w', PRIVATE_FILE);
+    // Record by record: one string of the whole journal could pass V8's string limit. Made new
+    // (whatever has its name removed first: a named pipe there held the open, and the writer, for good).
+    await rm(path, { force: true });
+    const t = await open(path, 'wx', PRIVATE_FILE);
     let size = 0;
     try {
       for (const r of this.live.values()) size += await writeFully(t, Buffer.from(this.putLine(r)));
@@ -1219,7 +1244,7 @@ export class Outbox {
   private async unlock(): Promise<void> {
     if (this.heartbeat) clearInterval(this.heartbeat);
     const path = join(this.o.dir, LOCK);
-    const held = this.owner && parseLock(await readFile(path, 'utf8').catch(() => ''), this.owner);
+    const held = this.owner && parseLock(await readLockText(path), this.owner);
     if (held && held.id === this.owner!.id) await rm(path, { force: true }).catch(() => undefined);
     else if (held) this.log(`outbox: the lock of ${this.o.dir} is no longer this process's (pid ${held.pid} on ${held.host} holds it); left in place`, { dir: this.o.dir }, 'error');
     // Held empty (a full disk): removed if the file there is still the one this opening made.

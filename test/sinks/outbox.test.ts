@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
@@ -200,6 +200,49 @@ describe('Outbox (the durable alert journal)', () => {
     expect(again.takeRecovered().map((r) => r.key)).toEqual(['alert:k1']);
     await again.close();
   });
+
+  it('a named pipe where the journal, its lock or its copy goes never hangs the start (an open of one waits for a writer in a thread no signal frees: only SIGKILL ended argus): a coded error naming the journal, the lock taken over, the copy replaced', async () => {
+    const base = dir();
+    const [journal, lock, copy] = ['journal', 'lock', 'copy'].map((n) => {
+      mkdirSync(join(base, n), { mode: 0o700 });
+      return join(base, n);
+    });
+    execFileSync('mkfifo', [join(journal, 'outbox.log')]);
+    execFileSync('mkfifo', [join(lock, 'outbox.lock')]);
+    execFileSync('mkfifo', [join(copy, 'outbox.log.tmp')]);
+    // In a child: without the fix its threads stay blocked, and it must be killed.
+    const script = `
+      import { Outbox } from ${JSON.stringify(join(__dirname, '../../src/sinks/outbox.ts'))};
+      const o = (dir) => ({ dir, maxBytes: 1 << 20, maxAgeMs: 3600000, fsync: true, lockStaleMs: 400 });
+      const out = {};
+      out.journal = await Outbox.open(o(${JSON.stringify(journal)})).then(() => 'opened', (e) => e.code + ' ' + e.message);
+      for (const [k, d] of [['lock', ${JSON.stringify(lock)}], ['copy', ${JSON.stringify(copy)}]]) {
+        const ob = await Outbox.open(o(d));
+        const m = { type: 'alert', source: 'cam', alert: { id: k } };
+        await ob.append(m, JSON.stringify(m));
+        await ob.close();
+        out[k] = 'opened';
+      }
+      process.stdout.write(JSON.stringify(out));
+      process.exit(0);
+    `;
+    const out = await new Promise<string>((res) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let o = '';
+      child.stdout!.on('data', (b: Buffer) => (o += b));
+      const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      child.on('close', () => {
+        clearTimeout(t);
+        res(o || 'hung');
+      });
+    });
+    expect(out).not.toBe('hung');
+    const r = JSON.parse(out) as Record<string, string>;
+    expect(r.journal).toBe(`VAP_ERR_OUTBOX outbox: cannot read ${join(journal, 'outbox.log')} (it is not a regular file: a named pipe, a device?)`);
+    expect(r).toMatchObject({ lock: 'opened', copy: 'opened' });
+    expect((await readOutbox(lock)).map((x) => x.key)).toEqual(['alert:lock']);
+    expect((await readOutbox(copy)).map((x) => x.key)).toEqual(['alert:copy']);
+  }, 120_000);
 
   it('a write the disk takes only part of (a file size limit) is an error, and the records after it still read back', async () => {
     const d = dir();
