@@ -161,8 +161,19 @@ export class AlertPublisher {
             const dir = await this.snapshotDir();
             const file = join(dir, `${body.id.replace(/[^A-Za-z0-9_.-]/g, '_')}.jpg`);
             writing = file;
-            const write = this.fs.writeFile(file, jpeg).finally(() => (answered = true));
-            await withDeadline(write, this.ioMs, `writing ${file} took more than ${this.ioMs / 1000} s`);
+            const write = this.fs.writeFile(file, jpeg).catch(async (e: NodeJS.ErrnoException) => {
+              if (e.code !== 'ENOENT') throw e;
+              // The folder was removed since it was made (a cleanup job): made again, and the file
+              // written once more (before, every later alert's snapshot failed for the rest of the run).
+              this.dirReady = undefined;
+              await this.snapshotDir();
+              return this.fs.writeFile(file, jpeg);
+            });
+            await withDeadline(
+              write.finally(() => (answered = true)),
+              this.ioMs,
+              `writing ${file} took more than ${this.ioMs / 1000} s`,
+            );
             writing = undefined;
             body.snapshot = { contentType: 'image/jpeg', ref: file, width, height };
           }

@@ -1007,6 +1007,29 @@ describe('ref snapshots whose folder or file cannot be made', () => {
     expect(JSON.parse(seen[0]).alert.snapshot).toBeUndefined();
   });
 
+  it('a folder of snapshots deleted while argus runs (a cleanup job) is made again: later alerts keep their snapshots', async () => {
+    const { AlertPublisher, Publisher, AlertsSchema, Detections } = await alertModules();
+    const seen: string[] = [];
+    const sink = { name: 'spy', publish: (_k: string, _s: string, json: string) => void seen.push(json), close: async () => {} };
+    const publisher = new Publisher([sink], { name: 'm', version: '1' }, ['person'], undefined);
+    const detector = { manifest: { preprocess: { channelOrder: 'bgr' } }, labels: ['person'] } as never;
+    const snaps = join(dir(), 'snaps');
+    const alerts = new AlertPublisher(publisher, AlertsSchema.parse({ snapshot: { mode: 'ref', dir: snaps } }), detector, dir(), () => {});
+    await alerts.warmup();
+    const detections = new Detections(new Float32Array([4, 4, 30, 40]), new Float32Array([0.9]), new Int32Array([0]));
+    const raise = async (seq: number) => {
+      alerts.raise({ frame: await frameOf(seq), detections, dropped: 0, alerts: [{ rule: 'r', severity: 'critical', event: 'zone.enter', message: 'm', row: 0 }] });
+      await alerts.drain();
+    };
+    await raise(5);
+    rmSync(snaps, { recursive: true, force: true });
+    await raise(6);
+    // Before: ENOENT for every alert of the run (the folder was made once, at start).
+    expect(alerts.stats.snapshotFailures).toBe(0);
+    const ref = JSON.parse(seen[1]).alert.snapshot.ref as string;
+    expect(statSync(ref).size).toBeGreaterThan(100);
+  });
+
   it('a file the disk took only part of (full): the alert goes out without its snapshot, and no cut-short picture is left under the alert\'s name', async () => {
     const { AlertPublisher, Publisher, AlertsSchema, Detections } = await alertModules();
     const seen: string[] = [];
