@@ -784,6 +784,9 @@ export class Outbox {
           await this.relock().catch(() => undefined);
           return this.enqueue('');
         }
+        // Held empty (a full disk): an empty lock there that is not the file this opening made is
+        // another argus's, which took it over (this one frozen meanwhile); touching it kept both going.
+        if (!held && this.emptyLock && (await stat(path).catch(() => undefined))?.ino !== this.emptyLock.ino) return this.loseLock(undefined);
         await this.fillEmptyLock();
         await utimes(path, new Date(), new Date()).catch(() => undefined);
       })().finally(() => (busy = false));
@@ -791,11 +794,11 @@ export class Outbox {
     this.heartbeat.unref();
   }
 
-  private loseLock(by: LockOwner): void {
+  private loseLock(by: LockOwner | undefined): void {
     if (this.lockLost) return;
     this.lockLost = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
-    this.log(`outbox: the journal's lock was taken over by pid ${by.pid} on ${by.host} (this process was frozen for longer than its heartbeat allows); this process stops writing the journal: its undelivered alerts are no longer protected`, { dir: this.o.dir }, 'error');
+    this.log(`outbox: the journal's lock was taken over by ${by ? `pid ${by.pid} on ${by.host}` : 'another argus (its lock not written yet: a full disk?)'} (this process was frozen for longer than its heartbeat allows); this process stops writing the journal: its undelivered alerts are no longer protected`, { dir: this.o.dir }, 'error');
   }
 
   /**

@@ -157,6 +157,15 @@ describe('Outbox (the durable alert journal)', () => {
       await until(() => statSync(lock).mtimeMs !== first); // touched: another argus waits on it, then gives way
       await ob.close();
       expect(existsSync(lock)).toBe(false); // its own empty lock, removed
+      // Taken over while held empty (frozen past the heartbeat) by another argus, whose lock is empty too: it gives way.
+      const frozen = await Outbox.open(opts(d, { lockStaleMs: 400, log: (m) => logs.push(m) }));
+      writeFileSync(`${lock}.other`, '');
+      renameSync(`${lock}.other`, lock); // at once: never missing meanwhile
+      await until(() => !frozen.journaled);
+      expect(logs.some((m) => m.includes('taken over by another argus (its lock not written yet'))).toBe(true);
+      await frozen.close();
+      expect(existsSync(lock)).toBe(true); // the other's, left
+      rmSync(lock);
       // A dead process's lock taken over on a full disk: the new one, empty, is this opening's (no "taken over at the same moment").
       const ns = readlinkSync('/proc/self/ns/pid');
       writeFileSync(lock, JSON.stringify({ pid: 2 ** 22 + 1, host: hostname(), ns, identity: '', id: 'dead' }));
