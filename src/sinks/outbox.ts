@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { copyFile, link, lstat, open, readdir, readFile, readlink, realpath, rename, rm, stat, utimes, type FileHandle } from 'node:fs/promises';
+import { copyFile, link, lstat, open, readdir, readFile, readlink, realpath, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { constants as fsConstants } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
