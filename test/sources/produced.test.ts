@@ -408,24 +408,30 @@ describe('produced stamp, files', () => {
   });
 });
 
+/** A looped native-rate file source on fake ffmpegs and a virtual clock: each restart (pass) a new child. */
+function loopedNative(id: string): { children: FakeFfmpeg[]; frames: Frame[]; sub: { unsubscribe(): void } } {
+  vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
+  const children: FakeFfmpeg[] = [];
+  const spawn: SpawnFn = (_cmd, args) => {
+    children.push(new FakeFfmpeg(args, FRAME));
+    return children.at(-1)!.asChild();
+  };
+  const frames: Frame[] = [];
+  const sub = supervisedSource({
+    id,
+    input: { url: FILE, kind: 'file', rate: 'native', loop: true },
+    output,
+    ffmpegPath: 'ffmpeg',
+    spawn,
+    reconnect: { initialDelayMs: 100, maxDelayMs: 400, jitter: 0, maxAttempts: 5, healthyResetMs: 30_000 },
+    watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 },
+  }).subscribe({ next: (f) => frames.push(f), error: (e) => { throw e; } });
+  return { children, frames, sub };
+}
+
 describe('a looped native-rate file: each pass plays on the timetable of the one before (virtual clock)', () => {
   it('the next pass\'s first frame is one frame period after the last: in pts and in when it is due, whether ffmpeg restarts late or early', () => {
-    vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
-    const children: FakeFfmpeg[] = [];
-    const spawn: SpawnFn = (_cmd, args) => {
-      children.push(new FakeFfmpeg(args, FRAME));
-      return children.at(-1)!.asChild();
-    };
-    const frames: Frame[] = [];
-    const sub = supervisedSource({
-      id: 'demo',
-      input: { url: FILE, kind: 'file', rate: 'native', loop: true },
-      output,
-      ffmpegPath: 'ffmpeg',
-      spawn,
-      reconnect: { initialDelayMs: 100, maxDelayMs: 400, jitter: 0, maxAttempts: 5, healthyResetMs: 30_000 },
-      watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 },
-    }).subscribe({ next: (f) => frames.push(f), error: (e) => { throw e; } });
+    const { children, frames, sub } = loopedNative('demo');
     /** One pass of the file (10 fps), frames `from`…`to` - 1 decoded at once, ffmpeg then done. */
     const pass = (from: number, to: number) => {
       const child = children.at(-1)!;
@@ -469,22 +475,7 @@ describe('a looped native-rate file: each pass plays on the timetable of the one
   });
 
   it('a pass that cannot keep to the timetable (a 1-frame file whose ffmpeg takes 300 ms to restart, at 10 fps) falls behind it by 0.5 s at most, in produced and in pts: it fell 200 ms further behind at every pass, for ever', () => {
-    vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
-    const children: FakeFfmpeg[] = [];
-    const spawn: SpawnFn = (_cmd, args) => {
-      children.push(new FakeFfmpeg(args, FRAME));
-      return children.at(-1)!.asChild();
-    };
-    const frames: Frame[] = [];
-    const sub = supervisedSource({
-      id: 'still',
-      input: { url: FILE, kind: 'file', rate: 'native', loop: true },
-      output,
-      ffmpegPath: 'ffmpeg',
-      spawn,
-      reconnect: { initialDelayMs: 100, maxDelayMs: 400, jitter: 0, maxAttempts: 5, healthyResetMs: 30_000 },
-      watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 },
-    }).subscribe({ next: (f) => frames.push(f), error: (e) => { throw e; } });
+    const { children, frames, sub } = loopedNative('still');
     const start = epochNow();
     for (let i = 0; i < 20; i++) {
       const child = children.at(-1)!;
