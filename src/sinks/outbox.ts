@@ -1000,12 +1000,16 @@ export class Outbox {
   /** The journal file written (device and inode), to tell it is still the one under its name. */
   private journalId = '';
 
-  /** Opens the journal for appending, and notes which file it is. */
+  /** Opens the journal for appending, and notes which file it is and its size. */
   private async openJournal(path: string): Promise<void> {
     this.fh = await open(path, 'a', PRIVATE_FILE);
     // By its name, as inPlace looks (a handle's fstat may name a file otherwise on some file systems: overlayfs).
     const st = await stat(path).catch(() => this.fh.stat());
     this.journalId = `${st.dev}:${st.ino}`;
+    // What compactAt is measured against: the file as it is. (Counted from 0 when the compaction at
+    // open failed, a full disk, the journal then grew twice maxBytes past what it held: ~250 KB
+    // for maxBytes 64 KiB, over the three times maxBytes the volume is sized for.)
+    this.fileBytes = st.size;
   }
 
   /** Whether the file written is still the journal under its name in the folder. */
@@ -1094,14 +1098,13 @@ export class Outbox {
     const path = join(this.o.dir, FILE);
     const tmp = `${path}.tmp`;
     try {
-      const size = await this.writeCopy(tmp);
+      await this.writeCopy(tmp);
       await rename(tmp, path);
       const d = await open(this.o.dir, 'r').catch(() => undefined);
       await d?.sync().catch(() => undefined);
       await d?.close();
       await this.fh?.close().catch(() => undefined);
       await this.openJournal(path);
-      this.fileBytes = size;
       this.realign = false;
       this.compactAfter = 0;
       this.compactFailures = 0;

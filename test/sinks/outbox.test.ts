@@ -578,6 +578,53 @@ describe('Outbox (the durable alert journal)', () => {
     expect(statSync(file).size).toBeGreaterThan(maxBytes - 2048);
   });
 
+  it('a journal whose compaction failed at open (a full disk) is sized as it is on disk: once writes work, it is compacted past twice maxBytes, not twice maxBytes more', async () => {
+    const d = dir();
+    const maxBytes = 64 * 1024;
+    const file = join(d, 'outbox.log');
+    // A run killed with 75 of its 85 alerts delivered: 85 records, 75 acks, ~117 KB (no compaction yet).
+    const first = await Outbox.open(opts(d, { fsync: false }));
+    for (let i = 0; i < 85; i++) {
+      const a = alert(`k${i}`, 1000);
+      await first.append(...a);
+    }
+    await first.close();
+    for (const r of (await readOutbox(d)).slice(0, 75)) {
+      const json = JSON.stringify({ op: 'ack', key: r.key, at: r.at });
+      appendFileSync(file, `${createHash('sha1').update(json).digest('hex').slice(0, 8)} ${json}\n`);
+    }
+    const before = statSync(file).size;
+    expect(before).toBeGreaterThan(maxBytes);
+    expect(before).toBeLessThan(2 * maxBytes);
+    // The disk is full at the start: the compaction at open fails, the journal is appended to as it is.
+    const proto = Outbox.prototype as unknown as { writeCopy: unknown };
+    const own = proto.writeCopy;
+    proto.writeCopy = async () => {
+      throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+    };
+    let clock = 0;
+    let ob: Outbox;
+    try {
+      ob = await Outbox.open(opts(d, { maxBytes, fsync: false, log: () => {}, monotonic: () => clock }));
+    } finally {
+      proto.writeCopy = own;
+    }
+    expect(statSync(file).size).toBe(before);
+    clock += 10_000; // room again, past the wait after a failed compaction
+    // Alerts raised and delivered one by one: the journal passes twice maxBytes and is compacted then.
+    let peak = 0;
+    for (let i = 0; i < 120; i++) {
+      const a = alert(`n${i}`, 1000);
+      await ob.append(...a);
+      ob.ack([a[0]]);
+      await until(() => !(ob as unknown as { writing?: unknown }).writing);
+      peak = Math.max(peak, statSync(file).size);
+    }
+    // Before: its size was counted from 0 at open, and it grew to ~2 × maxBytes past what it held then (~250 KB).
+    expect(peak).toBeLessThanOrEqual(2 * maxBytes + 4096);
+    await ob.close();
+  });
+
   it('an alert evicted the moment it is journaled (larger than what maxBytes leaves) stays dropped: its ack is written after its record, not before', async () => {
     const d = dir();
     const ob = await Outbox.open(opts(d, { maxBytes: 64 * 1024, log: () => {} }));
