@@ -554,7 +554,10 @@ export class Outbox {
       if (!(await stat(join(from, FILE)).catch(() => undefined))) continue;
       let old: Outbox;
       try {
-        old = await Outbox.open({ ...this.o, dir: from });
+        // Without an age bound there: this pipeline's is not the other's, whose undelivered alerts
+        // such a folder may hold (`lobby cam` with maxAgeHours 1 dropped `lobby_cam`'s older ones
+        // there, logged as its own). This one's bound is applied below to what it takes.
+        old = await Outbox.open({ ...this.o, dir: from, maxAgeMs: Infinity });
       } catch (e) {
         // Held by a running argus: it replays what the journal holds, ours among it.
         if ((e as { inUse?: boolean }).inUse) continue;
@@ -569,7 +572,13 @@ export class Outbox {
         if (others > 0) this.log(`outbox: ${others} undelivered record(s) in ${from} are of sources this pipeline does not have (the folder is another pipeline's too): left there`, { dir: this.o.dir }, 'warn');
         if (records.length === 0) continue;
         // Already here (an adoption cut short, a newer status): taken out there, not replayed twice.
-        const fresh = records.filter((r) => !((this.live.get(r.key)?.at ?? -Infinity) >= r.at));
+        // Older than this pipeline's bound: dropped (logged), as at its own open.
+        const fresh = records.filter((r) => {
+          if ((this.live.get(r.key)?.at ?? -Infinity) >= r.at) return false;
+          if (this.ageOf(r) <= this.o.maxAgeMs) return true;
+          if (r.kind === 'alert') this.dropped(r, this.tooOld());
+          return false;
+        });
         const written = fresh.map((r) => {
           const prev = this.live.get(r.key);
           if (prev) this.dropLive(prev);
@@ -588,7 +597,7 @@ export class Outbox {
         // On disk here: gone there. (Not on disk, a write failed: they stay there too.)
         if (this.journaled) old.ack(records.map(recordMessage));
         else complete = false;
-        this.log(`outbox: replaying ${fresh.length} undelivered record(s) an older release left in ${from} (the folder it used for this pipeline's name)`, { dir: this.o.dir });
+        if (fresh.length > 0) this.log(`outbox: replaying ${fresh.length} undelivered record(s) an older release left in ${from} (the folder it used for this pipeline's name)`, { dir: this.o.dir });
       } finally {
         await old.close();
       }
@@ -1184,7 +1193,7 @@ export class Outbox {
     const cutoff = this.mono() - this.o.maxAgeMs;
     for (const r of this.live.values()) {
       if (this.born.get(r.key)! >= cutoff) break; // records are in order of append
-      if (r.kind === 'alert') this.evict(r, `older than outbox.maxAgeHours (${this.o.maxAgeMs / 3_600_000} h)`);
+      if (r.kind === 'alert') this.evict(r, this.tooOld());
       else this.dropLive(r);
     }
     this.updateStats();
@@ -1192,9 +1201,18 @@ export class Outbox {
 
   private evict(r: OutboxRecord, why: string): void {
     this.dropLive(r);
+    this.dropped(r, why);
+    if (this.fh) this.enqueue(line({ op: 'ack', key: r.key, at: r.at }));
+  }
+
+  /** An alert dropped undelivered for a bound: counted and logged. */
+  private dropped(r: OutboxRecord, why: string): void {
     this.stats.evicted++;
     this.log(`outbox: alert ${r.key.slice(6)} dropped undelivered: ${why}`, { source: r.source }, 'error');
-    if (this.fh) this.enqueue(line({ op: 'ack', key: r.key, at: r.at }));
+  }
+
+  private tooOld(): string {
+    return `older than outbox.maxAgeHours (${this.o.maxAgeMs / 3_600_000} h)`;
   }
 
   private updateStats(): void {

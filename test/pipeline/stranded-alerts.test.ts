@@ -112,6 +112,28 @@ describe('Outbox.adoptOnce', () => {
     expect(await readOutbox(join(top, 'old'))).toHaveLength(2);
   });
 
+  it("leaves another pipeline's records in a shared legacy folder as they are, whatever this pipeline's maxAgeHours: its own age bound applies only to what it takes", async () => {
+    const top = mkdtempSync(join(tmpdir(), 'argus-adopt-age-'));
+    // `lobby_cam` (maxAgeHours 72) stopped with an alert of its `door` undelivered, and `lobby cam`'s `cam` one, both raised 2 h ago (another boot).
+    const old = await Outbox.open({ dir: join(top, 'lobby_cam'), maxBytes: 1 << 20, maxAgeMs: 72 * 3_600_000, fsync: false, now: () => Date.now() - 2 * 3_600_000, bootId: 'an-earlier-boot' });
+    for (const source of ['door', 'cam']) {
+      const a = { type: 'alert', version: 1, source, stamps: { emitted: 1 }, alert: { id: `${source}-1` } } as unknown as AlertMessage;
+      await old.append(a, JSON.stringify(a));
+    }
+    await old.close();
+    // `lobby cam` keeps undelivered alerts for 1 h.
+    const logs: string[] = [];
+    const mine = await Outbox.open({ dir: join(top, 'lobby%20cam'), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false, log: (m) => logs.push(m) });
+    await mine.adoptOnce([join(top, 'lobby_cam')], (r) => r.source === 'cam');
+    // Its own, older than its bound: dropped as its own would be (logged), not replayed.
+    expect(mine.takeRecovered()).toEqual([]);
+    expect(logs).toContain('outbox: alert cam-1 dropped undelivered: older than outbox.maxAgeHours (1 h)');
+    await mine.close();
+    // The other pipeline's is still there for it (before: dropped there by this pipeline's 1 h, logged as this one's).
+    expect((await readOutbox(join(top, 'lobby_cam'))).map((r) => r.key)).toEqual(['alert:door-1']);
+    expect(await readOutbox(join(top, 'lobby%20cam'))).toEqual([]);
+  });
+
   it('an adoption cut short (journaled here, not yet taken out there) is not replayed twice at the next start', async () => {
     const top = mkdtempSync(join(tmpdir(), 'argus-adopt-twice-'));
     await leave(join(top, 'old'), 2);
