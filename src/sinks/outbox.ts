@@ -496,6 +496,8 @@ export class Outbox {
       this.stats.damagedCopy = await keepDamaged(dir);
     }
     for (const r of records.values()) this.addLive(r, this.ageOf(r), Buffer.byteLength(this.putLine(r)));
+    // (A journal an adoption appended to, then a crash: the records taken over are after this one's own.)
+    this.sortLive();
     this.expire();
     this.recoveredRecords = [...this.live.values()];
     this.stats.recovered = this.recoveredRecords.length;
@@ -604,6 +606,10 @@ export class Outbox {
     }
     // Oldest first, as a journal's own.
     this.recoveredRecords.sort((a, b) => a.at - b.at);
+    // And so among the live records: the bounds take them in this order, the oldest first
+    // (expire stops at the first young one). Put after this one's own, an older record taken
+    // over outlived maxAgeHours behind them, and maxBytes dropped this one's newer ones first.
+    if (taken > 0) this.sortLive();
     if (complete) await writeFile(mark, `${JSON.stringify({ at: this.clock(), folders })}\n`, { mode: PRIVATE_FILE }).catch(() => undefined);
     return taken;
   }
@@ -1168,6 +1174,13 @@ export class Outbox {
     this.born.set(r.key, this.mono() - Math.max(0, ageMs));
     this.lineBytes.set(r.key, bytes);
     this.liveBytes += bytes;
+  }
+
+  /** The live records in order of birth, the oldest first (what the bounds rely on; once a start, not per write). */
+  private sortLive(): void {
+    const byAge = [...this.live.values()].sort((a, b) => this.born.get(a.key)! - this.born.get(b.key)!);
+    this.live.clear();
+    for (const r of byAge) this.live.set(r.key, r);
   }
 
   private dropLive(r: OutboxRecord): void {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -132,6 +132,39 @@ describe('Outbox.adoptOnce', () => {
     // The other pipeline's is still there for it (before: dropped there by this pipeline's 1 h, logged as this one's).
     expect((await readOutbox(join(top, 'lobby_cam'))).map((r) => r.key)).toEqual(['alert:door-1']);
     expect(await readOutbox(join(top, 'lobby%20cam'))).toEqual([]);
+  });
+
+  it('what it takes is placed by age among its own records: the bounds drop the oldest first, whichever journal it came from', async () => {
+    const top = mkdtempSync(join(tmpdir(), 'argus-adopt-order-'));
+    const alertOf = (id: string) => {
+      const a = { type: 'alert', version: 1, source: 'cam', stamps: { emitted: 1 }, alert: { id, message: 'x'.repeat(1000) } } as unknown as AlertMessage;
+      return [a, JSON.stringify(a)] as const;
+    };
+    // Raised 50 min ago, left by an older release in its folder; and one raised just now, in its own.
+    const old = await Outbox.open({ dir: join(top, 'old'), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false, now: () => Date.now() - 50 * 60_000, bootId: 'an-earlier-boot' });
+    await old.append(...alertOf('older'));
+    await old.close();
+    const first = await Outbox.open({ dir: join(top, 'new'), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false });
+    await first.append(...alertOf('newer'));
+    await first.close();
+    let mono = 0;
+    const logs: string[] = [];
+    const mine = await Outbox.open({ dir: join(top, 'new'), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false, monotonic: () => mono, log: (m) => logs.push(m) });
+    await mine.adoptOnce([join(top, 'old')]);
+    expect(mine.takeRecovered().map((r) => r.key)).toEqual(['alert:older', 'alert:newer']);
+    // The journal as a crash would leave it now (the one taken over appended after its own) reads back oldest first too.
+    mkdirSync(join(top, 'crashed'), { mode: 0o700 });
+    copyFileSync(join(top, 'new', 'outbox.log'), join(top, 'crashed', 'outbox.log'));
+    const crashed = await Outbox.open({ dir: join(top, 'crashed'), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false });
+    expect(crashed.takeRecovered().map((r) => r.key)).toEqual(['alert:older', 'alert:newer']);
+    await crashed.close();
+    // 15 minutes on, the older one is past maxAgeHours (1 h): dropped, the newer kept (before, the age check stopped at the newer, first in the journal).
+    mono += 15 * 60_000;
+    (mine as unknown as { expire: () => void }).expire();
+    expect(logs.filter((m) => m.includes('dropped undelivered'))).toEqual(['outbox: alert older dropped undelivered: older than outbox.maxAgeHours (1 h)']);
+    expect(mine.get('alert:newer')).toBeDefined();
+    await mine.close();
+    expect((await readOutbox(join(top, 'new'))).map((r) => r.key)).toEqual(['alert:newer']);
   });
 
   it('an adoption cut short (journaled here, not yet taken out there) is not replayed twice at the next start', async () => {
