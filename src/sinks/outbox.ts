@@ -624,6 +624,8 @@ export class Outbox {
       await this.takeLock(path);
     } catch (e) {
       openHere.delete(key);
+      await this.lockFile?.fh.close().catch(() => undefined);
+      this.lockFile = undefined;
       throw e;
     }
   }
@@ -681,7 +683,7 @@ export class Outbox {
         await new Promise((r) => setTimeout(r, TAKEOVER_SETTLE_MS));
         const held = parseLock(await readLockText(path), self);
         // (One held empty, on a full disk, is still this opening's if it is the file it made.)
-        const mine = held ? held.id === self.id : this.emptyLock !== undefined && (await stat(path).catch(() => undefined))?.ino === this.emptyLock.ino;
+        const mine = held ? held.id === self.id : (await this.ownerlessLock(path)) === 'mine';
         if (!mine) throw this.inUse(held ? `pid ${held.pid} on ${held.host}, which took the lock over at the same moment` : 'another argus taking the lock over at the same moment');
       }
       this.startHeartbeat(path, staleMs);
@@ -738,12 +740,33 @@ export class Outbox {
         throw e;
       }
       await fh.truncate(0).catch(() => undefined);
-      await this.emptyLock?.fh.close().catch(() => undefined);
-      this.emptyLock = { fh, ino: (await fh.stat()).ino };
+      await this.holdLock(fh, true);
       this.log(`outbox: the disk is full: no room for the owner in the lock ${path}; it is held empty (another argus waits on its heartbeat) and the owner written in once there is room`, { dir: this.o.dir }, 'warn');
       return;
     }
-    await fh.close();
+    await this.holdLock(fh, false);
+  }
+
+  /**
+   * The lock this opening made (last), kept open: a lock at its name that holds no owner (empty:
+   * being written, or held on a full disk) is this opening's only if it is that file (device and
+   * inode; held open, its inode cannot be reused by another's after it was removed). An empty one
+   * that is not was taken for this one's, or for one to wait on: another argus's that took it
+   * over on a full disk, and this one's compactions then renamed its journal over the other's.
+   * `empty`: the owner is still to be written in (fillEmptyLock).
+   */
+  private lockFile: { fh: FileHandle; id: string; empty: boolean } | undefined;
+
+  private async holdLock(fh: FileHandle, empty: boolean): Promise<void> {
+    const st = await fh.stat().catch(() => undefined);
+    await this.lockFile?.fh.close().catch(() => undefined);
+    this.lockFile = { fh, id: st ? `${st.dev}:${st.ino}` : '', empty };
+  }
+
+  /** Whose a lock at `path` whose text holds no owner is: this opening's (the file it made), another's, or none is there. */
+  private async ownerlessLock(path: string): Promise<'mine' | 'another' | 'none'> {
+    const st = await stat(path).catch(() => undefined);
+    return !st ? 'none' : this.lockFile?.id && `${st.dev}:${st.ino}` === this.lockFile.id ? 'mine' : 'another';
   }
 
   /** Writes this opening's owner into its lock file (from its start; a seam for tests of a full disk). */
@@ -756,21 +779,17 @@ export class Outbox {
     }
   }
 
-  /** This opening's lock while it is held empty (a full disk): its handle, to write the owner in, and its inode. */
-  private emptyLock: { fh: FileHandle; ino: number } | undefined;
-
   /** The owner written into a lock held empty, if there is room now. */
   private async fillEmptyLock(): Promise<void> {
-    const held = this.emptyLock;
-    if (!held) return;
+    const held = this.lockFile;
+    if (!held?.empty) return;
     try {
       await this.fillLock(held.fh);
     } catch {
       await held.fh.truncate(0).catch(() => undefined);
       return;
     }
-    this.emptyLock = undefined;
-    await held.fh.close().catch(() => undefined);
+    held.empty = false;
   }
 
   private inUse(why: string): ArgusError {
@@ -801,7 +820,7 @@ export class Outbox {
         }
         // Held empty (a full disk): an empty lock there that is not the file this opening made is
         // another argus's, which took it over (this one frozen meanwhile); touching it kept both going.
-        if (!held && this.emptyLock && (await stat(path).catch(() => undefined))?.ino !== this.emptyLock.ino) return this.loseLock(undefined);
+        if (!held && (await this.ownerlessLock(path)) === 'another') return this.loseLock(undefined);
         await this.fillEmptyLock();
         await utimes(path, new Date(), new Date()).catch(() => undefined);
       })().finally(() => (busy = false));
@@ -1060,8 +1079,8 @@ export class Outbox {
 
   /**
    * Writes this opening's lock again where none is (the folder was deleted); whether the lock
-   * there is this opening's. One another argus wrote meanwhile stands: this one gives way to it
-   * (loseLock), or, while it is being written (empty), waits for the next look.
+   * there is this opening's. One another argus wrote meanwhile stands, its owner written in or not
+   * yet (empty, not the file this opening made): this one gives way to it (loseLock).
    */
   private async relock(): Promise<boolean> {
     if (!this.owner || this.lockLost) return false;
@@ -1072,7 +1091,10 @@ export class Outbox {
     const held = parseLock(await readLockText(path), this.owner);
     if (held && held.id !== this.owner.id) this.loseLock(held);
     if (held) return held.id === this.owner.id;
-    return this.emptyLock !== undefined && (await stat(path).catch(() => undefined))?.ino === this.emptyLock.ino;
+    const whose = await this.ownerlessLock(path);
+    if (whose === 'another') this.loseLock(undefined);
+    // This opening's own, held empty; or gone again meanwhile: looked at again next time.
+    return whose === 'mine';
   }
 
   /** Journal writes that failed (not compactions), and when one was last said (monotonic ms). */
@@ -1274,6 +1296,9 @@ export class Outbox {
     if (!this.lockLost && back && (await this.rewrite())) this.unjournaled = false;
     await this.fh?.close().catch(() => undefined);
     if (!this.lockLost) await this.unlock();
+    // (Taken over: the other's lock stays; this opening's handle of its own, removed, is closed.)
+    await this.lockFile?.fh.close().catch(() => undefined);
+    this.lockFile = undefined;
     openHere.delete(this.hereKey);
   }
 
@@ -1285,9 +1310,9 @@ export class Outbox {
     if (held && held.id === this.owner!.id) await rm(path, { force: true }).catch(() => undefined);
     else if (held) this.log(`outbox: the lock of ${this.o.dir} is no longer this process's (pid ${held.pid} on ${held.host} holds it); left in place`, { dir: this.o.dir }, 'error');
     // Held empty (a full disk): removed if the file there is still the one this opening made.
-    else if (this.emptyLock && (await stat(path).catch(() => undefined))?.ino === this.emptyLock.ino) await rm(path, { force: true }).catch(() => undefined);
-    await this.emptyLock?.fh.close().catch(() => undefined);
-    this.emptyLock = undefined;
+    else if ((await this.ownerlessLock(path)) === 'mine') await rm(path, { force: true }).catch(() => undefined);
+    await this.lockFile?.fh.close().catch(() => undefined);
+    this.lockFile = undefined;
   }
 }
 

@@ -902,6 +902,35 @@ describe('Outbox (the durable alert journal)', () => {
     expect(JSON.parse(readFileSync(join(d, 'outbox.lock'), 'utf8'))).toMatchObject({ id: 'theirs' });
   });
 
+  it.each([
+    ['its heartbeat', 400],
+    ['its next write', 600_000],
+  ])('a holder whose lock was taken over by an argus on a full disk (its lock empty, the owner not written yet) stops journaling too, noticed by %s: its compactions never replace the other\'s journal', async (by, lockStaleMs) => {
+    const d = dir();
+    const logs: string[] = [];
+    const ob = await Outbox.open(opts(d, { maxBytes: 64 * 1024, fsync: false, lockStaleMs, log: (m) => logs.push(m) }));
+    await ob.append(...alert('mine'));
+    // Another argus took it over meanwhile (this one frozen): its lock made but empty (no room for the owner), its journal written.
+    writeFileSync(join(d, 'outbox.lock.theirs'), '');
+    renameSync(join(d, 'outbox.lock.theirs'), join(d, 'outbox.lock'));
+    const theirs = readFileSync(join(d, 'outbox.log'), 'utf8').replace('mine', 'them');
+    writeFileSync(join(d, 'outbox.log.theirs'), theirs);
+    renameSync(join(d, 'outbox.log.theirs'), join(d, 'outbox.log'));
+    const noticed = () => logs.some((m) => m.includes("the journal's lock was taken over by another argus (its lock not written yet"));
+    if (by === 'its heartbeat') await until(noticed); // before any write
+    // Alerts delivered as they come: enough for a compaction (past twice maxBytes), which renamed this one's journal over the other's.
+    for (let i = 0; i < 120; i++) {
+      const a = alert(`late${i}`, 1000);
+      await ob.append(...a);
+      ob.ack([a[0]]);
+    }
+    expect(noticed()).toBe(true);
+    expect(ob.journaled).toBe(false);
+    await ob.close();
+    expect(readFileSync(join(d, 'outbox.log'), 'utf8')).toBe(theirs); // before: replaced by this one's compaction
+    expect(readFileSync(join(d, 'outbox.lock'), 'utf8')).toBe(''); // theirs, left
+  });
+
   it('close() is bounded as a whole: a disk that freezes while the writer is idle (the final rewrite hangs) does not hang the stop', async () => {
     const ob = await Outbox.open(opts(dir(), { closeWaitMs: 300 }));
     await ob.append(...alert('x'));
