@@ -1059,6 +1059,9 @@ export class Outbox {
    */
   private async journalLost(): Promise<boolean> {
     this.unjournaled = true;
+    // Until it can be put back, nothing is written there (rewrite): a compaction renamed the
+    // journal into a folder refused as unsafe, or one whose lock is not this opening's.
+    this.adrift = true;
     const { dir } = this.o;
     try {
       await makeDir(dir, PRIVATE_DIR);
@@ -1072,8 +1075,12 @@ export class Outbox {
       return false;
     }
     if (this.journalLostSaid++ % 100 === 0) this.log(`outbox: the journal ${join(dir, FILE)} was removed or replaced while argus ran (its folder deleted or moved?); it is written again there with every undelivered record`, { dir, pending: this.live.size }, 'error');
+    this.adrift = false;
     return true;
   }
+
+  /** The journal was removed or replaced and cannot be put back in its folder yet (journalLost): no rewrite goes there. */
+  private adrift = false;
 
   private journalLostSaid = 0;
 
@@ -1131,7 +1138,7 @@ export class Outbox {
 
   /** Writes the live records to a new file and swaps it in (atomic rename), then reopens for appending; false if that failed. */
   private async rewrite(): Promise<boolean> {
-    if (this.lockLost) return false;
+    if (this.lockLost || this.adrift) return false;
     const path = join(this.o.dir, FILE);
     const tmp = `${path}.tmp`;
     try {

@@ -1,6 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -403,6 +403,29 @@ describe('Outbox (the durable alert journal)', () => {
     await ob.close();
     expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:g2', 'alert:g3']);
     expect(existsSync(join(d, 'outbox.lock'))).toBe(false);
+  });
+
+  it('a deleted folder made again unsafe (writable by every user) is never written: no compaction, no stop puts the journal there, and the outbox says it does not hold the alerts', async () => {
+    const d = dir();
+    const logs: string[] = [];
+    const ob = await Outbox.open(opts(d, { maxBytes: 64 * 1024, fsync: false, lockStaleMs: 600_000, log: (m) => logs.push(m) }));
+    rmSync(d, { recursive: true, force: true });
+    mkdirSync(d);
+    chmodSync(d, 0o777); // made again by someone else, writable by every user
+    // Delivered as they come: enough for a compaction (past twice maxBytes).
+    for (let i = 0; i < 120; i++) {
+      const a = alert(`u${i}`, 1000);
+      await ob.append(...a);
+      ob.ack([a[0]]);
+    }
+    await ob.append(...alert('owed'));
+    await until(() => !(ob as unknown as { writing?: unknown }).writing);
+    expect(logs.some((m) => m.includes('cannot be written again there (it is writable by every user'))).toBe(true);
+    // Before: the compaction renamed the journal into it (with no lock), and the outbox then said it held every alert.
+    expect(readdirSync(d)).toEqual([]);
+    expect(ob.journaled).toBe(false);
+    await ob.close();
+    expect(readdirSync(d)).toEqual([]);
   });
 
   it('a folder deleted just before the stop (no write or heartbeat since): close() puts the journal back, or says it could not', async () => {
