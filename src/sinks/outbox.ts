@@ -603,6 +603,10 @@ export class Outbox {
       } finally {
         await old.close();
       }
+      // Taken out there only if that reached its disk (a full one, say, did not): else tried again
+      // at the next start (what is here already is not replayed twice). Marked done, they stayed
+      // there for good, for whatever opens that folder (another pipeline's today) to send again.
+      if (!old.journaled) complete = false;
     }
     // Oldest first, as a journal's own.
     this.recoveredRecords.sort((a, b) => a.at - b.at);

@@ -167,6 +167,43 @@ describe('Outbox.adoptOnce', () => {
     expect((await readOutbox(join(top, 'new'))).map((r) => r.key)).toEqual(['alert:newer']);
   });
 
+  it('an adoption whose taking-out there did not reach the disk (full) is not marked done: the next start takes them out there, without replaying them again', async () => {
+    const top = mkdtempSync(join(tmpdir(), 'argus-adopt-unacked-'));
+    const from = join(top, 'old');
+    await leave(from, 1);
+    // The old folder's disk takes nothing more: its compaction and its writes (the acks) fail.
+    const noRoom = async () => {
+      throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+    };
+    const proto = Outbox.prototype as unknown as { openJournal: (p: string) => Promise<void>; writeCopy: (p: string) => Promise<number> };
+    const { openJournal, writeCopy } = proto;
+    proto.openJournal = async function (this: { fh: { write: unknown } }, path: string) {
+      await openJournal.call(this, path);
+      if (path.startsWith(from)) this.fh.write = noRoom;
+    };
+    proto.writeCopy = async function (path: string) {
+      if (path.startsWith(from)) return noRoom();
+      return writeCopy.call(this, path);
+    };
+    const mine = await Outbox.open({ dir: join(top, 'new'), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false, log: () => {} });
+    try {
+      expect(await mine.adoptOnce([from])).toBe(1);
+    } finally {
+      proto.openJournal = openJournal;
+      proto.writeCopy = writeCopy;
+    }
+    expect(mine.takeRecovered()).toHaveLength(1);
+    await mine.close();
+    // Still there (it would go to whatever pipeline opens that folder, its Kafka): not done, before it was marked done and left there for good.
+    expect(await readOutbox(from)).toHaveLength(1);
+    const again = await Outbox.open({ dir: join(top, 'new'), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false, log: () => {} });
+    expect(again.takeRecovered()).toHaveLength(1); // its own, from the journal
+    expect(await again.adoptOnce([from])).toBe(0); // here already: only taken out there
+    expect(again.takeRecovered()).toEqual([]);
+    await again.close();
+    expect(await readOutbox(from)).toEqual([]);
+  });
+
   it('an adoption cut short (journaled here, not yet taken out there) is not replayed twice at the next start', async () => {
     const top = mkdtempSync(join(tmpdir(), 'argus-adopt-twice-'));
     await leave(join(top, 'old'), 2);
