@@ -549,7 +549,11 @@ export class Outbox {
    */
   async adoptOnce(folders: readonly string[], ours: (r: OutboxRecord, from: string) => boolean = () => true): Promise<number> {
     const mark = join(this.o.dir, ADOPTED);
-    if (folders.length === 0 || (await stat(mark).catch(() => undefined))) return 0;
+    if (folders.length === 0) return 0;
+    if (await stat(mark).catch(() => undefined)) {
+      this.adopted = folders;
+      return 0;
+    }
     let taken = 0;
     let complete = true;
     for (const from of folders) {
@@ -614,8 +618,20 @@ export class Outbox {
     // (expire stops at the first young one). Put after this one's own, an older record taken
     // over outlived maxAgeHours behind them, and maxBytes dropped this one's newer ones first.
     if (taken > 0) this.sortLive();
-    if (complete) await writeFile(mark, `${JSON.stringify({ at: this.clock(), folders })}\n`, { mode: PRIVATE_FILE }).catch(() => undefined);
+    if (complete) {
+      this.adopted = folders;
+      await this.markAdopted();
+    }
     return taken;
+  }
+
+  /** The folders adoptOnce is done with (ADOPTED is in this folder), if it is. */
+  private adopted: readonly string[] | undefined;
+
+  /** Writes ADOPTED (at adoption, and again when the folder is made again: journalLost). */
+  private async markAdopted(): Promise<void> {
+    if (!this.adopted) return;
+    await writeFile(join(this.o.dir, ADOPTED), `${JSON.stringify({ at: this.clock(), folders: this.adopted })}\n`, { mode: PRIVATE_FILE }).catch(() => undefined);
   }
 
   private async lock(): Promise<void> {
@@ -1074,6 +1090,9 @@ export class Outbox {
       // Another argus may have made the folder, its lock and journal since (a start while the
       // folder was gone): its journal is never replaced by this one's; this one gives way.
       if (!(await this.relock())) return false;
+      // The adoption done (its mark went with the folder): else the next start took again, from an
+      // older release's folder that is another pipeline's today, what that one journaled there since.
+      if (!(await stat(join(dir, ADOPTED)).catch(() => undefined))) await this.markAdopted();
     } catch (e) {
       if (this.journalLostSaid++ % 100 === 0) this.log(`outbox: the journal ${join(dir, FILE)} was removed or replaced while argus ran, and cannot be written again there (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); undelivered alerts are not protected against a crash`, { dir }, 'error');
       return false;

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -202,6 +202,25 @@ describe('Outbox.adoptOnce', () => {
     expect(again.takeRecovered()).toEqual([]);
     await again.close();
     expect(await readOutbox(from)).toEqual([]);
+  });
+
+  it('stays done when its folder is deleted while it runs (a cleanup job): the journal put back brings the mark back, and what the other pipeline journals in the old folder later is never taken', async () => {
+    const top = mkdtempSync(join(tmpdir(), 'argus-adopt-deleted-'));
+    const own = join(top, 'lobby%20cam');
+    const from = join(top, 'lobby_cam');
+    await leave(from, 1);
+    const first = await Outbox.open({ dir: own, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false, log: () => {} });
+    expect(await first.adoptOnce([from])).toBe(1);
+    rmSync(own, { recursive: true, force: true }); // a cleanup job
+    const a = { type: 'alert', version: 1, source: 'cam', stamps: { emitted: 1 }, alert: { id: 'after' } } as unknown as AlertMessage;
+    await first.append(a, JSON.stringify(a)); // the journal put back
+    await first.close();
+    // `lobby_cam` (a source `cam` too) journals alerts of its own there since.
+    await leave(from, 2);
+    const again = await Outbox.open({ dir: own, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false, log: () => {} });
+    expect(await again.adoptOnce([from])).toBe(0); // before: 2, `lobby_cam`'s alerts sent to this pipeline's Kafka
+    await again.close();
+    expect(await readOutbox(from)).toHaveLength(2);
   });
 
   it('an adoption cut short (journaled here, not yet taken out there) is not replayed twice at the next start', async () => {
