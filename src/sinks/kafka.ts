@@ -1,11 +1,11 @@
-import { constants, statSync } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { CompressionTypes, Kafka, logLevel, type Admin, type Producer, type SASLOptions } from 'kafkajs';
 import type { ConnectionOptions } from 'node:tls';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { makeDirSync, writeWithoutWaiting, type PipeWait, type WriteCutShort } from '../core/files.js';
+import { makeDir, writeWithoutWaiting, type PipeWait, type WriteCutShort } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import { SampleWindow } from '../core/stats.js';
 import { Deque } from '../flow/deque.js';
@@ -833,9 +833,10 @@ export class KafkaSink implements Sink {
     if (!path) return undefined;
     try {
       if (this.deadLetterSize === undefined) {
-        makeDirSync(dirname(path));
+        // Without blocking the event loop: a hung network mount here froze every camera.
+        await makeDir(dirname(path));
         try {
-          const st = statSync(path);
+          const st = await stat(path);
           this.deadLetterSize = st.size;
           // A line a killed process or a full disk cut short, before this start. In a pipe
           // nothing says: a run killed or stopped mid-write left its fragment there, and a
