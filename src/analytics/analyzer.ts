@@ -144,12 +144,8 @@ export class SourceAnalyzer {
     }
     const firstBase = first ?? { width, height };
     const place = (pts: readonly Point[], units: 'fraction' | 'pixel', frameSize: readonly [number, number] | undefined) => {
-      if (units !== 'pixel') return toPixels(pts, 'fraction', width, height);
-      const base = frameSize ? { width: frameSize[0], height: frameSize[1] } : firstBase;
-      // p × size / base, not p × (size / base): the ratio is rounded, and a point on the base
-      // picture's border (624 of 624) landed a hair inside the new one's (639.99…), where a box
-      // cut off by the frame has its edge, outside the zone.
-      return pts.map((p) => [(p[0] * width) / base.width, (p[1] * height) / base.height] as const);
+      if (units !== 'pixel') return toPixels(pts, width, height);
+      return toPixels(pts, width, height, frameSize ? { width: frameSize[0], height: frameSize[1] } : firstBase);
     };
     const zonePolygon = (i: number) => new PolygonZone(this.zoneCfg[i].id, place(this.zoneCfg[i].polygon, this.zoneCfg[i].units, this.zoneCfg[i].frameSize), this.zoneClasses[i], this.zoneCfg[i].anchor, this.zoneCfg[i].marginPx, { width, height });
     const lineEnds = (i: number) => place([this.lineCfg[i].from, this.lineCfg[i].to], this.lineCfg[i].units, this.lineCfg[i].frameSize);
