@@ -2,8 +2,9 @@
 
 # What `npm ci` builds on a developer's machine, built here where a C compiler and the dev
 # dependencies are, so the image needs neither: the letterbox's C kernel
-# (src/preprocess/letterbox.c → dist/native; without it the letterbox runs as TypeScript, slower)
-# and the compiled CLI (src → dist/src, by tsc, a dev dependency). Without dist/src the image's
+# (src/preprocess/letterbox.c → dist/native; without it the letterbox runs as TypeScript, slower),
+# the frame channel's reader (src/sources/frame-channel.c → dist/native; without it Node reads
+# ffmpeg's frames in many small reads, more CPU a frame) and the compiled CLI (src → dist/src, by tsc, a dev dependency). Without dist/src the image's
 # `npm ci --omit=dev` had no tsc, and bin/argus.js ran every command through tsx's loader
 # (`argus detect` of one image: 186–191 MB peak RSS and 1.1–1.2 s, against 154 MB and 0.65 s
 # compiled; on a live 1080p30 run tsx's heap churn cost a full GC every ~6 frames, README).
@@ -20,7 +21,7 @@ COPY src ./src
 # bin/argus.js runs dist/src only while no file in src/ is newer than dist/.built: a file of the
 # build context dated after the build (its clock ahead of the builder's) is given the stamp's
 # time, as it is what was compiled.
-RUN node scripts/build.mjs && test -f dist/native/letterbox.node && test -f dist/src/cli.js && test -f dist/.built \
+RUN node scripts/build.mjs && test -f dist/native/letterbox.node && test -f dist/native/frame-channel.node && test -f dist/src/cli.js && test -f dist/.built \
  && find src -type f -newer dist/.built -exec touch -r dist/.built {} + \
  && test -z "$(find src -type f -newer dist/.built)"
 

@@ -30,6 +30,7 @@ import { yuvTables } from '../src/preprocess/yuv.js';
 import { normalizeHwcToChw } from '../src/preprocess/normalize.js';
 import { buildFfmpegArgs, frameBytes, type FfmpegOutputSpec } from '../src/sources/ffmpeg-args.js';
 import { defaultFfmpegPath } from '../src/sources/ffmpeg-path.js';
+import { FrameChannel } from '../src/sources/frame-channel.js';
 import { BufferPool, FrameReader } from '../src/sources/frame-reader.js';
 import { colourOf, StderrProbe } from '../src/sources/stderr-probe.js';
 import { numberFlag } from './lib/flags.js';
@@ -47,13 +48,14 @@ const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length
 const MODEL = { width: 416, height: 416, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114, rounding: 'floor' as const };
 
 /** Runs ffmpeg under /usr/bin/time; resolves its CPU seconds (user + sys). */
-function timed(args: string[], onStdout?: (b: Buffer) => void, onStderr?: (s: string) => void): Promise<number> {
+function timed(args: string[], onStdout?: (b: Buffer) => void, onStderr?: (s: string) => void, channel?: FrameChannel): Promise<number> {
   const out = join(dir, `time-${Math.random().toString(36).slice(2)}`);
   return new Promise((resolve, reject) => {
-    const child = spawn('/usr/bin/time', ['-f', '%U %S', '-o', out, ff, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.on('data', (b: Buffer) => onStdout?.(b));
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (s: string) => onStderr?.(s));
+    const child = spawn('/usr/bin/time', ['-f', '%U %S', '-o', out, ff, ...args], { stdio: ['ignore', channel?.childEnd ?? 'pipe', 'pipe'] });
+    channel?.spawned();
+    child.stdout?.on('data', (b: Buffer) => onStdout?.(b));
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (s: string) => onStderr?.(s));
     child.on('error', reject);
     child.on('close', () => {
       try {
@@ -70,7 +72,7 @@ async function decodeOnly(clip: string): Promise<number> {
   return (await timed(['-hide_banner', '-nostdin', '-loglevel', 'error', '-threads', '1', '-i', clip, '-an', '-frames:v', String(FRAMES), '-f', 'null', '-'])) / FRAMES;
 }
 
-async function mode(clip: string, frame: 'letterbox' | 'source' | 'source-yuv', impl: 'native' | 'js' = 'native'): Promise<{ ffmpegMs: number; nodeMs: number; preprocessP50: number; frames: number }> {
+async function mode(clip: string, frame: 'letterbox' | 'source' | 'source-yuv', impl: 'native' | 'js' = 'native', via: 'channel' | 'pipe' = 'channel'): Promise<{ ffmpegMs: number; nodeMs: number; preprocessP50: number; frames: number }> {
   const output: FfmpegOutputSpec = { ...MODEL, frame };
   const args = buildFfmpegArgs({ url: clip, kind: 'file', rate: 'fast', loop: false }, output);
   args.splice(args.indexOf('-f', args.indexOf('-vf')), 0, '-frames:v', String(FRAMES));
@@ -93,6 +95,12 @@ async function mode(clip: string, frame: 'letterbox' | 'source' | 'source-yuv', 
   };
   let pool = new BufferPool(1, 4);
   let tab: Int32Array = new Int32Array(0);
+  const channel = via === 'channel' ? FrameChannel.open() : undefined;
+  if (via === 'channel' && !channel) throw new Error('bench:preprocess: no frame channel (dist/native/frame-channel.node is not built)');
+  let ended: () => void = () => {};
+  const channelEnded = new Promise<void>((r) => (ended = r));
+  if (channel) channel.onEnd = () => ended();
+  else ended();
   const cpu0 = process.cpuUsage();
   const ffCpu = await timed(
     args,
@@ -111,9 +119,16 @@ async function mode(clip: string, frame: 'letterbox' | 'source' | 'source-yuv', 
         pool = new BufferPool(n, 4);
         reader = new FrameReader(n, pool, onFrame);
         for (const b of pending.splice(0)) reader.push(b);
+        if (channel) {
+          channel.feed(reader);
+          channel.resume();
+        }
       }
     },
+    channel,
   );
+  await channelEnded;
+  channel?.destroy();
   const cpu = process.cpuUsage(cpu0);
   return { ffmpegMs: (ffCpu * 1000) / frames, nodeMs: (cpu.user + cpu.system) / 1000 / frames, preprocessP50: median(pre), frames };
 }
@@ -127,8 +142,8 @@ const load: number[] = [];
 for (let r = 0; r < ROUNDS; r++) {
   for (const c of clips) {
     const base = await decodeOnly(c.clip);
-    for (const [key, m, impl] of [['fast', 'letterbox', 'native'], ['exact', 'source-yuv', 'native'], ['exact-bgr', 'source', 'native'], ['exact-js', 'source', 'js']] as const) {
-      const res = await mode(c.clip, m, impl);
+    for (const [key, m, impl, via] of [['fast', 'letterbox', 'native', 'channel'], ['exact', 'source-yuv', 'native', 'channel'], ['exact-pipe', 'source-yuv', 'native', 'pipe'], ['exact-bgr', 'source', 'native', 'channel'], ['exact-js', 'source', 'js', 'channel']] as const) {
+      const res = await mode(c.clip, m, impl, via);
       const row = ((rows[c.name] ??= {})[key] ??= { ffmpeg: [], node: [], pre: [], base: [] });
       row.ffmpeg.push(res.ffmpegMs - base * 1000);
       row.node.push(res.nodeMs);

@@ -35,27 +35,36 @@ writeFileSync(stamp, `${new Date().toISOString()}\n`);
 process.stderr.write('build: dist/src is up to date\n');
 
 /**
- * src/preprocess/letterbox.c → dist/native/letterbox.node with the system's C compiler and Node's own
- * N-API headers (no download, no node-gyp project for one file). Without a compiler or the
- * headers this is a note, not an error: the letterbox then runs as TypeScript loops (the same
- * results, about ten times slower at 1080p).
+ * The C modules → dist/native/*.node with the system's C compiler and Node's own N-API headers
+ * (no download, no node-gyp project for two files). Without a compiler or the headers this is a
+ * note, not an error:
+ * - src/preprocess/letterbox.c: without it the letterbox runs as TypeScript loops (the same
+ *   results, about ten times slower at 1080p);
+ * - src/sources/frame-channel.c (Linux): without it ffmpeg's frames come through Node's own
+ *   sockets and pipes (more of Node's CPU a frame; src/sources/frame-channel.ts).
  */
 function buildNative() {
   const [cc, ...ccArgs] = (process.env.CC || 'cc').trim().split(/\s+/); // CC="ccache gcc" works too
   const headers = [join(dirname(process.execPath), '..', 'include', 'node'), '/usr/include/node', '/usr/local/include/node'].find((d) => existsSync(join(d, 'node_api.h')));
-  const out = join(dist, 'native', 'letterbox.node');
-  if (!headers) {
-    rmSync(out, { force: true }); // never an older build left behind
-    process.stderr.write('build: no node_api.h found; the letterbox runs as TypeScript\n');
-    return;
+  const modules = [
+    // -ffp-contract=off: no fused multiply-add, so each float is rounded as JavaScript rounds it.
+    { name: 'letterbox', src: join('src', 'preprocess', 'letterbox.c'), flags: ['-O3', '-ffp-contract=off'], without: 'the letterbox runs as TypeScript' },
+    ...(process.platform === 'linux' ? [{ name: 'frame-channel', src: join('src', 'sources', 'frame-channel.c'), flags: ['-O2', '-pthread'], without: "ffmpeg's frames come through Node's sockets" }] : []),
+  ];
+  for (const m of modules) {
+    const out = join(dist, 'native', `${m.name}.node`);
+    if (!headers) {
+      rmSync(out, { force: true }); // never an older build left behind
+      process.stderr.write(`build: no node_api.h found; ${m.without}\n`);
+      continue;
+    }
+    mkdirSync(dirname(out), { recursive: true });
+    const c = spawnSync(cc, [...ccArgs, ...m.flags, '-fPIC', '-shared', '-Wall', '-o', out, '-I', headers, join(root, m.src)], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+    if (c.error || c.status !== 0) {
+      rmSync(out, { force: true });
+      process.stderr.write(`build: ${cc} could not build ${m.src} (${c.error?.message ?? `exit ${c.status}`}); ${m.without}\n`);
+      continue;
+    }
+    process.stderr.write(`build: dist/native/${m.name}.node is built\n`);
   }
-  mkdirSync(dirname(out), { recursive: true });
-  // -ffp-contract=off: no fused multiply-add, so each float is rounded as JavaScript rounds it.
-  const c = spawnSync(cc, [...ccArgs, '-O3', '-ffp-contract=off', '-fPIC', '-shared', '-Wall', '-o', out, '-I', headers, join(root, 'src', 'preprocess', 'letterbox.c')], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
-  if (c.error || c.status !== 0) {
-    rmSync(out, { force: true });
-    process.stderr.write(`build: ${cc} could not build src/preprocess/letterbox.c (${c.error?.message ?? `exit ${c.status}`}); the letterbox runs as TypeScript\n`);
-    return;
-  }
-  process.stderr.write('build: dist/native/letterbox.node is built\n');
 }

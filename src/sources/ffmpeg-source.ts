@@ -13,6 +13,7 @@ import { letterbox, type Letterbox } from '../core/geometry.js';
 import { buildFfmpegArgs, DEFAULT_DECODE, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, reportsFrameTimes, reportsFrames, runTag, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
+import { FrameChannel } from './frame-channel.js';
 import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
 import { checksCertificate, relaysRtsp, tapsCameraClock } from '../core/rtsp-relay.js';
 import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, CAMERA_BEHIND_SUSTAINED_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
@@ -23,7 +24,7 @@ import { colourOf, interlacedBy, outputRate, saysNoVideoStream, withoutOwnNotice
 import { decodeStill, stillImagePath, type KeptStill, type StillPicture } from './still-image.js';
 
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
-export type SpawnFn = (command: string, args: readonly string[], options: { stdio: ['ignore' | 'pipe', 'pipe' | Socket, 'pipe']; env?: NodeJS.ProcessEnv }) => ChildProcess;
+export type SpawnFn = (command: string, args: readonly string[], options: { stdio: ['ignore' | 'pipe', 'pipe' | Socket | number, 'pipe']; env?: NodeJS.ProcessEnv }) => ChildProcess;
 
 /** node's spawn, the child ended with argus however argus ends (ownChild). */
 const ownedSpawn: SpawnFn = (command, args, options) => ownChild(nodeSpawn(command, args, options));
@@ -96,6 +97,11 @@ export interface FfmpegSourceOptions {
   clock?: () => number;
   /** Starts ffmpeg. Default node's `child_process.spawn`. */
   spawn?: SpawnFn;
+  /**
+   * Whether frames may come through a FrameChannel where one can be made (default true); false:
+   * a fast file's through a FrameSocket, others' through the stdout pipe (tests of those paths).
+   */
+  frameChannel?: boolean;
   /**
    * Told once per start of a relayed RTSP source why its frames are not stamped with the
    * camera's clock (rtsp-tap): a camera time not believed, or frames that cannot be paired.
@@ -521,13 +527,15 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     // to ffmpeg's stdin as one raw frame (see launch).
     const stillPath = input.kind === 'file' ? stillImagePath(input.url) : undefined;
     let still: StillPicture | undefined;
-    // Set by `start`. A fast file's frames come through a FrameSocket (`frames`: read straight
-    // into the frame buffers), others' through the stdout node makes for ffmpeg (`stdout`),
-    // whose chunks are copied into them (also where no frame socket can be made, and with an
-    // injected spawn: the tests' FakeFfmpeg). Why not every source's: FrameSocket.
+    // Set by `start`. Frames come through a FrameChannel (`frames`: a thread of argus's reads
+    // each whole frame into its buffer); where there is none (no C compiler at install, not
+    // Linux), a fast file's through a FrameSocket (read straight into the frame buffers, in
+    // many reads), others' through the stdout node makes for ffmpeg (`stdout`), whose chunks
+    // are copied into them (also with an injected spawn: the tests' FakeFfmpeg). Why not every
+    // source's socket: FrameSocket.
     let child: ChildProcess;
     let stdout: Readable | undefined;
-    let frames: FrameSocket | undefined;
+    let frames: FrameSocket | FrameChannel | undefined;
 
     // Pipe only: the rest of a chunk not cut yet (held).
     let leftover: Buffer | undefined;
@@ -978,7 +986,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     };
 
     /** Runs ffmpeg, writing its frames into `sock` where there is one, else into its stdout pipe. */
-    const start = (sock?: FrameSocket): void => {
+    const start = (sock?: FrameSocket | FrameChannel): void => {
       try {
         // Out of file descriptors or processes, spawn can throw here, before any listener exists.
         const args = buildFfmpegArgs(still ? { ...input, still } : input, output, tag);
@@ -1029,7 +1037,9 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       options.onSpawn?.(child);
     };
     const launch = (): void => {
-      if (FRAME_SOCKETS && !options.spawn && input.kind === 'file' && input.rate === 'fast') {
+      const channel = options.spawn || options.frameChannel === false ? undefined : FrameChannel.open();
+      if (channel) start(channel);
+      else if (FRAME_SOCKETS && !options.spawn && input.kind === 'file' && input.rate === 'fast') {
         // The socket is worth having, not needed: where it cannot be made (a sandbox, a loop
         // stalled past its deadline), the pipe does.
         FrameSocket.open().then(

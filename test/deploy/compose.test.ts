@@ -134,6 +134,8 @@ describe('Dockerfile (docker does not run here: its stages are read)', () => {
     expect(buildCi).not.toMatch(/--omit[= ]dev|--production/);
     for (const f of ['src', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs']) expect(build.lines.some((l) => new RegExp(`^COPY\\s.*\\b${f.replace('.', '\\.')}\\b`).test(l)), f).toBe(true);
     expect(build.lines.some((l) => /^RUN\s+node scripts\/build\.mjs\b.*test -f dist\/\.built/.test(l))).toBe(true);
+    // Both C modules are built there (the image has no compiler): a missing one fails the build, not the run.
+    for (const m of ['letterbox', 'frame-channel']) expect(build.lines.some((l) => new RegExp(`^RUN\\s+node scripts/build\\.mjs\\b.*test -f dist/native/${m}\\.node`).test(l)), m).toBe(true);
   });
 
   it('no npm ci of the image runs onnxruntime-node\'s download of the CUDA provider: Node 20\'s npm 10 ignores package.json\'s allowScripts', () => {

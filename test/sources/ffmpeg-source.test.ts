@@ -11,6 +11,7 @@ import type { Frame } from '../../src/core/frame.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { Pace } from '../../src/flow/pace.js';
 import { ffmpegSource, type FfmpegSourceOptions, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
+import { FRAME_CHANNELS } from '../../src/sources/frame-channel.js';
 import { FRAME_SOCKETS } from '../../src/sources/frame-socket.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
 
@@ -298,6 +299,19 @@ describe('ffmpegSource (real ffmpeg)', () => {
     expect(got.map((f) => Buffer.from(f.data).toString('base64'))).toEqual(reference.map((f) => Buffer.from(f.data).toString('base64')));
   }, 30_000);
 
+  it.runIf(FRAME_CHANNELS)("frames read by the frame channel's thread are those of ffmpeg's stdout pipe, byte for byte, letterboxed and at the source's size, fast and at the file's own rate", async () => {
+    for (const [out, rate] of [[output, 'fast'], [{ ...output, frame: 'source-yuv' as const }, 'fast'], [{ ...output, frame: 'source-yuv' as const }, 'native']] as const) {
+      const run = (extra: Partial<FfmpegSourceOptions>) =>
+        lastValueFrom(ffmpegSource(opts({ rate }, { output: out, ...extra })).pipe(take(rate === 'fast' ? 40 : 12), map((f) => createHash('sha1').update(f.data).digest('hex')), toArray()));
+      let stdout: unknown = 'not spawned';
+      const channel = await run({ onSpawn: (c) => (stdout = c.stdout) });
+      expect(stdout).toBeNull(); // frames came through the channel: no stdout pipe
+      const pipe = await run({ spawn: (cmd, args, o) => nodeSpawn(cmd, args, o) }); // an injected spawn gets the pipe
+      expect(new Set(channel).size).toBeGreaterThan(1);
+      expect(channel).toEqual(pipe);
+    }
+  }, 60_000);
+
   it.runIf(FRAME_SOCKETS)('frames read straight from the frame socket are those of ffmpeg\'s stdout pipe, byte for byte, letterboxed and at the source\'s size', async () => {
     const viaPipe: SpawnFn = (cmd, args, o) => {
       expect(o.stdio[1]).toBe('pipe'); // an injected spawn gets the pipe
@@ -307,7 +321,7 @@ describe('ffmpegSource (real ffmpeg)', () => {
       const run = (extra: Partial<FfmpegSourceOptions>) =>
         lastValueFrom(ffmpegSource(opts({}, { output: out, ...extra })).pipe(take(40), map((f) => createHash('sha1').update(f.data).digest('hex')), toArray()));
       let stdout: unknown = 'not spawned';
-      const socket = await run({ onSpawn: (c) => (stdout = c.stdout) });
+      const socket = await run({ onSpawn: (c) => (stdout = c.stdout), frameChannel: false });
       expect(stdout).toBeNull(); // frames came through the socket
       const pipe = await run({ spawn: viaPipe });
       expect(socket).toHaveLength(40);
@@ -318,7 +332,7 @@ describe('ffmpegSource (real ffmpeg)', () => {
 
   it.runIf(FRAME_SOCKETS)('an event loop stalled past the frame socket\'s deadline: the frames come through the pipe instead, no failure', async () => {
     let stdout: unknown;
-    const frames = ffmpegSource(opts({}, { onSpawn: (c) => (stdout = c.stdout) })).pipe(take(3), toArray());
+    const frames = ffmpegSource(opts({}, { onSpawn: (c) => (stdout = c.stdout), frameChannel: false })).pipe(take(3), toArray());
     const got = lastValueFrom(frames);
     const until = Date.now() + 5500; // past the socket's 5 s, before its connection is seen
     while (Date.now() < until);
@@ -339,7 +353,7 @@ describe('ffmpegSource (real ffmpeg)', () => {
 
   it('unsubscribed before its frame socket is open: ffmpeg is never started', async () => {
     let spawned = 0;
-    ffmpegSource(opts({}, { onSpawn: () => spawned++ }))
+    ffmpegSource(opts({}, { onSpawn: () => spawned++, frameChannel: false }))
       .subscribe()
       .unsubscribe();
     await new Promise((r) => setTimeout(r, 300));
