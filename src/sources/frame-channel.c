@@ -174,7 +174,13 @@ static napi_value open_channel(napi_env env, napi_callback_info info) {
   }
   /* Keeps the process alive only while a read is pending, as a socket being read would. */
   napi_unref_threadsafe_function(env, ch->tsfn);
-  if (pthread_create(&ch->thread, NULL, reader, ch) != 0) {
+  /* The thread needs little stack: one recv loop. */
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  int started = pthread_create(&ch->thread, &attr, reader, ch);
+  pthread_attr_destroy(&attr);
+  if (started != 0) {
     close(sv[0]);
     close(sv[1]);
     ch->fd = ch->child_fd = -1;
