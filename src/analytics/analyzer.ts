@@ -281,12 +281,29 @@ export class SourceAnalyzer {
     }
   }
 
+  /**
+   * Stays zone `z` saw taken over by a new id on this frame (reentrySuppressMs): the zone rules'
+   * cooldowns of the old id go on under the new one, as the object is the same. Before, a
+   * dwell alert held back by its cooldown and passed on to the new id was raised at once (the
+   * new id had no cooldown yet): the cooldown was per id, not per stay.
+   */
+  private carryCooldowns(z: ZoneMonitor): void {
+    for (const r of this.rules) {
+      if ((r.type !== 'zone-enter' && r.type !== 'zone-exit' && r.type !== 'zone-dwell') || r.zone !== z.zone.id) continue;
+      const cd = this.cooldowns.get(r.id)!;
+      for (const [from, to] of z.takenOver) cd.carry(`${from}`, `${to}`);
+    }
+  }
+
   process(d: Detections, tMs: number): { summary: AnalyticsSummary; alerts: AlertDraft[] } {
     if (!this.ready) throw new Error('SourceAnalyzer.init() must run before process()');
     const obsMs = this.observed.advance(tMs);
     const rateMs = this.observedRates.advance(tMs);
     const zoneEvents: ZoneEvent[] = [];
-    for (const z of this.zones) for (const e of z.update(d, tMs, obsMs)) zoneEvents.push(e);
+    for (const z of this.zones) {
+      for (const e of z.update(d, tMs, obsMs)) zoneEvents.push(e);
+      if (z.takenOver.size) this.carryCooldowns(z);
+    }
     const lineEvents: LineEvent[] = [];
     for (const l of this.lines) for (const e of l.update(d, obsMs)) lineEvents.push(e);
 

@@ -12,4 +12,16 @@ export class Cooldown {
     }
     return true;
   }
+
+  /**
+   * Key `to` goes on from where key `from` stands (the later of the two): the same object under
+   * a new key (a zone stay taken over by a track's new id) is not alerted again within the
+   * cooldown of its alert under the old one.
+   */
+  carry(from: string, to: string): void {
+    const t = this.last.get(from);
+    if (t === undefined) return;
+    const prev = this.last.get(to);
+    if (prev === undefined || prev < t) this.last.set(to, t);
+  }
 }

@@ -225,9 +225,22 @@ describe('zone exit: delay, last position, occupancy', () => {
     const { alerts, step } = analyzer({ zones: [{ ...ZONE, dwellLimitSec: 20, reentrySuppressMs: 1000 }], rules: [{ id: 'loiter', type: 'zone-dwell', zone: 'z', cooldownSec: 60 }] });
     // As above; at 60 s the tracker loses id 1 and gives the person id 2 (one frame unseen).
     play(step, 0, 200_000, (t) => (t < 60_000 ? [[1, PERSON, t >= 25_000 && t < 30_000 ? 100 : 400, 400]] : t === 60_000 ? [] : [[2, PERSON, 400, 400]]));
-    // Id 2 takes over the stay (from 30 s) as it enters at 60.3 s; a cooldown is per track, and id 2
-    // has none yet. Before, its stay's dwell counted as raised, and the person was never alerted again.
-    expect(alerts.map((x) => [x.event, x.trackId, x.t, x.dwellMs])).toEqual([['zone.dwell', 1, 20_000, 20_000], ['zone.dwell', 2, 60_300, 30_300]]);
+    // Id 2 takes over the stay (from 30 s) as it enters at 60.3 s, and the held-back alert with
+    // it; id 1's cooldown (alerted at 20 s) goes on under id 2, so it is raised at 80 s, when the
+    // cooldown ends. Before, its stay's dwell counted as raised, and the person was never alerted
+    // again; then, id 2 having no cooldown of its own, it was raised at once (60.3 s), 40 s into
+    // the 60 s cooldown.
+    expect(alerts.map((x) => [x.event, x.trackId, x.t, x.dwellMs])).toEqual([['zone.dwell', 1, 20_000, 20_000], ['zone.dwell', 2, 80_000, 50_000]]);
+  });
+
+  it('an id switch (reentrySuppressMs) carries the zone rules\' cooldowns to the new id: no second enter alert within it', () => {
+    // Person 1 enters at 0.2 s (alerted), an id switch at 1 s makes it id 2 (the stay goes on), and
+    // it leaves at 3 s; then a walk out and back in (enter at 5.2 s) within the 60 s cooldown.
+    const { alerts, step } = analyzer({ zones: [{ ...ZONE, reentrySuppressMs: 1000 }], rules: [{ id: 'in', type: 'zone-enter', zone: 'z', cooldownSec: 60 }] });
+    play(step, 0, 1000, () => [[1, PERSON, 400, 400]]);
+    step(1000, []);
+    play(step, 1100, 8000, (t) => [[2, PERSON, t >= 3000 && t < 5000 ? 100 : 400, 400]]);
+    expect(alerts.map((x) => [x.event, x.trackId, x.t])).toEqual([['zone.enter', 1, 200]]);
   });
 
   it('occupancy never counts a track lost for longer than the exit delay', () => {
