@@ -151,7 +151,7 @@ export class SourceAnalyzer {
     const lineEnds = (i: number) => place([this.lineCfg[i].from, this.lineCfg[i].to], this.lineCfg[i].units, this.lineCfg[i].frameSize);
     if (first && this.size) {
       const sx = width / this.size.width, sy = height / this.size.height;
-      this.zones.forEach((z, i) => z.place(zonePolygon(i)));
+      this.zones.forEach((z, i) => z.place(zonePolygon(i), sx, sy));
       this.lines.forEach((l, i) => {
         const [from, to] = lineEnds(i);
         l.place(from, to, sx, sy);
@@ -251,10 +251,10 @@ export class SourceAnalyzer {
     return { zones, lines, alerts: Object.fromEntries(this.alertCounts), notes: explain(zones, lines) };
   }
 
-  private zoneAlert(r: RuleConfig & { zone: string }, want: 'enter' | 'exit' | 'dwell', trackId: number, classId: number, row: number, dwellMs: number, lastSeenMs: number | undefined): AlertDraft {
+  private zoneAlert(r: RuleConfig & { zone: string }, want: 'enter' | 'exit' | 'dwell', trackId: number, classId: number, row: number, dwellMs: number, lastSeenMs: number | undefined, atMs?: number): AlertDraft {
     const verb = want === 'enter' ? 'entered' : want === 'exit' ? 'left' : `has stayed ${(dwellMs / 1000).toFixed(1)} s in`;
     const label = this.labels[classId] ?? String(classId);
-    return { rule: r.id, severity: r.severity, event: `zone.${want}`, message: `${label} #${trackId} ${verb} zone ${r.zone}`, trackId, zone: r.zone, row, ...(want !== 'enter' ? { dwellMs: Math.round(dwellMs) } : {}), ...(lastSeenMs !== undefined ? { lastSeenPts: lastSeenMs / 1000 } : {}) };
+    return { rule: r.id, severity: r.severity, event: `zone.${want}`, message: `${label} #${trackId} ${verb} zone ${r.zone}`, trackId, zone: r.zone, row, ...(want !== 'enter' ? { dwellMs: Math.round(dwellMs) } : {}), ...(lastSeenMs !== undefined ? { lastSeenPts: lastSeenMs / 1000 } : {}), ...(atMs !== undefined ? { atPts: Math.round(atMs) / 1000 } : {}) };
   }
 
   /**
@@ -324,7 +324,7 @@ export class SourceAnalyzer {
               if (want === 'dwell') (held ?? this.dwellHeld.set(r.id, new Set()).get(r.id)!).add(e.trackId);
               continue;
             }
-            alerts.push(this.zoneAlert(r, want, e.trackId, e.classId, e.row, e.dwellMs, e.lastSeenMs));
+            alerts.push(this.zoneAlert(r, want, e.trackId, e.classId, e.row, e.dwellMs, e.lastSeenMs, e.atMs));
           }
           break;
         }

@@ -12,6 +12,10 @@ export class PolygonZone {
    * the frame: a person cut off by the bottom has feet on a zone edge drawn along it).
    */
   private readonly measured: Uint8Array;
+  /** The polygon's bounding box: x1, y1, x2, y2. */
+  private readonly bounds: [number, number, number, number] = [Infinity, Infinity, -Infinity, -Infinity];
+  /** Scratch: where a path meets the edges (passage). */
+  private readonly cuts: number[] = [];
   constructor(
     readonly id: string,
     readonly polygon: readonly Point[],
@@ -25,6 +29,12 @@ export class PolygonZone {
   ) {
     const n = polygon.length;
     this.measured = new Uint8Array(n).fill(1);
+    for (const [x, y] of polygon) {
+      this.bounds[0] = Math.min(this.bounds[0], x);
+      this.bounds[1] = Math.min(this.bounds[1], y);
+      this.bounds[2] = Math.max(this.bounds[2], x);
+      this.bounds[3] = Math.max(this.bounds[3], y);
+    }
     if (frame) {
       const on = (a: Point, b: Point) => (a[0] <= 0 && b[0] <= 0) || (a[1] <= 0 && b[1] <= 0) || (a[0] >= frame.width && b[0] >= frame.width) || (a[1] >= frame.height && b[1] >= frame.height);
       for (let j = 0; j < n; j++) if (on(polygon[j], polygon[(j + 1) % n])) this.measured[j] = 0;
@@ -38,22 +48,71 @@ export class PolygonZone {
    */
   side(d: Detections, i: number): -1 | 0 | 1 {
     const [x, y] = anchorPoint(d.xyxy, i, this.anchor, this.pt);
-    const inside = pointInPolygon(x, y, this.polygon);
-    const m = this.marginPx;
-    if (m > 0) {
-      const poly = this.polygon;
-      const m2 = m * m;
-      for (let j = 0; j < poly.length; j++) {
-        if (!this.measured[j]) continue;
-        const [ax, ay] = poly[j];
-        const [bx, by] = poly[(j + 1) % poly.length];
-        const dx = bx - ax, dy = by - ay;
-        const t = Math.max(0, Math.min(1, ((x - ax) * dx + (y - ay) * dy) / (dx * dx + dy * dy)));
-        const ex = ax + t * dx - x, ey = ay + t * dy - y;
-        if (ex * ex + ey * ey <= m2) return 0;
-      }
+    if (this.onEdge(x, y, this.margin(d, i))) return 0;
+    return pointInPolygon(x, y, this.polygon) ? 1 : -1;
+  }
+
+  /** The hysteresis band for row `i`, px. */
+  margin(_d: Detections, _i: number): number {
+    return this.marginPx;
+  }
+
+  /** Whether (x, y) is within `m` px of one of the measured edges (none when `m` is 0). O(points). */
+  private onEdge(x: number, y: number, m: number): boolean {
+    if (!(m > 0)) return false;
+    const poly = this.polygon;
+    const m2 = m * m;
+    for (let j = 0; j < poly.length; j++) {
+      if (!this.measured[j]) continue;
+      const [ax, ay] = poly[j];
+      const [bx, by] = poly[(j + 1) % poly.length];
+      const dx = bx - ax, dy = by - ay;
+      const t = Math.max(0, Math.min(1, ((x - ax) * dx + (y - ay) * dy) / (dx * dx + dy * dy)));
+      const ex = ax + t * dx - x, ey = ay + t * dy - y;
+      if (ex * ex + ey * ey <= m2) return true;
     }
-    return inside ? 1 : -1;
+    return false;
+  }
+
+  /**
+   * Whether the straight path from (x0, y0) to (x1, y1) went through the zone: a stretch of it
+   * lies inside the polygon, its middle more than `m` px from the edges (the hysteresis band, as
+   * for a sighting). Writes into `out` where along the path (0 at its start, 1 at its end) it
+   * came in (the first such stretch's start) and went out (the last one's end). O(points).
+   */
+  passage(x0: number, y0: number, x1: number, y1: number, m: number, out: [number, number]): boolean {
+    const b = this.bounds;
+    if (Math.max(x0, x1) < b[0] || Math.min(x0, x1) > b[2] || Math.max(y0, y1) < b[1] || Math.min(y0, y1) > b[3]) return false;
+    const poly = this.polygon;
+    const dx = x1 - x0, dy = y1 - y0;
+    const ts = this.cuts;
+    ts.length = 0;
+    ts.push(0, 1);
+    for (let j = 0; j < poly.length; j++) {
+      const [ax, ay] = poly[j];
+      const [bx, by] = poly[(j + 1) % poly.length];
+      const ex = bx - ax, ey = by - ay;
+      const den = dx * ey - dy * ex;
+      if (den === 0) continue; // parallel: the stretches either side of it are tested by their middles
+      const qx = ax - x0, qy = ay - y0;
+      const t = (qx * ey - qy * ex) / den;
+      const u = (qx * dy - qy * dx) / den;
+      if (t > 0 && t < 1 && u >= 0 && u <= 1) ts.push(t);
+    }
+    ts.sort(ascending);
+    let tIn = -1, tOut = -1;
+    for (let k = 1; k < ts.length; k++) {
+      const a = ts[k - 1], c = ts[k];
+      if (!(c > a)) continue;
+      const mx = x0 + dx * ((a + c) / 2), my = y0 + dy * ((a + c) / 2);
+      if (!pointInPolygon(mx, my, poly) || this.onEdge(mx, my, m)) continue;
+      if (tIn < 0) tIn = a;
+      tOut = c;
+    }
+    if (tIn < 0) return false;
+    out[0] = tIn;
+    out[1] = tOut;
+    return true;
   }
 
   /** Row `i`'s anchor lies inside the polygon, whatever its class. */
@@ -62,6 +121,8 @@ export class PolygonZone {
     return pointInPolygon(x, y, this.polygon);
   }
 }
+
+const ascending = (a: number, b: number) => a - b;
 
 export type ZoneEventType = 'enter' | 'exit' | 'dwell';
 
@@ -76,6 +137,12 @@ export interface ZoneEvent {
   dwellMs: number;
   /** Exit of a track that went unseen: the time it was last seen, ms. */
   lastSeenMs?: number;
+  /**
+   * A passage (the path between two sightings outside went through the zone, see
+   * ZoneMonitor.update): when it came in (`enter`) or went out (`exit`), ms, placed along that
+   * path at an even pace between the two sightings; raised on the later sighting's frame.
+   */
+  atMs?: number;
 }
 
 /** How an exit is decided (see ZoneMonitorOptions.exitOn). */
@@ -147,6 +214,13 @@ interface TrackInZone {
   /** Observed time of the last sighting (see ObservedTime): what `exitDelayMs` counts from. */
   lastSeenObs: number;
   classId: number;
+  /**
+   * The anchor at the last sighting outside (beyond the band) since the track was last inside, px,
+   * and its frame time: where a passage's path starts. NaN: none (inside, or not seen outside since).
+   */
+  outX: number;
+  outY: number;
+  outAt: number;
 }
 
 /**
@@ -162,6 +236,8 @@ export class ZoneMonitor {
   private lastFrameMs = -Infinity;
   /** Stays taken over on the latest frame (re-entry suppression), old id → new id. */
   readonly takenOver = new Map<number, number>();
+  private readonly pt: [number, number] = [0, 0];
+  private readonly cut: [number, number] = [0, 0];
 
   constructor(
     /** Where the zone is, in the current picture's pixels (see `place`). */
@@ -175,8 +251,12 @@ export class ZoneMonitor {
    * its resolution). Which tracks are inside, since when, and their holds are kept: an object
    * standing in the zone does not leave and enter again because the camera changed its size.
    */
-  place(zone: PolygonZone): void {
+  place(zone: PolygonZone, sx = 1, sy = 1): void {
     this.zone = zone;
+    for (const st of this.tracks.values()) {
+      st.outX *= sx;
+      st.outY *= sy;
+    }
   }
 
   /** Entries so far. */
@@ -220,8 +300,28 @@ export class ZoneMonitor {
           // reached the zone), so that a newcomer seen beside a track that then went unseen is not
           // taken for that track's new id.
           const firstSeen = Math.min(tMs, d.trackOrigins?.get(id)?.ms ?? tMs);
-          st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i] };
+          st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i], outX: NaN, outY: NaN, outAt: NaN };
           this.tracks.set(id, st);
+        }
+        if (where === -1) {
+          const [x, y] = anchorPoint(d.xyxy, i, this.zone.anchor, this.pt);
+          // A passage: seen outside, not inside since its last sighting outside (seen inside on
+          // fewer than minHoldFrames frames, on the edge, or not at all), and the straight path
+          // between the two went through the zone (a stall, a low frame rate, a fast mover, a small
+          // zone): it entered and left between them. Before, a zone was judged only where a track
+          // was seen, and a forklift that crossed a small zone between two frames raised nothing.
+          // An entry and its exit, each once: the path from here on starts outside, beyond the zone.
+          if (!st.inside && st.outAt < tMs && this.zone.passage(st.outX, st.outY, x, y, this.zone.margin(d, i), this.cut)) {
+            const span = tMs - st.outAt;
+            const tIn = st.outAt + this.cut[0] * span, tOut = st.outAt + this.cut[1] * span;
+            if (stats.entered++ === 0) stats.seenIds?.clear();
+            stats.exited++;
+            events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, atMs: tIn });
+            events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tOut - tIn, atMs: tOut });
+          }
+          st.outX = x;
+          st.outY = y;
+          st.outAt = tMs;
         }
         st.lastSeen = tMs;
         st.lastSeenObs = obsMs;
@@ -231,6 +331,7 @@ export class ZoneMonitor {
             st.inside = raw;
             st.streak = 0;
             if (raw) {
+              st.outAt = NaN;
               if (this.takeOverStay(id, st, obsMs, prevFrame)) {
                 stats.reidentified++;
               } else {

@@ -316,6 +316,56 @@ describe('zone marginPx: an object standing on the edge', () => {
   });
 });
 
+describe('zone passage: a path through the zone between two sightings', () => {
+  // A narrow zone: x 320–384 across the floor (y ≥ 300).
+  const NARROW = { ...ZONE, polygon: [[0.5, 0.625], [0.6, 0.625], [0.6, 1], [0.5, 1]] };
+  const events = (alerts: (AlertDraft & { t: number })[]) => alerts.map((x) => [x.event, x.trackId, x.t, x.dwellMs, x.atPts]);
+
+  it('a walker crossing it during a 1 s stall enters and leaves, on the first frame after, placed along the path', () => {
+    const { a, alerts, step } = analyzer({ zones: [NARROW], rules: zoneRules });
+    play(step, 0, 1000, () => [[1, PERSON, 200, 400]]); // last seen at 900, 120 px left of the zone
+    play(step, 1900, 3000, () => [[1, PERSON, 500, 400]]); // 1 s later, 116 px right of it
+    // At an even pace from x 200 (900 ms) to 500 (1900 ms): in at x 320 (1300 ms), out at x 384 (1513 ms).
+    // Before, nothing: the zone was judged only where the track was seen.
+    expect(events(alerts)).toEqual([['zone.enter', 1, 1900, undefined, 1.3], ['zone.exit', 1, 1900, 213, 1.513]]);
+    expect(a.report().zones.z).toMatchObject({ entered: 1, exited: 1, occupancy: 0 });
+  });
+
+  it('a forklift at 1 fps that is never seen inside enters and leaves once; nothing more once past', () => {
+    const { a, alerts, step } = analyzer({ zones: [NARROW], rules: zoneRules });
+    for (let t = 0; t < 8000; t += 1000) step(t, [[1, PERSON, t < 4000 ? 100 + (t / 1000) * 150 : 550, 400]]); // feet at x 100, 250, 400, 550: never inside (320–384)
+    expect(alerts.map((x) => [x.event, x.t])).toEqual([['zone.enter', 2000], ['zone.exit', 2000]]);
+    expect(a.report().zones.z).toMatchObject({ entered: 1, exited: 1, occupancy: 0 });
+  });
+
+  it('a walker seen inside on fewer than minHoldFrames frames, crossing it, enters and leaves once; one who steps in and back out on the same side does not', () => {
+    // A frame every 300 ms, feet 50 px further each: x 200, 250, 300, 350 (inside, 1 frame), 400, 450, …
+    const walk = (x: (k: number) => number) => {
+      const { alerts, step } = analyzer({ zones: [NARROW], rules: zoneRules });
+      for (let k = 0; k < 12; k++) step(k * 300, [[1, PERSON, x(k), 400]]);
+      return events(alerts);
+    };
+    // From x 300 (600 ms) to 400 (1200 ms): in at 320 (720 ms), out at 384 (1104 ms).
+    expect(walk((k) => 200 + 50 * k)).toEqual([['zone.enter', 1, 1200, undefined, 0.72], ['zone.exit', 1, 1200, 384, 1.104]]);
+    // In at x 350 for one frame and back to 300 (minHoldFrames: no entry, as before).
+    expect(walk((k) => (k === 3 ? 350 : 300))).toEqual([]);
+  });
+
+  it('a path that passes beside the zone, or cuts its corner within marginPx, is no passage', () => {
+    const run = (over: Record<string, unknown>, from: [number, number], to: [number, number]) => {
+      const { alerts, step } = analyzer({ zones: [{ ...NARROW, ...over }], rules: zoneRules });
+      step(0, [[1, PERSON, ...from]]);
+      step(1000, [[1, PERSON, ...to]]);
+      step(2000, [[1, PERSON, ...to]]);
+      return alerts.map((x) => x.event);
+    };
+    expect(run({}, [200, 250], [500, 250])).toEqual([]); // above it
+    // Across the top-left corner (320, 300): 5 px deep in the middle of its way through.
+    expect(run({ marginPx: 0 }, [300, 330], [350, 280])).toEqual(['zone.enter', 'zone.exit']);
+    expect(run({ marginPx: 10 }, [300, 330], [350, 280])).toEqual([]);
+  });
+});
+
 describe('zone re-entry suppression (id switches)', () => {
   // Track 1 stands inside until 1000; after an occlusion the tracker gives it id 2 from 1300.
   const idSwitch = (over: Record<string, unknown>, cls2 = PERSON) => {
