@@ -277,7 +277,7 @@ export class SourceAnalyzer {
       if (dwellMs === undefined || !cd.allow(`${id}`, tMs)) continue;
       held.delete(id);
       const row = d.trackerId!.indexOf(id);
-      alerts.push(this.zoneAlert(r, 'dwell', id, d.classId[row], row, dwellMs, undefined));
+      alerts.push(this.zoneAlert(r, 'dwell', id, zone.classOf(id) ?? d.classId[row], row, dwellMs, undefined));
     }
   }
 

@@ -281,15 +281,25 @@ export class ZoneMonitor {
       for (let i = 0; i < d.length; i++) {
         const id = ids[i];
         if (id < 0) continue;
+        let st = this.tracks.get(id);
+        // A row of a class the zone does not count: of a track the zone knows (seen with a counted
+        // class, not gone), it is that object mislabelled (a tracker with classAware: false keeps
+        // the id through a label change): it is still seen there, and may leave, but its entry is
+        // made only by frames of a counted class. Before, such frames were not seen at all: a
+        // person labelled chair for a few seconds was gone after exitDelayMs (an exit), and
+        // entered again when labelled person (a second alert).
+        let offClass = false;
         if (this.zone.classIds && !this.zone.classIds.has(d.classId[i])) {
-          if (stats.seenInstead && stats.entered === 0 && this.zone.anchorInside(d, i) && stats.seenIds!.first(id)) stats.seenInstead.add(d.classId[i]);
-          continue;
+          if (!st || (st.lastSeen < prevFrame && obsMs - st.lastSeenObs > this.options.exitDelayMs)) {
+            if (stats.seenInstead && stats.entered === 0 && this.zone.anchorInside(d, i) && stats.seenIds!.first(id)) stats.seenInstead.add(d.classId[i]);
+            continue;
+          }
+          offClass = true;
         }
         // On the edge (within the zone's marginPx): no evidence either way, so a track keeps its
         // state (an entry or exit being held starts over); only frames beyond it count.
         const where = this.zone.side(d, i);
         const raw = where === 0 ? undefined : where === 1;
-        let st = this.tracks.get(id);
         // Back after missing frames for longer than exitDelayMs (no frame in between to notice): it had left (exit as of its last sighting), and starts afresh.
         if (st && st.lastSeen < prevFrame && obsMs - st.lastSeenObs > this.options.exitDelayMs) {
           this.gone(id, st, events);
@@ -311,7 +321,7 @@ export class ZoneMonitor {
           // zone): it entered and left between them. Before, a zone was judged only where a track
           // was seen, and a forklift that crossed a small zone between two frames raised nothing.
           // An entry and its exit, each once: the path from here on starts outside, beyond the zone.
-          if (!st.inside && st.outAt < tMs && this.zone.passage(st.outX, st.outY, x, y, this.zone.margin(d, i), this.cut)) {
+          if (!st.inside && !offClass && st.outAt < tMs && this.zone.passage(st.outX, st.outY, x, y, this.zone.margin(d, i), this.cut)) {
             const span = tMs - st.outAt;
             const tIn = st.outAt + this.cut[0] * span, tOut = st.outAt + this.cut[1] * span;
             if (stats.entered++ === 0) stats.seenIds?.clear();
@@ -325,7 +335,9 @@ export class ZoneMonitor {
         }
         st.lastSeen = tMs;
         st.lastSeenObs = obsMs;
-        if (raw !== undefined && raw !== st.inside) {
+        if (offClass && raw === true && !st.inside) {
+          // Neither counts for an entry being held nor breaks it.
+        } else if (raw !== undefined && raw !== st.inside) {
           if (st.streak++ === 0) st.streakSince = tMs;
           if (st.streak >= hold || (!raw && exitAtOnce)) {
             st.inside = raw;
@@ -373,6 +385,11 @@ export class ZoneMonitor {
   stayOnFrame(id: number, tMs: number): number | undefined {
     const st = this.tracks.get(id);
     return st && st.inside && st.streak === 0 && st.lastSeen === tMs ? tMs - st.enteredAt : undefined;
+  }
+
+  /** The class track `id` counts as in this zone (the one it had when the zone first saw it), or undefined. */
+  classOf(id: number): number | undefined {
+    return this.tracks.get(id)?.classId;
   }
 
   /** Whether track `id` is in a stay (inside, seen or not; gone tracks are not). */

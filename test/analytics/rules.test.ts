@@ -130,6 +130,22 @@ describe('zones', () => {
     }
   });
 
+  it('classAware: false, a person the detector labels car for 4 s while inside: one stay, no exit and second entry', () => {
+    // The tracker keeps the id through the label change (classAware: false); the zone counts
+    // persons only. Before, the car-labelled frames were not seen by the zone: the person was
+    // gone after exitDelayMs (an exit at 4.9 s) and entered again as a person (a second alert).
+    const rules = [{ id: 'enter', type: 'zone-enter', zone: 'z' }, { id: 'exit', type: 'zone-exit', zone: 'z' }];
+    const r = simulate(zoneSource({}, rules), { objects: [{ key: 'p', box: person(400, 300), classId: (t) => (t >= 3 && t < 7 ? 2 : 0) }] }, 10, 10, { classAware: false });
+    expect(r.alerts.map((a) => [a.event, a.trackId])).toEqual([['zone.enter', 1]]);
+    expect(r.summaries.find((s) => s.t === 5)!.zones!.z).toEqual({ occupancy: 1, entered: 1 });
+  });
+
+  it('classAware: false, a car labelled person for a frame then car again never enters a person zone', () => {
+    const r = simulate(zoneSource(), { objects: [{ key: 'c', box: person(400, 300), classId: (t) => (t >= 1 && t < 1.1 ? 0 : 2) }] }, 10, 10, { classAware: false });
+    expect(r.alerts).toEqual([]);
+    expect(r.last.zones!.z).toEqual({ occupancy: 0, entered: 0 });
+  });
+
   it('only the configured classes count', () => {
     const r = simulate(zoneSource(), { objects: [{ key: 'car', box: person(400, 300), classId: 2 }] });
     expect(r.alerts).toEqual([]);
