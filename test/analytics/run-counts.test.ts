@@ -14,12 +14,12 @@ const LABELS = ['person', 'bicycle', 'car', 'cell phone', 'suitcase', 'bus', 'tr
 const PERSON = 0, CAR = 2, PHONE = 3, SUITCASE = 4;
 const W = 640, H = 480;
 
-/** One tracked row: track id, class id and the box's bottom-centre (the feet) at (fx, fy); box 40x100. */
-type Row = [id: number, cls: number, fx: number, fy: number];
+/** One tracked row: track id, class id and the box's bottom-centre (the feet) at (fx, fy); box 40 wide, `h` (default 100) high. */
+type Row = [id: number, cls: number, fx: number, fy: number, h?: number];
 
 function frame(rows: Row[]): Detections {
   const xyxy = new Float32Array(rows.length * 4);
-  rows.forEach(([, , fx, fy], i) => xyxy.set([fx - 20, fy - 100, fx + 20, fy], i * 4));
+  rows.forEach(([, , fx, fy, h = 100], i) => xyxy.set([fx - 20, fy - h, fx + 20, fy], i * 4));
   return new Detections(xyxy, new Float32Array(rows.length).fill(0.9), Int32Array.from(rows.map((r) => r[1])), Int32Array.from(rows.map((r) => r[0])));
 }
 
@@ -287,18 +287,28 @@ describe('zone exit: delay, last position, occupancy', () => {
 });
 
 describe('zone marginPx: an object standing on the edge', () => {
-  /** Feet at x = 320 (the zone's left edge) ± `j` px, a new offset each frame (a fixed LCG), for 60 s at 10 fps. */
-  const onEdge = (zone: Record<string, unknown>, j: number) => {
+  /** Feet at x = 320 (the zone's left edge) ± `j` px, a new offset each frame (a fixed LCG), for 60 s at 10 fps; box `h` px high. */
+  const onEdge = (zone: Record<string, unknown>, j: number, h = 100) => {
     const { a, alerts, step } = analyzer({ zones: [{ ...ZONE, ...zone }], rules: zoneRules });
     let seed = 7;
     const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
-    play(step, 0, 60_000, () => [[1, PERSON, 320 + rand() * j, 400]]);
+    play(step, 0, 60_000, () => [[1, PERSON, 320 + rand() * j, 400, h]]);
     return { entered: a.report().zones.z.entered, alerts };
   };
 
-  it('without a margin (default) box jitter across the edge enters and exits again and again: minHoldFrames stops only strict flicker', () => {
+  it('with marginPx: 0 box jitter across the edge enters and exits again and again: minHoldFrames stops only strict flicker', () => {
     // 26 entries in the minute (an enter alert every 2.3 s) for a person who never moved.
-    expect(onEdge({}, 8).entered).toBeGreaterThan(20);
+    expect(onEdge({ marginPx: 0 }, 8).entered).toBeGreaterThan(20);
+  });
+
+  it("by default the band is 2 % of the box's height: a person 370 px tall standing on the edge, feet jittering ±5.5 px (1.5 %, the person clip's 95th percentile), never enters", () => {
+    // Before, the default was no band: an enter alert every few seconds.
+    expect(onEdge({ marginPx: 0 }, 5.5, 370).entered).toBeGreaterThan(20);
+    expect(onEdge({}, 5.5, 370)).toEqual({ entered: 0, alerts: [] });
+    // Walking in and out, the same person enters once 7.4 px in (x > 327.4 from 2.3 s), leaves once 7.4 px out (x < 312.6 from 5.9 s).
+    const { alerts, step } = analyzer({ zones: [ZONE], rules: zoneRules });
+    play(step, 0, 8000, (t) => [[1, PERSON, t < 4000 ? 100 + t / 10 : 500 - (t - 4000) / 10, 400, 370]]);
+    expect(alerts.map((x) => [x.event, x.t, x.dwellMs])).toEqual([['zone.enter', 2500, undefined], ['zone.exit', 6100, 3600]]);
   });
 
   it('with marginPx beyond the jitter it never enters; walking in and out still enters and exits once', () => {

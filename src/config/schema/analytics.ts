@@ -41,12 +41,13 @@ export const ZoneSchema = z
     /**
      * Hysteresis band, px: an anchor within this distance of the polygon's edges (inside or
      * out; edges along the frame's border aside) is on the edge, which neither enters nor exits
-     * a track, and starts any entry or exit being held over. Default 0: none, and an object
-     * standing on an edge, its box jittering across it, enters and exits every few seconds
-     * (minHoldFrames only stops strict flicker). Raising it stops that, but an object must get
-     * this far inside to enter, so a zone narrower than twice this is never entered.
+     * a track, and starts any entry or exit being held over. Default: 2 % of each box's height
+     * (the detector's jitter grows with the box). 0: none, and an object standing on an edge, its
+     * box jittering across it, enters and exits every few seconds (minHoldFrames only stops
+     * strict flicker). Raising it stops more of that, but an object must get this far inside to
+     * enter, so a zone narrower than twice this is never entered.
      */
-    marginPx: finite().min(0).default(0),
+    marginPx: finite().min(0).optional(),
     /** Frames in a row inside (or outside) before an entry (or exit) counts. Default 3. */
     minHoldFrames: finite().int().min(1).max(1000).default(3),
     /** A stay longer than this raises one dwell event (a stay runs from its first frame inside, see minHoldFrames). Default: none. */
