@@ -146,6 +146,15 @@ describe('zones', () => {
     expect(r.last.zones!.z).toEqual({ occupancy: 0, entered: 0 });
   });
 
+  it('a walker who crosses a narrow zone while no frame comes (a 1.2 s stall) enters and leaves once, through the real tracker', () => {
+    // Zone x 320–384 (a 64 px strip); feet at x = 100 + 100 t, inside from 2.2 s to 2.84 s; no frame from 2.0 to 3.2 s.
+    const rules = [{ id: 'enter', type: 'zone-enter', zone: 'z' }, { id: 'exit', type: 'zone-exit', zone: 'z' }];
+    const src = { ...zoneSource({}, rules), zones: [{ id: 'z', polygon: [[0.5, 0.625], [0.6, 0.625], [0.6, 1], [0.5, 1]], classes: ['person'], minHoldFrames: 3 }] };
+    const r = simulate(src, { objects: [{ key: 'p', box: person(80, 300), velocity: [100, 0] }], drop: (_, t) => t > 2 && t < 3.2 }, 10, 6);
+    expect(r.alerts.map((a) => [a.event, a.trackId, a.t, a.atPts])).toEqual([['zone.enter', 1, 3.2, 2.2], ['zone.exit', 1, 3.2, 2.84]]);
+    expect(r.last.zones!.z).toEqual({ occupancy: 0, entered: 1 });
+  });
+
   it('only the configured classes count', () => {
     const r = simulate(zoneSource(), { objects: [{ key: 'car', box: person(400, 300), classId: 2 }] });
     expect(r.alerts).toEqual([]);

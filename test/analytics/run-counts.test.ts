@@ -361,6 +361,14 @@ describe('zone passage: a path through the zone between two sightings', () => {
     expect(walk((k) => (k === 3 ? 350 : 300))).toEqual([]);
   });
 
+  it('a source that changes its resolution between the two sightings: the path starts where the track was, in the new pixels', () => {
+    const { a, alerts, step } = analyzer({ zones: [NARROW], rules: zoneRules });
+    play(step, 0, 1000, () => [[1, PERSON, 200, 310]]); // 120 px left of the zone, 10 px below its top
+    a.init(W * 2, H * 2); // the zone is now x 640–768, y ≥ 600
+    step(1900, [[1, PERSON, 1000, 620]]); // 232 px right of it: the same height, in the new pixels
+    expect(alerts.map((x) => [x.event, x.t])).toEqual([['zone.enter', 1900], ['zone.exit', 1900]]);
+  });
+
   it('a path that passes beside the zone, or cuts its corner within marginPx, is no passage', () => {
     const run = (over: Record<string, unknown>, from: [number, number], to: [number, number]) => {
       const { alerts, step } = analyzer({ zones: [{ ...NARROW, ...over }], rules: zoneRules });
