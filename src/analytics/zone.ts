@@ -10,7 +10,7 @@ import { LabelTally, SeenTracks } from './tally.js';
  * 0.6 % of the box's height frame to frame (1 σ), 1.7 % at the 95th percentile; a zone edge
  * drawn through each standing person's feet gave 51 entries in all with no band, 5 with 2 %,
  * 3 with 3 %, none with 5 %. But 5 % kept the first person of pipelines/safety-zone.yaml out
- * (standing 10–17 px inside the zone's near edge, box 390 px high: a 19.5 px band), a missed
+ * (standing 10–20 px inside the zone's near edge, box 390 px high: a 19.5 px band), a missed
  * entry; 2 % keeps all six entries, each within 0.1 s of those without a band. Relative to the
  * box, it follows the detector's jitter, which grows with the object's size on screen.
  */
