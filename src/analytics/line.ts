@@ -1,5 +1,5 @@
 import type { Detections } from '../core/detections.js';
-import { anchorPoint, type Anchor } from './anchor.js';
+import { anchorPoint, sureOrigin, type Anchor } from './anchor.js';
 import type { Point } from '../core/polygon.js';
 import { LabelTally } from './tally.js';
 
@@ -160,9 +160,7 @@ export class LineCounter {
         const [ox, oy] = anchorPoint(origin, 0, anchor, this.pt);
         const od = this.signedDistance(ox, oy);
         from = od > marginPx ? 1 : od < -marginPx ? -1 : 0;
-        const areaNow = (d.xyxy[i * 4 + 2] - d.xyxy[i * 4]) * (d.xyxy[i * 4 + 3] - d.xyxy[i * 4 + 1]);
-        const areaThen = (origin[2] - origin[0]) * (origin[3] - origin[1]);
-        if (!(areaThen > 0.5 * areaNow && areaThen < 2 * areaNow)) from = 0;
+        if (!sureOrigin(origin, d.xyxy, i)) from = 0;
         else if (from !== 0 && now !== 0 && from !== now) {
           const k = od / (od - dist); // where the path from origin to now meets the line
           if (!this.withinSegment(ox + (x - ox) * k, oy + (y - oy) * k)) from = 0;

@@ -1,5 +1,5 @@
 import type { Detections } from '../core/detections.js';
-import { anchorPoint, type Anchor } from './anchor.js';
+import { anchorPoint, sureOrigin, type Anchor } from './anchor.js';
 import { pointInPolygon, type Point } from '../core/polygon.js';
 import { LabelTally, SeenTracks } from './tally.js';
 
@@ -68,6 +68,11 @@ export class PolygonZone {
   /** The hysteresis band for row `i`, px: `marginPx`, else ZONE_MARGIN_OF_HEIGHT of its box's height. */
   margin(d: Detections, i: number): number {
     return this.marginPx ?? ZONE_MARGIN_OF_HEIGHT * (d.xyxy[i * 4 + 3] - d.xyxy[i * 4 + 1]);
+  }
+
+  /** Whether (x, y) is outside the polygon by more than `m` px (beyond the band: `side` −1). */
+  outside(x: number, y: number, m: number): boolean {
+    return !this.onEdge(x, y, m) && !pointInPolygon(x, y, this.polygon);
   }
 
   /** Whether (x, y) is within `m` px of one of the measured edges (none when `m` is 0). O(points). */
@@ -325,6 +330,18 @@ export class ZoneMonitor {
           const firstSeen = Math.min(tMs, d.trackOrigins?.get(id)?.ms ?? tMs);
           st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i], outX: NaN, outY: NaN, outAt: NaN };
           this.tracks.set(id, st);
+          // Its path starts where the tracker first saw it, when that was outside and a sure
+          // sighting: at 1 fps a track is confirmed (minConfirmFrames 3) 2 s after it was first
+          // seen, and a forklift that crossed the zone meanwhile was never seen inside by it.
+          const origin = d.trackOrigins?.get(id);
+          if (origin && origin.ms < tMs && sureOrigin(origin.box, d.xyxy, i)) {
+            const [ox, oy] = anchorPoint(origin.box, 0, this.zone.anchor, this.pt);
+            if (this.zone.outside(ox, oy, this.zone.margin(d, i))) {
+              st.outX = ox;
+              st.outY = oy;
+              st.outAt = origin.ms;
+            }
+          }
         }
         if (where === -1) {
           const [x, y] = anchorPoint(d.xyxy, i, this.zone.anchor, this.pt);

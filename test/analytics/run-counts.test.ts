@@ -369,6 +369,20 @@ describe('zone passage: a path through the zone between two sightings', () => {
     expect(alerts.map((x) => [x.event, x.t])).toEqual([['zone.enter', 1900], ['zone.exit', 1900]]);
   });
 
+  it("a track confirmed past the zone: its path starts where the tracker first saw it, when that box is a sure sighting", () => {
+    // At 1 fps the tracker first saw the forklift at 0 s (feet x 250), and confirms it at 2 s (x 450):
+    // it crossed x 320–384 meanwhile, unseen by the zone. Before, no entry.
+    const confirmedAt = (originBox: number[]) => {
+      const { a } = analyzer({ zones: [NARROW], rules: zoneRules });
+      const f = frame([[1, PERSON, 450, 400]]);
+      const d = new Detections(f.xyxy, f.confidence, f.classId, f.trackerId, new Map([[1, { box: Float32Array.from(originBox), ms: 0 }]]));
+      return a.process(d, 2000).alerts.map((x) => [x.event, x.atPts]);
+    };
+    expect(confirmedAt([230, 300, 270, 400])).toEqual([['zone.enter', 0.7], ['zone.exit', 1.34]]);
+    // First seen as a box a third of its size (its head over an occluder): not where its feet were.
+    expect(confirmedAt([240, 340, 260, 400])).toEqual([]);
+  });
+
   it('a path that passes beside the zone, or cuts its corner within marginPx, is no passage', () => {
     const run = (over: Record<string, unknown>, from: [number, number], to: [number, number]) => {
       const { alerts, step } = analyzer({ zones: [{ ...NARROW, ...over }], rules: zoneRules });
