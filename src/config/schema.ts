@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { mention } from '../core/redact.js';
-import { AlertsSchema, OutboxSchema } from './schema/alerts.js';
+import { AlertsSchema, alertJournalBytes, OutboxSchema } from './schema/alerts.js';
 import { ClusterSchema } from './schema/cluster.js';
 import { ModelRefSchema } from './schema/model.js';
 import { PostprocessSchema } from './schema/postprocess.js';
@@ -14,8 +14,9 @@ import { SinksSchema } from './schema/sinks.js';
 import { SourceSchema } from './schema/source.js';
 import { TrackingSchema, type TrackingConfig } from './schema/tracking.js';
 import type { SourceConfig } from './schema/source.js';
+import type { AlertsConfig, OutboxConfig } from './schema/alerts.js';
 
-export { AlertsSchema, OutboxSchema, type AlertsConfig, type OutboxConfig } from './schema/alerts.js';
+export { AlertsSchema, alertJournalBytes, OutboxSchema, type AlertsConfig, type OutboxConfig } from './schema/alerts.js';
 export { CameraSchema, CamerasFileSchema, ClusterSchema, DEFAULT_MAX_CAMERAS, PlacementSchema, type CameraDefinition, type ClusterConfig, type Placement } from './schema/cluster.js';
 export { LineSchema, RuleSchema, ZoneSchema, type LineConfig, type RuleConfig, type ZoneConfig } from './schema/analytics.js';
 export { MAX_MODEL_SIDE, ModelManifestSchema, ModelRefSchema, type ExecutionProviderName, type ModelManifest, type ModelRefConfig } from './schema/model.js';
@@ -61,7 +62,36 @@ export const PipelineSchema = z
       const field = untrackedField(s, p.tracking);
       if (field) ctx.addIssue({ code: 'custom', path: ['sources', i, field], message: UNTRACKED });
     });
+    checkOutbox(p, ctx);
   });
+
+/**
+ * The outbox keeps each alert until Kafka acknowledges it: `enabled: true` without a Kafka sink
+ * is refused (nothing would ever take its records out: once full, it dropped the oldest, each
+ * logged as lost, exit 3, alerts the JSONL file and the WebSocket clients had all got). And its
+ * `maxBytes` must hold one alert at least (alertJournalBytes): a smaller one dropped every such
+ * alert the moment it was journaled.
+ */
+function checkOutbox(p: { outbox: OutboxConfig; sinks: { kafka?: unknown }; alerts: AlertsConfig; postprocess: { maxDetections: number } }, ctx: z.RefinementCtx): void {
+  if (p.outbox.enabled === true && p.sinks.kafka === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['outbox', 'enabled'],
+      message: 'the outbox keeps alerts until Kafka acknowledges them, and no Kafka sink is configured (sinks.kafka): nothing would ever take them out, and once full it would drop them as lost; configure sinks.kafka, or leave outbox.enabled out (the JSONL file and the WebSocket API get every alert without it). Alerts an earlier run journaled stay in its folder for a run with sinks.kafka',
+    });
+    return;
+  }
+  if (!(p.outbox.enabled ?? p.sinks.kafka !== undefined)) return;
+  const one = alertJournalBytes(p.alerts.snapshot, p.postprocess.maxDetections);
+  if (p.outbox.maxBytes < one) {
+    const picture = p.alerts.snapshot.mode === 'embed' ? `its snapshot embedded (alerts.snapshot.maxBytes ${p.alerts.snapshot.maxBytes}, base64) and ` : '';
+    ctx.addIssue({
+      code: 'custom',
+      path: ['outbox', 'maxBytes'],
+      message: `${p.outbox.maxBytes} cannot hold one alert: with ${picture}up to ${p.postprocess.maxDetections} detections (postprocess.maxDetections), one takes up to ${one} bytes in the journal, and an alert larger than what maxBytes leaves would be dropped undelivered; set outbox.maxBytes to ${one} at least (room for many alerts: a broker outage fills it), or lower alerts.snapshot.maxBytes, or use alerts.snapshot.mode: ref`,
+    });
+  }
+}
 
 const UNTRACKED = 'zones and lines count tracked objects, and tracking.enabled is false: they would count nothing; enable tracking (conveyor-defect rules alone work without it)';
 

@@ -311,6 +311,29 @@ describe('pipeline schema', () => {
     expect(e.message).toContain('sources[0].id: "_all" is reserved');
     expect(parse('sources:\n  - {id: _all2, uri: /tmp/a.mp4}\n').sources[0].id).toBe('_all2');
   });
+
+  it('outbox.enabled: true without a Kafka sink is refused, naming the field (nothing would ever take its records out: once full it dropped alerts the JSONL file had all got, exit 3 "lost")', () => {
+    const e = errorOf(() => parse('sources:\n  - {id: cam, uri: /tmp/a.mp4}\noutbox: {enabled: true}\n'));
+    expect(e.code).toBe('VAP_ERR_CONFIG');
+    expect(e.message).toContain('outbox.enabled: the outbox keeps alerts until Kafka acknowledges them, and no Kafka sink is configured (sinks.kafka)');
+    // With a Kafka sink, or left out (off without Kafka), or off: taken.
+    expect(parse('sources:\n  - {id: cam, uri: /tmp/a.mp4}\noutbox: {enabled: true}\nsinks: {kafka: {brokers: [h:9092]}}\n').outbox.enabled).toBe(true);
+    expect(parse('sources:\n  - {id: cam, uri: /tmp/a.mp4}\n').outbox.enabled).toBeUndefined();
+    expect(parse('sources:\n  - {id: cam, uri: /tmp/a.mp4}\noutbox: {enabled: false}\n').outbox.enabled).toBe(false);
+  });
+
+  it('an outbox.maxBytes that cannot hold one alert with its snapshot is refused, naming the field and the size needed (such an alert was dropped undelivered the moment it was journaled)', () => {
+    const kafka = 'sinks: {kafka: {brokers: [h:9092]}}\n';
+    const e = errorOf(() => parse(`sources:\n  - {id: cam, uri: /tmp/a.mp4}\noutbox: {maxBytes: 65536}\n${kafka}`));
+    expect(e.code).toBe('VAP_ERR_CONFIG');
+    // The default snapshot cap, 150 000 bytes: 200 000 of base64, 100 detections, the rest.
+    expect(e.message).toContain('outbox.maxBytes: 65536 cannot hold one alert: with its snapshot embedded (alerts.snapshot.maxBytes 150000, base64) and up to 100 detections (postprocess.maxDetections), one takes up to 224192 bytes in the journal');
+    expect(parse(`sources:\n  - {id: cam, uri: /tmp/a.mp4}\noutbox: {maxBytes: 224192}\n${kafka}`).outbox.maxBytes).toBe(224192);
+    // Snapshots by reference (or none): the detections and the rest only.
+    expect(parse(`sources:\n  - {id: cam, uri: /tmp/a.mp4}\noutbox: {maxBytes: 65536}\nalerts: {snapshot: {mode: ref}}\npostprocess: {maxDetections: 300}\n${kafka}`).outbox.maxBytes).toBe(65536);
+    // No outbox (no Kafka sink, not enabled): its bound is not checked.
+    expect(parse('sources:\n  - {id: cam, uri: /tmp/a.mp4}\noutbox: {maxBytes: 65536}\n').outbox.maxBytes).toBe(65536);
+  });
 });
 
 describe('a source’s decode.deinterlace', () => {

@@ -22,6 +22,15 @@ async function leave(dir: string, n: number, source = 'cam'): Promise<void> {
   await outbox.close();
 }
 
+/**
+ * The outbox on with no Kafka sink: what these runs look at (the folders it takes over, the
+ * ones it names) needs no broker. The YAML refuses it (nothing would ever take the records
+ * out); runPipeline takes the config as given.
+ */
+function withOutbox(config: { outbox: { enabled?: boolean } }): void {
+  config.outbox.enabled = true;
+}
+
 describe('undelivered alerts in a journal no run opens (a pipeline renamed, a worker whose id changed)', () => {
   let detector: Detector;
   let clip: string;
@@ -50,7 +59,8 @@ describe('undelivered alerts in a journal no run opens (a pipeline renamed, a wo
     const root = mkdtempSync(join(tmpdir(), 'argus-stranded-run-'));
     await leave(join(root, 'worker-local'), 2);
     await leave(join(root, 'old-name'), 1);
-    const config = parseConfigText(`name: worker-vm\nsources:\n  - {id: cam, uri: ${clip}, rate: fast}\noutbox: { enabled: true }\n`, PipelineSchema, 'p.yaml', {});
+    const config = parseConfigText(`name: worker-vm\nsources:\n  - {id: cam, uri: ${clip}, rate: fast}\n`, PipelineSchema, 'p.yaml', {});
+    withOutbox(config);
     const errors: string[] = [];
     await runPipeline(config, { detector, status: false, env: { ARGUS_STATE_DIR: root }, log: (m, _f, level) => void (level === 'error' && errors.push(m)) });
     // The check runs in the background: waited for (up to a minute on a busy machine).
@@ -66,7 +76,8 @@ describe('undelivered alerts in a journal no run opens (a pipeline renamed, a wo
     await leave(join(root, '__'), 2); // the release before: `..` → `__` (shared with a pipeline named `__`)
     await leave(top, 1); // before that: `..` → the folder above the state folder
     await leave(top, 1, 'gone'); // of a source since taken out of the pipeline: that folder is no other pipeline's, all of it is `..`'s
-    const config = parseConfigText(`name: ".."\nsources:\n  - {id: cam, uri: ${clip}, rate: fast}\noutbox: { enabled: true }\n`, PipelineSchema, 'p.yaml', {});
+    const config = parseConfigText(`name: ".."\nsources:\n  - {id: cam, uri: ${clip}, rate: fast}\n`, PipelineSchema, 'p.yaml', {});
+    withOutbox(config);
     const logs: string[] = [];
     await runPipeline(config, { detector, status: false, env: { ARGUS_STATE_DIR: root }, log: (m) => void logs.push(m) });
     // No Kafka sink here: the three alerts are kept, in the pipeline's own folder now, and gone from the old ones.
@@ -89,7 +100,8 @@ describe('undelivered alerts in a journal no run opens (a pipeline renamed, a wo
     // The pipeline `lobby_cam` (source `door`), stopped with two alerts undelivered, and one `lobby cam` left there under the old release.
     await leave(join(root, 'lobby_cam'), 2, 'door');
     await leave(join(root, 'lobby_cam'), 1);
-    const config = parseConfigText(`name: "lobby cam"\nsources:\n  - {id: cam, uri: ${clip}, rate: fast}\noutbox: { enabled: true }\n`, PipelineSchema, 'p.yaml', {});
+    const config = parseConfigText(`name: "lobby cam"\nsources:\n  - {id: cam, uri: ${clip}, rate: fast}\n`, PipelineSchema, 'p.yaml', {});
+    withOutbox(config);
     await runPipeline(config, { detector, status: false, env: { ARGUS_STATE_DIR: root }, log: () => {} });
     const alerts = async (dir: string) => (await readOutbox(dir)).filter((r) => r.kind === 'alert');
     expect((await alerts(join(root, 'lobby%20cam'))).map((r) => r.key)).toEqual([`alert:${join(root, 'lobby_cam')}-0`]);

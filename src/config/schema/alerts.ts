@@ -42,4 +42,20 @@ export const OutboxSchema = z
   .strict();
 
 export type AlertsConfig = z.infer<typeof AlertsSchema>;
+
+/** The bytes one detection of an alert takes in the outbox's journal at most (its JSON, quotes escaped), with a label of up to ~40 characters. */
+const DETECTION_JOURNAL_BYTES = 160;
+/** The rest of an alert in the journal (ids, stamps, rule, event, message, zone): at most. */
+const ALERT_JOURNAL_BYTES = 8 * 1024;
+
+/**
+ * The most one alert takes in the outbox's journal, bytes, as far as the configuration bounds it:
+ * its snapshot embedded (base64: 4 characters for every 3 bytes of `alerts.snapshot.maxBytes`),
+ * its frame's detections (`postprocess.maxDetections`), and the rest. An `outbox.maxBytes` below
+ * it dropped such an alert the moment it was journaled, its bound kept by evicting the oldest.
+ */
+export function alertJournalBytes(snapshot: Pick<AlertsConfig['snapshot'], 'mode' | 'maxBytes'>, maxDetections: number): number {
+  const picture = snapshot.mode === 'embed' ? 4 * Math.ceil(snapshot.maxBytes / 3) : 0;
+  return picture + maxDetections * DETECTION_JOURNAL_BYTES + ALERT_JOURNAL_BYTES;
+}
 export type OutboxConfig = z.infer<typeof OutboxSchema>;
