@@ -110,6 +110,8 @@ export interface OutboxStats {
   damagedCopy?: string;
   /** Alerts dropped for the size or age bound. */
   evicted: number;
+  /** Alerts larger than what maxBytes left when they were journaled: kept over the bound (the newest alert is never dropped by it). */
+  oversized: number;
   /** Writes that failed (disk full, I/O error): the message was still handed to the sinks. */
   writeErrors: number;
   /** Messages handed to the sinks before their write was confirmed: the disk took longer than JOURNAL_WAIT_MS (frozen, hung). */
@@ -432,7 +434,7 @@ export class Outbox {
   /** Another argus took the lock over: this one writes the journal no more. */
   private lockLost = false;
   private closing: Promise<void> | undefined;
-  readonly stats: OutboxStats = { pending: 0, pendingBytes: 0, appended: 0, acked: 0, recovered: 0, corrupt: 0, damaged: 0, evicted: 0, writeErrors: 0, slowWrites: 0 };
+  readonly stats: OutboxStats = { pending: 0, pendingBytes: 0, appended: 0, acked: 0, recovered: 0, corrupt: 0, damaged: 0, evicted: 0, oversized: 0, writeErrors: 0, slowWrites: 0 };
   /** Characters of the lines waiting for the writer (bounded: see enqueue). */
   private queuedChars = 0;
 
@@ -941,10 +943,9 @@ export class Outbox {
         done();
       });
     });
-    // After its record is queued: the acks of what the bound drops (this record too, when it
-    // alone is more than is left) follow it. (Evicted first, its ack went before its record,
-    // and the next start read it back as undelivered.)
-    if (rec.kind === 'alert') this.enforceBytes();
+    // After its record is queued: the acks of what the bound drops follow it. (Evicted first,
+    // an ack went before its record, and the next start read it back as undelivered.)
+    if (rec.kind === 'alert') this.enforceBytes(rec);
     this.updateStats();
     return journaled;
   }
@@ -972,7 +973,8 @@ export class Outbox {
     }
     // Bounded: while the disk does not answer, lines past maxBytes are not queued; the live
     // records (bounded by maxBytes themselves) are all written by the rewrite once it answers.
-    if (this.queuedChars + text.length > this.o.maxBytes) {
+    // One line larger than that (an oversized alert, kept: enforceBytes) goes in an empty queue.
+    if (this.queuedChars > 0 && this.queuedChars + text.length > this.o.maxBytes) {
       this.unjournaled = true;
       done?.();
       return;
@@ -1245,13 +1247,22 @@ export class Outbox {
   /** Each live record's line in the journal, bytes (what a compaction writes). */
   private readonly lineBytes = new Map<string, number>();
 
-  private enforceBytes(): void {
+  /**
+   * The oldest alerts dropped until the live records are within maxBytes, never `newest`, the
+   * alert just journaled: one larger than what maxBytes leaves is kept over the bound (counted in
+   * `oversized`, logged) until it is delivered or a newer alert comes. (It was dropped the moment
+   * it was journaled: lost, with an outage, and also without one if argus stopped first.)
+   */
+  private enforceBytes(newest: OutboxRecord): void {
     if (this.liveBytes <= this.o.maxBytes) return;
     for (const r of this.live.values()) {
       if (this.liveBytes <= this.o.maxBytes) break;
-      if (r.kind !== 'alert') continue;
+      if (r.kind !== 'alert' || r === newest) continue;
       this.evict(r, `the journal is over outbox.maxBytes (${this.o.maxBytes})`);
     }
+    if (this.liveBytes <= this.o.maxBytes) return;
+    this.stats.oversized++;
+    this.log(`outbox: alert ${newest.key.slice(6)} takes ${this.lineBytes.get(newest.key)} bytes in the journal, more than outbox.maxBytes (${this.o.maxBytes}) leaves beside the sources' statuses: kept over the bound, never dropped as it is raised; older alerts go first (raise outbox.maxBytes, or lower alerts.snapshot.maxBytes)`, { source: newest.source, oversized: this.stats.oversized }, 'error');
   }
 
   private expire(): void {

@@ -648,18 +648,28 @@ describe('Outbox (the durable alert journal)', () => {
     await ob.close();
   });
 
-  it('an alert evicted the moment it is journaled (larger than what maxBytes leaves) stays dropped: its ack is written after its record, not before', async () => {
+  it('an alert larger than what maxBytes leaves is never dropped the moment it is journaled: kept over the bound (counted, logged), older alerts going first, until it is delivered or a newer one comes', async () => {
     const d = dir();
-    const ob = await Outbox.open(opts(d, { maxBytes: 64 * 1024, log: () => {} }));
-    // A status (never evicted) takes part of the room; the alert fits the writer's queue, not what is left.
+    const logs: { m: string; level?: string }[] = [];
+    const ob = await Outbox.open(opts(d, { maxBytes: 64 * 1024, log: (m, _f, level) => logs.push({ m, level }) }));
+    // A status (never evicted) takes part of the room; an older alert, the rest; then one larger than all of it.
     const [sm] = status('cam', 'reconnecting', 1000);
     (sm as unknown as { reason: string }).reason = 'r'.repeat(20_000);
     await ob.append(sm, JSON.stringify(sm));
-    await ob.append(...alert('big', 50_000));
-    expect(ob.stats.evicted).toBe(1);
+    await ob.append(...alert('old', 10_000));
+    await ob.append(...alert('big', 70_000));
+    // On disk when its append resolves, as any alert (before, a line over the writer's queue bound was not queued: handed on unjournaled).
+    expect((await readOutbox(d)).map((r) => r.key)).toContain('alert:big');
+    expect(ob.stats).toMatchObject({ evicted: 1, oversized: 1 }); // the older one went; before, 'big' itself went too (2)
+    expect(logs.some((l) => l.level === 'error' && l.m.startsWith('outbox: alert big takes') && l.m.includes('kept over the bound'))).toBe(true);
     await until(() => !(ob as unknown as { writing?: unknown }).writing);
-    // As after a kill -9: the journal read back does not bring it back (before, ack then put: it came back at the next start).
-    expect((await readOutbox(d)).map((r) => r.key)).toEqual(['status:cam']);
+    // As after a kill -9: the journal read back holds it (before: its ack followed its record, and it was lost).
+    expect((await readOutbox(d)).map((r) => r.key)).toEqual(['status:cam', 'alert:big']);
+    // The next alert is the newest: the oversized one is the oldest now, and goes as any would.
+    await ob.append(...alert('next', 100));
+    await until(() => !(ob as unknown as { writing?: unknown }).writing);
+    expect((await readOutbox(d)).map((r) => r.key)).toEqual(['status:cam', 'alert:next']);
+    expect(ob.stats).toMatchObject({ evicted: 2, oversized: 1 });
     await ob.close();
   });
 
