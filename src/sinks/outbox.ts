@@ -985,14 +985,29 @@ export class Outbox {
   }
 
   private async writeLoop(): Promise<void> {
+    // Begun from append's enqueue, before the bound has dropped what the new record displaces:
+    // the liveBytes seen then were over maxBytes, and compactAt (twice them) let the batch check
+    // below pass a whole batch beyond twice maxBytes. After this tick, what append does is done
+    // (and every record queued in it goes in the first batch).
+    await Promise.resolve();
     try {
       while (this.queue.length > 0) {
         const batch = this.queue;
         this.queue = [];
         this.queuedChars = 0;
+        const body = batch.length === 1 ? batch[0].text : batch.map((b) => b.text).join('');
+        // Counted before it is written: a batch that would take the journal past compactAt is
+        // covered by a compaction instead (it writes every live record; the batch's acks are of
+        // records gone from them). Checked only after it, the journal passed twice maxBytes by a
+        // whole batch (up to maxBytes: what piled up during one slow write), and with its copy the
+        // three times maxBytes the volume is sized for.
+        if (this.fileBytes + Buffer.byteLength(body) > this.compactAt() && !this.closed && this.mono() >= this.compactAfter && (await this.rewrite())) {
+          for (const b of batch) b.done?.();
+          continue;
+        }
         // After a failed or short write the file may end mid-line: start on a fresh line, so the
         // torn piece fails its checksum alone and the records after it read back.
-        const text = (this.realign ? '\n' : '') + (batch.length === 1 ? batch[0].text : batch.map((b) => b.text).join(''));
+        const text = (this.realign ? '\n' : '') + body;
         try {
           await writeFully(this.fh, Buffer.from(text), (n) => (this.fileBytes += n));
           if (this.o.fsync) await this.fh.datasync();

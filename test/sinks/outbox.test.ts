@@ -601,6 +601,32 @@ describe('Outbox (the durable alert journal)', () => {
     expect(statSync(file).size).toBeGreaterThan(maxBytes - 2048);
   });
 
+  it('a write batch (alerts that piled up during one slow write) counts toward the bound before it is written: the journal and its compaction copy stay within three times maxBytes', async () => {
+    const d = dir();
+    const maxBytes = 64 * 1024;
+    const ob = await Outbox.open(opts(d, { maxBytes, fsync: false, log: () => {} }));
+    const file = join(d, 'outbox.log');
+    let peak = 0;
+    const inner = ob as unknown as { writeCopy: (p: string) => Promise<number> };
+    const copy = inner.writeCopy.bind(ob);
+    inner.writeCopy = async (path: string) => {
+      const size = await copy(path);
+      peak = Math.max(peak, statSync(file).size + size);
+      return size;
+    };
+    // A broker outage (no acks); alerts raised together (or while a slow write is in progress)
+    // are written as one batch, here of ~40 KB, then ~60 KB.
+    for (let round = 0; round < 30; round++) {
+      await Promise.all(Array.from({ length: round < 15 ? 13 : 20 }, (_, i) => ob.append(...alert(`r${round}-${i}`, 2900))));
+      await until(() => !(ob as unknown as { writing?: unknown }).writing);
+      peak = Math.max(peak, statSync(file).size);
+    }
+    expect(ob.stats.evicted).toBeGreaterThan(300);
+    // Before: the journal passed twice maxBytes by a whole batch before it was compacted (234 KB with its copy).
+    expect(peak).toBeLessThanOrEqual(3 * maxBytes);
+    await ob.close();
+  });
+
   it('a journal whose compaction failed at open (a full disk) is sized as it is on disk: once writes work, it is compacted past twice maxBytes, not twice maxBytes more', async () => {
     const d = dir();
     const maxBytes = 64 * 1024;
