@@ -347,7 +347,7 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
   let outbox: Outbox | undefined;
   if (config.outbox.enabled ?? k !== undefined) {
     const dir = outboxDir(config, baseDir, env);
-    outbox = await life.start('outbox', () => Outbox.open({ dir, maxBytes: config.outbox.maxBytes, maxAgeMs: config.outbox.maxAgeHours * 3_600_000, fsync: config.outbox.fsync, log }), (o) => o.close());
+    outbox = await life.start('outbox', () => Outbox.open({ dir, maxBytes: config.outbox.maxBytes, maxAgeMs: config.outbox.maxAgeHours * 3_600_000, fsync: config.outbox.fsync, log, owner: config.name }), (o) => o.close());
     // The journals older releases kept for this name elsewhere (see legacyOutboxDirs): replayed
     // below with this one's. From a folder in the state folder, only its own sources' records:
     // that is another pipeline's own folder today (`lobby_cam` was also `lobby cam`'s), whose

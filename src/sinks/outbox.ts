@@ -71,6 +71,12 @@ export interface OutboxOptions {
   /** Monotonic clock, ms (tests; default performance.now): what records age by within a run. */
   monotonic?: () => number;
   /**
+   * The pipeline whose journal this is (its name): written in the folder (`pipeline`), and a
+   * folder another pipeline wrote its name in is refused while its journal holds undelivered
+   * records (they are that pipeline's, for its Kafka). Unset: not checked (tools, adoption).
+   */
+  owner?: string;
+  /**
    * A lock whose holder argus cannot check (another host's, or another pid namespace's: a
    * container sharing the volume) is stale once its heartbeat is older than this, ms (default
    * 20 000; the holder touches it every quarter of it).
@@ -192,9 +198,28 @@ async function keepDamaged(dir: string): Promise<string | undefined> {
   return kept;
 }
 
+/**
+ * Writes a small mark file of the outbox folder (`adopted`, `pipeline`): a new file renamed over
+ * its name, so a named pipe there is replaced, not opened (a plain write's open waited for a
+ * reader for good, and the start with it), and a crash leaves the old mark or the new one.
+ * Failures are ignored (the mark is written again at the next start).
+ */
+async function writeMark(path: string, text: string): Promise<void> {
+  const tmp = `${path}.tmp`;
+  try {
+    await rm(tmp, { force: true });
+    await writeFile(tmp, text, { mode: PRIVATE_FILE, flag: 'wx' });
+    await rename(tmp, path);
+  } catch {
+    await rm(tmp, { force: true }).catch(() => undefined);
+  }
+}
+
 /** A failed compaction is tried again after this long at the soonest, ms. */
 const COMPACT_RETRY_MS = 10_000;
 const LOCK = 'outbox.lock';
+/** The name of the pipeline whose journal the folder holds (OutboxOptions.owner). */
+const OWNER = 'pipeline';
 /** Written once the journals of the folders older releases used were taken over (Outbox.adoptOnce). */
 const ADOPTED = 'adopted';
 /** After taking over a stale lock, how long to wait before checking it is still this opening's (see takeLock). */
@@ -486,6 +511,8 @@ export class Outbox {
       throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot read ${join(dir, FILE)} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
     }
     const { records, torn, unknown } = read;
+    // Before anything here changes the journal (its age bound, the rewrite): another pipeline's is left as it is.
+    await this.claim(records);
     // Records of a form this version does not read are kept aside and said as damaged ones are
     // (before, skipped unsaid and erased by the rewrite below: a downgrade lost them).
     const corrupt = read.corrupt + unknown;
@@ -522,6 +549,45 @@ export class Outbox {
     this.updateStats();
     this.ageTimer = setInterval(() => this.expire(), 60_000);
     this.ageTimer.unref();
+  }
+
+  /**
+   * The folder's journal taken for this pipeline (OutboxOptions.owner): one that another pipeline
+   * named as its own and whose journal still holds undelivered records is refused, naming it; else
+   * this pipeline's name is written in. (Two pipelines given one outbox.dir, run one after the
+   * other: each replayed at start what the other had left undelivered, to its own Kafka, and
+   * that pipeline's alerts went to another's brokers, acknowledged there, gone from its journal.)
+   * A folder without the name (an older release's) is taken as this pipeline's, as before.
+   */
+  private async claim(records: ReadonlyMap<string, OutboxRecord>): Promise<void> {
+    const name = this.o.owner;
+    if (name === undefined) return;
+    const path = join(this.o.dir, OWNER);
+    const fh = await openRegular(path).catch(() => undefined);
+    const text = fh ? await fh.readFile('utf8').catch(() => '') : '';
+    await fh?.close().catch(() => undefined);
+    let named: string | undefined;
+    try {
+      const o = JSON.parse(text) as { name?: unknown };
+      if (typeof o.name === 'string') named = o.name;
+    } catch {
+      // none (an older release's folder), or unreadable: taken
+    }
+    if (named === name) return;
+    if (named !== undefined && records.size > 0) {
+      const alerts = [...records.values()].filter((r) => r.kind === 'alert').length;
+      throw new ArgusError(
+        ErrorCodes.OUTBOX,
+        `outbox: ${this.o.dir} holds the journal of the pipeline ${JSON.stringify(named)} (${alerts} undelivered alert(s), ${records.size - alerts} status(es)), for its Kafka; this pipeline is ${JSON.stringify(name)}: give it its own outbox.dir (or, if it is ${JSON.stringify(named)} renamed, run it once under its old name to deliver them, or remove ${path})`,
+      );
+    }
+    await this.markOwner();
+  }
+
+  /** Writes OWNER (at open, and again when the folder is made again: journalLost). */
+  private async markOwner(): Promise<void> {
+    if (this.o.owner === undefined) return;
+    await writeMark(join(this.o.dir, OWNER), `${JSON.stringify({ name: this.o.owner })}\n`);
   }
 
   /**
@@ -565,7 +631,8 @@ export class Outbox {
         // Without an age bound there: this pipeline's is not the other's, whose undelivered alerts
         // such a folder may hold (`lobby cam` with maxAgeHours 1 dropped `lobby_cam`'s older ones
         // there, logged as its own). This one's bound is applied below to what it takes.
-        old = await Outbox.open({ ...this.o, dir: from, maxAgeMs: Infinity });
+        // Nor as this pipeline's: only what `ours` accepts is taken, and the rest left there.
+        old = await Outbox.open({ ...this.o, dir: from, maxAgeMs: Infinity, owner: undefined });
       } catch (e) {
         // Held by a running argus: it replays what the journal holds, ours among it.
         if ((e as { inUse?: boolean }).inUse) continue;
@@ -633,7 +700,7 @@ export class Outbox {
   /** Writes ADOPTED (at adoption, and again when the folder is made again: journalLost). */
   private async markAdopted(): Promise<void> {
     if (!this.adopted) return;
-    await writeFile(join(this.o.dir, ADOPTED), `${JSON.stringify({ at: this.clock(), folders: this.adopted })}\n`, { mode: PRIVATE_FILE }).catch(() => undefined);
+    await writeMark(join(this.o.dir, ADOPTED), `${JSON.stringify({ at: this.clock(), folders: this.adopted })}\n`);
   }
 
   private async lock(): Promise<void> {
@@ -1110,6 +1177,8 @@ export class Outbox {
       // The adoption done (its mark went with the folder): else the next start took again, from an
       // older release's folder that is another pipeline's today, what that one journaled there since.
       if (!(await stat(join(dir, ADOPTED)).catch(() => undefined))) await this.markAdopted();
+      // And whose journal it is (its mark went with the folder too).
+      if (!(await stat(join(dir, OWNER)).catch(() => undefined))) await this.markOwner();
     } catch (e) {
       if (this.journalLostSaid++ % 100 === 0) this.log(`outbox: the journal ${join(dir, FILE)} was removed or replaced while argus ran, and cannot be written again there (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); undelivered alerts are not protected against a crash`, { dir }, 'error');
       return false;

@@ -726,6 +726,44 @@ describe('Outbox (the durable alert journal)', () => {
     await ob.close();
   });
 
+  it('a folder whose journal another pipeline left undelivered records in (two pipelines given one outbox.dir) is refused, naming it, and left as it was: its alerts are for that pipeline\'s Kafka', async () => {
+    const d = dir();
+    const lobby = await Outbox.open(opts(d, { owner: 'lobby' }));
+    await lobby.append(...alert('l1'));
+    await lobby.append(...alert('l2'));
+    await lobby.close();
+    const before = readFileSync(join(d, 'outbox.log'));
+    // Another pipeline (another Kafka), with a shorter age bound: before, it replayed l1 and l2 to its own brokers.
+    const err = await Outbox.open(opts(d, { owner: 'staging', maxAgeMs: 1 })).catch((e: unknown) => e);
+    expect(isArgusError(err) && err.code).toBe('VAP_ERR_OUTBOX');
+    expect((err as Error).message).toContain(`outbox: ${d} holds the journal of the pipeline "lobby" (2 undelivered alert(s), 0 status(es)), for its Kafka; this pipeline is "staging"`);
+    expect(readFileSync(join(d, 'outbox.log'))).toEqual(before); // not aged, not rewritten
+    // Its own pipeline still opens it (the refusal left no lock), and once it has delivered everything the folder is free to take.
+    const again = await Outbox.open(opts(d, { owner: 'lobby' }));
+    expect(again.takeRecovered().map((r) => r.key)).toEqual(['alert:l1', 'alert:l2']);
+    again.ack([alert('l1')[0], alert('l2')[0]]);
+    await again.close();
+    const staging = await Outbox.open(opts(d, { owner: 'staging' }));
+    await staging.append(...alert('s1'));
+    await staging.close();
+    await expect(Outbox.open(opts(d, { owner: 'lobby' }))).rejects.toThrow('holds the journal of the pipeline "staging"');
+    // A folder without a name (an older release's) is taken, as before; tools (no owner) read any.
+    const old = dir();
+    const first = await Outbox.open(opts(old));
+    await first.append(...alert('o1'));
+    await first.close();
+    const taker = await Outbox.open(opts(old, { owner: 'lobby' }));
+    expect(taker.takeRecovered()).toHaveLength(1);
+    await taker.close();
+    expect(readFileSync(join(old, 'pipeline'), 'utf8')).toBe('{"name":"lobby"}\n');
+    // A named pipe where the mark goes is replaced, not opened (its open waited for a reader for good: the start hung).
+    const fifo = dir();
+    execFileSync('mkfifo', [join(fifo, 'pipeline')]);
+    const opened = await Outbox.open(opts(fifo, { owner: 'lobby' }));
+    await opened.close();
+    expect(statSync(join(fifo, 'pipeline')).isFile()).toBe(true);
+  });
+
   it('refuses a folder another live process holds, naming it', async () => {
     const d = dir();
     writeFileSync(join(d, 'outbox.lock'), String(process.ppid)); // a live process that is not us
