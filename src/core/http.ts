@@ -48,16 +48,41 @@ export function sessionCookieName(req: IncomingMessage): string {
   return port ? `argus_session_${port}` : 'argus_session';
 }
 
+/** How long a dashboard session cookie lasts unused, by default (server.sessionMaxAgeMs): 12 hours. */
+export const SESSION_MAX_AGE_MS = 12 * 3_600_000;
+
+/** A cookie issued up to this far in the future (the clock stepped back since) is still taken. */
+const SESSION_CLOCK_SKEW_S = 300;
+
 /**
- * The cookie's value for a token: an HMAC of a fixed label keyed by the token, not the token
- * itself. Stateless: it survives a restart of the process (the dashboard reconnects on its own)
- * and stops working when the token changes. It opens what the token opens, but cannot be sent
- * as `Bearer` or `?token=`; any other service on the host (cookies are not per port) that is
- * sent it learns no token of argus's, but can send the cookie back, which opens argus until the
- * token changes (README, "The dashboard's session cookie").
+ * The cookie's value for a token, issued at `issuedAtS` (epoch seconds): `<issuedAtS>.<mac>`,
+ * the mac an HMAC-SHA256 of a fixed label and the issued-at keyed by the token, not the token
+ * itself. Stateless: it survives a restart of the process (the dashboard reconnects on its own),
+ * stops working when the token changes, and ends `maxAgeMs` after it was issued (sessionAge): a
+ * cookie that leaked (any other service on the host is sent it: cookies are not per port) opens
+ * argus for that long at most unless it is used, and each use renews it (sessionRenewal). It
+ * opens what the token opens, but cannot be sent as `Bearer` or `?token=` (README, "The
+ * dashboard's session cookie").
  */
-export function sessionValue(token: string): string {
-  return createHmac('sha256', token).update('argus dashboard session v1', 'utf8').digest('base64url');
+export function sessionValue(token: string, issuedAtS: number): string {
+  const at = String(Math.floor(issuedAtS));
+  return `${at}.${createHmac('sha256', token).update(`argus dashboard session v2 ${at}`, 'utf8').digest('base64url')}`;
+}
+
+/**
+ * The age in ms of a session cookie's value that the token issued and that is within `maxAgeMs`
+ * at `nowMs` (a cookie from up to 5 minutes ahead counts as new); undefined for any other value
+ * (wrong mac, expired, malformed, the unversioned cookie of releases before lifetimes). Constant
+ * time in the mac. Never throws.
+ */
+export function sessionAge(value: string, token: string, maxAgeMs: number, nowMs: number): number | undefined {
+  const dot = value.indexOf('.');
+  const at = value.slice(0, dot);
+  if (dot <= 0 || at.length > 12 || !/^\d+$/.test(at)) return undefined;
+  if (!tokenMatches(value, sessionValue(token, Number(at)))) return undefined;
+  const ageMs = nowMs - Number(at) * 1000;
+  if (ageMs > maxAgeMs || ageMs < -SESSION_CLOCK_SKEW_S * 1000) return undefined;
+  return Math.max(0, ageMs);
 }
 
 /**
@@ -76,31 +101,67 @@ export function requestCookies(req: IncomingMessage, name: string): string[] {
   return found;
 }
 
-/**
- * Whether a request carries the token: `?token=` or `Authorization: Bearer …` (scripts, the
- * first visit of a browser), else, unless `cookie` is false, the dashboard's session cookie (any
- * of that name). A token that is presented
- * decides on its own: a wrong `?token=` is refused even beside a good cookie.
- */
-export function requestAuthorized(req: IncomingMessage, url: URL | undefined, token: string, cookie = true): boolean {
-  const given = requestToken(req, url);
-  if (given !== undefined) return tokenMatches(given, token);
-  if (!cookie) return false;
-  // Any of the cookies of the name: the first alone let a cookie another port's page set lock the dashboard out.
-  const session = sessionValue(token);
-  return requestCookies(req, sessionCookieName(req)).some((c) => tokenMatches(c, session));
+/** The dashboard session's lifetime and clock, for requestAuthorized and sessionCookie. */
+export interface SessionOptions {
+  /** A cookie unused for this long no longer opens anything. Default SESSION_MAX_AGE_MS. */
+  maxAgeMs?: number;
+  /** Epoch ms. Default Date.now (the cookie outlives the process, so it is the wall clock's). */
+  now?: () => number;
 }
 
 /**
- * The `Set-Cookie` of the dashboard's session: HttpOnly (no script of the page reads it),
- * SameSite=Strict (no other site's page or link sends it), Path=/, Secure when the request came
- * over TLS (to argus itself, or to a proxy in front that says so in `X-Forwarded-Proto` or
- * `Forwarded`: a client that lies about it only keeps its own browser from storing the cookie).
- * No Max-Age or Expires: it ends with the browser's session.
+ * The age in ms of the youngest valid session cookie the request carries (any of that name), or
+ * undefined when it carries none. Any of them: the first alone let a cookie another port's page
+ * set lock the dashboard out.
  */
-export function sessionCookie(req: IncomingMessage, token: string): string {
+export function requestSessionAge(req: IncomingMessage, token: string, o: SessionOptions = {}): number | undefined {
+  const maxAgeMs = o.maxAgeMs ?? SESSION_MAX_AGE_MS;
+  const nowMs = (o.now ?? Date.now)();
+  let youngest: number | undefined;
+  for (const c of requestCookies(req, sessionCookieName(req))) {
+    const age = sessionAge(c, token, maxAgeMs, nowMs);
+    if (age !== undefined && (youngest === undefined || age < youngest)) youngest = age;
+  }
+  return youngest;
+}
+
+/**
+ * Whether a request carries the token: `?token=` or `Authorization: Bearer …` (scripts, the
+ * first visit of a browser), else, unless `cookie` is false, a dashboard session cookie (any of
+ * that name) within its lifetime. A token that is presented decides on its own: a wrong
+ * `?token=` is refused even beside a good cookie.
+ */
+export function requestAuthorized(req: IncomingMessage, url: URL | undefined, token: string, cookie = true, session: SessionOptions = {}): boolean {
+  const given = requestToken(req, url);
+  if (given !== undefined) return tokenMatches(given, token);
+  return cookie && requestSessionAge(req, token, session) !== undefined;
+}
+
+/**
+ * The `Set-Cookie` of a dashboard session issued now: HttpOnly (no script of the page reads it),
+ * SameSite=Strict (no other site's page or link sends it), Path=/, Max-Age its lifetime (the
+ * browser drops it then too; the server refuses it after that whatever the browser does),
+ * Secure when the request came over TLS (to argus itself, or to a proxy in front that says so in
+ * `X-Forwarded-Proto` or `Forwarded`: a client that lies about it only keeps its own browser from
+ * storing the cookie).
+ */
+export function sessionCookie(req: IncomingMessage, token: string, o: SessionOptions = {}): string {
   const tls = (req.socket as Socket & { encrypted?: boolean }).encrypted === true || forwardedProto(req) === 'https';
-  return `${sessionCookieName(req)}=${sessionValue(token)}; Path=/; HttpOnly; SameSite=Strict${tls ? '; Secure' : ''}`;
+  const maxAgeS = Math.floor((o.maxAgeMs ?? SESSION_MAX_AGE_MS) / 1000);
+  return `${sessionCookieName(req)}=${sessionValue(token, (o.now ?? Date.now)() / 1000)}; Path=/; Max-Age=${maxAgeS}; HttpOnly; SameSite=Strict${tls ? '; Secure' : ''}`;
+}
+
+/**
+ * The renewed `Set-Cookie` for a request that the session cookie alone authenticated, once a
+ * tenth of the lifetime has passed since that cookie was issued (so an open dashboard, which
+ * polls, keeps its session, and the header is sent a few times per lifetime, not on every poll);
+ * undefined otherwise (a token presented, no valid cookie, a cookie still new).
+ */
+export function sessionRenewal(req: IncomingMessage, url: URL | undefined, token: string, o: SessionOptions = {}): string | undefined {
+  if (requestToken(req, url) !== undefined) return undefined;
+  const age = requestSessionAge(req, token, o);
+  if (age === undefined || age < (o.maxAgeMs ?? SESSION_MAX_AGE_MS) / 10) return undefined;
+  return sessionCookie(req, token, o);
 }
 
 /** The protocol a proxy in front says the client used (`X-Forwarded-Proto`, else `Forwarded: proto=`), lower case, the first hop's. */

@@ -414,7 +414,7 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
     const ws = config.sinks.websocket;
     const { startHttpServer } = await import('../server/http.js');
     const { WebSocketHub } = await import('../sinks/websocket.js');
-    const hub = ws.enabled ? new WebSocketHub({ ...ws, token: sc.token, allowedOrigins: sc.allowedOrigins, sources: () => pipeline.stats.map((s) => s.id), log }) : undefined;
+    const hub = ws.enabled ? new WebSocketHub({ ...ws, token: sc.token, sessionMaxAgeMs: sc.sessionMaxAgeMs, allowedOrigins: sc.allowedOrigins, sources: () => pipeline.stats.map((s) => s.id), log }) : undefined;
     server = await life.start(
       'server',
       () =>
@@ -422,6 +422,7 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
           host: sc.host,
           port,
           token: sc.token,
+          sessionMaxAgeMs: sc.sessionMaxAgeMs,
           maxConnections: sc.maxConnections,
           maxHeaderBytes: sc.maxHeaderBytes,
           headersTimeoutMs: sc.headersTimeoutMs,

@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { ThrottledLog, type LogFn } from '../core/log.js';
 import { redact } from '../core/redact.js';
-import { parseRequestUrl, refuseSocket, requestAuthorized, requestCookies, sessionCookie, sessionCookieName } from '../core/http.js';
+import { parseRequestUrl, refuseSocket, requestAuthorized, requestCookies, sessionCookie, sessionCookieName, sessionRenewal, type SessionOptions } from '../core/http.js';
 
 export type Route = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
@@ -39,6 +39,8 @@ export interface HttpServerOptions {
   upgrades?: Record<string, (req: IncomingMessage, socket: Duplex, head: Buffer) => void>;
   /** When set, every route except those registered `public` answers 401 without it (`Authorization: Bearer …`, `?token=…`, or the dashboard's session cookie). */
   token?: string;
+  /** How long the dashboard's session cookie opens the server unused; a request it opens renews it once a tenth of that has passed. Default 12 h (core/http.ts, SESSION_MAX_AGE_MS). */
+  sessionMaxAgeMs?: number;
   /**
    * Open sockets (HTTP and WebSocket together). Beyond it a new connection takes the place of
    * the one idle longest (no request being answered, not a WebSocket); when every one is busy,
@@ -228,6 +230,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
   // Node requires headersTimeout <= requestTimeout.
   const headersTimeout = Math.min(o.headersTimeoutMs ?? SERVER_DEFAULTS.headersTimeoutMs, requestTimeout);
   const keepAliveTimeout = o.keepAliveTimeoutMs ?? SERVER_DEFAULTS.keepAliveTimeoutMs;
+  const session: SessionOptions = { maxAgeMs: o.sessionMaxAgeMs };
 
   const fail = (res: ServerResponse, e: unknown) => {
     log('http: a route failed', { error: redact(String((e as Error)?.message ?? e)) }, 'error');
@@ -252,11 +255,14 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     const url = parseRequestUrl(req.url);
     if (!url) return plain(res, 400, 'bad request: the URL cannot be parsed\n', { connection: 'close' });
     const entry = routes.get(url.pathname);
-    if (o.token && !entry?.public && !requestAuthorized(req, url, o.token)) {
+    if (o.token && !entry?.public && !requestAuthorized(req, url, o.token, true, session)) {
       return plain(res, 401, 'unauthorized: send Authorization: Bearer <token> or ?token=<token>\n', { 'www-authenticate': 'Bearer realm="argus"', ...(entry?.page ? reloadOnce(req, url) : undefined) });
     }
     if (!entry) return plain(res, 404, 'not found\n');
     if (req.method !== 'GET' && req.method !== 'HEAD') return methodNotAllowed(res);
+    // A session in use is renewed (a fresh issued-at and Max-Age): an open dashboard polls, and keeps it.
+    const renewed = o.token ? sessionRenewal(req, url, o.token, session) : undefined;
+    if (renewed) res.setHeader('set-cookie', renewed);
     Promise.resolve()
       .then(() => (req.socket.destroyed ? undefined : entry.handler(req, res)))
       .catch((e: unknown) => fail(res, e));
@@ -333,9 +339,9 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     authorized: (req) => {
       if (!o.token) return true;
       const url = parseRequestUrl(req.url);
-      return url !== undefined && requestAuthorized(req, url, o.token);
+      return url !== undefined && requestAuthorized(req, url, o.token, true, session);
     },
-    sessionCookie: (req) => (o.token ? sessionCookie(req, o.token) : undefined),
+    sessionCookie: (req) => (o.token ? sessionCookie(req, o.token, session) : undefined),
     close: () =>
       new Promise<void>((r) => {
         server.close(() => r());

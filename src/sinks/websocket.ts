@@ -10,6 +10,8 @@ import type { Sink } from './sink.js';
 export interface WebSocketHubOptions {
   /** Clients must present this token (`?token=` or `Authorization: Bearer`) or the dashboard's session cookie (checked after the Origin). Default: none. */
   token?: string;
+  /** How long the dashboard's session cookie opens /ws after it was issued (server.sessionMaxAgeMs). Default 12 h. */
+  sessionMaxAgeMs?: number;
   /** Bytes queued for one client before its detection messages are dropped. Default 1 MiB. */
   maxBufferedBytes: number;
   /** Alerts and status changes held for a client that is behind; beyond it the client is closed (1013), never silently short of one. Default 1000. */
@@ -132,7 +134,7 @@ export class WebSocketHub implements Sink {
       // The session cookie from the server's own origin only (or no browser's): a browser sends it
       // from every page of the same site (another port, another subdomain), and allowedOrigins
       // admits such a page (with "*", any): it opened the stream with the operator's cookie.
-      if (this.o.token && !requestAuthorized(req, url, this.o.token, origin !== 'allowed')) return this.refuse(socket, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer realm="argus"' });
+      if (this.o.token && !requestAuthorized(req, url, this.o.token, origin !== 'allowed', { maxAgeMs: this.o.sessionMaxAgeMs })) return this.refuse(socket, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer realm="argus"' });
       if (this.openClients() >= this.maxClients) return this.refuse(socket, 503, 'Service Unavailable', { 'Retry-After': '5' });
       this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws));
     } catch (e) {

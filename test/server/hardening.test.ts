@@ -12,7 +12,7 @@ import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { tokenMatches } from '../../src/core/http.js';
+import { sessionAge, sessionValue, SESSION_MAX_AGE_MS, tokenMatches } from '../../src/core/http.js';
 import { hostAllowed, MAX_PIPELINED, startHttpServer, type HttpServerOptions, type RunningServer } from '../../src/server/http.js';
 import { RateMeter, registerRoutes } from '../../src/server/routes.js';
 import type { Pipeline } from '../../src/pipeline/pipeline.js';
@@ -551,6 +551,26 @@ describe('HTTP: the token guards every route but /healthz and /readyz', () => {
   });
 });
 
+describe('sessionAge: the session cookie\'s value', () => {
+  const now = 1_800_000_000_000;
+  it('is its age within the lifetime, for the token that issued it; undefined past it, for another token, a moved issued-at, a value from far ahead, or junk', () => {
+    const v = (agoMs: number, token = 't') => sessionValue(token, (now - agoMs) / 1000);
+    expect(sessionAge(v(0), 't', SESSION_MAX_AGE_MS, now)).toBe(0);
+    expect(sessionAge(v(3_600_000), 't', SESSION_MAX_AGE_MS, now)).toBe(3_600_000);
+    expect(sessionAge(v(SESSION_MAX_AGE_MS), 't', SESSION_MAX_AGE_MS, now)).toBe(SESSION_MAX_AGE_MS);
+    expect(sessionAge(v(SESSION_MAX_AGE_MS + 1000), 't', SESSION_MAX_AGE_MS, now)).toBeUndefined();
+    expect(sessionAge(v(120_000), 't', 60_000, now)).toBeUndefined();
+    expect(sessionAge(v(0, 'u'), 't', SESSION_MAX_AGE_MS, now)).toBeUndefined();
+    expect(sessionAge(v(-60_000), 't', SESSION_MAX_AGE_MS, now)).toBe(0); // a clock stepped back a minute
+    expect(sessionAge(v(-3_600_000), 't', SESSION_MAX_AGE_MS, now)).toBeUndefined();
+    const old = v(SESSION_MAX_AGE_MS * 2);
+    expect(sessionAge(`${now / 1000}${old.slice(old.indexOf('.'))}`, 't', SESSION_MAX_AGE_MS, now)).toBeUndefined();
+    for (const junk of ['', '.', '1.', `.${old.split('.')[1]}`, `-1${old.slice(old.indexOf('.'))}`, `1e9${old.slice(old.indexOf('.'))}`, '9'.repeat(400) + old.slice(old.indexOf('.')), old.split('.')[1]]) {
+      expect(sessionAge(junk, 't', SESSION_MAX_AGE_MS, now), junk).toBeUndefined();
+    }
+  });
+});
+
 describe('HTTP: the dashboard trades ?token= for a session cookie', () => {
   /** A server with the token, the routes and the WebSocket hub at /ws. */
   async function dashboard() {
@@ -573,7 +593,7 @@ describe('HTTP: the dashboard trades ?token= for a session cookie', () => {
     });
   }
 
-  it('/?token= answers 303 to the same URL without the token and a session cookie (HttpOnly, SameSite=Strict, Path=/, no lifetime, not the token); a wrong token sets none; a foreign navigation to the page reloads once', async () => {
+  it('/?token= answers 303 to the same URL without the token and a session cookie (HttpOnly, SameSite=Strict, Path=/, Max-Age 12 h, not the token); a wrong token sets none; a foreign navigation to the page reloads once', async () => {
     const { s } = await dashboard();
     const first = await get(s.port, '/?token=s3cret');
     expect(first.status).toBe(303);
@@ -582,9 +602,9 @@ describe('HTTP: the dashboard trades ?token= for a session cookie', () => {
     expect(first.headers['cache-control']).toBe('no-store');
     const cookie = first.headers['set-cookie'] ?? '';
     const [pair, ...attrs] = cookie.split(/;\s*/);
-    expect(pair).toMatch(new RegExp(`^argus_session_${s.port}=[A-Za-z0-9_-]{43}$`)); // named by the port: another argus on the host keeps its own
+    expect(pair).toMatch(new RegExp(`^argus_session_${s.port}=\\d{10}\\.[A-Za-z0-9_-]{43}$`)); // named by the port: another argus on the host keeps its own; issued-at.mac
     expect(pair).not.toContain('s3cret');
-    expect(attrs.sort()).toEqual(['HttpOnly', 'Path=/', 'SameSite=Strict']); // no Secure over plain HTTP, no Max-Age/Expires
+    expect(attrs.sort()).toEqual(['HttpOnly', 'Max-Age=43200', 'Path=/', 'SameSite=Strict']); // no Secure over plain HTTP
     // Other query parameters stay, in order; the token's place anywhere in the query, and /index.html.
     expect((await get(s.port, '/index.html?a=1&token=s3cret&b=2')).headers.location).toBe('/index.html?a=1&b=2');
     expect((await get(s.port, '/?token=s3cret', { 'x-forwarded-proto': 'https' })).headers['set-cookie']).toMatch(/; Secure$/); // behind a TLS proxy
@@ -641,6 +661,52 @@ describe('HTTP: the dashboard trades ?token= for a session cookie', () => {
     expect(await upgrade(s.port, { host, origin: 'http://evil.example', cookie })).toBe(403);
     expect(await upgrade(s.port, { host, origin: `http://127.0.0.1:${s.port + 1 === 65536 ? 1 : s.port + 1}`, cookie })).toBe(403);
     await until(() => hub.stats.connected === 1, 60_000, 'the admitted client');
+  });
+
+  it('the cookie ends: one issued longer ago than its lifetime opens nothing (page, /api/sources, /ws, the probes\' details), whatever the browser kept; one in use is renewed once a tenth of its lifetime has passed', async () => {
+    const { s, host } = await dashboard();
+    const nowS = Date.now() / 1000;
+    const issued = (agoS: number, token = 's3cret') => `argus_session_${s.port}=${sessionValue(token, nowS - agoS)}`;
+    // Past its 12 h: refused everywhere the cookie counts. It opened argus for as long as the token stayed the same.
+    for (const cookie of [issued(12 * 3600 + 60), issued(30 * 86_400)]) {
+      for (const path of ['/', '/api/sources', '/app.js']) expect((await get(s.port, path, { cookie })).status, `${path} ${cookie}`).toBe(401);
+      expect(await upgrade(s.port, { host, origin: `http://${host}`, cookie }), cookie).toBe(401);
+      expect(JSON.parse((await get(s.port, '/healthz', { cookie })).body)).not.toHaveProperty('sources');
+    }
+    // Its issued-at is in the mac: moved forward, the value is refused; nor does another token's cookie open it.
+    const old = issued(13 * 3600).split('=')[1];
+    const moved = `${Math.floor(nowS)}${old.slice(old.indexOf('.'))}`;
+    expect((await get(s.port, '/api/sources', { cookie: `argus_session_${s.port}=${moved}` })).status).toBe(401);
+    expect((await get(s.port, '/api/sources', { cookie: issued(10, 'other') })).status).toBe(401);
+    // New (under a tenth of its lifetime): admitted, not renewed on every poll.
+    const fresh = await get(s.port, '/api/sources', { cookie: issued(60) });
+    expect([fresh.status, fresh.headers['set-cookie']]).toEqual([200, undefined]);
+    // Older than a tenth: admitted, and renewed with a fresh issued-at and the full Max-Age, which then opens it.
+    const used = await get(s.port, '/api/sources', { cookie: issued(2 * 3600) });
+    expect(used.status).toBe(200);
+    const renewed = used.headers['set-cookie'] ?? '';
+    expect(renewed).toMatch(new RegExp(`^argus_session_${s.port}=\\d{10}\\.[A-Za-z0-9_-]{43}; Path=/; Max-Age=43200; HttpOnly; SameSite=Strict$`));
+    const at = Number(/=(\d+)\./.exec(renewed)![1]);
+    expect(at).toBeGreaterThanOrEqual(Math.floor(nowS));
+    expect((await get(s.port, '/api/sources', { cookie: renewed.split(';')[0] })).status).toBe(200);
+    // A request with the token is not a session's use: no cookie beside it (but the page's trade).
+    expect((await get(s.port, '/api/sources', { authorization: 'Bearer s3cret', cookie: issued(2 * 3600) })).headers['set-cookie']).toBeUndefined();
+  });
+
+  it('server.sessionMaxAgeMs sets the lifetime: its Max-Age, and the server refuses a cookie older than it (the hub too)', async () => {
+    const hub = new WebSocketHub({ maxBufferedBytes: 64 * 1024, maxAlertBacklog: 100, maxClientMessageBytes: 4096, sources: () => ['lobby'], token: 's3cret', sessionMaxAgeMs: 600_000 });
+    const s = await server({ token: 's3cret', sessionMaxAgeMs: 600_000, upgrades: { '/ws': (q, sock, h) => hub.handleUpgrade(q, sock, h) } });
+    cleanups.push(() => hub.close());
+    registerRoutes(s, fakeContext());
+    const host = `127.0.0.1:${s.port}`;
+    expect((await get(s.port, '/?token=s3cret')).headers['set-cookie']).toContain('; Max-Age=600;');
+    const nowS = Date.now() / 1000;
+    const old = `argus_session_${s.port}=${sessionValue('s3cret', nowS - 700)}`;
+    const young = `argus_session_${s.port}=${sessionValue('s3cret', nowS - 300)}`;
+    expect((await get(s.port, '/api/sources', { cookie: old })).status).toBe(401);
+    expect(await upgrade(s.port, { host, origin: `http://${host}`, cookie: old })).toBe(401);
+    expect((await get(s.port, '/api/sources', { cookie: young })).status).toBe(200);
+    expect(await upgrade(s.port, { host, origin: `http://${host}`, cookie: young })).toBe(101);
   });
 
   it("/ws with allowedOrigins (\"*\", or listed): another origin must present the token; the session cookie, which a browser sends from any same-site page (another port, another subdomain: SameSite=Strict does not tell them apart), opens it from the server's own origin only", async () => {

@@ -16,6 +16,8 @@ export const ServerSchema = z
     token: secret().pipe(z.string().min(1).regex(/^[\x21-\x7e]+$/, 'printable ASCII characters without spaces or line breaks (it is sent as "Authorization: Bearer <token>")')).optional(),
     // The limits below are optional in the type (code builds `server` blocks by hand); their
     // defaults are applied by startHttpServer (SERVER_DEFAULTS) and the WebSocket hub.
+    /** How long the dashboard's session cookie opens argus unused (its Max-Age, and checked by the server); a request it opens renews it once a tenth of that has passed. Default 43 200 000 ms (12 h). */
+    sessionMaxAgeMs: ms(60_000).optional(),
     /** Serve /metrics without the token (for a scraper that cannot send one). Default false. */
     publicMetrics: z.boolean().optional(),
     /** Browser origins (`scheme://host[:port]`, or "*") whose pages may open /ws besides the server's own. Default: none. */
