@@ -101,6 +101,8 @@ export class WebSocketHub implements Sink {
   private readonly origins: Set<string>;
   private readonly maxClients: number;
   private readonly maxRate: number;
+  /** close() was called: no upgrade is admitted any more. */
+  private shuttingDown = false;
 
   constructor(private readonly o: WebSocketHubOptions) {
     this.log = o.log ?? (() => {});
@@ -124,6 +126,9 @@ export class WebSocketHub implements Sink {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => socket.destroy());
     try {
+      // Closing: a client admitted now was never closed (close() closes those it found), and its
+      // socket held the server's close, and so the process's exit, for as long as it stayed.
+      if (this.shuttingDown) return this.refuse(socket, 503, 'Service Unavailable');
       const url = parseRequestUrl(req.url);
       if (!url) return this.refuse(socket, 400, 'Bad Request');
       const origin = this.originOf(req);
@@ -410,6 +415,7 @@ export class WebSocketHub implements Sink {
   }
 
   async close(): Promise<void> {
+    this.shuttingDown = true;
     clearInterval(this.flushTimer);
     clearInterval(this.heartbeatTimer);
     this.flushBacklogs();

@@ -235,6 +235,23 @@ describe('WebSocket API', () => {
     expect(await c.next((m) => m.type === 'subscribed')).toEqual({ type: 'subscribed', sources: [], kinds: [], unknownSources: [] });
   });
 
+  it('a closing hub admits no client (503): one admitted while close() waited for the others was never closed, and held the server\'s close and the exit for as long as it stayed', async () => {
+    const { url } = await setup();
+    const slow = await connect(url);
+    (slow.ws as unknown as { _socket: { pause(): void } })._socket.pause(); // does not answer the close: close() waits for it
+    const closing = hub!.close();
+    const late = new WebSocket(url);
+    sockets.push(late);
+    const answer = await new Promise<number | string>((r) => {
+      late.once('open', () => r('open'));
+      late.once('unexpected-response', (_q, res) => r(res.statusCode ?? 0));
+      late.once('error', (e) => r(e.message));
+    });
+    expect(answer).toBe(503);
+    await closing;
+    hub = undefined;
+  });
+
   it('closing the hub closes clients with 1001', async () => {
     const { url } = await setup();
     const c = await connect(url);
