@@ -124,7 +124,7 @@ interface ConnectionState {
 /** Requests one connection may have in flight (HTTP/1.1 pipelining); browsers and Prometheus send one at a time. */
 export const MAX_PIPELINED = 4;
 
-function admitConnections(server: Server, max: number, log: LogFn): void {
+function admitConnections(server: Server, max: number, log: LogFn): Map<Socket, unknown> {
   // Insertion order is idleness order: a connection moves to the end when its last request is answered.
   const open = new Map<Socket, ConnectionState>();
   const throttled = new ThrottledLog(log);
@@ -172,6 +172,7 @@ function admitConnections(server: Server, max: number, log: LogFn): void {
     const st = open.get(req.socket as Socket);
     if (st) st.upgraded = true;
   });
+  return open;
 }
 
 /** A browser's top-level GET navigation that another site started (a link, or a redirect after one): `Sec-Fetch-Site: cross-site`. */
@@ -293,7 +294,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
   // reading its answer cannot hold a connection forever (WebSocket sockets are exempt: ws
   // clears the timeout on upgrade, and the hub's heartbeat covers them).
   server.timeout = requestTimeout;
-  admitConnections(server, o.maxConnections ?? SERVER_DEFAULTS.maxConnections, log);
+  const open = admitConnections(server, o.maxConnections ?? SERVER_DEFAULTS.maxConnections, log);
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // After an upgrade Node leaves the socket without an error listener: a peer reset would
@@ -346,6 +347,10 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
       new Promise<void>((r) => {
         server.close(() => r());
         server.closeAllConnections?.();
+        // Upgraded sockets too, which closeAllConnections leaves: their handlers (the WebSocket
+        // hub) closed theirs before; one left open kept close() from returning, and the process
+        // from exiting, for as long as its client stayed.
+        for (const socket of open.keys()) socket.destroy();
       }),
   };
 }

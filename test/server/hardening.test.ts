@@ -172,6 +172,29 @@ describe('HTTP: nothing a client sends throws out of a handler', () => {
   });
 });
 
+describe('HTTP: close', () => {
+  it('close() returns, and the client is cut off, with an upgraded socket still open: it waited for every such client to leave', async () => {
+    const s = await startHttpServer({
+      host: '127.0.0.1',
+      port: 0,
+      // An upgrade handler that keeps its socket (as a WebSocket admitted while its hub was closing did).
+      upgrades: { '/ws': (_q, sock) => void sock.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n') },
+    });
+    let closed = false;
+    cleanups.push(() => (closed ? undefined : s.close()));
+    const client = netConnect(s.port, '127.0.0.1');
+    cleanups.push(() => client.destroy());
+    client.on('error', () => undefined);
+    const gone = new Promise<void>((r) => client.once('close', () => r()));
+    client.write(`GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
+    const answer = await within(new Promise<string>((r) => client.once('data', (d) => r(d.toString('latin1')))), 10_000, 'the 101');
+    expect(answer).toMatch(/^HTTP\/1\.1 101 /);
+    await within(s.close(), 5000, 'close()');
+    closed = true;
+    await within(gone, 5000, 'the client cut off');
+  });
+});
+
 describe('HTTP: methods', () => {
   it('only GET and HEAD: others answer 405 with Allow: GET, HEAD; HEAD answers without a body', async () => {
     const s = await server();
