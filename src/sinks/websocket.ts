@@ -16,6 +16,8 @@ export interface WebSocketHubOptions {
   maxBufferedBytes: number;
   /** Alerts and status changes held for a client that is behind; beyond it the client is closed (1013), never silently short of one. Default 1000. */
   maxAlertBacklog: number;
+  /** The same backlog's bytes: alerts embed a snapshot (~200 KB), so 1000 of them held 200 MB for one slow client. Beyond it: closed (1013). Default 16 MiB. */
+  maxAlertBacklogBytes?: number;
   /** Largest client message, its fragments together; a larger one closes the socket (1009). Default 4096. */
   maxClientMessageBytes: number;
   /**
@@ -47,6 +49,8 @@ interface Client {
   droppedUntold: number;
   droppedTotal: number;
   alertBacklog: string[];
+  /** UTF-8 bytes of alertBacklog's messages. */
+  alertBacklogBytes: number;
   /** Answered the last heartbeat ping. */
   alive: boolean;
   /** The last heartbeat ping's payload, which its pong must carry. */
@@ -63,6 +67,7 @@ interface Client {
 /** Messages a client may send in a row while it does not read its replies (send buffer over maxBufferedBytes) before it is closed. */
 const UNREAD_STRIKES = 10;
 const DEFAULT_MAX_CLIENTS = 64;
+export const DEFAULT_MAX_ALERT_BACKLOG_BYTES = 16 * 1024 * 1024;
 const DEFAULT_HEARTBEAT_MS = 15_000;
 const DEFAULT_MAX_MESSAGES_PER_SECOND = 100;
 
@@ -188,6 +193,7 @@ export class WebSocketHub implements Sink {
       droppedUntold: 0,
       droppedTotal: 0,
       alertBacklog: [],
+      alertBacklogBytes: 0,
       alive: true,
       windowStart: Date.now(),
       windowCount: 0,
@@ -260,6 +266,7 @@ export class WebSocketHub implements Sink {
     if (c.closing) return;
     c.closing = true;
     c.alertBacklog.length = 0;
+    c.alertBacklogBytes = 0;
     this.throttled.log(`kick ${code} ${reason.replace(/\d+/g, 'N')}`, 'websocket: closing a client', { code, reason }, 'warn');
     try {
       c.ws.close(code, reason);
@@ -394,17 +401,23 @@ export class WebSocketHub implements Sink {
   }
 
   private queueAlert(c: Client, json: string): void {
-    if (c.alertBacklog.length >= this.o.maxAlertBacklog) {
-      this.kick(c, 1013, `backlog overflow (${c.alertBacklog.length} alerts and status changes): reconnect`);
+    const bytes = Buffer.byteLength(json);
+    if (c.alertBacklog.length >= this.o.maxAlertBacklog || c.alertBacklogBytes + bytes > (this.o.maxAlertBacklogBytes ?? DEFAULT_MAX_ALERT_BACKLOG_BYTES)) {
+      this.kick(c, 1013, `backlog overflow (${c.alertBacklog.length} alerts and status changes, ${c.alertBacklogBytes} bytes): reconnect`);
       return;
     }
     c.alertBacklog.push(json);
+    c.alertBacklogBytes += bytes;
   }
 
   private flushBacklogs(): void {
     for (const c of this.clients) {
       if (c.closing || c.ws.readyState !== WebSocket.OPEN) continue;
-      while (c.alertBacklog.length > 0 && c.ws.bufferedAmount <= this.o.maxBufferedBytes) this.send(c, c.alertBacklog.shift()!);
+      while (c.alertBacklog.length > 0 && c.ws.bufferedAmount <= this.o.maxBufferedBytes) {
+        const json = c.alertBacklog.shift()!;
+        c.alertBacklogBytes -= Buffer.byteLength(json);
+        this.send(c, json);
+      }
       if (c.droppedUntold > 0 && c.ws.bufferedAmount <= this.o.maxBufferedBytes) this.tellDropped(c);
     }
   }

@@ -197,6 +197,28 @@ describe('WebSocket API', () => {
     expect(dropped()).toBe(hub!.stats.dropped); // the only client that fell behind
   }, 180_000);
 
+  it('a client that is behind holds at most maxAlertBacklogBytes of alerts (they embed snapshots): beyond it, it is closed (1013), the others unaffected', async () => {
+    const { url } = await setup({ maxBufferedBytes: 64 * 1024, maxAlertBacklog: 1000, maxAlertBacklogBytes: 1024 * 1024 });
+    const healthy = await connect(url);
+    await subscribe(healthy, ['*'], ['alerts']);
+    const st = await connect(url);
+    await subscribe(st, ['*'], ['alerts']);
+    (st.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    // 200 alerts of 50 KB (a snapshot each): 10 MB, a fifth of the count bound; what the stalled socket's kernel buffers do not take was held for it.
+    let held = 0;
+    for (let i = 0; i < 200; i++) {
+      hub!.publish('alert', 'a', JSON.stringify({ type: 'alert', version: 1, alert: { id: `al-${i}` }, snapshot: 'x'.repeat(50_000) }), {} as never);
+      held = Math.max(held, ...hub!.clientStats().map((c) => c.backlog));
+      await new Promise((r) => setTimeout(r, 10)); // the healthy client (in this process) reads as they come
+    }
+    expect(held * 50_000).toBeLessThanOrEqual(1024 * 1024);
+    await new Promise<void>((r) => {
+      const t = setInterval(() => hub!.stats.connected === 1 && (clearInterval(t), r()), 20);
+    });
+    await synced(healthy);
+    expect(healthy.msgs.filter((m) => m.type === 'alert')).toHaveLength(200);
+  }, 120_000);
+
   it('a client that stops reading still gets every status change (a camera that failed meanwhile), in order', async () => {
     // A status message is a camera's state: one lost leaves a client showing "streaming" for a
     // camera that failed, for good (the next change may never come). It used to be dropped like a

@@ -154,6 +154,8 @@ export const WebSocketSinkSchema = z
     maxBufferedBytes: finite().int().min(1024).default(1024 * 1024),
     /** Alerts and status changes held for a slow client before it is closed with 1013. Default 1000. */
     maxAlertBacklog: finite().int().min(1).default(1000),
+    /** The same backlog's bytes (alerts embed their snapshot, ~200 KB each); beyond it the client is closed with 1013. Default 16 MiB. */
+    maxAlertBacklogBytes: finite().int().min(64 * 1024).default(16 * 1024 * 1024),
     /** Largest client message answered normally; larger ones get an error frame. Default 4096. */
     maxClientMessageBytes: finite().int().min(64).max(65536).default(4096),
     /** Clients connected at once; beyond it an upgrade answers 503. Default 64. */
