@@ -78,11 +78,11 @@ export function sessionValue(token: string, issuedAtS: number): string {
 export function sessionAge(value: string, token: string, maxAgeMs: number, nowMs: number): number | undefined {
   const dot = value.indexOf('.');
   const at = value.slice(0, dot);
-  if (dot <= 0 || at.length > 12 || !/^\d+$/.test(at)) return undefined;
-  if (!tokenMatches(value, sessionValue(token, Number(at)))) return undefined;
+  if (dot <= 0 || at.length > 12 || value.length - dot !== 44 || !/^\d+$/.test(at)) return undefined;
+  // The cheap checks first: only a value of the right shape and age costs an HMAC.
   const ageMs = nowMs - Number(at) * 1000;
   if (ageMs > maxAgeMs || ageMs < -SESSION_CLOCK_SKEW_S * 1000) return undefined;
-  return Math.max(0, ageMs);
+  return tokenMatches(value, sessionValue(token, Number(at))) ? Math.max(0, ageMs) : undefined;
 }
 
 /**
@@ -110,15 +110,23 @@ export interface SessionOptions {
 }
 
 /**
- * The age in ms of the youngest valid session cookie the request carries (any of that name), or
- * undefined when it carries none. Any of them: the first alone let a cookie another port's page
- * set lock the dashboard out.
+ * Session cookies of one request looked at, at most. A browser sends a handful of one name at
+ * most (one per Path that is a prefix of the request's, per Domain); a client that filled its
+ * 16 KB of headers with ~200 of them cost ~4 ms of the event loop per request before it was
+ * refused (an HMAC each), 60 times an ordinary 401.
+ */
+export const MAX_SESSION_COOKIES = 16;
+
+/**
+ * The age in ms of the youngest valid session cookie the request carries (any of the first
+ * MAX_SESSION_COOKIES of that name), or undefined when it carries none. Any of them: the first
+ * alone let a cookie another port's page set lock the dashboard out.
  */
 export function requestSessionAge(req: IncomingMessage, token: string, o: SessionOptions = {}): number | undefined {
   const maxAgeMs = o.maxAgeMs ?? SESSION_MAX_AGE_MS;
   const nowMs = (o.now ?? Date.now)();
   let youngest: number | undefined;
-  for (const c of requestCookies(req, sessionCookieName(req))) {
+  for (const c of requestCookies(req, sessionCookieName(req)).slice(0, MAX_SESSION_COOKIES)) {
     const age = sessionAge(c, token, maxAgeMs, nowMs);
     if (age !== undefined && (youngest === undefined || age < youngest)) youngest = age;
   }

@@ -12,7 +12,7 @@ import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { sessionAge, sessionValue, SESSION_MAX_AGE_MS, tokenMatches } from '../../src/core/http.js';
+import { MAX_SESSION_COOKIES, sessionAge, sessionValue, SESSION_MAX_AGE_MS, tokenMatches } from '../../src/core/http.js';
 import { hostAllowed, MAX_PIPELINED, startHttpServer, type HttpServerOptions, type RunningServer } from '../../src/server/http.js';
 import { RateMeter, registerRoutes } from '../../src/server/routes.js';
 import type { Pipeline } from '../../src/pipeline/pipeline.js';
@@ -755,6 +755,17 @@ describe('HTTP: the dashboard trades ?token= for a session cookie', () => {
     expect(await upgrade(s.port, { host, origin: `http://${host}`, cookie: tossed })).toBe(101);
     // Only wrong ones: still refused.
     expect((await get(s.port, '/api/sources', { cookie: `argus_session_${s.port}=junk; argus_session_${s.port}=more` })).status).toBe(401);
+  });
+
+  it('only the first MAX_SESSION_COOKIES session cookies of a request are looked at (a browser sends a few; ~200 well-formed ones in 16 KB of headers cost an HMAC each, ~4 ms of the event loop per refused request)', async () => {
+    const { s } = await dashboard();
+    const good = ((await get(s.port, '/?token=s3cret')).headers['set-cookie'] ?? '').split(';')[0];
+    // Well-formed, recent, wrong: each would take an HMAC.
+    const decoy = `argus_session_${s.port}=${sessionValue('not the token', Date.now() / 1000)}`;
+    const behind = (n: number) => [...Array.from({ length: n }, () => decoy), good].join('; ');
+    expect((await get(s.port, '/api/sources', { cookie: behind(MAX_SESSION_COOKIES - 1) })).status).toBe(200);
+    expect((await get(s.port, '/api/sources', { cookie: behind(MAX_SESSION_COOKIES) })).status).toBe(401);
+    expect((await get(s.port, '/api/sources', { cookie: behind(150) })).status).toBe(401);
   });
 });
 
