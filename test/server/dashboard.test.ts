@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadPipeline } from '../../src/config/load.js';
 import { pipelineBaseDir } from '../../src/pipeline/pipeline.js';
 import { runPipeline, type RunningPipeline } from '../../src/pipeline/run.js';
+import { sessionValue } from '../../src/core/http.js';
 import { startHttpServer } from '../../src/server/http.js';
 import type { Metrics } from '../../src/server/metrics.js';
 import { DASHBOARD_MODULES, RateMeter, registerRoutes, type RouteContext } from '../../src/server/routes.js';
@@ -213,6 +214,27 @@ describe('dashboard modules', () => {
       for (const path of ['/js/nope.js', '/js/', '/js/API.JS', '/js/..%2froutes.ts', '/js/%2e%2e/routes.ts', '/js/../routes.ts', '/js/../../../package.json', '/dashboard/app.js', '/js/api.js/..%2f..%2fhttp.ts']) {
         expect(await status(s.port, `${path}${q}`), path).toBe(404);
       }
+    } finally {
+      await context.close();
+      await server.close();
+    }
+  }, 60_000);
+
+  it('a session that ended (the cookie past server.sessionMaxAgeMs, or the token changed) is said so when the WebSocket is refused, not retried in silence', async () => {
+    const server = await bareServer('s3cret', ['lobby']);
+    const s = server.s;
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${s.url}/?token=s3cret`);
+      await page.waitForFunction(() => document.querySelector('#status')?.textContent === 'connected', undefined, { timeout: 15_000 });
+      expect(await page.locator('#error').isHidden()).toBe(true);
+      // The laptop slept for 13 h: the browser still holds the cookie, the server refuses it.
+      const [c] = await context.cookies();
+      await context.addCookies([{ ...c, value: sessionValue('s3cret', Date.now() / 1000 - 13 * 3600) }]);
+      for (const client of (server.hub as unknown as { clients: Set<{ ws: { terminate(): void } }> }).clients) client.ws.terminate();
+      await page.waitForFunction(() => /session has ended/.test(document.querySelector('#error')?.textContent ?? '') && !(document.querySelector('#error') as HTMLElement).hidden, undefined, { timeout: 15_000 });
+      expect(await page.locator('#status').textContent()).toBe('disconnected');
     } finally {
       await context.close();
       await server.close();

@@ -53,8 +53,10 @@ function connect() {
     return;
   }
   ws = sock;
+  let opened = false;
   sock.onopen = () => {
     if (ws !== sock) return;
+    opened = true;
     app.connectedAt = now();
     lastMessageAt = now();
     setConnected(true, '');
@@ -73,10 +75,28 @@ function connect() {
     setConnected(false, why);
     for (const s of app.sources.values()) updateDown(s);
     scheduleReconnect();
+    // A refused handshake tells the page no status (1006): ask whether the session ended.
+    if (!opened) checkSession();
   };
   sock.onerror = () => {
     // a close event follows, which schedules the reconnect
   };
+}
+
+/**
+ * The session cookie ends (server.sessionMaxAgeMs unused, or the server's secret changed): every
+ * reconnect is then refused, and only opening the page as on the first visit (README, "The
+ * dashboard's session cookie") lets it in again. Said so, not retried in silence.
+ */
+function checkSession() {
+  fetch('/api/sources', { method: 'HEAD', credentials: 'same-origin', cache: 'no-store' })
+    .then((r) => {
+      if (r.status !== 401) return;
+      showError('the session has ended (unused longer than server.sessionMaxAgeMs, or the server\'s secret changed): open the dashboard as on the first visit again');
+    })
+    .catch(() => {
+      // argus is down: the reconnects go on
+    });
 }
 
 function scheduleReconnect() {
