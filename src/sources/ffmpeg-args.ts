@@ -138,16 +138,13 @@ export function reportsFrameTimes(input: FfmpegInputSpec): boolean {
 }
 
 /**
- * Whether ffmpeg reports each frame it filters on its log (`frameTimeFilters`): live sources (for
- * their times, `reportsFrameTimes`) and letterboxed frames of any source, so that a mid-stream
- * resolution change, which ffmpeg reports on its log while it writes the frames through another
- * pipe, is placed at the first frame of the new picture (ffmpeg-source: the frames written before
- * its new scaler keep the old letterbox). Frames at the source's size keep one size and letterbox.
+ * ffmpeg reports each frame it filters on its log (`frameTimeFilters`), every source: live ones
+ * for their times (`reportsFrameTimes`), and any, so that a mid-stream resolution change, which
+ * ffmpeg reports on its log while it writes the frames through another pipe, is placed at the
+ * first frame of the new picture (ffmpeg-source: letterboxed frames written before its new scaler
+ * keep the old letterbox; frames at the source's size are the old picture's up to it, and the
+ * source is restarted there, so that no frame of the new picture is stretched to the old size).
  */
-export function reportsFrames(input: FfmpegInputSpec, out: FfmpegOutputSpec): boolean {
-  return reportsFrameTimes(input) || out.frame === undefined || out.frame === 'letterbox';
-}
-
 export interface FfmpegOutputSpec {
   width: number;
   height: number;
@@ -397,8 +394,10 @@ function withoutOptions(args: readonly string[], names: ReadonlySet<string>): st
 export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, tag?: string): string[] {
   const outputUrl = tag ? taggedStdout(tag) : 'pipe:1';
   // verbose: the scale filter then logs each (re)configuration, which is how a mid-stream
-  // resolution change is noticed (a handful of lines per run, nothing per frame).
-  const args = ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'verbose'];
+  // resolution change is noticed (a handful of lines per run, nothing per frame). repeat: each
+  // line printed when it happens, a repeat too (not held back for a `Last message repeated`
+  // line): the log counts the frames written as they are (ffmpeg-source).
+  const args = ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'repeat+verbose'];
   const decode = input.decode ?? DEFAULT_DECODE;
   const live = reportsFrameTimes(input);
   if (decode.threads > 0) args.push('-threads', String(decode.threads));
@@ -483,9 +482,9 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
         // 4:2:0 YUV, a 4:2:0 source passes untouched; others are converted to it by ffmpeg.
         [sourceBoundFilter(input.url), out.frame === 'source-yuv' ? 'format=pix_fmts=yuv420p|yuvj420p' : `format=${out.pixelFormat}`]
       : [...squarePixels(input.url), `scale=w=${sw}:h=${sh}:flags=bilinear`, `format=${out.pixelFormat}`, `pad=${W}:${H}:${px}:${py}:color=${pad}`]),
-    // Live: each frame's time (µs) on the log, in output order (see reportsFrameTimes); letterboxed
-    // frames: each frame on the log (see reportsFrames).
-    ...(reportsFrames(input, out) ? frameTimeFilters(tag) : []),
+    // Each frame on the log, in output order (see frameTimeFilters): a live source's time (µs,
+    // reportsFrameTimes), and where a resolution change comes.
+    ...frameTimeFilters(tag),
   ];
   // Live: one output frame per filtered frame (no duplicates or drops for a constant rate), so
   // the reported times pair with the frames in order.
@@ -499,6 +498,12 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
   // frame waited 1–2 frame periods in ffmpeg after decoding (200 ms at 10 fps on 2 cores; more
   // with more cores), and a last frame until the stream ended.
   args.push('-threads', '1');
+  // Frames at the source's size: each picture written at its own size. By default ffmpeg scales
+  // every picture to the size of the first one its filter graph was configured for, whatever its
+  // shape, even one it never wrote: after a seek into an MPEG-TS file, the frames decoded before
+  // the seek point (trimmed) set the size, and the pictures of the part after a resolution change
+  // were stretched to it. A change mid-run ends the run at its first frame (ffmpeg-source).
+  if (out.frame === 'source' || out.frame === 'source-yuv') args.push('-autoscale', '0');
   // No metadata or chapters copied to the output: the output's report, which argus reads for
   // the frames' size and rate, then holds no line of the input's (a metadata key prints its line
   // breaks as they are; ffmpeg 6.0's -map_metadata -1 leaves chapters and streams' metadata).

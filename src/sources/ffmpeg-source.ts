@@ -10,7 +10,7 @@ import type { LogFn } from '../core/log.js';
 import { redact, rememberArgSecrets, rememberUrlSecrets } from '../core/redact.js';
 import { emptyStamps, type Frame, type ProducedBy, type YuvColour } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
-import { buildFfmpegArgs, DEFAULT_DECODE, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, reportsFrameTimes, reportsFrames, runTag, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
+import { buildFfmpegArgs, DEFAULT_DECODE, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, reportsFrameTimes, runTag, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { FrameChannel } from './frame-channel.js';
@@ -129,6 +129,13 @@ const MAX_UNPAIRED = 8;
  * a change in a stream whose size changes every frame); beyond, the oldest is applied at once.
  */
 const MAX_PENDING_RESIZES = 1024;
+
+/**
+ * The longest frames at the source's size wait for ffmpeg's report of them (see `unreported` in
+ * oneFfmpeg) before they are cut all the same, ms: a report that never came (none is known to go
+ * missing) must not stall a source, and a fast file has no stall watchdog.
+ */
+const REPORT_WAIT_MS = 2000;
 
 /** spawn errors that are about the machine's state right now (no file descriptors, processes, memory), not about ffmpeg. */
 const TRANSIENT_SPAWN_ERRORS = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM']);
@@ -440,9 +447,6 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     // through different pipes, so either may come first; what waits for its partner is kept
     // (bounded) by index, so a lost partner never shifts the pairing of later frames.
     const live = reportsFrameTimes(input);
-    // Each frame ffmpeg filters is reported on its log (live sources, letterboxed frames): a
-    // resolution change is placed at its frame (probe.onResize).
-    const reported = reportsFrames(input, output);
     const times = new Map<number, ClockReading | null>(); // report index → time (null: none known for it)
     // A relayed RTSP source's reports are RTP timestamps, which the relay turns into the
     // camera's time or the packets' arrival (rtsp-tap); others' are the arrival at ffmpeg.
@@ -571,6 +575,12 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     const stopPacing = (pace ?? stage)?.onRoom(onStageRoom);
 
     const onFrame = (data: Buffer): void => {
+      if (restartAt !== undefined && seq - seqStart >= restartAt) {
+        // The new picture's bytes, which cut at the old size are no picture: not delivered (see resizedAtSource).
+        pool!.release(data);
+        restartForResize();
+        return;
+      }
       if (native && playStart && fps) {
         // Released up to about 2 ms early (libuv's timers count whole milliseconds, from a clock
         // of whole milliseconds): `produced` is then that frame's `captured`, so its latency is
@@ -672,7 +682,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       subscriber.next(frame);
     };
     /**
-     * Letterbox changes still ahead of the frames read (frames reported on the log: `reported`):
+     * Letterbox changes still ahead of the frames read:
      * from frame `at` (counted from this run's first) on, `to` (see probe.onResize).
      */
     const resizes: { at: number; to: Letterbox }[] = [];
@@ -690,9 +700,11 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     };
 
     probe.onResize = (w, h) => {
-      // Frames at the source's size: ffmpeg goes on writing them at the size it started with
-      // (it scales the new pictures to it), so the frames and their letterbox stay as they are.
-      if (!lb || atSource) return;
+      if (!lb) return;
+      if (atSource) {
+        resizedAtSource(w, h);
+        return;
+      }
       const last = resizes.length ? resizes[resizes.length - 1].to : lb;
       if (last.srcWidth === w && last.srcHeight === h) return;
       // The log reports each frame filtered (reportsFrames), and ffmpeg writes every frame of the
@@ -703,10 +715,29 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       // as if from a square picture). (A file whose timestamps jump forward at the change gets the
       // old picture repeated over the gap after the line, by its constant-rate output: those
       // repeats get the new letterbox.)
-      if (reported) {
-        resizes.push({ at: reports + adjusted, to: fit(w, h) });
-        if (resizes.length > MAX_PENDING_RESIZES) applyResize(resizes.shift()!.to);
-      } else applyResize(fit(w, h));
+      resizes.push({ at: reports + adjusted, to: fit(w, h) });
+      if (resizes.length > MAX_PENDING_RESIZES) applyResize(resizes.shift()!.to);
+    };
+    // Frames at the source's size are cut at the size the run started with, and ffmpeg writes
+    // each picture at its own (-autoscale 0; by default it scaled each later picture to the first
+    // size, whatever its shape: a 4:3 picture in a 16:9 stream stretched, boxes and zones mapped
+    // from the wrong picture, with nothing said). The frames of the old picture, up to the first
+    // of the new one (`restartAt`, counted from this run's first as the reports are, see above),
+    // are delivered; that frame is not: the run ends there (VAP_ERR_SOURCE_RESIZED), and the
+    // supervisor starts the source again at once, from that frame (a file's position; a camera
+    // reconnected), at the new size.
+    let restartAt: number | undefined;
+    let resizedTo = '';
+    const resizedAtSource = (w: number, h: number): void => {
+      if (restartAt !== undefined) return;
+      restartAt = reports + adjusted;
+      resizedTo = `${w}x${h}`;
+      if (seq - seqStart >= restartAt) restartForResize();
+    };
+    const restartForResize = (): void => {
+      if (closed) return;
+      const from = probe.output ? `${probe.output.width}x${probe.output.height}` : 'its first size';
+      stop(new ArgusError(ErrorCodes.SOURCE_RESIZED, redact(`source "${id}": resolution changed from ${from} to ${resizedTo}`)));
     };
     // Frames are cut once ffmpeg has printed its output line (before its first frame): at the
     // size it says it writes for frames at the source's size (after any rotation), letterboxed
@@ -732,9 +763,18 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       }
     };
     const onLog = (chunk: string): void => {
+      const before = reports + adjusted;
       probe.push(chunk);
       const inputInfo = probe.info;
-      if (lb) return;
+      if (lb) {
+        // Frames held for their report (see unreported) may be cut now.
+        if (reports + adjusted > before && atSource) {
+          clearTimeout(reportWait);
+          reportWait = undefined;
+          if (paused) resumeIfAllowed();
+        }
+        return;
+      }
       if (closed) return;
       if (probe.outputUnreadable !== undefined) {
         stop(new ArgusError(ErrorCodes.SOURCE_PROBE, redact(`source "${id}": ffmpeg's line for the frames it writes has no size argus can read: ${probe.outputUnreadable}`)));
@@ -868,7 +908,29 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       }
       return true;
     };
-    const hold = pace || native ? holdRead : undefined;
+    // Frames at the source's size: frame k is not cut before ffmpeg's log has reported it (the
+    // reports count the frames ffmpeg writes, see probe.onResize), so that a resolution change
+    // before it is known first: ffmpeg writes the new picture at its own size (-autoscale 0), and
+    // cut at the old one its bytes would make frames of two pictures, the rest cut out of step.
+    // ffmpeg logs each frame before writing it, so this waits only while its log, which comes
+    // through another pipe, is behind (read later in the same turn of the event loop). Not after
+    // ffmpeg has exited (its whole log is read by then), nor for longer than REPORT_WAIT_MS.
+    let childExited = false;
+    let reportWait: ReturnType<typeof setTimeout> | undefined;
+    let reportsBehind = false;
+    const unreported = (): boolean => {
+      if (childExited || reportsBehind) return false;
+      const cut = seq - seqStart + (ahead ? 1 : 0);
+      if (reports + adjusted > cut) return false;
+      reportWait ??= setTimeout(() => {
+        reportWait = undefined;
+        reportsBehind = true;
+        resumeIfAllowed();
+      }, REPORT_WAIT_MS);
+      return true;
+    };
+    const paceHold = pace || native ? holdRead : undefined;
+    const hold = atSource ? () => paceHold?.() === true || unreported() : paceHold;
     const onStdout = (chunk: Buffer): void => {
       if (!reader) {
         early.push(chunk);
@@ -909,13 +971,20 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     // pipe was delivered; a frame socket's may still wait in it (held), and its end comes apart.
     const onClose = (code: number | null, signal: NodeJS.Signals | null): void => {
       options.onExit?.(code, signal);
+      childExited = true;
+      clearTimeout(reportWait);
+      reportWait = undefined;
       if (closed) return;
       // The end of the input with frames still held (not due yet, or the stage busy): node read
       // the pipe to the end when ffmpeg exited, the socket keeps them; they are delivered as
       // they are allowed, then the source completes. After a failure held frames are dropped:
       // the restart resumes after the last frame delivered, so it decodes them again.
       const unread = frames !== undefined && !frames.ended;
-      if ((leftover || ahead || unread) && code === 0 && lb && !killedByUs) exited = () => end(code, signal);
+      if ((leftover || ahead || unread) && code === 0 && lb && !killedByUs) {
+        exited = () => end(code, signal);
+        // Held for their reports only (see unreported): cut now.
+        if (paused && atSource) resumeIfAllowed();
+      }
       else if (unread && !paused && lb && !killedByUs) {
         // A failure, with the socket being read: what ffmpeg wrote before it failed is
         // delivered first, as node reads a pipe to its end before 'close' (within a deadline).
@@ -977,6 +1046,8 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
 
     /** A frame held for its due time is not delivered after the end or a failure. */
     const dropAhead = (): void => {
+      clearTimeout(reportWait);
+      reportWait = undefined;
       if (dueTimer) clearTimeout(dueTimer);
       dueTimer = undefined;
       if (readTimer) clearTimeout(readTimer);

@@ -10,6 +10,14 @@ import { backoffDelay, type ReconnectPolicy, type SourceState, type Transition }
 /** A source's resolution changes are reported at most this often (see `supervisedSource`), ms. */
 export const RESIZE_REPORT_MS = 1000;
 
+/**
+ * A source of frames at its own size (`model.resize: exact`) is restarted at once for a
+ * resolution change (VAP_ERR_SOURCE_RESIZED, see ffmpeg-source) at most this often, ms; another
+ * change sooner is restarted after the backoff, as a failure (a camera that changes its size on
+ * every frame would otherwise start ffmpeg for every frame).
+ */
+export const RESIZE_RESTART_MS = 10_000;
+
 export interface WatchdogOptions {
   /** No first frame within this long after (re)starting ffmpeg: restart it. Default 15 000 ms. */
   startTimeoutMs: number;
@@ -143,6 +151,9 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     let pendingResize: { from: Letterbox; to: Letterbox; count: number } | undefined;
     let resizeTimer: Subscription | undefined;
     let finished = false;
+    /** clock() at the last restart for a resolution change (RESIZE_RESTART_MS); whether the run now starting is one. */
+    let resizeRestartAt = -Infinity;
+    let resizeRestart = false;
     const reportResize = (from: Letterbox, to: Letterbox, count: number) => {
       resizeReportedAt = clock();
       const [a, b] = [`${from.srcWidth}x${from.srcHeight}`, `${to.srcWidth}x${to.srcHeight}`];
@@ -264,7 +275,8 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       nextSeq = frame.seq + 1;
       if (state !== 'streaming') {
         streamingSince = at;
-        transition('streaming', attempt === 0 ? 'first frame' : `frames again after ${attempt} attempt${attempt > 1 ? 's' : ''}`);
+        transition('streaming', resizeRestart && attempt === 0 ? 'frames at the new size' : attempt === 0 ? 'first frame' : `frames again after ${attempt} attempt${attempt > 1 ? 's' : ''}`);
+        resizeRestart = false;
       }
       resetIfHealthy(at);
     };
@@ -291,6 +303,15 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       // that played and then stalled or lost its ffmpeg resumes where it was; live sources
       // (cameras, streams) are always retried.
       const code = (e as ArgusError).code;
+      // Frames at the source's size whose picture changed size: started again at once, from the
+      // first frame of the new picture (a file's position), unless it did so less than
+      // RESIZE_RESTART_MS ago. Not a failure: the attempt count stays.
+      if (code === ErrorCodes.SOURCE_RESIZED && clock() - resizeRestartAt >= RESIZE_RESTART_MS) {
+        resizeRestartAt = clock();
+        resizeRestart = true;
+        transition('reconnecting', `${firstLine(e)}; restarted at once at the new size`, e);
+        return timer(0, scheduler);
+      }
       const permanent = code === ErrorCodes.SOURCE_OPEN || code === ErrorCodes.CONFIG || (isFile && !opened && (code === ErrorCodes.SOURCE_EXIT || code === ErrorCodes.SOURCE_PROBE));
       attempt++;
       const max = reconnect.maxAttempts;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { boundedSize, buildFfmpegArgs, ffmpegInput, frameBytes, isStillImage, reportsFrameTimes, reportsFrames, sampleFilter, sourceKind, type FfmpegInputSpec } from '../../src/sources/ffmpeg-args.js';
+import { boundedSize, buildFfmpegArgs, ffmpegInput, frameBytes, isStillImage, reportsFrameTimes, sampleFilter, sourceKind, type FfmpegInputSpec } from '../../src/sources/ffmpeg-args.js';
 
 const out = { width: 416, height: 416, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
 
@@ -148,20 +148,15 @@ describe('buildFfmpegArgs', () => {
     for (const rate of ['native', 'fast'] as const) {
       const input = { url: '/x.mp4', kind: 'file' as const, rate, loop: false };
       expect(reportsFrameTimes(input)).toBe(false);
-      for (const frame of ['source', 'source-yuv'] as const) {
-        const a = buildFfmpegArgs(input, { ...out, frame }).join(' ');
-        expect(a).not.toContain('wallclock');
-        expect(a).not.toContain('metadata=');
-        expect(a).not.toContain('-copyts');
+      // Letterboxed or at the source's size: each frame on the log (a resolution change placed
+      // at its frame), the file's own timestamps and constant-rate output kept.
+      for (const frame of ['letterbox', 'source', 'source-yuv'] as const) {
+        const a = buildFfmpegArgs(input, { ...out, frame }, 'f00d');
+        expect(a[a.indexOf('-vf') + 1].endsWith(',settb=AVTB,metadata=mode=add:key=argus_f00d:value=1,metadata=mode=print:key=argus_f00d')).toBe(true);
+        expect(a.join(' ')).not.toContain('wallclock');
+        expect(a.join(' ')).not.toContain('-copyts');
+        expect(a.join(' ')).not.toContain('-vsync');
       }
-      // Letterboxed: each frame on the log (a resolution change placed at its frame), the
-      // file's own timestamps and constant-rate output kept.
-      const a = buildFfmpegArgs(input, out, 'f00d');
-      expect(reportsFrames(input, out)).toBe(true);
-      expect(a[a.indexOf('-vf') + 1].endsWith(',settb=AVTB,metadata=mode=add:key=argus_f00d:value=1,metadata=mode=print:key=argus_f00d')).toBe(true);
-      expect(a.join(' ')).not.toContain('wallclock');
-      expect(a.join(' ')).not.toContain('-copyts');
-      expect(a.join(' ')).not.toContain('-vsync');
     }
   });
 });
@@ -170,10 +165,14 @@ describe('frames at the source size, packed or 4:2:0', () => {
   it('packed: the bound, then the model’s pixel format; 4:2:0: the bound, then yuv420p or yuvj420p as ffmpeg decoded it, no -pix_fmt', () => {
     const file = { url: '/x.mp4', kind: 'file' as const, rate: 'fast' as const, loop: false };
     const packed = buildFfmpegArgs(file, { ...out, frame: 'source' });
-    expect(packed[packed.indexOf('-vf') + 1]).toMatch(/^scale=w='if\(gt\(round\(iw\*max\(1\\,if\(between\(sar.*.*,format=bgr24$/);
+    expect(packed[packed.indexOf('-vf') + 1]).toMatch(/^scale=w='if\(gt\(round\(iw\*max\(1\\,if\(between\(sar.*.*,format=bgr24,settb=AVTB,metadata=mode=add:key=argus:value=1,metadata=mode=print:key=argus$/);
+    // Each picture at its own size: never scaled to the first (a resolution change ends the run).
+    expect(packed.slice(packed.indexOf('-autoscale'), packed.indexOf('-autoscale') + 2)).toEqual(['-autoscale', '0']);
+    expect(buildFfmpegArgs(file, out)).not.toContain('-autoscale');
     expect(packed.slice(packed.indexOf('-pix_fmt'), packed.indexOf('-pix_fmt') + 2)).toEqual(['-pix_fmt', 'bgr24']);
     const yuv = buildFfmpegArgs(file, { ...out, frame: 'source-yuv' });
-    expect(yuv[yuv.indexOf('-vf') + 1]).toMatch(/^scale=w='if\(gt\(round\(iw\*max\(1\\,if\(between\(sar.*.*,format=pix_fmts=yuv420p\|yuvj420p$/);
+    expect(yuv[yuv.indexOf('-vf') + 1]).toMatch(/^scale=w='if\(gt\(round\(iw\*max\(1\\,if\(between\(sar.*.*,format=pix_fmts=yuv420p\|yuvj420p,settb=AVTB,metadata=mode=add:key=argus:value=1,metadata=mode=print:key=argus$/);
+    expect(yuv).toContain('-autoscale');
     expect(yuv).not.toContain('-pix_fmt');
     expect(frameBytes({ ...out, frame: 'source' }, 851, 479)).toBe(851 * 479 * 3);
     expect(frameBytes({ ...out, frame: 'source-yuv' }, 851, 478)).toBe(851 * 478 + 2 * 426 * 239);

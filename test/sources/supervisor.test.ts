@@ -423,3 +423,27 @@ describe('teardown and options', () => {
     });
   });
 });
+
+describe('a resolution change of frames at the source size (VAP_ERR_SOURCE_RESIZED)', () => {
+  const resized = new ArgusError(ErrorCodes.SOURCE_RESIZED, 'source "cam": resolution changed from 64x48 to 32x24');
+  it('restarts the source at once, not counted as a failure; another within RESIZE_RESTART_MS waits the backoff as one', () => {
+    scheduler.run(({ cold, expectSubscriptions, flush }) => {
+      // Frames, a change at 300 ms; frames at once, another change 200 ms later; then frames.
+      const runs = [cold('a 99ms a 99ms a 99ms #', undefined, resized), cold('a 99ms a 99ms #', undefined, resized), cold('a 99ms a')];
+      const h = supervise(runs);
+      scheduler.schedule(() => sub.unsubscribe(), 1000);
+      const sub = h.src.subscribe();
+      flush();
+      expectSubscriptions(runs[1].subscriptions).toBe('300ms ^ 199ms !');
+      expectSubscriptions(runs[2].subscriptions).toBe('600ms ^ 399ms !'); // 500 ms + the first backoff, 100 ms
+      expect(h.transitions.filter((t) => t.state !== 'stopped').map(({ at, state, reason, attempt, code }) => [at, state, reason, attempt, code])).toEqual([
+        [0, 'starting', 'started', 0, undefined],
+        [0, 'streaming', 'first frame', 0, undefined],
+        [300, 'reconnecting', 'source "cam": resolution changed from 64x48 to 32x24; restarted at once at the new size', 0, ErrorCodes.SOURCE_RESIZED],
+        [300, 'streaming', 'frames at the new size', 0, undefined],
+        [500, 'reconnecting', 'source "cam": resolution changed from 64x48 to 32x24; retry 1 in 0.1 s', 1, ErrorCodes.SOURCE_RESIZED],
+        [600, 'streaming', 'frames again after 1 attempt', 1, undefined],
+      ]);
+    });
+  });
+});

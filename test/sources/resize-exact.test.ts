@@ -1,0 +1,131 @@
+// A mid-stream resolution change with frames at the source's size (model.resize: exact, the
+// default): ffmpeg's output keeps the size it started with and would scale every later picture
+// to it, whatever its shape. Real ffmpeg, a clip of 320x240 then 160x160 (one MPEG-TS stream,
+// timestamps running on, as a camera's profile switch records).
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { lastValueFrom, toArray } from 'rxjs';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ErrorCodes, type ArgusError } from '../../src/core/errors.js';
+import type { Frame } from '../../src/core/frame.js';
+import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
+import { ffmpegSource, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
+import type { Transition } from '../../src/sources/health.js';
+import { supervisedSource } from '../../src/sources/supervised-source.js';
+import { FakeFfmpeg } from './fake-ffmpeg.js';
+
+const FF = defaultFfmpegPath();
+const dir = mkdtempSync(join(tmpdir(), 'argus-resize-exact-'));
+const output = { width: 64, height: 64, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114, frame: 'source' as const };
+const hash = (f: Frame) => createHash('sha1').update(f.data).digest('hex');
+const size = (f: Frame) => `${f.letterbox.srcWidth}x${f.letterbox.srcHeight}`;
+let joined: string, second: string;
+
+beforeAll(() => {
+  // testsrc draws a frame counter: every frame differs. 10 frames of each size, key frames at each part's start.
+  const part = (s: string, offset: number, out: string) =>
+    execFileSync(FF, ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `testsrc=size=${s}:rate=10`, '-frames:v', '10', '-c:v', 'libx264', '-g', '10', '-pix_fmt', 'yuv420p', '-output_ts_offset', String(offset), '-f', 'mpegts', out]);
+  part('320x240', 0, join(dir, 'a.ts'));
+  second = join(dir, 'b.ts');
+  part('160x160', 1, second);
+  joined = join(dir, 'ab.ts');
+  writeFileSync(joined, Buffer.concat([readFileSync(join(dir, 'a.ts')), readFileSync(second)]));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('frames at the source size across a resolution change', () => {
+  it('the new picture comes at its own size, not stretched to the first one: the source restarts there at once', async () => {
+    const transitions: Transition[] = [];
+    const frames = await lastValueFrom(
+      supervisedSource({
+        id: 'cam',
+        input: { url: joined, kind: 'file', rate: 'fast', loop: false },
+        output,
+        ffmpegPath: FF,
+        reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000, jitter: 0, maxAttempts: 1, healthyResetMs: 30_000 },
+        watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 },
+        onTransition: (t) => transitions.push(t),
+      }).pipe(toArray()),
+    );
+    const own = await lastValueFrom(ffmpegSource({ id: 'ref', input: { url: second, kind: 'file', rate: 'fast', loop: false }, output, ffmpegPath: FF }).pipe(toArray()));
+    expect(frames.map(size)).toEqual([...Array(10).fill('320x240'), ...Array(10).fill('160x160')]);
+    expect(frames.slice(10).map((f) => f.data.length)).toEqual(Array(10).fill(160 * 160 * 3));
+    // The very pictures of the second part, decoded alone.
+    expect(frames.slice(10).map(hash)).toEqual(own.map(hash));
+    expect(frames.map((f) => f.seq)).toEqual([...Array(20).keys()]);
+    expect(frames[10].pts).toBeCloseTo(1.0, 6);
+    const restart = transitions.find((t) => t.code === ErrorCodes.SOURCE_RESIZED);
+    expect(restart).toMatchObject({ state: 'reconnecting', attempt: 0 });
+    expect(restart!.reason).toContain('resolution changed from 320x240 to 160x160; restarted at once');
+    expect(transitions.map((t) => t.state)).toEqual(['starting', 'streaming', 'reconnecting', 'streaming', 'ended']);
+  }, 60_000);
+});
+
+/** The scaler's configuration line for a `w × h` input (ffmpeg 5.1's form), frames at the source's size. */
+const scaler = (w: number, h: number) => `[Parsed_scale_0 @ 0x55d0c0ffee10] w:${w} h:${h} fmt:yuv420p sar:1/1 -> w:${w} h:${h} fmt:bgr24 sar:1/1 flags:0x0\n`;
+
+/** ffmpegSource on a fake ffmpeg that says it writes 64x48 frames at the source's size. */
+function fake() {
+  let child!: FakeFfmpeg;
+  const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, 64 * 48 * 3)).asChild();
+  const frames: Frame[] = [];
+  const r = { child: undefined as unknown as FakeFfmpeg, frames, error: undefined as ArgusError | undefined, done: false };
+  const sub = ffmpegSource({ id: 'cam', input: { url: second, kind: 'file', rate: 'fast', loop: false }, output, ffmpegPath: 'ffmpeg', spawn }).subscribe({
+    next: (f) => frames.push(f),
+    error: (e: ArgusError) => (r.error = e),
+    complete: () => (r.done = true),
+  });
+  r.child = child;
+  child.stderr.write(scaler(64, 48));
+  child.info('mpegts');
+  return { ...r, get error() { return r.error; }, get done() { return r.done; }, sub };
+}
+
+describe('frames at the source size are cut once ffmpeg has logged them', () => {
+  it('frames read before their report wait for it; the bytes of a new picture, read before its scaler line, never make a frame', () => {
+    const r = fake();
+    const t = Date.now();
+    r.child.frame(1);
+    r.child.frame(2);
+    expect(r.frames).toHaveLength(0); // not reported yet
+    r.child.stderr.write(r.child.timeLine(0, t));
+    expect(r.frames.map((f) => f.data[0])).toEqual([1]);
+    r.child.stderr.write(r.child.timeLine(1, t));
+    expect(r.frames.map((f) => f.data[0])).toEqual([1, 2]);
+    // ffmpeg met a 32x24 picture and wrote four of them (one 64x48 frame's bytes) at their own
+    // size; its log (the new scaler, then their reports) comes after them.
+    for (let i = 0; i < 4; i++) r.child.stdout.write(Buffer.alloc(32 * 24 * 3, 9));
+    expect(r.frames).toHaveLength(2);
+    r.child.stderr.write(scaler(32, 24) + r.child.timeLine(2, t));
+    expect(r.frames).toHaveLength(2);
+    expect(r.error?.code).toBe(ErrorCodes.SOURCE_RESIZED);
+    expect(r.error?.message).toBe('source "cam": resolution changed from 64x48 to 32x24');
+    expect(r.child.signals).toEqual(['SIGKILL']);
+  });
+
+  it('a report that never comes stalls nothing: the frame is cut after REPORT_WAIT_MS; frames left at the exit are cut at once', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const r = fake();
+      r.child.frame(1);
+      expect(r.frames).toHaveLength(0);
+      vi.advanceTimersByTime(1999);
+      expect(r.frames).toHaveLength(0);
+      vi.advanceTimersByTime(1);
+      expect(r.frames.map((f) => f.data[0])).toEqual([1]);
+      r.sub.unsubscribe();
+      const s = fake();
+      s.child.frame(1);
+      s.child.frame(2);
+      s.child.stdout.resume(); // as node reads a pipe to its end when ffmpeg exits, before 'close'
+      s.child.exit(0);
+      expect(s.frames.map((f) => f.data[0])).toEqual([1, 2]);
+      expect(s.done).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
