@@ -334,6 +334,17 @@ function seekTrim(input: FfmpegInputSpec): number {
   return input.seek - at;
 }
 
+/**
+ * Containers with an index (ffmpeg's format names, as its `Input #0` line gives them): their seek
+ * lands on the key frame at or before the wanted time, and their duration is the index's. Others
+ * (MPEG-TS, MPEG-PS, raw streams, …) are read as a stream: a seek may land after the time, and
+ * ffmpeg's duration is a guess from their first and last timestamps (two MPEG-TS recordings joined
+ * with `cat`, each with its own timestamps, are given the length of one).
+ */
+export function indexedFormat(format: string | undefined): boolean {
+  return format !== undefined && /^(mov|mp4|m4a|3gp|3g2|mj2|matroska|webm|avi|flv|ivf)(,|$)/.test(format);
+}
+
 /** Output options copying none of the input's metadata (global, streams') or chapters. */
 export const NO_INPUT_METADATA: readonly string[] = ['-map_metadata', '-1', '-map_metadata:s', '-1', '-map_chapters', '-1'];
 

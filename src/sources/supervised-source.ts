@@ -4,6 +4,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import type { Frame } from '../core/frame.js';
 import type { Letterbox } from '../core/geometry.js';
+import { indexedFormat } from './ffmpeg-args.js';
 import { ffmpegSource, LIVE_PTS_SLACK_S, type FfmpegSourceOptions, type PlaySchedule, type SourceMemo } from './ffmpeg-source.js';
 import { backoffDelay, type ReconnectPolicy, type SourceState, type Transition } from './health.js';
 
@@ -55,11 +56,10 @@ export interface SupervisedSourceOptions extends FfmpegSourceOptions {
 }
 
 /**
- * Demuxers whose seek lands on the key frame at or before the wanted time (indexed
- * containers); ffmpeg's accurate seek is then frame-exact with no delay. Others (MPEG-TS, raw
- * streams, …) may land after it: they seek earlier by this margin and trim the rest.
+ * Demuxers whose seek lands on the key frame at or before the wanted time (indexed containers,
+ * ffmpeg-args indexedFormat); ffmpeg's accurate seek is then frame-exact with no delay. Others
+ * (MPEG-TS, raw streams, …) may land after it: they seek earlier by this margin and trim the rest.
  */
-const EXACT_SEEK_FORMAT = /^(mov|mp4|m4a|3gp|3g2|mj2|matroska|webm|avi|flv|ivf)(,|$)/;
 const SEEK_MARGIN_S = 3;
 
 /**
@@ -227,7 +227,7 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       nextPass = false;
       // Half a frame early: the frame at `runSeek` is kept even when rounding puts it a hair before.
       const seek = runSeek > 0 ? Math.max(0, runSeek - period() / 2) : undefined;
-      const exact = format !== undefined && EXACT_SEEK_FORMAT.test(format);
+      const exact = indexedFormat(format);
       return run({
         ...runOptions,
         memo,

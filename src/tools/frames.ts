@@ -63,6 +63,8 @@ export interface VideoFramesOptions {
    */
   duration?: number;
   durationFromFirst?: boolean;
+  /** Called when a frame past `duration` ends the frames (so the input goes on after them; not called when it ended first). */
+  onPastDuration?: () => void;
   /**
    * Deinterlacing (a source's `decode.deinterlace`). Default `auto`: the frames the decoder flags
    * interlaced (a run's source does the same for a stream ffmpeg reports interlaced; here no
@@ -74,8 +76,12 @@ export interface VideoFramesOptions {
   fps?: number;
   /** Called once, before the first frame, with the stream's size, rate and duration. */
   onInfo?: (info: VideoInfo) => void;
-  /** Called with the input's length, seconds, as soon as ffmpeg reports it (also when no frame follows). */
-  onDuration?: (seconds: number) => void;
+  /**
+   * Called with the input's length, seconds, as soon as ffmpeg reports it (also when no frame
+   * follows), and the input's format as ffmpeg names it (whether the length is an index's or a
+   * guess: ffmpeg-args indexedFormat).
+   */
+  onDuration?: (seconds: number, format: string | undefined) => void;
   /** Called at each of ffmpeg's reports of damaged input (a file cut short: "partial file", a corrupt packet, a decoding error: `reportsDamage`), with its line. */
   onDamage?: (line: string) => void;
   /**
@@ -156,6 +162,8 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
   let inOutput = false;
   /** ffmpeg reported its input (`Input #0`): a program that did behaved as ffmpeg. */
   let inputReported = false;
+  /** The input's format, from its `Input #0` line. */
+  let format: string | undefined;
   /** What the log said that cannot be used (thrown by the reader, never from the log's handler). */
   let badLog: ArgusError | undefined;
   const logLines = new LogLines();
@@ -195,9 +203,12 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
       const d = DURATION.exec(line);
       if (d && durationS === undefined) {
         durationS = Number(d[1]) * 3600 + Number(d[2]) * 60 + Number(d[3]);
-        o.onDuration?.(durationS);
+        o.onDuration?.(durationS, format);
       }
-      if (isInputHeader(line)) inputReported = true;
+      if (isInputHeader(line) && !inputReported) {
+        inputReported = true;
+        format = /^Input #0, (.*?), from '/.exec(line)?.[1];
+      }
       if (/^Output #0/.test(line)) inOutput = isOutputHeader(line, outputUrl);
       else if (inOutput && !info) {
         const s = parseVideoStreamLine(line);
@@ -297,7 +308,10 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
         first ??= pts;
         // Here, not ffmpeg's -t: with passthrough, ffmpeg rounds a frame's time to 1/rate of the
         // stream before comparing, and ends early on a frame off that grid (0.75 s at 10 fps: 0.8).
-        if (o.duration !== undefined && i > 0 && pts - (o.durationFromFirst ? first : 0) >= o.duration) return;
+        if (o.duration !== undefined && i > 0 && pts - (o.durationFromFirst ? first : 0) >= o.duration) {
+          o.onPastDuration?.();
+          return;
+        }
         yield { index: i, pts, data, width: info!.width, height: info!.height };
       }
       watch();

@@ -16,7 +16,7 @@ import type { Point } from '../core/polygon.js';
 import { forTerminal } from '../core/text.js';
 import { pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
 import type { DetectedFrame } from '../postprocess/postprocess.js';
-import { isStillImage, sourceKind } from '../sources/ffmpeg-args.js';
+import { indexedFormat, isStillImage, sourceKind } from '../sources/ffmpeg-args.js';
 import { describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { RtspTap } from '../sources/rtsp-tap.js';
 import { secretsRelay } from '../sources/secrets-relay.js';
@@ -136,6 +136,17 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
     detected.pipe(track(config.tracking, () => fps), analyze(analyzer)).subscribe({ next: (r) => (last = r), error: (e) => (failed = e) });
 
     let durationS: number | undefined;
+    // ffmpeg's length of the file, believed only from an index (MP4, MKV…): an MPEG-TS file's is a
+    // guess from its timestamps, and two recordings joined with `cat`, each with its own, are given
+    // the length of the first (--at in the second was refused as beyond the end). Else the file's
+    // end is where its frames end.
+    let lengthKnown = false;
+    const pastEnd = () => file_ && lengthKnown && at > durationS!;
+    /** The time in the file of the last frame decoded by this try, shown or skipped; whether a frame after `at` came. */
+    let lastSeen = -Infinity;
+    let pastAt = false;
+    /** The file's frames (from this try's seek) ended before `at`: it is not within the last one's time (its period, or its very time at an unknown rate). */
+    const endedBefore = () => !pastAt && at >= lastSeen + (fps ? 1 / fps : 1e-6);
     // Frames at or before this time (seconds in the file) are decoded but not detected: the
     // history is the last HISTORY_FRAMES frames up to `at`, by the frames' own times (after a
     // seek, the first frame is the first at or after the seek point, not the seek point).
@@ -166,21 +177,28 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
           duration: file_ ? at - seekAt + 1e-3 : tracking ? HISTORY_S : 1e-3,
           // A camera joined mid-GOP: its first frame may come seconds after the stream's time 0.
           durationFromFirst: !file_,
+          onPastDuration: () => (pastAt = true),
           fps: src.fps,
           deinterlace: src.decode.deinterlace,
-          onDuration: (s) => (durationS = s),
+          onDuration: (s, format) => {
+            durationS = s;
+            lengthKnown = indexedFormat(format);
+          },
           onInfo: (i) => {
             fps ??= i.fps;
             if (fps) skipUntil = at - HISTORY_FRAMES / fps + 1e-6;
           },
         });
+        lastSeen = -Infinity;
+        pastAt = false;
         for await (const f of frames) {
-          if (durationS !== undefined && file_ && at > durationS) break;
+          if (pastEnd()) break;
           if (!seen && file_ && seekAt > 0 && seekAt + f.pts > start + LANDED_LATE_S) {
             late = true;
             break; // (ends ffmpeg)
           }
           seen = true;
+          lastSeen = seekAt + f.pts;
           if (seekAt + f.pts < start - 1e-6 || seekAt + f.pts <= skipUntil) continue;
           from ??= seekAt + f.pts;
           detected.next(await fd.detect(f, src.id));
@@ -188,8 +206,10 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
           lastFrame = f;
           lastFrame.pts += seekAt; // its time in the file
         }
-        const noneAfterSeek = !seen && file_ && seekAt > 0 && !(durationS !== undefined && at > durationS);
-        if (!late && !noneAfterSeek) break;
+        // No frame after the seek, or none as far as `at`: a seek into a file whose timestamps
+        // start again part-way (joined recordings) finds nothing, or the first part's frames only.
+        const shortAfterSeek = file_ && seekAt > 0 && !pastEnd() && (!seen || endedBefore());
+        if (!late && !shortAfterSeek) break;
         seekAt = attempt < SEEK_MARGINS_S.length ? Math.max(0, start - SEEK_MARGINS_S[attempt]) : 0;
       }
     } catch (e) {
@@ -198,11 +218,14 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
     } finally {
       relay?.close();
     }
-    if (file_ && durationS !== undefined && at > durationS) {
-      throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${at}: beyond the end of source "${src.id}" (${url}), which lasts ${durationS.toFixed(2)} s`);
+    if (pastEnd()) {
+      throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${at}: beyond the end of source "${src.id}" (${url}), which lasts ${durationS!.toFixed(2)} s`);
+    }
+    if (file_ && lastSeen > -Infinity && endedBefore()) {
+      throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${at}: beyond the end of source "${src.id}" (${url}), whose last frame is at ${lastSeen.toFixed(2)} s`);
     }
     if (!lastFrame || !last) {
-      throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${at}: source "${src.id}" (${url}) has no frame there${durationS !== undefined ? ` (it lasts ${durationS.toFixed(2)} s)` : ''}`);
+      throw new ArgusError(ErrorCodes.CONFIG, `preview --at ${at}: source "${src.id}" (${url}) has no frame there${lengthKnown ? ` (it lasts ${durationS!.toFixed(2)} s)` : ''}`);
     }
 
     // Zones and lines where the analyzer placed them (on the first frame's size).

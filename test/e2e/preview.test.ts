@@ -107,6 +107,26 @@ describe('argus preview (real video, real model)', () => {
     }
   }, TIMEOUT);
 
+  it('--at in two MPEG-TS recordings joined with cat (each with its own timestamps): ffmpeg\'s length of the first part is not believed; the frame there is shown, and past the last frame is refused naming it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-preview-joined-'));
+    const parts = [join(dir, 'a.ts'), join(dir, 'b.ts')];
+    for (const [i, part] of parts.entries()) {
+      const r = await runCommand(defaultFfmpegPath(), ['-v', 'error', '-ss', String(3 * i), '-t', '3', '-i', PERSON_VIDEO, '-an', '-vf', 'scale=384:216', '-c:v', 'libx264', '-g', '10', '-f', 'mpegts', part]);
+      expect(r.code).toBe(0);
+    }
+    const joined = join(dir, 'joined.ts');
+    writeFileSync(joined, Buffer.concat(parts.map((p) => readFileSync(p))));
+    const yaml = join(dir, 'p.yaml');
+    writeFileSync(yaml, `sources:\n  - id: cam\n    uri: ${joined}\n`);
+    const [inSecond, past] = await Promise.all([argus(['preview', yaml, '--at', '4.5', '--out', join(dir, 'x.png')]), argus(['preview', yaml, '--at', '8', '--out', join(dir, 'y.png')])]);
+    expect(inSecond.stderr).toBe('');
+    expect(inSecond.code).toBe(0);
+    expect(inSecond.stdout).toContain('source "cam" at 4.50 s, 384x216');
+    expect(Number(/tracked, from (\d+\.\d\d) s\)/.exec(inSecond.stdout)?.[1])).toBeLessThan(4);
+    expect(past.code).toBe(2);
+    expect(past.stderr).toMatch(/VAP_ERR_CONFIG: preview --at 8: beyond the end of source "cam" .*, whose last frame is at 5\.9\d s/);
+  }, TIMEOUT);
+
   it('without --source: the first enabled source (a switched-off one would not run)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-preview-enabled-'));
     const file = join(dir, 'p.yaml');
