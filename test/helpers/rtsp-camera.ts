@@ -20,6 +20,8 @@ export interface CameraOptions {
   latencyMs?: number;
   /** A glitch: frame `k` of connection `connection` (0 the first) is sent with the timestamp of the frame before it. */
   repeatTimestamp?: (connection: number, k: number) => boolean;
+  /** A jump: RTP ticks (90 kHz) added to frame `k`'s timestamp of connection `connection`, and to the sender reports' sent after it with `reports` (a camera whose clock was set). Default none. */
+  jump?: { at: (connection: number, k: number) => number; reports?: boolean };
   /** Requests other than OPTIONS must carry Digest credentials for this user (realm `cam`, nonce `n0nce`); the answers seen are counted in `auths`. */
   auth?: { user: string; password: string };
   /** The address it listens on, and sends and receives RTP over UDP on (127.0.0.2: a camera at another address than the relay's). Default 127.0.0.1. */
@@ -145,12 +147,13 @@ export class RtspCamera {
     };
     const report = () => {
       const elapsed = (performance.now() - t0) / 1000;
-      write(senderReport(1, Date.now() - (this.o.latencyMs ?? 20) + (this.o.clockOffsetMs ?? 0), ts0 + Math.round(elapsed * CLOCK_RATE), ssrc));
+      const jumped = this.o.jump?.reports ? this.o.jump.at(connection, k) : 0;
+      write(senderReport(1, Date.now() - (this.o.latencyMs ?? 20) + (this.o.clockOffsetMs ?? 0), ts0 + Math.round(elapsed * CLOCK_RATE) + jumped, ssrc));
     };
     const tick = () => {
       const due = ((performance.now() - t0) / 1000) * fps;
       for (let n = 0; k <= due && n < 3; n++, k++) {
-        const ts = this.o.repeatTimestamp?.(connection, k) ? lastTs : ts0 + Math.round(k * step);
+        const ts = this.o.repeatTimestamp?.(connection, k) ? lastTs : ts0 + Math.round(k * step) + (this.o.jump?.at(connection, k) ?? 0);
         lastTs = ts;
         send(this.units[k % this.units.length], ts);
       }

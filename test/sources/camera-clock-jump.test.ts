@@ -1,0 +1,56 @@
+// A camera whose RTP timestamps jump by an hour mid-stream (a clock set by hand, NTP stepping
+// after boot, a firmware that restarts its RTP counter), through argus's relay with real ffmpeg:
+// latency stamps stay honest (never hours off, never after the frame was read), frames keep
+// coming, and the change is told once.
+import { lastValueFrom, take, tap, toArray } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Frame } from '../../src/core/frame.js';
+import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
+import { resolveFfmpeg } from '../../src/sources/ffmpeg-path.js';
+import { MIRROR } from '../helpers/assets.js';
+import { RtspCamera } from '../helpers/rtsp-camera.js';
+
+const PERSON = `${MIRROR}/streams/one-by-one-person-detection.mp4`;
+const HOUR = 3600 * 90_000; // RTP ticks
+let camera: RtspCamera | undefined;
+afterEach(async () => {
+  await camera?.close();
+  camera = undefined;
+});
+
+describe("a camera's RTP timestamps jumping by an hour from its 25th frame", () => {
+  it.each([
+    ['forward', HOUR, false],
+    ['back', -HOUR, false],
+    ['back, its sender reports stepped with them', -HOUR, true],
+  ] as const)('%s: the frames after it are stamped with their arrival, within a second of being read; 60 frames, no error; one notice', async (_name, by, reports) => {
+    const started = await RtspCamera.start(PERSON, '640x360', { jump: { at: (_c, k) => (k >= 25 ? by : 0), reports } });
+    camera = started.camera;
+    const notices: string[] = [];
+    const seen: Frame[] = [];
+    const frames = await lastValueFrom(
+      ffmpegSource({
+        id: 'cam',
+        input: { url: started.url, kind: 'rtsp', rate: 'native', loop: false },
+        output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'center', padValue: 114, frame: 'source-yuv' },
+        ffmpegPath: (await resolveFfmpeg()).path,
+        onClockNotice: (t) => notices.push(t),
+      }).pipe(
+        tap((f) => seen.push(f)),
+        take(60),
+        toArray(),
+      ),
+    );
+    expect(frames).toHaveLength(60);
+    expect(frames.slice(0, 20).filter((f) => f.producedBy === 'camera').length).toBeGreaterThan(10);
+    // (Frames still in ffmpeg when the first jumped one is read may be stamped either way.)
+    expect(frames.slice(35).every((f) => f.producedBy === 'arrival')).toBe(true);
+    for (const f of frames) {
+      const age = f.stamps.captured - f.stamps.produced;
+      expect(age).toBeGreaterThanOrEqual(0);
+      expect(age).toBeLessThan(1000);
+    }
+    expect(notices).toHaveLength(1);
+    expect(notices[0]).toMatch(/^source "cam": frames whose camera time is not believable are stamped with their arrival \(producedBy: arrival\): the first was 3\d{6} ms (after|before) its arrival/);
+  }, 120_000);
+});
