@@ -20,6 +20,8 @@ export interface CameraOptions {
   latencyMs?: number;
   /** A glitch: frame `k` of connection `connection` (0 the first) is sent with the timestamp of the frame before it. */
   repeatTimestamp?: (connection: number, k: number) => boolean;
+  /** A stall mid-frame: frame `k` of connection `connection` is sent without its last NAL unit (its picture), and nothing more after it but sender reports; the connection stays open. */
+  stallAt?: (connection: number, k: number) => boolean;
   /** A jump: RTP ticks (90 kHz) added to frame `k`'s timestamp of connection `connection`, and to the sender reports' sent after it with `reports` (a camera whose clock was set). Default none. */
   jump?: { at: (connection: number, k: number) => number; reports?: boolean };
   /** Requests other than OPTIONS must carry Digest credentials for this user (realm `cam`, nonce `n0nce`); the answers seen are counted in `auths`. */
@@ -150,9 +152,16 @@ export class RtspCamera {
       const jumped = this.o.jump?.reports ? this.o.jump.at(connection, k) : 0;
       write(senderReport(1, Date.now() - (this.o.latencyMs ?? 20) + (this.o.clockOffsetMs ?? 0), ts0 + Math.round(elapsed * CLOCK_RATE) + jumped, ssrc));
     };
+    let stalled = false;
     const tick = () => {
       const due = ((performance.now() - t0) / 1000) * fps;
-      for (let n = 0; k <= due && n < 3; n++, k++) {
+      for (let n = 0; !stalled && k <= due && n < 3; n++, k++) {
+        if (this.o.stallAt?.(connection, k)) {
+          stalled = true;
+          const unit = this.units[k % this.units.length];
+          send(unit.slice(0, -1), ts0 + Math.round(k * step));
+          return;
+        }
         const ts = this.o.repeatTimestamp?.(connection, k) ? lastTs : ts0 + Math.round(k * step) + (this.o.jump?.at(connection, k) ?? 0);
         lastTs = ts;
         send(this.units[k % this.units.length], ts);
