@@ -402,7 +402,7 @@ function withoutOptions(args: readonly string[], names: ReadonlySet<string>): st
  * conversion share one swscale pass; the scaled size is computed by the same formula as
  * `core/geometry.letterbox`, so box mapping is exact.
  */
-export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, tag?: string): string[] {
+export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, tag?: string, caps: { autoscale?: boolean } = {}): string[] {
   const outputUrl = tag ? taggedStdout(tag) : 'pipe:1';
   // verbose: the scale filter then logs each (re)configuration, which is how a mid-stream
   // resolution change is noticed (a handful of lines per run, nothing per frame). repeat: each
@@ -514,7 +514,10 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
   // shape, even one it never wrote: after a seek into an MPEG-TS file, the frames decoded before
   // the seek point (trimmed) set the size, and the pictures of the part after a resolution change
   // were stretched to it. A change mid-run ends the run at its first frame (ffmpeg-source).
-  if (out.frame === 'source' || out.frame === 'source-yuv') args.push('-autoscale', '0');
+  // (Not with an ffmpeg older than 4.4, which refuses the option, `caps.autoscale` false: the
+  // bundled 2018 build. There a new picture comes scaled to the first size, and the run still ends
+  // at the change, restarted at the new size; only a seek into a joined MPEG-TS keeps the stretch.)
+  if ((out.frame === 'source' || out.frame === 'source-yuv') && caps.autoscale !== false) args.push('-autoscale', '0');
   // No metadata or chapters copied to the output: the output's report, which argus reads for
   // the frames' size and rate, then holds no line of the input's (a metadata key prints its line
   // breaks as they are; ffmpeg 6.0's -map_metadata -1 leaves chapters and streams' metadata).

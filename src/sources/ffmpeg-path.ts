@@ -109,6 +109,27 @@ export function ffmpegVersion(path: string): Promise<FfmpegVersion | undefined> 
   return p;
 }
 
+/** libavformat of FFmpeg 4.4, the first with `-autoscale`. */
+const AUTOSCALE_SINCE: readonly number[] = [58, 76];
+
+/**
+ * Whether the ffmpeg at `path` takes `-autoscale 0` (FFmpeg 4.4 and later): false for one known
+ * older, by the version already asked of it (the choice of ffmpeg at start asks it; never asked
+ * here, so a source's start never waits on it), or the bundled binary (a 2018 build, libavformat
+ * 58.24) when its version was not asked yet. Older ones refuse the option, and every source with
+ * it ("Unrecognized option 'autoscale'").
+ */
+export function ffmpegAutoscales(path: string): boolean {
+  const v = versionsSync.get(path);
+  if (v?.libavformat) return cmp(v.libavformat, AUTOSCALE_SINCE) >= 0;
+  if (v) return true; // ffmpeg, without library versions: a build of its own, taken as current
+  try {
+    return path !== bundledFfmpegPath();
+  } catch {
+    return true;
+  }
+}
+
 function ffmpegVersionSync(path: string): FfmpegVersion | undefined {
   if (!versionsSync.has(path)) {
     let v: FfmpegVersion | undefined;

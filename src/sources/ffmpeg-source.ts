@@ -18,7 +18,7 @@ import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
 import { checksCertificate, relaysRtsp, tapsCameraClock } from '../core/rtsp-relay.js';
 import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, CAMERA_BEHIND_SUSTAINED_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
 import { HttpRelay, noProxyMatches, noProxyOf } from './http-relay.js';
-import { notFfmpeg } from './ffmpeg-path.js';
+import { ffmpegAutoscales, notFfmpeg } from './ffmpeg-path.js';
 import { exposedSecrets, secretsRelay } from './secrets-relay.js';
 import { colourOf, interlacedBy, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
 import { decodeStill, stillImagePath, type KeptStill, type StillPicture } from './still-image.js';
@@ -1060,7 +1060,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     const start = (sock?: FrameSocket | FrameChannel): void => {
       try {
         // Out of file descriptors or processes, spawn can throw here, before any listener exists.
-        const args = buildFfmpegArgs(still ? { ...input, still } : input, output, tag);
+        const args = buildFfmpegArgs(still ? { ...input, still } : input, output, tag, { autoscale: ffmpegAutoscales(options.ffmpegPath) });
         const memo = options.memo;
         if (options.onSecretsExposed && memo && !memo.exposedNoticed) {
           const exposed = exposedSecrets(args);

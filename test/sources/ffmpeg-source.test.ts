@@ -8,7 +8,7 @@ import { firstValueFrom, lastValueFrom, map, take, tap, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import type { Frame } from '../../src/core/frame.js';
-import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
+import { bundledFfmpegPath, defaultFfmpegPath, ffmpegAutoscales, ffmpegVersion } from '../../src/sources/ffmpeg-path.js';
 import { Pace } from '../../src/flow/pace.js';
 import { ffmpegSource, type FfmpegSourceOptions, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
 import { FRAME_CHANNELS } from '../../src/sources/frame-channel.js';
@@ -297,6 +297,20 @@ describe('ffmpegSource (real ffmpeg)', () => {
     await done;
     expect(got.map((f) => f.seq)).toEqual(reference.map((_f, i) => i));
     expect(got.map((f) => Buffer.from(f.data).toString('base64'))).toEqual(reference.map((f) => Buffer.from(f.data).toString('base64')));
+  }, 30_000);
+
+  it("the bundled 2018 ffmpeg (no -autoscale, FFmpeg 4.4's) runs a source at its own size and letterboxed: the option is left out for it, known by its version or its path", async () => {
+    const bundled = bundledFfmpegPath();
+    expect(ffmpegAutoscales(bundled)).toBe(false); // its version not asked yet: known by its path
+    expect((await ffmpegVersion(bundled))?.libavformat?.[0]).toBe(58);
+    expect(ffmpegAutoscales(bundled)).toBe(false); // by its version
+    expect(ffmpegAutoscales(defaultFfmpegPath())).toBe(defaultFfmpegPath() !== bundled);
+    for (const out of [{ ...output, frame: 'source' as const }, output]) {
+      const frames = await lastValueFrom(ffmpegSource(opts({}, { output: out, ffmpegPath: bundled })).pipe(take(3), toArray()));
+      expect(frames).toHaveLength(3);
+      expect(frames[0].data.length).toBe(out.frame === 'source' ? 768 * 432 * 3 : 416 * 416 * 3);
+      for (const f of frames) f.release();
+    }
   }, 30_000);
 
   it.runIf(FRAME_CHANNELS)("frames read by the frame channel's thread are those of ffmpeg's stdout pipe, byte for byte, letterboxed and at the source's size, fast and at the file's own rate", async () => {
