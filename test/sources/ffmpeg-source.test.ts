@@ -308,7 +308,7 @@ describe('ffmpegSource (real ffmpeg)', () => {
     for (const out of [{ ...output, frame: 'source' as const }, output]) {
       const frames = await lastValueFrom(ffmpegSource(opts({}, { output: out, ffmpegPath: bundled })).pipe(take(3), toArray()));
       expect(frames).toHaveLength(3);
-      expect(frames[0].data.length).toBe(out.frame === 'source' ? 768 * 432 * 3 : 416 * 416 * 3);
+      expect(frames[0].data.length).toBe('frame' in out ? 768 * 432 * 3 : 416 * 416 * 3);
       for (const f of frames) f.release();
     }
   }, 30_000);
