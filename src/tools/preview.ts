@@ -94,6 +94,8 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
   checkOut(options.out, [file]);
   const config = await loadPipeline(file);
   const baseDir = pipelineBaseDir(file);
+  // A worker's YAML has no sources: its cameras come from the cameras topic (it read sources[0].uri of nothing).
+  if (config.sources.length === 0) throw new ArgusError(ErrorCodes.CONFIG, `${file}: a worker YAML (cluster section), with no sources to preview: its cameras are in the cameras topic; preview a pipeline YAML that names the camera under sources`);
   // Without --source: the first enabled source (one switched off would not run).
   const index = options.source === undefined ? Math.max(0, config.sources.findIndex((s) => s.enabled)) : config.sources.findIndex((s) => s.id === options.source);
   if (index < 0) throw new ArgusError(ErrorCodes.CONFIG, `preview --source ${options.source}: no such source in ${file} (sources: ${config.sources.map((s) => s.id).join(', ')})`);
