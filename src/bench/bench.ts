@@ -100,7 +100,8 @@ async function benchRaw(detector: Detector, sample: string, runs: number) {
  * certificate only the relay can check, and the first source's settings turn the relay off).
  */
 export function withSource(config: PipelineConfig, uri: string, rate: 'fast' | 'native', loop: boolean): PipelineConfig {
-  const { tls: _theirs, ...first } = config.sources[0];
+  // A worker's YAML has no sources (its cameras are in the cameras topic): the defaults then.
+  const { tls: _theirs, ...first } = config.sources[0] ?? {};
   const parsed = SourceSchema.safeParse({ ...first, id: 'bench', uri, rate, loop, enabled: true });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -138,11 +139,12 @@ export function batchConfigs(n: number, threads: number, cores: number, manifest
 
 /** N sources on the demo video as fast as possible, for each configuration; the first is the baseline. */
 async function benchBatching(config: PipelineConfig, baseDir: string, video: string, n: number, frames: number, log: LogFn) {
+  const [one] = withSource(config, video, 'fast', true).sources;
   const run = async (c: BatchConfig) => {
     const cfg: PipelineConfig = {
       ...config,
       model: { ...config.model, manifest: c.manifest, path: undefined, batch: { maxBatch: c.maxBatch, maxWaitMs: 8 }, workers: c.workers, intraOpThreads: c.threads },
-      sources: Array.from({ length: n }, (_, i) => ({ ...config.sources[0], id: `s${i}`, uri: video, rate: 'fast' as const, loop: true, zones: [], lines: [], rules: [] })),
+      sources: Array.from({ length: n }, (_, i) => ({ ...one, id: `s${i}`, zones: [], lines: [], rules: [] })),
       sinks: { websocket: config.sinks.websocket },
       server: undefined,
     };
