@@ -1,7 +1,21 @@
-import { accessSync, constants, mkdirSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, rmSync, statSync, type Stats } from 'node:fs';
 import { lstat, mkdir, open, readlink, realpath, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
+import { ErrorCodes, type ErrorCode } from './errors.js';
 import { atStopSignal } from './signals.js';
+
+/**
+ * Why a local input (a source's file, a file for `argus detect`) is no picture or video to read,
+ * by its stat: a folder, or an empty file (ffmpeg said "moov atom not found", sharp "unsupported
+ * image format"); undefined otherwise (a named pipe or a device has no size to judge). An empty
+ * file is VAP_ERR_SOURCE_PROBE, as one ffmpeg cannot read: failed for good at a source's first
+ * start, tried again once it had run (a snapshot being written anew).
+ */
+export function notAnInput(st: Stats): { code: ErrorCode; why: string } | undefined {
+  if (st.isDirectory()) return { code: ErrorCodes.SOURCE_OPEN, why: 'is a folder, not a file' };
+  if (st.isFile() && st.size === 0) return { code: ErrorCodes.SOURCE_PROBE, why: 'is empty (0 bytes)' };
+  return undefined;
+}
 
 /**
  * True when `a` and `b` name the same file: the same absolute path, or (both existing) the same

@@ -1,9 +1,10 @@
 import { spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { catchError, defer, Observable, throwError, type Subscription } from 'rxjs';
 import { ownChild } from '../core/children.js';
+import { notAnInput } from '../core/files.js';
 import { fromWallClock, now } from '../core/clock.js';
 import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
@@ -387,8 +388,15 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       );
     if (input.kind === 'file') {
       const path = input.url.replace(/^file:\/\//i, '');
-      if (!existsSync(path)) {
+      let problem: ReturnType<typeof notAnInput>;
+      try {
+        problem = notAnInput(statSync(path));
+      } catch {
         fail(ErrorCodes.SOURCE_OPEN, `source "${id}": file not found: ${path}`);
+        return;
+      }
+      if (problem) {
+        fail(problem.code, `source "${id}": ${path} ${problem.why}`);
         return;
       }
     }

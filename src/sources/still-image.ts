@@ -1,5 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { notAnInput } from '../core/files.js';
 import { loadSharp } from '../core/sharp.js';
 import { boundedSize, hasScheme, isStillImage } from './ffmpeg-args.js';
 
@@ -56,6 +57,8 @@ export async function decodeStill(path: string, kept?: { still?: KeptStill }): P
     const code = (e as NodeJS.ErrnoException).code;
     throw new ArgusError(ErrorCodes.SOURCE_OPEN, code === 'ENOENT' || code === 'ENOTDIR' ? `image: file not found: ${path}` : `image: ${path} cannot be read (${code ?? (e as Error).message})`, { cause: e });
   }
+  const problem = notAnInput(st);
+  if (problem) throw new ArgusError(problem.code, `image: ${path} ${problem.why}`);
   // A FIFO (or a device) named like a picture: libvips waited on it until Ctrl-C.
   if (!st.isFile()) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `image: ${path} is not a regular file (a named pipe or a device): give the picture as a file`);
   // The same file as the source's last run decoded: its picture again. A looped still was

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { ownChild } from '../core/children.js';
+import { notAnInput } from '../core/files.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { decodeBoundArgs, deinterlaceFilters, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
 import { notFfmpeg } from '../sources/ffmpeg-path.js';
@@ -29,6 +30,8 @@ export function inputKind(path: string): 'image' | 'video' {
 
 function mustExist(path: string, what: string): void {
   if (!existsSync(path)) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `${what}: file not found: ${path}`);
+  const problem = notAnInput(statSync(path));
+  if (problem) throw new ArgusError(problem.code, `${what}: ${path} ${problem.why}`);
 }
 
 /** A still image as one frame (see decodeStill: the pixels a pipeline's source sees too). */

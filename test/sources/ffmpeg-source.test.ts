@@ -1,7 +1,7 @@
 import { execFileSync, spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { firstValueFrom, lastValueFrom, map, take, tap, toArray } from 'rxjs';
@@ -397,6 +397,27 @@ describe('ffmpegSource (real ffmpeg)', () => {
       /source "cam": ffmpeg exited with code 1 for .*notes.mp4\n.*Invalid data found/s,
     ],
     ['a missing ffmpeg', () => opts({}, { ffmpegPath: '/nonexistent/ffmpeg' }), 'VAP_ERR_SOURCE_OPEN', /ffmpeg executable not found at \/nonexistent\/ffmpeg/],
+    // Both were ffmpeg's words alone: "moov atom not found … Invalid data found", "Is a directory".
+    [
+      'an empty file',
+      () => {
+        const p = join(mkdtempSync(join(tmpdir(), 'argus-src-')), 'empty.mp4');
+        writeFileSync(p, '');
+        return opts({ url: p });
+      },
+      'VAP_ERR_SOURCE_PROBE',
+      /^source "cam": \/.*\/empty\.mp4 is empty \(0 bytes\)$/,
+    ],
+    [
+      'a folder',
+      () => {
+        const p = join(mkdtempSync(join(tmpdir(), 'argus-src-')), 'clip.mp4');
+        mkdirSync(p);
+        return opts({ url: p });
+      },
+      'VAP_ERR_SOURCE_OPEN',
+      /^source "cam": \/.*\/clip\.mp4 is a folder, not a file$/,
+    ],
   ])('%s gives a clear coded error', async (_n, make, code, message) => {
     const err = await lastValueFrom(ffmpegSource(make())).catch((e: unknown) => e);
     expect(isArgusError(err)).toBe(true);

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lastValueFrom, take, toArray } from 'rxjs';
@@ -74,6 +74,21 @@ describe('a still image: the same pixels for detect, preview and a pipeline sour
     const [g] = await lastValueFrom(ffmpegSource(opts(file, 'letterbox')).pipe(toArray()));
     expect(g.letterbox).toMatchObject({ srcWidth: 640, srcHeight: 427, scaledWidth: 416, scaledHeight: 277 });
   }, 30_000);
+
+  it('an empty file or a folder (argus detect, preview): said so, coded; they were sharp\'s "unsupported image format", a folder "not a regular file (a named pipe or a device)", an empty video ffmpeg\'s "moov atom not found"', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-still-'));
+    const [empty, folder, emptyVideo] = [join(dir, 'empty.jpg'), join(dir, 'folder.jpg'), join(dir, 'empty.mp4')];
+    writeFileSync(empty, '');
+    mkdirSync(folder);
+    writeFileSync(emptyVideo, '');
+    const failure = async (f: () => Promise<unknown>) => f().then(() => undefined, (e: unknown) => e);
+    expect(await failure(() => readImage(empty))).toMatchObject({ code: 'VAP_ERR_SOURCE_PROBE', message: `image: ${empty} is empty (0 bytes)` });
+    expect(await failure(() => readImage(folder))).toMatchObject({ code: 'VAP_ERR_SOURCE_OPEN', message: `image: ${folder} is a folder, not a file` });
+    const read = async () => {
+      for await (const _ of videoFrames({ ffmpegPath: ffmpeg, url: emptyVideo })) void _;
+    };
+    expect(await failure(read)).toMatchObject({ code: 'VAP_ERR_SOURCE_PROBE', message: `video: ${emptyVideo} is empty (0 bytes)` });
+  });
 
   it('looped (loop: true), the picture comes again and again', async () => {
     const frames = await lastValueFrom(ffmpegSource(opts(files['turned.png'], 'source', true)).pipe(take(5), toArray()));
