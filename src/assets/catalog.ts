@@ -121,7 +121,9 @@ export async function loadModelManifest(ref: string, baseDir = process.cwd()): P
   const file = name && existsSync(byName) ? byName : isAbsolute(ref) ? ref : resolve(baseDir, ref);
   // A bare word that is neither a manifest of models/ nor a file: a misspelt name, not a missing file.
   if (name && !/\.ya?ml$/i.test(ref) && !existsSync(file)) throw new ArgusError(ErrorCodes.CONFIG, `"${ref}" is not a known manifest (known: ${(await manifestNames()).join(', ')}) nor a file`);
-  const raw = (await readConfigFile(file, z.record(z.unknown()))) as Record<string, unknown>;
+  // `model.manifest: my.onnx`: the model where its manifest goes (read as YAML, it was "larger than 1 MiB").
+  if (/\.onnx$/i.test(ref)) throw new ArgusError(ErrorCodes.CONFIG, `${ref} is an ONNX model, not a manifest: give it as model.path, with manifest: naming its family (model: { manifest: yolox-nano, path: ${ref} } for the official YOLOX files)`);
+  const raw = (await readConfigFile(file, z.record(z.unknown()), undefined, 'manifest')) as Record<string, unknown>;
   let doc = raw;
   if (typeof raw.extends === 'string') {
     const baseFile = join(PACKAGE_ROOT, 'models', `${raw.extends}.yaml`);

@@ -398,7 +398,10 @@ function mediaKind(b: Buffer): string | undefined {
  * and UTF-8 (else VAP_ERR_CONFIG_FILE naming the byte offset and line: `readFile(…, 'utf8')`
  * turned a Latin-1 'é' in a password or a uri into U+FFFD without a word).
  */
-export async function readConfigText(file: string, maxBytes = MAX_CONFIG_BYTES): Promise<string> {
+export async function readConfigText(file: string, maxBytes = MAX_CONFIG_BYTES, kind: ConfigKind = 'pipeline'): Promise<string> {
+  // A model manifest's file that is no text is most likely the ONNX model itself (`model.manifest:
+  // my.onnx`, `--model my.model`): said "larger than 1 MiB, the most argus reads of a configuration file".
+  const notText = kind === 'manifest' ? `; a model manifest is YAML text, and an ONNX model file is given as model.path (with manifest: naming its family, e.g. yolox-nano) or as --model FILE.onnx` : '';
   const buf = Buffer.allocUnsafe(maxBytes + 1);
   let n = 0;
   try {
@@ -418,23 +421,27 @@ export async function readConfigText(file: string, maxBytes = MAX_CONFIG_BYTES):
   }
   // `argus run clip.mp4`: said "not UTF-8" (or "larger than 1 MiB"), not what the file is.
   const media = mediaKind(buf.subarray(0, Math.min(n, 16)));
+  if (media && kind === 'manifest') throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: ${media}, not a model manifest (YAML)`);
   if (media) throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: ${media}, not a pipeline YAML: \`argus detect ${file}\` runs the model on it, or name it as a source's uri in a pipeline`);
-  if (n > maxBytes) throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: larger than ${sizeText(maxBytes)}, the most argus reads of a configuration file (nothing past it was read)`);
+  if (n > maxBytes) throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: larger than ${sizeText(maxBytes)}, the most argus reads of a configuration file (nothing past it was read)${notText}`);
   const bytes = buf.subarray(0, n);
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
     const at = invalidUtf8At(bytes);
-    if (at < 0) throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: not UTF-8 text; save the file as UTF-8`);
+    if (at < 0) throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: not UTF-8 text; save the file as UTF-8${notText}`);
     let line = 1;
     let lineStart = 0;
     for (let i = 0; i < at; i++) if (bytes[i] === 0x0a) (line++, (lineStart = i + 1));
-    throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: not UTF-8 text: the byte at offset ${at} (line ${line}, byte ${at - lineStart + 1} of the line), 0x${bytes[at].toString(16).padStart(2, '0')}, does not start or continue a UTF-8 character; save the file as UTF-8`);
+    throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: not UTF-8 text: the byte at offset ${at} (line ${line}, byte ${at - lineStart + 1} of the line), 0x${bytes[at].toString(16).padStart(2, '0')}, does not start or continue a UTF-8 character; save the file as UTF-8${notText}`);
   }
 }
 
-export async function readConfigFile<S extends ZodTypeAny>(file: string, schema: S, env?: NodeJS.ProcessEnv): Promise<z.infer<S>> {
-  return parseConfigText(await readConfigText(file), schema, file, env);
+/** What a configuration file is read as: its errors' advice (a model manifest's is not a pipeline's). */
+export type ConfigKind = 'pipeline' | 'manifest';
+
+export async function readConfigFile<S extends ZodTypeAny>(file: string, schema: S, env?: NodeJS.ProcessEnv, kind?: ConfigKind): Promise<z.infer<S>> {
+  return parseConfigText(await readConfigText(file, undefined, kind), schema, file, env);
 }
 
 export async function loadPipeline(file: string, env?: NodeJS.ProcessEnv): Promise<PipelineConfig> {

@@ -106,3 +106,26 @@ describe('argus cameras apply: a variable a camera may not read', () => {
     await expect(readCamerasFile(cams)).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG_FILE' });
   });
 });
+
+describe('a model manifest that is no YAML text (the ONNX model itself, a picture): said what a manifest is and where the model goes', () => {
+  it("model.manifest: x.onnx is VAP_ERR_CONFIG naming model.path; an ONNX file of another name, or a picture, by what it is (they were read as a pipeline's YAML: 'larger than 1 MiB', 'not a pipeline YAML: argus detect … runs the model on it')", async () => {
+    const { loadModelManifest } = await import('../../src/assets/catalog.js');
+    const d = mkdtempSync(join(tmpdir(), 'argus-manifest-'));
+    const onnx = join(d, 'mine.onnx');
+    writeFileSync(onnx, Buffer.alloc(MAX_CONFIG_BYTES + 10, 0x08));
+    await expect(loadModelManifest(onnx)).rejects.toMatchObject({
+      code: 'VAP_ERR_CONFIG',
+      message: `${onnx} is an ONNX model, not a manifest: give it as model.path, with manifest: naming its family (model: { manifest: yolox-nano, path: ${onnx} } for the official YOLOX files)`,
+    });
+    const renamed = join(d, 'mine.model');
+    writeFileSync(renamed, Buffer.alloc(MAX_CONFIG_BYTES + 10, 0x08));
+    const big = await refusal(loadModelManifest(renamed));
+    expect(big.code).toBe('VAP_ERR_CONFIG_FILE');
+    expect(big.message).toContain(`${renamed}: larger than 1 MiB, the most argus reads of a configuration file (nothing past it was read); a model manifest is YAML text, and an ONNX model file is given as model.path`);
+    const photo = join(d, 'photo.jpg');
+    writeFileSync(photo, Buffer.from('ffd8ffe000104a4649460001', 'hex'));
+    await expect(loadModelManifest(photo)).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG_FILE', message: `${photo}: a JPEG picture, not a model manifest (YAML)` });
+    // A pipeline keeps its own advice.
+    await expect(loadPipeline(photo, {})).rejects.toMatchObject({ message: expect.stringContaining('a JPEG picture, not a pipeline YAML: `argus detect') });
+  });
+});
