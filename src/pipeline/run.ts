@@ -368,17 +368,17 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
       }
     }, () => undefined);
   }
+  const jsonlField = options.jsonl !== undefined ? '--jsonl' : 'sinks.jsonl.path';
   if (jsonlPath !== undefined && jsonlPath !== '-') {
     // Opening truncates it: `--jsonl clip.mp4` emptied the clip a source was about to read, and
     // `--jsonl pipeline.yaml` the pipeline (the annotated video refused this already).
     const input = pipeline.inputs.find((i) => sameFile(i, jsonlPath));
-    const field = options.jsonl !== undefined ? '--jsonl' : 'sinks.jsonl.path';
-    if (input) throw new ArgusError(ErrorCodes.SINK_FILE, `${field}: ${jsonlPath} is a file a source reads (${input}); refusing to write over it`);
-    if (options.configFile && sameFile(options.configFile, jsonlPath)) throw new ArgusError(ErrorCodes.SINK_FILE, `${field}: ${jsonlPath} is the pipeline file; refusing to write over it`);
+    if (input) throw new ArgusError(ErrorCodes.SINK_FILE, `${jsonlField}: ${jsonlPath} is a file a source reads (${input}); refusing to write over it`);
+    if (options.configFile && sameFile(options.configFile, jsonlPath)) throw new ArgusError(ErrorCodes.SINK_FILE, `${jsonlField}: ${jsonlPath} is the pipeline file; refusing to write over it`);
   }
   if (jsonlPath) {
     // A signal ends the wait for a named pipe's reader (the run then ends VAP_ERR_INTERRUPTED).
-    const open = () => JsonlSink.open(jsonlPath, { includeStatus: config.sinks.jsonl?.status ?? false, log, signal: options.signal, onClosed: () => onFatal(new Error('jsonl: stdout was closed')) });
+    const open = () => JsonlSink.open(jsonlPath, { field: jsonlField, includeStatus: config.sinks.jsonl?.status ?? false, log, signal: options.signal, onClosed: () => onFatal(new Error('jsonl: stdout was closed')) });
     jsonl = await life.start('jsonl', open, (s) => s.close());
     sinks.push(jsonl);
   }

@@ -18,6 +18,8 @@ export interface JsonlSinkOptions {
   signal?: AbortSignal;
   /** A named pipe: how long close() waits for its reader to take the lines still buffered, ms. Default 5000. */
   closeTimeoutMs?: number;
+  /** Where the path was given, for its errors: `--jsonl`, or (the default) `sinks.jsonl.path`. */
+  field?: string;
 }
 
 /** How often a named pipe is tried again while it has no reader, ms. */
@@ -73,7 +75,7 @@ export class JsonlSink implements Sink {
     try {
       fh = await open(path, 'w');
     } catch (e) {
-      throw new ArgusError(ErrorCodes.SINK_FILE, `sinks.jsonl.path: cannot open ${path} for writing (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
+      throw new ArgusError(ErrorCodes.SINK_FILE, `${o.field ?? 'sinks.jsonl.path'}: cannot open ${path} for writing (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
     }
     return new JsonlSink(path, fh.createWriteStream({ autoClose: true }), o);
   }
@@ -170,7 +172,7 @@ export class JsonlSink implements Sink {
 async function openFifo(path: string, o: JsonlSinkOptions): Promise<Socket> {
   let logged = false;
   for (;;) {
-    if (o.signal?.aborted) throw new ArgusError(ErrorCodes.INTERRUPTED, `sinks.jsonl.path: stopped while waiting for a reader of the named pipe ${path}`);
+    if (o.signal?.aborted) throw new ArgusError(ErrorCodes.INTERRUPTED, `${o.field ?? 'sinks.jsonl.path'}: stopped while waiting for a reader of the named pipe ${path}`);
     let fd: number | undefined;
     try {
       // Synchronous, as it cannot block (O_NONBLOCK); a raw fd, which the socket owns from here.
@@ -186,7 +188,7 @@ async function openFifo(path: string, o: JsonlSinkOptions): Promise<Socket> {
         }
       }
       if ((e as NodeJS.ErrnoException).code !== 'ENXIO') {
-        throw new ArgusError(ErrorCodes.SINK_FILE, `sinks.jsonl.path: cannot open the named pipe ${path} for writing (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
+        throw new ArgusError(ErrorCodes.SINK_FILE, `${o.field ?? 'sinks.jsonl.path'}: cannot open the named pipe ${path} for writing (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
       }
     }
     if (!logged) (o.log ?? (() => {}))(`jsonl: ${path} is a named pipe with no reader yet; waiting for one (SIGINT or SIGTERM stops)`, { path }, 'warn');

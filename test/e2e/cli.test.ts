@@ -113,6 +113,11 @@ describe('argus run: bad input gets a clear error', () => {
     expect(overYaml.stderr).toContain(`argus: VAP_ERR_SINK_FILE: --jsonl: ${p} is the pipeline file; refusing to write over it`);
     expect(overYaml.code).toBe(2);
     expect(readFileSync(p, 'utf8')).toBe(before);
+    // One that cannot be opened names the flag it came from, not sinks.jsonl.path, which the YAML does not have.
+    const unopened = join(dir, 'no-such-folder', 'out.jsonl');
+    const noDir = await argus(['run', p, '--max-frames', '2', '--jsonl', unopened]);
+    expect(noDir.stderr).toContain(`argus: VAP_ERR_SINK_FILE: --jsonl: cannot open ${unopened} for writing (ENOENT)`);
+    expect(noDir.code).toBe(2);
     for (const flag of ['--jsonl', '--annotate']) {
       const empty = await argus(['run', p, '--max-frames', '2', flag, '']);
       expect(empty.stderr).toMatch(new RegExp(`^argus: VAP_ERR_USAGE: option '${flag} <\\w+>' argument '' is invalid\\. expected a path, not an empty string`));
