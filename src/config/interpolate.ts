@@ -1,17 +1,34 @@
 import { hostname } from 'node:os';
 import { parse as parseYaml } from 'yaml';
 
-const EXPR = /\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?:,([^}]*))?\}/g;
+// A default holds no `${`: `${env:A,${env:B}}` was read as A's value (or the default "${env:B")
+// followed by a stray "}".
+const EXPR = /\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?:,((?:(?!\$\{)[^}])*))?\}/g;
 const HOST = /\$\{hostname\}/g;
-const WHOLE = /^\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?:,([^}]*))?\}$/;
+const WHOLE = /^\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?:,((?:(?!\$\{)[^}])*))?\}$/;
 
 export class InterpolationError extends Error {
   constructor(
     readonly path: string,
     readonly variable: string,
+    why = `environment variable ${variable} is not set and has no default`,
   ) {
-    super(`${path}: environment variable ${variable} is not set and has no default`);
+    super(`${path}: ${why}`);
   }
+}
+
+/**
+ * Why the file's own text holds a `${` that starts none of the expressions argus replaces, or
+ * undefined. `${HOME}`, `${ENV:CAM_PW}`, `${env:A,${env:B}}` or an unclosed `${env:A` were kept
+ * as text without a word: a password sent to the camera as "${CAM_PW}", a file "./${HOME}/x.mp4".
+ * The text itself is not repeated (it may be a secret), only a name-shaped `${NAME}`.
+ */
+function strayExpression(text: string): string | undefined {
+  const rest = text.replace(HOST, 'host').replace(EXPR, '');
+  if (!rest.includes('${')) return undefined;
+  const named = /\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}/i.exec(rest);
+  const hint = named ? `\`\${${named[1]}}\` is no expression argus replaces: write \`\${env:${named[1]}}\`` : 'a `${` that starts no expression argus replaces';
+  return `${hint} (it replaces \`\${env:VAR}\`, \`\${env:VAR,default}\`, whose default holds no other \`\${env:…}\`, and \`\${hostname}\`; a value that must hold \`\${\` as it is can come from an environment variable)`;
 }
 
 /**
@@ -31,6 +48,8 @@ export function hostId(name = hostname()): string {
  */
 export function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv = process.env, path = '', raw?: Map<string, string>, from?: Map<string, string>): unknown {
   if (typeof value === 'string') {
+    const stray = value.includes('${') ? strayExpression(value) : undefined;
+    if (stray) throw new InterpolationError(path || '(root)', '', stray);
     const text = value.includes('${hostname}') ? value.replace(HOST, hostId()) : value;
     const whole = WHOLE.exec(text.trim());
     // `from`, when given, gets the variables (set ones: a default is the file's own text) each value was made with, by path.

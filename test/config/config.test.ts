@@ -68,6 +68,22 @@ describe('interpolateEnv', () => {
     expect(hostId('x'.repeat(300))).toHaveLength(64);
   });
 
+  it.each([
+    ['a shell-style ${NAME} (a password sent to the camera as "${CAM_PW}")', 'rtsp://u:${CAM_PW}@cam/x', /^sources\[0\]\.uri: `\$\{CAM_PW\}` is no expression argus replaces: write `\$\{env:CAM_PW\}`/],
+    ['${ENV:NAME} in capitals', '${ENV:HOME}/x.mp4', /`\$\{HOME\}` is no expression argus replaces: write `\$\{env:HOME\}`/],
+    ['a default that is another variable (A set gave "its value}")', '${env:A,${env:B}}', /^sources\[0\]\.uri: a `\$\{` that starts no expression argus replaces/],
+    ['an unclosed ${env:', '/v/${env:A.mp4', /a `\$\{` that starts no expression argus replaces/],
+    ['an empty name', '${env:}', /a `\$\{` that starts no expression argus replaces/],
+  ])('refuses %s, naming the field; it was kept as text without a word', (_n, uri, message) => {
+    for (const env of [{}, { A: 'a', B: 'b', CAM_PW: 'pw', HOME: '/root' }]) {
+      expect(() => interpolateEnv({ sources: [{ uri }] }, env)).toThrow(message);
+    }
+  });
+
+  it('keeps ${ as it is where a variable brings it (the way to write one), and a default of ${hostname}', () => {
+    expect(interpolateEnv({ v: 'rtsp://u:${env:PW}@cam/x', w: '${env:ID,${hostname}}' }, { PW: 'a${b}c', ID: 'x' })).toEqual({ v: 'rtsp://u:a${b}c@cam/x', w: 'x' });
+  });
+
   it('names the field of an unset variable without default', () => {
     expect(() => interpolateEnv({ sources: [{ uri: '${env:NOPE}' }] }, {})).toThrow('sources[0].uri: environment variable NOPE is not set and has no default');
   });
