@@ -166,7 +166,9 @@ export function annotatePaths(path: string, sources: readonly string[], baseDir:
  * output of another source (two encoders would write one file).
  */
 function refusal(source: string, file: string, outputs: ReadonlyMap<string, string>, o: Pick<AnnotateSinkOptions, 'inputs' | 'writtenBy'>): ArgusError | undefined {
-  if (!isVideoPath(file)) return new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: ${file}: the video is H.264; name a ${VIDEO_EXTENSIONS.join(', ')} file (ffmpeg picks the container by the extension)`);
+  // `--annotate out`, a folder not made yet: a file of that name, without a word on the folder form.
+  const folder = extname(file) === '' ? `, or end the path in / for a folder (one ID.mp4 a source)` : '';
+  if (!isVideoPath(file)) return new ArgusError(ErrorCodes.SINK_FILE, `sinks.annotate.path: ${file}: the video is H.264; name a ${VIDEO_EXTENSIONS.join(', ')} file (ffmpeg picks the container by the extension)${folder}`);
   // A named pipe (or a device) named like a video: the output's creation (a synchronous open
   // for writing) waited for a reader with the event loop blocked, deaf to Ctrl-C; and an MP4 is
   // written to a file ffmpeg can seek in.

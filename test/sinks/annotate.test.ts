@@ -382,6 +382,8 @@ describe('AnnotateSink.open: never over an input, only into a container H.264 go
     const err = await AnnotateSink.open(options).catch((e) => e);
     expect(isArgusError(err) && err.code).toBe('VAP_ERR_SINK_FILE');
     expect(err.message).toMatch(/name a \.mp4, \.m4v, \.mov, \.mkv file/);
+    // `--annotate out` meant a folder not made yet: the folder form is said too.
+    expect(err.message.endsWith('or end the path in / for a folder (one ID.mp4 a source)')).toBe(name === 'noextension');
   });
 });
 
