@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { PACKAGE_ROOT } from './assets/paths.js';
@@ -68,7 +68,10 @@ const program = new Command('argus')
       usageWritten = true;
       // Escaped: the words it names can be file names (argus detect * in a downloads folder, where a
       // file named -<ESC>]0;TITLE<BEL>.jpg is an unknown option).
-      write(`argus: ${ErrorCodes.USAGE}: ${forTerminalLines(redact(text.replace(/^error: /, '')))}`);
+      // `argus detect -photo.jpg`: a file of that name read as an option; said how to give it.
+      const word = /^error: unknown option '(.*)'\n?$/s.exec(text)?.[1];
+      const file = word !== undefined && !word.startsWith('--') && existsSync(word) ? `\n(${word} is a file: give it as ./${word}, or after --)` : '';
+      write(`argus: ${ErrorCodes.USAGE}: ${forTerminalLines(redact((file ? text.replace(/\n?$/, `${file}\n`) : text).replace(/^error: /, '')))}`);
     },
   });
 

@@ -52,6 +52,18 @@ describe('command-line usage errors are coded (VAP_ERR_USAGE) and exit with stat
     expect(r.stderr).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f]/); // line breaks only
   }, TIMEOUT);
 
+  it("a file whose name starts with '-' (argus detect -photo.jpg): the usage error says how to give it; a word that is no file gets no such line", async () => {
+    const { spawnSync } = await import('node:child_process');
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const dir = mkdtempSync(join(tmpdir(), 'argus-dash-'));
+    writeFileSync(join(dir, '-photo.jpg'), '');
+    const run = (word: string) => spawnSync(process.execPath, [ARGUS, 'detect', word], { cwd: dir, encoding: 'utf8', timeout: TIMEOUT - 10_000 });
+    const r = run('-photo.jpg');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe("argus: VAP_ERR_USAGE: unknown option '-photo.jpg'\n(-photo.jpg is a file: give it as ./-photo.jpg, or after --)\n(argus detect --help lists its arguments and options)\n");
+    expect(run('-other.jpg').stderr).toBe("argus: VAP_ERR_USAGE: unknown option '-other.jpg'\n(argus detect --help lists its arguments and options)\n");
+  }, TIMEOUT);
+
   it('a usage error says where the options are listed, not the whole help', async () => {
     const r = await argus('bench', '--bogus');
     expect(r.stderr).toBe("argus: VAP_ERR_USAGE: unknown option '--bogus'\n(argus bench --help lists its arguments and options)\n");
