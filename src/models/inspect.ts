@@ -1,4 +1,7 @@
+import { existsSync, openSync, readSync, closeSync } from 'node:fs';
+import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
+import { PACKAGE_ROOT } from '../assets/paths.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { forTerminal } from '../core/text.js';
 import { describeModel } from './describe.js';
@@ -14,12 +17,16 @@ import { sessionTensors, type TensorInfo } from './tensor-info.js';
  */
 export async function inspectModel(path: string, family: Family | 'auto' = 'auto'): Promise<string> {
   const problem = modelFileProblem(path);
+  // `argus models inspect yolox-nano`: a manifest's name where its file goes.
+  const manifest = problem === 'file not found' && /^[A-Za-z0-9_.-]+$/.test(path) && existsSync(join(PACKAGE_ROOT, 'models', `${path}.yaml`));
+  if (manifest) throw new ArgusError(ErrorCodes.MODEL_LOAD, `${path}: file not found; "${path}" is the name of a model manifest: inspect takes the ONNX file (\`argus assets\` fetches the default model and says where it is)`);
   if (problem) throw new ArgusError(ErrorCodes.MODEL_LOAD, `${path}: ${problem}`);
   let session: ort.InferenceSession;
   try {
     session = await ort.InferenceSession.create(path, { logSeverityLevel: 4 });
   } catch (e) {
-    throw new ArgusError(ErrorCodes.MODEL_LOAD, `${path}: ONNX Runtime cannot load it: ${(e as Error).message}`, { cause: e });
+    const text = looksLikeText(path) ? ' (a text file, such as a model manifest or a pipeline YAML: inspect takes the ONNX file)' : '';
+    throw new ArgusError(ErrorCodes.MODEL_LOAD, `${path}: ONNX Runtime cannot load it${text}: ${(e as Error).message}`, { cause: e });
   }
   try {
     const { manifest: m, meta } = await describeModel(path, undefined, family, true);
@@ -61,4 +68,23 @@ export async function inspectModel(path: string, family: Family | 'auto' = 'auto
   } finally {
     await session.release();
   }
+}
+
+/** True when the file's first bytes are printable UTF-8 text (YAML, JSON): never an ONNX protobuf, whose first byte is a field tag. */
+function looksLikeText(path: string): boolean {
+  const b = Buffer.alloc(512);
+  let n = 0;
+  try {
+    const fd = openSync(path, 'r');
+    try {
+      n = readSync(fd, b, 0, b.length, 0);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return false;
+  }
+  if (n === 0) return false;
+  const head = b.subarray(0, n);
+  return !head.some((c) => c < 0x09 || (c > 0x0d && c < 0x20) || c === 0x7f) && !head.toString('utf8').includes('\ufffd');
 }

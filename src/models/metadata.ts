@@ -379,8 +379,8 @@ async function walk(w: FileWindow, start: number, end: number, visit: (f: Field)
 }
 
 /**
- * Why `path` is no model file to hand to ONNX Runtime, or undefined: missing, a folder, or not a
- * regular file. ONNX Runtime (and the metadata reader after it) opened a named pipe and waited
+ * Why `path` is no model file to hand to ONNX Runtime, or undefined: missing, a folder, not a
+ * regular file, or empty. ONNX Runtime (and the metadata reader after it) opened a named pipe and waited
  * on it for ever, Ctrl-C and all (`model.path`, `detect --model`, `models inspect`).
  */
 export function modelFileProblem(path: string): string | undefined {
@@ -393,5 +393,7 @@ export function modelFileProblem(path: string): string | undefined {
   }
   if (st.isDirectory()) return 'a folder, not a model file';
   if (!st.isFile()) return 'not a regular file (a named pipe, a socket or a device): give the model as a file';
+  // ONNX Runtime's own words were a C++ signature and "ModelProto does not have a graph".
+  if (st.size === 0) return 'empty (0 bytes), not a model file';
   return undefined;
 }

@@ -8,6 +8,21 @@ const dir = modelDir();
 afterAll(() => dir.cleanup());
 
 describe('argus models inspect', () => {
+  it('a manifest name, a YAML file or an empty file given for the ONNX file: says what was given (ONNX Runtime said "file not found", "Protobuf parsing failed", a C++ signature)', async () => {
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    await expect(inspectModel('yolox-nano')).rejects.toMatchObject({ code: 'VAP_ERR_MODEL_LOAD', message: expect.stringMatching(/^yolox-nano: file not found; "yolox-nano" is the name of a model manifest: inspect takes the ONNX file/) });
+    await expect(inspectModel('no-such-model')).rejects.toMatchObject({ message: 'no-such-model: file not found' });
+    const d = mkdtempSync(join(tmpdir(), 'argus-inspect-'));
+    const yaml = join(d, 'manifest.yaml');
+    writeFileSync(yaml, 'version: 1\nfile: x.onnx\n');
+    await expect(inspectModel(yaml)).rejects.toMatchObject({ message: expect.stringContaining(`${yaml}: ONNX Runtime cannot load it (a text file, such as a model manifest or a pipeline YAML: inspect takes the ONNX file): `) });
+    const empty = join(d, 'empty.onnx');
+    writeFileSync(empty, '');
+    await expect(inspectModel(empty)).rejects.toMatchObject({ code: 'VAP_ERR_MODEL_LOAD', message: `${empty}: empty (0 bytes), not a model file` });
+  });
+
   it('shows escape sequences in the file’s labels and metadata as text, never as control characters (Unicode kept)', async () => {
     const path = dir.path('hostile.onnx');
     writeHostileModel(path);
