@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { PACKAGE_ROOT } from './assets/paths.js';
 import { loadPipeline } from './config/load.js';
-import { ArgusError, ErrorCodes, isArgusError } from './core/errors.js';
+import { ArgusError, endingOf, ErrorCodes, isArgusError } from './core/errors.js';
 import { FAMILIES } from './core/families.js';
 import { redact } from './core/redact.js';
 import { forTerminal, forTerminalLines } from './core/text.js';
@@ -395,11 +395,12 @@ try {
       process.exitCode = EXIT_ERROR;
     }
   } else {
-    const code = isArgusError(e) ? `${e.code}: ` : '';
+    // A signal that stopped a start (an asset download) is an interrupt: 130, as for a second
+    // signal; an error argus did not code is a bug (VAP_ERR_INTERNAL, 4).
+    const end = endingOf(e);
     // Errors name files and sources (a download's name can hold escape sequences): shown escaped.
-    writeStderr(`argus: ${code}${forTerminalLines(redact((e as Error).message))}\n`);
-    // A signal that stopped a start (an asset download) is an interrupt: 130, as for a second signal.
-    process.exitCode = process.exitCode || (isArgusError(e, ErrorCodes.INTERRUPTED) ? 130 : EXIT_ERROR);
+    writeStderr(`argus: ${end.code}: ${forTerminalLines(redact(end.message))}\n`);
+    process.exitCode = process.exitCode || end.status;
   }
   logger.flush();
   // The error is said: the process ends even if a library still holds a handle (kafkajs kept a

@@ -86,3 +86,15 @@ export function inContext(e: unknown, context: string, codes: readonly ErrorCode
   if (!(e instanceof ArgusError) || !codes.includes(e.code)) return e;
   return new ArgusError(e.code, `${context}: ${e.message}`, { cause: e });
 }
+
+/**
+ * How argus ends on an error that reached its command line: its code, message and exit status.
+ * Coded errors exit 2 (130 for an interrupt); any other is a bug, said as one (VAP_ERR_INTERNAL,
+ * exit status 4, as an exception a run did not catch): it was printed as its bare message
+ * (`argus: Cannot read properties of undefined (reading 'uri')`) with status 2, "bad input".
+ */
+export function endingOf(e: unknown): { code: ErrorCode; message: string; status: number } {
+  if (isArgusError(e)) return { code: e.code, message: e.message, status: e.code === ErrorCodes.INTERRUPTED ? 130 : 2 };
+  const message = e instanceof Error ? `${e.message} (an error argus does not know: a bug; please report it with this line)` : `${String(e)} (thrown by something argus does not know: a bug; please report it with this line)`;
+  return { code: ErrorCodes.INTERNAL, message, status: 4 };
+}
