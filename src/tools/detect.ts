@@ -195,7 +195,9 @@ export async function runDetect(files: readonly string[], options: DetectOptions
   const write = options.write ?? report!.write;
   const log: LogFn = (m, f, level) => (level === 'warn' || level === 'error' ? options.log?.(m, f, level) : undefined);
   if (files.length === 0) throw new ArgusError(ErrorCodes.CONFIG, 'detect: give at least one image or video file');
-  const missing = (f: string) => new ArgusError(ErrorCodes.SOURCE_OPEN, `detect: file not found: ${f}`);
+  // A URL (`argus detect https://…/x.jpg`, a camera) was "file not found" as any other name.
+  const missing = (f: string) =>
+    new ArgusError(ErrorCodes.SOURCE_OPEN, /^[a-z][a-z0-9+.-]*:\/\//i.test(f) ? `detect: ${f}: detect reads local files, not URLs: download the file first, or name a camera as a source of a pipeline and look at it with argus preview` : `detect: file not found: ${f}`);
   // Nothing to read at all: fail before the model loads (with --json, its document all the same:
   // one error entry a file). Otherwise a missing file fails alone.
   if (files.every((f) => !existsSync(f))) {

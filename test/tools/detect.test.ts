@@ -79,3 +79,15 @@ describe('argus detect and argus preview print labels from the model file for a 
     await expect(runPreview(yaml, { out: join(work, 'p.png'), write: () => {} })).rejects.toMatchObject({ message: expect.stringMatching(/rtsps:\/\/\*\*\*@127\.0\.0\.1:9\/live[^]*\ncamera: 127\.0\.0\.1:9: (connect )?ECONNREFUSED/) });
   }, 60_000);
 });
+
+describe('argus detect given a URL', () => {
+  it('says it reads local files, not URLs, and what to do instead (it was "file not found: https://…"), before any model loads', async () => {
+    for (const url of ['https://example.com/photo.jpg', 'rtsp://10.0.0.9/stream1']) {
+      await expect(runDetect([url], { write: () => undefined })).rejects.toMatchObject({
+        code: 'VAP_ERR_SOURCE_OPEN',
+        message: `detect: ${url}: detect reads local files, not URLs: download the file first, or name a camera as a source of a pipeline and look at it with argus preview`,
+      });
+    }
+    await expect(runDetect(['no-such-photo.jpg'], { write: () => undefined })).rejects.toMatchObject({ message: 'detect: file not found: no-such-photo.jpg' });
+  });
+});
