@@ -417,7 +417,10 @@ export async function readConfigText(file: string, maxBytes = MAX_CONFIG_BYTES, 
       await handle.close();
     }
   } catch (e) {
-    throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: cannot read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
+    const code = (e as NodeJS.ErrnoException).code;
+    // `argus run pipelines`: "cannot read (EISDIR)".
+    if (code === 'EISDIR') throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: a folder, not a YAML file: name the file in it`, { cause: e });
+    throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: cannot read (${code ?? (e as Error).message})`, { cause: e });
   }
   // `argus run clip.mp4`: said "not UTF-8" (or "larger than 1 MiB"), not what the file is.
   const media = mediaKind(buf.subarray(0, Math.min(n, 16)));

@@ -129,3 +129,10 @@ describe('a model manifest that is no YAML text (the ONNX model itself, a pictur
     await expect(loadPipeline(photo, {})).rejects.toMatchObject({ message: expect.stringContaining('a JPEG picture, not a pipeline YAML: `argus detect') });
   });
 });
+
+describe('a pipeline path that is a folder (argus run pipelines)', () => {
+  it('is said to be one (it was "cannot read (EISDIR)")', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'argus-pipelines-'));
+    await expect(loadPipeline(folder, {})).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG_FILE', message: `${folder}: a folder, not a YAML file: name the file in it` });
+  });
+});
