@@ -69,8 +69,8 @@ const program = new Command('argus')
       // Escaped: the words it names can be file names (argus detect * in a downloads folder, where a
       // file named -<ESC>]0;TITLE<BEL>.jpg is an unknown option).
       // `argus detect -photo.jpg`: a file of that name read as an option; said how to give it.
-      const word = /^error: unknown option '(.*)'\n?$/s.exec(text)?.[1];
-      const file = word !== undefined && !word.startsWith('--') && existsSync(word) ? `\n(${word} is a file: give it as ./${word}, or after --)` : '';
+      const word = /^error: unknown option '(.*)'(?:\n|$)/.exec(text)?.[1];
+      const file = word !== undefined && existsSync(word) ? `\n(${word} is a file: give it as ./${word}, or after --)` : '';
       write(`argus: ${ErrorCodes.USAGE}: ${forTerminalLines(redact((file ? text.replace(/\n?$/, `${file}\n`) : text).replace(/^error: /, '')))}`);
     },
   });

@@ -62,6 +62,9 @@ describe('command-line usage errors are coded (VAP_ERR_USAGE) and exit with stat
     expect(r.status).toBe(2);
     expect(r.stderr).toBe("argus: VAP_ERR_USAGE: unknown option '-photo.jpg'\n(-photo.jpg is a file: give it as ./-photo.jpg, or after --)\n(argus detect --help lists its arguments and options)\n");
     expect(run('-other.jpg').stderr).toBe("argus: VAP_ERR_USAGE: unknown option '-other.jpg'\n(argus detect --help lists its arguments and options)\n");
+    // After commander's own suggestion, where it makes one.
+    writeFileSync(join(dir, '--jsn'), '');
+    expect(run('--jsn').stderr).toBe("argus: VAP_ERR_USAGE: unknown option '--jsn'\n(Did you mean --json?)\n(--jsn is a file: give it as ./--jsn, or after --)\n(argus detect --help lists its arguments and options)\n");
   }, TIMEOUT);
 
   it('a usage error says where the options are listed, not the whole help', async () => {
