@@ -315,6 +315,8 @@ export function parseConfigText<S extends ZodTypeAny>(
     throw e;
   }
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
+    // An empty file (or one of comments only) was "expected a mapping at the top level" as a list was.
+    if (doc === null && text.replace(/^\s*#.*$/gm, '').trim() === '') throw new ArgusError(ErrorCodes.CONFIG, `${file}: empty (no settings in it)`);
     throw new ArgusError(ErrorCodes.CONFIG, `${file}: expected a mapping at the top level`);
   }
   const other = otherKind?.(doc as Record<string, unknown>);

@@ -130,6 +130,18 @@ describe('a model manifest that is no YAML text (the ONNX model itself, a pictur
   });
 });
 
+describe('an empty pipeline file, or one of comments only', () => {
+  it('is said to be empty (it was "expected a mapping at the top level", as for a list); a list still gets that', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'argus-empty-'));
+    for (const [name, text] of [['empty.yaml', ''], ['comments.yaml', '# to do\n\n  # later\n']]) {
+      writeFileSync(join(d, name), text);
+      await expect(loadPipeline(join(d, name), {})).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: `${join(d, name)}: empty (no settings in it)` });
+    }
+    writeFileSync(join(d, 'list.yaml'), '- a\n');
+    await expect(loadPipeline(join(d, 'list.yaml'), {})).rejects.toMatchObject({ message: `${join(d, 'list.yaml')}: expected a mapping at the top level` });
+  });
+});
+
 describe('a pipeline path that is a folder (argus run pipelines)', () => {
   it('is said to be one (it was "cannot read (EISDIR)")', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'argus-pipelines-'));
