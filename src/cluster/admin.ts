@@ -126,6 +126,12 @@ async function produce(t: ClusterTarget, topic: string, messages: Outgoing[]): P
  */
 export const MAX_CAMERAS_FILE_BYTES = 8 * 1024 * 1024;
 
+/** A pipeline given where a cameras file is wanted (`argus cameras apply pipelines/demo.yaml`: "cameras: Required" and its keys listed as unknown). */
+function notACamerasFile(doc: Record<string, unknown>): string | undefined {
+  if ('cameras' in doc || !('sources' in doc || 'cluster' in doc)) return undefined;
+  return 'a pipeline YAML, not a cameras file: `argus run FILE` runs a pipeline (`argus worker FILE` a worker\'s); a cameras file lists `cameras: [{id, uri, …}]`, as pipelines/cameras.yaml';
+}
+
 /** The cameras of a YAML file (`cameras: [...]`), each as written (its record value) and validated. Errors name the file and the field. */
 export async function readCamerasFile(file: string): Promise<{ id: string; value: string }[]> {
   const text = await readConfigText(file, MAX_CAMERAS_FILE_BYTES);
@@ -148,7 +154,7 @@ export async function readCamerasFile(file: string): Promise<{ id: string; value
   // Validated (coded errors naming the field) and written as the user gave it: `${env:…}`
   // stays a reference, resolved by each worker from its own environment, so a password in one
   // never enters Kafka. Validation here stands in '1' for a variable this shell lacks.
-  const parsed = parseConfigText(text, CamerasFileSchema, file, lenientEnv());
+  const parsed = parseConfigText(text, CamerasFileSchema, file, lenientEnv(), notACamerasFile);
   const raw = doc as { cameras: Record<string, unknown>[] };
   const seen = new Set<string>();
   return parsed.cameras.map((c, i) => {

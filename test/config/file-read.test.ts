@@ -148,3 +148,13 @@ describe('a pipeline path that is a folder (argus run pipelines)', () => {
     await expect(loadPipeline(folder, {})).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG_FILE', message: `${folder}: a folder, not a YAML file: name the file in it` });
   });
 });
+
+describe('a pipeline or worker YAML given as a cameras file (argus cameras apply pipelines/demo.yaml)', () => {
+  it('says what it is and what takes it (it was "cameras: Required" and its keys as unknown ones)', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'argus-cams-kind-'));
+    for (const [name, text] of [['p.yaml', PIPELINE], ['w.yaml', 'cluster:\n  workerId: w1\n']]) {
+      writeFileSync(join(d, name), text);
+      await expect(readCamerasFile(join(d, name))).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: expect.stringMatching(new RegExp(`^${join(d, name)}: a pipeline YAML, not a cameras file: \`argus run FILE\` runs a pipeline`)) });
+    }
+  });
+});
