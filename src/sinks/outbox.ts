@@ -222,6 +222,23 @@ const LOCK = 'outbox.lock';
 const OWNER = 'pipeline';
 /** Written once the journals of the folders older releases used were taken over (Outbox.adoptOnce). */
 const ADOPTED = 'adopted';
+
+/**
+ * The pipeline an outbox folder's mark (OWNER) names as its journal's, or undefined: none (an
+ * older release's folder, or a tool's), or unreadable (no regular file: see openRegular).
+ */
+async function ownerOf(dir: string): Promise<string | undefined> {
+  const fh = await openRegular(join(dir, OWNER)).catch(() => undefined);
+  const text = fh ? await fh.readFile('utf8').catch(() => '') : '';
+  await fh?.close().catch(() => undefined);
+  try {
+    const o = JSON.parse(text) as { name?: unknown };
+    return typeof o.name === 'string' ? o.name : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** After taking over a stale lock, how long to wait before checking it is still this opening's (see takeLock). */
 const TAKEOVER_SETTLE_MS = 250;
 /** Folders this process has open (the pid lock cannot tell two runs of one process apart). */
@@ -563,16 +580,8 @@ export class Outbox {
     const name = this.o.owner;
     if (name === undefined) return;
     const path = join(this.o.dir, OWNER);
-    const fh = await openRegular(path).catch(() => undefined);
-    const text = fh ? await fh.readFile('utf8').catch(() => '') : '';
-    await fh?.close().catch(() => undefined);
-    let named: string | undefined;
-    try {
-      const o = JSON.parse(text) as { name?: unknown };
-      if (typeof o.name === 'string') named = o.name;
-    } catch {
-      // none (an older release's folder), or unreadable: taken
-    }
+    // None (an older release's folder), or unreadable: taken.
+    const named = await ownerOf(this.o.dir);
     if (named === name) return;
     if (named !== undefined && records.size > 0) {
       const alerts = [...records.values()].filter((r) => r.kind === 'alert').length;
@@ -626,6 +635,15 @@ export class Outbox {
     let complete = true;
     for (const from of folders) {
       if (!(await stat(join(from, FILE)).catch(() => undefined))) continue;
+      // A folder another pipeline of this release took as its own (its mark, see claim): all it
+      // holds is that pipeline's, replayed to its Kafka when it opened it, and journaled there by it
+      // since (with sources of the same ids as this one's, they were taken here before, for this
+      // pipeline's Kafka, and taken out of its journal). Left to it; nothing of this one's is there.
+      const named = this.o.owner === undefined ? undefined : await ownerOf(from);
+      if (named !== undefined && named !== this.o.owner) {
+        this.log(`outbox: ${from} is the pipeline ${JSON.stringify(named)}'s (its mark ${OWNER}): what it holds is left to it, not taken over`, { dir: this.o.dir });
+        continue;
+      }
       let old: Outbox;
       try {
         // Without an age bound there: this pipeline's is not the other's, whose undelivered alerts

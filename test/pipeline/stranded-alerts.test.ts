@@ -235,6 +235,38 @@ describe('Outbox.adoptOnce', () => {
     expect(await readOutbox(from)).toHaveLength(2);
   });
 
+  it("takes nothing from a legacy folder that another pipeline of this release has named as its own (its 'pipeline' mark): what it journaled there is for its Kafka", async () => {
+    const top = mkdtempSync(join(tmpdir(), 'argus-adopt-owned-'));
+    const from = join(top, 'lobby_cam');
+    // `lobby_cam` (this release) started first: it took its folder (the mark), and stopped with
+    // an alert of its own source `cam` undelivered (its broker down).
+    const other = await Outbox.open({ dir: from, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false, owner: 'lobby_cam' });
+    const a = { type: 'alert', version: 1, source: 'cam', stamps: { emitted: 1 }, alert: { id: 'lobby_cam-1' } } as unknown as AlertMessage;
+    await other.append(a, JSON.stringify(a));
+    await other.close();
+    // `lobby cam` (a source `cam` too) starts for the first time with this release.
+    const logs: string[] = [];
+    const mine = await Outbox.open({ dir: join(top, 'lobby%20cam'), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false, owner: 'lobby cam', log: (m) => logs.push(m) });
+    // Before: 1, `lobby_cam`'s alert replayed to this pipeline's Kafka and taken out of its journal.
+    expect(await mine.adoptOnce([from], (r) => r.source === 'cam')).toBe(0);
+    expect(mine.takeRecovered()).toEqual([]);
+    expect(logs.some((m) => m.includes(`${from} is the pipeline "lobby_cam"'s`))).toBe(true);
+    await mine.close();
+    expect((await readOutbox(from)).map((r) => r.key)).toEqual(['alert:lobby_cam-1']);
+    // Done: not looked at again.
+    const again = await Outbox.open({ dir: join(top, 'lobby%20cam'), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false, owner: 'lobby cam', log: () => {} });
+    expect(await again.adoptOnce([from], (r) => r.source === 'cam')).toBe(0);
+    await again.close();
+    // A folder its own pipeline's name marks (an outbox.dir it had before) is taken from as any.
+    const own = join(top, 'own-old');
+    const before = await Outbox.open({ dir: own, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false, owner: 'lobby cam' });
+    await before.append(a, JSON.stringify(a));
+    await before.close();
+    const taker = await Outbox.open({ dir: join(top, 'taker'), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false, owner: 'lobby cam', log: () => {} });
+    expect(await taker.adoptOnce([own])).toBe(1);
+    await taker.close();
+  });
+
   it('an adoption cut short (journaled here, not yet taken out there) is not replayed twice at the next start', async () => {
     const top = mkdtempSync(join(tmpdir(), 'argus-adopt-twice-'));
     await leave(join(top, 'old'), 2);
