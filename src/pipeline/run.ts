@@ -109,6 +109,19 @@ export function outboxDir(config: PipelineConfig, baseDir: string, env: NodeJS.P
   return join(stateRoot(env), outboxFolder(config.name));
 }
 
+/**
+ * For an `argus worker`, its cluster as its outbox names it beside the worker's name
+ * (OutboxOptions.cluster): the group, the alert topic and the brokers (in any order) its alerts
+ * go to. Every worker of it delivers to that Kafka, so one started on another's folder (a machine
+ * that died, its outbox.dir on a shared volume) replays that worker's alerts; undefined for a
+ * pipeline, whose folder no other pipeline takes while it holds undelivered alerts.
+ */
+export function outboxCluster(config: PipelineConfig): string | undefined {
+  const k = config.sinks.kafka;
+  if (!config.cluster || !k) return undefined;
+  return JSON.stringify({ group: config.cluster.group, topic: k.topics.alerts, brokers: [...k.brokers].sort() });
+}
+
 function stateRoot(env: NodeJS.ProcessEnv): string {
   return env.ARGUS_STATE_DIR || (env.XDG_STATE_HOME ? join(env.XDG_STATE_HOME, 'argus') : join(homedir(), '.local', 'state', 'argus'));
 }
@@ -347,7 +360,7 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
   let outbox: Outbox | undefined;
   if (config.outbox.enabled ?? k !== undefined) {
     const dir = outboxDir(config, baseDir, env);
-    outbox = await life.start('outbox', () => Outbox.open({ dir, maxBytes: config.outbox.maxBytes, maxAgeMs: config.outbox.maxAgeHours * 3_600_000, fsync: config.outbox.fsync, log, owner: config.name }), (o) => o.close());
+    outbox = await life.start('outbox', () => Outbox.open({ dir, maxBytes: config.outbox.maxBytes, maxAgeMs: config.outbox.maxAgeHours * 3_600_000, fsync: config.outbox.fsync, log, owner: config.name, cluster: outboxCluster(config) }), (o) => o.close());
     // The journals older releases kept for this name elsewhere (see legacyOutboxDirs): replayed
     // below with this one's. From a folder in the state folder, only its own sources' records:
     // that is another pipeline's own folder today (`lobby_cam` was also `lobby cam`'s), whose

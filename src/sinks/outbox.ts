@@ -77,6 +77,13 @@ export interface OutboxOptions {
    */
   owner?: string;
   /**
+   * An `argus worker`'s cluster (its group, alert topic and brokers: see outboxCluster), written
+   * beside `owner`: a folder another worker of the same cluster named as its own is taken (its
+   * alerts go to the same Kafka: a worker whose machine died is replayed by one started on its
+   * folder), one of another cluster's worker refused as another pipeline's.
+   */
+  cluster?: string;
+  /**
    * A lock whose holder argus cannot check (another host's, or another pid namespace's: a
    * container sharing the volume) is stale once its heartbeat is older than this, ms (default
    * 20 000; the holder touches it every quarter of it).
@@ -224,18 +231,20 @@ const OWNER = 'pipeline';
 const ADOPTED = 'adopted';
 
 /**
- * The pipeline an outbox folder's mark (OWNER) names as its journal's, or undefined: none (an
- * older release's folder, or a tool's), or unreadable (no regular file: see openRegular).
+ * The pipeline an outbox folder's mark (OWNER) names as its journal's, and its worker's cluster
+ * (OutboxOptions.cluster); `name` undefined: none (an older release's folder, or a tool's), or
+ * unreadable (no regular file: see openRegular).
  */
-async function ownerOf(dir: string): Promise<string | undefined> {
+async function ownerOf(dir: string): Promise<{ name?: string; cluster?: string }> {
   const fh = await openRegular(join(dir, OWNER)).catch(() => undefined);
   const text = fh ? await fh.readFile('utf8').catch(() => '') : '';
   await fh?.close().catch(() => undefined);
   try {
-    const o = JSON.parse(text) as { name?: unknown };
-    return typeof o.name === 'string' ? o.name : undefined;
+    const o = JSON.parse(text) as { name?: unknown; cluster?: unknown };
+    if (typeof o.name !== 'string') return {};
+    return { name: o.name, ...(typeof o.cluster === 'string' ? { cluster: o.cluster } : {}) };
   } catch {
-    return undefined;
+    return {};
   }
 }
 
@@ -574,29 +583,41 @@ export class Outbox {
    * this pipeline's name is written in. (Two pipelines given one outbox.dir, run one after the
    * other: each replayed at start what the other had left undelivered, to its own Kafka, and
    * that pipeline's alerts went to another's brokers, acknowledged there, gone from its journal.)
-   * A folder without the name (an older release's) is taken as this pipeline's, as before.
+   * A folder without the name (an older release's) is taken as this pipeline's, as before; so
+   * is one another worker of this worker's cluster named (OutboxOptions.cluster), logged.
    */
   private async claim(records: ReadonlyMap<string, OutboxRecord>): Promise<void> {
     const name = this.o.owner;
     if (name === undefined) return;
     const path = join(this.o.dir, OWNER);
     // None (an older release's folder), or unreadable: taken.
-    const named = await ownerOf(this.o.dir);
-    if (named === name) return;
-    if (named !== undefined && records.size > 0) {
-      const alerts = [...records.values()].filter((r) => r.kind === 'alert').length;
+    const mark = await ownerOf(this.o.dir);
+    const named = mark.name;
+    // Its own (its cluster written in, when the mark has it not, or another: as before, by its name).
+    if (named === name) {
+      if (mark.cluster !== this.o.cluster) await this.markOwner();
+      return;
+    }
+    const alerts = [...records.values()].filter((r) => r.kind === 'alert').length;
+    if (named !== undefined && records.size > 0 && !this.sameCluster(mark)) {
       throw new ArgusError(
         ErrorCodes.OUTBOX,
         `outbox: ${this.o.dir} holds the journal of the pipeline ${JSON.stringify(named)} (${alerts} undelivered alert(s), ${records.size - alerts} status(es)), for its Kafka; this pipeline is ${JSON.stringify(name)}: give it its own outbox.dir (or, if it is ${JSON.stringify(named)} renamed, run it once under its old name to deliver them, or remove ${path})`,
       );
     }
+    if (named !== undefined && records.size > 0) this.log(`outbox: the journal of worker ${JSON.stringify(named)} of this cluster, with ${alerts} undelivered alert(s), is taken over by ${JSON.stringify(name)} (the same Kafka)`, { dir: this.o.dir }, 'warn');
     await this.markOwner();
+  }
+
+  /** Whether a folder's mark is of a worker of this worker's cluster (OutboxOptions.cluster). */
+  private sameCluster(mark: { cluster?: string }): boolean {
+    return this.o.cluster !== undefined && mark.cluster === this.o.cluster;
   }
 
   /** Writes OWNER (at open, and again when the folder is made again: journalLost). */
   private async markOwner(): Promise<void> {
     if (this.o.owner === undefined) return;
-    await writeMark(join(this.o.dir, OWNER), `${JSON.stringify({ name: this.o.owner })}\n`);
+    await writeMark(join(this.o.dir, OWNER), `${JSON.stringify({ name: this.o.owner, ...(this.o.cluster !== undefined ? { cluster: this.o.cluster } : {}) })}\n`);
   }
 
   /**
@@ -639,8 +660,9 @@ export class Outbox {
       // holds is that pipeline's, replayed to its Kafka when it opened it, and journaled there by it
       // since (with sources of the same ids as this one's, they were taken here before, for this
       // pipeline's Kafka, and taken out of its journal). Left to it; nothing of this one's is there.
-      const named = this.o.owner === undefined ? undefined : await ownerOf(from);
-      if (named !== undefined && named !== this.o.owner) {
+      const mark = this.o.owner === undefined ? {} : await ownerOf(from);
+      const named = mark.name;
+      if (named !== undefined && named !== this.o.owner && !this.sameCluster(mark)) {
         this.log(`outbox: ${from} is the pipeline ${JSON.stringify(named)}'s (its mark ${OWNER}): what it holds is left to it, not taken over`, { dir: this.o.dir });
         continue;
       }
@@ -650,7 +672,7 @@ export class Outbox {
         // such a folder may hold (`lobby cam` with maxAgeHours 1 dropped `lobby_cam`'s older ones
         // there, logged as its own). This one's bound is applied below to what it takes.
         // Nor as this pipeline's: only what `ours` accepts is taken, and the rest left there.
-        old = await Outbox.open({ ...this.o, dir: from, maxAgeMs: Infinity, owner: undefined });
+        old = await Outbox.open({ ...this.o, dir: from, maxAgeMs: Infinity, owner: undefined, cluster: undefined });
       } catch (e) {
         // Held by a running argus: it replays what the journal holds, ours among it.
         if ((e as { inUse?: boolean }).inUse) continue;

@@ -58,6 +58,16 @@ describe('settings for files on a live source', () => {
 });
 
 describe('the outbox folder named after the pipeline', () => {
+  it("a worker's journal is its cluster's (group, alert topic, brokers in any order); a pipeline's is its own", async () => {
+    const { outboxCluster } = await import('../../src/pipeline/run.js');
+    const worker = (group: string, brokers: string[]) =>
+      parseConfigText(`name: w\nsinks:\n  kafka: {brokers: ${JSON.stringify(brokers)}, topics: {alerts: argus.alerts}}\ncluster: {workerId: w, group: ${group}}\n`, PipelineSchema, 'w.yaml', {});
+    expect(outboxCluster(worker('argus-workers', ['k1:9092', 'k2:9092']))).toBe(outboxCluster(worker('argus-workers', ['k2:9092', 'k1:9092'])));
+    expect(outboxCluster(worker('argus-workers', ['k1:9092']))).not.toBe(outboxCluster(worker('staging', ['k1:9092'])));
+    expect(outboxCluster(worker('argus-workers', ['k1:9092']))).not.toBe(outboxCluster(worker('argus-workers', ['k3:9092'])));
+    expect(outboxCluster(parseConfigText('name: p\nsources:\n  - {id: a, uri: /x.mp4}\n', PipelineSchema, 'p.yaml', {}))).toBeUndefined();
+  });
+
   it('stays inside the state folder for a name of dots only (name: ".." put the journal beside it)', async () => {
     const { outboxDir } = await import('../../src/pipeline/run.js');
     const at = (name: string) => outboxDir(parseConfigText(`name: "${name}"\nsources:\n  - {id: a, uri: /x.mp4}\n`, PipelineSchema, 'p.yaml', {}), '/p', { ARGUS_STATE_DIR: '/state' });

@@ -764,6 +764,27 @@ describe('Outbox (the durable alert journal)', () => {
     expect(statSync(join(fifo, 'pipeline')).isFile()).toBe(true);
   });
 
+  it("a worker of the same cluster takes the journal another worker left in the folder (its alerts go to the same Kafka); a worker of another cluster is refused", async () => {
+    // README, "Never an alert": a worker whose machine died is replayed by an argus started
+    // elsewhere on its outbox.dir. With ids from the host name (worker.yaml's default), that
+    // argus is another worker: before, refused as another pipeline while the alerts waited.
+    const d = dir();
+    const cluster = 'argus-workers argus.alerts kafka:9092';
+    const a = await Outbox.open(opts(d, { owner: 'worker-a', cluster }));
+    await a.append(...alert('w1'));
+    await a.close();
+    expect(JSON.parse(readFileSync(join(d, 'pipeline'), 'utf8'))).toEqual({ name: 'worker-a', cluster });
+    // Another cluster's worker (another Kafka), and a pipeline: refused, the journal left as it was.
+    await expect(Outbox.open(opts(d, { owner: 'worker-x', cluster: 'staging argus.alerts kafka:9092' }))).rejects.toThrow('holds the journal of the pipeline "worker-a"');
+    await expect(Outbox.open(opts(d, { owner: 'lobby' }))).rejects.toThrow('holds the journal of the pipeline "worker-a"');
+    const logs: string[] = [];
+    const b = await Outbox.open(opts(d, { owner: 'worker-b', cluster, log: (m) => logs.push(m) }));
+    expect(b.takeRecovered().map((r) => r.key)).toEqual(['alert:w1']);
+    expect(logs).toContain('outbox: the journal of worker "worker-a" of this cluster, with 1 undelivered alert(s), is taken over by "worker-b" (the same Kafka)');
+    await b.close();
+    expect(JSON.parse(readFileSync(join(d, 'pipeline'), 'utf8'))).toEqual({ name: 'worker-b', cluster });
+  });
+
   it('refuses a folder another live process holds, naming it', async () => {
     const d = dir();
     writeFileSync(join(d, 'outbox.lock'), String(process.ppid)); // a live process that is not us
