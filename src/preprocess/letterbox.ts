@@ -1,7 +1,5 @@
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import type { Letterbox } from '../core/geometry.js';
+import { loadNativeModule } from '../core/native.js';
 import { IDENTITY_NORMALIZE, type NormalizeOptions } from './normalize.js';
 import { yuv420Bytes, yuvTables, yuvToPackedJs } from './yuv.js';
 
@@ -17,23 +15,11 @@ export interface NativeLetterbox {
 }
 
 /**
- * The kernel built by `npm ci` (scripts/build.mjs → dist/native/letterbox.node), found from
- * src/preprocess (tsx) or dist/src/preprocess (compiled); undefined without a C compiler at
+ * The kernel built by `npm ci` (src/preprocess/letterbox.c); undefined without a C compiler at
  * install, or with ARGUS_NATIVE=0: the TypeScript loops run then.
  */
 function loadNative(): NativeLetterbox | undefined {
-  if (process.env.ARGUS_NATIVE === '0') return undefined;
-  const req = createRequire(import.meta.url);
-  for (const rel of ['../../dist/native/letterbox.node', '../../native/letterbox.node']) {
-    const path = fileURLToPath(new URL(rel, import.meta.url));
-    if (!existsSync(path)) continue;
-    try {
-      return req(path) as NativeLetterbox;
-    } catch {
-      // built for another Node ABI or machine: the loops below
-    }
-  }
-  return undefined;
+  return loadNativeModule<NativeLetterbox>('letterbox');
 }
 
 /**

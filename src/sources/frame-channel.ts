@@ -1,7 +1,5 @@
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { getSystemErrorName } from 'node:util';
+import { loadNativeModule } from '../core/native.js';
 import type { FrameReader } from './frame-reader.js';
 
 /** The C module (src/sources/frame-channel.c): a socket pair read by a thread of its own. */
@@ -13,23 +11,12 @@ interface NativeChannel {
 }
 
 /**
- * The module built by `npm ci` (scripts/build.mjs → dist/native/frame-channel.node), found from
- * src/sources (tsx) or dist/src/sources (compiled); undefined elsewhere than Linux, without a C
- * compiler at install, or with ARGUS_NATIVE=0 or ARGUS_FRAME_CHANNEL=0.
+ * The module built by `npm ci` (src/sources/frame-channel.c); undefined elsewhere than Linux,
+ * without a C compiler at install, or with ARGUS_NATIVE=0 or ARGUS_FRAME_CHANNEL=0.
  */
 function loadNative(): NativeChannel | undefined {
-  if (process.platform !== 'linux' || process.env.ARGUS_NATIVE === '0' || process.env.ARGUS_FRAME_CHANNEL === '0') return undefined;
-  const req = createRequire(import.meta.url);
-  for (const rel of ['../../dist/native/frame-channel.node', '../../native/frame-channel.node']) {
-    const path = fileURLToPath(new URL(rel, import.meta.url));
-    if (!existsSync(path)) continue;
-    try {
-      return req(path) as NativeChannel;
-    } catch {
-      // built for another Node ABI or machine: Node's own sockets then
-    }
-  }
-  return undefined;
+  if (process.platform !== 'linux' || process.env.ARGUS_FRAME_CHANNEL === '0') return undefined;
+  return loadNativeModule<NativeChannel>('frame-channel');
 }
 
 const native = loadNative();
