@@ -926,13 +926,28 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     let childExited = false;
     let reportWait: ReturnType<typeof setTimeout> | undefined;
     let reportsBehind = false;
+    // The frame (counted as `cut` below) whose report was waited for REPORT_WAIT_MS: it is cut
+    // without it. The wait ends for good (reportsBehind) only once that frame was read whole and
+    // its report has still not come: the log is behind the frames, or never reports them. A wait
+    // that ran out with no frame read says nothing of the log: through the frame channel the wait
+    // begins as soon as a frame is delivered, before the next is read, and a camera silent for
+    // longer (a network stall, a camera reconfiguring its stream, one frame every few seconds)
+    // ended the wait for the rest of the run; then the bytes of a new picture, read before the
+    // log's line of it, were cut at the old size and delivered as a frame.
+    let waitedFor = -1;
     const unreported = (): boolean => {
       if (childExited || reportsBehind) return false;
       const cut = seq - seqStart + (ahead ? 1 : 0);
-      if (reports + adjusted > cut) return false;
+      const reported = reports + adjusted;
+      if (reported > cut) return false;
+      if (waitedFor === cut) return false;
+      if (waitedFor >= 0 && reported <= waitedFor) {
+        reportsBehind = true;
+        return false;
+      }
       reportWait ??= setTimeout(() => {
         reportWait = undefined;
-        reportsBehind = true;
+        waitedFor = seq - seqStart + (ahead ? 1 : 0);
         resumeIfAllowed();
       }, REPORT_WAIT_MS);
       return true;

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ErrorCodes, type ArgusError } from '../../src/core/errors.js';
 import type { Frame } from '../../src/core/frame.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
+import { FRAME_CHANNELS } from '../../src/sources/frame-channel.js';
 import { ffmpegSource, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
 import type { Transition } from '../../src/sources/health.js';
 import { supervisedSource } from '../../src/sources/supervised-source.js';
@@ -116,6 +117,9 @@ describe('frames at the source size are cut once ffmpeg has logged them', () => 
       expect(r.frames).toHaveLength(0);
       vi.advanceTimersByTime(1);
       expect(r.frames.map((f) => f.data[0])).toEqual([1]);
+      // That frame was read whole and its report never came: the log does not report frames, and no other frame waits.
+      r.child.frame(2);
+      expect(r.frames.map((f) => f.data[0])).toEqual([1, 2]);
       r.sub.unsubscribe();
       const s = fake();
       s.child.frame(1);
@@ -128,4 +132,44 @@ describe('frames at the source size are cut once ffmpeg has logged them', () => 
       vi.useRealTimers();
     }
   });
+});
+
+describe.runIf(FRAME_CHANNELS)('frames at the source size through the frame channel, from a camera that goes silent', () => {
+  it('a silence longer than REPORT_WAIT_MS (no frame, so no report) does not end the wait for reports: the bytes of a new picture read before its scaler line still make no frame', async () => {
+    // A live source's ffmpeg (a script printing what ffmpeg 5.1 prints): a 64x48 frame, 4 s of
+    // nothing (a stalled network, a camera reconfiguring), another frame, then a 32x24 picture
+    // written four times (one 64x48 frame's bytes) before its log, as the two pipes may be read.
+    const fake = join(dir, 'silent-ffmpeg');
+    const frame = 64 * 48 * 3;
+    writeFileSync(
+      fake,
+      [
+        '#!/bin/sh',
+        'for a; do [ "$prev" = -vf ] && VF="$a"; prev="$a"; OUT="$a"; done',
+        `KEY=$(printf '%s' "$VF" | sed -n 's/.*metadata=mode=print:key=\\([A-Za-z0-9_]*\\).*/\\1/p')`,
+        `rep() { printf '[Parsed_metadata_7 @ 0x1] frame:%s    pts:%s000000 pts_time:1\\n[Parsed_metadata_7 @ 0x1] %s=1\\n' "$1" "$(date +%s)" "$KEY" >&2; }`,
+        `printf "Input #0, mpegts, from 'x':\\n  Duration: N/A\\n    Stream #0:0: Video: h264 (High), yuv420p(progressive), 64x48, 10 fps, 10 tbr\\nStream mapping:\\n" >&2`,
+        `printf '${scaler(64, 48).replace('\n', '\\n')}' >&2`,
+        `printf "Output #0, rawvideo, to '%s':\\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 64x48, q=2-31, 10 fps, 10 tbn\\n" "$OUT" >&2`,
+        `rep 0; head -c ${frame} /dev/zero`,
+        'sleep 4',
+        `rep 1; head -c ${frame} /dev/zero`,
+        `head -c ${frame} /dev/zero`,
+        'sleep 0.5',
+        `printf '${scaler(32, 24).replace('\n', '\\n')}' >&2; rep 2`,
+        'exec sleep 30',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    const frames: Frame[] = [];
+    const err = await new Promise<ArgusError>((resolve) => {
+      ffmpegSource({ id: 'cam', input: { url: 'srt://127.0.0.1:21510', kind: 'stream', rate: 'native', loop: false }, output, ffmpegPath: fake }).subscribe({
+        next: (f) => frames.push(f),
+        error: resolve,
+        complete: () => resolve(new Error('completed') as ArgusError),
+      });
+    });
+    expect(err.code).toBe(ErrorCodes.SOURCE_RESIZED);
+    expect(frames.map(size)).toEqual(['64x48', '64x48']);
+  }, 30_000);
 });
