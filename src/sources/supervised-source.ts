@@ -15,7 +15,10 @@ export const RESIZE_REPORT_MS = 1000;
  * A source of frames at its own size (`model.resize: exact`) is restarted at once for a
  * resolution change (VAP_ERR_SOURCE_RESIZED, see ffmpeg-source) at most this often, ms; another
  * change sooner is restarted after the backoff, as a failure (a camera that changes its size on
- * every frame would otherwise start ffmpeg for every frame).
+ * every frame would otherwise start ffmpeg for every frame). A file's is counted in its own time
+ * (its position), not the clock's: read as fast as possible, a recording whose size changed every
+ * 2 s waited 1, 2, 4, 8 s of backoff between its parts, and with `maxAttempts: 2` failed at its
+ * third change.
  */
 export const RESIZE_RESTART_MS = 10_000;
 
@@ -152,7 +155,9 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     let resizeTimer: Subscription | undefined;
     let finished = false;
     /** clock() at the last restart for a resolution change (RESIZE_RESTART_MS); whether the run now starting is one. */
-    let resizeRestartAt = -Infinity;
+    let resizeRestartAt = -Infinity; // a file's: its position (counted on across loops, `played`), ms
+    /** A looped file's passes before this one, seconds. */
+    let played = 0;
     let resizeRestart = false;
     const reportResize = (from: Letterbox, to: Letterbox, count: number) => {
       resizeReportedAt = clock();
@@ -284,6 +289,7 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     /** A run completed: a looped file starts over at 0 in the file, a file ends, a live stream has been closed. */
     const atEnd = () => {
       if (isFile && o.input.loop && (runFrames > 0 || runSeek > 0)) {
+        played += nextPosition();
         runSeek = runFrames = 0; // the next run starts at nextPosition() = 0
         nextPass = true;
         return of(0);
@@ -306,8 +312,9 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       // Frames at the source's size whose picture changed size: started again at once, from the
       // first frame of the new picture (a file's position), unless it did so less than
       // RESIZE_RESTART_MS ago. Not a failure: the attempt count stays.
-      if (code === ErrorCodes.SOURCE_RESIZED && clock() - resizeRestartAt >= RESIZE_RESTART_MS) {
-        resizeRestartAt = clock();
+      const resizeAt = isFile ? (played + nextPosition()) * 1000 : clock();
+      if (code === ErrorCodes.SOURCE_RESIZED && resizeAt - resizeRestartAt >= RESIZE_RESTART_MS) {
+        resizeRestartAt = resizeAt;
         resizeRestart = true;
         transition('reconnecting', `${firstLine(e)}; restarted at once at the new size`, e);
         return timer(0, scheduler);

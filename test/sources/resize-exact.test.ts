@@ -23,7 +23,7 @@ const dir = mkdtempSync(join(tmpdir(), 'argus-resize-exact-'));
 const output = { width: 64, height: 64, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114, frame: 'source' as const };
 const hash = (f: Frame) => createHash('sha1').update(f.data).digest('hex');
 const size = (f: Frame) => `${f.letterbox.srcWidth}x${f.letterbox.srcHeight}`;
-let joined: string, second: string;
+let joined: string, second: string, thrice: string;
 
 beforeAll(() => {
   // testsrc draws a frame counter: every frame differs. 10 frames of each size, key frames at each part's start.
@@ -34,6 +34,14 @@ beforeAll(() => {
   part('160x160', 1, second);
   joined = join(dir, 'ab.ts');
   writeFileSync(joined, Buffer.concat([readFileSync(join(dir, 'a.ts')), readFileSync(second)]));
+  // 11 s parts (110 frames), read in a second or two: changes 11 s of the file's time apart. (No
+  // B-frames: a seek into such an MPEG-TS file, as the third part's restart makes, loses its first two.)
+  const long = (s: string, offset: number, out: string) =>
+    execFileSync(FF, ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `testsrc=size=${s}:rate=10`, '-frames:v', '110', '-c:v', 'libx264', '-bf', '0', '-g', '10', '-pix_fmt', 'yuv420p', '-output_ts_offset', String(offset), '-f', 'mpegts', out]);
+  const parts = [['320x240', 0], ['160x160', 11], ['320x240', 22]] as const;
+  parts.forEach(([s, at], i) => long(s, at, join(dir, `long${i}.ts`)));
+  thrice = join(dir, 'long.ts');
+  writeFileSync(thrice, Buffer.concat(parts.map((_, i) => readFileSync(join(dir, `long${i}.ts`)))));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -62,6 +70,50 @@ describe('frames at the source size across a resolution change', () => {
     expect(restart).toMatchObject({ state: 'reconnecting', attempt: 0 });
     expect(restart!.reason).toContain('resolution changed from 320x240 to 160x160; restarted at once');
     expect(transitions.map((t) => t.state)).toEqual(['starting', 'streaming', 'reconnecting', 'streaming', 'ended']);
+  }, 60_000);
+});
+
+describe("a file's resolution changes, read as fast as possible", () => {
+  it("are apart by the file's time, not the clock's: two changes 11 s of video apart, read within a second or two, are both restarted at once (no backoff, no failure)", async () => {
+    const transitions: Transition[] = [];
+    const frames = await new Promise<Frame[]>((resolve, reject) => {
+      const got: Frame[] = [];
+      const sub = supervisedSource({
+        id: 'cam',
+        input: { url: thrice, kind: 'file', rate: 'fast', loop: false },
+        output,
+        ffmpegPath: FF,
+        reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000, jitter: 0, maxAttempts: 1, healthyResetMs: 30_000 },
+        watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 },
+        onTransition: (t) => {
+          transitions.push(t);
+          // A restart after the (60 s) backoff: not waited out.
+          if (t.state === 'reconnecting' && t.reason.includes('; retry')) queueMicrotask(() => (sub.unsubscribe(), resolve(got)));
+        },
+      }).subscribe({ next: (f) => got.push(f), error: reject, complete: () => resolve(got) });
+    });
+    expect(transitions.filter((t) => t.code === ErrorCodes.SOURCE_RESIZED).map((t) => t.reason.replace(/^.*; /, ''))).toEqual(['restarted at once at the new size', 'restarted at once at the new size']);
+    expect(frames.map(size)).toEqual([...Array(110).fill('320x240'), ...Array(110).fill('160x160'), ...Array(110).fill('320x240')]);
+    expect(transitions.at(-1)?.state).toBe('ended');
+  }, 60_000);
+
+  it("looped: the file's time counts on across its passes (the next pass's first change is 22 s of video after the last one, though at 11 s in the file)", async () => {
+    const transitions: Transition[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const sub = supervisedSource({
+        id: 'cam',
+        input: { url: thrice, kind: 'file', rate: 'fast', loop: true },
+        output,
+        ffmpegPath: FF,
+        reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000, jitter: 0, maxAttempts: 1, healthyResetMs: 30_000 },
+        watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 },
+        onTransition: (t) => {
+          transitions.push(t);
+          if (t.code === ErrorCodes.SOURCE_RESIZED && transitions.filter((u) => u.code === ErrorCodes.SOURCE_RESIZED).length === 3) queueMicrotask(() => (sub.unsubscribe(), resolve()));
+        },
+      }).subscribe({ next: (f) => f.release(), error: reject, complete: () => resolve() });
+    });
+    expect(transitions.filter((t) => t.code === ErrorCodes.SOURCE_RESIZED).map((t) => t.reason.replace(/^.*; /, ''))).toEqual(Array(3).fill('restarted at once at the new size'));
   }, 60_000);
 });
 
