@@ -9,12 +9,16 @@
  *   converting each sampled pixel as ffmpeg would (src/preprocess/yuv.ts) — the default;
  * - `exact-bgr`: ffmpeg converts colours to BGR, the same kernel letterboxes (ARGUS_YUV=0, and
  *   sources that are not 4:2:0);
- * - `exact-js`: BGR frames, the letterbox in its TypeScript loops (where no C compiler was at install).
+ * - `exact-js`: BGR frames, the letterbox in its TypeScript loops (where no C compiler was at install);
+ * - `exact-pipe`: as `exact`, the frames read through Node's own pipe (a child's stdout: 64 KB
+ *   chunks copied into the frame), as every source's were before the frame channel and are where
+ *   it is not built.
  * For each, ffmpeg decodes N frames (one decoder thread, as argus runs it) and the frames go
- * through argus's own reader and pre-processing. Figures per frame:
+ * through argus's own reader (the frame channel, src/sources/frame-channel.ts, as cameras' and
+ * files' at their own rate are read; but for `exact-pipe`) and pre-processing. Figures per frame:
  * - ffmpeg: ffmpeg's CPU (user + sys) less the same decode writing nothing (`-f null`), i.e.
  *   scaling, colour conversion and writing the pipe;
- * - node: this process's CPU reading the pipe and pre-processing (GC included);
+ * - node: this process's CPU reading the frames (the channel's thread included) and pre-processing (GC included);
  * - preprocess p50: the pre-processing call alone, wall time on the main thread;
  * - total = ffmpeg + node.
  * Rounds interleave the modes; medians over rounds. The load average is printed with them.
