@@ -43,10 +43,10 @@ describe('hostile input to the CLI', () => {
     expect(r.stderr.match(/jsonl: writing \/dev\/full failed \(ENOSPC\)/g)).toHaveLength(1);
   }, TIMEOUT);
 
-  it('an unwritable JSONL path is a coded error naming the file and the field (exit 2)', async () => {
+  it('an unwritable JSONL path is a coded error naming the file and the flag that gave it (exit 2)', async () => {
     const r = await sh(`node ${ARGUS} run ${pipeline()} --no-status --max-frames 5 --jsonl /proc/nope/out.jsonl`);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/VAP_ERR_SINK_FILE: sinks\.jsonl\.path: cannot open \/proc\/nope\/out\.jsonl/);
+    expect(r.stderr).toMatch(/VAP_ERR_SINK_FILE: --jsonl: cannot open \/proc\/nope\/out\.jsonl/);
   }, TIMEOUT);
 
   /** `argus run --jsonl FIFO` on a fresh named pipe, resolved once argus says it waits for a reader. */
@@ -93,7 +93,7 @@ describe('hostile input to the CLI', () => {
       try {
         run.p.kill(signal);
         expect(await run.exited).toBe(130);
-        expect(run.stderr()).toContain(`argus: VAP_ERR_INTERRUPTED: sinks.jsonl.path: stopped while waiting for a reader of the named pipe ${run.fifo}`);
+        expect(run.stderr()).toContain(`argus: VAP_ERR_INTERRUPTED: --jsonl: stopped while waiting for a reader of the named pipe ${run.fifo}`);
       } finally {
         run.cleanup();
       }
