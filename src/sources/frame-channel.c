@@ -237,28 +237,26 @@ static napi_value read_frame(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-static napi_value close_child(napi_env env, napi_callback_info info) {
+/* The one argument of closeChild and close, a channel; NULL (a TypeError thrown) otherwise. */
+static channel_t *channel_arg(napi_env env, napi_callback_info info, const char *usage) {
   size_t argc = 1;
   napi_value a;
-  channel_t *ch;
-  if (napi_get_cb_info(env, info, &argc, &a, NULL, NULL) != napi_ok || argc != 1 || !(ch = channel_of(env, a))) {
-    napi_throw_type_error(env, NULL, "frame channel: closeChild(channel)");
-    return NULL;
-  }
+  channel_t *ch = NULL;
+  if (napi_get_cb_info(env, info, &argc, &a, NULL, NULL) != napi_ok || argc != 1 || !(ch = channel_of(env, a))) napi_throw_type_error(env, NULL, usage);
+  return ch;
+}
+
+static napi_value close_child(napi_env env, napi_callback_info info) {
+  channel_t *ch = channel_arg(env, info, "frame channel: closeChild(channel)");
+  if (!ch) return NULL;
   if (ch->child_fd >= 0) close(ch->child_fd);
   ch->child_fd = -1;
   return NULL;
 }
 
 static napi_value close_channel(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value a;
-  channel_t *ch;
-  if (napi_get_cb_info(env, info, &argc, &a, NULL, NULL) != napi_ok || argc != 1 || !(ch = channel_of(env, a))) {
-    napi_throw_type_error(env, NULL, "frame channel: close(channel)");
-    return NULL;
-  }
-  if (ch->closed) return NULL;
+  channel_t *ch = channel_arg(env, info, "frame channel: close(channel)");
+  if (!ch || ch->closed) return NULL;
   ch->closed = 1;
   stop_thread(ch);
   if (ch->buf) {

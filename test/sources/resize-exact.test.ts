@@ -45,6 +45,12 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** Supervisor settings under which only an immediate restart can go on: a restart after the backoff waits 60 s, and a second failure is the end. */
+const ONE_TRY = {
+  reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000, jitter: 0, maxAttempts: 1, healthyResetMs: 30_000 },
+  watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 },
+};
+
 describe('frames at the source size across a resolution change', () => {
   it('the new picture comes at its own size, not stretched to the first one: the source restarts there at once', async () => {
     const transitions: Transition[] = [];
@@ -54,8 +60,7 @@ describe('frames at the source size across a resolution change', () => {
         input: { url: joined, kind: 'file', rate: 'fast', loop: false },
         output,
         ffmpegPath: FF,
-        reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000, jitter: 0, maxAttempts: 1, healthyResetMs: 30_000 },
-        watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 },
+        ...ONE_TRY,
         onTransition: (t) => transitions.push(t),
       }).pipe(toArray()),
     );
@@ -83,8 +88,7 @@ describe("a file's resolution changes, read as fast as possible", () => {
         input: { url: thrice, kind: 'file', rate: 'fast', loop: false },
         output,
         ffmpegPath: FF,
-        reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000, jitter: 0, maxAttempts: 1, healthyResetMs: 30_000 },
-        watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 },
+        ...ONE_TRY,
         onTransition: (t) => {
           transitions.push(t);
           // A restart after the (60 s) backoff: not waited out.
@@ -105,8 +109,7 @@ describe("a file's resolution changes, read as fast as possible", () => {
         input: { url: thrice, kind: 'file', rate: 'fast', loop: true },
         output,
         ffmpegPath: FF,
-        reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000, jitter: 0, maxAttempts: 1, healthyResetMs: 30_000 },
-        watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 },
+        ...ONE_TRY,
         onTransition: (t) => {
           transitions.push(t);
           if (t.code === ErrorCodes.SOURCE_RESIZED && transitions.filter((u) => u.code === ErrorCodes.SOURCE_RESIZED).length === 3) queueMicrotask(() => (sub.unsubscribe(), resolve()));
