@@ -451,7 +451,9 @@ describe('a fast file’s stage follows the sources running beside it (real ffmp
     try {
       await until(() => bulkRuns() === 1 && camRuns() === 1, 'both sources in the stage');
       // The camera plays its 4 frames and ends; the file's frame is never settled meanwhile.
-      let most = 0;
+      // (Counted from now, the camera in the stage: on a busy machine it could end before the
+      // first poll below, which then saw nothing, and `most` stayed 0.)
+      let most = bulkRuns();
       await until(() => {
         if (p.stats[1].state !== 'ended') most = Math.max(most, bulkRuns());
         finishCamera();
