@@ -1136,10 +1136,10 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       // slower on the 2-core VM (75.8 against 82.9 frames/s, 1080p, two one-thread workers): with
       // every core busy, the channel's thread waited for one before each frame (README, "Reading
       // straight into the frame").
-      const fastFile = input.kind === 'file' && input.rate === 'fast';
-      const channel = options.spawn || options.frameChannel === false || (fastFile && FRAME_SOCKETS) ? undefined : FrameChannel.open();
+      const socket = FRAME_SOCKETS && !options.spawn && input.kind === 'file' && input.rate === 'fast';
+      const channel = options.spawn || options.frameChannel === false || socket ? undefined : FrameChannel.open();
       if (channel) start(channel);
-      else if (FRAME_SOCKETS && !options.spawn && input.kind === 'file' && input.rate === 'fast') {
+      else if (socket) {
         // The socket is worth having, not needed: where it cannot be made (a sandbox, a loop
         // stalled past its deadline), the pipe does.
         FrameSocket.open().then(

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { statSync, type Stats } from 'node:fs';
 import { ownChild } from '../core/children.js';
 import { notAnInput } from '../core/files.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -29,8 +29,13 @@ export function inputKind(path: string): 'image' | 'video' {
 }
 
 function mustExist(path: string, what: string): void {
-  if (!existsSync(path)) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `${what}: file not found: ${path}`);
-  const problem = notAnInput(statSync(path));
+  let st: Stats;
+  try {
+    st = statSync(path);
+  } catch {
+    throw new ArgusError(ErrorCodes.SOURCE_OPEN, `${what}: file not found: ${path}`);
+  }
+  const problem = notAnInput(st);
   if (problem) throw new ArgusError(problem.code, `${what}: ${path} ${problem.why}`);
 }
 
