@@ -279,6 +279,7 @@ export class KafkaSink implements Sink {
   /** The batch being sent (split in parts when refused as too large), for shutdown accounting. */
   private inFlight: Pending[][] = [];
   private inFlightAlerts = 0;
+  private inFlightAlertChars = 0;
   private inFlightStatus = 0;
   private backoffMs = 0;
   private stopping = false;
@@ -504,7 +505,14 @@ export class KafkaSink implements Sink {
       }
     } else {
       const full = () => this.alerts.length >= this.o.alertBufferSize || (this.alerts.length > 0 && this.alertChars + json.length > this.alertBufferBytes);
-      if (this.o.spill && (this.spilled.length > 0 || full())) {
+      // With the outbox, the batch in flight counts against the memory bound too: a request that
+      // failed puts its alerts back in front, and those published meanwhile had filled the
+      // buffer (4 alerts in memory against a bound of 2 under load). Without it, the batch in
+      // flight comes on top: counting it would lose queued alerts that had room before.
+      const heldFull = () =>
+        this.alerts.length + this.inFlightAlerts >= this.o.alertBufferSize ||
+        (this.alerts.length + this.inFlightAlerts > 0 && this.alertChars + this.inFlightAlertChars + json.length > this.alertBufferBytes);
+      if (this.o.spill && (this.spilled.length > 0 || heldFull())) {
         // Memory is full: the alert is already on disk; keep only its key, load it back in order.
         const key = this.o.spill.key(msg);
         this.spilled.push(key);
@@ -517,7 +525,7 @@ export class KafkaSink implements Sink {
         this.stats.alertsOnDisk = this.spilled.length;
         if (!this.spillLogged) {
           this.spillLogged = true;
-          this.log(`kafka: alert buffer full (${this.alerts.length} alerts, ${Math.round(this.alertChars / 1024)} KiB); further alerts wait in the outbox on disk and are sent in order as it drains`, {}, 'warn');
+          this.log(`kafka: alert buffer full (${this.alerts.length + this.inFlightAlerts} alerts, ${Math.round((this.alertChars + this.inFlightAlertChars) / 1024)} KiB); further alerts wait in the outbox on disk and are sent in order as it drains`, {}, 'warn');
         }
       } else {
         while (full()) {
@@ -644,7 +652,8 @@ export class KafkaSink implements Sink {
   private refill(): void {
     const spill = this.o.spill;
     if (!spill) return;
-    while (this.spilled.length > 0 && this.alerts.length < this.o.alertBufferSize && this.alertChars < this.alertBufferBytes / 2) {
+    // The batch in flight is in memory too (see publish): it comes back to the buffer if it fails.
+    while (this.spilled.length > 0 && this.alerts.length + this.inFlightAlerts < this.o.alertBufferSize && this.alertChars + this.inFlightAlertChars < this.alertBufferBytes / 2) {
       const key = this.spilled.shift()!;
       const replayed = this.spilledReplays.delete(key);
       const r = spill.load(key);
@@ -943,10 +952,14 @@ export class KafkaSink implements Sink {
 
   private countInFlight(): void {
     let a = 0;
+    let chars = 0;
     let s = 0;
-    for (const part of this.inFlight) for (const p of part) if (p.kind === 'alert') a++;
-    else if (p.kind === 'status') s++;
+    for (const part of this.inFlight) for (const p of part) if (p.kind === 'alert') {
+      a++;
+      chars += p.value.length;
+    } else if (p.kind === 'status') s++;
     this.inFlightAlerts = a;
+    this.inFlightAlertChars = chars;
     this.inFlightStatus = s;
     this.updateBuffered();
   }

@@ -41,6 +41,40 @@ describe('metrics for alert delivery', () => {
     await outbox.close();
   }, 30_000);
 
+  it('with the outbox, memory holds at most alertBufferSize alerts counting the batch in flight: those published while a request is out wait on disk, and a failed request puts its alerts back in front, in order', async () => {
+    const outbox = await Outbox.open({ dir: mkdtempSync(join(tmpdir(), 'argus-m-')), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false });
+    const kafka = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'], alertBufferSize: 2, lingerMs: 1, closeTimeoutMs: 500 }), ssl: undefined, spill: outbox.spill(), onDelivered: (m) => outbox.ack(m) });
+    // A connection that hangs until told to fail, then a broker that takes everything.
+    const inner = kafka as unknown as { connect(): Promise<void>; produce(part: { msg: AlertMessage }[]): Promise<void> };
+    let fail: (() => void) | undefined;
+    inner.connect = () => new Promise<void>((_, reject) => (fail = () => reject(new Error('connect ECONNREFUSED 127.0.0.1:9'))));
+    const sent: string[] = [];
+    inner.produce = async (part) => void sent.push(...part.map((p) => p.msg.alert.id));
+    const publish = async (id: string) => {
+      const a = { type: 'alert', version: 1, source: 'cam', stamps: { emitted: Date.now() }, alert: { id } } as unknown as AlertMessage;
+      const json = JSON.stringify(a);
+      await outbox.append(a, json);
+      kafka.publish('alert', 'cam', json, a);
+    };
+    const until = async (ok: () => boolean) => {
+      for (let i = 0; i < 500 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
+      expect(ok()).toBe(true);
+    };
+    await publish('a0');
+    await until(() => fail !== undefined); // a0 is in flight
+    for (const id of ['a1', 'a2', 'a3', 'a4']) await publish(id);
+    // a0 in flight and a1 in memory; a2..a4 on disk (it held 3 in memory, then 4 once a0 came back).
+    expect(kafka.stats.alertsBuffered).toBe(2);
+    expect(kafka.stats.alertsOnDisk).toBe(3);
+    inner.connect = async () => {};
+    fail!();
+    await until(() => kafka.stats.alertsSent === 5);
+    expect(sent).toEqual(['a0', 'a1', 'a2', 'a3', 'a4']);
+    expect(kafka.stats.alertsDropped).toBe(0);
+    await kafka.close();
+    await outbox.close();
+  }, 30_000);
+
   it("counts every broker ack in the publish latency histogram, however long since the last scrape (it kept 100 000 for the scrape, then none)", async () => {
     const kafka = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'], closeTimeoutMs: 500 }), ssl: undefined });
     const metrics = new Metrics({ stats: () => [], provider: 'cpu', kafka });
