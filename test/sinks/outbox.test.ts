@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import type { AlertMessage, Message, StatusMessage } from '../../src/sinks/message.js';
@@ -825,10 +826,14 @@ describe('Outbox (the durable alert journal)', () => {
   });
 
   it('a lock whose process was killed and not reaped yet (a zombie) is taken over: a worker started again right after kill -9 exited "in use" by the dead one', async () => {
-    // `sleep 0` ends at once; its parent exec's into a process that never reaps it: a zombie while that one runs.
-    const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    // A child that ends when told to, once its parent has exec'd into a process that never reaps
+    // it: a zombie while that one runs. (With `sleep 0 &` it could end before the exec, on a busy
+    // machine, and sh reaped it: the test read a /proc entry that was gone.)
+    const parent = spawn('sh', ['-c', 'head -c 1 <&3 >/dev/null 3<&3 & echo $!; exec sleep 60 3<&-'], { stdio: ['ignore', 'pipe', 'ignore', 'pipe'] });
     try {
       const pid = Number(await new Promise<string>((r) => parent.stdout!.once('data', (d: Buffer) => r(d.toString().trim()))));
+      await until(() => readFileSync(`/proc/${parent.pid}/comm`, 'utf8').trim() === 'sleep');
+      (parent.stdio[3] as Writable).end('x');
       await until(() => (readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1] ?? '').startsWith('Z'));
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
