@@ -2,6 +2,7 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { now as monotonicEpochMs } from './clock.js';
 
 // Request helpers shared by the HTTP server and the WebSocket sink's upgrade handling.
 
@@ -51,8 +52,14 @@ export function sessionCookieName(req: IncomingMessage): string {
 /** How long a dashboard session cookie lasts unused, by default (server.sessionMaxAgeMs): 12 hours. */
 export const SESSION_MAX_AGE_MS = 12 * 3_600_000;
 
-/** A cookie issued up to this far in the future (the clock stepped back since) is still taken. */
-const SESSION_CLOCK_SKEW_S = 300;
+/**
+ * The sessions' clock (epoch ms): the wall clock as it was when the process started, run on by
+ * the monotonic clock (core/clock.ts, now). A step of the system clock (an NTP correction, an
+ * operator's `date -s`) moves no cookie's age: stepped back, it made every open session's cookie
+ * come "from the future", and refused it. (A cookie of a process started before such a step: see
+ * sessionAge.)
+ */
+export const sessionClock: () => number = monotonicEpochMs;
 
 /**
  * The cookie's value for a token, issued at `issuedAtS` (epoch seconds): `<issuedAtS>.<mac>`,
@@ -71,7 +78,7 @@ export function sessionValue(token: string, issuedAtS: number): string {
 
 /**
  * The age in ms of a session cookie's value that the token issued and that is within `maxAgeMs`
- * at `nowMs` (a cookie from up to 5 minutes ahead counts as new); undefined for any other value
+ * at `nowMs`; undefined for any other value
  * (wrong mac, expired, malformed, the unversioned cookie of releases before lifetimes). Constant
  * time in the mac. Never throws.
  */
@@ -80,8 +87,13 @@ export function sessionAge(value: string, token: string, maxAgeMs: number, nowMs
   const at = value.slice(0, dot);
   if (dot <= 0 || at.length > 12 || value.length - dot !== 44 || !/^\d+$/.test(at)) return undefined;
   // The cheap checks first: only a value of the right shape and age costs an HMAC.
+  // A cookie from ahead (up to a lifetime) counts as new: only this server issues one, so it was
+  // issued on a clock that was ahead then (a process started before the system clock was stepped
+  // back: in-process steps the session clock ignores). Refused, it ended every open session at
+  // the next restart after such a step. It lives a lifetime longer than it would have at most,
+  // never for ever: one from further ahead is refused.
   const ageMs = nowMs - Number(at) * 1000;
-  if (ageMs > maxAgeMs || ageMs < -SESSION_CLOCK_SKEW_S * 1000) return undefined;
+  if (ageMs > maxAgeMs || ageMs < -maxAgeMs) return undefined;
   return tokenMatches(value, sessionValue(token, Number(at))) ? Math.max(0, ageMs) : undefined;
 }
 
@@ -105,7 +117,7 @@ export function requestCookies(req: IncomingMessage, name: string): string[] {
 export interface SessionOptions {
   /** A cookie unused for this long no longer opens anything. Default SESSION_MAX_AGE_MS. */
   maxAgeMs?: number;
-  /** Epoch ms. Default Date.now (the cookie outlives the process, so it is the wall clock's). */
+  /** Epoch ms. Default sessionClock: the wall clock's at the process's start (the cookie outlives the process), run on by the monotonic clock. */
   now?: () => number;
 }
 
@@ -124,7 +136,7 @@ export const MAX_SESSION_COOKIES = 16;
  */
 export function requestSessionAge(req: IncomingMessage, token: string, o: SessionOptions = {}): number | undefined {
   const maxAgeMs = o.maxAgeMs ?? SESSION_MAX_AGE_MS;
-  const nowMs = (o.now ?? Date.now)();
+  const nowMs = (o.now ?? sessionClock)();
   let youngest: number | undefined;
   for (const c of requestCookies(req, sessionCookieName(req)).slice(0, MAX_SESSION_COOKIES)) {
     const age = sessionAge(c, token, maxAgeMs, nowMs);
@@ -156,7 +168,7 @@ export function requestAuthorized(req: IncomingMessage, url: URL | undefined, to
 export function sessionCookie(req: IncomingMessage, token: string, o: SessionOptions = {}): string {
   const tls = (req.socket as Socket & { encrypted?: boolean }).encrypted === true || forwardedProto(req) === 'https';
   const maxAgeS = Math.floor((o.maxAgeMs ?? SESSION_MAX_AGE_MS) / 1000);
-  return `${sessionCookieName(req)}=${sessionValue(token, (o.now ?? Date.now)() / 1000)}; Path=/; Max-Age=${maxAgeS}; HttpOnly; SameSite=Strict${tls ? '; Secure' : ''}`;
+  return `${sessionCookieName(req)}=${sessionValue(token, (o.now ?? sessionClock)() / 1000)}; Path=/; Max-Age=${maxAgeS}; HttpOnly; SameSite=Strict${tls ? '; Secure' : ''}`;
 }
 
 /**

@@ -585,7 +585,12 @@ describe('sessionAge: the session cookie\'s value', () => {
     expect(sessionAge(v(120_000), 't', 60_000, now)).toBeUndefined();
     expect(sessionAge(v(0, 'u'), 't', SESSION_MAX_AGE_MS, now)).toBeUndefined();
     expect(sessionAge(v(-60_000), 't', SESSION_MAX_AGE_MS, now)).toBe(0); // a clock stepped back a minute
-    expect(sessionAge(v(-3_600_000), 't', SESSION_MAX_AGE_MS, now)).toBeUndefined();
+    // Issued by a process whose clock was an hour ahead (the system clock stepped back, then a
+    // restart): new, not refused (it ended every open session); from further ahead than a lifetime: refused.
+    expect(sessionAge(v(-3_600_000), 't', SESSION_MAX_AGE_MS, now)).toBe(0);
+    expect(sessionAge(v(-SESSION_MAX_AGE_MS + 1000), 't', SESSION_MAX_AGE_MS, now)).toBe(0);
+    expect(sessionAge(v(-SESSION_MAX_AGE_MS - 1000), 't', SESSION_MAX_AGE_MS, now)).toBeUndefined();
+    expect(sessionAge(v(-600_000), 't', 60_000, now)).toBeUndefined();
     const old = v(SESSION_MAX_AGE_MS * 2);
     expect(sessionAge(`${now / 1000}${old.slice(old.indexOf('.'))}`, 't', SESSION_MAX_AGE_MS, now)).toBeUndefined();
     for (const junk of ['', '.', '1.', `.${old.split('.')[1]}`, `-1${old.slice(old.indexOf('.'))}`, `1e9${old.slice(old.indexOf('.'))}`, '9'.repeat(400) + old.slice(old.indexOf('.')), old.split('.')[1]]) {
@@ -714,6 +719,26 @@ describe('HTTP: the dashboard trades ?token= for a session cookie', () => {
     expect((await get(s.port, '/api/sources', { cookie: renewed.split(';')[0] })).status).toBe(200);
     // A request with the token is not a session's use: no cookie beside it (but the page's trade).
     expect((await get(s.port, '/api/sources', { authorization: 'Bearer s3cret', cookie: issued(2 * 3600) })).headers['set-cookie']).toBeUndefined();
+  });
+
+  it('the system clock stepped back a day does not end open sessions (page, /api/sources, /ws), nor renew them early; the session clock runs on', async () => {
+    const { s, host } = await dashboard();
+    const cookie = ((await get(s.port, '/?token=s3cret')).headers['set-cookie'] ?? '').split(';')[0];
+    expect((await get(s.port, '/api/sources', { cookie })).status).toBe(200);
+    const real = Date.now;
+    Date.now = () => real() - 86_400_000; // more than a lifetime: no tolerance of cookies from ahead covers it
+    try {
+      for (const path of ['/', '/api/sources']) {
+        const r = await get(s.port, path, { cookie });
+        expect([r.status, r.headers['set-cookie']], path).toEqual([200, undefined]);
+      }
+      expect(await upgrade(s.port, { host, origin: `http://${host}`, cookie })).toBe(101);
+      // A cookie issued now is not a day older than the one before.
+      const again = ((await get(s.port, '/?token=s3cret')).headers['set-cookie'] ?? '').split(';')[0];
+      expect(Number(/=(\d+)\./.exec(again)![1])).toBeGreaterThanOrEqual(Number(/=(\d+)\./.exec(cookie)![1]));
+    } finally {
+      Date.now = real;
+    }
   });
 
   it('server.sessionMaxAgeMs sets the lifetime: its Max-Age, and the server refuses a cookie older than it (the hub too)', async () => {
