@@ -28,6 +28,12 @@ export interface WebSocketHubOptions {
   allowedOrigins?: readonly string[];
   /** Clients connected at once; beyond it an upgrade answers 503. Default 64. */
   maxClients?: number;
+  /**
+   * Clients of one address (IPv4, or an IPv6 /64) connected at once; beyond it a new one is
+   * closed at once with 4429 (its reason says why), the ones it holds stay. Default 16: one client
+   * with the token held all 64 slots, and every other consumer, the dashboard included, got 503.
+   */
+  maxClientsPerAddress?: number;
   /** A ping every this often; a client that has not answered the previous one is terminated. Default 15 000 ms. */
   heartbeatMs?: number;
   /** Messages (and ping frames) one client may send per second; beyond it it is closed with 1008. Default 100. */
@@ -43,6 +49,8 @@ const KIND_OF: Record<MessageKind, SubKind> = { detections: 'detections', alert:
 
 interface Client {
   ws: WebSocket;
+  /** Its address (addressKey): the unit maxClientsPerAddress bounds. */
+  address: string;
   sources: Set<string> | 'all';
   kinds: Set<SubKind>;
   /** Detection messages dropped since the client was last told. */
@@ -67,6 +75,9 @@ interface Client {
 /** Messages a client may send in a row while it does not read its replies (send buffer over maxBufferedBytes) before it is closed. */
 const UNREAD_STRIKES = 10;
 const DEFAULT_MAX_CLIENTS = 64;
+export const DEFAULT_MAX_CLIENTS_PER_ADDRESS = 16;
+/** The close code of a client over maxClientsPerAddress (4000–4999: the application's own; 429 as in HTTP's Too Many Requests). */
+export const CLOSE_TOO_MANY_FROM_ADDRESS = 4429;
 export const DEFAULT_MAX_ALERT_BACKLOG_BYTES = 16 * 1024 * 1024;
 const DEFAULT_HEARTBEAT_MS = 15_000;
 const DEFAULT_MAX_MESSAGES_PER_SECOND = 100;
@@ -105,6 +116,7 @@ export class WebSocketHub implements Sink {
   private readonly anyOrigin: boolean;
   private readonly origins: Set<string>;
   private readonly maxClients: number;
+  private readonly maxPerAddress: number;
   private readonly maxRate: number;
   /** close() was called: no upgrade is admitted any more. */
   private shuttingDown = false;
@@ -124,6 +136,7 @@ export class WebSocketHub implements Sink {
     this.anyOrigin = (o.allowedOrigins ?? []).includes('*');
     this.origins = new Set((o.allowedOrigins ?? []).filter((x) => x !== '*').map(normaliseOrigin));
     this.maxClients = o.maxClients ?? DEFAULT_MAX_CLIENTS;
+    this.maxPerAddress = o.maxClientsPerAddress ?? DEFAULT_MAX_CLIENTS_PER_ADDRESS;
     this.maxRate = o.maxMessagesPerSecond ?? DEFAULT_MAX_MESSAGES_PER_SECOND;
   }
 
@@ -145,8 +158,21 @@ export class WebSocketHub implements Sink {
       // from every page of the same site (another port, another subdomain), and allowedOrigins
       // admits such a page (with "*", any): it opened the stream with the operator's cookie.
       if (this.o.token && !requestAuthorized(req, url, this.o.token, origin !== 'allowed', { maxAgeMs: this.o.sessionMaxAgeMs })) return this.refuse(socket, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer realm="argus"' });
+      // One address at its bound first: it is told so (a browser sees no HTTP status of a refused
+      // handshake, only a close code), and the slots stay open to the others.
+      const address = addressKey(req.socket.remoteAddress);
+      if (this.openClients(address) >= this.maxPerAddress) {
+        this.stats.refused++;
+        this.throttled.log('per address', 'websocket: a client over maxClientsPerAddress was closed', { address, max: this.maxPerAddress }, 'warn');
+        this.wss.handleUpgrade(req, socket, head, (ws) => {
+          ws.on('error', () => ws.terminate());
+          ws.close(CLOSE_TOO_MANY_FROM_ADDRESS, `too many connections from this address (maxClientsPerAddress ${this.maxPerAddress})`);
+          setTimeout(() => ws.terminate(), 1000).unref();
+        });
+        return;
+      }
       if (this.openClients() >= this.maxClients) return this.refuse(socket, 503, 'Service Unavailable', { 'Retry-After': '5' });
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws));
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, address));
     } catch (e) {
       this.log('websocket: upgrade failed', { error: String((e as Error)?.message ?? e) }, 'error');
       this.refuse(socket, 500, 'Internal Server Error');
@@ -185,9 +211,10 @@ export class WebSocketHub implements Sink {
     return this.origins.has(u.origin) ? 'allowed' : other;
   }
 
-  private accept(ws: WebSocket): void {
+  private accept(ws: WebSocket, address: string): void {
     const c: Client = {
       ws,
+      address,
       sources: new Set(),
       kinds: new Set(),
       droppedUntold: 0,
@@ -375,10 +402,10 @@ export class WebSocketHub implements Sink {
     return false;
   }
 
-  /** Clients not being closed: a kicked one (closing for up to 1 s) does not hold a slot another may need. */
-  private openClients(): number {
+  /** Clients not being closed (of `address` only, when given): a kicked one (closing for up to 1 s) does not hold a slot another may need. */
+  private openClients(address?: string): number {
     let n = 0;
-    for (const c of this.clients) if (!c.closing) n++;
+    for (const c of this.clients) if (!c.closing && (address === undefined || c.address === address)) n++;
     return n;
   }
 
@@ -459,4 +486,22 @@ function normaliseOrigin(o: string): string {
   } catch {
     return o.toLowerCase();
   }
+}
+
+/**
+ * The address a client counts under for maxClientsPerAddress: an IPv4 address as it is (an
+ * IPv4-mapped IPv6 one, `::ffff:10.0.0.1`, as `10.0.0.1`), an IPv6 one by its /64 (a host is
+ * given a /64: one address each would bound nothing). Never throws.
+ */
+export function addressKey(remote: string | undefined): string {
+  if (!remote) return '?';
+  const a = remote.toLowerCase().replace(/%.*$/, '');
+  const v4 = /^(?:::ffff:)?(\d{1,3}(?:\.\d{1,3}){3})$/.exec(a);
+  if (v4) return v4[1];
+  if (!a.includes(':')) return a;
+  const [head, tail] = a.split('::', 2);
+  const left = head ? head.split(':') : [];
+  const right = tail !== undefined && tail !== '' ? tail.split(':') : [];
+  const groups = tail === undefined ? left : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
 }

@@ -6,7 +6,7 @@ import { emptyStamps, type Frame } from '../../src/core/frame.js';
 import { letterbox } from '../../src/core/geometry.js';
 import { startHttpServer, type RunningServer } from '../../src/server/http.js';
 import { Publisher } from '../../src/sinks/publisher.js';
-import { WebSocketHub, type WebSocketHubOptions } from '../../src/sinks/websocket.js';
+import { addressKey, WebSocketHub, type WebSocketHubOptions } from '../../src/sinks/websocket.js';
 import { assertValidMessage } from '../helpers/schema.js';
 
 let server: RunningServer | undefined;
@@ -281,5 +281,53 @@ describe('WebSocket API', () => {
     await hub!.close();
     hub = undefined;
     expect(await closed).toBe(1001);
+  });
+});
+
+describe('WebSocket API: one address cannot hold every slot', () => {
+  /** Opens /ws from `localAddress`: its close code when the server closes it at once, else 'open' (the hello came). */
+  function attempt(url: string, localAddress: string): Promise<{ ws: WebSocket; outcome: number | 'open'; reason?: string }> {
+    const ws = new WebSocket(url, { localAddress });
+    sockets.push(ws);
+    return new Promise((resolve, reject) => {
+      ws.once('message', () => resolve({ ws, outcome: 'open' }));
+      ws.once('close', (code, reason) => resolve({ ws, outcome: code, reason: reason.toString() }));
+      ws.once('unexpected-response', (_q, r) => resolve({ ws, outcome: r.statusCode ?? 0 }));
+      ws.once('error', reject);
+    });
+  }
+
+  it('beyond maxClientsPerAddress a new client of that address is closed with 4429 (saying why), the held ones stay, and another address still gets in', async () => {
+    const { url } = await setup({ maxClients: 4, maxClientsPerAddress: 2 });
+    const held = [await attempt(url, '127.0.0.1'), await attempt(url, '127.0.0.1')];
+    expect(held.map((h) => h.outcome)).toEqual(['open', 'open']);
+    const third = await attempt(url, '127.0.0.1');
+    expect(third.outcome).toBe(4429);
+    expect(third.reason).toMatch(/maxClientsPerAddress/);
+    expect(hub!.stats.refused).toBe(1);
+    // The dashboard from another machine: admitted (it was 503 once one client held every slot).
+    expect((await attempt(url, '127.0.0.2')).outcome).toBe('open');
+    expect(held.every((h) => h.ws.readyState === WebSocket.OPEN)).toBe(true);
+    // A slot of the address freed: the address gets it back.
+    held[0].ws.close();
+    await new Promise((r) => held[0].ws.once('close', r));
+    for (let i = 0; hub!.stats.connected !== 2; i++) {
+      if (i > 6000) throw new Error('the closed client was never let go');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect((await attempt(url, '127.0.0.1')).outcome).toBe('open');
+  });
+});
+
+describe('addressKey: the unit maxClientsPerAddress bounds', () => {
+  it('an IPv4 address as it is (mapped into IPv6 too); an IPv6 one by its /64, however it is written', () => {
+    expect(addressKey('10.0.0.7')).toBe('10.0.0.7');
+    expect(addressKey('::ffff:10.0.0.7')).toBe('10.0.0.7');
+    expect(addressKey('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
+    expect(addressKey('2001:0db8:0001:0002:ffff:0:0:9')).toBe('2001:db8:1:2::/64');
+    expect(addressKey('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(addressKey('::1')).toBe('0:0:0:0::/64');
+    expect(addressKey('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
+    expect(addressKey(undefined)).toBe('?');
   });
 });

@@ -160,6 +160,8 @@ export const WebSocketSinkSchema = z
     maxClientMessageBytes: finite().int().min(64).max(65536).default(4096),
     /** Clients connected at once; beyond it an upgrade answers 503. Default 64. */
     maxClients: finite().int().min(1).default(64),
+    /** Clients of one address (an IPv6 /64) at once; beyond it a new one is closed with 4429. Behind a proxy every client has its address: raise it to maxClients there. Default 16. */
+    maxClientsPerAddress: finite().int().min(1).default(16),
     /** A ping every this often; a client that has not answered the previous ping is terminated. Default 15 000 ms. */
     heartbeatMs: ms(100).default(15_000),
     /** Messages (and ping frames) one client may send per second; beyond it the client is closed with 1008. Default 100. */

@@ -71,8 +71,10 @@ function connect() {
   sock.onclose = (ev) => {
     if (ws !== sock) return;
     ws = null;
-    const why = ev.code === 1013 ? 'server: client too slow' : ev.code === 1001 ? 'server going away' : ev.code === 1008 || ev.code === 4401 ? 'refused' : '';
+    const why = ev.code === 1013 ? 'server: client too slow' : ev.code === 1001 ? 'server going away' : ev.code === 1008 || ev.code === 4401 ? 'refused' : ev.code === 4429 ? 'refused: too many connections from this address' : '';
     setConnected(false, why);
+    // Closed at once for its address (sinks.websocket.maxClientsPerAddress): said, not retried in silence.
+    if (ev.code === 4429) showError(`the server refused this page: ${ev.reason || 'too many connections from this address'}; close other dashboards or clients on this machine (it retries)`);
     for (const s of app.sources.values()) updateDown(s);
     scheduleReconnect();
     // A refused handshake tells the page no status (1006): ask whether the session ended.
