@@ -36,6 +36,7 @@ export const AlertBodySchema = z.looseObject({
       contentType: z.literal('image/jpeg'),
       data: z.string().meta({ contentEncoding: 'base64' }).optional(),
       ref: z.string().optional(),
+      url: z.string().optional().describe('WebSocket API only: where the argus server answers the picture (GET, with the token or the session cookie) while it holds it; Kafka and JSON lines embed `data` instead'),
       width: z.int(),
       height: z.int(),
     })

@@ -63,7 +63,6 @@ export const PipelineSchema = z
       if (field) ctx.addIssue({ code: 'custom', path: ['sources', i, field], message: UNTRACKED });
     });
     checkOutbox(p, ctx);
-    checkAlertBacklog(p, ctx);
   });
 
 /**
@@ -92,23 +91,6 @@ function checkOutbox(p: { outbox: OutboxConfig; sinks: { kafka?: unknown }; aler
       message: `${p.outbox.maxBytes} cannot hold one alert: with ${picture}up to ${p.postprocess.maxDetections} detections (postprocess.maxDetections), one takes up to ${one} bytes in the journal, and an alert larger than what maxBytes leaves would be dropped undelivered; set outbox.maxBytes to ${one} at least (room for many alerts: a broker outage fills it), or lower alerts.snapshot.maxBytes, or use alerts.snapshot.mode: ref`,
     });
   }
-}
-
-/**
- * A client of the WebSocket API that is behind holds alerts in its backlog, up to
- * `sinks.websocket.maxAlertBacklogBytes`: one that cannot hold a single alert (alertJournalBytes)
- * closed such a client (1013) at the first alert it was behind for, its backlog empty.
- */
-function checkAlertBacklog(p: { server?: unknown; sinks: { websocket: { enabled: boolean; maxAlertBacklogBytes: number } }; alerts: AlertsConfig; postprocess: { maxDetections: number } }, ctx: z.RefinementCtx): void {
-  if (p.server === undefined || !p.sinks.websocket.enabled) return;
-  const one = alertJournalBytes(p.alerts.snapshot, p.postprocess.maxDetections);
-  const max = p.sinks.websocket.maxAlertBacklogBytes;
-  if (max >= one) return;
-  ctx.addIssue({
-    code: 'custom',
-    path: ['sinks', 'websocket', 'maxAlertBacklogBytes'],
-    message: `${max} cannot hold one alert: with ${snapshotPart(p.alerts)}up to ${p.postprocess.maxDetections} detections (postprocess.maxDetections), one takes up to ${one} bytes, and a client behind by one such alert would be closed (1013) at once; set it to ${one} at least (room for a burst of alerts), or lower alerts.snapshot.maxBytes, or use alerts.snapshot.mode: ref`,
-  });
 }
 
 /** How an alert's embedded snapshot counts in alertJournalBytes, for the messages that name it ('' when not embedded). */

@@ -271,6 +271,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
         publicMetrics: config.server?.publicMetrics ?? false,
         health: options.health,
         stopping: () => signal.aborted,
+        snapshot: websocket ? (id) => websocket!.snapshot(id) : undefined,
       });
     }
     options.onReady?.({ pipeline, publisher, alerts, metrics, server, kafka, websocket, outbox });

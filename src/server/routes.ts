@@ -61,6 +61,8 @@ export interface RouteContext {
   health?: () => Record<string, unknown>;
   /** Whether the run is stopping (a signal came): /readyz then answers 503, so a load balancer sends no new clients. */
   stopping?: () => boolean;
+  /** The JPEG of an alert's snapshot by alert id while it is held (the WebSocket hub's), for /api/snapshot?id=. */
+  snapshot?: (alertId: string) => Buffer | undefined;
 }
 
 /**
@@ -129,6 +131,16 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
       }),
     }),
   );
+  // An alert's picture: the WebSocket sends alerts with their snapshot's URL, not its bytes.
+  const snapshot = ctx.snapshot;
+  if (snapshot) {
+    server.route('/api/snapshot', (req, res) => {
+      const id = parseRequestUrl(req.url)?.searchParams.get('id');
+      const jpeg = id ? snapshot(id) : undefined;
+      if (!jpeg) return void res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8', ...DATA_HEADERS }).end('not found: no snapshot of that alert is held (the oldest are let go; Kafka and the JSON lines embed them)\n');
+      res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': String(jpeg.length), ...DATA_HEADERS }).end(req.method === 'HEAD' ? undefined : jpeg);
+    });
+  }
   const file = (name: string) => async (req: IncomingMessage, res: ServerResponse) => {
     const headers: Record<string, string> = { 'content-type': TYPES[extname(name)] ?? 'application/octet-stream', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' };
     if (name === 'index.html') {

@@ -4,7 +4,7 @@ import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import { randomBytes } from 'node:crypto';
 import { ThrottledLog, type LogFn } from '../core/log.js';
 import { parseRequestUrl, refuseSocket, requestAuthorized } from '../core/http.js';
-import type { Message, MessageKind } from './message.js';
+import type { AlertMessage, Message, MessageKind } from './message.js';
 import type { Sink } from './sink.js';
 
 export interface WebSocketHubOptions {
@@ -16,7 +16,7 @@ export interface WebSocketHubOptions {
   maxBufferedBytes: number;
   /** Alerts and status changes held for a client that is behind; beyond it the client is closed (1013), never silently short of one. Default 1000. */
   maxAlertBacklog: number;
-  /** The same backlog's bytes: alerts embed a snapshot (~200 KB), so 1000 of them held 200 MB for one slow client. Beyond it: closed (1013). Default 16 MiB. */
+  /** The same backlog's bytes (an alert here carries its snapshot's URL, not the picture). Beyond it: closed (1013). Default 16 MiB. */
   maxAlertBacklogBytes?: number;
   /** Largest client message, its fragments together; a larger one closes the socket (1009). Default 4096. */
   maxClientMessageBytes: number;
@@ -38,6 +38,15 @@ export interface WebSocketHubOptions {
   heartbeatMs?: number;
   /** Messages (and ping frames) one client may send per second; beyond it it is closed with 1008. Default 100. */
   maxMessagesPerSecond?: number;
+  /**
+   * Alerts' pictures held for `/api/snapshot?id=` (an alert on the WebSocket carries its
+   * snapshot's URL, not its bytes), the oldest let go beyond it. Default 32 MiB.
+   */
+  snapshotCacheBytes?: number;
+  /** The latest alerts held (in the WebSocket's form) for a client that resumes after one (subscribe's `after`). Default 2000. */
+  replayAlerts?: number;
+  /** The same in bytes. Default 16 MiB. */
+  replayAlertBytes?: number;
   /** Source ids, announced in the hello message. */
   sources: () => readonly string[];
   log?: LogFn;
@@ -81,6 +90,21 @@ export const CLOSE_TOO_MANY_FROM_ADDRESS = 4429;
 export const DEFAULT_MAX_ALERT_BACKLOG_BYTES = 16 * 1024 * 1024;
 const DEFAULT_HEARTBEAT_MS = 15_000;
 const DEFAULT_MAX_MESSAGES_PER_SECOND = 100;
+export const DEFAULT_SNAPSHOT_CACHE_BYTES = 32 * 1024 * 1024;
+export const DEFAULT_REPLAY_ALERTS = 2000;
+export const DEFAULT_REPLAY_ALERT_BYTES = 16 * 1024 * 1024;
+/** Where the HTTP server answers an alert's picture (routes.ts): `?id=` the alert's id. */
+export const SNAPSHOT_PATH = '/api/snapshot';
+/** The longest alert id a subscribe's `after` may name. */
+const MAX_ALERT_ID_LENGTH = 512;
+
+/** An alert as the hub sent it, for a client that resumes after one. */
+interface HeldAlert {
+  id: string;
+  source: string;
+  json: string;
+  bytes: number;
+}
 
 /**
  * WebSocket fan-out on the pipeline's HTTP server. Clients subscribe to sources and message
@@ -120,6 +144,12 @@ export class WebSocketHub implements Sink {
   private readonly maxRate: number;
   /** close() was called: no upgrade is admitted any more. */
   private shuttingDown = false;
+  /** Alerts' pictures by alert id, oldest first (SNAPSHOT_PATH). */
+  private readonly pictures = new Map<string, Buffer>();
+  private picturesBytes = 0;
+  /** The latest alerts as sent, oldest first, for `subscribe`'s `after`. */
+  private readonly held: HeldAlert[] = [];
+  private heldBytes = 0;
 
   constructor(private readonly o: WebSocketHubOptions) {
     this.log = o.log ?? (() => {});
@@ -339,11 +369,15 @@ export class WebSocketHub implements Sink {
         const kinds = msg.kinds === undefined ? ['detections', 'alerts'] : msg.kinds;
         if (!Array.isArray(sources) || !sources.every((s) => typeof s === 'string')) return this.error(c, 'bad_subscribe', '"sources" must be an array of source ids (or ["*"])');
         if (!Array.isArray(kinds) || !kinds.every((k) => KINDS.includes(k as SubKind))) return this.error(c, 'bad_subscribe', `"kinds" must be an array of ${KINDS.map((k) => `"${k}"`).join(', ')}`);
+        const after = msg.after;
+        if (after !== undefined && (typeof after !== 'string' || after.length === 0 || after.length > MAX_ALERT_ID_LENGTH)) return this.error(c, 'bad_subscribe', `"after" must be the id of the last alert received (a string of at most ${MAX_ALERT_ID_LENGTH} characters)`);
         c.sources = sources.includes('*') ? 'all' : new Set(sources as string[]);
         c.kinds = new Set(kinds as SubKind[]);
         const known = new Set(this.o.sources());
         const unknown = c.sources === 'all' ? [] : [...c.sources].filter((s) => !known.has(s));
-        return void this.sendControl(c, { type: 'subscribed', sources: c.sources === 'all' ? ['*'] : [...c.sources], kinds: [...c.kinds], unknownSources: unknown });
+        this.sendControl(c, { type: 'subscribed', sources: c.sources === 'all' ? ['*'] : [...c.sources], kinds: [...c.kinds], unknownSources: unknown });
+        if (after !== undefined && c.kinds.has('alerts')) this.resume(c, after);
+        return;
       }
       case 'unsubscribe':
         c.sources = new Set();
@@ -371,8 +405,9 @@ export class WebSocketHub implements Sink {
     return true;
   }
 
-  publish(kind: MessageKind, source: string, json: string, _m: Message): void {
+  publish(kind: MessageKind, source: string, json: string, m: Message): void {
     const sub = KIND_OF[kind];
+    if (kind === 'alert') json = this.holdAlert(source, json, m as AlertMessage);
     for (const c of this.clients) {
       if (!c.kinds.has(sub) || (c.sources !== 'all' && !c.sources.has(source))) continue;
       if (c.closing || c.ws.readyState !== WebSocket.OPEN) continue;
@@ -381,8 +416,7 @@ export class WebSocketHub implements Sink {
       // camera's old state for good (a failed camera as streaming). Both share the backlog, so
       // they keep their order; status changes are few (one per reconnect attempt at most).
       if (kind === 'alert' || kind === 'status') {
-        if (behind || c.alertBacklog.length > 0) this.queueAlert(c, json);
-        else this.send(c, json);
+        this.deliverInOrder(c, json);
         continue;
       }
       if (behind) {
@@ -393,6 +427,85 @@ export class WebSocketHub implements Sink {
       }
       if (c.droppedUntold > 0) this.tellDropped(c);
       this.send(c, json);
+    }
+  }
+
+  /** An alert or status change (or a notice about them): sent, or queued behind those before it; never dropped. */
+  private deliverInOrder(c: Client, json: string): void {
+    if (c.ws.bufferedAmount > this.o.maxBufferedBytes || c.alertBacklog.length > 0) this.queueAlert(c, json);
+    else this.send(c, json);
+  }
+
+  /**
+   * An alert in the WebSocket's form, held for clients that resume after an earlier one. Its
+   * snapshot is sent as a URL (SNAPSHOT_PATH), its bytes held apart: embedded (~200 KB in base64)
+   * an alert filled a slow link's 16 MiB backlog in ~80 alerts, and the client was closed (a
+   * remote dashboard lost every alert from then until it reconnected). As a URL it is ~1 KB, and
+   * the picture is fetched when it is shown. Kafka and the JSON lines keep the embedded form.
+   */
+  private holdAlert(source: string, json: string, m: AlertMessage | undefined): string {
+    const a = m?.alert;
+    if (!a || typeof a.id !== 'string') return json;
+    const snap = a.snapshot;
+    if (snap && typeof snap.data === 'string') {
+      const picture = Buffer.from(snap.data, 'base64');
+      const max = this.o.snapshotCacheBytes ?? DEFAULT_SNAPSHOT_CACHE_BYTES;
+      if (picture.length <= max) {
+        const before = this.pictures.get(a.id);
+        if (before) this.picturesBytes -= before.length;
+        this.pictures.delete(a.id);
+        this.pictures.set(a.id, picture);
+        this.picturesBytes += picture.length;
+        for (const [id, p] of this.pictures) {
+          if (this.picturesBytes <= max) break;
+          this.pictures.delete(id);
+          this.picturesBytes -= p.length;
+        }
+      }
+      const { data: _data, ...rest } = snap;
+      json = JSON.stringify({ ...m, alert: { ...a, snapshot: { ...rest, url: `${SNAPSHOT_PATH}?id=${encodeURIComponent(a.id)}` } } });
+    }
+    const bytes = Buffer.byteLength(json);
+    this.held.push({ id: a.id, source, json, bytes });
+    this.heldBytes += bytes;
+    const maxN = this.o.replayAlerts ?? DEFAULT_REPLAY_ALERTS;
+    const maxB = this.o.replayAlertBytes ?? DEFAULT_REPLAY_ALERT_BYTES;
+    let drop = 0;
+    while (drop < this.held.length - 1 && (this.held.length - drop > maxN || this.heldBytes > maxB)) this.heldBytes -= this.held[drop++].bytes;
+    if (drop > 0) this.held.splice(0, drop);
+    return json;
+  }
+
+  /** The JPEG of an alert's snapshot while the hub holds it (SNAPSHOT_PATH), else undefined. */
+  snapshot(alertId: string): Buffer | undefined {
+    return this.pictures.get(alertId);
+  }
+
+  /**
+   * A client resuming after alert `after` (the last it received, before a reconnect): the held
+   * alerts after it of its sources, in order. When `after` is no longer held (or never was), it
+   * is told first, with a `missed` message naming the oldest held alert: those between are not
+   * here (Kafka and the JSON lines have them), and every held alert follows.
+   */
+  private resume(c: Client, after: string): void {
+    let last = this.held.length - 1;
+    while (last >= 0 && this.held[last].id !== after) last--;
+    let from = last + 1;
+    if (last < 0) from = -1;
+    if (from < 0) {
+      const oldest = this.held[0];
+      this.deliverInOrder(c, JSON.stringify({
+        type: 'missed',
+        after,
+        oldest: oldest?.id ?? null,
+        held: this.held.length,
+        reason: 'the alert named in "after" is no longer held here: alerts raised after it and before "oldest" are not sent again (they are on Kafka and in the JSON lines, where configured)',
+      }));
+      from = 0;
+    }
+    for (let i = from; i < this.held.length && !c.closing; i++) {
+      const h = this.held[i];
+      if (c.sources === 'all' || c.sources.has(h.source)) this.deliverInOrder(c, h.json);
     }
   }
 
@@ -430,7 +543,7 @@ export class WebSocketHub implements Sink {
   private queueAlert(c: Client, json: string): void {
     const bytes = Buffer.byteLength(json);
     if (c.alertBacklog.length >= this.o.maxAlertBacklog || c.alertBacklogBytes + bytes > (this.o.maxAlertBacklogBytes ?? DEFAULT_MAX_ALERT_BACKLOG_BYTES)) {
-      this.kick(c, 1013, `backlog overflow (${c.alertBacklog.length} alerts and status changes, ${c.alertBacklogBytes} bytes): reconnect`);
+      this.kick(c, 1013, `backlog overflow (${c.alertBacklog.length} alerts and status changes, ${c.alertBacklogBytes} bytes): reconnect, subscribe with "after"`);
       return;
     }
     c.alertBacklog.push(json);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 // The browser's own module (plain JS, no type declarations), imported as the page imports it.
-type Snap = { contentType?: string; data?: string; ref?: string } | undefined;
+type Snap = { contentType?: string; data?: string; ref?: string; url?: string } | undefined;
 const load = async () => (await import('../../src/server/dashboard/js/snapshot.js' as string)) as { snapshotSrc: (s: Snap) => string | null; refName: (r: string) => string };
 
 describe('dashboard: an alert snapshot', () => {
@@ -9,6 +9,12 @@ describe('dashboard: an alert snapshot', () => {
     const { snapshotSrc } = await load();
     expect(snapshotSrc({ contentType: 'image/jpeg', data: '/9j/4AAQ' })).toBe('data:image/jpeg;base64,/9j/4AAQ');
     expect(snapshotSrc({ contentType: 'text/html', data: 'PGI+' })).toBe('data:application/octet-stream;base64,PGI+');
+  });
+
+  it('the WebSocket\'s form, the server\'s /api/snapshot URL, is loaded from the server (with the page\'s session); no other URL is', async () => {
+    const { snapshotSrc } = await load();
+    expect(snapshotSrc({ contentType: 'image/jpeg', url: '/api/snapshot?id=cam%3Ar%3A1' })).toBe('/api/snapshot?id=cam%3Ar%3A1');
+    for (const url of ['https://evil.example/x.jpg', '//evil.example/x', 'javascript:alert(1)', '/api/sources']) expect(snapshotSrc({ contentType: 'image/jpeg', url }), url).toBeNull();
   });
 
   it('a ref names a file on the argus host, not a URL: it is not loaded (it gave a broken image) and only its name is shown', async () => {

@@ -331,3 +331,72 @@ describe('addressKey: the unit maxClientsPerAddress bounds', () => {
     expect(addressKey(undefined)).toBe('?');
   });
 });
+
+describe('WebSocket API: alerts reach a slow or reconnecting consumer', () => {
+  const picture = (i: number) => Buffer.alloc(150_000, i); // a snapshot's JPEG: ~200 KB in base64
+  const alertBody = (i: number) => ({ id: `cam:r:run-${i}:1`, rule: 'r', severity: 'critical' as const, event: 'zone.enter', message: 'm', snapshot: { contentType: 'image/jpeg' as const, data: picture(i).toString('base64'), width: 64, height: 48 } });
+  const alertIds = (c: Client) => c.msgs.filter((m) => m.type === 'alert').map((m) => (m.alert as { id: string }).id);
+
+  it('a client on a slow link gets every alert with a snapshot (as its URL, ~1 KB), not closed after ~80 of them; the picture is held for /api/snapshot', async () => {
+    const { url, publisher } = await setup({ snapshotCacheBytes: 10 * 1024 * 1024 }); // the backlog's defaults: 16 MiB, 1000 alerts
+    const st = await connect(url);
+    await subscribe(st, ['*'], ['alerts']);
+    (st.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    // 200 alerts with a 200 KB snapshot each: 40 MB, what a remote dashboard fell behind by.
+    for (let i = 0; i < 200; i++) {
+      const f = frame('a');
+      await publisher.alert(f.frame, f.dets, 0, alertBody(i));
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    (st.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+    await st.next((m) => m.type === 'alert' && (m.alert as { id: string }).id === 'cam:r:run-199:1');
+    expect(alertIds(st)).toEqual(Array.from({ length: 200 }, (_, i) => `cam:r:run-${i}:1`));
+    expect(st.ws.readyState).toBe(WebSocket.OPEN);
+    const last = st.msgs.filter((m) => m.type === 'alert').at(-1)!;
+    assertValidMessage(last);
+    const snap = (last.alert as { snapshot: Record<string, unknown> }).snapshot;
+    expect(snap).toEqual({ contentType: 'image/jpeg', width: 64, height: 48, url: '/api/snapshot?id=cam%3Ar%3Arun-199%3A1' });
+    expect(hub!.snapshot('cam:r:run-199:1')!.equals(picture(199))).toBe(true);
+    // The pictures held are bounded (snapshotCacheBytes): the oldest are let go.
+    expect(hub!.snapshot('cam:r:run-0:1')).toBeUndefined();
+    expect(hub!.snapshot('cam:r:run-150:1')).toBeDefined();
+  }, 120_000);
+
+  it('a client that reconnects and subscribes with "after" (the last alert it got) is sent the alerts raised meanwhile, in order; one whose alert is no longer held is told (missed) first', async () => {
+    const { url, publisher } = await setup({ replayAlerts: 6 });
+    const raise = async (from: number, to: number) => {
+      for (let i = from; i < to; i++) {
+        const f = frame(i % 2 ? 'b' : 'a');
+        await publisher.alert(f.frame, f.dets, 0, { id: `al-${i}`, rule: 'r', severity: 'info', event: 'zone.enter', message: 'm' });
+      }
+    };
+    const first = await connect(url);
+    await subscribe(first, ['*'], ['alerts']);
+    await raise(0, 4);
+    await first.next((m) => m.type === 'alert' && (m.alert as { id: string }).id === 'al-3');
+    first.ws.close();
+    await raise(4, 8); // while it was away
+    const back = await connect(url);
+    back.send({ type: 'subscribe', sources: ['*'], kinds: ['alerts'], after: 'al-3' });
+    await back.next((m) => m.type === 'alert' && (m.alert as { id: string }).id === 'al-7');
+    expect(back.msgs.some((m) => m.type === 'missed')).toBe(false);
+    expect(alertIds(back)).toEqual(['al-4', 'al-5', 'al-6', 'al-7']);
+    // Its sources only; then live as before.
+    const onlyB = await connect(url);
+    onlyB.send({ type: 'subscribe', sources: ['b'], kinds: ['alerts'], after: 'al-3' });
+    await onlyB.next((m) => m.type === 'alert' && (m.alert as { id: string }).id === 'al-7');
+    expect(alertIds(onlyB)).toEqual(['al-5', 'al-7']);
+    // Away longer than the hub holds (6 alerts): told what it cannot be sent, then every held one.
+    const late = await connect(url);
+    late.send({ type: 'subscribe', sources: ['*'], kinds: ['alerts'], after: 'al-1' });
+    await late.next((m) => m.type === 'alert' && (m.alert as { id: string }).id === 'al-7');
+    const missed = late.msgs.find((m) => m.type === 'missed')!;
+    expect(missed).toMatchObject({ after: 'al-1', oldest: 'al-2', held: 6 });
+    expect(late.msgs.filter((m) => m.type === 'missed' || m.type === 'alert').map((m) => (m.type === 'missed' ? 'missed' : (m.alert as { id: string }).id))).toEqual(['missed', 'al-2', 'al-3', 'al-4', 'al-5', 'al-6', 'al-7']);
+    await raise(8, 9);
+    await back.next((m) => m.type === 'alert' && (m.alert as { id: string }).id === 'al-8');
+    // A bad "after" is refused like any bad subscribe.
+    back.send({ type: 'subscribe', kinds: ['alerts'], after: 7 });
+    expect((await back.next((m) => m.type === 'error')).code).toBe('bad_subscribe');
+  }, 60_000);
+});

@@ -154,7 +154,7 @@ export const WebSocketSinkSchema = z
     maxBufferedBytes: finite().int().min(1024).default(1024 * 1024),
     /** Alerts and status changes held for a slow client before it is closed with 1013. Default 1000. */
     maxAlertBacklog: finite().int().min(1).default(1000),
-    /** The same backlog's bytes (alerts embed their snapshot, ~200 KB each); beyond it the client is closed with 1013. Default 16 MiB. */
+    /** The same backlog's bytes; beyond it the client is closed with 1013. Default 16 MiB. On the WebSocket an alert carries its snapshot's URL, not the picture: the least, 64 KiB, holds one alert with postprocess.maxDetections' most (300 detections). */
     maxAlertBacklogBytes: finite().int().min(64 * 1024).default(16 * 1024 * 1024),
     /** Largest client message answered normally; larger ones get an error frame. Default 4096. */
     maxClientMessageBytes: finite().int().min(64).max(65536).default(4096),
@@ -166,6 +166,12 @@ export const WebSocketSinkSchema = z
     heartbeatMs: ms(100).default(15_000),
     /** Messages (and ping frames) one client may send per second; beyond it the client is closed with 1008. Default 100. */
     maxMessagesPerSecond: finite().int().min(1).default(100),
+    /** Alerts' pictures held for /api/snapshot (an alert on the WebSocket carries its snapshot's URL, not its bytes); the oldest go beyond it. Default 32 MiB. */
+    snapshotCacheBytes: finite().int().min(0).default(32 * 1024 * 1024),
+    /** The latest alerts held for a client that resumes after one (subscribe's "after"). Default 2000. */
+    replayAlerts: finite().int().min(1).default(2000),
+    /** The same in bytes. Default 16 MiB. */
+    replayAlertBytes: finite().int().min(64 * 1024).default(16 * 1024 * 1024),
   })
   .strict();
 

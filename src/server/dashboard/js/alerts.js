@@ -8,9 +8,13 @@ const MAX_ALERTS = 20;
 
 let alertCount = 0;
 
+/** The id of the last alert received: a reconnect resumes after it (subscribe's `after`), so none raised meanwhile is missed. */
+export let lastAlertId = null;
+
 /** Lists the alert of message `m` at the top and counts it. */
 export function addAlert(m) {
   const a = m.alert;
+  if (typeof a.id === 'string' && a.id) lastAlertId = a.id;
   const list = $('#alerts');
   const severity = ['info', 'warning', 'critical'].includes(a.severity) ? a.severity : 'info';
   const when = m.stamps && isNum(m.stamps.captured) ? m.stamps.captured : m.capturedAt ? Date.parse(m.capturedAt) : Date.now();
@@ -25,6 +29,8 @@ export function addAlert(m) {
     }
     const btn = el('button', { type: 'button', class: 'snapshot-btn', 'aria-label': `Enlarge snapshot of ${a.rule || 'alert'} on ${m.source}` }, img);
     btn.addEventListener('click', () => openSnapshot(src, m));
+    // The server holds the latest pictures only (sinks.websocket.snapshotCacheBytes): one let go is said so, not a broken image.
+    img.addEventListener('error', () => btn.replaceWith(el('span', { class: 'snapshot-none', title: 'The server no longer holds this snapshot (Kafka and the JSON lines embed it)', text: 'no longer held' })));
     li.append(btn);
   } else if (a.snapshot && a.snapshot.ref) {
     li.append(el('span', { class: 'snapshot-ref', title: `Snapshot file on the argus host: ${a.snapshot.ref}`, text: refName(a.snapshot.ref) }));
@@ -50,6 +56,18 @@ export function addAlert(m) {
   while (list.children.length > MAX_ALERTS) list.lastElementChild.remove();
   alertCount++;
   $('#alert-count').textContent = String(alertCount);
+  $('#no-alerts').hidden = true;
+}
+
+/**
+ * The server said that alerts were raised while this page was away that it no longer holds
+ * (`missed`): listed as such, where they would have been.
+ */
+export function addMissed(m) {
+  const list = $('#alerts');
+  const text = `Alerts raised while this page was disconnected, after ${m.after}${m.oldest ? ` and before ${m.oldest}` : ''}, may be missing here: the server no longer holds them (it let them go, or restarted). Kafka and the JSON lines output have them.`;
+  list.prepend(el('li', { class: 'alert alert-missed sev-warning', 'data-missed': String(m.after || '') }, el('p', { class: 'alert-message', text })));
+  while (list.children.length > MAX_ALERTS) list.lastElementChild.remove();
   $('#no-alerts').hidden = true;
 }
 

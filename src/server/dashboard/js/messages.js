@@ -1,5 +1,5 @@
 /** Dispatches the server's WebSocket messages (README, "WebSocket API") by type, and handles the session ones: hello, subscribed, status, alert, dropped, error. */
-import { addAlert } from './alerts.js';
+import { addAlert, addMissed, lastAlertId } from './alerts.js';
 import { fetchSources } from './api.js';
 import { now } from './clock.js';
 import { send } from './connection.js';
@@ -41,6 +41,9 @@ export function handleMessage(raw) {
     case 'alert':
       onAlert(m);
       break;
+    case 'missed':
+      addMissed(m);
+      break;
     case 'status':
       onStatus(m);
       break;
@@ -72,8 +75,13 @@ function onHello(m) {
   const kinds = BASE_KINDS.filter((k) => !offered || offered.includes(k));
   app.askedFrames = !offered || offered.includes('frames');
   if (app.askedFrames) kinds.push('frames');
-  send({ type: 'subscribe', sources: ['*'], kinds });
+  subscribe(kinds);
   fetchSources();
+}
+
+/** Subscribes; after a reconnect, resuming after the last alert received (the server sends those raised meanwhile, or says it no longer holds them). */
+function subscribe(kinds) {
+  send(lastAlertId ? { type: 'subscribe', sources: ['*'], kinds, after: lastAlertId } : { type: 'subscribe', sources: ['*'], kinds });
 }
 
 function onStatus(m) {
@@ -104,7 +112,7 @@ function onServerError(m) {
   if (m.code === 'bad_subscribe' && app.askedFrames) {
     // This server has no `frames` kind: subscribe without it.
     app.askedFrames = false;
-    send({ type: 'subscribe', sources: ['*'], kinds: BASE_KINDS });
+    subscribe(BASE_KINDS);
     return;
   }
   showError(`${m.code || 'error'}: ${m.message || ''}`);

@@ -1,10 +1,12 @@
 /**
- * An image URL for an alert's snapshot: inline data (`mode: embed`) as a data URL; null for
- * anything else. A `ref` (`mode: ref`) names a file on the argus host's disk, not a URL the
+ * An image URL for an alert's snapshot: the server's own (`url`: the WebSocket sends alerts with
+ * their picture's address on the server, /api/snapshot?id=…, fetched with the page's session);
+ * inline data (`mode: embed`) as a data URL; null for anything else. A `ref` (`mode: ref`) names a file on the argus host's disk, not a URL the
  * server answers: loading it as one showed a broken image. The list shows its name instead.
  */
 export function snapshotSrc(snap) {
   if (!snap) return null;
+  if (typeof snap.url === 'string' && snap.url.startsWith('/api/snapshot?')) return snap.url;
   if (typeof snap.data === 'string' && snap.data.length) return `data:${snap.contentType === 'image/jpeg' ? 'image/jpeg' : 'application/octet-stream'};base64,${snap.data}`;
   return null;
 }
