@@ -79,6 +79,13 @@ interface Client {
   unreadStrikes: number;
   /** Being closed by the hub: its messages are ignored and nothing more is sent. */
   closing: boolean;
+  /**
+   * Resuming (subscribe's `after`): the seq of the next held alert to send it, taken from the
+   * held alerts as it reads (alerts raised meanwhile included, in order); undefined: live.
+   */
+  replayNext?: number;
+  /** The id of the last alert it was sent while resuming (what a `missed` names, should the held ones pass it by). */
+  replayedId?: string;
 }
 
 /** Messages a client may send in a row while it does not read its replies (send buffer over maxBufferedBytes) before it is closed. */
@@ -100,6 +107,8 @@ const MAX_ALERT_ID_LENGTH = 512;
 
 /** An alert as the hub sent it, for a client that resumes after one. */
 interface HeldAlert {
+  /** Its place among every alert the hub held (one more each). */
+  seq: number;
   id: string;
   source: string;
   json: string;
@@ -150,6 +159,8 @@ export class WebSocketHub implements Sink {
   /** The latest alerts as sent, oldest first, for `subscribe`'s `after`. */
   private readonly held: HeldAlert[] = [];
   private heldBytes = 0;
+  /** The seq the next held alert gets. */
+  private heldSeq = 0;
 
   constructor(private readonly o: WebSocketHubOptions) {
     this.log = o.log ?? (() => {});
@@ -373,6 +384,7 @@ export class WebSocketHub implements Sink {
         if (after !== undefined && (typeof after !== 'string' || after.length === 0 || after.length > MAX_ALERT_ID_LENGTH)) return this.error(c, 'bad_subscribe', `"after" must be the id of the last alert received (a string of at most ${MAX_ALERT_ID_LENGTH} characters)`);
         c.sources = sources.includes('*') ? 'all' : new Set(sources as string[]);
         c.kinds = new Set(kinds as SubKind[]);
+        c.replayNext = c.replayedId = undefined; // a resume in progress ends: this subscribe replaces it
         const known = new Set(this.o.sources());
         const unknown = c.sources === 'all' ? [] : [...c.sources].filter((s) => !known.has(s));
         this.sendControl(c, { type: 'subscribed', sources: c.sources === 'all' ? ['*'] : [...c.sources], kinds: [...c.kinds], unknownSources: unknown });
@@ -382,6 +394,7 @@ export class WebSocketHub implements Sink {
       case 'unsubscribe':
         c.sources = new Set();
         c.kinds = new Set();
+        c.replayNext = c.replayedId = undefined;
         return void this.sendControl(c, { type: 'subscribed', sources: [], kinds: [], unknownSources: [] });
       case 'ping':
         return void this.sendControl(c, { type: 'pong', t: Date.now() });
@@ -407,10 +420,16 @@ export class WebSocketHub implements Sink {
 
   publish(kind: MessageKind, source: string, json: string, m: Message): void {
     const sub = KIND_OF[kind];
-    if (kind === 'alert') json = this.holdAlert(source, json, m as AlertMessage);
+    let held = false;
+    if (kind === 'alert') [json, held] = this.holdAlert(source, json, m as AlertMessage);
     for (const c of this.clients) {
       if (!c.kinds.has(sub) || (c.sources !== 'all' && !c.sources.has(source))) continue;
       if (c.closing || c.ws.readyState !== WebSocket.OPEN) continue;
+      // A client resuming takes this alert from the held ones, after those before it.
+      if (held && c.replayNext !== undefined) {
+        this.replay(c);
+        continue;
+      }
       const behind = c.ws.bufferedAmount > this.o.maxBufferedBytes;
       // Alerts and status changes are never dropped: a lost status leaves the client showing a
       // camera's old state for good (a failed camera as streaming). Both share the backlog, so
@@ -443,9 +462,9 @@ export class WebSocketHub implements Sink {
    * remote dashboard lost every alert from then until it reconnected). As a URL it is ~1 KB, and
    * the picture is fetched when it is shown. Kafka and the JSON lines keep the embedded form.
    */
-  private holdAlert(source: string, json: string, m: AlertMessage | undefined): string {
+  private holdAlert(source: string, json: string, m: AlertMessage | undefined): [json: string, held: boolean] {
     const a = m?.alert;
-    if (!a || typeof a.id !== 'string') return json;
+    if (!a || typeof a.id !== 'string') return [json, false];
     const snap = a.snapshot;
     if (snap && typeof snap.data === 'string') {
       const picture = Buffer.from(snap.data, 'base64');
@@ -466,14 +485,14 @@ export class WebSocketHub implements Sink {
       json = JSON.stringify({ ...m, alert: { ...a, snapshot: { ...rest, url: `${SNAPSHOT_PATH}?id=${encodeURIComponent(a.id)}` } } });
     }
     const bytes = Buffer.byteLength(json);
-    this.held.push({ id: a.id, source, json, bytes });
+    this.held.push({ seq: this.heldSeq++, id: a.id, source, json, bytes });
     this.heldBytes += bytes;
     const maxN = this.o.replayAlerts ?? DEFAULT_REPLAY_ALERTS;
     const maxB = this.o.replayAlertBytes ?? DEFAULT_REPLAY_ALERT_BYTES;
     let drop = 0;
     while (drop < this.held.length - 1 && (this.held.length - drop > maxN || this.heldBytes > maxB)) this.heldBytes -= this.held[drop++].bytes;
     if (drop > 0) this.held.splice(0, drop);
-    return json;
+    return [json, true];
   }
 
   /** The JPEG of an alert's snapshot while the hub holds it (SNAPSHOT_PATH), else undefined. */
@@ -483,29 +502,55 @@ export class WebSocketHub implements Sink {
 
   /**
    * A client resuming after alert `after` (the last it received, before a reconnect): the held
-   * alerts after it of its sources, in order. When `after` is no longer held (or never was), it
-   * is told first, with a `missed` message naming the oldest held alert: those between are not
-   * here (Kafka and the JSON lines have them), and every held alert follows.
+   * alerts after it of its sources, in order, then live ones. When `after` is no longer held (or
+   * never was), it is told first, with a `missed` message naming the oldest held alert (those
+   * between are not here: Kafka and the JSON lines have them), and every held alert follows.
    */
   private resume(c: Client, after: string): void {
     let last = this.held.length - 1;
     while (last >= 0 && this.held[last].id !== after) last--;
-    let from = last + 1;
-    if (last < 0) from = -1;
-    if (from < 0) {
-      const oldest = this.held[0];
-      this.deliverInOrder(c, JSON.stringify({
-        type: 'missed',
-        after,
-        oldest: oldest?.id ?? null,
-        held: this.held.length,
-        reason: 'the alert named in "after" is no longer held here: alerts raised after it and before "oldest" are not sent again (they are on Kafka and in the JSON lines, where configured)',
-      }));
-      from = 0;
-    }
-    for (let i = from; i < this.held.length && !c.closing; i++) {
-      const h = this.held[i];
-      if (c.sources === 'all' || c.sources.has(h.source)) this.deliverInOrder(c, h.json);
+    if (last < 0) this.tellMissed(c, after);
+    c.replayNext = last < 0 ? (this.held[0]?.seq ?? this.heldSeq) : this.held[last].seq + 1;
+    c.replayedId = after;
+    this.replay(c);
+  }
+
+  private tellMissed(c: Client, after: string): void {
+    const oldest = this.held[0];
+    this.deliverInOrder(c, JSON.stringify({
+      type: 'missed',
+      after,
+      oldest: oldest?.id ?? null,
+      held: this.held.length,
+      reason: 'the alert named in "after" is no longer held here: alerts raised after it and before "oldest" are not sent again (they are on Kafka and in the JSON lines, where configured)',
+    }));
+  }
+
+  /**
+   * Sends a resuming client held alerts while it reads: only while its send buffer and backlog are
+   * empty, so a resume longer than the backlog is paced by the client (queued at once, it
+   * overflowed the backlog: closed with 1013 mid-resume, and again at each reconnect). Called
+   * again as its buffer drains (flushBacklogs) and as alerts are raised. Once it has them all, it is live.
+   */
+  private replay(c: Client): void {
+    while (c.replayNext !== undefined && !c.closing && c.alertBacklog.length === 0 && c.ws.bufferedAmount <= this.o.maxBufferedBytes) {
+      const first = this.held[0]?.seq ?? this.heldSeq;
+      if (c.replayNext < first) {
+        // It read so slowly that the held alerts passed it by.
+        this.tellMissed(c, c.replayedId!);
+        c.replayNext = first;
+        continue;
+      }
+      const h = this.held[c.replayNext - first];
+      if (!h) {
+        c.replayNext = undefined; // up to date: live from now on
+        c.replayedId = undefined;
+        break;
+      }
+      c.replayNext++;
+      if (c.sources !== 'all' && !c.sources.has(h.source)) continue;
+      c.replayedId = h.id;
+      this.send(c, h.json);
     }
   }
 
@@ -559,6 +604,7 @@ export class WebSocketHub implements Sink {
         this.send(c, json);
       }
       if (c.droppedUntold > 0 && c.ws.bufferedAmount <= this.o.maxBufferedBytes) this.tellDropped(c);
+      if (c.replayNext !== undefined) this.replay(c);
     }
   }
 

@@ -399,4 +399,25 @@ describe('WebSocket API: alerts reach a slow or reconnecting consumer', () => {
     back.send({ type: 'subscribe', kinds: ['alerts'], after: 7 });
     expect((await back.next((m) => m.type === 'error')).code).toBe('bad_subscribe');
   }, 60_000);
+
+  it('a resume longer than the backlog is paced by the client\'s reading, not queued at once: it was closed (1013) mid-resume, and again at each reconnect', async () => {
+    const { url, publisher } = await setup({ maxBufferedBytes: 64 * 1024, maxAlertBacklog: 10, replayAlerts: 300, replayAlertBytes: 64 * 1024 * 1024 });
+    for (let i = 0; i < 300; i++) {
+      const f = frame('a', 30_000); // ~30 KB each: 9 MB in all, more than a stalled socket's kernel buffers take
+      await publisher.alert(f.frame, f.dets, 0, { id: `al-${i}`, rule: 'r', severity: 'info', event: 'zone.enter', message: 'm' });
+    }
+    const back = await connect(url);
+    (back.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    back.send({ type: 'subscribe', sources: ['*'], kinds: ['alerts'], after: 'al-0' });
+    const closed: number[] = [];
+    back.ws.on('close', (code) => closed.push(code));
+    // The server's side fills while the client reads nothing; then an alert is raised live.
+    for (let i = 0; i < 50; i++) await new Promise((r) => setTimeout(r, 10));
+    const f = frame('a');
+    await publisher.alert(f.frame, f.dets, 0, { id: 'al-300', rule: 'r', severity: 'info', event: 'zone.enter', message: 'm' });
+    (back.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+    await back.next((m) => m.type === 'alert' && (m.alert as { id: string }).id === 'al-300');
+    expect(closed).toEqual([]);
+    expect(alertIds(back)).toEqual(Array.from({ length: 300 }, (_, i) => `al-${i + 1}`));
+  }, 120_000);
 });
