@@ -204,14 +204,19 @@ function hasBody(req: IncomingMessage): boolean {
 }
 
 /**
- * Headers of every answer that is data, not the dashboard page (JSON, /metrics, errors): kept in
- * no cache; its type taken as sent, never sniffed; and, should a browser ever render one as a
- * page (a camera's error text in a reason holds markup), no script runs and no page frames it.
+ * Headers of every answer that is data, not the dashboard page (JSON, /metrics, an alert's
+ * snapshot, errors): kept in no cache; its type taken as sent, never sniffed; should a browser
+ * ever render one as a page (a camera's error text in a reason holds markup), no script runs and
+ * no page frames it; and no page of another origin may load it (`Cross-Origin-Resource-Policy`):
+ * a page of another port of the host is same-site, so the browser sends it the SameSite=Strict
+ * session cookie, and it could embed `/api/snapshot?id=` as an image (learning which alerts exist,
+ * and their pictures' size) or `/api/sources` as a script.
  */
 export const DATA_HEADERS: Readonly<Record<string, string>> = {
   'cache-control': 'no-store',
   'x-content-type-options': 'nosniff',
   'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+  'cross-origin-resource-policy': 'same-origin',
 };
 
 function plain(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {

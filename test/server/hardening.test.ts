@@ -510,7 +510,7 @@ describe('HTTP: the token guards every route but /healthz and /readyz', () => {
     registerRoutes(s, { ...fakeContext(), snapshot: (id) => (id === 'cam:r:1-2:3' ? jpeg : undefined) });
     expect((await raw(s.port, req('GET', '/api/snapshot?id=cam%3Ar%3A1-2%3A3'))).status).toBe(401);
     const r = await raw(s.port, req('GET', '/api/snapshot?id=cam%3Ar%3A1-2%3A3', { authorization: 'Bearer s3cret' }));
-    expect([r.status, r.headers['content-type'], r.headers['content-length'], r.headers['cache-control'], r.headers['x-content-type-options']]).toEqual([200, 'image/jpeg', '7', 'no-store', 'nosniff']);
+    expect([r.status, r.headers['content-type'], r.headers['content-length'], r.headers['cache-control'], r.headers['x-content-type-options'], r.headers['cross-origin-resource-policy']]).toEqual([200, 'image/jpeg', '7', 'no-store', 'nosniff', 'same-origin']);
     for (const q of ['?id=other', '?id=', '']) expect((await raw(s.port, req('GET', `/api/snapshot${q}`, { authorization: 'Bearer s3cret' }))).status, q).toBe(404);
   });
 
@@ -536,6 +536,8 @@ describe('HTTP: the token guards every route but /healthz and /readyz', () => {
       expect(r.headers['cache-control'], path).toBe('no-store');
       expect(r.headers['x-content-type-options'], path).toBe('nosniff');
       expect(r.headers['content-security-policy'], path).toBe("default-src 'none'; frame-ancestors 'none'");
+      // No page of another origin may load it (one of another port of the host is sent the session cookie).
+      expect(r.headers['cross-origin-resource-policy'], path).toBe('same-origin');
     }
   });
 
