@@ -86,6 +86,8 @@ interface Client {
   replayNext?: number;
   /** The id of the last alert it was sent while resuming (what a `missed` names, should the held ones pass it by). */
   replayedId?: string;
+  /** It resumed once: a connection resumes once (a reconnect's first subscribe). */
+  resumed: boolean;
 }
 
 /** Messages a client may send in a row while it does not read its replies (send buffer over maxBufferedBytes) before it is closed. */
@@ -267,6 +269,7 @@ export class WebSocketHub implements Sink {
       windowCount: 0,
       unreadStrikes: 0,
       closing: false,
+      resumed: false,
     };
     this.clients.add(c);
     this.stats.connected = this.clients.size;
@@ -382,6 +385,9 @@ export class WebSocketHub implements Sink {
         if (!Array.isArray(kinds) || !kinds.every((k) => KINDS.includes(k as SubKind))) return this.error(c, 'bad_subscribe', `"kinds" must be an array of ${KINDS.map((k) => `"${k}"`).join(', ')}`);
         const after = msg.after;
         if (after !== undefined && (typeof after !== 'string' || after.length === 0 || after.length > MAX_ALERT_ID_LENGTH)) return this.error(c, 'bad_subscribe', `"after" must be the id of the last alert received (a string of at most ${MAX_ALERT_ID_LENGTH} characters)`);
+        // Once per connection: each resume sends up to a send buffer of held alerts, so a 100-byte
+        // subscribe repeated at the message rate had the hub send ~100 MB a second to one client.
+        if (after !== undefined && c.resumed) return this.error(c, 'bad_subscribe', '"after" is taken once per connection (a reconnect\'s first subscribe); subscribe without it');
         c.sources = sources.includes('*') ? 'all' : new Set(sources as string[]);
         c.kinds = new Set(kinds as SubKind[]);
         c.replayNext = c.replayedId = undefined; // a resume in progress ends: this subscribe replaces it
@@ -507,6 +513,7 @@ export class WebSocketHub implements Sink {
    * between are not here: Kafka and the JSON lines have them), and every held alert follows.
    */
   private resume(c: Client, after: string): void {
+    c.resumed = true;
     let last = this.held.length - 1;
     while (last >= 0 && this.held[last].id !== after) last--;
     if (last < 0) this.tellMissed(c, after);

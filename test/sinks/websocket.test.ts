@@ -396,8 +396,16 @@ describe('WebSocket API: alerts reach a slow or reconnecting consumer', () => {
     await raise(8, 9);
     await back.next((m) => m.type === 'alert' && (m.alert as { id: string }).id === 'al-8');
     // A bad "after" is refused like any bad subscribe.
-    back.send({ type: 'subscribe', kinds: ['alerts'], after: 7 });
-    expect((await back.next((m) => m.type === 'error')).code).toBe('bad_subscribe');
+    const fresh = await connect(url);
+    fresh.send({ type: 'subscribe', kinds: ['alerts'], after: 7 });
+    expect((await fresh.next((m) => m.type === 'error')).code).toBe('bad_subscribe');
+    // A connection resumes once: again, each ~100-byte subscribe had the hub send every held alert once more.
+    const sent = hub!.stats.sent;
+    for (let i = 0; i < 20; i++) back.send({ type: 'subscribe', kinds: ['alerts'], after: 'al-2' });
+    await back.next((m) => m.type === 'error' && /once per connection/.test(String(m.message)));
+    await synced(back);
+    expect(back.msgs.filter((m) => m.type === 'error' && /once per connection/.test(String(m.message)))).toHaveLength(20);
+    expect(hub!.stats.sent).toBe(sent);
   }, 60_000);
 
   it('a resume longer than the backlog is paced by the client\'s reading, not queued at once: it was closed (1013) mid-resume, and again at each reconnect', async () => {
