@@ -93,16 +93,20 @@ export class PolygonZone {
   }
 
   /**
-   * Whether the straight path from (x0, y0) to (x1, y1) went through the zone: a stretch of it
-   * lies inside the polygon, its middle more than `m` px from the edges (the hysteresis band, as
-   * for a sighting). Writes into `out` where along the path (0 at its start, 1 at its end) it
-   * came in (the first such stretch's start) and went out (the last one's end). O(points).
+   * Follows a track's path on from (x0, y0) at `t0` straight to (x1, y1) at `t1` (ms), cut
+   * where it meets the edges: writes into `path` when it came into the polygon (`polyIn`, NaN
+   * while the path is outside it), when it first came in on a way that went through the zone
+   * (`passIn`: a stretch inside whose middle is more than `m` px from the edges, the hysteresis
+   * band, as for a sighting) and the last time it was inside (`lastInside`). O(points).
    */
-  passage(x0: number, y0: number, x1: number, y1: number, m: number, out: [number, number]): boolean {
+  follow(x0: number, y0: number, t0: number, x1: number, y1: number, t1: number, m: number, path: ZonePath): void {
     const b = this.bounds;
-    if (Math.max(x0, x1) < b[0] || Math.min(x0, x1) > b[2] || Math.max(y0, y1) < b[1] || Math.min(y0, y1) > b[3]) return false;
+    if (Math.max(x0, x1) < b[0] || Math.min(x0, x1) > b[2] || Math.max(y0, y1) < b[1] || Math.min(y0, y1) > b[3]) {
+      path.polyIn = NaN;
+      return;
+    }
     const poly = this.polygon;
-    const dx = x1 - x0, dy = y1 - y0;
+    const dx = x1 - x0, dy = y1 - y0, span = t1 - t0;
     const ts = this.cuts;
     ts.length = 0;
     ts.push(0, 1);
@@ -118,19 +122,18 @@ export class PolygonZone {
       if (t > 0 && t < 1 && u >= 0 && u <= 1) ts.push(t);
     }
     ts.sort(ascending);
-    let tIn = -1, tOut = -1;
     for (let k = 1; k < ts.length; k++) {
       const a = ts[k - 1], c = ts[k];
       if (!(c > a)) continue;
       const mx = x0 + dx * ((a + c) / 2), my = y0 + dy * ((a + c) / 2);
-      if (!pointInPolygon(mx, my, poly) || this.onEdge(mx, my, m)) continue;
-      if (tIn < 0) tIn = a;
-      tOut = c;
+      if (!pointInPolygon(mx, my, poly)) {
+        path.polyIn = NaN;
+        continue;
+      }
+      if (Number.isNaN(path.polyIn)) path.polyIn = t0 + a * span;
+      if (Number.isNaN(path.passIn) && !this.onEdge(mx, my, m)) path.passIn = path.polyIn;
+      path.lastInside = t0 + c * span;
     }
-    if (tIn < 0) return false;
-    out[0] = tIn;
-    out[1] = tOut;
-    return true;
   }
 
   /** Row `i`'s anchor lies inside the polygon, whatever its class. */
@@ -141,6 +144,16 @@ export class PolygonZone {
 }
 
 const ascending = (a: number, b: number) => a - b;
+
+/** Where a track's path (see ZoneMonitor.update, a passage) went in the polygon, ms; NaN: not (yet). */
+export interface ZonePath {
+  /** When the path last came into the polygon (NaN while it is outside). */
+  polyIn: number;
+  /** When it came in on a way that went through the zone (beyond the band): a passage's entry. */
+  passIn: number;
+  /** The last time the path was inside the polygon: a passage's exit. */
+  lastInside: number;
+}
 
 export type ZoneEventType = 'enter' | 'exit' | 'dwell';
 
@@ -233,12 +246,21 @@ interface TrackInZone {
   lastSeenObs: number;
   classId: number;
   /**
-   * The anchor at the last sighting outside (beyond the band) since the track was last inside, px,
-   * and its frame time: where a passage's path starts. NaN: none (inside, or not seen outside since).
+   * The anchor at the last sighting outside (beyond the band) or, after one, on the edge (in the
+   * band) since the track was last inside, px, and its frame time: where a passage's path goes
+   * on from. NaN: none (inside, or not seen outside since).
    */
   outX: number;
   outY: number;
   outAt: number;
+  /** Where the path from the last sighting outside went in the polygon (a passage). */
+  path: ZonePath;
+}
+
+function resetPath(p: ZonePath): void {
+  p.polyIn = NaN;
+  p.passIn = NaN;
+  p.lastInside = NaN;
 }
 
 /**
@@ -255,7 +277,6 @@ export class ZoneMonitor {
   /** Stays taken over on the latest frame (re-entry suppression), old id → new id. */
   readonly takenOver = new Map<number, number>();
   private readonly pt: [number, number] = [0, 0];
-  private readonly cut: [number, number] = [0, 0];
 
   constructor(
     /** Where the zone is, in the current picture's pixels (see `place`). */
@@ -328,7 +349,7 @@ export class ZoneMonitor {
           // reached the zone), so that a newcomer seen beside a track that then went unseen is not
           // taken for that track's new id.
           const firstSeen = Math.min(tMs, d.trackOrigins?.get(id)?.ms ?? tMs);
-          st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i], outX: NaN, outY: NaN, outAt: NaN };
+          st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i], outX: NaN, outY: NaN, outAt: NaN, path: { polyIn: NaN, passIn: NaN, lastInside: NaN } };
           this.tracks.set(id, st);
           // Its path starts where the tracker first saw it, when that was outside and a sure
           // sighting: at 1 fps a track is confirmed (minConfirmFrames 3) 2 s after it was first
@@ -343,25 +364,36 @@ export class ZoneMonitor {
             }
           }
         }
-        if (where === -1) {
+        if (where !== 1) {
           const [x, y] = anchorPoint(d.xyxy, i, this.zone.anchor, this.pt);
           // A passage: seen outside, not inside since its last sighting outside (seen inside on
-          // fewer than minHoldFrames frames, on the edge, or not at all), and the straight path
-          // between the two went through the zone (a stall, a low frame rate, a fast mover, a small
-          // zone): it entered and left between them. Before, a zone was judged only where a track
-          // was seen, and a forklift that crossed a small zone between two frames raised nothing.
+          // fewer than minHoldFrames frames, on the edge, or not at all), and its path since
+          // went through the zone (a stall, a low frame rate, a fast mover, a small zone): it
+          // entered and left between them. Before, a zone was judged only where a track was seen,
+          // and a forklift that crossed a small zone between two frames raised nothing. The path
+          // runs straight from sighting to sighting, through those on the edge: one who walked
+          // round the zone on its edge went round it (before, the path ran straight from the last
+          // sighting outside, through the zone: an entry and an exit for one who never went in).
+          // Sightings inside on fewer than minHoldFrames frames are flicker, not on the path.
           // An entry and its exit, each once: the path from here on starts outside, beyond the zone.
-          if (!st.inside && !offClass && st.outAt < tMs && this.zone.passage(st.outX, st.outY, x, y, this.zone.margin(d, i), this.cut)) {
-            const span = tMs - st.outAt;
-            const tIn = st.outAt + this.cut[0] * span, tOut = st.outAt + this.cut[1] * span;
-            if (stats.entered++ === 0) stats.seenIds?.clear();
-            stats.exited++;
-            events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, atMs: tIn });
-            events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tOut - tIn, atMs: tOut });
+          const path = st.path;
+          if (offClass) resetPath(path);
+          else if (!st.inside && st.outAt < tMs) this.zone.follow(st.outX, st.outY, st.outAt, x, y, tMs, this.zone.margin(d, i), path);
+          if (where === -1) {
+            if (!st.inside && !offClass && !Number.isNaN(path.passIn)) {
+              const tIn = path.passIn, tOut = path.lastInside;
+              if (stats.entered++ === 0) stats.seenIds?.clear();
+              stats.exited++;
+              events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, atMs: tIn });
+              events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tOut - tIn, atMs: tOut });
+            }
+            resetPath(path);
           }
-          st.outX = x;
-          st.outY = y;
-          st.outAt = tMs;
+          if (where === -1 || (!st.inside && st.outAt < tMs)) {
+            st.outX = x;
+            st.outY = y;
+            st.outAt = tMs;
+          }
         }
         st.lastSeen = tMs;
         st.lastSeenObs = obsMs;
@@ -374,6 +406,7 @@ export class ZoneMonitor {
             st.streak = 0;
             if (raw) {
               st.outAt = NaN;
+              resetPath(st.path);
               if (this.takeOverStay(id, st, obsMs, prevFrame)) {
                 stats.reidentified++;
               } else {
