@@ -70,3 +70,52 @@ export function explain(zones: Record<string, ZoneReport>, lines: Record<string,
   }
   return notes;
 }
+
+/** `a` and `b` added up, key by key (built as own properties: a key may be `__proto__`). */
+function addCounts(a: Record<string, number> | undefined, b: Record<string, number> | undefined): Record<string, number> {
+  const sum = new Map(Object.entries(a ?? {}));
+  for (const [k, n] of Object.entries(b ?? {})) sum.set(k, (sum.get(k) ?? 0) + n);
+  return Object.fromEntries(sum);
+}
+
+/**
+ * What two runs of one source counted, added up (a worker's camera attached again: what its
+ * earlier attachments counted, `before`, and what the one that ended counted, `last`): entries,
+ * exits, crossings and alerts summed; occupancy 0 (the source is no longer watched); the
+ * labels seen instead summed, kept only while the sum counted nothing; the notes said again.
+ * The zones, lines and rules of either config are kept.
+ */
+export function addReports(before: SourceAnalyticsReport | undefined, last: SourceAnalyticsReport): SourceAnalyticsReport {
+  const zones = new Map(Object.entries(before?.zones ?? {}).map(([id, z]): [string, ZoneReport] => [id, { ...z, occupancy: 0 }]));
+  for (const [id, z] of Object.entries(last.zones)) {
+    const b = zones.get(id);
+    const entered = (b?.entered ?? 0) + z.entered;
+    const seen = b?.seenInstead || z.seenInstead ? addCounts(b?.seenInstead, z.seenInstead) : undefined;
+    zones.set(id, {
+      ...(z.classes ? { classes: z.classes } : {}),
+      entered,
+      exited: (b?.exited ?? 0) + z.exited,
+      occupancy: 0,
+      reidentified: (b?.reidentified ?? 0) + z.reidentified,
+      alerts: addCounts(b?.alerts, z.alerts),
+      ...(seen && z.classes && entered === 0 ? { seenInstead: seen } : {}),
+    });
+  }
+  const lines = new Map(Object.entries(before?.lines ?? {}));
+  for (const [id, l] of Object.entries(last.lines)) {
+    const b = lines.get(id);
+    const inn = (b?.in ?? 0) + l.in;
+    const out = (b?.out ?? 0) + l.out;
+    const seen = b?.seenInstead || l.seenInstead ? addCounts(b?.seenInstead, l.seenInstead) : undefined;
+    lines.set(id, {
+      ...(l.classes ? { classes: l.classes } : {}),
+      in: inn,
+      out,
+      byClass: { in: addCounts(b?.byClass.in, l.byClass.in), out: addCounts(b?.byClass.out, l.byClass.out) },
+      alerts: addCounts(b?.alerts, l.alerts),
+      ...(seen && l.classes && inn + out === 0 ? { seenInstead: seen } : {}),
+    });
+  }
+  const z = Object.fromEntries(zones), l = Object.fromEntries(lines);
+  return { zones: z, lines: l, alerts: addCounts(before?.alerts, last.alerts), notes: explain(z, l) };
+}

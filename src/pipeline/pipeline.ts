@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { defer, filter, finalize, from, merge, mergeMap, type Observable, type OperatorFunction, takeUntil, tap } from 'rxjs';
 import { analyze, type FrameResult } from '../analytics/analyze.js';
 import { SourceAnalyzer } from '../analytics/analyzer.js';
+import { addReports, type SourceAnalyticsReport } from '../analytics/report.js';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../assets/catalog.js';
 import { untrackedError, type PipelineConfig, type SourceConfig } from '../config/schema.js';
 import { checksCertificate } from '../core/rtsp-relay.js';
@@ -120,6 +121,12 @@ export interface DetachedTotals {
   ptsOrigin?: number;
   /** The frame rate its last chain had. */
   fps?: number;
+  /**
+   * What its zones, lines and rules counted over every attachment (entries, exits, crossings,
+   * alerts per rule; occupancy 0), for sources with any: each attachment's analyzer starts
+   * from nothing, and what it counted left the end-of-run summary with it.
+   */
+  analytics?: SourceAnalyticsReport;
 }
 
 /** Where a source's frames are, for the next chain of the same id. */
@@ -480,6 +487,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
               d.inferenceErrors += st.inferenceErrors;
               d.reconnects += st.reconnects;
               d.decodeErrors += st.decodeErrors;
+              if (analyzer) d.analytics = addReports(d.analytics, analyzer.report());
               Object.assign(d, cont, { fps: st.fps ?? cont.fps });
               detached.delete(src.id); // the latest detached last: the first is forgotten first
               detached.set(src.id, d);

@@ -557,6 +557,29 @@ describe('a source attached again under the same id (real ffmpeg, fake session)'
     expect(p.detached.get('late')).toMatchObject({ attachments: 2, framesIn: 24, framesOut: 24, dropped: 0, inferenceErrors: 0, reconnects: 0, nextSeq: 24 });
   });
 
+  it("what its zones and rules counted is in `detached` too, over every attachment (each attachment's analyzer starts from nothing)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-attach-counts-'));
+    const clip = join(dir, 'clip.mp4');
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', `testsrc=size=${S}x${S}:rate=10`, '-frames:v', '12', '-pix_fmt', 'yuv420p', clip]);
+    session.hold = false;
+    const p = await createPipeline({ ...config(), sources: [{ ...config().sources[0], enabled: false }] }, { detector });
+    // The whole picture: the fake model's one box (the same object on every frame) enters once per attachment.
+    const zone = ZoneSchema.parse({ id: 'z', polygon: [[0, 0], [1, 0], [1, 1], [0, 1]], minHoldFrames: 1 });
+    const src = { ...config().sources[0], id: 'late', uri: clip, rate: 'fast' as const, zones: [zone], rules: [{ id: 'in', type: 'zone-enter' as const, zone: 'z', severity: 'warning' as const, cooldownSec: 0 }] };
+    const never = new Subject<void>();
+    const first = await lastValueFrom(p.attach(src, never).pipe(toArray()));
+    expect(first.flatMap((r) => r.alerts).map((a) => a.event)).toEqual(['zone.enter']);
+    await lastValueFrom(p.attach(src, never).pipe(toArray()));
+    // Before, nothing: what each attachment counted went with its analyzer (the summary's `analytics` holds attached sources only).
+    expect(p.detached.get('late')?.analytics).toEqual({
+      zones: { z: { entered: 2, exited: 0, occupancy: 0, reidentified: 0, alerts: { in: 2 } } },
+      lines: {},
+      alerts: { in: 2 },
+      notes: [],
+    });
+    expect(p.analyzers.has('late')).toBe(false);
+  });
+
   it('the totals of at most maxDetached ids are kept (a worker’s cameras come and go for months); an id forgotten and attached again still never repeats a seq', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-attach-many-'));
     const clip = join(dir, 'clip.mp4');
