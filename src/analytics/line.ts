@@ -202,6 +202,13 @@ export class LineCounter {
         const id = ids[i];
         if (id < 0) continue;
         if (classIds && !classIds.has(d.classId[i])) {
+          // A track the line knows (seen with a counted class, not forgotten) under another
+          // label: that object mislabelled (tracking.classAware false keeps its id), still seen.
+          // Its crossing is counted on its next frame of a counted class, from where it was last
+          // seen with one. Before, it was unseen: a car labelled truck for over forgetAfterMs as
+          // it crossed was forgotten, learned its side afresh (past the line) and was never counted.
+          const known = this.side.get(id);
+          if (known && !(known.lastSeen < this.prevFrameMs && tMs - known.lastSeen > this.options.forgetAfterMs)) known.lastSeen = tMs;
           if (stats.seenInstead && stats.in + stats.out === 0 && this.step(this.otherSide, d, i, id, tMs)) stats.seenInstead.add(d.classId[i]);
           continue;
         }
