@@ -154,7 +154,7 @@ export class SourceAnalyzer {
       this.zones.forEach((z, i) => z.place(zonePolygon(i), sx, sy));
       this.lines.forEach((l, i) => {
         const [from, to] = lineEnds(i);
-        l.place(from, to, sx, sy);
+        l.place(from, to, sx, sy, { width, height });
       });
     } else {
       this.firstSize = { width, height };
@@ -165,7 +165,7 @@ export class SourceAnalyzer {
       });
       this.lines = this.lineCfg.map((l, i) => {
         const [from, to] = lineEnds(i);
-        return new LineCounter(l.id, from, to, { marginPx: l.marginPx, anchor: l.anchor, classIds: this.lineClasses[i], forgetAfterMs: l.forgetAfterMs }, this.lineStats[i]);
+        return new LineCounter(l.id, from, to, { marginPx: l.marginPx, anchor: l.anchor, classIds: this.lineClasses[i], forgetAfterMs: l.forgetAfterMs }, this.lineStats[i], { width, height });
       });
     }
     this.size = { width, height };

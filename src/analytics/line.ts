@@ -84,6 +84,8 @@ export class LineCounter {
     to: Point,
     readonly options: LineCounterOptions,
     readonly stats: LineStats = lineStats(options.classIds !== undefined),
+    /** The picture's size, in the line's pixels: a box that reaches its border was cut off there (see `originSide`). */
+    private frame?: { width: number; height: number },
   ) {
     this.from = from;
     this.to = to;
@@ -107,8 +109,9 @@ export class LineCounter {
    * that changed its resolution). The tracks' sides are kept (scaling both axes by positive
    * factors keeps every point on its side), and their last positions are scaled with them.
    */
-  place(from: Point, to: Point, sx: number, sy: number): void {
+  place(from: Point, to: Point, sx: number, sy: number, frame?: { width: number; height: number }): void {
     this.setEnds(from, to);
+    this.frame = frame;
     for (const sides of [this.side, this.otherSide]) {
       for (const st of sides.values()) {
         st.x *= sx;
@@ -151,26 +154,28 @@ export class LineCounter {
     if (!st) {
       // A track confirmed on this frame was first seen some frames ago: the side it came from
       // is where it was then, so a crossing made while the tracker was still confirming it counts.
-      // The first box is trusted only when it is a sure sighting of the same object: about the
-      // size of the current one (not a part of it seen from behind an occluder), and the path
-      // from there to here crosses the line within its extent.
-      const origin = d.trackOrigins?.get(id)?.box;
+      // That is the first of its earlier sightings that is beyond the margin and sure (see
+      // originSide); the path from there to here must cross the line within its extent.
+      const origin = d.trackOrigins?.get(id);
       let from: -1 | 1 | 0 = 0;
+      let ox = 0, oy = 0;
       if (origin) {
-        const [ox, oy] = anchorPoint(origin, 0, anchor, this.pt);
-        const od = this.signedDistance(ox, oy);
-        from = od > marginPx ? 1 : od < -marginPx ? -1 : 0;
-        if (!sureOrigin(origin, d.xyxy, i)) from = 0;
-        else if (from !== 0 && now !== 0 && from !== now) {
-          const k = od / (od - dist); // where the path from origin to now meets the line
-          if (!this.withinSegment(ox + (x - ox) * k, oy + (y - oy) * k)) from = 0;
+        for (const seen of origin.before ?? [origin]) {
+          from = this.originSide(seen.box, d.xyxy, i);
+          if (from === 0) continue;
+          [ox, oy] = anchorPoint(seen.box, 0, anchor, this.pt);
+          if (now !== 0 && from !== now) {
+            const od = this.signedDistance(ox, oy);
+            const k = od / (od - dist); // where the path from there to now meets the line
+            if (!this.withinSegment(ox + (x - ox) * k, oy + (y - oy) * k)) from = 0;
+          }
+          break;
         }
       }
       if (from === 0) {
         if (now !== 0) sides.set(id, { side: now, lastSeen: tMs, x, y });
         return undefined;
       }
-      const [ox, oy] = anchorPoint(origin!, 0, anchor, this.pt);
       st = { side: from, lastSeen: tMs, x: ox, y: oy };
       sides.set(id, st);
     }
@@ -187,6 +192,45 @@ export class LineCounter {
     const k = pd / (pd - dist);
     if (!this.withinSegment(px + (x - px) * k, py + (y - py) * k)) return undefined;
     return now === 1 ? 'in' : 'out';
+  }
+
+  /**
+   * The side of the line an earlier box (`seen`, xyxy) of the track in row `i` puts it on, when
+   * that is sure, else 0 (within the margin, or not sure). Sure: a box about the size of the
+   * current one (sureOrigin: not a part of it seen from behind an occluder), or one cut off by
+   * the picture's border whose anchor, wherever the part beyond the border put it, is on that
+   * side (the anchor of the whole box lies further towards the border: for a box cut off at
+   * the left, further left). Before, only the first box was looked at, by its size alone: an
+   * item entering the picture near a count line was first seen cut off (a third of its size),
+   * was past the line or on it when confirmed, and was never counted.
+   */
+  private originSide(seen: Float32Array, xyxy: ArrayLike<number>, i: number): -1 | 0 | 1 {
+    const { marginPx, anchor } = this.options;
+    const [ax, ay] = anchorPoint(seen, 0, anchor, this.pt);
+    const od = this.signedDistance(ax, ay);
+    const side = od > marginPx ? 1 : od < -marginPx ? -1 : 0;
+    if (side === 0 || sureOrigin(seen, xyxy, i)) return side;
+    // How the signed distance changes as the anchor moves right (gx) and down (gy).
+    const gx = this.dy / this.len, gy = -this.dx / this.len;
+    const w = this.frame?.width ?? Infinity, h = this.frame?.height ?? Infinity;
+    const movesX = anchor !== 'bottom-right' && anchor !== 'center-right', movesXRight = anchor !== 'bottom-left' && anchor !== 'center-left';
+    const movesY = anchor === 'center' || anchor === 'center-left' || anchor === 'center-right' || anchor === 'top-center';
+    const movesYDown = anchor !== 'top-center';
+    // Each border the box reaches, whether its anchor would move were the box whole (a box cut
+    // off at the top has its feet where they are), and how its distance would change then.
+    const ways: [boolean, boolean, number][] = [
+      [seen[0] <= 0, movesX, -gx],
+      [seen[2] >= w, movesXRight, gx],
+      [seen[1] <= 0, movesY, -gy],
+      [seen[3] >= h, movesYDown, gy],
+    ];
+    let cut = false;
+    for (const [reaches, moves, change] of ways) {
+      if (!reaches) continue;
+      cut = true;
+      if (moves && side * change < 0) return 0; // towards the line: the whole box's anchor may be past it
+    }
+    return cut ? side : 0;
   }
 
   /** `tMs`: the frame's observed time (ObservedTime: a stall counts as one usual gap), which `forgetAfterMs` runs on. */

@@ -4,6 +4,12 @@ export interface TrackOrigin {
   readonly box: Float32Array;
   /** The time of that frame, ms (the tracker's timestamps: the frames' pts). */
   readonly ms: number;
+  /**
+   * Every sighting before the frame that confirmed the track, first to last (the first is
+   * `box` and `ms`): while it was being confirmed, the object may have been seen whole only
+   * after its first box (cut off by the picture's border, say). Absent: the first only.
+   */
+  readonly before?: readonly { readonly box: Float32Array; readonly ms: number }[];
 }
 
 /**

@@ -151,6 +151,9 @@ class Track {
   readonly firstSeenMs: number;
   /** The first detection's box (xyxy): where the object was when the tracker first saw it. */
   readonly firstXyxy: Float32Array;
+  /** The boxes (xyxy) of its detections while tentative, first to last (`hits` of them, at most minConfirmFrames), and their times. */
+  readonly tentativeXyxy: Float32Array;
+  readonly tentativeMs: Float64Array;
   lastSeenMs: number;
   /** Observed time (see ObservedTime) of the last matched detection: what the lost-track buffer counts from. */
   lastSeenObsMs: number;
@@ -165,10 +168,14 @@ class Track {
   carry = 0;
   removed = false;
 
-  constructor(classId: number, score: number, nowMs: number, observedMs: number, firstXyxy: Float32Array) {
+  constructor(classId: number, score: number, nowMs: number, observedMs: number, xyxy: Float32Array, row: number, minConfirmFrames: number) {
     this.classId = classId;
     this.score = score;
-    this.firstXyxy = firstXyxy;
+    this.tentativeXyxy = new Float32Array(4 * minConfirmFrames);
+    this.tentativeMs = new Float64Array(minConfirmFrames);
+    this.tentativeXyxy.set(xyxy.subarray(row * 4, row * 4 + 4));
+    this.tentativeMs[0] = nowMs;
+    this.firstXyxy = this.tentativeXyxy.subarray(0, 4);
     this.firstSeenMs = nowMs;
     this.lastSeenMs = nowMs;
     this.lastSeenObsMs = observedMs;
@@ -351,7 +358,7 @@ export class ByteTracker {
     for (let k = 0; k < nLeft; k++) {
       const d = left[k];
       if (this.detTaken[d] || confidence[d] < newThresh) continue;
-      const t = new Track(detections.classId[d], confidence[d], now, observed, xyxy.slice(d * 4, d * 4 + 4));
+      const t = new Track(detections.classId[d], confidence[d], now, observed, xyxy, d, o.minConfirmFrames);
       measure(t.kf, xyxy, d, true);
       t.row = d;
       if (o.minConfirmFrames <= 1) this.confirm(t);
@@ -369,7 +376,10 @@ export class ByteTracker {
     for (const t of this.pool) {
       if (!(t.row >= 0 && t.id > 0)) continue;
       trackerId[t.row] = t.id;
-      if (t.confirmedMs === now && t.hits > 1) (origins ??= new Map()).set(t.id, { box: t.firstXyxy, ms: t.firstSeenMs });
+      if (t.confirmedMs === now && t.hits > 1) {
+        const before = Array.from({ length: t.hits - 1 }, (_, k) => ({ box: t.tentativeXyxy.subarray(k * 4, k * 4 + 4), ms: t.tentativeMs[k] }));
+        (origins ??= new Map()).set(t.id, { box: t.firstXyxy, ms: t.firstSeenMs, before });
+      }
     }
     return new Detections(detections.xyxy, detections.confidence, detections.classId, trackerId, origins);
   }
@@ -403,7 +413,7 @@ export class ByteTracker {
     if (!(sx > 0 && sy > 0 && Number.isFinite(sx) && Number.isFinite(sy))) throw new RangeError(`ByteTracker.rescale: factors must be positive, got ${sx}, ${sy}`);
     for (const t of this.pool) {
       kalmanScale(t.kf, sx, sy);
-      for (let k = 0; k < 4; k++) t.firstXyxy[k] *= k % 2 === 0 ? sx : sy;
+      for (let k = 0; k < t.tentativeXyxy.length; k++) t.tentativeXyxy[k] *= k % 2 === 0 ? sx : sy;
     }
   }
 
@@ -465,6 +475,10 @@ export class ByteTracker {
       t.carry = 0;
       measure(t.kf, xyxy, d, false);
       if (t.state === LOST) t.state = TRACKED;
+      if (t.state === TENTATIVE && t.hits < t.tentativeMs.length) {
+        t.tentativeXyxy.set(xyxy.subarray(d * 4, d * 4 + 4), t.hits * 4);
+        t.tentativeMs[t.hits] = now;
+      }
       t.classId = classId[d];
       t.score = confidence[d];
       t.hits++;

@@ -68,3 +68,42 @@ describe('a crossing near an end of the line', () => {
     expect(walk(gate(), diagonal(720, 60, -40, 40, 8))).toEqual([]);
   });
 });
+
+describe('a track confirmed on this frame, its earlier sightings', () => {
+  // A vertical count line at x = 60 drawn downwards ("in" is rightwards), box centres, 640 × 480 picture.
+  const belt = () => new LineCounter('belt', [60, 0], [60, 480], { marginPx: 10, anchor: 'center', forgetAfterMs: 2000 }, undefined, { width: 640, height: 480 });
+  const row = (box: number[], before?: number[][]) =>
+    new Detections(new Float32Array(box), new Float32Array([0.9]), new Int32Array([0]), new Int32Array([7]), before ? new Map([[7, { box: new Float32Array(before[0]), ms: 0, before: before.map((b, k) => ({ box: new Float32Array(b), ms: k * 100 })) }]]) : undefined);
+
+  it('an item entering the picture at its left border is counted: first seen cut off there (a third of its size), its whole box was further left', () => {
+    // Items 100 px wide: first seen as [0, 30] (centre 15), then [0, 70], confirmed whole at [10, 110] (centre 60: on the line).
+    // Before, none: the first box was not trusted (a third of the item's size), and the item was
+    // on the line when confirmed, past it on the next frame: its side was learned there.
+    const l = belt();
+    expect(l.update(row([10, 200, 110, 260], [[0, 200, 30, 260], [0, 200, 70, 260]]), 200)).toEqual([]);
+    expect(l.update(row([50, 200, 150, 260]), 300).map((e) => e.direction)).toEqual(['in']);
+  });
+
+  it('a box cut off at a border is trusted when the whole box would put its anchor further from the line, on the same side; not when it may lie across it', () => {
+    const at = (x: number) => new LineCounter('v', [x, 0], [x, 480], { marginPx: 10, anchor: 'center', forgetAfterMs: 2000 }, undefined, { width: 640, height: 480 });
+    // Line x = 580, an item first seen cut off at the right border (centre 625; whole, further right), then left of the line.
+    expect(at(580).update(row([500, 200, 600, 260], [[610, 200, 640, 260]]), 100).map((e) => e.direction)).toEqual(['out']);
+    // Cut off at the bottom too: a centre further down is as far from a vertical line.
+    expect(at(60).update(row([50, 380, 150, 480], [[0, 400, 30, 480]]), 100).map((e) => e.direction)).toEqual(['in']);
+    // Line x = 20, an item first seen cut off at the left border right of the line (centre 40): whole,
+    // its centre may have been left of the line. Leaving at the left, it crossed nothing sure.
+    expect(at(20).update(row([0, 200, 20, 260], [[0, 200, 80, 260]]), 100)).toEqual([]);
+  });
+
+  it('the first sure one counts: a person first seen in part (behind a pillar), then whole before the line', () => {
+    // Horizontal line y = 240 drawn right to left ("in" downwards), feet. First seen as the head over
+    // a pillar (box 40 × 40, feet 150), then whole (feet at 220, above the line), confirmed on the
+    // line (feet 245, in the margin), then below. Before, the first box decided (not trusted): no
+    // side, and the side learned below the line.
+    const l = line();
+    const head = [300, 110, 340, 150], whole = [300, 120, 340, 220];
+    const d = new Detections(new Float32Array([300, 145, 340, 245]), new Float32Array([0.9]), new Int32Array([0]), new Int32Array([7]), new Map([[7, { box: new Float32Array(head), ms: 0, before: [{ box: new Float32Array(head), ms: 0 }, { box: new Float32Array(whole), ms: 100 }] }]]));
+    expect(l.update(d, 200)).toEqual([]);
+    expect(l.update(frame([300, 170, 340, 270]), 300).map((e) => e.direction)).toEqual(['in']);
+  });
+});

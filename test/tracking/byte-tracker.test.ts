@@ -426,3 +426,18 @@ describe('ByteTracker', () => {
     });
   });
 });
+
+describe('ByteTracker: where a track was seen before it was confirmed', () => {
+  it('the confirming frame gives every earlier sighting, first to last, in the picture scaled since', () => {
+    const tracker = new ByteTracker({ frameRateHint: 10 });
+    const at = (x: number, k = 1) => new Detections(Float32Array.of(k * x, k * 100, k * (x + 50), k * 200), Float32Array.of(0.9), Int32Array.of(0));
+    expect(tracker.update(at(100), 0).trackOrigins).toBeUndefined();
+    tracker.update(at(110), 100);
+    tracker.rescale(2, 2); // the source doubled its resolution
+    const d = tracker.update(at(120, 2), 200);
+    const origin = d.trackOrigins!.get(d.trackerId![0])!;
+    expect({ box: [...origin.box], ms: origin.ms }).toEqual({ box: [200, 200, 300, 400], ms: 0 });
+    expect(origin.before!.map((s) => [[...s.box], s.ms])).toEqual([[[200, 200, 300, 400], 0], [[220, 200, 320, 400], 100]]);
+    expect(tracker.update(at(130, 2), 300).trackOrigins).toBeUndefined();
+  });
+});
