@@ -463,15 +463,51 @@ export class ZoneMonitor {
   /**
    * Drops a track unseen for longer than exitDelayMs; one inside exits as of its last sighting,
    * its stay ending there, or at its first frame seen outside when it vanished while that exit
-   * was held (its last sightings were outside).
+   * was held (its last sightings were outside). One that vanished as it went in enters and exits
+   * (see enteredWhenLost).
    */
   private gone(id: number, st: TrackInZone, events: ZoneEvent[]): void {
     if (st.inside) {
       this.stats.exited++;
       const end = st.streak > 0 ? st.streakSince : st.lastSeen;
       events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: end - st.enteredAt, lastSeenMs: st.lastSeen });
+    } else {
+      this.enteredWhenLost(id, st, events);
     }
     this.tracks.delete(id);
+  }
+
+  /**
+   * A track not inside that vanished as it went in: seen outside (beyond the band), then, as its
+   * last sightings, inside beyond the band on fewer than minHoldFrames frames in a row, or on
+   * the edge after a path through the zone (a passage not yet out). It went in — into a doorway
+   * out of view, behind something inside — and its entry and exit are raised now (the entry
+   * where it came in, the exit as of its last sighting, `row` −1). Before, nothing: a person who
+   * ran into the zone and out of view within minHoldFrames frames was never alerted. A track
+   * never seen outside is not taken in (a false detection inside: minConfirmFrames and
+   * minHoldFrames stand). With reentrySuppressMs, a track of its class first seen within that
+   * long after its last sighting, and inside now or entering, is taken to be it under a new id
+   * (an id switch): that one's entry is its entry, and this one is counted as reidentified.
+   */
+  private enteredWhenLost(id: number, st: TrackInZone, events: ZoneEvent[]): void {
+    if (Number.isNaN(st.outAt)) return;
+    const enteringNow = st.streak > 0; // its last sightings were inside (an entry being held)
+    if (!enteringNow && Number.isNaN(st.path.passIn)) return;
+    const window = this.options.reentrySuppressMs ?? 0;
+    if (window > 0) {
+      for (const [oid, o] of this.tracks) {
+        if (oid === id || o.classId !== st.classId || !(o.firstSeen > st.lastSeen) || o.firstSeen - st.lastSeen > window) continue;
+        if (o.inside || o.streak > 0) {
+          this.stats.reidentified++;
+          return;
+        }
+      }
+    }
+    const tIn = Number.isNaN(st.path.passIn) ? st.streakSince : st.path.passIn;
+    if (this.stats.entered++ === 0) this.stats.seenIds?.clear();
+    this.stats.exited++;
+    events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: 0, atMs: tIn });
+    events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: st.lastSeen - tIn, lastSeenMs: st.lastSeen });
   }
 
   /**

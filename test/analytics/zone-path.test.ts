@@ -76,3 +76,42 @@ describe('zone passage: the path goes through the sightings on the edge', () => 
     expect(events.map((e) => e[0])).toEqual(['zone.enter']);
   });
 });
+
+describe('a track that vanishes as it goes in', () => {
+  // Zone: the right half of the floor (x ≥ 320, y ≥ 300), default band (2 % of the box's height), minHoldFrames 3.
+  const HALF = { id: 'z', polygon: [[0.5, 0.625], [1, 0.625], [1, 1], [0.5, 1]], minHoldFrames: 3 };
+  const run = (zone: Record<string, unknown>, rows: (t: number) => [id: number, x: number][], until = 5000, gap = 200) => {
+    const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', zones: [{ ...HALF, ...zone }], rules: RULES }), LABELS, 'sources[0]');
+    a.init(W, H);
+    const out: unknown[][] = [];
+    for (let t = 0; t <= until; t += gap) {
+      const r = rows(t);
+      const d = new Detections(Float32Array.from(r.flatMap(([, x]) => [x - 20, 300, x + 20, 400])), new Float32Array(r.length).fill(0.9), new Int32Array(r.length).fill(PERSON), Int32Array.from(r.map(([id]) => id)));
+      for (const al of a.process(d, t).alerts) out.push([al.event, al.trackId, t, al.atPts, al.lastSeenPts]);
+    }
+    return { events: out, zone: a.report().zones.z };
+  };
+
+  it('one who runs in and out of view (a door at the zone’s far side) within minHoldFrames frames enters and exits once it is gone', () => {
+    // 5 fps, 200 px/s: x 200 … 320 (on the edge, at 600 ms), 360 and 400 inside (800, 1000 ms), then gone.
+    // Before, nothing: inside on 2 frames (minHoldFrames 3), and never seen outside again (no passage).
+    const { events, zone } = run({}, (t) => (200 + t / 5 < 420 ? [[1, 200 + t / 5]] : []));
+    // Raised once it is gone (exitDelayMs 2000 after its last sighting at 1000 ms): in as of its first frame inside, out as of its last.
+    expect(events).toEqual([['zone.enter', 1, 3200, 0.8, undefined], ['zone.exit', 1, 3200, undefined, 1]]);
+    expect(zone).toMatchObject({ entered: 1, exited: 1, occupancy: 0 });
+  });
+
+  it('a track never seen outside (a false detection inside for a few frames) does not enter', () => {
+    const { events } = run({}, (t) => (t >= 1000 && t < 1400 ? [[1, 400]] : []));
+    expect(events).toEqual([]);
+  });
+
+  it('under a new id at once (an id switch): two entries, or one with reentrySuppressMs', () => {
+    // Id 1 walks in (inside at 800 and 1000 ms) and is lost; id 2, first seen at 1200 ms, stands inside.
+    const rows = (t: number): [number, number][] => (t <= 1000 ? [[1, 200 + t / 5]] : [[2, 410]]);
+    expect(run({}, rows).events.filter((e) => e[0] === 'zone.enter').map((e) => e[1])).toEqual([2, 1]);
+    const { events, zone } = run({ reentrySuppressMs: 1000 }, rows);
+    expect(events.map((e) => [e[0], e[1]])).toEqual([['zone.enter', 2]]);
+    expect(zone).toMatchObject({ entered: 1, reidentified: 1, occupancy: 1 });
+  });
+});
