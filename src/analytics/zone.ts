@@ -341,7 +341,10 @@ export class ZoneMonitor {
         const raw = where === 0 ? undefined : where === 1;
         // Back after missing frames for longer than exitDelayMs (no frame in between to notice): it had left (exit as of its last sighting), and starts afresh.
         if (st && st.lastSeen < prevFrame && obsMs - st.lastSeenObs > this.options.exitDelayMs) {
-          this.gone(id, st, events);
+          // Seen inside now with minHoldFrames 1, it enters on this frame: that entry stands for
+          // one it made as it vanished (two `enter` events of one track on one frame would be
+          // two alerts of one id, and consumers keep one).
+          this.gone(id, st, events, hold === 1 && where === 1 && !offClass);
           st = undefined;
         }
         if (!st) {
@@ -466,12 +469,12 @@ export class ZoneMonitor {
    * was held (its last sightings were outside). One that vanished as it went in enters and exits
    * (see enteredWhenLost).
    */
-  private gone(id: number, st: TrackInZone, events: ZoneEvent[]): void {
+  private gone(id: number, st: TrackInZone, events: ZoneEvent[], entersNow = false): void {
     if (st.inside) {
       this.stats.exited++;
       const end = st.streak > 0 ? st.streakSince : st.lastSeen;
       events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: end - st.enteredAt, lastSeenMs: st.lastSeen });
-    } else {
+    } else if (!entersNow) {
       this.enteredWhenLost(id, st, events);
     }
     this.tracks.delete(id);

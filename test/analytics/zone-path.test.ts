@@ -101,6 +101,18 @@ describe('a track that vanishes as it goes in', () => {
     expect(zone).toMatchObject({ entered: 1, exited: 1, occupancy: 0 });
   });
 
+  it('back under its id after exitDelayMs and entering on that frame (minHoldFrames 1): one entry on that frame, not two of one track', () => {
+    // Zone x 320–384 (y ≥ 300) with a 10 px band: through it at 1 fps onto its far edge's band (x 380), lost for 3 s, back inside.
+    const rows = (t: number): [number, number][] => (t === 0 ? [[1, 260]] : t === 1000 ? [[1, 380]] : t >= 5000 ? [[1, 350]] : []);
+    const { events } = run({ polygon: [[320, 300], [384, 300], [384, 480], [320, 480]], units: 'pixel', marginPx: 10, minHoldFrames: 1 }, rows, 6000, 1000);
+    // Gone at 4000 (before it is back): it went in as it vanished. Back at 5000, it enters again.
+    expect(events.map((e) => [e[0], e[2]])).toEqual([['zone.enter', 4000], ['zone.exit', 4000], ['zone.enter', 5000]]);
+    // Back on the frame it is gone on (no frame in between): the entry of that frame alone.
+    const back = (t: number): [number, number][] => (t === 0 ? [[1, 260]] : t === 1000 ? [[1, 380]] : t >= 3500 ? [[1, 350]] : []);
+    const r = run({ polygon: [[320, 300], [384, 300], [384, 480], [320, 480]], units: 'pixel', marginPx: 10, minHoldFrames: 1 }, back, 4000, 500);
+    expect(r.events.map((e) => [e[0], e[2]])).toEqual([['zone.enter', 3500]]);
+  });
+
   it('a track never seen outside (a false detection inside for a few frames) does not enter', () => {
     const { events } = run({}, (t) => (t >= 1000 && t < 1400 ? [[1, 400]] : []));
     expect(events).toEqual([]);
