@@ -354,16 +354,20 @@ export class ZoneMonitor {
           const firstSeen = Math.min(tMs, d.trackOrigins?.get(id)?.ms ?? tMs);
           st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i], outX: NaN, outY: NaN, outAt: NaN, path: { polyIn: NaN, passIn: NaN, lastInside: NaN } };
           this.tracks.set(id, st);
-          // Its path starts where the tracker first saw it, when that was outside and a sure
-          // sighting: at 1 fps a track is confirmed (minConfirmFrames 3) 2 s after it was first
-          // seen, and a forklift that crossed the zone meanwhile was never seen inside by it.
+          // Its path starts where the tracker first surely saw it (the first of its sightings
+          // while it was being confirmed that is a sure one: not a part of it seen from behind an
+          // occluder or cut off by the picture's border), when that was outside: at 1 fps a track
+          // is confirmed (minConfirmFrames 3) 2 s after it was first seen, and a forklift that
+          // crossed the zone meanwhile was never seen inside by it. Before, only the first
+          // sighting was looked at: one first seen in part had no path.
           const origin = d.trackOrigins?.get(id);
-          if (origin && origin.ms < tMs && sureOrigin(origin.box, d.xyxy, i)) {
-            const [ox, oy] = anchorPoint(origin.box, 0, this.zone.anchor, this.pt);
+          const first = origin && (origin.before ?? [origin]).find((seen) => seen.ms < tMs && sureOrigin(seen.box, d.xyxy, i));
+          if (first) {
+            const [ox, oy] = anchorPoint(first.box, 0, this.zone.anchor, this.pt);
             if (this.zone.outside(ox, oy, this.zone.margin(d, i))) {
               st.outX = ox;
               st.outY = oy;
-              st.outAt = origin.ms;
+              st.outAt = first.ms;
             }
           }
         }

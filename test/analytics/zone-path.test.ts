@@ -127,3 +127,18 @@ describe('a track that vanishes as it goes in', () => {
     expect(zone).toMatchObject({ entered: 1, reidentified: 1, occupancy: 1 });
   });
 });
+
+describe('a track confirmed past the zone, first seen in part', () => {
+  it('its path starts at the first sure sighting while it was being confirmed', () => {
+    // Zone x 320–384 (y 300–400, 10 px band). At 1 fps the tracker saw a forklift first in part
+    // (its top over a pallet: a third of its size, feet at x 150), then whole at x 250, and confirms
+    // it at x 450: it crossed the zone meanwhile. Before, the first box decided (not sure): no path, no entry.
+    const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', zones: [ZONE], rules: RULES }), LABELS, 'sources[0]');
+    a.init(W, H);
+    const part = Float32Array.of(130, 317, 170, 350), whole = Float32Array.of(230, 250, 270, 350);
+    const f = frame(450, 350);
+    const d = new Detections(f.xyxy, f.confidence, f.classId, f.trackerId, new Map([[1, { box: part, ms: 0, before: [{ box: part, ms: 0 }, { box: whole, ms: 1000 }] }]]));
+    // From x 250 (1 s) to 450 (2 s): in at x 320 (1.35 s), out at x 384 (1.67 s).
+    expect(a.process(d, 2000).alerts.map((x) => [x.event, x.atPts])).toEqual([['zone.enter', 1.35], ['zone.exit', 1.67]]);
+  });
+});
