@@ -406,6 +406,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
       reconnect: src.reconnect,
       watchdog: src.watchdog,
       onTransition: (t) => onTransition(st, t),
+      onReconnect: () => st.reconnects++,
       failedBy: () => st.error,
       onResize: (_from, to) => {
         st.width = to.srcWidth;

@@ -110,7 +110,7 @@ export class Metrics {
       });
     counter('argus_frames_in_total', 'Frames read from ffmpeg.', (s) => s.framesIn);
     counter('argus_frames_out_total', 'Frames processed and emitted.', (s) => s.framesOut);
-    counter('argus_source_reconnects_total', 'Restarts of a source’s ffmpeg.', (s) => s.reconnects);
+    counter('argus_source_reconnects_total', 'Reconnects of a source: restarts of its ffmpeg after a failure, a stall or the end of a stream (a resolution change restarted after the backoff included; not one restarted at once, nor a looped file’s next pass).', (s) => s.reconnects);
     counter('argus_source_decode_errors_total', 'ffmpeg’s reports of damaged input (a corrupt packet, a decoding error), those between two frames counted once.', (s) => s.decodeErrors);
     new client.Counter({
       name: 'argus_frames_dropped_total',

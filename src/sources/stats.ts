@@ -36,7 +36,7 @@ export interface SourceStats {
   error?: Error;
   /** Health: starting, streaming, stalled, reconnecting, failed, ended, stopped. */
   state: SourceState;
-  /** Restarts of this source's ffmpeg so far. */
+  /** Reconnects so far: runs started again after the backoff (supervisedSource's onReconnect; not a resolution change restarted at once, nor a looped file's next pass). */
   reconnects: number;
   /**
    * ffmpeg's reports of damaged input (a corrupt packet, a decoding error: stderr-probe
@@ -124,14 +124,12 @@ export function sourceSummary(s: SourceStats): Record<string, unknown> {
 }
 
 /**
- * A source's state change into its stats: the state, the latest change, and a restart counted.
- * A resolution change reported while the source reconnects (a run's first picture of another
- * size) keeps the state and is not another restart.
+ * A source's state change into its stats: the state and the latest change. (Its reconnects are
+ * counted where they are made: supervisedSource's `onReconnect`.)
  */
 export function recordTransition(st: SourceStats, t: Transition): void {
   st.state = t.state;
   st.lastTransition = t;
-  if (t.state === 'reconnecting' && t.code !== ErrorCodes.SOURCE_RESIZED) st.reconnects++;
 }
 
 /** Frames per second in and out of one source. */

@@ -39,6 +39,15 @@ export interface SupervisedSourceOptions extends FfmpegSourceOptions {
   /** Every state change, with its reason. */
   onTransition?: (t: Transition) => void;
   /**
+   * Told each time the source is reconnected: a run started again after the backoff (after a
+   * failure, a stall, a live stream's end, or a resolution change sooner than RESIZE_RESTART_MS
+   * after the last), told before its `reconnecting` transition. Not for a resolution change
+   * restarted at once, nor a looped file's next pass. (Counted from the transitions, every one
+   * coded VAP_ERR_SOURCE_RESIZED was left out, and with it such a change's restart after the
+   * backoff, which counts toward `maxAttempts` as a failure.)
+   */
+  onReconnect?: () => void;
+  /**
    * What failed the source from downstream, if anything, when its frames stop being read (its
    * detection stage gave up after inference failed frame after frame): the source then ends
    * `failed` with that reason, not `stopped`.
@@ -112,7 +121,7 @@ const REASON_CHARS = 400;
  */
 export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> {
   // Everything not consumed here goes to each ffmpeg run unchanged.
-  const { reconnect, watchdog, onTransition, failedBy, random, scheduler = asyncScheduler, run = ffmpegSource, ...runOptions } = o;
+  const { reconnect, watchdog, onTransition, onReconnect, failedBy, random, scheduler = asyncScheduler, run = ffmpegSource, ...runOptions } = o;
   const clock = o.clock ?? (o.scheduler ? () => scheduler.now() : () => performance.now());
   const isFile = o.input.kind === 'file';
   const live = !isFile || o.input.rate === 'native'; // watched by the stall watchdog; fast files pause on purpose
@@ -329,6 +338,7 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
         return throwError(() => e);
       }
       const delay = backoffDelay(attempt, reconnect, random);
+      onReconnect?.();
       transition('reconnecting', `${firstLine(e)}; retry ${attempt} in ${(delay / 1000).toFixed(1)} s`, e);
       return timer(delay, scheduler);
     };

@@ -446,4 +446,19 @@ describe('a resolution change of frames at the source size (VAP_ERR_SOURCE_RESIZ
       ]);
     });
   });
+
+  it("is a reconnect (onReconnect: the source's reconnects, /metrics' argus_source_reconnects_total, the summary) when it waits the backoff, as the failure it counts as; not when restarted at once", () => {
+    scheduler.run(({ cold, flush }) => {
+      const runs = [cold('a 99ms a 99ms a 99ms #', undefined, resized), cold('a 99ms a 99ms #', undefined, resized), cold('a 99ms a 99ms #', undefined, exitErr), cold('a 99ms a')];
+      let reconnects = 0;
+      const h = supervise(runs, { over: { onReconnect: () => reconnects++ } });
+      scheduler.schedule(() => sub.unsubscribe(), 2000);
+      const sub = h.src.subscribe();
+      flush();
+      // The restart at once (300 ms) is none; the one after the backoff (500 ms) and the exit's (800 ms) are.
+      expect(reconnects).toBe(2);
+      expect(h.transitions.filter((t) => t.state === 'reconnecting').map((t) => t.at)).toEqual([300, 500, 800]);
+      expect(runs[3].subscriptions).toHaveLength(1);
+    });
+  });
 });
