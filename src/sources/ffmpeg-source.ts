@@ -589,6 +589,18 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
         restartForResize();
         return;
       }
+      const k = seq - seqStart;
+      if (k === blindRead && reports + adjusted <= k && !childExited && !reportsBehind) {
+        // Read after a silence before its report (see blindRead): held for it.
+        unreportedFrame = data;
+        reportWait = setTimeout(() => {
+          reportWait = undefined;
+          reportsBehind = true;
+          releaseUnreported();
+          resumeIfAllowed();
+        }, REPORT_WAIT_MS);
+        return;
+      }
       if (native && playStart && fps) {
         // Released up to about 2 ms early (libuv's timers count whole milliseconds, from a clock
         // of whole milliseconds): `produced` is then that frame's `captured`, so its latency is
@@ -779,6 +791,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
         if (reports + adjusted > before && atSource) {
           clearTimeout(reportWait);
           reportWait = undefined;
+          releaseUnreported();
           if (paused) resumeIfAllowed();
         }
         return;
@@ -935,22 +948,45 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     // ended the wait for the rest of the run; then the bytes of a new picture, read before the
     // log's line of it, were cut at the old size and delivered as a frame.
     let waitedFor = -1;
+    // The frame whose wait ran out with none of its bytes known to be there (through the channel
+    // or the socket, which read a frame only once it may be cut; a pipe with nothing waiting): a
+    // silence, which says nothing of the log. It is read, then held (`unreportedFrame`) until its
+    // report comes, REPORT_WAIT_MS at most; only a wait that runs out then ends the wait for good.
+    // (It was cut at once: a camera that stalled for more than 2 s and came back with a picture of
+    // another size, its bytes read before the log's line of it, had them delivered as a frame of
+    // the old size; and where the frame's report came a moment after its bytes, the wait ended
+    // for the rest of the run.)
+    let blindRead = -1;
+    let unreportedFrame: Buffer | undefined;
     const unreported = (): boolean => {
+      if (unreportedFrame) return true;
       if (childExited || reportsBehind) return false;
       const cut = seq - seqStart + (ahead ? 1 : 0);
       const reported = reports + adjusted;
       if (reported > cut) return false;
-      if (waitedFor === cut) return false;
+      if (waitedFor === cut || blindRead === cut) return false;
       if (waitedFor >= 0 && reported <= waitedFor) {
         reportsBehind = true;
         return false;
       }
       reportWait ??= setTimeout(() => {
         reportWait = undefined;
-        waitedFor = seq - seqStart + (ahead ? 1 : 0);
+        const at = seq - seqStart + (ahead ? 1 : 0);
+        // The pipe's bytes of the frame wait, read: the log is behind them.
+        if (!frames && leftover) waitedFor = at;
+        else blindRead = at;
         resumeIfAllowed();
       }, REPORT_WAIT_MS);
       return true;
+    };
+    /** The frame held for its report (see blindRead) goes on: reported, or waited for long enough. */
+    const releaseUnreported = (): void => {
+      const data = unreportedFrame;
+      if (!data) return;
+      unreportedFrame = undefined;
+      clearTimeout(reportWait);
+      reportWait = undefined;
+      onFrame(data);
     };
     const paceHold = pace || native ? holdRead : undefined;
     const hold = atSource ? () => paceHold?.() === true || unreported() : paceHold;
@@ -997,6 +1033,10 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       childExited = true;
       clearTimeout(reportWait);
       reportWait = undefined;
+      if (closed) return;
+      // A frame held for its report: the whole log has been read (a change of size it reported
+      // ended the run), so it is cut now; after a failure it is dropped with the others (end).
+      if (unreportedFrame && code === 0 && lb && !killedByUs) releaseUnreported();
       if (closed) return;
       // The end of the input with frames still held (not due yet, or the stage busy): node read
       // the pipe to the end when ffmpeg exited, the socket keeps them; they are delivered as
@@ -1077,6 +1117,8 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       readTimer = undefined;
       if (ahead) pool?.release(ahead);
       ahead = undefined;
+      if (unreportedFrame) pool?.release(unreportedFrame);
+      unreportedFrame = undefined;
     };
 
     /** Runs ffmpeg, writing its frames into `sock` where there is one, else into its stdout pipe. */

@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lastValueFrom, toArray } from 'rxjs';
@@ -226,5 +227,71 @@ describe.runIf(FRAME_CHANNELS)('frames at the source size through the frame chan
     });
     expect(err.code).toBe(ErrorCodes.SOURCE_RESIZED);
     expect(frames.map(size)).toEqual(['64x48', '64x48']);
+  }, 30_000);
+
+  /**
+   * A live source's ffmpeg (a script, as above) that writes a 64x48 frame with its report, then
+   * blocks on a FIFO until the test opens it (a silence as long as the test's virtual clock
+   * says), then runs `after` (shell lines).
+   */
+  const stalling = (name: string, after: string[]) => {
+    const gate = join(dir, `${name}-gate`);
+    execFileSync('mkfifo', [gate]);
+    const path = join(dir, name);
+    writeFileSync(
+      path,
+      [
+        '#!/bin/sh',
+        'for a; do [ "$prev" = -vf ] && VF="$a"; prev="$a"; OUT="$a"; done',
+        `KEY=$(printf '%s' "$VF" | sed -n 's/.*metadata=mode=print:key=\\([A-Za-z0-9_]*\\).*/\\1/p')`,
+        `rep() { printf '[Parsed_metadata_7 @ 0x1] frame:%s    pts:%s000000 pts_time:1\\n[Parsed_metadata_7 @ 0x1] %s=1\\n' "$1" "$(date +%s)" "$KEY" >&2; }`,
+        `printf "Input #0, mpegts, from 'x':\\n  Duration: N/A\\n    Stream #0:0: Video: h264 (High), yuv420p(progressive), 64x48, 10 fps, 10 tbr\\nStream mapping:\\n" >&2`,
+        `printf '${scaler(64, 48).replace('\n', '\\n')}' >&2`,
+        `printf "Output #0, rawvideo, to '%s':\\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 64x48, q=2-31, 10 fps, 10 tbn\\n" "$OUT" >&2`,
+        `rep 0; head -c ${64 * 48 * 3} /dev/zero`,
+        `read go < ${gate}`,
+        ...after,
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    return { path, gate };
+  };
+  /** Runs `ffmpeg` as a camera: after its first frame, REPORT_WAIT_MS of silence in virtual time, then the FIFO opened. */
+  const afterSilence = async (ffmpeg: { path: string; gate: string }) => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const frames: Frame[] = [];
+      let first!: () => void;
+      const firstFrame = new Promise<void>((resolve) => (first = resolve));
+      const end = new Promise<ArgusError | undefined>((resolve) => {
+        ffmpegSource({ id: 'cam', input: { url: 'srt://127.0.0.1:21510', kind: 'stream', rate: 'native', loop: false }, output, ffmpegPath: ffmpeg.path }).subscribe({
+          next: (f) => (frames.push(f), first()),
+          error: resolve,
+          complete: () => resolve(undefined),
+        });
+      });
+      await firstFrame;
+      vi.advanceTimersByTime(2000); // 2 s of silence: frame 1's report waited for in vain
+      await writeFile(ffmpeg.gate, 'go\n');
+      return { err: await end, frames };
+    } finally {
+      vi.useRealTimers();
+    }
+  };
+
+  it('the frame read right after such a silence waits for its report too: a camera that stalls, then comes back with a new picture (its bytes read before its scaler line), delivers no frame of it cut at the old size', async () => {
+    // After the silence: a 32x24 picture four times (one 64x48 frame's bytes), and only half a
+    // second later its log: the new scaler, its report.
+    const ffmpeg = stalling('stall-resize', [`for i in 1 2 3 4; do head -c ${32 * 24 * 3} /dev/zero; done`, 'sleep 0.5', `printf '${scaler(32, 24).replace('\n', '\\n')}' >&2; rep 1`, 'exec sleep 30']);
+    const { err, frames } = await afterSilence(ffmpeg);
+    expect(err?.code).toBe(ErrorCodes.SOURCE_RESIZED);
+    expect(frames.map(size)).toEqual(['64x48']);
+  }, 30_000);
+
+  it('…and a frame of the same size held so is delivered once its report comes: none lost', async () => {
+    const ffmpeg = stalling('stall-same', [`head -c ${64 * 48 * 3} /dev/zero`, 'sleep 0.5', 'rep 1', 'exit 0']);
+    const { err, frames } = await afterSilence(ffmpeg);
+    expect(err).toBeUndefined();
+    expect(frames.map((f) => [f.seq, size(f)])).toEqual([[0, '64x48'], [1, '64x48']]);
   }, 30_000);
 });
