@@ -1,4 +1,5 @@
-import type { Detections } from '../core/detections.js';
+import { Detections } from '../core/detections.js';
+import { letterbox } from '../core/geometry.js';
 import type { Point } from '../core/polygon.js';
 import { loadSharp } from '../core/sharp.js';
 import { escapeXml } from '../core/text.js';
@@ -208,6 +209,41 @@ export function overlaySvg(width: number, height: number, overlay: Overlay, orde
   }
   out.push('</svg>');
   return out.join('');
+}
+
+/** The overlay with every coordinate multiplied by (sx, sy), then moved by (dx, dy): source pixels onto a smaller or larger picture, placed in the output. */
+export function scaleOverlay(overlay: Overlay, sx: number, sy: number, dx = 0, dy = 0): Overlay {
+  if (sx === 1 && sy === 1 && dx === 0 && dy === 0) return overlay;
+  const d = overlay.detections;
+  let detections = d;
+  if (d && d.length > 0) {
+    const xyxy = new Float32Array(d.xyxy.length);
+    for (let i = 0; i < xyxy.length; i += 2) {
+      xyxy[i] = d.xyxy[i] * sx + dx;
+      xyxy[i + 1] = d.xyxy[i + 1] * sy + dy;
+    }
+    detections = new Detections(xyxy, d.confidence, d.classId, d.trackerId);
+  }
+  const p = (q: readonly [number, number]): [number, number] => [q[0] * sx + dx, q[1] * sy + dy];
+  const scene: Scene | undefined = overlay.scene && {
+    zones: overlay.scene.zones.map((z) => ({ ...z, polygon: z.polygon.map(p) })),
+    lines: overlay.scene.lines.map((l) => ({ ...l, from: p(l.from), to: p(l.to) })),
+  };
+  return { ...overlay, detections, scene };
+}
+
+/**
+ * Where a picture of `srcWidth` × `srcHeight` source pixels goes in the output (its size fixed by
+ * the first picture: a video's): all of it when its aspect is the output's (up to the even-size rounding),
+ * else letterboxed, centred, its aspect kept (a stream that turns from landscape to portrait is
+ * not squashed); and the scale of source pixels onto it.
+ */
+export function placement(srcWidth: number, srcHeight: number, out: { width: number; height: number }) {
+  const lb = letterbox(srcWidth, srcHeight, out.width, out.height, 'center');
+  if (Math.abs(lb.scaledWidth - out.width) <= 2 && Math.abs(lb.scaledHeight - out.height) <= 2) {
+    return { picture: { left: 0, top: 0, width: out.width, height: out.height }, sx: out.width / srcWidth, sy: out.height / srcHeight };
+  }
+  return { picture: { left: lb.padX, top: lb.padY, width: lb.scaledWidth, height: lb.scaledHeight }, sx: lb.scale, sy: lb.scale };
 }
 
 /**

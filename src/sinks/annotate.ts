@@ -2,12 +2,10 @@ import { closeSync, openSync, statSync, type Stats } from 'node:fs';
 import { dirname, extname, isAbsolute, join, resolve } from 'node:path';
 import type { FrameResult } from '../analytics/analyze.js';
 import { grabPicture } from '../analytics/snapshot.js';
-import { drawOverlay, type DrawSize, type FrameImage, type Overlay } from '../annotate/draw.js';
-import { sceneOf, type Scene } from '../annotate/scene.js';
+import { drawOverlay, placement, scaleOverlay, type DrawSize, type FrameImage, type Overlay } from '../annotate/draw.js';
+import { sceneOf } from '../annotate/scene.js';
 import { gapBefore, outputSlot, VideoWriter, type VideoWriterOptions } from '../annotate/video-writer.js';
 import type { AnnotateSinkConfig } from '../config/schema/sinks.js';
-import { Detections } from '../core/detections.js';
-import { letterbox } from '../core/geometry.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { isVideoPath, makeDirSync, sameFile, VIDEO_EXTENSIONS } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
@@ -202,46 +200,11 @@ function createOutput(file: string): void {
   }
 }
 
-/** The overlay with every coordinate multiplied by (sx, sy), then moved by (dx, dy): source pixels onto a smaller or larger picture, placed in the output. */
-function scaleOverlay(overlay: Overlay, sx: number, sy: number, dx = 0, dy = 0): Overlay {
-  if (sx === 1 && sy === 1 && dx === 0 && dy === 0) return overlay;
-  const d = overlay.detections;
-  let detections = d;
-  if (d && d.length > 0) {
-    const xyxy = new Float32Array(d.xyxy.length);
-    for (let i = 0; i < xyxy.length; i += 2) {
-      xyxy[i] = d.xyxy[i] * sx + dx;
-      xyxy[i + 1] = d.xyxy[i + 1] * sy + dy;
-    }
-    detections = new Detections(xyxy, d.confidence, d.classId, d.trackerId);
-  }
-  const p = (q: readonly [number, number]): [number, number] => [q[0] * sx + dx, q[1] * sy + dy];
-  const scene: Scene | undefined = overlay.scene && {
-    zones: overlay.scene.zones.map((z) => ({ ...z, polygon: z.polygon.map(p) })),
-    lines: overlay.scene.lines.map((l) => ({ ...l, from: p(l.from), to: p(l.to) })),
-  };
-  return { ...overlay, detections, scene };
-}
-
 /** Even output size for x264's yuv420p: at most `maxWidth` wide, the picture's aspect kept. */
 function outputSize(width: number, height: number, maxWidth: number): { width: number; height: number } {
   const w = Math.min(width, maxWidth);
   const ow = Math.max(2, w - (w % 2));
   return { width: ow, height: Math.max(2, 2 * Math.round((height * ow) / width / 2)) };
-}
-
-/**
- * Where a picture of `srcWidth` × `srcHeight` source pixels goes in the output (its size fixed by
- * the first picture): all of it when its aspect is the output's (up to the even-size rounding),
- * else letterboxed, centred, its aspect kept (a stream that turns from landscape to portrait is
- * not squashed); and the scale of source pixels onto it.
- */
-function placement(srcWidth: number, srcHeight: number, out: { width: number; height: number }) {
-  const lb = letterbox(srcWidth, srcHeight, out.width, out.height, 'center');
-  if (Math.abs(lb.scaledWidth - out.width) <= 2 && Math.abs(lb.scaledHeight - out.height) <= 2) {
-    return { picture: { left: 0, top: 0, width: out.width, height: out.height }, sx: out.width / srcWidth, sy: out.height / srcHeight };
-  }
-  return { picture: { left: lb.padX, top: lb.padY, width: lb.scaledWidth, height: lb.scaledHeight }, sx: lb.scale, sy: lb.scale };
 }
 
 /**
