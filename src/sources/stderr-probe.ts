@@ -25,7 +25,26 @@ export interface StreamInfo {
 const VIDEO_STREAM = /^\s*Stream #\d+:\d+.*?: Video: (.*)$/;
 /** Logged (at -loglevel verbose) each time our scale filter is configured: at start and whenever the input size changes. */
 // (ffmpeg 7.1 adds ` csp:… range:…` before ` sar:`.)
-const SCALE_CONFIG = /^\[Parsed_scale_\d+ @ 0x[0-9a-f]+\] w:(\d{1,5}) h:(\d{1,5}) fmt:[a-z0-9_]+ (.*?)-> w:\d+ h:\d+/;
+const SCALE_CONFIG = /^\[Parsed_scale_\d+ @ 0x[0-9a-f]+\] w:(\d{1,5}) h:(\d{1,5}) fmt:[a-z0-9_]+ (.*?)-> w:(\d{1,5}) h:(\d{1,5})/;
+
+/**
+ * The size a scale filter of argus's makes, from its configuration line (logged at -loglevel
+ * verbose, at start and whenever its input's size changes), or undefined for another line. With
+ * `-autoscale 0`, the last such line before a frame's report gives the size it is written at.
+ */
+export function scaledTo(line: string): { width: number; height: number } | undefined {
+  const sc = SCALE_CONFIG.exec(line);
+  return sc ? { width: Number(sc[4]), height: Number(sc[5]) } : undefined;
+}
+
+/**
+ * ffmpeg's lines at -loglevel verbose about configuring its scalers and filter graph and reading
+ * its input: not worth an error's tail (a filter's error, `[Parsed_bwdif_0 @ …] Video with planes
+ * less than…`, is).
+ */
+export function isConfigChatter(line: string): boolean {
+  return /^\[(graph \d+ input from |scaler_out|auto_scale|AVIOContext)/.test(line) || /^\[Parsed_scale_\d+ @ 0x[0-9a-f]+\] w:/.test(line) || /^\[h264 @ [^\]]+\] Reinit context/.test(line);
+}
 /** The input's sample aspect ratio in SCALE_CONFIG's line (`sar:2/1`; `0/1` for none). */
 const SCALE_SAR = /(?:^| )sar:(\d{1,10})\/(\d{1,10})(?: |$)/;
 /**

@@ -1,7 +1,7 @@
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
-import { drawOverlay, encodeImage, type FrameImage } from '../annotate/draw.js';
+import { drawOverlay, encodeImage, placement, scaleOverlay, type FrameImage, type Overlay } from '../annotate/draw.js';
 import { gapBefore, outputSlot, VideoWriter } from '../annotate/video-writer.js';
 import { PostprocessSchema } from '../config/schema.js';
 import type { Detections } from '../core/detections.js';
@@ -46,6 +46,9 @@ export interface JsonFrame {
   index: number;
   /** Seconds from the start (0 for a still image). */
   pts: number;
+  /** The frame's size, where it is not the file's (its first frame's): a video whose resolution changed. Its boxes are in its own pixels. */
+  width?: number;
+  height?: number;
   detections: JsonDetection[];
 }
 
@@ -116,7 +119,7 @@ export function formatFile(f: JsonFile, video: boolean): string {
   if (f.warning) lines.push(`  warning: ${f.warning}`);
   if (f.frames.length <= TABLE_FRAMES) {
     for (const fr of f.frames) {
-      lines.push(`  frame ${String(fr.index).padStart(4)}  ${fr.pts.toFixed(2).padStart(7)} s  ${fr.detections.length} detection${fr.detections.length === 1 ? '' : 's'}`);
+      lines.push(`  frame ${String(fr.index).padStart(4)}  ${fr.pts.toFixed(2).padStart(7)} s  ${fr.width !== undefined ? `${fr.width}x${fr.height}  ` : ""}${fr.detections.length} detection${fr.detections.length === 1 ? '' : 's'}`);
       for (const d of fr.detections) lines.push(`      ${d.label.padEnd(14)} ${d.score.toFixed(2)}  ${fmtBox(d.box)}`);
     }
     return lines.map(forTerminal).join('\n');
@@ -222,12 +225,16 @@ export async function runDetect(files: readonly string[], options: DetectOptions
       const target = targets?.[i];
       // Named without credentials wherever it is printed (a URL's user-info: README, "Security").
       const entry: JsonFile = { file: redact(file), width: 0, height: 0, frames: [] };
-      const handle = async (frame: RawFrame, writeFrame?: (annotated: Buffer) => Promise<void>) => {
+      /** `size`: the annotated copy's, where it is not the frame's (a video's is its first frame's). */
+      const handle = async (frame: RawFrame, writeFrame?: (annotated: Buffer) => Promise<void>, size?: () => { width: number; height: number }) => {
         const { detections: d } = await fd.detect(frame);
-        entry.width = frame.width;
-        entry.height = frame.height;
-        entry.frames.push({ index: frame.index, pts: frame.pts, detections: toJson(d, labels) });
-        if (writeFrame) await writeFrame(await drawOverlay(imageOf(frame), { detections: d, labels }));
+        if (!entry.frames.length) {
+          entry.width = frame.width;
+          entry.height = frame.height;
+        }
+        const own = frame.width !== entry.width || frame.height !== entry.height ? { width: frame.width, height: frame.height } : {};
+        entry.frames.push({ index: frame.index, pts: frame.pts, ...own, detections: toJson(d, labels) });
+        if (writeFrame) await writeFrame(await drawnAt(imageOf(frame), { detections: d, labels }, size?.()));
       };
       try {
         if (!existsSync(file)) throw missing(file);
@@ -242,6 +249,7 @@ export async function runDetect(files: readonly string[], options: DetectOptions
           } : undefined);
         } else {
           let writer: VideoWriter | undefined;
+          let copySize: { width: number; height: number } | undefined;
           // The annotated copy's rate: the sampling rate, never above the stream's (sampling never repeats a frame).
           let fps = options.fps;
           // No slower than one frame for the whole file: one frame of a 139 s clip sampled at
@@ -275,15 +283,18 @@ export async function runDetect(files: readonly string[], options: DetectOptions
             try {
               for await (const frame of videoFrames({ ffmpegPath: ffmpeg!.path, url: file, fps: options.fps, onInfo, onDamage })) {
                 damageSinceFrame = false;
+                // The copy is at the first frame's size: a later picture of another size (the
+                // file's resolution changed) is drawn into it, its aspect kept.
+                copySize ??= { width: frame.width, height: frame.height };
                 await handle(frame, partial !== undefined ? async (px) => {
                   const rate = copyFps ?? 10;
-                  writer ??= new VideoWriter({ ffmpegPath: ffmpeg!.path, path: partial, name: target, width: frame.width, height: frame.height, fps: rate, order: 'rgb' });
+                  writer ??= new VideoWriter({ ffmpegPath: ffmpeg!.path, path: partial, name: target, width: copySize!.width, height: copySize!.height, fps: rate, order: 'rgb' });
                   const slot = outputSlot(frame.pts, (base ??= frame.pts), rate);
                   if (previous) for (let k = gapBefore(slot, lastWritten, rate); k > 0; k--) await writer.write(previous);
                   await writer.write(px);
                   lastWritten = Math.max(slot, lastWritten + 1);
                   previous = px;
-                } : undefined);
+                } : undefined, () => copySize!);
               }
             } finally {
               await (writer as VideoWriter | undefined)?.close();
@@ -355,6 +366,16 @@ export function detectFailure(r: DetectOutput): ArgusError | undefined {
     unwritten.length ? `${unwritten.length} ${of} had no annotated copy written: ${unwritten.map((f) => f.file).join(', ')}` : '',
   ].filter(Boolean);
   return new ArgusError(code as ErrorCode, `detect: ${parts.join('; ')}`);
+}
+
+/**
+ * `overlay` drawn onto `image`, at its own size, or placed into `size` (letterboxed, centred,
+ * where its aspect differs; the overlay scaled with it, as the annotate sink places a picture).
+ */
+async function drawnAt(image: FrameImage, overlay: Overlay, size?: { width: number; height: number }): Promise<Buffer> {
+  if (!size || (size.width === image.width && size.height === image.height)) return drawOverlay(image, overlay);
+  const { picture, sx, sy } = placement(image.width, image.height, size);
+  return drawOverlay(image, scaleOverlay(overlay, sx, sy, picture.left, picture.top), { ...size, picture });
 }
 
 function imageOf(f: RawFrame): FrameImage {

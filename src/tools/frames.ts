@@ -4,10 +4,10 @@ import { ownChild } from '../core/children.js';
 import { notAnInput } from '../core/files.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { decodeBoundArgs, deinterlaceFilters, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
-import { notFfmpeg } from '../sources/ffmpeg-path.js';
+import { ffmpegAutoscales, notFfmpeg } from '../sources/ffmpeg-path.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
 import { decodeStill, stillImagePath } from '../sources/still-image.js';
-import { FrameTimes, isInputHeader, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, reportsDamage, saysNoVideoStream, withoutOwnNotices } from '../sources/stderr-probe.js';
+import { FrameTimes, isConfigChatter, isInputHeader, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, reportsDamage, saysNoVideoStream, scaledTo, withoutOwnNotices } from '../sources/stderr-probe.js';
 
 /** One decoded picture at the source's full resolution, packed RGB. */
 export interface RawFrame {
@@ -46,7 +46,7 @@ export async function readImage(path: string): Promise<RawFrame> {
 
 /** What ffmpeg reports about the decoded stream. */
 export interface VideoInfo {
-  /** Size of the frames delivered (after any rotation ffmpeg applies). */
+  /** Size of the first frame delivered (after any rotation ffmpeg applies); each frame has its own (RawFrame). */
   width: number;
   height: number;
   /** Frames per second of the stream as ffmpeg reports it (frames keep their own times: a variable-rate file is not made constant). */
@@ -138,7 +138,9 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
   const stillPath = stillImagePath(o.url);
   if (stillPath === undefined && !hasScheme(o.url)) mustExist(o.url, 'video');
   const still = stillPath !== undefined ? await decodeStill(stillPath) : undefined;
-  const args = ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'info'];
+  // verbose: the scale filter's line at each (re)configuration, which gives a new picture's size
+  // before the report of its first frame (see `sizes`).
+  const args = ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'verbose'];
   // A seek past 1e9 s (31 years) is past any file's end; ffmpeg takes no more than 2^63 µs, nor
   // toFixed's exponent form (1e21 and up).
   if (o.start && o.start > 0) args.push('-ss', Math.min(o.start, 1e9).toFixed(6));
@@ -157,7 +159,13 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
   const outputUrl = taggedStdout(tag);
   const frameTimes = new FrameTimes(frameTimeKey(tag));
   // One encoder thread: frame threads hold each frame until the next ones come (ffmpeg-args).
-  args.push('-vsync', 'passthrough', '-pix_fmt', 'rgb24', '-threads', '1', ...NO_INPUT_METADATA, '-f', 'rawvideo', outputUrl);
+  args.push('-vsync', 'passthrough', '-pix_fmt', 'rgb24', '-threads', '1');
+  // Each picture at its own size: by default ffmpeg scales every later one to the first one's,
+  // whatever its shape (a file joined from a 320x240 and a 160x160 recording: its second part
+  // stretched to 4:3, boxes found and drawn on the stretched picture). Not with an ffmpeg older
+  // than 4.4, which refuses the option (see ffmpeg-args).
+  if (ffmpegAutoscales(o.ffmpegPath)) args.push('-autoscale', '0');
+  args.push(...NO_INPUT_METADATA, '-f', 'rawvideo', outputUrl);
   const child = ownChild(spawn(o.ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] }));
   // A still image's frame, else nothing (-nostdin: ffmpeg reads its stdin only as an input).
   child.stdin.on('error', () => {}); // an ffmpeg that ends first is told by its exit
@@ -182,6 +190,16 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
   // next chunk (or its end). An ffmpeg that prints no report (older builds, such as the bundled
   // 2018 one) is known at the first frame: none has come by then; its frames get index / rate.
   const times: number[] = [];
+  /** Frame reports read so far (whether or not `times` keeps them). */
+  let reported = 0;
+  /**
+   * The sizes frames are written at: from frame `from` (counted as the reports are) on. The scale
+   * filter logs a new picture's size before the report of its first frame, after the output's
+   * report (a line before it may be a file's metadata; the first size is the output's).
+   */
+  const sizes: { from: number; width: number; height: number }[] = [];
+  /** The size the scale filter last logged (after the output's report). */
+  let latest: { width: number; height: number } | undefined;
   let reports: boolean | undefined;
   let logged: (() => void) | undefined;
   let logEnded = false;
@@ -200,9 +218,26 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
       if (!line.trim()) continue;
       const report = frameTimes.read(line);
       if (report !== undefined) {
-        if (report !== null && reports !== false) times.push(report);
+        if (report !== null) {
+          reported++;
+          if (reports !== false) times.push(report);
+        }
         continue; // not for the error tail
       }
+      const scaled = info ? scaledTo(line) : undefined;
+      if (scaled) {
+        const last = latest ?? info!;
+        latest = scaled;
+        if (scaled.width !== last.width || scaled.height !== last.height) {
+          if (scaled.width > 0 && scaled.height > 0 && scaled.width * scaled.height <= MAX_SOURCE_PIXELS) sizes.push({ from: reported, ...scaled });
+          else {
+            badLog ??= new ArgusError(ErrorCodes.SOURCE_PROBE, `${o.url}: ffmpeg's log gives a picture as ${scaled.width}x${scaled.height}, beyond the ${MAX_SOURCE_PIXELS} pixels argus takes`);
+            child.kill('SIGKILL');
+          }
+        }
+        continue;
+      }
+      if (isConfigChatter(line)) continue; // (verbose) not for the error tail
       // Of argus's own -vsync (kept: the bundled 2018 ffmpeg has no -fps_mode), not of the input.
       if (/^-vsync is deprecated/.test(line)) continue;
       keep(line);
@@ -288,11 +323,26 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
     }, stallMs);
   };
   const unwatch = () => clearTimeout(watchdog);
+  /** Waits until frame `i`'s report has been read (so any change of size before it), or the log ended, or it prints none. */
+  const reportOf = async (i: number): Promise<void> => {
+    if (reported > i || logEnded || reports === false) return;
+    watch(); // a report that never comes is a stall
+    while (reported <= i && !logEnded) await new Promise<void>((r) => (logged = r));
+    unwatch();
+  };
   let index = 0;
   let first: number | undefined;
   try {
     let reader: FrameReader | undefined;
+    let size = { width: 0, height: 0 };
+    /** Frames up to this one (counted as `index`) have their size known: the reader cuts them. */
+    let sized = 0;
     const cut: Buffer[] = [];
+    // No buffer is given back: a frame may be kept by the consumer (the last one drawn).
+    const readerFor = (width: number, height: number) => {
+      size = { width, height };
+      return new FrameReader(width * height * 3, new BufferPool(width * height * 3, 0), (f) => cut.push(f));
+    };
     watch();
     for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
       unwatch();
@@ -304,23 +354,34 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
         if (badLog) throw badLog;
         if (!info) break;
         o.onInfo?.(info);
-        // No buffer is given back: a frame may be kept by the consumer (the last one drawn).
-        reader = new FrameReader(info.width * info.height * 3, new BufferPool(info.width * info.height * 3, 0), (f) => cut.push(f));
+        reader = readerFor(info.width, info.height);
       }
-      reader.push(chunk);
-      while (cut.length) {
-        const data = cut.shift()!;
-        const i = index++;
-        const us = await nextTime();
-        const pts = us !== undefined && Number.isFinite(us) ? us / 1e6 : info!.fps ? i / info!.fps : i;
-        first ??= pts;
-        // Here, not ffmpeg's -t: with passthrough, ffmpeg rounds a frame's time to 1/rate of the
-        // stream before comparing, and ends early on a frame off that grid (0.75 s at 10 fps: 0.8).
-        if (o.duration !== undefined && i > 0 && pts - (o.durationFromFirst ? first : 0) >= o.duration) {
-          o.onPastDuration?.();
-          return;
+      let rest = chunk;
+      while (rest.length) {
+        // Stops before a frame whose size is not known yet.
+        rest = rest.subarray(reader.push(rest, () => index + cut.length > sized));
+        while (cut.length) {
+          const data = cut.shift()!;
+          const i = index++;
+          const us = await nextTime();
+          const pts = us !== undefined && Number.isFinite(us) ? us / 1e6 : info!.fps ? i / info!.fps : i;
+          first ??= pts;
+          // Here, not ffmpeg's -t: with passthrough, ffmpeg rounds a frame's time to 1/rate of the
+          // stream before comparing, and ends early on a frame off that grid (0.75 s at 10 fps: 0.8).
+          if (o.duration !== undefined && i > 0 && pts - (o.durationFromFirst ? first : 0) >= o.duration) {
+            o.onPastDuration?.();
+            return;
+          }
+          yield { index: i, pts, data, width: size.width, height: size.height };
         }
-        yield { index: i, pts, data, width: info!.width, height: info!.height };
+        if (!rest.length) break;
+        // The next frame's bytes are in: its size, once its report is (a new picture's size comes before it).
+        await reportOf(index);
+        if (badLog) throw badLog;
+        let s: { width: number; height: number } = size;
+        while (sizes.length && sizes[0].from <= index) s = sizes.shift()!;
+        if (s.width !== size.width || s.height !== size.height) reader = readerFor(s.width, s.height);
+        sized = index;
       }
       watch();
     }

@@ -18,6 +18,7 @@ import { ffmpegSource, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
 import type { Transition } from '../../src/sources/health.js';
 import { supervisedSource } from '../../src/sources/supervised-source.js';
 import { FakeFfmpeg } from './fake-ffmpeg.js';
+import { resizedClip } from '../helpers/resized-video.js';
 
 const FF = defaultFfmpegPath();
 const dir = mkdtempSync(join(tmpdir(), 'argus-resize-exact-'));
@@ -27,14 +28,7 @@ const size = (f: Frame) => `${f.letterbox.srcWidth}x${f.letterbox.srcHeight}`;
 let joined: string, second: string, thrice: string;
 
 beforeAll(() => {
-  // testsrc draws a frame counter: every frame differs. 10 frames of each size, key frames at each part's start.
-  const part = (s: string, offset: number, out: string) =>
-    execFileSync(FF, ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `testsrc=size=${s}:rate=10`, '-frames:v', '10', '-c:v', 'libx264', '-g', '10', '-pix_fmt', 'yuv420p', '-output_ts_offset', String(offset), '-f', 'mpegts', out]);
-  part('320x240', 0, join(dir, 'a.ts'));
-  second = join(dir, 'b.ts');
-  part('160x160', 1, second);
-  joined = join(dir, 'ab.ts');
-  writeFileSync(joined, Buffer.concat([readFileSync(join(dir, 'a.ts')), readFileSync(second)]));
+  ({ joined, second } = resizedClip(FF, dir));
   // 11 s parts (110 frames), read in a second or two: changes 11 s of the file's time apart. (No
   // B-frames: a seek into such an MPEG-TS file, as the third part's restart makes, loses its first two.)
   const long = (s: string, offset: number, out: string) =>

@@ -3,9 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
-import { formatFile, runDetect } from '../../src/tools/detect.js';
+import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
+import { formatFile, runDetect, type DetectOutput } from '../../src/tools/detect.js';
+import { videoFrames } from '../../src/tools/frames.js';
 import { runPreview } from '../../src/tools/preview.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
+import { resizedClip } from '../helpers/resized-video.js';
 import { HOSTILE_NAMES, TERMINAL_CONTROLS, writeHostileModel } from '../helpers/hostile-model.js';
 import { modelDir } from '../helpers/onnx-graphs.js';
 
@@ -51,6 +54,40 @@ describe('argus detect and argus preview print labels from the model file for a 
     await runPreview(yaml, { out: join(work, 'p.png'), write: (s) => (text += s) });
     expect(text).toContain('\\x1b]0;TITLE\\x07');
     expect(text).not.toMatch(TERMINAL_CONTROLS);
+  }, 60_000);
+
+  it('a video whose resolution changes mid-stream: detect letterboxes every frame at its own size (JSON: the frames of another size than the first say theirs; the copy places them in its size)', async () => {
+    const model = dir.path('hostile-resized.onnx');
+    writeHostileModel(model);
+    const work = mkdtempSync(join(tmpdir(), 'argus-detect-resized-'));
+    const { joined } = resizedClip(resolveFfmpegSync().path, work);
+    let json = '';
+    const out = join(work, 'annotated.mp4');
+    await runDetect([joined], { model, score: 0.1, json: true, out, write: (s) => (json += s) });
+    const file = (JSON.parse(json) as DetectOutput).files[0];
+    expect([file.width, file.height, file.error]).toEqual([320, 240, undefined]);
+    const later = file.frames.filter((f) => f.pts >= 1);
+    expect(later.length).toBeGreaterThan(0);
+    for (const f of file.frames) expect([f.width, f.height]).toEqual(f.pts >= 1 ? [160, 160] : [undefined, undefined]);
+    // Boxes in each frame's own pixels.
+    for (const f of later) for (const d of f.detections) expect(Math.max(d.box[2], d.box[3])).toBeLessThanOrEqual(160);
+    const copy: string[] = [];
+    for await (const f of videoFrames({ ffmpegPath: resolveFfmpegSync().path, url: out })) copy.push(`${f.width}x${f.height}`);
+    expect(new Set(copy)).toEqual(new Set(['320x240']));
+  }, 60_000);
+
+  it('…and preview draws the frame at --at at its own size', async () => {
+    const model = dir.path('hostile-resized-preview.onnx');
+    writeHostileModel(model);
+    const work = mkdtempSync(join(tmpdir(), 'argus-preview-resized-'));
+    const { joined } = resizedClip(resolveFfmpegSync().path, work);
+    const yaml = join(work, 'p.yaml');
+    writeFileSync(yaml, ['sources:', '  - id: cam', `    uri: ${joined}`, 'model:', `  path: ${model}`, ''].join('\n'));
+    let text = '';
+    const r = await runPreview(yaml, { out: join(work, 'p.png'), at: 1.5, write: (s) => (text += s) });
+    expect([r.at, r.width, r.height]).toEqual([1.5, 160, 160]);
+    expect(text.split('\n')[0]).toContain('at 1.50 s, 160x160');
+    expect((await sharp(join(work, 'p.png')).metadata()).width).toBe(160);
   }, 60_000);
 
   it('runPreview of a still image at any --at shows its one frame, and says so (it had "no frame there" past 0.04 s)', async () => {

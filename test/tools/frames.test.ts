@@ -1,4 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,7 @@ import { videoFrames } from '../../src/tools/frames.js';
 import { frameReport } from '../../src/sources/stderr-probe.js';
 import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
 import { runCommand } from '../helpers/cli.js';
+import { resizedClip } from '../helpers/resized-video.js';
 
 const ffmpeg = resolveFfmpegSync().path;
 let server: Server | undefined;
@@ -283,6 +285,22 @@ describe('videoFrames: each frame once, with its own time', () => {
     expect(await times({ start: 0.25 })).toEqual([0.05, 0.15, 0.75, 0.85, 0.95, 1.05, 1.15]);
     expect(await times({ start: 0.25, duration: 0.8 })).toEqual([0.05, 0.15, 0.75]);
   }, 30_000);
+});
+
+describe('videoFrames: a file whose resolution changes mid-stream (argus detect, argus preview)', () => {
+  it('each frame comes at its own size: the second picture is not stretched to the first one\'s', async () => {
+    const { joined, second } = resizedClip(ffmpeg, mkdtempSync(join(tmpdir(), 'argus-frames-resized-')));
+    const read = async (url: string) => {
+      const out: { size: string; pts: number; hash: string }[] = [];
+      for await (const f of videoFrames({ ffmpegPath: ffmpeg, url, deinterlace: 'off' })) out.push({ size: `${f.width}x${f.height}`, pts: Math.round(f.pts * 10) / 10, hash: createHash('sha1').update(f.data).digest('hex') });
+      return out;
+    };
+    const frames = await read(joined);
+    expect(frames.map((f) => f.size)).toEqual([...Array(10).fill('320x240'), ...Array(10).fill('160x160')]);
+    expect(frames.map((f) => f.pts)).toEqual([...Array(20).keys()].map((k) => k / 10));
+    // The very pictures of the second part, decoded alone.
+    expect(frames.slice(10).map((f) => f.hash)).toEqual((await read(second)).map((f) => f.hash));
+  }, 60_000);
 });
 
 describe('videoFrames with an ffmpeg that prints no frame times (the bundled 2018 build)', () => {
