@@ -328,7 +328,7 @@ export function frameBytes(out: FfmpegOutputSpec, srcWidth: number, srcHeight: n
  * Files resumed at `seek` with a `seekMargin`: the seconds ffmpeg decodes (and trims) before
  * the first frame it delivers. 0 without a seek.
  */
-function seekTrim(input: FfmpegInputSpec): number {
+export function seekTrim(input: FfmpegInputSpec): number {
   if (input.kind !== 'file' || input.seek === undefined || !(input.seek > 0)) return 0;
   const at = Math.max(0, input.seek - Math.max(0, input.seekMargin ?? 0));
   return input.seek - at;

@@ -11,7 +11,7 @@ import type { LogFn } from '../core/log.js';
 import { redact, rememberArgSecrets, rememberUrlSecrets } from '../core/redact.js';
 import { emptyStamps, type Frame, type ProducedBy, type YuvColour } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
-import { buildFfmpegArgs, DEFAULT_DECODE, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, reportsFrameTimes, runTag, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
+import { buildFfmpegArgs, DEFAULT_DECODE, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, reportsFrameTimes, runTag, seekTrim, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { FrameChannel } from './frame-channel.js';
@@ -168,6 +168,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
     let o = base;
     if (memo.ownRate) o = { ...o, input: { ...o.input, fps: undefined } };
     if (memo.interlaced) o = { ...o, input: { ...o.input, interlaced: true } };
+    if (memo.seekMargin !== undefined && o.input.seek !== undefined && (o.input.seekMargin ?? 0) > 0) o = { ...o, input: { ...o.input, seekMargin: Math.max(o.input.seekMargin!, memo.seekMargin) } };
     // (A local still image is given to ffmpeg as packed RGB: it is packed from the start.)
     const packed = memo.packed || (o.input.kind === 'file' && stillImagePath(o.input.url) !== undefined);
     if (packed && o.output.frame === 'source-yuv') o = { ...o, output: { ...o.output, frame: 'source' } };
@@ -311,6 +312,12 @@ export interface SourceMemo {
   /** ffmpeg reported the stream interlaced (a field order): `decode.deinterlace: auto` runs then deinterlace it. */
   interlaced?: boolean;
   /**
+   * A seek into the file (a restart resuming it) landed after the frame wanted with the seek
+   * margin it had (a key frame further apart than that: LandedLate): its seeks from now on go
+   * back this far at least, seconds.
+   */
+  seekMargin?: number;
+  /**
    * The relay to the camera (rtsp-tap) could not follow this camera (e.g. frames it could not
    * pair with their packets): starts run without it until `until` (core/clock `now`).
    */
@@ -331,11 +338,30 @@ class RateAboveSource extends Error {}
 /** The stream is interlaced and `decode.deinterlace` is `auto`: ffmpegSource runs it again deinterlaced. */
 class Interlaced extends Error {}
 
+/**
+ * A seek with a margin (a file not indexed: MPEG-TS, a raw stream) landed after the frame wanted:
+ * its demuxer went to the key frame after the time asked, and the frames between were never
+ * decoded. ffmpegSource runs it again with the margin SEEK_MARGIN_GROWTH times larger (at most
+ * the whole file before the seek point: from its start, exact).
+ */
+class LandedLate extends Error {
+  constructor(
+    why: string,
+    readonly nextMargin: number,
+  ) {
+    super(why);
+  }
+}
+
+/** How many times larger each seek margin after one that landed late is (3 s, 30 s, 300 s, …). */
+const SEEK_MARGIN_GROWTH = 10;
+
 /** What a run's end `e` taught of the source (noted in `memo`): true when it is to be run again for it. */
 function learnt(memo: SourceMemo, e: unknown): boolean {
   if (e instanceof NotYuv420) memo.packed = true;
   else if (e instanceof RateAboveSource) memo.ownRate = true;
   else if (e instanceof Interlaced) memo.interlaced = true;
+  else if (e instanceof LandedLate) memo.seekMargin = e.nextMargin;
   else return false;
   return true;
 }
@@ -427,6 +453,22 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     /** Seconds a live source's count of frames was moved to stay near the clock (see emit). */
     let ptsShift = 0;
     let lastPts = -Infinity;
+    // A file resumed with a seek margin (see FfmpegInputSpec.seekMargin): its first frame must be
+    // the frame at the seek point, which ffmpeg's time puts `landing.trim` (the margin) plus up to
+    // a frame period after the point it seeks to; its first frame waits for its report to know.
+    const landing: { trim: number; seek: number; first?: number } | undefined = input.kind === 'file' && input.seek !== undefined && seekTrim(input) > 0 && input.seek - seekTrim(input) > 0 ? { trim: seekTrim(input), seek: input.seek } : undefined;
+    /** Whether the first frame's report says the seek landed late; then the run is stopped, to run again from further back. */
+    const landedLate = (): boolean => {
+      const t = landing!.first! / 1e6;
+      // The frame wanted is half a period after the margin (the seek asks for half a frame
+      // early); the one after it, 1.5 periods: the margin then ended after it.
+      const period = fps ? 1 / fps : LANDED_LATE_S;
+      if (!(t >= landing!.trim + 1.5 * period - 1e-6)) return false;
+      const margin = landing!.trim;
+      const next = Math.min(landing!.seek, margin * SEEK_MARGIN_GROWTH);
+      stop(new LandedLate(`source "${id}": a seek ${margin.toFixed(1)} s before ${landing!.seek.toFixed(3)} s landed ${(t - margin).toFixed(3)} s after it`, next));
+      return true;
+    };
     let paused = false;
     let closed = false;
     let killedByUs = false;
@@ -518,6 +560,11 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     };
     probe.onFrameTime = (us) => {
       const i = reports++;
+      // (Reported before the output's line, which gives the rate: checked once both are in.)
+      if (i === 0 && landing !== undefined) {
+        landing.first = us;
+        if (lb && !closed) landedLate();
+      }
       if (!live) return; // a file's: counted only
       const t = reading(us);
       const f = waiting.get(i);
@@ -788,7 +835,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       const inputInfo = probe.info;
       if (lb) {
         // Frames held for their report (see unreported) may be cut now.
-        if (reports + adjusted > before && atSource) {
+        if (reports + adjusted > before && (atSource || landing)) {
           clearTimeout(reportWait);
           reportWait = undefined;
           releaseUnreported();
@@ -856,6 +903,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       const streamFps = input.kind === 'file' ? (out.fps ?? ownRate) : (inputInfo?.fps ?? out.fps);
       const deliveredFps = input.fps ? Math.min(input.fps, streamFps ?? input.fps) : streamFps;
       fps = input.kind === 'file' ? deliveredFps : (input.fps ?? streamFps);
+      if (landing?.first !== undefined && Number.isFinite(landing.first) && landedLate()) return;
       options.onStreamInfo?.({ ...inputInfo, width: size.width, height: size.height, fps: deliveredFps }, lb);
       // Bytes that came before the size (ffmpeg exited, and node resumed its stdout) are cut now.
       for (const b of early.splice(0)) reader.push(b);
@@ -962,6 +1010,8 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       if (unreportedFrame) return true;
       if (childExited || reportsBehind) return false;
       const cut = seq - seqStart + (ahead ? 1 : 0);
+      // Letterboxed frames: only a resumed file's first (see landing).
+      if (!atSource && cut > 0) return false;
       const reported = reports + adjusted;
       if (reported > cut) return false;
       if (waitedFor === cut || blindRead === cut) return false;
@@ -989,7 +1039,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       onFrame(data);
     };
     const paceHold = pace || native ? holdRead : undefined;
-    const hold = atSource ? () => paceHold?.() === true || unreported() : paceHold;
+    const hold = atSource || landing ? () => paceHold?.() === true || unreported() : paceHold;
     const onStdout = (chunk: Buffer): void => {
       if (!reader) {
         early.push(chunk);
@@ -1046,7 +1096,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       if ((leftover || ahead || unread) && code === 0 && lb && !killedByUs) {
         exited = () => end(code, signal);
         // Held for their reports only (see unreported): cut now.
-        if (paused && atSource) resumeIfAllowed();
+        if (paused && (atSource || landing)) resumeIfAllowed();
       }
       else if (unread && !paused && lb && !killedByUs) {
         // A failure, with the socket being read: what ffmpeg wrote before it failed is
@@ -1067,6 +1117,14 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       closed = true;
       reader?.discardPartial();
       if (killedByUs) return;
+      // A resumed file that ends without a frame: its seek landed past every frame left (the key
+      // frame after the seek point may be the file's end), or the seek point is the end itself;
+      // run again from further back to know.
+      if (code === 0 && landing && seq === seqStart) {
+        const next = Math.min(landing.seek, landing.trim * SEEK_MARGIN_GROWTH);
+        subscriber.error(new LandedLate(`source "${id}": a seek ${landing.trim.toFixed(1)} s before ${landing.seek.toFixed(3)} s found no frame`, next));
+        return;
+      }
       if (code === 0 && lb) {
         subscriber.complete();
         return;
@@ -1264,6 +1322,9 @@ function cameraBehindNotice(id: string, behindMs: number): string {
 
 /** A fast file whose ffmpeg failed: how long what it wrote before may take to be read from the frame socket before the failure is reported. */
 const FAILED_READ_MS = 1000;
+
+/** A resumed file's first frame this much after the seek point, where its rate is unknown, landed late (LandedLate). */
+const LANDED_LATE_S = 0.5;
 
 /** Native-rate files: how long before its due time (in frames) the next frame is read even while the stage is busy. */
 export const READ_LEAD_FRAMES = 0.5;

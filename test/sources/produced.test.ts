@@ -365,9 +365,33 @@ describe('produced stamp, files', () => {
     child.info('mpegts', 10);
     const opened = epochNow();
     vi.advanceTimersByTime(50);
+    // (Reported, as ffmpeg does before writing it: the frame at the seek point, 3.05 s after the point it seeks to.)
+    child.stderr.write(child.timeLine(0, 3050));
     child.frame();
     expect(frames[0].stamps.produced).toBeCloseTo(opened, 6);
     expect(frames[0].stamps.captured).toBeCloseTo(opened + 50, 6);
+    sub.unsubscribe();
+  });
+
+  it('resumed with a seek margin that landed late (its first frame reported after the frame wanted): no frame of it is delivered, and it is run again from further back', () => {
+    const spawned: FakeFfmpeg[] = [];
+    const spawn: SpawnFn = (_cmd, args) => (spawned.push(new FakeFfmpeg(args, FRAME)), spawned.at(-1)!.asChild());
+    const frames: Frame[] = [];
+    const sub = ffmpegSource({ id: 'cam', input: { url: FILE, kind: 'file', rate: 'fast', loop: false, seek: 10, seekMargin: 3 }, output, ffmpegPath: 'ffmpeg', spawn }).subscribe({ next: (f) => frames.push(f) });
+    const [first] = spawned;
+    expect(first.args.join(' ')).toContain('-ss 7.000000');
+    first.info('mpegts', 10);
+    first.frame(1); // its bytes before its report, as the two pipes may be read
+    first.stderr.write(first.timeLine(0, 7000)); // 7 s after the point it sought to: the key frame after 10 s
+    expect(frames).toHaveLength(0);
+    expect(first.signals).toEqual(['SIGKILL']);
+    // A margin ten times larger is the whole file before 10 s: from its start, trimmed to 10 s.
+    expect(spawned).toHaveLength(2);
+    expect(spawned[1].args.join(' ')).toMatch(/-ss 0\.000000 .*trim=start=10\.000000/);
+    spawned[1].info('mpegts', 10);
+    spawned[1].stderr.write(spawned[1].timeLine(0, 10050));
+    spawned[1].frame(2);
+    expect(frames.map((f) => f.data[0])).toEqual([2]);
     sub.unsubscribe();
   });
 

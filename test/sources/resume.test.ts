@@ -123,6 +123,20 @@ describe('a native-rate file resumes where it was (real ffmpeg)', () => {
   }, 60_000);
 });
 
+describe('a resumed MPEG-TS file whose key frames are further apart than the seek margin (real ffmpeg)', () => {
+  it("the seek, which lands on the key frame after the time asked, is made again from further back: the run starts at the frame wanted (it lost the frames up to that key frame, or all the rest where it was the file's end)", async () => {
+    // 20 s at 25 fps, a key frame every 10 s (x264's default 250 frames), B-frames.
+    const long = join(dir, 'gop10.ts');
+    execFileSync(FF, ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc=size=160x120:rate=25', '-frames:v', '500', '-c:v', 'libx264', '-bf', '2', '-pix_fmt', 'yuv420p', '-f', 'mpegts', long]);
+    const ref = await reference(long);
+    expect(ref).toHaveLength(500);
+    // As the supervisor resumes it at frame k: half a frame early, with its 3 s margin.
+    const resumed = (k: number) =>
+      lastValueFrom(ffmpegSource({ id: 'cam', input: { url: long, kind: 'file', rate: 'fast', loop: false, seek: k / 25 - 0.02, seekMargin: 3 }, output, ffmpegPath: FF }).pipe(toArray()));
+    for (const k of [150, 375]) expect((await resumed(k)).map(hash)).toEqual(ref.slice(k));
+  }, 60_000);
+});
+
 describe('a looped native file keeps looping (real ffmpeg)', () => {
   it('at the end of the file it starts over at 0 in the file; seq and pts keep growing', async () => {
     const s = source(clip, true);
