@@ -460,7 +460,7 @@ export class Outbox {
   private liveBytes = 0;
   private fileBytes = 0;
   /** Lines waiting for the writer, with who waits for them. */
-  private queue: { text: string; done?: () => void }[] = [];
+  private queue: { text: string; bytes: number; done?: () => void }[] = [];
   private writing: Promise<void> | undefined;
   private closed = false;
   private recoveredRecords: OutboxRecord[] = [];
@@ -486,8 +486,8 @@ export class Outbox {
   private lockLost = false;
   private closing: Promise<void> | undefined;
   readonly stats: OutboxStats = { pending: 0, pendingBytes: 0, appended: 0, acked: 0, recovered: 0, corrupt: 0, damaged: 0, evicted: 0, oversized: 0, writeErrors: 0, slowWrites: 0 };
-  /** Characters of the lines waiting for the writer (bounded: see enqueue). */
-  private queuedChars = 0;
+  /** Bytes (UTF-8, as written) of the lines waiting for the writer (bounded: see enqueue). */
+  private queuedBytes = 0;
 
   private constructor(private readonly o: OutboxOptions) {
     this.log = o.log ?? (() => {});
@@ -698,8 +698,9 @@ export class Outbox {
           const prev = this.live.get(r.key);
           if (prev) this.dropLive(prev);
           const line = this.putLine(r);
-          this.addLive(r, this.ageOf(r), Buffer.byteLength(line));
-          return new Promise<void>((done) => this.enqueue(line, done));
+          const bytes = Buffer.byteLength(line);
+          this.addLive(r, this.ageOf(r), bytes);
+          return new Promise<void>((done) => this.enqueue(line, done, bytes));
         });
         await Promise.all(written);
         const replaced = new Set(fresh.map((r) => r.key));
@@ -1025,7 +1026,8 @@ export class Outbox {
     const prev = this.live.get(rec.key);
     if (prev) this.dropLive(prev);
     const text = this.putLine(rec);
-    this.addLive(rec, 0, Buffer.byteLength(text));
+    const bytes = Buffer.byteLength(text);
+    this.addLive(rec, 0, bytes);
     this.stats.appended++;
     // Resolves when the record is on disk, or after JOURNAL_WAIT_MS if the disk has not
     // answered by then (frozen, hung): the alert is then handed on unprotected (counted, logged)
@@ -1043,16 +1045,22 @@ export class Outbox {
         done();
       }, JOURNAL_WAIT_MS);
       t.unref();
-      this.enqueue(text, () => {
-        if (!waiting) return;
-        waiting = false;
-        clearTimeout(t);
-        done();
-      });
+      this.enqueue(
+        text,
+        () => {
+          if (!waiting) return;
+          waiting = false;
+          clearTimeout(t);
+          done();
+        },
+        bytes,
+      );
     });
     // After its record is queued: the acks of what the bound drops follow it. (Evicted first,
-    // an ack went before its record, and the next start read it back as undelivered.)
-    if (rec.kind === 'alert') this.enforceBytes(rec);
+    // an ack went before its record, and the next start read it back as undelivered.) A status
+    // too: its bytes count as an alert's (checked after alerts only, statuses took the journal
+    // past maxBytes, and the volume sized from it).
+    this.enforceBytes(rec);
     this.updateStats();
     return journaled;
   }
@@ -1072,7 +1080,8 @@ export class Outbox {
     this.updateStats();
   }
 
-  private enqueue(text: string, done?: () => void): void {
+  /** `bytes`: the line's UTF-8 length, where the caller has it (counted here otherwise). */
+  private enqueue(text: string, done?: () => void, bytes = Buffer.byteLength(text)): void {
     if (this.lockLost) {
       this.stats.writeErrors++;
       done?.();
@@ -1081,13 +1090,15 @@ export class Outbox {
     // Bounded: while the disk does not answer, lines past maxBytes are not queued; the live
     // records (bounded by maxBytes themselves) are all written by the rewrite once it answers.
     // One line larger than that (an oversized alert, kept: enforceBytes) goes in an empty queue.
-    if (this.queuedChars > 0 && this.queuedChars + text.length > this.o.maxBytes) {
+    // In bytes as written: counted in characters, a queue of labels or source names in a script
+    // of 3-byte characters held three times maxBytes.
+    if (this.queuedBytes > 0 && this.queuedBytes + bytes > this.o.maxBytes) {
       this.unjournaled = true;
       done?.();
       return;
     }
-    this.queuedChars += text.length;
-    this.queue.push({ text, done });
+    this.queuedBytes += bytes;
+    this.queue.push({ text, bytes, done });
     this.writing ??= this.writeLoop();
   }
 
@@ -1101,14 +1112,16 @@ export class Outbox {
       while (this.queue.length > 0) {
         const batch = this.queue;
         this.queue = [];
-        this.queuedChars = 0;
+        this.queuedBytes = 0;
         const body = batch.length === 1 ? batch[0].text : batch.map((b) => b.text).join('');
+        let bodyBytes = 0;
+        for (const b of batch) bodyBytes += b.bytes;
         // Counted before it is written: a batch that would take the journal past compactAt is
         // covered by a compaction instead (it writes every live record; the batch's acks are of
         // records gone from them). Checked only after it, the journal passed twice maxBytes by a
         // whole batch (up to maxBytes: what piled up during one slow write), and with its copy the
         // three times maxBytes the volume is sized for.
-        if (this.fileBytes + Buffer.byteLength(body) > this.compactAt() && !this.closed && this.mono() >= this.compactAfter && (await this.rewrite())) {
+        if (this.fileBytes + bodyBytes > this.compactAt() && !this.closed && this.mono() >= this.compactAfter && (await this.rewrite())) {
           for (const b of batch) b.done?.();
           continue;
         }
@@ -1166,7 +1179,7 @@ export class Outbox {
     if (!(await this.rewrite())) return;
     this.unjournaled = false;
     for (const q of this.queue.splice(0, covered)) {
-      this.queuedChars -= q.text.length;
+      this.queuedBytes -= q.bytes;
       q.done?.();
     }
     // Said once, then every 100th time (a disk that refuses every other write rewrote and said it each time).
@@ -1385,6 +1398,18 @@ export class Outbox {
       this.evict(r, `the journal is over outbox.maxBytes (${this.o.maxBytes})`);
     }
     if (this.liveBytes <= this.o.maxBytes) return;
+    if (newest.kind === 'status') {
+      // Statuses alone past the bound (no alert left to go): the oldest other sources' latest
+      // statuses go (logged), never this one. A status is a source's state, superseded by its next.
+      for (const r of this.live.values()) {
+        if (this.liveBytes <= this.o.maxBytes) break;
+        if (r === newest) continue;
+        this.dropLive(r);
+        if (this.fh) this.enqueue(line({ op: 'ack', key: r.key, at: r.at }));
+        this.log(`outbox: the status of ${r.source} dropped undelivered: the journal is over outbox.maxBytes (${this.o.maxBytes}) with statuses alone`, { source: r.source }, 'error');
+      }
+      return;
+    }
     this.stats.oversized++;
     this.log(`outbox: alert ${newest.key.slice(6)} takes ${this.lineBytes.get(newest.key)} bytes in the journal, more than outbox.maxBytes (${this.o.maxBytes}) leaves beside the sources' statuses: kept over the bound, never dropped as it is raised; older alerts go first (raise outbox.maxBytes, or lower alerts.snapshot.maxBytes)`, { source: newest.source, oversized: this.stats.oversized }, 'error');
   }

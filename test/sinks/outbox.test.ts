@@ -543,7 +543,7 @@ describe('Outbox (the durable alert journal)', () => {
     expect(ob.stats.slowWrites).toBe(1);
     // 50 alerts of 20 KB (1 MB) while frozen: the writer's queue holds at most maxBytes of them.
     for (let i = 1; i <= 50; i++) void ob.append(...alert(`z${i}`, 20_000));
-    expect((ob as unknown as { queuedChars: number }).queuedChars).toBeLessThanOrEqual(200_000);
+    expect((ob as unknown as { queuedBytes: number }).queuedBytes).toBeLessThanOrEqual(200_000);
     thaw();
     await until(() => !(ob as unknown as { writing?: unknown }).writing);
     // Every record the outbox still holds (its newest, within maxBytes) is on disk.
@@ -557,6 +557,60 @@ describe('Outbox (the durable alert journal)', () => {
     const closed = await Promise.race([ob.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('hung'), 10_000))]);
     expect(closed).toBe('closed');
     expect(ob.journaled).toBe(false); // 'late' may not be on disk: the run says so, not "kept"
+  });
+
+  it('the writer\'s queue is bounded in bytes as written: while the disk is frozen, alerts whose labels are 3-byte UTF-8 characters queue at most maxBytes of them (counted in characters, three times that)', async () => {
+    const d = dir();
+    const ob = await Outbox.open(opts(d, { maxBytes: 200_000, closeWaitMs: 300 }));
+    const fh = (ob as unknown as { fh: { write: unknown } }).fh;
+    let thaw!: () => void;
+    const thawed = new Promise<void>((r) => (thaw = r));
+    fh.write = async (...args: unknown[]) => {
+      await thawed;
+      delete fh.write;
+      return (fh as unknown as { write: (...a: unknown[]) => Promise<unknown> }).write(...args);
+    };
+    const euro = (id: string): [AlertMessage, string] => {
+      const m = { type: 'alert', version: 1, source: 'cam', alert: { id, rule: 'r', severity: 'critical', event: 'zone.enter', message: '€'.repeat(20_000) } } as unknown as AlertMessage;
+      return [m, JSON.stringify(m)];
+    };
+    void ob.append(...euro('e0'));
+    for (let i = 1; i <= 30; i++) void ob.append(...euro(`e${i}`));
+    const queue = (ob as unknown as { queue: { text: string }[] }).queue;
+    const queued = queue.reduce((n, q) => n + Buffer.byteLength(q.text), 0);
+    expect(queued).toBeLessThanOrEqual(200_000); // before: ~530 KB of 3-byte characters under a bound of 200 000 "characters"
+    expect(queued).toBeGreaterThan(0);
+    thaw();
+    await until(() => !(ob as unknown as { writing?: unknown }).writing);
+    await ob.close();
+  });
+
+  it('a status counts against maxBytes as an alert does: appended to a journal at its bound, the oldest alert goes (logged), and statuses alone past it drop the oldest other statuses, never the newest', async () => {
+    const d = dir();
+    const logs: { m: string; level?: string }[] = [];
+    const ob = await Outbox.open(opts(d, { maxBytes: 70_000, log: (m, _f, level) => logs.push({ m, level }) }));
+    for (let i = 0; i < 6; i++) await ob.append(...alert(`s${i}`, 10_000));
+    expect(ob.stats.evicted).toBe(0);
+    const big = (source: string, at: number): [StatusMessage, string] => {
+      const [sm] = status(source, 'reconnecting', at);
+      (sm as unknown as { reason: string }).reason = 'r'.repeat(15_000);
+      return [sm, JSON.stringify(sm)];
+    };
+    await ob.append(...big('cam1', 1000));
+    // Before: no bound was checked for a status, and the journal held ~76 KB of undelivered records.
+    expect(ob.stats.pendingBytes).toBeLessThanOrEqual(70_000);
+    expect(ob.stats.evicted).toBe(1);
+    expect(logs.some((l) => l.level === 'error' && /s0 dropped undelivered/.test(l.m))).toBe(true);
+    // Statuses alone (every alert delivered) past the bound: the oldest other statuses go.
+    ob.ack((await readOutbox(d)).filter((r) => r.kind === 'alert').map((r) => alert(r.key.slice(6))[0]));
+    for (let i = 2; i <= 6; i++) await ob.append(...big(`cam${i}`, 1000 + i));
+    expect(ob.stats.pendingBytes).toBeLessThanOrEqual(70_000);
+    await until(() => !(ob as unknown as { writing?: unknown }).writing);
+    const keys = (await readOutbox(d)).map((r) => r.key);
+    expect(keys[keys.length - 1]).toBe('status:cam6');
+    expect(keys).not.toContain('status:cam1');
+    expect(logs.some((l) => l.level === 'error' && /status of cam1 dropped undelivered/.test(l.m))).toBe(true);
+    await ob.close();
   });
 
   it('keeps only the latest status per source, and an ack of an older status does not remove a newer one', async () => {
