@@ -13,6 +13,13 @@ export interface FrameResult extends DetectedFrame {
   alerts: AlertDraft[];
   /** The source's analyzer (zones and lines in pixels, for drawing). */
   analyzer?: SourceAnalyzer;
+  /**
+   * Only its alerts are published: an argus worker's camera whose claim stopped holding (a fence)
+   * while this frame, admitted under it, was in flight. Its alerts are real (raised under that
+   * claim, with its epoch); its detections and the frame are not published (another worker may
+   * hold the camera by now).
+   */
+  alertsOnly?: boolean;
 }
 
 /**

@@ -54,6 +54,8 @@ export interface WorkerCounters {
   /** …of which because the lease had run out / the slot was no longer this worker's. */
   fencedByLease: number;
   fencedBySlot: number;
+  /** Alerts of such results still published (their frames were admitted under the claim): not lost to the fence. */
+  fencedAlerts: number;
   /** Planned moves that waited for the former owner's release. */
   waitedForRelease: number;
   /** Claims made after releaseWaitMs without the former owner's release. */
@@ -107,7 +109,7 @@ export class Worker {
   readonly id: string;
   /** This process: claims and group member data carry it, so a restart under the same id is told apart. */
   readonly incarnation = `${process.pid.toString(36)}${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
-  readonly counters: WorkerCounters = { claims: 0, releases: 0, fencings: 0, fencedFrames: 0, fencedByLease: 0, fencedBySlot: 0, waitedForRelease: 0, forcedClaims: 0, rebalancesAsked: 0 };
+  readonly counters: WorkerCounters = { claims: 0, releases: 0, fencings: 0, fencedFrames: 0, fencedByLease: 0, fencedBySlot: 0, fencedAlerts: 0, waitedForRelease: 0, forcedClaims: 0, rebalancesAsked: 0 };
   private readonly c: ClusterConfig;
   private readonly kafka: Kafka;
   private admin: Admin | undefined;
@@ -739,6 +741,15 @@ export class Worker {
           this.counters.fencedFrames++;
           if (!this.leaseHolds()) this.counters.fencedByLease++;
           else if (!this.assigned.has(run.slot)) this.counters.fencedBySlot++;
+          // Its frame was admitted while the claim held (the gate above lets no other in): the
+          // alerts it raised are real, and published under that claim's epoch; its detections are
+          // not (another worker may hold the camera by now). Dropped, a crossing seen just before
+          // a lease lapse raised no alert anywhere: the new owner starts with the object past the line.
+          if (r.alerts.length > 0 && run.claim) {
+            this.counters.fencedAlerts += r.alerts.length;
+            r.alertsOnly = true;
+            return true;
+          }
           r.frame.release();
           return false;
         }),
@@ -774,9 +785,11 @@ export class Worker {
     run.fenced = true;
     if (!run.claim) return this.reconcile(); // it never held the camera: nothing to release
     this.log(`cluster: ${this.id} stopped ${run.id} (epoch ${run.claim.epoch}${planned ? '' : ', fenced'})`, { worker: this.id, camera: run.id, epoch: run.claim.epoch });
+    // The outbox holds every alert of the camera before another worker may start it; after a
+    // fence too: the alerts of its frames in flight then (see the filter in startCamera) are
+    // journaled under the old epoch before its release is written.
+    await this.outputs?.alerts.drain().catch(() => undefined);
     if (planned) {
-      // The outbox holds every alert of the camera before another worker may start it.
-      await this.outputs?.alerts.drain().catch(() => undefined);
       await this.outputs?.publisher.flush().catch(() => undefined);
       await this.release(run.id, run.claim.epoch);
     } else this.fencedClaims.set(run.claim.epoch, run.id);

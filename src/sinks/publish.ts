@@ -22,9 +22,9 @@ export function publish(targets: PublishTargets): MonoTypeOperatorFunction<Frame
   const { publisher, alerts } = targets;
   const side = targets.side ?? [];
   return tap((r) => {
-    publisher.detections(r.frame, r.detections, r.dropped, r.analytics);
+    if (!r.alertsOnly) publisher.detections(r.frame, r.detections, r.dropped, r.analytics);
     if (r.alerts.length > 0) alerts.raise(r);
-    for (const f of side) f(r);
+    if (!r.alertsOnly) for (const f of side) f(r);
     r.frame.release();
   });
 }

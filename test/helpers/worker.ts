@@ -70,9 +70,10 @@ export interface DrivenInternals extends JoinableWorker {
  * lease holds however long a test takes, a camera's chain ends when the camera is stopped, and
  * its owners log writes straight into its view. `write(id, value)` puts a camera record (null:
  * removes it); `settle()` reconciles until the worker has acted on what it sees. `env` is the
- * worker's environment (its cameras' `${env:ARGUS_CAMERA_…}`).
+ * worker's environment (its cameras' `${env:ARGUS_CAMERA_…}`); `onResult` is given each result
+ * that leaves a camera's chain (what the sinks would get).
  */
-export async function drivenWorker<I extends DrivenInternals = DrivenInternals>(o: { env?: Record<string, string>; log?: LogFn } = {}) {
+export async function drivenWorker<I extends DrivenInternals = DrivenInternals>(o: { env?: Record<string, string>; log?: LogFn; onResult?: (r: unknown) => void } = {}) {
   const config = PipelineSchema.parse({ cluster: { brokers: ['127.0.0.1:1'], workerId: 'w1' } });
   const w = new Worker(config, o.log);
   const i = w as unknown as I;
@@ -84,7 +85,7 @@ export async function drivenWorker<I extends DrivenInternals = DrivenInternals>(
   (i.membership as { lastAlive: number }).lastAlive = Infinity; // the lease holds however long the test takes
   // A camera's chain ends when it is stopped (frames in flight: none).
   i.pipeline = { attach: (_src: unknown, stop$: Observable<void>) => stop$.pipe(filter(() => false)) };
-  i.chains$.pipe(mergeAll()).subscribe(); // what runPipeline subscribes to
+  i.chains$.pipe(mergeAll()).subscribe((r) => o.onResult?.(r)); // what runPipeline subscribes to
   const rec = (v: unknown) => Buffer.from(JSON.stringify(v));
   let offset = 0;
   i.owners = {
