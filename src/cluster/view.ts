@@ -279,6 +279,20 @@ export class ClusterView {
     return () => this.listeners.delete(f);
   }
 
+  private readonly hiddenListeners = new Set<(camera: string, latest: OwnerEntry) => void>();
+
+  /**
+   * Called with a camera and its latest claim, released, when a release of an older claim of it
+   * is read after that release: both under the camera's release key, compaction keeps only the
+   * older one, and a worker started then sees the latest claim open (its next owner waited
+   * releaseWaitMs for a release that had been written). The latest claim's owner writes its
+   * release again (Worker), so it is the key's latest record once more.
+   */
+  onReleaseHidden(f: (camera: string, latest: OwnerEntry) => void): () => void {
+    this.hiddenListeners.add(f);
+    return () => this.hiddenListeners.delete(f);
+  }
+
   async start(admin: Admin): Promise<void> {
     for (const topic of [this.topics.cameras, this.topics.owners]) {
       for (const p of await retrying(() => admin.fetchTopicOffsets(topic))) {
@@ -526,6 +540,7 @@ export class ClusterView {
     if (open?.size === 0) this.open.delete(camera);
     const cur = this.owners.get(camera);
     if (cur && cur.epoch === epoch && cur.owner === r.owner) this.owners.set(camera, { ...cur, state: 'released', at: when });
+    else if (cur && cur.state === 'released' && epoch < cur.epoch && key === `${RELEASE_KEY_PREFIX}${camera}`) for (const f of this.hiddenListeners) f(camera, cur);
     return camera;
   }
 

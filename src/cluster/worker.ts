@@ -288,9 +288,19 @@ export class Worker {
       }
     }
     // The view is read once connected (its consumer retries on its own); a stop still ends the wait.
-    this.view.onChange(() => this.reconcile());
+    this.watchView();
     if (!(await Promise.race([this.view.start(this.admin!).then(() => true as const), aborted]))) return false;
     return Promise.race([this.view.ready.then(() => true as const), aborted]);
+  }
+
+  /** Reconciles on every change of the view, and writes again a release of this process's that a later release of an older claim hides from compaction (ClusterView.onReleaseHidden). */
+  private watchView(): void {
+    this.view.onChange(() => this.reconcile());
+    this.view.onReleaseHidden((camera, latest) => {
+      if (latest.owner !== this.id || latest.incarnation !== this.incarnation || !this.owners) return;
+      this.log(`cluster: a release of an older claim of ${camera} came after this worker's release of epoch ${latest.epoch}; writing that release again (compaction keeps only the latest)`, { camera, epoch: latest.epoch }, 'debug');
+      this.owners.release(camera, latest.epoch).catch((e: unknown) => this.log(`cluster: could not write the release of ${camera} (epoch ${latest.epoch}) again: ${(e as Error).message}`, { camera }, 'warn'));
+    });
   }
 
   private async connect(): Promise<void> {

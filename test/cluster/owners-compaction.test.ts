@@ -1,21 +1,30 @@
 import type { Kafka, Producer } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { ClusterView, OwnerLog } from '../../src/cluster/view.js';
+import { Worker } from '../../src/cluster/worker.js';
+import { PipelineSchema } from '../../src/config/schema.js';
 
 const T = { cameras: 'c', owners: 'o' };
 
 /** The owners topic as a producer sees it: every record with the offset the broker gave it. */
 function ownersTopic() {
   const log: { key: string; value: Buffer; offset: number }[] = [];
+  /** Views that read the topic as it is written (a running worker's). */
+  const readers: ((key: string, value: Buffer, offset: number) => void)[] = [];
   const producer = {
     send: async ({ messages }: { messages: { key: string; value: string }[] }) => {
       const baseOffset = log.length;
-      for (const m of messages) log.push({ key: m.key, value: Buffer.from(m.value), offset: log.length });
+      for (const m of messages) {
+        const r = { key: m.key, value: Buffer.from(m.value), offset: log.length };
+        log.push(r);
+        for (const read of readers) read(r.key, r.value, r.offset);
+      }
       return [{ baseOffset: String(baseOffset) }];
     },
   } as unknown as Producer;
   return {
     producer,
+    readers,
     /** What Kafka's log cleaner leaves of the compacted topic: the latest record of each key, at its offset. */
     compacted: () => log.filter((r, i) => !log.slice(i + 1).some((later) => later.key === r.key)),
   };
@@ -46,6 +55,32 @@ describe('the owners topic once Kafka has compacted it', () => {
     const w = viewOf(topic.compacted());
     expect(w.owners.get('x')).toMatchObject({ owner: 'B', epoch: eb, state: 'released' });
     expect(w.openBefore('x', eb + 100)).toEqual([]);
+  });
+
+  it('still shows the camera’s latest claim released when a fenced worker released an older claim after it: the latest claim’s owner writes its release again', async () => {
+    const topic = ownersTopic();
+    const a = new OwnerLog(topic.producer, 'o', 'A', 'a1');
+    const [ea] = await a.claim(['x']); // A runs x; its fence stops x (a long freeze)
+    // B, a running worker, takes x over, moves it on and releases its claim; A, awake again, then releases its own.
+    const config = PipelineSchema.parse({ cluster: { brokers: ['127.0.0.1:1'], workerId: 'B', ownersTopic: 'o', camerasTopic: 'c' } });
+    const b = new Worker(config);
+    const bi = b as unknown as { owners: OwnerLog; view: ClusterView; watchView: () => void };
+    bi.owners = new OwnerLog(topic.producer, 'o', 'B', b.incarnation);
+    bi.view.ingest('c', 0, 'x', Buffer.from(JSON.stringify({ id: 'x', uri: 'rtsp://h/x' })), '0');
+    topic.readers.push((key, value, offset) => bi.view.ingest('o', 0, key, value, String(offset)));
+    bi.watchView();
+    bi.view.ingest('o', 0, 'x', topic.compacted()[0].value, String(ea));
+    const [eb] = await bi.owners.claim(['x']);
+    await bi.owners.release('x', eb);
+    await a.release('x', ea);
+    await new Promise((r) => setImmediate(r));
+    // A worker started once the log cleaner has run: before, it saw B's claim open (B's release
+    // gone, A's kept under the same key), and x's next owner waited releaseWaitMs for it.
+    const v = viewOf(topic.compacted());
+    expect(v.owners.get('x')).toMatchObject({ owner: 'B', epoch: eb, state: 'released' });
+    expect(v.openBefore('x', eb + 100)).toEqual([]);
+    // Written once: B's own release (epoch eb) read back changes nothing more.
+    expect(topic.compacted().length).toBe(2);
   });
 
   it('a release written by an earlier version (keyed by its camera) is still read', () => {
