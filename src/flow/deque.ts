@@ -46,11 +46,6 @@ export class Deque<T> {
     return out;
   }
 
-  /** Puts items back at the front, keeping their order. */
-  putBack(items: readonly T[]): void {
-    for (let i = items.length - 1; i >= 0; i--) this.unshift(items[i]);
-  }
-
   private grow(): void {
     const next = new Array<T | undefined>(this.buf.length * 2);
     for (let i = 0; i < this.size; i++) next[i] = this.buf[(this.head + i) % this.buf.length];

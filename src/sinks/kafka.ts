@@ -276,8 +276,17 @@ export class KafkaSink implements Sink {
   private statuses = new Map<string, Pending>();
   private timer: NodeJS.Timeout | undefined;
   private sending: Promise<void> | undefined;
-  /** The batch being sent (split in parts when refused as too large), for shutdown accounting. */
+  /** The batch being sent (split in parts when refused as too large), or the one that failed and waits to be sent again (`retry`), for shutdown accounting and the memory bounds. */
   private inFlight: Pending[][] = [];
+  /**
+   * The alerts and statuses of the request that failed, in its parts, to be sent again as they
+   * were: kafkajs rolls back the sequence numbers of a failed request, so the broker takes a part
+   * it had written (its answer lost: a timeout, a connection cut) for the duplicate it is only if
+   * it comes again unchanged. Put back in the queue, they went out again with the alerts
+   * published meanwhile, that request failed with OUT_OF_ORDER_SEQUENCE_NUMBER, the producer was
+   * replaced, and the alerts written the first time were written twice.
+   */
+  private retry: Pending[][] = [];
   private inFlightAlerts = 0;
   private inFlightAlertChars = 0;
   private inFlightStatus = 0;
@@ -505,10 +514,11 @@ export class KafkaSink implements Sink {
       }
     } else {
       const full = () => this.alerts.length >= this.o.alertBufferSize || (this.alerts.length > 0 && this.alertChars + json.length > this.alertBufferBytes);
-      // With the outbox, the batch in flight counts against the memory bound too: a request that
-      // failed puts its alerts back in front, and those published meanwhile had filled the
-      // buffer (4 alerts in memory against a bound of 2 under load). Without it, the batch in
-      // flight comes on top: counting it would lose queued alerts that had room before.
+      // With the outbox, the batch in flight counts against the memory bound too (and a request
+      // that failed, kept in memory to be sent again as it was: see `retry`): those published
+      // meanwhile had filled the buffer (4 alerts in memory against a bound of 2 under load).
+      // Without it, the batch in flight (or failed, waiting) comes on top: counting it would lose
+      // queued alerts that had room before.
       const heldFull = () =>
         this.alerts.length + this.inFlightAlerts >= this.o.alertBufferSize ||
         (this.alerts.length + this.inFlightAlerts > 0 && this.alertChars + this.inFlightAlertChars + json.length > this.alertBufferBytes);
@@ -608,7 +618,7 @@ export class KafkaSink implements Sink {
    * alert back (4 of 44 sent in 40 s). After a failed request its kind goes last. A message over
    * `maxMessageBytes` is parked on the way.
    */
-  private takeBatch(): Pending[] {
+  private takeBatch(): Pending[][] {
     const batch: Pending[] = [];
     let bytes = 0;
     // 'take' | 'skip' (parked or dropped) | 'full'
@@ -627,6 +637,12 @@ export class KafkaSink implements Sink {
     const order = KIND_ORDER.filter((k) => k !== this.lastFailedKind);
     if (this.lastFailedKind) order.push(this.lastFailedKind);
     for (const kind of order) {
+      // A failed request's kind: that request again, as it was, before anything newer of its kind.
+      if (this.retry.length > 0 && this.retry[0][0].kind === kind) {
+        const again = this.retry;
+        this.retry = [];
+        return again;
+      }
       if (kind === 'status') {
         for (const [source, p] of this.statuses) {
           if (admit(p) === 'full') break;
@@ -643,9 +659,9 @@ export class KafkaSink implements Sink {
           if (p.kind === 'alert') this.alertChars -= p.value.length;
         }
       }
-      if (batch.length > 0) return batch;
+      if (batch.length > 0) return [batch];
     }
-    return batch;
+    return [];
   }
 
   /** Loads alerts left on disk back into memory, oldest first, while there is room. */
@@ -670,17 +686,18 @@ export class KafkaSink implements Sink {
 
   /** Whether messages of `kind` wait to be sent. */
   private hasQueued(kind: Pending['kind']): boolean {
+    if (this.retry.length > 0 && this.retry[0][0].kind === kind) return true;
     return kind === 'detections' ? this.detections.length > 0 : kind === 'alert' ? this.alerts.length > 0 || this.spilled.length > 0 : this.statuses.size > 0;
   }
 
   private async sendOnce(): Promise<void> {
-    const batch = this.takeBatch();
-    if (batch.length === 0) {
+    // Parts still to send, in order: a batch refused as too large is replaced by its halves.
+    const work = this.takeBatch();
+    if (work.length === 0) {
       this.updateBuffered();
       return;
     }
-    // Parts still to send, in order: a batch refused as too large is replaced by its halves.
-    const work: Pending[][] = [batch];
+    const batch = work.flat();
     this.inFlight = work;
     this.countInFlight();
     let anySent = false;
@@ -744,9 +761,9 @@ export class KafkaSink implements Sink {
       // again before a next request, as at start (it was checked once, and every request to it
       // failed for the rest of the run), TOPICS_RETRY_MS after the last check at the soonest.
       if (errorType(e) === 'UNKNOWN_TOPIC_OR_PARTITION' && this.topicsChecked) this.topicsChecked = false;
-      // Alerts and statuses go back to the front, in order; detections of the failed batch are dropped.
+      // Alerts and statuses are sent again as they were (see `retry`); detections of the failed batch are dropped.
       this.lastFailedKind = batch[0].kind;
-      this.putBack(work.flat());
+      this.holdForRetry(work);
       this.noteFailure(e);
       const type = errorType(e);
       if (type && RESET_PRODUCER.has(type)) this.resetProducer(type);
@@ -933,21 +950,21 @@ export class KafkaSink implements Sink {
     }
   }
 
-  /** Puts undelivered alerts and statuses back at the front, in order; detections are dropped. */
-  private putBack(items: Pending[]): void {
-    const alerts: Pending[] = [];
-    const statuses: [string, Pending][] = [];
-    for (const p of items) {
-      if (p.kind === 'alert') alerts.push(p);
-      else if (p.kind === 'status') {
-        // A newer status of the same source arrived meanwhile: it replaces this one.
-        if (this.statuses.has(p.key)) this.stats.statusSuperseded++;
-        else statuses.push([p.key, p]);
-      } else this.stats.dropped++;
+  /**
+   * Keeps the undelivered parts of a failed request (its alerts and statuses) to be sent again as
+   * they were, before anything newer of their kind (see `retry`); detections are dropped. They
+   * stay in flight meanwhile: in the memory bounds and the shutdown's count.
+   */
+  private holdForRetry(work: Pending[][]): void {
+    const parts: Pending[][] = [];
+    for (const part of work) {
+      const kept = part.filter((p) => p.kind !== 'detections');
+      this.stats.dropped += part.length - kept.length;
+      if (kept.length > 0) parts.push(kept);
     }
-    this.alerts.putBack(alerts);
-    for (const p of alerts) this.alertChars += p.value.length;
-    if (statuses.length > 0) this.statuses = new Map([...statuses, ...this.statuses]);
+    this.retry = parts;
+    this.inFlight = parts;
+    this.countInFlight();
   }
 
   private countInFlight(): void {
@@ -1067,9 +1084,11 @@ export class KafkaSink implements Sink {
     await within(this.producer.disconnect().catch(() => undefined), Math.max(left(), 250));
   }
 
-  /** Undelivered messages at this moment (waiting, not in flight). */
+  /** Undelivered messages at this moment (waiting, or failed and waiting to be sent again; not in flight). */
   get pending(): number {
-    return this.alerts.length + this.spilled.length + this.statuses.size + this.detections.length;
+    let again = 0;
+    for (const part of this.retry) again += part.length;
+    return this.alerts.length + this.spilled.length + this.statuses.size + this.detections.length + again;
   }
 }
 

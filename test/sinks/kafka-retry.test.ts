@@ -1,0 +1,162 @@
+/**
+ * A produce request the broker wrote but whose answer was lost (a connection cut, a timeout) is
+ * sent again as it was: the idempotent producer's sequence numbers were rolled back by kafkajs,
+ * and the broker takes an unchanged request for the duplicate it is. Put back in the queue
+ * before, it went out again with the alerts published meanwhile: the broker refused it
+ * (OUT_OF_ORDER_SEQUENCE_NUMBER), a fresh producer sent it all again, and the alerts written the
+ * first time were in the topic twice, in one run. Real broker, behind a proxy that lets the
+ * produce requests through and loses their answers.
+ */
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
+import { Kafka, logLevel } from 'kafkajs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { KafkaSinkSchema } from '../../src/config/schema.js';
+import { MESSAGE_VERSION, type AlertMessage } from '../../src/sinks/message.js';
+import { KafkaSink } from '../../src/sinks/kafka.js';
+import { BROKER_TIMEOUT_MS, readTopicUntil, testBrokers, uniqueTopic } from '../helpers/kafka.js';
+
+let brokers: string[];
+beforeAll(async () => {
+  brokers = await testBrokers();
+}, BROKER_TIMEOUT_MS);
+
+/** Bound on a wait for the broker (a JVM on a busy machine is slow): it only ends a hang. */
+const BROKER_WAIT_MS = 180_000;
+
+function alert(id: string): AlertMessage {
+  const t = Date.now();
+  return {
+    type: 'alert',
+    version: MESSAGE_VERSION,
+    source: 'gate',
+    seq: 0,
+    pts: 0,
+    capturedAt: new Date(t).toISOString(),
+    producedBy: 'captured',
+    stamps: { produced: t, captured: t, preprocessed: t, inferStart: t, inferEnd: t, postprocessed: t, emitted: t, published: t },
+    frame: { width: 768, height: 432 },
+    model: { name: 'test', version: '0' },
+    dropped: 0,
+    alert: { id, rule: 'retry-test', severity: 'critical', event: 'test.retry', message: `retry test ${id}` },
+    detections: [],
+  } as AlertMessage;
+}
+
+/**
+ * A TCP proxy to the broker. While `lose` holds, a produce request (API key 0) goes through to
+ * the broker, its answer is swallowed, and the connection is cut 300 ms later.
+ */
+async function answerLosingProxy(target: string) {
+  const state = { lose: false, lost: 0 };
+  const sockets = new Set<Socket>();
+  const server = createServer((c) => {
+    const [host, port] = target.split(':');
+    const u = connect(Number(port), host);
+    sockets.add(c);
+    sockets.add(u);
+    let swallow = false;
+    let pending = Buffer.alloc(0);
+    const cut = () => {
+      c.destroy();
+      u.destroy();
+    };
+    c.on('error', cut);
+    u.on('error', cut);
+    c.on('close', cut);
+    u.on('close', cut);
+    c.on('data', (d: Buffer) => {
+      pending = Buffer.concat([pending, d]);
+      // Whole requests only: [int32 size][int16 api key]…
+      while (pending.length >= 6 && pending.length >= 4 + pending.readInt32BE(0)) {
+        const size = 4 + pending.readInt32BE(0);
+        const frame = pending.subarray(0, size);
+        pending = pending.subarray(size);
+        if (!swallow) u.write(frame);
+        if (frame.readInt16BE(4) === 0 && state.lose && !swallow) {
+          swallow = true;
+          state.lost++;
+          setTimeout(cut, 300);
+        }
+      }
+    });
+    u.on('data', (d: Buffer) => {
+      if (!swallow) c.write(d);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    state,
+    at: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      server.close();
+    },
+  };
+}
+
+describe('Kafka sink: a request written by the broker whose answer was lost', () => {
+  it('is sent again as it was, so the broker knows it for a duplicate: alerts published meanwhile go after it, and each alert is in the topic once', async () => {
+    const proxy = await answerLosingProxy(brokers[0]);
+    const topic = uniqueTopic('retry');
+    const logs: string[] = [];
+    let sink!: KafkaSink;
+    const publish = (id: string) => {
+      const m = alert(id);
+      sink.publish('alert', m.source, JSON.stringify(m), m);
+    };
+    sink = new KafkaSink({
+      ...KafkaSinkSchema.parse({ brokers: [proxy.at], topics: { detections: topic, alerts: `${topic}.alerts`, status: `${topic}.status` } }),
+      ssl: undefined,
+      lingerMs: 5,
+      closeTimeoutMs: 5000,
+      requestTimeoutMs: 5000,
+      log: (msg) => {
+        logs.push(msg);
+        // The first failure: alerts published now are in the queue when the request is tried
+        // again, and the answers are no longer lost.
+        if (msg.startsWith('kafka: publishing failed') && proxy.state.lose) {
+          proxy.state.lose = false;
+          for (const id of ['a4', 'a5', 'a6']) publish(id);
+        }
+      },
+    });
+    // Every connection through the proxy, also those to the broker the metadata names (its own
+    // address): the sink's Kafka client as it makes it (src/sinks/kafka.ts), with a socket factory.
+    const internals = sink as unknown as { kafka: Kafka; producer: unknown; makeProducer: () => unknown };
+    const [, proxyPort] = proxy.at.split(':');
+    internals.kafka = new Kafka({
+      clientId: 'argus-retry-test',
+      brokers: [proxy.at],
+      connectionTimeout: 3000,
+      requestTimeout: 5000,
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 },
+      socketFactory: ({ onConnect }) => connect(Number(proxyPort), '127.0.0.1', onConnect),
+    });
+    internals.producer = internals.makeProducer();
+    try {
+      await sink.start();
+      publish('a0');
+      expect(await until(() => sink.stats.alertsSent === 1, BROKER_WAIT_MS)).toBe(true);
+      proxy.state.lose = true;
+      for (const id of ['a1', 'a2', 'a3']) publish(id);
+      expect(await until(() => sink.stats.alertsSent === 7, BROKER_WAIT_MS)).toBe(true);
+      expect(proxy.state.lost).toBeGreaterThan(0);
+      expect(sink.stats.failures).toBeGreaterThan(0);
+      // Every message of the topic: read until more than the 7 came (a duplicate), or 10 s after the 7 acks.
+      const all = await readTopicUntil(brokers, `${topic}.alerts`, (v) => v.length > 7, 10_000);
+      // Before: a1, a2 and a3 twice (the regrouped retry was refused as out of order, and a fresh producer sent them again).
+      expect(all.map((v) => JSON.parse(v.value).alert.id as string)).toEqual(['a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6']);
+      expect(logs.filter((l) => /starting a new producer/.test(l))).toEqual([]);
+    } finally {
+      await sink.close();
+      proxy.close();
+    }
+  }, 4 * BROKER_WAIT_MS);
+});
+
+async function until(cond: () => boolean, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+  return cond();
+}
