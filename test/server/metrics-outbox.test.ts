@@ -41,7 +41,7 @@ describe('metrics for alert delivery', () => {
     await outbox.close();
   }, 30_000);
 
-  it('with the outbox, memory holds at most alertBufferSize alerts counting the batch in flight: those published while a request is out wait on disk, and a failed request puts its alerts back in front, in order', async () => {
+  it('with the outbox, memory holds at most alertBufferSize alerts counting the batch in flight: those published while a request is out wait on disk, and a failed request is sent again first, as it was, then the rest in order', async () => {
     const outbox = await Outbox.open({ dir: mkdtempSync(join(tmpdir(), 'argus-m-')), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false });
     const kafka = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'], alertBufferSize: 2, lingerMs: 1, closeTimeoutMs: 500 }), ssl: undefined, spill: outbox.spill(), onDelivered: (m) => outbox.ack(m) });
     // A connection that hangs until told to fail, then a broker that takes everything.
