@@ -8,7 +8,7 @@ import { ArgusError, ErrorCodes, inContext } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
 import { runPipeline, type RunningPipeline, type RunOptions, type RunSummary } from '../pipeline/run.js';
-import type { Claim } from '../sinks/message.js';
+import type { Claim, StatusMessage } from '../sinks/message.js';
 import type { Transition } from '../sources/health.js';
 import { KafkajsMembership } from './kafkajs-membership.js';
 import type { Assignment, GroupMembership, SlotTable } from './membership.js';
@@ -88,7 +88,7 @@ interface Running {
   startedAt: number;
 }
 
-export interface WorkerOptions extends Omit<RunOptions, 'attached' | 'claimOf' | 'health' | 'clusterMetrics' | 'publishesStatus'> {
+export interface WorkerOptions extends Omit<RunOptions, 'attached' | 'claimOf' | 'health' | 'clusterMetrics' | 'publishesStatus' | 'replaysStatus'> {
   /** Called once the worker has joined the group (tests, bench). */
   onJoined?: (worker: Worker) => void;
 }
@@ -714,6 +714,17 @@ export class Worker {
     if (held) this.outputs?.publisher.status(held).catch(() => undefined);
   }
 
+  /**
+   * Whether a status an earlier run of this worker left in its outbox is replayed at start: not
+   * once the view (read to its end before the run starts) holds a later claim of its camera. That
+   * claim's owner publishes the camera's states; replayed after them, this one (a `kill -9` during
+   * a broker outage, then a restart) became the camera's latest on the compacted status topic.
+   */
+  replaysStatus(m: StatusMessage): boolean {
+    const latest = this.view.owners.get(m.source);
+    return m.epoch === undefined || latest === undefined || latest.epoch <= m.epoch;
+  }
+
   /** Whether a source's state change is published: not while its camera waits for its claim here (the latest such is kept for admit). */
   publishesStatus(t: Transition): boolean {
     const r = this.running.get(t.source);
@@ -924,6 +935,7 @@ export async function runWorker(config: PipelineConfig, options: WorkerOptions =
       attached: (pipeline, stop) => worker.attached(pipeline, stop),
       claimOf: (source) => worker.claimOf(source),
       publishesStatus: (t) => worker.publishesStatus(t),
+      replaysStatus: (m) => worker.replaysStatus(m),
       health: () => worker.health(),
       clusterMetrics: () => ({ worker: worker.id, cameras: worker.cameras(), lease: worker.leaseHolds(), counters: worker.counters, view: { cameras: worker.view.cameras.size, refused: worker.view.refusedCameras } }),
     });

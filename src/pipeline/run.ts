@@ -13,7 +13,7 @@ import { JsonlSink } from '../sinks/jsonl.js';
 import type { AnnotateSink, AnnotateSourceStats } from '../sinks/annotate.js';
 import { AnnotateSinkSchema } from '../config/schema/sinks.js';
 import type { KafkaSink, KafkaSinkOptions } from '../sinks/kafka.js';
-import type { Claim, Message, MessageKind } from '../sinks/message.js';
+import type { Claim, Message, MessageKind, StatusMessage } from '../sinks/message.js';
 import { Outbox, recordMessage, strandedAlerts } from '../sinks/outbox.js';
 import { Publisher } from '../sinks/publisher.js';
 import type { Sink } from '../sinks/sink.js';
@@ -61,6 +61,13 @@ export interface RunOptions extends PipelineOptions {
   claimOf?: (source: string) => Claim | undefined;
   /** argus worker: whether a source's state change is published (not while the camera waits for its claim). Default: all are. */
   publishesStatus?: (t: Transition) => boolean;
+  /**
+   * argus worker: whether a status an earlier run left in the outbox is replayed: not once a later
+   * claim of its camera exists (its owner's states stand; replayed after them, an old state became
+   * the camera's latest on the compacted status topic). Those not replayed are taken out of the
+   * outbox. Default: all are.
+   */
+  replaysStatus?: (m: StatusMessage) => boolean;
   /** Extra fields of /healthz (argus worker: the worker and its cameras). */
   health?: () => Record<string, unknown>;
   /** argus worker: its cameras, lease and counters on /metrics. */
@@ -412,11 +419,21 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
   const recovered = outbox?.takeRecovered() ?? [];
   if (recovered.length > 0) {
     if (kafka) {
+      const superseded: Message[] = [];
       for (const r of recovered) {
-        kafka.publish(r.kind as MessageKind, r.source, r.value, recordMessage(r), true); // counted apart: their emitted is the earlier run's
+        const m = recordMessage(r);
+        if (m.type === 'status' && options.replaysStatus?.(m) === false) {
+          superseded.push(m);
+          continue;
+        }
+        kafka.publish(r.kind as MessageKind, r.source, r.value, m, true); // counted apart: their emitted is the earlier run's
         replayed++;
       }
-      log(`outbox: replaying ${recovered.filter((r) => r.kind === 'alert').length} alert(s) and ${recovered.filter((r) => r.kind === 'status').length} status message(s) an earlier run left undelivered`, { dir: outbox!.dir });
+      if (superseded.length > 0) {
+        outbox!.ack(superseded);
+        log(`outbox: ${superseded.length} status message(s) an earlier run left undelivered are not replayed: their cameras have been claimed since (${[...new Set(superseded.map((m) => m.source))].join(', ')})`, { dir: outbox!.dir });
+      }
+      log(`outbox: replaying ${recovered.filter((r) => r.kind === 'alert').length} alert(s) and ${recovered.filter((r) => r.kind === 'status').length - superseded.length} status message(s) an earlier run left undelivered`, { dir: outbox!.dir });
     } else {
       log(`outbox: ${recovered.length} undelivered message(s) in ${outbox!.dir}, but no Kafka sink is configured; kept`, {}, 'warn');
     }
