@@ -1392,24 +1392,23 @@ export class Outbox {
    */
   private enforceBytes(newest: OutboxRecord): void {
     if (this.liveBytes <= this.o.maxBytes) return;
+    // A status past the bound: the oldest other sources' statuses go first (a state, superseded
+    // at the source's next change), then the oldest alerts; never this one.
+    if (newest.kind === 'status') {
+      for (const r of this.live.values()) {
+        if (this.liveBytes <= this.o.maxBytes) return;
+        if (r.kind !== 'status' || r === newest) continue;
+        this.dropLive(r);
+        if (this.fh) this.enqueue(line({ op: 'ack', key: r.key, at: r.at }));
+        this.log(`outbox: the status of ${r.source} dropped undelivered: the journal is over outbox.maxBytes (${this.o.maxBytes})`, { source: r.source }, 'error');
+      }
+    }
     for (const r of this.live.values()) {
       if (this.liveBytes <= this.o.maxBytes) break;
       if (r.kind !== 'alert' || r === newest) continue;
       this.evict(r, `the journal is over outbox.maxBytes (${this.o.maxBytes})`);
     }
-    if (this.liveBytes <= this.o.maxBytes) return;
-    if (newest.kind === 'status') {
-      // Statuses alone past the bound (no alert left to go): the oldest other sources' latest
-      // statuses go (logged), never this one. A status is a source's state, superseded by its next.
-      for (const r of this.live.values()) {
-        if (this.liveBytes <= this.o.maxBytes) break;
-        if (r === newest) continue;
-        this.dropLive(r);
-        if (this.fh) this.enqueue(line({ op: 'ack', key: r.key, at: r.at }));
-        this.log(`outbox: the status of ${r.source} dropped undelivered: the journal is over outbox.maxBytes (${this.o.maxBytes}) with statuses alone`, { source: r.source }, 'error');
-      }
-      return;
-    }
+    if (this.liveBytes <= this.o.maxBytes || newest.kind === 'status') return;
     this.stats.oversized++;
     this.log(`outbox: alert ${newest.key.slice(6)} takes ${this.lineBytes.get(newest.key)} bytes in the journal, more than outbox.maxBytes (${this.o.maxBytes}) leaves beside the sources' statuses: kept over the bound, never dropped as it is raised; older alerts go first (raise outbox.maxBytes, or lower alerts.snapshot.maxBytes)`, { source: newest.source, oversized: this.stats.oversized }, 'error');
   }

@@ -585,31 +585,31 @@ describe('Outbox (the durable alert journal)', () => {
     await ob.close();
   });
 
-  it('a status counts against maxBytes as an alert does: appended to a journal at its bound, the oldest alert goes (logged), and statuses alone past it drop the oldest other statuses, never the newest', async () => {
+  it('a status counts against maxBytes as an alert does: journaled at the bound, the oldest other sources\' statuses go first (logged), then the oldest alerts; never the status itself', async () => {
     const d = dir();
     const logs: { m: string; level?: string }[] = [];
     const ob = await Outbox.open(opts(d, { maxBytes: 70_000, log: (m, _f, level) => logs.push({ m, level }) }));
-    for (let i = 0; i < 6; i++) await ob.append(...alert(`s${i}`, 10_000));
-    expect(ob.stats.evicted).toBe(0);
-    const big = (source: string, at: number): [StatusMessage, string] => {
+    const big = (source: string, at: number, size = 15_000): [StatusMessage, string] => {
       const [sm] = status(source, 'reconnecting', at);
-      (sm as unknown as { reason: string }).reason = 'r'.repeat(15_000);
+      (sm as unknown as { reason: string }).reason = 'r'.repeat(size);
       return [sm, JSON.stringify(sm)];
     };
     await ob.append(...big('cam1', 1000));
-    // Before: no bound was checked for a status, and the journal held ~76 KB of undelivered records.
+    for (let i = 0; i < 4; i++) await ob.append(...alert(`s${i}`, 10_000));
+    expect(ob.stats).toMatchObject({ evicted: 0 });
+    // Over the bound: cam1's status goes, not an alert.
+    await ob.append(...big('cam2', 1001));
+    expect(ob.stats.pendingBytes).toBeLessThanOrEqual(70_000); // before: ~77 KB, no bound checked for a status
+    expect(ob.stats.evicted).toBe(0);
+    expect(logs.some((l) => l.level === 'error' && /status of cam1 dropped undelivered/.test(l.m))).toBe(true);
+    // No other status left (cam2's newer state, larger, replaces its own): the oldest alert goes.
+    await ob.append(...alert('s4', 10_000));
+    await ob.append(...big('cam2', 1002, 25_000));
     expect(ob.stats.pendingBytes).toBeLessThanOrEqual(70_000);
     expect(ob.stats.evicted).toBe(1);
     expect(logs.some((l) => l.level === 'error' && /s0 dropped undelivered/.test(l.m))).toBe(true);
-    // Statuses alone (every alert delivered) past the bound: the oldest other statuses go.
-    ob.ack((await readOutbox(d)).filter((r) => r.kind === 'alert').map((r) => alert(r.key.slice(6))[0]));
-    for (let i = 2; i <= 6; i++) await ob.append(...big(`cam${i}`, 1000 + i));
-    expect(ob.stats.pendingBytes).toBeLessThanOrEqual(70_000);
     await until(() => !(ob as unknown as { writing?: unknown }).writing);
-    const keys = (await readOutbox(d)).map((r) => r.key);
-    expect(keys[keys.length - 1]).toBe('status:cam6');
-    expect(keys).not.toContain('status:cam1');
-    expect(logs.some((l) => l.level === 'error' && /status of cam1 dropped undelivered/.test(l.m))).toBe(true);
+    expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:s1', 'alert:s2', 'alert:s3', 'alert:s4', 'status:cam2']);
     await ob.close();
   });
 
