@@ -276,7 +276,7 @@ export class KafkaSink implements Sink {
   private statuses = new Map<string, Pending>();
   private timer: NodeJS.Timeout | undefined;
   private sending: Promise<void> | undefined;
-  /** The batch being sent (split in parts when refused as too large), or the one that failed and waits to be sent again (`retry`), for shutdown accounting and the memory bounds. */
+  /** The batch being sent (split in parts when refused as too large), for shutdown accounting and the memory bounds (with `retry`). */
   private inFlight: Pending[][] = [];
   /**
    * The alerts and statuses of the request that failed, in its parts, to be sent again as they
@@ -284,9 +284,11 @@ export class KafkaSink implements Sink {
    * it had written (its answer lost: a timeout, a connection cut) for the duplicate it is only if
    * it comes again unchanged. Put back in the queue, they went out again with the alerts
    * published meanwhile, that request failed with OUT_OF_ORDER_SEQUENCE_NUMBER, the producer was
-   * replaced, and the alerts written the first time were written twice.
+   * replaced, and the alerts written the first time were written twice. One for each kind (a
+   * status request may fail while an alert request waits for its turn again). In flight still:
+   * in the memory bounds and the shutdown's count.
    */
-  private retry: Pending[][] = [];
+  private readonly retry = new Map<Pending['kind'], Pending[][]>();
   private inFlightAlerts = 0;
   private inFlightAlertChars = 0;
   private inFlightStatus = 0;
@@ -638,9 +640,9 @@ export class KafkaSink implements Sink {
     if (this.lastFailedKind) order.push(this.lastFailedKind);
     for (const kind of order) {
       // A failed request's kind: that request again, as it was, before anything newer of its kind.
-      if (this.retry.length > 0 && this.retry[0][0].kind === kind) {
-        const again = this.retry;
-        this.retry = [];
+      const again = this.retry.get(kind);
+      if (again) {
+        this.retry.delete(kind);
         return again;
       }
       if (kind === 'status') {
@@ -686,7 +688,7 @@ export class KafkaSink implements Sink {
 
   /** Whether messages of `kind` wait to be sent. */
   private hasQueued(kind: Pending['kind']): boolean {
-    if (this.retry.length > 0 && this.retry[0][0].kind === kind) return true;
+    if (this.retry.has(kind)) return true;
     return kind === 'detections' ? this.detections.length > 0 : kind === 'alert' ? this.alerts.length > 0 || this.spilled.length > 0 : this.statuses.size > 0;
   }
 
@@ -962,16 +964,21 @@ export class KafkaSink implements Sink {
       this.stats.dropped += part.length - kept.length;
       if (kept.length > 0) parts.push(kept);
     }
-    this.retry = parts;
-    this.inFlight = parts;
-    this.countInFlight();
+    // (A request is of one kind; another kind's failed request, waiting too, stays as it is.)
+    if (parts.length > 0) this.retry.set(parts[0][0].kind, parts);
+  }
+
+  /** The parts of the request being sent and of those waiting to be sent again. */
+  private *heldParts(): Generator<Pending[]> {
+    yield* this.inFlight;
+    for (const parts of this.retry.values()) yield* parts;
   }
 
   private countInFlight(): void {
     let a = 0;
     let chars = 0;
     let s = 0;
-    for (const part of this.inFlight) for (const p of part) if (p.kind === 'alert') {
+    for (const part of this.heldParts()) for (const p of part) if (p.kind === 'alert') {
       a++;
       chars += p.value.length;
     } else if (p.kind === 'status') s++;
@@ -1060,8 +1067,9 @@ export class KafkaSink implements Sink {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    const inFlight = this.inFlight.flat();
+    const inFlight = [...this.heldParts()].flat();
     this.inFlight = [];
+    this.retry.clear();
     let alerts = this.alerts.length + this.spilled.length;
     let statuses = this.statuses.size;
     let dets = this.detections.length;
@@ -1087,7 +1095,7 @@ export class KafkaSink implements Sink {
   /** Undelivered messages at this moment (waiting, or failed and waiting to be sent again; not in flight). */
   get pending(): number {
     let again = 0;
-    for (const part of this.retry) again += part.length;
+    for (const parts of this.retry.values()) for (const part of parts) again += part.length;
     return this.alerts.length + this.spilled.length + this.statuses.size + this.detections.length + again;
   }
 }

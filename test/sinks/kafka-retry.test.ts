@@ -160,3 +160,33 @@ async function until(cond: () => boolean, ms: number): Promise<boolean> {
   while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
   return cond();
 }
+
+describe('Kafka sink: failed requests of two kinds waiting at once (scripted producer)', () => {
+  it('a detections request that fails while a failed alert request waits for its turn leaves that one waiting: the alert is sent once the broker answers', async () => {
+    const kinds: string[] = [];
+    let calls = 0;
+    let sink!: KafkaSink;
+    const refused = () => Object.assign(new Error('Connection error: connect ECONNREFUSED 127.0.0.1:9'), { name: 'KafkaJSConnectionError' });
+    const sendBatch = async ({ topicMessages }: { topicMessages: { topic: string }[] }) => {
+      const kind = topicMessages[0].topic.endsWith('.alerts') ? 'alert' : 'detections';
+      kinds.push(kind);
+      if (calls++ === 0) {
+        // The alert request fails; a frame's detections come meanwhile, and go first next time (the failed kind goes last).
+        const d = { type: 'detections', version: 1, source: 'gate', seq: 1, stamps: { emitted: Date.now() } };
+        sink.publish('detections', 'gate', JSON.stringify(d), d as never);
+        throw refused();
+      }
+      if (calls === 2) throw refused(); // the detections request fails too
+      return [];
+    };
+    sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'], topics: { detections: 'd', alerts: 'd.alerts', status: 'd.status' } }), ssl: undefined, lingerMs: 1, closeTimeoutMs: 500 });
+    const producer = { connect: async () => undefined, disconnect: async () => undefined, on: () => undefined, events: { DISCONNECT: 'producer.disconnect' }, sendBatch };
+    Object.assign(sink as unknown as object, { producer, makeProducer: () => producer, topicsChecked: true });
+    const a = alert('waits');
+    sink.publish('alert', a.source, JSON.stringify(a), a);
+    expect(await until(() => sink.stats.alertsSent === 1, 30_000)).toBe(true); // before: the detections' failure dropped the waiting alert request
+    expect(kinds).toEqual(['alert', 'detections', 'alert']);
+    expect(sink.stats).toMatchObject({ alertsDropped: 0, alertsBuffered: 0 });
+    await sink.close();
+  }, 60_000);
+});
