@@ -63,6 +63,8 @@ export interface AlertPublisherOptions {
 
 export class AlertPublisher {
   private readonly pending = new Set<Promise<void>>();
+  /** Per source, the hand-over of its latest alert still on its way (see inOrder). */
+  private readonly lastOf = new Map<string, Promise<unknown>>();
   /** `snapshotsSkipped`: alerts published without a snapshot because SNAPSHOT_HOLD_BYTES were held. */
   readonly stats = { raised: 0, published: 0, snapshotFailures: 0, snapshotsSkipped: 0 };
   private heldBytes = 0;
@@ -142,7 +144,7 @@ export class AlertPublisher {
       // source:rule:run-seq:track — unique across restarts (run tag) and within a run (seq never repeats).
       const body = { id: `${frame.source}:${draft.rule}:${this.run}-${frame.seq}:${draft.trackId ?? `r${row}`}`, ...rest } as AlertBody;
       if (!pic) {
-        this.track(this.publisher.alert(frame, detections, dropped, body).then(() => void this.stats.published++));
+        this.track(this.inOrder(frame.source, undefined, () => this.publisher.alert(frame, detections, dropped, body)).then(() => void this.stats.published++));
         continue;
       }
       // On disk now, not after the snapshot (tens of ms of libvips): it counts as raised.
@@ -153,7 +155,7 @@ export class AlertPublisher {
       /** The `ref` file being written, removed if its write fails (see below), and whether the disk answered that write. */
       let writing: string | undefined;
       let answered = false;
-      const job = renderSnapshot(pic, { detections, labels: this.detector.labels, highlight: row, scene }, snap)
+      const rendered = renderSnapshot(pic, { detections, labels: this.detector.labels, highlight: row, scene }, snap)
         .then(async ({ jpeg, width, height }) => {
           if (snap.mode === 'embed') {
             body.snapshot = { contentType: 'image/jpeg', data: jpeg.toString('base64'), width, height };
@@ -189,11 +191,29 @@ export class AlertPublisher {
             if (answered) await withDeadline(removed, this.ioMs, '').catch(() => undefined);
           }
         })
-        .finally(letGo)
-        .then(() => this.publisher.alert(frame, detections, dropped, body))
-        .then(() => void this.stats.published++);
-      this.track(job);
+        .finally(letGo);
+      this.track(this.inOrder(frame.source, rendered, () => this.publisher.alert(frame, detections, dropped, body)).then(() => void this.stats.published++));
     }
+  }
+
+  /**
+   * Hands an alert to the sinks once `ready` (its snapshot) and every earlier alert of its
+   * source have been: a source's alerts reach the sinks in the order they were raised. Their
+   * snapshots render side by side and finish in any order, and each went out as its own was done:
+   * a consumer got a track's exit before its entry, and Kafka's order per source (the key) was
+   * not the order of events (1 run in 2 of a fast file with an alert every 10 frames).
+   */
+  private inOrder(source: string, ready: Promise<unknown> | undefined, publish: () => Promise<unknown>): Promise<unknown> {
+    const before = this.lastOf.get(source);
+    const settled = () => undefined;
+    // At once when nothing of its source is on its way (journaled at once, as before).
+    const p = !before && !ready ? publish() : Promise.all([before?.then(settled, settled), ready?.then(settled, settled)]).then(publish);
+    this.lastOf.set(source, p);
+    const forget = () => {
+      if (this.lastOf.get(source) === p) this.lastOf.delete(source);
+    };
+    p.then(forget, forget);
+    return p;
   }
 
   private track(job: Promise<void>): void {

@@ -1237,6 +1237,37 @@ describe('snapshots of alerts in a burst', () => {
   });
 });
 
+describe('the order of a source\'s alerts', () => {
+  it('is the order they were raised, whatever order their snapshots finish in; another source\'s alert does not wait for them', async () => {
+    const { AlertPublisher, Publisher, AlertsSchema, Detections, letterbox, emptyStamps } = await alertModules();
+    const seen: string[] = [];
+    const sink = { name: 'spy', publish: (_k: string, _s: string, json: string) => void seen.push(json), close: async () => {} };
+    const publisher = new Publisher([sink], { name: 'm', version: '1' }, ['person'], undefined);
+    const detector = { manifest: { preprocess: { channelOrder: 'bgr' } }, labels: ['person'] } as never;
+    // The first snapshot's file is written last (a disk that took its time with it).
+    let first: (() => void) | undefined;
+    const fs = { mkdir: async () => undefined, writeFile: () => (first ? Promise.resolve() : new Promise<void>((r) => (first = r))) };
+    // Room for two pictures: the third alert of 'cam' goes without one.
+    const alerts = new AlertPublisher(publisher, AlertsSchema.parse({ snapshot: { mode: 'ref', dir: dir() } }), detector, dir(), () => {}, { fs, holdBytes: 2 * 64 * 48 * 3 });
+    const detections = new Detections(new Float32Array([4, 4, 30, 40]), new Float32Array([0.9]), new Int32Array([0]));
+    const frameOf = (source: string, seq: number) => ({ source, seq, pts: seq / 10, data: Buffer.alloc(64 * 48 * 3, 90), layout: 'source' as const, letterbox: letterbox(64, 48, 64, 64), stamps: emptyStamps(Date.now()), producedBy: 'captured' as const, release: () => {} });
+    const raise = (source: string, seq: number) => alerts.raise({ frame: frameOf(source, seq), detections, dropped: 0, alerts: [{ rule: 'r', severity: 'critical', event: 'zone.enter', message: 'm', row: 0 }] });
+    raise('cam', 0);
+    raise('cam', 1);
+    raise('cam', 2);
+    const ids = () => seen.map((j) => JSON.parse(j) as { source: string; seq: number }).map((m) => `${m.source}${m.seq}`);
+    for (let i = 0; i < 500 && first === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+    raise('dock', 3);
+    // Everything but cam's first snapshot is done: only dock's alert may be out.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(ids()).toEqual(['dock3']);
+    first!();
+    await alerts.drain();
+    expect(ids()).toEqual(['dock3', 'cam0', 'cam1', 'cam2']);
+    expect(alerts.stats).toMatchObject({ raised: 4, published: 4, snapshotsSkipped: 1 });
+  });
+});
+
 describe('ref snapshots whose folder or file cannot be made', () => {
   const frameOf = async (seq: number) => {
     const { letterbox, emptyStamps } = await alertModules();
