@@ -30,7 +30,7 @@ export const PipelineSchema = z
   .object({
     /** Pipeline name for logs. */
     name: z.string().min(1).default('pipeline'),
-    /** ffmpeg executable (e.g. a build with NVDEC). Default: the bundled @ffmpeg-installer binary, or $ARGUS_FFMPEG. */
+    /** ffmpeg executable (e.g. a build with NVDEC; relative: from the YAML's folder; a bare name: on PATH). Default: see sources/ffmpeg-path.ts. */
     ffmpegPath: z.string().min(1).optional(),
     /** The cameras and files. Empty only with `cluster` (a worker's cameras come from Kafka). */
     sources: z.array(SourceSchema).default([]),

@@ -14,7 +14,7 @@ import { redact } from '../core/redact.js';
 import { Pace } from '../flow/pace.js';
 import { Detector } from '../inference/detector.js';
 import { sourceKind, type SourceKind } from '../sources/ffmpeg-args.js';
-import { describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
+import { configuredFfmpegPath, describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import type { Transition } from '../sources/health.js';
 import { DamageWarnings, newSourceStats, recordTransition, type SourceStats } from '../sources/stats.js';
 import { readCameraCa } from '../sources/rtsp-tap.js';
@@ -337,7 +337,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   let ffmpegPath: string;
   let urls: string[];
   try {
-    const ff = config.ffmpegPath ? await describeFfmpeg(config.ffmpegPath, 'config ffmpegPath') : await resolveFfmpeg();
+    const ff = config.ffmpegPath ? await describeFfmpeg(configuredFfmpegPath(config.ffmpegPath, baseDir), 'config ffmpegPath', settingOf(options, 'ffmpegPath')) : await resolveFfmpeg();
     ffmpegPath = ff.path;
     log(`ffmpeg ${ff.version} at ${ff.path} (${ff.reason})`, { ffmpeg: ff.path, version: ff.version });
     urls = await Promise.all(sources.map((s) => resolveSourceUrl(s, baseDir, ffmpegPath, log, settingOf(options, `sources[${config.sources.indexOf(s)}]`), options.signal)));

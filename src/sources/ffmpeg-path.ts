@@ -1,7 +1,9 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { isAbsolute, resolve } from 'node:path';
 import { ownChild } from '../core/children.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
 
 /**
  * Which ffmpeg runs the sources. ffmpeg parses untrusted network input, so a maintained build
@@ -86,6 +88,8 @@ const versions = new Map<string, Promise<FfmpegVersion | undefined>>();
 const versionsSync = new Map<string, FfmpegVersion | undefined>();
 /** The paths whose last asynchronous `-version` gave no answer: it could not be started, or a signal ended it (ffmpegVersion). */
 const unanswered = new Set<string>();
+/** Why the last asynchronous `-version` of a path could not be started (ENOENT, EACCES, EAGAIN, …). */
+const startErrors = new Map<string, string>();
 
 /** `ffmpeg -version` of one executable (asynchronous, cached); undefined if it does not run or is not ffmpeg. */
 export function ffmpegVersion(path: string): Promise<FfmpegVersion | undefined> {
@@ -99,6 +103,8 @@ export function ffmpegVersion(path: string): Promise<FfmpegVersion | undefined> 
           // More than maxBuffer of output is an answer, and not ffmpeg's (node ends it, a code and a signal of its own).
           if (err && err.code !== 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER' && (typeof err.code === 'string' || err.signal)) unanswered.add(path);
           else unanswered.delete(path);
+          if (err && typeof err.code === 'string' && err.code !== 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER') startErrors.set(path, err.code);
+          else startErrors.delete(path);
           versionsSync.set(path, v);
           resolve(v);
         }),
@@ -168,6 +174,7 @@ export async function resolveFfmpeg(c: FfmpegCandidates = {}): Promise<FfmpegCho
   // Run the versions first (in parallel); `choose` then reads them from the cache.
   const paths = env.ARGUS_FFMPEG ? [env.ARGUS_FFMPEG] : [bundled, ...(existsSync(system) ? [system] : [])];
   const got = new Map(await Promise.all(paths.map(async (p) => [p, await ffmpegVersion(p)] as const)));
+  if (env.ARGUS_FFMPEG) refuseUnrunnable(env.ARGUS_FFMPEG, 'ARGUS_FFMPEG');
   return choose({ ...c, env, bundledPath: bundled || undefined, systemPath: system }, (p) => got.get(p));
 }
 
@@ -200,9 +207,46 @@ export function resolveFfmpegSync(c: FfmpegCandidates = {}): FfmpegChoice {
   return choose(c, ffmpegVersionSync);
 }
 
-/** Version and reason for an ffmpeg the config names. */
-export async function describeFfmpeg(path: string, reason: string): Promise<FfmpegChoice> {
-  return { path, version: (await ffmpegVersion(path))?.version ?? 'unknown', reason };
+/**
+ * Version and reason for an ffmpeg the config names (`field`: what its error names, the
+ * pipeline's `ffmpegPath`). One that is not there or cannot be run is refused (refuseUnrunnable).
+ */
+export async function describeFfmpeg(path: string, reason: string, field: string): Promise<FfmpegChoice> {
+  const v = await ffmpegVersion(path);
+  if (!v) refuseUnrunnable(path, field);
+  return { path, version: v?.version ?? 'unknown', reason };
+}
+
+/**
+ * The program a pipeline's `ffmpegPath` names: a relative path (`./tools/ffmpeg`) from the YAML's
+ * folder, as every path of the YAML (it was the working directory's); a bare name (`ffmpeg`) is
+ * looked up on PATH, as a shell does.
+ */
+export function configuredFfmpegPath(path: string, baseDir: string): string {
+  return path.includes('/') && !isAbsolute(path) ? resolve(baseDir, path) : path;
+}
+
+/** Start errors of a program that is not there or cannot be run at all; others (EAGAIN, EMFILE, ENOMEM: no process free right now) prove nothing. */
+const NOT_RUNNABLE = new Set(['ENOENT', 'ENOTDIR', 'EACCES', 'EPERM', 'ENOEXEC', 'ELOOP', 'ENAMETOOLONG', 'EISDIR']);
+
+/**
+ * VAP_ERR_CONFIG naming `field` and `path` when the `-version` asked of `path` could not start it
+ * because it is not there (or not a program): asked once, at start, before any source runs.
+ * Before, such a setting was taken as "version unknown" and every source failed at its start
+ * (exit status 1, "ffmpeg executable not found"), naming neither the setting nor the cause.
+ */
+function refuseUnrunnable(path: string, field: string): void {
+  const code = startErrors.get(path);
+  if (!code || !NOT_RUNNABLE.has(code)) return;
+  const what =
+    code === 'ENOENT' || code === 'ENOTDIR'
+      ? path.includes('/')
+        ? 'no such file'
+        : 'no such program on PATH'
+      : code === 'EACCES' || code === 'EPERM' || code === 'EISDIR'
+        ? 'not an executable file'
+        : 'cannot be run';
+  throw new ArgusError(ErrorCodes.CONFIG, `${field}: ${path}: ${what} (${code}); name an ffmpeg executable`);
 }
 
 /**

@@ -17,7 +17,7 @@ import { forTerminal } from '../core/text.js';
 import { pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
 import type { DetectedFrame } from '../postprocess/postprocess.js';
 import { indexedFormat, isStillImage, sourceKind } from '../sources/ffmpeg-args.js';
-import { describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
+import { configuredFfmpegPath, describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { RtspTap } from '../sources/rtsp-tap.js';
 import { secretsRelay } from '../sources/secrets-relay.js';
 import { track } from '../tracking/track.js';
@@ -109,7 +109,7 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
   let ffmpegPath: string;
   let url: string;
   try {
-    ffmpegPath = (config.ffmpegPath ? await describeFfmpeg(config.ffmpegPath, 'config ffmpegPath') : await resolveFfmpeg()).path;
+    ffmpegPath = (config.ffmpegPath ? await describeFfmpeg(configuredFfmpegPath(config.ffmpegPath, baseDir), 'config ffmpegPath', setting('ffmpegPath')) : await resolveFfmpeg()).path;
     url = await resolveSourceUrl(src, baseDir, ffmpegPath, (m) => log(m), setting(`sources[${index}]`));
     if (sourceKind(url) === 'file') checkOut(options.out, [url]);
   } catch (e) {

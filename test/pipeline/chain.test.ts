@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { delay, filter, lastValueFrom, map, pipe, Subject, timer, toArray } from 'rxjs';
@@ -353,6 +353,21 @@ describe('extensions (real ffmpeg, fake session)', () => {
     expect(seen).toEqual(Array.from({ length: 30 }, (_, i) => i));
     expect(results.map((r) => r.frame.seq)).toEqual(Array.from({ length: 15 }, (_, i) => i * 2));
     expect(p.stats[0]).toMatchObject({ framesIn: 30, framesOut: 15, dropped: 0 });
+  });
+
+  it("ffmpegPath: a relative one is the YAML folder's (it was the working directory's); one that is not there stops the start naming the field", async () => {
+    session.hold = false;
+    const base = mkdtempSync(join(tmpdir(), 'argus-chain-ff-'));
+    mkdirSync(join(base, 'tools'));
+    symlinkSync(defaultFfmpegPath(), join(base, 'tools', 'ff'));
+    const logged: string[] = [];
+    const p = await createPipeline({ ...config(), ffmpegPath: './tools/ff', sources: [{ ...config().sources[0], uri: clip, rate: 'fast' }] }, { detector, baseDir: base, log: (m) => void logged.push(m) });
+    expect(p.ffmpegPath).toBe(join(base, 'tools', 'ff'));
+    expect(logged.some((m) => m.includes(`at ${join(base, 'tools', 'ff')} (config ffmpegPath)`))).toBe(true);
+    expect((await lastValueFrom(p.results$.pipe(toArray()))).length).toBe(30);
+    await expect(
+      createPipeline({ ...config(), ffmpegPath: './tools/missing', sources: [{ ...config().sources[0], uri: clip, rate: 'fast' }] }, { detector, baseDir: base, configFile: 'p.yaml' }),
+    ).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: `p.yaml: ffmpegPath: ${join(base, 'tools', 'missing')}: no such file (ENOENT); name an ffmpeg executable` });
   });
 
   it('an extension may raise its own alerts: they carry through like a rule’s', async () => {

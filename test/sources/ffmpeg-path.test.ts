@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bundledFfmpegPath, ffmpegVersion, isNewerFfmpeg, notFfmpeg, parseFfmpegVersion, resolveFfmpeg, resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
+import { bundledFfmpegPath, configuredFfmpegPath, describeFfmpeg, ffmpegVersion, isNewerFfmpeg, notFfmpeg, parseFfmpegVersion, resolveFfmpeg, resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'argus-ffpath-'));
 /** A fake ffmpeg: a script that prints a `-version` banner. */
@@ -72,6 +72,35 @@ describe('resolveFfmpeg: $ARGUS_FFMPEG > a newer /usr/bin/ffmpeg > the bundled o
     const a = ffmpegVersion(bundledFfmpegPath());
     expect(ffmpegVersion(bundledFfmpegPath())).toBe(a);
     expect((await a)?.libavformat?.[0]).toBeGreaterThanOrEqual(58);
+  });
+});
+
+describe('an ffmpeg the config or ARGUS_FFMPEG names that is not there or cannot be run', () => {
+  // Before, it was "version unknown", and every source failed at its start (exit status 1,
+  // "ffmpeg executable not found at …"), naming neither the setting nor the cause.
+  it('is VAP_ERR_CONFIG naming the field and the path, before any source starts', async () => {
+    const notExecutable = join(dir, 'plain-file');
+    writeFileSync(notExecutable, 'not a program');
+    await expect(describeFfmpeg(join(dir, 'no-ffmpeg-here'), 'config ffmpegPath', 'p.yaml: ffmpegPath')).rejects.toMatchObject({
+      code: 'VAP_ERR_CONFIG',
+      message: `p.yaml: ffmpegPath: ${join(dir, 'no-ffmpeg-here')}: no such file (ENOENT); name an ffmpeg executable`,
+    });
+    await expect(describeFfmpeg(notExecutable, 'config ffmpegPath', 'p.yaml: ffmpegPath')).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: expect.stringMatching(/^p\.yaml: ffmpegPath: .*plain-file: not an executable file \(EACCES\)/) });
+    await expect(describeFfmpeg(dir, 'config ffmpegPath', 'p.yaml: ffmpegPath')).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: expect.stringMatching(/not an executable file/) });
+    await expect(describeFfmpeg('argus-no-such-ffmpeg', 'config ffmpegPath', 'ffmpegPath')).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: 'ffmpegPath: argus-no-such-ffmpeg: no such program on PATH (ENOENT); name an ffmpeg executable' });
+    await expect(resolveFfmpeg({ env: { ARGUS_FFMPEG: join(dir, 'no-ffmpeg-here-either') } })).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: expect.stringMatching(/^ARGUS_FFMPEG: .*no-ffmpeg-here-either: no such file \(ENOENT\)/) });
+  });
+
+  it('a program that runs but is not ffmpeg is left to the sources (notFfmpeg names it there); one that is, is described', async () => {
+    expect(await describeFfmpeg(fake('cfg-old', OLD_BANNER), 'config ffmpegPath', 'ffmpegPath')).toEqual({ path: join(dir, 'cfg-old'), version: '3.2.18-0+deb9u1', reason: 'config ffmpegPath' });
+    expect(await describeFfmpeg(fake('cfg-crash', 'Segmentation fault', 139), 'config ffmpegPath', 'ffmpegPath')).toMatchObject({ version: 'unknown' });
+  });
+
+  it("a relative ffmpegPath is the YAML folder's, as every path of the YAML; a bare name is looked up on PATH", () => {
+    expect(configuredFfmpegPath('./tools/ffmpeg', '/etc/argus')).toBe('/etc/argus/tools/ffmpeg');
+    expect(configuredFfmpegPath('tools/ffmpeg', '/etc/argus')).toBe('/etc/argus/tools/ffmpeg');
+    expect(configuredFfmpegPath('/usr/local/bin/ffmpeg', '/etc/argus')).toBe('/usr/local/bin/ffmpeg');
+    expect(configuredFfmpegPath('ffmpeg', '/etc/argus')).toBe('ffmpeg');
   });
 });
 
