@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { mention } from '../core/redact.js';
 import { AlertsSchema, alertJournalBytes, OutboxSchema } from './schema/alerts.js';
 import { ClusterSchema } from './schema/cluster.js';
+import { filePath } from './schema/common.js';
 import { ModelRefSchema } from './schema/model.js';
 import { PostprocessSchema } from './schema/postprocess.js';
 import { ServerSchema } from './schema/server.js';
@@ -31,7 +32,7 @@ export const PipelineSchema = z
     /** Pipeline name for logs. */
     name: z.string().min(1).default('pipeline'),
     /** ffmpeg executable (e.g. a build with NVDEC; relative: from the YAML's folder; a bare name: on PATH). Default: see sources/ffmpeg-path.ts. */
-    ffmpegPath: z.string().min(1).optional(),
+    ffmpegPath: filePath().optional(),
     /** The cameras and files. Empty only with `cluster` (a worker's cameras come from Kafka). */
     sources: z.array(SourceSchema).default([]),
     model: ModelRefSchema.default({}),

@@ -312,6 +312,26 @@ describe('pipeline schema', () => {
     }
   });
 
+  it('a path with a leading ~ is refused, naming each field (no shell expands it: `dir: ~/snaps` made a folder named ~ beside the YAML); ${env:HOME} and names starting with ~ are taken', () => {
+    const yaml = [
+      'ffmpegPath: ~/bin/ffmpeg',
+      'sources:',
+      '  - {id: a, uri: "~/cam.mp4", tls: {ca: ~/ca.pem}}',
+      '  - {id: b, uri: "~"}',
+      'model: {manifest: ~/m.yaml, path: ~/m.onnx, trtEngineCacheDir: ~/trt}',
+      'alerts: {snapshot: {mode: ref, dir: ~/argus/snaps}}',
+      'sinks: {jsonl: {path: ~/out.jsonl}, annotate: {path: ~/videos/}, kafka: {brokers: [k:9092], deadLetterPath: ~/dl.jsonl}}',
+      'outbox: {dir: ~/outbox}',
+    ].join('\n');
+    const e = errorOf(() => parse(yaml));
+    expect(e.code).toBe('VAP_ERR_CONFIG');
+    const fields = ['ffmpegPath', 'sources[0].uri', 'sources[0].tls.ca', 'sources[1].uri', 'model.manifest', 'model.path', 'model.trtEngineCacheDir', 'alerts.snapshot.dir', 'sinks.jsonl.path', 'sinks.annotate.path', 'sinks.kafka.deadLetterPath', 'outbox.dir'];
+    for (const f of fields) expect(e.message).toContain(`${f}: a leading ~ is not the home folder here (only a shell expands it): write the full path, or \${env:HOME}/…`);
+    const ok = parse('sources:\n  - {id: a, uri: "${env:HOME}/cam.mp4"}\n  - {id: b, uri: ~backup.mp4}\n  - {id: c, uri: "clips/~/x.mp4"}\nalerts: {snapshot: {mode: ref, dir: "${env:HOME}/snaps"}}\n', { HOME: '/home/op' });
+    expect(ok.sources.map((s) => s.uri)).toEqual(['/home/op/cam.mp4', '~backup.mp4', 'clips/~/x.mp4']);
+    expect(ok.alerts.snapshot.dir).toBe('/home/op/snaps');
+  });
+
   it('an id of dots only is refused (ids name files: `{source}` of `..` would be the folder above); dots inside an id are fine', () => {
     for (const bad of ['.', '..', '...']) {
       const e = errorOf(() => parse(`sources:\n  - {id: "${bad}", uri: /tmp/a.mp4}\n`));

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { finite } from './common.js';
+import { filePath, finite } from './common.js';
 
 export const AlertsSchema = z
   .object({
@@ -8,7 +8,7 @@ export const AlertsSchema = z
         /** embed: base64 JPEG inside the alert; ref: written to `dir`, the alert names the file; none. Default embed. */
         mode: z.enum(['embed', 'ref', 'none']).default('embed'),
         /** Folder for `ref` snapshots. Default ./snapshots (relative to the pipeline file). */
-        dir: z.string().default('snapshots'),
+        dir: filePath().default('snapshots'),
         /** Largest JPEG in bytes; quality is lowered (then the size) until it fits. Default 150000. */
         maxBytes: finite().int().min(4096).default(150_000),
         /** Snapshot width at most, px; never more than the decoded picture (the model input's picture area). Default 832. */
@@ -27,7 +27,7 @@ export const OutboxSchema = z
     /** Default: on when a Kafka sink is configured (the journal is emptied by the broker's acknowledgements). */
     enabled: z.boolean().optional(),
     /** Folder of the journal; relative to the pipeline file. Default $ARGUS_STATE_DIR/<name>, else $XDG_STATE_HOME/argus/<name>, else ~/.local/state/argus/<name>. */
-    dir: z.string().min(1).optional(),
+    dir: filePath().optional(),
     /**
      * Undelivered alerts kept at most, bytes (on disk, and in memory: they are also held there);
      * beyond it the oldest are dropped (each logged as an error). Default 128 MiB, at most 192 MiB

@@ -16,6 +16,18 @@ export const finite = () => z.number().finite(FINITE_MESSAGE);
  */
 export const secret = () => z.string().superRefine((v) => rememberSecret(v));
 
+/**
+ * A leading `~` of a path (`~` or `~/…`): a shell's home folder, which neither YAML nor argus
+ * expands. Taken as it is, `dir: ~/argus/snapshots` made a folder named `~` beside the YAML (one
+ * a later `rm -rf ~/…` typed to clean it up would mistake for the home folder), and `uri:
+ * ~/cam.mp4` was "file not found: /etc/argus/~/cam.mp4".
+ */
+export const HOME_TILDE = /^~(\/|$)/;
+export const TILDE_MESSAGE = 'a leading ~ is not the home folder here (only a shell expands it): write the full path, or ${env:HOME}/…';
+
+/** A path of the configuration (a file or a folder; relative: from the YAML's folder): not empty, no leading `~` (HOME_TILDE). */
+export const filePath = () => z.string().min(1).refine((p) => !HOME_TILDE.test(p), TILDE_MESSAGE);
+
 /** The longest id (a camera's id is a Kafka key and a claim's field: the cluster's owners view reads at most 256 characters). */
 export const MAX_ID_LENGTH = 128;
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { finite } from './common.js';
+import { filePath, finite } from './common.js';
 import { FAMILIES } from '../../core/families.js';
 
 /** The largest model input side argus takes (manifests, and a model file's own metadata or input shape). */
@@ -17,9 +17,9 @@ export const ModelRefSchema = z
      * yolox-nano, unless `path` is given alone: then the model describes itself (ONNX metadata
      * such as Ultralytics' names and imgsz, output shapes for the decoder).
      */
-    manifest: z.string().min(1).optional(),
+    manifest: filePath().optional(),
     /** Use this ONNX file (instead of the manifest's download). */
-    path: z.string().min(1).optional(),
+    path: filePath().optional(),
     /** Decoder family; default: the manifest's, else detected from the output shapes. */
     family: decoderFamily.optional(),
     /** Cross-source batching, for models with a dynamic (or fixed > 1) batch dimension. */
@@ -33,7 +33,7 @@ export const ModelRefSchema = z
       .strict()
       .default({}),
     /** TensorRT: folder for built engines, reused across runs. */
-    trtEngineCacheDir: z.string().optional(),
+    trtEngineCacheDir: filePath().optional(),
     /** TensorRT: build fp16 engines. Default false. */
     trtFp16: z.boolean().default(false),
     /** Execution providers in order of preference; CPU is always the last resort. Default [cpu]. */

@@ -1,6 +1,6 @@
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import { z } from 'zod';
-import { brokerAddress, finite, frameRate, kafkaTopic, ms, secret } from './common.js';
+import { brokerAddress, filePath, finite, frameRate, kafkaTopic, ms, secret } from './common.js';
 
 /** Node's TLS options that hold PEM text (a certificate, a key), not a file's path. */
 const PEM_OPTIONS = ['ca', 'cert', 'key'] as const;
@@ -124,7 +124,7 @@ export const KafkaSinkSchema = z
     /** A message bigger than this (key + value + 70) is never sent: it is parked (logged, dead-letter file). Default 1000000. */
     maxMessageBytes: finite().int().min(1024).default(1_000_000),
     /** Messages too large for the broker go to this JSON lines file ({topic,key,value,reason,at}); relative to the pipeline file. Default kafka-dead-letter.jsonl in the outbox folder. */
-    deadLetterPath: z.string().min(1).optional(),
+    deadLetterPath: filePath().optional(),
     /** The dead-letter file grows to this many bytes at most; later parked messages are only logged and counted. Default 100 MiB. Not for a named pipe (or a device), which holds nothing. */
     deadLetterMaxBytes: finite().int().min(0).default(100 * 1024 * 1024),
     /** Detection messages buffered in front of the producer; beyond it they are dropped and counted. Default 10000. */
@@ -179,7 +179,7 @@ export const WebSocketSinkSchema = z
 export const AnnotateSinkSchema = z
   .object({
     /** Output MP4 per source: `{source}` is replaced by the source id; a path ending in `/` (or an existing folder) gets `<source>.mp4` inside; otherwise, with several sources, `-<source>` is added before the extension. Relative to the pipeline file. */
-    path: z.string().min(1),
+    path: filePath(),
     /** Frames wider than this are scaled down to it (height in proportion, both made even). Default 1280. */
     maxWidth: finite().int().min(16).max(8192).default(1280),
     /** Output frame rate; frames beyond it are skipped. Default: the source's own rate. */
@@ -192,7 +192,7 @@ export const AnnotateSinkSchema = z
 export const SinksSchema = z
   .object({
     /** Write one JSON line per processed frame and per alert to this file ('-' for stdout); `status: true` adds source state changes. */
-    jsonl: z.object({ path: z.string().min(1), status: z.boolean().default(false) }).strict().optional(),
+    jsonl: z.object({ path: filePath(), status: z.boolean().default(false) }).strict().optional(),
     kafka: KafkaSinkSchema.optional(),
     websocket: WebSocketSinkSchema.default({}),
     annotate: AnnotateSinkSchema.optional(),

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { checkSourceAnalytics, LineSchema, RuleSchema, ZoneSchema } from './analytics.js';
-import { finite, frameRate, id, ms } from './common.js';
+import { filePath, finite, frameRate, HOME_TILDE, id, ms, TILDE_MESSAGE } from './common.js';
 import { checkInputArgs } from './input-args.js';
 import { cutUserInfo, rememberUrlSecrets } from '../../core/redact.js';
 import { checksCertificate, normalFingerprint, relaysRtsp } from '../../core/rtsp-relay.js';
@@ -30,7 +30,10 @@ function checkUri(uri: string, ctx: z.RefinementCtx): void {
   // Its password and secret query values, redacted from then on wherever they appear (core/redact).
   rememberUrlSecrets(uri);
   const scheme = SCHEME.exec(uri)?.[1]; // in lower case (the uri's transform)
-  if (!scheme) return;
+  if (!scheme) {
+    if (HOME_TILDE.test(uri)) ctx.addIssue({ code: 'custom', message: TILDE_MESSAGE });
+    return;
+  }
   if (!SOURCE_SCHEMES.includes(scheme)) {
     ctx.addIssue({ code: 'custom', message: `"${scheme}://" is not a scheme argus opens (${SOURCE_SCHEMES.map((x) => `${x}://`).join(', ')}; or a path, or asset:NAME)` });
     return;
@@ -184,7 +187,7 @@ export const SourceSchema = z
         /** false: any certificate is taken (no protection from a machine in the middle). Default true. */
         verify: z.boolean().default(true),
         /** A PEM file (relative to the pipeline file) of the certificates to trust instead of Node's public list: a camera CA's. The camera's name or address is still checked. */
-        ca: z.string().min(1).optional(),
+        ca: filePath().optional(),
         /** The SHA-256 fingerprint of the camera's own certificate (hex, colons optional): that certificate is taken, and no other, whoever signed it and whatever its names and dates (a self-signed camera's). */
         fingerprint: z
           .string()
