@@ -8,6 +8,8 @@
  * of people is in view) and a side sink (a per-second people count on stderr). Alerts raised
  * here are published like any rule's: id, snapshot, outbox, Kafka, WebSocket, JSONL.
  */
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { map, pipe, tap } from 'rxjs';
 import type { AlertDraft, Extension, FrameResult } from '../src/index.js';
 
@@ -71,14 +73,39 @@ export const extension: Extension = (source) =>
     peoplePerSecond((id, n) => process.stderr.write(`[people] ${id}: ${n}\n`))(source),
   );
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+/**
+ * Run as a program, not imported (as the tests import it): node was given this file, by whatever
+ * path (one with a space, or through a link). `import.meta.url === \`file://${argv[1]}\`` was
+ * false for both (the URL is percent-encoded and the link resolved), and the script then did
+ * nothing and exited 0.
+ */
+function isMain(): boolean {
+  try {
+    return realpathSync(process.argv[1] ?? '') === fileURLToPath(import.meta.url);
+  } catch {
+    return false;
+  }
+}
+
+if (isMain()) {
   const { loadPipeline, pipelineBaseDir, runPipeline } = await import('../src/index.js');
   const { createLogger, logFn } = await import('../src/core/log.js');
-  const args = process.argv.slice(2);
-  const mf = args.indexOf('--max-frames');
-  const maxFrames = mf >= 0 ? Number(args.splice(mf, 2)[1]) : undefined;
-  const file = args[0] ?? new URL('./demo.yaml', import.meta.url).pathname;
-  const config = await loadPipeline(file);
-  const summary = await runPipeline(config, { baseDir: pipelineBaseDir(file), extend: extension, maxFrames, status: false, log: logFn(createLogger()) });
-  process.stdout.write(`${JSON.stringify({ frames: summary.frames, alerts: summary.alerts })}\n`);
+  const { ArgusError, endingOf, ErrorCodes } = await import('../src/core/errors.js');
+  try {
+    const args = process.argv.slice(2);
+    const mf = args.indexOf('--max-frames');
+    const maxFrames = mf >= 0 ? Number(args.splice(mf, 2)[1]) : undefined;
+    if (maxFrames !== undefined && !(Number.isSafeInteger(maxFrames) && maxFrames >= 1)) throw new ArgusError(ErrorCodes.USAGE, '--max-frames: expected a whole number from 1');
+    const unknown = args.find((a) => a.startsWith('-'));
+    if (unknown !== undefined || args.length > 1) throw new ArgusError(ErrorCodes.USAGE, `${unknown ?? args[1]}: unexpected; usage: npx tsx pipelines/custom-operator.ts [pipeline.yaml] [--max-frames N]`);
+    const file = args[0] ?? fileURLToPath(new URL('./demo.yaml', import.meta.url));
+    const config = await loadPipeline(file);
+    const summary = await runPipeline(config, { baseDir: pipelineBaseDir(file), extend: extension, maxFrames, status: false, log: logFn(createLogger()) });
+    process.stdout.write(`${JSON.stringify({ frames: summary.frames, alerts: summary.alerts })}\n`);
+  } catch (e) {
+    // A coded error as argus's commands end on one (a missing pipeline file, a wrong flag), not a stack trace.
+    const { code, message, status } = endingOf(e);
+    process.stderr.write(`custom-operator: ${code}: ${message}\n`);
+    process.exitCode = status;
+  }
 }

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { from, lastValueFrom, toArray } from 'rxjs';
@@ -75,6 +75,20 @@ describe('the README extension example (pipelines/custom-operator.ts)', () => {
       expect(alerts[0].alert.snapshot?.contentType).toBe('image/jpeg');
       expect(summary.alerts).toMatchObject({ raised: 3, published: 3 });
     });
+  });
+
+  it('run by a path with a space (here through a link): it runs, and a wrong flag or a missing pipeline ends with a coded error, not a stack trace', async () => {
+    // Before, `import.meta.url === file://${argv[1]}` was false by such a path (the URL is
+    // percent-encoded, the link resolved): the script did nothing and exited 0.
+    const link = join(mkdtempSync(join(tmpdir(), 'argus-ext-link-')), 'my checkout');
+    symlinkSync(ROOT, link);
+    const tsx = resolve(ROOT, 'node_modules/.bin/tsx');
+    const missing = await runCommand(tsx, [join(link, 'pipelines', 'custom-operator.ts'), 'no-such-pipeline.yaml']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr.trim()).toBe('custom-operator: VAP_ERR_CONFIG_FILE: no-such-pipeline.yaml: cannot read (ENOENT)');
+    const typo = await runCommand(tsx, [join(link, 'pipelines', 'custom-operator.ts'), '--max-frame', '3']);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toMatch(/^custom-operator: VAP_ERR_USAGE: --max-frame: unexpected; usage: /);
   });
 
   it('the example runs as a program on the demo with the real model', async () => {
