@@ -11,6 +11,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { SourceAnalyzer } from '../src/analytics/analyzer.js';
 import { loadPipeline } from '../src/config/load.js';
 import { SourceSchema } from '../src/config/schema.js';
@@ -30,7 +31,7 @@ const opt = (n: string, d: string) => (args.includes(`--${n}`) ? args[args.index
 const FRAMES = numberFlag(args, 'frames', 3000, { min: 1 });
 const LIVE_SECONDS = numberFlag(args, 'live-seconds', 140, { min: 1 });
 const JSON_OUT = opt('json', '');
-const __dirname = resolve(new URL('.', import.meta.url).pathname);
+const __dirname = resolve(fileURLToPath(new URL('.', import.meta.url)));
 const r3 = (v: number) => Math.round(v * 1000) / 1000;
 
 function benchRules() {

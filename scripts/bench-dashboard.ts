@@ -18,6 +18,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { loadPipeline } from '../src/config/load.js';
 import type { PipelineConfig } from '../src/config/schema.js';
@@ -37,7 +38,7 @@ const SECONDS = numberFlag(args, 'seconds', 40, { min: 1 });
 const JSON_OUT = opt('json', '');
 const ONLY = opt('only', '');
 const RENDER = { sources: numberFlag(args, 'sources', 64, { min: 1 }), fps: numberFlag(args, 'fps', 25, { min: 1 }), boxes: numberFlag(args, 'boxes', 20) };
-const here = resolve(new URL('.', import.meta.url).pathname);
+const here = resolve(fileURLToPath(new URL('.', import.meta.url)));
 const file = resolve(here, '../pipelines/safety-zone.yaml');
 const r2 = (v: number) => Math.round(v * 100) / 100;
 

@@ -12,6 +12,7 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Worker } from "node:worker_threads";
 import { createRequire } from "node:module";
 const require = createRequire(import.meta.url);
@@ -34,7 +35,7 @@ const opt = (name: string, def: string) => {
 };
 const SECONDS = numberFlag(args, 'seconds', 20, { min: 1, whole: false });
 const JSON_OUT = opt('json', '');
-const __dirname = resolve(new URL('.', import.meta.url).pathname);
+const __dirname = resolve(fileURLToPath(new URL('.', import.meta.url)));
 const r2 = (v: number) => Math.round(v * 100) / 100;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -15,11 +15,12 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { runDetect } from '../src/tools/detect.js';
 import { runPreview } from '../src/tools/preview.js';
 import { numberFlag } from './lib/flags.js';
 
-const ROOT = resolve(new URL('..', import.meta.url).pathname);
+const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 process.env.ARGUS_MIRROR ??= resolve(ROOT, '../shared');
 const MIRROR = process.env.ARGUS_MIRROR;
 const args = process.argv.slice(2);

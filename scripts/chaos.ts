@@ -22,6 +22,7 @@ import { createServer, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
 import WebSocket from 'ws';
 import { stringify as toYaml } from 'yaml';
@@ -94,7 +95,7 @@ if (KAFKA_PORT === 19092) (console.error('chaos: 19092 is the tests\' broker; pi
 
 // ---------------------------------------------------------------------- utilities --
 
-const ROOT = resolve(new URL('..', import.meta.url).pathname);
+const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const SCRIPTS = join(ROOT, 'scripts');
 const T0 = performance.now();
 const now = () => performance.now() - T0;

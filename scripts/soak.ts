@@ -12,6 +12,7 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { PipelineSchema } from '../src/config/schema.js';
 import { percentiles } from '../src/core/stats.js';
 import { runPipeline } from '../src/pipeline/run.js';
@@ -24,7 +25,7 @@ const SOURCES = numberFlag(args, 'sources', 4, { min: 1 });
 const JSON_OUT = opt('json', '');
 const WORKERS = numberFlag(args, 'workers', 1);
 const THREADS = numberFlag(args, 'threads', 2, { min: 1 });
-const here = resolve(new URL('.', import.meta.url).pathname);
+const here = resolve(fileURLToPath(new URL('.', import.meta.url)));
 const rtsp = (...a: string[]) => execFileSync('bash', [resolve(here, 'rtsp-server.sh'), ...a], { encoding: 'utf8', env: { ...process.env, RTSP_PORT: process.env.RTSP_PORT ?? '18654' } }).trim();
 const mirror = process.env.ARGUS_MIRROR ?? resolve(here, '../../shared');
 const videos = [`${mirror}/streams/one-by-one-person-detection.mp4`, `${mirror}/streams/bottle-detection.mp4`];

@@ -98,3 +98,16 @@ describe('architecture', () => {
     expect(graph.get(join(SRC, 'pipeline/pipeline.ts'))?.map(rel)).toContain('pipeline/detect.ts');
   });
 });
+
+describe('paths from file URLs', () => {
+  it('no program of the checkout takes a folder from a file URL\'s pathname (percent-encoded: a checkout path with a space or an accent was not found)', () => {
+    // `new URL('..', import.meta.url).pathname` of /home/ana/my projects/argus is
+    // /home/ana/my%20projects/argus: `npm run chaos`, `bench:sinks`, … looked for their files
+    // there. fileURLToPath decodes it.
+    const ROOT = resolve(__dirname, '..');
+    const files = ['src', 'scripts', 'pipelines', 'bin', 'test'].flatMap((d) => sourceFiles(join(ROOT, d)));
+    const found = files.filter((f) => /import\.meta\.url\)\.pathname/.test(readFileSync(f, 'utf8').replace(/\/\/.*$|\/\*[\s\S]*?\*\//gm, ''))).map((f) => relative(ROOT, f));
+    expect(files.length).toBeGreaterThan(100);
+    expect(found).toEqual([]);
+  });
+});
