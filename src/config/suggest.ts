@@ -6,7 +6,8 @@ import { CameraSchema, SourceSchema } from './schema.js';
  * alike (`deinterlase` → `deinterlace`, `lostTrackBuferMs`, `modle`), else a field of an object
  * inside it (`deinterlace` written beside `decode` → `decode.deinterlace`), else a field of the
  * object around it (`fps` written into `decode`). Zod's own message named the key alone, and a
- * new user had to find the field's spelling and place in the README.
+ * new user had to find the field's spelling and place in the README. A field of each item of a
+ * list beside it (`rules` at the top level: `sources[0].rules`) is said so.
  */
 
 type Path = readonly (string | number)[];
@@ -129,6 +130,12 @@ export function unknownKeyHint(schema: ZodTypeAny, path: Path, key: string, path
   for (const f of here) {
     const inner = same(key, fieldsAt(schema, [...path, f]));
     if (inner) return `did you mean ${f}.${inner}?`;
+  }
+  // A field of each item of a list beside it: `zones`, `rules` or `uri` written at the top level
+  // (a first pipeline's likeliest slip) belong in each source. It said nothing.
+  for (const f of here) {
+    const inner = same(key, fieldsAt(schema, [...path, f, 0]));
+    if (inner) return `${inner} is a field of each item of ${pathText([...path, f])}: ${pathText([...path, f, 0])}.${inner}, …`;
   }
   if (path.length > 0) {
     // The object around this one (a list's item: the list's owner).
