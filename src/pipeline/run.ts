@@ -214,6 +214,12 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
   let started: Started | undefined;
   try {
     const port = config.server ? httpPort(env, config.server.port) : 0;
+    // The variable overrides server.port, and serves nothing on its own: a pipeline without a
+    // server block ran without a word (a compose service switched to such a pipeline stayed
+    // unhealthy, its health check asking a port nothing listened on).
+    if (!config.server && env.ARGUS_HTTP_PORT) {
+      log(`ARGUS_HTTP_PORT is set, but ${options.configFile ?? 'the pipeline'} has no server block: no HTTP server runs (no /metrics, /healthz, dashboard or /ws); add server: { port: … } to serve them`, {}, 'warn');
+    }
     const pipeline = await life.start(
       'pipeline',
       () =>

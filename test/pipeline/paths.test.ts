@@ -57,6 +57,29 @@ describe('settings for files on a live source', () => {
   }, 60_000);
 });
 
+describe('ARGUS_HTTP_PORT without a server block', () => {
+  it('is said in a warning naming the file (it was ignored without a word: nothing listened on the port); unset, or with a server block, no warning', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-httpport-'));
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=320x240:rate=10', '-frames:v', '3', '-pix_fmt', 'yuv420p', join(dir, 'clip.mp4')]);
+    const config = parseConfigText('sources:\n  - {id: cam, uri: clip.mp4, rate: fast}\n', PipelineSchema, 'p.yaml', {});
+    const { detector } = await fakeDetector();
+    const served = parseConfigText('sources:\n  - {id: cam, uri: clip.mp4, rate: fast}\nserver: {port: 0}\n', PipelineSchema, 'p.yaml', {});
+    const warnings = async (env: NodeJS.ProcessEnv, c = config) => {
+      const warned: string[] = [];
+      await runPipeline(c, { detector, baseDir: dir, status: false, env, configFile: 'p.yaml', log: (m, _f, level) => void (level === 'warn' && warned.push(m)) });
+      return warned.filter((m) => m.includes('ARGUS_HTTP_PORT'));
+    };
+    try {
+      expect(await warnings({ ARGUS_HTTP_PORT: '8080' })).toEqual(['ARGUS_HTTP_PORT is set, but p.yaml has no server block: no HTTP server runs (no /metrics, /healthz, dashboard or /ws); add server: { port: … } to serve them']);
+      expect(await warnings({})).toEqual([]);
+      expect(await warnings({ ARGUS_HTTP_PORT: '' })).toEqual([]);
+      expect(await warnings({ ARGUS_HTTP_PORT: '0' }, served)).toEqual([]);
+    } finally {
+      await detector.release();
+    }
+  }, 60_000);
+});
+
 describe('the outbox folder named after the pipeline', () => {
   it("a worker's journal is its cluster's (group, alert topic, brokers in any order); a pipeline's is its own", async () => {
     const { outboxCluster } = await import('../../src/pipeline/run.js');
