@@ -27,7 +27,7 @@ export async function describeModel(
   if (!labels || (labels.length === 0 && !allowNoLabels)) {
     throw new ArgusError(
       ErrorCodes.MODEL_LOAD,
-      `model ${path}: no class labels: the ONNX file has no "names" metadata and no manifest lists labels. A pipeline gives them with a manifest and the file, model: { manifest: yolox-nano, path: ${path} } (the official YOLOX files: COCO's 80 classes), or a manifest of your own with labels:`,
+      `model ${path}: no class labels: the ONNX file has no "names" metadata and no manifest lists labels. A pipeline gives them with a manifest and the file, model: { manifest: yolox-nano, path: ${path} } (the official YOLOX files: COCO's 80 classes), or a manifest of your own that lists them (labels: [person, …])`,
     );
   }
   if (manifest) return { manifest: { ...manifest, labels }, meta, family: fam };

@@ -108,6 +108,8 @@ describe('Ultralytics metadata values', () => {
     const e = await describeModel(MODEL, undefined, undefined).catch((x: unknown) => x);
     expect(isArgusError(e, 'VAP_ERR_MODEL_LOAD')).toBe(true);
     expect((e as Error).message).toContain(`no class labels: the ONNX file has no "names" metadata and no manifest lists labels. A pipeline gives them with a manifest and the file, model: { manifest: yolox-nano, path: ${MODEL} }`);
+    // The message is whole: it ended on 'a manifest of your own with labels:', the list it announced missing.
+    expect((e as Error).message).toMatch(/, or a manifest of your own that lists them \(labels: \[person, …\]\)$/);
   });
 
   it('describeModel: a P6 export (stride 64) gets the four grids 8, 16, 32, 64; an input size past 4096 px a side is refused naming where it came from', async () => {
