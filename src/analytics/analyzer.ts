@@ -76,8 +76,8 @@ export class SourceAnalyzer {
   /** The same without the outage bound, for the conveyor rates: no length of outage is evidence that a belt stopped. */
   private readonly observedRates = new ObservedTime();
   private ready = false;
-  /** Stretch notices given (stretchNotices), by field and the picture's shape. */
-  private readonly stretchWarned = new Set<string>();
+  /** Notices given, by field and the picture's shape or size: stretched points (stretchNotices), a zone its marginPx closes. */
+  private readonly warned = new Set<string>();
   /** The first frame's size (pixel points are given for it) and the current one. */
   private firstSize?: { width: number; height: number };
   private size?: { width: number; height: number };
@@ -87,7 +87,7 @@ export class SourceAnalyzer {
     private readonly labels: readonly string[],
     /** Config path of this source, e.g. `sources[0]`, for error messages. */
     private readonly path: string,
-    /** Told of pixel points stretched onto a picture of another shape than their frameSize (stretchNotices). */
+    /** Told of pixel points stretched onto a picture of another shape than their frameSize (stretchNotices), and of a zone its marginPx closes. */
     private readonly warn?: (message: string) => void,
   ) {
     this.zoneCfg = source.zones;
@@ -137,8 +137,8 @@ export class SourceAnalyzer {
     if (this.warn) {
       for (const { field, text } of this.stretchNotices(width, height)) {
         const key = `${field} ${(width / height).toFixed(3)}`;
-        if (this.stretchWarned.has(key)) continue;
-        this.stretchWarned.add(key);
+        if (this.warned.has(key)) continue;
+        this.warned.add(key);
         this.warn(text);
       }
     }
@@ -166,6 +166,17 @@ export class SourceAnalyzer {
       this.lines = this.lineCfg.map((l, i) => {
         const [from, to] = lineEnds(i);
         return new LineCounter(l.id, from, to, { marginPx: l.marginPx, anchor: l.anchor, classIds: this.lineClasses[i], forgetAfterMs: l.forgetAfterMs }, this.lineStats[i], { width, height });
+      });
+    }
+    // A zone whose marginPx leaves no point inside beyond the band is never entered: said once per zone and size.
+    if (this.warn) {
+      this.zoneCfg.forEach((z, i) => {
+        const key = `zones[${i}].marginPx ${width}x${height}`;
+        if (z.marginPx === undefined || this.warned.has(key) || zonePolygon(i).enterable()) return;
+        this.warned.add(key);
+        this.warn!(
+          `${this.path}.zones[${i}].marginPx: ${z.marginPx} px leaves no point of zone '${z.id}' more than that inside its edges in the ${width}x${height} picture: nothing can ever enter it (an anchor within marginPx of an edge is on the edge); keep it below half the zone's narrowest width`,
+        );
       });
     }
     this.size = { width, height };

@@ -65,6 +65,27 @@ export class PolygonZone {
     return pointInPolygon(x, y, this.polygon) ? 1 : -1;
   }
 
+  /**
+   * Whether an anchor can be inside by more than `marginPx` somewhere, so that the zone can be
+   * entered at all: looked for on a grid of 65 × 65 points over its bounds (once, when it is
+   * placed). True without a fixed margin (the band then follows each box's height). A margin of
+   * half the zone's width or more leaves no such point: nothing ever entered, and nothing said why.
+   */
+  enterable(): boolean {
+    const m = this.marginPx;
+    if (m === undefined || !(m > 0)) return true;
+    const [x0, y0, x1, y1] = this.bounds;
+    const steps = 64;
+    for (let i = 0; i <= steps; i++) {
+      for (let j = 0; j <= steps; j++) {
+        const x = x0 + ((x1 - x0) * i) / steps;
+        const y = y0 + ((y1 - y0) * j) / steps;
+        if (pointInPolygon(x, y, this.polygon) && !this.onEdge(x, y, m)) return true;
+      }
+    }
+    return false;
+  }
+
   /** The hysteresis band for row `i`, px: `marginPx`, else ZONE_MARGIN_OF_HEIGHT of its box's height. */
   margin(d: Detections, i: number): number {
     return this.marginPx ?? ZONE_MARGIN_OF_HEIGHT * (d.xyxy[i * 4 + 3] - d.xyxy[i * 4 + 1]);

@@ -151,6 +151,34 @@ describe('pixel points read from another picture (frameSize)', () => {
     expect([x, y].map((v) => +v.toFixed(3))).toEqual([150, 133.333]); // stretched all the same, as configured (on 320x240)
   });
 
+  it('a zone whose marginPx leaves no point inside beyond the band (it is never entered) is warned of once per size, naming the field; a margin that leaves room, or none, is not', () => {
+    const warned: string[] = [];
+    const a = new SourceAnalyzer(
+      SourceSchema.parse({
+        id: 'cam',
+        uri: '/x.mp4',
+        zones: [
+          // 100 px high on 640x480: a 60 px band leaves no point 60 px from both long edges.
+          { id: 'strip', units: 'pixel', marginPx: 60, polygon: [[100, 100], [500, 100], [500, 200], [100, 200]] },
+          { id: 'room', units: 'pixel', marginPx: 40, polygon: [[100, 100], [500, 100], [500, 200], [100, 200]] },
+          { id: 'auto', polygon: [[0.1, 0.1], [0.2, 0.1], [0.2, 0.12]] },
+        ],
+      }),
+      ['person'],
+      'sources[0]',
+      (m) => warned.push(m),
+    );
+    a.init(640, 480);
+    expect(warned).toEqual([
+      "sources[0].zones[0].marginPx: 60 px leaves no point of zone 'strip' more than that inside its edges in the 640x480 picture: nothing can ever enter it (an anchor within marginPx of an edge is on the edge); keep it below half the zone's narrowest width",
+    ]);
+    a.init(640, 480);
+    expect(warned).toHaveLength(1);
+    // On a picture twice the size the strip is 200 px high: room enough.
+    a.init(1280, 960);
+    expect(warned).toHaveLength(1);
+  });
+
   it('without frameSize, the same points on the sub-stream are refused when its first picture arrives, with the hint', () => {
     const a = analyzer();
     expect(() => a.init(640, 360)).toThrow(/sources\[0\]\.zones\[0\]\.polygon\[0\]: point \[900, 600\] is outside the 640x360 frame \(give the size of the picture the points were read from as frameSize/);
