@@ -178,6 +178,20 @@ export class SourceAnalyzer {
           `${this.path}.zones[${i}].marginPx: ${z.marginPx} px leaves no point of zone '${z.id}' more than that inside its edges in the ${width}x${height} picture: nothing can ever enter it (an anchor within marginPx of an edge is on the edge); keep it below half the zone's narrowest width`,
         );
       });
+      // Likewise a line with no point of the picture beyond its margin on one side (drawn along the
+      // border, or a margin wider than the picture): nothing can ever cross it.
+      this.lines.forEach((l, i) => {
+        const key = `lines[${i}] ${width}x${height}`;
+        if (this.warned.has(key)) return;
+        const d = [l.signedDistance(0, 0), l.signedDistance(width, 0), l.signedDistance(0, height), l.signedDistance(width, height)];
+        const m = this.lineCfg[i].marginPx;
+        const short = Math.max(...d) <= m ? 'left' : -Math.min(...d) <= m ? 'right' : undefined;
+        if (!short) return;
+        this.warned.add(key);
+        this.warn!(
+          `${this.path}.lines[${i}]: no point of the ${width}x${height} picture is more than marginPx (${m} px) on the ${short} of line '${this.lineCfg[i].id}' (from→to as seen on screen): nothing can ever cross it; draw it inside the picture, or lower marginPx`,
+        );
+      });
     }
     this.size = { width, height };
     this.ready = true;

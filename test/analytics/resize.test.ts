@@ -179,6 +179,31 @@ describe('pixel points read from another picture (frameSize)', () => {
     expect(warned).toHaveLength(1);
   });
 
+  it('a line with no point of the picture beyond its margin on one side (along the border, or a margin wider than the picture) is warned of, naming the field', () => {
+    const warned: string[] = [];
+    const a = new SourceAnalyzer(
+      SourceSchema.parse({
+        id: 'cam',
+        uri: '/x.mp4',
+        lines: [
+          { id: 'border', from: [0, 0], to: [1, 0] },
+          { id: 'wide', from: [0, 0.5], to: [1, 0.5], marginPx: 300 },
+          { id: 'door', from: [1, 0.5], to: [0, 0.5] },
+        ],
+      }),
+      ['person'],
+      'sources[0]',
+      (m) => warned.push(m),
+    );
+    a.init(640, 480);
+    expect(warned).toEqual([
+      "sources[0].lines[0]: no point of the 640x480 picture is more than marginPx (10 px) on the left of line 'border' (from→to as seen on screen): nothing can ever cross it; draw it inside the picture, or lower marginPx",
+      "sources[0].lines[1]: no point of the 640x480 picture is more than marginPx (300 px) on the left of line 'wide' (from→to as seen on screen): nothing can ever cross it; draw it inside the picture, or lower marginPx",
+    ]);
+    a.init(640, 480);
+    expect(warned).toHaveLength(2);
+  });
+
   it('without frameSize, the same points on the sub-stream are refused when its first picture arrives, with the hint', () => {
     const a = analyzer();
     expect(() => a.init(640, 360)).toThrow(/sources\[0\]\.zones\[0\]\.polygon\[0\]: point \[900, 600\] is outside the 640x360 frame \(give the size of the picture the points were read from as frameSize/);
