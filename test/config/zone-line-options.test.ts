@@ -30,6 +30,14 @@ describe('pixel coordinates without units: pixel', () => {
     expect(issues(e)).toEqual(['  sources[0].lines[0]: coordinates look like pixels (e.g. [0, 240]) but units is fraction (0–1 of the frame); add `units: pixel` to this line, or give fractions']);
   });
 
+  it('points all within 0–100 may be percentages: the hint says so with the fractions (units: pixel alone made them a speck of a zone in the corner)', () => {
+    const e = failure('    zones:\n      - {id: z, polygon: [[45, 80], [72, 80], [72, 97], [45, 97]]}\n    lines:\n      - {id: door, from: [100, 40], to: [0, 40]}\n');
+    expect(issues(e)).toEqual([
+      '  sources[0].zones[0].polygon: coordinates look like pixels (e.g. [45, 80]) but units is fraction (0–1 of the frame); add `units: pixel` to this zone, or give fractions (percentages of the frame divided by 100: [0.45, 0.8])',
+      '  sources[0].lines[0]: coordinates look like pixels (e.g. [100, 40]) but units is fraction (0–1 of the frame); add `units: pixel` to this line, or give fractions (percentages of the frame divided by 100: [1, 0.4])',
+    ]);
+  });
+
   it('the same points with units: pixel are accepted', () => {
     const c = parse('    zones:\n      - {id: z, units: pixel, polygon: [[100, 300], [640, 300], [640, 480], [100, 480]]}\n    lines:\n      - {id: gate, units: pixel, from: [0, 240], to: [640, 240]}\n');
     expect(c.sources[0].zones[0].units).toBe('pixel');

@@ -207,8 +207,15 @@ function repeatedPoint(poly: readonly (readonly [number, number])[]): [number, n
   return undefined;
 }
 
-function pixelHint(p: readonly number[], what: 'zone' | 'line'): string {
-  return `coordinates look like pixels (e.g. [${p.join(', ')}]) but units is fraction (0–1 of the frame); add \`units: pixel\` to this ${what}, or give fractions`;
+/**
+ * What to do with pixel-looking points under `units: fraction`. Points all within 0–100 may be
+ * percentages of the frame (`[45, 80]` for 45 % across, 80 % down): `units: pixel` alone, the one
+ * hint before, made them a speck of a zone in the top-left corner, accepted without a word.
+ */
+function pixelHint(p: readonly number[], what: 'zone' | 'line', all: readonly (readonly number[])[]): string {
+  const percent = all.every((q) => q.every((v) => v >= 0 && v <= 100));
+  const asFraction = (v: number) => +(v / 100).toPrecision(6);
+  return `coordinates look like pixels (e.g. [${p.join(', ')}]) but units is fraction (0–1 of the frame); add \`units: pixel\` to this ${what}, or give fractions${percent ? ` (percentages of the frame divided by 100: [${p.map(asFraction).join(', ')}])` : ''}`;
 }
 
 /**
@@ -228,7 +235,7 @@ export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig
     if (z.polygon.length > MAX_ZONE_POINTS) return;
     if (z.units === 'fraction') {
       const pixels = looksLikePixels(z.polygon);
-      if (pixels) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: pixelHint(pixels, 'zone') });
+      if (pixels) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon'], message: pixelHint(pixels, 'zone', z.polygon) });
       else
         z.polygon.forEach((p, j) => {
           if (p.some((v) => v < 0 || v > 1)) ctx.addIssue({ code: 'custom', path: ['zones', i, 'polygon', j], message: `point [${p.join(', ')}] is outside the frame (fractions must be 0–1)` });
@@ -253,7 +260,7 @@ export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig
     lineIds.add(l.id);
     const pixels = l.units === 'fraction' ? looksLikePixels([l.from, l.to]) : undefined;
     const fractions = l.units === 'pixel' ? looksLikeFractions([l.from, l.to]) : undefined;
-    if (pixels) ctx.addIssue({ code: 'custom', path: ['lines', i], message: pixelHint(pixels, 'line') });
+    if (pixels) ctx.addIssue({ code: 'custom', path: ['lines', i], message: pixelHint(pixels, 'line', [l.from, l.to]) });
     else if (fractions) ctx.addIssue({ code: 'custom', path: ['lines', i], message: fractionHint(fractions, 'line') });
     else {
       for (const end of ['from', 'to'] as const) {
