@@ -91,7 +91,15 @@ static void call_js(napi_env env, napi_value cb, void *context, void *data) {
   napi_get_undefined(env, &undef);
   napi_create_double(env, (double)ch->got, &argv[0]);
   napi_create_int32(env, ch->err, &argv[1]);
-  napi_call_function(env, undef, cb, 2, argv, NULL);
+  /* An exception the callback throws (a frame's consumer failing) goes to 'uncaughtException',
+   * as one from a socket's or a pipe's reader does. Left to N-API, a thread-safe function's
+   * callback that throws is only a warning (DEP0168): the exception was lost, and with it the
+   * next read, so the source stalled without an error. */
+  bool thrown = false;
+  if (napi_call_function(env, undef, cb, 2, argv, NULL) != napi_ok && napi_is_exception_pending(env, &thrown) == napi_ok && thrown) {
+    napi_value e;
+    if (napi_get_and_clear_last_exception(env, &e) == napi_ok) napi_fatal_exception(env, e);
+  }
 }
 
 /* Stops the thread (a recv in progress ends: shutdown wakes it) and closes both ends. */

@@ -118,4 +118,28 @@ describe.runIf(FRAME_CHANNELS)('FrameChannel', () => {
     expect(out).toBe('opened');
     expect(code).toBe(0);
   }, 30_000);
+
+  it("an exception thrown by the frames' consumer reaches 'uncaughtException', as from a pipe's reader: never lost with the next read (the source stalled without an error)", async () => {
+    const script = [
+      "import { spawn } from 'node:child_process';",
+      "import { FrameChannel } from './src/sources/frame-channel.ts';",
+      "import { BufferPool, FrameReader } from './src/sources/frame-reader.ts';",
+      "process.on('uncaughtException', (e) => { process.stdout.write('caught: ' + e.message); process.exit(0); });",
+      'const ch = FrameChannel.open();',
+      'if (!ch) process.exit(3);',
+      "ch.feed(new FrameReader(4, new BufferPool(4), (f) => { throw new Error('consumer failed on ' + f); }));",
+      "spawn('sh', ['-c', 'printf abcdefgh'], { stdio: ['ignore', ch.childEnd, 'ignore'] });",
+      'ch.spawned();',
+      'ch.resume();',
+    ].join('\n');
+    const c = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '..', '..'), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    c.stdout!.on('data', (b) => (out += b));
+    c.stderr!.on('data', (b) => (err += b));
+    const code = await new Promise<number | null>((r) => c.once('exit', r));
+    expect(err).not.toContain('DEP0168'); // N-API's "Uncaught N-API callback exception detected"
+    expect(out).toBe('caught: consumer failed on abcd');
+    expect(code).toBe(0);
+  }, 30_000);
 });
