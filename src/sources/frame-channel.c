@@ -12,7 +12,10 @@
  * given to spawn as ffmpeg's stdout, then closed here with closeChild(channel).
  * read(channel, uint8array): fills it from the socket on the channel's thread, then calls
  * callback(bytes, errno) on the main thread: bytes < its length at the end of the stream (or an
- * error, errno > 0). One read at a time; the array is held until the callback.
+ * error, errno > 0). One read at a time; the array is held until the callback, and must not
+ * be detached (transferred) before it: the thread writes into its memory, which a detached
+ * array's new owner may free (the frame pool's buffers never are). An exception the callback
+ * throws goes to 'uncaughtException'.
  * close(channel): stops the thread (a read in progress ends, without a callback) and closes both ends.
  */
 #define _GNU_SOURCE
