@@ -3,7 +3,7 @@
 // dashboard's files). Run by `npm ci` (prepare) and `npm run build`. A failed build is a
 // warning, not an error: bin/argus.js then runs the TypeScript sources through tsx.
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,12 +59,19 @@ function buildNative() {
       continue;
     }
     mkdirSync(dirname(out), { recursive: true });
-    const c = spawnSync(cc, [...ccArgs, ...m.flags, '-fPIC', '-shared', '-Wall', '-o', out, '-I', headers, join(root, m.src)], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+    // Built beside it, then renamed over it: a build killed while the compiler writes (npm ci
+    // stopped) leaves the library built before, or none, never one cut short, which is no
+    // "cannot be loaded" for native.ts to fall back from but SIGBUS in dlopen at every start;
+    // nor does a process that starts during a build load a half-written one.
+    const part = `${out}.${process.pid}.part`;
+    const c = spawnSync(cc, [...ccArgs, ...m.flags, '-fPIC', '-shared', '-Wall', '-o', part, '-I', headers, join(root, m.src)], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
     if (c.error || c.status !== 0) {
+      rmSync(part, { force: true });
       rmSync(out, { force: true });
       process.stderr.write(`build: ${cc} could not build ${m.src} (${c.error?.message ?? `exit ${c.status}`}); ${m.without}\n`);
       continue;
     }
+    renameSync(part, out);
     process.stderr.write(`build: dist/native/${m.name}.node is built\n`);
   }
 }
