@@ -233,9 +233,11 @@ static void vpass(const int16_t *restrict h0, const int16_t *restrict h1, int32_
 static int yuvplanes(napi_env env, napi_value vsrc, napi_value vw, napi_value vh, napi_value vtab, yuv_t *p, size_t *sw, size_t *sh) {
   uint8_t *src; int32_t *tab; size_t n, nt; int32_t w, h;
   if (!typed(env, vsrc, napi_uint8_array, (void **)&src, &n, 0) || !typed(env, vtab, napi_int32_array, (void **)&tab, &nt, 1) || nt != 5 * 256 + 6) return 0;
-  if (napi_get_value_int32(env, vw, &w) != napi_ok || napi_get_value_int32(env, vh, &h) != napi_ok || w <= 0 || h <= 0 || w > 65536 || h > 65536) return 0;
+  /* Any size whose packed row (w * 3, the taps' offsets) is an int32: the sizes in 64 bits. A
+   * picture wider than 65536 (65538x4: 262,144 pixels, taken by the source) was refused here. */
+  if (napi_get_value_int32(env, vw, &w) != napi_ok || napi_get_value_int32(env, vh, &h) != napi_ok || w <= 0 || h <= 0 || w > INT32_MAX / 3) return 0;
   const size_t cw = ((size_t)w + 1) / 2, ch = ((size_t)h + 1) / 2;
-  if ((size_t)w * (size_t)h + 2 * cw * ch > n) return 0;
+  if ((uint64_t)w * (uint64_t)h + 2 * (uint64_t)cw * ch > (uint64_t)n) return 0;
   p->y = src; p->u = src + (size_t)w * h; p->v = p->u + cw * ch; p->w = (size_t)w; p->cw = cw;
   p->ty = tab; p->tub = tab + 256; p->tvr = tab + 512; p->tug = tab + 768; p->tvg = tab + 1024; p->k = tab + 1280;
   for (int i = 0; i < 6; i++) if (p->k[i] < -32768 || p->k[i] > 32767) return 0;
@@ -294,7 +296,7 @@ static napi_value run(napi_env env, napi_callback_info info, int isyuv) {
   const double m[3] = { mo[0], mo[1], mo[2] }, o[3] = { mo[3], mo[4], mo[5] };
   if (isyuv) {
     stride = (int32_t)(ysw * 3); /* the taps' offsets are into a packed row of the picture */
-    nsrc = ysw * ysh * 3;
+    nsrc = ysw * ysh * 3; /* at most twice the picture's bytes, which fit */
   } else CHECK(napi_get_value_int32(env, a[1], &stride));
   CHECK(napi_get_value_bool(env, a[10], &area2));
   CHECK(napi_get_value_int32(env, a[12], &d0));

@@ -106,6 +106,24 @@ describe('yuv420p → BGR as ffmpeg converts it (src/preprocess/yuv.ts, the kern
     }
   });
 
+  it('a picture wider or taller than 65536 that a source takes (65538×4: 262,144 pixels, within its bound) is letterboxed as its converted picture is, not refused', () => {
+    const tab = yuvTables({ matrix: 'bt601', fullRange: false });
+    for (const [w, h] of [[65538, 4], [4, 65538]]) {
+      const yuv = new Uint8Array(yuv420Bytes(w, h));
+      for (let i = 0; i < yuv.length; i++) yuv[i] = (i * 73 + 19) & 255;
+      const bgr = Buffer.alloc(w * h * 3);
+      yuvToPackedJs(yuv, w, h, tab, bgr);
+      expect(yuvToPacked(yuv, w, h, tab, 'bgr').equals(bgr), `${w}x${h}`).toBe(true);
+      const lb = letterbox(w, h, 64, 64, 'center', 'round');
+      const a = new Float32Array(64 * 64 * 3), b = new Float32Array(64 * 64 * 3);
+      letterboxYuvTensor(yuv, w, h, tab, lb, a, OPTS);
+      letterboxTensor(bgr, w, h, 'bgr', lb, b, OPTS);
+      let differ = 0;
+      for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) differ++;
+      expect(differ, `${w}x${h}`).toBe(0);
+    }
+  });
+
   it('rows converted with AVX2 (where the CPU has it, as here) and with SSE2 give the same tensor and picture, value for value', () => {
     const k = createRequire(import.meta.url)(resolve(__dirname, '../../dist/native/letterbox.node')) as NativeLetterbox;
     const cpuHasAvx2 = /^flags\s*:.*\bavx2\b/m.test(readFileSync('/proc/cpuinfo', 'utf8'));
