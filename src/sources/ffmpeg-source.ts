@@ -52,8 +52,10 @@ export interface FfmpegSourceOptions {
   onStreamInfo?: (info: StreamInfo, letterbox: Letterbox) => void;
   /**
    * Told of ffmpeg's reports of damaged input (a corrupt packet, a decoding error), with its
-   * line: once for the reports between two frames; a live source's from each run's first frame
-   * (before it, the decoder's errors are those of a stream joined between key frames).
+   * line: once for the reports between two frames (the frames as ffmpeg's log reports them, in
+   * order with its damage lines; as they arrive from an ffmpeg that reports none); a live
+   * source's from each run's first frame (before it, the decoder's errors are those of a stream
+   * joined between key frames).
    */
   onDamage?: (line: string) => void;
   /** Told when a spawned ffmpeg exits (for tests and health reporting). */
@@ -534,11 +536,21 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     const waiting = new Map<number, Frame>(); // frame index → frame without its time yet
     let reports = 0;
     let delivered = 0;
-    /** A report of damaged input came since the last frame: the next ones count with it (see onDamage). */
-    let damageSinceFrame = false;
+    /**
+     * The frame after which the last report of damaged input came: the next ones after the same
+     * frame count with it (see onDamage). Frames are told apart by their reports on the log
+     * (onFrameTime: positive), in order with the damage lines, not by their arrival through the
+     * other pipe: which of two pipes is read first is the scheduler's choice, and the same file
+     * counted one or two reports for damage one frame apart as the machine was busy or not. Only
+     * while the log has reported no frame (an ffmpeg that prints no reports: the bundled 2018
+     * build) are frames counted as they arrive (negative).
+     */
+    let damageAfter: number | undefined;
     probe.onDamage = (line) => {
-      if (damageSinceFrame || (live && seq === seqStart)) return;
-      damageSinceFrame = true;
+      if (live && reports === 0 && seq === seqStart) return;
+      const after = reports > 0 ? reports : -1 - (seq - seqStart);
+      if (after === damageAfter) return;
+      damageAfter = after;
       options.onDamage?.(line);
     };
     probe.onInputOpened = () => {
@@ -673,7 +685,6 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     /** A frame to the pipeline; `captured` is now (for a native-rate frame read ahead: when it is released). */
     const emit = (data: Buffer): void => {
       const captured = now();
-      damageSinceFrame = false;
       const framePool = pool!;
       let released = false;
       const k = seq - seqStart;

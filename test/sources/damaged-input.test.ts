@@ -116,6 +116,33 @@ describe('a live source’s reports', () => {
       spawn,
       onDamage: (l) => told.push(l),
     }).subscribe({ error: (e) => { throw e; } });
+    const t = Date.now();
+    child.info('rtsp', 10);
+    child.stderr.write('[h264 @ 0x5] non-existing PPS 0 referenced\n[h264 @ 0x5] decode_slice_header error\n');
+    // (As ffmpeg does, each frame is reported on its log before it is written.)
+    child.stderr.write(child.timeLine(0, t));
+    child.frame();
+    expect(told).toEqual([]);
+    child.stderr.write('[h264 @ 0x5] error while decoding MB 1 2, bytestream 9\n[h264 @ 0x5] concealing 9 DC, 9 AC, 9 MV errors in P frame\n');
+    child.stderr.write(child.timeLine(1, t + 100));
+    child.frame();
+    child.stderr.write('[h264 @ 0x5] concealing 3 DC, 3 AC, 3 MV errors in P frame\n');
+    expect(told).toEqual(['[h264 @ 0x5] error while decoding MB 1 2, bytestream 9', '[h264 @ 0x5] concealing 3 DC, 3 AC, 3 MV errors in P frame']);
+    sub.unsubscribe();
+  });
+
+  it('from an ffmpeg that reports no frame on its log (the bundled 2018 build): frames as they arrive part the reports, the first one included', () => {
+    let child!: FakeFfmpeg;
+    const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, 64 * 48 * 3)).asChild();
+    const told: string[] = [];
+    const sub = ffmpegSource({
+      id: 'cam',
+      input: { url: 'rtsp://cam/s', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false },
+      output: { width: 64, height: 48, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
+      ffmpegPath: 'ffmpeg',
+      spawn,
+      onDamage: (l) => told.push(l),
+    }).subscribe({ error: (e) => { throw e; } });
     child.info('rtsp', 10);
     child.stderr.write('[h264 @ 0x5] non-existing PPS 0 referenced\n[h264 @ 0x5] decode_slice_header error\n');
     child.frame();
@@ -124,6 +151,63 @@ describe('a live source’s reports', () => {
     child.frame();
     child.stderr.write('[h264 @ 0x5] concealing 3 DC, 3 AC, 3 MV errors in P frame\n');
     expect(told).toEqual(['[h264 @ 0x5] error while decoding MB 1 2, bytestream 9', '[h264 @ 0x5] concealing 3 DC, 3 AC, 3 MV errors in P frame']);
+    sub.unsubscribe();
+  });
+
+  it("a live source's first frame is its first report on the log, not the first frame read: a report after it counts before the frame's bytes come", () => {
+    let child!: FakeFfmpeg;
+    const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, 64 * 48 * 3)).asChild();
+    const told: string[] = [];
+    const sub = ffmpegSource({
+      id: 'cam',
+      input: { url: 'rtsp://cam/s', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false },
+      output: { width: 64, height: 48, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
+      ffmpegPath: 'ffmpeg',
+      spawn,
+      onDamage: (l) => told.push(l),
+    }).subscribe({ error: (e) => { throw e; } });
+    child.info('rtsp', 10);
+    child.stderr.write('[h264 @ 0x5] decode_slice_header error\n' + child.timeLine(0, Date.now()) + '[h264 @ 0x5] error while decoding MB 1 2, bytestream 9\n');
+    expect(told).toEqual(['[h264 @ 0x5] error while decoding MB 1 2, bytestream 9']);
+    sub.unsubscribe();
+  });
+});
+
+describe('reports between two frames count once, by the order of ffmpeg’s log', () => {
+  // A file's frames come through one pipe and ffmpeg's log through another: which is read first
+  // is the scheduler's choice. Counted by the arrival of frames, damage one frame apart (the
+  // damaged file above: reports before and after its 28th frame) counted once on a busy machine,
+  // twice on an idle one. ffmpeg reports each frame on its log before it writes it: in order
+  // with the damage lines, whenever the frames' bytes come.
+  it('a frame reported between two damage lines parts them, its bytes read after both; bytes read between two lines with no report between do not', () => {
+    let child!: FakeFfmpeg;
+    const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, 64 * 48 * 3)).asChild();
+    const told: string[] = [];
+    const sub = ffmpegSource({
+      id: 'cam',
+      input: { url: intact, kind: 'file', rate: 'fast', loop: false },
+      output: { width: 64, height: 48, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
+      ffmpegPath: 'ffmpeg',
+      spawn,
+      onDamage: (l) => told.push(l),
+    }).subscribe({ error: (e) => { throw e; } });
+    const t = Date.now();
+    child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
+    child.stderr.write(child.timeLine(0, t));
+    child.frame();
+    // Frame 1 is reported between the two damaged packets; its bytes are read after both.
+    child.stderr.write('[h264 @ 0x5] Reference 4 >= 2\n[h264 @ 0x5] concealing 225 DC, 225 AC, 225 MV errors in B frame\n');
+    child.stderr.write(child.timeLine(1, t + 100));
+    child.stderr.write('[NULL @ 0x6] Invalid NAL unit size (457205130 > 12140).\n');
+    expect(told).toEqual(['[h264 @ 0x5] Reference 4 >= 2', '[NULL @ 0x6] Invalid NAL unit size (457205130 > 12140).']);
+    // Frame 1's bytes come between two lines that ffmpeg logged before frame 2's report: one.
+    child.frame();
+    child.stderr.write('[h264 @ 0x5] error while decoding MB 24 18, bytestream 486\n');
+    expect(told).toHaveLength(2);
+    child.stderr.write(child.timeLine(2, t + 200));
+    child.stderr.write('[h264 @ 0x5] concealing 311 DC, 311 AC, 311 MV errors in B frame\n');
+    expect(told).toHaveLength(3);
+    expect(told[2]).toBe('[h264 @ 0x5] concealing 311 DC, 311 AC, 311 MV errors in B frame');
     sub.unsubscribe();
   });
 });
