@@ -6,8 +6,6 @@ import { senderReport as sr } from '../helpers/rtsp-camera.js';
 import { relaysRtsp, tapsCameraClock } from '../../src/core/rtsp-relay.js';
 import { CAMERA_BEHIND_MAX_MS, CAMERA_BEHIND_NOTICE_MS, CAMERA_BEHIND_SUSTAINED_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, RtspTap, UNIT_END_TRUST, UnitEnds, videoStream } from '../../src/sources/rtsp-tap.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** An interleaved RTP packet (`$`, channel, length, 12-byte header, payload). */
 function rtp(channel: number, ts: number, seq = 0, ssrc = 0x1234, payload = 20): Buffer {
   const p = Buffer.alloc(12 + payload);
@@ -885,9 +883,21 @@ describe('RtspTap: the relay', () => {
     let got = '';
     client.on('data', (d: Buffer) => (got += d.toString('latin1')));
     await new Promise<void>((r) => client.on('connect', r));
-    const until = async (what: RegExp) => {
-      for (let i = 0; i < 200 && !what.test(got); i++) await sleep(10);
-    };
+    // Until the relay's answer holds `what`: ends at the bytes that complete it (it polled 200
+    // times 10 ms, then went on without them, and the next step failed on the missing answer on
+    // a machine busy enough; the bound only ends a hang, naming what never came).
+    const until = (what: RegExp) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (!what.test(got)) return;
+          clearTimeout(hang);
+          client.off('data', check);
+          resolve();
+        };
+        const hang = setTimeout(() => (client.off('data', check), reject(new Error(`never got ${what} from the relay; got ${JSON.stringify(got)}`))), 60_000);
+        client.on('data', check);
+        check();
+      });
     client.write(request('DESCRIBE', url, 2));
     await until(/v=0[\s\S]*trackID=1\r\n/);
     // ffmpeg sets up the control the SDP names (the camera's own address here), as it got it.
