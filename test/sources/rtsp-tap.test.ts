@@ -251,8 +251,11 @@ describe('RtpClock: a frame time of ffmpeg → the camera\'s time of its access 
 
   it("the system clock stepped since argus started: the camera's NTP time is compared on argus's clock, which the arrivals are on", () => {
     for (const step of [5000, -5000]) {
-      const wall = Date.now.bind(Date);
-      const spy = vi.spyOn(Date, 'now').mockImplementation(() => wall() + step);
+      // Both clocks stand still: the report is made at the instant the frame arrives. (Read a
+      // moment apart, a busy machine put more than the frame's 20 ms between the two reads: the
+      // frame seemed produced after it came, and its time was not believed.)
+      const perf = vi.spyOn(performance, 'now').mockReturnValue(performance.now());
+      const spy = vi.spyOn(Date, 'now').mockReturnValue(Date.now() + step);
       try {
         const s = session();
         const T = now(); // argus's clock
@@ -264,6 +267,7 @@ describe('RtpClock: a frame time of ffmpeg → the camera\'s time of its access 
         expect(r.at).toBeCloseTo(T - 20, -1);
       } finally {
         spy.mockRestore();
+        perf.mockRestore();
       }
     }
   });
