@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +6,7 @@ import { letterbox } from '../../src/core/geometry.js';
 import { letterboxTensor, resizeLinear } from '../../src/preprocess/letterbox.js';
 import { IDENTITY_NORMALIZE } from '../../src/preprocess/normalize.js';
 import { MIRROR } from '../helpers/assets.js';
+import { runCommand } from '../helpers/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'argus-letterbox-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -45,9 +45,19 @@ describe('the exact letterbox (OpenCV INTER_LINEAR, reproduced)', () => {
   describe('against OpenCV itself', () => {
     let venv: string;
     let cases: { name: string; w: number; h: number; dw: number; dh: number }[] = [];
-    beforeAll(() => {
+    /** Runs a maker of this setup without holding up the event loop; its stdout, or an error with its stderr's end. */
+    const made = async (cmd: string, args: string[]): Promise<string> => {
+      const r = await runCommand(cmd, args, {}, 600_000);
+      if (r.code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited with ${r.code}: ${r.stderr.slice(-4000)}`);
+      return r.stdout;
+    };
+    beforeAll(async () => {
       // The private environment with OpenCV from PyPI (the peers' and the reference test's).
-      venv = execFileSync('bash', ['scripts/peers/setup.sh'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim().split('\n').at(-1)!;
+      // Made asynchronously: on a fresh clone pip takes minutes (79 s in CI beside two busy
+      // loops), and while a test file's event loop stands still vitest's calls from it to its
+      // main process time out after 60 s ("Timeout calling onTaskUpdate", an error that failed
+      // the run with every test passed).
+      venv = (await made('bash', ['scripts/peers/setup.sh'])).trim().split('\n').at(-1)!;
       const images = readdirSync(join(MIRROR, 'images')).filter((f) => f.endsWith('.jpg')).slice(0, 4);
       const script = `
 import cv2, json, sys
@@ -66,7 +76,7 @@ for i, f in enumerate(sys.argv[2:]):
 json.dump(cases, open(f'{out}/cases.json', 'w'))
 `;
       writeFileSync(join(dir, 'gen.py'), script);
-      execFileSync(join(venv, 'bin', 'python'), [join(dir, 'gen.py'), dir, ...images.map((f) => join(MIRROR, 'images', f))], { stdio: 'inherit' });
+      await made(join(venv, 'bin', 'python'), [join(dir, 'gen.py'), dir, ...images.map((f) => join(MIRROR, 'images', f))]);
       cases = JSON.parse(readFileSync(join(dir, 'cases.json'), 'utf8'));
     }, 600_000);
 
