@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { createSocket } from 'node:dgram';
@@ -6,6 +6,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { createServer as createTlsServer } from 'node:tls';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { resolveFfmpeg } from '../../src/sources/ffmpeg-path.js';
 
 const NTP_UNIX_S = 2_208_988_800;
@@ -82,7 +83,9 @@ export class RtspCamera {
     const out = join(dir, 'camera.h264');
     try {
       const fps = o.fps ?? 10;
-      execFileSync((await resolveFfmpeg()).path, ['-v', 'error', '-i', file, '-t', '10', '-an', '-vf', `fps=${fps},scale=${size}`, '-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-bf', '0', '-g', String(fps), '-x264-params', 'aud=1', '-f', 'h264', out]);
+      // Asynchronously: on a busy machine the encoding takes many seconds, and a test file whose
+      // event loop stands still for 60 s has vitest's calls to its main process time out.
+      await promisify(execFile)((await resolveFfmpeg()).path, ['-v', 'error', '-i', file, '-t', '10', '-an', '-vf', `fps=${fps},scale=${size}`, '-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-bf', '0', '-g', String(fps), '-x264-params', 'aud=1', '-f', 'h264', out]);
       const camera = new RtspCamera(accessUnits(readFileSync(out)), o);
       const host = o.host ?? '127.0.0.1';
       await new Promise<void>((r) => camera.server.listen(0, host, r));

@@ -1,10 +1,11 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { connect as netConnect, type AddressInfo } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PipelineSchema } from '../../src/config/schema.js';
 import { now } from '../../src/core/clock.js';
@@ -295,7 +296,10 @@ describe('the camera\'s clock (RTCP sender reports, through argus\'s relay)', ()
     // The person video as H.265 without B-frames (as cameras send it), published at its 10 fps.
     const { resolveFfmpeg } = await import('../../src/sources/ffmpeg-path.js');
     const hevc = join(mkdtempSync(join(tmpdir(), 'argus-hevc-')), 'person.mp4');
-    execFileSync((await resolveFfmpeg()).path, ['-v', 'error', '-i', PERSON, '-t', '20', '-c:v', 'libx265', '-preset', 'ultrafast', '-x265-params', 'bframes=0:keyint=10:log-level=error', '-an', hevc]);
+    // (Not execFileSync: the encoding took tens of seconds on a busy machine, and a test file whose
+    // event loop stands still for 60 s has vitest's calls to its main process time out, which
+    // fails the run.)
+    await promisify(execFile)((await resolveFfmpeg()).path, ['-v', 'error', '-i', PERSON, '-t', '20', '-c:v', 'libx265', '-preset', 'ultrafast', '-x265-params', 'bframes=0:keyint=10:log-level=error', '-an', hevc]);
     const uri = await publish('hevc', hevc);
     const [ended, held] = await Promise.all([stamps({ uri }), stamps({ uri, decode: { lowLatency: false } })]);
     // A publisher's sender reports map RTP time to the server's sending. On an idle machine that
