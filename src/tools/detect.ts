@@ -259,11 +259,13 @@ export async function runDetect(files: readonly string[], options: DetectOptions
           // ffmpeg's reports of damaged input: the first line, and how many times (those between two frames once, as a run's source counts them).
           let damage: string | undefined;
           let damaged = 0;
-          let damageSinceFrame = false;
-          const onDamage = (line: string) => {
+          // The frame the last report came after (videoFrames' `after`, by the log's order: the
+          // same count on a busy machine, which reads the frames and the log in another order).
+          let damageAfter: number | undefined;
+          const onDamage = (line: string, after: number) => {
             damage ??= line;
-            if (!damageSinceFrame) damaged++;
-            damageSinceFrame = true;
+            if (after !== damageAfter) damaged++;
+            damageAfter = after;
           };
           // Each frame at its own time (a variable-rate file's, a GIF's delays): the previous
           // frame is repeated over a gap (up to MAX_GAP_SECONDS), as the annotate sink does, so
@@ -282,7 +284,6 @@ export async function runDetect(files: readonly string[], options: DetectOptions
           const read = async (partial: string | undefined) => {
             try {
               for await (const frame of videoFrames({ ffmpegPath: ffmpeg!.path, url: file, fps: options.fps, onInfo, onDamage })) {
-                damageSinceFrame = false;
                 // The copy is at the first frame's size: a later picture of another size (the
                 // file's resolution changed) is drawn into it, its aspect kept.
                 copySize ??= { width: frame.width, height: frame.height };

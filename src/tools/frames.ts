@@ -90,8 +90,15 @@ export interface VideoFramesOptions {
    * guess: ffmpeg-args indexedFormat).
    */
   onDuration?: (seconds: number, format: string | undefined) => void;
-  /** Called at each of ffmpeg's reports of damaged input (a file cut short: "partial file", a corrupt packet, a decoding error: `reportsDamage`), with its line. */
-  onDamage?: (line: string) => void;
+  /**
+   * Called at each of ffmpeg's reports of damaged input (a file cut short: "partial file", a
+   * corrupt packet, a decoding error: `reportsDamage`), with its line, and the frame it came
+   * after: how many frames the log had reported before it (in order with it on the log, however
+   * the frames' pipe and the log's are read), or, while the log has reported none (an ffmpeg that
+   * prints no reports, such as the bundled 2018 build), -1 minus the frames read. Reports with
+   * the same `after` came between the same two frames.
+   */
+  onDamage?: (line: string, after: number) => void;
   /**
    * Longest wait for ffmpeg's output, ms, while the consumer is not holding it back: a first
    * frame, or the next one. Then ffmpeg is stopped and VAP_ERR_SOURCE_TIMEOUT (no first frame)
@@ -200,6 +207,8 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
   const sizes: { from: number; width: number; height: number }[] = [];
   /** The size the scale filter last logged (after the output's report). */
   let latest: { width: number; height: number } | undefined;
+  /** Frames read (for onDamage, where the log reports none). */
+  let index = 0;
   let reports: boolean | undefined;
   let logged: (() => void) | undefined;
   let logEnded = false;
@@ -241,7 +250,7 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
       // Of argus's own -vsync (kept: the bundled 2018 ffmpeg has no -fps_mode), not of the input.
       if (/^-vsync is deprecated/.test(line)) continue;
       keep(line);
-      if (reportsDamage(line)) o.onDamage?.(line);
+      if (reportsDamage(line)) o.onDamage?.(line, reported > 0 ? reported : -1 - index);
       tooLarge ??= pictureTooLarge(line);
       const d = DURATION.exec(line);
       if (d && durationS === undefined) {
@@ -330,7 +339,6 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
     while (reported <= i && !logEnded) await new Promise<void>((r) => (logged = r));
     unwatch();
   };
-  let index = 0;
   let first: number | undefined;
   try {
     let reader: FrameReader | undefined;
