@@ -16,8 +16,30 @@ const WALL_STEP_MS = 5;
  * stand at the call. A departure of more than WALL_STEP_MS is applied.
  */
 export function fromWallClock(ms: number): number {
-  const d = now() - Date.now();
+  const d = wallOffset();
   return Math.abs(d) > WALL_STEP_MS ? ms + d : ms;
+}
+
+/**
+ * `now` minus the system clock. The two are read one after the other: a process descheduled
+ * between the reads (a busy machine) saw them apart by as long as it waited, a step of the
+ * system clock that never was, and moved a camera's times by it. So `now` is read on both sides
+ * of the system clock, and the reading is taken again (up to 3 times: the tightest is kept)
+ * while those two are more than a millisecond apart.
+ */
+function wallOffset(): number {
+  let best = Infinity;
+  let offset = 0;
+  for (let i = 0; i < 3 && best > 1; i++) {
+    const before = now();
+    const wall = Date.now();
+    const spread = now() - before;
+    if (spread < best) {
+      best = spread;
+      offset = before - wall;
+    }
+  }
+  return offset;
 }
 
 /**

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { ObservedTime, OUTAGE_MS, STALL_GAP_FACTOR, STALL_GAP_MIN_MS } from '../../src/core/clock.js';
+import { describe, expect, it, vi } from 'vitest';
+import { fromWallClock, ObservedTime, OUTAGE_MS, STALL_GAP_FACTOR, STALL_GAP_MIN_MS } from '../../src/core/clock.js';
 
 /** Observed times for frames at `times`. */
 const observe = (times: number[]) => {
@@ -61,5 +61,36 @@ describe('ObservedTime', () => {
   it('the first gap counts in full (there is no usual gap yet); time that goes back adds nothing', () => {
     expect(observe([0, 3000, 3100])).toEqual([0, 3000, 3100]);
     expect(observe([0, 100, 200, 50, 150])).toEqual([0, 100, 200, 200, 300]);
+  });
+});
+
+describe('fromWallClock', () => {
+  it('a process descheduled between its reads of the two clocks (a busy machine) sees no step of the system clock', () => {
+    // `now` and the system clock agree here; the first read of the system clock comes 8 ms late,
+    // as when the process waits for a CPU between the two reads.
+    const wall = Date.now.bind(Date);
+    let calls = 0;
+    const spy = vi.spyOn(Date, 'now').mockImplementation(() => {
+      if (calls++ === 0) for (const end = performance.now() + 8; performance.now() < end; );
+      return wall();
+    });
+    try {
+      const t = wall();
+      expect(Math.abs(fromWallClock(t) - t)).toBeLessThan(1e-9);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('a real step is applied: the system clock 5 s ahead of `now`', () => {
+    const wall = Date.now.bind(Date);
+    const spy = vi.spyOn(Date, 'now').mockImplementation(() => wall() + 5000);
+    try {
+      const t = wall() + 5000;
+      expect(fromWallClock(t) - (t - 5000)).toBeLessThan(5);
+      expect(fromWallClock(t) - (t - 5000)).toBeGreaterThan(-5);
+    } finally {
+      spy.mockRestore();
+    }
   });
 });
