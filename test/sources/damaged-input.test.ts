@@ -4,12 +4,12 @@
 import { copyFileSync, mkdtempSync, openSync, closeSync, statSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { lastValueFrom, toArray } from 'rxjs';
+import { lastValueFrom, toArray, type Subscription } from 'rxjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../src/core/errors.js';
 import { Metrics } from '../../src/server/metrics.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
-import { ffmpegSource, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
+import { ffmpegSource, type FfmpegSourceOptions, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
 import { DAMAGE_WARN_INTERVAL_MS, DamageWarnings, newSourceStats, sourceSummary } from '../../src/sources/stats.js';
 import { reportsDamage, StderrProbe } from '../../src/sources/stderr-probe.js';
 import { damagedWarning } from '../../src/tools/detect.js';
@@ -109,19 +109,27 @@ describe('reportsDamage (ffmpeg’s words for damaged input)', () => {
   });
 });
 
+const CAMERA: FfmpegSourceOptions['input'] = { url: 'rtsp://cam/s', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false };
+
+/** ffmpegSource of `input` on a fake ffmpeg (64x48 frames): the fake, the damage lines told, the subscription. */
+function onFakeFfmpeg(input: FfmpegSourceOptions['input']): { child: FakeFfmpeg; told: string[]; sub: Subscription } {
+  let child!: FakeFfmpeg;
+  const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, 64 * 48 * 3)).asChild();
+  const told: string[] = [];
+  const sub = ffmpegSource({
+    id: 'cam',
+    input,
+    output: { width: 64, height: 48, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
+    ffmpegPath: 'ffmpeg',
+    spawn,
+    onDamage: (l) => told.push(l),
+  }).subscribe({ error: (e) => { throw e; } });
+  return { child, told, sub };
+}
+
 describe('a live source’s reports', () => {
   it('before its first frame (a stream joined between key frames) are not damage; after it, those between two frames count once', () => {
-    let child!: FakeFfmpeg;
-    const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, 64 * 48 * 3)).asChild();
-    const told: string[] = [];
-    const sub = ffmpegSource({
-      id: 'cam',
-      input: { url: 'rtsp://cam/s', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false },
-      output: { width: 64, height: 48, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
-      ffmpegPath: 'ffmpeg',
-      spawn,
-      onDamage: (l) => told.push(l),
-    }).subscribe({ error: (e) => { throw e; } });
+    const { child, told, sub } = onFakeFfmpeg(CAMERA);
     const t = Date.now();
     child.info('rtsp', 10);
     child.stderr.write('[h264 @ 0x5] non-existing PPS 0 referenced\n[h264 @ 0x5] decode_slice_header error\n');
@@ -138,17 +146,7 @@ describe('a live source’s reports', () => {
   });
 
   it('from an ffmpeg that reports no frame on its log (the bundled 2018 build): frames as they arrive part the reports, the first one included', () => {
-    let child!: FakeFfmpeg;
-    const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, 64 * 48 * 3)).asChild();
-    const told: string[] = [];
-    const sub = ffmpegSource({
-      id: 'cam',
-      input: { url: 'rtsp://cam/s', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false },
-      output: { width: 64, height: 48, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
-      ffmpegPath: 'ffmpeg',
-      spawn,
-      onDamage: (l) => told.push(l),
-    }).subscribe({ error: (e) => { throw e; } });
+    const { child, told, sub } = onFakeFfmpeg(CAMERA);
     child.info('rtsp', 10);
     child.stderr.write('[h264 @ 0x5] non-existing PPS 0 referenced\n[h264 @ 0x5] decode_slice_header error\n');
     child.frame();
@@ -161,17 +159,7 @@ describe('a live source’s reports', () => {
   });
 
   it("a live source's first frame is its first report on the log, not the first frame read: a report after it counts before the frame's bytes come", () => {
-    let child!: FakeFfmpeg;
-    const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, 64 * 48 * 3)).asChild();
-    const told: string[] = [];
-    const sub = ffmpegSource({
-      id: 'cam',
-      input: { url: 'rtsp://cam/s', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false },
-      output: { width: 64, height: 48, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
-      ffmpegPath: 'ffmpeg',
-      spawn,
-      onDamage: (l) => told.push(l),
-    }).subscribe({ error: (e) => { throw e; } });
+    const { child, told, sub } = onFakeFfmpeg(CAMERA);
     child.info('rtsp', 10);
     child.stderr.write('[h264 @ 0x5] decode_slice_header error\n' + child.timeLine(0, Date.now()) + '[h264 @ 0x5] error while decoding MB 1 2, bytestream 9\n');
     expect(told).toEqual(['[h264 @ 0x5] error while decoding MB 1 2, bytestream 9']);
@@ -186,17 +174,7 @@ describe('reports between two frames count once, by the order of ffmpeg’s log'
   // twice on an idle one. ffmpeg reports each frame on its log before it writes it: in order
   // with the damage lines, whenever the frames' bytes come.
   it('a frame reported between two damage lines parts them, its bytes read after both; bytes read between two lines with no report between do not', () => {
-    let child!: FakeFfmpeg;
-    const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, 64 * 48 * 3)).asChild();
-    const told: string[] = [];
-    const sub = ffmpegSource({
-      id: 'cam',
-      input: { url: intact, kind: 'file', rate: 'fast', loop: false },
-      output: { width: 64, height: 48, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
-      ffmpegPath: 'ffmpeg',
-      spawn,
-      onDamage: (l) => told.push(l),
-    }).subscribe({ error: (e) => { throw e; } });
+    const { child, told, sub } = onFakeFfmpeg({ url: intact, kind: 'file', rate: 'fast', loop: false });
     const t = Date.now();
     child.info('mov,mp4,m4a,3gp,3g2,mj2', 10);
     child.stderr.write(child.timeLine(0, t));
