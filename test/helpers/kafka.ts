@@ -1,8 +1,10 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
+import { MESSAGE_VERSION, type AlertMessage } from '../../src/sinks/message.js';
 import { testPort } from './ports.js';
 
 const run = promisify(execFile);
@@ -145,4 +147,33 @@ function allThreadsStopped(pid: number): boolean {
     if (state !== 'T' && state !== 't') return false;
   }
   return tasks.length > 0;
+}
+
+let alertSeq = 0;
+
+/** An alert message as argus publishes it, for the sinks' tests; with a snapshot of `snapshotBytes` base64 characters when > 0. */
+export function testAlert(source: string, id: string, snapshotBytes = 0): AlertMessage {
+  const t = Date.now();
+  return {
+    type: 'alert',
+    version: MESSAGE_VERSION,
+    source,
+    seq: alertSeq++,
+    pts: 0,
+    capturedAt: new Date(t).toISOString(),
+    producedBy: 'captured',
+    stamps: { produced: t, captured: t, preprocessed: t, inferStart: t, inferEnd: t, postprocessed: t, emitted: t, published: t },
+    frame: { width: 768, height: 432 },
+    model: { name: 'test', version: '0' },
+    dropped: 0,
+    alert: {
+      id,
+      rule: 'sink-test',
+      severity: 'critical',
+      event: 'test.sink',
+      message: `sink test ${id}`,
+      ...(snapshotBytes > 0 ? { snapshot: { contentType: 'image/jpeg' as const, data: randomBytes(Math.ceil((snapshotBytes * 3) / 4)).toString('base64').slice(0, snapshotBytes), width: 832, height: 468 } } : {}),
+    },
+    detections: [],
+  };
 }

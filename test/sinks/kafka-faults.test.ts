@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,10 +5,10 @@ import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { KafkaSinkSchema } from '../../src/config/schema.js';
-import { MESSAGE_VERSION, statusMessage, type AlertMessage, type DetectionsMessage, type Message, type StatusMessage } from '../../src/sinks/message.js';
+import { MESSAGE_VERSION, statusMessage, type DetectionsMessage, type Message, type StatusMessage } from '../../src/sinks/message.js';
 import { KafkaSink, type DeliveryOutcome, type KafkaSinkOptions } from '../../src/sinks/kafka.js';
 import { Outbox } from '../../src/sinks/outbox.js';
-import { BROKER_TIMEOUT_MS, broker, readTopic, readTopicUntil, stallBroker, uniqueTopic } from '../helpers/kafka.js';
+import { BROKER_TIMEOUT_MS, broker, readTopic, readTopicUntil, stallBroker, testAlert, uniqueTopic } from '../helpers/kafka.js';
 import { testPort } from '../helpers/ports.js';
 
 // A broker of this file's own (not 19092, which other tests share, nor 19192, which
@@ -82,31 +81,8 @@ function makeSink(topic: string, over: Partial<KafkaSinkOptions> = {}) {
 
 let seq = 0;
 /** An alert as the pipeline builds it; `snapshotBytes` of base64 JPEG-like data embedded. */
-function alert(source: string, id: string, snapshotBytes = 0): AlertMessage {
-  const t = Date.now();
-  return {
-    type: 'alert',
-    version: MESSAGE_VERSION,
-    source,
-    seq: seq++,
-    pts: 0,
-    capturedAt: new Date(t).toISOString(),
-    producedBy: 'captured',
-    stamps: { produced: t, captured: t, preprocessed: t, inferStart: t, inferEnd: t, postprocessed: t, emitted: t, published: t },
-    frame: { width: 768, height: 432 },
-    model: { name: 'test', version: '0' },
-    dropped: 0,
-    alert: {
-      id,
-      rule: 'fault-test',
-      severity: 'critical',
-      event: 'test.fault',
-      message: `fault test ${id}`,
-      ...(snapshotBytes > 0 ? { snapshot: { contentType: 'image/jpeg' as const, data: randomBytes(Math.ceil((snapshotBytes * 3) / 4)).toString('base64').slice(0, snapshotBytes), width: 832, height: 468 } } : {}),
-    },
-    detections: [],
-  };
-}
+/** An alert as argus publishes it (test/helpers/kafka.ts). */
+const alert = testAlert;
 
 function detections(source: string, s: number): DetectionsMessage {
   const t = Date.now();

@@ -11,9 +11,9 @@ import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { KafkaSinkSchema } from '../../src/config/schema.js';
-import { MESSAGE_VERSION, type AlertMessage } from '../../src/sinks/message.js';
+import type { AlertMessage } from '../../src/sinks/message.js';
 import { KafkaSink } from '../../src/sinks/kafka.js';
-import { BROKER_TIMEOUT_MS, readTopicUntil, testBrokers, uniqueTopic } from '../helpers/kafka.js';
+import { BROKER_TIMEOUT_MS, readTopicUntil, testAlert, testBrokers, uniqueTopic } from '../helpers/kafka.js';
 
 let brokers: string[];
 beforeAll(async () => {
@@ -23,24 +23,7 @@ beforeAll(async () => {
 /** Bound on a wait for the broker (a JVM on a busy machine is slow): it only ends a hang. */
 const BROKER_WAIT_MS = 180_000;
 
-function alert(id: string): AlertMessage {
-  const t = Date.now();
-  return {
-    type: 'alert',
-    version: MESSAGE_VERSION,
-    source: 'gate',
-    seq: 0,
-    pts: 0,
-    capturedAt: new Date(t).toISOString(),
-    producedBy: 'captured',
-    stamps: { produced: t, captured: t, preprocessed: t, inferStart: t, inferEnd: t, postprocessed: t, emitted: t, published: t },
-    frame: { width: 768, height: 432 },
-    model: { name: 'test', version: '0' },
-    dropped: 0,
-    alert: { id, rule: 'retry-test', severity: 'critical', event: 'test.retry', message: `retry test ${id}` },
-    detections: [],
-  } as AlertMessage;
-}
+const alert = (id: string): AlertMessage => testAlert('gate', id);
 
 /**
  * A TCP proxy to the broker. While `lose` holds, a produce request (API key 0) goes through to
