@@ -274,8 +274,35 @@ interface TrackInZone {
   outX: number;
   outY: number;
   outAt: number;
+  /** The box (xyxy) whose anchor `outX`, `outY` is: what `inWhole` compares the sightings inside with. */
+  outBox: Float32Array;
+  /**
+   * Every sighting inside of the entry being held (`streak`) was the box moved whole from
+   * `outBox` (movedWhole), not only its anchor's edge: false, a vanishing then is no entry
+   * (enteredWhenLost).
+   */
+  inWhole: boolean;
   /** Where the path from the last sighting outside went in the polygon (a passage). */
   path: ZonePath;
+}
+
+/**
+ * Whether box `i` of `xyxy` is `from` (xyxy) moved, not only reshaped: each of its two corners
+ * went at least half as far as its anchor along the anchor's way. A box whose feet a passer-by
+ * hid keeps its top where it was and its anchor jumps up by the part hidden; one cut off by the
+ * picture's border keeps the edge there; a person who walks moves both. (Writes `pt`.)
+ */
+function movedWhole(from: Float32Array, xyxy: ArrayLike<number>, i: number, anchor: Anchor, pt: [number, number]): boolean {
+  const [ox, oy] = anchorPoint(from, 0, anchor, pt);
+  const [ax, ay] = anchorPoint(xyxy, i, anchor, pt);
+  const dx = ax - ox, dy = ay - oy;
+  const dd = dx * dx + dy * dy;
+  if (!(dd > 0)) return true;
+  for (let c = 0; c < 4; c += 2) {
+    const along = (xyxy[i * 4 + c] - from[c]) * dx + (xyxy[i * 4 + c + 1] - from[c + 1]) * dy;
+    if (!(along >= 0.5 * dd)) return false;
+  }
+  return true;
 }
 
 function resetPath(p: ZonePath): void {
@@ -316,6 +343,7 @@ export class ZoneMonitor {
     for (const st of this.tracks.values()) {
       st.outX *= sx;
       st.outY *= sy;
+      for (let k = 0; k < 4; k++) st.outBox[k] *= k % 2 === 0 ? sx : sy;
     }
   }
 
@@ -373,7 +401,7 @@ export class ZoneMonitor {
           // reached the zone), so that a newcomer seen beside a track that then went unseen is not
           // taken for that track's new id.
           const firstSeen = Math.min(tMs, d.trackOrigins?.get(id)?.ms ?? tMs);
-          st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i], outX: NaN, outY: NaN, outAt: NaN, path: { polyIn: NaN, passIn: NaN, lastInside: NaN } };
+          st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i], outX: NaN, outY: NaN, outAt: NaN, outBox: new Float32Array(4), inWhole: true, path: { polyIn: NaN, passIn: NaN, lastInside: NaN } };
           this.tracks.set(id, st);
           // Its path starts where the tracker first surely saw it (the first of its sightings
           // while it was being confirmed that is a sure one: not a part of it seen from behind an
@@ -389,6 +417,7 @@ export class ZoneMonitor {
               st.outX = ox;
               st.outY = oy;
               st.outAt = first.ms;
+              st.outBox.set(first.box);
             }
           }
         }
@@ -421,6 +450,7 @@ export class ZoneMonitor {
             st.outX = x;
             st.outY = y;
             st.outAt = tMs;
+            for (let k = 0; k < 4; k++) st.outBox[k] = d.xyxy[i * 4 + k];
           }
         }
         st.lastSeen = tMs;
@@ -428,7 +458,11 @@ export class ZoneMonitor {
         if (offClass && raw === true && !st.inside) {
           // Neither counts for an entry being held nor breaks it.
         } else if (raw !== undefined && raw !== st.inside) {
-          if (st.streak++ === 0) st.streakSince = tMs;
+          if (st.streak++ === 0) {
+            st.streakSince = tMs;
+            st.inWhole = true;
+          }
+          if (raw && !Number.isNaN(st.outAt) && st.inWhole) st.inWhole = movedWhole(st.outBox, d.xyxy, i, this.zone.anchor, this.pt);
           if (st.streak >= hold || (!raw && exitAtOnce)) {
             st.inside = raw;
             st.streak = 0;
@@ -521,6 +555,10 @@ export class ZoneMonitor {
     if (Number.isNaN(st.outAt)) return;
     const enteringNow = st.streak > 0; // its last sightings were inside (an entry being held)
     if (!enteringNow && Number.isNaN(st.path.passIn)) return;
+    // Inside only by a box that changed shape, not by one that moved (see movedWhole): a person
+    // standing just outside whose legs a passer-by hid (the box's feet raised into the zone), or
+    // one cut off by the picture's border, then lost, never went in.
+    if (enteringNow && Number.isNaN(st.path.passIn) && !st.inWhole) return;
     const window = this.options.reentrySuppressMs ?? 0;
     if (window > 0) {
       for (const [oid, o] of this.tracks) {

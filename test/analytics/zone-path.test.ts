@@ -113,6 +113,35 @@ describe('a track that vanishes as it goes in', () => {
     expect(r.events.map((e) => [e[0], e[2]])).toEqual([['zone.enter', 3500]]);
   });
 
+  it('one standing just outside whose legs a passer-by hides (its box’s feet raised into the zone for a frame), then lost wholly, never went in', () => {
+    // Zone z (x 320–384, y 300–400): feet at y 420, 20 px below it, standing still; at 1000 ms
+    // the legs are hidden (the box ends at y 380: its feet inside, its top where it was); from
+    // 1100 ms it is hidden wholly. Before, an entry and an exit once it was gone.
+    const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', zones: [{ ...ZONE, marginPx: undefined }], rules: RULES }), LABELS, 'sources[0]');
+    a.init(W, H);
+    const events: unknown[] = [];
+    const seen = (y2: number) => new Detections(Float32Array.of(330, 300, 370, y2), Float32Array.of(0.9), Int32Array.of(PERSON), Int32Array.of(1));
+    for (let t = 0; t <= 5000; t += 100) {
+      const d = t < 1000 ? seen(420) : t === 1000 ? seen(380) : new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0));
+      for (const al of a.process(d, t).alerts) events.push([al.event, t]);
+    }
+    expect(events).toEqual([]);
+    expect(a.report().zones.z).toMatchObject({ entered: 0, exited: 0 });
+  });
+
+  it('…while one who walks in the same way, its whole box moving, enters and exits once it is gone', () => {
+    // The same feet positions, the box 40 × 120 throughout: at 1000 ms it stepped 40 px up, into the zone.
+    const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', zones: [{ ...ZONE, marginPx: undefined }], rules: RULES }), LABELS, 'sources[0]');
+    a.init(W, H);
+    const events: unknown[] = [];
+    const seen = (y2: number) => new Detections(Float32Array.of(330, y2 - 120, 370, y2), Float32Array.of(0.9), Int32Array.of(PERSON), Int32Array.of(1));
+    for (let t = 0; t <= 5000; t += 100) {
+      const d = t < 1000 ? seen(420) : t === 1000 ? seen(380) : new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0));
+      for (const al of a.process(d, t).alerts) events.push([al.event, t]);
+    }
+    expect(events).toEqual([['zone.enter', 3100], ['zone.exit', 3100]]);
+  });
+
   it('a track never seen outside (a false detection inside for a few frames) does not enter', () => {
     const { events } = run({}, (t) => (t >= 1000 && t < 1400 ? [[1, 400]] : []));
     expect(events).toEqual([]);
