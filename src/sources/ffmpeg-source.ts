@@ -650,15 +650,24 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       }
       const k = seq - seqStart;
       if (k === blindRead && reports + adjusted <= k && !childExited && !reportsBehind) {
-        // Read after a silence before its report (see blindRead): held for it.
-        unreportedFrame = data;
-        reportWait = setTimeout(() => {
-          reportWait = undefined;
-          reportsBehind = true;
-          releaseUnreported();
-          resumeIfAllowed();
-        }, REPORT_WAIT_MS);
-        return;
+        // Read after a silence before its report (see blindRead): held for it, where the log has
+        // reported frames. One that has reported none (an ffmpeg that prints no reports: the
+        // bundled 2018 build) is not waited for again: the frame goes on as one whose wait ran out
+        // with its bytes there (waitedFor: the next one's check finds the log behind). Held, the
+        // first frame of each run of such an ffmpeg waited twice REPORT_WAIT_MS. (A first frame
+        // needs no report for its size: the output's line gave it.)
+        if (reports === 0) {
+          waitedFor = k;
+        } else {
+          unreportedFrame = data;
+          reportWait = setTimeout(() => {
+            reportWait = undefined;
+            reportsBehind = true;
+            releaseUnreported();
+            resumeIfAllowed();
+          }, REPORT_WAIT_MS);
+          return;
+        }
       }
       if (native && playStart && fps) {
         // Released up to about 2 ms early (libuv's timers count whole milliseconds, from a clock

@@ -282,6 +282,49 @@ describe.runIf(FRAME_CHANNELS)('frames at the source size through the frame chan
     expect(frames.map(size)).toEqual(['64x48']);
   }, 30_000);
 
+  it('an ffmpeg that reports no frame on its log (the bundled 2018 build): the first frame waits REPORT_WAIT_MS once, not twice, and the frames after it not at all', async () => {
+    // A camera's ffmpeg as the 2018 build prints: its streams, no frame reports; two frames.
+    const path = join(dir, 'unreporting-ffmpeg');
+    writeFileSync(
+      path,
+      [
+        '#!/bin/sh',
+        'for a; do OUT="$a"; done',
+        `printf "Input #0, mpegts, from 'x':\\n  Duration: N/A\\n    Stream #0:0: Video: h264 (High), yuv420p(progressive), 64x48, 10 fps, 10 tbr\\nStream mapping:\\n" >&2`,
+        `printf '${scaler(64, 48).replace('\n', '\\n')}' >&2`,
+        `printf "Output #0, rawvideo, to '%s':\\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 64x48, q=2-31, 10 fps, 10 tbn\\n" "$OUT" >&2`,
+        `head -c ${64 * 48 * 3 * 2} /dev/zero`,
+        'exec sleep 30',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    // (setInterval is not faked: real time, to wait for the script.)
+    const until = (what: () => boolean, ms: number) =>
+      new Promise<boolean>((resolve) => {
+        const t0 = performance.now();
+        const poll = setInterval(() => {
+          if (what() || performance.now() - t0 > ms) {
+            clearInterval(poll);
+            resolve(what());
+          }
+        }, 10);
+      });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const frames: Frame[] = [];
+    const sub = ffmpegSource({ id: 'cam', input: { url: 'srt://127.0.0.1:21510', kind: 'stream', rate: 'native', loop: false }, output, ffmpegPath: path }).subscribe({ next: (f) => frames.push(f) });
+    try {
+      expect(await until(() => vi.getTimerCount() > 0, 10_000)).toBe(true); // the wait for frame 0's report
+      expect(frames).toHaveLength(0);
+      vi.advanceTimersByTime(2000); // …ran out: no report came
+      // Both frames now, with no second wait of REPORT_WAIT_MS (before: frame 0 was read, then held for it again).
+      expect(await until(() => frames.length === 2, 5000)).toBe(true);
+      expect(frames.map((f) => [f.seq, size(f)])).toEqual([[0, '64x48'], [1, '64x48']]);
+    } finally {
+      sub.unsubscribe();
+      vi.useRealTimers();
+    }
+  }, 30_000);
+
   it('…and a frame of the same size held so is delivered once its report comes: none lost', async () => {
     const ffmpeg = stalling('stall-same', [`head -c ${64 * 48 * 3} /dev/zero`, 'sleep 0.5', 'rep 1', 'exit 0']);
     const { err, frames } = await afterSilence(ffmpeg);
