@@ -171,7 +171,9 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
   // whatever its shape (a file joined from a 320x240 and a 160x160 recording: its second part
   // stretched to 4:3, boxes found and drawn on the stretched picture). Not with an ffmpeg older
   // than 4.4, which refuses the option (see ffmpeg-args).
-  if (ffmpegAutoscales(o.ffmpegPath)) args.push('-autoscale', '0');
+  // Without it every picture is written at the first size, whatever size the scaler's line gives.
+  const ownSizes = ffmpegAutoscales(o.ffmpegPath);
+  if (ownSizes) args.push('-autoscale', '0');
   args.push(...NO_INPUT_METADATA, '-f', 'rawvideo', outputUrl);
   const child = ownChild(spawn(o.ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] }));
   // A still image's frame, else nothing (-nostdin: ffmpeg reads its stdin only as an input).
@@ -234,7 +236,10 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
         continue; // not for the error tail
       }
       const scaled = info ? scaledTo(line) : undefined;
-      if (scaled) {
+      // (An ffmpeg without -autoscale logs the graph's new size and writes the first one: an
+      // ffmpeg older than 4.4, the bundled 2018 build. Cut at the logged size, its frames were
+      // no pictures: three 160x160 "frames" of each 320x240 one after a change to 160x160.)
+      if (scaled && ownSizes) {
         const last = latest ?? info!;
         latest = scaled;
         if (scaled.width !== last.width || scaled.height !== last.height) {
@@ -246,6 +251,7 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
         }
         continue;
       }
+      if (scaled) continue; // (verbose) not for the error tail
       if (isConfigChatter(line)) continue; // (verbose) not for the error tail
       // Of argus's own -vsync (kept: the bundled 2018 ffmpeg has no -fps_mode), not of the input.
       if (/^-vsync is deprecated/.test(line)) continue;

@@ -304,6 +304,15 @@ describe('videoFrames: a file whose resolution changes mid-stream (argus detect,
 });
 
 describe('videoFrames with an ffmpeg that prints no frame times (the bundled 2018 build)', () => {
+  it('a file whose resolution changes mid-stream: every frame at the first size, as that ffmpeg writes them (it has no -autoscale), not cut at the size its scaler logs', async () => {
+    // Before: the scaler's line of the 160x160 part switched the cutting to 160x160 while ffmpeg
+    // went on writing 320x240 pictures (stretched): 39 frames for 20, 29 of them not pictures.
+    const { joined } = resizedClip(ffmpeg, mkdtempSync(join(tmpdir(), 'argus-frames-resized-2018-')));
+    const sizes: string[] = [];
+    for await (const f of videoFrames({ ffmpegPath: bundledFfmpegPath(), url: joined, deinterlace: 'off' })) sizes.push(`${f.width}x${f.height}:${f.data.length}`);
+    expect(sizes).toEqual(Array(20).fill(`320x240:${320 * 240 * 3}`));
+  }, 60_000);
+
   it('frames larger than a pipe still come, each at index / rate (no wait for a report that never comes)', async () => {
     const bundled = bundledFfmpegPath();
     const clip = join(mkdtempSync(join(tmpdir(), 'argus-frames-')), 'big.mkv');
