@@ -461,6 +461,9 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     const landing: { trim: number; seek: number; first?: number } | undefined = input.kind === 'file' && input.seek !== undefined && seekTrim(input) > 0 && input.seek - seekTrim(input) > 0 ? { trim: seekTrim(input), seek: input.seek } : undefined;
     /** Whether the first frame's report says the seek landed late; then the run is stopped, to run again from further back. */
     const landedLate = (): boolean => {
+      // Only before any frame went on: a report later than REPORT_WAIT_MS let the first frame go
+      // unchecked, and a run made again then would deliver its frames twice, with the same seq.
+      if (seq !== seqStart) return false;
       const t = landing!.first! / 1e6;
       // The frame wanted is half a period after the margin (the seek asks for half a frame
       // early); the one after it, 1.5 periods: the margin then ended after it.

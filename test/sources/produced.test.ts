@@ -395,6 +395,31 @@ describe('produced stamp, files', () => {
     sub.unsubscribe();
   });
 
+  it('resumed with a seek margin whose first report comes after its first frame went on (REPORT_WAIT_MS ran out): the run goes on, not made again (its frames would come twice, with the same seq)', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const spawned: FakeFfmpeg[] = [];
+      const spawn: SpawnFn = (_cmd, args) => (spawned.push(new FakeFfmpeg(args, FRAME)), spawned.at(-1)!.asChild());
+      const frames: Frame[] = [];
+      const sub = ffmpegSource({ id: 'cam', input: { url: FILE, kind: 'file', rate: 'fast', loop: false, seek: 10, seekMargin: 3 }, output, ffmpegPath: 'ffmpeg', spawn }).subscribe({ next: (f) => frames.push(f) });
+      const [first] = spawned;
+      first.info('mpegts', 10);
+      first.frame(1);
+      expect(frames).toHaveLength(0);
+      vi.advanceTimersByTime(2000); // its report waited for in vain: the frame goes on
+      expect(frames.map((f) => [f.seq, f.data[0]])).toEqual([[0, 1]]);
+      first.stderr.write(first.timeLine(0, 7000)); // …and comes now, late (as a seek that landed late would report)
+      first.frame(2);
+      first.stderr.write(first.timeLine(1, 7100));
+      expect(spawned).toHaveLength(1);
+      expect(first.signals).toEqual([]);
+      expect(frames.map((f) => [f.seq, f.data[0]])).toEqual([[0, 1], [1, 2]]);
+      sub.unsubscribe();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('read as fast as possible: one frame is read while the stage is busy and released, stamped `captured`, when it is idle', () => {
     vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
     const { child, frames, sub, end } = paced('fast', () => 30); // the stage works on each frame for 30 ms
