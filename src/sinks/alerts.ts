@@ -144,7 +144,7 @@ export class AlertPublisher {
       // source:rule:run-seq:track — unique across restarts (run tag) and within a run (seq never repeats).
       const body = { id: `${frame.source}:${draft.rule}:${this.run}-${frame.seq}:${draft.trackId ?? `r${row}`}`, ...rest } as AlertBody;
       if (!pic) {
-        this.track(this.inOrder(frame.source, undefined, () => this.publisher.alert(frame, detections, dropped, body)).then(() => void this.stats.published++));
+        this.track(this.inOrder(frame.source, undefined, (after) => this.publisher.alert(frame, detections, dropped, body, after)).then(() => void this.stats.published++));
         continue;
       }
       // On disk now, not after the snapshot (tens of ms of libvips): it counts as raised.
@@ -192,7 +192,7 @@ export class AlertPublisher {
           }
         })
         .finally(letGo);
-      this.track(this.inOrder(frame.source, rendered, () => this.publisher.alert(frame, detections, dropped, body)).then(() => void this.stats.published++));
+      this.track(this.inOrder(frame.source, rendered, (after) => this.publisher.alert(frame, detections, dropped, body, after)).then(() => void this.stats.published++));
     }
   }
 
@@ -202,12 +202,15 @@ export class AlertPublisher {
    * snapshots render side by side and finish in any order, and each went out as its own was done:
    * a consumer got a track's exit before its entry, and Kafka's order per source (the key) was
    * not the order of events (1 run in 2 of a fast file with an alert every 10 frames).
+   * `publish` is called once `ready` alone (at once without a snapshot): it journals the alert
+   * then, and gives it to the sinks once `after` (the earlier alerts' hand-over) has settled.
    */
-  private inOrder(source: string, ready: Promise<unknown> | undefined, publish: () => Promise<unknown>): Promise<unknown> {
+  private inOrder(source: string, ready: Promise<unknown> | undefined, publish: (after: Promise<unknown> | undefined) => Promise<unknown>): Promise<unknown> {
     const before = this.lastOf.get(source);
     const settled = () => undefined;
-    // At once when nothing of its source is on its way (journaled at once, as before).
-    const p = !before && !ready ? publish() : Promise.all([before?.then(settled, settled), ready?.then(settled, settled)]).then(publish);
+    // (Whether the earlier one was handed on or failed: a failure is logged by track, and the next goes on.)
+    const after = before?.then(settled, settled);
+    const p = ready ? ready.then(settled, settled).then(() => publish(after)) : publish(after);
     this.lastOf.set(source, p);
     const forget = () => {
       if (this.lastOf.get(source) === p) this.lastOf.delete(source);

@@ -52,13 +52,20 @@ export class Publisher {
     void this.journal(msg, JSON.stringify(msg));
   }
 
-  /** Resolves once the alert is journaled (when there is an outbox) and handed to every sink. */
-  async alert(frame: Frame, detections: Detections, dropped: number, body: AlertBody): Promise<AlertMessage> {
+  /**
+   * Journals the alert at once (when there is an outbox); resolves once it is on disk and handed
+   * to every sink. `after`: the sinks get it only once that has settled too (the hand-over of the
+   * alert its source raised before it: see AlertPublisher), while its journal write goes on
+   * beside the earlier ones'. Waiting for `after` before journaling left an alert raised behind
+   * another in memory only, one disk write after the other: a kill -9 meanwhile lost it.
+   */
+  async alert(frame: Frame, detections: Detections, dropped: number, body: AlertBody, after?: Promise<unknown>): Promise<AlertMessage> {
     const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body, this.claimOf?.(frame.source));
     msg.stamps.published = now();
     const json = JSON.stringify(msg);
     const journaled = this.journal(msg, json);
     if (journaled) await journaled;
+    if (after) await after;
     for (const s of this.sinks) s.publish('alert', msg.source, json, msg);
     return msg;
   }

@@ -1268,6 +1268,35 @@ describe('the order of a source\'s alerts', () => {
     expect(ids()).toEqual(['dock3', 'cam0', 'cam1', 'cam2']);
     expect(alerts.stats).toMatchObject({ raised: 4, published: 4, snapshotsSkipped: 1 });
   });
+
+  it('holds back only the hand-over to the sinks: each alert is journaled when raised, not once the alerts before it are on disk', async () => {
+    const { AlertPublisher, Publisher, AlertsSchema, Detections, letterbox, emptyStamps } = await alertModules();
+    const seen: string[] = [];
+    const sink = { name: 'spy', publish: (_k: string, _s: string, json: string) => void seen.push(JSON.parse(json).alert.id as string), close: async () => {} };
+    // A journal whose writes the test confirms (a slow disk, or one that does not answer: the outbox then waits 1 s for each).
+    const journaled: string[] = [];
+    const confirm = new Map<string, () => void>();
+    const outbox = { append: (m: AlertMessage) => new Promise<void>((r) => (journaled.push(m.alert.id), confirm.set(m.alert.id, r))) };
+    const publisher = new Publisher([sink], { name: 'm', version: '1' }, ['person'], outbox as never);
+    const detector = { manifest: { preprocess: { channelOrder: 'bgr' } }, labels: ['person'] } as never;
+    const alerts = new AlertPublisher(publisher, AlertsSchema.parse({ snapshot: { mode: 'none' } }), detector, dir(), () => {});
+    const detections = new Detections(new Float32Array([4, 4, 30, 40]), new Float32Array([0.9]), new Int32Array([0]));
+    const raise = (seq: number) =>
+      alerts.raise({ frame: { source: 'cam', seq, pts: seq / 10, data: Buffer.alloc(64 * 48 * 3), layout: 'source' as const, letterbox: letterbox(64, 48, 64, 64), stamps: emptyStamps(Date.now()), producedBy: 'captured' as const, release: () => {} }, detections, dropped: 0, alerts: [{ rule: 'r', severity: 'critical', event: 'zone.enter', message: 'm', trackId: seq, row: 0 }] });
+    for (let seq = 0; seq < 3; seq++) raise(seq);
+    // Synchronously after raise(), as each was before the order held: a kill -9 now loses none.
+    // (Before: the second and third were journaled only once the one before was on disk, one
+    // write after the other, and a process killed meanwhile had never journaled them.)
+    expect(journaled).toHaveLength(3);
+    const [a0, a1, a2] = journaled;
+    confirm.get(a2)!();
+    confirm.get(a1)!();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(seen).toEqual([]); // the first is not on disk yet: nothing after it goes
+    confirm.get(a0)!();
+    await alerts.drain();
+    expect(seen).toEqual([a0, a1, a2]);
+  });
 });
 
 describe('ref snapshots whose folder or file cannot be made', () => {
