@@ -44,6 +44,14 @@ export const SNAPSHOT_HOLD_BYTES = 128 * 1024 * 1024;
  */
 export const SNAPSHOT_IO_TIMEOUT_MS = 10_000;
 
+/**
+ * How long a snapshot may take to render before its alert goes out without it (tens of ms as a
+ * rule). One that never finishes (libvips stuck, or the thread pool it runs on taken by writes to
+ * a hung network share) held its alert for good, and every later alert of its source behind it
+ * (they reach the sinks in order), drain and the stop with them.
+ */
+export const SNAPSHOT_RENDER_TIMEOUT_MS = 10_000;
+
 /** What AlertPublisher writes `ref` snapshots with (the file system; a stand-in in tests). */
 export interface SnapshotFs {
   mkdir(dir: string, o: { recursive: true }): Promise<unknown>;
@@ -59,6 +67,10 @@ export interface AlertPublisherOptions {
   ioTimeoutMs?: number;
   /** Default node:fs/promises. */
   fs?: SnapshotFs;
+  /** Default SNAPSHOT_RENDER_TIMEOUT_MS. */
+  renderTimeoutMs?: number;
+  /** Default renderSnapshot (tests: one that never finishes). */
+  render?: typeof renderSnapshot;
 }
 
 export class AlertPublisher {
@@ -83,12 +95,16 @@ export class AlertPublisher {
   ) {
     this.holdBytes = o.holdBytes ?? SNAPSHOT_HOLD_BYTES;
     this.ioMs = o.ioTimeoutMs ?? SNAPSHOT_IO_TIMEOUT_MS;
+    this.renderMs = o.renderTimeoutMs ?? SNAPSHOT_RENDER_TIMEOUT_MS;
+    this.render = o.render ?? renderSnapshot;
     this.fs = { mkdir: (dir) => makeDir(dir), writeFile: fsPromises.writeFile, rm: (file) => fsPromises.rm(file, { force: true }), ...o.fs };
     this.dir = isAbsolute(config.snapshot.dir) ? config.snapshot.dir : resolve(baseDir, config.snapshot.dir);
   }
 
   private readonly holdBytes: number;
   private readonly ioMs: number;
+  private readonly renderMs: number;
+  private readonly render: typeof renderSnapshot;
   private readonly fs: Required<SnapshotFs>;
   /** The folder of `ref` snapshots. */
   private readonly dir: string;
@@ -155,7 +171,10 @@ export class AlertPublisher {
       /** The `ref` file being written, removed if its write fails (see below), and whether the disk answered that write. */
       let writing: string | undefined;
       let answered = false;
-      const rendered = renderSnapshot(pic, { detections, labels: this.detector.labels, highlight: row, scene }, snap)
+      // The picture is let go when its render ends, whenever that is (past the deadline too: it is held till then).
+      const render = this.render(pic, { detections, labels: this.detector.labels, highlight: row, scene }, snap);
+      render.then(letGo, letGo);
+      const rendered = withDeadline(render, this.renderMs, `rendering took more than ${this.renderMs / 1000} s`)
         .then(async ({ jpeg, width, height }) => {
           if (snap.mode === 'embed') {
             body.snapshot = { contentType: 'image/jpeg', data: jpeg.toString('base64'), width, height };
@@ -190,8 +209,7 @@ export class AlertPublisher {
             const removed = this.fs.rm(writing).catch(() => undefined);
             if (answered) await withDeadline(removed, this.ioMs, '').catch(() => undefined);
           }
-        })
-        .finally(letGo);
+        });
       this.track(this.inOrder(frame.source, rendered, (after) => this.publisher.alert(frame, detections, dropped, body, after)).then(() => void this.stats.published++));
     }
   }

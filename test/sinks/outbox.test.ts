@@ -4,7 +4,7 @@ import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readdirS
 import { hostname, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { Writable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import type { AlertMessage, Message, StatusMessage } from '../../src/sinks/message.js';
 import { Outbox, parseJournal, readOutbox } from '../../src/sinks/outbox.js';
@@ -1296,6 +1296,43 @@ describe('the order of a source\'s alerts', () => {
     confirm.get(a0)!();
     await alerts.drain();
     expect(seen).toEqual([a0, a1, a2]);
+  });
+
+  it('does not wait for ever on a snapshot that never finishes (libvips stuck, its thread pool taken by writes to a hung share): past the render deadline that alert goes without it, and the later ones follow', async () => {
+    const { AlertPublisher, Publisher, AlertsSchema, Detections, letterbox, emptyStamps } = await alertModules();
+    vi.useFakeTimers();
+    try {
+      const seen: { id: string; snapshot: boolean }[] = [];
+      const sink = { name: 'spy', publish: (_k: string, _s: string, json: string) => void seen.push({ id: JSON.parse(json).alert.id, snapshot: JSON.parse(json).alert.snapshot !== undefined }), close: async () => {} };
+      const publisher = new Publisher([sink], { name: 'm', version: '1' }, ['person'], undefined);
+      const detector = { manifest: { preprocess: { channelOrder: 'bgr' } }, labels: ['person'] } as never;
+      const logs: string[] = [];
+      // The first render never finishes; the others do at once.
+      let renders = 0;
+      const render = () => (renders++ === 0 ? new Promise<never>(() => {}) : Promise.resolve({ jpeg: Buffer.from('jpeg'), width: 64, height: 48 }));
+      const alerts = new AlertPublisher(publisher, AlertsSchema.parse({}), detector, dir(), (m) => void logs.push(m), { render, renderTimeoutMs: 10_000, holdBytes: 64 * 48 * 3 });
+      const detections = new Detections(new Float32Array([4, 4, 30, 40]), new Float32Array([0.9]), new Int32Array([0]));
+      const raise = (seq: number) =>
+        alerts.raise({ frame: { source: 'cam', seq, pts: seq / 10, data: Buffer.alloc(64 * 48 * 3), layout: 'source' as const, letterbox: letterbox(64, 48, 64, 64), stamps: emptyStamps(Date.now()), producedBy: 'captured' as const, release: () => {} }, detections, dropped: 0, alerts: [{ rule: 'r', severity: 'critical', event: 'zone.enter', message: 'm', trackId: seq, row: 0 }] });
+      raise(0); // its render hangs, and holds the whole picture budget
+      raise(1); // no room for its picture: without a snapshot
+      await vi.advanceTimersByTimeAsync(9_000);
+      expect(seen).toEqual([]);
+      // Before: nothing more, ever; every later alert of cam waited behind the first (drain too, so the stop).
+      await vi.advanceTimersByTimeAsync(1_001);
+      expect(seen.map((a) => a.snapshot)).toEqual([false, false]);
+      expect(seen[0].id).toMatch(/-0:0$/);
+      expect(logs.some((l) => /snapshot failed \(rendering took more than 10 s\)/.test(l))).toBe(true);
+      expect(alerts.stats).toMatchObject({ raised: 2, published: 2, snapshotFailures: 1, snapshotsSkipped: 1 });
+      // The hung render still holds its picture: the next alert still goes without one.
+      raise(2);
+      expect(alerts.stats.snapshotsSkipped).toBe(2);
+      await vi.advanceTimersByTimeAsync(1);
+      await alerts.drain();
+      expect(seen).toHaveLength(3);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 
