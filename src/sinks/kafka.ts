@@ -639,10 +639,15 @@ export class KafkaSink implements Sink {
     const order = KIND_ORDER.filter((k) => k !== this.lastFailedKind);
     if (this.lastFailedKind) order.push(this.lastFailedKind);
     for (const kind of order) {
-      // A failed request's kind: that request again, as it was, before anything newer of its kind.
-      const again = this.retry.get(kind);
-      if (again) {
-        this.retry.delete(kind);
+      // A failed request's kind: that request again, as it was, before anything newer of its kind,
+      // or of another kind sent to its topic (topics may be shared: `topics.alerts` and
+      // `topics.status` the same). Sent in between, a request to the same partition got the
+      // failed one's rolled-back sequence numbers: one the broker had written (its answer lost)
+      // was "found" again in it, a duplicate answered with the old offset, and that request (one
+      // alert, say, after one status) was acked and never written.
+      for (const [k, again] of this.retry) {
+        if (k !== kind && this.topicOf(k) !== this.topicOf(kind)) continue;
+        this.retry.delete(k);
         return again;
       }
       if (kind === 'status') {
@@ -684,6 +689,10 @@ export class KafkaSink implements Sink {
       this.spillLogged = false;
       this.log('kafka: every alert that waited on disk is back in the send buffer', {});
     }
+  }
+
+  private topicOf(kind: Pending['kind']): string {
+    return kind === 'alert' ? this.o.topics.alerts : kind === 'status' ? this.o.topics.status : this.o.topics.detections;
   }
 
   /** Whether messages of `kind` wait to be sent. */

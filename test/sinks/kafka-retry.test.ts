@@ -173,3 +173,36 @@ describe('Kafka sink: failed requests of two kinds waiting at once (scripted pro
     await sink.close();
   }, 60_000);
 });
+
+describe('Kafka sink: a failed request waiting while another kind shares its topic (scripted producer)', () => {
+  it('is sent again before a request of the other kind to that topic: sent in between, that one would have the failed request\'s sequence numbers', async () => {
+    // kafkajs rolls back the sequence numbers of a failed request's partitions. A status request
+    // the broker wrote (its answer lost) and an alert request of the same source (same key, same
+    // partition of the shared topic) sent before it came again got that request's sequence
+    // numbers: the broker takes it for the duplicate of what it wrote (one record each: the same
+    // first and last sequence) and answers with that one's offset. The alert was acked, forgotten
+    // by the outbox, and never written.
+    const requests: string[][] = [];
+    let sink!: KafkaSink;
+    const refused = () => Object.assign(new Error('Connection error: read ECONNRESET'), { name: 'KafkaJSConnectionError' });
+    const sendBatch = async ({ topicMessages }: { topicMessages: { topic: string; messages: { value: string }[] }[] }) => {
+      requests.push(topicMessages.flatMap((t) => t.messages.map((m) => `${t.topic}:${(JSON.parse(m.value) as { type: string }).type}`)));
+      if (requests.length === 1) {
+        // The status request's answer is lost; an alert of the same camera comes meanwhile.
+        const a = alert('after-status');
+        sink.publish('alert', a.source, JSON.stringify(a), a);
+        throw refused();
+      }
+      return [];
+    };
+    sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'], topics: { detections: 'd', alerts: 'events', status: 'events' } }), ssl: undefined, lingerMs: 1, closeTimeoutMs: 500 });
+    const producer = { connect: async () => undefined, disconnect: async () => undefined, on: () => undefined, events: { DISCONNECT: 'producer.disconnect' }, sendBatch };
+    Object.assign(sink as unknown as object, { producer, makeProducer: () => producer, topicsChecked: true });
+    const s = { type: 'status', version: 1, source: 'gate', state: 'streaming', published: Date.now() };
+    sink.publish('status', 'gate', JSON.stringify(s), s as never);
+    expect(await until(() => sink.stats.alertsSent === 1 && sink.stats.statusSent === 1, 30_000)).toBe(true);
+    // Before: the status request, the alert (the failed kind goes last), then the status again.
+    expect(requests).toEqual([['events:status'], ['events:status'], ['events:alert']]);
+    await sink.close();
+  }, 60_000);
+});
