@@ -691,6 +691,12 @@ export class KafkaSink implements Sink {
     }
   }
 
+  /** The detections go to the alerts' or the statuses' topic. */
+  private sharesDetectionsTopic(): boolean {
+    const { detections, alerts, status } = this.o.topics;
+    return detections === alerts || detections === status;
+  }
+
   private topicOf(kind: Pending['kind']): string {
     return kind === 'alert' ? this.o.topics.alerts : kind === 'status' ? this.o.topics.status : this.o.topics.detections;
   }
@@ -782,6 +788,12 @@ export class KafkaSink implements Sink {
       // never answered, every later request failed with "Broker not connected" and no new
       // connection was tried, for good. A fresh producer (a new connection) every few failures in a row.
       else if (connectionError(e) && ++this.failuresInARow % RESET_AFTER_FAILURES === 0) this.resetProducer(`${this.failuresInARow} failed connections in a row: ${describeKafkaError(e)}`);
+      // Detections are not sent again, and kafkajs rolled back their sequence numbers: the broker
+      // may have written them (their answer lost), and the next request to their partitions
+      // would reuse those numbers. Detections then are only lost as counted; an alert or status
+      // on the same topic (the same camera's partition) was answered as their duplicate and
+      // never written. A fresh producer id makes the numbers new.
+      else if (batch[0].kind === 'detections' && this.sharesDetectionsTopic()) this.resetProducer(`a failed detections request on the topic of ${this.o.topics.detections === this.o.topics.alerts ? 'the alerts' : 'the statuses'}`);
       this.backoffMs = Math.min(5000, this.backoffMs ? this.backoffMs * 2 : 200) * (0.75 + Math.random() * 0.5);
     } finally {
       if (this.inFlight === work) {

@@ -206,3 +206,38 @@ describe('Kafka sink: a failed request waiting while another kind shares its top
     await sink.close();
   }, 60_000);
 });
+
+describe('Kafka sink: a failed detections request on a topic the alerts share (scripted producer)', () => {
+  it('is dropped with its producer: the alert request after it goes out under a new producer id, not with the sequence numbers kafkajs rolled back', async () => {
+    // A detections request is not sent again (dropped, counted). One the broker wrote (its answer
+    // lost) left its sequence numbers rolled back, and the next request to its partitions reused
+    // them: with `topics.detections` and `topics.alerts` the same, an alert of that camera (one
+    // record after one record) was answered as the duplicate of those detections, acked, and never written.
+    const requests: string[] = [];
+    let producers = 0;
+    let sink!: KafkaSink;
+    const refused = () => Object.assign(new Error('Connection error: read ECONNRESET'), { name: 'KafkaJSConnectionError' });
+    const makeProducer = () => {
+      const id = ++producers;
+      const sendBatch = async ({ topicMessages }: { topicMessages: { topic: string; messages: { value: string }[] }[] }) => {
+        requests.push(`${(JSON.parse(topicMessages[0].messages[0].value) as { type: string }).type}@${id}`);
+        if (requests.length === 1) {
+          const a = alert('after-detections');
+          sink.publish('alert', a.source, JSON.stringify(a), a);
+          throw refused();
+        }
+        return [];
+      };
+      return { connect: async () => undefined, disconnect: async () => undefined, on: () => undefined, events: { DISCONNECT: 'producer.disconnect' }, sendBatch };
+    };
+    sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'], topics: { detections: 'events', alerts: 'events', status: 'events.status' } }), ssl: undefined, lingerMs: 1, closeTimeoutMs: 500 });
+    Object.assign(sink as unknown as object, { producer: makeProducer(), makeProducer, topicsChecked: true });
+    const d = { type: 'detections', version: 1, source: 'gate', seq: 1, stamps: { emitted: Date.now() } };
+    sink.publish('detections', 'gate', JSON.stringify(d), d as never);
+    expect(await until(() => sink.stats.alertsSent === 1, 30_000)).toBe(true);
+    // Before: ['detections@1', 'alert@1'].
+    expect(requests).toEqual(['detections@1', 'alert@2']);
+    expect(sink.stats.dropped).toBe(1);
+    await sink.close();
+  }, 60_000);
+});
