@@ -151,6 +151,8 @@ export class AlertPublisher {
     const letGo = () => {
       if (--jobsLeft === 0) this.heldBytes -= held;
     };
+    // The claim the frame was analysed under (argus worker): its alerts are built with it, also once their snapshot is done.
+    const claim = this.publisher.claimNow(frame.source);
     for (const draft of r.alerts) {
       this.stats.raised++;
       const br = this.byRule.get(draft.rule as string);
@@ -160,11 +162,11 @@ export class AlertPublisher {
       // source:rule:run-seq:track — unique across restarts (run tag) and within a run (seq never repeats).
       const body = { id: `${frame.source}:${draft.rule}:${this.run}-${frame.seq}:${draft.trackId ?? `r${row}`}`, ...rest } as AlertBody;
       if (!pic) {
-        this.track(this.inOrder(frame.source, undefined, (after) => this.publisher.alert(frame, detections, dropped, body, after)).then(() => void this.stats.published++));
+        this.track(this.inOrder(frame.source, undefined, (after) => this.publisher.alert(frame, detections, dropped, body, after, claim)).then(() => void this.stats.published++));
         continue;
       }
       // On disk now, not after the snapshot (tens of ms of libvips): it counts as raised.
-      this.publisher.reserve(frame, detections, dropped, body);
+      this.publisher.reserve(frame, detections, dropped, body, claim);
       // Drawn as preview and the annotated video draw the frame; a zone's alert shows its zone alone.
       const scene = r.analyzer ? sceneOf(r.analyzer, r.analytics) : undefined;
       if (scene && draft.zone) scene.zones = scene.zones.filter((z) => z.id === draft.zone);
@@ -210,7 +212,7 @@ export class AlertPublisher {
             if (answered) await withDeadline(removed, this.ioMs, '').catch(() => undefined);
           }
         });
-      this.track(this.inOrder(frame.source, rendered, (after) => this.publisher.alert(frame, detections, dropped, body, after)).then(() => void this.stats.published++));
+      this.track(this.inOrder(frame.source, rendered, (after) => this.publisher.alert(frame, detections, dropped, body, after, claim)).then(() => void this.stats.published++));
     }
   }
 

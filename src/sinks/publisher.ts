@@ -34,6 +34,16 @@ export class Publisher {
     return p.finally(() => this.journaling.delete(p));
   }
 
+  /**
+   * argus worker: a source's owner and epoch now. An alert takes it when raised: built once its
+   * snapshot is done (up to seconds later), it took the claim of that moment, and a camera fenced
+   * meanwhile (its frames' alerts go out under the old epoch) had its alert under the epoch of
+   * its next claim, or under none once the claim was forgotten.
+   */
+  claimNow(source: string): Claim | undefined {
+    return this.claimOf?.(source);
+  }
+
   detections(frame: Frame, detections: Detections, dropped: number, analytics?: AnalyticsSummary): DetectionsMessage {
     const msg = detectionsMessage(frame, detections, dropped, this.model, this.labels, analytics, this.claimOf?.(frame.source));
     this.fanOut(msg);
@@ -45,9 +55,9 @@ export class Publisher {
    * nothing (it is replayed without the picture). `alert()` later journals the full alert under
    * the same key, replacing this record. No outbox: nothing to do.
    */
-  reserve(frame: Frame, detections: Detections, dropped: number, body: AlertBody): void {
+  reserve(frame: Frame, detections: Detections, dropped: number, body: AlertBody, claim = this.claimNow(frame.source)): void {
     if (!this.outbox) return;
-    const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body, this.claimOf?.(frame.source));
+    const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body, claim);
     msg.stamps.published = now();
     void this.journal(msg, JSON.stringify(msg));
   }
@@ -58,9 +68,11 @@ export class Publisher {
    * alert its source raised before it: see AlertPublisher), while its journal write goes on
    * beside the earlier ones'. Waiting for `after` before journaling left an alert raised behind
    * another in memory only, one disk write after the other: a kill -9 meanwhile lost it.
+   * `claim`: the one its frame was analysed under (claimNow when it was raised), for an alert
+   * built later (once its snapshot is done).
    */
-  async alert(frame: Frame, detections: Detections, dropped: number, body: AlertBody, after?: Promise<unknown>): Promise<AlertMessage> {
-    const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body, this.claimOf?.(frame.source));
+  async alert(frame: Frame, detections: Detections, dropped: number, body: AlertBody, after?: Promise<unknown>, claim = this.claimNow(frame.source)): Promise<AlertMessage> {
+    const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body, claim);
     msg.stamps.published = now();
     const json = JSON.stringify(msg);
     const journaled = this.journal(msg, json);

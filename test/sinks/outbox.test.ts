@@ -1336,6 +1336,33 @@ describe('the order of a source\'s alerts', () => {
   });
 });
 
+describe('the claim an alert is published under (argus worker)', () => {
+  it('is the one its frame was analysed under, whatever the camera\'s claim is by the time its snapshot is done', async () => {
+    const { AlertPublisher, Publisher, AlertsSchema, Detections, letterbox, emptyStamps } = await alertModules();
+    const seen: AlertMessage[] = [];
+    const sink = { name: 'spy', publish: (_k: string, _s: string, json: string) => void seen.push(JSON.parse(json)), close: async () => {} };
+    const journaled: AlertMessage[] = [];
+    const outbox = { append: async (m: AlertMessage) => void journaled.push(m) };
+    // The camera's claim as the worker has it: epoch 4 when the frame is analysed; by the time its
+    // snapshot is done a fence stopped it, and it was claimed again (epoch 5) or forgotten.
+    let claim: { owner: string; epoch: number } | undefined = { owner: 'w1', epoch: 4 };
+    const publisher = new Publisher([sink], { name: 'm', version: '1' }, ['person'], outbox as never, () => claim);
+    const detector = { manifest: { preprocess: { channelOrder: 'bgr' } }, labels: ['person'] } as never;
+    let rendered!: () => void;
+    const render = () => new Promise<{ jpeg: Buffer; width: number; height: number }>((r) => (rendered = () => r({ jpeg: Buffer.from('jpeg'), width: 64, height: 48 })));
+    const alerts = new AlertPublisher(publisher, AlertsSchema.parse({}), detector, dir(), () => {}, { render });
+    const detections = new Detections(new Float32Array([4, 4, 30, 40]), new Float32Array([0.9]), new Int32Array([0]));
+    const frame = { source: 'cam', seq: 1, pts: 0.1, data: Buffer.alloc(64 * 48 * 3), layout: 'source' as const, letterbox: letterbox(64, 48, 64, 64), stamps: emptyStamps(Date.now()), producedBy: 'captured' as const, release: () => {} };
+    alerts.raise({ frame, detections, dropped: 0, alerts: [{ rule: 'r', severity: 'critical', event: 'line.cross', message: 'm', trackId: 1, row: 0 }], alertsOnly: true });
+    claim = { owner: 'w1', epoch: 5 };
+    rendered();
+    await alerts.drain();
+    // Before: the snapshot's alert was built with the claim of that moment (epoch 5 here; none once the claim was forgotten).
+    expect(seen.map((m) => [m.owner, m.epoch, m.alert.snapshot !== undefined])).toEqual([['w1', 4, true]]);
+    expect(journaled.map((m) => m.epoch)).toEqual([4, 4]); // the record at raise, then the full alert replacing it
+  });
+});
+
 describe('ref snapshots whose folder or file cannot be made', () => {
   const frameOf = async (seq: number) => {
     const { letterbox, emptyStamps } = await alertModules();
