@@ -300,7 +300,9 @@ class JournalReader {
     }
     const records = this.records;
     if (rec.op === 'put' && typeof rec.value === 'string') {
-      records.delete(rec.key); // a newer status replaces the older one (and moves to the end)
+      // A newer status replaces the older one (and moves to the end); an alert's full record
+      // (its snapshot done) replaces the one of its raise in its place (see Outbox.append).
+      if (!(rec.kind !== 'status' && records.get(rec.key)?.kind === 'alert')) records.delete(rec.key);
       records.set(rec.key, { key: rec.key, kind: rec.kind === 'status' ? 'status' : 'alert', source: String(rec.source ?? ''), at: Number(rec.at ?? 0), value: rec.value, ...(typeof rec.boot === 'string' && typeof rec.up === 'number' ? { boot: rec.boot, up: rec.up } : {}) });
     } else if (rec.op === 'ack') {
       const cur = records.get(rec.key);
@@ -1022,12 +1024,22 @@ export class Outbox {
   append(m: Message, json: string): Promise<void> {
     const k = outboxKey(m);
     if (!k || this.closed) return Promise.resolve();
-    const rec: OutboxRecord = { key: k.key, kind: k.kind, source: m.source, at: this.clock(), value: json, boot: this.bootId, up: Math.round(sinceBoot()) };
-    const prev = this.live.get(rec.key);
-    if (prev) this.dropLive(prev);
+    const prev = this.live.get(k.key);
+    // An alert's full record (its snapshot done) takes the place of the one journaled when it was
+    // raised: its time, and so its age and its place in the order, the replay's after a crash.
+    // Moved to the end, alerts were replayed in the order their snapshots finished in, a track's
+    // exit before its entry. (A status is a newer state: it goes to the end.)
+    const same = prev?.kind === 'alert' && k.kind === 'alert' ? prev : undefined;
+    const rec: OutboxRecord = same
+      ? { key: k.key, kind: k.kind, source: m.source, at: same.at, value: json, ...(same.boot !== undefined ? { boot: same.boot, up: same.up } : {}) }
+      : { key: k.key, kind: k.kind, source: m.source, at: this.clock(), value: json, boot: this.bootId, up: Math.round(sinceBoot()) };
     const text = this.putLine(rec);
     const bytes = Buffer.byteLength(text);
-    this.addLive(rec, 0, bytes);
+    if (same) this.replaceLive(rec, bytes);
+    else {
+      if (prev) this.dropLive(prev);
+      this.addLive(rec, 0, bytes);
+    }
     this.stats.appended++;
     // Resolves when the record is on disk, or after JOURNAL_WAIT_MS if the disk has not
     // answered by then (frozen, hung): the alert is then handed on unprotected (counted, logged)
@@ -1372,6 +1384,13 @@ export class Outbox {
     const byAge = [...this.live.values()].sort((a, b) => this.born.get(a.key)! - this.born.get(b.key)!);
     this.live.clear();
     for (const r of byAge) this.live.set(r.key, r);
+  }
+
+  /** A live record's newer line under its key, in its place and with its age. */
+  private replaceLive(r: OutboxRecord, bytes: number): void {
+    this.live.set(r.key, r);
+    this.liveBytes += bytes - (this.lineBytes.get(r.key) ?? 0);
+    this.lineBytes.set(r.key, bytes);
   }
 
   private dropLive(r: OutboxRecord): void {

@@ -1182,6 +1182,41 @@ describe('alert ids across restarts', () => {
   });
 });
 
+describe('an alert journaled when raised, then in full once its snapshot is done', () => {
+  it('keeps its place in the journal: replayed after a crash in the order the alerts were raised, not the order their snapshots finished in', async () => {
+    const d = dir();
+    const ob = await Outbox.open(opts(d));
+    const [r0, j0] = alert('cam:r:x-0:1');
+    const [r1, j1] = alert('cam:r:x-1:1');
+    const [s, sj] = status('cam', 'streaming', Date.now());
+    // Raised in this order (journaled without their snapshots)…
+    await ob.append(r0, j0);
+    await ob.append(s, sj);
+    await ob.append(r1, j1);
+    await new Promise((r) => setTimeout(r, 5)); // (their times differ)
+    // …the second's snapshot done first.
+    const full = (m: AlertMessage) => {
+      const f = { ...m, alert: { ...m.alert, snapshot: { contentType: 'image/jpeg', data: 'AAAA', width: 1, height: 1 } } } as AlertMessage;
+      return [f, JSON.stringify(f)] as const;
+    };
+    await ob.append(...full(r1));
+    await ob.append(...full(r0));
+    const order = (recs: { key: string }[]) => recs.map((r) => r.key);
+    // Before: alert:…-1 then alert:…-0 (each moved to the end when its snapshot was journaled).
+    expect(order(await readOutbox(d))).toEqual(['alert:cam:r:x-0:1', 'status:cam', 'alert:cam:r:x-1:1']);
+    expect((await readOutbox(d)).every((r) => r.kind === 'status' || JSON.parse(r.value).alert.snapshot)).toBe(true);
+    // A newer status still goes to the end.
+    await ob.append(...status('cam', 'reconnecting', Date.now()));
+    expect(order(await readOutbox(d))).toEqual(['alert:cam:r:x-0:1', 'alert:cam:r:x-1:1', 'status:cam']);
+    // (The journal read back above is what a kill -9 leaves.) The next run replays them in that
+    // order: it sorts the records by age, and the full record has its raise's.
+    await ob.close();
+    const again = await Outbox.open(opts(d));
+    expect(order(again.takeRecovered())).toEqual(['alert:cam:r:x-0:1', 'alert:cam:r:x-1:1', 'status:cam']);
+    await again.close();
+  });
+});
+
 describe('alerts are journaled when raised', () => {
   it('before the snapshot is rendered; the full alert then replaces that record', async () => {
     const { AlertPublisher, Publisher, AlertsSchema, Detections, letterbox, emptyStamps } = await alertModules();
