@@ -459,7 +459,9 @@ export class KafkaSink implements Sink {
       admin = this.kafka.admin({ retry: { retries: 1 } });
       await admin.connect();
       const existing = new Set(await admin.listTopics());
-      const wanted = [this.o.topics.detections, this.o.topics.alerts, this.o.topics.status];
+      // Each topic once: two kinds may share one (kafkajs refuses a topic named twice in a
+      // create request, and a shared topic was never created: every request to it failed).
+      const wanted = [...new Set([this.o.topics.detections, this.o.topics.alerts, this.o.topics.status])];
       const missing = wanted.filter((t) => !existing.has(t));
       if (missing.length > 0) {
         if (!this.o.createTopics) {

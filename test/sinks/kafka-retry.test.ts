@@ -241,3 +241,29 @@ describe('Kafka sink: a failed detections request on a topic the alerts share (s
     await sink.close();
   }, 60_000);
 });
+
+describe('Kafka sink: topics shared by two kinds of message', () => {
+  it('are created once: each topic named once in the request (kafkajs refuses a topic named twice, and no topic was ever created)', async () => {
+    const created: string[][] = [];
+    const admin = {
+      connect: async () => undefined,
+      disconnect: async () => undefined,
+      listTopics: async () => [],
+      createTopics: async ({ topics }: { topics: { topic: string }[] }) => {
+        const names = topics.map((t) => t.topic);
+        // As kafkajs's admin.createTopics does.
+        if (new Set(names).size !== names.length) throw new Error('Invalid topics array, it cannot have multiple entries for the same topic');
+        created.push(names);
+        return true;
+      },
+    };
+    const sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'], topics: { detections: 'events.detections', alerts: 'events', status: 'events' } }), ssl: undefined, closeTimeoutMs: 500, startWaitMs: 1000 });
+    const producer = { connect: async () => undefined, disconnect: async () => undefined, on: () => undefined, events: { DISCONNECT: 'producer.disconnect' }, sendBatch: async () => [] };
+    Object.assign(sink as unknown as object, { producer, makeProducer: () => producer, kafka: { admin: () => admin } });
+    await sink.start();
+    // Before: "Invalid topics array…" at start and at every retry, and every request failed with UNKNOWN_TOPIC_OR_PARTITION.
+    expect(created).toEqual([['events.detections', 'events']]);
+    expect((sink as unknown as { topicsChecked: boolean }).topicsChecked).toBe(true);
+    await sink.close();
+  });
+});
