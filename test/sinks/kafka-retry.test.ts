@@ -138,6 +138,61 @@ describe('Kafka sink: a request written by the broker whose answer was lost', ()
   }, 4 * BROKER_WAIT_MS);
 });
 
+describe('Kafka sink: a status request written by the broker whose answer was lost, on the topic the alerts share (real broker)', () => {
+  it('is sent again before the alert published meanwhile: the alert is in the topic, not answered as the status\'s duplicate', async () => {
+    const proxy = await answerLosingProxy(brokers[0]);
+    const topic = uniqueTopic('shared');
+    let sink!: KafkaSink;
+    const publishStatus = (state: string) => {
+      const m = { type: 'status', version: 1, source: 'gate', state, previous: 'starting', reason: 'r', at: Date.now(), attempt: 0, published: Date.now() };
+      sink.publish('status', 'gate', JSON.stringify(m), m as never);
+    };
+    sink = new KafkaSink({
+      ...KafkaSinkSchema.parse({ brokers: [proxy.at], topics: { detections: `${topic}.detections`, alerts: topic, status: topic } }),
+      ssl: undefined,
+      lingerMs: 5,
+      closeTimeoutMs: 5000,
+      requestTimeoutMs: 5000,
+      log: (msg) => {
+        // The status request failed (written, its answer lost): an alert of the same camera comes now.
+        if (msg.startsWith('kafka: publishing failed') && proxy.state.lose) {
+          proxy.state.lose = false;
+          const m = alert('a1');
+          sink.publish('alert', m.source, JSON.stringify(m), m);
+        }
+      },
+    });
+    const internals = sink as unknown as { kafka: Kafka; producer: unknown; makeProducer: () => unknown };
+    const [, proxyPort] = proxy.at.split(':');
+    internals.kafka = new Kafka({
+      clientId: 'argus-retry-test',
+      brokers: [proxy.at],
+      connectionTimeout: 3000,
+      requestTimeout: 5000,
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 },
+      socketFactory: ({ onConnect }) => connect(Number(proxyPort), '127.0.0.1', onConnect),
+    });
+    internals.producer = internals.makeProducer();
+    try {
+      await sink.start();
+      publishStatus('s0');
+      expect(await until(() => sink.stats.statusSent === 1, BROKER_WAIT_MS)).toBe(true);
+      proxy.state.lose = true;
+      publishStatus('s1');
+      expect(await until(() => sink.stats.alertsSent === 1 && sink.stats.statusSent === 2, BROKER_WAIT_MS)).toBe(true);
+      expect(proxy.state.lost).toBeGreaterThan(0);
+      const all = await readTopicUntil(brokers, topic, (v) => v.length >= 3, 10_000);
+      // Before: s0, s1, s1. The alert went first with the status's rolled-back sequence number, was
+      // answered as its duplicate (acked: alertsSent 1) and never written; the status then went again.
+      expect(all.map((v) => { const m = JSON.parse(v.value); return m.type === 'alert' ? m.alert.id : m.state; })).toEqual(['s0', 's1', 'a1']);
+    } finally {
+      await sink.close();
+      proxy.close();
+    }
+  }, 4 * BROKER_WAIT_MS);
+});
+
 async function until(cond: () => boolean, ms: number): Promise<boolean> {
   const end = Date.now() + ms;
   while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
