@@ -77,6 +77,26 @@ async function answerLosingProxy(target: string) {
   };
 }
 
+/**
+ * Every connection of `sink` through the proxy at `at`, also those to the broker the metadata
+ * names (its own address): the sink's Kafka client as it makes it (src/sinks/kafka.ts), with a
+ * socket factory.
+ */
+function throughProxy(sink: KafkaSink, at: string): void {
+  const internals = sink as unknown as { kafka: Kafka; producer: unknown; makeProducer: () => unknown };
+  const [, proxyPort] = at.split(':');
+  internals.kafka = new Kafka({
+    clientId: 'argus-retry-test',
+    brokers: [at],
+    connectionTimeout: 3000,
+    requestTimeout: 5000,
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 },
+    socketFactory: ({ onConnect }) => connect(Number(proxyPort), '127.0.0.1', onConnect),
+  });
+  internals.producer = internals.makeProducer();
+}
+
 describe('Kafka sink: a request written by the broker whose answer was lost', () => {
   it('is sent again as it was, so the broker knows it for a duplicate: alerts published meanwhile go after it, and each alert is in the topic once', async () => {
     const proxy = await answerLosingProxy(brokers[0]);
@@ -103,20 +123,7 @@ describe('Kafka sink: a request written by the broker whose answer was lost', ()
         }
       },
     });
-    // Every connection through the proxy, also those to the broker the metadata names (its own
-    // address): the sink's Kafka client as it makes it (src/sinks/kafka.ts), with a socket factory.
-    const internals = sink as unknown as { kafka: Kafka; producer: unknown; makeProducer: () => unknown };
-    const [, proxyPort] = proxy.at.split(':');
-    internals.kafka = new Kafka({
-      clientId: 'argus-retry-test',
-      brokers: [proxy.at],
-      connectionTimeout: 3000,
-      requestTimeout: 5000,
-      logLevel: logLevel.NOTHING,
-      retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 },
-      socketFactory: ({ onConnect }) => connect(Number(proxyPort), '127.0.0.1', onConnect),
-    });
-    internals.producer = internals.makeProducer();
+    throughProxy(sink, proxy.at);
     try {
       await sink.start();
       publish('a0');
@@ -162,18 +169,7 @@ describe('Kafka sink: a status request written by the broker whose answer was lo
         }
       },
     });
-    const internals = sink as unknown as { kafka: Kafka; producer: unknown; makeProducer: () => unknown };
-    const [, proxyPort] = proxy.at.split(':');
-    internals.kafka = new Kafka({
-      clientId: 'argus-retry-test',
-      brokers: [proxy.at],
-      connectionTimeout: 3000,
-      requestTimeout: 5000,
-      logLevel: logLevel.NOTHING,
-      retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 },
-      socketFactory: ({ onConnect }) => connect(Number(proxyPort), '127.0.0.1', onConnect),
-    });
-    internals.producer = internals.makeProducer();
+    throughProxy(sink, proxy.at);
     try {
       await sink.start();
       publishStatus('s0');

@@ -184,6 +184,20 @@ describe('frames at the source size are cut once ffmpeg has logged them', () => 
   });
 });
 
+/**
+ * The start of a live source's ffmpeg as a script (what ffmpeg 5.1 prints up to its output line,
+ * a 64x48 stream), with `rep N`: the report of frame N on its log.
+ */
+const LIVE_FFMPEG_HEAD = [
+  '#!/bin/sh',
+  'for a; do [ "$prev" = -vf ] && VF="$a"; prev="$a"; OUT="$a"; done',
+  `KEY=$(printf '%s' "$VF" | sed -n 's/.*metadata=mode=print:key=\\([A-Za-z0-9_]*\\).*/\\1/p')`,
+  `rep() { printf '[Parsed_metadata_7 @ 0x1] frame:%s    pts:%s000000 pts_time:1\\n[Parsed_metadata_7 @ 0x1] %s=1\\n' "$1" "$(date +%s)" "$KEY" >&2; }`,
+  `printf "Input #0, mpegts, from 'x':\\n  Duration: N/A\\n    Stream #0:0: Video: h264 (High), yuv420p(progressive), 64x48, 10 fps, 10 tbr\\nStream mapping:\\n" >&2`,
+  `printf '${scaler(64, 48).replace('\n', '\\n')}' >&2`,
+  `printf "Output #0, rawvideo, to '%s':\\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 64x48, q=2-31, 10 fps, 10 tbn\\n" "$OUT" >&2`,
+];
+
 describe.runIf(FRAME_CHANNELS)('frames at the source size through the frame channel, from a camera that goes silent', () => {
   it('a silence longer than REPORT_WAIT_MS (no frame, so no report) does not end the wait for reports: the bytes of a new picture read before its scaler line still make no frame', async () => {
     // A live source's ffmpeg (a script printing what ffmpeg 5.1 prints): a 64x48 frame, 4 s of
@@ -194,13 +208,7 @@ describe.runIf(FRAME_CHANNELS)('frames at the source size through the frame chan
     writeFileSync(
       fake,
       [
-        '#!/bin/sh',
-        'for a; do [ "$prev" = -vf ] && VF="$a"; prev="$a"; OUT="$a"; done',
-        `KEY=$(printf '%s' "$VF" | sed -n 's/.*metadata=mode=print:key=\\([A-Za-z0-9_]*\\).*/\\1/p')`,
-        `rep() { printf '[Parsed_metadata_7 @ 0x1] frame:%s    pts:%s000000 pts_time:1\\n[Parsed_metadata_7 @ 0x1] %s=1\\n' "$1" "$(date +%s)" "$KEY" >&2; }`,
-        `printf "Input #0, mpegts, from 'x':\\n  Duration: N/A\\n    Stream #0:0: Video: h264 (High), yuv420p(progressive), 64x48, 10 fps, 10 tbr\\nStream mapping:\\n" >&2`,
-        `printf '${scaler(64, 48).replace('\n', '\\n')}' >&2`,
-        `printf "Output #0, rawvideo, to '%s':\\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 64x48, q=2-31, 10 fps, 10 tbn\\n" "$OUT" >&2`,
+        ...LIVE_FFMPEG_HEAD,
         `rep 0; head -c ${frame} /dev/zero`,
         'sleep 4',
         `rep 1; head -c ${frame} /dev/zero`,
@@ -235,13 +243,7 @@ describe.runIf(FRAME_CHANNELS)('frames at the source size through the frame chan
     writeFileSync(
       path,
       [
-        '#!/bin/sh',
-        'for a; do [ "$prev" = -vf ] && VF="$a"; prev="$a"; OUT="$a"; done',
-        `KEY=$(printf '%s' "$VF" | sed -n 's/.*metadata=mode=print:key=\\([A-Za-z0-9_]*\\).*/\\1/p')`,
-        `rep() { printf '[Parsed_metadata_7 @ 0x1] frame:%s    pts:%s000000 pts_time:1\\n[Parsed_metadata_7 @ 0x1] %s=1\\n' "$1" "$(date +%s)" "$KEY" >&2; }`,
-        `printf "Input #0, mpegts, from 'x':\\n  Duration: N/A\\n    Stream #0:0: Video: h264 (High), yuv420p(progressive), 64x48, 10 fps, 10 tbr\\nStream mapping:\\n" >&2`,
-        `printf '${scaler(64, 48).replace('\n', '\\n')}' >&2`,
-        `printf "Output #0, rawvideo, to '%s':\\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 64x48, q=2-31, 10 fps, 10 tbn\\n" "$OUT" >&2`,
+        ...LIVE_FFMPEG_HEAD,
         `rep 0; head -c ${64 * 48 * 3} /dev/zero`,
         `read go < ${gate}`,
         ...after,
