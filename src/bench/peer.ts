@@ -347,6 +347,11 @@ export interface PeerBenchResult {
   cpuMsPerFrame: Trio;
   /** The highest process-tree RSS of the round's runs, median over rounds. */
   rssMb: Trio;
+  /**
+   * Peak process-tree RSS in live1080 alone, median over rounds: one ONNX Runtime session each
+   * with the same intra-op threads (the fast scenarios run argus with one session per thread).
+   */
+  liveRssMb: Trio;
   /** Where that RSS is: each process of the run whose peak is nearest the median, at its peak. */
   rssByProcess: Record<Program, ProcMemory[] | null>;
   /** live1080: process start → first result. */
@@ -410,6 +415,7 @@ export function summarize(samples: readonly RunSample[], o: { seconds: number; t
     fast432: { fps: trio(runs, 'fast432', (f) => f.fps) },
     cpuMsPerFrame: trio(runs, 'fast1080', (f) => f.cpuMsPerFrame),
     rssMb: rss,
+    liveRssMb: trio(runs, 'live1080', (f) => f.rssMb),
     rssByProcess: byProcess,
     coldStartMs: trio(runs, 'live1080', (f) => f.coldStartMs),
     load: { min: loads.length ? r2(Math.min(...loads)) : NaN, max: loads.length ? r2(Math.max(...loads)) : NaN },
@@ -451,6 +457,7 @@ export function peerTable(r: PeerBenchResult): string {
     ['1080p fast, CPU ms per frame (all processes)', ...PROGRAMS.map((p) => show(r.cpuMsPerFrame[p])), ratio(r.cpuMsPerFrame)],
     ['432p as fast as possible, frames/s', ...PROGRAMS.map((p) => show(r.fast432.fps[p])), ratio(r.fast432.fps)],
     ['peak RSS (process tree)', ...PROGRAMS.map((p) => show(r.rssMb[p], ' MB')), ratio(r.rssMb)],
+    ['live 1080p30, peak RSS (one session each)', ...PROGRAMS.map((p) => show(r.liveRssMb[p], ' MB')), ratio(r.liveRssMb)],
     ['live 1080p30, process start → first result', ...PROGRAMS.map((p) => show(r.coldStartMs[p], ' ms')), ratio(r.coldStartMs)],
   ];
   const head = ['figure', ...PROGRAMS.map((p) => LABEL[p]), 'argus ÷ A'];

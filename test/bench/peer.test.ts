@@ -263,6 +263,8 @@ describe('bench:peer figures', () => {
     expect(r.cpuMsPerFrame).toEqual({ argus: 58, peerA: 45, peerB: 45 });
     // Each round's highest RSS (argus: 276, 277, 278 in fast1080), median over rounds.
     expect(r.rssMb).toEqual({ argus: 277, peerA: 154, peerB: 154 });
+    // live1080 alone: argus's one-session runs peak at 200.
+    expect(r.liveRssMb).toEqual({ argus: 200, peerA: 154, peerB: 154 });
     expect(r.coldStartMs).toEqual({ argus: 2000, peerA: 700, peerB: 700 });
     expect(r.load).toEqual({ min: 2.1, max: 2.7 });
     expect(r.rounds).toMatchObject({ count: 3, seconds: 20, threads: 2, argusDue: 'produced', order: [roundOrder(0), roundOrder(1), roundOrder(2)] });
@@ -295,6 +297,7 @@ describe('bench:peer figures', () => {
     expect(rows).toContain('| 1080p as fast as possible, frames/s | 60 | 40 | 44 | 1.5 |');
     expect(rows).toContain('| 1080p fast, CPU ms per frame (all processes) | 58 | 45 | 45 | 1.29 |');
     expect(rows).toContain('| peak RSS (process tree) | 277 MB | 154 MB | 154 MB | 1.8 |');
+    expect(rows).toContain('| live 1080p30, peak RSS (one session each) | 200 MB | 154 MB | 154 MB | 1.3 |');
   });
 
   it("marks the issue's targets met or not", () => {
