@@ -46,10 +46,21 @@ export function lineStats(filtered: boolean): LineStats {
   return { countIn: new Map(), countOut: new Map(), in: 0, out: 0, ...(filtered ? { seenInstead: new LabelTally() } : {}) };
 }
 
+/**
+ * How long frames under other labels keep a track a class-filtered line knows (see
+ * LineCounter.update) after its last frame of a counted class, ms (or its `forgetAfterMs`, if
+ * longer). Past it, such frames do not see it: it is forgotten `forgetAfterMs` later, as an
+ * unseen track. A car the detector calls a truck for a few seconds as it crosses is counted; a
+ * pedestrian called a car on one frame on each side of a car line, minutes apart, is not.
+ */
+export const OFF_CLASS_HOLD_MS = 10_000;
+
 interface Side {
   side: -1 | 1;
   /** Observed time (see ObservedTime) of the last sighting: what `forgetAfterMs` counts from. */
   lastSeen: number;
+  /** Observed time of the last sighting with a label of this map (a counted class, for `side`): what OFF_CLASS_HOLD_MS counts from. */
+  lastLabelled: number;
   /** The anchor when the track was last seen beyond the margin (on `side`). */
   x: number;
   y: number;
@@ -173,13 +184,14 @@ export class LineCounter {
         }
       }
       if (from === 0) {
-        if (now !== 0) sides.set(id, { side: now, lastSeen: tMs, x, y });
+        if (now !== 0) sides.set(id, { side: now, lastSeen: tMs, lastLabelled: tMs, x, y });
         return undefined;
       }
-      st = { side: from, lastSeen: tMs, x: ox, y: oy };
+      st = { side: from, lastSeen: tMs, lastLabelled: tMs, x: ox, y: oy };
       sides.set(id, st);
     }
     st.lastSeen = tMs;
+    st.lastLabelled = tMs;
     if (now === 0) return undefined;
     const px = st.x, py = st.y;
     st.x = x;
@@ -251,8 +263,11 @@ export class LineCounter {
           // Its crossing is counted on its next frame of a counted class, from where it was last
           // seen with one. Before, it was unseen: a car labelled truck for over forgetAfterMs as
           // it crossed was forgotten, learned its side afresh (past the line) and was never counted.
+          // Only for OFF_CLASS_HOLD_MS (or forgetAfterMs) after its last frame of a counted class:
+          // without a bound, a pedestrian labelled car on one frame, then person for minutes
+          // (the id kept), then car again on one frame past a car line, was counted as a car.
           const known = this.side.get(id);
-          if (known && !(known.lastSeen < this.prevFrameMs && tMs - known.lastSeen > this.options.forgetAfterMs)) known.lastSeen = tMs;
+          if (known && !(known.lastSeen < this.prevFrameMs && tMs - known.lastSeen > this.options.forgetAfterMs) && tMs - known.lastLabelled <= Math.max(OFF_CLASS_HOLD_MS, this.options.forgetAfterMs)) known.lastSeen = tMs;
           if (stats.seenInstead && stats.in + stats.out === 0 && this.step(this.otherSide, d, i, id, tMs)) stats.seenInstead.add(d.classId[i]);
           continue;
         }
