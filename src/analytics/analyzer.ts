@@ -147,14 +147,28 @@ export class SourceAnalyzer {
       if (units !== 'pixel') return toPixels(pts, width, height);
       return toPixels(pts, width, height, frameSize ? { width: frameSize[0], height: frameSize[1] } : firstBase);
     };
-    const zonePolygon = (i: number) => new PolygonZone(this.zoneCfg[i].id, place(this.zoneCfg[i].polygon, this.zoneCfg[i].units, this.zoneCfg[i].frameSize), this.zoneClasses[i], this.zoneCfg[i].anchor, this.zoneCfg[i].marginPx, { width, height });
+    // A margin is a length in the pixels its points are given in (pixel points: their frameSize's
+    // picture, else the first picture's; fractions: the first picture's), scaled with them (by
+    // the geometric mean of the two factors, for a picture of another shape). Before, it stayed
+    // that many pixels of whatever picture came: a camera switching from 1080p to 360p had a
+    // line's 30 px band (90 px of the 1080p view) count nobody who crossed by less than that.
+    const marginScale = (units: 'fraction' | 'pixel', frameSize: readonly [number, number] | undefined) => {
+      const base = units === 'pixel' && frameSize ? { width: frameSize[0], height: frameSize[1] } : firstBase;
+      return Math.sqrt((width / base.width) * (height / base.height));
+    };
+    const zoneMargin = (i: number) => {
+      const z = this.zoneCfg[i];
+      return z.marginPx === undefined ? undefined : z.marginPx * marginScale(z.units, z.frameSize);
+    };
+    const lineMargin = (i: number) => this.lineCfg[i].marginPx * marginScale(this.lineCfg[i].units, this.lineCfg[i].frameSize);
+    const zonePolygon = (i: number) => new PolygonZone(this.zoneCfg[i].id, place(this.zoneCfg[i].polygon, this.zoneCfg[i].units, this.zoneCfg[i].frameSize), this.zoneClasses[i], this.zoneCfg[i].anchor, zoneMargin(i), { width, height });
     const lineEnds = (i: number) => place([this.lineCfg[i].from, this.lineCfg[i].to], this.lineCfg[i].units, this.lineCfg[i].frameSize);
     if (first && this.size) {
       const sx = width / this.size.width, sy = height / this.size.height;
       this.zones.forEach((z, i) => z.place(zonePolygon(i), sx, sy));
       this.lines.forEach((l, i) => {
         const [from, to] = lineEnds(i);
-        l.place(from, to, sx, sy, { width, height });
+        l.place(from, to, sx, sy, { width, height }, lineMargin(i));
       });
     } else {
       this.firstSize = { width, height };
@@ -165,7 +179,7 @@ export class SourceAnalyzer {
       });
       this.lines = this.lineCfg.map((l, i) => {
         const [from, to] = lineEnds(i);
-        return new LineCounter(l.id, from, to, { marginPx: l.marginPx, anchor: l.anchor, classIds: this.lineClasses[i], forgetAfterMs: l.forgetAfterMs }, this.lineStats[i], { width, height });
+        return new LineCounter(l.id, from, to, { marginPx: lineMargin(i), anchor: l.anchor, classIds: this.lineClasses[i], forgetAfterMs: l.forgetAfterMs }, this.lineStats[i], { width, height });
       });
     }
     // A zone whose marginPx leaves no point inside beyond the band is never entered: said once per zone and size.
@@ -174,8 +188,9 @@ export class SourceAnalyzer {
         const key = `zones[${i}].marginPx ${width}x${height}`;
         if (z.marginPx === undefined || this.warned.has(key) || zonePolygon(i).enterable()) return;
         this.warned.add(key);
+        const m = zoneMargin(i)!;
         this.warn!(
-          `${this.path}.zones[${i}].marginPx: ${z.marginPx} px leaves no point of zone '${z.id}' more than that inside its edges in the ${width}x${height} picture: nothing can ever enter it (an anchor within marginPx of an edge is on the edge); keep it below half the zone's narrowest width`,
+          `${this.path}.zones[${i}].marginPx: ${z.marginPx} px${m === z.marginPx ? '' : ` (${+m.toPrecision(3)} px in this picture)`} leaves no point of zone '${z.id}' more than that inside its edges in the ${width}x${height} picture: nothing can ever enter it (an anchor within marginPx of an edge is on the edge); keep it below half the zone's narrowest width`,
         );
       });
       // Likewise a line with no point of the picture beyond its margin on one side (drawn along the
@@ -184,12 +199,12 @@ export class SourceAnalyzer {
         const key = `lines[${i}] ${width}x${height}`;
         if (this.warned.has(key)) return;
         const d = [l.signedDistance(0, 0), l.signedDistance(width, 0), l.signedDistance(0, height), l.signedDistance(width, height)];
-        const m = this.lineCfg[i].marginPx;
+        const m = l.marginPx;
         const short = Math.max(...d) <= m ? 'left' : -Math.min(...d) <= m ? 'right' : undefined;
         if (!short) return;
         this.warned.add(key);
         this.warn!(
-          `${this.path}.lines[${i}]: no point of the ${width}x${height} picture is more than marginPx (${m} px) on the ${short} of line '${this.lineCfg[i].id}' (from→to as seen on screen): nothing can ever cross it; draw it inside the picture, or lower marginPx`,
+          `${this.path}.lines[${i}]: no point of the ${width}x${height} picture is more than marginPx (${+m.toPrecision(3)} px) on the ${short} of line '${this.lineCfg[i].id}' (from→to as seen on screen): nothing can ever cross it; draw it inside the picture, or lower marginPx`,
         );
       });
     }

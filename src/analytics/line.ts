@@ -85,6 +85,8 @@ export class LineCounter {
   private dx = 0;
   private dy = 0;
   private len = 0;
+  /** The hysteresis margin in the current picture's pixels (options.marginPx, scaled by `place`). */
+  marginPx: number;
   /** Where the line is, in the current picture's pixels (see `place`). */
   from: Point;
   to: Point;
@@ -100,6 +102,7 @@ export class LineCounter {
   ) {
     this.from = from;
     this.to = to;
+    this.marginPx = options.marginPx;
     this.setEnds(from, to);
   }
 
@@ -119,10 +122,12 @@ export class LineCounter {
    * Moves the line to `from`→`to` in a picture scaled by `sx`, `sy` from the last one (a source
    * that changed its resolution). The tracks' sides are kept (scaling both axes by positive
    * factors keeps every point on its side), and their last positions are scaled with them.
+   * `marginPx`: the margin in the new picture's pixels.
    */
-  place(from: Point, to: Point, sx: number, sy: number, frame?: { width: number; height: number }): void {
+  place(from: Point, to: Point, sx: number, sy: number, frame?: { width: number; height: number }, marginPx = this.marginPx): void {
     this.setEnds(from, to);
     this.frame = frame;
+    this.marginPx = marginPx;
     for (const sides of [this.side, this.otherSide]) {
       for (const st of sides.values()) {
         st.x *= sx;
@@ -152,7 +157,8 @@ export class LineCounter {
 
   /** Moves track `id` (row `i`) on `sides`; returns the direction it crossed in, or undefined. */
   private step(sides: Map<number, Side>, d: Detections, i: number, id: number, tMs: number): 'in' | 'out' | undefined {
-    const { marginPx, anchor } = this.options;
+    const { anchor } = this.options;
+    const marginPx = this.marginPx;
     const [x, y] = anchorPoint(d.xyxy, i, anchor, this.pt);
     const dist = this.signedDistance(x, y);
     let st = sides.get(id);
@@ -217,7 +223,8 @@ export class LineCounter {
    * was past the line or on it when confirmed, and was never counted.
    */
   private originSide(seen: Float32Array, xyxy: ArrayLike<number>, i: number): -1 | 0 | 1 {
-    const { marginPx, anchor } = this.options;
+    const { anchor } = this.options;
+    const marginPx = this.marginPx;
     const [ax, ay] = anchorPoint(seen, 0, anchor, this.pt);
     const od = this.signedDistance(ax, ay);
     const side = od > marginPx ? 1 : od < -marginPx ? -1 : 0;

@@ -80,6 +80,50 @@ describe('a source that changes its resolution', () => {
   });
 });
 
+describe('marginPx and a resolution change', () => {
+  const row = (cx: number, feet: number, h: number) => new Detections(Float32Array.from([cx - h / 4, feet - h, cx + h / 4, feet]), Float32Array.from([0.9]), Int32Array.from([0]), Int32Array.from([7]));
+
+  it("a line's margin is scaled with the picture: a person crossing by 25 px either side of it on the 360p sub-stream (75 px of the 1080p view) counts", () => {
+    const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'l', from: [1, 0.5], to: [0, 0.5], marginPx: 30 }], rules: [{ id: 'cross', type: 'line-cross', line: 'l' }] }), ['person'], 'sources[0]');
+    a.init(1920, 1080);
+    a.process(row(500, 800, 300), 0); // centre at y 650, 110 px below the line (540)
+    a.init(640, 360); // line at y 180, its margin 10 px
+    // Centre 25 px above the line (from below, where it was: a crossing), then 25 px below, then
+    // above again. Before, the margin stayed 30 px of the 360p picture: none of these sightings
+    // was beyond it, and nothing was counted.
+    const alerts = [155, 205, 155].flatMap((cy, k) => a.process(row(170, cy + 50, 100), 100 * (k + 1)).alerts.map((x) => x.direction));
+    expect(alerts).toEqual(['out', 'in', 'out']);
+  });
+
+  it("a zone's margin is scaled with the picture: on the 1080p main stream a person standing on its edge, feet ±20 px across it (±7 px of the 360p view the margin was set on), never enters", () => {
+    const a = new SourceAnalyzer(
+      SourceSchema.parse({ id: 'cam', uri: '/x.mp4', zones: [{ id: 'z', units: 'pixel', marginPx: 10, minHoldFrames: 1, polygon: [[100, 200], [600, 200], [600, 350], [100, 350]] }], rules: [{ id: 'in', type: 'zone-enter', zone: 'z' }] }),
+      ['person'],
+      'sources[0]',
+    );
+    a.init(640, 360);
+    a.init(1920, 1080); // zone's top edge at y 600, its band 30 px
+    // Before, the band stayed 10 px: every frame with the feet 20 px inside entered again after one 20 px outside (minHoldFrames 1).
+    const alerts = Array.from({ length: 20 }, (_, k) => a.process(row(900, k % 2 ? 620 : 580, 300), 100 * k).alerts.map((x) => x.event)).flat();
+    expect(alerts).toEqual([]);
+    // One who walks 40 px in (beyond the band) enters.
+    expect(a.process(row(900, 640, 300), 2000).alerts.map((x) => x.event)).toEqual(['zone.enter']);
+  });
+
+  it('pixel points with frameSize: the margin is in the pixels of that picture too, scaled with the points', () => {
+    const a = new SourceAnalyzer(
+      SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'l', units: 'pixel', frameSize: [1920, 1080], from: [0, 540], to: [1920, 540], marginPx: 30 }] }),
+      ['person'],
+      'sources[0]',
+    );
+    a.init(640, 360);
+    expect(a.geometry().lines[0]).toMatchObject({ from: [0, 180], to: [640, 180] });
+    // 15 px either side of y 180 on the sub-stream (45 px of the screenshot): beyond the 10 px band.
+    for (const [k, cy] of [165, 195, 165].entries()) a.process(row(300, cy + 50, 100), 100 * k);
+    expect(a.report().lines.l).toMatchObject({ in: 1, out: 1 });
+  });
+});
+
 describe('pixel points read from another picture (frameSize)', () => {
   const analyzer = (frameSize?: [number, number]) =>
     new SourceAnalyzer(
@@ -174,9 +218,12 @@ describe('pixel points read from another picture (frameSize)', () => {
     ]);
     a.init(640, 480);
     expect(warned).toHaveLength(1);
-    // On a picture twice the size the strip is 200 px high: room enough.
+    // On a picture twice the size the strip is 200 px high, and its band 120 px: still no room
+    // (before, the band stayed 60 px of whatever picture came, and this was room enough).
     a.init(1280, 960);
-    expect(warned).toHaveLength(1);
+    expect(warned.slice(1)).toEqual([
+      "sources[0].zones[0].marginPx: 60 px (120 px in this picture) leaves no point of zone 'strip' more than that inside its edges in the 1280x960 picture: nothing can ever enter it (an anchor within marginPx of an edge is on the edge); keep it below half the zone's narrowest width",
+    ]);
   });
 
   it('a line with no point of the picture beyond its margin on one side (along the border, or a margin wider than the picture) is warned of, naming the field', () => {

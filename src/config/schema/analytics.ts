@@ -45,7 +45,8 @@ export const ZoneSchema = z
      * (the detector's jitter grows with the box). 0: none, and an object standing on an edge, its
      * box jittering across it, enters and exits every few seconds (minHoldFrames only stops
      * strict flicker). Raising it stops more of that, but an object must get this far inside to
-     * enter, so a zone narrower than twice this is never entered.
+     * enter, so a zone narrower than twice this is never entered. In the pixels the polygon
+     * is given in (its frameSize's picture, else the source's first), scaled with it.
      */
     marginPx: finite().min(0).optional(),
     /** Frames in a row inside (or outside) before an entry (or exit) counts. Default 3. */
@@ -94,7 +95,7 @@ export const LineSchema = z
     classes: z.array(z.string().min(1)).min(1).optional(),
     /** Point of each box tested against the line. Default center. */
     anchor: anchor.default('center'),
-    /** A track must get this far (px) past the line for a crossing to count. Default 10. */
+    /** A track must get this far (px) past the line for a crossing to count. Default 10. In the pixels the ends are given in (their frameSize's picture, else the source's first), scaled with them. */
     marginPx: finite().min(0).default(10),
     /**
      * A track not seen for longer than this is forgotten. Default 2000. Shorter: a track
