@@ -291,10 +291,38 @@ export class SourceAnalyzer {
     return { zones, lines, alerts: Object.fromEntries(this.alertCounts), notes: explain(zones, lines) };
   }
 
+  /**
+   * A zone alert. One of a track gone (`row` −1: unseen for exitDelayMs) is `late`: raised on a
+   * frame after its last sighting (`lastSeenPts`), which does not show it, and its message says
+   * so. Its snapshot is of that frame: the frame it was last seen on is not held (it went back to
+   * the source's pool once published; keeping each frame's picture for exitDelayMs in case a
+   * track vanishes would be a copy of every frame).
+   */
   private zoneAlert(r: RuleConfig & { zone: string }, want: 'enter' | 'exit' | 'dwell', trackId: number, classId: number, row: number, dwellMs: number, lastSeenMs: number | undefined, atMs?: number): AlertDraft {
     const verb = want === 'enter' ? 'entered' : want === 'exit' ? 'left' : `has stayed ${(dwellMs / 1000).toFixed(1)} s in`;
     const label = this.labels[classId] ?? String(classId);
-    return { rule: r.id, severity: r.severity, event: `zone.${want}`, message: `${label} #${trackId} ${verb} zone ${r.zone}`, trackId, zone: r.zone, row, ...(want !== 'enter' ? { dwellMs: Math.round(dwellMs) } : {}), ...(lastSeenMs !== undefined ? { lastSeenPts: lastSeenMs / 1000 } : {}), ...(atMs !== undefined ? { atPts: Math.round(atMs) / 1000 } : {}) };
+    const atPts = atMs !== undefined ? Math.round(atMs) / 1000 : undefined;
+    const lastSeenPts = lastSeenMs !== undefined ? lastSeenMs / 1000 : undefined;
+    const late = row < 0;
+    let message = `${label} #${trackId} ${verb} zone ${r.zone}`;
+    if (late) {
+      const at = atPts !== undefined && want === 'enter' ? ` at ${atPts.toFixed(1)} s` : '';
+      const seen = lastSeenPts !== undefined ? `, last seen at ${lastSeenPts.toFixed(1)} s` : '';
+      message += `${at} (late: raised once it was gone${seen}${want === 'enter' ? ' going in' : ''}; this frame does not show it)`;
+    }
+    return {
+      rule: r.id,
+      severity: r.severity,
+      event: `zone.${want}`,
+      message,
+      trackId,
+      zone: r.zone,
+      row,
+      ...(want !== 'enter' ? { dwellMs: Math.round(dwellMs) } : {}),
+      ...(lastSeenPts !== undefined ? { lastSeenPts } : {}),
+      ...(atPts !== undefined ? { atPts } : {}),
+      ...(late ? { late: true } : {}),
+    };
   }
 
   /**

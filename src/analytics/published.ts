@@ -31,6 +31,20 @@ export const AlertBodySchema = z.looseObject({
   message: z.string(),
   trackId: z.int().optional(),
   zone: z.string().optional(),
+  dwellMs: z.int().min(0).optional().describe('zone.exit and zone.dwell: time inside, ms (for a track that went unseen, up to its last sighting)'),
+  atPts: z
+    .number()
+    .optional()
+    .describe(
+      'zone.enter and zone.exit of a track that went through the zone unseen there (between two sightings, or as it vanished going in): when it came in (enter) or went out (exit), seconds on the pts scale; the message is raised later, on a frame of its own pts',
+    ),
+  lastSeenPts: z.number().optional().describe('zone alerts of a track gone (late): when it was last seen, seconds on the pts scale'),
+  late: z
+    .literal(true)
+    .optional()
+    .describe(
+      'raised once its track was gone (unseen for the zone\'s exitDelayMs): the frame it came with (pts, detections, snapshot) is a later one that does not show the track; atPts and lastSeenPts say when it went in and was last seen',
+    ),
   snapshot: z
     .strictObject({
       contentType: z.literal('image/jpeg'),

@@ -187,7 +187,10 @@ export interface ZoneEvent {
   row: number;
   /** Time inside so far (dwell, exit), ms; for a track that went unseen, up to its last sighting. */
   dwellMs: number;
-  /** Exit of a track that went unseen: the time it was last seen, ms. */
+  /**
+   * An event of a track that went unseen (`row` −1: its exit once gone, or its entry and exit as
+   * it vanished going in, see enteredWhenLost): the time it was last seen, ms.
+   */
   lastSeenMs?: number;
   /**
    * A passage (the path between two sightings outside went through the zone, see
@@ -572,7 +575,7 @@ export class ZoneMonitor {
     const tIn = Number.isNaN(st.path.passIn) ? st.streakSince : st.path.passIn;
     if (this.stats.entered++ === 0) this.stats.seenIds?.clear();
     this.stats.exited++;
-    events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: 0, atMs: tIn });
+    events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: 0, atMs: tIn, lastSeenMs: st.lastSeen });
     events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: st.lastSeen - tIn, lastSeenMs: st.lastSeen });
   }
 

@@ -167,11 +167,12 @@ describe('zone exit: delay, last position, occupancy', () => {
       const { alerts, step } = analyzer({ zones: [{ ...ZONE, ...(exitDelayMs !== undefined ? { exitDelayMs } : {}) }], rules: zoneRules });
       play(step, 0, 1500, () => [[1, PERSON, 400, 400]]); // inside from 0 (entered at 200, the 3rd frame), last seen at 1400
       play(step, 1500, 6000, () => []);
-      return alerts.filter((x) => x.event === 'zone.exit').map((x) => ({ t: x.t, dwellMs: x.dwellMs, lastSeenPts: x.lastSeenPts }));
+      return alerts.filter((x) => x.event === 'zone.exit').map((x) => ({ t: x.t, dwellMs: x.dwellMs, lastSeenPts: x.lastSeenPts, late: x.late }));
     };
-    expect(run()).toEqual([{ t: 3500, dwellMs: 1400, lastSeenPts: 1.4 }]);
-    expect(run(500)).toEqual([{ t: 2000, dwellMs: 1400, lastSeenPts: 1.4 }]);
-    expect(run(0)).toEqual([{ t: 1500, dwellMs: 1400, lastSeenPts: 1.4 }]);
+    // late: raised on a frame after its last sighting, which does not show it.
+    expect(run()).toEqual([{ t: 3500, dwellMs: 1400, lastSeenPts: 1.4, late: true }]);
+    expect(run(500)).toEqual([{ t: 2000, dwellMs: 1400, lastSeenPts: 1.4, late: true }]);
+    expect(run(0)).toEqual([{ t: 1500, dwellMs: 1400, lastSeenPts: 1.4, late: true }]);
   });
 
   it('a stay runs from its first frame inside: the dwell limit and the exit\'s dwellMs are the same media time at 10 fps and at 1 fps', () => {

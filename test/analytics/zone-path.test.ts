@@ -84,21 +84,32 @@ describe('a track that vanishes as it goes in', () => {
     const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', zones: [{ ...HALF, ...zone }], rules: RULES }), LABELS, 'sources[0]');
     a.init(W, H);
     const out: unknown[][] = [];
+    const drafts: AlertDraft[] = [];
     for (let t = 0; t <= until; t += gap) {
       const r = rows(t);
       const d = new Detections(Float32Array.from(r.flatMap(([, x]) => [x - 20, 300, x + 20, 400])), new Float32Array(r.length).fill(0.9), new Int32Array(r.length).fill(PERSON), Int32Array.from(r.map(([id]) => id)));
-      for (const al of a.process(d, t).alerts) out.push([al.event, al.trackId, t, al.atPts, al.lastSeenPts]);
+      for (const al of a.process(d, t).alerts) {
+        out.push([al.event, al.trackId, t, al.atPts, al.lastSeenPts]);
+        drafts.push(al);
+      }
     }
-    return { events: out, zone: a.report().zones.z };
+    return { events: out, zone: a.report().zones.z, drafts };
   };
 
   it('one who runs in and out of view (a door at the zone’s far side) within minHoldFrames frames enters and exits once it is gone', () => {
     // 5 fps, 200 px/s: x 200 … 320 (on the edge, at 600 ms), 360 and 400 inside (800, 1000 ms), then gone.
     // Before, nothing: inside on 2 frames (minHoldFrames 3), and never seen outside again (no passage).
-    const { events, zone } = run({}, (t) => (200 + t / 5 < 420 ? [[1, 200 + t / 5]] : []));
+    const { events, zone, drafts } = run({}, (t) => (200 + t / 5 < 420 ? [[1, 200 + t / 5]] : []));
     // Raised once it is gone (exitDelayMs 2000 after its last sighting at 1000 ms): in as of its first frame inside, out as of its last.
-    expect(events).toEqual([['zone.enter', 1, 3200, 0.8, undefined], ['zone.exit', 1, 3200, undefined, 1]]);
+    expect(events).toEqual([['zone.enter', 1, 3200, 0.8, 1], ['zone.exit', 1, 3200, undefined, 1]]);
     expect(zone).toMatchObject({ entered: 1, exited: 1, occupancy: 0 });
+    // Both say they are late, in a field and in words: their frame (3.2 s) and its snapshot do
+    // not show the person. Before, only row −1 and atPts told the entry from one seen on its
+    // frame, its message read 'person #1 entered zone z', and it had no lastSeenPts.
+    expect(drafts.map((x) => [x.row, x.late, x.message])).toEqual([
+      [-1, true, 'person #1 entered zone z at 0.8 s (late: raised once it was gone, last seen at 1.0 s going in; this frame does not show it)'],
+      [-1, true, 'person #1 left zone z (late: raised once it was gone, last seen at 1.0 s; this frame does not show it)'],
+    ]);
   });
 
   it('back under its id after exitDelayMs and entering on that frame (minHoldFrames 1): one entry on that frame, not two of one track', () => {

@@ -170,6 +170,8 @@ describe('wrong messages are rejected, naming the field', () => {
     ['another kind\'s field (detections on a status)', ({ status }) => ((status.detections = []), status), /must NOT have additional properties/],
     ['version 2', ({ det }) => ((det.version = 2), det), /\/version must be equal to constant/],
     ['capturedAt that is not a date-time', ({ det }) => ((det.capturedAt = 'yesterday'), det), /\/capturedAt must match/],
+    ['a zone alert\'s late that is not true', ({ alert }) => ((alert.alert.late = 'yes'), alert), /\/alert\/late must be equal to constant/],
+    ['a zone alert\'s atPts that is not a number', ({ alert }) => ((alert.alert.atPts = '12.3'), alert), /\/alert\/atPts must be number/],
     ['a snapshot of another content type', ({ alert }) => ((alert.alert.snapshot = { contentType: 'image/png', width: 1, height: 1 }), alert), /\/alert\/snapshot\/contentType must be equal to constant/],
   ];
   it.each(cases)('%s', async (_what, mutate, error) => {
