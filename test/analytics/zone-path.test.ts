@@ -153,6 +153,25 @@ describe('a track that vanishes as it goes in', () => {
     expect(events).toEqual([['zone.enter', 3100], ['zone.exit', 3100]]);
   });
 
+  it('…and one who walks away from a camera mounted 3 m up, into a doorway at the zone’s far side, enters and exits once it is gone', () => {
+    // A pinhole camera 3 m up, looking level (horizon at y 240, focal length 300 px): feet at
+    // distance d are at y 240 + 900 / d, the head of a person 1.7 m tall at 240 + 390 / d, so
+    // the box's top moves 1.3 / 3 as far as its feet (0.43). At 5 fps and 1.4 m/s from 5 m: the
+    // feet cross the zone's near edge (y 380) at 6.4 m, are inside at 6.68 m and 6.96 m (two
+    // frames, minHoldFrames 3), then the person is through the door. Before, no alert: the top
+    // had not moved half as far as the feet, taken for a box whose legs were hidden.
+    const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', zones: [{ ...ZONE, polygon: [[200, 300], [440, 300], [440, 380], [200, 380]], marginPx: undefined }], rules: RULES }), LABELS, 'sources[0]');
+    a.init(W, H);
+    const events: unknown[] = [];
+    const seen = (d: number) => new Detections(Float32Array.of(320 - 67.5 / d, 240 + 390 / d, 320 + 67.5 / d, 240 + 900 / d), Float32Array.of(0.9), Int32Array.of(PERSON), Int32Array.of(1));
+    const none = new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0));
+    for (let k = 0; k <= 25; k++) {
+      const d = 5 + 0.28 * k;
+      for (const al of a.process(d < 7 ? seen(d) : none, k * 200).alerts) events.push([al.event, k * 200, al.atPts]);
+    }
+    expect(events).toEqual([['zone.enter', 3600, 1.2], ['zone.exit', 3600, undefined]]);
+  });
+
   it('a track never seen outside (a false detection inside for a few frames) does not enter', () => {
     const { events } = run({}, (t) => (t >= 1000 && t < 1400 ? [[1, 400]] : []));
     expect(events).toEqual([]);
