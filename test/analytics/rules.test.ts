@@ -155,6 +155,19 @@ describe('zones', () => {
     expect(r.last.zones!.z).toEqual({ occupancy: 0, entered: 1 });
   });
 
+  it('classAware: false, a chair standing in a person zone labelled person on one frame every 20 s never enters; a person whose label flickers as it walks in does', () => {
+    // Chair (class 4 here, scissors) inside from the start, labelled person at 20, 40 and 60 s.
+    // Before, the chair frames neither counted for the entry being held nor broke it: the three
+    // person frames, 20 s apart, made an entry: 'person #1 entered zone z' at 60 s.
+    const chair = simulate(zoneSource(), { objects: [{ key: 'c', box: person(400, 300), classId: (t) => (Math.abs(t - Math.round(t / 20) * 20) < 0.05 && t > 1 ? 0 : 4) }] }, 10, 70, { classAware: false });
+    expect(chair.alerts).toEqual([]);
+    expect(chair.last.zones!.z).toEqual({ occupancy: 0, entered: 0 });
+    // A person walking in (from x 200 at 60 px/s: inside from about 2.0 s) labelled chair on
+    // every third frame: enters, on its third person frame inside.
+    const walker = simulate(zoneSource(), { objects: [{ key: 'p', box: person(180, 300), velocity: [60, 0], classId: (t) => (Math.round(t * 10) % 3 === 2 ? 4 : 0) }] }, 10, 6, { classAware: false });
+    expect(walker.alerts.map((a) => [a.event, a.trackId])).toEqual([['zone.enter', 1]]);
+  });
+
   it('only the configured classes count', () => {
     const r = simulate(zoneSource(), { objects: [{ key: 'car', box: person(400, 300), classId: 2 }] });
     expect(r.alerts).toEqual([]);
