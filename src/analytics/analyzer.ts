@@ -40,6 +40,10 @@ function classIds(names: readonly string[] | undefined, labels: readonly string[
   );
 }
 
+/** What a conveyor-rate rule counts, for its alerts (built only for an alert, not on every frame). */
+const conveyorWhere = (r: { line?: string; zone?: string }) => (r.line !== undefined ? { line: r.line } : { zone: r.zone! });
+const conveyorName = (r: { line?: string; zone?: string }) => (r.line !== undefined ? `line ${r.line}` : `zone ${r.zone}`);
+
 /** How far apart (a ratio) a frameSize's shape and the picture's may be before stretchNotices speaks: a few pixels of rounding. */
 const STRETCH_TOLERANCE = 0.02;
 
@@ -61,6 +65,10 @@ export class SourceAnalyzer {
   /** Counts of each zone and line over the run. */
   private readonly zoneStats: ZoneStats[];
   private readonly lineStats: LineStats[];
+  /** This frame's zone and line events (process), the same lists from frame to frame. */
+  private readonly zoneEvents: ZoneEvent[] = [];
+  private readonly lineEvents: LineEvent[] = [];
+  private readonly label = (c: number): string => this.labels[c] ?? String(c);
   /** Alerts raised so far by rule id. */
   private readonly alertCounts = new Map<string, number>();
   /**
@@ -367,16 +375,18 @@ export class SourceAnalyzer {
     if (!this.ready) throw new Error('SourceAnalyzer.init() must run before process()');
     const obsMs = this.observed.advance(tMs);
     const rateMs = this.observedRates.advance(tMs);
-    const zoneEvents: ZoneEvent[] = [];
+    const zoneEvents = this.zoneEvents;
+    zoneEvents.length = 0;
     for (const z of this.zones) {
-      for (const e of z.update(d, tMs, obsMs)) zoneEvents.push(e);
+      z.update(d, tMs, obsMs, zoneEvents);
       if (z.takenOver.size) this.carryCooldowns(z);
     }
-    const lineEvents: LineEvent[] = [];
-    for (const l of this.lines) for (const e of l.update(d, obsMs)) lineEvents.push(e);
+    const lineEvents = this.lineEvents;
+    lineEvents.length = 0;
+    for (const l of this.lines) l.update(d, obsMs, lineEvents);
 
     const alerts: AlertDraft[] = [];
-    const label = (c: number) => this.labels[c] ?? String(c);
+    const label = this.label;
     for (const r of this.rules) {
       const cd = this.cooldowns.get(r.id)!;
       switch (r.type) {
@@ -404,9 +414,12 @@ export class SourceAnalyzer {
           break;
         case 'conveyor-rate': {
           const rf = this.rates.get(r.id)!;
-          const items = r.line !== undefined ? lineEvents.filter((e) => e.line === r.line).length : zoneEvents.filter((e) => e.zone === r.zone && e.type === 'enter').length;
-          const where = r.line !== undefined ? { line: r.line } : { zone: r.zone! };
-          const name = r.line !== undefined ? `line ${r.line}` : `zone ${r.zone}`;
+          let items = 0;
+          if (r.line !== undefined) {
+            for (const e of lineEvents) if (e.line === r.line) items++;
+          } else {
+            for (const e of zoneEvents) if (e.zone === r.zone && e.type === 'enter') items++;
+          }
           // On the observed time: frames that did not arrive (a camera's outage, a reconnect) saw
           // no items, but are no evidence that the belt stopped, any more than that a track left.
           const change = rf.update(items, rateMs);
@@ -417,10 +430,10 @@ export class SourceAnalyzer {
           if (stoppedUnannounced && cd.allow('', tMs)) {
             this.stopAlerted.add(r.id);
             const forSec = change === 'stopped' ? r.forSec : Math.round((rateMs - rf.belowSince!) / 1000);
-            alerts.push({ rule: r.id, severity: r.severity, event: 'conveyor.stopped', message: `${name}: ${rf.ratePerMinute(rateMs).toFixed(1)} items/min, under ${r.minPerMinute} for ${forSec} s`, ...where, row: -1, ratePerMinute: rf.ratePerMinute(rateMs) });
+            alerts.push({ rule: r.id, severity: r.severity, event: 'conveyor.stopped', message: `${conveyorName(r)}: ${rf.ratePerMinute(rateMs).toFixed(1)} items/min, under ${r.minPerMinute} for ${forSec} s`, ...conveyorWhere(r), row: -1, ratePerMinute: rf.ratePerMinute(rateMs) });
           } else if (change === 'resumed' && this.stopAlerted.delete(r.id)) {
             // Only a stoppage that was alerted (not held back by the cooldown) is followed by its resumption.
-            alerts.push({ rule: r.id, severity: 'info', event: 'conveyor.resumed', message: `${name}: back to ${rf.ratePerMinute(rateMs).toFixed(1)} items/min`, ...where, row: -1, ratePerMinute: rf.ratePerMinute(rateMs) });
+            alerts.push({ rule: r.id, severity: 'info', event: 'conveyor.resumed', message: `${conveyorName(r)}: back to ${rf.ratePerMinute(rateMs).toFixed(1)} items/min`, ...conveyorWhere(r), row: -1, ratePerMinute: rf.ratePerMinute(rateMs) });
           }
           break;
         }

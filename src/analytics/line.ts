@@ -252,9 +252,12 @@ export class LineCounter {
     return cut ? side : 0;
   }
 
-  /** `tMs`: the frame's observed time (ObservedTime: a stall counts as one usual gap), which `forgetAfterMs` runs on. */
-  update(d: Detections, tMs: number): LineEvent[] {
-    const events: LineEvent[] = [];
+  /**
+   * `tMs`: the frame's observed time (ObservedTime: a stall counts as one usual gap), which
+   * `forgetAfterMs` runs on. The crossings are pushed onto `events` (the analyzer's list, reused
+   * from frame to frame), which is returned.
+   */
+  update(d: Detections, tMs: number, events: LineEvent[] = []): LineEvent[] {
     const ids = d.trackerId;
     const { classIds } = this.options;
     const stats = this.stats;

@@ -372,9 +372,10 @@ export class ZoneMonitor {
   /**
    * `tMs`: the frame's time; `obsMs`: the observed time (ObservedTime; a stall counts as one
    * usual gap), which the unseen timeouts (`exitDelayMs`, `reentrySuppressMs`) run on.
+   * The events are pushed onto `events` (the analyzer's list, reused from frame to frame), which
+   * is returned.
    */
-  update(d: Detections, tMs: number, obsMs = tMs): ZoneEvent[] {
-    const events: ZoneEvent[] = [];
+  update(d: Detections, tMs: number, obsMs = tMs, events: ZoneEvent[] = []): ZoneEvent[] {
     const ids = d.trackerId;
     const hold = Math.max(1, this.options.minHoldFrames);
     const exitAtOnce = this.options.exitOn === 'last-seen';
