@@ -317,6 +317,9 @@ export class SourceAnalyzer {
       const at = atPts !== undefined && want === 'enter' ? ` at ${atPts.toFixed(1)} s` : '';
       const seen = lastSeenPts !== undefined ? `, last seen at ${lastSeenPts.toFixed(1)} s` : '';
       message += `${at} (late: raised once it was gone${seen}${want === 'enter' ? ' going in' : ''}; this frame does not show it)`;
+    } else if (atPts !== undefined) {
+      // A passage: through the zone between two sightings, raised on the later one, which shows it beyond the zone.
+      message += ` at ${atPts.toFixed(1)} s (went through it between two sightings; this frame shows it past the zone)`;
     }
     return {
       rule: r.id,

@@ -31,7 +31,7 @@ function walk(points: [number, number][], gapMs = 100) {
   points.forEach(([x, y], k) => {
     for (const al of a.process(frame(x, y), k * gapMs).alerts) alerts.push({ ...al, t: k * gapMs });
   });
-  return { a, events: alerts.map((x) => [x.event, x.t, x.atPts]) };
+  return { a, events: alerts.map((x) => [x.event, x.t, x.atPts]), messages: alerts.map((x) => x.message) };
 }
 
 /** Steps of `n` frames in a straight line from p to q (q included, p not). */
@@ -60,8 +60,13 @@ describe('zone passage: the path goes through the sightings on the edge', () => 
   it('a walker at 1 fps seen once on the far edge, then outside, enters and leaves once', () => {
     // x 260 (0 s), 380 (1 s: on the right edge's band), 440 (2 s): in at x 320 (0.5 s), out at x 384
     // (1.067 s). Before, placed on the straight path from x 260 to 440: in at 0.667 s, out at 1.378 s.
-    const { a, events } = walk([[260, 350], [380, 350], [440, 350], [440, 350]], 1000);
+    const { a, events, messages } = walk([[260, 350], [380, 350], [440, 350], [440, 350]], 1000);
     expect(events).toEqual([['zone.enter', 2000, 0.5], ['zone.exit', 2000, 1.067]]);
+    // Its frame (2 s) shows the walker past the zone, and the message says so (before: 'person #1 entered zone z').
+    expect(messages).toEqual([
+      'person #1 entered zone z at 0.5 s (went through it between two sightings; this frame shows it past the zone)',
+      'person #1 left zone z at 1.1 s (went through it between two sightings; this frame shows it past the zone)',
+    ]);
     expect(a.report().zones.z).toMatchObject({ entered: 1, exited: 1 });
   });
 
