@@ -301,8 +301,8 @@ export class SourceAnalyzer {
 
   /**
    * A zone alert. One of a track gone (`row` −1: unseen for exitDelayMs) is `late`: raised on a
-   * frame after its last sighting (`lastSeenPts`), which does not show it, and its message says
-   * so. Its snapshot is of that frame: the frame it was last seen on is not held (it went back to
+   * frame after its last sighting (`lastSeenPts`), which does not show it (or, after a gap with
+   * no frame in between, shows it back as a new stay), and its message says so. Its snapshot is of that frame: the frame it was last seen on is not held (it went back to
    * the source's pool once published; keeping each frame's picture for exitDelayMs in case a
    * track vanishes would be a copy of every frame).
    */
@@ -316,7 +316,7 @@ export class SourceAnalyzer {
     if (late) {
       const at = atPts !== undefined && want === 'enter' ? ` at ${atPts.toFixed(1)} s` : '';
       const seen = lastSeenPts !== undefined ? `, last seen at ${lastSeenPts.toFixed(1)} s` : '';
-      message += `${at} (late: raised once it was gone${seen}${want === 'enter' ? ' going in' : ''}; this frame does not show it)`;
+      message += `${at} (late: raised once it was gone${seen}${want === 'enter' ? ' going in' : ''}; this frame is a later one)`;
     } else if (atPts !== undefined) {
       // A passage: through the zone between two sightings, raised on the later one, which shows it beyond the zone.
       message += ` at ${atPts.toFixed(1)} s (went through it between two sightings; this frame shows it past the zone)`;

@@ -43,7 +43,7 @@ export const AlertBodySchema = z.looseObject({
     .literal(true)
     .optional()
     .describe(
-      'raised once its track was gone (unseen for the zone\'s exitDelayMs): the frame it came with (pts, detections, snapshot) is a later one that does not show the track; atPts and lastSeenPts say when it went in and was last seen',
+      'raised once its track was gone (unseen for the zone\'s exitDelayMs): the frame it came with (pts, detections, snapshot) is a later one, which does not show the track (or, after a gap with no frame in between, shows it back, a new stay); atPts and lastSeenPts say when it went in and was last seen',
     ),
   snapshot: z
     .strictObject({

@@ -112,8 +112,8 @@ describe('a track that vanishes as it goes in', () => {
     // not show the person. Before, only row −1 and atPts told the entry from one seen on its
     // frame, its message read 'person #1 entered zone z', and it had no lastSeenPts.
     expect(drafts.map((x) => [x.row, x.late, x.message])).toEqual([
-      [-1, true, 'person #1 entered zone z at 0.8 s (late: raised once it was gone, last seen at 1.0 s going in; this frame does not show it)'],
-      [-1, true, 'person #1 left zone z (late: raised once it was gone, last seen at 1.0 s; this frame does not show it)'],
+      [-1, true, 'person #1 entered zone z at 0.8 s (late: raised once it was gone, last seen at 1.0 s going in; this frame is a later one)'],
+      [-1, true, 'person #1 left zone z (late: raised once it was gone, last seen at 1.0 s; this frame is a later one)'],
     ]);
   });
 
