@@ -302,9 +302,10 @@ export class SourceAnalyzer {
   /**
    * A zone alert. One of a track gone (`row` −1: unseen for exitDelayMs) is `late`: raised on a
    * frame after its last sighting (`lastSeenPts`), which does not show it (or, after a gap with
-   * no frame in between, shows it back as a new stay), and its message says so. Its snapshot is of that frame: the frame it was last seen on is not held (it went back to
-   * the source's pool once published; keeping each frame's picture for exitDelayMs in case a
-   * track vanishes would be a copy of every frame).
+   * no frame in between, shows it back as a new stay), and its message says so. Its snapshot is
+   * of that frame: the frame it was last seen on is not held (it went back to the source's pool
+   * once published; keeping each frame's picture for exitDelayMs in case a track vanishes would
+   * be a copy of every frame).
    */
   private zoneAlert(r: RuleConfig & { zone: string }, want: 'enter' | 'exit' | 'dwell', trackId: number, classId: number, row: number, dwellMs: number, lastSeenMs: number | undefined, atMs?: number): AlertDraft {
     const verb = want === 'enter' ? 'entered' : want === 'exit' ? 'left' : `has stayed ${(dwellMs / 1000).toFixed(1)} s in`;
