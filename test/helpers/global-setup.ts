@@ -1,6 +1,5 @@
-import { writeFileSync } from 'node:fs';
 import { loadModelManifest, resolveModelFile } from '../../src/assets/catalog.js';
-import { broker, brokerCommand, sharedBrokerPort } from './kafka.js';
+import { sharedBrokerSetup } from './kafka.js';
 import { claimPortOffset } from './ports.js';
 
 /**
@@ -10,9 +9,9 @@ import { claimPortOffset } from './ports.js';
  * unless ARGUS_TEST_PORT_OFFSET is set. Test files see it in that variable.
  *
  * With ARGUS_TEST_KAFKA=start (the test command sets it), starts the shared Kafka broker on
- * KAFKA_PORT (default 19092 plus the offset) and stops it at the end; test files see it in
- * KAFKA_BROKERS. The port goes into ARGUS_TEST_KAFKA_PORT_FILE when that is set, so the test
- * command stops the broker even if vitest dies without its teardown.
+ * KAFKA_PORT (default 19092 plus the offset); test files see it in KAFKA_BROKERS. A broker the
+ * run started (here or in a test file) is stopped at the end, one that ran before never
+ * (helpers/kafka.ts, sharedBrokerSetup).
  *
  * Makes the derived YOLOX-Nano variants (dynamic batch, fp16, int8) if the cache lacks them. On
  * a fresh clone that is a Python environment from PyPI plus the conversion: 78 s on this 2-core
@@ -31,22 +30,7 @@ export default async function setup(): Promise<() => Promise<void>> {
   }
   let stopBroker = async (): Promise<void> => {};
   const kafka = async (): Promise<void> => {
-    if (process.env.ARGUS_TEST_KAFKA !== 'start') return;
-    const port = sharedBrokerPort();
-    if (process.env.ARGUS_TEST_KAFKA_PORT_FILE) writeFileSync(process.env.ARGUS_TEST_KAFKA_PORT_FILE, `${port}\n`);
-    // Stopped at the end whether or not its start succeeded: a test file that finds no
-    // KAFKA_BROKERS starts it on the same port (helpers/kafka.ts, testBrokers).
-    stopBroker = async () => {
-      await broker('stop', port).catch(() => undefined);
-    };
-    try {
-      const line = await brokerCommand({ progress: true }, 'start', port);
-      const m = /KAFKA_BROKERS=(\S+)/.exec(line);
-      if (!m) throw new Error(`kafka-broker.sh start printed no brokers: ${line}`);
-      process.env.KAFKA_BROKERS = m[1];
-    } catch (e) {
-      console.error(`global setup: could not start the Kafka broker on ${port}; Kafka tests will fail: ${(e as Error).message}`);
-    }
+    stopBroker = await sharedBrokerSetup();
   };
   const models = async (): Promise<void> => {
     const t0 = Date.now();

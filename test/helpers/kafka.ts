@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
@@ -58,6 +58,56 @@ export async function testBrokers(): Promise<string[]> {
   if (!m) throw new Error(`kafka-broker.sh start printed no brokers: ${line}`);
   process.env.KAFKA_BROKERS = m[1];
   return m[1].split(',');
+}
+
+/** What `sharedBrokerSetup` does to the shared broker: scripts/kafka-broker.sh, or a test's stand-in. */
+export interface BrokerControl {
+  /** Whether a broker runs (or is starting) on `port`: `status` exits 0. */
+  running(port: number): Promise<boolean>;
+  /** Starts it (a no-op when it runs); the script's line `KAFKA_BROKERS=...`. */
+  start(port: number): Promise<string>;
+  stop(port: number): Promise<void>;
+}
+
+/** scripts/kafka-broker.sh on a port; `start` shows its progress (a first run's download, the JVM's wait). */
+export const scriptBroker: BrokerControl = {
+  running: (port) => broker('status', port).then(() => true, () => false),
+  start: (port) => brokerCommand({ progress: true }, 'start', port),
+  stop: (port) => broker('stop', port).then(() => undefined),
+};
+
+/**
+ * Global setup's part in the shared broker (sharedBrokerPort); returns its teardown.
+ *
+ * With ARGUS_TEST_KAFKA=start (the test command sets it) it starts the broker and hands it to the
+ * test files in KAFKA_BROKERS; without it, a test file that needs it starts it (testBrokers).
+ * Either way the run started it when none ran on the port as the run began, and then the teardown
+ * stops it, and its port goes into ARGUS_TEST_KAFKA_PORT_FILE (where set) for test.sh to stop it
+ * should vitest die without its teardown. A broker that ran before the run (a developer's own) is
+ * used and never stopped. With KAFKA_BROKERS set beforehand nothing starts one, nothing is stopped.
+ * A test file run on its own with `npx vitest run` once left the broker it started running: only
+ * ARGUS_TEST_KAFKA=start had the teardown stop it.
+ */
+export async function sharedBrokerSetup(ctl: BrokerControl = scriptBroker, log: (m: string) => void = console.error): Promise<() => Promise<void>> {
+  if (process.env.KAFKA_BROKERS) return async () => {};
+  const port = sharedBrokerPort();
+  const before = await ctl.running(port);
+  if (!before && process.env.ARGUS_TEST_KAFKA_PORT_FILE) writeFileSync(process.env.ARGUS_TEST_KAFKA_PORT_FILE, `${port}\n`);
+  if (process.env.ARGUS_TEST_KAFKA === 'start') {
+    try {
+      const line = await ctl.start(port);
+      const m = /KAFKA_BROKERS=(\S+)/.exec(line);
+      if (!m) throw new Error(`kafka-broker.sh start printed no brokers: ${line}`);
+      process.env.KAFKA_BROKERS = m[1];
+    } catch (e) {
+      // A test file that finds no KAFKA_BROKERS starts it on the same port: the teardown stops it.
+      log(`global setup: could not start the Kafka broker on ${port}; Kafka tests will fail: ${(e as Error).message}`);
+    }
+  }
+  return async () => {
+    if (before || !(await ctl.running(port))) return;
+    await ctl.stop(port).catch((e: unknown) => log(`global teardown: could not stop the Kafka broker on ${port}: ${(e as Error).message}`));
+  };
 }
 
 /**
