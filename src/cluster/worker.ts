@@ -6,6 +6,7 @@ import type { ClusterConfig, KafkaSinkConfig, PipelineConfig } from '../config/s
 import { withDeadline } from '../core/clock.js';
 import { ArgusError, ErrorCodes, inContext } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
+import type { Frame } from '../core/frame.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
 import { runPipeline, type RunningPipeline, type RunOptions, type RunSummary } from '../pipeline/run.js';
 import type { Claim, StatusMessage } from '../sinks/message.js';
@@ -122,6 +123,13 @@ export class Worker {
   private readonly running = new Map<string, Running>();
   /** The last claim of each camera this worker made (alerts rendered after a stop still carry it). */
   private readonly claims = new Map<string, Claim>();
+  /**
+   * Results let through a fence for their alerts (alertsOnly), by frame: the claim the frame was
+   * admitted under, which its alerts carry (claimOf). The camera's latest claim is not it once
+   * this worker has claimed the camera again: a frame still in flight after stopBudget, its alert
+   * raised after the new claim, went out under the new epoch.
+   */
+  private readonly fencedFrameClaims = new WeakMap<Frame, Claim>();
   /** Per camera waiting for its claim here, its latest state change, held back until the claim holds. */
   private readonly heldStatus = new Map<string, Transition>();
   /** The latest connect() of open(): close() disconnects what it made once it ends. */
@@ -221,8 +229,9 @@ export class Worker {
     return Math.min(10_000, ((this.c.releaseWaitMs ?? this.c.sessionTimeoutMs) - this.c.fenceMarginMs) / 2);
   }
 
-  claimOf(source: string): Claim | undefined {
-    return this.claims.get(source);
+  /** The claim a source's messages carry: that of `frame` when a fence let it through for its alerts, else the camera's latest claim here. */
+  claimOf(source: string, frame?: Frame): Claim | undefined {
+    return (frame && this.fencedFrameClaims.get(frame)) ?? this.claims.get(source);
   }
 
   /** The cameras running here: id, slot, epoch. */
@@ -769,6 +778,7 @@ export class Worker {
           if (r.alerts.length > 0 && run.claim) {
             this.counters.fencedAlerts += r.alerts.length;
             r.alertsOnly = true;
+            this.fencedFrameClaims.set(r.frame, run.claim);
             return true;
           }
           r.frame.release();
@@ -933,7 +943,7 @@ export async function runWorker(config: PipelineConfig, options: WorkerOptions =
         options.onReady?.(r);
       },
       attached: (pipeline, stop) => worker.attached(pipeline, stop),
-      claimOf: (source) => worker.claimOf(source),
+      claimOf: (source, frame) => worker.claimOf(source, frame),
       publishesStatus: (t) => worker.publishesStatus(t),
       replaysStatus: (m) => worker.replaysStatus(m),
       health: () => worker.health(),

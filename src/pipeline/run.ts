@@ -8,6 +8,7 @@ import type { PipelineConfig } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { sameFile } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
+import type { Frame } from '../core/frame.js';
 import type { RunningServer } from '../server/http.js';
 import { JsonlSink } from '../sinks/jsonl.js';
 import type { AnnotateSink, AnnotateSourceStats } from '../sinks/annotate.js';
@@ -58,7 +59,7 @@ export interface RunOptions extends PipelineOptions {
    */
   attached?: (pipeline: Pipeline, stop: Observable<void>) => Observable<FrameResult>;
   /** argus worker: the owner and epoch written into a source's messages. */
-  claimOf?: (source: string) => Claim | undefined;
+  claimOf?: (source: string, frame?: Frame) => Claim | undefined;
   /** argus worker: whether a source's state change is published (not while the camera waits for its claim). Default: all are. */
   publishesStatus?: (t: Transition) => boolean;
   /**

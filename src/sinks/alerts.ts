@@ -152,7 +152,7 @@ export class AlertPublisher {
       if (--jobsLeft === 0) this.heldBytes -= held;
     };
     // The claim the frame was analysed under (argus worker): its alerts are built with it, also once their snapshot is done.
-    const claim = this.publisher.claimNow(frame.source);
+    const claim = this.publisher.claimNow(frame);
     for (const draft of r.alerts) {
       this.stats.raised++;
       const br = this.byRule.get(draft.rule as string);

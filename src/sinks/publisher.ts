@@ -21,7 +21,7 @@ export class Publisher {
     private readonly labels: readonly string[],
     private readonly outbox?: Outbox,
     /** argus worker: the owner and epoch of a source, written into its messages. */
-    private readonly claimOf?: (source: string) => Claim | undefined,
+    private readonly claimOf?: (source: string, frame?: Frame) => Claim | undefined,
   ) {}
 
   /** Journal writes not finished yet (their messages reach the sinks when they are). */
@@ -35,13 +35,15 @@ export class Publisher {
   }
 
   /**
-   * argus worker: a source's owner and epoch now. An alert takes it when raised: built once its
-   * snapshot is done (up to seconds later), it took the claim of that moment, and a camera fenced
-   * meanwhile (its frames' alerts go out under the old epoch) had its alert under the epoch of
-   * its next claim, or under none once the claim was forgotten.
+   * argus worker: the owner and epoch of `frame`'s messages: the claim it was admitted under. An
+   * alert takes it when raised: built once its snapshot is done (up to seconds later), it took the
+   * claim of that moment, and a camera fenced meanwhile (its frames' alerts go out under the old
+   * epoch) had its alert under the epoch of its next claim, or under none once the claim was
+   * forgotten. The frame, not its source, is asked for: a fenced frame's alert raised after its
+   * worker claimed the camera again took the new epoch (the worker keeps the frame's own).
    */
-  claimNow(source: string): Claim | undefined {
-    return this.claimOf?.(source);
+  claimNow(frame: Frame): Claim | undefined {
+    return this.claimOf?.(frame.source, frame);
   }
 
   detections(frame: Frame, detections: Detections, dropped: number, analytics?: AnalyticsSummary): DetectionsMessage {
@@ -55,7 +57,7 @@ export class Publisher {
    * nothing (it is replayed without the picture). `alert()` later journals the full alert under
    * the same key, replacing this record. No outbox: nothing to do.
    */
-  reserve(frame: Frame, detections: Detections, dropped: number, body: AlertBody, claim = this.claimNow(frame.source)): void {
+  reserve(frame: Frame, detections: Detections, dropped: number, body: AlertBody, claim = this.claimNow(frame)): void {
     if (!this.outbox) return;
     const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body, claim);
     msg.stamps.published = now();
@@ -71,7 +73,7 @@ export class Publisher {
    * `claim`: the one its frame was analysed under (claimNow when it was raised), for an alert
    * built later (once its snapshot is done).
    */
-  async alert(frame: Frame, detections: Detections, dropped: number, body: AlertBody, after?: Promise<unknown>, claim = this.claimNow(frame.source)): Promise<AlertMessage> {
+  async alert(frame: Frame, detections: Detections, dropped: number, body: AlertBody, after?: Promise<unknown>, claim = this.claimNow(frame)): Promise<AlertMessage> {
     const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body, claim);
     msg.stamps.published = now();
     const json = JSON.stringify(msg);

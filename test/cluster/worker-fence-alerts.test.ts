@@ -10,7 +10,11 @@
 import { Subject } from 'rxjs';
 import { describe, expect, it, vi } from 'vitest';
 import type { FrameResult } from '../../src/analytics/analyze.js';
+import { Detections } from '../../src/core/detections.js';
+import { AlertPublisher } from '../../src/sinks/alerts.js';
+import type { AlertMessage } from '../../src/sinks/message.js';
 import { publish } from '../../src/sinks/publish.js';
+import { Publisher } from '../../src/sinks/publisher.js';
 import { drivenWorker, type DrivenInternals } from '../helpers/worker.js';
 
 interface Internals extends DrivenInternals {
@@ -18,6 +22,7 @@ interface Internals extends DrivenInternals {
   fencedClaims: Map<number, string>;
   outputs: unknown;
   stopCamera: (run: unknown, planned: boolean) => Promise<void>;
+  stopBudget: () => number;
 }
 
 const result = (seq: number, alerts: unknown[], released: number[]) => ({ frame: { source: 'cam0', seq, release: () => released.push(seq) }, detections: {}, dropped: 0, alerts }) as unknown as FrameResult;
@@ -62,6 +67,42 @@ describe('Worker: results in flight at a lease lapse', () => {
     drained();
     await stopped;
     expect([...i.fencedClaims.values()]).toEqual(['cam0']);
+  });
+});
+
+describe('Worker: a result in flight past the stop budget, once the worker has claimed its camera again', () => {
+  it("raises its alert under the claim its frame was admitted under, not the camera's new one (it took the new epoch)", async () => {
+    const sent: AlertMessage[] = [];
+    const chains: Subject<FrameResult>[] = [];
+    const { w, i, settle, write } = await drivenWorker<Internals>({ onResult: (r) => alerts.raise(r as FrameResult) });
+    // The sinks as runWorker wires them: the publisher asks the worker for a message's claim.
+    const publisher = new Publisher([{ name: 'test', publish: (_k, _s, _j, m) => void sent.push(m as AlertMessage), close: async () => {} }], { name: 'm', version: '1' }, ['x'], undefined, (s, f) => w.claimOf(s, f));
+    const alerts = new AlertPublisher(publisher, { snapshot: { mode: 'none', dir: 'snapshots' } } as never, {} as never, '/tmp', () => {});
+    // Each attachment's frames; none ends when its camera is stopped (a frame still in inference).
+    i.pipeline = { attach: () => chains[chains.push(new Subject<FrameResult>()) - 1] };
+    i.stopBudget = () => 0; // the stop gives up on the frames in flight at once (else after up to 10 s)
+    write('cam0', { uri: 'rtsp://h/x' });
+    await settle();
+    const first = w.claimOf('cam0')!.epoch;
+    write('cam0', { uri: 'rtsp://h/y' }); // edited: stopped (planned), released, claimed again
+    await settle();
+    const second = w.claimOf('cam0')!.epoch;
+    expect(second).toBeGreaterThan(first);
+    expect(chains).toHaveLength(2);
+    const frame = { source: 'cam0', seq: 9, pts: 0.3, stamps: { captured: 1, produced: 1 }, producedBy: 'captured', letterbox: { srcWidth: 32, srcHeight: 16 }, release: () => {} };
+    const none = new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0));
+    // The first attachment's frame, admitted under the first claim, is done now.
+    chains[0].next({ frame, detections: none, dropped: 0, alerts: [{ rule: 'door', severity: 'warning', event: 'zone.enter', message: 'm', row: 0 }] } as unknown as FrameResult);
+    await alerts.drain();
+    expect(w.counters.fencedAlerts).toBe(1);
+    expect(sent.map((m) => [m.seq, m.epoch])).toEqual([[9, first]]); // before: [9, second]
+    // The new attachment's own frames carry the new claim.
+    chains[1].next({ frame: { ...frame, seq: 10 }, detections: none, dropped: 0, alerts: [{ rule: 'door', severity: 'warning', event: 'zone.enter', message: 'm', row: 0 }] } as unknown as FrameResult);
+    await alerts.drain();
+    expect(sent.map((m) => [m.seq, m.epoch])).toEqual([
+      [9, first],
+      [10, second],
+    ]);
   });
 });
 
