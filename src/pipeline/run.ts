@@ -373,9 +373,12 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
   const k = config.sinks.kafka;
   // The outbox first: alerts journaled by an earlier run are replayed into Kafka below.
   let outbox: Outbox | undefined;
+  const deadLetterPath = k ? resolve(baseDir, k.deadLetterPath ?? join(outboxDir(config, baseDir, env), 'kafka-dead-letter.jsonl')) : undefined;
   if (config.outbox.enabled ?? k !== undefined) {
     const dir = outboxDir(config, baseDir, env);
-    outbox = await life.start('outbox', () => Outbox.open({ dir, maxBytes: config.outbox.maxBytes, maxAgeMs: config.outbox.maxAgeHours * 3_600_000, fsync: config.outbox.fsync, log, owner: config.name, cluster: outboxCluster(config) }), (o) => o.close());
+    // The dead-letter file grows on the outbox's volume when it is there (its default place): counted in the room the outbox needs.
+    const beside = k && deadLetterPath ? [{ path: deadLetterPath, maxBytes: k.deadLetterMaxBytes, field: 'sinks.kafka.deadLetterMaxBytes' }] : [];
+    outbox = await life.start('outbox', () => Outbox.open({ dir, maxBytes: config.outbox.maxBytes, maxAgeMs: config.outbox.maxAgeHours * 3_600_000, fsync: config.outbox.fsync, log, owner: config.name, cluster: outboxCluster(config), beside }), (o) => o.close());
     // The journals older releases kept for this name elsewhere (see legacyOutboxDirs): replayed
     // below with this one's. From a folder in the state folder, only its own sources' records:
     // that is another pipeline's own folder today (`lobby_cam` was also `lobby cam`'s), whose
@@ -412,7 +415,6 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
   }
   let kafka: KafkaSink | undefined;
   if (k) {
-    const deadLetterPath = resolve(baseDir, k.deadLetterPath ?? join(outboxDir(config, baseDir, env), 'kafka-dead-letter.jsonl'));
     // Loaded only when configured, as the server's and the WebSocket hub's modules below: a
     // pipeline without them does not pay their start-up (kafkajs alone ~70 ms here).
     const { KafkaSink } = await import('../sinks/kafka.js');

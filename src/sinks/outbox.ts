@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { copyFile, link, lstat, open, readdir, readFile, readlink, realpath, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
+import { copyFile, link, lstat, open, readdir, readFile, readlink, realpath, rename, rm, stat, statfs, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { constants as fsConstants } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -89,6 +89,14 @@ export interface OutboxOptions {
    * 20 000; the holder touches it every quarter of it).
    */
   lockStaleMs?: number;
+  /**
+   * Files that grow beside the journal, up to `maxBytes` each (the Kafka dead-letter file, in the
+   * outbox folder by default): where one is on the outbox's volume, the room its bounds need
+   * counts it (see checkRoom). `field`: the setting that bounds it, as the warning names it.
+   */
+  beside?: readonly { path: string; maxBytes: number; field: string }[];
+  /** The volume's free bytes for `dir` (tests; default statfs: blocks available to argus's user). */
+  freeBytes?: (dir: string) => Promise<number>;
 }
 
 export type OutboxKind = 'alert' | 'status';
@@ -252,6 +260,19 @@ async function ownerOf(dir: string): Promise<{ name?: string; cluster?: string }
 const TAKEOVER_SETTLE_MS = 250;
 /** Folders this process has open (the pid lock cannot tell two runs of one process apart). */
 const openHere = new Set<string>();
+
+/** What checkRoom lets the volume lack: the lock's and the folder's marks' blocks. */
+const ROOM_SLACK = 64 * 1024;
+
+/** The nearest folder that exists at or above `dir` (a file not made yet is on its volume). */
+async function nearestFolder(dir: string): Promise<{ dev: number } | undefined> {
+  for (let d = resolve(dir), i = 0; i < 64; d = dirname(d), i++) {
+    const st = await stat(d).catch(() => undefined);
+    if (st) return st;
+    if (dirname(d) === d) return undefined;
+  }
+  return undefined;
+}
 
 /** The journal key of a message: alerts by id, statuses by source (only the latest is kept). */
 export function outboxKey(m: Message): { key: string; kind: OutboxKind } | undefined {
@@ -528,6 +549,48 @@ export class Outbox {
       openHere.delete(this.hereKey);
       throw e;
     }
+    await this.checkRoom().catch(() => undefined);
+  }
+
+  /**
+   * Says at open (a warning) when the outbox's volume has less room than its bounds need: three
+   * times maxBytes for the journal and its compaction copy (see compactAt), plus the bound of each
+   * `beside` file on the same volume. The room is its free space, the journal and those files as
+   * they are. The dead-letter file sits in the outbox folder by default and grows to 100 MB, which
+   * the advice of three times maxBytes left out: on a volume sized by it, a few parked alerts
+   * filled it, no compaction copy fitted, and every alert of the next broker outage was in memory
+   * only (a kill -9 lost them; seen: 10 alerts, 43 KB, within maxBytes 64 KiB on 192 KiB).
+   */
+  private async checkRoom(): Promise<void> {
+    const { dir, maxBytes } = this.o;
+    const free = this.o.freeBytes ?? (async (d: string) => {
+      const f = await statfs(d);
+      return f.bavail * f.bsize;
+    });
+    const [room, own] = await Promise.all([free(dir), stat(dir)]);
+    let have = room + this.fileBytes;
+    let need = 3 * maxBytes;
+    const shared: string[] = [];
+    for (const b of this.o.beside ?? []) {
+      if (b.maxBytes <= 0) continue;
+      const st = await stat(b.path).catch(() => undefined);
+      // A named pipe or a device holds nothing (the dead-letter bound is a file's).
+      if (st && !st.isFile()) continue;
+      const on = st ?? (await nearestFolder(dirname(b.path)));
+      if (!on || on.dev !== own.dev) continue;
+      have += st?.size ?? 0;
+      need += b.maxBytes;
+      shared.push(`${b.field} (${b.maxBytes} bytes) for ${b.path}`);
+    }
+    // The lock and the folder's marks take a block or two each (on tmpfs, 4 KiB): a volume of three
+    // times maxBytes exactly, as advised, is not warned of for them.
+    if (have + ROOM_SLACK >= need) return;
+    const mib = (n: number) => `${(n / 1048576).toFixed(1)} MiB`;
+    this.log(
+      `outbox: the volume of ${dir} has room for ${mib(have)}, less than the ${mib(need)} the outbox needs (three times outbox.maxBytes${shared.length > 0 ? `, and ${shared.join(', ')} on the same volume` : ''}): a long broker outage can fill it, and the alerts raised after are then not protected against a crash; give it more room, or lower outbox.maxBytes${shared.length > 0 ? ' or sinks.kafka.deadLetterMaxBytes, or put sinks.kafka.deadLetterPath on another volume' : ''}`,
+      { dir, have, need },
+      'warn',
+    );
   }
 
   private async load(): Promise<void> {
