@@ -1227,7 +1227,7 @@ export class Outbox {
           const failures = ++this.failedWrites;
           if ((spell && this.mono() - this.failureSaidAt >= 60_000) || failures % 100 === 0) {
             this.failureSaidAt = this.mono();
-            this.log(`outbox: journal write failed (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); alerts are still published but not protected against a crash`, { dir: this.o.dir, failures }, 'error');
+            this.log(`outbox: journal write failed (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); alerts are still published but not protected against a crash`, { dir: this.o.dir, failures, code: ErrorCodes.OUTBOX, errno: (e as NodeJS.ErrnoException).code }, 'error');
           }
           // What fills the disk (or the file size limit) may be the journal itself, its delivered
           // records waiting for the next compaction: compact now rather than when the file is big
@@ -1405,7 +1405,7 @@ export class Outbox {
         }
       }
       this.compactAfter = this.mono() + COMPACT_RETRY_MS;
-      if (++this.compactFailures === 1 || this.compactFailures % 100 === 0) this.log(`outbox: compaction failed (${why}); the journal keeps growing until it works (tried again after ${COMPACT_RETRY_MS / 1000} s; ${this.compactFailures} failure(s) so far)`, { dir: this.o.dir }, 'error');
+      if (++this.compactFailures === 1 || this.compactFailures % 100 === 0) this.log(`outbox: compaction failed (${why}); the journal keeps growing until it works (tried again after ${COMPACT_RETRY_MS / 1000} s; ${this.compactFailures} failure(s) so far)`, { dir: this.o.dir, code: ErrorCodes.OUTBOX, errno: (e as NodeJS.ErrnoException).code }, 'error');
       return false;
     }
   }

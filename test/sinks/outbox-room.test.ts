@@ -3,6 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ErrorCodes } from '../../src/core/errors.js';
+import type { AlertMessage } from '../../src/sinks/message.js';
 import { Outbox } from '../../src/sinks/outbox.js';
 
 /**
@@ -62,5 +64,29 @@ describe('Outbox.open: the room its volume needs', () => {
   it('a dead-letter file not made yet, in a folder not made yet, is on the volume of the nearest folder that is', async () => {
     const d = mkdtempSync(join(tmpdir(), 'argus-room-'));
     expect((await opened(3.5 * MiB, [dlq(join(d, 'later', 'deeper', 'dl.jsonl'))], d)).warned).toHaveLength(1);
+  });
+});
+
+describe('Outbox: a full disk during the run', () => {
+  it("is said with the outbox's code and the disk's error, the alert kept in memory and counted, its append never failing", async () => {
+    const said: { msg: string; fields: Record<string, unknown>; level?: string }[] = [];
+    const ob = await Outbox.open({ dir: mkdtempSync(join(tmpdir(), 'argus-room-')), maxBytes: MAX, maxAgeMs: 3_600_000, fsync: true, log: (msg, fields, level) => said.push({ msg, fields: fields ?? {}, level }) });
+    const inner = ob as unknown as { fh: { write: unknown }; writeCopy: unknown };
+    const noRoom = async () => {
+      throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+    };
+    inner.fh.write = noRoom;
+    inner.writeCopy = noRoom;
+    const m = { type: 'alert', version: 1, source: 'cam', alert: { id: 'full1' } } as unknown as AlertMessage;
+    await ob.append(m, JSON.stringify(m)); // resolves: the alert goes on to the sinks
+    expect(ob.pendingAlerts).toBe(1);
+    expect(ob.journaled).toBe(false);
+    expect(ob.stats.writeErrors).toBeGreaterThanOrEqual(2); // the write, and the compaction it tried
+    const errors = said.filter((s) => s.level === 'error');
+    expect(errors.map((s) => s.msg.replace(/ \(.*/, ''))).toEqual(['outbox: journal write failed', 'outbox: compaction failed']);
+    for (const e of errors) expect(e.fields).toMatchObject({ code: ErrorCodes.OUTBOX, errno: 'ENOSPC' }); // before: no code
+    delete (inner.fh as { write?: unknown }).write;
+    delete (inner as { writeCopy?: unknown }).writeCopy;
+    await ob.close();
   });
 });
