@@ -5,6 +5,7 @@ import { analyze, type FrameResult } from '../analytics/analyze.js';
 import { SourceAnalyzer } from '../analytics/analyzer.js';
 import { addReports, type SourceAnalyticsReport } from '../analytics/report.js';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../assets/catalog.js';
+import { checkClasses } from '../config/classes.js';
 import { untrackedError, type PipelineConfig, type SourceConfig } from '../config/schema.js';
 import { checksCertificate } from '../core/rtsp-relay.js';
 import { ArgusError, ErrorCodes, inContext } from '../core/errors.js';
@@ -365,7 +366,8 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   const stats = sources.map((s) => newSourceStats(s.id));
   let analyzers: (SourceAnalyzer | undefined)[];
   try {
-    // Built now, so an unknown class label fails the start, naming the field.
+    // Checked now, so unknown class labels fail the start, each naming its field (all of them, every source's).
+    checkClasses(sources.map((src) => ({ source: src, path: `sources[${config.sources.indexOf(src)}]` })), detector.labels, options.configFile ? `${options.configFile}: ` : '');
     analyzers = sources.map((src) => {
       const a = new SourceAnalyzer(src, detector.labels, settingOf(options, `sources[${config.sources.indexOf(src)}]`), (m) => log(m, { source: src.id }, 'warn'));
       return a.empty ? undefined : a;
@@ -462,6 +464,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
         mergeMap((url) => {
           const untracked = untrackedError(src, config.tracking, `camera ${src.id}`);
           if (untracked) throw new ArgusError(ErrorCodes.CONFIG, untracked);
+          checkClasses([{ source: src, path: `camera ${src.id}` }], detector.labels);
           warnFileSettings(src, url, `camera ${src.id}`, log);
           for (const w of trackingGapWarnings(src, config.tracking, `camera ${src.id}`)) log(w, { source: src.id }, 'warn');
           const a = new SourceAnalyzer(src, detector.labels, `camera ${src.id}`, (m) => log(m, { source: src.id }, 'warn'));

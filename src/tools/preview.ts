@@ -6,6 +6,7 @@ import { analyze, type FrameResult } from '../analytics/analyze.js';
 import { SourceAnalyzer } from '../analytics/analyzer.js';
 import { drawOverlay, encodeImage, lineLabel, zoneLabel } from '../annotate/draw.js';
 import { sceneOf, type Scene } from '../annotate/scene.js';
+import { checkClasses } from '../config/classes.js';
 import { loadPipeline } from '../config/load.js';
 import { redact } from '../core/redact.js';
 import { rtspTransportOf } from '../core/rtsp-relay.js';
@@ -126,7 +127,8 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
     const at = still ? 0 : asked;
     const tracking = config.tracking.enabled;
     const start = tracking ? Math.max(0, at - HISTORY_S) : at;
-    // Built before any frame, so an unknown class label fails naming the field.
+    // Checked before any frame, so unknown class labels fail, each naming its field.
+    checkClasses([{ source: src, path: `sources[${index}]` }], detector.labels, `${file}: `);
     const analyzer = new SourceAnalyzer(src, detector.labels, setting(`sources[${index}]`), (m) => log(m, { source: src.id }, 'warn'));
     const fd = new FrameDetector(detector, config.postprocess);
 
