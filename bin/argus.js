@@ -20,10 +20,14 @@ function built() {
   return true;
 }
 
+// The start's signal listeners (src/core/starting.ts) first, on their own: the CLI's modules
+// take half a second to load, and a Ctrl-C meanwhile ended argus without a word.
 if (process.env.ARGUS_TSX !== '1' && built()) {
+  await import('../dist/src/core/starting.js');
   await import('../dist/src/cli.js');
 } else {
   const { register } = await import('tsx/esm/api');
   register();
+  await import('../src/core/starting.ts');
   await import('../src/cli.ts');
 }

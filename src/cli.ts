@@ -1,3 +1,5 @@
+// First: a stop signal while the modules below load (half a second) is said and exits 130 (core/starting.ts).
+import { startEnded, starting } from './core/starting.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
@@ -102,6 +104,7 @@ interface RunFlags {
 
 /** `argus run` and `argus worker`: the same process guard, signals, summary and exit status. */
 async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): Promise<void> {
+    starting(`reading the pipeline ${forTerminal(file)}`);
     const config = await loadPipeline(file);
     if (mode === 'run' && config.cluster) throw new ArgusError(ErrorCodes.CONFIG, `${file}: has a cluster section: run it with argus worker`);
     if (mode === 'worker' && !config.cluster) throw new ArgusError(ErrorCodes.CONFIG, `${file}: no cluster section: a worker YAML needs one (README, "Many machines")`);
@@ -143,6 +146,8 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
     process.on('SIGTERM', onSignal);
     // SIGHUP (the terminal went away, or a supervisor's reload) stops in order like SIGTERM.
     process.on('SIGHUP', onSignal);
+    // From here a signal stops the run in order (the start's own listeners said it and exited 130).
+    startEnded();
     const runOptions = {
       baseDir: pipelineBaseDir(file),
       // A setting found wrong once the model and assets are known (a class, an asset, a manifest) names the file too.
@@ -377,6 +382,12 @@ program
     for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, onSignal);
     await fetchAll(log, ac.signal);
   });
+
+// Every command but run and worker stops on signals its own way from its start (run and worker
+// once their listeners are in place, after reading the pipeline: runOrWork).
+program.hook('preAction', (_program, command) => {
+  if (command.name() !== 'run' && command.name() !== 'worker') startEnded();
+});
 
 // After a usage error, where the options are listed (the whole help buried the error above it).
 (function hint(c: Command, path: string): void {
