@@ -371,6 +371,23 @@ program
   });
 
 program
+  .command('check')
+  .description('check a pipeline YAML without running it: every problem of its settings, then the model, ffmpeg, the sources\' files, class names, sinks (--connect: Kafka answers; --probe: each source\'s first frame); exit 0 when all is well, 2 otherwise')
+  .argument('<pipeline>', 'pipeline YAML file')
+  .option('--connect', 'also connect to the Kafka brokers', false)
+  .option('--probe', 'also read each enabled source\'s first frame (its size and fps)', false)
+  .option('--timeout <seconds>', 'bound on each network step: a broker\'s answer, a first frame (default 10)', positiveNumber())
+  .option('--json', 'print the report as JSON: {file, ok, problems, items: [{check, ok, code, field, message}]}', false)
+  .action(async (file: string, opts: { connect: boolean; probe: boolean; timeout?: number; json: boolean }) => {
+    const { checkPipeline, formatCheck } = await import('./tools/check.js');
+    const report = await checkPipeline(file, { connect: opts.connect, probe: opts.probe, timeoutMs: opts.timeout === undefined ? undefined : opts.timeout * 1000, log });
+    process.stdout.write(opts.json ? JSON.stringify(report, null, 2) + '\n' : formatCheck(report));
+    if (!report.ok) process.exitCode = EXIT_ERROR;
+    // The report is written: the process ends even if a library still holds a handle (a broker that never said goodbye).
+    setTimeout(() => process.exit(), EXIT_GRACE_MS).unref();
+  });
+
+program
   .command('assets')
   .description('fetch (or verify) the default model and the demo videos into the cache')
   .action(async () => {

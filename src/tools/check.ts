@@ -1,0 +1,261 @@
+import { constants, type Stats } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { firstValueFrom, take, timeout } from 'rxjs';
+import { unknownClasses } from '../config/classes.js';
+import { loadPipeline } from '../config/load.js';
+import type { PipelineConfig, SourceConfig } from '../config/schema.js';
+import { withDeadline } from '../core/clock.js';
+import { ArgusError, ErrorCodes, type ErrorCode } from '../core/errors.js';
+import { notAnInput } from '../core/files.js';
+import type { LogFn } from '../core/log.js';
+import { redact } from '../core/redact.js';
+import { checksCertificate } from '../core/rtsp-relay.js';
+import { forTerminalLines } from '../core/text.js';
+import type { Detector } from '../inference/detector.js';
+import { ffmpegOutputFor } from '../pipeline/detect.js';
+import { loadDetector, pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
+import { brokersText, commandKafkaConfig, reachKafka } from '../sinks/kafka-reach.js';
+import { sourceKind } from '../sources/ffmpeg-args.js';
+import { configuredFfmpegPath, describeFfmpeg, resolveFfmpeg, type FfmpegChoice } from '../sources/ffmpeg-path.js';
+import { readCameraCa } from '../sources/rtsp-tap.js';
+import { supervisedSource } from '../sources/supervised-source.js';
+
+/** One thing `argus check` looked at: passed, or a problem with its code and the field or file it names. */
+export interface CheckItem {
+  /** What was checked: `pipeline`, `model`, `ffmpeg`, `source`, `classes`, `sinks`, `kafka`, `probe`. */
+  check: string;
+  ok: boolean;
+  /** A problem's code (ArgusError). */
+  code?: ErrorCode;
+  /** The setting (`sources[0].uri`) or file the item is about. */
+  field?: string;
+  message: string;
+  /** `--probe`: the first frame's source size and rate. */
+  width?: number;
+  height?: number;
+  fps?: number;
+}
+
+export interface CheckReport {
+  file: string;
+  ok: boolean;
+  problems: number;
+  items: CheckItem[];
+}
+
+export interface CheckOptions {
+  /** Connect to the Kafka brokers (within `timeoutMs`). */
+  connect?: boolean;
+  /** Read each enabled source's first frame (within `timeoutMs`). */
+  probe?: boolean;
+  /** Bound on each network step (a broker's answer, a source's first frame, an asset's download), ms. Default CHECK_TIMEOUT_MS. */
+  timeoutMs?: number;
+  log?: LogFn;
+}
+
+/** Default bound on each of `argus check`'s network steps, ms. */
+export const CHECK_TIMEOUT_MS = 10_000;
+
+/** An error as an item: its code (VAP_ERR_INTERNAL for an uncoded one), and its message without the file named before it. */
+function problem(check: string, e: unknown, file: string, field?: string): CheckItem {
+  const code = e instanceof ArgusError ? e.code : ErrorCodes.INTERNAL;
+  const text = redact(e instanceof Error ? e.message : String(e));
+  const message = text.startsWith(`${file}: `) ? text.slice(file.length + 2) : text;
+  // `field: …` first in the message names the field, where the caller did not.
+  const named = field ?? /^([A-Za-z_][\w.]*(?:\[\d+\][\w.]*)*): /.exec(message)?.[1];
+  return { check, ok: false, code, ...(named ? { field: named } : {}), message };
+}
+
+/**
+ * A pipeline's configuration's errors, one item each: the schema's issues are listed one a line
+ * (`  sources[0].rate: …`) in one VAP_ERR_CONFIG, as are unknown classes (config/classes.ts).
+ */
+function configProblems(check: string, e: unknown, file: string): CheckItem[] {
+  const one = problem(check, e, file);
+  const [head, ...lines] = one.message.split('\n');
+  const issues = lines.filter((l) => /^ {2}\S/.test(l));
+  if (!(e instanceof ArgusError) || issues.length === 0) return [{ ...one, field: one.field ?? file }];
+  return issues.map((l) => {
+    const text = l.slice(2);
+    const field = /^(\(root\)|[^:\s]+): /.exec(text)?.[1];
+    return { check, ok: false, code: e.code, field: field ?? file, message: `${head.replace(/:?$/, ':')} ${text}` };
+  });
+}
+
+/**
+ * Checks a pipeline file without running it: its configuration (every problem, not the first),
+ * then what a run needs: the model (its session made, its input shape fitting the decoder),
+ * ffmpeg, each source's file, the class names of its zones, lines and rules against the
+ * model's labels, the sinks' settings (the JSONL file's folder writable; with `connect`, the
+ * Kafka brokers answering); with `probe`, each source's first frame. Every network step is
+ * bounded by `timeoutMs`. Never throws for what it finds: each is an item of the report.
+ */
+export async function checkPipeline(file: string, options: CheckOptions = {}): Promise<CheckReport> {
+  const timeoutMs = options.timeoutMs ?? CHECK_TIMEOUT_MS;
+  const log: LogFn = options.log ?? (() => {});
+  const items: CheckItem[] = [];
+  const report = (): CheckReport => {
+    const problems = items.filter((i) => !i.ok).length;
+    return { file, ok: problems === 0, problems, items };
+  };
+  let config: PipelineConfig;
+  try {
+    config = await loadPipeline(file);
+  } catch (e) {
+    items.push(...configProblems('pipeline', e, file));
+    return report();
+  }
+  const sources = config.sources.filter((s) => s.enabled);
+  items.push({ check: 'pipeline', ok: true, field: file, message: `valid: ${config.sources.length} source(s), ${sources.length} enabled${config.cluster ? ', a worker YAML (cluster section: argus worker runs it)' : ''}` });
+  const baseDir = pipelineBaseDir(file);
+  const setting = (field: string) => settingOf({ configFile: file }, field);
+  const fieldOf = (s: SourceConfig) => `sources[${config.sources.indexOf(s)}]`;
+
+  // The model, loaded while ffmpeg and the sources are looked at (an asset's download bounded).
+  const signal = AbortSignal.timeout(Math.max(timeoutMs, 60_000));
+  const loading = loadDetector(config, { baseDir, configFile: file, log, signal }).then(
+    (d) => ({ detector: d }),
+    (e: unknown) => ({ error: e }),
+  );
+
+  let ff: FfmpegChoice | undefined;
+  try {
+    ff = config.ffmpegPath ? await describeFfmpeg(configuredFfmpegPath(config.ffmpegPath, baseDir), 'config ffmpegPath', setting('ffmpegPath')) : await resolveFfmpeg();
+    items.push({ check: 'ffmpeg', ok: true, field: config.ffmpegPath ? 'ffmpegPath' : undefined, message: `ffmpeg ${ff.version} at ${ff.path} (${ff.reason})` });
+  } catch (e) {
+    items.push(problem('ffmpeg', e, file, 'ffmpegPath'));
+  }
+
+  const urls = new Map<SourceConfig, string>();
+  for (const s of sources) {
+    const field = fieldOf(s);
+    try {
+      const url = await resolveSourceUrl(s, baseDir, ff?.path ?? 'ffmpeg', (m) => log(m), setting(field), signal);
+      if (sourceKind(url) === 'file') {
+        let st: Stats;
+        try {
+          st = await stat(url);
+          await access(url, constants.R_OK);
+        } catch (e) {
+          throw new ArgusError(ErrorCodes.SOURCE_OPEN, `${field}.uri: ${url}: cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+        }
+        const bad = notAnInput(st);
+        if (bad) throw new ArgusError(bad.code, `${field}.uri: ${url}: ${bad.why}`);
+      }
+      if (checksCertificate(s.uri, s.tls) && s.tls.ca) {
+        await readCameraCa(resolve(baseDir, s.tls.ca)).catch((e: Error) => {
+          throw new ArgusError(ErrorCodes.CONFIG, `${field}.${e.message}`);
+        });
+      }
+      urls.set(s, url);
+      items.push({ check: 'source', ok: true, field: `${field}.uri`, message: `${s.id}: ${sourceKind(url) === 'file' ? `file ${url}, readable` : `${sourceKind(url)} stream`}` });
+    } catch (e) {
+      items.push(problem('source', e, file, `${field}.uri`));
+    }
+  }
+
+  const loaded = await loading;
+  const detector: Detector | undefined = 'detector' in loaded ? loaded.detector : undefined;
+  const modelField = config.model.path ? 'model.path' : 'model.manifest';
+  try {
+    if (!detector) {
+      items.push(problem('model', (loaded as { error: unknown }).error, file, modelField));
+    } else {
+      const d = detector;
+      items.push({ check: 'model', ok: true, field: modelField, message: `${d.manifest.name}: session made on ${d.provider}, input ${d.inputWidth}x${d.inputHeight} fits the ${d.manifest.decoder.type} decoder, ${d.labels.length} labels` });
+      const unknown = config.sources.flatMap((s) => unknownClasses(s, d.labels, fieldOf(s)));
+      for (const text of unknown) items.push(problem('classes', new ArgusError(ErrorCodes.CONFIG, text), file));
+      if (unknown.length === 0) items.push({ check: 'classes', ok: true, message: 'every class of the zones, lines and rules is one of the model\'s labels' });
+    }
+    await checkSinks(config, file, baseDir, options.connect === true, timeoutMs, items);
+    if (options.probe && ff) {
+      for (const [s, url] of urls) items.push(await probeSource(s, url, fieldOf(s), ff.path, detector, config, baseDir, timeoutMs, log, file));
+    }
+  } finally {
+    await detector?.release();
+  }
+  return report();
+}
+
+/** The sinks: the JSONL file's folder writable (nothing made), Kafka's brokers (with `connect`: answering). */
+async function checkSinks(config: PipelineConfig, file: string, baseDir: string, connect: boolean, timeoutMs: number, items: CheckItem[]): Promise<void> {
+  const jsonl = config.sinks.jsonl?.path;
+  if (jsonl && jsonl !== '-') {
+    const path = resolve(baseDir, jsonl);
+    const why = await unwritableFolder(dirname(path));
+    items.push(why ? { check: 'sinks', ok: false, code: ErrorCodes.SINK_FILE, field: 'sinks.jsonl.path', message: `sinks.jsonl.path: ${path}: its folder cannot be written (${why})` } : { check: 'sinks', ok: true, field: 'sinks.jsonl.path', message: `${path}: its folder is writable` });
+  }
+  const kafka = config.sinks.kafka;
+  if (!kafka) return;
+  if (!connect) {
+    items.push({ check: 'kafka', ok: true, field: 'sinks.kafka.brokers', message: `${brokersText(kafka.brokers)}: well formed (--connect to reach them)` });
+    return;
+  }
+  const { Kafka } = await import('kafkajs');
+  const admin = new Kafka(commandKafkaConfig('argus-check', kafka)).admin();
+  try {
+    await reachKafka(kafka.brokers, admin, { timeoutMs, hint: (refused) => (refused ? 'check sinks.kafka.sasl' : 'check sinks.kafka.brokers and that Kafka runs there') });
+    items.push({ check: 'kafka', ok: true, field: 'sinks.kafka.brokers', message: `${brokersText(kafka.brokers)}: answered` });
+    // Not waited for long: a broker that answered once may still hang its goodbye.
+    await withDeadline(admin.disconnect(), timeoutMs, 'disconnect').catch(() => undefined);
+  } catch (e) {
+    items.push(problem('kafka', e, file, 'sinks.kafka.brokers'));
+  }
+}
+
+/**
+ * Why this process could not make a file in `dir`, or undefined. The JSONL sink makes no
+ * folder: a missing one fails the run's start, so it fails the check (nothing is made here).
+ */
+async function unwritableFolder(dir: string): Promise<string | undefined> {
+  try {
+    if (!(await stat(dir)).isDirectory()) return `${dir} is not a folder`;
+    await access(dir, constants.W_OK);
+    return undefined;
+  } catch (e) {
+    return `${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`;
+  }
+}
+
+/** The frames a probe asks ffmpeg for when the model did not load: any size does to see a first frame. */
+const PROBE_OUTPUT = { width: 64, height: 64, pixelFormat: 'rgb24', align: 'center', padValue: 114 } as const;
+
+/**
+ * A source's first frame, as a run would read it (its supervised ffmpeg), within `timeoutMs`:
+ * its size and rate, or VAP_ERR_SOURCE_TIMEOUT (or the source's own error: it is tried once
+ * more at most, not for ever).
+ */
+async function probeSource(s: SourceConfig, url: string, field: string, ffmpegPath: string, detector: Detector | undefined, config: PipelineConfig, baseDir: string, timeoutMs: number, log: LogFn, file: string): Promise<CheckItem> {
+  let info: { width: number; height: number; fps?: number } | undefined;
+  const frames$ = supervisedSource({
+    id: s.id,
+    input: { url, kind: sourceKind(url), rate: s.rate, loop: false, fps: s.fps, rtspTransport: s.rtspTransport, cameraClock: s.cameraClock, sendCredentialsTo: s.sendCredentialsTo, inputArgs: s.inputArgs, decode: s.decode, tls: { ...s.tls, ca: s.tls.ca && resolve(baseDir, s.tls.ca) } },
+    relayLog: (msg, fields, level) => log(`source ${s.id}: ${msg}`, { source: s.id, ...fields }, level),
+    output: detector ? ffmpegOutputFor(detector, config.model.resize) : PROBE_OUTPUT,
+    ffmpegPath,
+    reconnect: { ...s.reconnect, maxAttempts: 1 },
+    watchdog: { ...s.watchdog, startTimeoutMs: Math.min(s.watchdog.startTimeoutMs, timeoutMs) },
+    onStreamInfo: (i) => (info = { width: i.width, height: i.height, fps: i.fps }),
+  });
+  try {
+    const frame = await firstValueFrom(
+      frames$.pipe(
+        take(1),
+        timeout({ first: timeoutMs, with: () => Promise.reject(new ArgusError(ErrorCodes.SOURCE_TIMEOUT, `${field}: no first frame within ${timeoutMs / 1000} s`)) }),
+      ),
+    );
+    frame.release();
+    const size = info ? `${info.width}x${info.height}` : 'size unknown';
+    return { check: 'probe', ok: true, field: `${field}.uri`, message: `${s.id}: first frame ${size}${info?.fps ? ` at ${info.fps} fps` : ''}`, ...(info ? { width: info.width, height: info.height } : {}), ...(info?.fps ? { fps: info.fps } : {}) };
+  } catch (e) {
+    return problem('probe', e, file, `${field}.uri`);
+  }
+}
+
+/** The report as lines for a terminal: one per item, problems with their code, then the count. */
+export function formatCheck(r: CheckReport): string {
+  const lines = r.items.map((i) => `${i.ok ? 'ok     ' : 'PROBLEM'} ${i.check.padEnd(8)} ${i.ok ? '' : `${i.code}: `}${forTerminalLines(i.message)}`);
+  lines.push(r.ok ? `${r.file}: no problems found` : `${r.file}: ${r.problems} problem(s)`);
+  return lines.map(forTerminalLines).join('\n') + '\n';
+}

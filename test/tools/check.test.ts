@@ -1,0 +1,107 @@
+// argus check: a pipeline file checked without running it, every problem with its code and field.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { checkPipeline, formatCheck, type CheckReport } from '../../src/tools/check.js';
+import { PERSON_VIDEO } from '../helpers/assets.js';
+import { ARGUS, runCommand } from '../helpers/cli.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'argus-check-'));
+const pipeline = (name: string, yaml: string) => {
+  const file = join(dir, name);
+  writeFileSync(file, yaml);
+  return file;
+};
+const problems = (r: CheckReport) => r.items.filter((i) => !i.ok).map((i) => ({ code: i.code, field: i.field }));
+
+describe('argus check', () => {
+  it('a good pipeline passes; --probe reads its clip\'s first frame and says its size and rate', async () => {
+    const file = pipeline('good.yaml', `name: good\nsources:\n  - id: lobby\n    uri: ${PERSON_VIDEO}\n    zones:\n      - {id: z, polygon: [[0, 0], [1, 0], [1, 1]], classes: [person]}\nsinks:\n  jsonl: {path: out.jsonl}\n`);
+    const r = await checkPipeline(file, { probe: true, timeoutMs: 120_000 });
+    expect(problems(r)).toEqual([]);
+    expect(r.ok).toBe(true);
+    expect(new Set(r.items.map((i) => i.check))).toEqual(new Set(['pipeline', 'ffmpeg', 'source', 'model', 'classes', 'sinks', 'probe']));
+    expect(r.items.find((i) => i.check === 'probe')).toMatchObject({ ok: true, field: 'sources[0].uri', width: 768, height: 432, fps: 10 });
+    expect(r.items.find((i) => i.check === 'model')?.message).toMatch(/^yolox-nano: session made on cpu, input 416x416 fits the yolox decoder, 80 labels$/);
+    expect(r.items.find((i) => i.check === 'ffmpeg')?.message).toMatch(/^ffmpeg \S+ at \//);
+    expect(formatCheck(r)).toMatch(/^ok +probe +lobby: first frame 768x432 at 10 fps$/m);
+  }, 300_000);
+
+  it('a file with three mistakes of its settings: each named, with its code and field, not only the first', async () => {
+    const file = pipeline('schema.yaml', `name: t\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\n    rate: slow\n    bogus: 1\nmodel: {intraOpThreads: -1}\n`);
+    const r = await checkPipeline(file);
+    expect(problems(r)).toEqual([
+      { code: 'VAP_ERR_CONFIG', field: 'sources[0].rate' },
+      { code: 'VAP_ERR_CONFIG', field: 'sources[0]' },
+      { code: 'VAP_ERR_CONFIG', field: 'model.intraOpThreads' },
+    ]);
+    expect(r.items[1].message).toContain("Unrecognized key(s) in object: 'bogus'");
+  });
+
+  it('three mistakes found past the settings (a missing video, an unknown class, a JSONL folder that does not exist): all three', async () => {
+    const file = pipeline('three.yaml', `name: t\nsources:\n  - id: a\n    uri: missing.mp4\n    zones:\n      - {id: z, polygon: [[0, 0], [1, 0], [1, 1]], classes: [persn]}\nsinks:\n  jsonl: {path: no-such-folder/out.jsonl}\n`);
+    const r = await checkPipeline(file);
+    expect(problems(r)).toEqual([
+      { code: 'VAP_ERR_SOURCE_OPEN', field: 'sources[0].uri' },
+      { code: 'VAP_ERR_CONFIG', field: 'sources[0].zones[0].classes[0]' },
+      { code: 'VAP_ERR_SINK_FILE', field: 'sinks.jsonl.path' },
+    ]);
+    expect(r.items.find((i) => i.code === 'VAP_ERR_SOURCE_OPEN')?.message).toBe(`sources[0].uri: ${join(dir, 'missing.mp4')}: cannot be read (ENOENT)`);
+    expect(r.items.find((i) => i.check === 'classes')?.message).toMatch(/^sources\[0\]\.zones\[0\]\.classes\[0\]: unknown class "persn" \(the model's labels include person/);
+  });
+
+  it('a missing model file: VAP_ERR_MODEL_LOAD naming model.path and the file; the rest is still checked', async () => {
+    const file = pipeline('model.yaml', `name: t\nmodel: {path: nope.onnx}\nsources:\n  - id: a\n    uri: missing.mp4\n`);
+    const r = await checkPipeline(file);
+    expect(problems(r)).toEqual([
+      { code: 'VAP_ERR_SOURCE_OPEN', field: 'sources[0].uri' },
+      { code: 'VAP_ERR_MODEL_LOAD', field: 'model.path' },
+    ]);
+    expect(r.items.find((i) => i.check === 'model')?.message).toContain(join(dir, 'nope.onnx'));
+  });
+
+  it('--probe of a source that never gives a frame (a named pipe nobody writes to): VAP_ERR_SOURCE_TIMEOUT naming the source', async () => {
+    const fifo = join(dir, 'never.mp4');
+    execFileSync('mkfifo', [fifo]);
+    const file = pipeline('never.yaml', `name: t\nsources:\n  - id: a\n    uri: never.mp4\n`);
+    const r = await checkPipeline(file, { probe: true, timeoutMs: 1000 });
+    expect(problems(r)).toEqual([{ code: 'VAP_ERR_SOURCE_TIMEOUT', field: 'sources[0].uri' }]);
+  });
+
+  describe('--connect', () => {
+    // A broker that accepts connections and never answers.
+    let silent: Server;
+    const sockets = new Set<Socket>();
+    afterAll(() => {
+      for (const s of sockets) s.destroy();
+      silent?.close();
+    });
+
+    it('brokers that do not answer: VAP_ERR_KAFKA_UNREACHABLE within the timeout; without --connect only their form is checked', async () => {
+      silent = createServer((s) => void sockets.add(s));
+      await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+      const port = (silent.address() as AddressInfo).port;
+      const file = pipeline('kafka.yaml', `name: t\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\nsinks:\n  kafka: {brokers: ["127.0.0.1:${port}"]}\n`);
+      const offline = await checkPipeline(file);
+      expect(offline.ok).toBe(true);
+      expect(offline.items.find((i) => i.check === 'kafka')?.message).toContain('well formed (--connect to reach them)');
+      const r = await checkPipeline(file, { connect: true, timeoutMs: 1000 });
+      expect(problems(r)).toEqual([{ code: 'VAP_ERR_KAFKA_UNREACHABLE', field: 'sinks.kafka.brokers' }]);
+    });
+  });
+
+  it('from the command line: exit 2 with problems, --json the report', async () => {
+    const file = pipeline('cli.yaml', `name: t\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\n    rate: slow\nmodel: {intraOpThreads: -1}\n`);
+    const r = await runCommand(process.execPath, [ARGUS, 'check', file, '--json']);
+    expect(r.code).toBe(2);
+    const report = JSON.parse(r.stdout) as CheckReport;
+    expect(report).toMatchObject({ file, ok: false, problems: 2 });
+    expect(report.items.map((i) => [i.code, i.field])).toEqual([
+      ['VAP_ERR_CONFIG', 'sources[0].rate'],
+      ['VAP_ERR_CONFIG', 'model.intraOpThreads'],
+    ]);
+  });
+});
