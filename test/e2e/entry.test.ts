@@ -12,15 +12,18 @@ function layout() {
   const dir = mkdtempSync(join(tmpdir(), 'argus-entry-'));
   mkdirSync(join(dir, 'bin'));
   mkdirSync(join(dir, 'src', 'core'), { recursive: true });
-  mkdirSync(join(dir, 'dist', 'src'), { recursive: true });
+  mkdirSync(join(dir, 'dist', 'src', 'core'), { recursive: true });
   copyFileSync(join(ROOT, 'bin', 'argus.js'), join(dir, 'bin', 'argus.js'));
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
   writeFileSync(join(dir, 'src', 'cli.ts'), "const ran: string = 'sources';\nconsole.log(ran);\n");
   writeFileSync(join(dir, 'src', 'core', 'x.ts'), 'export {};\n');
   writeFileSync(join(dir, 'dist', 'src', 'cli.js'), "console.log('compiled');\n");
+  // The start's signal listeners, which the entry loads before the CLI (src/core/starting.ts).
+  writeFileSync(join(dir, 'src', 'core', 'starting.ts'), 'export {};\n');
+  writeFileSync(join(dir, 'dist', 'src', 'core', 'starting.js'), 'export {};\n');
   const past = new Date(Date.now() - 60_000);
-  for (const f of ['src/cli.ts', 'src/core/x.ts']) utimesSync(join(dir, f), past, past);
+  for (const f of ['src/cli.ts', 'src/core/x.ts', 'src/core/starting.ts']) utimesSync(join(dir, f), past, past);
   writeFileSync(join(dir, 'dist', '.built'), 'now\n');
   const run = (env: Record<string, string> = {}) => spawnSync(process.execPath, [join(dir, 'bin', 'argus.js')], { encoding: 'utf8', env: { ...process.env, ARGUS_TSX: '', ...env } }).stdout.trim();
   return { dir, run };
