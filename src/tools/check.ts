@@ -75,7 +75,8 @@ function configProblems(check: string, e: unknown, file: string): CheckItem[] {
   const one = problem(check, e, file);
   const [head, ...lines] = one.message.split('\n');
   const issues = lines.filter((l) => /^ {2}\S/.test(l));
-  if (!(e instanceof ArgusError) || issues.length === 0) return [{ ...one, field: one.field ?? file }];
+  // One about the file itself (not there, not YAML) names it.
+  if (!(e instanceof ArgusError) || issues.length === 0) return [one.field ? one : { ...one, field: file, message: `${file}: ${one.message}` }];
   return issues.map((l) => {
     const text = l.slice(2);
     const field = /^(\(root\)|[^:\s]+): /.exec(text)?.[1];

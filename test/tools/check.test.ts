@@ -41,6 +41,13 @@ describe('argus check', () => {
     expect(r.items[1].message).toContain("Unrecognized key(s) in object: 'bogus'");
   });
 
+  it('a pipeline file that is not there: VAP_ERR_CONFIG_FILE naming it', async () => {
+    const file = join(dir, 'absent.yaml');
+    const r = await checkPipeline(file);
+    expect(problems(r)).toEqual([{ code: 'VAP_ERR_CONFIG_FILE', field: file }]);
+    expect(r.items[0].message).toBe(`${file}: cannot read (ENOENT)`);
+  });
+
   it('three mistakes found past the settings (a missing video, an unknown class, a JSONL folder that does not exist): all three', async () => {
     const file = pipeline('three.yaml', `name: t\nsources:\n  - id: a\n    uri: missing.mp4\n    zones:\n      - {id: z, polygon: [[0, 0], [1, 0], [1, 1]], classes: [persn]}\nsinks:\n  jsonl: {path: no-such-folder/out.jsonl}\n`);
     const r = await checkPipeline(file);
