@@ -165,7 +165,7 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
     } else {
       const d = detector;
       items.push({ check: 'model', ok: true, field: modelField, message: `${d.manifest.name}: session made on ${d.provider}, input ${d.inputWidth}x${d.inputHeight} fits the ${d.manifest.decoder.type} decoder, ${d.labels.length} labels` });
-      const unknown = config.sources.flatMap((s) => unknownClasses(s, d.labels, fieldOf(s)));
+      const unknown = sources.flatMap((s) => unknownClasses(s, d.labels, fieldOf(s)));
       for (const text of unknown) items.push(problem('classes', new ArgusError(ErrorCodes.CONFIG, text), file));
       if (unknown.length === 0) items.push({ check: 'classes', ok: true, message: 'every class of the zones, lines and rules is one of the model\'s labels' });
     }
