@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import { randomBytes } from 'node:crypto';
 import { ThrottledLog, type LogFn } from '../core/log.js';
+import { KeyedTokenBuckets } from '../core/rate.js';
 import { parseRequestUrl, refuseSocket, requestAuthorized } from '../core/http.js';
 import type { AlertMessage, Message, MessageKind } from './message.js';
 import type { Sink } from './sink.js';
@@ -34,6 +35,19 @@ export interface WebSocketHubOptions {
    * with the token held all 64 slots, and every other consumer, the dashboard included, got 503.
    */
   maxClientsPerAddress?: number;
+  /**
+   * New connections (handshakes) of one address (as maxClientsPerAddress counts it): a token
+   * bucket that holds this many and refills at handshakesPerAddressPerSecond; an upgrade that
+   * finds it empty answers 429 with Retry-After, before any handshake. Each admitted connection
+   * costs a handshake, a session and, resumed, up to a send buffer of held alerts (~8 ms of CPU
+   * and 2 MB sent): a client that connected, resumed and closed in a loop kept 40 % of a core busy.
+   * Default 32.
+   */
+  handshakeBurstPerAddress?: number;
+  /** The bucket's refill (handshakeBurstPerAddress). Default 2 a second. */
+  handshakesPerAddressPerSecond?: number;
+  /** The clock of the handshake rate, monotonic ms. Default performance.now (tests pass a fake one). */
+  now?: () => number;
   /** A ping every this often; a client that has not answered the previous one is terminated. Default 15 000 ms. */
   heartbeatMs?: number;
   /** Messages (and ping frames) one client may send per second; beyond it it is closed with 1008. Default 100. */
@@ -94,6 +108,8 @@ interface Client {
 const UNREAD_STRIKES = 10;
 const DEFAULT_MAX_CLIENTS = 64;
 export const DEFAULT_MAX_CLIENTS_PER_ADDRESS = 16;
+export const DEFAULT_HANDSHAKE_BURST_PER_ADDRESS = 32;
+export const DEFAULT_HANDSHAKES_PER_ADDRESS_PER_SECOND = 2;
 /** The close code of a client over maxClientsPerAddress (4000–4999: the application's own; 429 as in HTTP's Too Many Requests). */
 export const CLOSE_TOO_MANY_FROM_ADDRESS = 4429;
 export const DEFAULT_MAX_ALERT_BACKLOG_BYTES = 16 * 1024 * 1024;
@@ -131,8 +147,10 @@ export class WebSocketHub implements Sink {
   private readonly flushTimer: NodeJS.Timeout;
   readonly stats = {
     connected: 0,
-    /** Upgrades refused: bad URL, foreign Origin (403), no or wrong token (401), too many clients (503). */
+    /** Upgrades refused: bad URL, foreign Origin (403), no or wrong token (401), too many clients (503), too many handshakes of the address (429), over maxClientsPerAddress (4429). */
     refused: 0,
+    /** Of those, upgrades refused with 429: their address had no handshake left (handshakeBurstPerAddress). */
+    handshakesLimited: 0,
     dropped: 0,
     sent: 0,
     /** Replies (error, pong, subscribed, dropped) not sent because the client's buffer was full. */
@@ -153,6 +171,9 @@ export class WebSocketHub implements Sink {
   private readonly maxClients: number;
   private readonly maxPerAddress: number;
   private readonly maxRate: number;
+  /** Handshakes by address (handshakeBurstPerAddress, handshakesPerAddressPerSecond). */
+  private readonly handshakes: KeyedTokenBuckets;
+  private readonly now: () => number;
   /** close() was called: no upgrade is admitted any more. */
   private shuttingDown = false;
   /** Alerts' pictures by alert id, oldest first (SNAPSHOT_PATH). */
@@ -181,6 +202,8 @@ export class WebSocketHub implements Sink {
     this.maxClients = o.maxClients ?? DEFAULT_MAX_CLIENTS;
     this.maxPerAddress = o.maxClientsPerAddress ?? DEFAULT_MAX_CLIENTS_PER_ADDRESS;
     this.maxRate = o.maxMessagesPerSecond ?? DEFAULT_MAX_MESSAGES_PER_SECOND;
+    this.handshakes = new KeyedTokenBuckets(o.handshakeBurstPerAddress ?? DEFAULT_HANDSHAKE_BURST_PER_ADDRESS, o.handshakesPerAddressPerSecond ?? DEFAULT_HANDSHAKES_PER_ADDRESS_PER_SECOND);
+    this.now = o.now ?? (() => performance.now());
   }
 
   /** Handles an HTTP upgrade request (the server routes `/ws` here). Never throws. */
@@ -201,9 +224,18 @@ export class WebSocketHub implements Sink {
       // from every page of the same site (another port, another subdomain), and allowedOrigins
       // admits such a page (with "*", any): it opened the stream with the operator's cookie.
       if (this.o.token && !requestAuthorized(req, url, this.o.token, origin !== 'allowed', { maxAgeMs: this.o.sessionMaxAgeMs })) return this.refuse(socket, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer realm="argus"' });
+      const address = addressKey(req.socket.remoteAddress);
+      // The address's handshake rate before any handshake: one that connects and closes in a loop
+      // (or holds its maxClientsPerAddress and loops one more) costs a 429, not a handshake, a
+      // session and a resume each time.
+      const wait = this.handshakes.take(address, this.now());
+      if (wait > 0) {
+        this.stats.handshakesLimited++;
+        this.throttled.log('handshake rate', 'websocket: an address opened connections faster than handshakesPerAddressPerSecond; refused with 429', { address, burst: this.handshakes.burst, perSecond: this.handshakes.perSecond }, 'warn');
+        return this.refuse(socket, 429, 'Too Many Requests', { 'Retry-After': String(Math.ceil(wait / 1000)) });
+      }
       // One address at its bound first: it is told so (a browser sees no HTTP status of a refused
       // handshake, only a close code), and the slots stay open to the others.
-      const address = addressKey(req.socket.remoteAddress);
       if (this.openClients(address) >= this.maxPerAddress) {
         this.stats.refused++;
         this.throttled.log('per address', 'websocket: a client over maxClientsPerAddress was closed', { address, max: this.maxPerAddress }, 'warn');
@@ -348,6 +380,7 @@ export class WebSocketHub implements Sink {
   }
 
   private heartbeat(): void {
+    this.handshakes.prune(this.now());
     for (const c of this.clients) {
       if (c.ws.readyState !== WebSocket.OPEN) continue;
       if (!c.alive) {

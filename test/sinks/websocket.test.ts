@@ -319,6 +319,50 @@ describe('WebSocket API: one address cannot hold every slot', () => {
   });
 });
 
+describe('WebSocket API: one address cannot open connections without end', () => {
+  /** Opens /ws from `localAddress`: 'open' once the hello came, else the refusal's status and Retry-After, or the close code. */
+  function attempt(url: string, localAddress: string): Promise<{ ws: WebSocket; outcome: number | 'open'; retryAfter?: string }> {
+    const ws = new WebSocket(url, { localAddress });
+    sockets.push(ws);
+    return new Promise((resolve, reject) => {
+      ws.once('message', () => resolve({ ws, outcome: 'open' }));
+      ws.once('close', (code) => resolve({ ws, outcome: code }));
+      ws.once('unexpected-response', (_q, r) => resolve({ ws, outcome: r.statusCode ?? 0, retryAfter: r.headers['retry-after'] }));
+      ws.once('error', reject);
+    });
+  }
+
+  it('beyond handshakeBurstPerAddress new connections of an address answer 429 with Retry-After until the bucket refills (virtual time); another address is not held up', async () => {
+    let t = 1_000_000; // the hub's clock, moved by hand
+    const { url } = await setup({ handshakeBurstPerAddress: 3, handshakesPerAddressPerSecond: 0.5, maxClientsPerAddress: 2, now: () => t });
+    // Connect and close in a loop: each a handshake, a session, a hello.
+    for (let i = 0; i < 3; i++) {
+      const a = await attempt(url, '127.0.0.1');
+      expect(a.outcome).toBe('open');
+      a.ws.close();
+    }
+    const refused = await attempt(url, '127.0.0.1');
+    expect(refused).toMatchObject({ outcome: 429, retryAfter: '2' }); // 0.5 a second: the next in 2 s
+    expect(hub!.stats).toMatchObject({ handshakesLimited: 1, refused: 1 });
+    expect((await attempt(url, '127.0.0.2')).outcome).toBe('open');
+    t += 1999;
+    expect((await attempt(url, '127.0.0.1')).outcome).toBe(429);
+    t += 1;
+    expect((await attempt(url, '127.0.0.1')).outcome).toBe('open');
+    expect((await attempt(url, '127.0.0.1')).outcome).toBe(429);
+    // A refusal takes no token: after 2 s one is there again, however many were refused meanwhile.
+    for (let i = 0; i < 5; i++) expect((await attempt(url, '127.0.0.1')).outcome).toBe(429);
+    t += 2000;
+    expect((await attempt(url, '127.0.0.1')).outcome).toBe('open');
+    // One that holds maxClientsPerAddress and loops one more is paced too: the extra ones cost a 429, not a handshake and a 4429.
+    t += 60_000;
+    const held = [await attempt(url, '127.0.0.3'), await attempt(url, '127.0.0.3')];
+    expect(held.map((h) => h.outcome)).toEqual(['open', 'open']);
+    expect((await attempt(url, '127.0.0.3')).outcome).toBe(4429);
+    expect((await attempt(url, '127.0.0.3')).outcome).toBe(429);
+  });
+});
+
 describe('addressKey: the unit maxClientsPerAddress bounds', () => {
   it('an IPv4 address as it is (mapped into IPv6 too); an IPv6 one by its /64, however it is written', () => {
     expect(addressKey('10.0.0.7')).toBe('10.0.0.7');

@@ -162,6 +162,10 @@ export const WebSocketSinkSchema = z
     maxClients: finite().int().min(1).default(64),
     /** Clients of one address (an IPv6 /64) at once; beyond it a new one is closed with 4429. Behind a proxy every client has its address: raise it to maxClients there. Default 16. */
     maxClientsPerAddress: finite().int().min(1).default(16),
+    /** New connections one address may open at once before handshakesPerAddressPerSecond paces it (a token bucket); beyond it an upgrade answers 429 with Retry-After. Behind a proxy every client has its address: raise both there. Default 32. */
+    handshakeBurstPerAddress: finite().int().min(1).default(32),
+    /** The same bucket's refill: new connections per second of one address, in the long run. Default 2. */
+    handshakesPerAddressPerSecond: finite().min(0.01).max(10_000).default(2),
     /** A ping every this often; a client that has not answered the previous ping is terminated. Default 15 000 ms. */
     heartbeatMs: ms(100).default(15_000),
     /** Messages (and ping frames) one client may send per second; beyond it the client is closed with 1008. Default 100. */
