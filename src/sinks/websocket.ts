@@ -102,6 +102,14 @@ interface Client {
   replayedId?: string;
   /** It resumed once: a connection resumes once (a reconnect's first subscribe). */
   resumed: boolean;
+  /**
+   * Status changes raised while it resumes, each to be sent before the held alert of seq
+   * `before` (after every alert raised before it): sent at once, one overtook the held alerts
+   * still to be sent, and a camera showed failed before alerts it raised earlier. Counted in the
+   * backlog's bounds.
+   */
+  replayStatus: { before: number; json: string; bytes: number }[];
+  replayStatusBytes: number;
 }
 
 /** Messages a client may send in a row while it does not read its replies (send buffer over maxBufferedBytes) before it is closed. */
@@ -302,6 +310,8 @@ export class WebSocketHub implements Sink {
       unreadStrikes: 0,
       closing: false,
       resumed: false,
+      replayStatus: [],
+      replayStatusBytes: 0,
     };
     this.clients.add(c);
     this.stats.connected = this.clients.size;
@@ -370,6 +380,8 @@ export class WebSocketHub implements Sink {
     c.closing = true;
     c.alertBacklog.length = 0;
     c.alertBacklogBytes = 0;
+    c.replayStatus.length = 0;
+    c.replayStatusBytes = 0;
     this.throttled.log(`kick ${code} ${reason.replace(/\d+/g, 'N')}`, 'websocket: closing a client', { code, reason }, 'warn');
     try {
       c.ws.close(code, reason);
@@ -423,7 +435,7 @@ export class WebSocketHub implements Sink {
         if (after !== undefined && c.resumed) return this.error(c, 'bad_subscribe', '"after" is taken once per connection (a reconnect\'s first subscribe); subscribe without it');
         c.sources = sources.includes('*') ? 'all' : new Set(sources as string[]);
         c.kinds = new Set(kinds as SubKind[]);
-        c.replayNext = c.replayedId = undefined; // a resume in progress ends: this subscribe replaces it
+        this.endResume(c); // a resume in progress ends: this subscribe replaces it
         const known = new Set(this.o.sources());
         const unknown = c.sources === 'all' ? [] : [...c.sources].filter((s) => !known.has(s));
         this.sendControl(c, { type: 'subscribed', sources: c.sources === 'all' ? ['*'] : [...c.sources], kinds: [...c.kinds], unknownSources: unknown });
@@ -433,7 +445,7 @@ export class WebSocketHub implements Sink {
       case 'unsubscribe':
         c.sources = new Set();
         c.kinds = new Set();
-        c.replayNext = c.replayedId = undefined;
+        this.endResume(c);
         return void this.sendControl(c, { type: 'subscribed', sources: [], kinds: [], unknownSources: [] });
       case 'ping':
         return void this.sendControl(c, { type: 'pong', t: Date.now() });
@@ -467,6 +479,11 @@ export class WebSocketHub implements Sink {
       // A client resuming takes this alert from the held ones, after those before it.
       if (held && c.replayNext !== undefined) {
         this.replay(c);
+        continue;
+      }
+      // A status change while it resumes: after the held alerts raised before it.
+      if (kind === 'status' && c.replayNext !== undefined) {
+        this.holdStatus(c, json);
         continue;
       }
       const behind = c.ws.bufferedAmount > this.o.maxBufferedBytes;
@@ -581,10 +598,16 @@ export class WebSocketHub implements Sink {
         c.replayNext = first;
         continue;
       }
+      const status = c.replayStatus[0];
+      if (status && status.before <= c.replayNext) {
+        c.replayStatus.shift();
+        c.replayStatusBytes -= status.bytes;
+        this.send(c, status.json);
+        continue;
+      }
       const h = this.held[c.replayNext - first];
       if (!h) {
-        c.replayNext = undefined; // up to date: live from now on
-        c.replayedId = undefined;
+        this.endResume(c); // up to date: live from now on
         break;
       }
       c.replayNext++;
@@ -592,6 +615,34 @@ export class WebSocketHub implements Sink {
       c.replayedId = h.id;
       this.send(c, h.json);
     }
+  }
+
+  /** A status change raised while `c` resumes: sent (replay) once the held alerts raised before it are. */
+  private holdStatus(c: Client, json: string): void {
+    const bytes = Buffer.byteLength(json);
+    if (this.backlogOverflows(c, bytes)) return;
+    c.replayStatus.push({ before: this.heldSeq, json, bytes });
+    c.replayStatusBytes += bytes;
+    this.replay(c);
+  }
+
+  /** The resume ends (up to date, or a subscribe replaced it): status changes it held back go out, in order, as any would. */
+  private endResume(c: Client): void {
+    c.replayNext = c.replayedId = undefined;
+    const held = c.replayStatus;
+    if (held.length === 0) return;
+    c.replayStatus = [];
+    c.replayStatusBytes = 0;
+    for (const s of held) this.deliverInOrder(c, s.json);
+  }
+
+  /** True when `bytes` more would overflow the client's backlog (maxAlertBacklog, maxAlertBacklogBytes, status changes held back by a resume included): it is closed (1013). */
+  private backlogOverflows(c: Client, bytes: number): boolean {
+    const n = c.alertBacklog.length + c.replayStatus.length;
+    const held = c.alertBacklogBytes + c.replayStatusBytes;
+    if (n < this.o.maxAlertBacklog && held + bytes <= (this.o.maxAlertBacklogBytes ?? DEFAULT_MAX_ALERT_BACKLOG_BYTES)) return false;
+    this.kick(c, 1013, `backlog overflow (${n} alerts and status changes, ${held} bytes): reconnect, subscribe with "after"`);
+    return true;
   }
 
   /** True when some client wants `kind` messages of `source` (so the caller can skip making them). */
@@ -627,10 +678,7 @@ export class WebSocketHub implements Sink {
 
   private queueAlert(c: Client, json: string): void {
     const bytes = Buffer.byteLength(json);
-    if (c.alertBacklog.length >= this.o.maxAlertBacklog || c.alertBacklogBytes + bytes > (this.o.maxAlertBacklogBytes ?? DEFAULT_MAX_ALERT_BACKLOG_BYTES)) {
-      this.kick(c, 1013, `backlog overflow (${c.alertBacklog.length} alerts and status changes, ${c.alertBacklogBytes} bytes): reconnect, subscribe with "after"`);
-      return;
-    }
+    if (this.backlogOverflows(c, bytes)) return;
     c.alertBacklog.push(json);
     c.alertBacklogBytes += bytes;
   }

@@ -472,4 +472,75 @@ describe('WebSocket API: alerts reach a slow or reconnecting consumer', () => {
     expect(closed).toEqual([]);
     expect(alertIds(back)).toEqual(Array.from({ length: 300 }, (_, i) => `al-${i + 1}`));
   }, 120_000);
+
+  /** Until the hub holds more than maxBufferedBytes for its one client (the client reads nothing): a condition, not a time. */
+  const serverSideFull = async (maxBufferedBytes: number) => {
+    for (let i = 0; !(hub!.clientStats()[0]?.buffered > maxBufferedBytes); i++) {
+      if (i > 6000) throw new Error('the client\'s send buffer never filled');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  };
+  const kindsOf = (c: Client) => c.msgs.filter((m) => m.type === 'alert' || m.type === 'status' || m.type === 'missed').map((m) => (m.type === 'alert' ? (m.alert as { id: string }).id : m.type === 'status' ? `status:${m.source}:${m.state}` : 'missed'));
+
+  it('a status change during a resume comes after every alert raised before it, not before the held ones still to be sent (it overtook them: a camera shown failed before its earlier alerts)', async () => {
+    const { url, publisher } = await setup({ maxBufferedBytes: 64 * 1024, replayAlerts: 300, replayAlertBytes: 64 * 1024 * 1024 });
+    for (let i = 0; i < 200; i++) {
+      const f = frame(i % 2 ? 'b' : 'a', 30_000); // ~30 KB each: 6 MB, more than a stalled socket's kernel buffers take
+      await publisher.alert(f.frame, f.dets, 0, { id: `al-${i}`, rule: 'r', severity: 'info', event: 'zone.enter', message: 'm' });
+    }
+    const back = await connect(url);
+    (back.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    back.send({ type: 'subscribe', sources: ['*'], kinds: ['alerts', 'status'], after: 'al-0' });
+    await serverSideFull(64 * 1024);
+    // Mid-resume: a's camera fails, then an alert is raised live, then b's camera stalls.
+    await publisher.status({ source: 'a', state: 'failed', previous: 'streaming', reason: 'gone', at: now(), attempt: 1 });
+    const f = frame('b');
+    await publisher.alert(f.frame, f.dets, 0, { id: 'al-200', rule: 'r', severity: 'info', event: 'zone.enter', message: 'm' });
+    await publisher.status({ source: 'b', state: 'stalled', previous: 'streaming', reason: 'slow', at: now(), attempt: 1 });
+    (back.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+    await back.next((m) => m.type === 'status' && m.source === 'b');
+    await synced(back);
+    const ids = Array.from({ length: 199 }, (_, i) => `al-${i + 1}`);
+    expect(kindsOf(back)).toEqual([...ids, 'status:a:failed', 'al-200', 'status:b:stalled']);
+    for (const m of back.msgs.filter((x) => x.type === 'status')) assertValidMessage(m);
+  }, 120_000);
+
+  it('status changes held back by a resume count in the backlog\'s bound (beyond it: closed, 1013), and are sent, not lost, when a subscribe ends the resume', async () => {
+    const lines: [string, Record<string, unknown> | undefined][] = [];
+    const { url, publisher } = await setup({ maxBufferedBytes: 64 * 1024, maxAlertBacklog: 3, replayAlerts: 300, replayAlertBytes: 64 * 1024 * 1024, log: (m, f) => lines.push([m, f]) });
+    for (let i = 0; i < 200; i++) {
+      const f = frame('a', 30_000);
+      await publisher.alert(f.frame, f.dets, 0, { id: `al-${i}`, rule: 'r', severity: 'info', event: 'zone.enter', message: 'm' });
+    }
+    const status = (i: number) => publisher.status({ source: 'a', state: i % 2 ? 'stalled' : 'reconnecting', previous: 'streaming', reason: `r${i}`, at: now(), attempt: i });
+    const c = await connect(url);
+    (c.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    c.send({ type: 'subscribe', sources: ['a'], kinds: ['alerts', 'status'], after: 'al-0' });
+    await serverSideFull(64 * 1024);
+    await status(0);
+    await status(1);
+    // A subscribe without "after" ends the resume: the two held back go out (here: queued, the client reads nothing).
+    c.send({ type: 'subscribe', sources: ['a'], kinds: ['status'] });
+    for (let i = 0; hub!.clientStats()[0].backlog !== 2; i++) {
+      if (i > 6000) throw new Error('the held status changes were never queued');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    (c.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+    await c.next((m) => m.type === 'status' && m.reason === 'r1');
+    expect(c.msgs.filter((m) => m.type === 'status').map((m) => m.reason)).toEqual(['r0', 'r1']);
+    // Another resumes and reads nothing while 4 status changes come: the fourth is over maxAlertBacklog (3).
+    c.ws.terminate();
+    for (let i = 0; hub!.stats.connected !== 0; i++) {
+      if (i > 6000) throw new Error('the closed client was never let go');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const d = await connect(url);
+    (d.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    d.send({ type: 'subscribe', sources: ['a'], kinds: ['alerts', 'status'], after: 'al-0' });
+    await serverSideFull(64 * 1024);
+    for (let i = 2; i < 5; i++) await status(i);
+    expect(lines.filter(([m]) => m.includes('closing a client'))).toEqual([]);
+    await status(5);
+    expect(lines.filter(([m]) => m.includes('closing a client')).map(([, f]) => f?.code)).toEqual([1013]);
+  }, 120_000);
 });
