@@ -543,4 +543,40 @@ describe('WebSocket API: alerts reach a slow or reconnecting consumer', () => {
     await status(5);
     expect(lines.filter(([m]) => m.includes('closing a client')).map(([, f]) => f?.code)).toEqual([1013]);
   }, 120_000);
+
+  it('a client that reads so slowly during a resume that the held alerts pass it by is told exactly what it missed (after: the last it got, oldest: the next it gets), and holds no more than a send buffer meanwhile', async () => {
+    const max = 64 * 1024;
+    const { url, publisher } = await setup({ maxBufferedBytes: max, replayAlerts: 300, replayAlertBytes: 64 * 1024 * 1024 });
+    const raise = async (from: number, to: number, during?: () => void) => {
+      for (let i = from; i < to; i++) {
+        const f = frame('a', 30_000);
+        await publisher.alert(f.frame, f.dets, 0, { id: `al-${i}`, rule: 'r', severity: 'info', event: 'zone.enter', message: 'm' });
+        during?.();
+      }
+    };
+    await raise(0, 300);
+    const back = await connect(url);
+    (back.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    back.send({ type: 'subscribe', sources: ['*'], kinds: ['alerts', 'status'], after: 'al-0' });
+    await serverSideFull(max);
+    // While it reads nothing, 400 more are raised (and a status change among them): the 300 held
+    // alerts pass it by. What the hub holds for it stays one send buffer: nothing is queued.
+    const seen: { buffered: number; backlog: number }[] = [];
+    await raise(300, 350, () => seen.push(hub!.clientStats()[0]));
+    await publisher.status({ source: 'a', state: 'failed', previous: 'streaming', reason: 'gone', at: now(), attempt: 1 });
+    await raise(350, 700, () => seen.push(hub!.clientStats()[0]));
+    expect(Math.max(...seen.map((x) => x.backlog))).toBe(0);
+    expect(Math.max(...seen.map((x) => x.buffered))).toBeLessThanOrEqual(max + 64 * 1024); // one alert (~30 KB) past the bound at most
+    (back.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+    await back.next((m) => m.type === 'alert' && (m.alert as { id: string }).id === 'al-699');
+    expect(back.ws.readyState).toBe(WebSocket.OPEN);
+    const got = kindsOf(back);
+    const at = got.indexOf('missed');
+    expect(at).toBeGreaterThan(0);
+    expect(got.filter((x) => x === 'missed')).toHaveLength(1);
+    // Before it: the held alerts in order from the one after `after`; after it: the status change, then every alert from the oldest held.
+    expect(got.slice(0, at)).toEqual(Array.from({ length: at }, (_, i) => `al-${i + 1}`));
+    expect(got.slice(at + 1)).toEqual(['status:a:failed', ...Array.from({ length: 300 }, (_, i) => `al-${i + 400}`)]);
+    expect(back.msgs.find((m) => m.type === 'missed')).toMatchObject({ after: got[at - 1], oldest: 'al-400', held: 300 });
+  }, 120_000);
 });
