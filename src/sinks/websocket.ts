@@ -46,7 +46,7 @@ export interface WebSocketHubOptions {
   handshakeBurstPerAddress?: number;
   /** The bucket's refill (handshakeBurstPerAddress). Default 2 a second. */
   handshakesPerAddressPerSecond?: number;
-  /** The clock of the handshake rate, monotonic ms. Default performance.now (tests pass a fake one). */
+  /** The clock of the handshake rate and the message rate, monotonic ms (a step of the system clock moves neither). Default performance.now (tests pass a fake one). */
   now?: () => number;
   /** A ping every this often; a client that has not answered the previous one is terminated. Default 15 000 ms. */
   heartbeatMs?: number;
@@ -305,7 +305,7 @@ export class WebSocketHub implements Sink {
       alertBacklog: [],
       alertBacklogBytes: 0,
       alive: true,
-      windowStart: Date.now(),
+      windowStart: this.now(),
       windowCount: 0,
       unreadStrikes: 0,
       closing: false,
@@ -344,7 +344,9 @@ export class WebSocketHub implements Sink {
    */
   private inbound(c: Client): boolean {
     if (c.closing) return false;
-    const t = Date.now();
+    // The monotonic clock: on Date.now, a system clock stepped back an hour began no new window
+    // for that hour, and closed every client with 1008 after maxMessagesPerSecond messages.
+    const t = this.now();
     if (t - c.windowStart >= 1000) {
       c.windowStart = t;
       c.windowCount = 0;

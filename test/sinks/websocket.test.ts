@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { now } from '../../src/core/clock.js';
 import { Detections } from '../../src/core/detections.js';
@@ -281,6 +281,33 @@ describe('WebSocket API', () => {
     await hub!.close();
     hub = undefined;
     expect(await closed).toBe(1001);
+  });
+});
+
+describe('WebSocket API: the message rate on a clock that steps', () => {
+  it('maxMessagesPerSecond is counted on the monotonic clock: the system clock stepped back an hour (NTP, an operator) does not close every client with 1008', async () => {
+    // On Date.now, the second's window began again only once the system clock passed its start
+    // again: for an hour every message counted in one window, and a dashboard (a ping and a pong
+    // each 15 s) was closed with "more than 5 messages per second" after a few of them.
+    let t = 0; // the hub's monotonic clock, moved by hand
+    const { url } = await setup({ maxMessagesPerSecond: 5, now: () => t });
+    const c = await connect(url);
+    const closed = new Promise<number>((r) => c.ws.once('close', (code) => r(code)));
+    const answered = () => Promise.race([synced(c), closed.then((code) => Promise.reject(new Error(`closed with ${code}`)))]);
+    try {
+      for (let i = 0; i < 5; i++) await answered();
+      vi.spyOn(Date, 'now').mockReturnValue(Date.now() - 3_600_000);
+      for (let second = 0; second < 3; second++) {
+        t += 1000;
+        for (let i = 0; i < 5; i++) await answered();
+      }
+      expect(c.ws.readyState).toBe(WebSocket.OPEN);
+      // Over the rate within one second of that clock: closed, as before.
+      for (let i = 0; i < 6; i++) c.send({ type: 'ping' });
+      expect(await closed).toBe(1008);
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 });
 
