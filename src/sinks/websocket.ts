@@ -574,14 +574,20 @@ export class WebSocketHub implements Sink {
     this.replay(c);
   }
 
+  /**
+   * `missed`: alerts of the client's sources raised after `after` and before `oldest` are not
+   * sent. `oldest` is the oldest held alert of its sources, the next it is sent (null: none is
+   * held): the oldest of all, another source's for a client of some sources, named an alert it
+   * never got, and it could not tell which of its own came before it.
+   */
   private tellMissed(c: Client, after: string): void {
-    const oldest = this.held[0];
+    const oldest = this.held.find((h) => c.sources === 'all' || c.sources.has(h.source));
     this.deliverInOrder(c, JSON.stringify({
       type: 'missed',
       after,
       oldest: oldest?.id ?? null,
       held: this.held.length,
-      reason: 'the alert named in "after" is no longer held here: alerts raised after it and before "oldest" are not sent again (they are on Kafka and in the JSON lines, where configured)',
+      reason: 'the alert named in "after" is no longer held here: alerts raised after it and before "oldest" (the next one sent; null: none of these sources is held) are not sent again (they are on Kafka and in the JSON lines, where configured)',
     }));
   }
 

@@ -464,6 +464,16 @@ describe('WebSocket API: alerts reach a slow or reconnecting consumer', () => {
     const missed = late.msgs.find((m) => m.type === 'missed')!;
     expect(missed).toMatchObject({ after: 'al-1', oldest: 'al-2', held: 6 });
     expect(late.msgs.filter((m) => m.type === 'missed' || m.type === 'alert').map((m) => (m.type === 'missed' ? 'missed' : (m.alert as { id: string }).id))).toEqual(['missed', 'al-2', 'al-3', 'al-4', 'al-5', 'al-6', 'al-7']);
+    // Of some sources: `oldest` is the next it gets, its own (al-3), not the oldest held of all (al-2, a's), which it never gets.
+    const lateB = await connect(url);
+    lateB.send({ type: 'subscribe', sources: ['b'], kinds: ['alerts'], after: 'al-1' });
+    await lateB.next((m) => m.type === 'alert' && (m.alert as { id: string }).id === 'al-7');
+    expect(lateB.msgs.find((m) => m.type === 'missed')).toMatchObject({ after: 'al-1', oldest: 'al-3', held: 6 });
+    expect(alertIds(lateB)).toEqual(['al-3', 'al-5', 'al-7']);
+    // None of its sources held: null.
+    const lateNone = await connect(url);
+    lateNone.send({ type: 'subscribe', sources: ['c'], kinds: ['alerts'], after: 'al-1' });
+    expect(await lateNone.next((m) => m.type === 'missed')).toMatchObject({ after: 'al-1', oldest: null });
     await raise(8, 9);
     await back.next((m) => m.type === 'alert' && (m.alert as { id: string }).id === 'al-8');
     // A bad "after" is refused like any bad subscribe.
