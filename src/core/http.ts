@@ -218,6 +218,8 @@ export function refuseSocket(socket: Duplex, status: number, reason: string, hea
     socket.destroy();
     return;
   }
-  setTimeout(() => socket.destroy(), 2000).unref();
+  // Let go once closed: the timer held the socket (and its buffers) for 2 s after it was gone.
+  const t = setTimeout(() => socket.destroy(), 2000).unref();
+  socket.once('close', () => clearTimeout(t));
 }
 
