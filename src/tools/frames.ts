@@ -7,7 +7,7 @@ import { decodeBoundArgs, deinterlaceFilters, ffmpegInput, frameTimeFilters, fra
 import { ffmpegAutoscales, notFfmpeg } from '../sources/ffmpeg-path.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
 import { decodeStill, stillImagePath } from '../sources/still-image.js';
-import { FrameTimes, isConfigChatter, isInputHeader, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, reportsDamage, saysNoVideoStream, scaledTo, withoutOwnNotices } from '../sources/stderr-probe.js';
+import { FrameTimes, interlacedBy, isConfigChatter, isInputHeader, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, reportsDamage, saysNoVideoStream, scaledTo, withoutOwnNotices } from '../sources/stderr-probe.js';
 
 /** One decoded picture at the source's full resolution, packed RGB. */
 export interface RawFrame {
@@ -74,10 +74,9 @@ export interface VideoFramesOptions {
   /** Called when a frame past `duration` ends the frames (so the input goes on after them; not called when it ended first). */
   onPastDuration?: () => void;
   /**
-   * Deinterlacing (a source's `decode.deinterlace`). Default `auto`: the frames the decoder flags
-   * interlaced (a run's source does the same for a stream ffmpeg reports interlaced; here no
-   * second run is made to know it: a progressive frame passes the filter untouched, bit for bit,
-   * and its one frame of delay does not matter to reading a file or a preview).
+   * Deinterlacing (a source's `decode.deinterlace`). Default `auto`: as a run's source, a stream
+   * ffmpeg reports interlaced (a field order) is read again, before its first frame is given,
+   * with the frames the decoder flags interlaced deinterlaced; any other gets no deinterlacer.
    */
   deinterlace?: Deinterlace;
   /** Sample at most this many frames per second: the first frame at or after each 1/fps step of a file (of each interval centred on them, live; see sampleFilter), never a duplicate. */
@@ -121,25 +120,40 @@ const DURATION = /^\s*Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)/;
  * ffmpeg's log; an input that decodes to no frame ends with none.
  */
 export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFrame> {
+  yield* framesOf(o, false);
+}
+
+async function* framesOf(o: VideoFramesOptions, interlaced: boolean): AsyncGenerator<RawFrame> {
   let yielded = false;
   try {
-    for await (const f of videoFramesOnce(o)) {
+    for await (const f of videoFramesOnce({ ...o, interlaced })) {
       yielded = true;
       yield f;
     }
   } catch (e) {
-    // `auto` puts the deinterlacer on every file (flagged frames only), but ffmpeg's takes no
-    // picture under 4 lines or 3 columns a plane (a 64x6 video, a 16x2 GIF: detect failed on
-    // them): such a picture is read again without it (it has no fields worth the name).
+    if (e instanceof Interlaced && !yielded && !interlaced) {
+      yield* framesOf(o, true);
+      return;
+    }
+    // `auto` puts the deinterlacer on an input reported interlaced (flagged frames only), but
+    // ffmpeg's takes no picture under 4 lines or 3 columns a plane (a 64x6 video, a 16x2 GIF:
+    // detect failed on them): such a picture is read again without it (it has no fields worth the name).
     if (yielded || (o.deinterlace ?? 'auto') !== 'auto' || !(e instanceof ArgusError) || !TOO_SMALL_TO_DEINTERLACE.test(e.message)) throw e;
-    yield* videoFramesOnce({ ...o, deinterlace: 'off' });
+    yield* videoFramesOnce({ ...o, interlaced, deinterlace: 'off' });
   }
 }
+
+/**
+ * ffmpeg reported the input interlaced (a field order) and `deinterlace` is `auto`: read again,
+ * deinterlaced, before any frame was given (as ffmpegSource runs such a stream again).
+ */
+class Interlaced extends Error {}
 
 /** ffmpeg's deinterlacer (bwdif) refusing a picture too small for it, on its log. */
 const TOO_SMALL_TO_DEINTERLACE = /\[Parsed_bwdif_\d+ @ [^\]]*\] Video with planes less than/;
 
-async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame> {
+/** `interlaced`: ffmpeg reported the input interlaced (on a first read: Interlaced). */
+async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean }): AsyncGenerator<RawFrame> {
   // A local still image: decoded as argus detect and a pipeline's source read it (decodeStill),
   // and given to ffmpeg on its stdin as one raw frame.
   const stillPath = stillImagePath(o.url);
@@ -160,8 +174,12 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
   // The run's own tag names the output and the frame-time key (taggedStdout, frameTimeFilters).
   const tag = runTag();
   // Files' times are exact: the first frame at or after each 1/fps step; live ones' are arrival times (sampleFilter).
-  // The deinterlacer first, on every field in order (see buildFfmpegArgs); not for a still image's raw frame.
-  const deinterlace = raw ? [] : deinterlaceFilters(o.deinterlace ?? 'auto', true, o.url);
+  // The deinterlacer first, on every field in order (see buildFfmpegArgs); not for a still image's
+  // raw frame. `auto`: only for an input ffmpeg reports interlaced (read again then: Interlaced),
+  // as a run's source does. Not on every input: ffmpeg (5.1) rebuilds its filter graph at a
+  // change of resolution, and the frame bwdif held (it holds one, whatever frames it deinterlaces)
+  // was lost: the last frame before each change never came.
+  const deinterlace = raw ? [] : deinterlaceFilters(o.deinterlace ?? 'auto', o.interlaced, o.url);
   args.push('-vf', [...deinterlace, ...(o.fps ? [sampleFilter(o.fps, sourceKind(o.url) !== 'file')] : []), sourceBoundFilter(o.url), ...frameTimeFilters(tag)].join(','));
   const outputUrl = taggedStdout(tag);
   const frameTimes = new FrameTimes(frameTimeKey(tag));
@@ -189,6 +207,8 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
   let inputReported = false;
   /** The input's format, from its `Input #0` line. */
   let format: string | undefined;
+  /** The input's first video stream, as ffmpeg reports it (before its output's report). */
+  let inputStream: ReturnType<typeof parseVideoStreamLine>;
   /** What the log said that cannot be used (thrown by the reader, never from the log's handler). */
   let badLog: ArgusError | undefined;
   const logLines = new LogLines();
@@ -268,6 +288,7 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
         format = /^Input #0, (.*?), from '/.exec(line)?.[1];
       }
       if (/^Output #0/.test(line)) inOutput = isOutputHeader(line, outputUrl);
+      else if (inputReported && !inOutput && !info) inputStream ??= parseVideoStreamLine(line);
       else if (inOutput && !info) {
         const s = parseVideoStreamLine(line);
         // ffmpeg's filter keeps frames within MAX_SOURCE_PIXELS; more is not what it writes.
@@ -367,6 +388,7 @@ async function* videoFramesOnce(o: VideoFramesOptions): AsyncGenerator<RawFrame>
         unwatch();
         if (badLog) throw badLog;
         if (!info) break;
+        if (!o.interlaced && (o.deinterlace ?? 'auto') === 'auto' && !raw && interlacedBy(inputStream?.pixDetails)) throw new Interlaced();
         o.onInfo?.(info);
         reader = readerFor(info.width, info.height);
       }

@@ -301,6 +301,15 @@ describe('videoFrames: a file whose resolution changes mid-stream (argus detect,
     // The very pictures of the second part, decoded alone.
     expect(frames.slice(10).map((f) => f.hash)).toEqual((await read(second)).map((f) => f.hash));
   }, 60_000);
+
+  it('deinterlace auto (the default, as detect and preview read): every frame comes, the last one before the change too', async () => {
+    // Before: bwdif was on every input (flagged frames only), and it holds a frame, which ffmpeg
+    // 5.1 drops when it rebuilds its graph at the change: 9 frames of 320x240.
+    const { joined } = resizedClip(ffmpeg, mkdtempSync(join(tmpdir(), 'argus-frames-resized-auto-')));
+    const sizes: string[] = [];
+    for await (const f of videoFrames({ ffmpegPath: ffmpeg, url: joined })) sizes.push(`${f.width}x${f.height}`);
+    expect(sizes).toEqual([...Array(10).fill('320x240'), ...Array(10).fill('160x160')]);
+  }, 60_000);
 });
 
 describe('videoFrames with an ffmpeg that prints no frame times (the bundled 2018 build)', () => {
