@@ -414,6 +414,14 @@ export const MISS_LIMIT = 5;
  */
 export const UNIT_END_TRUST = 3;
 
+/**
+ * A step back between two access units' timestamps longer than this (ms) is the camera's clock
+ * jumping back (an NTP step, an RTP counter restarted), not B-frames: their units come out of
+ * order by a few frame periods at most (H.264 and H.265 reorder at most 16 frames). UnitEnds
+ * then counts UNIT_END_TRUST units again, and goes on ending them.
+ */
+export const UNIT_JUMP_BACK_MS = 10_000;
+
 /** An access unit delimiter NAL unit: H.264 (type 9, any picture type) and H.265 (type 35, temporal id 0, pictures of any slice type). */
 const AUD: Record<string, Buffer> = { H264: Buffer.from([0x09, 0xf0]), H265: Buffer.from([0x46, 0x01, 0x50]) };
 
@@ -440,7 +448,8 @@ const AUD: Record<string, Buffer> = { H264: Buffer.from([0x09, 0xf0]), H265: Buf
  * timestamp), and never again on that connection after a marked packet followed by one with
  * the same timestamp (a camera that marks packets inside a unit, or repeats timestamps: a
  * delimiter would cut a frame in two) or an earlier one (B-frames: units come out of timestamp
- * order, and no guess of the next is right). Not knowable in time: a camera that marks a
+ * order, and no guess of the next is right), unless more than UNIT_JUMP_BACK_MS earlier (the
+ * camera's clock jumped back: trusted again after UNIT_END_TRUST units on the new timeline). Not knowable in time: a camera that marks a
  * complete slice inside a multi-slice frame after its markers were right gets that frame cut in
  * two (decoded damaged up to the next key frame; delimiterCut keeps the rest's frame unstamped
  * once a slice comes in it),
@@ -476,7 +485,14 @@ export class UnitEnds {
     if (!aud) return undefined;
     if (this.markedTs !== undefined) {
       const step = (ts - this.markedTs) | 0;
-      if (step <= 0) {
+      if (step < -(this.clock.clockRate * UNIT_JUMP_BACK_MS) / 1000) {
+        // The camera's clock jumped back: its units from here on are ended as before, once
+        // UNIT_END_TRUST of them were ended by their marker on the new timeline (turned off for
+        // good, each frame waited a frame period in ffmpeg for the rest of the connection).
+        this.inARow = 0;
+        this.markedTs = this.previousTs = this.lastNext = undefined;
+        this.previousStep = 0;
+      } else if (step <= 0) {
         this.off = true;
         // The same timestamp: the unit goes on after its "last" packet (see cutTs). An earlier one
         // (B-frames): the delimiter began this unit's frame, which the clock finds by its guess.
@@ -485,11 +501,12 @@ export class UnitEnds {
           return this.rest(video.encoding!, p, length);
         }
         return undefined;
+      } else {
+        this.inARow++;
+        if (this.previousTs !== undefined) this.previousStep = (this.markedTs - this.previousTs) | 0;
+        this.previousTs = this.markedTs;
+        this.markedTs = undefined;
       }
-      this.inARow++;
-      if (this.previousTs !== undefined) this.previousStep = (this.markedTs - this.previousTs) | 0;
-      this.previousTs = this.markedTs;
-      this.markedTs = undefined;
     }
     if (!(p[1] & 0x80)) return undefined;
     this.markedTs = ts;

@@ -4,7 +4,7 @@ import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
 import { connect } from 'node:net';
 import { senderReport as sr } from '../helpers/rtsp-camera.js';
 import { relaysRtsp, tapsCameraClock } from '../../src/core/rtsp-relay.js';
-import { CAMERA_BEHIND_MAX_MS, CAMERA_BEHIND_NOTICE_MS, CAMERA_BEHIND_SUSTAINED_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, RtspTap, UNIT_END_TRUST, UnitEnds, videoStream } from '../../src/sources/rtsp-tap.js';
+import { CAMERA_BEHIND_MAX_MS, CAMERA_BEHIND_NOTICE_MS, CAMERA_BEHIND_SUSTAINED_MS, InterleavedReader, MISS_LIMIT, nptStart, relayUrl, RtpClock, RtspTap, UNIT_END_TRUST, UNIT_JUMP_BACK_MS, UnitEnds, videoStream } from '../../src/sources/rtsp-tap.js';
 
 /** An interleaved RTP packet (`$`, channel, length, 12-byte header, payload). */
 function rtp(channel: number, ts: number, seq = 0, ssrc = 0x1234, payload = 20): Buffer {
@@ -501,6 +501,23 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
     const slowSent = units(slow, 8, () => 90_000);
     expect(slowSent[4]!.readUInt32BE(8)).toBe(1000 + 4 * 90_000 + 18_000);
     expect(slow.clock.lookup(us(4 * 90_000 + 18_000))).toEqual({ at: 1_796_000_000_500, by: 'arrival' });
+  });
+
+  it(`a camera whose clock jumps back (more than ${UNIT_JUMP_BACK_MS / 1000} s: not B-frames): ended again after ${UNIT_END_TRUST} units on its new timeline, not never again on the connection`, () => {
+    // Before: turned off as for B-frames, every frame after the jump waited a frame period in
+    // ffmpeg (measured through the relay: 100 ms at 10 fps, 2 ms before the jump) until the camera reconnected.
+    const HOUR = 3600 * 90_000;
+    const step = (k: number) => (k === 1 ? 2 * HOUR : k === 6 ? -HOUR : 3000);
+    const ts = [1000];
+    for (let k = 1; k < 12; k++) ts.push(ts[k - 1] + step(k));
+    const sent = units(session({ ends: true }), 12, step);
+    expect(sent[5]).toBeDefined();
+    expect(sent.slice(6, 6 + UNIT_END_TRUST).every((b) => b === undefined)).toBe(true);
+    // The guesses are on the new timeline (not held after the last one before the jump).
+    for (let k = 6 + UNIT_END_TRUST; k < 12; k++) expect(sent[k]?.readUInt32BE(8)).toBe(ts[k] + 3000);
+    // A step back within it is B-frames (or a glitch): never again on that connection, as before.
+    const reordered = units(session({ ends: true }), 12, (k) => (k === 6 ? -(UNIT_JUMP_BACK_MS / 1000) * 90_000 + 3000 : 3000));
+    expect(reordered.slice(6).every((b) => b === undefined)).toBe(true);
   });
 
   it('only after a packet that ends a slice: not after parameter sets, SEI, an aggregate or a fragment that goes on; FU-A and FU end fragments do; CSRC and header extensions are skipped', () => {
