@@ -530,6 +530,10 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
             : `source "${id}": the camera's clock jumped ${Math.abs(jump!).toFixed(0)} ms ${jump! > 0 ? 'forward' : 'back'} between two of its sender reports (or its RTP clock does not run at its rate): frames are stamped with their arrival (producedBy: arrival) until it reconnects`,
         );
       }
+      if (clock.unitEndsStopped !== undefined && !noticedUnits.has(tap)) {
+        noticedUnits.add(tap);
+        options.onClockNotice?.(unitEndsNotice(id, clock.unitEndsStopped));
+      }
       if (clock.believedBehind !== undefined && !noticedBehind.has(tap)) {
         noticedBehind.add(tap);
         options.onClockNotice?.(cameraBehindNotice(id, clock.believedBehind));
@@ -1339,6 +1343,15 @@ const noticedBehind = new WeakSet<object>();
  * believed: its frames' latency counts the whole of it, which a camera clock that is not
  * synchronised would give (or a network that held every frame that long).
  */
+/** The relays whose notice that access units are no longer ended for ffmpeg (unitEndsNotice) was given: once per start, as `noticed`. */
+const noticedUnits = new WeakSet<object>();
+
+/** The relay stopped ending the camera's access units for ffmpeg (RtpClock.unitEndsStopped): each frame is a frame period later from then on, which was said nowhere. */
+function unitEndsNotice(id: string, why: 'marks' | 'reordered'): string {
+  const what = why === 'marks' ? 'marks packets inside its access units (a marked packet was followed by one with its timestamp)' : 'sends access units out of timestamp order (B-frames, or its clock stepped back by less than 10 s)';
+  return `source "${id}": the camera ${what}: argus's relay no longer ends them for ffmpeg on this connection, and each frame waits a frame period in ffmpeg before it is decoded (its latency shows it) until the camera reconnects`;
+}
+
 function cameraBehindNotice(id: string, behindMs: number): string {
   return `source "${id}": the camera's clock put every frame that arrived for ${CAMERA_BEHIND_SUSTAINED_MS / 1000} s at least ${Math.abs(behindMs).toFixed(0)} ms before its arrival at argus, and the frames' latency counts such a gap (producedBy: camera; believed up to ${CAMERA_BEHIND_MAX_MS / 1000} s before): a camera clock that is not synchronised (NTP) shows its error as latency (so would a network that holds every frame that long); where the camera's time is off, set cameraClock: false (frames stamped with their arrival)`;
 }

@@ -145,6 +145,13 @@ export class RtpClock {
    */
   clockJump: number | undefined;
   /**
+   * Why the relay stopped ending the camera's access units for ffmpeg on this connection
+   * (UnitEnds), once it did: `marks`, a marked packet was followed by one with its timestamp;
+   * `reordered`, by one with an earlier timestamp (B-frames, or a step back of the camera's clock
+   * within UNIT_JUMP_BACK_MS). Each frame then waits a frame period in ffmpeg's parser.
+   */
+  unitEndsStopped: 'marks' | 'reordered' | undefined;
+  /**
    * The last FRAME_STEPS steps between two access units' RTP timestamps (each at most
    * MAX_FRAME_GAP_MS), a ring: their median is the camera's frame interval. The longest step ever
    * seen was taken before: one burst of lost frames (4 s at 25 fps) made it 4 s for the rest of
@@ -494,6 +501,7 @@ export class UnitEnds {
         this.previousStep = 0;
       } else if (step <= 0) {
         this.off = true;
+        this.clock.unitEndsStopped = step === 0 ? 'marks' : 'reordered';
         // The same timestamp: the unit goes on after its "last" packet (see cutTs). An earlier one
         // (B-frames): the delimiter began this unit's frame, which the clock finds by its guess.
         if (step === 0) {

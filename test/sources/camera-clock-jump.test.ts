@@ -59,3 +59,25 @@ describe("a camera's RTP timestamps jumping by an hour from its 25th frame", () 
     expect(notices[0]).toMatch(/^source "cam": frames whose camera time is not believable are stamped with their arrival \(producedBy: arrival\): the first was 3\d{6} ms (after|before) its arrival/);
   }, 120_000);
 });
+
+describe("a camera whose RTP timestamps step back by a second from its 25th frame (within what B-frames could be)", () => {
+  it("the relay stops ending its access units for ffmpeg on this connection, and says so once: each frame is then a frame period later, which nothing said", async () => {
+    const started = await RtspCamera.start(PERSON, '640x360', { jump: { at: (_c, k) => (k >= 25 ? -90_000 : 0) } });
+    camera = started.camera;
+    const notices: string[] = [];
+    const frames = await lastValueFrom(
+      ffmpegSource({
+        id: 'cam',
+        input: { url: started.url, kind: 'rtsp', rate: 'native', loop: false },
+        output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'center', padValue: 114, frame: 'source-yuv' },
+        ffmpegPath: (await resolveFfmpeg()).path,
+        onClockNotice: (t) => notices.push(t),
+      }).pipe(take(40), toArray()),
+    );
+    expect(frames).toHaveLength(40);
+    const units = notices.filter((n) => /no longer ends them/.test(n));
+    expect(units).toEqual([
+      `source "cam": the camera sends access units out of timestamp order (B-frames, or its clock stepped back by less than 10 s): argus's relay no longer ends them for ffmpeg on this connection, and each frame waits a frame period in ffmpeg before it is decoded (its latency shows it) until the camera reconnects`,
+    ]);
+  }, 120_000);
+});

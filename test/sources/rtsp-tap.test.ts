@@ -467,6 +467,8 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
     expect(inside.clock.lookup(us(15000))).toBeUndefined();
     expect(inside.clock.lookup(us(15000))).toEqual({ at: 1_796_000_001_100, by: 'arrival' });
     expect(units(inside, 5, () => 3000).every((b) => b === undefined)).toBe(true);
+    // Said (ffmpeg-source gives a notice of it): each frame is a frame period later from here on.
+    expect(inside.clock.unitEndsStopped).toBe('marks');
     // The rest of a cut unit as packets after its "last": filler alone makes no frame, and the
     // delimiter begins the next unit's frame (with its pts: the guess, 18000 ticks at this 4 fps
     // camera's 22500); filler and then a slice make a frame of the rest, found by no unit.
@@ -489,6 +491,7 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
     expect(restOf([[0x0c, 0xff], SLICE.H264], 3000)).toEqual([undefined, next]);
     const reordered = session({ ends: true });
     expect(units(reordered, 8, (k) => (k === 5 ? -1500 : 3000)).slice(5).every((b) => b === undefined)).toBe(true);
+    expect(reordered.clock.unitEndsStopped).toBe('reordered');
     // The delimiter sent before the B-frame began its frame: found by the delimiter's pts.
     expect(reordered.clock.lookup(us(15000))).toEqual({ at: 1_796_000_000_500, by: 'arrival' });
     const gap = session({ ends: true });
@@ -510,7 +513,9 @@ describe('UnitEnds: each H.264/H.265 access unit ended for ffmpeg as soon as its
     const step = (k: number) => (k === 1 ? 2 * HOUR : k === 6 ? -HOUR : 3000);
     const ts = [1000];
     for (let k = 1; k < 12; k++) ts.push(ts[k - 1] + step(k));
-    const sent = units(session({ ends: true }), 12, step);
+    const jumped = session({ ends: true });
+    const sent = units(jumped, 12, step);
+    expect(jumped.clock.unitEndsStopped).toBeUndefined();
     expect(sent[5]).toBeDefined();
     expect(sent.slice(6, 6 + UNIT_END_TRUST).every((b) => b === undefined)).toBe(true);
     // The guesses are on the new timeline (not held after the last one before the jump).
