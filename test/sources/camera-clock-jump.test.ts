@@ -13,6 +13,17 @@ import { RtspCamera } from '../helpers/rtsp-camera.js';
 const PERSON = `${MIRROR}/streams/one-by-one-person-detection.mp4`;
 const HOUR = 3600 * 90_000; // RTP ticks
 let camera: RtspCamera | undefined;
+
+/** The camera's frames through argus's relay and real ffmpeg, its clock notices into `notices`. */
+async function cameraFrames(url: string, notices: string[]) {
+  return ffmpegSource({
+    id: 'cam',
+    input: { url, kind: 'rtsp', rate: 'native', loop: false },
+    output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'center', padValue: 114, frame: 'source-yuv' },
+    ffmpegPath: (await resolveFfmpeg()).path,
+    onClockNotice: (t) => notices.push(t),
+  });
+}
 afterEach(async () => {
   await camera?.close();
   camera = undefined;
@@ -29,13 +40,7 @@ describe("a camera's RTP timestamps jumping by an hour from its 25th frame", () 
     const notices: string[] = [];
     const seen: Frame[] = [];
     const frames = await lastValueFrom(
-      ffmpegSource({
-        id: 'cam',
-        input: { url: started.url, kind: 'rtsp', rate: 'native', loop: false },
-        output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'center', padValue: 114, frame: 'source-yuv' },
-        ffmpegPath: (await resolveFfmpeg()).path,
-        onClockNotice: (t) => notices.push(t),
-      }).pipe(
+      (await cameraFrames(started.url, notices)).pipe(
         tap((f) => seen.push(f)),
         take(60),
         toArray(),
@@ -65,15 +70,7 @@ describe("a camera whose RTP timestamps step back by a second from its 25th fram
     const started = await RtspCamera.start(PERSON, '640x360', { jump: { at: (_c, k) => (k >= 25 ? -90_000 : 0) } });
     camera = started.camera;
     const notices: string[] = [];
-    const frames = await lastValueFrom(
-      ffmpegSource({
-        id: 'cam',
-        input: { url: started.url, kind: 'rtsp', rate: 'native', loop: false },
-        output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'center', padValue: 114, frame: 'source-yuv' },
-        ffmpegPath: (await resolveFfmpeg()).path,
-        onClockNotice: (t) => notices.push(t),
-      }).pipe(take(40), toArray()),
-    );
+    const frames = await lastValueFrom((await cameraFrames(started.url, notices)).pipe(take(40), toArray()));
     expect(frames).toHaveLength(40);
     const units = notices.filter((n) => /no longer ends them/.test(n));
     expect(units).toEqual([
