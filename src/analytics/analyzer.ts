@@ -156,19 +156,33 @@ export class SourceAnalyzer {
       return toPixels(pts, width, height, frameSize ? { width: frameSize[0], height: frameSize[1] } : firstBase);
     };
     // A margin is a length in the pixels its points are given in (pixel points: their frameSize's
-    // picture, else the first picture's; fractions: the first picture's), scaled with them (by
-    // the geometric mean of the two factors, for a picture of another shape). Before, it stayed
+    // picture, else the first picture's; fractions: the first picture's), scaled with them (a
+    // zone's by the geometric mean of the two factors, for a picture of another shape). Before, it stayed
     // that many pixels of whatever picture came: a camera switching from 1080p to 360p had a
     // line's 30 px band (90 px of the 1080p view) count nobody who crossed by less than that.
-    const marginScale = (units: 'fraction' | 'pixel', frameSize: readonly [number, number] | undefined) => {
+    const scaleOf = (units: 'fraction' | 'pixel', frameSize: readonly [number, number] | undefined) => {
       const base = units === 'pixel' && frameSize ? { width: frameSize[0], height: frameSize[1] } : firstBase;
-      return Math.sqrt((width / base.width) * (height / base.height));
+      return { sx: width / base.width, sy: height / base.height };
     };
     const zoneMargin = (i: number) => {
       const z = this.zoneCfg[i];
-      return z.marginPx === undefined ? undefined : z.marginPx * marginScale(z.units, z.frameSize);
+      if (z.marginPx === undefined) return undefined;
+      const { sx, sy } = scaleOf(z.units, z.frameSize);
+      return z.marginPx * Math.sqrt(sx * sy);
     };
-    const lineMargin = (i: number) => this.lineCfg[i].marginPx * marginScale(this.lineCfg[i].units, this.lineCfg[i].frameSize);
+    // A line's margin is a distance across it: scaled as the picture scales that direction, sx·sy
+    // over how much the line's own direction is stretched (sy for a level line, sx for an upright
+    // one). The geometric mean of the two was off by up to their ratio's root: a level line's
+    // 30 px band drawn on a 1920x1080 screenshot of a 640x1080 picture was 17 px of it, not 30,
+    // and a person's jitter 20 px either side of it was counted crossing again and again.
+    const lineMargin = (i: number, from: Point, to: Point) => {
+      const l = this.lineCfg[i];
+      const { sx, sy } = scaleOf(l.units, l.frameSize);
+      const vx = to[0] - from[0], vy = to[1] - from[1];
+      const along = Math.hypot(vx, vy);
+      if (!(along > 0)) return l.marginPx * Math.sqrt(sx * sy);
+      return (l.marginPx * sx * sy * Math.hypot(vx / sx, vy / sy)) / along;
+    };
     const zonePolygon = (i: number) => new PolygonZone(this.zoneCfg[i].id, place(this.zoneCfg[i].polygon, this.zoneCfg[i].units, this.zoneCfg[i].frameSize), this.zoneClasses[i], this.zoneCfg[i].anchor, zoneMargin(i), { width, height });
     const lineEnds = (i: number) => place([this.lineCfg[i].from, this.lineCfg[i].to], this.lineCfg[i].units, this.lineCfg[i].frameSize);
     if (first && this.size) {
@@ -176,7 +190,7 @@ export class SourceAnalyzer {
       this.zones.forEach((z, i) => z.place(zonePolygon(i), sx, sy));
       this.lines.forEach((l, i) => {
         const [from, to] = lineEnds(i);
-        l.place(from, to, sx, sy, { width, height }, lineMargin(i));
+        l.place(from, to, sx, sy, { width, height }, lineMargin(i, from, to));
       });
     } else {
       this.firstSize = { width, height };
@@ -187,7 +201,7 @@ export class SourceAnalyzer {
       });
       this.lines = this.lineCfg.map((l, i) => {
         const [from, to] = lineEnds(i);
-        return new LineCounter(l.id, from, to, { marginPx: lineMargin(i), anchor: l.anchor, classIds: this.lineClasses[i], forgetAfterMs: l.forgetAfterMs }, this.lineStats[i], { width, height });
+        return new LineCounter(l.id, from, to, { marginPx: lineMargin(i, from, to), anchor: l.anchor, classIds: this.lineClasses[i], forgetAfterMs: l.forgetAfterMs }, this.lineStats[i], { width, height });
       });
     }
     // A zone whose marginPx leaves no point inside beyond the band is never entered: said once per zone and size.

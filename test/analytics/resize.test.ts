@@ -122,6 +122,30 @@ describe('marginPx and a resolution change', () => {
     for (const [k, cy] of [165, 195, 165].entries()) a.process(row(300, cy + 50, 100), 100 * k);
     expect(a.report().lines.l).toMatchObject({ in: 1, out: 1 });
   });
+  it("a line's margin is scaled across it when the shape changes: sy for a level line, sx for an upright one (not their geometric mean)", () => {
+    // Points read from a 1920x1080 screenshot of a 640x1080 picture (sx 1/3, sy 1), margins 30 px.
+    const a = new SourceAnalyzer(
+      SourceSchema.parse({
+        id: 'cam',
+        uri: '/x.mp4',
+        lines: [
+          { id: 'level', units: 'pixel', frameSize: [1920, 1080], from: [0, 540], to: [1920, 540], marginPx: 30 },
+          { id: 'upright', units: 'pixel', frameSize: [1920, 1080], from: [960, 0], to: [960, 1080], marginPx: 30 },
+        ],
+      }),
+      ['person'],
+      'sources[0]',
+    );
+    a.init(640, 1080);
+    // The level line at y 540, its band 30 px of this picture (y is not scaled): a person whose
+    // centre jitters 20 px either side of it stays on it. Before, the band was 17 px (30 · √⅓),
+    // and each swing was counted a crossing.
+    // The upright line at x 320, its band 10 px (30 · ⅓): a person 12 px either side of it (36 px
+    // of the screenshot, beyond its 30 px band) crosses. Before, 17 px: nothing was counted.
+    for (const [k, [cx, cy]] of ([[308, 520], [332, 560], [308, 520], [332, 560]] as const).entries()) a.process(row(cx, cy + 50, 100), 100 * k);
+    expect(a.report().lines.level).toMatchObject({ in: 0, out: 0 });
+    expect(a.report().lines.upright).toMatchObject({ in: 2, out: 1 });
+  });
 });
 
 describe('pixel points read from another picture (frameSize)', () => {
