@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { MESSAGE_VERSION, type AlertMessage } from '../../src/sinks/message.js';
@@ -47,13 +48,24 @@ export function sharedBrokerPort(): number {
 }
 
 /**
+ * Where a test file that started the shared broker writes its port, for the run's teardown to
+ * stop it (sharedBrokerSetup sets it, without ARGUS_TEST_KAFKA=start).
+ */
+const STARTED_FILE = 'ARGUS_TEST_KAFKA_STARTED_FILE';
+
+/**
  * The brokers the tests use: $KAFKA_BROKERS (the test command starts one), or a broker this
  * helper starts on the shared broker's port (sharedBrokerPort) when a test file is run on its
- * own, or global setup could not start it.
+ * own, or global setup could not start it. One it started (none ran on the port) is written
+ * down for the run's teardown to stop (sharedBrokerSetup), and for test.sh.
  */
-export async function testBrokers(): Promise<string[]> {
+export async function testBrokers(ctl: BrokerControl = { ...scriptBroker, start: (port) => broker('start', port) }): Promise<string[]> {
   if (process.env.KAFKA_BROKERS) return process.env.KAFKA_BROKERS.split(',');
-  const line = await broker('start', sharedBrokerPort());
+  const port = sharedBrokerPort();
+  const files = [process.env[STARTED_FILE], process.env.ARGUS_TEST_KAFKA_PORT_FILE].filter((f): f is string => !!f);
+  // Written before the start: one that fails half way (a JVM left starting) is stopped too.
+  if (files.length > 0 && !(await ctl.running(port))) for (const f of files) writeFileSync(f, `${port}\n`);
+  const line = await ctl.start(port);
   const m = /KAFKA_BROKERS=(\S+)/.exec(line);
   if (!m) throw new Error(`kafka-broker.sh start printed no brokers: ${line}`);
   process.env.KAFKA_BROKERS = m[1];
@@ -80,29 +92,41 @@ export const scriptBroker: BrokerControl = {
  * Global setup's part in the shared broker (sharedBrokerPort); returns its teardown.
  *
  * With ARGUS_TEST_KAFKA=start (the test command sets it) it starts the broker and hands it to the
- * test files in KAFKA_BROKERS; without it, a test file that needs it starts it (testBrokers).
- * Either way the run started it when none ran on the port as the run began, and then the teardown
- * stops it, and its port goes into ARGUS_TEST_KAFKA_PORT_FILE (where set) for test.sh to stop it
- * should vitest die without its teardown. A broker that ran before the run (a developer's own) is
- * used and never stopped. With KAFKA_BROKERS set beforehand nothing starts one, nothing is stopped.
- * A test file run on its own with `npx vitest run` once left the broker it started running: only
- * ARGUS_TEST_KAFKA=start had the teardown stop it.
+ * test files in KAFKA_BROKERS; the teardown stops it when none ran on the port as the run began,
+ * and its port goes into ARGUS_TEST_KAFKA_PORT_FILE (where set) for test.sh to stop it should
+ * vitest die without its teardown. Without it, nothing is asked of the broker at the start (most
+ * runs need none): a test file that needs it starts it (testBrokers) and, when none ran on the
+ * port, writes its port down, and the teardown stops that one only. A broker that ran before the
+ * run (a developer's own), or that another run or a developer started on the port meanwhile, is
+ * never stopped. With KAFKA_BROKERS set beforehand nothing starts one, nothing is stopped.
+ * (1d1112f asked for the port and the broker's status on every run: a run with a port offset that
+ * keeps the test ports but not 19092 under 65000 failed in global setup, no test file ran; and it
+ * stopped a broker that was not running when the run began, whoever had started it.)
  */
 export async function sharedBrokerSetup(ctl: BrokerControl = scriptBroker, log: (m: string) => void = console.error): Promise<() => Promise<void>> {
   if (process.env.KAFKA_BROKERS) return async () => {};
+  if (process.env.ARGUS_TEST_KAFKA !== 'start') {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-kafka-started-'));
+    const file = join(dir, 'port');
+    process.env[STARTED_FILE] = file;
+    return async () => {
+      const port = existsSync(file) ? Number(readFileSync(file, 'utf8')) : undefined;
+      rmSync(dir, { recursive: true, force: true });
+      if (port === undefined || !(await ctl.running(port))) return;
+      await ctl.stop(port).catch((e: unknown) => log(`global teardown: could not stop the Kafka broker on ${port}: ${(e as Error).message}`));
+    };
+  }
   const port = sharedBrokerPort();
   const before = await ctl.running(port);
   if (!before && process.env.ARGUS_TEST_KAFKA_PORT_FILE) writeFileSync(process.env.ARGUS_TEST_KAFKA_PORT_FILE, `${port}\n`);
-  if (process.env.ARGUS_TEST_KAFKA === 'start') {
-    try {
-      const line = await ctl.start(port);
-      const m = /KAFKA_BROKERS=(\S+)/.exec(line);
-      if (!m) throw new Error(`kafka-broker.sh start printed no brokers: ${line}`);
-      process.env.KAFKA_BROKERS = m[1];
-    } catch (e) {
-      // A test file that finds no KAFKA_BROKERS starts it on the same port: the teardown stops it.
-      log(`global setup: could not start the Kafka broker on ${port}; Kafka tests will fail: ${(e as Error).message}`);
-    }
+  try {
+    const line = await ctl.start(port);
+    const m = /KAFKA_BROKERS=(\S+)/.exec(line);
+    if (!m) throw new Error(`kafka-broker.sh start printed no brokers: ${line}`);
+    process.env.KAFKA_BROKERS = m[1];
+  } catch (e) {
+    // A test file that finds no KAFKA_BROKERS starts it on the same port: the teardown stops it.
+    log(`global setup: could not start the Kafka broker on ${port}; Kafka tests will fail: ${(e as Error).message}`);
   }
   return async () => {
     if (before || !(await ctl.running(port))) return;

@@ -29,6 +29,8 @@ describe('the shared broker of a test run: one port, where global setup starts i
 
   it("a test file that finds no KAFKA_BROKERS (global setup's start failed) starts it on KAFKA_PORT where that is set, the port test.sh stops: it started one on 19092, which nothing stopped", async () => {
     delete process.env.KAFKA_BROKERS;
+    delete process.env.ARGUS_TEST_KAFKA_STARTED_FILE;
+    delete process.env.ARGUS_TEST_KAFKA_PORT_FILE;
     process.env.KAFKA_PORT = '21650';
     process.env.ARGUS_TEST_PORT_OFFSET = '0';
     expect(sharedBrokerPort()).toBe(21650);
@@ -38,6 +40,8 @@ describe('the shared broker of a test run: one port, where global setup starts i
 
   it('without KAFKA_PORT: 19092 plus the run\'s offset', async () => {
     delete process.env.KAFKA_BROKERS;
+    delete process.env.ARGUS_TEST_KAFKA_STARTED_FILE;
+    delete process.env.ARGUS_TEST_KAFKA_PORT_FILE;
     delete process.env.KAFKA_PORT;
     process.env.ARGUS_TEST_PORT_OFFSET = '10000';
     expect(sharedBrokerPort()).toBe(29092);
@@ -75,6 +79,7 @@ describe('global setup and the shared broker: one the run started is stopped at 
   const env = (start: boolean): string => {
     dir = mkdtempSync(join(tmpdir(), 'shared-broker-'));
     delete process.env.KAFKA_BROKERS;
+    delete process.env.ARGUS_TEST_KAFKA_STARTED_FILE;
     process.env.KAFKA_PORT = '21651';
     process.env.ARGUS_TEST_KAFKA_PORT_FILE = join(dir, 'kafka-port');
     if (start) process.env.ARGUS_TEST_KAFKA = 'start';
@@ -86,9 +91,9 @@ describe('global setup and the shared broker: one the run started is stopped at 
     env(false);
     const b = fakeBroker(false);
     const teardown = await sharedBrokerSetup(b, () => {});
-    expect(b.calls).toEqual(['status 21651']);
+    expect(b.calls).toEqual([]);
     expect(process.env.KAFKA_BROKERS).toBeUndefined();
-    await b.start(21651); // the test file's testBrokers()
+    expect(await testBrokers(b)).toEqual(['127.0.0.1:21651']); // the test file's
     await teardown();
     expect(b.runs).toBe(false);
     expect(b.calls).toEqual(['status 21651', 'start 21651', 'status 21651', 'stop 21651']);
@@ -148,5 +153,35 @@ describe('global setup and the shared broker: one the run started is stopped at 
     const teardown = await sharedBrokerSetup(b, () => {});
     await teardown();
     expect(b.calls.filter((c) => c.startsWith('stop'))).toEqual([]);
+  });
+
+  it('a run that needs no broker asks nothing of it at the start: one with a port offset that keeps 19092 over 65000 runs (its global setup failed, and no test file ran)', async () => {
+    env(false);
+    delete process.env.KAFKA_PORT;
+    process.env.ARGUS_TEST_PORT_OFFSET = '47000';
+    const b = fakeBroker(false);
+    const teardown = await sharedBrokerSetup(b, () => {});
+    await teardown();
+    expect(b.calls).toEqual([]);
+  });
+
+  it('a broker another run or a developer started on the port during a run that started none is left running (the teardown stopped it: it had not run as the run began)', async () => {
+    env(false);
+    const b = fakeBroker(false);
+    const teardown = await sharedBrokerSetup(b, () => {});
+    await b.start(21651); // another test run, or a developer's terminal
+    await teardown();
+    expect(b.runs).toBe(true);
+    expect(b.calls.filter((c) => c.startsWith('stop'))).toEqual([]);
+  });
+
+  it('a test file that finds the broker running (another file of the run, or a developer, started it) does not write it down: only the one that started it does', async () => {
+    env(false);
+    const b = fakeBroker(false);
+    const teardown = await sharedBrokerSetup(b, () => {});
+    b.runs = true; // a developer's own, started after the run began
+    await testBrokers(b);
+    await teardown();
+    expect(b.runs).toBe(true);
   });
 });
