@@ -17,7 +17,7 @@ import { BufferPool, FrameReader } from './frame-reader.js';
 import { FrameChannel } from './frame-channel.js';
 import { FRAME_SOCKETS, FrameSocket } from './frame-socket.js';
 import { checksCertificate, relaysRtsp, tapsCameraClock } from '../core/rtsp-relay.js';
-import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, CAMERA_BEHIND_SUSTAINED_MS, RtspTap, type ClockReading } from './rtsp-tap.js';
+import { CAMERA_AHEAD_SLACK_MS, CAMERA_BEHIND_MAX_MS, CAMERA_BEHIND_SUSTAINED_MS, RtspTap, UNIT_JUMP_BACK_MS, type ClockReading } from './rtsp-tap.js';
 import { HttpRelay, noProxyMatches, noProxyOf } from './http-relay.js';
 import { ffmpegAutoscales, notFfmpeg } from './ffmpeg-path.js';
 import { exposedSecrets, secretsRelay } from './secrets-relay.js';
@@ -1337,21 +1337,21 @@ const noticed = new WeakSet<object>();
 /** The relays whose notice of a camera time believed far behind the arrival (cameraBehindNotice) was given: once per start, as `noticed`. */
 const noticedBehind = new WeakSet<object>();
 
+/** The relays whose notice that access units are no longer ended for ffmpeg (unitEndsNotice) was given: once per start, as `noticed`. */
+const noticedUnits = new WeakSet<object>();
+
+/** The relay stopped ending the camera's access units for ffmpeg (RtpClock.unitEndsStopped): each frame is a frame period later from then on, which was said nowhere. */
+function unitEndsNotice(id: string, why: 'marks' | 'reordered'): string {
+  const what = why === 'marks' ? 'marks packets inside its access units (a marked packet was followed by one with its timestamp)' : `sends access units out of timestamp order (B-frames, or its clock stepped back by less than ${UNIT_JUMP_BACK_MS / 1000} s)`;
+  return `source "${id}": the camera ${what}: argus's relay no longer ends them for ffmpeg on this connection, and each frame waits a frame period in ffmpeg before it is decoded (its latency shows it) until the camera reconnects`;
+}
+
 /**
  * The log line for a camera whose time put every frame arriving for CAMERA_BEHIND_SUSTAINED_MS
  * at least `behindMs` (negative) before its arrival, more than CAMERA_BEHIND_NOTICE_MS and
  * believed: its frames' latency counts the whole of it, which a camera clock that is not
  * synchronised would give (or a network that held every frame that long).
  */
-/** The relays whose notice that access units are no longer ended for ffmpeg (unitEndsNotice) was given: once per start, as `noticed`. */
-const noticedUnits = new WeakSet<object>();
-
-/** The relay stopped ending the camera's access units for ffmpeg (RtpClock.unitEndsStopped): each frame is a frame period later from then on, which was said nowhere. */
-function unitEndsNotice(id: string, why: 'marks' | 'reordered'): string {
-  const what = why === 'marks' ? 'marks packets inside its access units (a marked packet was followed by one with its timestamp)' : 'sends access units out of timestamp order (B-frames, or its clock stepped back by less than 10 s)';
-  return `source "${id}": the camera ${what}: argus's relay no longer ends them for ffmpeg on this connection, and each frame waits a frame period in ffmpeg before it is decoded (its latency shows it) until the camera reconnects`;
-}
-
 function cameraBehindNotice(id: string, behindMs: number): string {
   return `source "${id}": the camera's clock put every frame that arrived for ${CAMERA_BEHIND_SUSTAINED_MS / 1000} s at least ${Math.abs(behindMs).toFixed(0)} ms before its arrival at argus, and the frames' latency counts such a gap (producedBy: camera; believed up to ${CAMERA_BEHIND_MAX_MS / 1000} s before): a camera clock that is not synchronised (NTP) shows its error as latency (so would a network that holds every frame that long); where the camera's time is off, set cameraClock: false (frames stamped with their arrival)`;
 }
