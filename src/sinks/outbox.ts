@@ -274,6 +274,23 @@ async function nearestFolder(dir: string): Promise<{ dev: number } | undefined> 
   return undefined;
 }
 
+/**
+ * Where `path` leads when it is a symbolic link whose target is not made yet (a dead-letter file
+ * linked to another volume before its first message): the file is made there, on that volume,
+ * not on the link's. Else `path`. (Links of links are followed up to a bound.)
+ */
+async function linkTarget(path: string): Promise<string> {
+  let p = resolve(path);
+  for (let i = 0; i < 16; i++) {
+    const st = await lstat(p).catch(() => undefined);
+    if (!st?.isSymbolicLink()) return p;
+    const to = await readlink(p).catch(() => undefined);
+    if (to === undefined) return p;
+    p = resolve(dirname(p), to);
+  }
+  return p;
+}
+
 /** The journal key of a message: alerts by id, statuses by source (only the latest is kept). */
 export function outboxKey(m: Message): { key: string; kind: OutboxKind } | undefined {
   if (m.type === 'alert') return { key: `alert:${m.alert.id}`, kind: 'alert' };
@@ -576,7 +593,7 @@ export class Outbox {
       const st = await stat(b.path).catch(() => undefined);
       // A named pipe or a device holds nothing (the dead-letter bound is a file's).
       if (st && !st.isFile()) continue;
-      const on = st ?? (await nearestFolder(dirname(b.path)));
+      const on = st ?? (await nearestFolder(dirname(await linkTarget(b.path))));
       if (!on || on.dev !== own.dev) continue;
       have += st?.size ?? 0;
       need += b.maxBytes;

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -59,6 +59,17 @@ describe('Outbox.open: the room its volume needs', () => {
     execFileSync('mkfifo', [fifo]);
     expect((await opened(3.5 * MiB, [dlq(fifo)], d)).warned).toEqual([]);
     expect((await opened(3.5 * MiB, [dlq(join(d, 'dl.jsonl'), 0)], d)).warned).toEqual([]);
+  });
+
+  it('a dead-letter path that is a link to a file not made yet on another volume is on that volume, not the link\'s (it was counted, and warned of)', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'argus-room-'));
+    const path = join(d, 'kafka-dead-letter.jsonl');
+    symlinkSync('/proc/argus-no-such/dl.jsonl', path);
+    expect((await opened(3.5 * MiB, [dlq(path)], d)).warned).toEqual([]);
+    // A link to a file not made yet in the outbox's own folder is on its volume.
+    const here = join(d, 'here.jsonl');
+    symlinkSync('later.jsonl', here);
+    expect((await opened(3.5 * MiB, [dlq(here)], d)).warned).toHaveLength(1);
   });
 
   it('a dead-letter file not made yet, in a folder not made yet, is on the volume of the nearest folder that is', async () => {
