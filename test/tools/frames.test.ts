@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -309,6 +309,32 @@ describe('videoFrames: a file whose resolution changes mid-stream (argus detect,
     const sizes: string[] = [];
     for await (const f of videoFrames({ ffmpegPath: ffmpeg, url: joined })) sizes.push(`${f.width}x${f.height}`);
     expect(sizes).toEqual([...Array(10).fill('320x240'), ...Array(10).fill('160x160')]);
+  }, 60_000);
+});
+
+describe('videoFrames: an interlaced stream from a named pipe (it cannot be read twice)', () => {
+  it('is deinterlaced from its first read, as the same stream from a file is (read again deinterlaced): every frame comes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-frames-fifo-'));
+    const clip = join(dir, 'i.ts');
+    // 320x240, a box moving 8 px a field, H.264 coded interlaced, top field first: 20 frames.
+    await runCommand(ffmpeg, ['-v', 'error', '-f', 'lavfi', '-i', 'color=c=black:s=320x240:r=50', '-f', 'lavfi', '-i', 'color=c=white:s=40x60:r=50', '-filter_complex', "[0][1]overlay=x='mod(n*8\\,280)':y=100,trim=end_frame=40,tinterlace=mode=interleave_top,setfield=tff", '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-g', '25', '-flags', '+ildct+ilme', '-x264-params', 'tff=1', '-f', 'mpegts', clip]);
+    const hashes = async (url: string) => {
+      const out: string[] = [];
+      for await (const f of videoFrames({ ffmpegPath: ffmpeg, url, stallMs: 5000 })) out.push(createHash('sha1').update(f.data).digest('hex'));
+      return out;
+    };
+    const fromFile = await hashes(clip);
+    expect(fromFile).toHaveLength(20);
+    const fifo = join(dir, 'v.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const writer = spawn('sh', ['-c', 'cat "$0" > "$1"', clip, fifo], { stdio: 'ignore' });
+    try {
+      // Before: read once to learn it is interlaced, then again, from a pipe whose writer had
+      // gone with the first reader: no frame, VAP_ERR_SOURCE_TIMEOUT.
+      expect(await hashes(fifo)).toEqual(fromFile);
+    } finally {
+      writer.kill();
+    }
   }, 60_000);
 });
 
