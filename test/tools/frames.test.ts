@@ -1,7 +1,7 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lastValueFrom, map, toArray } from 'rxjs';
@@ -312,7 +312,7 @@ describe('videoFrames: a file whose resolution changes mid-stream (argus detect,
   }, 60_000);
 });
 
-describe('videoFrames: an interlaced stream from a named pipe (it cannot be read twice)', () => {
+describe('videoFrames: an interlaced stream from a named pipe or a URL ffmpeg listens on (it cannot be read twice)', () => {
   it('is deinterlaced from its first read, as the same stream from a file is (read again deinterlaced): every frame comes', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-frames-fifo-'));
     const clip = join(dir, 'i.ts');
@@ -325,6 +325,33 @@ describe('videoFrames: an interlaced stream from a named pipe (it cannot be read
     };
     const fromFile = await hashes(clip);
     expect(fromFile).toHaveLength(20);
+    // A URL ffmpeg listens on, a sender that connects once: the same frames (before, none).
+    const free = createServer();
+    await new Promise<void>((r) => free.listen(0, '127.0.0.1', r));
+    const port = (free.address() as { port: number }).port;
+    await new Promise<void>((r) => free.close(() => r()));
+    let sending = true;
+    const sender = (async () => {
+      while (sending) {
+        const sock = connect(port, '127.0.0.1');
+        const up = await new Promise<boolean>((r) => {
+          sock.once('connect', () => r(true));
+          sock.once('error', () => r(false));
+        });
+        if (up) {
+          sock.end(readFileSync(clip));
+          sock.on('error', () => {});
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    try {
+      expect(await hashes(`tcp://127.0.0.1:${port}?listen=1`)).toEqual(fromFile);
+    } finally {
+      sending = false;
+      await sender;
+    }
     const fifo = join(dir, 'v.fifo');
     execFileSync('mkfifo', [fifo]);
     const writer = spawn('sh', ['-c', 'cat "$0" > "$1"', clip, fifo], { stdio: 'ignore' });
