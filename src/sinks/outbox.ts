@@ -97,6 +97,8 @@ export interface OutboxOptions {
   beside?: readonly { path: string; maxBytes: number; field: string }[];
   /** The volume's free bytes for `dir` (tests; default statfs: blocks available to argus's user). */
   freeBytes?: (dir: string) => Promise<number>;
+  /** Whether open says a shortfall of room (checkRoom). Default true; false for a folder only read and emptied (adoptOnce). */
+  checkRoom?: boolean;
 }
 
 export type OutboxKind = 'alert' | 'status';
@@ -566,7 +568,7 @@ export class Outbox {
       openHere.delete(this.hereKey);
       throw e;
     }
-    await this.checkRoom().catch(() => undefined);
+    if (this.o.checkRoom !== false) await this.checkRoom().catch(() => undefined);
   }
 
   /**
@@ -754,7 +756,9 @@ export class Outbox {
         // such a folder may hold (`lobby cam` with maxAgeHours 1 dropped `lobby_cam`'s older ones
         // there, logged as its own). This one's bound is applied below to what it takes.
         // Nor as this pipeline's: only what `ours` accepts is taken, and the rest left there.
-        old = await Outbox.open({ ...this.o, dir: from, maxAgeMs: Infinity, owner: undefined, cluster: undefined });
+        // Nor its room checked: nothing is journaled there any more (fa18ec5 warned of the old
+        // folder's volume, and of the dead-letter file on it, at the start that took it over).
+        old = await Outbox.open({ ...this.o, dir: from, maxAgeMs: Infinity, owner: undefined, cluster: undefined, checkRoom: false });
       } catch (e) {
         // Held by a running argus: it replays what the journal holds, ours among it.
         if ((e as { inUse?: boolean }).inUse) continue;

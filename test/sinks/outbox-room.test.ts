@@ -78,6 +78,23 @@ describe('Outbox.open: the room its volume needs', () => {
   });
 });
 
+describe('Outbox.adoptOnce: the folder an older release kept', () => {
+  it("is only read and emptied: its volume's room is not said (it was, as if the outbox were there)", async () => {
+    const legacy = mkdtempSync(join(tmpdir(), 'argus-room-legacy-'));
+    const old = await Outbox.open({ dir: legacy, maxBytes: MAX, maxAgeMs: 3_600_000, fsync: false, freeBytes: async () => 10 * MiB, log: () => {} });
+    const m = { type: 'alert', version: 1, source: 'cam', alert: { id: 'old1' } } as unknown as AlertMessage;
+    await old.append(m, JSON.stringify(m));
+    await old.close();
+    const said: string[] = [];
+    const d = mkdtempSync(join(tmpdir(), 'argus-room-'));
+    // The outbox's own volume has room; the old folder's (the same test volume) is said to have little.
+    const ob = await Outbox.open({ dir: d, maxBytes: MAX, maxAgeMs: 3_600_000, fsync: false, freeBytes: async (dir) => (dir === d ? 10 * MiB : 1 * MiB), log: (msg, _f, level) => void (level === 'warn' && /has room for/.test(msg) && said.push(msg)) });
+    expect(await ob.adoptOnce([legacy])).toBe(1);
+    await ob.close();
+    expect(said).toEqual([]);
+  });
+});
+
 describe('Outbox: a full disk during the run', () => {
   it("is said with the outbox's code and the disk's error, the alert kept in memory and counted, its append never failing", async () => {
     const said: { msg: string; fields: Record<string, unknown>; level?: string }[] = [];
