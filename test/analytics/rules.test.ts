@@ -166,6 +166,11 @@ describe('zones', () => {
     // every third frame: enters, on its third person frame inside.
     const walker = simulate(zoneSource(), { objects: [{ key: 'p', box: person(180, 300), velocity: [60, 0], classId: (t) => (Math.round(t * 10) % 3 === 2 ? 4 : 0) }] }, 10, 6, { classAware: false });
     expect(walker.alerts.map((a) => [a.event, a.trackId])).toEqual([['zone.enter', 1]]);
+    // Labelled person on one frame in five only (runs of four chair frames, 0.4 s): enters too,
+    // on its third person frame inside. Before (2d1fa1b: more chair frames in a row than
+    // minHoldFrames broke the entry being held), each run started it over: it never entered.
+    const faint = simulate(zoneSource(), { objects: [{ key: 'p', box: person(180, 300), velocity: [60, 0], classId: (t) => (Math.round(t * 10) % 5 === 0 ? 0 : 4) }] }, 10, 6, { classAware: false });
+    expect(faint.alerts.map((a) => [a.event, a.trackId])).toEqual([['zone.enter', 1]]);
   });
 
   it('only the configured classes count', () => {
