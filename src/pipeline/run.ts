@@ -6,11 +6,10 @@ import type { FrameResult } from '../analytics/analyze.js';
 import type { SourceAnalyticsReport } from '../analytics/report.js';
 import type { PipelineConfig } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { sameFile } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import type { Frame } from '../core/frame.js';
 import type { RunningServer } from '../server/http.js';
-import { JsonlSink } from '../sinks/jsonl.js';
+import { JsonlSink, jsonlTargetRefusal } from '../sinks/jsonl.js';
 import type { AnnotateSink, AnnotateSourceStats } from '../sinks/annotate.js';
 import { AnnotateSinkSchema } from '../config/schema/sinks.js';
 import type { KafkaSink, KafkaSinkOptions } from '../sinks/kafka.js';
@@ -400,12 +399,10 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
     }, () => undefined);
   }
   const jsonlField = options.jsonl !== undefined ? '--jsonl' : 'sinks.jsonl.path';
-  if (jsonlPath !== undefined && jsonlPath !== '-') {
-    // Opening truncates it: `--jsonl clip.mp4` emptied the clip a source was about to read, and
-    // `--jsonl pipeline.yaml` the pipeline (the annotated video refused this already).
-    const input = pipeline.inputs.find((i) => sameFile(i, jsonlPath));
-    if (input) throw new ArgusError(ErrorCodes.SINK_FILE, `${jsonlField}: ${jsonlPath} is a file a source reads (${input}); refusing to write over it`);
-    if (options.configFile && sameFile(options.configFile, jsonlPath)) throw new ArgusError(ErrorCodes.SINK_FILE, `${jsonlField}: ${jsonlPath} is the pipeline file; refusing to write over it`);
+  if (jsonlPath !== undefined) {
+    // Opening truncates it: never a source's file or the pipeline (the annotated video refused this already).
+    const refused = jsonlTargetRefusal(jsonlPath, pipeline.inputs, options.configFile, jsonlField);
+    if (refused) throw refused;
   }
   if (jsonlPath) {
     // A signal ends the wait for a named pipe's reader (the run then ends VAP_ERR_INTERRUPTED).

@@ -3,8 +3,23 @@ import { closeSync, constants, fstatSync, openSync, type WriteStream } from 'nod
 import { open, stat } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { sameFile } from '../core/files.js';
 import { JSONL_MAX_BUFFERED_BYTES, type LogFn } from '../core/log.js';
 import type { Sink } from './sink.js';
+
+/**
+ * Why the JSON lines must not be written to `path` (opening it truncates it): a file a source
+ * reads (`inputs`), or the pipeline file; undefined otherwise. `--jsonl clip.mp4` emptied the
+ * clip a source was about to read, and `--jsonl pipeline.yaml` the pipeline. `field` names the
+ * setting (`sinks.jsonl.path`, `--jsonl`). argus run refuses such a path and argus check reports it.
+ */
+export function jsonlTargetRefusal(path: string, inputs: readonly string[], configFile: string | undefined, field: string): ArgusError | undefined {
+  if (path === '-') return undefined;
+  const input = inputs.find((i) => sameFile(i, path));
+  if (input) return new ArgusError(ErrorCodes.SINK_FILE, `${field}: ${path} is a file a source reads (${input}); refusing to write over it`);
+  if (configFile && sameFile(configFile, path)) return new ArgusError(ErrorCodes.SINK_FILE, `${field}: ${path} is the pipeline file; refusing to write over it`);
+  return undefined;
+}
 
 export interface JsonlSinkOptions {
   /** Also write source status changes (default: detections and alerts only). */

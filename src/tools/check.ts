@@ -15,6 +15,7 @@ import { forTerminalLines } from '../core/text.js';
 import type { Detector } from '../inference/detector.js';
 import { ffmpegOutputFor } from '../pipeline/detect.js';
 import { loadDetector, pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
+import { jsonlTargetRefusal } from '../sinks/jsonl.js';
 import { brokersText, commandKafkaConfig, reachKafka } from '../sinks/kafka-reach.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
 import { configuredFfmpegPath, describeFfmpeg, resolveFfmpeg, type FfmpegChoice } from '../sources/ffmpeg-path.js';
@@ -169,7 +170,8 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
       for (const text of unknown) items.push(problem('classes', new ArgusError(ErrorCodes.CONFIG, text), file));
       if (unknown.length === 0) items.push({ check: 'classes', ok: true, message: 'every class of the zones, lines and rules is one of the model\'s labels' });
     }
-    await checkSinks(config, file, baseDir, options.connect === true, timeoutMs, items);
+    const inputs = [...urls.values()].filter((u) => sourceKind(u) === 'file').map((u) => resolve(u));
+    await checkSinks(config, file, baseDir, inputs, options.connect === true, timeoutMs, items);
     if (options.probe && ff) {
       for (const [s, url] of urls) items.push(await probeSource(s, url, fieldOf(s), ff.path, detector, config, baseDir, timeoutMs, log, file));
     }
@@ -179,13 +181,20 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
   return report();
 }
 
-/** The sinks: the JSONL file's folder writable (nothing made), Kafka's brokers (with `connect`: answering). */
-async function checkSinks(config: PipelineConfig, file: string, baseDir: string, connect: boolean, timeoutMs: number, items: CheckItem[]): Promise<void> {
+/**
+ * The sinks: the JSONL file as a run opens it (not a source's file or the pipeline, its folder
+ * writable, the file writable where it is there; nothing made), Kafka's brokers (with
+ * `connect`: answering). `inputs`: the sources' files, resolved.
+ */
+async function checkSinks(config: PipelineConfig, file: string, baseDir: string, inputs: readonly string[], connect: boolean, timeoutMs: number, items: CheckItem[]): Promise<void> {
   const jsonl = config.sinks.jsonl?.path;
   if (jsonl && jsonl !== '-') {
     const path = resolve(baseDir, jsonl);
-    const why = await unwritableFolder(dirname(path));
-    items.push(why ? { check: 'sinks', ok: false, code: ErrorCodes.SINK_FILE, field: 'sinks.jsonl.path', message: `sinks.jsonl.path: ${path}: its folder cannot be written (${why})` } : { check: 'sinks', ok: true, field: 'sinks.jsonl.path', message: `${path}: its folder is writable` });
+    const refused = jsonlTargetRefusal(path, inputs, file, 'sinks.jsonl.path');
+    const folder = refused ? undefined : await unwritableFolder(dirname(path));
+    const target = refused || folder ? undefined : await unwritableTarget(path);
+    const why = refused?.message ?? (folder ? `sinks.jsonl.path: ${path}: its folder cannot be written (${folder})` : target ? `sinks.jsonl.path: ${path}: ${target}` : undefined);
+    items.push(why ? { check: 'sinks', ok: false, code: ErrorCodes.SINK_FILE, field: 'sinks.jsonl.path', message: why } : { check: 'sinks', ok: true, field: 'sinks.jsonl.path', message: `${path}: its folder is writable` });
   }
   const kafka = config.sinks.kafka;
   if (!kafka) return;
@@ -216,6 +225,27 @@ async function unwritableFolder(dir: string): Promise<string | undefined> {
     return undefined;
   } catch (e) {
     return `${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`;
+  }
+}
+
+/**
+ * Why the run could not open `path` for writing where it is there already (a folder, a file
+ * this process may not write: EISDIR, EACCES at the run's start), or undefined (not there: the
+ * run makes it; a named pipe or a device: opened as they are).
+ */
+async function unwritableTarget(path: string): Promise<string | undefined> {
+  let st: Stats;
+  try {
+    st = await stat(path);
+  } catch {
+    return undefined;
+  }
+  if (st.isDirectory()) return 'is a folder, not a file';
+  try {
+    await access(path, constants.W_OK);
+    return undefined;
+  } catch (e) {
+    return `cannot be written (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`;
   }
 }
 

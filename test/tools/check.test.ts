@@ -1,6 +1,6 @@
 // argus check: a pipeline file checked without running it, every problem with its code and field.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,6 +58,23 @@ describe('argus check', () => {
     ]);
     expect(r.items.find((i) => i.code === 'VAP_ERR_SOURCE_OPEN')?.message).toBe(`sources[0].uri: ${join(dir, 'missing.mp4')}: cannot be read (ENOENT)`);
     expect(r.items.find((i) => i.check === 'classes')?.message).toMatch(/^sources\[0\]\.zones\[0\]\.classes\[0\]: unknown class "persn" \(the model's labels include person/);
+  });
+
+  it('a JSONL path a run refuses (the pipeline file, a source\'s clip, a folder): each a VAP_ERR_SINK_FILE, as the run says it', async () => {
+    const clip = join(dir, 'clip.mp4');
+    copyFileSync(PERSON_VIDEO, clip);
+    mkdirSync(join(dir, 'a-folder'), { recursive: true });
+    const cases: [string, RegExp][] = [
+      ['self.yaml', /^sinks\.jsonl\.path: .*self\.yaml is the pipeline file; refusing to write over it$/],
+      ['clip.mp4', /^sinks\.jsonl\.path: .*clip\.mp4 is a file a source reads \(.*clip\.mp4\); refusing to write over it$/],
+      ['a-folder', /^sinks\.jsonl\.path: .*a-folder: is a folder, not a file$/],
+    ];
+    for (const [target, message] of cases) {
+      const file = pipeline('self.yaml', `name: t\nsources:\n  - id: a\n    uri: clip.mp4\nsinks:\n  jsonl: {path: ${target}}\n`);
+      const r = await checkPipeline(file);
+      expect(problems(r), target).toEqual([{ code: 'VAP_ERR_SINK_FILE', field: 'sinks.jsonl.path' }]);
+      expect(r.items.find((i) => !i.ok)?.message, target).toMatch(message);
+    }
   });
 
   it('a missing model file: VAP_ERR_MODEL_LOAD naming model.path and the file; the rest is still checked', async () => {
