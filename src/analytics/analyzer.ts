@@ -1,9 +1,9 @@
+import { unknownClassText } from '../config/classes.js';
 import type { LineConfig, RuleConfig, SourceConfig, ZoneConfig } from '../config/schema.js';
 import type { Detections } from '../core/detections.js';
 import { ObservedTime, OUTAGE_MS } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { Point } from '../core/polygon.js';
-import { mention } from '../core/redact.js';
 import { RateFloor, KOfN } from './conveyor.js';
 import { Cooldown } from './cooldown.js';
 import { LineCounter, lineStats, type LineEvent, type LineStats } from './line.js';
@@ -28,13 +28,8 @@ function classIds(names: readonly string[] | undefined, labels: readonly string[
   return new Set(
     names.map((n, i) => {
       const idx = labels.indexOf(n);
-      if (idx < 0) {
-        // The name is repeated (and labels like it suggested) only when it has a name's shape:
-        // other text may be a secret from ${env:…} (README, "Pipelines").
-        const shown = mention(n);
-        const near = shown ? labels.filter((l) => l.startsWith(n.slice(0, 2))).slice(0, 5) : [];
-        throw new ArgusError(ErrorCodes.CONFIG, `${field}[${i}]: unknown class${shown ? ` ${shown}` : ''} (the model's labels include ${near.length ? near.join(', ') : labels.slice(0, 5).join(', ')}, …)`);
-      }
+      // Said as config/classes.ts says it (a start checks them all there first).
+      if (idx < 0) throw new ArgusError(ErrorCodes.CONFIG, unknownClassText(n, labels, `${field}[${i}]`));
       return idx;
     }),
   );
