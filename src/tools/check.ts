@@ -153,7 +153,9 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
       urls.set(s, url);
       items.push({ check: 'source', ok: true, field: `${field}.uri`, message: `${s.id}: ${sourceKind(url) === 'file' ? `file ${url}, readable` : `${sourceKind(url)} stream`}` });
     } catch (e) {
-      items.push(problem('source', e, file, `${field}.uri`));
+      // The field its message names (`sources[0].tls.ca` for the CA file), else the uri.
+      const item = problem('source', e, file);
+      items.push(item.field ? item : { ...item, field: `${field}.uri` });
     }
   }
 

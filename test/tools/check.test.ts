@@ -77,6 +77,13 @@ describe('argus check', () => {
     }
   });
 
+  it('an rtsps camera\'s CA file that is not there: the problem names sources[0].tls.ca, as its message does (not the uri)', async () => {
+    const file = pipeline('ca.yaml', `name: t\nsources:\n  - id: a\n    uri: rtsps://127.0.0.1:1/x\n    tls: {ca: no-such-ca.pem}\n`);
+    const r = await checkPipeline(file);
+    expect(problems(r)).toEqual([{ code: 'VAP_ERR_CONFIG', field: 'sources[0].tls.ca' }]);
+    expect(r.items.find((i) => !i.ok)?.message).toBe(`sources[0].tls.ca: ${join(dir, 'no-such-ca.pem')}: cannot be read (ENOENT)`);
+  });
+
   it('a missing model file: VAP_ERR_MODEL_LOAD naming model.path and the file; the rest is still checked', async () => {
     const file = pipeline('model.yaml', `name: t\nmodel: {path: nope.onnx}\nsources:\n  - id: a\n    uri: missing.mp4\n`);
     const r = await checkPipeline(file);
