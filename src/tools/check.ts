@@ -2,6 +2,7 @@ import { constants, type Stats } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { firstValueFrom, take, timeout } from 'rxjs';
+import { SourceAnalyzer } from '../analytics/analyzer.js';
 import { unknownClasses } from '../config/classes.js';
 import { loadPipeline } from '../config/load.js';
 import type { PipelineConfig, SourceConfig } from '../config/schema.js';
@@ -257,7 +258,8 @@ const PROBE_OUTPUT = { width: 64, height: 64, pixelFormat: 'rgb24', align: 'cent
 /**
  * A source's first frame, as a run would read it (its supervised ffmpeg), within `timeoutMs`:
  * its size and rate, or VAP_ERR_SOURCE_TIMEOUT (or the source's own error: it is tried once
- * more at most, not for ever).
+ * more at most, not for ever); then its zones and lines placed on it (a pixel point outside
+ * that frame: VAP_ERR_CONFIG naming the point, as the run fails the source at its first frame).
  */
 async function probeSource(s: SourceConfig, url: string, field: string, ffmpegPath: string, detector: Detector | undefined, config: PipelineConfig, baseDir: string, timeoutMs: number, log: LogFn, file: string): Promise<CheckItem> {
   let info: { width: number; height: number; fps?: number } | undefined;
@@ -279,6 +281,15 @@ async function probeSource(s: SourceConfig, url: string, field: string, ffmpegPa
       ),
     );
     frame.release();
+    // The zones and lines placed on that frame as a run places them on its first: a pixel point
+    // outside it fails the source there (VAP_ERR_CONFIG), which the probe knows by now.
+    if (info && detector && unknownClasses(s, detector.labels, field).length === 0) {
+      try {
+        new SourceAnalyzer(s, detector.labels, field, (m) => log(m, { source: s.id }, 'warn')).init(info.width, info.height);
+      } catch (e) {
+        return problem('probe', e, file);
+      }
+    }
     const size = info ? `${info.width}x${info.height}` : 'size unknown';
     return { check: 'probe', ok: true, field: `${field}.uri`, message: `${s.id}: first frame ${size}${info?.fps ? ` at ${info.fps} fps` : ''}`, ...(info ? { width: info.width, height: info.height } : {}), ...(info?.fps ? { fps: info.fps } : {}) };
   } catch (e) {

@@ -84,6 +84,13 @@ describe('argus check', () => {
     expect(r.items.find((i) => !i.ok)?.message).toBe(`sources[0].tls.ca: ${join(dir, 'no-such-ca.pem')}: cannot be read (ENOENT)`);
   });
 
+  it('--probe: a zone\'s pixel point outside the first frame (768x432) is VAP_ERR_CONFIG naming the point, as the run fails the source on that frame', async () => {
+    const file = pipeline('outside.yaml', `name: t\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\n    zones:\n      - {id: z, units: pixel, polygon: [[0, 0], [2000, 0], [2000, 900]]}\n`);
+    const r = await checkPipeline(file, { probe: true, timeoutMs: 120_000 });
+    expect(problems(r)).toEqual([{ code: 'VAP_ERR_CONFIG', field: 'sources[0].zones[0].polygon[1]' }]);
+    expect(r.items.find((i) => !i.ok)).toMatchObject({ check: 'probe', message: expect.stringMatching(/^sources\[0\]\.zones\[0\]\.polygon\[1\]: point \[2000, 0\] is outside the 768x432 frame/) });
+  }, 300_000);
+
   it('a missing model file: VAP_ERR_MODEL_LOAD naming model.path and the file; the rest is still checked', async () => {
     const file = pipeline('model.yaml', `name: t\nmodel: {path: nope.onnx}\nsources:\n  - id: a\n    uri: missing.mp4\n`);
     const r = await checkPipeline(file);
