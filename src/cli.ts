@@ -380,7 +380,9 @@ program
   .option('--json', 'print the report as JSON: {file, ok, problems, items: [{check, ok, code, field, message}]}', false)
   .action(async (file: string, opts: { connect: boolean; probe: boolean; timeout?: number; json: boolean }) => {
     const { checkPipeline, formatCheck } = await import('./tools/check.js');
-    const report = await checkPipeline(file, { connect: opts.connect, probe: opts.probe, timeoutMs: opts.timeout === undefined ? undefined : opts.timeout * 1000, log });
+    // A signal while it reads the pipeline (a named pipe nobody writes to) is said as run says it.
+    starting(`reading the pipeline ${forTerminal(file)}`);
+    const report = await checkPipeline(file, { connect: opts.connect, probe: opts.probe, timeoutMs: opts.timeout === undefined ? undefined : opts.timeout * 1000, log, onRead: startEnded });
     process.stdout.write(opts.json ? JSON.stringify(report, null, 2) + '\n' : formatCheck(report));
     if (!report.ok) process.exitCode = EXIT_ERROR;
     // The report is written: the process ends even if a library still holds a handle (a broker that never said goodbye).
@@ -400,10 +402,11 @@ program
     await fetchAll(log, ac.signal);
   });
 
-// Every command but run and worker stops on signals its own way from its start (run and worker
-// once their listeners are in place, after reading the pipeline: runOrWork).
+// Every command but run, worker and check stops on signals its own way from its start (run and
+// worker once their listeners are in place, after reading the pipeline: runOrWork; check once it
+// has read it, by the default action from then on).
 program.hook('preAction', (_program, command) => {
-  if (command.name() !== 'run' && command.name() !== 'worker') startEnded();
+  if (!['run', 'worker', 'check'].includes(command.name())) startEnded();
 });
 
 // After a usage error, where the options are listed (the whole help buried the error above it).

@@ -54,6 +54,8 @@ export interface CheckOptions {
   /** Bound on each network step (a broker's answer, a source's first frame, an asset's download), ms. Default CHECK_TIMEOUT_MS. */
   timeoutMs?: number;
   log?: LogFn;
+  /** Called once the pipeline file is read (or failed to be): the CLI's start ends there (core/starting.ts). */
+  onRead?: () => void;
 }
 
 /** Default bound on each of `argus check`'s network steps, ms. */
@@ -108,6 +110,8 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
   } catch (e) {
     items.push(...configProblems('pipeline', e, file));
     return report();
+  } finally {
+    options.onRead?.();
   }
   const sources = config.sources.filter((s) => s.enabled);
   items.push({ check: 'pipeline', ok: true, field: file, message: `valid: ${config.sources.length} source(s), ${sources.length} enabled${config.cluster ? ', a worker YAML (cluster section: argus worker runs it)' : ''}` });

@@ -26,13 +26,13 @@ const WATCH_SIGINT = `const t = setInterval(() => { if (process.listenerCount('S
  * `argus run` of a pipeline that is a named pipe: its start cannot get past reading it until the
  * test writes there, which it never does, so a signal sent at any time before lands in the start.
  */
-function startOnFifo() {
+function startOnFifo(command: 'run' | 'check' = 'run') {
   const dir = mkdtempSync(join(tmpdir(), 'argus-start-signal-'));
   const fifo = join(dir, 'p.yaml');
   execFileSync('mkfifo', [fifo]);
   const watch = join(dir, 'watch.cjs');
   writeFileSync(watch, WATCH_SIGINT);
-  const p = spawn(process.execPath, ['--require', watch, ARGUS, 'run', fifo, '--no-status'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
+  const p = spawn(process.execPath, ['--require', watch, ARGUS, command, fifo, ...(command === 'run' ? ['--no-status'] : [])], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
   children.add(p);
   let stderr = '';
   p.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
@@ -61,6 +61,19 @@ describe('a stop signal while argus run starts', () => {
       const { code, signal } = await s.exited;
       expect({ code, signal }).toEqual({ code: null, signal: 'SIGTERM' });
       expect(s.stderr()).toBe(`argus: VAP_ERR_INTERRUPTED: SIGTERM while reading the pipeline ${s.fifo}: stopped on the signal, before anything ran\n`);
+    } finally {
+      await writer.close();
+    }
+  }, 120_000);
+
+  it('argus check, while reading its pipeline from a named pipe nobody writes to: names the file as run does (it ended without a word)', async () => {
+    const s = startOnFifo('check');
+    const writer = await open(s.fifo, 'w');
+    try {
+      s.p.kill('SIGINT');
+      const { code, signal } = await s.exited;
+      expect({ code, signal }).toEqual({ code: null, signal: 'SIGINT' });
+      expect(s.stderr()).toBe(`argus: VAP_ERR_INTERRUPTED: SIGINT while reading the pipeline ${s.fifo}: stopped on the signal, before anything ran\n`);
     } finally {
       await writer.close();
     }
