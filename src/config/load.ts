@@ -1,7 +1,9 @@
+import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { isAlias, isMap, isPair, isScalar, isSeq, parseDocument, visit, YAMLError, type Document, type DocumentOptions, type Pair, type ParseOptions } from 'yaml';
 import type { z, ZodError, ZodIssue, ZodTypeAny } from 'zod';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { PipeTimeout, readInto, type PipeWait } from '../core/files.js';
 import { mention } from '../core/redact.js';
 import { InterpolationError, interpolateEnv } from './interpolate.js';
 import { PipelineSchema, type PipelineConfig } from './schema.js';
@@ -396,29 +398,40 @@ function mediaKind(b: Buffer): string | undefined {
 }
 
 /**
+ * How long a configuration file that is a pipe (`argus run p.yaml` on a named pipe, `argus run
+ * <(render-pipeline)`) is waited for: its writer must have written it whole and closed it by
+ * then, else VAP_ERR_CONFIG_FILE naming the file. Long enough for a program that renders a
+ * pipeline (fetches a secret, templates a file); a pipe nobody writes to is said, not waited on
+ * for ever.
+ */
+export const CONFIG_PIPE_WAIT_MS = 30_000;
+
+/**
  * A configuration file's text: at most `maxBytes` (else VAP_ERR_CONFIG_FILE, read no further),
  * and UTF-8 (else VAP_ERR_CONFIG_FILE naming the byte offset and line: `readFile(…, 'utf8')`
- * turned a Latin-1 'é' in a password or a uri into U+FFFD without a word).
+ * turned a Latin-1 'é' in a password or a uri into U+FFFD without a word). Opened without
+ * waiting (O_NONBLOCK): a named pipe is read without holding one of libuv's threads, within
+ * `pipe.waitMs` (CONFIG_PIPE_WAIT_MS; core/files.ts, readInto). A blocking open and read of a
+ * pipe nobody wrote to held a thread for good, and process.exit() waited for it.
  */
-export async function readConfigText(file: string, maxBytes = MAX_CONFIG_BYTES, kind: ConfigKind = 'pipeline'): Promise<string> {
+export async function readConfigText(file: string, maxBytes = MAX_CONFIG_BYTES, kind: ConfigKind = 'pipeline', pipe: PipeWait = {}): Promise<string> {
   // A model manifest's file that is no text is most likely the ONNX model itself (`model.manifest:
   // my.onnx`, `--model my.model`): said "larger than 1 MiB, the most argus reads of a configuration file".
   const notText = kind === 'manifest' ? `; a model manifest is YAML text, and an ONNX model file is given as model.path (with manifest: naming its family, e.g. yolox-nano) or as --model FILE.onnx` : '';
   const buf = Buffer.allocUnsafe(maxBytes + 1);
   let n = 0;
   try {
-    const handle = await open(file, 'r');
+    const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
     try {
+      const st = await handle.stat();
+      if (st.isDirectory()) throw Object.assign(new Error('EISDIR'), { code: 'EISDIR' });
       // Up to one byte past the cap: enough to know it is too large, and no more.
-      while (n < buf.length) {
-        const { bytesRead } = await handle.read(buf, n, buf.length - n, null);
-        if (bytesRead === 0) break;
-        n += bytesRead;
-      }
+      n = await readInto(handle, buf, st.isFIFO() || st.isSocket() ? { waitMs: CONFIG_PIPE_WAIT_MS, ...pipe } : undefined);
     } finally {
       await handle.close();
     }
   } catch (e) {
+    if (e instanceof PipeTimeout) throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: ${e.message}: write the file whole and close it, or name a regular file`);
     const code = (e as NodeJS.ErrnoException).code;
     // `argus run pipelines`: "cannot read (EISDIR)".
     if (code === 'EISDIR') throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: a folder, not a YAML file: name the file in it`, { cause: e });

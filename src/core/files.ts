@@ -311,32 +311,49 @@ async function readOnce(path: string, maxBytes: number, wait: PipeWait, isPipe: 
 
 /**
  * A file's bytes to its end, at most `maxBytes`: a regular file whose size is not known (/proc's),
- * or, with `pipe`, a pipe until its writer closes it, within `pipe.waitMs`. Opened without
- * waiting, a pipe is read without waiting too: nothing yet (EAGAIN: a writer that has not
- * written; or the end with nothing read: no writer yet) is read again after a pause, never in a
- * read that blocks one of libuv's threads.
+ * or, with `pipe`, a pipe until its writer closes it, within `pipe.waitMs` (readInto).
  */
 async function readChunks(fh: FileHandle, maxBytes: number, failed: (e: unknown) => Error, pipe?: PipeWait): Promise<Buffer> {
+  const buf = Buffer.allocUnsafe(maxBytes + 1);
+  const n = await readInto(fh, buf, pipe).catch((e: unknown) => {
+    throw e instanceof PipeTimeout ? e : failed(e);
+  });
+  if (n > maxBytes) throw new Error(`larger than ${maxBytes} bytes`);
+  // A copy of its size: the bytes of a pipe are kept (reads), not the whole buffer.
+  return Buffer.from(buf.subarray(0, n));
+}
+
+/** readInto's rejection when a pipe's writer did not write it whole in time; its message says which way. */
+export class PipeTimeout extends Error {}
+
+/**
+ * Reads `fh` into `buf` from its start until `buf` is full or the file ends; resolves to the
+ * bytes read (a `buf.length` means there may be more: it was not read). With `pipe` (a pipe
+ * opened with O_NONBLOCK) it is read without waiting: nothing yet (EAGAIN: a writer that has
+ * not written; or the end with nothing read: no writer yet) is read again after a pause, never
+ * in a read that blocks one of libuv's threads (a blocking read of a named pipe nobody writes
+ * to held one for good, and process.exit() waited for it), until its writer closes it; past
+ * `pipe.waitMs` it rejects with PipeTimeout (`a pipe nobody wrote to within 5 s`, or `whose
+ * writer did not close it`). Any other error of a read rejects as it is.
+ */
+export async function readInto(fh: FileHandle, buf: Buffer, pipe?: PipeWait): Promise<number> {
   const w = pipe && waitOf(pipe);
-  const chunks: Buffer[] = [];
-  let total = 0;
-  const buf = Buffer.allocUnsafe(64 * 1024);
-  for (;;) {
-    const got = await fh.read(buf, 0, buf.length, null).then(
+  let n = 0;
+  while (n < buf.length) {
+    const got = await fh.read(buf, n, buf.length - n, null).then(
       (r) => r.bytesRead,
       (e: unknown) => {
         if (w && (e as NodeJS.ErrnoException).code === 'EAGAIN') return -1;
-        throw failed(e);
+        throw e;
       },
     );
     if (got > 0) {
-      total += got;
-      if (total > maxBytes) throw new Error(`larger than ${maxBytes} bytes`);
-      chunks.push(Buffer.from(buf.subarray(0, got)));
+      n += got;
       continue;
     }
-    if (!w || (got === 0 && total > 0)) return Buffer.concat(chunks, total);
-    if (w.now() >= w.until) throw new Error(`a pipe ${total > 0 ? 'whose writer did not close it' : 'nobody wrote to'} within ${w.waitMs / 1000} s`);
+    if (!w || (got === 0 && n > 0)) break;
+    if (w.now() >= w.until) throw new PipeTimeout(`a pipe ${n > 0 ? 'whose writer did not close it' : 'nobody wrote to'} within ${w.waitMs / 1000} s`);
     await w.sleep(PIPE_POLL_MS);
   }
+  return n;
 }

@@ -1,10 +1,11 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, mkdtempSync, openSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { readCamerasFile } from '../../src/cluster/admin.js';
-import { invalidUtf8At, loadPipeline, MAX_CONFIG_BYTES, readConfigText } from '../../src/config/load.js';
+import { CONFIG_PIPE_WAIT_MS, invalidUtf8At, loadPipeline, MAX_CONFIG_BYTES, readConfigText } from '../../src/config/load.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'argus-config-read-'));
 const PIPELINE = 'sources:\n  - id: cam\n    uri: rtsp://cam.local/s\n';
@@ -58,6 +59,56 @@ describe('a configuration file is read up to a cap (1 MiB), never past it', () =
     const e = await refusal(readCamerasFile('/dev/zero'));
     expect(e.code).toBe('VAP_ERR_CONFIG_FILE');
     expect(e.message).toMatch(/^\/dev\/zero: larger than 8 MiB/);
+  });
+});
+
+describe('a configuration file that is a named pipe nobody writes to', () => {
+  // Pipes a test left waiting: opened for writing and closed again after it, so that a read that
+  // blocked (the fault these tests catch) ends, and with it the thread it held.
+  const waiting: string[] = [];
+  afterEach(() => {
+    for (const f of waiting.splice(0)) {
+      try {
+        closeSync(openSync(f, constants.O_WRONLY | constants.O_NONBLOCK));
+      } catch {
+        // no reader left (ENXIO): nothing waits on it
+      }
+    }
+  });
+  const fifo = (name: string) => {
+    const f = join(dir, name);
+    execFileSync('mkfifo', [f]);
+    waiting.push(f);
+    return f;
+  };
+
+  it('is VAP_ERR_CONFIG_FILE naming the file once CONFIG_PIPE_WAIT_MS has passed (it waited for ever)', async () => {
+    const f = fifo('nobody.yaml');
+    let t = 0;
+    const sleep = (ms: number) => new Promise<void>((r) => setImmediate(() => ((t += ms), r())));
+    const e = await refusal(readConfigText(f, undefined, 'pipeline', { now: () => t, sleep }));
+    expect(e.code).toBe('VAP_ERR_CONFIG_FILE');
+    expect(e.message).toBe(`${f}: a pipe nobody wrote to within ${CONFIG_PIPE_WAIT_MS / 1000} s: write the file whole and close it, or name a regular file`);
+    expect(t).toBeGreaterThanOrEqual(CONFIG_PIPE_WAIT_MS);
+  });
+
+  it("holds none of libuv's threads while it waits: four such reads leave other files readable (they held all four, and process.exit() waited for them)", async () => {
+    let t = 0;
+    const sleep = () => new Promise<void>((r) => setImmediate(r));
+    const reads = [1, 2, 3, 4].map((i) => refusal(readConfigText(fifo(`idle-${i}.yaml`), undefined, 'pipeline', { now: () => t, sleep })));
+    const other = join(dir, 'other.yaml');
+    writeFileSync(other, PIPELINE);
+    expect(await readFile(other, 'utf8')).toBe(PIPELINE);
+    t = CONFIG_PIPE_WAIT_MS;
+    for (const e of await Promise.all(reads)) expect(e.message).toMatch(/a pipe nobody wrote to within 30 s/);
+  });
+
+  it('a pipe written whole and closed is read as a file (argus run <(render-pipeline))', async () => {
+    const f = fifo('written.yaml');
+    const read = readConfigText(f);
+    const writer = spawn(process.execPath, ['-e', `require('fs').writeFileSync(process.argv[1], process.argv[2])`, f, PIPELINE], { stdio: 'ignore' });
+    await new Promise((r) => writer.on('close', r));
+    expect(await read).toBe(PIPELINE);
   });
 });
 
