@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { PACKAGE_ROOT } from './assets/paths.js';
 import { loadPipeline } from './config/load.js';
-import { ArgusError, endingOf, ErrorCodes, isArgusError } from './core/errors.js';
+import { ArgusError, endingOf, ErrorCodes, INTERRUPTED_STATUS, isArgusError } from './core/errors.js';
 import { FAMILIES } from './core/families.js';
 import { redact } from './core/redact.js';
 import { forTerminal, forTerminalLines } from './core/text.js';
@@ -138,7 +138,7 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
       force: () => {
         writeStderr('argus: second signal, exiting at once (messages in flight are lost)\n');
         // Only the inference runs in flight are waited for (milliseconds): see quiesceInference.
-        void quiesceInference(2000).finally(() => process.exit(130));
+        void quiesceInference(2000).finally(() => process.exit(INTERRUPTED_STATUS));
       },
     });
     const onSignal = (sig: string) => signals.receive(sig);
@@ -397,7 +397,7 @@ program
     // A first signal abandons the download under way (its partial file removed) and exits 130;
     // a second one exits at once.
     const ac = new AbortController();
-    const onSignal = () => (ac.signal.aborted ? process.exit(130) : ac.abort());
+    const onSignal = () => (ac.signal.aborted ? process.exit(INTERRUPTED_STATUS) : ac.abort());
     for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, onSignal);
     await fetchAll(log, ac.signal);
   });

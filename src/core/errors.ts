@@ -87,6 +87,9 @@ export function inContext(e: unknown, context: string, codes: readonly ErrorCode
   return new ArgusError(e.code, `${context}: ${e.message}`, { cause: e });
 }
 
+/** The exit status of an interrupted command (a signal at start, a second signal, VAP_ERR_INTERRUPTED). */
+export const INTERRUPTED_STATUS = 130;
+
 /**
  * How argus ends on an error that reached its command line: its code, message and exit status.
  * Coded errors exit 2 (130 for an interrupt); any other is a bug, said as one (VAP_ERR_INTERNAL,
@@ -94,7 +97,7 @@ export function inContext(e: unknown, context: string, codes: readonly ErrorCode
  * (`argus: Cannot read properties of undefined (reading 'uri')`) with status 2, "bad input".
  */
 export function endingOf(e: unknown): { code: ErrorCode; message: string; status: number } {
-  if (isArgusError(e)) return { code: e.code, message: e.message, status: e.code === ErrorCodes.INTERRUPTED ? 130 : 2 };
+  if (isArgusError(e)) return { code: e.code, message: e.message, status: e.code === ErrorCodes.INTERRUPTED ? INTERRUPTED_STATUS : 2 };
   const message = e instanceof Error ? `${e.message} (an error argus does not know: a bug; please report it with this line)` : `${String(e)} (thrown by something argus does not know: a bug; please report it with this line)`;
   return { code: ErrorCodes.INTERNAL, message, status: 4 };
 }

@@ -1,14 +1,16 @@
 import { writeSync } from 'node:fs';
-import { ErrorCodes } from './errors.js';
+import { ErrorCodes, INTERRUPTED_STATUS } from './errors.js';
 
 /**
  * A stop signal while argus starts, before a command has its own way of stopping: what it was
- * doing is said (`VAP_ERR_INTERRUPTED`), and the process ends by the signal, as it would have
- * (its default action: status 130 for SIGINT, 128 + n for the others). Node takes half a second
- * to load argus's modules, `argus run` then reads its pipeline, and until run listened for
- * signals a Ctrl-C (or a supervisor's SIGTERM) in that time ended the process without a word.
- * Not process.exit(130): the exit waits for libuv's threads, and one may be held for good by a
- * read of the pipeline from a named pipe nobody writes to (the process then never ended).
+ * doing is said (`VAP_ERR_INTERRUPTED`), and argus exits 130, the status of every interruption
+ * (README, exit statuses), whichever of SIGINT, SIGTERM or SIGHUP it was. Node takes half a
+ * second to load argus's modules, `argus run` then reads its pipeline, and until run listened
+ * for signals a Ctrl-C (or a supervisor's SIGTERM) in that time ended the process without a word.
+ * process.exit() waits for libuv's threads: this is sound because nothing of the start holds one
+ * for long (the pipeline, a named pipe included, is read without waiting: config/load.ts,
+ * readConfigText). It used to end by the signal instead (143 for SIGTERM, 129 for SIGHUP), as a
+ * blocking read of a named pipe nobody wrote to held a thread for good, and the exit with it.
  *
  * Listening starts when this module is evaluated: the entry (bin/argus.js) imports it before
  * the CLI, and the CLI imports it first, so it is evaluated before any other module of argus.
@@ -26,7 +28,7 @@ function onSignal(signal: NodeJS.Signals): void {
     // stderr is gone: the status still says it
   }
   startEnded();
-  process.kill(process.pid, signal);
+  process.exit(INTERRUPTED_STATUS);
 }
 
 /** Listens for the stop signals until `startEnded`. */
