@@ -4,7 +4,7 @@ import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import { randomBytes } from 'node:crypto';
 import { ThrottledLog, type LogFn } from '../core/log.js';
 import { KeyedTokenBuckets } from '../core/rate.js';
-import { parseRequestUrl, refuseSocket, requestAuthorized } from '../core/http.js';
+import { addressKey, parseRequestUrl, refuseSocket, requestAuthorized } from '../core/http.js';
 import type { AlertMessage, Message, MessageKind } from './message.js';
 import type { Sink } from './sink.js';
 
@@ -741,22 +741,4 @@ function normaliseOrigin(o: string): string {
   } catch {
     return o.toLowerCase();
   }
-}
-
-/**
- * The address a client counts under for maxClientsPerAddress: an IPv4 address as it is (an
- * IPv4-mapped IPv6 one, `::ffff:10.0.0.1`, as `10.0.0.1`), an IPv6 one by its /64 (a host is
- * given a /64: one address each would bound nothing). Never throws.
- */
-export function addressKey(remote: string | undefined): string {
-  if (!remote) return '?';
-  const a = remote.toLowerCase().replace(/%.*$/, '');
-  const v4 = /^(?:::ffff:)?(\d{1,3}(?:\.\d{1,3}){3})$/.exec(a);
-  if (v4) return v4[1];
-  if (!a.includes(':')) return a;
-  const [head, tail] = a.split('::', 2);
-  const left = head ? head.split(':') : [];
-  const right = tail !== undefined && tail !== '' ? tail.split(':') : [];
-  const groups = tail === undefined ? left : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
 }

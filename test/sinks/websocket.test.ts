@@ -6,7 +6,8 @@ import { emptyStamps, type Frame } from '../../src/core/frame.js';
 import { letterbox } from '../../src/core/geometry.js';
 import { startHttpServer, type RunningServer } from '../../src/server/http.js';
 import { Publisher } from '../../src/sinks/publisher.js';
-import { addressKey, WebSocketHub, type WebSocketHubOptions } from '../../src/sinks/websocket.js';
+import { addressKey } from '../../src/core/http.js';
+import { WebSocketHub, type WebSocketHubOptions } from '../../src/sinks/websocket.js';
 import { assertValidMessage } from '../helpers/schema.js';
 
 let server: RunningServer | undefined;
