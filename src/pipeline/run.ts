@@ -272,7 +272,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     let liveFrames: FrameBroadcaster | undefined;
     if (server) {
       const [{ Metrics }, { RateMeter, registerRoutes }, { FrameBroadcaster }] = await Promise.all([import('../server/metrics.js'), import('../server/routes.js'), import('../server/frames.js')]);
-      metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka, websocket, outbox, alertsByRule: () => alerts.byRule, jsonl: started.jsonl, annotate, cluster: options.clusterMetrics });
+      metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka, websocket, outbox, alertsByRule: () => alerts.byRule, jsonl: started.jsonl, annotate, cluster: options.clusterMetrics, http: server });
       const rates = life.use('rates', new RateMeter(() => pipeline.stats), (r) => r.close());
       if (websocket) liveFrames = new FrameBroadcaster(websocket, pipeline.detector.manifest.preprocess.channelOrder);
       registerRoutes(server, {
@@ -465,6 +465,8 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
           headersTimeoutMs: sc.headersTimeoutMs,
           requestTimeoutMs: sc.requestTimeoutMs,
           keepAliveTimeoutMs: sc.keepAliveTimeoutMs,
+          requestBurstPerAddress: sc.requestBurstPerAddress,
+          requestsPerAddressPerSecond: sc.requestsPerAddressPerSecond,
           allowedHosts: sc.allowedHosts,
           log,
           upgrades: hub ? { '/ws': (q, s, h) => hub.handleUpgrade(q, s, h) } : {},

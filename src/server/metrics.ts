@@ -26,6 +26,8 @@ export interface MetricsSources {
   jsonl?: { readonly behind: ReadonlyMap<string, number> };
   /** The annotated-video sink: frames it dropped per source. */
   annotate?: { readonly stats: readonly { source: string; dropped: number; unwritten: number; lost: number }[] };
+  /** The HTTP server: requests it refused for their address's rate. */
+  http?: { readonly stats: { readonly requestsLimited: number } };
   /** argus worker: which cameras it runs, under which epoch; its lease; its fence and claim counters. */
   cluster?: () => ClusterMetricsState;
 }
@@ -277,6 +279,18 @@ export class Metrics {
         collect() {
           this.reset();
           this.inc(w.stats.sent);
+        },
+      });
+    }
+    if (src.http) {
+      const h = src.http;
+      new client.Counter({
+        name: 'argus_http_requests_limited_total',
+        help: 'HTTP requests answered 429: their address sent faster than server.requestsPerAddressPerSecond.',
+        registers: [r],
+        collect() {
+          this.reset();
+          this.inc(h.stats.requestsLimited);
         },
       });
     }

@@ -95,7 +95,7 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
   server.route('/healthz', (req, res) => {
     const base = { status: 'ok', uptimeSeconds: Math.round(process.uptime()) };
     json(res, 200, server.authorized(req) ? { ...base, sources: sourcesState(), ...ctx.health?.() } : base);
-  }, { public: true });
+  }, { public: true, probe: true });
   server.route('/readyz', (req, res) => {
     const sources = sourcesState();
     const waiting = sources.filter((s) => !s.delivered && s.state !== 'failed').map((s) => s.id);
@@ -105,7 +105,7 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
     const ready = waiting.length === 0 && !stopping;
     const extra = stopping ? { stopping } : {};
     json(res, ready ? 200 : 503, server.authorized(req) ? { ready, ...extra, model: { name: pipeline.detector.manifest.name, loaded: true, provider: pipeline.detector.provider }, waitingFor: waiting, sources } : { ready, ...extra });
-  }, { public: true });
+  }, { public: true, probe: true });
   server.route('/api/sources', (_req, res) =>
     json(res, 200, {
       ...ctx.health?.(),

@@ -48,9 +48,10 @@ let rates: RateMeter;
 beforeAll(async () => {
   process.on('uncaughtException', onEscape);
   process.on('unhandledRejection', onEscape);
-  // Every fuzzed client is of 127.0.0.1: the handshake rate (handshakeBurstPerAddress) would refuse most with 429 before a message was fuzzed.
+  // Every fuzzed client is of 127.0.0.1: the handshake rate (handshakeBurstPerAddress) would refuse most with 429 before a message was fuzzed,
+  // and the request rate (requestBurstPerAddress) most requests before their route ran.
   hub = new WebSocketHub({ token: TOKEN, maxBufferedBytes: 256 * 1024, maxAlertBacklog: 100, maxClientMessageBytes: 4096, maxClients: 64, handshakeBurstPerAddress: 10_000, heartbeatMs: 2000, sources: () => ['lobby'] });
-  server = await startHttpServer({ host: '127.0.0.1', port: 0, token: TOKEN, headersTimeoutMs: 2000, requestTimeoutMs: 4000, keepAliveTimeoutMs: 1000, upgrades: { '/ws': (q, s, h) => hub.handleUpgrade(q, s, h) } });
+  server = await startHttpServer({ host: '127.0.0.1', port: 0, token: TOKEN, requestBurstPerAddress: 1_000_000, headersTimeoutMs: 2000, requestTimeoutMs: 4000, keepAliveTimeoutMs: 1000, upgrades: { '/ws': (q, s, h) => hub.handleUpgrade(q, s, h) } });
   const e2e = { sorted: () => [1, 2, 3] };
   const e2eBy = { counts: [3, 0, 0, 0] }; // camera
   const pipeline = {
