@@ -2,10 +2,11 @@
 // requestsPerAddressPerSecond): a token bucket on a fake clock, so no test depends on how fast
 // the machine answers.
 import { request, Agent } from 'node:http';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ServerSchema } from '../../src/config/schema.js';
 import type { Pipeline } from '../../src/pipeline/pipeline.js';
-import { PROBE_RATE, startHttpServer, type HttpServerOptions, type RunningServer } from '../../src/server/http.js';
+import { MAX_PIPELINED, PROBE_RATE, startHttpServer, type HttpServerOptions, type RunningServer } from '../../src/server/http.js';
 import { Metrics } from '../../src/server/metrics.js';
 import { DASHBOARD_MODULES, RateMeter, registerRoutes } from '../../src/server/routes.js';
 
@@ -107,6 +108,18 @@ describe('HTTP: requests of one address are paced (server.requestBurstPerAddress
     const flood = await statuses(s, '/healthz', PROBE_RATE.burst + 5, false);
     expect(flood.filter((x) => x === 429).length).toBeGreaterThanOrEqual(1);
   }, 60_000);
+
+  it("a connection closed for pipelining too many takes none of its address's requests: the requests Node parsed after it were each counted and refused", async () => {
+    const { s } = await server();
+    const flood = `GET /api/sources HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`.repeat(20_000);
+    await new Promise<void>((resolve) => {
+      const sock = connect(s.port, '127.0.0.1', () => sock.end(flood));
+      sock.on('error', () => resolve()).on('close', () => resolve()).resume();
+    });
+    expect(s.stats.requestsLimited).toBe(0);
+    // The address has its burst but the requests of the connection up to the one that closed it.
+    expect(await statuses(s, '/api/sources', 120 - (MAX_PIPELINED + 1))).not.toContain(429);
+  });
 
   it('behind a proxy every client has one address: raised, its clients are not refused', async () => {
     const { s } = await server({ requestBurstPerAddress: 1000, requestsPerAddressPerSecond: 500 });
