@@ -426,7 +426,7 @@ export async function readConfigText(file: string, maxBytes = MAX_CONFIG_BYTES, 
       const st = await handle.stat();
       if (st.isDirectory()) throw Object.assign(new Error('EISDIR'), { code: 'EISDIR' });
       // Up to one byte past the cap: enough to know it is too large, and no more.
-      n = await readInto(handle, buf, st.isFIFO() || st.isSocket() ? { waitMs: CONFIG_PIPE_WAIT_MS, ...pipe } : undefined);
+      n = await readInto(handle, buf, st.isFIFO() ? { waitMs: CONFIG_PIPE_WAIT_MS, ...pipe } : undefined);
     } finally {
       await handle.close();
     }
