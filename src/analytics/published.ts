@@ -19,6 +19,20 @@ export const AnalyticsSummarySchema = z
   .describe('zone occupancy, line counts and conveyor rates, for sources with zones, lines or rules');
 export type AnalyticsSummary = z.output<typeof AnalyticsSummarySchema>;
 
+/** Why an alert carries no snapshot though its rule's snapshot mode asks for one. */
+export const SnapshotOmittedSchema = z
+  .strictObject({
+    reason: z
+      .enum(['failed', 'busy', 'too-large'])
+      .describe(
+        'failed: rendering or writing it failed; busy: too many pictures waited for theirs (alerts.snapshot, 128 MB held); too-large: the alert with it was larger than Kafka takes (sinks.kafka.maxMessageBytes, or the broker refused it), so Kafka got it without (the JSON lines and the WebSocket have it)',
+      ),
+    detail: z.string().describe('what happened, in words'),
+    url: z.string().optional().describe("too-large: where this argus's server answers the picture (GET, with the token or the session cookie; the WebSocket's snapshot url) while it holds it"),
+  })
+  .describe('the snapshot was left out, and why');
+export type SnapshotOmitted = z.output<typeof SnapshotOmittedSchema>;
+
 /**
  * An alert as published (the `alert` field of a v1 alert message). Open: rules add their own
  * fields (dwellMs, line, direction, ratePerMinute, classLabel, …).
@@ -55,5 +69,16 @@ export const AlertBodySchema = z.looseObject({
       height: z.int(),
     })
     .optional(),
+  snapshotOmitted: SnapshotOmittedSchema.optional(),
 });
 export type AlertBody = z.output<typeof AlertBodySchema>;
+
+/**
+ * The alert without its picture, saying why (`snapshotOmitted`): the one way an alert leaves its
+ * snapshot out (its render failed, too many pictures waited, or the alert with it was larger than
+ * Kafka takes). A copy: the body given is left as it is.
+ */
+export function withoutSnapshot(body: AlertBody, omitted: SnapshotOmitted): AlertBody {
+  const { snapshot: _left, ...rest } = body;
+  return { ...rest, snapshotOmitted: omitted };
+}

@@ -411,11 +411,13 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
     sinks.push(jsonl);
   }
   let kafka: KafkaSink | undefined;
+  /** Where the server answers an alert's picture while the WebSocket hub holds it (set with the hub, below). */
+  let snapshotUrl: ((alertId: string) => string | undefined) | undefined;
   if (k) {
     // Loaded only when configured, as the server's and the WebSocket hub's modules below: a
     // pipeline without them does not pay their start-up (kafkajs alone ~70 ms here).
     const { KafkaSink } = await import('../sinks/kafka.js');
-    const sink = new KafkaSink({ ...k, ssl: k.ssl as KafkaSinkOptions['ssl'], log, deadLetterPath, onDelivered: (msgs: Message[]) => outbox?.ack(msgs), spill: outbox?.spill() });
+    const sink = new KafkaSink({ ...k, ssl: k.ssl as KafkaSinkOptions['ssl'], log, deadLetterPath, onDelivered: (msgs: Message[]) => outbox?.ack(msgs), spill: outbox?.spill(), snapshotUrl: (id) => snapshotUrl?.(id) });
     // Registered before it starts: a start that fails after connecting still disconnects.
     kafka = life.use('kafka', sink, (s) => s.close());
     await kafka.start();
@@ -450,8 +452,10 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
     const sc = config.server;
     const ws = config.sinks.websocket;
     const { startHttpServer } = await import('../server/http.js');
-    const { WebSocketHub } = await import('../sinks/websocket.js');
+    const { WebSocketHub, SNAPSHOT_PATH } = await import('../sinks/websocket.js');
     const hub = ws.enabled ? new WebSocketHub({ ...ws, token: sc.token, sessionMaxAgeMs: sc.sessionMaxAgeMs, allowedOrigins: sc.allowedOrigins, sources: () => pipeline.stats.map((s) => s.id), log }) : undefined;
+    // (As the hub's own alerts name it.)
+    if (hub) snapshotUrl = (id) => (hub.snapshot(id) ? `${SNAPSHOT_PATH}?id=${encodeURIComponent(id)}` : undefined);
     server = await life.start(
       'server',
       () =>

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import * as fsPromises from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
+import { withoutSnapshot } from '../analytics/published.js';
 import { grabPicture } from '../analytics/snapshot.js';
 import { sceneOf } from '../annotate/scene.js';
 import { renderSnapshot } from '../annotate/snapshot.js';
@@ -139,9 +140,12 @@ export class AlertPublisher {
     const { frame, detections, dropped } = r;
     const snap = this.config.snapshot;
     let pic = snap.mode === 'none' || r.alerts.length === 0 ? undefined : grabPicture(frame, this.detector.manifest.preprocess.channelOrder);
+    /** Why this frame's alerts go out without their snapshot (their `snapshotOmitted`), when they do. */
+    let skipped: string | undefined;
     if (pic && this.heldBytes + pic.rgb.length > this.holdBytes) {
       this.stats.snapshotsSkipped += r.alerts.length;
-      this.log(`alerts on ${frame.source} frame ${frame.seq}: published without a snapshot (${Math.round(this.heldBytes / 1048576)} MB of pictures already wait for theirs)`, {}, 'warn');
+      skipped = `${Math.round(this.heldBytes / 1048576)} MB of pictures already wait for theirs`;
+      this.log(`alerts on ${frame.source} frame ${frame.seq}: published without a snapshot (${skipped})`, {}, 'warn');
       pic = undefined;
     }
     // The picture is held until the last snapshot of this frame is rendered.
@@ -160,7 +164,8 @@ export class AlertPublisher {
       else this.byRule.set(draft.rule as string, { severity: draft.severity as string, count: 1 });
       const { row, ...rest } = draft;
       // source:rule:run-seq:track — unique across restarts (run tag) and within a run (seq never repeats).
-      const body = { id: `${frame.source}:${draft.rule}:${this.run}-${frame.seq}:${draft.trackId ?? `r${row}`}`, ...rest } as AlertBody;
+      let body = { id: `${frame.source}:${draft.rule}:${this.run}-${frame.seq}:${draft.trackId ?? `r${row}`}`, ...rest } as AlertBody;
+      if (skipped) body = withoutSnapshot(body, { reason: 'busy', detail: skipped });
       if (!pic) {
         this.track(this.inOrder(frame.source, undefined, (after) => this.publisher.alert(frame, detections, dropped, body, after, claim)).then(() => void this.stats.published++));
         continue;
@@ -204,6 +209,7 @@ export class AlertPublisher {
         .catch(async (e: Error) => {
           this.stats.snapshotFailures++;
           this.log(`alert ${body.id}: snapshot failed (${e.message}); publishing without it`, {}, 'warn');
+          body = withoutSnapshot(body, { reason: 'failed', detail: e.message });
           // A write the disk took in part (full) left a cut-short picture under the alert's name,
           // taking room on the full disk: removed, before the alert goes out when the disk answered
           // the write (it answers this too), in the background when it did not (it would hold the alert).

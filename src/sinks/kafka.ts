@@ -9,11 +9,25 @@ import { makeDir, writeWithoutWaiting, type PipeWait, type WriteCutShort } from 
 import type { LogFn } from '../core/log.js';
 import { SampleWindow } from '../core/stats.js';
 import { Deque } from '../flow/deque.js';
-import type { Message, MessageKind } from './message.js';
+import { withoutSnapshot } from '../analytics/published.js';
+import type { AlertMessage, Message, MessageKind } from './message.js';
 import type { Sink } from './sink.js';
 
 /** What became of alerts and status messages handed to `onDelivered`. */
 export type DeliveryOutcome = 'acked' | 'dead-lettered';
+
+/**
+ * A durable store that already holds every alert (the outbox): see KafkaSinkOptions.spill. `key`
+ * names an alert in the store; `load` returns it, or undefined once it is gone from the store
+ * (delivered, or dropped by the store's own bounds); `replace` rewrites an alert it still holds
+ * as it is now to be sent (without its snapshot: see `snapshotUrl`), under the same key.
+ */
+export interface AlertStore {
+  key: (m: Message) => string;
+  load: (key: string) => { json: string; message: Message } | undefined;
+  has: (key: string) => boolean;
+  replace?: (m: Message, json: string) => void;
+}
 
 export interface KafkaSinkOptions {
   brokers: string[];
@@ -33,7 +47,10 @@ export interface KafkaSinkOptions {
    * compression). Default 900000: below the broker's default `message.max.bytes` (1 MB).
    */
   maxBatchBytes?: number;
-  /** A record (key + value + 70 bytes) bigger than this is never sent: it is parked. Default 1000000. */
+  /**
+   * A record (key + value + 70 bytes) bigger than this is never sent: an alert with an embedded
+   * snapshot goes without it (`snapshotOmitted`), anything still bigger is parked. Default 1000000.
+   */
   maxMessageBytes?: number;
   /** Detection messages buffered before new ones are dropped (and counted). */
   bufferSize: number;
@@ -47,7 +64,12 @@ export interface KafkaSinkOptions {
    * as the buffer drains. `key` names an alert in the store; `load` returns it, or undefined
    * once it is gone from the store (delivered, or dropped by the store's own bounds).
    */
-  spill?: { key: (m: Message) => string; load: (key: string) => { json: string; message: Message } | undefined; has: (key: string) => boolean };
+  spill?: AlertStore;
+  /**
+   * Where this argus's server answers an alert's picture while it holds it (the WebSocket hub's
+   * `/api/snapshot?id=`), or undefined: named in an alert sent without its snapshot, too large with it.
+   */
+  snapshotUrl?: (alertId: string) => string | undefined;
   /**
    * Sources whose latest status message is kept while undelivered (a newer status of the same
    * source replaces the older one). Beyond it the oldest is dropped with an error log. Default 1000.
@@ -74,7 +96,8 @@ export interface KafkaSinkOptions {
   log?: LogFn;
   /**
    * Called with the alert and status Message objects (those given to `publish`, never
-   * detections) of each produce request the broker acknowledged ('acked', acks=all), and with
+   * detections; an alert sent without its snapshot as that copy, its id the same) of each
+   * produce request the broker acknowledged ('acked', acks=all), and with
    * each message parked as too large ('dead-lettered'). Order is publish order within a source.
    * Not called for messages lost (buffer overflow, shutdown) nor for a status replaced by a
    * newer one of its source before it was sent, nor after `close()` has returned (a late ack
@@ -95,6 +118,8 @@ interface Pending {
   msg?: Message;
   /** Left undelivered by an earlier run (its outbox, replayed at start): `emitted` is that run's. */
   replayed?: boolean;
+  /** An alert now without its snapshot (too large with it): the alert as published, parked as such if it is still too large. */
+  unstripped?: { value: string; msg: Message };
 }
 
 export interface KafkaSinkStats {
@@ -131,6 +156,8 @@ export interface KafkaSinkStats {
   parked: number;
   /** Parked messages written to the dead-letter file. */
   deadLettered: number;
+  /** Alerts too large for the broker with their embedded snapshot, sent without it (`snapshotOmitted`; logged, at most once a minute). Not parked: delivered. */
+  snapshotsLeftOut: number;
   failures: number;
   lastError?: string;
 }
@@ -237,7 +264,8 @@ async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
  * (acks=all), keyed by source id so each camera's order is kept. While the broker is away,
  * detections are dropped and counted, alerts wait (bounded) and each source's latest status
  * waits, and they are retried until it returns. A batch the broker refuses as too large is
- * split; a message too large on its own is parked (dead-letter file) and never blocks the queue.
+ * split; an alert too large on its own with an embedded snapshot is sent without it, in its place;
+ * a message too large without it is parked (dead-letter file) and never blocks the queue.
  */
 export class KafkaSink implements Sink {
   readonly name = 'kafka';
@@ -332,6 +360,7 @@ export class KafkaSink implements Sink {
     statusDropped: 0,
     parked: 0,
     deadLettered: 0,
+    snapshotsLeftOut: 0,
     failures: 0,
   };
   /** emitted → broker ack, ms (recent messages of this run; replayed ones are not: `stats.alertsReplayed`). */
@@ -610,9 +639,52 @@ export class KafkaSink implements Sink {
   }
 
   private measure(p: Pending): number {
-    if (p.bytes === 0) p.bytes = Buffer.byteLength(p.key) + Buffer.byteLength(p.value) + RECORD_OVERHEAD;
+    if (p.bytes === 0) p.bytes = this.recordBytes(p.key, p.value);
     return p.bytes;
   }
+
+  private recordBytes(key: string, value: string): number {
+    return Buffer.byteLength(key) + Buffer.byteLength(value) + RECORD_OVERHEAD;
+  }
+
+  /**
+   * An alert with an embedded snapshot, as it is without it (`snapshotOmitted`: too-large, why,
+   * and where this argus's server holds the picture); undefined for any other message (nothing
+   * to leave out: it is parked).
+   */
+  private withoutSnapshot(p: Pending, why: string): { value: string; msg: AlertMessage } | undefined {
+    const m = p.msg;
+    if (p.kind !== 'alert' || p.unstripped || m?.type !== 'alert' || typeof m.alert.snapshot?.data !== 'string') return undefined;
+    const url = this.o.snapshotUrl?.(m.alert.id);
+    const msg: AlertMessage = { ...m, alert: withoutSnapshot(m.alert, { reason: 'too-large', detail: why, ...(url ? { url } : {}) }) };
+    return { value: JSON.stringify(msg), msg };
+  }
+
+  /**
+   * The alert `p` becomes its form `without` its snapshot, in its place in the queue (its source's
+   * order kept), and the outbox's record of it with it: a replay sends what Kafka took, and the
+   * ack (by id) forgets the one record. Logged at most once a minute, with how many.
+   */
+  private leaveOutSnapshot(p: Pending, without: { value: string; msg: AlertMessage }): void {
+    p.unstripped = { value: p.value, msg: p.msg! };
+    p.value = without.value;
+    p.msg = without.msg;
+    p.bytes = 0;
+    this.o.spill?.replace?.(without.msg, without.value);
+    this.stats.snapshotsLeftOut++;
+    this.leftOutSince++;
+    const t = now();
+    if (t - this.leftOutLoggedAt < 60_000) return;
+    this.log(
+      `kafka: alert ${without.msg.alert.id} from ${p.key} is too large for the broker with its snapshot (${without.msg.alert.snapshotOmitted?.detail}); sent without it (snapshotOmitted)${this.leftOutSince > 1 ? `; ${this.leftOutSince} alerts so since the last such log` : ''}`,
+      { source: p.key, alertId: without.msg.alert.id, url: without.msg.alert.snapshotOmitted?.url },
+      'warn',
+    );
+    this.leftOutLoggedAt = t;
+    this.leftOutSince = 0;
+  }
+  private leftOutSince = 0;
+  private leftOutLoggedAt = -Infinity;
 
   /**
    * Cuts the next batch, of one kind of message: alerts, else status messages, else detections,
@@ -627,10 +699,17 @@ export class KafkaSink implements Sink {
     let bytes = 0;
     // 'take' | 'skip' (parked or dropped) | 'full'
     const admit = (p: Pending): 'take' | 'skip' | 'full' => {
-      const n = this.measure(p);
+      let n = this.measure(p);
       if (n > this.maxMessageBytes) {
-        this.refuse(p, `${n} bytes > maxMessageBytes ${this.maxMessageBytes}`);
-        return 'skip';
+        // An alert goes without its picture (in its place) if that is small enough; else parked whole.
+        const why = `${n} bytes > maxMessageBytes ${this.maxMessageBytes}`;
+        const without = this.withoutSnapshot(p, why);
+        if (!without || this.recordBytes(p.key, without.value) > this.maxMessageBytes) {
+          this.refuse(p, why);
+          return 'skip';
+        }
+        this.leaveOutSnapshot(p, without);
+        n = this.measure(p);
       }
       if (batch.length >= this.o.batchSize || (batch.length > 0 && bytes + n > this.maxBatchBytes)) return 'full';
       batch.push(p);
@@ -661,11 +740,14 @@ export class KafkaSink implements Sink {
         const q = kind === 'alert' ? this.alerts : this.detections;
         while (q.length > 0) {
           const p = q.shift()!;
+          // (Its length before admit: an alert may leave it without its snapshot.)
+          const chars = p.value.length;
           if (admit(p) === 'full') {
             q.unshift(p);
+            if (p.kind === 'alert') this.alertChars += p.value.length - chars;
             break;
           }
-          if (p.kind === 'alert') this.alertChars -= p.value.length;
+          if (p.kind === 'alert') this.alertChars -= chars;
         }
       }
       if (batch.length > 0) return [batch];
@@ -733,10 +815,15 @@ export class KafkaSink implements Sink {
           work.shift();
           // Other partitions of the request may have been written: their sequence numbers are stale now.
           if (spansPartitions(part)) this.resetProducer(`${type} in a request spanning several partitions`);
+          const without = part.length === 1 ? this.withoutSnapshot(part[0], describeKafkaError(e)) : undefined;
           if (part.length > 1) {
             const half = Math.ceil(part.length / 2);
             work.unshift(part.slice(0, half), part.slice(half));
             this.noteSplit(e, part);
+          } else if (without) {
+            // Sent again at once without its picture, before anything after it (its source's order).
+            this.leaveOutSnapshot(part[0], without);
+            work.unshift(part);
           } else {
             this.refuse(part[0], describeKafkaError(e));
           }
@@ -849,6 +936,16 @@ export class KafkaSink implements Sink {
 
   /** A message the broker will not take (too large on its own): parked, never retried. */
   private refuse(p: Pending, reason: string): void {
+    if (p.unstripped) {
+      // Too large without its snapshot too: parked as it was published, picture and all (its outbox record too).
+      reason = `${reason}, without its snapshot too`;
+      p.value = p.unstripped.value;
+      p.msg = p.unstripped.msg;
+      p.unstripped = undefined;
+      p.bytes = 0;
+      this.measure(p);
+      this.o.spill?.replace?.(p.msg, p.value);
+    }
     if (p.kind === 'detections') {
       this.stats.dropped++;
       this.noteReason(`detections too large`, `kafka: a detections message from ${p.key} is too large for the broker (${reason}); dropped and counted`);

@@ -6,6 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { makeDir } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
+import type { AlertStore } from './kafka.js';
 import type { Message } from './message.js';
 
 /** The outbox folder's mode when argus makes it, and its files': its user's alone (the umask may take more away). */
@@ -1078,10 +1079,11 @@ export class Outbox {
    * For a sink with memory bounds (Kafka): the key of a journaled message, and the message
    * loaded back by key (undefined once it was acknowledged or dropped by the bounds).
    */
-  spill(): { key: (m: Message) => string; load: (key: string) => { json: string; message: Message } | undefined; has: (key: string) => boolean } {
+  spill(): AlertStore {
     return {
       key: (m) => outboxKey(m)?.key ?? '',
       has: (key) => this.live.has(key),
+      replace: (m, json) => this.replace(m, json),
       load: (key) => {
         const r = this.live.get(key);
         return r ? { json: r.value, message: recordMessage(r) } : undefined;
@@ -1159,6 +1161,24 @@ export class Outbox {
     this.enforceBytes(rec);
     this.updateStats();
     return journaled;
+  }
+
+  /**
+   * The undelivered alert `m` as it is now to be published (Kafka's copy without its snapshot,
+   * too large with it): its record rewritten under the same key, in its place and with its age, so
+   * a replay sends what Kafka took and the journal holds one record of it. Nothing when the alert
+   * is no longer in the journal (acknowledged, dropped by the bounds): it is not journaled again.
+   */
+  replace(m: Message, json: string): void {
+    const k = outboxKey(m);
+    const cur = k ? this.live.get(k.key) : undefined;
+    if (!k || this.closed || cur?.kind !== 'alert') return;
+    const rec: OutboxRecord = { ...cur, value: json };
+    const text = this.putLine(rec);
+    const bytes = Buffer.byteLength(text);
+    this.replaceLive(rec, bytes);
+    this.enqueue(text, undefined, bytes);
+    this.updateStats();
   }
 
   /** The broker acknowledged these messages (or they were dead-lettered): forget them. */

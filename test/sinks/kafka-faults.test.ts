@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { KafkaSinkSchema } from '../../src/config/schema.js';
-import { MESSAGE_VERSION, statusMessage, type DetectionsMessage, type Message, type StatusMessage } from '../../src/sinks/message.js';
+import { MESSAGE_VERSION, statusMessage, type AlertMessage, type DetectionsMessage, type Message, type StatusMessage } from '../../src/sinks/message.js';
 import { KafkaSink, type DeliveryOutcome, type KafkaSinkOptions } from '../../src/sinks/kafka.js';
 import { Outbox } from '../../src/sinks/outbox.js';
 import { BROKER_TIMEOUT_MS, broker, readTopic, readTopicUntil, stallBroker, testAlert, uniqueTopic } from '../helpers/kafka.js';
@@ -114,6 +114,13 @@ function publish(sink: KafkaSink, m: Message): void {
 
 const ids = (values: { value: string }[]) => values.map((v) => JSON.parse(v.value).alert.id as string);
 
+/** An alert whose `message` is `chars` long: too large without a snapshot too (`snapshotBytes` of one as well, when given). */
+function wordyAlert(source: string, id: string, chars: number, snapshotBytes = 0) {
+  const m = alert(source, id, snapshotBytes);
+  m.alert.message = 'x'.repeat(chars);
+  return m;
+}
+
 describe('Kafka sink: messages too large for the broker', () => {
   it('a backlog of alerts with embedded snapshots (more than the 1 MB message.max.bytes) goes out in byte-cut batches, and later alerts still arrive', async () => {
     const topic = uniqueTopic('bytes');
@@ -153,9 +160,9 @@ describe('Kafka sink: messages too large for the broker', () => {
       alert('dock', 'a1', 25_000),
       alert('dock', 'a2', 25_000),
       alert('dock', 'a3', 25_000),
-      alert('dock', 'a4-refused', 70_000), // over the topic's 60000: the broker refuses it alone
+      wordyAlert('dock', 'a4-refused', 70_000), // over the topic's 60000: the broker refuses it alone
       alert('dock', 'a5'),
-      alert('dock', 'a6-oversize', 120_000), // over maxMessageBytes: never sent
+      wordyAlert('dock', 'a6-oversize', 120_000), // over maxMessageBytes: never sent
       alert('dock', 'a7'),
     ];
     const dets = Array.from({ length: 10 }, (_, i) => detections('dock', i));
@@ -201,6 +208,85 @@ describe('Kafka sink: messages too large for the broker', () => {
     acked().forEach((m, i) => expect(m).toBe([...delivered, after][i]));
     expect(deadLettered()).toEqual([a[6], a[4]]);
     await sink.close();
+  }, TIMEOUT);
+
+  it('an alert too large with its embedded snapshot reaches consumers without it (snapshotOmitted: why, and the URL that serves it), in its place; its outbox record is replaced and acknowledged once; only one still too large without it is parked, picture and all', async () => {
+    const topic = uniqueTopic('omit');
+    const alertsTopic = `${topic}.alerts`;
+    const kafka = new Kafka({ clientId: 'argus-test', brokers, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: alertsTopic, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '60000' }] }] });
+    await admin.disconnect();
+    const dir = mkdtempSync(join(tmp, 'outbox-'));
+    const outbox = await Outbox.open({ dir, maxBytes: 64 << 20, maxAgeMs: 3_600_000, fsync: false });
+    const deadLetterPath = join(tmp, 'omit', 'dead-letter.jsonl');
+    const outcomes: [string, DeliveryOutcome][] = [];
+    const { sink, logs } = makeSink(topic, {
+      maxMessageBytes: 100_000,
+      deadLetterPath,
+      spill: outbox.spill(),
+      snapshotUrl: (id) => (id.endsWith('-served') ? `/api/snapshot?id=${id}` : undefined),
+      onDelivered: (messages, outcome) => {
+        for (const m of messages) outcomes.push([(m as AlertMessage).alert.id, outcome]);
+        outbox.ack(messages);
+      },
+    });
+    await sink.start();
+    const a = [
+      alert('dock', 'b0'),
+      alert('dock', 'b1', 25_000), // fits: sent with its picture
+      alert('dock', 'b2-refused-served', 70_000), // the broker refuses it (topic: 60000): sent again at once without
+      alert('dock', 'b3'),
+      alert('dock', 'b4-over', 120_000), // over maxMessageBytes: sent without, never with
+      wordyAlert('dock', 'b5-wordy', 70_000), // no picture to leave out: the broker refuses it, parked
+      wordyAlert('dock', 'b6-refused-wordy', 70_000, 20_000), // refused with and without its picture: parked with it
+      wordyAlert('dock', 'b7-over-wordy', 110_000, 20_000), // over maxMessageBytes without its picture too: parked with it
+      alert('dock', 'b8'),
+    ];
+    // Journaled first, as the publisher does; one tick: one batch.
+    const jsons = a.map((m) => JSON.stringify(m));
+    await Promise.all(a.map((m, i) => outbox.append(m, jsons[i])));
+    a.forEach((m, i) => sink.publish('alert', m.source, jsons[i], m));
+    const sent = ['b0', 'b1', 'b2-refused-served', 'b3', 'b4-over', 'b8'];
+    expect(await until(() => sink.stats.alertsSent >= sent.length && sink.stats.parked >= 3 && outcomes.length === a.length, BROKER_WAIT_MS)).toBe(true);
+
+    // In the topic, in their order, each once: the two too large with their picture without it, saying why.
+    const got = (await readTopic(brokers, alertsTopic, sent.length)).map((g) => JSON.parse(g.value) as AlertMessage);
+    expect(got.map((m) => m.alert.id)).toEqual(sent);
+    expect(got[1].alert.snapshot?.data).toBe(a[1].alert.snapshot?.data);
+    expect(got[2].alert.snapshot).toBeUndefined();
+    expect(got[2].alert.snapshotOmitted).toEqual({ reason: 'too-large', detail: expect.stringMatching(/MESSAGE_TOO_LARGE/), url: '/api/snapshot?id=b2-refused-served' });
+    expect(got[4].alert.snapshot).toBeUndefined();
+    expect(got[4].alert.snapshotOmitted).toEqual({ reason: 'too-large', detail: expect.stringMatching(/bytes > maxMessageBytes 100000/) });
+    // Otherwise the alert as published.
+    const { snapshot: _s, ...rest } = a[4].alert;
+    expect(got[4]).toEqual({ ...a[4], alert: { ...rest, snapshotOmitted: got[4].alert.snapshotOmitted } });
+    expect(sink.stats).toMatchObject({ alertsSent: sent.length, snapshotsLeftOut: 3, parked: 3, deadLettered: 3, alertsDropped: 0, alertsBuffered: 0 });
+    // Said once a minute at most (it may be every alert), the first one named.
+    const said = logs.filter((l) => /too large for the broker with its snapshot/.test(l.msg));
+    expect(said).toEqual([{ level: 'warn', msg: expect.stringMatching(/^kafka: alert b4-over from dock is too large for the broker with its snapshot \(\d+ bytes > maxMessageBytes 100000\); sent without it/), fields: expect.objectContaining({ alertId: 'b4-over' }) }]);
+
+    // Parked: the three too large without a picture, as published (pictures included).
+    const lines = readFileSync(deadLetterPath, 'utf8').trim().split('\n').map((l) => JSON.parse(JSON.parse(l).value) as AlertMessage);
+    expect(lines.map((m) => m.alert.id).sort()).toEqual(['b5-wordy', 'b6-refused-wordy', 'b7-over-wordy']);
+    for (const m of lines) expect(m).toEqual(a.find((x) => x.alert.id === m.alert.id));
+
+    // Each told to the outbox once, and the outbox holds none of them.
+    expect(outcomes.map(([id]) => id).sort()).toEqual(a.map((m) => m.alert.id).sort());
+    expect(outbox.pendingAlerts).toBe(0);
+    await sink.close();
+    // The journal (before close compacts it): a record replaced under its key, never a second key; one ack each.
+    const journal = readFileSync(join(dir, 'outbox.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l.slice(9)) as { op: string; key: string; value?: string });
+    const puts = (id: string) => journal.filter((r) => r.op === 'put' && r.key === `alert:${id}`).map((r) => ('snapshotOmitted' in JSON.parse(r.value!).alert ? 'without' : 'with'));
+    expect(puts('b2-refused-served')).toEqual(['with', 'without']);
+    expect(puts('b4-over')).toEqual(['with', 'without']);
+    expect(puts('b6-refused-wordy')).toEqual(['with', 'without', 'with']); // parked as published
+    expect(puts('b7-over-wordy')).toEqual(['with']);
+    expect(puts('b1')).toEqual(['with']);
+    for (const m of a) expect(journal.filter((r) => r.op === 'ack' && r.key === `alert:${m.alert.id}`)).toHaveLength(1);
+    expect(new Set(journal.map((r) => r.key)).size).toBe(a.length);
+    await outbox.close();
   }, TIMEOUT);
 });
 

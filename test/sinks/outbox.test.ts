@@ -615,6 +615,31 @@ describe('Outbox (the durable alert journal)', () => {
     await ob.close();
   });
 
+  it('replace: an alert Kafka takes without its snapshot is journaled so under the same key, in its place and with its age; once acknowledged it is never journaled again (no second record, no record back)', async () => {
+    const d = dir();
+    const ob = await Outbox.open(opts(d));
+    const a = [alert('r1'), alert('r2', 5000), alert('r3')];
+    for (const [m, j] of a) await ob.append(m, j);
+    const at = ob.get('alert:r2')!.at;
+    const [small, smallJson] = alert('r2');
+    ob.replace(small, smallJson);
+    expect(ob.get('alert:r2')).toMatchObject({ value: smallJson, at });
+    expect(ob.stats.pending).toBe(3);
+    // The ack (by id) forgets the one record; a replace after it (a late one) brings nothing back.
+    ob.ack([small]);
+    ob.replace(small, smallJson);
+    ob.replace(...alert('never-journaled'));
+    expect(ob.get('alert:r2')).toBeUndefined();
+    expect(ob.stats.pending).toBe(2);
+    ob.replace(...alert('r1', 10)); // undelivered: replayed as replaced, still before r3
+    await ob.close();
+    const rec = await readOutbox(d);
+    expect(rec.map((r) => [r.key, JSON.parse(r.value).alert.message.length])).toEqual([
+      ['alert:r1', 10],
+      ['alert:r3', 0],
+    ]);
+  });
+
   it('keeps only the latest status per source, and an ack of an older status does not remove a newer one', async () => {
     const d = dir();
     const ob = await Outbox.open(opts(d));
@@ -1266,6 +1291,9 @@ describe('snapshots of alerts in a burst', () => {
     expect(alerts.stats.published).toBe(5);
     const bySeq = seen.map((j) => JSON.parse(j)).sort((a, b) => a.seq - b.seq);
     expect(bySeq.map((m) => m.alert.snapshot !== undefined)).toEqual([true, true, false, false, false]);
+    // Saying why (as every alert published without its picture does).
+    expect(bySeq.map((m) => m.alert.snapshotOmitted?.reason)).toEqual([undefined, undefined, 'busy', 'busy', 'busy']);
+    expect(bySeq[2].alert.snapshotOmitted.detail).toMatch(/MB of pictures already wait for theirs/);
     // Once those are rendered, the budget is free again.
     const frame = { source: 'cam', seq: 9, pts: 0.9, data: Buffer.alloc(64 * 48 * 3, 90), layout: 'source' as const, letterbox: letterbox(64, 48, 64, 64), stamps: emptyStamps(Date.now()), producedBy: 'captured' as const, release: () => {} };
     alerts.raise({ frame, detections, dropped: 0, alerts: [{ rule: 'r', severity: 'critical', event: 'zone.enter', message: 'm', row: 0 }] });
@@ -1421,6 +1449,7 @@ describe('ref snapshots whose folder or file cannot be made', () => {
     await alerts.drain();
     expect(alerts.stats).toMatchObject({ raised: 2, published: 2, snapshotFailures: 2 });
     expect(seen.map((j) => JSON.parse(j).alert.snapshot)).toEqual([undefined, undefined]);
+    expect(seen.map((j) => JSON.parse(j).alert.snapshotOmitted)).toEqual([1, 2].map(() => ({ reason: 'failed', detail: 'making the folder /proc/snaps took more than 0.1 s' })));
     expect(mkdirs).toBe(1);
     expect(logged[0]).toMatch(/snapshot failed \(making the folder \/proc\/snaps took more than 0\.1 s\); publishing without it/);
   });

@@ -121,7 +121,7 @@ export const KafkaSinkSchema = z
     batchSize: finite().int().min(1).max(100_000).default(500),
     /** Bytes per produce request at most (key + value + 70 per message, before compression). Default 900000: below the broker's 1 MB message.max.bytes, so a backlog of alerts with snapshots is never refused as a whole. */
     maxBatchBytes: finite().int().min(1024).default(900_000),
-    /** A message bigger than this (key + value + 70) is never sent: it is parked (logged, dead-letter file). Default 1000000. */
+    /** A message bigger than this (key + value + 70) is never sent: an alert goes without its embedded snapshot (snapshotOmitted), anything still bigger is parked (logged, dead-letter file). Default 1000000. */
     maxMessageBytes: finite().int().min(1024).default(1_000_000),
     /** Messages too large for the broker go to this JSON lines file ({topic,key,value,reason,at}); relative to the pipeline file. Default kafka-dead-letter.jsonl in the outbox folder. */
     deadLetterPath: filePath().optional(),
