@@ -174,8 +174,8 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
     if (summary.kafka) logger.info({ ...summary.kafka }, 'kafka summary');
     if (summary.outbox) logger.info({ ...summary.outbox }, 'outbox summary');
     // Exit status: 4 an unexpected exception (shut down in order), 3 alerts not delivered to
-    // Kafka by exit (kept in the outbox for the next start, or lost), 1 a source failed (the
-    // others ran), 0 all well.
+    // Kafka by exit (kept in the outbox for the next start, parked as too large, or lost), 1 a
+    // source failed (the others ran), 0 all well.
     if (summary.failed.length > 0) {
       for (const f of summary.failed) {
         const code = (f.error as { code?: unknown }).code;
@@ -188,9 +188,10 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
       writeStderr(`argus: ${damaged} damaged record(s) of the alert journal in ${summary.outbox?.dir} were skipped at start (undelivered alerts may be among them)${summary.outbox?.damagedCopy ? `; the journal as it was is kept as ${summary.outbox.damagedCopy}` : ''}\n`);
       process.exitCode = 3;
     }
-    if (summary.lostAlerts > 0 || summary.keptAlerts > 0 || summary.unsavedAlerts > 0) {
+    if (summary.lostAlerts > 0 || summary.keptAlerts > 0 || summary.unsavedAlerts > 0 || summary.parkedAlerts > 0) {
       if (summary.lostAlerts > 0) writeStderr(`argus: ${summary.lostAlerts} alert(s) could not be delivered and are lost\n`);
       if (summary.keptAlerts > 0) writeStderr(`argus: ${summary.keptAlerts} alert(s) not yet acknowledged by Kafka are kept in ${summary.outbox?.dir} and are delivered on the next start\n`);
+      if (summary.parkedAlerts > 0) writeStderr(`argus: ${summary.parkedAlerts} alert(s) were too large for Kafka, even without their snapshot, and were not delivered to it: parked in the dead-letter file ${summary.deadLetterPath} (each logged as an error; any the file could not take is kept in the outbox, where there is one)\n`);
       if (summary.unsavedAlerts > 0) writeStderr(`argus: ${summary.unsavedAlerts} alert(s) not yet acknowledged by Kafka could not all be written to the journal in ${summary.outbox?.dir} (its writes failed: a full disk?); those not on disk are lost\n`);
       process.exitCode = 3;
     }

@@ -911,7 +911,7 @@ const OPEN_RETRY_MAX_MS = 10_000;
 
 /** The summary of a worker stopped before it ran anything. */
 function emptySummary(): RunSummary {
-  return { frames: 0, stats: [], failed: [], wallMs: 0, alerts: { raised: 0, published: 0, snapshotFailures: 0, snapshotsSkipped: 0 }, lostAlerts: 0, keptAlerts: 0, unsavedAlerts: 0, analytics: {}, detached: {} };
+  return { frames: 0, stats: [], failed: [], wallMs: 0, alerts: { raised: 0, published: 0, snapshotFailures: 0, snapshotsSkipped: 0 }, lostAlerts: 0, keptAlerts: 0, unsavedAlerts: 0, parkedAlerts: 0, analytics: {}, detached: {} };
 }
 
 /** `argus worker`: joins the group and runs the cameras it is given until `signal` aborts. */

@@ -101,6 +101,10 @@ export interface RunSummary {
   keptAlerts: number;
   /** Alerts Kafka had not acknowledged at exit that the outbox could not all write (a full disk): at risk. */
   unsavedAlerts: number;
+  /** Alerts Kafka never got: too large for the broker even without their snapshot, parked (the dead-letter file, `deadLetterPath`). */
+  parkedAlerts: number;
+  /** The Kafka dead-letter file (where parked alerts go), when there is a Kafka sink. */
+  deadLetterPath?: string;
   outbox?: Outbox['stats'] & { dir: string; replayed: number };
   /** Per source with zones, lines or rules: entries, exits, crossings, alerts per rule, and what filtered zones and lines saw instead. */
   analytics: Record<string, SourceAnalyticsReport>;
@@ -360,6 +364,8 @@ interface Started {
   alerts?: AlertPublisher;
   annotate?: AnnotateSink;
   jsonl?: JsonlSink;
+  /** The Kafka dead-letter file, when there is a Kafka sink. */
+  deadLetterPath?: string;
 }
 
 /** Starts the outbox, the sinks and the server a config asks for, each registered with `life`. */
@@ -487,7 +493,7 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
       log(`server: listening on ${sc.host} without server.token: anyone who can reach the port can read the cameras' detections, alerts and live frames; set server.token`, { host: sc.host }, 'warn');
     }
   }
-  return { sinks, kafka, server, websocket, outbox, replayed, pipeline, jsonl };
+  return { sinks, kafka, server, websocket, outbox, replayed, pipeline, jsonl, deadLetterPath };
 }
 
 function summarize(started: Started, frames: number, wallMs: number): RunSummary {
@@ -509,6 +515,8 @@ function summarize(started: Started, frames: number, wallMs: number): RunSummary
     lostAlerts: alerts.stats.raised - alerts.stats.published + dropped,
     keptAlerts,
     unsavedAlerts,
+    parkedAlerts: kafka?.stats.alertsParked ?? 0,
+    deadLetterPath: started.deadLetterPath,
     outbox: ob ? { ...ob.stats, dir: ob.dir, replayed: started.replayed } : undefined,
     websocket: started.websocket?.stats,
     analytics: Object.fromEntries([...pipeline.analyzers].map(([id, a]) => [id, a.report()])),

@@ -154,6 +154,8 @@ export interface KafkaSinkStats {
   statusDropped: number;
   /** Alerts and status messages too large for the broker, taken out of the queue (logged as errors, written to the dead-letter file). */
   parked: number;
+  /** Of `parked`, the alerts: never delivered to Kafka (in the dead-letter file, or kept in the outbox where that file could not take them). */
+  alertsParked: number;
   /** Parked messages written to the dead-letter file. */
   deadLettered: number;
   /** Alerts too large for the broker with their embedded snapshot, sent without it (`snapshotOmitted`; logged, at most once a minute). Not parked: delivered. */
@@ -359,6 +361,7 @@ export class KafkaSink implements Sink {
     statusSuperseded: 0,
     statusDropped: 0,
     parked: 0,
+    alertsParked: 0,
     deadLettered: 0,
     snapshotsLeftOut: 0,
     failures: 0,
@@ -952,6 +955,7 @@ export class KafkaSink implements Sink {
       return;
     }
     this.stats.parked++;
+    if (p.kind === 'alert') this.stats.alertsParked++;
     // One after the other (their lines never interleave), never waited for by the caller.
     this.deadLetters = this.deadLetters.then(() => this.park(p, reason));
   }

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PERSON_VIDEO } from '../helpers/assets.js';
 import { MODEL_RUN_TIMEOUT_MS } from '../helpers/cli.js';
@@ -140,6 +141,29 @@ describe('alert durability (real broker, real CLI)', () => {
     expect(kept).toHaveLength(1);
     expect(readFileSync(join(outbox, kept[0]), 'utf8')).toContain('"damaged":true');
     expect(run.stderr()).toMatch(new RegExp(`argus: 1 damaged record\\(s\\) of the alert journal in .* were skipped at start .*kept as .*${kept[0]}`));
+  }, 2 * MODEL_RUN_TIMEOUT_MS);
+
+  it('alerts too large for the broker (its topic\'s max.message.bytes), parked: the exit says how many and where, with status 3 (it said nothing, status 0)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-parked-'));
+    const topic = uniqueTopic('parked');
+    const outbox = join(dir, 'outbox');
+    // No snapshot to leave out (mode none): every alert (~1 KB) is over the topic's 200 bytes.
+    const kafka = new Kafka({ clientId: 'argus-test', brokers: BROKERS, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: `${topic}.alerts`, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '200' }] }] });
+    await admin.disconnect();
+    const run = start(dir, yamlFor(topic, outbox));
+    const deadLetter = join(outbox, 'kafka-dead-letter.jsonl');
+    await until(() => lines(deadLetter).length >= 2 || undefined, MODEL_RUN_TIMEOUT_MS, 'parked alerts');
+    run.p.kill('SIGHUP');
+    const { code } = await run.exited;
+    expect(code, run.stderr()).toBe(3);
+    const parked = lines(deadLetter).length;
+    const raised = alertIds(run.out).length;
+    expect(parked).toBe(raised); // every alert raised, parked by the stop
+    expect(run.stderr()).toContain(`argus: ${parked} alert(s) were too large for Kafka, even without their snapshot, and were not delivered to it: parked in the dead-letter file ${deadLetter}`);
+    expect(run.stderr()).not.toMatch(/could not be delivered and are lost|kept in .* and are delivered on the next start/);
   }, 2 * MODEL_RUN_TIMEOUT_MS);
 
   it.each([
