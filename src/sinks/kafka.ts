@@ -656,8 +656,16 @@ export class KafkaSink implements Sink {
    * to leave out: it is parked).
    */
   private withoutSnapshot(p: Pending, why: string): { value: string; msg: AlertMessage } | undefined {
-    const m = p.msg;
-    if (p.kind !== 'alert' || p.unstripped || m?.type !== 'alert' || typeof m.alert.snapshot?.data !== 'string') return undefined;
+    if (p.kind !== 'alert' || p.unstripped) return undefined;
+    // From its JSON: an alert replayed from the outbox, or loaded back from it, has only its id
+    // and source in `msg` (recordMessage), and was parked picture and all.
+    let m: AlertMessage;
+    try {
+      m = JSON.parse(p.value) as AlertMessage;
+    } catch {
+      return undefined;
+    }
+    if (m?.type !== 'alert' || typeof m.alert?.snapshot?.data !== 'string') return undefined;
     const url = this.o.snapshotUrl?.(m.alert.id);
     const msg: AlertMessage = { ...m, alert: withoutSnapshot(m.alert, { reason: 'too-large', detail: why, ...(url ? { url } : {}) }) };
     return { value: JSON.stringify(msg), msg };

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { KafkaSinkSchema } from '../../src/config/schema.js';
 import { MESSAGE_VERSION, statusMessage, type AlertMessage, type DetectionsMessage, type Message, type StatusMessage } from '../../src/sinks/message.js';
 import { KafkaSink, type DeliveryOutcome, type KafkaSinkOptions } from '../../src/sinks/kafka.js';
-import { Outbox } from '../../src/sinks/outbox.js';
+import { Outbox, recordMessage } from '../../src/sinks/outbox.js';
 import { BROKER_TIMEOUT_MS, broker, readTopic, readTopicUntil, stallBroker, testAlert, uniqueTopic } from '../helpers/kafka.js';
 import { testPort } from '../helpers/ports.js';
 
@@ -243,12 +243,16 @@ describe('Kafka sink: messages too large for the broker', () => {
       wordyAlert('dock', 'b6-refused-wordy', 70_000, 20_000), // refused with and without its picture: parked with it
       wordyAlert('dock', 'b7-over-wordy', 110_000, 20_000), // over maxMessageBytes without its picture too: parked with it
       alert('dock', 'b8'),
+      // Replayed from the outbox (as a start does: the message only its id, recordMessage), both ways.
+      alert('dock', 'b9-replayed-refused', 70_000),
+      alert('dock', 'b10-replayed-over', 120_000),
     ];
+    const replayed = (m: AlertMessage) => m.alert.id.includes('replayed');
     // Journaled first, as the publisher does; one tick: one batch.
     const jsons = a.map((m) => JSON.stringify(m));
     await Promise.all(a.map((m, i) => outbox.append(m, jsons[i])));
-    a.forEach((m, i) => sink.publish('alert', m.source, jsons[i], m));
-    const sent = ['b0', 'b1', 'b2-refused-served', 'b3', 'b4-over', 'b8'];
+    a.forEach((m, i) => sink.publish('alert', m.source, jsons[i], replayed(m) ? recordMessage(outbox.get(`alert:${m.alert.id}`)!) : m, replayed(m)));
+    const sent = ['b0', 'b1', 'b2-refused-served', 'b3', 'b4-over', 'b8', 'b9-replayed-refused', 'b10-replayed-over'];
     expect(await until(() => sink.stats.alertsSent >= sent.length && sink.stats.parked >= 3 && outcomes.length === a.length, BROKER_WAIT_MS)).toBe(true);
 
     // In the topic, in their order, each once: the two too large with their picture without it, saying why.
@@ -262,7 +266,8 @@ describe('Kafka sink: messages too large for the broker', () => {
     // Otherwise the alert as published.
     const { snapshot: _s, ...rest } = a[4].alert;
     expect(got[4]).toEqual({ ...a[4], alert: { ...rest, snapshotOmitted: got[4].alert.snapshotOmitted } });
-    expect(sink.stats).toMatchObject({ alertsSent: sent.length, snapshotsLeftOut: 3, parked: 3, deadLettered: 3, alertsDropped: 0, alertsBuffered: 0 });
+    for (const m of got.slice(6)) expect(m.alert.snapshotOmitted?.reason).toBe('too-large');
+    expect(sink.stats).toMatchObject({ alertsSent: sent.length, alertsReplayed: 2, snapshotsLeftOut: 5, parked: 3, deadLettered: 3, alertsDropped: 0, alertsBuffered: 0 });
     // Said once a minute at most (it may be every alert), the first one named.
     const said = logs.filter((l) => /too large for the broker with its snapshot/.test(l.msg));
     expect(said).toEqual([{ level: 'warn', msg: expect.stringMatching(/^kafka: alert b4-over from dock is too large for the broker with its snapshot \(\d+ bytes > maxMessageBytes 100000\); sent without it/), fields: expect.objectContaining({ alertId: 'b4-over' }) }]);
@@ -281,6 +286,8 @@ describe('Kafka sink: messages too large for the broker', () => {
     const puts = (id: string) => journal.filter((r) => r.op === 'put' && r.key === `alert:${id}`).map((r) => ('snapshotOmitted' in JSON.parse(r.value!).alert ? 'without' : 'with'));
     expect(puts('b2-refused-served')).toEqual(['with', 'without']);
     expect(puts('b4-over')).toEqual(['with', 'without']);
+    expect(puts('b9-replayed-refused')).toEqual(['with', 'without']);
+    expect(puts('b10-replayed-over')).toEqual(['with', 'without']);
     expect(puts('b6-refused-wordy')).toEqual(['with', 'without', 'with']); // parked as published
     expect(puts('b7-over-wordy')).toEqual(['with']);
     expect(puts('b1')).toEqual(['with']);
