@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PERSON_VIDEO } from '../helpers/assets.js';
 import { MODEL_RUN_TIMEOUT_MS } from '../helpers/cli.js';
 import { BROKER_TIMEOUT_MS, broker, readTopicUntil, uniqueTopic } from '../helpers/kafka.js';
+import type { AlertMessage } from '../../src/sinks/message.js';
 import { readOutbox } from '../../src/sinks/outbox.js';
 import { testPort } from '../helpers/ports.js';
 
@@ -164,6 +165,33 @@ describe('alert durability (real broker, real CLI)', () => {
     expect(parked).toBe(raised); // every alert raised, parked by the stop
     expect(run.stderr()).toContain(`argus: ${parked} alert(s) were too large for Kafka, even without their snapshot, and were not delivered to it: parked in the dead-letter file ${deadLetter}`);
     expect(run.stderr()).not.toMatch(/could not be delivered and are lost|kept in .* and are delivered on the next start/);
+  }, 2 * MODEL_RUN_TIMEOUT_MS);
+
+  it('alerts too large for their topic with their snapshot reach it without (snapshotOmitted), naming the URL where the server serves the picture; status 0, nothing parked', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-omit-'));
+    const topic = uniqueTopic('omit');
+    const outbox = join(dir, 'outbox');
+    // An alert is ~1 KB without its picture, tens of KB with it.
+    const kafka = new Kafka({ clientId: 'argus-test', brokers: BROKERS, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: `${topic}.alerts`, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '8000' }] }] });
+    await admin.disconnect();
+    const yaml = yamlFor(topic, outbox, 'server: { host: 127.0.0.1, port: 0 }\n').replace('alerts: { snapshot: { mode: none } }', 'alerts: { snapshot: { mode: embed } }');
+    const run = start(dir, yaml);
+    const url = await until(() => /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(run.stderr())?.[1], MODEL_RUN_TIMEOUT_MS, 'the server');
+    const got = await readTopicUntil(BROKERS, `${topic}.alerts`, (g) => g.length >= 2, MODEL_RUN_TIMEOUT_MS);
+    const first = JSON.parse(got[0].value) as AlertMessage;
+    expect(first.alert.snapshot).toBeUndefined();
+    expect(first.alert.snapshotOmitted).toEqual({ reason: 'too-large', detail: expect.stringMatching(/MESSAGE_TOO_LARGE/), url: `/api/snapshot?id=${encodeURIComponent(first.alert.id)}` });
+    // The server answers it: the picture the JSON lines embed.
+    const res = await fetch(`${url}${first.alert.snapshotOmitted!.url}`);
+    expect(res.status).toBe(200);
+    const embedded = lines(run.out).find((m) => m.type === 'alert' && m.alert.id === first.alert.id);
+    expect(Buffer.from(await res.arrayBuffer()).toString('base64')).toBe(embedded.alert.snapshot.data);
+    run.p.kill('SIGHUP');
+    expect((await run.exited).code, run.stderr()).toBe(0);
+    expect(existsSync(join(outbox, 'kafka-dead-letter.jsonl'))).toBe(false);
   }, 2 * MODEL_RUN_TIMEOUT_MS);
 
   it.each([
