@@ -526,7 +526,10 @@ export class KafkaSink implements Sink {
    * `stats.alertsReplayed`).
    */
   publish(kind: MessageKind, source: string, json: string, msg: Message, replayed = false): void {
-    if (this.closed) return;
+    if (this.closed) {
+      this.tooLate(kind, source, msg);
+      return;
+    }
     if (kind === 'detections') {
       if (this.detections.length >= this.o.bufferSize) {
         this.stats.dropped++;
@@ -578,7 +581,7 @@ export class KafkaSink implements Sink {
           const lost = this.alerts.shift()!;
           this.alertChars -= lost.value.length;
           this.stats.alertsDropped++;
-          this.log(`kafka: alert buffer full (${this.o.alertBufferSize} alerts or ${this.alertBufferBytes} bytes); oldest alert lost`, { source: lost.key, alertId: alertId(lost) }, 'error');
+          this.log(`kafka: alert buffer full (${this.o.alertBufferSize} alerts or ${this.alertBufferBytes} bytes); oldest alert lost`, { source: lost.key, alertId: alertId(lost), code: ErrorCodes.ALERT_UNDELIVERED }, 'error');
         }
         this.alerts.push({ kind, topic: this.o.topics.alerts, key: source, value: json, emitted: msg.stamps?.emitted ?? now(), bytes: 0, msg, replayed });
         this.alertChars += json.length;
@@ -586,6 +589,26 @@ export class KafkaSink implements Sink {
     }
     this.updateBuffered();
     this.schedule();
+  }
+
+  /**
+   * A message given after close() returned: never sent. Counted as lost as at shutdown (an alert
+   * the outbox holds is kept there for the next start, said), and an alert said. (It vanished:
+   * no count, no log.)
+   */
+  private tooLate(kind: MessageKind, source: string, msg: Message): void {
+    if (kind === 'detections') this.stats.dropped++;
+    else if (kind === 'status') this.stats.statusDropped++;
+    else {
+      const id = msg.type === 'alert' ? msg.alert.id : undefined;
+      const kept = this.o.spill?.has(this.o.spill.key(msg)) ?? false;
+      if (!kept) this.stats.alertsDropped++;
+      this.log(
+        `kafka: alert ${id ?? '?'} from ${source} came after the sink closed; ${kept ? 'it stays in the outbox and is sent on the next start' : 'not delivered'}`,
+        { source, alertId: id, code: ErrorCodes.ALERT_UNDELIVERED },
+        kept ? 'warn' : 'error',
+      );
+    }
   }
 
   private schedule(): void {
@@ -976,7 +999,7 @@ export class KafkaSink implements Sink {
     const file = await this.writeDeadLetter(p, reason);
     this.log(
       `kafka: ${p.kind === 'alert' ? `alert ${id ?? '?'}` : 'status message'} from ${p.key} is too large for the broker (${reason}); parked${file ? ` in ${file}` : ''}, not retried`,
-      { source: p.key, alertId: id, topic: p.topic, bytes: p.bytes, reason },
+      { source: p.key, alertId: id, topic: p.topic, bytes: p.bytes, reason, ...(p.kind === 'alert' ? { code: ErrorCodes.ALERT_UNDELIVERED } : {}) },
       'error',
     );
     // Forgotten by the outbox only once it is in the dead-letter file; a parked alert that could
@@ -984,7 +1007,7 @@ export class KafkaSink implements Sink {
     // Not after close() (see acks): the outbox keeps it then.
     if (this.closed) return;
     if (file || p.kind !== 'alert' || !this.o.spill) this.notify([p.msg!], 'dead-lettered');
-    else this.log(`kafka: alert ${id ?? '?'} stays in the outbox (the dead-letter file could not take it)`, { source: p.key, alertId: id }, 'error');
+    else this.log(`kafka: alert ${id ?? '?'} stays in the outbox (the dead-letter file could not take it)`, { source: p.key, alertId: id, code: ErrorCodes.ALERT_UNDELIVERED }, 'error');
   }
 
   /** Appends a parked message to the dead-letter file; returns its path if it was written. */
@@ -1211,10 +1234,10 @@ export class KafkaSink implements Sink {
       else dets++;
     }
     if (alerts > 0 && this.o.spill) {
-      this.log(`kafka: ${alerts} alerts not delivered before shutdown; they stay in the outbox and are sent on the next start`, { closeTimeoutMs: this.o.closeTimeoutMs, lastError: this.stats.lastError }, 'warn');
+      this.log(`kafka: ${alerts} alerts not delivered before shutdown; they stay in the outbox and are sent on the next start`, { closeTimeoutMs: this.o.closeTimeoutMs, lastError: this.stats.lastError, code: ErrorCodes.ALERT_UNDELIVERED }, 'warn');
     } else if (alerts > 0) {
       this.stats.alertsDropped += alerts;
-      this.log(`kafka: ${alerts} alerts could not be delivered before shutdown`, { closeTimeoutMs: this.o.closeTimeoutMs, lastError: this.stats.lastError }, 'error');
+      this.log(`kafka: ${alerts} alerts could not be delivered before shutdown`, { closeTimeoutMs: this.o.closeTimeoutMs, lastError: this.stats.lastError, code: ErrorCodes.ALERT_UNDELIVERED }, 'error');
     }
     if (statuses > 0) {
       this.stats.statusDropped += statuses;

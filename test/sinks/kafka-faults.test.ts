@@ -202,6 +202,7 @@ describe('Kafka sink: messages too large for the broker', () => {
     const parkedLogs = logs.filter((l) => l.level === 'error' && /parked/.test(l.msg));
     expect(parkedLogs.map((l) => l.fields?.alertId)).toEqual(['a6-oversize', 'a4-refused']);
     for (const l of parkedLogs) expect(l.msg).toMatch(/from dock .*too large/);
+    for (const l of parkedLogs) expect(l.fields?.code).toBe('VAP_ERR_ALERT_UNDELIVERED');
     expect(logs.some((l) => /refused a batch as too large/.test(l.msg))).toBe(true);
     // onDelivered: acked in order, each once; the parked ones as dead-lettered.
     expect(acked()).toEqual([...delivered, after]);
