@@ -956,7 +956,8 @@ export class KafkaSink implements Sink {
         if (p.kind === 'alert') {
           this.stats.alertsSent++;
           if (p.replayed) this.stats.alertsReplayed++;
-          if (late) this.stats.alertsDropped--;
+          // (With the outbox, close() counted none lost: they stay in it.)
+          if (late && !this.o.spill) this.stats.alertsDropped--;
         } else {
           this.stats.statusSent++;
           if (p.replayed) this.stats.statusReplayed++;

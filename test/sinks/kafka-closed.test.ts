@@ -49,4 +49,30 @@ describe('Kafka sink: alerts that reach no consumer are counted and said, with a
     expect(said.map((l) => l.msg)).toEqual([expect.stringMatching(/alert buffer full .*oldest alert lost/), 'kafka: 1 alerts could not be delivered before shutdown']);
     for (const l of said) expect(l.fields?.code).toBe(ErrorCodes.ALERT_UNDELIVERED);
   });
+
+  it('an ack that comes after close() gave up on its request takes back only what close() counted: with the outbox (alerts kept, not counted lost) alertsDropped stays 0 (it went to -1)', async () => {
+    const store = new Set(['alert:slow-1']);
+    const { sink, logs } = makeSink({ spill: { key: (m) => `alert:${(m as AlertMessage).alert.id}`, has: (k) => store.has(k), load: () => undefined } });
+    // A producer whose request is answered only when the test says (a broker that answers late).
+    let answer!: () => void;
+    let sent = false;
+    const internals = sink as unknown as { producer: unknown };
+    internals.producer = {
+      events: { DISCONNECT: 'producer.disconnect' },
+      on: () => () => {},
+      connect: async () => {},
+      disconnect: async () => {},
+      sendBatch: () => ((sent = true), new Promise<void>((r) => (answer = r))),
+    };
+    publish(sink, alert('slow-1'));
+    const end = Date.now() + 20_000; // a hang bound only
+    while (!sent && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+    expect(sent).toBe(true);
+    await sink.close(); // gives up on the request: the alert stays in the outbox
+    expect(logs.some((l) => /1 alerts not delivered before shutdown; they stay in the outbox/.test(l.msg))).toBe(true);
+    expect(sink.stats.alertsDropped).toBe(0);
+    answer();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(sink.stats).toMatchObject({ alertsSent: 1, alertsDropped: 0 });
+  });
 });
