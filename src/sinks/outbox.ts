@@ -1555,7 +1555,7 @@ export class Outbox {
   /** An alert dropped undelivered for a bound: counted and logged. */
   private dropped(r: OutboxRecord, why: string): void {
     this.stats.evicted++;
-    this.log(`outbox: alert ${r.key.slice(6)} dropped undelivered: ${why}`, { source: r.source }, 'error');
+    this.log(`outbox: alert ${r.key.slice(6)} dropped undelivered: ${why}`, { source: r.source, alertId: r.key.slice(6), code: ErrorCodes.ALERT_UNDELIVERED }, 'error');
   }
 
   private tooOld(): string {

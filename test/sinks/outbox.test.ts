@@ -659,16 +659,16 @@ describe('Outbox (the durable alert journal)', () => {
 
   it('is bounded by bytes and by age: the oldest alerts go first, each logged as an error', async () => {
     const d = dir();
-    const logs: { m: string; level?: string }[] = [];
+    const logs: { m: string; f?: Record<string, unknown>; level?: string }[] = [];
     let t = 1_000_000;
-    const ob = await Outbox.open(opts(d, { maxBytes: 70_000, log: (m, _f, level) => logs.push({ m, level }), now: () => t }));
+    const ob = await Outbox.open(opts(d, { maxBytes: 70_000, log: (m, f, level) => logs.push({ m, f, level }), now: () => t }));
     for (let i = 0; i < 10; i++) await ob.append(...alert(`b${i}`, 10_000));
     expect(ob.stats.evicted).toBeGreaterThan(0);
     expect(ob.stats.pendingBytes).toBeLessThanOrEqual(70_000);
     const keys = (await readOutbox(d)).map((r) => r.key);
     expect(keys[keys.length - 1]).toBe('alert:b9'); // the newest is kept
     expect(keys).not.toContain('alert:b0');
-    expect(logs.some((l) => l.level === 'error' && /b0 dropped undelivered/.test(l.m))).toBe(true);
+    expect(logs.find((l) => l.level === 'error' && /b0 dropped undelivered/.test(l.m))?.f).toEqual({ source: 'cam', alertId: 'b0', code: 'VAP_ERR_ALERT_UNDELIVERED' });
     await ob.close();
     // Age: reopened after a reboot two hours later with a one-hour bound, everything has expired.
     t += 2 * 3_600_000;
