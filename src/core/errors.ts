@@ -47,7 +47,7 @@ export const ErrorCodes = {
   KAFKA_UNREACHABLE: 'VAP_ERR_KAFKA_UNREACHABLE',
   /** argus worker: a camera record of the cameras topic was refused, the worker holding `cluster.maxCameras` cameras already (or its key is longer than an id may be); the log line names the key. */
   CAMERA_LIMIT: 'VAP_ERR_CAMERA_LIMIT',
-  /** A log line, not a thrown error: an alert did not reach Kafka (parked as too large for it, lost from a full buffer or at shutdown, given to the sink after it closed, or dropped by the outbox's bounds); the line names the alert or how many, and whether the outbox keeps it for the next start. */
+  /** A log line, not a thrown error: an alert did not reach Kafka (parked as too large for it, lost from a full buffer or at shutdown, given to the sink after it closed, or dropped by the outbox's bounds; or, said at start, an alerts topic that is compacted); the line names the alert or how many, and whether the outbox keeps it for the next start. */
   ALERT_UNDELIVERED: 'VAP_ERR_ALERT_UNDELIVERED',
   /** The HTTP/WebSocket server could not listen (port in use, bad host). */
   SERVER_LISTEN: 'VAP_ERR_SERVER_LISTEN',

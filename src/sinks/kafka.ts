@@ -515,10 +515,38 @@ export class KafkaSink implements Sink {
         this.log(`kafka: created topics ${missing.join(', ')}`);
       }
       this.topicsChecked = true;
+      await this.checkAlertsTopicKeeps(admin);
     } finally {
       await admin?.disconnect().catch(() => undefined);
     }
   }
+
+  /**
+   * Says (an error, VAP_ERR_ALERT_UNDELIVERED) when the alerts topic is compacted: the broker then
+   * keeps only the latest alert of each camera (the key), and a consumer that reads after the
+   * cleaner ran never sees the others, with no count or word of it anywhere. Nothing is said when
+   * the broker does not tell (no DescribeConfigs right).
+   */
+  private async checkAlertsTopicKeeps(admin: Admin): Promise<void> {
+    const topic = this.o.topics.alerts;
+    if (this.compactedSaid === topic) return;
+    let policy: string | undefined;
+    try {
+      // 2: kafkajs's ConfigResourceTypes.TOPIC (its ES module build does not export it by name).
+      const r = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2, name: topic, configNames: ['cleanup.policy'] }] });
+      policy = r.resources[0]?.configEntries.find((c) => c.configName === 'cleanup.policy')?.configValue;
+    } catch {
+      return;
+    }
+    if (!policy?.split(',').includes('compact')) return;
+    this.compactedSaid = topic;
+    this.log(
+      `kafka: the alerts topic "${topic}" is compacted (cleanup.policy ${policy}): the broker keeps only the latest alert of each camera, and a consumer that reads later never gets the others; set its cleanup.policy to delete, or name another topic in sinks.kafka.topics.alerts`,
+      { topic, cleanupPolicy: policy, code: ErrorCodes.ALERT_UNDELIVERED },
+      'error',
+    );
+  }
+  private compactedSaid: string | undefined;
 
   /**
    * O(1): no parsing or serialising here (the json is given); sizes are measured when a batch is

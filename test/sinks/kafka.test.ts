@@ -80,6 +80,24 @@ describe('Kafka sink against a real broker', () => {
     }
   }, BROKER_TIMEOUT_MS);
 
+  it('an alerts topic someone made compacted is said at start (VAP_ERR_ALERT_UNDELIVERED): the broker keeps only the latest alert of each camera; a topic with the delete policy is not', async () => {
+    const topic = uniqueTopic('compacted');
+    const topics = { detections: topic, alerts: `${topic}.alerts`, status: `${topic}.status` };
+    const { Kafka, logLevel } = await import('kafkajs');
+    const admin = new Kafka({ brokers, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: topics.alerts, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] });
+    await admin.disconnect();
+    for (const [alerts, said] of [[topics.alerts, true], [`${topic}.other`, false]] as const) {
+      const logs: { msg: string; fields?: Record<string, unknown>; level?: string }[] = [];
+      const sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers, topics: { ...topics, alerts } }), ssl: undefined, closeTimeoutMs: 1000, startWaitMs: 120_000, log: (msg, fields, level) => logs.push({ msg, fields, level }) });
+      await sink.start();
+      await sink.close();
+      const found = logs.filter((l) => /is compacted/.test(l.msg));
+      expect(found, alerts).toEqual(said ? [{ level: 'error', msg: expect.stringContaining(`the alerts topic "${alerts}" is compacted (cleanup.policy compact): the broker keeps only the latest alert of each camera`), fields: { topic: alerts, cleanupPolicy: 'compact', code: 'VAP_ERR_ALERT_UNDELIVERED' } }] : []);
+    }
+  }, BROKER_TIMEOUT_MS);
+
   it('argus consume prints each message with its source → consumption latency and p50/p99', async () => {
     const topic = uniqueTopic('consume');
     await runPipeline(pipeline({ brokers, topics: { detections: topic, alerts: `${topic}.alerts` } }), { maxFrames: 10, status: false });
