@@ -10,6 +10,7 @@ import { KafkaSink, type DeliveryOutcome, type KafkaSinkOptions } from '../../sr
 import { Outbox, recordMessage } from '../../src/sinks/outbox.js';
 import { BROKER_TIMEOUT_MS, broker, readTopic, readTopicUntil, stallBroker, testAlert, uniqueTopic } from '../helpers/kafka.js';
 import { testPort } from '../helpers/ports.js';
+import { assertValidMessage } from '../helpers/schema.js';
 
 // A broker of this file's own (not 19092, which other tests share, nor 19192, which
 // kafka.test.ts kills): these tests freeze it with SIGSTOP.
@@ -268,6 +269,7 @@ describe('Kafka sink: messages too large for the broker', () => {
     const { snapshot: _s, ...rest } = a[4].alert;
     expect(got[4]).toEqual({ ...a[4], alert: { ...rest, snapshotOmitted: got[4].alert.snapshotOmitted } });
     for (const m of got.slice(6)) expect(m.alert.snapshotOmitted?.reason).toBe('too-large');
+    for (const m of got) assertValidMessage(m); // the message schema has the field
     expect(sink.stats).toMatchObject({ alertsSent: sent.length, alertsReplayed: 2, snapshotsLeftOut: 5, parked: 3, deadLettered: 3, alertsDropped: 0, alertsBuffered: 0 });
     // Said once a minute at most (it may be every alert), the first one named.
     const said = logs.filter((l) => /too large for the broker with its snapshot/.test(l.msg));
