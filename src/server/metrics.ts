@@ -196,12 +196,13 @@ export class Metrics {
       new client.Gauge({ name: 'argus_kafka_connected', help: '1 while publishing to Kafka works.', registers: [r], collect() { this.set(k.stats.connected ? 1 : 0); } });
       new client.Counter({
         name: 'argus_kafka_undeliverable_total',
-        help: 'Messages the broker can never take (too large), by what became of them: parked (in the dead-letter file), alert_lost (alert buffer overflow without an outbox, or shutdown).',
+        help: 'Messages the broker can never take (too large), by what became of them: parked (in the dead-letter file), snapshot_left_out (an alert sent without its embedded snapshot: delivered), alert_lost (alert buffer overflow without an outbox, or shutdown).',
         labelNames: ['outcome'],
         registers: [r],
         collect() {
           this.reset();
           this.inc({ outcome: 'parked' }, k.stats.parked);
+          this.inc({ outcome: 'snapshot_left_out' }, k.stats.snapshotsLeftOut);
           this.inc({ outcome: 'alert_lost' }, k.stats.alertsDropped);
         },
       });

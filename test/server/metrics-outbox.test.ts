@@ -41,6 +41,18 @@ describe('metrics for alert delivery', () => {
     await outbox.close();
   }, 30_000);
 
+  it('an alert sent without its snapshot (too large with it) is counted apart from the parked ones', async () => {
+    // Sent never (no broker); left without its picture when the batch is cut, before any request.
+    const kafka = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'], maxMessageBytes: 2048, lingerMs: 1, closeTimeoutMs: 200 }), ssl: undefined });
+    const a = { type: 'alert', version: 1, source: 'cam', stamps: { emitted: 1 }, alert: { id: 'big', snapshot: { contentType: 'image/jpeg', data: 'A'.repeat(4000), width: 8, height: 8 } } } as unknown as AlertMessage;
+    kafka.publish('alert', 'cam', JSON.stringify(a), a);
+    for (let i = 0; i < 500 && kafka.stats.snapshotsLeftOut === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    const text = await new Metrics({ stats: () => [], provider: 'cpu', kafka }).scrape();
+    expect(sample(text, 'argus_kafka_undeliverable_total{outcome="snapshot_left_out"}')).toBe(1);
+    expect(sample(text, 'argus_kafka_undeliverable_total{outcome="parked"}')).toBe(0);
+    await kafka.close();
+  }, 30_000);
+
   it('with the outbox, memory holds at most alertBufferSize alerts counting the batch in flight: those published while a request is out wait on disk, and a failed request is sent again first, as it was, then the rest in order', async () => {
     const outbox = await Outbox.open({ dir: mkdtempSync(join(tmpdir(), 'argus-m-')), maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false });
     const kafka = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'], alertBufferSize: 2, lingerMs: 1, closeTimeoutMs: 500 }), ssl: undefined, spill: outbox.spill(), onDelivered: (m) => outbox.ack(m) });
