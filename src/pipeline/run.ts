@@ -458,10 +458,10 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
     const sc = config.server;
     const ws = config.sinks.websocket;
     const { startHttpServer } = await import('../server/http.js');
-    const { WebSocketHub, SNAPSHOT_PATH } = await import('../sinks/websocket.js');
+    const { WebSocketHub } = await import('../sinks/websocket.js');
     const hub = ws.enabled ? new WebSocketHub({ ...ws, token: sc.token, sessionMaxAgeMs: sc.sessionMaxAgeMs, allowedOrigins: sc.allowedOrigins, sources: () => pipeline.stats.map((s) => s.id), log }) : undefined;
     // (As the hub's own alerts name it.)
-    if (hub) snapshotUrl = (id) => (hub.snapshot(id) ? `${SNAPSHOT_PATH}?id=${encodeURIComponent(id)}` : undefined);
+    if (hub) snapshotUrl = (id) => hub.snapshotUrl(id);
     server = await life.start(
       'server',
       () =>

@@ -128,6 +128,11 @@ export const DEFAULT_REPLAY_ALERTS = 2000;
 export const DEFAULT_REPLAY_ALERT_BYTES = 16 * 1024 * 1024;
 /** Where the HTTP server answers an alert's picture (routes.ts): `?id=` the alert's id. */
 export const SNAPSHOT_PATH = '/api/snapshot';
+
+/** An alert's picture on this argus's server (SNAPSHOT_PATH), a path as the WebSocket and Kafka carry it. */
+function snapshotPath(alertId: string): string {
+  return `${SNAPSHOT_PATH}?id=${encodeURIComponent(alertId)}`;
+}
 /** The longest alert id a subscribe's `after` may name. */
 const MAX_ALERT_ID_LENGTH = 512;
 
@@ -540,7 +545,7 @@ export class WebSocketHub implements Sink {
         }
       }
       const { data: _data, ...rest } = snap;
-      json = JSON.stringify({ ...m, alert: { ...a, snapshot: { ...rest, url: `${SNAPSHOT_PATH}?id=${encodeURIComponent(a.id)}` } } });
+      json = JSON.stringify({ ...m, alert: { ...a, snapshot: { ...rest, url: snapshotPath(a.id) } } });
     }
     const bytes = Buffer.byteLength(json);
     this.held.push({ seq: this.heldSeq++, id: a.id, source, json, bytes });
@@ -556,6 +561,11 @@ export class WebSocketHub implements Sink {
   /** The JPEG of an alert's snapshot while the hub holds it (SNAPSHOT_PATH), else undefined. */
   snapshot(alertId: string): Buffer | undefined {
     return this.pictures.get(alertId);
+  }
+
+  /** Where this argus's server answers an alert's picture (SNAPSHOT_PATH) while the hub holds it, else undefined. */
+  snapshotUrl(alertId: string): string | undefined {
+    return this.pictures.has(alertId) ? snapshotPath(alertId) : undefined;
   }
 
   /**
