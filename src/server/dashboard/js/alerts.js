@@ -22,15 +22,18 @@ export function addAlert(m) {
 
   const src = snapshotSrc(a.snapshot);
   if (src) {
-    const img = el('img', { class: 'alert-snapshot', src, alt: `Snapshot: ${a.message || a.rule}`, decoding: 'async' });
+    // Lazy (set before src, which starts an eager load): only a listed picture on screen is fetched.
+    // Many alerts at once (a crowd in a zone, the held alerts a reconnect resumes after) fetched a
+    // picture each, those let go from the list at once included, and the server's per-address
+    // request pace (server.requestBurstPerAddress) refused the newest: said "no longer held".
+    const img = el('img', { class: 'alert-snapshot', loading: 'lazy', src, alt: `Snapshot: ${a.message || a.rule}`, decoding: 'async' });
     if (a.snapshot.width && a.snapshot.height) {
       img.width = 112;
       img.height = Math.round((112 * a.snapshot.height) / a.snapshot.width);
     }
     const btn = el('button', { type: 'button', class: 'snapshot-btn', 'aria-label': `Enlarge snapshot of ${a.rule || 'alert'} on ${m.source}` }, img);
     btn.addEventListener('click', () => openSnapshot(src, m));
-    // The server holds the latest pictures only (sinks.websocket.snapshotCacheBytes): one let go is said so, not a broken image.
-    img.addEventListener('error', () => btn.replaceWith(el('span', { class: 'snapshot-none', title: 'The server no longer holds this snapshot (Kafka and the JSON lines embed it)', text: 'no longer held' })));
+    img.addEventListener('error', () => pictureFailed(img, btn, src));
     li.append(btn);
   } else if (a.snapshot && a.snapshot.ref) {
     li.append(el('span', { class: 'snapshot-ref', title: `Snapshot file on the argus host: ${a.snapshot.ref}`, text: refName(a.snapshot.ref) }));
@@ -57,6 +60,36 @@ export function addAlert(m) {
   alertCount++;
   $('#alert-count').textContent = String(alertCount);
   $('#no-alerts').hidden = true;
+}
+
+/** Times a listed picture is fetched again (pictureFailed) before it is said not to have loaded. */
+const PICTURE_TRIES = 5;
+
+/**
+ * A listed picture that did not load. The server holds the latest pictures only
+ * (sinks.websocket.snapshotCacheBytes): one it let go (404) is said so, not a broken image. One
+ * refused for the address's request pace (429, server.requestsPerAddressPerSecond: many alerts
+ * at once, other pages behind the same address) or not reached is held, not let go: it is fetched
+ * again after Retry-After while it is listed. An image's error does not tell why, a HEAD does.
+ */
+function pictureFailed(img, btn, src) {
+  const say = (text, title) => btn.replaceWith(el('span', { class: 'snapshot-none', title, text }));
+  const gone = () => say('no longer held', 'The server no longer holds this snapshot (Kafka and the JSON lines embed it)');
+  if (!src.startsWith('/')) return gone(); // inline data that does not decode
+  if (!img.isConnected) return; // let go from the list meanwhile
+  const tries = Number(img.dataset.tries || 0) + 1;
+  img.dataset.tries = String(tries);
+  if (tries > PICTURE_TRIES) return say('not loaded', 'The server did not send this snapshot (Kafka and the JSON lines embed it)');
+  const again = (seconds) => {
+    const wait = (Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 1000 * tries) + Math.random() * 1000;
+    setTimeout(() => {
+      if (img.isConnected) img.src = src;
+    }, wait);
+  };
+  fetch(src, { method: 'HEAD', credentials: 'same-origin', cache: 'no-store' }).then(
+    (r) => (r.status === 404 ? gone() : again(r.status === 429 ? Number(r.headers.get('retry-after')) : NaN)),
+    () => again(NaN),
+  );
 }
 
 /**
