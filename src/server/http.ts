@@ -74,7 +74,8 @@ export interface HttpServerOptions {
    * Requests of one address (addressKey: IPv4 as it is, IPv6 by its /64), WebSocket upgrades
    * aside (the hub paces those): a token bucket of `requestBurstPerAddress` refilled at
    * `requestsPerAddressPerSecond`; a request that finds it empty answers 429 with Retry-After,
-   * before anything else is done. Probes have a bucket of their own (RouteOptions.probe).
+   * before anything else is done. Probes have a bucket of their own (RouteOptions.probe), and so
+   * do requests without the token (or the session) when there is one.
    * Defaults 120 and 20 a second. Behind a reverse proxy every client has its address: raise both.
    */
   requestBurstPerAddress?: number;
@@ -271,6 +272,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
   const burst = o.requestBurstPerAddress ?? SERVER_DEFAULTS.requestBurstPerAddress;
   const perSecond = o.requestsPerAddressPerSecond ?? SERVER_DEFAULTS.requestsPerAddressPerSecond;
   const requests = new KeyedTokenBuckets(burst, perSecond);
+  const strangers = new KeyedTokenBuckets(burst, perSecond);
   const probes = new KeyedTokenBuckets(Math.max(burst, PROBE_RATE.burst), Math.max(perSecond, PROBE_RATE.perSecond));
   const requestTimeout = o.requestTimeoutMs ?? SERVER_DEFAULTS.requestTimeoutMs;
   // Node requires headersTimeout <= requestTimeout.
@@ -303,11 +305,15 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     }
     const url = parseRequestUrl(req.url);
     const entry = url && routes.get(url.pathname);
-    // The address's rate before anything that costs (a token's hash, a session's HMAC, a route):
-    // /metrics took 1.3-1.9 ms a request, and 4 keep-alive connections of one client held 72 % of
-    // a core with it, a 404 32 %.
+    // The address's rate before anything that costs (a route, the answer): /metrics took 1.3-1.9 ms
+    // a request, and 4 keep-alive connections of one client held 72 % of a core with it, a 404 32 %.
+    // Requests without the token (or the dashboard's session) are paced apart from those with it:
+    // in one bucket, a flood without it from an address the operator shares (an office's NAT, a
+    // proxy) used up the operator's requests, and its dashboard and scrapes were refused with 429.
+    // Looking at the token costs microseconds (a hash; a session's HMAC), not what a 429 does.
+    const authorized = !o.token || (url !== undefined && requestAuthorized(req, url, o.token, true, session));
     const address = addressKey(req.socket.remoteAddress);
-    const wait = (entry?.probe ? probes : requests).take(address, now());
+    const wait = (entry?.probe ? probes : authorized ? requests : strangers).take(address, now());
     if (wait > 0) {
       stats.requestsLimited++;
       throttled.log('rate', 'http: an address sent requests faster than server.requestsPerAddressPerSecond; refused with 429', { address, burst, perSecond }, 'warn');
@@ -315,7 +321,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     }
     if (!hostAllowed(req.headers.host, o.host, o.allowedHosts)) return plain(res, 403, 'forbidden: this Host is not served (server.allowedHosts)\n', { connection: 'close' });
     if (!url) return plain(res, 400, 'bad request: the URL cannot be parsed\n', { connection: 'close' });
-    if (o.token && !entry?.public && !requestAuthorized(req, url, o.token, true, session)) {
+    if (!authorized && !entry?.public) {
       return plain(res, 401, 'unauthorized: send Authorization: Bearer <token> or ?token=<token>\n', { 'www-authenticate': 'Bearer realm="argus"', ...(entry?.page ? reloadOnce(req, url) : undefined) });
     }
     if (!entry) return plain(res, 404, 'not found\n');

@@ -69,11 +69,24 @@ describe('HTTP: requests of one address are paced (server.requestBurstPerAddress
     expect((await get(s, '/metrics')).body).toMatch(/^argus_http_requests_limited_total 8$/m);
   });
 
-  it('before the token is looked at: a flood without it gets 429, not a 401 each (or a 404)', async () => {
+  it('a flood without the token gets 429, not a 401 each (or a 404)', async () => {
     const { s } = await server({ requestBurstPerAddress: 2, requestsPerAddressPerSecond: 1 });
     expect(await statuses(s, '/api/sources', 4, false)).toEqual([401, 401, 429, 429]);
-    expect(await statuses(s, '/nope', 1)).toEqual([429]);
+    expect(await statuses(s, '/nope', 4, false)).toEqual([429, 429, 429, 429]);
   });
+
+  it('requests without the token are paced apart from those with it: a flood without it from a shared address (a NAT, a proxy) leaves the operator its requests', async () => {
+    const { s, clock } = await server({ requestBurstPerAddress: 3, requestsPerAddressPerSecond: 1 });
+    for (let second = 0; second < 30; second++) {
+      clock.t += 1000;
+      // Someone behind the operator's address, without the token, as fast as answered…
+      expect(await statuses(s, '/api/sources', 5, false)).toContain(429);
+      // …and the operator's dashboard polling, with its token (or session), is answered.
+      expect((await get(s, '/api/sources')).status).toBe(200);
+    }
+    // The operator's own requests are paced all the same.
+    expect(await statuses(s, '/api/sources', 4)).toContain(429);
+  }, 60_000);
 
   it('the defaults: two dashboards loading at once (27 files, /api/sources and 20 alert pictures each), then polling every 2 s, with Prometheus scraping every 5 s, are never refused for ten minutes', async () => {
     const { s, clock } = await server();

@@ -44,7 +44,7 @@ export const ServerSchema = z
     requestTimeoutMs: ms(100).optional(),
     /** An idle keep-alive connection is closed after this long. Default 5000 ms. */
     keepAliveTimeoutMs: ms(0).optional(),
-    /** Requests one address (IPv4; IPv6 by its /64) may send at once before requestsPerAddressPerSecond paces it (a token bucket); beyond it a request answers 429 with Retry-After. /healthz and /readyz have a bucket of their own (at least 30, 10 a second). Behind a reverse proxy every client has its address: raise both there. Default 120. */
+    /** Requests one address (IPv4; IPv6 by its /64) may send at once before requestsPerAddressPerSecond paces it (a token bucket); beyond it a request answers 429 with Retry-After. /healthz and /readyz have a bucket of their own (at least 30, 10 a second); with a token, so do requests without it (a flood of them does not use up the operator's). Behind a reverse proxy every client has its address: raise both there. Default 120. */
     requestBurstPerAddress: finite().int().min(1).optional(),
     /** The rate one address's requests are paced at, per second (WebSocket upgrades aside: sinks.websocket.handshakesPerAddressPerSecond). Default 20. */
     requestsPerAddressPerSecond: finite().min(0.01).max(1_000_000).optional(),
