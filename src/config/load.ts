@@ -1,5 +1,6 @@
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { isatty } from 'node:tty';
 import { isAlias, isMap, isPair, isScalar, isSeq, parseDocument, visit, YAMLError, type Document, type DocumentOptions, type Pair, type ParseOptions } from 'yaml';
 import type { z, ZodError, ZodIssue, ZodTypeAny } from 'zod';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -425,12 +426,16 @@ export async function readConfigText(file: string, maxBytes = MAX_CONFIG_BYTES, 
     try {
       const st = await handle.stat();
       if (st.isDirectory()) throw Object.assign(new Error('EISDIR'), { code: 'EISDIR' });
+      // `argus run /dev/stdin` from a terminal: opened without waiting, its read was EAGAIN, and
+      // "cannot read (EAGAIN)" said nothing of what to do. A file is read whole, not typed.
+      if (st.isCharacterDevice() && isatty(handle.fd)) throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: a terminal; argus reads the file whole, not as it is typed: name the file, or pipe it in (\`argus run /dev/stdin < pipeline.yaml\`, \`render-pipeline | argus run /dev/stdin\`)`);
       // Up to one byte past the cap: enough to know it is too large, and no more.
       n = await readInto(handle, buf, st.isFIFO() ? { waitMs: CONFIG_PIPE_WAIT_MS, ...pipe } : undefined);
     } finally {
       await handle.close();
     }
   } catch (e) {
+    if (e instanceof ArgusError) throw e;
     if (e instanceof PipeTimeout) throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: ${e.message}: write the file whole and close it, or name a regular file`);
     const code = (e as NodeJS.ErrnoException).code;
     // `argus run pipelines`: "cannot read (EISDIR)".

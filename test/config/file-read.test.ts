@@ -209,3 +209,20 @@ describe('a pipeline or worker YAML given as a cameras file (argus cameras apply
     }
   });
 });
+
+describe('a pipeline path that is a terminal (argus run /dev/stdin, typed at)', () => {
+  it('is said to be one, and what to do (it was "cannot read (EAGAIN)"): run in a pseudo-terminal by script(1)', async () => {
+    const argus = join(__dirname, '../../bin/argus.js');
+    // script's stdin is a pipe left open: nothing is typed, and no end of input is sent.
+    const p = spawn('script', ['-qec', `'${process.execPath}' '${argus}' check /dev/stdin`, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
+    const hang = setTimeout(() => p.kill('SIGKILL'), 120_000); // ends a hang only
+    const code = await new Promise<number | null>((r) => p.on('close', r));
+    clearTimeout(hang);
+    p.stdin.destroy();
+    expect(out).toContain('VAP_ERR_CONFIG_FILE: /dev/stdin: a terminal; argus reads the file whole, not as it is typed: name the file, or pipe it in (`argus run /dev/stdin < pipeline.yaml`');
+    expect(out).not.toContain('EAGAIN');
+    expect(code).not.toBe(0);
+  }, 150_000);
+});
