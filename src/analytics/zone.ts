@@ -289,6 +289,8 @@ interface TrackInZone {
   path: ZonePath;
   /** Observed time (see ObservedTime) of its last sighting with a label the zone counts (see ZoneMonitor.update). */
   lastCountedObs: number;
+  /** Frames in a row seen inside under a label the zone does not count while not inside (see ZoneMonitor.update). */
+  offRun: number;
 }
 
 /**
@@ -419,7 +421,7 @@ export class ZoneMonitor {
           // reached the zone), so that a newcomer seen beside a track that then went unseen is not
           // taken for that track's new id.
           const firstSeen = Math.min(tMs, d.trackOrigins?.get(id)?.ms ?? tMs);
-          st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i], outX: NaN, outY: NaN, outAt: NaN, outBox: new Float32Array(4), inWhole: true, path: { polyIn: NaN, passIn: NaN, lastInside: NaN }, lastCountedObs: obsMs };
+          st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i], outX: NaN, outY: NaN, outAt: NaN, outBox: new Float32Array(4), inWhole: true, path: { polyIn: NaN, passIn: NaN, lastInside: NaN }, lastCountedObs: obsMs, offRun: 0 };
           this.tracks.set(id, st);
           // Its path starts where the tracker first surely saw it (the first of its sightings
           // while it was being confirmed that is a sure one: not a part of it seen from behind an
@@ -473,7 +475,10 @@ export class ZoneMonitor {
         }
         st.lastSeen = tMs;
         st.lastSeenObs = obsMs;
-        if (!offClass) st.lastCountedObs = obsMs;
+        if (!offClass) {
+          st.lastCountedObs = obsMs;
+          st.offRun = 0;
+        }
         if (offClass && raw === true && !st.inside) {
           // Neither counts for an entry being held nor breaks it, unless the track has had no
           // frame of a counted class for longer than exitDelayMs (as long as an unseen track is
@@ -481,8 +486,11 @@ export class ZoneMonitor {
           // could be minutes apart: a chair in a person zone (classAware false) labelled person on
           // one frame every 40 s entered as a person after 80 s. Not a count of frames in a row
           // (2d1fa1b: more than minHoldFrames): a person labelled person on one frame in five as
-          // it walked in (runs of four others, 0.4 s at 10 fps) never entered.
-          if (obsMs - st.lastCountedObs > this.options.exitDelayMs) st.streak = 0;
+          // it walked in (runs of four others, 0.4 s at 10 fps) never entered. Nor a time alone:
+          // with exitDelayMs 0 (or under a frame's time) each single other frame broke it, and a
+          // person labelled chair on every third frame never entered. Both bounds: more than
+          // minHoldFrames such frames in a row, over more than exitDelayMs.
+          if (++st.offRun > hold && obsMs - st.lastCountedObs > this.options.exitDelayMs) st.streak = 0;
         } else if (raw !== undefined && raw !== st.inside) {
           if (st.streak++ === 0) {
             st.streakSince = tMs;

@@ -171,6 +171,13 @@ describe('zones', () => {
     // minHoldFrames broke the entry being held), each run started it over: it never entered.
     const faint = simulate(zoneSource(), { objects: [{ key: 'p', box: person(180, 300), velocity: [60, 0], classId: (t) => (Math.round(t * 10) % 5 === 0 ? 0 : 4) }] }, 10, 6, { classAware: false });
     expect(faint.alerts.map((a) => [a.event, a.trackId])).toEqual([['zone.enter', 1]]);
+    // With exitDelayMs 0 (or under a frame's time) too: a single chair frame is no run longer
+    // than minHoldFrames. e77cffb broke the hold on any chair frame past exitDelayMs after a
+    // person one, that is on each: labelled chair on every third frame, it never entered.
+    for (const exitDelayMs of [0, 50]) {
+      const quick = simulate(zoneSource({ exitDelayMs }), { objects: [{ key: 'p', box: person(180, 300), velocity: [60, 0], classId: (t) => (Math.round(t * 10) % 3 === 2 ? 4 : 0) }] }, 10, 6, { classAware: false });
+      expect(quick.alerts.map((a) => [a.event, a.trackId]), `exitDelayMs ${exitDelayMs}`).toEqual([['zone.enter', 1]]);
+    }
   });
 
   it('only the configured classes count', () => {
