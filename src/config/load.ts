@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
 import { isatty } from 'node:tty';
 import { isAlias, isMap, isPair, isScalar, isSeq, parseDocument, visit, YAMLError, type Document, type DocumentOptions, type Pair, type ParseOptions } from 'yaml';
 import type { z, ZodError, ZodIssue, ZodTypeAny } from 'zod';
@@ -440,6 +440,8 @@ export async function readConfigText(file: string, maxBytes = MAX_CONFIG_BYTES, 
     const code = (e as NodeJS.ErrnoException).code;
     // `argus run pipelines`: "cannot read (EISDIR)".
     if (code === 'EISDIR') throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: a folder, not a YAML file: name the file in it`, { cause: e });
+    // A Unix socket cannot be opened as a file (ENXIO): said what it is, not "cannot read (ENXIO)".
+    if (code === 'ENXIO' && (await stat(file).then((st) => st.isSocket(), () => false))) throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: a socket, not a file: name the file, or pipe it in (\`argus run /dev/stdin < pipeline.yaml\`)`, { cause: e });
     throw new ArgusError(ErrorCodes.CONFIG_FILE, `${file}: cannot read (${code ?? (e as Error).message})`, { cause: e });
   }
   // `argus run clip.mp4`: said "not UTF-8" (or "larger than 1 MiB"), not what the file is.

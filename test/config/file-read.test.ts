@@ -226,3 +226,17 @@ describe('a pipeline path that is a terminal (argus run /dev/stdin, typed at)', 
     expect(code).not.toBe(0);
   }, 150_000);
 });
+
+describe('a pipeline path that is a Unix socket', () => {
+  it('is said to be one, and what to do (it was "cannot read (ENXIO)")', async () => {
+    const { createServer } = await import('node:net');
+    const path = join(mkdtempSync(join(tmpdir(), 'argus-sock-')), 'p.sock');
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(path, r));
+    try {
+      await expect(loadPipeline(path, {})).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG_FILE', message: `${path}: a socket, not a file: name the file, or pipe it in (\`argus run /dev/stdin < pipeline.yaml\`)` });
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
