@@ -42,7 +42,9 @@ export const SERVER_DEFAULTS = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
-  requestBurstPerAddress: 120,
+  // A dashboard's page load is 48 requests (27 files, /api/sources, up to 20 pictures), and a
+  // module refused leaves the page blank: room for five at once (screens behind one NAT, reloads).
+  requestBurstPerAddress: 240,
   requestsPerAddressPerSecond: 20,
 } as const;
 
@@ -76,7 +78,7 @@ export interface HttpServerOptions {
    * `requestsPerAddressPerSecond`; a request that finds it empty answers 429 with Retry-After,
    * before anything else is done. Probes have a bucket of their own (RouteOptions.probe), and so
    * do requests without the token (or the session) when there is one.
-   * Defaults 120 and 20 a second. Behind a reverse proxy every client has its address: raise both.
+   * Defaults 240 and 20 a second. Behind a reverse proxy every client has its address: raise both.
    */
   requestBurstPerAddress?: number;
   requestsPerAddressPerSecond?: number;
