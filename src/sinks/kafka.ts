@@ -158,7 +158,11 @@ export interface KafkaSinkStats {
   alertsParked: number;
   /** Parked messages written to the dead-letter file. */
   deadLettered: number;
-  /** Alerts too large for the broker with their embedded snapshot, sent without it (`snapshotOmitted`; logged, at most once a minute). Not parked: delivered. */
+  /**
+   * Alerts too large for the broker with their embedded snapshot that it acknowledged without it
+   * (`snapshotOmitted`; logged, at most once a minute). Counted at the ack: one refused without
+   * it too is parked (`parked`), never both.
+   */
   snapshotsLeftOut: number;
   failures: number;
   lastError?: string;
@@ -733,7 +737,6 @@ export class KafkaSink implements Sink {
     p.msg = without.msg;
     p.bytes = 0;
     this.o.spill?.replace?.(without.msg, without.value);
-    this.stats.snapshotsLeftOut++;
     this.leftOutSince++;
     const t = now();
     if (t - this.leftOutLoggedAt < 60_000) return;
@@ -983,6 +986,7 @@ export class KafkaSink implements Sink {
         msgs.push(p.msg!);
         if (p.kind === 'alert') {
           this.stats.alertsSent++;
+          if (p.unstripped) this.stats.snapshotsLeftOut++;
           if (p.replayed) this.stats.alertsReplayed++;
           // (With the outbox, close() counted none lost: they stay in it.)
           if (late && !this.o.spill) this.stats.alertsDropped--;

@@ -41,9 +41,12 @@ describe('metrics for alert delivery', () => {
     await outbox.close();
   }, 30_000);
 
-  it('an alert sent without its snapshot (too large with it) is counted apart from the parked ones', async () => {
-    // Sent never (no broker); left without its picture when the batch is cut, before any request.
+  it('an alert sent without its snapshot (too large with it) is counted once Kafka took it so, apart from the parked ones', async () => {
+    // Left without its picture when the batch is cut; a broker that takes everything.
     const kafka = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'], maxMessageBytes: 2048, lingerMs: 1, closeTimeoutMs: 200 }), ssl: undefined });
+    const inner = kafka as unknown as { connect(): Promise<void>; produce(part: unknown[]): Promise<void> };
+    inner.connect = async () => undefined;
+    inner.produce = async () => undefined;
     const a = { type: 'alert', version: 1, source: 'cam', stamps: { emitted: 1 }, alert: { id: 'big', snapshot: { contentType: 'image/jpeg', data: 'A'.repeat(4000), width: 8, height: 8 } } } as unknown as AlertMessage;
     kafka.publish('alert', 'cam', JSON.stringify(a), a);
     for (let i = 0; i < 500 && kafka.stats.snapshotsLeftOut === 0; i++) await new Promise((r) => setTimeout(r, 10));

@@ -1,0 +1,71 @@
+import { describe, expect, it, vi } from 'vitest';
+import { KafkaSinkSchema } from '../../src/config/schema.js';
+import { KafkaSink, type KafkaSinkOptions } from '../../src/sinks/kafka.js';
+import type { AlertMessage, Message } from '../../src/sinks/message.js';
+import { testAlert } from '../helpers/kafka.js';
+
+/**
+ * An alert sent without its embedded snapshot (too large with it), against a scripted producer
+ * (no broker): what is counted, and what memory it holds.
+ */
+
+interface Logged {
+  msg: string;
+  fields?: Record<string, unknown>;
+  level: string;
+}
+
+/** A sink whose every producer is `sendBatch`, with its topics taken as checked. */
+function scripted(sendBatch: (req: { topicMessages: { topic: string; messages: { key: string; value: string }[] }[] }) => Promise<unknown>, over: Partial<KafkaSinkOptions> = {}) {
+  const logs: Logged[] = [];
+  const sink = new KafkaSink({
+    ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'] }),
+    ssl: undefined,
+    closeTimeoutMs: 200,
+    log: (msg, fields, level = 'info') => logs.push({ msg, fields, level }),
+    ...over,
+  });
+  const producer = { connect: async () => undefined, disconnect: async () => undefined, on: () => undefined, events: { DISCONNECT: 'producer.disconnect' }, sendBatch };
+  Object.assign(sink as unknown as object, { producer, makeProducer: () => producer, topicsChecked: true });
+  return { sink, logs };
+}
+
+function publish(sink: KafkaSink, m: Message): void {
+  sink.publish(m.type === 'alert' ? 'alert' : m.type, m.source, JSON.stringify(m), m);
+}
+
+const tooLarge = () => Object.assign(new Error('The request included a message larger than the max message size the server will accept'), { name: 'KafkaJSProtocolError', type: 'MESSAGE_TOO_LARGE' });
+
+/** Runs until `cond` in virtual time (the sink's linger and backoff are setTimeout's). */
+async function inVirtualTime(cond: () => boolean, ms: number): Promise<boolean> {
+  for (let t = 0; t < ms && !cond(); t += 10) await vi.advanceTimersByTimeAsync(10);
+  return cond();
+}
+
+describe('Kafka sink: alerts sent without their snapshot are counted once, as what became of them', () => {
+  it('an alert refused with and without its snapshot is parked, not also counted as delivered without it (snapshotsLeftOut, argus_kafka_undeliverable_total{outcome="snapshot_left_out"})', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'] });
+    try {
+      // A broker that takes no record over 10 000 bytes (a topic's max.message.bytes).
+      const acked: string[] = [];
+      const { sink } = scripted(async ({ topicMessages }) => {
+        const msgs = topicMessages.flatMap((t) => t.messages);
+        if (msgs.some((m) => m.value.length > 10_000)) throw tooLarge();
+        for (const m of msgs) acked.push((JSON.parse(m.value) as AlertMessage).alert.id);
+        return [];
+      });
+      const wordy = testAlert('dock', 'wordy', 20_000);
+      wordy.alert.message = 'x'.repeat(30_000); // too large without its picture too
+      publish(sink, testAlert('dock', 'pictured', 20_000)); // too large only with its picture
+      publish(sink, wordy);
+      publish(sink, testAlert('dock', 'small'));
+      expect(await inVirtualTime(() => sink.stats.alertsSent === 2 && sink.stats.parked === 1, 60_000)).toBe(true);
+      expect(acked).toEqual(['pictured', 'small']);
+      // One sent without its picture; one parked (with it): each counted as what became of it.
+      expect(sink.stats).toMatchObject({ alertsSent: 2, snapshotsLeftOut: 1, parked: 1, alertsParked: 1 });
+      await sink.close();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
