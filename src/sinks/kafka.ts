@@ -298,7 +298,7 @@ export class KafkaSink implements Sink {
   private outage = false;
   private readonly detections = new Deque<Pending>(1024);
   private readonly alerts = new Deque<Pending>(64);
-  /** Characters of the alerts' JSON in `alerts` (the memory bound). */
+  /** Characters of the alerts' JSON in `alerts` (the memory bound; see heldChars). */
   private alertChars = 0;
   private readonly alertBufferBytes: number;
   /** Keys of alerts left in the durable store, oldest first (see `spill`). */
@@ -611,7 +611,7 @@ export class KafkaSink implements Sink {
       } else {
         while (full()) {
           const lost = this.alerts.shift()!;
-          this.alertChars -= lost.value.length;
+          this.alertChars -= heldChars(lost);
           this.stats.alertsDropped++;
           this.log(`kafka: alert buffer full (${this.o.alertBufferSize} alerts or ${this.alertBufferBytes} bytes); oldest alert lost`, { source: lost.key, alertId: alertId(lost), code: ErrorCodes.ALERT_UNDELIVERED }, 'error');
         }
@@ -805,11 +805,11 @@ export class KafkaSink implements Sink {
         const q = kind === 'alert' ? this.alerts : this.detections;
         while (q.length > 0) {
           const p = q.shift()!;
-          // (Its length before admit: an alert may leave it without its snapshot.)
-          const chars = p.value.length;
+          // (What it held before admit: an alert may leave its snapshot out, and hold it aside.)
+          const chars = heldChars(p);
           if (admit(p) === 'full') {
             q.unshift(p);
-            if (p.kind === 'alert') this.alertChars += p.value.length - chars;
+            if (p.kind === 'alert') this.alertChars += heldChars(p) - chars;
             break;
           }
           if (p.kind === 'alert') this.alertChars -= chars;
@@ -1168,7 +1168,7 @@ export class KafkaSink implements Sink {
     let s = 0;
     for (const part of this.heldParts()) for (const p of part) if (p.kind === 'alert') {
       a++;
-      chars += p.value.length;
+      chars += heldChars(p);
     } else if (p.kind === 'status') s++;
     this.inFlightAlerts = a;
     this.inFlightAlertChars = chars;
@@ -1286,6 +1286,16 @@ export class KafkaSink implements Sink {
     for (const parts of this.retry.values()) for (const part of parts) again += part.length;
     return this.alerts.length + this.spilled.length + this.statuses.size + this.detections.length + again;
   }
+}
+
+/**
+ * The characters of JSON a message holds in memory: its value, and for an alert sent without its
+ * snapshot the alert as published too (`unstripped`, to park it picture and all if it is refused
+ * without it). Uncounted, a batch of such alerts in flight held their pictures beside a buffer
+ * refilled to the bound: twice `alertBufferBytes`.
+ */
+function heldChars(p: Pending): number {
+  return p.value.length + (p.unstripped?.value.length ?? 0);
 }
 
 function alertId(p: Pending): string | undefined {

@@ -1,13 +1,19 @@
-import { describe, expect, it, vi } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { KafkaSinkSchema } from '../../src/config/schema.js';
 import { KafkaSink, type KafkaSinkOptions } from '../../src/sinks/kafka.js';
 import type { AlertMessage, Message } from '../../src/sinks/message.js';
+import { Outbox } from '../../src/sinks/outbox.js';
 import { testAlert } from '../helpers/kafka.js';
 
 /**
  * An alert sent without its embedded snapshot (too large with it), against a scripted producer
  * (no broker): what is counted, and what memory it holds.
  */
+const tmp = mkdtempSync(join(tmpdir(), 'argus-kafka-left-out-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 interface Logged {
   msg: string;
@@ -67,5 +73,39 @@ describe('Kafka sink: alerts sent without their snapshot are counted once, as wh
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+describe('Kafka sink with the outbox: the pictures of alerts sent without them are in the memory bound', () => {
+  it('alerts held in flight with their original JSON (to park it, picture and all, if they are refused) count it: new alerts wait on disk past alertBufferBytes', async () => {
+    const dir = mkdtempSync(join(tmp, 'outbox-'));
+    const outbox = await Outbox.open({ dir, maxBytes: 64 << 20, maxAgeMs: 3_600_000, fsync: false });
+    // A broker that never answers: the first request stays in flight.
+    let requests = 0;
+    let fail!: (e: Error) => void;
+    const { sink } = scripted(
+      () => {
+        requests++;
+        return new Promise((_, reject) => (fail = reject));
+      },
+      { spill: outbox.spill(), maxMessageBytes: 50_000, alertBufferBytes: 300_000, lingerMs: 0 },
+    );
+    const a = Array.from({ length: 10 }, (_, i) => testAlert('dock', `a${i}`, 100_000));
+    const put = async (m: AlertMessage) => {
+      const json = JSON.stringify(m);
+      await outbox.append(m, json);
+      sink.publish('alert', m.source, json, m);
+    };
+    await put(a[0]);
+    // Taken into a request without its picture (over maxMessageBytes), in flight: its ~100 KB JSON as published is held, to be parked as such if the stripped one is refused too.
+    await vi.waitFor(() => expect(requests).toBe(1));
+    expect(sink.stats.alertsBuffered).toBe(1);
+    for (const m of a.slice(1)) await put(m);
+    // 300 KB of room: a0 (its ~100 KB as published) and a1 (~100 KB) in memory; a third would take it past the bound.
+    expect(sink.stats.alertsBuffered).toBe(2);
+    expect(sink.stats.alertsOnDisk).toBe(8);
+    fail(Object.assign(new Error('Connection error: connect ECONNREFUSED 127.0.0.1:9'), { name: 'KafkaJSConnectionError' }));
+    await sink.close();
+    await outbox.close();
   });
 });
