@@ -519,7 +519,19 @@ export class KafkaSink implements Sink {
         this.log(`kafka: created topics ${missing.join(', ')}`);
       }
       this.topicsChecked = true;
-      await this.checkAlertsTopicKeeps(admin);
+      // In the background, its admin connection let go when it is answered: it only informs, and
+      // awaited here a DescribeConfigs answered late (a slow or unreachable controller: up to two
+      // request timeouts) held the start for startWaitMs with a false "no answer from the broker",
+      // and the producer's connection until it came.
+      // (close() waits for it within its deadline.)
+      if (!this.keepsChecking) {
+        const kept = admin;
+        admin = undefined;
+        this.keepsChecking = this.checkAlertsTopicKeeps(kept).finally(() => {
+          this.keepsChecking = undefined;
+          return kept.disconnect().catch(() => undefined);
+        });
+      }
     } finally {
       await admin?.disconnect().catch(() => undefined);
     }
@@ -542,7 +554,7 @@ export class KafkaSink implements Sink {
     } catch {
       return;
     }
-    if (!policy?.split(',').includes('compact')) return;
+    if (!policy?.split(',').includes('compact') || this.closed) return;
     this.compactedSaid = topic;
     this.log(
       `kafka: the alerts topic "${topic}" is compacted (cleanup.policy ${policy}): the broker keeps only the latest alert of each camera, and a consumer that reads later never gets the others; set its cleanup.policy to delete, or name another topic in sinks.kafka.topics.alerts`,
@@ -551,6 +563,8 @@ export class KafkaSink implements Sink {
     );
   }
   private compactedSaid: string | undefined;
+  /** The check of the alerts topic's cleanup policy, while it waits for its answer (see ensureTopics). */
+  private keepsChecking: Promise<void> | undefined;
 
   /**
    * O(1): no parsing or serialising here (the json is given); sizes are measured when a batch is
@@ -1250,8 +1264,10 @@ export class KafkaSink implements Sink {
       if (!(await within(this.startSend(), left()))) break;
       if (this.backoffMs > 0 && this.pending > 0) await sleep(Math.min(this.backoffMs, left()));
     }
-    // Parked messages still being written (a pipe's slow reader), within the deadline.
+    // Parked messages still being written (a pipe's slow reader), and the alerts topic's
+    // cleanup policy still asked for, within the deadline.
     await within(this.deadLetters, left());
+    if (this.keepsChecking) await within(this.keepsChecking, left());
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;

@@ -109,3 +109,40 @@ describe('Kafka sink with the outbox: the pictures of alerts sent without them a
     await outbox.close();
   });
 });
+
+describe('Kafka sink: the check of the alerts topic cleanup policy at start (scripted client)', () => {
+  it('is not waited for: a DescribeConfigs answered late neither holds the start (startWaitMs, "no answer") nor the connection; a compacted topic is still said when the answer comes', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'] });
+    try {
+      const logs: Logged[] = [];
+      const sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'] }), ssl: undefined, closeTimeoutMs: 200, startWaitMs: 3000, log: (msg, fields, level = 'info') => logs.push({ msg, fields, level }) });
+      const topics = ['argus.detections', 'argus.alerts', 'argus.status'];
+      // The broker answers the topic list at once, the DescribeConfigs only when the test says (a slow controller).
+      let answer!: (r: unknown) => void;
+      let disconnected = false;
+      const admin = {
+        connect: async () => undefined,
+        disconnect: async () => void (disconnected = true),
+        listTopics: async () => topics,
+        createTopics: async () => true,
+        describeConfigs: () => new Promise((r) => (answer = r)),
+      };
+      const producer = { connect: async () => undefined, disconnect: async () => undefined, on: () => undefined, events: { DISCONNECT: 'producer.disconnect' }, sendBatch: async () => [] };
+      Object.assign(sink as unknown as object, { kafka: { admin: () => admin, producer: () => producer }, producer, makeProducer: () => producer });
+      let started = false;
+      void sink.start().then(() => (started = true));
+      for (let t = 0; t < 100 && !started; t += 10) await vi.advanceTimersByTimeAsync(10);
+      expect(started).toBe(true);
+      expect(sink.stats.connected).toBe(true);
+      expect(logs.filter((l) => /no answer/.test(l.msg))).toEqual([]);
+      // The answer, later: said then, and the admin connection let go.
+      answer({ resources: [{ configEntries: [{ configName: 'cleanup.policy', configValue: 'compact' }] }] });
+      await vi.advanceTimersByTimeAsync(10);
+      expect(logs.filter((l) => /is compacted/.test(l.msg)).map((l) => l.level)).toEqual(['error']);
+      expect(disconnected).toBe(true);
+      await sink.close();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
