@@ -509,12 +509,15 @@ export class KafkaSink implements Sink {
         }
         // The status topic compacted: each camera's latest state stays for a consumer that starts
         // late (it had the broker's delete policy, so after the retention a camera had no state
-        // until its next change). Not when it is also the detections' or the alerts' topic.
+        // until its next change). Not when it is also the detections' or the alerts' topic. The
+        // others with the delete policy, said: with the broker's default, a broker whose
+        // log.cleanup.policy is compact got an alerts topic that keeps only each camera's latest
+        // alert, made so by argus (and said at once as an error by the check below).
         const { detections, alerts, status } = this.o.topics;
-        const compact = (topic: string) => topic === status && status !== detections && status !== alerts;
+        const policy = (topic: string) => (topic === status && status !== detections && status !== alerts ? 'compact' : 'delete');
         await admin.createTopics({
           waitForLeaders: true,
-          topics: missing.map((topic) => ({ topic, numPartitions: this.o.partitions, replicationFactor: this.o.replicationFactor, ...(compact(topic) ? { configEntries: [{ name: 'cleanup.policy', value: 'compact' }] } : {}) })),
+          topics: missing.map((topic) => ({ topic, numPartitions: this.o.partitions, replicationFactor: this.o.replicationFactor, configEntries: [{ name: 'cleanup.policy', value: policy(topic) }] })),
         });
         this.log(`kafka: created topics ${missing.join(', ')}`);
       }

@@ -146,3 +146,28 @@ describe('Kafka sink: the check of the alerts topic cleanup policy at start (scr
     }
   });
 });
+
+describe('Kafka sink: the topics argus creates (scripted client)', () => {
+  it('get their cleanup policy said, not the broker default: the alerts and detections topics delete, the status topic compact (a broker whose default is compact made an alerts topic that kept only each camera\'s latest alert)', async () => {
+    const created: { topic: string; configEntries?: { name: string; value: string }[] }[] = [];
+    const admin = {
+      connect: async () => undefined,
+      disconnect: async () => undefined,
+      listTopics: async () => [],
+      createTopics: async (r: { topics: typeof created }) => void created.push(...r.topics),
+      describeConfigs: async () => ({ resources: [] }),
+    };
+    const producer = { connect: async () => undefined, disconnect: async () => undefined, on: () => undefined, events: { DISCONNECT: 'producer.disconnect' }, sendBatch: async () => [] };
+    for (const [topics, want] of [
+      [{ detections: 'd', alerts: 'a', status: 's' }, { d: 'delete', a: 'delete', s: 'compact' }],
+      [{ detections: 'd', alerts: 'shared', status: 'shared' }, { d: 'delete', shared: 'delete' }],
+    ] as const) {
+      created.length = 0;
+      const sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'], topics }), ssl: undefined, closeTimeoutMs: 200 });
+      Object.assign(sink as unknown as object, { kafka: { admin: () => admin, producer: () => producer }, producer, makeProducer: () => producer });
+      await sink.start();
+      await sink.close();
+      expect(Object.fromEntries(created.map((t) => [t.topic, t.configEntries?.find((c) => c.name === 'cleanup.policy')?.value]))).toEqual(want);
+    }
+  });
+});
