@@ -2,11 +2,10 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PERSON_VIDEO } from '../helpers/assets.js';
 import { MODEL_RUN_TIMEOUT_MS } from '../helpers/cli.js';
-import { BROKER_TIMEOUT_MS, broker, readTopicUntil, uniqueTopic } from '../helpers/kafka.js';
+import { BROKER_TIMEOUT_MS, broker, createSmallTopic, readTopicUntil, uniqueTopic } from '../helpers/kafka.js';
 import type { AlertMessage } from '../../src/sinks/message.js';
 import { readOutbox } from '../../src/sinks/outbox.js';
 import { testPort } from '../helpers/ports.js';
@@ -149,11 +148,7 @@ describe('alert durability (real broker, real CLI)', () => {
     const topic = uniqueTopic('parked');
     const outbox = join(dir, 'outbox');
     // No snapshot to leave out (mode none): every alert (~1 KB) is over the topic's 200 bytes.
-    const kafka = new Kafka({ clientId: 'argus-test', brokers: BROKERS, logLevel: logLevel.NOTHING });
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: `${topic}.alerts`, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '200' }] }] });
-    await admin.disconnect();
+    await createSmallTopic(BROKERS, `${topic}.alerts`, 200);
     const run = start(dir, yamlFor(topic, outbox));
     const deadLetter = join(outbox, 'kafka-dead-letter.jsonl');
     await until(() => lines(deadLetter).length >= 2 || undefined, MODEL_RUN_TIMEOUT_MS, 'parked alerts');
@@ -172,11 +167,7 @@ describe('alert durability (real broker, real CLI)', () => {
     const topic = uniqueTopic('omit');
     const outbox = join(dir, 'outbox');
     // An alert is ~1 KB without its picture, tens of KB with it.
-    const kafka = new Kafka({ clientId: 'argus-test', brokers: BROKERS, logLevel: logLevel.NOTHING });
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: `${topic}.alerts`, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '8000' }] }] });
-    await admin.disconnect();
+    await createSmallTopic(BROKERS, `${topic}.alerts`, 8000);
     const yaml = yamlFor(topic, outbox, 'server: { host: 127.0.0.1, port: 0 }\n').replace('alerts: { snapshot: { mode: none } }', 'alerts: { snapshot: { mode: embed } }');
     const run = start(dir, yaml);
     const url = await until(() => /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(run.stderr())?.[1], MODEL_RUN_TIMEOUT_MS, 'the server');

@@ -251,3 +251,14 @@ export function testAlert(source: string, id: string, snapshotBytes = 0): AlertM
     detections: [],
   };
 }
+
+/** Makes `topic` (one partition) taking records of at most `maxMessageBytes` (its max.message.bytes): what a broker refuses as too large. */
+export async function createSmallTopic(brokers: string[], topic: string, maxMessageBytes: number): Promise<void> {
+  const admin = new Kafka({ clientId: 'argus-test', brokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: String(maxMessageBytes) }] }] });
+  } finally {
+    await admin.disconnect();
+  }
+}

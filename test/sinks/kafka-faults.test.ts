@@ -8,7 +8,7 @@ import { KafkaSinkSchema } from '../../src/config/schema.js';
 import { MESSAGE_VERSION, statusMessage, type AlertMessage, type DetectionsMessage, type Message, type StatusMessage } from '../../src/sinks/message.js';
 import { KafkaSink, type DeliveryOutcome, type KafkaSinkOptions } from '../../src/sinks/kafka.js';
 import { Outbox, recordMessage } from '../../src/sinks/outbox.js';
-import { BROKER_TIMEOUT_MS, broker, readTopic, readTopicUntil, stallBroker, testAlert, uniqueTopic } from '../helpers/kafka.js';
+import { BROKER_TIMEOUT_MS, broker, createSmallTopic, readTopic, readTopicUntil, stallBroker, testAlert, uniqueTopic } from '../helpers/kafka.js';
 import { testPort } from '../helpers/ports.js';
 import { assertValidMessage } from '../helpers/schema.js';
 
@@ -147,11 +147,7 @@ describe('Kafka sink: messages too large for the broker', () => {
   it('a topic with a small max.message.bytes: refused batches are split, a message too large on its own is parked (dead-letter file, error log, onDelivered) and never blocks the queue', async () => {
     const topic = uniqueTopic('split');
     const alertsTopic = `${topic}.alerts`;
-    const kafka = new Kafka({ clientId: 'argus-test', brokers, logLevel: logLevel.NOTHING });
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: alertsTopic, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '60000' }] }] });
-    await admin.disconnect();
+    await createSmallTopic(brokers, alertsTopic, 60_000);
 
     const deadLetterPath = join(tmp, 'split', 'dead-letter.jsonl');
     const { sink, logs, acked, deadLettered } = makeSink(topic, { maxMessageBytes: 100_000, deadLetterPath });
@@ -215,11 +211,7 @@ describe('Kafka sink: messages too large for the broker', () => {
   it('an alert too large with its embedded snapshot reaches consumers without it (snapshotOmitted: why, and the URL that serves it), in its place; its outbox record is replaced and acknowledged once; only one still too large without it is parked, picture and all', async () => {
     const topic = uniqueTopic('omit');
     const alertsTopic = `${topic}.alerts`;
-    const kafka = new Kafka({ clientId: 'argus-test', brokers, logLevel: logLevel.NOTHING });
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: alertsTopic, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '60000' }] }] });
-    await admin.disconnect();
+    await createSmallTopic(brokers, alertsTopic, 60_000);
     const dir = mkdtempSync(join(tmp, 'outbox-'));
     const outbox = await Outbox.open({ dir, maxBytes: 64 << 20, maxAgeMs: 3_600_000, fsync: false });
     const deadLetterPath = join(tmp, 'omit', 'dead-letter.jsonl');
