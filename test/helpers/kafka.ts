@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
-import { MESSAGE_VERSION, type AlertMessage } from '../../src/sinks/message.js';
+import { MESSAGE_VERSION, type AlertMessage, type DetectionsMessage } from '../../src/sinks/message.js';
 import { testPort } from './ports.js';
 
 const run = promisify(execFile);
@@ -225,14 +225,13 @@ function allThreadsStopped(pid: number): boolean {
 
 let alertSeq = 0;
 
-/** An alert message as argus publishes it, for the sinks' tests; with a snapshot of `snapshotBytes` base64 characters when > 0. */
-export function testAlert(source: string, id: string, snapshotBytes = 0): AlertMessage {
+/** What a frame's messages share (source, seq, stamps, frame, model), stamped now, for the sinks' tests. */
+function testFrameFields(source: string, seq: number): Omit<DetectionsMessage, 'type'> {
   const t = Date.now();
   return {
-    type: 'alert',
     version: MESSAGE_VERSION,
     source,
-    seq: alertSeq++,
+    seq,
     pts: 0,
     capturedAt: new Date(t).toISOString(),
     producedBy: 'captured',
@@ -240,6 +239,20 @@ export function testAlert(source: string, id: string, snapshotBytes = 0): AlertM
     frame: { width: 768, height: 432 },
     model: { name: 'test', version: '0' },
     dropped: 0,
+    detections: [],
+  };
+}
+
+/** A detections message with no detection as argus publishes it, frame `seq` of `source`, for the sinks' tests. */
+export function testDetections(source: string, seq: number): DetectionsMessage {
+  return { type: 'detections', ...testFrameFields(source, seq) };
+}
+
+/** An alert message as argus publishes it, for the sinks' tests; with a snapshot of `snapshotBytes` base64 characters when > 0. */
+export function testAlert(source: string, id: string, snapshotBytes = 0): AlertMessage {
+  return {
+    type: 'alert',
+    ...testFrameFields(source, alertSeq++),
     alert: {
       id,
       rule: 'sink-test',
@@ -248,7 +261,6 @@ export function testAlert(source: string, id: string, snapshotBytes = 0): AlertM
       message: `sink test ${id}`,
       ...(snapshotBytes > 0 ? { snapshot: { contentType: 'image/jpeg' as const, data: randomBytes(Math.ceil((snapshotBytes * 3) / 4)).toString('base64').slice(0, snapshotBytes), width: 832, height: 468 } } : {}),
     },
-    detections: [],
   };
 }
 

@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { KafkaSinkSchema } from '../../src/config/schema.js';
-import { MESSAGE_VERSION, statusMessage, type AlertMessage, type DetectionsMessage, type Message, type StatusMessage } from '../../src/sinks/message.js';
+import { statusMessage, type AlertMessage, type Message, type StatusMessage } from '../../src/sinks/message.js';
 import { KafkaSink, type DeliveryOutcome, type KafkaSinkOptions } from '../../src/sinks/kafka.js';
 import { Outbox, recordMessage } from '../../src/sinks/outbox.js';
-import { BROKER_TIMEOUT_MS, broker, createSmallTopic, readTopic, readTopicUntil, stallBroker, testAlert, uniqueTopic } from '../helpers/kafka.js';
+import { BROKER_TIMEOUT_MS, broker, createSmallTopic, readTopic, readTopicUntil, stallBroker, testAlert, testDetections, uniqueTopic } from '../helpers/kafka.js';
 import { testPort } from '../helpers/ports.js';
 import { assertValidMessage } from '../helpers/schema.js';
 
@@ -80,28 +80,11 @@ function makeSink(topic: string, over: Partial<KafkaSinkOptions> = {}) {
   return { sink, logs, delivered, acked, deadLettered };
 }
 
-let seq = 0;
-/** An alert as the pipeline builds it; `snapshotBytes` of base64 JPEG-like data embedded. */
 /** An alert as argus publishes it (test/helpers/kafka.ts). */
 const alert = testAlert;
 
-function detections(source: string, s: number): DetectionsMessage {
-  const t = Date.now();
-  return {
-    type: 'detections',
-    version: MESSAGE_VERSION,
-    source,
-    seq: s,
-    pts: 0,
-    capturedAt: new Date(t).toISOString(),
-    producedBy: 'captured',
-    stamps: { produced: t, captured: t, preprocessed: t, inferStart: t, inferEnd: t, postprocessed: t, emitted: t, published: t },
-    frame: { width: 768, height: 432 },
-    model: { name: 'test', version: '0' },
-    dropped: 0,
-    detections: [],
-  };
-}
+/** A detections message (test/helpers/kafka.ts). */
+const detections = testDetections;
 
 function status(source: string, i: number): StatusMessage {
   const m = statusMessage({ source, state: i % 2 ? 'reconnecting' : 'streaming', previous: i % 2 ? 'streaming' : 'reconnecting', reason: `flap ${i}`, at: Date.now() + i, attempt: i });

@@ -49,6 +49,19 @@ function diskPeak(ob: Outbox, file: string): { readonly peak: number; sample(): 
     },
   };
 }
+/** Freezes the outbox's journal writes (a disk that does not answer) until the returned thaw() is called; the write held then goes on. */
+function freezeWrites(ob: Outbox): () => void {
+  const fh = (ob as unknown as { fh: { write: unknown } }).fh;
+  let thaw!: () => void;
+  const thawed = new Promise<void>((r) => (thaw = r));
+  fh.write = async (...args: unknown[]) => {
+    await thawed;
+    delete fh.write;
+    return (fh as unknown as { write: (...a: unknown[]) => Promise<unknown> }).write(...args);
+  };
+  return thaw;
+}
+
 describe('Outbox (the durable alert journal)', () => {
   it('keeps what was not acknowledged across a reopen, and only that, in order', async () => {
     const d = dir();
@@ -532,14 +545,7 @@ describe('Outbox (the durable alert journal)', () => {
   it('a disk that does not answer (frozen) holds no alert back: after 1 s it is handed on unprotected (counted), the queue stays bounded, and once the disk answers every record is written; close() gives up on it after closeWaitMs', async () => {
     const d = dir();
     const ob = await Outbox.open(opts(d, { maxBytes: 200_000, closeWaitMs: 300 }));
-    const fh = (ob as unknown as { fh: { write: unknown } }).fh;
-    let thaw!: () => void;
-    const thawed = new Promise<void>((r) => (thaw = r));
-    fh.write = async (...args: unknown[]) => {
-      await thawed; // frozen until thawed
-      delete fh.write;
-      return (fh as unknown as { write: (...a: unknown[]) => Promise<unknown> }).write(...args);
-    };
+    const thaw = freezeWrites(ob);
     const first = ob.append(...alert('z0'));
     expect(await Promise.race([first.then(() => 'handed on'), new Promise((r) => setTimeout(() => r('held back'), 10_000))])).toBe('handed on');
     expect(ob.stats.slowWrites).toBe(1);
@@ -564,14 +570,7 @@ describe('Outbox (the durable alert journal)', () => {
   it('the writer\'s queue is bounded in bytes as written: while the disk is frozen, alerts whose labels are 3-byte UTF-8 characters queue at most maxBytes of them (counted in characters, three times that)', async () => {
     const d = dir();
     const ob = await Outbox.open(opts(d, { maxBytes: 200_000, closeWaitMs: 300 }));
-    const fh = (ob as unknown as { fh: { write: unknown } }).fh;
-    let thaw!: () => void;
-    const thawed = new Promise<void>((r) => (thaw = r));
-    fh.write = async (...args: unknown[]) => {
-      await thawed;
-      delete fh.write;
-      return (fh as unknown as { write: (...a: unknown[]) => Promise<unknown> }).write(...args);
-    };
+    const thaw = freezeWrites(ob);
     const euro = (id: string): [AlertMessage, string] => {
       const m = { type: 'alert', version: 1, source: 'cam', alert: { id, rule: 'r', severity: 'critical', event: 'zone.enter', message: '€'.repeat(20_000) } } as unknown as AlertMessage;
       return [m, JSON.stringify(m)];
