@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
@@ -146,8 +147,14 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
     if (name === 'index.html') {
       if (trade(server, req, res)) return;
       Object.assign(headers, PAGE_HEADERS);
+      return void res.writeHead(200, headers).end(await readFile(join(DASHBOARD, name)));
     }
-    res.writeHead(200, headers).end(await readFile(join(DASHBOARD, name)));
+    // The page's scripts and style: `no-cache` makes the browser ask each load, and the ETag lets
+    // it be told "unchanged" (304, no body) instead of being sent all 26 files again.
+    const { body, etag } = await dashboardFile(name);
+    headers.etag = etag;
+    if (etagMatches(req.headers['if-none-match'], etag)) return void res.writeHead(304, headers).end();
+    res.writeHead(200, headers).end(body);
   };
   server.route('/', file('index.html'), { page: true });
   server.route('/index.html', file('index.html'), { page: true });
@@ -155,6 +162,32 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
   server.route('/style.css', file('style.css'));
   // Exact paths only: a module name not in the list (or any other path under /js/) is a 404.
   for (const m of DASHBOARD_MODULES) server.route(`/js/${m}`, file(`js/${m}`));
+}
+
+/**
+ * A dashboard file's bytes and their ETag, read once per process: the files are those of the
+ * installed argus and do not change while it runs. A failed read is not kept (the next request
+ * tries again).
+ */
+const dashboardFiles = new Map<string, Promise<{ body: Buffer; etag: string }>>();
+function dashboardFile(name: string): Promise<{ body: Buffer; etag: string }> {
+  let held = dashboardFiles.get(name);
+  if (!held) {
+    held = readFile(join(DASHBOARD, name)).then((body) => ({ body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` }));
+    held.catch(() => dashboardFiles.delete(name));
+    dashboardFiles.set(name, held);
+  }
+  return held;
+}
+
+/** Whether an If-None-Match header names this ETag (a list, weak forms and `*` included; RFC 9110 13.1.2). */
+export function etagMatches(header: string | string[] | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  for (const part of (Array.isArray(header) ? header.join(',') : header).split(',')) {
+    const tag = part.trim();
+    if (tag === '*' || tag === etag || tag === `W/${etag}`) return true;
+  }
+  return false;
 }
 
 /** The dashboard's ES modules that app.js imports, served at /js/<name> (src/server/dashboard/js/). */

@@ -673,6 +673,34 @@ describe('HTTP: the dashboard trades ?token= for a session cookie', () => {
     }
   });
 
+  it('the page\'s scripts and style carry an ETag: asked again with it, 304 and no body (26 files a reload not sent again); another tag, 200; the page itself is never cached; without the cookie, 401 whatever the tag', async () => {
+    const { s } = await dashboard();
+    const cookie = ((await get(s.port, '/?token=s3cret')).headers['set-cookie'] ?? '').split(';')[0];
+    for (const path of ['/app.js', '/style.css', '/js/api.js']) {
+      const first = await get(s.port, path, { cookie });
+      expect(first.status, path).toBe(200);
+      const etag = first.headers.etag;
+      expect(etag, path).toMatch(/^"[A-Za-z0-9_-]{27}"$/);
+      expect(first.headers['cache-control'], path).toBe('no-cache');
+      expect(first.body.length, path).toBeGreaterThan(100);
+      for (const tag of [etag, `W/${etag}`, `"x", ${etag}`, '*']) {
+        const again = await get(s.port, path, { cookie, 'If-None-Match': tag });
+        expect(again.status, `${path} ${tag}`).toBe(304);
+        expect(again.body, `${path} ${tag}`).toBe('');
+        expect(again.headers.etag, path).toBe(etag);
+      }
+      const other = await get(s.port, path, { cookie, 'If-None-Match': '"stale"' });
+      expect(other.status, path).toBe(200);
+      expect(other.body, path).toBe(first.body);
+      expect((await get(s.port, path, { 'If-None-Match': etag })).status, path).toBe(401);
+    }
+    expect((await get(s.port, '/app.js', { cookie })).headers.etag).not.toBe((await get(s.port, '/style.css', { cookie })).headers.etag);
+    const page = await get(s.port, '/', { cookie, 'If-None-Match': '*' });
+    expect(page.status).toBe(200);
+    expect(page.headers.etag).toBeUndefined();
+    expect(page.headers['cache-control']).toBe('no-store');
+  });
+
   it('the cookie authenticates the page, its assets, /api/sources, the probes\' details and /ws from the same origin; a wrong cookie, another port\'s, or a foreign origin is refused', async () => {
     const { s, hub, host } = await dashboard();
     const cookie = ((await get(s.port, '/?token=s3cret')).headers['set-cookie'] ?? '').split(';')[0];
