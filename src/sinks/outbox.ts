@@ -307,6 +307,13 @@ function line(obj: object): string {
 }
 
 /** The monotonic clock, ms since boot (CLOCK_MONOTONIC, the same for every process of a boot). */
+/** The clocks a record's age is read from: since boot, wall, and the outbox's monotonic one (ms). */
+interface ClockReading {
+  up: number;
+  wall: number;
+  mono: number;
+}
+
 function sinceBoot(): number {
   return Number(process.hrtime.bigint() / 1_000_000n);
 }
@@ -635,7 +642,8 @@ export class Outbox {
       // (a hard link, no copy), so the damaged records can still be looked at or recovered by hand.
       this.stats.damagedCopy = await keepDamaged(dir);
     }
-    for (const r of records.values()) this.addLive(r, this.ageOf(r), Buffer.byteLength(this.putLine(r)));
+    const at = this.readClocks();
+    for (const r of records.values()) this.addLive(r, this.ageOf(r, at), Buffer.byteLength(this.putLine(r)), at.mono);
     // (A journal an adoption appended to, then a crash: the records taken over are after this one's own.)
     this.sortLive();
     this.expire();
@@ -710,9 +718,18 @@ export class Outbox {
    * boot (a wall clock stepped forward between two runs evicts nothing), by the wall clock across
    * a reboot.
    */
-  private ageOf(r: OutboxRecord): number {
-    const up = sinceBoot();
-    return r.boot === this.bootId && r.up !== undefined && r.up <= up ? up - r.up : this.clock() - r.at;
+  private ageOf(r: OutboxRecord, at: ClockReading = this.readClocks()): number {
+    return r.boot === this.bootId && r.up !== undefined && r.up <= at.up ? at.up - r.up : at.wall - r.at;
+  }
+
+  /**
+   * The clocks, read once for all the records of a journal: read again for each, two records
+   * journaled in the same millisecond (`up` is whole milliseconds) got ages a read apart, and
+   * when the reads straddled a millisecond the later record came out older and was replayed
+   * before the earlier one (seen under load).
+   */
+  private readClocks(): ClockReading {
+    return { up: sinceBoot(), wall: this.clock(), mono: this.mono() };
   }
 
   /**
@@ -775,9 +792,10 @@ export class Outbox {
         if (records.length === 0) continue;
         // Already here (an adoption cut short, a newer status): taken out there, not replayed twice.
         // Older than this pipeline's bound: dropped (logged), as at its own open.
+        const at = this.readClocks();
         const fresh = records.filter((r) => {
           if ((this.live.get(r.key)?.at ?? -Infinity) >= r.at) return false;
-          if (this.ageOf(r) <= this.o.maxAgeMs) return true;
+          if (this.ageOf(r, at) <= this.o.maxAgeMs) return true;
           if (r.kind === 'alert') this.dropped(r, this.tooOld());
           return false;
         });
@@ -786,7 +804,7 @@ export class Outbox {
           if (prev) this.dropLive(prev);
           const line = this.putLine(r);
           const bytes = Buffer.byteLength(line);
-          this.addLive(r, this.ageOf(r), bytes);
+          this.addLive(r, this.ageOf(r, at), bytes, at.mono);
           return new Promise<void>((done) => this.enqueue(line, done, bytes));
         });
         await Promise.all(written);
@@ -1476,9 +1494,9 @@ export class Outbox {
    * for alerts without snapshots, whose JSON's quotes the journal escapes: the bound was that
    * much over on disk.)
    */
-  private addLive(r: OutboxRecord, ageMs: number, bytes: number): void {
+  private addLive(r: OutboxRecord, ageMs: number, bytes: number, monoNow = this.mono()): void {
     this.live.set(r.key, r);
-    this.born.set(r.key, this.mono() - Math.max(0, ageMs));
+    this.born.set(r.key, monoNow - Math.max(0, ageMs));
     this.lineBytes.set(r.key, bytes);
     this.liveBytes += bytes;
   }

@@ -799,6 +799,24 @@ describe('Outbox (the durable alert journal)', () => {
     await again.close();
   });
 
+  it('alerts journaled in the same millisecond are replayed in the order they were raised, however far the clocks move while the journal is read (a busy machine)', async () => {
+    const d = dir();
+    let ns = 5_000_000_000n;
+    const hr = vi.spyOn(process.hrtime, 'bigint').mockImplementation(() => ns); // the clock since boot, frozen: one millisecond for all three
+    try {
+      const first = await Outbox.open(opts(d, { monotonic: () => 0 }));
+      for (const a of [alert('s1'), alert('s2'), alert('s3')]) await first.append(...a);
+      await first.close();
+      hr.mockImplementation(() => (ns += 1_000_000n)); // each read a millisecond after the one before
+      const again = await Outbox.open(opts(d, { monotonic: () => 0 }));
+      // Before: each record's age was read on its own, the later ones came out older, and the replay ran s3, s2, s1.
+      expect(again.takeRecovered().map((r) => r.key)).toEqual(['alert:s1', 'alert:s2', 'alert:s3']);
+      await again.close();
+    } finally {
+      hr.mockRestore();
+    }
+  });
+
   it('within a run, alerts age by the monotonic clock: a wall clock stepped 10 days forward evicts nothing; an hour really passed does', async () => {
     let wall = Date.UTC(2026, 0, 1);
     let mono = 0;
