@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
 import type { LetterboxAlign, LetterboxRounding } from '../core/geometry.js';
 import { rtspTransportOf, type CameraTls } from '../core/rtsp-relay.js';
 
@@ -385,6 +386,29 @@ export function sourceKind(url: string): SourceKind {
   if (/^(rtmps?|srt|udp|tcp):\/\//i.test(url)) return 'stream';
   if (/^v4l2:\/\//i.test(url) || /^\/dev\/video\d+$/.test(url)) return 'v4l2';
   return 'file';
+}
+
+/**
+ * Whether `url` gives its stream to one reader only, once: a named pipe, socket or character
+ * device as a file (a writer's pipe: what the first read took is gone, and a writer that saw it
+ * close has ended), or a network URL ffmpeg listens on (`listen`, `mode=listener`: the sender
+ * that connected is dropped). Such an input is never read a second time to deinterlace it
+ * (`decode.deinterlace: auto`): its first read has the deinterlacer, on the frames flagged
+ * interlaced (a progressive stream's pass through it untouched, a frame later). Read again, an
+ * interlaced stream from a named pipe gave no frame (the second ffmpeg waited for a writer that
+ * had gone). The one test of it, for argus detect and preview (tools/frames) and a run's sources
+ * (ffmpegSource).
+ */
+export function readsOnce(url: string, kind: SourceKind = sourceKind(url)): boolean {
+  if (kind === 'file') {
+    try {
+      const st = statSync(/^file:\/\//i.test(url) ? url.slice('file://'.length) : url);
+      return st.isFIFO() || st.isSocket() || st.isCharacterDevice();
+    } catch {
+      return false;
+    }
+  }
+  return kind !== 'v4l2' && /[?&](listen(=1|=true)?|mode=listener)(&|$)/i.test(url);
 }
 
 /**

@@ -11,7 +11,7 @@ import type { LogFn } from '../core/log.js';
 import { redact, rememberArgSecrets, rememberUrlSecrets } from '../core/redact.js';
 import { emptyStamps, type Frame, type ProducedBy, type YuvColour } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
-import { buildFfmpegArgs, DEFAULT_DECODE, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, reportsFrameTimes, runTag, seekTrim, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
+import { buildFfmpegArgs, DEFAULT_DECODE, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, readsOnce, reportsFrameTimes, runTag, seekTrim, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { FrameChannel } from './frame-channel.js';
@@ -165,11 +165,15 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   //   over its gaps, by ffmpeg's constant-rate output).
   // - A stream ffmpeg reports interlaced (a field order), with `decode.deinterlace: auto`, is run
   //   again with the deinterlacer (ffmpeg-args deinterlaceFilters): a progressive one is never
-  //   given it, and its one frame of delay.
+  //   given it, and its one frame of delay. An input that can be read only once (a named pipe:
+  //   readsOnce) is not run again for it: it has the deinterlacer from its first run, as argus
+  //   detect and preview read it (the second ffmpeg of a named pipe waited for a writer that had
+  //   gone, and the source got no frame).
+  const once = readsOnce(options.input.url, options.input.kind);
   const run = (base: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRelay): Observable<Frame> => {
     let o = base;
     if (memo.ownRate) o = { ...o, input: { ...o.input, fps: undefined } };
-    if (memo.interlaced) o = { ...o, input: { ...o.input, interlaced: true } };
+    if (memo.interlaced || once) o = { ...o, input: { ...o.input, interlaced: true } };
     if (memo.seekMargin !== undefined && o.input.seek !== undefined && (o.input.seekMargin ?? 0) > 0) o = { ...o, input: { ...o.input, seekMargin: Math.max(o.input.seekMargin!, memo.seekMargin) } };
     // (A local still image is given to ffmpeg as packed RGB: it is packed from the start.)
     const packed = memo.packed || (o.input.kind === 'file' && stillImagePath(o.input.url) !== undefined);

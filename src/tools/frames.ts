@@ -3,7 +3,7 @@ import { statSync, type Stats } from 'node:fs';
 import { ownChild } from '../core/children.js';
 import { notAnInput } from '../core/files.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { decodeBoundArgs, deinterlaceFilters, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, runTag, sampleFilter, sourceBoundFilter, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
+import { decodeBoundArgs, deinterlaceFilters, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, readsOnce, runTag, sampleFilter, sourceBoundFilter, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
 import { ffmpegAutoscales, notFfmpeg } from '../sources/ffmpeg-path.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
 import { decodeStill, stillImagePath } from '../sources/still-image.js';
@@ -121,29 +121,7 @@ const DURATION = /^\s*Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)/;
  */
 export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFrame> {
   // An input that cannot be read twice is deinterlaced from its first read (flagged frames only).
-  yield* framesOf(o, readOnce(o.url));
-}
-
-/**
- * Whether `url` gives its stream to one reader only, once: a named pipe, socket or character
- * device as a file (a writer's pipe: what the first read took is gone, and a writer that saw it
- * close has ended), or a network URL ffmpeg listens on (`listen`, `mode=listener`: the sender
- * that connected is dropped). Such an input is not read again for `deinterlace: auto`
- * (Interlaced): its reader gets the deinterlacer from the start, on the frames flagged
- * interlaced, as before bc1d4dd. Read again, an interlaced stream from a named pipe gave no frame
- * (SOURCE_TIMEOUT: the second ffmpeg waited for a writer that had gone).
- */
-function readOnce(url: string): boolean {
-  const kind = sourceKind(url);
-  if (kind === 'file') {
-    try {
-      const st = statSync(url);
-      return st.isFIFO() || st.isSocket() || st.isCharacterDevice();
-    } catch {
-      return false;
-    }
-  }
-  return kind !== 'v4l2' && /[?&](listen(=1|=true)?|mode=listener)(&|$)/i.test(url);
+  yield* framesOf(o, readsOnce(o.url));
 }
 
 async function* framesOf(o: VideoFramesOptions, interlaced: boolean): AsyncGenerator<RawFrame> {

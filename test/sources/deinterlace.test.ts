@@ -1,8 +1,8 @@
-import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { createReadStream, createWriteStream, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { lastValueFrom, toArray } from 'rxjs';
+import { lastValueFrom, timeout, toArray } from 'rxjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Frame } from '../../src/core/frame.js';
 import type { Deinterlace } from '../../src/sources/ffmpeg-args.js';
@@ -19,6 +19,7 @@ import { runCommand } from '../helpers/cli.js';
 const ffmpeg = defaultFfmpegPath();
 const FRAMES = 12;
 let interlaced: string;
+let interlacedTs: string;
 let progressive: string;
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'argus-interlaced-'));
@@ -28,6 +29,9 @@ beforeAll(async () => {
   const h264 = ['-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-g', '25'];
   await runCommand(ffmpeg, ['-v', 'error', ...box(50, 16).slice(0, -1), `${box(50, 16).at(-1)},tinterlace=mode=interleave_top,setfield=tff`, ...h264, '-flags', '+ildct+ilme', '-x264-params', 'tff=1', interlaced]);
   await runCommand(ffmpeg, ['-v', 'error', ...box(25, 32), ...h264, progressive]);
+  // The same stream in MPEG-TS, which a pipe can carry (an MP4's index is at its end).
+  interlacedTs = join(dir, 'i576.ts');
+  await runCommand(ffmpeg, ['-v', 'error', '-i', interlaced, '-c', 'copy', interlacedTs]);
 }, 60_000);
 
 const run = async (url: string, frame: 'letterbox' | 'source' | 'source-yuv', deinterlace?: Deinterlace) => {
@@ -84,6 +88,29 @@ describe('an interlaced clip (576i, H.264 top field first, a box moving 16 px a 
       for (let x = 0; x < 416; x++) if (row[x * 3] > 40 && row[x * 3] < 215) grey++;
       expect(grey).toBeLessThanOrEqual(4);
     }
+  }, 60_000);
+
+  it('a named pipe (read once: a second read finds its writer gone): deinterlaced from its first read, one ffmpeg run, every frame', async () => {
+    const fifo = join(mkdtempSync(join(tmpdir(), 'argus-fifo-')), 'cam.ts');
+    execFileSync('mkfifo', [fifo]);
+    // The writer writes the stream once, as an encoder's pipe would; a reader that goes away ends it.
+    const writer = createWriteStream(fifo);
+    writer.on('error', () => {});
+    createReadStream(interlacedTs).pipe(writer);
+    const spawned: string[][] = [];
+    const frames = await lastValueFrom(
+      ffmpegSource({
+        id: 'cam',
+        input: { url: fifo, kind: 'file', rate: 'fast', loop: false },
+        output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114, rounding: 'floor', frame: 'source' },
+        ffmpegPath: ffmpeg,
+        onSpawn: (c: ChildProcess) => spawned.push(c.spawnargs),
+      }).pipe(timeout(30_000), toArray()),
+    );
+    expect(spawned).toHaveLength(1);
+    expect(spawned[0].join(' ')).toContain('bwdif=mode=send_frame:parity=auto:deint=interlaced');
+    expect(frames).toHaveLength(FRAMES);
+    for (const f of frames) expect(comb(f, 720)).toBeLessThanOrEqual(2);
   }, 60_000);
 
   it('deinterlace: off leaves it as it comes: combed, its rows 16 px apart', async () => {
