@@ -336,6 +336,66 @@ export interface SourceMemo {
   relayFailures?: number;
   /** Since when the relay has been run, across the source's restarts (its first start, or its retry after a give-up): one that ran RELAY_RETRY_MAX_MS before giving up counts as a first give-up. */
   relayedSince?: number;
+  /** The ffmpeg of the source's last run, while it has not exited: the next run's waits for it (afterExit). */
+  ffmpeg?: RunningFfmpeg;
+}
+
+/** A source's ffmpeg, for its next run to wait on (SourceMemo.ffmpeg). */
+interface RunningFfmpeg {
+  exited: boolean;
+  /** Told when it exits. */
+  waiters: Set<() => void>;
+}
+
+/**
+ * The longest a run waits for the ffmpeg of the run before it to exit (it was sent SIGKILL)
+ * before starting its own, ms. Exit takes milliseconds, except for a process stuck in the kernel
+ * (a device's driver, a dead network mount), which SIGKILL ends only when it leaves: such an
+ * ffmpeg must not stall its source, whose next ffmpeg is then started beside it.
+ */
+export const FFMPEG_EXIT_WAIT_MS = 2000;
+
+/** Notes `child` as the source's running ffmpeg (memo.ffmpeg) until it exits. */
+function noteFfmpeg(memo: SourceMemo, child: ChildProcess): void {
+  if (child.pid === undefined) return; // never started (its 'error' says why)
+  const running: RunningFfmpeg = { exited: false, waiters: new Set() };
+  memo.ffmpeg = running;
+  child.once('exit', () => {
+    running.exited = true;
+    if (memo.ffmpeg === running) memo.ffmpeg = undefined;
+    for (const w of [...running.waiters]) w();
+  });
+}
+
+/**
+ * Calls `go` once the source's last ffmpeg (memo.ffmpeg) has exited, or FFMPEG_EXIT_WAIT_MS
+ * after this call where it has not by then; at once where none is running. A camera that takes
+ * one session at a time (many cheap RTSP cameras take one or two), a V4L2 device (busy while
+ * open) or a UDP port refuse a second ffmpeg while the first still holds them. A restart (an
+ * interlaced stream read again, a resolution change restarted at once, a stall restarted after
+ * its backoff) started its ffmpeg beside the one it had just killed: on the 2-core machine under
+ * load, 10 to 44 ms before a one-session camera saw the old session end. The new one's ffmpeg
+ * then took 300 ms or more to connect, so it won that race there; an ffmpeg slower to exit than
+ * the next to open (a device's driver releasing it) lost the device to it. Now the order is
+ * certain, for 10 to 90 ms more a restart. Returns what cancels the wait.
+ */
+function afterExit(memo: SourceMemo, go: () => void): () => void {
+  const prev = memo.ffmpeg;
+  if (!prev || prev.exited) {
+    go();
+    return () => {};
+  }
+  const fire = (): void => {
+    cancel();
+    go();
+  };
+  const timer = setTimeout(fire, FFMPEG_EXIT_WAIT_MS);
+  const cancel = (): void => {
+    clearTimeout(timer);
+    prev.waiters.delete(fire);
+  };
+  prev.waiters.add(fire);
+  return cancel;
 }
 
 /** The file's own rate is below the configured one: ffmpegSource runs it again at its own rate. */
@@ -1237,6 +1297,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       // First: a spawn that fails later (EMFILE: node reports it on the next tick, and leaves
       // the child without its pipes) is told here.
       child.on('error', onChildError);
+      if (options.memo) noteFfmpeg(options.memo, child);
       child.on('close', onClose);
       if (still && child.stdin) {
         // An ffmpeg that ends before reading it all (killed, or failing) is told by its exit.
@@ -1297,13 +1358,22 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
         );
       } else start();
     };
-    if (stillPath === undefined) launch();
+    // The source's ffmpeg before this one (a restart's, a rerun's) has exited first (afterExit).
+    let cancelWait: (() => void) | undefined;
+    const memo = options.memo ?? {};
+    const launchAfterExit = (): void => {
+      cancelWait = afterExit(memo, () => {
+        cancelWait = undefined;
+        if (!closed) launch();
+      });
+    };
+    if (stillPath === undefined) launchAfterExit();
     else {
       decodeStill(stillPath, options.memo).then(
         (picture) => {
           if (closed) return;
           still = picture;
-          launch();
+          launchAfterExit();
         },
         (e: unknown) => {
           if (closed) return;
@@ -1314,6 +1384,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     }
 
     return () => {
+      cancelWait?.();
       stopPacing?.();
       dropAhead();
       (tap ?? named)?.drop();

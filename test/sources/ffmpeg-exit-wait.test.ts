@@ -1,0 +1,117 @@
+// A source's next ffmpeg starts once the one before it has exited (ffmpeg-source afterExit): a
+// camera that takes one session at a time, a V4L2 device (busy while open) or a UDP port refuse
+// a second ffmpeg while the first still holds them. Fake children whose exit comes when the test
+// says, as a real process's comes some time after its SIGKILL.
+import { Subscription } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ffmpegSource, FFMPEG_EXIT_WAIT_MS, type FfmpegSourceOptions, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
+import { supervisedSource } from '../../src/sources/supervised-source.js';
+import { FakeFfmpeg } from './fake-ffmpeg.js';
+
+/** A child that is sent its signal now and exits later (exitLater), or never. */
+class SlowToDie extends FakeFfmpeg {
+  override kill(signal: NodeJS.Signals = 'SIGTERM'): boolean {
+    this.signals.push(signal);
+    return true;
+  }
+  exitLater(): void {
+    this.exit(null, (this.signals.at(-1) as NodeJS.Signals | undefined) ?? null);
+  }
+}
+
+const output = { width: 64, height: 48, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114, frame: 'letterbox' as const };
+
+function spawner() {
+  const children: SlowToDie[] = [];
+  const spawnedAt: number[] = [];
+  const spawn: SpawnFn = (_cmd, args) => {
+    const c = new SlowToDie(args, 64 * 48 * 3);
+    children.push(c);
+    spawnedAt.push(performance.now());
+    return c.asChild();
+  };
+  return { spawn, children, spawnedAt };
+}
+
+const opts = (spawn: SpawnFn, over: Partial<FfmpegSourceOptions> = {}): FfmpegSourceOptions => ({
+  id: 'cam',
+  input: { url: 'udp://127.0.0.1:21000', kind: 'stream', rate: 'native', loop: false },
+  output,
+  ffmpegPath: 'ffmpeg',
+  spawn,
+  ...over,
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Until `cond`, checked every 5 ms, for `ms` at most. */
+const until = async (cond: () => boolean, ms = 5000) => {
+  const end = performance.now() + ms;
+  while (!cond() && performance.now() < end) await sleep(5);
+};
+
+/** ffmpeg's report of an interlaced stream (a field order) and of the output it writes, up to its first frame. */
+const interlaced = (c: FakeFfmpeg) =>
+  "Input #0, mpegts, from 'x':\n  Duration: N/A\n    Stream #0:0[0x100]: Video: h264 (High), yuv420p(tv, top first), 64x48, 25 fps, 25 tbr\nStream mapping:\n" +
+  '[graph 0 input from stream 0:0 @ 0x55d0c0ffee40] w:64 h:48 pixfmt:yuv420p tb:1/90000 fr:25000/1000 sar:0/1\n' +
+  `Output #0, rawvideo, to '${c.args.at(-1)}':\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 64x48, q=2-31, 25 fps, 25 tbn\n`;
+
+let sub: Subscription | undefined;
+afterEach(() => sub?.unsubscribe());
+
+describe("a source's next ffmpeg waits for the last one's exit", () => {
+  it('an interlaced stream read again with the deinterlacer: the second ffmpeg is started only once the first has exited', async () => {
+    const { spawn, children } = spawner();
+    sub = ffmpegSource(opts(spawn)).subscribe({ error: () => {} });
+    expect(children).toHaveLength(1);
+    children[0].stderr.write(interlaced(children[0]));
+    expect(children[0].signals).toEqual(['SIGKILL']);
+    await sleep(100);
+    // Killed, not yet exited: the camera (the device) may still be held by it.
+    expect(children).toHaveLength(1);
+    children[0].exitLater();
+    await until(() => children.length === 2);
+    expect(children).toHaveLength(2);
+    expect(children[1].args.join(' ')).toContain('bwdif');
+  });
+
+  it(`an ffmpeg that never exits (stuck in the kernel) does not stall its source: the next one starts ${FFMPEG_EXIT_WAIT_MS} ms after`, async () => {
+    const { spawn, children, spawnedAt } = spawner();
+    sub = ffmpegSource(opts(spawn)).subscribe({ error: () => {} });
+    children[0].stderr.write(interlaced(children[0]));
+    const killedAt = performance.now();
+    await until(() => children.length === 2, FFMPEG_EXIT_WAIT_MS + 10_000);
+    expect(children).toHaveLength(2);
+    expect(spawnedAt[1] - killedAt).toBeGreaterThanOrEqual(FFMPEG_EXIT_WAIT_MS - 5);
+    // Its late exit touches nothing of the run now going.
+    children[0].exitLater();
+    expect(children[1].signals).toEqual([]);
+  }, 20_000);
+
+  it('a stalled camera restarted after its backoff: the restart waits for the killed ffmpeg, then goes on', async () => {
+    const { spawn, children } = spawner();
+    sub = supervisedSource({
+      ...opts(spawn),
+      reconnect: { initialDelayMs: 0, maxDelayMs: 0, jitter: 0, maxAttempts: 0, healthyResetMs: 30_000 },
+      watchdog: { startTimeoutMs: 100, stallFactor: 10, stallMinMs: 2000, stallMaxMs: 60_000 },
+    }).subscribe({ error: () => {} });
+    await until(() => children[0]?.signals.length > 0);
+    expect(children[0].signals).toEqual(['SIGKILL']);
+    await sleep(200);
+    expect(children).toHaveLength(1);
+    children[0].exitLater();
+    await until(() => children.length === 2);
+    expect(children).toHaveLength(2);
+  });
+
+  it('unsubscribed while it waits: no ffmpeg is started after', async () => {
+    const { spawn, children } = spawner();
+    const s = ffmpegSource(opts(spawn)).subscribe({ error: () => {} });
+    children[0].stderr.write(interlaced(children[0]));
+    await sleep(50);
+    s.unsubscribe();
+    children[0].exitLater();
+    await sleep(100);
+    expect(children).toHaveLength(1);
+  });
+});
+
