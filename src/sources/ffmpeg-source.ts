@@ -7,7 +7,7 @@ import { ownChild } from '../core/children.js';
 import { notAnInput } from '../core/files.js';
 import { fromWallClock, now } from '../core/clock.js';
 import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
-import type { LogFn } from '../core/log.js';
+import { ThrottledLog, type LogFn } from '../core/log.js';
 import { redact, rememberArgSecrets, rememberUrlSecrets } from '../core/redact.js';
 import { emptyStamps, type Frame, type ProducedBy, type YuvColour } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
@@ -108,6 +108,9 @@ export interface FfmpegSourceOptions {
   /**
    * Told once per start of a relayed RTSP source why its frames are not stamped with the
    * camera's clock (rtsp-tap): a camera time not believed, or frames that cannot be paired.
+   * The notices a connection's relay finds (a clock jump, a time not believed or far behind,
+   * access units no longer ended) at most once a cause per source in NOTICE_REPEAT_MS, then
+   * with a count: a camera that reconnects every few seconds does not repeat them each time.
    */
   onClockNotice?: (text: string) => void;
   /**
@@ -338,7 +341,19 @@ export interface SourceMemo {
   relayedSince?: number;
   /** The ffmpeg of the source's last run, while it has not exited: the next run's waits for it (afterExit). */
   ffmpeg?: RunningFfmpeg;
+  /** The relay's notices of this source (FfmpegSourceOptions.onClockNotice), by cause, at most one a cause each NOTICE_REPEAT_MS. */
+  notices?: ThrottledLog;
 }
+
+/**
+ * A relayed camera's notice of one cause (its clock jumped, its time not believed or far behind,
+ * its access units no longer ended for ffmpeg) is told once per connection at most, and once per
+ * source in this long, ms: the next of the same cause in that time are counted, and one line at
+ * its end says how many (`… (and 41 more like it in 600 s)`). A camera that drops its connection
+ * every few seconds was found so again on each new one, and each time the same warning was logged
+ * (a line every reconnect, hundreds an hour, for a fact the operator needs once).
+ */
+export const NOTICE_REPEAT_MS = 600_000;
 
 /** A source's ffmpeg, for its next run to wait on (SourceMemo.ffmpeg). */
 interface RunningFfmpeg {
@@ -570,6 +585,13 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     // A relayed RTSP source's reports are RTP timestamps, which the relay turns into the
     // camera's time or the packets' arrival (rtsp-tap); others' are the arrival at ffmpeg.
     let gaveUp = false;
+    /** A notice of the relay's (`cause`: what it found), told at most once per source in NOTICE_REPEAT_MS, then with a count (see it). */
+    const notice = (cause: string, text: string): void => {
+      const tell = options.onClockNotice;
+      if (!tell) return;
+      const memo = options.memo ?? {};
+      (memo.notices ??= new ThrottledLog((msg) => tell(msg), NOTICE_REPEAT_MS)).log(cause, text);
+    };
     const reading = (us: number): ClockReading | null => {
       // ffmpeg's time is the system's wall clock, which may have been stepped since argus started.
       if (!tap) return { at: fromWallClock(us / 1000), by: 'arrival' };
@@ -588,7 +610,8 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
         noticed.add(tap);
         const off = clock.rejectedOffset;
         const jump = clock.clockJump;
-        options.onClockNotice?.(
+        notice(
+          off !== undefined ? 'camera-time-not-believed' : 'camera-clock-jump',
           off !== undefined
             ? `source "${id}": frames whose camera time is not believable are stamped with their arrival (producedBy: arrival): the first was ${Math.abs(off).toFixed(0)} ms ${off > 0 ? 'after' : 'before'} its arrival (believed: at most ${CAMERA_AHEAD_SLACK_MS} ms after, ${CAMERA_BEHIND_MAX_MS / 1000} s before)`
             : `source "${id}": the camera's clock jumped ${Math.abs(jump!).toFixed(0)} ms ${jump! > 0 ? 'forward' : 'back'} between two of its sender reports (or its RTP clock does not run at its rate): frames are stamped with their arrival (producedBy: arrival) until it reconnects`,
@@ -596,11 +619,11 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       }
       if (clock.unitEndsStopped !== undefined && !noticedUnits.has(tap)) {
         noticedUnits.add(tap);
-        options.onClockNotice?.(unitEndsNotice(id, clock.unitEndsStopped));
+        notice(`unit-ends-${clock.unitEndsStopped}`, unitEndsNotice(id, clock.unitEndsStopped));
       }
       if (clock.believedBehind !== undefined && !noticedBehind.has(tap)) {
         noticedBehind.add(tap);
-        options.onClockNotice?.(cameraBehindNotice(id, clock.believedBehind));
+        notice('camera-behind', cameraBehindNotice(id, clock.believedBehind));
       }
       return r ?? null;
     };
@@ -1406,7 +1429,8 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
 /**
  * The relays whose notice (FfmpegSourceOptions.onClockNotice) was given: once per start of a
  * source, not per connection (a rerun for packed frames or the file's own rate is another
- * connection, and logged the notice again).
+ * connection, and logged the notice again); across starts (reconnects), once per source in
+ * NOTICE_REPEAT_MS (SourceMemo.notices).
  */
 const noticed = new WeakSet<object>();
 /** The relays whose notice of a camera time believed far behind the arrival (cameraBehindNotice) was given: once per start, as `noticed`. */

@@ -6,6 +6,7 @@ import { lastValueFrom, take, tap, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Frame } from '../../src/core/frame.js';
 import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
+import { supervisedSource } from '../../src/sources/supervised-source.js';
 import { resolveFfmpeg } from '../../src/sources/ffmpeg-path.js';
 import { MIRROR } from '../helpers/assets.js';
 import { RtspCamera } from '../helpers/rtsp-camera.js';
@@ -76,5 +77,36 @@ describe("a camera whose RTP timestamps step back by a second from its 25th fram
     expect(units).toEqual([
       `source "cam": the camera sends access units out of timestamp order (B-frames, or its clock stepped back by less than 10 s): argus's relay no longer ends them for ffmpeg on this connection, and each frame waits a frame period in ffmpeg before it is decoded (its latency shows it) until the camera reconnects`,
     ]);
+  }, 120_000);
+});
+
+describe('a flapping camera whose timestamps step back on every connection (stalled at its 40th frame, reconnected)', () => {
+  it('the relay’s notice is told once for the source, not at each reconnect', async () => {
+    const started = await RtspCamera.start(PERSON, '640x360', { jump: { at: (_c, k) => (k >= 25 ? -90_000 : 0) }, stallAt: (_c, k) => k === 40 });
+    camera = started.camera;
+    const notices: string[] = [];
+    let streaming = 0;
+    const sub = supervisedSource({
+      id: 'cam',
+      input: { url: started.url, kind: 'rtsp', rate: 'native', loop: false },
+      output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'center', padValue: 114, frame: 'source-yuv' },
+      ffmpegPath: (await resolveFfmpeg()).path,
+      onClockNotice: (t) => notices.push(t),
+      reconnect: { initialDelayMs: 0, maxDelayMs: 0, jitter: 0, maxAttempts: 0, healthyResetMs: 30_000 },
+      // The stall (no frame for a second) ends each connection; starting is generous for a loaded machine.
+      watchdog: { startTimeoutMs: 30_000, stallFactor: 1, stallMinMs: 1000, stallMaxMs: 1000 },
+      onTransition: (t) => {
+        if (t.state === 'streaming') streaming++;
+      },
+    }).subscribe((f) => f.release());
+    try {
+      // Three connections, each past its step back (its notice, before the fix, came on each).
+      const end = Date.now() + 100_000;
+      while (!(camera.connections >= 4 || (streaming >= 3 && camera.connections >= 3 && notices.length >= 3)) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      sub.unsubscribe();
+    }
+    expect(camera.connections).toBeGreaterThanOrEqual(3);
+    expect(notices.filter((n) => /no longer ends them/.test(n))).toHaveLength(1);
   }, 120_000);
 });
