@@ -171,15 +171,17 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   //   given it, and its one frame of delay. An input that can be read only once (a named pipe:
   //   readsOnce) is not run again for it: it has the deinterlacer from its first run, as argus
   //   detect and preview read it (the second ffmpeg of a named pipe waited for a writer that had
-  //   gone, and the source got no frame).
+  //   gone, and the source got no frame). Nor for packed frames: it has them from the start.
   const once = readsOnce(options.input.url, options.input.kind);
   const run = (base: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRelay): Observable<Frame> => {
     let o = base;
     if (memo.ownRate) o = { ...o, input: { ...o.input, fps: undefined } };
     if (memo.interlaced || once) o = { ...o, input: { ...o.input, interlaced: true } };
     if (memo.seekMargin !== undefined && o.input.seek !== undefined && (o.input.seekMargin ?? 0) > 0) o = { ...o, input: { ...o.input, seekMargin: Math.max(o.input.seekMargin!, memo.seekMargin) } };
-    // (A local still image is given to ffmpeg as packed RGB: it is packed from the start.)
-    const packed = memo.packed || (o.input.kind === 'file' && stillImagePath(o.input.url) !== undefined);
+    // (A local still image is given to ffmpeg as packed RGB: it is packed from the start. So is
+    // an input read only once, which cannot be run again for packed frames: a named pipe of a
+    // small picture gave no frame, its second ffmpeg waiting for a writer that had gone.)
+    const packed = memo.packed || once || (o.input.kind === 'file' && stillImagePath(o.input.url) !== undefined);
     if (packed && o.output.frame === 'source-yuv') o = { ...o, output: { ...o.output, frame: 'source' } };
     return oneFfmpeg({ ...o, memo }, tap, named).pipe(
       catchError((e: unknown) => {
