@@ -982,7 +982,9 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
         stop(new Interlaced(`source "${id}": interlaced (${inputInfo?.pixDetails})`));
         return;
       }
-      if (input.fps && ownRate && input.fps > ownRate) {
+      // (Not an input read only once: run again, it gave no frame. It keeps the fps filter,
+      // which repeats some of its frames to make up the rate, as over a variable-rate file's gaps.)
+      if (input.fps && ownRate && input.fps > ownRate && !readsOnce(input.url, input.kind)) {
         stop(new RateAboveSource(`source "${id}": fps ${input.fps} is above the file's ${+ownRate.toFixed(3)}`));
         return;
       }

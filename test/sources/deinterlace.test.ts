@@ -174,4 +174,29 @@ describe('an input that can be read only once (a named pipe), progressive', () =
     expect(frames).toHaveLength(FRAMES);
     expect(frames.every((f) => f.layout === 'source' && f.data.length === 320 * 240 * 3)).toBe(true);
   }, 60_000);
+
+  it('a named pipe whose own rate (10 fps) is below the fps asked (25): read once, its frames delivered (some repeated by the fps filter), not read again without it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-fifo-'));
+    const slow = join(dir, 'slow.ts');
+    await runCommand(ffmpeg, ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=640x360:rate=10', '-frames:v', '20', '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-f', 'mpegts', slow]);
+    const fifo = join(dir, 'cam.ts');
+    execFileSync('mkfifo', [fifo]);
+    const writer = createWriteStream(fifo);
+    writer.on('error', () => {});
+    createReadStream(slow).pipe(writer);
+    const spawned: string[][] = [];
+    const frames = await lastValueFrom(
+      ffmpegSource({
+        id: 'cam',
+        input: { url: fifo, kind: 'file', rate: 'fast', loop: false, fps: 25 },
+        output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114, rounding: 'floor', frame: 'source' },
+        ffmpegPath: ffmpeg,
+        onSpawn: (c: ChildProcess) => spawned.push(c.spawnargs),
+      }).pipe(timeout(30_000), toArray()),
+    );
+    expect(spawned).toHaveLength(1);
+    // 2 s of video at 25 fps (ffmpeg's count at its end may differ by a frame or two).
+    expect(frames.length).toBeGreaterThanOrEqual(45);
+    expect(frames.length).toBeLessThanOrEqual(52);
+  }, 60_000);
 });
