@@ -883,13 +883,17 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     };
 
     probe.onResize = (w, h) => {
-      if (!lb) return;
+      // Before the output's line: the picture the run starts with (read with that line). After
+      // it, a change, even before the first frame is cut: the output's line, the first frame's
+      // report and the next picture's scaler can come in one chunk of the log (under load).
+      if (!probe.output) return;
       if (atSource) {
         resizedAtSource(w, h);
         return;
       }
-      const last = resizes.length ? resizes[resizes.length - 1].to : lb;
-      if (last.srcWidth === w && last.srcHeight === h) return;
+      const first = probe.scaledAtOutput;
+      const last = resizes.length ? resizes[resizes.length - 1].to : (lb ?? (first && fit(first.width, first.height)));
+      if (!last || (last.srcWidth === w && last.srcHeight === h)) return;
       // The log reports each frame filtered (reportsFrames), and ffmpeg writes every frame of the
       // old picture, each reported (and a file's duplicates and drops logged), before it
       // configures the new scaler. The log comes through another pipe than the frames, often
@@ -967,7 +971,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       // Letterboxed frames: the picture the scaler gets (after ffmpeg's autorotation: a phone's
       // portrait video is 768x432 on the input line and 432x768 to the scaler), which it has
       // reported before the output line waited for below.
-      const size = atSource ? probe.output : (probe.scaledFrom ?? inputInfo);
+      const size = atSource ? probe.output : (probe.scaledAtOutput ?? probe.scaledFrom ?? inputInfo);
       if (!size) return;
       // ffmpeg prints its output line before the first frame, after its scaler has reported the
       // picture it gets (see `size`). A file's frames also come at the output's rate (the input

@@ -324,6 +324,12 @@ export class StderrProbe {
 
   /** Input size the scale filter was last configured for, as shown (its width times the SAR; follows mid-stream changes). */
   scaledFrom: { width: number; height: number } | undefined;
+  /**
+   * `scaledFrom` when the output's line was read: the picture of the first frame. (The log comes
+   * in chunks: under load one held the output's line, the first frame's report and the next
+   * picture's scaler, and that later size was taken for the first frame's.)
+   */
+  scaledAtOutput: { width: number; height: number } | undefined;
   /** Called when the scale filter is reconfigured for a different input size. */
   onResize?: (width: number, height: number) => void;
   /**
@@ -417,7 +423,10 @@ export class StderrProbe {
         if (/^Output #0/.test(line)) this.inOutput = this.isOutputHeader(line);
         else if (this.inOutput && !this.output && this.outputUnreadable === undefined) {
           const o = parseVideoStreamLine(line);
-          if (o) this.output = { width: o.width, height: o.height, fps: o.fps, pixFmt: o.pixFmt, pixDetails: o.pixDetails };
+          if (o) {
+            this.output = { width: o.width, height: o.height, fps: o.fps, pixFmt: o.pixFmt, pixDetails: o.pixDetails };
+            this.scaledAtOutput = this.scaledFrom;
+          }
           else if (/^\s*Stream #\d+:\d+/.test(line)) this.outputUnreadable = line.trim();
         }
         continue;

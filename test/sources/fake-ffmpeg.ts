@@ -53,10 +53,14 @@ export class FakeFfmpeg extends EventEmitter {
   }
   /** The banner lines ffmpegSource probes: a 64x48 10 fps video stream, and the output ffmpeg writes (as it prints it before the first frame). */
   info(format = 'rtsp', fps = 10): void {
-    this.stderr.write(
+    this.stderr.write(this.infoText(format, fps));
+  }
+  /** What `info` writes (to write it in one chunk with the lines after it). */
+  infoText(format = 'rtsp', fps = 10): string {
+    return (
       `Input #0, ${format}, from 'x':\n  Duration: N/A\n    Stream #0:0: Video: h264 (High), yuv420p(progressive), 64x48, ${fps} fps, ${fps} tbr\nStream mapping:\n` +
         `[graph 0 input from stream 0:0 @ 0x55d0c0ffee40] w:64 h:48 pixfmt:yuv420p tb:1/90000 fr:${Math.round(fps * 1000)}/1000 sar:0/1\n` +
-        `Output #0, rawvideo, to '${this.args[this.args.length - 1] ?? 'pipe:1'}':\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 64x48, q=2-31, ${fps} fps, ${fps} tbn\n`,
+      `Output #0, rawvideo, to '${this.args[this.args.length - 1] ?? 'pipe:1'}':\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 64x48, q=2-31, ${fps} fps, ${fps} tbn\n`
     );
   }
   /** The key our metadata filter prints after each frame's time (`frameTimeFilters`), from the -vf given. */

@@ -70,6 +70,18 @@ describe('letterboxed frames across a mid-stream resolution change', () => {
     expect(r.resizes).toHaveLength(2);
   });
 
+  it('the output\'s line, the first frame\'s report and the next picture\'s scaler in one chunk of the log (a loaded machine): the first frame keeps its own letterbox', () => {
+    const r = run({ url: 'http://cam/stream.ts', kind: 'http', rate: 'native', loop: false });
+    stop = () => r.sub.unsubscribe();
+    const t = Date.now() - 100;
+    r.child.stderr.write(scaler(640, 360));
+    // Before: the later scaler's size was taken for the first frame's (480x480 on a 640x360 picture), and the change was never said.
+    r.child.stderr.write(r.child.infoText('mpegts') + r.child.timeLine(0, t) + scaler(480, 480) + r.child.timeLine(0, t + 1));
+    for (let i = 0; i < 2; i++) r.child.frame(i);
+    expect(r.frames.map(size)).toEqual(['640x360', '480x480']);
+    expect(r.resizes.map(([a, b]) => `${a.srcWidth}x${a.srcHeight}→${b.srcWidth}x${b.srcHeight}`)).toEqual(['640x360→480x480']);
+  });
+
   it('a size that changes and changes back before any of its frames is read: each frame still gets its own', () => {
     const r = run({ url: 'http://cam/stream.ts', kind: 'http', rate: 'native', loop: false });
     stop = () => r.sub.unsubscribe();
