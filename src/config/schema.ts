@@ -20,7 +20,7 @@ import type { AlertsConfig, OutboxConfig } from './schema/alerts.js';
 export { AlertsSchema, alertJournalBytes, OutboxSchema, type AlertsConfig, type OutboxConfig } from './schema/alerts.js';
 export { CameraSchema, CamerasFileSchema, ClusterSchema, DEFAULT_MAX_CAMERAS, PlacementSchema, type CameraDefinition, type ClusterConfig, type Placement } from './schema/cluster.js';
 export { LineSchema, RuleSchema, ZoneSchema, type LineConfig, type RuleConfig, type ZoneConfig } from './schema/analytics.js';
-export { MAX_MODEL_SIDE, ModelManifestSchema, ModelRefSchema, type ExecutionProviderName, type ModelManifest, type ModelRefConfig } from './schema/model.js';
+export { MAX_MODEL_BATCH, MAX_MODEL_SIDE, ModelManifestSchema, ModelRefSchema, type ExecutionProviderName, type ModelManifest, type ModelRefConfig } from './schema/model.js';
 export { PostprocessSchema, type PostprocessConfig } from './schema/postprocess.js';
 export { ServerSchema } from './schema/server.js';
 export { KafkaSinkSchema, SinksSchema, WebSocketSinkSchema, type KafkaSinkConfig } from './schema/sinks.js';

@@ -1,5 +1,5 @@
 import * as ort from 'onnxruntime-node';
-import type { ExecutionProviderName, ModelManifest } from '../config/schema.js';
+import { MAX_MODEL_BATCH, type ExecutionProviderName, type ModelManifest } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { Family } from '../core/families.js';
 import type { LetterboxAlign, LetterboxRounding } from '../core/geometry.js';
@@ -175,6 +175,16 @@ export class Detector {
     if (inType !== 'float32' && inType !== 'float16') {
       throw new ArgusError(ErrorCodes.MODEL_SHAPE, `model "${m.name}" (${modelPath}): input "${inputName}" takes ${inType}; argus feeds float32 (or float16) images, normalised as the manifest says`);
     }
+    // A fixed batch dimension is what every run feeds, one camera's frame or not: 100000 took a
+    // 5 GB input tensor and 46 s a frame at 64x64 (at 640x640, an uncoded typed-array error at
+    // warm-up), and 0 failed every run ("Got: 1 Expected: 0"), blamed on the frame.
+    const batchDim = inShape[0];
+    if (typeof batchDim === 'number' && (batchDim === 0 || batchDim > MAX_MODEL_BATCH)) {
+      throw new ArgusError(
+        ErrorCodes.MODEL_SHAPE,
+        `model "${m.name}" (${modelPath}): input "${inputName}" [${inShape.join(', ')}] has a fixed batch dimension of ${batchDim}; argus runs 1 to ${MAX_MODEL_BATCH} images at once (model.batch.maxBatch): export the model with batch 1 or a dynamic batch`,
+      );
+    }
     const others = session.inputs.filter((i) => i.name !== inputName).map((i) => `"${i.name}" (${i.type}[${i.dims.join(', ')}])`);
     if (others.length) {
       throw new ArgusError(ErrorCodes.MODEL_SHAPE, `model "${m.name}" (${modelPath}): besides the image "${inputName}", it requires ${others.join(', ')}; argus feeds only the image (export the model with those inputs folded in)`);
@@ -186,7 +196,7 @@ export class Detector {
       if (e instanceof ArgusError) throw new ArgusError(e.code, `model "${m.name}" (${modelPath}): ${e.message}`);
       throw e;
     }
-    const det = new Detector(m, modelPath, session, inputName, decoder, options.batch, inType, inShape[0]);
+    const det = new Detector(m, modelPath, session, inputName, decoder, options.batch, inType, batchDim);
     log(`inference runs on execution provider ${session.provider}`, {
       provider: session.provider,
       threads: options.intraOpThreads,

@@ -2,6 +2,7 @@ import { existsSync, openSync, readSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { PACKAGE_ROOT } from '../assets/paths.js';
+import { MAX_MODEL_BATCH } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { forTerminal } from '../core/text.js';
 import { describeModel } from './describe.js';
@@ -62,7 +63,7 @@ export async function inspectModel(path: string, family: Family | 'auto' = 'auto
           decoded === 'yolox'
           ? `labels:        none in the file: a manifest lists them (a pipeline: model: { manifest: yolox-nano, path: ${path} } for the official YOLOX files, COCO's 80 classes)`
           : `labels:        none in the file: a manifest of your own lists them (labels: [...], with its preprocess and decoder; models/*.yaml show the form)`,
-      `batch:         ${typeof batchDim === 'string' || batchDim === -1 ? 'dynamic (cross-source batching possible)' : `fixed ${batchDim}`}`,
+      `batch:         ${typeof batchDim === 'string' || batchDim < 0 ? 'dynamic (cross-source batching possible)' : `fixed ${batchDim}${batchDim === 0 || batchDim > MAX_MODEL_BATCH ? ` (refused at load: argus runs 1 to ${MAX_MODEL_BATCH} images at once)` : ''}`}`,
     );
     return lines.map(forTerminal).join('\n');
   } finally {

@@ -141,6 +141,27 @@ describe('Detector load errors', () => {
     await d.release();
   });
 
+  it('a fixed batch dimension of 0 or over 64 → VAP_ERR_MODEL_SHAPE at load naming the input (100000 took a 5 GB tensor and 46 s a frame; 0 failed every run)', async () => {
+    const names = { names: "{0: 'person', 1: 'car'}" };
+    const load = (p: string) => Detector.load(undefined, p, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 1 }).catch((x: unknown) => x);
+    for (const b of [0, 65, 100_000]) {
+      const p = join(dir, `batch-${b}.onnx`);
+      writeModel(p, { input: { dims: [b, 3, 64, 64] }, outputs: [{ name: 'output0', dims: [1, 4, 6] }], metadata: names });
+      const e = await load(p);
+      expect(e, `batch ${b}`).toMatchObject({
+        code: 'VAP_ERR_MODEL_SHAPE',
+        message: `model "batch-${b}" (${p}): input "images" [${b}, 3, 64, 64] has a fixed batch dimension of ${b}; argus runs 1 to 64 images at once (model.batch.maxBatch): export the model with batch 1 or a dynamic batch`,
+      });
+      expect(await inspectModel(p)).toContain(`batch:         fixed ${b} (refused at load: argus runs 1 to 64 images at once)`);
+    }
+    // 64, the most maxBatch takes, still loads and runs.
+    const ok = join(dir, 'batch-64.onnx');
+    writeModel(ok, { input: { dims: [64, 3, 64, 64] }, outputs: [{ name: 'output0', dims: [1, 4, 6] }], metadata: names });
+    const d = (await load(ok)) as Detector;
+    expect(d.maxBatch).toBe(64);
+    await d.release();
+  });
+
   it('a model that loads but fails to run → VAP_ERR_MODEL_RUN, on the main thread and in a worker', async () => {
     const p = join(dir, 'fails-at-run.onnx');
     // Dynamic input dims: ONNX Runtime cannot tell at load that the Reshape will fail.

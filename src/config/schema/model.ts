@@ -5,6 +5,9 @@ import { FAMILIES } from '../../core/families.js';
 /** The largest model input side argus takes (manifests, and a model file's own metadata or input shape). */
 export const MAX_MODEL_SIDE = 4096;
 
+/** The most images one run takes: `batch.maxBatch`'s bound, and a model's fixed batch dimension's. */
+export const MAX_MODEL_BATCH = 64;
+
 const executionProvider = z.enum(['cpu', 'cuda', 'tensorrt']);
 
 /** Decoder families a model's outputs can be read with; auto: detected from the output shapes. */
@@ -26,7 +29,7 @@ export const ModelRefSchema = z
     batch: z
       .object({
         /** Frames per run at most; 1 turns batching off. Default 1. */
-        maxBatch: finite().int().min(1).max(64).default(1),
+        maxBatch: finite().int().min(1).max(MAX_MODEL_BATCH).default(1),
         /** Longest a frame waits for others to join its batch, ms. Default 4. */
         maxWaitMs: finite().min(0).max(1000).default(4),
       })
