@@ -1,5 +1,7 @@
 import { MAX_MODEL_SIDE, type ModelManifest } from '../config/schema.js';
+import { repeatedLabel } from '../config/classes.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { forTerminal } from '../core/text.js';
 import type { Family } from '../core/families.js';
 import { basename } from 'node:path';
 import { readOnnxMetadata, type OnnxMetadata } from './metadata.js';
@@ -28,6 +30,15 @@ export async function describeModel(
     throw new ArgusError(
       ErrorCodes.MODEL_LOAD,
       `model ${path}: no class labels: the ONNX file has no "names" metadata and no manifest lists labels. A pipeline gives them with a manifest and the file, model: { manifest: yolox-nano, path: ${path} } (the official YOLOX files: COCO's 80 classes), or a manifest of your own that lists them (labels: [person, …])`,
+    );
+  }
+  // A manifest's labels are checked by its schema; the file's own names here. Inspecting, they
+  // are shown as they are (inspect says which repeat).
+  const repeat = manifest?.labels || allowNoLabels ? undefined : repeatedLabel(labels);
+  if (repeat) {
+    throw new ArgusError(
+      ErrorCodes.MODEL_LOAD,
+      `model ${path}: its metadata "names" lists ${forTerminal(JSON.stringify(repeat.label))} twice (classes ${repeat.first} and ${repeat.again}): zones, lines and rules name classes by label, so class ${repeat.again} would never be counted as it. Give a manifest of your own with unique labels beside the file (model: { manifest: my-model.yaml, path: ${path} })`,
     );
   }
   if (manifest) return { manifest: { ...manifest, labels }, meta, family: fam };

@@ -2,6 +2,7 @@ import { existsSync, openSync, readSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { PACKAGE_ROOT } from '../assets/paths.js';
+import { repeatedLabel } from '../config/classes.js';
 import { MAX_MODEL_BATCH } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { forTerminal } from '../core/text.js';
@@ -54,11 +55,12 @@ export async function inspectModel(path: string, family: Family | 'auto' = 'auto
     }
     const p = m.preprocess;
     const batchDim = inputs[0]?.dims[0] ?? 1;
+    const repeat = repeatedLabel(m.labels);
     lines.push(
       `input size:    ${p.width}x${p.height} (${meta.imgsz ? 'from metadata imgsz' : 'from the input shape'})`,
       `preprocess:    letterbox ${p.letterbox.align}, pad ${p.letterbox.pad}, ${p.channelOrder.toUpperCase()}, scale ${p.scale === 1 ? '1 (0–255)' : p.scale.toFixed(6)}`,
       m.labels.length
-        ? `labels:        ${m.labels.length} (${meta.names ? 'from metadata names' : 'none in the file'}): ${m.labels.slice(0, 8).join(', ')}${m.labels.length > 8 ? ', …' : ''}`
+        ? `labels:        ${m.labels.length} (${meta.names ? 'from metadata names' : 'none in the file'}): ${m.labels.slice(0, 8).join(', ')}${m.labels.length > 8 ? ', …' : ''}${repeat ? ` (${JSON.stringify(repeat.label)} twice, classes ${repeat.first} and ${repeat.again}: refused at load; a manifest of your own lists unique labels)` : ''}`
         : // yolox-nano's manifest only for a YOLOX file: it also sets the decoder and the preprocessing (BGR 0–255); a YOLOv8 file given it is refused at load.
           decoded === 'yolox'
           ? `labels:        none in the file: a manifest lists them (a pipeline: model: { manifest: yolox-nano, path: ${path} } for the official YOLOX files, COCO's 80 classes)`

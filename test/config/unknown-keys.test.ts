@@ -85,4 +85,13 @@ describe("a model manifest's file", () => {
       await expect(loadModelManifest(file)).rejects.toThrow(`${file}: invalid model manifest\n  file: a file name: letters, digits, dot, dash or underscore (not only dots)`);
     }
   });
+
+  it('listing a label twice is refused naming the repeat (a zone of helmets took class 0 alone: class 2, also "helmet", was never counted)', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'argus-keys-')), 'm.yaml');
+    writeFileSync(file, 'name: m\nversion: "1"\nfile: m.onnx\npreprocess: {width: 416, height: 416, channelOrder: bgr}\nlabels: [helmet, head, helmet]\n');
+    await expect(loadModelManifest(file)).rejects.toMatchObject({
+      code: 'VAP_ERR_CONFIG',
+      message: `${file}: invalid model manifest\n  labels[2]: duplicate label "helmet" (labels[0] too): zones, lines and rules name classes by label, so class 2 would never be counted as it`,
+    });
+  });
 });

@@ -162,6 +162,23 @@ describe('Detector load errors', () => {
     await d.release();
   });
 
+  it('a file whose metadata names list a label twice → VAP_ERR_MODEL_LOAD naming it and both classes (a zone of helmets counted class 0 only); inspect shows the repeat', async () => {
+    const p = join(dir, 'repeated-names.onnx');
+    const A = 8 * 8 + 4 * 4 + 2 * 2;
+    writeModel(p, { input: { dims: [1, 3, 64, 64] }, outputs: [{ name: 'output0', dims: [1, 4 + 3, A] }], metadata: { names: "{0: 'helmet', 1: 'head', 2: 'helmet'}", imgsz: '[64, 64]' } });
+    const e = await Detector.load(undefined, p, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0 }).catch((x: unknown) => x);
+    expect(e).toMatchObject({
+      code: 'VAP_ERR_MODEL_LOAD',
+      message: `model ${p}: its metadata "names" lists "helmet" twice (classes 0 and 2): zones, lines and rules name classes by label, so class 2 would never be counted as it. Give a manifest of your own with unique labels beside the file (model: { manifest: my-model.yaml, path: ${p} })`,
+    });
+    expect(await inspectModel(p)).toContain('labels:        3 (from metadata names): helmet, head, helmet ("helmet" twice, classes 0 and 2: refused at load; a manifest of your own lists unique labels)');
+    // A manifest's own labels replace the file's names: the model loads.
+    const own = { ...manifest, name: 'own', preprocess: { ...manifest.preprocess, width: 64, height: 64 }, decoder: { type: 'yolov8' as const, strides: [8, 16, 32] }, labels: ['helmet', 'head', 'vest'] };
+    const d = await Detector.load(own, p, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 1 });
+    expect(d.labels).toEqual(['helmet', 'head', 'vest']);
+    await d.release();
+  });
+
   it('a model that loads but fails to run → VAP_ERR_MODEL_RUN, on the main thread and in a worker', async () => {
     const p = join(dir, 'fails-at-run.onnx');
     // Dynamic input dims: ONNX Runtime cannot tell at load that the Reshape will fail.

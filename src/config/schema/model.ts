@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { filePath, finite } from './common.js';
 import { FAMILIES } from '../../core/families.js';
+import { mention } from '../../core/redact.js';
+import { repeatedLabel } from '../classes.js';
 
 /** The largest model input side argus takes (manifests, and a model file's own metadata or input shape). */
 export const MAX_MODEL_SIDE = 4096;
@@ -137,8 +139,15 @@ export const ModelManifestSchema = z
       .object({ type: decoderFamily.default('auto'), strides: z.array(finite().int().positive()).default([8, 16, 32]) })
       .strict()
       .default({}),
-    /** Class labels; default: the ONNX metadata's `names`. */
-    labels: z.array(z.string().min(1)).min(1).optional(),
+    /** Class labels, each once (classes are named by label); default: the ONNX metadata's `names`. */
+    labels: z
+      .array(z.string().min(1))
+      .min(1)
+      .superRefine((labels, ctx) => {
+        const r = repeatedLabel(labels);
+        if (r) ctx.addIssue({ code: 'custom', path: [r.again], message: `duplicate label${mention(r.label) ? ` ${mention(r.label)}` : ''} (labels[${r.first}] too): zones, lines and rules name classes by label, so class ${r.again} would never be counted as it` });
+      })
+      .optional(),
   })
   .strict();
 
