@@ -166,7 +166,7 @@ export class Detector {
     if (!inputOk) {
       throw new ArgusError(
         ErrorCodes.MODEL_SHAPE,
-        `model "${m.name}" (${modelPath}): input "${inputName}" has shape [${inShape.join(', ')}], the manifest's pre-processing makes [${want.join(', ')}]`,
+        `model "${m.name}" (${modelPath}): input "${inputName}" has shape [${inShape.join(', ')}], the manifest's pre-processing makes [${want.join(', ')}]${layoutHint(inShape)}`,
       );
     }
     // argus feeds one float tensor: a uint8 image input (some exports take bytes) or a second
@@ -297,6 +297,19 @@ ort.env.logLevel = (() => {
     return 'fatal';
   }
 })();
+
+/**
+ * Why an image input argus cannot feed is not its layout, when its shape says: channels last
+ * ([1, 640, 640, 3], a TensorFlow-style export: its H and W were read as [640, 3]) or one channel
+ * (a greyscale model).
+ */
+function layoutHint(dims: readonly (number | string)[]): string {
+  if (dims.length !== 4) return `: argus feeds one image tensor [N, 3, H, W] (rank 4, channels first)`;
+  const c = (d: number | string | undefined) => d === 1 || d === 3;
+  if (c(dims[3]) && !c(dims[1])) return `: it is channels-last (NHWC, [N, H, W, C]); argus feeds channels-first [N, 3, H, W]: export the model with NCHW input`;
+  if (dims[1] === 1) return `: it takes 1 channel (greyscale); argus feeds 3 (colour)`;
+  return '';
+}
 
 function pickName(names: readonly string[], wanted: string | undefined): string {
   if (wanted && names.includes(wanted)) return wanted;

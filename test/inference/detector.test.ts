@@ -122,6 +122,20 @@ describe('Detector load errors', () => {
     expect((e as Error).message).toMatch(/input "images" has shape \[1, 3, 320, 320\], the manifest's pre-processing makes \[1, 3, 416, 416\]/);
   });
 
+  it('a channels-last (NHWC) or one-channel input → VAP_ERR_MODEL_SHAPE saying so (it said the pre-processing makes [1, 3, 64, 3], its W taken for H)', async () => {
+    const names = { names: "{0: 'person', 1: 'car'}" };
+    const cases: [number[], string][] = [
+      [[1, 64, 64, 3], 'has shape [1, 64, 64, 3], the manifest\'s pre-processing makes [1, 3, 64, 3]: it is channels-last (NHWC, [N, H, W, C]); argus feeds channels-first [N, 3, H, W]: export the model with NCHW input'],
+      [[1, 1, 64, 64], 'has shape [1, 1, 64, 64], the manifest\'s pre-processing makes [1, 3, 64, 64]: it takes 1 channel (greyscale); argus feeds 3 (colour)'],
+    ];
+    for (const [dims, says] of cases) {
+      const p = join(dir, `input-${dims.join('x')}.onnx`);
+      writeModel(p, { input: { dims }, outputs: [{ name: 'output0', dims: [1, 4, 6] }], metadata: names });
+      const e = await Detector.load(undefined, p, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0 }).catch((x: unknown) => x);
+      expect(e).toMatchObject({ code: 'VAP_ERR_MODEL_SHAPE', message: `model "input-${dims.join('x')}" (${p}): input "images" ${says}` });
+    }
+  });
+
   it('an image input that is not float (a uint8 export) or a second required input (scale_factor) → VAP_ERR_MODEL_SHAPE at load, naming them, not a failure of every frame', async () => {
     const yolox = { dims: [1, 3549, 85] };
     const u8 = join(dir, 'uint8-input.onnx');
