@@ -10,7 +10,7 @@ import { FAMILIES } from './core/families.js';
 import { redact } from './core/redact.js';
 import { forTerminal, forTerminalLines } from './core/text.js';
 import { StopSignals } from './core/signals.js';
-import { quiesceInference } from './inference/worker-pool.js';
+import { exitAfterInference } from './inference/worker-pool.js';
 import { createLogger, envLogLevel, logFn, writeStderr } from './core/log.js';
 import { ortLogLevel } from './inference/detector.js';
 import { pipelineBaseDir } from './pipeline/pipeline.js';
@@ -125,7 +125,7 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
       if (!first) return;
       ac.abort();
       const graceMs = 10_000 + (config.sinks.kafka?.closeTimeoutMs ?? 0) + 5_000;
-      setTimeout(() => void quiesceInference(2000).finally(() => process.exit(4)), graceMs).unref();
+      setTimeout(() => void exitAfterInference(4, 2000), graceMs).unref();
     };
     process.on('uncaughtException', onCrash);
     process.on('unhandledRejection', onCrash);
@@ -138,7 +138,7 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
       force: () => {
         writeStderr('argus: second signal, exiting at once (messages in flight are lost)\n');
         // Only the inference runs in flight are waited for (milliseconds): see quiesceInference.
-        void quiesceInference(2000).finally(() => process.exit(INTERRUPTED_STATUS));
+        void exitAfterInference(INTERRUPTED_STATUS, 2000);
       },
     });
     const onSignal = (sig: string) => signals.receive(sig);
@@ -202,7 +202,7 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
     // Everything is closed and the summary written: the process ends even if a library still
     // holds a handle (kafkajs kept a socket to a broker that accepted the connection and never
     // answered, and the process outlived its SIGTERM by 12 minutes). Unref'd: a clean run exits at once.
-    setTimeout(() => void quiesceInference(2000).finally(() => process.exit()), EXIT_GRACE_MS).unref();
+    setTimeout(() => void exitAfterInference(undefined, 2000), EXIT_GRACE_MS).unref();
 }
 
 /** How long the process may linger after an orderly stop before it exits anyway. */

@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 import type { ExecutionProviderName } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { writeStderr } from '../core/log.js';
 import type { TensorInfo } from '../models/tensor-info.js';
 import type { ProviderFailure } from './provider-fallback.js';
 import { attemptList, providerAttempts } from './providers.js';
@@ -286,12 +287,30 @@ export class WorkerPool implements ModelSession {
     }
   }
 
+  /**
+   * Waits (at most RELEASE_WAIT_MS) for the runs in flight, then ends the workers. A run that has
+   * not returned by then (a model whose run never ends) leaves its worker as it is (ending a
+   * worker inside a native run aborts the process): the pool stays among those quiesceInference
+   * waits for, so exitAfterInference kills the process as it ends. The orderly stop of `argus run`
+   * waited for that run for ever, its summary never written.
+   */
   async release(): Promise<void> {
-    await this.close();
+    let timer: NodeJS.Timeout | undefined;
+    const quiet = await Promise.race([this.close().then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), RELEASE_WAIT_MS)))]);
+    clearTimeout(timer);
+    if (!quiet) {
+      const stuck = this.threads.filter((t) => t.busy);
+      this.o.log?.(`inference run had not returned ${RELEASE_WAIT_MS} ms after the model's release (the model's run does not end): its worker is left running, and the process is killed as it exits`, { code: ErrorCodes.MODEL_RUN, provider: this.provider, runs: stuck.length }, 'error');
+      await Promise.all(this.threads.filter((t) => !t.busy).map((t) => t.release()));
+      return;
+    }
     live.delete(this);
     await Promise.all(this.threads.map((t) => t.release()));
   }
 }
+
+/** How long a pool's release waits for the runs in flight before it leaves their workers running. */
+export const RELEASE_WAIT_MS = 10_000;
 
 /** Pools not yet released, for quiesceInference. */
 const live = new Set<WorkerPool>();
@@ -301,8 +320,22 @@ const live = new Set<WorkerPool>();
  * for the runs in flight. Exiting while a worker is inside a native run aborts the process
  * (onnxruntime-node throws into a torn-down environment), which would turn exit 130 into 134.
  */
-export async function quiesceInference(timeoutMs: number): Promise<void> {
+export async function quiesceInference(timeoutMs: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([Promise.all([...live].map((s) => s.close())), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+  const quiet = await Promise.race([Promise.all([...live].map((s) => s.close())).then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)))]);
   clearTimeout(timer);
+  return quiet;
+}
+
+/**
+ * Ends the process with `code` (process.exitCode when undefined) once the inference runs in flight
+ * have ended (quiesceInference, at most `timeoutMs`). A run still going then (a model whose run
+ * never returns: a Loop of 10^12 iterations) holds its worker thread inside ONNX Runtime, and
+ * process.exit waits to join that thread for ever: Ctrl-C twice left `argus run` at 40 % CPU, only
+ * SIGKILL ended it. So argus says so and kills itself (SIGKILL: exit status 137).
+ */
+export async function exitAfterInference(code: number | undefined, timeoutMs: number): Promise<void> {
+  if (await quiesceInference(timeoutMs)) return void process.exit(code);
+  writeStderr(`argus: ${ErrorCodes.MODEL_RUN}: an inference run had not ended ${timeoutMs} ms after the stop (the model's run does not return); killing the process (exit status 137), which cannot end a thread inside ONNX Runtime\n`);
+  process.kill(process.pid, 'SIGKILL');
 }

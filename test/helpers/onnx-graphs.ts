@@ -35,6 +35,11 @@ export interface GraphSpec {
   extraInputs?: { name: string; dims: number[] }[];
   /** The graph loads but every run fails (a Reshape of the input to 7 rows that cannot hold it). */
   failAtRun?: boolean;
+  /**
+   * Each run first goes round a Loop this many times (about 4 µs a turn on ONNX Runtime's CPU
+   * provider): 10^12 is a run that never returns.
+   */
+  loopTurns?: number;
   outputs: OutputSpec[];
   /** metadata_props, e.g. Ultralytics' names/imgsz/stride/task. */
   metadata?: Record<string, string>;
@@ -149,6 +154,7 @@ export function buildModel(spec: GraphSpec): Uint8Array {
       nodes.push(onnx.NodeProto.create({ opType: 'Add', input: [c, `izero_${k}`], output: [o.name] }));
     }
   });
+  if (spec.loopTurns !== undefined) addLoop(nodes, inits, floatInput, spec.loopTurns);
   const graph = onnx.GraphProto.create({
     name: 'constant-outputs',
     node: nodes,
@@ -167,6 +173,33 @@ export function buildModel(spec: GraphSpec): Uint8Array {
     graph,
   });
   return onnx.ModelProto.encode(model).finish();
+}
+
+/**
+ * A Loop of `turns` (body: v + 1) started from 0 × the input's sum, whose result × 0 is added
+ * to `sum`: every run goes round it, and ONNX Runtime cannot fold it away.
+ */
+function addLoop(nodes: onnxProto.onnx.NodeProto[], inits: onnxProto.onnx.TensorProto[], input: string, turns: number): void {
+  const scalar = (name: string, type: number) => onnx.ValueInfoProto.create({ name, type: onnx.TypeProto.create({ tensorType: onnx.TypeProto.Tensor.create({ elemType: type, shape: onnx.TensorShapeProto.create({ dim: [] }) }) }) });
+  const body = onnx.GraphProto.create({
+    name: 'turn',
+    node: [onnx.NodeProto.create({ opType: 'Identity', input: ['cond_in'], output: ['cond_out'] }), onnx.NodeProto.create({ opType: 'Add', input: ['v_in', 'one_f'], output: ['v_out'] })],
+    initializer: [onnx.TensorProto.create({ name: 'one_f', dims: [], dataType: DT.FLOAT, floatData: [1] })],
+    input: [scalar('turn', DT.INT64), scalar('cond_in', DT.BOOL), scalar('v_in', DT.FLOAT)],
+    output: [scalar('cond_out', DT.BOOL), scalar('v_out', DT.FLOAT)],
+  });
+  inits.push(onnx.TensorProto.create({ name: 'loop_turns', dims: [], dataType: DT.INT64, int64Data: [turns] }), onnx.TensorProto.create({ name: 'loop_cond', dims: [], dataType: DT.BOOL, int32Data: [1] }));
+  const at = nodes.findIndex((n) => n.output.includes('sum'));
+  nodes[at].output = ['sum_before_loop'];
+  nodes.splice(
+    at + 1,
+    0,
+    onnx.NodeProto.create({ opType: 'ReduceSum', input: [input], output: ['loop_sum'], attribute: [attrInt('keepdims', 0)] }),
+    onnx.NodeProto.create({ opType: 'Mul', input: ['loop_sum', 'zero'], output: ['loop_v0'] }),
+    onnx.NodeProto.create({ opType: 'Loop', input: ['loop_turns', 'loop_cond', 'loop_v0'], output: ['loop_v'], attribute: [onnx.AttributeProto.create({ name: 'body', type: onnx.AttributeProto.AttributeType.GRAPH, g: body })] }),
+    onnx.NodeProto.create({ opType: 'Mul', input: ['loop_v', 'zero'], output: ['loop_zero'] }),
+    onnx.NodeProto.create({ opType: 'Add', input: ['sum_before_loop', 'loop_zero'], output: ['sum'] }),
+  );
 }
 
 /** A temp dir for model files, removed by `cleanup()`. */

@@ -10,9 +10,10 @@ import { batchConfigs } from '../../src/bench/bench.js';
 import { Batcher } from '../../src/inference/batcher.js';
 import { Detector } from '../../src/inference/detector.js';
 import { enqueue, MAX_OVERTAKES } from '../../src/inference/session.js';
-import { MAX_WORKER_RESTARTS } from '../../src/inference/worker-pool.js';
+import { MAX_WORKER_RESTARTS, RELEASE_WAIT_MS } from '../../src/inference/worker-pool.js';
 import { MIRROR, MODEL } from '../helpers/assets.js';
 import { detectFile } from '../helpers/detect.js';
+import { writeModel } from '../helpers/onnx-graphs.js';
 import { together } from './together.js';
 
 let manifest: ModelManifest;
@@ -192,6 +193,35 @@ void quiesceInference(100_000).finally(() => process.exit(130));
     expect(r.stderr).not.toMatch(/terminate called|Napi::Error/);
     expect(r.code).toBe(130);
   }, 120_000);
+
+  it('a run that never returns (a Loop of 10^12 turns): the release ends after RELEASE_WAIT_MS, saying so, and the exit kills the process, saying why (both waited for ever: process.exit joins the worker)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
+    const model = join(dir, 'endless.onnx');
+    writeModel(model, { input: { dims: [1, 3, 64, 64] }, loopTurns: 1e12, outputs: [{ name: 'output0', dims: [1, 4, 6] }], metadata: { names: "{0: 'person'}" } });
+    const script = join(dir, 'endless.mts');
+    const root = join(__dirname, '../..');
+    // In a process of its own: the worker left inside the run spins until that process is killed.
+    writeFileSync(
+      script,
+      `import { Detector } from '${root}/src/inference/detector.ts';
+import { exitAfterInference } from '${root}/src/inference/worker-pool.ts';
+const log = (m, f, level) => level === 'error' && process.stdout.write('[' + m + ']');
+const det = await Detector.load(undefined, ${JSON.stringify(model)}, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0, workers: 1, log });
+void det.run(det.createInput(), () => process.stdout.write('started '));
+const t = Date.now();
+await det.release();
+process.stdout.write(' released after ' + (Date.now() - t >= ${RELEASE_WAIT_MS}) + ' ');
+void exitAfterInference(130, 500);
+`,
+    );
+    const { runCommand } = await import('../helpers/cli.js');
+    const r = await runCommand(process.execPath, ['--import', 'tsx', script], {}, 80_000);
+    expect(r.stdout, r.stderr).toBe(
+      `started [inference run had not returned ${RELEASE_WAIT_MS} ms after the model's release (the model's run does not end): its worker is left running, and the process is killed as it exits] released after true `,
+    );
+    expect(r.stderr).toContain("argus: VAP_ERR_MODEL_RUN: an inference run had not ended 500 ms after the stop (the model's run does not return); killing the process (exit status 137)");
+    expect(r.code).toBeNull(); // killed (SIGKILL), not left running until the test's own kill at 80 s
+  }, 110_000);
 
   it('a file that is not ONNX fails the load with the file named, from the worker', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
