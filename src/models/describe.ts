@@ -1,5 +1,5 @@
 import { MAX_MODEL_SIDE, type ModelManifest } from '../config/schema.js';
-import { repeatedLabel } from '../config/classes.js';
+import { repeatedLabel } from '../config/labels.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { forTerminal } from '../core/text.js';
 import type { Family } from '../core/families.js';

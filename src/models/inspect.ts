@@ -2,7 +2,7 @@ import { existsSync, openSync, readSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { PACKAGE_ROOT } from '../assets/paths.js';
-import { repeatedLabel } from '../config/classes.js';
+import { repeatedLabel } from '../config/labels.js';
 import { MAX_MODEL_BATCH } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { forTerminal } from '../core/text.js';

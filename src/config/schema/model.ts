@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { filePath, finite } from './common.js';
 import { FAMILIES } from '../../core/families.js';
 import { mention } from '../../core/redact.js';
-import { repeatedLabel } from '../classes.js';
+import { repeatedLabel } from '../labels.js';
 
 /** The largest model input side argus takes (manifests, and a model file's own metadata or input shape). */
 export const MAX_MODEL_SIDE = 4096;
