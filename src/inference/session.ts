@@ -66,6 +66,8 @@ export interface SessionOptions extends ProviderOptions {
   spinMicros?: number;
   /** Sessions on worker threads; 0: one session on the calling (main) thread. */
   workers: number;
+  /** Worker sessions: a run in flight this long is logged as an error, once (default STUCK_RUN_MS). */
+  stuckRunMs?: number;
   log?: LogFn;
 }
 

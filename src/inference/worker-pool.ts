@@ -34,6 +34,9 @@ class SessionThread {
   private settled: Promise<void> = Promise.resolve();
   private settle: () => void = () => {};
   private nextId = 0;
+  /** When the run in flight was posted (performance.now()), and whether it was logged as stuck. */
+  startedAt = 0;
+  stuckLogged = false;
   private dead: Error | undefined;
   onIdle: () => void = () => {};
   /** Called once when the worker dies (crash or exit) other than by release(). */
@@ -99,6 +102,8 @@ class SessionThread {
   start(p: Pending): void {
     if (this.dead) return p.reject(this.dead);
     this.current = p;
+    this.startedAt = performance.now();
+    this.stuckLogged = false;
     this.settled = new Promise((r) => (this.settle = r));
     this.worker.ref(); // a run in flight keeps the process alive
     p.onStart?.();
@@ -163,6 +168,8 @@ export class WorkerPool implements ModelSession {
   /** Replacements that failed to start (each is tried again, up to MAX_WORKER_RESTARTS in all). */
   private failedStarts = 0;
   private readonly retries = new Set<NodeJS.Timeout>();
+  /** Looks for runs in flight longer than stuckRunMs. */
+  private readonly stuckCheck: NodeJS.Timeout;
 
   private constructor(
     private readonly threads: SessionThread[],
@@ -171,6 +178,24 @@ export class WorkerPool implements ModelSession {
     private readonly o: SessionOptions,
   ) {
     for (const t of threads) this.watch(t);
+    const stuckMs = o.stuckRunMs ?? STUCK_RUN_MS;
+    this.stuckCheck = setInterval(() => this.logStuck(stuckMs), Math.min(1000, stuckMs / 2)).unref();
+  }
+
+  /**
+   * A run in flight for `stuckMs` is logged, once, as an error: a model whose run never returns
+   * (or a wedged GPU) stopped every source's results, each frame dropped as stale, with nothing
+   * said — /healthz answered ok and the sources were 'streaming'. Its end, if it comes, is logged too.
+   */
+  private logStuck(stuckMs: number): void {
+    const log = this.o.log ?? (() => {});
+    for (const t of this.threads) {
+      if (!t.busy || t.stuckLogged) continue;
+      const ms = performance.now() - t.startedAt;
+      if (ms < stuckMs) continue;
+      t.stuckLogged = true;
+      log(`inference run has not returned after ${Math.round(ms)} ms (the model's run may not end): no frame gets results meanwhile, each is dropped`, { code: ErrorCodes.MODEL_RUN, provider: this.provider }, 'error');
+    }
   }
 
   static async open(modelPath: string, o: SessionOptions): Promise<WorkerPool> {
@@ -191,7 +216,13 @@ export class WorkerPool implements ModelSession {
   }
 
   private watch(t: SessionThread): void {
-    t.onIdle = () => this.pump();
+    t.onIdle = () => {
+      if (t.stuckLogged) {
+        t.stuckLogged = false;
+        this.o.log?.(`inference run returned after ${Math.round(performance.now() - t.startedAt)} ms`, { provider: this.provider });
+      }
+      this.pump();
+    };
     t.onDeath = (e) => void this.replace(t, e);
   }
 
@@ -269,6 +300,7 @@ export class WorkerPool implements ModelSession {
   /** Refuses new runs and waits for those in flight; queued ones are rejected. */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.stuckCheck);
     for (const t of this.retries) clearTimeout(t);
     this.retries.clear();
     for (const p of this.queue.splice(0)) p.reject(releasedError());
@@ -308,6 +340,9 @@ export class WorkerPool implements ModelSession {
     await Promise.all(this.threads.map((t) => t.release()));
   }
 }
+
+/** How long a run may be in flight before it is logged as stuck (a slow model takes seconds, not this). */
+export const STUCK_RUN_MS = 30_000;
 
 /** How long a pool's release waits for the runs in flight before it leaves their workers running. */
 export const RELEASE_WAIT_MS = 10_000;

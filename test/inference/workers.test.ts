@@ -194,6 +194,26 @@ void quiesceInference(100_000).finally(() => process.exit(130));
     expect(r.code).toBe(130);
   }, 120_000);
 
+  it('a run in flight for stuckRunMs is logged as an error, once, and its end when it comes (a run that never returned was never said: /healthz ok, sources streaming)', async () => {
+    const logs: string[] = [];
+    const { openSession } = await import('../../src/inference/open-session.js');
+    const det = await load(1, { warmupRuns: 0, log: (m, _f, level) => logs.push(`${level ?? 'info'}: ${m}`), openSession: (p, o) => openSession(p, { ...o, stuckRunMs: 300 }) });
+    const stuck = () => logs.filter((l) => /^error: inference run has not returned after \d+ ms \(the model's run may not end\): no frame gets results meanwhile, each is dropped$/.test(l));
+    const gate = new Int32Array(new SharedArrayBuffer(4));
+    pool(det).threads[0].stall(gate); // the worker's thread blocks, as inside a run that does not end
+    const run = det.run(filled(det));
+    try {
+      await vi.waitFor(() => expect(stuck()).toHaveLength(1), { timeout: 20_000, interval: 50 });
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(stuck()).toHaveLength(1); // once per run, not every check
+    } finally {
+      Atomics.store(gate, 0, 1);
+      Atomics.notify(gate, 0);
+    }
+    await run;
+    expect(logs.filter((l) => /^info: inference run returned after \d+ ms$/.test(l))).toHaveLength(1);
+  }, 60_000);
+
   it('a run that never returns (a Loop of 10^12 turns): the release ends after RELEASE_WAIT_MS, saying so, and the exit kills the process, saying why (both waited for ever: process.exit joins the worker)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
     const model = join(dir, 'endless.onnx');
