@@ -396,7 +396,7 @@ export class SourceAnalyzer {
     }
     const lineEvents = this.lineEvents;
     lineEvents.length = 0;
-    for (const l of this.lines) l.update(d, obsMs, lineEvents);
+    for (const l of this.lines) l.update(d, obsMs, lineEvents, tMs);
 
     const alerts: AlertDraft[] = [];
     const label = this.label;
@@ -422,7 +422,7 @@ export class SourceAnalyzer {
         case 'line-cross':
           for (const e of lineEvents) {
             if (e.line !== r.line || (r.direction !== 'any' && e.direction !== r.direction) || !cd.allow(`${e.trackId}:${e.direction}`, tMs)) continue;
-            alerts.push({ rule: r.id, severity: r.severity, event: 'line.cross', message: `${label(e.classId)} #${e.trackId} crossed line ${e.line} (${e.direction})`, trackId: e.trackId, line: e.line, direction: e.direction, row: e.row });
+            alerts.push({ rule: r.id, severity: r.severity, event: 'line.cross', message: `${label(e.classId)} #${e.trackId} crossed line ${e.line} (${e.direction})${e.previousTrackId !== undefined ? ` (was #${e.previousTrackId}: lost at the line, found past it under a new id)` : ''}`, trackId: e.trackId, line: e.line, direction: e.direction, row: e.row });
           }
           break;
         case 'conveyor-rate': {

@@ -28,3 +28,34 @@ export function anchorPoint(xyxy: ArrayLike<number>, i: number, anchor: Anchor, 
   }
   return out;
 }
+
+/**
+ * How far each corner of a box must go, as a share of its anchor's way, for the box to have
+ * moved (movedWhole). A box whose feet a passer-by hid keeps its top where it was (0, give or
+ * take the detector's jitter of the top edge: about 0.6 % of the box's height, against a
+ * hidden part of a fifth of it or more); a walker's top goes as far as the feet across the
+ * picture, but walking away from the camera or towards it only (Hc − Hp) / Hc as far (a camera
+ * Hc high, a person Hp tall): 0.43 for a camera 3 m up, 0.32 at 2.5 m, 0.15 at 2 m (1.7 m tall).
+ * It was a half: a person who walked away from a camera mounted 3 m up into a doorway at the
+ * zone's far side was taken for a box whose legs were hidden, and raised nothing.
+ */
+export const MOVED_WHOLE_SHARE = 0.15;
+
+/**
+ * Whether box `i` of `xyxy` is `from` (xyxy) moved, not only reshaped: each of its two corners
+ * went at least MOVED_WHOLE_SHARE as far as its anchor along the anchor's way. A box whose feet a
+ * passer-by hid keeps its top where it was and its anchor jumps up by the part hidden; one cut
+ * off by the picture's border keeps the edge there; a person who walks moves both. (Writes `pt`.)
+ */
+export function movedWhole(from: ArrayLike<number>, xyxy: ArrayLike<number>, i: number, anchor: Anchor, pt: [number, number]): boolean {
+  const [ox, oy] = anchorPoint(from, 0, anchor, pt);
+  const [ax, ay] = anchorPoint(xyxy, i, anchor, pt);
+  const dx = ax - ox, dy = ay - oy;
+  const dd = dx * dx + dy * dy;
+  if (!(dd > 0)) return true;
+  for (let c = 0; c < 4; c += 2) {
+    const along = (xyxy[i * 4 + c] - from[c]) * dx + (xyxy[i * 4 + c + 1] - from[c + 1]) * dy;
+    if (!(along >= MOVED_WHOLE_SHARE * dd)) return false;
+  }
+  return true;
+}

@@ -1,5 +1,5 @@
 import type { Detections } from '../core/detections.js';
-import { anchorPoint, sureOrigin, type Anchor } from './anchor.js';
+import { anchorPoint, movedWhole, sureOrigin, type Anchor } from './anchor.js';
 import type { Point } from '../core/polygon.js';
 import { LabelTally } from './tally.js';
 
@@ -10,6 +10,11 @@ export interface LineEvent {
   trackId: number;
   classId: number;
   row: number;
+  /**
+   * The id the object had before the tracker lost it at the line and found it again past it
+   * under `trackId` (an id switch, see LineCounter: a hand-over); absent otherwise.
+   */
+  previousTrackId?: number;
 }
 
 export interface LineCounterOptions {
@@ -64,6 +69,20 @@ interface Side {
   /** The anchor when the track was last seen beyond the margin (on `side`). */
   x: number;
   y: number;
+  /** The box (xyxy) whose anchor `x`, `y` is: a side change must move it, not reshape it (movedWhole). */
+  box: Float32Array;
+  /** The anchor at its last sighting (beyond the margin or not), its frame time, and its pace there (px/ms): where an id switch's new id may be found (handOver). */
+  lx: number;
+  ly: number;
+  lastFrame: number;
+  vx: number;
+  vy: number;
+  /** The box at its last sighting (xyxy). */
+  lastBox: Float32Array;
+}
+
+function newSide(side: -1 | 1, tMs: number, x: number, y: number, box: ArrayLike<number>, frameMs: number): Side {
+  return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box) };
 }
 
 /**
@@ -82,6 +101,8 @@ export class LineCounter {
   /** Time of the frame before the one being processed. */
   private prevFrameMs = -Infinity;
   private lastFrameMs = -Infinity;
+  /** The old id of the track `step` last handed over to a new one (handOver), else −1. */
+  private handedFrom = -1;
   private dx = 0;
   private dy = 0;
   private len = 0;
@@ -132,6 +153,14 @@ export class LineCounter {
       for (const st of sides.values()) {
         st.x *= sx;
         st.y *= sy;
+        st.lx *= sx;
+        st.ly *= sy;
+        st.vx *= sx;
+        st.vy *= sy;
+        for (let k = 0; k < 4; k++) {
+          st.box[k] *= k % 2 === 0 ? sx : sy;
+          st.lastBox[k] *= k % 2 === 0 ? sx : sy;
+        }
       }
     }
   }
@@ -155,14 +184,15 @@ export class LineCounter {
     return t >= 0 && t <= 1;
   }
 
-  /** Moves track `id` (row `i`) on `sides`; returns the direction it crossed in, or undefined. */
-  private step(sides: Map<number, Side>, d: Detections, i: number, id: number, tMs: number): 'in' | 'out' | undefined {
+  /** Moves track `id` (row `i`) on `sides`; returns the direction it crossed in, or undefined. Sets `handedFrom`. */
+  private step(sides: Map<number, Side>, d: Detections, i: number, id: number, tMs: number, frameMs: number): 'in' | 'out' | undefined {
     const { anchor } = this.options;
     const marginPx = this.marginPx;
     const [x, y] = anchorPoint(d.xyxy, i, anchor, this.pt);
     const dist = this.signedDistance(x, y);
     let st = sides.get(id);
     const now: -1 | 1 | 0 = dist > marginPx ? 1 : dist < -marginPx ? -1 : 0;
+    this.handedFrom = -1;
     // Back after missing frames for longer than forgetAfterMs (no frame in between to forget it on): it learns its side afresh.
     if (st && st.lastSeen < this.prevFrameMs && tMs - st.lastSeen > this.options.forgetAfterMs) {
       sides.delete(id);
@@ -176,11 +206,15 @@ export class LineCounter {
       const origin = d.trackOrigins?.get(id);
       let from: -1 | 1 | 0 = 0;
       let ox = 0, oy = 0;
+      let fromBox: Float32Array | undefined;
+      let fromMs = frameMs;
       if (origin) {
         for (const seen of origin.before ?? [origin]) {
           from = this.originSide(seen.box, d.xyxy, i);
           if (from === 0) continue;
           [ox, oy] = anchorPoint(seen.box, 0, anchor, this.pt);
+          fromBox = seen.box;
+          fromMs = seen.ms;
           if (now !== 0 && from !== now) {
             const od = this.signedDistance(ox, oy);
             const k = od / (od - dist); // where the path from there to now meets the line
@@ -188,20 +222,45 @@ export class LineCounter {
           }
           break;
         }
+        // A new id that did not come from across the line while it was being confirmed, first
+        // seen on one side: the object of a track lost on the other side just before (an id switch
+        // at the line) goes on under it.
+        // Not one that came towards the line since (by more than the margin): that is another
+        // object, coming from that side.
+        const first = from !== 0 ? from : now;
+        if (first !== 0 && now !== -first && (from === 0 || first * (dist - this.signedDistance(ox, oy)) >= -marginPx)) {
+          st = from !== 0 ? this.handOver(sides, d, i, -first as -1 | 1, ox, oy, fromBox!, origin.ms) : this.handOver(sides, d, i, -first as -1 | 1, x, y, d.xyxy.subarray(i * 4, i * 4 + 4), origin.ms);
+          if (st) sides.set(id, st);
+        }
       }
-      if (from === 0) {
-        if (now !== 0) sides.set(id, { side: now, lastSeen: tMs, lastLabelled: tMs, x, y });
-        return undefined;
+      if (!st) {
+        if (from === 0) {
+          if (now !== 0) sides.set(id, newSide(now, tMs, x, y, d.xyxy.subarray(i * 4, i * 4 + 4), frameMs));
+          return undefined;
+        }
+        st = newSide(from, tMs, ox, oy, fromBox!, fromMs);
+        sides.set(id, st);
       }
-      st = { side: from, lastSeen: tMs, lastLabelled: tMs, x: ox, y: oy };
-      sides.set(id, st);
     }
     st.lastSeen = tMs;
     st.lastLabelled = tMs;
+    // Its pace (half the last step's, half the earlier pace) and last sighting, for handOver.
+    const dt = frameMs - st.lastFrame;
+    if (dt > 0) {
+      const vx = (x - st.lx) / dt, vy = (y - st.ly) / dt;
+      st.vx = Number.isNaN(st.vx) ? vx : (st.vx + vx) / 2;
+      st.vy = Number.isNaN(st.vy) ? vy : (st.vy + vy) / 2;
+    }
+    st.lx = x;
+    st.ly = y;
+    st.lastFrame = frameMs;
+    for (let k = 0; k < 4; k++) st.lastBox[k] = d.xyxy[i * 4 + k];
     if (now === 0) return undefined;
+    if (now !== st.side && !this.moved(st.box, d.xyxy, i)) return undefined; // reshaped, not moved: still on its side
     const px = st.x, py = st.y;
     st.x = x;
     st.y = y;
+    for (let k = 0; k < 4; k++) st.box[k] = d.xyxy[i * 4 + k];
     if (now === st.side) return undefined;
     st.side = now;
     // Where the path from the last sighting beyond the margin on the other side to here meets
@@ -210,6 +269,56 @@ export class LineCounter {
     const k = pd / (pd - dist);
     if (!this.withinSegment(px + (x - px) * k, py + (y - py) * k)) return undefined;
     return now === 1 ? 'in' : 'out';
+  }
+
+  /**
+   * Whether box `i` of `xyxy` is `from` (xyxy: the track's last box beyond the margin on its
+   * side) moved across the line, not reshaped across it (movedWhole, as a zone's vanishing
+   * entry): a car whose box the detector cut to its upper part on every other frame had its
+   * anchor jump back and forth across the line, and was counted in, out and in again. A box
+   * cut off by the picture's border (in either) is taken as moved: its edge there stays put as
+   * it comes into view (an item entering the belt at the border, near a count line).
+   */
+  private moved(from: Float32Array, xyxy: ArrayLike<number>, i: number): boolean {
+    const f = this.frame;
+    if (!f) return movedWhole(from, xyxy, i, this.options.anchor, this.pt);
+    const cut = (b: ArrayLike<number>, o: number) => b[o] <= 0 || b[o + 1] <= 0 || b[o + 2] >= f.width || b[o + 3] >= f.height;
+    return cut(from, 0) || cut(xyxy, i * 4) || movedWhole(from, xyxy, i, this.options.anchor, this.pt);
+  }
+
+  /**
+   * An id switch at the line: the state of a track on side `side` that the tracker lost there
+   * just before a new id (row `i`, first seen at `firstMs`, its first sure sighting beyond the
+   * margin on the other side: anchor `px`, `py`, box `pbox`; not going back towards the line
+   * since) appeared, taken off that track (so
+   * it counts once: were the old id found again, it would learn its side afresh) for the new id
+   * to go on with; undefined if none. The old track: last seen before the new id was first seen
+   * (and not on this frame), not forgotten (forgetAfterMs), its last box about the size of the
+   * new one (sureOrigin), and the new one found within a box's size (the larger side of its
+   * last box) of where its pace would have taken it, from standing still to half as fast again.
+   * The nearest such track. O(tracks the line knows), on frames that confirm a track only.
+   */
+  private handOver(sides: Map<number, Side>, d: Detections, i: number, side: -1 | 1, px: number, py: number, pbox: ArrayLike<number>, firstMs: number): Side | undefined {
+    let bestId = -1;
+    let best: Side | undefined;
+    let bestDist = Infinity;
+    for (const [oid, o] of sides) {
+      if (o.side !== side || !(o.lastFrame < firstMs) || !(o.lastSeen < this.prevFrameMs) || !sureOrigin(o.lastBox, pbox, 0)) continue;
+      const g = firstMs - o.lastFrame;
+      const vx = Number.isNaN(o.vx) ? 0 : o.vx * 1.5 * g, vy = Number.isNaN(o.vy) ? 0 : o.vy * 1.5 * g;
+      const vv = vx * vx + vy * vy;
+      const t = vv > 0 ? Math.max(0, Math.min(1, ((px - o.lx) * vx + (py - o.ly) * vy) / vv)) : 0;
+      const dist = Math.hypot(px - o.lx - t * vx, py - o.ly - t * vy);
+      const reach = Math.max(o.lastBox[2] - o.lastBox[0], o.lastBox[3] - o.lastBox[1]);
+      if (dist > reach || dist >= bestDist || d.trackerId!.includes(oid)) continue;
+      best = o;
+      bestId = oid;
+      bestDist = dist;
+    }
+    if (!best) return undefined;
+    sides.delete(bestId);
+    this.handedFrom = bestId;
+    return best;
   }
 
   /**
@@ -254,10 +363,11 @@ export class LineCounter {
 
   /**
    * `tMs`: the frame's observed time (ObservedTime: a stall counts as one usual gap), which
-   * `forgetAfterMs` runs on. The crossings are pushed onto `events` (the analyzer's list, reused
-   * from frame to frame), which is returned.
+   * `forgetAfterMs` runs on; `frameMs`: its time (the tracker's timestamps, which a track's
+   * first sighting is given in). The crossings are pushed onto `events` (the analyzer's list,
+   * reused from frame to frame), which is returned.
    */
-  update(d: Detections, tMs: number, events: LineEvent[] = []): LineEvent[] {
+  update(d: Detections, tMs: number, events: LineEvent[] = [], frameMs = tMs): LineEvent[] {
     const ids = d.trackerId;
     const { classIds } = this.options;
     const stats = this.stats;
@@ -278,15 +388,16 @@ export class LineCounter {
           // (the id kept), then car again on one frame past a car line, was counted as a car.
           const known = this.side.get(id);
           if (known && !(known.lastSeen < this.prevFrameMs && tMs - known.lastSeen > this.options.forgetAfterMs) && tMs - known.lastLabelled <= Math.max(OFF_CLASS_HOLD_MS, this.options.forgetAfterMs)) known.lastSeen = tMs;
-          if (stats.seenInstead && stats.in + stats.out === 0 && this.step(this.otherSide, d, i, id, tMs)) stats.seenInstead.add(d.classId[i]);
+          if (stats.seenInstead && stats.in + stats.out === 0 && this.step(this.otherSide, d, i, id, tMs, frameMs)) stats.seenInstead.add(d.classId[i]);
           continue;
         }
-        const direction = this.step(this.side, d, i, id, tMs);
+        const direction = this.step(this.side, d, i, id, tMs, frameMs);
         if (!direction) continue;
+        const previousTrackId = this.handedFrom;
         const m = direction === 'in' ? stats.countIn : stats.countOut;
         m.set(d.classId[i], (m.get(d.classId[i]) ?? 0) + 1);
         if (stats[direction]++ === 0 && stats[direction === 'in' ? 'out' : 'in'] === 0) this.otherSide.clear();
-        events.push({ line: this.id, direction, trackId: id, classId: d.classId[i], row: i });
+        events.push({ line: this.id, direction, trackId: id, classId: d.classId[i], row: i, ...(previousTrackId >= 0 ? { previousTrackId } : {}) });
       }
     }
     const forget = this.options.forgetAfterMs;
