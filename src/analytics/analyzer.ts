@@ -39,6 +39,31 @@ function classIds(names: readonly string[] | undefined, labels: readonly string[
 const conveyorWhere = (r: { line?: string; zone?: string }) => (r.line !== undefined ? { line: r.line } : { zone: r.zone! });
 const conveyorName = (r: { line?: string; zone?: string }) => (r.line !== undefined ? `line ${r.line}` : `zone ${r.zone}`);
 
+/** A conveyor-defect rule's state: K of N over the rule's frames (untracked detections), and per item (track id). */
+interface DefectRule {
+  kofn: KOfN;
+  match: (c: number) => boolean;
+  minScore: number;
+  /** Tracked items seen as a defect in their last N frames, or alerted and not yet forgotten (DEFECT_FORGET_MS). */
+  items: Map<number, DefectItem>;
+}
+
+interface DefectItem {
+  kofn: KOfN;
+  /** Its row on this frame when that shows it as a defect, else −1 (set and read by defectItems). */
+  row: number;
+  /** Observed time of its last sighting (any label). */
+  seenMs: number;
+  alerted: boolean;
+}
+
+/**
+ * How long an item alerted by a conveyor-defect rule is remembered unseen, ms (observed time):
+ * past the tracker's lost-track buffer (default 1 s) its id never comes back, so this only bounds
+ * the memory of items gone.
+ */
+const DEFECT_FORGET_MS = 60_000;
+
 /** How far apart (a ratio) a frameSize's shape and the picture's may be before stretchNotices speaks: a few pixels of rounding. */
 const STRETCH_TOLERANCE = 0.02;
 
@@ -56,7 +81,7 @@ export class SourceAnalyzer {
   private readonly lineClasses: (Set<number> | undefined)[];
   private readonly cooldowns = new Map<string, Cooldown>();
   private readonly rates = new Map<string, RateFloor>();
-  private readonly defects = new Map<string, { kofn: KOfN; match: (c: number) => boolean; minScore: number }>();
+  private readonly defects = new Map<string, DefectRule>();
   /** Counts of each zone and line over the run. */
   private readonly zoneStats: ZoneStats[];
   private readonly lineStats: LineStats[];
@@ -107,7 +132,7 @@ export class SourceAnalyzer {
       if (r.type === 'conveyor-defect') {
         const defect = classIds(r.classes, labels, `${path}.rules[${i}].classes`);
         const allowed = classIds(r.allowed, labels, `${path}.rules[${i}].allowed`);
-        this.defects.set(r.id, { kofn: new KOfN(r.k, r.n), match: defect ? (c) => defect.has(c) : (c) => !allowed!.has(c), minScore: r.minScore });
+        this.defects.set(r.id, { kofn: new KOfN(r.k, r.n), match: defect ? (c) => defect.has(c) : (c) => !allowed!.has(c), minScore: r.minScore, items: new Map() });
       }
     });
   }
@@ -384,6 +409,47 @@ export class SourceAnalyzer {
     }
   }
 
+  /**
+   * A conveyor-defect rule on tracked detections: K of the last N frames per item (track id),
+   * one alert per item, the first time its frames reach K. Frames the tracker saw it on before
+   * it confirmed it (Detections.trackOrigins) count as they showed it. Untracked rows (a track
+   * being confirmed) wait for their id. Before, the rule was judged on the frames alone, its
+   * cooldown per rule: a defective item that stopped under the camera raised an alert every
+   * cooldownSec, and a second one within the cooldown of the first raised nothing.
+   * O(rows + items) a frame.
+   */
+  private defectItems(r: RuleConfig & { type: 'conveyor-defect' }, df: DefectRule, d: Detections, obsMs: number, alerts: AlertDraft[]): void {
+    const ids = d.trackerId!;
+    const hit = (c: number, score: number) => score >= df.minScore && df.match(c);
+    for (let i = 0; i < d.length; i++) {
+      const id = ids[i];
+      if (id < 0) continue;
+      const now = hit(d.classId[i], d.confidence[i]);
+      let item = df.items.get(id);
+      if (!item) {
+        const before = d.trackOrigins?.get(id)?.before;
+        const earlier = before ? before.reduce((n, b) => n + (b.classId !== undefined && hit(b.classId, b.score ?? 0) ? 1 : 0), 0) : 0;
+        if (!now && earlier === 0) continue;
+        item = { kofn: new KOfN(r.k, r.n), row: -1, seenMs: obsMs, alerted: false };
+        for (const b of before ?? []) item.kofn.push(b.classId !== undefined && hit(b.classId, b.score ?? 0));
+        df.items.set(id, item);
+      }
+      item.seenMs = obsMs;
+      if (now && item.row < 0) item.row = i;
+    }
+    for (const [id, item] of df.items) {
+      const row = item.row;
+      item.row = -1;
+      const firing = item.kofn.push(row >= 0);
+      if (firing && row >= 0 && !item.alerted) {
+        item.alerted = true;
+        const label = this.label(d.classId[row]);
+        alerts.push({ rule: r.id, severity: r.severity, event: 'conveyor.defect', message: `${label} #${id} seen on ${item.kofn.hits} of the last ${r.n} frames`, row, trackId: id, classLabel: label });
+      }
+      if (item.alerted ? obsMs - item.seenMs > DEFECT_FORGET_MS : item.kofn.hits === 0) df.items.delete(id);
+    }
+  }
+
   process(d: Detections, tMs: number): { summary: AnalyticsSummary; alerts: AlertDraft[] } {
     if (!this.ready) throw new Error('SourceAnalyzer.init() must run before process()');
     const obsMs = this.observed.advance(tMs);
@@ -452,6 +518,10 @@ export class SourceAnalyzer {
         }
         case 'conveyor-defect': {
           const df = this.defects.get(r.id)!;
+          if (d.trackerId) {
+            this.defectItems(r, df, d, obsMs, alerts);
+            break;
+          }
           let row = -1;
           for (let i = 0; i < d.length; i++) if (d.confidence[i] >= df.minScore && df.match(d.classId[i])) { row = i; break; }
           const firing = df.kofn.push(row >= 0);

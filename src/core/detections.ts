@@ -7,9 +7,11 @@ export interface TrackOrigin {
   /**
    * Every sighting before the frame that confirmed the track, first to last (the first is
    * `box` and `ms`): while it was being confirmed, the object may have been seen whole only
-   * after its first box (cut off by the picture's border, say). Absent: the first only.
+   * after its first box (cut off by the picture's border, say). Absent: the first only. With
+   * each, the detector's label and score then (absent: not known), so a defect rule can count
+   * the frames an item was seen on before it had an id.
    */
-  readonly before?: readonly { readonly box: Float32Array; readonly ms: number }[];
+  readonly before?: readonly { readonly box: Float32Array; readonly ms: number; readonly classId?: number; readonly score?: number }[];
 }
 
 /**

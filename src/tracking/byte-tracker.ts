@@ -151,9 +151,11 @@ class Track {
   readonly firstSeenMs: number;
   /** The first detection's box (xyxy): where the object was when the tracker first saw it. */
   readonly firstXyxy: Float32Array;
-  /** The boxes (xyxy) of its detections while tentative, first to last (`hits` of them, at most minConfirmFrames), and their times. */
+  /** The boxes (xyxy) of its detections while tentative, first to last (`hits` of them, at most minConfirmFrames), their times, labels and scores. */
   readonly tentativeXyxy: Float32Array;
   readonly tentativeMs: Float64Array;
+  readonly tentativeClass: Int32Array;
+  readonly tentativeScore: Float32Array;
   lastSeenMs: number;
   /** Observed time (see ObservedTime) of the last matched detection: what the lost-track buffer counts from. */
   lastSeenObsMs: number;
@@ -173,8 +175,12 @@ class Track {
     this.score = score;
     this.tentativeXyxy = new Float32Array(4 * minConfirmFrames);
     this.tentativeMs = new Float64Array(minConfirmFrames);
+    this.tentativeClass = new Int32Array(minConfirmFrames);
+    this.tentativeScore = new Float32Array(minConfirmFrames);
     this.tentativeXyxy.set(xyxy.subarray(row * 4, row * 4 + 4));
     this.tentativeMs[0] = nowMs;
+    this.tentativeClass[0] = classId;
+    this.tentativeScore[0] = score;
     this.firstXyxy = this.tentativeXyxy.subarray(0, 4);
     this.firstSeenMs = nowMs;
     this.lastSeenMs = nowMs;
@@ -377,7 +383,7 @@ export class ByteTracker {
       if (!(t.row >= 0 && t.id > 0)) continue;
       trackerId[t.row] = t.id;
       if (t.confirmedMs === now && t.hits > 1) {
-        const before = Array.from({ length: t.hits - 1 }, (_, k) => ({ box: t.tentativeXyxy.subarray(k * 4, k * 4 + 4), ms: t.tentativeMs[k] }));
+        const before = Array.from({ length: t.hits - 1 }, (_, k) => ({ box: t.tentativeXyxy.subarray(k * 4, k * 4 + 4), ms: t.tentativeMs[k], classId: t.tentativeClass[k], score: t.tentativeScore[k] }));
         (origins ??= new Map()).set(t.id, { box: t.firstXyxy, ms: t.firstSeenMs, before });
       }
     }
@@ -478,6 +484,8 @@ export class ByteTracker {
       if (t.state === TENTATIVE && t.hits < t.tentativeMs.length) {
         t.tentativeXyxy.set(xyxy.subarray(d * 4, d * 4 + 4), t.hits * 4);
         t.tentativeMs[t.hits] = now;
+        t.tentativeClass[t.hits] = classId[d];
+        t.tentativeScore[t.hits] = confidence[d];
       }
       t.classId = classId[d];
       t.score = confidence[d];

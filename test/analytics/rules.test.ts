@@ -286,16 +286,49 @@ describe('conveyor rules', () => {
     expect(out).toEqual([false, true, true, false, false, false, true]);
   });
 
-  it('defect rule: a defect class on K of N frames raises an alert, then waits out its cooldown', () => {
+  it('defect rule: a defect class on K of N frames raises one alert per item (track), however long it stays', () => {
     const src = {
       rules: [{ id: 'defect', type: 'conveyor-defect', classes: ['scissors'], k: 3, n: 5, cooldownSec: 2, minScore: 0.5 }],
     };
-    const r = simulate(src, { objects: [{ key: 'x', box: [10, 10, 50, 50], classId: 4, from: 1, until: 4 }] }, 10, 6);
-    // Seen from t=1.0: the third frame (t=1.2) fires; cooldown 2 s → again at t≈3.2.
-    expect(r.alerts.map((a) => [a.event, Math.round(a.t * 10) / 10])).toEqual([
-      ['conveyor.defect', 1.2],
-      ['conveyor.defect', 3.2],
+    // A defective item stopped under the camera from 1 s to 9 s: one alert (before, one every cooldownSec, 4 of them).
+    // Seen from t=1.0, confirmed on its third frame (1.2 s): its two frames before the id count, K on that frame.
+    const r = simulate(src, { objects: [{ key: 'x', box: [10, 10, 50, 50], classId: 4, from: 1, until: 9 }] }, 10, 10);
+    expect(r.alerts.map((a) => [a.event, Math.round(a.t * 10) / 10, a.trackId])).toEqual([['conveyor.defect', 1.2, 1]]);
+    expect(r.alerts[0].message).toBe('scissors #1 seen on 3 of the last 5 frames');
+  });
+
+  it('defect rule: a second defective item within the cooldown of the first gets its own alert, a flicker on a good one none', () => {
+    const src = { rules: [{ id: 'defect', type: 'conveyor-defect', classes: ['scissors'], k: 3, n: 5, cooldownSec: 60, minScore: 0.5 }] };
+    const r = simulate(
+      src,
+      {
+        objects: [
+          { key: 'a', box: [10, 10, 50, 50], classId: 4, from: 1 },
+          { key: 'b', box: [200, 10, 240, 50], classId: 4, from: 3 },
+          // A good item (a bottle) labelled scissors on every third frame: 2 of any 5, under K.
+          { key: 'c', box: [400, 10, 440, 50], classId: (t) => (Math.round(t * 10) % 3 === 0 ? 4 : 3), from: 2 },
+        ],
+      },
+      10,
+      8,
+      { classAware: false },
+    );
+    expect(r.alerts.map((a) => [Math.round(a.t * 10) / 10, a.trackId])).toEqual([
+      [1.2, 1],
+      [3.2, 3],
     ]);
+  });
+
+  it('defect rule with tracking off: K of N frames of the rule, and its cooldown (items cannot be told apart)', () => {
+    const cfg = SourceSchema.parse({ id: 'cam', uri: '/x.mp4', rules: [{ id: 'defect', type: 'conveyor-defect', classes: ['scissors'], k: 3, n: 5, cooldownSec: 2, minScore: 0.5 }] });
+    const a = new SourceAnalyzer(cfg, LABELS, 'sources[0]');
+    a.init(W, H);
+    const times: number[] = [];
+    for (const f of feed(10, 6, { objects: [{ key: 'x', box: [10, 10, 50, 50], classId: 4, from: 1, until: 4 }] })) {
+      if (a.process(f.detections, f.timestampMs).alerts.length) times.push(Math.round(f.timestampMs / 100) / 10);
+    }
+    // Seen from t=1.0: the third frame (t=1.2) fires; cooldown 2 s → again at t≈3.2.
+    expect(times).toEqual([1.2, 3.2]);
   });
 
   it('allowed-set form: anything not allowed counts, low scores do not', () => {

@@ -71,7 +71,7 @@ async function deliveredIds(topic: string, wanted: Iterable<string>): Promise<Se
 }
 
 // An alert on every frame a person is seen (at most two per second of video): plenty of
-// alerts. `rate: fast` processes every frame, so how many alerts a stretch of video raises does
+// alerts (tracking off: with it, a conveyor-defect rule alerts once per item, a track). `rate: fast` processes every frame, so how many alerts a stretch of video raises does
 // not depend on the machine's speed (at `native` a busy machine drops frames, and so alerts).
 // closeTimeoutMs is only how long a stop may wait for Kafka: it returns as soon as all is delivered.
 const yamlFor = (topic: string, outbox: string, extra = '') => `
@@ -84,6 +84,7 @@ sources:
     rules:
       - { id: person-seen, type: conveyor-defect, classes: [person], k: 1, n: 1, minScore: 0.3, cooldownSec: 0.5 }
 model: { warmupRuns: 1 }
+tracking: { enabled: false }
 alerts: { snapshot: { mode: none } }
 sinks:
   kafka: { brokers: ["${BROKERS[0]}"], topics: { detections: ${topic}, alerts: ${topic}.alerts, status: ${topic}.status }, closeTimeoutMs: 60000 }

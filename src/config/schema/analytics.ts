@@ -151,6 +151,7 @@ export const RuleSchema = z.discriminatedUnion('type', [
       minScore: finite().min(0).max(1).default(0.5),
       ...ruleBase,
       severity: severity.default('critical'),
+      /** Seconds between alerts with tracking off; with tracking on, one alert per item (track) and this does not apply. Default 60. */
       cooldownSec: finite().min(0).default(60),
     })
     .strict(),
