@@ -95,7 +95,7 @@ describe('a line and a track lost at it', () => {
     a.init(640, 480);
     const tracker = new ByteTracker({ frameRateHint: 10 });
     const messages: string[] = [];
-    for (const f of feed(10, 4, { objects: [walker({ hidden: [[0.8, 2.3]] })], jitter: 1, seed: 3 })) messages.push(...a.process(tracker.update(f.detections, f.timestampMs), f.timestampMs).alerts.map((x) => x.message));
+    for (const f of feed(10, 4, { objects: [walker({ hidden: [[0.8, 2.3]] })], jitter: 1, seed: 3 })) messages.push(...a.process(tracker.update(f.detections, f.timestampMs), f.timestampMs).alerts.map((x) => String(x.message)));
     expect(messages).toEqual(['person #2 crossed line door (in) (was #1: lost at the line, found past it under a new id)']);
     expect(a.report().lines.door).toMatchObject({ in: 1, out: 0 });
   });
