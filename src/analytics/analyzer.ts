@@ -6,7 +6,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { Point } from '../core/polygon.js';
 import { RateFloor, KOfN } from './conveyor.js';
 import { Cooldown } from './cooldown.js';
-import { LineCounter, lineStats, type LineEvent, type LineStats } from './line.js';
+import { LINE_MARGIN_OF_SIDE, LineCounter, lineStats, type LineEvent, type LineStats } from './line.js';
 import { toPixels } from './polygon.js';
 import { explain, SEEN_INSTEAD_TOP, type LineReport, type SourceAnalyticsReport, type ZoneReport } from './report.js';
 import { PolygonZone, ZoneMonitor, zoneStats, type ZoneEvent, type ZoneStats } from './zone.js';
@@ -182,7 +182,7 @@ export class SourceAnalyzer {
     // line's 30 px band (90 px of the 1080p view) count nobody who crossed by less than that.
     const scaleOf = (units: 'fraction' | 'pixel', frameSize: readonly [number, number] | undefined) => {
       const base = units === 'pixel' && frameSize ? { width: frameSize[0], height: frameSize[1] } : firstBase;
-      return { sx: width / base.width, sy: height / base.height };
+      return { sx: width / base.width, sy: height / base.height, base };
     };
     const zoneMargin = (i: number) => {
       const z = this.zoneCfg[i];
@@ -195,13 +195,15 @@ export class SourceAnalyzer {
     // one). The geometric mean of the two was off by up to their ratio's root: a level line's
     // 30 px band drawn on a 1920x1080 screenshot of a 640x1080 picture was 17 px of it, not 30,
     // and a person's jitter 20 px either side of it was counted crossing again and again.
+    // Without marginPx, LINE_MARGIN_OF_SIDE of that picture's smaller side, scaled alike.
     const lineMargin = (i: number, from: Point, to: Point) => {
       const l = this.lineCfg[i];
-      const { sx, sy } = scaleOf(l.units, l.frameSize);
+      const { sx, sy, base } = scaleOf(l.units, l.frameSize);
+      const m = l.marginPx ?? LINE_MARGIN_OF_SIDE * Math.min(base.width, base.height);
       const vx = to[0] - from[0], vy = to[1] - from[1];
       const along = Math.hypot(vx, vy);
-      if (!(along > 0)) return l.marginPx * Math.sqrt(sx * sy);
-      return (l.marginPx * sx * sy * Math.hypot(vx / sx, vy / sy)) / along;
+      if (!(along > 0)) return m * Math.sqrt(sx * sy);
+      return (m * sx * sy * Math.hypot(vx / sx, vy / sy)) / along;
     };
     const zonePolygon = (i: number) => new PolygonZone(this.zoneCfg[i].id, place(this.zoneCfg[i].polygon, this.zoneCfg[i].units, this.zoneCfg[i].frameSize), this.zoneClasses[i], this.zoneCfg[i].anchor, zoneMargin(i), { width, height });
     const lineEnds = (i: number) => place([this.lineCfg[i].from, this.lineCfg[i].to], this.lineCfg[i].units, this.lineCfg[i].frameSize);

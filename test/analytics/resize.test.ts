@@ -14,6 +14,7 @@ import type { DetectedFrame } from '../../src/postprocess/postprocess.js';
 import { ByteTracker } from '../../src/tracking/byte-tracker.js';
 import { createKalmanState, kalmanBoxXyxy, kalmanInitiate, kalmanScale } from '../../src/tracking/kalman.js';
 import { track } from '../../src/tracking/track.js';
+import { feed } from '../tracking/helpers.js';
 
 const RULES = [
   { id: 'in', type: 'zone-enter', zone: 'z' },
@@ -93,6 +94,29 @@ describe('marginPx and a resolution change', () => {
     // was beyond it, and nothing was counted.
     const alerts = [155, 205, 155].flatMap((cy, k) => a.process(row(170, cy + 50, 100), 100 * (k + 1)).alerts.map((x) => x.direction));
     expect(alerts).toEqual(['out', 'in', 'out']);
+  });
+
+  it("a line without marginPx: its band is the picture's size over 48 (10 px at 480 lines, 45 px at 2160), so the same view counts the same at any resolution", () => {
+    /** Crossings of a line across the middle (fractions, no marginPx) by one person standing on it, then one walking across, in a `scale`× picture of 640x480. */
+    const counts = (scale: number) => {
+      const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'l', from: [1, 0.5], to: [0, 0.5] }] }), ['person'], 'sources[0]');
+      a.init(640 * scale, 480 * scale);
+      const tracker = new ByteTracker({ frameRateHint: 10 });
+      // A person 160 px tall (of 480) standing with the box's centre on the line, each edge jittering ±8 px
+      // (the centre by up to ±8 px: 2 % of the picture's height either way, 5 % of the box), then,
+      // from 8 s, another walking down across it at 100 px/s.
+      const scene = { objects: [{ key: 'stand', box: [100, 160, 160, 320], until: 8 }, { key: 'walk', box: [400, -780, 460, -620], velocity: [0, 100], from: 8, until: 11.5 }] } as const;
+      for (const f of feed(10, 14, { ...scene, jitter: 8, seed: 5 })) {
+        const xyxy = f.detections.xyxy.map((v) => v * scale);
+        a.process(tracker.update(new Detections(xyxy, f.detections.confidence, f.detections.classId), f.timestampMs), f.timestampMs);
+      }
+      const r = a.report().lines.l;
+      return [r.in, r.out];
+    };
+    expect(counts(1)).toEqual([1, 0]);
+    // 4K (3840x2160 is 6× 640x360; here 4.5× 640x480, 2880x2160): the band is 45 px. Before, it stayed
+    // 10 px: the standing person's jitter (±36 px here) crossed it again and again.
+    expect(counts(4.5)).toEqual([1, 0]);
   });
 
   it("a zone's margin is scaled with the picture: on the 1080p main stream a person standing on its edge, feet ±20 px across it (±7 px of the 360p view the margin was set on), never enters", () => {

@@ -95,8 +95,12 @@ export const LineSchema = z
     classes: z.array(z.string().min(1)).min(1).optional(),
     /** Point of each box tested against the line. Default center. */
     anchor: anchor.default('center'),
-    /** A track must get this far (px) past the line for a crossing to count. Default 10. In the pixels the ends are given in (their frameSize's picture, else the source's first), scaled with them. */
-    marginPx: finite().min(0).default(10),
+    /**
+     * A track must get this far (px) past the line for a crossing to count. Default: 1/48 of the
+     * picture's smaller side (10 px at 480 lines, 45 at 2160; LINE_MARGIN_OF_SIDE). In the pixels
+     * the ends are given in (their frameSize's picture, else the source's first), scaled with them.
+     */
+    marginPx: finite().min(0).optional(),
     /**
      * A track not seen for longer than this is forgotten. Default 2000. Shorter: a track
      * re-found after a longer gap learns its side afresh, so a crossing during the gap is not
