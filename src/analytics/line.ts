@@ -231,15 +231,23 @@ export class LineCounter {
           }
           break;
         }
-        // A new id that did not come from across the line while it was being confirmed, first
-        // seen on one side: the object of a track lost on the other side just before (an id switch
-        // at the line) goes on under it.
-        // Not one that came towards the line since (by more than the margin): that is another
-        // object, coming from that side.
+        // A new id first seen on one side may be the object of a track the tracker lost just
+        // before (an id switch): one lost on the other side goes on under it (a crossing at the
+        // line), unless it came from across the line while being confirmed (counted as such) or
+        // has come back towards the line since (by more than the margin: another object, from
+        // that side). Either way that track is taken (handOver): one lost on this side, or whose
+        // crossing this id made, is not handed to a later id.
         const first = from !== 0 ? from : now;
-        if (first !== 0 && now !== -first && (from === 0 || first * (dist - this.signedDistance(ox, oy)) >= -marginPx)) {
-          st = from !== 0 ? this.handOver(sides, d, i, -first as -1 | 1, ox, oy, fromBox!, origin.ms) : this.handOver(sides, d, i, -first as -1 | 1, x, y, d.xyxy.subarray(i * 4, i * 4 + 4), origin.ms);
-          if (st) sides.set(id, st);
+        if (first !== 0) {
+          const crossed = now === -first;
+          const adopt = !crossed && (from === 0 || first * (dist - this.signedDistance(ox, oy)) >= -marginPx);
+          const old = from !== 0 ? this.handOver(sides, d, first, adopt, ox, oy, fromBox!, origin.ms) : this.handOver(sides, d, first, adopt, x, y, d.xyxy.subarray(i * 4, i * 4 + 4), origin.ms);
+          if (old && adopt && old.side === -first) {
+            st = old;
+            sides.set(id, st);
+          } else {
+            this.handedFrom = -1;
+          }
         }
       }
       if (!st) {
@@ -296,23 +304,23 @@ export class LineCounter {
   }
 
   /**
-   * An id switch at the line: the state of a track on side `side` that the tracker lost there
-   * just before a new id (row `i`, first seen at `firstMs`, its first sure sighting beyond the
-   * margin on the other side: anchor `px`, `py`, box `pbox`; not going back towards the line
-   * since) appeared, taken off that track (so
-   * it counts once: were the old id found again, it would learn its side afresh) for the new id
-   * to go on with; undefined if none. The old track: last seen before the new id was first seen
-   * (and not on this frame), not forgotten (forgetAfterMs), its last box about the size of the
-   * new one (sureOrigin), and the new one found within a box's size (the larger side of its
-   * last box) of where its pace would have taken it, from standing still to half as fast again.
-   * The nearest such track. O(tracks the line knows), on frames that confirm a track only.
+   * An id switch at the line: the track that the tracker lost just before a new id (first seen
+   * at `firstMs`, its first sure sighting beyond the margin on side `first`: anchor `px`, `py`,
+   * box `pbox`) appeared, taken off the line (so that it is handed over once: were the old id
+   * found again, it would learn its side afresh) and returned, with its id in `handedFrom`; or
+   * undefined. One on the other side is the new id's crossing (when `across` allows it), one on
+   * the same side only goes. The old track: last seen before the new one was first seen (and
+   * not on the last frame nor on this one), not forgotten (forgetAfterMs), its last box about
+   * the size of the new one (sureOrigin), and the new one found within a box's size (the larger
+   * side of its last box) of where its pace would have taken it, from standing still to half as
+   * fast again. The nearest such track. O(tracks the line knows), on frames that confirm a track.
    */
-  private handOver(sides: Map<number, Side>, d: Detections, i: number, side: -1 | 1, px: number, py: number, pbox: ArrayLike<number>, firstMs: number): Side | undefined {
+  private handOver(sides: Map<number, Side>, d: Detections, first: -1 | 1, across: boolean, px: number, py: number, pbox: ArrayLike<number>, firstMs: number): Side | undefined {
     let bestId = -1;
     let best: Side | undefined;
     let bestDist = Infinity;
     for (const [oid, o] of sides) {
-      if (o.side !== side || !(o.lastFrame < firstMs) || !(o.lastSeen < this.prevFrameMs) || !sureOrigin(o.lastBox, pbox, 0)) continue;
+      if ((o.side !== first && !across) || !(o.lastFrame < firstMs) || !(o.lastSeen < this.prevFrameMs) || !sureOrigin(o.lastBox, pbox, 0)) continue;
       const g = firstMs - o.lastFrame;
       const vx = Number.isNaN(o.vx) ? 0 : o.vx * 1.5 * g, vy = Number.isNaN(o.vy) ? 0 : o.vy * 1.5 * g;
       const vv = vx * vx + vy * vy;

@@ -71,6 +71,25 @@ describe('a line and a track lost at it', () => {
     expect(out).toEqual(['in#2']);
   });
 
+  it('two id switches, the crossing between them: counted once (the first lost id goes to the second id, not to the third)', () => {
+    const l = new LineCounter('door', [640, 300], [0, 300], { marginPx: 10, anchor: 'bottom-center', forgetAfterMs: 5000 }, undefined, { width: 640, height: 480 });
+    const row = (id: number, feet: number, origin?: number[]) =>
+      new Detections(new Float32Array([300, feet - 160, 360, feet]), new Float32Array([0.9]), new Int32Array([0]), new Int32Array([id]), origin ? new Map([[id, { box: new Float32Array([300, origin[0] - 160, 360, origin[0]]), ms: origin[2], before: origin.slice(0, 2).map((f, k) => ({ box: new Float32Array([300, f - 160, 360, f]), ms: origin[2] + k * 100 })) }]]) : undefined);
+    const none = new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0));
+    const out: string[] = [];
+    const step = (d: Detections, t: number) => out.push(...l.update(d, t).map((e) => `${e.direction}#${e.trackId}`));
+    for (let k = 0; k < 5; k++) step(row(1, 230 + 10 * k), k * 100); // id 1 down to 270, then lost
+    step(none, 500);
+    step(none, 600);
+    step(row(2, 285, [275, 280, 700]), 900); // id 2, first seen at 275 (before the line), confirmed
+    step(row(2, 300), 1000);
+    step(row(2, 315), 1100); // its crossing
+    step(none, 1200);
+    step(row(3, 360, [340, 350, 1300]), 1500); // id 3 past the line: id 1, lost before it, is not handed to it
+    step(row(3, 370), 1600);
+    expect(out).toEqual(['in#2']);
+  });
+
   it('another object: one that vanished before the line and one that appears past it far from its way, or walking towards the line, count nothing', () => {
     // A leaves at 1.0 s with feet at 260, walking down; B appears at 1.5 s 300 px to the right (below the line).
     const far = cross([walker({ until: 1 }), { key: 'b', box: [600, 200, 640, 360], velocity: [-80, 30], from: 1.5 }]);
