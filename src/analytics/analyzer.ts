@@ -46,7 +46,12 @@ interface DefectRule {
   minScore: number;
   /** Tracked items seen as a defect in their last N frames, or alerted and not yet forgotten (DEFECT_FORGET_MS). */
   items: Map<number, DefectItem>;
+  /** Boxes (xyxy) of the latest alerts of rows with no track id, with tracking on (at most UNTRACKED_ALERTS_KEPT). */
+  untrackedAlerts: Float32Array[];
 }
+
+/** How many alerts of untracked rows a conveyor-defect rule remembers the box of: a track is confirmed a few frames after its first sighting. */
+const UNTRACKED_ALERTS_KEPT = 8;
 
 interface DefectItem {
   kofn: KOfN;
@@ -132,7 +137,7 @@ export class SourceAnalyzer {
       if (r.type === 'conveyor-defect') {
         const defect = classIds(r.classes, labels, `${path}.rules[${i}].classes`);
         const allowed = classIds(r.allowed, labels, `${path}.rules[${i}].allowed`);
-        this.defects.set(r.id, { kofn: new KOfN(r.k, r.n), match: defect ? (c) => defect.has(c) : (c) => !allowed!.has(c), minScore: r.minScore, items: new Map() });
+        this.defects.set(r.id, { kofn: new KOfN(r.k, r.n), match: defect ? (c) => defect.has(c) : (c) => !allowed!.has(c), minScore: r.minScore, items: new Map(), untrackedAlerts: [] });
       }
     });
   }
@@ -414,8 +419,8 @@ export class SourceAnalyzer {
   /**
    * A conveyor-defect rule on tracked detections: K of the last N frames per item (track id),
    * one alert per item, the first time its frames reach K. Frames the tracker saw it on before
-   * it confirmed it (Detections.trackOrigins) count as they showed it. Untracked rows (a track
-   * being confirmed) wait for their id. Before, the rule was judged on the frames alone, its
+   * it confirmed it (Detections.trackOrigins) count as they showed it; one of them alerted
+   * without an id (the rule's own frames, in `process`) is that item's alert. Before, the rule was judged on the frames alone, its
    * cooldown per rule: a defective item that stopped under the camera raised an alert every
    * cooldownSec, and a second one within the cooldown of the first raised nothing.
    * O(rows + items) a frame.
@@ -432,7 +437,9 @@ export class SourceAnalyzer {
         const before = d.trackOrigins?.get(id)?.before;
         const earlier = before ? before.reduce((n, b) => n + (b.classId !== undefined && hit(b.classId, b.score ?? 0) ? 1 : 0), 0) : 0;
         if (!now && earlier === 0) continue;
-        item = { kofn: new KOfN(r.k, r.n), row: -1, seenMs: obsMs, alerted: false };
+        // Alerted already if one of its first sightings was, without an id (the rule's frames: K ≤ those sightings).
+        const alerted = !!before && df.untrackedAlerts.some((a) => before.some((b) => b.box[0] === a[0] && b.box[1] === a[1] && b.box[2] === a[2] && b.box[3] === a[3]));
+        item = { kofn: new KOfN(r.k, r.n), row: -1, seenMs: obsMs, alerted };
         for (const b of before ?? []) item.kofn.push(b.classId !== undefined && hit(b.classId, b.score ?? 0));
         df.items.set(id, item);
       }
@@ -520,15 +527,20 @@ export class SourceAnalyzer {
         }
         case 'conveyor-defect': {
           const df = this.defects.get(r.id)!;
-          if (d.trackerId) {
-            this.defectItems(r, df, d, obsMs, alerts);
-            break;
-          }
+          const ids = d.trackerId;
+          if (ids) this.defectItems(r, df, d, obsMs, alerts);
+          // Rows without a track id (tracking off; or on, rows the tracker gives no id): K of N
+          // of the rule's frames, and its cooldown.
           let row = -1;
-          for (let i = 0; i < d.length; i++) if (d.confidence[i] >= df.minScore && df.match(d.classId[i])) { row = i; break; }
+          for (let i = 0; i < d.length; i++) if ((!ids || ids[i] < 0) && d.confidence[i] >= df.minScore && df.match(d.classId[i])) { row = i; break; }
           const firing = df.kofn.push(row >= 0);
           if (firing && row >= 0 && cd.allow('', tMs)) {
-            alerts.push({ rule: r.id, severity: r.severity, event: 'conveyor.defect', message: `${label(d.classId[row])} seen on ${df.kofn.hits} of the last ${r.n} frames`, row, ...(d.trackerId && d.trackerId[row] >= 0 ? { trackId: d.trackerId[row] } : {}), classLabel: label(d.classId[row]) });
+            alerts.push({ rule: r.id, severity: r.severity, event: 'conveyor.defect', message: `${label(d.classId[row])} seen on ${df.kofn.hits} of the last ${r.n} frames`, row, classLabel: label(d.classId[row]) });
+            // Its box: a track the tracker confirms with it among its first sightings is the item alerted (defectItems).
+            if (ids) {
+              if (df.untrackedAlerts.length >= UNTRACKED_ALERTS_KEPT) df.untrackedAlerts.shift();
+              df.untrackedAlerts.push(d.xyxy.slice(row * 4, row * 4 + 4));
+            }
           }
           break;
         }

@@ -319,6 +319,23 @@ describe('conveyor rules', () => {
     ]);
   });
 
+  it('defect rule: a defect the tracker gives no id (scored under newTrackThresh) is still alerted, by the rule\'s frames and cooldown', () => {
+    // A hand reaching over the belt at 0.5–0.59 (the conveyor clip at 23 s): high enough for minScore, too low to start a track.
+    const src = { rules: [{ id: 'defect', type: 'conveyor-defect', allowed: ['bottle'], k: 5, n: 15, cooldownSec: 3, minScore: 0.5 }] };
+    const r = simulate(src, { objects: [{ key: 'hand', box: [10, 10, 90, 90], classId: 0, score: (t) => 0.5 + ((t * 10) % 10) / 100, from: 1, until: 2.5 }] }, 10, 4);
+    expect(r.alerts.map((a) => [Math.round(a.t * 10) / 10, a.trackId, a.message])).toEqual([[1.4, undefined, 'person seen on 5 of the last 15 frames']]);
+  });
+
+  it('defect rule: an item alerted on its first frame, before it had an id (K 1), is not alerted again once confirmed', () => {
+    const src = { rules: [{ id: 'defect', type: 'conveyor-defect', classes: ['scissors'], k: 1, n: 1, cooldownSec: 0.15, minScore: 0.5 }] };
+    const r = simulate(src, { objects: [{ key: 'x', box: [10, 10, 50, 50], classId: 4, from: 1, until: 5 }, { key: 'y', box: [300, 10, 340, 50], classId: 4, from: 3, until: 5 }] }, 10, 6);
+    // x on its first frame (no id yet), y likewise; the tentative frame after each is within the cooldown.
+    expect(r.alerts.map((a) => [Math.round(a.t * 10) / 10, a.trackId])).toEqual([
+      [1, undefined],
+      [3, undefined],
+    ]);
+  });
+
   it('defect rule with tracking off: K of N frames of the rule, and its cooldown (items cannot be told apart)', () => {
     const cfg = SourceSchema.parse({ id: 'cam', uri: '/x.mp4', rules: [{ id: 'defect', type: 'conveyor-defect', classes: ['scissors'], k: 3, n: 5, cooldownSec: 2, minScore: 0.5 }] });
     const a = new SourceAnalyzer(cfg, LABELS, 'sources[0]');
