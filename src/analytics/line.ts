@@ -112,6 +112,9 @@ export class LineCounter {
   private lastFrameMs = -Infinity;
   /** The old id of the track `step` last handed over to a new one (handOver), else −1. */
   private handedFrom = -1;
+  /** Frame time (update's `frameMs`) of the frame before the one being processed. */
+  private prevFrameTime = -Infinity;
+  private lastFrameTime = -Infinity;
   private dx = 0;
   private dy = 0;
   private len = 0;
@@ -218,12 +221,17 @@ export class LineCounter {
       let fromBox: Float32Array | undefined;
       let fromMs = frameMs;
       if (origin) {
-        for (const seen of origin.before ?? [origin]) {
+        // The tracker's times of its sightings in this counter's frame time: the last one was the
+        // previous frame (a track being confirmed is matched on every frame). They differ once a
+        // source's timestamps went back (the tracker runs on, shifted).
+        const seenBefore = origin.before ?? [origin];
+        const shift = Number.isFinite(this.prevFrameTime) ? seenBefore[seenBefore.length - 1].ms - this.prevFrameTime : 0;
+        for (const seen of seenBefore) {
           from = this.originSide(seen.box, d.xyxy, i);
           if (from === 0) continue;
           [ox, oy] = anchorPoint(seen.box, 0, anchor, this.pt);
           fromBox = seen.box;
-          fromMs = seen.ms;
+          fromMs = seen.ms - shift;
           if (now !== 0 && from !== now) {
             const od = this.signedDistance(ox, oy);
             const k = od / (od - dist); // where the path from there to now meets the line
@@ -241,7 +249,8 @@ export class LineCounter {
         if (first !== 0) {
           const crossed = now === -first;
           const adopt = !crossed && (from === 0 || first * (dist - this.signedDistance(ox, oy)) >= -marginPx);
-          const old = from !== 0 ? this.handOver(sides, d, first, adopt, ox, oy, fromBox!, origin.ms) : this.handOver(sides, d, first, adopt, x, y, d.xyxy.subarray(i * 4, i * 4 + 4), origin.ms);
+          const firstMs = origin.ms - shift;
+          const old = from !== 0 ? this.handOver(sides, d, first, adopt, ox, oy, fromBox!, firstMs) : this.handOver(sides, d, first, adopt, x, y, d.xyxy.subarray(i * 4, i * 4 + 4), firstMs);
           if (old && adopt && old.side === -first) {
             st = old;
             sides.set(id, st);
@@ -390,6 +399,8 @@ export class LineCounter {
     const stats = this.stats;
     this.prevFrameMs = this.lastFrameMs;
     this.lastFrameMs = tMs;
+    this.prevFrameTime = this.lastFrameTime;
+    this.lastFrameTime = frameMs;
     if (ids) {
       for (let i = 0; i < d.length; i++) {
         const id = ids[i];

@@ -61,8 +61,9 @@ describe('a line and a track lost at it', () => {
     const step = (d: Detections, t: number) => out.push(...l.update(d, t).map((e) => `${e.direction}#${e.trackId}`));
     for (let k = 0; k < 5; k++) step(row(1, at(230 + 10 * k)), k * 100); // id 1 down to 270
     step(row(1, at(280)), 500);
-    for (let k = 6; k < 9; k++) step(new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0)), k * 100);
-    step(row(2, at(340), [at(320), at(330)], 900), 1100); // id 2 past the line, confirmed
+    // Unseen, then id 2 seen (without an id yet, its rows left out) at 900 and 1000, confirmed past the line at 1100.
+    for (let k = 6; k < 11; k++) step(new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0)), k * 100);
+    step(row(2, at(340), [at(320), at(330)], 900), 1100);
     step(row(2, at(350)), 1200);
     expect(out).toEqual(['in#2']);
     // The tracker finds id 1 again (id 2 lost): it learns its side, no second crossing.
@@ -79,15 +80,29 @@ describe('a line and a track lost at it', () => {
     const out: string[] = [];
     const step = (d: Detections, t: number) => out.push(...l.update(d, t).map((e) => `${e.direction}#${e.trackId}`));
     for (let k = 0; k < 5; k++) step(row(1, 230 + 10 * k), k * 100); // id 1 down to 270, then lost
-    step(none, 500);
-    step(none, 600);
+    for (let t = 500; t < 900; t += 100) step(none, t); // id 1 unseen; id 2 seen (no id yet) at 700 and 800
     step(row(2, 285, [275, 280, 700]), 900); // id 2, first seen at 275 (before the line), confirmed
     step(row(2, 300), 1000);
     step(row(2, 315), 1100); // its crossing
-    step(none, 1200);
+    for (let t = 1200; t < 1500; t += 100) step(none, t); // id 2 lost; id 3 seen (no id yet) at 1300 and 1400
     step(row(3, 360, [340, 350, 1300]), 1500); // id 3 past the line: id 1, lost before it, is not handed to it
     step(row(3, 370), 1600);
     expect(out).toEqual(['in#2']);
+  });
+
+  it("a source whose timestamps went back (the tracker's clock runs on, shifted): a newcomer first seen beside a track before it vanished is not taken for it", () => {
+    // The line gets the frames' times (from 0 again after a restart), the tracker's first sightings are 10 s on.
+    const l = line();
+    const box = (x: number, feet: number) => [x, feet - 160, x + 60, feet];
+    const rows = (...r: [number, number[], number[][]?][]) =>
+      new Detections(new Float32Array(r.flatMap(([, b]) => b)), new Float32Array(r.map(() => 0.9)), new Int32Array(r.length), new Int32Array(r.map(([id]) => id)), r.some(([, , o]) => o) ? new Map(r.filter(([, , o]) => o).map(([id, , o]) => [id, { box: new Float32Array(o![0]), ms: 10_300, before: o!.map((b, k) => ({ box: new Float32Array(b), ms: 10_300 + k * 100 })) }])) : undefined);
+    const out: string[] = [];
+    // A walks down to 260 (above the line) and vanishes after 300; B, beside it past the line, is seen from 300 (no id yet), confirmed at 500.
+    for (let k = 0; k < 4; k++) out.push(...l.update(rows([1, box(300, 230 + 10 * k)]), k * 100).map((e) => `${e.direction}#${e.trackId}`));
+    l.update(rows(), 400);
+    out.push(...l.update(rows([2, box(360, 330), [box(360, 320), box(360, 325)]]), 500).map((e) => `${e.direction}#${e.trackId}`));
+    out.push(...l.update(rows([2, box(360, 335)]), 600).map((e) => `${e.direction}#${e.trackId}`));
+    expect(out).toEqual([]);
   });
 
   it('another object: one that vanished before the line and one that appears past it far from its way, or walking towards the line, count nothing', () => {
