@@ -90,6 +90,14 @@ interface Side {
   lastBox: Float32Array;
 }
 
+/**
+ * How far a box's shape (height over width) may change, as a ratio, before a side change it
+ * makes must have moved the box whole (LineCounter.moved): a person's box 160 px tall whose legs
+ * are hidden is 100 px tall, 1.6 times flatter; a walker's width swings by about a fifth with
+ * the gait.
+ */
+const RESHAPED_RATIO = 4 / 3;
+
 function newSide(side: -1 | 1, tMs: number, x: number, y: number, box: ArrayLike<number>, frameMs: number): Side {
   return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box) };
 }
@@ -299,17 +307,23 @@ export class LineCounter {
 
   /**
    * Whether box `i` of `xyxy` is `from` (xyxy: the track's last box beyond the margin on its
-   * side) moved across the line, not reshaped across it (movedWhole, as a zone's vanishing
-   * entry): a car whose box the detector cut to its upper part on every other frame had its
-   * anchor jump back and forth across the line, and was counted in, out and in again. A box
-   * cut off by the picture's border (in either) is taken as moved: its edge there stays put as
-   * it comes into view (an item entering the belt at the border, near a count line).
+   * side) moved across the line, not reshaped across it: moved whole (movedWhole, as a zone's
+   * vanishing entry), or of the same shape give or take a third (RESHAPED_RATIO: an object
+   * nearer or further is scaled, not reshaped; a person walking away from a camera at head
+   * height keeps the top of the box where it was, and is counted). A car whose box the
+   * detector cut to its upper part on every third frame had its anchor jump back and forth
+   * across the line, and was counted in, out and in again. A box cut off by the picture's
+   * border (in either) is taken as moved: its edge there stays put as it comes into view (an
+   * item entering the belt at the border, near a count line).
    */
   private moved(from: Float32Array, xyxy: ArrayLike<number>, i: number): boolean {
+    const o = i * 4;
     const f = this.frame;
-    if (!f) return movedWhole(from, xyxy, i, this.options.anchor, this.pt);
-    const cut = (b: ArrayLike<number>, o: number) => b[o] <= 0 || b[o + 1] <= 0 || b[o + 2] >= f.width || b[o + 3] >= f.height;
-    return cut(from, 0) || cut(xyxy, i * 4) || movedWhole(from, xyxy, i, this.options.anchor, this.pt);
+    if (f && (from[0] <= 0 || from[1] <= 0 || from[2] >= f.width || from[3] >= f.height || xyxy[o] <= 0 || xyxy[o + 1] <= 0 || xyxy[o + 2] >= f.width || xyxy[o + 3] >= f.height)) return true;
+    // Height over width, now against then.
+    const change = ((xyxy[o + 3] - xyxy[o + 1]) * (from[2] - from[0])) / ((xyxy[o + 2] - xyxy[o]) * (from[3] - from[1]));
+    if (change < RESHAPED_RATIO && change > 1 / RESHAPED_RATIO) return true;
+    return movedWhole(from, xyxy, i, this.options.anchor, this.pt);
   }
 
   /**

@@ -157,6 +157,19 @@ describe('a line and a box that changes shape', () => {
     expect(drive(() => false)).toEqual(['in#1']);
   });
 
+  it('a person walking away from a camera at head height (the top of the box stays, the box shrinks whole): counted', () => {
+    const t = new ByteTracker({ frameRateHint: 10 });
+    const l = line();
+    const out: string[] = [];
+    for (let k = 0; k < 25; k++) {
+      // Feet from 420 up to 180 (12 px a frame), head at 100 throughout; the width 3/8 of the height.
+      const h = 320 - 12 * k, w = (h * 3) / 8;
+      const d = t.update(new Detections(Float32Array.from([330 - w / 2, 100, 330 + w / 2, 100 + h]), new Float32Array([0.9]), new Int32Array([0])), k * 100);
+      out.push(...l.update(d, k * 100).map((e) => `${e.direction}#${e.trackId}`));
+    }
+    expect(out).toEqual(['out#1']);
+  });
+
   it('a car standing before the line whose box the detector stretches past it and back: nothing', () => {
     const t = new ByteTracker({ frameRateHint: 10 });
     const l = line();
