@@ -78,7 +78,7 @@ interface Side {
   /** The anchor when the track was last seen beyond the margin (on `side`). */
   x: number;
   y: number;
-  /** The box (xyxy) whose anchor `x`, `y` is: a side change must move it, not reshape it (movedWhole). */
+  /** The box (xyxy) whose anchor `x`, `y` is: a side change must move it, not reshape it (LineCounter.moved). */
   box: Float32Array;
   /** The anchor at its last sighting (beyond the margin or not), its frame time, and its pace there (px/ms): where an id switch's new id may be found (handOver). */
   lx: number;
@@ -88,6 +88,8 @@ interface Side {
   vy: number;
   /** The box at its last sighting (xyxy). */
   lastBox: Float32Array;
+  /** The id this state was handed over from (handOver), until the crossing it makes; else −1. */
+  was: number;
 }
 
 /**
@@ -99,7 +101,7 @@ interface Side {
 const RESHAPED_RATIO = 4 / 3;
 
 function newSide(side: -1 | 1, tMs: number, x: number, y: number, box: ArrayLike<number>, frameMs: number): Side {
-  return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box) };
+  return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box), was: -1 };
 }
 
 /**
@@ -107,8 +109,10 @@ function newSide(side: -1 | 1, tMs: number, x: number, y: number, box: ArrayLike
  * more than `marginPx` from the line; a side change is one crossing when the path from the
  * track's last sighting beyond the margin on the other side meets the line within the
  * segment (not where the track left the margin, which on a slanted path lies further on). So a track crosses at most once per direction unless it first leaves the margin
- * on the other side. Only tracked rows (trackerId ≥ 0) count. A track first seen on one side
- * (there at start, or a new id after an id switch) learns its side and has not crossed.
+ * on the other side, and only when its box moved there (not reshaped: `moved`). Only tracked
+ * rows (trackerId ≥ 0) count. A track first seen on one side (there at start) learns its side
+ * and has not crossed, unless it is a new id for an object the tracker lost just before on the
+ * other side (an id switch at the line: `handOver`), whose crossing it makes.
  */
 export class LineCounter {
   private readonly side = new Map<number, Side>();
@@ -118,7 +122,7 @@ export class LineCounter {
   /** Time of the frame before the one being processed. */
   private prevFrameMs = -Infinity;
   private lastFrameMs = -Infinity;
-  /** The old id of the track `step` last handed over to a new one (handOver), else −1. */
+  /** The old id of the track whose crossing `step` last returned, when it was handed over (handOver); else −1. */
   private handedFrom = -1;
   /** Frame time (update's `frameMs`) of the frame before the one being processed. */
   private prevFrameTime = -Infinity;
@@ -261,10 +265,10 @@ export class LineCounter {
           const old = from !== 0 ? this.handOver(sides, d, first, adopt, ox, oy, fromBox!, firstMs) : this.handOver(sides, d, first, adopt, x, y, d.xyxy.subarray(i * 4, i * 4 + 4), firstMs);
           if (old && adopt && old.side === -first) {
             st = old;
+            st.was = this.handedFrom;
             sides.set(id, st);
-          } else {
-            this.handedFrom = -1;
           }
+          this.handedFrom = -1;
         }
       }
       if (!st) {
@@ -301,7 +305,10 @@ export class LineCounter {
     // the line: a crossing there within the segment counts; one past its end went round it.
     const pd = this.signedDistance(px, py);
     const k = pd / (pd - dist);
+    const was = st.was;
+    st.was = -1;
     if (!this.withinSegment(px + (x - px) * k, py + (y - py) * k)) return undefined;
+    this.handedFrom = was;
     return now === 1 ? 'in' : 'out';
   }
 

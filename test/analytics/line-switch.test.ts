@@ -105,6 +105,21 @@ describe('a line and a track lost at it', () => {
     expect(out).toEqual([]);
   });
 
+  it('a new id handed the lost track while on the line (within the margin) names the old id on the crossing it then makes', () => {
+    const l = line();
+    const row = (id: number, feet: number, origin?: number[]) =>
+      new Detections(new Float32Array([300, feet - 160, 360, feet]), new Float32Array([0.9]), new Int32Array([0]), new Int32Array([id]), origin ? new Map([[id, { box: new Float32Array([300, origin[0] - 160, 360, origin[0]]), ms: 900, before: origin.map((f, k) => ({ box: new Float32Array([300, f - 160, 360, f]), ms: 900 + k * 100 })) }]]) : undefined);
+    const none = new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0));
+    const out: [string, number, number | undefined][] = [];
+    const step = (d: Detections, t: number) => out.push(...l.update(d, t).map((e): [string, number, number | undefined] => [e.direction, e.trackId, e.previousTrackId]));
+    for (let k = 0; k < 5; k++) step(row(1, 230 + 10 * k), k * 100);
+    for (let t = 500; t < 1100; t += 100) step(none, t);
+    step(row(2, 308, [315, 311]), 1100); // first seen past the line (315), confirmed on it (308: within the margin)
+    expect(out).toEqual([]);
+    step(row(2, 320), 1200);
+    expect(out).toEqual([['in', 2, 1]]);
+  });
+
   it('another object: one that vanished before the line and one that appears past it far from its way, or walking towards the line, count nothing', () => {
     // A leaves at 1.0 s with feet at 260, walking down; B appears at 1.5 s 300 px to the right (below the line).
     const far = cross([walker({ until: 1 }), { key: 'b', box: [600, 200, 640, 360], velocity: [-80, 30], from: 1.5 }]);
