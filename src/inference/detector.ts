@@ -90,6 +90,11 @@ export class Detector {
     return this.session.provider;
   }
 
+  /** How long a model run has been in flight, ms, once it is past the session's stuck bound (ModelSession.stuckRun); else undefined. */
+  stuckRun(): number | undefined {
+    return this.session.stuckRun?.();
+  }
+
   get inputWidth(): number {
     return this.manifest.preprocess.width;
   }

@@ -92,6 +92,12 @@ export interface ModelSession {
    */
   run(req: RunRequest, onStart?: () => void, bulk?: boolean): Promise<RunOutput[]>;
   release(): Promise<void>;
+  /**
+   * Worker sessions: how long the oldest run in flight has gone, ms, once that is `stuckRunMs` or
+   * more (a run that may never end); else undefined. (A session on the main thread cannot be
+   * asked while it runs: its run holds the thread.)
+   */
+  stuckRun?(): number | undefined;
 }
 
 /** What a run asked of a released session (or detector) is rejected with. */

@@ -178,8 +178,20 @@ export class WorkerPool implements ModelSession {
     private readonly o: SessionOptions,
   ) {
     for (const t of threads) this.watch(t);
-    const stuckMs = o.stuckRunMs ?? STUCK_RUN_MS;
+    const stuckMs = (this.stuckMs = o.stuckRunMs ?? STUCK_RUN_MS);
     this.stuckCheck = setInterval(() => this.logStuck(stuckMs), Math.min(1000, stuckMs / 2)).unref();
+  }
+  private readonly stuckMs: number;
+
+  stuckRun(): number | undefined {
+    const t = performance.now();
+    let oldest: number | undefined;
+    for (const th of this.threads) {
+      if (!th.busy) continue;
+      const ms = t - th.startedAt;
+      if (ms >= this.stuckMs && (oldest === undefined || ms > oldest)) oldest = ms;
+    }
+    return oldest;
   }
 
   /**

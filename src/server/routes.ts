@@ -45,7 +45,12 @@ export class RateMeter {
 /** What the routes read of the running pipeline. */
 export interface RoutedPipeline {
   readonly stats: readonly SourceStats[];
-  readonly detector: { readonly manifest: { readonly name: string; readonly version: string }; readonly provider: string };
+  readonly detector: {
+    readonly manifest: { readonly name: string; readonly version: string };
+    readonly provider: string;
+    /** How long a model run has been in flight, ms, once past the stuck bound (Detector.stuckRun). */
+    stuckRun(): number | undefined;
+  };
 }
 
 export interface RouteContext {
@@ -93,9 +98,13 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
   // The probes answer anyone (an orchestrator has no token), but with a token configured only
   // a request that carries it gets the details: source ids, states, reasons and errors, and a
   // worker's map of the cluster (camera ids, owners, labels).
+  // A model run that has not returned for STUCK_RUN_MS (a run that may never end, a wedged GPU)
+  // fails the liveness probe (503, `stuck`): no frame gets results until argus is restarted, and
+  // an orchestrator restarts it. It answered 200 "ok" while every result had stopped.
   server.route('/healthz', (req, res) => {
-    const base = { status: 'ok', uptimeSeconds: Math.round(process.uptime()) };
-    json(res, 200, server.authorized(req) ? { ...base, sources: sourcesState(), ...ctx.health?.() } : base);
+    const stuck = pipeline.detector.stuckRun();
+    const base = stuck === undefined ? { status: 'ok', uptimeSeconds: Math.round(process.uptime()) } : { status: 'stuck', uptimeSeconds: Math.round(process.uptime()), inferenceRunMs: Math.round(stuck) };
+    json(res, stuck === undefined ? 200 : 503, server.authorized(req) ? { ...base, sources: sourcesState(), ...ctx.health?.() } : base);
   }, { public: true, probe: true });
   server.route('/readyz', (req, res) => {
     const sources = sourcesState();

@@ -201,17 +201,20 @@ void quiesceInference(100_000).finally(() => process.exit(130));
     const stuck = () => logs.filter((l) => /^error: inference run has not returned after \d+ ms \(the model's run may not end\): no frame gets results meanwhile, each is dropped$/.test(l));
     const gate = new Int32Array(new SharedArrayBuffer(4));
     pool(det).threads[0].stall(gate); // the worker's thread blocks, as inside a run that does not end
+    expect(det.stuckRun()).toBeUndefined();
     const run = det.run(filled(det));
     try {
       await vi.waitFor(() => expect(stuck()).toHaveLength(1), { timeout: 20_000, interval: 50 });
       await new Promise((r) => setTimeout(r, 1000));
       expect(stuck()).toHaveLength(1); // once per run, not every check
+      expect(det.stuckRun()).toBeGreaterThanOrEqual(1300); // what /healthz reports (503, status: stuck)
     } finally {
       Atomics.store(gate, 0, 1);
       Atomics.notify(gate, 0);
     }
     await run;
     expect(logs.filter((l) => /^info: inference run returned after \d+ ms$/.test(l))).toHaveLength(1);
+    expect(det.stuckRun()).toBeUndefined();
   }, 60_000);
 
   it('a run that never returns (a Loop of 10^12 turns): the release ends after RELEASE_WAIT_MS, saying so, and the exit kills the process, saying why (both waited for ever: process.exit joins the worker)', async () => {

@@ -33,7 +33,7 @@ describe('/api/sources: run counts per source', () => {
       analyzer.process(new Detections(Float32Array.of(300, y - 20, 340, y + 20), Float32Array.of(0.9), Int32Array.of(2), Int32Array.of(1)), k * 100);
     }
     const stats = ['road', 'plain'].map((id) => Object.assign(newSourceStats(id), { state: 'streaming', framesOut: 20, width: 640, height: 480, fps: 10 }));
-    const pipeline = { stats, detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu' } } as unknown as Pipeline;
+    const pipeline = { stats, detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu', stuckRun: () => undefined } } as unknown as Pipeline;
     const rates = new RateMeter(() => []);
     cleanups.push(() => rates.close());
     const s = await startHttpServer({ host: '127.0.0.1', port: 0 });

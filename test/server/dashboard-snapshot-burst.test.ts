@@ -25,7 +25,7 @@ describe('dashboard: many alerts with snapshots at once', () => {
     const hub = new WebSocketHub({ maxBufferedBytes: 1 << 22, maxAlertBacklog: 1000, maxClientMessageBytes: 4096, sources: () => ['lobby'] });
     const s = await startHttpServer({ host: '127.0.0.1', port: 0, upgrades: { '/ws': (req, sock, head) => hub.handleUpgrade(req, sock, head) } });
     const rates = new RateMeter(() => []);
-    const pipeline = { stats: [], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu' } } as unknown as RouteContext['pipeline'];
+    const pipeline = { stats: [], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu', stuckRun: () => undefined } } as unknown as RouteContext['pipeline'];
     registerRoutes(s, { pipeline, metrics: {} as Metrics, rates, geometry: () => ({ zones: [], lines: [] }), snapshot: (id) => hub.snapshot(id) });
     const page = await browser.newPage();
     try {

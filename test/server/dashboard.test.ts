@@ -105,7 +105,7 @@ async function bareServer(token: string | undefined, sources: string[], extra: P
   const hub = new WebSocketHub({ token, maxBufferedBytes: 1 << 20, maxAlertBacklog: 100, maxClientMessageBytes: 4096, sources: () => sources });
   const s = await startHttpServer({ host: '127.0.0.1', port: 0, token, upgrades: { '/ws': (req, sock, head) => hub.handleUpgrade(req, sock, head) } });
   const rates = new RateMeter(() => []);
-  const pipeline = { stats: [], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu' } } as unknown as RouteContext['pipeline'];
+  const pipeline = { stats: [], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu', stuckRun: () => undefined } } as unknown as RouteContext['pipeline'];
   registerRoutes(s, { pipeline, metrics: {} as Metrics, rates, geometry: () => ({ zones: [], lines: [] }), ...extra });
   return {
     s,

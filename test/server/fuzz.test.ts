@@ -56,7 +56,7 @@ beforeAll(async () => {
   const e2eBy = { counts: [3, 0, 0, 0] }; // camera
   const pipeline = {
     stats: [{ id: 'lobby', state: 'streaming', framesOut: 5, reconnects: 0, dropped: 0, width: 640, height: 480, fps: 25, e2e, e2eBy, lastTransition: { reason: 'up rtsp://a:b@cam/x', at: 1 } }],
-    detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu' },
+    detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu', stuckRun: () => undefined },
   } as unknown as Pipeline;
   rates = new RateMeter(() => []);
   registerRoutes(server, { pipeline, metrics: { scrape: async () => 'argus_up 1\n', contentType: 'text/plain' } as unknown as Metrics, rates, geometry: () => ({ zones: [], lines: [] }) });

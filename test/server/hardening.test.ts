@@ -108,14 +108,14 @@ async function server(o: Partial<HttpServerOptions> = {}): Promise<RunningServer
 
 const SECRET_URL = 'rtsp://admin:hunter2@cam.local/stream?token=abc123';
 /** registerRoutes on a pipeline stand-in whose sources carry credentials in their reasons and errors. */
-function fakeContext(publicMetrics = false, stopping = () => false) {
+function fakeContext(publicMetrics = false, stopping = () => false, stuckRun: () => number | undefined = () => undefined) {
   const e2e = { sorted: () => [10, 20, 30] };
   const e2eBy = { counts: [0, 0, 3, 0] }; // arrival
   const stats = [
     { id: 'lobby', state: 'streaming', framesOut: 10, reconnects: 0, dropped: 0, width: 640, height: 480, fps: 25, e2e, pipeline: e2e, e2eBy, lastTransition: { reason: `connected to ${SECRET_URL}`, at: 1 } },
     { id: 'dock', state: 'failed', framesOut: 0, reconnects: 3, dropped: 0, width: 0, height: 0, fps: 0, e2e: { sorted: () => [] }, pipeline: { sorted: () => [] }, e2eBy: { counts: [0, 0, 0, 0] }, lastTransition: { reason: `cannot open ${SECRET_URL}`, at: 2 }, error: Object.assign(new Error(`ffmpeg: ${SECRET_URL}: 401 Unauthorized\nmore`), { code: 'VAP_ERR_SOURCE_EXIT' }) },
   ];
-  const pipeline = { stats, detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu' } } as unknown as Pipeline;
+  const pipeline = { stats, detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu', stuckRun } } as unknown as Pipeline;
   const metrics = { scrape: async () => 'argus_up 1\n', contentType: 'text/plain; version=0.0.4; charset=utf-8' } as unknown as Metrics;
   const rates = new RateMeter(() => []);
   cleanups.push(() => rates.close());
@@ -572,6 +572,24 @@ describe('HTTP: the token guards every route but /healthz and /readyz', () => {
     expect(full.status).toBe(503);
     expect(JSON.parse(full.body)).toMatchObject({ ready: false, stopping: true, waitingFor: [] });
     expect((await raw(s.port, req('GET', '/healthz'))).status).toBe(200);
+  });
+
+  it('/healthz answers 503 `stuck` while a model run has been in flight past the stuck bound (no frame gets results: an orchestrator restarts argus), to anyone; 200 again once it returns', async () => {
+    let stuck: number | undefined;
+    const s = await server({ token: 's3cret' });
+    registerRoutes(s, fakeContext(false, () => false, () => stuck));
+    expect((await raw(s.port, req('GET', '/healthz'))).status).toBe(200);
+    stuck = 31_234.5;
+    const bare = await raw(s.port, req('GET', '/healthz'));
+    expect(bare.status).toBe(503);
+    expect(JSON.parse(bare.body)).toMatchObject({ status: 'stuck', inferenceRunMs: 31_235 });
+    const full = await raw(s.port, req('GET', '/healthz?token=s3cret'));
+    expect(full.status).toBe(503);
+    expect(JSON.parse(full.body)).toMatchObject({ status: 'stuck', inferenceRunMs: 31_235, sources: [{ id: 'lobby' }, { id: 'dock' }] });
+    stuck = undefined;
+    const again = await raw(s.port, req('GET', '/healthz'));
+    expect(again.status).toBe(200);
+    expect(JSON.parse(again.body).status).toBe('ok');
   });
 
   it('/healthz, /readyz and /api/sources never return credentials from source URLs or errors', async () => {

@@ -21,7 +21,7 @@ async function server(o: Partial<HttpServerOptions> = {}): Promise<{ s: RunningS
   const clock = { t: 0 };
   const logs: string[] = [];
   const s = await startHttpServer({ host: '127.0.0.1', port: 0, token: TOKEN, now: () => clock.t, log: (m) => void logs.push(m), ...o });
-  const pipeline = { stats: [], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu' } } as unknown as Pipeline;
+  const pipeline = { stats: [], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu', stuckRun: () => undefined } } as unknown as Pipeline;
   const rates = new RateMeter(() => []);
   registerRoutes(s, { pipeline, metrics: new Metrics({ stats: () => [], provider: 'cpu', http: s }), rates, geometry: () => ({ zones: [], lines: [] }) });
   const agent = new Agent({ keepAlive: true, maxSockets: 4 });
