@@ -1,5 +1,5 @@
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { mention } from '../core/redact.js';
+import { interpolatedValue, mention } from '../core/redact.js';
 import type { SourceConfig } from './schema.js';
 
 /** A source's settings that name classes: its zones', lines' and conveyor-defect rules'. */
@@ -11,7 +11,7 @@ export function unknownClassText(name: string, labels: readonly string[], field:
   // other text may be a secret from ${env:…} (README, "Pipelines").
   const shown = mention(name);
   const near = shown ? labels.filter((l) => l.startsWith(name.slice(0, 2))).slice(0, 5) : [];
-  return `${field}: unknown class${shown ? ` ${shown}` : ''} (the model's labels include ${near.length ? near.join(', ') : labels.slice(0, 5).join(', ')}, …)`;
+  return `${field}: unknown class${shown ? ` ${shown}` : interpolatedValue(name) ? ' (its value comes from the environment)' : ''} (the model's labels include ${near.length ? near.join(', ') : labels.slice(0, 5).join(', ')}, …)`;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { parse as parseYaml } from 'yaml';
+import { rememberInterpolated } from '../core/redact.js';
 
 // A default holds no `${`: `${env:A,${env:B}}` was read as A's value (or the default "${env:B")
 // followed by a stray "}".
@@ -53,21 +54,28 @@ export function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv = process.
     const text = value.includes('${hostname}') ? value.replace(HOST, hostId()) : value;
     const whole = WHOLE.exec(text.trim());
     // `from`, when given, gets the variables (set ones: a default is the file's own text) each value was made with, by path.
+    const used: string[] = [];
     const note = (name: string) => {
-      if (from && env[name] !== undefined && env[name] !== '' && !from.get(path)?.split(', ').includes(name)) from.set(path, from.has(path) ? `${from.get(path)}, ${name}` : name);
+      if (env[name] === undefined || env[name] === '') return;
+      used.push(name);
+      if (from && !from.get(path)?.split(', ').includes(name)) from.set(path, from.has(path) ? `${from.get(path)}, ${name}` : name);
     };
     if (whole) {
       const v = lookup(whole[1], whole[2], env, path);
       note(whole[1]);
+      // A value made from the environment is never repeated in an error (core/redact.ts, mention).
+      if (used.length) rememberInterpolated(v, used, env);
       const parsed = parseScalar(v);
       // Remember the text, so a field that wants a string (a password "123456") can get it back.
       if (typeof parsed !== 'string') raw?.set(path, v);
       return parsed;
     }
-    return text.replace(EXPR, (_m: string, name: string, def: string | undefined) => {
+    const out = text.replace(EXPR, (_m: string, name: string, def: string | undefined) => {
       note(name);
       return lookup(name, def, env, path);
     });
+    if (used.length) rememberInterpolated(out, used, env);
+    return out;
   }
   if (Array.isArray(value)) return value.map((v, i) => interpolateEnv(v, env, `${path}[${i}]`, raw, from));
   if (value && typeof value === 'object') {

@@ -381,6 +381,7 @@ export function rememberArgSecrets(args: readonly string[]): void {
 /** Forgets every secret remembered (tests). */
 export function forgetSecrets(): void {
   secrets.clear();
+  interpolated.clear();
   formCount.clear();
   byKey.clear();
   starts.fill(0);
@@ -436,13 +437,56 @@ export function redactDeep<T>(value: T): T {
 const NAME_SHAPE = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /**
+ * The configuration's values made with an environment variable's value (`${env:VAR}`, whole or
+ * in part), as they came out (rememberInterpolated): `mention` repeats none of them, whatever its
+ * shape. At most MAX_INTERPOLATED, the oldest forgotten first. For the process's life, as the
+ * secrets are: the same text written in another file is not repeated either.
+ */
+const interpolated = new Set<string>();
+const MAX_INTERPOLATED = 65_536;
+
+/**
+ * An environment variable's name that says its value is a secret (`KAFKA_PASSWORD`, `CAM_PW`,
+ * `API_TOKEN`, `SECRET_KEY`, `AUTH`): its value is remembered as one (rememberSecret) wherever
+ * the configuration uses it, so `redact` stars it wherever it is printed (a typo that puts it in
+ * a path or a class name), not only in the fields the schema knows for secrets.
+ */
+const SECRET_VARIABLE = /passw|secret|token|passphrase|credential|private|cookie|session|auth|(?:^|_)(?:pw|pwd|pass|key|apikey|api_key|sig|signature)(?:_|$)/i;
+
+/**
+ * Notes a configuration value made with environment variables `names` (set ones): `mention`
+ * repeats it no more (`classes: [${env:KAFKA_PASSWORD}]`, a typo, printed the password in the
+ * unknown-class error: it has a name's shape), and where a variable's name says it holds a secret
+ * (SECRET_VARIABLE), its value is remembered as one.
+ */
+export function rememberInterpolated(value: string, names: readonly string[] = [], env: NodeJS.ProcessEnv = process.env): void {
+  // As with rememberSecret, a value shorter than MIN_SECRET_LENGTH is no secret worth hiding
+  // (`a`, `on`), and hiding it would hide the same text written in the file.
+  if (value.length >= MIN_SECRET_LENGTH) {
+    interpolated.delete(value);
+    interpolated.add(value);
+    if (interpolated.size > MAX_INTERPOLATED) interpolated.delete(interpolated.values().next().value as string);
+  }
+  for (const name of names) {
+    const v = env[name];
+    if (v && SECRET_VARIABLE.test(name)) rememberSecret(v);
+  }
+}
+
+/** Whether a configuration value was made from an environment variable (rememberInterpolated). */
+export function interpolatedValue(value: string): boolean {
+  return interpolated.has(value);
+}
+
+/**
  * A value an error message may repeat, quoted, or undefined. Messages about configuration repeat a
- * value only when it has the shape of a name (an id, a reference to one, a misspelt key): any
- * other text may have come from `${env:…}` and hold a secret (a password given to an enum field
- * was printed in the error). Anything else, numbers included (`mention` is for text), is left out.
+ * value only when it has the shape of a name (an id, a reference to one, a misspelt key) and was
+ * not made from an environment variable (rememberInterpolated): any other text may hold a secret
+ * (a password given to an enum field, or as a class name, was printed in the error). Anything
+ * else, numbers included (`mention` is for text), is left out.
  */
 export function mention(value: unknown): string | undefined {
-  return typeof value === 'string' && NAME_SHAPE.test(value) ? `"${value}"` : undefined;
+  return typeof value === 'string' && NAME_SHAPE.test(value) && !interpolated.has(value) ? `"${value}"` : undefined;
 }
 
 /**

@@ -10,7 +10,7 @@ import { withDeadline } from '../core/clock.js';
 import { ArgusError, ErrorCodes, type ErrorCode } from '../core/errors.js';
 import { notAnInput } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
-import { redact } from '../core/redact.js';
+import { redact, redactDeep } from '../core/redact.js';
 import { checksCertificate } from '../core/rtsp-relay.js';
 import { forTerminalLines } from '../core/text.js';
 import type { Detector } from '../inference/detector.js';
@@ -102,7 +102,9 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
   const items: CheckItem[] = [];
   const report = (): CheckReport => {
     const problems = items.filter((i) => !i.ok).length;
-    return { file, ok: problems === 0, problems, items };
+    // Every item redacted, the ones said as passed too (a path, a source's url): a secret argus
+    // was given, or one from an environment variable named as one, is starred wherever it went.
+    return { file, ok: problems === 0, problems, items: redactDeep(items) };
   };
   let config: PipelineConfig;
   try {

@@ -2,7 +2,8 @@ import { describe, expect, it, vi } from 'vitest';
 import { parseCamera } from '../../src/cluster/view.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { PipelineSchema } from '../../src/config/schema.js';
-import { mention } from '../../src/core/redact.js';
+import { unknownClasses } from '../../src/config/classes.js';
+import { forgetSecrets, mention, redact } from '../../src/core/redact.js';
 
 /**
  * A configuration error names the field and what is allowed; it does not repeat a text value it
@@ -124,5 +125,47 @@ describe('an alias with no anchor (an unquoted value starting with *) is refused
     expect(r.definition).toBeUndefined();
     expect(r.error).toMatch(/an alias \(\*name\) with no anchor/);
     expect(r.error).not.toContain(SECRET);
+  });
+});
+
+describe('a value made from an environment variable is never repeated, whatever its shape', () => {
+  // Name-shaped: `mention` repeated it in the unknown-class error (`classes: [${env:KAFKA_PASSWORD}]`, a typo).
+  const PW = 'Hunter2Secret';
+  const cam = (rest: string) => `sources:\n  - id: cam\n    uri: rtsp://cam.local/s\n${rest}`;
+
+  it('a class name from ${env:…}: the unknown class is named by its field and said to come from the environment, not repeated nor hinted at', () => {
+    const config = parseConfigText(cam(`    zones:\n      - {id: z, polygon: [[0, 0], [1, 0], [1, 1]], classes: [person, "\${env:CLASS_FROM_ENV}"]}\n`), PipelineSchema, 'p.yaml', { CLASS_FROM_ENV: PW });
+    const [text, ...more] = unknownClasses(config.sources[0], ['person', 'Hunter', 'car'], 'sources[0]');
+    expect(more).toEqual([]);
+    expect(text).toBe("sources[0].zones[0].classes[1]: unknown class (its value comes from the environment) (the model's labels include person, Hunter, car, …)");
+    // The same name written in the file is repeated, with labels like it.
+    const literal = parseConfigText(cam(`    zones:\n      - {id: z, polygon: [[0, 0], [1, 0], [1, 1]], classes: [Hunter2]}\n`), PipelineSchema, 'p.yaml', {});
+    expect(unknownClasses(literal.sources[0], ['person', 'Hunter', 'car'], 'sources[0]')).toEqual(["sources[0].zones[0].classes[0]: unknown class \"Hunter2\" (the model's labels include Hunter, …)"]);
+  });
+
+  it.each([
+    ['a zone id listed in a rule\'s error', cam(`    zones:\n      - {id: "\${env:ZONE_ID}", polygon: [[0, 0], [1, 0], [1, 1]]}\n    rules:\n      - {id: r, type: zone-enter, zone: tabel}\n`), /sources\[0\]\.rules\[0\]\.zone: no zone "tabel" in this source \(zones: one set from the environment\)/],
+    ['a rule\'s zone reference', cam(`    zones:\n      - {id: z, polygon: [[0, 0], [1, 0], [1, 1]]}\n    rules:\n      - {id: r, type: zone-enter, zone: "\${env:ZONE_ID}"}\n`), /sources\[0\]\.rules\[0\]\.zone: no zone of that id in this source \(zones: z\) \(its value comes from the environment: ZONE_ID\)/],
+    ['a duplicate source id', `sources:\n  - {id: "\${env:ZONE_ID}", uri: rtsp://a.local/s}\n  - {id: "\${env:ZONE_ID}", uri: rtsp://b.local/s}\n`, /sources\[1\]\.id: duplicate source id \(its value comes from the environment: ZONE_ID\)/],
+    ['a zone with no dwellLimitSec', cam(`    zones:\n      - {id: "\${env:ZONE_ID}", polygon: [[0, 0], [1, 0], [1, 1]]}\n    rules:\n      - {id: r, type: zone-dwell, zone: "\${env:ZONE_ID}"}\n`), /sources\[0\]\.rules\[0\]\.zone: zone has no dwellLimitSec/],
+  ])('%s: not repeated', (_n, yaml, want) => {
+    let message = '';
+    try {
+      parseConfigText(yaml, PipelineSchema, 'p.yaml', { ZONE_ID: PW });
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toMatch(want);
+    expect(message).not.toContain(PW);
+  });
+
+  it('a variable named as a secret (KAFKA_PASSWORD, CAM_PW, API_TOKEN) used anywhere: its value is starred wherever it is printed (a path, a log)', () => {
+    forgetSecrets();
+    const config = parseConfigText(cam(`sinks:\n  jsonl: {path: "/data/\${env:KAFKA_PASSWORD}/out.jsonl"}\n`), PipelineSchema, 'p.yaml', { KAFKA_PASSWORD: PW, SITE: 'plant-7' });
+    expect(redact(`cannot write ${config.sinks.jsonl!.path}`)).toBe('cannot write /data/***/out.jsonl');
+    // A variable whose name says nothing of a secret is printed as it is (a path, a site's name).
+    parseConfigText(cam(`sinks:\n  jsonl: {path: "/data/\${env:SITE}/out.jsonl"}\n`), PipelineSchema, 'p.yaml', { SITE: 'plant-7' });
+    expect(redact('/data/plant-7/out.jsonl')).toBe('/data/plant-7/out.jsonl');
+    forgetSecrets();
   });
 });

@@ -60,6 +60,25 @@ describe('argus check', () => {
     expect(r.items.find((i) => i.check === 'classes')?.message).toMatch(/^sources\[0\]\.zones\[0\]\.classes\[0\]: unknown class "persn" \(the model's labels include person/);
   });
 
+  it('a secret from ${env:…} put where a class name and a path go (a typo): neither the unknown class nor the path repeats it, in the report or its JSON', async () => {
+    const secret = 'Hunter2Secret';
+    process.env.ARGUS_CHECK_TEST_KAFKA_PASSWORD = secret;
+    try {
+      const file = pipeline('env-secret.yaml', `name: t\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\n    zones:\n      - {id: z, polygon: [[0, 0], [1, 0], [1, 1]], classes: ["\${env:ARGUS_CHECK_TEST_KAFKA_PASSWORD}"]}\nsinks:\n  jsonl: {path: "no-such-folder/\${env:ARGUS_CHECK_TEST_KAFKA_PASSWORD}.jsonl"}\n`);
+      const r = await checkPipeline(file);
+      expect(problems(r)).toEqual([
+        { code: 'VAP_ERR_CONFIG', field: 'sources[0].zones[0].classes[0]' },
+        { code: 'VAP_ERR_SINK_FILE', field: 'sinks.jsonl.path' },
+      ]);
+      expect(r.items.find((i) => i.check === 'classes')?.message).toMatch(/^sources\[0\]\.zones\[0\]\.classes\[0\]: unknown class \(its value comes from the environment\)/);
+      expect(r.items.find((i) => i.check === 'sinks')?.message).toContain('no-such-folder/***.jsonl');
+      expect(JSON.stringify(r)).not.toContain(secret);
+      expect(formatCheck(r)).not.toContain(secret);
+    } finally {
+      delete process.env.ARGUS_CHECK_TEST_KAFKA_PASSWORD;
+    }
+  });
+
   it('a JSONL path a run refuses (the pipeline file, a source\'s clip, a folder): each a VAP_ERR_SINK_FILE, as the run says it', async () => {
     const clip = join(dir, 'clip.mp4');
     copyFileSync(PERSON_VIDEO, clip);

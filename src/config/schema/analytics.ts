@@ -189,6 +189,15 @@ function fractionHint(p: readonly number[], what: 'zone' | 'line'): string {
 }
 
 /** A pixel point beyond a picture of that size (its right and bottom edges are in it); a size that is itself wrong has its own error. */
+/**
+ * A source's zone or line ids as an error lists them (`a, b`, or `none`): one made from an
+ * environment variable is not repeated (core/redact.ts, mention): it may hold a secret.
+ */
+function idList(ids: ReadonlySet<string>): string {
+  if (ids.size === 0) return 'none';
+  return [...ids].map((i) => (mention(i) ? i : 'one set from the environment')).join(', ');
+}
+
 function beyond(p: readonly number[], size: readonly [number, number]): boolean {
   if (!size.every((v) => Number.isInteger(v) && v >= 1)) return false;
   return p[0] > size[0] || p[1] > size[1];
@@ -287,11 +296,11 @@ export function checkSourceAnalytics(s: { zones: ZoneConfig[]; lines: LineConfig
     ruleIds.add(r.id);
     // The name is repeated when it has an id's shape: other text may be a secret from ${env:…}.
     // A zone rule naming a line (or the reverse) says so: "no zone "l" (zones: none)" did not.
-    if ('zone' in r && r.zone !== undefined && !zoneIds.has(r.zone)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'zone'], message: `no zone ${mention(r.zone) ?? 'of that id'} in this source (zones: ${[...zoneIds].join(', ') || 'none'})${lineIds.has(r.zone) ? `; ${mention(r.zone) ?? 'it'} is a line: a ${r.type} rule watches a zone` : ''}` });
-    if ('line' in r && r.line !== undefined && !lineIds.has(r.line)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'line'], message: `no line ${mention(r.line) ?? 'of that id'} in this source (lines: ${[...lineIds].join(', ') || 'none'})${zoneIds.has(r.line) ? `; ${mention(r.line) ?? 'it'} is a zone: a ${r.type} rule watches a line` : ''}` });
+    if ('zone' in r && r.zone !== undefined && !zoneIds.has(r.zone)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'zone'], message: `no zone ${mention(r.zone) ?? 'of that id'} in this source (zones: ${idList(zoneIds)})${lineIds.has(r.zone) ? `; ${mention(r.zone) ?? 'it'} is a line: a ${r.type} rule watches a zone` : ''}` });
+    if ('line' in r && r.line !== undefined && !lineIds.has(r.line)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'line'], message: `no line ${mention(r.line) ?? 'of that id'} in this source (lines: ${idList(lineIds)})${zoneIds.has(r.line) ? `; ${mention(r.line) ?? 'it'} is a zone: a ${r.type} rule watches a line` : ''}` });
     if (r.type === 'zone-dwell') {
       const z = s.zones.find((x) => x.id === r.zone);
-      if (z && z.dwellLimitSec === undefined) ctx.addIssue({ code: 'custom', path: ['rules', i, 'zone'], message: `zone "${r.zone}" has no dwellLimitSec, so it never raises dwell events` });
+      if (z && z.dwellLimitSec === undefined) ctx.addIssue({ code: 'custom', path: ['rules', i, 'zone'], message: `zone${mention(r.zone) ? ` ${mention(r.zone)}` : ''} has no dwellLimitSec, so it never raises dwell events` });
     }
     if (r.type === 'conveyor-rate' && !r.line === !r.zone) ctx.addIssue({ code: 'custom', path: ['rules', i], message: 'give exactly one of "line" (crossings) or "zone" (entries) as what counts as an item' });
     if (r.type === 'conveyor-defect') {
