@@ -120,6 +120,23 @@ export function outboxDir(config: PipelineConfig, baseDir: string, env: NodeJS.P
   return join(stateRoot(env), outboxFolder(config.name));
 }
 
+/** Whether a run keeps an outbox: `outbox.enabled`, by default when there is a Kafka sink. */
+export function outboxEnabled(config: PipelineConfig): boolean {
+  return config.outbox.enabled ?? config.sinks.kafka !== undefined;
+}
+
+/** The Kafka dead-letter file (`sinks.kafka.deadLetterPath`, by default in the outbox folder), when there is a Kafka sink. */
+export function deadLetterPathOf(config: PipelineConfig, baseDir: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const k = config.sinks.kafka;
+  return k ? resolve(baseDir, k.deadLetterPath ?? join(outboxDir(config, baseDir, env), 'kafka-dead-letter.jsonl')) : undefined;
+}
+
+/** The files that grow beside the outbox (OutboxOptions.beside): the dead-letter file, on the outbox's volume when it is there (its default place), counted in the room the outbox needs. */
+export function outboxBeside(config: PipelineConfig, deadLetterPath: string | undefined): { path: string; maxBytes: number; field: string }[] {
+  const k = config.sinks.kafka;
+  return k && deadLetterPath ? [{ path: deadLetterPath, maxBytes: k.deadLetterMaxBytes, field: 'sinks.kafka.deadLetterMaxBytes' }] : [];
+}
+
 /**
  * For an `argus worker`, its cluster as its outbox names it beside the worker's name
  * (OutboxOptions.cluster): the group, the alert topic and the brokers (in any order) its alerts
@@ -378,11 +395,10 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
   const k = config.sinks.kafka;
   // The outbox first: alerts journaled by an earlier run are replayed into Kafka below.
   let outbox: Outbox | undefined;
-  const deadLetterPath = k ? resolve(baseDir, k.deadLetterPath ?? join(outboxDir(config, baseDir, env), 'kafka-dead-letter.jsonl')) : undefined;
-  if (config.outbox.enabled ?? k !== undefined) {
+  const deadLetterPath = deadLetterPathOf(config, baseDir, env);
+  if (outboxEnabled(config)) {
     const dir = outboxDir(config, baseDir, env);
-    // The dead-letter file grows on the outbox's volume when it is there (its default place): counted in the room the outbox needs.
-    const beside = k && deadLetterPath ? [{ path: deadLetterPath, maxBytes: k.deadLetterMaxBytes, field: 'sinks.kafka.deadLetterMaxBytes' }] : [];
+    const beside = outboxBeside(config, deadLetterPath);
     outbox = await life.start('outbox', () => Outbox.open({ dir, maxBytes: config.outbox.maxBytes, maxAgeMs: config.outbox.maxAgeHours * 3_600_000, fsync: config.outbox.fsync, log, owner: config.name, cluster: outboxCluster(config), beside }), (o) => o.close());
     // The journals older releases kept for this name elsewhere (see legacyOutboxDirs): replayed
     // below with this one's. From a folder in the state folder, only its own sources' records:

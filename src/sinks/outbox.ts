@@ -142,7 +142,8 @@ export interface OutboxStats {
   slowWrites: number;
 }
 
-const FILE = 'outbox.log';
+/** The journal's name in the outbox folder. */
+export const FILE = 'outbox.log';
 /** How long an alert waits for the disk to confirm its journal write before it is handed on anyway, ms. */
 export const JOURNAL_WAIT_MS = 1000;
 /** How long close() waits for the disk, ms. */
@@ -447,6 +448,49 @@ export async function readOutbox(dir: string): Promise<OutboxRecord[]> {
   return [...(await readJournal(join(dir, FILE))).records.values()];
 }
 
+/** How long a lock argus cannot check by its pid (another host's or pid namespace's) is held after its holder last touched it, ms (OutboxOptions.lockStaleMs). */
+export const LOCK_STALE_MS = 20_000;
+
+/** What a run says when another argus holds the outbox folder `dir`. */
+function inUseText(dir: string, why: string): string {
+  return `outbox: ${dir} is in use by another argus (${why}); give each pipeline its own outbox.dir`;
+}
+
+/**
+ * Whether a lock's holder is a live process, judged by its pid: only one of this host, pid
+ * namespace and boot can be (the boot id tells two hosts of one name apart, both in their
+ * initial namespace); the same pid alive is the holder only if it is the same process (same
+ * boot, same start). Another's, or an unreadable lock (being written): 'unchecked'.
+ */
+async function judgeHolder(held: LockOwner | undefined, self: LockOwner): Promise<'alive' | 'dead' | 'unchecked'> {
+  const boot = (o: LockOwner) => o.identity.split(' ')[0];
+  if (!held || held.host !== self.host || held.ns !== self.ns || (boot(held) && boot(held) !== boot(self))) return 'unchecked';
+  return (await pidAlive(held.pid)) && (held.identity.split(' ').length < 2 || held.identity === (await processIdentity(held.pid))) ? 'alive' : 'dead';
+}
+
+/** Who holds a lock argus cannot check by its pid, as an error names them. */
+function holderWhere(held: LockOwner | undefined, self: LockOwner): string {
+  return held ? `pid ${held.pid} on ${held.host === self.host ? 'this host, in another pid namespace (a container)' : `host ${held.host}`}` : 'a lock being written or damaged';
+}
+
+/**
+ * Why a run could not take the outbox folder `dir` now, as the run would say it (VAP_ERR_OUTBOX),
+ * or undefined: its lock held by a live argus of this host (judged as the run judges it), or by
+ * one argus cannot check whose lock was touched in the last `staleMs` (the run would wait that
+ * long for it to go stale, then refuse). Takes nothing: for `argus check`.
+ */
+export async function outboxHeldBy(dir: string, staleMs = LOCK_STALE_MS): Promise<string | undefined> {
+  const path = join(dir, LOCK);
+  const st = await stat(path).catch(() => undefined);
+  if (!st) return undefined;
+  const self = await ownIdentity();
+  const held = parseLock(await readLockText(path), self);
+  const holder = await judgeHolder(held, self);
+  if (holder === 'alive') return inUseText(dir, `pid ${held!.pid}`);
+  if (holder === 'unchecked' && Date.now() - st.mtimeMs < staleMs) return inUseText(dir, `${holderWhere(held, self)}, its lock touched in the last ${staleMs / 1000} s`);
+  return undefined;
+}
+
 /** This boot's id and a process's start time (Linux /proc), so a pid reused after a reboot or a crash is not taken for the lock's owner. */
 async function processIdentity(pid: number): Promise<string> {
   const boot = (await readFile('/proc/sys/kernel/random/boot_id', 'utf8').catch(() => '?')).trim();
@@ -502,6 +546,56 @@ async function pidAlive(pid: number): Promise<boolean> {
   // The state is the field after the command name, which may hold spaces: read after the last ')'.
   const state = stat ? stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) : '';
   return state !== 'Z' && state !== 'X';
+}
+
+/**
+ * What the outbox's volume lacks for its bounds, or undefined: three times maxBytes for the
+ * journal and its compaction copy (see compactAt), plus the bound of each `beside` file on the
+ * same volume. The room is its free space, the journal (`fileBytes`) and those files as they
+ * are. The dead-letter file sits in the outbox folder by default and grows to 100 MB, which
+ * the advice of three times maxBytes left out: on a volume sized by it, a few parked alerts
+ * filled it, no compaction copy fitted, and every alert of the next broker outage was in memory
+ * only (a kill -9 lost them; seen: 10 alerts, 43 KB, within maxBytes 64 KiB on 192 KiB).
+ * A folder not made yet is measured on the nearest one above it (`argus check`, before a run).
+ * The run warns with its message at open; `argus check` says it beforehand.
+ */
+export async function outboxRoomShortfall(o: Pick<OutboxOptions, 'dir' | 'maxBytes' | 'beside' | 'freeBytes'>, fileBytes: number): Promise<{ message: string; have: number; need: number } | undefined> {
+  const { maxBytes } = o;
+  const dir = await existingFolder(o.dir);
+  const free = o.freeBytes ?? (async (d: string) => {
+    const f = await statfs(d);
+    return f.bavail * f.bsize;
+  });
+  const [room, own] = await Promise.all([free(dir), stat(dir)]);
+  let have = room + fileBytes;
+  let need = 3 * maxBytes;
+  const shared: string[] = [];
+  for (const b of o.beside ?? []) {
+    if (b.maxBytes <= 0) continue;
+    const st = await stat(b.path).catch(() => undefined);
+    // A named pipe or a device holds nothing (the dead-letter bound is a file's).
+    if (st && !st.isFile()) continue;
+    const on = st ?? (await nearestFolder(dirname(await linkTarget(b.path))));
+    if (!on || on.dev !== own.dev) continue;
+    have += st?.size ?? 0;
+    need += b.maxBytes;
+    shared.push(`${b.field} (${b.maxBytes} bytes) for ${b.path}`);
+  }
+  // The lock and the folder's marks take a block or two each (on tmpfs, 4 KiB): a volume of three
+  // times maxBytes exactly, as advised, is not warned of for them.
+  if (have + ROOM_SLACK >= need) return undefined;
+  const mib = (n: number) => `${(n / 1048576).toFixed(1)} MiB`;
+  const message = `outbox: the volume of ${o.dir} has room for ${mib(have)}, less than the ${mib(need)} the outbox needs (three times outbox.maxBytes${shared.length > 0 ? `, and ${shared.join(', ')} on the same volume` : ''}): a long broker outage can fill it, and the alerts raised after are then not protected against a crash; give it more room, or lower outbox.maxBytes${shared.length > 0 ? ' or sinks.kafka.deadLetterMaxBytes, or put sinks.kafka.deadLetterPath on another volume' : ''}`;
+  return { message, have, need };
+}
+
+/** `dir`, or the nearest folder above it that exists. */
+async function existingFolder(dir: string): Promise<string> {
+  for (let d = resolve(dir), i = 0; i < 64; d = dirname(d), i++) {
+    if (await stat(d).then((st) => st.isDirectory(), () => false)) return d;
+    if (dirname(d) === d) break;
+  }
+  return resolve(dir);
 }
 
 export class Outbox {
@@ -589,35 +683,8 @@ export class Outbox {
    * only (a kill -9 lost them; seen: 10 alerts, 43 KB, within maxBytes 64 KiB on 192 KiB).
    */
   private async checkRoom(): Promise<void> {
-    const { dir, maxBytes } = this.o;
-    const free = this.o.freeBytes ?? (async (d: string) => {
-      const f = await statfs(d);
-      return f.bavail * f.bsize;
-    });
-    const [room, own] = await Promise.all([free(dir), stat(dir)]);
-    let have = room + this.fileBytes;
-    let need = 3 * maxBytes;
-    const shared: string[] = [];
-    for (const b of this.o.beside ?? []) {
-      if (b.maxBytes <= 0) continue;
-      const st = await stat(b.path).catch(() => undefined);
-      // A named pipe or a device holds nothing (the dead-letter bound is a file's).
-      if (st && !st.isFile()) continue;
-      const on = st ?? (await nearestFolder(dirname(await linkTarget(b.path))));
-      if (!on || on.dev !== own.dev) continue;
-      have += st?.size ?? 0;
-      need += b.maxBytes;
-      shared.push(`${b.field} (${b.maxBytes} bytes) for ${b.path}`);
-    }
-    // The lock and the folder's marks take a block or two each (on tmpfs, 4 KiB): a volume of three
-    // times maxBytes exactly, as advised, is not warned of for them.
-    if (have + ROOM_SLACK >= need) return;
-    const mib = (n: number) => `${(n / 1048576).toFixed(1)} MiB`;
-    this.log(
-      `outbox: the volume of ${dir} has room for ${mib(have)}, less than the ${mib(need)} the outbox needs (three times outbox.maxBytes${shared.length > 0 ? `, and ${shared.join(', ')} on the same volume` : ''}): a long broker outage can fill it, and the alerts raised after are then not protected against a crash; give it more room, or lower outbox.maxBytes${shared.length > 0 ? ' or sinks.kafka.deadLetterMaxBytes, or put sinks.kafka.deadLetterPath on another volume' : ''}`,
-      { dir, have, need },
-      'warn',
-    );
+    const short = await outboxRoomShortfall(this.o, this.fileBytes);
+    if (short) this.log(short.message, { dir: this.o.dir, have: short.have, need: short.need }, 'warn');
   }
 
   private async load(): Promise<void> {
@@ -875,7 +942,7 @@ export class Outbox {
    */
   private async takeLock(path: string): Promise<void> {
     const self = (this.owner = await ownIdentity());
-    const staleMs = this.o.lockStaleMs ?? 20_000;
+    const staleMs = this.o.lockStaleMs ?? LOCK_STALE_MS;
     let tookOver = false;
     for (let tries = 0; tries < 3; tries++) {
       try {
@@ -887,15 +954,11 @@ export class Outbox {
         if (!judged) continue; // released meanwhile: take it
         const judgedText = await readLockText(path);
         const held = parseLock(judgedText, self);
-        // Checkable by its pid: the same host, pid namespace and boot (the boot id tells two hosts
-        // of one name apart, both in their initial namespace).
-        const boot = (o: LockOwner) => o.identity.split(' ')[0];
-        if (held && held.host === self.host && held.ns === self.ns && (!boot(held) || boot(held) === boot(self))) {
-          // The same pid alive is the owner only if it is the same process (same boot, same start).
-          if ((await pidAlive(held.pid)) && (held.identity.split(' ').length < 2 || held.identity === (await processIdentity(held.pid)))) throw this.inUse(`pid ${held.pid}`);
-        } else {
+        const holder = await judgeHolder(held, self);
+        if (holder === 'alive') throw this.inUse(`pid ${held!.pid}`);
+        if (holder === 'unchecked') {
           // Another host's or namespace's, or unreadable (being written): held while it is touched.
-          const where = held ? `pid ${held.pid} on ${held.host === self.host ? 'this host, in another pid namespace (a container)' : `host ${held.host}`}` : 'a lock being written or damaged';
+          const where = holderWhere(held, self);
           const state = await this.waitStale(path, staleMs, where, judged.mtimeMs);
           if (state === 'touched') {
             // Touched by its holder, or replaced by another argus that took it over first: name who holds it now.
@@ -1028,7 +1091,7 @@ export class Outbox {
   }
 
   private inUse(why: string): ArgusError {
-    return Object.assign(new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is in use by another argus (${why}); give each pipeline its own outbox.dir`), { inUse: true });
+    return Object.assign(new ArgusError(ErrorCodes.OUTBOX, inUseText(this.o.dir, why)), { inUse: true });
   }
 
   /**

@@ -1,6 +1,6 @@
 import { constants, type Stats } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { firstValueFrom, take, timeout } from 'rxjs';
 import { SourceAnalyzer } from '../analytics/analyzer.js';
 import { unknownClasses } from '../config/classes.js';
@@ -15,8 +15,10 @@ import { checksCertificate } from '../core/rtsp-relay.js';
 import { forTerminalLines } from '../core/text.js';
 import type { Detector } from '../inference/detector.js';
 import { ffmpegOutputFor } from '../pipeline/detect.js';
+import { deadLetterPathOf, outboxBeside, outboxDir, outboxEnabled } from '../pipeline/run.js';
 import { loadDetector, pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
 import { jsonlTargetRefusal } from '../sinks/jsonl.js';
+import { FILE as OUTBOX_FILE, outboxHeldBy, outboxRoomShortfall, unsafeFolder } from '../sinks/outbox.js';
 import { brokersText, commandKafkaConfig, reachKafka } from '../sinks/kafka-reach.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
 import { configuredFfmpegPath, describeFfmpeg, resolveFfmpeg, type FfmpegChoice } from '../sources/ffmpeg-path.js';
@@ -28,6 +30,8 @@ export interface CheckItem {
   /** What was checked: `pipeline`, `model`, `ffmpeg`, `source`, `classes`, `sinks`, `kafka`, `probe`. */
   check: string;
   ok: boolean;
+  /** Passed, with what a run warns of at its start (the outbox's volume smaller than its bounds need): said, not counted as a problem. */
+  warning?: boolean;
   /** A problem's code (ArgusError). */
   code?: ErrorCode;
   /** The setting (`sources[0].uri`) or file the item is about. */
@@ -54,6 +58,8 @@ export interface CheckOptions {
   /** Bound on each network step (a broker's answer, a source's first frame, an asset's download), ms. Default CHECK_TIMEOUT_MS. */
   timeoutMs?: number;
   log?: LogFn;
+  /** The outbox volume's free bytes (tests; default statfs, as the run measures it). */
+  freeBytes?: (dir: string) => Promise<number>;
   /** Called once the pipeline file is read (or failed to be): the CLI's start ends there (core/starting.ts). */
   onRead?: () => void;
 }
@@ -181,6 +187,7 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
     }
     const inputs = [...urls.values()].filter((u) => sourceKind(u) === 'file').map((u) => resolve(u));
     await checkSinks(config, file, baseDir, inputs, options.connect === true, timeoutMs, items);
+    await checkOutbox(config, baseDir, items, options.freeBytes);
     if (options.probe && ff) {
       for (const [s, url] of urls) items.push(await probeSource(s, url, fieldOf(s), ff.path, detector, config, baseDir, timeoutMs, log, file));
     }
@@ -221,6 +228,38 @@ async function checkSinks(config: PipelineConfig, file: string, baseDir: string,
   } catch (e) {
     items.push(problem('kafka', e, file, 'sinks.kafka.brokers'));
   }
+}
+
+/**
+ * The outbox folder (when the run keeps one: outbox.enabled, a Kafka sink by default) as the run
+ * opens it: the folder (or the nearest one above it, which the run makes it in) writable, not
+ * one another user could plant alerts in (the run refuses it: unsafeFolder), its lock not held
+ * by a running argus (the run refuses then: outboxHeldBy), and the room its volume has for
+ * three times outbox.maxBytes and the dead-letter file (the run warns: outboxRoomShortfall,
+ * a warning here too). Nothing is made.
+ */
+async function checkOutbox(config: PipelineConfig, baseDir: string, items: CheckItem[], freeBytes?: (dir: string) => Promise<number>): Promise<void> {
+  if (!outboxEnabled(config)) return;
+  const dir = outboxDir(config, baseDir);
+  const field = 'outbox.dir';
+  const fail = (message: string): void => void items.push({ check: 'outbox', ok: false, code: ErrorCodes.OUTBOX, field, message: `${field}: ${message}` });
+  const st = await stat(dir).catch((e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? undefined : e));
+  if (st instanceof Error) return fail(`${dir}: ${st.code ?? st.message}`);
+  if (st && !st.isDirectory()) return fail(`${dir} is not a folder`);
+  let above = dir;
+  while (!st && dirname(above) !== above && !(await stat(above).then((x) => x.isDirectory(), () => false))) above = dirname(above);
+  const cannot = await unwritableFolder(st ? dir : above);
+  if (cannot) return fail(`${dir}: ${st ? 'cannot be written' : 'cannot be made'} (${cannot})`);
+  if (st) {
+    const unsafe = await unsafeFolder(dir).catch(() => undefined);
+    if (unsafe) return fail(`${dir} ${unsafe}: a run refuses it (another local user could plant alerts in its journal); use a folder of argus's own user, or another outbox.dir`);
+    const held = await outboxHeldBy(dir);
+    if (held) return fail(held.replace(/^outbox: /, ''));
+  }
+  const journal = st ? ((await stat(join(dir, OUTBOX_FILE)).catch(() => undefined))?.size ?? 0) : 0;
+  const short = await outboxRoomShortfall({ dir, maxBytes: config.outbox.maxBytes, beside: outboxBeside(config, deadLetterPathOf(config, baseDir)), freeBytes }, journal).catch(() => undefined);
+  if (short) items.push({ check: 'outbox', ok: true, warning: true, field: 'outbox.maxBytes', message: `outbox.maxBytes: a run warns at its start: ${short.message.replace(/^outbox: /, '')}` });
+  else items.push({ check: 'outbox', ok: true, field, message: `${dir}: ${st ? 'writable, held by no other argus' : 'made by the run (its folder writable)'}, room for its bounds` });
 }
 
 /**
@@ -305,7 +344,7 @@ async function probeSource(s: SourceConfig, url: string, field: string, ffmpegPa
 
 /** The report as lines for a terminal: one per item, problems with their code, then the count. */
 export function formatCheck(r: CheckReport): string {
-  const lines = r.items.map((i) => `${i.ok ? 'ok     ' : 'PROBLEM'} ${i.check.padEnd(8)} ${i.ok ? '' : `${i.code}: `}${forTerminalLines(i.message)}`);
+  const lines = r.items.map((i) => `${i.ok ? (i.warning ? 'WARNING' : 'ok     ') : 'PROBLEM'} ${i.check.padEnd(8)} ${i.ok ? '' : `${i.code}: `}${forTerminalLines(i.message)}`);
   lines.push(r.ok ? `${r.file}: no problems found` : `${r.file}: ${r.problems} problem(s)`);
   return lines.map(forTerminalLines).join('\n') + '\n';
 }

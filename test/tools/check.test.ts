@@ -1,6 +1,6 @@
 // argus check: a pipeline file checked without running it, every problem with its code and field.
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,6 +77,56 @@ describe('argus check', () => {
     } finally {
       delete process.env.ARGUS_CHECK_TEST_KAFKA_PASSWORD;
     }
+  });
+
+  describe('the outbox folder, as a run opens it', () => {
+    const kafkaPipeline = (name: string, outbox: string) => pipeline(name, `name: t\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\nsinks:\n  kafka: {brokers: ["127.0.0.1:1"]}\noutbox: {${outbox}}\n`);
+    const outboxItem = (r: CheckReport) => r.items.find((i) => i.check === 'outbox');
+
+    it('held by a running argus of this host (its lock names a live pid): VAP_ERR_OUTBOX naming outbox.dir, as the run refuses it', async () => {
+      const held = join(dir, 'held-outbox');
+      mkdirSync(held, { mode: 0o700 });
+      const other = spawn('sleep', ['60'], { stdio: 'ignore' });
+      try {
+        // The lock's older form (`pid`) reads as this host's: its pid alive is the holder.
+        writeFileSync(join(held, 'outbox.lock'), `${other.pid}\n`);
+        const r = await checkPipeline(kafkaPipeline('held.yaml', `dir: ${held}`));
+        expect(problems(r)).toEqual([{ code: 'VAP_ERR_OUTBOX', field: 'outbox.dir' }]);
+        expect(outboxItem(r)?.message).toBe(`outbox.dir: ${held} is in use by another argus (pid ${other.pid}); give each pipeline its own outbox.dir`);
+      } finally {
+        other.kill();
+      }
+      // Its holder gone: the run takes the lock over, and the check passes.
+      await new Promise((r) => other.once('exit', r));
+      const r = await checkPipeline(kafkaPipeline('held.yaml', `dir: ${held}`));
+      expect(problems(r)).toEqual([]);
+      // Another host's lock, touched just now: held too (the run waits for it to go stale, then refuses).
+      writeFileSync(join(held, 'outbox.lock'), JSON.stringify({ pid: 1, host: 'another-host', ns: 'pid:[1]', identity: 'x 1', id: 'y' }));
+      expect(outboxItem(await checkPipeline(kafkaPipeline('held.yaml', `dir: ${held}`)))?.message).toMatch(/is in use by another argus \(pid 1 on host another-host, its lock touched in the last 20 s\)/);
+    });
+
+    it('a folder the run refuses (a file in its place, writable by every user): VAP_ERR_OUTBOX naming outbox.dir', async () => {
+      writeFileSync(join(dir, 'a-file'), 'x');
+      let r = await checkPipeline(kafkaPipeline('file.yaml', `dir: ${join(dir, 'a-file')}`));
+      expect(problems(r)).toEqual([{ code: 'VAP_ERR_OUTBOX', field: 'outbox.dir' }]);
+      expect(outboxItem(r)?.message).toMatch(/a-file is not a folder$/);
+      const open = join(dir, 'open-outbox');
+      mkdirSync(open);
+      chmodSync(open, 0o777);
+      r = await checkPipeline(kafkaPipeline('open.yaml', `dir: ${open}`));
+      expect(problems(r)).toEqual([{ code: 'VAP_ERR_OUTBOX', field: 'outbox.dir' }]);
+      expect(outboxItem(r)?.message).toMatch(/is writable by every user \(mode 777\): a run refuses it/);
+    });
+
+    it('a volume with less room than three times outbox.maxBytes and the dead-letter file: the run\'s warning, said beforehand (not a problem)', async () => {
+      const file = kafkaPipeline('room.yaml', `dir: ${join(dir, 'not-made-yet', 'outbox')}, maxBytes: 1048576`);
+      const r = await checkPipeline(file, { freeBytes: async () => 2 * 1048576 });
+      expect(problems(r)).toEqual([]);
+      expect(outboxItem(r)).toMatchObject({ ok: true, warning: true, field: 'outbox.maxBytes' });
+      expect(outboxItem(r)?.message).toMatch(/^outbox\.maxBytes: a run warns at its start: the volume of .*not-made-yet\/outbox has room for 2\.0 MiB, less than the 103\.0 MiB the outbox needs \(three times outbox\.maxBytes, and sinks\.kafka\.deadLetterMaxBytes/);
+      expect(formatCheck(r)).toMatch(/^WARNING outbox /m);
+      expect(outboxItem(await checkPipeline(file, { freeBytes: async () => 200 * 1048576 }))).toMatchObject({ ok: true, message: expect.stringMatching(/made by the run \(its folder writable\), room for its bounds$/) });
+    });
   });
 
   it('a JSONL path a run refuses (the pipeline file, a source\'s clip, a folder): each a VAP_ERR_SINK_FILE, as the run says it', async () => {
