@@ -1,5 +1,5 @@
 import { accessSync, constants, mkdirSync, rmSync, statSync, type Stats } from 'node:fs';
-import { lstat, mkdir, open, readlink, realpath, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { access, lstat, mkdir, open, readlink, realpath, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { ErrorCodes, type ErrorCode } from './errors.js';
 import { atStopSignal } from './signals.js';
@@ -14,6 +14,29 @@ import { atStopSignal } from './signals.js';
 export function notAnInput(st: Stats): { code: ErrorCode; why: string } | undefined {
   if (st.isDirectory()) return { code: ErrorCodes.SOURCE_OPEN, why: 'is a folder, not a file' };
   if (st.isFile() && st.size === 0) return { code: ErrorCodes.SOURCE_PROBE, why: 'is empty (0 bytes)' };
+  return undefined;
+}
+
+/**
+ * Why a V4L2 source's node (`/dev/video0`, `v4l2:///dev/video0`: `path` without the scheme) cannot
+ * be opened as ffmpeg opens it (read and write), or undefined: not there (a camera unplugged, a
+ * container started without `--device`), not a character device (a file or a folder of that
+ * name), or not this user's to open (EACCES: not in the `video` group). VAP_ERR_SOURCE_OPEN.
+ */
+export async function deviceProblem(path: string): Promise<string | undefined> {
+  let st: Stats;
+  try {
+    st = await stat(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? 'no such device (a camera unplugged, or a container started without --device)' : `cannot be read (${code ?? (e as Error).message})`;
+  }
+  if (!st.isCharacterDevice()) return `is not a character device (${st.isDirectory() ? 'a folder' : 'a file'}): a V4L2 camera is one, /dev/videoN`;
+  try {
+    await access(path, constants.R_OK | constants.W_OK);
+  } catch (e) {
+    return `cannot be opened for reading and writing (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): add argus's user to the device's group (video)`;
+  }
   return undefined;
 }
 

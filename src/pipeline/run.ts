@@ -200,8 +200,8 @@ export function legacyOutboxDirs(config: PipelineConfig, env: NodeJS.ProcessEnv 
   return [...new Set(dirs)].filter((d) => d !== own);
 }
 
-/** $ARGUS_HTTP_PORT, when set, must be a port number. */
-function httpPort(env: NodeJS.ProcessEnv, configured: number): number {
+/** The port the run's server listens on: $ARGUS_HTTP_PORT when set (a port number, else VAP_ERR_CONFIG), else server.port. */
+export function httpPort(env: NodeJS.ProcessEnv, configured: number): number {
   const v = env.ARGUS_HTTP_PORT;
   if (v === undefined || v === '') return configured;
   const n = Number(v);

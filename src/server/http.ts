@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { ThrottledLog, type LogFn } from '../core/log.js';
@@ -264,6 +264,46 @@ function plain(res: ServerResponse, status: number, body: string, headers: Recor
  * cannot be parsed answers 400, a failing route 500, a method other than GET/HEAD 405; header
  * size, header and request time, and the number of connections are bounded.
  */
+/** Why a port cannot be listened on, by the error's code: what to change. */
+const LISTEN_HINTS: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'another program listens there, another argus perhaps: set server.port (or ARGUS_HTTP_PORT) to a free one',
+  EACCES: 'a port below 1024 needs root (or CAP_NET_BIND_SERVICE): set server.port to 1024 or above',
+  EADDRNOTAVAIL: 'server.host is not an address of this machine: 127.0.0.1, 0.0.0.0 (every address), or one of its own',
+  ENOTFOUND: 'server.host is a name that does not resolve: an address, or a name of this machine',
+  EAI_AGAIN: 'server.host is a name that does not resolve: an address, or a name of this machine',
+};
+
+/**
+ * Listens `server` on `host`:`port`, or rejects with VAP_ERR_SERVER_LISTEN naming them, the
+ * error's code and what to change (LISTEN_HINTS): the run's server, and `argus check`'s look at
+ * the port (listenProblem).
+ */
+export function listenOn(server: NetServer, host: string, port: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', (e: NodeJS.ErrnoException) => {
+      const hint = e.code ? LISTEN_HINTS[e.code] : undefined;
+      reject(new ArgusError(ErrorCodes.SERVER_LISTEN, `server: cannot listen on ${host}:${port} (${e.code ?? e.message})${hint ? `: ${hint}` : ''}`, { cause: e }));
+    });
+    server.listen(port, host, () => resolve());
+  });
+}
+
+/**
+ * Whether the run's server could listen on `host`:`port` now: it listens there (listenOn, as
+ * the run does) and closes at once. The error the run would stop with, or undefined.
+ */
+export async function listenProblem(host: string, port: number): Promise<ArgusError | undefined> {
+  const probe = createNetServer();
+  try {
+    await listenOn(probe, host, port);
+    return undefined;
+  } catch (e) {
+    return e as ArgusError;
+  } finally {
+    await new Promise<void>((r) => (probe.listening ? probe.close(() => r()) : r()));
+  }
+}
+
 export async function startHttpServer(o: HttpServerOptions): Promise<RunningServer> {
   const log = o.log ?? noop;
   const routes = new Map<string, { handler: Route; public: boolean; page: boolean; probe: boolean }>(Object.entries(o.routes ?? {}).map(([p, h]) => [p, { handler: h, public: false, page: false, probe: false }]));
@@ -391,12 +431,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') refuseSocket(socket, 408, 'Request Timeout');
     else refuseSocket(socket, 400, 'Bad Request');
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (e: NodeJS.ErrnoException) =>
-      reject(new ArgusError(ErrorCodes.SERVER_LISTEN, `server: cannot listen on ${o.host}:${o.port} (${e.code ?? e.message})`, { cause: e })),
-    );
-    server.listen(o.port, o.host, () => resolve());
-  });
+  await listenOn(server, o.host, o.port);
   const port = (server.address() as AddressInfo).port;
   return {
     server,

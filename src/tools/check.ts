@@ -8,14 +8,15 @@ import { loadPipeline } from '../config/load.js';
 import type { PipelineConfig, SourceConfig } from '../config/schema.js';
 import { withDeadline } from '../core/clock.js';
 import { ArgusError, ErrorCodes, type ErrorCode } from '../core/errors.js';
-import { notAnInput } from '../core/files.js';
+import { deviceProblem, notAnInput } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import { redact, redactDeep } from '../core/redact.js';
 import { checksCertificate } from '../core/rtsp-relay.js';
 import { forTerminalLines } from '../core/text.js';
 import type { Detector } from '../inference/detector.js';
 import { ffmpegOutputFor } from '../pipeline/detect.js';
-import { deadLetterPathOf, outboxBeside, outboxDir, outboxEnabled } from '../pipeline/run.js';
+import { deadLetterPathOf, httpPort, outboxBeside, outboxDir, outboxEnabled } from '../pipeline/run.js';
+import { listenProblem } from '../server/http.js';
 import { loadDetector, pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
 import { jsonlTargetRefusal } from '../sinks/jsonl.js';
 import { FILE as OUTBOX_FILE, outboxHeldBy, outboxRoomShortfall, unsafeFolder } from '../sinks/outbox.js';
@@ -157,6 +158,10 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
         }
         const bad = notAnInput(st);
         if (bad) throw new ArgusError(bad.code, `${field}.uri: ${url}: ${bad.why}`);
+      } else if (sourceKind(url) === 'v4l2') {
+        const node = url.replace(/^v4l2:\/\//i, '');
+        const why = await deviceProblem(node);
+        if (why) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `${field}.uri: ${node}: ${why}`);
       }
       if (checksCertificate(s.uri, s.tls) && s.tls.ca) {
         await readCameraCa(resolve(baseDir, s.tls.ca)).catch((e: Error) => {
@@ -164,7 +169,7 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
         });
       }
       urls.set(s, url);
-      items.push({ check: 'source', ok: true, field: `${field}.uri`, message: `${s.id}: ${sourceKind(url) === 'file' ? `file ${url}, readable` : `${sourceKind(url)} stream`}` });
+      items.push({ check: 'source', ok: true, field: `${field}.uri`, message: `${s.id}: ${sourceKind(url) === 'file' ? `file ${url}, readable` : sourceKind(url) === 'v4l2' ? `device ${url}, a character device argus may open` : `${sourceKind(url)} stream`}` });
     } catch (e) {
       // The field its message names (`sources[0].tls.ca` for the CA file), else the uri.
       const item = problem('source', e, file);
@@ -188,6 +193,7 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
     const inputs = [...urls.values()].filter((u) => sourceKind(u) === 'file').map((u) => resolve(u));
     await checkSinks(config, file, baseDir, inputs, options.connect === true, timeoutMs, items);
     await checkOutbox(config, baseDir, items, options.freeBytes);
+    await checkServer(config, file, items);
     if (options.probe && ff) {
       for (const [s, url] of urls) items.push(await probeSource(s, url, fieldOf(s), ff.path, detector, config, baseDir, timeoutMs, log, file));
     }
@@ -228,6 +234,28 @@ async function checkSinks(config: PipelineConfig, file: string, baseDir: string,
   } catch (e) {
     items.push(problem('kafka', e, file, 'sinks.kafka.brokers'));
   }
+}
+
+/**
+ * The server's address, as the run listens on it (server.host, and $ARGUS_HTTP_PORT or
+ * server.port): listened on and closed at once (listenProblem), so a port another program holds,
+ * a privileged one as non-root, or a host that is not this machine's is said as the run would
+ * stop with it (VAP_ERR_SERVER_LISTEN), naming server.port or server.host.
+ */
+async function checkServer(config: PipelineConfig, file: string, items: CheckItem[]): Promise<void> {
+  const server = config.server;
+  if (!server) return;
+  let port: number;
+  try {
+    port = httpPort(process.env, server.port);
+  } catch (e) {
+    return void items.push(problem('server', e, file, 'server.port'));
+  }
+  const refused = await listenProblem(server.host, port);
+  const code = (refused?.cause as NodeJS.ErrnoException | undefined)?.code;
+  const field = code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' ? 'server.host' : 'server.port';
+  if (refused) return void items.push(problem('server', refused, file, field));
+  items.push({ check: 'server', ok: true, field: 'server.port', message: port === 0 ? `${server.host}: a free port is picked at start` : `${server.host}:${port}: free to listen on` });
 }
 
 /**

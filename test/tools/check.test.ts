@@ -79,6 +79,44 @@ describe('argus check', () => {
     }
   });
 
+  it('the server\'s port held by another program, or a host not of this machine: VAP_ERR_SERVER_LISTEN naming server.port or server.host, as the run stops with it', async () => {
+    const holder = createServer();
+    await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
+    const port = (holder.address() as AddressInfo).port;
+    const serve = (name: string, server: string) => pipeline(name, `name: t\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\nserver: {${server}}\n`);
+    try {
+      let r = await checkPipeline(serve('port.yaml', `port: ${port}`));
+      expect(problems(r)).toEqual([{ code: 'VAP_ERR_SERVER_LISTEN', field: 'server.port' }]);
+      expect(r.items.find((i) => i.check === 'server')?.message).toBe(`server: cannot listen on 127.0.0.1:${port} (EADDRINUSE): another program listens there, another argus perhaps: set server.port (or ARGUS_HTTP_PORT) to a free one`);
+      // 192.0.2.1 (TEST-NET-1) is no address of this machine.
+      r = await checkPipeline(serve('host.yaml', 'host: 192.0.2.1, port: 0'));
+      expect(problems(r)).toEqual([{ code: 'VAP_ERR_SERVER_LISTEN', field: 'server.host' }]);
+      expect(r.items.find((i) => i.check === 'server')?.message).toMatch(/^server: cannot listen on 192\.0\.2\.1:0 \(EADDRNOTAVAIL\): server\.host is not an address of this machine/);
+    } finally {
+      await new Promise((r) => holder.close(r));
+    }
+    // Free again: passed, and nothing is left listening (the check closed its own).
+    const r = await checkPipeline(serve('port.yaml', `port: ${port}`));
+    expect(r.items.find((i) => i.check === 'server')).toMatchObject({ ok: true, message: `127.0.0.1:${port}: free to listen on` });
+    const again = createServer();
+    await new Promise<void>((resolve, reject) => again.once('error', reject).listen(port, '127.0.0.1', resolve));
+    await new Promise((r) => again.close(r));
+  });
+
+  it('a V4L2 source\'s node not there, or not a character device: VAP_ERR_SOURCE_OPEN naming the source\'s uri (it passed as a "v4l2 stream")', async () => {
+    writeFileSync(join(dir, 'video7'), 'x');
+    const cam = (name: string, uri: string) => pipeline(name, `name: t\nsources:\n  - id: a\n    uri: ${uri}\n`);
+    let r = await checkPipeline(cam('no-device.yaml', '/dev/video987'));
+    expect(problems(r)).toEqual([{ code: 'VAP_ERR_SOURCE_OPEN', field: 'sources[0].uri' }]);
+    expect(r.items.find((i) => i.check === 'source')?.message).toBe('sources[0].uri: /dev/video987: no such device (a camera unplugged, or a container started without --device)');
+    r = await checkPipeline(cam('file-device.yaml', `v4l2://${join(dir, 'video7')}`));
+    expect(problems(r)).toEqual([{ code: 'VAP_ERR_SOURCE_OPEN', field: 'sources[0].uri' }]);
+    expect(r.items.find((i) => i.check === 'source')?.message).toMatch(/video7: is not a character device \(a file\)/);
+    // A character device argus may open passes (/dev/null stands in for a camera's node).
+    r = await checkPipeline(cam('null-device.yaml', 'v4l2:///dev/null'));
+    expect(r.items.find((i) => i.check === 'source')).toMatchObject({ ok: true, message: 'a: device v4l2:///dev/null, a character device argus may open' });
+  });
+
   describe('the outbox folder, as a run opens it', () => {
     const kafkaPipeline = (name: string, outbox: string) => pipeline(name, `name: t\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\nsinks:\n  kafka: {brokers: ["127.0.0.1:1"]}\noutbox: {${outbox}}\n`);
     const outboxItem = (r: CheckReport) => r.items.find((i) => i.check === 'outbox');
