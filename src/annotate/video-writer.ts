@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ownChild } from '../core/children.js';
@@ -56,6 +56,24 @@ export interface VideoWriterOptions {
  * back-pressure); `close` finishes the file. A failure is VAP_ERR_SINK_FILE with the end of
  * ffmpeg's log.
  */
+/** The encoder the annotated videos are written with (ffmpeg's `-c:v`). */
+export const H264_ENCODER = 'libx264';
+
+/**
+ * Why the ffmpeg at `ffmpegPath` cannot write the annotated video, or undefined: it lists no
+ * H264_ENCODER among its encoders (a build without libx264: every video's encoder failed at its
+ * first frame), or it did not answer within `timeoutMs`. For `argus check`, beforehand.
+ */
+export function missingH264Encoder(ffmpegPath: string, timeoutMs = 10_000): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    execFile(ffmpegPath, ['-hide_banner', '-encoders'], { timeout: timeoutMs, maxBuffer: 4 * 1024 * 1024, windowsHide: true }, (e, stdout) => {
+      if (e && !stdout) return resolve(`${ffmpegPath} did not list its encoders (${(e as NodeJS.ErrnoException).code ?? (e.killed ? `no answer within ${timeoutMs / 1000} s` : e.message)})`);
+      const has = stdout.split('\n').some((l) => l.trim().split(/\s+/)[1] === H264_ENCODER);
+      resolve(has ? undefined : `${ffmpegPath} has no ${H264_ENCODER} encoder, which the annotated video is written with (a build without it: install one with libx264, or set ffmpegPath)`);
+    });
+  });
+}
+
 export class VideoWriter {
   private readonly child: ChildProcess;
   private readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>;
@@ -71,7 +89,7 @@ export class VideoWriter {
     const args = [
       '-hide_banner', '-nostdin', '-loglevel', 'error', '-y',
       '-f', 'rawvideo', '-pix_fmt', order === 'bgr' ? 'bgr24' : 'rgb24', '-s', `${width}x${height}`, '-r', String(fps), '-i', 'pipe:0',
-      '-an', '-vf', 'pad=ceil(iw/2)*2:ceil(ih/2)*2', '-c:v', 'libx264', '-preset', 'veryfast', ...(gop ? ['-g', String(gop)] : []), '-pix_fmt', 'yuv420p', '-movflags', movflags, path,
+      '-an', '-vf', 'pad=ceil(iw/2)*2:ceil(ih/2)*2', '-c:v', H264_ENCODER, '-preset', 'veryfast', ...(gop ? ['-g', String(gop)] : []), '-pix_fmt', 'yuv420p', '-movflags', movflags, path,
     ];
     this.child = ownChild(spawn(ffmpegPath, args, { stdio: ['pipe', 'ignore', 'pipe'] }));
     if (options.nice !== undefined && this.child.pid !== undefined) {

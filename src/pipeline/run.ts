@@ -551,6 +551,6 @@ function jsonlPathOf(config: PipelineConfig, options: RunOptions): string | unde
 }
 
 /** The JSON lines file, as a file another output must not also write (stdout is none). */
-function jsonlWrites(path: string | undefined): ReadonlyMap<string, string> | undefined {
+export function jsonlWrites(path: string | undefined): ReadonlyMap<string, string> | undefined {
   return path && path !== '-' ? new Map([[path, 'sinks.jsonl.path (--jsonl)']]) : undefined;
 }

@@ -181,6 +181,18 @@ function refusal(source: string, file: string, outputs: ReadonlyMap<string, stri
   return undefined;
 }
 
+/**
+ * The first of `paths` (each source's output file: annotatePaths) that AnnotateSink.open
+ * refuses (refusal), or undefined; nothing is made. The run's open and `argus check` both ask it.
+ */
+export function annotateRefusal(o: Pick<AnnotateSinkOptions, 'inputs' | 'writtenBy'>, paths: ReadonlyMap<string, string>): ArgusError | undefined {
+  for (const [source, file] of paths) {
+    const refused = refusal(source, file, paths, o);
+    if (refused) return refused;
+  }
+  return undefined;
+}
+
 /** `file`'s stat (links followed), or undefined where there is none. */
 function statOf(file: string): Stats | undefined {
   try {
@@ -242,10 +254,8 @@ export class AnnotateSink {
    */
   static async open(o: AnnotateSinkOptions): Promise<AnnotateSink> {
     const paths = annotatePaths(o.path, o.sources, o.baseDir, o.attachable);
-    for (const [source, file] of paths) {
-      const refused = refusal(source, file, paths, o);
-      if (refused) throw refused;
-    }
+    const refused = annotateRefusal(o, paths);
+    if (refused) throw refused;
     for (const file of paths.values()) createOutput(file);
     return new AnnotateSink(o, paths);
   }

@@ -14,10 +14,12 @@ import { redact, redactDeep } from '../core/redact.js';
 import { checksCertificate } from '../core/rtsp-relay.js';
 import { forTerminalLines } from '../core/text.js';
 import type { Detector } from '../inference/detector.js';
+import { H264_ENCODER, missingH264Encoder } from '../annotate/video-writer.js';
 import { ffmpegOutputFor } from '../pipeline/detect.js';
-import { deadLetterPathOf, httpPort, outboxBeside, outboxDir, outboxEnabled } from '../pipeline/run.js';
+import { deadLetterPathOf, httpPort, jsonlWrites, outboxBeside, outboxDir, outboxEnabled } from '../pipeline/run.js';
 import { listenProblem } from '../server/http.js';
 import { loadDetector, pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
+import { annotatePaths, annotateRefusal } from '../sinks/annotate.js';
 import { jsonlTargetRefusal } from '../sinks/jsonl.js';
 import { FILE as OUTBOX_FILE, outboxHeldBy, outboxRoomShortfall, unsafeFolder } from '../sinks/outbox.js';
 import { brokersText, commandKafkaConfig, reachKafka } from '../sinks/kafka-reach.js';
@@ -130,7 +132,14 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
 
   // The model, loaded while ffmpeg and the sources are looked at (an asset's download bounded).
   const signal = AbortSignal.timeout(Math.max(timeoutMs, 60_000));
-  const loading = loadDetector(config, { baseDir, configFile: file, log, signal }).then(
+  // The providers the session could not have (`cuda` on a host without CUDA), as the detector
+  // logs each when it falls back: the run does the same, and infers on the next one.
+  const fellBack: { provider: string; reason: string }[] = [];
+  const modelLog: LogFn = (msg, fields, level) => {
+    if (level === 'warn' && typeof fields?.provider === 'string' && typeof fields.reason === 'string') fellBack.push({ provider: fields.provider, reason: fields.reason });
+    log(msg, fields, level);
+  };
+  const loading = loadDetector(config, { baseDir, configFile: file, log: modelLog, signal }).then(
     (d) => ({ detector: d }),
     (e: unknown) => ({ error: e }),
   );
@@ -186,12 +195,17 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
     } else {
       const d = detector;
       items.push({ check: 'model', ok: true, field: modelField, message: `${d.manifest.name}: session made on ${d.provider}, input ${d.inputWidth}x${d.inputHeight} fits the ${d.manifest.decoder.type} decoder, ${d.labels.length} labels` });
+      for (const f of fellBack) {
+        const at = config.model.providers.indexOf(f.provider as (typeof config.model.providers)[number]);
+        items.push({ check: 'model', ok: true, warning: true, field: at >= 0 ? `model.providers[${at}]` : 'model.providers', message: `model.providers: ${f.provider} is not available on this host (${f.reason}): a run falls back, as this check did, and infers on ${d.provider}` });
+      }
       const unknown = sources.flatMap((s) => unknownClasses(s, d.labels, fieldOf(s)));
       for (const text of unknown) items.push(problem('classes', new ArgusError(ErrorCodes.CONFIG, text), file));
       if (unknown.length === 0) items.push({ check: 'classes', ok: true, message: 'every class of the zones, lines and rules is one of the model\'s labels' });
     }
     const inputs = [...urls.values()].filter((u) => sourceKind(u) === 'file').map((u) => resolve(u));
     await checkSinks(config, file, baseDir, inputs, options.connect === true, timeoutMs, items);
+    await checkAnnotate(config, baseDir, inputs, ff, timeoutMs, items);
     await checkOutbox(config, baseDir, items, options.freeBytes);
     await checkServer(config, file, items);
     if (options.probe && ff) {
@@ -237,6 +251,36 @@ async function checkSinks(config: PipelineConfig, file: string, baseDir: string,
 }
 
 /**
+ * The annotated video (sinks.annotate), as the run opens it: each source's file refused as the
+ * run refuses it (annotateRefusal: not an H.264 container, a source's file, the JSONL sink's, a
+ * folder), its folder (or the nearest one above it, which the run makes it in) writable, the file
+ * writable where it is there; and the ffmpeg argus uses has the H.264 encoder the video is
+ * written with (missingH264Encoder, within `timeoutMs`). Nothing is made.
+ */
+async function checkAnnotate(config: PipelineConfig, baseDir: string, inputs: readonly string[], ff: FfmpegChoice | undefined, timeoutMs: number, items: CheckItem[]): Promise<void> {
+  const a = config.sinks.annotate;
+  if (!a) return;
+  const field = 'sinks.annotate.path';
+  const fail = (message: string, code: ErrorCode = ErrorCodes.SINK_FILE): void => void items.push({ check: 'annotate', ok: false, code, field, message });
+  const jsonl = config.sinks.jsonl?.path;
+  const paths = annotatePaths(a.path, config.sources.filter((s) => s.enabled).map((s) => s.id), baseDir);
+  const refused = annotateRefusal({ inputs, writtenBy: jsonlWrites(jsonl === undefined || jsonl === '-' ? jsonl : resolve(baseDir, jsonl)) }, paths);
+  if (refused) return fail(refused.message);
+  for (const file of new Set(paths.values())) {
+    const above = await nearestExisting(dirname(file));
+    const folder = await unwritableFolder(above);
+    if (folder) return fail(`${field}: ${file}: its folder cannot be ${above === dirname(file) ? 'written' : 'made'} (${folder})`);
+    const target = await unwritableTarget(file);
+    if (target) return fail(`${field}: ${file}: ${target}`);
+  }
+  if (ff) {
+    const missing = await missingH264Encoder(ff.path, timeoutMs);
+    if (missing) return void items.push({ check: 'annotate', ok: false, code: ErrorCodes.SINK_FILE, field: config.ffmpegPath ? 'ffmpegPath' : field, message: missing });
+  }
+  items.push({ check: 'annotate', ok: true, field, message: `${[...new Set(paths.values())].join(', ')}: writable${ff ? `, ${H264_ENCODER} in ${ff.path}` : ''}` });
+}
+
+/**
  * The server's address, as the run listens on it (server.host, and $ARGUS_HTTP_PORT or
  * server.port): listened on and closed at once (listenProblem), so a port another program holds,
  * a privileged one as non-root, or a host that is not this machine's is said as the run would
@@ -274,9 +318,7 @@ async function checkOutbox(config: PipelineConfig, baseDir: string, items: Check
   const st = await stat(dir).catch((e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? undefined : e));
   if (st instanceof Error) return fail(`${dir}: ${st.code ?? st.message}`);
   if (st && !st.isDirectory()) return fail(`${dir} is not a folder`);
-  let above = dir;
-  while (!st && dirname(above) !== above && !(await stat(above).then((x) => x.isDirectory(), () => false))) above = dirname(above);
-  const cannot = await unwritableFolder(st ? dir : above);
+  const cannot = await unwritableFolder(st ? dir : await nearestExisting(dir));
   if (cannot) return fail(`${dir}: ${st ? 'cannot be written' : 'cannot be made'} (${cannot})`);
   if (st) {
     const unsafe = await unsafeFolder(dir).catch(() => undefined);
@@ -288,6 +330,16 @@ async function checkOutbox(config: PipelineConfig, baseDir: string, items: Check
   const short = await outboxRoomShortfall({ dir, maxBytes: config.outbox.maxBytes, beside: outboxBeside(config, deadLetterPathOf(config, baseDir)), freeBytes }, journal).catch(() => undefined);
   if (short) items.push({ check: 'outbox', ok: true, warning: true, field: 'outbox.maxBytes', message: `outbox.maxBytes: a run warns at its start: ${short.message.replace(/^outbox: /, '')}` });
   else items.push({ check: 'outbox', ok: true, field, message: `${dir}: ${st ? 'writable, held by no other argus' : 'made by the run (its folder writable)'}, room for its bounds` });
+}
+
+/**
+ * `path`, or the nearest path above it that is there (a folder, or a file where a folder would
+ * have to be made, which unwritableFolder refuses): where a run's makeDir starts making folders.
+ */
+async function nearestExisting(path: string): Promise<string> {
+  let p = resolve(path);
+  while (dirname(p) !== p && (await stat(p).then(() => false, (e: NodeJS.ErrnoException) => e.code === 'ENOENT' || e.code === 'ENOTDIR'))) p = dirname(p);
+  return p;
 }
 
 /**

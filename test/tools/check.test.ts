@@ -117,6 +117,43 @@ describe('argus check', () => {
     expect(r.items.find((i) => i.check === 'source')).toMatchObject({ ok: true, message: 'a: device v4l2:///dev/null, a character device argus may open' });
   });
 
+  it('the annotated video: a path the run refuses (a source\'s clip), a folder that cannot be made, an ffmpeg without libx264: VAP_ERR_SINK_FILE naming the field', async () => {
+    const clip = join(dir, 'annotate-clip.mp4');
+    copyFileSync(PERSON_VIDEO, clip);
+    writeFileSync(join(dir, 'plain-file'), 'x');
+    const annotated = (name: string, path: string, more = '') => pipeline(name, `name: t\nsources:\n  - id: a\n    uri: annotate-clip.mp4\nsinks:\n  annotate: {path: ${path}}\n${more}`);
+    const item = (r: CheckReport) => r.items.find((i) => i.check === 'annotate');
+    let r = await checkPipeline(annotated('ann-clip.yaml', 'annotate-clip.mp4'));
+    expect(problems(r)).toEqual([{ code: 'VAP_ERR_SINK_FILE', field: 'sinks.annotate.path' }]);
+    expect(item(r)?.message).toMatch(/^sinks\.annotate\.path: .*annotate-clip\.mp4 is a file a source reads/);
+    r = await checkPipeline(annotated('ann-folder.yaml', 'plain-file/videos/out.mp4'));
+    expect(problems(r)).toEqual([{ code: 'VAP_ERR_SINK_FILE', field: 'sinks.annotate.path' }]);
+    expect(item(r)?.message).toMatch(/^sinks\.annotate\.path: .*out\.mp4: its folder cannot be made \(.*plain-file is not a folder\)$/);
+    // An ffmpeg whose build has no libx264 (its list of encoders without it): every video's encoder would fail at its first frame.
+    const ffmpeg = join(dir, 'ffmpeg-no-x264');
+    writeFileSync(ffmpeg, `#!/bin/sh\nif [ "$2" = "-encoders" ]; then ffmpeg "$@" | grep -v libx264; else exec ffmpeg "$@"; fi\n`, { mode: 0o755 });
+    r = await checkPipeline(annotated('ann-x264.yaml', 'videos/out.mp4', `ffmpegPath: ${ffmpeg}\n`));
+    expect(problems(r)).toEqual([{ code: 'VAP_ERR_SINK_FILE', field: 'ffmpegPath' }]);
+    expect(item(r)?.message).toBe(`${ffmpeg} has no libx264 encoder, which the annotated video is written with (a build without it: install one with libx264, or set ffmpegPath)`);
+    r = await checkPipeline(annotated('ann-good.yaml', 'videos/out.mp4'));
+    expect(item(r)).toMatchObject({ ok: true, message: expect.stringMatching(/videos\/out\.mp4: writable, libx264 in \//) });
+  });
+
+  it('a CUDA provider asked for where the host has none: the run falls back to the CPU, and the check says so (a WARNING naming model.providers[0], not a bare "ok")', async () => {
+    const file = pipeline('cuda.yaml', `name: t\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\nmodel:\n  providers: [cuda]\n`);
+    const r = await checkPipeline(file);
+    expect(problems(r)).toEqual([]);
+    const model = r.items.filter((i) => i.check === 'model');
+    if (/session made on cuda/.test(model[0].message)) {
+      // A host with CUDA: nothing to warn of.
+      expect(model.filter((i) => i.warning)).toEqual([]);
+    } else {
+      expect(model[1]).toMatchObject({ ok: true, warning: true, field: 'model.providers[0]' });
+      expect(model[1].message).toMatch(/^model\.providers: cuda is not available on this host \(.+\): a run falls back, as this check did, and infers on cpu$/);
+      expect(formatCheck(r)).toMatch(/^WARNING model +model\.providers: cuda is not available/m);
+    }
+  }, 120_000);
+
   describe('the outbox folder, as a run opens it', () => {
     const kafkaPipeline = (name: string, outbox: string) => pipeline(name, `name: t\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\nsinks:\n  kafka: {brokers: ["127.0.0.1:1"]}\noutbox: {${outbox}}\n`);
     const outboxItem = (r: CheckReport) => r.items.find((i) => i.check === 'outbox');
