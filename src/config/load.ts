@@ -97,6 +97,14 @@ const YAML_PROBLEMS: Readonly<Record<string, string>> = {
   BAD_DQ_ESCAPE: 'an invalid escape sequence in a double-quoted string (write \\\\ for a backslash, or use single quotes)',
 };
 
+/**
+ * YAML's errors that a line indented one space too many or too few makes (`     zones:` under
+ * `    uri: clip.mp4` read as part of the uri's value, "Nested mappings are not allowed in compact
+ * mappings" at the uri): what to look at, after YAML's own words.
+ */
+const INDENT_CODES: ReadonlySet<string> = new Set(['BLOCK_AS_IMPLICIT_KEY', 'MULTILINE_IMPLICIT_KEY', 'BAD_INDENT', 'MISSING_CHAR']);
+const INDENT_HINT = ' (check the indentation of this line and the ones after it: the keys of one mapping start at the same column, spaces only, each list item with its "- ")';
+
 /** A YAML text that could not be read: where, and what, without the text itself. */
 export class YamlTextError extends Error {
   constructor(
@@ -133,7 +141,7 @@ export function parseYamlText(text: string, options: ParseOptions & DocumentOpti
   const e: YAMLError | undefined = doc.errors[0] ?? doc.warnings[0];
   if (e) {
     const first = e.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '');
-    const problem = YAML_PROBLEMS[e.code] ?? (/^Block scalar header includes extra characters/.test(first) ? "characters after a block scalar's header (| or >, then only a chomping or indentation indicator)" : first);
+    const problem = YAML_PROBLEMS[e.code] ?? (/^Block scalar header includes extra characters/.test(first) ? "characters after a block scalar's header (| or >, then only a chomping or indentation indicator)" : `${first}${INDENT_CODES.has(e.code) ? INDENT_HINT : ''}`);
     throw new YamlTextError(e.linePos?.[0].line, e.linePos?.[0].col, problem);
   }
   let value: unknown;

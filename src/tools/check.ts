@@ -424,7 +424,9 @@ async function probeSource(s: SourceConfig, url: string, field: string, ffmpegPa
 
 /** The report as lines for a terminal: one per item, problems with their code, then the count. */
 export function formatCheck(r: CheckReport): string {
-  const lines = r.items.map((i) => `${i.ok ? (i.warning ? 'WARNING' : 'ok     ') : 'PROBLEM'} ${i.check.padEnd(8)} ${i.ok ? '' : `${i.code}: `}${forTerminalLines(i.message)}`);
+  // A problem whose message does not name the field it is about says it first (`model.path: model "…": file not found`).
+  const where = (i: CheckItem) => (!i.ok && i.field && !i.message.includes(i.field) ? `${i.field}: ` : '');
+  const lines = r.items.map((i) => `${i.ok ? (i.warning ? 'WARNING' : 'ok     ') : 'PROBLEM'} ${i.check.padEnd(8)} ${i.ok ? '' : `${i.code}: `}${forTerminalLines(where(i) + i.message)}`);
   lines.push(r.ok ? `${r.file}: no problems found` : `${r.file}: ${r.problems} problem(s)`);
   return lines.map(forTerminalLines).join('\n') + '\n';
 }

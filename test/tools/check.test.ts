@@ -154,6 +154,37 @@ describe('argus check', () => {
     }
   }, 120_000);
 
+  it('a new user\'s ten broken pipelines: each problem says what and where (its field, or its line), and no password is printed', async () => {
+    const PW = 'Sup3rS3cret';
+    process.env.ARGUS_CHECK_TEST_CAM_PW = PW;
+    const src = `sources:\n  - id: lobby\n    uri: ${PERSON_VIDEO}\n`;
+    const cases: [string, string, { code: string; field: string }[], RegExp][] = [
+      ['a key indented one space too far', `${src}     zones:\n      - {id: z, polygon: [[0, 0], [1, 0], [1, 1]]}\n`, [{ code: 'VAP_ERR_CONFIG_FILE', field: '' }], /not valid YAML \(line 3, column \d+\): .*\(check the indentation of this line and the ones after it/],
+      ['tabs for indentation', `sources:\n\t- id: lobby\n\t  uri: x.mp4\n`, [{ code: 'VAP_ERR_CONFIG_FILE', field: '' }], /not valid YAML \(line 2, column 1\): Tabs are not allowed as indentation/],
+      ['a zone in pixels, units left as fractions', `${src}    zones:\n      - {id: door, polygon: [[100, 200], [640, 200], [640, 360]]}\n`, [{ code: 'VAP_ERR_CONFIG', field: 'sources[0].zones[0].polygon' }], /look like pixels .* add `units: pixel` to this zone/],
+      ['an RTSP URL with a password and a misspelt scheme', `sources:\n  - id: gate\n    uri: rstp://admin:${PW}@192.168.1.64:554/Streaming/Channels/101\n`, [{ code: 'VAP_ERR_CONFIG', field: 'sources[0].uri' }], /"rstp:\/\/" is not a scheme argus opens/],
+      ['a password holding "/" not percent-encoded', `sources:\n  - id: gate\n    uri: "rtsp://admin:\${env:ARGUS_CHECK_TEST_CAM_PW}/x@192.168.1.64/live"\n`, [{ code: 'VAP_ERR_CONFIG', field: 'sources[0].uri' }], /the part before '@' holds '\/', '\?' or '#'/],
+      ['a model file that is not there', `${src}model:\n  path: models/my-yolo.onnx\n`, [{ code: 'VAP_ERR_MODEL_LOAD', field: 'model.path' }], /^PROBLEM model +VAP_ERR_MODEL_LOAD: model\.path: model ".*my-yolo\.onnx": file not found/m],
+      ['sources as a mapping, not a list', `sources:\n  id: lobby\n  uri: x.mp4\n`, [{ code: 'VAP_ERR_CONFIG', field: 'sources' }], /sources: Expected array, received object/],
+      ['a rule naming a misspelt zone', `${src}    zones:\n      - {id: door, polygon: [[0, 0], [1, 0], [1, 1]]}\n    rules:\n      - {id: r, type: zone-enter, zone: dor}\n`, [{ code: 'VAP_ERR_CONFIG', field: 'sources[0].rules[0].zone' }], /no zone "dor" in this source \(zones: door\)/],
+      ['a broker with a password in its address', `${src}sinks:\n  kafka: {brokers: ["kafka://bob:${PW}@broker:9092"]}\n`, [{ code: 'VAP_ERR_CONFIG', field: 'sinks.kafka.brokers[0]' }], /sinks\.kafka\.brokers\[0\]: use host:port/],
+      ['the camera password where a class goes', `${src}    zones:\n      - {id: z, polygon: [[0, 0], [1, 0], [1, 1]], classes: ["\${env:ARGUS_CHECK_TEST_CAM_PW}"]}\n`, [{ code: 'VAP_ERR_CONFIG', field: 'sources[0].zones[0].classes[0]' }], /unknown class \(its value comes from the environment\)/],
+    ];
+    try {
+      for (const [name, yaml, want, message] of cases) {
+        const file = pipeline(`new-user-${cases.findIndex((c) => c[0] === name)}.yaml`, yaml);
+        const r = await checkPipeline(file);
+        expect(problems(r).map((p) => ({ ...p, field: p.field === file ? '' : p.field })), name).toEqual(want);
+        const text = formatCheck(r);
+        expect(text, name).toMatch(message);
+        expect(text, name).not.toContain(PW);
+        expect(JSON.stringify(r), name).not.toContain(PW);
+      }
+    } finally {
+      delete process.env.ARGUS_CHECK_TEST_CAM_PW;
+    }
+  }, 120_000);
+
   describe('the outbox folder, as a run opens it', () => {
     const kafkaPipeline = (name: string, outbox: string) => pipeline(name, `name: t\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\nsinks:\n  kafka: {brokers: ["127.0.0.1:1"]}\noutbox: {${outbox}}\n`);
     const outboxItem = (r: CheckReport) => r.items.find((i) => i.check === 'outbox');
