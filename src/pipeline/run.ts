@@ -545,7 +545,7 @@ function summarize(started: Started, frames: number, wallMs: number): RunSummary
  * The JSONL file: --jsonl as given (against the shell's folder), the config's against the
  * pipeline file's folder, as every path in it (it was the shell's folder too).
  */
-function jsonlPathOf(config: PipelineConfig, options: RunOptions): string | undefined {
+export function jsonlPathOf(config: PipelineConfig, options: Pick<RunOptions, 'jsonl' | 'baseDir'>): string | undefined {
   const path = config.sinks.jsonl?.path;
   return options.jsonl ?? (path === undefined || path === '-' ? path : resolve(options.baseDir ?? process.cwd(), path));
 }

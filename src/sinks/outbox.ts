@@ -39,6 +39,12 @@ export async function unsafeFolder(dir: string): Promise<string | undefined> {
   return undefined;
 }
 
+/** What the outbox refuses an unsafe folder with (unsafeFolder), or undefined: said by the run at open, and by `argus check` beforehand. */
+export async function unsafeFolderRefusal(dir: string): Promise<string | undefined> {
+  const unsafe = await unsafeFolder(dir);
+  return unsafe && `outbox: ${dir} ${unsafe}: another local user could plant alerts in its journal (replayed to Kafka at start), read it, or point its files elsewhere by links; use a folder of argus's own user (chmod o-w, chown), or another outbox.dir`;
+}
+
 /**
  * The durable alert outbox: every alert (and the latest status of each source) is appended to
  * a journal on local disk, and fsynced, before any sink sees it; it is removed only once the
@@ -660,8 +666,8 @@ export class Outbox {
     } catch (e) {
       throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot create ${dir} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); set outbox.dir to a writable folder`, { cause: e });
     }
-    const unsafe = await unsafeFolder(dir);
-    if (unsafe) throw new ArgusError(ErrorCodes.OUTBOX, `outbox: ${dir} ${unsafe}: another local user could plant alerts in its journal (replayed to Kafka at start), read it, or point its files elsewhere by links; use a folder of argus's own user (chmod o-w, chown), or another outbox.dir`);
+    const unsafe = await unsafeFolderRefusal(dir);
+    if (unsafe) throw new ArgusError(ErrorCodes.OUTBOX, unsafe);
     await this.lock();
     try {
       await this.load();

@@ -16,12 +16,12 @@ import { forTerminalLines } from '../core/text.js';
 import type { Detector } from '../inference/detector.js';
 import { H264_ENCODER, missingH264Encoder } from '../annotate/video-writer.js';
 import { ffmpegOutputFor } from '../pipeline/detect.js';
-import { deadLetterPathOf, httpPort, jsonlWrites, outboxBeside, outboxDir, outboxEnabled } from '../pipeline/run.js';
+import { deadLetterPathOf, httpPort, jsonlPathOf, jsonlWrites, outboxBeside, outboxDir, outboxEnabled } from '../pipeline/run.js';
 import { listenProblem } from '../server/http.js';
 import { loadDetector, pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
 import { annotatePaths, annotateRefusal } from '../sinks/annotate.js';
 import { jsonlTargetRefusal } from '../sinks/jsonl.js';
-import { FILE as OUTBOX_FILE, outboxHeldBy, outboxRoomShortfall, unsafeFolder } from '../sinks/outbox.js';
+import { FILE as OUTBOX_FILE, outboxHeldBy, outboxRoomShortfall, unsafeFolderRefusal } from '../sinks/outbox.js';
 import { brokersText, commandKafkaConfig, reachKafka } from '../sinks/kafka-reach.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
 import { configuredFfmpegPath, describeFfmpeg, resolveFfmpeg, type FfmpegChoice } from '../sources/ffmpeg-path.js';
@@ -30,7 +30,7 @@ import { supervisedSource } from '../sources/supervised-source.js';
 
 /** One thing `argus check` looked at: passed, or a problem with its code and the field or file it names. */
 export interface CheckItem {
-  /** What was checked: `pipeline`, `model`, `ffmpeg`, `source`, `classes`, `sinks`, `kafka`, `probe`. */
+  /** What was checked: `pipeline`, `model`, `ffmpeg`, `source`, `classes`, `sinks`, `annotate`, `outbox`, `server`, `kafka`, `probe`. */
   check: string;
   ok: boolean;
   /** Passed, with what a run warns of at its start (the outbox's volume smaller than its bounds need): said, not counted as a problem. */
@@ -261,10 +261,9 @@ async function checkAnnotate(config: PipelineConfig, baseDir: string, inputs: re
   const a = config.sinks.annotate;
   if (!a) return;
   const field = 'sinks.annotate.path';
-  const fail = (message: string, code: ErrorCode = ErrorCodes.SINK_FILE): void => void items.push({ check: 'annotate', ok: false, code, field, message });
-  const jsonl = config.sinks.jsonl?.path;
+  const fail = (message: string): void => void items.push({ check: 'annotate', ok: false, code: ErrorCodes.SINK_FILE, field, message });
   const paths = annotatePaths(a.path, config.sources.filter((s) => s.enabled).map((s) => s.id), baseDir);
-  const refused = annotateRefusal({ inputs, writtenBy: jsonlWrites(jsonl === undefined || jsonl === '-' ? jsonl : resolve(baseDir, jsonl)) }, paths);
+  const refused = annotateRefusal({ inputs, writtenBy: jsonlWrites(jsonlPathOf(config, { baseDir })) }, paths);
   if (refused) return fail(refused.message);
   for (const file of new Set(paths.values())) {
     const above = await nearestExisting(dirname(file));
@@ -321,8 +320,8 @@ async function checkOutbox(config: PipelineConfig, baseDir: string, items: Check
   const cannot = await unwritableFolder(st ? dir : await nearestExisting(dir));
   if (cannot) return fail(`${dir}: ${st ? 'cannot be written' : 'cannot be made'} (${cannot})`);
   if (st) {
-    const unsafe = await unsafeFolder(dir).catch(() => undefined);
-    if (unsafe) return fail(`${dir} ${unsafe}: a run refuses it (another local user could plant alerts in its journal); use a folder of argus's own user, or another outbox.dir`);
+    const unsafe = await unsafeFolderRefusal(dir).catch(() => undefined);
+    if (unsafe) return fail(unsafe.replace(/^outbox: /, ''));
     const held = await outboxHeldBy(dir);
     if (held) return fail(held.replace(/^outbox: /, ''));
   }

@@ -221,7 +221,7 @@ describe('argus check', () => {
       chmodSync(open, 0o777);
       r = await checkPipeline(kafkaPipeline('open.yaml', `dir: ${open}`));
       expect(problems(r)).toEqual([{ code: 'VAP_ERR_OUTBOX', field: 'outbox.dir' }]);
-      expect(outboxItem(r)?.message).toMatch(/is writable by every user \(mode 777\): a run refuses it/);
+      expect(outboxItem(r)?.message).toMatch(/is writable by every user \(mode 777\): another local user could plant alerts in its journal/);
     });
 
     it('a volume with less room than three times outbox.maxBytes and the dead-letter file: the run\'s warning, said beforehand (not a problem)', async () => {
