@@ -61,6 +61,10 @@ export interface CheckOptions {
   /** Bound on each network step (a broker's answer, a source's first frame, an asset's download), ms. Default CHECK_TIMEOUT_MS. */
   timeoutMs?: number;
   log?: LogFn;
+  /** Bound on making the model's session, ms (default MODEL_CHECK_TIMEOUT_MS, or `timeoutMs` when longer). */
+  modelTimeoutMs?: number;
+  /** Loads the model (tests; default the run's loadDetector). */
+  loadDetector?: typeof loadDetector;
   /** The outbox volume's free bytes (tests; default statfs, as the run measures it). */
   freeBytes?: (dir: string) => Promise<number>;
   /** Called once the pipeline file is read (or failed to be): the CLI's start ends there (core/starting.ts). */
@@ -69,6 +73,12 @@ export interface CheckOptions {
 
 /** Default bound on each of `argus check`'s network steps, ms. */
 export const CHECK_TIMEOUT_MS = 10_000;
+
+/**
+ * Default bound on making the model's session, ms: a CPU session takes seconds, a TensorRT
+ * engine built at a first start minutes (the run waits for it; the check says so and goes on).
+ */
+export const MODEL_CHECK_TIMEOUT_MS = 120_000;
 
 /** An error as an item: its code (VAP_ERR_INTERNAL for an uncoded one), and its message without the file named before it. */
 function problem(check: string, e: unknown, file: string, field?: string): CheckItem {
@@ -139,7 +149,7 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
     if (level === 'warn' && typeof fields?.provider === 'string' && typeof fields.reason === 'string') fellBack.push({ provider: fields.provider, reason: fields.reason });
     log(msg, fields, level);
   };
-  const loading = loadDetector(config, { baseDir, configFile: file, log: modelLog, signal }).then(
+  const loading = (options.loadDetector ?? loadDetector)(config, { baseDir, configFile: file, log: modelLog, signal }).then(
     (d) => ({ detector: d }),
     (e: unknown) => ({ error: e }),
   );
@@ -186,11 +196,19 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
     }
   }
 
-  const loaded = await loading;
+  const modelMs = options.modelTimeoutMs ?? Math.max(timeoutMs, MODEL_CHECK_TIMEOUT_MS);
+  const loaded = await withDeadline(loading, modelMs, 'late').catch(() => {
+    // Released once made: the check goes on without it.
+    void loading.then((l) => ('detector' in l ? l.detector.release() : undefined)).catch(() => undefined);
+    return { late: true } as const;
+  });
   const detector: Detector | undefined = 'detector' in loaded ? loaded.detector : undefined;
   const modelField = config.model.path ? 'model.path' : 'model.manifest';
   try {
-    if (!detector) {
+    if ('late' in loaded) {
+      const trt = config.model.providers.includes('tensorrt');
+      items.push({ check: 'model', ok: true, warning: true, field: trt ? 'model.providers' : modelField, message: `${trt ? 'model.providers' : modelField}: no session made within ${modelMs / 1000} s${trt ? ' (a TensorRT engine is built at a first start, for minutes; later starts read it from its cache)' : ''}: a run waits for it before its first frame; its input, labels and the class names of zones, lines and rules were not checked` });
+    } else if (!detector) {
       items.push(problem('model', (loaded as { error: unknown }).error, file, modelField));
     } else {
       const d = detector;

@@ -4,7 +4,7 @@ import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from '
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { checkPipeline, formatCheck, type CheckReport } from '../../src/tools/check.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
 import { ARGUS, runCommand } from '../helpers/cli.js';
@@ -184,6 +184,24 @@ describe('argus check', () => {
       delete process.env.ARGUS_CHECK_TEST_CAM_PW;
     }
   }, 120_000);
+
+  it('a model whose session takes longer than the bound (a TensorRT engine built at a first start): a WARNING, the rest still checked, the session released once made', async () => {
+    const file = pipeline('slow-model.yaml', `name: t\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\nmodel:\n  providers: [tensorrt, cpu]\nsinks:\n  jsonl: {path: out.jsonl}\n`);
+    let released = false;
+    let made!: () => void;
+    const later = new Promise<void>((r) => (made = r));
+    const slow = (() => later.then(() => ({ release: async () => void (released = true) }))) as unknown as NonNullable<Parameters<typeof checkPipeline>[1]>['loadDetector'];
+    const started = Date.now();
+    const r = await checkPipeline(file, { modelTimeoutMs: 300, loadDetector: slow });
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(problems(r)).toEqual([]);
+    expect(r.items.find((i) => i.check === 'model')).toMatchObject({ ok: true, warning: true, field: 'model.providers' });
+    expect(r.items.find((i) => i.check === 'model')?.message).toMatch(/^model\.providers: no session made within 0\.3 s \(a TensorRT engine is built at a first start.*: a run waits for it before its first frame/);
+    expect(r.items.find((i) => i.check === 'sinks')).toMatchObject({ ok: true });
+    expect(r.items.some((i) => i.check === 'classes')).toBe(false);
+    made();
+    await vi.waitFor(() => expect(released).toBe(true));
+  });
 
   describe('the outbox folder, as a run opens it', () => {
     const kafkaPipeline = (name: string, outbox: string) => pipeline(name, `name: t\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\nsinks:\n  kafka: {brokers: ["127.0.0.1:1"]}\noutbox: {${outbox}}\n`);
