@@ -82,3 +82,25 @@ export function withoutSnapshot(body: AlertBody, omitted: SnapshotOmitted): Aler
   const { snapshot: _left, ...rest } = body;
   return { ...rest, snapshotOmitted: omitted };
 }
+
+/**
+ * An alert's JSON as an earlier run left it in the outbox, for its replay by this one: one sent
+ * without its snapshot because it was too large (`snapshotOmitted.url`) named where that run's
+ * server held the picture, which went with that run; replayed as it was, it pointed consumers at
+ * a picture no server holds (this one's answers 404). The URL is taken out, and the detail says
+ * why. Any other JSON is given back as it is (the same string: no parse unless it has a URL).
+ */
+export function replayedAlertJson(json: string): string {
+  if (!json.includes('"snapshotOmitted"') || !json.includes('"url"')) return json;
+  let m: { alert?: { snapshotOmitted?: Partial<SnapshotOmitted> } };
+  try {
+    m = JSON.parse(json) as typeof m;
+  } catch {
+    return json;
+  }
+  const omitted = m.alert?.snapshotOmitted;
+  if (!omitted || typeof omitted.url !== 'string') return json;
+  const { url: _gone, ...rest } = omitted;
+  m.alert!.snapshotOmitted = { ...rest, detail: `${rest.detail ?? ''}; the picture was held by the argus run that raised the alert, which has ended (the JSON lines sink, when on, has it)` };
+  return JSON.stringify(m);
+}

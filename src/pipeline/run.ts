@@ -4,6 +4,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { merge, type Observable, Subject, take } from 'rxjs';
 import type { FrameResult } from '../analytics/analyze.js';
 import type { SourceAnalyticsReport } from '../analytics/report.js';
+import { replayedAlertJson } from '../analytics/published.js';
 import type { PipelineConfig } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
@@ -456,7 +457,8 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
           superseded.push(m);
           continue;
         }
-        kafka.publish(r.kind as MessageKind, r.source, r.value, m, true); // counted apart: their emitted is the earlier run's
+        // (An alert sent without its picture names where the earlier run held it: taken out.)
+        kafka.publish(r.kind as MessageKind, r.source, r.kind === 'alert' ? replayedAlertJson(r.value) : r.value, m, true); // counted apart: their emitted is the earlier run's
         replayed++;
       }
       if (superseded.length > 0) {
