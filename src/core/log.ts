@@ -382,7 +382,7 @@ export function logFn(logger: Logger): LogFn {
  * cannot be flooded. Keys are a fixed set of event names.
  */
 export class ThrottledLog {
-  private readonly windows = new Map<string, { suppressed: number; msg: string; fields?: Record<string, unknown>; level?: LogLevel }>();
+  private readonly windows = new Map<string, { suppressed: number; msg: string; fields?: Record<string, unknown>; level?: LogLevel; since: number; timer: NodeJS.Timeout }>();
   constructor(
     private readonly out: LogFn,
     private readonly everyMs = 10_000,
@@ -397,11 +397,26 @@ export class ThrottledLog {
       return;
     }
     this.out(msg, fields, level);
-    this.windows.set(key, { suppressed: 0, msg, level });
-    setTimeout(() => {
-      const done = this.windows.get(key);
-      this.windows.delete(key);
-      if (done?.suppressed) this.out(`${done.msg} (and ${done.suppressed} more like it in ${this.everyMs / 1000} s)`, { ...done.fields, suppressed: done.suppressed }, done.level);
-    }, this.everyMs).unref();
+    const timer = setTimeout(() => this.close(key, this.everyMs), this.everyMs).unref();
+    this.windows.set(key, { suppressed: 0, msg, level, since: Date.now(), timer });
+  }
+
+  /**
+   * Ends every window now, each with its count line where events were counted in it: what owns
+   * the log is stopping (a source's end). The count was otherwise lost: its timer is unref'd, and
+   * a process that stops within the window (argus stopped 9 minutes into a relay's 10) never said
+   * how many more there were.
+   */
+  flush(): void {
+    for (const [key, w] of [...this.windows]) {
+      clearTimeout(w.timer);
+      this.close(key, Math.min(this.everyMs, Math.max(0, Date.now() - w.since)));
+    }
+  }
+
+  private close(key: string, ms: number): void {
+    const done = this.windows.get(key);
+    this.windows.delete(key);
+    if (done?.suppressed) this.out(`${done.msg} (and ${done.suppressed} more like it in ${Math.round(ms / 1000)} s)`, { ...done.fields, suppressed: done.suppressed }, done.level);
   }
 }

@@ -353,6 +353,8 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       retry({ delay: onError }),
       finalize(() => {
         flushResize();
+        // The relay's notices counted since their last line (NOTICE_REPEAT_MS): said now, not lost with the source.
+        memo.notices?.flush();
         finished = true;
         if (state === 'ended' || state === 'failed') return;
         const downstream = failedBy?.();

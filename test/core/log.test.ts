@@ -46,6 +46,23 @@ describe('ThrottledLog', () => {
     expect(lines.at(-1)).toEqual(['refused', { origin: 'later' }]);
     expect(lines).toHaveLength(4);
   });
+
+  it('flush (its owner stopping) says the count of every open window at once, for the time it lasted, and nothing twice', () => {
+    vi.useFakeTimers();
+    const lines: [string, Record<string, unknown> | undefined][] = [];
+    const t = new ThrottledLog((m, f) => lines.push([m, f]), 600_000);
+    t.log('jump', 'jumped', { n: 0 });
+    t.log('jump', 'jumped', { n: 1 });
+    t.log('jump', 'jumped', { n: 2 });
+    t.log('quiet', 'once'); // nothing counted: no line
+    vi.advanceTimersByTime(42_000);
+    t.flush();
+    expect(lines).toEqual([['jumped', { n: 0 }], ['once', undefined], ['jumped (and 2 more like it in 42 s)', { n: 2, suppressed: 2 }]]);
+    vi.advanceTimersByTime(600_000); // the windows' own ends: already said
+    expect(lines).toHaveLength(3);
+    t.log('jump', 'jumped', { n: 3 }); // a new window
+    expect(lines.at(-1)).toEqual(['jumped', { n: 3 }]);
+  });
 });
 
 describe('stderr as a pipe whose reader stops reading (PipeWriter)', () => {
