@@ -384,5 +384,14 @@ export async function quiesceInference(timeoutMs: number): Promise<boolean> {
 export async function exitAfterInference(code: number | undefined, timeoutMs: number): Promise<void> {
   if (await quiesceInference(timeoutMs)) return void process.exit(code);
   writeStderr(`argus: ${ErrorCodes.MODEL_RUN}: an inference run had not ended ${timeoutMs} ms after the stop (the model's run does not return); killing the process (exit status 137), which cannot end a thread inside ONNX Runtime\n`);
+  // What process.exit does first, the kill skips: the process's 'exit' handlers end argus's
+  // children (ffmpeg: one blocked opening a named pipe or waiting for its camera was left running,
+  // orphaned, holding a one-session camera or a V4L2 device from the next start) and write the
+  // log lines a slow stderr reader has not taken yet (this one, the run's summary).
+  try {
+    process.emit('exit', code ?? (typeof process.exitCode === 'number' ? process.exitCode : 0));
+  } catch {
+    // (a handler's failure must not keep the process alive)
+  }
   process.kill(process.pid, 'SIGKILL');
 }
