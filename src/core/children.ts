@@ -37,3 +37,24 @@ export function ownChild<C extends ChildProcess>(child: C): C {
   });
   return child;
 }
+
+/**
+ * Resolves once `child` has exited (or failed to start), or `ms` after the call where it has not:
+ * what starts another reader of the same input after killing this one waits for it (a V4L2 device
+ * is busy while open, a camera may take one session at a time), bounded, for a process stuck in
+ * the kernel ends only when it leaves it.
+ */
+export function exitOf(child: ChildProcess, ms: number): Promise<void> {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      child.off('exit', done);
+      child.off('error', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    child.once('exit', done);
+    child.once('error', done);
+  });
+}

@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
 import { statSync, type Stats } from 'node:fs';
-import { ownChild } from '../core/children.js';
+import { exitOf, ownChild } from '../core/children.js';
 import { notAnInput } from '../core/files.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { decodeBoundArgs, deinterlaceFilters, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, readsOnce, runTag, sampleFilter, sourceBoundFilter, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
 import { ffmpegAutoscales, notFfmpeg } from '../sources/ffmpeg-path.js';
+import { FFMPEG_EXIT_WAIT_MS } from '../sources/ffmpeg-source.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
 import { decodeStill, stillImagePath } from '../sources/still-image.js';
 import { FrameTimes, interlacedBy, isConfigChatter, isInputHeader, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, reportsDamage, saysNoVideoStream, scaledTo, withoutOwnNotices } from '../sources/stderr-probe.js';
@@ -133,6 +134,10 @@ async function* framesOf(o: VideoFramesOptions, interlaced: boolean): AsyncGener
     }
   } catch (e) {
     if (e instanceof Interlaced && !yielded && !interlaced) {
+      // Once the first ffmpeg has exited (FFMPEG_EXIT_WAIT_MS at most), as a run's source's
+      // restart: started beside it, the second found a V4L2 device or a one-session camera
+      // still held by the first, killed but not gone.
+      await e.gone;
       yield* framesOf(o, true);
       return;
     }
@@ -148,7 +153,14 @@ async function* framesOf(o: VideoFramesOptions, interlaced: boolean): AsyncGener
  * ffmpeg reported the input interlaced (a field order) and `deinterlace` is `auto`: read again,
  * deinterlaced, before any frame was given (as ffmpegSource runs such a stream again).
  */
-class Interlaced extends Error {}
+class Interlaced extends Error {
+  constructor(
+    /** The first ffmpeg's exit (killed as the read ends), FFMPEG_EXIT_WAIT_MS at most. */
+    readonly gone: Promise<void>,
+  ) {
+    super('interlaced');
+  }
+}
 
 /** ffmpeg's deinterlacer (bwdif) refusing a picture too small for it, on its log. */
 const TOO_SMALL_TO_DEINTERLACE = /\[Parsed_bwdif_\d+ @ [^\]]*\] Video with planes less than/;
@@ -389,7 +401,7 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
         unwatch();
         if (badLog) throw badLog;
         if (!info) break;
-        if (!o.interlaced && (o.deinterlace ?? 'auto') === 'auto' && !raw && interlacedBy(inputStream?.pixDetails)) throw new Interlaced();
+        if (!o.interlaced && (o.deinterlace ?? 'auto') === 'auto' && !raw && interlacedBy(inputStream?.pixDetails)) throw new Interlaced(exitOf(child, FFMPEG_EXIT_WAIT_MS));
         o.onInfo?.(info);
         reader = readerFor(info.width, info.height);
       }
