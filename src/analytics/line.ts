@@ -90,7 +90,24 @@ interface Side {
   lastBox: Float32Array;
   /** The id this state was handed over from (handOver), until the crossing it makes; else −1. */
   was: number;
+  /**
+   * A lost track handed over to this new id (handOver) whose crossing waits until the new id
+   * shows which way it goes (LineCounter.settle): its state and id; else undefined and −1.
+   */
+  pending: Side | undefined;
+  pendingId: number;
+  /** While pending: the frame time it began, and the least and the most the new id's anchor has been from the line on its side since its first sure sighting, px. */
+  pendingSince: number;
+  nearest: number;
+  furthest: number;
 }
+
+/**
+ * How long a lost track handed over to a new id that has gone neither away from the line nor
+ * back towards it (by the margin) waits before its crossing counts, ms (frame time): an
+ * object that stopped just past the line.
+ */
+export const HANDOVER_SETTLE_MS = 1000;
 
 /**
  * How far a box's shape (height over width) may change, as a ratio, before a side change it
@@ -101,7 +118,7 @@ interface Side {
 const RESHAPED_RATIO = 4 / 3;
 
 function newSide(side: -1 | 1, tMs: number, x: number, y: number, box: ArrayLike<number>, frameMs: number): Side {
-  return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box), was: -1 };
+  return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box), was: -1, pending: undefined, pendingId: -1, pendingSince: 0, nearest: 0, furthest: 0 };
 }
 
 /**
@@ -112,7 +129,8 @@ function newSide(side: -1 | 1, tMs: number, x: number, y: number, box: ArrayLike
  * on the other side, and only when its box moved there (not reshaped: `moved`). Only tracked
  * rows (trackerId ≥ 0) count. A track first seen on one side (there at start) learns its side
  * and has not crossed, unless it is a new id for an object the tracker lost just before on the
- * other side (an id switch at the line: `handOver`), whose crossing it makes.
+ * other side (an id switch at the line: `handOver`), whose crossing it makes once it shows that
+ * it goes on from the line (`settle`).
  */
 export class LineCounter {
   private readonly side = new Map<number, Side>();
@@ -170,21 +188,29 @@ export class LineCounter {
    * `marginPx`: the margin in the new picture's pixels.
    */
   place(from: Point, to: Point, sx: number, sy: number, frame?: { width: number; height: number }, marginPx = this.marginPx): void {
+    const ratio = this.marginPx > 0 ? marginPx / this.marginPx : 1;
     this.setEnds(from, to);
     this.frame = frame;
     this.marginPx = marginPx;
+    const scale = (st: Side) => {
+      st.x *= sx;
+      st.y *= sy;
+      st.lx *= sx;
+      st.ly *= sy;
+      st.vx *= sx;
+      st.vy *= sy;
+      for (let k = 0; k < 4; k++) {
+        st.box[k] *= k % 2 === 0 ? sx : sy;
+        st.lastBox[k] *= k % 2 === 0 ? sx : sy;
+      }
+    };
     for (const sides of [this.side, this.otherSide]) {
       for (const st of sides.values()) {
-        st.x *= sx;
-        st.y *= sy;
-        st.lx *= sx;
-        st.ly *= sy;
-        st.vx *= sx;
-        st.vy *= sy;
-        for (let k = 0; k < 4; k++) {
-          st.box[k] *= k % 2 === 0 ? sx : sy;
-          st.lastBox[k] *= k % 2 === 0 ? sx : sy;
-        }
+        scale(st);
+        if (!st.pending) continue;
+        scale(st.pending);
+        st.nearest *= ratio;
+        st.furthest *= ratio;
       }
     }
   }
@@ -232,15 +258,22 @@ export class LineCounter {
       let ox = 0, oy = 0;
       let fromBox: Float32Array | undefined;
       let fromMs = frameMs;
+      let handed: Side | undefined;
+      let handedId = -1;
+      let nearest = 0, furthest = 0, firstMs = 0;
       if (origin) {
         // The tracker's times of its sightings in this counter's frame time: the last one was the
         // previous frame (a track being confirmed is matched on every frame). They differ once a
         // source's timestamps went back (the tracker runs on, shifted).
         const seenBefore = origin.before ?? [origin];
         const shift = Number.isFinite(this.prevFrameTime) ? seenBefore[seenBefore.length - 1].ms - this.prevFrameTime : 0;
+        let sure = 0;
         for (const seen of seenBefore) {
           from = this.originSide(seen.box, d.xyxy, i);
-          if (from === 0) continue;
+          if (from === 0) {
+            sure++;
+            continue;
+          }
           [ox, oy] = anchorPoint(seen.box, 0, anchor, this.pt);
           fromBox = seen.box;
           fromMs = seen.ms - shift;
@@ -261,25 +294,44 @@ export class LineCounter {
         if (first !== 0) {
           const crossed = now === -first;
           const adopt = !crossed && (from === 0 || first * (dist - this.signedDistance(ox, oy)) >= -marginPx);
-          const firstMs = origin.ms - shift;
+          firstMs = origin.ms - shift;
           const old = from !== 0 ? this.handOver(sides, d, first, adopt, ox, oy, fromBox!, firstMs) : this.handOver(sides, d, first, adopt, x, y, d.xyxy.subarray(i * 4, i * 4 + 4), firstMs);
           if (old && adopt && old.side === -first) {
-            st = old;
-            st.was = this.handedFrom;
-            sides.set(id, st);
+            // Its crossing waits until this id shows which way it goes (settle): the way it went
+            // since its first sure sighting on this side, so far.
+            handed = old;
+            handedId = this.handedFrom;
+            nearest = furthest = first * dist;
+            if (from !== 0) {
+              for (let k = sure; k < seenBefore.length; k++) {
+                const [bx, by] = anchorPoint(seenBefore[k].box, 0, anchor, this.pt);
+                const s = first * this.signedDistance(bx, by);
+                if (s < nearest) nearest = s;
+                if (s > furthest) furthest = s;
+              }
+            }
           }
           this.handedFrom = -1;
         }
       }
-      if (!st) {
-        if (from === 0) {
-          if (now !== 0) sides.set(id, newSide(now, tMs, x, y, d.xyxy.subarray(i * 4, i * 4 + 4), frameMs));
-          return undefined;
-        }
+      if (from === 0) {
+        if (now === 0) return undefined;
+        st = newSide(now, tMs, x, y, d.xyxy.subarray(i * 4, i * 4 + 4), frameMs);
+        sides.set(id, st);
+        if (!handed) return undefined;
+      } else {
         st = newSide(from, tMs, ox, oy, fromBox!, fromMs);
         sides.set(id, st);
       }
+      if (handed) {
+        st.pending = handed;
+        st.pendingId = handedId;
+        st.pendingSince = firstMs;
+        st.nearest = nearest;
+        st.furthest = furthest;
+      }
     }
+    if (st.pending) this.settle(st, dist, frameMs);
     st.lastSeen = tMs;
     st.lastLabelled = tMs;
     // Its pace (half the last step's, half the earlier pace) and last sighting, for handOver.
@@ -310,6 +362,38 @@ export class LineCounter {
     if (!this.withinSegment(px + (x - px) * k, py + (y - py) * k)) return undefined;
     this.handedFrom = was;
     return now === 1 ? 'in' : 'out';
+  }
+
+  /**
+   * A lost track handed over to new id `st` (handOver) makes its crossing (is `st`'s from now on:
+   * its side, where it was last beyond the margin there and its box) once `st` has gone away
+   * from the line by the margin (from the nearest it has been to it), or stayed for
+   * HANDOVER_SETTLE_MS without coming back towards the line by the margin; if it comes back
+   * first, it is another object walking towards the line from that side (its own crossing is
+   * counted as any), and the lost track goes. Decided on the new id's confirmation, a person
+   * coming up to a line at a 30 fps camera (7 px over its 3 first frames, under the margin)
+   * just after another vanished before it on the other side was counted crossing in the
+   * direction it had not gone (and again, rightly, when it crossed). `dist`: the new id's signed
+   * distance from the line on this frame.
+   */
+  private settle(st: Side, dist: number, frameMs: number): void {
+    const s = st.side * dist;
+    if (s < st.nearest) st.nearest = s;
+    if (s > st.furthest) st.furthest = s;
+    const old = st.pending!;
+    if (st.furthest - s >= this.marginPx) {
+      st.pending = undefined;
+      st.pendingId = -1;
+      return;
+    }
+    if (s - st.nearest < this.marginPx && frameMs - st.pendingSince < HANDOVER_SETTLE_MS) return;
+    st.side = old.side;
+    st.x = old.x;
+    st.y = old.y;
+    st.box.set(old.box);
+    st.was = st.pendingId;
+    st.pending = undefined;
+    st.pendingId = -1;
   }
 
   /**

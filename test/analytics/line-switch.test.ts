@@ -138,6 +138,29 @@ describe('a line and a track lost at it', () => {
     expect(same.events.map((e) => [e.direction, e.trackId, e.previousTrackId])).toEqual([['in', 2, 1]]);
   });
 
+  it('one that appears past the line walking towards it slowly, or at 30 fps (under the margin over its first frames), is not handed the track that vanished before it', () => {
+    // A vanishes at 1.0 s with feet at 260 (above the line: a side door); B appears below, feet at
+    // 360, at 2.2 s and walks up across the line. Before, B was handed A's track on confirmation
+    // (it had come less than the margin towards the line by then) and counted in, then out.
+    for (const [fps, speed] of [[30, 100], [30, 30], [15, 50], [10, 50]] as const) {
+      const b: SceneObject = { key: 'b', box: [320, 200 + 2.2 * speed, 380, 360 + 2.2 * speed], velocity: [0, -speed], from: 2.2 };
+      const { events, tracked } = cross([walker({ until: 1 }), b], 5, fps);
+      expect(tracked.distinctIds('b'), `${fps} fps, ${speed} px/s`).toEqual([2]);
+      expect(events.map((e) => [e.direction, e.trackId, e.previousTrackId]), `${fps} fps, ${speed} px/s`).toEqual([['out', 2, undefined]]);
+    }
+  });
+
+  it('at 30 fps, one lost at the line and found past it walking on is counted once a few frames after it is confirmed; one that stops there, a second after it was first seen', () => {
+    const on = cross([walker({ hidden: [[0.9, 2.1]] })], 4, 30);
+    expect(on.events.map((e) => [e.direction, e.trackId, e.previousTrackId])).toEqual([['in', 2, 1]]);
+    expect(on.events[0].t).toBeLessThanOrEqual(2250); // found at 2.1 s, 10 px on (the margin) at 2.2
+    // Gone at 0.8 s with feet at 240, found standing with feet at 350 from 2.3 s.
+    const stops = cross([walker({ until: 0.8 }), { key: 'b', box: [300, 190, 360, 350], from: 2.3 }], 5, 30);
+    expect(stops.events.map((e) => [e.direction, e.trackId, e.previousTrackId])).toEqual([['in', 2, 1]]);
+    expect(stops.events[0].t).toBeGreaterThanOrEqual(3300);
+    expect(stops.events[0].t).toBeLessThan(3400);
+  });
+
   it('the alert of a crossing handed over names both ids, once', () => {
     const cfg = SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'door', units: 'pixel', from: [640, 300], to: [0, 300], anchor: 'bottom-center' }], rules: [{ id: 'in', type: 'line-cross', line: 'door', direction: 'any' }] });
     const a = new SourceAnalyzer(cfg, ['person', 'bicycle'], 'sources[0]');
