@@ -200,10 +200,13 @@ export class SourceAnalyzer {
     // one). The geometric mean of the two was off by up to their ratio's root: a level line's
     // 30 px band drawn on a 1920x1080 screenshot of a 640x1080 picture was 17 px of it, not 30,
     // and a person's jitter 20 px either side of it was counted crossing again and again.
-    // Without marginPx, LINE_MARGIN_OF_SIDE of that picture's smaller side, scaled alike.
+    // Without marginPx, LINE_MARGIN_OF_SIDE of the first picture's smaller side, scaled alike
+    // (in pixels of that picture whatever the points' units: 1/48 of the smaller side of a
+    // frameSize of another shape, scaled across the line, was 7.5 px of a 640x1080 picture for
+    // an upright line drawn on a 1920x1080 screenshot of it and 22.5 for a level one, not 13.3).
     const lineMargin = (i: number, from: Point, to: Point) => {
       const l = this.lineCfg[i];
-      const { sx, sy, base } = scaleOf(l.units, l.frameSize);
+      const { sx, sy, base } = scaleOf(l.marginPx === undefined ? 'fraction' : l.units, l.frameSize);
       const m = l.marginPx ?? LINE_MARGIN_OF_SIDE * Math.min(base.width, base.height);
       const vx = to[0] - from[0], vy = to[1] - from[1];
       const along = Math.hypot(vx, vy);

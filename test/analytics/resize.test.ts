@@ -170,6 +170,33 @@ describe('marginPx and a resolution change', () => {
     expect(a.report().lines.level).toMatchObject({ in: 0, out: 0 });
     expect(a.report().lines.upright).toMatchObject({ in: 2, out: 1 });
   });
+  it("a line without marginPx has the same band given in pixels of a screenshot of another shape (frameSize) as in fractions: 1/48 of the picture's smaller side", () => {
+    // A 640x1080 picture: the band is 13.3 px either way. Points read from a 1920x1080 screenshot of it
+    // (sx 1/3, sy 1) got 1/48 of the screenshot's 1080, scaled as the distance across each line scales:
+    // 22.5 px for the level line, 7.5 px for the upright one.
+    const counts = (units: 'pixel' | 'fraction') => {
+      const px = units === 'pixel';
+      const a = new SourceAnalyzer(
+        SourceSchema.parse({
+          id: 'cam',
+          uri: '/x.mp4',
+          lines: [
+            { id: 'level', units, ...(px ? { frameSize: [1920, 1080], from: [0, 540], to: [1920, 540] } : { from: [0, 0.5], to: [1, 0.5] }) },
+            { id: 'upright', units, ...(px ? { frameSize: [1920, 1080], from: [960, 0], to: [960, 1080] } : { from: [0.5, 0], to: [0.5, 1] }) },
+          ],
+        }),
+        ['person'],
+        'sources[0]',
+      );
+      a.init(640, 1080);
+      // A person whose centre swings 11 px either side of the upright line (x 320) and 17 px either side of the level one (y 540).
+      for (const [k, [cx, cy]] of ([[309, 523], [331, 557], [309, 523], [331, 557]] as const).entries()) a.process(row(cx, cy + 50, 100), 100 * k);
+      const { level, upright } = a.report().lines;
+      return { level: [level.in, level.out], upright: [upright.in, upright.out] };
+    };
+    expect(counts('fraction')).toEqual({ level: [1, 2], upright: [0, 0] });
+    expect(counts('pixel')).toEqual(counts('fraction'));
+  });
 });
 
 describe('pixel points read from another picture (frameSize)', () => {
