@@ -117,6 +117,14 @@ export const HANDOVER_SETTLE_MS = 1000;
  */
 const RESHAPED_RATIO = 4 / 3;
 
+/**
+ * How near the picture's border (a share of its smaller side) a box's edge must be for
+ * LineCounter.moved to take it as cut off there: 9 px at 432 lines. It was the border itself: a
+ * person coming into a 768x432 picture from its bottom, the box's bottom at 431 then 424, was
+ * taken for a reshaped box as it crossed, and counted 0.4 s later.
+ */
+const BORDER_SLACK_OF_SIDE = LINE_MARGIN_OF_SIDE;
+
 function newSide(side: -1 | 1, tMs: number, x: number, y: number, box: ArrayLike<number>, frameMs: number): Side {
   return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box), was: -1, pending: undefined, pendingId: -1, pendingSince: 0, nearest: 0, furthest: 0 };
 }
@@ -410,7 +418,12 @@ export class LineCounter {
   private moved(from: Float32Array, xyxy: ArrayLike<number>, i: number): boolean {
     const o = i * 4;
     const f = this.frame;
-    if (f && (from[0] <= 0 || from[1] <= 0 || from[2] >= f.width || from[3] >= f.height || xyxy[o] <= 0 || xyxy[o + 1] <= 0 || xyxy[o + 2] >= f.width || xyxy[o + 3] >= f.height)) return true;
+    if (f) {
+      // Within BORDER_SLACK_OF_SIDE of the picture's border: the detector's box of an object cut
+      // off there stops a few pixels short of it as often as not.
+      const e = BORDER_SLACK_OF_SIDE * Math.min(f.width, f.height), r = f.width - e, b = f.height - e;
+      if (from[0] <= e || from[1] <= e || from[2] >= r || from[3] >= b || xyxy[o] <= e || xyxy[o + 1] <= e || xyxy[o + 2] >= r || xyxy[o + 3] >= b) return true;
+    }
     // Height over width, now against then.
     const change = ((xyxy[o + 3] - xyxy[o + 1]) * (from[2] - from[0])) / ((xyxy[o + 2] - xyxy[o]) * (from[3] - from[1]));
     if (change < RESHAPED_RATIO && change > 1 / RESHAPED_RATIO) return true;

@@ -208,6 +208,19 @@ describe('a line and a box that changes shape', () => {
     expect(out).toEqual(['out#1']);
   });
 
+  it('a person coming into the picture from its bottom edge, the box a few pixels short of it (the detector rarely reaches the border): counted when it crosses, not frames later', () => {
+    // one-by-one-person-detection.mp4 (768x432) at 124.0–125.1 s, a level line at 60 % of the height,
+    // centre anchor (margin 9 px): the centre goes from 272 (beyond the margin below) to 244 (beyond
+    // it above) at 124.6 s, the box's bottom at 431 then 424 of 432 as more of the person comes into
+    // view (taller, its shape changed by more than a third). Before, that was taken for a reshaped
+    // box (its bottom did not move) and the crossing waited until 125.0 s.
+    const l = new LineCounter('door', [768, 259.2], [0, 259.2], { marginPx: 9, anchor: 'center', forgetAfterMs: 2000 }, undefined, { width: 768, height: 432 });
+    const boxes = [[217, 172, 504, 429], [232, 153, 530, 428], [235, 134, 528, 430], [250, 113, 526, 431], [261, 100, 528, 431], [280, 81, 520, 432], [290, 64, 516, 424], [308, 55, 511, 423], [312, 42, 514, 417], [323, 41, 524, 421], [341, 35, 539, 421], [362, 19, 560, 420]];
+    const out: string[] = [];
+    boxes.forEach((b, k) => out.push(...l.update(new Detections(Float32Array.from(b), new Float32Array([0.87]), new Int32Array([0]), new Int32Array([6])), 124_000 + 100 * k).map((e) => `${e.direction}@${k}`)));
+    expect(out).toEqual(['out@6']);
+  });
+
   it('a car standing before the line whose box the detector stretches past it and back: nothing', () => {
     const t = new ByteTracker({ frameRateHint: 10 });
     const l = line();
