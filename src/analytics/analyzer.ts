@@ -4,6 +4,7 @@ import type { Detections } from '../core/detections.js';
 import { ObservedTime, OUTAGE_MS } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { Point } from '../core/polygon.js';
+import { sureOrigin, wayDistance, type LastSighting } from './anchor.js';
 import { RateFloor, KOfN } from './conveyor.js';
 import { Cooldown } from './cooldown.js';
 import { LINE_MARGIN_OF_SIDE, LineCounter, lineStats, type LineEvent, type LineStats } from './line.js';
@@ -48,19 +49,31 @@ interface DefectRule {
   items: Map<number, DefectItem>;
   /** Boxes (xyxy) of the latest alerts of rows with no track id, with tracking on (at most UNTRACKED_ALERTS_KEPT). */
   untrackedAlerts: Float32Array[];
+  /** The frame time of the last frame defectItems saw (the tracker's times of a new id's first sightings are shifted to it, as LineCounter does). */
+  lastMs: number;
 }
 
 /** How many alerts of untracked rows a conveyor-defect rule remembers the box of: a track is confirmed a few frames after its first sighting. */
 const UNTRACKED_ALERTS_KEPT = 8;
 
-interface DefectItem {
+interface DefectItem extends LastSighting {
   kofn: KOfN;
   /** Its row on this frame when that shows it as a defect, else −1 (set and read by defectItems). */
   row: number;
   /** Observed time of its last sighting (any label). */
   seenMs: number;
   alerted: boolean;
+  /** Its box's centre at its last sighting (lx, ly), that frame's time, its pace and its box: where it may be found under a new id (wayDistance). */
+  lastBox: Float32Array;
 }
+
+/**
+ * How long an alerted conveyor-defect item may have been gone (last sighting to a new id's first,
+ * frame time) for a new id found on its way to be it (an id switch: no second alert), ms: the
+ * tracker's lost-track buffer (default 1 s, after which it gives a new id) and some. A longer gap
+ * is another item.
+ */
+const DEFECT_SWITCH_MS = 2000;
 
 /**
  * How long an item alerted by a conveyor-defect rule is remembered unseen, ms (observed time):
@@ -137,7 +150,7 @@ export class SourceAnalyzer {
       if (r.type === 'conveyor-defect') {
         const defect = classIds(r.classes, labels, `${path}.rules[${i}].classes`);
         const allowed = classIds(r.allowed, labels, `${path}.rules[${i}].allowed`);
-        this.defects.set(r.id, { kofn: new KOfN(r.k, r.n), match: defect ? (c) => defect.has(c) : (c) => !allowed!.has(c), minScore: r.minScore, items: new Map(), untrackedAlerts: [] });
+        this.defects.set(r.id, { kofn: new KOfN(r.k, r.n), match: defect ? (c) => defect.has(c) : (c) => !allowed!.has(c), minScore: r.minScore, items: new Map(), untrackedAlerts: [], lastMs: NaN });
       }
     });
   }
@@ -428,27 +441,43 @@ export class SourceAnalyzer {
    * cooldownSec, and a second one within the cooldown of the first raised nothing.
    * O(rows + items) a frame.
    */
-  private defectItems(r: RuleConfig & { type: 'conveyor-defect' }, df: DefectRule, d: Detections, obsMs: number, alerts: AlertDraft[]): void {
+  private defectItems(r: RuleConfig & { type: 'conveyor-defect' }, df: DefectRule, d: Detections, obsMs: number, tMs: number, alerts: AlertDraft[]): void {
     const ids = d.trackerId!;
     const hit = (c: number, score: number) => score >= df.minScore && df.match(c);
+    const xyxy = d.xyxy;
     for (let i = 0; i < d.length; i++) {
       const id = ids[i];
       if (id < 0) continue;
       const now = hit(d.classId[i], d.confidence[i]);
       let item = df.items.get(id);
       if (!item) {
-        const before = d.trackOrigins?.get(id)?.before;
+        const origin = d.trackOrigins?.get(id);
+        const before = origin?.before;
         const earlier = before ? before.reduce((n, b) => n + (b.classId !== undefined && hit(b.classId, b.score ?? 0) ? 1 : 0), 0) : 0;
         if (!now && earlier === 0) continue;
-        // Alerted already if one of its first sightings was, without an id (the rule's frames: K ≤ those sightings).
-        const alerted = !!before && df.untrackedAlerts.some((a) => before.some((b) => b.box[0] === a[0] && b.box[1] === a[1] && b.box[2] === a[2] && b.box[3] === a[3]));
-        item = { kofn: new KOfN(r.k, r.n), row: -1, seenMs: obsMs, alerted };
+        // Alerted already if one of its first sightings was, without an id (the rule's frames: K ≤ those sightings),
+        // or if it is an alerted item the tracker lost and found again under this new id (handOver).
+        const alerted = (!!before && df.untrackedAlerts.some((a) => before.some((b) => b.box[0] === a[0] && b.box[1] === a[1] && b.box[2] === a[2] && b.box[3] === a[3]))) || (!!origin && this.defectHandOver(df, ids, origin.box, origin.ms - (before ? before[before.length - 1].ms - df.lastMs : 0), obsMs));
+        item = { kofn: new KOfN(r.k, r.n), row: -1, seenMs: obsMs, alerted, lx: NaN, ly: NaN, lastFrame: NaN, vx: NaN, vy: NaN, lastBox: new Float32Array(4) };
         for (const b of before ?? []) item.kofn.push(b.classId !== undefined && hit(b.classId, b.score ?? 0));
         df.items.set(id, item);
       }
       item.seenMs = obsMs;
+      // Its pace (half the last step's, half the earlier pace), for defectHandOver.
+      const cx = (xyxy[i * 4] + xyxy[i * 4 + 2]) / 2, cy = (xyxy[i * 4 + 1] + xyxy[i * 4 + 3]) / 2;
+      const dt = tMs - item.lastFrame;
+      if (dt > 0) {
+        const vx = (cx - item.lx) / dt, vy = (cy - item.ly) / dt;
+        item.vx = Number.isNaN(item.vx) ? vx : (item.vx + vx) / 2;
+        item.vy = Number.isNaN(item.vy) ? vy : (item.vy + vy) / 2;
+      }
+      item.lx = cx;
+      item.ly = cy;
+      item.lastFrame = tMs;
+      for (let k = 0; k < 4; k++) item.lastBox[k] = xyxy[i * 4 + k];
       if (now && item.row < 0) item.row = i;
     }
+    df.lastMs = tMs;
     for (const [id, item] of df.items) {
       const row = item.row;
       item.row = -1;
@@ -460,6 +489,30 @@ export class SourceAnalyzer {
       }
       if (item.alerted ? obsMs - item.seenMs > DEFECT_FORGET_MS : item.kofn.hits === 0) df.items.delete(id);
     }
+  }
+
+  /**
+   * Whether a new id, first seen at `firstMs` (frame time) with box `first` (xyxy), is an
+   * alerted item of `df` that the tracker lost (not seen on this frame, gone for under
+   * DEFECT_SWITCH_MS): its last box about the size of this one (sureOrigin) and this one found on
+   * its way (wayDistance). The nearest such item is taken (it goes: handed over once). Before,
+   * an item hidden mid-belt by a worker's hand for longer than the tracker's lost-track buffer
+   * was a new item under its new id, and alerted again. O(items), on frames that confirm a track.
+   */
+  private defectHandOver(df: DefectRule, ids: Int32Array, first: Float32Array, firstMs: number, obsMs: number): boolean {
+    let best = -1;
+    let bestDist = Infinity;
+    const cx = (first[0] + first[2]) / 2, cy = (first[1] + first[3]) / 2;
+    for (const [id, o] of df.items) {
+      if (!o.alerted || !(o.seenMs < obsMs) || !(o.lastFrame < firstMs) || firstMs - o.lastFrame > DEFECT_SWITCH_MS || !sureOrigin(o.lastBox, first, 0)) continue;
+      const dist = wayDistance(o, firstMs, cx, cy);
+      if (!(dist < bestDist) || ids.includes(id)) continue;
+      best = id;
+      bestDist = dist;
+    }
+    if (best < 0) return false;
+    df.items.delete(best);
+    return true;
   }
 
   process(d: Detections, tMs: number): { summary: AnalyticsSummary; alerts: AlertDraft[] } {
@@ -531,7 +584,7 @@ export class SourceAnalyzer {
         case 'conveyor-defect': {
           const df = this.defects.get(r.id)!;
           const ids = d.trackerId;
-          if (ids) this.defectItems(r, df, d, obsMs, alerts);
+          if (ids) this.defectItems(r, df, d, obsMs, tMs, alerts);
           // Rows without a track id (tracking off; or on, rows the tracker gives no id): K of N
           // of the rule's frames, and its cooldown.
           let row = -1;

@@ -59,3 +59,30 @@ export function movedWhole(from: ArrayLike<number>, xyxy: ArrayLike<number>, i: 
   }
   return true;
 }
+
+/** A track's last sighting: its anchor, its frame time and its pace there (px/ms, NaN: not known), and its box (xyxy). */
+export interface LastSighting {
+  lx: number;
+  ly: number;
+  lastFrame: number;
+  vx: number;
+  vy: number;
+  lastBox: ArrayLike<number>;
+}
+
+/**
+ * How far (px) `px`, `py`, where a new id was first seen at `firstMs` (frame time), is from the
+ * way track `o`, lost before, was going: from where it was last seen to where its pace would
+ * have taken it by then, from standing still to half as fast again. Infinity beyond a box's size
+ * (the larger side of its last box): another object. For an id switch (LineCounter.handOver, a
+ * conveyor-defect item).
+ */
+export function wayDistance(o: LastSighting, firstMs: number, px: number, py: number): number {
+  const g = firstMs - o.lastFrame;
+  const vx = Number.isNaN(o.vx) ? 0 : o.vx * 1.5 * g, vy = Number.isNaN(o.vy) ? 0 : o.vy * 1.5 * g;
+  const vv = vx * vx + vy * vy;
+  const t = vv > 0 ? Math.max(0, Math.min(1, ((px - o.lx) * vx + (py - o.ly) * vy) / vv)) : 0;
+  const dist = Math.hypot(px - o.lx - t * vx, py - o.ly - t * vy);
+  const reach = Math.max(o.lastBox[2] - o.lastBox[0], o.lastBox[3] - o.lastBox[1]);
+  return dist > reach ? Infinity : dist;
+}

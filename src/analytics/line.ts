@@ -1,5 +1,5 @@
 import type { Detections } from '../core/detections.js';
-import { anchorPoint, movedWhole, sureOrigin, type Anchor } from './anchor.js';
+import { anchorPoint, movedWhole, sureOrigin, wayDistance, type Anchor } from './anchor.js';
 import type { Point } from '../core/polygon.js';
 import { LabelTally } from './tally.js';
 
@@ -448,13 +448,8 @@ export class LineCounter {
     let bestDist = Infinity;
     for (const [oid, o] of sides) {
       if ((o.side !== first && !across) || !(o.lastFrame < firstMs) || !(o.lastSeen < this.prevFrameMs) || !sureOrigin(o.lastBox, pbox, 0)) continue;
-      const g = firstMs - o.lastFrame;
-      const vx = Number.isNaN(o.vx) ? 0 : o.vx * 1.5 * g, vy = Number.isNaN(o.vy) ? 0 : o.vy * 1.5 * g;
-      const vv = vx * vx + vy * vy;
-      const t = vv > 0 ? Math.max(0, Math.min(1, ((px - o.lx) * vx + (py - o.ly) * vy) / vv)) : 0;
-      const dist = Math.hypot(px - o.lx - t * vx, py - o.ly - t * vy);
-      const reach = Math.max(o.lastBox[2] - o.lastBox[0], o.lastBox[3] - o.lastBox[1]);
-      if (dist > reach || dist >= bestDist || d.trackerId!.includes(oid)) continue;
+      const dist = wayDistance(o, firstMs, px, py);
+      if (!(dist < bestDist) || d.trackerId!.includes(oid)) continue;
       best = o;
       bestId = oid;
       bestDist = dist;

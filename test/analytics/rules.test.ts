@@ -319,6 +319,30 @@ describe('conveyor rules', () => {
     ]);
   });
 
+  it('defect rule: an item hidden mid-belt for longer than the lost-track buffer, found again under a new id, is alerted once; another defective item, elsewhere or after, gets its own', () => {
+    const src = { rules: [{ id: 'defect', type: 'conveyor-defect', classes: ['scissors'], k: 3, n: 5, cooldownSec: 30, minScore: 0.5 }] };
+    // A defective item at 60 px/s, under a worker's hand from 3 s to 4.5 s (the tracker gives it id 2 after).
+    // Before, each id was an item: a second alert at 4.7 s (within the rule's 30 s cooldown).
+    const hidden = simulate(src, { objects: [{ key: 'x', box: [0, 200, 40, 240], velocity: [60, 0], classId: 4, from: 0.5, until: 9, hidden: [[3, 4.5]] }] }, 10, 10);
+    expect(hidden.alerts.map((a) => [Math.round(a.t * 10) / 10, a.trackId])).toEqual([[0.7, 1]]);
+    // The same, and another defective item coming on the belt 300 px behind it at 4.5 s: its own alert.
+    const two = simulate(
+      src,
+      {
+        objects: [
+          { key: 'x', box: [0, 200, 40, 240], velocity: [60, 0], classId: 4, from: 0.5, until: 9, hidden: [[3, 4.5]] },
+          { key: 'y', box: [-300, 200, -260, 240], velocity: [60, 0], classId: 4, from: 4.5, until: 9 },
+        ],
+      },
+      10,
+      10,
+    );
+    expect(two.alerts.map((a) => Math.round(a.t * 10) / 10)).toEqual([0.7, 4.7]);
+    // One put down where the first was, after it was taken off the belt (gone for 5 s): its own alert.
+    const later = simulate(src, { objects: [{ key: 'x', box: [0, 200, 40, 240], velocity: [60, 0], classId: 4, from: 0.5, until: 3 }, { key: 'z', box: [-300, 200, -260, 240], velocity: [60, 0], classId: 4, from: 8, until: 10 }] }, 10, 11);
+    expect(later.alerts.map((a) => Math.round(a.t * 10) / 10)).toEqual([0.7, 8.2]);
+  });
+
   it('defect rule: a defect the tracker gives no id (scored under newTrackThresh) is still alerted, by the rule\'s frames and cooldown', () => {
     // A hand reaching over the belt at 0.5–0.59 (the conveyor clip at 23 s): high enough for minScore, too low to start a track.
     const src = { rules: [{ id: 'defect', type: 'conveyor-defect', allowed: ['bottle'], k: 5, n: 15, cooldownSec: 3, minScore: 0.5 }] };
