@@ -97,8 +97,9 @@ export const LineSchema = z
     anchor: anchor.default('center'),
     /**
      * A track must get this far (px) past the line for a crossing to count. Default: 1/48 of the
-     * picture's smaller side (10 px at 480 lines, 45 at 2160; LINE_MARGIN_OF_SIDE). In the pixels
-     * the ends are given in (their frameSize's picture, else the source's first), scaled with them.
+     * source's first picture's smaller side (10 px at 480 lines, 45 at 2160; LINE_MARGIN_OF_SIDE),
+     * whatever the units, scaled with the picture. A set one is in the pixels the ends are given in
+     * (their frameSize's picture, else the source's first), scaled with them.
      */
     marginPx: finite().min(0).optional(),
     /**
