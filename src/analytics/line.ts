@@ -268,6 +268,7 @@ export class LineCounter {
       let fromMs = frameMs;
       let handed: Side | undefined;
       let handedId = -1;
+      let adopted: Side | undefined;
       let nearest = 0, furthest = 0, firstMs = 0;
       if (origin) {
         // The tracker's times of its sightings in this counter's frame time: the last one was the
@@ -320,9 +321,21 @@ export class LineCounter {
             }
           }
           this.handedFrom = -1;
+        } else {
+          // Confirmed within the margin, never beyond it before: a track lost on either side goes
+          // on under it (its side and where it was beyond the margin there), and its crossing counts
+          // when the new id leaves the margin on the other side. Before, it learned its side there:
+          // one whose label changed within the band (classAware) was never counted.
+          adopted = this.handOver(sides, d, 0, true, x, y, d.xyxy.subarray(i * 4, i * 4 + 4), origin.ms - shift);
+          if (adopted) {
+            adopted.was = this.handedFrom;
+            sides.set(id, adopted);
+          }
+          this.handedFrom = -1;
         }
       }
-      if (from === 0) {
+      if (adopted) st = adopted;
+      else if (from === 0) {
         if (now === 0) return undefined;
         st = newSide(now, tMs, x, y, d.xyxy.subarray(i * 4, i * 4 + 4), frameMs);
         sides.set(id, st);
@@ -442,7 +455,7 @@ export class LineCounter {
    * side of its last box) of where its pace would have taken it, from standing still to half as
    * fast again. The nearest such track. O(tracks the line knows), on frames that confirm a track.
    */
-  private handOver(sides: Map<number, Side>, d: Detections, first: -1 | 1, across: boolean, px: number, py: number, pbox: ArrayLike<number>, firstMs: number): Side | undefined {
+  private handOver(sides: Map<number, Side>, d: Detections, first: -1 | 0 | 1, across: boolean, px: number, py: number, pbox: ArrayLike<number>, firstMs: number): Side | undefined {
     let bestId = -1;
     let best: Side | undefined;
     let bestDist = Infinity;

@@ -161,6 +161,20 @@ describe('a line and a track lost at it', () => {
     expect(stops.events[0].t).toBeLessThan(3400);
   });
 
+  it('a new id confirmed within the margin (a label that changed there, classAware): the lost track goes on under it, counted when it leaves the margin on the other side, not when it turns back', () => {
+    // A slow walker (30 px/s, feet at 160 + 30 t): in the band (290–310) from 4.33 s to 5 s; called a
+    // bicycle from 4.4 s (a new id, confirmed at 4.6 s with its feet at 298). Before, none: id 2
+    // learned its side below the line.
+    const slow = (extra: Partial<SceneObject> = {}) => walker({ velocity: [0, 30], ...extra });
+    const on = cross([slow({ classId: (t) => (t >= 4.4 ? 1 : 0) })], 7);
+    expect(on.tracked.distinctIds('p')).toEqual([1, 2]);
+    expect(on.events.map((e) => [e.direction, e.trackId, e.previousTrackId])).toEqual([['in', 2, 1]]);
+    // The same, turning back at 4.8 s (feet at 304, inside the band) under the new label: nothing.
+    const back = cross([slow({ until: 4.8, classId: (t) => (t >= 4.4 ? 1 : 0) }), { key: 'q', box: [300, 288, 360, 448], velocity: [0, -30], classId: 1, from: 4.8 }], 8);
+    expect(back.tracked.distinctIds('q')).toEqual([2]);
+    expect(back.events).toEqual([]);
+  });
+
   it('the alert of a crossing handed over names both ids, once', () => {
     const cfg = SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'door', units: 'pixel', from: [640, 300], to: [0, 300], anchor: 'bottom-center' }], rules: [{ id: 'in', type: 'line-cross', line: 'door', direction: 'any' }] });
     const a = new SourceAnalyzer(cfg, ['person', 'bicycle'], 'sources[0]');
