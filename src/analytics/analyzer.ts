@@ -7,7 +7,7 @@ import type { Point } from '../core/polygon.js';
 import { sureOrigin, wayDistance, type LastSighting } from './anchor.js';
 import { RateFloor, KOfN } from './conveyor.js';
 import { Cooldown } from './cooldown.js';
-import { LINE_MARGIN_OF_SIDE, LineCounter, lineStats, type LineEvent, type LineStats } from './line.js';
+import { LINE_MARGIN_MIN_PX, LINE_MARGIN_OF_SIDE, LineCounter, lineStats, type LineEvent, type LineStats } from './line.js';
 import { toPixels } from './polygon.js';
 import { explain, SEEN_INSTEAD_TOP, type LineReport, type SourceAnalyticsReport, type ZoneReport } from './report.js';
 import { PolygonZone, ZoneMonitor, zoneStats, type ZoneEvent, type ZoneStats } from './zone.js';
@@ -220,7 +220,7 @@ export class SourceAnalyzer {
     const lineMargin = (i: number, from: Point, to: Point) => {
       const l = this.lineCfg[i];
       const { sx, sy, base } = scaleOf(l.marginPx === undefined ? 'fraction' : l.units, l.frameSize);
-      const m = l.marginPx ?? LINE_MARGIN_OF_SIDE * Math.min(base.width, base.height);
+      const m = l.marginPx ?? Math.max(LINE_MARGIN_MIN_PX, LINE_MARGIN_OF_SIDE * Math.min(base.width, base.height));
       const vx = to[0] - from[0], vy = to[1] - from[1];
       const along = Math.hypot(vx, vy);
       if (!(along > 0)) return m * Math.sqrt(sx * sy);

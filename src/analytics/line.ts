@@ -26,6 +26,14 @@ export interface LineEvent {
  */
 export const LINE_MARGIN_OF_SIDE = 10 / 480;
 
+/**
+ * The least default margin, px of the first picture: below 480 lines the share alone was 9 px at
+ * 432 and 7.5 at 360, less than the 10 px every line had before, and on the person clip (432
+ * lines) a level line through the middle of standing people counted two more in/out pairs of
+ * jitter than at 10 px.
+ */
+export const LINE_MARGIN_MIN_PX = 10;
+
 export interface LineCounterOptions {
   /** Distance from the line (px) a track must reach on a side before that side counts (config default: LINE_MARGIN_OF_SIDE of the picture's smaller side). Raising it stops jitter near the line from double counting, but a track that barely crosses may not count. */
   marginPx: number;

@@ -114,6 +114,12 @@ describe('marginPx and a resolution change', () => {
       return [r.in, r.out];
     };
     expect(counts(1)).toEqual([1, 0]);
+    // Below 480 lines the band stays 10 px (LINE_MARGIN_MIN_PX): a standing person whose centre
+    // jitters ±9 px on a 640x360 picture counts nothing (with 1/48 alone, 7.5 px, it counted).
+    const small = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'l', from: [1, 0.5], to: [0, 0.5] }] }), ['person'], 'sources[0]');
+    small.init(640, 360);
+    for (let k = 0; k < 40; k++) small.process(row(300, 180 + (k % 2 ? 9 : -9) + 50, 100), 100 * k);
+    expect(small.report().lines.l).toMatchObject({ in: 0, out: 0 });
     // 4K (3840x2160 is 6× 640x360; here 4.5× 640x480, 2880x2160): the band is 45 px. Before, it stayed
     // 10 px: the standing person's jitter (±36 px here) crossed it again and again.
     expect(counts(4.5)).toEqual([1, 0]);

@@ -97,7 +97,8 @@ export const LineSchema = z
     anchor: anchor.default('center'),
     /**
      * A track must get this far (px) past the line for a crossing to count. Default: 1/48 of the
-     * source's first picture's smaller side (10 px at 480 lines, 45 at 2160; LINE_MARGIN_OF_SIDE),
+     * source's first picture's smaller side, at least 10 px (10 px up to 480 lines, 45 at 2160;
+     * LINE_MARGIN_OF_SIDE, LINE_MARGIN_MIN_PX),
      * whatever the units, scaled with the picture. A set one is in the pixels the ends are given in
      * (their frameSize's picture, else the source's first), scaled with them.
      */
