@@ -447,17 +447,33 @@ const MAX_INTERPOLATED = 65_536;
 
 /**
  * An environment variable's name that says its value is a secret (`KAFKA_PASSWORD`, `CAM_PW`,
- * `API_TOKEN`, `SECRET_KEY`, `AUTH`): its value is remembered as one (rememberSecret) wherever
- * the configuration uses it, so `redact` stars it wherever it is printed (a typo that puts it in
- * a path or a class name), not only in the fields the schema knows for secrets.
+ * `API_TOKEN`, `SECRET_KEY`, `BASIC_AUTH`, `apiKey`): its value is remembered as one
+ * (rememberSecret) wherever the configuration uses it, so `redact` stars it wherever it is printed
+ * (a typo that puts it in a path or a class name), not only in the fields the schema knows for
+ * secrets. Judged by the name's words (secretVariable), not by any text inside them: a value
+ * starred that is no secret hides it in every log line, path and API answer (the shell's `PWD`,
+ * the working folder, starred every path under it; `AUTHOR`, `SESSION_NAME` a source's id).
  */
-const SECRET_VARIABLE = /passw|secret|token|passphrase|credential|private|cookie|session|auth|(?:^|_)(?:pw|pwd|pass|key|apikey|api_key|sig|signature)(?:_|$)/i;
+const SECRET_WORDS: ReadonlySet<string> = new Set(['pw', 'pwd', 'pass', 'passwd', 'password', 'passwords', 'passphrase', 'secret', 'secrets', 'token', 'tokens', 'credential', 'credentials', 'creds', 'auth', 'authorization', 'cookie', 'cookies', 'apikey', 'sig', 'signature', 'sessionid']);
+/** Words that are a secret's name only as the name's last word (`API_KEY`, `KAFKA_SSL_KEY`; not `KEY_FRAMES`, `KEY_INTERVAL`). */
+const SECRET_LAST_WORDS: ReadonlySet<string> = new Set(['key', 'keys']);
+/** Inside one word, text that names a secret (`DBPASSWORD`, `CLIENTSECRET`, `AUTHTOKEN`, `BASICAUTH`, `PRIVATEKEY`). */
+const SECRET_IN_WORD = /passw|passphrase|secret|credential|cookie|token$|auth$|apikey|privatekey|accesskey/;
+/** The shell's folders (`${env:PWD}/alerts.jsonl`): named like a password, never one. */
+const SHELL_FOLDERS: ReadonlySet<string> = new Set(['PWD', 'OLDPWD']);
+
+/** Whether an environment variable's name says its value is a secret (see SECRET_WORDS). */
+export function secretVariable(name: string): boolean {
+  if (SHELL_FOLDERS.has(name)) return false;
+  const words = name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase().split(/[^a-z0-9]+/).filter((w) => w !== '');
+  return words.some((w, i) => SECRET_WORDS.has(w) || SECRET_IN_WORD.test(w) || (i === words.length - 1 && SECRET_LAST_WORDS.has(w)) || (w === 'session' && words[i + 1] === 'id') || (w === 'private' && words[i + 1] === 'key'));
+}
 
 /**
  * Notes a configuration value made with environment variables `names` (set ones): `mention`
  * repeats it no more (`classes: [${env:KAFKA_PASSWORD}]`, a typo, printed the password in the
  * unknown-class error: it has a name's shape), and where a variable's name says it holds a secret
- * (SECRET_VARIABLE), its value is remembered as one.
+ * (secretVariable), its value is remembered as one.
  */
 export function rememberInterpolated(value: string, names: readonly string[] = [], env: NodeJS.ProcessEnv = process.env): void {
   // As with rememberSecret, a value shorter than MIN_SECRET_LENGTH is no secret worth hiding
@@ -469,7 +485,7 @@ export function rememberInterpolated(value: string, names: readonly string[] = [
   }
   for (const name of names) {
     const v = env[name];
-    if (v && SECRET_VARIABLE.test(name)) rememberSecret(v);
+    if (v && secretVariable(name)) rememberSecret(v);
   }
 }
 

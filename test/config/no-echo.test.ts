@@ -168,4 +168,23 @@ describe('a value made from an environment variable is never repeated, whatever 
     expect(redact('/data/plant-7/out.jsonl')).toBe('/data/plant-7/out.jsonl');
     forgetSecrets();
   });
+
+  it('a variable is judged a secret by the words of its name: the shell\'s PWD, AUTHOR, SESSION_NAME, KEYFRAMES are printed as they are; DB_PWD, BASIC_AUTH, apiKey, SESSION_ID starred', () => {
+    forgetSecrets();
+    // Before, any name holding `auth`, `session`, `private`, or the word `pwd` was one: the shell's
+    // PWD (the working folder) starred every path under it, SESSION_NAME a source's id in every
+    // log line and /api/sources answer.
+    const plain = { PWD: '/home/ops/argus', AUTHOR: 'Margaret', SESSION_NAME: 'lobby-east', KEYFRAMES: 'every-50', PRIVATE_NETWORK: 'plant-lan' };
+    const yaml = `sources:\n  - id: "\${env:SESSION_NAME}"\n    uri: rtsp://cam.local/\${env:KEYFRAMES}/\${env:PRIVATE_NETWORK}-\${env:AUTHOR}\nsinks:\n  jsonl: {path: "\${env:PWD}/alerts.jsonl"}\n`;
+    const config = parseConfigText(yaml, PipelineSchema, 'p.yaml', plain);
+    expect(config.sinks.jsonl!.path).toBe('/home/ops/argus/alerts.jsonl');
+    const line = `source ${config.sources[0].id}: ${config.sources[0].uri}, alerts to ${config.sinks.jsonl!.path}`;
+    expect(redact(line)).toBe('source lobby-east: rtsp://cam.local/every-50/plant-lan-Margaret, alerts to /home/ops/argus/alerts.jsonl');
+    // Names that do say it: each value starred wherever printed.
+    const secret = { DB_PWD: 'pwd-Value-1', BASIC_AUTH: 'auth-Value-2', apiKey: 'key-Value-3', SESSION_ID: 'sid-Value-4', KAFKA_SSL_KEY: 'key-Value-5', CLIENTSECRET: 'sec-Value-6' };
+    const names = Object.keys(secret);
+    parseConfigText(cam(`sinks:\n  jsonl: {path: "/data/${names.map((n) => `\${env:${n}}`).join('/')}/out.jsonl"}\n`), PipelineSchema, 'p.yaml', secret);
+    expect(redact(`/data/${Object.values(secret).join('/')}/out.jsonl`)).toBe(`/data/${names.map(() => '***').join('/')}/out.jsonl`);
+    forgetSecrets();
+  });
 });
