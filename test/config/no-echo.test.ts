@@ -159,6 +159,17 @@ describe('a value made from an environment variable is never repeated, whatever 
     expect(message).not.toContain(PW);
   });
 
+  it('a zone id written in the file, longer than a name\'s 64 characters: listed as such, not as one set from the environment (no variable was used)', () => {
+    const long = `loading-dock-${'x'.repeat(60)}`;
+    let message = '';
+    try {
+      parseConfigText(cam(`    zones:\n      - {id: ${long}, polygon: [[0, 0], [1, 0], [1, 1]]}\n    rules:\n      - {id: r, type: zone-enter, zone: tabel}\n`), PipelineSchema, 'p.yaml', {});
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toMatch(/sources\[0\]\.rules\[0\]\.zone: no zone "tabel" in this source \(zones: one of 73 characters\)/);
+  });
+
   it('a variable named as a secret (KAFKA_PASSWORD, CAM_PW, API_TOKEN) used anywhere: its value is starred wherever it is printed (a path, a log)', () => {
     forgetSecrets();
     const config = parseConfigText(cam(`sinks:\n  jsonl: {path: "/data/\${env:KAFKA_PASSWORD}/out.jsonl"}\n`), PipelineSchema, 'p.yaml', { KAFKA_PASSWORD: PW, SITE: 'plant-7' });

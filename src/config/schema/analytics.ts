@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { polygonArea, selfIntersection } from '../../core/polygon.js';
-import { mention } from '../../core/redact.js';
+import { interpolatedValue, mention } from '../../core/redact.js';
 import { finite, id, ms } from './common.js';
 
 const point = z.tuple([finite(), finite()]);
@@ -190,15 +190,18 @@ function fractionHint(p: readonly number[], what: 'zone' | 'line'): string {
   return `coordinates look like fractions (e.g. [${p.join(', ')}]) but units is pixel; remove \`units: pixel\` from this ${what} (fractions are the default), or give pixels`;
 }
 
-/** A pixel point beyond a picture of that size (its right and bottom edges are in it); a size that is itself wrong has its own error. */
 /**
  * A source's zone or line ids as an error lists them (`a, b`, or `none`): one made from an
- * environment variable is not repeated (core/redact.ts, mention): it may hold a secret.
+ * environment variable is not repeated (core/redact.ts, mention): it may hold a secret. One
+ * written in the file that `mention` leaves out all the same (longer than a name's 64
+ * characters) is said as that, not as one from the environment.
  */
 function idList(ids: ReadonlySet<string>): string {
   if (ids.size === 0) return 'none';
-  return [...ids].map((i) => (mention(i) ? i : 'one set from the environment')).join(', ');
+  return [...ids].map((i) => (mention(i) ? i : interpolatedValue(i) ? 'one set from the environment' : `one of ${i.length} characters`)).join(', ');
 }
+
+/** A pixel point beyond a picture of that size (its right and bottom edges are in it); a size that is itself wrong has its own error. */
 
 function beyond(p: readonly number[], size: readonly [number, number]): boolean {
   if (!size.every((v) => Number.isInteger(v) && v >= 1)) return false;
