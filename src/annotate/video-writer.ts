@@ -50,12 +50,6 @@ export interface VideoWriterOptions {
   nice?: number;
 }
 
-/**
- * Encodes packed 8-bit frames into a video file with ffmpeg (H.264, yuv420p, sizes padded to
- * even numbers as yuv420p needs). `write` resolves once ffmpeg has taken the frame (the pipe's
- * back-pressure); `close` finishes the file. A failure is VAP_ERR_SINK_FILE with the end of
- * ffmpeg's log.
- */
 /** The encoder the annotated videos are written with (ffmpeg's `-c:v`). */
 export const H264_ENCODER = 'libx264';
 
@@ -74,6 +68,12 @@ export function missingH264Encoder(ffmpegPath: string, timeoutMs = 10_000): Prom
   });
 }
 
+/**
+ * Encodes packed 8-bit frames into a video file with ffmpeg (H.264, yuv420p, sizes padded to
+ * even numbers as yuv420p needs). `write` resolves once ffmpeg has taken the frame (the pipe's
+ * back-pressure); `close` finishes the file. A failure is VAP_ERR_SINK_FILE with the end of
+ * ffmpeg's log.
+ */
 export class VideoWriter {
   private readonly child: ChildProcess;
   private readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>;

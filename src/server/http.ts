@@ -258,30 +258,37 @@ function plain(res: ServerResponse, status: number, body: string, headers: Recor
   res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', ...DATA_HEADERS, ...headers }).end(body);
 }
 
-/**
- * The pipeline's HTTP server: small read-only routes and WebSocket upgrades, bound to 127.0.0.1
- * unless configured otherwise. Nothing a client sends can throw out of a handler: a URL that
- * cannot be parsed answers 400, a failing route 500, a method other than GET/HEAD 405; header
- * size, header and request time, and the number of connections are bounded.
- */
 /** Why a port cannot be listened on, by the error's code: what to change. */
 const LISTEN_HINTS: Readonly<Record<string, string>> = {
   EADDRINUSE: 'another program listens there, another argus perhaps: set server.port (or ARGUS_HTTP_PORT) to a free one',
-  EACCES: 'a port below 1024 needs root (or CAP_NET_BIND_SERVICE): set server.port to 1024 or above',
   EADDRNOTAVAIL: 'server.host is not an address of this machine: 127.0.0.1, 0.0.0.0 (every address), or one of its own',
   ENOTFOUND: 'server.host is a name that does not resolve: an address, or a name of this machine',
-  EAI_AGAIN: 'server.host is a name that does not resolve: an address, or a name of this machine',
+  EAI_AGAIN: 'server.host is a name the resolver could not look up now (no answer from DNS): an address, or a name of /etc/hosts',
 };
 
 /**
+ * What to change where listening on `port` failed with `code`. EACCES is a privileged port only
+ * below 1024: above it, the system's policy refuses it (SELinux, AppArmor, or
+ * net.ipv4.ip_unprivileged_port_start raised), and "set server.port to 1024 or above" was wrong.
+ */
+function listenHint(code: string | undefined, port: number): string | undefined {
+  if (code === 'EACCES') {
+    return port > 0 && port < 1024
+      ? 'a port below 1024 needs root (or CAP_NET_BIND_SERVICE): set server.port (or ARGUS_HTTP_PORT) to 1024 or above'
+      : "the system refuses this port to argus's user (a security policy such as SELinux or AppArmor, or net.ipv4.ip_unprivileged_port_start above it): allow it, or set server.port (or ARGUS_HTTP_PORT) to a port allowed";
+  }
+  return code && Object.hasOwn(LISTEN_HINTS, code) ? LISTEN_HINTS[code] : undefined;
+}
+
+/**
  * Listens `server` on `host`:`port`, or rejects with VAP_ERR_SERVER_LISTEN naming them, the
- * error's code and what to change (LISTEN_HINTS): the run's server, and `argus check`'s look at
+ * error's code and what to change (listenHint): the run's server, and `argus check`'s look at
  * the port (listenProblem).
  */
 export function listenOn(server: NetServer, host: string, port: number): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) => {
-      const hint = e.code ? LISTEN_HINTS[e.code] : undefined;
+      const hint = listenHint(e.code, port);
       reject(new ArgusError(ErrorCodes.SERVER_LISTEN, `server: cannot listen on ${host}:${port} (${e.code ?? e.message})${hint ? `: ${hint}` : ''}`, { cause: e }));
     });
     server.listen(port, host, () => resolve());
@@ -304,6 +311,12 @@ export async function listenProblem(host: string, port: number): Promise<ArgusEr
   }
 }
 
+/**
+ * The pipeline's HTTP server: small read-only routes and WebSocket upgrades, bound to 127.0.0.1
+ * unless configured otherwise. Nothing a client sends can throw out of a handler: a URL that
+ * cannot be parsed answers 400, a failing route 500, a method other than GET/HEAD 405; header
+ * size, header and request time, and the number of connections are bounded.
+ */
 export async function startHttpServer(o: HttpServerOptions): Promise<RunningServer> {
   const log = o.log ?? noop;
   const routes = new Map<string, { handler: Route; public: boolean; page: boolean; probe: boolean }>(Object.entries(o.routes ?? {}).map(([p, h]) => [p, { handler: h, public: false, page: false, probe: false }]));
