@@ -57,14 +57,29 @@ export const H264_ENCODER = 'libx264';
  * Why the ffmpeg at `ffmpegPath` cannot write the annotated video, or undefined: it lists no
  * H264_ENCODER among its encoders (a build without libx264: every video's encoder failed at its
  * first frame), or it did not answer within `timeoutMs`. For `argus check`, beforehand.
+ * Bounded by its own timer, and the process killed with SIGKILL: execFile's own timeout sent a
+ * SIGTERM and waited for the exit, so a program that ignored it (a wrapper script, an ffmpeg
+ * stuck) held the check until it ended, and one that then exited 0 with nothing listed was
+ * said to lack the encoder.
  */
 export function missingH264Encoder(ffmpegPath: string, timeoutMs = 10_000): Promise<string | undefined> {
   return new Promise((resolve) => {
-    execFile(ffmpegPath, ['-hide_banner', '-encoders'], { timeout: timeoutMs, maxBuffer: 4 * 1024 * 1024, windowsHide: true }, (e, stdout) => {
-      if (e && !stdout) return resolve(`${ffmpegPath} did not list its encoders (${(e as NodeJS.ErrnoException).code ?? (e.killed ? `no answer within ${timeoutMs / 1000} s` : e.message)})`);
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (why: string | undefined) => {
+      if (timer === undefined) return;
+      clearTimeout(timer);
+      timer = undefined;
+      resolve(why);
+    };
+    const child = execFile(ffmpegPath, ['-hide_banner', '-encoders'], { maxBuffer: 4 * 1024 * 1024, windowsHide: true, killSignal: 'SIGKILL' }, (e, stdout) => {
+      if (e && !stdout) return finish(`${ffmpegPath} did not list its encoders (${(e as NodeJS.ErrnoException).code ?? e.message})`);
       const has = stdout.split('\n').some((l) => l.trim().split(/\s+/)[1] === H264_ENCODER);
-      resolve(has ? undefined : `${ffmpegPath} has no ${H264_ENCODER} encoder, which the annotated video is written with (a build without it: install one with libx264, or set ffmpegPath)`);
+      finish(has ? undefined : `${ffmpegPath} has no ${H264_ENCODER} encoder, which the annotated video is written with (a build without it: install one with libx264, or set ffmpegPath)`);
     });
+    timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      finish(`${ffmpegPath} did not list its encoders (no answer within ${timeoutMs / 1000} s)`);
+    }, timeoutMs);
   });
 }
 
