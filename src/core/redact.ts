@@ -439,11 +439,19 @@ const NAME_SHAPE = /^[A-Za-z0-9_.-]{1,64}$/;
 /**
  * The configuration's values made with an environment variable's value (`${env:VAR}`, whole or
  * in part), as they came out (rememberInterpolated): `mention` repeats none of them, whatever its
- * shape. At most MAX_INTERPOLATED, the oldest forgotten first. For the process's life, as the
- * secrets are: the same text written in another file is not repeated either.
+ * shape. At most MAX_INTERPOLATED, of at most MAX_INTERPOLATED_LENGTH characters each, the
+ * oldest forgotten first. For the process's life, as the secrets are: the same text written in
+ * another file is not repeated either.
  */
 const interpolated = new Set<string>();
 const MAX_INTERPOLATED = 65_536;
+/**
+ * The longest value remembered: `mention` repeats no value longer than a name (64), an id is at
+ * most 128. Longer ones were kept whole for the process's life: a worker that read 3,000
+ * camera records of 60 KB with a `${env:ARGUS_CAMERA_…}` in them, all refused, held 181 MB more
+ * (65,536 of them, 4 GB), whoever could write the cameras topic.
+ */
+const MAX_INTERPOLATED_LENGTH = 256;
 
 /**
  * An environment variable's name that says its value is a secret (`KAFKA_PASSWORD`, `CAM_PW`,
@@ -478,7 +486,7 @@ export function secretVariable(name: string): boolean {
 export function rememberInterpolated(value: string, names: readonly string[] = [], env: NodeJS.ProcessEnv = process.env): void {
   // As with rememberSecret, a value shorter than MIN_SECRET_LENGTH is no secret worth hiding
   // (`a`, `on`), and hiding it would hide the same text written in the file.
-  if (value.length >= MIN_SECRET_LENGTH) {
+  if (value.length >= MIN_SECRET_LENGTH && value.length <= MAX_INTERPOLATED_LENGTH) {
     interpolated.delete(value);
     interpolated.add(value);
     if (interpolated.size > MAX_INTERPOLATED) interpolated.delete(interpolated.values().next().value as string);

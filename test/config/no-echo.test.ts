@@ -3,7 +3,7 @@ import { parseCamera } from '../../src/cluster/view.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { PipelineSchema } from '../../src/config/schema.js';
 import { unknownClasses } from '../../src/config/classes.js';
-import { forgetSecrets, mention, redact } from '../../src/core/redact.js';
+import { forgetSecrets, interpolatedValue, mention, redact } from '../../src/core/redact.js';
 
 /**
  * A configuration error names the field and what is allowed; it does not repeat a text value it
@@ -168,6 +168,20 @@ describe('a value made from an environment variable is never repeated, whatever 
       message = (e as Error).message;
     }
     expect(message).toMatch(/sources\[0\]\.rules\[0\]\.zone: no zone "tabel" in this source \(zones: one of 73 characters\)/);
+  });
+
+  it('what is remembered of values made from ${env:…} is bounded in size: a worker reading camera records (anyone who can write the topic) keeps no long value, only name-sized ones', () => {
+    forgetSecrets();
+    const env = { ARGUS_CAMERA_DOCK_USER: 'dock' };
+    // A refused record of 60 KB, as many as the topic holds: each was kept whole (3,000 of them: 181 MB).
+    const long = `\${env:ARGUS_CAMERA_DOCK_USER}${'x'.repeat(60_000)}`;
+    expect(parseCamera('cam', JSON.stringify({ source: { id: 'cam', junk: long } }), env).error).toBeDefined();
+    expect(interpolatedValue(`dock${'x'.repeat(60_000)}`)).toBe(false);
+    // A name-sized one is still never repeated.
+    parseCamera('cam', JSON.stringify({ id: 'cam', uri: 'rtsp://cam.local/s', zones: [{ id: 'z', polygon: [[0, 0], [1, 0], [1, 1]], classes: ['${env:ARGUS_CAMERA_DOCK_USER}-2'] }] }), env);
+    expect(interpolatedValue('dock-2')).toBe(true);
+    expect(mention('dock-2')).toBeUndefined();
+    forgetSecrets();
   });
 
   it('a variable named as a secret (KAFKA_PASSWORD, CAM_PW, API_TOKEN) used anywhere: its value is starred wherever it is printed (a path, a log)', () => {
