@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { withDeadline } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { ThrottledLog, type LogFn } from '../core/log.js';
 import { KeyedTokenBuckets } from '../core/rate.js';
@@ -297,18 +298,25 @@ export function listenOn(server: NetServer, host: string, port: number): Promise
 
 /**
  * Whether the run's server could listen on `host`:`port` now: it listens there (listenOn, as
- * the run does) and closes at once. The error the run would stop with, or undefined.
+ * the run does) and closes at once. The error the run would stop with, or undefined. Bounded by
+ * `timeoutMs`: a host name is looked up first, and a resolver that does not answer held
+ * `argus check` past its --timeout for as long as the system's lookup took (a probe that
+ * listens later is closed then). ETIMEDOUT, naming the host, at the bound.
  */
-export async function listenProblem(host: string, port: number): Promise<ArgusError | undefined> {
+export async function listenProblem(host: string, port: number, timeoutMs = 10_000): Promise<ArgusError | undefined> {
   const probe = createNetServer();
-  try {
-    await listenOn(probe, host, port);
-    return undefined;
-  } catch (e) {
-    return e as ArgusError;
-  } finally {
-    await new Promise<void>((r) => (probe.listening ? probe.close(() => r()) : r()));
-  }
+  // Closed once listened on, also when that comes after the bound.
+  const tried = listenOn(probe, host, port).then(
+    async () => {
+      await new Promise<void>((r) => (probe.listening ? probe.close(() => r()) : r()));
+      return undefined;
+    },
+    (e: unknown) => e as ArgusError,
+  );
+  return withDeadline(tried, timeoutMs, 'late').catch(() => {
+    const e = Object.assign(new Error(`no answer within ${timeoutMs / 1000} s`), { code: 'ETIMEDOUT' });
+    return new ArgusError(ErrorCodes.SERVER_LISTEN, `server: cannot listen on ${host}:${port} (ETIMEDOUT): server.host was not looked up within ${timeoutMs / 1000} s (the resolver does not answer): an address, or a name of /etc/hosts`, { cause: e });
+  });
 }
 
 /**

@@ -225,7 +225,7 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
     await checkSinks(config, file, baseDir, inputs, options.connect === true, timeoutMs, items);
     await checkAnnotate(config, baseDir, inputs, ff, timeoutMs, items);
     await checkOutbox(config, baseDir, items, options.freeBytes);
-    await checkServer(config, file, items);
+    await checkServer(config, file, timeoutMs, items);
     if (options.probe && ff) {
       for (const [s, url] of urls) items.push(await probeSource(s, url, fieldOf(s), ff.path, detector, config, baseDir, timeoutMs, log, file));
     }
@@ -303,7 +303,7 @@ async function checkAnnotate(config: PipelineConfig, baseDir: string, inputs: re
  * a privileged one as non-root, or a host that is not this machine's is said as the run would
  * stop with it (VAP_ERR_SERVER_LISTEN), naming server.port or server.host.
  */
-async function checkServer(config: PipelineConfig, file: string, items: CheckItem[]): Promise<void> {
+async function checkServer(config: PipelineConfig, file: string, timeoutMs: number, items: CheckItem[]): Promise<void> {
   const server = config.server;
   if (!server) return;
   let port: number;
@@ -312,9 +312,9 @@ async function checkServer(config: PipelineConfig, file: string, items: CheckIte
   } catch (e) {
     return void items.push(problem('server', e, file, 'server.port'));
   }
-  const refused = await listenProblem(server.host, port);
+  const refused = await listenProblem(server.host, port, timeoutMs);
   const code = (refused?.cause as NodeJS.ErrnoException | undefined)?.code;
-  const field = code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' ? 'server.host' : 'server.port';
+  const field = code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'ETIMEDOUT' ? 'server.host' : 'server.port';
   if (refused) return void items.push(problem('server', refused, file, field));
   items.push({ check: 'server', ok: true, field: 'server.port', message: port === 0 ? `${server.host}: a free port is picked at start` : `${server.host}:${port}: free to listen on` });
 }
