@@ -103,6 +103,8 @@ const YAML_PROBLEMS: Readonly<Record<string, string>> = {
  * mappings" at the uri): what to look at, after YAML's own words.
  */
 const INDENT_CODES: ReadonlySet<string> = new Set(['BLOCK_AS_IMPLICIT_KEY', 'MULTILINE_IMPLICIT_KEY', 'BAD_INDENT', 'MISSING_CHAR']);
+/** MISSING_CHAR is also an unclosed quote (`Missing closing "quote`): indentation has nothing to do with that one. */
+const indentation = (code: string, message: string) => INDENT_CODES.has(code) && (code !== 'MISSING_CHAR' || /indented/.test(message));
 const INDENT_HINT = ' (check the indentation of this line and the ones after it: the keys of one mapping start at the same column, spaces only, each list item with its "- ")';
 
 /** A YAML text that could not be read: where, and what, without the text itself. */
@@ -141,7 +143,7 @@ export function parseYamlText(text: string, options: ParseOptions & DocumentOpti
   const e: YAMLError | undefined = doc.errors[0] ?? doc.warnings[0];
   if (e) {
     const first = e.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '');
-    const problem = YAML_PROBLEMS[e.code] ?? (/^Block scalar header includes extra characters/.test(first) ? "characters after a block scalar's header (| or >, then only a chomping or indentation indicator)" : `${first}${INDENT_CODES.has(e.code) ? INDENT_HINT : ''}`);
+    const problem = YAML_PROBLEMS[e.code] ?? (/^Block scalar header includes extra characters/.test(first) ? "characters after a block scalar's header (| or >, then only a chomping or indentation indicator)" : `${first}${indentation(e.code, first) ? INDENT_HINT : ''}`);
     throw new YamlTextError(e.linePos?.[0].line, e.linePos?.[0].col, problem);
   }
   let value: unknown;

@@ -126,3 +126,11 @@ describe('a NUL character in a string is refused naming where (no path, URL or a
     expect(parseCamera('cam', JSON.stringify({ id: 'cam', uri: '/videos/a.mp4', inputArgs: ['-user_agent', 'a\u0000b'] })).error).toBe('a NUL character (\\0) in a string (at inputArgs[1]), which no path, URL or ffmpeg argument can hold');
   });
 });
+
+describe('a YAML error is advised on only where indentation can be its cause', () => {
+  it('an unclosed quote is not told to check the indentation; a flow list not indented enough and a key one space too far are', () => {
+    expect(refusal(`sources:\n  - id: "cam\n    uri: /videos/a.mp4\n`).message).toMatch(/Missing closing "quote$/);
+    expect(refusal(`a: [1, 2\nb: 3\n`).message).toMatch(/must be sufficiently indented and end with a \] \(check the indentation of this line/);
+    expect(refusal(`a: b\n   c: d\n`).message).toMatch(/\(check the indentation of this line/);
+  });
+});
