@@ -377,7 +377,7 @@ program
   .argument('<pipeline>', 'pipeline YAML file')
   .option('--connect', 'also connect to the Kafka brokers', false)
   .option('--probe', 'also read each enabled source\'s first frame (its size and fps)', false)
-  .option('--timeout <seconds>', 'bound on each network step: a broker\'s answer, a first frame (default 10)', positiveNumber())
+  .option('--timeout <seconds>', 'bound on each network step: a broker\'s answer, a first frame, the look-up of server.host (default 10)', positiveNumber())
   .option('--json', 'print the report as JSON: {file, ok, problems, items: [{check, ok, code, field, message}]}', false)
   .action(async (file: string, opts: { connect: boolean; probe: boolean; timeout?: number; json: boolean }) => {
     const { checkPipeline, formatCheck } = await import('./tools/check.js');
