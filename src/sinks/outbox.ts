@@ -482,8 +482,11 @@ function holderWhere(held: LockOwner | undefined, self: LockOwner): string {
 /**
  * Why a run could not take the outbox folder `dir` now, as the run would say it (VAP_ERR_OUTBOX),
  * or undefined: its lock held by a live argus of this host (judged as the run judges it), or by
- * one argus cannot check whose lock was touched in the last `staleMs` (the run would wait that
- * long for it to go stale, then refuse). Takes nothing: for `argus check`.
+ * one argus cannot check whose lock is touched while it is watched (the run would wait `staleMs`
+ * for it to stop, then refuse). Watched for one heartbeat (a quarter of `staleMs`) and a second,
+ * never by its mtime against this clock, as the run never does: the holder touches it with its
+ * own clock, and another host's may be minutes off (one a minute behind, alive, passed as not
+ * held). Takes nothing: for `argus check`.
  */
 export async function outboxHeldBy(dir: string, staleMs = LOCK_STALE_MS): Promise<string | undefined> {
   const path = join(dir, LOCK);
@@ -493,8 +496,20 @@ export async function outboxHeldBy(dir: string, staleMs = LOCK_STALE_MS): Promis
   const held = parseLock(await readLockText(path), self);
   const holder = await judgeHolder(held, self);
   if (holder === 'alive') return inUseText(dir, `pid ${held!.pid}`);
-  if (holder === 'unchecked' && Date.now() - st.mtimeMs < staleMs) return inUseText(dir, `${holderWhere(held, self)}, its lock touched in the last ${staleMs / 1000} s`);
+  if (holder === 'unchecked' && (await touchedWithin(path, st.mtimeMs, staleMs / 4 + 1000))) return inUseText(dir, `${holderWhere(held, self)}, its lock touched in the last ${staleMs / 1000} s`);
   return undefined;
+}
+
+/** Whether the file at `path`, of mtime `first`, is touched (its mtime changes) within `ms`; one removed is not. */
+async function touchedWithin(path: string, first: number, ms: number): Promise<boolean> {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    await new Promise((r) => setTimeout(r, Math.min(250, ms)));
+    const m = (await stat(path).catch(() => undefined))?.mtimeMs;
+    if (m === undefined) return false;
+    if (m !== first) return true;
+  }
+  return false;
 }
 
 /** This boot's id and a process's start time (Linux /proc), so a pid reused after a reboot or a crash is not taken for the lock's owner. */

@@ -1,6 +1,6 @@
 // argus check: a pipeline file checked without running it, every problem with its code and field.
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -224,10 +224,27 @@ describe('argus check', () => {
       await new Promise((r) => other.once('exit', r));
       const r = await checkPipeline(kafkaPipeline('held.yaml', `dir: ${held}`));
       expect(problems(r)).toEqual([]);
-      // Another host's lock, touched just now: held too (the run waits for it to go stale, then refuses).
-      writeFileSync(join(held, 'outbox.lock'), JSON.stringify({ pid: 1, host: 'another-host', ns: 'pid:[1]', identity: 'x 1', id: 'y' }));
-      expect(outboxItem(await checkPipeline(kafkaPipeline('held.yaml', `dir: ${held}`)))?.message).toMatch(/is in use by another argus \(pid 1 on host another-host, its lock touched in the last 20 s\)/);
-    });
+      // Another host's lock, touched by its heartbeat: held too (the run waits for it to go stale, then refuses);
+      // judged by the touches, as the run judges it, never by its mtime against this clock: that
+      // host's clock five minutes behind (its touches five minutes old here) passed as not held.
+      const lock = join(held, 'outbox.lock');
+      writeFileSync(lock, JSON.stringify({ pid: 1, host: 'another-host', ns: 'pid:[1]', identity: 'x 1', id: 'y' }));
+      const behind = Date.now() / 1000 - 300;
+      utimesSync(lock, behind, behind);
+      let beats = 0;
+      const heartbeat = setInterval(() => {
+        const t = behind + ++beats;
+        utimesSync(lock, t, t);
+      }, 400);
+      try {
+        expect(outboxItem(await checkPipeline(kafkaPipeline('held.yaml', `dir: ${held}`)))?.message).toMatch(/is in use by another argus \(pid 1 on host another-host, its lock touched in the last 20 s\)/);
+      } finally {
+        clearInterval(heartbeat);
+      }
+      // Its heartbeat stopped, its last touch in this clock's future (that host's clock ahead): the run takes it over.
+      utimesSync(lock, Date.now() / 1000 + 300, Date.now() / 1000 + 300);
+      expect(problems(await checkPipeline(kafkaPipeline('held.yaml', `dir: ${held}`)))).toEqual([]);
+    }, 120_000);
 
     it('a folder the run refuses (a file in its place, writable by every user): VAP_ERR_OUTBOX naming outbox.dir', async () => {
       writeFileSync(join(dir, 'a-file'), 'x');
