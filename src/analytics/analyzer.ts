@@ -4,7 +4,7 @@ import type { Detections } from '../core/detections.js';
 import { ObservedTime, OUTAGE_MS } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { Point } from '../core/polygon.js';
-import { sureOrigin, wayDistance, type LastSighting } from './anchor.js';
+import { noteSighting, sureOrigin, wayDistance, type LastSighting } from './anchor.js';
 import { RateFloor, KOfN } from './conveyor.js';
 import { Cooldown } from './cooldown.js';
 import { LINE_MARGIN_MIN_PX, LINE_MARGIN_OF_SIDE, LineCounter, lineStats, type LineEvent, type LineStats } from './line.js';
@@ -463,18 +463,8 @@ export class SourceAnalyzer {
         df.items.set(id, item);
       }
       item.seenMs = obsMs;
-      // Its pace (half the last step's, half the earlier pace), for defectHandOver.
-      const cx = (xyxy[i * 4] + xyxy[i * 4 + 2]) / 2, cy = (xyxy[i * 4 + 1] + xyxy[i * 4 + 3]) / 2;
-      const dt = tMs - item.lastFrame;
-      if (dt > 0) {
-        const vx = (cx - item.lx) / dt, vy = (cy - item.ly) / dt;
-        item.vx = Number.isNaN(item.vx) ? vx : (item.vx + vx) / 2;
-        item.vy = Number.isNaN(item.vy) ? vy : (item.vy + vy) / 2;
-      }
-      item.lx = cx;
-      item.ly = cy;
-      item.lastFrame = tMs;
-      for (let k = 0; k < 4; k++) item.lastBox[k] = xyxy[i * 4 + k];
+      // Where it was last seen and its pace, for defectHandOver.
+      noteSighting(item, (xyxy[i * 4] + xyxy[i * 4 + 2]) / 2, (xyxy[i * 4 + 1] + xyxy[i * 4 + 3]) / 2, tMs, xyxy, i);
       if (now && item.row < 0) item.row = i;
     }
     df.lastMs = tMs;

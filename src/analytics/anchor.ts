@@ -71,6 +71,23 @@ export interface LastSighting {
 }
 
 /**
+ * Notes a sighting of `o` at `x`, `y` at `tMs` (frame time), its box row `i` of `xyxy`: where it
+ * was last seen, and its pace (half the last step's, half the earlier pace), for wayDistance.
+ */
+export function noteSighting(o: LastSighting & { lastBox: Float32Array }, x: number, y: number, tMs: number, xyxy: ArrayLike<number>, i: number): void {
+  const dt = tMs - o.lastFrame;
+  if (dt > 0) {
+    const vx = (x - o.lx) / dt, vy = (y - o.ly) / dt;
+    o.vx = Number.isNaN(o.vx) ? vx : (o.vx + vx) / 2;
+    o.vy = Number.isNaN(o.vy) ? vy : (o.vy + vy) / 2;
+  }
+  o.lx = x;
+  o.ly = y;
+  o.lastFrame = tMs;
+  for (let k = 0; k < 4; k++) o.lastBox[k] = xyxy[i * 4 + k];
+}
+
+/**
  * How far (px) `px`, `py`, where a new id was first seen at `firstMs` (frame time), is from the
  * way track `o`, lost before, was going: from where it was last seen to where its pace would
  * have taken it by then, from standing still to half as fast again. Infinity beyond a box's size

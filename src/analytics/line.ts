@@ -1,5 +1,5 @@
 import type { Detections } from '../core/detections.js';
-import { anchorPoint, movedWhole, sureOrigin, wayDistance, type Anchor } from './anchor.js';
+import { anchorPoint, movedWhole, noteSighting, sureOrigin, wayDistance, type Anchor } from './anchor.js';
 import type { Point } from '../core/polygon.js';
 import { LabelTally } from './tally.js';
 
@@ -363,17 +363,8 @@ export class LineCounter {
     if (st.pending) this.settle(st, dist, frameMs);
     st.lastSeen = tMs;
     st.lastLabelled = tMs;
-    // Its pace (half the last step's, half the earlier pace) and last sighting, for handOver.
-    const dt = frameMs - st.lastFrame;
-    if (dt > 0) {
-      const vx = (x - st.lx) / dt, vy = (y - st.ly) / dt;
-      st.vx = Number.isNaN(st.vx) ? vx : (st.vx + vx) / 2;
-      st.vy = Number.isNaN(st.vy) ? vy : (st.vy + vy) / 2;
-    }
-    st.lx = x;
-    st.ly = y;
-    st.lastFrame = frameMs;
-    for (let k = 0; k < 4; k++) st.lastBox[k] = d.xyxy[i * 4 + k];
+    // Its last sighting and pace, for handOver.
+    noteSighting(st, x, y, frameMs, d.xyxy, i);
     if (now === 0) return undefined;
     if (now !== st.side && !this.moved(st.box, d.xyxy, i)) return undefined; // reshaped, not moved: still on its side
     const px = st.x, py = st.y;
