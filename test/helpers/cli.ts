@@ -52,3 +52,13 @@ export function runClosingAfterFirstLine(args: string[], after: () => Promise<vo
     });
   });
 }
+
+/** Whether a process of this pid exists (signal 0 reaches it; a zombie not yet reaped counts). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

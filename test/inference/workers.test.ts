@@ -242,17 +242,9 @@ process.stdout.write(' released after ' + (Date.now() - t >= ${RELEASE_WAIT_MS})
 void exitAfterInference(130, 500);
 `,
     );
-    const { runCommand } = await import('../helpers/cli.js');
+    const { alive, runCommand } = await import('../helpers/cli.js');
     const r = await runCommand(process.execPath, ['--import', 'tsx', script], {}, 80_000);
     const child = Number(/^child (\d+) /.exec(r.stdout)?.[1]);
-    const alive = (pid: number) => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
     // The kill skipped the process's exit handlers, which end its children: the child was left running.
     // (Killed, it may be a zombie for a moment, until init reaps it.)
     for (let i = 0; i < 50 && child > 0 && alive(child); i++) await new Promise((res) => setTimeout(res, 100));

@@ -14,6 +14,7 @@ import { ffmpegSource, type FfmpegSourceOptions, type SpawnFn } from '../../src/
 import { FRAME_CHANNELS } from '../../src/sources/frame-channel.js';
 import { FRAME_SOCKETS } from '../../src/sources/frame-socket.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
+import { alive } from '../helpers/cli.js';
 
 const output = { width: 416, height: 416, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
 const opts = (over: Partial<FfmpegSourceOptions['input']> = {}, extra: Partial<FfmpegSourceOptions> = {}): FfmpegSourceOptions => ({
@@ -23,15 +24,6 @@ const opts = (over: Partial<FfmpegSourceOptions['input']> = {}, extra: Partial<F
   ffmpegPath: defaultFfmpegPath(),
   ...extra,
 });
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** A scripted ffmpeg: prints `log` on stderr (`$OUT` is the output's name, its last argument), then runs `then` (shell). */
 function scriptedFfmpeg(log: string, then: string): string {
