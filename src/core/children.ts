@@ -45,7 +45,7 @@ export function ownChild<C extends ChildProcess>(child: C): C {
  * the kernel ends only when it leaves it.
  */
 export function exitOf(child: ChildProcess, ms: number): Promise<void> {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  if (child.pid === undefined || child.exitCode != null || child.signalCode != null) return Promise.resolve();
   return new Promise<void>((resolve) => {
     const done = (): void => {
       clearTimeout(timer);

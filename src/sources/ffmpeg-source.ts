@@ -3,7 +3,7 @@ import { statSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { catchError, defer, Observable, throwError, type Subscription } from 'rxjs';
-import { ownChild } from '../core/children.js';
+import { exitOf, ownChild } from '../core/children.js';
 import { notAnInput } from '../core/files.js';
 import { fromWallClock, now } from '../core/clock.js';
 import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
@@ -172,7 +172,7 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   //   readsOnce) is not run again for it: it has the deinterlacer from its first run, as argus
   //   detect and preview read it (the second ffmpeg of a named pipe waited for a writer that had
   //   gone, and the source got no frame). Nor for packed frames: it has them from the start.
-  const once = readsOnce(options.input.url, options.input.kind);
+  const once = (memo.readsOnce ??= readsOnce(options.input.url, options.input.kind));
   const run = (base: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRelay): Observable<Frame> => {
     let o = base;
     if (memo.ownRate) o = { ...o, input: { ...o.input, fps: undefined } };
@@ -342,7 +342,9 @@ export interface SourceMemo {
   /** Since when the relay has been run, across the source's restarts (its first start, or its retry after a give-up): one that ran RELAY_RETRY_MAX_MS before giving up counts as a first give-up. */
   relayedSince?: number;
   /** The ffmpeg of the source's last run, while it has not exited: the next run's waits for it (afterExit). */
-  ffmpeg?: RunningFfmpeg;
+  ffmpeg?: ChildProcess;
+  /** Whether the source's input can be read only once (readsOnce), judged at its first start. */
+  readsOnce?: boolean;
   /** The relay's notices of this source (FfmpegSourceOptions.onClockNotice), by cause, at most one a cause each NOTICE_REPEAT_MS. */
   notices?: ThrottledLog;
 }
@@ -357,13 +359,6 @@ export interface SourceMemo {
  */
 export const NOTICE_REPEAT_MS = 600_000;
 
-/** A source's ffmpeg, for its next run to wait on (SourceMemo.ffmpeg). */
-interface RunningFfmpeg {
-  exited: boolean;
-  /** Told when it exits. */
-  waiters: Set<() => void>;
-}
-
 /**
  * The longest a run waits for the ffmpeg of the run before it to exit (it was sent SIGKILL)
  * before starting its own, ms. Exit takes milliseconds, except for a process stuck in the kernel
@@ -375,12 +370,9 @@ export const FFMPEG_EXIT_WAIT_MS = 2000;
 /** Notes `child` as the source's running ffmpeg (memo.ffmpeg) until it exits. */
 function noteFfmpeg(memo: SourceMemo, child: ChildProcess): void {
   if (child.pid === undefined) return; // never started (its 'error' says why)
-  const running: RunningFfmpeg = { exited: false, waiters: new Set() };
-  memo.ffmpeg = running;
+  memo.ffmpeg = child;
   child.once('exit', () => {
-    running.exited = true;
-    if (memo.ffmpeg === running) memo.ffmpeg = undefined;
-    for (const w of [...running.waiters]) w();
+    if (memo.ffmpeg === child) memo.ffmpeg = undefined;
   });
 }
 
@@ -398,21 +390,20 @@ function noteFfmpeg(memo: SourceMemo, child: ChildProcess): void {
  */
 function afterExit(memo: SourceMemo, go: () => void): () => void {
   const prev = memo.ffmpeg;
-  if (!prev || prev.exited) {
+  if (!prev) {
     go();
     return () => {};
   }
-  const fire = (): void => {
-    cancel();
+  // (A cancelled wait's timer and listeners go with the exit, or FFMPEG_EXIT_WAIT_MS: exitOf.)
+  let waiting = true;
+  void exitOf(prev, FFMPEG_EXIT_WAIT_MS).then(() => {
+    if (!waiting) return;
+    waiting = false;
     go();
+  });
+  return () => {
+    waiting = false;
   };
-  const timer = setTimeout(fire, FFMPEG_EXIT_WAIT_MS);
-  const cancel = (): void => {
-    clearTimeout(timer);
-    prev.waiters.delete(fire);
-  };
-  prev.waiters.add(fire);
-  return cancel;
 }
 
 /** The file's own rate is below the configured one: ffmpegSource runs it again at its own rate. */
@@ -988,7 +979,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       }
       // (Not an input read only once: run again, it gave no frame. It keeps the fps filter,
       // which repeats some of its frames to make up the rate, as over a variable-rate file's gaps.)
-      if (input.fps && ownRate && input.fps > ownRate && !readsOnce(input.url, input.kind)) {
+      if (input.fps && ownRate && input.fps > ownRate && !options.memo?.readsOnce) {
         stop(new RateAboveSource(`source "${id}": fps ${input.fps} is above the file's ${+ownRate.toFixed(3)}`));
         return;
       }
