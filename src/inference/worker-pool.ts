@@ -178,9 +178,10 @@ export class WorkerPool implements ModelSession {
     private readonly o: SessionOptions,
   ) {
     for (const t of threads) this.watch(t);
-    const stuckMs = (this.stuckMs = o.stuckRunMs ?? STUCK_RUN_MS);
-    this.stuckCheck = setInterval(() => this.logStuck(stuckMs), Math.min(1000, stuckMs / 2)).unref();
+    this.stuckMs = o.stuckRunMs ?? STUCK_RUN_MS;
+    this.stuckCheck = setInterval(() => this.logStuck(), Math.min(1000, this.stuckMs / 2)).unref();
   }
+  /** A run in flight this long is stuck (logStuck, stuckRun), ms. */
   private readonly stuckMs: number;
 
   stuckRun(): number | undefined {
@@ -199,12 +200,12 @@ export class WorkerPool implements ModelSession {
    * (or a wedged GPU) stopped every source's results, each frame dropped as stale, with nothing
    * said — /healthz answered ok and the sources were 'streaming'. Its end, if it comes, is logged too.
    */
-  private logStuck(stuckMs: number): void {
+  private logStuck(): void {
     const log = this.o.log ?? (() => {});
     for (const t of this.threads) {
       if (!t.busy || t.stuckLogged) continue;
       const ms = performance.now() - t.startedAt;
-      if (ms < stuckMs) continue;
+      if (ms < this.stuckMs) continue;
       t.stuckLogged = true;
       log(`inference run has not returned after ${Math.round(ms)} ms (the model's run may not end): no frame gets results meanwhile, each is dropped`, { code: ErrorCodes.MODEL_RUN, provider: this.provider }, 'error');
     }
