@@ -132,6 +132,31 @@ export interface TrackSnapshot {
  */
 const TENTATIVE_BUFFER = 0.3;
 
+/**
+ * How many of an object's sightings before its track started a track keeps (Track.pre): the
+ * detections, on consecutive frames, that no track took and that scored at least
+ * `trackLowThresh` but too little to start one (`newTrackThresh`), each overlapping the next as a
+ * tentative track's must. A person coming into view is often scored under 0.6 on the first frames
+ * (cut off by the border, in a doorway's shadow): the track started only once they were past a
+ * line near there, and the crossing was lost. The latest ones: 1 s at 10 fps, a third of a
+ * second at 30.
+ */
+export const PRE_TRACK_SIGHTINGS = 10;
+
+/** How many unclaimed detections of a frame are kept as sightings before a track (PRE_TRACK_SIGHTINGS), at most. */
+const UNCLAIMED_KEPT = 32;
+
+/** A detection no track took (see PRE_TRACK_SIGHTINGS): its box, tracker time, label, score, and the sighting it continues. */
+interface Unclaimed {
+  readonly box: Float32Array;
+  readonly ms: number;
+  readonly classId: number;
+  readonly score: number;
+  prev: Unclaimed | undefined;
+  /** Sightings in its chain, itself included (at most PRE_TRACK_SIGHTINGS). */
+  depth: number;
+}
+
 /** Two tracks whose boxes overlap more than this are duplicates; the younger one goes (reference: cost < 0.15). */
 const DUPLICATE_IOU = 0.85;
 
@@ -157,6 +182,8 @@ class Track {
   readonly tentativeClass: Int32Array;
   readonly tentativeScore: Float32Array;
   lastSeenMs: number;
+  /** The object's last sightings before its first detection that started it (PRE_TRACK_SIGHTINGS), latest first; dropped once it is confirmed. */
+  pre: Unclaimed | undefined = undefined;
   /** Observed time (see ObservedTime) of the last matched detection: what the lost-track buffer counts from. */
   lastSeenObsMs: number;
   /** When the track was confirmed (the tracker's clock), or −Infinity. */
@@ -216,6 +243,9 @@ export class ByteTracker {
   private observed = new ObservedTime(OUTAGE_MS);
   private observedMs = 0;
   private readonly solver = new LinearAssignment();
+  /** The detections of the last update that no track took (PRE_TRACK_SIGHTINGS), and this update's. */
+  private unclaimed: Unclaimed[] = [];
+  private unclaimedNext: Unclaimed[] = [];
 
   // Scratch, grown on demand and reused across updates.
   private boxes = new Float64Array(0);
@@ -287,7 +317,10 @@ export class ByteTracker {
     // After an outage (OUTAGE_MS without a frame: a camera down) no track goes on: someone where
     // a person stood 10 minutes earlier inherited its id (no entry, a 10-minute dwell). Ids keep
     // counting up.
-    if (this.observed.afterOutage) this.pool = [];
+    if (this.observed.afterOutage) {
+      this.pool = [];
+      this.unclaimed.length = 0;
+    }
     const dt = (observed - this.observedMs) / this.framePeriodMs;
     // A stall counted as one usual gap (dt) lasted longer: an object that stood still is where
     // that prediction puts it, one that walked on is where its speed took it (at 100 px/s, 100 px
@@ -367,9 +400,13 @@ export class ByteTracker {
       const t = new Track(detections.classId[d], confidence[d], now, observed, xyxy, d, o.minConfirmFrames);
       measure(t.kf, xyxy, d, true);
       t.row = d;
+      this.detTaken[d] = 1;
+      t.pre = this.takeUnclaimed(detections, d);
       if (o.minConfirmFrames <= 1) this.confirm(t);
       pool.push(t);
     }
+
+    this.keepUnclaimed(detections, now);
 
     // Lost tracks past the buffer go.
     for (const t of pool) if (t.state === LOST && observed - t.lastSeenObsMs > o.lostTrackBufferMs) t.removed = true;
@@ -382,9 +419,14 @@ export class ByteTracker {
     for (const t of this.pool) {
       if (!(t.row >= 0 && t.id > 0)) continue;
       trackerId[t.row] = t.id;
-      if (t.confirmedMs === now && t.hits > 1) {
-        const before = Array.from({ length: t.hits - 1 }, (_, k) => ({ box: t.tentativeXyxy.subarray(k * 4, k * 4 + 4), ms: t.tentativeMs[k], classId: t.tentativeClass[k], score: t.tentativeScore[k] }));
-        (origins ??= new Map()).set(t.id, { box: t.firstXyxy, ms: t.firstSeenMs, before });
+      if (t.confirmedMs === now && (t.hits > 1 || t.pre)) {
+        // Its sightings before the track started (oldest first), then those while it was tentative.
+        const before: { box: Float32Array; ms: number; classId: number; score: number }[] = [];
+        for (let p = t.pre; p; p = p.prev) before.push(p);
+        before.reverse();
+        t.pre = undefined;
+        for (let k = 0; k < t.hits - 1; k++) before.push({ box: t.tentativeXyxy.subarray(k * 4, k * 4 + 4), ms: t.tentativeMs[k], classId: t.tentativeClass[k], score: t.tentativeScore[k] });
+        (origins ??= new Map()).set(t.id, { box: before[0]?.box ?? t.firstXyxy, ms: before[0]?.ms ?? t.firstSeenMs, before });
       }
     }
     return new Detections(detections.xyxy, detections.confidence, detections.classId, trackerId, origins);
@@ -417,15 +459,25 @@ export class ByteTracker {
    */
   rescale(sx: number, sy: number): void {
     if (!(sx > 0 && sy > 0 && Number.isFinite(sx) && Number.isFinite(sy))) throw new RangeError(`ByteTracker.rescale: factors must be positive, got ${sx}, ${sy}`);
+    const scaled = new Set<Unclaimed>();
+    const scale = (p: Unclaimed | undefined) => {
+      for (; p && !scaled.has(p); p = p.prev) {
+        scaled.add(p);
+        for (let k = 0; k < 4; k++) p.box[k] *= k % 2 === 0 ? sx : sy;
+      }
+    };
     for (const t of this.pool) {
       kalmanScale(t.kf, sx, sy);
       for (let k = 0; k < t.tentativeXyxy.length; k++) t.tentativeXyxy[k] *= k % 2 === 0 ? sx : sy;
+      scale(t.pre);
     }
+    for (const u of this.unclaimed) scale(u);
   }
 
   /** Forgets every track and the last timestamp. Ids keep counting up: they are never reused. */
   reset(): void {
     this.pool = [];
+    this.unclaimed.length = 0;
     this.clockMs = 0;
     this.clockOffsetMs = 0;
     this.lastTimestampMs = NaN;
@@ -495,6 +547,58 @@ export class ByteTracker {
       t.row = d;
       this.detTaken[d] = 1;
     }
+  }
+
+  /**
+   * The sighting of the last update, no track's, that detection `d` (starting a track) continues
+   * (PRE_TRACK_SIGHTINGS): same label (when class aware), overlapping it as a tentative track's
+   * box must (buffered, `unconfirmedMatchThresh`, scores aside), the most; taken (each continues
+   * into one detection). O(unclaimed).
+   */
+  private takeUnclaimed(dets: Detections, d: number): Unclaimed | undefined {
+    const list = this.unclaimed;
+    let best = -1;
+    let bestIou = 1 - this.options.unconfirmedMatchThresh;
+    for (let k = 0; k < list.length; k++) {
+      const u = list[k];
+      if (this.options.classAware && u.classId !== dets.classId[d]) continue;
+      const iou = bufferedIou(u.box, 0, dets.xyxy, d, TENTATIVE_BUFFER);
+      if (iou > bestIou) {
+        best = k;
+        bestIou = iou;
+      }
+    }
+    if (best < 0) return undefined;
+    const u = list[best];
+    list[best] = list[list.length - 1];
+    list.pop();
+    return u;
+  }
+
+  /**
+   * Keeps this update's detections that no track took, scoring at least `trackLowThresh`
+   * (UNCLAIMED_KEPT at most), each continuing the last update's it overlaps most
+   * (takeUnclaimed), for the tracks they may start (PRE_TRACK_SIGHTINGS).
+   */
+  private keepUnclaimed(dets: Detections, now: number): void {
+    const next = this.unclaimedNext;
+    next.length = 0;
+    const low = this.options.trackLowThresh;
+    for (let i = 0; i < dets.length && next.length < UNCLAIMED_KEPT; i++) {
+      if (this.detTaken[i] || !(dets.confidence[i] >= low) || !validBox(dets.xyxy, i)) continue;
+      const prev = this.takeUnclaimed(dets, i);
+      const u: Unclaimed = { box: dets.xyxy.slice(i * 4, i * 4 + 4), ms: now, classId: dets.classId[i], score: dets.confidence[i], prev, depth: prev ? prev.depth + 1 : 1 };
+      if (u.depth > PRE_TRACK_SIGHTINGS) {
+        // Only the latest PRE_TRACK_SIGHTINGS: the chain is cut after the last of them.
+        let p: Unclaimed = u;
+        for (let k = 1; k < PRE_TRACK_SIGHTINGS; k++) p = p.prev!;
+        p.prev = undefined;
+        u.depth = PRE_TRACK_SIGHTINGS;
+      }
+      next.push(u);
+    }
+    this.unclaimedNext = this.unclaimed;
+    this.unclaimed = next;
   }
 
   private confirm(t: Track): void {
