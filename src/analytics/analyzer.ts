@@ -1,6 +1,6 @@
 import { unknownClassText } from '../config/classes.js';
 import type { LineConfig, RuleConfig, SourceConfig, ZoneConfig } from '../config/schema.js';
-import type { Detections } from '../core/detections.js';
+import type { Detections, TrackOrigin } from '../core/detections.js';
 import { ObservedTime, OUTAGE_MS } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { Point } from '../core/polygon.js';
@@ -47,8 +47,8 @@ interface DefectRule {
   minScore: number;
   /** Tracked items seen as a defect in their last N frames, or alerted and not yet forgotten (DEFECT_FORGET_MS). */
   items: Map<number, DefectItem>;
-  /** Boxes (xyxy) of the latest alerts of rows with no track id, with tracking on (at most UNTRACKED_ALERTS_KEPT). */
-  untrackedAlerts: Float32Array[];
+  /** The latest alerts of rows with no track id, with tracking on (at most UNTRACKED_ALERTS_KEPT): each row's box (xyxy) and frame time. */
+  untrackedAlerts: { box: Float32Array; ms: number }[];
   /** The frame time of the last frame defectItems saw (the tracker's times of a new id's first sightings are shifted to it, as LineCounter does). */
   lastMs: number;
 }
@@ -457,7 +457,10 @@ export class SourceAnalyzer {
         if (!now && earlier === 0) continue;
         // Alerted already if one of its first sightings was, without an id (the rule's frames: K ≤ those sightings),
         // or if it is an alerted item the tracker lost and found again under this new id (handOver).
-        const alerted = (!!before && df.untrackedAlerts.some((a) => before.some((b) => b.box[0] === a[0] && b.box[1] === a[1] && b.box[2] === a[2] && b.box[3] === a[3]))) || (!!origin && this.defectHandOver(df, ids, origin.box, origin.ms - (before ? before[before.length - 1].ms - df.lastMs : 0), obsMs));
+        // Or if it is an item alerted without an id just before its first sighting, where that was (a label that changed before the
+        // tracker confirmed it, class aware: a new tentative track).
+        const firstMs = origin ? origin.ms - (before ? before[before.length - 1].ms - df.lastMs : 0) : NaN;
+        const alerted = (!!origin && takeUntrackedAlert(df, origin.box, firstMs, before)) || (!!origin && this.defectHandOver(df, ids, origin.box, firstMs, obsMs));
         item = { kofn: new KOfN(r.k, r.n), row: -1, seenMs: obsMs, alerted, lx: NaN, ly: NaN, lastFrame: NaN, vx: NaN, vy: NaN, lastBox: new Float32Array(4) };
         for (const b of before ?? []) item.kofn.push(b.classId !== undefined && hit(b.classId, b.score ?? 0));
         df.items.set(id, item);
@@ -494,7 +497,7 @@ export class SourceAnalyzer {
     let bestDist = Infinity;
     const cx = (first[0] + first[2]) / 2, cy = (first[1] + first[3]) / 2;
     for (const [id, o] of df.items) {
-      if (!o.alerted || !(o.seenMs < obsMs) || !(o.lastFrame < firstMs) || firstMs - o.lastFrame > DEFECT_SWITCH_MS || !sureOrigin(o.lastBox, first, 0)) continue;
+      if (!o.alerted || !(o.seenMs < obsMs) || !(o.lastFrame < firstMs) || firstMs - o.lastFrame > DEFECT_SWITCH_MS || !sureOrigin(o.lastBox, first, 0) || upstream(o, firstMs, cx, cy)) continue;
       const dist = wayDistance(o, firstMs, cx, cy);
       if (!(dist < bestDist) || ids.includes(id)) continue;
       best = id;
@@ -585,7 +588,7 @@ export class SourceAnalyzer {
             // Its box: a track the tracker confirms with it among its first sightings is the item alerted (defectItems).
             if (ids) {
               if (df.untrackedAlerts.length >= UNTRACKED_ALERTS_KEPT) df.untrackedAlerts.shift();
-              df.untrackedAlerts.push(d.xyxy.slice(row * 4, row * 4 + 4));
+              df.untrackedAlerts.push({ box: d.xyxy.slice(row * 4, row * 4 + 4), ms: tMs });
             }
           }
           break;
@@ -605,4 +608,43 @@ export class SourceAnalyzer {
     if (this.rates.size) summary.rates = Object.fromEntries([...this.rates].map(([id, rf]) => [id, Math.round(rf.ratePerMinute(rateMs) * 10) / 10]));
     return { summary, alerts };
   }
+}
+
+/**
+ * Whether a new item's first sighting (its box `first`, xyxy, at `firstMs`, frame time; the
+ * sightings before its id, `before`) is an alert of a row with no id of `df` (taken: it goes),
+ * so that the item is not alerted again: that row is one of those sightings (the tracker
+ * confirmed the track it started), or it was alerted before the first of them, within
+ * DEFECT_SWITCH_MS, about this box's size (sureOrigin) and within the larger side of its box of
+ * where this one was first seen. The latter: a label that changed before the tracker gave the
+ * item an id (class aware: a new tentative track from its first frame of the new label); before,
+ * its new track was a new item, alerted a second time.
+ */
+function takeUntrackedAlert(df: DefectRule, first: Float32Array, firstMs: number, before: TrackOrigin['before']): boolean {
+  const alerts = df.untrackedAlerts;
+  const cx = (first[0] + first[2]) / 2, cy = (first[1] + first[3]) / 2;
+  for (let k = alerts.length - 1; k >= 0; k--) {
+    const a = alerts[k].box;
+    const seen = !!before && before.some((b) => b.box[0] === a[0] && b.box[1] === a[1] && b.box[2] === a[2] && b.box[3] === a[3]);
+    const near = alerts[k].ms < firstMs && firstMs - alerts[k].ms <= DEFECT_SWITCH_MS && sureOrigin(a, first, 0) && Math.hypot((a[0] + a[2]) / 2 - cx, (a[1] + a[3]) / 2 - cy) <= Math.max(a[2] - a[0], a[3] - a[1]);
+    if (!seen && !near) continue;
+    alerts.splice(k, 1);
+    return true;
+  }
+  return false;
+}
+
+/**
+ * Whether `px`, `py`, where a new id was first seen at `firstMs` (frame time), lies behind item
+ * `o`'s last sighting against the way it was going, by more than a quarter of its box's larger
+ * side (the detector's jitter), when its pace would have taken it at least that far: an item on a
+ * belt, hidden, comes back on its way, not upstream. A new item a worker puts on the belt just
+ * behind where an alerted one was taken off, within DEFECT_SWITCH_MS, was taken for it: no alert.
+ */
+function upstream(o: LastSighting, firstMs: number, px: number, py: number): boolean {
+  const g = firstMs - o.lastFrame;
+  const wx = Number.isNaN(o.vx) ? 0 : o.vx * g, wy = Number.isNaN(o.vy) ? 0 : o.vy * g;
+  const way = Math.hypot(wx, wy);
+  const slack = Math.max(o.lastBox[2] - o.lastBox[0], o.lastBox[3] - o.lastBox[1]) / 4;
+  return way >= slack && ((px - o.lx) * wx + (py - o.ly) * wy) / way < -slack;
 }

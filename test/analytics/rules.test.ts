@@ -360,6 +360,27 @@ describe('conveyor rules', () => {
     ]);
   });
 
+  it('defect rule: an item alerted before it had an id, whose label then changes (a new tentative track), is alerted once; another item near it later gets its own', () => {
+    // scissors on its first frame (alerted then, K 1, no id yet), car from 1.1 s (both defects): the
+    // class-aware tracker drops the scissors track and confirms the car one at 1.3 s, its first
+    // sightings from 1.1 s. Before, a second alert: `car #1`.
+    const src = { rules: [{ id: 'defect', type: 'conveyor-defect', classes: ['scissors', 'car'], k: 1, n: 1, cooldownSec: 0.25, minScore: 0.5 }] };
+    const r = simulate(src, { objects: [{ key: 'x', box: [100, 200, 140, 240], velocity: [60, 0], classId: (t) => (t < 1.05 ? 4 : 2), from: 1, until: 5 }] }, 10, 6);
+    expect(r.alerts.map((a) => [Math.round(a.t * 10) / 10, a.trackId])).toEqual([[1, undefined]]);
+    // Another defective item put down where it was, 3 s after it was alerted: its own alert.
+    const two = simulate(src, { objects: [{ key: 'x', box: [100, 200, 140, 240], velocity: [60, 0], classId: (t) => (t < 1.05 ? 4 : 2), from: 1, until: 1.5 }, { key: 'y', box: [100, 200, 140, 240], velocity: [60, 0], classId: 2, from: 4, until: 6 }] }, 10, 7);
+    expect(two.alerts.map((a) => [Math.round(a.t * 10) / 10, a.trackId])).toEqual([[1, undefined], [4, undefined]]);
+  });
+
+  it('defect rule: a new defective item put on the belt behind where an alerted one was taken off, within 2 s, gets its own alert', () => {
+    const src = { rules: [{ id: 'defect', type: 'conveyor-defect', classes: ['scissors'], k: 3, n: 5, cooldownSec: 30, minScore: 0.5 }] };
+    // Item x at 60 px/s, alerted at 0.7 s, taken off the belt at 3 s (last seen with its centre at 194);
+    // at 4 s a worker puts item y, also defective, on the belt at 170 (24 px behind, upstream).
+    // Before, y's new id was taken for x found again (on its way, within 2 s): no alert for y.
+    const r = simulate(src, { objects: [{ key: 'x', box: [0, 200, 40, 240], velocity: [60, 0], classId: 4, from: 0.5, until: 3 }, { key: 'y', box: [-90, 200, -50, 240], velocity: [60, 0], classId: 4, from: 4, until: 8 }] }, 10, 9);
+    expect(r.alerts.map((a) => [Math.round(a.t * 10) / 10, a.trackId])).toEqual([[0.7, 1], [4.2, 2]]);
+  });
+
   it('defect rule with tracking off: K of N frames of the rule, and its cooldown (items cannot be told apart)', () => {
     const cfg = SourceSchema.parse({ id: 'cam', uri: '/x.mp4', rules: [{ id: 'defect', type: 'conveyor-defect', classes: ['scissors'], k: 3, n: 5, cooldownSec: 2, minScore: 0.5 }] });
     const a = new SourceAnalyzer(cfg, LABELS, 'sources[0]');
