@@ -580,8 +580,10 @@ export class SourceAnalyzer {
           if (ids) this.defectItems(r, df, d, obsMs, tMs, alerts);
           // Rows without a track id (tracking off; or on, rows the tracker gives no id): K of N
           // of the rule's frames, and its cooldown.
+          // With tracking, a row that is an alerted item the tracker lost (a label that changed: a new
+          // tentative track) is that item, alerted already: before, a second alert for it.
           let row = -1;
-          for (let i = 0; i < d.length; i++) if ((!ids || ids[i] < 0) && d.confidence[i] >= df.minScore && df.match(d.classId[i])) { row = i; break; }
+          for (let i = 0; i < d.length; i++) if ((!ids || ids[i] < 0) && d.confidence[i] >= df.minScore && df.match(d.classId[i]) && !(ids && alertedItemAt(df, d.xyxy, i, tMs, obsMs))) { row = i; break; }
           const firing = df.kofn.push(row >= 0);
           if (firing && row >= 0 && cd.allow('', tMs)) {
             alerts.push({ rule: r.id, severity: r.severity, event: 'conveyor.defect', message: `${label(d.classId[row])} seen on ${df.kofn.hits} of the last ${r.n} frames`, row, classLabel: label(d.classId[row]) });
@@ -647,4 +649,18 @@ function upstream(o: LastSighting, firstMs: number, px: number, py: number): boo
   const way = Math.hypot(wx, wy);
   const slack = Math.max(o.lastBox[2] - o.lastBox[0], o.lastBox[3] - o.lastBox[1]) / 4;
   return way >= slack && ((px - o.lx) * wx + (py - o.ly) * wy) / way < -slack;
+}
+
+/**
+ * Whether row `i` of `xyxy` (no track id, frame time `tMs`) is an alerted item of `df` the
+ * tracker lost (not seen on this frame, last seen within DEFECT_SWITCH_MS): about its size
+ * (sureOrigin), on its way (wayDistance, not upstream). O(items).
+ */
+function alertedItemAt(df: DefectRule, xyxy: Float32Array, i: number, tMs: number, obsMs: number): boolean {
+  const cx = (xyxy[i * 4] + xyxy[i * 4 + 2]) / 2, cy = (xyxy[i * 4 + 1] + xyxy[i * 4 + 3]) / 2;
+  for (const o of df.items.values()) {
+    if (!o.alerted || !(o.seenMs < obsMs) || !(o.lastFrame < tMs) || tMs - o.lastFrame > DEFECT_SWITCH_MS || !sureOrigin(o.lastBox, xyxy, i) || upstream(o, tMs, cx, cy)) continue;
+    if (wayDistance(o, tMs, cx, cy) < Infinity) return true;
+  }
+  return false;
 }

@@ -372,6 +372,13 @@ describe('conveyor rules', () => {
     expect(two.alerts.map((a) => [Math.round(a.t * 10) / 10, a.trackId])).toEqual([[1, undefined], [4, undefined]]);
   });
 
+  it('defect rule: an item alerted under its id whose label then changes (a new tentative track, no id for a few frames) is not alerted again by its frames without an id', () => {
+    const src = { rules: [{ id: 'defect', type: 'conveyor-defect', classes: ['scissors', 'car'], k: 2, n: 3, cooldownSec: 0.5, minScore: 0.5 }] };
+    // scissors from 1 s (alerted at 1.1 s, no id yet; id 1 from 1.2 s), car from 2 s (id 2 from 2.2 s).
+    const r = simulate(src, { objects: [{ key: 'x', box: [100, 200, 140, 240], velocity: [60, 0], classId: (t) => (t < 1.95 ? 4 : 2), from: 1, until: 5 }] }, 10, 6);
+    expect(r.alerts.map((a) => [Math.round(a.t * 10) / 10, a.trackId])).toEqual([[1.1, undefined]]);
+  });
+
   it('defect rule: a new defective item put on the belt behind where an alerted one was taken off, within 2 s, gets its own alert', () => {
     const src = { rules: [{ id: 'defect', type: 'conveyor-defect', classes: ['scissors'], k: 3, n: 5, cooldownSec: 30, minScore: 0.5 }] };
     // Item x at 60 px/s, alerted at 0.7 s, taken off the belt at 3 s (last seen with its centre at 194);
