@@ -4,7 +4,7 @@ import type { Detections, TrackOrigin } from '../core/detections.js';
 import { ObservedTime, OUTAGE_MS } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { Point } from '../core/polygon.js';
-import { noteSighting, sureOrigin, wayDistance, type LastSighting } from './anchor.js';
+import { anchorPoint, noteSighting, sureOrigin, wayDistance, type LastSighting } from './anchor.js';
 import { RateFloor, KOfN } from './conveyor.js';
 import { Cooldown } from './cooldown.js';
 import { LINE_MARGIN_MIN_PX, LINE_MARGIN_OF_SIDE, LineCounter, lineStats, type LineEvent, type LineStats } from './line.js';
@@ -115,6 +115,13 @@ export class SourceAnalyzer {
    * stay that lasts beyond it), on a frame that sees them inside.
    */
   private readonly dwellHeld = new Map<string, Set<number>>();
+  /**
+   * line-cross rules' tracks that raised an alert and have not got a body's size from the line
+   * since (crossLatch): by rule id, track id → the directions alerted (1 in, 2 out) and the
+   * observed time it was last seen.
+   */
+  private readonly crossLatched = new Map<string, Map<number, { dirs: number; seenMs: number }>>();
+  private readonly pt: [number, number] = [0, 0];
   /** conveyor-rate rules whose current stoppage was alerted: its `resumed` follows. */
   private readonly stopAlerted = new Set<string>();
   /** The frames' time with stalls counted as one usual gap, for the zones' and lines' unseen timeouts and the conveyor rates. */
@@ -433,6 +440,35 @@ export class SourceAnalyzer {
   }
 
   /**
+   * The tracks of line-cross rule `ruleId` (line `lineId`) latched by an alert: each that is seen
+   * on this frame with its anchor more than its box's larger side from the line (either side), or
+   * that the line has forgotten (unseen for its forgetAfterMs), is released, so its next crossing
+   * in an alerted direction is alerted again. Before, every crossing was: a person shuffling
+   * on a door line, feet ±20 px about it (margin 10), raised an `in` alert every 2 s. The counts
+   * are not touched (each crossing counts, as supervision's LineZone counts). O(rows).
+   */
+  private crossLatch(ruleId: string, lineId: string, d: Detections, obsMs: number): Map<number, { dirs: number; seenMs: number }> {
+    let latched = this.crossLatched.get(ruleId);
+    if (!latched) this.crossLatched.set(ruleId, (latched = new Map()));
+    if (latched.size === 0) return latched;
+    const line = this.lines.find((l) => l.id === lineId);
+    const ids = d.trackerId;
+    if (line && ids) {
+      for (let i = 0; i < d.length; i++) {
+        const latch = latched.get(ids[i]);
+        if (!latch) continue;
+        latch.seenMs = obsMs;
+        const [x, y] = anchorPoint(d.xyxy, i, line.options.anchor, this.pt);
+        const size = Math.max(d.xyxy[i * 4 + 2] - d.xyxy[i * 4], d.xyxy[i * 4 + 3] - d.xyxy[i * 4 + 1]);
+        if (Math.abs(line.signedDistance(x, y)) > size) latched.delete(ids[i]);
+      }
+    }
+    const forget = line?.options.forgetAfterMs ?? 0;
+    for (const [id, latch] of latched) if (obsMs - latch.seenMs > forget) latched.delete(id);
+    return latched;
+  }
+
+  /**
    * A conveyor-defect rule on tracked detections: K of the last N frames per item (track id),
    * one alert per item, the first time its frames reach K. Frames the tracker saw it on before
    * it confirmed it (Detections.trackOrigins) count as they showed it; one of them alerted
@@ -543,12 +579,25 @@ export class SourceAnalyzer {
           }
           break;
         }
-        case 'line-cross':
+        case 'line-cross': {
+          const latched = this.crossLatch(r.id, r.line, d, obsMs);
           for (const e of lineEvents) {
-            if (e.line !== r.line || (r.direction !== 'any' && e.direction !== r.direction) || !cd.allow(`${e.trackId}:${e.direction}`, tMs)) continue;
+            if (e.line !== r.line || (r.direction !== 'any' && e.direction !== r.direction)) continue;
+            // A crossing in a direction this track was alerted for, and it has stayed near the line since: the same passage (a person shuffling on the line).
+            const bit = e.direction === 'in' ? 1 : 2;
+            let latch = latched.get(e.trackId);
+            if (!latch && e.previousTrackId !== undefined && (latch = latched.get(e.previousTrackId))) {
+              latched.delete(e.previousTrackId);
+              latched.set(e.trackId, latch);
+            }
+            if (latch && latch.dirs & bit) continue;
+            if (!cd.allow(`${e.trackId}:${e.direction}`, tMs)) continue;
+            if (latch) latch.dirs |= bit;
+            else latched.set(e.trackId, { dirs: bit, seenMs: obsMs });
             alerts.push({ rule: r.id, severity: r.severity, event: 'line.cross', message: `${label(e.classId)} #${e.trackId} crossed line ${e.line} (${e.direction})${e.previousTrackId !== undefined ? ` (was #${e.previousTrackId}: lost at the line, found past it under a new id)` : ''}`, trackId: e.trackId, line: e.line, direction: e.direction, row: e.row });
           }
           break;
+        }
         case 'conveyor-rate': {
           const rf = this.rates.get(r.id)!;
           let items = 0;

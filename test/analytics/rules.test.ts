@@ -252,6 +252,27 @@ describe('lines', () => {
     expect(simulate(lineSource(undefined, 20), scene, 10, 4).last.lines!.l).toEqual({ in: {}, out: {} });
   });
 
+  it('a person shuffling on a door line beyond its margin: each crossing counts, but a line-cross rule alerts once per direction until they get a body\'s size from the line', () => {
+    // Feet swing ±20 px about a door line at y = 300 (margin 10), a step every second, for 10 s;
+    // then the person walks up to 100 px from the top (200 px from the line, twice the box's
+    // height) and comes back down across it at 14 s: the same track throughout.
+    const feet = (t: number) => (t < 10 ? 300 + 20 * Math.sign(Math.sin(Math.PI * (t + 0.5))) : t < 12 ? 280 - (t - 10) * 90 : 100 + (t - 12) * 100);
+    const source = { lines: [{ id: 'door', from: [1, 0.625], to: [0, 0.625], anchor: 'bottom-center' }], rules: [{ id: 'in', type: 'line-cross', line: 'door', direction: 'in' }, { id: 'any', type: 'line-cross', line: 'door' }] };
+    // The scene helper moves boxes linearly: one object per 0.1 s step along `feet`.
+    const scene: Scene = { objects: Array.from({ length: 150 }, (_, k) => ({ key: `p${k}`, box: person(300, feet(k / 10) - 100), from: k / 10, until: (k + 1) / 10 })), jitter: 1 };
+    const r = simulate(source, scene, 10, 15);
+    // Counted: each crossing, 6 in and 6 out (the walk up is the last out), as supervision's LineZone counts.
+    expect(r.last.lines!.door).toEqual({ in: { person: 6 }, out: { person: 6 } });
+    // Alerted: the first out and in while shuffling (before, 5 more of each), and the in on coming back.
+    expect(r.alerts.map((a) => [a.rule, a.direction, a.trackId, a.t])).toEqual([
+      ['any', 'out', 1, 0.6],
+      ['in', 'in', 1, 1.6],
+      ['any', 'in', 1, 1.6],
+      ['in', 'in', 1, 14.1],
+      ['any', 'in', 1, 14.1],
+    ]);
+  });
+
   it('going back and forth counts once per crossing (it left the margin each time)', () => {
     const y = (t: number) => (t < 4 ? 150 + t * 40 : 310 - (t - 4) * 40); // down past the line, then back up
     const scene: Scene = { objects: Array.from({ length: 80 }, (_, k) => ({ key: `b${k}`, box: bottle(300, y(k / 10)), classId: 3, from: k / 10, until: (k + 1) / 10 })) };
