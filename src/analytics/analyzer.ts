@@ -585,11 +585,7 @@ export class SourceAnalyzer {
             if (e.line !== r.line || (r.direction !== 'any' && e.direction !== r.direction)) continue;
             // A crossing in a direction this track was alerted for, and it has stayed near the line since: the same passage (a person shuffling on the line).
             const bit = e.direction === 'in' ? 1 : 2;
-            let latch = latched.get(e.trackId);
-            if (!latch && e.previousTrackId !== undefined && (latch = latched.get(e.previousTrackId))) {
-              latched.delete(e.previousTrackId);
-              latched.set(e.trackId, latch);
-            }
+            const latch = latched.get(e.trackId);
             if (latch && latch.dirs & bit) continue;
             if (!cd.allow(`${e.trackId}:${e.direction}`, tMs)) continue;
             if (latch) latch.dirs |= bit;
