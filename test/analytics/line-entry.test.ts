@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { LineCounter, type LineEvent } from '../../src/analytics/line.js';
+import { Detections } from '../../src/core/detections.js';
 import { ByteTracker, PRE_TRACK_SIGHTINGS } from '../../src/tracking/byte-tracker.js';
 import { feed, run, type SceneObject } from '../tracking/helpers.js';
 
@@ -69,5 +70,20 @@ describe('a line near where people come into view', () => {
     expect(before.length).toBe(PRE_TRACK_SIGHTINGS + 2);
     expect(before[0].ms).toBeCloseTo(20_000 - (PRE_TRACK_SIGHTINGS * 1000) / 30, 0);
     expect(origins[0]!.get(1)!.ms).toBe(before[0].ms);
+  });
+
+  it('a picture that changes its size while an object scores under the threshold: its earlier sightings are given in the new size', () => {
+    // Scored 0.35 at 0 and 0.1 s in a 640 × 480 picture, then 0.9 from 0.2 s in a 1280 × 960 one (the tracker rescaled).
+    const tracker = new ByteTracker({ frameRateHint: 10 });
+    const box = (scale: number, t: number) => new Float32Array([300, 200 + 50 * t, 360, 360 + 50 * t].map((v) => v * scale));
+    const at = (scale: number, t: number, score: number) => tracker.update(new Detections(box(scale, t), new Float32Array([score]), new Int32Array([0])), t * 1000);
+    at(1, 0, 0.35);
+    at(1, 0.1, 0.35);
+    tracker.rescale(2, 2);
+    at(2, 0.2, 0.9);
+    at(2, 0.3, 0.9);
+    const origin = at(2, 0.4, 0.9).trackOrigins!.get(1)!;
+    expect(origin.before!.map((b) => b.score)).toEqual([expect.closeTo(0.35, 5), expect.closeTo(0.35, 5), expect.closeTo(0.9, 5), expect.closeTo(0.9, 5)]);
+    expect(Array.from(origin.box)).toEqual(Array.from(box(2, 0)));
   });
 });
