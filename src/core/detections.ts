@@ -1,13 +1,14 @@
 /** Where and when the tracker first saw a track's object (see `Detections.trackOrigins`). */
 export interface TrackOrigin {
-  /** The first detection's box, xyxy. */
+  /** The first sighting's box, xyxy (the first of `before`, when given). */
   readonly box: Float32Array;
   /** The time of that frame, ms (the tracker's timestamps: the frames' pts). */
   readonly ms: number;
   /**
    * Every sighting before the frame that confirmed the track, first to last (the first is
-   * `box` and `ms`): while it was being confirmed, the object may have been seen whole only
-   * after its first box (cut off by the picture's border, say). Absent: the first only. With
+   * `box` and `ms`): the detections before the track started that scored too little to start
+   * one (ByteTracker's PRE_TRACK_SIGHTINGS), then those while it was being confirmed. The
+   * object may have been seen whole only after its first box (cut off by the picture's border, say). Absent: the first only. With
    * each, the detector's label and score then (absent: not known), so a defect rule can count
    * the frames an item was seen on before it had an id.
    */
