@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import * as fsPromises from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { withoutSnapshot } from '../analytics/published.js';
@@ -14,18 +13,6 @@ import type { Detector } from '../inference/detector.js';
 import type { AlertBody } from '../analytics/analyzer.js';
 import type { Publisher } from './publisher.js';
 import type { FrameResult } from '../analytics/analyze.js';
-
-/**
- * A tag unique to this process start (base-36 start time in ms and eight random base-36
- * characters, 41 bits from the system's random source), put in every alert id so ids never
- * repeat across restarts. The time alone does not tell starts apart: a box without a real-time
- * clock boots to the same time, a clock is stepped back; and the two random characters there
- * were (1296 values) left one such start in 1296 reusing an id of an undelivered alert still in
- * the journal, which the new alert then replaced there (and consumers dropped as a duplicate).
- */
-export function runTag(at = Date.now()): string {
-  return `${at.toString(36)}${(randomBytes(8).readBigUInt64BE() % 36n ** 8n).toString(36).padStart(8, '0')}`;
-}
 
 /**
  * Turns alert drafts into published alerts: an id, the frame's stamps, and a JPEG snapshot
@@ -84,7 +71,6 @@ export class AlertPublisher {
   /** Alerts raised so far by rule. */
   readonly byRule = new Map<string, { severity: string; count: number }>();
   private dirReady: Promise<unknown> | undefined;
-  private readonly run = runTag();
 
   constructor(
     private readonly publisher: Publisher,
@@ -164,7 +150,7 @@ export class AlertPublisher {
       else this.byRule.set(draft.rule as string, { severity: draft.severity as string, count: 1 });
       const { row, ...rest } = draft;
       // source:rule:run-seq:track — unique across restarts (run tag) and within a run (seq never repeats).
-      let body = { id: `${frame.source}:${draft.rule}:${this.run}-${frame.seq}:${draft.trackId ?? `r${row}`}`, ...rest } as AlertBody;
+      let body = { id: `${frame.source}:${draft.rule}:${this.publisher.run}-${frame.seq}:${draft.trackId ?? `r${row}`}`, ...rest } as AlertBody;
       if (skipped) body = withoutSnapshot(body, { reason: 'busy', detail: skipped });
       if (!pic) {
         this.track(this.inOrder(frame.source, undefined, (after) => this.publisher.alert(frame, detections, dropped, body, after, claim)).then(() => void this.stats.published++));

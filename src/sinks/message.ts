@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod/v4';
 import type { Detections } from '../core/detections.js';
 import { PRODUCED_BY, type Frame, type Stamps } from '../core/frame.js';
@@ -13,6 +14,26 @@ import { SOURCE_STATES, type Transition } from '../sources/health.js';
  * at the end of this file make plain objects. README, "Message schema", documents each field.
  */
 export const MESSAGE_VERSION = 1;
+
+/**
+ * A tag unique to this process start (base-36 start time in ms and eight random base-36
+ * characters, 41 bits from the system's random source): every message's `run`, and the run in
+ * every alert id, so that `run` and `seq` together never repeat across restarts (`seq` starts
+ * at 0 at each start). The time alone does not tell starts apart: a box without a real-time
+ * clock boots to the same time, a clock is stepped back; and the two random characters there
+ * were (1296 values) left one such start in 1296 reusing an id of an undelivered alert still in
+ * the journal, which the new alert then replaced there (and consumers dropped as a duplicate).
+ */
+export function runTag(at = Date.now()): string {
+  return `${at.toString(36)}${(randomBytes(8).readBigUInt64BE() % 36n ** 8n).toString(36).padStart(8, '0')}`;
+}
+
+/** The run tag of this process start: its messages' `run` and its alert ids' (Publisher's default). */
+export const PROCESS_RUN = runTag();
+const runField = z
+  .string()
+  .regex(/^[0-9a-z]+$/)
+  .describe("the argus process start that published the message (its alert ids' run); seq starts at 0 at each, so (run, seq) never repeats. Optional: messages written before it (an older release's outbox replayed) have none");
 
 const count = z.int().min(0);
 const epochMs = z.number().positive();
@@ -71,7 +92,8 @@ export interface Claim {
 const frameEnvelope = {
   version: z.literal(MESSAGE_VERSION),
   source: z.string().regex(/^[A-Za-z0-9_.-]+$/).describe('source id from the pipeline'),
-  seq: count.describe('frames read from the source so far, dropped ones included'),
+  run: runField.optional(),
+  seq: count.describe('frames read from the source so far in this run (see run), dropped ones included'),
   pts: z.number().min(0).describe('seconds since the source started'),
   capturedAt: z.iso.datetime().describe('capture wall-clock time, UTC'),
   producedBy: z
@@ -119,6 +141,7 @@ export const StatusMessageSchema = z.strictObject({
   type: z.literal('status'),
   version: z.literal(MESSAGE_VERSION),
   ...transitionShape,
+  run: runField.optional(),
   published: epochMs.describe('when it was handed to the sinks, epoch ms'),
   ...ownerShape,
 });
@@ -128,7 +151,7 @@ export type StatusMessage = z.output<typeof StatusMessageSchema> & { stamps?: un
 // The field types match too, both ways: a change to Transition's types that is not made here fails to compile.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 type AssertTrue<T extends true> = T;
-export type StatusCarriesTransition = AssertTrue<Same<Omit<z.output<typeof StatusMessageSchema>, 'type' | 'version' | 'published' | 'owner' | 'epoch'>, Transition>>;
+export type StatusCarriesTransition = AssertTrue<Same<Omit<z.output<typeof StatusMessageSchema>, 'type' | 'version' | 'run' | 'published' | 'owner' | 'epoch'>, Transition>>;
 
 export const MessageSchema = z.discriminatedUnion('type', [DetectionsMessageSchema, AlertMessageSchema, StatusMessageSchema]);
 export type Message = DetectionsMessage | AlertMessage | StatusMessage;
@@ -185,8 +208,8 @@ export function messageJsonSchemaText(): string {
   return `${JSON.stringify(messageJsonSchema(), null, 2)}\n`;
 }
 
-export function statusMessage(t: Transition, claim?: Claim): StatusMessage {
-  const m: StatusMessage = { type: 'status', version: MESSAGE_VERSION, source: t.source, state: t.state, previous: t.previous, reason: t.reason, at: t.at, attempt: t.attempt, published: 0 };
+export function statusMessage(t: Transition, claim?: Claim, run = PROCESS_RUN): StatusMessage {
+  const m: StatusMessage = { type: 'status', version: MESSAGE_VERSION, source: t.source, run, state: t.state, previous: t.previous, reason: t.reason, at: t.at, attempt: t.attempt, published: 0 };
   if (t.code) m.code = t.code;
   if (t.detail) m.detail = t.detail;
   if (claim) {
@@ -216,11 +239,12 @@ export function detectionsJson(d: Detections, labels: readonly string[]): Detect
   return out;
 }
 
-function envelope<T extends MessageKind>(type: T, frame: Frame, dropped: number, model: ModelInfo, claim?: Claim) {
+function envelope<T extends MessageKind>(type: T, frame: Frame, dropped: number, model: ModelInfo, claim: Claim | undefined, run: string) {
   const e = {
     type,
     version: MESSAGE_VERSION,
     source: frame.source,
+    run,
     seq: frame.seq,
     pts: round4(frame.pts),
     capturedAt: new Date(frame.stamps.captured).toISOString(),
@@ -230,7 +254,7 @@ function envelope<T extends MessageKind>(type: T, frame: Frame, dropped: number,
     frame: { width: frame.letterbox.srcWidth, height: frame.letterbox.srcHeight },
     model,
     dropped,
-  } as { type: T; version: 1; source: string; seq: number; pts: number; capturedAt: string; producedBy: Frame['producedBy']; stamps: PublishedStamps; frame: { width: number; height: number }; model: ModelInfo; dropped: number; owner?: string; epoch?: number };
+  } as { type: T; version: 1; source: string; run?: string; seq: number; pts: number; capturedAt: string; producedBy: Frame['producedBy']; stamps: PublishedStamps; frame: { width: number; height: number }; model: ModelInfo; dropped: number; owner?: string; epoch?: number };
   if (claim) {
     e.owner = claim.owner;
     e.epoch = claim.epoch;
@@ -246,12 +270,13 @@ export function detectionsMessage(
   labels: readonly string[],
   analytics?: AnalyticsSummary,
   claim?: Claim,
+  run = PROCESS_RUN,
 ): DetectionsMessage {
-  const m: DetectionsMessage = { ...envelope('detections', frame, dropped, model, claim), detections: detectionsJson(detections, labels) };
+  const m: DetectionsMessage = { ...envelope('detections', frame, dropped, model, claim, run), detections: detectionsJson(detections, labels) };
   if (analytics) m.analytics = analytics;
   return m;
 }
 
-export function alertMessage(frame: Frame, detections: Detections, dropped: number, model: ModelInfo, labels: readonly string[], alert: AlertBody, claim?: Claim): AlertMessage {
-  return { ...envelope('alert', frame, dropped, model, claim), alert, detections: detectionsJson(detections, labels) };
+export function alertMessage(frame: Frame, detections: Detections, dropped: number, model: ModelInfo, labels: readonly string[], alert: AlertBody, claim?: Claim, run = PROCESS_RUN): AlertMessage {
+  return { ...envelope('alert', frame, dropped, model, claim, run), alert, detections: detectionsJson(detections, labels) };
 }

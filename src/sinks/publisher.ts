@@ -4,7 +4,7 @@ import type { Frame } from '../core/frame.js';
 import type { AnalyticsSummary } from '../analytics/analyzer.js';
 import type { Transition } from '../sources/health.js';
 import type { AlertBody } from '../analytics/analyzer.js';
-import { alertMessage, detectionsMessage, statusMessage, type AlertMessage, type Claim, type DetectionsMessage, type ModelInfo, type StatusMessage } from './message.js';
+import { alertMessage, detectionsMessage, PROCESS_RUN, statusMessage, type AlertMessage, type Claim, type DetectionsMessage, type ModelInfo, type StatusMessage } from './message.js';
 import { redact } from '../core/redact.js';
 import type { Outbox } from './outbox.js';
 import type { Sink } from './sink.js';
@@ -22,6 +22,8 @@ export class Publisher {
     private readonly outbox?: Outbox,
     /** argus worker: the owner and epoch of a source, written into its messages. */
     private readonly claimOf?: (source: string, frame?: Frame) => Claim | undefined,
+    /** Every message's `run`, and the run in its alert ids (AlertPublisher): this process start's tag. */
+    readonly run: string = PROCESS_RUN,
   ) {}
 
   /** Journal writes not finished yet (their messages reach the sinks when they are). */
@@ -47,7 +49,7 @@ export class Publisher {
   }
 
   detections(frame: Frame, detections: Detections, dropped: number, analytics?: AnalyticsSummary): DetectionsMessage {
-    const msg = detectionsMessage(frame, detections, dropped, this.model, this.labels, analytics, this.claimOf?.(frame.source));
+    const msg = detectionsMessage(frame, detections, dropped, this.model, this.labels, analytics, this.claimOf?.(frame.source), this.run);
     this.fanOut(msg);
     return msg;
   }
@@ -59,7 +61,7 @@ export class Publisher {
    */
   reserve(frame: Frame, detections: Detections, dropped: number, body: AlertBody, claim = this.claimNow(frame)): void {
     if (!this.outbox) return;
-    const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body, claim);
+    const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body, claim, this.run);
     msg.stamps.published = now();
     void this.journal(msg, JSON.stringify(msg));
   }
@@ -74,7 +76,7 @@ export class Publisher {
    * built later (once its snapshot is done).
    */
   async alert(frame: Frame, detections: Detections, dropped: number, body: AlertBody, after?: Promise<unknown>, claim = this.claimNow(frame)): Promise<AlertMessage> {
-    const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body, claim);
+    const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body, claim, this.run);
     msg.stamps.published = now();
     const json = JSON.stringify(msg);
     const journaled = this.journal(msg, json);
@@ -86,7 +88,7 @@ export class Publisher {
 
   /** A source's state change; its reason and detail are redacted (no credentials leave the process). */
   async status(t: Transition): Promise<StatusMessage> {
-    const msg = statusMessage(t, this.claimOf?.(t.source));
+    const msg = statusMessage(t, this.claimOf?.(t.source), this.run);
     msg.reason = redact(msg.reason);
     if (msg.detail) msg.detail = redact(msg.detail);
     msg.published = now();

@@ -1216,7 +1216,7 @@ async function alertModules() {
 
 describe('alert ids across restarts', () => {
   it('two starts at the same wall-clock millisecond (a box without a real-time clock booting to the same time, a clock stepped back) get different run tags: an undelivered alert in the journal is never replaced by a new one under its id', async () => {
-    const { runTag } = await import('../../src/sinks/alerts.js');
+    const { runTag } = await import('../../src/sinks/message.js');
     const at = Date.UTC(2026, 0, 1);
     const tags = new Set<string>();
     for (let i = 0; i < 2000; i++) tags.add(runTag(at));

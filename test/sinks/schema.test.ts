@@ -11,7 +11,9 @@ import { SourceSchema } from '../../src/config/schema.js';
 import { Detections } from '../../src/core/detections.js';
 import type { Frame } from '../../src/core/frame.js';
 import { letterbox } from '../../src/core/geometry.js';
-import { messageJsonSchemaText, type Message } from '../../src/sinks/message.js';
+import { messageJsonSchemaText, PROCESS_RUN, runTag, type AlertMessage, type Message } from '../../src/sinks/message.js';
+import { AlertPublisher } from '../../src/sinks/alerts.js';
+import type { FrameResult } from '../../src/analytics/analyze.js';
 import { Publisher } from '../../src/sinks/publisher.js';
 import type { Sink } from '../../src/sinks/sink.js';
 import { ByteTracker } from '../../src/tracking/byte-tracker.js';
@@ -139,6 +141,35 @@ describe('real messages validate against the schema', () => {
   });
 });
 
+describe('messages of two starts of argus', () => {
+  it('are told apart by run: seq starts at 0 at each start, so (run, seq) never repeats, and an alert id carries its message\'s run', async () => {
+    // Two starts of one pipeline (a restart, or a crash and a restart): each publishes its frame 0 of cam-1, an alert on it and a status.
+    const starts = [runTag(), runTag()].map((run) => {
+      const { sink, got } = collect();
+      const publisher = new Publisher([sink], { name: 'm', version: '1' }, LABELS, undefined, undefined, run);
+      const alerts = new AlertPublisher(publisher, { snapshot: { mode: 'none', dir: 'snapshots' } } as never, {} as never, '/tmp', () => {});
+      return { run, got, publisher, alerts };
+    });
+    const none = new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0));
+    for (const { publisher, alerts } of starts) {
+      publisher.detections(frame(0), none, 0);
+      alerts.raise({ frame: frame(0), detections: none, dropped: 0, alerts: [{ rule: 'door', severity: 'warning', event: 'zone.enter', message: 'm', row: 0 }] } as unknown as FrameResult);
+      await alerts.drain();
+      await publisher.status({ source: 'cam-1', state: 'streaming', previous: 'starting', reason: 'first frame', at: 1_796_008_567_300, attempt: 0 });
+    }
+    for (const { run, got } of starts) {
+      expect(got.map((m) => [m.type, m.run])).toEqual([['detections', run], ['alert', run], ['status', run]]);
+      expect((got[1] as AlertMessage).alert.id).toBe(`cam-1:door:${run}-0:r0`);
+      for (const m of got) assertValidMessage(m);
+    }
+    // What a consumer keys frames by: the same seq, told apart (before, both were {source: cam-1, seq: 0} and nothing else said which start).
+    const keys = starts.flatMap(({ got }) => got.filter((m) => m.type === 'detections').map((m) => `${m.source}/${m.run}/${m.seq}`));
+    expect(new Set(keys).size).toBe(2);
+    // A publisher of the pipeline (run.ts) takes this process's tag.
+    expect(new Publisher([], { name: 'm', version: '1' }, LABELS).run).toBe(PROCESS_RUN);
+  });
+});
+
 describe('wrong messages are rejected, naming the field', () => {
   const valid = async () => {
     const { sink, got } = collect();
@@ -158,6 +189,7 @@ describe('wrong messages are rejected, naming the field', () => {
     ['an alert message without its alert', ({ alert }) => (delete alert.alert, alert), /must have required property 'alert'/],
     ['an alert without an id', ({ alert }) => (delete alert.alert.id, alert), /\/alert must have required property 'id'/],
     ['seq as a string', ({ det }) => ((det.seq = '4'), det), /\/seq must be integer/],
+    ['a run that is not a run tag', ({ det }) => ((det.run = 'Run 1'), det), /\/run must match pattern/],
     ['a fractional classId', ({ det }) => ((det.detections[0].classId = 0.5), det), /\/detections\/0\/classId must be integer/],
     ['a score above 1', ({ det }) => ((det.detections[0].score = 1.5), det), /\/detections\/0\/score must be <= 1/],
     ['a box of five numbers', ({ det }) => (det.detections[0].box.push(1), det), /\/detections\/0\/box must NOT have more than 4 items/],
