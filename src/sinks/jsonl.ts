@@ -8,7 +8,7 @@ import { JSONL_MAX_BUFFERED_BYTES, type LogFn } from '../core/log.js';
 import type { Sink } from './sink.js';
 
 /**
- * Why the JSON lines must not be written to `path` (opening it truncates it): a file a source
+ * Why the JSON lines must not be written to `path` (they are appended to it): a file a source
  * reads (`inputs`), or the pipeline file; undefined otherwise. `--jsonl clip.mp4` emptied the
  * clip a source was about to read, and `--jsonl pipeline.yaml` the pipeline. `field` names the
  * setting (`sinks.jsonl.path`, `--jsonl`). argus run refuses such a path and argus check reports it.
@@ -82,17 +82,26 @@ export class JsonlSink implements Sink {
     out.on('error', (e: Error) => this.fail(e as NodeJS.ErrnoException));
   }
 
-  /** Opens (creates or truncates) the file, or takes stdout for '-'; a named pipe is waited on for a reader (see openFifo). */
+  /**
+   * Opens the file to append to it (made when missing), or takes stdout for '-'; a named pipe is
+   * waited on for a reader (see openFifo). Appended, not truncated: each start of argus emptied
+   * the file, so a restart (after a crash, by a service manager) erased the alerts of the run
+   * before, for a pipeline without Kafka the only record of them. A last line that a killed run
+   * cut short is ended first, so the next line is one of its own.
+   */
   static async open(path: string, o: JsonlSinkOptions = {}): Promise<JsonlSink> {
     if (path === '-') return new JsonlSink(path, process.stdout, o);
     if ((await stat(path).catch(() => undefined))?.isFIFO()) return new JsonlSink(path, await openFifo(path, o), o);
     let fh;
     try {
-      fh = await open(path, 'w');
+      fh = await open(path, 'a');
     } catch (e) {
       throw new ArgusError(ErrorCodes.SINK_FILE, `${o.field ?? 'sinks.jsonl.path'}: cannot open ${path} for writing (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
     }
-    return new JsonlSink(path, fh.createWriteStream({ autoClose: true }), o);
+    const cut = await endsCut(path, (await fh.stat().catch(() => undefined))?.size ?? 0);
+    const out = fh.createWriteStream({ autoClose: true });
+    if (cut) out.write('\n');
+    return new JsonlSink(path, out, o);
   }
 
   private fail(e: NodeJS.ErrnoException): void {
@@ -172,6 +181,22 @@ export class JsonlSink implements Sink {
     clearTimeout(timer);
     if (late) this.log(`jsonl: the reader of ${name} did not take the last ${out.writableLength} bytes within ${ms / 1000} s; they are dropped`, { path: this.path, bytes: out.writableLength }, 'warn');
     return late;
+  }
+}
+
+/** Whether the file's last byte (of `size`) is not a newline: a line a killed run cut short. A file it cannot read (write-only to this user) is taken as whole. */
+async function endsCut(path: string, size: number): Promise<boolean> {
+  if (size === 0) return false;
+  const fh = await open(path, 'r').catch(() => undefined);
+  if (!fh) return false;
+  try {
+    const last = Buffer.alloc(1);
+    const { bytesRead } = await fh.read(last, 0, 1, size - 1);
+    return bytesRead === 1 && last[0] !== 0x0a;
+  } catch {
+    return false;
+  } finally {
+    await fh.close().catch(() => undefined);
   }
 }
 

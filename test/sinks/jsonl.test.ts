@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, constants, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { appendFileSync, closeSync, constants, mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -155,4 +155,24 @@ describe('JsonlSink on stdout whose reader stops reading', () => {
     expect(err).toMatch(/LOG jsonl: the reader of stdout did not take the last \d+ bytes within 0\.3 s; they are dropped/);
     expect(err).toMatch(/CLOSED \d+/);
   }, 60_000);
+});
+
+describe('JsonlSink on a file, across starts of argus', () => {
+  it("appends: a restart keeps the run before's lines (each start emptied the file, erasing its alerts), and a line a killed run cut short is ended first", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'argus-jsonl-')), 'out.jsonl');
+    const first = await JsonlSink.open(file);
+    first.publish('alert', 'cam', '{"type":"alert","run":"a","seq":7}');
+    await first.close();
+    // A run killed mid-write left half a line.
+    appendFileSync(file, '{"type":"detections","run":"b","se');
+    const second = await JsonlSink.open(file);
+    second.publish('alert', 'cam', '{"type":"alert","run":"c","seq":0}');
+    await second.close();
+    const third = await JsonlSink.open(file);
+    third.publish('detections', 'cam', '{"type":"detections","run":"d","seq":0}');
+    await third.close();
+    expect(readFileSync(file, 'utf8')).toBe(
+      '{"type":"alert","run":"a","seq":7}\n{"type":"detections","run":"b","se\n{"type":"alert","run":"c","seq":0}\n{"type":"detections","run":"d","seq":0}\n',
+    );
+  });
 });
