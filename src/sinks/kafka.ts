@@ -543,28 +543,50 @@ export class KafkaSink implements Sink {
   /**
    * Says (an error, VAP_ERR_ALERT_UNDELIVERED) when the alerts topic is compacted: the broker then
    * keeps only the latest alert of each camera (the key), and a consumer that reads after the
-   * cleaner ran never sees the others, with no count or word of it anywhere. Nothing is said when
-   * the broker does not tell (no DescribeConfigs right).
+   * cleaner ran never sees the others, with no count or word of it anywhere. And (a warning) when
+   * the status topic, a topic of its own, is not compacted: one made before argus ran (a consumer
+   * that subscribed first, on a broker that creates topics it is asked for, got it with the
+   * broker's defaults), or by an older release, loses each camera's state after the retention,
+   * and a consumer that starts later sees none, unsaid. Nothing is said when the broker does not
+   * tell (no DescribeConfigs right).
    */
   private async checkAlertsTopicKeeps(admin: Admin): Promise<void> {
-    const topic = this.o.topics.alerts;
-    if (this.compactedSaid === topic) return;
-    let policy: string | undefined;
+    const { alerts: topic, status, detections } = this.o.topics;
+    const ownStatus = status !== topic && status !== detections ? status : undefined;
+    const names: string[] = [];
+    if (this.compactedSaid !== topic) names.push(topic);
+    if (ownStatus && this.uncompactedSaid !== ownStatus) names.push(ownStatus);
+    if (names.length === 0) return;
+    let policies: Map<string, string | undefined>;
     try {
       // 2: kafkajs's ConfigResourceTypes.TOPIC (its ES module build does not export it by name).
-      const r = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2, name: topic, configNames: ['cleanup.policy'] }] });
-      policy = r.resources[0]?.configEntries.find((c) => c.configName === 'cleanup.policy')?.configValue;
+      const r = await admin.describeConfigs({ includeSynonyms: false, resources: names.map((name) => ({ type: 2, name, configNames: ['cleanup.policy'] })) });
+      policies = new Map(r.resources.map((x) => [x.resourceName, x.configEntries.find((c) => c.configName === 'cleanup.policy')?.configValue]));
     } catch {
       return;
     }
-    if (!policy?.split(',').includes('compact') || this.closed) return;
-    this.compactedSaid = topic;
-    this.log(
-      `kafka: the alerts topic "${topic}" is compacted (cleanup.policy ${policy}): the broker keeps only the latest alert of each camera, and a consumer that reads later never gets the others; set its cleanup.policy to delete, or name another topic in sinks.kafka.topics.alerts`,
-      { topic, cleanupPolicy: policy, code: ErrorCodes.ALERT_UNDELIVERED },
-      'error',
-    );
+    if (this.closed) return;
+    const policy = policies.get(topic);
+    if (this.compactedSaid !== topic && policy?.split(',').includes('compact')) {
+      this.compactedSaid = topic;
+      this.log(
+        `kafka: the alerts topic "${topic}" is compacted (cleanup.policy ${policy}): the broker keeps only the latest alert of each camera, and a consumer that reads later never gets the others; set its cleanup.policy to delete, or name another topic in sinks.kafka.topics.alerts`,
+        { topic, cleanupPolicy: policy, code: ErrorCodes.ALERT_UNDELIVERED },
+        'error',
+      );
+    }
+    const statusPolicy = ownStatus ? policies.get(ownStatus) : undefined;
+    if (ownStatus && statusPolicy !== undefined && !statusPolicy.split(',').includes('compact')) {
+      this.uncompactedSaid = ownStatus;
+      this.log(
+        `kafka: the status topic "${ownStatus}" is not compacted (cleanup.policy ${statusPolicy}; it existed before argus made it): after the retention a camera's latest state is gone from it, and a consumer that starts later sees no state for that camera until its next change; kafka-configs.sh --alter --entity-type topics --entity-name ${ownStatus} --add-config cleanup.policy=compact changes it`,
+        { topic: ownStatus, cleanupPolicy: statusPolicy },
+        'warn',
+      );
+    }
   }
+  /** The status topic said not to be compacted (once a sink). */
+  private uncompactedSaid: string | undefined;
   private compactedSaid: string | undefined;
   /** The check of the alerts topic's cleanup policy, while it waits for its answer (see ensureTopics). */
   private keepsChecking: Promise<void> | undefined;

@@ -98,6 +98,30 @@ describe('Kafka sink against a real broker', () => {
     }
   }, BROKER_TIMEOUT_MS);
 
+  it('a status topic that existed with the delete policy (a consumer subscribed first, and the broker made it with its defaults) is said at start, a warning; one argus makes compacted, or shared with detections, is not', async () => {
+    const topic = uniqueTopic('status-kept');
+    const made = `${topic}.made`;
+    const { Kafka, logLevel } = await import('kafkajs');
+    const admin = new Kafka({ brokers, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    // As the broker's auto-creation makes it for a consumer's metadata request: its defaults.
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: `${topic}.status`, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'delete' }] }] });
+    await admin.disconnect();
+    for (const [status, said] of [[`${topic}.status`, true], [`${made}.status`, false], [topic, false]] as const) {
+      const logs: { msg: string; fields?: Record<string, unknown>; level?: string }[] = [];
+      const sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers, topics: { detections: topic, alerts: `${topic}.alerts`, status } }), ssl: undefined, closeTimeoutMs: 1000, startWaitMs: 120_000, log: (msg, fields, level) => logs.push({ msg, fields, level }) });
+      await sink.start();
+      await sink.close();
+      const found = logs.filter((l) => /is not compacted/.test(l.msg));
+      expect(found, status).toEqual(
+        said
+          ? [{ level: 'warn', msg: expect.stringContaining(`the status topic "${status}" is not compacted (cleanup.policy delete`), fields: { topic: status, cleanupPolicy: 'delete' } }]
+          : [],
+      );
+      if (said) expect(found[0].msg).toContain(`--entity-name ${status} --add-config cleanup.policy=compact`);
+    }
+  }, BROKER_TIMEOUT_MS);
+
   it('argus consume prints each message with its source → consumption latency and p50/p99', async () => {
     const topic = uniqueTopic('consume');
     await runPipeline(pipeline({ brokers, topics: { detections: topic, alerts: `${topic}.alerts` } }), { maxFrames: 10, status: false });
