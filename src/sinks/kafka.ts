@@ -561,7 +561,8 @@ export class KafkaSink implements Sink {
     try {
       // 2: kafkajs's ConfigResourceTypes.TOPIC (its ES module build does not export it by name).
       const r = await admin.describeConfigs({ includeSynonyms: false, resources: names.map((name) => ({ type: 2, name, configNames: ['cleanup.policy'] })) });
-      policies = new Map(r.resources.map((x) => [x.resourceName, x.configEntries.find((c) => c.configName === 'cleanup.policy')?.configValue]));
+      // By name (an answer's resources are in the request's order, which is the fallback).
+      policies = new Map(names.map((name, i) => [name, (r.resources.find((x) => x.resourceName === name) ?? r.resources[i])?.configEntries.find((c) => c.configName === 'cleanup.policy')?.configValue]));
     } catch {
       return;
     }
