@@ -39,6 +39,8 @@ export interface FfmpegCandidates {
   systemPath?: string;
   /** The bundled ffmpeg. Default @ffmpeg-installer/ffmpeg's binary. */
   bundledPath?: string;
+  /** Longest wait for a `-version`, ms (VERSION_TIMEOUT_MS). */
+  versionTimeoutMs?: number;
 }
 
 export const SYSTEM_FFMPEG = '/usr/bin/ffmpeg';
@@ -83,6 +85,19 @@ export function isNewerFfmpeg(a: FfmpegVersion, b: FfmpegVersion): boolean {
   return false;
 }
 
+/**
+ * Longest wait for `ffmpeg -version`, ms. Then the program is killed with SIGKILL: execFile's
+ * default SIGTERM was waited on, and a wrapper that ignored it (`trap '' TERM`, a program stuck)
+ * held `argus run`, `check` and `detect` at their start for ever.
+ */
+export const VERSION_TIMEOUT_MS = 10_000;
+
+/**
+ * How long a `-version` that has exited is given to close its output: a grandchild that kept it
+ * (a wrapper's `cmd &`) held the answer, printed already, until the timeout.
+ */
+const OUTPUT_AFTER_EXIT_MS = 200;
+
 // `ffmpeg -version` per path, run once per process.
 const versions = new Map<string, Promise<FfmpegVersion | undefined>>();
 const versionsSync = new Map<string, FfmpegVersion | undefined>();
@@ -92,12 +107,12 @@ const unanswered = new Set<string>();
 const startErrors = new Map<string, string>();
 
 /** `ffmpeg -version` of one executable (asynchronous, cached); undefined if it does not run or is not ffmpeg. */
-export function ffmpegVersion(path: string): Promise<FfmpegVersion | undefined> {
+export function ffmpegVersion(path: string, timeoutMs = VERSION_TIMEOUT_MS): Promise<FfmpegVersion | undefined> {
   let p = versions.get(path);
   if (!p) {
     p = new Promise((resolve) => {
-      ownChild(
-        execFile(path, ['-hide_banner', '-version'], { timeout: 10_000, maxBuffer: 1 << 20 }, (err, stdout) => {
+      const child = ownChild(
+        execFile(path, ['-hide_banner', '-version'], { timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 1 << 20 }, (err, stdout) => {
           const v = err ? undefined : parseFfmpegVersion(String(stdout));
           // Not started (EAGAIN, EMFILE: a code of node's), or ended by a signal (the timeout, the OOM killer): no answer.
           // More than maxBuffer of output is an answer, and not ffmpeg's (node ends it, a code and a signal of its own).
@@ -109,6 +124,13 @@ export function ffmpegVersion(path: string): Promise<FfmpegVersion | undefined> 
           resolve(v);
         }),
       );
+      // The answer is in once the program has exited, whoever else holds its pipes.
+      child.once('exit', () => {
+        setTimeout(() => {
+          child.stdout?.destroy();
+          child.stderr?.destroy();
+        }, OUTPUT_AFTER_EXIT_MS).unref();
+      });
     });
     versions.set(path, p);
   }
@@ -136,11 +158,11 @@ export function ffmpegAutoscales(path: string): boolean {
   }
 }
 
-function ffmpegVersionSync(path: string): FfmpegVersion | undefined {
+function ffmpegVersionSync(path: string, timeoutMs = VERSION_TIMEOUT_MS): FfmpegVersion | undefined {
   if (!versionsSync.has(path)) {
     let v: FfmpegVersion | undefined;
     try {
-      v = parseFfmpegVersion(execFileSync(path, ['-hide_banner', '-version'], { timeout: 10_000, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+      v = parseFfmpegVersion(execFileSync(path, ['-hide_banner', '-version'], { timeout: timeoutMs, killSignal: 'SIGKILL', encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
     } catch {
       v = undefined;
     }
@@ -173,7 +195,7 @@ export async function resolveFfmpeg(c: FfmpegCandidates = {}): Promise<FfmpegCho
   const system = c.systemPath ?? SYSTEM_FFMPEG;
   // Run the versions first (in parallel); `choose` then reads them from the cache.
   const paths = env.ARGUS_FFMPEG ? [env.ARGUS_FFMPEG] : [bundled, ...(existsSync(system) ? [system] : [])];
-  const got = new Map(await Promise.all(paths.map(async (p) => [p, await ffmpegVersion(p)] as const)));
+  const got = new Map(await Promise.all(paths.map(async (p) => [p, await ffmpegVersion(p, c.versionTimeoutMs)] as const)));
   if (env.ARGUS_FFMPEG) refuseUnrunnable(env.ARGUS_FFMPEG, 'ARGUS_FFMPEG');
   return choose({ ...c, env, bundledPath: bundled || undefined, systemPath: system }, (p) => got.get(p));
 }
@@ -204,7 +226,7 @@ export async function notFfmpeg(path: string, ended: string, env: NodeJS.Process
 
 /** The same choice for callers that need a path right away (runs `ffmpeg -version` synchronously, once per path). */
 export function resolveFfmpegSync(c: FfmpegCandidates = {}): FfmpegChoice {
-  return choose(c, ffmpegVersionSync);
+  return choose(c, (path) => ffmpegVersionSync(path, c.versionTimeoutMs));
 }
 
 /**

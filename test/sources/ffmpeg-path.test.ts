@@ -1,7 +1,7 @@
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { bundledFfmpegPath, configuredFfmpegPath, describeFfmpeg, ffmpegVersion, isNewerFfmpeg, notFfmpeg, parseFfmpegVersion, resolveFfmpeg, resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'argus-ffpath-'));
@@ -138,4 +138,55 @@ describe('notFfmpeg (asked when the program ends without reporting its input)', 
     // (Was undefined: taken for no answer, the camera's failure retried for ever, the program never named.)
     expect(await notFfmpeg(flood, 'exited with code 1', {})).toMatch(/^the program run as ffmpeg \(.*\) did not behave as ffmpeg/);
   });
+});
+
+describe('a -version that does not end (a wrapper that ignores SIGTERM, a grandchild holding its output)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'argus-ffhang-'));
+  /** Each script writes its grandchild's pid here, to be killed after the test (it ignores SIGTERM too). */
+  const pids: string[] = [];
+  /** A wrapper that ignores SIGTERM and waits on a child that holds its stdout (30 s: the test's bound, not for ever). */
+  const hostile = (name: string) => {
+    const p = join(dir, name);
+    writeFileSync(p, `#!/bin/sh\ntrap '' TERM\nsleep 30 &\necho $! > "${p}.pid"\nwait\n`);
+    chmodSync(p, 0o755);
+    pids.push(`${p}.pid`);
+    return p;
+  };
+  afterAll(() => {
+    for (const f of pids) {
+      try {
+        process.kill(Number(readFileSync(f, 'utf8')), 'SIGKILL');
+      } catch {
+        // not started, or gone
+      }
+    }
+  });
+
+  it('is killed at its timeout (SIGKILL): argus run, check and detect go on, the version unknown', async () => {
+    const path = hostile('ffmpeg-async');
+    const t0 = Date.now();
+    // (Was: SIGTERM at the timeout, ignored, and the start held until the wrapper's end.)
+    const choice = await resolveFfmpeg({ env: { ARGUS_FFMPEG: path }, versionTimeoutMs: 300 });
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(choice).toEqual({ path, version: 'unknown', reason: '$ARGUS_FFMPEG' });
+  }, 40_000);
+
+  it('the synchronous one too (defaultFfmpegPath)', () => {
+    const path = hostile('ffmpeg-sync');
+    const t0 = Date.now();
+    // (Was: the whole process blocked until the wrapper's end.)
+    expect(resolveFfmpegSync({ env: { ARGUS_FFMPEG: path }, versionTimeoutMs: 300 }).version).toBe('unknown');
+    expect(Date.now() - t0).toBeLessThan(10_000);
+  }, 40_000);
+
+  it('an answer printed by a wrapper that has exited is taken without waiting for a grandchild that keeps its output', async () => {
+    const p = join(dir, 'ffmpeg-bg');
+    writeFileSync(p, `#!/bin/sh\nsleep 30 &\necho $! > "${p}.pid"\necho 'ffmpeg version 6.1 Copyright (c) 2000-2023 the FFmpeg developers'\n`);
+    chmodSync(p, 0o755);
+    pids.push(`${p}.pid`);
+    const t0 = Date.now();
+    expect((await ffmpegVersion(p, 20_000))?.version).toBe('6.1');
+    // (Was: the timeout's 20 s.)
+    expect(Date.now() - t0).toBeLessThan(8_000);
+  }, 40_000);
 });
