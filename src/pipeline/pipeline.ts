@@ -16,6 +16,7 @@ import { Pace } from '../flow/pace.js';
 import { Detector } from '../inference/detector.js';
 import { sourceKind, type SourceKind } from '../sources/ffmpeg-args.js';
 import { configuredFfmpegPath, describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
+import { lastFfmpegGone, type LastFfmpeg, type SpawnFn } from '../sources/ffmpeg-source.js';
 import type { Transition } from '../sources/health.js';
 import { DamageWarnings, newSourceStats, recordTransition, type SourceStats } from '../sources/stats.js';
 import { readCameraCa } from '../sources/rtsp-tap.js';
@@ -64,6 +65,8 @@ export interface PipelineOptions {
   onDetach?: (source: string) => void;
   /** Ids of detached sources whose totals `detached` keeps, the latest detached (default MAX_DETACHED_KEPT). */
   maxDetached?: number;
+  /** Starts each source's ffmpeg (tests). Default: ffmpegSource's. */
+  spawn?: SpawnFn;
 }
 
 /**
@@ -385,15 +388,17 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
 
   // One source: its supervised ffmpeg, then its chain.
   const chain = (src: SourceConfig, i: number): Observable<FrameResult> => build(src, urls[i], stats[i], analyzers[i], stop);
-  const build = (src: SourceConfig, url: string, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, admit?: () => boolean, cont?: Continuity): Observable<FrameResult> =>
+  const build = (src: SourceConfig, url: string, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, admit?: () => boolean, cont?: Continuity, last?: LastFfmpeg): Observable<FrameResult> =>
     defer(() => {
       const kind = sourceKind(url);
       const { pace, leave } = shares.join(kind, src.rate);
-      return chainOf(src, url, kind, pace, st, analyzer, stop, admit, cont).pipe(finalize(leave));
+      return chainOf(src, url, kind, pace, st, analyzer, stop, admit, cont, last).pipe(finalize(leave));
     });
-  const chainOf = (src: SourceConfig, url: string, kind: SourceKind, pace: Pace, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, admit?: () => boolean, cont?: Continuity): Observable<FrameResult> => {
+  const chainOf = (src: SourceConfig, url: string, kind: SourceKind, pace: Pace, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, admit?: () => boolean, cont?: Continuity, last?: LastFfmpeg): Observable<FrameResult> => {
     const damage = new DamageWarnings(st, url, log);
     const supervised$ = supervisedSource({
+      lastFfmpeg: last,
+      spawn: options.spawn,
       seqStart: cont?.nextSeq,
       resume: cont?.lastPts !== undefined && cont.ptsOrigin !== undefined ? { lastPts: cont.lastPts, firstFrameAt: cont.ptsOrigin, fps: cont.fps } : undefined,
       id: src.id,
@@ -441,6 +446,14 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   };
 
   const detached = new Map<string, DetachedTotals>();
+  /**
+   * The last ffmpeg of each attached id, while its chain runs or that ffmpeg has not exited: a
+   * chain attached again under the id (a worker's camera edited, or stopped and started) starts
+   * its ffmpeg once the last one has exited (FFMPEG_EXIT_WAIT_MS at most), as a source's restart
+   * does. It started beside it, killed but not gone: a camera that takes one session at a time, or
+   * a V4L2 device, refused the new one. Forgotten once no chain of the id runs and that ffmpeg has gone.
+   */
+  const lastFfmpeg = new Map<string, { last: LastFfmpeg; chains: number }>();
   const maxDetached = options.maxDetached ?? MAX_DETACHED_KEPT;
   /** The largest next seq of a forgotten detached id: an id not in `detached` starts there. */
   let seqFloor = 0;
@@ -476,8 +489,15 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
           const cont: Continuity = { nextSeq: before?.nextSeq ?? seqFloor, lastPts: before?.lastPts, ptsOrigin: before?.ptsOrigin, fps: before?.fps };
           const input = inputOf(url);
           if (input) inputs.push(input);
-          return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne, admit, cont).pipe(
+          const held = lastFfmpeg.get(src.id) ?? { last: {}, chains: 0 };
+          held.chains++;
+          lastFfmpeg.set(src.id, held);
+          return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne, admit, cont, held.last).pipe(
             finalize(() => {
+              held.chains--;
+              void lastFfmpegGone(held.last).then(() => {
+                if (held.chains === 0 && lastFfmpeg.get(src.id) === held) lastFfmpeg.delete(src.id);
+              });
               const at = stats.indexOf(st);
               if (at >= 0) stats.splice(at, 1);
               const i = input ? inputs.lastIndexOf(input) : -1;

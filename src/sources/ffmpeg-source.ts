@@ -341,8 +341,8 @@ export interface SourceMemo {
   relayFailures?: number;
   /** Since when the relay has been run, across the source's restarts (its first start, or its retry after a give-up): one that ran RELAY_RETRY_MAX_MS before giving up counts as a first give-up. */
   relayedSince?: number;
-  /** The ffmpeg of the source's last run, while it has not exited: the next run's waits for it (afterExit). */
-  ffmpeg?: ChildProcess;
+  /** The ffmpeg of the source's last run, while it has not exited: the next run's waits for it (afterExit). Shared with the chains of the source before and after this one where it is given (LastFfmpeg). */
+  last?: LastFfmpeg;
   /** Whether the source's input can be read only once (readsOnce), judged at its first start. */
   readsOnce?: boolean;
   /** The relay's notices of this source (FfmpegSourceOptions.onClockNotice), by cause, at most one a cause each NOTICE_REPEAT_MS. */
@@ -367,17 +367,33 @@ export const NOTICE_REPEAT_MS = 600_000;
  */
 export const FFMPEG_EXIT_WAIT_MS = 2000;
 
-/** Notes `child` as the source's running ffmpeg (memo.ffmpeg) until it exits. */
+/**
+ * A source's last ffmpeg, while it has not exited (`ffmpeg`). One per supervised source, across
+ * its restarts; given to a source's next chain (supervisedSource's `lastFfmpeg`: an argus worker's
+ * camera edited, or stopped and started again, is a new chain under the same id), so that chain's
+ * first ffmpeg waits for the last one's exit too (afterExit).
+ */
+export interface LastFfmpeg {
+  ffmpeg?: ChildProcess;
+}
+
+/** Notes `child` as the source's running ffmpeg (memo.last) until it exits. */
 function noteFfmpeg(memo: SourceMemo, child: ChildProcess): void {
   if (child.pid === undefined) return; // never started (its 'error' says why)
-  memo.ffmpeg = child;
+  const last = (memo.last ??= {});
+  last.ffmpeg = child;
   child.once('exit', () => {
-    if (memo.ffmpeg === child) memo.ffmpeg = undefined;
+    if (last.ffmpeg === child) last.ffmpeg = undefined;
   });
 }
 
+/** Resolves once `last`'s ffmpeg has exited, or FFMPEG_EXIT_WAIT_MS after the call; at once where none runs. */
+export function lastFfmpegGone(last: LastFfmpeg): Promise<void> {
+  return last.ffmpeg ? exitOf(last.ffmpeg, FFMPEG_EXIT_WAIT_MS) : Promise.resolve();
+}
+
 /**
- * Calls `go` once the source's last ffmpeg (memo.ffmpeg) has exited, or FFMPEG_EXIT_WAIT_MS
+ * Calls `go` once the source's last ffmpeg (memo.last) has exited, or FFMPEG_EXIT_WAIT_MS
  * after this call where it has not by then; at once where none is running. A camera that takes
  * one session at a time (many cheap RTSP cameras take one or two), a V4L2 device (busy while
  * open) or a UDP port refuse a second ffmpeg while the first still holds them. A restart (an
@@ -389,14 +405,13 @@ function noteFfmpeg(memo: SourceMemo, child: ChildProcess): void {
  * certain, for 10 to 90 ms more a restart. Returns what cancels the wait.
  */
 function afterExit(memo: SourceMemo, go: () => void): () => void {
-  const prev = memo.ffmpeg;
-  if (!prev) {
+  if (!memo.last?.ffmpeg) {
     go();
     return () => {};
   }
   // (A cancelled wait's timer and listeners go with the exit, or FFMPEG_EXIT_WAIT_MS: exitOf.)
   let waiting = true;
-  void exitOf(prev, FFMPEG_EXIT_WAIT_MS).then(() => {
+  void lastFfmpegGone(memo.last).then(() => {
     if (!waiting) return;
     waiting = false;
     go();

@@ -5,7 +5,7 @@ import { redact } from '../core/redact.js';
 import type { Frame } from '../core/frame.js';
 import type { Letterbox } from '../core/geometry.js';
 import { indexedFormat } from './ffmpeg-args.js';
-import { ffmpegSource, LIVE_PTS_SLACK_S, type FfmpegSourceOptions, type PlaySchedule, type SourceMemo } from './ffmpeg-source.js';
+import { ffmpegSource, LIVE_PTS_SLACK_S, type FfmpegSourceOptions, type LastFfmpeg, type PlaySchedule, type SourceMemo } from './ffmpeg-source.js';
 import { backoffDelay, type ReconnectPolicy, type SourceState, type Transition } from './health.js';
 
 /** A source's resolution changes are reported at most this often (see `supervisedSource`), ms. */
@@ -59,6 +59,12 @@ export interface SupervisedSourceOptions extends FfmpegSourceOptions {
    * `clock`), 1 / `fps` apart, as across restarts. With `seqStart`, the source continues as if never detached.
    */
   resume?: { lastPts: number; firstFrameAt: number; fps?: number };
+  /**
+   * The ffmpeg of this source's chain before this one, shared with it (a worker's camera edited,
+   * or stopped and started again): this chain's first ffmpeg waits for that one's exit, as a
+   * restart waits for the run before it. Default: the source's own.
+   */
+  lastFfmpeg?: LastFfmpeg;
   /** Random source for jitter (tests). */
   random?: () => number;
   /** Runs every timer (start timeout, stall watchdog, backoff); a TestScheduler runs them in virtual time. Default `asyncScheduler`. */
@@ -121,7 +127,7 @@ const REASON_CHARS = 400;
  */
 export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> {
   // Everything not consumed here goes to each ffmpeg run unchanged.
-  const { reconnect, watchdog, onTransition, onReconnect, failedBy, random, scheduler = asyncScheduler, run = ffmpegSource, ...runOptions } = o;
+  const { reconnect, watchdog, onTransition, onReconnect, failedBy, random, scheduler = asyncScheduler, run = ffmpegSource, lastFfmpeg: _shared, ...runOptions } = o;
   const clock = o.clock ?? (o.scheduler ? () => scheduler.now() : () => performance.now());
   const isFile = o.input.kind === 'file';
   const live = !isFile || o.input.rate === 'native'; // watched by the stall watchdog; fast files pause on purpose
@@ -229,7 +235,7 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     };
 
     /** What a run learnt of the frames this source calls for (ffmpegSource): restarts start with it. */
-    const memo: SourceMemo = {};
+    const memo: SourceMemo = { last: o.lastFfmpeg };
     /** One ffmpeg run per subscription, from where the source is: files at the next frame not yet delivered. */
     const runOnce = defer(() => {
       runSeek = isFile ? nextPosition() : 0;

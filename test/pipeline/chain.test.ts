@@ -12,9 +12,11 @@ import { letterbox } from '../../src/core/geometry.js';
 import { Pace } from '../../src/flow/pace.js';
 import type { Detector } from '../../src/inference/detector.js';
 import { createPipeline, sourceChain, stageCapacity, StageShares } from '../../src/pipeline/pipeline.js';
+import type { SpawnFn } from '../../src/sources/ffmpeg-source.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { newSourceStats } from '../../src/sources/stats.js';
 import { FAKE_SIZE, fakeDetector, type FakeSession } from '../helpers/fake-session.js';
+import { SlowToDie } from '../sources/fake-ffmpeg.js';
 
 const S = FAKE_SIZE;
 let detector: Detector;
@@ -626,5 +628,49 @@ describe('a source attached again under the same id (real ffmpeg, fake session)'
     await new Promise((r) => setTimeout(r, 500));
     live.unsubscribe();
     expect(warned).toContain('camera cam: rate: fast and loop: true are for files; source "cam" is a live stream (rtsp), read as it comes');
+  });
+});
+
+/** Waits (polling; the bound only ends a hang) until `cond` holds. */
+async function untilHolds(cond: () => boolean, what: string): Promise<void> {
+  const end = Date.now() + 20_000;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`never: ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('a camera attached again under the same id (a worker camera edited, or stopped and started: fake ffmpeg)', () => {
+  it("its new chain starts its ffmpeg once the last chain's has exited, as a restart does (it started beside the killed one: a one-session camera, a V4L2 device refused it)", async () => {
+    const children: SlowToDie[] = [];
+    const spawn: SpawnFn = (_cmd, args) => {
+      const c = new SlowToDie(args, S * S * 3);
+      children.push(c);
+      return c.asChild();
+    };
+    const p = await createPipeline({ ...config(), sources: [{ ...config().sources[0], enabled: false }] }, { detector, spawn });
+    const cam = { ...config().sources[0], id: 'cam', uri: 'udp://127.0.0.1:21000', rate: 'native' as const };
+    const stopFirst = new Subject<void>();
+    const first = lastValueFrom(p.attach(cam, stopFirst).pipe(toArray()));
+    await untilHolds(() => children.length === 1, 'the first chain’s ffmpeg');
+    stopFirst.next();
+    await first;
+    expect(children[0].signals).toEqual(['SIGKILL']);
+    // The camera edited: a new chain under the same id, while the first ffmpeg has not exited yet.
+    const stopSecond = new Subject<void>();
+    const second = lastValueFrom(p.attach({ ...cam, fps: 5 }, stopSecond).pipe(toArray()));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(children).toHaveLength(1);
+    children[0].exitLater();
+    await untilHolds(() => children.length === 2, 'the second chain’s ffmpeg, after the first one’s exit');
+    // Another id does not wait for it.
+    const stopOther = new Subject<void>();
+    const other = lastValueFrom(p.attach({ ...cam, id: 'other' }, stopOther).pipe(toArray()));
+    await untilHolds(() => children.length === 3, 'another camera’s ffmpeg');
+    stopSecond.next();
+    stopOther.next();
+    children[1].exitLater();
+    children[2].exitLater();
+    await Promise.all([second, other]);
   });
 });

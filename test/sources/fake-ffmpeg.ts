@@ -90,3 +90,14 @@ export class FakeFfmpeg extends EventEmitter {
     return this as unknown as ChildProcess;
   }
 }
+
+/** A child that is sent its signal now and exits later (exitLater), or never: a real process exits some time after its SIGKILL. */
+export class SlowToDie extends FakeFfmpeg {
+  override kill(signal: NodeJS.Signals = 'SIGTERM'): boolean {
+    this.signals.push(signal);
+    return true;
+  }
+  exitLater(): void {
+    this.exit(null, (this.signals.at(-1) as NodeJS.Signals | undefined) ?? null);
+  }
+}

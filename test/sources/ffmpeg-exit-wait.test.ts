@@ -6,18 +6,7 @@ import { Subscription } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ffmpegSource, FFMPEG_EXIT_WAIT_MS, type FfmpegSourceOptions, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
 import { supervisedSource } from '../../src/sources/supervised-source.js';
-import { FakeFfmpeg } from './fake-ffmpeg.js';
-
-/** A child that is sent its signal now and exits later (exitLater), or never. */
-class SlowToDie extends FakeFfmpeg {
-  override kill(signal: NodeJS.Signals = 'SIGTERM'): boolean {
-    this.signals.push(signal);
-    return true;
-  }
-  exitLater(): void {
-    this.exit(null, (this.signals.at(-1) as NodeJS.Signals | undefined) ?? null);
-  }
-}
+import { FakeFfmpeg, SlowToDie } from './fake-ffmpeg.js';
 
 const output = { width: 64, height: 48, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114, frame: 'letterbox' as const };
 
