@@ -387,9 +387,16 @@ function noteFfmpeg(memo: SourceMemo, child: ChildProcess): void {
   });
 }
 
-/** Resolves once `last`'s ffmpeg has exited, or FFMPEG_EXIT_WAIT_MS after the call; at once where none runs. */
-export function lastFfmpegGone(last: LastFfmpeg): Promise<void> {
-  return last.ffmpeg ? exitOf(last.ffmpeg, FFMPEG_EXIT_WAIT_MS) : Promise.resolve();
+/**
+ * Resolves once `last`'s ffmpeg has exited, or FFMPEG_EXIT_WAIT_MS after the call; at once where
+ * none runs. One not gone by then (stuck in the kernel) is waited for no more, by no one: the next
+ * ffmpeg starts beside it.
+ */
+export async function lastFfmpegGone(last: LastFfmpeg): Promise<void> {
+  const prev = last.ffmpeg;
+  if (!prev) return;
+  await exitOf(prev, FFMPEG_EXIT_WAIT_MS);
+  if (last.ffmpeg === prev) last.ffmpeg = undefined;
 }
 
 /**

@@ -1,11 +1,11 @@
-import { asyncScheduler, concat, connect, defer, EMPTY, finalize, identity, type MonoTypeOperatorFunction, type Observable, of, repeat, retry, type SchedulerLike, type Subscription, take, tap, throwError, timeout, timer } from 'rxjs';
+import { asyncScheduler, concat, connect, defer, EMPTY, finalize, from, identity, ignoreElements, type MonoTypeOperatorFunction, type Observable, of, repeat, retry, type SchedulerLike, type Subscription, take, tap, throwError, timeout, timer } from 'rxjs';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import type { Frame } from '../core/frame.js';
 import type { Letterbox } from '../core/geometry.js';
 import { indexedFormat } from './ffmpeg-args.js';
-import { ffmpegSource, LIVE_PTS_SLACK_S, type FfmpegSourceOptions, type LastFfmpeg, type PlaySchedule, type SourceMemo } from './ffmpeg-source.js';
+import { ffmpegSource, lastFfmpegGone, LIVE_PTS_SLACK_S, type FfmpegSourceOptions, type LastFfmpeg, type PlaySchedule, type SourceMemo } from './ffmpeg-source.js';
 import { backoffDelay, type ReconnectPolicy, type SourceState, type Transition } from './health.js';
 
 /** A source's resolution changes are reported at most this often (see `supervisedSource`), ms. */
@@ -349,9 +349,13 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       return timer(delay, scheduler);
     };
 
+    // A run starts once the source's last ffmpeg has exited (FFMPEG_EXIT_WAIT_MS at most: a
+    // restart's, or a worker camera's last chain's), and its start timeout counts from then: the
+    // wait took up to 2 s of it, and a short `startTimeoutMs` timed out a camera that had had only
+    // the rest. (ffmpegSource waits too, for its own reruns; it finds this one gone by then.)
+    const lastGone = defer(() => (memo.last?.ffmpeg ? from(lastFfmpegGone(memo.last)).pipe(ignoreElements()) : EMPTY));
     transition('starting', 'started');
-    return runOnce.pipe(
-      live ? watched : identity,
+    return concat(lastGone, runOnce.pipe(live ? watched : identity)).pipe(
       tap(onFrame),
       repeat({ delay: atEnd }),
       // onError keeps the attempt count: retry's own count never resets, or (resetOnSuccess)

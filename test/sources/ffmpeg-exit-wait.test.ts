@@ -3,7 +3,7 @@
 // a second ffmpeg while the first still holds them. Fake children whose exit comes when the test
 // says, as a real process's comes some time after its SIGKILL.
 import { Subscription } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ffmpegSource, FFMPEG_EXIT_WAIT_MS, type FfmpegSourceOptions, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
 import { supervisedSource } from '../../src/sources/supervised-source.js';
 import { FakeFfmpeg, SlowToDie } from './fake-ffmpeg.js';
@@ -104,3 +104,33 @@ describe("a source's next ffmpeg waits for the last one's exit", () => {
   });
 });
 
+
+describe("the start timeout counts from the next ffmpeg's start, not from the wait for the last one's exit (fake timers)", () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('a restart whose killed ffmpeg takes 1.5 s to exit still has its whole startTimeoutMs; past it, it is timed out', async () => {
+    vi.useFakeTimers();
+    const { spawn, children } = spawner();
+    sub = supervisedSource({
+      ...opts(spawn),
+      reconnect: { initialDelayMs: 0, maxDelayMs: 0, jitter: 0, maxAttempts: 0, healthyResetMs: 30_000 },
+      watchdog: { startTimeoutMs: 3000, stallFactor: 10, stallMinMs: 2000, stallMaxMs: 60_000 },
+    }).subscribe({ error: () => {} });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(children).toHaveLength(1);
+    // No frame: timed out, killed; it exits 1.5 s later.
+    await vi.advanceTimersByTimeAsync(3000);
+    expect(children[0].signals).toEqual(['SIGKILL']);
+    await vi.advanceTimersByTimeAsync(1500);
+    expect(children).toHaveLength(1);
+    children[0].exitLater();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(children).toHaveLength(2);
+    // 3 s after the restart began, 1.5 s after its ffmpeg started: not timed out (it was: the wait counted).
+    await vi.advanceTimersByTimeAsync(1600);
+    expect(children[1].signals).toEqual([]);
+    // 3 s after its ffmpeg started: timed out.
+    await vi.advanceTimersByTimeAsync(1500);
+    expect(children[1].signals).toEqual(['SIGKILL']);
+  });
+});
