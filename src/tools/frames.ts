@@ -122,10 +122,12 @@ const DURATION = /^\s*Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)/;
  */
 export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFrame> {
   // An input that cannot be read twice is deinterlaced from its first read (flagged frames only).
-  yield* framesOf(o, readsOnce(o.url));
+  const once = readsOnce(o.url);
+  yield* framesOf(o, once, once);
 }
 
-async function* framesOf(o: VideoFramesOptions, interlaced: boolean): AsyncGenerator<RawFrame> {
+/** `once`: the input cannot be read a second time (readsOnce). */
+async function* framesOf(o: VideoFramesOptions, interlaced: boolean, once: boolean): AsyncGenerator<RawFrame> {
   let yielded = false;
   try {
     for await (const f of videoFramesOnce({ ...o, interlaced })) {
@@ -138,13 +140,16 @@ async function* framesOf(o: VideoFramesOptions, interlaced: boolean): AsyncGener
       // restart: started beside it, the second found a V4L2 device or a one-session camera
       // still held by the first, killed but not gone.
       await e.gone;
-      yield* framesOf(o, true);
+      yield* framesOf(o, true, once);
       return;
     }
     // `auto` puts the deinterlacer on an input reported interlaced (flagged frames only), but
     // ffmpeg's takes no picture under 4 lines or 3 columns a plane (a 64x6 video, a 16x2 GIF:
     // detect failed on them): such a picture is read again without it (it has no fields worth the name).
     if (yielded || (o.deinterlace ?? 'auto') !== 'auto' || !(e instanceof ArgusError) || !TOO_SMALL_TO_DEINTERLACE.test(e.message)) throw e;
+    // Not an input read once, which has the deinterlacer from its first read: read again, its
+    // writer gone with the first reader, it gave no frame, and VAP_ERR_SOURCE_TIMEOUT after the stall bound.
+    if (once) throw new ArgusError(ErrorCodes.SOURCE_PROBE, `${o.url}: the picture is too small for the deinterlacer (under 4 lines or 3 columns a plane) that an input read only once (a named pipe, a URL ffmpeg listens on) is read with under decode.deinterlace auto, and such an input cannot be read again without it: set decode.deinterlace: off, or read the stream from a file`, { cause: e });
     yield* videoFramesOnce({ ...o, interlaced, deinterlace: 'off' });
   }
 }

@@ -365,6 +365,36 @@ describe('videoFrames: an interlaced stream from a named pipe or a URL ffmpeg li
   }, 60_000);
 });
 
+describe('videoFrames: a picture too small for the deinterlacer from a named pipe (it cannot be read twice)', () => {
+  it('fails at once with VAP_ERR_SOURCE_PROBE naming the cause, not after a second read that waits for a writer long gone', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-frames-fifo-small-'));
+    const clip = join(dir, 'small.ts');
+    // 64x6: its chroma planes have 3 lines, fewer than bwdif takes.
+    await runCommand(ffmpeg, ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x6:rate=10', '-frames:v', '10', '-pix_fmt', 'yuv420p', '-f', 'mpegts', clip]);
+    // From a file: read again without the deinterlacer (it has no fields worth the name), every frame.
+    const n = async (url: string) => {
+      let k = 0;
+      for await (const _ of videoFrames({ ffmpegPath: ffmpeg, url, stallMs: 8000 })) k++;
+      return k;
+    };
+    expect(await n(clip)).toBe(10);
+    const fifo = join(dir, 'small.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const writer = spawn('sh', ['-c', 'cat "$0" > "$1"', clip, fifo], { stdio: 'ignore' });
+    const t0 = Date.now();
+    try {
+      // Before: read again without the deinterlacer, from a pipe whose writer had gone with the
+      // first reader: no frame for the 8 s, VAP_ERR_SOURCE_TIMEOUT ("no frame came from …").
+      const e = await n(fifo).then(() => undefined, (err: unknown) => err);
+      expect(isArgusError(e) && e.code).toBe('VAP_ERR_SOURCE_PROBE');
+      expect((e as Error).message).toMatch(/too small for the deinterlacer/);
+      expect(Date.now() - t0).toBeLessThan(7000);
+    } finally {
+      writer.kill();
+    }
+  }, 60_000);
+});
+
 describe('videoFrames with an ffmpeg that prints no frame times (the bundled 2018 build)', () => {
   it('a file whose resolution changes mid-stream: every frame at the first size, as that ffmpeg writes them (it has no -autoscale), not cut at the size its scaler logs', async () => {
     // Before: the scaler's line of the 160x160 part switched the cutting to 160x160 while ffmpeg
