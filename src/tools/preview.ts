@@ -17,7 +17,7 @@ import type { Point } from '../core/polygon.js';
 import { forTerminal } from '../core/text.js';
 import { pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
 import type { DetectedFrame } from '../postprocess/postprocess.js';
-import { indexedFormat, isStillImage, sourceKind } from '../sources/ffmpeg-args.js';
+import { indexedFormat, isStillImage, readsOnce, sourceKind } from '../sources/ffmpeg-args.js';
 import { configuredFfmpegPath, describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { RtspTap } from '../sources/rtsp-tap.js';
 import { secretsRelay } from '../sources/secrets-relay.js';
@@ -162,7 +162,12 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
     // time shown as the preview), and a raw H.264/H.265 stream gives no frame at all after a
     // seek. So a first frame later than `start` (or none) starts again further back, down to no
     // seek at all: the frames before `start` are decoded and skipped.
-    let seekAt = start;
+    // A named pipe (any input read once) is read from its start, once: ffmpeg cannot seek it (it
+    // decodes from the start and drops what is before the seek point), and read again after a
+    // seek that found nothing, its writer was gone: no frame, VAP_ERR_SOURCE_TIMEOUT 15 s later.
+    // From 0, its frames before `at` are decoded and skipped, and its last one is known.
+    const once = readsOnce(url);
+    let seekAt = once ? 0 : start;
     // A camera's credentials (and an rtsps:// certificate to check) go through a relay of
     // argus's, as in a run: ffmpeg's command line is readable by every local user.
     const relay = file_ ? undefined : secretsRelay({ kind: sourceKind(url), url, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs, tls: src.tls })?.();
@@ -213,7 +218,7 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
         // No frame after the seek, or none as far as `at`: a seek into a file whose timestamps
         // start again part-way (joined recordings) finds nothing, or the first part's frames only.
         const shortAfterSeek = file_ && seekAt > 0 && !pastEnd() && (!seen || endedBefore());
-        if (!late && !shortAfterSeek) break;
+        if (once || (!late && !shortAfterSeek)) break;
         seekAt = attempt < SEEK_MARGINS_S.length ? Math.max(0, start - SEEK_MARGINS_S[attempt]) : 0;
       }
     } catch (e) {

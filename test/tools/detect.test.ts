@@ -1,3 +1,4 @@
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -128,3 +129,30 @@ describe('argus detect given a URL', () => {
     await expect(runDetect(['no-such-photo.jpg'], { write: () => undefined })).rejects.toMatchObject({ message: 'detect: file not found: no-such-photo.jpg' });
   });
 });
+
+describe('argus preview of a named pipe (it can be read only once)', () => {
+  it('--at beyond its end: "beyond the end", whose last frame, at once; --at within it: that frame (it was read again after a seek that found nothing, and the second ffmpeg waited for a writer long gone: VAP_ERR_SOURCE_TIMEOUT 15 s later)', async () => {
+    const model = dir.path('hostile-fifo-preview.onnx');
+    writeHostileModel(model);
+    const work = mkdtempSync(join(tmpdir(), 'argus-preview-fifo-'));
+    const clip = join(work, 'clip.ts');
+    execFileSync(resolveFfmpegSync().path, ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=160x120:rate=10', '-frames:v', '10', '-pix_fmt', 'yuv420p', '-f', 'mpegts', clip]);
+    const fifo = join(work, 'cam.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const yaml = join(work, 'p.yaml');
+    writeFileSync(yaml, ['sources:', '  - id: cam', `    uri: ${fifo}`, 'model:', `  path: ${model}`, ''].join('\n'));
+    const preview = async (at: number) => {
+      const writer = spawn('sh', ['-c', 'cat "$0" > "$1"', clip, fifo], { stdio: 'ignore' });
+      try {
+        return await runPreview(yaml, { out: join(work, 'p.png'), at, write: () => {} });
+      } finally {
+        writer.kill();
+      }
+    };
+    const t0 = Date.now();
+    await expect(preview(5)).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: expect.stringMatching(/beyond the end of source "cam" .*, whose last frame is at 0\.90 s/) });
+    expect(Date.now() - t0).toBeLessThan(12_000);
+    expect((await preview(0.5)).at).toBeCloseTo(0.5, 6);
+  }, 60_000);
+});
+
