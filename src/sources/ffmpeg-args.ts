@@ -391,7 +391,7 @@ export function sourceKind(url: string): SourceKind {
 /**
  * Whether `url` gives its stream to one reader only, once: a named pipe, socket or character
  * device as a file (a writer's pipe: what the first read took is gone, and a writer that saw it
- * close has ended), or a network URL ffmpeg listens on (`listen`, `mode=listener`: the sender
+ * close has ended), or a network URL ffmpeg listens on (`tcp://…?listen`, `srt://…?mode=listener`: the sender
  * that connected is dropped). Such an input is never read a second time to deinterlace it
  * (`decode.deinterlace: auto`): its first read has the deinterlacer, on the frames flagged
  * interlaced (a progressive stream's pass through it untouched, a frame later). Read again, an
@@ -408,7 +408,12 @@ export function readsOnce(url: string, kind: SourceKind = sourceKind(url)): bool
       return false;
     }
   }
-  return kind !== 'v4l2' && /[?&](listen(=1|=true)?|mode=listener)(&|$)/i.test(url);
+  // Only TCP (`?listen`) and SRT (`?mode=listener`) take the role from the URL: ffmpeg's HTTP,
+  // RTSP and RTMP take it from an option (`-listen`, `-rtsp_flags listen`, which inputArgs
+  // refuses), and given `http://…?listen=1` or `rtsp://…?listen` they connect as clients, as to
+  // any camera (such a URL was judged read once: no second read to deinterlace, its rate kept).
+  if (/^tcp:\/\//i.test(url)) return /[?&]listen(=[12]|=true)?(&|$)/i.test(url);
+  return /^srt:\/\//i.test(url) && /[?&]mode=listener(&|$)/i.test(url);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { boundedSize, buildFfmpegArgs, ffmpegInput, frameBytes, isStillImage, reportsFrameTimes, sampleFilter, sourceKind, type FfmpegInputSpec } from '../../src/sources/ffmpeg-args.js';
+import { boundedSize, buildFfmpegArgs, ffmpegInput, frameBytes, isStillImage, readsOnce, reportsFrameTimes, sampleFilter, sourceKind, type FfmpegInputSpec } from '../../src/sources/ffmpeg-args.js';
 
 const out = { width: 416, height: 416, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
 
@@ -19,6 +19,14 @@ describe('sourceKind', () => {
     ['/data/clip.mp4', 'file'],
     ['file:///data/clip.mp4', 'file'],
   ])('%s → %s', (url, kind) => expect(sourceKind(url)).toBe(kind));
+});
+
+describe('readsOnce', () => {
+  it('a URL ffmpeg listens on: tcp:// with listen, srt:// with mode=listener; not HTTP, RTSP or RTMP, which ffmpeg opens as a client whatever their query says', () => {
+    for (const url of ['tcp://0.0.0.0:21000?listen', 'tcp://0.0.0.0:21000?listen=1', 'tcp://0.0.0.0:21000?timeout=5&listen=2', 'srt://0.0.0.0:21001?mode=listener', 'SRT://0.0.0.0:21001?latency=200&mode=listener']) expect(readsOnce(url), url).toBe(true);
+    // (Real ffmpeg: `http://127.0.0.1:21012/?listen=1` and `rtsp://127.0.0.1:21010/live?listen` are "Connection refused": clients.)
+    for (const url of ['http://cam/?listen=1', 'rtsp://cam/live?listen', 'rtmp://cam/app?listen', 'tcp://cam:21000', 'tcp://cam:21000?listen=0', 'srt://cam:21001?mode=caller', 'udp://0.0.0.0:21002', '/dev/video0']) expect(readsOnce(url), url).toBe(false);
+  });
 });
 
 describe('buildFfmpegArgs', () => {
