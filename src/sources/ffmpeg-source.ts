@@ -526,6 +526,12 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     const layout = output.frame === 'source' ? 'source' : output.frame === 'source-yuv' ? 'yuv420p' : 'letterboxed';
     // At the source's size (argus letterboxes): packed, or YUV with the colour its line names.
     const atSource = layout !== 'letterboxed';
+    // An input read only once (a named pipe) is not restarted at a new picture's size: the restart
+    // opened the pipe again, its writer gone with the first reader (it got EPIPE), and the source,
+    // a file without a start watchdog, waited for a writer for ever, its frames after the change
+    // lost. Its later pictures come scaled to the first size (ffmpeg's default, no -autoscale 0).
+    const keepsFirstSize = atSource && options.memo?.readsOnce === true;
+    let keptNoticed = false;
     let colour: YuvColour | undefined;
     const fit = (w: number, h: number) => letterbox(w, h, output.width, output.height, output.align, output.rounding);
     const pace = input.kind === 'file' && input.rate === 'fast' ? options.pace : undefined;
@@ -900,6 +906,14 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       // it, a change, even before the first frame is cut: the output's line, the first frame's
       // report and the next picture's scaler can come in one chunk of the log (under load).
       if (!probe.output) return;
+      if (keepsFirstSize) {
+        const out = probe.output;
+        if (!keptNoticed && (w !== out.width || h !== out.height)) {
+          keptNoticed = true;
+          options.relayLog?.(redact(`resolution changed from ${out.width}x${out.height} to ${w}x${h}: ${input.url} can be read only once (a named pipe), so it is not restarted at the new size; its pictures are scaled to the first size`), { source: id }, 'warn');
+        }
+        return;
+      }
       if (atSource) {
         resizedAtSource(w, h);
         return;
@@ -1318,7 +1332,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     const start = (sock?: FrameSocket | FrameChannel): void => {
       try {
         // Out of file descriptors or processes, spawn can throw here, before any listener exists.
-        const args = buildFfmpegArgs(still ? { ...input, still } : input, output, tag, { autoscale: ffmpegAutoscales(options.ffmpegPath) });
+        const args = buildFfmpegArgs(still ? { ...input, still } : input, output, tag, { autoscale: ffmpegAutoscales(options.ffmpegPath) && !keepsFirstSize });
         const memo = options.memo;
         if (options.onSecretsExposed && memo && !memo.exposedNoticed) {
           const exposed = exposedSecrets(args);

@@ -8,8 +8,10 @@ import type { Frame } from '../../src/core/frame.js';
 import type { Deinterlace } from '../../src/sources/ffmpeg-args.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
+import { supervisedSource } from '../../src/sources/supervised-source.js';
 import { videoFrames } from '../../src/tools/frames.js';
 import { runCommand } from '../helpers/cli.js';
+import { resizedClip } from '../helpers/resized-video.js';
 
 // A white box (100x150 at y 200) moving 16 px a field to the right on black, 720x576: as an
 // analogue-to-IP encoder sends it, interlaced (each frame's even rows are one moment, its odd
@@ -173,6 +175,38 @@ describe('an input that can be read only once (a named pipe), progressive', () =
     expect(spawned).toHaveLength(1);
     expect(frames).toHaveLength(FRAMES);
     expect(frames.every((f) => f.layout === 'source' && f.data.length === 320 * 240 * 3)).toBe(true);
+  }, 60_000);
+
+  it('a named pipe whose resolution changes (frames at the source size): read on at the first size, once, to its end, not restarted at the new size (the restart waited for a writer gone with the first reader, for ever)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-fifo-'));
+    // 10 frames of 320x240, then 10 of 160x160.
+    const { joined } = resizedClip(ffmpeg, dir);
+    const fifo = join(dir, 'cam.ts');
+    execFileSync('mkfifo', [fifo]);
+    const writer = createWriteStream(fifo);
+    writer.on('error', () => {});
+    createReadStream(joined).pipe(writer);
+    const spawned: string[][] = [];
+    const states: string[] = [];
+    const warnings: string[] = [];
+    const frames = await lastValueFrom(
+      supervisedSource({
+        id: 'cam',
+        input: { url: fifo, kind: 'file', rate: 'fast', loop: false },
+        output: { width: 416, height: 416, pixelFormat: 'bgr24', align: 'top-left', padValue: 114, rounding: 'floor', frame: 'source' },
+        ffmpegPath: ffmpeg,
+        onSpawn: (c: ChildProcess) => spawned.push(c.spawnargs),
+        relayLog: (m) => warnings.push(m),
+        reconnect: { initialDelayMs: 100, maxDelayMs: 200, jitter: 0, maxAttempts: 2, healthyResetMs: 30_000 },
+        watchdog: { startTimeoutMs: 3000, stallFactor: 10, stallMinMs: 2000, stallMaxMs: 60_000 },
+        onTransition: (t) => states.push(t.state),
+      }).pipe(timeout(20_000), toArray()),
+    );
+    expect(spawned).toHaveLength(1);
+    expect(states).toEqual(['starting', 'streaming', 'ended']);
+    expect(frames).toHaveLength(20);
+    expect(frames.every((f) => f.data.length === 320 * 240 * 3)).toBe(true);
+    expect(warnings).toEqual([expect.stringMatching(/^resolution changed from 320x240 to 160x160: .* can be read only once/)]);
   }, 60_000);
 
   it('a named pipe whose own rate (10 fps) is below the fps asked (25): read once, its frames delivered (some repeated by the fps filter), not read again without it', async () => {
