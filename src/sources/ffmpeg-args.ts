@@ -417,6 +417,15 @@ export function readsOnce(url: string, kind: SourceKind = sourceKind(url)): bool
 }
 
 /**
+ * A source's `inputArgs` as ffmpeg is given them (after argus's own input options): an rtsps://
+ * camera's without `-rtsp_transport` (rtspTransportOf decides it, given before them). For a run's
+ * source (buildFfmpegArgs) and argus preview alike.
+ */
+export function userInputArgs(url: string, kind: SourceKind, inputArgs: readonly string[]): readonly string[] {
+  return kind === 'rtsp' && /^rtsps:/i.test(url) ? withoutOptions(inputArgs, RTSP_TRANSPORT) : inputArgs;
+}
+
+/**
  * `args` (a source's inputArgs, option and value pairs) without the options `names` and their
  * values: an rtsps:// camera's `-rtsp_transport` (rtspTransportOf decides it, given before
  * them), or the TLS options of an HTTP camera behind argus's relay (which makes that check).
@@ -481,7 +490,7 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
   // (Through argus's HTTP relay ffmpeg speaks plain HTTP: the options the relay takes over, its
   // headers and TLS checks, are left out by ffmpegSource: HttpRelay.ffmpegInputArgs.) An rtsps://
   // camera's transport is rtspTransportOf's, given before them.
-  if (input.inputArgs) args.push(...(input.kind === 'rtsp' && /^rtsps:/i.test(input.url) ? withoutOptions(input.inputArgs, RTSP_TRANSPORT) : input.inputArgs));
+  if (input.inputArgs) args.push(...userInputArgs(input.url, input.kind, input.inputArgs));
   const trim = seekTrim(input);
   if (input.kind === 'file' && input.seek !== undefined && input.seek > 0) args.push('-ss', (input.seek - trim).toFixed(6));
   // (A still image's format last: the user's input arguments name another picture's.)

@@ -17,7 +17,8 @@ import type { Point } from '../core/polygon.js';
 import { forTerminal } from '../core/text.js';
 import { pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
 import type { DetectedFrame } from '../postprocess/postprocess.js';
-import { indexedFormat, isStillImage, readsOnce, sourceKind } from '../sources/ffmpeg-args.js';
+import { indexedFormat, isStillImage, readsOnce, sourceKind, userInputArgs } from '../sources/ffmpeg-args.js';
+import { HttpRelay } from '../sources/http-relay.js';
 import { configuredFfmpegPath, describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { RtspTap } from '../sources/rtsp-tap.js';
 import { secretsRelay } from '../sources/secrets-relay.js';
@@ -179,8 +180,16 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
         const frames = videoFrames({
           ffmpegPath,
           url: ffmpegUrl,
-          // (The source's transport: ffmpeg's own default tries UDP, then TCP.)
-          inputArgs: relay instanceof RtspTap ? ['-rtsp_transport', rtspTransportOf({ url, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs }) ?? 'tcp'] : undefined,
+          // The source's inputArgs, as a run gives them (ffmpeg was given none: a raw video
+          // described by them, a V4L2 camera's format, failed here and ran): through argus's HTTP
+          // relay without the options it takes over; through its RTSP one after the source's
+          // transport (ffmpeg's own default tries UDP, then TCP).
+          inputArgs:
+            relay instanceof RtspTap
+              ? ['-rtsp_transport', rtspTransportOf({ url, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs }) ?? 'tcp', ...userInputArgs(url, sourceKind(url), src.inputArgs ?? [])]
+              : relay instanceof HttpRelay
+                ? relay.ffmpegInputArgs(src.inputArgs)
+                : src.inputArgs,
           start: seekAt,
           // Up to and including the frame shown at `at` (live: the first 2 s).
           duration: file_ ? at - seekAt + 1e-3 : tracking ? HISTORY_S : 1e-3,

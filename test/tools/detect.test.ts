@@ -156,3 +156,17 @@ describe('argus preview of a named pipe (it can be read only once)', () => {
   }, 60_000);
 });
 
+
+describe("argus preview passes the source's inputArgs to ffmpeg, as a run does", () => {
+  it('a raw video file described by its inputArgs (-f rawvideo -video_size -pixel_format -framerate) is shown (ffmpeg was given none of them: "Invalid data")', async () => {
+    const model = dir.path('hostile-raw-preview.onnx');
+    writeHostileModel(model);
+    const work = mkdtempSync(join(tmpdir(), 'argus-preview-raw-'));
+    const raw = join(work, 'cam.raw');
+    execFileSync(resolveFfmpegSync().path, ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x48:rate=10', '-frames:v', '5', '-f', 'rawvideo', '-pix_fmt', 'rgb24', raw]);
+    const yaml = join(work, 'p.yaml');
+    writeFileSync(yaml, ['sources:', '  - id: cam', `    uri: ${raw}`, '    inputArgs: [-f, rawvideo, -video_size, 64x48, -pixel_format, rgb24, -framerate, 10]', 'model:', `  path: ${model}`, ''].join('\n'));
+    const r = await runPreview(yaml, { out: join(work, 'p.png'), at: 0.2, write: () => {} });
+    expect([r.at, r.width, r.height]).toEqual([0.2, 64, 48]);
+  }, 60_000);
+});
