@@ -41,7 +41,9 @@ process.stderr.write('build: dist/src is up to date\n');
  * - src/preprocess/letterbox.c: without it the letterbox runs as TypeScript loops (the same
  *   results, about ten times slower at 1080p);
  * - src/sources/frame-channel.c (Linux): without it ffmpeg's frames come through Node's own
- *   sockets and pipes (more of Node's CPU a frame; src/sources/frame-channel.ts).
+ *   sockets and pipes (more of Node's CPU a frame; src/sources/frame-channel.ts);
+ * - src/core/hard-exit.c (POSIX): without it an exit that a worker thread stuck inside ONNX Runtime
+ *   would hold for ever is a SIGKILL (status 137, not the run's own; src/core/native.ts hardExit).
  */
 function buildNative() {
   const [cc, ...ccArgs] = (process.env.CC || 'cc').trim().split(/\s+/); // CC="ccache gcc" works too
@@ -49,6 +51,7 @@ function buildNative() {
   const modules = [
     // -ffp-contract=off: no fused multiply-add, so each float is rounded as JavaScript rounds it.
     { name: 'letterbox', src: join('src', 'preprocess', 'letterbox.c'), flags: ['-O3', '-ffp-contract=off'], without: 'the letterbox runs as TypeScript' },
+    ...(process.platform !== 'win32' ? [{ name: 'hard-exit', src: join('src', 'core', 'hard-exit.c'), flags: ['-O2'], without: 'an exit held by a stuck inference run is a SIGKILL (status 137)' }] : []),
     ...(process.platform === 'linux' ? [{ name: 'frame-channel', src: join('src', 'sources', 'frame-channel.c'), flags: ['-O2', '-pthread'], without: "ffmpeg's frames come through Node's sockets" }] : []),
   ];
   for (const m of modules) {

@@ -22,3 +22,21 @@ export function loadNativeModule<T>(name: string): T | undefined {
   }
   return undefined;
 }
+
+/**
+ * Ends the process at once with `code` (the C module src/core/hard-exit.c: _exit), skipping what
+ * process.exit does after its 'exit' handlers: tearing down Node and joining every worker thread,
+ * which waits for ever for a thread inside a native call that does not return. The caller emits
+ * 'exit' first. Returns false (and does nothing) where the module is not built or loadable.
+ */
+export function hardExit(code: number): boolean {
+  const m = loadNativeModule<{ exit(code: number): never }>('hard-exit');
+  if (!m) return false;
+  m.exit(code);
+  return true; // (not reached)
+}
+
+/** Whether hardExit can end the process (its module is built and loads). */
+export function canHardExit(): boolean {
+  return loadNativeModule('hard-exit') !== undefined;
+}

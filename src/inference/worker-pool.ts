@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 import type { ExecutionProviderName } from '../config/schema.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { canHardExit, hardExit } from '../core/native.js';
 import { writeStderr } from '../core/log.js';
 import type { TensorInfo } from '../models/tensor-info.js';
 import type { ProviderFailure } from './provider-fallback.js';
@@ -336,7 +337,7 @@ export class WorkerPool implements ModelSession {
    * Waits (at most RELEASE_WAIT_MS) for the runs in flight, then ends the workers. A run that has
    * not returned by then (a model whose run never ends) leaves its worker as it is (ending a
    * worker inside a native run aborts the process): the pool stays among those quiesceInference
-   * waits for, so exitAfterInference kills the process as it ends. The orderly stop of `argus run`
+   * waits for, so exitAfterInference ends the process without joining it. The orderly stop of `argus run`
    * waited for that run for ever, its summary never written.
    */
   async release(): Promise<void> {
@@ -345,7 +346,7 @@ export class WorkerPool implements ModelSession {
     clearTimeout(timer);
     if (!quiet) {
       const stuck = this.threads.filter((t) => t.busy);
-      this.o.log?.(`inference run had not returned ${RELEASE_WAIT_MS} ms after the model's release (the model's run does not end): its worker is left running, and the process is killed as it exits`, { code: ErrorCodes.MODEL_RUN, provider: this.provider, runs: stuck.length }, 'error');
+      this.o.log?.(`inference run had not returned ${RELEASE_WAIT_MS} ms after the model's release (the model's run does not end): its worker is left running, and the process ends without waiting for it as it exits`, { code: ErrorCodes.MODEL_RUN, provider: this.provider, runs: stuck.length }, 'error');
       await Promise.all(this.threads.filter((t) => !t.busy).map((t) => t.release()));
       return;
     }
@@ -378,21 +379,33 @@ export async function quiesceInference(timeoutMs: number): Promise<boolean> {
 /**
  * Ends the process with `code` (process.exitCode when undefined) once the inference runs in flight
  * have ended (quiesceInference, at most `timeoutMs`). A run still going then (a model whose run
- * never returns: a Loop of 10^12 iterations) holds its worker thread inside ONNX Runtime, and
- * process.exit waits to join that thread for ever: Ctrl-C twice left `argus run` at 40 % CPU, only
- * SIGKILL ended it. So argus says so and kills itself (SIGKILL: exit status 137).
+ * never returns: a Loop of 10^12 iterations), or a worker still opening its session (a TensorRT
+ * engine being built), holds its worker thread inside ONNX Runtime, and process.exit waits to join
+ * that thread for ever: Ctrl-C twice left `argus run` at 40 % CPU, only SIGKILL ended it. So argus
+ * says so, runs the 'exit' handlers as process.exit would, and ends without the join (hardExit:
+ * _exit, with the status the run set). Where that C module is not built it kills itself (SIGKILL:
+ * exit status 137, the run's own status lost).
  */
 export async function exitAfterInference(code: number | undefined, timeoutMs: number): Promise<void> {
   if (await quiesceInference(timeoutMs)) return void process.exit(code);
-  writeStderr(`argus: ${ErrorCodes.MODEL_RUN}: an inference run had not ended ${timeoutMs} ms after the stop (the model's run does not return); killing the process (exit status 137), which cannot end a thread inside ONNX Runtime\n`);
-  // What process.exit does first, the kill skips: the process's 'exit' handlers end argus's
-  // children (ffmpeg: one blocked opening a named pipe or waiting for its camera was left running,
-  // orphaned, holding a one-session camera or a V4L2 device from the next start) and write the
-  // log lines a slow stderr reader has not taken yet (this one, the run's summary).
+  const status = code ?? (typeof process.exitCode === 'number' ? process.exitCode : 0);
+  const hard = canHardExit();
+  writeStderr(
+    `argus: ${ErrorCodes.MODEL_RUN}: an inference run had not ended ${timeoutMs} ms after the stop (the model's run does not return); ${
+      hard
+        ? `exiting without waiting for it (exit status ${status}): Node's own exit waits for a thread inside ONNX Runtime for ever`
+        : `killing the process (exit status 137), which cannot end a thread inside ONNX Runtime (dist/native/hard-exit.node, which exits with the run's status instead, is not built)`
+    }\n`,
+  );
+  // What process.exit does first, hardExit and the kill skip: the process's 'exit' handlers end
+  // argus's children (ffmpeg: one blocked opening a named pipe or waiting for its camera was left
+  // running, orphaned, holding a one-session camera or a V4L2 device from the next start) and
+  // write the log lines a slow stderr reader has not taken yet (this one, the run's summary).
+  // The log's writes are write(2)s, done when the handlers return: _exit loses none of them.
   try {
-    process.emit('exit', code ?? (typeof process.exitCode === 'number' ? process.exitCode : 0));
+    process.emit('exit', status);
   } catch {
     // (a handler's failure must not keep the process alive)
   }
-  process.kill(process.pid, 'SIGKILL');
+  if (!hardExit(status)) process.kill(process.pid, 'SIGKILL');
 }

@@ -217,22 +217,29 @@ void quiesceInference(100_000).finally(() => process.exit(130));
     expect(det.stuckRun()).toBeUndefined();
   }, 60_000);
 
-  it('a run that never returns (a Loop of 10^12 turns): the release ends after RELEASE_WAIT_MS, saying so, and the exit kills the process, saying why (both waited for ever: process.exit joins the worker)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
-    const model = join(dir, 'endless.onnx');
-    writeModel(model, { input: { dims: [1, 3, 64, 64] }, loopTurns: 1e12, outputs: [{ name: 'output0', dims: [1, 4, 6] }], metadata: { names: "{0: 'person'}" } });
-    const script = join(dir, 'endless.mts');
-    const root = join(__dirname, '../..');
-    // In a process of its own: the worker left inside the run spins until that process is killed.
-    writeFileSync(
-      script,
-      `import { Detector } from '${root}/src/inference/detector.ts';
+  describe('a run that never returns (a Loop of 10^12 turns)', () => {
+    /**
+     * Runs the endless model in a process of its own (the worker left inside the run spins until
+     * that process ends), releases it, and exits with 130 through exitAfterInference.
+     */
+    const endless = async (env: NodeJS.ProcessEnv) => {
+      const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
+      const model = join(dir, 'endless.onnx');
+      writeModel(model, { input: { dims: [1, 3, 64, 64] }, loopTurns: 1e12, outputs: [{ name: 'output0', dims: [1, 4, 6] }], metadata: { names: "{0: 'person'}" } });
+      const script = join(dir, 'endless.mts');
+      const root = join(__dirname, '../..');
+      writeFileSync(
+        script,
+        `import { Detector } from '${root}/src/inference/detector.ts';
 import { exitAfterInference } from '${root}/src/inference/worker-pool.ts';
 import { ownChild } from '${root}/src/core/children.ts';
+import { writeStderr } from '${root}/src/core/log.ts';
 import { spawn } from 'node:child_process';
 // A child of argus's (an ffmpeg blocked opening a named pipe, or waiting for a camera): ended with argus.
 const child = ownChild(spawn('sleep', ['300'], { stdio: 'ignore' }));
 process.stdout.write('child ' + child.pid + ' ');
+// The run's last log lines, written as the process exits: they reach stderr's reader.
+process.on('exit', (code) => writeStderr('exit handler ran with ' + code + '\\n'));
 const log = (m, f, level) => level === 'error' && process.stdout.write('[' + m + ']');
 const det = await Detector.load(undefined, ${JSON.stringify(model)}, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0, workers: 1, log });
 void det.run(det.createInput(), () => process.stdout.write('started '));
@@ -241,22 +248,35 @@ await det.release();
 process.stdout.write(' released after ' + (Date.now() - t >= ${RELEASE_WAIT_MS}) + ' ');
 void exitAfterInference(130, 500);
 `,
-    );
-    const { alive, runCommand } = await import('../helpers/cli.js');
-    const r = await runCommand(process.execPath, ['--import', 'tsx', script], {}, 80_000);
-    const child = Number(/^child (\d+) /.exec(r.stdout)?.[1]);
-    // The kill skipped the process's exit handlers, which end its children: the child was left running.
-    // (Killed, it may be a zombie for a moment, until init reaps it.)
-    for (let i = 0; i < 50 && child > 0 && alive(child); i++) await new Promise((res) => setTimeout(res, 100));
-    const orphaned = child > 0 && alive(child);
-    if (orphaned) process.kill(child, 'SIGKILL');
-    expect(orphaned).toBe(false);
-    expect(r.stdout.replace(/^child \d+ /, ''), r.stderr).toBe(
-      `started [inference run had not returned ${RELEASE_WAIT_MS} ms after the model's release (the model's run does not end): its worker is left running, and the process is killed as it exits] released after true `,
-    );
-    expect(r.stderr).toContain("argus: VAP_ERR_MODEL_RUN: an inference run had not ended 500 ms after the stop (the model's run does not return); killing the process (exit status 137)");
-    expect(r.code).toBeNull(); // killed (SIGKILL), not left running until the test's own kill at 80 s
-  }, 110_000);
+      );
+      const { alive, runCommand } = await import('../helpers/cli.js');
+      const r = await runCommand(process.execPath, ['--import', 'tsx', script], env, 80_000);
+      const child = Number(/^child (\d+) /.exec(r.stdout)?.[1]);
+      // Ended without the exit handlers (which end the process's children), the child would be left running.
+      // (Killed, it may be a zombie for a moment, until init reaps it.)
+      for (let i = 0; i < 50 && child > 0 && alive(child); i++) await new Promise((res) => setTimeout(res, 100));
+      const orphaned = child > 0 && alive(child);
+      if (orphaned) process.kill(child, 'SIGKILL');
+      expect(orphaned).toBe(false);
+      expect(r.stdout.replace(/^child \d+ /, ''), r.stderr).toBe(
+        `started [inference run had not returned ${RELEASE_WAIT_MS} ms after the model's release (the model's run does not end): its worker is left running, and the process ends without waiting for it as it exits] released after true `,
+      );
+      expect(r.stderr).toContain('exit handler ran with 130\n');
+      return r;
+    };
+
+    it('the release ends after RELEASE_WAIT_MS, saying so, and the exit ends the process with its own status (130), saying why (both waited for ever: process.exit joins the worker; then a SIGKILL, 137, lost the status)', async () => {
+      const r = await endless({});
+      expect(r.stderr).toContain("argus: VAP_ERR_MODEL_RUN: an inference run had not ended 500 ms after the stop (the model's run does not return); exiting without waiting for it (exit status 130)");
+      expect(r.code).toBe(130); // not killed (137), not left running until the test's own kill at 80 s
+    }, 110_000);
+
+    it('without the C module (ARGUS_NATIVE=0, or no compiler at install) the exit is a SIGKILL, saying so', async () => {
+      const r = await endless({ ARGUS_NATIVE: '0' });
+      expect(r.stderr).toContain("argus: VAP_ERR_MODEL_RUN: an inference run had not ended 500 ms after the stop (the model's run does not return); killing the process (exit status 137)");
+      expect(r.code).toBeNull(); // killed by a signal
+    }, 110_000);
+  });
 
   it('a file that is not ONNX fails the load with the file named, from the worker', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));

@@ -12,7 +12,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 /** A copy of the build script and the C sources (no node_modules: the tsc step is skipped). */
 function checkout(): string {
   const root = mkdtempSync(join(dir, 'root-'));
-  for (const f of ['scripts/build.mjs', 'src/preprocess/letterbox.c', 'src/sources/frame-channel.c']) {
+  for (const f of ['scripts/build.mjs', 'src/preprocess/letterbox.c', 'src/sources/frame-channel.c', 'src/core/hard-exit.c']) {
     mkdirSync(join(root, f, '..'), { recursive: true });
     cpSync(join(repo, f), join(root, f));
   }
