@@ -71,10 +71,12 @@ class SessionThread {
 
   /** Starts a worker that opens the model with the first of `attempts` that works. */
   static start(modelPath: string, attempts: readonly ExecutionProviderName[], o: SessionOptions): Promise<{ thread: SessionThread; ready: Ready }> {
+    // Exiting: no worker starts (process.exit would wait for its session to open).
+    if (quiescing) return Promise.reject(releasedError());
     const worker = new Worker(new URL('./session-worker.js', import.meta.url), {
       workerData: { modelPath, attempts: attemptList(attempts, o), options: ortSessionOptions(o), logLevel: ort.env.logLevel },
     });
-    return new Promise((resolve, reject) => {
+    const started = new Promise<{ thread: SessionThread; ready: Ready }>((resolve, reject) => {
       const fail = (e: Error) => {
         void worker.terminate();
         reject(e);
@@ -90,6 +92,13 @@ class SessionThread {
         resolve({ thread: new SessionThread(worker), ready: m });
       });
     });
+    const settled = started.then(
+      () => undefined,
+      () => undefined,
+    );
+    opening.add(settled);
+    void settled.then(() => opening.delete(settled));
+    return started;
   }
 
   get busy(): boolean {
@@ -179,6 +188,9 @@ export class WorkerPool implements ModelSession {
     private readonly o: SessionOptions,
   ) {
     for (const t of threads) this.watch(t);
+    // Opened while the process exits (quiesceInference waited for its workers to open): it takes
+    // no run, as a worker inside one would hold the exit.
+    if (quiescing) this.closed = true;
     this.stuckMs = o.stuckRunMs ?? STUCK_RUN_MS;
     this.stuckCheck = setInterval(() => this.logStuck(), Math.min(1000, this.stuckMs / 2)).unref();
   }
@@ -302,6 +314,10 @@ export class WorkerPool implements ModelSession {
   get slots(): number {
     return this.threads.length;
   }
+  /** Whether a run is in flight. */
+  get busy(): boolean {
+    return this.threads.some((t) => t.busy);
+  }
 
   run(req: RunRequest, onStart?: () => void, bulk?: boolean): Promise<RunOutput[]> {
     if (this.closed) return Promise.reject(releasedError());
@@ -363,15 +379,25 @@ export const RELEASE_WAIT_MS = 10_000;
 
 /** Pools not yet released, for quiesceInference. */
 const live = new Set<WorkerPool>();
+/**
+ * Workers opening their session (SessionThread.start), settled either way, for quiesceInference:
+ * a worker inside ONNX Runtime's session creation (a TensorRT engine build: minutes) held
+ * process.exit as a run does, since no pool was live yet to wait for.
+ */
+const opening = new Set<Promise<void>>();
+/** The process is exiting (quiesceInference): no worker starts, and a pool opened now takes no run. */
+let quiescing = false;
 
 /**
- * Before a forced exit: stops every worker pool taking runs and waits (at most `timeoutMs`)
- * for the runs in flight. Exiting while a worker is inside a native run aborts the process
- * (onnxruntime-node throws into a torn-down environment), which would turn exit 130 into 134.
+ * Before a forced exit: stops every worker pool taking runs (and workers starting), and waits
+ * (at most `timeoutMs`) for the runs in flight and the sessions being opened. Exiting while a
+ * worker is inside a native run aborts the process (onnxruntime-node throws into a torn-down
+ * environment), which would turn exit 130 into 134.
  */
 export async function quiesceInference(timeoutMs: number): Promise<boolean> {
+  quiescing = true;
   let timer: NodeJS.Timeout | undefined;
-  const quiet = await Promise.race([Promise.all([...live].map((s) => s.close())).then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)))]);
+  const quiet = await Promise.race([Promise.all([...[...live].map((s) => s.close()), ...opening]).then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)))]);
   clearTimeout(timer);
   return quiet;
 }
@@ -390,10 +416,11 @@ export async function exitAfterInference(code: number | undefined, timeoutMs: nu
   if (await quiesceInference(timeoutMs)) return void process.exit(code);
   const status = code ?? (typeof process.exitCode === 'number' ? process.exitCode : 0);
   const hard = canHardExit();
+  const what = opening.size > 0 && ![...live].some((p) => p.busy) ? `the model's session was still being opened ${timeoutMs} ms after the stop (a TensorRT engine build takes minutes)` : `an inference run had not ended ${timeoutMs} ms after the stop (the model's run does not return)`;
   writeStderr(
-    `argus: ${ErrorCodes.MODEL_RUN}: an inference run had not ended ${timeoutMs} ms after the stop (the model's run does not return); ${
+    `argus: ${ErrorCodes.MODEL_RUN}: ${what}; ${
       hard
-        ? `exiting without waiting for it (exit status ${status}): Node's own exit waits for a thread inside ONNX Runtime for ever`
+        ? `exiting without waiting for it (exit status ${status}): Node's own exit waits for a thread inside ONNX Runtime until it returns`
         : `killing the process (exit status 137), which cannot end a thread inside ONNX Runtime (dist/native/hard-exit.node, which exits with the run's status instead, is not built)`
     }\n`,
   );

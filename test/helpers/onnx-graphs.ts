@@ -40,6 +40,12 @@ export interface GraphSpec {
    * provider): 10^12 is a run that never returns.
    */
   loopTurns?: number;
+  /**
+   * Opening the session first multiplies a 1024 × 1024 matrix of constants this many times
+   * (ONNX Runtime folds constants as it opens a model; about 0.1 s a product): a
+   * session whose creation takes as long as one likes, as a TensorRT engine build does.
+   */
+  openProducts?: number;
   outputs: OutputSpec[];
   /** metadata_props, e.g. Ultralytics' names/imgsz/stride/task. */
   metadata?: Record<string, string>;
@@ -155,6 +161,7 @@ export function buildModel(spec: GraphSpec): Uint8Array {
     }
   });
   if (spec.loopTurns !== undefined) addLoop(nodes, inits, floatInput, spec.loopTurns);
+  if (spec.openProducts !== undefined) addProducts(nodes, inits, spec.openProducts);
   const graph = onnx.GraphProto.create({
     name: 'constant-outputs',
     node: nodes,
@@ -200,6 +207,21 @@ function addLoop(nodes: onnxProto.onnx.NodeProto[], inits: onnxProto.onnx.Tensor
     onnx.NodeProto.create({ opType: 'Mul', input: ['loop_v', 'zero'], output: ['loop_zero'] }),
     onnx.NodeProto.create({ opType: 'Add', input: ['sum_before_loop', 'loop_zero'], output: ['sum'] }),
   );
+}
+
+/** A chain of `n` products of a constant matrix, whose sum × 0 is added to `sum`: folded as the session opens. */
+function addProducts(nodes: onnxProto.onnx.NodeProto[], inits: onnxProto.onnx.TensorProto[], n: number): void {
+  inits.push(tensor('prod_one', [], 'float32', [1 / 1024]), tensor('prod_shape', [2], 'int64', [1024, 1024]));
+  const at = nodes.findIndex((x) => x.output.includes('sum'));
+  nodes[at].output = ['sum_before_products'];
+  const chain = [onnx.NodeProto.create({ opType: 'Expand', input: ['prod_one', 'prod_shape'], output: ['prod_0'] })];
+  for (let i = 0; i < n; i++) chain.push(onnx.NodeProto.create({ opType: 'MatMul', input: [`prod_${i}`, 'prod_0'], output: [`prod_${i + 1}`] }));
+  chain.push(
+    onnx.NodeProto.create({ opType: 'ReduceSum', input: [`prod_${n}`], output: ['prod_sum'], attribute: [attrInt('keepdims', 0)] }),
+    onnx.NodeProto.create({ opType: 'Mul', input: ['prod_sum', 'zero'], output: ['prod_zero'] }),
+    onnx.NodeProto.create({ opType: 'Add', input: ['sum_before_products', 'prod_zero'], output: ['sum'] }),
+  );
+  nodes.splice(at + 1, 0, ...chain);
 }
 
 /** A temp dir for model files, removed by `cleanup()`. */

@@ -278,6 +278,30 @@ void exitAfterInference(130, 500);
     }, 110_000);
   });
 
+  it('an exit while a worker still opens its session (a TensorRT engine build: minutes) ends with its own status, saying why (process.exit waited for the session: no pool was live yet)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
+    const model = join(dir, 'slow-open.onnx');
+    // Some 10^4 products folded as the session opens: minutes, more than the test waits.
+    writeModel(model, { input: { dims: [1, 3, 64, 64] }, openProducts: 1e4, outputs: [{ name: 'output0', dims: [1, 4, 6] }], metadata: { names: "{0: 'person'}" } });
+    const script = join(dir, 'slow-open.mts');
+    const root = join(__dirname, '../..');
+    writeFileSync(
+      script,
+      `import { Detector } from '${root}/src/inference/detector.ts';
+import { exitAfterInference } from '${root}/src/inference/worker-pool.ts';
+void Detector.load(undefined, ${JSON.stringify(model)}, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0, workers: 1 }).then(() => process.stdout.write('opened'), (e) => process.stdout.write('failed: ' + e.message));
+// The worker is starting (or already inside the session's creation): the exit waits 500 ms for it. Before, the exit
+// aborted (134: terminate called after throwing Napi::Error) or waited for the session to open.
+setTimeout(() => void exitAfterInference(130, 500), 1000);
+`,
+    );
+    const { runCommand } = await import('../helpers/cli.js');
+    const r = await runCommand(process.execPath, ['--import', 'tsx', script], {}, 60_000);
+    expect(r.stderr).toContain("argus: VAP_ERR_MODEL_RUN: the model's session was still being opened 500 ms after the stop (a TensorRT engine build takes minutes); exiting without waiting for it (exit status 130)");
+    expect(r.stdout).toBe('');
+    expect(r.code).toBe(130); // not left running until the test's kill at 60 s
+  }, 90_000);
+
   it('a file that is not ONNX fails the load with the file named, from the worker', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
     const p = join(dir, 'not-a-model.onnx');
