@@ -12,7 +12,7 @@ import type { NormalizeOptions } from '../preprocess/normalize.js';
 import { Batcher } from './batcher.js';
 import type { ProviderOptions } from './providers.js';
 import { openSession } from './open-session.js';
-import { releasedError, type ModelSession, type RunRequest } from './session.js';
+import { releasedError, type ModelSession, type RunRequest, type StuckRun } from './session.js';
 
 export interface DetectorOptions extends Partial<ProviderOptions> {
   providers: readonly ExecutionProviderName[];
@@ -90,8 +90,8 @@ export class Detector {
     return this.session.provider;
   }
 
-  /** How long a model run has been in flight, ms, once it is past the session's stuck bound (ModelSession.stuckRun); else undefined. */
-  stuckRun(): number | undefined {
+  /** How long a model run has been in flight, ms, once it is past the session's stuck bound, and how many workers are stuck (ModelSession.stuckRun); else undefined. */
+  stuckRun(): StuckRun | undefined {
     return this.session.stuckRun?.();
   }
 

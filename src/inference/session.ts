@@ -94,10 +94,19 @@ export interface ModelSession {
   release(): Promise<void>;
   /**
    * Worker sessions: how long the oldest run in flight has gone, ms, once that is `stuckRunMs` or
-   * more (a run that may never end); else undefined. (A session on the main thread cannot be
-   * asked while it runs: its run holds the thread.)
+   * more (a run that may never end), with how many workers are so stuck; else undefined. (A
+   * session on the main thread cannot be asked while it runs: its run holds the thread.)
    */
-  stuckRun?(): number | undefined;
+  stuckRun?(): StuckRun | undefined;
+}
+
+/** Runs in flight past the stuck bound (ModelSession.stuckRun). */
+export interface StuckRun {
+  /** How long the oldest has gone, ms. */
+  ms: number;
+  /** Workers inside such a run, of `workers`: the others still run frames. */
+  stuck: number;
+  workers: number;
 }
 
 /** What a run asked of a released session (or detector) is rejected with. */

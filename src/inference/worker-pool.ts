@@ -7,7 +7,7 @@ import { writeStderr } from '../core/log.js';
 import type { TensorInfo } from '../models/tensor-info.js';
 import type { ProviderFailure } from './provider-fallback.js';
 import { attemptList, providerAttempts } from './providers.js';
-import { enqueue, ortSessionOptions, releasedError, type ModelSession, type RunOutput, type RunRequest, type SessionOptions } from './session.js';
+import { enqueue, ortSessionOptions, releasedError, type ModelSession, type RunOutput, type RunRequest, type SessionOptions, type StuckRun } from './session.js';
 
 interface Pending {
   req: RunRequest;
@@ -197,21 +197,26 @@ export class WorkerPool implements ModelSession {
   /** A run in flight this long is stuck (logStuck, stuckRun), ms. */
   private readonly stuckMs: number;
 
-  stuckRun(): number | undefined {
+  stuckRun(): StuckRun | undefined {
     const t = performance.now();
     let oldest: number | undefined;
+    let stuck = 0;
     for (const th of this.threads) {
       if (!th.busy) continue;
       const ms = t - th.startedAt;
-      if (ms >= this.stuckMs && (oldest === undefined || ms > oldest)) oldest = ms;
+      if (ms < this.stuckMs) continue;
+      stuck++;
+      if (oldest === undefined || ms > oldest) oldest = ms;
     }
-    return oldest;
+    return oldest === undefined ? undefined : { ms: oldest, stuck, workers: this.threads.length };
   }
 
   /**
    * A run in flight for `stuckMs` is logged, once, as an error: a model whose run never returns
    * (or a wedged GPU) stopped every source's results, each frame dropped as stale, with nothing
-   * said — /healthz answered ok and the sources were 'streaming'. Its end, if it comes, is logged too.
+   * said — /healthz answered ok and the sources were 'streaming'. Its end, if it comes, is logged
+   * too. With several workers it says how many are stuck: frames go on to the others (it said
+   * "no frame gets results" while one of two still ran them).
    */
   private logStuck(): void {
     const log = this.o.log ?? (() => {});
@@ -220,7 +225,12 @@ export class WorkerPool implements ModelSession {
       const ms = performance.now() - t.startedAt;
       if (ms < this.stuckMs) continue;
       t.stuckLogged = true;
-      log(`inference run has not returned after ${Math.round(ms)} ms (the model's run may not end): no frame gets results meanwhile, each is dropped`, { code: ErrorCodes.MODEL_RUN, provider: this.provider }, 'error');
+      const { stuck, workers } = this.stuckRun() ?? { stuck: 1, workers: this.threads.length };
+      const what =
+        stuck < workers
+          ? `${stuck} of ${workers} workers stuck: frames still get results from the other ${workers - stuck}, fewer in time (more are dropped as stale)`
+          : `${workers > 1 ? `all ${workers} workers stuck: ` : ''}no frame gets results meanwhile, each is dropped`;
+      log(`inference run has not returned after ${Math.round(ms)} ms (the model's run may not end): ${what}`, { code: ErrorCodes.MODEL_RUN, provider: this.provider, stuckWorkers: stuck, workers }, 'error');
     }
   }
 

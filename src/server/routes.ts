@@ -48,8 +48,8 @@ export interface RoutedPipeline {
   readonly detector: {
     readonly manifest: { readonly name: string; readonly version: string };
     readonly provider: string;
-    /** How long a model run has been in flight, ms, once past the stuck bound (Detector.stuckRun). */
-    stuckRun(): number | undefined;
+    /** How long a model run has been in flight, ms, once past the stuck bound, and how many workers are stuck (Detector.stuckRun). */
+    stuckRun(): { ms: number; stuck: number; workers: number } | undefined;
   };
 }
 
@@ -100,10 +100,12 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
   // worker's map of the cluster (camera ids, owners, labels).
   // A model run that has not returned for STUCK_RUN_MS (a run that may never end, a wedged GPU)
   // fails the liveness probe (503, `stuck`): no frame gets results until argus is restarted, and
-  // an orchestrator restarts it. It answered 200 "ok" while every result had stopped.
+  // an orchestrator restarts it. It answered 200 "ok" while every result had stopped. With
+  // several workers the others still run frames (`stuckWorkers` of `workers` says so), but the
+  // stuck one holds its core and session until a restart: 503 all the same.
   server.route('/healthz', (req, res) => {
     const stuck = pipeline.detector.stuckRun();
-    const base = stuck === undefined ? { status: 'ok', uptimeSeconds: Math.round(process.uptime()) } : { status: 'stuck', uptimeSeconds: Math.round(process.uptime()), inferenceRunMs: Math.round(stuck) };
+    const base = stuck === undefined ? { status: 'ok', uptimeSeconds: Math.round(process.uptime()) } : { status: 'stuck', uptimeSeconds: Math.round(process.uptime()), inferenceRunMs: Math.round(stuck.ms), stuckWorkers: stuck.stuck, workers: stuck.workers };
     json(res, stuck === undefined ? 200 : 503, server.authorized(req) ? { ...base, sources: sourcesState(), ...ctx.health?.() } : base);
   }, { public: true, probe: true });
   server.route('/readyz', (req, res) => {

@@ -207,13 +207,45 @@ void quiesceInference(100_000).finally(() => process.exit(130));
       await vi.waitFor(() => expect(stuck()).toHaveLength(1), { timeout: 20_000, interval: 50 });
       await new Promise((r) => setTimeout(r, 1000));
       expect(stuck()).toHaveLength(1); // once per run, not every check
-      expect(det.stuckRun()).toBeGreaterThanOrEqual(1300); // what /healthz reports (503, status: stuck)
+      expect(det.stuckRun()?.ms).toBeGreaterThanOrEqual(1300); // what /healthz reports (503, status: stuck)
+      expect(det.stuckRun()).toMatchObject({ stuck: 1, workers: 1 });
     } finally {
       Atomics.store(gate, 0, 1);
       Atomics.notify(gate, 0);
     }
     await run;
     expect(logs.filter((l) => /^info: inference run returned after \d+ ms$/.test(l))).toHaveLength(1);
+    expect(det.stuckRun()).toBeUndefined();
+  }, 60_000);
+
+  it('with several workers the stuck message says how many are stuck and that frames still go to the others (it said no frame got results while one of two ran them)', async () => {
+    const logs: string[] = [];
+    const { openSession } = await import('../../src/inference/open-session.js');
+    const det = await load(2, { warmupRuns: 0, log: (m, _f, level) => level === 'error' && logs.push(m), openSession: (p, o) => openSession(p, { ...o, stuckRunMs: 300 }) });
+    const gates = [0, 1].map(() => new Int32Array(new SharedArrayBuffer(4)));
+    const open = () => {
+      for (const g of gates) {
+        Atomics.store(g, 0, 1);
+        Atomics.notify(g, 0);
+      }
+    };
+    const runs: Promise<unknown>[] = [];
+    try {
+      pool(det).threads[0].stall(gates[0]);
+      runs.push(det.run(filled(det))); // to the first free worker: the stalled one
+      await vi.waitFor(() => expect(logs).toHaveLength(1), { timeout: 20_000, interval: 50 });
+      expect(logs[0]).toMatch(/^inference run has not returned after \d+ ms \(the model's run may not end\): 1 of 2 workers stuck: frames still get results from the other 1, fewer in time \(more are dropped as stale\)$/);
+      expect(det.stuckRun()).toMatchObject({ stuck: 1, workers: 2 });
+      await det.run(filled(det)); // the other worker still runs frames
+      pool(det).threads[1].stall(gates[1]);
+      runs.push(det.run(filled(det)));
+      await vi.waitFor(() => expect(logs).toHaveLength(2), { timeout: 20_000, interval: 50 });
+      expect(logs[1]).toMatch(/^inference run has not returned after \d+ ms \(the model's run may not end\): all 2 workers stuck: no frame gets results meanwhile, each is dropped$/);
+      expect(det.stuckRun()).toMatchObject({ stuck: 2, workers: 2 });
+    } finally {
+      open();
+    }
+    await Promise.all(runs);
     expect(det.stuckRun()).toBeUndefined();
   }, 60_000);
 

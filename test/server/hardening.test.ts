@@ -108,7 +108,7 @@ async function server(o: Partial<HttpServerOptions> = {}): Promise<RunningServer
 
 const SECRET_URL = 'rtsp://admin:hunter2@cam.local/stream?token=abc123';
 /** registerRoutes on a pipeline stand-in whose sources carry credentials in their reasons and errors. */
-function fakeContext(publicMetrics = false, stopping = () => false, stuckRun: () => number | undefined = () => undefined) {
+function fakeContext(publicMetrics = false, stopping = () => false, stuckRun: () => { ms: number; stuck: number; workers: number } | undefined = () => undefined) {
   const e2e = { sorted: () => [10, 20, 30] };
   const e2eBy = { counts: [0, 0, 3, 0] }; // arrival
   const stats = [
@@ -575,17 +575,22 @@ describe('HTTP: the token guards every route but /healthz and /readyz', () => {
   });
 
   it('/healthz answers 503 `stuck` while a model run has been in flight past the stuck bound (no frame gets results: an orchestrator restarts argus), to anyone; 200 again once it returns', async () => {
-    let stuck: number | undefined;
+    let stuck: { ms: number; stuck: number; workers: number } | undefined;
     const s = await server({ token: 's3cret' });
     registerRoutes(s, fakeContext(false, () => false, () => stuck));
     expect((await raw(s.port, req('GET', '/healthz'))).status).toBe(200);
-    stuck = 31_234.5;
+    stuck = { ms: 31_234.5, stuck: 1, workers: 1 };
     const bare = await raw(s.port, req('GET', '/healthz'));
     expect(bare.status).toBe(503);
-    expect(JSON.parse(bare.body)).toMatchObject({ status: 'stuck', inferenceRunMs: 31_235 });
+    expect(JSON.parse(bare.body)).toEqual({ status: 'stuck', uptimeSeconds: expect.any(Number), inferenceRunMs: 31_235, stuckWorkers: 1, workers: 1 });
     const full = await raw(s.port, req('GET', '/healthz?token=s3cret'));
     expect(full.status).toBe(503);
     expect(JSON.parse(full.body)).toMatchObject({ status: 'stuck', inferenceRunMs: 31_235, sources: [{ id: 'lobby' }, { id: 'dock' }] });
+    // One of two workers stuck: the body says so (the other still runs frames); 503 all the same.
+    stuck = { ms: 40_000, stuck: 1, workers: 2 };
+    const some = await raw(s.port, req('GET', '/healthz'));
+    expect(some.status).toBe(503);
+    expect(JSON.parse(some.body)).toMatchObject({ status: 'stuck', inferenceRunMs: 40_000, stuckWorkers: 1, workers: 2 });
     stuck = undefined;
     const again = await raw(s.port, req('GET', '/healthz'));
     expect(again.status).toBe(200);
