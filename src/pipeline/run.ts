@@ -211,6 +211,16 @@ export function httpPort(env: NodeJS.ProcessEnv, configured: number): number {
 }
 
 /**
+ * The warning for $ARGUS_HTTP_PORT set while the pipeline has no server block, or undefined:
+ * the variable overrides server.port and serves nothing on its own. Said by the run at its start
+ * and by `argus check`.
+ */
+export function httpPortIgnored(config: PipelineConfig, env: NodeJS.ProcessEnv, configFile?: string): string | undefined {
+  if (config.server || !env.ARGUS_HTTP_PORT) return undefined;
+  return `ARGUS_HTTP_PORT is set, but ${configFile ?? 'the pipeline'} has no server block: no HTTP server runs (no /metrics, /healthz, dashboard or /ws); add server: { port: … } to serve them`;
+}
+
+/**
  * Builds the pipeline and runs it until every source ends, `maxFrames` is reached or `signal`
  * aborts. Everything it starts is registered with a `Lifecycle` and stopped in reverse order
  * of start, also when a start fails half-way.
@@ -239,9 +249,8 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     // The variable overrides server.port, and serves nothing on its own: a pipeline without a
     // server block ran without a word (a compose service switched to such a pipeline stayed
     // unhealthy, its health check asking a port nothing listened on).
-    if (!config.server && env.ARGUS_HTTP_PORT) {
-      log(`ARGUS_HTTP_PORT is set, but ${options.configFile ?? 'the pipeline'} has no server block: no HTTP server runs (no /metrics, /healthz, dashboard or /ws); add server: { port: … } to serve them`, {}, 'warn');
-    }
+    const ignored = httpPortIgnored(config, env, options.configFile);
+    if (ignored) log(ignored, {}, 'warn');
     const pipeline = await life.start(
       'pipeline',
       () =>

@@ -8,7 +8,7 @@ import { loadPipeline } from '../config/load.js';
 import type { PipelineConfig, SourceConfig } from '../config/schema.js';
 import { withDeadline } from '../core/clock.js';
 import { ArgusError, ErrorCodes, type ErrorCode } from '../core/errors.js';
-import { deviceProblem, notAnInput } from '../core/files.js';
+import { deviceProblem, notAnInput, readSmallFile } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import { redact, redactDeep } from '../core/redact.js';
 import { checksCertificate } from '../core/rtsp-relay.js';
@@ -16,12 +16,12 @@ import { forTerminalLines } from '../core/text.js';
 import type { Detector } from '../inference/detector.js';
 import { H264_ENCODER, missingH264Encoder } from '../annotate/video-writer.js';
 import { ffmpegOutputFor } from '../pipeline/detect.js';
-import { deadLetterPathOf, httpPort, jsonlPathOf, jsonlWrites, outboxBeside, outboxDir, outboxEnabled } from '../pipeline/run.js';
+import { deadLetterPathOf, httpPort, httpPortIgnored, jsonlPathOf, outboxCluster, jsonlWrites, outboxBeside, outboxDir, outboxEnabled } from '../pipeline/run.js';
 import { listenProblem } from '../server/http.js';
 import { loadDetector, pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
 import { annotatePaths, annotateRefusal } from '../sinks/annotate.js';
 import { jsonlTargetRefusal } from '../sinks/jsonl.js';
-import { FILE as OUTBOX_FILE, outboxHeldBy, outboxRoomShortfall, unsafeFolderRefusal } from '../sinks/outbox.js';
+import { FILE as OUTBOX_FILE, outboxHeldBy, readOutbox, outboxRoomShortfall, unsafeFolderRefusal } from '../sinks/outbox.js';
 import { brokersText, commandKafkaConfig, reachKafka } from '../sinks/kafka-reach.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
 import { configuredFfmpegPath, describeFfmpeg, resolveFfmpeg, type FfmpegChoice } from '../sources/ffmpeg-path.js';
@@ -305,6 +305,10 @@ async function checkAnnotate(config: PipelineConfig, baseDir: string, inputs: re
  */
 async function checkServer(config: PipelineConfig, file: string, timeoutMs: number, items: CheckItem[]): Promise<void> {
   const server = config.server;
+  // The variable alone serves nothing: the run warns of it at its start (a health check asking
+  // that port is never answered), and so does the check.
+  const ignored = httpPortIgnored(config, process.env, file);
+  if (ignored) return void items.push({ check: 'server', ok: true, warning: true, message: ignored });
   if (!server) return;
   let port: number;
   try {
@@ -318,6 +322,32 @@ async function checkServer(config: PipelineConfig, file: string, timeoutMs: numb
   if (refused) return void items.push(problem('server', refused, file, field));
   items.push({ check: 'server', ok: true, field: 'server.port', message: port === 0 ? `${server.host}: a free port is picked at start` : `${server.host}:${port}: free to listen on` });
 }
+
+/**
+ * Why the run refuses the outbox folder as another pipeline's, or undefined: its mark (the file
+ * `pipeline`, which the run's outbox writes) names another pipeline, not a worker of this worker's
+ * cluster, and its journal still holds undelivered records, which are that pipeline's, for its
+ * Kafka (the run stops with VAP_ERR_OUTBOX, the journal left as it is: sinks/outbox.ts, claim).
+ */
+async function otherPipelinesJournal(config: PipelineConfig, dir: string): Promise<string | undefined> {
+  const text = await readSmallFile(join(dir, OUTBOX_OWNER), 64 * 1024, { waitMs: 0 }).catch(() => undefined);
+  let mark: { name?: unknown; cluster?: unknown } = {};
+  try {
+    mark = text ? (JSON.parse(text.toString('utf8')) as typeof mark) : {};
+  } catch {
+    // unreadable: the run takes the folder
+  }
+  if (typeof mark.name !== 'string' || mark.name === config.name) return undefined;
+  const cluster = outboxCluster(config);
+  if (cluster !== undefined && mark.cluster === cluster) return undefined; // another worker of this cluster's: taken over
+  const records = await readOutbox(dir).catch(() => []);
+  if (records.length === 0) return undefined;
+  const alerts = records.filter((r) => r.kind === 'alert').length;
+  return `${dir} holds the journal of the pipeline ${JSON.stringify(mark.name)} (${alerts} undelivered alert(s), ${records.length - alerts} status(es)), for its Kafka; this pipeline is ${JSON.stringify(config.name)}, and a run refuses the folder: give it its own outbox.dir (or, if it is ${JSON.stringify(mark.name)} renamed, run it once under its old name to deliver them, or remove ${join(dir, OUTBOX_OWNER)})`;
+}
+
+/** The outbox folder's mark naming the pipeline whose journal it holds (written by the run's outbox). */
+const OUTBOX_OWNER = 'pipeline';
 
 /**
  * The outbox folder (when the run keeps one: outbox.enabled, a Kafka sink by default) as the run
@@ -342,6 +372,8 @@ async function checkOutbox(config: PipelineConfig, baseDir: string, items: Check
     if (unsafe) return fail(unsafe.replace(/^outbox: /, ''));
     const held = await outboxHeldBy(dir);
     if (held) return fail(held.replace(/^outbox: /, ''));
+    const other = await otherPipelinesJournal(config, dir);
+    if (other) return fail(other);
   }
   const journal = st ? ((await stat(join(dir, OUTBOX_FILE)).catch(() => undefined))?.size ?? 0) : 0;
   const short = await outboxRoomShortfall({ dir, maxBytes: config.outbox.maxBytes, beside: outboxBeside(config, deadLetterPathOf(config, baseDir)), freeBytes }, journal).catch(() => undefined);

@@ -5,6 +5,8 @@ import { createServer, type AddressInfo, type Server, type Socket } from 'node:n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { Outbox } from '../../src/sinks/outbox.js';
+import type { Message } from '../../src/sinks/message.js';
 import { checkPipeline, formatCheck, type CheckReport } from '../../src/tools/check.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
 import { ARGUS, runCommand } from '../helpers/cli.js';
@@ -77,6 +79,20 @@ describe('argus check', () => {
     } finally {
       delete process.env.ARGUS_CHECK_TEST_KAFKA_PASSWORD;
     }
+  });
+
+  it('ARGUS_HTTP_PORT set while the pipeline has no server block: a warning, as the run\'s (no server runs: a health check on that port is never answered)', async () => {
+    const file = pipeline('no-server.yaml', `name: t\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\n`);
+    vi.stubEnv('ARGUS_HTTP_PORT', '8099');
+    try {
+      const r = await checkPipeline(file);
+      expect(problems(r)).toEqual([]);
+      expect(r.items.find((i) => i.check === 'server')).toEqual({ check: 'server', ok: true, warning: true, message: `ARGUS_HTTP_PORT is set, but ${file} has no server block: no HTTP server runs (no /metrics, /healthz, dashboard or /ws); add server: { port: … } to serve them` });
+      expect(formatCheck(r)).toMatch(/^WARNING server +ARGUS_HTTP_PORT is set, but /m);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+    expect((await checkPipeline(file)).items.find((i) => i.check === 'server')).toBeUndefined();
   });
 
   it('the server\'s port held by another program, or a host not of this machine: VAP_ERR_SERVER_LISTEN naming server.port or server.host, as the run stops with it', async () => {
@@ -244,6 +260,27 @@ describe('argus check', () => {
       // Its heartbeat stopped, its last touch in this clock's future (that host's clock ahead): the run takes it over.
       utimesSync(lock, Date.now() / 1000 + 300, Date.now() / 1000 + 300);
       expect(problems(await checkPipeline(kafkaPipeline('held.yaml', `dir: ${held}`)))).toEqual([]);
+    }, 120_000);
+
+    it('a folder holding another pipeline\'s journal with undelivered alerts: VAP_ERR_OUTBOX naming outbox.dir, as the run refuses it (the check said it was fine); once delivered, it passes', async () => {
+      const shared = join(dir, 'shared-outbox');
+      const lobby = await Outbox.open({ dir: shared, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false, owner: 'lobby' });
+      const m = { type: 'alert', source: 'a', alert: { id: 'al-1' } } as unknown as Message;
+      await lobby.append(m, JSON.stringify(m));
+      await lobby.close();
+      const file = pipeline('staging.yaml', `name: staging\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\nsinks:\n  kafka: {brokers: ["127.0.0.1:1"]}\noutbox: {dir: ${shared}}\n`);
+      const r = await checkPipeline(file);
+      expect(problems(r)).toEqual([{ code: 'VAP_ERR_OUTBOX', field: 'outbox.dir' }]);
+      expect(outboxItem(r)?.message).toBe(`outbox.dir: ${shared} holds the journal of the pipeline "lobby" (1 undelivered alert(s), 0 status(es)), for its Kafka; this pipeline is "staging", and a run refuses the folder: give it its own outbox.dir (or, if it is "lobby" renamed, run it once under its old name to deliver them, or remove ${join(shared, 'pipeline')})`);
+      // The run refuses it the same way.
+      const run = await Outbox.open({ dir: shared, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false, owner: 'staging' }).catch((e: unknown) => e);
+      expect((run as Error).message).toContain(`holds the journal of the pipeline "lobby" (1 undelivered alert(s), 0 status(es))`);
+      // Its own pipeline's check passes; and once its alerts are delivered, so does this one's.
+      expect(outboxItem(await checkPipeline(pipeline('lobby.yaml', `name: lobby\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\nsinks:\n  kafka: {brokers: ["127.0.0.1:1"]}\noutbox: {dir: ${shared}}\n`)))?.ok).toBe(true);
+      const again = await Outbox.open({ dir: shared, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false, owner: 'lobby' });
+      again.ack([m]);
+      await again.close();
+      expect(outboxItem(await checkPipeline(file))?.ok).toBe(true);
     }, 120_000);
 
     it('a folder the run refuses (a file in its place, writable by every user): VAP_ERR_OUTBOX naming outbox.dir', async () => {
