@@ -386,8 +386,10 @@ program
     const report = await checkPipeline(file, { connect: opts.connect, probe: opts.probe, timeoutMs: opts.timeout === undefined ? undefined : opts.timeout * 1000, log, onRead: startEnded });
     process.stdout.write(opts.json ? JSON.stringify(report, null, 2) + '\n' : formatCheck(report));
     if (!report.ok) process.exitCode = EXIT_ERROR;
-    // The report is written: the process ends even if a library still holds a handle (a broker that never said goodbye).
-    setTimeout(() => process.exit(), EXIT_GRACE_MS).unref();
+    // The report is written: the process ends even if a library still holds a handle (a broker
+    // that never said goodbye), or a worker still opens the model's session (a TensorRT engine
+    // built past the check's bound: process.exit waited for the build, minutes).
+    setTimeout(() => void exitAfterInference(undefined, 1000), EXIT_GRACE_MS).unref();
   });
 
 program
@@ -437,6 +439,7 @@ try {
   logger.flush();
   // The error is said: the process ends even if a library still holds a handle (kafkajs kept a
   // socket to a broker that accepted the connection and never answered, and `argus cameras ls`
-  // lived on after its error). Unref'd: an error with nothing left open exits at once.
-  setTimeout(() => process.exit(), EXIT_GRACE_MS).unref();
+  // lived on after its error), or a worker still opens the model's session (a TensorRT engine
+  // build: process.exit waited for it). Unref'd: an error with nothing left open exits at once.
+  setTimeout(() => void exitAfterInference(undefined, 1000), EXIT_GRACE_MS).unref();
 }
