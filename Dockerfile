@@ -21,7 +21,7 @@ COPY src ./src
 # bin/argus.js runs dist/src only while no file in src/ is newer than dist/.built: a file of the
 # build context dated after the build (its clock ahead of the builder's) is given the stamp's
 # time, as it is what was compiled.
-RUN node scripts/build.mjs && test -f dist/native/letterbox.node && test -f dist/native/frame-channel.node && test -f dist/src/cli.js && test -f dist/.built \
+RUN node scripts/build.mjs && test -f dist/native/letterbox.node && test -f dist/native/frame-channel.node && test -f dist/native/hard-exit.node && test -f dist/src/cli.js && test -f dist/.built \
  && find src -type f -newer dist/.built -exec touch -r dist/.built {} + \
  && test -z "$(find src -type f -newer dist/.built)"
 
