@@ -329,6 +329,42 @@ export async function loadDetector(config: PipelineConfig, options: PipelineOpti
   });
 }
 
+/**
+ * The model's load, or VAP_ERR_INTERRUPTED once `signal` aborts while it is still going: a stop
+ * while the session was being made (a TensorRT engine build: minutes) did nothing until the build
+ * ended, then the run stopped, and a supervisor's SIGTERM met its SIGKILL first. The load goes on
+ * (ONNX Runtime's session creation cannot be stopped), and its detector is released once made;
+ * argus's exit does not wait for it (exitAfterInference).
+ */
+function loadedUnlessStopped(loading: Promise<Detector>, signal: AbortSignal | undefined): Promise<Detector> {
+  if (!signal) return loading;
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const onAbort = () => {
+      if (settled) return; // loaded already: the run goes on to stop in order, as before
+      void loading.then((d) => d.release(), () => undefined);
+      reject(new ArgusError(ErrorCodes.INTERRUPTED, "stopped while the model's session was being made (a TensorRT engine build takes minutes), before any source started"));
+    };
+    const done = () => {
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+    };
+    loading.then(
+      (d) => {
+        done();
+        resolve(d);
+      },
+      (e: unknown) => {
+        done();
+        reject(e as Error);
+      },
+    );
+    // Aborted already: after the load's own callbacks, should it be over (a settled promise's run first).
+    if (signal.aborted) setImmediate(onAbort);
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 export async function createPipeline(config: PipelineConfig, options: PipelineOptions = {}): Promise<Pipeline> {
   const baseDir = options.baseDir ?? process.cwd();
   const log = options.log ?? (() => {});
@@ -364,7 +400,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     await loading?.then((d) => d.release(), () => undefined);
     throw e;
   }
-  const detector = options.detector ?? (await loading!);
+  const detector = options.detector ?? (await loadedUnlessStopped(loading!, options.signal));
   const ownsDetector = !options.detector;
   const stats = sources.map((s) => newSourceStats(s.id));
   let analyzers: (SourceAnalyzer | undefined)[];

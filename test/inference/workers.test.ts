@@ -11,7 +11,7 @@ import { Batcher } from '../../src/inference/batcher.js';
 import { Detector } from '../../src/inference/detector.js';
 import { enqueue, MAX_OVERTAKES } from '../../src/inference/session.js';
 import { MAX_WORKER_RESTARTS, RELEASE_WAIT_MS } from '../../src/inference/worker-pool.js';
-import { MIRROR, MODEL } from '../helpers/assets.js';
+import { MIRROR, MODEL, PERSON_VIDEO } from '../helpers/assets.js';
 import { detectFile } from '../helpers/detect.js';
 import { writeModel } from '../helpers/onnx-graphs.js';
 import { together } from './together.js';
@@ -332,6 +332,34 @@ setTimeout(() => void exitAfterInference(130, 500), 1000);
     expect(r.stderr).toContain("argus: VAP_ERR_MODEL_RUN: the model's session was still being opened 500 ms after the stop (a TensorRT engine build takes minutes); exiting without waiting for it (exit status 130)");
     expect(r.stdout).toBe('');
     expect(r.code).toBe(130); // not left running until the test's kill at 60 s
+  }, 90_000);
+
+  it('a stop while the model\'s session is being made ends the start at once (VAP_ERR_INTERRUPTED), the exit with 130: it waited for the build, then ran on to stop', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
+    const model = join(dir, 'slow-open.onnx');
+    writeModel(model, { input: { dims: [1, 3, 64, 64] }, openProducts: 1e4, outputs: [{ name: 'output0', dims: [1, 84, 6] }], metadata: { names: "{0: 'person'}" } });
+    const script = join(dir, 'slow-start.mts');
+    const root = join(__dirname, '../..');
+    writeFileSync(
+      script,
+      `import { PipelineSchema } from '${root}/src/config/schema.ts';
+import { createPipeline } from '${root}/src/pipeline/pipeline.ts';
+import { exitAfterInference } from '${root}/src/inference/worker-pool.ts';
+const config = PipelineSchema.parse({ sources: [{ id: 'cam', uri: ${JSON.stringify(PERSON_VIDEO)} }], model: { path: ${JSON.stringify(model)}, warmupRuns: 0, workers: 1 } });
+const ac = new AbortController();
+setTimeout(() => ac.abort(), 1000);
+const t = Date.now();
+await createPipeline(config, { signal: ac.signal }).then(
+  () => process.stdout.write('started'),
+  (e) => process.stdout.write(e.code + ': ' + e.message + (Date.now() - t < 30_000 ? ' (at once)' : ' (late)')),
+);
+void exitAfterInference(130, 500);
+`,
+    );
+    const { runCommand } = await import('../helpers/cli.js');
+    const r = await runCommand(process.execPath, ['--import', 'tsx', script], {}, 60_000);
+    expect(r.stdout, r.stderr).toBe("VAP_ERR_INTERRUPTED: stopped while the model's session was being made (a TensorRT engine build takes minutes), before any source started (at once)");
+    expect(r.code).toBe(130);
   }, 90_000);
 
   it('a file that is not ONNX fails the load with the file named, from the worker', async () => {
