@@ -266,6 +266,36 @@ async function ownerOf(dir: string): Promise<{ name?: string; cluster?: string }
   }
 }
 
+/**
+ * Why pipeline `name` (a worker of `cluster`, when given) must not take the outbox folder `dir`
+ * whose mark is `mark` (ownerOf) and whose journal holds `records`, or undefined: the mark names
+ * another pipeline, not a worker of the same cluster, and its journal still holds undelivered
+ * records, which are that pipeline's, for its Kafka. The run refuses the folder with it
+ * (Outbox.claim) and `argus check` reports it (otherPipelinesJournal).
+ */
+function foreignJournal(dir: string, mark: { name?: string; cluster?: string }, name: string, cluster: string | undefined, records: Iterable<OutboxRecord>): string | undefined {
+  const named = mark.name;
+  if (named === undefined || named === name || (cluster !== undefined && mark.cluster === cluster)) return undefined;
+  let alerts = 0;
+  let all = 0;
+  for (const r of records) {
+    all++;
+    if (r.kind === 'alert') alerts++;
+  }
+  if (all === 0) return undefined;
+  return `${dir} holds the journal of the pipeline ${JSON.stringify(named)} (${alerts} undelivered alert(s), ${all - alerts} status(es)), for its Kafka; this pipeline is ${JSON.stringify(name)}: give it its own outbox.dir (or, if it is ${JSON.stringify(named)} renamed, run it once under its old name to deliver them, or remove ${join(dir, OWNER)})`;
+}
+
+/**
+ * Why a run of pipeline `name` (a worker of `cluster`) would refuse the outbox folder `dir` as
+ * another pipeline's (foreignJournal), or undefined; for `argus check`.
+ */
+export async function otherPipelinesJournal(dir: string, name: string, cluster?: string): Promise<string | undefined> {
+  const mark = await ownerOf(dir);
+  if (mark.name === undefined || mark.name === name) return undefined;
+  return foreignJournal(dir, mark, name, cluster, await readOutbox(dir).catch(() => []));
+}
+
 /** After taking over a stale lock, how long to wait before checking it is still this opening's (see takeLock). */
 const TAKEOVER_SETTLE_MS = 250;
 /** Folders this process has open (the pid lock cannot tell two runs of one process apart). */
@@ -770,7 +800,6 @@ export class Outbox {
   private async claim(records: ReadonlyMap<string, OutboxRecord>): Promise<void> {
     const name = this.o.owner;
     if (name === undefined) return;
-    const path = join(this.o.dir, OWNER);
     // None (an older release's folder), or unreadable: taken.
     const mark = await ownerOf(this.o.dir);
     const named = mark.name;
@@ -779,13 +808,9 @@ export class Outbox {
       if (mark.cluster !== this.o.cluster) await this.markOwner();
       return;
     }
+    const refusal = foreignJournal(this.o.dir, mark, name, this.o.cluster, records.values());
+    if (refusal) throw new ArgusError(ErrorCodes.OUTBOX, `outbox: ${refusal}`);
     const alerts = [...records.values()].filter((r) => r.kind === 'alert').length;
-    if (named !== undefined && records.size > 0 && !this.sameCluster(mark)) {
-      throw new ArgusError(
-        ErrorCodes.OUTBOX,
-        `outbox: ${this.o.dir} holds the journal of the pipeline ${JSON.stringify(named)} (${alerts} undelivered alert(s), ${records.size - alerts} status(es)), for its Kafka; this pipeline is ${JSON.stringify(name)}: give it its own outbox.dir (or, if it is ${JSON.stringify(named)} renamed, run it once under its old name to deliver them, or remove ${path})`,
-      );
-    }
     if (named !== undefined && records.size > 0) this.log(`outbox: the journal of worker ${JSON.stringify(named)} of this cluster, with ${alerts} undelivered alert(s), is taken over by ${JSON.stringify(name)} (the same Kafka)`, { dir: this.o.dir }, 'warn');
     await this.markOwner();
   }

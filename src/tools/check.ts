@@ -8,7 +8,7 @@ import { loadPipeline } from '../config/load.js';
 import type { PipelineConfig, SourceConfig } from '../config/schema.js';
 import { withDeadline } from '../core/clock.js';
 import { ArgusError, ErrorCodes, type ErrorCode } from '../core/errors.js';
-import { deviceProblem, notAnInput, readSmallFile } from '../core/files.js';
+import { deviceProblem, notAnInput } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import { redact, redactDeep } from '../core/redact.js';
 import { checksCertificate } from '../core/rtsp-relay.js';
@@ -21,7 +21,7 @@ import { listenProblem } from '../server/http.js';
 import { loadDetector, pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
 import { annotatePaths, annotateRefusal } from '../sinks/annotate.js';
 import { jsonlTargetRefusal } from '../sinks/jsonl.js';
-import { FILE as OUTBOX_FILE, outboxHeldBy, readOutbox, outboxRoomShortfall, unsafeFolderRefusal } from '../sinks/outbox.js';
+import { FILE as OUTBOX_FILE, otherPipelinesJournal, outboxHeldBy, outboxRoomShortfall, unsafeFolderRefusal } from '../sinks/outbox.js';
 import { brokersText, commandKafkaConfig, reachKafka } from '../sinks/kafka-reach.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
 import { configuredFfmpegPath, describeFfmpeg, resolveFfmpeg, type FfmpegChoice } from '../sources/ffmpeg-path.js';
@@ -324,32 +324,6 @@ async function checkServer(config: PipelineConfig, file: string, timeoutMs: numb
 }
 
 /**
- * Why the run refuses the outbox folder as another pipeline's, or undefined: its mark (the file
- * `pipeline`, which the run's outbox writes) names another pipeline, not a worker of this worker's
- * cluster, and its journal still holds undelivered records, which are that pipeline's, for its
- * Kafka (the run stops with VAP_ERR_OUTBOX, the journal left as it is: sinks/outbox.ts, claim).
- */
-async function otherPipelinesJournal(config: PipelineConfig, dir: string): Promise<string | undefined> {
-  const text = await readSmallFile(join(dir, OUTBOX_OWNER), 64 * 1024, { waitMs: 0 }).catch(() => undefined);
-  let mark: { name?: unknown; cluster?: unknown } = {};
-  try {
-    mark = text ? (JSON.parse(text.toString('utf8')) as typeof mark) : {};
-  } catch {
-    // unreadable: the run takes the folder
-  }
-  if (typeof mark.name !== 'string' || mark.name === config.name) return undefined;
-  const cluster = outboxCluster(config);
-  if (cluster !== undefined && mark.cluster === cluster) return undefined; // another worker of this cluster's: taken over
-  const records = await readOutbox(dir).catch(() => []);
-  if (records.length === 0) return undefined;
-  const alerts = records.filter((r) => r.kind === 'alert').length;
-  return `${dir} holds the journal of the pipeline ${JSON.stringify(mark.name)} (${alerts} undelivered alert(s), ${records.length - alerts} status(es)), for its Kafka; this pipeline is ${JSON.stringify(config.name)}, and a run refuses the folder: give it its own outbox.dir (or, if it is ${JSON.stringify(mark.name)} renamed, run it once under its old name to deliver them, or remove ${join(dir, OUTBOX_OWNER)})`;
-}
-
-/** The outbox folder's mark naming the pipeline whose journal it holds (written by the run's outbox). */
-const OUTBOX_OWNER = 'pipeline';
-
-/**
  * The outbox folder (when the run keeps one: outbox.enabled, a Kafka sink by default) as the run
  * opens it: the folder (or the nearest one above it, which the run makes it in) writable, not
  * one another user could plant alerts in (the run refuses it: unsafeFolder), its lock not held
@@ -372,7 +346,7 @@ async function checkOutbox(config: PipelineConfig, baseDir: string, items: Check
     if (unsafe) return fail(unsafe.replace(/^outbox: /, ''));
     const held = await outboxHeldBy(dir);
     if (held) return fail(held.replace(/^outbox: /, ''));
-    const other = await otherPipelinesJournal(config, dir);
+    const other = await otherPipelinesJournal(dir, config.name, outboxCluster(config));
     if (other) return fail(other);
   }
   const journal = st ? ((await stat(join(dir, OUTBOX_FILE)).catch(() => undefined))?.size ?? 0) : 0;

@@ -271,7 +271,7 @@ describe('argus check', () => {
       const file = pipeline('staging.yaml', `name: staging\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\nsinks:\n  kafka: {brokers: ["127.0.0.1:1"]}\noutbox: {dir: ${shared}}\n`);
       const r = await checkPipeline(file);
       expect(problems(r)).toEqual([{ code: 'VAP_ERR_OUTBOX', field: 'outbox.dir' }]);
-      expect(outboxItem(r)?.message).toBe(`outbox.dir: ${shared} holds the journal of the pipeline "lobby" (1 undelivered alert(s), 0 status(es)), for its Kafka; this pipeline is "staging", and a run refuses the folder: give it its own outbox.dir (or, if it is "lobby" renamed, run it once under its old name to deliver them, or remove ${join(shared, 'pipeline')})`);
+      expect(outboxItem(r)?.message).toBe(`outbox.dir: ${shared} holds the journal of the pipeline "lobby" (1 undelivered alert(s), 0 status(es)), for its Kafka; this pipeline is "staging": give it its own outbox.dir (or, if it is "lobby" renamed, run it once under its old name to deliver them, or remove ${join(shared, 'pipeline')})`);
       // The run refuses it the same way.
       const run = await Outbox.open({ dir: shared, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: false, owner: 'staging' }).catch((e: unknown) => e);
       expect((run as Error).message).toContain(`holds the journal of the pipeline "lobby" (1 undelivered alert(s), 0 status(es))`);
