@@ -397,7 +397,10 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
       }),
     );
   } catch (e) {
-    await loading?.then((d) => d.release(), () => undefined);
+    // Said at once, the model released once made: a TensorRT engine build (minutes) held back the
+    // error of a source file that was not there until it ended. argus's exit does not wait for a
+    // session still being opened past its bound (exitAfterInference).
+    void loading?.then((d) => d.release(), () => undefined);
     throw e;
   }
   const detector = options.detector ?? (await loadedUnlessStopped(loading!, options.signal));

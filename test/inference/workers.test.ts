@@ -362,6 +362,32 @@ void exitAfterInference(130, 500);
     expect(r.code).toBe(130);
   }, 90_000);
 
+  it("a start that fails on its sources (an unknown asset) while the model's session is being made says why at once, not after the build", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
+    const model = join(dir, 'slow-open.onnx');
+    writeModel(model, { input: { dims: [1, 3, 64, 64] }, openProducts: 1e4, outputs: [{ name: 'output0', dims: [1, 84, 6] }], metadata: { names: "{0: 'person'}" } });
+    const script = join(dir, 'missing-source.mts');
+    const root = join(__dirname, '../..');
+    writeFileSync(
+      script,
+      `import { PipelineSchema } from '${root}/src/config/schema.ts';
+import { createPipeline } from '${root}/src/pipeline/pipeline.ts';
+import { exitAfterInference } from '${root}/src/inference/worker-pool.ts';
+const config = PipelineSchema.parse({ sources: [{ id: 'cam', uri: 'asset:no-such-clip' }], model: { path: ${JSON.stringify(model)}, warmupRuns: 0, workers: 1 } });
+const t = Date.now();
+await createPipeline(config).then(
+  () => process.stdout.write('started'),
+  (e) => process.stdout.write(e.code + (Date.now() - t < 30_000 ? ' (at once)' : ' (late)')),
+);
+void exitAfterInference(2, 500);
+`,
+    );
+    const { runCommand } = await import('../helpers/cli.js');
+    const r = await runCommand(process.execPath, ['--import', 'tsx', script], {}, 60_000);
+    expect(r.stdout, r.stderr).toBe('VAP_ERR_ASSET_UNKNOWN (at once)');
+    expect(r.code).toBe(2);
+  }, 90_000);
+
   it('a file that is not ONNX fails the load with the file named, from the worker', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
     const p = join(dir, 'not-a-model.onnx');
