@@ -246,6 +246,12 @@ export class ByteTracker {
   /** The detections of the last update that no track took (PRE_TRACK_SIGHTINGS), and this update's. */
   private unclaimed: Unclaimed[] = [];
   private unclaimedNext: Unclaimed[] = [];
+  /** The tracks this update started (linkUnclaimed), and its scratch: the detection rows linked, their costs and matches. */
+  private readonly started: Track[] = [];
+  private linkCols = new Int32Array(0);
+  private linkCost = new Float64Array(0);
+  private linkRowToCol = new Int32Array(UNCLAIMED_KEPT);
+  private linkColToRow = new Int32Array(0);
 
   // Scratch, grown on demand and reused across updates.
   private boxes = new Float64Array(0);
@@ -401,12 +407,12 @@ export class ByteTracker {
       measure(t.kf, xyxy, d, true);
       t.row = d;
       this.detTaken[d] = 1;
-      t.pre = this.takeUnclaimed(detections, d);
       if (o.minConfirmFrames <= 1) this.confirm(t);
       pool.push(t);
+      this.started.push(t);
     }
 
-    this.keepUnclaimed(detections, now);
+    this.linkUnclaimed(detections, now);
 
     // Lost tracks past the buffer go.
     for (const t of pool) if (t.state === LOST && observed - t.lastSeenObsMs > o.lostTrackBufferMs) t.removed = true;
@@ -550,43 +556,60 @@ export class ByteTracker {
   }
 
   /**
-   * The sighting of the last update, no track's, that detection `d` (starting a track) continues
-   * (PRE_TRACK_SIGHTINGS): same label (when class aware), overlapping it as a tentative track's
-   * box must (buffered, `unconfirmedMatchThresh`, scores aside), the most; taken (each continues
-   * into one detection). O(unclaimed).
+   * Links the last update's detections that no track took (PRE_TRACK_SIGHTINGS) to this update's:
+   * the tracks it started take the sightings their first detection continues, and its
+   * detections that no track took, scoring at least `trackLowThresh` (the first UNCLAIMED_KEPT
+   * in row order: the detector's, by score), are kept, each continuing the sightings it does.
+   * A detection continues a sighting of the same label (when class aware) that it overlaps as a
+   * tentative track's box must (buffered, `unconfirmedMatchThresh`, scores aside), each sighting
+   * going to one detection, the pairs that overlap most in all (the assignment solver). Before,
+   * a new track took the sightings it overlapped most whatever else this frame showed: a
+   * person stepping in below a line beside a low-scored false positive standing above it
+   * (which it overlapped) took its sightings, and was counted crossing; and a detection took
+   * the sightings it overlapped most in the detector's row order, so a person walking past
+   * another object could swap histories with it. O(last's × this update's unclaimed).
    */
-  private takeUnclaimed(dets: Detections, d: number): Unclaimed | undefined {
-    const list = this.unclaimed;
-    let best = -1;
-    let bestIou = 1 - this.options.unconfirmedMatchThresh;
-    for (let k = 0; k < list.length; k++) {
-      const u = list[k];
-      if (this.options.classAware && u.classId !== dets.classId[d]) continue;
-      const iou = bufferedIou(u.box, 0, dets.xyxy, d, TENTATIVE_BUFFER);
-      if (iou > bestIou) {
-        best = k;
-        bestIou = iou;
-      }
-    }
-    if (best < 0) return undefined;
-    const u = list[best];
-    list[best] = list[list.length - 1];
-    list.pop();
-    return u;
-  }
-
-  /**
-   * Keeps this update's detections that no track took, scoring at least `trackLowThresh`
-   * (UNCLAIMED_KEPT at most), each continuing the last update's it overlaps most
-   * (takeUnclaimed), for the tracks they may start (PRE_TRACK_SIGHTINGS).
-   */
-  private keepUnclaimed(dets: Detections, now: number): void {
+  private linkUnclaimed(dets: Detections, now: number): void {
+    const started = this.started;
+    const prevList = this.unclaimed;
     const next = this.unclaimedNext;
     next.length = 0;
+    const n = dets.length;
+    if (this.linkCols.length < started.length + Math.min(n, UNCLAIMED_KEPT)) {
+      const m = grow(started.length + Math.min(n, UNCLAIMED_KEPT));
+      this.linkCols = new Int32Array(m);
+      this.linkColToRow = new Int32Array(m);
+    }
+    const cols = this.linkCols;
+    let nCols = 0;
+    for (const t of started) cols[nCols++] = t.row;
+    const nStarted = nCols;
     const low = this.options.trackLowThresh;
-    for (let i = 0; i < dets.length && next.length < UNCLAIMED_KEPT; i++) {
+    for (let i = 0; i < n && nCols - nStarted < UNCLAIMED_KEPT; i++) {
       if (this.detTaken[i] || !(dets.confidence[i] >= low) || !validBox(dets.xyxy, i)) continue;
-      const prev = this.takeUnclaimed(dets, i);
+      cols[nCols++] = i;
+    }
+    const nRows = prevList.length;
+    let matched = 0;
+    if (nRows > 0 && nCols > 0) {
+      if (this.linkCost.length < nRows * nCols) this.linkCost = new Float64Array(grow(nRows * nCols));
+      const cost = this.linkCost;
+      const classAware = this.options.classAware;
+      for (let r = 0; r < nRows; r++) {
+        const u = prevList[r];
+        for (let c = 0; c < nCols; c++) {
+          const d = cols[c];
+          cost[r * nCols + c] = classAware && u.classId !== dets.classId[d] ? Infinity : 1 - bufferedIou(u.box, 0, dets.xyxy, d, TENTATIVE_BUFFER);
+        }
+      }
+      matched = this.solver.solve(cost, nRows, nCols, this.options.unconfirmedMatchThresh, this.linkRowToCol, this.linkColToRow);
+    }
+    const colToRow = this.linkColToRow;
+    for (let c = 0; c < nStarted; c++) started[c].pre = matched > 0 && colToRow[c] >= 0 ? prevList[colToRow[c]] : undefined;
+    started.length = 0;
+    for (let c = nStarted; c < nCols; c++) {
+      const i = cols[c];
+      const prev = matched > 0 && colToRow[c] >= 0 ? prevList[colToRow[c]] : undefined;
       const u: Unclaimed = { box: dets.xyxy.slice(i * 4, i * 4 + 4), ms: now, classId: dets.classId[i], score: dets.confidence[i], prev, depth: prev ? prev.depth + 1 : 1 };
       if (u.depth > PRE_TRACK_SIGHTINGS) {
         // Only the latest PRE_TRACK_SIGHTINGS: the chain is cut after the last of them.
@@ -597,7 +620,8 @@ export class ByteTracker {
       }
       next.push(u);
     }
-    this.unclaimedNext = this.unclaimed;
+    prevList.length = 0;
+    this.unclaimedNext = prevList;
     this.unclaimed = next;
   }
 
