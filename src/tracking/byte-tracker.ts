@@ -595,14 +595,26 @@ export class ByteTracker {
       if (this.linkCost.length < nRows * nCols) this.linkCost = new Float64Array(grow(nRows * nCols));
       const cost = this.linkCost;
       const classAware = this.options.classAware;
+      const thresh = this.options.unconfirmedMatchThresh;
+      const rowToCol = this.linkRowToCol, colToRow = this.linkColToRow;
+      // Each sighting's one candidate (its column, −1: none, −2: several), each column's: where none is contested
+      // (things standing apart: the usual case), that is the answer, without the solver.
+      colToRow.fill(-1, 0, nCols);
+      let contested = false;
       for (let r = 0; r < nRows; r++) {
         const u = prevList[r];
+        rowToCol[r] = -1;
         for (let c = 0; c < nCols; c++) {
           const d = cols[c];
-          cost[r * nCols + c] = classAware && u.classId !== dets.classId[d] ? Infinity : 1 - bufferedIou(u.box, 0, dets.xyxy, d, TENTATIVE_BUFFER);
+          const k = classAware && u.classId !== dets.classId[d] ? Infinity : 1 - bufferedIou(u.box, 0, dets.xyxy, d, TENTATIVE_BUFFER);
+          cost[r * nCols + c] = k;
+          if (!(k < thresh)) continue;
+          if (rowToCol[r] !== -1 || colToRow[c] !== -1) contested = true;
+          rowToCol[r] = c;
+          colToRow[c] = r;
         }
       }
-      matched = this.solver.solve(cost, nRows, nCols, this.options.unconfirmedMatchThresh, this.linkRowToCol, this.linkColToRow);
+      matched = contested ? this.solver.solve(cost, nRows, nCols, thresh, rowToCol, colToRow) : 1;
     }
     const colToRow = this.linkColToRow;
     for (let c = 0; c < nStarted; c++) started[c].pre = matched > 0 && colToRow[c] >= 0 ? prevList[colToRow[c]] : undefined;
