@@ -82,6 +82,18 @@ const DEFECT_SWITCH_MS = 2000;
  */
 const DEFECT_FORGET_MS = 60_000;
 
+/**
+ * A line-cross rule's latch (crossLatch) on a direction it alerted is released once the track has
+ * stayed beyond the margin on the side it crossed from, for this long (observed time): it went
+ * back and came again, not a shuffle on the line (a step each way every second or two). Before,
+ * only a body's size from the line released it: a person who went in at a restricted door,
+ * stepped back out to a bench beside it (30 px from the line, a 100 px tall box) and went in again
+ * half a minute later raised nothing; a forklift, whose body's size is its long side (hundreds of
+ * pixels, more than the picture has on one side of a line across its middle), was never alerted
+ * twice.
+ */
+const CROSS_LATCH_AWAY_MS = 5000;
+
 /** How far apart (a ratio) a frameSize's shape and the picture's may be before stretchNotices speaks: a few pixels of rounding. */
 const STRETCH_TOLERANCE = 0.02;
 
@@ -120,7 +132,7 @@ export class SourceAnalyzer {
    * since (crossLatch): by rule id, track id → the directions alerted (1 in, 2 out) and the
    * observed time it was last seen.
    */
-  private readonly crossLatched = new Map<string, Map<number, { dirs: number; seenMs: number }>>();
+  private readonly crossLatched = new Map<string, Map<number, CrossLatch>>();
   private readonly pt: [number, number] = [0, 0];
   /** conveyor-rate rules whose current stoppage was alerted: its `resumed` follows. */
   private readonly stopAlerted = new Set<string>();
@@ -443,11 +455,12 @@ export class SourceAnalyzer {
    * The tracks of line-cross rule `ruleId` (line `lineId`) latched by an alert: each that is seen
    * on this frame with its anchor more than its box's larger side from the line (either side), or
    * that the line has forgotten (unseen for its forgetAfterMs), is released, so its next crossing
-   * in an alerted direction is alerted again. Before, every crossing was: a person shuffling
+   * in an alerted direction is alerted again; a direction is also released once the track has
+   * stayed beyond the margin on the side that direction starts from for CROSS_LATCH_AWAY_MS. Before, every crossing was: a person shuffling
    * on a door line, feet ±20 px about it (margin 10), raised an `in` alert every 2 s. The counts
    * are not touched (each crossing counts, as supervision's LineZone counts). O(rows).
    */
-  private crossLatch(ruleId: string, lineId: string, d: Detections, obsMs: number): Map<number, { dirs: number; seenMs: number }> {
+  private crossLatch(ruleId: string, lineId: string, d: Detections, obsMs: number): Map<number, CrossLatch> {
     let latched = this.crossLatched.get(ruleId);
     if (!latched) this.crossLatched.set(ruleId, (latched = new Map()));
     if (latched.size === 0) return latched;
@@ -460,7 +473,20 @@ export class SourceAnalyzer {
         latch.seenMs = obsMs;
         const [x, y] = anchorPoint(d.xyxy, i, line.options.anchor, this.pt);
         const size = Math.max(d.xyxy[i * 4 + 2] - d.xyxy[i * 4], d.xyxy[i * 4 + 3] - d.xyxy[i * 4 + 1]);
-        if (Math.abs(line.signedDistance(x, y)) > size) latched.delete(ids[i]);
+        const dist = line.signedDistance(x, y);
+        if (Math.abs(dist) > size) {
+          latched.delete(ids[i]);
+          continue;
+        }
+        // Beyond the margin on one side for CROSS_LATCH_AWAY_MS: the direction that ends on the other is released.
+        const side = dist > line.marginPx ? 1 : dist < -line.marginPx ? -1 : 0;
+        if (side !== latch.side) {
+          latch.side = side;
+          latch.sideSince = obsMs;
+        } else if (side !== 0 && obsMs - latch.sideSince >= CROSS_LATCH_AWAY_MS) {
+          latch.dirs &= side === 1 ? ~2 : ~1;
+          if (latch.dirs === 0) latched.delete(ids[i]);
+        }
       }
     }
     const forget = line?.options.forgetAfterMs ?? 0;
@@ -588,8 +614,15 @@ export class SourceAnalyzer {
             const latch = latched.get(e.trackId);
             if (latch && latch.dirs & bit) continue;
             if (!cd.allow(`${e.trackId}:${e.direction}`, tMs)) continue;
-            if (latch) latch.dirs |= bit;
-            else latched.set(e.trackId, { dirs: bit, seenMs: obsMs });
+            // It is past the line on the side its crossing ended on ('in': the line's positive side).
+            const side = e.direction === 'in' ? 1 : -1;
+            if (latch) {
+              latch.dirs |= bit;
+              if (latch.side !== side) {
+                latch.side = side;
+                latch.sideSince = obsMs;
+              }
+            } else latched.set(e.trackId, { dirs: bit, seenMs: obsMs, side, sideSince: obsMs });
             alerts.push({ rule: r.id, severity: r.severity, event: 'line.cross', message: `${label(e.classId)} #${e.trackId} crossed line ${e.line} (${e.direction})${e.previousTrackId !== undefined ? ` (was #${e.previousTrackId}: lost at the line, found past it under a new id)` : ''}`, trackId: e.trackId, line: e.line, direction: e.direction, row: e.row });
           }
           break;
@@ -655,6 +688,17 @@ export class SourceAnalyzer {
     if (this.rates.size) summary.rates = Object.fromEntries([...this.rates].map(([id, rf]) => [id, Math.round(rf.ratePerMinute(rateMs) * 10) / 10]));
     return { summary, alerts };
   }
+}
+
+/** A line-cross rule's latch on a track (SourceAnalyzer.crossLatch). */
+interface CrossLatch {
+  /** The directions alerted: 1 in, 2 out. */
+  dirs: number;
+  /** Observed time it was last seen. */
+  seenMs: number;
+  /** The side of the line it was last seen on, beyond the margin (1: the side 'in' ends on; 0: within the margin), and since when (observed time). */
+  side: -1 | 0 | 1;
+  sideSince: number;
 }
 
 /**

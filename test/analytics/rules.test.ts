@@ -273,6 +273,23 @@ describe('lines', () => {
     ]);
   });
 
+  it('a person who goes in at a restricted door, steps back out beside it for half a minute and goes in again: alerted again', () => {
+    // Feet at 270 (30 px above the door line at y = 300: under the box's 100 px height), walking
+    // in to 340 from 1 s, back out to 250 from 4 s, standing there (a bench beside the door)
+    // until 35 s, then in again: the same track throughout. Before, the latch (a body's size from the line) held all along: the
+    // second entry, half a minute later, raised nothing.
+    const walk = (t: number, t0: number, a: number, b: number) => a + (b - a) * Math.min(1, Math.max(0, (t - t0) / 0.5));
+    const feet = (t: number) => (t < 4 ? walk(t, 1, 270, 340) : t < 35 ? walk(t, 4, 340, 250) : walk(t, 35, 250, 340));
+    const source = { lines: [{ id: 'door', from: [1, 0.625], to: [0, 0.625], anchor: 'bottom-center' }], rules: [{ id: 'in', type: 'line-cross', line: 'door', direction: 'in' }] };
+    const scene: Scene = { objects: Array.from({ length: 380 }, (_, k) => ({ key: `p${k}`, box: person(300, feet(k / 10) - 100), from: k / 10, until: (k + 1) / 10 })), jitter: 1 };
+    const r = simulate(source, scene, 10, 38);
+    expect(r.last.lines!.door).toEqual({ in: { person: 2 }, out: { person: 1 } });
+    expect(r.alerts.map((a) => [a.rule, a.direction, a.trackId, a.t])).toEqual([
+      ['in', 'in', 1, 1.3],
+      ['in', 'in', 1, 35.4],
+    ]);
+  });
+
   it('going back and forth counts once per crossing (it left the margin each time)', () => {
     const y = (t: number) => (t < 4 ? 150 + t * 40 : 310 - (t - 4) * 40); // down past the line, then back up
     const scene: Scene = { objects: Array.from({ length: 80 }, (_, k) => ({ key: `b${k}`, box: bottle(300, y(k / 10)), classId: 3, from: k / 10, until: (k + 1) / 10 })) };
