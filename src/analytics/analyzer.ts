@@ -48,7 +48,7 @@ interface DefectRule {
   /** Tracked items seen as a defect in their last N frames, or alerted and not yet forgotten (DEFECT_FORGET_MS). */
   items: Map<number, DefectItem>;
   /** The latest alerts of rows with no track id, with tracking on (at most UNTRACKED_ALERTS_KEPT): each row's box (xyxy) and frame time. */
-  untrackedAlerts: { box: Float32Array; ms: number }[];
+  untrackedAlerts: UntrackedAlert[];
   /** The frame time of the last frame defectItems saw (the tracker's times of a new id's first sightings are shifted to it, as LineCounter does). */
   lastMs: number;
 }
@@ -522,7 +522,7 @@ export class SourceAnalyzer {
         // Or if it is an item alerted without an id just before its first sighting, where that was (a label that changed before the
         // tracker confirmed it, class aware: a new tentative track).
         const firstMs = origin ? origin.ms - (before ? before[before.length - 1].ms - df.lastMs : 0) : NaN;
-        const alerted = (!!origin && takeUntrackedAlert(df, origin.box, firstMs, before)) || (!!origin && this.defectHandOver(df, ids, origin.box, firstMs, obsMs));
+        const alerted = (!!origin && takeUntrackedAlert(df, id, origin.box, firstMs, before)) || (!!origin && this.defectHandOver(df, ids, origin.box, firstMs, obsMs));
         item = { kofn: new KOfN(r.k, r.n), row: -1, seenMs: obsMs, alerted, lx: NaN, ly: NaN, lastFrame: NaN, vx: NaN, vy: NaN, lastBox: new Float32Array(4) };
         for (const b of before ?? []) item.kofn.push(b.classId !== undefined && hit(b.classId, b.score ?? 0));
         df.items.set(id, item);
@@ -701,25 +701,46 @@ interface CrossLatch {
   sideSince: number;
 }
 
+/** An alert of a row with no track id, with tracking on (DefectRule.untrackedAlerts). */
+interface UntrackedAlert {
+  /** The row's box (xyxy) and its frame time. */
+  readonly box: Float32Array;
+  readonly ms: number;
+  /** The item (track id) that took it for its own by where and when it was first seen (takeUntrackedAlert's `near`), if one did. */
+  takenBy?: number;
+}
+
 /**
- * Whether a new item's first sighting (its box `first`, xyxy, at `firstMs`, frame time; the
- * sightings before its id, `before`) is an alert of a row with no id of `df` (taken: it goes),
- * so that the item is not alerted again: that row is one of those sightings (the tracker
- * confirmed the track it started), or it was alerted before the first of them, within
+ * Whether a new item `id`'s first sighting (its box `first`, xyxy, at `firstMs`, frame time; the
+ * sightings before its id, `before`) is an alert of a row with no id of `df`, so that the item is
+ * not alerted again: that row is one of those sightings (the tracker confirmed the track it
+ * started; the alert goes), or, failing that, it was alerted before the first of them, within
  * DEFECT_SWITCH_MS, about this box's size (sureOrigin) and within the larger side of its box of
- * where this one was first seen. The latter: a label that changed before the tracker gave the
- * item an id (class aware: a new tentative track from its first frame of the new label); before,
- * its new track was a new item, alerted a second time.
+ * where this one was first seen (`near`: it stays, taken by this item). The latter: a label that
+ * changed before the tracker gave the item an id (class aware: a new tentative track from its
+ * first frame of the new label); before, its new track was a new item, alerted a second time.
+ * An alert taken as `near` that turns out to be among a later item's sightings is that item's:
+ * the one that took it was another item put down just behind the alerted one, and is alerted by
+ * its own frames. Before, the alert went to the first item confirmed: that one (defective) was
+ * never alerted, and the alerted one was alerted a second time under its id.
  */
-function takeUntrackedAlert(df: DefectRule, first: Float32Array, firstMs: number, before: TrackOrigin['before']): boolean {
+function takeUntrackedAlert(df: DefectRule, id: number, first: Float32Array, firstMs: number, before: TrackOrigin['before']): boolean {
   const alerts = df.untrackedAlerts;
+  if (before) {
+    for (let k = alerts.length - 1; k >= 0; k--) {
+      const a = alerts[k].box;
+      if (!before.some((b) => b.box[0] === a[0] && b.box[1] === a[1] && b.box[2] === a[2] && b.box[3] === a[3])) continue;
+      const taker = alerts[k].takenBy === undefined ? undefined : df.items.get(alerts[k].takenBy!);
+      if (taker) taker.alerted = false;
+      alerts.splice(k, 1);
+      return true;
+    }
+  }
   const cx = (first[0] + first[2]) / 2, cy = (first[1] + first[3]) / 2;
   for (let k = alerts.length - 1; k >= 0; k--) {
-    const a = alerts[k].box;
-    const seen = !!before && before.some((b) => b.box[0] === a[0] && b.box[1] === a[1] && b.box[2] === a[2] && b.box[3] === a[3]);
-    const near = alerts[k].ms < firstMs && firstMs - alerts[k].ms <= DEFECT_SWITCH_MS && sureOrigin(a, first, 0) && Math.hypot((a[0] + a[2]) / 2 - cx, (a[1] + a[3]) / 2 - cy) <= Math.max(a[2] - a[0], a[3] - a[1]);
-    if (!seen && !near) continue;
-    alerts.splice(k, 1);
+    const { box: a, ms, takenBy } = alerts[k];
+    if (takenBy !== undefined || !(ms < firstMs) || firstMs - ms > DEFECT_SWITCH_MS || !sureOrigin(a, first, 0) || Math.hypot((a[0] + a[2]) / 2 - cx, (a[1] + a[3]) / 2 - cy) > Math.max(a[2] - a[0], a[3] - a[1])) continue;
+    alerts[k].takenBy = id;
     return true;
   }
   return false;

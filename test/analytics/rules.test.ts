@@ -410,6 +410,18 @@ describe('conveyor rules', () => {
     expect(two.alerts.map((a) => [Math.round(a.t * 10) / 10, a.trackId])).toEqual([[1, undefined], [4, undefined]]);
   });
 
+  it('defect rule: an item alerted before it had an id, another defective one put down just behind it a frame later: each alerted once', () => {
+    // A scissors item (x) scored 0.55 on its first 0.3 s (alerted at 1 s without an id; too little
+    // to start a track), 0.9 after: its id comes at 1.5 s. Another (y) put down 35 px behind it at
+    // 1.1 s, scored 0.9: its id comes at 1.3 s, first seen 0.1 s after x's alert, within a box of
+    // where that was, so taken for x at first (a label that changed, for all the rule can tell);
+    // x's id comes with the alerted box among its sightings: y is alerted then, x not again.
+    // Before, y was never alerted and x a second time (#2 at 1.5 s).
+    const src = { rules: [{ id: 'defect', type: 'conveyor-defect', classes: ['scissors'], k: 1, n: 1, cooldownSec: 0.5, minScore: 0.5 }] };
+    const r = simulate(src, { objects: [{ key: 'x', box: [100, 200, 140, 240], velocity: [60, 0], classId: 4, score: (t) => (t < 1.25 ? 0.55 : 0.9), from: 1, until: 5 }, { key: 'y', box: [59, 200, 99, 240], velocity: [60, 0], classId: 4, from: 1.1, until: 5 }] }, 10, 6);
+    expect(r.alerts.map((a) => [Math.round(a.t * 10) / 10, a.trackId])).toEqual([[1, undefined], [1.5, 1]]);
+  });
+
   it('defect rule: an item alerted under its id whose label then changes (a new tentative track, no id for a few frames) is not alerted again by its frames without an id', () => {
     const src = { rules: [{ id: 'defect', type: 'conveyor-defect', classes: ['scissors', 'car'], k: 2, n: 3, cooldownSec: 0.5, minScore: 0.5 }] };
     // scissors from 1 s (alerted at 1.1 s, no id yet; id 1 from 1.2 s), car from 2 s (id 2 from 2.2 s).
