@@ -400,16 +400,30 @@ export class ZoneMonitor {
           // is confirmed (minConfirmFrames 3) 2 s after it was first seen, and a forklift that
           // crossed the zone meanwhile was never seen inside by it. Before, only the first
           // sighting was looked at: one first seen in part had no path.
+          // It runs on through its later sure sightings outside, from one to the next, as it does
+          // from frame to frame once tracked (up to one inside or on the edge): its sightings
+          // before the track started (ByteTracker's PRE_TRACK_SIGHTINGS) may span a second or more,
+          // and a person scored low walking round the zone's corner, straight from the first to
+          // the confirmed one, went through it (an entry and an exit for one who never went in).
           const origin = d.trackOrigins?.get(id);
-          const first = origin && (origin.before ?? [origin]).find((seen) => seen.ms < tMs && sureOrigin(seen.box, d.xyxy, i));
-          if (first) {
-            const [ox, oy] = anchorPoint(first.box, 0, this.zone.anchor, this.pt);
-            if (this.zone.outside(ox, oy, this.zone.margin(d, i))) {
-              st.outX = ox;
-              st.outY = oy;
-              st.outAt = first.ms;
-              st.outBox.set(first.box);
+          const seenBefore = origin && (origin.before ?? [origin]);
+          const k0 = seenBefore ? seenBefore.findIndex((seen) => seen.ms < tMs && sureOrigin(seen.box, d.xyxy, i)) : -1;
+          const m = k0 >= 0 ? this.zone.margin(d, i) : 0;
+          for (let k = k0; k >= 0 && k < seenBefore!.length; k++) {
+            const seen = seenBefore![k];
+            if (k > k0 && !(seen.ms < tMs && sureOrigin(seen.box, d.xyxy, i))) continue;
+            const [ox, oy] = anchorPoint(seen.box, 0, this.zone.anchor, this.pt);
+            if (!this.zone.outside(ox, oy, m)) break;
+            if (k > k0) {
+              this.zone.follow(st.outX, st.outY, st.outAt, ox, oy, seen.ms, m, st.path);
+              // Through the zone between these two: a passage, made on this frame (below).
+              if (Number.isNaN(st.path.passIn)) resetPath(st.path);
             }
+            st.outX = ox;
+            st.outY = oy;
+            st.outAt = seen.ms;
+            st.outBox.set(seen.box);
+            if (!Number.isNaN(st.path.passIn)) break;
           }
         }
         if (where !== 1) {

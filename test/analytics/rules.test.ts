@@ -36,6 +36,22 @@ const zoneSource = (over: Record<string, unknown> = {}, rules: unknown[] = [{ id
 const person = (x: number, y: number) => [x, y, x + 40, y + 100] as const;
 
 describe('zones', () => {
+  it('a person scored low walking round the zone\'s corner, whose track starts past it: no entry', () => {
+    // Feet up along x = 280 (40 px left of the zone) from y = 460 to 260, then right along y = 260
+    // (40 px above it), 360 px/s, scored 0.35 until 0.9 s (the tracker's sightings before the
+    // track), 0.9 after: confirmed at 1.1 s with feet at (478, 260). The path from the first of
+    // those sightings straight to the confirmed one cut through the zone: before, an entry and
+    // an exit for one who never went in.
+    const feet = (t: number): [number, number] => (t < 0.55 ? [280, 460 - 360 * t] : [280 + 360 * (t - 0.55), 262]);
+    const objects = Array.from({ length: 20 }, (_, k) => {
+      const [fx, fy] = feet(k / 10);
+      return { key: `p${k}`, box: [fx - 30, fy - 120, fx + 30, fy] as const, score: k < 9 ? 0.35 : 0.9, from: k / 10, until: (k + 1) / 10 };
+    });
+    const r = simulate(zoneSource({}, [{ id: 'enter', type: 'zone-enter', zone: 'z' }]), { objects, jitter: 1 }, 10, 2);
+    expect(r.alerts).toEqual([]);
+    expect(r.last.zones!.z).toMatchObject({ entered: 0 });
+  });
+
   it('a person walking through the zone: one enter, one exit, occupancy 1 only while inside', () => {
     // Feet move from x=100 to x=600 at 60 px/s along y=400: inside for x ≥ 320, i.e. from t≈3.7 s.
     // It leaves the frame at t = 9 s; 2 s later (nothing seen) it counts as gone: exit.
