@@ -285,21 +285,41 @@ export class LineCounter {
         const seenBefore = origin.before ?? [origin];
         const shift = Number.isFinite(this.prevFrameTime) ? seenBefore[seenBefore.length - 1].ms - this.prevFrameTime : 0;
         let sure = 0;
-        for (const seen of seenBefore) {
-          from = this.originSide(seen.box, d.xyxy, i);
-          if (from === 0) {
-            sure++;
-            continue;
+        while (sure < seenBefore.length && (from = this.originSide(seenBefore[sure].box, d.xyxy, i)) === 0) sure++;
+        if (from !== 0) {
+          [ox, oy] = anchorPoint(seenBefore[sure].box, 0, anchor, this.pt);
+          fromBox = seenBefore[sure].box;
+          fromMs = seenBefore[sure].ms - shift;
+          // The path runs on through its later sure sightings beyond the margin, one to the next,
+          // as it does frame to frame once tracked: a side change between two of them off the
+          // segment went round its end (the side is learnt afresh there); one on it is a crossing.
+          // Before, the path ran straight from the first to the confirmed one: with the tracker's
+          // sightings before the track (a second or more), a person scored low who walked round
+          // the end of a short door line was counted crossing it.
+          let lx = ox, ly = oy, crossed = false;
+          for (let k = sure + 1; k < seenBefore.length && !crossed; k++) {
+            const side = this.originSide(seenBefore[k].box, d.xyxy, i);
+            if (side === 0) continue;
+            const [bx, by] = anchorPoint(seenBefore[k].box, 0, anchor, this.pt);
+            if (side !== from) {
+              const ld = this.signedDistance(lx, ly), bd = this.signedDistance(bx, by);
+              const t = ld / (ld - bd);
+              crossed = this.withinSegment(lx + (bx - lx) * t, ly + (by - ly) * t);
+              if (crossed) break;
+              from = side;
+              ox = bx;
+              oy = by;
+              fromBox = seenBefore[k].box;
+              fromMs = seenBefore[k].ms - shift;
+            }
+            lx = bx;
+            ly = by;
           }
-          [ox, oy] = anchorPoint(seen.box, 0, anchor, this.pt);
-          fromBox = seen.box;
-          fromMs = seen.ms - shift;
-          if (now !== 0 && from !== now) {
-            const od = this.signedDistance(ox, oy);
-            const k = od / (od - dist); // where the path from there to now meets the line
-            if (!this.withinSegment(ox + (x - ox) * k, oy + (y - oy) * k)) from = 0;
+          if (now !== 0 && from !== now && !crossed) {
+            const ld = this.signedDistance(lx, ly);
+            const k = ld / (ld - dist); // where the path from there to now meets the line
+            if (!this.withinSegment(lx + (x - lx) * k, ly + (y - ly) * k)) from = 0;
           }
-          break;
         }
         // A new id first seen on one side may be the object of a track the tracker lost just
         // before (an id switch): one lost on the other side goes on under it (a crossing at the
