@@ -252,6 +252,7 @@ export class ByteTracker {
   private linkCost = new Float64Array(0);
   private linkRowToCol = new Int32Array(UNCLAIMED_KEPT);
   private linkColToRow = new Int32Array(0);
+  private linkPairs = new Int32Array(0);
 
   // Scratch, grown on demand and reused across updates.
   private boxes = new Float64Array(0);
@@ -562,7 +563,7 @@ export class ByteTracker {
    * in row order: the detector's, by score), are kept, each continuing the sightings it does.
    * A detection continues a sighting of the same label (when class aware) that it overlaps as a
    * tentative track's box must (buffered, `unconfirmedMatchThresh`, scores aside), each sighting
-   * going to one detection, the pairs that overlap most in all (the assignment solver). Before,
+   * going to one detection, the pairs that overlap most first. Before,
    * a new track took the sightings it overlapped most whatever else this frame showed: a
    * person stepping in below a line beside a low-scored false positive standing above it
    * (which it overlapped) took its sightings, and was counted crossing; and a detection took
@@ -597,9 +598,13 @@ export class ByteTracker {
       const classAware = this.options.classAware;
       const thresh = this.options.unconfirmedMatchThresh;
       const rowToCol = this.linkRowToCol, colToRow = this.linkColToRow;
-      // Each sighting's one candidate (its column, −1: none, −2: several), each column's: where none is contested
-      // (things standing apart: the usual case), that is the answer, without the solver.
+      if (this.linkPairs.length < nRows * nCols) this.linkPairs = new Int32Array(grow(nRows * nCols));
+      const pairs = this.linkPairs;
+      // The pairs that overlap enough; where no sighting and no detection has two (things standing
+      // apart: the usual case), they are the answer. Else the pairs that overlap most go first
+      // (greedy: the solver on a crowded frame's 32 × 32 cost more than the rest of the update).
       colToRow.fill(-1, 0, nCols);
+      let nPairs = 0;
       let contested = false;
       for (let r = 0; r < nRows; r++) {
         const u = prevList[r];
@@ -607,14 +612,26 @@ export class ByteTracker {
         for (let c = 0; c < nCols; c++) {
           const d = cols[c];
           const k = classAware && u.classId !== dets.classId[d] ? Infinity : 1 - bufferedIou(u.box, 0, dets.xyxy, d, TENTATIVE_BUFFER);
-          cost[r * nCols + c] = k;
           if (!(k < thresh)) continue;
+          cost[r * nCols + c] = k;
+          pairs[nPairs++] = r * nCols + c;
           if (rowToCol[r] !== -1 || colToRow[c] !== -1) contested = true;
           rowToCol[r] = c;
           colToRow[c] = r;
         }
       }
-      matched = contested ? this.solver.solve(cost, nRows, nCols, thresh, rowToCol, colToRow) : 1;
+      if (contested) {
+        pairs.subarray(0, nPairs).sort((a, b) => cost[a] - cost[b] || a - b);
+        rowToCol.fill(-1, 0, nRows);
+        colToRow.fill(-1, 0, nCols);
+        for (let k = 0; k < nPairs; k++) {
+          const r = (pairs[k] / nCols) | 0, c = pairs[k] - r * nCols;
+          if (rowToCol[r] !== -1 || colToRow[c] !== -1) continue;
+          rowToCol[r] = c;
+          colToRow[c] = r;
+        }
+      }
+      matched = nPairs;
     }
     const colToRow = this.linkColToRow;
     for (let c = 0; c < nStarted; c++) started[c].pre = matched > 0 && colToRow[c] >= 0 ? prevList[colToRow[c]] : undefined;
