@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { LineCounter, type LineEvent } from '../../src/analytics/line.js';
 import { Detections } from '../../src/core/detections.js';
-import { ByteTracker, PRE_TRACK_SIGHTINGS } from '../../src/tracking/byte-tracker.js';
+import { ByteTracker, PRE_TRACK_SIGHTINGS, type ByteTrackerOptions } from '../../src/tracking/byte-tracker.js';
 import { feed, run, type SceneObject } from '../tracking/helpers.js';
 
 /**
@@ -11,13 +11,13 @@ import { feed, run, type SceneObject } from '../tracking/helpers.js';
 const line = () => new LineCounter('door', [640, 120], [0, 120], { marginPx: 10, anchor: 'bottom-center', forgetAfterMs: 2000 }, undefined, { width: 640, height: 480 });
 
 /** The crossings of `objects` through the real tracker (`fps`, ±1 px of jitter) and a fresh `line()`. */
-function cross(objects: SceneObject[], secs = 3, fps = 10, clip = false) {
+function cross(objects: SceneObject[], secs = 3, fps = 10, clip = false, tracking: ByteTrackerOptions = {}) {
   const frames = feed(fps, secs, { objects, jitter: 1, seed: 5 });
   if (clip) {
     // The detector's box of a person coming in at the top border stops there.
     for (const f of frames) for (let k = 1; k < f.detections.xyxy.length; k += 4) f.detections.xyxy[k] = Math.max(0, f.detections.xyxy[k]);
   }
-  const tracked = run(new ByteTracker({ frameRateHint: fps }), frames);
+  const tracked = run(new ByteTracker({ frameRateHint: fps, ...tracking }), frames);
   const l = line();
   const events: LineEvent[] = [];
   tracked.outputs.forEach((d, k) => l.update(d, frames[k].timestampMs, events));
@@ -101,6 +101,10 @@ describe('earlier sightings that are another object', () => {
       const { events, tracked } = cross(coatFirst ? [coat, person] : [person, coat], 3);
       expect(tracked.distinctIds('p')).toEqual([1]);
       expect(events).toEqual([]);
+      // Class agnostic, the coat labelled another class (a chair): likewise.
+      const agnostic = cross(coatFirst ? [{ ...coat, classId: 56 }, person] : [person, { ...coat, classId: 56 }], 3, 10, false, { classAware: false });
+      expect(agnostic.tracked.distinctIds('p')).toEqual([1]);
+      expect(agnostic.events).toEqual([]);
     }
   });
 
