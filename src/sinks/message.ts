@@ -16,24 +16,23 @@ import { SOURCE_STATES, type Transition } from '../sources/health.js';
 export const MESSAGE_VERSION = 1;
 
 /**
- * A tag unique to this process start (base-36 start time in ms and eight random base-36
+ * A tag unique to a run of the pipeline (base-36 start time in ms and eight random base-36
  * characters, 41 bits from the system's random source): every message's `run`, and the run in
- * every alert id, so that `run` and `seq` together never repeat across restarts (`seq` starts
- * at 0 at each start). The time alone does not tell starts apart: a box without a real-time
- * clock boots to the same time, a clock is stepped back; and the two random characters there
- * were (1296 values) left one such start in 1296 reusing an id of an undelivered alert still in
- * the journal, which the new alert then replaced there (and consumers dropped as a duplicate).
+ * every alert id, so that `run` and `seq` together never repeat across runs (`seq` starts at 0
+ * at each: each start of argus, each runPipeline of a program that embeds it). The time alone
+ * does not tell runs apart: a box without a real-time clock boots to the same time, a clock is
+ * stepped back; and the two random characters there were (1296 values) left one such start in
+ * 1296 reusing an id of an undelivered alert still in the journal, which the new alert then
+ * replaced there (and consumers dropped as a duplicate).
  */
 export function runTag(at = Date.now()): string {
   return `${at.toString(36)}${(randomBytes(8).readBigUInt64BE() % 36n ** 8n).toString(36).padStart(8, '0')}`;
 }
 
-/** The run tag of this process start: its messages' `run` and its alert ids' (Publisher's default). */
-export const PROCESS_RUN = runTag();
 const runField = z
   .string()
   .regex(/^[0-9a-z]+$/)
-  .describe("the argus process start that published the message (its alert ids' run); seq starts at 0 at each, so (run, seq) never repeats. Optional: messages written before it (an older release's outbox replayed) have none");
+  .describe("the run of the pipeline that published the message (a start of argus; its alert ids' run); seq starts at 0 at each, so (run, seq) never repeats. Optional: messages written before it (an older release's outbox replayed) have none");
 
 const count = z.int().min(0);
 const epochMs = z.number().positive();
@@ -208,7 +207,7 @@ export function messageJsonSchemaText(): string {
   return `${JSON.stringify(messageJsonSchema(), null, 2)}\n`;
 }
 
-export function statusMessage(t: Transition, claim?: Claim, run = PROCESS_RUN): StatusMessage {
+export function statusMessage(t: Transition, claim?: Claim, run?: string): StatusMessage {
   const m: StatusMessage = { type: 'status', version: MESSAGE_VERSION, source: t.source, run, state: t.state, previous: t.previous, reason: t.reason, at: t.at, attempt: t.attempt, published: 0 };
   if (t.code) m.code = t.code;
   if (t.detail) m.detail = t.detail;
@@ -239,7 +238,7 @@ export function detectionsJson(d: Detections, labels: readonly string[]): Detect
   return out;
 }
 
-function envelope<T extends MessageKind>(type: T, frame: Frame, dropped: number, model: ModelInfo, claim: Claim | undefined, run: string) {
+function envelope<T extends MessageKind>(type: T, frame: Frame, dropped: number, model: ModelInfo, claim: Claim | undefined, run: string | undefined) {
   const e = {
     type,
     version: MESSAGE_VERSION,
@@ -270,13 +269,13 @@ export function detectionsMessage(
   labels: readonly string[],
   analytics?: AnalyticsSummary,
   claim?: Claim,
-  run = PROCESS_RUN,
+  run?: string,
 ): DetectionsMessage {
   const m: DetectionsMessage = { ...envelope('detections', frame, dropped, model, claim, run), detections: detectionsJson(detections, labels) };
   if (analytics) m.analytics = analytics;
   return m;
 }
 
-export function alertMessage(frame: Frame, detections: Detections, dropped: number, model: ModelInfo, labels: readonly string[], alert: AlertBody, claim?: Claim, run = PROCESS_RUN): AlertMessage {
+export function alertMessage(frame: Frame, detections: Detections, dropped: number, model: ModelInfo, labels: readonly string[], alert: AlertBody, claim?: Claim, run?: string): AlertMessage {
   return { ...envelope('alert', frame, dropped, model, claim, run), alert, detections: detectionsJson(detections, labels) };
 }

@@ -4,7 +4,7 @@ import type { Frame } from '../core/frame.js';
 import type { AnalyticsSummary } from '../analytics/analyzer.js';
 import type { Transition } from '../sources/health.js';
 import type { AlertBody } from '../analytics/analyzer.js';
-import { alertMessage, detectionsMessage, PROCESS_RUN, statusMessage, type AlertMessage, type Claim, type DetectionsMessage, type ModelInfo, type StatusMessage } from './message.js';
+import { alertMessage, detectionsMessage, runTag, statusMessage, type AlertMessage, type Claim, type DetectionsMessage, type ModelInfo, type StatusMessage } from './message.js';
 import { redact } from '../core/redact.js';
 import type { Outbox } from './outbox.js';
 import type { Sink } from './sink.js';
@@ -22,8 +22,13 @@ export class Publisher {
     private readonly outbox?: Outbox,
     /** argus worker: the owner and epoch of a source, written into its messages. */
     private readonly claimOf?: (source: string, frame?: Frame) => Claim | undefined,
-    /** Every message's `run`, and the run in its alert ids (AlertPublisher): this process start's tag. */
-    readonly run: string = PROCESS_RUN,
+    /**
+     * Every message's `run`, and the run in its alert ids (AlertPublisher): a tag of its own for
+     * each publisher, one a run of the pipeline (runPipeline), as its sources' seq count from 0
+     * again at each. (One tag a process gave a program that ran its pipeline twice the first
+     * run's (run, seq) and alert ids again.)
+     */
+    readonly run: string = runTag(),
   ) {}
 
   /** Journal writes not finished yet (their messages reach the sinks when they are). */

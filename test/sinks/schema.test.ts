@@ -11,7 +11,7 @@ import { SourceSchema } from '../../src/config/schema.js';
 import { Detections } from '../../src/core/detections.js';
 import type { Frame } from '../../src/core/frame.js';
 import { letterbox } from '../../src/core/geometry.js';
-import { messageJsonSchemaText, PROCESS_RUN, runTag, type AlertMessage, type Message } from '../../src/sinks/message.js';
+import { messageJsonSchemaText, runTag, type AlertMessage, type Message } from '../../src/sinks/message.js';
 import { AlertPublisher } from '../../src/sinks/alerts.js';
 import type { FrameResult } from '../../src/analytics/analyze.js';
 import { Publisher } from '../../src/sinks/publisher.js';
@@ -165,8 +165,8 @@ describe('messages of two starts of argus', () => {
     // What a consumer keys frames by: the same seq, told apart (before, both were {source: cam-1, seq: 0} and nothing else said which start).
     const keys = starts.flatMap(({ got }) => got.filter((m) => m.type === 'detections').map((m) => `${m.source}/${m.run}/${m.seq}`));
     expect(new Set(keys).size).toBe(2);
-    // A publisher of the pipeline (run.ts) takes this process's tag.
-    expect(new Publisher([], { name: 'm', version: '1' }, LABELS).run).toBe(PROCESS_RUN);
+    // A publisher of the pipeline (run.ts, one a run) makes a tag of its own: seq counts from 0 again in each run.
+    expect(new Publisher([], { name: 'm', version: '1' }, LABELS).run).not.toBe(new Publisher([], { name: 'm', version: '1' }, LABELS).run);
   });
 });
 

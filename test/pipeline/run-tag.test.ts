@@ -1,0 +1,49 @@
+/**
+ * A message's `run` tells apart the runs whose `seq` count from 0: every runPipeline (a library
+ * user that runs its pipeline again in the same process, after a failure or a configuration
+ * change, as a service manager restarts argus) counts its sources' frames from 0 again, so each
+ * needs its own run, and its alert ids with it. Fake model, real ffmpeg, the JSON lines sink
+ * (appended to by both runs), README's crowd rule (an alert at frame 0).
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfigText } from '../../src/config/load.js';
+import { PipelineSchema } from '../../src/config/schema.js';
+import type { Detector } from '../../src/inference/detector.js';
+import { runPipeline } from '../../src/pipeline/run.js';
+import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
+import { crowdRule } from '../../pipelines/custom-operator.js';
+import { fakeDetector } from '../helpers/fake-session.js';
+
+describe('two runs of a pipeline in one process (library use)', () => {
+  let detector: Detector;
+  let dir: string;
+  beforeAll(async () => {
+    ({ detector } = await fakeDetector());
+    dir = mkdtempSync(join(tmpdir(), 'argus-run-tag-'));
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x64:rate=10', '-frames:v', '5', '-pix_fmt', 'yuv420p', join(dir, 'clip.mp4')]);
+  });
+  afterAll(() => detector?.release());
+
+  it("have runs of their own: (source, run, seq) and the alert ids never repeat (one tag a process gave the second run's frame 0 the first's run, seq and alert id)", async () => {
+    const out = join(dir, 'out.jsonl');
+    const config = parseConfigText(`name: again\nsources: [{ id: cam, uri: ${join(dir, 'clip.mp4')}, rate: fast }]\nsinks:\n  jsonl: { path: ${out} }\n`, PipelineSchema, 'again.yaml', {});
+    for (let i = 0; i < 2; i++) await runPipeline(config, { detector, extend: crowdRule(1, 10), status: false });
+    const lines = readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; source: string; run: string; seq: number; alert?: { id: string } });
+    const detections = lines.filter((m) => m.type === 'detections');
+    const alerts = lines.filter((m) => m.type === 'alert');
+    // Both runs did their work: each frame 0 twice, one alert each.
+    expect(detections.filter((m) => m.seq === 0)).toHaveLength(2);
+    expect(alerts.map((m) => m.seq)).toEqual([0, 0]);
+    expect(new Set(lines.map((m) => m.run)).size).toBe(2);
+    expect(new Set(detections.map((m) => `${m.source}/${m.run}/${m.seq}`)).size).toBe(detections.length);
+    expect(new Set(alerts.map((m) => m.alert!.id)).size).toBe(2);
+    for (const a of alerts) expect(a.alert!.id).toBe(`cam:crowd:${a.run}-0:r0`);
+  }, 60_000);
+});
