@@ -557,15 +557,22 @@ export class KafkaSink implements Sink {
     if (this.compactedSaid !== topic) names.push(topic);
     if (ownStatus && this.uncompactedSaid !== ownStatus) names.push(ownStatus);
     if (names.length === 0) return;
-    let policies: Map<string, string | undefined>;
-    try {
-      // 2: kafkajs's ConfigResourceTypes.TOPIC (its ES module build does not export it by name).
-      const r = await admin.describeConfigs({ includeSynonyms: false, resources: names.map((name) => ({ type: 2, name, configNames: ['cleanup.policy'] })) });
-      // By name (an answer's resources are in the request's order, which is the fallback).
-      policies = new Map(names.map((name, i) => [name, (r.resources.find((x) => x.resourceName === name) ?? r.resources[i])?.configEntries.find((c) => c.configName === 'cleanup.policy')?.configValue]));
-    } catch {
-      return;
-    }
+    // One request a topic: kafkajs throws a request any of whose resources has an error (no
+    // DescribeConfigs right on it, an ACL per topic), the others' answers with it; asked together,
+    // a status topic argus may not describe kept the compacted alerts topic's error unsaid.
+    const policies = new Map(
+      await Promise.all(
+        names.map(async (name) => {
+          try {
+            // 2: kafkajs's ConfigResourceTypes.TOPIC (its ES module build does not export it by name).
+            const r = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2, name, configNames: ['cleanup.policy'] }] });
+            return [name, r.resources[0]?.configEntries.find((c) => c.configName === 'cleanup.policy')?.configValue] as const;
+          } catch {
+            return [name, undefined] as const;
+          }
+        }),
+      ),
+    );
     if (this.closed) return;
     const policy = policies.get(topic);
     if (this.compactedSaid !== topic && policy?.split(',').includes('compact')) {

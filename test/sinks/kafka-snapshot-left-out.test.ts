@@ -118,14 +118,14 @@ describe('Kafka sink: the check of the alerts topic cleanup policy at start (scr
       const sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'] }), ssl: undefined, closeTimeoutMs: 200, startWaitMs: 3000, log: (msg, fields, level = 'info') => logs.push({ msg, fields, level }) });
       const topics = ['argus.detections', 'argus.alerts', 'argus.status'];
       // The broker answers the topic list at once, the DescribeConfigs only when the test says (a slow controller).
-      let answer!: (r: unknown) => void;
+      const answers = new Map<string, (r: unknown) => void>();
       let disconnected = false;
       const admin = {
         connect: async () => undefined,
         disconnect: async () => void (disconnected = true),
         listTopics: async () => topics,
         createTopics: async () => true,
-        describeConfigs: () => new Promise((r) => (answer = r)),
+        describeConfigs: ({ resources }: { resources: { name: string }[] }) => new Promise((r) => answers.set(resources.map((x) => x.name).join(), r)),
       };
       const producer = { connect: async () => undefined, disconnect: async () => undefined, on: () => undefined, events: { DISCONNECT: 'producer.disconnect' }, sendBatch: async () => [] };
       Object.assign(sink as unknown as object, { kafka: { admin: () => admin, producer: () => producer }, producer, makeProducer: () => producer });
@@ -136,7 +136,8 @@ describe('Kafka sink: the check of the alerts topic cleanup policy at start (scr
       expect(sink.stats.connected).toBe(true);
       expect(logs.filter((l) => /no answer/.test(l.msg))).toEqual([]);
       // The answer, later: said then, and the admin connection let go.
-      answer({ resources: [{ configEntries: [{ configName: 'cleanup.policy', configValue: 'compact' }] }] });
+      answers.get('argus.alerts')!({ resources: [{ configEntries: [{ configName: 'cleanup.policy', configValue: 'compact' }] }] });
+      answers.get('argus.status')!({ resources: [{ configEntries: [{ configName: 'cleanup.policy', configValue: 'compact' }] }] });
       await vi.advanceTimersByTimeAsync(10);
       expect(logs.filter((l) => /is compacted/.test(l.msg)).map((l) => l.level)).toEqual(['error']);
       expect(disconnected).toBe(true);
@@ -144,6 +145,35 @@ describe('Kafka sink: the check of the alerts topic cleanup policy at start (scr
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+describe('Kafka sink: the cleanup-policy check, where the broker lets argus describe some topics only (scripted client)', () => {
+  it("says a compacted alerts topic though the status topic's configs may not be described (an ACL per topic): one DescribeConfigs for both failed as a whole, and the alerts topic's error went unsaid", async () => {
+    const logs: Logged[] = [];
+    const sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'] }), ssl: undefined, closeTimeoutMs: 200, log: (msg, fields, level = 'info') => logs.push({ msg, fields, level }) });
+    const asked: string[][] = [];
+    const admin = {
+      connect: async () => undefined,
+      disconnect: async () => undefined,
+      listTopics: async () => ['argus.detections', 'argus.alerts', 'argus.status'],
+      createTopics: async () => true,
+      // As kafkajs answers (protocol/requests/describeConfigs/v0/response.js): a request any of whose
+      // resources has an error is thrown as that error, the others' answers with it.
+      describeConfigs: async ({ resources }: { resources: { name: string }[] }) => {
+        asked.push(resources.map((r) => r.name));
+        if (resources.some((r) => r.name === 'argus.status')) throw Object.assign(new Error('Not authorized to access topics: [Topic authorization failed]'), { type: 'TOPIC_AUTHORIZATION_FAILED', retriable: false });
+        return { resources: resources.map((r) => ({ resourceName: r.name, configEntries: [{ configName: 'cleanup.policy', configValue: 'compact' }] })) };
+      },
+    };
+    const producer = { connect: async () => undefined, disconnect: async () => undefined, on: () => undefined, events: { DISCONNECT: 'producer.disconnect' }, sendBatch: async () => [] };
+    Object.assign(sink as unknown as object, { kafka: { admin: () => admin, producer: () => producer }, producer, makeProducer: () => producer });
+    await sink.start();
+    await vi.waitFor(() => expect(asked.flat().sort()).toEqual(['argus.alerts', 'argus.status']));
+    await vi.waitFor(() => expect(logs.filter((l) => /is compacted/.test(l.msg)).map((l) => [l.level, l.fields?.topic])).toEqual([['error', 'argus.alerts']]));
+    // The status topic's policy is not known: nothing said of it.
+    expect(logs.filter((l) => /is not compacted/.test(l.msg))).toEqual([]);
+    await sink.close();
   });
 });
 
