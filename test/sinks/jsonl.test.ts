@@ -1,8 +1,8 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, closeSync, constants, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { appendFileSync, closeSync, constants, mkdtempSync, openSync, readFileSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import { SharedStdoutWriter, type SharedStream } from '../../src/core/log.js';
 import { JsonlSink } from '../../src/sinks/jsonl.js';
@@ -174,5 +174,18 @@ describe('JsonlSink on a file, across starts of argus', () => {
     expect(readFileSync(file, 'utf8')).toBe(
       '{"type":"alert","run":"a","seq":7}\n{"type":"detections","run":"b","se\n{"type":"alert","run":"c","seq":0}\n{"type":"detections","run":"d","seq":0}\n',
     );
+  });
+});
+
+describe('JsonlSink on a file that is rotated (README: logrotate copytruncate)', () => {
+  it('goes on at the start of a file cut to 0 bytes (appended to: no hole of NUL bytes where the cut lines were)', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'argus-jsonl-')), 'out.jsonl');
+    const sink = await JsonlSink.open(file);
+    sink.publish('alert', 'cam', '{"type":"alert","seq":1}');
+    await vi.waitFor(() => expect(readFileSync(file, 'utf8')).toBe('{"type":"alert","seq":1}\n'));
+    truncateSync(file, 0); // what copytruncate does after its copy
+    sink.publish('alert', 'cam', '{"type":"alert","seq":2}');
+    await sink.close();
+    expect(readFileSync(file, 'utf8')).toBe('{"type":"alert","seq":2}\n');
   });
 });
