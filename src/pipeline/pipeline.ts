@@ -486,13 +486,18 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
 
   const detached = new Map<string, DetachedTotals>();
   /**
-   * The last ffmpeg of each attached id, while its chain runs or that ffmpeg has not exited: a
-   * chain attached again under the id (a worker's camera edited, or stopped and started) starts
-   * its ffmpeg once the last one has exited (FFMPEG_EXIT_WAIT_MS at most), as a source's restart
-   * does. It started beside it, killed but not gone: a camera that takes one session at a time, or
-   * a V4L2 device, refused the new one. Forgotten once no chain of the id runs and that ffmpeg has gone.
+   * The chains of each attached id still running (their continuity) and the id's last ffmpeg,
+   * while a chain runs or that ffmpeg has not exited. A chain attached again under the id (an argus
+   * worker's camera edited, or claimed again while its stopped chain still had a frame in
+   * inference past stopBudget):
+   * - starts past the running chains' seq, not at the seq the last one started at: both counted
+   *   from there, and the same run published the same seq twice, alert ids with it;
+   * - starts its ffmpeg once the last one has exited (FFMPEG_EXIT_WAIT_MS at most), as a source's
+   *   restart does: it started beside it, killed but not gone, and a camera that takes one session
+   *   at a time, or a V4L2 device, refused the new one.
+   * Forgotten once no chain of the id runs and that ffmpeg has gone.
    */
-  const lastFfmpeg = new Map<string, { last: LastFfmpeg; chains: number }>();
+  const live = new Map<string, { running: Set<Continuity>; last: LastFfmpeg }>();
   const maxDetached = options.maxDetached ?? MAX_DETACHED_KEPT;
   /** The largest next seq of a forgotten detached id: an id not in `detached` starts there. */
   let seqFloor = 0;
@@ -525,18 +530,15 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
           stats.push(st);
           if (analyzer) analyzerMap.set(src.id, analyzer);
           const before = detached.get(src.id);
-          const cont: Continuity = { nextSeq: before?.nextSeq ?? seqFloor, lastPts: before?.lastPts, ptsOrigin: before?.ptsOrigin, fps: before?.fps };
+          const held = live.get(src.id) ?? { running: new Set<Continuity>(), last: {} };
+          live.set(src.id, held);
+          const running = held.running;
+          const cont: Continuity = { nextSeq: Math.max(before?.nextSeq ?? seqFloor, ...[...running].map((c) => c.nextSeq)), lastPts: before?.lastPts, ptsOrigin: before?.ptsOrigin, fps: before?.fps };
+          running.add(cont);
           const input = inputOf(url);
           if (input) inputs.push(input);
-          const held = lastFfmpeg.get(src.id) ?? { last: {}, chains: 0 };
-          held.chains++;
-          lastFfmpeg.set(src.id, held);
           return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne, admit, cont, held.last).pipe(
             finalize(() => {
-              held.chains--;
-              void lastFfmpegGone(held.last).then(() => {
-                if (held.chains === 0 && lastFfmpeg.get(src.id) === held) lastFfmpeg.delete(src.id);
-              });
               const at = stats.indexOf(st);
               if (at >= 0) stats.splice(at, 1);
               const i = input ? inputs.lastIndexOf(input) : -1;
@@ -551,7 +553,12 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
               d.reconnects += st.reconnects;
               d.decodeErrors += st.decodeErrors;
               if (analyzer) d.analytics = addReports(d.analytics, analyzer.report());
-              Object.assign(d, cont, { fps: st.fps ?? cont.fps });
+              running.delete(cont);
+              void lastFfmpegGone(held.last).then(() => {
+                if (running.size === 0 && live.get(src.id) === held) live.delete(src.id);
+              });
+              // The largest next seq of its chains, whichever ended last (one attached while another still ran).
+              Object.assign(d, cont, { fps: st.fps ?? cont.fps, nextSeq: Math.max(d.nextSeq, cont.nextSeq) });
               detached.delete(src.id); // the latest detached last: the first is forgotten first
               detached.set(src.id, d);
               if (detached.size > maxDetached) {

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { delay, filter, lastValueFrom, map, pipe, Subject, timer, toArray } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FrameResult } from '../../src/analytics/analyze.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { PipelineSchema, ZoneSchema, type PipelineConfig } from '../../src/config/schema.js';
@@ -572,6 +572,42 @@ describe('a source attached again under the same id (real ffmpeg, fake session)'
     expect(first.at(-1)!.frame.pts).toBeCloseTo(1.1, 6);
     expect(second.map((r) => r.frame.pts)[0]).toBeCloseTo(1.2, 6);
     expect(p.detached.get('late')).toMatchObject({ attachments: 2, framesIn: 24, framesOut: 24, dropped: 0, inferenceErrors: 0, reconnects: 0, nextSeq: 24 });
+  });
+
+  it("attached again while its last chain, stopped, still has a frame in inference (an argus worker's camera claimed again after stopBudget): its seq starts past that chain's, and the next attachment past both", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-attach-overlap-'));
+    const clip = join(dir, 'clip.mp4');
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', `testsrc=size=${S}x${S}:rate=10`, '-frames:v', '12', '-pix_fmt', 'yuv420p', clip]);
+    const p = await createPipeline({ ...config(), sources: [{ ...config().sources[0], enabled: false }] }, { detector });
+    const src = { ...config().sources[0], id: 'again', uri: clip, rate: 'fast' as const };
+    session.hold = true;
+    try {
+      const stopOld = new Subject<void>();
+      const old = lastValueFrom(p.attach(src, stopOld).pipe(toArray()));
+      // Its first frames in inference, held there (a stalled model); the file read on meanwhile.
+      await vi.waitFor(() => expect(session.held.length).toBeGreaterThan(0));
+      await vi.waitFor(() => expect(p.stats.find((s) => s.id === 'again')!.framesIn).toBeGreaterThan(1));
+      stopOld.next();
+      const readByOld = p.stats.find((s) => s.id === 'again')!.framesIn;
+      // Claimed again: attached while the stopped chain still runs (its frame in inference).
+      const fresh = lastValueFrom(p.attach(src, new Subject<void>()).pipe(toArray()));
+      session.hold = false;
+      while (session.held.length > 0) session.finish();
+      const [a, b] = await Promise.all([old, fresh]);
+      const seqA = a.map((r) => r.frame.seq);
+      const seqB = b.map((r) => r.frame.seq);
+      expect(seqA.length).toBeGreaterThan(0);
+      expect(seqB).toHaveLength(12);
+      // Before, both started at 0: (run, seq) repeated, and alert ids with them.
+      expect(Math.min(...seqB)).toBeGreaterThanOrEqual(readByOld);
+      expect(Math.min(...seqB)).toBeGreaterThan(Math.max(...seqA));
+      // The next attachment starts past both, whichever chain ended last.
+      const third = await lastValueFrom(p.attach(src, new Subject<void>()).pipe(toArray()));
+      expect(third[0].frame.seq).toBe(Math.max(...seqB) + 1);
+    } finally {
+      session.hold = false;
+      while (session.held.length > 0) session.finish();
+    }
   });
 
   it("what its zones and rules counted is in `detached` too, over every attachment (each attachment's analyzer starts from nothing)", async () => {
