@@ -374,6 +374,21 @@ export function ffmpegInput(url: string): string {
   return hasScheme(url) ? url : `file:${url}`;
 }
 
+/**
+ * How ffmpeg opens a source's `url` of kind `kind` where no relay of argus's stands between them:
+ * the input options that name its demuxer (`-f v4l2` for a V4L2 device, which ffmpeg does not
+ * guess from a path) and what `-i` names (a V4L2 device by its path, `v4l2://` taken off: not a
+ * protocol of ffmpeg's; a file through ffmpegInput; a URL as it is). The one rule for a run's
+ * source (buildFfmpegArgs) and argus detect and preview (tools/frames): preview handed ffmpeg
+ * `file:/dev/video0` without `-f v4l2`, and `v4l2://…` as it was (Protocol not found).
+ */
+export function sourceInput(url: string, kind: SourceKind = sourceKind(url)): { format: readonly string[]; url: string } {
+  if (kind === 'v4l2') return { format: V4L2_FORMAT, url: url.replace(/^v4l2:\/\//i, '') };
+  return { format: [], url: kind === 'file' ? ffmpegInput(url) : url };
+}
+
+const V4L2_FORMAT: readonly string[] = ['-f', 'v4l2'];
+
 /** `url` starts with `scheme://` (a URL, not a path). */
 export function hasScheme(url: string): boolean {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(url);
@@ -449,6 +464,7 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
   const args = ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'repeat+verbose'];
   const decode = input.decode ?? DEFAULT_DECODE;
   const live = reportsFrameTimes(input);
+  const opened = sourceInput(input.url, input.kind);
   if (decode.threads > 0) args.push('-threads', String(decode.threads));
   if (decode.lowLatency && decode.threads !== 1) args.push('-thread_type', 'slice');
   // Each packet is stamped with the wall clock when the demuxer reads it (before decoding),
@@ -477,7 +493,7 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
       if (input.relay) args.push('-allowed_media_types', 'video');
       break;
     case 'v4l2':
-      args.push('-f', 'v4l2');
+      args.push(...opened.format);
       break;
     case 'http':
     case 'stream':
@@ -496,7 +512,7 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
   // (A still image's format last: the user's input arguments name another picture's.)
   const still = input.still && stillInput(input.still);
   if (still) args.push(...still.args);
-  const url = still ? still.url : input.kind === 'v4l2' ? input.url.replace(/^v4l2:\/\//i, '') : input.kind === 'file' ? ffmpegInput(input.url) : (input.relay ?? input.credentialRelay ?? input.url);
+  const url = still ? still.url : input.kind === 'v4l2' || input.kind === 'file' ? opened.url : (input.relay ?? input.credentialRelay ?? input.url);
   args.push('-i', url, '-an', '-sn', '-dn', '-map', '0:v:0');
 
   const { width: W, height: H } = out;

@@ -10,6 +10,7 @@ import { ArgusError, ErrorCodes, isArgusError, type ErrorCode } from '../core/er
 import { isVideoPath, sameFile, unwritableDir, VIDEO_EXTENSIONS, writeWhole } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import { forTerminal, forTerminalLines } from '../core/text.js';
+import { sourceKind } from '../sources/ffmpeg-args.js';
 import { resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { quoteDamage } from '../sources/stats.js';
 import { inputKind, readImage, videoFrames, type RawFrame, type VideoInfo } from './frames.js';
@@ -198,12 +199,14 @@ export async function runDetect(files: readonly string[], options: DetectOptions
   const write = options.write ?? report!.write;
   const log: LogFn = (m, f, level) => (level === 'warn' || level === 'error' ? options.log?.(m, f, level) : undefined);
   if (files.length === 0) throw new ArgusError(ErrorCodes.CONFIG, 'detect: give at least one image or video file');
-  // A URL (`argus detect https://…/x.jpg`, a camera) was "file not found" as any other name.
+  // A URL (`argus detect https://…/x.jpg`, a camera) was "file not found" as any other name. A
+  // V4L2 device (/dev/video0) is a camera too: opened as one (`-f v4l2`, tools/frames), it never
+  // ends, and every frame's detections are kept for the report.
   const missing = (f: string) =>
-    new ArgusError(ErrorCodes.SOURCE_OPEN, /^[a-z][a-z0-9+.-]*:\/\//i.test(f) ? `detect: ${f}: detect reads local files, not URLs: download the file first, or name a camera as a source of a pipeline and look at it with argus preview` : `detect: file not found: ${f}`);
+    new ArgusError(ErrorCodes.SOURCE_OPEN, sourceKind(f) === 'v4l2' ? `detect: ${f} is a V4L2 camera, not a file: detect reads files to their end; name it as a source of a pipeline and look at it with argus preview` : /^[a-z][a-z0-9+.-]*:\/\//i.test(f) ? `detect: ${f}: detect reads local files, not URLs: download the file first, or name a camera as a source of a pipeline and look at it with argus preview` : `detect: file not found: ${f}`);
   // Nothing to read at all: fail before the model loads (with --json, its document all the same:
   // one error entry a file). Otherwise a missing file fails alone.
-  if (files.every((f) => !existsSync(f))) {
+  if (files.every((f) => sourceKind(f) === 'v4l2' || !existsSync(f))) {
     if (!options.json) throw missing(files[0]);
     const named = modelRef(options.model);
     const none: DetectOutput = { model: named.path ? resolve(named.path) : named.manifest!, files: files.map((f) => ({ file: redact(f), width: 0, height: 0, frames: [], error: { code: ErrorCodes.SOURCE_OPEN, message: redact(missing(f).message) } })), failed: files.length };
@@ -237,7 +240,7 @@ export async function runDetect(files: readonly string[], options: DetectOptions
         if (writeFrame) await writeFrame(await drawnAt(imageOf(frame), { detections: d, labels }, size?.()));
       };
       try {
-        if (!existsSync(file)) throw missing(file);
+        if (sourceKind(file) === 'v4l2' || !existsSync(file)) throw missing(file);
         if (statSync(file).isDirectory()) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `detect: ${file} is a folder: give the files in it (${join(file, '*.jpg')}, …)`);
         if (!video) {
           const frame = await readImage(file);

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { statSync, type Stats } from 'node:fs';
 import { exitOf, ownChild } from '../core/children.js';
-import { notAnInput } from '../core/files.js';
+import { deviceProblem, notAnInput } from '../core/files.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { decodeBoundArgs, deinterlaceFilters, ffmpegInput, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, readsOnce, runTag, sampleFilter, sourceBoundFilter, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
+import { decodeBoundArgs, deinterlaceFilters, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, readsOnce, runTag, sampleFilter, sourceBoundFilter, sourceInput, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
 import { ffmpegAutoscales, notFfmpeg } from '../sources/ffmpeg-path.js';
 import { FFMPEG_EXIT_WAIT_MS } from '../sources/ffmpeg-source.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
@@ -175,7 +175,14 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
   // A local still image: decoded as argus detect and a pipeline's source read it (decodeStill),
   // and given to ffmpeg on its stdin as one raw frame.
   const stillPath = stillImagePath(o.url);
-  if (stillPath === undefined && !hasScheme(o.url)) mustExist(o.url, 'video');
+  // A V4L2 device as a run opens one (sourceInput: `-f v4l2`, its path); one not there, or not
+  // this user's to open, named as `argus check` names it.
+  const kind = sourceKind(o.url);
+  const opened = sourceInput(o.url, kind);
+  if (kind === 'v4l2') {
+    const why = await deviceProblem(opened.url);
+    if (why) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `video: ${o.url} ${why}`);
+  } else if (stillPath === undefined && !hasScheme(o.url)) mustExist(o.url, 'video');
   const still = stillPath !== undefined ? await decodeStill(stillPath) : undefined;
   // verbose: the scale filter's line at each (re)configuration, which gives a new picture's size
   // before the report of its first frame (see `sizes`).
@@ -184,7 +191,7 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
   // toFixed's exponent form (1e21 and up).
   if (o.start && o.start > 0) args.push('-ss', Math.min(o.start, 1e9).toFixed(6));
   const raw = still && stillInput(still);
-  args.push(...decodeBoundArgs(o.url), ...(raw ? raw.args : (o.inputArgs ?? [])), '-i', raw ? raw.url : ffmpegInput(o.url), '-an', '-sn', '-dn', '-map', '0:v:0');
+  args.push(...(raw ? [] : opened.format), ...decodeBoundArgs(o.url), ...(raw ? raw.args : (o.inputArgs ?? [])), '-i', raw ? raw.url : opened.url, '-an', '-sn', '-dn', '-map', '0:v:0');
   // Each decoded frame once, with its own time: sampled (never duplicated, whatever `fps`), reduced
   // to the pipeline's bound on source-size frames (so pixel coordinates agree with a run's), and
   // its time printed on the log. Passthrough: no frame is repeated or dropped to make a constant
@@ -198,7 +205,7 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
   // change of resolution, and the frame bwdif held (it holds one, whatever frames it deinterlaces)
   // was lost: the last frame before each change never came.
   const deinterlace = raw ? [] : deinterlaceFilters(o.deinterlace ?? 'auto', o.interlaced, o.url);
-  args.push('-vf', [...deinterlace, ...(o.fps ? [sampleFilter(o.fps, sourceKind(o.url) !== 'file')] : []), sourceBoundFilter(o.url), ...frameTimeFilters(tag)].join(','));
+  args.push('-vf', [...deinterlace, ...(o.fps ? [sampleFilter(o.fps, kind !== 'file')] : []), sourceBoundFilter(o.url), ...frameTimeFilters(tag)].join(','));
   const outputUrl = taggedStdout(tag);
   const frameTimes = new FrameTimes(frameTimeKey(tag));
   // One encoder thread: frame threads hold each frame until the next ones come (ffmpeg-args).
