@@ -182,13 +182,14 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
           url: ffmpegUrl,
           // The source's inputArgs, as a run gives them (ffmpeg was given none: a raw video
           // described by them, a V4L2 camera's format, failed here and ran): through argus's HTTP
-          // relay without the options it takes over; through its RTSP one after the source's
-          // transport (ffmpeg's own default tries UDP, then TCP).
+          // relay without the options it takes over; an RTSP camera's, relayed or not, after the
+          // source's transport, as a run's (without a relay, ffmpeg's own default tried UDP first,
+          // whatever rtspTransport said: a camera reached over TCP only waited for it).
           inputArgs:
-            relay instanceof RtspTap
-              ? ['-rtsp_transport', rtspTransportOf({ url, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs }) ?? 'tcp', ...userInputArgs(url, sourceKind(url), src.inputArgs ?? [])]
-              : relay instanceof HttpRelay
-                ? relay.ffmpegInputArgs(src.inputArgs)
+            relay instanceof HttpRelay
+              ? relay.ffmpegInputArgs(src.inputArgs)
+              : sourceKind(url) === 'rtsp'
+                ? ['-rtsp_transport', rtspTransportOf({ url, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs }) ?? 'tcp', ...userInputArgs(url, 'rtsp', src.inputArgs ?? [])]
                 : src.inputArgs,
           start: seekAt,
           // Up to and including the frame shown at `at` (live: the first 2 s).

@@ -74,3 +74,27 @@ describe('argus preview of a camera with credentials', () => {
     expect(camera.auths.ok).toBeGreaterThan(0);
   }, 60_000);
 });
+
+describe('argus preview of an RTSP camera without credentials (no relay)', () => {
+  const dir = modelDir();
+  afterAll(() => dir.cleanup());
+
+  it("ffmpeg is given the source's transport as a run is, tcp by default (it was given none: ffmpeg's own default set the camera up over UDP)", async () => {
+    const model = dir.path('preview-plain-rtsp.onnx');
+    writeHostileModel(model);
+    const { camera, url } = await RtspCamera.start(PERSON_VIDEO, '320x180');
+    const work = mkdtempSync(join(tmpdir(), 'argus-preview-plain-'));
+    const yaml = join(work, 'p.yaml');
+    writeFileSync(yaml, ['sources:', '  - id: cam', `    uri: "${url}"`, 'model:', `  path: ${model}`, ''].join('\n'));
+    commands.length = 0;
+    try {
+      await runPreview(yaml, { out: join(work, 'p.png'), write: () => {} });
+    } finally {
+      await camera.close();
+    }
+    const runs = commands.filter((c) => c.includes(' -i '));
+    expect(runs.length).toBeGreaterThan(0);
+    for (const c of runs) expect(c).toContain(`-rtsp_transport tcp`);
+    expect(camera.transports).toEqual(['tcp']);
+  }, 60_000);
+});
