@@ -1,7 +1,9 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, openSync, readSync, unlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
-import { isAbsolute, resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { ownChild } from '../core/children.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 
@@ -98,6 +100,9 @@ export const VERSION_TIMEOUT_MS = 10_000;
  */
 const OUTPUT_AFTER_EXIT_MS = 200;
 
+/** The most of a `-version`'s output read (ffmpeg's is 1 to 2 kB). */
+const VERSION_OUTPUT_BYTES = 1 << 20;
+
 // `ffmpeg -version` per path, run once per process.
 const versions = new Map<string, Promise<FfmpegVersion | undefined>>();
 const versionsSync = new Map<string, FfmpegVersion | undefined>();
@@ -112,7 +117,7 @@ export function ffmpegVersion(path: string, timeoutMs = VERSION_TIMEOUT_MS): Pro
   if (!p) {
     p = new Promise((resolve) => {
       const child = ownChild(
-        execFile(path, ['-hide_banner', '-version'], { timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 1 << 20 }, (err, stdout) => {
+        execFile(path, ['-hide_banner', '-version'], { timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: VERSION_OUTPUT_BYTES }, (err, stdout) => {
           const v = err ? undefined : parseFfmpegVersion(String(stdout));
           // Not started (EAGAIN, EMFILE: a code of node's), or ended by a signal (the timeout, the OOM killer): no answer.
           // More than maxBuffer of output is an answer, and not ffmpeg's (node ends it, a code and a signal of its own).
@@ -161,10 +166,22 @@ export function ffmpegAutoscales(path: string): boolean {
 function ffmpegVersionSync(path: string, timeoutMs = VERSION_TIMEOUT_MS): FfmpegVersion | undefined {
   if (!versionsSync.has(path)) {
     let v: FfmpegVersion | undefined;
+    // Its output into a file (unlinked at once), not a pipe: execFileSync waits for a pipe's
+    // every writer, and a wrapper's grandchild (`cmd &`) that kept it held an answer printed
+    // already until the timeout (10 s, the whole process blocked), then taken as no answer. A
+    // file is read once the program itself has exited (the first 1 MiB, execFile's maxBuffer).
+    let fd: number | undefined;
     try {
-      v = parseFfmpegVersion(execFileSync(path, ['-hide_banner', '-version'], { timeout: timeoutMs, killSignal: 'SIGKILL', encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+      const out = join(tmpdir(), `argus-ffmpeg-version-${process.pid}-${randomBytes(6).toString('hex')}`);
+      fd = openSync(out, 'wx+', 0o600);
+      unlinkSync(out);
+      execFileSync(path, ['-hide_banner', '-version'], { timeout: timeoutMs, killSignal: 'SIGKILL', stdio: ['ignore', fd, 'ignore'] });
+      const text = Buffer.alloc(VERSION_OUTPUT_BYTES);
+      v = parseFfmpegVersion(text.toString('utf8', 0, readSync(fd, text, 0, text.length, 0)));
     } catch {
       v = undefined;
+    } finally {
+      if (fd !== undefined) closeSync(fd);
     }
     versionsSync.set(path, v);
     versions.set(path, Promise.resolve(v));

@@ -189,4 +189,15 @@ describe('a -version that does not end (a wrapper that ignores SIGTERM, a grandc
     // (Was: the timeout's 20 s.)
     expect(Date.now() - t0).toBeLessThan(8_000);
   }, 40_000);
+
+  it('the synchronous one too (resolveFfmpegSync, defaultFfmpegPath): the answer, not the timeout and no answer', () => {
+    const p = join(dir, 'ffmpeg-bg-sync');
+    writeFileSync(p, `#!/bin/sh\nsleep 30 &\necho $! > "${p}.pid"\necho 'ffmpeg version 6.1 Copyright (c) 2000-2023 the FFmpeg developers'\n`);
+    chmodSync(p, 0o755);
+    pids.push(`${p}.pid`);
+    const t0 = Date.now();
+    // (Was: the whole process blocked for the timeout's 20 s, then version 'unknown'.)
+    expect(resolveFfmpegSync({ env: { ARGUS_FFMPEG: p }, versionTimeoutMs: 20_000 }).version).toBe('6.1');
+    expect(Date.now() - t0).toBeLessThan(8_000);
+  }, 40_000);
 });
