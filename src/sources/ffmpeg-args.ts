@@ -394,12 +394,17 @@ export function hasScheme(url: string): boolean {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(url);
 }
 
-/** Classifies a source URI. Local paths and file:// URLs are files; /dev/video* is V4L2. */
+/**
+ * Classifies a source URI. Local paths and file:// URLs are files; /dev/videoN and udev's stable
+ * names of the same devices (/dev/v4l/by-id/…, /dev/v4l/by-path/…: a camera keeps its name
+ * whatever order the USB bus found them in) are V4L2. Such a name was a file: ffmpeg read the
+ * device through its file protocol, without `-f v4l2`.
+ */
 export function sourceKind(url: string): SourceKind {
   if (/^rtsps?:\/\//i.test(url)) return 'rtsp';
   if (/^https?:\/\//i.test(url)) return 'http';
   if (/^(rtmps?|srt|udp|tcp):\/\//i.test(url)) return 'stream';
-  if (/^v4l2:\/\//i.test(url) || /^\/dev\/video\d+$/.test(url)) return 'v4l2';
+  if (/^v4l2:\/\//i.test(url) || /^\/dev\/(video\d+|v4l\/by-(id|path)\/[^/]+)$/.test(url)) return 'v4l2';
   return 'file';
 }
 

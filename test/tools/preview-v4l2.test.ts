@@ -94,6 +94,10 @@ describe('sourceInput', () => {
     const { sourceInput } = await import('../../src/sources/ffmpeg-args.js');
     expect(sourceInput('/dev/video0')).toEqual({ format: ['-f', 'v4l2'], url: '/dev/video0' });
     expect(sourceInput('V4L2:///dev/video2')).toEqual({ format: ['-f', 'v4l2'], url: '/dev/video2' });
+    // udev's stable name of a camera (a link to its /dev/videoN): was a file, read through ffmpeg's file protocol.
+    expect(sourceInput('/dev/v4l/by-id/usb-046d_HD_Webcam_C615-video-index0')).toEqual({ format: ['-f', 'v4l2'], url: '/dev/v4l/by-id/usb-046d_HD_Webcam_C615-video-index0' });
+    expect(sourceInput('/dev/v4l/by-path/pci-0000:00:14.0-usb-0:1:1.0-video-index0').format).toEqual(['-f', 'v4l2']);
+    expect(sourceInput('/dev/v4l/x.mp4').format).toEqual([]);
     expect(sourceInput('cam-1:2.mp4')).toEqual({ format: [], url: 'file:cam-1:2.mp4' });
     expect(sourceInput('rtsp://h/x')).toEqual({ format: [], url: 'rtsp://h/x' });
   });
