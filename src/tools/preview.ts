@@ -20,7 +20,6 @@ import type { DetectedFrame } from '../postprocess/postprocess.js';
 import { indexedFormat, isStillImage, readsOnce, sourceKind, userInputArgs } from '../sources/ffmpeg-args.js';
 import { HttpRelay } from '../sources/http-relay.js';
 import { configuredFfmpegPath, describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
-import { RtspTap } from '../sources/rtsp-tap.js';
 import { secretsRelay } from '../sources/secrets-relay.js';
 import { track } from '../tracking/track.js';
 import { videoFrames, type RawFrame } from './frames.js';
