@@ -423,8 +423,11 @@ export async function quiesceInference(timeoutMs: number): Promise<boolean> {
  * exit status 137, the run's own status lost).
  */
 export async function exitAfterInference(code: number | undefined, timeoutMs: number): Promise<void> {
-  if (await quiesceInference(timeoutMs)) return void process.exit(code);
+  const quiet = await quiesceInference(timeoutMs);
+  // (process.exit(undefined) is process.exit(0) on Node 20: an explicit undefined resets
+  // process.exitCode. A CLI error's exit 2 came out as 0 once a socket held the process.)
   const status = code ?? (typeof process.exitCode === 'number' ? process.exitCode : 0);
+  if (quiet) return void process.exit(status);
   const hard = canHardExit();
   const what = opening.size > 0 && ![...live].some((p) => p.busy) ? `the model's session was still being opened ${timeoutMs} ms after the stop (a TensorRT engine build takes minutes)` : `an inference run had not ended ${timeoutMs} ms after the stop (the model's run does not return)`;
   writeStderr(

@@ -362,6 +362,24 @@ void exitAfterInference(130, 500);
     expect(r.code).toBe(130);
   }, 90_000);
 
+  it('an exit with no status given keeps the one the run set (process.exit(undefined) on Node 20 exits 0), with a handle still open', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
+    const script = join(dir, 'exit-status.mts');
+    const root = join(__dirname, '../..');
+    writeFileSync(
+      script,
+      `import { createServer } from 'node:net';
+import { exitAfterInference } from '${root}/src/inference/worker-pool.ts';
+createServer().listen(0, '127.0.0.1'); // a handle that holds the process, as a broker's socket does
+process.exitCode = 3;
+void exitAfterInference(undefined, 500);
+`,
+    );
+    const { runCommand } = await import('../helpers/cli.js');
+    const r = await runCommand(process.execPath, ['--import', 'tsx', script], {}, 60_000);
+    expect(r.code, r.stderr).toBe(3);
+  }, 90_000);
+
   it("a start that fails on its sources (an unknown asset) while the model's session is being made says why at once, not after the build", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
     const model = join(dir, 'slow-open.onnx');
