@@ -16,6 +16,19 @@ import { detectFile } from '../helpers/detect.js';
 import { writeModel } from '../helpers/onnx-graphs.js';
 import { together } from './together.js';
 
+/** The checkout, for scripts run on their own (runScript). */
+const ROOT = join(__dirname, '../..');
+
+/**
+ * Writes `source` (TypeScript importing from `${ROOT}/src`) to `path` and runs it in a process of
+ * its own (tsx), asynchronously: its status and output. Exits are tested there, not in vitest's.
+ */
+async function runScript(path: string, source: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000) {
+  writeFileSync(path, source);
+  const { runCommand } = await import('../helpers/cli.js');
+  return runCommand(process.execPath, ['--import', 'tsx', path], env, timeoutMs);
+}
+
 let manifest: ModelManifest;
 const opened: Detector[] = [];
 const load = async (workers: number, extra: Partial<Parameters<typeof Detector.load>[2]> = {}, m: ModelManifest = manifest, path = MODEL) => {
@@ -171,24 +184,17 @@ describe('inference on worker threads', () => {
   it('a forced exit during a run waits for it (quiesceInference) and exits with the chosen code, not an abort', async () => {
     const { manifest: dyn } = await loadModelManifest('yolox-nano-dyn');
     const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
-    const script = join(dir, 'force.mts');
-    const root = join(__dirname, '../..');
-    writeFileSync(
-      script,
-      `import { Detector } from '${root}/src/inference/detector.ts';
-import { quiesceInference } from '${root}/src/inference/worker-pool.ts';
+    // Asynchronously (it was spawnSync): a busy machine stretches the model's load and run to
+    // tens of seconds, and a test file whose event loop stands still for 60 s has vitest's calls
+    // to its main process time out, an error that fails the run.
+    const r = await runScript(join(dir, 'force.mts'), `import { Detector } from '${ROOT}/src/inference/detector.ts';
+import { quiesceInference } from '${ROOT}/src/inference/worker-pool.ts';
 const det = await Detector.load(${JSON.stringify(dyn)}, ${JSON.stringify(await resolveModelFile(dyn))}, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0, workers: 1, batch: { maxBatch: 16, maxWaitMs: 0 } });
 const inputs = Array.from({ length: 16 }, () => det.createInput());
 void Promise.all(inputs.map((i) => det.run(i, () => process.stdout.write('s'))));
 // The batch of 16 was handed to the worker just now (synchronously): the exit comes during its run.
 void quiesceInference(100_000).finally(() => process.exit(130));
-`,
-    );
-    // Asynchronously (it was spawnSync): a busy machine stretches the model's load and run to
-    // tens of seconds, and a test file whose event loop stands still for 60 s has vitest's calls
-    // to its main process time out, an error that fails the run.
-    const { runCommand } = await import('../helpers/cli.js');
-    const r = await runCommand(process.execPath, ['--import', 'tsx', script], {}, 110_000);
+`, {}, 110_000);
     expect(r.stdout, r.stderr).toContain('s'); // the run had started when the exit came
     expect(r.stderr).not.toMatch(/terminate called|Napi::Error/);
     expect(r.code).toBe(130);
@@ -258,14 +264,11 @@ void quiesceInference(100_000).finally(() => process.exit(130));
       const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
       const model = join(dir, 'endless.onnx');
       writeModel(model, { input: { dims: [1, 3, 64, 64] }, loopTurns: 1e12, outputs: [{ name: 'output0', dims: [1, 4, 6] }], metadata: { names: "{0: 'person'}" } });
-      const script = join(dir, 'endless.mts');
-      const root = join(__dirname, '../..');
-      writeFileSync(
-        script,
-        `import { Detector } from '${root}/src/inference/detector.ts';
-import { exitAfterInference } from '${root}/src/inference/worker-pool.ts';
-import { ownChild } from '${root}/src/core/children.ts';
-import { writeStderr } from '${root}/src/core/log.ts';
+      const { alive } = await import('../helpers/cli.js');
+      const r = await runScript(join(dir, 'endless.mts'), `import { Detector } from '${ROOT}/src/inference/detector.ts';
+import { exitAfterInference } from '${ROOT}/src/inference/worker-pool.ts';
+import { ownChild } from '${ROOT}/src/core/children.ts';
+import { writeStderr } from '${ROOT}/src/core/log.ts';
 import { spawn } from 'node:child_process';
 // A child of argus's (an ffmpeg blocked opening a named pipe, or waiting for a camera): ended with argus.
 const child = ownChild(spawn('sleep', ['300'], { stdio: 'ignore' }));
@@ -279,10 +282,7 @@ const t = Date.now();
 await det.release();
 process.stdout.write(' released after ' + (Date.now() - t >= ${RELEASE_WAIT_MS}) + ' ');
 void exitAfterInference(130, 500);
-`,
-      );
-      const { alive, runCommand } = await import('../helpers/cli.js');
-      const r = await runCommand(process.execPath, ['--import', 'tsx', script], env, 80_000);
+`, env, 80_000);
       const child = Number(/^child (\d+) /.exec(r.stdout)?.[1]);
       // Ended without the exit handlers (which end the process's children), the child would be left running.
       // (Killed, it may be a zombie for a moment, until init reaps it.)
@@ -315,20 +315,13 @@ void exitAfterInference(130, 500);
     const model = join(dir, 'slow-open.onnx');
     // Some 10^4 products folded as the session opens: minutes, more than the test waits.
     writeModel(model, { input: { dims: [1, 3, 64, 64] }, openProducts: 1e4, outputs: [{ name: 'output0', dims: [1, 4, 6] }], metadata: { names: "{0: 'person'}" } });
-    const script = join(dir, 'slow-open.mts');
-    const root = join(__dirname, '../..');
-    writeFileSync(
-      script,
-      `import { Detector } from '${root}/src/inference/detector.ts';
-import { exitAfterInference } from '${root}/src/inference/worker-pool.ts';
+    const r = await runScript(join(dir, 'slow-open.mts'), `import { Detector } from '${ROOT}/src/inference/detector.ts';
+import { exitAfterInference } from '${ROOT}/src/inference/worker-pool.ts';
 void Detector.load(undefined, ${JSON.stringify(model)}, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0, workers: 1 }).then(() => process.stdout.write('opened'), (e) => process.stdout.write('failed: ' + e.message));
 // The worker is starting (or already inside the session's creation): the exit waits 500 ms for it. Before, the exit
 // aborted (134: terminate called after throwing Napi::Error) or waited for the session to open.
 setTimeout(() => void exitAfterInference(130, 500), 1000);
-`,
-    );
-    const { runCommand } = await import('../helpers/cli.js');
-    const r = await runCommand(process.execPath, ['--import', 'tsx', script], {}, 60_000);
+`);
     expect(r.stderr).toContain("argus: VAP_ERR_MODEL_RUN: the model's session was still being opened 500 ms after the stop (a TensorRT engine build takes minutes); exiting without waiting for it (exit status 130)");
     expect(r.stdout).toBe('');
     expect(r.code).toBe(130); // not left running until the test's kill at 60 s
@@ -338,13 +331,9 @@ setTimeout(() => void exitAfterInference(130, 500), 1000);
     const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
     const model = join(dir, 'slow-open.onnx');
     writeModel(model, { input: { dims: [1, 3, 64, 64] }, openProducts: 1e4, outputs: [{ name: 'output0', dims: [1, 84, 6] }], metadata: { names: "{0: 'person'}" } });
-    const script = join(dir, 'slow-start.mts');
-    const root = join(__dirname, '../..');
-    writeFileSync(
-      script,
-      `import { PipelineSchema } from '${root}/src/config/schema.ts';
-import { createPipeline } from '${root}/src/pipeline/pipeline.ts';
-import { exitAfterInference } from '${root}/src/inference/worker-pool.ts';
+    const r = await runScript(join(dir, 'slow-start.mts'), `import { PipelineSchema } from '${ROOT}/src/config/schema.ts';
+import { createPipeline } from '${ROOT}/src/pipeline/pipeline.ts';
+import { exitAfterInference } from '${ROOT}/src/inference/worker-pool.ts';
 const config = PipelineSchema.parse({ sources: [{ id: 'cam', uri: ${JSON.stringify(PERSON_VIDEO)} }], model: { path: ${JSON.stringify(model)}, warmupRuns: 0, workers: 1 } });
 const ac = new AbortController();
 setTimeout(() => ac.abort(), 1000);
@@ -354,29 +343,19 @@ await createPipeline(config, { signal: ac.signal }).then(
   (e) => process.stdout.write(e.code + ': ' + e.message + (Date.now() - t < 30_000 ? ' (at once)' : ' (late)')),
 );
 void exitAfterInference(130, 500);
-`,
-    );
-    const { runCommand } = await import('../helpers/cli.js');
-    const r = await runCommand(process.execPath, ['--import', 'tsx', script], {}, 60_000);
+`);
     expect(r.stdout, r.stderr).toBe("VAP_ERR_INTERRUPTED: stopped while the model's session was being made (a TensorRT engine build takes minutes), before any source started (at once)");
     expect(r.code).toBe(130);
   }, 90_000);
 
   it('an exit with no status given keeps the one the run set (process.exit(undefined) on Node 20 exits 0), with a handle still open', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
-    const script = join(dir, 'exit-status.mts');
-    const root = join(__dirname, '../..');
-    writeFileSync(
-      script,
-      `import { createServer } from 'node:net';
-import { exitAfterInference } from '${root}/src/inference/worker-pool.ts';
+    const r = await runScript(join(dir, 'exit-status.mts'), `import { createServer } from 'node:net';
+import { exitAfterInference } from '${ROOT}/src/inference/worker-pool.ts';
 createServer().listen(0, '127.0.0.1'); // a handle that holds the process, as a broker's socket does
 process.exitCode = 3;
 void exitAfterInference(undefined, 500);
-`,
-    );
-    const { runCommand } = await import('../helpers/cli.js');
-    const r = await runCommand(process.execPath, ['--import', 'tsx', script], {}, 60_000);
+`);
     expect(r.code, r.stderr).toBe(3);
   }, 90_000);
 
@@ -384,13 +363,9 @@ void exitAfterInference(undefined, 500);
     const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
     const model = join(dir, 'slow-open.onnx');
     writeModel(model, { input: { dims: [1, 3, 64, 64] }, openProducts: 1e4, outputs: [{ name: 'output0', dims: [1, 84, 6] }], metadata: { names: "{0: 'person'}" } });
-    const script = join(dir, 'missing-source.mts');
-    const root = join(__dirname, '../..');
-    writeFileSync(
-      script,
-      `import { PipelineSchema } from '${root}/src/config/schema.ts';
-import { createPipeline } from '${root}/src/pipeline/pipeline.ts';
-import { exitAfterInference } from '${root}/src/inference/worker-pool.ts';
+    const r = await runScript(join(dir, 'missing-source.mts'), `import { PipelineSchema } from '${ROOT}/src/config/schema.ts';
+import { createPipeline } from '${ROOT}/src/pipeline/pipeline.ts';
+import { exitAfterInference } from '${ROOT}/src/inference/worker-pool.ts';
 const config = PipelineSchema.parse({ sources: [{ id: 'cam', uri: 'asset:no-such-clip' }], model: { path: ${JSON.stringify(model)}, warmupRuns: 0, workers: 1 } });
 const t = Date.now();
 await createPipeline(config).then(
@@ -398,10 +373,7 @@ await createPipeline(config).then(
   (e) => process.stdout.write(e.code + (Date.now() - t < 30_000 ? ' (at once)' : ' (late)')),
 );
 void exitAfterInference(2, 500);
-`,
-    );
-    const { runCommand } = await import('../helpers/cli.js');
-    const r = await runCommand(process.execPath, ['--import', 'tsx', script], {}, 60_000);
+`);
     expect(r.stdout, r.stderr).toBe('VAP_ERR_ASSET_UNKNOWN (at once)');
     expect(r.code).toBe(2);
   }, 90_000);
