@@ -388,10 +388,19 @@ export class ZoneMonitor {
           st = undefined;
         }
         if (!st) {
+          // The tracker's times of its earlier sightings in this zone's frame time: the last one was
+          // the previous frame (a track being confirmed is matched on every frame). They differ once
+          // a source's timestamps went back (the tracker's clock runs on, shifted; LineCounter does
+          // the same). Before, they were taken as they were: after a restart every sighting was
+          // later than the frame, none was looked at, and a passage made while the tracker was
+          // confirming the track was lost.
+          const origin = d.trackOrigins?.get(id);
+          const seenBefore = origin && (origin.before ?? [origin]);
+          const shift = seenBefore && Number.isFinite(prevFrame) ? seenBefore[seenBefore.length - 1].ms - prevFrame : 0;
           // First seen when the tracker first saw it (some frames before it was confirmed and
           // reached the zone), so that a newcomer seen beside a track that then went unseen is not
           // taken for that track's new id.
-          const firstSeen = Math.min(tMs, d.trackOrigins?.get(id)?.ms ?? tMs);
+          const firstSeen = Math.min(tMs, origin ? origin.ms - shift : tMs);
           st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i], outX: NaN, outY: NaN, outAt: NaN, outBox: new Float32Array(4), inWhole: true, path: { polyIn: NaN, passIn: NaN, lastInside: NaN }, lastCountedObs: obsMs, offRun: 0 };
           this.tracks.set(id, st);
           // Its path starts where the tracker first surely saw it (the first of its sightings
@@ -405,23 +414,22 @@ export class ZoneMonitor {
           // before the track started (ByteTracker's PRE_TRACK_SIGHTINGS) may span a second or more,
           // and a person scored low walking round the zone's corner, straight from the first to
           // the confirmed one, went through it (an entry and an exit for one who never went in).
-          const origin = d.trackOrigins?.get(id);
-          const seenBefore = origin && (origin.before ?? [origin]);
-          const k0 = seenBefore ? seenBefore.findIndex((seen) => seen.ms < tMs && sureOrigin(seen.box, d.xyxy, i)) : -1;
+          const k0 = seenBefore ? seenBefore.findIndex((seen) => seen.ms - shift < tMs && sureOrigin(seen.box, d.xyxy, i)) : -1;
           const m = k0 >= 0 ? this.zone.margin(d, i) : 0;
           for (let k = k0; k >= 0 && k < seenBefore!.length; k++) {
             const seen = seenBefore![k];
-            if (k > k0 && !(seen.ms < tMs && sureOrigin(seen.box, d.xyxy, i))) continue;
+            const seenMs = seen.ms - shift;
+            if (k > k0 && !(seenMs < tMs && sureOrigin(seen.box, d.xyxy, i))) continue;
             const [ox, oy] = anchorPoint(seen.box, 0, this.zone.anchor, this.pt);
             if (!this.zone.outside(ox, oy, m)) break;
             if (k > k0) {
-              this.zone.follow(st.outX, st.outY, st.outAt, ox, oy, seen.ms, m, st.path);
+              this.zone.follow(st.outX, st.outY, st.outAt, ox, oy, seenMs, m, st.path);
               // Through the zone between these two: a passage, made on this frame (below).
               if (Number.isNaN(st.path.passIn)) resetPath(st.path);
             }
             st.outX = ox;
             st.outY = oy;
-            st.outAt = seen.ms;
+            st.outAt = seenMs;
             st.outBox.set(seen.box);
             if (!Number.isNaN(st.path.passIn)) break;
           }

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { SourceAnalyzer, type AlertDraft } from '../../src/analytics/analyzer.js';
 import { SourceSchema } from '../../src/config/schema.js';
 import { Detections } from '../../src/core/detections.js';
+import { ByteTracker } from '../../src/tracking/byte-tracker.js';
 
 const LABELS = ['person', 'bicycle', 'car'];
 const PERSON = 0;
@@ -204,5 +205,40 @@ describe('a track confirmed past the zone, first seen in part', () => {
     const d = new Detections(f.xyxy, f.confidence, f.classId, f.trackerId, new Map([[1, { box: part, ms: 0, before: [{ box: part, ms: 0 }, { box: whole, ms: 1000 }] }]]));
     // From x 250 (1 s) to 450 (2 s): in at x 320 (1.35 s), out at x 384 (1.67 s).
     expect(a.process(d, 2000).alerts.map((x) => [x.event, x.atPts])).toEqual([['zone.enter', 1.35], ['zone.exit', 1.67]]);
+  });
+});
+
+describe("zone passage through a new track's earlier sightings (the real tracker)", () => {
+  /**
+   * A person walking right along y 350 at 200 px/s, 10 fps, scored 0.35 (under the tracker's 0.6
+   * for a new track) until its feet are past the zone (x 440), 0.8 after: the tracker starts its
+   * track past the zone, with its earlier sightings through it. `before`: frames of an empty
+   * picture first, at times from `before` ms on (a source whose timestamps then went back to 0).
+   */
+  function through(before?: number) {
+    const tracker = new ByteTracker({ frameRateHint: 10 });
+    const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', zones: [ZONE], rules: RULES }), LABELS, 'sources[0]');
+    a.init(W, H);
+    const empty = new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0));
+    if (before !== undefined) for (let t = before; t < before + 1000; t += 100) a.process(tracker.update(empty, t), t);
+    const alerts: [string, number, number | undefined][] = [];
+    for (let k = 0; k < 20; k++) {
+      const t = 2000 + k * 100, fx = 200 + 20 * k;
+      const d = new Detections(Float32Array.of(fx - 20, 250, fx + 20, 350), Float32Array.of(fx < 440 ? 0.35 : 0.8), Int32Array.of(PERSON));
+      for (const al of a.process(tracker.update(d, t), t).alerts) alerts.push([al.event as string, t, al.atPts as number | undefined]);
+    }
+    return alerts;
+  }
+
+  it('counts it once, with when it went in and out, also after the source’s timestamps went back', () => {
+    // In at x 320 (2.6 s), out at x 384 (2.92 s); its track is confirmed at x 480 (3.4 s).
+    const plain = through();
+    expect(plain.map(([e, t]) => [e, t])).toEqual([['zone.enter', 3400], ['zone.exit', 3400]]);
+    expect(plain[0][2]).toBeCloseTo(2.6, 1);
+    expect(plain[1][2]).toBeCloseTo(2.92, 1);
+    // The same after a restart: the frames' times went back from 60 s to 2 s (the tracker's clock runs
+    // on, shifted). Before, the zone compared the tracker's times of the sightings with the frames':
+    // all were later than the frame, none was looked at, and the passage was lost.
+    expect(through(60_000)).toEqual(plain);
   });
 });
