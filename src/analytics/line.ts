@@ -274,6 +274,9 @@ export class LineCounter {
       let ox = 0, oy = 0;
       let fromBox: Float32Array | undefined;
       let fromMs = frameMs;
+      /** Its last sure sighting beyond the margin on side `from` (see below). */
+      let lastX = 0, lastY = 0, lastMs = frameMs;
+      let lastBox: Float32Array | undefined;
       let handed: Side | undefined;
       let handedId = -1;
       let adopted: Side | undefined;
@@ -296,7 +299,12 @@ export class LineCounter {
           // Before, the path ran straight from the first to the confirmed one: with the tracker's
           // sightings before the track (a second or more), a person scored low who walked round
           // the end of a short door line was counted crossing it.
-          let lx = ox, ly = oy, crossed = false;
+          // Where it was last beyond the margin on its side (the last of those sightings before a
+          // crossing, or the last of them all): the crossing is judged from there, as frame to
+          // frame. Before, from the first sighting of that run: a person scored low walking along
+          // a short door line (from far off its end) and then through the door was judged on the
+          // straight way from far off the end, round it, and the crossing was lost.
+          let lx = ox, ly = oy, lBox = fromBox!, lMs = fromMs, crossed = false;
           for (let k = sure + 1; k < seenBefore.length && !crossed; k++) {
             const side = this.originSide(seenBefore[k].box, d.xyxy, i);
             if (side === 0) continue;
@@ -314,12 +322,18 @@ export class LineCounter {
             }
             lx = bx;
             ly = by;
+            lBox = seenBefore[k].box;
+            lMs = seenBefore[k].ms - shift;
           }
           if (now !== 0 && from !== now && !crossed) {
             const ld = this.signedDistance(lx, ly);
             const k = ld / (ld - dist); // where the path from there to now meets the line
             if (!this.withinSegment(lx + (x - lx) * k, ly + (y - ly) * k)) from = 0;
           }
+          lastX = lx;
+          lastY = ly;
+          lastBox = lBox;
+          lastMs = lMs;
         }
         // A new id first seen on one side may be the object of a track the tracker lost just
         // before (an id switch): one lost on the other side goes on under it (a crossing at the
@@ -369,7 +383,7 @@ export class LineCounter {
         sides.set(id, st);
         if (!handed) return undefined;
       } else {
-        st = newSide(from, tMs, ox, oy, fromBox!, fromMs);
+        st = newSide(from, tMs, lastX, lastY, lastBox!, lastMs);
         sides.set(id, st);
       }
       if (handed) {

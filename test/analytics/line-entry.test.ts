@@ -153,3 +153,25 @@ describe('earlier sightings round the end of a line', () => {
     expect(events).toEqual([]);
   });
 });
+
+describe('earlier sightings along a line, then through it', () => {
+  it('a person scored low walking along a short door line, then through it, whose track starts past it: one crossing', () => {
+    // The door line from x = 300 to 420 at y = 240 ("in" is downwards). Feet at y = 215, above it,
+    // from x = 150 right to x = 330 (18 px a frame at 10 fps), then down through the door to y = 305,
+    // scored 0.35 until 1.2 s, 0.9 after: its track starts past the line, with its sightings along it.
+    const feet: [number, number][] = [];
+    for (let x = 150; x <= 330; x += 18) feet.push([x, 215]);
+    for (let y = 230; y <= 305; y += 15) feet.push([330, y]);
+    const objects: SceneObject[] = feet.map(([fx, fy], k) => ({ key: `p${k}`, box: [fx - 30, fy - 120, fx + 30, fy], score: fy < 250 ? 0.35 : 0.9, from: k / 10, until: (k + 1) / 10 }));
+    const frames = feed(10, feet.length / 10, { objects, jitter: 1, seed: 5 });
+    const tracked = run(new ByteTracker({ frameRateHint: 10 }), frames);
+    // Confirmed with sightings from x = 168 on, along the line (the earliest one left out: PRE_TRACK_SIGHTINGS).
+    expect(tracked.outputs.some((d) => (d.trackOrigins?.get(1)?.before?.length ?? 0) >= PRE_TRACK_SIGHTINGS)).toBe(true);
+    const l = new LineCounter('door', [420, 240], [300, 240], { marginPx: 10, anchor: 'bottom-center', forgetAfterMs: 2000 }, undefined, { width: 640, height: 480 });
+    const events: LineEvent[] = [];
+    tracked.outputs.forEach((d, k) => l.update(d, frames[k].timestampMs, events));
+    // It went through the door at x = 330. Before, the crossing was judged on the straight way from
+    // its first sighting on that side (x 168, far left of the door) to below it: round the line's end, none.
+    expect(events.map((e) => [e.direction, e.trackId])).toEqual([['in', 1]]);
+  });
+});
