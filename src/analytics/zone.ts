@@ -93,6 +93,11 @@ export class PolygonZone {
     return this.marginPx ?? ZONE_MARGIN_OF_HEIGHT * (d.xyxy[i * 4 + 3] - d.xyxy[i * 4 + 1]);
   }
 
+  /** Whether (x, y) is inside the polygon by more than `m` px (beyond the band: `side` 1). */
+  inside(x: number, y: number, m: number): boolean {
+    return !this.onEdge(x, y, m) && pointInPolygon(x, y, this.polygon);
+  }
+
   /** Whether (x, y) is outside the polygon by more than `m` px (beyond the band: `side` −1). */
   outside(x: number, y: number, m: number): boolean {
     return !this.onEdge(x, y, m) && !pointInPolygon(x, y, this.polygon);
@@ -421,7 +426,39 @@ export class ZoneMonitor {
             const seenMs = seen.ms - shift;
             if (k > k0 && !(seenMs < tMs && sureOrigin(seen.box, d.xyxy, i))) continue;
             const [ox, oy] = anchorPoint(seen.box, 0, this.zone.anchor, this.pt);
-            if (!this.zone.outside(ox, oy, m)) break;
+            if (!this.zone.outside(ox, oy, m)) {
+              // Seen inside on minHoldFrames sure sightings in a row (the band's between them aside,
+              // as for a tracked one) and outside after them: it went in and came out before its
+              // track started, a passage from the first of them to the last, made on this frame
+              // (below). Before, the path stopped at the first one inside and ran straight on to
+              // where the track was confirmed: a person scored low who stepped into the zone for
+              // 0.4 s and back out the way they came, confirmed outside, raised nothing.
+              if (k === k0) break;
+              let n = 0, j = k, tIn = NaN, tLast = NaN, entered = false;
+              for (; j < seenBefore!.length; j++) {
+                const s2 = seenBefore![j], ms2 = s2.ms - shift;
+                if (!(ms2 < tMs && sureOrigin(s2.box, d.xyxy, i))) continue;
+                const [ix, iy] = anchorPoint(s2.box, 0, this.zone.anchor, this.pt);
+                if (this.zone.outside(ix, iy, m)) break;
+                if (!this.zone.inside(ix, iy, m)) {
+                  if (!entered) n = 0;
+                  continue;
+                }
+                if (!entered && n++ === 0) tIn = ms2;
+                if (n >= hold) entered = true;
+                if (entered) tLast = ms2;
+              }
+              if (entered && j < seenBefore!.length) {
+                const out = seenBefore![j];
+                st.path.polyIn = NaN;
+                st.path.passIn = tIn;
+                st.path.lastInside = tLast;
+                [st.outX, st.outY] = anchorPoint(out.box, 0, this.zone.anchor, this.pt);
+                st.outAt = out.ms - shift;
+                st.outBox.set(out.box);
+              }
+              break;
+            }
             if (k > k0) {
               this.zone.follow(st.outX, st.outY, st.outAt, ox, oy, seenMs, m, st.path);
               // Through the zone between these two: a passage, made on this frame (below).

@@ -241,4 +241,28 @@ describe("zone passage through a new track's earlier sightings (the real tracker
     // all were later than the frame, none was looked at, and the passage was lost.
     expect(through(60_000)).toEqual(plain);
   });
+
+  it('one scored low who stepped into the zone on minHoldFrames frames and out again, its track started outside: one entry and its exit', () => {
+    // Feet along y 280 (above the zone, beyond its band) from x 240, 20 px a frame at 10 fps; at x 340
+    // a step down into it (y 325, 350, 350, 325: four frames inside, minHoldFrames 3), back up at
+    // x 390 and on to the right; scored 0.35 until x 450, 0.8 after: confirmed at x 490, outside.
+    const feet: [number, number][] = [[240, 280], [260, 280], [280, 280], [300, 280], [320, 280], [340, 325], [350, 350], [360, 350], [370, 325], [390, 280]];
+    for (let x = 410; x <= 550; x += 20) feet.push([x, 280]);
+    const tracker = new ByteTracker({ frameRateHint: 10 });
+    const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', zones: [ZONE], rules: RULES }), LABELS, 'sources[0]');
+    a.init(W, H);
+    const alerts: [string, number, number | undefined][] = [];
+    feet.forEach(([fx, fy], k) => {
+      const t = k * 100;
+      const d = new Detections(Float32Array.of(fx - 20, fy - 100, fx + 20, fy), Float32Array.of(fx < 450 ? 0.35 : 0.8), Int32Array.of(PERSON));
+      for (const al of a.process(tracker.update(d, t), t).alerts) alerts.push([al.event as string, t, al.atPts as number | undefined]);
+    });
+    // Seen inside from 0.5 s to 0.8 s, by the tracker before the track started. Before, its earlier
+    // sightings stopped at the first inside, and the path ran straight on above the zone: nothing.
+    expect(alerts.map(([e, t]) => [e, t])).toEqual([['zone.enter', 1400], ['zone.exit', 1400]]);
+    expect(alerts[0][2]).toBeGreaterThanOrEqual(0.4);
+    expect(alerts[0][2]).toBeLessThanOrEqual(0.5);
+    expect(alerts[1][2]).toBeGreaterThanOrEqual(0.8);
+    expect(alerts[1][2]).toBeLessThanOrEqual(0.9);
+  });
 });
