@@ -158,6 +158,11 @@ export class LineCounter {
   private lastFrameMs = -Infinity;
   /** The old id of the track whose crossing `step` last returned, when it was handed over (handOver); else −1. */
   private handedFrom = -1;
+  /**
+   * Crossings `step` found among a new track's earlier sightings before the one it returns (a
+   * person scored low who went through the line and back before the track started), in order.
+   */
+  private readonly earlier: ('in' | 'out')[] = [];
   /** Frame time (update's `frameMs`) of the frame before the one being processed. */
   private prevFrameTime = -Infinity;
   private lastFrameTime = -Infinity;
@@ -259,6 +264,7 @@ export class LineCounter {
     let st = sides.get(id);
     const now: -1 | 1 | 0 = dist > marginPx ? 1 : dist < -marginPx ? -1 : 0;
     this.handedFrom = -1;
+    this.earlier.length = 0;
     // Back after missing frames for longer than forgetAfterMs (no frame in between to forget it on): it learns its side afresh.
     if (st && st.lastSeen < this.prevFrameMs && tMs - st.lastSeen > this.options.forgetAfterMs) {
       sides.delete(id);
@@ -304,16 +310,38 @@ export class LineCounter {
           // frame. Before, from the first sighting of that run: a person scored low walking along
           // a short door line (from far off its end) and then through the door was judged on the
           // straight way from far off the end, round it, and the crossing was lost.
+          // A crossing between two of them that more sightings follow is counted (`earlier`) once
+          // the next one is found, or a side change round the line's end; the last is left to the
+          // path from its last sighting before it (below). Before, the sightings stopped at the
+          // first crossing: a person scored low who went through a door line and back before their
+          // track started, confirmed where they came from, was counted neither in nor out.
           let lx = ox, ly = oy, lBox = fromBox!, lMs = fromMs, crossed = false;
-          for (let k = sure + 1; k < seenBefore.length && !crossed; k++) {
+          let cx = 0, cy = 0, cBox = lBox, cMs = lMs;
+          for (let k = sure + 1; k < seenBefore.length; k++) {
             const side = this.originSide(seenBefore[k].box, d.xyxy, i);
             if (side === 0) continue;
             const [bx, by] = anchorPoint(seenBefore[k].box, 0, anchor, this.pt);
             if (side !== from) {
               const ld = this.signedDistance(lx, ly), bd = this.signedDistance(bx, by);
               const t = ld / (ld - bd);
-              crossed = this.withinSegment(lx + (bx - lx) * t, ly + (by - ly) * t);
-              if (crossed) break;
+              const through = this.withinSegment(lx + (bx - lx) * t, ly + (by - ly) * t);
+              // Reshaped across the line, not moved (see moved): still on its side, as when tracked.
+              if (through && !this.moved(lBox, seenBefore[k].box, 0)) continue;
+              if (crossed) this.earlier.push(from === 1 ? 'in' : 'out');
+              crossed = through;
+              if (through) {
+                // Where it was last on the side it came from: the last crossing is judged from there.
+                cx = lx;
+                cy = ly;
+                cBox = lBox;
+                cMs = lMs;
+                from = side;
+                lx = bx;
+                ly = by;
+                lBox = seenBefore[k].box;
+                lMs = seenBefore[k].ms - shift;
+                continue;
+              }
               from = side;
               ox = bx;
               oy = by;
@@ -324,6 +352,19 @@ export class LineCounter {
             ly = by;
             lBox = seenBefore[k].box;
             lMs = seenBefore[k].ms - shift;
+          }
+          if (crossed && now === -from && this.moved(lBox, d.xyxy, i)) {
+            // Back across the line after its last crossing among them: that one counts now, and
+            // the way from its last sighting to here is judged as any.
+            this.earlier.push(from === 1 ? 'in' : 'out');
+            crossed = false;
+          }
+          if (crossed) {
+            from = -from as -1 | 1;
+            lx = cx;
+            ly = cy;
+            lBox = cBox;
+            lMs = cMs;
           }
           if (now !== 0 && from !== now && !crossed) {
             const ld = this.signedDistance(lx, ly);
@@ -579,6 +620,12 @@ export class LineCounter {
           continue;
         }
         const direction = this.step(this.side, d, i, id, tMs, frameMs);
+        for (const e of this.earlier) {
+          const m = e === 'in' ? stats.countIn : stats.countOut;
+          m.set(d.classId[i], (m.get(d.classId[i]) ?? 0) + 1);
+          if (stats[e]++ === 0 && stats[e === 'in' ? 'out' : 'in'] === 0) this.otherSide.clear();
+          events.push({ line: this.id, direction: e, trackId: id, classId: d.classId[i], row: i });
+        }
         if (!direction) continue;
         const previousTrackId = this.handedFrom;
         const m = direction === 'in' ? stats.countIn : stats.countOut;

@@ -175,3 +175,26 @@ describe('earlier sightings along a line, then through it', () => {
     expect(events.map((e) => [e.direction, e.trackId])).toEqual([['in', 1]]);
   });
 });
+
+describe('earlier sightings through a line and back', () => {
+  it('a person scored low who went through a door line and back before their track started: one crossing each way', () => {
+    // The door line from x = 300 to 420 at y = 240 ("in" is downwards). Feet at x 330 from y 215 down
+    // to 260 (15 px a frame at 10 fps), back up to 200, where they stay; scored 0.35 until 1.0 s, 0.9
+    // after: the track is confirmed above the line, where they came from, with the sightings of both ways.
+    const feet: [number, number][] = [];
+    for (let y = 215; y <= 260; y += 15) feet.push([330, y]);
+    for (let y = 245; y >= 200; y -= 15) feet.push([330, y]);
+    const low = feet.length;
+    for (let k = 0; k < 4; k++) feet.push([330, 200]);
+    const objects: SceneObject[] = feet.map(([fx, fy], k) => ({ key: `p${k}`, box: [fx - 30, fy - 120, fx + 30, fy], score: k < low ? 0.35 : 0.9, from: k / 10, until: (k + 1) / 10 }));
+    const frames = feed(10, feet.length / 10, { objects, jitter: 1, seed: 5 });
+    const tracked = run(new ByteTracker({ frameRateHint: 10 }), frames);
+    expect(tracked.outputs.some((d) => (d.trackOrigins?.get(1)?.before?.length ?? 0) >= PRE_TRACK_SIGHTINGS)).toBe(true);
+    const l = new LineCounter('door', [420, 240], [300, 240], { marginPx: 10, anchor: 'bottom-center', forgetAfterMs: 2000 }, undefined, { width: 640, height: 480 });
+    const events: LineEvent[] = [];
+    tracked.outputs.forEach((d, k) => l.update(d, frames[k].timestampMs, events));
+    // Before, the sightings stopped at the first crossing and the track was where it came from: none.
+    expect(events.map((e) => [e.direction, e.trackId])).toEqual([['in', 1], ['out', 1]]);
+    expect([l.stats.in, l.stats.out]).toEqual([1, 1]);
+  });
+});
