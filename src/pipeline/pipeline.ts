@@ -314,7 +314,9 @@ export async function loadDetector(config: PipelineConfig, options: PipelineOpti
           })
         ).manifest;
   const modelPath = m.path ? resolvePath(m.path, baseDir) : await resolveModelFile(manifest!, { log: options.log, signal: options.signal });
-  return Detector.load(manifest, modelPath, {
+  // The session's creation, which a stop cannot interrupt (the download above it can: its own
+  // VAP_ERR_INTERRUPTED names the asset), is left to go on.
+  return loadedUnlessStopped(Detector.load(manifest, modelPath, {
     providers: m.providers,
     ...inferenceThreads(config),
     allowSpinning: m.allowSpinning,
@@ -326,7 +328,7 @@ export async function loadDetector(config: PipelineConfig, options: PipelineOpti
     trtEngineCacheDir: m.trtEngineCacheDir ? resolvePath(m.trtEngineCacheDir, baseDir) : undefined,
     trtFp16: m.trtFp16,
     log: options.log,
-  });
+  }), options.signal);
 }
 
 /**
@@ -403,7 +405,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     void loading?.then((d) => d.release(), () => undefined);
     throw e;
   }
-  const detector = options.detector ?? (await loadedUnlessStopped(loading!, options.signal));
+  const detector = options.detector ?? (await loading!);
   const ownsDetector = !options.detector;
   const stats = sources.map((s) => newSourceStats(s.id));
   let analyzers: (SourceAnalyzer | undefined)[];
