@@ -154,10 +154,14 @@ describe('real RTSP sources (scripts/rtsp-server.sh)', () => {
       onResult: (r) => got.push({ seq: r.frame.seq, pts: r.frame.pts, captured: r.frame.stamps.captured }),
     });
     expect(await until(() => got.length > 0, 120_000)).toBe(true);
+    // At least 5 s of streaming and more than 20 results: a busy machine's inference (two
+    // CPU-bound processes beside the suite) gave 15 in 5 s, the rest dropped as stale, and
+    // the checks below need the frames, not the rate.
     await sleep(5000);
+    await until(() => got.length > 20, 60_000);
     ac.abort();
     const summary = await done;
-    expect(got.length, `${got.length} frames in 5 s`).toBeGreaterThan(20);
+    expect(got.length, `${got.length} frames`).toBeGreaterThan(20);
     // Counted at 25 fps, 5 s of a 10 fps camera would span 2 s of pts: they stay within
     // LIVE_PTS_SLACK_S of the time since the first frame (the same clock as `captured`).
     const first = got.find((f) => f.seq === 0)!;
