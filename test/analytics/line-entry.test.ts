@@ -10,15 +10,21 @@ import { feed, run, type SceneObject } from '../tracking/helpers.js';
  */
 const line = () => new LineCounter('door', [640, 120], [0, 120], { marginPx: 10, anchor: 'bottom-center', forgetAfterMs: 2000 }, undefined, { width: 640, height: 480 });
 
-/** The crossings of `objects` through the real tracker (`fps`, ±1 px of jitter) and a fresh `line()`. */
-function cross(objects: SceneObject[], secs = 3, fps = 10, clip = false, tracking: ByteTrackerOptions = {}) {
+/** A short door line from x = 300 to 420 at y = 240 of the same picture (drawn right to left: "in" is downwards). */
+const doorLine = () => new LineCounter('door', [420, 240], [300, 240], { marginPx: 10, anchor: 'bottom-center', forgetAfterMs: 2000 }, undefined, { width: 640, height: 480 });
+
+/** A person 60 × 120 whose feet are at `feet[k]` for the k-th tenth of a second, scored `score(k)`: one object a step. */
+const footsteps = (feet: readonly [number, number][], score: (k: number) => number): SceneObject[] => feet.map(([fx, fy], k) => ({ key: `p${k}`, box: [fx - 30, fy - 120, fx + 30, fy], score: score(k), from: k / 10, until: (k + 1) / 10 }));
+
+/** The crossings of `objects` through the real tracker (`fps`, ±1 px of jitter) and a fresh line (`line()` unless given). */
+function cross(objects: SceneObject[], secs = 3, fps = 10, clip = false, tracking: ByteTrackerOptions = {}, makeLine = line) {
   const frames = feed(fps, secs, { objects, jitter: 1, seed: 5 });
   if (clip) {
     // The detector's box of a person coming in at the top border stops there.
     for (const f of frames) for (let k = 1; k < f.detections.xyxy.length; k += 4) f.detections.xyxy[k] = Math.max(0, f.detections.xyxy[k]);
   }
   const tracked = run(new ByteTracker({ frameRateHint: fps, ...tracking }), frames);
-  const l = line();
+  const l = makeLine();
   const events: LineEvent[] = [];
   tracked.outputs.forEach((d, k) => l.update(d, frames[k].timestampMs, events));
   return { events, tracked, l };
@@ -140,16 +146,9 @@ describe('earlier sightings round the end of a line', () => {
       }
       return legs[0];
     };
-    const objects: SceneObject[] = Array.from({ length: 15 }, (_, k) => {
-      const [fx, fy] = feetAt(k / 10);
-      return { key: `p${k}`, box: [fx - 30, fy - 120, fx + 30, fy], score: k < 9 ? 0.35 : 0.9, from: k / 10, until: (k + 1) / 10 };
-    });
-    const frames = feed(10, 1.5, { objects, jitter: 1, seed: 5 });
-    const tracked = run(new ByteTracker({ frameRateHint: 10 }), frames);
+    const objects = footsteps(Array.from({ length: 15 }, (_, k) => feetAt(k / 10)), (k) => (k < 9 ? 0.35 : 0.9));
+    const { events, tracked } = cross(objects, 1.5, 10, false, {}, doorLine);
     expect(tracked.outputs.some((d) => d.trackOrigins?.get(1)?.before?.length === 11)).toBe(true);
-    const l = new LineCounter('door', [420, 240], [300, 240], { marginPx: 10, anchor: 'bottom-center', forgetAfterMs: 2000 }, undefined, { width: 640, height: 480 });
-    const events: LineEvent[] = [];
-    tracked.outputs.forEach((d, k) => l.update(d, frames[k].timestampMs, events));
     expect(events).toEqual([]);
   });
 });
@@ -162,14 +161,9 @@ describe('earlier sightings along a line, then through it', () => {
     const feet: [number, number][] = [];
     for (let x = 150; x <= 330; x += 18) feet.push([x, 215]);
     for (let y = 230; y <= 305; y += 15) feet.push([330, y]);
-    const objects: SceneObject[] = feet.map(([fx, fy], k) => ({ key: `p${k}`, box: [fx - 30, fy - 120, fx + 30, fy], score: fy < 250 ? 0.35 : 0.9, from: k / 10, until: (k + 1) / 10 }));
-    const frames = feed(10, feet.length / 10, { objects, jitter: 1, seed: 5 });
-    const tracked = run(new ByteTracker({ frameRateHint: 10 }), frames);
+    const { events, tracked } = cross(footsteps(feet, (k) => (feet[k][1] < 250 ? 0.35 : 0.9)), feet.length / 10, 10, false, {}, doorLine);
     // Confirmed with sightings from x = 168 on, along the line (the earliest one left out: PRE_TRACK_SIGHTINGS).
     expect(tracked.outputs.some((d) => (d.trackOrigins?.get(1)?.before?.length ?? 0) >= PRE_TRACK_SIGHTINGS)).toBe(true);
-    const l = new LineCounter('door', [420, 240], [300, 240], { marginPx: 10, anchor: 'bottom-center', forgetAfterMs: 2000 }, undefined, { width: 640, height: 480 });
-    const events: LineEvent[] = [];
-    tracked.outputs.forEach((d, k) => l.update(d, frames[k].timestampMs, events));
     // It went through the door at x = 330. Before, the crossing was judged on the straight way from
     // its first sighting on that side (x 168, far left of the door) to below it: round the line's end, none.
     expect(events.map((e) => [e.direction, e.trackId])).toEqual([['in', 1]]);
@@ -186,13 +180,8 @@ describe('earlier sightings through a line and back', () => {
     for (let y = 245; y >= 200; y -= 15) feet.push([330, y]);
     const low = feet.length;
     for (let k = 0; k < 4; k++) feet.push([330, 200]);
-    const objects: SceneObject[] = feet.map(([fx, fy], k) => ({ key: `p${k}`, box: [fx - 30, fy - 120, fx + 30, fy], score: k < low ? 0.35 : 0.9, from: k / 10, until: (k + 1) / 10 }));
-    const frames = feed(10, feet.length / 10, { objects, jitter: 1, seed: 5 });
-    const tracked = run(new ByteTracker({ frameRateHint: 10 }), frames);
+    const { events, tracked, l } = cross(footsteps(feet, (k) => (k < low ? 0.35 : 0.9)), feet.length / 10, 10, false, {}, doorLine);
     expect(tracked.outputs.some((d) => (d.trackOrigins?.get(1)?.before?.length ?? 0) >= PRE_TRACK_SIGHTINGS)).toBe(true);
-    const l = new LineCounter('door', [420, 240], [300, 240], { marginPx: 10, anchor: 'bottom-center', forgetAfterMs: 2000 }, undefined, { width: 640, height: 480 });
-    const events: LineEvent[] = [];
-    tracked.outputs.forEach((d, k) => l.update(d, frames[k].timestampMs, events));
     // Before, the sightings stopped at the first crossing and the track was where it came from: none.
     expect(events.map((e) => [e.direction, e.trackId])).toEqual([['in', 1], ['out', 1]]);
     expect([l.stats.in, l.stats.out]).toEqual([1, 1]);
