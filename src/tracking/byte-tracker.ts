@@ -157,6 +157,9 @@ interface Unclaimed {
   depth: number;
 }
 
+/** detTaken: a detection that started a track on this update (linkUnclaimed), as against one a live track took (1). */
+const STARTED = 2;
+
 /** Two tracks whose boxes overlap more than this are duplicates; the younger one goes (reference: cost < 0.15). */
 const DUPLICATE_IOU = 0.85;
 
@@ -407,7 +410,7 @@ export class ByteTracker {
       const t = new Track(detections.classId[d], confidence[d], now, observed, xyxy, d, o.minConfirmFrames);
       measure(t.kf, xyxy, d, true);
       t.row = d;
-      this.detTaken[d] = 1;
+      this.detTaken[d] = STARTED;
       if (o.minConfirmFrames <= 1) this.confirm(t);
       pool.push(t);
       this.started.push(t);
@@ -563,7 +566,8 @@ export class ByteTracker {
    * in row order: the detector's, by score), are kept, each continuing the sightings it does.
    * A detection continues a sighting of the same label (when class aware) that it overlaps as a
    * tentative track's box must (buffered, `unconfirmedMatchThresh`, scores aside), each sighting
-   * going to one detection, the pairs that overlap most first. Before,
+   * going to one detection, the pairs that overlap most first; the detections live tracks took
+   * take part, and the sightings they continue end (they were those objects'). Before,
    * a new track took the sightings it overlapped most whatever else this frame showed: a
    * person stepping in below a line beside a low-scored false positive standing above it
    * (which it overlapped) took its sightings, and was counted crossing; and a detection took
@@ -576,8 +580,9 @@ export class ByteTracker {
     const next = this.unclaimedNext;
     next.length = 0;
     const n = dets.length;
-    if (this.linkCols.length < started.length + Math.min(n, UNCLAIMED_KEPT)) {
-      const m = grow(started.length + Math.min(n, UNCLAIMED_KEPT));
+    // Every column is a distinct row of this update's: at most n of them.
+    if (this.linkCols.length < n) {
+      const m = grow(n);
       this.linkCols = new Int32Array(m);
       this.linkColToRow = new Int32Array(m);
     }
@@ -590,7 +595,15 @@ export class ByteTracker {
       if (this.detTaken[i] || !(dets.confidence[i] >= low) || !validBox(dets.xyxy, i)) continue;
       cols[nCols++] = i;
     }
+    const nKept = nCols;
     const nRows = prevList.length;
+    // The detections live tracks took compete for the sightings too, and a sighting one of them
+    // continues ends there: it was that object's (a low-scored person whose box a track took after
+    // an id switch). Before, only the new tracks' and the unclaimed detections were candidates,
+    // and a new track took the sightings whose own continuation a track had taken: after a
+    // stage-1 id switch (two people passing close), the neighbour's new track started with the
+    // other person's earlier sightings, and was counted entering where it had stood inside.
+    if (nRows > 0) for (let i = 0; i < n; i++) if (this.detTaken[i] === 1) cols[nCols++] = i;
     let matched = 0;
     if (nRows > 0 && nCols > 0) {
       if (this.linkCost.length < nRows * nCols) this.linkCost = new Float64Array(grow(nRows * nCols));
@@ -636,7 +649,7 @@ export class ByteTracker {
     const colToRow = this.linkColToRow;
     for (let c = 0; c < nStarted; c++) started[c].pre = matched > 0 && colToRow[c] >= 0 ? prevList[colToRow[c]] : undefined;
     started.length = 0;
-    for (let c = nStarted; c < nCols; c++) {
+    for (let c = nStarted; c < nKept; c++) {
       const i = cols[c];
       const prev = matched > 0 && colToRow[c] >= 0 ? prevList[colToRow[c]] : undefined;
       const u: Unclaimed = { box: dets.xyxy.slice(i * 4, i * 4 + 4), ms: now, classId: dets.classId[i], score: dets.confidence[i], prev, depth: prev ? prev.depth + 1 : 1 };
