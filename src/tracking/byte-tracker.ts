@@ -562,8 +562,8 @@ export class ByteTracker {
   /**
    * Links the last update's detections that no track took (PRE_TRACK_SIGHTINGS) to this update's:
    * the tracks it started take the sightings their first detection continues, and its
-   * detections that no track took, scoring at least `trackLowThresh` (the first UNCLAIMED_KEPT
-   * in row order: the detector's, by score), are kept, each continuing the sightings it does.
+   * detections that no track took, scoring at least `trackLowThresh` (the UNCLAIMED_KEPT that
+   * score most, whatever the row order), are kept, each continuing the sightings it does.
    * A detection continues a sighting of the same label (when class aware) that it overlaps as a
    * tentative track's box must (buffered, `unconfirmedMatchThresh`, scores aside), each sighting
    * going to one detection, the pairs that overlap most first; the detections live tracks took
@@ -591,9 +591,35 @@ export class ByteTracker {
     for (const t of started) cols[nCols++] = t.row;
     const nStarted = nCols;
     const low = this.options.trackLowThresh;
-    for (let i = 0; i < n && nCols - nStarted < UNCLAIMED_KEPT; i++) {
-      if (this.detTaken[i] || !(dets.confidence[i] >= low) || !validBox(dets.xyxy, i)) continue;
+    const conf = dets.confidence;
+    // The best-scoring UNCLAIMED_KEPT, in row order. Beyond that many (rare), a heap of them, the
+    // worst on top. Before, the first in row order: the best only where rows come by score
+    // (argus's NMS), not an end2end model's, whose person scored 0.45 in row 40 behind 40 boxes of
+    // clutter at 0.15 lost all its sightings before its track.
+    let i = 0;
+    for (; i < n && nCols - nStarted < UNCLAIMED_KEPT; i++) {
+      if (this.detTaken[i] || !(conf[i] >= low) || !validBox(dets.xyxy, i)) continue;
       cols[nCols++] = i;
+    }
+    if (nCols - nStarted === UNCLAIMED_KEPT && i < n) {
+      const h = nStarted; // cols[h..h + UNCLAIMED_KEPT): the heap
+      for (let k = (UNCLAIMED_KEPT >> 1) - 1; k >= 0; k--) siftDown(cols, h, UNCLAIMED_KEPT, k, conf);
+      let replaced = false;
+      for (; i < n; i++) {
+        // Rows come in order: one scoring as much as the worst kept is no better.
+        if (this.detTaken[i] || !(conf[i] > conf[cols[h]]) || !validBox(dets.xyxy, i)) continue;
+        cols[h] = i;
+        siftDown(cols, h, UNCLAIMED_KEPT, 0, conf);
+        replaced = true;
+      }
+      if (replaced) {
+        for (let k = h + 1; k < nCols; k++) {
+          const v = cols[k];
+          let j = k - 1;
+          for (; j >= h && cols[j] > v; j--) cols[j + 1] = cols[j];
+          cols[j + 1] = v;
+        }
+      }
     }
     const nKept = nCols;
     const nRows = prevList.length;
@@ -730,6 +756,25 @@ export class ByteTracker {
       this.detTaken = new Uint8Array(m);
     }
     if (this.cost.length < tracks * dets) this.cost = new Float64Array(grow(tracks * dets));
+  }
+}
+
+/** Whether row a is kept before row b (UNCLAIMED_KEPT): a higher score, or the same and an earlier row. */
+function keptBefore(conf: Float32Array, a: number, b: number): boolean {
+  return conf[a] > conf[b] || (conf[a] === conf[b] && a < b);
+}
+
+/** Restores the heap of rows `a[base..base + n)` below its `k`th, the row kept last (keptBefore) on top. */
+function siftDown(a: Int32Array, base: number, n: number, k: number, conf: Float32Array): void {
+  for (;;) {
+    const l = 2 * k + 1;
+    if (l >= n) return;
+    const c = l + 1 < n && keptBefore(conf, a[base + l], a[base + l + 1]) ? l + 1 : l;
+    if (!keptBefore(conf, a[base + k], a[base + c])) return;
+    const t = a[base + k];
+    a[base + k] = a[base + c];
+    a[base + c] = t;
+    k = c;
   }
 }
 

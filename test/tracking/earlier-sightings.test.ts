@@ -34,3 +34,26 @@ describe("ByteTracker: a new track's earlier sightings are its object's", () => 
     expect(origin.before!.map((s) => s.box[0])).toEqual([300, 300]);
   });
 });
+
+describe('ByteTracker: which unclaimed detections of a frame are kept', () => {
+  it('the best-scoring ones whatever the row order (an end2end model’s rows come in its own order)', () => {
+    // 40 weak boxes of clutter (0.15: shelves, a poster) in the first rows, and a person coming in
+    // at 0.45 in the last row for 8 frames, then at 0.9: its track starts with those 8 sightings.
+    const clutter: [number, number, number, number, number][] = [];
+    for (let j = 0; j < 40; j++) clutter.push([10 + (j % 10) * 60, 400 + Math.floor(j / 10) * 50, 50 + (j % 10) * 60, 440 + Math.floor(j / 10) * 50, 0.15]);
+    const person = (k: number, score: number): [number, number, number, number, number] => [100 + 4 * k, 100, 160 + 4 * k, 260, score];
+    for (const personFirst of [false, true]) {
+      const tracker = new ByteTracker({ frameRateHint: 30 });
+      let origin;
+      for (let k = 0; k < 12 && !origin; k++) {
+        const p = person(k, k < 8 ? 0.45 : 0.9);
+        const d = tracker.update(dets(personFirst ? [p, ...clutter] : [...clutter, p]), (k * 1000) / 30);
+        const id = d.trackerId![personFirst ? 0 : 40];
+        if (id > 0) origin = d.trackOrigins?.get(id);
+      }
+      expect(origin, `person in row ${personFirst ? 0 : 40}`).toBeDefined();
+      expect([...origin!.box], `person in row ${personFirst ? 0 : 40}`).toEqual(person(0, 0).slice(0, 4));
+      expect(origin!.before!.map((s) => s.box[0])).toEqual([100, 104, 108, 112, 116, 120, 124, 128, 132, 136]);
+    }
+  });
+});
