@@ -5,7 +5,7 @@ import { ObservedTime, OUTAGE_MS } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { Point } from '../core/polygon.js';
 import { anchorPoint, noteSighting, sureOrigin, wayDistance, type LastSighting } from './anchor.js';
-import { RateFloor, KOfN } from './conveyor.js';
+import { RateFloor, KOfN, rescaleDefects } from './conveyor.js';
 import { Cooldown } from './cooldown.js';
 import { LINE_MARGIN_MIN_PX, LINE_MARGIN_OF_SIDE, LineCounter, lineStats, type LineEvent, type LineStats } from './line.js';
 import { toPixels } from './polygon.js';
@@ -250,6 +250,7 @@ export class SourceAnalyzer {
     if (first && this.size) {
       const sx = width / this.size.width, sy = height / this.size.height;
       this.zones.forEach((z, i) => z.place(zonePolygon(i), sx, sy));
+      for (const df of this.defects.values()) rescaleDefects(df.untrackedAlerts, df.items.values(), sx, sy);
       this.lines.forEach((l, i) => {
         const [from, to] = lineEnds(i);
         l.place(from, to, sx, sy, { width, height }, lineMargin(i, from, to));

@@ -2,6 +2,28 @@
  * Conveyor rules: pure state machines fed with per-frame facts and a time in ms.
  */
 
+import type { LastSighting } from './anchor.js';
+
+/**
+ * Moves what a conveyor-defect rule remembers in pixels to a picture scaled by `sx`, `sy` (a
+ * source that changed its resolution): the boxes of its alerts of rows with no track id, in place
+ * as ByteTracker.rescale moves a new track's sightings (the same float32 products, so that a
+ * sighting the tracker hands over with a track still equals the alerted box), and each item's
+ * last sighting (where, its pace, its box), as LineCounter.place does. Before, they stayed in the
+ * old picture's pixels: an item alerted before its id, confirmed after a camera switched 1080p →
+ * 720p, matched no alert and was alerted a second time.
+ */
+export function rescaleDefects(untracked: Iterable<{ readonly box: Float32Array }>, items: Iterable<LastSighting & { lastBox: Float32Array }>, sx: number, sy: number): void {
+  for (const a of untracked) for (let k = 0; k < 4; k++) a.box[k] *= k % 2 === 0 ? sx : sy;
+  for (const o of items) {
+    o.lx *= sx;
+    o.ly *= sy;
+    o.vx *= sx;
+    o.vy *= sy;
+    for (let k = 0; k < 4; k++) o.lastBox[k] *= k % 2 === 0 ? sx : sy;
+  }
+}
+
 /** Items per minute over a sliding window, and an alarm when the rate stays under a floor. */
 export class RateFloor {
   private readonly times: number[] = [];
