@@ -133,15 +133,20 @@ export interface TrackSnapshot {
 const TENTATIVE_BUFFER = 0.3;
 
 /**
- * How many of an object's sightings before its track started a track keeps (Track.pre): the
+ * Which of an object's sightings before its track started a track keeps (Track.pre): the
  * detections, on consecutive frames, that no track took and that scored at least
  * `trackLowThresh` but too little to start one (`newTrackThresh`), each overlapping the next as a
  * tentative track's must. A person coming into view is often scored under 0.6 on the first frames
  * (cut off by the border, in a doorway's shadow): the track started only once they were past a
- * line near there, and the crossing was lost. The latest ones: 1 s at 10 fps, a third of a
- * second at 30.
+ * line near there, and the crossing was lost. The latest PRE_TRACK_MIN_SIGHTINGS, and those
+ * within PRE_TRACK_MS of the latest, at most PRE_TRACK_SIGHTINGS: a second at 10 to 30 fps, 10
+ * frames below 10 fps (2 s at 5), the latest 30 above 30 fps.
+ * Before, the latest 10 whatever the rate: a third of a second at 30 fps, and a person scored low
+ * for longer than that before a line near the door was not counted.
  */
-export const PRE_TRACK_SIGHTINGS = 10;
+export const PRE_TRACK_MS = 1000;
+export const PRE_TRACK_MIN_SIGHTINGS = 10;
+export const PRE_TRACK_SIGHTINGS = 30;
 
 /** How many unclaimed detections of a frame are kept as sightings before a track (PRE_TRACK_SIGHTINGS), at most. */
 const UNCLAIMED_KEPT = 32;
@@ -153,8 +158,9 @@ interface Unclaimed {
   readonly classId: number;
   readonly score: number;
   prev: Unclaimed | undefined;
-  /** Sightings in its chain, itself included (at most PRE_TRACK_SIGHTINGS). */
+  /** Sightings in its chain, itself included (at most PRE_TRACK_SIGHTINGS), and the tracker time of the oldest (read on the chain's latest only). */
   depth: number;
+  oldestMs: number;
 }
 
 /** detTaken: a detection that started a track on this update (linkUnclaimed), as against one a live track took (1). */
@@ -678,13 +684,18 @@ export class ByteTracker {
     for (let c = nStarted; c < nKept; c++) {
       const i = cols[c];
       const prev = matched > 0 && colToRow[c] >= 0 ? prevList[colToRow[c]] : undefined;
-      const u: Unclaimed = { box: dets.xyxy.slice(i * 4, i * 4 + 4), ms: now, classId: dets.classId[i], score: dets.confidence[i], prev, depth: prev ? prev.depth + 1 : 1 };
-      if (u.depth > PRE_TRACK_SIGHTINGS) {
-        // Only the latest PRE_TRACK_SIGHTINGS: the chain is cut after the last of them.
+      const u: Unclaimed = { box: dets.xyxy.slice(i * 4, i * 4 + 4), ms: now, classId: dets.classId[i], score: dets.confidence[i], prev, depth: prev ? prev.depth + 1 : 1, oldestMs: prev ? prev.oldestMs : now };
+      if (u.depth > PRE_TRACK_SIGHTINGS || (u.depth > PRE_TRACK_MIN_SIGHTINGS && !(now - u.oldestMs < PRE_TRACK_MS))) {
+        // Only the latest (PRE_TRACK_SIGHTINGS): the chain is cut after the last of them.
         let p: Unclaimed = u;
-        for (let k = 1; k < PRE_TRACK_SIGHTINGS; k++) p = p.prev!;
+        let k = 1;
+        while (k < PRE_TRACK_SIGHTINGS && p.prev && (k < PRE_TRACK_MIN_SIGHTINGS || now - p.prev.ms < PRE_TRACK_MS)) {
+          p = p.prev;
+          k++;
+        }
         p.prev = undefined;
-        u.depth = PRE_TRACK_SIGHTINGS;
+        u.depth = k;
+        u.oldestMs = p.ms;
       }
       next.push(u);
     }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { LineCounter, type LineEvent } from '../../src/analytics/line.js';
 import { Detections } from '../../src/core/detections.js';
-import { ByteTracker, PRE_TRACK_SIGHTINGS, type ByteTrackerOptions } from '../../src/tracking/byte-tracker.js';
+import { ByteTracker, PRE_TRACK_MIN_SIGHTINGS, PRE_TRACK_SIGHTINGS, type ByteTrackerOptions } from '../../src/tracking/byte-tracker.js';
 import { feed, run, type SceneObject } from '../tracking/helpers.js';
 
 /**
@@ -162,8 +162,8 @@ describe('earlier sightings along a line, then through it', () => {
     for (let x = 150; x <= 330; x += 18) feet.push([x, 215]);
     for (let y = 230; y <= 305; y += 15) feet.push([330, y]);
     const { events, tracked } = cross(footsteps(feet, (k) => (feet[k][1] < 250 ? 0.35 : 0.9)), feet.length / 10, 10, false, {}, doorLine);
-    // Confirmed with sightings from x = 168 on, along the line (the earliest one left out: PRE_TRACK_SIGHTINGS).
-    expect(tracked.outputs.some((d) => (d.trackOrigins?.get(1)?.before?.length ?? 0) >= PRE_TRACK_SIGHTINGS)).toBe(true);
+    // Confirmed with sightings from x = 168 on, along the line (the earliest one left out: PRE_TRACK_MIN_SIGHTINGS at 10 fps).
+    expect(tracked.outputs.some((d) => (d.trackOrigins?.get(1)?.before?.length ?? 0) >= PRE_TRACK_MIN_SIGHTINGS)).toBe(true);
     // It went through the door at x = 330. Before, the crossing was judged on the straight way from
     // its first sighting on that side (x 168, far left of the door) to below it: round the line's end, none.
     expect(events.map((e) => [e.direction, e.trackId])).toEqual([['in', 1]]);
@@ -181,7 +181,7 @@ describe('earlier sightings through a line and back', () => {
     const low = feet.length;
     for (let k = 0; k < 4; k++) feet.push([330, 200]);
     const { events, tracked, l } = cross(footsteps(feet, (k) => (k < low ? 0.35 : 0.9)), feet.length / 10, 10, false, {}, doorLine);
-    expect(tracked.outputs.some((d) => (d.trackOrigins?.get(1)?.before?.length ?? 0) >= PRE_TRACK_SIGHTINGS)).toBe(true);
+    expect(tracked.outputs.some((d) => (d.trackOrigins?.get(1)?.before?.length ?? 0) >= PRE_TRACK_MIN_SIGHTINGS)).toBe(true);
     // Before, the sightings stopped at the first crossing and the track was where it came from: none.
     expect(events.map((e) => [e.direction, e.trackId])).toEqual([['in', 1], ['out', 1]]);
     expect([l.stats.in, l.stats.out]).toEqual([1, 1]);

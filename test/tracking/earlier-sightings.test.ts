@@ -57,3 +57,30 @@ describe('ByteTracker: which unclaimed detections of a frame are kept', () => {
     }
   });
 });
+
+describe('ByteTracker: how far back the sightings before a track go', () => {
+  /** Where the track of a person scored 0.45 for `lowSec`, then 0.9, was first seen (ms), and how many sightings its origin holds. */
+  function originAt(fps: number, lowSec: number) {
+    const tracker = new ByteTracker({ frameRateHint: fps });
+    for (let k = 0; k < fps * (lowSec + 1); k++) {
+      const t = k / fps;
+      const d = tracker.update(dets([[300, 100 + 90 * t, 340, 200 + 90 * t, t < lowSec - 1e-9 ? 0.45 : 0.9]]), (k * 1000) / fps);
+      const o = d.trackOrigins?.get(d.trackerId![0]);
+      if (o) return { ms: Math.round(o.ms), sightings: o.before!.length };
+    }
+    return undefined;
+  }
+
+  it('a second of them at 10 to 30 fps, the latest 10 below 10 fps, the latest 30 above 30 fps', () => {
+    // 0.8 s scored low at 30 fps: all 24 (and the 2 tentative ones). Before, the latest 10 frames
+    // (a third of a second): first seen at 467 ms, past a line it crossed at 0.3 s.
+    expect(originAt(30, 0.8)).toEqual({ ms: 0, sightings: 26 });
+    expect(originAt(25, 0.8)).toEqual({ ms: 0, sightings: 22 });
+    // 1.5 s: the latest second (30 of them at 30 fps).
+    expect(originAt(30, 1.5)).toEqual({ ms: 500, sightings: 32 });
+    expect(originAt(10, 1.5)).toEqual({ ms: 500, sightings: 12 });
+    // 3 s at 5 fps: the latest 10 (2 s), as before; 1.5 s at 60 fps: the latest 30 (half a second).
+    expect(originAt(5, 3)).toEqual({ ms: 1000, sightings: 12 });
+    expect(originAt(60, 1.5)).toEqual({ ms: 1000, sightings: 32 });
+  });
+});
