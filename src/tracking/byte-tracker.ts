@@ -634,8 +634,9 @@ export class ByteTracker {
     // an id switch). Before, only the new tracks' and the unclaimed detections were candidates,
     // and a new track took the sightings whose own continuation a track had taken: after a
     // stage-1 id switch (two people passing close), the neighbour's new track started with the
-    // other person's earlier sightings, and was counted entering where it had stood inside.
-    if (nRows > 0) for (let i = 0; i < n; i++) if (this.detTaken[i] === 1) cols[nCols++] = i;
+    // other person's earlier sightings, 60 px and 10 frames away (a fuzz case: a second zone
+    // entry for someone already inside).
+    if (nRows > 0) for (let r = 0; r < n; r++) if (this.detTaken[r] === 1) cols[nCols++] = r;
     let matched = 0;
     if (nRows > 0 && nCols > 0) {
       if (this.linkCost.length < nRows * nCols) this.linkCost = new Float64Array(grow(nRows * nCols));
