@@ -94,6 +94,13 @@ const DEFECT_FORGET_MS = 60_000;
  */
 const CROSS_LATCH_AWAY_MS = 5000;
 
+/**
+ * What an alert's message says of an event seen among a new track's earlier sightings (the
+ * tracker's, before it confirmed the track) and raised on the frame that confirmed it, after its
+ * time (`at … s`).
+ */
+const EARLY = 'seen before its track was confirmed; raised on the frame that confirmed it';
+
 /** How far apart (a ratio) a frameSize's shape and the picture's may be before stretchNotices speaks: a few pixels of rounding. */
 const STRETCH_TOLERANCE = 0.02;
 
@@ -624,7 +631,10 @@ export class SourceAnalyzer {
                 latch.sideSince = obsMs;
               }
             } else latched.set(e.trackId, { dirs: bit, seenMs: obsMs, side, sideSince: obsMs });
-            alerts.push({ rule: r.id, severity: r.severity, event: 'line.cross', message: `${label(e.classId)} #${e.trackId} crossed line ${e.line} (${e.direction})${e.previousTrackId !== undefined ? ` (was #${e.previousTrackId}: lost at the line, found past it under a new id)` : ''}`, trackId: e.trackId, line: e.line, direction: e.direction, row: e.row });
+            // One seen among the earlier sightings of a track confirmed on this frame says when it crossed (atPts).
+            const atPts = e.atMs !== undefined ? Math.round(e.atMs) / 1000 : undefined;
+            const at = atPts !== undefined ? ` at ${atPts.toFixed(1)} s (${EARLY})` : '';
+            alerts.push({ rule: r.id, severity: r.severity, event: 'line.cross', message: `${label(e.classId)} #${e.trackId} crossed line ${e.line} (${e.direction})${at}${e.previousTrackId !== undefined ? ` (was #${e.previousTrackId}: lost at the line, found past it under a new id)` : ''}`, trackId: e.trackId, line: e.line, direction: e.direction, row: e.row, ...(atPts !== undefined ? { atPts } : {}) });
           }
           break;
         }

@@ -15,6 +15,13 @@ export interface LineEvent {
    * under `trackId` (an id switch, see LineCounter: a hand-over); absent otherwise.
    */
   previousTrackId?: number;
+  /**
+   * A crossing seen among a new track's earlier sightings (the tracker's, before it confirmed the
+   * track: its first sighting past the line came before the frame that confirmed it), raised on
+   * that frame: when it crossed, ms (frame time), placed where the way between the sightings either
+   * side meets the line, at an even pace. Absent otherwise (the crossing is on its own frame).
+   */
+  atMs?: number;
 }
 
 /**
@@ -162,7 +169,9 @@ export class LineCounter {
    * Crossings `step` found among a new track's earlier sightings before the one it returns (a
    * person scored low who went through the line and back before the track started), in order.
    */
-  private readonly earlier: ('in' | 'out')[] = [];
+  private readonly earlier: { direction: 'in' | 'out'; atMs: number }[] = [];
+  /** When the crossing `step` last returned was made, when its first sighting past the line was an earlier one (LineEvent.atMs); else NaN. */
+  private crossedAt = NaN;
   /** Frame time (update's `frameMs`) of the frame before the one being processed. */
   private prevFrameTime = -Infinity;
   private lastFrameTime = -Infinity;
@@ -264,6 +273,7 @@ export class LineCounter {
     let st = sides.get(id);
     const now: -1 | 1 | 0 = dist > marginPx ? 1 : dist < -marginPx ? -1 : 0;
     this.handedFrom = -1;
+    this.crossedAt = NaN;
     this.earlier.length = 0;
     // Back after missing frames for longer than forgetAfterMs (no frame in between to forget it on): it learns its side afresh.
     if (st && st.lastSeen < this.prevFrameMs && tMs - st.lastSeen > this.options.forgetAfterMs) {
@@ -317,6 +327,10 @@ export class LineCounter {
           // track started, confirmed where they came from, was counted neither in nor out.
           let lx = ox, ly = oy, lBox = fromBox!, lMs = fromMs, crossed = false;
           let cx = 0, cy = 0, cBox = lBox, cMs = lMs;
+          // When the last crossing among them was made: where the way between the sightings either
+          // side meets the line, at an even pace (LineEvent.atMs). Before, such a crossing was raised
+          // on the confirming frame with nothing to say it was made up to a second or more before.
+          let crossMs = NaN;
           for (let k = sure + 1; k < seenBefore.length; k++) {
             const side = this.originSide(seenBefore[k].box, d.xyxy, i);
             if (side === 0) continue;
@@ -327,9 +341,10 @@ export class LineCounter {
               const through = this.withinSegment(lx + (bx - lx) * t, ly + (by - ly) * t);
               // Reshaped across the line, not moved (see moved): still on its side, as when tracked.
               if (through && !this.moved(lBox, seenBefore[k].box, 0)) continue;
-              if (crossed) this.earlier.push(from === 1 ? 'in' : 'out');
+              if (crossed) this.earlier.push({ direction: from === 1 ? 'in' : 'out', atMs: crossMs });
               crossed = through;
               if (through) {
+                crossMs = lMs + (seenBefore[k].ms - shift - lMs) * t;
                 // Where it was last on the side it came from: the last crossing is judged from there.
                 cx = lx;
                 cy = ly;
@@ -356,10 +371,13 @@ export class LineCounter {
           if (crossed && now === -from && this.moved(lBox, d.xyxy, i)) {
             // Back across the line after its last crossing among them: that one counts now, and
             // the way from its last sighting to here is judged as any.
-            this.earlier.push(from === 1 ? 'in' : 'out');
+            this.earlier.push({ direction: from === 1 ? 'in' : 'out', atMs: crossMs });
             crossed = false;
           }
           if (crossed) {
+            // Its crossing is judged from its last sighting on the side it came from (below); it was
+            // seen past the line before this frame, at crossMs.
+            this.crossedAt = crossMs;
             from = -from as -1 | 1;
             lx = cx;
             ly = cy;
@@ -621,17 +639,18 @@ export class LineCounter {
         }
         const direction = this.step(this.side, d, i, id, tMs, frameMs);
         for (const e of this.earlier) {
-          const m = e === 'in' ? stats.countIn : stats.countOut;
+          const m = e.direction === 'in' ? stats.countIn : stats.countOut;
           m.set(d.classId[i], (m.get(d.classId[i]) ?? 0) + 1);
-          if (stats[e]++ === 0 && stats[e === 'in' ? 'out' : 'in'] === 0) this.otherSide.clear();
-          events.push({ line: this.id, direction: e, trackId: id, classId: d.classId[i], row: i });
+          if (stats[e.direction]++ === 0 && stats[e.direction === 'in' ? 'out' : 'in'] === 0) this.otherSide.clear();
+          events.push({ line: this.id, direction: e.direction, trackId: id, classId: d.classId[i], row: i, atMs: e.atMs });
         }
         if (!direction) continue;
         const previousTrackId = this.handedFrom;
+        const atMs = this.crossedAt;
         const m = direction === 'in' ? stats.countIn : stats.countOut;
         m.set(d.classId[i], (m.get(d.classId[i]) ?? 0) + 1);
         if (stats[direction]++ === 0 && stats[direction === 'in' ? 'out' : 'in'] === 0) this.otherSide.clear();
-        events.push({ line: this.id, direction, trackId: id, classId: d.classId[i], row: i, ...(previousTrackId >= 0 ? { previousTrackId } : {}) });
+        events.push({ line: this.id, direction, trackId: id, classId: d.classId[i], row: i, ...(previousTrackId >= 0 ? { previousTrackId } : {}), ...(Number.isNaN(atMs) ? {} : { atMs }) });
       }
     }
     const forget = this.options.forgetAfterMs;
