@@ -96,10 +96,10 @@ const CROSS_LATCH_AWAY_MS = 5000;
 
 /**
  * What an alert's message says of an event seen among a new track's earlier sightings (the
- * tracker's, before it confirmed the track) and raised on the frame that confirmed it, after its
- * time (`at … s`).
+ * tracker's, before it confirmed the track) and raised on the frame that confirmed it (a zone's
+ * second entry among them, the frame after: ZoneMonitor.emit), after its time (`at … s`).
  */
-const EARLY = 'seen before its track was confirmed; raised on the frame that confirmed it';
+const EARLY = 'seen before its track was confirmed; raised once it was';
 
 /** How far apart (a ratio) a frameSize's shape and the picture's may be before stretchNotices speaks: a few pixels of rounding. */
 const STRETCH_TOLERANCE = 0.02;
@@ -391,7 +391,7 @@ export class SourceAnalyzer {
    * once published; keeping each frame's picture for exitDelayMs in case a track vanishes would
    * be a copy of every frame).
    */
-  private zoneAlert(r: RuleConfig & { zone: string }, want: 'enter' | 'exit' | 'dwell', trackId: number, classId: number, row: number, dwellMs: number, lastSeenMs: number | undefined, atMs?: number): AlertDraft {
+  private zoneAlert(r: RuleConfig & { zone: string }, want: 'enter' | 'exit' | 'dwell', trackId: number, classId: number, row: number, dwellMs: number, lastSeenMs: number | undefined, atMs?: number, early?: boolean): AlertDraft {
     const verb = want === 'enter' ? 'entered' : want === 'exit' ? 'left' : `has stayed ${(dwellMs / 1000).toFixed(1)} s in`;
     const label = this.labels[classId] ?? String(classId);
     const atPts = atMs !== undefined ? Math.round(atMs) / 1000 : undefined;
@@ -402,6 +402,9 @@ export class SourceAnalyzer {
       const at = atPts !== undefined && want === 'enter' ? ` at ${atPts.toFixed(1)} s` : '';
       const seen = lastSeenPts !== undefined ? `, last seen at ${lastSeenPts.toFixed(1)} s` : '';
       message += `${at} (late: raised once it was gone${seen}${want === 'enter' ? ' going in' : ''}; this frame is a later one)`;
+    } else if (atPts !== undefined && early) {
+      // Seen among the sightings before its track was confirmed (ZoneEvent.early).
+      message += ` at ${atPts.toFixed(1)} s (${EARLY})`;
     } else if (atPts !== undefined) {
       // A passage: through the zone between two sightings, raised on the later one, which shows it beyond the zone.
       message += ` at ${atPts.toFixed(1)} s (went through it between two sightings; this frame shows it past the zone)`;
@@ -609,7 +612,7 @@ export class SourceAnalyzer {
               if (want === 'dwell') (held ?? this.dwellHeld.set(r.id, new Set()).get(r.id)!).add(e.trackId);
               continue;
             }
-            alerts.push(this.zoneAlert(r, want, e.trackId, e.classId, e.row, e.dwellMs, e.lastSeenMs, e.atMs));
+            alerts.push(this.zoneAlert(r, want, e.trackId, e.classId, e.row, e.dwellMs, e.lastSeenMs, e.atMs, e.early));
           }
           break;
         }

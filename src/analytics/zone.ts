@@ -1,4 +1,4 @@
-import type { Detections } from '../core/detections.js';
+import type { Detections, TrackOrigin } from '../core/detections.js';
 import { anchorPoint, movedWhole, sureOrigin, type Anchor } from './anchor.js';
 
 export { MOVED_WHOLE_SHARE } from './anchor.js';
@@ -205,6 +205,12 @@ export interface ZoneEvent {
    * path at an even pace between the two sightings; raised on the later sighting's frame.
    */
   atMs?: number;
+  /**
+   * An entry or exit seen among a track's sightings before the tracker confirmed it (its earlier
+   * sightings, see ZoneMonitor.replay), raised on the frame that confirmed it (or, held, a later
+   * one): `atMs` is when it came in (the first of the frames inside that made it) or went out.
+   */
+  early?: true;
 }
 
 /** How an exit is decided (see ZoneMonitorOptions.exitOn). */
@@ -298,6 +304,17 @@ interface TrackInZone {
   lastCountedObs: number;
   /** Frames in a row seen inside under a label the zone does not count while not inside (see ZoneMonitor.update). */
   offRun: number;
+  /**
+   * Events of this track held for a later frame (ZoneMonitor.emit): of a type it already had on
+   * their frame, whose two alerts (one rule, track and frame) would have one id, and consumers keep
+   * one. In order; undefined: none.
+   */
+  owed: ZoneEvent[] | undefined;
+  /** Frame time of the frame the zone first saw it on (the tracker confirmed it): an entry or exit whose frames began before it was seen before that (ZoneEvent.early). */
+  confirmedAt: number;
+  /** Frame time of the last frame it had events on, and their types (1 enter, 2 exit, 4 dwell). */
+  emittedAt: number;
+  emitted: number;
 }
 
 function resetPath(p: ZonePath): void {
@@ -406,71 +423,10 @@ export class ZoneMonitor {
           // reached the zone), so that a newcomer seen beside a track that then went unseen is not
           // taken for that track's new id.
           const firstSeen = Math.min(tMs, origin ? origin.ms - shift : tMs);
-          st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i], outX: NaN, outY: NaN, outAt: NaN, outBox: new Float32Array(4), inWhole: true, path: { polyIn: NaN, passIn: NaN, lastInside: NaN }, lastCountedObs: obsMs, offRun: 0 };
+          st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i], outX: NaN, outY: NaN, outAt: NaN, outBox: new Float32Array(4), inWhole: true, path: { polyIn: NaN, passIn: NaN, lastInside: NaN }, lastCountedObs: obsMs, offRun: 0, owed: undefined, confirmedAt: tMs, emittedAt: NaN, emitted: 0 };
           this.tracks.set(id, st);
-          // Its path starts where the tracker first surely saw it (the first of its sightings
-          // while it was being confirmed that is a sure one: not a part of it seen from behind an
-          // occluder or cut off by the picture's border), when that was outside: at 1 fps a track
-          // is confirmed (minConfirmFrames 3) 2 s after it was first seen, and a forklift that
-          // crossed the zone meanwhile was never seen inside by it. Before, only the first
-          // sighting was looked at: one first seen in part had no path.
-          // It runs on through its later sure sightings outside, from one to the next, as it does
-          // from frame to frame once tracked (up to one inside or on the edge): its sightings
-          // before the track started (ByteTracker's PRE_TRACK_SIGHTINGS) may span a second or more,
-          // and a person scored low walking round the zone's corner, straight from the first to
-          // the confirmed one, went through it (an entry and an exit for one who never went in).
-          const k0 = seenBefore ? seenBefore.findIndex((seen) => seen.ms - shift < tMs && sureOrigin(seen.box, d.xyxy, i)) : -1;
-          const m = k0 >= 0 ? this.zone.margin(d, i) : 0;
-          for (let k = k0; k >= 0 && k < seenBefore!.length; k++) {
-            const seen = seenBefore![k];
-            const seenMs = seen.ms - shift;
-            if (k > k0 && !(seenMs < tMs && sureOrigin(seen.box, d.xyxy, i))) continue;
-            const [ox, oy] = anchorPoint(seen.box, 0, this.zone.anchor, this.pt);
-            if (!this.zone.outside(ox, oy, m)) {
-              // Seen inside on minHoldFrames sure sightings in a row (the band's between them aside,
-              // as for a tracked one) and outside after them: it went in and came out before its
-              // track started, a passage from the first of them to the last, made on this frame
-              // (below). Before, the path stopped at the first one inside and ran straight on to
-              // where the track was confirmed: a person scored low who stepped into the zone for
-              // 0.4 s and back out the way they came, confirmed outside, raised nothing.
-              if (k === k0) break;
-              let n = 0, j = k, tIn = NaN, tLast = NaN, entered = false;
-              for (; j < seenBefore!.length; j++) {
-                const s2 = seenBefore![j], ms2 = s2.ms - shift;
-                if (!(ms2 < tMs && sureOrigin(s2.box, d.xyxy, i))) continue;
-                const [ix, iy] = anchorPoint(s2.box, 0, this.zone.anchor, this.pt);
-                if (this.zone.outside(ix, iy, m)) break;
-                if (!this.zone.inside(ix, iy, m)) {
-                  if (!entered) n = 0;
-                  continue;
-                }
-                if (!entered && n++ === 0) tIn = ms2;
-                if (n >= hold) entered = true;
-                if (entered) tLast = ms2;
-              }
-              if (entered && j < seenBefore!.length) {
-                const out = seenBefore![j];
-                st.path.polyIn = NaN;
-                st.path.passIn = tIn;
-                st.path.lastInside = tLast;
-                [st.outX, st.outY] = anchorPoint(out.box, 0, this.zone.anchor, this.pt);
-                st.outAt = out.ms - shift;
-                st.outBox.set(out.box);
-              }
-              break;
-            }
-            if (k > k0) {
-              this.zone.follow(st.outX, st.outY, st.outAt, ox, oy, seenMs, m, st.path);
-              // Through the zone between these two: a passage, made on this frame (below).
-              if (Number.isNaN(st.path.passIn)) resetPath(st.path);
-            }
-            st.outX = ox;
-            st.outY = oy;
-            st.outAt = seenMs;
-            st.outBox.set(seen.box);
-            if (!Number.isNaN(st.path.passIn)) break;
-          }
-        }
+          if (seenBefore) this.replay(id, st, seenBefore, shift, d, i, tMs, obsMs, prevFrame, events);
+        } else if (st.owed) this.payOwed(st, i, tMs, events);
         if (where !== 1) {
           const [x, y] = anchorPoint(d.xyxy, i, this.zone.anchor, this.pt);
           // A passage: seen outside, not inside since its last sighting outside (seen inside on
@@ -491,8 +447,8 @@ export class ZoneMonitor {
               const tIn = path.passIn, tOut = path.lastInside;
               if (stats.entered++ === 0) stats.seenIds?.clear();
               stats.exited++;
-              events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, atMs: tIn });
-              events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tOut - tIn, atMs: tOut });
+              this.emit(st, { type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, atMs: tIn }, tMs, events);
+              this.emit(st, { type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tOut - tIn, atMs: tOut }, tMs, events);
             }
             resetPath(path);
           }
@@ -539,11 +495,11 @@ export class ZoneMonitor {
                 st.enteredAt = st.streakSince;
                 st.dwellRaised = false;
                 if (stats.entered++ === 0) stats.seenIds?.clear();
-                events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0 });
+                this.emit(st, { type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, ...this.early(st) }, tMs, events);
               }
             } else {
               stats.exited++;
-              events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: st.streakSince - st.enteredAt });
+              this.emit(st, { type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: st.streakSince - st.enteredAt, ...this.early(st) }, tMs, events);
             }
           }
         } else {
@@ -554,7 +510,7 @@ export class ZoneMonitor {
         // left, and its stay then ended at the first of those frames.
         if (where !== -1 && st.inside && limit !== undefined && !st.dwellRaised && tMs - st.enteredAt >= limit) {
           st.dwellRaised = true;
-          events.push({ type: 'dwell', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tMs - st.enteredAt });
+          this.emit(st, { type: 'dwell', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tMs - st.enteredAt }, tMs, events);
         }
       }
     }
@@ -565,6 +521,122 @@ export class ZoneMonitor {
     }
     this.occupancy = occ;
     return events;
+  }
+
+  /**
+   * A new track's sightings before the tracker confirmed it (`seen`, first to last, in the
+   * tracker's time: `shift` ms later than this zone's), played through as frames of a tracked one
+   * are: the sure ones (sureOrigin: not a part of it seen from behind an occluder or cut off by
+   * the picture's border) before this frame (`tMs`), each inside, outside or on the edge (the band
+   * of the current box's height), with `minHoldFrames` for an entry and an exit, and the path
+   * through those not inside for a passage. What they show is raised on this frame (row `i`),
+   * each with its time (`atMs`): an entry as of the first of its frames inside, an exit as of the
+   * first of its frames outside. The stay, its hold or its path goes on on this frame.
+   * Before, only a passage was looked for among them (from the first sure one outside, and none
+   * after a first one inside): a person scored low who walked in and stayed entered
+   * minHoldFrames frames after the confirming one (up to 1.2 s after they went in, at 10 fps),
+   * their dwell counted from there; one first seen inside who stepped out within minHoldFrames
+   * frames of the confirmation never entered; a passage among them was dropped when the track
+   * entered on its own frames, and one whose last sightings were inside, confirmed on its first
+   * frame outside, raised nothing. O(sightings × points), once per track.
+   */
+  private replay(id: number, st: TrackInZone, seen: NonNullable<TrackOrigin['before']>, shift: number, d: Detections, i: number, tMs: number, obsMs: number, prevFrame: number, events: ZoneEvent[]): void {
+    const zone = this.zone;
+    const hold = Math.max(1, this.options.minHoldFrames);
+    const exitAtOnce = this.options.exitOn === 'last-seen';
+    const m = zone.margin(d, i);
+    const stats = this.stats;
+    for (const s of seen) {
+      const ms = s.ms - shift;
+      if (!(ms < tMs) || !sureOrigin(s.box, d.xyxy, i)) continue;
+      const [x, y] = anchorPoint(s.box, 0, zone.anchor, this.pt);
+      const where = zone.inside(x, y, m) ? 1 : zone.outside(x, y, m) ? -1 : 0;
+      if (where !== 1) {
+        // The path through the sightings not inside (as on update's frames): a passage between two.
+        const path = st.path;
+        if (!st.inside && st.outAt < ms) zone.follow(st.outX, st.outY, st.outAt, x, y, ms, m, path);
+        if (where === -1) {
+          if (!st.inside && !Number.isNaN(path.passIn)) {
+            const tIn = path.passIn, tOut = path.lastInside;
+            if (stats.entered++ === 0) stats.seenIds?.clear();
+            stats.exited++;
+            this.emit(st, { type: 'enter', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, atMs: tIn }, tMs, events);
+            this.emit(st, { type: 'exit', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tOut - tIn, atMs: tOut }, tMs, events);
+          }
+          resetPath(path);
+        }
+        if (where === -1 || (!st.inside && st.outAt < ms)) {
+          st.outX = x;
+          st.outY = y;
+          st.outAt = ms;
+          st.outBox.set(s.box);
+        }
+      }
+      const raw = where === 0 ? undefined : where === 1;
+      if (raw === undefined || raw === st.inside) {
+        st.streak = 0;
+        continue;
+      }
+      if (st.streak++ === 0) {
+        st.streakSince = ms;
+        st.inWhole = true;
+      }
+      if (raw && !Number.isNaN(st.outAt) && st.inWhole) st.inWhole = movedWhole(st.outBox, s.box, 0, zone.anchor, this.pt);
+      if (st.streak < hold && (raw || !exitAtOnce)) continue;
+      st.inside = raw;
+      st.streak = 0;
+      if (raw) {
+        st.outAt = NaN;
+        resetPath(st.path);
+        if (this.takeOverStay(id, st, obsMs, prevFrame)) {
+          stats.reidentified++;
+        } else {
+          st.enteredAt = st.streakSince;
+          st.dwellRaised = false;
+          if (stats.entered++ === 0) stats.seenIds?.clear();
+          this.emit(st, { type: 'enter', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, atMs: st.streakSince, early: true }, tMs, events);
+        }
+      } else {
+        stats.exited++;
+        this.emit(st, { type: 'exit', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: st.streakSince - st.enteredAt, atMs: st.streakSince, early: true }, tMs, events);
+      }
+    }
+  }
+
+  /** An entry or exit made now whose frames began among the track's sightings before it was confirmed: its time and `early` (ZoneEvent). */
+  private early(st: TrackInZone): { atMs?: number; early?: true } {
+    return st.streakSince < st.confirmedAt ? { atMs: st.streakSince, early: true } : {};
+  }
+
+  /**
+   * Pushes event `e` of track `st` onto `events` (frame `tMs`), or holds it (`owed`) when the
+   * track already had one of its type on this frame or holds others: a passage among its earlier
+   * sightings and the entry it then made (replay) are two `enter` events, whose alerts would
+   * have one id (source, rule, frame, track), and consumers keep one. Held ones come on its next
+   * frames, in order (payOwed), or once it is gone.
+   */
+  private emit(st: TrackInZone, e: ZoneEvent, tMs: number, events: ZoneEvent[]): void {
+    const bit = e.type === 'enter' ? 1 : e.type === 'exit' ? 2 : 4;
+    if (st.emittedAt !== tMs) {
+      st.emittedAt = tMs;
+      st.emitted = 0;
+    }
+    if (st.owed || st.emitted & bit) {
+      (st.owed ??= []).push(e);
+      return;
+    }
+    st.emitted |= bit;
+    events.push(e);
+  }
+
+  /** Raises what track `st` owes (emit), on this frame (`tMs`) that sees it on row `row`, as far as it may. */
+  private payOwed(st: TrackInZone, row: number, tMs: number, events: ZoneEvent[]): void {
+    const owed = st.owed!;
+    st.owed = undefined;
+    for (const e of owed) {
+      e.row = row;
+      this.emit(st, e, tMs, events);
+    }
   }
 
   /**
@@ -593,6 +665,8 @@ export class ZoneMonitor {
    * (see enteredWhenLost).
    */
   private gone(id: number, st: TrackInZone, events: ZoneEvent[], entersNow = false): void {
+    // Events it still owed (it was not seen again after the frame that held them): raised now, as its others are.
+    if (st.owed) for (const e of st.owed) events.push({ ...e, row: -1, lastSeenMs: st.lastSeen });
     if (st.inside) {
       this.stats.exited++;
       const end = st.streak > 0 ? st.streakSince : st.lastSeen;

@@ -55,7 +55,7 @@ describe('a line crossing among the earlier sightings says when it happened', ()
     const { alerts, report } = walk(feet, (k) => (feet[k][1] < 285 ? 0.35 : 0.9), {}, [RULES[2]]);
     expect(alerts.map((x) => [x.event, x.t, x.direction])).toEqual([['line.cross', 900, 'in']]);
     expect(alerts[0].atPts).toBeCloseTo(0.4, 1);
-    expect(alerts[0].message).toBe('person #1 crossed line door (in) at 0.4 s (seen before its track was confirmed; raised on the frame that confirmed it)');
+    expect(alerts[0].message).toBe('person #1 crossed line door (in) at 0.4 s (seen before its track was confirmed; raised once it was)');
     expect(report.lines.door).toMatchObject({ in: 1, out: 0 });
   });
 
@@ -74,5 +74,72 @@ describe('a line crossing among the earlier sightings says when it happened', ()
     // Scored 0.9 all along from y 180, 15 px a frame: confirmed at 0.2 s above the line, across it at 0.5 s.
     const { alerts } = walk(run([350, 180], [0, 15], 10), () => 0.9, {}, [RULES[2]]);
     expect(alerts.map((x) => [x.event, x.t, x.atPts, x.message])).toEqual([['line.cross', 500, undefined, 'person #1 crossed line door (in)']]);
+  });
+});
+
+describe('a zone entry among the earlier sightings', () => {
+  const DWELL = [RULES[0], RULES[1], { id: 'long', type: 'zone-dwell', zone: 'z' }];
+
+  it('scored low walking in, confirmed inside: entered on the confirming frame, as of when it went in, and its dwell counts from then', () => {
+    // Feet down x 350 from y 270, 12 px a frame: on the top edge's band at 0.2 and 0.3 s, inside
+    // beyond it from 0.4 s (y 318), standing at y 342 from 0.6 s; scored 0.35 until 0.7 s, 0.9 after:
+    // the track is confirmed at 0.9 s, inside. dwellLimitSec 1.
+    const feet = [...run([350, 270], [0, 12], 7), ...run([350, 342], [0, 0], 14)];
+    const { alerts, report } = walk(feet, (k) => (k < 7 ? 0.35 : 0.9), { dwellLimitSec: 1 }, DWELL);
+    // Before: entered at 1.1 s (three frames inside from the confirming one), no atPts, and the
+    // dwell alert at 1.9 s (counted from 0.9 s), half a second after the person had been in for 1 s.
+    expect(alerts.map((x) => [x.event, x.t, x.atPts, x.dwellMs])).toEqual([
+      ['zone.enter', 900, 0.4, undefined],
+      ['zone.dwell', 1400, undefined, 1000],
+    ]);
+    expect(alerts[0].message).toBe('person #1 entered zone z at 0.4 s (seen before its track was confirmed; raised once it was)');
+    expect(report.zones.z).toMatchObject({ entered: 1, exited: 0, occupancy: 1 });
+  });
+});
+
+describe('a zone passage among the earlier sightings', () => {
+  it('in and out again before the track started, then confirmed inside: both entries', () => {
+    // Feet at x 340: above the zone (y 280) at 0 s, inside (y 320) 0.1–0.3 s, above 0.4–0.6 s, inside
+    // from 0.7 s; scored 0.35 until 1.0 s, 0.9 after: confirmed inside at 1.2 s.
+    const feet: [number, number][] = [[340, 280], [340, 320], [340, 320], [340, 320], [340, 280], [340, 280], [340, 280], ...run([340, 320], [0, 0], 10)];
+    const { alerts, report } = walk(feet, (k) => (k < 10 ? 0.35 : 0.9));
+    // Before: the passage was dropped when the track entered (one entry, at 1.4 s, no atPts).
+    // The second entry comes a frame later: two zone.enter alerts of one track on one frame have one id.
+    expect(alerts.map((x) => [x.event, x.t, x.atPts, x.dwellMs])).toEqual([
+      ['zone.enter', 1200, 0.1, undefined],
+      ['zone.exit', 1200, 0.4, 300],
+      ['zone.enter', 1300, 0.7, undefined],
+    ]);
+    expect(report.zones.z).toMatchObject({ entered: 2, exited: 1, occupancy: 1 });
+  });
+
+  it('inside on its last sightings before the track, confirmed on its first frame outside: an entry, and its exit', () => {
+    // Feet at x 340: above the zone (y 280) at 0 s, inside (y 320) 0.1–0.5 s, then above again,
+    // walking off to the left; scored 0.35 until 0.4 s, 0.9 after: confirmed at 0.6 s, outside.
+    const feet: [number, number][] = [[340, 280], ...run([340, 320], [0, 0], 5), ...run([340, 280], [-12, 0], 8)];
+    const { alerts, report } = walk(feet, (k) => (k < 4 ? 0.35 : 0.9));
+    // Before: nothing (the path ran from the sighting above to the confirmed one above).
+    // Its exit after minHoldFrames frames outside, as for any track.
+    expect(alerts.map((x) => [x.event, x.t, x.atPts, x.dwellMs])).toEqual([
+      ['zone.enter', 600, 0.1, undefined],
+      ['zone.exit', 800, undefined, 500],
+    ]);
+    expect(report.zones.z).toMatchObject({ entered: 1, exited: 1, occupancy: 0 });
+  });
+});
+
+describe('a person first seen inside the zone', () => {
+  it('who leaves within minHoldFrames frames of the confirmation: entered (as of the first sighting) and left', () => {
+    // Steps out from behind a shelf inside the zone (feet at y 385, 5 px above the bottom edge's band),
+    // stands 0.4 s, then walks down out of the zone, 12 px a frame; scored 0.9 all along: confirmed at
+    // 0.2 s, on its edge's band from 0.4 s, outside from 0.6 s. Before, no entry at all: inside on two
+    // frames after the confirming one (minHoldFrames 3), though seen inside on five.
+    const feet = [...run([350, 385], [0, 0], 4), ...run([350, 397], [0, 12], 8)];
+    const { alerts, report } = walk(feet, () => 0.9);
+    expect(alerts.map((x) => [x.event, x.t, x.atPts, x.dwellMs])).toEqual([
+      ['zone.enter', 200, 0, undefined],
+      ['zone.exit', 800, undefined, 600],
+    ]);
+    expect(report.zones.z).toMatchObject({ entered: 1, exited: 1, occupancy: 0 });
   });
 });

@@ -49,19 +49,19 @@ describe('a source that changes its resolution', () => {
   it('a person standing in a zone (fractions) keeps one id and one stay: one entry, the dwell alert, one exit when it leaves', async () => {
     const r = await standInZone({ zones: [{ id: 'z', polygon: [[0.45, 0.45], [0.95, 0.45], [0.95, 0.95], [0.45, 0.95]], dwellLimitSec: 5 }] }, profileSwitch);
     expect([...r.ids]).toEqual([1]);
-    expect(r.alerts).toEqual(['zone.enter#1@0.4', 'zone.dwell#1@5.2', 'zone.exit#1@12.0']);
+    expect(r.alerts).toEqual(['zone.enter#1@0.2', 'zone.dwell#1@5.0', 'zone.exit#1@12.0']);
     expect(r.report.zones.z).toMatchObject({ entered: 1, exited: 1, occupancy: 0 });
   });
 
   it('a picture size that alternates on every frame: still one entry', async () => {
     const r = await standInZone({ zones: [{ id: 'z', polygon: [[0.45, 0.45], [0.95, 0.45], [0.95, 0.95], [0.45, 0.95]] }] }, (k) => (k % 2 ? 2 : 1));
     expect([...r.ids]).toEqual([1]);
-    expect(r.alerts).toEqual(['zone.enter#1@0.4', 'zone.exit#1@12.0']);
+    expect(r.alerts).toEqual(['zone.enter#1@0.2', 'zone.exit#1@12.0']);
   });
 
   it('a zone in pixels (given for the first picture) is scaled to a smaller one, not refused: the source goes on', async () => {
     const r = await standInZone({ zones: [{ id: 'z', units: 'pixel', polygon: [[900, 500], [1800, 500], [1800, 1000], [900, 1000]], dwellLimitSec: 5 }] }, profileSwitch);
-    expect(r.alerts).toEqual(['zone.enter#1@0.4', 'zone.dwell#1@5.2', 'zone.exit#1@12.0']);
+    expect(r.alerts).toEqual(['zone.enter#1@0.2', 'zone.dwell#1@5.0', 'zone.exit#1@12.0']);
   });
 
   it("zones and lines are placed on the new size; a line keeps each track's side", () => {
