@@ -143,3 +143,15 @@ describe('a person first seen inside the zone', () => {
     expect(report.zones.z).toMatchObject({ entered: 1, exited: 1, occupancy: 0 });
   });
 });
+
+describe('a person shuffling on the door line, first scored low', () => {
+  it('counts each real crossing once (earlier sightings and frames alike), and the line-cross rule alerts each direction once', () => {
+    // Feet at x 350 stepping between 20 px above and 20 px below the line (margin 10) every 0.4 s for
+    // 6 s, scored 0.35 for the first 0.9 s (the track starts with those sightings): 14 crossings.
+    const feet = Array.from({ length: 60 }, (_, k): [number, number] => [350, 240 + (Math.floor(k / 4) % 2 ? 20 : -20)]);
+    const { alerts, report } = walk(feet, (k) => (k < 9 ? 0.35 : 0.9), {}, [RULES[2]]);
+    expect(report.lines.door).toMatchObject({ in: 7, out: 7 });
+    // The latch (a body's size from the line, or 5 s on the side it crossed from) holds the rest.
+    expect(alerts.map((x) => [x.direction, x.atPts !== undefined])).toEqual([['in', true], ['out', true]]);
+  });
+});
