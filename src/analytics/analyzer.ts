@@ -625,15 +625,19 @@ export class SourceAnalyzer {
             const latch = latched.get(e.trackId);
             if (latch && latch.dirs & bit) continue;
             if (!cd.allow(`${e.trackId}:${e.direction}`, tMs)) continue;
-            // It is past the line on the side its crossing ended on ('in': the line's positive side).
+            // It is past the line on the side its crossing ended on ('in': the line's positive side),
+            // since it crossed: for one seen among a new track's earlier sightings, up to a second or
+            // more before this frame (its CROSS_LATCH_AWAY_MS count from then, as for a crossing seen
+            // on its own frame; before, from this frame).
             const side = e.direction === 'in' ? 1 : -1;
+            const since = e.atMs !== undefined ? obsMs - Math.max(0, tMs - e.atMs) : obsMs;
             if (latch) {
               latch.dirs |= bit;
               if (latch.side !== side) {
                 latch.side = side;
-                latch.sideSince = obsMs;
+                latch.sideSince = since;
               }
-            } else latched.set(e.trackId, { dirs: bit, seenMs: obsMs, side, sideSince: obsMs });
+            } else latched.set(e.trackId, { dirs: bit, seenMs: obsMs, side, sideSince: since });
             // One seen among the earlier sightings of a track confirmed on this frame says when it crossed (atPts).
             const atPts = e.atMs !== undefined ? Math.round(e.atMs) / 1000 : undefined;
             const at = atPts !== undefined ? ` at ${atPts.toFixed(1)} s (${EARLY})` : '';

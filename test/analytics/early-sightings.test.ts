@@ -70,6 +70,18 @@ describe('a line crossing among the earlier sightings says when it happened', ()
     expect(report.lines.door).toMatchObject({ in: 1, out: 1 });
   });
 
+  it("the line-cross latch's 5 s on the side it crossed from count from when it crossed back, not from the confirming frame", () => {
+    // Feet at x 350 scored 0.35 until 0.8 s: down through the door line (in at 0.167 s) and back up
+    // (out at 0.533 s), above it (y 215) from 0.7 s, confirmed there at 1.0 s; it stays above until
+    // 5.7 s, then steps down through the line again (past the margin at 6.0 s). 5 s above since it
+    // crossed back (0.533 s) release its 'in': alerted again. Before, they counted from 1.0 s, only
+    // 4.7 s by its last frame above: the second 'in' was taken for a shuffle and not alerted.
+    const feet: [number, number][] = [...run([350, 215], [0, 15], 4), [350, 260], ...run([350, 245], [0, -15], 3), ...run([350, 215], [0, 0], 50), ...run([350, 230], [0, 15], 4)];
+    const { alerts, report } = walk(feet, (k) => (k < 8 ? 0.35 : 0.9), {}, [RULES[2]]);
+    expect(alerts.map((x) => [x.direction, x.t, x.atPts])).toEqual([['in', 1000, 0.167], ['out', 1000, 0.533], ['in', 6000, undefined]]);
+    expect(report.lines.door).toMatchObject({ in: 2, out: 1 });
+  });
+
   it('a crossing seen on its own frame has no atPts', () => {
     // Scored 0.9 all along from y 180, 15 px a frame: confirmed at 0.2 s above the line, across it at 0.5 s.
     const { alerts } = walk(run([350, 180], [0, 15], 10), () => 0.9, {}, [RULES[2]]);
