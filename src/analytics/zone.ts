@@ -425,6 +425,13 @@ export class ZoneMonitor {
           const firstSeen = Math.min(tMs, origin ? origin.ms - shift : tMs);
           st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i], outX: NaN, outY: NaN, outAt: NaN, outBox: new Float32Array(4), inWhole: true, path: { polyIn: NaN, passIn: NaN, lastInside: NaN }, lastCountedObs: obsMs, offRun: 0, owed: undefined, confirmedAt: tMs, emittedAt: NaN, emitted: 0 };
           this.tracks.set(id, st);
+          // Its sightings while the tracker confirmed it (and before: ByteTracker's
+          // PRE_TRACK_SIGHTINGS, a second or more) are played through as its frames would be
+          // (replay): at 1 fps a track is confirmed (minConfirmFrames 3) 2 s after it was first
+          // seen, and a forklift that crossed the zone meanwhile was never seen inside by it; its
+          // path runs through the sure ones from one to the next (a person scored low walking
+          // round the zone's corner, taken straight from the first to the confirmed one, went
+          // through it); and one first seen in part has its path start at its first sure one.
           if (seenBefore) this.replay(id, st, seenBefore, shift, d, i, tMs, obsMs, prevFrame, events);
         } else if (st.owed) this.payOwed(st, i, tMs, events);
         if (where !== 1) {
