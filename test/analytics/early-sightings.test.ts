@@ -125,6 +125,20 @@ describe('a zone passage among the earlier sightings', () => {
     expect(report.zones.z).toMatchObject({ entered: 2, exited: 1, occupancy: 1 });
   });
 
+  it('…and lost right after the confirming frame: the entry held for the next frame is raised once it is gone, not lost', () => {
+    const feet: [number, number][] = [[340, 280], [340, 320], [340, 320], [340, 320], [340, 280], [340, 280], [340, 280], ...run([340, 320], [0, 0], 6), ...run([-1, 0], [0, 0], 25)];
+    const { alerts, drafts, report } = walk(feet, (k) => (k < 10 ? 0.35 : 0.9));
+    // Unseen from 1.3 s, gone at 3.3 s (exitDelayMs 2000): its second entry then, late, with its exit.
+    expect(alerts.map((x) => [x.event, x.t, x.atPts])).toEqual([
+      ['zone.enter', 1200, 0.1],
+      ['zone.exit', 1200, 0.4],
+      ['zone.enter', 3300, 0.7],
+      ['zone.exit', 3300, undefined],
+    ]);
+    expect(drafts.slice(2).map((x) => x.late)).toEqual([true, true]);
+    expect(report.zones.z).toMatchObject({ entered: 2, exited: 2, occupancy: 0 });
+  });
+
   it('inside on its last sightings before the track, confirmed on its first frame outside: an entry, and its exit', () => {
     // Feet at x 340: above the zone (y 280) at 0 s, inside (y 320) 0.1–0.5 s, then above again,
     // walking off to the left; scored 0.35 until 0.4 s, 0.9 after: confirmed at 0.6 s, outside.
