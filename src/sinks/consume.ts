@@ -121,6 +121,7 @@ const MESSAGE_TYPES = new Set(['detections', 'alert', 'status']);
 interface ArgusRecord {
   type: 'detections' | 'alert' | 'status';
   source: string;
+  run?: unknown;
   seq?: unknown;
   epoch?: unknown;
   owner?: unknown;
@@ -165,6 +166,21 @@ export function latencyFigures(w: SampleWindow): string {
 
 /** A field of a record as text for the terminal: strings escaped (forTerminal), numbers as they are, anything else '?'. */
 const field = (v: unknown): string => (typeof v === 'string' ? forTerminal(v) : typeof v === 'number' ? String(v) : '?');
+
+/**
+ * A message's run (message.ts runTag) in short, for a person reading: its last six characters,
+ * random ones (the first are the start time, alike for years).
+ */
+const shortRun = (run: string): string => (run.length > 6 ? run.slice(-6) : run);
+
+/**
+ * Which frame of which start a message is, as `#<run>-<seq>` (the run in short, as alert ids
+ * write `<run>-<seq>`), or `#<seq>` for a message without a run (an older release's): `seq`
+ * starts at 0 at each start, and `#41` alone read alike for two starts' frames.
+ */
+export function frameText(m: Pick<ArgusRecord, 'run' | 'seq'>): string {
+  return m.run === undefined ? `#${field(m.seq)}` : `#${typeof m.run === 'string' ? forTerminal(shortRun(m.run)) : '?'}-${field(m.seq)}`;
+}
 
 /**
  * A JSON record as one line for --json: as read, unless it spans lines (another producer's
@@ -244,7 +260,7 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
         return o.json ? oneLine(text, parsed) : `(JSON, not an argus message) ${forTerminal(text.slice(0, 80))}`;
       }
       if (!gate.accept(m)) {
-        return o.json ? undefined : `stale ${forTerminal(m.source)} #${field(m.seq)} from ${field(m.owner)} (epoch ${m.epoch}; a newer owner's was seen): skipped`;
+        return o.json ? undefined : `stale ${forTerminal(m.source)} ${frameText(m)} from ${field(m.owner)} (epoch ${m.epoch}; a newer owner's was seen): skipped`;
       }
       const l = sourceToConsume(m, t);
       let latency = '';
@@ -265,7 +281,7 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
         m.type === 'alert' ? field(m.alert?.event ?? '')
         : m.type === 'status' ? field(m.state)
         : `${Array.isArray(m.detections) ? m.detections.length : 0} detections`;
-      return `${m.type} ${forTerminal(m.source)} #${field(m.seq)} p${partition} ${what}${latency}`;
+      return `${m.type} ${forTerminal(m.source)} ${frameText(m)} p${partition} ${what}${latency}`;
     };
 
     const done = new Promise<void>((resolve) => {

@@ -69,6 +69,22 @@ describe('argus consume against hostile and malformed records', () => {
     expect(s.p99).toBeLessThan(600_000); // -1e308 made it 1e+308
   }, 120_000);
 
+  it('shows which start a message is of, `#<run>-<seq>` with the run in short: two starts\' frame 0 read apart (both read `#0`)', async () => {
+    const topic = uniqueTopic('consume-run');
+    const t = Date.now();
+    const det = (run: unknown, seq: number) => JSON.stringify({ type: 'detections', version: 1, source: 'lobby', ...(run === undefined ? {} : { run }), seq, stamps: { produced: t }, detections: [] });
+    await produce(topic, [det('mio3k2x1q07f3kzt', 0), det('mio3l9aa2b8x0d1c', 0), det(undefined, 7), det('\u001b[2Jab', 1), det(5, 2)]);
+    const c = collector();
+    await consume({ brokers, topic, fromBeginning: true, window: 100, count: 5, json: false, out: c.out });
+    const lines = c.text().trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^detections lobby #7f3kzt-0 p0 0 detections /);
+    expect(lines[1]).toMatch(/^detections lobby #8x0d1c-0 p0 0 detections /);
+    expect(lines[2]).toMatch(/^detections lobby #7 p0 /); // an older release's message: no run
+    expect(lines[3]).toMatch(/^detections lobby #\\x1b\[2Jab-1 p0 /); // escaped, never sent to the terminal as it is
+    expect(lines[4]).toMatch(/^detections lobby #\?-2 p0 /);
+    expect(c.text()).not.toMatch(CONTROLS);
+  }, 120_000);
+
   it('an epoch that is no Kafka offset (1e308, -1, 2.5) leaves the camera’s later detections alone; --count counts records read, stale ones too', async () => {
     const topic = uniqueTopic('consume-epoch');
     const det = (seq: number, epoch: unknown, owner = 'w1') => JSON.stringify({ type: 'detections', version: 1, source: 'lobby', seq, owner, epoch, stamps: { produced: Date.now() }, detections: [] });
