@@ -237,7 +237,7 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
 
 /**
  * The sinks: the JSONL file as a run opens it (not a source's file or the pipeline, its folder
- * writable, the file writable where it is there; nothing made), Kafka's brokers (with
+ * writable, the file writable where it is there; nothing made; that a run appends to it, said), Kafka's brokers (with
  * `connect`: answering). `inputs`: the sources' files, resolved.
  */
 async function checkSinks(config: PipelineConfig, file: string, baseDir: string, inputs: readonly string[], connect: boolean, timeoutMs: number, items: CheckItem[]): Promise<void> {
@@ -248,7 +248,7 @@ async function checkSinks(config: PipelineConfig, file: string, baseDir: string,
     const folder = refused ? undefined : await unwritableFolder(dirname(path));
     const target = refused || folder ? undefined : await unwritableTarget(path);
     const why = refused?.message ?? (folder ? `sinks.jsonl.path: ${path}: its folder cannot be written (${folder})` : target ? `sinks.jsonl.path: ${path}: ${target}` : undefined);
-    items.push(why ? { check: 'sinks', ok: false, code: ErrorCodes.SINK_FILE, field: 'sinks.jsonl.path', message: why } : { check: 'sinks', ok: true, field: 'sinks.jsonl.path', message: `${path}: its folder is writable` });
+    items.push(why ? { check: 'sinks', ok: false, code: ErrorCodes.SINK_FILE, field: 'sinks.jsonl.path', message: why } : { check: 'sinks', ok: true, field: 'sinks.jsonl.path', message: `${path}: its folder is writable; ${await appendNote(path)}` });
   }
   const kafka = config.sinks.kafka;
   if (!kafka) return;
@@ -377,6 +377,18 @@ async function unwritableFolder(dir: string): Promise<string | undefined> {
   } catch (e) {
     return `${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`;
   }
+}
+
+/**
+ * How a run writes the JSONL file: appended to, each start's lines after the last's (a message's
+ * `run` tells the starts apart), what is there kept. (It said only that the folder was writable,
+ * and a reader of the check could not tell a restart's lines would follow the earlier run's.)
+ */
+async function appendNote(path: string): Promise<string> {
+  const st = await stat(path).catch(() => undefined);
+  const how = "each start's lines after the last start's (a message's run tells the starts apart)";
+  if (!st) return `not there yet: a run makes it, and later runs append to it, ${how}`;
+  return st.isFile() ? `a run appends to it (${st.size} bytes there now, kept), ${how}` : 'a run writes to it as it is (not a regular file: a named pipe or a device)';
 }
 
 /**

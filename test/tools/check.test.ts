@@ -307,6 +307,18 @@ describe('argus check', () => {
     });
   });
 
+  it('says that the JSONL file is appended to (each start\'s lines after the last\'s), not only that its folder is writable', async () => {
+    const out = join(dir, 'append', 'out.jsonl');
+    mkdirSync(join(dir, 'append'), { recursive: true });
+    const file = pipeline('append.yaml', `name: t\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\nsinks:\n  jsonl: {path: ${out}}\n`);
+    // The model is not what is looked at here: a load that fails at once.
+    const loadDetector = async () => Promise.reject(new Error('not loaded in this test'));
+    const jsonlItem = (r: CheckReport) => r.items.find((i) => i.field === 'sinks.jsonl.path');
+    expect(jsonlItem(await checkPipeline(file, { loadDetector }))).toMatchObject({ ok: true, message: `${out}: its folder is writable; not there yet: a run makes it, and later runs append to it, each start's lines after the last start's (a message's run tells the starts apart)` });
+    writeFileSync(out, '{"type":"detections"}\n');
+    expect(jsonlItem(await checkPipeline(file, { loadDetector }))).toMatchObject({ ok: true, message: `${out}: its folder is writable; a run appends to it (22 bytes there now, kept), each start's lines after the last start's (a message's run tells the starts apart)` });
+  });
+
   it('a JSONL path a run refuses (the pipeline file, a source\'s clip, a folder): each a VAP_ERR_SINK_FILE, as the run says it', async () => {
     const clip = join(dir, 'clip.mp4');
     copyFileSync(PERSON_VIDEO, clip);
