@@ -9,7 +9,7 @@ import type { LogFn } from '../core/log.js';
 import type { Frame } from '../core/frame.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
 import { runPipeline, type RunningPipeline, type RunOptions, type RunSummary } from '../pipeline/run.js';
-import type { Claim, StatusMessage } from '../sinks/message.js';
+import { runTag, type Claim, type StatusMessage } from '../sinks/message.js';
 import type { Transition } from '../sources/health.js';
 import { KafkajsMembership } from './kafkajs-membership.js';
 import type { Assignment, GroupMembership, SlotTable } from './membership.js';
@@ -89,7 +89,7 @@ interface Running {
   startedAt: number;
 }
 
-export interface WorkerOptions extends Omit<RunOptions, 'attached' | 'claimOf' | 'health' | 'clusterMetrics' | 'publishesStatus' | 'replaysStatus'> {
+export interface WorkerOptions extends Omit<RunOptions, 'attached' | 'claimOf' | 'health' | 'clusterMetrics' | 'publishesStatus' | 'replaysStatus' | 'run'> {
   /** Called once the worker has joined the group (tests, bench). */
   onJoined?: (worker: Worker) => void;
 }
@@ -108,8 +108,13 @@ export interface WorkerOptions extends Omit<RunOptions, 'attached' | 'claimOf' |
  */
 export class Worker {
   readonly id: string;
-  /** This process: claims and group member data carry it, so a restart under the same id is told apart. */
-  readonly incarnation = `${process.pid.toString(36)}${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+  /**
+   * This start of the worker: claims and group member data carry it, so a restart under the same id
+   * is told apart; and it is the run of its pipeline (runWorker passes it as RunOptions.run), every
+   * message's `run`: one start, one tag (sinks/message.ts runTag). It was a tag of its own (pid,
+   * time, four random characters) beside the messages' run, two names for the same start.
+   */
+  readonly incarnation = runTag();
   readonly counters: WorkerCounters = { claims: 0, releases: 0, fencings: 0, fencedFrames: 0, fencedByLease: 0, fencedBySlot: 0, fencedAlerts: 0, waitedForRelease: 0, forcedClaims: 0, rebalancesAsked: 0 };
   private readonly c: ClusterConfig;
   private readonly kafka: Kafka;
@@ -938,6 +943,7 @@ export async function runWorker(config: PipelineConfig, options: WorkerOptions =
     log(`cluster: worker ${worker.id} read ${worker.view.cameras.size} camera(s); joining group ${config.cluster.group}`, { worker: worker.id });
     return await runPipeline(config, {
       ...options,
+      run: worker.incarnation,
       onReady: (r) => {
         worker.onOutputs(r);
         options.onReady?.(r);

@@ -14,7 +14,7 @@ import { JsonlSink, jsonlTargetRefusal } from '../sinks/jsonl.js';
 import type { AnnotateSink, AnnotateSourceStats } from '../sinks/annotate.js';
 import { AnnotateSinkSchema } from '../config/schema/sinks.js';
 import type { KafkaSink, KafkaSinkOptions } from '../sinks/kafka.js';
-import type { Claim, Message, MessageKind, StatusMessage } from '../sinks/message.js';
+import { runTag, type Claim, type Message, type MessageKind, type StatusMessage } from '../sinks/message.js';
 import { Outbox, recordMessage, strandedAlerts } from '../sinks/outbox.js';
 import { Publisher } from '../sinks/publisher.js';
 import type { Sink } from '../sinks/sink.js';
@@ -73,6 +73,12 @@ export interface RunOptions extends PipelineOptions {
   health?: () => Record<string, unknown>;
   /** argus worker: its cameras, lease and counters on /metrics. */
   clusterMetrics?: () => ClusterMetricsState;
+  /**
+   * The run's tag (sinks/message.ts runTag): every message's `run`, the run in its alert ids, and
+   * the WebSocket hello's `run`. Default a new one for each runPipeline (its sources' seq count
+   * from 0 again). argus worker passes its incarnation: one tag for the start of a worker.
+   */
+  run?: string;
 }
 
 /** Everything a run started, for tests and for features that hook in. */
@@ -230,6 +236,8 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
   const env = options.env ?? process.env;
   const baseDir = options.baseDir ?? process.cwd();
   const jsonlPath = jsonlPathOf(config, options);
+  // Made before anything starts: a WebSocket client that connects while the model loads is told it in the hello.
+  const run = options.run ?? runTag();
   const life = new Lifecycle(log);
   const stop$ = new Subject<void>();
   // Stops the run from inside (stdout closed under `--jsonl -`), like an abort of options.signal.
@@ -272,10 +280,10 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
         }),
       (p) => p.close(),
     );
-    started = await startOutputs(life, config, pipeline, options, port, log, onFatal);
+    started = await startOutputs(life, config, pipeline, options, port, run, log, onFatal);
     const { sinks, kafka, outbox, server, websocket } = started;
     const { manifest } = pipeline.detector;
-    publisher = life.use('publisher', new Publisher(sinks, { name: manifest.name, version: manifest.version }, pipeline.detector.labels, outbox, options.claimOf), (p) => p.flush());
+    publisher = life.use('publisher', new Publisher(sinks, { name: manifest.name, version: manifest.version }, pipeline.detector.labels, outbox, options.claimOf, run), (p) => p.flush());
     const alerts = life.use('alerts', new AlertPublisher(publisher, config.alerts, pipeline.detector, baseDir, log), (a) => a.drain());
     started.alerts = alerts;
     if (pipeline.stats.length > 0 && config.sources.some((s) => s.rules.length > 0)) await alerts.warmup();
@@ -396,7 +404,7 @@ interface Started {
 }
 
 /** Starts the outbox, the sinks and the server a config asks for, each registered with `life`. */
-async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: Pipeline, options: RunOptions, port: number, log: LogFn, onFatal: (e: Error) => void): Promise<Started> {
+async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: Pipeline, options: RunOptions, port: number, run: string, log: LogFn, onFatal: (e: Error) => void): Promise<Started> {
   const env = options.env ?? process.env;
   const baseDir = options.baseDir ?? process.cwd();
   const jsonlPath = jsonlPathOf(config, options);
@@ -486,7 +494,7 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
     const ws = config.sinks.websocket;
     const { startHttpServer } = await import('../server/http.js');
     const { WebSocketHub } = await import('../sinks/websocket.js');
-    const hub = ws.enabled ? new WebSocketHub({ ...ws, token: sc.token, sessionMaxAgeMs: sc.sessionMaxAgeMs, allowedOrigins: sc.allowedOrigins, sources: () => pipeline.stats.map((s) => s.id), log }) : undefined;
+    const hub = ws.enabled ? new WebSocketHub({ ...ws, token: sc.token, sessionMaxAgeMs: sc.sessionMaxAgeMs, allowedOrigins: sc.allowedOrigins, sources: () => pipeline.stats.map((s) => s.id), run, log }) : undefined;
     // (As the hub's own alerts name it.)
     if (hub) snapshotUrl = (id) => hub.snapshotUrl(id);
     server = await life.start(

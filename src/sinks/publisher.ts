@@ -24,8 +24,8 @@ export class Publisher {
     private readonly claimOf?: (source: string, frame?: Frame) => Claim | undefined,
     /**
      * Every message's `run`, and the run in its alert ids (AlertPublisher): a tag of its own for
-     * each publisher, one a run of the pipeline (runPipeline), as its sources' seq count from 0
-     * again at each. (One tag a process gave a program that ran its pipeline twice the first
+     * each publisher, one a run of the pipeline (runPipeline passes its run's: RunOptions.run, an
+     * argus worker's incarnation), as its sources' seq count from 0 again at each. (One tag a process gave a program that ran its pipeline twice the first
      * run's (run, seq) and alert ids again.)
      */
     readonly run: string = runTag(),

@@ -63,6 +63,12 @@ export interface WebSocketHubOptions {
   replayAlertBytes?: number;
   /** Source ids, announced in the hello message. */
   sources: () => readonly string[];
+  /**
+   * The run of the pipeline (its messages' `run`), announced in the hello message: a client that
+   * reconnects tells a restart of argus (another run: seq from 0 again, the held alerts gone) from
+   * a reconnect to the same run. Absent: not said (a hub of no pipeline run: tests, benches).
+   */
+  run?: string;
   log?: LogFn;
 }
 
@@ -339,7 +345,7 @@ export class WebSocketHub implements Sink {
       this.stats.connected = this.clients.size;
     });
     ws.on('error', () => ws.terminate());
-    this.sendControl(c, { type: 'hello', version: 1, sources: this.o.sources(), kinds: KINDS, maxMessageBytes: this.o.maxClientMessageBytes });
+    this.sendControl(c, { type: 'hello', version: 1, ...(this.o.run !== undefined ? { run: this.o.run } : {}), sources: this.o.sources(), kinds: KINDS, maxMessageBytes: this.o.maxClientMessageBytes });
   }
 
   /**

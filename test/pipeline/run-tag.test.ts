@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../src/config/load.js';
 import { PipelineSchema } from '../../src/config/schema.js';
 import type { Detector } from '../../src/inference/detector.js';
-import { runPipeline } from '../../src/pipeline/run.js';
+import WebSocket from 'ws';
+import { runPipeline, type RunningPipeline } from '../../src/pipeline/run.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { crowdRule } from '../../pipelines/custom-operator.js';
 import { fakeDetector } from '../helpers/fake-session.js';
@@ -45,5 +46,42 @@ describe('two runs of a pipeline in one process (library use)', () => {
     expect(new Set(detections.map((m) => `${m.source}/${m.run}/${m.seq}`)).size).toBe(detections.length);
     expect(new Set(alerts.map((m) => m.alert!.id)).size).toBe(2);
     for (const a of alerts) expect(a.alert!.id).toBe(`cam:crowd:${a.run}-0:r0`);
+  }, 60_000);
+
+  it("the WebSocket hello says the run: a client that reconnects tells a restart (another run, seq from 0) from a reconnect to the same run (the hello had no run)", async () => {
+    const config = parseConfigText(`name: hello\nsources: [{ id: cam, uri: ${join(dir, 'clip.mp4')}, rate: native, loop: true }]\nserver: { port: 0 }\n`, PipelineSchema, 'hello.yaml', {});
+    /** One run: the hello of a client that connects once the run is up, then the run is stopped. */
+    const helloOfRun = async () => {
+      const ac = new AbortController();
+      let done: Promise<unknown> | undefined;
+      const running = await new Promise<RunningPipeline>((resolve, reject) => {
+        done = runPipeline(config, { detector, status: false, signal: ac.signal, onReady: resolve });
+        done.catch(reject);
+      });
+      const ws = new WebSocket(`${running.server!.url.replace('http', 'ws')}/ws`);
+      const msgs: Record<string, unknown>[] = [];
+      // The hello, then (subscribed to detections) a first detections message.
+      await new Promise<void>((resolve, reject) => {
+        ws.on('message', (d) => {
+          const m = JSON.parse(d.toString()) as Record<string, unknown>;
+          msgs.push(m);
+          if (m.type === 'hello') ws.send(JSON.stringify({ type: 'subscribe', kinds: ['detections'] }));
+          if (m.type === 'detections') resolve();
+        });
+        ws.once('error', reject);
+      });
+      ws.terminate();
+      ac.abort();
+      await done;
+      return { hello: msgs[0], detections: msgs.find((m) => m.type === 'detections')!, run: running.publisher.run };
+    };
+    const first = await helloOfRun();
+    const second = await helloOfRun();
+    expect(first.hello).toMatchObject({ type: 'hello', version: 1, run: first.run, sources: ['cam'] });
+    expect(second.hello).toMatchObject({ type: 'hello', run: second.run });
+    expect(second.run).not.toBe(first.run);
+    // The hello's run is the one the run's messages carry.
+    expect(first.detections.run).toBe(first.run);
+    expect(second.detections.run).toBe(second.run);
   }, 60_000);
 });
