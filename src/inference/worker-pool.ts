@@ -421,17 +421,23 @@ export async function quiesceInference(timeoutMs: number): Promise<boolean> {
  * says so, runs the 'exit' handlers as process.exit would, and ends without the join (hardExit:
  * _exit, with the status the run set). Where that C module is not built it kills itself (SIGKILL:
  * exit status 137, the run's own status lost).
+ *
+ * `sessionSaid`: the command has said already that the model's session was not made in time and
+ * that it ends without it (argus check's WARNING): a session still being opened then is a note
+ * (`argus: note: …`), not a VAP_ERR_MODEL_RUN error line after a check that passed. A run that
+ * has not returned, or an exit that cannot keep the status (SIGKILL), stays an error.
  */
-export async function exitAfterInference(code: number | undefined, timeoutMs: number): Promise<void> {
+export async function exitAfterInference(code: number | undefined, timeoutMs: number, o: { sessionSaid?: boolean } = {}): Promise<void> {
   const quiet = await quiesceInference(timeoutMs);
   // (process.exit(undefined) is process.exit(0) on Node 20: an explicit undefined resets
   // process.exitCode. A CLI error's exit 2 came out as 0 once a socket held the process.)
   const status = code ?? (typeof process.exitCode === 'number' ? process.exitCode : 0);
   if (quiet) return void process.exit(status);
   const hard = canHardExit();
-  const what = opening.size > 0 && ![...live].some((p) => p.busy) ? `the model's session was still being opened ${timeoutMs} ms after the stop (a TensorRT engine build takes minutes)` : `an inference run had not ended ${timeoutMs} ms after the stop (the model's run does not return)`;
+  const openingOnly = opening.size > 0 && ![...live].some((p) => p.busy);
+  const what = openingOnly ? `the model's session was still being opened ${timeoutMs} ms after the stop (a TensorRT engine build takes minutes)` : `an inference run had not ended ${timeoutMs} ms after the stop (the model's run does not return)`;
   writeStderr(
-    `argus: ${ErrorCodes.MODEL_RUN}: ${what}; ${
+    `argus: ${openingOnly && hard && o.sessionSaid ? 'note' : ErrorCodes.MODEL_RUN}: ${what}; ${
       hard
         ? `exiting without waiting for it (exit status ${status}): Node's own exit waits for a thread inside ONNX Runtime until it returns`
         : `killing the process (exit status 137), which cannot end a thread inside ONNX Runtime (dist/native/hard-exit.node, which exits with the run's status instead, is not built)`

@@ -37,6 +37,8 @@ export interface CheckItem {
   warning?: boolean;
   /** A problem's code (ArgusError). */
   code?: ErrorCode;
+  /** The model's item when no session was made within the bound: still being opened as the check ends (said as a note at its exit, not an error). */
+  late?: boolean;
   /** The setting (`sources[0].uri`) or file the item is about. */
   field?: string;
   message: string;
@@ -207,7 +209,7 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
   try {
     if ('late' in loaded) {
       const trt = config.model.providers.includes('tensorrt');
-      items.push({ check: 'model', ok: true, warning: true, field: trt ? 'model.providers' : modelField, message: `${trt ? 'model.providers' : modelField}: no session made within ${modelMs / 1000} s${trt ? ' (a TensorRT engine is built at a first start, for minutes; later starts read it from its cache)' : ''}: a run waits for it before its first frame; its input, labels and the class names of zones, lines and rules were not checked` });
+      items.push({ check: 'model', ok: true, warning: true, late: true, field: trt ? 'model.providers' : modelField, message: `${trt ? 'model.providers' : modelField}: no session made within ${modelMs / 1000} s${trt ? ' (a TensorRT engine is built at a first start, for minutes; later starts read it from its cache)' : ''}: a run waits for it before its first frame; its input, labels and the class names of zones, lines and rules were not checked` });
     } else if (!detector) {
       items.push(problem('model', (loaded as { error: unknown }).error, file, modelField));
     } else {

@@ -327,6 +327,20 @@ setTimeout(() => void exitAfterInference(130, 500), 1000);
     expect(r.code).toBe(130); // not left running until the test's kill at 60 s
   }, 90_000);
 
+  it("argus check's exit after a report that said the session was not made in time (sessionSaid): a note, not a VAP_ERR_MODEL_RUN error under a check that passed; the status kept", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
+    const model = join(dir, 'slow-open.onnx');
+    writeModel(model, { input: { dims: [1, 3, 64, 64] }, openProducts: 1e4, outputs: [{ name: 'output0', dims: [1, 4, 6] }], metadata: { names: "{0: 'person'}" } });
+    const r = await runScript(join(dir, 'check-exit.mts'), `import { Detector } from '${ROOT}/src/inference/detector.ts';
+import { exitAfterInference } from '${ROOT}/src/inference/worker-pool.ts';
+void Detector.load(undefined, ${JSON.stringify(model)}, { providers: ['cpu'], intraOpThreads: 1, warmupRuns: 0, workers: 1 }).then(() => process.stdout.write('opened'), (e) => process.stdout.write('failed: ' + e.message));
+setTimeout(() => void exitAfterInference(0, 500, { sessionSaid: true }), 1000);
+`);
+    expect(r.stderr).toContain("argus: note: the model's session was still being opened 500 ms after the stop (a TensorRT engine build takes minutes); exiting without waiting for it (exit status 0)");
+    expect(r.stderr).not.toContain('VAP_ERR');
+    expect(r.code).toBe(0);
+  }, 90_000);
+
   it('a stop while the model\'s session is being made ends the start at once (VAP_ERR_INTERRUPTED), the exit with 130: it waited for the build, then ran on to stop', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
     const model = join(dir, 'slow-open.onnx');
