@@ -6,19 +6,24 @@
  * never joined: process.exit waited for ever, and argus killed itself with SIGKILL instead
  * (status 137, the run's own status lost). The caller emits 'exit' first (the handlers end
  * argus's children and write the log lines held for a slow stderr reader); the writes of the log
- * are write(2)s, not C stdio, so nothing is left in a buffer here.
+ * are write(2)s, not C stdio, so nothing is left in a buffer here. The terminal's mode is put back
+ * first (uv_tty_reset_mode, what Node's own exit calls: raw mode set through libuv, `setRawMode`,
+ * undone), as _exit, like the SIGKILL before it, left the shell's terminal raw (no echo, no line
+ * editing) after argus ended.
  *
  * exit(code): does not return. Built by `npm ci` (scripts/build.mjs); without it the caller
  * falls back to SIGKILL.
  */
 #include <node_api.h>
 #include <unistd.h>
+#include <uv.h>
 
 static napi_value hard_exit(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   int32_t code = 0;
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc >= 1) napi_get_value_int32(env, argv[0], &code);
+  uv_tty_reset_mode();
   _exit(code & 0xff);
   return NULL;
 }

@@ -215,6 +215,21 @@ export function fit(line: string, width: number): string {
 
 let stderrArea: StatusArea | undefined;
 
+/**
+ * The status block as an orderly stop leaves it, for an exit that skips it (hardExit's _exit, or a
+ * SIGKILL): its last lines drawn again below the last text written (a line written just before,
+ * the exit's own message, had erased them, their redraw due 100 ms later: never) and its hooks let
+ * go. (The terminal's mode is put back by the C module: uv_tty_reset_mode, as Node's exit does;
+ * stdin is not touched here, as reading process.stdin would open it.)
+ */
+export function restoreTerminal(): void {
+  try {
+    stderrArea?.clear();
+  } catch {
+    // (the terminal is gone: nothing to restore there)
+  }
+}
+
 /** The block at the bottom of stderr, shared by the logger and the status line. */
 export function stderrStatus(): StatusArea {
   // stdout to the same terminal (an extension's console.log): its lines are kept above the block too.
