@@ -5,7 +5,7 @@ import { interpolateEnv } from '../config/interpolate.js';
 import { MAX_ID_LENGTH } from '../config/schema/common.js';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { connectionError } from '../sinks/kafka.js';
+import { connectionError, fewerPartitions, type WantedPartitions } from '../sinks/kafka.js';
 import type { LogFn } from '../core/log.js';
 
 /** One camera in the cameras topic (the latest record of its key). */
@@ -606,8 +606,20 @@ export class OwnerLog {
   }
 }
 
-/** Creates the cameras topic (`slots` partitions) and the owners topic (1 partition), both compacted, when missing. */
-export async function ensureClusterTopics(admin: Admin, t: { cameras: string; owners: string; slots: number; replicationFactor: number }): Promise<void> {
+/** What a cameras topic with fewer partitions than cluster.slots costs (fewerPartitions' `cost`). */
+export const SLOTS_COST = "its partitions are the slots, and a slot runs on one worker at a time: no more workers than that run cameras, however many start (it is read as it is: recreate the topic with more, then argus cameras apply the cameras again; --alter --partitions moves cameras' slots)";
+
+/** The cameras topic with the partitions a worker asks for: cluster.slots (fewerPartitions). */
+export function camerasWantedPartitions(t: { cameras: string; slots: number }): WantedPartitions {
+  return { topic: t.cameras, partitions: t.slots, setting: 'cluster.slots', cost: SLOTS_COST };
+}
+
+/**
+ * Creates the cameras topic (`slots` partitions) and the owners topic (1 partition), both
+ * compacted, when missing. Returns what a cameras topic that existed with fewer partitions than
+ * `slots` costs (fewerPartitions), for the caller to say; nothing when the broker does not tell.
+ */
+export async function ensureClusterTopics(admin: Admin, t: { cameras: string; owners: string; slots: number; replicationFactor: number }): Promise<string[]> {
   const existing = new Set(await admin.listTopics());
   const compact = [
     { name: 'cleanup.policy', value: 'compact' },
@@ -629,6 +641,12 @@ export async function ensureClusterTopics(admin: Admin, t: { cameras: string; ow
     }
   }
   if (made.length > 0) await checkKept(admin, made.map((name) => ({ name, field: name === t.cameras ? 'cluster.camerasTopic' : 'cluster.ownersTopic' })));
+  if (!existing.has(t.cameras)) return [];
+  const fewer = await fewerPartitions(admin, [camerasWantedPartitions(t)]).catch((e: unknown) => {
+    if (connectionError(e)) throw e;
+    return [];
+  });
+  return fewer.map((f) => `cluster.camerasTopic: ${f.message}`);
 }
 
 /** Kafka's ConfigResource type of a topic (kafkajs's ConfigResourceTypes.TOPIC, which its ES module build does not export by name). */

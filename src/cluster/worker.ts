@@ -321,7 +321,8 @@ export class Worker {
     this.admin = this.kafka.admin();
     await this.admin.connect();
     await this.checkSessionTimeout(this.admin);
-    await ensureClusterTopics(this.admin, { cameras: this.c.camerasTopic, owners: this.c.ownersTopic, slots: this.c.slots, replicationFactor: this.c.replicationFactor });
+    const fewer = await ensureClusterTopics(this.admin, { cameras: this.c.camerasTopic, owners: this.c.ownersTopic, slots: this.c.slots, replicationFactor: this.c.replicationFactor });
+    for (const f of fewer) this.log(`cluster: ${f}`, { worker: this.id, topic: this.c.camerasTopic }, 'warn');
     this.producer = this.kafka.producer({ allowAutoTopicCreation: false, retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 1000 } });
     await this.producer.connect();
     this.owners = new OwnerLog(this.producer, this.c.ownersTopic, this.id, this.incarnation);

@@ -225,6 +225,45 @@ function spansPartitions(part: Pending[]): boolean {
   return false;
 }
 
+/** A topic argus asks for with a number of partitions: its name, that number, and the setting that asks for it. */
+export interface WantedPartitions {
+  topic: string;
+  partitions: number;
+  /** The setting of the count (`sinks.kafka.partitions`, `cluster.slots`). */
+  setting: string;
+  /** What fewer partitions cost, said after the counts. */
+  cost: string;
+}
+
+/**
+ * The topics of `wanted` that exist with fewer partitions than argus asks for, each said (topic,
+ * its count, the setting's): a topic keeps the count it was made with, by hand or by a broker that
+ * creates the topics it is asked for (auto.create.topics.enable, num.partitions: 1 by default), so
+ * argus's own count was never applied and nothing said so. Only topics that exist are asked about
+ * (their metadata: a missing one is never created by the asking). Throws what the admin throws.
+ */
+export async function fewerPartitions(admin: Admin, wanted: readonly WantedPartitions[]): Promise<{ topic: string; partitions: number; wanted: number; message: string }[]> {
+  const existing = new Set(await admin.listTopics());
+  const there = wanted.filter((w, i) => existing.has(w.topic) && wanted.findIndex((x) => x.topic === w.topic) === i);
+  if (there.length === 0) return [];
+  const { topics } = await admin.fetchTopicMetadata({ topics: there.map((w) => w.topic) });
+  const counts = new Map(topics.map((t) => [t.name, t.partitions.length]));
+  return there.flatMap((w) => {
+    const n = counts.get(w.topic);
+    if (n === undefined || n >= w.partitions) return [];
+    const message = `topic "${w.topic}" has ${n} partition${n === 1 ? '' : 's'}, fewer than the ${w.partitions} of ${w.setting}: it existed before (made by hand, or by a broker that creates the topics it is asked for, with its num.partitions) and keeps its count; ${w.cost}`;
+    return [{ topic: w.topic, partitions: n, wanted: w.partitions, message }];
+  });
+}
+
+/** What fewer partitions of a topic of the Kafka sink cost (fewerPartitions' `cost`). */
+export const SINK_PARTITIONS_COST = 'its consumers in one group read it with no more parallelism than its partitions (kafka-topics.sh --alter --topic … --partitions N adds them; a source\'s later records may then go to another partition than its earlier ones)';
+
+/** The Kafka sink's topics with the partitions it asks for (fewerPartitions). */
+export function sinkWantedPartitions(o: { topics: { detections: string; alerts: string; status: string }; partitions: number }): WantedPartitions[] {
+  return [o.topics.detections, o.topics.alerts, o.topics.status].map((topic) => ({ topic, partitions: o.partitions, setting: 'sinks.kafka.partitions', cost: SINK_PARTITIONS_COST }));
+}
+
 /** An error as logged: its message, and the kafkajs error type when there is one. */
 export function describeKafkaError(e: unknown): string {
   const message = (e as KafkaErrorLike | undefined)?.message ?? String(e);
@@ -530,7 +569,8 @@ export class KafkaSink implements Sink {
       if (!this.keepsChecking) {
         const kept = admin;
         admin = undefined;
-        this.keepsChecking = this.checkAlertsTopicKeeps(kept).finally(() => {
+        const made = new Set(missing);
+        this.keepsChecking = Promise.all([this.checkAlertsTopicKeeps(kept), this.checkPartitions(kept, made)]).then(() => undefined).finally(() => {
           this.keepsChecking = undefined;
           return kept.disconnect().catch(() => undefined);
         });
@@ -593,6 +633,23 @@ export class KafkaSink implements Sink {
       );
     }
   }
+  /**
+   * Says (a warning, once a topic) a topic of this sink that existed with fewer partitions than
+   * `partitions` (fewerPartitions): argus asked for them only when it made the topic. Nothing is
+   * said when the broker does not answer (the sink goes on as before).
+   */
+  private async checkPartitions(admin: Admin, made: ReadonlySet<string>): Promise<void> {
+    const wanted = sinkWantedPartitions(this.o).filter((w) => !made.has(w.topic) && !this.partitionsSaid.has(w.topic));
+    if (wanted.length === 0) return;
+    const fewer = await fewerPartitions(admin, wanted).catch(() => []);
+    if (this.closed) return;
+    for (const f of fewer) {
+      this.partitionsSaid.add(f.topic);
+      this.log(`kafka: ${f.message}`, { topic: f.topic, partitions: f.partitions, wanted: f.wanted }, 'warn');
+    }
+  }
+  /** Topics said to have fewer partitions than asked for. */
+  private readonly partitionsSaid = new Set<string>();
   /** The status topic said not to be compacted (once a sink). */
   private uncompactedSaid: string | undefined;
   private compactedSaid: string | undefined;

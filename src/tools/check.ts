@@ -263,6 +263,17 @@ async function checkSinks(config: PipelineConfig, file: string, baseDir: string,
   try {
     await reachKafka(kafka.brokers, admin, { timeoutMs, hint: (refused) => (refused ? 'check sinks.kafka.sasl' : 'check sinks.kafka.brokers and that Kafka runs there') });
     items.push({ check: 'kafka', ok: true, field: 'sinks.kafka.brokers', message: `${brokersText(kafka.brokers)}: answered` });
+    // Topics there already with fewer partitions than argus asks for (the run's warning at its
+    // start): the sink's, and a worker's cameras topic where the cluster uses these brokers.
+    const [{ fewerPartitions, sinkWantedPartitions }, { camerasWantedPartitions }] = await Promise.all([import('../sinks/kafka.js'), import('../cluster/view.js')]);
+    const c = config.cluster;
+    const sameBrokers = c && c.brokers === undefined && c.ssl === undefined && c.sasl === undefined;
+    const wanted = [...sinkWantedPartitions(kafka), ...(sameBrokers ? [camerasWantedPartitions({ cameras: c.camerasTopic, slots: c.slots })] : [])];
+    const fewer = await withDeadline(fewerPartitions(admin, wanted), timeoutMs, 'partitions').catch(() => []);
+    for (const f of fewer) {
+      const field = f.topic === c?.camerasTopic && sameBrokers ? 'cluster.slots' : 'sinks.kafka.partitions';
+      items.push({ check: 'kafka', ok: true, warning: true, field, message: `${field === 'cluster.slots' ? 'cluster.camerasTopic' : 'sinks.kafka'}: ${f.message}` });
+    }
     // Not waited for long: a broker that answered once may still hang its goodbye.
     await withDeadline(admin.disconnect(), timeoutMs, 'disconnect').catch(() => undefined);
   } catch (e) {

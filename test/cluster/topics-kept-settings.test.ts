@@ -32,14 +32,22 @@ describe('cluster topics made beforehand: what they may delete', () => {
   });
 
   it('delete with neither limit (a managed Kafka\'s infinite retention) deletes nothing: taken', async () => {
-    await expect(ensure({ 'cleanup.policy': 'delete', 'retention.ms': '-1', 'retention.bytes': '-1' })).resolves.toBeUndefined();
+    await expect(ensure({ 'cleanup.policy': 'delete', 'retention.ms': '-1', 'retention.bytes': '-1' })).resolves.toEqual([]);
   });
 
   it('delete after an age, compact,delete with one, and a size alone are refused; compact and compact,delete without limits are taken', async () => {
     await expect(ensure({ 'cleanup.policy': 'delete', 'retention.ms': '604800000', 'retention.bytes': '-1' })).rejects.toMatchObject({ message: expect.stringMatching(/cleanup\.policy=delete: Kafka deletes its records after retention\.ms \(604800000 ms\),/) });
     await expect(ensure({ 'cleanup.policy': 'compact,delete', 'retention.ms': '86400000' })).rejects.toMatchObject({ message: expect.stringMatching(/after retention\.ms \(86400000 ms\),/) });
     await expect(ensure({ 'cleanup.policy': 'delete', 'retention.ms': '-1', 'retention.bytes': '5000' })).rejects.toMatchObject({ message: expect.stringMatching(/past retention\.bytes \(5000 bytes a partition\)/) });
-    await expect(ensure({ 'cleanup.policy': 'compact', 'retention.ms': '604800000', 'retention.bytes': '5000' })).resolves.toBeUndefined();
-    await expect(ensure({ 'cleanup.policy': 'compact,delete', 'retention.ms': '-1' })).resolves.toBeUndefined();
+    await expect(ensure({ 'cleanup.policy': 'compact', 'retention.ms': '604800000', 'retention.bytes': '5000' })).resolves.toEqual([]);
+    await expect(ensure({ 'cleanup.policy': 'compact,delete', 'retention.ms': '-1' })).resolves.toEqual([]);
+  });
+
+  it('a cameras topic that existed with fewer partitions than cluster.slots: said (the slots are its partitions: no more workers than that run cameras), naming the topic and both counts', async () => {
+    const admin = adminWith({ 'cleanup.policy': 'compact' }) as unknown as Record<string, unknown>;
+    admin.fetchTopicMetadata = async ({ topics }: { topics: string[] }) => ({ topics: topics.map((name) => ({ name, partitions: [{ partitionId: 0 }] })) });
+    const said = await ensureClusterTopics(admin as unknown as Admin, { cameras: 'cams', owners: 'owners', slots: 4, replicationFactor: 1 });
+    expect(said).toEqual([expect.stringMatching(/^cluster\.camerasTopic: topic "cams" has 1 partition, fewer than the 4 of cluster\.slots: it existed before .*no more workers than that run cameras/)]);
+    expect(await ensureClusterTopics(admin as unknown as Admin, { cameras: 'cams', owners: 'owners', slots: 1, replicationFactor: 1 })).toEqual([]);
   });
 });

@@ -122,6 +122,22 @@ describe('Kafka sink against a real broker', () => {
     }
   }, BROKER_TIMEOUT_MS);
 
+  it('a topic that existed with fewer partitions than sinks.kafka.partitions (a broker auto-created it with 1) is said at start, a warning naming the topic and both counts; the ones argus makes are not', async () => {
+    const topic = uniqueTopic('few-partitions');
+    const { Kafka, logLevel } = await import('kafkajs');
+    const admin = new Kafka({ brokers, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    // As a broker that creates the topics it is asked for makes one (num.partitions: 1).
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1 }] });
+    await admin.disconnect();
+    const logs: { msg: string; fields?: Record<string, unknown>; level?: string }[] = [];
+    const sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers, topics: { detections: topic, alerts: `${topic}.alerts`, status: `${topic}.status` }, partitions: 3 }), ssl: undefined, closeTimeoutMs: 1000, startWaitMs: 120_000, log: (msg, fields, level) => logs.push({ msg, fields, level }) });
+    await sink.start();
+    await sink.close();
+    const found = logs.filter((l) => /fewer than/.test(l.msg));
+    expect(found).toEqual([{ level: 'warn', msg: expect.stringContaining(`kafka: topic "${topic}" has 1 partition, fewer than the 3 of sinks.kafka.partitions: it existed before`), fields: { topic, partitions: 1, wanted: 3 } }]);
+  }, BROKER_TIMEOUT_MS);
+
   it('argus consume prints each message with its source → consumption latency and p50/p99', async () => {
     const topic = uniqueTopic('consume');
     await runPipeline(pipeline({ brokers, topics: { detections: topic, alerts: `${topic}.alerts` } }), { maxFrames: 10, status: false });
@@ -135,7 +151,7 @@ describe('Kafka sink against a real broker', () => {
       p.on('close', (code) => (code === 0 ? res(s) : rej(new Error(`exit ${code}: ${s}`))));
     });
     const lines = out.trim().split('\n');
-    expect(lines.filter((l) => /^detections lobby #\d+ p\d+ \d+ detections {2}source→consume [\d.]+ ms$/.test(l))).toHaveLength(10);
+    expect(lines.filter((l) => /^detections lobby #[0-9a-z]{6}-\d+ p\d+ \d+ detections {2}source→consume [\d.]+ ms$/.test(l))).toHaveLength(10);
     expect(lines.filter((l) => /^window 5: source→consume p50 [\d.]+ ms {2}p99 [\d.]+ ms$/.test(l))).toHaveLength(2);
     expect(lines.at(-1)).toMatch(/^10 records: source→consume p50 [\d.]+ ms {2}p99 [\d.]+ ms$/);
   }, 2 * MODEL_RUN_TIMEOUT_MS);

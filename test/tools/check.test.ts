@@ -10,6 +10,8 @@ import type { Message } from '../../src/sinks/message.js';
 import { checkPipeline, formatCheck, type CheckReport } from '../../src/tools/check.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
 import { ARGUS, runCommand } from '../helpers/cli.js';
+import { testBrokers, uniqueTopic } from '../helpers/kafka.js';
+import { Kafka, logLevel } from 'kafkajs';
 
 const dir = mkdtempSync(join(tmpdir(), 'argus-check-'));
 const pipeline = (name: string, yaml: string) => {
@@ -390,6 +392,23 @@ describe('argus check', () => {
       expect(problems(r)).toEqual([{ code: 'VAP_ERR_KAFKA_UNREACHABLE', field: 'sinks.kafka.brokers' }]);
     });
   });
+
+  it('--connect: a topic there already with fewer partitions than argus asks for (sinks.kafka.partitions; a worker\'s cameras topic, cluster.slots) is a WARNING naming the topic and both counts', async () => {
+    const brokers = await testBrokers();
+    const topic = uniqueTopic('check-partitions');
+    const cameras = `${topic}.cameras`;
+    const admin = new Kafka({ brokers, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1 }, { topic: cameras, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] });
+    await admin.disconnect();
+    const file = pipeline('partitions.yaml', `name: t\nsinks:\n  kafka: {brokers: ${JSON.stringify(brokers)}, topics: {detections: ${topic}, alerts: ${topic}.alerts}, partitions: 3}\ncluster: {camerasTopic: ${cameras}, ownersTopic: ${topic}.owners, slots: 8}\n`);
+    const r = await checkPipeline(file, { connect: true, timeoutMs: 30_000, loadDetector: async () => Promise.reject(new Error('not loaded in this test')) });
+    const warned = r.items.filter((i) => i.check === 'kafka' && i.warning);
+    expect(warned).toEqual([
+      expect.objectContaining({ ok: true, field: 'sinks.kafka.partitions', message: expect.stringMatching(new RegExp(`^sinks\\.kafka: topic "${topic}" has 1 partition, fewer than the 3 of sinks\\.kafka\\.partitions: `)) }),
+      expect.objectContaining({ ok: true, field: 'cluster.slots', message: expect.stringMatching(new RegExp(`^cluster\\.camerasTopic: topic "${cameras}" has 2 partitions, fewer than the 8 of cluster\\.slots: `)) }),
+    ]);
+  }, 120_000);
 
   it('from the command line: exit 2 with problems, --json the report', async () => {
     const file = pipeline('cli.yaml', `name: t\nsources:\n  - id: a\n    uri: ${PERSON_VIDEO}\n    rate: slow\nmodel: {intraOpThreads: -1}\n`);
