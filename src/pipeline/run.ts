@@ -440,7 +440,7 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
   }
   const jsonlField = options.jsonl !== undefined ? '--jsonl' : 'sinks.jsonl.path';
   if (jsonlPath !== undefined) {
-    // Opening truncates it: never a source's file or the pipeline (the annotated video refused this already).
+    // Appended to (since stop 52), but still never a source's file or the pipeline: its lines would go into them (the annotated video refused this already).
     const refused = jsonlTargetRefusal(jsonlPath, pipeline.inputs, options.configFile, jsonlField);
     if (refused) throw refused;
   }
