@@ -553,17 +553,31 @@ export class ZoneMonitor {
     const exitAtOnce = this.options.exitOn === 'last-seen';
     const m = zone.margin(d, i);
     const stats = this.stats;
+    const classIds = zone.classIds;
+    // Frame time of the last sighting with a label the zone counts (update's lastCountedObs).
+    let countedAt = -Infinity;
     for (const s of seen) {
       const ms = s.ms - shift;
       if (!(ms < tMs) || !sureOrigin(s.box, d.xyxy, i)) continue;
+      // A sighting under a label the zone does not count (tracking.classAware false: the tracker
+      // linked them whatever their labels) is taken as update takes such a frame of a track it
+      // knows: it may leave, but it makes no entry and no passage (below). Before, every sighting
+      // counted whatever its label: a chair in a person zone, labelled person for the three frames
+      // that confirmed its track, entered as a person as of its first sighting as a chair.
+      const offClass = classIds !== undefined && s.classId !== undefined && !classIds.has(s.classId);
+      if (!offClass) {
+        countedAt = ms;
+        st.offRun = 0;
+      }
       const [x, y] = anchorPoint(s.box, 0, zone.anchor, this.pt);
       const where = zone.inside(x, y, m) ? 1 : zone.outside(x, y, m) ? -1 : 0;
       if (where !== 1) {
         // The path through the sightings not inside (as on update's frames): a passage between two.
         const path = st.path;
-        if (!st.inside && st.outAt < ms) zone.follow(st.outX, st.outY, st.outAt, x, y, ms, m, path);
+        if (offClass) resetPath(path);
+        else if (!st.inside && st.outAt < ms) zone.follow(st.outX, st.outY, st.outAt, x, y, ms, m, path);
         if (where === -1) {
-          if (!st.inside && !Number.isNaN(path.passIn)) {
+          if (!st.inside && !offClass && !Number.isNaN(path.passIn)) {
             const tIn = path.passIn, tOut = path.lastInside;
             if (stats.entered++ === 0) stats.seenIds?.clear();
             stats.exited++;
@@ -580,6 +594,11 @@ export class ZoneMonitor {
         }
       }
       const raw = where === 0 ? undefined : where === 1;
+      if (offClass && raw === true && !st.inside) {
+        // Neither counts for an entry being held nor breaks it, within update's bounds.
+        if (++st.offRun > hold && ms - countedAt > this.options.exitDelayMs) st.streak = 0;
+        continue;
+      }
       if (raw === undefined || raw === st.inside) {
         st.streak = 0;
         continue;

@@ -27,15 +27,15 @@ type Seen = { event: string; t: number; atPts?: number; dwellMs?: number; messag
  * A person 40 × 100 whose feet are at `feet[k]` at k × 100 ms (10 fps), scored `score(k)`, through
  * the real tracker and an analyzer with zone z, line door and `rules`. Returns its alerts and the analyzer.
  */
-function walk(feet: readonly [number, number][], score: (k: number) => number, zone: Record<string, unknown> = {}, rules: unknown[] = RULES) {
-  const tracker = new ByteTracker({ frameRateHint: 10 });
+function walk(feet: readonly [number, number][], score: (k: number) => number, zone: Record<string, unknown> = {}, rules: unknown[] = RULES, label: (k: number) => number = () => 0, tracking: { classAware?: boolean } = {}) {
+  const tracker = new ByteTracker({ frameRateHint: 10, ...tracking });
   const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', zones: [{ ...ZONE, ...zone }], lines: [LINE], rules }), LABELS, 'sources[0]');
   a.init(W, H);
   const alerts: Seen[] = [];
   const drafts: AlertDraft[] = [];
   feet.forEach(([fx, fy], k) => {
     const t = k * 100;
-    const d = fx < 0 ? new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0)) : new Detections(Float32Array.of(fx - 20, fy - 100, fx + 20, fy), Float32Array.of(score(k)), Int32Array.of(0));
+    const d = fx < 0 ? new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0)) : new Detections(Float32Array.of(fx - 20, fy - 100, fx + 20, fy), Float32Array.of(score(k)), Int32Array.of(label(k)));
     for (const al of a.process(tracker.update(d, t), t).alerts) {
       drafts.push(al);
       alerts.push({ event: al.event as string, t, atPts: al.atPts as number | undefined, dwellMs: al.dwellMs as number | undefined, message: al.message as string, direction: al.direction });
@@ -106,6 +106,28 @@ describe('a zone entry among the earlier sightings', () => {
     ]);
     expect(alerts[0].message).toBe('person #1 entered zone z at 0.4 s (seen before its track was confirmed; raised once it was)');
     expect(report.zones.z).toMatchObject({ entered: 1, exited: 0, occupancy: 1 });
+  });
+});
+
+describe('a class-filtered zone: earlier sightings under a label it does not count (tracking.classAware false)', () => {
+  // Something standing inside zone z (feet at 350, 350), labelled bicycle at 0.35 for 1 s (sightings
+  // the tracker keeps, whatever their label), then person at 0.9 on three frames (its track is
+  // confirmed at 1.2 s), then bicycle at 0.9. The zone counts people.
+  const feet = run([350, 350], [0, 0], 25);
+  const score = (k: number) => (k < 10 ? 0.35 : 0.9);
+  const label = (k: number) => (k >= 10 && k < 13 ? 0 : 1);
+
+  it('minHoldFrames 5: three frames labelled person make no entry, as for a tracked track', () => {
+    // Before: the ten bicycle sightings made the hold, and it entered as a person at 0.0 s.
+    const { alerts, report } = walk(feet, score, { classes: ['person'], minHoldFrames: 5 }, RULES.slice(0, 2), label, { classAware: false });
+    expect(alerts).toEqual([]);
+    expect(report.zones.z).toMatchObject({ entered: 0 });
+  });
+
+  it('minHoldFrames 3: entered as of its first sighting labelled person, not its first as a bicycle', () => {
+    const { alerts, report } = walk(feet, score, { classes: ['person'] }, RULES.slice(0, 2), label, { classAware: false });
+    expect(alerts.map((x) => [x.event, x.t, x.atPts])).toEqual([['zone.enter', 1200, 1]]);
+    expect(report.zones.z).toMatchObject({ entered: 1 });
   });
 });
 
