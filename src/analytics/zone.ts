@@ -496,7 +496,7 @@ export class ZoneMonitor {
             if (raw) {
               st.outAt = NaN;
               resetPath(st.path);
-              if (this.takeOverStay(id, st, obsMs, prevFrame)) {
+              if (this.takeOverStay(id, st, obsMs, prevFrame, events)) {
                 stats.reidentified++;
               } else {
                 st.enteredAt = st.streakSince;
@@ -614,7 +614,7 @@ export class ZoneMonitor {
       if (raw) {
         st.outAt = NaN;
         resetPath(st.path);
-        if (this.takeOverStay(id, st, obsMs, prevFrame)) {
+        if (this.takeOverStay(id, st, obsMs, prevFrame, events)) {
           stats.reidentified++;
         } else {
           st.enteredAt = st.streakSince;
@@ -665,6 +665,12 @@ export class ZoneMonitor {
     }
   }
 
+  /** Raises what track `st`, unseen on this frame and leaving the zone's tracks, still owes (emit): it was not seen again after the frame that held them. */
+  private payGone(st: TrackInZone, events: ZoneEvent[]): void {
+    if (st.owed) for (const e of st.owed) events.push({ ...e, row: -1, lastSeenMs: st.lastSeen });
+    st.owed = undefined;
+  }
+
   /**
    * Time inside so far of track `id` when this frame (`tMs`, after `update`) saw it inside a
    * stay, else undefined (not inside, in an exit being held, unseen on this frame, or gone).
@@ -691,8 +697,7 @@ export class ZoneMonitor {
    * (see enteredWhenLost).
    */
   private gone(id: number, st: TrackInZone, events: ZoneEvent[], entersNow = false): void {
-    // Events it still owed (it was not seen again after the frame that held them): raised now, as its others are.
-    if (st.owed) for (const e of st.owed) events.push({ ...e, row: -1, lastSeenMs: st.lastSeen });
+    this.payGone(st, events);
     if (st.inside) {
       this.stats.exited++;
       const end = st.streak > 0 ? st.streakSince : st.lastSeen;
@@ -747,9 +752,12 @@ export class ZoneMonitor {
    * another object, which enters), `st` continues its stay and the old track is dropped. A
    * track whose last sightings were outside (an exit being held) was leaving: it is not taken
    * over (it exits, and a newcomer enters; were it the same object, it left and came back). The
-   * most recently seen such track is taken. O(tracks in the zone), once per entry.
+   * most recently seen such track is taken. O(tracks in the zone), once per entry. What the old
+   * track still owed (emit: its entry, when a passage among its earlier sightings came first) is
+   * raised now, as when it is gone; before, it was dropped with it: the stay taken over was never
+   * alerted (`entered` 2, one zone-enter alert).
    */
-  private takeOverStay(id: number, st: TrackInZone, obsMs: number, prevFrame: number): boolean {
+  private takeOverStay(id: number, st: TrackInZone, obsMs: number, prevFrame: number, events: ZoneEvent[]): boolean {
     const window = this.options.reentrySuppressMs ?? 0;
     if (!(window > 0)) return false;
     let bestId = -1;
@@ -764,6 +772,7 @@ export class ZoneMonitor {
     if (!best) return false;
     st.enteredAt = best.enteredAt;
     st.dwellRaised = best.dwellRaised;
+    this.payGone(best, events);
     this.tracks.delete(bestId);
     this.takenOver.set(bestId, id);
     return true;

@@ -161,6 +161,28 @@ describe('a zone passage among the earlier sightings', () => {
     expect(report.zones.z).toMatchObject({ entered: 2, exited: 2, occupancy: 0 });
   });
 
+  it('…and its stay taken over by a new id right after (reentrySuppressMs): the entry held for the next frame is raised, not dropped with the old id', () => {
+    // As above at x 340, last seen on the confirming frame (1.2 s); from 1.3 s a new id inside at
+    // x 372 (its box apart from the old one's: the tracker does not re-find it), confirmed at 1.5 s:
+    // it takes over the stay. Before: the held entry went with the old id (entered 2, one alert).
+    const tracker = new ByteTracker({ frameRateHint: 10 });
+    const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', zones: [{ ...ZONE, reentrySuppressMs: 2000 }], lines: [LINE], rules: RULES.slice(0, 2) }), LABELS, 'sources[0]');
+    a.init(W, H);
+    const ys = [280, 320, 320, 320, 280, 280, 280, 320, 320, 320, 320, 320, 320];
+    const seen: [string, number, unknown, number | undefined, boolean | undefined][] = [];
+    for (let k = 0; k < 30; k++) {
+      const [fx, fy] = k < ys.length ? [340, ys[k]] : [372, 330];
+      const d = new Detections(Float32Array.of(fx - 20, fy - 100, fx + 20, fy), Float32Array.of(k < 10 ? 0.35 : 0.9), Int32Array.of(0));
+      for (const al of a.process(tracker.update(d, k * 100), k * 100).alerts) seen.push([al.event as string, k * 100, al.trackId, al.atPts as number | undefined, al.late as boolean | undefined]);
+    }
+    expect(seen).toEqual([
+      ['zone.enter', 1200, 1, 0.1, undefined],
+      ['zone.exit', 1200, 1, 0.4, undefined],
+      ['zone.enter', 1500, 1, 0.7, true],
+    ]);
+    expect(a.report().zones.z).toMatchObject({ entered: 2, exited: 1, reidentified: 1, occupancy: 1 });
+  });
+
   it('inside on its last sightings before the track, confirmed on its first frame outside: an entry, and its exit', () => {
     // Feet at x 340: above the zone (y 280) at 0 s, inside (y 320) 0.1–0.5 s, then above again,
     // walking off to the left; scored 0.35 until 0.4 s, 0.9 after: confirmed at 0.6 s, outside.
