@@ -300,9 +300,12 @@ export class LineCounter {
       if (origin) {
         // The tracker's times of its sightings in this counter's frame time: the last one was the
         // previous frame (a track being confirmed is matched on every frame). They differ once a
-        // source's timestamps went back (the tracker runs on, shifted).
+        // source's timestamps went back (the tracker runs on, shifted). Went back on this very
+        // frame, the tracker took it as no time since the previous one: the last sighting is as of
+        // this frame's time (as ZoneMonitor reads them). Before, a crossing among them was raised
+        // with an atPts of the old timeline, later than its own frame's pts.
         const seenBefore = origin.before ?? [origin];
-        const shift = Number.isFinite(this.prevFrameTime) ? seenBefore[seenBefore.length - 1].ms - this.prevFrameTime : 0;
+        const shift = Number.isFinite(this.prevFrameTime) ? seenBefore[seenBefore.length - 1].ms - Math.min(this.prevFrameTime, frameMs) : 0;
         let sure = 0;
         while (sure < seenBefore.length && (from = this.originSide(seenBefore[sure].box, d.xyxy, i)) === 0) sure++;
         if (from !== 0) {

@@ -415,10 +415,13 @@ export class ZoneMonitor {
           // a source's timestamps went back (the tracker's clock runs on, shifted; LineCounter does
           // the same). Before, they were taken as they were: after a restart every sighting was
           // later than the frame, none was looked at, and a passage made while the tracker was
-          // confirming the track was lost.
+          // confirming the track was lost. When they went back on this frame, the tracker took it
+          // as no time since the previous one (ByteTracker.update): the last sighting is as of this
+          // frame's time, and the earlier ones before it. Before, they were read against the
+          // previous frame's (the old timeline), all later than this frame, and none was looked at.
           const origin = d.trackOrigins?.get(id);
           const seenBefore = origin && (origin.before ?? [origin]);
-          const shift = seenBefore && Number.isFinite(prevFrame) ? seenBefore[seenBefore.length - 1].ms - prevFrame : 0;
+          const shift = seenBefore && Number.isFinite(prevFrame) ? seenBefore[seenBefore.length - 1].ms - Math.min(prevFrame, tMs) : 0;
           // First seen when the tracker first saw it (some frames before it was confirmed and
           // reached the zone), so that a newcomer seen beside a track that then went unseen is not
           // taken for that track's new id.

@@ -27,14 +27,14 @@ type Seen = { event: string; t: number; atPts?: number; dwellMs?: number; messag
  * A person 40 × 100 whose feet are at `feet[k]` at k × 100 ms (10 fps), scored `score(k)`, through
  * the real tracker and an analyzer with zone z, line door and `rules`. Returns its alerts and the analyzer.
  */
-function walk(feet: readonly [number, number][], score: (k: number) => number, zone: Record<string, unknown> = {}, rules: unknown[] = RULES, label: (k: number) => number = () => 0, tracking: { classAware?: boolean } = {}) {
+function walk(feet: readonly [number, number][], score: (k: number) => number, zone: Record<string, unknown> = {}, rules: unknown[] = RULES, label: (k: number) => number = () => 0, tracking: { classAware?: boolean } = {}, time: (k: number) => number = (k) => k * 100) {
   const tracker = new ByteTracker({ frameRateHint: 10, ...tracking });
   const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', zones: [{ ...ZONE, ...zone }], lines: [LINE], rules }), LABELS, 'sources[0]');
   a.init(W, H);
   const alerts: Seen[] = [];
   const drafts: AlertDraft[] = [];
   feet.forEach(([fx, fy], k) => {
-    const t = k * 100;
+    const t = time(k);
     const d = fx < 0 ? new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0)) : new Detections(Float32Array.of(fx - 20, fy - 100, fx + 20, fy), Float32Array.of(score(k)), Int32Array.of(label(k)));
     for (const al of a.process(tracker.update(d, t), t).alerts) {
       drafts.push(al);
@@ -82,6 +82,17 @@ describe('a line crossing among the earlier sightings says when it happened', ()
     expect(report.lines.door).toMatchObject({ in: 2, out: 1 });
   });
 
+  it("the source's timestamps go back on the confirming frame (a restart): its atPts is before that frame's pts, as when they go back a frame earlier", () => {
+    // As the first case, the pts 9.0 s on at first, back to 0 at the 10th frame (which confirms the
+    // track) or at the 9th. Before, with the step on the confirming frame: at 9.4 s, its frame's pts 0.0.
+    const feet = run([350, 180], [0, 15], 14);
+    const score = (k: number) => (feet[k][1] < 285 ? 0.35 : 0.9);
+    const onConfirm = walk(feet, score, {}, [RULES[2]], () => 0, {}, (k) => (k < 9 ? 9000 + k * 100 : (k - 9) * 100));
+    expect(onConfirm.alerts.map((x) => [x.event, x.t, x.direction, x.atPts])).toEqual([['line.cross', 0, 'in', -0.4]]);
+    const before = walk(feet, score, {}, [RULES[2]], () => 0, {}, (k) => (k < 8 ? 9000 + k * 100 : (k - 8) * 100));
+    expect(before.alerts.map((x) => [x.event, x.t, x.direction, x.atPts])).toEqual([['line.cross', 100, 'in', -0.3]]);
+  });
+
   it('a crossing seen on its own frame has no atPts', () => {
     // Scored 0.9 all along from y 180, 15 px a frame: confirmed at 0.2 s above the line, across it at 0.5 s.
     const { alerts } = walk(run([350, 180], [0, 15], 10), () => 0.9, {}, [RULES[2]]);
@@ -106,6 +117,18 @@ describe('a zone entry among the earlier sightings', () => {
     ]);
     expect(alerts[0].message).toBe('person #1 entered zone z at 0.4 s (seen before its track was confirmed; raised once it was)');
     expect(report.zones.z).toMatchObject({ entered: 1, exited: 0, occupancy: 1 });
+  });
+});
+
+describe("a zone entry among the earlier sightings, the source's timestamps going back on the confirming frame", () => {
+  it('is found among them, as when they go back a frame earlier, not left to the frames after', () => {
+    // The first zone case (in beyond the band from 0.4 s, confirmed at 0.9 s), the pts 9.0 s on at
+    // first, back to 0 at the confirming frame (the tracker takes no time to have passed since the
+    // frame before, read as 0 too: in at -0.4 s). Before: every sighting read as later than that
+    // frame, none looked at: entered at 0.2 s (two frames on), no atPts.
+    const feet = [...run([350, 270], [0, 12], 7), ...run([350, 342], [0, 0], 14)];
+    const { alerts } = walk(feet, (k) => (k < 7 ? 0.35 : 0.9), {}, RULES.slice(0, 2), () => 0, {}, (k) => (k < 9 ? 9000 + k * 100 : (k - 9) * 100));
+    expect(alerts.map((x) => [x.event, x.t, x.atPts])).toEqual([['zone.enter', 0, -0.4]]);
   });
 });
 
