@@ -64,10 +64,20 @@ describe('a line crossing among the earlier sightings says when it happened', ()
     // crossed at 0.167 s on the way between), back up to 200 (beyond it at 0.6 s: crossed at
     // 0.433 s), where they stay; scored 0.35 until 0.8 s, 0.9 after: confirmed above the line at 1.0 s.
     const feet: [number, number][] = [...run([330, 215], [0, 15], 4), ...run([330, 245], [0, -15], 4), ...run([330, 200], [0, 0], 5)];
-    const { alerts, report } = walk(feet, (k) => (k < 8 ? 0.35 : 0.9), {}, [RULES[2]]);
-    expect(alerts.map((x) => [x.event, x.t, x.direction])).toEqual([['line.cross', 1000, 'in'], ['line.cross', 1000, 'out']]);
+    const { alerts, drafts, report } = walk(feet, (k) => (k < 8 ? 0.35 : 0.9), {}, [RULES[2]]);
+    // The second a frame later: two line-cross alerts of one rule and track on one frame have one
+    // id, and consumers keep one (before, both on the confirming frame: the 'out' was lost to them).
+    expect(alerts.map((x) => [x.event, x.t, x.direction])).toEqual([['line.cross', 1000, 'in'], ['line.cross', 1100, 'out']]);
+    expect(drafts.map((x) => x.row)).toEqual([0, 0]);
     expect(alerts.map((x) => x.atPts)).toEqual([0.167, 0.433]);
     expect(report.lines.door).toMatchObject({ in: 1, out: 1 });
+  });
+
+  it('…and lost right after the confirming frame: the crossing held for the next frame is raised on it all the same (row −1)', () => {
+    const feet: [number, number][] = [...run([330, 215], [0, 15], 4), ...run([330, 245], [0, -15], 4), ...run([330, 200], [0, 0], 3), ...run([-1, 0], [0, 0], 5)];
+    const { alerts, drafts } = walk(feet, (k) => (k < 8 ? 0.35 : 0.9), {}, [RULES[2]]);
+    expect(alerts.map((x) => [x.event, x.t, x.direction, x.atPts])).toEqual([['line.cross', 1000, 'in', 0.167], ['line.cross', 1100, 'out', 0.433]]);
+    expect(drafts.map((x) => x.row)).toEqual([0, -1]);
   });
 
   it("the line-cross latch's 5 s on the side it crossed from count from when it crossed back, not from the confirming frame", () => {
@@ -78,7 +88,7 @@ describe('a line crossing among the earlier sightings says when it happened', ()
     // 4.7 s by its last frame above: the second 'in' was taken for a shuffle and not alerted.
     const feet: [number, number][] = [...run([350, 215], [0, 15], 4), [350, 260], ...run([350, 245], [0, -15], 3), ...run([350, 215], [0, 0], 50), ...run([350, 230], [0, 15], 4)];
     const { alerts, report } = walk(feet, (k) => (k < 8 ? 0.35 : 0.9), {}, [RULES[2]]);
-    expect(alerts.map((x) => [x.direction, x.t, x.atPts])).toEqual([['in', 1000, 0.167], ['out', 1000, 0.533], ['in', 6000, undefined]]);
+    expect(alerts.map((x) => [x.direction, x.t, x.atPts])).toEqual([['in', 1000, 0.167], ['out', 1100, 0.533], ['in', 6000, undefined]]);
     expect(report.lines.door).toMatchObject({ in: 2, out: 1 });
   });
 
@@ -246,5 +256,7 @@ describe('a person shuffling on the door line, first scored low', () => {
     expect(report.lines.door).toMatchObject({ in: 7, out: 7 });
     // The latch (a body's size from the line, or 5 s on the side it crossed from) holds the rest.
     expect(alerts.map((x) => [x.direction, x.atPts !== undefined])).toEqual([['in', true], ['out', true]]);
+    // On two frames: one rule's two alerts of one track on one frame would have one id.
+    expect(alerts[1].t).toBeGreaterThan(alerts[0].t);
   });
 });
