@@ -1,4 +1,4 @@
-import type { Detections } from '../core/detections.js';
+import type { Detections, TrackOrigin } from '../core/detections.js';
 import { anchorPoint, movedWhole, noteSighting, sureOrigin, wayDistance, type Anchor } from './anchor.js';
 import type { Point } from '../core/polygon.js';
 import { LabelTally } from './tally.js';
@@ -304,8 +304,14 @@ export class LineCounter {
         // frame, the tracker took it as no time since the previous one: the last sighting is as of
         // this frame's time (as ZoneMonitor reads them). Before, a crossing among them was raised
         // with an atPts of the old timeline, later than its own frame's pts.
-        const seenBefore = origin.before ?? [origin];
-        const shift = Number.isFinite(this.prevFrameTime) ? seenBefore[seenBefore.length - 1].ms - Math.min(this.prevFrameTime, frameMs) : 0;
+        const all: NonNullable<TrackOrigin['before']> = origin.before ?? [origin];
+        const shift = Number.isFinite(this.prevFrameTime) ? all[all.length - 1].ms - Math.min(this.prevFrameTime, frameMs) : 0;
+        // Only those under a label the line counts (as update judges a track's crossing from where
+        // it was last seen with one; tracking.classAware false links sightings whatever their
+        // labels), but for what a class-filtered line saw instead (otherSide). Before, a person
+        // who walked through a car line scored low, then labelled car past it, was counted a car.
+        const classIds = sides === this.side ? this.options.classIds : undefined;
+        const seenBefore = classIds && all.some((s) => s.classId !== undefined && !classIds.has(s.classId)) ? all.filter((s) => s.classId === undefined || classIds.has(s.classId)) : all;
         let sure = 0;
         while (sure < seenBefore.length && (from = this.originSide(seenBefore[sure].box, d.xyxy, i)) === 0) sure++;
         if (from !== 0) {

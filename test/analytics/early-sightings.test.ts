@@ -164,6 +164,35 @@ describe('a class-filtered zone: earlier sightings under a label it does not cou
   });
 });
 
+describe('a class-filtered line: earlier sightings under a label it does not count (tracking.classAware false)', () => {
+  /** Feet down x 350 from y 180, 15 px a frame, through the door line (y 240) at 0.4 s; labelled `early` at 0.35 until y 285 (0.7 s), then `late` at 0.9. */
+  function cross(early: number, late: number) {
+    const tracker = new ByteTracker({ frameRateHint: 10, classAware: false });
+    const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ ...LINE, classes: ['car'] }], rules: [RULES[2]] }), LABELS, 'sources[0]');
+    a.init(W, H);
+    const seen: [number, unknown, unknown][] = [];
+    for (let k = 0; k < 14; k++) {
+      const fy = 180 + 15 * k;
+      const d = new Detections(Float32Array.of(330, fy - 100, 370, fy), Float32Array.of(fy < 285 ? 0.35 : 0.9), Int32Array.of(fy < 285 ? early : late));
+      for (const al of a.process(tracker.update(d, k * 100), k * 100).alerts) seen.push([k * 100, al.direction, al.atPts]);
+    }
+    return { seen, door: a.report().lines.door };
+  }
+
+  it('a person who walked through a car line, labelled car past it: not counted, as when tracked', () => {
+    // Before: counted a car going in at 0.4 s, on the confirming frame.
+    const { seen, door } = cross(0, 2);
+    expect(seen).toEqual([]);
+    expect(door).toMatchObject({ in: 0, out: 0 });
+  });
+
+  it('a car labelled car all along is counted, as of when it crossed', () => {
+    const { seen, door } = cross(2, 2);
+    expect(seen).toEqual([[900, 'in', 0.4]]);
+    expect(door).toMatchObject({ in: 1, out: 0 });
+  });
+});
+
 describe('a zone passage among the earlier sightings', () => {
   it('in and out again before the track started, then confirmed inside: both entries', () => {
     // Feet at x 340: above the zone (y 280) at 0 s, inside (y 320) 0.1–0.3 s, above 0.4–0.6 s, inside
