@@ -96,8 +96,8 @@ const CROSS_LATCH_AWAY_MS = 5000;
 
 /**
  * What an alert's message says of an event seen among a new track's earlier sightings (the
- * tracker's, before it confirmed the track) and raised on the frame that confirmed it (a zone's
- * second entry among them, the frame after: ZoneMonitor.emit), after its time (`at … s`).
+ * tracker's, before it confirmed the track) and raised on the frame that confirmed it, after its
+ * time (`at … s`).
  */
 const EARLY = 'seen before its track was confirmed; raised once it was';
 
@@ -140,16 +140,6 @@ export class SourceAnalyzer {
    * observed time it was last seen.
    */
   private readonly crossLatched = new Map<string, Map<number, CrossLatch>>();
-  /**
-   * line-cross alerts held for a later frame, by rule id, in order: a track's second crossing on
-   * one frame under one rule (a crossing among a new track's earlier sightings, and another among
-   * them or on the confirming frame) would be an alert of the same id (source, rule, frame, track),
-   * and consumers keep one. Each is raised on the next frame this rule has none of that track (as
-   * ZoneMonitor holds a second zone event of a type). Before, both were raised on one frame: a
-   * person scored low who went through a door line and back before their track was confirmed
-   * raised an 'in' and an 'out' alert of one id, and the 'out' was lost to consumers.
-   */
-  private readonly crossHeld = new Map<string, AlertDraft[]>();
   private readonly pt: [number, number] = [0, 0];
   /** conveyor-rate rules whose current stoppage was alerted: its `resumed` follows. */
   private readonly stopAlerted = new Set<string>();
@@ -628,24 +618,6 @@ export class SourceAnalyzer {
         }
         case 'line-cross': {
           const latched = this.crossLatch(r.id, r.line, d, obsMs);
-          // Tracks this rule alerted on this frame (crossHeld); allocated only on a frame with a crossing.
-          let alerted: Set<number> | undefined;
-          let held = this.crossHeld.get(r.id);
-          if (held?.length) {
-            let kept = 0;
-            for (const a of held) {
-              const id = a.trackId as number;
-              if (alerted?.has(id)) {
-                held[kept++] = a;
-                continue;
-              }
-              (alerted ??= new Set()).add(id);
-              // Its row on this frame, where the track is seen on it (−1: not).
-              a.row = d.trackerId ? d.trackerId.indexOf(id) : -1;
-              alerts.push(a);
-            }
-            held.length = kept;
-          }
           for (const e of lineEvents) {
             if (e.line !== r.line || (r.direction !== 'any' && e.direction !== r.direction)) continue;
             // A crossing in a direction this track was alerted for, and it has stayed near the line since: the same passage (a person shuffling on the line).
@@ -669,14 +641,7 @@ export class SourceAnalyzer {
             // One seen among the earlier sightings of a track confirmed on this frame says when it crossed (atPts).
             const atPts = e.atMs !== undefined ? Math.round(e.atMs) / 1000 : undefined;
             const at = atPts !== undefined ? ` at ${atPts.toFixed(1)} s (${EARLY})` : '';
-            const draft: AlertDraft = { rule: r.id, severity: r.severity, event: 'line.cross', message: `${label(e.classId)} #${e.trackId} crossed line ${e.line} (${e.direction})${at}${e.previousTrackId !== undefined ? ` (was #${e.previousTrackId}: lost at the line, found past it under a new id)` : ''}`, trackId: e.trackId, line: e.line, direction: e.direction, row: e.row, ...(atPts !== undefined ? { atPts } : {}) };
-            if (alerted?.has(e.trackId)) {
-              if (held) held.push(draft);
-              else this.crossHeld.set(r.id, (held = [draft]));
-              continue;
-            }
-            (alerted ??= new Set()).add(e.trackId);
-            alerts.push(draft);
+            alerts.push({ rule: r.id, severity: r.severity, event: 'line.cross', message: `${label(e.classId)} #${e.trackId} crossed line ${e.line} (${e.direction})${at}${e.previousTrackId !== undefined ? ` (was #${e.previousTrackId}: lost at the line, found past it under a new id)` : ''}`, trackId: e.trackId, line: e.line, direction: e.direction, row: e.row, ...(atPts !== undefined ? { atPts } : {}) });
           }
           break;
         }

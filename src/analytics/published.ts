@@ -38,7 +38,7 @@ export type SnapshotOmitted = z.output<typeof SnapshotOmittedSchema>;
  * fields (dwellMs, line, direction, ratePerMinute, classLabel, …).
  */
 export const AlertBodySchema = z.looseObject({
-  id: z.string().min(1).describe('unique across restarts: source:rule:<run tag>-<seq>:<track> (consumers de-duplicate by it)'),
+  id: z.string().min(1).describe('unique across restarts: source:rule:<run tag>-<seq>:<track>, and .2, .3 after it for a second and third alert of one rule and track on one frame (consumers de-duplicate by it)'),
   rule: z.string(),
   severity: z.enum(['info', 'warning', 'critical']),
   event: z.string().describe('what happened, e.g. zone.enter, line.cross, conveyor.stopped'),

@@ -207,8 +207,7 @@ export interface ZoneEvent {
   atMs?: number;
   /**
    * An entry or exit seen among a track's sightings before the tracker confirmed it (its earlier
-   * sightings, see ZoneMonitor.replay), raised on the frame that confirmed it (or, held, a later
-   * one): `atMs` is when it came in (the first of the frames inside that made it) or went out.
+   * sightings, see ZoneMonitor.replay), raised on the frame that confirmed it: `atMs` is when it came in (the first of the frames inside that made it) or went out.
    */
   early?: true;
 }
@@ -304,17 +303,8 @@ interface TrackInZone {
   lastCountedObs: number;
   /** Frames in a row seen inside under a label the zone does not count while not inside (see ZoneMonitor.update). */
   offRun: number;
-  /**
-   * Events of this track held for a later frame (ZoneMonitor.emit): of a type it already had on
-   * their frame, whose two alerts (one rule, track and frame) would have one id, and consumers keep
-   * one. In order; undefined: none.
-   */
-  owed: ZoneEvent[] | undefined;
   /** Frame time of the frame the zone first saw it on (the tracker confirmed it): an entry or exit whose frames began before it was seen before that (ZoneEvent.early). */
   confirmedAt: number;
-  /** Frame time of the last frame it had events on, and their types (1 enter, 2 exit, 4 dwell). */
-  emittedAt: number;
-  emitted: number;
 }
 
 function resetPath(p: ZonePath): void {
@@ -426,7 +416,7 @@ export class ZoneMonitor {
           // reached the zone), so that a newcomer seen beside a track that then went unseen is not
           // taken for that track's new id.
           const firstSeen = Math.min(tMs, origin ? origin.ms - shift : tMs);
-          st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i], outX: NaN, outY: NaN, outAt: NaN, outBox: new Float32Array(4), inWhole: true, path: { polyIn: NaN, passIn: NaN, lastInside: NaN }, lastCountedObs: obsMs, offRun: 0, owed: undefined, confirmedAt: tMs, emittedAt: NaN, emitted: 0 };
+          st = { inside: false, streak: 0, streakSince: tMs, enteredAt: 0, dwellRaised: false, firstSeen, lastSeen: tMs, lastSeenObs: obsMs, classId: d.classId[i], outX: NaN, outY: NaN, outAt: NaN, outBox: new Float32Array(4), inWhole: true, path: { polyIn: NaN, passIn: NaN, lastInside: NaN }, lastCountedObs: obsMs, offRun: 0, confirmedAt: tMs };
           this.tracks.set(id, st);
           // Its sightings while the tracker confirmed it (and before: ByteTracker's
           // PRE_TRACK_SIGHTINGS, a second or more) are played through as its frames would be
@@ -436,7 +426,7 @@ export class ZoneMonitor {
           // round the zone's corner, taken straight from the first to the confirmed one, went
           // through it); and one first seen in part has its path start at its first sure one.
           if (seenBefore) this.replay(id, st, seenBefore, shift, d, i, tMs, obsMs, prevFrame, events);
-        } else if (st.owed) this.payOwed(st, i, tMs, events);
+        }
         if (where !== 1) {
           const [x, y] = anchorPoint(d.xyxy, i, this.zone.anchor, this.pt);
           // A passage: seen outside, not inside since its last sighting outside (seen inside on
@@ -457,8 +447,8 @@ export class ZoneMonitor {
               const tIn = path.passIn, tOut = path.lastInside;
               if (stats.entered++ === 0) stats.seenIds?.clear();
               stats.exited++;
-              this.emit(st, { type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, atMs: tIn }, tMs, events);
-              this.emit(st, { type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tOut - tIn, atMs: tOut }, tMs, events);
+              events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, atMs: tIn });
+              events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tOut - tIn, atMs: tOut });
             }
             resetPath(path);
           }
@@ -499,17 +489,17 @@ export class ZoneMonitor {
             if (raw) {
               st.outAt = NaN;
               resetPath(st.path);
-              if (this.takeOverStay(id, st, obsMs, prevFrame, events)) {
+              if (this.takeOverStay(id, st, obsMs, prevFrame)) {
                 stats.reidentified++;
               } else {
                 st.enteredAt = st.streakSince;
                 st.dwellRaised = false;
                 if (stats.entered++ === 0) stats.seenIds?.clear();
-                this.emit(st, { type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, ...this.early(st) }, tMs, events);
+                events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, ...this.early(st) });
               }
             } else {
               stats.exited++;
-              this.emit(st, { type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: st.streakSince - st.enteredAt, ...this.early(st) }, tMs, events);
+              events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: st.streakSince - st.enteredAt, ...this.early(st) });
             }
           }
         } else {
@@ -520,7 +510,7 @@ export class ZoneMonitor {
         // left, and its stay then ended at the first of those frames.
         if (where !== -1 && st.inside && limit !== undefined && !st.dwellRaised && tMs - st.enteredAt >= limit) {
           st.dwellRaised = true;
-          this.emit(st, { type: 'dwell', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tMs - st.enteredAt }, tMs, events);
+          events.push({ type: 'dwell', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tMs - st.enteredAt });
         }
       }
     }
@@ -584,8 +574,8 @@ export class ZoneMonitor {
             const tIn = path.passIn, tOut = path.lastInside;
             if (stats.entered++ === 0) stats.seenIds?.clear();
             stats.exited++;
-            this.emit(st, { type: 'enter', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, atMs: tIn }, tMs, events);
-            this.emit(st, { type: 'exit', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tOut - tIn, atMs: tOut }, tMs, events);
+            events.push({ type: 'enter', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, atMs: tIn });
+            events.push({ type: 'exit', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tOut - tIn, atMs: tOut });
           }
           resetPath(path);
         }
@@ -617,17 +607,17 @@ export class ZoneMonitor {
       if (raw) {
         st.outAt = NaN;
         resetPath(st.path);
-        if (this.takeOverStay(id, st, obsMs, prevFrame, events)) {
+        if (this.takeOverStay(id, st, obsMs, prevFrame)) {
           stats.reidentified++;
         } else {
           st.enteredAt = st.streakSince;
           st.dwellRaised = false;
           if (stats.entered++ === 0) stats.seenIds?.clear();
-          this.emit(st, { type: 'enter', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, atMs: st.streakSince, early: true }, tMs, events);
+          events.push({ type: 'enter', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, atMs: st.streakSince, early: true });
         }
       } else {
         stats.exited++;
-        this.emit(st, { type: 'exit', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: st.streakSince - st.enteredAt, atMs: st.streakSince, early: true }, tMs, events);
+        events.push({ type: 'exit', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: st.streakSince - st.enteredAt, atMs: st.streakSince, early: true });
       }
     }
   }
@@ -635,43 +625,6 @@ export class ZoneMonitor {
   /** An entry or exit made now whose frames began among the track's sightings before it was confirmed: its time and `early` (ZoneEvent). */
   private early(st: TrackInZone): { atMs?: number; early?: true } {
     return st.streakSince < st.confirmedAt ? { atMs: st.streakSince, early: true } : {};
-  }
-
-  /**
-   * Pushes event `e` of track `st` onto `events` (frame `tMs`), or holds it (`owed`) when the
-   * track already had one of its type on this frame or holds others: a passage among its earlier
-   * sightings and the entry it then made (replay) are two `enter` events, whose alerts would
-   * have one id (source, rule, frame, track), and consumers keep one. Held ones come on its next
-   * frames, in order (payOwed), or once it is gone.
-   */
-  private emit(st: TrackInZone, e: ZoneEvent, tMs: number, events: ZoneEvent[]): void {
-    const bit = e.type === 'enter' ? 1 : e.type === 'exit' ? 2 : 4;
-    if (st.emittedAt !== tMs) {
-      st.emittedAt = tMs;
-      st.emitted = 0;
-    }
-    if (st.owed || st.emitted & bit) {
-      (st.owed ??= []).push(e);
-      return;
-    }
-    st.emitted |= bit;
-    events.push(e);
-  }
-
-  /** Raises what track `st` owes (emit), on this frame (`tMs`) that sees it on row `row`, as far as it may. */
-  private payOwed(st: TrackInZone, row: number, tMs: number, events: ZoneEvent[]): void {
-    const owed = st.owed!;
-    st.owed = undefined;
-    for (const e of owed) {
-      e.row = row;
-      this.emit(st, e, tMs, events);
-    }
-  }
-
-  /** Raises what track `st`, unseen on this frame and leaving the zone's tracks, still owes (emit): it was not seen again after the frame that held them. */
-  private payGone(st: TrackInZone, events: ZoneEvent[]): void {
-    if (st.owed) for (const e of st.owed) events.push({ ...e, row: -1, lastSeenMs: st.lastSeen });
-    st.owed = undefined;
   }
 
   /**
@@ -700,7 +653,6 @@ export class ZoneMonitor {
    * (see enteredWhenLost).
    */
   private gone(id: number, st: TrackInZone, events: ZoneEvent[], entersNow = false): void {
-    this.payGone(st, events);
     if (st.inside) {
       this.stats.exited++;
       const end = st.streak > 0 ? st.streakSince : st.lastSeen;
@@ -755,12 +707,9 @@ export class ZoneMonitor {
    * another object, which enters), `st` continues its stay and the old track is dropped. A
    * track whose last sightings were outside (an exit being held) was leaving: it is not taken
    * over (it exits, and a newcomer enters; were it the same object, it left and came back). The
-   * most recently seen such track is taken. O(tracks in the zone), once per entry. What the old
-   * track still owed (emit: its entry, when a passage among its earlier sightings came first) is
-   * raised now, as when it is gone; before, it was dropped with it: the stay taken over was never
-   * alerted (`entered` 2, one zone-enter alert).
+   * most recently seen such track is taken. O(tracks in the zone), once per entry.
    */
-  private takeOverStay(id: number, st: TrackInZone, obsMs: number, prevFrame: number, events: ZoneEvent[]): boolean {
+  private takeOverStay(id: number, st: TrackInZone, obsMs: number, prevFrame: number): boolean {
     const window = this.options.reentrySuppressMs ?? 0;
     if (!(window > 0)) return false;
     let bestId = -1;
@@ -775,7 +724,6 @@ export class ZoneMonitor {
     if (!best) return false;
     st.enteredAt = best.enteredAt;
     st.dwellRaised = best.dwellRaised;
-    this.payGone(best, events);
     this.tracks.delete(bestId);
     this.takenOver.set(bestId, id);
     return true;

@@ -143,6 +143,11 @@ export class AlertPublisher {
     };
     // The claim the frame was analysed under (argus worker): its alerts are built with it, also once their snapshot is done.
     const claim = this.publisher.claimNow(frame);
+    // The ids this frame's alerts took (only where it raised more than one): a second alert of one
+    // rule and track on a frame (a new track's way in and back out among its sightings before it was
+    // confirmed; a stay's entry and its exit as it is gone) is `…:track.2`. Before, both had one id,
+    // and consumers, which take a repeated id for a redelivery, kept one.
+    const ids = r.alerts.length > 1 ? new Set<string>() : undefined;
     for (const draft of r.alerts) {
       this.stats.raised++;
       const br = this.byRule.get(draft.rule as string);
@@ -150,7 +155,15 @@ export class AlertPublisher {
       else this.byRule.set(draft.rule as string, { severity: draft.severity as string, count: 1 });
       const { row, ...rest } = draft;
       // source:rule:run-seq:track — unique across restarts (run tag) and within a run (seq never repeats).
-      let body = { id: `${frame.source}:${draft.rule}:${this.publisher.run}-${frame.seq}:${draft.trackId ?? `r${row}`}`, ...rest } as AlertBody;
+      let id = `${frame.source}:${draft.rule}:${this.publisher.run}-${frame.seq}:${draft.trackId ?? `r${row}`}`;
+      if (ids) {
+        if (ids.has(id)) for (let n = 2; ; n++) if (!ids.has(`${id}.${n}`)) {
+          id = `${id}.${n}`;
+          break;
+        }
+        ids.add(id);
+      }
+      let body = { id, ...rest } as AlertBody;
       if (skipped) body = withoutSnapshot(body, { reason: 'busy', detail: skipped });
       if (!pic) {
         this.track(this.inOrder(frame.source, undefined, (after) => this.publisher.alert(frame, detections, dropped, body, after, claim)).then(() => void this.stats.published++));

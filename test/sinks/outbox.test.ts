@@ -1289,6 +1289,28 @@ describe('alerts are journaled when raised', () => {
   });
 });
 
+describe('two alerts of one rule and track on one frame', () => {
+  it('have two ids, each journaled and published: a consumer that drops a repeated id keeps both', async () => {
+    const { AlertPublisher, Publisher, AlertsSchema, Detections, letterbox, emptyStamps } = await alertModules();
+    const ob = await Outbox.open(opts(dir()));
+    const seen: string[] = [];
+    const sink = { name: 'spy', publish: (_k: string, _s: string, json: string) => void seen.push(JSON.parse(json).alert.id as string), close: async () => {} };
+    const publisher = new Publisher([sink], { name: 'm', version: '1' }, ['person'], ob);
+    const detector = { manifest: { preprocess: { channelOrder: 'bgr' } }, labels: ['person'] } as never;
+    const alerts = new AlertPublisher(publisher, AlertsSchema.parse({ snapshot: { mode: 'none' } }), detector, dir(), () => {});
+    const frame = { source: 'cam', seq: 7, pts: 0.7, data: Buffer.alloc(64 * 48 * 3), layout: 'source' as const, letterbox: letterbox(64, 48, 64, 64), stamps: emptyStamps(Date.now()), producedBy: 'captured' as const, release: () => {} };
+    const detections = new Detections(new Float32Array([4, 4, 30, 40]), new Float32Array([0.9]), new Int32Array([0]));
+    // A person through a door line and back before its track was confirmed: both crossings on the confirming frame.
+    const cross = (direction: string) => ({ rule: 'door', severity: 'critical', event: 'line.cross', message: direction, trackId: 3, direction, row: 0 });
+    alerts.raise({ frame, detections, dropped: 0, alerts: [cross('in'), cross('out'), { ...cross('in'), rule: 'other' }, cross('in')] });
+    await alerts.drain();
+    const base = `cam:door:${publisher.run}-7:3`;
+    expect(seen).toEqual([base, `${base}.2`, `cam:other:${publisher.run}-7:3`, `${base}.3`]);
+    expect((await readOutbox(ob.dir)).map((r) => r.key.slice('alert:'.length)).sort()).toEqual([...seen].sort());
+    await ob.close();
+  });
+});
+
 describe('snapshots of alerts in a burst', () => {
   it('hold at most their byte budget of pictures: beyond it an alert is published at once without a snapshot, counted, never lost', async () => {
     const { AlertPublisher, Publisher, AlertsSchema, Detections, letterbox, emptyStamps } = await alertModules();
