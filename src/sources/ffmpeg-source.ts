@@ -248,7 +248,9 @@ function throughRelay<R extends { listen(): Promise<string>; close(): void }>(id
     let closed = false;
     tap.listen().then(
       (url) => {
-        if (!closed) inner = start(url, tap).subscribe(subscriber);
+        // (An observer of its own: given `subscriber` itself, subscribe returned it, and the
+        // teardown's `inner.unsubscribe()` did nothing, the relay closed before its run ended.)
+        if (!closed) inner = start(url, tap).subscribe({ next: (f) => subscriber.next(f), error: (e: unknown) => subscriber.error(e), complete: () => subscriber.complete() });
       },
       (e: NodeJS.ErrnoException) =>
         subscriber.error(e instanceof ArgusError ? new ArgusError(e.code, `source "${id}": ${e.message}`) : new ArgusError(ErrorCodes.SOURCE_SPAWN, `source "${id}": could not open the relay to the camera on 127.0.0.1: ${e.message}`)),
@@ -366,6 +368,40 @@ export const NOTICE_REPEAT_MS = 600_000;
  * ffmpeg must not stall its source, whose next ffmpeg is then started beside it.
  */
 export const FFMPEG_EXIT_WAIT_MS = 2000;
+
+/**
+ * How long an RTSP camera's ffmpeg, sent SIGTERM, has to close its input before it is sent
+ * SIGKILL, ms (stopFfmpeg). ffmpeg acts on SIGTERM at its next packet, then sends the camera
+ * TEARDOWN as it closes the input: tens of milliseconds for a camera that streams. One that
+ * sends nothing (stalled) keeps ffmpeg in its read, and gets SIGKILL after this.
+ */
+export const FFMPEG_STOP_GRACE_MS = 1000;
+
+/**
+ * Stops `child`, an RTSP camera's ffmpeg, so that the camera's session ends: SIGTERM, on which
+ * ffmpeg closes its input and sends TEARDOWN, then SIGKILL FFMPEG_STOP_GRACE_MS later where it
+ * has not exited. Killed with SIGKILL at once, it sent none: many IP cameras take 2 to 4 sessions
+ * and refuse another (453, 503) until an old one times out (60 s), so a restart of the source or
+ * of argus could not reconnect for a minute. (One SIGTERM only: at a second, ffmpeg interrupts
+ * its I/O, the TEARDOWN's write with it.) Resolves once it has exited or was sent SIGKILL.
+ */
+export function stopFfmpeg(child: ChildProcess): Promise<void> {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  child.kill('SIGTERM');
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      child.off('exit', done);
+      resolve();
+    };
+    // (Not unref'd: an argus that stops gives its ffmpegs the grace before its loop ends.)
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      done();
+    }, FFMPEG_STOP_GRACE_MS);
+    child.once('exit', done);
+  });
+}
 
 /**
  * A source's last ffmpeg, while it has not exited (`ffmpeg`). One per supervised source, across
@@ -492,8 +528,8 @@ const YUV420 = new Set(['yuv420p', 'yuvj420p']);
 interface NamedRelay {
   /** ffmpeg's log naming the camera instead of the relay. */
   unrelay(text: string): string;
-  /** Ends its connections (ffmpeg is done). */
-  drop(): void;
+  /** Ends its connections (ffmpeg is done), or once `after` resolves (ffmpeg is stopping: what it sends as it closes, RTSP's TEARDOWN, goes through). */
+  drop(after?: Promise<void>): void;
   /** Why a redirect of the camera's was not followed (relay-redirect): the run fails with it. */
   readonly redirectRefused?: string;
 }
@@ -523,6 +559,18 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       }
     }
     const clock = options.clock ?? (() => performance.now());
+    /** Once the ffmpeg argus stopped has exited, or was sent SIGKILL (stopFfmpeg); undefined until it is stopped. */
+    let gone: Promise<void> | undefined;
+    /**
+     * Stops this run's ffmpeg: an RTSP camera's so that it tears its session down (stopFfmpeg),
+     * any other's with SIGKILL (it has nothing to flush for us, and a reader stuck on a stalled
+     * socket or a named pipe's open ignores SIGTERM).
+     */
+    const stopChild = (): void => {
+      if (gone) return;
+      if (input.kind === 'rtsp') gone = stopFfmpeg(child);
+      else child.kill('SIGKILL');
+    };
     const layout = output.frame === 'source' ? 'source' : output.frame === 'source-yuv' ? 'yuv420p' : 'letterboxed';
     // At the source's size (argus letterboxes): packed, or YUV with the colour its line names.
     const atSource = layout !== 'letterboxed';
@@ -964,7 +1012,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     const stop = (err: Error): void => {
       closed = true;
       killedByUs = true;
-      child.kill('SIGKILL');
+      stopChild();
       subscriber.error(err);
     };
     const onStderr = (chunk: string): void => {
@@ -1221,7 +1269,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       if (closed) return;
       closed = true;
       killedByUs = true;
-      child.kill('SIGKILL');
+      stopChild();
       fail(ErrorCodes.SOURCE_SPAWN, `source "${id}": ffmpeg's ${name} failed: ${err.message}`, err);
     };
 
@@ -1406,7 +1454,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
               if (closed) return;
               closed = true;
               killedByUs = true;
-              child?.kill('SIGKILL');
+              if (child) stopChild();
               subscriber.error(e);
             }
           },
@@ -1445,18 +1493,28 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       cancelWait?.();
       stopPacing?.();
       dropAhead();
-      (tap ?? named)?.drop();
-      frames?.destroy();
       if (!closed) {
         closed = true;
         killedByUs = true;
-        if (!child) return; // the frame socket is still being opened
-        stdout?.destroy();
-        child.stderr?.destroy();
-        // SIGKILL: ffmpeg has nothing to flush for us, and a reader stuck on a stalled socket
-        // ignores SIGTERM.
-        child.kill('SIGKILL');
+        if (child) {
+          stopChild();
+          // What ffmpeg writes until it has gone is read and dropped: a pipe closed under it
+          // could end it before its input is closed in order.
+          const pipes = [stdout, child.stderr];
+          if (gone) {
+            for (const p of pipes) {
+              p?.removeAllListeners('data');
+              p?.on('data', () => {});
+              p?.resume();
+            }
+            void gone.then(() => pipes.forEach((p) => p?.destroy()));
+          } else pipes.forEach((p) => p?.destroy());
+        }
       }
+      // The relay's connection stays until ffmpeg has gone (its TEARDOWN goes through it).
+      (tap ?? named)?.drop(gone);
+      if (gone && frames) void gone.then(() => frames?.destroy());
+      else frames?.destroy();
     };
   });
 }

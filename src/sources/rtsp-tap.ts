@@ -1084,8 +1084,24 @@ export class RtspTap {
     return this.upstreamError ? `${withheld}\ncamera: ${this.upstreamError}` : withheld;
   }
 
-  /** Ends the relayed connection (its ffmpeg is done), so that the next ffmpeg's is accepted (at the camera, not where a redirect sent the last). */
-  drop(): void {
+  /** A drop waiting for its ffmpeg to go (drop's `after`): `close` ends the connection then too. */
+  private dropping: Promise<void> | undefined;
+
+  /**
+   * Ends the relayed connection (its ffmpeg is done), so that the next ffmpeg's is accepted (at
+   * the camera, not where a redirect sent the last); with `after`, once it resolves: ffmpeg,
+   * stopping, sends the camera its TEARDOWN through it (ffmpeg-source stopFfmpeg).
+   */
+  drop(after?: Promise<void>): void {
+    if (after && this.pair) {
+      const pair = this.pair;
+      this.dropping = after;
+      void after.then(() => {
+        if (this.dropping === after) this.dropping = undefined;
+        if (this.pair === pair) this.drop();
+      });
+      return;
+    }
     this.pair?.down.destroy();
     this.pair?.up.destroy();
     this.pair = undefined;
@@ -1095,7 +1111,9 @@ export class RtspTap {
   /** Stops listening and ends the relayed connection. */
   close(): void {
     this.door.close();
-    this.drop();
+    const dropping = this.dropping;
+    if (dropping) void dropping.then(() => this.drop());
+    else this.drop();
   }
 }
 
