@@ -78,6 +78,11 @@ export function missingH264Encoder(ffmpegPath: string, timeoutMs = 10_000): Prom
     });
     timer = setTimeout(() => {
       child.kill('SIGKILL');
+      // Its pipes too, as `-version`'s (ffmpeg-path): a wrapper's child (a script's `sleep`, an
+      // ffmpeg it started) holds them past the kill, and they kept argus check's loop alive until it ended.
+      child.stdin?.destroy();
+      child.stdout?.destroy();
+      child.stderr?.destroy();
       finish(`${ffmpegPath} did not list its encoders (no answer within ${timeoutMs / 1000} s)`);
     }, timeoutMs);
   });

@@ -22,6 +22,16 @@ describe('missingH264Encoder', () => {
     expect(why).toBe(`${slow} did not list its encoders (no answer within 0.3 s)`);
   });
 
+  it("a program whose child holds its output (a wrapper's): at the bound its pipes are closed, not left open until that child ends", async () => {
+    const wrapper = program('wrapper-ffmpeg', 'sleep 8');
+    const pipes = () => process.getActiveResourcesInfo().filter((r) => r === 'PipeWrap').length;
+    const before = pipes();
+    expect(await missingH264Encoder(wrapper, 300)).toMatch(/no answer within 0\.3 s/);
+    await new Promise((r) => setTimeout(r, 200));
+    // (sleep, the wrapper's child, still holds them: they kept argus check's loop alive for 8 s.)
+    expect(pipes()).toBeLessThanOrEqual(before);
+  });
+
   it('an answer that lists libx264: nothing to say; one without it: said', async () => {
     expect(await missingH264Encoder(program('good', 'echo " V....D libx264              libx264 H.264"'), 5000)).toBeUndefined();
     expect(await missingH264Encoder(program('bare', 'echo " V....D mpeg4                MPEG-4 part 2"'), 5000)).toMatch(/has no libx264 encoder/);
