@@ -460,6 +460,38 @@ function withoutOptions(args: readonly string[], names: ReadonlySet<string>): st
  * conversion share one swscale pass; the scaled size is computed by the same formula as
  * `core/geometry.letterbox`, so box mapping is exact.
  */
+/**
+ * The options a network source's input is opened with, before the source's own inputArgs: an
+ * RTSP camera's transport, and the probe that low-latency decoding (`decode.lowLatency`) keeps
+ * short. One list for a run (buildFfmpegArgs) and argus preview (tools/preview), whose first
+ * frame came later than a run's without them. None for files and devices.
+ */
+export function networkInputArgs(input: { kind: SourceKind; url: string; rtspTransport?: string; inputArgs?: readonly string[]; decode?: DecodeSpec }): string[] {
+  const decode = input.decode ?? DEFAULT_DECODE;
+  switch (input.kind) {
+    case 'rtsp': {
+      // Probe briefly: a camera's stream is known to be video, and every second of probing is
+      // a second of delay at start and after each reconnect.
+      const args = ['-rtsp_transport', rtspTransportOf(input) ?? 'tcp', '-probesize', '262144', '-analyzeduration', decode.lowLatency ? '200000' : '1000000'];
+      // RTP packets carry no durations, so -analyzeduration never ends ffmpeg's probe of a camera:
+      // it reads on until it has 20 frame intervals to guess the rate from (after the 7 frames an
+      // H.264 stream needs decoded for its first timestamps): 2 s after the key frame at 10 fps,
+      // 0.8 s at 25. Two intervals give a constant-rate camera's rate as well (10 tbr at 10 fps),
+      // and a live source's pts are held to the clock anyway (ffmpeg-source.ts). The first frame
+      // of the test server's 10 fps camera came 2.0 s after it started sending instead of 3.4 s.
+      if (decode.lowLatency) args.push('-fpsprobesize', '2');
+      return args;
+    }
+    case 'http':
+    case 'stream':
+      // ffmpeg's default probe of an HTTP (or UDP, SRT, …) input is 5 s of stream: 5 s before
+      // the first frame.
+      return decode.lowLatency ? ['-probesize', '1000000', '-analyzeduration', '200000'] : [];
+    default:
+      return [];
+  }
+}
+
 export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, tag?: string, caps: { autoscale?: boolean } = {}): string[] {
   const outputUrl = tag ? taggedStdout(tag) : 'pipe:1';
   // verbose: the scale filter then logs each (re)configuration, which is how a mid-stream
@@ -483,16 +515,7 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
       if (input.loop && !input.still) args.push('-stream_loop', '-1');
       break;
     case 'rtsp':
-      // Probe briefly: a camera's stream is known to be video, and every second of probing is
-      // a second of delay at start and after each reconnect.
-      args.push('-rtsp_transport', rtspTransportOf(input) ?? 'tcp', '-probesize', '262144', '-analyzeduration', decode.lowLatency ? '200000' : '1000000');
-      // RTP packets carry no durations, so -analyzeduration never ends ffmpeg's probe of a camera:
-      // it reads on until it has 20 frame intervals to guess the rate from (after the 7 frames an
-      // H.264 stream needs decoded for its first timestamps): 2 s after the key frame at 10 fps,
-      // 0.8 s at 25. Two intervals give a constant-rate camera's rate as well (10 tbr at 10 fps),
-      // and a live source's pts are held to the clock anyway (ffmpeg-source.ts). The first frame
-      // of the test server's 10 fps camera came 2.0 s after it started sending instead of 3.4 s.
-      if (decode.lowLatency) args.push('-fpsprobesize', '2');
+      args.push(...networkInputArgs(input));
       // One stream set up, so that ffmpeg counts its pts from RTP timestamps alone (with two, it
       // syncs them by the sender reports), as the relay does.
       if (input.relay) args.push('-allowed_media_types', 'video');
@@ -502,9 +525,7 @@ export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, t
       break;
     case 'http':
     case 'stream':
-      // ffmpeg's default probe of an HTTP (or UDP, SRT, …) input is 5 s of stream: 5 s before
-      // the first frame.
-      if (decode.lowLatency) args.push('-probesize', '1000000', '-analyzeduration', '200000');
+      args.push(...networkInputArgs(input));
       break;
   }
   args.push(...decodeBoundArgs(input.url));

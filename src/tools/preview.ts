@@ -9,7 +9,6 @@ import { sceneOf, type Scene } from '../annotate/scene.js';
 import { checkClasses } from '../config/classes.js';
 import { loadPipeline } from '../config/load.js';
 import { redact } from '../core/redact.js';
-import { rtspTransportOf } from '../core/rtsp-relay.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { sameFile, unwritableDir, writeWhole } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
@@ -17,7 +16,7 @@ import type { Point } from '../core/polygon.js';
 import { forTerminal } from '../core/text.js';
 import { pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
 import type { DetectedFrame } from '../postprocess/postprocess.js';
-import { indexedFormat, isStillImage, readsOnce, sourceKind, userInputArgs } from '../sources/ffmpeg-args.js';
+import { indexedFormat, isStillImage, networkInputArgs, readsOnce, sourceKind, userInputArgs } from '../sources/ffmpeg-args.js';
 import { HttpRelay } from '../sources/http-relay.js';
 import { configuredFfmpegPath, describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { secretsRelay } from '../sources/secrets-relay.js';
@@ -184,12 +183,12 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
           // relay without the options it takes over; an RTSP camera's, relayed or not, after the
           // source's transport, as a run's (without a relay, ffmpeg's own default tried UDP first,
           // whatever rtspTransport said: a camera reached over TCP only waited for it).
-          inputArgs:
-            relay instanceof HttpRelay
-              ? relay.ffmpegInputArgs(src.inputArgs)
-              : sourceKind(url) === 'rtsp'
-                ? ['-rtsp_transport', rtspTransportOf({ url, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs }) ?? 'tcp', ...userInputArgs(url, 'rtsp', src.inputArgs ?? [])]
-                : src.inputArgs,
+          // Before them, the transport and the short probe of a run's (networkInputArgs: without
+          // it, a camera's first frame came 1.4 s later here than in a run, an HTTP or UDP one's 5 s).
+          inputArgs: [
+            ...networkInputArgs({ kind: sourceKind(url), url, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs, decode: src.decode }),
+            ...(relay instanceof HttpRelay ? (relay.ffmpegInputArgs(src.inputArgs) ?? []) : userInputArgs(url, sourceKind(url), src.inputArgs ?? [])),
+          ],
           start: seekAt,
           // Up to and including the frame shown at `at` (live: the first 2 s).
           duration: file_ ? at - seekAt + 1e-3 : tracking ? HISTORY_S : 1e-3,

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { runPreview } from '../../src/tools/preview.js';
+import { buildFfmpegArgs } from '../../src/sources/ffmpeg-args.js';
 import { writeHostileModel } from '../helpers/hostile-model.js';
 import { modelDir } from '../helpers/onnx-graphs.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
@@ -95,6 +96,12 @@ describe('argus preview of an RTSP camera without credentials (no relay)', () =>
     const runs = commands.filter((c) => c.includes(' -i '));
     expect(runs.length).toBeGreaterThan(0);
     for (const c of runs) expect(c).toContain(`-rtsp_transport tcp`);
+    // The short probe of a run's too (it was ffmpeg's default: the first frame 1.4 s later).
+    const run = buildFfmpegArgs({ url, kind: 'rtsp', rate: 'native', loop: false }, { width: 64, height: 64, pixelFormat: 'bgr24', align: 'center', padValue: 114 });
+    // (Up to the decoder's bounds, which the preview gives before them: ffmpeg-args decodeBoundArgs.)
+    const probe = run.slice(run.indexOf('-rtsp_transport'), run.indexOf('-max_pixels'));
+    expect(probe).toContain('-fpsprobesize');
+    for (const c of runs) expect(c).toContain(probe.join(' '));
     expect(camera.transports).toEqual(['tcp']);
   }, 60_000);
 });
