@@ -1,5 +1,5 @@
 import { spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { catchError, defer, Observable, throwError, type Subscription } from 'rxjs';
@@ -464,6 +464,35 @@ function afterExit(memo: SourceMemo, go: () => void): () => void {
   };
 }
 
+/**
+ * The longest a file source's stat at start may take, ms: one on a network mount that stopped
+ * answering (NFS, SMB) waits in the kernel; past this the start fails, retried as a source's.
+ */
+export const FILE_STAT_TIMEOUT_MS = 5000;
+
+/**
+ * Why the file at `path` cannot be a source's input (not there, a folder, empty: notAnInput), or
+ * undefined: by an asynchronous stat, in libuv's thread pool (statSync on a hung network mount
+ * stopped the event loop, every source and sink with it), bounded by FILE_STAT_TIMEOUT_MS
+ * (VAP_ERR_SOURCE_TIMEOUT naming the file; the stat left to end in its thread).
+ */
+export function fileProblem(path: string, timeoutMs = FILE_STAT_TIMEOUT_MS): Promise<{ code: (typeof ErrorCodes)[keyof typeof ErrorCodes]; why: string } | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<{ code: (typeof ErrorCodes)[keyof typeof ErrorCodes]; why: string }>((resolve) => {
+    // (After the poll phase: an answer that came while the loop was held past the bound, by a
+    // long synchronous task, is taken first.)
+    timer = setTimeout(() => setImmediate(() => resolve({ code: ErrorCodes.SOURCE_TIMEOUT, why: `${path}: the file system gave no answer about it within ${timeoutMs / 1000} s (a network mount that stopped answering?)` })), timeoutMs);
+  });
+  const looked = stat(path).then(
+    (st) => {
+      const problem = notAnInput(st);
+      return problem ? { code: problem.code, why: `${path} ${problem.why}` } : undefined;
+    },
+    () => ({ code: ErrorCodes.SOURCE_OPEN, why: `file not found: ${path}` }),
+  );
+  return Promise.race([looked, late]).finally(() => clearTimeout(timer));
+}
+
 /** The file's own rate is below the configured one: ffmpegSource runs it again at its own rate. */
 class RateAboveSource extends Error {}
 
@@ -544,20 +573,19 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       subscriber.error(
         new ArgusError(code, redact(message), cause ? { cause: Object.assign(new Error(redact(cause.message)), { code: cause.code, errno: cause.errno, syscall: cause.syscall }) } : undefined),
       );
-    if (input.kind === 'file') {
-      const path = input.url.replace(/^file:\/\//i, '');
-      let problem: ReturnType<typeof notAnInput>;
-      try {
-        problem = notAnInput(statSync(path));
-      } catch {
-        fail(ErrorCodes.SOURCE_OPEN, `source "${id}": file not found: ${path}`);
-        return;
-      }
-      if (problem) {
-        fail(problem.code, `source "${id}": ${path} ${problem.why}`);
-        return;
-      }
-    }
+    // A file is looked at as ffmpeg starts (fileProblem: asynchronous and bounded; statSync on a
+    // hung network mount stopped the event loop, every source's frames with it). What it finds
+    // (not there, a folder, empty, no answer) fails the run, ffmpeg stopped; an ffmpeg that ends
+    // before its first frame waits for it, which names the cause better than ffmpeg's log.
+    const fileCheck = input.kind === 'file' ? fileProblem(input.url.replace(/^file:\/\//i, '')) : undefined;
+    void fileCheck?.then((problem) => {
+      // (A stat that took too long, of a file ffmpeg has opened meanwhile: the file is there.)
+      if (!problem || closed || (lb && problem.code === ErrorCodes.SOURCE_TIMEOUT)) return;
+      closed = true;
+      killedByUs = true;
+      if (child) stopChild();
+      fail(problem.code, `source "${id}": ${problem.why}`);
+    });
     const clock = options.clock ?? (() => performance.now());
     /** Once the ffmpeg argus stopped has exited, or was sent SIGKILL (stopFfmpeg); undefined until it is stopped. */
     let gone: Promise<void> | undefined;
@@ -1351,9 +1379,17 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       }
       if (!lb) {
         // Ended without reporting its input: asked then (never on the way to a frame) whether it
-        // is ffmpeg at all (ARGUS_FFMPEG=/bin/true "reported no video stream").
+        // is ffmpeg at all (ARGUS_FFMPEG=/bin/true "reported no video stream"); a file's look
+        // (fileCheck) first, which fails the run itself where it found the file no input.
         const ended = `exited with ${signal ?? `code ${code}`}`;
-        void (probe.inputReported ? Promise.resolve(undefined) : notFfmpeg(options.ffmpegPath, ended)).then((notIt) => {
+        void (fileCheck ?? Promise.resolve(undefined))
+          .then((problem) => {
+            if (!problem) return probe.inputReported ? undefined : notFfmpeg(options.ffmpegPath, ended);
+            fail(problem.code, `source "${id}": ${problem.why}`);
+            return 'failed';
+          })
+          .then((notIt) => {
+          if (notIt === 'failed') return;
           if (notIt) fail(ErrorCodes.SOURCE_OPEN, `source "${id}": ${notIt}`);
           else fail(code === 0 ? ErrorCodes.SOURCE_PROBE : ErrorCodes.SOURCE_EXIT, `source "${id}": ffmpeg ${code === 0 ? 'reported no video stream' : ended} for ${input.url}\n${tail}`);
         });
@@ -1473,9 +1509,12 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
         if (!closed) launch();
       });
     };
-    if (stillPath === undefined) launchAfterExit();
-    else {
-      decodeStill(stillPath, options.memo).then(
+    const begin = (): void => {
+      if (stillPath === undefined) launchAfterExit();
+      else decodeFirst();
+    };
+    const decodeFirst = (): void => {
+      decodeStill(stillPath!, options.memo).then(
         (picture) => {
           if (closed) return;
           still = picture;
@@ -1487,7 +1526,8 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
           subscriber.error(isArgusError(e) ? new ArgusError(e.code, redact(`source "${id}": ${e.message}`), { cause: e }) : e);
         },
       );
-    }
+    };
+    begin();
 
     return () => {
       cancelWait?.();
