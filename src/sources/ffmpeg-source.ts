@@ -386,7 +386,7 @@ export const FFMPEG_STOP_GRACE_MS = 1000;
  * its I/O, the TEARDOWN's write with it.) Resolves once it has exited or was sent SIGKILL.
  */
 export function stopFfmpeg(child: ChildProcess): Promise<void> {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  if (child.pid === undefined || child.exitCode != null || child.signalCode != null) return Promise.resolve();
   child.kill('SIGTERM');
   return new Promise<void>((resolve) => {
     const done = (): void => {

@@ -253,7 +253,8 @@ describe('ffmpegSource alone (no supervisor), virtual time', () => {
     expect(() => fake().info()).not.toThrow();
     expect(isArgusError(err) && err.code).toBe('VAP_ERR_SOURCE_PROBE');
     expect((err as Error).message).toBe('source "cam": ffmpeg\'s report of the stream could not be used: boom');
-    expect(fake().signals).toEqual(['SIGKILL']);
+    // (An RTSP camera's: SIGTERM first, so that it tears its session down; this fake exits on it.)
+    expect(fake().signals).toEqual(['SIGTERM']);
   });
 
   it("ffmpeg writes to stdout under a name of each run's own, which is what the probe waits for", () => {
@@ -350,7 +351,7 @@ describe('spawn failures (out of file descriptors) are retried, never thrown', (
       h.stream(2);
       // Without a listener, EventEmitter throws on 'error' (an uncaught exception in production).
       expect(() => h.children[0][pipe].emit('error', Object.assign(new Error('read EIO'), { code: 'EIO' }))).not.toThrow();
-      expect(h.children[0].signals).toEqual(['SIGKILL']);
+      expect(h.children[0].signals).toEqual(['SIGTERM']); // (an RTSP camera's: stopFfmpeg)
       expect(h.transitions.at(-1)).toMatchObject({ state: 'reconnecting', code: 'VAP_ERR_SOURCE_SPAWN' });
       advance(100);
       h.stream(2);
