@@ -362,10 +362,10 @@ export interface SourceMemo {
 export const NOTICE_REPEAT_MS = 600_000;
 
 /**
- * The longest a run waits for the ffmpeg of the run before it to exit (it was sent SIGKILL)
- * before starting its own, ms. Exit takes milliseconds, except for a process stuck in the kernel
- * (a device's driver, a dead network mount), which SIGKILL ends only when it leaves: such an
- * ffmpeg must not stall its source, whose next ffmpeg is then started beside it.
+ * The longest a run waits for the ffmpeg of the run before it to exit (it was stopped) before
+ * starting its own, ms. Exit takes milliseconds, except for a process stuck in the kernel (a
+ * device's driver, a dead network mount), which SIGKILL ends only when it leaves: such an ffmpeg
+ * is left behind, and the next one started beside it; one at most a source (LastFfmpeg.leftBehind).
  */
 export const FFMPEG_EXIT_WAIT_MS = 2000;
 
@@ -411,7 +411,20 @@ export function stopFfmpeg(child: ChildProcess): Promise<void> {
  */
 export interface LastFfmpeg {
   ffmpeg?: ChildProcess;
+  /**
+   * An ffmpeg of the source's given up on (not gone FFMPEG_EXIT_WAIT_MS after it was stopped:
+   * stuck in the kernel), until it exits. At most one: where the next is given up on too, the
+   * start after it waits until one of the two has gone (lastFfmpegGone), for a device that hangs
+   * every ffmpeg piled one up per restart, each holding its memory and descriptors, for ever.
+   */
+  leftBehind?: ChildProcess;
+  /** How many times a start waited for a left-behind ffmpeg to go (lastFfmpegGone). */
+  stuckWaits?: number;
 }
+
+/** The ffmpegs seen to exit (noteFfmpeg): a child's exitCode is not set on every kind of child. */
+const exitedFfmpegs = new WeakSet<ChildProcess>();
+const hasExited = (c: ChildProcess): boolean => exitedFfmpegs.has(c) || c.exitCode != null || c.signalCode != null;
 
 /** Notes `child` as the source's running ffmpeg (memo.last) until it exits. */
 function noteFfmpeg(memo: SourceMemo, child: ChildProcess): void {
@@ -419,19 +432,44 @@ function noteFfmpeg(memo: SourceMemo, child: ChildProcess): void {
   const last = (memo.last ??= {});
   last.ffmpeg = child;
   child.once('exit', () => {
+    exitedFfmpegs.add(child);
     if (last.ffmpeg === child) last.ffmpeg = undefined;
+    if (last.leftBehind === child) last.leftBehind = undefined;
+  });
+}
+
+/** Resolves once `child` has exited (or failed to start), however long that takes. */
+function exitedAtAll(child: ChildProcess): Promise<void> {
+  if (child.pid === undefined || hasExited(child)) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.once('error', () => resolve());
   });
 }
 
 /**
  * Resolves once `last`'s ffmpeg has exited, or FFMPEG_EXIT_WAIT_MS after the call; at once where
- * none runs. One not gone by then (stuck in the kernel) is waited for no more, by no one: the next
- * ffmpeg starts beside it.
+ * none runs. One not gone by then (stuck in the kernel) is left behind, and the next ffmpeg
+ * starts beside it, unless one is left behind already: then this waits, however long, until one
+ * of the two has exited (`onStuck` is told why first, and `last.stuckWaits` counts it), so that a
+ * source holds at most one ffmpeg besides its running one.
  */
-export async function lastFfmpegGone(last: LastFfmpeg): Promise<void> {
+export async function lastFfmpegGone(last: LastFfmpeg, onStuck?: (why: string) => void): Promise<void> {
   const prev = last.ffmpeg;
   if (!prev) return;
   await exitOf(prev, FFMPEG_EXIT_WAIT_MS);
+  if (!hasExited(prev) && prev.pid !== undefined) {
+    const behind = last.leftBehind;
+    if (behind && behind !== prev && !hasExited(behind)) {
+      last.stuckWaits = (last.stuckWaits ?? 0) + 1;
+      onStuck?.(
+        `ffmpeg ${prev.pid} has not exited ${FFMPEG_EXIT_WAIT_MS / 1000} s after it was stopped, nor has ffmpeg ${behind.pid} before it (stuck in the kernel: a hung device or network mount?): the next is started once one of them has gone`,
+      );
+      await Promise.race([exitedAtAll(prev), exitedAtAll(behind)]);
+    }
+    // The one still there (if any) is the one left behind.
+    last.leftBehind = !hasExited(prev) ? prev : behind && !hasExited(behind) ? behind : undefined;
+  }
   if (last.ffmpeg === prev) last.ffmpeg = undefined;
 }
 

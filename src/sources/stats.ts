@@ -46,6 +46,8 @@ export interface SourceStats {
   decodeErrors: number;
   /** The latest state change. */
   lastTransition?: Transition;
+  /** Starts that waited for a stuck ffmpeg of the source's to exit, a second one not to be left behind (LastFfmpeg.leftBehind): its `stalled` transitions coded VAP_ERR_SOURCE_STALLED (the watchdog's carry no code). */
+  ffmpegWaits?: number;
   /** Input size reported by ffmpeg. */
   width?: number;
   height?: number;
@@ -130,6 +132,7 @@ export function sourceSummary(s: SourceStats): Record<string, unknown> {
 export function recordTransition(st: SourceStats, t: Transition): void {
   st.state = t.state;
   st.lastTransition = t;
+  if (t.state === 'stalled' && t.code === ErrorCodes.SOURCE_STALLED) st.ffmpegWaits = (st.ffmpegWaits ?? 0) + 1;
 }
 
 /** Frames per second in and out of one source. */

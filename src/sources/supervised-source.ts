@@ -197,8 +197,8 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     };
 
     /** `attempts`: the reconnect attempts to report, where it is not `attempt` (a `failed` source's). */
-    const transition = (next: SourceState, reason: string, err?: Error, attempts = attempt) => {
-      if (next === state && next !== 'reconnecting') return;
+    const transition = (next: SourceState, reason: string, err?: Error, attempts = attempt, waitsForFfmpeg = false) => {
+      if (next === state && next !== 'reconnecting' && !waitsForFfmpeg) return;
       flushResize();
       const t: Transition = { source: o.id, state: next, previous: state, reason: redact(reason), at: now(), attempt: attempts };
       const detail = err?.message.split('\n').slice(1).join('\n'); // ffmpeg's last lines
@@ -353,7 +353,13 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     // restart's, or a worker camera's last chain's), and its start timeout counts from then: the
     // wait took up to 2 s of it, and a short `startTimeoutMs` timed out a camera that had had only
     // the rest. (ffmpegSource waits too, for its own reruns; it finds this one gone by then.)
-    const lastGone = defer(() => (memo.last?.ffmpeg ? from(lastFfmpegGone(memo.last)).pipe(ignoreElements()) : EMPTY));
+    // One left behind already (stuck in the kernel) and the last not gone either: the source waits
+    // for one of them, reported as stalled (LastFfmpeg.leftBehind), not one more ffmpeg per restart.
+    const lastGone = defer(() =>
+      memo.last?.ffmpeg
+        ? from(lastFfmpegGone(memo.last, (why) => transition('stalled', why, new ArgusError(ErrorCodes.SOURCE_STALLED, `source "${o.id}": ${why}`), attempt, true))).pipe(ignoreElements())
+        : EMPTY,
+    );
     transition('starting', 'started');
     return concat(lastGone, runOnce.pipe(live ? watched : identity)).pipe(
       tap(onFrame),

@@ -6,6 +6,8 @@ import { Subscription } from 'rxjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ffmpegSource, FFMPEG_EXIT_WAIT_MS, type FfmpegSourceOptions, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
 import { supervisedSource } from '../../src/sources/supervised-source.js';
+import type { Transition } from '../../src/sources/health.js';
+import { newSourceStats, recordTransition } from '../../src/sources/stats.js';
 import { FakeFfmpeg, SlowToDie } from './fake-ffmpeg.js';
 
 const output = { width: 64, height: 48, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114, frame: 'letterbox' as const };
@@ -132,5 +134,44 @@ describe("the start timeout counts from the next ffmpeg's start, not from the wa
     // 3 s after its ffmpeg started: timed out.
     await vi.advanceTimersByTimeAsync(1500);
     expect(children[1].signals).toEqual(['SIGKILL']);
+  });
+});
+
+describe('at most one ffmpeg a source is left behind (stuck in the kernel: a device that hangs every ffmpeg) (fake timers)', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('the first stuck one is left behind after the wait; with a second stuck too, the source waits (stalled, coded, counted) until one of them has gone', async () => {
+    vi.useFakeTimers();
+    const { spawn, children } = spawner();
+    const transitions: Transition[] = [];
+    const stats = newSourceStats('cam');
+    sub = supervisedSource({
+      ...opts(spawn),
+      reconnect: { initialDelayMs: 0, maxDelayMs: 0, jitter: 0, maxAttempts: 0, healthyResetMs: 30_000 },
+      watchdog: { startTimeoutMs: 1000, stallFactor: 10, stallMinMs: 2000, stallMaxMs: 60_000 },
+      onTransition: (t) => {
+        transitions.push(t);
+        recordTransition(stats, t);
+      },
+    }).subscribe({ error: () => {} });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(children).toHaveLength(1);
+    // No frame: timed out and killed; it never exits. Left behind after the wait: the next starts.
+    await vi.advanceTimersByTimeAsync(1000 + FFMPEG_EXIT_WAIT_MS + 10);
+    expect(children).toHaveLength(2);
+    // The second times out and never exits either: no third beside the two.
+    await vi.advanceTimersByTimeAsync(1000 + FFMPEG_EXIT_WAIT_MS + 60_000);
+    expect(children).toHaveLength(2);
+    expect(children[1].signals).toEqual(['SIGKILL']);
+    const stalled = transitions.filter((t) => t.state === 'stalled');
+    expect(stalled).toHaveLength(1);
+    expect(stalled[0].code).toBe('VAP_ERR_SOURCE_STALLED');
+    expect(stalled[0].reason).toMatch(/has not exited 2 s after it was stopped, nor has ffmpeg .* before it/);
+    expect(stats.state).toBe('stalled');
+    expect(stats.ffmpegWaits).toBe(1);
+    // The first finally exits: the third starts (the second is the one left behind now).
+    children[0].exitLater();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(children).toHaveLength(3);
   });
 });
