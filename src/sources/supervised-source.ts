@@ -316,6 +316,15 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       return throwError(() => new ArgusError(ErrorCodes.SOURCE_EOF, `source "${o.id}": end of stream`));
     };
 
+    /**
+     * What the next run of an input read once (a named pipe: readsOnce) waits for, said with its
+     * reconnect: a pipe's writer went with the reader that failed (it got EPIPE), and ffmpeg,
+     * opening it again, waits in `open` until a writer opens it, the source without a frame and
+     * nothing saying why (its stop kills that ffmpeg, SIGKILL, at once).
+     */
+    const pipeWait = (): string =>
+      isFile && memo.readsOnce ? `; the named pipe ${o.input.url.replace(/^file:\/\//i, '')} is opened again, and its next frames come once a writer opens it (its writer before went with the reader that failed)` : '';
+
     /** A run failed: give up (for good, or after `maxAttempts` in a row), or wait the backoff. */
     const onError = (e: Error) => {
       resetIfHealthy(clock());
@@ -345,7 +354,7 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       }
       const delay = backoffDelay(attempt, reconnect, random);
       onReconnect?.();
-      transition('reconnecting', `${firstLine(e)}; retry ${attempt} in ${(delay / 1000).toFixed(1)} s`, e);
+      transition('reconnecting', `${firstLine(e)}; retry ${attempt} in ${(delay / 1000).toFixed(1)} s${pipeWait()}`, e);
       return timer(delay, scheduler);
     };
 
