@@ -823,7 +823,7 @@ const CONNECT_TIMEOUT_MS = 10_000;
  */
 export class RtspTap {
   private readonly door: RelayDoor;
-  private pair: { down: Socket; up: Socket } | undefined;
+  private pair: RelayedPair | undefined;
   /** The clock of the current connection. */
   clock = new RtpClock();
   /** The last error reaching the camera (connection refused, timed out, reset), for ffmpeg's failure message. */
@@ -934,7 +934,7 @@ export class RtspTap {
       down.destroy();
       return;
     }
-    const pair = { down, up };
+    const pair: RelayedPair = { down, up, session: undefined };
     this.pair = pair;
     down.setNoDelay(true);
     up.setNoDelay(true);
@@ -960,7 +960,19 @@ export class RtspTap {
       const unsent = !target.cred && this.camera.cred ? withoutAuthorization : undefined;
       const auth = target.cred || target.secrets.size || unsent ? new AuthRewriter(target.cred, unsent, { secrets: target.secrets }) : undefined;
       // (The clock reads ffmpeg's requests as ffmpeg sent them, and the replies as ffmpeg gets them.)
-      relay(down, up, requests, { rewrite: auth && ((chunk) => auth.push(chunk)), flush: auth && (() => auth.flush()), reads: 'sent' });
+      // (ffmpeg's side ended with its session still played: the relay ends it, TEARDOWN first.)
+      const ended = () => {
+        if (pair.tornDown || !pair.session) return false;
+        endPair(pair);
+        return true;
+      };
+      relay(down, up, requests, { rewrite: auth && ((chunk) => auth.push(chunk)), flush: auth && (() => auth.flush()), reads: 'sent', ended });
+      // A request of the relay's own (its TEARDOWN: endPair), made as ffmpeg's are on their way.
+      // (A rewriter of its own: ffmpeg's may be mid-packet, or flushed at ffmpeg's end.)
+      pair.sendUp = (head) => {
+        const own = auth && new AuthRewriter(target.cred, unsent, { secrets: target.secrets });
+        for (const piece of own ? own.push(Buffer.from(head, 'latin1')) : [Buffer.from(head, 'latin1')]) up.write(piece);
+      };
       // What is not passed on to ffmpeg: a redirect refused; from a camera whose certificate is
       // checked, replies the relay cannot read (it could not see a redirect in them).
       let redirectRefused = false;
@@ -996,7 +1008,10 @@ export class RtspTap {
       down.resume();
     });
     const requests = new InterleavedReader(
-      (head) => clock.request(head),
+      (head) => {
+        clock.request(head);
+        noteRequest(pair, head);
+      },
       () => {},
     );
     const ends = this.endUnits ? new UnitEnds(clock) : undefined;
@@ -1015,8 +1030,7 @@ export class RtspTap {
     down.on('error', () => {});
     const close = () => {
       clearTimeout(timer);
-      up.destroy();
-      down.destroy();
+      endPair(pair);
       if (this.pair === pair) this.pair = undefined;
     };
     up.on('close', close);
@@ -1102,8 +1116,7 @@ export class RtspTap {
       });
       return;
     }
-    this.pair?.down.destroy();
-    this.pair?.up.destroy();
+    if (this.pair) endPair(this.pair);
     this.pair = undefined;
     this.next = undefined;
   }
@@ -1115,6 +1128,64 @@ export class RtspTap {
     if (dropping) void dropping.then(() => this.drop());
     else this.drop();
   }
+}
+
+/** One relayed connection: ffmpeg's (`down`), the camera's (`up`), and what the relay knows of its RTSP session. */
+interface RelayedPair {
+  down: Socket;
+  up: Socket;
+  /** ffmpeg's session: its id, the URI it played, its last CSeq and Authorization (as ffmpeg sent them); undefined before a PLAY. */
+  session: { id: string; uri: string; cseq: number; authorization?: string } | undefined;
+  /** ffmpeg sent TEARDOWN itself. */
+  tornDown?: boolean;
+  /** Writes a request head of the relay's own to the camera, as ffmpeg's are written (its credentials). */
+  sendUp?: (head: string) => void;
+  ended?: boolean;
+}
+
+/** How long the camera's side of a connection is kept after the relay's TEARDOWN (endPair), for the camera to read it, ms. */
+const TEARDOWN_LINGER_MS = 1000;
+
+/** Notes what ffmpeg's request `head` tells of its session (RelayedPair.session). */
+function noteRequest(pair: RelayedPair, head: string): void {
+  const [method, uri] = head.split(/\s+/, 2);
+  const header = (name: string) => new RegExp(`\\r?\\n${name}[ \\t]*:[ \\t]*([^\\r\\n]*)`, 'i').exec(head)?.[1]?.trim();
+  const cseq = Number(header('cseq') ?? NaN);
+  if (method === 'TEARDOWN') pair.tornDown = true;
+  if (method === 'PLAY') {
+    const id = header('session')?.split(';')[0];
+    if (id && uri) pair.session = { id, uri, cseq: 0 };
+  }
+  if (pair.session) {
+    if (Number.isFinite(cseq)) pair.session.cseq = Math.max(pair.session.cseq, cseq);
+    pair.session.authorization = header('authorization') ?? pair.session.authorization;
+  }
+}
+
+/**
+ * Ends a relayed connection. Where ffmpeg played a session and did not tear it down (it was
+ * killed, or stopped while it was still probing the stream, when ffmpeg's SIGTERM interrupts its
+ * I/O, the TEARDOWN's write with it), the relay sends the camera TEARDOWN itself (the Session,
+ * URI and credentials ffmpeg used), and closes the camera's side after it, TEARDOWN_LINGER_MS at
+ * most: a camera that takes 2 to 4 sessions refused the next (453, 503) until the one left timed out.
+ */
+function endPair(pair: RelayedPair): void {
+  if (pair.ended) return;
+  pair.ended = true;
+  pair.down.destroy();
+  const s = pair.session;
+  if (pair.tornDown || !s || !pair.sendUp || pair.up.destroyed || !pair.up.writable) {
+    pair.up.destroy();
+    return;
+  }
+  try {
+    pair.sendUp(`TEARDOWN ${s.uri} RTSP/1.0\r\nCSeq: ${s.cseq + 1}\r\nSession: ${s.id}\r\n${s.authorization ? `Authorization: ${s.authorization.replace(/(^|,)(\s*uri\s*=\s*)("[^"]*"|[^,\s]*)/i, (_x, a: string, b: string, v: string) => `${a}${b}${v.startsWith('"') ? `"${s.uri}"` : s.uri}`)}\r\n` : ''}User-Agent: argus\r\n\r\n`);
+    pair.up.end();
+  } catch {
+    pair.up.destroy();
+    return;
+  }
+  setTimeout(() => pair.up.destroy(), TEARDOWN_LINGER_MS).unref();
 }
 
 /** A request head without its `Authorization` (ffmpeg's answer with the placeholder, for an address the camera's credentials do not go to). */
@@ -1132,7 +1203,7 @@ const RTSP_PORTS = { rtsp: 554, rtsps: 322 } as const;
  * the reader's packet callback adds after a packet (UnitEnds). `reads`: whether the reader reads
  * the bytes as `from` sent them, or as `to` gets them (its inserts are placed in those).
  */
-function relay(from: Socket, to: Socket, reader: InterleavedReader, o: { stop?: () => boolean; rewrite?: (chunk: Buffer) => Buffer[]; flush?: () => Buffer[]; reads: 'sent' | 'received' }): void {
+function relay(from: Socket, to: Socket, reader: InterleavedReader, o: { stop?: () => boolean; ended?: () => boolean; rewrite?: (chunk: Buffer) => Buffer[]; flush?: () => Buffer[]; reads: 'sent' | 'received' }): void {
   from.on('data', (chunk: Buffer) => {
     if (o.reads === 'sent' && !reader.broken) reader.push(chunk);
     const pieces = o.rewrite ? o.rewrite(chunk) : [chunk];
@@ -1168,6 +1239,7 @@ function relay(from: Socket, to: Socket, reader: InterleavedReader, o: { stop?: 
   from.on('end', () => {
     // (Bytes `rewrite` held, not being what it reads: passed on as they came.)
     for (const piece of o.flush?.() ?? []) if (!o.stop?.()) to.write(piece);
+    if (o.ended?.()) return;
     to.end();
   });
 }

@@ -54,6 +54,48 @@ describe('an RTSP camera gets TEARDOWN when argus stops its ffmpeg', () => {
     }, 60_000);
   }
 
+  it("ffmpeg killed (a crash), or stopped while it still probes (a small picture run again for packed frames): argus's relay sends the camera TEARDOWN itself", async () => {
+    const started = await RtspCamera.start(PERSON, '320x180');
+    camera = started.camera;
+    const children: import('node:child_process').ChildProcess[] = [];
+    let frames = 0;
+    // (Frames at the source's size: 320x180 is under YUV_MIN_PIXELS, so the first ffmpeg is stopped at its stream's report and run again.)
+    sub = ffmpegSource({ id: 'cam', input: { url: started.url, kind: 'rtsp', rate: 'native', loop: false }, output: { ...output, frame: 'source-yuv' }, ffmpegPath: (await resolveFfmpeg()).path, onSpawn: (c) => children.push(c) }).subscribe({
+      next: () => frames++,
+      error: () => {},
+    });
+    await until(() => frames >= 3, 30_000);
+    expect(children).toHaveLength(2);
+    let m = methods(camera);
+    expect(m.indexOf('TEARDOWN')).toBeGreaterThan(0);
+    expect(m.indexOf('TEARDOWN')).toBeLessThan(m.lastIndexOf('SETUP'));
+    // The second killed outright: nothing of ffmpeg's says goodbye, the relay does.
+    const before = m.filter((x) => x === 'TEARDOWN').length;
+    children[1].kill('SIGKILL');
+    await until(() => methods(camera!).filter((x) => x === 'TEARDOWN').length > before, 5000);
+    m = methods(camera);
+    expect(m.filter((x) => x === "TEARDOWN").length, JSON.stringify(camera.heads.map((h) => h.slice(0, 200)))).toBe(before + 1);
+    expect(camera.heads.at(-1)).toMatch(/^TEARDOWN rtsp:\/\/127\.0\.0\.1:\d+\/live\/? RTSP\/1\.0\r\nCSeq: \d+\r\nSession: 12345678/);
+  }, 60_000);
+
+  it("a camera that wants Digest credentials: the relay's TEARDOWN carries a right answer for it", async () => {
+    const started = await RtspCamera.start(PERSON, '640x360', { auth: { user: 'admin', password: 'S3cret' } });
+    camera = started.camera;
+    const children: import('node:child_process').ChildProcess[] = [];
+    let frames = 0;
+    sub = ffmpegSource({ id: 'cam', input: { url: started.url.replace('rtsp://', 'rtsp://admin:S3cret@'), kind: 'rtsp', rate: 'native', loop: false }, output, ffmpegPath: (await resolveFfmpeg()).path, onSpawn: (c) => children.push(c) }).subscribe({
+      next: () => frames++,
+      error: () => {},
+    });
+    await until(() => frames >= 3, 30_000);
+    const ok = camera.auths.ok;
+    children.at(-1)!.kill('SIGKILL');
+    await until(() => methods(camera!).includes('TEARDOWN'), 5000);
+    expect(camera.heads.at(-1)).toMatch(/^TEARDOWN [^]*Authorization: Digest /);
+    expect(camera.auths, camera.heads.slice(-2).join(" || ")).toEqual({ ok: ok + 1, bad: 0 });
+    expect(camera.auths.bad).toBe(0);
+  }, 60_000);
+
   it('a restart (the stall watchdog) tears the old session down before the new one is set up', async () => {
     const started = await RtspCamera.start(PERSON, '320x180');
     camera = started.camera;
