@@ -1591,8 +1591,9 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       }
       // The relay's connection stays until ffmpeg has gone (its TEARDOWN goes through it).
       (tap ?? named)?.drop(gone);
-      if (gone && frames) void gone.then(() => frames?.destroy());
-      else frames?.destroy();
+      // (Closed at once: no frame is read after the stop. ffmpeg ignores SIGPIPE, and its write's
+      // EPIPE ends its output, not its input's TEARDOWN.)
+      frames?.destroy();
     };
   });
 }
