@@ -1576,8 +1576,8 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
         killedByUs = true;
         if (child) {
           stopChild();
-          // What ffmpeg writes until it has gone is read and dropped: a pipe closed under it
-          // could end it before its input is closed in order.
+          // What ffmpeg writes until it has gone (its log of the stop) is read and dropped, the
+          // pipes closed once it has: nothing of it reaches the run's handlers after the stop.
           const pipes = [stdout, child.stderr];
           if (gone) {
             for (const p of pipes) {
