@@ -76,7 +76,9 @@ export interface RunOptions extends PipelineOptions {
   /**
    * The run's tag (sinks/message.ts runTag): every message's `run`, the run in its alert ids, and
    * the WebSocket hello's `run`. Default a new one for each runPipeline (its sources' seq count
-   * from 0 again). argus worker passes its incarnation: one tag for the start of a worker.
+   * from 0 again). argus worker passes its incarnation: one tag for the start of a worker. One
+   * given is a runTag's form (0-9, a-z) and is taken once a process: a run given again is refused
+   * (VAP_ERR_CONFIG), as its frames and alert ids would repeat the earlier run's.
    */
   run?: string;
 }
@@ -226,6 +228,30 @@ export function httpPortIgnored(config: PipelineConfig, env: NodeJS.ProcessEnv, 
   return `ARGUS_HTTP_PORT is set, but ${configFile ?? 'the pipeline'} has no server block: no HTTP server runs (no /metrics, /healthz, dashboard or /ws); add server: { port: … } to serve them`;
 }
 
+/** How many runs given as RunOptions.run this process remembers (givenRun): a tag is some 17 bytes. */
+const RUNS_REMEMBERED = 4096;
+/** The runs given as RunOptions.run in this process, the latest RUNS_REMEMBERED. */
+const runsGiven = new Set<string>();
+
+/**
+ * A run given as RunOptions.run, taken once: its sources' seq count from 0 again, so a run this
+ * process ran already would give its frame 0 and its alert ids again (an undelivered alert of the
+ * earlier run replaced in the journal, a consumer dropping the new one as a redelivery) and the
+ * WebSocket hello would say a restart was the same run; and a tag other than the messages' form
+ * ([0-9a-z]) put a `run` the message schema refuses into every message and alert id.
+ */
+function givenRun(run: unknown): string {
+  if (typeof run !== 'string' || !/^[0-9a-z]{1,64}$/.test(run)) {
+    throw new ArgusError(ErrorCodes.CONFIG, `RunOptions.run: ${JSON.stringify(typeof run === 'string' ? run.slice(0, 80) : typeof run)} is not a run tag (1 to 64 of 0-9 and a-z, as sinks/message.ts runTag makes); leave it out for a new one`);
+  }
+  if (runsGiven.has(run)) {
+    throw new ArgusError(ErrorCodes.CONFIG, `RunOptions.run: "${run}" was the run of an earlier runPipeline of this process: its sources' seq start at 0 again, so its frames and alert ids would repeat that run's (consumers drop a repeated alert id); leave it out for a new one`);
+  }
+  runsGiven.add(run);
+  if (runsGiven.size > RUNS_REMEMBERED) runsGiven.delete(runsGiven.values().next().value!);
+  return run;
+}
+
 /**
  * Builds the pipeline and runs it until every source ends, `maxFrames` is reached or `signal`
  * aborts. Everything it starts is registered with a `Lifecycle` and stopped in reverse order
@@ -237,7 +263,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
   const baseDir = options.baseDir ?? process.cwd();
   const jsonlPath = jsonlPathOf(config, options);
   // Made before anything starts: a WebSocket client that connects while the model loads is told it in the hello.
-  const run = options.run ?? runTag();
+  const run = options.run === undefined ? runTag() : givenRun(options.run);
   const life = new Lifecycle(log);
   const stop$ = new Subject<void>();
   // Stops the run from inside (stdout closed under `--jsonl -`), like an abort of options.signal.

@@ -48,6 +48,18 @@ describe('two runs of a pipeline in one process (library use)', () => {
     for (const a of alerts) expect(a.alert!.id).toBe(`cam:crowd:${a.run}-0:r0`);
   }, 60_000);
 
+  it("refuses a run given (RunOptions.run) that this process ran already, or that is not a run tag: the second run's frame 0 and alert ids were the first's again, and the journal and consumers kept one", async () => {
+    const out = join(dir, 'given.jsonl');
+    const config = parseConfigText(`name: given\nsources: [{ id: cam, uri: ${join(dir, 'clip.mp4')}, rate: fast }]\nsinks:\n  jsonl: { path: ${out} }\n`, PipelineSchema, 'given.yaml', {});
+    const run = `given${Date.now().toString(36)}`;
+    await runPipeline(config, { detector, extend: crowdRule(1, 10), status: false, run });
+    await expect(runPipeline(config, { detector, extend: crowdRule(1, 10), status: false, run })).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: expect.stringContaining('RunOptions.run') });
+    await expect(runPipeline(config, { detector, extend: crowdRule(1, 10), status: false, run: 'Cam:1' })).rejects.toMatchObject({ code: 'VAP_ERR_CONFIG', message: expect.stringContaining('RunOptions.run') });
+    // One run's lines only: the refused ones started nothing.
+    const alerts = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; run: string; alert?: { id: string } }).filter((m) => m.type === 'alert');
+    expect(alerts.map((m) => m.alert!.id)).toEqual([`cam:crowd:${run}-0:r0`]);
+  }, 60_000);
+
   it("the WebSocket hello says the run: a client that reconnects tells a restart (another run, seq from 0) from a reconnect to the same run (the hello had no run)", async () => {
     const config = parseConfigText(`name: hello\nsources: [{ id: cam, uri: ${join(dir, 'clip.mp4')}, rate: native, loop: true }]\nserver: { port: 0 }\n`, PipelineSchema, 'hello.yaml', {});
     /** One run: the hello of a client that connects once the run is up, then the run is stopped. */
