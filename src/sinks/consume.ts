@@ -176,10 +176,13 @@ const shortRun = (run: string): string => (run.length > 6 ? run.slice(-6) : run)
 /**
  * Which frame of which start a message is, as `#<run>-<seq>` (the run in short, as alert ids
  * write `<run>-<seq>`), or `#<seq>` for a message without a run (an older release's): `seq`
- * starts at 0 at each start, and `#41` alone read alike for two starts' frames.
+ * starts at 0 at each start, and `#41` alone read alike for two starts' frames. A status message
+ * is of no frame (no seq): `#<run>`, its start alone (`#<run>-?` read as a seq gone wrong).
  */
 export function frameText(m: Pick<ArgusRecord, 'run' | 'seq'>): string {
-  return m.run === undefined ? `#${field(m.seq)}` : `#${typeof m.run === 'string' ? forTerminal(shortRun(m.run)) : '?'}-${field(m.seq)}`;
+  if (m.run === undefined) return `#${field(m.seq)}`;
+  const run = typeof m.run === 'string' ? forTerminal(shortRun(m.run)) : '?';
+  return m.seq === undefined ? `#${run}` : `#${run}-${field(m.seq)}`;
 }
 
 /**

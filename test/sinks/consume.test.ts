@@ -73,15 +73,18 @@ describe('argus consume against hostile and malformed records', () => {
     const topic = uniqueTopic('consume-run');
     const t = Date.now();
     const det = (run: unknown, seq: number) => JSON.stringify({ type: 'detections', version: 1, source: 'lobby', ...(run === undefined ? {} : { run }), seq, stamps: { produced: t }, detections: [] });
-    await produce(topic, [det('mio3k2x1q07f3kzt', 0), det('mio3l9aa2b8x0d1c', 0), det(undefined, 7), det('\u001b[2Jab', 1), det(5, 2)]);
+    const status = JSON.stringify({ type: 'status', version: 1, source: 'lobby', run: 'mio3k2x1q07f3kzt', state: 'streaming', stamps: { produced: t } });
+    await produce(topic, [det('mio3k2x1q07f3kzt', 0), det('mio3l9aa2b8x0d1c', 0), det(undefined, 7), det('\u001b[2Jab', 1), det(5, 2), status]);
     const c = collector();
-    await consume({ brokers, topic, fromBeginning: true, window: 100, count: 5, json: false, out: c.out });
+    await consume({ brokers, topic, fromBeginning: true, window: 100, count: 6, json: false, out: c.out });
     const lines = c.text().trimEnd().split('\n');
     expect(lines[0]).toMatch(/^detections lobby #7f3kzt-0 p0 0 detections /);
     expect(lines[1]).toMatch(/^detections lobby #8x0d1c-0 p0 0 detections /);
     expect(lines[2]).toMatch(/^detections lobby #7 p0 /); // an older release's message: no run
     expect(lines[3]).toMatch(/^detections lobby #\\x1b\[2Jab-1 p0 /); // escaped, never sent to the terminal as it is
     expect(lines[4]).toMatch(/^detections lobby #\?-2 p0 /);
+    // A status message has a run and no seq (it is no frame): its start alone, not `#7f3kzt-?`, which read as a broken seq.
+    expect(lines[5]).toMatch(/^status lobby #7f3kzt p0 streaming/);
     expect(c.text()).not.toMatch(CONTROLS);
   }, 120_000);
 
