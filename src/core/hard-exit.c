@@ -16,14 +16,21 @@
  */
 #include <node_api.h>
 #include <unistd.h>
-#include <uv.h>
+
+/*
+ * libuv's (uv.h), which the node binary exports. Declared here, not from <uv.h>: a Node whose
+ * headers folder has node_api.h but not uv.h (libuv packaged apart, its headers not installed)
+ * could not build this module at all, and every exit it makes was a SIGKILL again. Weak: a node
+ * that does not export it still loads the module (the exit keeps its status, the mode stays).
+ */
+extern int uv_tty_reset_mode(void) __attribute__((weak));
 
 static napi_value hard_exit(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   int32_t code = 0;
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc >= 1) napi_get_value_int32(env, argv[0], &code);
-  uv_tty_reset_mode();
+  if (uv_tty_reset_mode) uv_tty_reset_mode();
   _exit(code & 0xff);
   return NULL;
 }
