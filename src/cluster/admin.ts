@@ -5,6 +5,8 @@ import { stringify as stringifyYaml } from 'yaml';
 import { parseConfigText, parseYamlText, readConfigText, YamlTextError } from '../config/load.js';
 import { lenientEnv, type InterpolationError } from '../config/interpolate.js';
 import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
+import { writeStderr } from '../core/log.js';
+import { forTerminalLines } from '../core/text.js';
 import { brokersText, checkBrokerFlags, commandKafkaConfig, reachKafka } from '../sinks/kafka-reach.js';
 import { placementKey, SlotPlacements, unmet } from './placement.js';
 import { CAMERA_ENV_PREFIX, DRAIN_KEY_PREFIX, ClusterView, MAX_CAMERA_RECORD_CHARS, ensureClusterTopics, forbiddenEnvRefs, parseCamera, rawCamera, retrying, type OwnersRecord } from './view.js';
@@ -18,6 +20,8 @@ export interface ClusterTarget {
   sasl?: KafkaSinkConfig['sasl'];
   /** How long to wait for the brokers to answer at all, ms. Default CONNECT_TIMEOUT_MS. */
   connectTimeoutMs?: number;
+  /** Where a warning about the cluster topics goes (a cameras topic with fewer partitions than cluster.slots). Default stderr, `argus: warning: …`. */
+  warn?: (message: string) => void;
 }
 
 /** The cluster section of a worker YAML (`--config`), or the defaults with `--brokers`. */
@@ -81,7 +85,9 @@ async function withAdmin<T>(t: ClusterTarget, f: (admin: Admin, kafka: Kafka) =>
   const admin = kafka.admin();
   await reach(t, admin);
   try {
-    await ensureClusterTopics(admin, { cameras: t.cluster.camerasTopic, owners: t.cluster.ownersTopic, slots: t.cluster.slots, replicationFactor: t.cluster.replicationFactor });
+    const fewer = await ensureClusterTopics(admin, { cameras: t.cluster.camerasTopic, owners: t.cluster.ownersTopic, slots: t.cluster.slots, replicationFactor: t.cluster.replicationFactor });
+    // (A cameras topic with fewer partitions than cluster.slots: said by the workers and by check, and here, where cameras are placed in its slots.)
+    for (const w of fewer) (t.warn ?? ((m: string) => writeStderr(`argus: warning: ${forTerminalLines(m)}\n`)))(w);
     return await f(admin, kafka);
   } finally {
     await admin.disconnect().catch(() => undefined);

@@ -317,12 +317,20 @@ export class Worker {
     });
   }
 
+  /** What ensureClusterTopics said of the cluster topics and this worker logged (once each). */
+  private readonly topicsSaid = new Set<string>();
+
   private async connect(): Promise<void> {
     this.admin = this.kafka.admin();
     await this.admin.connect();
     await this.checkSessionTimeout(this.admin);
     const fewer = await ensureClusterTopics(this.admin, { cameras: this.c.camerasTopic, owners: this.c.ownersTopic, slots: this.c.slots, replicationFactor: this.c.replicationFactor });
-    for (const f of fewer) this.log(`cluster: ${f}`, { worker: this.id, topic: this.c.camerasTopic }, 'warn');
+    // Once a worker: connect() is retried until the producer's connect succeeds too.
+    for (const f of fewer) {
+      if (this.topicsSaid.has(f)) continue;
+      this.topicsSaid.add(f);
+      this.log(`cluster: ${f}`, { worker: this.id, topic: this.c.camerasTopic }, 'warn');
+    }
     this.producer = this.kafka.producer({ allowAutoTopicCreation: false, retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 1000 } });
     await this.producer.connect();
     this.owners = new OwnerLog(this.producer, this.c.ownersTopic, this.id, this.incarnation);

@@ -38,3 +38,24 @@ describe('the cluster topics, made beforehand by someone else (real broker)', ()
     }
   }, 120_000);
 });
+
+describe('argus cameras on a cameras topic made beforehand with fewer partitions than cluster.slots (real broker)', () => {
+  it('says so (the cameras are placed in its slots), as the workers and check do', async () => {
+    const { ClusterSchema } = await import('../../src/config/schema.js');
+    const { listCameras } = await import('../../src/cluster/admin.js');
+    const brokers = await testBrokers();
+    const kafka = new Kafka({ clientId: 'argus-test-kept-slots', brokers, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    const [cameras, owners] = ['cams', 'owners'].map((p) => uniqueTopic(`argus-test-slots-${p}`));
+    try {
+      await admin.createTopics({ waitForLeaders: true, topics: [{ topic: cameras, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] });
+    } finally {
+      await admin.disconnect();
+    }
+    const warned: string[] = [];
+    const target = { brokers, cluster: ClusterSchema.parse({ camerasTopic: cameras, ownersTopic: owners, slots: 4 }), warn: (m: string) => void warned.push(m) };
+    await expect(listCameras(target)).resolves.toEqual([]);
+    expect(warned).toEqual([expect.stringMatching(new RegExp(`^cluster\\.camerasTopic: topic "${cameras.replace(/\./g, '\\.')}" has 1 partition, fewer than the 4 of cluster\\.slots`))]);
+  }, 120_000);
+});
