@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { statSync } from 'node:fs';
+import { statSync, type Stats } from 'node:fs';
 import type { LetterboxAlign, LetterboxRounding } from '../core/geometry.js';
 import { rtspTransportOf, type CameraTls } from '../core/rtsp-relay.js';
 
@@ -408,6 +408,9 @@ export function sourceKind(url: string): SourceKind {
   return 'file';
 }
 
+/** Whether a file of these stats is read once (readsOnce): a named pipe, a socket, a character device. */
+export const fileReadsOnce = (st: Pick<Stats, 'isFIFO' | 'isSocket' | 'isCharacterDevice'>): boolean => st.isFIFO() || st.isSocket() || st.isCharacterDevice();
+
 /**
  * Whether `url` gives its stream to one reader only, once: a named pipe, socket or character
  * device as a file (a writer's pipe: what the first read took is gone, and a writer that saw it
@@ -422,8 +425,7 @@ export function sourceKind(url: string): SourceKind {
 export function readsOnce(url: string, kind: SourceKind = sourceKind(url)): boolean {
   if (kind === 'file') {
     try {
-      const st = statSync(/^file:\/\//i.test(url) ? url.slice('file://'.length) : url);
-      return st.isFIFO() || st.isSocket() || st.isCharacterDevice();
+      return fileReadsOnce(statSync(/^file:\/\//i.test(url) ? url.slice('file://'.length) : url));
     } catch {
       return false;
     }

@@ -3,15 +3,32 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SlowToDie } from './fake-ffmpeg.js';
 
-const hung = vi.hoisted(() => ({ path: '/argus-test-hung-mount/clip.mp4' }));
+const hung = vi.hoisted(() => ({ path: '/argus-test-hung-mount/clip.mp4', stats: 0 }));
 vi.mock('node:fs/promises', async (original) => {
   const real = await original<typeof import('node:fs/promises')>();
   // A stat on the hung mount never answers (it waits in the kernel, in libuv's thread pool).
-  return { ...real, stat: (p: string, ...rest: unknown[]) => (p === hung.path ? new Promise(() => {}) : (real.stat as (...a: unknown[]) => Promise<unknown>)(p, ...rest)) };
+  return { ...real, stat: (p: string, ...rest: unknown[]) => (p.startsWith('/argus-test-hung-mount/') ? (hung.stats++, new Promise(() => {})) : (real.stat as (...a: unknown[]) => Promise<unknown>)(p, ...rest)) };
 });
 
-const { ffmpegSource, fileProblem, FILE_STAT_TIMEOUT_MS } = await import('../../src/sources/ffmpeg-source.js');
+// A synchronous look at it would hold the event loop (and every source, sink and timer) for as
+// long as the mount does not answer: noted here, and failed, as the kernel would not.
+const syncLooks = vi.hoisted(() => [] as string[]);
+vi.mock('node:fs', async (original) => {
+  const real = await original<typeof import('node:fs')>();
+  const statSync = ((p: string, ...rest: unknown[]) => {
+    if (p === hung.path) {
+      syncLooks.push(p);
+      throw Object.assign(new Error(`EIO: statSync(${p}) on the hung mount`), { code: 'EIO' });
+    }
+    return (real.statSync as (...a: unknown[]) => unknown)(p, ...rest);
+  }) as typeof real.statSync;
+  return { ...real, default: { ...real, statSync }, statSync };
+});
+
+const { ffmpegSource, fileLook, fileProblem, FILE_STAT_TIMEOUT_MS } = await import('../../src/sources/ffmpeg-source.js');
 const { ErrorCodes } = await import('../../src/core/errors.js');
+const { supervisedSource } = await import('../../src/sources/supervised-source.js');
+type Transition = import('../../src/sources/health.js').Transition;
 
 afterEach(() => vi.useRealTimers());
 
@@ -40,6 +57,60 @@ describe("a file source's stat at start", () => {
     expect(error?.message).toContain(`source "cam": ${hung.path}`);
     // Its ffmpeg is stopped (a file's: SIGKILL).
     expect(children.map((c) => c.signals)).toEqual([['SIGKILL']]);
+  });
+
+  it("a run's source (supervised) looks at it only so: no synchronous stat (readsOnce's), the start fails coded and naming the file, retried", async () => {
+    vi.useFakeTimers();
+    const looksBefore = syncLooks.length;
+    const children: SlowToDie[] = [];
+    const transitions: Transition[] = [];
+    const sub = supervisedSource({
+      id: 'cam',
+      input: { url: hung.path, kind: 'file', rate: 'native', loop: false },
+      output: { width: 64, height: 48, pixelFormat: 'bgr24', align: 'top-left', padValue: 114, frame: 'letterbox' },
+      ffmpegPath: 'ffmpeg',
+      reconnect: { initialDelayMs: 10, maxDelayMs: 10, jitter: 0, maxAttempts: 0, healthyResetMs: 30_000 },
+      watchdog: { startTimeoutMs: 60_000, stallFactor: 10, stallMinMs: 2000, stallMaxMs: 60_000 },
+      onTransition: (t) => transitions.push(t),
+      spawn: (_c, args) => {
+        const c = new SlowToDie(args, 64 * 48 * 3);
+        children.push(c);
+        return c.asChild();
+      },
+    }).subscribe({ error: () => {} });
+    try {
+      // The loop runs meanwhile: the bound's timer fires; the event loop was never held.
+      for (let i = 0; i < 3; i++) {
+        await vi.advanceTimersByTimeAsync(FILE_STAT_TIMEOUT_MS);
+        await vi.runOnlyPendingTimersAsync();
+      }
+      expect(syncLooks.length - looksBefore).toBe(0);
+      const retried = transitions.filter((t) => t.state === 'reconnecting');
+      expect(retried.length).toBeGreaterThanOrEqual(2);
+      expect(retried[0].code).toBe(ErrorCodes.SOURCE_TIMEOUT);
+      expect(retried[0].reason).toContain(`source "cam": ${hung.path}: the file system gave no answer`);
+      // No ffmpeg is started on a file not yet looked at (it would wait on the mount too).
+      expect(children).toHaveLength(0);
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
+  it("a source retried on a mount that does not answer waits on one stat, not one more of libuv's 4 threads per retry", async () => {
+    vi.useFakeTimers();
+    const before = hung.stats;
+    for (let i = 0; i < 6; i++) {
+      const look = fileProblem('/argus-test-hung-mount/other.mp4', 100);
+      await vi.advanceTimersByTimeAsync(100);
+      await vi.runOnlyPendingTimersAsync();
+      expect((await look)?.code).toBe(ErrorCodes.SOURCE_TIMEOUT);
+    }
+    expect(hung.stats - before).toBe(1);
+  });
+
+  it('a file that answers is looked at anew each time: a folder, a named pipe or device (read once)', async () => {
+    expect(await fileLook('/tmp')).toEqual({ problem: { code: ErrorCodes.SOURCE_OPEN, why: '/tmp is a folder, not a file' } });
+    expect(await fileLook('/dev/null')).toEqual({ readsOnce: true });
   });
 
   it('a file not there, a folder: said as before', async () => {

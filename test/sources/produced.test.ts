@@ -458,7 +458,7 @@ describe('produced stamp, files', () => {
 });
 
 /** A looped native-rate file source on fake ffmpegs and a virtual clock: each restart (pass) a new child. */
-function loopedNative(id: string): { children: FakeFfmpeg[]; frames: Frame[]; sub: { unsubscribe(): void } } {
+async function loopedNative(id: string): Promise<{ children: FakeFfmpeg[]; frames: Frame[]; sub: { unsubscribe(): void } }> {
   vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout'] });
   const children: FakeFfmpeg[] = [];
   const spawn: SpawnFn = (_cmd, args) => {
@@ -475,12 +475,14 @@ function loopedNative(id: string): { children: FakeFfmpeg[]; frames: Frame[]; su
     reconnect: { initialDelayMs: 100, maxDelayMs: 400, jitter: 0, maxAttempts: 5, healthyResetMs: 30_000 },
     watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 },
   }).subscribe({ next: (f) => frames.push(f), error: (e) => { throw e; } });
+  // Its first ffmpeg once the file has been looked at (an asynchronous stat: supervisedSource).
+  for (let i = 0; i < 10_000 && !children.length; i++) await new Promise((r) => setImmediate(r));
   return { children, frames, sub };
 }
 
 describe('a looped native-rate file: each pass plays on the timetable of the one before (virtual clock)', () => {
-  it('the next pass\'s first frame is one frame period after the last: in pts and in when it is due, whether ffmpeg restarts late or early', () => {
-    const { children, frames, sub } = loopedNative('demo');
+  it('the next pass\'s first frame is one frame period after the last: in pts and in when it is due, whether ffmpeg restarts late or early', async () => {
+    const { children, frames, sub } = await loopedNative('demo');
     /** One pass of the file (10 fps), frames `from`…`to` - 1 decoded at once, ffmpeg then done. */
     const pass = (from: number, to: number) => {
       const child = children.at(-1)!;
@@ -523,8 +525,8 @@ describe('a looped native-rate file: each pass plays on the timetable of the one
     sub.unsubscribe();
   });
 
-  it('a pass that cannot keep to the timetable (a 1-frame file whose ffmpeg takes 300 ms to restart, at 10 fps) falls behind it by 0.5 s at most, in produced and in pts: it fell 200 ms further behind at every pass, for ever', () => {
-    const { children, frames, sub } = loopedNative('still');
+  it('a pass that cannot keep to the timetable (a 1-frame file whose ffmpeg takes 300 ms to restart, at 10 fps) falls behind it by 0.5 s at most, in produced and in pts: it fell 200 ms further behind at every pass, for ever', async () => {
+    const { children, frames, sub } = await loopedNative('still');
     const start = epochNow();
     for (let i = 0; i < 20; i++) {
       const child = children.at(-1)!;
