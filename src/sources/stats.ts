@@ -122,6 +122,9 @@ export function sourceSummary(s: SourceStats): Record<string, unknown> {
     producedBy: producedByMix(s.e2eRunBy) ?? s.producedBy,
     pipelineP50: ms(s.pipelineRun.percentile(50)),
     pipelineP99: ms(s.pipelineRun.percentile(99)),
+    // Starts that waited for a stuck ffmpeg (README, the supervisor): counted, and said where any
+    // (the count was kept, and shown nowhere).
+    ...(s.ffmpegWaits ? { ffmpegWaits: s.ffmpegWaits } : {}),
   };
 }
 

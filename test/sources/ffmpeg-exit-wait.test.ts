@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ffmpegSource, FFMPEG_EXIT_WAIT_MS, type FfmpegSourceOptions, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
 import { supervisedSource } from '../../src/sources/supervised-source.js';
 import type { Transition } from '../../src/sources/health.js';
-import { newSourceStats, recordTransition } from '../../src/sources/stats.js';
+import { newSourceStats, recordTransition, sourceSummary } from '../../src/sources/stats.js';
 import { FakeFfmpeg, SlowToDie } from './fake-ffmpeg.js';
 
 const output = { width: 64, height: 48, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114, frame: 'letterbox' as const };
@@ -169,6 +169,9 @@ describe('at most one ffmpeg a source is left behind (stuck in the kernel: a dev
     expect(stalled[0].reason).toMatch(/has not exited 2 s after it was stopped, nor has ffmpeg .* before it/);
     expect(stats.state).toBe('stalled');
     expect(stats.ffmpegWaits).toBe(1);
+    // Said in the run's summary of the source (argus run's `source summary` line), not only kept.
+    expect(sourceSummary(stats)).toMatchObject({ source: stats.id, ffmpegWaits: 1 });
+    expect(sourceSummary(newSourceStats('fine'))).not.toHaveProperty('ffmpegWaits');
     // The first finally exits: the third starts (the second is the one left behind now).
     children[0].exitLater();
     await vi.advanceTimersByTimeAsync(0);
