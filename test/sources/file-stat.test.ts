@@ -91,6 +91,13 @@ describe("a file source's stat at start", () => {
       expect(retried[0].reason).toContain(`source "cam": ${hung.path}: the file system gave no answer`);
       // No ffmpeg is started on a file not yet looked at (it would wait on the mount too).
       expect(children).toHaveLength(0);
+      // Stopped while a look waits: stopped at once, nothing left to fire.
+      await vi.advanceTimersByTimeAsync(20);
+      sub.unsubscribe();
+      expect(transitions.at(-1)?.state).toBe('stopped');
+      const seen = transitions.length;
+      await vi.advanceTimersByTimeAsync(3 * FILE_STAT_TIMEOUT_MS);
+      expect(transitions).toHaveLength(seen);
     } finally {
       sub.unsubscribe();
     }
