@@ -359,8 +359,8 @@ export function taggedStdout(tag: string): string {
   return `pipe:argus-${tag}`;
 }
 
-/** A run's own tag (16 hex digits) for `taggedStdout` and `frameTimeFilters`. */
-export function runTag(): string {
+/** An ffmpeg run's own tag (16 hex digits) for `taggedStdout` and `frameTimeFilters`: not a pipeline run's (sinks/message.ts runTag). */
+export function outputTag(): string {
   return randomBytes(8).toString('hex');
 }
 

@@ -12,7 +12,7 @@ import { ThrottledLog, type LogFn } from '../core/log.js';
 import { redact, rememberArgSecrets, rememberUrlSecrets } from '../core/redact.js';
 import { emptyStamps, type Frame, type ProducedBy, type YuvColour } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
-import { buildFfmpegArgs, DEFAULT_DECODE, fileReadsOnce, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, readsOnce, reportsFrameTimes, runTag, seekTrim, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
+import { buildFfmpegArgs, DEFAULT_DECODE, fileReadsOnce, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, readsOnce, reportsFrameTimes, outputTag, seekTrim, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { FrameChannel } from './frame-channel.js';
@@ -692,7 +692,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     // Frames at the source's size are cut once ffmpeg has reported it; letterboxed ones are the model's size.
     let pool: BufferPool | undefined;
     // The output's own name, so that only ffmpeg's real report of it is read (taggedStdout).
-    const tag = runTag();
+    const tag = outputTag();
     const probe = new StderrProbe(undefined, taggedStdout(tag), frameTimeKey(tag));
     probe.delimited = tap?.endUnits ?? false;
     let lb: Letterbox | undefined;

@@ -3,7 +3,7 @@ import { statSync, type Stats } from 'node:fs';
 import { exitOf, ownChild } from '../core/children.js';
 import { deviceProblem, notAnInput } from '../core/files.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { decodeBoundArgs, deinterlaceFilters, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, readsOnce, runTag, sampleFilter, sourceBoundFilter, sourceInput, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
+import { decodeBoundArgs, deinterlaceFilters, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, readsOnce, outputTag, sampleFilter, sourceBoundFilter, sourceInput, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
 import { ffmpegAutoscales, notFfmpeg } from '../sources/ffmpeg-path.js';
 import { FFMPEG_EXIT_WAIT_MS } from '../sources/ffmpeg-source.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
@@ -197,7 +197,7 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
   // its time printed on the log. Passthrough: no frame is repeated or dropped to make a constant
   // rate, so the printed times pair with the frames in order.
   // The run's own tag names the output and the frame-time key (taggedStdout, frameTimeFilters).
-  const tag = runTag();
+  const tag = outputTag();
   // Files' times are exact: the first frame at or after each 1/fps step; live ones' are arrival times (sampleFilter).
   // The deinterlacer first, on every field in order (see buildFfmpegArgs); not for a still image's
   // raw frame. `auto`: only for an input ffmpeg reports interlaced (read again then: Interlaced),

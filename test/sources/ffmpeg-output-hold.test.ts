@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { buildFfmpegArgs, frameBytes, runTag } from '../../src/sources/ffmpeg-args.js';
+import { buildFfmpegArgs, frameBytes, outputTag } from '../../src/sources/ffmpeg-args.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 
 /**
@@ -14,7 +14,7 @@ describe('ffmpeg delivers each frame without waiting for the next one', () => {
   it('a live source\'s one frame comes out of ffmpeg while its input holds nothing more', async () => {
     const out = { width: 64, height: 64, pixelFormat: 'bgr24' as const, align: 'center' as const, padValue: 114 };
     const input = { url: 'pipe:0', kind: 'stream' as const, rate: 'native' as const, loop: false, inputArgs: ['-f', 'rawvideo', '-pix_fmt', 'gray', '-s', '64x48', '-r', '10'] };
-    const args = buildFfmpegArgs(input, out, runTag()).map((a) => (a.startsWith('pipe:argus-') ? 'pipe:1' : a));
+    const args = buildFfmpegArgs(input, out, outputTag()).map((a) => (a.startsWith('pipe:argus-') ? 'pipe:1' : a));
     const child = spawn(defaultFfmpegPath(), args, { stdio: ['pipe', 'pipe', 'ignore'] });
     let bytes = 0;
     const one = frameBytes(out, 64, 48);
