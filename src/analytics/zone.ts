@@ -484,23 +484,7 @@ export class ZoneMonitor {
           }
           if (raw && !Number.isNaN(st.outAt) && st.inWhole) st.inWhole = movedWhole(st.outBox, d.xyxy, i, this.zone.anchor, this.pt);
           if (st.streak >= hold || (!raw && exitAtOnce)) {
-            st.inside = raw;
-            st.streak = 0;
-            if (raw) {
-              st.outAt = NaN;
-              resetPath(st.path);
-              if (this.takeOverStay(id, st, obsMs, prevFrame)) {
-                stats.reidentified++;
-              } else {
-                st.enteredAt = st.streakSince;
-                st.dwellRaised = false;
-                if (stats.entered++ === 0) stats.seenIds?.clear();
-                events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, ...this.early(st) });
-              }
-            } else {
-              stats.exited++;
-              events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: st.streakSince - st.enteredAt, ...this.early(st) });
-            }
+            this.turn(id, st, raw, i, obsMs, prevFrame, events);
           }
         } else {
           st.streak = 0;
@@ -602,23 +586,34 @@ export class ZoneMonitor {
       }
       if (raw && !Number.isNaN(st.outAt) && st.inWhole) st.inWhole = movedWhole(st.outBox, s.box, 0, zone.anchor, this.pt);
       if (st.streak < hold && (raw || !exitAtOnce)) continue;
-      st.inside = raw;
-      st.streak = 0;
-      if (raw) {
-        st.outAt = NaN;
-        resetPath(st.path);
-        if (this.takeOverStay(id, st, obsMs, prevFrame)) {
-          stats.reidentified++;
-        } else {
-          st.enteredAt = st.streakSince;
-          st.dwellRaised = false;
-          if (stats.entered++ === 0) stats.seenIds?.clear();
-          events.push({ type: 'enter', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, atMs: st.streakSince, early: true });
-        }
+      this.turn(id, st, raw, i, obsMs, prevFrame, events);
+    }
+  }
+
+  /**
+   * Track `id` (`st`), held inside (`raw`) or outside for its hold since `st.streakSince`, now is:
+   * an entry (or a stay taken over from a track of an id switch, takeOverStay) or an exit, raised
+   * on row `i` of this frame, as of streakSince where that was among its sightings before the
+   * tracker confirmed it (early). For update's frames and replay's sightings alike.
+   */
+  private turn(id: number, st: TrackInZone, raw: boolean, i: number, obsMs: number, prevFrame: number, events: ZoneEvent[]): void {
+    const stats = this.stats;
+    st.inside = raw;
+    st.streak = 0;
+    if (raw) {
+      st.outAt = NaN;
+      resetPath(st.path);
+      if (this.takeOverStay(id, st, obsMs, prevFrame)) {
+        stats.reidentified++;
       } else {
-        stats.exited++;
-        events.push({ type: 'exit', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: st.streakSince - st.enteredAt, atMs: st.streakSince, early: true });
+        st.enteredAt = st.streakSince;
+        st.dwellRaised = false;
+        if (stats.entered++ === 0) stats.seenIds?.clear();
+        events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, ...this.early(st) });
       }
+    } else {
+      stats.exited++;
+      events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: st.streakSince - st.enteredAt, ...this.early(st) });
     }
   }
 
