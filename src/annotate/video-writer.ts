@@ -109,7 +109,9 @@ export class VideoWriter {
     const args = [
       '-hide_banner', '-nostdin', '-loglevel', 'error', '-y',
       '-f', 'rawvideo', '-pix_fmt', order === 'bgr' ? 'bgr24' : 'rgb24', '-s', `${width}x${height}`, '-r', String(fps), '-i', 'pipe:0',
-      '-an', '-vf', 'pad=ceil(iw/2)*2:ceil(ih/2)*2', '-c:v', H264_ENCODER, '-preset', 'veryfast', ...(gop ? ['-g', String(gop)] : []), '-pix_fmt', 'yuv420p', '-movflags', movflags, path,
+      '-an', '-vf', 'pad=ceil(iw/2)*2:ceil(ih/2)*2', '-c:v', H264_ENCODER, '-preset', 'veryfast', ...(gop ? ['-g', String(gop)] : []), '-pix_fmt', 'yuv420p', '-movflags', movflags,
+      // A fragmented file's index on disk from its first packet (else in ffmpeg's 32 KB write buffer: an encoder killed before its first fragment left no index, a file no player opens).
+      ...(layout === 'fragmented' ? ['-flush_packets', '1'] : []), path,
     ];
     this.child = ownChild(spawn(ffmpegPath, args, { stdio: ['pipe', 'ignore', 'pipe'] }));
     if (options.nice !== undefined && this.child.pid !== undefined) {

@@ -550,6 +550,24 @@ describe('AnnotateSink in an argus worker run: a camera that leaves', () => {
   }, 90_000);
 });
 
+describe('VideoWriter: a fragmented file killed before its first fragment', () => {
+  it('has its index on disk (written at its first frame), not a file no player opens', async () => {
+    const path = join(tmp(), 'v.mp4');
+    const w = new VideoWriter({ ffmpegPath: resolveFfmpegSync().path, path, width: 64, height: 64, fps: 10, order: 'rgb', layout: 'fragmented', gop: 50 });
+    // Three frames of a 50-frame fragment: then killed, as at the close bound on a busy machine.
+    for (let i = 0; i < 3; i++) await w.write(Buffer.alloc(64 * 64 * 3, 40 * i));
+    let bytes = Buffer.alloc(0);
+    for (let k = 0; k < 100 && !bytes.includes('moov'); k++) {
+      await new Promise((r) => setTimeout(r, 50));
+      if (existsSync(path)) bytes = readFileSync(path);
+    }
+    w.kill();
+    await w.close().catch(() => undefined);
+    // Before: 0 bytes (the header sat in ffmpeg's 32 KB write buffer until the first fragment).
+    expect(existsSync(path) && readFileSync(path).includes('moov')).toBe(true);
+  }, 30_000);
+});
+
 describe('VideoWriter: an ffmpeg that exits', () => {
   it('a write after ffmpeg has gone (it cannot write this container) fails with VAP_ERR_SINK_FILE instead of waiting forever', async () => {
     const ffmpeg = resolveFfmpegSync().path;
