@@ -1,6 +1,6 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { connect as netConnect, type AddressInfo } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import { tmpdir } from 'node:os';
@@ -172,7 +172,18 @@ describe('real RTSP sources (scripts/rtsp-server.sh)', () => {
     // The annotated copy at the configured 25 fps, each camera frame repeated over its slots: as
     // long as the camera streamed, not 40 % of it.
     expect(summary.annotate![0]).toMatchObject({ fps: 25 });
-    const duration = Number(execFileSync('ffprobe', ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', join(dir, 'cam1.mp4')], { encoding: 'utf8' }).trim());
+    // The encoder runs at nice 10 and gets closeTimeoutMs (10 s) after the stop: on a machine too
+    // busy for it to finish by then (the suite beside two busy loops: load ~10, the encoder given a
+    // few % of a core), it is killed there, as README's *Annotated video* says, and the file may
+    // hold no complete fragment yet. That bound is what is checked then; the length, otherwise.
+    if (summary.annotate![0].error?.includes('of the stop; ffmpeg was killed')) return;
+    const file = join(dir, 'cam1.mp4');
+    let duration = NaN;
+    try {
+      duration = Number(execFileSync('ffprobe', ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', file], { encoding: 'utf8' }).trim());
+    } catch (e) {
+      throw new Error(`ffprobe ${file} (${statSync(file, { throwIfNoEntry: false })?.size} bytes) failed after ${wall} s streamed; ${JSON.stringify(summary.annotate![0])}: ${(e as Error).message}`);
+    }
     // (Said on failure: this test failed once locally, with which bound not kept.)
     const said = `annotated ${duration} s of ${wall} s streamed; ${JSON.stringify(summary.annotate![0])}`;
     expect(duration, said).toBeGreaterThan(0.7 * wall);
