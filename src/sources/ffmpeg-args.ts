@@ -457,12 +457,6 @@ function withoutOptions(args: readonly string[], names: ReadonlySet<string>): st
 }
 
 /**
- * The ffmpeg command line for one source: decode, scale keeping aspect, pad to the model's
- * input, convert to packed 8-bit pixels, write raw frames to stdout. Scaling and the colour
- * conversion share one swscale pass; the scaled size is computed by the same formula as
- * `core/geometry.letterbox`, so box mapping is exact.
- */
-/**
  * The options a network source's input is opened with, before the source's own inputArgs: an
  * RTSP camera's transport, and the probe that low-latency decoding (`decode.lowLatency`) keeps
  * short. One list for a run (buildFfmpegArgs) and argus preview (tools/preview), whose first
@@ -494,6 +488,12 @@ export function networkInputArgs(input: { kind: SourceKind; url: string; rtspTra
   }
 }
 
+/**
+ * The ffmpeg command line for one source: decode, scale keeping aspect, pad to the model's
+ * input, convert to packed 8-bit pixels, write raw frames to stdout. Scaling and the colour
+ * conversion share one swscale pass; the scaled size is computed by the same formula as
+ * `core/geometry.letterbox`, so box mapping is exact.
+ */
 export function buildFfmpegArgs(input: FfmpegInputSpec, out: FfmpegOutputSpec, tag?: string, caps: { autoscale?: boolean } = {}): string[] {
   const outputUrl = tag ? taggedStdout(tag) : 'pipe:1';
   // verbose: the scale filter then logs each (re)configuration, which is how a mid-stream

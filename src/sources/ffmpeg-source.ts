@@ -419,8 +419,6 @@ export interface LastFfmpeg {
    * every ffmpeg piled one up per restart, each holding its memory and descriptors, for ever.
    */
   leftBehind?: ChildProcess;
-  /** How many times a start waited for a left-behind ffmpeg to go (lastFfmpegGone). */
-  stuckWaits?: number;
 }
 
 /** The ffmpegs seen to exit (noteFfmpeg): a child's exitCode is not set on every kind of child. */
@@ -452,7 +450,7 @@ function exitedAtAll(child: ChildProcess): Promise<void> {
  * Resolves once `last`'s ffmpeg has exited, or FFMPEG_EXIT_WAIT_MS after the call; at once where
  * none runs. One not gone by then (stuck in the kernel) is left behind, and the next ffmpeg
  * starts beside it, unless one is left behind already: then this waits, however long, until one
- * of the two has exited (`onStuck` is told why first, and `last.stuckWaits` counts it), so that a
+ * of the two has exited (`onStuck` is told why first: the source's `stalled`, counted in its stats' ffmpegWaits), so that a
  * source holds at most one ffmpeg besides its running one.
  */
 export async function lastFfmpegGone(last: LastFfmpeg, onStuck?: (why: string) => void): Promise<void> {
@@ -462,7 +460,6 @@ export async function lastFfmpegGone(last: LastFfmpeg, onStuck?: (why: string) =
   if (!hasExited(prev) && prev.pid !== undefined) {
     const behind = last.leftBehind;
     if (behind && behind !== prev && !hasExited(behind)) {
-      last.stuckWaits = (last.stuckWaits ?? 0) + 1;
       onStuck?.(
         `ffmpeg ${prev.pid} has not exited ${FFMPEG_EXIT_WAIT_MS / 1000} s after it was stopped, nor has ffmpeg ${behind.pid} before it (stuck in the kernel: a hung device or network mount?): the next is started once one of them has gone`,
       );
