@@ -207,7 +207,8 @@ export interface ZoneEvent {
   atMs?: number;
   /**
    * An entry or exit seen among a track's sightings before the tracker confirmed it (its earlier
-   * sightings, see ZoneMonitor.replay), raised on the frame that confirmed it: `atMs` is when it came in (the first of the frames inside that made it) or went out.
+   * sightings, see ZoneMonitor.replay), raised on the frame that confirmed it: `atMs` is when it came in (the first of the frames inside that made it) or went out;
+   * or a passage between two of them (wherever that frame shows the track).
    */
   early?: true;
 }
@@ -558,8 +559,11 @@ export class ZoneMonitor {
             const tIn = path.passIn, tOut = path.lastInside;
             if (stats.entered++ === 0) stats.seenIds?.clear();
             stats.exited++;
-            events.push({ type: 'enter', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, atMs: tIn });
-            events.push({ type: 'exit', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tOut - tIn, atMs: tOut });
+            // Seen among the sightings before the track was confirmed (`early`): this frame may
+            // show it anywhere (inside again, on the edge). Before, its message said the frame
+            // showed it past the zone, also when it was confirmed inside.
+            events.push({ type: 'enter', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, atMs: tIn, early: true });
+            events.push({ type: 'exit', zone: zone.id, trackId: id, classId: st.classId, row: i, dwellMs: tOut - tIn, atMs: tOut, early: true });
           }
           resetPath(path);
         }

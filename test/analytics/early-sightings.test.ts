@@ -260,6 +260,27 @@ describe('a zone passage among the earlier sightings', () => {
   });
 });
 
+describe('a zone passage between two earlier sightings, the track then confirmed inside', () => {
+  it("its messages say it was seen before the track was confirmed, not that the frame shows it past the zone", () => {
+    // Feet at y 350 crossing the zone (x 320–384, a 10 px band) from x 300 to 420, 30 px a frame:
+    // inside beyond the band on one sighting only (x 360, 0.2 s), a passage; back in from 0.5 s and
+    // standing at x 360 from 0.6 s; scored 0.35 until 0.8 s, 0.9 after: confirmed inside at 1.0 s.
+    const feet: [number, number][] = [...run([300, 350], [30, 0], 5), [390, 350], ...run([360, 350], [0, 0], 8)];
+    const { alerts } = walk(feet, (k) => (k < 8 ? 0.35 : 0.9));
+    expect(alerts.map((x) => [x.event, x.t, x.atPts])).toEqual([
+      ['zone.enter', 1000, 0.067],
+      ['zone.exit', 1000, 0.28],
+      ['zone.enter', 1000, 0.6],
+    ]);
+    // Before: 'person #1 entered zone z at 0.1 s (went through it between two sightings; this frame shows it past the zone)', on a frame showing it inside.
+    expect(alerts.map((x) => x.message)).toEqual([
+      'person #1 entered zone z at 0.1 s (seen before its track was confirmed; raised once it was)',
+      'person #1 left zone z at 0.3 s (seen before its track was confirmed; raised once it was)',
+      'person #1 entered zone z at 0.6 s (seen before its track was confirmed; raised once it was)',
+    ]);
+  });
+});
+
 describe('a person first seen inside the zone', () => {
   it('who leaves within minHoldFrames frames of the confirmation: entered (as of the first sighting) and left', () => {
     // Steps out from behind a shelf inside the zone (feet at y 385, 5 px above the bottom edge's band),
