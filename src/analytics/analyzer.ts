@@ -153,6 +153,9 @@ export class SourceAnalyzer {
   /** The first frame's size (pixel points are given for it) and the current one. */
   private firstSize?: { width: number; height: number };
   private size?: { width: number; height: number };
+  /** The last frame's pts, ms, and how far the frames' time (process) runs ahead of the pts after their steps back. */
+  private lastPtsMs = NaN;
+  private ptsOffset = 0;
 
   constructor(
     readonly source: SourceConfig,
@@ -394,8 +397,8 @@ export class SourceAnalyzer {
   private zoneAlert(r: RuleConfig & { zone: string }, want: 'enter' | 'exit' | 'dwell', trackId: number, classId: number, row: number, dwellMs: number, lastSeenMs: number | undefined, atMs?: number, early?: boolean): AlertDraft {
     const verb = want === 'enter' ? 'entered' : want === 'exit' ? 'left' : `has stayed ${(dwellMs / 1000).toFixed(1)} s in`;
     const label = this.labels[classId] ?? String(classId);
-    const atPts = atMs !== undefined ? Math.round(atMs) / 1000 : undefined;
-    const lastSeenPts = lastSeenMs !== undefined ? lastSeenMs / 1000 : undefined;
+    const atPts = atMs !== undefined ? Math.round(atMs - this.ptsOffset) / 1000 : undefined;
+    const lastSeenPts = lastSeenMs !== undefined ? (lastSeenMs - this.ptsOffset) / 1000 : undefined;
     const late = row < 0;
     let message = `${label} #${trackId} ${verb} zone ${r.zone}`;
     if (late) {
@@ -581,8 +584,17 @@ export class SourceAnalyzer {
     return true;
   }
 
-  process(d: Detections, tMs: number): { summary: AnalyticsSummary; alerts: AlertDraft[] } {
+  process(d: Detections, ptsMs: number): { summary: AnalyticsSummary; alerts: AlertDraft[] } {
     if (!this.ready) throw new Error('SourceAnalyzer.init() must run before process()');
+    // The frames' time run on across a step back of their pts (a camera's clock reset, a looped
+    // file): no time passes there, as for the tracker (ByteTracker.update), and the zones, lines,
+    // holds, dwells and cooldowns count on it; the times alerts report are put back on the pts
+    // scale (`ptsOffset`). Before, they ran on the pts: a stay across a step back of 9 s had its
+    // dwell alert 9 s late, a cooldown held alerts back for as long, and a time from before the
+    // step (an entry's `atPts`) was reported after it.
+    if (ptsMs < this.lastPtsMs) this.ptsOffset += this.lastPtsMs - ptsMs;
+    this.lastPtsMs = ptsMs;
+    const tMs = ptsMs + this.ptsOffset;
     const obsMs = this.observed.advance(tMs);
     const rateMs = this.observedRates.advance(tMs);
     const zoneEvents = this.zoneEvents;
@@ -639,7 +651,7 @@ export class SourceAnalyzer {
               }
             } else latched.set(e.trackId, { dirs: bit, seenMs: obsMs, side, sideSince: since });
             // One seen among the earlier sightings of a track confirmed on this frame says when it crossed (atPts).
-            const atPts = e.atMs !== undefined ? Math.round(e.atMs) / 1000 : undefined;
+            const atPts = e.atMs !== undefined ? Math.round(e.atMs - this.ptsOffset) / 1000 : undefined;
             const at = atPts !== undefined ? ` at ${atPts.toFixed(1)} s (${EARLY})` : '';
             alerts.push({ rule: r.id, severity: r.severity, event: 'line.cross', message: `${label(e.classId)} #${e.trackId} crossed line ${e.line} (${e.direction})${at}${e.previousTrackId !== undefined ? ` (was #${e.previousTrackId}: lost at the line, found past it under a new id)` : ''}`, trackId: e.trackId, line: e.line, direction: e.direction, row: e.row, ...(atPts !== undefined ? { atPts } : {}) });
           }

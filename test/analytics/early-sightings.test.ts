@@ -308,3 +308,35 @@ describe('a person shuffling on the door line, first scored low', () => {
     expect(alerts.map((x) => [x.direction, x.atPts !== undefined])).toEqual([['in', true], ['out', true]]);
   });
 });
+
+describe("a stay across a step back of the source's pts (a camera's clock reset, a looped file)", () => {
+  it('its dwell and its exit count the media time that passed, not the pts; no time passes at the step', () => {
+    // Standing inside zone z (feet at 350, 350) from pts 9.0 s, scored 0.9: entered as of 9.0 s
+    // (confirmed at 9.2 s). The pts go back to 0 at the 16th frame (9.0 + 1.5 s of media, no
+    // time at the step); dwellLimitSec 2: 2 s inside at pts 0.6. It walks down out of the zone
+    // from pts 1.5, 15 px a frame: outside beyond the band from pts 1.9 (3.3 s after it came in).
+    // Before: the dwell counted from 9.0 on the new pts, 9 s late (not by 3 s), and its exit
+    // said -7.1 s inside.
+    const feet = [...run([350, 350], [0, 0], 30), ...run([350, 365], [0, 15], 8)];
+    const time = (k: number) => (k < 15 ? 9000 + k * 100 : (k - 15) * 100);
+    const { alerts } = walk(feet, () => 0.9, { dwellLimitSec: 2 }, [RULES[0], RULES[1], { id: 'long', type: 'zone-dwell', zone: 'z' }], () => 0, {}, time);
+    expect(alerts.map((x) => [x.event, x.t, x.atPts, x.dwellMs])).toEqual([
+      ['zone.enter', 9200, 9, undefined],
+      ['zone.dwell', 600, undefined, 2000],
+      ['zone.exit', 2100, undefined, 3300],
+    ]);
+  });
+
+  it('an entry whose hold spans the step is reported at its time on the new pts (before the step: negative), not after it', () => {
+    // Scored 0.35 walking in (in beyond the band from pts 9.4 s), confirmed inside at the step
+    // (the 10th frame, pts back to 0), as the earlier case; then the pts step back again to 0 at
+    // the 13th, before the dwell (1 s) is up: it is raised 1 s of media after the entry, at pts 0.4.
+    const feet = [...run([350, 270], [0, 12], 7), ...run([350, 342], [0, 0], 20)];
+    const time = (k: number) => (k < 9 ? 9000 + k * 100 : k < 12 ? (k - 9) * 100 : (k - 12) * 100);
+    const { alerts } = walk(feet, (k) => (k < 7 ? 0.35 : 0.9), { dwellLimitSec: 1 }, [RULES[0], { id: 'long', type: 'zone-dwell', zone: 'z' }], () => 0, {}, time);
+    expect(alerts.map((x) => [x.event, x.t, x.atPts, x.dwellMs])).toEqual([
+      ['zone.enter', 0, -0.4, undefined],
+      ['zone.dwell', 400, undefined, 1000],
+    ]);
+  });
+});
