@@ -706,6 +706,14 @@ export class SourceAnalyzer {
       }
     }
 
+    // A track's alerts in the order they happened (a replay of its earlier sightings raises
+    // them together, in the order of the rules), on the rare frames that have such a time.
+    for (const a of alerts) {
+      if (a.atPts === undefined) continue;
+      inTimeOrder(alerts, ptsMs / 1000);
+      break;
+    }
+
     // Every draft above carries its rule's id (AlertDraft's open index signature types it unknown).
     for (const a of alerts) this.alertCounts.set(a.rule as string, (this.alertCounts.get(a.rule as string) ?? 0) + 1);
 
@@ -717,6 +725,31 @@ export class SourceAnalyzer {
     }
     if (this.rates.size) summary.rates = Object.fromEntries([...this.rates].map(([id, rf]) => [id, Math.round(rf.ratePerMinute(rateMs) * 10) / 10]));
     return { summary, alerts };
+  }
+}
+
+/**
+ * Puts each track's alerts of `alerts` (one frame's) in the order they happened, stable otherwise,
+ * in the places its alerts held: an alert's time is its `atPts`, else its `lastSeenPts` (a
+ * vanished track's exit), else the frame's `pts` (`framePts`). Alerts of other tracks, and without
+ * one, keep their places. Before, one frame's alerts came in the order of the rules: a replay of a
+ * new track's earlier sightings gave "enter 0.1 s, enter 0.7 s, exit 0.4 s", and a consumer that
+ * keeps the latest state per track took it as outside. Called only on frames with an `atPts`.
+ */
+function inTimeOrder(alerts: AlertDraft[], framePts: number): void {
+  const time = (a: AlertDraft) => (a.atPts ?? a.lastSeenPts ?? framePts) as number;
+  const slots = new Map<unknown, number[]>();
+  alerts.forEach((a, i) => {
+    if (a.trackId === undefined) return;
+    const s = slots.get(a.trackId);
+    if (s) s.push(i);
+    else slots.set(a.trackId, [i]);
+  });
+  for (const at of slots.values()) {
+    if (at.length < 2) continue;
+    // Array.prototype.sort is stable: alerts of one time keep the rules' order.
+    const sorted = at.map((i) => alerts[i]).sort((a, b) => time(a) - time(b));
+    at.forEach((i, k) => (alerts[i] = sorted[k]));
   }
 }
 

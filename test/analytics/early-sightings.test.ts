@@ -199,12 +199,19 @@ describe('a zone passage among the earlier sightings', () => {
     const feet: [number, number][] = [[340, 280], [340, 320], [340, 320], [340, 320], [340, 280], [340, 280], [340, 280], ...run([340, 320], [0, 0], 10)];
     const { alerts, report } = walk(feet, (k) => (k < 10 ? 0.35 : 0.9));
     // Before: the passage was dropped when the track entered (one entry, at 1.4 s, no atPts).
-    // All three on the confirming frame (in the order of the rules), each with its time (the two
-    // entries' alert ids differ: sinks/alerts.ts).
+    // All three on the confirming frame, each with its time (the two entries' alert ids differ:
+    // sinks/alerts.ts), in the order they happened: before, in the order of the rules (enter 0.1,
+    // enter 0.7, exit 0.4), and a consumer keeping the latest state per track had it outside.
     expect(alerts.map((x) => [x.event, x.t, x.atPts, x.dwellMs])).toEqual([
       ['zone.enter', 1200, 0.1, undefined],
-      ['zone.enter', 1200, 0.7, undefined],
       ['zone.exit', 1200, 0.4, 300],
+      ['zone.enter', 1200, 0.7, undefined],
+    ]);
+    // The frame shows it inside: the passage's messages do not say it shows it past the zone (before, they did).
+    expect(alerts.map((x) => x.message)).toEqual([
+      'person #1 entered zone z at 0.1 s (seen before its track was confirmed; raised once it was)',
+      'person #1 left zone z at 0.4 s (seen before its track was confirmed; raised once it was)',
+      'person #1 entered zone z at 0.7 s (seen before its track was confirmed; raised once it was)',
     ]);
     expect(report.zones.z).toMatchObject({ entered: 2, exited: 1, occupancy: 1 });
   });
@@ -215,8 +222,8 @@ describe('a zone passage among the earlier sightings', () => {
     // Unseen from 1.3 s, gone at 3.3 s (exitDelayMs 2000): its exit then, late.
     expect(alerts.map((x) => [x.event, x.t, x.atPts])).toEqual([
       ['zone.enter', 1200, 0.1],
-      ['zone.enter', 1200, 0.7],
       ['zone.exit', 1200, 0.4],
+      ['zone.enter', 1200, 0.7],
       ['zone.exit', 3300, undefined],
     ]);
     expect(drafts.map((x) => x.late)).toEqual([undefined, undefined, undefined, true]);
@@ -239,8 +246,8 @@ describe('a zone passage among the earlier sightings', () => {
     }
     expect(seen).toEqual([
       ['zone.enter', 1200, 1, 0.1, undefined],
-      ['zone.enter', 1200, 1, 0.7, undefined],
       ['zone.exit', 1200, 1, 0.4, undefined],
+      ['zone.enter', 1200, 1, 0.7, undefined],
     ]);
     expect(a.report().zones.z).toMatchObject({ entered: 2, exited: 1, reidentified: 1, occupancy: 1 });
   });
