@@ -652,7 +652,8 @@ export class SourceAnalyzer {
             } else latched.set(e.trackId, { dirs: bit, seenMs: obsMs, side, sideSince: since });
             // One seen among the earlier sightings of a track confirmed on this frame says when it crossed (atPts).
             const atPts = e.atMs !== undefined ? Math.round(e.atMs - this.ptsOffset) / 1000 : undefined;
-            const at = atPts !== undefined ? ` at ${atPts.toFixed(1)} s (${EARLY})` : '';
+            // A crossing handed over to a new id (LineEvent.previousTrackId) says so below, not EARLY.
+            const at = atPts !== undefined ? ` at ${atPts.toFixed(1)} s${e.previousTrackId !== undefined ? '' : ` (${EARLY})`}` : '';
             alerts.push({ rule: r.id, severity: r.severity, event: 'line.cross', message: `${label(e.classId)} #${e.trackId} crossed line ${e.line} (${e.direction})${at}${e.previousTrackId !== undefined ? ` (was #${e.previousTrackId}: lost at the line, found past it under a new id)` : ''}`, trackId: e.trackId, line: e.line, direction: e.direction, row: e.row, ...(atPts !== undefined ? { atPts } : {}) });
           }
           break;

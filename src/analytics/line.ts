@@ -105,6 +105,8 @@ interface Side {
   lastBox: Float32Array;
   /** The id this state was handed over from (handOver), until the crossing it makes; else −1. */
   was: number;
+  /** While `was` is set by a settled hand-over (settle): when its crossing was made (crossingTime), frame time; else NaN. */
+  wasAt: number;
   /**
    * A lost track handed over to this new id (handOver) whose crossing waits until the new id
    * shows which way it goes (LineCounter.settle): its state and id; else undefined and −1.
@@ -113,6 +115,8 @@ interface Side {
   pendingId: number;
   /** While pending: the frame time it began, and the least and the most the new id's anchor has been from the line on its side since its first sure sighting, px. */
   pendingSince: number;
+  /** While pending: when its crossing was made, were it to count (crossingTime), frame time. */
+  pendingAt: number;
   nearest: number;
   furthest: number;
 }
@@ -141,7 +145,7 @@ const RESHAPED_RATIO = 4 / 3;
 const BORDER_SLACK_OF_SIDE = LINE_MARGIN_OF_SIDE;
 
 function newSide(side: -1 | 1, tMs: number, x: number, y: number, box: ArrayLike<number>, frameMs: number): Side {
-  return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box), was: -1, pending: undefined, pendingId: -1, pendingSince: 0, nearest: 0, furthest: 0 };
+  return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box), was: -1, wasAt: NaN, pending: undefined, pendingId: -1, pendingSince: 0, pendingAt: NaN, nearest: 0, furthest: 0 };
 }
 
 /**
@@ -296,7 +300,7 @@ export class LineCounter {
       let handed: Side | undefined;
       let handedId = -1;
       let adopted: Side | undefined;
-      let nearest = 0, furthest = 0, firstMs = 0;
+      let nearest = 0, furthest = 0, firstMs = 0, handAt = NaN;
       if (origin) {
         // The tracker's times of its sightings in this counter's frame time: the last one was the
         // previous frame (a track being confirmed is matched on every frame). They differ once a
@@ -420,6 +424,7 @@ export class LineCounter {
             // since its first sure sighting on this side, so far.
             handed = old;
             handedId = this.handedFrom;
+            handAt = from !== 0 ? this.crossingTime(old, ox, oy, fromMs) : this.crossingTime(old, x, y, frameMs);
             nearest = furthest = first * dist;
             if (from !== 0) {
               for (let k = sure; k < seenBefore.length; k++) {
@@ -458,6 +463,7 @@ export class LineCounter {
         st.pending = handed;
         st.pendingId = handedId;
         st.pendingSince = firstMs;
+        st.pendingAt = handAt;
         st.nearest = nearest;
         st.furthest = furthest;
       }
@@ -479,10 +485,13 @@ export class LineCounter {
     // the line: a crossing there within the segment counts; one past its end went round it.
     const pd = this.signedDistance(px, py);
     const k = pd / (pd - dist);
-    const was = st.was;
+    const was = st.was, wasAt = st.wasAt;
     st.was = -1;
+    st.wasAt = NaN;
     if (!this.withinSegment(px + (x - px) * k, py + (y - py) * k)) return undefined;
     this.handedFrom = was;
+    // A crossing handed over (settle) was made before the new id was first seen past the line.
+    if (was >= 0 && !Number.isNaN(wasAt)) this.crossedAt = wasAt;
     return now === 1 ? 'in' : 'out';
   }
 
@@ -514,8 +523,22 @@ export class LineCounter {
     st.y = old.y;
     st.box.set(old.box);
     st.was = st.pendingId;
+    st.wasAt = st.pendingAt;
     st.pending = undefined;
     st.pendingId = -1;
+  }
+
+  /**
+   * When a lost track `old`, handed over to a new id first seen past the line at (`px`, `py`) at
+   * `pMs` (frame time), crossed: where the way from its last sighting to there meets the line, at
+   * an even pace, as a crossing among a new track's earlier sightings is placed (LineEvent.atMs).
+   * Before, a crossing handed over had no time: it was raised when the new id showed it went on,
+   * a second or more after it was made, with nothing to say so.
+   */
+  private crossingTime(old: Side, px: number, py: number, pMs: number): number {
+    const ld = this.signedDistance(old.lx, old.ly), pd = this.signedDistance(px, py);
+    const k = ld === pd ? 0 : Math.min(1, Math.max(0, ld / (ld - pd)));
+    return old.lastFrame + (pMs - old.lastFrame) * k;
   }
 
   /**

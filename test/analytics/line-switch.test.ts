@@ -36,10 +36,14 @@ describe('a line and a track lost at it', () => {
   it('behind a pole on the line for longer than the lost-track buffer, found past it under a new id: one crossing, the new id, the old one named', () => {
     // Hidden 0.8–2.3 s: last seen with feet at 230 (above), found again at 390 (below) as id 2.
     // Before, none: id 1 never reached the other side, and id 2 learned its side there.
+    // It crossed at 1.4 s (the way from its last sighting to its first past the line meets it
+    // there), which its event says (atMs); before, it had no time, raised at 2.3 s or later.
     for (const hidden of [[0.8, 2.3], [0.9, 2.1]] as const) {
       const { events, tracked } = cross([walker({ hidden: [hidden] })]);
       expect(tracked.distinctIds('p')).toEqual([1, 2]);
       expect(events.map((e) => [e.direction, e.trackId, e.previousTrackId])).toEqual([['in', 2, 1]]);
+      expect(events[0].atMs).toBeGreaterThan(1350);
+      expect(events[0].atMs).toBeLessThan(1450);
     }
     // At 5 fps too.
     const slow = cross([walker({ hidden: [[0.9, 2.1]] })], 4, 5);
@@ -153,6 +157,8 @@ describe('a line and a track lost at it', () => {
   it('at 30 fps, one lost at the line and found past it walking on is counted once a few frames after it is confirmed; one that stops there, a second after it was first seen', () => {
     const on = cross([walker({ hidden: [[0.9, 2.1]] })], 4, 30);
     expect(on.events.map((e) => [e.direction, e.trackId, e.previousTrackId])).toEqual([['in', 2, 1]]);
+    expect(on.events[0].atMs).toBeGreaterThan(1350); // crossed at 1.4 s
+    expect(on.events[0].atMs).toBeLessThan(1450);
     expect(on.events[0].t).toBeLessThanOrEqual(2250); // found at 2.1 s, 10 px on (the margin) at 2.2
     // Gone at 0.8 s with feet at 240, found standing with feet at 350 from 2.3 s.
     const stops = cross([walker({ until: 0.8 }), { key: 'b', box: [300, 190, 360, 350], from: 2.3 }], 5, 30);
@@ -181,8 +187,16 @@ describe('a line and a track lost at it', () => {
     a.init(640, 480);
     const tracker = new ByteTracker({ frameRateHint: 10 });
     const messages: string[] = [];
-    for (const f of feed(10, 4, { objects: [walker({ hidden: [[0.8, 2.3]] })], jitter: 1, seed: 3 })) messages.push(...a.process(tracker.update(f.detections, f.timestampMs), f.timestampMs).alerts.map((x) => String(x.message)));
-    expect(messages).toEqual(['person #2 crossed line door (in) (was #1: lost at the line, found past it under a new id)']);
+    const atPts: unknown[] = [];
+    for (const f of feed(10, 4, { objects: [walker({ hidden: [[0.8, 2.3]] })], jitter: 1, seed: 3 })) {
+      for (const x of a.process(tracker.update(f.detections, f.timestampMs), f.timestampMs).alerts) {
+        messages.push(String(x.message));
+        atPts.push(x.atPts);
+      }
+    }
+    // With when it crossed (atPts 1.4: before, none), not the note of a crossing seen before its track was confirmed.
+    expect(messages).toEqual(['person #2 crossed line door (in) at 1.4 s (was #1: lost at the line, found past it under a new id)']);
+    expect(atPts).toEqual([1.402]); // jitter ±1 px
     expect(a.report().lines.door).toMatchObject({ in: 1, out: 0 });
   });
 });
