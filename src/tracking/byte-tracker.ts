@@ -139,14 +139,16 @@ const TENTATIVE_BUFFER = 0.3;
  * tentative track's must. A person coming into view is often scored under 0.6 on the first frames
  * (cut off by the border, in a doorway's shadow): the track started only once they were past a
  * line near there, and the crossing was lost. The latest PRE_TRACK_MIN_SIGHTINGS, and those
- * within PRE_TRACK_MS of the latest, at most PRE_TRACK_SIGHTINGS: a second at 10 to 30 fps, 10
- * frames below 10 fps (2 s at 5), the latest 30 above 30 fps.
+ * within PRE_TRACK_MS of the latest, at most PRE_TRACK_SIGHTINGS: a second at 10 to 120 fps, 10
+ * frames below 10 fps (2 s at 5), the latest 120 above 120 fps (a bound on memory: at most
+ * UNCLAIMED_KEPT chains of them, about half a megabyte).
  * Before, the latest 10 whatever the rate: a third of a second at 30 fps, and a person scored low
- * for longer than that before a line near the door was not counted.
+ * for longer than that before a line near the door was not counted; then at most 30: half a
+ * second at 60 fps, not the second promised.
  */
 export const PRE_TRACK_MS = 1000;
 export const PRE_TRACK_MIN_SIGHTINGS = 10;
-export const PRE_TRACK_SIGHTINGS = 30;
+export const PRE_TRACK_SIGHTINGS = 120;
 
 /** How many unclaimed detections of a frame are kept as sightings before a track (PRE_TRACK_SIGHTINGS), at most. */
 const UNCLAIMED_KEPT = 32;

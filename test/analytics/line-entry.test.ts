@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { LineCounter, type LineEvent } from '../../src/analytics/line.js';
 import { Detections } from '../../src/core/detections.js';
-import { ByteTracker, PRE_TRACK_MIN_SIGHTINGS, PRE_TRACK_SIGHTINGS, type ByteTrackerOptions } from '../../src/tracking/byte-tracker.js';
+import { ByteTracker, PRE_TRACK_MIN_SIGHTINGS, PRE_TRACK_MS, PRE_TRACK_SIGHTINGS, type ByteTrackerOptions } from '../../src/tracking/byte-tracker.js';
 import { feed, run, type SceneObject } from '../tracking/helpers.js';
 
 /**
@@ -67,15 +67,19 @@ describe('a line near where people come into view', () => {
   });
 
   it('keeps a bounded number of sightings before a track, however long an object scores under the threshold', () => {
-    // 0.3 for 20 s at 30 fps, then 0.9: the origin holds PRE_TRACK_SIGHTINGS of them and the tentative ones.
-    const frames = feed(30, 21, { objects: [{ key: 'p', box: [300, 200, 360, 360], score: (t) => (t < 20 ? 0.3 : 0.9) }], jitter: 1, seed: 2 });
-    const tracker = new ByteTracker({ frameRateHint: 30 });
-    const origins = frames.map((f) => tracker.update(f.detections, f.timestampMs).trackOrigins).filter((o) => o);
-    expect(origins.length).toBe(1);
-    const before = origins[0]!.get(1)!.before!;
-    expect(before.length).toBe(PRE_TRACK_SIGHTINGS + 2);
-    expect(before[0].ms).toBeCloseTo(20_000 - (PRE_TRACK_SIGHTINGS * 1000) / 30, 0);
-    expect(origins[0]!.get(1)!.ms).toBe(before[0].ms);
+    // 0.3 for 20 s at 30 fps, then 0.9: the origin holds those of the last second (PRE_TRACK_MS)
+    // and the tentative ones; at 240 fps, PRE_TRACK_SIGHTINGS of them (half a second).
+    for (const fps of [30, 240]) {
+      const frames = feed(fps, 20.1, { objects: [{ key: 'p', box: [300, 200, 360, 360], score: (t) => (t < 20 ? 0.3 : 0.9) }], jitter: 1, seed: 2 });
+      const tracker = new ByteTracker({ frameRateHint: fps });
+      const origins = frames.map((f) => tracker.update(f.detections, f.timestampMs).trackOrigins).filter((o) => o);
+      expect(origins.length).toBe(1);
+      const before = origins[0]!.get(1)!.before!;
+      const kept = Math.min(PRE_TRACK_SIGHTINGS, (PRE_TRACK_MS * fps) / 1000);
+      expect(before.length).toBe(kept + 2);
+      expect(before[0].ms).toBeCloseTo(20_000 - (kept * 1000) / fps, 0);
+      expect(origins[0]!.get(1)!.ms).toBe(before[0].ms);
+    }
   });
 
   it('a picture that changes its size while an object scores under the threshold: its earlier sightings are given in the new size', () => {

@@ -71,7 +71,7 @@ describe('ByteTracker: how far back the sightings before a track go', () => {
     return undefined;
   }
 
-  it('a second of them at 10 to 30 fps, the latest 10 below 10 fps, the latest 30 above 30 fps', () => {
+  it('a second of them at 10 to 120 fps, the latest 10 below 10 fps, the latest 120 above 120 fps', () => {
     // 0.8 s scored low at 30 fps: all 24 (and the 2 tentative ones). Before, the latest 10 frames
     // (a third of a second): first seen at 467 ms, past a line it crossed at 0.3 s.
     expect(originAt(30, 0.8)).toEqual({ ms: 0, sightings: 26 });
@@ -79,8 +79,12 @@ describe('ByteTracker: how far back the sightings before a track go', () => {
     // 1.5 s: the latest second (30 of them at 30 fps).
     expect(originAt(30, 1.5)).toEqual({ ms: 500, sightings: 32 });
     expect(originAt(10, 1.5)).toEqual({ ms: 500, sightings: 12 });
-    // 3 s at 5 fps: the latest 10 (2 s), as before; 1.5 s at 60 fps: the latest 30 (half a second).
+    // 3 s at 5 fps: the latest 10 (2 s), as before.
     expect(originAt(5, 3)).toEqual({ ms: 1000, sightings: 12 });
-    expect(originAt(60, 1.5)).toEqual({ ms: 1000, sightings: 32 });
+    // 1.5 s at 60 and 120 fps: the latest second (before, the latest 30: half a second, from 1.0 s).
+    expect(originAt(60, 1.5)).toEqual({ ms: 500, sightings: 62 });
+    expect(originAt(120, 1.5)).toEqual({ ms: 500, sightings: 122 });
+    // At 240 fps, the latest 120 (half a second): the bound on memory.
+    expect(originAt(240, 1.5)).toEqual({ ms: 1000, sightings: 122 });
   });
 });
