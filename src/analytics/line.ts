@@ -105,7 +105,7 @@ interface Side {
   lastBox: Float32Array;
   /** The id this state was handed over from (handOver), until the crossing it makes; else −1. */
   was: number;
-  /** While `was` is set by a settled hand-over (settle): when its crossing was made (crossingTime), frame time; else NaN. */
+  /** While `was` is set: when its crossing was made (settle's crossingTime; an adopted track's, where its way last met the line), frame time; else NaN. */
   wasAt: number;
   /**
    * A lost track handed over to this new id (handOver) whose crossing waits until the new id
@@ -469,6 +469,13 @@ export class LineCounter {
       }
     }
     if (st.pending) this.settle(st, dist, frameMs);
+    else if (st.was >= 0 && Number.isFinite(st.lastFrame) && st.lastFrame < frameMs) {
+      // A lost track taken over by a new id within the margin (adopted): its crossing counts when
+      // the new id leaves the margin on the other side, and was made where its way, from the old
+      // id's last sighting on through the new id's, last met the line.
+      const ld = this.signedDistance(st.lx, st.ly);
+      if (ld !== dist && (ld < 0) !== (dist < 0)) st.wasAt = st.lastFrame + ((frameMs - st.lastFrame) * ld) / (ld - dist);
+    }
     st.lastSeen = tMs;
     st.lastLabelled = tMs;
     // Its last sighting and pace, for handOver.

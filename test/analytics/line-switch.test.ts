@@ -175,6 +175,9 @@ describe('a line and a track lost at it', () => {
     const on = cross([slow({ classId: (t) => (t >= 4.4 ? 1 : 0) })], 7);
     expect(on.tracked.distinctIds('p')).toEqual([1, 2]);
     expect(on.events.map((e) => [e.direction, e.trackId, e.previousTrackId])).toEqual([['in', 2, 1]]);
+    // It crossed at 4.67 s (feet on the line), which its event says (before: no atMs).
+    expect(on.events[0].atMs).toBeGreaterThan(4600);
+    expect(on.events[0].atMs).toBeLessThan(4750);
     // The same, turning back at 4.8 s (feet at 304, inside the band) under the new label: nothing.
     const back = cross([slow({ until: 4.8, classId: (t) => (t >= 4.4 ? 1 : 0) }), { key: 'q', box: [300, 288, 360, 448], velocity: [0, -30], classId: 1, from: 4.8 }], 8);
     expect(back.tracked.distinctIds('q')).toEqual([2]);
