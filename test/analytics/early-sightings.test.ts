@@ -334,6 +334,21 @@ describe("a stay across a step back of the source's pts (a camera's clock reset,
     ]);
   });
 
+  it("a rule's cooldown counts the media time too: an entry 4 s after the last one is alerted across the step", () => {
+    // In zone z from pts 9.0 s (entered as of then), the pts back to 0 at the 16th frame; it walks
+    // down out of the zone from pts 0.5 (15 px a frame), waits, and walks back in from pts 2.0
+    // (inside beyond the band from 2.4: entered at 2.6, after minHoldFrames). cooldownSec 2: its
+    // second entry, 4 s of media after the first, is alerted. Before: the cooldown counted from 9.0
+    // on the new pts, and held it back.
+    const feet: [number, number][] = [...run([350, 350], [0, 0], 20), ...run([350, 365], [0, 15], 7), ...run([350, 455], [0, 0], 8), ...run([350, 440], [0, -15], 7), ...run([350, 350], [0, 0], 10)];
+    const time = (k: number) => (k < 15 ? 9000 + k * 100 : (k - 15) * 100);
+    const { alerts } = walk(feet, () => 0.9, {}, [{ ...RULES[0], cooldownSec: 2 }], () => 0, {}, time);
+    expect(alerts.map((x) => [x.event, x.t, x.atPts])).toEqual([
+      ['zone.enter', 9200, 9],
+      ['zone.enter', 2600, undefined],
+    ]);
+  });
+
   it('an entry whose hold spans the step is reported at its time on the new pts (before the step: negative), not after it', () => {
     // Scored 0.35 walking in (in beyond the band from pts 9.4 s), confirmed inside at the step
     // (the 10th frame, pts back to 0), as the earlier case; then the pts step back again to 0 at
