@@ -362,3 +362,25 @@ describe("a stay across a step back of the source's pts (a camera's clock reset,
     ]);
   });
 });
+
+describe('two people crossing, one scored low: the low-scored one keeps its sightings from before they passed', () => {
+  it("its line crossing among them is counted, with its time", () => {
+    // An upright aisle line at x 380. P (scored 0.9, tracked) walks right from x 110, Q (10 px lower,
+    // scored 0.35 until 1.5 s) walks left from x 460, 15 px a frame each: Q's feet cross the line at
+    // 0.67 s, the two pass at 1.2 s, where P's new box lies nearer Q's last sighting than Q's own.
+    // Before: Q's sightings ended there, its track started past the line, and its crossing was lost.
+    const tracker = new ByteTracker({ frameRateHint: 10 });
+    const aisle = { id: 'aisle', from: [380, 0], to: [380, 480], units: 'pixel', marginPx: 10, anchor: 'bottom-center' };
+    const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [aisle], rules: [{ id: 'cross', type: 'line-cross', line: 'aisle', direction: 'any' }] }), LABELS, 'sources[0]');
+    a.init(W, H);
+    const seen: [number, unknown, unknown, unknown][] = [];
+    for (let k = 0; k < 24; k++) {
+      const d = new Detections(Float32Array.of(110 + 15 * k, 100, 150 + 15 * k, 200, 460 - 15 * k, 110, 500 - 15 * k, 210), Float32Array.of(0.9, k < 15 ? 0.35 : 0.9), Int32Array.of(0, 0));
+      for (const al of a.process(tracker.update(d, k * 100), k * 100).alerts) seen.push([k * 100, al.trackId, al.direction, al.atPts]);
+    }
+    expect(seen).toEqual([
+      [1700, 2, 'out', 0.667],
+      [1800, 1, 'in', undefined],
+    ]);
+  });
+});
