@@ -50,7 +50,7 @@ export const AlertBodySchema = z.looseObject({
     .number()
     .optional()
     .describe(
-      'when it happened, seconds on the pts scale, where the alert is raised later, on a frame of its own pts: zone.enter and zone.exit of a track that went through the zone unseen there (between two sightings, or as it vanished going in), when it came in (enter) or went out (exit); zone.enter, zone.exit and line.cross seen among a track\'s sightings before the tracker confirmed it, raised on the frame that confirmed it',
+      'when it happened, seconds on the pts scale, where the alert is raised later, on a frame of its own pts: zone.enter and zone.exit of a track that went through the zone unseen there (between two sightings, or as it vanished going in), when it came in (enter) or went out (exit); zone.enter, zone.exit and line.cross seen among a track\'s sightings before the tracker confirmed it, raised on the frame that confirmed it; line.cross of a track lost at the line and found past it under a new id, raised once the new id went on',
     ),
   lastSeenPts: z.number().optional().describe('zone alerts of a track gone (late): when it was last seen, seconds on the pts scale'),
   late: z
