@@ -82,8 +82,14 @@ interface Running {
   handoffSince: number;
   /** Offset of the owners topic up to which "ready" records are older than this handoff. */
   handoffAfter: number;
-  /** A standby camera told the current owner that it is connected. */
+  /** A standby camera told the current owner that it is connected (or that its connection was refused: release now). */
   readySent: boolean;
+  /**
+   * The source's latest state while the camera waited for its claim here: `reconnecting` when its
+   * connection failed (a camera that allows one session refuses it while the old owner streams).
+   * Such a chain waits out its restart backoff; admitted, it is started afresh instead.
+   */
+  standbyState: Transition['state'] | undefined;
   /** The chain ended by itself (the source gave up, a file ended, it could not start). */
   ended: boolean;
   startedAt: number;
@@ -659,10 +665,17 @@ export class Worker {
           standby();
           continue;
         }
+        const warm = this.running.get(cam.id);
+        if (warm && !warm.stopping && warm.standbyState === 'reconnecting') {
+          // Its connection was refused while the former owner held the camera, and its source
+          // waits out a restart backoff (up to reconnect.maxDelayMs): stopped, and started again
+          // under the claim by the next reconciliation (stopCamera asks for it), connecting now.
+          await this.stopCamera(warm, true);
+          continue;
+        }
         this.pending.delete(cam.id);
         this.waits.delete(cam.id);
         const claim = { owner: this.id, epoch: mine };
-        const warm = this.running.get(cam.id);
         if (warm && !warm.stopping) this.admit(warm, claim);
         else this.startCamera(pipeline, cam, claim);
         continue;
@@ -753,6 +766,19 @@ export class Worker {
     const r = this.running.get(t.source);
     if (!r || r.claim !== undefined) return true;
     this.heldStatus.set(t.source, t);
+    if (!r.stopping) {
+      r.standbyState = t.state;
+      // The connection made while the former owner still streams was refused (a camera that
+      // allows one session): that owner is told at once, as by a first frame, so it stops and
+      // releases now rather than after its handoff budget, and the new owner, once admitted,
+      // connects afresh (reconcileOnce) rather than after its restart backoff. Measured with a
+      // one-session camera: the move's gap was 3.1 s (1.5 s budget, then a backoff, then a connect).
+      if (t.state === 'reconnecting' && !r.readySent && this.owners) {
+        r.readySent = true;
+        this.log(`cluster: ${this.id} could not connect ${r.id} while it waits for its claim (${t.reason}); asking its current owner to release it now`, { worker: this.id, camera: r.id }, 'info');
+        void this.owners.ready(r.id).catch(() => undefined);
+      }
+    }
     return false;
   }
 
@@ -763,7 +789,7 @@ export class Worker {
     const stop$ = new Subject<void>();
     let ended!: () => void;
     const done = new Promise<void>((r) => (ended = r));
-    const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, claim, stop$, done, fenced: false, stopping: false, stoppingAt: 0, handoffSince: 0, handoffAfter: -1, readySent: false, ended: false, startedAt: Date.now() };
+    const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, claim, stop$, done, fenced: false, stopping: false, stoppingAt: 0, handoffSince: 0, handoffAfter: -1, readySent: false, standbyState: undefined, ended: false, startedAt: Date.now() };
     this.running.set(cam.id, run);
     if (claim) {
       this.claims.set(cam.id, claim);
