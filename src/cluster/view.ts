@@ -630,8 +630,7 @@ export async function ensureClusterTopics(admin: Admin, t: { cameras: string; ow
   const topics = [];
   if (!existing.has(t.cameras)) topics.push({ topic: t.cameras, numPartitions: t.slots, replicationFactor: t.replicationFactor, configEntries: compact });
   if (!existing.has(t.owners)) topics.push({ topic: t.owners, numPartitions: 1, replicationFactor: t.replicationFactor, configEntries: compact });
-  // Topics made by someone else (a managed Kafka where clients may not create them) are checked.
-  const made = [t.cameras, t.owners].filter((name) => existing.has(name));
+  // Topics made by someone else (a managed Kafka where clients may not create them) are checked (checkExistingTopics).
   if (topics.length > 0) {
     try {
       await admin.createTopics({ waitForLeaders: true, topics });
@@ -640,6 +639,21 @@ export async function ensureClusterTopics(admin: Admin, t: { cameras: string; ow
       if (!/exists/i.test(String((e as Error)?.message)) && !String((e as { type?: string }).type).includes('TOPIC_ALREADY_EXISTS')) throw e;
     }
   }
+  return checkExistingTopics(admin, t, existing);
+}
+
+/**
+ * What a worker's start would say of the cluster topics there already, without making any (`argus
+ * check --connect`): a topic that deletes records is VAP_ERR_CONFIG (thrown, as the worker refuses
+ * it), a cameras topic with fewer partitions than `slots` is returned (fewerPartitions, as the
+ * worker's warning).
+ */
+export async function checkClusterTopics(admin: Admin, t: { cameras: string; owners: string; slots: number }): Promise<string[]> {
+  return checkExistingTopics(admin, t, new Set(await admin.listTopics()));
+}
+
+async function checkExistingTopics(admin: Admin, t: { cameras: string; owners: string; slots: number }, existing: Set<string>): Promise<string[]> {
+  const made = [t.cameras, t.owners].filter((name) => existing.has(name));
   if (made.length > 0) await checkKept(admin, made.map((name) => ({ name, field: name === t.cameras ? 'cluster.camerasTopic' : 'cluster.ownersTopic' })));
   if (!existing.has(t.cameras)) return [];
   const fewer = await fewerPartitions(admin, [camerasWantedPartitions(t)]).catch((e: unknown) => {

@@ -225,6 +225,7 @@ export async function checkPipeline(file: string, options: CheckOptions = {}): P
     }
     const inputs = [...urls.values()].filter((u) => sourceKind(u) === 'file').map((u) => resolve(u));
     await checkSinks(config, file, baseDir, inputs, options.connect === true, timeoutMs, items);
+    await checkCluster(config, file, options.connect === true, timeoutMs, items);
     await checkAnnotate(config, baseDir, inputs, ff, timeoutMs, items);
     await checkOutbox(config, baseDir, items, options.freeBytes);
     await checkServer(config, file, timeoutMs, items);
@@ -264,20 +265,61 @@ async function checkSinks(config: PipelineConfig, file: string, baseDir: string,
     await reachKafka(kafka.brokers, admin, { timeoutMs, hint: (refused) => (refused ? 'check sinks.kafka.sasl' : 'check sinks.kafka.brokers and that Kafka runs there') });
     items.push({ check: 'kafka', ok: true, field: 'sinks.kafka.brokers', message: `${brokersText(kafka.brokers)}: answered` });
     // Topics there already with fewer partitions than argus asks for (the run's warning at its
-    // start): the sink's, and a worker's cameras topic where the cluster uses these brokers.
-    const [{ fewerPartitions, sinkWantedPartitions }, { camerasWantedPartitions }] = await Promise.all([import('../sinks/kafka.js'), import('../cluster/view.js')]);
-    const c = config.cluster;
-    const sameBrokers = c && c.brokers === undefined && c.ssl === undefined && c.sasl === undefined;
-    const wanted = [...sinkWantedPartitions(kafka), ...(sameBrokers ? [camerasWantedPartitions({ cameras: c.camerasTopic, slots: c.slots })] : [])];
-    const fewer = await withDeadline(fewerPartitions(admin, wanted), timeoutMs, 'partitions').catch(() => []);
-    for (const f of fewer) {
-      const field = f.topic === c?.camerasTopic && sameBrokers ? 'cluster.slots' : 'sinks.kafka.partitions';
-      items.push({ check: 'kafka', ok: true, warning: true, field, message: `${field === 'cluster.slots' ? 'cluster.camerasTopic' : 'sinks.kafka'}: ${f.message}` });
-    }
+    // start); a worker's cluster topics are checked on the cluster's brokers (checkCluster).
+    const { fewerPartitions, sinkWantedPartitions } = await import('../sinks/kafka.js');
+    const fewer = await withDeadline(fewerPartitions(admin, sinkWantedPartitions(kafka)), timeoutMs, 'partitions').catch(() => []);
+    for (const f of fewer) items.push({ check: 'kafka', ok: true, warning: true, field: 'sinks.kafka.partitions', message: `sinks.kafka: ${f.message}` });
     // Not waited for long: a broker that answered once may still hang its goodbye.
     await withDeadline(admin.disconnect(), timeoutMs, 'disconnect').catch(() => undefined);
   } catch (e) {
     items.push(problem('kafka', e, file, 'sinks.kafka.brokers'));
+  }
+}
+
+/**
+ * A worker YAML's cluster topics, on the brokers and with the TLS and SASL a worker uses for them
+ * (cluster.brokers, .ssl, .sasl, else the Kafka sink's): with `connect`, those brokers answer
+ * (said apart from the sink's where they differ), a cluster topic there already that deletes
+ * records is a problem (VAP_ERR_CONFIG: the worker refuses it at start), and a cameras topic with
+ * fewer partitions than cluster.slots a warning. Before, only a cluster on the sink's very brokers
+ * and credentials was checked, for its partitions only: a `cluster.brokers` nothing answered at
+ * passed, and its worker waited for them for ever.
+ */
+async function checkCluster(config: PipelineConfig, file: string, connect: boolean, timeoutMs: number, items: CheckItem[]): Promise<void> {
+  const c = config.cluster;
+  if (!c) return;
+  const { clusterBrokers, clusterKafkaAuth } = await import('../cluster/worker.js');
+  let brokers: string[];
+  try {
+    brokers = clusterBrokers(config);
+  } catch (e) {
+    items.push(problem('kafka', e, file, 'cluster.brokers'));
+    return;
+  }
+  const sinks = config.sinks.kafka;
+  const sinkBrokers = sinks !== undefined && c.brokers === undefined && c.ssl === undefined && c.sasl === undefined;
+  if (!connect) {
+    if (!sinkBrokers) items.push({ check: 'kafka', ok: true, field: 'cluster.brokers', message: `${brokersText(brokers)}: well formed (--connect to reach them)` });
+    return;
+  }
+  // The sink's brokers did not answer: said once, under sinks.kafka.brokers.
+  if (sinkBrokers && items.some((i) => i.check === 'kafka' && !i.ok && i.field === 'sinks.kafka.brokers')) return;
+  const { Kafka } = await import('kafkajs');
+  const { checkClusterTopics } = await import('../cluster/view.js');
+  const admin = new Kafka(commandKafkaConfig('argus-check', { brokers, ...clusterKafkaAuth(config) })).admin();
+  try {
+    await reachKafka(brokers, admin, { timeoutMs, hint: (refused) => (refused ? `check cluster.sasl${sinkBrokers ? " (the Kafka sink's)" : ''}` : 'check cluster.brokers and that Kafka runs there') });
+    if (!sinkBrokers) items.push({ check: 'kafka', ok: true, field: 'cluster.brokers', message: `${brokersText(brokers)}: answered (the cluster's brokers)` });
+    try {
+      const fewer = await withDeadline(checkClusterTopics(admin, { cameras: c.camerasTopic, owners: c.ownersTopic, slots: c.slots }), timeoutMs, 'cluster topics');
+      for (const f of fewer) items.push({ check: 'kafka', ok: true, warning: true, field: 'cluster.slots', message: f });
+    } catch (e) {
+      if (e instanceof ArgusError && e.code === ErrorCodes.CONFIG) items.push(problem('kafka', e, file));
+      // Topics not readable within the deadline: a worker's start says what it finds.
+    }
+    await withDeadline(admin.disconnect(), timeoutMs, 'disconnect').catch(() => undefined);
+  } catch (e) {
+    items.push(problem('kafka', e, file, 'cluster.brokers'));
   }
 }
 

@@ -1,0 +1,91 @@
+/**
+ * `argus check --connect` of a worker YAML checks the cluster topics where the workers find them:
+ * on `cluster.brokers` with `cluster.ssl`/`.sasl` where given, else on the Kafka sink's. Before,
+ * only a cluster on the sink's very brokers and credentials was checked, for the cameras topic's
+ * partitions only: with `cluster.brokers` written out (even the same address), a cameras topic with
+ * fewer partitions than cluster.slots passed without the warning the worker gives, a
+ * `cluster.brokers` nothing listened on passed (its worker waited for it for ever), and a cluster
+ * topic that deletes records (which every worker refuses at start) passed anywhere (real broker).
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
+import { describe, expect, it } from 'vitest';
+import { checkPipeline, type CheckReport } from '../../src/tools/check.js';
+import { testBrokers, uniqueTopic } from '../helpers/kafka.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'argus-check-cluster-'));
+let n = 0;
+const workerYaml = (sink: string[], cluster: string) => {
+  const file = join(dir, `w${n++}.yaml`);
+  writeFileSync(file, `name: w\nsinks:\n  kafka: {brokers: ${JSON.stringify(sink)}, topics: {detections: ${uniqueTopic('check-cluster-det')}, alerts: ${uniqueTopic('check-cluster-alerts')}}}\ncluster: ${cluster}\n`);
+  return file;
+};
+const check = (file: string) => checkPipeline(file, { connect: true, timeoutMs: 15_000, loadDetector: async () => Promise.reject(new Error('not loaded in this test')) });
+// The sink's own topics' warnings (argus.status, shared by the tests) are not what is checked here.
+const kafkaItems = (r: CheckReport) => r.items.filter((i) => i.check === 'kafka' && i.field !== 'sinks.kafka.partitions').map((i) => ({ ok: i.ok, warning: i.warning === true, code: i.code, field: i.field }));
+
+/** A port nothing listens on (refused). */
+async function refusedPort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+async function makeTopics(brokers: string[], topics: { topic: string; numPartitions: number; configEntries?: { name: string; value: string }[] }[]): Promise<void> {
+  const admin = new Kafka({ brokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({ waitForLeaders: true, topics });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+describe('argus check --connect: a worker YAML\'s cluster topics, on the cluster\'s brokers', () => {
+  it('cluster.brokers and cluster.ssl written out: the cameras topic with fewer partitions than cluster.slots is a WARNING, as the worker says', async () => {
+    const brokers = await testBrokers();
+    const cameras = uniqueTopic('check-cluster-cameras');
+    await makeTopics(brokers, [{ topic: cameras, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }]);
+    const r = await check(workerYaml(brokers, `{brokers: ${JSON.stringify(brokers)}, ssl: false, sasl: false, camerasTopic: ${cameras}, ownersTopic: ${cameras}.owners, slots: 8}`));
+    expect(kafkaItems(r)).toEqual([
+      { ok: true, warning: false, code: undefined, field: 'sinks.kafka.brokers' },
+      { ok: true, warning: false, code: undefined, field: 'cluster.brokers' },
+      { ok: true, warning: true, code: undefined, field: 'cluster.slots' },
+    ]);
+    expect(r.items.find((i) => i.field === 'cluster.slots')?.message).toMatch(new RegExp(`^cluster\\.camerasTopic: topic "${cameras}" has 2 partitions, fewer than the 8 of cluster\\.slots: `));
+  }, 120_000);
+
+  it('cluster.brokers where nothing answers, beside a sink that answers: VAP_ERR_KAFKA_UNREACHABLE naming cluster.brokers', async () => {
+    const brokers = await testBrokers();
+    const port = await refusedPort();
+    const r = await check(workerYaml(brokers, `{brokers: ["127.0.0.1:${port}"], camerasTopic: ${uniqueTopic('check-cluster-none')}}`));
+    expect(kafkaItems(r)).toEqual([
+      { ok: true, warning: false, code: undefined, field: 'sinks.kafka.brokers' },
+      { ok: false, warning: false, code: 'VAP_ERR_KAFKA_UNREACHABLE', field: 'cluster.brokers' },
+    ]);
+    expect(r.items.find((i) => i.field === 'cluster.brokers')?.message).toContain(`127.0.0.1:${port}`);
+  }, 120_000);
+
+  it('a cluster topic made beforehand that deletes records (cleanup.policy=delete), on the sink\'s brokers: VAP_ERR_CONFIG naming the topic, as the worker refuses it', async () => {
+    const brokers = await testBrokers();
+    const cameras = uniqueTopic('check-cluster-del');
+    await makeTopics(brokers, [{ topic: cameras, numPartitions: 2 }]);
+    const r = await check(workerYaml(brokers, `{camerasTopic: ${cameras}, ownersTopic: ${cameras}.owners, slots: 2}`));
+    expect(kafkaItems(r)).toEqual([
+      { ok: true, warning: false, code: undefined, field: 'sinks.kafka.brokers' },
+      { ok: false, warning: false, code: 'VAP_ERR_CONFIG', field: 'cluster.camerasTopic' },
+    ]);
+    expect(r.items.find((i) => i.field === 'cluster.camerasTopic')?.message).toContain(`topic ${cameras} has cleanup.policy=delete`);
+  }, 120_000);
+
+  it('the sink\'s brokers, which the cluster uses, do not answer: said once, under sinks.kafka.brokers', async () => {
+    const port = await refusedPort();
+    const r = await check(workerYaml([`127.0.0.1:${port}`], `{camerasTopic: ${uniqueTopic('check-cluster-down')}}`));
+    expect(kafkaItems(r)).toEqual([{ ok: false, warning: false, code: 'VAP_ERR_KAFKA_UNREACHABLE', field: 'sinks.kafka.brokers' }]);
+  }, 120_000);
+});
