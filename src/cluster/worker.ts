@@ -666,17 +666,19 @@ export class Worker {
           continue;
         }
         const warm = this.running.get(cam.id);
-        if (warm && !warm.stopping && warm.standbyState === 'reconnecting') {
+        // Started under the claim once the chain below has stopped (stopCamera reconciles then).
+        if (warm?.stopping) continue;
+        if (warm && warm.standbyState === 'reconnecting') {
           // Its connection was refused while the former owner held the camera, and its source
           // waits out a restart backoff (up to reconnect.maxDelayMs): stopped, and started again
-          // under the claim by the next reconciliation (stopCamera asks for it), connecting now.
-          await this.stopCamera(warm, true);
+          // under the claim, connecting now. Not waited for here: the other cameras' reconciliation goes on.
+          void this.stopCamera(warm, true);
           continue;
         }
         this.pending.delete(cam.id);
         this.waits.delete(cam.id);
         const claim = { owner: this.id, epoch: mine };
-        if (warm && !warm.stopping) this.admit(warm, claim);
+        if (warm) this.admit(warm, claim);
         else this.startCamera(pipeline, cam, claim);
         continue;
       }
