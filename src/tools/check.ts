@@ -308,7 +308,8 @@ async function checkCluster(config: PipelineConfig, file: string, connect: boole
   const { checkClusterTopics } = await import('../cluster/view.js');
   const admin = new Kafka(commandKafkaConfig('argus-check', { brokers, ...clusterKafkaAuth(config) })).admin();
   try {
-    await reachKafka(brokers, admin, { timeoutMs, hint: (refused) => (refused ? `check cluster.sasl${sinkBrokers ? " (the Kafka sink's)" : ''}` : 'check cluster.brokers and that Kafka runs there') });
+    const where = sinkBrokers ? 'sinks.kafka' : 'cluster';
+    await reachKafka(brokers, admin, { timeoutMs, hint: (refused) => (refused ? `check ${where}.sasl` : `check ${where}.brokers and that Kafka runs there`) });
     if (!sinkBrokers) items.push({ check: 'kafka', ok: true, field: 'cluster.brokers', message: `${brokersText(brokers)}: answered (the cluster's brokers)` });
     try {
       const fewer = await withDeadline(checkClusterTopics(admin, { cameras: c.camerasTopic, owners: c.ownersTopic, slots: c.slots }), timeoutMs, 'cluster topics');
@@ -319,7 +320,7 @@ async function checkCluster(config: PipelineConfig, file: string, connect: boole
     }
     await withDeadline(admin.disconnect(), timeoutMs, 'disconnect').catch(() => undefined);
   } catch (e) {
-    items.push(problem('kafka', e, file, 'cluster.brokers'));
+    items.push(problem('kafka', e, file, sinkBrokers ? 'sinks.kafka.brokers' : 'cluster.brokers'));
   }
 }
 
