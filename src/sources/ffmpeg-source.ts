@@ -1,18 +1,15 @@
 import { spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
-import type { Stats } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { catchError, defer, Observable, throwError, type Subscription } from 'rxjs';
 import { exitOf, ownChild } from '../core/children.js';
-import { notAnInput } from '../core/files.js';
 import { fromWallClock, now } from '../core/clock.js';
 import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
 import { ThrottledLog, type LogFn } from '../core/log.js';
 import { redact, rememberArgSecrets, rememberUrlSecrets } from '../core/redact.js';
 import { emptyStamps, type Frame, type ProducedBy, type YuvColour } from '../core/frame.js';
 import { letterbox, type Letterbox } from '../core/geometry.js';
-import { buildFfmpegArgs, DEFAULT_DECODE, fileReadsOnce, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, readsOnce, reportsFrameTimes, outputTag, seekTrim, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
+import { buildFfmpegArgs, DEFAULT_DECODE, frameBytes, frameTimeKey, MAX_SOURCE_PIXELS, readsOnce, reportsFrameTimes, outputTag, seekTrim, taggedStdout, tooLargeMessage, type FfmpegInputSpec, type FfmpegOutputSpec } from './ffmpeg-args.js';
 import type { Pace } from '../flow/pace.js';
 import { BufferPool, FrameReader } from './frame-reader.js';
 import { FrameChannel } from './frame-channel.js';
@@ -24,6 +21,9 @@ import { ffmpegAutoscales, notFfmpeg } from './ffmpeg-path.js';
 import { exposedSecrets, secretsRelay } from './secrets-relay.js';
 import { colourOf, interlacedBy, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
 import { decodeStill, stillImagePath, type KeptStill, type StillPicture } from './still-image.js';
+import { fileProblem } from './file-look.js';
+
+export { FILE_STAT_TIMEOUT_MS, fileLook, fileProblem } from './file-look.js';
 
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
 export type SpawnFn = (command: string, args: readonly string[], options: { stdio: ['ignore' | 'pipe', 'pipe' | Socket | number, 'pipe']; env?: NodeJS.ProcessEnv }) => ChildProcess;
@@ -498,69 +498,6 @@ function afterExit(memo: SourceMemo, go: () => void): () => void {
   return () => {
     waiting = false;
   };
-}
-
-/**
- * The longest a file source's stat at start may take, ms: one on a network mount that stopped
- * answering (NFS, SMB) waits in the kernel; past this the start fails, retried as a source's.
- */
-export const FILE_STAT_TIMEOUT_MS = 5000;
-
-/** What fileLook found: why the file cannot be an input (notAnInput, not there, no answer), or whether it is read once (readsOnce). */
-interface FileLook {
-  problem?: { code: (typeof ErrorCodes)[keyof typeof ErrorCodes]; why: string };
-  readsOnce?: boolean;
-}
-
-/**
- * The stats of files not answered yet, one a path (statOnce). A stat on a hung mount waits in one
- * of libuv's threads (4 by default) until the mount answers: a source retried after each bound
- * started one more, and four took every thread, every asynchronous file write of the process
- * (the alert journal's, snapshots', recordings') and name lookup (Kafka's brokers) waiting behind them.
- */
-const statsInFlight = new Map<string, Promise<Stats>>();
-
-/** `stat(path)`, shared with a stat of the same path still in flight: one thread at most a path waits on a mount. */
-function statOnce(path: string): Promise<Stats> {
-  let looking = statsInFlight.get(path);
-  if (!looking) {
-    const p = stat(path);
-    const forget = () => {
-      if (statsInFlight.get(path) === p) statsInFlight.delete(path);
-    };
-    p.then(forget, forget);
-    statsInFlight.set(path, (looking = p));
-  }
-  return looking;
-}
-
-/**
- * A look at the file at `path` a source is to read: why it cannot be an input (not there, a
- * folder, empty: notAnInput), or whether it is read once (readsOnce: a named pipe). By an
- * asynchronous stat, in libuv's thread pool (statSync on a hung network mount stopped the event
- * loop, every source and sink with it), bounded by FILE_STAT_TIMEOUT_MS (VAP_ERR_SOURCE_TIMEOUT
- * naming the file; the stat left to end in its thread, the only one for its path: statOnce).
- */
-export function fileLook(path: string, timeoutMs = FILE_STAT_TIMEOUT_MS): Promise<FileLook> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<FileLook>((resolve) => {
-    // (After the poll phase: an answer that came while the loop was held past the bound, by a
-    // long synchronous task, is taken first.)
-    timer = setTimeout(() => setImmediate(() => resolve({ problem: { code: ErrorCodes.SOURCE_TIMEOUT, why: `${path}: the file system gave no answer about it within ${timeoutMs / 1000} s (a network mount that stopped answering?)` } })), timeoutMs);
-  });
-  const looked = statOnce(path).then(
-    (st): FileLook => {
-      const problem = notAnInput(st);
-      return problem ? { problem: { code: problem.code, why: `${path} ${problem.why}` } } : { readsOnce: fileReadsOnce(st) };
-    },
-    (): FileLook => ({ problem: { code: ErrorCodes.SOURCE_OPEN, why: `file not found: ${path}` } }),
-  );
-  return Promise.race([looked, late]).finally(() => clearTimeout(timer));
-}
-
-/** Why the file at `path` cannot be a source's input, or undefined (fileLook's `problem`). */
-export function fileProblem(path: string, timeoutMs = FILE_STAT_TIMEOUT_MS): Promise<FileLook['problem']> {
-  return fileLook(path, timeoutMs).then((l) => l.problem);
 }
 
 /** The file's own rate is below the configured one: ffmpegSource runs it again at its own rate. */

@@ -1,5 +1,5 @@
-import { accessSync, constants, existsSync, statSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { constants, type Stats } from 'node:fs';
+import { access, writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { drawOverlay, encodeImage, placement, scaleOverlay, type FrameImage, type Overlay } from '../annotate/draw.js';
 import { gapBefore, outputSlot, VideoWriter } from '../annotate/video-writer.js';
@@ -7,10 +7,11 @@ import { PostprocessSchema } from '../config/schema.js';
 import type { Detections } from '../core/detections.js';
 import { redact } from '../core/redact.js';
 import { ArgusError, ErrorCodes, isArgusError, type ErrorCode } from '../core/errors.js';
-import { isVideoPath, sameFile, unwritableDir, VIDEO_EXTENSIONS, writeWhole } from '../core/files.js';
+import { isVideoPath, unwritableDir, VIDEO_EXTENSIONS, writeWhole } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import { forTerminal, forTerminalLines } from '../core/text.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
+import { sameFileBounded, statBounded } from '../sources/file-look.js';
 import { resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { quoteDamage } from '../sources/stats.js';
 import { inputKind, readImage, videoFrames, type RawFrame, type VideoInfo } from './frames.js';
@@ -159,27 +160,33 @@ function outPath(out: string, file: string, folder: boolean, video: boolean): st
  * it while it is read), never two inputs onto one copy, and a name whose format can hold the
  * copy (H.264 video: .mp4, .m4v, .mov, .mkv; a still image: .png, .jpg, .jpeg).
  */
-function planOutputs(out: string, files: readonly string[]): string[] {
+async function planOutputs(out: string, files: readonly string[]): Promise<string[]> {
   const fail = (m: string) => {
     throw new ArgusError(ErrorCodes.SINK_FILE, `detect --out ${out}: ${m}`);
   };
   if (out.trim() === '') throw new ArgusError(ErrorCodes.CONFIG, 'detect --out: give a file (one input) or a folder');
-  const isDir = existsSync(out) && statSync(out).isDirectory();
-  if (files.length > 1 && existsSync(out) && !isDir) fail(`with ${files.length} files, --out is a folder, and this is a file`);
+  // Looked at asynchronously and bounded (statBounded, sameFileBounded): statSync on a hung
+  // network mount held the event loop, and Ctrl-C with it.
+  const looked = await statBounded(out);
+  if ('problem' in looked && looked.problem.code === ErrorCodes.SOURCE_TIMEOUT) fail(looked.problem.why);
+  const isDir = 'stats' in looked && looked.stats.isDirectory();
+  if (files.length > 1 && 'stats' in looked && !isDir) fail(`with ${files.length} files, --out is a folder, and this is a file`);
   const folder = files.length > 1 || isDir || /[/\\]$/.test(out);
   const targets = files.map((f) => outPath(out, f, folder, inputKind(f) === 'video'));
-  files.forEach((f, i) => {
+  for (const [i, f] of files.entries()) {
     const t = targets[i];
     const video = inputKind(f) === 'video';
     if (video && !isVideoPath(t)) fail(`${f} is a video (or GIF); its annotated copy is H.264: name a ${VIDEO_EXTENSIONS.join(', ')} file`);
     if (!video && !/\.(png|jpe?g)$/i.test(t)) fail(`${f} is a still image; name a .png, .jpg or .jpeg file for its annotated copy`);
-    const over = files.find((g) => sameFile(g, t));
+    let over: string | undefined;
+    for (const g of files) if (!over && (await sameFileBounded(g, t).catch((e: Error) => fail(e.message)))) over = g;
     if (over) fail(`the annotated copy of ${f} would be written over ${over}, an input; choose another name or folder`);
     // An existing copy this process may not replace: refused before the model loads, not after reading.
-    if (existsSync(t) && !writable(t)) fail(`cannot write ${t} (EACCES)`);
+    const copy = await statBounded(t);
+    if ('stats' in copy && !(await access(t, constants.W_OK).then(() => true, () => false))) fail(`cannot write ${t} (EACCES)`);
     const j = targets.findIndex((u, k) => k < i && resolve(u) === resolve(t));
     if (j >= 0) fail(`${files[j]} and ${f} would both be written to ${t}; give them different names`);
-  });
+  }
   for (const dir of new Set(targets.map((t) => dirname(resolve(t))))) {
     const why = unwritableDir(dir);
     if (why) fail(`cannot write into ${dir} (${why})`);
@@ -202,20 +209,31 @@ export async function runDetect(files: readonly string[], options: DetectOptions
   // A URL (`argus detect https://…/x.jpg`, a camera) was "file not found" as any other name. A
   // V4L2 device (/dev/video0) is a camera too: opened as one (`-f v4l2`, tools/frames), it never
   // ends, and every frame's detections are kept for the report.
-  const missing = (f: string) =>
-    new ArgusError(ErrorCodes.SOURCE_OPEN, sourceKind(f) === 'v4l2' ? `detect: ${f} is a V4L2 camera, not a file: detect reads files to their end; name it as a source of a pipeline and look at it with argus preview` : /^[a-z][a-z0-9+.-]*:\/\//i.test(f) ? `detect: ${f}: detect reads local files, not URLs: download the file first, or name a camera as a source of a pipeline and look at it with argus preview` : `detect: file not found: ${f}`);
+  const camera = (f: string) => sourceKind(f) === 'v4l2' || /^[a-z][a-z0-9+.-]*:\/\//i.test(f);
+  // Each file looked at once, all at once, asynchronously and bounded (statBounded): existsSync
+  // and statSync on a hung network mount held the event loop, detect and Ctrl-C with it. A
+  // stat's error is said as it is (a link loop, a folder this user may not enter: "permission
+  // denied"), not as "file not found".
+  const looks = await Promise.all(files.map((f) => (camera(f) ? undefined : statBounded(f))));
+  const unreadable = (i: number): ArgusError | undefined => {
+    const f = files[i];
+    if (sourceKind(f) === 'v4l2') return new ArgusError(ErrorCodes.SOURCE_OPEN, `detect: ${f} is a V4L2 camera, not a file: detect reads files to their end; name it as a source of a pipeline and look at it with argus preview`);
+    if (camera(f)) return new ArgusError(ErrorCodes.SOURCE_OPEN, `detect: ${f}: detect reads local files, not URLs: download the file first, or name a camera as a source of a pipeline and look at it with argus preview`);
+    const l = looks[i];
+    return l && 'problem' in l ? new ArgusError(l.problem.code, `detect: ${l.problem.why}`) : undefined;
+  };
   // Nothing to read at all: fail before the model loads (with --json, its document all the same:
   // one error entry a file). Otherwise a missing file fails alone.
-  if (files.every((f) => sourceKind(f) === 'v4l2' || !existsSync(f))) {
-    if (!options.json) throw missing(files[0]);
+  if (files.every((_, i) => unreadable(i))) {
+    if (!options.json) throw unreadable(0)!;
     const named = modelRef(options.model);
-    const none: DetectOutput = { model: named.path ? resolve(named.path) : named.manifest!, files: files.map((f) => ({ file: redact(f), width: 0, height: 0, frames: [], error: { code: ErrorCodes.SOURCE_OPEN, message: redact(missing(f).message) } })), failed: files.length };
+    const none: DetectOutput = { model: named.path ? resolve(named.path) : named.manifest!, files: files.map((f, i) => ({ file: redact(f), width: 0, height: 0, frames: [], error: { code: unreadable(i)!.code, message: redact(unreadable(i)!.message) } })), failed: files.length };
     write(`${JSON.stringify(none)}\n`);
     await report?.finish('detect');
     return none;
   }
   const post = PostprocessSchema.parse({ ...(options.score !== undefined ? { scoreThreshold: options.score } : {}), ...(options.iou !== undefined ? { iouThreshold: options.iou } : {}) });
-  const targets = options.out !== undefined ? planOutputs(options.out, files) : undefined;
+  const targets = options.out !== undefined ? await planOutputs(options.out, files) : undefined;
   const ref = modelRef(options.model);
   const needsFfmpeg = files.some((f) => inputKind(f) === 'video');
   const [detector, ffmpeg] = await Promise.all([loadToolDetector(ref, { log, field: '--model' }), needsFfmpeg ? resolveFfmpeg() : undefined]);
@@ -240,8 +258,9 @@ export async function runDetect(files: readonly string[], options: DetectOptions
         if (writeFrame) await writeFrame(await drawnAt(imageOf(frame), { detections: d, labels }, size?.()));
       };
       try {
-        if (sourceKind(file) === 'v4l2' || !existsSync(file)) throw missing(file);
-        if (statSync(file).isDirectory()) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `detect: ${file} is a folder: give the files in it (${join(file, '*.jpg')}, …)`);
+        const unread = unreadable(i);
+        if (unread) throw unread;
+        if ((looks[i] as { stats: Stats }).stats.isDirectory()) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `detect: ${file} is a folder: give the files in it (${join(file, '*.jpg')}, …)`);
         if (!video) {
           const frame = await readImage(file);
           await handle(frame, target ? async (px) => {
@@ -386,11 +405,3 @@ function imageOf(f: RawFrame): FrameImage {
   return { data: f.data, width: f.width, height: f.height, order: 'rgb' };
 }
 
-function writable(path: string): boolean {
-  try {
-    accessSync(path, constants.W_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}

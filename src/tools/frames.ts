@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
-import { statSync, type Stats } from 'node:fs';
 import { exitOf, ownChild } from '../core/children.js';
-import { deviceProblem, notAnInput } from '../core/files.js';
+import { deviceProblem } from '../core/files.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { decodeBoundArgs, deinterlaceFilters, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, readsOnce, outputTag, sampleFilter, sourceBoundFilter, sourceInput, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
 import { ffmpegAutoscales, notFfmpeg } from '../sources/ffmpeg-path.js';
 import { FFMPEG_EXIT_WAIT_MS } from '../sources/ffmpeg-source.js';
+import { fileLook } from '../sources/file-look.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
 import { decodeStill, stillImagePath } from '../sources/still-image.js';
 import { FrameTimes, interlacedBy, isConfigChatter, isInputHeader, isOutputHeader, LogLines, parseVideoStreamLine, pictureTooLarge, reportsDamage, saysNoVideoStream, scaledTo, withoutOwnNotices } from '../sources/stderr-probe.js';
@@ -29,15 +29,21 @@ export function inputKind(path: string): 'image' | 'video' {
   return isStillImage(path) ? 'image' : 'video';
 }
 
-function mustExist(path: string, what: string): void {
-  let st: Stats;
-  try {
-    st = statSync(path);
-  } catch {
-    throw new ArgusError(ErrorCodes.SOURCE_OPEN, `${what}: file not found: ${path}`);
-  }
-  const problem = notAnInput(st);
-  if (problem) throw new ArgusError(problem.code, `${what}: ${path} ${problem.why}`);
+/**
+ * Whether the input at `url` can be read only once (readsOnce). A local file (a path, a `file://`
+ * URL) is looked at asynchronously and bounded (fileLook): what keeps it from being an input (not
+ * there, a folder, empty, a stat's error, no answer from its file system within the bound) is
+ * thrown coded, naming it. A statSync here held the event loop on a hung network mount: argus
+ * preview and detect hung, Ctrl-C with them. A still image's own problems are decodeStill's to say.
+ */
+export async function lookedInput(url: string): Promise<boolean> {
+  const kind = sourceKind(url);
+  if (kind !== 'file') return readsOnce(url, kind);
+  const local = /^file:\/\//i.test(url) ? url.slice('file://'.length) : hasScheme(url) ? undefined : url;
+  if (local === undefined) return false;
+  const look = await fileLook(local);
+  if (look.problem && (stillImagePath(url) === undefined || look.problem.code === ErrorCodes.SOURCE_TIMEOUT)) throw new ArgusError(look.problem.code, `video: ${look.problem.why}`);
+  return look.readsOnce ?? false;
 }
 
 /** A still image as one frame (see decodeStill: the pixels a pipeline's source sees too). */
@@ -106,6 +112,8 @@ export interface VideoFramesOptions {
    * nothing would otherwise be waited for forever. Default 15 000.
    */
   stallMs?: number;
+  /** Whether the input can be read only once, where the caller has looked already (lookedInput); looked at otherwise. */
+  readsOnce?: boolean;
 }
 
 /** How long the first frame waits for the key line of a time read before it (written just after it). */
@@ -122,7 +130,7 @@ const DURATION = /^\s*Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)/;
  */
 export async function* videoFrames(o: VideoFramesOptions): AsyncGenerator<RawFrame> {
   // An input that cannot be read twice is deinterlaced from its first read (flagged frames only).
-  const once = readsOnce(o.url);
+  const once = o.readsOnce ?? (await lookedInput(o.url));
   yield* framesOf(o, once, once);
 }
 
@@ -182,7 +190,7 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
   if (kind === 'v4l2') {
     const why = await deviceProblem(opened.url);
     if (why) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `video: ${o.url} ${why}`);
-  } else if (stillPath === undefined && !hasScheme(o.url)) mustExist(o.url, 'video');
+  }
   const still = stillPath !== undefined ? await decodeStill(stillPath) : undefined;
   // verbose: the scale filter's line at each (re)configuration, which gives a new picture's size
   // before the report of its first frame (see `sizes`).

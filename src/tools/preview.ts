@@ -1,4 +1,3 @@
-import { existsSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Subject } from 'rxjs';
@@ -10,18 +9,19 @@ import { checkClasses } from '../config/classes.js';
 import { loadPipeline } from '../config/load.js';
 import { redact } from '../core/redact.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { sameFile, unwritableDir, writeWhole } from '../core/files.js';
+import { unwritableDir, writeWhole } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import type { Point } from '../core/polygon.js';
 import { forTerminal } from '../core/text.js';
 import { pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
 import type { DetectedFrame } from '../postprocess/postprocess.js';
-import { indexedFormat, isStillImage, networkInputArgs, readsOnce, sourceKind, userInputArgs } from '../sources/ffmpeg-args.js';
+import { indexedFormat, isStillImage, networkInputArgs, sourceKind, userInputArgs } from '../sources/ffmpeg-args.js';
+import { sameFileBounded, statBounded } from '../sources/file-look.js';
 import { HttpRelay } from '../sources/http-relay.js';
 import { configuredFfmpegPath, describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { secretsRelay } from '../sources/secrets-relay.js';
 import { track } from '../tracking/track.js';
-import { videoFrames, type RawFrame } from './frames.js';
+import { lookedInput, videoFrames, type RawFrame } from './frames.js';
 import { FrameDetector, loadToolDetector } from './model.js';
 import { Report } from './report.js';
 
@@ -64,14 +64,19 @@ const SEEK_MARGINS_S = [3, 30, 300];
  * of `inputs` (the pipeline file, the source's video: the picture would replace them), in a
  * folder that exists or can be made, and can be written.
  */
-function checkOut(out: string, inputs: readonly string[]): void {
+async function checkOut(out: string, inputs: readonly string[]): Promise<void> {
   const fail = (m: string) => {
     throw new ArgusError(ErrorCodes.SINK_FILE, `preview --out ${out}: ${m}`);
   };
   if (out.trim() === '') throw new ArgusError(ErrorCodes.CONFIG, 'preview --out: give the .png (or .jpg) file to write');
-  if (existsSync(out) && statSync(out).isDirectory()) fail('is a folder; name the .png (or .jpg) file to write');
+  // Looked at asynchronously and bounded (statBounded, sameFileBounded): statSync on a hung
+  // network mount held the event loop, and Ctrl-C with it.
+  const looked = await statBounded(out);
+  if ('problem' in looked && looked.problem.code === ErrorCodes.SOURCE_TIMEOUT) fail(looked.problem.why);
+  if ('stats' in looked && looked.stats.isDirectory()) fail('is a folder; name the .png (or .jpg) file to write');
   if (!/\.(png|jpe?g)$/i.test(out)) fail('the preview is a picture: name a .png, .jpg or .jpeg file');
-  const over = inputs.find((i) => sameFile(i, out));
+  let over: string | undefined;
+  for (const i of inputs) if (!over && (await sameFileBounded(i, out))) over = i;
   if (over) fail(`would be written over ${over}, which the preview reads; choose another name`);
   const dir = dirname(resolve(out));
   const why = unwritableDir(dir);
@@ -91,7 +96,7 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
   const report = options.write ? undefined : new Report();
   const write = options.write ?? report!.write;
   const log: LogFn = (m, f, level) => (level === 'warn' || level === 'error' ? options.log?.(m, f, level) : undefined);
-  checkOut(options.out, [file]);
+  await checkOut(options.out, [file]);
   const config = await loadPipeline(file);
   const baseDir = pipelineBaseDir(file);
   // A worker's YAML has no sources: its cameras come from the cameras topic (it read sources[0].uri of nothing).
@@ -108,10 +113,14 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
   loading.catch(() => undefined); // awaited below
   let ffmpegPath: string;
   let url: string;
+  let once: boolean;
   try {
     ffmpegPath = (config.ffmpegPath ? await describeFfmpeg(configuredFfmpegPath(config.ffmpegPath, baseDir), 'config ffmpegPath', setting('ffmpegPath')) : await resolveFfmpeg()).path;
     url = await resolveSourceUrl(src, baseDir, ffmpegPath, (m) => log(m), setting(`sources[${index}]`));
-    if (sourceKind(url) === 'file') checkOut(options.out, [url]);
+    // The source's file looked at once, bounded (lookedInput): what keeps it from being read
+    // (not there, a folder, a stat's error, no answer from its file system) said before the model's wait.
+    once = await lookedInput(url);
+    if (sourceKind(url) === 'file') await checkOut(options.out, [url]);
   } catch (e) {
     await loading.then((d) => d.release(), () => undefined);
     throw e;
@@ -165,7 +174,6 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
     // decodes from the start and drops what is before the seek point), and read again after a
     // seek that found nothing, its writer was gone: no frame, VAP_ERR_SOURCE_TIMEOUT 15 s later.
     // From 0, its frames before `at` are decoded and skipped, and its last one is known.
-    const once = readsOnce(url);
     let seekAt = once ? 0 : start;
     // A camera's credentials (and an rtsps:// certificate to check) go through a relay of
     // argus's, as in a run: ffmpeg's command line is readable by every local user.
@@ -189,6 +197,7 @@ export async function runPreview(file: string, options: PreviewOptions): Promise
             ...networkInputArgs({ kind: sourceKind(url), url, rtspTransport: src.rtspTransport, inputArgs: src.inputArgs, decode: src.decode }),
             ...(relay instanceof HttpRelay ? (relay.ffmpegInputArgs(src.inputArgs) ?? []) : userInputArgs(url, sourceKind(url), src.inputArgs ?? [])),
           ],
+          readsOnce: once,
           start: seekAt,
           // Up to and including the frame shown at `at` (live: the first 2 s).
           duration: file_ ? at - seekAt + 1e-3 : tracking ? HISTORY_S : 1e-3,

@@ -1,5 +1,8 @@
 // A file source's look at its file before ffmpeg starts: asynchronous and bounded. statSync on a
 // network mount that stopped answering stopped the event loop (every source, sink and timer).
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SlowToDie } from './fake-ffmpeg.js';
 
@@ -27,6 +30,7 @@ vi.mock('node:fs', async (original) => {
 
 const { ffmpegSource, fileLook, fileProblem, FILE_STAT_TIMEOUT_MS } = await import('../../src/sources/ffmpeg-source.js');
 const { ErrorCodes } = await import('../../src/core/errors.js');
+const { statProblem } = await import('../../src/sources/file-look.js');
 const { supervisedSource } = await import('../../src/sources/supervised-source.js');
 type Transition = import('../../src/sources/health.js').Transition;
 
@@ -123,5 +127,24 @@ describe("a file source's stat at start", () => {
   it('a file not there, a folder: said as before', async () => {
     expect(await fileProblem('/argus-test-not-there.mp4')).toEqual({ code: ErrorCodes.SOURCE_OPEN, why: 'file not found: /argus-test-not-there.mp4' });
     expect((await fileProblem('/tmp'))?.why).toBe('/tmp is a folder, not a file');
+  });
+
+  it("a stat's error other than not found (a link loop, a path through a file, a name too long, EIO) is said as it is, coded and naming the file", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argus-stat-error-'));
+    try {
+      const loop = join(dir, 'loop.mp4');
+      symlinkSync(loop, loop);
+      writeFileSync(join(dir, 'plain'), 'x');
+      expect(await fileProblem(loop)).toEqual({ code: ErrorCodes.SOURCE_OPEN, why: `${loop}: too many levels of symbolic links (ELOOP): a link on its path leads back to itself` });
+      expect(await fileProblem(join(dir, 'plain', 'x.mp4'))).toEqual({ code: ErrorCodes.SOURCE_OPEN, why: `${join(dir, 'plain', 'x.mp4')}: not found: a part of its path is a file, not a folder (ENOTDIR)` });
+      const long = join(dir, `${'n'.repeat(300)}.mp4`);
+      expect((await fileProblem(long))?.why).toBe(`${long}: its name, or a part of it, is too long for the file system (ENAMETOOLONG)`);
+      // (Root enters any folder: EACCES and EIO by their codes.)
+      expect(statProblem('/mnt/x.mp4', Object.assign(new Error('x'), { code: 'EACCES' })).why).toBe("/mnt/x.mp4: permission denied (EACCES): a folder on its path is not this user's to enter");
+      expect(statProblem('/mnt/x.mp4', Object.assign(new Error('x'), { code: 'EIO' })).why).toMatch(/^\/mnt\/x\.mp4: an input\/output error \(EIO\)/);
+      expect(statProblem('/mnt/x.mp4', Object.assign(new Error('x'), { code: 'EOVERFLOW' })).why).toBe('/mnt/x.mp4: cannot be looked at (EOVERFLOW)');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

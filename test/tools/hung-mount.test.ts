@@ -1,0 +1,149 @@
+// argus preview and detect look at their input files asynchronously and bounded (sources/file-look:
+// the look a run's file source makes at each start). They stat them synchronously (existsSync,
+// statSync, readsOnce's and sameFile's statSync): on a network mount that stopped answering, the
+// event loop was held as long as the mount, Ctrl-C with it (a signal's handler is JavaScript).
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+
+const hung = vi.hoisted(() => ({ dir: '/argus-test-hung-mount/' }));
+vi.mock('node:fs/promises', async (original) => {
+  const real = await original<typeof import('node:fs/promises')>();
+  // A stat on the hung mount never answers (it waits in the kernel, in libuv's thread pool).
+  const stat = (p: string, ...rest: unknown[]) => (String(p).startsWith(hung.dir) ? new Promise(() => {}) : (real.stat as (...a: unknown[]) => Promise<unknown>)(p, ...rest));
+  return { ...real, default: { ...real, stat }, stat };
+});
+
+// A synchronous look at it would hold the event loop for as long as the mount does not answer:
+// noted here, and failed, as the kernel would not.
+const syncLooks = vi.hoisted(() => [] as string[]);
+vi.mock('node:fs', async (original) => {
+  const real = await original<typeof import('node:fs')>();
+  const watched = <F extends (...a: never[]) => unknown>(f: F, name: string): F =>
+    ((p: string, ...rest: unknown[]) => {
+      if (String(p).startsWith(hung.dir)) {
+        syncLooks.push(`${name}(${p})`);
+        if (name === 'existsSync') return false;
+        throw Object.assign(new Error(`EIO: ${name}(${p}) on the hung mount`), { code: 'EIO' });
+      }
+      return (f as unknown as (...a: unknown[]) => unknown)(p, ...rest);
+    }) as unknown as F;
+  const own = { statSync: watched(real.statSync, 'statSync'), existsSync: watched(real.existsSync, 'existsSync'), lstatSync: watched(real.lstatSync, 'lstatSync'), accessSync: watched(real.accessSync, 'accessSync') };
+  return { ...real, default: { ...real, ...own }, ...own };
+});
+
+const { runDetect } = await import('../../src/tools/detect.js');
+const { runPreview } = await import('../../src/tools/preview.js');
+const { FILE_STAT_TIMEOUT_MS } = await import('../../src/sources/ffmpeg-source.js');
+const { ErrorCodes } = await import('../../src/core/errors.js');
+const { writeHostileModel } = await import('../helpers/hostile-model.js');
+const { modelDir } = await import('../helpers/onnx-graphs.js');
+
+const work = mkdtempSync(join(tmpdir(), 'argus-hung-mount-'));
+const models = modelDir();
+afterAll(() => {
+  rmSync(work, { recursive: true, force: true });
+  models.cleanup();
+});
+
+/** `p`'s rejection, how long it took (ms), and how many times a 50 ms timer fired meanwhile (the loop ran). */
+async function timed(p: Promise<unknown>): Promise<{ error: Error & { code?: string }; ms: number; ticks: number }> {
+  const t0 = performance.now();
+  let ticks = 0;
+  const tick = setInterval(() => ticks++, 50);
+  try {
+    const error = await p.then(
+      () => {
+        throw new Error('resolved');
+      },
+      (e: Error) => e,
+    );
+    return { error, ms: performance.now() - t0, ticks };
+  } finally {
+    clearInterval(tick);
+  }
+}
+
+describe('argus detect and preview on a mount that does not answer', () => {
+  it(`detect: VAP_ERR_SOURCE_TIMEOUT naming the file after ${FILE_STAT_TIMEOUT_MS / 1000} s, no synchronous look, the loop running meanwhile`, async () => {
+    syncLooks.length = 0;
+    const file = `${hung.dir}clip.mp4`;
+    const r = await timed(runDetect([file], { write: () => {} }));
+    expect(r.error.code).toBe(ErrorCodes.SOURCE_TIMEOUT);
+    expect(r.error.message).toContain(`detect: ${file}: the file system gave no answer about it within ${FILE_STAT_TIMEOUT_MS / 1000} s`);
+    expect(syncLooks).toEqual([]);
+    expect(r.ms).toBeGreaterThanOrEqual(FILE_STAT_TIMEOUT_MS - 50);
+    expect(r.ticks).toBeGreaterThan(10);
+  }, 60_000);
+
+  it('detect --json: the file on the hung mount and a missing one, each with its own coded error, before the model loads', async () => {
+    syncLooks.length = 0;
+    let out = '';
+    const doc = await runDetect([`${hung.dir}a.jpg`, join(work, 'none.jpg')], { json: true, write: (t) => (out += t) });
+    expect(doc.failed).toBe(2);
+    expect(doc.files.map((f) => f.error?.code)).toEqual([ErrorCodes.SOURCE_TIMEOUT, ErrorCodes.SOURCE_OPEN]);
+    expect(doc.files[1].error?.message).toBe(`detect: file not found: ${join(work, 'none.jpg')}`);
+    expect(JSON.parse(out).failed).toBe(2);
+    expect(syncLooks).toEqual([]);
+  }, 60_000);
+
+  it('detect --out on the hung mount: VAP_ERR_SINK_FILE naming it, no synchronous look', async () => {
+    syncLooks.length = 0;
+    const pic = join(work, 'in.png');
+    writeFileSync(pic, Buffer.from('not read'));
+    const r = await timed(runDetect([pic], { out: `${hung.dir}out.png`, write: () => {} }));
+    expect(r.error.code).toBe(ErrorCodes.SINK_FILE);
+    expect(r.error.message).toContain(`detect --out ${hung.dir}out.png: ${hung.dir}out.png: the file system gave no answer`);
+    expect(syncLooks).toEqual([]);
+  }, 60_000);
+
+  it(`preview of a source on the hung mount: VAP_ERR_SOURCE_TIMEOUT naming the file after ${FILE_STAT_TIMEOUT_MS / 1000} s, no synchronous look`, async () => {
+    syncLooks.length = 0;
+    const model = models.path('hung-mount.onnx');
+    writeHostileModel(model);
+    const yaml = join(work, 'p.yaml');
+    writeFileSync(yaml, ['sources:', '  - id: cam', `    uri: ${hung.dir}clip.mp4`, 'model:', `  path: ${model}`, ''].join('\n'));
+    const r = await timed(runPreview(yaml, { out: join(work, 'p.png'), write: () => {} }));
+    expect(r.error.code).toBe(ErrorCodes.SOURCE_TIMEOUT);
+    expect(r.error.message).toContain(`${hung.dir}clip.mp4: the file system gave no answer about it within ${FILE_STAT_TIMEOUT_MS / 1000} s`);
+    expect(syncLooks).toEqual([]);
+    expect(r.ticks).toBeGreaterThan(10);
+  }, 60_000);
+});
+
+describe("a stat's error other than not found, said as it is", () => {
+  const loop = join(work, 'loop.mp4');
+  symlinkSync(loop, loop);
+  const plain = join(work, 'plain');
+  writeFileSync(plain, 'x');
+  const cases: [string, string, RegExp][] = [
+    ['a link loop', loop, /loop\.mp4: too many levels of symbolic links \(ELOOP\)/],
+    ['a path through a file', join(plain, 'x.mp4'), /plain\/x\.mp4: not found: a part of its path is a file, not a folder \(ENOTDIR\)/],
+    ['a name too long', join(work, `${'n'.repeat(300)}.mp4`), /: its name, or a part of it, is too long for the file system \(ENAMETOOLONG\)/],
+  ];
+
+  it.each(cases)('detect, %s: VAP_ERR_SOURCE_OPEN saying what it is, not "file not found"', async (_what, file, said) => {
+    const e = await runDetect([file], { write: () => {} }).then(
+      () => undefined,
+      (x: Error & { code?: string }) => x,
+    );
+    expect(e?.code).toBe(ErrorCodes.SOURCE_OPEN);
+    expect(e?.message).toMatch(said);
+    expect(e?.message).not.toMatch(/file not found/);
+  });
+
+  it.each(cases)('preview, %s: VAP_ERR_SOURCE_OPEN saying what it is, not "file not found"', async (_what, file, said) => {
+    const model = models.path('stat-error.onnx');
+    writeHostileModel(model);
+    const yaml = join(work, 'e.yaml');
+    writeFileSync(yaml, ['sources:', '  - id: cam', `    uri: ${file}`, 'model:', `  path: ${model}`, ''].join('\n'));
+    const e = await runPreview(yaml, { out: join(work, 'e.png'), write: () => {} }).then(
+      () => undefined,
+      (x: Error & { code?: string }) => x,
+    );
+    expect(e?.code).toBe(ErrorCodes.SOURCE_OPEN);
+    expect(e?.message).toMatch(said);
+    expect(e?.message).not.toMatch(/file not found/);
+  });
+});
