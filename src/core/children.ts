@@ -3,14 +3,28 @@ import { atStopSignal } from './signals.js';
 
 /** The child processes argus started (ffmpeg) that have not exited. */
 const live = new Set<ChildProcess>();
+/** How those stopped gently at a stop signal are stopped (ownChild's `stopGently`). */
+const gentle = new Map<ChildProcess, () => Promise<void>>();
 let releaseSignals: (() => void) | undefined;
 let exitHooked = false;
 
 function killAll(): void {
   for (const c of live) c.kill('SIGKILL');
   live.clear();
+  gentle.clear();
   releaseSignals?.();
   releaseSignals = undefined;
+}
+
+/**
+ * At a stop signal (atStopSignal): the children with a gentle stop stopped so (an RTSP camera's
+ * ffmpeg: SIGTERM, TEARDOWN, SIGKILL after its grace), the process's end waiting for them; every
+ * other one killed. `forced` (a second signal during that wait): every one killed at once.
+ */
+function stopAll(forced: boolean): Promise<void> | void {
+  const waits = forced ? [] : [...live].flatMap((c) => (gentle.has(c) ? [gentle.get(c)!()] : (c.kill('SIGKILL'), [])));
+  if (!waits.length) return killAll();
+  return Promise.all(waits).then(killAll);
 }
 
 /**
@@ -19,18 +33,22 @@ function killAll(): void {
  * ends the process by its default action (argus detect, preview: atStopSignal). A child is
  * otherwise left behind: `argus detect FIFO.mp4` then Ctrl-C left its ffmpeg blocked opening the
  * named pipe, ignoring the SIGINT it got too (ffmpeg waits for a fourth), orphaned for ever.
- * A child that never started (no pid: its 'error' event says why) is not held. Returns `child`.
+ * A child that never started (no pid: its 'error' event says why) is not held. `stopGently`:
+ * how a stop signal stops it instead (stopAll; an RTSP camera's ffmpeg: stopFfmpeg), the
+ * process's end waiting for it; the exit still kills it. Returns `child`.
  */
-export function ownChild<C extends ChildProcess>(child: C): C {
+export function ownChild<C extends ChildProcess>(child: C, stopGently?: () => Promise<void>): C {
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return child;
   if (!exitHooked) {
     exitHooked = true;
     process.on('exit', killAll);
   }
   live.add(child);
-  releaseSignals ??= atStopSignal(killAll);
+  if (stopGently) gentle.set(child, stopGently);
+  releaseSignals ??= atStopSignal(stopAll);
   child.once('exit', () => {
     live.delete(child);
+    gentle.delete(child);
     if (live.size > 0) return;
     releaseSignals?.();
     releaseSignals = undefined;

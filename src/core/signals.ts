@@ -32,39 +32,67 @@ export class StopSignals {
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
-/** What a stop signal undoes where nothing else in the process listens for it (atStopSignal). */
-const cleanups = new Set<() => void>();
+/**
+ * What a stop signal undoes where nothing else in the process listens for it (atStopSignal): given
+ * `forced` false at the first signal, which may return a promise for the process to wait on (an
+ * RTSP camera's ffmpeg given its grace to send TEARDOWN), true at a second one during that wait.
+ */
+type Cleanup = (forced: boolean) => void | Promise<unknown>;
+const cleanups = new Set<Cleanup>();
+
+/** The first signal's cleanups, while the process waits on them before it ends; when it came. */
+let ending: { ran: Cleanup[]; at: number } | undefined;
 
 /**
  * A stop signal with `cleanups` pending: where nothing else in the process listens for the signal
  * (argus detect, preview: no orderly stop of their own), each is run, and the process then ends
- * by the signal as it would have (its default action, status 128 + n). Where another listener
+ * by the signal as it would have (its default action, status 128 + n), once what they return has
+ * settled. A second signal then (not a repeat within SIGNAL_REPEAT_MS: the same one sent to the
+ * process and its group) runs them forced and ends the process at once. Where another listener
  * stops the process in order (argus run), that stop undoes what it holds itself.
  */
 function onStopSignal(signal: NodeJS.Signals): void {
   if (process.listenerCount(signal) > 1) return;
-  for (const c of cleanups) {
-    try {
-      c();
-    } catch {
-      // the others are still undone, and the process still ends by the signal
+  const end = (): void => {
+    for (const s of STOP_SIGNALS) process.removeListener(s, onStopSignal);
+    process.kill(process.pid, signal);
+  };
+  const run = (cs: Cleanup[], forced: boolean): Promise<unknown>[] => {
+    const waits: Promise<unknown>[] = [];
+    for (const c of cs) {
+      try {
+        const r = c(forced);
+        if (r) waits.push(r.catch(() => undefined));
+      } catch {
+        // the others are still undone, and the process still ends by the signal
+      }
     }
+    return waits;
+  };
+  if (ending) {
+    if (performance.now() - ending.at < SIGNAL_REPEAT_MS) return;
+    run(ending.ran, true);
+    return end();
   }
+  const ran = [...cleanups];
   cleanups.clear();
-  for (const s of STOP_SIGNALS) process.removeListener(s, onStopSignal);
-  process.kill(process.pid, signal);
+  const waits = run(ran, false);
+  if (!waits.length) return end();
+  ending = { ran, at: performance.now() };
+  void Promise.all(waits).then(end);
 }
 
 /**
- * Runs `cleanup` (synchronous) if SIGINT, SIGTERM or SIGHUP ends the process by its default action
- * before the returned function is called (see onStopSignal). The signals are listened for only
- * while something is pending.
+ * Runs `cleanup` if SIGINT, SIGTERM or SIGHUP ends the process by its default action before the
+ * returned function is called (see onStopSignal): synchronous, or a promise the process waits on
+ * before it ends (bounded by the cleanup itself), called again with `forced` at a second signal.
+ * The signals are listened for only while something is pending.
  */
-export function atStopSignal(cleanup: () => void): () => void {
-  if (cleanups.size === 0) for (const s of STOP_SIGNALS) process.on(s, onStopSignal);
+export function atStopSignal(cleanup: Cleanup): () => void {
+  if (cleanups.size === 0 && !ending) for (const s of STOP_SIGNALS) process.on(s, onStopSignal);
   cleanups.add(cleanup);
   return () => {
-    if (!cleanups.delete(cleanup) || cleanups.size > 0) return;
+    if (!cleanups.delete(cleanup) || cleanups.size > 0 || ending) return;
     for (const s of STOP_SIGNALS) process.removeListener(s, onStopSignal);
   };
 }

@@ -4,7 +4,7 @@ import { deviceProblem } from '../core/files.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { decodeBoundArgs, deinterlaceFilters, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, readsOnce, outputTag, sampleFilter, sourceBoundFilter, sourceInput, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
 import { ffmpegAutoscales, notFfmpeg } from '../sources/ffmpeg-path.js';
-import { FFMPEG_EXIT_WAIT_MS } from '../sources/ffmpeg-source.js';
+import { FFMPEG_EXIT_WAIT_MS, stopFfmpeg } from '../sources/ffmpeg-source.js';
 import { fileLook } from '../sources/file-look.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
 import { decodeStill, stillImagePath } from '../sources/still-image.js';
@@ -226,7 +226,26 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
   const ownSizes = ffmpegAutoscales(o.ffmpegPath);
   if (ownSizes) args.push('-autoscale', '0');
   args.push(...NO_INPUT_METADATA, '-f', 'rawvideo', outputUrl);
-  const child = ownChild(spawn(o.ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] }));
+  const spawned = spawn(o.ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  /**
+   * Stops ffmpeg as a run stops its own (stopFfmpeg): an RTSP camera's with SIGTERM, on which it
+   * sends the camera TEARDOWN, SIGKILL after the grace; any other's with SIGKILL. A preview of a
+   * camera killed its ffmpeg outright, the camera's session left open until it timed out (a
+   * camera of 2 to 4 sessions then refused the run started next, 453, for a minute).
+   */
+  let stopping: Promise<void> | undefined;
+  // (Once: at a second SIGTERM, ffmpeg interrupts its I/O, the TEARDOWN's write with it.)
+  const stopGently = (): Promise<void> => (stopping ??= kind === 'rtsp' ? stopFfmpeg(spawned) : (spawned.kill('SIGKILL'), Promise.resolve()));
+  const stop = (): void => void stopGently();
+  // Stopped so at a stop signal too (Ctrl-C: ownChild), its frames' pipe closed first: with a
+  // frame held by the consumer, ffmpeg waited in a write to the full pipe, never read the camera's
+  // next packet, where it acts on SIGTERM, and was killed at the grace's end without its TEARDOWN.
+  // (ffmpeg ignores SIGPIPE: the write's EPIPE ends its output, and its input is closed as at its end.)
+  // The frames' reader then waits for the process's end by the signal (atSignal), not on to an
+  // error of the closed pipe (an error line, a script's exit 1, before the camera's grace).
+  let atSignal = false;
+  const child = ownChild(spawned, kind === 'rtsp' ? () => ((atSignal = true), spawned.stdout?.destroy(), stopGently()) : undefined);
+  const endsBySignal = (): Promise<never> => new Promise<never>(() => {});
   // A still image's frame, else nothing (-nostdin: ffmpeg reads its stdin only as an input).
   child.stdin.on('error', () => {}); // an ffmpeg that ends first is told by its exit
   child.stdin.end(still?.data);
@@ -299,7 +318,7 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
           if (scaled.width > 0 && scaled.height > 0 && scaled.width * scaled.height <= MAX_SOURCE_PIXELS) sizes.push({ from: reported, ...scaled });
           else {
             badLog ??= new ArgusError(ErrorCodes.SOURCE_PROBE, `${o.url}: ffmpeg's log gives a picture as ${scaled.width}x${scaled.height}, beyond the ${MAX_SOURCE_PIXELS} pixels argus takes`);
-            child.kill('SIGKILL');
+            stop();
           }
         }
         continue;
@@ -327,7 +346,7 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
         // ffmpeg's filter keeps frames within MAX_SOURCE_PIXELS; more is not what it writes.
         if (s && !(s.width * s.height <= MAX_SOURCE_PIXELS)) {
           badLog ??= new ArgusError(ErrorCodes.SOURCE_PROBE, `${o.url}: ffmpeg's log gives the picture as ${s.width}x${s.height}, beyond the ${MAX_SOURCE_PIXELS} pixels argus takes`);
-          child.kill('SIGKILL');
+          stop();
           gotInfo();
         } else if (s) {
           info = { width: s.width, height: s.height, fps: s.fps, durationS };
@@ -337,7 +356,7 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
           // file of 120000x2 frames): the frames could never be cut, and ffmpeg, blocked on the
           // full pipe, and argus waited on each other for ever (ffmpegSource says the same).
           badLog ??= new ArgusError(ErrorCodes.SOURCE_PROBE, `${o.url}: ffmpeg's line for the frames it writes has no size argus can read: ${line.trim()}`);
-          child.kill('SIGKILL');
+          stop();
           gotInfo();
         }
       }
@@ -388,7 +407,7 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
   const watch = () => {
     watchdog = setTimeout(() => {
       stalled = true;
-      child.kill('SIGKILL');
+      stop();
     }, stallMs);
   };
   const unwatch = () => clearTimeout(watchdog);
@@ -455,6 +474,7 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
       watch();
     }
     unwatch();
+    if (atSignal) await endsBySignal();
     const { code, error } = await exited;
     done = true;
     if (badLog) throw badLog;
@@ -476,8 +496,11 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
       if (saysNoVideoStream(lines.join('\n'))) throw new ArgusError(ErrorCodes.SOURCE_PROBE, `${o.url} has no video stream:\n${last}`);
       throw new ArgusError(ErrorCodes.SOURCE_EXIT, `ffmpeg exited with code ${code} decoding ${o.url}:\n${last}`);
     }
+  } catch (e) {
+    if (atSignal) await endsBySignal();
+    throw e;
   } finally {
     unwatch();
-    if (!done) child.kill('SIGKILL');
+    if (!done) stop();
   }
 }
