@@ -115,6 +115,14 @@ export interface FfmpegSourceOptions {
    */
   onClockNotice?: (text: string) => void;
   /**
+   * Told why a rerun within this start (packed frames, the file's own rate, the deinterlacer, a
+   * seek's margin) waits, however long, for the source's last ffmpeg and the one left behind
+   * before it (both stuck in the kernel: lastFfmpegGone's `onStuck`): supervisedSource reports it
+   * as its restarts' wait is (`stalled`, VAP_ERR_SOURCE_STALLED, counted in ffmpegWaits). It
+   * waited without a word: the source said `starting` for as long as the device hung.
+   */
+  onFfmpegStuck?: (why: string) => void;
+  /**
    * Told once per source (its `memo`) when ffmpeg's command line, which every local user can
    * read, holds a secret of the camera's that argus's relays cannot carry (exposedSecrets): an
    * SRT passphrase, RTMP credentials, RTSP tunnelled in HTTP.
@@ -483,14 +491,14 @@ export async function lastFfmpegGone(last: LastFfmpeg, onStuck?: (why: string) =
  * the next to open (a device's driver releasing it) lost the device to it. Now the order is
  * certain, for 10 to 90 ms more a restart. Returns what cancels the wait.
  */
-function afterExit(memo: SourceMemo, go: () => void): () => void {
+function afterExit(memo: SourceMemo, go: () => void, onStuck?: (why: string) => void): () => void {
   if (!memo.last?.ffmpeg) {
     go();
     return () => {};
   }
   // (A cancelled wait's timer and listeners go with the exit, or FFMPEG_EXIT_WAIT_MS: exitOf.)
   let waiting = true;
-  void lastFfmpegGone(memo.last).then(() => {
+  void lastFfmpegGone(memo.last, (why) => waiting && onStuck?.(why)).then(() => {
     if (!waiting) return;
     waiting = false;
     go();
@@ -1511,10 +1519,14 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     let cancelWait: (() => void) | undefined;
     const memo = options.memo ?? {};
     const launchAfterExit = (): void => {
-      cancelWait = afterExit(memo, () => {
-        cancelWait = undefined;
-        if (!closed) launch();
-      });
+      cancelWait = afterExit(
+        memo,
+        () => {
+          cancelWait = undefined;
+          if (!closed) launch();
+        },
+        options.onFfmpegStuck,
+      );
     };
     const begin = (): void => {
       if (stillPath === undefined) launchAfterExit();

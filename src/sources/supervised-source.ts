@@ -251,6 +251,8 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       return run({
         ...runOptions,
         memo,
+        // A rerun within this start waiting for two stuck ffmpegs: reported as a restart's wait is (lastGone).
+        onFfmpegStuck: (why) => transition('stalled', why, new ArgusError(ErrorCodes.SOURCE_STALLED, `source "${o.id}": ${why}`), attempt, true),
         // Looping is done here (restart at 0), so the position in the file is always known.
         input: isFile ? { ...o.input, loop: false, seek, seekMargin: seek !== undefined && !exact ? SEEK_MARGIN_S : 0 } : o.input,
         seqStart: nextSeq,

@@ -177,4 +177,46 @@ describe('at most one ffmpeg a source is left behind (stuck in the kernel: a dev
     await vi.advanceTimersByTimeAsync(0);
     expect(children).toHaveLength(3);
   });
+
+  it('a rerun within one start (packed frames, then the deinterlacer) waiting for its stuck ffmpeg and the one left behind: reported as a restart\'s wait is (stalled, coded, counted), not silent', async () => {
+    vi.useFakeTimers();
+    const { spawn, children } = spawner();
+    const transitions: Transition[] = [];
+    const stats = newSourceStats('cam');
+    sub = supervisedSource({
+      // Frames at the source's size in YUV: a 64x48 picture is run again packed (YUV_MIN_PIXELS).
+      ...opts(spawn, { output: { ...output, frame: 'source-yuv' } }),
+      reconnect: { initialDelayMs: 0, maxDelayMs: 0, jitter: 0, maxAttempts: 0, healthyResetMs: 30_000 },
+      watchdog: { startTimeoutMs: 600_000, stallFactor: 10, stallMinMs: 2000, stallMaxMs: 60_000 },
+      onTransition: (t) => {
+        transitions.push(t);
+        recordTransition(stats, t);
+      },
+    }).subscribe({ error: () => {} });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(children).toHaveLength(1);
+    // Its report: run again (packed, or deinterlaced) within this start; killed, it never exits:
+    // left behind after the wait, the rerun starts beside it.
+    children[0].stderr.write(interlaced(children[0]));
+    await vi.advanceTimersByTimeAsync(FFMPEG_EXIT_WAIT_MS + 10);
+    expect(children).toHaveLength(2);
+    expect(transitions.filter((t) => t.state === 'stalled')).toHaveLength(0);
+    // The rerun's report: run again for the other reason; it never exits either: the next waits
+    // for one of the two, and says so.
+    children[1].stderr.write(interlaced(children[1]));
+    await vi.advanceTimersByTimeAsync(FFMPEG_EXIT_WAIT_MS + 10);
+    expect(children.map((c) => c.signals)).toEqual([['SIGKILL'], ['SIGKILL']]);
+    expect(children).toHaveLength(2);
+    const stalled = transitions.filter((t) => t.state === 'stalled');
+    expect(stalled).toHaveLength(1);
+    expect(stalled[0].code).toBe('VAP_ERR_SOURCE_STALLED');
+    expect(stalled[0].reason).toMatch(/has not exited 2 s after it was stopped, nor has ffmpeg .* before it/);
+    expect(stats.state).toBe('stalled');
+    expect(stats.ffmpegWaits).toBe(1);
+    // One of them exits: the rerun starts, packed and deinterlaced.
+    children[0].exitLater();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(children).toHaveLength(3);
+    expect(children[2].args.join(' ')).toContain('bwdif');
+  });
 });
