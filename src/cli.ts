@@ -16,7 +16,7 @@ import { ortLogLevel } from './inference/detector.js';
 import { pipelineBaseDir } from './pipeline/pipeline.js';
 import { sourceSummary } from './sources/stats.js';
 import { runPipeline } from './pipeline/run.js';
-import { batchSources, fraction, MAX_TIMER_SECONDS, oneOf, positiveInt, pathFlag, positiveNumber, seconds, topicFlag, wholeNumber } from './tools/flags.js';
+import { batchSources, CONSUME_MAX_WINDOW, fraction, MAX_TIMER_SECONDS, oneOf, positiveInt, pathFlag, positiveNumber, seconds, topicFlag, wholeNumber } from './tools/flags.js';
 
 /**
  * The exit status of an error that stopped argus before it ran: a bad command line
@@ -320,7 +320,9 @@ program
   .option('--config <pipeline>', "a pipeline YAML: its Kafka sink's brokers, TLS, SASL and detections topic")
   .option('--topic <name>', 'topic to read (default: the detections topic of --config, else argus.detections)', topicFlag)
   .option('--from-beginning', 'start at the oldest message', false)
-  .option('--window <n>', 'print p50/p99 every N records read', positiveInt, 100)
+  // The window's samples are held in one array of that size: --window 4000000000 failed to
+  // allocate it (VAP_ERR_INTERNAL, exit 4), and 100000000 took 800 MB before reading a record.
+  .option('--window <n>', `print p50/p99 every N records read (at most ${CONSUME_MAX_WINDOW})`, wholeNumber(1, CONSUME_MAX_WINDOW), 100)
   .option('--count <n>', 'stop after N records read: every record counts, also one skipped as stale (a former owner\'s), not JSON or not an argus message', positiveInt)
   .option('--json', 'print each record as read, one JSON a line (a record that is not JSON: a note on stderr)', false)
   .action(async (opts: { brokers?: string[]; config?: string; topic?: string; fromBeginning: boolean; window: number; count?: number; json: boolean }) => {
@@ -377,7 +379,9 @@ program
   .argument('<pipeline>', 'pipeline YAML file')
   .option('--connect', 'also connect to the Kafka brokers', false)
   .option('--probe', 'also read each enabled source\'s first frame (its size and fps)', false)
-  .option('--timeout <seconds>', 'bound on each network step: a broker\'s answer, a first frame, the look-up of server.host (default 10)', positiveNumber())
+  // At most the longest timer Node runs: a longer bound (--timeout 3000000) fired after 1 ms, and
+  // every broker and camera was reported as not answering "within 3000000 s".
+  .option('--timeout <seconds>', `bound on each network step: a broker's answer, a first frame, the look-up of server.host (default 10, at most ${MAX_TIMER_SECONDS})`, positiveNumber(MAX_TIMER_SECONDS))
   .option('--json', 'print the report as JSON: {file, ok, problems, items: [{check, ok, code, field, message}]}', false)
   .action(async (file: string, opts: { connect: boolean; probe: boolean; timeout?: number; json: boolean }) => {
     const { checkPipeline, formatCheck } = await import('./tools/check.js');

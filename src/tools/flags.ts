@@ -57,6 +57,12 @@ export function seconds(text: string): number {
 /** The longest timer Node runs, in whole seconds (a longer one fires after 1 ms). */
 export const MAX_TIMER_SECONDS = Math.floor(MAX_TIMER_MS / 1000);
 
+/**
+ * `consume --window`'s most records: its samples are held in one array of that size (8 bytes a
+ * record), and the run's own p50/p99 are over its latest 100 000 records too.
+ */
+export const CONSUME_MAX_WINDOW = 100_000;
+
 /** `bench --batch-sources`: 0 (off), or 2 to 64 sources (a batch of 64 is the most a model takes: model.batch.maxBatch). */
 export function batchSources(text: string): number {
   const n = decimal(text);
