@@ -381,7 +381,12 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
       throttled.log('rate', 'http: an address sent requests faster than server.requestsPerAddressPerSecond; refused with 429', { address, burst, perSecond }, 'warn');
       return plain(res, 429, 'too many requests from this address (server.requestsPerAddressPerSecond)\n', { 'retry-after': String(Math.ceil(wait / 1000)) });
     }
-    if (!hostAllowed(req.headers.host, o.host, o.allowedHosts)) return plain(res, 403, 'forbidden: this Host is not served (server.allowedHosts)\n', { connection: 'close' });
+    // The probes answer any Host, as they answer anyone: an orchestrator names the address it
+    // probes (a kubelet the pod's IP, Docker's healthcheck 127.0.0.1), never the names a browser
+    // uses, and with server.allowedHosts set they were 403: the liveness probe failed and argus
+    // was restarted in a loop. Such a request is not authorized (authorized, below): the probe's
+    // status alone, not the source ids and errors a page that rebinds its name could read.
+    if (!entry?.probe && !hostAllowed(req.headers.host, o.host, o.allowedHosts)) return plain(res, 403, 'forbidden: this Host is not served (server.allowedHosts)\n', { connection: 'close' });
     if (!url) return plain(res, 400, 'bad request: the URL cannot be parsed\n', { connection: 'close' });
     if (!authorized && !entry?.public) {
       return plain(res, 401, 'unauthorized: send Authorization: Bearer <token> or ?token=<token>\n', { 'www-authenticate': 'Bearer realm="argus"', ...(entry?.page ? reloadOnce(req, url) : undefined) });
@@ -461,6 +466,8 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     stats,
     route: (path, handler, options) => void routes.set(path, { handler, public: options?.public ?? false, page: options?.page ?? false, probe: options?.probe ?? false }),
     authorized: (req) => {
+      // A Host that is not served (a probe's, answered all the same) sees what a request without the token does.
+      if (!hostAllowed(req.headers.host, o.host, o.allowedHosts)) return false;
       if (!o.token) return true;
       const url = parseRequestUrl(req.url);
       return url !== undefined && requestAuthorized(req, url, o.token, true, session);

@@ -458,6 +458,29 @@ describe('HTTP: DNS rebinding (a foreign page whose name now points at 127.0.0.1
     expect((await raw(named.port, `GET /healthz HTTP/1.1\r\nHost: localhost:${named.port}\r\nConnection: close\r\n\r\n`)).status).toBe(403);
   });
 
+  it('the probes answer any Host (an orchestrator names the address it probes), with only what a request without the token gets', async () => {
+    // A kubelet's httpGet probe sends Host: <pod IP>:<port>, Docker's healthcheck 127.0.0.1: with
+    // allowedHosts set to the names browsers use they were 403, and argus restarted in a loop.
+    for (const token of [undefined, 's3cret']) {
+      const s = await server({ allowedHosts: ['cams.example'], token });
+      const probe = (req: IncomingMessage, res: import('node:http').ServerResponse) => void res.end(s.authorized(req) ? 'details' : 'status');
+      s.route('/healthz', probe, { public: true, probe: true });
+      s.route('/readyz', probe, { public: true, probe: true });
+      s.route('/api/sources', (_q, r) => void r.end('sources'));
+      const get = (path: string, host: string) => raw(s.port, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\n${token ? `Authorization: Bearer ${token}\r\n` : ''}Connection: close\r\n\r\n`);
+      for (const host of [`10.1.2.3:${s.port}`, `127.0.0.1:${s.port}`, `evil.example:${s.port}`]) {
+        for (const path of ['/healthz', '/readyz']) {
+          const r = await get(path, host);
+          expect([r.status, r.body], `${path} ${host} ${token}`).toEqual([200, 'status']);
+        }
+        // Every other route still refuses a Host that is not served, with the token too.
+        expect((await get('/api/sources', host)).status, host).toBe(403);
+      }
+      expect((await get('/healthz', `cams.example:${s.port}`)).body).toBe('details');
+      expect((await get('/api/sources', `cams.example:${s.port}`)).body).toBe('sources');
+    }
+  });
+
   it('hostAllowed: any name when bound beyond loopback (set allowedHosts or a token there); "*" allows any', () => {
     expect(hostAllowed('evil.example', '0.0.0.0')).toBe(true);
     expect(hostAllowed('evil.example', '127.0.0.1')).toBe(false);
