@@ -48,7 +48,9 @@ export const ServerSchema = z
     requestBurstPerAddress: finite().int().min(1).optional(),
     /** The rate one address's requests are paced at, per second (WebSocket upgrades aside: sinks.websocket.handshakesPerAddressPerSecond). Default 20. */
     requestsPerAddressPerSecond: finite().min(0.01).max(1_000_000).optional(),
-    /** Host names served (the Host header); others get 403. Default: on loopback only loopback names (stops DNS rebinding); elsewhere any. "*": any. */
-    allowedHosts: z.array(z.string().min(1)).optional(),
+    /** Host names served (the Host header); others get 403 (the probes, /healthz and /readyz, answer any with their status alone). Default: on loopback only loopback names (stops DNS rebinding); elsewhere any. "*": any. */
+    // Not empty: [] served no name, and every route but the probes answered 403 (a dashboard, a
+    // Prometheus scrape, the WebSocket) without a word at start.
+    allowedHosts: z.array(z.string().min(1)).min(1, 'at least one host name ("*" for any; leave the field out for the default: loopback names on a loopback address, any elsewhere)').optional(),
   })
   .strict();
