@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { brokerAddress, finite, id, kafkaTopic, ms } from './common.js';
+import { brokerList, finite, id, kafkaTopic, ms } from './common.js';
 import { SourceSchema } from './source.js';
 import { kafkaSasl, kafkaSsl } from './sinks.js';
 
@@ -26,7 +26,7 @@ export const DEFAULT_MAX_CAMERAS = 10_000;
 export const ClusterSchema = z
   .object({
     /** Brokers of the cluster's topics. Default: sinks.kafka.brokers. */
-    brokers: z.array(brokerAddress).min(1).optional(),
+    brokers: brokerList.optional(),
     /** TLS to the cluster's brokers, as sinks.kafka.ssl; false for none (a plain cluster beside a TLS sink). Default: sinks.kafka.ssl. */
     ssl: kafkaSsl.optional(),
     /** SASL to the cluster's brokers, as sinks.kafka.sasl; false for none. Default: sinks.kafka.sasl. */

@@ -65,6 +65,32 @@ export const brokerAddress = z
     return !m || (Number(m[1]) >= 1 && Number(m[1]) <= 65535);
   }, 'the port is 1–65535');
 
+/**
+ * A list of brokers (sinks.kafka.brokers, cluster.brokers), each host:port; an item may hold
+ * several, comma-separated, as Kafka's own tools and argus's `--brokers` take them:
+ * `brokers: ["${env:KAFKA_BROKERS}"]` with KAFKA_BROKERS=b1:9092,b2:9092 was refused as one item,
+ * "use host:port". No host or port holds a comma, so the split changes no valid list.
+ */
+export const brokerList = z
+  .array(
+    z.string().superRefine((item, ctx) => {
+      const parts = brokersOf(item);
+      if (parts.length === 0) ctx.addIssue({ code: 'custom', message: 'use host:port' });
+      parts.forEach((part, n) => {
+        const r = brokerAddress.safeParse(part);
+        // The part is not quoted: a broker written with credentials in it must not reach a log.
+        if (!r.success) ctx.addIssue({ code: 'custom', message: `${parts.length > 1 ? `broker ${n + 1} of its comma-separated list: ` : ''}${r.error.issues[0]?.message ?? 'use host:port'}` });
+      });
+    }),
+  )
+  .min(1)
+  .transform((list) => list.flatMap(brokersOf));
+
+/** The brokers of one item of a broker list: host:port, or several comma-separated. */
+function brokersOf(item: string): string[] {
+  return item.includes(',') ? item.split(',').map((s) => s.trim()).filter((s) => s !== '') : [item];
+}
+
 /** The longest Kafka topic name (the broker's own limit). */
 export const MAX_TOPIC_LENGTH = 249;
 

@@ -1,6 +1,6 @@
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import { z } from 'zod';
-import { brokerAddress, filePath, finite, frameRate, kafkaTopic, ms, secret } from './common.js';
+import { brokerList, filePath, finite, frameRate, kafkaTopic, ms, secret } from './common.js';
 
 /** Node's TLS options that hold PEM text (a certificate, a key), not a file's path. */
 const PEM_OPTIONS = ['ca', 'cert', 'key'] as const;
@@ -93,8 +93,8 @@ export const kafkaSasl = z.object({ mechanism: z.enum(['plain', 'scram-sha-256',
 
 export const KafkaSinkSchema = z
   .object({
-    /** Bootstrap brokers, host:port. */
-    brokers: z.array(brokerAddress).min(1),
+    /** Bootstrap brokers, host:port (an item may list several, comma-separated: brokerList). */
+    brokers: brokerList,
     clientId: z.string().min(1).default('argus'),
     topics: z
       .object({
