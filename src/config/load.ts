@@ -68,7 +68,7 @@ const PIPELINE_SECTIONS = new Set(['model', 'postprocess', 'tracking', 'alerts',
  * Formats zod issues as `path.to.field: message` lines. With the schema the document was
  * checked against, an unknown key says which field it likely is (config/suggest.ts).
  */
-export function formatIssues(error: ZodError, schema?: ZodTypeAny, from?: ReadonlyMap<string, string>): string {
+export function formatIssues(error: ZodError, schema?: ZodTypeAny, from?: ReadonlyMap<string, string>, doc?: unknown): string {
   // A union one branch of which took the value's kind and refused something inside it
   // (`ssl: {passphrase: 123456}`): that branch's issues, not "Invalid input" for the whole.
   const expand = (i: ZodIssue): ZodIssue[] => {
@@ -82,9 +82,25 @@ export function formatIssues(error: ZodError, schema?: ZodTypeAny, from?: Readon
       // A value made from the environment says which variable (`ARGUS_THREADS=abc` read as
       // "model.intraOpThreads: Expected number", the variable left to be guessed).
       const vars = from?.get(pathText(i.path));
-      return `  ${pathText(i.path) || '(root)'}: ${issueMessage(i, schema)}${vars ? ` (its value comes from the environment: ${vars})` : ''}`;
+      return `  ${pathText(i.path) || '(root)'}: ${issueMessage(i, schema)}${booleanHint(i, doc)}${vars ? ` (its value comes from the environment: ${vars})` : ''}`;
     })
     .join('\n');
+}
+
+/** How YAML 1.1 (docker-compose, Ansible) and shells spell a boolean, which YAML 1.2 reads as text or a number. */
+const BOOLEAN_SPELLINGS = /^(?:y|yes|n|no|on|off|true|false|1|0)$/i;
+
+/**
+ * A boolean field given `yes`, `no`, `on`, `off` (YAML 1.1's booleans, text in YAML 1.2), `"true"`
+ * or 1 and 0 (`ARGUS_DEMO_LOOP=1`): how to write it. `loop: yes` said only "Expected boolean,
+ * received string". The value itself is not repeated.
+ */
+function booleanHint(i: ZodIssue, doc: unknown): string {
+  if (i.code !== 'invalid_type' || i.expected !== 'boolean' || doc === undefined) return '';
+  let v: unknown = doc;
+  for (const k of i.path) v = v !== null && typeof v === 'object' ? (v as Record<string | number, unknown>)[k] : undefined;
+  if ((typeof v !== 'string' && typeof v !== 'number') || !BOOLEAN_SPELLINGS.test(String(v).trim())) return '';
+  return ' (write true or false: YAML reads yes, no, on and off as text, and 1 and 0 as numbers)';
 }
 
 /**
@@ -345,7 +361,7 @@ export function parseConfigText<S extends ZodTypeAny>(
   let result = schema.safeParse(doc);
   while (!result.success && raw.size > 0 && restoreStrings(doc, result.error, raw)) result = schema.safeParse(doc);
   if (!result.success) {
-    throw new ArgusError(ErrorCodes.CONFIG, `${file}: invalid configuration\n${formatIssues(result.error, schema, from)}`);
+    throw new ArgusError(ErrorCodes.CONFIG, `${file}: invalid configuration\n${formatIssues(result.error, schema, from, doc)}`);
   }
   return result.data;
 }
