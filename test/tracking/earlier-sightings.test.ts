@@ -122,3 +122,43 @@ describe("ByteTracker: a low-scored object's sightings follow its own motion pas
     expect(origin!.before!.length).toBe(12);
   });
 });
+
+describe('ByteTracker: the sightings a chain of them no longer holds are let go', () => {
+  /** Every sighting the tracker's state still reaches from its latest unclaimed ones, through each one's links. */
+  function reachable(tracker: ByteTracker): number {
+    const seen = new Set<object>();
+    // White box: the last update's unclaimed detections, and every link a sighting has.
+    const stack: unknown[] = [...(tracker as unknown as { unclaimed: object[] }).unclaimed];
+    while (stack.length) {
+      const u = stack.pop() as { prev?: object; next?: object; oldest?: object } | undefined;
+      if (!u || seen.has(u)) continue;
+      seen.add(u);
+      stack.push(u.prev, u.next, u.oldest);
+    }
+    return seen.size;
+  }
+
+  it('a poster scored 0.2 for two minutes: the latest second of it (10 at 5 fps, 120 at 120 fps), not all it ever had', () => {
+    // Before, each sighting kept the chain's oldest of its time alive, and that one the oldest of
+    // its own: all 600 sightings at 5 fps, 3600 at 30, 14400 at 120 (an hour at 120 fps: 432000).
+    for (const [fps, kept] of [[5, 10], [10, 10], [30, 30], [60, 60], [120, 120]] as const) {
+      const tracker = new ByteTracker({ frameRateHint: fps });
+      for (let k = 0; k < fps * 120; k++) tracker.update(dets([[100, 100, 160, 260, 0.2]]), (k * 1000) / fps);
+      expect(reachable(tracker), `${fps} fps`).toBe(kept);
+    }
+  });
+
+  it('a low-scored person walking to and fro for a minute, then tracked: the track starts with its latest second, and nothing older is kept', () => {
+    const tracker = new ByteTracker({ frameRateHint: 30 });
+    let origin: { before?: readonly { ms: number }[] } | undefined;
+    for (let k = 0; k < 30 * 60 + 10 && !origin; k++) {
+      const x = 50 + Math.abs(((k * 2 + 400) % 800) - 400); // back and forth, 60 px/s
+      const d = tracker.update(dets([[x, 100, x + 40, 200, k < 30 * 60 ? 0.35 : 0.9]]), (k * 1000) / 30);
+      if (k === 30 * 60 - 1) expect(reachable(tracker)).toBe(30);
+      if (d.trackerId![0] > 0) origin = d.trackOrigins?.get(d.trackerId![0]);
+    }
+    // The latest 30 (the last second scored low), then the two tentative ones.
+    expect(origin!.before!.length).toBe(32);
+    expect(Math.round(origin!.before![0].ms)).toBe(Math.round(((30 * 60 - 30) * 1000) / 30));
+  });
+});
