@@ -664,12 +664,17 @@ export class ByteTracker {
       colToRow.fill(-1, 0, nCols);
       let nPairs = 0;
       let contested = false;
-      // A sighting whose object moves steadily is matched first where that motion takes it
-      // (motionBox); the detections it overlaps only where it was come after every pair matched so
-      // (their cost 1 more: an object that stopped or turned back is still followed). Before, only
-      // where it was: a low-scored person passing close to a tracked one walking the other way had
-      // their last sighting overlapped more by the other's new box than by their own, and their
-      // sightings ended there (they went to the other's).
+      // A sighting whose object moves steadily may be where that motion takes it (motionBox) or
+      // where it was (it stopped, or turned back): a detection is as near as the nearer of the two,
+      // as a track's carried box is tried beside its prediction (associate). Before, only where it
+      // was: a low-scored person passing close to a tracked one walking the other way had their
+      // last sighting overlapped more by the other's new box than by their own, and their
+      // sightings ended there (they went to the other's). A detection a live track took (from
+      // nKept on) is that object where its track expects it: it ends a sighting only by where the
+      // sighting was, as before. Then, matched first by motion and only after every such pair by
+      // where it was: a low-scored person who walked through a line and stopped beside a tracked
+      // one, or beside someone just come into view, lost their sightings to that one's box (their
+      // crossing was lost, or the newcomer, who never crossed, was counted crossing).
       const moved = this.linkMoved;
       for (let r = 0; r < nRows; r++) {
         const u = prevList[r];
@@ -678,12 +683,9 @@ export class ByteTracker {
         for (let c = 0; c < nCols; c++) {
           const d = cols[c];
           if (classAware && u.classId !== dets.classId[d]) continue;
-          let k = byMotion ? 1 - bufferedIou(moved, r, dets.xyxy, d, TENTATIVE_BUFFER) : Infinity;
-          if (!(k < thresh)) {
-            k = 1 - bufferedIou(u.box, 0, dets.xyxy, d, TENTATIVE_BUFFER);
-            if (!(k < thresh)) continue;
-            if (byMotion) k += 1;
-          }
+          let k = 1 - bufferedIou(u.box, 0, dets.xyxy, d, TENTATIVE_BUFFER);
+          if (byMotion && c < nKept) k = Math.min(k, 1 - bufferedIou(moved, r, dets.xyxy, d, TENTATIVE_BUFFER));
+          if (!(k < thresh)) continue;
           cost[r * nCols + c] = k;
           pairs[nPairs++] = r * nCols + c;
           if (rowToCol[r] !== -1 || colToRow[c] !== -1) contested = true;

@@ -384,3 +384,41 @@ describe('two people crossing, one scored low: the low-scored one keeps its sigh
     ]);
   });
 });
+
+describe('a low-scored person who walks through a line and stops beside someone, followed by motion', () => {
+  // An upright aisle line at x 380. A (40 × 100, scored 0.35) walks right from x 200, 15 px a frame
+  // at 10 fps (its motion is clear: the tracker follows its sightings where it goes), its feet
+  // crossing the line at 1.07 s, and stops at x 440 (1.6 s), beside someone standing 20 px on and
+  // 10 px lower: where A's motion would have taken it. Before, A's sightings were matched there
+  // first (by motion), where it was only after every such pair: they went to the other's box.
+  const aisle = { id: 'aisle', from: [380, 0], to: [380, 480], units: 'pixel', marginPx: 10, anchor: 'bottom-center' };
+  function crossings(other: (k: number) => number | undefined, aScore: (k: number) => number) {
+    const tracker = new ByteTracker({ frameRateHint: 10 });
+    const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [aisle], rules: [{ id: 'cross', type: 'line-cross', line: 'aisle', direction: 'any' }] }), LABELS, 'sources[0]');
+    a.init(W, H);
+    const seen: [number, unknown, unknown, unknown][] = [];
+    for (let k = 0; k < 40; k++) {
+      const ax = Math.min(200 + 15 * k, 440);
+      const rows = [ax, 100, ax + 40, 200], scores = [aScore(k)];
+      const o = other(k);
+      if (o !== undefined) {
+        rows.push(460, 110, 500, 210);
+        scores.push(o);
+      }
+      const d = tracker.update(new Detections(Float32Array.from(rows), Float32Array.from(scores), new Int32Array(scores.length)), k * 100);
+      for (const al of a.process(d, k * 100).alerts) seen.push([k * 100, al.trackId === d.trackerId![0] ? 'A' : 'other', al.direction, al.atPts]);
+    }
+    return seen;
+  }
+
+  it('beside a tracked person: its crossing among its sightings is counted once it is tracked, with its time', () => {
+    // A scored 0.9 from 1.7 s: confirmed at 1.9 s. Before: its sightings ended at 1.7 s, and its crossing was lost.
+    expect(crossings(() => 0.9, (k) => (k < 17 ? 0.35 : 0.9))).toEqual([[1900, 'A', 'in', 1.067]]);
+  });
+
+  it('beside someone just come into view: that one, who never crossed, is not counted (nor is A, its crossing too long before its track)', () => {
+    // The other steps into view at 1.7 s, scored 0.9; A stays scored low until 2.5 s. Before: the
+    // newcomer's track started with A's sightings, and it was counted crossing at 1.07 s.
+    expect(crossings((k) => (k >= 17 ? 0.9 : undefined), (k) => (k < 25 ? 0.35 : 0.9))).toEqual([]);
+  });
+});
