@@ -141,7 +141,7 @@ const TENTATIVE_BUFFER = 0.3;
  * line near there, and the crossing was lost. The latest PRE_TRACK_MIN_SIGHTINGS, and those
  * within PRE_TRACK_MS of the latest, at most PRE_TRACK_SIGHTINGS: a second at 10 to 120 fps, 10
  * frames below 10 fps (2 s at 5), the latest 120 above 120 fps (a bound on memory: at most
- * UNCLAIMED_KEPT chains of them, about half a megabyte).
+ * UNCLAIMED_KEPT chains of them, about 2 MB measured).
  * Before, the latest 10 whatever the rate: a third of a second at 30 fps, and a person scored low
  * for longer than that before a line near the door was not counted; then at most 30: half a
  * second at 60 fps, not the second promised.
