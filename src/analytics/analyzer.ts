@@ -708,9 +708,13 @@ export class SourceAnalyzer {
     }
 
     // A track's alerts in the order they happened (a replay of its earlier sightings raises
-    // them together, in the order of the rules), on the rare frames that have such a time.
+    // them together, in the order of the rules), on the rare frames that have such a time: an
+    // `atPts`, or a `lastSeenPts` (a late exit, which comes with a new entry of its track where
+    // it is back on the very frame its absence passed exitDelayMs, minHoldFrames 1). Before,
+    // only an `atPts`: that entry came first by the rules' order, then the exit, and a consumer
+    // keeping the latest state per track had the person back inside as gone.
     for (const a of alerts) {
-      if (a.atPts === undefined) continue;
+      if (a.atPts === undefined && a.lastSeenPts === undefined) continue;
       inTimeOrder(alerts, ptsMs / 1000);
       break;
     }
@@ -735,7 +739,7 @@ export class SourceAnalyzer {
  * vanished track's exit), else the frame's `pts` (`framePts`). Alerts of other tracks, and without
  * one, keep their places. Before, one frame's alerts came in the order of the rules: a replay of a
  * new track's earlier sightings gave "enter 0.1 s, enter 0.7 s, exit 0.4 s", and a consumer that
- * keeps the latest state per track took it as outside. Called only on frames with an `atPts`.
+ * keeps the latest state per track took it as outside. Called only on frames with an `atPts` or a `lastSeenPts`.
  */
 function inTimeOrder(alerts: AlertDraft[], framePts: number): void {
   const time = (a: AlertDraft) => (a.atPts ?? a.lastSeenPts ?? framePts) as number;

@@ -27,7 +27,7 @@ type Seen = { event: string; t: number; atPts?: number; dwellMs?: number; messag
  * A person 40 × 100 whose feet are at `feet[k]` at k × 100 ms (10 fps), scored `score(k)`, through
  * the real tracker and an analyzer with zone z, line door and `rules`. Returns its alerts and the analyzer.
  */
-function walk(feet: readonly [number, number][], score: (k: number) => number, zone: Record<string, unknown> = {}, rules: unknown[] = RULES, label: (k: number) => number = () => 0, tracking: { classAware?: boolean } = {}, time: (k: number) => number = (k) => k * 100) {
+function walk(feet: readonly [number, number][], score: (k: number) => number, zone: Record<string, unknown> = {}, rules: unknown[] = RULES, label: (k: number) => number = () => 0, tracking: { classAware?: boolean; lostTrackBufferMs?: number } = {}, time: (k: number) => number = (k) => k * 100) {
   const tracker = new ByteTracker({ frameRateHint: 10, ...tracking });
   const a = new SourceAnalyzer(SourceSchema.parse({ id: 'cam', uri: '/x.mp4', zones: [{ ...ZONE, ...zone }], lines: [LINE], rules }), LABELS, 'sources[0]');
   a.init(W, H);
@@ -420,5 +420,23 @@ describe('a low-scored person who walks through a line and stops beside someone,
     // The other steps into view at 1.7 s, scored 0.9; A stays scored low until 2.5 s. Before: the
     // newcomer's track started with A's sightings, and it was counted crossing at 1.07 s.
     expect(crossings((k) => (k >= 17 ? 0.9 : undefined), (k) => (k < 25 ? 0.35 : 0.9))).toEqual([]);
+  });
+});
+
+describe("a track back inside on the very frame its absence passed the zone's exitDelayMs", () => {
+  it('minHoldFrames 1: its late exit comes before its new entry, so the latest alert of the track says where it is', () => {
+    // Standing inside (feet 340, 350), seen 0–1.0 s, hidden 1.1–1.5 s, seen again from 1.6 s, when
+    // its absence (0.6 s) has just passed exitDelayMs 500; the tracker keeps its id (its
+    // lostTrackBufferMs 2000). On that frame it left as of its last sighting (late) and enters
+    // again. Before, the two came in the order of the rules (enter, then exit: no alert had an
+    // atPts, and a frame's alerts were put in time order only then), and a consumer keeping the
+    // latest state per track had a person standing inside as gone.
+    const feet: [number, number][] = [...run([340, 350], [0, 0], 11), ...run([-1, 0], [0, 0], 5), ...run([340, 350], [0, 0], 5)];
+    const { drafts } = walk(feet, () => 0.9, { minHoldFrames: 1, exitDelayMs: 500 }, RULES.slice(0, 2), () => 0, { lostTrackBufferMs: 2000 });
+    expect(drafts.map((x) => [x.event, x.trackId, x.lastSeenPts, x.late])).toEqual([
+      ['zone.enter', 1, undefined, undefined],
+      ['zone.exit', 1, 1, true],
+      ['zone.enter', 1, undefined, undefined],
+    ]);
   });
 });
