@@ -275,6 +275,8 @@ export class LineCounter {
     const [x, y] = anchorPoint(d.xyxy, i, anchor, this.pt);
     const dist = this.signedDistance(x, y);
     let st = sides.get(id);
+    /** Where the way to this frame's sighting starts (an adopted track's, below): its last sighting before this frame, and when. */
+    let wayX = NaN, wayY = NaN, wayMs = NaN;
     const now: -1 | 1 | 0 = dist > marginPx ? 1 : dist < -marginPx ? -1 : 0;
     this.handedFrom = -1;
     this.crossedAt = NaN;
@@ -444,6 +446,27 @@ export class LineCounter {
           adopted = this.handOver(sides, d, 0, true, x, y, d.xyxy.subarray(i * 4, i * 4 + 4), origin.ms - shift);
           if (adopted) {
             adopted.was = this.handedFrom;
+            // When its crossing was made: where its way, from the old id's last sighting through the
+            // new id's sure ones before this frame (then on to this frame's, below), last met the
+            // line. Before, straight from the old id's last sighting to this frame: a person who
+            // stood just past the line for a second before their new id was confirmed was said to
+            // have crossed after they were first seen past it.
+            adopted.wasAt = NaN;
+            wayX = adopted.lx;
+            wayY = adopted.ly;
+            wayMs = adopted.lastFrame;
+            let wd = this.signedDistance(wayX, wayY);
+            for (const s of seenBefore) {
+              const ms = s.ms - shift;
+              if (!(ms > wayMs && ms < frameMs) || !sureOrigin(s.box, d.xyxy, i)) continue;
+              const [bx, by] = anchorPoint(s.box, 0, anchor, this.pt);
+              const bd = this.signedDistance(bx, by);
+              if (wd !== bd && (wd < 0) !== (bd < 0)) adopted.wasAt = wayMs + ((ms - wayMs) * wd) / (wd - bd);
+              wayX = bx;
+              wayY = by;
+              wayMs = ms;
+              wd = bd;
+            }
             sides.set(id, adopted);
           }
           this.handedFrom = -1;
@@ -468,13 +491,18 @@ export class LineCounter {
         st.furthest = furthest;
       }
     }
+    if (Number.isNaN(wayMs)) {
+      wayX = st.lx;
+      wayY = st.ly;
+      wayMs = st.lastFrame;
+    }
     if (st.pending) this.settle(st, dist, frameMs);
-    else if (st.was >= 0 && Number.isFinite(st.lastFrame) && st.lastFrame < frameMs) {
+    else if (st.was >= 0 && Number.isFinite(wayMs) && wayMs < frameMs) {
       // A lost track taken over by a new id within the margin (adopted): its crossing counts when
       // the new id leaves the margin on the other side, and was made where its way, from the old
       // id's last sighting on through the new id's, last met the line.
-      const ld = this.signedDistance(st.lx, st.ly);
-      if (ld !== dist && (ld < 0) !== (dist < 0)) st.wasAt = st.lastFrame + ((frameMs - st.lastFrame) * ld) / (ld - dist);
+      const ld = this.signedDistance(wayX, wayY);
+      if (ld !== dist && (ld < 0) !== (dist < 0)) st.wasAt = wayMs + ((frameMs - wayMs) * ld) / (ld - dist);
     }
     st.lastSeen = tMs;
     st.lastLabelled = tMs;

@@ -264,3 +264,29 @@ describe('a line and a box that changes shape', () => {
     expect(out).toEqual([]);
   });
 });
+
+describe('a track lost before the line, its new id first seen just past it, within the margin', () => {
+  it('says it crossed on the way from its last sighting to the new id’s first, however long that one stood there before its track was confirmed', () => {
+    // Walking down at 100 px/s, last seen at 1.2 s with feet at 280 (20 px above the line), then
+    // hidden for over the tracker's lost-track buffer; from 2.4 s seen standing with feet at 305
+    // (within the 10 px margin, past the line), scored 0.35 until `lowUntil`, 0.9 after (its new
+    // id confirmed 0.3 s later), then walking on at 100 px/s from `standTo`: counted as the old
+    // id's crossing, under the new one, once it leaves the margin. Its way from 280 at 1.2 s to
+    // 305 at 2.4 s meets the line at 2.16 s. Before, the way was taken straight from its last
+    // sighting to the confirming frame: 2.56 s when it stood until 3.0 s, after it was seen past the line.
+    for (const standTo of [2.6, 3.0, 3.4]) {
+      const lowUntil = standTo - 0.35;
+      const l = line();
+      const tracker = new ByteTracker({ frameRateHint: 10 });
+      const events: [number, string, number, number | undefined, number | undefined][] = [];
+      for (let k = 0; k < 50; k++) {
+        const t = k / 10;
+        const feet = t < 1.25 ? 160 + 100 * t : t >= 2.35 ? (t < standTo ? 305 : 305 + 100 * (t - standTo)) : undefined;
+        const d = feet === undefined ? new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0)) : new Detections(Float32Array.of(300, feet - 160, 360, feet), Float32Array.of(t < 1.25 || t >= lowUntil ? 0.9 : 0.35), Int32Array.of(0));
+        for (const e of l.update(tracker.update(d, k * 100), k * 100)) events.push([k * 100, e.direction, e.trackId, e.previousTrackId, e.atMs === undefined ? undefined : Math.round(e.atMs)]);
+      }
+      expect(events.map((e) => e.slice(1)), `stood until ${standTo} s`).toEqual([['in', 2, 1, 2160]]);
+      expect(events[0][0], `stood until ${standTo} s`).toBeLessThanOrEqual(standTo * 1000 + 200);
+    }
+  });
+});
