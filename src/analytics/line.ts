@@ -275,8 +275,8 @@ export class LineCounter {
     const [x, y] = anchorPoint(d.xyxy, i, anchor, this.pt);
     const dist = this.signedDistance(x, y);
     let st = sides.get(id);
-    /** Where the way to this frame's sighting starts (an adopted track's, below): its last sighting before this frame, and when. */
-    let wayX = NaN, wayY = NaN, wayMs = NaN;
+    /** A lost track this new id took over within the margin on this frame (its way so far is placed below). */
+    let adoptedNow = false;
     const now: -1 | 1 | 0 = dist > marginPx ? 1 : dist < -marginPx ? -1 : 0;
     this.handedFrom = -1;
     this.crossedAt = NaN;
@@ -426,7 +426,9 @@ export class LineCounter {
             // since its first sure sighting on this side, so far.
             handed = old;
             handedId = this.handedFrom;
-            handAt = from !== 0 ? this.crossingTime(old, ox, oy, fromMs) : this.crossingTime(old, x, y, frameMs);
+            const [ex, ey, endMs] = from !== 0 ? [ox, oy, fromMs] : [x, y, frameMs];
+            handAt = this.wayAcross(old, seenBefore, shift, d, i, ex, ey, endMs);
+            if (Number.isNaN(handAt)) handAt = this.crossingTime(old, ex, ey, endMs);
             nearest = furthest = first * dist;
             if (from !== 0) {
               for (let k = sure; k < seenBefore.length; k++) {
@@ -446,27 +448,10 @@ export class LineCounter {
           adopted = this.handOver(sides, d, 0, true, x, y, d.xyxy.subarray(i * 4, i * 4 + 4), origin.ms - shift);
           if (adopted) {
             adopted.was = this.handedFrom;
-            // When its crossing was made: where its way, from the old id's last sighting through the
-            // new id's sure ones before this frame (then on to this frame's, below), last met the
-            // line. Before, straight from the old id's last sighting to this frame: a person who
-            // stood just past the line for a second before their new id was confirmed was said to
-            // have crossed after they were first seen past it.
-            adopted.wasAt = NaN;
-            wayX = adopted.lx;
-            wayY = adopted.ly;
-            wayMs = adopted.lastFrame;
-            let wd = this.signedDistance(wayX, wayY);
-            for (const s of seenBefore) {
-              const ms = s.ms - shift;
-              if (!(ms > wayMs && ms < frameMs) || !sureOrigin(s.box, d.xyxy, i)) continue;
-              const [bx, by] = anchorPoint(s.box, 0, anchor, this.pt);
-              const bd = this.signedDistance(bx, by);
-              if (wd !== bd && (wd < 0) !== (bd < 0)) adopted.wasAt = wayMs + ((ms - wayMs) * wd) / (wd - bd);
-              wayX = bx;
-              wayY = by;
-              wayMs = ms;
-              wd = bd;
-            }
+            // Where its way, from the old id's last sighting through the new id's, has met the line
+            // so far (on later frames, below).
+            adopted.wasAt = this.wayAcross(adopted, seenBefore, shift, d, i, x, y, frameMs);
+            adoptedNow = true;
             sides.set(id, adopted);
           }
           this.handedFrom = -1;
@@ -491,18 +476,13 @@ export class LineCounter {
         st.furthest = furthest;
       }
     }
-    if (Number.isNaN(wayMs)) {
-      wayX = st.lx;
-      wayY = st.ly;
-      wayMs = st.lastFrame;
-    }
     if (st.pending) this.settle(st, dist, frameMs);
-    else if (st.was >= 0 && Number.isFinite(wayMs) && wayMs < frameMs) {
+    else if (st.was >= 0 && !adoptedNow && Number.isFinite(st.lastFrame) && st.lastFrame < frameMs) {
       // A lost track taken over by a new id within the margin (adopted): its crossing counts when
       // the new id leaves the margin on the other side, and was made where its way, from the old
       // id's last sighting on through the new id's, last met the line.
-      const ld = this.signedDistance(wayX, wayY);
-      if (ld !== dist && (ld < 0) !== (dist < 0)) st.wasAt = wayMs + ((frameMs - wayMs) * ld) / (ld - dist);
+      const ld = this.signedDistance(st.lx, st.ly);
+      if (ld !== dist && (ld < 0) !== (dist < 0)) st.wasAt = st.lastFrame + ((frameMs - st.lastFrame) * ld) / (ld - dist);
     }
     st.lastSeen = tMs;
     st.lastLabelled = tMs;
@@ -561,6 +541,38 @@ export class LineCounter {
     st.wasAt = st.pendingAt;
     st.pending = undefined;
     st.pendingId = -1;
+  }
+
+  /**
+   * When the way of a lost track `old` handed over to a new id last met the line: from the old
+   * id's last sighting on through the new id's sure sightings before `endMs` (`seen`, in the
+   * tracker's time: `shift` ms later than this counter's; sure: sureOrigin against row `i` of `d`)
+   * to (`ex`, `ey`) at `endMs` (frame time), at an even pace between two of them (as a crossing
+   * among a new track's earlier sightings is placed); NaN where it did not. Before, straight
+   * from the old id's last sighting to the new id's first sure one beyond the margin, or to the
+   * frame that confirmed it: a person who stood just past the line, within the margin, before
+   * their new id was confirmed was said to have crossed after they were first seen past it.
+   */
+  private wayAcross(old: Side, seen: NonNullable<TrackOrigin['before']>, shift: number, d: Detections, i: number, ex: number, ey: number, endMs: number): number {
+    let px = old.lx, py = old.ly, pMs = old.lastFrame;
+    if (!Number.isFinite(pMs)) return NaN;
+    let pd = this.signedDistance(px, py);
+    let at = NaN;
+    for (let k = 0; k <= seen.length; k++) {
+      let bx = ex, by = ey, ms = endMs;
+      if (k < seen.length) {
+        ms = seen[k].ms - shift;
+        if (!(ms > pMs && ms < endMs) || !sureOrigin(seen[k].box, d.xyxy, i)) continue;
+        [bx, by] = anchorPoint(seen[k].box, 0, this.options.anchor, this.pt);
+      } else if (!(ms > pMs)) break;
+      const bd = this.signedDistance(bx, by);
+      if (pd !== bd && (pd < 0) !== (bd < 0)) at = pMs + ((ms - pMs) * pd) / (pd - bd);
+      px = bx;
+      py = by;
+      pMs = ms;
+      pd = bd;
+    }
+    return at;
   }
 
   /**

@@ -289,4 +289,25 @@ describe('a track lost before the line, its new id first seen just past it, with
       expect(events[0][0], `stood until ${standTo} s`).toBeLessThanOrEqual(standTo * 1000 + 200);
     }
   });
+
+  it('…and confirmed beyond the margin: its crossing is placed on the way through the new id’s sightings within the margin too', () => {
+    // Last seen at 1.1 s with feet at 270 (30 px above the line); from 2.2 s standing with feet at
+    // 301 (just past it, within the margin), scored 0.35 until `standTo` − 0.15 s, 0.9 after; walking
+    // on from `standTo`, 5 px further at once: its new id is confirmed beyond the margin, and counted
+    // as the old id's crossing once it goes on. Its way from 270 at 1.1 s to 301 at 2.2 s meets the
+    // line at 2.165 s. Before, straight from its last sighting to the confirming frame: 2.34 s and
+    // 2.40 s for a wait until 2.9 and 3.0 s, after it was seen past the line.
+    for (const standTo of [2.6, 2.9, 3.0]) {
+      const l = line();
+      const tracker = new ByteTracker({ frameRateHint: 10 });
+      const events: [number, string, number, number | undefined, number | undefined][] = [];
+      for (let k = 0; k < 50; k++) {
+        const t = k / 10;
+        const feet = t < 1.15 ? 160 + 100 * t : t >= 2.15 ? (t < standTo ? 301 : 306 + 100 * (t - standTo)) : undefined;
+        const d = feet === undefined ? new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0)) : new Detections(Float32Array.of(300, feet - 160, 360, feet), Float32Array.of(t < 1.15 || t >= standTo - 0.15 ? 0.9 : 0.35), Int32Array.of(0));
+        for (const e of l.update(tracker.update(d, k * 100), k * 100)) events.push([k * 100, e.direction, e.trackId, e.previousTrackId, e.atMs === undefined ? undefined : Math.round(e.atMs)]);
+      }
+      expect(events.map((e) => e.slice(1)), `stood until ${standTo} s`).toEqual([['in', 2, 1, 2165]]);
+    }
+  });
 });
