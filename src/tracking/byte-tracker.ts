@@ -165,9 +165,10 @@ interface Unclaimed {
   /**
    * Sightings in its chain, itself included (at most PRE_TRACK_SIGHTINGS), and the oldest of them:
    * held by the chain's latest only (handed on to the sighting that continues it). Before, every
-   * sighting kept the oldest of its day, and that one the oldest of its own: a chain that went on
-   * (a poster scored 0.2 all day) kept every sighting it ever had alive: 24 MB in 10 minutes at
-   * 120 fps, for each such object (up to UNCLAIMED_KEPT).
+   * sighting kept the chain's oldest of when it was the latest, and that one, dropped since, the
+   * oldest of its own time, and so on back: a chain that went on (a poster scored 0.2 all day)
+   * kept every sighting it ever had alive: 24 MB in 10 minutes at 120 fps, for each such object
+   * (up to UNCLAIMED_KEPT).
    */
   depth: number;
   oldest: Unclaimed | undefined;
