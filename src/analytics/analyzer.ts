@@ -101,6 +101,15 @@ const CROSS_LATCH_AWAY_MS = 5000;
  */
 const EARLY = 'seen before its track was confirmed; raised once it was';
 
+/**
+ * A time on the pts scale (s) as an alert's message gives it, to a tenth: one just before a
+ * step back of the pts (negative, under 0.05 s) is "0.0", not "-0.0" (toFixed keeps the sign of
+ * a number that rounds to zero).
+ */
+function secondsText(s: number): string {
+  return (Math.round(s * 10) / 10 || 0).toFixed(1);
+}
+
 /** How far apart (a ratio) a frameSize's shape and the picture's may be before stretchNotices speaks: a few pixels of rounding. */
 const STRETCH_TOLERANCE = 0.02;
 
@@ -402,15 +411,15 @@ export class SourceAnalyzer {
     const late = row < 0;
     let message = `${label} #${trackId} ${verb} zone ${r.zone}`;
     if (late) {
-      const at = atPts !== undefined && want === 'enter' ? ` at ${atPts.toFixed(1)} s` : '';
-      const seen = lastSeenPts !== undefined ? `, last seen at ${lastSeenPts.toFixed(1)} s` : '';
+      const at = atPts !== undefined && want === 'enter' ? ` at ${secondsText(atPts)} s` : '';
+      const seen = lastSeenPts !== undefined ? `, last seen at ${secondsText(lastSeenPts)} s` : '';
       message += `${at} (late: raised once it was gone${seen}${want === 'enter' ? ' going in' : ''}; this frame is a later one)`;
     } else if (atPts !== undefined && early) {
       // Seen among the sightings before its track was confirmed (ZoneEvent.early).
-      message += ` at ${atPts.toFixed(1)} s (${EARLY})`;
+      message += ` at ${secondsText(atPts)} s (${EARLY})`;
     } else if (atPts !== undefined) {
       // A passage: through the zone between two sightings, raised on the later one, which shows it beyond the zone.
-      message += ` at ${atPts.toFixed(1)} s (went through it between two sightings; this frame shows it past the zone)`;
+      message += ` at ${secondsText(atPts)} s (went through it between two sightings; this frame shows it past the zone)`;
     }
     return {
       rule: r.id,
@@ -653,7 +662,7 @@ export class SourceAnalyzer {
             // One seen among the earlier sightings of a track confirmed on this frame says when it crossed (atPts).
             const atPts = e.atMs !== undefined ? Math.round(e.atMs - this.ptsOffset) / 1000 : undefined;
             // A crossing handed over to a new id (LineEvent.previousTrackId) says so below, not EARLY.
-            const at = atPts !== undefined ? ` at ${atPts.toFixed(1)} s${e.previousTrackId !== undefined ? '' : ` (${EARLY})`}` : '';
+            const at = atPts !== undefined ? ` at ${secondsText(atPts)} s${e.previousTrackId !== undefined ? '' : ` (${EARLY})`}` : '';
             alerts.push({ rule: r.id, severity: r.severity, event: 'line.cross', message: `${label(e.classId)} #${e.trackId} crossed line ${e.line} (${e.direction})${at}${e.previousTrackId !== undefined ? ` (was #${e.previousTrackId}: lost at the line, found past it under a new id)` : ''}`, trackId: e.trackId, line: e.line, direction: e.direction, row: e.row, ...(atPts !== undefined ? { atPts } : {}) });
           }
           break;

@@ -361,6 +361,15 @@ describe("a stay across a step back of the source's pts (a camera's clock reset,
       ['zone.dwell', 400, undefined, 1000],
     ]);
   });
+
+  it("an entry a few ms before the step: its message says 0.0 s, not -0.0 s", () => {
+    // As above, the pts stepping back to 0.37 s (not 0): the entry, at 9.4 s before the step, is at
+    // −0.03 s on the new pts. Before, its message said "at -0.0 s".
+    const feet = [...run([350, 270], [0, 12], 7), ...run([350, 342], [0, 0], 6)];
+    const time = (k: number) => (k < 9 ? 9000 + k * 100 : 370 + (k - 9) * 100);
+    const { alerts } = walk(feet, (k) => (k < 7 ? 0.35 : 0.9), {}, [RULES[0]], () => 0, {}, time);
+    expect(alerts.map((x) => [x.event, x.atPts, x.message])).toEqual([['zone.enter', -0.03, 'person #1 entered zone z at 0.0 s (seen before its track was confirmed; raised once it was)']]);
+  });
 });
 
 describe('two people crossing, one scored low: the low-scored one keeps its sightings from before they passed', () => {
