@@ -36,6 +36,33 @@ export function clusterKafkaAuth(config: PipelineConfig): Pick<KafkaSinkConfig, 
   return { ...(ssl !== undefined ? { ssl } : {}), ...(sasl ? { sasl } : {}) };
 }
 
+/** Kafka's ConfigResource type of a broker (kafkajs's ConfigResourceTypes.BROKER, which its ES module build does not export by name). */
+const BROKER_CONFIG_RESOURCE = 4;
+
+/**
+ * A session timeout outside the brokers' range (group.min/max.session.timeout.ms: 6 s–30 min by
+ * default) is refused by the group coordinator at every join: a worker would loop on "group
+ * consumer crashed" for ever and run nothing. VAP_ERR_CONFIG naming the field (a worker's start,
+ * and `argus check --connect` of its YAML, which passed such a file before); brokers that do not
+ * let this client read their configuration are not checked.
+ */
+export async function checkSessionTimeout(admin: Admin, ms: number): Promise<void> {
+  let min: number, max: number;
+  try {
+    const { brokers } = await admin.describeCluster();
+    const names = ['group.min.session.timeout.ms', 'group.max.session.timeout.ms'];
+    const r = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: BROKER_CONFIG_RESOURCE, name: String(brokers[0].nodeId), configNames: names }] });
+    const entries = r.resources[0]?.configEntries ?? [];
+    [min, max] = names.map((n) => Number(entries.find((e) => e.configName === n)?.configValue));
+  } catch (e) {
+    if (connectionError(e)) throw e;
+    return;
+  }
+  if (Number.isFinite(min) && Number.isFinite(max) && (ms < min || ms > max)) {
+    throw new ArgusError(ErrorCodes.CONFIG, `cluster.sessionTimeoutMs: ${ms} is outside what the brokers accept, ${min}–${max} ms (their group.min.session.timeout.ms and group.max.session.timeout.ms)`);
+  }
+}
+
 /** The brokers of the cluster topics: cluster.brokers, else sinks.kafka.brokers. */
 export function clusterBrokers(config: PipelineConfig): string[] {
   const b = config.cluster?.brokers ?? config.sinks.kafka?.brokers;
@@ -329,7 +356,7 @@ export class Worker {
   private async connect(): Promise<void> {
     this.admin = this.kafka.admin();
     await this.admin.connect();
-    await this.checkSessionTimeout(this.admin);
+    await checkSessionTimeout(this.admin, this.c.sessionTimeoutMs);
     const fewer = await ensureClusterTopics(this.admin, { cameras: this.c.camerasTopic, owners: this.c.ownersTopic, slots: this.c.slots, replicationFactor: this.c.replicationFactor });
     // Once a worker: connect() is retried until the producer's connect succeeds too.
     for (const f of fewer) {
@@ -340,30 +367,6 @@ export class Worker {
     this.producer = this.kafka.producer({ allowAutoTopicCreation: false, retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 1000 } });
     await this.producer.connect();
     this.owners = new OwnerLog(this.producer, this.c.ownersTopic, this.id, this.incarnation);
-  }
-
-  /**
-   * A session timeout outside the brokers' range (group.min/max.session.timeout.ms: 6 s–30 min
-   * by default) is refused by the group coordinator at every join: the worker would loop on
-   * "group consumer crashed" for ever and run nothing. Checked once at start, naming the field;
-   * brokers that do not let this client read their configuration are not checked.
-   */
-  private async checkSessionTimeout(admin: Admin): Promise<void> {
-    const ms = this.c.sessionTimeoutMs;
-    let min: number, max: number;
-    try {
-      const { brokers } = await admin.describeCluster();
-      const names = ['group.min.session.timeout.ms', 'group.max.session.timeout.ms'];
-      const r = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: BROKER_CONFIG_RESOURCE, name: String(brokers[0].nodeId), configNames: names }] });
-      const entries = r.resources[0]?.configEntries ?? [];
-      [min, max] = names.map((n) => Number(entries.find((e) => e.configName === n)?.configValue));
-    } catch (e) {
-      if (connectionError(e)) throw e;
-      return;
-    }
-    if (Number.isFinite(min) && Number.isFinite(max) && (ms < min || ms > max)) {
-      throw new ArgusError(ErrorCodes.CONFIG, `cluster.sessionTimeoutMs: ${ms} is outside what the brokers accept, ${min}–${max} ms (their group.min.session.timeout.ms and group.max.session.timeout.ms)`);
-    }
   }
 
   /** The cameras' results, for runPipeline's `attached`; joins the group once the pipeline is up. */
@@ -944,9 +947,6 @@ export class Worker {
 
 /** At shutdown, how long a release may take to be written (Worker.release). */
 export const SHUTDOWN_RELEASE_MS = 2000;
-
-/** Kafka's ConfigResource type of a broker (kafkajs's ConfigResourceTypes.BROKER, which its ES module build does not export by name). */
-const BROKER_CONFIG_RESOURCE = 4;
 
 /** The longest wait between two tries to reach Kafka at a worker's start. */
 const OPEN_RETRY_MAX_MS = 10_000;

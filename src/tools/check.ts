@@ -279,8 +279,9 @@ async function checkSinks(config: PipelineConfig, file: string, baseDir: string,
 /**
  * A worker YAML's cluster topics, on the brokers and with the TLS and SASL a worker uses for them
  * (cluster.brokers, .ssl, .sasl, else the Kafka sink's): with `connect`, those brokers answer
- * (said apart from the sink's where they differ), a cluster topic there already that deletes
- * records is a problem (VAP_ERR_CONFIG: the worker refuses it at start), and a cameras topic with
+ * (said apart from the sink's where they differ), a cluster.sessionTimeoutMs outside the brokers'
+ * range and a cluster topic there already that deletes records are problems (VAP_ERR_CONFIG: the
+ * worker refuses them at start), and a cameras topic with
  * fewer partitions than cluster.slots a warning. Before, only a cluster on the sink's very brokers
  * and credentials was checked, for its partitions only: a `cluster.brokers` nothing answered at
  * passed, and its worker waited for them for ever.
@@ -288,7 +289,7 @@ async function checkSinks(config: PipelineConfig, file: string, baseDir: string,
 async function checkCluster(config: PipelineConfig, file: string, connect: boolean, timeoutMs: number, items: CheckItem[]): Promise<void> {
   const c = config.cluster;
   if (!c) return;
-  const { clusterBrokers, clusterKafkaAuth } = await import('../cluster/worker.js');
+  const { checkSessionTimeout, clusterBrokers, clusterKafkaAuth } = await import('../cluster/worker.js');
   let brokers: string[];
   try {
     brokers = clusterBrokers(config);
@@ -311,6 +312,14 @@ async function checkCluster(config: PipelineConfig, file: string, connect: boole
     const where = sinkBrokers ? 'sinks.kafka' : 'cluster';
     await reachKafka(brokers, admin, { timeoutMs, hint: (refused) => (refused ? `check ${where}.sasl` : `check ${where}.brokers and that Kafka runs there`) });
     if (!sinkBrokers) items.push({ check: 'kafka', ok: true, field: 'cluster.brokers', message: `${brokersText(brokers)}: answered (the cluster's brokers)` });
+    // The worker's own refusals at start: a session timeout the group coordinator would refuse at every join…
+    try {
+      await withDeadline(checkSessionTimeout(admin, c.sessionTimeoutMs), timeoutMs, 'session timeout');
+    } catch (e) {
+      if (e instanceof ArgusError && e.code === ErrorCodes.CONFIG) items.push(problem('kafka', e, file));
+      // The brokers' settings not readable within the deadline: a worker's start says what it finds.
+    }
+    // …and a cluster topic that deletes records; and too few slots, its warning.
     try {
       const fewer = await withDeadline(checkClusterTopics(admin, { cameras: c.camerasTopic, owners: c.ownersTopic, slots: c.slots }), timeoutMs, 'cluster topics');
       for (const f of fewer) items.push({ check: 'kafka', ok: true, warning: true, field: 'cluster.slots', message: f });

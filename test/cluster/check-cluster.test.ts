@@ -83,6 +83,28 @@ describe('argus check --connect: a worker YAML\'s cluster topics, on the cluster
     expect(r.items.find((i) => i.field === 'cluster.camerasTopic')?.message).toContain(`topic ${cameras} has cleanup.policy=delete`);
   }, 120_000);
 
+  it('a cluster.sessionTimeoutMs the brokers refuse (below group.min.session.timeout.ms): VAP_ERR_CONFIG naming it, as the worker refuses it at start', async () => {
+    // The test broker keeps Kafka's default range, 6 s – 30 min. Before, the check passed (exit 0)
+    // and `argus worker` of the same file stopped at once with this very error.
+    const brokers = await testBrokers();
+    const r = await check(workerYaml(brokers, `{camerasTopic: ${uniqueTopic('check-cluster-session')}, sessionTimeoutMs: 5000, fenceMarginMs: 1000, heartbeatIntervalMs: 1000}`));
+    expect(kafkaItems(r)).toEqual([
+      { ok: true, warning: false, code: undefined, field: 'sinks.kafka.brokers' },
+      { ok: false, warning: false, code: 'VAP_ERR_CONFIG', field: 'cluster.sessionTimeoutMs' },
+    ]);
+    expect(r.ok).toBe(false);
+    expect(r.items.find((i) => i.field === 'cluster.sessionTimeoutMs')?.message).toMatch(/^cluster\.sessionTimeoutMs: 5000 is outside what the brokers accept, 6000–1800000 ms/);
+  }, 120_000);
+
+  it('a cluster.sessionTimeoutMs within the brokers\' range, on cluster.brokers written out: no item for it', async () => {
+    const brokers = await testBrokers();
+    const r = await check(workerYaml(brokers, `{brokers: ${JSON.stringify(brokers)}, camerasTopic: ${uniqueTopic('check-cluster-session-ok')}, sessionTimeoutMs: 6000}`));
+    expect(kafkaItems(r)).toEqual([
+      { ok: true, warning: false, code: undefined, field: 'sinks.kafka.brokers' },
+      { ok: true, warning: false, code: undefined, field: 'cluster.brokers' },
+    ]);
+  }, 120_000);
+
   it('the sink\'s brokers, which the cluster uses, do not answer: said once, under sinks.kafka.brokers', async () => {
     const port = await refusedPort();
     const r = await check(workerYaml([`127.0.0.1:${port}`], `{camerasTopic: ${uniqueTopic('check-cluster-down')}}`));
