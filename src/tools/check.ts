@@ -312,21 +312,16 @@ async function checkCluster(config: PipelineConfig, file: string, connect: boole
     const where = sinkBrokers ? 'sinks.kafka' : 'cluster';
     await reachKafka(brokers, admin, { timeoutMs, hint: (refused) => (refused ? `check ${where}.sasl` : `check ${where}.brokers and that Kafka runs there`) });
     if (!sinkBrokers) items.push({ check: 'kafka', ok: true, field: 'cluster.brokers', message: `${brokersText(brokers)}: answered (the cluster's brokers)` });
-    // The worker's own refusals at start: a session timeout the group coordinator would refuse at every join…
-    try {
-      await withDeadline(checkSessionTimeout(admin, c.sessionTimeoutMs), timeoutMs, 'session timeout');
-    } catch (e) {
-      if (e instanceof ArgusError && e.code === ErrorCodes.CONFIG) items.push(problem('kafka', e, file));
-      // The brokers' settings not readable within the deadline: a worker's start says what it finds.
-    }
-    // …and a cluster topic that deletes records; and too few slots, its warning.
-    try {
-      const fewer = await withDeadline(checkClusterTopics(admin, { cameras: c.camerasTopic, owners: c.ownersTopic, slots: c.slots }), timeoutMs, 'cluster topics');
-      for (const f of fewer) items.push({ check: 'kafka', ok: true, warning: true, field: 'cluster.slots', message: f });
-    } catch (e) {
-      if (e instanceof ArgusError && e.code === ErrorCodes.CONFIG) items.push(problem('kafka', e, file));
-      // Topics not readable within the deadline: a worker's start says what it finds.
-    }
+    // The worker's own refusals at start (a session timeout the group coordinator would refuse at
+    // every join, a cluster topic that deletes records) and too few slots, its warning: read side
+    // by side, within one --timeout (a broker that answered and then stalls costs it once). What
+    // is not read within it is left to a worker's start, which says what it finds.
+    const [session, topics] = await Promise.allSettled([
+      withDeadline(checkSessionTimeout(admin, c.sessionTimeoutMs), timeoutMs, 'session timeout'),
+      withDeadline(checkClusterTopics(admin, { cameras: c.camerasTopic, owners: c.ownersTopic, slots: c.slots }), timeoutMs, 'cluster topics'),
+    ]);
+    for (const r of [session, topics]) if (r.status === 'rejected' && r.reason instanceof ArgusError && r.reason.code === ErrorCodes.CONFIG) items.push(problem('kafka', r.reason, file));
+    if (topics.status === 'fulfilled') for (const f of topics.value) items.push({ check: 'kafka', ok: true, warning: true, field: 'cluster.slots', message: f });
     await withDeadline(admin.disconnect(), timeoutMs, 'disconnect').catch(() => undefined);
   } catch (e) {
     items.push(problem('kafka', e, file, sinkBrokers ? 'sinks.kafka.brokers' : 'cluster.brokers'));
