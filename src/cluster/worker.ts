@@ -850,12 +850,15 @@ export class Worker {
    */
   private async stopCamera(run: Running, planned: boolean): Promise<void> {
     if (!planned) run.fenced = true;
-    if (run.stopping) return run.done;
+    // A stop under way (a refused standby's restart, a fence): waited for as long as its own wait
+    // for the chain, no longer. It waited for the chain's end: a shutdown meanwhile, with a chain
+    // that did not end, never ended either.
+    if (run.stopping) return this.chainEnd(run);
     run.stopping = true;
     run.stoppingAt = performance.now();
     run.stop$.next();
     run.stop$.complete();
-    await Promise.race([run.done, new Promise((r) => setTimeout(r, Math.max(0, this.stopBudget())).unref())]);
+    await this.chainEnd(run);
     if (this.running.get(run.id) === run) this.running.delete(run.id);
     if (this.running.get(run.id) === undefined) this.heldStatus.delete(run.id);
     run.fenced = true;
@@ -870,6 +873,12 @@ export class Worker {
       await this.release(run.id, run.claim.epoch);
     } else this.fencedClaims.set(run.claim.epoch, run.id);
     this.reconcile();
+  }
+
+  /** The end of a stopping camera's chain, waited for until stopBudget after its stop began at most (frames in flight finish within it). */
+  private chainEnd(run: Running): Promise<void> {
+    const left = run.stoppingAt + this.stopBudget() - performance.now();
+    return Promise.race([run.done, new Promise<void>((r) => setTimeout(r, Math.max(0, left)).unref())]);
   }
 
   /**

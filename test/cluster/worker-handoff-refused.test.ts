@@ -8,7 +8,7 @@
  * owner at once (a "ready" record: release now), and the admitted camera connects afresh.
  * Drives the worker without a broker: its owners log writes straight into its view.
  */
-import { type Observable, filter } from 'rxjs';
+import { type Observable, concat, filter, from } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { RELEASE_KEY_PREFIX } from '../../src/cluster/view.js';
 import type { Transition } from '../../src/sources/health.js';
@@ -23,8 +23,11 @@ interface Internals extends DrivenInternals {
 
 const rec = (v: unknown) => Buffer.from(JSON.stringify(v));
 
-/** Worker w1 given cam0's slot while w0 (in the group) holds an open claim of it: w1 claims and connects on standby. */
-async function handoff() {
+/**
+ * Worker w1 given cam0's slot while w0 (in the group) holds an open claim of it: w1 claims and connects on standby.
+ * `ends`: what a stopped chain waits for before it ends (default: nothing).
+ */
+async function handoff(ends: Promise<void> = Promise.resolve()) {
   const { w, i, settle, write } = await drivenWorker<Internals>();
   const owners = 'argus.owners';
   let offset = 0;
@@ -33,7 +36,7 @@ async function handoff() {
   i.pipeline = {
     attach: (_src: unknown, stop$: Observable<void>) => {
       attaches++;
-      return stop$.pipe(filter(() => false));
+      return concat(stop$, from(ends)).pipe(filter(() => false));
     },
   };
   i.owners = {
@@ -54,12 +57,18 @@ async function handoff() {
   expect(i.running.get('cam0')?.claim).toBeUndefined(); // connected, waiting for w0's release (claimed once it comes)
   expect(attaches).toBe(1);
   const status = (state: Transition['state'], reason: string) => w.publishesStatus({ source: 'cam0', state, previous: 'starting', reason, at: Date.now(), attempt: 1 });
+  const releases: number[] = [];
+  const release = (i.owners as { release: (c: string, e: number) => Promise<void> }).release;
+  (i.owners as { release: unknown }).release = async (c: string, e: number) => {
+    releases.push(e);
+    await release(c, e);
+  };
   const released = async () => {
     // w0's release (epoch 1); w1 then claims (epoch 2) and starts under that claim.
     i.view.ingest(owners, 0, `${RELEASE_KEY_PREFIX}cam0`, rec({ type: 'release', camera: 'cam0', owner: 'w0', incarnation: 'i0', epoch: 0, at: 2 }), String(offset++));
     await settle();
   };
-  return { w, i, ready, attaches: () => attaches, status, released };
+  return { w, i, ready, attaches: () => attaches, status, released, releases };
 }
 
 describe('Worker: a handoff whose new connection the camera refuses', () => {
@@ -92,4 +101,56 @@ describe('Worker: a handoff whose new connection the camera refuses', () => {
     expect(h.attaches()).toBe(1);
     expect(h.i.running.get('cam0')?.claim).toMatchObject({ owner: 'w1', epoch: 2 });
   });
+
+  // The restart is not waited for by the reconciliation (the chain may be slow to end): what
+  // happens meanwhile. Its chain here ends only once `end` is called.
+  const slowRestart = async () => {
+    let end!: () => void;
+    const h = await handoff(new Promise<void>((r) => (end = r)));
+    h.status('reconnecting', '453 Not Enough Bandwidth; retry 1 in 0.3 s');
+    await h.released(); // claimed (epoch 2); the refused chain is stopping
+    expect(h.i.running.get('cam0')).toMatchObject({ stopping: true });
+    expect(h.i.running.get('cam0')?.claim).toBeUndefined();
+    return { ...h, end };
+  };
+
+  it('the slot taken away while the refused chain stops: nothing is started once it has, and the claim is released', async () => {
+    const h = await slowRestart();
+    (h.i as unknown as { assigned: Set<number> }).assigned = new Set();
+    await h.i.step;
+    h.i.reconcile();
+    await h.i.step;
+    expect(h.releases).toEqual([2]);
+    h.end();
+    await new Promise((r) => setTimeout(r, 10));
+    await h.i.step;
+    expect(h.attaches()).toBe(1);
+    expect(h.i.running.has('cam0')).toBe(false);
+    expect(h.w.cameras()).toEqual([]);
+  });
+
+  it('a fence while the refused chain stops: nothing is started under the lapsed lease; its claim is released once the lease holds', async () => {
+    const h = await slowRestart();
+    const membership = h.i.membership as { lastAlive: number };
+    membership.lastAlive = -Infinity; // the lease lapsed
+    (h.w as unknown as { fenceAll: () => void }).fenceAll();
+    h.end();
+    await new Promise((r) => setTimeout(r, 10));
+    await h.i.step;
+    expect(h.attaches()).toBe(1);
+    expect(h.i.running.has('cam0')).toBe(false);
+    membership.lastAlive = Infinity; // it holds again
+    await (h.w as unknown as { releaseFenced: () => Promise<void> }).releaseFenced();
+    expect(h.releases).toEqual([2]);
+  });
+
+  it('a shutdown while the refused chain stops, a chain that never ends: the stop ends within its budget, and the claim is released', async () => {
+    const h = await slowRestart();
+    const t0 = performance.now();
+    const done = await Promise.race([(h.w as unknown as { shutdown: () => Promise<void> }).shutdown().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 8000))]);
+    expect(done).toBe(true); // it waited for ever for the chain (stopCamera's second call awaited run.done without the stop budget)
+    expect(performance.now() - t0).toBeLessThan(2250 + 2000 + 1000);
+    expect(h.releases).toEqual([2]);
+    expect(h.attaches()).toBe(1);
+  }, 20_000);
 });
