@@ -308,9 +308,21 @@ async function checkCluster(config: PipelineConfig, file: string, connect: boole
   const { Kafka } = await import('kafkajs');
   const { checkClusterTopics } = await import('../cluster/view.js');
   const admin = new Kafka(commandKafkaConfig('argus-check', { brokers, ...clusterKafkaAuth(config) })).admin();
+  // What a failure to reach them names: the cluster's own brokers; else the sink's, reached with
+  // the cluster's own TLS or SASL where given (the cause, where those brokers answered the sink's
+  // check: before, "check cluster.brokers and that Kafka runs there", a field the file lacked,
+  // about a broker just said to answer). Refused credentials name the SASL settings in use.
+  const saslField = c.sasl !== undefined || !sinks?.sasl ? 'cluster.sasl' : 'sinks.kafka.sasl';
+  const own = [c.ssl !== undefined && 'cluster.ssl', c.sasl !== undefined && 'cluster.sasl'].filter((f): f is string => f !== false);
+  const sinkAnswered = items.some((i) => i.check === 'kafka' && i.ok && !i.warning && i.field === 'sinks.kafka.brokers');
+  const [field, unreached] =
+    c.brokers !== undefined
+      ? ['cluster.brokers', 'check cluster.brokers and that Kafka runs there']
+      : own.length > 0 && sinkAnswered
+        ? [own[0], `they answered the Kafka sink (sinks.kafka.brokers) with its TLS and SASL: check ${own.join(' and ')}`]
+        : ['sinks.kafka.brokers', `check sinks.kafka.brokers and that Kafka runs there${own.length > 0 ? ` (the cluster reaches them with ${own.join(' and ')})` : ''}`];
   try {
-    const where = sinkBrokers ? 'sinks.kafka' : 'cluster';
-    await reachKafka(brokers, admin, { timeoutMs, hint: (refused) => (refused ? `check ${where}.sasl` : `check ${where}.brokers and that Kafka runs there`) });
+    await reachKafka(brokers, admin, { timeoutMs, hint: (refused) => (refused ? `check ${saslField}` : unreached) });
     if (!sinkBrokers) items.push({ check: 'kafka', ok: true, field: 'cluster.brokers', message: `${brokersText(brokers)}: answered (the cluster's brokers)` });
     // The worker's own refusals at start (a session timeout the group coordinator would refuse at
     // every join, a cluster topic that deletes records) and too few slots, its warning: read side
@@ -324,7 +336,7 @@ async function checkCluster(config: PipelineConfig, file: string, connect: boole
     if (topics.status === 'fulfilled') for (const f of topics.value) items.push({ check: 'kafka', ok: true, warning: true, field: 'cluster.slots', message: f });
     await withDeadline(admin.disconnect(), timeoutMs, 'disconnect').catch(() => undefined);
   } catch (e) {
-    items.push(problem('kafka', e, file, sinkBrokers ? 'sinks.kafka.brokers' : 'cluster.brokers'));
+    items.push(problem('kafka', e, file, field));
   }
 }
 

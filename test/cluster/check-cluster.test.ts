@@ -105,6 +105,19 @@ describe('argus check --connect: a worker YAML\'s cluster topics, on the cluster
     ]);
   }, 120_000);
 
+  it('the sink\'s brokers with the cluster\'s own TLS (cluster.ssl), which they do not speak: the problem names cluster.ssl, not where Kafka runs', async () => {
+    // Before: "broker …: answered" for the sink, then the same broker "cannot be reached: check
+    // cluster.brokers and that Kafka runs there", under cluster.brokers, a field the file lacks.
+    const brokers = await testBrokers();
+    const r = await check(workerYaml(brokers, `{ssl: true, camerasTopic: ${uniqueTopic('check-cluster-tls')}}`));
+    expect(kafkaItems(r)).toEqual([
+      { ok: true, warning: false, code: undefined, field: 'sinks.kafka.brokers' },
+      { ok: false, warning: false, code: 'VAP_ERR_KAFKA_UNREACHABLE', field: 'cluster.ssl' },
+    ]);
+    const message = r.items.find((i) => i.field === 'cluster.ssl')?.message;
+    expect(message).toMatch(/: they answered the Kafka sink \(sinks\.kafka\.brokers\) with its TLS and SASL: check cluster\.ssl$/);
+  }, 120_000);
+
   it('the sink\'s brokers, which the cluster uses, do not answer: said once, under sinks.kafka.brokers', async () => {
     const port = await refusedPort();
     const r = await check(workerYaml([`127.0.0.1:${port}`], `{camerasTopic: ${uniqueTopic('check-cluster-down')}}`));
