@@ -118,6 +118,29 @@ describe('argus check --connect: a worker YAML\'s cluster topics, on the cluster
     expect(message).toMatch(/: they answered the Kafka sink \(sinks\.kafka\.brokers\) with its TLS and SASL: check cluster\.ssl$/);
   }, 120_000);
 
+  it('cluster.brokers at a server that accepts connections and never answers: VAP_ERR_KAFKA_UNREACHABLE within the --timeout, no password in the report', async () => {
+    const brokers = await testBrokers();
+    const sockets: import('node:net').Socket[] = [];
+    const silent = createServer((sock) => void sockets.push(sock.on('error', () => {})));
+    const port = await new Promise<number>((r) => silent.listen(0, '127.0.0.1', () => r((silent.address() as AddressInfo).port)));
+    try {
+      const file = workerYaml(brokers, `{brokers: ["127.0.0.1:${port}"], sasl: {mechanism: plain, username: alice, password: s3cretPW}, camerasTopic: ${uniqueTopic('check-cluster-silent')}}`);
+      const t0 = performance.now();
+      const r = await checkPipeline(file, { connect: true, timeoutMs: 1500, loadDetector: async () => Promise.reject(new Error('not loaded in this test')) });
+      expect(kafkaItems(r)).toEqual([
+        { ok: true, warning: false, code: undefined, field: 'sinks.kafka.brokers' },
+        { ok: false, warning: false, code: 'VAP_ERR_KAFKA_UNREACHABLE', field: 'cluster.brokers' },
+      ]);
+      expect(r.items.find((i) => i.field === 'cluster.brokers')?.message).toMatch(/no answer within 1\.5 s/);
+      expect(JSON.stringify(r)).not.toContain('s3cretPW');
+      // The sink's check and the cluster's, each within its 1.5 s (the model is not loaded here).
+      expect(performance.now() - t0).toBeLessThan(10_000);
+    } finally {
+      for (const s of sockets) s.destroy();
+      silent.close();
+    }
+  }, 120_000);
+
   it('the sink\'s brokers, which the cluster uses, do not answer: said once, under sinks.kafka.brokers', async () => {
     const port = await refusedPort();
     const r = await check(workerYaml([`127.0.0.1:${port}`], `{camerasTopic: ${uniqueTopic('check-cluster-down')}}`));
