@@ -329,8 +329,9 @@ program
     const { consume, consumeTarget } = await import('./sinks/consume.js');
     const target = await consumeTarget(opts);
     const ac = new AbortController();
-    process.once('SIGINT', () => ac.abort());
-    process.once('SIGTERM', () => ac.abort());
+    // The first signal stops it (while it waits on the brokers: VAP_ERR_INTERRUPTED naming it, exit 130); a second one kills it.
+    process.once('SIGINT', () => ac.abort('SIGINT'));
+    process.once('SIGTERM', () => ac.abort('SIGTERM'));
     await consume({ ...opts, ...target, signal: ac.signal });
   });
 

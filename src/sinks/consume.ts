@@ -1,10 +1,10 @@
 import { Kafka, type KafkaConfig } from 'kafkajs';
 import type { KafkaSinkConfig } from '../config/schema.js';
 import { now } from '../core/clock.js';
-import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
 import { SampleWindow } from '../core/stats.js';
 import { forTerminal } from '../core/text.js';
-import { brokersText, checkBrokerFlags, commandKafkaConfig, reachKafka } from './kafka-reach.js';
+import { brokersText, checkBrokerFlags, commandKafkaConfig, disconnectBounded, reachKafka, untilStopped } from './kafka-reach.js';
 
 export interface ConsumeOptions extends ConsumeTarget {
   fromBeginning: boolean;
@@ -226,12 +226,18 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
   const write = (s: string) => {
     if (!outError) out.write(s);
   };
+  // A stop while it waits on the brokers (connect, the topic's lookup, the group's join) ends
+  // the command at once with VAP_ERR_INTERRUPTED (exit 130); once it reads, with its summary.
+  const stopped = (doing: string) => (sig: string) => `consume: ${sig} while ${doing}: stopped on the signal, before any record was read`;
   await reachKafka(o.brokers, consumer, {
     timeoutMs: o.connectTimeoutMs,
+    signal: o.signal,
+    command: 'consume',
     hint: (refused) => (refused ? 'check sinks.kafka.sasl of --config' : 'is Kafka running there? (--brokers, or sinks.kafka of --config)'),
   });
   try {
-    await consumer.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning }).catch((e: unknown) => {
+    const subscribed = consumer.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning });
+    await untilStopped(subscribed, o.signal, stopped(`looking up topic ${forTerminal(o.topic)} on the Kafka ${brokersText(o.brokers)}`)).catch((e: unknown) => {
       // kafkajs said "This server does not host this topic-partition", naming neither.
       const type = (e as { type?: unknown })?.type;
       if (type === 'UNKNOWN_TOPIC_OR_PARTITION') throw new ArgusError(ErrorCodes.SINK_TOPIC, `consume: the Kafka ${brokersText(o.brokers)} has no topic ${forTerminal(o.topic)} (--topic)`, { cause: e });
@@ -287,11 +293,12 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
       return `${m.type} ${forTerminal(m.source)} ${frameText(m)} p${partition} ${what}${latency}`;
     };
 
+    let joined: Promise<void> | undefined;
     const done = new Promise<void>((resolve) => {
       stop = resolve;
       if (outError) resolve();
-      o.signal?.addEventListener('abort', () => resolve(), { once: true });
-      void consumer.run({
+      // kafkajs's run resolves once the consumer has joined its group (and been given partitions).
+      joined = consumer.run({
         eachMessage: async ({ message, partition }) => {
           if (outError || (o.count !== undefined && n >= o.count)) return;
           n++;
@@ -302,11 +309,22 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
         },
       });
     });
-
-    await done;
-  } finally {
-    await consumer.disconnect();
+    // The join (a group's coordinator that never answers, a rebalance waiting on other members)
+    // ends at a stop too; output gone or the count read meanwhile end it as they always did.
+    await Promise.race([untilStopped(joined!, o.signal, stopped(`joining the consumer group on the Kafka ${brokersText(o.brokers)}`)), done]);
+    await new Promise<void>((resolve) => {
+      done.then(resolve, resolve);
+      if (o.signal?.aborted) resolve();
+      o.signal?.addEventListener('abort', () => resolve(), { once: true });
+    });
+  } catch (e) {
+    // Stopped while waiting on the brokers: said at once, the disconnect not waited for.
+    if (isArgusError(e, ErrorCodes.INTERRUPTED)) void consumer.disconnect().catch(() => undefined);
+    else await disconnectBounded(consumer);
+    throw e;
   }
+  // Bounded: the group's leave, against a coordinator that no longer answers, may not end.
+  await disconnectBounded(consumer);
   const summary: ConsumeSummary = { records: n, p50: all.percentile(50), p99: all.percentile(99), stale: gate.stale, notArgus, implausible, ahead, readerGone: outError !== undefined && readerClosed(outError) };
   if (outError) {
     if (summary.readerGone) return summary;

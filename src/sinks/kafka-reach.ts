@@ -2,7 +2,7 @@ import { logLevel, type KafkaConfig } from 'kafkajs';
 import type { KafkaSinkConfig } from '../config/schema.js';
 import { brokerAddress } from '../config/schema/common.js';
 import { withDeadline } from '../core/clock.js';
-import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
 import { redact, redactBroker } from '../core/redact.js';
 
 /**
@@ -18,9 +18,41 @@ export function brokersText(brokers: readonly string[]): string {
   return `${brokers.length === 1 ? 'broker' : 'brokers'} ${brokers.map(redactBroker).join(', ')}`;
 }
 
+/**
+ * How long a command waits for its client's disconnect once it stops waiting (a signal, an
+ * error): against a broker that never answers, a group's leave or a disconnect may not end.
+ */
+export const DISCONNECT_BOUND_MS = 2000;
+
+/** Disconnects a kafkajs client, waiting at most DISCONNECT_BOUND_MS; never fails. */
+export async function disconnectBounded(client: { disconnect(): Promise<void> }): Promise<void> {
+  await withDeadline(client.disconnect(), DISCONNECT_BOUND_MS, 'disconnect').catch(() => undefined);
+}
+
+/**
+ * `p`, or VAP_ERR_INTERRUPTED as soon as `signal` aborts (at once if it has): a command's wait
+ * on the brokers (a connect, a topic's lookup, a group's join) ends at the first Ctrl-C, not at
+ * its bound (a second Ctrl-C killed `argus consume` against a broker that never answered).
+ * `said(sig)` is the error's message, `sig` the abort's reason when it is a signal's name.
+ */
+export function untilStopped<T>(p: Promise<T>, signal: AbortSignal | undefined, said: (sig: string) => string): Promise<T> {
+  if (!signal) return p;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new ArgusError(ErrorCodes.INTERRUPTED, said(typeof signal.reason === 'string' ? signal.reason : 'a stop signal')));
+    // Its outcome after an abort is ignored (a rejection then is no unhandled one).
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 export interface ReachOptions {
   /** Default CONNECT_TIMEOUT_MS. */
   timeoutMs?: number;
+  /** The command's stop: the connect ends at once with VAP_ERR_INTERRUPTED. */
+  signal?: AbortSignal;
+  /** The command, for the message of a stop (`consume`). */
+  command?: string;
   /** What to check, for the error: `refused` when the brokers answered and refused the SASL credentials. */
   hint: (refused: boolean) => string;
 }
@@ -32,10 +64,11 @@ export interface ReachOptions {
 export async function reachKafka(brokers: readonly string[], client: { connect(): Promise<void>; disconnect(): Promise<void> }, o: ReachOptions): Promise<void> {
   const ms = o.timeoutMs ?? CONNECT_TIMEOUT_MS;
   try {
-    await withDeadline(client.connect(), ms, `no answer within ${ms / 1000} s`);
+    await untilStopped(withDeadline(client.connect(), ms, `no answer within ${ms / 1000} s`), o.signal, (sig) => `${o.command ? `${o.command}: ` : ''}${sig} while connecting to the Kafka ${brokersText(brokers)}: stopped on the signal`);
   } catch (e) {
     // Not waited for: against a broker that never answers it may not end either.
     void client.disconnect().catch(() => undefined);
+    if (isArgusError(e, ErrorCodes.INTERRUPTED)) throw e;
     const why = redact((e as Error)?.message ?? String(e));
     // Reached, but the credentials were refused: the hint is about them, not about where Kafka runs.
     const refused = (e as Error)?.name === 'KafkaJSSASLAuthenticationError';

@@ -1,0 +1,127 @@
+// `argus consume` stopped while it waits on the brokers: connecting, looking its topic up, joining
+// its group. A signal there ended nothing: the wait ran to its bound (10 s, then exit 2 with
+// VAP_ERR_KAFKA_UNREACHABLE), or for ever (the topic's lookup, the group's join), and only a
+// second Ctrl-C (killing it) ended it. No Kafka is needed: a fake broker answers the requests
+// of the steps before the one the test stops in, and holds that one's for ever.
+import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isArgusError } from '../../src/core/errors.js';
+import { consume } from '../../src/sinks/consume.js';
+import { ARGUS, ROOT } from '../helpers/cli.js';
+
+/** Kafka's API keys the fake answers. */
+const METADATA = 3;
+const FIND_COORDINATOR = 10;
+const JOIN_GROUP = 11;
+const API_VERSIONS = 18;
+
+const int16 = (v: number) => Buffer.from([(v >> 8) & 0xff, v & 0xff]);
+const int32 = (v: number) => {
+  const b = Buffer.alloc(4);
+  b.writeInt32BE(v);
+  return b;
+};
+const str = (s: string) => Buffer.concat([int16(Buffer.byteLength(s)), Buffer.from(s)]);
+const array = (items: Buffer[]) => Buffer.concat([int32(items.length), ...items]);
+
+/**
+ * A broker speaking just enough of Kafka's protocol (version 0 of each request) to get a kafkajs
+ * consumer up to `holdAt`, whose requests it never answers; a request it does not know is held too.
+ * `seen` resolves at the first request of `holdAt`: the client waits on it from then on.
+ */
+async function fakeBroker(holdAt: number, topic: string): Promise<{ port: number; seen: Promise<void>; close: () => Promise<void> }> {
+  const sockets: Socket[] = [];
+  let port = 0;
+  let onSeen!: () => void;
+  const seen = new Promise<void>((r) => (onSeen = r));
+  const answer = (apiKey: number, version: number): Buffer | undefined => {
+    if (apiKey === API_VERSIONS) {
+      // Only version 0 (kafkajs asks 2, then 1, then 0): error 35, UNSUPPORTED_VERSION, to the others.
+      if (version > 0) return int16(35);
+      return Buffer.concat([int16(0), array([METADATA, FIND_COORDINATOR, JOIN_GROUP, API_VERSIONS].map((k) => Buffer.concat([int16(k), int16(0), int16(0)])))]);
+    }
+    if (apiKey === METADATA) {
+      const partition = Buffer.concat([int16(0), int32(0), int32(0), array([int32(0)]), array([int32(0)])]);
+      return Buffer.concat([array([Buffer.concat([int32(0), str('127.0.0.1'), int32(port)])]), array([Buffer.concat([int16(0), str(topic), array([partition])])])]);
+    }
+    if (apiKey === FIND_COORDINATOR) return Buffer.concat([int16(0), int32(0), str('127.0.0.1'), int32(port)]);
+    return undefined;
+  };
+  const server: Server = createServer((s) => {
+    sockets.push(s);
+    let buf = Buffer.alloc(0);
+    s.on('error', () => undefined);
+    s.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      while (buf.length >= 4 && buf.length >= 4 + buf.readInt32BE(0)) {
+        const size = buf.readInt32BE(0);
+        const apiKey = buf.readInt16BE(4);
+        const version = buf.readInt16BE(6);
+        const correlationId = buf.readInt32BE(8);
+        buf = buf.subarray(4 + size);
+        if (apiKey === holdAt) onSeen();
+        const body = apiKey === holdAt ? undefined : answer(apiKey, version);
+        if (body) s.write(Buffer.concat([int32(4 + body.length), int32(correlationId), body]));
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    seen,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of closers.splice(0)) await c();
+});
+
+const opts = { fromBeginning: false, window: 100, json: false, topic: 'plant.detections' };
+
+describe('argus consume: a stop while it waits on the brokers', () => {
+  it.each([
+    ['connecting', API_VERSIONS, 'connecting to the Kafka broker'],
+    ['looking its topic up', METADATA, 'looking up topic plant.detections on the Kafka broker'],
+    ['joining its group', JOIN_GROUP, 'joining the consumer group on the Kafka broker'],
+  ])('while %s: ends at once with VAP_ERR_INTERRUPTED naming the step (it waited to its bound, or for ever)', async (_step, holdAt, doing) => {
+    const b = await fakeBroker(holdAt, opts.topic);
+    closers.push(b.close);
+    const ac = new AbortController();
+    const out: string[] = [];
+    // A connect bound far beyond the test's: only the stop can end the wait.
+    const ended = consume({ ...opts, brokers: [`127.0.0.1:${b.port}`], connectTimeoutMs: 600_000, signal: ac.signal, out: { write: (s: string) => out.push(s), on: () => undefined } as unknown as NodeJS.WritableStream }).then(
+      () => 'resolved',
+      (e: unknown) => e,
+    );
+    await b.seen;
+    ac.abort('SIGINT');
+    const e = await ended;
+    expect(isArgusError(e, 'VAP_ERR_INTERRUPTED')).toBe(true);
+    expect((e as Error).message).toBe(`consume: SIGINT while ${doing} 127.0.0.1:${b.port}: stopped on the signal${holdAt === API_VERSIONS ? '' : ', before any record was read'}`);
+    // No summary: nothing was read.
+    expect(out).toEqual([]);
+  }, 60_000);
+
+  it('the CLI, SIGINT while connecting to a broker that never answers: the coded message and exit 130 (it exited 2 with VAP_ERR_KAFKA_UNREACHABLE at its 10 s bound)', async () => {
+    const b = await fakeBroker(API_VERSIONS, opts.topic);
+    closers.push(b.close);
+    const p = spawn(process.execPath, [ARGUS, 'consume', '--brokers', `127.0.0.1:${b.port}`], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    p.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    const bound = setTimeout(() => p.kill('SIGKILL'), 120_000); // a hang bound only
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => p.on('close', (code, signal) => r({ code, signal })));
+    await b.seen;
+    p.kill('SIGINT');
+    const r = await exited;
+    clearTimeout(bound);
+    expect(r).toEqual({ code: 130, signal: null });
+    expect(stderr).toBe(`argus: VAP_ERR_INTERRUPTED: consume: SIGINT while connecting to the Kafka broker 127.0.0.1:${b.port}: stopped on the signal\n`);
+  }, 180_000);
+});
