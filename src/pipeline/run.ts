@@ -306,6 +306,16 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
         }),
       (p) => p.close(),
     );
+    // The annotated video (sinks.annotate, or --annotate): its paths are checked before any output
+    // is opened (`--annotate o.mp4 --jsonl o.mp4` was refused, but only after the JSONL sink had
+    // made o.mp4, left behind empty); the video itself is opened below, once the sinks are.
+    const annotateConfig = options.annotate ? AnnotateSinkSchema.parse({ ...config.sinks.annotate, path: isAbsolute(options.annotate) ? options.annotate : join(process.cwd(), options.annotate) }) : config.sinks.annotate;
+    const enabled = config.sources.filter((s) => s.enabled);
+    if (annotateConfig) {
+      const { annotatePaths, annotateRefusal } = await import('../sinks/annotate.js');
+      const refused = annotateRefusal({ inputs: pipeline.inputs, writtenBy: jsonlWrites(jsonlPath) }, annotatePaths(annotateConfig.path, enabled.map((s) => s.id), baseDir, options.attached !== undefined));
+      if (refused) throw refused;
+    }
     started = await startOutputs(life, config, pipeline, options, port, run, log, onFatal);
     const { sinks, kafka, outbox, server, websocket } = started;
     const { manifest } = pipeline.detector;
@@ -313,12 +323,10 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     const alerts = life.use('alerts', new AlertPublisher(publisher, config.alerts, pipeline.detector, baseDir, log), (a) => a.drain());
     started.alerts = alerts;
     if (pipeline.stats.length > 0 && config.sources.some((s) => s.rules.length > 0)) await alerts.warmup();
-    // The annotated video (sinks.annotate, or --annotate): fed beside the sinks, before each frame is released.
-    const annotateConfig = options.annotate ? AnnotateSinkSchema.parse({ ...config.sinks.annotate, path: isAbsolute(options.annotate) ? options.annotate : join(process.cwd(), options.annotate) }) : config.sinks.annotate;
+    // The annotated video: fed beside the sinks, before each frame is released.
     let annotate: AnnotateSink | undefined;
     if (annotateConfig) {
       const { AnnotateSink } = await import('../sinks/annotate.js');
-      const enabled = config.sources.filter((s) => s.enabled);
       // Asked at a source's first frame. A file: the rate delivered (its own where the configured
       // fps is above it, as its frames are not repeated), which its pts count. A live source: the
       // configured rate, which its pts count (held to the clock: a slower camera's frames are

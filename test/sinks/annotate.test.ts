@@ -377,6 +377,23 @@ describe('AnnotateSink.open: never over an input, only into a container H.264 go
     expect(err.message).toBe(`sinks.annotate.path: ${jsonl} is written by sinks.jsonl.path (--jsonl) too; name another file`);
   });
 
+  it('in a run, --annotate o.mp4 --jsonl o.mp4: refused before any output is opened, no o.mp4 left behind (the JSONL sink made it, empty, before the refusal)', async () => {
+    const dir = tmp();
+    const clip = join(dir, 'clip.mp4');
+    execFileSync(resolveFfmpegSync().path, ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x64:rate=10', '-frames:v', '2', '-pix_fmt', 'yuv420p', clip]);
+    const out = join(dir, 'o.mp4');
+    const config = parseConfigText(`sources:\n  - id: cam\n    uri: ${clip}\n`, PipelineSchema, 'p.yaml', {});
+    const { detector } = await fakeDetector();
+    try {
+      const err = await runPipeline(config, { detector, baseDir: dir, status: false, log: () => {}, jsonl: out, annotate: out }).catch((e: unknown) => e);
+      expect(isArgusError(err, 'VAP_ERR_SINK_FILE')).toBe(true);
+      expect((err as Error).message).toBe(`sinks.annotate.path: ${out} is written by sinks.jsonl.path (--jsonl) too; name another file`);
+      expect(existsSync(out)).toBe(false);
+    } finally {
+      await detector.release();
+    }
+  }, 60_000);
+
   it.each(['a.gif', 'a.png', 'noextension', 'a.webm'])('%s: refused at start, naming the containers that work', async (name) => {
     const { options } = sinkWith({ path: join(tmp(), name) });
     const err = await AnnotateSink.open(options).catch((e) => e);
