@@ -183,3 +183,28 @@ describe('argus consume when its reader goes away (argus consume … | head -1)'
     expect(r.code).toBe(0);
   }, 120_000);
 });
+
+describe('argus consume stopped once it reads', () => {
+  it('a stop after its group is joined ends the reading with the summary, no error (a stop before is VAP_ERR_INTERRUPTED: consume-stop.test.ts)', async () => {
+    const topic = uniqueTopic('consume-stop-reading');
+    const t = Date.now();
+    await produce(topic, [0, 1].map((seq) => JSON.stringify({ type: 'detections', version: 1, source: 'lobby', seq, stamps: { produced: t }, detections: [] })));
+    const ac = new AbortController();
+    let s = '';
+    let read!: () => void;
+    const twoRead = new Promise<void>((r) => (read = r));
+    const out = new Writable({
+      write: (chunk: Buffer, _e, cb) => {
+        s += chunk.toString();
+        if (s.split('\n').length > 2) read();
+        cb();
+      },
+    });
+    const ended = consume({ brokers, topic, fromBeginning: true, window: 100, json: false, out, signal: ac.signal });
+    await twoRead;
+    ac.abort('SIGINT');
+    const summary = await ended;
+    expect(summary.records).toBe(2);
+    expect(s.trimEnd().split('\n').at(-1)).toMatch(/^2 records: source→consume p50 /);
+  }, 120_000);
+});
