@@ -62,7 +62,7 @@ const READ_BY_CONSUME = /^sinks\.kafka(\.|\[|$)/;
 
 /**
  * The Kafka sink of a pipeline YAML. Only it is read: a `${env:…}` elsewhere (a camera's
- * password, a WebSocket token) may be unset, as for `argus cameras --config` (lenientEnv); a
+ * password, the server's token) may be unset, as for `argus cameras --config` (lenientEnv); a
  * consumer engineer had to export the camera's password to read a topic. One the Kafka sink
  * reads is still VAP_ERR_CONFIG naming it. With every variable set the file is checked whole;
  * where a stand-in is refused by its field (`providers: ["${env:PROVIDER}"]`), only the Kafka sink is.
@@ -348,11 +348,11 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
     // The join (a group's coordinator that never answers, a rebalance waiting on other members)
     // ends at a stop too; output gone or the count read meanwhile end it as they always did.
     await Promise.race([untilStopped(joined!, o.signal, stopped(`joining the consumer group on the Kafka ${brokersText(o.brokers)}`)), done]);
-    await new Promise<void>((resolve) => {
-      done.then(resolve, resolve);
-      if (o.signal?.aborted) resolve();
-      o.signal?.addEventListener('abort', () => resolve(), { once: true });
-    });
+    // Reading: a stop ends it with the summary.
+    const onAbort = () => stop();
+    if (o.signal?.aborted) stop();
+    else o.signal?.addEventListener('abort', onAbort, { once: true });
+    await done.finally(() => o.signal?.removeEventListener('abort', onAbort));
   } catch (e) {
     // Stopped while waiting on the brokers: said at once, the disconnect not waited for.
     if (isArgusError(e, ErrorCodes.INTERRUPTED)) void consumer.disconnect().catch(() => undefined);
