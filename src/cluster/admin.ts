@@ -1,10 +1,9 @@
 import { AssignerProtocol, Kafka, Partitioners, type Admin, type KafkaConfig } from 'kafkajs';
 import { decodeInfo, memberWorker } from './kafkajs-membership.js';
-import { CamerasFileSchema, ClusterSchema, PipelineSchema, type ClusterConfig, type KafkaSinkConfig, type PipelineConfig, type Placement } from '../config/schema.js';
-import { stringify as stringifyYaml } from 'yaml';
-import { parseConfigText, parseYamlText, readConfigText, YamlTextError } from '../config/load.js';
-import { lenientEnv, type InterpolationError } from '../config/interpolate.js';
-import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
+import { CamerasFileSchema, ClusterSchema, type ClusterConfig, type KafkaSinkConfig, type Placement } from '../config/schema.js';
+import { loadPipelineParts, parseConfigText, parseYamlText, readConfigText, YamlTextError } from '../config/load.js';
+import { lenientEnv } from '../config/interpolate.js';
+import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { writeStderr } from '../core/log.js';
 import { forTerminalLines } from '../core/text.js';
 import { brokersText, checkBrokerFlags, commandKafkaConfig, reachKafka } from '../sinks/kafka-reach.js';
@@ -29,42 +28,16 @@ export async function clusterTarget(o: { config?: string; brokers?: string[] }):
   // With --config or not (its credentials would go to what --brokers names).
   checkBrokerFlags(o.brokers);
   if (o.config) {
-    const { loadPipeline } = await import('../config/load.js');
     const { clusterBrokers, clusterKafkaAuth } = await import('./worker.js');
     // Only the brokers, the cluster section and the Kafka sink's TLS and SASL are read here: a
     // variable only the workers need (a WebSocket token, a camera password) may be unset.
-    const missing: InterpolationError[] = [];
-    const neededMissing = () => missing.find((m) => /^(cluster|sinks\.kafka)(\.|\[|$)/.test(m.path));
-    let config: PipelineConfig;
-    try {
-      config = await loadPipeline(o.config, lenientEnv(process.env, missing));
-    } catch (e) {
-      const needed = neededMissing();
-      if (needed) throw new ArgusError(ErrorCodes.CONFIG, `${o.config}: ${needed.message}`);
-      // A variable stood in for by '1' where the field takes no 1 (`providers: ["${env:PROVIDER}"]`):
-      // the whole file cannot be checked here, so only what is read is (the cluster section and
-      // the Kafka sink). With every variable set, the file is checked whole, as before.
-      if (missing.length === 0 || !isArgusError(e, ErrorCodes.CONFIG)) throw e;
-      config = await loadReadParts(o.config);
-    }
-    const needed = neededMissing();
-    if (needed) throw new ArgusError(ErrorCodes.CONFIG, `${o.config}: ${needed.message}`);
+    const config = await loadPipelineParts(o.config, ['cluster', 'sinks.kafka']);
     if (!config.cluster) throw new ArgusError(ErrorCodes.CONFIG, `${o.config}: no cluster section (a worker config is needed)`);
     // The workers' TLS and SASL too: without them, a secured cluster was unreachable from here.
     return { brokers: o.brokers?.length ? o.brokers : clusterBrokers(config), cluster: config.cluster, ...clusterKafkaAuth(config) };
   }
   if (!o.brokers?.length) throw new ArgusError(ErrorCodes.CONFIG, '--brokers or --config: where is the cluster?');
   return { brokers: o.brokers, cluster: ClusterSchema.parse({}) };
-}
-
-/** Of a worker YAML, only the cluster section and the Kafka sink, checked as a pipeline holding nothing else (clusterTarget). */
-async function loadReadParts(file: string): Promise<PipelineConfig> {
-  const doc = parseYamlText(await readConfigText(file)) as Record<string, unknown> | null;
-  const sinks = doc?.sinks as Record<string, unknown> | undefined;
-  const part: Record<string, unknown> = {};
-  if (doc?.cluster !== undefined) part.cluster = doc.cluster;
-  if (sinks && typeof sinks === 'object' && sinks.kafka !== undefined) part.sinks = { kafka: sinks.kafka };
-  return parseConfigText(stringifyYaml(part), PipelineSchema, file, lenientEnv(process.env));
 }
 
 /** Connects `admin` within the target's connect timeout, or fails with VAP_ERR_KAFKA_UNREACHABLE naming the brokers and why. */

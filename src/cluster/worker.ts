@@ -3,6 +3,7 @@ import { catchError, EMPTY, filter, finalize, mergeAll, type Observable, Subject
 import type { FrameResult } from '../analytics/analyze.js';
 import { hostId } from '../config/interpolate.js';
 import type { ClusterConfig, KafkaSinkConfig, PipelineConfig } from '../config/schema.js';
+import type { PipelineParts } from '../config/load.js';
 import { withDeadline } from '../core/clock.js';
 import { ArgusError, ErrorCodes, inContext } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
@@ -28,7 +29,7 @@ export function defaultWorkerId(): string {
  * `cluster.sasl` where given (false: none), else the Kafka sink's (the cluster's brokers are the
  * sink's unless `cluster.brokers` names others, whose credentials may differ).
  */
-export function clusterKafkaAuth(config: PipelineConfig): Pick<KafkaSinkConfig, 'ssl' | 'sasl'> {
+export function clusterKafkaAuth(config: PipelineParts): Pick<KafkaSinkConfig, 'ssl' | 'sasl'> {
   const k = config.sinks.kafka;
   const c = config.cluster;
   const ssl = c?.ssl ?? k?.ssl;
@@ -64,7 +65,7 @@ export async function checkSessionTimeout(admin: Admin, ms: number): Promise<voi
 }
 
 /** The brokers of the cluster topics: cluster.brokers, else sinks.kafka.brokers. */
-export function clusterBrokers(config: PipelineConfig): string[] {
+export function clusterBrokers(config: PipelineParts): string[] {
   const b = config.cluster?.brokers ?? config.sinks.kafka?.brokers;
   if (!b?.length) throw new ArgusError(ErrorCodes.CONFIG, 'cluster.brokers: a worker needs Kafka brokers (cluster.brokers, or sinks.kafka.brokers)');
   return b;

@@ -1,13 +1,13 @@
 import { constants } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { isatty } from 'node:tty';
-import { isAlias, isMap, isPair, isScalar, isSeq, parseDocument, visit, YAMLError, type Document, type DocumentOptions, type Pair, type ParseOptions } from 'yaml';
-import type { z, ZodError, ZodIssue, ZodTypeAny } from 'zod';
+import { isAlias, isMap, isPair, isScalar, isSeq, parseDocument, stringify as stringifyYaml, visit, YAMLError, type Document, type DocumentOptions, type Pair, type ParseOptions } from 'yaml';
+import { z, type ZodError, type ZodIssue, type ZodTypeAny } from 'zod';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { PipeTimeout, readInto, type PipeWait } from '../core/files.js';
 import { mention } from '../core/redact.js';
-import { InterpolationError, interpolateEnv } from './interpolate.js';
-import { PipelineSchema, type PipelineConfig } from './schema.js';
+import { InterpolationError, interpolateEnv, lenientEnv } from './interpolate.js';
+import { ClusterSchema, KafkaSinkSchema, PipelineSchema, type PipelineConfig } from './schema.js';
 import { unknownKeyHint } from './suggest.js';
 
 const pathText = (path: readonly (string | number)[]) => path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${p}` : String(p)), '');
@@ -497,6 +497,48 @@ export async function readConfigFile<S extends ZodTypeAny>(file: string, schema:
 
 export async function loadPipeline(file: string, env?: NodeJS.ProcessEnv): Promise<PipelineConfig> {
   return parseConfigText(await readConfigText(file), PipelineSchema, file, env, notAPipeline);
+}
+
+/** The parts of a pipeline that loadPipelineParts reads, checked as in a pipeline: a pipeline holding nothing else (no source needed). */
+const PipelinePartsSchema = z
+  .object({
+    cluster: ClusterSchema.optional(),
+    sinks: z.object({ kafka: KafkaSinkSchema.optional() }).strict().default({}),
+  })
+  .strict();
+export type PipelineParts = Pick<PipelineConfig, 'cluster'> & { sinks: Pick<PipelineConfig['sinks'], 'kafka'> };
+
+/**
+ * A pipeline YAML of which a command reads only some parts (`parts`: `argus consume --config` the
+ * Kafka sink; `argus cameras`/`argus cluster --config` the cluster section and the Kafka sink). A
+ * `${env:…}` elsewhere may be unset (a camera's password, the server's token): a consumer engineer
+ * or an operator had to export the camera's password to read a topic. One of `parts` unset is still
+ * VAP_ERR_CONFIG naming it. With every variable set the file is checked whole, as a run checks it;
+ * where an unset variable's stand-in is refused by its field (`providers: ["${env:PROVIDER}"]`),
+ * only `parts` are, as a pipeline holding nothing else.
+ */
+export async function loadPipelineParts(file: string, parts: readonly ('cluster' | 'sinks.kafka')[]): Promise<PipelineParts> {
+  const read = new RegExp(`^(?:${parts.map((p) => p.replace('.', '\\.')).join('|')})(?:\\.|\\[|$)`);
+  const missing: InterpolationError[] = [];
+  const neededMissing = (): void => {
+    const needed = missing.find((m) => read.test(m.path));
+    if (needed) throw new ArgusError(ErrorCodes.CONFIG, `${file}: ${needed.message}`);
+  };
+  let config: PipelineParts;
+  try {
+    config = await loadPipeline(file, lenientEnv(process.env, missing));
+  } catch (e) {
+    neededMissing();
+    if (missing.length === 0 || !(e instanceof ArgusError && e.code === ErrorCodes.CONFIG)) throw e;
+    const doc = parseYamlText(await readConfigText(file)) as Record<string, unknown> | null;
+    const sinks = doc?.sinks as Record<string, unknown> | undefined;
+    const part: Record<string, unknown> = {};
+    if (parts.includes('cluster') && doc?.cluster !== undefined) part.cluster = doc.cluster;
+    if (parts.includes('sinks.kafka') && sinks && typeof sinks === 'object' && sinks.kafka !== undefined) part.sinks = { kafka: sinks.kafka };
+    config = parseConfigText(stringifyYaml(part), PipelinePartsSchema, file, lenientEnv(process.env));
+  }
+  neededMissing();
+  return config;
 }
 
 /** A cameras list given where a pipeline is wanted (`argus run pipelines/cameras.yaml`: its first error was an unset variable of one camera's password). */

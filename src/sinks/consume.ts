@@ -1,5 +1,4 @@
 import { Kafka, type KafkaConfig } from 'kafkajs';
-import type { InterpolationError } from '../config/interpolate.js';
 import type { KafkaSinkConfig } from '../config/schema.js';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
@@ -44,7 +43,9 @@ export interface ConsumeTarget {
 export async function consumeTarget(o: { brokers?: string[]; topic?: string; config?: string }): Promise<ConsumeTarget> {
   checkBrokerFlags(o.brokers);
   if (o.config) {
-    const k = await kafkaSinkOf(o.config);
+    // Only the Kafka sink is read: a variable elsewhere (a camera's password) may be unset.
+    const { loadPipelineParts } = await import('../config/load.js');
+    const k = (await loadPipelineParts(o.config, ['sinks.kafka'])).sinks.kafka;
     if (!k) throw new ArgusError(ErrorCodes.CONFIG, `${o.config}: sinks.kafka: no Kafka sink to read from (give --brokers instead)`);
     return {
       brokers: o.brokers?.length ? o.brokers : k.brokers,
@@ -55,42 +56,6 @@ export async function consumeTarget(o: { brokers?: string[]; topic?: string; con
   }
   if (!o.brokers?.length) throw new ArgusError(ErrorCodes.CONFIG, '--brokers or --config: where is Kafka?');
   return { brokers: o.brokers, topic: o.topic ?? 'argus.detections' };
-}
-
-/** A variable's place that `argus consume` reads: the Kafka sink (its brokers, topics, TLS, SASL). */
-const READ_BY_CONSUME = /^sinks\.kafka(\.|\[|$)/;
-
-/**
- * The Kafka sink of a pipeline YAML. Only it is read: a `${env:…}` elsewhere (a camera's
- * password, the server's token) may be unset, as for `argus cameras --config` (lenientEnv); a
- * consumer engineer had to export the camera's password to read a topic. One the Kafka sink
- * reads is still VAP_ERR_CONFIG naming it. With every variable set the file is checked whole;
- * where a stand-in is refused by its field (`providers: ["${env:PROVIDER}"]`), only the Kafka sink is.
- */
-async function kafkaSinkOf(file: string): Promise<KafkaSinkConfig | undefined> {
-  const { loadPipeline, parseConfigText, parseYamlText, readConfigText } = await import('../config/load.js');
-  const { lenientEnv } = await import('../config/interpolate.js');
-  const missing: InterpolationError[] = [];
-  const neededMissing = () => {
-    const needed = missing.find((m) => READ_BY_CONSUME.test(m.path));
-    if (needed) throw new ArgusError(ErrorCodes.CONFIG, `${file}: ${needed.message}`);
-  };
-  try {
-    const k = (await loadPipeline(file, lenientEnv(process.env, missing))).sinks.kafka;
-    neededMissing();
-    return k;
-  } catch (e) {
-    if (missing.length === 0 || !isArgusError(e, ErrorCodes.CONFIG)) throw e;
-    neededMissing();
-  }
-  // Every variable of the Kafka sink is set: it alone, checked as in the pipeline.
-  const { stringify } = await import('yaml');
-  const { KafkaSinkSchema } = await import('../config/schema.js');
-  const { z } = await import('zod');
-  const doc = parseYamlText(await readConfigText(file)) as { sinks?: { kafka?: unknown } } | null;
-  const kafka = typeof doc?.sinks === 'object' && doc.sinks !== null ? doc.sinks.kafka : undefined;
-  const part = z.object({ sinks: z.object({ kafka: KafkaSinkSchema.optional() }).strict().default({}) }).strict();
-  return parseConfigText(stringify(kafka === undefined ? {} : { sinks: { kafka } }), part, file).sinks.kafka;
 }
 
 /** The kafkajs settings of `argus consume` for a target. */
