@@ -69,9 +69,14 @@ export async function reachKafka(brokers: readonly string[], client: { connect()
     // Not waited for: against a broker that never answers it may not end either.
     void client.disconnect().catch(() => undefined);
     if (isArgusError(e, ErrorCodes.INTERRUPTED)) throw e;
-    const why = redact((e as Error)?.message ?? String(e));
+    // A client with SASL settings at a listener that takes none is answered ILLEGAL_SASL_STATE
+    // ("Request is not valid given the current SASL state"), and its mechanism refused with
+    // UNSUPPORTED_SASL_MECHANISM: the hint said to check where Kafka runs, where Kafka ran.
+    const saslType = (e as { type?: unknown })?.type;
+    const saslMismatch = saslType === 'ILLEGAL_SASL_STATE' || saslType === 'UNSUPPORTED_SASL_MECHANISM';
+    const why = redact((e as Error)?.message ?? String(e)) + (saslType === 'ILLEGAL_SASL_STATE' ? '; this listener takes no SASL' : '');
     // Reached, but the credentials were refused: the hint is about them, not about where Kafka runs.
-    const refused = (e as Error)?.name === 'KafkaJSSASLAuthenticationError';
+    const refused = (e as Error)?.name === 'KafkaJSSASLAuthenticationError' || saslMismatch;
     throw new ArgusError(ErrorCodes.KAFKA_UNREACHABLE, `cannot reach the Kafka ${brokersText(brokers)} (${why}): ${o.hint(refused)}`, { cause: e });
   }
 }
