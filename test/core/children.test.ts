@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { childrenOf, running, until } from '../helpers/procs.js';
 import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 
 /**
@@ -26,31 +27,6 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** The pids of `pid`'s children. */
-function childrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
-
-/** Running (not a zombie waiting to be reaped). */
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
-
-/** Polls `ok` until it holds or `ms` have passed (a bounded wait on another process, not a timing assumption). */
-async function until(ok: () => boolean, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (!ok() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
-  return ok();
-}
-
 /** Starts `body` (after videoFrames began reading the FIFO), waits for its ffmpeg, sends `signal`; the exit and whether ffmpeg outlived it. */
 async function signalled(body: string, signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null; ffmpegLeft: boolean }> {
   const script = `
@@ -69,7 +45,7 @@ async function signalled(body: string, signal: NodeJS.Signals): Promise<{ code: 
   child.kill(signal);
   const [code, sig] = await exited;
   // Killed, its zombie is reaped by init at once; left behind, it stays blocked in open(2).
-  const gone = await until(() => !alive(ff!), 3000);
+  const gone = await until(() => !running(ff!), 3000);
   return { code, signal: sig, ffmpegLeft: !gone };
 }
 

@@ -7,6 +7,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { childrenOf, running, until } from '../helpers/procs.js';
 import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 import { SIGNAL_REPEAT_MS } from '../../src/core/signals.js';
 
@@ -24,25 +25,6 @@ afterAll(() => {
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until(ok: () => boolean, ms: number): Promise<boolean> {
-  const end = performance.now() + ms;
-  while (!ok() && performance.now() < end) await sleep(20);
-  return ok();
-}
-function childrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
 
 describe("argus run's second signal", () => {
   it("an RTSP camera's ffmpeg that ignores SIGTERM is killed at the forced exit, not left behind", async () => {
@@ -69,6 +51,6 @@ describe("argus run's second signal", () => {
     child.kill('SIGTERM');
     const [code] = await exited;
     expect(code).toBe(130);
-    expect(await until(() => !alive(ff[0]), 3000)).toBe(true);
+    expect(await until(() => !running(ff[0]), 3000)).toBe(true);
   }, 60_000);
 });
