@@ -33,6 +33,15 @@ export class StopSignals {
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 /**
+ * The longest the process waits at a stop signal on what its cleanups return, ms: past it they
+ * are run again forced (as at a second signal) and the process ends by the signal all the same.
+ * Each cleanup bounds its own wait (an RTSP camera's ffmpeg: FFMPEG_STOP_GRACE_MS); this bounds a
+ * promise that never settles. The wait's timer also holds the event loop: a promise that nothing
+ * else held let the loop empty, and a Ctrl-C ended the process with status 0.
+ */
+export const STOP_WAIT_MAX_MS = 5000;
+
+/**
  * What a stop signal undoes where nothing else in the process listens for it (atStopSignal): given
  * `forced` false at the first signal, which may return a promise for the process to wait on (an
  * RTSP camera's ffmpeg given its grace to send TEARDOWN), true at a second one during that wait.
@@ -40,52 +49,66 @@ const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 type Cleanup = (forced: boolean) => void | Promise<unknown>;
 const cleanups = new Set<Cleanup>();
 
-/** The first signal's cleanups, while the process waits on them before it ends; when it came. */
-let ending: { ran: Cleanup[]; at: number } | undefined;
+/** The first signal's cleanups, while the process waits on them before it ends; when it came; the wait's bound. */
+let ending: { ran: Cleanup[]; at: number; bound: ReturnType<typeof setTimeout> } | undefined;
+
+/** Runs `cs`; what they return, their rejections taken (a cleanup that throws or rejects leaves the others run, and the end by the signal). */
+function runCleanups(cs: readonly Cleanup[], forced: boolean): Promise<unknown>[] {
+  const waits: Promise<unknown>[] = [];
+  for (const c of cs) {
+    try {
+      const r = c(forced);
+      if (r) waits.push(r.catch(() => undefined));
+    } catch {
+      // the others are still undone, and the process still ends by the signal
+    }
+  }
+  return waits;
+}
+
+/**
+ * Ends the process by `signal` (its default action): the cleanups registered during the wait run
+ * first, forced (a partial file begun by the work still under way was left behind, as a child
+ * started then was), and `forced` runs the first signal's again so (a second signal, the bound).
+ */
+function endBy(signal: NodeJS.Signals, forced: boolean): void {
+  if (ending) clearTimeout(ending.bound);
+  if (forced && ending) runCleanups(ending.ran, true);
+  const late = [...cleanups];
+  cleanups.clear();
+  runCleanups(late, true);
+  for (const s of STOP_SIGNALS) process.removeListener(s, onStopSignal);
+  process.kill(process.pid, signal);
+}
 
 /**
  * A stop signal with `cleanups` pending: where nothing else in the process listens for the signal
  * (argus detect, preview: no orderly stop of their own), each is run, and the process then ends
  * by the signal as it would have (its default action, status 128 + n), once what they return has
- * settled. A second signal then (not a repeat within SIGNAL_REPEAT_MS: the same one sent to the
- * process and its group) runs them forced and ends the process at once. Where another listener
- * stops the process in order (argus run), that stop undoes what it holds itself.
+ * settled, STOP_WAIT_MAX_MS at most. A second signal then (not a repeat within SIGNAL_REPEAT_MS:
+ * the same one sent to the process and its group) runs them forced and ends the process at once.
+ * Where another listener stops the process in order (argus run), that stop undoes what it holds itself.
  */
 function onStopSignal(signal: NodeJS.Signals): void {
   if (process.listenerCount(signal) > 1) return;
-  const end = (): void => {
-    for (const s of STOP_SIGNALS) process.removeListener(s, onStopSignal);
-    process.kill(process.pid, signal);
-  };
-  const run = (cs: Cleanup[], forced: boolean): Promise<unknown>[] => {
-    const waits: Promise<unknown>[] = [];
-    for (const c of cs) {
-      try {
-        const r = c(forced);
-        if (r) waits.push(r.catch(() => undefined));
-      } catch {
-        // the others are still undone, and the process still ends by the signal
-      }
-    }
-    return waits;
-  };
   if (ending) {
     if (performance.now() - ending.at < SIGNAL_REPEAT_MS) return;
-    run(ending.ran, true);
-    return end();
+    return endBy(signal, true);
   }
   const ran = [...cleanups];
   cleanups.clear();
-  const waits = run(ran, false);
-  if (!waits.length) return end();
-  ending = { ran, at: performance.now() };
-  void Promise.all(waits).then(end);
+  const waits = runCleanups(ran, false);
+  if (!waits.length) return endBy(signal, false);
+  const bound = setTimeout(() => endBy(signal, true), STOP_WAIT_MAX_MS);
+  ending = { ran, at: performance.now(), bound };
+  void Promise.all(waits).then(() => endBy(signal, false));
 }
 
 /**
  * Runs `cleanup` if SIGINT, SIGTERM or SIGHUP ends the process by its default action before the
  * returned function is called (see onStopSignal): synchronous, or a promise the process waits on
- * before it ends (bounded by the cleanup itself), called again with `forced` at a second signal.
+ * before it ends (bounded by the cleanup itself, and by STOP_WAIT_MAX_MS), called again with
+ * `forced` at a second signal; one registered during that wait runs forced as the process ends.
  * The signals are listened for only while something is pending.
  */
 export function atStopSignal(cleanup: Cleanup): () => void {
