@@ -66,6 +66,49 @@ export function statProblem(path: string, e: unknown): FileProblem {
   return { code: ErrorCodes.SOURCE_OPEN, why: `${path}: ${(code && what[code]) ?? `cannot be looked at (${code ?? (e as Error | undefined)?.message ?? String(e)})`}` };
 }
 
+/** statBounded's answer: the file's stats, or why there are none. */
+export type StatLook = { stats: Stats } | { problem: FileProblem };
+
+/**
+ * How many of statsBounded's looks wait at once: half of libuv's 4 threads, the others left to
+ * the process's other work (sharp's decoding, file writes, name lookups).
+ */
+export const LOOKS_AT_ONCE = 2;
+
+/**
+ * statBounded of each of `paths` (undefined: not looked at, its answer undefined), LOOKS_AT_ONCE
+ * at a time, in order. argus detect of a glob looked at every file at once: on a mount that
+ * stopped answering, 4 of its files took every one of libuv's threads for good (a local file's
+ * look, queued behind them, timed out as if its own file system had not answered; the decoding
+ * and writing after waited for ever). A look not answered within its bound holds its thread, and
+ * the next go on in the others; once every one is so held, those not looked at yet fail
+ * (VAP_ERR_SOURCE_TIMEOUT, naming them and the files whose looks hold the threads).
+ */
+export async function statsBounded(paths: readonly (string | undefined)[], timeoutMs = FILE_STAT_TIMEOUT_MS): Promise<(StatLook | undefined)[]> {
+  const looks: (StatLook | undefined)[] = new Array<StatLook | undefined>(paths.length).fill(undefined);
+  const held: string[] = [];
+  let next = 0;
+  const lookNext = async (): Promise<void> => {
+    while (next < paths.length) {
+      const i = next++;
+      const path = paths[i];
+      if (path === undefined) continue;
+      const look = await statBounded(path, timeoutMs);
+      looks[i] = look;
+      if ('problem' in look && look.problem.code === ErrorCodes.SOURCE_TIMEOUT) {
+        held.push(path);
+        return; // its thread still waits on the mount
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: LOOKS_AT_ONCE }, lookNext));
+  for (let i = next; i < paths.length; i++) {
+    const path = paths[i];
+    if (path !== undefined) looks[i] = { problem: { code: ErrorCodes.SOURCE_TIMEOUT, why: `${path}: not looked at: the file system gave no answer about ${held.join(' nor ')} within ${timeoutMs / 1000} s (a network mount that stopped answering?), and a look at one more would wait behind them` } };
+  }
+  return looks;
+}
+
 /**
  * The stats of `path`, or why there are none (statProblem; VAP_ERR_SOURCE_TIMEOUT naming the
  * file where the file system gave no answer within `timeoutMs`). By an asynchronous stat, in
@@ -73,7 +116,7 @@ export function statProblem(path: string, e: unknown): FileProblem {
  * and sink of a run; a signal's handler, so Ctrl-C could not stop argus preview or detect). The
  * stat not answered is left to end in its thread, the only one for its path (statOnce).
  */
-export function statBounded(path: string, timeoutMs = FILE_STAT_TIMEOUT_MS): Promise<{ stats: Stats } | { problem: FileProblem }> {
+export function statBounded(path: string, timeoutMs = FILE_STAT_TIMEOUT_MS): Promise<StatLook> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<{ problem: FileProblem }>((res) => {
     // (After the poll phase: an answer that came while the loop was held past the bound, by a

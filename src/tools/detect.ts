@@ -11,7 +11,7 @@ import { isVideoPath, unwritableDir, VIDEO_EXTENSIONS, writeWhole } from '../cor
 import type { LogFn } from '../core/log.js';
 import { forTerminal, forTerminalLines } from '../core/text.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
-import { statBounded } from '../sources/file-look.js';
+import { statBounded, statsBounded, type StatLook } from '../sources/file-look.js';
 import { resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { quoteDamage } from '../sources/stats.js';
 import { inputKind, readImage, videoFrames, type RawFrame, type VideoInfo } from './frames.js';
@@ -173,11 +173,11 @@ async function planOutputs(out: string, files: readonly string[], inputStats: re
   if (files.length > 1 && 'stats' in looked && !isDir) fail(`with ${files.length} files, --out is a folder, and this is a file`);
   const folder = files.length > 1 || isDir || /[/\\]$/.test(out);
   const targets = files.map((f) => outPath(out, f, folder, inputKind(f) === 'video'));
-  // Each copy looked at once, all at once (the inputs were, by runDetect: `inputStats`), and
+  // Each copy looked at once, LOOKS_AT_ONCE at a time (statsBounded; the inputs were, by runDetect: `inputStats`), and
   // compared with the inputs by path and by device and inode (a link to one): each copy was
   // compared with every input by two stats of its own, one pair after another, 2 x N x N stats
   // (5.7 s before the model loaded for 200 pictures; minutes for a glob of 1 000).
-  const copies = await Promise.all(targets.map((t) => statBounded(t)));
+  const copies = (await statsBounded(targets)) as StatLook[];
   const inode = (st: Stats) => `${st.dev}:${st.ino}`;
   const inputAt = new Map<string, number>();
   const firstAt = (key: string, i: number) => void (inputAt.has(key) || inputAt.set(key, i));
@@ -227,11 +227,11 @@ export async function runDetect(files: readonly string[], options: DetectOptions
   // V4L2 device (/dev/video0) is a camera too: opened as one (`-f v4l2`, tools/frames), it never
   // ends, and every frame's detections are kept for the report.
   const camera = (f: string) => sourceKind(f) === 'v4l2' || /^[a-z][a-z0-9+.-]*:\/\//i.test(f);
-  // Each file looked at once, all at once, asynchronously and bounded (statBounded): existsSync
-  // and statSync on a hung network mount held the event loop, detect and Ctrl-C with it. A
-  // stat's error is said as it is (a link loop, a folder this user may not enter: "permission
-  // denied"), not as "file not found".
-  const looks = await Promise.all(files.map((f) => (camera(f) ? undefined : statBounded(f))));
+  // Each file looked at once, asynchronously and bounded, a few at a time (statsBounded): existsSync
+  // and statSync on a hung network mount held the event loop, detect and Ctrl-C with it; all at
+  // once, the files on such a mount took every thread of libuv's. A stat's error is said as it is
+  // (a link loop, a folder this user may not enter: "permission denied"), not as "file not found".
+  const looks = await statsBounded(files.map((f) => (camera(f) ? undefined : f)));
   const unreadable = (i: number): ArgusError | undefined => {
     const f = files[i];
     if (sourceKind(f) === 'v4l2') return new ArgusError(ErrorCodes.SOURCE_OPEN, `detect: ${f} is a V4L2 camera, not a file: detect reads files to their end; name it as a source of a pipeline and look at it with argus preview`);

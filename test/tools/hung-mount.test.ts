@@ -7,11 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 
-const hung = vi.hoisted(() => ({ dir: '/argus-test-hung-mount/' }));
+const hung = vi.hoisted(() => ({ dir: '/argus-test-hung-mount/', waiting: 0 }));
 vi.mock('node:fs/promises', async (original) => {
   const real = await original<typeof import('node:fs/promises')>();
-  // A stat on the hung mount never answers (it waits in the kernel, in libuv's thread pool).
-  const stat = (p: string, ...rest: unknown[]) => (String(p).startsWith(hung.dir) ? new Promise(() => {}) : (real.stat as (...a: unknown[]) => Promise<unknown>)(p, ...rest));
+  // A stat on the hung mount never answers (it waits in the kernel, in one of libuv's 4 threads
+  // for good: `waiting` counts them).
+  const stat = (p: string, ...rest: unknown[]) => (String(p).startsWith(hung.dir) ? (hung.waiting++, new Promise(() => {})) : (real.stat as (...a: unknown[]) => Promise<unknown>)(p, ...rest));
   return { ...real, default: { ...real, stat }, stat };
 });
 
@@ -86,6 +87,24 @@ describe('argus detect and preview on a mount that does not answer', () => {
     expect(doc.files[1].error?.message).toBe(`detect: file not found: ${join(work, 'none.jpg')}`);
     expect(JSON.parse(out).failed).toBe(2);
     expect(syncLooks).toEqual([]);
+  }, 60_000);
+
+  it("detect of many files on the hung mount: at most 2 of libuv's 4 threads taken by their looks, each file failed naming it, a local file still looked at", async () => {
+    const files = Array.from({ length: 8 }, (_, i) => `${hung.dir}many/f${i}.jpg`);
+    const local = join(work, 'gone.jpg');
+    const before = hung.waiting;
+    let out = '';
+    const r = await timed(runDetect([files[0], local, ...files.slice(1)], { json: true, write: (t) => (out += t) }).then(() => { throw new Error('resolved'); }));
+    expect(r.error.message).toBe('resolved');
+    const doc = JSON.parse(out) as { files: { file: string; error?: { code: string; message: string } }[] };
+    expect(hung.waiting - before).toBeLessThanOrEqual(2);
+    expect(doc.files.map((f) => f.error?.code)).toEqual([ErrorCodes.SOURCE_TIMEOUT, ErrorCodes.SOURCE_OPEN, ...files.slice(1).map(() => ErrorCodes.SOURCE_TIMEOUT)]);
+    expect(doc.files[1].error?.message).toBe(`detect: file not found: ${local}`);
+    expect(doc.files[0].error?.message).toBe(`detect: ${files[0]}: the file system gave no answer about it within ${FILE_STAT_TIMEOUT_MS / 1000} s (a network mount that stopped answering?)`);
+    // The others: not looked at, behind the two looks that hold their threads, each named.
+    expect(doc.files[8].error?.message).toBe(`detect: ${files[7]}: not looked at: the file system gave no answer about ${files[0]} nor ${files[1]} within ${FILE_STAT_TIMEOUT_MS / 1000} s (a network mount that stopped answering?), and a look at one more would wait behind them`);
+    // One bound, not one a file.
+    expect(r.ms).toBeLessThan(3 * FILE_STAT_TIMEOUT_MS);
   }, 60_000);
 
   it('detect --out on the hung mount: VAP_ERR_SINK_FILE naming it, no synchronous look', async () => {
