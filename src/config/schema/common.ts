@@ -79,16 +79,36 @@ export const brokerList = z
       parts.forEach((part, n) => {
         const r = brokerAddress.safeParse(part);
         // The part is not quoted: a broker written with credentials in it must not reach a log.
-        if (!r.success) ctx.addIssue({ code: 'custom', message: `${parts.length > 1 ? `broker ${n + 1} of its comma-separated list: ` : ''}${r.error.issues[0]?.message ?? 'use host:port'}` });
+        if (!r.success) ctx.addIssue({ code: 'custom', message: `${parts.length > 1 ? `broker ${n + 1} of its comma-separated list: ` : ''}${brokerHint(part) ?? r.error.issues[0]?.message ?? 'use host:port'}` });
       });
     }),
   )
   .min(1)
   .transform((list) => list.flatMap(brokersOf));
 
-/** The brokers of one item of a broker list: host:port, or several comma-separated. */
+/**
+ * The brokers of one item of a broker list: host:port, or several comma-separated, each without
+ * the spaces around it. A lone broker with a space after it (docker-compose's env_file keeps one)
+ * was refused, "use host:port", where the same broker in a list was taken.
+ */
 function brokersOf(item: string): string[] {
-  return item.includes(',') ? item.split(',').map((s) => s.trim()).filter((s) => s !== '') : [item];
+  return item
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+/**
+ * How to write a broker given in a form Kafka takes elsewhere, where "use host:port" did not say
+ * what was wrong (never quoting it: it may hold credentials): several separated by spaces, a
+ * listener's URL (`SASL_SSL://host:9092`, from a broker's server.properties), an IPv6 address
+ * (kafkajs splits a broker at its colons, and `[::1]:9092` cannot be reached).
+ */
+function brokerHint(part: string): string | undefined {
+  if (/^[a-z][a-z0-9_+.-]*:\/\//i.test(part)) return "use host:port, without a listener's scheme (SASL_SSL://, PLAINTEXT://): TLS and SASL are set by ssl and sasl";
+  if (/\s/.test(part)) return 'use host:port, several separated by commas';
+  if (/^\[[0-9a-f:.]*\]/i.test(part) || /^[0-9a-f.]*:[0-9a-f.]*:[0-9a-f:.]*$/i.test(part)) return 'use host:port: an IPv6 address cannot be a broker here (the Kafka client splits it at its colons): use a host name for it';
+  return undefined;
 }
 
 /** The longest Kafka topic name (the broker's own limit). */
