@@ -44,7 +44,8 @@ export const STOP_WAIT_MAX_MS = 5000;
 /**
  * What a stop signal undoes where nothing else in the process listens for it (atStopSignal): given
  * `forced` false at the first signal, which may return a promise for the process to wait on (an
- * RTSP camera's ffmpeg given its grace to send TEARDOWN), true at a second one during that wait.
+ * RTSP camera's ffmpeg given its grace to send TEARDOWN), true at a second one during that wait
+ * and as the process ends after it (endBy).
  */
 type Cleanup = (forced: boolean) => void | Promise<unknown>;
 const cleanups = new Set<Cleanup>();
@@ -67,13 +68,17 @@ function runCleanups(cs: readonly Cleanup[], forced: boolean): Promise<unknown>[
 }
 
 /**
- * Ends the process by `signal` (its default action): the cleanups registered during the wait run
- * first, forced (a partial file begun by the work still under way was left behind, as a child
- * started then was), and `forced` runs the first signal's again so (a second signal, the bound).
+ * Ends the process by `signal` (its default action), what the cleanups undid undone again first,
+ * forced: where the process waited on them (`ending`), the first signal's cleanups run again (a
+ * partial file removed at the signal and made again by the write still under way was left
+ * behind; a child is killed at once), and those registered during the wait run too (a partial
+ * file begun then was left behind, as a child started then was).
  */
-function endBy(signal: NodeJS.Signals, forced: boolean): void {
-  if (ending) clearTimeout(ending.bound);
-  if (forced && ending) runCleanups(ending.ran, true);
+function endBy(signal: NodeJS.Signals): void {
+  if (ending) {
+    clearTimeout(ending.bound);
+    runCleanups(ending.ran, true);
+  }
   const late = [...cleanups];
   cleanups.clear();
   runCleanups(late, true);
@@ -93,22 +98,23 @@ function onStopSignal(signal: NodeJS.Signals): void {
   if (process.listenerCount(signal) > 1) return;
   if (ending) {
     if (performance.now() - ending.at < SIGNAL_REPEAT_MS) return;
-    return endBy(signal, true);
+    return endBy(signal);
   }
   const ran = [...cleanups];
   cleanups.clear();
   const waits = runCleanups(ran, false);
-  if (!waits.length) return endBy(signal, false);
-  const bound = setTimeout(() => endBy(signal, true), STOP_WAIT_MAX_MS);
+  if (!waits.length) return endBy(signal);
+  const bound = setTimeout(() => endBy(signal), STOP_WAIT_MAX_MS);
   ending = { ran, at: performance.now(), bound };
-  void Promise.all(waits).then(() => endBy(signal, false));
+  void Promise.all(waits).then(() => endBy(signal));
 }
 
 /**
  * Runs `cleanup` if SIGINT, SIGTERM or SIGHUP ends the process by its default action before the
  * returned function is called (see onStopSignal): synchronous, or a promise the process waits on
  * before it ends (bounded by the cleanup itself, and by STOP_WAIT_MAX_MS), called again with
- * `forced` at a second signal; one registered during that wait runs forced as the process ends.
+ * `forced` at a second signal or as the process then ends (so idempotent); one registered during
+ * that wait runs forced as the process ends.
  * The signals are listened for only while something is pending.
  */
 export function atStopSignal(cleanup: Cleanup): () => void {

@@ -55,6 +55,24 @@ async function stopped(body: string, signal: NodeJS.Signals = 'SIGTERM'): Promis
 }
 
 describe('atStopSignal: a cleanup the process waits on before it ends by the signal', () => {
+  it('a partial file made again during that wait (its write still under way) is removed as the process ends, not left behind', async () => {
+    const marker = join(mkdtempSync(join(tmpdir(), 'argus-signals-')), 'partial');
+    writeFileSync(marker, 'partial');
+    const r = await stopped(`
+      import { rmSync, writeFileSync } from 'node:fs';
+      setTimeout(() => {}, 60_000);
+      // writeWhole's partial file, removed at the signal; the write under way makes it again.
+      atStopSignal(() => {
+        rmSync(${JSON.stringify(marker)}, { force: true });
+        setTimeout(() => writeFileSync(${JSON.stringify(marker)}, 'written again'), 10);
+      });
+      atStopSignal(() => new Promise((resolve) => setTimeout(resolve, 300)));
+    `);
+    expect({ code: r.code, sig: r.sig }).toEqual({ code: null, sig: 'SIGTERM' });
+    expect(existsSync(marker)).toBe(false);
+    rmSync(dirname(marker), { recursive: true, force: true });
+  }, 60_000);
+
   it('a cleanup registered during that wait (a partial file begun then) is run too, not left behind', async () => {
     const marker = join(mkdtempSync(join(tmpdir(), 'argus-signals-')), 'partial');
     writeFileSync(marker, 'partial');
