@@ -119,9 +119,11 @@ export interface FfmpegSourceOptions {
    * seek's margin) waits, however long, for the source's last ffmpeg and the one left behind
    * before it (both stuck in the kernel: lastFfmpegGone's `onStuck`): supervisedSource reports it
    * as its restarts' wait is (`stalled`, VAP_ERR_SOURCE_STALLED, counted in ffmpegWaits). It
-   * waited without a word: the source said `starting` for as long as the device hung.
+   * waited without a word: the source said `starting` for as long as the device hung. What it
+   * returns is called when that wait ends (or is cancelled): supervisedSource's start timeout
+   * does not run during it, as it does not during a restart's wait.
    */
-  onFfmpegStuck?: (why: string) => void;
+  onFfmpegStuck?: (why: string) => (() => void) | void;
   /**
    * Told once per source (its `memo`) when ffmpeg's command line, which every local user can
    * read, holds a secret of the camera's that argus's relays cannot carry (exposedSecrets): an
@@ -491,20 +493,31 @@ export async function lastFfmpegGone(last: LastFfmpeg, onStuck?: (why: string) =
  * the next to open (a device's driver releasing it) lost the device to it. Now the order is
  * certain, for 10 to 90 ms more a restart. Returns what cancels the wait.
  */
-function afterExit(memo: SourceMemo, go: () => void, onStuck?: (why: string) => void): () => void {
+function afterExit(memo: SourceMemo, go: () => void, onStuck?: (why: string) => (() => void) | void): () => void {
   if (!memo.last?.ffmpeg) {
     go();
     return () => {};
   }
   // (A cancelled wait's timer and listeners go with the exit, or FFMPEG_EXIT_WAIT_MS: exitOf.)
   let waiting = true;
-  void lastFfmpegGone(memo.last, (why) => waiting && onStuck?.(why)).then(() => {
+  // What onStuck gave, told when the wait it said ends (or is cancelled), once.
+  let ended: (() => void) | void;
+  const end = (): void => {
+    const e = ended;
+    ended = undefined;
+    e?.();
+  };
+  void lastFfmpegGone(memo.last, (why) => {
+    if (waiting) ended = onStuck?.(why);
+  }).then(() => {
     if (!waiting) return;
     waiting = false;
+    end();
     go();
   });
   return () => {
     waiting = false;
+    end();
   };
 }
 

@@ -1,4 +1,4 @@
-import { asyncScheduler, concat, connect, defer, EMPTY, finalize, from, identity, ignoreElements, mergeMap, type MonoTypeOperatorFunction, type Observable, of, repeat, retry, type SchedulerLike, type Subscription, take, tap, throwError, timeout, timer } from 'rxjs';
+import { asyncScheduler, BehaviorSubject, concat, connect, defer, distinctUntilChanged, EMPTY, finalize, from, identity, ignoreElements, materialize, merge, mergeMap, type MonoTypeOperatorFunction, NEVER, type Observable, of, repeat, retry, type SchedulerLike, type Subscription, switchMap, take, takeUntil, tap, throwError, timeout, timer } from 'rxjs';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
@@ -236,8 +236,11 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
 
     /** What a run learnt of the frames this source calls for (ffmpegSource): restarts start with it. */
     const memo: SourceMemo = { last: o.lastFfmpeg };
+    /** A rerun within the start waiting for two stuck ffmpegs (onFfmpegStuck), until that wait ends: the start timeout stops meanwhile. */
+    const rerunWaiting = new BehaviorSubject(false);
     /** One ffmpeg run per subscription, from where the source is: files at the next frame not yet delivered. */
     const runOnce = defer(() => {
+      rerunWaiting.next(false);
       runSeek = isFile ? nextPosition() : 0;
       runFrames = 0;
       // A restart other than a loop's: the run's frames are due from when its input opens.
@@ -252,7 +255,14 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
         ...runOptions,
         memo,
         // A rerun within this start waiting for two stuck ffmpegs: reported as a restart's wait is (lastGone).
-        onFfmpegStuck: (why) => transition('stalled', why, new ArgusError(ErrorCodes.SOURCE_STALLED, `source "${o.id}": ${why}`), attempt, true),
+        // Its start timeout counts from the wait's end, as a restart's does (lastGone): it ran
+        // during the wait, and a wait longer than startTimeoutMs ended in "no frame within N s of
+        // starting", a reconnect, and the restart's own wait, said and counted a second time.
+        onFfmpegStuck: (why) => {
+          transition('stalled', why, new ArgusError(ErrorCodes.SOURCE_STALLED, `source "${o.id}": ${why}`), attempt, true);
+          rerunWaiting.next(true);
+          return () => rerunWaiting.next(false);
+        },
         // Looping is done here (restart at 0), so the position in the file is always known.
         input: isFile ? { ...o.input, loop: false, seek, seekMargin: seek !== undefined && !exact ? SEEK_MARGIN_S : 0 } : o.input,
         seqStart: nextSeq,
@@ -284,10 +294,20 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       return throwError(() => new ArgusError(first ? ErrorCodes.SOURCE_TIMEOUT : ErrorCodes.SOURCE_STALLED, `source "${o.id}": ${reason}`));
     };
     /** The start timeout until the first frame; then the stall timeout, sized by the frame rate ffmpeg reported before that frame. */
+    /** The start timeout: fires `startTimeoutMs` after the run starts, or after a rerun's wait for stuck ffmpegs ends, never during it. */
+    const startDeadline = rerunWaiting.pipe(
+      distinctUntilChanged(),
+      switchMap((waiting) => (waiting ? NEVER : timer(watchdog.startTimeoutMs, scheduler))),
+    );
     const watched: MonoTypeOperatorFunction<Frame> = (frames) =>
       frames.pipe(
-        timeout({ first: watchdog.startTimeoutMs, with: timedOut(true), scheduler }),
-        connect((shared) => concat(shared.pipe(take(1)), defer(() => shared.pipe(timeout({ each: stallMs(), with: timedOut(false), scheduler }))))),
+        connect((shared) =>
+          merge(
+            concat(shared.pipe(take(1)), defer(() => shared.pipe(timeout({ each: stallMs(), with: timedOut(false), scheduler })))),
+            // Until the first frame, or the run's end or error.
+            startDeadline.pipe(takeUntil(shared.pipe(materialize())), mergeMap(timedOut(true))),
+          ),
+        ),
       );
 
     const onFrame = (frame: Frame) => {

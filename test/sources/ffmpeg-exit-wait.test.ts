@@ -219,4 +219,39 @@ describe('at most one ffmpeg a source is left behind (stuck in the kernel: a dev
     expect(children).toHaveLength(3);
     expect(children[2].args.join(' ')).toContain('bwdif');
   });
+
+  it("a rerun's wait for two stuck ffmpegs is not counted in the start timeout, as a restart's is not: one wait, said and counted once", async () => {
+    vi.useFakeTimers();
+    const { spawn, children } = spawner();
+    const transitions: Transition[] = [];
+    const stats = newSourceStats('cam');
+    sub = supervisedSource({
+      ...opts(spawn, { output: { ...output, frame: 'source-yuv' } }),
+      reconnect: { initialDelayMs: 0, maxDelayMs: 0, jitter: 0, maxAttempts: 0, healthyResetMs: 30_000 },
+      watchdog: { startTimeoutMs: 10_000, stallFactor: 10, stallMinMs: 2000, stallMaxMs: 60_000 },
+      onTransition: (t) => {
+        transitions.push(t);
+        recordTransition(stats, t);
+      },
+    }).subscribe({ error: () => {} });
+    await vi.advanceTimersByTimeAsync(0);
+    children[0].stderr.write(interlaced(children[0]));
+    await vi.advanceTimersByTimeAsync(FFMPEG_EXIT_WAIT_MS + 10);
+    children[1].stderr.write(interlaced(children[1]));
+    await vi.advanceTimersByTimeAsync(FFMPEG_EXIT_WAIT_MS + 10);
+    // Waiting, well past the start timeout: not timed out (it was: "no frame within 10.0 s of
+    // starting", a reconnect, and the restart's wait said and counted a second time).
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(transitions.map((t) => t.state)).toEqual(['starting', 'stalled']);
+    expect(stats.ffmpegWaits).toBe(1);
+    // One exits: the rerun starts, and its start timeout counts from then.
+    children[0].exitLater();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(children).toHaveLength(3);
+    await vi.advanceTimersByTimeAsync(9_900);
+    expect(children[2].signals).toEqual([]);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(children[2].signals).toEqual(['SIGKILL']);
+    expect(transitions.at(-1)).toMatchObject({ state: 'reconnecting', code: 'VAP_ERR_SOURCE_TIMEOUT' });
+  });
 });
