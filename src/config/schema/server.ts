@@ -1,6 +1,21 @@
 import { z } from 'zod';
 import { finite, ms, secret } from './common.js';
 
+/**
+ * A name of server.allowedHosts, compared with the Host header's name (its port dropped). One
+ * written with its port (`cams.example:8080`), a scheme or a path never matched: every route but
+ * the probes answered 403, without a word at start, as an empty list did. Refused, saying how to
+ * write it. An IPv6 address is taken with or without its brackets (`[fd00::1]`: the Host names it so).
+ */
+const allowedHost = z
+  .string()
+  .min(1)
+  .superRefine((h, ctx) => {
+    if (/^[a-z][a-z0-9+.-]*:\/\/|[\s/\\]/i.test(h)) ctx.addIssue({ code: 'custom', message: 'a host name alone, without a scheme or a path (cams.example, not https://cams.example/)' });
+    else if (/^\[[^\]]*\]:|^[^:[\]]+:[^:]*$/.test(h)) ctx.addIssue({ code: 'custom', message: "a host name without its port (the Host header's port is not compared): cams.example, not cams.example:8080" });
+  })
+  .transform((h) => (/^\[[^\]]*\]$/.test(h) ? h.slice(1, -1) : h));
+
 export const ServerSchema = z
   .object({
     /** Address to bind. Default 127.0.0.1 (loopback only); 0.0.0.0 exposes it. */
@@ -51,6 +66,6 @@ export const ServerSchema = z
     /** Host names served (the Host header); others get 403 (the probes, /healthz and /readyz, answer any with their status alone). Default: on loopback only loopback names (stops DNS rebinding); elsewhere any. "*": any. */
     // Not empty: [] served no name, and every route but the probes answered 403 (a dashboard, a
     // Prometheus scrape, the WebSocket) without a word at start.
-    allowedHosts: z.array(z.string().min(1)).min(1, 'at least one host name ("*" for any; leave the field out for the default: loopback names on a loopback address, any elsewhere)').optional(),
+    allowedHosts: z.array(allowedHost).min(1, 'at least one host name ("*" for any; leave the field out for the default: loopback names on a loopback address, any elsewhere)').optional(),
   })
   .strict();
