@@ -91,12 +91,16 @@ export function formatIssues(error: ZodError, schema?: ZodTypeAny, from?: Readon
 const BOOLEAN_SPELLINGS = /^(?:y|yes|n|no|on|off|true|false|1|0)$/i;
 
 /**
- * A boolean field given `yes`, `no`, `on`, `off` (YAML 1.1's booleans, text in YAML 1.2), `"true"`
+ * A boolean field (or one that takes a boolean or something else: sinks.kafka.ssl) given `yes`,
+ * `no`, `on`, `off` (YAML 1.1's booleans, text in YAML 1.2), `"true"`
  * or 1 and 0 (`ARGUS_DEMO_LOOP=1`): how to write it. `loop: yes` said only "Expected boolean,
  * received string". The value itself is not repeated.
  */
 function booleanHint(i: ZodIssue, doc: unknown): string {
-  if (i.code !== 'invalid_type' || i.expected !== 'boolean' || doc === undefined) return '';
+  // A boolean, or a union that takes one there (sinks.kafka.ssl: true or a section).
+  const takesBoolean = (x: ZodIssue, depth: number): boolean => x.code === 'invalid_type' && x.expected === 'boolean' && x.path.length === depth;
+  const boolean = takesBoolean(i, i.path.length) || (i.code === 'invalid_union' && i.unionErrors.some((e) => e.issues.some((x) => takesBoolean(x, i.path.length))));
+  if (!boolean || doc === undefined) return '';
   let v: unknown = doc;
   for (const k of i.path) v = v !== null && typeof v === 'object' ? (v as Record<string | number, unknown>)[k] : undefined;
   if ((typeof v !== 'string' && typeof v !== 'number') || !BOOLEAN_SPELLINGS.test(String(v).trim())) return '';

@@ -169,7 +169,7 @@ describe('pipeline schema', () => {
     ['an inputArgs number that is not finite', 'sources:\n  - id: a\n    uri: /x.mp4\n    inputArgs: [-probesize, 1e400]\n', /sources\[0\]\.inputArgs\[1\]: a word \(an option or its value\), or a finite number$/m],
     ['an inputArgs item that is a list', 'sources:\n  - id: a\n    uri: /x.mp4\n    inputArgs: [-headers, [a, b]]\n', /sources\[0\]\.inputArgs\[1\]: Expected string or number, received array$/m],
     // A union's "Invalid input" said nothing of what the field takes.
-    ['a Kafka ssl of another kind', 'sources:\n  - {id: a, uri: /x}\nsinks:\n  kafka: {brokers: ["h:1"], ssl: "yes"}\n', /sinks\.kafka\.ssl: Expected boolean or object, received string$/m],
+    ['a Kafka ssl of another kind', 'sources:\n  - {id: a, uri: /x}\nsinks:\n  kafka: {brokers: ["h:1"], ssl: "yes"}\n', /sinks\.kafka\.ssl: Expected boolean or object, received string \(write true or false: YAML reads yes, no, on and off as text, and 1 and 0 as numbers\)$/m],
     ['a cluster sasl of another kind', 'sinks:\n  kafka: {brokers: ["h:1"]}\ncluster: {sasl: true}\n', /cluster\.sasl: Expected object or false, received boolean$/m],
     ['a threshold out of range', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  scoreThreshold: 1.5\n', /postprocess\.scoreThreshold: Number must be less than or equal to 1/],
     ['more detections a frame than the tracker is sized for', 'sources:\n  - {id: a, uri: /x}\npostprocess:\n  maxDetections: 1000\n', /postprocess\.maxDetections: Number must be less than or equal to 300/],

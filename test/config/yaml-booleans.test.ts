@@ -28,4 +28,9 @@ describe("a boolean written as YAML 1.1 or a shell spells it says how to write i
     expect(m).not.toContain(HINT);
     expect(problem('    fps: "yes"')).not.toContain(HINT);
   });
+
+  it('a field that takes a boolean or a section (sinks.kafka.ssl: yes) says it too', () => {
+    expect(problem('sinks:\n  kafka:\n    brokers: [b:9092]\n    ssl: yes')).toContain(`sinks.kafka.ssl: Expected boolean or object, received string ${HINT}`);
+    expect(problem('sinks:\n  kafka:\n    brokers: [b:9092]\n    ssl: maybe')).not.toContain(HINT);
+  });
 });
