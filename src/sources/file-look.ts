@@ -87,15 +87,21 @@ export const LOOKS_AT_ONCE = 2;
 export async function statsBounded(paths: readonly (string | undefined)[], timeoutMs = FILE_STAT_TIMEOUT_MS): Promise<(StatLook | undefined)[]> {
   const looks: (StatLook | undefined)[] = new Array<StatLook | undefined>(paths.length).fill(undefined);
   const held: string[] = [];
+  // A path named twice is looked at once (statOnce: one thread): its second look waits on the
+  // first, and holds no thread of its own when it times out.
+  const looking = new Map<string, Promise<StatLook>>();
   let next = 0;
   const lookNext = async (): Promise<void> => {
     while (next < paths.length) {
       const i = next++;
       const path = paths[i];
       if (path === undefined) continue;
-      const look = await statBounded(path, timeoutMs);
+      const shared = looking.get(path);
+      const own = shared ?? statBounded(path, timeoutMs);
+      if (!shared) looking.set(path, own);
+      const look = await own;
       looks[i] = look;
-      if ('problem' in look && look.problem.code === ErrorCodes.SOURCE_TIMEOUT) {
+      if (!shared && 'problem' in look && look.problem.code === ErrorCodes.SOURCE_TIMEOUT) {
         held.push(path);
         return; // its thread still waits on the mount
       }

@@ -107,6 +107,16 @@ describe('argus detect and preview on a mount that does not answer', () => {
     expect(r.ms).toBeLessThan(3 * FILE_STAT_TIMEOUT_MS);
   }, 60_000);
 
+  it('detect of one file on the hung mount named twice: one look, one thread, the files after it still looked at', async () => {
+    const twice = `${hung.dir}twice/f.jpg`;
+    const local = join(work, 'gone-too.jpg');
+    let out = '';
+    await runDetect([twice, twice, local], { json: true, write: (t) => (out += t) });
+    const doc = JSON.parse(out) as { files: { file: string; error?: { code: string; message: string } }[] };
+    expect(doc.files.map((f) => f.error?.code)).toEqual([ErrorCodes.SOURCE_TIMEOUT, ErrorCodes.SOURCE_TIMEOUT, ErrorCodes.SOURCE_OPEN]);
+    expect(doc.files[2].error?.message).toBe(`detect: file not found: ${local}`);
+  }, 60_000);
+
   it('detect --out on the hung mount: VAP_ERR_SINK_FILE naming it, no synchronous look', async () => {
     syncLooks.length = 0;
     const pic = join(work, 'in.png');
