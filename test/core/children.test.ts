@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { childrenOf, running, until } from '../helpers/procs.js';
+import { childrenOf, killAll, running, until } from '../helpers/procs.js';
 import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 
 /**
@@ -17,13 +17,7 @@ const fifo = join(dir, 'camera.mp4');
 execFileSync('mkfifo', [fifo]);
 const leftOver: number[] = [];
 afterAll(() => {
-  for (const pid of leftOver) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone
-    }
-  }
+  killAll(leftOver);
   rmSync(dir, { recursive: true, force: true });
 });
 

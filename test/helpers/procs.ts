@@ -24,3 +24,14 @@ export async function until(ok: () => boolean, ms: number): Promise<boolean> {
   while (!ok() && performance.now() < end) await new Promise((r) => setTimeout(r, 20));
   return ok();
 }
+
+/** Kills each of `pids` with SIGKILL, those gone already passed over (what a test left running). */
+export function killAll(pids: Iterable<number>): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+}

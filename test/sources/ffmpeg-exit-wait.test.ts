@@ -178,22 +178,31 @@ describe('at most one ffmpeg a source is left behind (stuck in the kernel: a dev
     expect(children).toHaveLength(3);
   });
 
-  it('a rerun within one start (packed frames, then the deinterlacer) waiting for its stuck ffmpeg and the one left behind: reported as a restart\'s wait is (stalled, coded, counted), not silent', async () => {
+  /**
+   * A supervised source of frames at the source's size in YUV, with fake timers, started: its
+   * 64x48 picture is run again packed (YUV_MIN_PIXELS) within the start; `startTimeoutMs` its
+   * watchdog's. Its ffmpegs (`children`), transitions and stats.
+   */
+  async function rerunning(startTimeoutMs: number) {
     vi.useFakeTimers();
     const { spawn, children } = spawner();
     const transitions: Transition[] = [];
     const stats = newSourceStats('cam');
     sub = supervisedSource({
-      // Frames at the source's size in YUV: a 64x48 picture is run again packed (YUV_MIN_PIXELS).
       ...opts(spawn, { output: { ...output, frame: 'source-yuv' } }),
       reconnect: { initialDelayMs: 0, maxDelayMs: 0, jitter: 0, maxAttempts: 0, healthyResetMs: 30_000 },
-      watchdog: { startTimeoutMs: 600_000, stallFactor: 10, stallMinMs: 2000, stallMaxMs: 60_000 },
+      watchdog: { startTimeoutMs, stallFactor: 10, stallMinMs: 2000, stallMaxMs: 60_000 },
       onTransition: (t) => {
         transitions.push(t);
         recordTransition(stats, t);
       },
     }).subscribe({ error: () => {} });
     await vi.advanceTimersByTimeAsync(0);
+    return { children, transitions, stats };
+  }
+
+  it('a rerun within one start (packed frames, then the deinterlacer) waiting for its stuck ffmpeg and the one left behind: reported as a restart\'s wait is (stalled, coded, counted), not silent', async () => {
+    const { children, transitions, stats } = await rerunning(600_000);
     expect(children).toHaveLength(1);
     // Its report: run again (packed, or deinterlaced) within this start; killed, it never exits:
     // left behind after the wait, the rerun starts beside it.
@@ -221,20 +230,7 @@ describe('at most one ffmpeg a source is left behind (stuck in the kernel: a dev
   });
 
   it("a rerun's wait for two stuck ffmpegs is not counted in the start timeout, as a restart's is not: one wait, said and counted once", async () => {
-    vi.useFakeTimers();
-    const { spawn, children } = spawner();
-    const transitions: Transition[] = [];
-    const stats = newSourceStats('cam');
-    sub = supervisedSource({
-      ...opts(spawn, { output: { ...output, frame: 'source-yuv' } }),
-      reconnect: { initialDelayMs: 0, maxDelayMs: 0, jitter: 0, maxAttempts: 0, healthyResetMs: 30_000 },
-      watchdog: { startTimeoutMs: 10_000, stallFactor: 10, stallMinMs: 2000, stallMaxMs: 60_000 },
-      onTransition: (t) => {
-        transitions.push(t);
-        recordTransition(stats, t);
-      },
-    }).subscribe({ error: () => {} });
-    await vi.advanceTimersByTimeAsync(0);
+    const { children, transitions, stats } = await rerunning(10_000);
     children[0].stderr.write(interlaced(children[0]));
     await vi.advanceTimersByTimeAsync(FFMPEG_EXIT_WAIT_MS + 10);
     children[1].stderr.write(interlaced(children[1]));

@@ -7,20 +7,14 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { childrenOf, running, until } from '../helpers/procs.js';
+import { childrenOf, killAll, running, until } from '../helpers/procs.js';
 import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 import { SIGNAL_REPEAT_MS } from '../../src/core/signals.js';
 
 const work = mkdtempSync(join(tmpdir(), 'argus-second-signal-'));
 const leftOver: number[] = [];
 afterAll(() => {
-  for (const pid of leftOver) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone
-    }
-  }
+  killAll(leftOver);
   rmSync(work, { recursive: true, force: true });
 });
 

@@ -15,6 +15,7 @@ import { writeHostileModel } from '../helpers/hostile-model.js';
 import { modelDir } from '../helpers/onnx-graphs.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
 import { RtspCamera } from '../helpers/rtsp-camera.js';
+import { childrenOf, killAll, running, until } from '../helpers/procs.js';
 
 const ffmpeg = resolveFfmpegSync().path;
 const work = mkdtempSync(join(tmpdir(), 'argus-preview-teardown-'));
@@ -26,42 +27,13 @@ afterEach(async () => {
   camera = undefined;
 });
 afterAll(() => {
-  for (const pid of leftOver) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone
-    }
-  }
+  killAll(leftOver);
   rmSync(work, { recursive: true, force: true });
   models.cleanup();
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** Polls `ok` until it holds or `ms` have passed (a bounded wait on another process, not a timing assumption). */
-async function until(ok: () => boolean, ms: number): Promise<boolean> {
-  const end = performance.now() + ms;
-  while (!ok() && performance.now() < end) await sleep(20);
-  return ok();
-}
 const teardowns = (c: RtspCamera) => c.heads.filter((h) => h.startsWith('TEARDOWN')).length;
-
-/** The pids of `pid`'s children. */
-function childrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
-/** Running (not a zombie waiting to be reaped). */
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
 
 /** A process reading `url` with tools/frames (as preview does), `ffmpegPath` its ffmpeg; it prints `frame` at its first frame. */
 function reader(url: string, ffmpegPath: string) {
@@ -108,7 +80,7 @@ describe('argus preview of an RTSP camera: its ffmpeg is stopped so that the cam
     // (Sent before ffmpeg exited, and so before the process ended; read by the camera, here, soon after.)
     expect(await until(() => teardowns(camera!) > 0, 3000), JSON.stringify(camera.heads.map((h) => h.split(' ')[0]))).toBe(true);
     expect(teardowns(camera)).toBe(1);
-    expect(await until(() => !alive(ff[0]), 3000)).toBe(true);
+    expect(await until(() => !running(ff[0]), 3000)).toBe(true);
   }, 90_000);
 
   it('an ffmpeg that ignores SIGTERM: killed after the grace at one signal, at once at a second one; never left behind', async () => {
@@ -131,7 +103,7 @@ describe('argus preview of an RTSP camera: its ffmpeg is stopped so that the cam
       const [code, sig] = await r.exited;
       const took = performance.now() - t0;
       expect({ code, sig }).toEqual({ code: null, sig: 'SIGINT' });
-      expect(await until(() => !alive(ff[0]), 3000), `second signal: ${second}, took ${took}: ${(() => { try { return readFileSync(`/proc/${ff[0]}/status`, 'utf8').split('\n').filter((l) => /^(State|PPid|SigIgn|SigBlk)/.test(l)).join('; '); } catch { return 'gone'; } })()}`).toBe(true);
+      expect(await until(() => !running(ff[0]), 3000), `second signal: ${second}, took ${took}: ${(() => { try { return readFileSync(`/proc/${ff[0]}/status`, 'utf8').split('\n').filter((l) => /^(State|PPid|SigIgn|SigBlk)/.test(l)).join('; '); } catch { return 'gone'; } })()}`).toBe(true);
       // One signal: the grace, then SIGKILL; a second: at once (well before the grace's end).
       if (second) expect(took).toBeLessThan(SIGNAL_REPEAT_MS + 100 + FFMPEG_STOP_GRACE_MS - 200);
       else expect(took).toBeGreaterThanOrEqual(FFMPEG_STOP_GRACE_MS - 50);
