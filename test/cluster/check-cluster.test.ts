@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { checkPipeline, type CheckReport } from '../../src/tools/check.js';
-import { testBrokers, uniqueTopic } from '../helpers/kafka.js';
+import { createTopicsReady, testBrokers, uniqueTopic } from '../helpers/kafka.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'argus-check-cluster-'));
 let n = 0;
@@ -40,7 +40,7 @@ async function makeTopics(brokers: string[], topics: { topic: string; numPartiti
   const admin = new Kafka({ brokers, logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   try {
-    await admin.createTopics({ waitForLeaders: true, topics });
+    await createTopicsReady(admin, { topics });
   } finally {
     await admin.disconnect();
   }

@@ -6,7 +6,7 @@
 import { Kafka, logLevel } from 'kafkajs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { KafkajsMembership } from '../../src/cluster/kafkajs-membership.js';
-import { testBrokers, uniqueTopic } from '../helpers/kafka.js';
+import { createTopicsReady, testBrokers, uniqueTopic } from '../helpers/kafka.js';
 
 /** A kafkajs client whose consumers join at once: `consumers` lists each one made, with whether it was disconnected. */
 function fakeKafka() {
@@ -70,7 +70,7 @@ describe('KafkajsMembership: the wall clock stepped back (real broker)', () => {
     await admin.connect();
     const topic = uniqueTopic('argus-test-clock');
     const group = `${topic}.workers`;
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2 }] });
+    await createTopicsReady(admin, { topics: [{ topic, numPartitions: 2 }] });
     let joins = 0;
     const m = new KafkajsMembership({ kafka, group, topic, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, rebalanceTimeoutMs: 10_000, leaseMs: 4500, info: () => ({ workerId: 'w1', incarnation: 'i1', capacity: 1, owned: [], labels: {}, placement: true }), slots: () => ({ cost: () => 1, accepts: () => true }), onAssigned: () => void joins++ });
     const realNow = Date.now.bind(Date);

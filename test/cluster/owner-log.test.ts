@@ -1,7 +1,7 @@
 import { Kafka, logLevel } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { CLAIMS_PER_WRITE, OwnerLog } from '../../src/cluster/view.js';
-import { testBrokers, uniqueTopic } from '../helpers/kafka.js';
+import { createTopicsReady, testBrokers, uniqueTopic } from '../helpers/kafka.js';
 
 describe('OwnerLog (real broker)', () => {
   it('claims many cameras in one write: each epoch returned is the offset its claim record got', async () => {
@@ -10,7 +10,7 @@ describe('OwnerLog (real broker)', () => {
     const topic = uniqueTopic('argus-test-owners');
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await createTopicsReady(admin, { topics: [{ topic, numPartitions: 1 }] });
     await admin.disconnect();
     const producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();

@@ -1,7 +1,7 @@
 import { Kafka, logLevel } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { ensureClusterTopics } from '../../src/cluster/view.js';
-import { testBrokers, uniqueTopic } from '../helpers/kafka.js';
+import { createTopicsReady, testBrokers, uniqueTopic } from '../helpers/kafka.js';
 
 describe('the cluster topics, made beforehand by someone else (real broker)', () => {
   it('one that deletes records by age (Kafka\'s default cleanup.policy=delete, or compact,delete with a retention) is refused, naming the field, the topic and the fix; compacted ones are taken', async () => {
@@ -10,8 +10,7 @@ describe('the cluster topics, made beforehand by someone else (real broker)', ()
     await admin.connect();
     try {
       const [deleting, both, kept, forever, owners, sized, infinite] = ['del', 'both', 'kept', 'forever', 'owners', 'sized', 'infinite'].map((p) => uniqueTopic(`argus-test-kept-${p}`));
-      await admin.createTopics({
-        waitForLeaders: true,
+      await createTopicsReady(admin, {
         topics: [
           { topic: deleting, numPartitions: 2 }, // the broker's defaults: delete after log.retention (7 days by default; 1 day on the test broker)
           { topic: both, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact,delete' }, { name: 'retention.ms', value: '86400000' }] },
@@ -49,7 +48,7 @@ describe('argus cameras on a cameras topic made beforehand with fewer partitions
     await admin.connect();
     const [cameras, owners] = ['cams', 'owners'].map((p) => uniqueTopic(`argus-test-slots-${p}`));
     try {
-      await admin.createTopics({ waitForLeaders: true, topics: [{ topic: cameras, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] });
+      await createTopicsReady(admin, { topics: [{ topic: cameras, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] });
     } finally {
       await admin.disconnect();
     }

@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import { consume } from '../../src/sinks/consume.js';
 import { ARGUS, runClosingAfterFirstLine, runCommand } from '../helpers/cli.js';
-import { testBrokers, uniqueTopic } from '../helpers/kafka.js';
+import { createTopicsReady, testBrokers, uniqueTopic } from '../helpers/kafka.js';
 
 let brokers: string[];
 beforeAll(async () => {
@@ -20,7 +20,7 @@ async function produce(topic: string, values: (string | null)[], create = true):
   if (create) {
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await createTopicsReady(admin, { topics: [{ topic, numPartitions: 1 }] });
     await admin.disconnect();
   }
   const p = kafka.producer();

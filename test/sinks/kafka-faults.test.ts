@@ -8,7 +8,7 @@ import { KafkaSinkSchema } from '../../src/config/schema.js';
 import { statusMessage, type AlertMessage, type Message, type StatusMessage } from '../../src/sinks/message.js';
 import { KafkaSink, type DeliveryOutcome, type KafkaSinkOptions } from '../../src/sinks/kafka.js';
 import { Outbox, recordMessage } from '../../src/sinks/outbox.js';
-import { BROKER_TIMEOUT_MS, broker, createSmallTopic, readTopic, readTopicUntil, stallBroker, testAlert, testDetections, uniqueTopic } from '../helpers/kafka.js';
+import { broker, BROKER_TIMEOUT_MS, createSmallTopic, createTopicsReady, readTopic, readTopicUntil, stallBroker, testAlert, testDetections, uniqueTopic } from '../helpers/kafka.js';
 import { testPort } from '../helpers/ports.js';
 import { assertValidMessage } from '../helpers/schema.js';
 
@@ -434,7 +434,7 @@ describe('Kafka sink: a topic that cannot be created', () => {
     const kafka = new Kafka({ clientId: 'argus-test', brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [topic, `${topic}.alerts`].map((t) => ({ topic: t, numPartitions: 1 })) });
+    await createTopicsReady(admin, { topics: [topic, `${topic}.alerts`].map((t) => ({ topic: t, numPartitions: 1 })) });
     await admin.disconnect();
     const { sink, logs, acked } = makeSink(topic, { replicationFactor: 3, lingerMs: 5 });
     await sink.start();

@@ -9,7 +9,7 @@ import { runPipeline, type RunningPipeline } from '../../src/pipeline/run.js';
 import { KafkaSink } from '../../src/sinks/kafka.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
 import { MODEL_RUN_TIMEOUT_MS } from '../helpers/cli.js';
-import { BROKER_TIMEOUT_MS, broker, readTopic, testBrokers, uniqueTopic } from '../helpers/kafka.js';
+import { broker, BROKER_TIMEOUT_MS, createTopicsReady, readTopic, testBrokers, uniqueTopic } from '../helpers/kafka.js';
 import { assertValidMessage } from '../helpers/schema.js';
 import { testPort } from '../helpers/ports.js';
 
@@ -86,7 +86,7 @@ describe('Kafka sink against a real broker', () => {
     const { Kafka, logLevel } = await import('kafkajs');
     const admin = new Kafka({ brokers, logLevel: logLevel.NOTHING }).admin();
     await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: topics.alerts, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] });
+    await createTopicsReady(admin, { topics: [{ topic: topics.alerts, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] });
     await admin.disconnect();
     for (const [alerts, said] of [[topics.alerts, true], [`${topic}.other`, false]] as const) {
       const logs: { msg: string; fields?: Record<string, unknown>; level?: string }[] = [];
@@ -105,7 +105,7 @@ describe('Kafka sink against a real broker', () => {
     const admin = new Kafka({ brokers, logLevel: logLevel.NOTHING }).admin();
     await admin.connect();
     // As the broker's auto-creation makes it for a consumer's metadata request: its defaults.
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: `${topic}.status`, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'delete' }] }] });
+    await createTopicsReady(admin, { topics: [{ topic: `${topic}.status`, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'delete' }] }] });
     await admin.disconnect();
     for (const [status, said] of [[`${topic}.status`, true], [`${made}.status`, false], [topic, false]] as const) {
       const logs: { msg: string; fields?: Record<string, unknown>; level?: string }[] = [];
@@ -128,7 +128,7 @@ describe('Kafka sink against a real broker', () => {
     const admin = new Kafka({ brokers, logLevel: logLevel.NOTHING }).admin();
     await admin.connect();
     // As a broker that creates the topics it is asked for makes one (num.partitions: 1).
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1 }] });
+    await createTopicsReady(admin, { topics: [{ topic, numPartitions: 1 }] });
     await admin.disconnect();
     const logs: { msg: string; fields?: Record<string, unknown>; level?: string }[] = [];
     const sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers, topics: { detections: topic, alerts: `${topic}.alerts`, status: `${topic}.status` }, partitions: 3 }), ssl: undefined, closeTimeoutMs: 1000, startWaitMs: 120_000, log: (msg, fields, level) => logs.push({ msg, fields, level }) });

@@ -10,7 +10,7 @@ import type { Message } from '../../src/sinks/message.js';
 import { checkPipeline, formatCheck, type CheckReport } from '../../src/tools/check.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
 import { ARGUS, runCommand } from '../helpers/cli.js';
-import { testBrokers, uniqueTopic } from '../helpers/kafka.js';
+import { createTopicsReady, testBrokers, uniqueTopic } from '../helpers/kafka.js';
 import { Kafka, logLevel } from 'kafkajs';
 
 const dir = mkdtempSync(join(tmpdir(), 'argus-check-'));
@@ -399,7 +399,7 @@ describe('argus check', () => {
     const cameras = `${topic}.cameras`;
     const admin = new Kafka({ brokers, logLevel: logLevel.NOTHING }).admin();
     await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1 }, { topic: cameras, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] });
+    await createTopicsReady(admin, { topics: [{ topic, numPartitions: 1 }, { topic: cameras, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] });
     await admin.disconnect();
     const file = pipeline('partitions.yaml', `name: t\nsinks:\n  kafka: {brokers: ${JSON.stringify(brokers)}, topics: {detections: ${topic}, alerts: ${topic}.alerts}, partitions: 3}\ncluster: {camerasTopic: ${cameras}, ownersTopic: ${topic}.owners, slots: 8}\n`);
     const r = await checkPipeline(file, { connect: true, timeoutMs: 30_000, loadDetector: async () => Promise.reject(new Error('not loaded in this test')) });
