@@ -293,12 +293,12 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       if (!first) transition('stalled', reason);
       return throwError(() => new ArgusError(first ? ErrorCodes.SOURCE_TIMEOUT : ErrorCodes.SOURCE_STALLED, `source "${o.id}": ${reason}`));
     };
-    /** The start timeout until the first frame; then the stall timeout, sized by the frame rate ffmpeg reported before that frame. */
     /** The start timeout: fires `startTimeoutMs` after the run starts, or after a rerun's wait for stuck ffmpegs ends, never during it. */
     const startDeadline = rerunWaiting.pipe(
       distinctUntilChanged(),
       switchMap((waiting) => (waiting ? NEVER : timer(watchdog.startTimeoutMs, scheduler))),
     );
+    /** The start timeout until the first frame; then the stall timeout, sized by the frame rate ffmpeg reported before that frame. */
     const watched: MonoTypeOperatorFunction<Frame> = (frames) =>
       frames.pipe(
         connect((shared) =>
