@@ -144,6 +144,14 @@ const RESHAPED_RATIO = 4 / 3;
  */
 const BORDER_SLACK_OF_SIDE = LINE_MARGIN_OF_SIDE;
 
+/**
+ * When a way from a point `ad` px from a line (signed) at `aMs` to one `bd` px from it at `bMs`
+ * met the line, at an even pace between the two; NaN where both are on one side.
+ */
+function metLineAt(aMs: number, ad: number, bMs: number, bd: number): number {
+  return ad !== bd && (ad < 0) !== (bd < 0) ? aMs + ((bMs - aMs) * ad) / (ad - bd) : NaN;
+}
+
 function newSide(side: -1 | 1, tMs: number, x: number, y: number, box: ArrayLike<number>, frameMs: number): Side {
   return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box), was: -1, wasAt: NaN, pending: undefined, pendingId: -1, pendingSince: 0, pendingAt: NaN, nearest: 0, furthest: 0 };
 }
@@ -481,8 +489,8 @@ export class LineCounter {
       // A lost track taken over by a new id within the margin (adopted): its crossing counts when
       // the new id leaves the margin on the other side, and was made where its way, from the old
       // id's last sighting on through the new id's, last met the line.
-      const ld = this.signedDistance(st.lx, st.ly);
-      if (ld !== dist && (ld < 0) !== (dist < 0)) st.wasAt = st.lastFrame + ((frameMs - st.lastFrame) * ld) / (ld - dist);
+      const at = metLineAt(st.lastFrame, this.signedDistance(st.lx, st.ly), frameMs, dist);
+      if (!Number.isNaN(at)) st.wasAt = at;
     }
     st.lastSeen = tMs;
     st.lastLabelled = tMs;
@@ -566,7 +574,8 @@ export class LineCounter {
         [bx, by] = anchorPoint(seen[k].box, 0, this.options.anchor, this.pt);
       } else if (!(ms > pMs)) break;
       const bd = this.signedDistance(bx, by);
-      if (pd !== bd && (pd < 0) !== (bd < 0)) at = pMs + ((ms - pMs) * pd) / (pd - bd);
+      const met = metLineAt(pMs, pd, ms, bd);
+      if (!Number.isNaN(met)) at = met;
       px = bx;
       py = by;
       pMs = ms;
