@@ -455,10 +455,19 @@ export class LineCounter {
           // one whose label changed within the band (classAware) was never counted.
           adopted = this.handOver(sides, d, 0, true, x, y, d.xyxy.subarray(i * 4, i * 4 + 4), origin.ms - shift);
           if (adopted) {
-            adopted.was = this.handedFrom;
             // Where its way, from the old id's last sighting through the new id's, has met the line
-            // so far (on later frames, below).
-            adopted.wasAt = this.wayAcross(adopted, seenBefore, shift, d, i, x, y, frameMs);
+            // so far (on later frames, below); where it did not, where it last met it before (the
+            // old id's own adoption). The id before the crossing stays the one it had then.
+            const at = this.wayAcross(adopted, seenBefore, shift, d, i, x, y, frameMs);
+            if (adopted.was < 0) adopted.was = this.handedFrom;
+            if (!Number.isNaN(at)) adopted.wasAt = at;
+            // A hand-over the old id was still deciding (settle) goes on under this id, its wait
+            // from this id's first sighting: the time the old id spent unseen shows nothing. Its
+            // time, if it counts, is where the way last met the line (settle). Before, the old id's
+            // wait went on (settled on this id's first frame) and its crossing was said to have
+            // been made when the old id's way met the line, even when this id was seen back before
+            // the line since.
+            if (adopted.pending) adopted.pendingSince = origin.ms - shift;
             adoptedNow = true;
             sides.set(id, adopted);
           }
@@ -484,14 +493,14 @@ export class LineCounter {
         st.furthest = furthest;
       }
     }
-    if (st.pending) this.settle(st, dist, frameMs);
-    else if (st.was >= 0 && !adoptedNow && Number.isFinite(st.lastFrame) && st.lastFrame < frameMs) {
+    if (st.was >= 0 && !adoptedNow && Number.isFinite(st.lastFrame) && st.lastFrame < frameMs) {
       // A lost track taken over by a new id within the margin (adopted): its crossing counts when
       // the new id leaves the margin on the other side, and was made where its way, from the old
       // id's last sighting on through the new id's, last met the line.
       const at = metLineAt(st.lastFrame, this.signedDistance(st.lx, st.ly), frameMs, dist);
       if (!Number.isNaN(at)) st.wasAt = at;
     }
+    if (st.pending) this.settle(st, dist, frameMs);
     st.lastSeen = tMs;
     st.lastLabelled = tMs;
     // Its last sighting and pace, for handOver.
@@ -545,8 +554,10 @@ export class LineCounter {
     st.x = old.x;
     st.y = old.y;
     st.box.set(old.box);
+    // Where the way last met the line: after the lost track's, where the one that took this
+    // state over within the margin (adopted) met it since, if it did.
+    st.wasAt = st.was >= 0 && st.wasAt > st.pendingAt ? st.wasAt : st.pendingAt;
     st.was = st.pendingId;
-    st.wasAt = st.pendingAt;
     st.pending = undefined;
     st.pendingId = -1;
   }

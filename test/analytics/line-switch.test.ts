@@ -311,3 +311,43 @@ describe('a track lost before the line, its new id first seen just past it, with
     }
   });
 });
+
+describe('a hand-over pending on a new id that is lost in its turn, its successor confirmed within the margin', () => {
+  // Id 1 walks down to 270 (last seen at 0.4 s); id 2 is first seen at 0.5 s standing at 312, past the line
+  // (beyond the margin): handed id 1's crossing, pending (its way from 270 at 0.4 s to 312 at 0.5 s met the
+  // line at 0.471 s); lost after 0.8 s, still pending. Id 3, first seen at 1.7 s at `seen3` (feet), confirmed
+  // at 1.9 s at 308 (within the margin), takes over id 2's state, pending included; it leaves the margin
+  // (315, 322) and is counted as id 1's crossing.
+  const play = (seen3: [number, number]) => {
+    const l = line();
+    const row = (id: number, feet: number, origin?: [number, number][]) =>
+      new Detections(new Float32Array([300, feet - 160, 360, feet]), new Float32Array([0.9]), new Int32Array([0]), new Int32Array([id]), origin ? new Map([[id, { box: new Float32Array([300, origin[0][0] - 160, 360, origin[0][0]]), ms: origin[0][1], before: origin.map(([f, ms]) => ({ box: new Float32Array([300, f - 160, 360, f]), ms })) }]]) : undefined);
+    const none = new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0));
+    const out: [number, string, number, number | undefined, number | undefined][] = [];
+    const step = (d: Detections, t: number) => out.push(...l.update(d, t).map((e): [number, string, number, number | undefined, number | undefined] => [t, e.direction, e.trackId, e.previousTrackId, e.atMs === undefined ? undefined : Math.round(e.atMs)]));
+    for (let k = 0; k < 5; k++) step(row(1, 230 + 10 * k), k * 100);
+    step(none, 500);
+    step(none, 600);
+    step(row(2, 312, [[312, 500], [312, 600]]), 700);
+    step(row(2, 312), 800);
+    for (let t = 900; t < 1900; t += 100) step(none, t);
+    step(row(3, 308, [[seen3[0], 1700], [seen3[1], 1800]]), 1900);
+    step(row(3, 315), 2000);
+    step(row(3, 322), 2100);
+    step(row(3, 330), 2200);
+    return out;
+  };
+
+  it('its crossing is placed where its way last met the line: id 3 seen back before it (296 at 1.7 s, 302 at 1.8 s), at 1.767 s, not the 0.471 s id 2 held', () => {
+    // Before: the old id's pending time went with its state: settled at once (its wait counted from id 2's
+    // first sighting, 1.4 s before) as of 0.471 s, when the person had been seen before the line at 1.7 s.
+    const out = play([296, 302]);
+    expect(out.map((e) => e.slice(1))).toEqual([['in', 3, 1, 1767]]);
+    // Once id 3 has gone away from the line by the margin (322 at 2.1 s: its wait starts with it, not with id 2).
+    expect(out[0][0]).toBe(2100);
+  });
+
+  it('…and id 3 seen only past the line: as of where id 1 met it on its way to id 2 (0.471 s)', () => {
+    expect(play([305, 306]).map((e) => e.slice(1))).toEqual([['in', 3, 1, 471]]);
+  });
+});
