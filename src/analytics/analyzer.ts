@@ -629,7 +629,12 @@ export class SourceAnalyzer {
           if (held?.size) this.raiseHeldDwell(r, held, d, tMs, alerts);
           for (const e of zoneEvents) {
             if (e.zone !== r.zone || e.type !== want) continue;
-            if (!cd.allow(`${e.trackId}`, tMs)) {
+            // The cooldown counts from when each happened (its atMs: a passage, or one seen among a
+            // new track's earlier sightings), not from the frame that raises it: a person who walked
+            // in, out and in again before their track was confirmed gets the alerts a tracked one
+            // would for the same walk. Before, both entries counted from the confirming frame, and
+            // the second, 0.6 s after the first, was dropped under a cooldown of 0.5 s.
+            if (!cd.allow(`${e.trackId}`, happened(e.atMs, tMs))) {
               if (want === 'dwell') (held ?? this.dwellHeld.set(r.id, new Set()).get(r.id)!).add(e.trackId);
               continue;
             }
@@ -645,7 +650,7 @@ export class SourceAnalyzer {
             const bit = e.direction === 'in' ? 1 : 2;
             const latch = latched.get(e.trackId);
             if (latch && latch.dirs & bit) continue;
-            if (!cd.allow(`${e.trackId}:${e.direction}`, tMs)) continue;
+            if (!cd.allow(`${e.trackId}:${e.direction}`, happened(e.atMs, tMs))) continue;
             // It is past the line on the side its crossing ended on ('in': the line's positive side),
             // since it crossed: for one seen among a new track's earlier sightings, up to a second or
             // more before this frame (its CROSS_LATCH_AWAY_MS count from then, as for a crossing seen
@@ -740,6 +745,11 @@ export class SourceAnalyzer {
     if (this.rates.size) summary.rates = Object.fromEntries([...this.rates].map(([id, rf]) => [id, Math.round(rf.ratePerMinute(rateMs) * 10) / 10]));
     return { summary, alerts };
   }
+}
+
+/** When an event raised on the frame at `tMs` happened: its `atMs`, where it says one before that frame (what a rule's cooldown counts from). */
+function happened(atMs: number | undefined, tMs: number): number {
+  return atMs !== undefined && atMs < tMs ? atMs : tMs;
 }
 
 /**

@@ -216,6 +216,22 @@ describe('a zone passage among the earlier sightings', () => {
     expect(report.zones.z).toMatchObject({ entered: 2, exited: 1, occupancy: 1 });
   });
 
+  it("a zone-enter rule's cooldown spaces its entries as it would a tracked track's: 0.6 s apart, both alerted under 0.5 s, the first only under 1 s", () => {
+    // The same walk, once scored low until 1.0 s (both entries found among the sightings, raised on the
+    // confirming frame), once tracked all along (five frames above the zone first: entries raised at
+    // 0.8 s and 1.4 s, their holds' third frames). Before, the cooldown counted from the confirming
+    // frame for each: the second entry, 0.6 s after the first, was dropped under any cooldown.
+    const walkIn: [number, number][] = [[340, 280], [340, 320], [340, 320], [340, 320], [340, 280], [340, 280], [340, 280], ...run([340, 320], [0, 0], 10)];
+    const before: [number, number][] = run([340, 280], [0, 0], 5);
+    for (const [cooldownSec, entries] of [[0.5, 2], [1, 1]] as const) {
+      const rules = [{ id: 'in', type: 'zone-enter', zone: 'z', cooldownSec }];
+      const early = walk(walkIn, (k) => (k < 10 ? 0.35 : 0.9), {}, rules).alerts;
+      const tracked = walk([...before, ...walkIn], () => 0.9, {}, rules).alerts;
+      expect(tracked.map((x) => x.event), `tracked, cooldownSec ${cooldownSec}`).toEqual(Array(entries).fill('zone.enter'));
+      expect(early.map((x) => [x.event, x.t, x.atPts]), `earlier sightings, cooldownSec ${cooldownSec}`).toEqual([['zone.enter', 1200, 0.1], ['zone.enter', 1200, 0.7]].slice(0, entries));
+    }
+  });
+
   it('…and lost right after the confirming frame: its second entry raised on that frame, its exit once it is gone', () => {
     const feet: [number, number][] = [[340, 280], [340, 320], [340, 320], [340, 320], [340, 280], [340, 280], [340, 280], ...run([340, 320], [0, 0], 6), ...run([-1, 0], [0, 0], 25)];
     const { alerts, drafts, report } = walk(feet, (k) => (k < 10 ? 0.35 : 0.9));
