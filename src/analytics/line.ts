@@ -438,13 +438,23 @@ export class LineCounter {
             handAt = this.wayAcross(old, seenBefore, shift, d, i, ex, ey, endMs);
             if (Number.isNaN(handAt)) handAt = this.crossingTime(old, ex, ey, endMs);
             nearest = furthest = first * dist;
-            if (from !== 0) {
-              for (let k = sure; k < seenBefore.length; k++) {
-                const [bx, by] = anchorPoint(seenBefore[k].box, 0, anchor, this.pt);
-                const s = first * this.signedDistance(bx, by);
-                if (s < nearest) nearest = s;
-                if (s > furthest) furthest = s;
-              }
+          } else if (old && adopt && old.pending && old.side === first) {
+            // A new id lost on this side while it was still deciding a hand-over (settle): that
+            // lost track goes on under this id, the way it went so far with it. Before, it went
+            // with the lost id: a person found past the line under a second new id, on their way
+            // from it, was not counted.
+            handed = old.pending;
+            handedId = old.pendingId;
+            handAt = old.wasAt > old.pendingAt ? old.wasAt : old.pendingAt;
+            nearest = Math.min(old.nearest, first * dist);
+            furthest = Math.max(old.furthest, first * dist);
+          }
+          if (handed && from !== 0) {
+            for (let k = sure; k < seenBefore.length; k++) {
+              const [bx, by] = anchorPoint(seenBefore[k].box, 0, anchor, this.pt);
+              const s = first * this.signedDistance(bx, by);
+              if (s < nearest) nearest = s;
+              if (s > furthest) furthest = s;
             }
           }
           this.handedFrom = -1;
@@ -511,7 +521,18 @@ export class LineCounter {
     st.x = x;
     st.y = y;
     for (let k = 0; k < 4; k++) st.box[k] = d.xyxy[i * 4 + k];
-    if (now === st.side) return undefined;
+    if (now === st.side) {
+      // Back beyond the margin on the side it came from: a lost track taken over within the margin
+      // (adopted) did not cross. Before, it kept the old id and its time until the next side
+      // change: a crossing made minutes later was said to be the old id's, handed over.
+      // Where its way last met the line is kept while a hand-over it took over with it is still
+      // being decided (settle): that crossing, if it counts, was made then.
+      if (st.was >= 0) {
+        st.was = -1;
+        if (!st.pending) st.wasAt = NaN;
+      }
+      return undefined;
+    }
     st.side = now;
     // Where the path from the last sighting beyond the margin on the other side to here meets
     // the line: a crossing there within the segment counts; one past its end went round it.
@@ -547,6 +568,7 @@ export class LineCounter {
     if (st.furthest - s >= this.marginPx) {
       st.pending = undefined;
       st.pendingId = -1;
+      if (st.was < 0) st.wasAt = NaN;
       return;
     }
     if (s - st.nearest < this.marginPx && frameMs - st.pendingSince < HANDOVER_SETTLE_MS) return;
@@ -556,7 +578,7 @@ export class LineCounter {
     st.box.set(old.box);
     // Where the way last met the line: after the lost track's, where the one that took this
     // state over within the margin (adopted) met it since, if it did.
-    st.wasAt = st.was >= 0 && st.wasAt > st.pendingAt ? st.wasAt : st.pendingAt;
+    st.wasAt = st.wasAt > st.pendingAt ? st.wasAt : st.pendingAt;
     st.was = st.pendingId;
     st.pending = undefined;
     st.pendingId = -1;

@@ -351,3 +351,46 @@ describe('a hand-over pending on a new id that is lost in its turn, its successo
     expect(play([305, 306]).map((e) => e.slice(1))).toEqual([['in', 3, 1, 471]]);
   });
 });
+
+describe('after a hand-over', () => {
+  const row = (id: number, feet: number, origin?: [number, number][]) =>
+    new Detections(new Float32Array([300, feet - 160, 360, feet]), new Float32Array([0.9]), new Int32Array([0]), new Int32Array([id]), origin ? new Map([[id, { box: new Float32Array([300, origin[0][0] - 160, 360, origin[0][0]]), ms: origin[0][1], before: origin.map(([f, ms]) => ({ box: new Float32Array([300, f - 160, 360, f]), ms })) }]]) : undefined);
+  const none = new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0));
+  const recorder = (l: LineCounter) => {
+    const out: [number, string, number, number | undefined, number | undefined][] = [];
+    const step = (d: Detections, t: number) => out.push(...l.update(d, t).map((e): [number, string, number, number | undefined, number | undefined] => [t, e.direction, e.trackId, e.previousTrackId, e.atMs === undefined ? undefined : Math.round(e.atMs)]));
+    return { out, step };
+  };
+
+  it('a new id that took over a lost track within the margin and turned back: its own later crossing names no old id and has no atPts', () => {
+    const l = line();
+    const { out, step } = recorder(l);
+    for (let k = 0; k < 5; k++) step(row(1, 250 + 10 * k), k * 100); // id 1 down to 290 (within the margin), lost
+    step(none, 500);
+    step(none, 600);
+    step(row(2, 302, [[296, 500], [300, 600]]), 700); // id 2 within the margin: takes id 1's track over
+    step(row(2, 294), 800);
+    step(row(2, 285), 900); // back before the line, beyond the margin: no crossing
+    for (let k = 0; k < 20; k++) step(row(2, 280 - 5 * k), 1000 + k * 100); // walks up and away to 185
+    expect(out).toEqual([]);
+    for (let k = 0; k < 20; k++) step(row(2, 190 + 10 * k), 3000 + k * 100); // back down across the line at 4.1 s
+    // Before: ['in', 2, 1, 4100]: an id switch 3.5 s before said to have been this crossing's.
+    expect(out.map((e) => e.slice(1))).toEqual([['in', 2, undefined, undefined]]);
+  });
+
+  it('a new id past the line still deciding a hand-over, lost, and found further on under a third id: the crossing counts once, named and placed', () => {
+    const l = line();
+    const { out, step } = recorder(l);
+    for (let k = 0; k < 5; k++) step(row(1, 230 + 10 * k), k * 100); // id 1 down to 270, lost
+    step(none, 500);
+    step(none, 600);
+    step(row(2, 320, [[312, 500], [316, 600]]), 700); // id 2 past the line (beyond the margin), pending
+    for (let t = 800; t < 1100; t += 100) step(none, t); // id 2 lost before it showed which way it went
+    step(row(3, 340, [[330, 1100], [335, 1200]]), 1300); // id 3 further on, the same way
+    for (let k = 1; k < 5; k++) step(row(3, 340 + 5 * k), 1300 + k * 100);
+    // Before: none (id 3 took id 2's track off the line, the crossing it was deciding with it). Id 1's
+    // way from 270 at 0.4 s to 312 at 0.5 s met the line at 0.471 s.
+    expect(out.map((e) => e.slice(1))).toEqual([['in', 3, 1, 471]]);
+    expect(out[0][0]).toBeLessThanOrEqual(1400);
+  });
+});
