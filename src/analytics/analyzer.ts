@@ -513,7 +513,8 @@ export class SourceAnalyzer {
       }
     }
     const forget = line?.options.forgetAfterMs ?? 0;
-    for (const [id, latch] of latched) if (obsMs - latch.seenMs > forget) latched.delete(id);
+    // By key, not by entry (an array for each track on each frame, see LineCounter.update).
+    for (const id of latched.keys()) if (obsMs - latched.get(id)!.seenMs > forget) latched.delete(id);
     return latched;
   }
 

@@ -775,8 +775,10 @@ export class LineCounter {
       }
     }
     const forget = this.options.forgetAfterMs;
-    for (const [id, st] of this.side) if (tMs - st.lastSeen > forget) this.side.delete(id);
-    if (this.otherSide.size) for (const [id, st] of this.otherSide) if (tMs - st.lastSeen > forget) this.otherSide.delete(id);
+    // By key, not by entry: an entry is an array made for each track on each frame (a Map's
+    // entries are not optimised away), the collector's work on every frame where nothing happens.
+    for (const id of this.side.keys()) if (tMs - this.side.get(id)!.lastSeen > forget) this.side.delete(id);
+    if (this.otherSide.size) for (const id of this.otherSide.keys()) if (tMs - this.otherSide.get(id)!.lastSeen > forget) this.otherSide.delete(id);
     return events;
   }
 }

@@ -500,7 +500,9 @@ export class ZoneMonitor {
       }
     }
     let occ = 0;
-    for (const [id, st] of this.tracks) {
+    // By key, not by entry (an array for each track on each frame, see LineCounter.update).
+    for (const id of this.tracks.keys()) {
+      const st = this.tracks.get(id)!;
       if (obsMs - st.lastSeenObs > this.options.exitDelayMs) this.gone(id, st, events);
       else if (st.inside) occ++;
     }
