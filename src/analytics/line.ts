@@ -433,10 +433,14 @@ export class LineCounter {
             // Its crossing waits until this id shows which way it goes (settle): the way it went
             // since its first sure sighting on this side, so far.
             handed = old;
-            handedId = this.handedFrom;
+            // One that had itself taken over a track lost before it within the margin (adopted)
+            // and met the line there: the crossing is that track's, made where its way last met
+            // the line. Before, it was the second id's, placed at its last sighting (past the line,
+            // within the margin), from where the way to this id does not meet the line.
+            handedId = old.was >= 0 ? old.was : this.handedFrom;
             const [ex, ey, endMs] = from !== 0 ? [ox, oy, fromMs] : [x, y, frameMs];
             handAt = this.wayAcross(old, seenBefore, shift, d, i, ex, ey, endMs);
-            if (Number.isNaN(handAt)) handAt = this.crossingTime(old, ex, ey, endMs);
+            if (Number.isNaN(handAt)) handAt = old.was >= 0 && !Number.isNaN(old.wasAt) ? old.wasAt : this.crossingTime(old, ex, ey, endMs);
             nearest = furthest = first * dist;
           } else if (old && adopt && old.pending && old.side === first) {
             // A new id lost on this side while it was still deciding a hand-over (settle): that

@@ -393,4 +393,19 @@ describe('after a hand-over', () => {
     expect(out.map((e) => e.slice(1))).toEqual([['in', 3, 1, 471]]);
     expect(out[0][0]).toBeLessThanOrEqual(1400);
   });
+
+  it('a new id that took over a lost track within the margin, crossed there and was lost, found past the line under a third id: placed where it crossed, named by the first id', () => {
+    const l = line();
+    const { out, step } = recorder(l);
+    for (let k = 0; k < 6; k++) step(row(1, 235 + 10 * k), k * 100); // id 1 down to 285 (beyond the margin), lost
+    step(none, 600);
+    step(none, 700);
+    step(row(2, 305, [[296, 600], [302, 700]]), 800); // id 2 within the margin, over the line at 0.667 s: takes id 1's track
+    step(row(2, 306), 900);
+    for (let t = 1000; t < 1300; t += 100) step(none, t); // id 2 lost within the margin
+    step(row(3, 330, [[322, 1300], [326, 1400]]), 1500); // id 3 past the line, beyond the margin
+    for (let k = 1; k < 5; k++) step(row(3, 330 + 5 * k), 1500 + k * 100);
+    // Before: ['in', 3, 2, 900]: said to have crossed when id 2 was last seen, past the line, within the margin.
+    expect(out.map((e) => e.slice(1))).toEqual([['in', 3, 1, 667]]);
+  });
 });
