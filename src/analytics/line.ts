@@ -105,7 +105,7 @@ interface Side {
   lastBox: Float32Array;
   /** The id this state was handed over from (handOver), until the crossing it makes; else −1. */
   was: number;
-  /** While `was` is set: when its crossing was made (settle's crossingTime; an adopted track's, where its way last met the line), frame time; else NaN. */
+  /** While `was` is set: when its crossing was made (settle's crossingTime; an adopted track's, where its way last met the line), frame time; also while `pending`, where the way of one adopted with it last met the line; else NaN. */
   wasAt: number;
   /**
    * A lost track handed over to this new id (handOver) whose crossing waits until the new id
