@@ -16,6 +16,8 @@ export interface SlotMember {
   owned: readonly number[];
   /** What it offers to cameras' placement (cluster.labels). */
   labels?: Readonly<Record<string, string>>;
+  /** Slots it cannot run: a camera in each got no frame there for cluster.unreachableAfterMs (its report, kept 10 min). */
+  unreachable?: readonly number[];
 }
 
 /** Whether a member may hold a slot (every camera in it may run there); absent: any member may. */
@@ -25,6 +27,12 @@ export type SlotAccepts = (slot: number, member: SlotMember) => boolean;
  * Returns each member's slots. `cost(slot)` is the cost of the cameras in it (0 for an empty
  * slot: empty slots are dealt out by count, after the others). `accepts` limits which members
  * may hold a slot (its cameras' placement); a slot no member accepts is given to none.
+ *
+ * A member that reported a slot unreachable (`unreachable`: a camera in it got no frame there)
+ * is not given it while another able member that accepts it has not reported it: the slot goes
+ * there (kept by its owner among those, else to the least loaded). When every able member that
+ * accepts it has reported it (the camera is down for all), the reports count for nothing: it
+ * stays where it is, so that it does not bounce between members that all fail it.
  */
 export function assignSlots(members: readonly SlotMember[], slots: readonly number[], slotCost: (slot: number) => number, slotAccepts: SlotAccepts = () => true): Map<string, number[]> {
   // Each asked once: a worker's answers scan every camera, and the balancing below asks again and
@@ -37,7 +45,7 @@ export function assignSlots(members: readonly SlotMember[], slots: readonly numb
     return c;
   };
   const accepted = new Map<string, Map<number, boolean>>();
-  const accepts: SlotAccepts = (s, m) => {
+  const placed: SlotAccepts = (s, m) => {
     let byMember = accepted.get(m.memberId);
     if (!byMember) accepted.set(m.memberId, (byMember = new Map()));
     let a = byMember.get(s);
@@ -47,6 +55,16 @@ export function assignSlots(members: readonly SlotMember[], slots: readonly numb
   const out = new Map<string, number[]>(members.map((m) => [m.memberId, []]));
   const able = [...members].filter((m) => m.capacity > 0).sort((a, b) => (a.workerId < b.workerId ? -1 : a.workerId > b.workerId ? 1 : a.memberId < b.memberId ? -1 : 1));
   if (able.length === 0) return out;
+  // Reports of unreachable slots, by member; per slot, whether some able member that may hold it
+  // has not reported it (asked once per slot).
+  const reported = new Map<string, ReadonlySet<number>>(able.map((m) => [m.memberId, new Set(m.unreachable ?? [])]));
+  const reachable = new Map<number, boolean>();
+  const reachableSomewhere = (s: number) => {
+    let r = reachable.get(s);
+    if (r === undefined) reachable.set(s, (r = able.some((m) => !reported.get(m.memberId)!.has(s) && placed(s, m))));
+    return r;
+  };
+  const accepts: SlotAccepts = (s, m) => placed(s, m) && !(reported.get(m.memberId)?.has(s) && reachableSomewhere(s));
   const all = [...new Set(slots)].sort((a, b) => a - b);
   // Weighed slots by their cameras' cost; empty ones (a camera added later lands in one) by count.
   const weighed = all.filter((s) => cost(s) > 0);

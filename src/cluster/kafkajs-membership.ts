@@ -1,6 +1,6 @@
 import { AssignerProtocol, type Admin, type Consumer, type Kafka, type PartitionAssigner } from 'kafkajs';
 import { assignSlots, type SlotMember } from './assign.js';
-import type { GroupMembership, MemberInfo, MembershipOptions } from './membership.js';
+import { MAX_UNREACHABLE_SLOTS, type GroupMembership, type MemberInfo, type MembershipOptions } from './membership.js';
 import { MAX_WEIGHT } from '../config/schema/cluster.js';
 
 /** The protocol name members agree on (every worker must run the same assigner). */
@@ -43,7 +43,9 @@ export function decodeInfo(metadata: Buffer): MemberInfo | 'nudge' | undefined {
     if (typeof v.workerId !== 'string' || typeof v.capacity !== 'number' || !Number.isFinite(v.capacity) || !Array.isArray(v.owned)) return undefined;
     const labels: Record<string, string> = {};
     if (v.labels && typeof v.labels === 'object') for (const [k, x] of Object.entries(v.labels)) if (typeof x === 'string') labels[k] = x;
-    return { workerId: v.workerId, incarnation: typeof v.incarnation === 'string' ? v.incarnation : '', capacity: Math.min(MAX_WEIGHT, Math.max(0, v.capacity)), owned: v.owned.filter((s): s is number => Number.isInteger(s)), labels, placement: v.placement === true };
+    // Whoever joins the group writes this: read as slots, MAX_UNREACHABLE_SLOTS at most.
+    const unreachable = Array.isArray(v.unreachable) ? [...new Set(v.unreachable.slice(0, MAX_UNREACHABLE_SLOTS).filter((s): s is number => Number.isInteger(s) && s >= 0))] : [];
+    return { workerId: v.workerId, incarnation: typeof v.incarnation === 'string' ? v.incarnation : '', capacity: Math.min(MAX_WEIGHT, Math.max(0, v.capacity)), owned: v.owned.filter((s): s is number => Number.isInteger(s)), labels, placement: v.placement === true, unreachable };
   } catch {
     return undefined;
   }
@@ -69,7 +71,7 @@ export function slotAssigner(o: Pick<KafkajsMembershipOptions, 'slots' | 'log'> 
           o.log?.(`cluster: member ${m.memberId} sent no argus member data; it gets no slots`, { member: m.memberId }, 'warn');
           continue;
         }
-        infos.push({ memberId: m.memberId, workerId: info.workerId, capacity: info.capacity, owned: info.owned, labels: info.labels, info });
+        infos.push({ memberId: m.memberId, workerId: info.workerId, capacity: info.capacity, owned: info.owned, labels: info.labels, unreachable: info.unreachable, info });
       }
       const table = o.slots();
       const byMember = new Map(infos.map((m) => [m.memberId, m.info]));

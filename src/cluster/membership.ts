@@ -17,7 +17,16 @@ export interface MemberInfo {
   labels: Record<string, string>;
   /** Its assigner gives slots by their cameras' placement (absent: an argus from before placement). */
   placement?: boolean;
+  /**
+   * Slots it cannot run: a camera in each got no frame on this worker for
+   * cluster.unreachableAfterMs (README, "Many machines"). The leader gives such a slot to a member
+   * that has not reported it, when there is one. At most MAX_UNREACHABLE_SLOTS.
+   */
+  unreachable?: number[];
 }
+
+/** The most slots a member reports unreachable in its member data (and the most read from another's). */
+export const MAX_UNREACHABLE_SLOTS = 256;
 
 /** One generation's outcome for this worker. */
 export interface Assignment {
