@@ -11,9 +11,9 @@ import type { Frame } from '../core/frame.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
 import { runPipeline, type RunningPipeline, type RunOptions, type RunSummary } from '../pipeline/run.js';
 import { runTag, type Claim, type StatusMessage } from '../sinks/message.js';
-import type { Transition } from '../sources/health.js';
+import type { SourceState, Transition } from '../sources/health.js';
 import { KafkajsMembership } from './kafkajs-membership.js';
-import type { Assignment, GroupMembership, SlotTable } from './membership.js';
+import { MAX_UNREACHABLE_SLOTS, type Assignment, type GroupMembership, type MemberInfo, type SlotTable } from './membership.js';
 import { satisfies, unmet, type PlacementTarget } from './placement.js';
 import { redact } from '../core/redact.js';
 import { connectionError, describeKafkaError } from '../sinks/kafka.js';
@@ -89,8 +89,31 @@ export interface WorkerCounters {
   waitedForRelease: number;
   /** Claims made after releaseWaitMs without the former owner's release. */
   forcedClaims: number;
-  /** Rebalances this worker asked for because a camera's placement and the assignment disagreed. */
+  /** Rebalances this worker asked for because a camera's placement and the assignment disagreed, or because it found a camera of its slots unreachable. */
   rebalancesAsked: number;
+  /** Cameras of its slots this worker reported unreachable (cluster.unreachableAfterMs). */
+  unreachableReports: number;
+}
+
+/** How long a worker keeps reporting a camera unreachable after it last tried it (its slot moved away): 10 min. */
+export const UNREACHABLE_FORGET_MS = 600_000;
+
+/** The least time between two rebalances a worker asks for to tell the group of unreachable slots. */
+const UNREACHABLE_ASK_GAP_MS = 10_000;
+
+/** Whether a camera meant to run here reaches this worker: since when it is meant to, its last frame, its source's latest state. */
+interface Reach {
+  since: number;
+  frameAt: number;
+  state: SourceState | undefined;
+}
+
+/** A camera this worker reported unreachable: its record and slot then, when reported, when last found so. */
+interface UnreachableReport {
+  slot: number;
+  text: string;
+  reportedAt: number;
+  confirmedAt: number;
 }
 
 interface Running {
@@ -149,7 +172,7 @@ export class Worker {
    * time, four random characters) beside the messages' run, two names for the same start.
    */
   readonly incarnation = runTag();
-  readonly counters: WorkerCounters = { claims: 0, releases: 0, fencings: 0, fencedFrames: 0, fencedByLease: 0, fencedBySlot: 0, fencedAlerts: 0, waitedForRelease: 0, forcedClaims: 0, rebalancesAsked: 0 };
+  readonly counters: WorkerCounters = { claims: 0, releases: 0, fencings: 0, fencedFrames: 0, fencedByLease: 0, fencedBySlot: 0, fencedAlerts: 0, waitedForRelease: 0, forcedClaims: 0, rebalancesAsked: 0, unreachableReports: 0 };
   private readonly c: ClusterConfig;
   private readonly kafka: Kafka;
   private admin: Admin | undefined;
@@ -194,6 +217,13 @@ export class Worker {
   private warnedUnaware = false;
   /** Another live process has this worker's id: it runs nothing, and takes no slot, until that is fixed. */
   private duplicateId = false;
+  /** Per camera meant to run here (its slot held, enabled, placement met), whether frames reach this worker. */
+  private readonly reach = new Map<string, Reach>();
+  /** Cameras this worker reported unreachable, by id (its member data names their slots). */
+  private readonly unreachable = new Map<string, UnreachableReport>();
+  /** The slots reported unreachable in the member data last given to the group. */
+  private toldUnreachable = new Set<number>();
+  private nextUnreachableAskAt = 0;
   /** When a camera whose chain ended by itself may be started again (performance.now()). */
   private readonly retryAt = new Map<string, number>();
   /** Cameras in a handoff (checked every tick). */
@@ -292,6 +322,8 @@ export class Worker {
         members: this.members ? [...this.members].sort() : null,
         cameras: this.cameras(),
         waiting: [...new Set([...this.waits.keys(), ...this.pending.keys()])],
+        // Cameras this worker reported unreachable to the group (cluster.unreachableAfterMs), with their slots.
+        unreachable: [...this.unreachable].map(([id, u]) => ({ id, slot: u.slot, here: this.assigned.has(u.slot) })),
         // Cameras of this worker's slots it may not run (their placement), and why.
         notHere: [...this.view.cameras.values()].filter((c) => this.assigned.has(c.slot) && c.active && !satisfies(c.placement, this.self)).map((c) => ({ id: c.id, reason: unmet(c.placement, this.self) })),
         // Every camera of the cluster and its latest owner (from the owners topic), for the dashboard.
@@ -382,7 +414,7 @@ export class Worker {
       heartbeatIntervalMs: this.c.heartbeatIntervalMs,
       rebalanceTimeoutMs: this.c.rebalanceTimeoutMs,
       leaseMs: this.c.sessionTimeoutMs - this.c.fenceMarginMs,
-      info: () => ({ workerId: this.id, incarnation: this.incarnation, capacity: this.capacity(), owned: this.holdsSlots ? [...this.assigned] : [], labels: { ...this.c.labels }, placement: true }),
+      info: () => this.memberInfo(),
       slots: () => this.slotTable(),
       onAssigned: (a) => this.onAssigned(a),
       onMembers: (m, held, unaware) => this.onMembers(m, held, unaware),
@@ -408,6 +440,79 @@ export class Worker {
     }, 100);
     this.tick.unref();
     return this.chains$.pipe(mergeAll());
+  }
+
+  /** What this worker tells the group at each join (a rebalance included): its slots, capacity, labels and the slots it cannot run. */
+  memberInfo(): MemberInfo {
+    const unreachable = this.unreachableSlots();
+    this.toldUnreachable = new Set(unreachable);
+    return { workerId: this.id, incarnation: this.incarnation, capacity: this.capacity(), owned: this.holdsSlots ? [...this.assigned] : [], labels: { ...this.c.labels }, placement: true, unreachable };
+  }
+
+  /** The slots of the cameras reported unreachable, MAX_UNREACHABLE_SLOTS at most (those held here first: the ones to move). */
+  private unreachableSlots(): number[] {
+    const slots = [...new Set([...this.unreachable.values()].map((u) => u.slot))].sort((a, b) => Number(!this.assigned.has(a)) - Number(!this.assigned.has(b)) || a - b);
+    return slots.slice(0, MAX_UNREACHABLE_SLOTS).sort((a, b) => a - b);
+  }
+
+  /**
+   * Which cameras meant to run here do not reach this worker: no frame for unreachableAfterMs since
+   * the camera was first meant to run here or since its last frame, and its source not streaming
+   * (a connection that is up, however slow its frames, is not reported: another worker would see
+   * the same). Such a camera is reported (logged, and in the member data, by slot) and the group
+   * is asked to rebalance once, so that the leader gives the slot to a worker that has not
+   * reported it. A report ends when the camera gives this worker a frame again, when its record
+   * changes or it is removed, disabled or moved to another slot, and UNREACHABLE_FORGET_MS after
+   * this worker last found it unreachable (its slot went elsewhere): until then the slot is not
+   * given back here, so it does not bounce back and forth.
+   */
+  private checkReach(desired: ReadonlyMap<string, CameraEntry>, now: number): void {
+    for (const id of this.reach.keys()) if (!desired.has(id)) this.reach.delete(id);
+    const after = this.c.unreachableAfterMs;
+    const found: CameraEntry[] = [];
+    if (after > 0) {
+      for (const cam of desired.values()) {
+        const r = this.reachOf(cam.id, now);
+        const u = this.unreachable.get(cam.id);
+        if (u && (r.frameAt >= u.reportedAt || u.text !== cam.text)) {
+          this.unreachable.delete(cam.id);
+          this.log(`cluster: ${cam.id} reaches ${this.id} again; no longer reported unreachable`, { worker: this.id, camera: cam.id, slot: cam.slot });
+          continue;
+        }
+        if (now - Math.max(r.since, r.frameAt) < after || r.state === 'streaming') continue;
+        if (u) {
+          u.confirmedAt = now;
+          u.slot = cam.slot;
+          continue;
+        }
+        this.unreachable.set(cam.id, { slot: cam.slot, text: cam.text, reportedAt: now, confirmedAt: now });
+        this.counters.unreachableReports++;
+        found.push(cam);
+      }
+    }
+    for (const [id, u] of this.unreachable) {
+      if (desired.has(id) && after > 0) continue;
+      const cam = this.view.cameras.get(id);
+      if (after <= 0 || !cam || !cam.active || cam.text !== u.text || cam.slot !== u.slot || now - u.confirmedAt >= UNREACHABLE_FORGET_MS) this.unreachable.delete(id);
+    }
+    for (const cam of found) this.log(`cluster: ${cam.id} (slot ${cam.slot}) gave ${this.id} no frame for ${Math.round((now - Math.max(this.reach.get(cam.id)!.since, this.reach.get(cam.id)!.frameAt)) / 1000)} s (${this.reach.get(cam.id)!.state ?? 'not started'}): reported unreachable from here, so that another worker may run it`, { worker: this.id, camera: cam.id, slot: cam.slot }, 'warn');
+    // The group is told at the next join of every member: asked for when a slot held here is
+    // reported and the member data last given did not say so (once; again only if that rebalance
+    // did not happen).
+    if (!this.membership || now < this.nextUnreachableAskAt) return;
+    const untold = this.unreachableSlots().filter((s) => this.assigned.has(s) && !this.toldUnreachable.has(s));
+    if (untold.length === 0) return;
+    this.nextUnreachableAskAt = now + UNREACHABLE_ASK_GAP_MS;
+    this.counters.rebalancesAsked++;
+    this.log(`cluster: ${this.id} reports slot(s) ${untold.join(', ')} unreachable; asking the group to rebalance`, { worker: this.id, slots: untold });
+    void this.membership.requestRebalance();
+  }
+
+  /** The reach record of a camera meant to run here (made, counting from `now`, when missing). */
+  private reachOf(id: string, now = performance.now()): Reach {
+    let r = this.reach.get(id);
+    if (!r) this.reach.set(id, (r = { since: now, frameAt: -Infinity, state: undefined }));
+    return r;
   }
 
   /** The cameras of each slot, read once: the cost of a slot's enabled cameras, and whether a worker may run every active one (their placement). */
@@ -549,6 +654,8 @@ export class Worker {
     for (const r of live) void this.stopCamera(r, false);
     for (const [id, epoch] of this.pending) this.fencedClaims.set(epoch, id);
     this.pending.clear();
+    // Stopped by the fence, not by their connections: their time without frames counts afresh once the lease holds.
+    this.reach.clear();
     this.holdsSlots = false;
     this.refenced = true;
   }
@@ -591,6 +698,7 @@ export class Worker {
     if (!this.draining) for (const c of this.view.cameras.values()) if (this.assigned.has(c.slot) && c.definition?.source.enabled && satisfies(c.placement, this.self)) desired.set(c.id, c);
     this.reportInvalid();
     this.checkPlacement(now);
+    this.checkReach(desired, now);
 
     // Stops first: cameras edited (restarted under a new claim), removed or disabled, at once;
     // cameras whose slot went to another worker after a handoff (they run on until the new
@@ -769,6 +877,8 @@ export class Worker {
 
   /** Whether a source's state change is published: not while its camera waits for its claim here (the latest such is kept for admit). */
   publishesStatus(t: Transition): boolean {
+    const reach = this.reach.get(t.source);
+    if (reach) reach.state = t.state;
     const r = this.running.get(t.source);
     if (!r || r.claim !== undefined) return true;
     this.heldStatus.set(t.source, t);
@@ -797,12 +907,16 @@ export class Worker {
     const done = new Promise<void>((r) => (ended = r));
     const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, claim, stop$, done, fenced: false, stopping: false, stoppingAt: 0, handoffSince: 0, handoffAfter: -1, readySent: false, standbyState: undefined, ended: false, startedAt: Date.now() };
     this.running.set(cam.id, run);
+    this.reachOf(cam.id);
     if (claim) {
       this.claims.set(cam.id, claim);
       this.log(`cluster: ${this.id} starts ${cam.id} (slot ${cam.slot}, epoch ${claim.epoch})`, { worker: this.id, camera: cam.id, slot: cam.slot, epoch: claim.epoch });
     } else this.log(`cluster: ${this.id} connects ${cam.id} (slot ${cam.slot}) while its claim is pending`, { worker: this.id, camera: cam.id, slot: cam.slot }, 'debug');
     this.chains$.next(
       pipeline.attach(cam.definition!.source, stop$, () => {
+        // Looked up, not kept: the record is made anew when the camera is meant to run here again, this chain still running.
+        const reach = this.reach.get(run.id);
+        if (reach) reach.frameAt = performance.now();
         if (this.owns(run)) return true;
         // Waiting for the claim: the first frame tells the current owner it may hand over.
         if (!run.claim && !run.readySent && this.owners) {

@@ -66,6 +66,14 @@ export const ClusterSchema = z
     /** A new owner waits this long at most for the old owner's release in a planned move. Default: sessionTimeoutMs. */
     releaseWaitMs: ms(0).optional(),
     /**
+     * A camera of this worker's slots that has given it no frame for this long (counted from when
+     * the slot's camera was first meant to run here, or from its last frame here), its connection
+     * not streaming, is reported to the group as unreachable from this worker: the slot goes to a
+     * worker that has not reported it, when there is one (README, "Many machines"). 0: never
+     * (the camera stays and is retried here for ever). At least 1000 otherwise. Default 30 000.
+     */
+    unreachableAfterMs: ms(0).default(30_000),
+    /**
      * The most cameras (ids of the cameras topic) a worker holds: a record of a new id past it is
      * refused (logged, VAP_ERR_CAMERA_LIMIT, and counted in argus_cluster_cameras_refused_total);
      * the camera runs nowhere until a camera is removed (the first 1 000 such ids are held aside
@@ -78,6 +86,7 @@ export const ClusterSchema = z
   })
   .strict()
   .superRefine((c, ctx) => {
+    if (c.unreachableAfterMs > 0 && c.unreachableAfterMs < 1000) ctx.addIssue({ code: 'custom', path: ['unreachableAfterMs'], message: '0 (never) or at least 1000: a camera\'s connect takes about a second' });
     if (c.fenceMarginMs >= c.sessionTimeoutMs) ctx.addIssue({ code: 'custom', path: ['fenceMarginMs'], message: 'must be less than sessionTimeoutMs' });
     if (c.heartbeatIntervalMs * 3 > c.sessionTimeoutMs - c.fenceMarginMs) {
       ctx.addIssue({ code: 'custom', path: ['heartbeatIntervalMs'], message: 'at most a third of sessionTimeoutMs − fenceMarginMs (a late heartbeat would stop the cameras)' });

@@ -1,0 +1,150 @@
+/**
+ * A worker that gets no frame from a camera of its slots for cluster.unreachableAfterMs (its
+ * network cannot reach it) reports the slot in its member data and asks the group once to
+ * rebalance, so that the leader gives the slot to a worker that can run it. Before, it kept the
+ * slot and retried for ever: the camera stayed dark. Drives the worker without a broker, on a
+ * virtual clock (performance.now).
+ */
+import type { Observable } from 'rxjs';
+import { filter } from 'rxjs';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { UNREACHABLE_FORGET_MS } from '../../src/cluster/worker.js';
+import type { SourceState } from '../../src/sources/health.js';
+import { drivenWorker, type DrivenInternals } from '../helpers/worker.js';
+
+interface Internals extends DrivenInternals {
+  c: { unreachableAfterMs: number };
+  assigned: Set<number>;
+}
+
+let now = 1_000_000;
+beforeEach(() => {
+  now = 1_000_000;
+  vi.spyOn(performance, 'now').mockImplementation(() => now);
+});
+afterEach(() => vi.restoreAllMocks());
+
+async function worker() {
+  const lines: { msg: string; level?: string }[] = [];
+  const { w, i, settle, write } = await drivenWorker<Internals>({ log: (msg, _f, level) => lines.push({ msg, level }) });
+  let asked = 0;
+  (i.membership as { requestRebalance: () => Promise<void> }).requestRebalance = async () => void asked++;
+  // Each chain's gate, by camera: calling it is a frame from the camera.
+  const frame = new Map<string, () => boolean>();
+  i.pipeline = {
+    attach: (src: { id: string }, stop$: Observable<void>, admit: () => boolean) => {
+      frame.set(src.id, admit);
+      return stop$.pipe(filter(() => false));
+    },
+  };
+  const state = (source: string, s: SourceState) => w.publishesStatus({ source, state: s, previous: 'starting', reason: s, at: Date.now(), attempt: 1 });
+  const at = async (ms: number) => {
+    now = 1_000_000 + ms;
+    await settle();
+  };
+  const reported = () => w.memberInfo().unreachable;
+  return { w, i, settle, write, asked: () => asked, frame: (id: string) => frame.get(id)!(), state, at, reported, lines };
+}
+
+describe('Worker: a camera of its slots that gives it no frame', () => {
+  it('is reported (its slot in the member data) after unreachableAfterMs, logged, and the group asked to rebalance once', async () => {
+    const h = await worker();
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    expect(h.w.cameras().map((c) => c.id)).toEqual(['cam0']);
+    h.state('cam0', 'reconnecting');
+    await h.at(29_000);
+    expect(h.asked()).toBe(0);
+    expect(h.reported()).toEqual([]);
+    await h.at(30_500);
+    expect(h.asked()).toBe(1);
+    expect(h.lines.some((l) => l.level === 'warn' && /cam0 \(slot 0\) gave w1 no frame for 31 s \(reconnecting\): reported unreachable/.test(l.msg))).toBe(true);
+    expect((h.w.health().cluster as { unreachable: unknown }).unreachable).toEqual([{ id: 'cam0', slot: 0, here: true }]);
+    expect(h.w.counters.unreachableReports).toBe(1);
+    // The next join (the rebalance asked for) tells the group: not asked again, however long it stays.
+    expect(h.reported()).toEqual([0]);
+    await h.at(60_000);
+    await h.at(600_000);
+    expect(h.asked()).toBe(1);
+  });
+
+  it('asks again only when the rebalance it asked for did not tell the group (no join came within 10 s)', async () => {
+    const h = await worker();
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    await h.at(31_000);
+    expect(h.asked()).toBe(1);
+    await h.at(35_000);
+    expect(h.asked()).toBe(1);
+    await h.at(41_500);
+    expect(h.asked()).toBe(2);
+  });
+
+  it('a frame again ends the report; a camera that streamed counts its time from its last frame', async () => {
+    const h = await worker();
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    await h.at(20_000);
+    h.frame('cam0'); // a frame at 20 s
+    await h.at(45_000);
+    expect(h.reported()).toEqual([]);
+    await h.at(50_500);
+    expect(h.reported()).toEqual([0]);
+    h.frame('cam0');
+    await h.at(51_000);
+    expect(h.reported()).toEqual([]);
+    expect(h.lines.some((l) => /cam0 reaches w1 again/.test(l.msg))).toBe(true);
+  });
+
+  it('a connection that is up (streaming) is not reported, however long between frames', async () => {
+    const h = await worker();
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    h.frame('cam0');
+    h.state('cam0', 'streaming');
+    await h.at(120_000);
+    expect(h.reported()).toEqual([]);
+    expect(h.asked()).toBe(0);
+  });
+
+  it('its slot gone elsewhere, the report stays for 10 min after it was last found (the slot is not given back meanwhile), then ends', async () => {
+    const h = await worker();
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    await h.at(31_000);
+    expect(h.reported()).toEqual([0]);
+    h.i.assigned = new Set([1]); // the leader gave slot 0 to another worker
+    await h.at(32_000);
+    await h.at(31_000 + UNREACHABLE_FORGET_MS - 1000);
+    expect(h.reported()).toEqual([0]);
+    await h.at(31_000 + UNREACHABLE_FORGET_MS);
+    expect(h.reported()).toEqual([]);
+  });
+
+  it('back here while the report stands (every worker reported it: it stayed), it is not asked about again; the report ends once the camera is edited', async () => {
+    const h = await worker();
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    await h.at(31_000);
+    expect(h.reported()).toEqual([0]);
+    h.i.assigned = new Set([1]);
+    await h.at(40_000);
+    h.i.assigned = new Set([0]);
+    await h.at(100_000);
+    expect(h.reported()).toEqual([0]);
+    expect(h.asked()).toBe(1);
+    h.write('cam0', { uri: 'rtsp://10.9.9.10/x' }); // a fixed address
+    await h.at(101_000);
+    expect(h.reported()).toEqual([]);
+  });
+
+  it('unreachableAfterMs 0: never reported', async () => {
+    const h = await worker();
+    h.i.c.unreachableAfterMs = 0;
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    await h.at(3_600_000);
+    expect(h.reported()).toEqual([]);
+    expect(h.asked()).toBe(0);
+  });
+});
