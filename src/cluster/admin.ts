@@ -282,6 +282,8 @@ export interface WorkerStatus {
   slots: number[];
   cameras: string[];
   draining: boolean;
+  /** Slots it reported unreachable (a camera there gave it no frame for cluster.unreachableAfterMs): the group gives them to another worker where it can. */
+  unreachable: number[];
 }
 
 export interface ClusterStatus {
@@ -327,7 +329,7 @@ export function statusOf(t: ClusterTarget, group: { state: string; members: Grou
     }
     for (const s of slots) held.add(s);
     const worker = info?.workerId ?? m.memberId; // not an argus worker: its member id
-    workers.push({ worker, memberId: m.memberId, capacity: info?.capacity ?? 0, labels: info?.labels ?? {}, slots, cameras: cameras.filter((c) => c.owner === worker && c.state === 'claimed').map((c) => c.id), draining: view.drains.get(worker) === true });
+    workers.push({ worker, memberId: m.memberId, capacity: info?.capacity ?? 0, labels: info?.labels ?? {}, slots, cameras: cameras.filter((c) => c.owner === worker && c.state === 'claimed').map((c) => c.id), draining: view.drains.get(worker) === true, unreachable: info?.unreachable ?? [] });
   }
   workers.sort((a, b) => (a.worker < b.worker ? -1 : 1));
   const unassigned = rebalancing ? [] : cameras.filter((c) => c.enabled && !held.has(c.slot));

@@ -7,9 +7,12 @@
  */
 import { AssignerProtocol } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
+import { statusOf } from '../../src/cluster/admin.js';
 import { assignSlots, type SlotMember } from '../../src/cluster/assign.js';
 import { decodeInfo } from '../../src/cluster/kafkajs-membership.js';
 import { MAX_UNREACHABLE_SLOTS } from '../../src/cluster/membership.js';
+import { ClusterView } from '../../src/cluster/view.js';
+import { ClusterSchema } from '../../src/config/schema.js';
 
 const slots = (n: number) => Array.from({ length: n }, (_, i) => i);
 const cost = (s: number) => (s < 6 ? 1 : 0); // 6 cameras (slots 0–5), 2 empty slots
@@ -91,5 +94,22 @@ describe('a member’s report as the leader reads it (decodeInfo)', () => {
     // An argus from before the reports: none.
     expect(decodeInfo(metadata(base))).toMatchObject({ unreachable: [] });
     expect(decodeInfo(metadata({ ...base, unreachable: { 0: 1 } }))).toMatchObject({ unreachable: [] });
+  });
+});
+
+describe('argus cluster status --json: each worker’s reports', () => {
+  it('names the slots each worker reported unreachable', () => {
+    const t = { brokers: [], cluster: ClusterSchema.parse({}) };
+    const topic = t.cluster.camerasTopic;
+    const member = (workerId: string, slots: number[], unreachable?: number[]) => ({
+      memberId: `${workerId}-m`,
+      memberMetadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics: [topic], userData: Buffer.from(JSON.stringify({ workerId, incarnation: 'i', capacity: 1, owned: slots, labels: {}, placement: true, unreachable })) }),
+      memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 1, assignment: { [topic]: slots }, userData: Buffer.alloc(0) }),
+    });
+    const st = statusOf(t, { state: 'Stable', members: [member('w1', [0], [1]), member('w2', [1])] }, [], new ClusterView({} as never, { cameras: 'c', owners: 'o' }));
+    expect(st.workers.map((w) => [w.worker, w.slots, w.unreachable])).toEqual([
+      ['w1', [0], [1]],
+      ['w2', [1], []],
+    ]);
   });
 });
