@@ -476,7 +476,7 @@ export class Worker {
         const u = this.unreachable.get(cam.id);
         if (u && (r.frameAt >= u.reportedAt || u.text !== cam.text)) {
           this.unreachable.delete(cam.id);
-          this.log(`cluster: ${cam.id} reaches ${this.id} again; no longer reported unreachable`, { worker: this.id, camera: cam.id, slot: cam.slot });
+          this.log(`cluster: ${cam.id} ${u.text !== cam.text ? 'was edited' : `reaches ${this.id} again`}; no longer reported unreachable`, { worker: this.id, camera: cam.id, slot: cam.slot });
           continue;
         }
         if (now - Math.max(r.since, r.frameAt) < after || r.state === 'streaming') continue;
@@ -499,7 +499,7 @@ export class Worker {
     // The group is told at the next join of every member: asked for when a slot held here is
     // reported and the member data last given did not say so (once; again only if that rebalance
     // did not happen).
-    if (!this.membership || now < this.nextUnreachableAskAt) return;
+    if (this.unreachable.size === 0 || !this.membership || now < this.nextUnreachableAskAt) return;
     const untold = this.unreachableSlots().filter((s) => this.assigned.has(s) && !this.toldUnreachable.has(s));
     if (untold.length === 0) return;
     this.nextUnreachableAskAt = now + UNREACHABLE_ASK_GAP_MS;
