@@ -139,6 +139,8 @@ export const SNAPSHOT_PATH = '/api/snapshot';
 function snapshotPath(alertId: string): string {
   return `${SNAPSHOT_PATH}?id=${encodeURIComponent(alertId)}`;
 }
+/** A run tag as subscribe's `run` names it (sinks/message.ts runTag's form). */
+const RUN_TAG = /^[0-9a-z]{1,64}$/;
 /** The longest alert id a subscribe's `after` may name. */
 const MAX_ALERT_ID_LENGTH = 512;
 
@@ -345,7 +347,9 @@ export class WebSocketHub implements Sink {
       this.stats.connected = this.clients.size;
     });
     ws.on('error', () => ws.terminate());
-    this.sendControl(c, { type: 'hello', version: 1, ...(this.o.run !== undefined ? { run: this.o.run } : {}), sources: this.o.sources(), kinds: KINDS, maxMessageBytes: this.o.maxClientMessageBytes });
+    // latestAlert: where a client that has had no alert yet resumes from after a reconnect (subscribe's `after`).
+    const latestAlert = this.held.length > 0 ? this.held[this.held.length - 1].id : null;
+    this.sendControl(c, { type: 'hello', version: 1, ...(this.o.run !== undefined ? { run: this.o.run } : {}), latestAlert, sources: this.o.sources(), kinds: KINDS, maxMessageBytes: this.o.maxClientMessageBytes });
   }
 
   /**
@@ -443,16 +447,19 @@ export class WebSocketHub implements Sink {
         if (!Array.isArray(kinds) || !kinds.every((k) => KINDS.includes(k as SubKind))) return this.error(c, 'bad_subscribe', `"kinds" must be an array of ${KINDS.map((k) => `"${k}"`).join(', ')}`);
         const after = msg.after;
         if (after !== undefined && (typeof after !== 'string' || after.length === 0 || after.length > MAX_ALERT_ID_LENGTH)) return this.error(c, 'bad_subscribe', `"after" must be the id of the last alert received (a string of at most ${MAX_ALERT_ID_LENGTH} characters)`);
+        const run = msg.run;
+        if (run !== undefined && (typeof run !== 'string' || !RUN_TAG.test(run))) return this.error(c, 'bad_subscribe', '"run" must be the run of the last hello (1 to 64 of 0-9 and a-z)');
+        const resumes = after !== undefined || run !== undefined;
         // Once per connection: each resume sends up to a send buffer of held alerts, so a 100-byte
         // subscribe repeated at the message rate had the hub send ~100 MB a second to one client.
-        if (after !== undefined && c.resumed) return this.error(c, 'bad_subscribe', '"after" is taken once per connection (a reconnect\'s first subscribe); subscribe without it');
+        if (resumes && c.resumed) return this.error(c, 'bad_subscribe', '"after" and "run" are taken once per connection (a reconnect\'s first subscribe); subscribe without them');
         c.sources = sources.includes('*') ? 'all' : new Set(sources as string[]);
         c.kinds = new Set(kinds as SubKind[]);
         this.endResume(c); // a resume in progress ends: this subscribe replaces it
         const known = new Set(this.o.sources());
         const unknown = c.sources === 'all' ? [] : [...c.sources].filter((s) => !known.has(s));
         this.sendControl(c, { type: 'subscribed', sources: c.sources === 'all' ? ['*'] : [...c.sources], kinds: [...c.kinds], unknownSources: unknown });
-        if (after !== undefined && c.kinds.has('alerts')) this.resume(c, after);
+        if (resumes && c.kinds.has('alerts')) this.resume(c, (after as string | undefined) ?? null, run as string | undefined);
         return;
       }
       case 'unsubscribe':
@@ -580,13 +587,22 @@ export class WebSocketHub implements Sink {
    * never was), it is told first, with a `missed` message naming the oldest held alert (those
    * between are not here: Kafka and the JSON lines have them), and every held alert follows.
    */
-  private resume(c: Client, after: string): void {
+  private resume(c: Client, after: string | null, run?: string): void {
     c.resumed = true;
-    let last = this.held.length - 1;
-    while (last >= 0 && this.held[last].id !== after) last--;
-    if (last < 0) this.tellMissed(c, after);
-    c.replayNext = last < 0 ? (this.held[0]?.seq ?? this.heldSeq) : this.held[last].seq + 1;
-    c.replayedId = after;
+    // Another run: argus restarted since the client's last alert. Its `after` is not looked up
+    // here: alert ids are the run's own, and one that came again (a run given again by a program
+    // that embeds argus) resumed after the new run's alert of that id, the alerts before it lost.
+    const restarted = run !== undefined && this.o.run !== undefined && run !== this.o.run;
+    let last = -1;
+    if (!restarted && after !== null) {
+      last = this.held.length - 1;
+      while (last >= 0 && this.held[last].id !== after) last--;
+    }
+    const first = this.held[0]?.seq ?? this.heldSeq;
+    // Without `after` (none of this run's alerts received), every alert of the run is sent: one let go is missed.
+    if (restarted || (after !== null ? last < 0 : first > 0)) this.tellMissed(c, after, restarted);
+    c.replayNext = last < 0 ? first : this.held[last].seq + 1;
+    c.replayedId = after ?? undefined;
     this.replay(c);
   }
 
@@ -596,14 +612,19 @@ export class WebSocketHub implements Sink {
    * held): the oldest of all, another source's for a client of some sources, named an alert it
    * never got, and it could not tell which of its own came before it.
    */
-  private tellMissed(c: Client, after: string): void {
+  private tellMissed(c: Client, after: string | null, restarted = false): void {
     const oldest = this.held.find((h) => c.sources === 'all' || c.sources.has(h.source));
     this.deliverInOrder(c, JSON.stringify({
       type: 'missed',
       after,
       oldest: oldest?.id ?? null,
       held: this.held.length,
-      reason: 'the alert named in "after" is no longer held here: alerts raised after it and before "oldest" (the next one sent; null: none of these sources is held) are not sent again (they are on Kafka and in the JSON lines, where configured)',
+      ...(restarted ? { restarted: true, run: this.o.run } : {}),
+      reason: restarted
+        ? `argus restarted (this is run ${this.o.run}, not the client's): alerts its last run raised after "after" (null: after the client connected), and this run's before "oldest" (the next one sent; null: none of these sources is held), are not sent (they are on Kafka and in the JSON lines, where configured)`
+        : after === null
+          ? 'alerts of this run raised before "oldest" (the next one sent; null: none of these sources is held) are no longer held here and are not sent (they are on Kafka and in the JSON lines, where configured)'
+          : 'the alert named in "after" is no longer held here: alerts raised after it and before "oldest" (the next one sent; null: none of these sources is held) are not sent again (they are on Kafka and in the JSON lines, where configured)',
     }));
   }
 
@@ -618,7 +639,7 @@ export class WebSocketHub implements Sink {
       const first = this.held[0]?.seq ?? this.heldSeq;
       if (c.replayNext < first) {
         // It read so slowly that the held alerts passed it by.
-        this.tellMissed(c, c.replayedId!);
+        this.tellMissed(c, c.replayedId ?? null);
         c.replayNext = first;
         continue;
       }

@@ -8,8 +8,17 @@ const MAX_ALERTS = 20;
 
 let alertCount = 0;
 
-/** The id of the last alert received: a reconnect resumes after it (subscribe's `after`), so none raised meanwhile is missed. */
+/**
+ * The id of the last alert received on the run this page is on (or the newest the server held when
+ * the page connected to it, hello's `latestAlert`): a reconnect resumes after it (subscribe's
+ * `after`), so none raised meanwhile is missed. Null: none of this run.
+ */
 export let lastAlertId = null;
+
+/** Sets where a reconnect resumes from (null: from the start of the run). */
+export function setLastAlertId(id) {
+  lastAlertId = id;
+}
 
 /** Lists the alert of message `m` at the top and counts it. */
 export function addAlert(m) {
@@ -98,8 +107,13 @@ function pictureFailed(img, btn, src) {
  */
 export function addMissed(m) {
   const list = $('#alerts');
-  const text = `Alerts raised while this page was disconnected, after ${m.after}${m.oldest ? ` and before ${m.oldest}` : ''}, may be missing here: the server no longer holds them (it let them go, or restarted). Kafka and the JSON lines output have them.`;
-  list.prepend(el('li', { class: 'alert alert-missed sev-warning', 'data-missed': String(m.after || '') }, el('p', { class: 'alert-message', text })));
+  const since = m.after ? `after ${m.after}` : 'since this page connected';
+  const text = m.restarted
+    ? `argus restarted while this page was disconnected (run ${m.run || '?'} now): alerts raised ${since}, before the restart${m.oldest ? ` or before ${m.oldest}` : ''}, may be missing here. Kafka and the JSON lines output have them.`
+    : `Alerts raised while this page was disconnected, ${since}${m.oldest ? ` and before ${m.oldest}` : ''}, may be missing here: the server no longer holds them. Kafka and the JSON lines output have them.`;
+  const attrs = { class: 'alert alert-missed sev-warning', 'data-missed': String(m.after || '') };
+  if (m.restarted) attrs['data-restarted'] = String(m.run || '');
+  list.prepend(el('li', attrs, el('p', { class: 'alert-message', text })));
   while (list.children.length > MAX_ALERTS) list.lastElementChild.remove();
   $('#no-alerts').hidden = true;
 }

@@ -1,5 +1,5 @@
 /** Dispatches the server's WebSocket messages (README, "WebSocket API") by type, and handles the session ones: hello, subscribed, status, alert, dropped, error. */
-import { addAlert, addMissed, lastAlertId } from './alerts.js';
+import { addAlert, addMissed, lastAlertId, setLastAlertId } from './alerts.js';
 import { fetchSources } from './api.js';
 import { now } from './clock.js';
 import { send } from './connection.js';
@@ -16,6 +16,9 @@ const BASE_KINDS = ['detections', 'alerts', 'status'];
 
 let droppedTotal = 0;
 
+/** This connection's resume (subscribe's `run` and `after`), sent with its subscribe until it is answered; null: none. */
+let resume = null;
+
 export function handleMessage(raw) {
   let m;
   try {
@@ -30,6 +33,7 @@ export function handleMessage(raw) {
       onHello(m);
       break;
     case 'subscribed':
+      resume = null; // taken once per connection
       app.subscribedFrames = Array.isArray(m.kinds) && m.kinds.includes('frames');
       break;
     case 'detections':
@@ -70,6 +74,7 @@ function onHello(m) {
     s.pendingFrame = null; // the last connection's
   }
   if (Array.isArray(m.sources)) for (const id of m.sources) if (typeof id === 'string') ensureSource(id);
+  resume = resumeOf(m);
   // Ask for live frames when the server offers them (or does not say what it offers).
   const offered = Array.isArray(m.kinds) ? m.kinds : null;
   const kinds = BASE_KINDS.filter((k) => !offered || offered.includes(k));
@@ -79,9 +84,36 @@ function onHello(m) {
   fetchSources();
 }
 
-/** Subscribes; after a reconnect, resuming after the last alert received (the server sends those raised meanwhile, or says it no longer holds them). */
+/**
+ * Where this connection resumes (README, "WebSocket API"), from hello `m`: after the last alert
+ * received, of the run this page was on (`run`: the server sends the alerts raised since, or says
+ * it restarted or no longer holds them). A page's first connection resumes after the newest alert
+ * held then (`latestAlert`), so that a page that has had no alert yet misses none raised while it
+ * is away. Before, the page resumed after its last alert's id whatever the run: after argus
+ * restarted, an id that came again had the new run's alerts before it skipped, unsaid.
+ */
+function resumeOf(m) {
+  const run = typeof m.run === 'string' && m.run ? m.run : null;
+  const latest = typeof m.latestAlert === 'string' && m.latestAlert ? m.latestAlert : null;
+  const known = app.run; // undefined: this page's first hello; null: a server that does not say its run
+  let r;
+  if (known === undefined) {
+    if (latest) setLastAlertId(latest);
+    r = run ? { run, ...(latest ? { after: latest } : {}) } : latest ? { after: latest } : null;
+  } else if (known !== null) {
+    r = { run: known, ...(lastAlertId ? { after: lastAlertId } : {}) };
+  } else {
+    r = lastAlertId ? { after: lastAlertId } : null;
+  }
+  // Another run's alert ids are its own: the resumed ones (or the next live one) set it.
+  if (known !== undefined && run !== known) setLastAlertId(null);
+  app.run = run;
+  return r;
+}
+
+/** Subscribes, with this connection's resume until it is answered. */
 function subscribe(kinds) {
-  send(lastAlertId ? { type: 'subscribe', sources: ['*'], kinds, after: lastAlertId } : { type: 'subscribe', sources: ['*'], kinds });
+  send({ type: 'subscribe', sources: ['*'], kinds, ...(resume || {}) });
 }
 
 function onStatus(m) {

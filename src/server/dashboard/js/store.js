@@ -14,6 +14,7 @@ export const app = {
   attempt: 0, // connection attempts since the last hello
   subscribedFrames: false,
   askedFrames: true,
+  run: undefined, // the run (hello's `run`) this page is on: undefined before its first hello, null when the server does not say
 };
 
 /** A source's record before anything about it arrived; `el` is set to its tile's elements. */
