@@ -16,8 +16,8 @@ let browser: Browser;
 beforeAll(async () => void (browser = await launchChromium()), 60_000);
 afterAll(async () => void (await browser?.close()));
 
-async function serve(run: string, port: number): Promise<{ hub: WebSocketHub; s: RunningServer; close: () => Promise<void> }> {
-  const hub = new WebSocketHub({ maxBufferedBytes: 1 << 22, maxAlertBacklog: 1000, maxClientMessageBytes: 4096, sources: () => ['lobby'], run });
+async function serve(run: string, port: number, sources = ['lobby']): Promise<{ hub: WebSocketHub; s: RunningServer; close: () => Promise<void> }> {
+  const hub = new WebSocketHub({ maxBufferedBytes: 1 << 22, maxAlertBacklog: 1000, maxClientMessageBytes: 4096, sources: () => sources, run });
   const s = await startHttpServer({ host: '127.0.0.1', port, upgrades: { '/ws': (req, sock, head) => hub.handleUpgrade(req, sock, head) } });
   const rates = new RateMeter(() => []);
   const pipeline = { stats: [], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu', stuckRun: () => undefined } } as unknown as RouteContext['pipeline'];
@@ -95,6 +95,34 @@ describe('dashboard: resuming alerts across a restart of argus (hello run)', () 
       await page.waitForFunction(() => document.querySelectorAll('#alerts .alert:not(.alert-missed)').length >= 1, undefined, { timeout: 10_000 });
       expect(await listed(page)).toEqual(['lobby:r:away']);
       expect(await page.locator('#alerts .alert-missed').count()).toBe(0);
+    } finally {
+      await page.close();
+      await a.close();
+    }
+  }, 90_000);
+
+  it('a source the restarted argus no longer has loses its tile (it stayed, "no frames", forever); one it still has keeps it', async () => {
+    let a = await serve('rund', 0, ['lobby', 'dock']);
+    const port = Number(new URL(a.s.url).port);
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${a.s.url}/`);
+      await connected(page);
+      await page.waitForFunction(() => document.querySelectorAll('.tile[data-source]').length === 2, undefined, { timeout: 10_000 });
+      await a.close();
+      await disconnected(page);
+      a = await serve('rune', port, ['lobby']);
+      await connected(page);
+      await page.waitForFunction(() => document.querySelectorAll('.tile[data-source]').length === 1, undefined, { timeout: 10_000 });
+      expect(await page.$$eval('.tile[data-source]', (els) => els.map((e) => e.getAttribute('data-source')))).toEqual(['lobby']);
+      expect(await page.locator('#no-sources').isHidden()).toBe(true);
+      // None left: the page says it waits for sources.
+      await a.close();
+      await disconnected(page);
+      a = await serve('runf', port, []);
+      await connected(page);
+      await page.waitForFunction(() => document.querySelectorAll('.tile[data-source]').length === 0, undefined, { timeout: 10_000 });
+      expect(await page.locator('#no-sources').isVisible()).toBe(true);
     } finally {
       await page.close();
       await a.close();

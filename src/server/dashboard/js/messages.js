@@ -8,7 +8,7 @@ import { $ } from './dom.js';
 import { showError } from './error-banner.js';
 import { onFrame } from './frames.js';
 import { isNum } from './numbers.js';
-import { ensureSource } from './sources.js';
+import { ensureSource, removeSource } from './sources.js';
 import { app } from './store.js';
 import { setState } from './tile-state.js';
 
@@ -73,7 +73,12 @@ function onHello(m) {
     s.frameSeq = -1;
     s.pendingFrame = null; // the last connection's
   }
-  if (Array.isArray(m.sources)) for (const id of m.sources) if (typeof id === 'string') ensureSource(id);
+  if (Array.isArray(m.sources)) {
+    // The server's sources now: one no longer listed (argus restarted without it) is taken away.
+    const listed = new Set(m.sources.filter((id) => typeof id === 'string'));
+    for (const id of [...app.sources.keys()]) if (!listed.has(id)) removeSource(id);
+    for (const id of listed) ensureSource(id);
+  }
   resume = resumeOf(m);
   // Ask for live frames when the server offers them (or does not say what it offers).
   const offered = Array.isArray(m.kinds) ? m.kinds : null;

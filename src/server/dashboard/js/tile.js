@@ -84,5 +84,16 @@ export function buildTile(s) {
   if (onScreen) onScreen.observe(tile);
   else s.visible = true; // no IntersectionObserver: every tile draws, as before it
 
-  return { tile, state, frame, overlay, down, downState, downReason, downDetail, waiting, media, fpsIn, fpsOut, drops, p50, p99, pipe, pipeBox, p50Box, analytics, chart, chartLabel, stageBar, stageLegend, stages, stageSegs: null };
+  return { tile, state, frame, overlay, down, downState, downReason, downDetail, waiting, media, fpsIn, fpsOut, drops, p50, p99, pipe, pipeBox, p50Box, analytics, chart, chartLabel, stageBar, stageLegend, stages, stageSegs: null, resizes: ro };
+}
+
+/** Takes a source's tile off the page, and out of the observers. */
+export function dropTile(s) {
+  const e = s.el;
+  e.resizes.disconnect();
+  onScreen?.unobserve(e.tile);
+  sourceOf.delete(e.tile);
+  e.tile.remove();
+  s.visible = false;
+  s.pendingFrame = null;
 }
