@@ -68,6 +68,13 @@ export const AlertBodySchema = z.looseObject({
       width: z.int(),
       height: z.int(),
     })
+    // Exactly one of the picture (embed: Kafka, JSON lines), its file (ref) or its URL (embed, on the
+    // WebSocket): before, a snapshot with none, or with two, was valid, and a consumer that
+    // validated could not rely on finding the picture.
+    .meta({
+      description: 'the picture: data (alerts.snapshot.mode embed, on Kafka and in the JSON lines), ref (mode ref: its file on the argus host) or url (mode embed, on the WebSocket); exactly one of them',
+      oneOf: [{ required: ['data'] }, { required: ['ref'] }, { required: ['url'] }],
+    })
     .optional(),
   snapshotOmitted: SnapshotOmittedSchema.optional(),
 });
