@@ -4,10 +4,17 @@ import type { Frame } from '../core/frame.js';
 import type { AnalyticsSummary } from '../analytics/analyzer.js';
 import type { Transition } from '../sources/health.js';
 import type { AlertBody } from '../analytics/analyzer.js';
+import { withoutSnapshot, type SnapshotOmitted } from '../analytics/published.js';
 import { alertMessage, detectionsMessage, runTag, statusMessage, type AlertMessage, type Claim, type DetectionsMessage, type ModelInfo, type StatusMessage } from './message.js';
 import { redact } from '../core/redact.js';
 import type { Outbox } from './outbox.js';
 import type { Sink } from './sink.js';
+
+/** What an alert journaled when raised says of its snapshot, should argus stop before the snapshot is done. */
+const RESERVED_OMITTED: SnapshotOmitted = {
+  reason: 'failed',
+  detail: 'argus stopped (a crash, kill -9 or power cut) before the snapshot was rendered; replayed from the outbox without it',
+};
 
 /**
  * Builds each message once, stamps `published`, serialises it once and hands the same JSON to
@@ -61,12 +68,14 @@ export class Publisher {
 
   /**
    * Journals an alert at once, before its snapshot is rendered: a crash in between loses
-   * nothing (it is replayed without the picture). `alert()` later journals the full alert under
-   * the same key, replacing this record. No outbox: nothing to do.
+   * nothing (it is replayed without the picture, its `snapshotOmitted` saying why: replayed with
+   * neither, a consumer could not tell it from an alert of a pipeline that takes no snapshots).
+   * `alert()` later journals the full alert under the same key, replacing this record. No
+   * outbox: nothing to do.
    */
   reserve(frame: Frame, detections: Detections, dropped: number, body: AlertBody, claim = this.claimNow(frame)): void {
     if (!this.outbox) return;
-    const msg = alertMessage(frame, detections, dropped, this.model, this.labels, body, claim, this.run);
+    const msg = alertMessage(frame, detections, dropped, this.model, this.labels, withoutSnapshot(body, RESERVED_OMITTED), claim, this.run);
     msg.stamps.published = now();
     void this.journal(msg, JSON.stringify(msg));
   }
