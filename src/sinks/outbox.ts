@@ -138,8 +138,14 @@ export interface OutboxStats {
   damaged: number;
   /** Where the journal as it was is kept when it had damaged lines (it is rewritten without them). */
   damagedCopy?: string;
-  /** Alerts dropped for the size or age bound. */
+  /**
+   * Alerts dropped for the size or age bound, and not delivered since: one the Kafka sink still
+   * held in its send buffer and delivered after all is taken back out (counted in
+   * `deliveredAfterDrop`). It is the run's count of alerts lost to the bounds.
+   */
   evicted: number;
+  /** Alerts dropped for a bound that the Kafka sink delivered after all, from its send buffer. */
+  deliveredAfterDrop: number;
   /** Alerts larger than what maxBytes left when they were journaled: kept over the bound (the newest alert is never dropped by it). */
   oversized: number;
   /** Writes that failed (disk full, I/O error): the message was still handed to the sinks. */
@@ -354,6 +360,12 @@ interface ClockReading {
 function sinceBoot(): number {
   return Number(process.hrtime.bigint() / 1_000_000n);
 }
+
+/**
+ * Alerts dropped for a bound that are remembered, should the Kafka sink deliver them after all
+ * (its send buffer holds alertBufferSize alerts, 10 000 by default): a few MB of keys at most.
+ */
+const DROPPED_KEPT = 50_000;
 
 /** No record is longer than this (outbox.maxBytes is at most 192 MiB in all), characters. */
 const MAX_JOURNAL_LINE = 256 * 1024 * 1024;
@@ -680,7 +692,15 @@ export class Outbox {
   /** Another argus took the lock over: this one writes the journal no more. */
   private lockLost = false;
   private closing: Promise<void> | undefined;
-  readonly stats: OutboxStats = { pending: 0, pendingBytes: 0, appended: 0, acked: 0, recovered: 0, corrupt: 0, damaged: 0, evicted: 0, oversized: 0, writeErrors: 0, slowWrites: 0 };
+  readonly stats: OutboxStats = { pending: 0, pendingBytes: 0, appended: 0, acked: 0, recovered: 0, corrupt: 0, damaged: 0, evicted: 0, deliveredAfterDrop: 0, oversized: 0, writeErrors: 0, slowWrites: 0 };
+  /**
+   * The alerts this run dropped for a bound (oldest first, at most DROPPED_KEPT): the Kafka sink
+   * may still hold them in its send buffer (alertBufferSize alerts), which a journal over its
+   * bound does not empty, and deliver them; their ack then takes them back out of `evicted`.
+   * (Each was counted and said as lost: the exit said "N alert(s) could not be delivered and are
+   * lost", status 3, when Kafka had every one.)
+   */
+  private readonly droppedKeys = new Set<string>();
   /** Bytes (UTF-8, as written) of the lines waiting for the writer (bounded: see enqueue). */
   private queuedBytes = 0;
 
@@ -1252,6 +1272,11 @@ export class Outbox {
     else {
       if (prev) this.dropLive(prev);
       this.addLive(rec, 0, bytes);
+      // Dropped by a bound as it was raised (before its snapshot was done), journaled again now in full: not lost.
+      if (!prev && this.droppedKeys.delete(k.key)) {
+        this.stats.evicted--;
+        this.log(`outbox: alert ${k.key.slice(6)}, dropped from the journal undelivered before its snapshot was done, is journaled again with it: not lost`, { source: m.source, alertId: k.key.slice(6) });
+      }
     }
     this.stats.appended++;
     // Resolves when the record is on disk, or after JOURNAL_WAIT_MS if the disk has not
@@ -1314,6 +1339,12 @@ export class Outbox {
       const k = outboxKey(m);
       if (!k) continue;
       const cur = this.live.get(k.key);
+      if (!cur && this.droppedKeys.delete(k.key)) {
+        this.stats.evicted--;
+        this.stats.deliveredAfterDrop++;
+        this.log(`outbox: alert ${k.key.slice(6)}, dropped from the journal undelivered, was delivered by Kafka after all (from its send buffer): not lost`, { source: m.source, alertId: k.key.slice(6) });
+        continue;
+      }
       // A status is forgotten only if it is the one journaled last (a newer one stays).
       if (!cur || (cur.kind === 'status' && !sameStatus(cur, m))) continue;
       this.dropLive(cur);
@@ -1675,13 +1706,21 @@ export class Outbox {
 
   private evict(r: OutboxRecord, why: string): void {
     this.dropLive(r);
-    this.dropped(r, why);
+    this.dropped(r, why, true);
     if (this.fh) this.enqueue(line({ op: 'ack', key: r.key, at: r.at }));
   }
 
-  /** An alert dropped undelivered for a bound: counted and logged. */
-  private dropped(r: OutboxRecord, why: string): void {
+  /**
+   * An alert dropped undelivered for a bound: counted and logged. `held`: it may still be in the
+   * Kafka sink's send buffer (dropped while this run publishes; not one found at open, never
+   * given to a sink), which may deliver it yet: remembered, and its ack then said (see ack).
+   */
+  private dropped(r: OutboxRecord, why: string, held = false): void {
     this.stats.evicted++;
+    if (held) {
+      this.droppedKeys.add(r.key);
+      if (this.droppedKeys.size > DROPPED_KEPT) this.droppedKeys.delete(this.droppedKeys.values().next().value!);
+    }
     this.log(`outbox: alert ${r.key.slice(6)} dropped undelivered: ${why}`, { source: r.source, alertId: r.key.slice(6), code: ErrorCodes.ALERT_UNDELIVERED }, 'error');
   }
 
