@@ -1312,8 +1312,21 @@ export class Outbox {
     // past maxBytes, and the volume sized from it).
     this.enforceBytes(rec);
     this.updateStats();
-    return journaled;
+    // A source's records resolve in the order they were journaled. One that finds the writer's
+    // queue full resolves at once (not queued), while one queued before it waits for the disk (up
+    // to JOURNAL_WAIT_MS): a camera's newer status was handed to the sinks before its older one,
+    // which the Kafka sink then kept as the camera's latest (and the status topic ended on it).
+    const before = this.lastOf.get(m.source);
+    const inOrder = before ? before.then(() => journaled) : journaled;
+    this.lastOf.set(m.source, inOrder);
+    void inOrder.then(() => {
+      if (this.lastOf.get(m.source) === inOrder) this.lastOf.delete(m.source);
+    });
+    return inOrder;
   }
+
+  /** Each source's last append not yet resolved (see append). */
+  private readonly lastOf = new Map<string, Promise<void>>();
 
   /**
    * The undelivered alert `m` as it is now to be published (Kafka's copy without its snapshot,

@@ -1251,6 +1251,30 @@ async function alertModules() {
   return { AlertPublisher, Publisher, AlertsSchema, Detections, letterbox, emptyStamps };
 }
 
+describe('a camera\'s status changes while the disk is frozen and the writer\'s queue is full', () => {
+  it('reach the sinks in the order they happened: the newer one, not queued, does not overtake the older, queued one', async () => {
+    const { Publisher } = await alertModules();
+    const ob = await Outbox.open(opts(dir(), { maxBytes: 200_000, closeWaitMs: 300 }));
+    const seen: string[] = [];
+    const sink = { name: 'spy', publish: (_k: string, _s: string, json: string) => void seen.push(JSON.parse(json).state as string), close: async () => {} };
+    const publisher = new Publisher([sink], { name: 'm', version: '1' }, ['person'], ob);
+    const thaw = freezeWrites(ob);
+    void ob.append(...alert('z0')); // in the write the disk holds
+    void ob.append(...alert('z1', 190_000)); // queued behind it
+    const at = Date.now();
+    const older = publisher.status({ source: 'cam', state: 'reconnecting', previous: 'streaming', reason: 'ffmpeg exited', at, attempt: 1 }); // queued too
+    // With ffmpeg's last lines, past maxBytes queued: not queued, handed on at once.
+    const newer = publisher.status({ source: 'cam', state: 'streaming', previous: 'reconnecting', reason: 'first frame', at: at + 1, attempt: 1, detail: 'l'.repeat(12_000) });
+    expect((ob as unknown as { unjournaled: boolean }).unjournaled).toBe(true); // (the case: the newer one was not queued)
+    await Promise.all([older, newer]);
+    // Before: ['streaming', 'reconnecting'] (the older one after 1 s); the Kafka sink kept the
+    // camera's last status given, so its status topic said reconnecting while it streamed.
+    expect(seen).toEqual(['reconnecting', 'streaming']);
+    thaw();
+    await ob.close();
+  });
+});
+
 describe('alert ids across restarts', () => {
   it('two starts at the same wall-clock millisecond (a box without a real-time clock booting to the same time, a clock stepped back) get different run tags: an undelivered alert in the journal is never replaced by a new one under its id', async () => {
     const { runTag } = await import('../../src/sinks/message.js');
