@@ -1355,7 +1355,7 @@ export class Outbox {
       if (!cur && this.droppedKeys.delete(k.key)) {
         this.stats.evicted--;
         this.stats.deliveredAfterDrop++;
-        this.log(`outbox: alert ${k.key.slice(6)}, dropped from the journal undelivered, was delivered by Kafka after all (from its send buffer): not lost`, { source: m.source, alertId: k.key.slice(6) });
+        this.log(`outbox: alert ${k.key.slice(6)}, dropped from the journal undelivered, was handled by the Kafka sink after all, from its send buffer (acknowledged by the broker, or parked if logged so): not lost to the bound`, { source: m.source, alertId: k.key.slice(6) });
         continue;
       }
       // A status is forgotten only if it is the one journaled last (a newer one stays).

@@ -694,7 +694,7 @@ describe('Outbox (the durable alert journal)', () => {
     expect(ob.stats.evicted).toBe(0);
     expect(ob.stats.deliveredAfterDrop).toBe(dropped);
     expect(ob.stats.acked).toBe(10 - dropped);
-    expect(logs.find((l) => /b0, dropped from the journal undelivered, was delivered by Kafka after all/.test(l.m))?.f).toEqual({ source: 'cam', alertId: 'b0' });
+    expect(logs.find((l) => /b0, dropped from the journal undelivered, was handled by the Kafka sink after all/.test(l.m))?.f).toEqual({ source: 'cam', alertId: 'b0' });
     // An ack that comes again changes nothing.
     ob.ack(sent.map(([m]) => m));
     expect(ob.stats.deliveredAfterDrop).toBe(dropped);
