@@ -573,7 +573,7 @@ function summarize(started: Started, frames: number, wallMs: number): RunSummary
   const pending = ob && kafka ? ob.pendingAlerts : 0;
   const keptAlerts = ob?.journaled ? pending : 0;
   const unsavedAlerts = ob?.journaled ? 0 : pending;
-  const dropped = ob ? ob.stats.evicted : (kafka?.stats.alertsDropped ?? 0);
+  const dropped = ob ? ob.lostToBounds : (kafka?.stats.alertsDropped ?? 0);
   return {
     frames,
     stats: pipeline.stats,

@@ -253,7 +253,7 @@ export class Metrics {
       new client.Gauge({ name: 'argus_outbox_pending_bytes', help: 'Bytes of the undelivered records in the outbox journal.', registers: [r], collect() { this.set(ob.stats.pendingBytes); } });
       new client.Counter({
         name: 'argus_outbox_events_total',
-        help: 'Outbox journal events: appended, acked, recovered (replayed at start), evicted (dropped undelivered for maxBytes/maxAgeHours: lost), oversized (an alert larger than what maxBytes left: kept over it), write_errors, slow_writes (handed on before the disk confirmed them, after 1 s), corrupt (records skipped at start).',
+        help: 'Outbox journal events: appended, acked, recovered (replayed at start), evicted (dropped undelivered for maxBytes/maxAgeHours), delivered_after_drop (of those, delivered by the Kafka sink from its send buffer after all), rejournaled_after_drop (of those, dropped as raised and journaled again with their snapshot; evicted less these two: lost), oversized (an alert larger than what maxBytes left: kept over it), write_errors, slow_writes (handed on before the disk confirmed them, after 1 s), corrupt (records skipped at start).',
         labelNames: ['event'],
         registers: [r],
         collect() {
@@ -263,6 +263,8 @@ export class Metrics {
           this.inc({ event: 'acked' }, st.acked);
           this.inc({ event: 'recovered' }, st.recovered);
           this.inc({ event: 'evicted' }, st.evicted);
+          this.inc({ event: 'delivered_after_drop' }, st.deliveredAfterDrop);
+          this.inc({ event: 'rejournaled_after_drop' }, st.rejournaledAfterDrop);
           this.inc({ event: 'oversized' }, st.oversized);
           this.inc({ event: 'write_errors' }, st.writeErrors);
           this.inc({ event: 'slow_writes' }, st.slowWrites);

@@ -139,13 +139,15 @@ export interface OutboxStats {
   /** Where the journal as it was is kept when it had damaged lines (it is rewritten without them). */
   damagedCopy?: string;
   /**
-   * Alerts dropped for the size or age bound, and not delivered since: one the Kafka sink still
-   * held in its send buffer and delivered after all is taken back out (counted in
-   * `deliveredAfterDrop`). It is the run's count of alerts lost to the bounds.
+   * Alerts dropped for the size or age bound (only ever grows: a Prometheus counter). Those the
+   * Kafka sink delivered after all (`deliveredAfterDrop`) or that were journaled again in full
+   * (`rejournaledAfterDrop`) are not lost: `Outbox.lostToBounds` is what is.
    */
   evicted: number;
   /** Alerts dropped for a bound that the Kafka sink delivered after all, from its send buffer. */
   deliveredAfterDrop: number;
+  /** Alerts dropped for a bound as they were raised (before their snapshot was done), then journaled again in full. */
+  rejournaledAfterDrop: number;
   /** Alerts larger than what maxBytes left when they were journaled: kept over the bound (the newest alert is never dropped by it). */
   oversized: number;
   /** Writes that failed (disk full, I/O error): the message was still handed to the sinks. */
@@ -692,11 +694,12 @@ export class Outbox {
   /** Another argus took the lock over: this one writes the journal no more. */
   private lockLost = false;
   private closing: Promise<void> | undefined;
-  readonly stats: OutboxStats = { pending: 0, pendingBytes: 0, appended: 0, acked: 0, recovered: 0, corrupt: 0, damaged: 0, evicted: 0, deliveredAfterDrop: 0, oversized: 0, writeErrors: 0, slowWrites: 0 };
+  readonly stats: OutboxStats = { pending: 0, pendingBytes: 0, appended: 0, acked: 0, recovered: 0, corrupt: 0, damaged: 0, evicted: 0, deliveredAfterDrop: 0, rejournaledAfterDrop: 0, oversized: 0, writeErrors: 0, slowWrites: 0 };
   /**
    * The alerts this run dropped for a bound (oldest first, at most DROPPED_KEPT): the Kafka sink
    * may still hold them in its send buffer (alertBufferSize alerts), which a journal over its
-   * bound does not empty, and deliver them; their ack then takes them back out of `evicted`.
+   * bound does not empty, and deliver them; their ack then counts them in `deliveredAfterDrop`,
+   * out of the lost (lostToBounds).
    * (Each was counted and said as lost: the exit said "N alert(s) could not be delivered and are
    * lost", status 3, when Kafka had every one.)
    */
@@ -1274,7 +1277,7 @@ export class Outbox {
       this.addLive(rec, 0, bytes);
       // Dropped by a bound as it was raised (before its snapshot was done), journaled again now in full: not lost.
       if (!prev && this.droppedKeys.delete(k.key)) {
-        this.stats.evicted--;
+        this.stats.rejournaledAfterDrop++;
         this.log(`outbox: alert ${k.key.slice(6)}, dropped from the journal undelivered before its snapshot was done, is journaled again with it: not lost`, { source: m.source, alertId: k.key.slice(6) });
       }
     }
@@ -1325,6 +1328,11 @@ export class Outbox {
     return inOrder;
   }
 
+  /** Alerts this run dropped for a bound and did not deliver or journal again since: lost (the exit's count). */
+  get lostToBounds(): number {
+    return this.stats.evicted - this.stats.deliveredAfterDrop - this.stats.rejournaledAfterDrop;
+  }
+
   /** Each source's last append not yet resolved (see append). */
   private readonly lastOf = new Map<string, Promise<void>>();
 
@@ -1353,7 +1361,6 @@ export class Outbox {
       if (!k) continue;
       const cur = this.live.get(k.key);
       if (!cur && this.droppedKeys.delete(k.key)) {
-        this.stats.evicted--;
         this.stats.deliveredAfterDrop++;
         this.log(`outbox: alert ${k.key.slice(6)}, dropped from the journal undelivered, was handled by the Kafka sink after all, from its send buffer (acknowledged by the broker, or parked if logged so): not lost to the bound`, { source: m.source, alertId: k.key.slice(6) });
         continue;

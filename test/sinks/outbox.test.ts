@@ -691,13 +691,15 @@ describe('Outbox (the durable alert journal)', () => {
     expect(dropped).toBeGreaterThan(0);
     // The broker is back: the sink delivers every alert it held, the dropped ones too.
     ob.ack(sent.map(([m]) => m));
-    expect(ob.stats.evicted).toBe(0);
+    expect(ob.stats.evicted).toBe(dropped); // a counter: it never goes down
     expect(ob.stats.deliveredAfterDrop).toBe(dropped);
+    expect(ob.lostToBounds).toBe(0);
     expect(ob.stats.acked).toBe(10 - dropped);
     expect(logs.find((l) => /b0, dropped from the journal undelivered, was handled by the Kafka sink after all/.test(l.m))?.f).toEqual({ source: 'cam', alertId: 'b0' });
     // An ack that comes again changes nothing.
     ob.ack(sent.map(([m]) => m));
     expect(ob.stats.deliveredAfterDrop).toBe(dropped);
+    expect(ob.lostToBounds).toBe(0);
     await ob.close();
   });
 
@@ -709,7 +711,9 @@ describe('Outbox (the durable alert journal)', () => {
     expect(ob.stats.evicted).toBeGreaterThan(0);
     const before = ob.stats.evicted;
     await ob.append(...first); // its snapshot done: journaled again, the newest
-    expect(ob.stats.evicted).toBe(before); // r0 back, one more older alert dropped for it
+    expect(ob.stats.evicted).toBe(before + 1); // one more older alert dropped for it…
+    expect(ob.stats.rejournaledAfterDrop).toBe(1); // …and r0 back
+    expect(ob.lostToBounds).toBe(before);
     expect((await readOutbox(ob.dir)).map((r) => r.key)).toContain('alert:r0');
     await ob.close();
   });
