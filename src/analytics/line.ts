@@ -105,6 +105,12 @@ interface Side {
   lastBox: Float32Array;
   /** The id this state was handed over from (handOver), until the crossing it makes; else −1. */
   was: number;
+  /**
+   * When its way (from sighting to sighting, frame time) last met the line; NaN if it has not. A
+   * track lost past the line within the margin and handed to a new id further on crossed then
+   * (crossingTime).
+   */
+  metAt: number;
   /** While `was` is set: when its crossing was made (settle's crossingTime; an adopted track's, where its way last met the line), frame time; also while `pending`, where the way of one adopted with it last met the line; else NaN. */
   wasAt: number;
   /**
@@ -153,7 +159,7 @@ function metLineAt(aMs: number, ad: number, bMs: number, bd: number): number {
 }
 
 function newSide(side: -1 | 1, tMs: number, x: number, y: number, box: ArrayLike<number>, frameMs: number): Side {
-  return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box), was: -1, wasAt: NaN, pending: undefined, pendingId: -1, pendingSince: 0, pendingAt: NaN, nearest: 0, furthest: 0 };
+  return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box), metAt: NaN, was: -1, wasAt: NaN, pending: undefined, pendingId: -1, pendingSince: 0, pendingAt: NaN, nearest: 0, furthest: 0 };
 }
 
 /**
@@ -474,7 +480,7 @@ export class LineCounter {
             // old id's own adoption). The id before the crossing stays the one it had then.
             const at = this.wayAcross(adopted, seenBefore, shift, d, i, x, y, frameMs);
             if (adopted.was < 0) adopted.was = this.handedFrom;
-            if (!Number.isNaN(at)) adopted.wasAt = at;
+            if (!Number.isNaN(at)) adopted.wasAt = adopted.metAt = at;
             // A hand-over the old id was still deciding (settle) goes on under this id, its wait
             // from this id's first sighting: the time the old id spent unseen shows nothing. Its
             // time, if it counts, is where the way last met the line (settle). Before, the old id's
@@ -507,12 +513,16 @@ export class LineCounter {
         st.furthest = furthest;
       }
     }
-    if (st.was >= 0 && !adoptedNow && Number.isFinite(st.lastFrame) && st.lastFrame < frameMs) {
-      // A lost track taken over by a new id within the margin (adopted): its crossing counts when
-      // the new id leaves the margin on the other side, and was made where its way, from the old
-      // id's last sighting on through the new id's, last met the line.
+    if (!adoptedNow && Number.isFinite(st.lastFrame) && st.lastFrame < frameMs) {
+      // Where its way met the line (metAt), if it did since its last sighting. A lost track taken
+      // over by a new id within the margin (adopted): its crossing counts when the new id leaves
+      // the margin on the other side, and was made where its way, from the old id's last sighting
+      // on through the new id's, last met the line.
       const at = metLineAt(st.lastFrame, this.signedDistance(st.lx, st.ly), frameMs, dist);
-      if (!Number.isNaN(at)) st.wasAt = at;
+      if (!Number.isNaN(at)) {
+        st.metAt = at;
+        if (st.was >= 0) st.wasAt = at;
+      }
     }
     if (st.pending) this.settle(st, dist, frameMs);
     st.lastSeen = tMs;
@@ -630,6 +640,11 @@ export class LineCounter {
    */
   private crossingTime(old: Side, px: number, py: number, pMs: number): number {
     const ld = this.signedDistance(old.lx, old.ly), pd = this.signedDistance(px, py);
+    // Last seen past the line already (within the margin): where its own way last met it. Before,
+    // at its last sighting: a person who stepped over a door line, stood just past it and was lost
+    // there, found further on under a new id, was said to have crossed when last seen, 1.3 s late
+    // in the test (as late as they stood there).
+    if ((ld < 0) === (pd < 0) && !Number.isNaN(old.metAt)) return old.metAt;
     const k = ld === pd ? 0 : Math.min(1, Math.max(0, ld / (ld - pd)));
     return old.lastFrame + (pMs - old.lastFrame) * k;
   }

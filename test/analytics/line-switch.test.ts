@@ -409,3 +409,27 @@ describe('after a hand-over', () => {
     expect(out.map((e) => e.slice(1))).toEqual([['in', 3, 1, 667]]);
   });
 });
+
+describe('a track lost past the line, within the margin, found further on under a new id', () => {
+  it('is placed where its own way met the line, not at its last sighting (10, 30 and 60 fps)', () => {
+    // Walking down at 100 px/s from feet at 230: over the line (300) at 0.7 s; stands with feet at 306
+    // (past it, within the 10 px margin) from 0.76 s; lost after 2.0 s (hidden past the tracker's
+    // buffer); seen again from 3.2 s with feet at 340, walking on down: a new id, handed id 1's
+    // crossing. Before: placed at id 1's last sighting (2.0 s), 1.3 s after it crossed, since the way
+    // from there to the new id does not meet the line.
+    for (const fps of [10, 30, 60]) {
+      const l = line();
+      const tracker = new ByteTracker({ frameRateHint: fps });
+      const events: [number, string, number, number | undefined, number | undefined][] = [];
+      for (let k = 0; k < 5 * fps; k++) {
+        const t = k / fps, ms = Math.round((k * 1000) / fps);
+        const feet = t < 0.76 ? 230 + 100 * t : t < 2.0 ? 306 : t >= 3.2 ? 340 + 100 * (t - 3.2) : undefined;
+        const d = feet === undefined ? new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0)) : new Detections(Float32Array.of(300, feet - 160, 360, feet), Float32Array.of(0.9), Int32Array.of(0));
+        for (const e of l.update(tracker.update(d, ms), ms)) events.push([ms, e.direction, e.trackId, e.previousTrackId, e.atMs === undefined ? undefined : Math.round(e.atMs)]);
+      }
+      expect(events.map((e) => e.slice(1, 4)), `${fps} fps`).toEqual([['in', 2, 1]]);
+      expect(events[0][4], `${fps} fps`).toBeGreaterThanOrEqual(650);
+      expect(events[0][4], `${fps} fps`).toBeLessThanOrEqual(750);
+    }
+  });
+});
