@@ -634,8 +634,12 @@ export class SourceAnalyzer {
             // new track's earlier sightings), not from the frame that raises it: a person who walked
             // in, out and in again before their track was confirmed gets the alerts a tracked one
             // would for the same walk. Before, both entries counted from the confirming frame, and
-            // the second, 0.6 s after the first, was dropped under a cooldown of 0.5 s.
-            if (!cd.allow(`${e.trackId}`, happened(e.atMs, tMs))) {
+            // the second, 0.6 s after the first, was dropped under a cooldown of 0.5 s. One without
+            // an atMs, from when it happened too (its hold's first frame, ZoneEvent.happenedMs): then,
+            // a tracked person's entry counted from the frame that raised it (minHoldFrames on), one
+            // made as they went out of view 1.1 s later from when it happened, 0.9 s on, and was
+            // dropped under a cooldown of 1 s, as a person seen throughout was not.
+            if (!cd.allow(`${e.trackId}`, happened(e.atMs ?? e.happenedMs, tMs))) {
               if (want === 'dwell') (held ?? this.dwellHeld.set(r.id, new Set()).get(r.id)!).add(e.trackId);
               continue;
             }

@@ -195,6 +195,13 @@ export interface ZoneEvent {
   /** Time inside so far (dwell, exit), ms; for a track that went unseen, up to its last sighting. */
   dwellMs: number;
   /**
+   * An entry or exit without `atMs`: when it happened, ms (frame time): the first frame of its
+   * hold (minHoldFrames), or a gone track's exit as of the end of its stay. What a rule's cooldown
+   * counts from, as from an `atMs` (SourceAnalyzer): one counted from the frame that raised it
+   * instead, minHoldFrames later, and the next from when it happened, were that much nearer.
+   */
+  happenedMs?: number;
+  /**
    * An event of a track that went unseen (`row` −1: its exit once gone, or its entry and exit as
    * it vanished going in, see enteredWhenLost): the time it was last seen, ms.
    */
@@ -615,11 +622,11 @@ export class ZoneMonitor {
         st.enteredAt = st.streakSince;
         st.dwellRaised = false;
         if (stats.entered++ === 0) stats.seenIds?.clear();
-        events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, ...this.early(st) });
+        events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: 0, ...this.early(st), happenedMs: st.streakSince });
       }
     } else {
       stats.exited++;
-      events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: st.streakSince - st.enteredAt, ...this.early(st) });
+      events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: i, dwellMs: st.streakSince - st.enteredAt, ...this.early(st), happenedMs: st.streakSince });
     }
   }
 
@@ -657,7 +664,7 @@ export class ZoneMonitor {
     if (st.inside) {
       this.stats.exited++;
       const end = st.streak > 0 ? st.streakSince : st.lastSeen;
-      events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: end - st.enteredAt, lastSeenMs: st.lastSeen });
+      events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: end - st.enteredAt, lastSeenMs: st.lastSeen, happenedMs: end });
     } else if (!entersNow) {
       this.enteredWhenLost(id, st, events);
     }
@@ -698,7 +705,7 @@ export class ZoneMonitor {
     if (this.stats.entered++ === 0) this.stats.seenIds?.clear();
     this.stats.exited++;
     events.push({ type: 'enter', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: 0, atMs: tIn, lastSeenMs: st.lastSeen });
-    events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: st.lastSeen - tIn, lastSeenMs: st.lastSeen });
+    events.push({ type: 'exit', zone: this.zone.id, trackId: id, classId: st.classId, row: -1, dwellMs: st.lastSeen - tIn, lastSeenMs: st.lastSeen, happenedMs: st.lastSeen });
   }
 
   /**

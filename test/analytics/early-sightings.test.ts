@@ -232,6 +232,20 @@ describe('a zone passage among the earlier sightings', () => {
     }
   });
 
+  it("…and a tracked person's entry followed by one made as they went out of view: spaced as the same walk seen throughout", () => {
+    // Above the zone, in from 0.5 s (entry raised at 0.7 s, its hold's third frame), out from 1.0 s, in
+    // again at 1.6 s: seen there on two frames only (under minHoldFrames), then lost from view (its entry
+    // raised once it is gone, as of 1.6 s), or seen on (raised at 1.8 s). The entries are 1.1 s apart
+    // either way: both alerted under a cooldown of 1 s. Before, the first counted from the frame that
+    // raised it (0.7 s), the second from when it happened (1.6 s): 0.9 s, and the second was dropped.
+    const first: [number, number][] = [...run([340, 280], [0, 0], 5), ...run([340, 320], [0, 0], 5), ...run([340, 280], [0, 0], 6)];
+    const rules = [{ id: 'in', type: 'zone-enter', zone: 'z', cooldownSec: 1 }];
+    const lost = walk([...first, ...run([340, 320], [0, 0], 2), ...run([-1, 0], [0, 0], 25)], () => 0.9, {}, rules).alerts;
+    const seen = walk([...first, ...run([340, 320], [0, 0], 10)], () => 0.9, {}, rules).alerts;
+    expect(seen.map((x) => [x.event, x.t])).toEqual([['zone.enter', 700], ['zone.enter', 1800]]);
+    expect(lost.map((x) => [x.event, x.atPts])).toEqual([['zone.enter', undefined], ['zone.enter', 1.6]]);
+  });
+
   it('…and lost right after the confirming frame: its second entry raised on that frame, its exit once it is gone', () => {
     const feet: [number, number][] = [[340, 280], [340, 320], [340, 320], [340, 320], [340, 280], [340, 280], [340, 280], ...run([340, 320], [0, 0], 6), ...run([-1, 0], [0, 0], 25)];
     const { alerts, drafts, report } = walk(feet, (k) => (k < 10 ? 0.35 : 0.9));
