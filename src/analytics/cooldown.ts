@@ -5,8 +5,12 @@ export class Cooldown {
 
   allow(key: string, tMs: number): boolean {
     const prev = this.last.get(key);
-    if (prev !== undefined && tMs - prev < this.cooldownMs) return false;
-    this.last.set(key, tMs);
+    // `tMs` is when the thing alerted happened (SourceAnalyzer: an event's atMs, up to a second or
+    // more before its frame), which may come before the last one allowed: within the cooldown either
+    // side, held back; the key goes on from the later of the two. Before, any earlier time was held
+    // back (under a cooldown of 0 too, the default), and one allowed set the key back.
+    if (prev !== undefined && tMs - prev < this.cooldownMs && prev - tMs < this.cooldownMs) return false;
+    if (prev === undefined || tMs > prev) this.last.set(key, tMs);
     if (this.last.size > 10_000) {
       for (const [k, t] of this.last) if (tMs - t >= this.cooldownMs) this.last.delete(k);
     }
