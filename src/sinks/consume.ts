@@ -2,6 +2,7 @@ import { Kafka, type KafkaConfig } from 'kafkajs';
 import type { KafkaSinkConfig } from '../config/schema.js';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
+import { redact } from '../core/redact.js';
 import { SampleWindow } from '../core/stats.js';
 import { forTerminal } from '../core/text.js';
 import { brokersText, checkBrokerFlags, commandKafkaConfig, disconnectBounded, reachKafka, untilStopped } from './kafka-reach.js';
@@ -208,7 +209,8 @@ const readerClosed = (e: NodeJS.ErrnoException) => e.code === 'EPIPE' || e.code 
 export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
   const out = o.out ?? process.stdout;
   const kafka = new Kafka(consumeKafkaConfig(o));
-  const consumer = kafka.consumer({ groupId: o.groupId ?? `argus-consume-${process.pid}-${Date.now()}`, allowAutoTopicCreation: false });
+  const consumerGroupId = o.groupId ?? `argus-consume-${process.pid}-${Date.now()}`;
+  const consumer = kafka.consumer({ groupId: consumerGroupId, allowAutoTopicCreation: false });
   const gate = new EpochGate();
   const win = new SampleWindow(o.window);
   const all = new SampleWindow(100_000);
@@ -294,9 +296,32 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
       return `${m.type} ${forTerminal(m.source)} ${frameText(m)} p${partition} ${what}${latency}`;
     };
 
+    // kafkajs's run resolves too when the join fails: its consumer "crashes" (disconnects and
+    // emits CRASH) and run returns, so a group the brokers refuse (its id invalid, no ACL for it)
+    // was read as joined and the command waited for records for ever. A crash before the join is
+    // the command's error; one after it that kafkajs does not restart from ends the reading.
+    let joinedYet = false;
+    let crashed: unknown;
+    let failReading: (e: unknown) => void = () => {};
+    const groupId = consumerGroupId;
+    const crashError = (e: unknown, doing: string) => {
+      const type = (e as { type?: unknown })?.type;
+      const why = redact(`${(e as Error)?.name ?? 'Error'}${typeof type === 'string' ? ` ${type}` : ''}: ${(e as Error)?.message ?? String(e)}`);
+      const refused = type === 'GROUP_AUTHORIZATION_FAILED' || type === 'INVALID_GROUP_ID';
+      return new ArgusError(
+        ErrorCodes.KAFKA_UNREACHABLE,
+        `consume: the Kafka ${brokersText(o.brokers)} ${doing} group ${forTerminal(groupId)} (${forTerminal(why)}): ${refused ? 'check that the credentials (sinks.kafka.sasl of --config) may use consumer groups' : 'is Kafka well? (--brokers, or sinks.kafka of --config)'}`,
+        { cause: e },
+      );
+    };
+    const offCrash = consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (!joinedYet) crashed ??= payload.error;
+      else if (!payload.restart) failReading(crashError(payload.error, `stopped this consumer after ${n} record(s) read, in`));
+    });
     let joined: Promise<void> | undefined;
-    const done = new Promise<void>((resolve) => {
+    const done = new Promise<void>((resolve, reject) => {
       stop = resolve;
+      failReading = reject;
       if (outError) resolve();
       // kafkajs's run resolves once the consumer has joined its group (and been given partitions).
       joined = consumer.run({
@@ -312,12 +337,21 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
     });
     // The join (a group's coordinator that never answers, a rebalance waiting on other members)
     // ends at a stop too; output gone or the count read meanwhile end it as they always did.
-    await Promise.race([untilStopped(joined!, o.signal, stopped(`joining the consumer group on the Kafka ${brokersText(o.brokers)}`)), done]);
+    await Promise.race([untilStopped(joined!, o.signal, stopped(`joining the consumer group on the Kafka ${brokersText(o.brokers)}`)), done]).finally(() => {
+      joinedYet = true;
+    });
+    if (crashed !== undefined) {
+      offCrash();
+      throw crashError(crashed, 'did not let this consumer join');
+    }
     // Reading: a stop ends it with the summary.
     const onAbort = () => stop();
     if (o.signal?.aborted) stop();
     else o.signal?.addEventListener('abort', onAbort, { once: true });
-    await done.finally(() => o.signal?.removeEventListener('abort', onAbort));
+    await done.finally(() => {
+      o.signal?.removeEventListener('abort', onAbort);
+      offCrash();
+    });
   } catch (e) {
     // Stopped while waiting on the brokers: said at once, the disconnect not waited for.
     if (isArgusError(e, ErrorCodes.INTERRUPTED)) void consumer.disconnect().catch(() => undefined);

@@ -28,9 +28,10 @@ const array = (items: Buffer[]) => Buffer.concat([int32(items.length), ...items]
 /**
  * A broker speaking just enough of Kafka's protocol (version 0 of each request) to get a kafkajs
  * consumer up to `holdAt`, whose requests it never answers; a request it does not know is held too.
+ * With `refuseJoin`, the group's join is answered with that Kafka error code.
  * `seen` resolves at the first request of `holdAt`: the client waits on it from then on.
  */
-async function fakeBroker(holdAt: number, topic: string): Promise<{ port: number; seen: Promise<void>; close: () => Promise<void> }> {
+async function fakeBroker(holdAt: number, topic: string, refuseJoin?: number): Promise<{ port: number; seen: Promise<void>; close: () => Promise<void> }> {
   const sockets: Socket[] = [];
   let port = 0;
   let onSeen!: () => void;
@@ -46,6 +47,8 @@ async function fakeBroker(holdAt: number, topic: string): Promise<{ port: number
       return Buffer.concat([array([Buffer.concat([int32(0), str('127.0.0.1'), int32(port)])]), array([Buffer.concat([int16(0), str(topic), array([partition])])])]);
     }
     if (apiKey === FIND_COORDINATOR) return Buffer.concat([int16(0), int32(0), str('127.0.0.1'), int32(port)]);
+    // JoinGroup v0 refused: error_code, generation_id, group_protocol, leader_id, member_id, members.
+    if (apiKey === JOIN_GROUP && refuseJoin !== undefined) return Buffer.concat([int16(refuseJoin), int32(-1), str(''), str(''), str(''), array([])]);
     return undefined;
   };
   const server: Server = createServer((s) => {
@@ -124,4 +127,39 @@ describe('argus consume: a stop while it waits on the brokers', () => {
     expect(r).toEqual({ code: 130, signal: null });
     expect(stderr).toBe(`argus: VAP_ERR_INTERRUPTED: consume: SIGINT while connecting to the Kafka broker 127.0.0.1:${b.port}: stopped on the signal\n`);
   }, 180_000);
+});
+
+describe('argus consume: a group the brokers refuse', () => {
+  // kafkajs's run() resolves also when the join fails: it "crashes" (disconnects, emits CRASH) and
+  // returns. consume read that as joined and waited for records for ever, saying nothing.
+  it.each([
+    ['INVALID_GROUP_ID', 24],
+    ['GROUP_AUTHORIZATION_FAILED', 30],
+  ])('%s at the join: VAP_ERR_KAFKA_UNREACHABLE naming the broker, the group and why (it waited for ever as if reading)', async (type, code) => {
+    const b = await fakeBroker(-1, opts.topic, code);
+    closers.push(b.close);
+    const out: string[] = [];
+    const ended = consume({ ...opts, groupId: 'ops-readers', brokers: [`127.0.0.1:${b.port}`], out: { write: (s: string) => out.push(s), on: () => undefined } as unknown as NodeJS.WritableStream }).then(
+      () => 'resolved',
+      (e: unknown) => e,
+    );
+    // A hang bound only: without the fix it never ends.
+    const e = await Promise.race([ended, new Promise((r) => setTimeout(() => r('still waiting'), 30_000))]);
+    expect(isArgusError(e, 'VAP_ERR_KAFKA_UNREACHABLE')).toBe(true);
+    expect((e as Error).message).toMatch(new RegExp(`^consume: the Kafka broker 127\\.0\\.0\\.1:${b.port} did not let this consumer join group ops-readers \\(.*\\b${type}\\b.*\\): `));
+    expect(out).toEqual([]);
+  }, 60_000);
+
+  it('the CLI: the coded error and exit 2', async () => {
+    const b = await fakeBroker(-1, opts.topic, 30);
+    closers.push(b.close);
+    const p = spawn(process.execPath, [ARGUS, 'consume', '--brokers', `127.0.0.1:${b.port}`], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    p.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    const bound = setTimeout(() => p.kill('SIGKILL'), 60_000); // a hang bound only
+    const r = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => p.on('close', (code, signal) => res({ code, signal })));
+    clearTimeout(bound);
+    expect(r).toEqual({ code: 2, signal: null });
+    expect(stderr).toMatch(new RegExp(`^argus: VAP_ERR_KAFKA_UNREACHABLE: consume: the Kafka broker 127\\.0\\.0\\.1:${b.port} did not let this consumer join group argus-consume-\\d+-\\d+ \\(`));
+  }, 120_000);
 });
