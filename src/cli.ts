@@ -210,7 +210,19 @@ const EXIT_GRACE_MS = 2000;
 
 const brokerList = (v: string) => v.split(',').filter(Boolean);
 const cameras = program.command('cameras').description('the cluster\'s cameras (the compacted cameras topic): apply, add, rm, ls');
-const target = (o: { config?: string; brokers?: string[] }) => import('./cluster/admin.js').then((m) => m.clusterTarget(o));
+/**
+ * A command's stop on its first SIGINT or SIGTERM (`argus consume`, `cameras`, `cluster`): while it
+ * waits on the brokers, VAP_ERR_INTERRUPTED naming the step, exit 130; a second signal kills it.
+ * (`argus cameras` and `cluster` had no listener: a Ctrl-C while they connected ended them by the
+ * signal, without a word.)
+ */
+function stopSignal(): AbortSignal {
+  const ac = new AbortController();
+  process.once('SIGINT', () => ac.abort('SIGINT'));
+  process.once('SIGTERM', () => ac.abort('SIGTERM'));
+  return ac.signal;
+}
+const target = (o: { config?: string; brokers?: string[] }, command: string) => import('./cluster/admin.js').then(async (m) => ({ ...(await m.clusterTarget(o)), command, signal: stopSignal() }));
 const clusterFlags = (c: Command) => c.option('--brokers <list>', 'comma-separated host:port list', brokerList).option('--config <worker.yaml>', 'take brokers, TLS and SASL settings and topic names from a worker YAML');
 clusterFlags(
   cameras
@@ -220,7 +232,7 @@ clusterFlags(
     .option('--no-prune', 'keep cameras that are not in the file'),
 ).action(async (file: string, opts: { brokers?: string[]; config?: string; prune: boolean }) => {
   const { applyCameras, readCamerasFile } = await import('./cluster/admin.js');
-  const r = await applyCameras(await target(opts), await readCamerasFile(file), opts.prune);
+  const r = await applyCameras(await target(opts, 'cameras apply'), await readCamerasFile(file), opts.prune);
   // Ids removed are the topic's keys, which anyone who can write it chose: shown escaped (forTerminal), as every topic-read field below.
   process.stdout.write(`added ${r.added.length}, changed ${r.changed.length}, unchanged ${r.unchanged.length}, removed ${r.removed.length}${[...r.added.map((i) => ` +${i}`), ...r.changed.map((i) => ` ~${i}`), ...r.removed.map((i) => ` -${forTerminal(i)}`)].join('')}\n`);
 });
@@ -244,18 +256,18 @@ clusterFlags(
   const labels = parseLabels(opts.label);
   const placement = opts.pin || labels ? { pin: opts.pin, labels } : undefined;
   const cams = file ? await readCamerasFile(file) : [cameraFromFields({ id: opts.id, uri: opts.uri, fps: opts.fps, cost: opts.cost, placement })];
-  const r = await applyCameras(await target(opts), cams, false);
+  const r = await applyCameras(await target(opts, 'cameras add'), cams, false);
   process.stdout.write(`added ${r.added.length}, changed ${r.changed.length}, unchanged ${r.unchanged.length}\n`);
 });
 clusterFlags(cameras.command('rm').description('remove cameras (they stop on their worker)').argument('<ids...>', 'camera ids')).action(async (ids: string[], opts: { brokers?: string[]; config?: string }) => {
   const { removeCameras } = await import('./cluster/admin.js');
-  const unknown = await removeCameras(await target(opts), ids);
+  const unknown = await removeCameras(await target(opts, 'cameras rm'), ids);
   process.stdout.write(`removed ${ids.length - unknown.length}${unknown.length ? `; not found: ${unknown.map(forTerminal).join(', ')}` : ''}\n`);
   if (unknown.length) process.exitCode = 1;
 });
 clusterFlags(cameras.command('ls').description('list the cameras: slot, cost, owner, epoch').option('--json', 'print JSON', false)).action(async (opts: { brokers?: string[]; config?: string; json: boolean }) => {
   const { listCameras } = await import('./cluster/admin.js');
-  const list = await listCameras(await target(opts));
+  const list = await listCameras(await target(opts, 'cameras ls'));
   if (opts.json) return void process.stdout.write(JSON.stringify(list, null, 2) + '\n');
   const where = (c: (typeof list)[number]) => [c.placement?.pin && `pin=${c.placement.pin}`, ...Object.entries(c.placement?.labels ?? {}).map(([k, v]) => `${k}=${v}`)].filter(Boolean).join(',') || '-';
   // Every field is read from the cluster topics, which anyone who can write them chose: escaped
@@ -266,7 +278,7 @@ clusterFlags(cameras.command('ls').description('list the cameras: slot, cost, ow
 const cluster = program.command('cluster').description('the workers: status, drain');
 clusterFlags(cluster.command('status').description('workers, their slots and cameras, and cameras no worker holds').option('--json', 'print JSON', false)).action(async (opts: { brokers?: string[]; config?: string; json: boolean }) => {
   const { clusterStatus } = await import('./cluster/admin.js');
-  const st = await clusterStatus(await target(opts));
+  const st = await clusterStatus(await target(opts, 'cluster status'));
   if (opts.json) return void process.stdout.write(JSON.stringify(st, null, 2) + '\n');
   // Worker ids and labels come from the group's members (any client that joins it), camera ids from the topics: escaped (forTerminal).
   const t = forTerminal;
@@ -282,7 +294,7 @@ clusterFlags(cluster.command('status').description('workers, their slots and cam
 clusterFlags(cluster.command('drain').description('move every camera off a worker (it stays in the group with capacity 0)').argument('<worker>', 'worker id (argus cluster status)').option('--undo', 'let the worker take cameras again', false)).action(
   async (worker: string, opts: { brokers?: string[]; config?: string; undo: boolean }) => {
     const { drainWorker } = await import('./cluster/admin.js');
-    const t = await target(opts);
+    const t = await target(opts, 'cluster drain');
     const { inGroup } = await drainWorker(t, worker, opts.undo);
     process.stdout.write(`${opts.undo ? 'undrain' : 'drain'} of ${worker} requested\n`);
     if (inGroup === false) writeStderr(`argus: no worker ${worker} is in group ${t.cluster.group} now: the request is kept, and applies to a worker with that id when one joins (argus cluster status names the workers${opts.undo ? '' : '; --undo withdraws it'})\n`);
@@ -328,11 +340,8 @@ program
   .action(async (opts: { brokers?: string[]; config?: string; topic?: string; fromBeginning: boolean; window: number; count?: number; json: boolean }) => {
     const { consume, consumeTarget } = await import('./sinks/consume.js');
     const target = await consumeTarget(opts);
-    const ac = new AbortController();
-    // The first signal stops it (while it waits on the brokers: VAP_ERR_INTERRUPTED naming it, exit 130); a second one kills it.
-    process.once('SIGINT', () => ac.abort('SIGINT'));
-    process.once('SIGTERM', () => ac.abort('SIGTERM'));
-    await consume({ ...opts, ...target, signal: ac.signal });
+    // Once it reads, the first signal ends it with its summary.
+    await consume({ ...opts, ...target, signal: stopSignal() });
   });
 
 const models = program.command('models').description('model tools');

@@ -3,10 +3,10 @@ import { decodeInfo, memberWorker } from './kafkajs-membership.js';
 import { CamerasFileSchema, ClusterSchema, type ClusterConfig, type KafkaSinkConfig, type Placement } from '../config/schema.js';
 import { loadPipelineParts, parseConfigText, parseYamlText, readConfigText, YamlTextError } from '../config/load.js';
 import { lenientEnv } from '../config/interpolate.js';
-import { ArgusError, ErrorCodes } from '../core/errors.js';
+import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
 import { writeStderr } from '../core/log.js';
 import { forTerminalLines } from '../core/text.js';
-import { brokersText, checkBrokerFlags, commandKafkaConfig, reachKafka } from '../sinks/kafka-reach.js';
+import { brokersText, checkBrokerFlags, commandKafkaConfig, disconnectBounded, reachKafka, untilStopped } from '../sinks/kafka-reach.js';
 import { placementKey, SlotPlacements, unmet } from './placement.js';
 import { CAMERA_ENV_PREFIX, DRAIN_KEY_PREFIX, ClusterView, MAX_CAMERA_RECORD_CHARS, ensureClusterTopics, forbiddenEnvRefs, parseCamera, rawCamera, retrying, type OwnersRecord } from './view.js';
 
@@ -21,6 +21,13 @@ export interface ClusterTarget {
   connectTimeoutMs?: number;
   /** Where a warning about the cluster topics goes (a cameras topic with fewer partitions than cluster.slots). Default stderr, `argus: warning: …`. */
   warn?: (message: string) => void;
+  /**
+   * The command's stop (its first SIGINT or SIGTERM): every wait on the brokers (the connect, the
+   * topics' reading, a write, the group's description) ends at once with VAP_ERR_INTERRUPTED.
+   */
+  signal?: AbortSignal;
+  /** The command, for the message of a stop (`cameras ls`). */
+  command?: string;
 }
 
 /** The cluster section of a worker YAML (`--config`), or the defaults with `--brokers`. */
@@ -44,6 +51,8 @@ export async function clusterTarget(o: { config?: string; brokers?: string[] }):
 export function reach(t: ClusterTarget, admin: Pick<Admin, 'connect' | 'disconnect'>): Promise<void> {
   return reachKafka(t.brokers, admin, {
     timeoutMs: t.connectTimeoutMs,
+    signal: t.signal,
+    command: t.command,
     hint: (refused) => (refused ? 'check cluster.sasl (or sinks.kafka.sasl) of --config' : 'is Kafka running there? (--brokers, or the brokers of --config)'),
   });
 }
@@ -53,23 +62,36 @@ export function adminKafkaConfig(t: ClusterTarget): KafkaConfig {
   return commandKafkaConfig('argus-cluster-admin', t);
 }
 
-async function withAdmin<T>(t: ClusterTarget, f: (admin: Admin, kafka: Kafka) => Promise<T>): Promise<T> {
+/**
+ * Connects an admin client, makes sure of the cluster topics, and runs `f` (`doing`, for the
+ * message of a stop). A stop (t.signal) ends it at once with VAP_ERR_INTERRUPTED, the client's
+ * disconnect not waited for (against a broker that no longer answers it may not end).
+ */
+async function withAdmin<T>(t: ClusterTarget, doing: string, f: (admin: Admin, kafka: Kafka) => Promise<T>, note = ''): Promise<T> {
   const kafka = new Kafka(adminKafkaConfig(t));
   const admin = kafka.admin();
   await reach(t, admin);
-  try {
+  const work = async () => {
     const fewer = await ensureClusterTopics(admin, { cameras: t.cluster.camerasTopic, owners: t.cluster.ownersTopic, slots: t.cluster.slots, replicationFactor: t.cluster.replicationFactor });
     // (A cameras topic with fewer partitions than cluster.slots: said by the workers and by check, and here, where cameras are placed in its slots.)
     for (const w of fewer) (t.warn ?? ((m: string) => writeStderr(`argus: warning: ${forTerminalLines(m)}\n`)))(w);
     return await f(admin, kafka);
-  } finally {
-    await admin.disconnect().catch(() => undefined);
+  };
+  let result: T;
+  try {
+    result = await untilStopped(work(), t.signal, (sig) => `${t.command ? `${t.command}: ` : ''}${sig} while ${doing} on the Kafka ${brokersText(t.brokers)}: stopped on the signal${note}`);
+  } catch (e) {
+    if (isArgusError(e, ErrorCodes.INTERRUPTED)) void admin.disconnect().catch(() => undefined);
+    else await disconnectBounded(admin);
+    throw e;
   }
+  await disconnectBounded(admin);
+  return result;
 }
 
 /** Reads both cluster topics to their end. */
 export async function snapshot(t: ClusterTarget): Promise<ClusterView> {
-  return withAdmin(t, async (admin, kafka) => {
+  return withAdmin(t, `reading the cluster topics ${t.cluster.camerasTopic} and ${t.cluster.ownersTopic}`, async (admin, kafka) => {
     // The records as the workers will read them, but `${env:…}` is theirs to resolve: a variable
     // this shell lacks is no error here (it made every apply rewrite the camera, and ls call it invalid).
     const view = new ClusterView(kafka, { cameras: t.cluster.camerasTopic, owners: t.cluster.ownersTopic }, 'argus-cluster-admin', lenientEnv(), undefined, { maxCameras: Infinity });
@@ -88,15 +110,16 @@ type Outgoing = { key: string; value: string | null; partition?: number };
 
 async function produce(t: ClusterTarget, topic: string, messages: Outgoing[]): Promise<void> {
   if (messages.length === 0) return;
-  await withAdmin(t, async (_admin, kafka) => {
+  // A stop while it writes may come after the brokers took the records: said so.
+  await withAdmin(t, `writing to topic ${topic}`, async (_admin, kafka) => {
     const producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();
     try {
       await retrying(() => producer.send({ topic, acks: -1, messages }));
     } finally {
-      await producer.disconnect().catch(() => undefined);
+      await disconnectBounded(producer);
     }
-  });
+  }, ` (the brokers may have taken some of the records: argus cameras ls says what the cluster has)`);
 }
 
 /**
@@ -155,7 +178,7 @@ export interface ApplyResult {
 
 /** The number of slots (partitions of the cameras topic) as the broker has them. */
 async function slotCount(t: ClusterTarget): Promise<number> {
-  return withAdmin(t, async (admin) => (await retrying(() => admin.fetchTopicOffsets(t.cluster.camerasTopic))).length);
+  return withAdmin(t, `looking up topic ${t.cluster.camerasTopic}`, async (admin) => (await retrying(() => admin.fetchTopicOffsets(t.cluster.camerasTopic))).length);
 }
 
 /** The slot Kafka's default partitioner gives a key (kafkajs's, the same murmur2 as Java's). */
@@ -358,7 +381,7 @@ export function statusOf(t: ClusterTarget, group: { state: string; members: Grou
 export async function clusterStatus(t: ClusterTarget, settleMs = 5000): Promise<ClusterStatus> {
   const cameras = await listCameras(t);
   const view = await snapshot(t);
-  return withAdmin(t, async (admin) => {
+  return withAdmin(t, `describing group ${t.cluster.group}`, async (admin) => {
     const until = Date.now() + settleMs;
     for (;;) {
       const { groups } = await retrying(() => admin.describeGroups([t.cluster.group]));
@@ -382,7 +405,7 @@ export async function drainWorker(t: ClusterTarget, worker: string, undo = false
   }
   const rec: OwnersRecord = { type: 'drain', worker, drain: !undo, at: Date.now() };
   await produce(t, t.cluster.ownersTopic, [{ key: `${DRAIN_KEY_PREFIX}${worker}`, value: JSON.stringify(rec) }]);
-  return withAdmin(t, async (admin) => {
+  return withAdmin(t, `describing group ${t.cluster.group}`, async (admin) => {
     const g = (await retrying(() => admin.describeGroups([t.cluster.group]))).groups[0];
     // A rebalancing group describes its members without their ids.
     if (g && REBALANCING.has(g.state)) return {};

@@ -1,0 +1,50 @@
+// `argus cameras` and `argus cluster` stopped (Ctrl-C, SIGTERM) while they connect to brokers that
+// never answer: they had no listener of their own, and ended by the signal without a word (no
+// code, no message); `argus consume` said VAP_ERR_INTERRUPTED and exited 130. Now they all do.
+import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ARGUS, ROOT } from '../helpers/cli.js';
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of closers.splice(0)) await c();
+});
+
+/** A "broker" that takes connections and never answers; `seen` resolves at the first bytes of a request. */
+async function silentBroker(): Promise<{ port: number; seen: Promise<void> }> {
+  const sockets: Socket[] = [];
+  let onSeen!: () => void;
+  const seen = new Promise<void>((r) => (onSeen = r));
+  const server = createServer((s) => {
+    sockets.push(s);
+    s.on('error', () => undefined);
+    s.once('data', () => onSeen());
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  closers.push(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => server.close(r));
+  });
+  return { port: (server.address() as AddressInfo).port, seen };
+}
+
+describe('argus cameras / cluster: a stop while connecting', () => {
+  it.each([
+    [['cameras', 'ls'], 'SIGINT'],
+    [['cluster', 'status'], 'SIGTERM'],
+  ] as const)('argus %j, %s: VAP_ERR_INTERRUPTED naming the step and the broker, exit 130 (it ended by the signal, silent)', async (cmd, sig) => {
+    const b = await silentBroker();
+    const p = spawn(process.execPath, [ARGUS, ...cmd, '--brokers', `127.0.0.1:${b.port}`], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    p.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    const bound = setTimeout(() => p.kill('SIGKILL'), 120_000); // a hang bound only
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => p.on('close', (code, signal) => r({ code, signal })));
+    await b.seen;
+    p.kill(sig);
+    const r = await exited;
+    clearTimeout(bound);
+    expect(r).toEqual({ code: 130, signal: null });
+    expect(stderr).toBe(`argus: VAP_ERR_INTERRUPTED: ${cmd.join(' ')}: ${sig} while connecting to the Kafka broker 127.0.0.1:${b.port}: stopped on the signal\n`);
+  }, 180_000);
+});
