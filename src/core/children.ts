@@ -1,4 +1,4 @@
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { atStopSignal } from './signals.js';
 
 /** The child processes argus started (ffmpeg) that have not exited. */
@@ -75,4 +75,19 @@ export function exitOf(child: ChildProcess, ms: number): Promise<void> {
     child.once('exit', done);
     child.once('error', done);
   });
+}
+
+/**
+ * Starts a child (a source's ffmpeg) in a process group of its own, held by ownChild (with
+ * `stopGently`, given the child). In argus's group, a terminal's Ctrl-C reached ffmpeg too, and
+ * the SIGTERM argus sends an RTSP camera's ffmpeg to stop it (stopFfmpeg) was ffmpeg's second
+ * signal: at a second, ffmpeg interrupts its I/O, and the camera's TEARDOWN was not sent (ffmpeg
+ * 5.1, 8 of 8 times, over UDP and TCP; the camera kept the session until it timed out). Only argus
+ * stops it now, once; it is ended in every way argus ends (ownChild: the exit, a stop signal),
+ * and one left by an argus killed outright ends at its next write, into a pipe with no reader.
+ * (Not unref'd: the child is waited for as any other.)
+ */
+export function spawnOwned(command: string, args: readonly string[], options: SpawnOptions, stopGently?: (child: ChildProcess) => Promise<void>): ChildProcess {
+  const child = spawn(command, args, { ...options, detached: true });
+  return ownChild(child, stopGently && (() => stopGently(child)));
 }

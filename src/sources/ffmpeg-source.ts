@@ -1,8 +1,8 @@
-import { spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { catchError, defer, Observable, throwError, type Subscription } from 'rxjs';
-import { exitOf, ownChild } from '../core/children.js';
+import { exitOf, spawnOwned } from '../core/children.js';
 import { fromWallClock, now } from '../core/clock.js';
 import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
 import { ThrottledLog, type LogFn } from '../core/log.js';
@@ -28,8 +28,8 @@ export { FILE_STAT_TIMEOUT_MS, fileLook, fileProblem } from './file-look.js';
 /** How ffmpeg is started: node's `child_process.spawn` (injectable for tests). */
 export type SpawnFn = (command: string, args: readonly string[], options: { stdio: ['ignore' | 'pipe', 'pipe' | Socket | number, 'pipe']; env?: NodeJS.ProcessEnv }) => ChildProcess;
 
-/** node's spawn, the child ended with argus however argus ends (ownChild). */
-const ownedSpawn: SpawnFn = (command, args, options) => ownChild(nodeSpawn(command, args, options));
+/** node's spawn, in a process group of its own, the child ended with argus however argus ends (spawnOwned). */
+const ownedSpawn: SpawnFn = (command, args, options) => spawnOwned(command, args, options);
 
 export interface FfmpegSourceOptions {
   /** Source id, copied into every frame. */

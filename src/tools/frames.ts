@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { exitOf, ownChild } from '../core/children.js';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { exitOf, spawnOwned } from '../core/children.js';
 import { deviceProblem } from '../core/files.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { decodeBoundArgs, deinterlaceFilters, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, readsOnce, outputTag, sampleFilter, sourceBoundFilter, sourceInput, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
@@ -226,7 +226,14 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
   const ownSizes = ffmpegAutoscales(o.ffmpegPath);
   if (ownSizes) args.push('-autoscale', '0');
   args.push(...NO_INPUT_METADATA, '-f', 'rawvideo', outputUrl);
-  const spawned = spawn(o.ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  // Stopped at a stop signal too (Ctrl-C: ownChild), its frames' pipe closed first: with a
+  // frame held by the consumer, ffmpeg waited in a write to the full pipe, never read the camera's
+  // next packet, where it acts on SIGTERM, and was killed at the grace's end without its TEARDOWN.
+  // (ffmpeg ignores SIGPIPE: the write's EPIPE ends its output, and its input is closed as at its end.)
+  // The frames' reader then waits for the process's end by the signal (atSignal), not on to an
+  // error of the closed pipe (an error line, a script's exit 1, before the camera's grace).
+  let atSignal = false;
+  const spawned = spawnOwned(o.ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] }, kind === 'rtsp' ? (c) => ((atSignal = true), c.stdout?.destroy(), stopGently()) : undefined) as ChildProcessWithoutNullStreams;
   /**
    * Stops ffmpeg as a run stops its own (stopFfmpeg): an RTSP camera's with SIGTERM, on which it
    * sends the camera TEARDOWN, SIGKILL after the grace; any other's with SIGKILL. A preview of a
@@ -237,14 +244,7 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
   // (Once: at a second SIGTERM, ffmpeg interrupts its I/O, the TEARDOWN's write with it.)
   const stopGently = (): Promise<void> => (stopping ??= kind === 'rtsp' ? stopFfmpeg(spawned) : (spawned.kill('SIGKILL'), Promise.resolve()));
   const stop = (): void => void stopGently();
-  // Stopped so at a stop signal too (Ctrl-C: ownChild), its frames' pipe closed first: with a
-  // frame held by the consumer, ffmpeg waited in a write to the full pipe, never read the camera's
-  // next packet, where it acts on SIGTERM, and was killed at the grace's end without its TEARDOWN.
-  // (ffmpeg ignores SIGPIPE: the write's EPIPE ends its output, and its input is closed as at its end.)
-  // The frames' reader then waits for the process's end by the signal (atSignal), not on to an
-  // error of the closed pipe (an error line, a script's exit 1, before the camera's grace).
-  let atSignal = false;
-  const child = ownChild(spawned, kind === 'rtsp' ? () => ((atSignal = true), spawned.stdout?.destroy(), stopGently()) : undefined);
+  const child = spawned;
   const endsBySignal = (): Promise<never> => new Promise<never>(() => {});
   // A still image's frame, else nothing (-nostdin: ffmpeg reads its stdin only as an input).
   child.stdin.on('error', () => {}); // an ffmpeg that ends first is told by its exit

@@ -22,7 +22,7 @@ afterAll(() => {
 });
 
 /** Starts `body` (after videoFrames began reading the FIFO), waits for its ffmpeg, sends `signal`; the exit and whether ffmpeg outlived it. */
-async function signalled(body: string, signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null; ffmpegLeft: boolean }> {
+async function signalled(body: string, signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null; ffmpegLeft: boolean; ownGroup: boolean }> {
   const script = `
     import { videoFrames } from ${JSON.stringify(join(process.cwd(), 'src/tools/frames.ts'))};
     const frames = videoFrames({ ffmpegPath: ${JSON.stringify(ffmpeg)}, url: ${JSON.stringify(fifo)}, stallMs: 600_000 });
@@ -36,20 +36,29 @@ async function signalled(body: string, signal: NodeJS.Signals): Promise<{ code: 
   const blocked = () => (ff = childrenOf(child.pid!).find((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(fifo))) !== undefined && readFileSync(`/proc/${ff}/wchan`, 'utf8') === 'wait_for_partner';
   expect(await until(blocked, 20_000)).toBe(true);
   leftOver.push(ff!);
+  // Its process group (/proc/PID/stat's fifth field, after the parenthesised name): its own, not argus's.
+  const pgid = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[2]);
+  const ownGroup = pgid(ff!) === ff && pgid(ff!) !== pgid(child.pid!);
   child.kill(signal);
   const [code, sig] = await exited;
   // Killed, its zombie is reaped by init at once; left behind, it stays blocked in open(2).
   const gone = await until(() => !running(ff!), 3000);
-  return { code, signal: sig, ffmpegLeft: !gone };
+  return { code, signal: sig, ffmpegLeft: !gone, ownGroup };
 }
 
 describe('ffmpeg children (ownChild)', () => {
   it('Ctrl-C with nothing else listening (argus detect, preview): ffmpeg is killed, and the process ends by the signal', async () => {
     expect(existsSync(fifo)).toBe(true);
-    expect(await signalled('', 'SIGINT')).toEqual({ code: null, signal: 'SIGINT', ffmpegLeft: false });
+    expect(await signalled('', 'SIGINT')).toEqual({ code: null, signal: 'SIGINT', ffmpegLeft: false, ownGroup: true });
   }, 30_000);
 
   it('a process that exits on its own listener (argus run: a second signal, process.exit(130)): ffmpeg is killed at the exit', async () => {
-    expect(await signalled(`process.on('SIGTERM', () => process.exit(130));`, 'SIGTERM')).toEqual({ code: 130, signal: null, ffmpegLeft: false });
+    expect(await signalled(`process.on('SIGTERM', () => process.exit(130));`, 'SIGTERM')).toEqual({ code: 130, signal: null, ffmpegLeft: false, ownGroup: true });
+  }, 30_000);
+
+  // ffmpeg is in a process group of its own (a terminal's Ctrl-C reaches argus alone, which stops
+  // it once: see spawnOwned), so only argus ends it: at an uncaught exception too.
+  it('an uncaught exception: ffmpeg, in a process group of its own, is killed at the exit', async () => {
+    expect(await signalled(`process.on('SIGUSR2', () => { throw new Error('boom'); });`, 'SIGUSR2')).toEqual({ code: 1, signal: null, ffmpegLeft: false, ownGroup: true });
   }, 30_000);
 });

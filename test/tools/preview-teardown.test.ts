@@ -35,15 +35,19 @@ afterAll(() => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const teardowns = (c: RtspCamera) => c.heads.filter((h) => h.startsWith('TEARDOWN')).length;
 
-/** A process reading `url` with tools/frames (as preview does), `ffmpegPath` its ffmpeg; it prints `frame` at its first frame. */
-function reader(url: string, ffmpegPath: string) {
+/**
+ * A process reading `url` with tools/frames (as preview does), `ffmpegPath` its ffmpeg; it prints
+ * `frame` at its first frame. `group`: the leader of a process group of its own, as a terminal
+ * starts a command (its Ctrl-C goes to the whole group).
+ */
+function reader(url: string, ffmpegPath: string, group = false) {
   const script = `
     import { videoFrames } from ${JSON.stringify(join(process.cwd(), 'src/tools/frames.ts'))};
     for await (const f of videoFrames({ ffmpegPath: ${JSON.stringify(ffmpegPath)}, url: ${JSON.stringify(url)}, inputArgs: ['-rtsp_transport', 'udp'], stallMs: 600_000 })) {
       process.stdout.write('frame\\n');
       await new Promise(() => {}); // held: the preview still works on it
     }`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'], detached: group });
   let out = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
   const exited = new Promise<[number | null, NodeJS.Signals | null]>((r) => child.on('exit', (c, s) => r([c, s])));
@@ -80,6 +84,23 @@ describe('argus preview of an RTSP camera: its ffmpeg is stopped so that the cam
     // (Sent before ffmpeg exited, and so before the process ended; read by the camera, here, soon after.)
     expect(await until(() => teardowns(camera!) > 0, 3000), JSON.stringify(camera.heads.map((h) => h.split(' ')[0]))).toBe(true);
     expect(teardowns(camera)).toBe(1);
+    expect(await until(() => !running(ff[0]), 3000)).toBe(true);
+  }, 90_000);
+
+  it("at a terminal's Ctrl-C (SIGINT to the whole process group): ffmpeg, in a group of its own, gets only argus's SIGTERM, and the camera its TEARDOWN", async () => {
+    // In argus's group, ffmpeg got the terminal's SIGINT too: argus's SIGTERM was its second
+    // signal, on which ffmpeg interrupts its I/O, and the TEARDOWN was not sent (over UDP: no relay).
+    const started = await RtspCamera.start(PERSON_VIDEO, '320x180');
+    camera = started.camera;
+    const r = reader(started.url, ffmpeg, true);
+    expect(await until(() => r.out().includes('frame'), 30_000)).toBe(true);
+    const ff = childrenOf(r.child.pid!);
+    leftOver.push(...ff);
+    expect(ff).toHaveLength(1);
+    process.kill(-r.child.pid!, 'SIGINT');
+    const [code, sig] = await r.exited;
+    expect({ code, sig }).toEqual({ code: null, sig: 'SIGINT' });
+    expect(await until(() => teardowns(camera!) > 0, 3000), JSON.stringify(camera.heads.map((h) => h.split(' ')[0]))).toBe(true);
     expect(await until(() => !running(ff[0]), 3000)).toBe(true);
   }, 90_000);
 
