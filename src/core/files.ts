@@ -2,7 +2,7 @@ import { accessSync, constants, mkdirSync, rmSync, statSync, type Stats } from '
 import { access, lstat, mkdir, open, readlink, realpath, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { ErrorCodes, type ErrorCode } from './errors.js';
-import { atStopSignal } from './signals.js';
+import { atStopSignal, endsBySignal } from './signals.js';
 
 /**
  * Why a local input (a source's file, a file for `argus detect`) is no picture or video to read,
@@ -131,8 +131,16 @@ let parts = 0;
 const partials = new Map<string, () => void>();
 
 /** Removed if a stop signal ends the process while it is written (atStopSignal). */
-function holdPartial(p: string): void {
-  partials.set(p, atStopSignal(() => rmSync(p, { force: true })));
+function holdPartial(p: string): { removed: boolean } {
+  const held = { removed: false };
+  partials.set(
+    p,
+    atStopSignal(() => {
+      held.removed = true;
+      rmSync(p, { force: true });
+    }),
+  );
+  return held;
 }
 
 function dropPartial(p: string): void {
@@ -177,7 +185,7 @@ export async function writeWhole<T>(path: string, write: (partial: string) => Pr
   const ext = extname(target);
   // Cut: a name near the file system's 255 bytes would be too long with the suffix.
   const partial = join(dirname(target), `.${basename(target, ext).slice(0, 64)}.part-${process.pid}-${parts++}${ext}`);
-  holdPartial(partial);
+  const held = holdPartial(partial);
   try {
     const fh = await open(partial, 'wx', st ? 0o600 : 0o666).catch((e: NodeJS.ErrnoException) => {
       throw failed(e);
@@ -197,6 +205,9 @@ export async function writeWhole<T>(path: string, write: (partial: string) => Pr
     return r;
   } catch (e) {
     await rm(partial, { force: true }).catch(() => undefined);
+    // The stop signal removed the partial file (its rename then failed, ENOENT): the process is
+    // ending by the signal, and this is no error to say (argus preview said `cannot write it (ENOENT)`).
+    if (held.removed) return endsBySignal();
     throw e;
   } finally {
     dropPartial(partial);

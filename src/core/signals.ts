@@ -125,3 +125,10 @@ export function atStopSignal(cleanup: Cleanup): () => void {
     for (const s of STOP_SIGNALS) process.removeListener(s, onStopSignal);
   };
 }
+
+/**
+ * What work cut by a stop signal awaits while the process ends by that signal (onStopSignal,
+ * within STOP_WAIT_MAX_MS): a promise that never settles. Its failure then (a write whose partial
+ * file the signal removed) is the signal's doing, not an error to say before the end.
+ */
+export const endsBySignal = (): Promise<never> => new Promise<never>(() => {});

@@ -1,5 +1,6 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { exitOf, spawnOwned } from '../core/children.js';
+import { endsBySignal } from '../core/signals.js';
 import { deviceProblem } from '../core/files.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { decodeBoundArgs, deinterlaceFilters, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, readsOnce, outputTag, sampleFilter, sourceBoundFilter, sourceInput, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
@@ -245,7 +246,6 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
   const stopGently = (): Promise<void> => (stopping ??= kind === 'rtsp' ? stopFfmpeg(spawned) : (spawned.kill('SIGKILL'), Promise.resolve()));
   const stop = (): void => void stopGently();
   const child = spawned;
-  const endsBySignal = (): Promise<never> => new Promise<never>(() => {});
   // A still image's frame, else nothing (-nostdin: ffmpeg reads its stdin only as an input).
   child.stdin.on('error', () => {}); // an ffmpeg that ends first is told by its exit
   child.stdin.end(still?.data);
