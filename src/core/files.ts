@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync, rmSync, statSync, type Stats } from 'node:fs';
+import { constants, mkdirSync, rmSync, statSync, type Stats } from 'node:fs';
 import { access, lstat, mkdir, open, readlink, realpath, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { ErrorCodes, type ErrorCode } from './errors.js';
@@ -61,20 +61,6 @@ export const VIDEO_EXTENSIONS = ['.mp4', '.m4v', '.mov', '.mkv'] as const;
 /** True when ffmpeg can write an H.264 video to a file of this name. */
 export function isVideoPath(path: string): boolean {
   return (VIDEO_EXTENSIONS as readonly string[]).includes(extname(path).toLowerCase());
-}
-
-/** Makes folder `dir` (with its parents) and checks this process may write into it: the reason it cannot (an error code), or undefined. */
-export function unwritableDir(dir: string): string | undefined {
-  try {
-    makeDirSync(dir);
-    accessSync(dir, constants.W_OK);
-    return undefined;
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    // mkdir says EEXIST for a path that is a file (or under one: ENOTDIR): say which.
-    if (code === 'EEXIST' || code === 'ENOTDIR') return `${code}: it, or a folder above it, is a file`;
-    return code ?? (e as Error).message;
-  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { statSync, type Stats } from 'node:fs';
+import type { Stats } from 'node:fs';
 import type { LetterboxAlign, LetterboxRounding } from '../core/geometry.js';
 import { rtspTransportOf, type CameraTls } from '../core/rtsp-relay.js';
 
@@ -423,13 +423,9 @@ export const fileReadsOnce = (st: Pick<Stats, 'isFIFO' | 'isSocket' | 'isCharact
  * (ffmpegSource).
  */
 export function readsOnce(url: string, kind: SourceKind = sourceKind(url)): boolean {
-  if (kind === 'file') {
-    try {
-      return fileReadsOnce(statSync(/^file:\/\//i.test(url) ? url.slice('file://'.length) : url));
-    } catch {
-      return false;
-    }
-  }
+  // A file is judged by its stats, looked at asynchronously and bounded (file-look fileLook, then
+  // fileReadsOnce): a statSync here held the event loop on a hung network mount.
+  if (kind === 'file') throw new Error('readsOnce: a file is judged by fileLook');
   // Only TCP (`?listen`) and SRT (`?mode=listener`) take the role from the URL: ffmpeg's HTTP,
   // RTSP and RTMP take it from an option (`-listen`, `-rtsp_flags listen`, which inputArgs
   // refuses), and given `http://…?listen=1` or `rtsp://…?listen` they connect as clients, as to

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
-import { catchError, defer, Observable, throwError, type Subscription } from 'rxjs';
+import { catchError, defer, from, mergeMap, Observable, throwError, type Subscription } from 'rxjs';
 import { exitOf, spawnOwned } from '../core/children.js';
 import { fromWallClock, now } from '../core/clock.js';
 import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
@@ -21,7 +21,7 @@ import { ffmpegAutoscales, notFfmpeg } from './ffmpeg-path.js';
 import { exposedSecrets, secretsRelay } from './secrets-relay.js';
 import { colourOf, interlacedBy, outputRate, saysNoVideoStream, withoutOwnNotices, StderrProbe, type StreamInfo } from './stderr-probe.js';
 import { decodeStill, stillImagePath, type KeptStill, type StillPicture } from './still-image.js';
-import { fileProblem } from './file-look.js';
+import { fileLook, fileProblem } from './file-look.js';
 
 export { FILE_STAT_TIMEOUT_MS, fileLook, fileProblem } from './file-look.js';
 
@@ -167,6 +167,20 @@ export function ffmpegSource(options: FfmpegSourceOptions): Observable<Frame> {
   rememberUrlSecrets(options.input.url);
   rememberArgSecrets(options.input.inputArgs ?? []);
   const memo = options.memo ?? {};
+  // A file's judgement (readsOnce: a named pipe is read from its first ffmpeg with what a rerun
+  // would add), before its first run, by an asynchronous, bounded look (fileLook): readsOnce's
+  // statSync held the event loop, every source and sink with it, for as long as a hung network
+  // mount did not answer (a run's sources, through supervisedSource, looked so already; bench and
+  // a source without a memo did not). What it finds wrong fails the start, coded, naming the file.
+  if (memo.readsOnce === undefined && options.input.kind === 'file') {
+    return defer(() => from(fileLook(options.input.url.replace(/^file:\/\//i, '')))).pipe(
+      mergeMap((look) => {
+        if (look.problem) return throwError(() => new ArgusError(look.problem!.code, redact(`source "${options.id}": ${look.problem!.why}`)));
+        memo.readsOnce = look.readsOnce ?? false;
+        return ffmpegSource({ ...options, memo });
+      }),
+    );
+  }
   // Decided from ffmpeg's log before any frame is read (the rate: at its output's report); a
   // source is run again at most once for each.
   // - A source that is not 4:2:0 (a GIF's palette, 10-bit video, 4:4:4 video), of an odd

@@ -1,7 +1,8 @@
 import { resolve } from 'node:path';
 import type { Stats } from 'node:fs';
-import { stat } from 'node:fs/promises';
-import { notAnInput } from '../core/files.js';
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
+import { makeDir, notAnInput } from '../core/files.js';
 import { ArgusError, ErrorCodes, type ErrorCode } from '../core/errors.js';
 import { fileReadsOnce } from './ffmpeg-args.js';
 
@@ -123,17 +124,42 @@ export async function statsBounded(paths: readonly (string | undefined)[], timeo
  * stat not answered is left to end in its thread, the only one for its path (statOnce).
  */
 export function statBounded(path: string, timeoutMs = FILE_STAT_TIMEOUT_MS): Promise<StatLook> {
+  const looked = statOnce(path).then(
+    (stats) => ({ stats }),
+    (e: unknown) => ({ problem: statProblem(path, e) }),
+  );
+  return withinBound(looked, path, timeoutMs);
+}
+
+/** `looked`, or VAP_ERR_SOURCE_TIMEOUT naming `path` where the file system gave no answer within `timeoutMs` (the look left to end in its thread). */
+function withinBound<T>(looked: Promise<T>, path: string, timeoutMs: number): Promise<T | { problem: FileProblem }> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<{ problem: FileProblem }>((res) => {
     // (After the poll phase: an answer that came while the loop was held past the bound, by a
     // long synchronous task, is taken first.)
     timer = setTimeout(() => setImmediate(() => res({ problem: { code: ErrorCodes.SOURCE_TIMEOUT, why: `${path}: the file system gave no answer about it within ${timeoutMs / 1000} s (a network mount that stopped answering?)` } })), timeoutMs);
   });
-  const looked = statOnce(path).then(
-    (stats) => ({ stats }),
-    (e: unknown) => ({ problem: statProblem(path, e) }),
-  );
   return Promise.race([looked, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Makes folder `dir` (with its parents: core/files makeDir) and checks this process may write
+ * into it, asynchronously and bounded as statBounded: why it cannot (an error code, or the file
+ * system's silence, VAP_ERR_SOURCE_TIMEOUT's words), or undefined. argus preview's and detect's
+ * `--out` folder: made and checked synchronously (mkdirSync, accessSync), a hung network mount
+ * held the event loop, and Ctrl-C with it.
+ */
+export async function unwritableDir(dir: string, timeoutMs = FILE_STAT_TIMEOUT_MS): Promise<string | undefined> {
+  const looked = makeDir(dir)
+    .then(() => access(dir, constants.W_OK))
+    .then(
+      () => undefined,
+      (e: NodeJS.ErrnoException) =>
+        // mkdir says EEXIST for a path that is a file (or under one: ENOTDIR): say which.
+        e.code === 'EEXIST' || e.code === 'ENOTDIR' ? `${e.code}: it, or a folder above it, is a file` : (e.code ?? e.message),
+    );
+  const r = await withinBound(looked, dir, timeoutMs);
+  return typeof r === 'object' ? r.problem.why.replace(`${dir}: `, '') : r;
 }
 
 /**

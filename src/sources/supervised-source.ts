@@ -5,7 +5,7 @@ import { redact } from '../core/redact.js';
 import type { Frame } from '../core/frame.js';
 import type { Letterbox } from '../core/geometry.js';
 import { indexedFormat } from './ffmpeg-args.js';
-import { ffmpegSource, fileLook, lastFfmpegGone, LIVE_PTS_SLACK_S, type FfmpegSourceOptions, type LastFfmpeg, type PlaySchedule, type SourceMemo } from './ffmpeg-source.js';
+import { ffmpegSource, lastFfmpegGone, LIVE_PTS_SLACK_S, type FfmpegSourceOptions, type LastFfmpeg, type PlaySchedule, type SourceMemo } from './ffmpeg-source.js';
 import { backoffDelay, type ReconnectPolicy, type SourceState, type Transition } from './health.js';
 
 /** A source's resolution changes are reported at most this often (see `supervisedSource`), ms. */
@@ -391,24 +391,10 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
         ? from(lastFfmpegGone(memo.last, (why) => transition('stalled', why, new ArgusError(ErrorCodes.SOURCE_STALLED, `source "${o.id}": ${why}`), attempt, true))).pipe(ignoreElements())
         : EMPTY,
     );
-    // A file's judgement (readsOnce: a named pipe is read from its first ffmpeg with what a rerun
-    // would add), before its first run, by an asynchronous, bounded look (fileLook): ffmpegSource's
-    // own, readsOnce's statSync, held the event loop, every source and sink with it, for as long
-    // as a hung network mount did not answer. What it finds wrong fails the start, retried so.
-    // (ffmpegSource's judgement: a `run` of its own, a test's, judges for itself.)
-    const looked = defer(() =>
-      isFile && memo.readsOnce === undefined && run === ffmpegSource
-        ? from(fileLook(o.input.url.replace(/^file:\/\//i, ''))).pipe(
-            mergeMap((look) => {
-              if (look.problem) return throwError(() => new ArgusError(look.problem!.code, redact(`source "${o.id}": ${look.problem!.why}`)));
-              memo.readsOnce = look.readsOnce ?? false;
-              return EMPTY;
-            }),
-          )
-        : EMPTY,
-    );
+    // (A file's judgement, readsOnce, is ffmpegSource's, by a bounded asynchronous look before its
+    // first run, kept in the memo; what it finds wrong fails the start, retried so.)
     transition('starting', 'started');
-    return concat(lastGone, looked, runOnce.pipe(live ? watched : identity)).pipe(
+    return concat(lastGone, runOnce.pipe(live ? watched : identity)).pipe(
       tap(onFrame),
       repeat({ delay: atEnd }),
       // onError keeps the attempt count: retry's own count never resets, or (resetOnSuccess)

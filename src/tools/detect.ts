@@ -7,11 +7,11 @@ import { PostprocessSchema } from '../config/schema.js';
 import type { Detections } from '../core/detections.js';
 import { redact } from '../core/redact.js';
 import { ArgusError, ErrorCodes, isArgusError, type ErrorCode } from '../core/errors.js';
-import { isVideoPath, unwritableDir, VIDEO_EXTENSIONS, writeWhole } from '../core/files.js';
+import { isVideoPath, VIDEO_EXTENSIONS, writeWhole } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import { forTerminal, forTerminalLines } from '../core/text.js';
 import { sourceKind } from '../sources/ffmpeg-args.js';
-import { statBounded, statsBounded, type StatLook } from '../sources/file-look.js';
+import { statBounded, statsBounded, unwritableDir, type StatLook } from '../sources/file-look.js';
 import { resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { quoteDamage } from '../sources/stats.js';
 import { inputKind, readImage, videoFrames, type RawFrame, type VideoInfo } from './frames.js';
@@ -205,7 +205,7 @@ async function planOutputs(out: string, files: readonly string[], inputStats: re
     copyAt.set(resolve(t), i);
   }
   for (const dir of new Set(targets.map((t) => dirname(resolve(t))))) {
-    const why = unwritableDir(dir);
+    const why = await unwritableDir(dir);
     if (why) fail(`cannot write into ${dir} (${why})`);
   }
   return targets;

@@ -9,14 +9,14 @@ import { checkClasses } from '../config/classes.js';
 import { loadPipeline } from '../config/load.js';
 import { redact } from '../core/redact.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { unwritableDir, writeWhole } from '../core/files.js';
+import { writeWhole } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
 import type { Point } from '../core/polygon.js';
 import { forTerminal } from '../core/text.js';
 import { pipelineBaseDir, resolveSourceUrl, settingOf } from '../pipeline/pipeline.js';
 import type { DetectedFrame } from '../postprocess/postprocess.js';
 import { indexedFormat, isStillImage, networkInputArgs, sourceKind, userInputArgs } from '../sources/ffmpeg-args.js';
-import { sameFileBounded, statBounded } from '../sources/file-look.js';
+import { sameFileBounded, statBounded, unwritableDir } from '../sources/file-look.js';
 import { HttpRelay } from '../sources/http-relay.js';
 import { configuredFfmpegPath, describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
 import { secretsRelay } from '../sources/secrets-relay.js';
@@ -79,7 +79,7 @@ async function checkOut(out: string, inputs: readonly string[]): Promise<void> {
   for (const i of inputs) if (!over && (await sameFileBounded(i, out))) over = i;
   if (over) fail(`would be written over ${over}, which the preview reads; choose another name`);
   const dir = dirname(resolve(out));
-  const why = unwritableDir(dir);
+  const why = await unwritableDir(dir);
   if (why) fail(`cannot write into ${dir} (${why})`);
 }
 

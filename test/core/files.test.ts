@@ -4,16 +4,18 @@ import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeDir, makeDirSync, unwritableDir, writeWhole } from '../../src/core/files.js';
+import { makeDir, makeDirSync, writeWhole } from '../../src/core/files.js';
+import { unwritableDir } from '../../src/sources/file-look.js';
 import { Outbox } from '../../src/sinks/outbox.js';
 
 describe('unwritableDir', () => {
-  it('a folder that can be made and written: undefined; a file in the way: says so, not a bare EEXIST or ENOTDIR', () => {
+  it('a folder that can be made and written: undefined; a file in the way: says so, not a bare EEXIST or ENOTDIR', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-files-'));
-    expect(unwritableDir(join(dir, 'new', 'sub'))).toBeUndefined();
+    expect(await unwritableDir(join(dir, 'new', 'sub'))).toBeUndefined();
+    expect(statSync(join(dir, 'new', 'sub')).isDirectory()).toBe(true);
     writeFileSync(join(dir, 'plain'), 'x');
-    expect(unwritableDir(join(dir, 'plain'))).toBe('EEXIST: it, or a folder above it, is a file');
-    expect(unwritableDir(join(dir, 'plain', 'sub'))).toBe('ENOTDIR: it, or a folder above it, is a file');
+    expect(await unwritableDir(join(dir, 'plain'))).toBe('EEXIST: it, or a folder above it, is a file');
+    expect(await unwritableDir(join(dir, 'plain', 'sub'))).toBe('ENOTDIR: it, or a folder above it, is a file');
   });
 });
 

@@ -59,7 +59,31 @@ describe("a file source's stat at start", () => {
     await vi.runOnlyPendingTimersAsync(); // (the bound's answer waits for the poll phase: setImmediate)
     expect(error?.code).toBe(ErrorCodes.SOURCE_TIMEOUT);
     expect(error?.message).toContain(`source "cam": ${hung.path}`);
-    // Its ffmpeg is stopped (a file's: SIGKILL).
+    // No ffmpeg was started: the look judges the file (a named pipe is read once) before the
+    // first one, as a run's source's start does (it ran readsOnce's statSync, here without a memo).
+    expect(children).toEqual([]);
+    expect(syncLooks).toEqual([]);
+  });
+
+  it('a later run (the file judged, in the memo): looked at as its ffmpeg starts, which is stopped when the look fails (a file\'s: SIGKILL)', async () => {
+    vi.useFakeTimers();
+    const children: SlowToDie[] = [];
+    let error: (Error & { code?: string }) | undefined;
+    ffmpegSource({
+      id: 'cam',
+      input: { url: hung.path, kind: 'file', rate: 'native', loop: false },
+      output: { width: 64, height: 48, pixelFormat: 'bgr24', align: 'top-left', padValue: 114, frame: 'letterbox' },
+      ffmpegPath: 'ffmpeg',
+      memo: { readsOnce: false },
+      spawn: (_c, args) => {
+        const c = new SlowToDie(args, 64 * 48 * 3);
+        children.push(c);
+        return c.asChild();
+      },
+    }).subscribe({ error: (e: Error) => (error = e) });
+    await vi.advanceTimersByTimeAsync(FILE_STAT_TIMEOUT_MS);
+    await vi.runOnlyPendingTimersAsync();
+    expect(error?.code).toBe(ErrorCodes.SOURCE_TIMEOUT);
     expect(children.map((c) => c.signals)).toEqual([['SIGKILL']]);
   });
 

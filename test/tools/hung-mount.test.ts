@@ -7,13 +7,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 
-const hung = vi.hoisted(() => ({ dir: '/argus-test-hung-mount/', waiting: 0 }));
+// `late`: a mount that answered the look at a file in it (not there) and stopped answering
+// before its folder was made and checked (mkdir, access).
+const hung = vi.hoisted(() => ({ dir: '/argus-test-hung-mount/', late: '/argus-test-late-hang/', waiting: 0 }));
 vi.mock('node:fs/promises', async (original) => {
   const real = await original<typeof import('node:fs/promises')>();
   // A stat on the hung mount never answers (it waits in the kernel, in one of libuv's 4 threads
   // for good: `waiting` counts them).
   const stat = (p: string, ...rest: unknown[]) => (String(p).startsWith(hung.dir) ? (hung.waiting++, new Promise(() => {})) : (real.stat as (...a: unknown[]) => Promise<unknown>)(p, ...rest));
-  return { ...real, default: { ...real, stat }, stat };
+  const silentOnBoth = <F extends (...a: never[]) => Promise<unknown>>(f: F): F =>
+    ((p: string, ...rest: unknown[]) => (String(p).startsWith(hung.dir) || String(p).startsWith(hung.late) ? (hung.waiting++, new Promise(() => {})) : (f as unknown as (...a: unknown[]) => Promise<unknown>)(p, ...rest))) as unknown as F;
+  const mkdir = silentOnBoth(real.mkdir);
+  const access = silentOnBoth(real.access);
+  return { ...real, default: { ...real, stat, mkdir, access }, stat, mkdir, access };
 });
 
 // A synchronous look at it would hold the event loop for as long as the mount does not answer:
@@ -23,20 +29,21 @@ vi.mock('node:fs', async (original) => {
   const real = await original<typeof import('node:fs')>();
   const watched = <F extends (...a: never[]) => unknown>(f: F, name: string): F =>
     ((p: string, ...rest: unknown[]) => {
-      if (String(p).startsWith(hung.dir)) {
+      if (String(p).startsWith(hung.dir) || String(p).startsWith(hung.late)) {
         syncLooks.push(`${name}(${p})`);
         if (name === 'existsSync') return false;
         throw Object.assign(new Error(`EIO: ${name}(${p}) on the hung mount`), { code: 'EIO' });
       }
       return (f as unknown as (...a: unknown[]) => unknown)(p, ...rest);
     }) as unknown as F;
-  const own = { statSync: watched(real.statSync, 'statSync'), existsSync: watched(real.existsSync, 'existsSync'), lstatSync: watched(real.lstatSync, 'lstatSync'), accessSync: watched(real.accessSync, 'accessSync') };
+  const own = { statSync: watched(real.statSync, 'statSync'), existsSync: watched(real.existsSync, 'existsSync'), lstatSync: watched(real.lstatSync, 'lstatSync'), accessSync: watched(real.accessSync, 'accessSync'), mkdirSync: watched(real.mkdirSync, 'mkdirSync') };
   return { ...real, default: { ...real, ...own }, ...own };
 });
 
 const { runDetect } = await import('../../src/tools/detect.js');
 const { runPreview } = await import('../../src/tools/preview.js');
-const { FILE_STAT_TIMEOUT_MS } = await import('../../src/sources/ffmpeg-source.js');
+const { FILE_STAT_TIMEOUT_MS, ffmpegSource } = await import('../../src/sources/ffmpeg-source.js');
+const { resolveFfmpegSync } = await import('../../src/sources/ffmpeg-path.js');
 const { ErrorCodes } = await import('../../src/core/errors.js');
 const { writeHostileModel } = await import('../helpers/hostile-model.js');
 const { modelDir } = await import('../helpers/onnx-graphs.js');
@@ -137,6 +144,33 @@ describe('argus detect and preview on a mount that does not answer', () => {
     expect(r.error.code).toBe(ErrorCodes.SOURCE_TIMEOUT);
     expect(r.error.message).toContain(`${hung.dir}clip.mp4: the file system gave no answer about it within ${FILE_STAT_TIMEOUT_MS / 1000} s`);
     expect(syncLooks).toEqual([]);
+    expect(r.ticks).toBeGreaterThan(10);
+  }, 60_000);
+});
+
+describe('the --out folder and a source without a memo, on a mount that stops answering', () => {
+  it(`preview --out into a folder whose file system stopped answering: VAP_ERR_SINK_FILE naming it after ${FILE_STAT_TIMEOUT_MS / 1000} s, no synchronous mkdir or access, the loop running`, async () => {
+    syncLooks.length = 0;
+    const model = models.path('late-hang.onnx');
+    writeHostileModel(model);
+    const yaml = join(work, 'late.yaml');
+    writeFileSync(yaml, ['sources:', '  - id: cam', `    uri: ${join(work, 'none.mp4')}`, 'model:', `  path: ${model}`, ''].join('\n'));
+    const out = `${hung.late}shots/p.png`;
+    const r = await timed(runPreview(yaml, { out, write: () => {} }));
+    expect(r.error.code).toBe(ErrorCodes.SINK_FILE);
+    expect(r.error.message).toBe(`preview --out ${out}: cannot write into ${hung.late}shots (the file system gave no answer about it within ${FILE_STAT_TIMEOUT_MS / 1000} s (a network mount that stopped answering?))`);
+    expect(syncLooks).toEqual([]);
+    expect(r.ticks).toBeGreaterThan(10);
+  }, 60_000);
+
+  it(`ffmpegSource without a memo (bench, a test) of a file on the hung mount: VAP_ERR_SOURCE_TIMEOUT naming it, no synchronous stat (readsOnce's)`, async () => {
+    syncLooks.length = 0;
+    const file = `${hung.dir}bench.mp4`;
+    const src = ffmpegSource({ id: 'bench', input: { url: file, kind: 'file', rate: 'fast', loop: false }, output: { width: 64, height: 48, pixelFormat: 'bgr24', align: 'top-left', padValue: 114, frame: 'letterbox' }, ffmpegPath: resolveFfmpegSync().path });
+    const r = await timed(new Promise((_res, rej) => src.subscribe({ error: rej, complete: () => rej(new Error('completed')) })));
+    expect(syncLooks).toEqual([]);
+    expect(r.error.code).toBe(ErrorCodes.SOURCE_TIMEOUT);
+    expect(r.error.message).toBe(`source "bench": ${file}: the file system gave no answer about it within ${FILE_STAT_TIMEOUT_MS / 1000} s (a network mount that stopped answering?)`);
     expect(r.ticks).toBeGreaterThan(10);
   }, 60_000);
 });
