@@ -298,10 +298,13 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
 
     // kafkajs's run resolves too when the join fails: its consumer "crashes" (disconnects and
     // emits CRASH) and run returns, so a group the brokers refuse (its id invalid, no ACL for it)
-    // was read as joined and the command waited for records for ever. A crash before the join is
-    // the command's error; one after it that kafkajs does not restart from ends the reading.
+    // was read as joined and the command waited for records for ever. The join is its GROUP_JOIN
+    // event; a crash before it that kafkajs does not restart from (restart: false) is the
+    // command's error, one it restarts from (a coordinator still loading the group, retriable) is
+    // waited through; after the join, one it does not restart from ends the reading.
     let joinedYet = false;
-    let crashed: unknown;
+    let failJoin: (e: unknown) => void = () => {};
+    let offJoin: () => void = () => {};
     let failReading: (e: unknown) => void = () => {};
     const groupId = consumerGroupId;
     const crashError = (e: unknown, doing: string) => {
@@ -314,9 +317,18 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
         { cause: e },
       );
     };
+    const groupJoined = new Promise<void>((resolve, reject) => {
+      failJoin = reject;
+      offJoin = consumer.on(consumer.events.GROUP_JOIN, () => {
+        joinedYet = true;
+        resolve();
+      });
+    });
+    groupJoined.catch(() => undefined); // (said where it is awaited; not awaited after a stop)
     const offCrash = consumer.on(consumer.events.CRASH, ({ payload }) => {
-      if (!joinedYet) crashed ??= payload.error;
-      else if (!payload.restart) failReading(crashError(payload.error, `stopped this consumer after ${n} record(s) read, in`));
+      if (payload.restart) return;
+      if (!joinedYet) failJoin(crashError(payload.error, 'did not let this consumer join'));
+      else failReading(crashError(payload.error, `stopped this consumer after ${n} record(s) read, in`));
     });
     let joined: Promise<void> | undefined;
     const done = new Promise<void>((resolve, reject) => {
@@ -337,13 +349,7 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
     });
     // The join (a group's coordinator that never answers, a rebalance waiting on other members)
     // ends at a stop too; output gone or the count read meanwhile end it as they always did.
-    await Promise.race([untilStopped(joined!, o.signal, stopped(`joining the consumer group on the Kafka ${brokersText(o.brokers)}`)), done]).finally(() => {
-      joinedYet = true;
-    });
-    if (crashed !== undefined) {
-      offCrash();
-      throw crashError(crashed, 'did not let this consumer join');
-    }
+    await Promise.race([untilStopped(joined!.then(() => groupJoined), o.signal, stopped(`joining the consumer group on the Kafka ${brokersText(o.brokers)}`)), done]);
     // Reading: a stop ends it with the summary.
     const onAbort = () => stop();
     if (o.signal?.aborted) stop();
@@ -351,6 +357,7 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
     await done.finally(() => {
       o.signal?.removeEventListener('abort', onAbort);
       offCrash();
+      offJoin();
     });
   } catch (e) {
     // Stopped while waiting on the brokers: said at once, the disconnect not waited for.

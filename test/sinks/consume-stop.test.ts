@@ -150,6 +150,22 @@ describe('argus consume: a group the brokers refuse', () => {
     expect(out).toEqual([]);
   }, 60_000);
 
+  it('a refusal kafkajs retries (GROUP_LOAD_IN_PROGRESS: a coordinator still loading the group, as a fresh broker answers) is waited through, not an error; a stop ends the wait', async () => {
+    const b = await fakeBroker(-1, opts.topic, 14);
+    closers.push(b.close);
+    const ac = new AbortController();
+    const ended = consume({ ...opts, brokers: [`127.0.0.1:${b.port}`], signal: ac.signal, out: { write: () => true, on: () => undefined } as unknown as NodeJS.WritableStream }).then(
+      () => 'resolved',
+      (e: unknown) => e,
+    );
+    // kafkajs's retries (3, about 2 s) and its restart after them: still waiting for the join.
+    const early = await Promise.race([ended, new Promise((r) => setTimeout(() => r('still waiting'), 4000))]);
+    expect(early).toBe('still waiting');
+    ac.abort('SIGINT');
+    const e = await ended;
+    expect(isArgusError(e, 'VAP_ERR_INTERRUPTED')).toBe(true);
+  }, 60_000);
+
   it('the CLI: the coded error and exit 2', async () => {
     const b = await fakeBroker(-1, opts.topic, 30);
     closers.push(b.close);
