@@ -285,6 +285,7 @@ describe('ffmpegSource alone (no supervisor), virtual time', () => {
       input: { url: process.execPath, kind: 'file', rate: 'fast', loop: false }, // any file that exists: ffmpeg is a fake
       output,
       ffmpegPath: 'ffmpeg',
+      memo: { readsOnce: false }, // the file's look done (a fake ffmpeg: no file to look at)
       spawn: (_cmd, args) => {
         c = new FakeFfmpeg(args, FRAME);
         return c.asChild();
@@ -309,6 +310,7 @@ describe('spawn failures (out of file descriptors) are retried, never thrown', (
         input: { url: 'rtsp://admin:hunter2@cam/stream', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false },
         output,
         ffmpegPath: 'ffmpeg',
+        memo: { readsOnce: false }, // the file's look done (a fake ffmpeg: no file to look at)
         spawn: () => {
           throw emfile();
         },

@@ -121,6 +121,7 @@ function onFakeFfmpeg(input: FfmpegSourceOptions['input']): { child: FakeFfmpeg;
     input,
     output: { width: 64, height: 48, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
     ffmpegPath: 'ffmpeg',
+    memo: { readsOnce: false }, // the file's look done (a fake ffmpeg: no file to look at)
     spawn,
     onDamage: (l) => told.push(l),
   }).subscribe({ error: (e) => { throw e; } });

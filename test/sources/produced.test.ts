@@ -28,7 +28,7 @@ function fake(input: FfmpegInputSpec) {
   let child!: FakeFfmpeg;
   const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, FRAME)).asChild();
   const frames: Frame[] = [];
-  const sub = ffmpegSource({ id: 'cam', input, output, ffmpegPath: 'ffmpeg', spawn }).subscribe({ next: (f) => frames.push(f), error: (e) => { throw e; } });
+  const sub = ffmpegSource({ id: 'cam', input, output, ffmpegPath: 'ffmpeg', memo: { readsOnce: false }, spawn }).subscribe({ next: (f) => frames.push(f), error: (e) => { throw e; } });
   return { child, frames, sub };
 }
 
@@ -42,7 +42,7 @@ function paced(rate: 'native' | 'fast', workMs: (f: Frame) => number) {
   const pace = new Pace();
   const frames: Frame[] = [];
   const end = { completed: false };
-  const sub = ffmpegSource({ id: 'cam', input: { url: FILE, kind: 'file', rate, loop: false }, output, ffmpegPath: 'ffmpeg', pace, spawn }).subscribe({
+  const sub = ffmpegSource({ id: 'cam', input: { url: FILE, kind: 'file', rate, loop: false }, output, ffmpegPath: 'ffmpeg', pace, memo: { readsOnce: false }, spawn }).subscribe({
     next: (f) => {
       frames.push(f);
       pace.enter();
@@ -339,7 +339,7 @@ describe('produced stamp, files', () => {
     const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, FRAME)).asChild();
     const frames: Frame[] = [];
     let completed = false;
-    const sub = ffmpegSource({ id: 'cam', input: { url: FILE, kind: 'file', rate: 'native', loop: false }, output, ffmpegPath: 'ffmpeg', spawn }).subscribe({
+    const sub = ffmpegSource({ id: 'cam', input: { url: FILE, kind: 'file', rate: 'native', loop: false }, output, ffmpegPath: 'ffmpeg', memo: { readsOnce: false }, spawn }).subscribe({
       next: (f) => frames.push(f),
       error: (e) => {
         throw e;
@@ -377,7 +377,7 @@ describe('produced stamp, files', () => {
     const spawned: FakeFfmpeg[] = [];
     const spawn: SpawnFn = (_cmd, args) => (spawned.push(new FakeFfmpeg(args, FRAME)), spawned.at(-1)!.asChild());
     const frames: Frame[] = [];
-    const sub = ffmpegSource({ id: 'cam', input: { url: FILE, kind: 'file', rate: 'fast', loop: false, seek: 10, seekMargin: 3 }, output, ffmpegPath: 'ffmpeg', spawn }).subscribe({ next: (f) => frames.push(f) });
+    const sub = ffmpegSource({ id: 'cam', input: { url: FILE, kind: 'file', rate: 'fast', loop: false, seek: 10, seekMargin: 3 }, output, ffmpegPath: 'ffmpeg', memo: { readsOnce: false }, spawn }).subscribe({ next: (f) => frames.push(f) });
     const [first] = spawned;
     expect(first.args.join(' ')).toContain('-ss 7.000000');
     first.info('mpegts', 10);
@@ -401,7 +401,7 @@ describe('produced stamp, files', () => {
       const spawned: FakeFfmpeg[] = [];
       const spawn: SpawnFn = (_cmd, args) => (spawned.push(new FakeFfmpeg(args, FRAME)), spawned.at(-1)!.asChild());
       const frames: Frame[] = [];
-      const sub = ffmpegSource({ id: 'cam', input: { url: FILE, kind: 'file', rate: 'fast', loop: false, seek: 10, seekMargin: 3 }, output, ffmpegPath: 'ffmpeg', spawn }).subscribe({ next: (f) => frames.push(f) });
+      const sub = ffmpegSource({ id: 'cam', input: { url: FILE, kind: 'file', rate: 'fast', loop: false, seek: 10, seekMargin: 3 }, output, ffmpegPath: 'ffmpeg', memo: { readsOnce: false }, spawn }).subscribe({ next: (f) => frames.push(f) });
       const [first] = spawned;
       first.info('mpegts', 10);
       first.frame(1);
@@ -471,6 +471,7 @@ async function loopedNative(id: string): Promise<{ children: FakeFfmpeg[]; frame
     input: { url: FILE, kind: 'file', rate: 'native', loop: true },
     output,
     ffmpegPath: 'ffmpeg',
+    memo: { readsOnce: false }, // the file's look done (a fake ffmpeg: no file to look at)
     spawn,
     reconnect: { initialDelayMs: 100, maxDelayMs: 400, jitter: 0, maxAttempts: 5, healthyResetMs: 30_000 },
     watchdog: { startTimeoutMs: 30_000, stallFactor: 10, stallMinMs: 15_000, stallMaxMs: 60_000 },

@@ -124,7 +124,7 @@ function fake() {
   const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, 64 * 48 * 3)).asChild();
   const frames: Frame[] = [];
   const r = { child: undefined as unknown as FakeFfmpeg, frames, error: undefined as ArgusError | undefined, done: false };
-  const sub = ffmpegSource({ id: 'cam', input: { url: second, kind: 'file', rate: 'fast', loop: false }, output, ffmpegPath: 'ffmpeg', spawn }).subscribe({
+  const sub = ffmpegSource({ id: 'cam', input: { url: second, kind: 'file', rate: 'fast', loop: false }, output, ffmpegPath: 'ffmpeg', memo: { readsOnce: false }, spawn }).subscribe({
     next: (f) => frames.push(f),
     error: (e: ArgusError) => (r.error = e),
     complete: () => (r.done = true),

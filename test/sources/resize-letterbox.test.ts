@@ -30,7 +30,7 @@ function run(input: FfmpegInputSpec) {
   const spawn: SpawnFn = (_cmd, args) => (child = new FakeFfmpeg(args, FRAME)).asChild();
   const frames: Frame[] = [];
   const resizes: [Letterbox, Letterbox][] = [];
-  const sub = ffmpegSource({ id: 'cam', input, output, ffmpegPath: 'ffmpeg', spawn, onResize: (from, to) => resizes.push([from, to]) }).subscribe({
+  const sub = ffmpegSource({ id: 'cam', input, output, ffmpegPath: 'ffmpeg', memo: { readsOnce: false }, spawn, onResize: (from, to) => resizes.push([from, to]) }).subscribe({
     next: (f) => frames.push(f),
     error: (e) => {
       throw e;
