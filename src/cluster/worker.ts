@@ -101,8 +101,12 @@ export const UNREACHABLE_FORGET_MS = 600_000;
 /** The least time between two rebalances a worker asks for to tell the group of unreachable slots. */
 const UNREACHABLE_ASK_GAP_MS = 10_000;
 
-/** Whether a camera meant to run here reaches this worker: since when it is meant to, its last frame, its source's latest state. */
+/** How long the worker's 100 ms tick may be late before the worker counts itself stalled (its event loop held: a long GC, SIGSTOP). */
+const STALL_MS = 2000;
+
+/** Whether a camera meant to run here reaches this worker: since when it is meant to (under this record, tried here), its last frame, its source's latest state. */
 interface Reach {
+  text: string;
   since: number;
   frameAt: number;
   state: SourceState | undefined;
@@ -224,6 +228,10 @@ export class Worker {
   /** The slots reported unreachable in the member data last given to the group. */
   private toldUnreachable = new Set<number>();
   private nextUnreachableAskAt = 0;
+  /** When the 100 ms tick last ran (undefined until it runs). */
+  private beatAt: number | undefined;
+  /** Time without frames counts from here at the earliest: the worker's own stall (its event loop held) restarts it. */
+  private reachFrom = -Infinity;
   /** When a camera whose chain ended by itself may be started again (performance.now()). */
   private readonly retryAt = new Map<string, number>();
   /** Cameras in a handoff (checked every tick). */
@@ -427,19 +435,38 @@ export class Worker {
     void this.membership.start();
     // The fence and the waits: checked every 100 ms, whatever else happens; a full
     // reconciliation at least every second (a failed claim, a camera to retry).
-    let beat = 0;
-    this.tick = setInterval(() => {
-      if (this.running.size > 0 && !this.leaseHolds() && [...this.running.values()].some((r) => !r.fenced)) this.fenceAll();
-      if (this.refenced && this.leaseHolds()) {
-        this.refenced = false;
-        this.holdsSlots = true;
-        this.reconcile();
-      }
-      if (this.fencedClaims.size > 0 && this.leaseHolds()) void this.releaseFenced();
-      if (++beat % 10 === 0 || this.pending.size > 0 || this.waits.size > 0 || this.handoffs.size > 0 || this.drainWanted() !== this.draining) this.reconcile();
-    }, 100);
+    this.tick = setInterval(() => this.beat(), 100);
     this.tick.unref();
     return this.chains$.pipe(mergeAll());
+  }
+
+  /** Ticks so far (every tenth reconciles). */
+  private beats = 0;
+
+  /** The tick (every 100 ms): the fence, the waits, a reconciliation at least every second. */
+  private beat(): void {
+    this.awake(performance.now());
+    if (this.running.size > 0 && !this.leaseHolds() && [...this.running.values()].some((r) => !r.fenced)) this.fenceAll();
+    if (this.refenced && this.leaseHolds()) {
+      this.refenced = false;
+      this.holdsSlots = true;
+      this.reconcile();
+    }
+    if (this.fencedClaims.size > 0 && this.leaseHolds()) void this.releaseFenced();
+    if (++this.beats % 10 === 0 || this.pending.size > 0 || this.waits.size > 0 || this.handoffs.size > 0 || this.drainWanted() !== this.draining) this.reconcile();
+  }
+
+  /**
+   * Notes that the process runs at `now`: a tick later than STALL_MS means its event loop was held
+   * (a long GC, SIGSTOP), so no source could deliver a frame meanwhile: the cameras' time without
+   * frames counts afresh from now. Checked by the tick and by checkReach, whichever runs first on waking.
+   */
+  private awake(now: number): void {
+    if (this.beatAt !== undefined && now - this.beatAt > STALL_MS) {
+      this.reachFrom = now;
+      this.log(`cluster: ${this.id} did not run for ${Math.round((now - this.beatAt) / 1000)} s (its event loop was held); its cameras' time without frames counts afresh`, { worker: this.id }, 'warn');
+    }
+    this.beatAt = now;
   }
 
   /** What this worker tells the group at each join (a rebalance included): its slots, capacity, labels and the slots it cannot run. */
@@ -470,16 +497,21 @@ export class Worker {
     for (const id of this.reach.keys()) if (!desired.has(id)) this.reach.delete(id);
     const after = this.c.unreachableAfterMs;
     const found: CameraEntry[] = [];
+    if (this.beatAt !== undefined) this.awake(now);
     if (after > 0) {
       for (const cam of desired.values()) {
-        const r = this.reachOf(cam.id, now);
+        const r = this.reachOf(cam, now);
+        // Not tried here, so its time does not count: no chain runs for it (its claim not yet
+        // written, or the write failed: a broker fault, not the camera), or it waits for its claim
+        // (a planned move: the old owner may still hold a camera that allows one session).
+        if ((!this.running.has(cam.id) && !this.retryAt.has(cam.id)) || this.waits.has(cam.id) || this.pending.has(cam.id)) r.since = now;
         const u = this.unreachable.get(cam.id);
         if (u && (r.frameAt >= u.reportedAt || u.text !== cam.text)) {
           this.unreachable.delete(cam.id);
           this.log(`cluster: ${cam.id} ${u.text !== cam.text ? 'was edited' : `reaches ${this.id} again`}; no longer reported unreachable`, { worker: this.id, camera: cam.id, slot: cam.slot });
           continue;
         }
-        if (now - Math.max(r.since, r.frameAt) < after || r.state === 'streaming') continue;
+        if (now - this.quietSince(r) < after || r.state === 'streaming') continue;
         if (u) {
           u.confirmedAt = now;
           u.slot = cam.slot;
@@ -495,7 +527,7 @@ export class Worker {
       const cam = this.view.cameras.get(id);
       if (after <= 0 || !cam || !cam.active || cam.text !== u.text || cam.slot !== u.slot || now - u.confirmedAt >= UNREACHABLE_FORGET_MS) this.unreachable.delete(id);
     }
-    for (const cam of found) this.log(`cluster: ${cam.id} (slot ${cam.slot}) gave ${this.id} no frame for ${Math.round((now - Math.max(this.reach.get(cam.id)!.since, this.reach.get(cam.id)!.frameAt)) / 1000)} s (${this.reach.get(cam.id)!.state ?? 'not started'}): reported unreachable from here, so that another worker may run it`, { worker: this.id, camera: cam.id, slot: cam.slot }, 'warn');
+    for (const cam of found) this.log(`cluster: ${cam.id} (slot ${cam.slot}) gave ${this.id} no frame for ${Math.round((now - this.quietSince(this.reach.get(cam.id)!)) / 1000)} s (${this.reach.get(cam.id)!.state ?? 'not started'}): reported unreachable from here, so that another worker may run it`, { worker: this.id, camera: cam.id, slot: cam.slot }, 'warn');
     // The group is told at the next join of every member: asked for when a slot held here is
     // reported and the member data last given did not say so (once; again only if that rebalance
     // did not happen).
@@ -508,11 +540,16 @@ export class Worker {
     void this.membership.requestRebalance();
   }
 
-  /** The reach record of a camera meant to run here (made, counting from `now`, when missing). */
-  private reachOf(id: string, now = performance.now()): Reach {
-    let r = this.reach.get(id);
-    if (!r) this.reach.set(id, (r = { since: now, frameAt: -Infinity, state: undefined }));
+  /** The reach record of a camera meant to run here (made, counting from `now`, when missing or its record was edited: the new record counts afresh). */
+  private reachOf(cam: CameraEntry, now = performance.now()): Reach {
+    let r = this.reach.get(cam.id);
+    if (!r || r.text !== cam.text) this.reach.set(cam.id, (r = { text: cam.text, since: now, frameAt: -Infinity, state: undefined }));
     return r;
+  }
+
+  /** Since when a camera has given this worker no frame, as counted: its last frame, else when it was first tried here, and not before the worker's own last stall. */
+  private quietSince(r: Reach): number {
+    return Math.max(r.since, r.frameAt, this.reachFrom);
   }
 
   /** The cameras of each slot, read once: the cost of a slot's enabled cameras, and whether a worker may run every active one (their placement). */
@@ -907,7 +944,7 @@ export class Worker {
     const done = new Promise<void>((r) => (ended = r));
     const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, claim, stop$, done, fenced: false, stopping: false, stoppingAt: 0, handoffSince: 0, handoffAfter: -1, readySent: false, standbyState: undefined, ended: false, startedAt: Date.now() };
     this.running.set(cam.id, run);
-    this.reachOf(cam.id);
+    this.reachOf(cam);
     if (claim) {
       this.claims.set(cam.id, claim);
       this.log(`cluster: ${this.id} starts ${cam.id} (slot ${cam.slot}, epoch ${claim.epoch})`, { worker: this.id, camera: cam.id, slot: cam.slot, epoch: claim.epoch });

@@ -148,3 +148,98 @@ describe('Worker: a camera of its slots that gives it no frame', () => {
     expect(h.asked()).toBe(0);
   });
 });
+
+describe('Worker: no false report (a camera its worker can reach, or has not tried, is not reported)', () => {
+  it('an edit that ends a report counts afresh: the fixed camera is not reported again before it has had unreachableAfterMs', async () => {
+    const h = await worker();
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    await h.at(31_000);
+    expect(h.reported()).toEqual([0]);
+    h.write('cam0', { uri: 'rtsp://10.9.9.10/x' }); // the address fixed: restarted under the new record
+    await h.at(32_000);
+    await h.at(33_000);
+    expect(h.reported()).toEqual([]);
+    expect(h.asked()).toBe(1);
+    // The new record's own time: reported once it too gives no frame for unreachableAfterMs.
+    await h.at(62_500);
+    expect(h.reported()).toEqual([0]);
+  });
+
+  it('a camera waiting for its claim (a planned move: the old owner still streams a one-session camera) is not reported while it waits', async () => {
+    const h = await worker();
+    const owners = 'argus.owners';
+    (h.i as unknown as { c: { releaseWaitMs?: number } }).c.releaseWaitMs = 60_000;
+    const rec = (v: unknown) => Buffer.from(JSON.stringify(v));
+    h.i.view.ingest(owners, 0, 'cam0', rec({ type: 'claim', camera: 'cam0', owner: 'w0', incarnation: 'i0', at: 1 }), '0');
+    (h.i as unknown as { members: Set<string> }).members = new Set(['w0/i0', `w1/${h.w.incarnation}`]);
+    h.write('cam0', { uri: 'rtsp://h/x' });
+    await h.at(0);
+    h.state('cam0', 'reconnecting'); // refused: w0 holds its one session
+    await h.at(31_000);
+    await h.at(55_000);
+    expect(h.reported()).toEqual([]);
+    expect(h.asked()).toBe(0);
+  });
+
+  it('a camera whose claim cannot be written (no chain runs for it) is not reported: nothing tried to reach it', async () => {
+    const h = await worker();
+    const claim = (h.i.owners as { claim: unknown }).claim;
+    (h.i.owners as { claim: unknown }).claim = async () => {
+      throw new Error('NOT_LEADER_FOR_PARTITION');
+    };
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    await h.at(31_000);
+    await h.at(40_000);
+    expect(h.reported()).toEqual([]);
+    // The claims written again: its time counts from its start here.
+    (h.i.owners as { claim: unknown }).claim = claim;
+    await h.at(41_000);
+    expect(h.w.cameras().map((c) => c.id)).toEqual(['cam0']);
+    await h.at(70_000);
+    expect(h.reported()).toEqual([]);
+    await h.at(71_500);
+    expect(h.reported()).toEqual([0]);
+  });
+
+  it('the time its lease did not hold does not count (a broker outage with no camera running here)', async () => {
+    const h = await worker();
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    h.frame('cam0');
+    h.i.running.clear(); // its chain ended, nothing running when the lease lapsed
+    const m = h.i.membership as { lastAlive: number };
+    m.lastAlive = now - 10_000; // the lease lapsed: no reconciliation does anything
+    await h.at(40_000);
+    m.lastAlive = Infinity; // back
+    await h.at(41_000);
+    expect(h.reported()).toEqual([]);
+  });
+
+  it('its own event loop held (a long GC, SIGSTOP for 40 s) does not count: on waking, before the frames it missed arrive, nothing is reported', async () => {
+    const h = await worker();
+    (h.i as unknown as { c: { sessionTimeoutMs: number } }).c.sessionTimeoutMs = 120_000; // its lease outlasts the stop
+    const beat = () => (h.i as unknown as { beat: () => void }).beat();
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    beat();
+    h.frame('cam0');
+    h.state('cam0', 'streaming');
+    now = 1_000_000 + 40_000; // SIGSTOP for 40 s, then SIGCONT: the source's watchdog fires first
+    h.state('cam0', 'stalled');
+    await h.settle();
+    beat();
+    await h.settle();
+    expect(h.reported()).toEqual([]);
+    h.frame('cam0'); // the frames it missed
+    // A camera that is really dark from then on is still reported, unreachableAfterMs after the wake.
+    h.state('cam0', 'reconnecting');
+    for (let t = 40_000; t <= 71_000; t += 100) {
+      now = 1_000_000 + t;
+      beat();
+    }
+    await h.settle();
+    expect(h.reported()).toEqual([0]);
+  });
+});
