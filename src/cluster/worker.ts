@@ -527,7 +527,12 @@ export class Worker {
       const cam = this.view.cameras.get(id);
       if (after <= 0 || !cam || !cam.active || cam.text !== u.text || cam.slot !== u.slot || now - u.confirmedAt >= UNREACHABLE_FORGET_MS) this.unreachable.delete(id);
     }
-    for (const cam of found) this.log(`cluster: ${cam.id} (slot ${cam.slot}) gave ${this.id} no frame for ${Math.round((now - this.quietSince(this.reach.get(cam.id)!)) / 1000)} s (${this.reach.get(cam.id)!.state ?? 'not started'}): reported unreachable from here, so that another worker may run it`, { worker: this.id, camera: cam.id, slot: cam.slot }, 'warn');
+    for (const cam of found) {
+      // The group moves slots: the slot's other cameras, reachable here, go with it (a short gap each).
+      const others = [...desired.values()].filter((c) => c.slot === cam.slot && !this.unreachable.has(c.id)).map((c) => c.id);
+      const also = others.length === 0 ? '' : `; slot ${cam.slot}'s other camera(s) ${others.length > 5 ? `${others.slice(0, 5).join(', ')} and ${others.length - 5} more` : others.join(', ')} move with it`;
+      this.log(`cluster: ${cam.id} (slot ${cam.slot}) gave ${this.id} no frame for ${Math.round((now - this.quietSince(this.reach.get(cam.id)!)) / 1000)} s (${this.reach.get(cam.id)!.state ?? 'not started'}): reported unreachable from here, so that another worker may run it${also}`, { worker: this.id, camera: cam.id, slot: cam.slot, ...(others.length > 0 && { movesWith: others.slice(0, 100) }) }, 'warn');
+    }
     // The group is told at the next join of every member: asked for when a slot held here is
     // reported and the member data last given did not say so (once; again only if that rebalance
     // did not happen).

@@ -243,3 +243,19 @@ describe('Worker: no false report (a camera its worker can reach, or has not tri
     expect(h.reported()).toEqual([0]);
   });
 });
+
+describe('Worker: a report moves the whole slot', () => {
+  it('the warning names the healthy cameras of the slot that move with the unreachable one', async () => {
+    const h = await worker();
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    h.write('cam1', { uri: 'rtsp://10.1.1.1/x' }); // same slot (0), reachable
+    await h.at(0);
+    for (let t = 1000; t <= 31_000; t += 1000) {
+      h.frame('cam1');
+      await h.at(t);
+    }
+    expect(h.reported()).toEqual([0]);
+    const warn = h.lines.find((l) => l.level === 'warn' && /cam0 \(slot 0\) gave w1 no frame/.test(l.msg));
+    expect(warn?.msg).toMatch(/slot 0's other camera\(s\) cam1 move with it/);
+  });
+});
