@@ -95,8 +95,11 @@ export interface WorkerCounters {
   unreachableReports: number;
 }
 
-/** How long a worker keeps reporting a camera unreachable after it last tried it (its slot moved away): 10 min. */
+/** How long a worker keeps reporting a camera unreachable after it last tried it (its slot moved away): 10 min, doubled at each report again with no frame between (UNREACHABLE_FORGET_MAX_MS at most). */
 export const UNREACHABLE_FORGET_MS = 600_000;
+
+/** The longest a report is kept after the worker last tried the camera: 160 min (a camera down for every worker moves about once per this). */
+export const UNREACHABLE_FORGET_MAX_MS = 16 * UNREACHABLE_FORGET_MS;
 
 /** The least time between two rebalances a worker asks for to tell the group of unreachable slots. */
 const UNREACHABLE_ASK_GAP_MS = 10_000;
@@ -118,6 +121,8 @@ interface UnreachableReport {
   text: string;
   reportedAt: number;
   confirmedAt: number;
+  /** How long it is kept after confirmedAt (UNREACHABLE_FORGET_MS, doubled per earlier report of the same record with no frame since). */
+  forgetMs: number;
 }
 
 interface Running {
@@ -225,6 +230,12 @@ export class Worker {
   private readonly reach = new Map<string, Reach>();
   /** Cameras this worker reported unreachable, by id (its member data names their slots). */
   private readonly unreachable = new Map<string, UnreachableReport>();
+  /**
+   * Per camera, how many times this worker reported its record with no frame here since: a camera
+   * down for every worker came back at each expiry (every 10 min, at the next rebalance) and moved
+   * its slot's healthy cameras with it; each report again is now kept twice as long.
+   */
+  private readonly strikes = new Map<string, { text: string; n: number }>();
   /** The slots reported unreachable in the member data last given to the group. */
   private toldUnreachable = new Set<number>();
   private nextUnreachableAskAt = 0;
@@ -506,6 +517,7 @@ export class Worker {
         // (a planned move: the old owner may still hold a camera that allows one session).
         if ((!this.running.has(cam.id) && !this.retryAt.has(cam.id)) || this.waits.has(cam.id) || this.pending.has(cam.id)) r.since = now;
         const u = this.unreachable.get(cam.id);
+        if (r.frameAt > -Infinity) this.strikes.delete(cam.id); // it gave a frame here under this record
         if (u && (r.frameAt >= u.reportedAt || u.text !== cam.text)) {
           this.unreachable.delete(cam.id);
           this.log(`cluster: ${cam.id} ${u.text !== cam.text ? 'was edited' : `reaches ${this.id} again`}; no longer reported unreachable`, { worker: this.id, camera: cam.id, slot: cam.slot });
@@ -517,7 +529,10 @@ export class Worker {
           u.slot = cam.slot;
           continue;
         }
-        this.unreachable.set(cam.id, { slot: cam.slot, text: cam.text, reportedAt: now, confirmedAt: now });
+        const before = this.strikes.get(cam.id);
+        const n = before?.text === cam.text ? before.n + 1 : 1;
+        this.strikes.set(cam.id, { text: cam.text, n });
+        this.unreachable.set(cam.id, { slot: cam.slot, text: cam.text, reportedAt: now, confirmedAt: now, forgetMs: Math.min(UNREACHABLE_FORGET_MAX_MS, UNREACHABLE_FORGET_MS * 2 ** Math.min(n - 1, 16)) });
         this.counters.unreachableReports++;
         found.push(cam);
       }
@@ -525,13 +540,14 @@ export class Worker {
     for (const [id, u] of this.unreachable) {
       if (desired.has(id) && after > 0) continue;
       const cam = this.view.cameras.get(id);
-      if (after <= 0 || !cam || !cam.active || cam.text !== u.text || cam.slot !== u.slot || now - u.confirmedAt >= UNREACHABLE_FORGET_MS) this.unreachable.delete(id);
+      if (after <= 0 || !cam || !cam.active || cam.text !== u.text || cam.slot !== u.slot || now - u.confirmedAt >= u.forgetMs) this.unreachable.delete(id);
     }
+    for (const [id, k] of this.strikes) if (this.view.cameras.get(id)?.text !== k.text) this.strikes.delete(id);
     for (const cam of found) {
       // The group moves slots: the slot's other cameras, reachable here, go with it (a short gap each).
       const others = [...desired.values()].filter((c) => c.slot === cam.slot && !this.unreachable.has(c.id)).map((c) => c.id);
       const also = others.length === 0 ? '' : `; slot ${cam.slot}'s other camera(s) ${others.length > 5 ? `${others.slice(0, 5).join(', ')} and ${others.length - 5} more` : others.join(', ')} move with it`;
-      this.log(`cluster: ${cam.id} (slot ${cam.slot}) gave ${this.id} no frame for ${Math.round((now - this.quietSince(this.reach.get(cam.id)!)) / 1000)} s (${this.reach.get(cam.id)!.state ?? 'not started'}): reported unreachable from here, so that another worker may run it${also}`, { worker: this.id, camera: cam.id, slot: cam.slot, ...(others.length > 0 && { movesWith: others.slice(0, 100) }) }, 'warn');
+      this.log(`cluster: ${cam.id} (slot ${cam.slot}) gave ${this.id} no frame for ${Math.round((now - this.quietSince(this.reach.get(cam.id)!)) / 1000)} s (${this.reach.get(cam.id)!.state ?? 'not started'}): reported unreachable from here (report ${this.strikes.get(cam.id)!.n} from here, kept ${Math.round(this.unreachable.get(cam.id)!.forgetMs / 60_000)} min after its slot leaves), so that another worker may run it${also}`, { worker: this.id, camera: cam.id, slot: cam.slot, ...(others.length > 0 && { movesWith: others.slice(0, 100) }) }, 'warn');
     }
     // The group is told at the next join of every member: asked for when a slot held here is
     // reported and the member data last given did not say so (once; again only if that rebalance

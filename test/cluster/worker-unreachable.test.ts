@@ -8,6 +8,7 @@
 import type { Observable } from 'rxjs';
 import { filter } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { assignSlots } from '../../src/cluster/assign.js';
 import { UNREACHABLE_FORGET_MS } from '../../src/cluster/worker.js';
 import type { SourceState } from '../../src/sources/health.js';
 import { drivenWorker, type DrivenInternals } from '../helpers/worker.js';
@@ -257,5 +258,83 @@ describe('Worker: a report moves the whole slot', () => {
     expect(h.reported()).toEqual([0]);
     const warn = h.lines.find((l) => l.level === 'warn' && /cam0 \(slot 0\) gave w1 no frame/.test(l.msg));
     expect(warn?.msg).toMatch(/slot 0's other camera\(s\) cam1 move with it/);
+  });
+});
+
+describe('Worker: a camera down for every worker does not flap', () => {
+  it('a camera reported again under the same record, with no frame here between, is kept reported twice as long each time (10, 20, 40 min …)', async () => {
+    const h = await worker();
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    await h.at(31_000);
+    expect(h.reported()).toEqual([0]);
+    h.i.assigned = new Set([1]); // moved to the other worker, which cannot reach it either
+    await h.at(32_000);
+    await h.at(31_000 + UNREACHABLE_FORGET_MS);
+    expect(h.reported()).toEqual([]); // the first report: 10 min
+    // Back here at the next rebalance (the other worker's report stands): tried again, still dark.
+    const back = 31_000 + UNREACHABLE_FORGET_MS + 60_000;
+    h.i.assigned = new Set([0]);
+    await h.at(back);
+    await h.at(back + 31_000);
+    expect(h.reported()).toEqual([0]);
+    expect(h.lines.some((l) => l.level === 'warn' && /report 2 from here, kept 20 min/.test(l.msg))).toBe(true);
+    h.i.assigned = new Set([1]);
+    await h.at(back + 32_000);
+    await h.at(back + 31_000 + UNREACHABLE_FORGET_MS + 1000);
+    expect(h.reported()).toEqual([0]); // the second: 20 min
+    await h.at(back + 31_000 + 2 * UNREACHABLE_FORGET_MS);
+    expect(h.reported()).toEqual([]);
+  });
+
+  it('a frame here forgets the count: the next report is kept 10 min again', async () => {
+    const h = await worker();
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    await h.at(31_000);
+    expect(h.reported()).toEqual([0]);
+    h.frame('cam0'); // it reaches this worker again
+    await h.at(32_000);
+    expect(h.reported()).toEqual([]);
+    await h.at(63_000);
+    expect(h.reported()).toEqual([0]);
+    h.i.assigned = new Set([1]);
+    await h.at(64_000);
+    await h.at(63_000 + UNREACHABLE_FORGET_MS);
+    expect(h.reported()).toEqual([]);
+  });
+});
+
+describe('a camera down for both of two workers, over 3 h of virtual time', () => {
+  it('its slot moves after 0.5, 11, 21, 41, 61, 101 and 141 min (each worker keeps its report twice as long each time), not every 10 min', async () => {
+    const a = await worker();
+    const b = await worker();
+    for (const h of [a, b]) h.write('cam0', { uri: 'rtsp://10.9.9.9/x' }); // slot 0; slot 1 empty
+    a.i.assigned = new Set([0]);
+    b.i.assigned = new Set([1]);
+    const owner = () => (a.i.assigned.has(0) ? 'a' : 'b');
+    let moves = 0;
+    let asked = 0;
+    // A rebalance every minute (joins, leaves, other workers' reports), and at once when a worker asks.
+    const rebalance = () => {
+      const before = owner();
+      const members = [a, b].map((h, k) => ({ memberId: 'ab'[k], workerId: `w${k}`, capacity: 1, owned: [...h.i.assigned], unreachable: h.w.memberInfo().unreachable }));
+      const plan = assignSlots(members, [0, 1], (s) => (s === 0 ? 1 : 0));
+      a.i.assigned = new Set(plan.get('a'));
+      b.i.assigned = new Set(plan.get('b'));
+      if (owner() !== before) {
+        moves++;
+        at.push(Math.round(now / 60_000 - 1_000_000 / 60_000));
+      }
+    };
+    const at: number[] = [];
+    for (let t = 0; t <= 3 * 3_600_000; t += 1000) {
+      await a.at(t);
+      await b.settle();
+      if (t % 60_000 === 0 || a.asked() + b.asked() > asked) rebalance();
+      asked = a.asked() + b.asked();
+    }
+    expect(at).toEqual([1, 11, 21, 41, 61, 101, 141]);
+    expect(moves).toBe(7);
   });
 });
