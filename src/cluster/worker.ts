@@ -513,9 +513,12 @@ export class Worker {
       for (const cam of desired.values()) {
         const r = this.reachOf(cam, now);
         // Not tried here, so its time does not count: no chain runs for it (its claim not yet
-        // written, or the write failed: a broker fault, not the camera), or it waits for its claim
-        // (a planned move: the old owner may still hold a camera that allows one session).
-        if ((!this.running.has(cam.id) && !this.retryAt.has(cam.id)) || this.waits.has(cam.id) || this.pending.has(cam.id)) r.since = now;
+        // written, or the write failed: a broker fault, not the camera), or it waits for an old
+        // owner's release (a planned move: that owner may still hold a camera that allows one
+        // session). A chain that ended and waits out its retry counts on; so does a claim pending
+        // only until the view reads it (each restart's): else a camera whose chain ended every
+        // few seconds counted afresh at each restart and was never reported.
+        if ((!this.running.has(cam.id) && !this.retryAt.has(cam.id)) || this.waits.has(cam.id)) r.since = now;
         const u = this.unreachable.get(cam.id);
         if (r.frameAt > -Infinity) this.strikes.delete(cam.id); // it gave a frame here under this record
         if (u && (r.frameAt >= u.reportedAt || u.text !== cam.text)) {

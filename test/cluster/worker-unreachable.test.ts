@@ -6,7 +6,7 @@
  * virtual clock (performance.now).
  */
 import type { Observable } from 'rxjs';
-import { filter } from 'rxjs';
+import { filter, Subject, takeUntil } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { assignSlots } from '../../src/cluster/assign.js';
 import { UNREACHABLE_FORGET_MS } from '../../src/cluster/worker.js';
@@ -336,5 +336,27 @@ describe('a camera down for both of two workers, over 3 h of virtual time', () =
     }
     expect(at).toEqual([1, 11, 21, 41, 61, 101, 141]);
     expect(moves).toBe(7);
+  });
+});
+
+describe('Worker: a camera whose chain ends by itself again and again', () => {
+  it('is still reported: its restarts (a claim each, pending a moment) do not count its time afresh', async () => {
+    const h = await worker();
+    const ends: Subject<never>[] = [];
+    h.i.pipeline = {
+      attach: (_src: unknown, stop$: Observable<void>) => {
+        const end = new Subject<never>();
+        ends.push(end);
+        return end.pipe(takeUntil(stop$));
+      },
+    };
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' }); // its source fails after its attempts: the chain ends
+    await h.at(0);
+    for (let t = 1000; t <= 40_000; t += 1000) {
+      if (t % 5000 === 0) ends[ends.length - 1].complete(); // ended; started again 10 s on
+      await h.at(t);
+    }
+    expect(ends.length).toBeGreaterThan(2);
+    expect(h.reported()).toEqual([0]);
   });
 });
