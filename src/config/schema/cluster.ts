@@ -68,7 +68,7 @@ export const ClusterSchema = z
     /**
      * A camera of this worker's slots that has given it no frame for this long (counted from when
      * this worker first tried it under its current record, or from its last frame here; time spent
-     * waiting for its claim, or stalled, does not count), its connection
+     * waiting for an old owner's release, or stalled, does not count), its connection
      * not streaming, is reported to the group as unreachable from this worker: the slot goes to a
      * worker that has not reported it, when there is one (README, "Many machines"). 0: never
      * (the camera stays and is retried here for ever). At least 1000 otherwise. Default 30 000.
