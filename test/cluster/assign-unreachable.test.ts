@@ -39,6 +39,11 @@ describe('assignSlots: slots a member reports unreachable', () => {
     expect(ownerOf(three, 1)).not.toBe('m0');
   });
 
+  it('where the taker is then the more loaded, the balancing gives one of its other slots to the reporter (README: a swap)', () => {
+    const ms = [member(0, [0, 1, 2], [1]), member(1, [3, 4, 5])];
+    expect(Object.fromEntries(assignSlots(ms, slots(6), cost))).toEqual({ m0: [0, 2, 5], m1: [1, 3, 4] });
+  });
+
   it('the least loaded member that has not reported it takes it, among several', () => {
     const ms = [member(0, [0, 1, 2], [0]), member(1, [3, 4]), member(2, [5], [0])];
     const plan = assignSlots(ms, slots(6), cost);
