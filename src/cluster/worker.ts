@@ -342,7 +342,7 @@ export class Worker {
         cameras: this.cameras(),
         waiting: [...new Set([...this.waits.keys(), ...this.pending.keys()])],
         // Cameras this worker reported unreachable to the group (cluster.unreachableAfterMs), with their slots.
-        unreachable: [...this.unreachable].map(([id, u]) => ({ id, slot: u.slot, here: this.assigned.has(u.slot) })),
+        unreachable: this.unreachableNow(),
         // Cameras of this worker's slots it may not run (their placement), and why.
         notHere: [...this.view.cameras.values()].filter((c) => this.assigned.has(c.slot) && c.active && !satisfies(c.placement, this.self)).map((c) => ({ id: c.id, reason: unmet(c.placement, this.self) })),
         // Every camera of the cluster and its latest owner (from the owners topic), for the dashboard.
@@ -478,6 +478,11 @@ export class Worker {
       this.log(`cluster: ${this.id} did not run for ${Math.round((now - this.beatAt) / 1000)} s (its event loop was held); its cameras' time without frames counts afresh`, { worker: this.id }, 'warn');
     }
     this.beatAt = now;
+  }
+
+  /** The cameras this worker reports unreachable now, each with its slot and whether that slot is still this worker's (/healthz, /metrics). */
+  unreachableNow(): { id: string; slot: number; here: boolean }[] {
+    return [...this.unreachable].map(([id, u]) => ({ id, slot: u.slot, here: this.assigned.has(u.slot) }));
   }
 
   /** What this worker tells the group at each join (a rebalance included): its slots, capacity, labels and the slots it cannot run. */
@@ -1175,7 +1180,7 @@ export async function runWorker(config: PipelineConfig, options: WorkerOptions =
       publishesStatus: (t) => worker.publishesStatus(t),
       replaysStatus: (m) => worker.replaysStatus(m),
       health: () => worker.health(),
-      clusterMetrics: () => ({ worker: worker.id, cameras: worker.cameras(), lease: worker.leaseHolds(), counters: worker.counters, view: { cameras: worker.view.cameras.size, refused: worker.view.refusedCameras } }),
+      clusterMetrics: () => ({ worker: worker.id, cameras: worker.cameras(), lease: worker.leaseHolds(), counters: worker.counters, unreachable: worker.unreachableNow(), view: { cameras: worker.view.cameras.size, refused: worker.view.refusedCameras } }),
     });
   } finally {
     await worker.close();

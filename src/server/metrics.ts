@@ -37,7 +37,9 @@ export interface ClusterMetricsState {
   worker: string;
   cameras: readonly { id: string; epoch: number }[];
   lease: boolean;
-  counters: { claims: number; releases: number; fencings: number; fencedFrames: number; forcedClaims: number };
+  counters: { claims: number; releases: number; fencings: number; fencedFrames: number; forcedClaims: number; rebalancesAsked: number; unreachableReports: number };
+  /** Cameras it reports unreachable now (cluster.unreachableAfterMs), and whether each one's slot is still its own. */
+  unreachable: readonly { id: string; here: boolean }[];
   /** Cameras of the cameras topic the worker's view holds, and records of new ids it refused (cluster.maxCameras). */
   view: { cameras: number; refused: number };
 }
@@ -233,7 +235,7 @@ export class Metrics {
       new client.Gauge({ name: 'argus_cluster_lease', help: 'argus worker: 1 while its group lease holds (a heartbeat answered within the session less the fence margin).', registers: [r], collect() { this.set(cl().lease ? 1 : 0); } });
       new client.Counter({
         name: 'argus_cluster_events_total',
-        help: 'argus worker: claims and releases written, fencings (the lease ran out: every camera stopped), fenced_frames (results dropped because the claim no longer held), forced_claims (a planned move that did not get the release in time).',
+        help: 'argus worker: claims and releases written, fencings (the lease ran out: every camera stopped), fenced_frames (results dropped because the claim no longer held), forced_claims (a planned move that did not get the release in time), unreachable_reports (a camera of its slots that gave it no frame for cluster.unreachableAfterMs, reported to the group), rebalances_asked (for such a report, or a placement the assignment did not meet).',
         labelNames: ['event'],
         registers: [r],
         collect() {
@@ -244,6 +246,18 @@ export class Metrics {
           this.inc({ event: 'fencings' }, c.fencings);
           this.inc({ event: 'fenced_frames' }, c.fencedFrames);
           this.inc({ event: 'forced_claims' }, c.forcedClaims);
+          this.inc({ event: 'unreachable_reports' }, c.unreachableReports);
+          this.inc({ event: 'rebalances_asked' }, c.rebalancesAsked);
+        },
+      });
+      new client.Gauge({
+        name: 'argus_cluster_unreachable',
+        help: 'argus worker: cameras it reports unreachable now (no frame for cluster.unreachableAfterMs; the group gives their slots to another worker where it can), by whether the slot is still its own (held: 1 while the camera stays dark here).',
+        labelNames: ['source', 'held'],
+        registers: [r],
+        collect() {
+          this.reset();
+          for (const u of cl().unreachable) this.set({ source: u.id, held: u.here ? '1' : '0' }, 1);
         },
       });
     }
