@@ -285,7 +285,9 @@ clusterFlags(cluster.command('status').description('workers, their slots and cam
   const lines = [`group ${t(st.group)}: ${t(st.state)}, ${st.workers.length} worker(s), ${st.cameras.length} camera(s)`];
   for (const w of st.workers) {
     const labels = Object.entries(w.labels).map(([k, v]) => `${k}=${v}`).join(',');
-    lines.push(`  ${t(w.worker)}${w.draining ? ' (draining)' : ''}  capacity ${w.capacity}${labels ? `  labels ${t(labels)}` : ''}  ${w.slots.length} slot(s)  cameras: ${t(w.cameras.join(', ')) || '-'}`);
+    // Slots it reported unreachable (cluster.unreachableAfterMs): the group gives them to another worker where it can.
+    const unreachable = w.unreachable.length ? `  cannot reach slot(s) ${w.unreachable.join(', ')}` : '';
+    lines.push(`  ${t(w.worker)}${w.draining ? ' (draining)' : ''}  capacity ${w.capacity}${labels ? `  labels ${t(labels)}` : ''}  ${w.slots.length} slot(s)  cameras: ${t(w.cameras.join(', ')) || '-'}${unreachable}`);
   }
   if (st.rebalancing) lines.push('  the group is rebalancing: which worker holds which slot is known once it settles; run this again in a moment');
   if (st.unassigned.length) lines.push(`  no worker holds: ${t(st.unassigned.map((id) => (st.unplaceable[id] ? `${id} (${st.unplaceable[id]})` : id)).join(', '))}`);

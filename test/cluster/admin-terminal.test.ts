@@ -27,7 +27,7 @@ describe('argus cameras / cluster: topic and member text on the terminal (real b
     const argus = (...args: string[]) => runCommand(process.execPath, [ARGUS, ...args, '--config', yaml], { W: 'cli' }, 120_000);
     const kafka = new Kafka({ clientId: 'argus-test-terminal', brokers, logLevel: logLevel.NOTHING });
     const producer = kafka.producer();
-    const member = kafka.consumer({ groupId: names.group, partitionAssigners: [slotAssigner({ info: () => ({ workerId: `w${HOSTILE}`, incarnation: 'i', capacity: 1, owned: [], labels: { site: `x${HOSTILE}\nfake row` }, placement: true }), slots: () => ({ cost: () => 1, accepts: () => true }) })], sessionTimeout: 6000, heartbeatInterval: 500 });
+    const member = kafka.consumer({ groupId: names.group, partitionAssigners: [slotAssigner({ info: () => ({ workerId: `w${HOSTILE}`, incarnation: 'i', capacity: 1, owned: [], labels: { site: `x${HOSTILE}\nfake row` }, placement: true, unreachable: [1] }), slots: () => ({ cost: () => 1, accepts: () => true }) })], sessionTimeout: 6000, heartbeatInterval: 500 });
     try {
       const added = await argus('cameras', 'add', '--id', 'cam1', '--uri', 'rtsp://h/1');
       expect(added.stderr).toBe('');
@@ -56,6 +56,8 @@ describe('argus cameras / cluster: topic and member text on the terminal (real b
       expect(status.stdout).not.toMatch(CONTROL);
       expect(status.stdout).toContain('w\\x1b]0;pwned\\x07\\x1b[2J');
       expect(status.stdout).toContain('labels site=x\\x1b]0;pwned\\x07\\x1b[2J\\x0afake row');
+      // The slots a worker reported unreachable (cluster.unreachableAfterMs), on its row: before, only --json said so.
+      expect(status.stdout).toMatch(/fake row .*cameras: .*  cannot reach slot\(s\) 1$/m);
 
       // apply prunes the hostile key, and names it escaped.
       const file = join(dir, 'cameras.yaml');
