@@ -196,7 +196,7 @@ export function clusterNames(prefix: string): ClusterNames {
 }
 
 /** Writes the workers' YAML into `dir` (W: the worker id, from the environment of each process). */
-export function writeWorkerYaml(dir: string, brokers: string[], n: ClusterNames, extra: { slots?: number; sessionTimeoutMs?: number } = {}): string {
+export function writeWorkerYaml(dir: string, brokers: string[], n: ClusterNames, extra: { slots?: number; sessionTimeoutMs?: number; unreachableAfterMs?: number } = {}): string {
   makeDirSync(dir);
   const file = join(dir, 'worker.yaml');
   writeFileSync(
@@ -214,7 +214,7 @@ cluster:
   camerasTopic: ${n.cameras}
   ownersTopic: ${n.owners}
   slots: ${extra.slots ?? 32}
-  sessionTimeoutMs: ${extra.sessionTimeoutMs ?? 6000}
+  sessionTimeoutMs: ${extra.sessionTimeoutMs ?? 6000}${extra.unreachableAfterMs !== undefined ? `\n  unreachableAfterMs: ${extra.unreachableAfterMs}` : ''}
   labels: { role: "\${env:ROLE,none}" }
 outbox: { dir: "${dir}/outbox-\${env:W}" }
 alerts: { snapshot: { mode: none } }

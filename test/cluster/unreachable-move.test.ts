@@ -8,13 +8,13 @@
  * moves it to the worker that reaches the camera, where it stays. Timings are printed, and
  * asserted only with bounds that end a hang (two CPU-bound processes may run beside it).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkOwnership, clusterNames, Collector, sleep, until, WorkerProcess, type ClusterNames } from '../../src/bench/cluster.js';
+import { checkOwnership, clusterNames, Collector, sleep, until, WorkerProcess, writeWorkerYaml, type ClusterNames } from '../../src/bench/cluster.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
 import { testBrokers } from '../helpers/kafka.js';
 import { rtspServer } from '../helpers/rtsp.js';
@@ -61,28 +61,7 @@ beforeAll(async () => {
   });
   const closedPort = (closed.address() as { port: number }).port;
   await new Promise<void>((r) => closed.close(() => r()));
-  const yaml = join(dir, 'worker.yaml');
-  writeFileSync(
-    yaml,
-    `name: unreach-\${env:W}
-model: { warmupRuns: 1, intraOpThreads: 1, resize: fast }
-sinks:
-  kafka:
-    brokers: [${brokers.map((b) => JSON.stringify(b)).join(', ')}]
-    topics: { detections: ${names.detections}, alerts: ${names.alerts}, status: ${names.status} }
-    lingerMs: 5
-cluster:
-  workerId: \${env:W}
-  group: ${names.group}
-  camerasTopic: ${names.cameras}
-  ownersTopic: ${names.owners}
-  slots: 2
-  unreachableAfterMs: ${UNREACHABLE_AFTER_MS}
-outbox: { dir: "${dir}/outbox-\${env:W}" }
-alerts: { snapshot: { mode: none } }
-server: { host: 127.0.0.1, port: 0 }
-`,
-  );
+  const yaml = writeWorkerYaml(dir, brokers, names, { slots: 2, unreachableAfterMs: UNREACHABLE_AFTER_MS });
   collector = new Collector(brokers, names.detections);
   await collector.start();
   workers.push(new WorkerProcess('cut', yaml, { ARGUS_CAMERA_K0_HOST: `127.0.0.1:${closedPort}` }), new WorkerProcess('ok', yaml, { ARGUS_CAMERA_K0_HOST: url.host }));
