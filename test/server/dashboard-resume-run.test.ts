@@ -10,6 +10,7 @@ import type { Metrics } from '../../src/server/metrics.js';
 import { RateMeter, registerRoutes, type RouteContext } from '../../src/server/routes.js';
 import type { AlertMessage } from '../../src/sinks/message.js';
 import { WebSocketHub } from '../../src/sinks/websocket.js';
+import { WebSocketServer } from 'ws';
 import { launchChromium } from '../helpers/browser.js';
 
 let browser: Browser;
@@ -123,6 +124,55 @@ describe('dashboard: resuming alerts across a restart of argus (hello run)', () 
       await connected(page);
       await page.waitForFunction(() => document.querySelectorAll('.tile[data-source]').length === 0, undefined, { timeout: 10_000 });
       expect(await page.locator('#no-sources').isVisible()).toBe(true);
+    } finally {
+      await page.close();
+      await a.close();
+    }
+  }, 90_000);
+
+  it('a reconnect cut before its subscribe was answered resumes as that one would have: the restart it saw is still said', async () => {
+    let a = await serve('rung', 0);
+    const port = Number(new URL(a.s.url).port);
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${a.s.url}/`);
+      await connected(page);
+      raise(a.hub, 'rung', 'lobby:r:1');
+      await page.waitForFunction(() => document.querySelectorAll('#alerts .alert').length === 1, undefined, { timeout: 10_000 });
+      await a.close();
+      await disconnected(page);
+      // The restarted argus (run runh) says hello, and the connection breaks before it answers the subscribe.
+      const wss = new WebSocketServer({ noServer: true });
+      let subscribes = 0;
+      const blip = await startHttpServer({
+        host: '127.0.0.1',
+        port,
+        upgrades: {
+          '/ws': (req, sock, head) =>
+            wss.handleUpgrade(req, sock, head, (ws) => {
+              ws.send(JSON.stringify({ type: 'hello', version: 1, run: 'runh', latestAlert: null, sources: ['lobby'], kinds: ['detections', 'alerts', 'status'], maxMessageBytes: 4096 }));
+              ws.on('message', () => {
+                subscribes++;
+                ws.terminate();
+              });
+            }),
+        },
+      });
+      const end = Date.now() + 30_000;
+      while (subscribes === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+      expect(subscribes).toBeGreaterThan(0);
+      wss.close();
+      await blip.close();
+      await disconnected(page);
+      a = await serve('runh', port);
+      raise(a.hub, 'runh', 'lobby:r:1');
+      raise(a.hub, 'runh', 'lobby:r:2');
+      await connected(page);
+      await page.waitForFunction(() => document.querySelectorAll('#alerts .alert:not(.alert-missed)').length === 3, undefined, { timeout: 10_000 });
+      expect(await listed(page)).toEqual(['lobby:r:1', 'lobby:r:1', 'lobby:r:2']);
+      // The restart is said (the second connection resumed on the new run, as if the page had been on it: unsaid).
+      await page.waitForFunction(() => document.querySelectorAll('#alerts .alert-missed').length === 1, undefined, { timeout: 10_000 }).catch(() => undefined);
+      expect(await page.locator('#alerts .alert-missed[data-restarted="runh"]').count()).toBe(1);
     } finally {
       await page.close();
       await a.close();

@@ -18,6 +18,12 @@ let droppedTotal = 0;
 
 /** This connection's resume (subscribe's `run` and `after`), sent with its subscribe until it is answered; null: none. */
 let resume = null;
+/**
+ * A resume not answered yet (`subscribed`), and the run of the hello it was made on: the page is
+ * on that run, and its last alert is `resume.after`, once it is answered (onResumed). A connection
+ * closed before that sends the same resume again (resumeOf). Null: none pending.
+ */
+let pending = null;
 
 export function handleMessage(raw) {
   let m;
@@ -33,7 +39,7 @@ export function handleMessage(raw) {
       onHello(m);
       break;
     case 'subscribed':
-      resume = null; // taken once per connection
+      onResumed(); // taken once per connection
       app.subscribedFrames = Array.isArray(m.kinds) && m.kinds.includes('frames');
       break;
     case 'detections':
@@ -99,21 +105,42 @@ function onHello(m) {
  */
 function resumeOf(m) {
   const run = typeof m.run === 'string' && m.run ? m.run : null;
+  // The last connection's resume was never answered (closed before its `subscribed`): the same
+  // again. (Made anew from that connection's hello, a restart it saw was taken as the page's run
+  // already: the next connection resumed on the new run, and the restart, with the old run's
+  // alerts it may have cost, went unsaid.)
+  if (pending) {
+    pending.run = run;
+    return pending.resume;
+  }
   const latest = typeof m.latestAlert === 'string' && m.latestAlert ? m.latestAlert : null;
   const known = app.run; // undefined: this page's first hello; null: a server that does not say its run
   let r;
   if (known === undefined) {
-    if (latest) setLastAlertId(latest);
     r = run ? { run, ...(latest ? { after: latest } : {}) } : latest ? { after: latest } : null;
   } else if (known !== null) {
     r = { run: known, ...(lastAlertId ? { after: lastAlertId } : {}) };
   } else {
     r = lastAlertId ? { after: lastAlertId } : null;
   }
-  // Another run's alert ids are its own: the resumed ones (or the next live one) set it.
-  if (known !== undefined && run !== known) setLastAlertId(null);
-  app.run = run;
+  pending = { run, resume: r };
   return r;
+}
+
+/**
+ * The subscribe is answered: the page is on its hello's run from now on. Its last alert is the
+ * one it resumed after (the first hello's `latestAlert`), none when that was another run's (alert
+ * ids are their run's own: the resumed ones, or the next live one, set it).
+ */
+function onResumed() {
+  resume = null;
+  if (!pending) return;
+  const { run, resume: r } = pending;
+  pending = null;
+  // The run the resume was of: its `run`, else the page's (a server that did not say it), else this one (the first hello).
+  const from = r && r.run !== undefined ? r.run : app.run === undefined ? run : app.run;
+  setLastAlertId(from === run && r && r.after ? r.after : null);
+  app.run = run;
 }
 
 /** Subscribes, with this connection's resume until it is answered. */
