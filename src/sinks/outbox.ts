@@ -366,6 +366,9 @@ function sinceBoot(): number {
 /**
  * Alerts dropped for a bound that are remembered, should the Kafka sink deliver them after all
  * (its send buffer holds alertBufferSize alerts, 10 000 by default): a few MB of keys at most.
+ * The first dropped are kept, not the last: the sink holds an outage's oldest alerts in memory
+ * and leaves the newer ones in the journal (spill), and the journal drops its oldest first, so
+ * the drops past the sink's memory are of alerts it can no longer send (see Outbox.spill).
  */
 const DROPPED_KEPT = 50_000;
 
@@ -696,7 +699,7 @@ export class Outbox {
   private closing: Promise<void> | undefined;
   readonly stats: OutboxStats = { pending: 0, pendingBytes: 0, appended: 0, acked: 0, recovered: 0, corrupt: 0, damaged: 0, evicted: 0, deliveredAfterDrop: 0, rejournaledAfterDrop: 0, oversized: 0, writeErrors: 0, slowWrites: 0 };
   /**
-   * The alerts this run dropped for a bound (oldest first, at most DROPPED_KEPT): the Kafka sink
+   * The alerts this run dropped for a bound (the first DROPPED_KEPT; those the sink found gone, let go: see spill): the Kafka sink
    * may still hold them in its send buffer (alertBufferSize alerts), which a journal over its
    * bound does not empty, and deliver them; their ack then counts them in `deliveredAfterDrop`,
    * out of the lost (lostToBounds).
@@ -1230,12 +1233,16 @@ export class Outbox {
    * loaded back by key (undefined once it was acknowledged or dropped by the bounds).
    */
   spill(): AlertStore {
+    // A key the sink left here and finds gone (has, load) is let go by it: one dropped for a bound
+    // is lost for good, and no longer remembered (droppedKeys keeps room for those the sink holds).
+    const gone = (key: string) => void this.droppedKeys.delete(key);
     return {
       key: (m) => outboxKey(m)?.key ?? '',
-      has: (key) => this.live.has(key),
+      has: (key) => this.live.has(key) || (gone(key), false),
       replace: (m, json) => this.replace(m, json),
       load: (key) => {
         const r = this.live.get(key);
+        if (!r) gone(key);
         return r ? { json: r.value, message: recordMessage(r) } : undefined;
       },
     };
@@ -1737,10 +1744,9 @@ export class Outbox {
    */
   private dropped(r: OutboxRecord, why: string, held = false): void {
     this.stats.evicted++;
-    if (held) {
-      this.droppedKeys.add(r.key);
-      if (this.droppedKeys.size > DROPPED_KEPT) this.droppedKeys.delete(this.droppedKeys.values().next().value!);
-    }
+    // The first ones kept, not the last (see DROPPED_KEPT): forgetting the oldest forgot those the
+    // sink held in memory, and its delivery of them, after an outage of 50 000 drops, was counted lost.
+    if (held && this.droppedKeys.size < DROPPED_KEPT) this.droppedKeys.add(r.key);
     this.log(`outbox: alert ${r.key.slice(6)} dropped undelivered: ${why}`, { source: r.source, alertId: r.key.slice(6), code: ErrorCodes.ALERT_UNDELIVERED }, 'error');
   }
 
