@@ -9,7 +9,7 @@ import { makeDir, writeWithoutWaiting, type PipeWait, type WriteCutShort } from 
 import type { LogFn } from '../core/log.js';
 import { SampleWindow } from '../core/stats.js';
 import { Deque } from '../flow/deque.js';
-import { withoutSnapshot } from '../analytics/published.js';
+import { replayedAlertJson, withoutSnapshot } from '../analytics/published.js';
 import type { AlertMessage, Message, MessageKind } from './message.js';
 import type { Sink } from './sink.js';
 
@@ -934,8 +934,11 @@ export class KafkaSink implements Sink {
       const replayed = this.spilledReplays.delete(key);
       const r = spill.load(key);
       if (!r) continue; // delivered meanwhile, or dropped by the store's bounds (it logs that)
-      this.alerts.push({ kind: 'alert', topic: this.o.topics.alerts, key: r.message.source, value: r.json, emitted: r.message.type === 'alert' ? r.message.stamps.emitted : now(), bytes: 0, msg: r.message, replayed });
-      this.alertChars += r.json.length;
+      // A replay (an earlier run's alert) goes as it does from memory: without that run's picture
+      // url, its server gone (the store holds it as that run journaled it; loaded back, it went with it).
+      const value = replayed ? replayedAlertJson(r.json) : r.json;
+      this.alerts.push({ kind: 'alert', topic: this.o.topics.alerts, key: r.message.source, value, emitted: r.message.type === 'alert' ? r.message.stamps.emitted : now(), bytes: 0, msg: r.message, replayed });
+      this.alertChars += value.length;
     }
     this.stats.alertsOnDisk = this.spilled.length;
     if (this.spilled.length === 0 && this.spillLogged) {

@@ -201,3 +201,39 @@ describe('Kafka sink: the topics argus creates (scripted client)', () => {
     }
   });
 });
+
+describe('Kafka sink with the outbox: an alert an earlier run left undelivered, replayed', () => {
+  it('goes without the earlier run\'s picture url also when it waited on disk (spilled) before it was sent, as one sent from memory does', async () => {
+    const dir = mkdtempSync(join(tmp, 'outbox-replay-'));
+    const earlier = await Outbox.open({ dir, maxBytes: 64 << 20, maxAgeMs: 3_600_000, fsync: false });
+    // Taken by Kafka without its picture in the earlier run, which served it at its url: journaled so.
+    const ids = ['r0', 'r1', 'r2', 'r3'];
+    for (const id of ids) {
+      const m = testAlert('dock', id);
+      (m.alert as unknown as Record<string, unknown>).snapshotOmitted = { reason: 'too_large', detail: 'over maxMessageBytes', url: `http://127.0.0.1:8080/api/snapshot?id=${id}` };
+      await earlier.append(m, JSON.stringify(m));
+    }
+    await earlier.close();
+    const outbox = await Outbox.open({ dir, maxBytes: 64 << 20, maxAgeMs: 3_600_000, fsync: false });
+    const sent: string[] = [];
+    const { sink } = scripted(
+      async ({ topicMessages }) => {
+        for (const t of topicMessages) for (const m of t.messages) sent.push(m.value);
+        return [];
+      },
+      { spill: outbox.spill(), alertBufferSize: 1, lingerMs: 0, onDelivered: (m) => outbox.ack(m) },
+    );
+    const { replayedAlertJson } = await import('../../src/analytics/published.js');
+    const { recordMessage } = await import('../../src/sinks/outbox.js');
+    // As run.ts replays them: more than the memory holds (alertBufferSize 1), the rest wait on disk.
+    for (const r of outbox.takeRecovered()) sink.publish('alert', r.source, replayedAlertJson(r.value), recordMessage(r), true);
+    await vi.waitFor(() => expect(sent.length).toBe(ids.length), { timeout: 20_000 });
+    for (const v of sent) {
+      const omitted = (JSON.parse(v) as { alert: { snapshotOmitted: { url?: string; detail: string } } }).alert.snapshotOmitted;
+      expect(omitted.url).toBeUndefined();
+      expect(omitted.detail).toMatch(/held by the argus run that raised the alert, which has ended/);
+    }
+    await sink.close();
+    await outbox.close();
+  });
+});
