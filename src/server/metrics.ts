@@ -267,7 +267,7 @@ export class Metrics {
       new client.Gauge({ name: 'argus_outbox_pending_bytes', help: 'Bytes of the undelivered records in the outbox journal.', registers: [r], collect() { this.set(ob.stats.pendingBytes); } });
       new client.Counter({
         name: 'argus_outbox_events_total',
-        help: 'Outbox journal events: appended, acked, recovered (replayed at start), evicted (dropped undelivered for maxBytes/maxAgeHours), delivered_after_drop (of those, delivered by the Kafka sink from its send buffer after all), rejournaled_after_drop (of those, dropped as raised and journaled again with their snapshot; evicted less these two: lost), oversized (an alert larger than what maxBytes left: kept over it), write_errors, slow_writes (handed on before the disk confirmed them, after 1 s), corrupt (records skipped at start).',
+        help: 'Outbox journal events: appended, acked, recovered (replayed at start), evicted (dropped undelivered for maxBytes/maxAgeHours), delivered_after_drop (of those, handled by the Kafka sink from its send buffer after all: acknowledged by the broker, or parked in the dead-letter file, counted there), rejournaled_after_drop (of those, dropped as raised and journaled again with their snapshot; evicted less these two: lost), oversized (an alert larger than what maxBytes left: kept over it), write_errors, slow_writes (handed on before the disk confirmed them, after 1 s), corrupt (records skipped at start).',
         labelNames: ['event'],
         registers: [r],
         collect() {

@@ -28,6 +28,10 @@ describe('metrics for alert delivery', () => {
     const text = await metrics.scrape();
     expect(sample(text, 'argus_outbox_pending_alerts')).toBe(5);
     expect(sample(text, 'argus_outbox_events_total{event="appended"}')).toBe(5);
+    // delivered_after_drop counts the dropped alerts the Kafka sink took after all, parked ones
+    // too (its delivery callback reports both): its help said "delivered" alone.
+    const help = text.split('\n').find((l) => l.startsWith('# HELP argus_outbox_events_total '))!;
+    expect(help).toMatch(/delivered_after_drop \([^)]*parked/);
     // What the sink holds at the scrape (its retry loop against the absent broker may have one
     // alert in flight and have loaded one back from disk meanwhile, so the split is read, not fixed).
     const { alertsOnDisk, alertsBuffered } = kafka.stats;
