@@ -371,6 +371,11 @@ function sinceBoot(): number {
  * the drops past the sink's memory are of alerts it can no longer send (see Outbox.spill).
  */
 const DROPPED_KEPT = 50_000;
+/**
+ * Beyond DROPPED_KEPT, the latest drops are remembered too, this many: an alert dropped as it was
+ * raised is journaled again in full a moment later (rejournaledAfterDrop), whatever came before.
+ */
+const DROPPED_LATELY = 4096;
 
 /** No record is longer than this (outbox.maxBytes is at most 192 MiB in all), characters. */
 const MAX_JOURNAL_LINE = 256 * 1024 * 1024;
@@ -707,6 +712,13 @@ export class Outbox {
    * lost", status 3, when Kafka had every one.)
    */
   private readonly droppedKeys = new Set<string>();
+  /** Drops past DROPPED_KEPT: the latest DROPPED_LATELY (see dropped). */
+  private readonly droppedLately = new Set<string>();
+
+  /** Whether `key` was remembered as dropped (dropped): it no longer is. */
+  private forgetDropped(key: string): boolean {
+    return this.droppedKeys.delete(key) || this.droppedLately.delete(key);
+  }
   /** Bytes (UTF-8, as written) of the lines waiting for the writer (bounded: see enqueue). */
   private queuedBytes = 0;
 
@@ -1235,7 +1247,7 @@ export class Outbox {
   spill(): AlertStore {
     // A key the sink left here and finds gone (has, load) is let go by it: one dropped for a bound
     // is lost for good, and no longer remembered (droppedKeys keeps room for those the sink holds).
-    const gone = (key: string) => void this.droppedKeys.delete(key);
+    const gone = (key: string) => void this.forgetDropped(key);
     return {
       key: (m) => outboxKey(m)?.key ?? '',
       has: (key) => this.live.has(key) || (gone(key), false),
@@ -1283,7 +1295,7 @@ export class Outbox {
       if (prev) this.dropLive(prev);
       this.addLive(rec, 0, bytes);
       // Dropped by a bound as it was raised (before its snapshot was done), journaled again now in full: not lost.
-      if (!prev && this.droppedKeys.delete(k.key)) {
+      if (!prev && this.forgetDropped(k.key)) {
         this.stats.rejournaledAfterDrop++;
         this.log(`outbox: alert ${k.key.slice(6)}, dropped from the journal undelivered before its snapshot was done, is journaled again with it: not lost`, { source: m.source, alertId: k.key.slice(6) });
       }
@@ -1367,7 +1379,7 @@ export class Outbox {
       const k = outboxKey(m);
       if (!k) continue;
       const cur = this.live.get(k.key);
-      if (!cur && this.droppedKeys.delete(k.key)) {
+      if (!cur && this.forgetDropped(k.key)) {
         this.stats.deliveredAfterDrop++;
         this.log(`outbox: alert ${k.key.slice(6)}, dropped from the journal undelivered, was handled by the Kafka sink after all, from its send buffer (acknowledged by the broker, or parked if logged so): not lost to the bound`, { source: m.source, alertId: k.key.slice(6) });
         continue;
@@ -1746,7 +1758,12 @@ export class Outbox {
     this.stats.evicted++;
     // The first ones kept, not the last (see DROPPED_KEPT): forgetting the oldest forgot those the
     // sink held in memory, and its delivery of them, after an outage of 50 000 drops, was counted lost.
+    // Past them, the latest few (one dropped as it was raised comes back in full a moment later).
     if (held && this.droppedKeys.size < DROPPED_KEPT) this.droppedKeys.add(r.key);
+    else if (held) {
+      this.droppedLately.add(r.key);
+      if (this.droppedLately.size > DROPPED_LATELY) this.droppedLately.delete(this.droppedLately.values().next().value!);
+    }
     this.log(`outbox: alert ${r.key.slice(6)} dropped undelivered: ${why}`, { source: r.source, alertId: r.key.slice(6), code: ErrorCodes.ALERT_UNDELIVERED }, 'error');
   }
 
