@@ -1,3 +1,4 @@
+import { constants as osConstants } from 'node:os';
 /**
  * How long after the first stop signal a repeat is taken as the same one, ms. A signal sent both
  * to argus and to its process group arrives twice at once (unless the kernel merges the two):
@@ -84,6 +85,12 @@ function endBy(signal: NodeJS.Signals): void {
   runCleanups(late, true);
   for (const s of STOP_SIGNALS) process.removeListener(s, onStopSignal);
   process.kill(process.pid, signal);
+  // Still here: argus is pid 1 (a container without an init: docker run without --init,
+  // Kubernetes), for which the kernel drops a signal with no handler, its own included. The
+  // process went on: work the signal cut (writeWhole's endsBySignal) waited for ever, the loop
+  // emptied, and it ended with 13 (the CLI's unsettled await) or 0, as if it had done its work.
+  // It ends with the status a shell gives an end by the signal.
+  setTimeout(() => process.exit(128 + (osConstants.signals[signal] ?? 0)), 0);
 }
 
 /**
