@@ -212,14 +212,17 @@ const brokerList = (v: string) => v.split(',').filter(Boolean);
 const cameras = program.command('cameras').description('the cluster\'s cameras (the compacted cameras topic): apply, add, rm, ls');
 /**
  * A command's stop on its first SIGINT or SIGTERM (`argus consume`, `cameras`, `cluster`): while it
- * waits on the brokers, VAP_ERR_INTERRUPTED naming the step, exit 130; a second signal kills it.
+ * waits on the brokers, VAP_ERR_INTERRUPTED naming the step, exit 130; a second signal exits at
+ * once (130). A repeat within SIGNAL_REPEAT_MS is the same stop delivered twice (StopSignals: to
+ * argus and to its group), not a second one: it fell to the signal's default action, which ended
+ * the command by the signal, `argus consume` without its summary.
  * (`argus cameras` and `cluster` had no listener: a Ctrl-C while they connected ended them by the
  * signal, without a word.)
  */
 function stopSignal(): AbortSignal {
   const ac = new AbortController();
-  process.once('SIGINT', () => ac.abort('SIGINT'));
-  process.once('SIGTERM', () => ac.abort('SIGTERM'));
+  const signals = new StopSignals({ stop: (sig) => ac.abort(sig), force: () => process.exit(INTERRUPTED_STATUS) });
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => signals.receive(sig));
   return ac.signal;
 }
 const target = (o: { config?: string; brokers?: string[] }, command: string) => import('./cluster/admin.js').then(async (m) => ({ ...(await m.clusterTarget(o)), command, signal: stopSignal() }));

@@ -47,4 +47,26 @@ describe('argus cameras / cluster: a stop while connecting', () => {
     expect(r).toEqual({ code: 130, signal: null });
     expect(stderr).toBe(`argus: VAP_ERR_INTERRUPTED: ${cmd.join(' ')}: ${sig} while connecting to the Kafka broker 127.0.0.1:${b.port}: stopped on the signal\n`);
   }, 180_000);
+
+  // The same stop delivered twice at once (a supervisor or script that signals argus and then
+  // its process group; GNU timeout does, unless the kernel merges the two): stopSignal took the
+  // first and left the second to the signal's default action, which ended the command by the
+  // signal (killed, no status 130; `argus consume` reading lost its summary), where `argus run`
+  // takes a repeat within SIGNAL_REPEAT_MS as the same stop (StopSignals).
+  it('argus ["cameras","ls"], SIGTERM twice 50 ms apart (one stop sent to argus and its group): one stop, exit 130', async () => {
+    const b = await silentBroker();
+    const p = spawn(process.execPath, [ARGUS, 'cameras', 'ls', '--brokers', `127.0.0.1:${b.port}`], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    p.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    const bound = setTimeout(() => p.kill('SIGKILL'), 120_000); // a hang bound only
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => p.on('close', (code, signal) => r({ code, signal })));
+    await b.seen;
+    p.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 50));
+    p.kill('SIGTERM');
+    const r = await exited;
+    clearTimeout(bound);
+    expect(r).toEqual({ code: 130, signal: null });
+    expect(stderr).toBe(`argus: VAP_ERR_INTERRUPTED: cameras ls: SIGTERM while connecting to the Kafka broker 127.0.0.1:${b.port}: stopped on the signal\n`);
+  }, 180_000);
 });
