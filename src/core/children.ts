@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { atStopSignal } from './signals.js';
+import { atStopSignal, endsBy } from './signals.js';
 
 /** The child processes argus started (ffmpeg) that have not exited. */
 const live = new Set<ChildProcess>();
@@ -14,6 +14,20 @@ function killAll(): void {
   gentle.clear();
   releaseSignals?.();
   releaseSignals = undefined;
+  process.removeListener('SIGQUIT', onQuit);
+}
+
+/**
+ * SIGQUIT (a terminal's Ctrl-\, sent to its foreground group) where nothing else in the process
+ * listens for it: the children killed, and the process ended by it as it would have been (its
+ * default action, a core file where allowed), with no exit event. A child in a process group of
+ * its own (spawnOwned) no longer got it with argus: one blocked opening a named pipe, or reading
+ * a stalled camera, lived on for ever.
+ */
+function onQuit(): void {
+  if (process.listenerCount('SIGQUIT') > 1) return;
+  killAll();
+  endsBy('SIGQUIT');
 }
 
 /**
@@ -45,6 +59,7 @@ export function ownChild<C extends ChildProcess>(child: C, stopGently?: () => Pr
   }
   live.add(child);
   if (stopGently) gentle.set(child, stopGently);
+  if (!releaseSignals) process.on('SIGQUIT', onQuit);
   releaseSignals ??= atStopSignal(stopAll);
   child.once('exit', () => {
     live.delete(child);
@@ -52,6 +67,7 @@ export function ownChild<C extends ChildProcess>(child: C, stopGently?: () => Pr
     if (live.size > 0) return;
     releaseSignals?.();
     releaseSignals = undefined;
+    process.removeListener('SIGQUIT', onQuit);
   });
   return child;
 }

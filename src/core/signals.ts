@@ -84,12 +84,19 @@ function endBy(signal: NodeJS.Signals): void {
   cleanups.clear();
   runCleanups(late, true);
   for (const s of STOP_SIGNALS) process.removeListener(s, onStopSignal);
+  endsBy(signal);
+}
+
+/**
+ * Ends the process by `signal`'s default action, its listeners already removed: sent to itself.
+ * Where that leaves it running, argus is pid 1 (a container without an init: docker run without
+ * --init, Kubernetes), for which the kernel drops a signal with no handler, its own included: the
+ * process went on (work the signal cut, writeWhole's endsBySignal, waited for ever, the loop
+ * emptied, and it ended with 13, the CLI's unsettled await, or 0, as if it had done its work).
+ * It then exits with the status a shell gives an end by the signal, 128 + n.
+ */
+export function endsBy(signal: NodeJS.Signals): void {
   process.kill(process.pid, signal);
-  // Still here: argus is pid 1 (a container without an init: docker run without --init,
-  // Kubernetes), for which the kernel drops a signal with no handler, its own included. The
-  // process went on: work the signal cut (writeWhole's endsBySignal) waited for ever, the loop
-  // emptied, and it ended with 13 (the CLI's unsettled await) or 0, as if it had done its work.
-  // It ends with the status a shell gives an end by the signal.
   setTimeout(() => process.exit(128 + (osConstants.signals[signal] ?? 0)), 0);
 }
 

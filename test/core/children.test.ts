@@ -28,7 +28,8 @@ async function signalled(body: string, signal: NodeJS.Signals): Promise<{ code: 
     const frames = videoFrames({ ffmpegPath: ${JSON.stringify(ffmpeg)}, url: ${JSON.stringify(fifo)}, stallMs: 600_000 });
     frames.next().catch(() => {});
     ${body}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'inherit'] });
+  // (No core file at a SIGQUIT: `ulimit -c 0`, the shell replaced by node, same pid.)
+  const child = spawn('sh', ['-c', 'ulimit -c 0; exec "$0" "$@"', process.execPath, '--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'inherit'] });
   const exited = new Promise<[number | null, NodeJS.Signals | null]>((r) => child.on('exit', (c, s) => r([c, s])));
   let ff: number | undefined;
   // Until ffmpeg waits in open(2) for a writer (wait_for_partner): before, its first write to
@@ -60,5 +61,12 @@ describe('ffmpeg children (ownChild)', () => {
   // it once: see spawnOwned), so only argus ends it: at an uncaught exception too.
   it('an uncaught exception: ffmpeg, in a process group of its own, is killed at the exit', async () => {
     expect(await signalled(`process.on('SIGUSR2', () => { throw new Error('boom'); });`, 'SIGUSR2')).toEqual({ code: 1, signal: null, ffmpegLeft: false, ownGroup: true });
+  }, 30_000);
+
+  // A terminal's Ctrl-\ (SIGQUIT to its foreground group) ends argus by the signal's default
+  // action, with no exit event. In argus's group ffmpeg got it too and ended; in a group of its
+  // own, an ffmpeg blocked opening a named pipe, or reading a stalled camera, lived on for ever.
+  it('SIGQUIT (a terminal\'s Ctrl-\\), which argus does not stop in order: ffmpeg is killed, and the process still ends by SIGQUIT', async () => {
+    expect(await signalled('', 'SIGQUIT')).toEqual({ code: null, signal: 'SIGQUIT', ffmpegLeft: false, ownGroup: true });
   }, 30_000);
 });
