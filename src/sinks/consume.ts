@@ -307,9 +307,18 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
     let offJoin: () => void = () => {};
     let failReading: (e: unknown) => void = () => {};
     const groupId = consumerGroupId;
+    /** A crash's error in words (the broker's error type, where one is in it or in its cause: kafkajs wraps the last of its retries). */
+    const crashWhy = (e: unknown) => {
+      let root = e as { type?: unknown; cause?: unknown } | undefined;
+      while (root?.cause && typeof root.type !== 'string') root = root.cause as typeof root;
+      const type = typeof (e as { type?: unknown })?.type === 'string' ? (e as { type: string }).type : root?.type;
+      return { type, why: redact(`${(e as Error)?.name ?? 'Error'}${typeof type === 'string' ? ` ${type}` : ''}: ${(e as Error)?.message ?? String(e)}`) };
+    };
+    // A join kafkajs retries is waited through, but said once: a coordinator that never comes (a
+    // one-broker Kafka whose offsets.topic.replication.factor is above 1) waited for ever without a word.
+    let waitSaid = false;
     const crashError = (e: unknown, doing: string) => {
-      const type = (e as { type?: unknown })?.type;
-      const why = redact(`${(e as Error)?.name ?? 'Error'}${typeof type === 'string' ? ` ${type}` : ''}: ${(e as Error)?.message ?? String(e)}`);
+      const { type, why } = crashWhy(e);
       const refused = type === 'GROUP_AUTHORIZATION_FAILED' || type === 'INVALID_GROUP_ID';
       return new ArgusError(
         ErrorCodes.KAFKA_UNREACHABLE,
@@ -326,7 +335,12 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
     });
     groupJoined.catch(() => undefined); // (said where it is awaited; not awaited after a stop)
     const offCrash = consumer.on(consumer.events.CRASH, ({ payload }) => {
-      if (payload.restart) return;
+      if (payload.restart) {
+        if (joinedYet || waitSaid || o.signal?.aborted) return;
+        waitSaid = true;
+        (o.err ?? process.stderr).write(`argus: warning: consume: the Kafka ${brokersText(o.brokers)} has not let this consumer join group ${forTerminal(groupId)} yet (${forTerminal(crashWhy(payload.error).why)}): still trying (Ctrl-C ends the wait)\n`);
+        return;
+      }
       if (!joinedYet) failJoin(crashError(payload.error, 'did not let this consumer join'));
       else failReading(crashError(payload.error, `stopped this consumer after ${n} record(s) read, in`));
     });
