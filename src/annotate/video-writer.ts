@@ -1,7 +1,7 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
-import { ownChild } from '../core/children.js';
+import { spawnOwned } from '../core/children.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 
 /** Longest gap, in seconds of output, filled by repeating the previous frame; a longer one (an outage) is cut. */
@@ -113,7 +113,11 @@ export class VideoWriter {
       // A fragmented file's index on disk from its first packet (else in ffmpeg's 32 KB write buffer: an encoder killed before its first fragment left no index, a file no player opens).
       ...(layout === 'fragmented' ? ['-flush_packets', '1'] : []), path,
     ];
-    this.child = ownChild(spawn(ffmpegPath, args, { stdio: ['pipe', 'ignore', 'pipe'] }));
+    // In a process group of its own (spawnOwned), as a source's ffmpeg: in argus's, a terminal's
+    // Ctrl-C reached the encoder too, which ended at once (status 255) while argus was still
+    // writing it its last frames: the file lost them and the close said the encoder had failed.
+    // Left by an argus killed outright, it reads the end of its input and finishes the file.
+    this.child = spawnOwned(ffmpegPath, args, { stdio: ['pipe', 'ignore', 'pipe'] });
     if (options.nice !== undefined && this.child.pid !== undefined) {
       try {
         setPriority(this.child.pid, options.nice);

@@ -585,6 +585,23 @@ describe('VideoWriter: a fragmented file killed before its first fragment', () =
   }, 30_000);
 });
 
+describe('VideoWriter: a terminal\'s Ctrl-C', () => {
+  it('does not reach the encoder: it runs in a process group of its own, so argus writes it its last frames and closes the file', async () => {
+    const path = join(tmp(), 'v.mp4');
+    const w = new VideoWriter({ ffmpegPath: resolveFfmpegSync().path, path, width: 64, height: 64, fps: 10, order: 'rgb', layout: 'fragmented', gop: 5 });
+    const pid = (w as unknown as { child: { pid: number } }).child.pid;
+    // Its process group (/proc/PID/stat's fifth field, after the parenthesised name): its own, not
+    // this process's, whose group a terminal's Ctrl-C goes to. Before, it was this process's, and
+    // SIGINT to the group ended the encoder (255) with frames still to write.
+    const pgid = (p: number) => Number(readFileSync(`/proc/${p}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[2]);
+    expect(pgid(pid)).toBe(pid);
+    expect(pgid(pid)).not.toBe(pgid(process.pid));
+    for (let i = 0; i < 12; i++) await w.write(Buffer.alloc(64 * 64 * 3, 20 * i));
+    await w.close();
+    expect(readFileSync(path).includes('moov')).toBe(true);
+  }, 30_000);
+});
+
 describe('VideoWriter: an ffmpeg that exits', () => {
   it('a write after ffmpeg has gone (it cannot write this container) fails with VAP_ERR_SINK_FILE instead of waiting forever', async () => {
     const ffmpeg = resolveFfmpegSync().path;
