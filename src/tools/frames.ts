@@ -234,7 +234,7 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
   // The frames' reader then waits for the process's end by the signal (atSignal), not on to an
   // error of the closed pipe (an error line, a script's exit 1, before the camera's grace).
   let atSignal = false;
-  const spawned = spawnOwned(o.ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] }, kind === 'rtsp' ? (c) => ((atSignal = true), c.stdout?.destroy(), stopGently()) : undefined) as ChildProcessWithoutNullStreams;
+  const child = spawnOwned(o.ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] }, kind === 'rtsp' ? (c) => ((atSignal = true), c.stdout?.destroy(), stopGently()) : undefined) as ChildProcessWithoutNullStreams;
   /**
    * Stops ffmpeg as a run stops its own (stopFfmpeg): an RTSP camera's with SIGTERM, on which it
    * sends the camera TEARDOWN, SIGKILL after the grace; any other's with SIGKILL. A preview of a
@@ -243,9 +243,8 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
    */
   let stopping: Promise<void> | undefined;
   // (Once: at a second SIGTERM, ffmpeg interrupts its I/O, the TEARDOWN's write with it.)
-  const stopGently = (): Promise<void> => (stopping ??= kind === 'rtsp' ? stopFfmpeg(spawned) : (spawned.kill('SIGKILL'), Promise.resolve()));
+  const stopGently = (): Promise<void> => (stopping ??= kind === 'rtsp' ? stopFfmpeg(child) : (child.kill('SIGKILL'), Promise.resolve()));
   const stop = (): void => void stopGently();
-  const child = spawned;
   // A still image's frame, else nothing (-nostdin: ffmpeg reads its stdin only as an input).
   child.stdin.on('error', () => {}); // an ffmpeg that ends first is told by its exit
   child.stdin.end(still?.data);
