@@ -306,12 +306,11 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
     let failJoin: (e: unknown) => void = () => {};
     let offJoin: () => void = () => {};
     let failReading: (e: unknown) => void = () => {};
-    const groupId = consumerGroupId;
     /** A crash's error in words (the broker's error type, where one is in it or in its cause: kafkajs wraps the last of its retries). */
     const crashWhy = (e: unknown) => {
       let root = e as { type?: unknown; cause?: unknown } | undefined;
       while (root?.cause && typeof root.type !== 'string') root = root.cause as typeof root;
-      const type = typeof (e as { type?: unknown })?.type === 'string' ? (e as { type: string }).type : root?.type;
+      const type = root?.type;
       return { type, why: redact(`${(e as Error)?.name ?? 'Error'}${typeof type === 'string' ? ` ${type}` : ''}: ${(e as Error)?.message ?? String(e)}`) };
     };
     // A join kafkajs retries is waited through, but said once: a coordinator that never comes (a
@@ -322,7 +321,7 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
       const refused = type === 'GROUP_AUTHORIZATION_FAILED' || type === 'INVALID_GROUP_ID';
       return new ArgusError(
         ErrorCodes.KAFKA_UNREACHABLE,
-        `consume: the Kafka ${brokersText(o.brokers)} ${doing} group ${forTerminal(groupId)} (${forTerminal(why)}): ${refused ? 'check that the credentials (sinks.kafka.sasl of --config) may use consumer groups' : 'is Kafka well? (--brokers, or sinks.kafka of --config)'}`,
+        `consume: the Kafka ${brokersText(o.brokers)} ${doing} group ${forTerminal(consumerGroupId)} (${forTerminal(why)}): ${refused ? 'check that the credentials (sinks.kafka.sasl of --config) may use consumer groups' : 'is Kafka well? (--brokers, or sinks.kafka of --config)'}`,
         { cause: e },
       );
     };
@@ -338,7 +337,7 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
       if (payload.restart) {
         if (joinedYet || waitSaid || o.signal?.aborted) return;
         waitSaid = true;
-        (o.err ?? process.stderr).write(`argus: warning: consume: the Kafka ${brokersText(o.brokers)} has not let this consumer join group ${forTerminal(groupId)} yet (${forTerminal(crashWhy(payload.error).why)}): still trying (Ctrl-C ends the wait)\n`);
+        (o.err ?? process.stderr).write(`argus: warning: consume: the Kafka ${brokersText(o.brokers)} has not let this consumer join group ${forTerminal(consumerGroupId)} yet (${forTerminal(crashWhy(payload.error).why)}): still trying (Ctrl-C ends the wait)\n`);
         return;
       }
       if (!joinedYet) failJoin(crashError(payload.error, 'did not let this consumer join'));
