@@ -673,7 +673,9 @@ export class SourceAnalyzer {
             const atPts = e.atMs !== undefined ? Math.round(e.atMs - this.ptsOffset) / 1000 : undefined;
             // A crossing handed over to a new id (LineEvent.previousTrackId) says so below, not EARLY.
             const at = atPts !== undefined ? ` at ${secondsText(atPts)} s${e.previousTrackId !== undefined ? '' : ` (${EARLY})`}` : '';
-            alerts.push({ rule: r.id, severity: r.severity, event: 'line.cross', message: `${label(e.classId)} #${e.trackId} crossed line ${e.line} (${e.direction})${at}${e.previousTrackId !== undefined ? ` (was #${e.previousTrackId}: lost at the line, found past it under a new id)` : ''}`, trackId: e.trackId, line: e.line, direction: e.direction, row: e.row, ...(atPts !== undefined ? { atPts } : {}) });
+            // One raised as its track was forgotten (LineCounter.drop: no row) says this frame does not show it.
+            const gone = e.row < 0 ? `; raised once #${e.trackId} was gone: this frame is a later one` : '';
+            alerts.push({ rule: r.id, severity: r.severity, event: 'line.cross', message: `${label(e.classId)} #${e.trackId} crossed line ${e.line} (${e.direction})${at}${e.previousTrackId !== undefined ? ` (was #${e.previousTrackId}: lost at the line, found past it under a new id${gone})` : ''}`, trackId: e.trackId, line: e.line, direction: e.direction, row: e.row, ...(atPts !== undefined ? { atPts } : {}) });
           }
           break;
         }

@@ -9,6 +9,7 @@ export interface LineEvent {
   direction: 'in' | 'out';
   trackId: number;
   classId: number;
+  /** The track's row on this frame; −1: a crossing of a track forgotten on this frame (LineCounter.drop), which the frame does not show. */
   row: number;
   /**
    * The id the object had before the tracker lost it at the line and found it again past it
@@ -125,6 +126,14 @@ interface Side {
   pendingAt: number;
   nearest: number;
   furthest: number;
+  /** The class id of its last sighting of a counted class (a crossing it makes once gone is counted under it: LineCounter.gone). */
+  classId: number;
+  /**
+   * The new id a lost track was taken for on its side of the line (handOver, not handed over:
+   * nothing to cross), while it is kept on the line; else −1. Were its own id found again
+   * while that new id is unseen, it is that object: it goes on with the new id's state.
+   */
+  claimedBy: number;
 }
 
 /**
@@ -158,8 +167,8 @@ function metLineAt(aMs: number, ad: number, bMs: number, bd: number): number {
   return ad !== bd && (ad < 0) !== (bd < 0) ? aMs + ((bMs - aMs) * ad) / (ad - bd) : NaN;
 }
 
-function newSide(side: -1 | 1, tMs: number, x: number, y: number, box: ArrayLike<number>, frameMs: number): Side {
-  return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box), metAt: NaN, was: -1, wasAt: NaN, pending: undefined, pendingId: -1, pendingSince: 0, pendingAt: NaN, nearest: 0, furthest: 0 };
+function newSide(side: -1 | 1, tMs: number, x: number, y: number, box: ArrayLike<number>, frameMs: number, classId: number): Side {
+  return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box), metAt: NaN, was: -1, wasAt: NaN, pending: undefined, pendingId: -1, pendingSince: 0, pendingAt: NaN, nearest: 0, furthest: 0, classId, claimedBy: -1 };
 }
 
 /**
@@ -188,6 +197,8 @@ export class LineCounter {
    * person scored low who went through the line and back before the track started), in order.
    */
   private readonly earlier: { direction: 'in' | 'out'; atMs: number }[] = [];
+  /** Crossings of tracks forgotten (drop) since update last raised them; `other`: of `otherSide`. */
+  private readonly gone: { other: boolean; direction: 'in' | 'out'; trackId: number; classId: number; previousTrackId: number; atMs: number }[] = [];
   /** When the crossing `step` last returned was made, when its first sighting past the line was an earlier one (LineEvent.atMs); else NaN. */
   private crossedAt = NaN;
   /** Frame time (update's `frameMs`) of the frame before the one being processed. */
@@ -297,8 +308,24 @@ export class LineCounter {
     this.earlier.length = 0;
     // Back after missing frames for longer than forgetAfterMs (no frame in between to forget it on): it learns its side afresh.
     if (st && st.lastSeen < this.prevFrameMs && tMs - st.lastSeen > this.options.forgetAfterMs) {
-      sides.delete(id);
+      this.drop(sides, id, st);
       st = undefined;
+    }
+    if (st && st.claimedBy >= 0) {
+      // Found again after a new id was taken for it on its side (handOver, unused): with that id
+      // on this frame too, it is another object, and goes on from its own state; else it is that
+      // object, and goes on from that id's state (which may have crossed since).
+      const by = st.claimedBy;
+      st.claimedBy = -1;
+      if (!d.trackerId!.includes(by)) {
+        const taken = sides.get(by);
+        sides.delete(id);
+        if (taken) {
+          sides.delete(by);
+          sides.set(id, taken);
+        }
+        st = taken;
+      }
     }
     if (!st) {
       // A track confirmed on this frame was first seen some frames ago: the side it came from
@@ -459,6 +486,7 @@ export class LineCounter {
             nearest = Math.min(old.nearest, first * dist);
             furthest = Math.max(old.furthest, first * dist);
           }
+          if (old) this.release(sides, old, this.handedFrom, id, handed !== undefined);
           if (handed && from !== 0) {
             for (let k = sure; k < seenBefore.length; k++) {
               const [bx, by] = anchorPoint(seenBefore[k].box, 0, anchor, this.pt);
@@ -489,6 +517,8 @@ export class LineCounter {
             // the line since.
             if (adopted.pending) adopted.pendingSince = origin.ms - shift;
             adoptedNow = true;
+            this.release(sides, adopted, this.handedFrom, id, true);
+            adopted.claimedBy = -1;
             sides.set(id, adopted);
           }
           this.handedFrom = -1;
@@ -497,11 +527,11 @@ export class LineCounter {
       if (adopted) st = adopted;
       else if (from === 0) {
         if (now === 0) return undefined;
-        st = newSide(now, tMs, x, y, d.xyxy.subarray(i * 4, i * 4 + 4), frameMs);
+        st = newSide(now, tMs, x, y, d.xyxy.subarray(i * 4, i * 4 + 4), frameMs, d.classId[i]);
         sides.set(id, st);
         if (!handed) return undefined;
       } else {
-        st = newSide(from, tMs, lastX, lastY, lastBox!, lastMs);
+        st = newSide(from, tMs, lastX, lastY, lastBox!, lastMs, d.classId[i]);
         sides.set(id, st);
       }
       if (handed) {
@@ -527,6 +557,7 @@ export class LineCounter {
     if (st.pending) this.settle(st, dist, frameMs);
     st.lastSeen = tMs;
     st.lastLabelled = tMs;
+    st.classId = d.classId[i];
     // Its last sighting and pace, for handOver.
     noteSighting(st, x, y, frameMs, d.xyxy, i);
     if (now === 0) return undefined;
@@ -678,11 +709,11 @@ export class LineCounter {
   /**
    * An id switch at the line: the track that the tracker lost just before a new id (first seen
    * at `firstMs`, its first sure sighting beyond the margin on side `first`: anchor `px`, `py`,
-   * box `pbox`) appeared, taken off the line (so that it is handed over once: were the old id
-   * found again, it would learn its side afresh) and returned, with its id in `handedFrom`; or
-   * undefined. One on the other side is the new id's crossing (when `across` allows it), one on
-   * the same side only goes. The old track: last seen before the new one was first seen (and
-   * not on the last frame nor on this one), not forgotten (forgetAfterMs), its last box about
+   * box `pbox`) appeared, returned with its id in `handedFrom` (the caller then takes it off the
+   * line or leaves it claimed: release); or undefined. One on the other side is the new id's
+   * crossing (when `across` allows it), one on the same side is claimed only. The old track:
+   * last seen before the new one was first seen (and not on the last frame nor on this one),
+   * not claimed by an id the line knows, not forgotten (forgetAfterMs), its last box about
    * the size of the new one (sureOrigin), and the new one found within a box's size (the larger
    * side of its last box) of where its pace would have taken it, from standing still to half as
    * fast again. The nearest such track. O(tracks the line knows), on frames that confirm a track.
@@ -692,7 +723,7 @@ export class LineCounter {
     let best: Side | undefined;
     let bestDist = Infinity;
     for (const [oid, o] of sides) {
-      if ((o.side !== first && !across) || !(o.lastFrame < firstMs) || !(o.lastSeen < this.prevFrameMs) || !sureOrigin(o.lastBox, pbox, 0)) continue;
+      if ((o.side !== first && !across) || !(o.lastFrame < firstMs) || !(o.lastSeen < this.prevFrameMs) || (o.claimedBy >= 0 && sides.has(o.claimedBy)) || !sureOrigin(o.lastBox, pbox, 0)) continue;
       const dist = wayDistance(o, firstMs, px, py);
       if (!(dist < bestDist) || d.trackerId!.includes(oid)) continue;
       best = o;
@@ -700,9 +731,52 @@ export class LineCounter {
       bestDist = dist;
     }
     if (!best) return undefined;
-    sides.delete(bestId);
     this.handedFrom = bestId;
     return best;
+  }
+
+  /**
+   * A lost track `old` (id `oldId`) that handOver found for new id `id` on this frame: `used`
+   * (handed over, or its pending hand-over passed on, or adopted), it is taken off the line, so
+   * that it is handed over once (were the old id found again, it would learn its side afresh).
+   * Unused (the new id first seen on its side: the same object, nothing crossed), it stays,
+   * claimed by the new id: not a candidate for later ids while that one is known, and its own
+   * id, found again beside the new one, keeps its side. Before, it was taken off all the same:
+   * a person hidden before the line (their id lost) while another was confirmed just where they
+   * were, found again past it under their own id, learned their side there and was not counted.
+   * A hand-over it was still deciding goes: the new id came back towards the line, or across it
+   * (settle: another object).
+   */
+  private release(sides: Map<number, Side>, old: Side, oldId: number, id: number, used: boolean): void {
+    if (used) {
+      sides.delete(oldId);
+      return;
+    }
+    old.claimedBy = id;
+    if (old.pending) {
+      old.pending = undefined;
+      old.pendingId = -1;
+      if (old.was < 0) old.wasAt = NaN;
+    }
+  }
+
+  /**
+   * Takes track `id` off `sides` (forgotten). A lost track handed over to it whose crossing it
+   * was still deciding (settle: it went neither on nor back by the margin before it was lost)
+   * counts (on `gone`, raised by update on this frame, with no row): the new id was seen past the
+   * line and not back towards it. Before, it went with it: a person lost before a door line,
+   * found standing past it under a new id that vanished within HANDOVER_SETTLE_MS, was never
+   * counted.
+   */
+  private drop(sides: Map<number, Side>, id: number, st: Side): void {
+    sides.delete(id);
+    const old = st.pending;
+    if (!old || old.side === st.side) return;
+    const pd = this.signedDistance(old.x, old.y), nd = this.signedDistance(st.x, st.y);
+    const k = pd / (pd - nd);
+    if (!this.withinSegment(old.x + (st.x - old.x) * k, old.y + (st.y - old.y) * k)) return;
+    const atMs = st.wasAt > st.pendingAt ? st.wasAt : st.pendingAt;
+    this.gone.push({ other: sides !== this.side, direction: st.side === 1 ? 'in' : 'out', trackId: id, classId: st.classId, previousTrackId: st.pendingId, atMs });
   }
 
   /**
@@ -778,26 +852,58 @@ export class LineCounter {
           continue;
         }
         const direction = this.step(this.side, d, i, id, tMs, frameMs);
+        if (this.gone.length) this.raiseGone(events);
         for (const e of this.earlier) {
-          const m = e.direction === 'in' ? stats.countIn : stats.countOut;
-          m.set(d.classId[i], (m.get(d.classId[i]) ?? 0) + 1);
-          if (stats[e.direction]++ === 0 && stats[e.direction === 'in' ? 'out' : 'in'] === 0) this.otherSide.clear();
+          this.count(e.direction, d.classId[i]);
           events.push({ line: this.id, direction: e.direction, trackId: id, classId: d.classId[i], row: i, atMs: e.atMs });
         }
         if (!direction) continue;
         const previousTrackId = this.handedFrom;
         const atMs = this.crossedAt;
-        const m = direction === 'in' ? stats.countIn : stats.countOut;
-        m.set(d.classId[i], (m.get(d.classId[i]) ?? 0) + 1);
-        if (stats[direction]++ === 0 && stats[direction === 'in' ? 'out' : 'in'] === 0) this.otherSide.clear();
+        this.count(direction, d.classId[i]);
         events.push({ line: this.id, direction, trackId: id, classId: d.classId[i], row: i, ...(previousTrackId >= 0 ? { previousTrackId } : {}), ...(Number.isNaN(atMs) ? {} : { atMs }) });
       }
     }
     const forget = this.options.forgetAfterMs;
     // By key, not by entry: an entry is an array made for each track on each frame (a Map's
     // entries are not optimised away), the collector's work on every frame where nothing happens.
-    for (const id of this.side.keys()) if (tMs - this.side.get(id)!.lastSeen > forget) this.side.delete(id);
-    if (this.otherSide.size) for (const id of this.otherSide.keys()) if (tMs - this.otherSide.get(id)!.lastSeen > forget) this.otherSide.delete(id);
+    for (const id of this.side.keys()) {
+      const st = this.side.get(id)!;
+      if (tMs - st.lastSeen > forget) this.drop(this.side, id, st);
+    }
+    if (this.otherSide.size) {
+      for (const id of this.otherSide.keys()) {
+        const st = this.otherSide.get(id)!;
+        if (tMs - st.lastSeen > forget) this.drop(this.otherSide, id, st);
+      }
+    }
+    if (this.gone.length) this.raiseGone(events);
     return events;
+  }
+
+  /** One crossing in `direction` by class `classId` into the line's figures. */
+  private count(direction: 'in' | 'out', classId: number): void {
+    const stats = this.stats;
+    const m = direction === 'in' ? stats.countIn : stats.countOut;
+    m.set(classId, (m.get(classId) ?? 0) + 1);
+    if (stats[direction]++ === 0 && stats[direction === 'in' ? 'out' : 'in'] === 0) this.otherSide.clear();
+  }
+
+  /**
+   * The crossings of tracks forgotten (`gone`, see drop), onto `events`, with no row (−1: the
+   * track is not on this frame) and when they were made (atMs); those of other classes on a
+   * class-filtered line, into what it saw instead.
+   */
+  private raiseGone(events: LineEvent[]): void {
+    const stats = this.stats;
+    for (const g of this.gone) {
+      if (g.other) {
+        if (stats.seenInstead && stats.in + stats.out === 0) stats.seenInstead.add(g.classId);
+        continue;
+      }
+      this.count(g.direction, g.classId);
+      events.push({ line: this.id, direction: g.direction, trackId: g.trackId, classId: g.classId, row: -1, previousTrackId: g.previousTrackId, ...(Number.isNaN(g.atMs) ? {} : { atMs: g.atMs }) });
+    }
+    this.gone.length = 0;
   }
 }

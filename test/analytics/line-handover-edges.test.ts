@@ -1,0 +1,93 @@
+/**
+ * Hand-over edges at a line, through the real tracker (virtual time): a new id past the line that
+ * vanishes while its hand-over is pending, and a lost track that handOver looked at but did not use.
+ */
+import { describe, expect, it } from 'vitest';
+import { LineCounter, type LineEvent } from '../../src/analytics/line.js';
+import { SourceAnalyzer } from '../../src/analytics/analyzer.js';
+import { SourceSchema } from '../../src/config/schema.js';
+import { Detections } from '../../src/core/detections.js';
+import { ByteTracker } from '../../src/tracking/byte-tracker.js';
+import { feed, run, type SceneObject } from '../tracking/helpers.js';
+
+// A level line at y = 300 drawn right to left ("in" is downwards), feet as the anchor, 640 × 480.
+const line = () => new LineCounter('door', [640, 300], [0, 300], { marginPx: 10, anchor: 'bottom-center', forgetAfterMs: 2000 }, undefined, { width: 640, height: 480 });
+
+function cross(objects: SceneObject[], secs: number, fps: number) {
+  const frames = feed(fps, secs, { objects, jitter: 1, seed: 3 });
+  const tracked = run(new ByteTracker({ frameRateHint: fps }), frames);
+  const l = line();
+  const events: (LineEvent & { t: number })[] = [];
+  tracked.outputs.forEach((d, k) => {
+    for (const e of l.update(d, frames[k].timestampMs)) events.push({ ...e, t: frames[k].timestampMs });
+  });
+  return { events, tracked, l };
+}
+
+// A person 60 × 160 walking down at 100 px/s: feet at y = 160 at 0 s, on the line (300) at 1.4 s.
+const walker = (extra: Partial<SceneObject> = {}): SceneObject => ({ key: 'p', box: [300, 0, 360, 160], velocity: [0, 100], ...extra });
+
+describe('a hand-over pending on a new id that vanishes', () => {
+  it('standing past the line and gone within a second: the old id crossed, counted once', () => {
+    for (const fps of [10, 30]) {
+      for (const until of [2.8, 3.1]) {
+        // Gone at 0.8 s with feet at 240; found standing with feet at 350 from 2.3 s, gone at `until`.
+        // Before: none (id 2's state, the crossing pending on it, was forgotten with it). Found again
+        // further on after that (a third id, 5.5 s): counted once still.
+        const { events, tracked } = cross([walker({ until: 0.8 }), { key: 'b', box: [300, 190, 360, 350], from: 2.3, until }, { key: 'c', box: [300, 210, 360, 370], velocity: [0, 50], from: 5.5 }], 8, fps);
+        expect(tracked.distinctIds('b'), `${fps} fps until ${until}`).toHaveLength(1);
+        // Raised once id 2 is forgotten (forgetAfterMs, 2 s after its last sighting), with no row (it is
+        // not on that frame), dated on id 1's way to where id 2 stood: feet 240 at 0.7 s, 350 at 2.3 s.
+        expect(events.map((e) => [e.direction, e.trackId, e.previousTrackId, e.row]), `${fps} fps until ${until}`).toEqual([['in', 2, 1, -1]]);
+        expect(events[0].t).toBeGreaterThan(until * 1000 + 1900);
+        expect(events[0].t).toBeLessThan(until * 1000 + 2200);
+        expect(events[0].atMs).toBeGreaterThan(1500);
+        expect(events[0].atMs).toBeLessThan(1700);
+      }
+    }
+  });
+
+  it('its alert says when it crossed, and that it was raised once the new id was gone', () => {
+    const cfg = SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'door', units: 'pixel', from: [640, 300], to: [0, 300], anchor: 'bottom-center' }], rules: [{ id: 'in', type: 'line-cross', line: 'door', direction: 'any' }] });
+    const a = new SourceAnalyzer(cfg, ['person'], 'sources[0]');
+    a.init(640, 480);
+    const tracker = new ByteTracker({ frameRateHint: 10 });
+    const got: [number, string, number, unknown][] = [];
+    for (const f of feed(10, 6, { objects: [walker({ until: 0.8 }), { key: 'b', box: [300, 190, 360, 350], from: 2.3, until: 2.8 }], jitter: 1, seed: 3 })) {
+      for (const x of a.process(tracker.update(f.detections, f.timestampMs), f.timestampMs).alerts) got.push([f.timestampMs, String(x.message), x.row, x.atPts]);
+    }
+    expect(got).toEqual([[4800, 'person #2 crossed line door (in) at 1.6 s (was #1: lost at the line, found past it under a new id; raised once #2 was gone: this frame is a later one)', -1, 1.635]]);
+    expect(a.report().lines.door).toMatchObject({ in: 1, out: 0 });
+  });
+});
+
+describe('a lost track handOver found for a new id on its own side', () => {
+  it('is kept on the line: its own id found again past it is counted', () => {
+    for (const fps of [10, 30]) {
+      // A walks down, hidden 1.0–1.8 s (feet 260 → 340: it crosses unseen); B, A's size, appears at 1.1 s
+      // standing 100 px to the right of where A was lost (feet 265, before the line) and stays there.
+      const { events, tracked } = cross([walker({ hidden: [[1.0, 1.8]] }), { key: 'b', box: [400, 105, 460, 265], from: 1.1 }], 4, fps);
+      // Before: none (B was taken for A and A taken off the line; A's id, found again past it, learned its side there).
+      expect([tracked.distinctIds('p'), tracked.distinctIds('b')], `${fps} fps`).toEqual([[1], [2]]);
+      expect(events.map((e) => [e.direction, e.trackId, e.previousTrackId, e.t]), `${fps} fps`).toEqual([['in', 1, undefined, 1800]]);
+    }
+  });
+
+  it('…and its own id found again while that new id is unseen goes on from the new id\'s state (one object): no second crossing', () => {
+    const l = line();
+    const row = (id: number, feet: number, origin?: [number, number][]) =>
+      new Detections(new Float32Array([300, feet - 160, 360, feet]), new Float32Array([0.9]), new Int32Array([0]), new Int32Array([id]), origin ? new Map([[id, { box: new Float32Array([300, origin[0][0] - 160, 360, origin[0][0]]), ms: origin[0][1], before: origin.map(([f, ms]) => ({ box: new Float32Array([300, f - 160, 360, f]), ms })) }]]) : undefined);
+    const none = new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0));
+    const out: string[] = [];
+    const step = (d: Detections, t: number) => out.push(...l.update(d, t).map((e) => `${e.direction}#${e.trackId}`));
+    for (let k = 0; k < 5; k++) step(row(1, 230 + 10 * k), k * 100); // id 1 down to 270, lost
+    step(none, 500);
+    step(row(2, 278, [[274, 500]]), 600); // id 2 where id 1 went, before the line: id 1 claimed by it
+    step(row(2, 290), 700);
+    step(row(2, 315), 800); // its crossing
+    step(none, 900);
+    step(row(1, 330), 1000); // the tracker gives the object its first id back
+    step(row(1, 340), 1100);
+    expect(out).toEqual(['in#2']);
+  });
+});
