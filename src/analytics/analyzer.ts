@@ -127,6 +127,11 @@ export class SourceAnalyzer {
   private readonly lineClasses: (Set<number> | undefined)[];
   private readonly cooldowns = new Map<string, Cooldown>();
   private readonly rates = new Map<string, RateFloor>();
+  /** The conveyor-rate rules' floors, in the rules' order (the summary's rates). */
+  private readonly rateList: [string, RateFloor][] = [];
+  /** The last summary built (summaryOf) and the figures it was built from (each zone's occupancy and entries, each line's crossings, each rate). */
+  private summary?: AnalyticsSummary;
+  private summaryKey = new Float64Array(0);
   private readonly defects = new Map<string, DefectRule>();
   /** Counts of each zone and line over the run. */
   private readonly zoneStats: ZoneStats[];
@@ -191,6 +196,7 @@ export class SourceAnalyzer {
         this.defects.set(r.id, { kofn: new KOfN(r.k, r.n), match: defect ? (c) => defect.has(c) : (c) => !allowed!.has(c), minScore: r.minScore, items: new Map(), untrackedAlerts: [], lastMs: NaN });
       }
     });
+    this.rateList.push(...this.rates);
   }
 
   get empty(): boolean {
@@ -285,6 +291,8 @@ export class SourceAnalyzer {
         const [from, to] = lineEnds(i);
         return new LineCounter(l.id, from, to, { marginPx: lineMargin(i, from, to), anchor: l.anchor, classIds: this.lineClasses[i], forgetAfterMs: l.forgetAfterMs }, this.lineStats[i], { width, height });
       });
+      this.summaryKey = new Float64Array(this.zones.length * 2 + this.lines.length + this.rateList.length).fill(NaN);
+      this.summary = undefined;
     }
     // A zone whose marginPx leaves no point inside beyond the band is never entered: said once per zone and size.
     if (this.warn) {
@@ -743,14 +751,46 @@ export class SourceAnalyzer {
     // Every draft above carries its rule's id (AlertDraft's open index signature types it unknown).
     for (const a of alerts) this.alertCounts.set(a.rule as string, (this.alertCounts.get(a.rule as string) ?? 0) + 1);
 
-    const summary: AnalyticsSummary = {};
-    if (this.zones.length) summary.zones = Object.fromEntries(this.zones.map((z) => [z.zone.id, { occupancy: z.occupancy, entered: z.entered }]));
-    if (this.lines.length) {
-      const named = (m: Map<number, number>) => Object.fromEntries([...m].map(([c, n]) => [label(c), n]));
-      summary.lines = Object.fromEntries(this.lines.map((l) => [l.id, { in: named(l.countIn), out: named(l.countOut) }]));
+    return { summary: this.summaryOf(rateMs), alerts };
+  }
+
+  /**
+   * The figures for this frame's message: the last ones built, unless one of them changed since
+   * (a zone's occupancy or entries, a line's crossings, a rate to a tenth), compared in place.
+   * Before, built on every frame (an object per zone, line and rule, their entries' arrays and
+   * a label map per line), for figures that change on few frames. Frozen: results share it.
+   */
+  private summaryOf(rateMs: number): AnalyticsSummary {
+    const key = this.summaryKey;
+    let changed = false;
+    let k = 0;
+    for (const z of this.zones) {
+      if (key[k] !== z.occupancy || key[k + 1] !== z.entered) changed = true;
+      key[k++] = z.occupancy;
+      key[k++] = z.entered;
     }
-    if (this.rates.size) summary.rates = Object.fromEntries([...this.rates].map(([id, rf]) => [id, Math.round(rf.ratePerMinute(rateMs) * 10) / 10]));
-    return { summary, alerts };
+    for (const l of this.lines) {
+      const n = l.stats.in + l.stats.out;
+      if (key[k] !== n) changed = true;
+      key[k++] = n;
+    }
+    for (let r = 0; r < this.rateList.length; r++) {
+      const rate = Math.round(this.rateList[r][1].ratePerMinute(rateMs) * 10) / 10;
+      if (key[k] !== rate) changed = true;
+      key[k++] = rate;
+    }
+    if (!changed && this.summary) return this.summary;
+    const label = this.label;
+    const summary: AnalyticsSummary = {};
+    const freeze = <T extends object>(o: T): T => Object.freeze(o);
+    if (this.zones.length) summary.zones = freeze(Object.fromEntries(this.zones.map((z) => [z.zone.id, freeze({ occupancy: z.occupancy, entered: z.entered })])));
+    if (this.lines.length) {
+      const named = (m: Map<number, number>) => freeze(Object.fromEntries([...m].map(([c, n]) => [label(c), n])));
+      summary.lines = freeze(Object.fromEntries(this.lines.map((l) => [l.id, freeze({ in: named(l.countIn), out: named(l.countOut) })])));
+    }
+    if (this.rateList.length) summary.rates = freeze(Object.fromEntries(this.rateList.map(([id], r) => [id, key[this.zones.length * 2 + this.lines.length + r]])));
+    this.summary = freeze(summary);
+    return this.summary;
   }
 }
 

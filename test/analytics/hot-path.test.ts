@@ -76,4 +76,40 @@ describe('frames where nothing happens', () => {
       for (let k = 10; k < 20; k++) expect(a.process(d, k * 100).alerts).toEqual([]);
     }, 'crossLatch')).toBe(0);
   });
+
+  it('the summary a frame returns is built only when its figures change: the same object while nothing happens, equal to one built afresh', () => {
+    const cfg = SourceSchema.parse({
+      id: 'cam',
+      uri: '/x.mp4',
+      zones: [{ id: 'z', units: 'pixel', polygon: [[0, 240], [640, 240], [640, 480], [0, 480]], minHoldFrames: 1 }],
+      lines: [{ id: 'door', units: 'pixel', from: [640, 250], to: [0, 250], anchor: 'bottom-center' }],
+      rules: [{ id: 'belt', type: 'conveyor-rate', line: 'door', minPerMinute: 1, forSec: 60, windowSec: 120 }],
+    });
+    const a = new SourceAnalyzer(cfg, ['person'], 'sources[0]');
+    a.init(640, 480);
+    /** What the summary was before it was kept from frame to frame (built afresh from the report). */
+    const fresh = () => {
+      const r = a.report();
+      return { zones: { z: { occupancy: r.zones.z.occupancy, entered: r.zones.z.entered } }, lines: { door: r.lines.door.byClass } };
+    };
+    // One person walks down across the line into the zone, then all stand.
+    const walking = Float32Array.from(xyxy);
+    const summaries = [];
+    for (let k = 0; k < 6; k++) {
+      walking[1] = 40 + 20 * k;
+      walking[3] = 200 + 20 * k;
+      const s = a.process(new Detections(Float32Array.from(walking), new Float32Array(n).fill(0.9), new Int32Array(n), Int32Array.from({ length: n }, (_, k) => k + 1)), k * 100).summary;
+      expect(s).toMatchObject(fresh());
+      summaries.push(s);
+    }
+    expect(summaries.at(-1)!.lines!.door).toEqual({ in: { person: 1 }, out: {} });
+    const d = new Detections(walking, new Float32Array(n).fill(0.9), new Int32Array(n), Int32Array.from({ length: n }, (_, k) => k + 1));
+    // The rate (one item over the 60 s so far, to a tenth per minute) stays 1.0 from 60 s to 63 s.
+    for (let k = 6; k < 600; k++) a.process(d, k * 100);
+    const still = a.process(d, 60_000).summary;
+    expect(Object.isFrozen(still) && Object.isFrozen(still.lines!.door.in)).toBe(true);
+    for (let k = 601; k < 620; k++) expect(a.process(d, k * 100).summary).toBe(still);
+    expect(still).toMatchObject(fresh());
+    expect(still.rates).toEqual({ belt: 1 });
+  });
 });
