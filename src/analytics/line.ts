@@ -323,6 +323,7 @@ export class LineCounter {
         if (taken) {
           sides.delete(by);
           sides.set(id, taken);
+          this.reclaim(sides, by, id);
         }
         st = taken;
       }
@@ -750,6 +751,7 @@ export class LineCounter {
   private release(sides: Map<number, Side>, old: Side, oldId: number, id: number, used: boolean): void {
     if (used) {
       sides.delete(oldId);
+      this.reclaim(sides, oldId, id);
       return;
     }
     old.claimedBy = id;
@@ -758,6 +760,16 @@ export class LineCounter {
       old.pendingId = -1;
       if (old.was < 0) old.wasAt = NaN;
     }
+  }
+
+  /**
+   * Tracks claimed by `from` (release), whose state went on under `to`, are claimed by `to`: the
+   * object they were taken for is known under it. Else a claim would lapse while its object
+   * was still known, and a track lost before the line was handed to a later id past it, a second
+   * time. O(tracks), on frames with a hand-over.
+   */
+  private reclaim(sides: Map<number, Side>, from: number, to: number): void {
+    for (const st of sides.values()) if (st.claimedBy === from) st.claimedBy = to;
   }
 
   /**

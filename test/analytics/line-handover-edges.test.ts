@@ -90,4 +90,28 @@ describe('a lost track handOver found for a new id on its own side', () => {
     step(row(1, 340), 1100);
     expect(out).toEqual(['in#2']);
   });
+
+  it('…and stays claimed while its object is known under a later id: a crossing handed on from the new id counts once', () => {
+    const l = line();
+    const row = (id: number, feet: number, origin?: [number, number][]) =>
+      new Detections(new Float32Array([300, feet - 160, 360, feet]), new Float32Array([0.9]), new Int32Array([0]), new Int32Array([id]), origin ? new Map([[id, { box: new Float32Array([300, origin[0][0] - 160, 360, origin[0][0]]), ms: origin[0][1], before: origin.map(([f, ms]) => ({ box: new Float32Array([300, f - 160, 360, f]), ms })) }]]) : undefined);
+    const none = new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0));
+    const out: string[] = [];
+    const step = (d: Detections, t: number) => out.push(...l.update(d, t).map((e) => `${e.direction}#${e.trackId}`));
+    for (let k = 0; k < 5; k++) step(row(1, 230 + 10 * k), k * 100); // id 1 down to 270, lost
+    step(none, 500);
+    step(row(2, 276, [[274, 500]]), 600); // id 2 before the line: claims id 1
+    step(row(2, 280), 700);
+    step(none, 800);
+    step(none, 900);
+    step(row(3, 320, [[312, 800], [316, 900]]), 1000); // id 3 past the line: id 2's crossing, pending
+    step(row(3, 330), 1100);
+    step(row(3, 345), 1200); // on: counted
+    step(none, 1300);
+    step(none, 1400);
+    step(row(4, 360, [[352, 1300], [356, 1400]]), 1500); // id 4 further on: id 3 again, not id 1
+    step(row(4, 370), 1600);
+    step(row(4, 380), 1700);
+    expect(out).toEqual(['in#3']);
+  });
 });
