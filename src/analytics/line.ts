@@ -134,6 +134,8 @@ interface Side {
    * while that new id is unseen, it is that object: it goes on with the new id's state.
    */
   claimedBy: number;
+  /** A hand-over settled (settle) whose crossing waits for the new id to leave the margin past the line: made on its next side change, or counted if it is forgotten first (drop). */
+  owed: boolean;
 }
 
 /**
@@ -168,7 +170,7 @@ function metLineAt(aMs: number, ad: number, bMs: number, bd: number): number {
 }
 
 function newSide(side: -1 | 1, tMs: number, x: number, y: number, box: ArrayLike<number>, frameMs: number, classId: number): Side {
-  return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box), metAt: NaN, was: -1, wasAt: NaN, pending: undefined, pendingId: -1, pendingSince: 0, pendingAt: NaN, nearest: 0, furthest: 0, classId, claimedBy: -1 };
+  return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box), metAt: NaN, was: -1, wasAt: NaN, pending: undefined, pendingId: -1, pendingSince: 0, pendingAt: NaN, nearest: 0, furthest: 0, classId, claimedBy: -1, owed: false };
 }
 
 /**
@@ -575,6 +577,7 @@ export class LineCounter {
       // being decided (settle): that crossing, if it counts, was made then.
       if (st.was >= 0) {
         st.was = -1;
+        st.owed = false;
         if (!st.pending) st.wasAt = NaN;
       }
       return undefined;
@@ -587,6 +590,7 @@ export class LineCounter {
     const was = st.was, wasAt = st.wasAt;
     st.was = -1;
     st.wasAt = NaN;
+    st.owed = false;
     if (!this.withinSegment(px + (x - px) * k, py + (y - py) * k)) return undefined;
     this.handedFrom = was;
     // A crossing handed over (settle) was made before the new id was first seen past the line.
@@ -626,6 +630,7 @@ export class LineCounter {
     // state over within the margin (adopted) met it since, if it did.
     st.wasAt = st.wasAt > st.pendingAt ? st.wasAt : st.pendingAt;
     st.was = st.pendingId;
+    st.owed = true;
     st.pending = undefined;
     st.pendingId = -1;
   }
@@ -755,6 +760,7 @@ export class LineCounter {
       return;
     }
     old.claimedBy = id;
+    old.owed = false;
     if (old.pending) {
       old.pending = undefined;
       old.pendingId = -1;
@@ -774,14 +780,25 @@ export class LineCounter {
 
   /**
    * Takes track `id` off `sides` (forgotten). A lost track handed over to it whose crossing it
-   * was still deciding (settle: it went neither on nor back by the margin before it was lost)
-   * counts (on `gone`, raised by update on this frame, with no row): the new id was seen past the
+   * was still deciding (settle: it went neither on nor back by the margin before it was lost), or
+   * had settled without leaving the margin past the line since (owed), counts (on `gone`, raised by update on this frame, with no row): the new id was seen past the
    * line and not back towards it. Before, it went with it: a person lost before a door line,
    * found standing past it under a new id that vanished within HANDOVER_SETTLE_MS, was never
    * counted.
    */
   private drop(sides: Map<number, Side>, id: number, st: Side): void {
     sides.delete(id);
+    if (st.owed) {
+      // Settled, its crossing waiting for the new id to leave the margin past the line: last seen
+      // past it (within the margin), it crossed. Before, lost: a person found past the line who
+      // stepped back into the band and stood there over HANDOVER_SETTLE_MS before vanishing was
+      // not counted, though one who vanished sooner was.
+      const pd = this.signedDistance(st.x, st.y), nd = this.signedDistance(st.lx, st.ly);
+      const k = pd / (pd - nd);
+      if ((pd < 0) === (nd < 0) || !this.withinSegment(st.x + (st.lx - st.x) * k, st.y + (st.ly - st.y) * k)) return;
+      this.gone.push({ other: sides !== this.side, direction: st.side === -1 ? 'in' : 'out', trackId: id, classId: st.classId, previousTrackId: st.was, atMs: st.wasAt });
+      return;
+    }
     const old = st.pending;
     if (!old || old.side === st.side) return;
     const pd = this.signedDistance(old.x, old.y), nd = this.signedDistance(st.x, st.y);

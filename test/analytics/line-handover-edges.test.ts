@@ -47,6 +47,24 @@ describe('a hand-over pending on a new id that vanishes', () => {
     }
   });
 
+  it('…or back into the band past the line, standing there over a second before it vanishes: counted once, as one that vanished sooner', () => {
+    // Gone at 0.8 s with feet at 240; found at 313 from 2.3 s (past the line, beyond the margin), at 305 from
+    // 2.6 s (within it, 8 px back: not back by the margin), gone at `until`. Before: counted for 3.1, not for
+    // 4.1 (settled after a second, its crossing waiting for it to leave the band, lost with it).
+    for (const until of [3.1, 4.1]) {
+      const l = line();
+      const tracker = new ByteTracker({ frameRateHint: 10 });
+      const got: [string, number, number | undefined, number][] = [];
+      for (let k = 0; k < 80; k++) {
+        const t = k / 10;
+        const feet = t < 0.8 ? 160 + 100 * t : t >= 2.3 && t < 2.6 ? 313 : t >= 2.6 && t < until ? 305 : undefined;
+        const d = feet === undefined ? new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0)) : new Detections(Float32Array.of(300, feet - 160, 360, feet), Float32Array.of(0.9), Int32Array.of(0));
+        for (const e of l.update(tracker.update(d, k * 100), k * 100)) got.push([e.direction, e.trackId, e.previousTrackId, e.row]);
+      }
+      expect(got, `until ${until}`).toEqual([['in', 2, 1, -1]]);
+    }
+  });
+
   it('its alert says when it crossed, and that it was raised once the new id was gone', () => {
     const cfg = SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'door', units: 'pixel', from: [640, 300], to: [0, 300], anchor: 'bottom-center' }], rules: [{ id: 'in', type: 'line-cross', line: 'door', direction: 'any' }] });
     const a = new SourceAnalyzer(cfg, ['person'], 'sources[0]');
