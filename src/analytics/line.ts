@@ -780,11 +780,11 @@ export class LineCounter {
 
   /**
    * Takes track `id` off `sides` (forgotten). A lost track handed over to it whose crossing it
-   * was still deciding (settle: it went neither on nor back by the margin before it was lost), or
-   * had settled without leaving the margin past the line since (owed), counts (on `gone`, raised by update on this frame, with no row): the new id was seen past the
-   * line and not back towards it. Before, it went with it: a person lost before a door line,
-   * found standing past it under a new id that vanished within HANDOVER_SETTLE_MS, was never
-   * counted.
+   * was still deciding (settle: it went neither on nor back by the margin before it was lost),
+   * or had settled without leaving the margin past the line since (owed), counts (on `gone`,
+   * raised by update on this frame, with no row): the new id was seen past the line and not back
+   * towards it. Before, it went with it: a person lost before a door line, found standing past
+   * it under a new id that vanished within HANDOVER_SETTLE_MS, was never counted.
    */
   private drop(sides: Map<number, Side>, id: number, st: Side): void {
     sides.delete(id);
