@@ -1373,8 +1373,15 @@ export class Outbox {
     this.updateStats();
   }
 
-  /** The broker acknowledged these messages (or they were dead-lettered): forget them. */
+  /**
+   * The broker acknowledged these messages (or they were dead-lettered): forget them. After
+   * close(), nothing, as append and replace do: the journal is closed, and what it holds is
+   * replayed at the next start (at least once; consumers de-duplicate by alert id). (Before, the
+   * ack's line was queued for a closed file: a write error counted and logged (EBADF), and the
+   * run's exit said its undelivered alerts were not all on disk.)
+   */
   ack(messages: readonly Message[]): void {
+    if (this.closed) return;
     for (const m of messages) {
       const k = outboxKey(m);
       if (!k) continue;

@@ -1310,6 +1310,26 @@ async function alertModules() {
   return { AlertPublisher, Publisher, AlertsSchema, Detections, letterbox, emptyStamps };
 }
 
+describe('Outbox.ack after close()', () => {
+  it('is a no-op, as append and replace are: no write to the closed journal (no write error), and what it held is replayed at the next start', async () => {
+    const d = dir();
+    const logs: string[] = [];
+    const ob = await Outbox.open(opts(d, { log: (m) => logs.push(m) }));
+    const [m, j] = alert('late-ack');
+    await ob.append(m, j);
+    await ob.close();
+    ob.ack([m]);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(ob.stats.writeErrors).toBe(0);
+    expect(ob.stats.acked).toBe(0);
+    expect(ob.journaled).toBe(true);
+    expect(logs.join('\n')).not.toMatch(/journal write failed/);
+    const again = await Outbox.open(opts(d));
+    expect(again.takeRecovered().map((r) => r.key)).toEqual(['alert:late-ack']);
+    await again.close();
+  });
+});
+
 describe('a camera\'s status changes while the disk is frozen and the writer\'s queue is full', () => {
   it('reach the sinks in the order they happened: the newer one, not queued, does not overtake the older, queued one', async () => {
     const { Publisher } = await alertModules();
