@@ -23,9 +23,9 @@ export type AnalyticsSummary = z.output<typeof AnalyticsSummarySchema>;
 export const SnapshotOmittedSchema = z
   .strictObject({
     reason: z
-      .enum(['failed', 'busy', 'too-large'])
+      .enum(['failed', 'busy', 'too-large', 'unknown'])
       .describe(
-        'failed: rendering or writing it failed; busy: too many pictures waited for theirs (alerts.snapshot, 128 MB held); too-large: the alert with it was larger than Kafka takes (sinks.kafka.maxMessageBytes, or the broker refused it), so Kafka got it without (the JSON lines and the WebSocket have it)',
+        "failed: rendering or writing it failed; busy: too many pictures waited for theirs (alerts.snapshot, 128 MB held); too-large: the alert with it was larger than Kafka takes (sinks.kafka.maxMessageBytes, or the broker refused it), so Kafka got it without (the JSON lines and the WebSocket have it); unknown: replayed from the outbox as it was journaled when raised, before its snapshot was known (argus stopped before the alert with it was on disk): the snapshot may never have been rendered, or this alert may have been delivered with it already (the same id: a consumer that has that message keeps it)",
       ),
     detail: z.string().describe('what happened, in words'),
     url: z.string().optional().describe("too-large: where this argus's server answers the picture (GET, with the token or the session cookie; the WebSocket's snapshot url) while it holds it"),

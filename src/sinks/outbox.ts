@@ -6,6 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { makeDir } from '../core/files.js';
 import type { LogFn } from '../core/log.js';
+import type { SnapshotOmitted } from '../analytics/published.js';
 import type { AlertStore } from './kafka.js';
 import type { Message } from './message.js';
 
@@ -154,6 +155,29 @@ export interface OutboxStats {
   writeErrors: number;
   /** Messages handed to the sinks before their write was confirmed: the disk took longer than JOURNAL_WAIT_MS (frozen, hung). */
   slowWrites: number;
+}
+
+/**
+ * What an alert journaled when raised says of its snapshot (Publisher.reserve): that record is
+ * replayed only if argus stopped before the alert with its snapshot was on disk, which says
+ * nothing of the snapshot itself. The alert may have been handed to Kafka in full already (the
+ * disk hung or was full: it goes on unjournaled after JOURNAL_WAIT_MS, or at once on a failed
+ * write), or its snapshot may have been rendered a moment before the crash. (It said "argus
+ * stopped … before the snapshot was rendered", reason `failed`: after a hung disk and a crash, a
+ * consumer that had the alert with its picture was then told the picture was never rendered.)
+ */
+export const RESERVED_OMITTED: SnapshotOmitted = {
+  reason: 'unknown',
+  detail: 'journaled when the alert was raised, before its snapshot was known; argus stopped (a crash, kill -9 or power cut) before the alert with its snapshot was on disk, and it was replayed from the outbox without it: the snapshot may never have been rendered, or this alert may have been delivered with it already (same id)',
+};
+
+/** RESERVED_OMITTED as releases before it wrote it into a record (its JSON, exactly), and what replaces it at open. */
+const RESERVED_BEFORE = '"snapshotOmitted":{"reason":"failed","detail":"argus stopped (a crash, kill -9 or power cut) before the snapshot was rendered; replayed from the outbox without it"}';
+const RESERVED_NOW = `"snapshotOmitted":${JSON.stringify(RESERVED_OMITTED)}`;
+
+/** An alert record an older release journaled when raised, saying what RESERVED_OMITTED says now; any other as it is. */
+function reservedSaidTruly(r: OutboxRecord): OutboxRecord {
+  return r.kind === 'alert' && r.value.includes(RESERVED_BEFORE) ? { ...r, value: r.value.replace(RESERVED_BEFORE, RESERVED_NOW) } : r;
 }
 
 /** The journal's name in the outbox folder. */
@@ -799,7 +823,10 @@ export class Outbox {
       this.stats.damagedCopy = await keepDamaged(dir);
     }
     const at = this.readClocks();
-    for (const r of records.values()) this.addLive(r, this.ageOf(r, at), Buffer.byteLength(this.putLine(r)), at.mono);
+    for (const found of records.values()) {
+      const r = reservedSaidTruly(found);
+      this.addLive(r, this.ageOf(r, at), Buffer.byteLength(this.putLine(r)), at.mono);
+    }
     // (A journal an adoption appended to, then a crash: the records taken over are after this one's own.)
     this.sortLive();
     this.expire();

@@ -4,17 +4,11 @@ import type { Frame } from '../core/frame.js';
 import type { AnalyticsSummary } from '../analytics/analyzer.js';
 import type { Transition } from '../sources/health.js';
 import type { AlertBody } from '../analytics/analyzer.js';
-import { withoutSnapshot, type SnapshotOmitted } from '../analytics/published.js';
+import { withoutSnapshot } from '../analytics/published.js';
 import { alertMessage, detectionsMessage, runTag, statusMessage, type AlertMessage, type Claim, type DetectionsMessage, type ModelInfo, type StatusMessage } from './message.js';
 import { redact } from '../core/redact.js';
-import type { Outbox } from './outbox.js';
+import { RESERVED_OMITTED, type Outbox } from './outbox.js';
 import type { Sink } from './sink.js';
-
-/** What an alert journaled when raised says of its snapshot, should argus stop before the snapshot is done. */
-const RESERVED_OMITTED: SnapshotOmitted = {
-  reason: 'failed',
-  detail: 'argus stopped (a crash, kill -9 or power cut) before the snapshot was rendered; replayed from the outbox without it',
-};
 
 /**
  * Builds each message once, stamps `published`, serialises it once and hands the same JSON to
