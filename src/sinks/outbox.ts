@@ -695,6 +695,29 @@ async function existingFolder(dir: string): Promise<string> {
   return resolve(dir);
 }
 
+/** Whether an error (or the error it wraps: takeLock's) says the volume is read-only. */
+function readOnlyVolume(e: unknown): boolean {
+  const code = (x: unknown) => (x as NodeJS.ErrnoException | undefined)?.code;
+  return code(e) === 'EROFS' || code((e as { cause?: unknown } | undefined)?.cause) === 'EROFS';
+}
+
+/**
+ * What the start says when the outbox folder `dir` cannot be made (VAP_ERR_OUTBOX): a file where
+ * it, or a folder above it, would be is named as a file (it said "cannot create … (EEXIST)", or
+ * ENOTDIR, and left the reader to find which path was in the way).
+ */
+async function cannotCreate(dir: string, e: unknown): Promise<string> {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'EEXIST' || code === 'ENOTDIR') {
+    for (let p = resolve(dir), i = 0; i < 64; p = dirname(p), i++) {
+      const st = await stat(p).catch(() => undefined);
+      if (st && !st.isDirectory()) return `outbox: ${p} is a file, not a folder${p === resolve(dir) ? '' : ` (outbox.dir ${dir} would be made in it)`}; set outbox.dir to a folder (made if missing), or move the file away`;
+      if (st || dirname(p) === p) break;
+    }
+  }
+  return `outbox: cannot create ${dir} (${code ?? (e as Error).message}); set outbox.dir to a writable folder`;
+}
+
 export class Outbox {
   private fh!: FileHandle;
   private readonly live = new Map<string, OutboxRecord>();
@@ -765,26 +788,48 @@ export class Outbox {
   private async init(): Promise<void> {
     const { dir } = this.o;
     this.bootId = this.o.bootId ?? (await readFile('/proc/sys/kernel/random/boot_id', 'utf8').catch(() => '')).trim();
+    let made = true;
     try {
       // Its own user's alone (when argus makes it): the journal holds every alert (snapshots
       // embedded), the lock the holder's pid and host. Files made by umask 022 were readable by
       // every local user.
       await makeDir(dir, PRIVATE_DIR);
     } catch (e) {
-      throw new ArgusError(ErrorCodes.OUTBOX, `outbox: cannot create ${dir} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); set outbox.dir to a writable folder`, { cause: e });
+      // A read-only volume: run without the journal (see readOnly), as on a full disk.
+      if (!readOnlyVolume(e)) throw new ArgusError(ErrorCodes.OUTBOX, await cannotCreate(dir, e), { cause: e });
+      this.readOnly = (e as NodeJS.ErrnoException).code ?? 'EROFS';
+      made = false;
     }
-    const unsafe = await unsafeFolderRefusal(dir);
-    if (unsafe) throw new ArgusError(ErrorCodes.OUTBOX, unsafe);
+    if (made) {
+      const unsafe = await unsafeFolderRefusal(dir);
+      if (unsafe) throw new ArgusError(ErrorCodes.OUTBOX, unsafe);
+    }
     await this.lock();
     try {
-      await this.load();
+      // (No folder: no journal to read.)
+      if (made) await this.load();
+      else this.updateStats();
     } catch (e) {
-      await this.unlock();
+      if (!this.readOnly) await this.unlock();
       openHere.delete(this.hereKey);
       throw e;
     }
+    if (this.readOnly) {
+      const found = this.pendingAlerts;
+      this.log(`outbox: ${dir} is on a read-only volume (${this.readOnly}): argus runs and publishes alerts without the journal, NOT protected against a crash, kill -9 or power cut (each refused write counted in argus_outbox_events_total{event="write_errors"}; the exit says what was not on disk)${found > 0 ? `; the ${found} undelivered alert(s) found in it are replayed, and replayed again at every start until the volume is writable (they cannot be marked delivered there)` : ''}; make the volume writable, or set outbox.dir to a writable folder, and restart`, { dir, code: ErrorCodes.OUTBOX, errno: this.readOnly }, 'error');
+      return;
+    }
     if (this.o.checkRoom !== false) await this.checkRoom().catch(() => undefined);
   }
+
+  /**
+   * The outbox's volume is read-only (its errno), found at open: argus runs without the journal,
+   * as it does when the disk is full, rather than refusing to start (a volume remounted read-only
+   * after disk errors, then a restart: every camera went blind, not only its alerts unprotected).
+   * What the journal holds is read and replayed; nothing is written (no lock, no rewrite); each
+   * line refused is a write error, and `journaled` is false once a record is only in memory.
+   */
+  private readOnly: string | undefined;
 
   /**
    * Says at open (a warning) when the outbox's volume has less room than its bounds need: three
@@ -820,7 +865,7 @@ export class Outbox {
     if (corrupt > 0) {
       // The rewrite below leaves only the lines that read back: the journal as it was is kept
       // (a hard link, no copy), so the damaged records can still be looked at or recovered by hand.
-      this.stats.damagedCopy = await keepDamaged(dir);
+      this.stats.damagedCopy = this.readOnly ? undefined : await keepDamaged(dir);
     }
     const at = this.readClocks();
     for (const found of records.values()) {
@@ -832,7 +877,7 @@ export class Outbox {
     this.expire();
     this.recoveredRecords = [...this.live.values()];
     this.stats.recovered = this.recoveredRecords.length;
-    const rewritten = await this.rewrite();
+    const rewritten = this.readOnly ? false : await this.rewrite();
     if (!rewritten && this.stats.damagedCopy) {
       // Not rewritten (no room for a copy): the journal, damaged lines included, is still the
       // file appended to, so the link is no copy "as it was": removed, and not said.
@@ -1033,12 +1078,20 @@ export class Outbox {
     const key = (this.hereKey = await realpath(this.o.dir).catch(() => resolve(this.o.dir)));
     if (openHere.has(key)) throw Object.assign(new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is already open in this process; give each pipeline its own outbox.dir`), { inUse: true });
     openHere.add(key);
+    // A folder that could not be made (read-only): no lock to take.
+    if (this.readOnly) return;
     try {
       await this.takeLock(path);
     } catch (e) {
-      openHere.delete(key);
       await this.lockFile?.fh.close().catch(() => undefined);
       this.lockFile = undefined;
+      // A read-only volume (no lock can be made, nor a dead one's taken over): run without the
+      // journal (readOnly). Held by a live argus: refused, as anywhere.
+      if (readOnlyVolume(e)) {
+        this.readOnly = ((e as { cause?: NodeJS.ErrnoException }).cause ?? (e as NodeJS.ErrnoException)).code ?? 'EROFS';
+        return;
+      }
+      openHere.delete(key);
       throw e;
     }
   }
@@ -1317,6 +1370,8 @@ export class Outbox {
       : { key: k.key, kind: k.kind, source: m.source, at: this.clock(), value: json, boot: this.bootId, up: Math.round(sinceBoot()) };
     const text = this.putLine(rec);
     const bytes = Buffer.byteLength(text);
+    // Read-only: the record is in memory only.
+    if (this.readOnly) this.unjournaled = true;
     if (same) this.replaceLive(rec, bytes);
     else {
       if (prev) this.dropLive(prev);
@@ -1395,6 +1450,7 @@ export class Outbox {
     const rec: OutboxRecord = { ...cur, value: json };
     const text = this.putLine(rec);
     const bytes = Buffer.byteLength(text);
+    if (this.readOnly) this.unjournaled = true;
     this.replaceLive(rec, bytes);
     this.enqueue(text, undefined, bytes);
     this.updateStats();
@@ -1431,6 +1487,12 @@ export class Outbox {
   private enqueue(text: string, done?: () => void, bytes = Buffer.byteLength(text)): void {
     if (this.lockLost) {
       this.stats.writeErrors++;
+      done?.();
+      return;
+    }
+    if (this.readOnly) {
+      // Said at open, and again every 100th line refused (the metrics count each).
+      if (++this.stats.writeErrors % 100 === 0) this.log(`outbox: ${this.o.dir} is on a read-only volume (${this.readOnly}): alerts are still published but not protected against a crash (${this.stats.writeErrors} journal writes refused so far)`, { dir: this.o.dir, code: ErrorCodes.OUTBOX, errno: this.readOnly }, 'error');
       done?.();
       return;
     }
@@ -1845,6 +1907,11 @@ export class Outbox {
   private async closeInner(): Promise<void> {
     while (this.writing) await this.writing;
     this.closed = true;
+    // Nothing was written, nor locked: nothing to put back, compact or release.
+    if (this.readOnly) {
+      openHere.delete(this.hereKey);
+      return;
+    }
     // A journal removed since the last write (its folder deleted just before the stop) is put
     // back by the rewrite below, or the stop says the alerts may be lost (journaled false).
     const back = this.lockLost || (await this.inPlace()) || (await this.journalLost());

@@ -1,0 +1,149 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
+import { isArgusError } from '../../src/core/errors.js';
+import type { AlertMessage } from '../../src/sinks/message.js';
+
+/**
+ * A read-only volume, as a `mount -o ro` (or a remount read-only after disk errors) answers:
+ * every call that would change a path under `ro` fails EROFS; reads work. (Checked against a real
+ * read-only tmpfs by hand: the same codes, from mkdir, open 'wx' and rename.)
+ */
+const { ro } = vi.hoisted(() => {
+  // (Hoisted with the mock: plain requires, before the imports above are bound.)
+  const { mkdtempSync: mk } = require('node:fs') as typeof import('node:fs');
+  const { tmpdir: tmp } = require('node:os') as typeof import('node:os');
+  const path = require('node:path') as typeof import('node:path');
+  return { ro: path.resolve(mk(path.join(tmp(), 'argus-ro-'))) };
+});
+vi.mock('node:fs/promises', async (orig) => {
+  const fs = await orig<typeof import('node:fs/promises')>();
+  const under = (p: unknown) => typeof p === 'string' && (resolve(p) === ro || resolve(p).startsWith(`${ro}/`));
+  const erofs = (syscall: string, p: unknown) => Object.assign(new Error(`EROFS: read-only file system, ${syscall} '${String(p)}'`), { code: 'EROFS', syscall, path: p });
+  const exists = (p: string) => fs.stat(p).then(() => true, () => false);
+  const writes = (flags: unknown) => (typeof flags === 'number' ? (flags & 3) !== 0 || (flags & 0o100) !== 0 : typeof flags === 'string' && flags !== 'r');
+  const guard =
+    <A extends unknown[], R>(name: string, f: (...a: A) => Promise<R>) =>
+    (...a: A): Promise<R> =>
+      under(a[0]) || (name === 'rename' || name === 'link' || name === 'copyFile' ? under(a[1]) : false) ? Promise.reject(erofs(name, a[0])) : f(...a);
+  return {
+    ...fs,
+    // Linux looks the path up first: an existing one answers EEXIST (mkdir, an exclusive open), a
+    // missing parent ENOENT, and only then the volume EROFS.
+    mkdir: async (p: string, o?: unknown) => {
+      if (!under(p)) return fs.mkdir(p, o as never);
+      if (await exists(p)) throw Object.assign(new Error(`EEXIST: file already exists, mkdir '${p}'`), { code: 'EEXIST' });
+      if (!(await exists(dirname(p)))) throw Object.assign(new Error(`ENOENT: no such file or directory, mkdir '${p}'`), { code: 'ENOENT' });
+      throw erofs('mkdir', p);
+    },
+    open: async (p: string, flags?: unknown, mode?: unknown) => {
+      if (!under(p) || !writes(flags)) return (fs.open as (...a: unknown[]) => Promise<unknown>)(p, flags, mode);
+      const exclusive = typeof flags === 'string' ? flags.includes('x') : ((flags as number) & 0o200) !== 0;
+      if (exclusive && (await exists(p))) throw Object.assign(new Error(`EEXIST: file already exists, open '${p}'`), { code: 'EEXIST' });
+      throw erofs('open', p);
+    },
+    rename: guard('rename', fs.rename),
+    rm: guard('rm', fs.rm),
+    writeFile: guard('writeFile', fs.writeFile as (...a: unknown[]) => Promise<void>),
+    link: guard('link', fs.link),
+    copyFile: guard('copyFile', fs.copyFile as (...a: unknown[]) => Promise<void>),
+    utimes: guard('utimes', fs.utimes),
+  };
+});
+
+const { Outbox, readOutbox } = await import('../../src/sinks/outbox.js');
+
+const opts = (d: string, log: string[] = []) => ({ dir: d, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: true, log: (m: string) => void log.push(m) });
+function alert(id: string): [AlertMessage, string] {
+  const m = { type: 'alert', version: 1, source: 'cam', alert: { id, rule: 'r', severity: 'critical', event: 'zone.enter', message: 'm' } } as unknown as AlertMessage;
+  return [m, JSON.stringify(m)];
+}
+/** A journal an earlier run left in `d` (made before the volume is read-only: the mock lets this process's sync fs through), holding `ids` undelivered. */
+function leftJournal(d: string, ids: string[]): void {
+  mkdirSync(d, { recursive: true, mode: 0o700 });
+  const lines = ids.map((id) => {
+    const json = JSON.stringify({ op: 'put', key: `alert:${id}`, kind: 'alert', source: 'cam', at: Date.now(), value: alert(id)[1] });
+    return `${createHash('sha1').update(json).digest('hex').slice(0, 8)} ${json}\n`;
+  });
+  writeFileSync(join(d, 'outbox.log'), lines.join(''), { mode: 0o600 });
+}
+
+describe('an outbox on a read-only volume', () => {
+  it('starts, as on a full disk: its undelivered alerts are replayed, new ones published unprotected, said as an error and counted (before: VAP_ERR_OUTBOX "cannot lock … (EROFS)", no detection at all)', async () => {
+    const d = join(ro, 'left');
+    leftJournal(d, ['a1', 'a2']);
+    const before = readFileSync(join(d, 'outbox.log'), 'utf8');
+    const logs: string[] = [];
+    const ob = await Outbox.open(opts(d, logs));
+    expect(ob.takeRecovered().map((r) => r.key)).toEqual(['alert:a1', 'alert:a2']);
+    expect(logs.join('\n')).toMatch(/is on a read-only volume \(EROFS\): argus runs and publishes alerts without the journal, NOT protected/);
+    expect(logs.join('\n')).toMatch(/the 2 undelivered alert\(s\) found in it are replayed/);
+    expect(ob.journaled).toBe(true); // what it holds is on disk
+    // A new alert: handed on at once (no wait on a disk that refuses), in memory only.
+    const t0 = performance.now();
+    await ob.append(...alert('b1'));
+    expect(performance.now() - t0).toBeLessThan(500);
+    expect(ob.journaled).toBe(false);
+    expect(ob.stats.writeErrors).toBe(1);
+    expect(ob.pendingAlerts).toBe(3);
+    ob.ack([alert('a1')[0], alert('b1')[0]]);
+    expect(ob.pendingAlerts).toBe(1);
+    await ob.close();
+    // Nothing written there: no lock left, the journal as it was.
+    expect(readFileSync(join(d, 'outbox.log'), 'utf8')).toBe(before);
+    expect(() => statSync(join(d, 'outbox.lock'))).toThrow();
+    // Opened again in this process (its folder no longer held).
+    const again = await Outbox.open(opts(d));
+    expect(again.takeRecovered()).toHaveLength(2);
+    await again.close();
+  });
+
+  it('a folder still to be made there: the run starts without the journal, said', async () => {
+    const logs: string[] = [];
+    const ob = await Outbox.open(opts(join(ro, 'new', 'outbox'), logs));
+    expect(ob.takeRecovered()).toEqual([]);
+    expect(logs.join('\n')).toMatch(/new\/outbox is on a read-only volume \(EROFS\)/);
+    await ob.append(...alert('c1'));
+    expect(ob.journaled).toBe(false);
+    await ob.close();
+  });
+
+  it('a lock a crashed argus left there (the volume remounted read-only after): it cannot be taken over, and the run starts without the journal all the same', async () => {
+    const d = join(ro, 'crashed');
+    leftJournal(d, ['k1']);
+    writeFileSync(join(d, 'outbox.lock'), '4194303\n'); // no such process
+    const logs: string[] = [];
+    const ob = await Outbox.open(opts(d, logs));
+    expect(ob.takeRecovered().map((r) => r.key)).toEqual(['alert:k1']);
+    expect(logs.join('\n')).toMatch(/read-only volume \(EROFS\)/);
+    await ob.close();
+    expect(readFileSync(join(d, 'outbox.lock'), 'utf8')).toBe('4194303\n');
+  });
+
+  it('a journal a running argus holds there is still refused as in use', async () => {
+    const d = join(ro, 'held');
+    leftJournal(d, ['h1']);
+    // The older lock format (a pid alone): this test's parent process, alive.
+    writeFileSync(join(d, 'outbox.lock'), `${process.ppid}\n`);
+    const e = await Outbox.open(opts(d)).catch((x: unknown) => x);
+    expect(isArgusError(e) && e.message).toMatch(/is in use by another argus \(pid \d+\)/);
+    expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:h1']);
+  });
+});
+
+describe('an outbox.dir that is a file', () => {
+  it('is refused naming it as a file (before: "cannot create … (EEXIST)"), and so is a folder to be made under one (before: ENOTDIR)', async () => {
+    const base = mkdtempSync(join(tmpdir(), 'argus-outbox-file-'));
+    const file = join(base, 'outbox');
+    writeFileSync(file, 'x');
+    const e = await Outbox.open(opts(file)).catch((x: unknown) => x);
+    expect(isArgusError(e) && e.code).toBe('VAP_ERR_OUTBOX');
+    expect((e as Error).message).toBe(`outbox: ${file} is a file, not a folder; set outbox.dir to a folder (made if missing), or move the file away`);
+    const under = join(file, 'a', 'b');
+    const e2 = await Outbox.open(opts(under)).catch((x: unknown) => x);
+    expect(isArgusError(e2) && e2.code).toBe('VAP_ERR_OUTBOX');
+    expect((e2 as Error).message).toBe(`outbox: ${file} is a file, not a folder (outbox.dir ${under} would be made in it); set outbox.dir to a folder (made if missing), or move the file away`);
+  });
+});
