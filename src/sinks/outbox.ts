@@ -808,7 +808,12 @@ export class Outbox {
     try {
       // (No folder: no journal to read.)
       if (made) await this.load();
-      else this.updateStats();
+      else {
+        this.updateStats();
+        // The age bound holds for what is held in memory too, as load sets it.
+        this.ageTimer = setInterval(() => this.expire(), 60_000);
+        this.ageTimer.unref();
+      }
     } catch (e) {
       if (!this.readOnly) await this.unlock();
       openHere.delete(this.hereKey);

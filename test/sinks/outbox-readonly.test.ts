@@ -122,6 +122,23 @@ describe('an outbox on a read-only volume', () => {
     expect(readFileSync(join(d, 'outbox.lock'), 'utf8')).toBe('4194303\n');
   });
 
+  it('with no folder there, what it holds in memory still ages out by outbox.maxAgeHours (said), as a journal\'s records do', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      let mono = 0;
+      const logs: string[] = [];
+      const ob = await Outbox.open({ ...opts(join(ro, 'aging', 'outbox'), logs), maxAgeMs: 60_000, monotonic: () => mono });
+      await ob.append(...alert('old'));
+      mono = 61_000;
+      vi.advanceTimersByTime(60_000);
+      expect(ob.pendingAlerts).toBe(0);
+      expect(logs.join('\n')).toMatch(/alert old dropped undelivered: older than outbox.maxAgeHours/);
+      await ob.close();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('a journal a running argus holds there is still refused as in use', async () => {
     const d = join(ro, 'held');
     leftJournal(d, ['h1']);
