@@ -105,6 +105,8 @@ export interface OutboxOptions {
   beside?: readonly { path: string; maxBytes: number; field: string }[];
   /** The volume's free bytes for `dir` (tests; default statfs: blocks available to argus's user). */
   freeBytes?: (dir: string) => Promise<number>;
+  /** How often an open the disk holds up says so, ms (tests; default 30 000). */
+  openSayMs?: number;
   /** Whether open says a shortfall of room (checkRoom). Default true; false for a folder only read and emptied (adoptOnce). */
   checkRoom?: boolean;
 }
@@ -184,6 +186,8 @@ function reservedSaidTruly(r: OutboxRecord): OutboxRecord {
 export const FILE = 'outbox.log';
 /** How long an alert waits for the disk to confirm its journal write before it is handed on anyway, ms. */
 export const JOURNAL_WAIT_MS = 1000;
+/** While the open has not finished, it says so this often, ms (longer than the default lock wait, LOCK_STALE_MS, which says itself). */
+const OPEN_SAY_MS = 30_000;
 /** How long close() waits for the disk, ms. */
 const CLOSE_WAIT_MS = 5000;
 /**
@@ -781,7 +785,21 @@ export class Outbox {
    */
   static async open(o: OutboxOptions): Promise<Outbox> {
     const ob = new Outbox(o);
-    await ob.init();
+    // A disk that does not answer (a hung network mount) holds the open, and a run's start with
+    // it: no source starts, nothing is detected. Said while it lasts (it was silent: argus looked
+    // started, and did nothing).
+    const every = o.openSayMs ?? OPEN_SAY_MS;
+    const began = performance.now();
+    const say = setInterval(() => {
+      const s = Math.round((performance.now() - began) / 1000);
+      ob.log(`outbox: opening the journal in ${o.dir} has taken ${s} s so far (a disk or network mount that does not answer?); a run starts no source until it is open: nothing is detected meanwhile`, { dir: o.dir, code: ErrorCodes.OUTBOX, waitedS: s }, 'error');
+    }, every);
+    say.unref();
+    try {
+      await ob.init();
+    } finally {
+      clearInterval(say);
+    }
     return ob;
   }
 

@@ -1376,6 +1376,33 @@ describe('an alert handed on while the disk hangs, then a crash', () => {
   });
 });
 
+describe('an open the disk holds up (a hung network mount)', () => {
+  it('says so while it lasts (a run starts no source until the outbox is open), and stops saying it once open', async () => {
+    const proto = Outbox.prototype as unknown as { load: () => Promise<void> };
+    const own = proto.load;
+    let answer!: () => void;
+    const answered = new Promise<void>((r) => (answer = r));
+    proto.load = async function (this: unknown) {
+      await answered;
+      return own.call(this);
+    };
+    const logs: string[] = [];
+    try {
+      const opening = Outbox.open(opts(dir(), { openSayMs: 50, log: (m) => logs.push(m) }));
+      await until(() => logs.filter((l) => l.includes('opening the journal')).length >= 2);
+      expect(logs.find((l) => l.includes('opening the journal'))).toMatch(/has taken \d+ s so far \(a disk or network mount that does not answer\?\); a run starts no source until it is open: nothing is detected meanwhile/);
+      answer();
+      const ob = await opening;
+      const said = logs.length;
+      await new Promise((r) => setTimeout(r, 200));
+      expect(logs.length).toBe(said);
+      await ob.close();
+    } finally {
+      proto.load = own;
+    }
+  });
+});
+
 describe('Outbox.ack after close()', () => {
   it('is a no-op, as append and replace are: no write to the closed journal (no write error), and what it held is replayed at the next start', async () => {
     const d = dir();
