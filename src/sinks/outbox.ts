@@ -837,6 +837,11 @@ export class Outbox {
       openHere.delete(this.hereKey);
       throw e;
     }
+    if (this.readOnly && this.o.checkRoom === false) {
+      // A folder only read and emptied (adoptOnce): nothing is journaled there.
+      this.log(`outbox: ${dir} is on a read-only volume (${this.readOnly}): what it holds is read, but cannot be taken out there`, { dir, code: ErrorCodes.OUTBOX, errno: this.readOnly }, 'warn');
+      return;
+    }
     if (this.readOnly) {
       const found = this.pendingAlerts;
       this.log(`outbox: ${dir} is on a read-only volume (${this.readOnly}): argus runs and publishes alerts without the journal, NOT protected against a crash, kill -9 or power cut (each refused write counted in argus_outbox_events_total{event="write_errors"}; the exit says what was not on disk)${found > 0 ? `; the ${found} undelivered alert(s) found in it are replayed, and replayed again at every start until the volume is writable (they cannot be marked delivered there)` : ''}; make the volume writable, or set outbox.dir to a writable folder, and restart`, { dir, code: ErrorCodes.OUTBOX, errno: this.readOnly }, 'error');

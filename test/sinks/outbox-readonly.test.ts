@@ -139,6 +139,21 @@ describe('an outbox on a read-only volume', () => {
     }
   });
 
+  it('an older release\'s folder there, taken over by a writable outbox (adoptOnce): its records are journaled here, and that folder is not said to leave this run\'s alerts unprotected', async () => {
+    const legacy = join(ro, 'legacy');
+    leftJournal(legacy, ['old1']);
+    const here = mkdtempSync(join(tmpdir(), 'argus-outbox-rw-'));
+    const logs: string[] = [];
+    const ob = await Outbox.open(opts(here, logs));
+    expect(await ob.adoptOnce([legacy])).toBe(1);
+    expect(ob.takeRecovered().map((r) => r.key)).toEqual(['alert:old1']);
+    expect((await readOutbox(here)).map((r) => r.key)).toEqual(['alert:old1']);
+    expect(logs.join('\n')).not.toMatch(/NOT protected/);
+    expect(logs.join('\n')).toMatch(/legacy is on a read-only volume \(EROFS\): what it holds is read, but cannot be taken out there/);
+    expect(ob.journaled).toBe(true);
+    await ob.close();
+  });
+
   it('a journal a running argus holds there is still refused as in use', async () => {
     const d = join(ro, 'held');
     leftJournal(d, ['h1']);
