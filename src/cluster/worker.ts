@@ -107,12 +107,24 @@ const UNREACHABLE_ASK_GAP_MS = 10_000;
 /** How long the worker's 100 ms tick may be late before the worker counts itself stalled (its event loop held: a long GC, SIGSTOP). */
 const STALL_MS = 2000;
 
-/** Whether a camera meant to run here reaches this worker: since when it is meant to (under this record, tried here), its last frame, its source's latest state. */
+/**
+ * Whether a camera meant to run here reaches this worker: since when it is meant to (under this
+ * record, tried here), its last contact (a frame, or ffmpeg opening its input), its source's latest
+ * state, when a connection attempt last failed, and when its chain here last started.
+ */
 interface Reach {
   text: string;
   since: number;
+  /** The last frame here, or the last time ffmpeg opened the camera's input (the path to it works). */
   frameAt: number;
   state: SourceState | undefined;
+  /** performance.now() of the last attempt that failed without ffmpeg opening the input (the source `reconnecting` or `failed`, or its chain ending by itself). */
+  failedAt: number;
+  /** performance.now() when ffmpeg last opened the input, and when an attempt last ended (an attempt that ended after it opened failed for another reason than the path). */
+  openedAt: number;
+  endedAt: number;
+  /** performance.now() when its chain last started here (its first attempt, while its state is `starting`). */
+  chainAt: number;
 }
 
 /** A camera this worker reported unreachable: its record and slot then, when reported, when last found so. */
@@ -531,7 +543,7 @@ export class Worker {
           this.log(`cluster: ${cam.id} ${u.text !== cam.text ? 'was edited' : `reaches ${this.id} again`}; no longer reported unreachable`, { worker: this.id, camera: cam.id, slot: cam.slot });
           continue;
         }
-        if (now - this.quietSince(r) < after || r.state === 'streaming') continue;
+        if (!this.unreachableNowHere(r, now, after)) continue;
         if (u) {
           u.confirmedAt = now;
           u.slot = cam.slot;
@@ -569,10 +581,40 @@ export class Worker {
     void this.membership.requestRebalance();
   }
 
+  /**
+   * Whether what the camera's attempts here tell says that it cannot be reached: no contact (a
+   * frame, or ffmpeg opening its input) for `after`, and an attempt failed at the end of that time
+   * (a failure `after` past the last contact), or its chain's first attempt has gone on that long
+   * without opening the input. Time alone says nothing: a camera waiting out a retry delay (its
+   * source's `reconnect.maxDelayMs`, or the worker's own 10 s before starting an ended chain
+   * again) as long as `after` was reported though its next attempt would have connected, and so
+   * was one whose input opened but whose first frame came later (a 10 s GOP).
+   */
+  private unreachableNowHere(r: Reach, now: number, after: number): boolean {
+    const quiet = this.quietSince(r);
+    if (now - quiet < after || r.state === 'streaming') return false;
+    if (r.failedAt - quiet >= after) return true;
+    // The chain's first attempt, its input not opened yet: a connect that hangs.
+    return (r.state === undefined || r.state === 'starting') && r.openedAt < r.chainAt && r.endedAt < r.chainAt && now - Math.max(quiet, r.chainAt) >= after;
+  }
+
+  /** ffmpeg opened a camera's input here (RunOptions.onSourceOpened): the path to it works, whatever its frames do (a first frame 10 s on, a GOP that long). */
+  sourceOpened(source: string): void {
+    const reach = this.reach.get(source);
+    if (reach) reach.frameAt = reach.openedAt = performance.now();
+  }
+
+  /** An attempt of the camera's source ended by failing (its state `reconnecting` or `failed`, or its chain ended by itself): a failed connection unless ffmpeg opened the input during it. */
+  private attemptFailed(r: Reach): void {
+    const now = performance.now();
+    if (r.openedAt <= r.endedAt) r.failedAt = now;
+    r.endedAt = now;
+  }
+
   /** The reach record of a camera meant to run here (made, counting from `now`, when missing or its record was edited: the new record counts afresh). */
   private reachOf(cam: CameraEntry, now = performance.now()): Reach {
     let r = this.reach.get(cam.id);
-    if (!r || r.text !== cam.text) this.reach.set(cam.id, (r = { text: cam.text, since: now, frameAt: -Infinity, state: undefined }));
+    if (!r || r.text !== cam.text) this.reach.set(cam.id, (r = { text: cam.text, since: now, frameAt: -Infinity, state: undefined, failedAt: -Infinity, openedAt: -Infinity, endedAt: -Infinity, chainAt: now }));
     return r;
   }
 
@@ -944,7 +986,10 @@ export class Worker {
   /** Whether a source's state change is published: not while its camera waits for its claim here (the latest such is kept for admit). */
   publishesStatus(t: Transition): boolean {
     const reach = this.reach.get(t.source);
-    if (reach) reach.state = t.state;
+    if (reach) {
+      reach.state = t.state;
+      if (t.state === 'reconnecting' || t.state === 'failed') this.attemptFailed(reach);
+    }
     const r = this.running.get(t.source);
     if (!r || r.claim !== undefined) return true;
     this.heldStatus.set(t.source, t);
@@ -973,7 +1018,10 @@ export class Worker {
     const done = new Promise<void>((r) => (ended = r));
     const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, claim, stop$, done, fenced: false, stopping: false, stoppingAt: 0, handoffSince: 0, handoffAfter: -1, readySent: false, standbyState: undefined, ended: false, startedAt: Date.now() };
     this.running.set(cam.id, run);
-    this.reachOf(cam);
+    const reach = this.reachOf(cam);
+    // A new chain: its first attempt starts now (its state says so until the source tells more).
+    reach.chainAt = performance.now();
+    reach.state = undefined;
     if (claim) {
       this.claims.set(cam.id, claim);
       this.log(`cluster: ${this.id} starts ${cam.id} (slot ${cam.slot}, epoch ${claim.epoch})`, { worker: this.id, camera: cam.id, slot: cam.slot, epoch: claim.epoch });
@@ -1018,6 +1066,9 @@ export class Worker {
           ended();
           if (!run.stopping) {
             run.ended = true;
+            // Its source gave up (or could not start): an attempt that failed, as its `failed` state says.
+            const r = this.reach.get(run.id);
+            if (r && r.text === run.text && r.state !== 'failed') this.attemptFailed(r);
             this.reconcile();
           }
         }),
@@ -1178,6 +1229,10 @@ export async function runWorker(config: PipelineConfig, options: WorkerOptions =
       attached: (pipeline, stop) => worker.attached(pipeline, stop),
       claimOf: (source, frame) => worker.claimOf(source, frame),
       publishesStatus: (t) => worker.publishesStatus(t),
+      onSourceOpened: (source) => {
+        worker.sourceOpened(source);
+        options.onSourceOpened?.(source);
+      },
       replaysStatus: (m) => worker.replaysStatus(m),
       health: () => worker.health(),
       clusterMetrics: () => ({ worker: worker.id, cameras: worker.cameras(), lease: worker.leaseHolds(), counters: worker.counters, unreachable: worker.unreachableNow(), view: { cameras: worker.view.cameras.size, refused: worker.view.refusedCameras } }),

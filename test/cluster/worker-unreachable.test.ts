@@ -55,9 +55,12 @@ describe('Worker: a camera of its slots that gives it no frame', () => {
     expect(h.w.cameras().map((c) => c.id)).toEqual(['cam0']);
     h.state('cam0', 'reconnecting');
     await h.at(29_000);
+    h.state('cam0', 'reconnecting'); // a retry failed again, 29 s on: not yet unreachableAfterMs
+    await h.at(30_500);
     expect(h.asked()).toBe(0);
     expect(h.reported()).toEqual([]);
-    await h.at(30_500);
+    h.state('cam0', 'reconnecting'); // and again past it: reported
+    await h.settle();
     expect(h.asked()).toBe(1);
     expect(h.lines.some((l) => l.level === 'warn' && /cam0 \(slot 0\) gave w1 no frame for 31 s \(reconnecting\): reported unreachable/.test(l.msg))).toBe(true);
     expect((h.w.health().cluster as { unreachable: unknown }).unreachable).toEqual([{ id: 'cam0', slot: 0, here: true }]);
@@ -240,7 +243,95 @@ describe('Worker: no false report (a camera its worker can reach, or has not tri
       now = 1_000_000 + t;
       beat();
     }
+    h.state('cam0', 'reconnecting'); // a retry that failed 31 s after the wake
     await h.settle();
+    expect(h.reported()).toEqual([0]);
+  });
+});
+
+describe('Worker: only failed connection attempts tell (no report of a camera whose path works)', () => {
+  it('an input ffmpeg opened whose first frame comes later than unreachableAfterMs (a 10 s GOP, a low setting) is not reported', async () => {
+    const h = await worker();
+    h.i.c.unreachableAfterMs = 5000;
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    h.state('cam0', 'starting');
+    await h.at(300);
+    h.w.sourceOpened('cam0'); // ffmpeg reported the video stream; the key frame is 10 s away
+    for (let t = 1000; t < 10_000; t += 1000) await h.at(t);
+    expect(h.reported()).toEqual([]);
+    // Its start timeout lower still (8 s): each attempt opens the input and times out; never reported.
+    for (let k = 0; k < 5; k++) {
+      const t0 = 10_000 + k * 10_000;
+      await h.at(t0);
+      h.state('cam0', 'reconnecting');
+      await h.at(t0 + 1000);
+      h.w.sourceOpened('cam0');
+      await h.at(t0 + 9000);
+    }
+    expect(h.reported()).toEqual([]);
+    expect(h.asked()).toBe(0);
+  });
+
+  it('a retry delay (reconnect.maxDelayMs) as long as unreachableAfterMs does not count: the camera is reported only when an attempt fails after it', async () => {
+    const h = await worker();
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    h.frame('cam0');
+    h.state('cam0', 'streaming');
+    await h.at(1000);
+    h.state('cam0', 'reconnecting'); // a blip: retry in 30 s
+    for (let t = 2000; t <= 31_000; t += 1000) await h.at(t);
+    expect(h.reported()).toEqual([]);
+    // The retry connects: reachable, never reported.
+    h.w.sourceOpened('cam0');
+    await h.at(31_500);
+    h.frame('cam0');
+    h.state('cam0', 'streaming');
+    await h.at(32_000);
+    expect(h.reported()).toEqual([]);
+    // Another outage whose retry, 30 s on, fails too: that is a failed attempt past unreachableAfterMs.
+    await h.at(40_000);
+    h.state('cam0', 'reconnecting');
+    await h.at(70_500);
+    expect(h.reported()).toEqual([]);
+    h.state('cam0', 'reconnecting');
+    await h.settle();
+    expect(h.reported()).toEqual([0]);
+  });
+
+  it("the worker's own wait before starting an ended chain again does not count; its next failed attempt does", async () => {
+    const h = await worker();
+    const ends: Subject<never>[] = [];
+    h.i.pipeline = {
+      attach: (_src: unknown, stop$: Observable<void>) => {
+        const end = new Subject<never>();
+        ends.push(end);
+        return end.pipe(takeUntil(stop$));
+      },
+    };
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    await h.at(25_000);
+    ends[0].complete(); // its source gave up at 25 s; the worker starts it again 10 s on
+    for (let t = 26_000; t <= 37_000; t += 500) {
+      await h.at(t);
+      expect([t, ends.length, h.reported()]).toEqual([t, ends.length, []]);
+    }
+    expect(ends.length).toBe(2);
+    ends[1].complete(); // the new chain's attempts failed too
+    await h.at(37_100);
+    expect(h.reported()).toEqual([0]);
+  });
+
+  it('a first attempt that neither opens the input nor fails (a connect that hangs) is reported after unreachableAfterMs', async () => {
+    const h = await worker();
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    h.state('cam0', 'starting');
+    await h.at(29_000);
+    expect(h.reported()).toEqual([]);
+    await h.at(30_500);
     expect(h.reported()).toEqual([0]);
   });
 });
