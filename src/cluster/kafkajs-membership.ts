@@ -51,6 +51,47 @@ export function decodeInfo(metadata: Buffer): MemberInfo | 'nudge' | undefined {
   }
 }
 
+/** What a worker reads of its settled group after an assignment (KafkajsMembership.members). */
+export interface GroupRead {
+  /** The members as `workerId/incarnation`. */
+  ids: Set<string>;
+  /** The slots given out, to any member. */
+  held: Set<number>;
+  /** Some member runs an argus whose assigner ignores placement. */
+  placementUnaware: boolean;
+  /**
+   * Slots held by a member whose own member data reports them unreachable: the leader gives a
+   * reported slot to a member that has not reported it when there is one, so such a slot is down
+   * for every able member (or none other may run it). MembershipOptions.onMembers.
+   */
+  dark: Set<number>;
+}
+
+/** Reads a settled group's members (describeGroups) for the cameras topic `topic`. */
+export function readGroup(members: readonly { memberMetadata: Buffer; memberAssignment: Buffer }[], topic: string): GroupRead {
+  const ids = new Set<string>();
+  const held = new Set<number>();
+  const dark = new Set<number>();
+  let placementUnaware = false;
+  for (const m of members) {
+    const info = memberWorker(m.memberMetadata);
+    if (info) {
+      ids.add(`${info.workerId}/${info.incarnation}`);
+      if (!info.placement) placementUnaware = true;
+    }
+    const reported = new Set(info?.unreachable ?? []);
+    try {
+      for (const s of AssignerProtocol.MemberAssignment.decode(m.memberAssignment)?.assignment[topic] ?? []) {
+        held.add(s);
+        if (reported.has(s)) dark.add(s);
+      }
+    } catch {
+      // no assignment yet
+    }
+  }
+  return { ids, held, placementUnaware, dark };
+}
+
 /**
  * The partition assigner kafkajs runs on the group leader: members send their worker id,
  * capacity and current slots as user data; assignSlots shares the topic's partitions. A member
@@ -244,7 +285,7 @@ export class KafkajsMembership implements GroupMembership {
       const slots = [...((e.payload.memberAssignment as Record<string, number[]>)[o.topic] ?? [])].sort((a, b) => a - b);
       o.onAssigned({ slots, aliveBefore });
       void this.members().then((r) => {
-        if (this.consumer === consumer && generation === this.generation) o.onMembers?.(r?.ids, r?.held, r?.placementUnaware);
+        if (this.consumer === consumer && generation === this.generation) o.onMembers?.(r?.ids, r?.held, r?.placementUnaware, r?.dark);
       });
     });
     consumer.on(consumer.events.CRASH, (e) => {
@@ -267,26 +308,11 @@ export class KafkajsMembership implements GroupMembership {
    * for up to a second (two rebalances in a row: a rebalance request, a join right after another).
    * The next generation's read tells them.
    */
-  private async members(): Promise<{ ids: Set<string>; held: Set<number>; placementUnaware: boolean } | undefined> {
+  private async members(): Promise<GroupRead | undefined> {
     try {
       const { groups } = await this.admin!.describeGroups([this.o.group]);
       if (groups[0]?.state !== 'Stable') return undefined;
-      const ids = new Set<string>();
-      const held = new Set<number>();
-      let placementUnaware = false;
-      for (const m of groups[0].members) {
-        const info = memberWorker(m.memberMetadata);
-        if (info) {
-          ids.add(`${info.workerId}/${info.incarnation}`);
-          if (!info.placement) placementUnaware = true;
-        }
-        try {
-          for (const s of AssignerProtocol.MemberAssignment.decode(m.memberAssignment)?.assignment[this.o.topic] ?? []) held.add(s);
-        } catch {
-          // no assignment yet
-        }
-      }
-      return { ids, held, placementUnaware };
+      return readGroup(groups[0].members, this.o.topic);
     } catch {
       return undefined;
     }

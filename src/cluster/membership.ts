@@ -79,7 +79,11 @@ export interface MembershipOptions {
   /** The slots' cameras as the leader weighs them: asked for once per assignment. */
   slots: () => SlotTable;
   onAssigned: (a: Assignment) => void;
-  /** The group's members in this generation as `workerId/incarnation` (this one included), and the slots the group has given out, once read after onAssigned; undefined when they could not be read. */
-  onMembers?: (members: Set<string> | undefined, held?: Set<number>, placementUnaware?: boolean) => void;
+  /**
+   * The group's members in this generation as `workerId/incarnation` (this one included), the
+   * slots the group has given out, and those of them whose holder reports them unreachable (down
+   * for every able member), once read after onAssigned; undefined when they could not be read.
+   */
+  onMembers?: (members: Set<string> | undefined, held?: Set<number>, placementUnaware?: boolean, dark?: Set<number>) => void;
   log?: (msg: string, fields?: Record<string, unknown>, level?: 'info' | 'warn' | 'error' | 'debug') => void;
 }

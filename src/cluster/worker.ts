@@ -98,7 +98,7 @@ export interface WorkerCounters {
 /** How long a worker keeps reporting a camera unreachable after it last tried it (its slot moved away): 10 min, doubled at each report again with no frame between (UNREACHABLE_FORGET_MAX_MS at most). */
 export const UNREACHABLE_FORGET_MS = 600_000;
 
-/** The longest a report is kept after the worker last tried the camera: 160 min (a camera down for every worker moves about once per this). */
+/** The longest a report is kept after the worker last tried the camera: 160 min; and how long it is kept while the slot's holder reports it too (a camera down for every worker moves once per this). */
 export const UNREACHABLE_FORGET_MAX_MS = 16 * UNREACHABLE_FORGET_MS;
 
 /** The least time between two rebalances a worker asks for to tell the group of unreachable slots. */
@@ -248,6 +248,13 @@ export class Worker {
    * its slot's healthy cameras with it; each report again is now kept twice as long.
    */
   private readonly strikes = new Map<string, { text: string; n: number }>();
+  /**
+   * Slots another member holds and reports unreachable too, as last read of the group (onMembers):
+   * the leader left them there because every able member has reported them (a camera down for
+   * all). This worker's reports of them are kept UNREACHABLE_FORGET_MAX_MS: each expiry moved the
+   * slot back here, where it was as dark (3 moves in its first 30 min, two workers).
+   */
+  private darkHeld = new Set<number>();
   /** The slots reported unreachable in the member data last given to the group. */
   private toldUnreachable = new Set<number>();
   private nextUnreachableAskAt = 0;
@@ -448,7 +455,7 @@ export class Worker {
       info: () => this.memberInfo(),
       slots: () => this.slotTable(),
       onAssigned: (a) => this.onAssigned(a),
-      onMembers: (m, held, unaware) => this.onMembers(m, held, unaware),
+      onMembers: (m, held, unaware, dark) => this.onMembers(m, held, unaware, dark),
       log: this.log,
     });
     // A worker drained before it (re)started joins drained: capacity 0 from its first join, so
@@ -560,7 +567,8 @@ export class Worker {
     for (const [id, u] of this.unreachable) {
       if (desired.has(id) && after > 0) continue;
       const cam = this.view.cameras.get(id);
-      if (after <= 0 || !cam || !cam.active || cam.text !== u.text || cam.slot !== u.slot || now - u.confirmedAt >= u.forgetMs) this.unreachable.delete(id);
+      const keep = this.darkHeld.has(u.slot) && !this.assigned.has(u.slot) ? UNREACHABLE_FORGET_MAX_MS : u.forgetMs;
+      if (after <= 0 || !cam || !cam.active || cam.text !== u.text || cam.slot !== u.slot || now - u.confirmedAt >= keep) this.unreachable.delete(id);
     }
     for (const [id, k] of this.strikes) if (this.view.cameras.get(id)?.text !== k.text) this.strikes.delete(id);
     for (const cam of found) {
@@ -712,8 +720,9 @@ export class Worker {
     if (first) this.onJoinedOnce?.(this);
   }
 
-  private onMembers(members: Set<string> | undefined, held?: Set<number>, placementUnaware = false): void {
+  private onMembers(members: Set<string> | undefined, held?: Set<number>, placementUnaware = false, dark?: Set<number>): void {
     this.members = members;
+    if (dark) this.darkHeld = dark; // not read: as it was
     // Read while the group was not settled, it may lack this worker's own slots: not used then.
     this.heldByGroup = held && [...this.assigned].every((s) => held.has(s)) ? held : undefined;
     this.placementUnaware = placementUnaware;

@@ -5,11 +5,13 @@
  * slot and retried for ever: the camera stayed dark. Drives the worker without a broker, on a
  * virtual clock (performance.now).
  */
+import { AssignerProtocol } from 'kafkajs';
 import type { Observable } from 'rxjs';
 import { filter, Subject, takeUntil } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { assignSlots } from '../../src/cluster/assign.js';
-import { UNREACHABLE_FORGET_MS } from '../../src/cluster/worker.js';
+import { readGroup } from '../../src/cluster/kafkajs-membership.js';
+import { UNREACHABLE_FORGET_MAX_MS, UNREACHABLE_FORGET_MS } from '../../src/cluster/worker.js';
 import type { SourceState } from '../../src/sources/health.js';
 import { drivenWorker, type DrivenInternals } from '../helpers/worker.js';
 
@@ -396,37 +398,63 @@ describe('Worker: a camera down for every worker does not flap', () => {
   });
 });
 
-describe('a camera down for both of two workers, over 3 h of virtual time', () => {
-  it('its slot moves after 0.5, 11, 21, 41, 61, 101 and 141 min (each worker keeps its report twice as long each time), not every 10 min', async () => {
-    const a = await worker();
-    const b = await worker();
-    for (const h of [a, b]) h.write('cam0', { uri: 'rtsp://10.9.9.9/x' }); // slot 0; slot 1 empty
-    a.i.assigned = new Set([0]);
-    b.i.assigned = new Set([1]);
-    const owner = () => (a.i.assigned.has(0) ? 'a' : 'b');
-    let moves = 0;
-    let asked = 0;
-    // A rebalance every minute (joins, leaves, other workers' reports), and at once when a worker asks.
-    const rebalance = () => {
-      const before = owner();
-      const members = [a, b].map((h, k) => ({ memberId: 'ab'[k], workerId: `w${k}`, capacity: 1, owned: [...h.i.assigned], unreachable: h.w.memberInfo().unreachable }));
-      const plan = assignSlots(members, [0, 1], (s) => (s === 0 ? 1 : 0));
-      a.i.assigned = new Set(plan.get('a'));
-      b.i.assigned = new Set(plan.get('b'));
-      if (owner() !== before) {
-        moves++;
-        at.push(Math.round(now / 60_000 - 1_000_000 / 60_000));
-      }
-    };
-    const at: number[] = [];
-    for (let t = 0; t <= 3 * 3_600_000; t += 1000) {
-      await a.at(t);
-      await b.settle();
-      if (t % 60_000 === 0 || a.asked() + b.asked() > asked) rebalance();
-      asked = a.asked() + b.asked();
-    }
-    expect(at).toEqual([1, 11, 21, 41, 61, 101, 141]);
-    expect(moves).toBe(7);
+/**
+ * Two workers and one camera (slot 0; slot 1 empty), a rebalance every minute (joins, leaves,
+ * other workers' reports) and at once when a worker asks; after each, every worker reads the
+ * group as KafkajsMembership does (readGroup: the slots whose holder reports them). `reaches(k, t)`:
+ * whether worker k gets frames from the camera at t ms. Returns the minutes of each move.
+ */
+async function twoWorkers(hours: number, reaches: (k: number, t: number) => boolean) {
+  const a = await worker();
+  const b = await worker();
+  for (const h of [a, b]) h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+  a.i.assigned = new Set([0]);
+  b.i.assigned = new Set([1]);
+  const owner = () => (a.i.assigned.has(0) ? 'a' : 'b');
+  const moves: number[] = [];
+  let asked = 0;
+  const rebalance = () => {
+    const before = owner();
+    const members = [a, b].map((h, k) => ({ memberId: 'ab'[k], workerId: `w${k}`, capacity: 1, owned: [...h.i.assigned], unreachable: h.w.memberInfo().unreachable }));
+    const plan = assignSlots(members, [0, 1], (s) => (s === 0 ? 1 : 0));
+    a.i.assigned = new Set(plan.get('a'));
+    b.i.assigned = new Set(plan.get('b'));
+    const group = readGroup(
+      members.map((m) => ({
+        memberMetadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics: ['t'], userData: Buffer.from(JSON.stringify({ ...m, incarnation: m.workerId, labels: {}, placement: true })) }),
+        memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 1, assignment: { t: plan.get(m.memberId)! }, userData: Buffer.alloc(0) }),
+      })),
+      't',
+    );
+    for (const h of [a, b]) (h.w as unknown as { onMembers: (m: undefined, held: undefined, u: boolean, dark: Set<number>) => void }).onMembers(undefined, undefined, false, group.dark);
+    if (owner() !== before) moves.push(Math.round(now / 60_000 - 1_000_000 / 60_000));
+  };
+  for (let t = 0; t <= hours * 3_600_000; t += 1000) {
+    await a.at(t);
+    await b.settle();
+    [a, b].forEach((h, k) => {
+      if (h.i.assigned.has(0) && reaches(k, t)) {
+        h.frame('cam0');
+        h.state('cam0', 'streaming');
+      } else if (h.i.assigned.has(0) && t % 2000 === 0) h.state('cam0', 'reconnecting'); // a retry every 2 s fails
+    });
+    if (t % 60_000 === 0 || a.asked() + b.asked() > asked) rebalance();
+    asked = a.asked() + b.asked();
+  }
+  return { moves, a, b };
+}
+
+describe('a camera down for both of two workers, over virtual hours', () => {
+  it('its slot moves once in its first 30 min (was 3: at 0.5, 11 and 21 min), and once per UNREACHABLE_FORGET_MAX_MS after (was 7 times in 3 h)', async () => {
+    const { moves } = await twoWorkers(3, () => false);
+    expect(moves.filter((m) => m <= 30)).toEqual([1]);
+    expect(moves).toEqual([1, 1 + UNREACHABLE_FORGET_MAX_MS / 60_000]);
+  });
+
+  it('a camera only one worker cannot reach still moves, and that report then expires after 10 min as before (the holder reports nothing)', async () => {
+    const { moves, a } = await twoWorkers(0.5, (k) => k === 1);
+    expect(moves).toEqual([1]);
+    expect(a.reported()).toEqual([]);
   });
 });
 
