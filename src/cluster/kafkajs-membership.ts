@@ -34,18 +34,42 @@ export function memberWorker(metadata: Buffer): MemberInfo | undefined {
   return info === 'nudge' ? undefined : info;
 }
 
+/**
+ * The most bytes of a member's user data that are read: an argus worker's is a few KiB (its slots,
+ * 1 000 at most where argus made the topic, its labels, 256 reported slots). Anything longer (a
+ * newer release's, or not argus's) is not parsed: the leader parsed every member's at every
+ * rebalance, and every worker again after each assignment, whatever its size.
+ */
+export const MAX_MEMBER_DATA_BYTES = 1024 * 1024;
+/** The most slots read from a member's `owned`, labels from its `labels`, and characters of its ids and labels. */
+const MAX_OWNED = 10_000;
+const MAX_LABELS = 256;
+const MAX_TEXT = 256;
+
 /** A member's user data: an argus worker's info, 'nudge' for a rebalance request, undefined for anything else. */
 export function decodeInfo(metadata: Buffer): MemberInfo | 'nudge' | undefined {
   try {
     const { userData } = AssignerProtocol.MemberMetadata.decode(metadata)!;
+    if (!userData || userData.length > MAX_MEMBER_DATA_BYTES) return undefined;
     const v = JSON.parse(userData.toString('utf8')) as Partial<MemberInfo> & { nudge?: unknown };
+    if (!v || typeof v !== 'object') return undefined;
     if (v.nudge === true) return 'nudge';
-    if (typeof v.workerId !== 'string' || typeof v.capacity !== 'number' || !Number.isFinite(v.capacity) || !Array.isArray(v.owned)) return undefined;
+    if (typeof v.workerId !== 'string' || v.workerId.length > MAX_TEXT || typeof v.capacity !== 'number' || !Number.isFinite(v.capacity) || !Array.isArray(v.owned)) return undefined;
     const labels: Record<string, string> = {};
-    if (v.labels && typeof v.labels === 'object') for (const [k, x] of Object.entries(v.labels)) if (typeof x === 'string') labels[k] = x;
-    // Whoever joins the group writes this: read as slots, MAX_UNREACHABLE_SLOTS at most.
-    const unreachable = Array.isArray(v.unreachable) ? [...new Set(v.unreachable.slice(0, MAX_UNREACHABLE_SLOTS).filter((s): s is number => Number.isInteger(s) && s >= 0))] : [];
-    return { workerId: v.workerId, incarnation: typeof v.incarnation === 'string' ? v.incarnation : '', capacity: Math.min(MAX_WEIGHT, Math.max(0, v.capacity)), owned: v.owned.filter((s): s is number => Number.isInteger(s)), labels, placement: v.placement === true, unreachable };
+    if (v.labels && typeof v.labels === 'object' && !Array.isArray(v.labels)) {
+      let n = 0;
+      for (const [k, x] of Object.entries(v.labels)) {
+        if (n >= MAX_LABELS) break;
+        if (typeof x === 'string' && k.length <= MAX_TEXT && x.length <= MAX_TEXT && k !== '__proto__') {
+          labels[k] = x;
+          n++;
+        }
+      }
+    }
+    // Whoever joins the group writes these: read as slots (whole, not negative, each once), so many at most.
+    const slots = (a: unknown, max: number) => (Array.isArray(a) ? [...new Set(a.slice(0, max).filter((s): s is number => Number.isInteger(s) && s >= 0))] : []);
+    const incarnation = typeof v.incarnation === 'string' && v.incarnation.length <= MAX_TEXT ? v.incarnation : '';
+    return { workerId: v.workerId, incarnation, capacity: Math.min(MAX_WEIGHT, Math.max(0, v.capacity)), owned: slots(v.owned, MAX_OWNED), labels, placement: v.placement === true, unreachable: slots(v.unreachable, MAX_UNREACHABLE_SLOTS) };
   } catch {
     return undefined;
   }

@@ -5,7 +5,7 @@
  */
 import { AssignerProtocol } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { readGroup } from '../../src/cluster/kafkajs-membership.js';
+import { decodeInfo, MAX_MEMBER_DATA_BYTES, readGroup } from '../../src/cluster/kafkajs-membership.js';
 
 const member = (workerId: string, slots: number[], unreachable: unknown) => ({
   memberMetadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics: ['cams'], userData: Buffer.from(JSON.stringify({ workerId, incarnation: 'i', capacity: 1, owned: slots, labels: {}, placement: true, unreachable })) }),
@@ -18,5 +18,28 @@ describe('readGroup', () => {
     expect([...g.ids].sort()).toEqual(['w0/i', 'w1/i', 'w2/i']);
     expect([...g.held].sort()).toEqual([0, 1, 2, 3, 4]);
     expect([...g.dark]).toEqual([1]);
+  });
+});
+
+describe('decodeInfo: member data from another release, or not argus’s, read bounded', () => {
+  const metadata = (userData: unknown) => AssignerProtocol.MemberMetadata.encode({ version: 1, topics: ['cams'], userData: Buffer.from(typeof userData === 'string' ? userData : JSON.stringify(userData)) });
+  const base = { workerId: 'w1', incarnation: 'i', capacity: 1, owned: [0], labels: {} };
+
+  it('user data longer than MAX_MEMBER_DATA_BYTES is not parsed (the leader parsed any size at every rebalance)', () => {
+    const big = decodeInfo(metadata({ ...base, extra: 'x'.repeat(MAX_MEMBER_DATA_BYTES) }));
+    expect(big).toBeUndefined();
+    // A newer release's extra fields within the bound: read, the extra ignored.
+    expect(decodeInfo(metadata({ ...base, newField: { a: [1, 2] } }))).toMatchObject({ workerId: 'w1', owned: [0] });
+  });
+
+  it('owned slots: whole, not negative, each once, bounded; labels: strings, bounded; ids: bounded; junk: no member', () => {
+    const info = decodeInfo(metadata({ ...base, owned: [2, 2, -1, 1.5, 'x', 3], labels: { site: 'dock', n: 5, long: 'v'.repeat(1000) } }));
+    expect(info).toMatchObject({ owned: [2, 3], labels: { site: 'dock' } });
+    const many = decodeInfo(metadata({ ...base, owned: Array.from({ length: 20_000 }, (_, i) => i), labels: Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, 'v'])) }));
+    expect(many !== 'nudge' && many?.owned.length).toBe(10_000);
+    expect(many !== 'nudge' && Object.keys(many?.labels ?? {}).length).toBe(256);
+    expect(decodeInfo(metadata({ ...base, workerId: 'w'.repeat(1000) }))).toBeUndefined();
+    expect(decodeInfo(metadata({ ...base, incarnation: 'i'.repeat(1000) }))).toMatchObject({ incarnation: '' });
+    for (const junk of ['null', '[]', '7', '"w1"', '{"workerId":"w1"}', 'not json']) expect(decodeInfo(metadata(junk))).toBeUndefined();
   });
 });
