@@ -9,10 +9,11 @@ import { ArgusError, ErrorCodes, inContext } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
 import type { Frame } from '../core/frame.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
-import { runPipeline, type RunningPipeline, type RunOptions, type RunSummary } from '../pipeline/run.js';
+import { outboxDir, runPipeline, type RunningPipeline, type RunOptions, type RunSummary } from '../pipeline/run.js';
 import { runTag, type Claim, type StatusMessage } from '../sinks/message.js';
 import type { SourceState, Transition } from '../sources/health.js';
 import { KafkajsMembership } from './kafkajs-membership.js';
+import { readReports, recordHash, reportsFile, writeReports, type StoredReport } from './reports.js';
 import { MAX_UNREACHABLE_SLOTS, type Assignment, type GroupMembership, type MemberInfo, type SlotTable } from './membership.js';
 import { satisfies, unmet, type PlacementTarget } from './placement.js';
 import { redact } from '../core/redact.js';
@@ -255,6 +256,16 @@ export class Worker {
    * slot back here, where it was as dark (3 moves in its first 30 min, two workers).
    */
   private darkHeld = new Set<number>();
+  /** Where this worker keeps its reports across restarts (reports.ts); undefined: nowhere. */
+  private reportsAt: string | undefined;
+  /** Reports read back at the start, taken at the first join (memberInfo) where their camera's record is unchanged. */
+  private restored: StoredReport[] = [];
+  /** What was last written (ids, slots and report times), when, and whether a write is under way or wanted after it. */
+  private savedKey = '';
+  private savedAt = -Infinity;
+  private saving: Promise<void> | undefined;
+  private saveAgain = false;
+  private saveFailed = false;
   /** The slots reported unreachable in the member data last given to the group. */
   private toldUnreachable = new Set<number>();
   private nextUnreachableAskAt = 0;
@@ -506,9 +517,79 @@ export class Worker {
 
   /** What this worker tells the group at each join (a rebalance included): its slots, capacity, labels and the slots it cannot run. */
   memberInfo(): MemberInfo {
+    this.adoptRestored();
     const unreachable = this.unreachableSlots();
     this.toldUnreachable = new Set(unreachable);
     return { workerId: this.id, incarnation: this.incarnation, capacity: this.capacity(), owned: this.holdsSlots ? [...this.assigned] : [], labels: { ...this.c.labels }, placement: true, unreachable };
+  }
+
+  /**
+   * Reads back the reports an earlier process of this worker kept in `file` (reports.ts): a rolling
+   * restart handed a worker back a slot it could not reach, dark for unreachableAfterMs again.
+   * Call before open(); they are taken at the first join.
+   */
+  async restoreReports(file: string): Promise<void> {
+    this.reportsAt = file;
+    this.restored = this.c.unreachableAfterMs > 0 ? await readReports(file, Date.now(), (why) => this.log(`cluster: ${this.id} ignores ${file}: ${why}`, { worker: this.id, file }, 'warn')) : [];
+    if (this.restored.length > 0) this.savedKey = '(read back)';
+  }
+
+  /** The reports read back whose camera's record is unchanged (same hash, same slot, active), as this process's own, their times on its clock. */
+  private adoptRestored(): void {
+    if (this.restored.length === 0) return;
+    const wall = Date.now();
+    const mono = performance.now();
+    const taken: string[] = [];
+    for (const r of this.restored) {
+      const cam = this.view.cameras.get(r.camera);
+      if (!cam || !cam.active || cam.slot !== r.slot || recordHash(cam.text) !== r.hash || this.unreachable.has(r.camera)) continue;
+      this.unreachable.set(r.camera, { slot: r.slot, text: cam.text, reportedAt: mono - (wall - r.reportedAt), confirmedAt: mono - (wall - r.confirmedAt), forgetMs: r.forgetMs });
+      this.strikes.set(r.camera, { text: cam.text, n: r.n });
+      taken.push(r.camera);
+    }
+    if (taken.length > 0) {
+      const slots = [...new Set(taken.map((id) => this.unreachable.get(id)!.slot))].sort((a, b) => a - b);
+      this.log(`cluster: ${this.id} reports slot(s) ${slots.join(', ')} unreachable again, as before its restart (${taken.length} camera(s): ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ', …' : ''})`, { worker: this.id, slots, cameras: taken.slice(0, 100) });
+    }
+    this.restored = [];
+  }
+
+  /**
+   * Writes the reports to reportsAt when they changed, and at most once a minute when only their
+   * times did (a report stands 10 min at least after its last confirmation); `force`: now (close).
+   * One write at a time; a change meanwhile is written after it.
+   */
+  private saveReports(force = false): Promise<void> {
+    if (!this.reportsAt) return Promise.resolve();
+    if (this.saving) {
+      this.saveAgain = true;
+      return this.saving;
+    }
+    const key = [...this.unreachable].map(([id, u]) => `${id}:${u.slot}:${u.reportedAt}`).join(',');
+    const mono = performance.now();
+    if (!force && key === this.savedKey && (key === '' || mono - this.savedAt < 60_000)) return Promise.resolve();
+    const wall = Date.now();
+    const list: StoredReport[] = [...this.unreachable].map(([camera, u]) => ({ camera, slot: u.slot, hash: recordHash(u.text), reportedAt: wall - (mono - u.reportedAt), confirmedAt: wall - (mono - u.confirmedAt), forgetMs: this.darkHeld.has(u.slot) && !this.assigned.has(u.slot) ? Math.max(u.forgetMs, UNREACHABLE_FORGET_MAX_MS) : u.forgetMs, n: this.strikes.get(camera)?.n ?? 1 }));
+    this.savedKey = key;
+    this.savedAt = mono;
+    const file = this.reportsAt;
+    this.saving = writeReports(file, list)
+      .then(
+        () => void (this.saveFailed = false),
+        (e: unknown) => {
+          if (!this.saveFailed) this.log(`cluster: ${this.id} could not keep its unreachable reports in ${file} (${(e as Error).message}); a restart forgets them`, { worker: this.id, file }, 'warn');
+          this.saveFailed = true;
+          this.savedKey = '(failed)';
+        },
+      )
+      .finally(() => {
+        this.saving = undefined;
+        if (this.saveAgain) {
+          this.saveAgain = false;
+          void this.saveReports();
+        }
+      });
+    return this.saving;
   }
 
   /** The slots of the cameras reported unreachable, MAX_UNREACHABLE_SLOTS at most (those held here first: the ones to move). */
@@ -571,6 +652,7 @@ export class Worker {
       if (after <= 0 || !cam || !cam.active || cam.text !== u.text || cam.slot !== u.slot || now - u.confirmedAt >= keep) this.unreachable.delete(id);
     }
     for (const [id, k] of this.strikes) if (this.view.cameras.get(id)?.text !== k.text) this.strikes.delete(id);
+    void this.saveReports();
     for (const cam of found) {
       // The group moves slots: the slot's other cameras, reachable here, go with it (a short gap each).
       const others = [...desired.values()].filter((c) => c.slot === cam.slot && !this.unreachable.has(c.id)).map((c) => c.id);
@@ -1182,6 +1264,7 @@ export class Worker {
 
   async close(): Promise<void> {
     if (this.tick) clearInterval(this.tick);
+    if (this.joined) await this.saveReports(true);
     // A stop during open() leaves its connect running (up to kafkajs's retries, ~10 s, when Kafka
     // is down): not waited for, but what it makes once it ends is disconnected.
     void this.connecting?.then(
@@ -1219,6 +1302,8 @@ export async function runWorker(config: PipelineConfig, options: WorkerOptions =
   }
   worker.onJoinedOnce = options.onJoined;
   try {
+    // Its reports from before a restart (a rolling restart), kept in its outbox folder.
+    await worker.restoreReports(reportsFile(outboxDir(config, options.baseDir ?? process.cwd(), options.env), worker.id));
     // What the brokers refuse of the file's cluster section (its session timeout, a topic that deletes records) names the file too.
     const opened = await worker.open(options.signal).catch((e: unknown) => {
       throw options.configFile ? inContext(e, options.configFile, [ErrorCodes.CONFIG]) : e;
