@@ -55,7 +55,7 @@ export interface PipelineOptions {
   detector?: Detector;
   /** Every source state change (logged by the pipeline too). */
   onTransition?: (t: Transition) => void;
-  /** ffmpeg opened a source's input (it reported the video stream): the network path to it works, frames or not (argus worker: not unreachable). */
+  /** A source's ffmpeg reported its opened input (`Input #0`, before any frame): the camera answered, frames or not (argus worker: not unreachable). */
   onSourceOpened?: (source: string) => void;
   /** Emits once to stop the sources gracefully: frames in flight still finish and are emitted. */
   stop?: Observable<unknown>;
@@ -467,8 +467,8 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
         st.height = info.height;
         st.fps = info.fps;
         log(`source ${src.id} streaming`, { source: src.id, width: info.width, height: info.height, fps: info.fps });
-        options.onSourceOpened?.(src.id);
       },
+      onInputOpened: () => options.onSourceOpened?.(src.id),
     });
     const frames$ = cont
       ? supervised$.pipe(

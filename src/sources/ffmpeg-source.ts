@@ -51,6 +51,8 @@ export interface FfmpegSourceOptions {
   pace?: Pace;
   /** Called once ffmpeg has reported the input stream. */
   onStreamInfo?: (info: StreamInfo, letterbox: Letterbox) => void;
+  /** Called when a run's ffmpeg reports the opened input (`Input #0`): the camera answered, whenever its first frame comes (argus worker: not unreachable). */
+  onInputOpened?: () => void;
   /**
    * Told of ffmpeg's reports of damaged input (a corrupt packet, a decoding error), with its
    * line: once for the reports between two frames (the frames as ffmpeg's log reports them, in
@@ -787,6 +789,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       options.onDamage?.(line);
     };
     probe.onInputOpened = () => {
+      options.onInputOpened?.();
       if (playStart) return;
       const t = now();
       const schedule = options.schedule;
