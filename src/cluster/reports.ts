@@ -9,7 +9,7 @@
  * a report of a record edited since is not taken back.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, open, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 /** One report as kept on disk: times are Date.now() epochs. */
@@ -49,12 +49,20 @@ export function reportsFile(outboxDir: string, workerId: string): string {
 export async function readReports(file: string, now = Date.now(), onBad?: (why: string) => void): Promise<StoredReport[]> {
   let text: string;
   try {
-    const buf = await readFile(file);
-    if (buf.length > MAX_STORED_BYTES) {
-      onBad?.(`longer than ${MAX_STORED_BYTES} bytes`);
-      return [];
+    // Read up to one byte past the bound, never the whole of a file that is not argus's.
+    const h = await open(file, 'r');
+    try {
+      const buf = Buffer.alloc(MAX_STORED_BYTES + 1);
+      let n = 0;
+      for (let got = -1; got !== 0 && n < buf.length; n += got) got = (await h.read(buf, n, buf.length - n, n)).bytesRead;
+      if (n > MAX_STORED_BYTES) {
+        onBad?.(`longer than ${MAX_STORED_BYTES} bytes`);
+        return [];
+      }
+      text = buf.toString('utf8', 0, n);
+    } finally {
+      await h.close();
     }
-    text = buf.toString('utf8');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') onBad?.((e as Error).message);
     return [];
