@@ -1264,7 +1264,8 @@ export class Worker {
 
   async close(): Promise<void> {
     if (this.tick) clearInterval(this.tick);
-    if (this.joined) await this.saveReports(true);
+    // Bounded: a folder on a disk that hangs (a network share) does not hold the stop.
+    if (this.joined) await withDeadline(this.saveReports(true), 1000, 'reports').catch(() => undefined);
     // A stop during open() leaves its connect running (up to kafkajs's retries, ~10 s, when Kafka
     // is down): not waited for, but what it makes once it ends is disconnected.
     void this.connecting?.then(
