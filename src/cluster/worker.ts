@@ -804,9 +804,9 @@ export class Worker {
 
   private onMembers(members: Set<string> | undefined, held?: Set<number>, placementUnaware = false, dark?: Set<number>): void {
     this.members = members;
-    if (dark) this.darkHeld = dark; // not read: as it was
     // Read while the group was not settled, it may lack this worker's own slots: not used then.
     this.heldByGroup = held && [...this.assigned].every((s) => held.has(s)) ? held : undefined;
+    if (dark && (this.heldByGroup || !held)) this.darkHeld = dark; // not read, or not of this generation: as it was
     this.placementUnaware = placementUnaware;
     // Members not read (describeGroups failed): as they were.
     const dup = members ? [...members].some((m) => m.startsWith(`${this.id}/`) && m !== `${this.id}/${this.incarnation}`) : this.duplicateId;

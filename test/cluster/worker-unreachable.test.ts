@@ -251,6 +251,47 @@ describe('Worker: no false report (a camera its worker can reach, or has not tri
   });
 });
 
+describe('Worker: the slots whose holder reports them too (down for all), as read of the group', () => {
+  it('keep its own report of such a slot 160 min; a read of another generation (lacking its own slots) changes nothing', async () => {
+    const h = await worker();
+    type OnMembers = (m: undefined, held: Set<number> | undefined, u: boolean, dark: Set<number>) => void;
+    const onMembers = (held: number[], dark: number[]) => (h.w as unknown as { onMembers: OnMembers }).onMembers(undefined, new Set(held), false, new Set(dark));
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    h.state('cam0', 'starting');
+    await h.at(31_000);
+    expect(h.reported()).toEqual([0]);
+    h.i.assigned = new Set([1]); // moved; its new holder reports it too
+    onMembers([0, 1], [0]);
+    await h.at(32_000);
+    // A read while the group rebalanced again (this worker's slot 1 not in it): not this generation's.
+    onMembers([0], []);
+    await h.at(31_000 + UNREACHABLE_FORGET_MS + 60_000);
+    expect(h.reported()).toEqual([0]);
+    await h.at(31_000 + UNREACHABLE_FORGET_MAX_MS - 1000);
+    expect(h.reported()).toEqual([0]);
+    await h.at(31_000 + UNREACHABLE_FORGET_MAX_MS);
+    expect(h.reported()).toEqual([]);
+  });
+
+  it('a settled read where the holder no longer reports it (it got a frame): the report counts down as usual again', async () => {
+    const h = await worker();
+    type OnMembers = (m: undefined, held: Set<number> | undefined, u: boolean, dark: Set<number>) => void;
+    const onMembers = (held: number[], dark: number[]) => (h.w as unknown as { onMembers: OnMembers }).onMembers(undefined, new Set(held), false, new Set(dark));
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    h.state('cam0', 'starting');
+    await h.at(31_000);
+    h.i.assigned = new Set([1]);
+    onMembers([0, 1], [0]);
+    await h.at(20 * 60_000);
+    expect(h.reported()).toEqual([0]);
+    onMembers([0, 1], []);
+    await h.at(20 * 60_000 + 1000);
+    expect(h.reported()).toEqual([]);
+  });
+});
+
 describe('Worker: only failed connection attempts tell (no report of a camera whose path works)', () => {
   it('an input ffmpeg opened whose first frame comes later than unreachableAfterMs (a 10 s GOP, a low setting) is not reported', async () => {
     const h = await worker();
