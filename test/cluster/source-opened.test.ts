@@ -45,3 +45,34 @@ describe('ffmpegSource onInputOpened', () => {
     sub.unsubscribe();
   });
 });
+
+describe('createPipeline onSourceOpened (what runWorker passes to Worker.sourceOpened)', () => {
+  it('is told with the source id when its ffmpeg opens the input; not for a camera that refuses the connection', async () => {
+    vi.useRealTimers();
+    const { createPipeline } = await import('../../src/pipeline/pipeline.js');
+    const { PipelineSchema } = await import('../../src/config/schema.js');
+    const { fakeDetector } = await import('../helpers/fake-session.js');
+    const { closedPort } = await import('../helpers/net.js');
+    const { PERSON_VIDEO } = await import('../helpers/assets.js');
+    const { lastValueFrom, tap, toArray, take } = await import('rxjs');
+    const port = await closedPort();
+    const config = PipelineSchema.parse({
+      sources: [
+        { id: 'file', uri: PERSON_VIDEO, rate: 'fast' },
+        { id: 'dark', uri: `rtsp://127.0.0.1:${port}/cam`, reconnect: { initialDelayMs: 50, maxDelayMs: 100, maxAttempts: 2 } },
+      ],
+      model: { warmupRuns: 1 },
+      alerts: { snapshot: { mode: 'none' } },
+    });
+    const { detector } = await fakeDetector();
+    const opened: string[] = [];
+    let framesWhenOpened = -1;
+    let frames = 0;
+    const p = await createPipeline(config, { detector, onSourceOpened: (id) => (opened.push(id), id === 'file' && framesWhenOpened < 0 && (framesWhenOpened = frames)) });
+    await lastValueFrom(p.results$.pipe(tap(() => frames++), take(5), toArray()));
+    await p.close?.();
+    expect(opened).toContain('file');
+    expect(framesWhenOpened).toBe(0); // before its first frame
+    expect(opened).not.toContain('dark');
+  }, 60_000);
+});
