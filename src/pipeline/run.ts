@@ -357,7 +357,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
         publicMetrics: config.server?.publicMetrics ?? false,
         health: options.health,
         stopping: () => signal.aborted,
-        snapshot: websocket ? (id) => websocket!.snapshot(id) : undefined,
+        snapshot: websocket ? (id, key) => websocket!.snapshot(id, key) : undefined,
       });
     }
     options.onReady?.({ pipeline, publisher, alerts, metrics, server, kafka, websocket, outbox });

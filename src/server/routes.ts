@@ -67,8 +67,8 @@ export interface RouteContext {
   health?: () => Record<string, unknown>;
   /** Whether the run is stopping (a signal came): /readyz then answers 503, so a load balancer sends no new clients. */
   stopping?: () => boolean;
-  /** The JPEG of an alert's snapshot by alert id while it is held (the WebSocket hub's), for /api/snapshot?id=. */
-  snapshot?: (alertId: string) => Buffer | undefined;
+  /** The JPEG of an alert's snapshot by alert id and its picture's key while it is held (the WebSocket hub's), for /api/snapshot?id=&key=. */
+  snapshot?: (alertId: string, key: string) => Buffer | undefined;
 }
 
 /**
@@ -147,9 +147,16 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
   const snapshot = ctx.snapshot;
   if (snapshot) {
     server.route('/api/snapshot', (req, res) => {
-      const id = parseRequestUrl(req.url)?.searchParams.get('id');
-      const jpeg = id ? snapshot(id) : undefined;
-      if (!jpeg) return void res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8', ...DATA_HEADERS }).end('not found: no snapshot of that alert is held (the oldest are let go; Kafka and the JSON lines embed them)\n');
+      const q = parseRequestUrl(req.url)?.searchParams;
+      const id = q?.get('id');
+      const key = q?.get('key');
+      // The key names the picture (websocket.ts, HeldPicture): without it, an alert id given again
+      // (another process of the same run) named whichever picture held it.
+      const jpeg = id && key ? snapshot(id, key) : undefined;
+      if (!jpeg) {
+        const why = id && !key ? 'not found: the URL lacks its key (fetch the alert\'s snapshot.url as sent)\n' : 'not found: no snapshot of that alert is held (the oldest are let go; Kafka and the JSON lines embed them)\n';
+        return void res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8', ...DATA_HEADERS }).end(why);
+      }
       res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': String(jpeg.length), ...DATA_HEADERS }).end(req.method === 'HEAD' ? undefined : jpeg);
     });
   }

@@ -132,12 +132,27 @@ const DEFAULT_MAX_MESSAGES_PER_SECOND = 100;
 export const DEFAULT_SNAPSHOT_CACHE_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_REPLAY_ALERTS = 2000;
 export const DEFAULT_REPLAY_ALERT_BYTES = 16 * 1024 * 1024;
-/** Where the HTTP server answers an alert's picture (routes.ts): `?id=` the alert's id. */
+/** Where the HTTP server answers an alert's picture (routes.ts): `?id=` the alert's id, `&key=` its picture's key. */
 export const SNAPSHOT_PATH = '/api/snapshot';
 
-/** An alert's picture on this argus's server (SNAPSHOT_PATH), a path as the WebSocket and Kafka carry it. */
-function snapshotPath(alertId: string): string {
-  return `${SNAPSHOT_PATH}?id=${encodeURIComponent(alertId)}`;
+/**
+ * An alert's picture on this argus's server (SNAPSHOT_PATH), a path as the WebSocket and Kafka
+ * carry it: the alert's id and its picture's key (HeldPicture.key), which the server must hold.
+ */
+function snapshotPath(alertId: string, key: string): string {
+  return `${SNAPSHOT_PATH}?id=${encodeURIComponent(alertId)}&key=${key}`;
+}
+
+/**
+ * An alert's picture held for SNAPSHOT_PATH. `key`: 96 random bits of its own, in its URL. Keyed
+ * by the alert id alone, a URL named whichever picture held that id: a program that embeds argus
+ * and gives its run again (RunOptions.run) after a restart raises the same alert ids, and the
+ * dashboard's alerts of the first process (reloaded after the reconnect), or a Kafka consumer's
+ * `snapshotOmitted.url`, were answered the new process's picture of another event.
+ */
+interface HeldPicture {
+  jpeg: Buffer;
+  key: string;
 }
 /** A run tag as subscribe's `run` names it (sinks/message.ts runTag's form). */
 const RUN_TAG = /^[0-9a-z]{1,64}$/;
@@ -198,7 +213,7 @@ export class WebSocketHub implements Sink {
   /** close() was called: no upgrade is admitted any more. */
   private shuttingDown = false;
   /** Alerts' pictures by alert id, oldest first (SNAPSHOT_PATH). */
-  private readonly pictures = new Map<string, Buffer>();
+  private readonly pictures = new Map<string, HeldPicture>();
   private picturesBytes = 0;
   /** The latest alerts as sent, oldest first, for `subscribe`'s `after`. */
   private readonly held: HeldAlert[] = [];
@@ -545,20 +560,21 @@ export class WebSocketHub implements Sink {
     if (snap && typeof snap.data === 'string') {
       const picture = Buffer.from(snap.data, 'base64');
       const max = this.o.snapshotCacheBytes ?? DEFAULT_SNAPSHOT_CACHE_BYTES;
+      const key = randomBytes(12).toString('base64url');
       if (picture.length <= max) {
         const before = this.pictures.get(a.id);
-        if (before) this.picturesBytes -= before.length;
+        if (before) this.picturesBytes -= before.jpeg.length;
         this.pictures.delete(a.id);
-        this.pictures.set(a.id, picture);
+        this.pictures.set(a.id, { jpeg: picture, key });
         this.picturesBytes += picture.length;
         for (const [id, p] of this.pictures) {
           if (this.picturesBytes <= max) break;
           this.pictures.delete(id);
-          this.picturesBytes -= p.length;
+          this.picturesBytes -= p.jpeg.length;
         }
       }
       const { data: _data, ...rest } = snap;
-      json = JSON.stringify({ ...m, alert: { ...a, snapshot: { ...rest, url: snapshotPath(a.id) } } });
+      json = JSON.stringify({ ...m, alert: { ...a, snapshot: { ...rest, url: snapshotPath(a.id, key) } } });
     }
     const bytes = Buffer.byteLength(json);
     this.held.push({ seq: this.heldSeq++, id: a.id, source, json, bytes });
@@ -571,14 +587,16 @@ export class WebSocketHub implements Sink {
     return [json, true];
   }
 
-  /** The JPEG of an alert's snapshot while the hub holds it (SNAPSHOT_PATH), else undefined. */
-  snapshot(alertId: string): Buffer | undefined {
-    return this.pictures.get(alertId);
+  /** The JPEG of an alert's snapshot while the hub holds it and `key` is its picture's (SNAPSHOT_PATH's `key`), else undefined. */
+  snapshot(alertId: string, key: string): Buffer | undefined {
+    const p = this.pictures.get(alertId);
+    return p !== undefined && p.key === key ? p.jpeg : undefined;
   }
 
   /** Where this argus's server answers an alert's picture (SNAPSHOT_PATH) while the hub holds it, else undefined. */
   snapshotUrl(alertId: string): string | undefined {
-    return this.pictures.has(alertId) ? snapshotPath(alertId) : undefined;
+    const p = this.pictures.get(alertId);
+    return p === undefined ? undefined : snapshotPath(alertId, p.key);
   }
 
   /**

@@ -22,7 +22,7 @@ async function serve(run: string, port: number, sources = ['lobby']): Promise<{ 
   const s = await startHttpServer({ host: '127.0.0.1', port, upgrades: { '/ws': (req, sock, head) => hub.handleUpgrade(req, sock, head) } });
   const rates = new RateMeter(() => []);
   const pipeline = { stats: [], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu', stuckRun: () => undefined } } as unknown as RouteContext['pipeline'];
-  registerRoutes(s, { pipeline, metrics: {} as Metrics, rates, geometry: () => ({ zones: [], lines: [] }), snapshot: (id) => hub.snapshot(id) });
+  registerRoutes(s, { pipeline, metrics: {} as Metrics, rates, geometry: () => ({ zones: [], lines: [] }), snapshot: (id, key) => hub.snapshot(id, key) });
   return { hub, s, close: async () => void (rates.close(), await hub.close(), await s.close()) };
 }
 

@@ -26,7 +26,7 @@ describe('dashboard: many alerts with snapshots at once', () => {
     const s = await startHttpServer({ host: '127.0.0.1', port: 0, upgrades: { '/ws': (req, sock, head) => hub.handleUpgrade(req, sock, head) } });
     const rates = new RateMeter(() => []);
     const pipeline = { stats: [], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu', stuckRun: () => undefined } } as unknown as RouteContext['pipeline'];
-    registerRoutes(s, { pipeline, metrics: {} as Metrics, rates, geometry: () => ({ zones: [], lines: [] }), snapshot: (id) => hub.snapshot(id) });
+    registerRoutes(s, { pipeline, metrics: {} as Metrics, rates, geometry: () => ({ zones: [], lines: [] }), snapshot: (id, key) => hub.snapshot(id, key) });
     const page = await browser.newPage();
     try {
       const snapshots: number[] = [];

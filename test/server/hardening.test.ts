@@ -527,14 +527,14 @@ describe('HTTP: the token guards every route but /healthz and /readyz', () => {
     expect((await raw(p.port, req('GET', '/api/sources'))).status).toBe(401);
   });
 
-  it('/api/snapshot?id= answers a held alert picture (image/jpeg, kept in no cache) with the token only; 404 for one not held', async () => {
+  it('/api/snapshot?id=&key= answers a held alert picture (image/jpeg, kept in no cache) with the token only; 404 for one not held', async () => {
     const s = await server({ token: 's3cret' });
     const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 1, 2, 3]);
-    registerRoutes(s, { ...fakeContext(), snapshot: (id) => (id === 'cam:r:1-2:3' ? jpeg : undefined) });
-    expect((await raw(s.port, req('GET', '/api/snapshot?id=cam%3Ar%3A1-2%3A3'))).status).toBe(401);
-    const r = await raw(s.port, req('GET', '/api/snapshot?id=cam%3Ar%3A1-2%3A3', { authorization: 'Bearer s3cret' }));
+    registerRoutes(s, { ...fakeContext(), snapshot: (id, key) => (id === 'cam:r:1-2:3' && key === 'k1' ? jpeg : undefined) });
+    expect((await raw(s.port, req('GET', '/api/snapshot?id=cam%3Ar%3A1-2%3A3&key=k1'))).status).toBe(401);
+    const r = await raw(s.port, req('GET', '/api/snapshot?id=cam%3Ar%3A1-2%3A3&key=k1', { authorization: 'Bearer s3cret' }));
     expect([r.status, r.headers['content-type'], r.headers['content-length'], r.headers['cache-control'], r.headers['x-content-type-options'], r.headers['cross-origin-resource-policy']]).toEqual([200, 'image/jpeg', '7', 'no-store', 'nosniff', 'same-origin']);
-    for (const q of ['?id=other', '?id=', '']) expect((await raw(s.port, req('GET', `/api/snapshot${q}`, { authorization: 'Bearer s3cret' }))).status, q).toBe(404);
+    for (const q of ['?id=other&key=k1', '?id=cam%3Ar%3A1-2%3A3&key=k2', '?id=cam%3Ar%3A1-2%3A3', '?id=&key=k1', '?id=', '']) expect((await raw(s.port, req('GET', `/api/snapshot${q}`, { authorization: 'Bearer s3cret' }))).status, q).toBe(404);
   });
 
   it('the dashboard page forbids framing and foreign scripts (CSP, X-Frame-Options, no inline script) and, like /metrics, is kept in no cache', async () => {

@@ -427,11 +427,16 @@ describe('WebSocket API: alerts reach a slow or reconnecting consumer', () => {
     const last = st.msgs.filter((m) => m.type === 'alert').at(-1)!;
     assertValidMessage(last);
     const snap = (last.alert as { snapshot: Record<string, unknown> }).snapshot;
-    expect(snap).toEqual({ contentType: 'image/jpeg', width: 64, height: 48, url: '/api/snapshot?id=cam%3Ar%3Arun-199%3A1' });
-    expect(hub!.snapshot('cam:r:run-199:1')!.equals(picture(199))).toBe(true);
+    expect(snap).toEqual({ contentType: 'image/jpeg', width: 64, height: 48, url: expect.stringMatching(/^\/api\/snapshot\?id=cam%3Ar%3Arun-199%3A1&key=[\w-]{16}$/) });
+    const key = new URL(snap.url as string, 'http://x').searchParams.get('key')!;
+    expect(hub!.snapshot('cam:r:run-199:1', key)!.equals(picture(199))).toBe(true);
     // The pictures held are bounded (snapshotCacheBytes): the oldest are let go.
-    expect(hub!.snapshot('cam:r:run-0:1')).toBeUndefined();
-    expect(hub!.snapshot('cam:r:run-150:1')).toBeDefined();
+    const held = (id: string) => {
+      const url = hub!.snapshotUrl(id);
+      return url === undefined ? undefined : hub!.snapshot(id, new URL(url, 'http://x').searchParams.get('key')!);
+    };
+    expect(held('cam:r:run-0:1')).toBeUndefined();
+    expect(held('cam:r:run-150:1')).toBeDefined();
   }, 120_000);
 
   it('a client that reconnects and subscribes with "after" (the last alert it got) is sent the alerts raised meanwhile, in order; one whose alert is no longer held is told (missed) first', async () => {

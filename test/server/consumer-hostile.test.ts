@@ -1,0 +1,95 @@
+/**
+ * The HTTP server, the WebSocket hub and the dashboard's snapshot URLs against a demanding (or
+ * hostile) consumer: a real server on 127.0.0.1 (port 0), raw sockets and a raw `ws` client.
+ */
+import { connect as netConnect } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startHttpServer, type HttpServerOptions, type RunningServer } from '../../src/server/http.js';
+import { RateMeter, registerRoutes } from '../../src/server/routes.js';
+import type { Pipeline } from '../../src/pipeline/pipeline.js';
+import type { Metrics } from '../../src/server/metrics.js';
+import { WebSocketHub, type WebSocketHubOptions } from '../../src/sinks/websocket.js';
+import type { AlertMessage } from '../../src/sinks/message.js';
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const f of cleanups.splice(0).reverse()) await f();
+});
+
+async function server(o: Partial<HttpServerOptions> = {}): Promise<RunningServer> {
+  const s = await startHttpServer({ host: '127.0.0.1', port: 0, ...o });
+  cleanups.push(() => s.close());
+  return s;
+}
+
+function hub(o: Partial<WebSocketHubOptions> = {}): WebSocketHub {
+  const h = new WebSocketHub({ maxBufferedBytes: 1 << 20, maxAlertBacklog: 1000, maxClientMessageBytes: 4096, sources: () => ['cam'], ...o });
+  cleanups.push(() => h.close());
+  return h;
+}
+
+function context(snapshot?: (id: string, key: string) => Buffer | undefined) {
+  const pipeline = { stats: [], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu', stuckRun: () => undefined } } as unknown as Pipeline;
+  const metrics = { scrape: async () => 'argus_up 1\n', contentType: 'text/plain; version=0.0.4; charset=utf-8' } as unknown as Metrics;
+  const rates = new RateMeter(() => []);
+  cleanups.push(() => rates.close());
+  return { pipeline, metrics, rates, geometry: () => ({ zones: [], lines: [] }), snapshot };
+}
+
+/** One GET on a fresh connection: status, headers (lower case) and body bytes. */
+function get(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const s = netConnect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    s.on('connect', () => s.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`));
+    s.on('data', (d) => chunks.push(d));
+    s.on('error', reject);
+    s.on('close', () => {
+      const all = Buffer.concat(chunks);
+      const end = all.indexOf('\r\n\r\n');
+      const head = all.subarray(0, end).toString('latin1').split('\r\n');
+      const h: Record<string, string> = {};
+      for (const l of head.slice(1)) {
+        const i = l.indexOf(':');
+        if (i > 0) h[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
+      }
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head[0] ?? '')?.[1]), headers: h, body: all.subarray(end + 4) });
+    });
+    setTimeout(() => s.destroy(), 30_000).unref();
+  });
+}
+
+const alert = (id: string, picture: Buffer): AlertMessage =>
+  ({ v: 1, type: 'alert', source: 'cam', seq: 1, pts: 0, ts: 1, detections: [], alert: { id, rule: 'r', severity: 'critical', event: 'zone.enter', message: 'm', snapshot: { contentType: 'image/jpeg', data: picture.toString('base64'), width: 4, height: 3 } } }) as unknown as AlertMessage;
+
+/** The snapshot URL the hub sends with an alert (what a consumer fetches). */
+function publishAlert(h: WebSocketHub, id: string, picture: Buffer): string {
+  const m = alert(id, picture);
+  h.publish('alert', 'cam', JSON.stringify(m), m);
+  const url = h.snapshotUrl(id);
+  if (!url) throw new Error('no snapshot url');
+  return url;
+}
+
+describe('snapshot URLs name one picture only', () => {
+  it('a URL of one argus process (or hub) never answers another alert of the same id: a run given again across processes', async () => {
+    const id = 'cam:r:samerun-1:1';
+    const first = Buffer.from([0xff, 0xd8, 1, 1, 1]);
+    const second = Buffer.from([0xff, 0xd8, 2, 2, 2]);
+    // The first process: its dashboard (or a Kafka consumer, snapshotOmitted.url) keeps the URL.
+    const a = hub({ run: 'samerun' });
+    const oldUrl = publishAlert(a, id, first);
+    // The program starts again with the same run: the same alert id, another picture.
+    const b = hub({ run: 'samerun' });
+    const newUrl = publishAlert(b, id, second);
+    const s = await server();
+    registerRoutes(s, context((i, k) => b.snapshot(i, k)));
+    const fresh = await get(s.port, newUrl);
+    expect(fresh.status).toBe(200);
+    expect(fresh.body.equals(second)).toBe(true);
+    const stale = await get(s.port, oldUrl);
+    expect(stale.status, 'the old URL names the first picture, which this process does not hold').toBe(404);
+    expect(stale.body.toString()).not.toContain('\u0002');
+    expect(newUrl).not.toBe(oldUrl);
+  });
+});
