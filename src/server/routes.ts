@@ -9,6 +9,7 @@ import { parseRequestUrl } from '../core/http.js';
 import { DATA_HEADERS, type RunningServer } from './http.js';
 import { STAGES } from '../core/frame.js';
 import { percentileOfSorted } from '../core/stats.js';
+import { now } from '../core/clock.js';
 import { redactDeep } from '../core/redact.js';
 import type { SourceAnalyticsReport } from '../analytics/report.js';
 
@@ -133,6 +134,9 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
           id: s.id,
           state: s.state,
           reason: s.lastTransition?.reason,
+          // How long ago the state was entered, by this server's clock: the dashboard counts a
+          // reason's "retry N in X s" down from it (a page's clock may be set otherwise).
+          stateAgeMs: s.lastTransition ? Math.max(0, Math.round(now() - s.lastTransition.at)) : undefined,
           width: s.width,
           height: s.height,
           fps: s.fps,

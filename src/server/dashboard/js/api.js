@@ -73,6 +73,8 @@ function applySources(body) {
         attempt: isNum(x.attempt) ? x.attempt : changed ? 0 : undefined,
         code: typeof x.code === 'string' ? x.code : changed ? '' : undefined,
         detail: typeof x.detail === 'string' ? x.detail : changed ? '' : undefined,
+        // The transition's age by the server's clock: no skew between the two clocks counts.
+        raisedAt: isNum(x.stateAgeMs) && x.stateAgeMs >= 0 ? now() - x.stateAgeMs : undefined,
       });
     }
     s.overlayDirty = true;

@@ -151,7 +151,7 @@ function subscribe(kinds) {
 function onStatus(m) {
   const s = ensureSource(m.source);
   s.statusAt = now();
-  setState(s, m.state, m.reason || '', { attempt: isNum(m.attempt) ? m.attempt : 0, code: m.code || '', detail: m.detail || '' });
+  setState(s, m.state, m.reason || '', { attempt: isNum(m.attempt) ? m.attempt : 0, code: m.code || '', detail: m.detail || '', raisedAt: s.statusAt });
 }
 
 function onAlert(m) {

@@ -27,6 +27,7 @@ export function newSource(id) {
     code: '',
     detail: '',
     statusAt: -Infinity, // performance.now() of the last status message
+    retryDue: 0, // performance.now() when the retry its reason announces is due (tile-state.js); 0: none
     createdAt: now(),
     srcW: 0,
     srcH: 0,

@@ -4,15 +4,31 @@ import { app, FRAME_STALE_MS } from './store.js';
 
 const STATE_NAMES = ['starting', 'streaming', 'stalled', 'reconnecting', 'failed', 'ended', 'stopped'];
 
-/** Records the source's state (and reason, attempt, code, detail where given) and shows it. */
+/** A reconnecting source's reason ends its first line with when the next try is (sources/supervised-source.ts): `…; retry 3 in 4.0 s`. */
+const RETRY = /retry (\d+) in (\d+(?:\.\d+)?) s/;
+
+/**
+ * Records the source's state (and reason, attempt, code, detail where given) and shows it.
+ * `extra.raisedAt`: when the transition was raised, on this page's clock (now()): a status
+ * message's arrival, a poll's answer less the transition's age (`stateAgeMs`); the retry a
+ * reason announces is counted down from it (retryNote).
+ */
 export function setState(s, state, reason, extra) {
   s.state = state || 'unknown';
+  const before = s.reason;
   if (reason !== undefined) s.reason = reason || '';
   if (extra) {
     if (extra.attempt !== undefined) s.attempt = extra.attempt;
     if (extra.code !== undefined) s.code = extra.code || '';
     if (extra.detail !== undefined) s.detail = extra.detail || '';
   }
+  // When the retry a reason announces is due. It was shown as written, "retry 3 in 4.0 s", for as
+  // long as the source stayed reconnecting: still "in 4.0 s" a minute later, and after the retry
+  // had started (its connection attempt can take the start timeout, 10 s and more).
+  const retry = s.state === 'reconnecting' ? RETRY.exec(s.reason) : null;
+  if (!retry) s.retryDue = 0;
+  else if (extra && typeof extra.raisedAt === 'number' && Number.isFinite(extra.raisedAt)) s.retryDue = extra.raisedAt + Number(retry[2]) * 1000;
+  else if (s.reason !== before || !s.retryDue) s.retryDue = now() + Number(retry[2]) * 1000;
   const badge = s.el.state;
   badge.textContent = s.state;
   badge.className = `tile-state state-${STATE_NAMES.includes(s.state) ? s.state : 'unknown'}`;
@@ -32,7 +48,7 @@ export function updateDown(s) {
   if (s.state !== 'streaming' && s.state !== 'unknown') {
     down = true;
     head = s.state;
-    reason = s.reason;
+    reason = s.retryDue ? retryNote(s.reason, s.retryDue - t) : s.reason;
     if (s.state === 'reconnecting' && s.attempt && !/retry/.test(reason)) reason += `${reason ? '; ' : ''}attempt ${s.attempt}`;
   } else if (app.connected && silentMs > FRAME_STALE_MS) {
     down = true;
@@ -57,6 +73,15 @@ export function updateDown(s) {
   const waitText = app.askedFrames ? 'waiting for frames…' : 'no live picture (detections only)';
   if (e.waiting.textContent !== waitText) e.waiting.textContent = waitText;
   e.waiting.classList.toggle('no-picture', !app.askedFrames);
+}
+
+/**
+ * A reconnecting source's reason as it stands `leftMs` before its retry is due: `retry 3 in 2 s`,
+ * counting down (the tiles are brought up to date once a second), then `retry 3 under way` (the
+ * source is connecting again; a failure brings the next reason, a frame `streaming`).
+ */
+export function retryNote(reason, leftMs) {
+  return reason.replace(RETRY, (_all, n) => (leftMs > 0 ? `retry ${n} in ${Math.ceil(leftMs / 1000)} s` : `retry ${n} under way`));
 }
 
 /** The tile's picture area takes the picture's aspect (the JPEG's size, else the source's). */
