@@ -548,7 +548,7 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
           requestsPerAddressPerSecond: sc.requestsPerAddressPerSecond,
           allowedHosts: sc.allowedHosts,
           log,
-          upgrades: hub ? { '/ws': (q, s, h) => hub.handleUpgrade(q, s, h) } : {},
+          upgrades: hub ? { '/ws': { upgrade: (q, s, h) => hub.handleUpgrade(q, s, h), refusal: (q, u) => hub.refusal(q, u) } } : {},
         }),
       (s) => s.close(),
     );

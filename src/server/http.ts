@@ -48,12 +48,35 @@ export const SERVER_DEFAULTS = {
   requestsPerAddressPerSecond: 20,
 } as const;
 
+/** Why a request is refused: its status, reason phrase and headers (the WebSocket hub's checks). */
+export interface Refusal {
+  status: number;
+  reason: string;
+  headers?: Record<string, string>;
+}
+
+export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+
+/**
+ * An upgrade path's handler, and the checks it makes before any handshake (`refusal`: the
+ * WebSocket hub's Origin and token), which a plain request to the path (no `Upgrade`) gets too,
+ * before its 426 Upgrade Required.
+ */
+export interface UpgradeRoute {
+  upgrade: UpgradeHandler;
+  refusal?: (req: IncomingMessage, url: URL) => Refusal | undefined;
+}
+
 export interface HttpServerOptions {
   host: string;
   port: number;
   routes?: Record<string, Route>;
-  /** Upgrade handlers by path (e.g. /ws). Each does its own access checks (the WebSocket hub checks token and Origin). */
-  upgrades?: Record<string, (req: IncomingMessage, socket: Duplex, head: Buffer) => void>;
+  /**
+   * Upgrade handlers by path (e.g. /ws). Each does its own access checks (the WebSocket hub checks
+   * token and Origin). A plain request to such a path answers 426 Upgrade Required
+   * (`Upgrade: websocket`), after the route's `refusal` and the server's token.
+   */
+  upgrades?: Record<string, UpgradeHandler | UpgradeRoute>;
   /** When set, every route except those registered `public` answers 401 without it (`Authorization: Bearer …`, `?token=…`, or the dashboard's session cookie). */
   token?: string;
   /** How long the dashboard's session cookie opens the server unused; a request it opens renews it once a tenth of that has passed. Default 12 h (core/http.ts, SESSION_MAX_AGE_MS). */
@@ -209,6 +232,13 @@ function admitConnections(server: Server, max: number, log: LogFn): Map<Socket, 
     if (st) st.upgraded = true;
   });
   return open;
+}
+
+/** The upgrade route of `path` (own properties only: `/constructor` is no route), in its object form. */
+function upgradeRoute(upgrades: HttpServerOptions['upgrades'], path: string): UpgradeRoute | undefined {
+  if (!upgrades || !Object.hasOwn(upgrades, path)) return undefined;
+  const h = upgrades[path];
+  return typeof h === 'function' ? { upgrade: h } : h;
 }
 
 /** A browser's top-level GET navigation that another site started (a link, or a redirect after one): `Sec-Fetch-Site: cross-site`. */
@@ -388,6 +418,19 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     // status alone, not the source ids and errors a page that rebinds its name could read.
     if (!entry?.probe && !hostAllowed(req.headers.host, o.host, o.allowedHosts)) return plain(res, 403, 'forbidden: this Host is not served (server.allowedHosts)\n', { connection: 'close' });
     if (!url) return plain(res, 400, 'bad request: the URL cannot be parsed\n', { connection: 'close' });
+    // A plain request to /ws: 426 with `Upgrade: websocket` (RFC 9110 15.5.22), not 404, which
+    // said there was no WebSocket here. The hub's own checks come first (a foreign Origin 403, its
+    // token 401), then the server's token: the 426 tells only a client that may connect. Closed
+    // after it (`Connection: Upgrade, close`): an explicit Connection header otherwise kept the
+    // connection open, a client's `Connection: close` ignored.
+    const up = entry ? undefined : upgradeRoute(o.upgrades, url.pathname);
+    if (up) {
+      const no = up.refusal?.(req, url);
+      if (no) return plain(res, no.status, `${no.reason.toLowerCase()}\n`, no.headers);
+      if (!authorized) return plain(res, 401, 'unauthorized: send Authorization: Bearer <token> or ?token=<token>\n', { 'www-authenticate': 'Bearer realm="argus"' });
+      if (req.method !== 'GET' && req.method !== 'HEAD') return methodNotAllowed(res);
+      return plain(res, 426, 'upgrade required: this is a WebSocket endpoint (GET with Connection: Upgrade, Upgrade: websocket)\n', { upgrade: 'websocket', connection: 'Upgrade, close' });
+    }
     if (!authorized && !entry?.public) {
       return plain(res, 401, 'unauthorized: send Authorization: Bearer <token> or ?token=<token>\n', { 'www-authenticate': 'Bearer realm="argus"', ...(entry?.page ? reloadOnce(req, url) : undefined) });
     }
@@ -436,9 +479,9 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
       if (!hostAllowed(req.headers.host, o.host, o.allowedHosts)) return refuseSocket(socket, 403, 'Forbidden');
       const url = parseRequestUrl(req.url);
       if (!url) return refuseSocket(socket, 400, 'Bad Request');
-      const h = o.upgrades?.[url.pathname];
+      const h = upgradeRoute(o.upgrades, url.pathname);
       if (!h) return refuseSocket(socket, 404, 'Not Found');
-      h(req, socket, head);
+      h.upgrade(req, socket, head);
     } catch (e) {
       log('http: an upgrade handler failed', { error: redact(String((e as Error)?.message ?? e)) }, 'error');
       refuseSocket(socket, 500, 'Internal Server Error');

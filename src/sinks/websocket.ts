@@ -246,20 +246,13 @@ export class WebSocketHub implements Sink {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => socket.destroy());
     try {
-      // Closing: a client admitted now was never closed (close() closes those it found), and its
-      // socket held the server's close, and so the process's exit, for as long as it stayed.
-      if (this.shuttingDown) return this.refuse(socket, 503, 'Service Unavailable');
       const url = parseRequestUrl(req.url);
       if (!url) return this.refuse(socket, 400, 'Bad Request');
-      const origin = this.originOf(req);
-      if (!origin) {
-        this.throttled.log('origin', 'websocket: upgrade from a foreign origin refused', { origin: String(req.headers.origin).slice(0, 200) }, 'warn');
-        return this.refuse(socket, 403, 'Forbidden');
+      const no = this.refusal(req, url);
+      if (no) {
+        if (no.status === 403) this.throttled.log('origin', 'websocket: upgrade from a foreign origin refused', { origin: String(req.headers.origin).slice(0, 200) }, 'warn');
+        return this.refuse(socket, no.status, no.reason, no.headers);
       }
-      // The session cookie from the server's own origin only (or no browser's): a browser sends it
-      // from every page of the same site (another port, another subdomain), and allowedOrigins
-      // admits such a page (with "*", any): it opened the stream with the operator's cookie.
-      if (this.o.token && !requestAuthorized(req, url, this.o.token, origin !== 'allowed', { maxAgeMs: this.o.sessionMaxAgeMs })) return this.refuse(socket, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer realm="argus"' });
       const address = addressKey(req.socket.remoteAddress);
       // The address's handshake rate before any handshake: one that connects and closes in a loop
       // (or holds its maxClientsPerAddress and loops one more) costs a 429, not a handshake, a
@@ -288,6 +281,24 @@ export class WebSocketHub implements Sink {
       this.log('websocket: upgrade failed', { error: String((e as Error)?.message ?? e) }, 'error');
       this.refuse(socket, 500, 'Internal Server Error');
     }
+  }
+
+  /**
+   * Why a connection of `req` is refused before any handshake, or undefined: closing (503), a
+   * foreign Origin (403), no or a wrong token (401). A plain request to /ws gets the same before
+   * its 426 (server/http.ts, UpgradeRoute.refusal).
+   */
+  refusal(req: IncomingMessage, url: URL): { status: number; reason: string; headers?: Record<string, string> } | undefined {
+    // Closing: a client admitted now was never closed (close() closes those it found), and its
+    // socket held the server's close, and so the process's exit, for as long as it stayed.
+    if (this.shuttingDown) return { status: 503, reason: 'Service Unavailable' };
+    const origin = this.originOf(req);
+    if (!origin) return { status: 403, reason: 'Forbidden' };
+    // The session cookie from the server's own origin only (or no browser's): a browser sends it
+    // from every page of the same site (another port, another subdomain), and allowedOrigins
+    // admits such a page (with "*", any): it opened the stream with the operator's cookie.
+    if (this.o.token && !requestAuthorized(req, url, this.o.token, origin !== 'allowed', { maxAgeMs: this.o.sessionMaxAgeMs })) return { status: 401, reason: 'Unauthorized', headers: { 'WWW-Authenticate': 'Bearer realm="argus"' } };
+    return undefined;
   }
 
   private refuse(socket: Duplex, status: number, reason: string, headers?: Record<string, string>): void {

@@ -4,6 +4,7 @@
  */
 import { connect as netConnect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { startHttpServer, type HttpServerOptions, type RunningServer } from '../../src/server/http.js';
 import { RateMeter, registerRoutes } from '../../src/server/routes.js';
 import type { Pipeline } from '../../src/pipeline/pipeline.js';
@@ -37,11 +38,11 @@ function context(snapshot?: (id: string, key: string) => Buffer | undefined) {
 }
 
 /** One GET on a fresh connection: status, headers (lower case) and body bytes. */
-function get(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
+function get(port: number, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const s = netConnect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
-    s.on('connect', () => s.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`));
+    s.on('connect', () => s.write(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`));
     s.on('data', (d) => chunks.push(d));
     s.on('error', reject);
     s.on('close', () => {
@@ -91,5 +92,53 @@ describe('snapshot URLs name one picture only', () => {
     expect(stale.status, 'the old URL names the first picture, which this process does not hold').toBe(404);
     expect(stale.body.toString()).not.toContain('\u0002');
     expect(newUrl).not.toBe(oldUrl);
+  });
+});
+
+/** A server with the hub at /ws, wired as the run wires it (its checks before a plain request's 426). */
+async function wsServer(token?: string, o: Partial<WebSocketHubOptions> = {}) {
+  const h = hub({ token, ...o });
+  const s = await server({ token, upgrades: { '/ws': { upgrade: (q, k, b) => h.handleUpgrade(q, k, b), refusal: (q, u) => h.refusal(q, u) } } });
+  registerRoutes(s, context());
+  return { s, h };
+}
+
+describe('a plain GET to /ws', () => {
+  it('answers 426 Upgrade Required with Upgrade: websocket, after the Origin and token checks; the WebSocket itself still connects', async () => {
+    const { s } = await wsServer('s3cret');
+    const bearer = { authorization: 'Bearer s3cret' };
+    // The token first: without it, 401 (nothing says a WebSocket is here).
+    const noToken = await get(s.port, '/ws');
+    expect([noToken.status, noToken.headers['www-authenticate']]).toEqual([401, 'Bearer realm="argus"']);
+    expect((await get(s.port, '/ws?token=wrong')).status).toBe(401);
+    // A foreign Origin: 403, as its upgrade would be, the token or not.
+    expect((await get(s.port, '/ws', { ...bearer, origin: 'http://evil.example' })).status).toBe(403);
+    expect((await get(s.port, '/ws', { origin: 'http://evil.example' })).status).toBe(403);
+    for (const method of ['GET', 'HEAD']) {
+      const r = await get(s.port, '/ws', bearer, method);
+      expect([r.status, r.headers.upgrade, r.headers.connection?.toLowerCase()], method).toEqual([426, 'websocket', 'upgrade, close']);
+      expect(r.headers['cache-control']).toBe('no-store');
+    }
+    expect((await get(s.port, '/ws?token=s3cret', { origin: s.url })).status).toBe(426);
+    expect((await get(s.port, '/ws', bearer, 'DELETE')).status).toBe(405);
+    // Other paths are still 404; the WebSocket still connects.
+    expect((await get(s.port, '/wsx', bearer)).status).toBe(404);
+    expect((await get(s.port, '/ws/', bearer)).status).toBe(404);
+    const ws = new WebSocket(`ws://127.0.0.1:${s.port}/ws`, { headers: bearer });
+    const hello = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      ws.once('message', (d) => resolve(JSON.parse(String(d)) as Record<string, unknown>));
+      ws.once('error', reject);
+    });
+    expect(hello.type).toBe('hello');
+    ws.close();
+  });
+
+  it('without a token: 426 to anyone of the server\'s own origin or none, 403 to a foreign one; an upgrade handler given as a function is 426 after the server\'s token', async () => {
+    const { s } = await wsServer(undefined);
+    expect((await get(s.port, '/ws')).status).toBe(426);
+    expect((await get(s.port, '/ws', { origin: 'http://evil.example' })).status).toBe(403);
+    const f = await server({ token: 't0k', upgrades: { '/ws': () => {} } });
+    expect((await get(f.port, '/ws')).status).toBe(401);
+    expect((await get(f.port, '/ws?token=t0k')).status).toBe(426);
   });
 });
