@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { withDeadline } from '../core/clock.js';
@@ -229,7 +229,8 @@ function admitConnections(server: Server, max: number, log: LogFn): Map<Socket, 
   });
   server.on('upgrade', (req: IncomingMessage) => {
     const st = open.get(req.socket as Socket);
-    if (st) st.upgraded = true;
+    // Another protocol's upgrade is answered as a plain request (answerUpgradeAsPlain), and closed after it.
+    if (st && webSocketUpgrade(req)) st.upgraded = true;
   });
   return open;
 }
@@ -239,6 +240,36 @@ function upgradeRoute(upgrades: HttpServerOptions['upgrades'], path: string): Up
   if (!upgrades || !Object.hasOwn(upgrades, path)) return undefined;
   const h = upgrades[path];
   return typeof h === 'function' ? { upgrade: h } : h;
+}
+
+/** Whether a request asks to become a WebSocket (`Upgrade: websocket`, any case, in a list too). */
+function webSocketUpgrade(req: IncomingMessage): boolean {
+  const up = req.headers.upgrade;
+  return typeof up === 'string' && up.split(',').some((p) => p.trim().toLowerCase() === 'websocket');
+}
+
+/**
+ * A request that asked for an upgrade other than a WebSocket (h2c), answered as a plain request
+ * on the socket Node has let go of: its parser is gone, so the connection closes after the answer
+ * (`Connection: close`), and the idle bound Node no longer applies to it is set again.
+ */
+function answerUpgradeAsPlain(req: IncomingMessage, socket: Socket, idleMs: number, handle: (req: IncomingMessage, res: ServerResponse) => void, fail: (res: ServerResponse, e: unknown) => void): void {
+  socket.setTimeout(idleMs, () => socket.destroy());
+  const res = new ServerResponse(req);
+  res.shouldKeepAlive = false;
+  res.assignSocket(socket);
+  res.once('finish', () => {
+    res.detachSocket(socket);
+    socket.destroySoon();
+  });
+  res.once('close', () => {
+    if (!res.writableFinished) socket.destroy();
+  });
+  try {
+    handle(req, res);
+  } catch (e) {
+    fail(res, e);
+  }
 }
 
 /** A browser's top-level GET navigation that another site started (a link, or a redirect after one): `Sec-Fetch-Site: cross-site`. */
@@ -475,6 +506,11 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     // After an upgrade Node leaves the socket without an error listener: a peer reset would
     // otherwise be an uncaught exception.
     socket.on('error', () => socket.destroy());
+    // Node hands every request with an Upgrade header here, whatever the protocol: `curl --http2`
+    // (Upgrade: h2c) got 404 from /metrics, /healthz and every route, answered as a failed
+    // WebSocket. A server may ignore an upgrade it does not offer (RFC 9110 7.8): such a request
+    // is answered as any other, its checks and limits included.
+    if (!webSocketUpgrade(req)) return answerUpgradeAsPlain(req, socket as Socket, requestTimeout, handle, fail);
     try {
       if (!hostAllowed(req.headers.host, o.host, o.allowedHosts)) return refuseSocket(socket, 403, 'Forbidden');
       const url = parseRequestUrl(req.url);

@@ -42,7 +42,7 @@ function get(port: number, path: string, headers: Record<string, string> = {}, m
   return new Promise((resolve, reject) => {
     const s = netConnect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
-    s.on('connect', () => s.write(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`));
+    s.on('connect', () => s.write(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n${'connection' in headers ? '' : 'Connection: close\r\n'}${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`));
     s.on('data', (d) => chunks.push(d));
     s.on('error', reject);
     s.on('close', () => {
@@ -54,7 +54,19 @@ function get(port: number, path: string, headers: Record<string, string> = {}, m
         const i = l.indexOf(':');
         if (i > 0) h[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
       }
-      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head[0] ?? '')?.[1]), headers: h, body: all.subarray(end + 4) });
+      let body = all.subarray(end + 4);
+      if (h['transfer-encoding'] === 'chunked') {
+        const parts: Buffer[] = [];
+        for (let i = 0; ; ) {
+          const eol = body.indexOf('\r\n', i);
+          const n = parseInt(body.subarray(i, eol).toString('latin1'), 16);
+          if (!(n > 0)) break;
+          parts.push(body.subarray(eol + 2, eol + 2 + n));
+          i = eol + 2 + n + 2;
+        }
+        body = Buffer.concat(parts);
+      }
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head[0] ?? '')?.[1]), headers: h, body });
     });
     setTimeout(() => s.destroy(), 30_000).unref();
   });
@@ -140,5 +152,23 @@ describe('a plain GET to /ws', () => {
     const f = await server({ token: 't0k', upgrades: { '/ws': () => {} } });
     expect((await get(f.port, '/ws')).status).toBe(401);
     expect((await get(f.port, '/ws?token=t0k')).status).toBe(426);
+  });
+});
+
+describe('a request offering another protocol (Upgrade: h2c, curl --http2)', () => {
+  const h2c = { connection: 'Upgrade, HTTP2-Settings', upgrade: 'h2c', 'http2-settings': 'AAMAAABkAARAAAAAAAIAAAAA' };
+  it('is answered as a plain request (it was 404 from every route, taken for a failed WebSocket), its checks included, and closed', async () => {
+    const { s } = await wsServer('s3cret');
+    const ok = await get(s.port, '/api/sources', { ...h2c, authorization: 'Bearer s3cret' });
+    expect([ok.status, ok.headers['content-type'], ok.headers.connection]).toEqual([200, 'application/json', 'close']);
+    expect(JSON.parse(ok.body.toString())).toMatchObject({ model: { name: 'm' }, sources: [] });
+    const head = await get(s.port, '/healthz', h2c, 'HEAD');
+    expect([head.status, head.body.length]).toEqual([200, 0]);
+    expect((await get(s.port, '/api/sources', h2c)).status).toBe(401);
+    expect((await get(s.port, '/nope', { ...h2c, authorization: 'Bearer s3cret' })).status).toBe(404);
+    // /ws offered h2c: the 426 that says which upgrade it takes.
+    const ws = await get(s.port, '/ws', { ...h2c, authorization: 'Bearer s3cret' });
+    expect([ws.status, ws.headers.upgrade]).toEqual([426, 'websocket']);
+    expect((await get(s.port, '/ws', { ...h2c, authorization: 'Bearer s3cret', origin: 'http://evil.example' })).status).toBe(403);
   });
 });
