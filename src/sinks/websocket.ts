@@ -481,7 +481,11 @@ export class WebSocketHub implements Sink {
         if (resumes && c.resumed) return this.error(c, 'bad_subscribe', '"after" and "run" are taken once per connection (a reconnect\'s first subscribe); subscribe without them');
         c.sources = sources.includes('*') ? 'all' : new Set(sources as string[]);
         c.kinds = new Set(kinds as SubKind[]);
-        this.endResume(c); // a resume in progress ends: this subscribe replaces it
+        // A resume in progress goes on, for the sources now subscribed, while alerts are: ended,
+        // the held alerts not yet sent (a resume longer than the send buffer is paced by the
+        // client's reading) were never sent, nor said missed, and a client that subscribed again
+        // at once (another source added) lost a thousand of them. Without alerts it ends.
+        if (!c.kinds.has('alerts')) this.endResume(c);
         const known = new Set(this.o.sources());
         const unknown = c.sources === 'all' ? [] : [...c.sources].filter((s) => !known.has(s));
         this.sendControl(c, { type: 'subscribed', sources: c.sources === 'all' ? ['*'] : [...c.sources], kinds: [...c.kinds], unknownSources: unknown });
