@@ -1,6 +1,8 @@
 // A down tile's "retry N in X s" (a reconnecting source's reason) was written once and never
 // counted down: a minute later it still said "retry 3 in 4.0 s", and after the retry had started
-// too. What the page shows now is true: the seconds left, then that the retry is under way.
+// too; a stalled one's "no frame for 2.0 s" stayed 2.0 s for as long as the camera was silent.
+// What the page shows now is true: the seconds left, then that the retry is under way; the silence
+// as long as it has been.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { now } from '../../src/core/clock.js';
@@ -20,14 +22,16 @@ const waitReason = (page: Page, id: string, re: RegExp, ms = 20_000) =>
   page.waitForFunction(([sel, src]) => new RegExp(src).test(document.querySelector(sel)?.textContent ?? ''), [`.tile[data-source="${id}"] .tile-down-reason`, re.source] as const, { timeout: ms });
 
 describe('dashboard: a reconnecting source\'s retry', () => {
-  it('counts down from when the transition was raised (a poll: by its age on the server), then says the retry is under way; a status message\'s too', async () => {
+  it('counts down from when the transition was raised (a poll: by its age on the server), then says the retry is under way; a status message\'s too; a stall counts up', async () => {
     const e2e = { sorted: () => [] };
     // Entered 1.5 s before the page opens: 2.5 s are left of the 4.0 s.
     const polled = { id: 'dock', state: 'reconnecting', framesOut: 0, reconnects: 2, dropped: 0, width: 0, height: 0, fps: 0, e2e, pipeline: e2e, e2eBy: { counts: [0, 0, 0, 0] }, lastTransition: { reason: 'ffmpeg exited with code 1; retry 3 in 4.0 s', at: now() - 1500 } };
+    // Stalled 5 s ago, after 2 s without a frame: 7 s without one now, and counting.
+    const stalled = { ...polled, id: 'lobby', state: 'stalled', lastTransition: { reason: 'no frame for 2.0 s', at: now() - 5000 } };
     const hub = new WebSocketHub({ maxBufferedBytes: 1 << 20, maxAlertBacklog: 100, maxClientMessageBytes: 4096, sources: () => ['dock', 'gate'] });
     const s = await startHttpServer({ host: '127.0.0.1', port: 0, upgrades: { '/ws': (req, sock, head) => hub.handleUpgrade(req, sock, head) } });
     const rates = new RateMeter(() => []);
-    const pipeline = { stats: [polled], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu', stuckRun: () => undefined } } as unknown as RouteContext['pipeline'];
+    const pipeline = { stats: [polled, stalled], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu', stuckRun: () => undefined } } as unknown as RouteContext['pipeline'];
     registerRoutes(s, { pipeline, metrics: {} as Metrics, rates, geometry: () => ({ zones: [], lines: [] }) });
     const page = await browser.newPage();
     try {
@@ -40,6 +44,10 @@ describe('dashboard: a reconnecting source\'s retry', () => {
       expect(first, 'the seconds left, from the transition\'s age').toMatch(/ — ffmpeg exited with code 1; retry 3 (in [1-3] s|under way)$/);
       if (/ in (\d) s$/.test(first)) expect(Number(/ in (\d) s$/.exec(first)![1])).toBeLessThanOrEqual(Math.max(left + 1, 1));
       await waitReason(page, 'dock', /retry 3 under way$/, 15_000);
+      // The stalled camera's silence counts up from when it was said: never the 2.0 s as written.
+      const silent = Number(/^ — no frame for (\d+) s$/.exec(await reasonOf(page, 'lobby'))?.[1]);
+      expect(silent).toBeGreaterThanOrEqual(7);
+      await waitReason(page, 'lobby', new RegExp(`^ — no frame for (${silent + 1}|${silent + 2}|${silent + 3}) s$`), 10_000);
 
       // A status message raised now: from its arrival.
       await page.waitForFunction(() => document.querySelector('#status')?.textContent === 'connected', undefined, { timeout: 20_000 });

@@ -27,7 +27,7 @@ export function newSource(id) {
     code: '',
     detail: '',
     statusAt: -Infinity, // performance.now() of the last status message
-    retryDue: 0, // performance.now() when the retry its reason announces is due (tile-state.js); 0: none
+    reasonAt: 0, // performance.now() when the reason was said (tile-state.js, liveReason); 0: not yet
     createdAt: now(),
     srcW: 0,
     srcH: 0,

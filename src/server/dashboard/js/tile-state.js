@@ -6,12 +6,14 @@ const STATE_NAMES = ['starting', 'streaming', 'stalled', 'reconnecting', 'failed
 
 /** A reconnecting source's reason ends its first line with when the next try is (sources/supervised-source.ts): `…; retry 3 in 4.0 s`. */
 const RETRY = /retry (\d+) in (\d+(?:\.\d+)?) s/;
+/** A stalled source's reason: how long it had had no frame when it was said (`no frame for 2.0 s`). */
+const SILENT = /no frame for (\d+(?:\.\d+)?) s/;
 
 /**
  * Records the source's state (and reason, attempt, code, detail where given) and shows it.
  * `extra.raisedAt`: when the transition was raised, on this page's clock (now()): a status
- * message's arrival, a poll's answer less the transition's age (`stateAgeMs`); the retry a
- * reason announces is counted down from it (retryNote).
+ * message's arrival, a poll's answer less the transition's age (`stateAgeMs`). The times a reason
+ * gives are counted from it (liveReason).
  */
 export function setState(s, state, reason, extra) {
   s.state = state || 'unknown';
@@ -22,13 +24,11 @@ export function setState(s, state, reason, extra) {
     if (extra.code !== undefined) s.code = extra.code || '';
     if (extra.detail !== undefined) s.detail = extra.detail || '';
   }
-  // When the retry a reason announces is due. It was shown as written, "retry 3 in 4.0 s", for as
-  // long as the source stayed reconnecting: still "in 4.0 s" a minute later, and after the retry
-  // had started (its connection attempt can take the start timeout, 10 s and more).
-  const retry = s.state === 'reconnecting' ? RETRY.exec(s.reason) : null;
-  if (!retry) s.retryDue = 0;
-  else if (extra && typeof extra.raisedAt === 'number' && Number.isFinite(extra.raisedAt)) s.retryDue = extra.raisedAt + Number(retry[2]) * 1000;
-  else if (s.reason !== before || !s.retryDue) s.retryDue = now() + Number(retry[2]) * 1000;
+  // When the reason was said. It was shown as written for as long as the state held: "retry 3 in
+  // 4.0 s" a minute later, after the retry had started (its connection attempt can take the start
+  // timeout, 10 s and more), and "no frame for 2.0 s" of a camera silent for an hour.
+  if (extra && typeof extra.raisedAt === 'number' && Number.isFinite(extra.raisedAt)) s.reasonAt = extra.raisedAt;
+  else if (s.reason !== before || !s.reasonAt) s.reasonAt = now();
   const badge = s.el.state;
   badge.textContent = s.state;
   badge.className = `tile-state state-${STATE_NAMES.includes(s.state) ? s.state : 'unknown'}`;
@@ -48,7 +48,7 @@ export function updateDown(s) {
   if (s.state !== 'streaming' && s.state !== 'unknown') {
     down = true;
     head = s.state;
-    reason = s.retryDue ? retryNote(s.reason, s.retryDue - t) : s.reason;
+    reason = liveReason(s.state, s.reason, t - s.reasonAt);
     if (s.state === 'reconnecting' && s.attempt && !/retry/.test(reason)) reason += `${reason ? '; ' : ''}attempt ${s.attempt}`;
   } else if (app.connected && silentMs > FRAME_STALE_MS) {
     down = true;
@@ -76,12 +76,21 @@ export function updateDown(s) {
 }
 
 /**
- * A reconnecting source's reason as it stands `leftMs` before its retry is due: `retry 3 in 2 s`,
- * counting down (the tiles are brought up to date once a second), then `retry 3 under way` (the
- * source is connecting again; a failure brings the next reason, a frame `streaming`).
+ * A source's reason as it stands `ageMs` after it was said: a reconnecting source's `retry 3 in
+ * 2 s`, counting down (the tiles are brought up to date once a second), then `retry 3 under way`
+ * (the source is connecting again; a failure brings the next reason, a frame `streaming`); a
+ * stalled one's `no frame for 62 s`, counting up.
  */
-export function retryNote(reason, leftMs) {
-  return reason.replace(RETRY, (_all, n) => (leftMs > 0 ? `retry ${n} in ${Math.ceil(leftMs / 1000)} s` : `retry ${n} under way`));
+export function liveReason(state, reason, ageMs) {
+  if (!(ageMs >= 0)) return reason;
+  if (state === 'reconnecting') {
+    return reason.replace(RETRY, (_all, n, s) => {
+      const left = Number(s) * 1000 - ageMs;
+      return left > 0 ? `retry ${n} in ${Math.ceil(left / 1000)} s` : `retry ${n} under way`;
+    });
+  }
+  if (state === 'stalled') return reason.replace(SILENT, (_all, s) => `no frame for ${Math.floor((Number(s) * 1000 + ageMs) / 1000)} s`);
+  return reason;
 }
 
 /** The tile's picture area takes the picture's aspect (the JPEG's size, else the source's). */
