@@ -69,6 +69,12 @@ export interface WebSocketHubOptions {
    * a reconnect to the same run. Absent: not said (a hub of no pipeline run: tests, benches).
    */
   run?: string;
+  /**
+   * This hub's own tag, announced in the hello (`instance`): a client resuming names it, and one
+   * that is not this hub's is a restart even when the run is the same (a program that embeds argus
+   * and gives its run again). Default: random, one a hub (tests give one to stand for the same hub).
+   */
+  instance?: string;
   log?: LogFn;
 }
 
@@ -212,6 +218,8 @@ export class WebSocketHub implements Sink {
   private readonly now: () => number;
   /** close() was called: no upgrade is admitted any more. */
   private shuttingDown = false;
+  /** This hub's own tag (WebSocketHubOptions.instance): the hello's `instance`. */
+  readonly instance: string;
   /** Alerts' pictures by alert id, oldest first (SNAPSHOT_PATH). */
   private readonly pictures = new Map<string, HeldPicture>();
   private picturesBytes = 0;
@@ -240,6 +248,7 @@ export class WebSocketHub implements Sink {
     this.maxRate = o.maxMessagesPerSecond ?? DEFAULT_MAX_MESSAGES_PER_SECOND;
     this.handshakes = new KeyedTokenBuckets(o.handshakeBurstPerAddress ?? DEFAULT_HANDSHAKE_BURST_PER_ADDRESS, o.handshakesPerAddressPerSecond ?? DEFAULT_HANDSHAKES_PER_ADDRESS_PER_SECOND);
     this.now = o.now ?? (() => performance.now());
+    this.instance = o.instance ?? randomBytes(8).toString('hex');
   }
 
   /** Handles an HTTP upgrade request (the server routes `/ws` here). Never throws. */
@@ -375,7 +384,7 @@ export class WebSocketHub implements Sink {
     ws.on('error', () => ws.terminate());
     // latestAlert: where a client that has had no alert yet resumes from after a reconnect (subscribe's `after`).
     const latestAlert = this.held.length > 0 ? this.held[this.held.length - 1].id : null;
-    this.sendControl(c, { type: 'hello', version: 1, ...(this.o.run !== undefined ? { run: this.o.run } : {}), latestAlert, sources: this.o.sources(), kinds: KINDS, maxMessageBytes: this.o.maxClientMessageBytes });
+    this.sendControl(c, { type: 'hello', version: 1, ...(this.o.run !== undefined ? { run: this.o.run } : {}), instance: this.instance, latestAlert, sources: this.o.sources(), kinds: KINDS, maxMessageBytes: this.o.maxClientMessageBytes });
   }
 
   /**
@@ -475,7 +484,9 @@ export class WebSocketHub implements Sink {
         if (after !== undefined && (typeof after !== 'string' || after.length === 0 || after.length > MAX_ALERT_ID_LENGTH)) return this.error(c, 'bad_subscribe', `"after" must be the id of the last alert received (a string of at most ${MAX_ALERT_ID_LENGTH} characters)`);
         const run = msg.run;
         if (run !== undefined && (typeof run !== 'string' || !RUN_TAG.test(run))) return this.error(c, 'bad_subscribe', '"run" must be the run of the last hello (1 to 64 of 0-9 and a-z)');
-        const resumes = after !== undefined || run !== undefined;
+        const instance = msg.instance;
+        if (instance !== undefined && (typeof instance !== 'string' || !RUN_TAG.test(instance))) return this.error(c, 'bad_subscribe', '"instance" must be the instance of the last hello (1 to 64 of 0-9 and a-z)');
+        const resumes = after !== undefined || run !== undefined || instance !== undefined;
         // Once per connection: each resume sends up to a send buffer of held alerts, so a 100-byte
         // subscribe repeated at the message rate had the hub send ~100 MB a second to one client.
         if (resumes && c.resumed) return this.error(c, 'bad_subscribe', '"after" and "run" are taken once per connection (a reconnect\'s first subscribe); subscribe without them');
@@ -489,7 +500,7 @@ export class WebSocketHub implements Sink {
         const known = new Set(this.o.sources());
         const unknown = c.sources === 'all' ? [] : [...c.sources].filter((s) => !known.has(s));
         this.sendControl(c, { type: 'subscribed', sources: c.sources === 'all' ? ['*'] : [...c.sources], kinds: [...c.kinds], unknownSources: unknown });
-        if (resumes && c.kinds.has('alerts')) this.resume(c, (after as string | undefined) ?? null, run as string | undefined);
+        if (resumes && c.kinds.has('alerts')) this.resume(c, (after as string | undefined) ?? null, run as string | undefined, instance as string | undefined);
         return;
       }
       case 'unsubscribe':
@@ -620,12 +631,14 @@ export class WebSocketHub implements Sink {
    * never was), it is told first, with a `missed` message naming the oldest held alert (those
    * between are not here: Kafka and the JSON lines have them), and every held alert follows.
    */
-  private resume(c: Client, after: string | null, run?: string): void {
+  private resume(c: Client, after: string | null, run?: string, instance?: string): void {
     c.resumed = true;
     // Another run: argus restarted since the client's last alert. Its `after` is not looked up
     // here: alert ids are the run's own, and one that came again (a run given again by a program
     // that embeds argus) resumed after the new run's alert of that id, the alerts before it lost.
-    const restarted = run !== undefined && this.o.run !== undefined && run !== this.o.run;
+    // Another hub of the same run (such a program started again with its run): the same, though
+    // the runs agree; the ids came again all the same.
+    const restarted = (run !== undefined && this.o.run !== undefined && run !== this.o.run) || (instance !== undefined && instance !== this.instance);
     let last = -1;
     if (!restarted && after !== null) {
       last = this.held.length - 1;
@@ -652,9 +665,9 @@ export class WebSocketHub implements Sink {
       after,
       oldest: oldest?.id ?? null,
       held: this.held.length,
-      ...(restarted ? { restarted: true, run: this.o.run } : {}),
+      ...(restarted ? { restarted: true, run: this.o.run, instance: this.instance } : {}),
       reason: restarted
-        ? `argus restarted (this is run ${this.o.run}, not the client's): alerts its last run raised after "after" (null: after the client connected), and this run's before "oldest" (the next one sent; null: none of these sources is held), are not sent (they are on Kafka and in the JSON lines, where configured)`
+        ? `argus restarted (this is run ${this.o.run}, instance ${this.instance}, not the client's): alerts its last start raised after "after" (null: after the client connected), and this start's before "oldest" (the next one sent; null: none of these sources is held), are not sent (they are on Kafka and in the JSON lines, where configured)`
         : after === null
           ? 'alerts of this run raised before "oldest" (the next one sent; null: none of these sources is held) are no longer held here and are not sent (they are on Kafka and in the JSON lines, where configured)'
           : 'the alert named in "after" is no longer held here: alerts raised after it and before "oldest" (the next one sent; null: none of these sources is held) are not sent again (they are on Kafka and in the JSON lines, where configured)',

@@ -208,3 +208,39 @@ describe('a subscribe while a resume is under way', () => {
     ws.close();
   }, 90_000);
 });
+
+describe('a resume names the hub as well as the run', () => {
+  it('another process of the same run (a program that gives its run again) is a restart: every held alert, and missed saying so; the same hub resumes; a malformed instance is refused', async () => {
+    const raise = (h: WebSocketHub, id: string) => {
+      const m = { type: 'alert', version: 1, source: 'cam', run: 'samerun', alert: { id, rule: 'r', severity: 'info', event: 'zone.enter', message: 'm' } } as unknown as AlertMessage;
+      h.publish('alert', 'cam', JSON.stringify(m), m);
+    };
+    const first = hub({ run: 'samerun' });
+    const { s, h } = await wsServer(undefined, { run: 'samerun' });
+    expect(h.instance).not.toBe(first.instance);
+    for (const id of ['x:1', 'x:2', 'x:3', 'x:4']) raise(h, id);
+    const session = async (subscribe: Record<string, unknown>) => {
+      const ws = new WebSocket(`ws://127.0.0.1:${s.port}/ws`);
+      const msgs: Record<string, unknown>[] = [];
+      ws.on('message', (d) => msgs.push(JSON.parse(String(d)) as Record<string, unknown>));
+      await new Promise<void>((r) => ws.once('open', () => r()));
+      ws.send(JSON.stringify({ type: 'subscribe', kinds: ['alerts'], ...subscribe }));
+      const end = Date.now() + 10_000;
+      while (!msgs.some((m) => m.type === 'subscribed' || m.type === 'error') && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 200));
+      ws.close();
+      return msgs;
+    };
+    const alerts = (msgs: Record<string, unknown>[]) => msgs.filter((m) => m.type === 'alert').map((m) => (m.alert as { id: string }).id);
+    expect((await session({}))[0]).toMatchObject({ type: 'hello', run: 'samerun', instance: h.instance });
+    // The client's last alert was x:2 of the first process: all of this one's, and the restart said.
+    const other = await session({ after: 'x:2', run: 'samerun', instance: first.instance });
+    expect(other.find((m) => m.type === 'missed')).toMatchObject({ after: 'x:2', restarted: true, run: 'samerun', instance: h.instance });
+    expect(alerts(other)).toEqual(['x:1', 'x:2', 'x:3', 'x:4']);
+    // Of this hub: after x:2.
+    const same = await session({ after: 'x:2', run: 'samerun', instance: h.instance });
+    expect(same.some((m) => m.type === 'missed')).toBe(false);
+    expect(alerts(same)).toEqual(['x:3', 'x:4']);
+    expect((await session({ after: 'x:2', instance: 'NOT-A-TAG' })).find((m) => m.type === 'error')).toMatchObject({ code: 'bad_subscribe' });
+  });
+});

@@ -17,8 +17,9 @@ let browser: Browser;
 beforeAll(async () => void (browser = await launchChromium()), 60_000);
 afterAll(async () => void (await browser?.close()));
 
-async function serve(run: string, port: number, sources = ['lobby']): Promise<{ hub: WebSocketHub; s: RunningServer; close: () => Promise<void> }> {
-  const hub = new WebSocketHub({ maxBufferedBytes: 1 << 22, maxAlertBacklog: 1000, maxClientMessageBytes: 4096, sources: () => sources, run });
+/** `instance`: the hub's own tag; the same one stands for the same hub (a network outage, seen from the page), none for a fresh one (a restart). */
+async function serve(run: string, port: number, sources = ['lobby'], instance?: string): Promise<{ hub: WebSocketHub; s: RunningServer; close: () => Promise<void> }> {
+  const hub = new WebSocketHub({ maxBufferedBytes: 1 << 22, maxAlertBacklog: 1000, maxClientMessageBytes: 4096, sources: () => sources, run, instance });
   const s = await startHttpServer({ host: '127.0.0.1', port, upgrades: { '/ws': (req, sock, head) => hub.handleUpgrade(req, sock, head) } });
   const rates = new RateMeter(() => []);
   const pipeline = { stats: [], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu', stuckRun: () => undefined } } as unknown as RouteContext['pipeline'];
@@ -59,10 +60,10 @@ describe('dashboard: resuming alerts across a restart of argus (hello run)', () 
       expect(await listed(page)).toEqual(['lobby:r:1', 'lobby:r:2', 'lobby:r:1', 'lobby:r:2', 'lobby:r:3']);
       // The restart is said, where the alerts would have been.
       expect(await page.locator('#alerts .alert-missed[data-restarted="runb"]').count()).toBe(1);
-      // A reconnect on the new run resumes after its last alert: none again, none missed.
+      // A reconnect on the new run (the same hub, after a network outage) resumes after its last alert: none again, none missed.
       await b.close();
       await disconnected(page);
-      a = await serve('runb', port);
+      a = await serve('runb', port, ['lobby'], b.hub.instance);
       raise(a.hub, 'runb', 'lobby:r:1');
       raise(a.hub, 'runb', 'lobby:r:2');
       raise(a.hub, 'runb', 'lobby:r:3');
@@ -77,8 +78,49 @@ describe('dashboard: resuming alerts across a restart of argus (hello run)', () 
     }
   }, 90_000);
 
+  it('after a restart of a program that gives its run again (the same run, another process), every alert of the new process is listed and the restart is said, not resumed after the old id', async () => {
+    let a = await serve('runsame', 0);
+    const port = Number(new URL(a.s.url).port);
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${a.s.url}/`);
+      await connected(page);
+      raise(a.hub, 'runsame', 'lobby:r:1');
+      raise(a.hub, 'runsame', 'lobby:r:2');
+      await page.waitForFunction(() => document.querySelectorAll('#alerts .alert').length === 2, undefined, { timeout: 10_000 });
+      await a.close();
+      await disconnected(page);
+      // The program starts again with the same run: its alert ids come again.
+      const b = await serve('runsame', port);
+      a = b;
+      raise(b.hub, 'runsame', 'lobby:r:1');
+      raise(b.hub, 'runsame', 'lobby:r:2');
+      raise(b.hub, 'runsame', 'lobby:r:3');
+      await connected(page);
+      await page.waitForFunction(() => document.querySelectorAll('#alerts .alert:not(.alert-missed)').length === 5, undefined, { timeout: 10_000 });
+      expect(await listed(page)).toEqual(['lobby:r:1', 'lobby:r:2', 'lobby:r:1', 'lobby:r:2', 'lobby:r:3']);
+      expect(await page.locator('#alerts .alert-missed[data-restarted="runsame"]').count()).toBe(1);
+      // A reconnect to the same process resumes after its last alert: none again, none missed.
+      const instance = b.hub.instance;
+      await b.close();
+      await disconnected(page);
+      a = await serve('runsame', port, ['lobby'], instance);
+      raise(a.hub, 'runsame', 'lobby:r:1');
+      raise(a.hub, 'runsame', 'lobby:r:2');
+      raise(a.hub, 'runsame', 'lobby:r:3');
+      raise(a.hub, 'runsame', 'lobby:r:4');
+      await connected(page);
+      await page.waitForFunction(() => document.querySelectorAll('#alerts .alert:not(.alert-missed)').length === 6, undefined, { timeout: 10_000 });
+      expect((await listed(page)).slice(5)).toEqual(['lobby:r:4']);
+      expect(await page.locator('#alerts .alert-missed').count()).toBe(1);
+    } finally {
+      await page.close();
+      await a.close();
+    }
+  }, 90_000);
+
   it('a page that had no alert yet gets those raised while it was away, and not those held before it opened', async () => {
-    let a = await serve('runc', 0);
+    let a = await serve('runc', 0, ['lobby'], 'hubc');
     const port = Number(new URL(a.s.url).port);
     const page = await browser.newPage();
     try {
@@ -88,7 +130,7 @@ describe('dashboard: resuming alerts across a restart of argus (hello run)', () 
       await a.close();
       await disconnected(page);
       // The same run's hub again, still holding what it held (a network outage, seen from the page).
-      const b = await serve('runc', port);
+      const b = await serve('runc', port, ['lobby'], 'hubc');
       a = b;
       raise(b.hub, 'runc', 'lobby:r:old');
       raise(b.hub, 'runc', 'lobby:r:away');

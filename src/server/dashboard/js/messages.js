@@ -105,25 +105,30 @@ function onHello(m) {
  */
 function resumeOf(m) {
   const run = typeof m.run === 'string' && m.run ? m.run : null;
+  // The hub's own tag: a program that embeds argus and gives its run again starts with the same
+  // run, and the page resumed after its last alert's id in the new process, whose alerts with ids
+  // before it were skipped, unsaid. Named with the resume, another is a restart too.
+  const instance = typeof m.instance === 'string' && m.instance ? m.instance : null;
   // The last connection's resume was never answered (closed before its `subscribed`): the same
   // again. (Made anew from that connection's hello, a restart it saw was taken as the page's run
   // already: the next connection resumed on the new run, and the restart, with the old run's
   // alerts it may have cost, went unsaid.)
   if (pending) {
     pending.run = run;
+    pending.instance = instance;
     return pending.resume;
   }
   const latest = typeof m.latestAlert === 'string' && m.latestAlert ? m.latestAlert : null;
   const known = app.run; // undefined: this page's first hello; null: a server that does not say its run
   let r;
   if (known === undefined) {
-    r = run ? { run, ...(latest ? { after: latest } : {}) } : latest ? { after: latest } : null;
+    r = run ? { run, ...(instance ? { instance } : {}), ...(latest ? { after: latest } : {}) } : latest ? { after: latest } : null;
   } else if (known !== null) {
-    r = { run: known, ...(lastAlertId ? { after: lastAlertId } : {}) };
+    r = { run: known, ...(app.instance ? { instance: app.instance } : {}), ...(lastAlertId ? { after: lastAlertId } : {}) };
   } else {
     r = lastAlertId ? { after: lastAlertId } : null;
   }
-  pending = { run, resume: r };
+  pending = { run, instance, resume: r };
   return r;
 }
 
@@ -135,12 +140,15 @@ function resumeOf(m) {
 function onResumed() {
   resume = null;
   if (!pending) return;
-  const { run, resume: r } = pending;
+  const { run, instance, resume: r } = pending;
   pending = null;
   // The run the resume was of: its `run`, else the page's (a server that did not say it), else this one (the first hello).
   const from = r && r.run !== undefined ? r.run : app.run === undefined ? run : app.run;
-  setLastAlertId(from === run && r && r.after ? r.after : null);
+  // And the hub: another one's alert ids are not this one's, even on the same run.
+  const fromInstance = r && r.instance !== undefined ? r.instance : app.instance === undefined ? instance : app.instance;
+  setLastAlertId(from === run && fromInstance === instance && r && r.after ? r.after : null);
   app.run = run;
+  app.instance = instance;
 }
 
 /** Subscribes, with this connection's resume until it is answered. */

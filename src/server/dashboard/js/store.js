@@ -15,6 +15,7 @@ export const app = {
   subscribedFrames: false,
   askedFrames: true,
   run: undefined, // the run (hello's `run`) this page is on: undefined before its first hello, null when the server does not say
+  instance: undefined, // the hub (hello's `instance`) this page is on, as `run`
 };
 
 /** A source's record before anything about it arrived; `el` is set to its tile's elements. */
