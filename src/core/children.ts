@@ -8,9 +8,75 @@ const gentle = new Map<ChildProcess, () => Promise<void>>();
 let releaseSignals: (() => void) | undefined;
 let exitHooked = false;
 
+/**
+ * The shell script of the reaper (startReaper): it reads lines `+ T` (a child to end should argus
+ * end first: `-PGID`, a process group of its own, or `PID`), `- T` (that one has exited) and `0`
+ * (none left: argus ended them itself) until argus's end closes its stdin, then sends each one
+ * left SIGTERM (an RTSP camera's ffmpeg reading it directly sends TEARDOWN; one reading a stalled
+ * socket leaves its read) and, 1 s later, SIGKILL (one blocked opening a named pipe, which
+ * SIGTERM does not interrupt). No fork while argus lives: shell builtins only.
+ */
+const REAPER_SCRIPT = [
+  'set -f',
+  "live=' '",
+  "while IFS=' ' read -r op t; do",
+  '  case $op in',
+  '    +) live="$live$t " ;;',
+  '    -) case $live in *" $t "*) live="${live%% $t *} ${live#* $t }" ;; esac ;;',
+  "    0) live=' ' ;;",
+  '  esac',
+  'done',
+  '[ -z "${live## }" ] && exit 0',
+  'for t in $live; do kill -s TERM -- "$t"; done 2>/dev/null',
+  'sleep 1',
+  'for t in $live; do kill -s KILL -- "$t"; done 2>/dev/null',
+].join('\n');
+
+/** What the reaper is told to end for each held child: `-PGID` (spawnOwned's, a group of its own) or `PID`. */
+const targets = new Map<ChildProcess, string>();
+let reaper: ChildProcess | undefined;
+
+/** Tells the reaper a line, where there is one (a write into a pipe: no wait). */
+function tellReaper(line: string): void {
+  if (reaper?.stdin?.writable) reaper.stdin.write(`${line}\n`);
+}
+
+/**
+ * Starts the reaper, once (again where it has gone), told of every child held: a shell in a
+ * session of its own, reading a pipe that only argus holds open, which ends the children argus
+ * left when argus ends without ending them, however that is: killed outright (SIGKILL, the OOM
+ * killer; a supervisor that kills argus's process group, `timeout -k`, supervisord's
+ * `killasgroup`, which reach neither the reaper nor a child in a group of its own). Such a
+ * child, one blocked opening a named pipe nobody writes to or reading a camera that stopped
+ * sending, lived on for ever: nothing was left to end it. Not waited for (unref'd): it ends at
+ * argus's end. Where no shell can be started, children are held as before, without it.
+ */
+function startReaper(): void {
+  if (reaper || process.platform === 'win32') return;
+  let r: ChildProcess;
+  try {
+    r = spawn('/bin/sh', ['-c', REAPER_SCRIPT], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+  } catch {
+    return;
+  }
+  const gone = (): void => {
+    if (reaper === r) reaper = undefined;
+  };
+  r.once('error', gone);
+  r.once('exit', gone);
+  r.stdin?.on('error', gone);
+  if (r.pid === undefined) return;
+  reaper = r;
+  r.unref();
+  (r.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  for (const t of targets.values()) tellReaper(`+ ${t}`);
+}
+
 function killAll(): void {
   for (const c of live) c.kill('SIGKILL');
   live.clear();
+  targets.clear();
+  tellReaper('0');
   gentle.clear();
   releaseSignals?.();
   releaseSignals = undefined;
@@ -47,12 +113,19 @@ function stopAll(forced: boolean): Promise<void> | void {
  * ends the process by its default action (argus detect, preview: atStopSignal). A child is
  * otherwise left behind: `argus detect FIFO.mp4` then Ctrl-C left its ffmpeg blocked opening the
  * named pipe, ignoring the SIGINT it got too (ffmpeg waits for a fourth), orphaned for ever.
+ * Killed outright (SIGKILL), argus leaves it to the reaper (startReaper), told to end its process
+ * group where `ownGroup` (spawnOwned's), else the child alone.
  * A child that never started (no pid: its 'error' event says why) is not held. `stopGently`:
  * how a stop signal stops it instead (stopAll; an RTSP camera's ffmpeg: stopFfmpeg), the
  * process's end waiting for it; the exit still kills it. Returns `child`.
  */
-export function ownChild<C extends ChildProcess>(child: C, stopGently?: () => Promise<void>): C {
+export function ownChild<C extends ChildProcess>(child: C, stopGently?: () => Promise<void>, ownGroup = false): C {
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return child;
+  // Ended by the reaper too, should argus end without ending it (startReaper).
+  const target = ownGroup ? `-${child.pid}` : String(child.pid);
+  targets.set(child, target);
+  if (reaper) tellReaper(`+ ${target}`);
+  else startReaper();
   if (!exitHooked) {
     exitHooked = true;
     process.on('exit', killAll);
@@ -64,6 +137,7 @@ export function ownChild<C extends ChildProcess>(child: C, stopGently?: () => Pr
   child.once('exit', () => {
     live.delete(child);
     gentle.delete(child);
+    if (targets.delete(child)) tellReaper(`- ${target}`);
     if (live.size > 0) return;
     releaseSignals?.();
     releaseSignals = undefined;
@@ -100,10 +174,12 @@ export function exitOf(child: ChildProcess, ms: number): Promise<void> {
  * signal: at a second, ffmpeg interrupts its I/O, and the camera's TEARDOWN was not sent (ffmpeg
  * 5.1, 8 of 8 times, over UDP and TCP; the camera kept the session until it timed out). Only argus
  * stops it now, once; it is ended in every way argus ends (ownChild: the exit, a stop signal),
- * and one left by an argus killed outright ends at its next write, into a pipe with no reader.
+ * and, where argus is killed outright, by the reaper (startReaper: SIGTERM at once, SIGKILL 1 s
+ * later): it ended only at its next write into the pipe with no reader, and one reading a stalled
+ * camera or blocked opening a named pipe nobody writes to lived on for ever.
  * (Not unref'd: the child is waited for as any other.)
  */
 export function spawnOwned(command: string, args: readonly string[], options: SpawnOptions, stopGently?: (child: ChildProcess) => Promise<void>): ChildProcess {
   const child = spawn(command, args, { ...options, detached: true });
-  return ownChild(child, stopGently && (() => stopGently(child)));
+  return ownChild(child, stopGently && (() => stopGently(child)), true);
 }

@@ -40,6 +40,9 @@ const teardowns = (c: RtspCamera) => c.heads.filter((h) => h.startsWith('TEARDOW
  * `frame` at its first frame. `group`: the leader of a process group of its own, as a terminal
  * starts a command (its Ctrl-C goes to the whole group).
  */
+/** The process's ffmpegs: its children but the reaper (core/children startReaper, a shell that ends them should it be killed outright). */
+const ffmpegsOf = (pid: number) => childrenOf(pid).filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith(ffmpeg));
+
 function reader(url: string, ffmpegPath: string, group = false) {
   const script = `
     import { videoFrames } from ${JSON.stringify(join(process.cwd(), 'src/tools/frames.ts'))};
@@ -74,7 +77,7 @@ describe('argus preview of an RTSP camera: its ffmpeg is stopped so that the cam
     camera = started.camera;
     const r = reader(started.url, ffmpeg);
     expect(await until(() => r.out().includes('frame'), 30_000)).toBe(true);
-    const ff = childrenOf(r.child.pid!);
+    const ff = ffmpegsOf(r.child.pid!);
     leftOver.push(...ff);
     expect(ff).toHaveLength(1);
     expect(teardowns(camera)).toBe(0);
@@ -94,7 +97,7 @@ describe('argus preview of an RTSP camera: its ffmpeg is stopped so that the cam
     camera = started.camera;
     const r = reader(started.url, ffmpeg, true);
     expect(await until(() => r.out().includes('frame'), 30_000)).toBe(true);
-    const ff = childrenOf(r.child.pid!);
+    const ff = ffmpegsOf(r.child.pid!);
     leftOver.push(...ff);
     expect(ff).toHaveLength(1);
     process.kill(-r.child.pid!, 'SIGINT');

@@ -1,0 +1,88 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { childrenOf, killAll, running, until } from '../helpers/procs.js';
+import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
+
+/**
+ * An ffmpeg outliving an argus killed outright (SIGKILL, the OOM killer; a supervisor that kills
+ * argus's process group: `timeout -k`, supervisord's `killasgroup`, which no longer reach ffmpeg
+ * in its group of its own). One that writes frames ends at its next write into the dead pipe; one
+ * reading a stalled camera, or blocked opening a named pipe nobody writes to, lived on for ever:
+ * nothing of argus's was left to end it. A real ffmpeg, started as a source's is (spawnOwned,
+ * through videoFrames), on a real stalled input.
+ */
+const ffmpeg = resolveFfmpegSync().path;
+const dir = mkdtempSync(join(tmpdir(), 'argus-orphan-'));
+const fifo = join(dir, 'camera.ts');
+execFileSync('mkfifo', [fifo]);
+const leftOver: number[] = [];
+const sockets = new Set<Socket>();
+let server: Server | undefined;
+afterAll(async () => {
+  killAll(leftOver);
+  for (const s of sockets) s.destroy();
+  await new Promise((r) => (server ? server.close(r) : r(undefined)));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A camera that accepts the connection and sends one MPEG-TS packet, then nothing: ffmpeg waits in its read. */
+async function stalledCamera(): Promise<{ url: string; accepted: () => boolean }> {
+  let accepted = false;
+  server = createServer((s) => {
+    accepted = true;
+    sockets.add(s);
+    s.on('error', () => {});
+    const packet = Buffer.alloc(188, 0xff);
+    packet[0] = 0x47;
+    s.write(packet);
+  });
+  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  return { url: `tcp://127.0.0.1:${port}`, accepted: () => accepted };
+}
+
+/**
+ * Runs videoFrames on `url` in a node process of its own (argus), waits until its ffmpeg waits
+ * (`ready`), kills that process with `kill` (SIGKILL itself, or its whole process group as a
+ * supervisor does); whether ffmpeg was gone `withinMs` later.
+ */
+async function orphaned(url: string, ready: (ff: number) => boolean, kill: (argus: number) => void, withinMs: number): Promise<{ ownGroup: boolean; gone: boolean }> {
+  const script = `
+    import { videoFrames } from ${JSON.stringify(join(process.cwd(), 'src/tools/frames.ts'))};
+    const frames = videoFrames({ ffmpegPath: ${JSON.stringify(ffmpeg)}, url: ${JSON.stringify(url)}, stallMs: 600_000 });
+    frames.next().catch(() => {});`;
+  // In a process group of its own (as a shell's job), which a supervisor's kill of the group reaches.
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'inherit'], detached: true });
+  const exited = new Promise<void>((r) => child.on('exit', () => r()));
+  let ff: number | undefined;
+  const waiting = () => (ff = childrenOf(child.pid!).find((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(url))) !== undefined && ready(ff);
+  expect(await until(waiting, 30_000)).toBe(true);
+  leftOver.push(ff!);
+  const pgid = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[2]);
+  const ownGroup = pgid(ff!) === ff && pgid(ff!) !== pgid(child.pid!);
+  kill(child.pid!);
+  await exited;
+  // Ended, its zombie is reaped by init at once; left behind, it stays in its read or its open(2).
+  return { ownGroup, gone: await until(() => !running(ff!), withinMs) };
+}
+
+/** ffmpeg's kernel wait: in open(2) for a named pipe's writer, or polling a silent socket. */
+const wchan = (pid: number) => readFileSync(`/proc/${pid}/wchan`, 'utf8');
+
+describe('an ffmpeg left by an argus killed outright', () => {
+  it('argus killed with SIGKILL while its ffmpeg reads a camera that stopped sending: ffmpeg ends, within seconds', async () => {
+    const camera = await stalledCamera();
+    // Once connected and read what came: then blocked polling the silent socket.
+    const polling = (ff: number) => camera.accepted() && /poll|select/.test(wchan(ff));
+    expect(await orphaned(camera.url, polling, (pid) => process.kill(pid, 'SIGKILL'), 10_000)).toEqual({ ownGroup: true, gone: true });
+  }, 60_000);
+
+  it('a supervisor killing argus\'s process group (timeout -k, killasgroup) while its ffmpeg is blocked opening a named pipe nobody writes to: ffmpeg ends, within seconds', async () => {
+    const blocked = (ff: number) => wchan(ff) === 'wait_for_partner';
+    expect(await orphaned(fifo, blocked, (pid) => process.kill(-pid, 'SIGKILL'), 10_000)).toEqual({ ownGroup: true, gone: true });
+  }, 60_000);
+});
