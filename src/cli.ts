@@ -15,6 +15,7 @@ import { createLogger, envLogLevel, logFn, writeStderr } from './core/log.js';
 import { ortLogLevel } from './inference/detector.js';
 import { pipelineBaseDir } from './pipeline/pipeline.js';
 import { sourceSummary } from './sources/stats.js';
+import { untilStopped } from './sinks/kafka-reach.js';
 import { runPipeline } from './pipeline/run.js';
 import { batchSources, CONSUME_MAX_WINDOW, fraction, MAX_TIMER_SECONDS, oneOf, positiveInt, pathFlag, positiveNumber, seconds, topicFlag, wholeNumber } from './tools/flags.js';
 
@@ -226,6 +227,16 @@ function stopSignal(): AbortSignal {
   return ac.signal;
 }
 const target = (o: { config?: string; brokers?: string[] }, command: string) => import('./cluster/admin.js').then(async (m) => ({ ...(await m.clusterTarget(o)), command, signal: stopSignal() }));
+/**
+ * The cameras of `file` (readCamerasFile) under the command's stop (`t.signal`): a stop while it
+ * is read (a named pipe whose writer has not written yet is waited for up to 30 s, a hung mount)
+ * is VAP_ERR_INTERRUPTED naming that step and the file. It was said at the next step, `SIGINT
+ * while connecting to the Kafka broker …`, once the read had ended or given up.
+ */
+async function camerasOf(file: string, t: { command: string; signal: AbortSignal }): Promise<{ id: string; value: string }[]> {
+  const { readCamerasFile } = await import('./cluster/admin.js');
+  return untilStopped(readCamerasFile(file), t.signal, (sig) => `${t.command}: ${sig} while reading the cameras file ${file}: stopped on the signal`);
+}
 const clusterFlags = (c: Command) => c.option('--brokers <list>', 'comma-separated host:port list', brokerList).option('--config <worker.yaml>', 'take brokers, TLS and SASL settings and topic names from a worker YAML');
 clusterFlags(
   cameras
@@ -234,8 +245,9 @@ clusterFlags(
     .argument('<file>', 'YAML with cameras: [ {id, uri, …sources[] fields, cost} ]')
     .option('--no-prune', 'keep cameras that are not in the file'),
 ).action(async (file: string, opts: { brokers?: string[]; config?: string; prune: boolean }) => {
-  const { applyCameras, readCamerasFile } = await import('./cluster/admin.js');
-  const r = await applyCameras(await target(opts, 'cameras apply'), await readCamerasFile(file), opts.prune);
+  const { applyCameras } = await import('./cluster/admin.js');
+  const t = await target(opts, 'cameras apply');
+  const r = await applyCameras(t, await camerasOf(file, t), opts.prune);
   // Ids removed are the topic's keys, which anyone who can write it chose: shown escaped (forTerminal), as every topic-read field below.
   process.stdout.write(`added ${r.added.length}, changed ${r.changed.length}, unchanged ${r.unchanged.length}, removed ${r.removed.length}${[...r.added.map((i) => ` +${i}`), ...r.changed.map((i) => ` ~${i}`), ...r.removed.map((i) => ` -${forTerminal(i)}`)].join('')}\n`);
 });

@@ -1,10 +1,14 @@
 // `argus cameras` and `argus cluster` stopped (Ctrl-C, SIGTERM) while they connect to brokers that
 // never answer: they had no listener of their own, and ended by the signal without a word (no
 // code, no message); `argus consume` said VAP_ERR_INTERRUPTED and exited 130. Now they all do.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ARGUS, ROOT } from '../helpers/cli.js';
+import { until } from '../helpers/procs.js';
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -68,5 +72,42 @@ describe('argus cameras / cluster: a stop while connecting', () => {
     clearTimeout(bound);
     expect(r).toEqual({ code: 130, signal: null });
     expect(stderr).toBe(`argus: VAP_ERR_INTERRUPTED: cameras ls: SIGTERM while connecting to the Kafka broker 127.0.0.1:${b.port}: stopped on the signal\n`);
+  }, 180_000);
+
+  // `argus cameras apply` reads its file after its stop listener is set: a stop while it read (a
+  // named pipe whose writer has not written, waited for up to 30 s; a hung mount) was said at the
+  // next step, once the read ended: "SIGINT while connecting to the Kafka broker …", or the pipe's
+  // wait ran out (VAP_ERR_CONFIG_FILE, exit 2) with the stop not said at all.
+  it('argus ["cameras","apply"], SIGINT while it reads its file (a named pipe nobody writes yet): VAP_ERR_INTERRUPTED naming that step and the file, exit 130', async () => {
+    const b = await silentBroker();
+    const dir = mkdtempSync(join(tmpdir(), 'argus-cameras-stop-'));
+    closers.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const fifo = join(dir, 'cameras.yaml');
+    execFileSync('mkfifo', [fifo]);
+    const p = spawn(process.execPath, [ARGUS, 'cameras', 'apply', fifo, '--brokers', `127.0.0.1:${b.port}`], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    p.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    const bound = setTimeout(() => p.kill('SIGKILL'), 120_000); // a hang bound only
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => p.on('close', (code, signal) => r({ code, signal })));
+    // Reading it: the pipe open among the process's files.
+    const reading = () => {
+      try {
+        return readdirSync(`/proc/${p.pid}/fd`).some((fd) => {
+          try {
+            return readlinkSync(`/proc/${p.pid}/fd/${fd}`) === fifo;
+          } catch {
+            return false;
+          }
+        });
+      } catch {
+        return false;
+      }
+    };
+    expect(await until(reading, 60_000)).toBe(true);
+    p.kill('SIGINT');
+    const r = await exited;
+    clearTimeout(bound);
+    expect(r).toEqual({ code: 130, signal: null });
+    expect(stderr).toBe(`argus: VAP_ERR_INTERRUPTED: cameras apply: SIGINT while reading the cameras file ${fifo}: stopped on the signal\n`);
   }, 180_000);
 });
