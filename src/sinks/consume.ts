@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { Kafka, type KafkaConfig } from 'kafkajs';
 import type { KafkaSinkConfig } from '../config/schema.js';
 import { now } from '../core/clock.js';
@@ -199,6 +200,41 @@ function oneLine(text: string, parsed: unknown): string {
 /** A write failed because the reader of stdout went away (`| head`): stop quietly, as `argus run --jsonl -` does. */
 const readerClosed = (e: NodeJS.ErrnoException) => e.code === 'EPIPE' || e.code === 'ERR_STREAM_DESTROYED';
 
+/** A kafkajs error that is, or was caused by, a broker not answering a connection (refused, reset, timed out). */
+function connectionLost(e: unknown): boolean {
+  for (let c = e as { name?: unknown; cause?: unknown } | undefined; c; c = c.cause as typeof c) {
+    if (c.name === 'KafkaJSConnectionError' || c.name === 'KafkaJSConnectionClosedError' || c.name === 'KafkaJSRequestTimeoutError') return true;
+  }
+  return false;
+}
+
+/** How long brokersUnreachable waits for a broker to take a connection, ms. */
+const REACH_PROBE_MS = 3000;
+
+/**
+ * Why none of `brokers` takes a TCP connection now (`ECONNREFUSED`, `no answer within 3 s`, …),
+ * tried at once, each within REACH_PROBE_MS; undefined where one does.
+ */
+export async function brokersUnreachable(brokers: readonly string[], ms = REACH_PROBE_MS): Promise<string | undefined> {
+  const tries = brokers.map(
+    (b) =>
+      new Promise<string | undefined>((resolve) => {
+        const at = b.lastIndexOf(':');
+        const s = connect({ host: b.slice(0, at), port: Number(b.slice(at + 1)) });
+        const done = (why: string | undefined) => {
+          clearTimeout(timer);
+          s.destroy();
+          resolve(why);
+        };
+        const timer = setTimeout(() => done(`no answer within ${ms / 1000} s`), ms);
+        s.once('connect', () => done(undefined));
+        s.once('error', (e: NodeJS.ErrnoException) => done(e.code ?? e.message));
+      }),
+  );
+  const whys = await Promise.all(tries);
+  return whys.some((w) => w === undefined) ? undefined : [...new Set(whys)].join(', ');
+}
+
 /**
  * Reads a topic and prints each message with its source → consumption latency (from `stamps.produced`), and p50/p99
  * over a sliding window. For operators checking a deployment and for our tests. Every field of a
@@ -316,9 +352,16 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
     // A join kafkajs retries is waited through, but said once: a coordinator that never comes (a
     // one-broker Kafka whose offsets.topic.replication.factor is above 1) waited for ever without a word.
     let waitSaid = false;
-    const crashError = (e: unknown, doing: string) => {
+    const crashError = (e: unknown, doing: string, unreachable?: string) => {
       const { type, why } = crashWhy(e);
       const refused = type === 'GROUP_AUTHORIZATION_FAILED' || type === 'INVALID_GROUP_ID';
+      // No broker answered a connection (stopped, crashed, gone from the network): said so, not as a refusal.
+      if (unreachable)
+        return new ArgusError(
+          ErrorCodes.KAFKA_UNREACHABLE,
+          `consume: the Kafka ${brokersText(o.brokers)} could not be reached (${unreachable}) while this consumer joined group ${forTerminal(consumerGroupId)} (${forTerminal(why)}): is Kafka running there? (--brokers, or sinks.kafka of --config)`,
+          { cause: e },
+        );
       return new ArgusError(
         ErrorCodes.KAFKA_UNREACHABLE,
         `consume: the Kafka ${brokersText(o.brokers)} ${doing} group ${forTerminal(consumerGroupId)} (${forTerminal(why)}): ${refused ? 'check that the credentials (sinks.kafka.sasl of --config) may use consumer groups' : 'is Kafka well? (--brokers, or sinks.kafka of --config)'}`,
@@ -337,10 +380,15 @@ export async function consume(o: ConsumeOptions): Promise<ConsumeSummary> {
       if (payload.restart) {
         if (joinedYet || waitSaid || o.signal?.aborted) return;
         waitSaid = true;
-        (o.err ?? process.stderr).write(`argus: warning: consume: the Kafka ${brokersText(o.brokers)} has not let this consumer join group ${forTerminal(consumerGroupId)} yet (${forTerminal(crashWhy(payload.error).why)}): still trying (Ctrl-C ends the wait)\n`);
+        const g = forTerminal(consumerGroupId);
+        const waiting = connectionLost(payload.error) ? `has not been reachable yet for this consumer to join group ${g}` : `has not let this consumer join group ${g} yet`;
+        (o.err ?? process.stderr).write(`argus: warning: consume: the Kafka ${brokersText(o.brokers)} ${waiting} (${forTerminal(crashWhy(payload.error).why)}): still trying (Ctrl-C ends the wait)\n`);
         return;
       }
-      if (!joinedYet) failJoin(crashError(payload.error, 'did not let this consumer join'));
+      // kafkajs gives up on a group's coordinator it could not reach with an error of its own
+      // (KafkaJSGroupCoordinatorNotFound, no cause): a broker stopped or gone was said "did not let
+      // this consumer join". Whether any broker takes a connection now tells the two apart.
+      if (!joinedYet) void brokersUnreachable(o.brokers).then((unreachable) => failJoin(crashError(payload.error, 'did not let this consumer join', unreachable)));
       else failReading(crashError(payload.error, `stopped this consumer after ${n} record(s) read, in`));
     });
     let joined: Promise<void> | undefined;

@@ -31,7 +31,7 @@ const array = (items: Buffer[]) => Buffer.concat([int32(items.length), ...items]
  * With `refuseJoin`, the group's join is answered with that Kafka error code.
  * `seen` resolves at the first request of `holdAt`: the client waits on it from then on.
  */
-async function fakeBroker(holdAt: number, topic: string, refuseJoin?: number): Promise<{ port: number; seen: Promise<void>; close: () => Promise<void> }> {
+async function fakeBroker(holdAt: number, topic: string, refuseJoin?: number, goneAt?: number): Promise<{ port: number; seen: Promise<void>; close: () => Promise<void> }> {
   const sockets: Socket[] = [];
   let port = 0;
   let onSeen!: () => void;
@@ -64,6 +64,12 @@ async function fakeBroker(holdAt: number, topic: string, refuseJoin?: number): P
         const correlationId = buf.readInt32BE(8);
         buf = buf.subarray(4 + size);
         if (apiKey === holdAt) onSeen();
+        // The broker gone (stopped, crashed): its connections reset, new ones refused.
+        if (apiKey === goneAt) {
+          server.close();
+          for (const c of sockets) c.resetAndDestroy();
+          return;
+        }
         const body = apiKey === holdAt ? undefined : answer(apiKey, version);
         if (body) s.write(Buffer.concat([int32(4 + body.length), int32(correlationId), body]));
       }
@@ -184,4 +190,20 @@ describe('argus consume: a group the brokers refuse', () => {
     expect(r).toEqual({ code: 2, signal: null });
     expect(stderr).toMatch(new RegExp(`^argus: VAP_ERR_KAFKA_UNREACHABLE: consume: the Kafka broker 127\\.0\\.0\\.1:${b.port} did not let this consumer join group argus-consume-\\d+-\\d+ \\(`));
   }, 120_000);
+});
+
+describe('argus consume: a broker gone before the join', () => {
+  // kafkajs gives up on a coordinator it cannot reach with KafkaJSGroupCoordinatorNotFound (no
+  // cause), which was said as a refusal: "did not let this consumer join group …".
+  it('gone (its connections reset, new ones refused) after the topic\'s lookup: said unreachable, naming why, not a refused join', async () => {
+    const b = await fakeBroker(-1, opts.topic, undefined, FIND_COORDINATOR);
+    closers.push(b.close);
+    const ended = consume({ ...opts, groupId: 'ops-readers', brokers: [`127.0.0.1:${b.port}`], out: { write: () => true, on: () => undefined } as unknown as NodeJS.WritableStream, err: { write: () => true } as unknown as NodeJS.WritableStream }).then(
+      () => 'resolved',
+      (e: unknown) => e,
+    );
+    const e = await Promise.race([ended, new Promise((r) => setTimeout(() => r('still waiting'), 30_000))]);
+    expect(isArgusError(e, 'VAP_ERR_KAFKA_UNREACHABLE')).toBe(true);
+    expect((e as Error).message).toMatch(new RegExp(`^consume: the Kafka broker 127\\.0\\.0\\.1:${b.port} could not be reached \\(ECONNREFUSED\\) while this consumer joined group ops-readers \\(KafkaJSGroupCoordinatorNotFound: .*\\): is Kafka running there\\? `));
+  }, 60_000);
 });
