@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
 import { consume } from '../../src/sinks/consume.js';
 import { ARGUS, ROOT } from '../helpers/cli.js';
+import { until } from '../helpers/procs.js';
 
 /** Kafka's API keys the fake answers. */
 const METADATA = 3;
@@ -205,5 +206,21 @@ describe('argus consume: a broker gone before the join', () => {
     const e = await Promise.race([ended, new Promise((r) => setTimeout(() => r('still waiting'), 30_000))]);
     expect(isArgusError(e, 'VAP_ERR_KAFKA_UNREACHABLE')).toBe(true);
     expect((e as Error).message).toMatch(new RegExp(`^consume: the Kafka broker 127\\.0\\.0\\.1:${b.port} could not be reached \\(ECONNREFUSED\\) while this consumer joined group ops-readers \\(KafkaJSGroupCoordinatorNotFound: .*\\): is Kafka running there\\? `));
+  }, 60_000);
+
+  it('gone at the join itself (kafkajs retries it): the wait is said as an unreachable broker, not a join not yet let', async () => {
+    const b = await fakeBroker(-1, opts.topic, undefined, JOIN_GROUP);
+    closers.push(b.close);
+    const ac = new AbortController();
+    const err: string[] = [];
+    const ended = consume({ ...opts, groupId: 'ops-readers', brokers: [`127.0.0.1:${b.port}`], signal: ac.signal, out: { write: () => true, on: () => undefined } as unknown as NodeJS.WritableStream, err: { write: (s: string) => err.push(s) } as unknown as NodeJS.WritableStream }).then(
+      () => 'resolved',
+      (e: unknown) => e,
+    );
+    expect(await until(() => err.length > 0, 30_000)).toBe(true);
+    ac.abort('SIGINT');
+    expect(isArgusError(await ended, 'VAP_ERR_INTERRUPTED')).toBe(true);
+    expect(err).toHaveLength(1);
+    expect(err[0]).toMatch(new RegExp(`^argus: warning: consume: the Kafka broker 127\\.0\\.0\\.1:${b.port} has not been reachable yet for this consumer to join group ops-readers \\(KafkaJSConnection.*\\): still trying \\(Ctrl-C ends the wait\\)\n$`));
   }, 60_000);
 });
