@@ -116,8 +116,9 @@ export class VideoWriter {
     // In a process group of its own (spawnOwned), as a source's ffmpeg: in argus's, a terminal's
     // Ctrl-C reached the encoder too, which ended at once (status 255) while argus was still
     // writing it its last frames: the file lost them and the close said the encoder had failed.
-    // Left by an argus killed outright, it reads the end of its input and finishes the file.
-    this.child = spawnOwned(ffmpegPath, args, { stdio: ['pipe', 'ignore', 'pipe'] });
+    // Left by an argus killed outright, it reads the end of its input and finishes the file: not
+    // given to the reaper (endsAlone), which would cut that short.
+    this.child = spawnOwned(ffmpegPath, args, { stdio: ['pipe', 'ignore', 'pipe'] }, undefined, true);
     if (options.nice !== undefined && this.child.pid !== undefined) {
       try {
         setPriority(this.child.pid, options.nice);

@@ -32,6 +32,9 @@ const REAPER_SCRIPT = [
   'for t in $live; do kill -s KILL -- "$t"; done 2>/dev/null',
 ].join('\n');
 
+/** What the reaper ends of a child (ownChild): its process group, the child alone, or nothing (it ends by itself). */
+export type Reap = 'group' | 'child' | 'none';
+
 /** What the reaper is told to end for each held child: `-PGID` (spawnOwned's, a group of its own) or `PID`. */
 const targets = new Map<ChildProcess, string>();
 let reaper: ChildProcess | undefined;
@@ -114,18 +117,20 @@ function stopAll(forced: boolean): Promise<void> | void {
  * otherwise left behind: `argus detect FIFO.mp4` then Ctrl-C left its ffmpeg blocked opening the
  * named pipe, ignoring the SIGINT it got too (ffmpeg waits for a fourth), orphaned for ever.
  * Killed outright (SIGKILL), argus leaves it to the reaper (startReaper), told to end its process
- * group where `ownGroup` (spawnOwned's), else the child alone.
+ * group (`reap` 'group': spawnOwned's), the child alone ('child'), or neither ('none').
  * A child that never started (no pid: its 'error' event says why) is not held. `stopGently`:
  * how a stop signal stops it instead (stopAll; an RTSP camera's ffmpeg: stopFfmpeg), the
  * process's end waiting for it; the exit still kills it. Returns `child`.
  */
-export function ownChild<C extends ChildProcess>(child: C, stopGently?: () => Promise<void>, ownGroup = false): C {
+export function ownChild<C extends ChildProcess>(child: C, stopGently?: () => Promise<void>, reap: Reap = 'child'): C {
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return child;
   // Ended by the reaper too, should argus end without ending it (startReaper).
-  const target = ownGroup ? `-${child.pid}` : String(child.pid);
-  targets.set(child, target);
-  if (reaper) tellReaper(`+ ${target}`);
-  else startReaper();
+  const target = reap === 'none' ? undefined : reap === 'group' ? `-${child.pid}` : String(child.pid);
+  if (target !== undefined) {
+    targets.set(child, target);
+    if (reaper) tellReaper(`+ ${target}`);
+    else startReaper();
+  }
   if (!exitHooked) {
     exitHooked = true;
     process.on('exit', killAll);
@@ -177,9 +182,12 @@ export function exitOf(child: ChildProcess, ms: number): Promise<void> {
  * and, where argus is killed outright, by the reaper (startReaper: SIGTERM at once, SIGKILL 1 s
  * later): it ended only at its next write into the pipe with no reader, and one reading a stalled
  * camera or blocked opening a named pipe nobody writes to lived on for ever.
+ * `endsAlone`: a child that ends by itself once argus is gone, and must be let to (the annotated
+ * video's encoder, which reads argus's pipe to its end and then writes the file's index): not
+ * given to the reaper, whose SIGKILL 1 s after argus's end could cut that index short.
  * (Not unref'd: the child is waited for as any other.)
  */
-export function spawnOwned(command: string, args: readonly string[], options: SpawnOptions, stopGently?: (child: ChildProcess) => Promise<void>): ChildProcess {
+export function spawnOwned(command: string, args: readonly string[], options: SpawnOptions, stopGently?: (child: ChildProcess) => Promise<void>, endsAlone = false): ChildProcess {
   const child = spawn(command, args, { ...options, detached: true });
-  return ownChild(child, stopGently && (() => stopGently(child)), true);
+  return ownChild(child, stopGently && (() => stopGently(child)), endsAlone ? 'none' : 'group');
 }

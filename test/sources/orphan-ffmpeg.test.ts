@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,5 +84,29 @@ describe('an ffmpeg left by an argus killed outright', () => {
   it('a supervisor killing argus\'s process group (timeout -k, killasgroup) while its ffmpeg is blocked opening a named pipe nobody writes to: ffmpeg ends, within seconds', async () => {
     const blocked = (ff: number) => wchan(ff) === 'wait_for_partner';
     expect(await orphaned(fifo, blocked, (pid) => process.kill(-pid, 'SIGKILL'), 10_000)).toEqual({ ownGroup: true, gone: true });
+  }, 60_000);
+
+  // The annotated video's encoder (spawnOwned endsAlone) reads argus's pipe to its end and then
+  // writes the file's index: the reaper leaves it be, whose SIGKILL 1 s after argus's end would
+  // cut that short. A child that takes 2 s after the end of its input to finish models it.
+  it('a child that ends by itself (the annotated video\'s encoder) is left to finish its file', async () => {
+    const marker = join(dir, 'finished');
+    const script = `
+      import { spawnOwned } from ${JSON.stringify(join(process.cwd(), 'src/core/children.ts'))};
+      spawnOwned('sh', ['-c', 'cat >/dev/null; sleep 2; echo done > ${marker}'], { stdio: ['pipe', 'ignore', 'ignore'] }, undefined, true);
+      // An ffmpeg of a source's beside it: the reaper is started.
+      spawnOwned('sleep', ['300'], { stdio: 'ignore' });
+      process.stdout.write('started\\n');
+      setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const exited = new Promise<void>((r) => child.on('exit', () => r()));
+    expect(await until(() => out.includes('started'), 30_000)).toBe(true);
+    const kids = childrenOf(child.pid!);
+    leftOver.push(...kids);
+    child.kill('SIGKILL');
+    await exited;
+    expect(await until(() => existsSync(marker), 10_000)).toBe(true);
   }, 60_000);
 });
