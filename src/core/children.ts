@@ -12,9 +12,9 @@ let exitHooked = false;
  * The shell script of the reaper (startReaper): it reads lines `+ T` (a child to end should argus
  * end first: `-PGID`, a process group of its own, or `PID`), `- T` (that one has exited) and `0`
  * (none left: argus ended them itself) until argus's end closes its stdin, then sends each one
- * left SIGTERM (an RTSP camera's ffmpeg reading it directly sends TEARDOWN; one reading a stalled
- * socket leaves its read) and, 1 s later, SIGKILL (one blocked opening a named pipe, which
- * SIGTERM does not interrupt). No fork while argus lives: shell builtins only.
+ * left SIGTERM (the stop argus itself gives a camera's ffmpeg; one reading a stalled socket leaves
+ * its read, 17–62 ms after argus's end) and, 1 s later, SIGKILL (one blocked opening a named pipe,
+ * which SIGTERM does not interrupt). No fork while argus lives: shell builtins only.
  */
 const REAPER_SCRIPT = [
   'set -f',
