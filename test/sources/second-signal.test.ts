@@ -32,15 +32,24 @@ describe("argus run's second signal", () => {
       import { StopSignals } from ${src('core/signals.ts')};
       import { exitAfterInference } from ${src('inference/worker-pool.ts')};
       const sub = ffmpegSource({ id: 'cam', input: { url: 'rtsp://127.0.0.1:9/live', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false }, output: { width: 64, height: 48, pixelFormat: 'bgr24', align: 'top-left', padValue: 114, frame: 'letterbox' }, ffmpegPath: ${JSON.stringify(fake)} }).subscribe({ error: () => {} });
-      const signals = new StopSignals({ stop: () => sub.unsubscribe(), force: () => void exitAfterInference(130, 2000) });
+      const signals = new StopSignals({ stop: () => { sub.unsubscribe(); process.stdout.write('stopping\\n'); }, force: () => void exitAfterInference(130, 2000) });
       process.on('SIGTERM', (s) => signals.receive(s));
+      process.stdout.write('listening\\n');
       setInterval(() => {}, 1000);`;
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
     const exited = new Promise<[number | null, NodeJS.Signals | null]>((r) => child.on('exit', (c, s) => r([c, s])));
+    // What the script has said: its listener is up ('listening'; a signal before it ended the
+    // process by the default action: the ffmpeg is spawned, and can be found, a moment before),
+    // and it took the first signal ('stopping'; on a busy machine that came late, and a second
+    // sent SIGNAL_REPEAT_MS after the first was sent arrived within SIGNAL_REPEAT_MS of it: a repeat).
+    let said = '';
+    child.stdout!.on('data', (b: Buffer) => (said += b.toString()));
     let ff: number[] = [];
     expect(await until(() => (ff = childrenOf(child.pid!).filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith('sleep'))).length === 1, 30_000)).toBe(true);
     leftOver.push(...ff);
+    expect(await until(() => said.includes('listening'), 30_000)).toBe(true);
     child.kill('SIGTERM');
+    expect(await until(() => said.includes('stopping'), 30_000)).toBe(true);
     await sleep(SIGNAL_REPEAT_MS + 100);
     child.kill('SIGTERM');
     const [code] = await exited;
