@@ -81,9 +81,7 @@ function killAll(): void {
   targets.clear();
   tellReaper('0');
   gentle.clear();
-  releaseSignals?.();
-  releaseSignals = undefined;
-  process.removeListener('SIGQUIT', onQuit);
+  releaseHeld();
 }
 
 /**
@@ -124,29 +122,27 @@ function stopAll(forced: boolean): Promise<void> | void {
  */
 export function ownChild<C extends ChildProcess>(child: C, stopGently?: () => Promise<void>, reap: Reap = 'child'): C {
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return child;
-  // Ended by the reaper too, should argus end without ending it (startReaper).
-  const target = reap === 'none' ? undefined : reap === 'group' ? `-${child.pid}` : String(child.pid);
-  if (target !== undefined) {
-    targets.set(child, target);
-    if (reaper) tellReaper(`+ ${target}`);
-    else startReaper();
-  }
   if (!exitHooked) {
     exitHooked = true;
     process.on('exit', killAll);
   }
   live.add(child);
   if (stopGently) gentle.set(child, stopGently);
-  if (!releaseSignals) process.on('SIGQUIT', onQuit);
-  releaseSignals ??= atStopSignal(stopAll);
+  holdSignals();
+  // Ended by the reaper too, should argus end without ending it (startReaper): started after the
+  // signals are held, its own spawn is no time for a signal to end argus by its default action.
+  const target = reap === 'none' ? undefined : reap === 'group' ? `-${child.pid}` : String(child.pid);
+  if (target !== undefined) {
+    targets.set(child, target);
+    if (reaper) tellReaper(`+ ${target}`);
+    else startReaper();
+  }
   child.once('exit', () => {
     live.delete(child);
     gentle.delete(child);
     if (targets.delete(child)) tellReaper(`- ${target}`);
     if (live.size > 0) return;
-    releaseSignals?.();
-    releaseSignals = undefined;
-    process.removeListener('SIGQUIT', onQuit);
+    releaseHeld();
   });
   return child;
 }
@@ -188,6 +184,28 @@ export function exitOf(child: ChildProcess, ms: number): Promise<void> {
  * (Not unref'd: the child is waited for as any other.)
  */
 export function spawnOwned(command: string, args: readonly string[], options: SpawnOptions, stopGently?: (child: ChildProcess) => Promise<void>, endsAlone = false): ChildProcess {
+  // The stop signals are listened for before the child exists: a signal between its spawn and
+  // ownChild (a busy machine can hold a process there for long) found no listener and ended argus
+  // by its default action, the child in a group of its own left running (an ffmpeg blocked on a
+  // stalled camera, for ever).
+  const held = holdSignals();
   const child = spawn(command, args, { ...options, detached: true });
-  return ownChild(child, stopGently && (() => stopGently(child)), endsAlone ? 'none' : 'group');
+  ownChild(child, stopGently && (() => stopGently(child)), endsAlone ? 'none' : 'group');
+  if (held && live.size === 0) releaseHeld();
+  return child;
+}
+
+/** Listens for the stop signals and SIGQUIT for the children held (stopAll, onQuit), where not yet; whether it began to now. */
+function holdSignals(): boolean {
+  if (releaseSignals) return false;
+  process.on('SIGQUIT', onQuit);
+  releaseSignals = atStopSignal(stopAll);
+  return true;
+}
+
+/** Stops listening (holdSignals): no child is held. */
+function releaseHeld(): void {
+  releaseSignals?.();
+  releaseSignals = undefined;
+  process.removeListener('SIGQUIT', onQuit);
 }
