@@ -229,8 +229,12 @@ function admitConnections(server: Server, max: number, log: LogFn): Map<Socket, 
   });
   server.on('upgrade', (req: IncomingMessage) => {
     const st = open.get(req.socket as Socket);
-    // Another protocol's upgrade is answered as a plain request (answerUpgradeAsPlain), and closed after it.
-    if (st && webSocketUpgrade(req)) st.upgraded = true;
+    if (!st) return;
+    // Another protocol's upgrade is answered as a plain request (answerUpgradeAsPlain), and closed
+    // after it: busy until then, as a plain request is (no 'request' event counts it). It was
+    // taken for idle, and a new connection arriving when the server was full closed it mid-answer.
+    if (webSocketUpgrade(req)) st.upgraded = true;
+    else st.busy++;
   });
   return open;
 }

@@ -171,6 +171,20 @@ describe('a request offering another protocol (Upgrade: h2c, curl --http2)', () 
     expect([ws.status, ws.headers.upgrade]).toEqual([426, 'websocket']);
     expect((await get(s.port, '/ws', { ...h2c, authorization: 'Bearer s3cret', origin: 'http://evil.example' })).status).toBe(403);
   });
+  it('is not closed for room while it is answered (server.maxConnections): a plain request in flight is kept, and so is this one', async () => {
+    // A route that answers late (a scrape, a snapshot read): the connection is busy meanwhile.
+    const s = await server({ maxConnections: 2, routes: { '/slow': async (_q, r) => void (await new Promise((w) => setTimeout(w, 1500)), r.end('done')) } });
+    for (const headers of [{}, h2c]) {
+      const answer = get(s.port, '/slow', headers);
+      // Its request is in (the server's), then new connections arrive, more than the room left.
+      await new Promise((r) => setTimeout(r, 300));
+      const others = [netConnect(s.port, '127.0.0.1'), netConnect(s.port, '127.0.0.1')];
+      for (const o of others) o.on('error', () => {});
+      const r = await answer;
+      for (const o of others) o.destroy();
+      expect([r.status, r.body.toString()], JSON.stringify(headers)).toEqual([200, 'done']);
+    }
+  });
 });
 
 describe('a subscribe while a resume is under way', () => {
