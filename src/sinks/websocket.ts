@@ -489,7 +489,7 @@ export class WebSocketHub implements Sink {
         const resumes = after !== undefined || run !== undefined || instance !== undefined;
         // Once per connection: each resume sends up to a send buffer of held alerts, so a 100-byte
         // subscribe repeated at the message rate had the hub send ~100 MB a second to one client.
-        if (resumes && c.resumed) return this.error(c, 'bad_subscribe', '"after" and "run" are taken once per connection (a reconnect\'s first subscribe); subscribe without them');
+        if (resumes && c.resumed) return this.error(c, 'bad_subscribe', '"after", "run" and "instance" are taken once per connection (a reconnect\'s first subscribe); subscribe without them');
         c.sources = sources.includes('*') ? 'all' : new Set(sources as string[]);
         c.kinds = new Set(kinds as SubKind[]);
         // A resume in progress goes on, for the sources now subscribed, while alerts are: ended,

@@ -257,4 +257,19 @@ describe('a resume names the hub as well as the run', () => {
     expect(alerts(same)).toEqual(['x:3', 'x:4']);
     expect((await session({ after: 'x:2', instance: 'NOT-A-TAG' })).find((m) => m.type === 'error')).toMatchObject({ code: 'bad_subscribe' });
   });
+  it('a second resume naming only the instance is refused, and the error names what it sent (it said "after" and "run", which it had not sent)', async () => {
+    const { s, h } = await wsServer(undefined, { run: 'samerun' });
+    const ws = new WebSocket(`ws://127.0.0.1:${s.port}/ws`);
+    const msgs: Record<string, unknown>[] = [];
+    ws.on('message', (d) => msgs.push(JSON.parse(String(d)) as Record<string, unknown>));
+    await new Promise<void>((r) => ws.once('open', () => r()));
+    ws.send(JSON.stringify({ type: 'subscribe', kinds: ['alerts'], run: 'samerun', instance: h.instance }));
+    ws.send(JSON.stringify({ type: 'subscribe', kinds: ['alerts'], instance: h.instance }));
+    const end = Date.now() + 10_000;
+    while (!msgs.some((m) => m.type === 'error') && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    ws.close();
+    const e = msgs.find((m) => m.type === 'error') as { code: string; message: string } | undefined;
+    expect(e?.code).toBe('bad_subscribe');
+    expect(e?.message).toContain('"instance"');
+  });
 });
