@@ -173,13 +173,29 @@ describe('a request offering another protocol (Upgrade: h2c, curl --http2)', () 
   });
   it('is not closed for room while it is answered (server.maxConnections): a plain request in flight is kept, and so is this one', async () => {
     // A route that answers late (a scrape, a snapshot read): the connection is busy meanwhile.
-    const s = await server({ maxConnections: 2, routes: { '/slow': async (_q, r) => void (await new Promise((w) => setTimeout(w, 1500)), r.end('done')) } });
+    let started = () => {};
+    let release = () => {};
+    const s = await server({
+      maxConnections: 2,
+      routes: {
+        '/slow': async (_q, r) => {
+          const gate = new Promise<void>((w) => (release = w));
+          started();
+          await gate;
+          r.end('done');
+        },
+      },
+    });
     for (const headers of [{}, h2c]) {
+      const inRoute = new Promise<void>((w) => (started = w));
       const answer = get(s.port, '/slow', headers);
-      // Its request is in (the server's), then new connections arrive, more than the room left.
-      await new Promise((r) => setTimeout(r, 300));
+      // Its request is being answered, then new connections arrive, more than the room left.
+      await inRoute;
       const others = [netConnect(s.port, '127.0.0.1'), netConnect(s.port, '127.0.0.1')];
       for (const o of others) o.on('error', () => {});
+      await Promise.all(others.map((o) => new Promise((w) => o.once('connect', w))));
+      await new Promise((w) => setTimeout(w, 200));
+      release();
       const r = await answer;
       for (const o of others) o.destroy();
       expect([r.status, r.body.toString()], JSON.stringify(headers)).toEqual([200, 'done']);
