@@ -825,7 +825,10 @@ export class KafkaSink implements Sink {
       return undefined;
     }
     if (m?.type !== 'alert' || typeof m.alert?.snapshot?.data !== 'string') return undefined;
-    const url = this.o.snapshotUrl?.(m.alert.id);
+    // An earlier run's (replayed from the outbox): this process does not hold its picture, and a
+    // URL by its id could serve another alert's (a program that gives its run again raises the
+    // same ids).
+    const url = p.replayed ? undefined : this.o.snapshotUrl?.(m.alert.id);
     const msg: AlertMessage = { ...m, alert: withoutSnapshot(m.alert, { reason: 'too-large', detail: why, ...(url ? { url } : {}) }) };
     return { value: JSON.stringify(msg), msg };
   }
