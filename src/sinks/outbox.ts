@@ -839,7 +839,7 @@ export class Outbox {
     }
     if (this.readOnly && this.o.checkRoom === false) {
       // A folder only read and emptied (adoptOnce): nothing is journaled there.
-      this.log(`outbox: ${dir} is on a read-only volume (${this.readOnly}): what it holds is read, but cannot be taken out there`, { dir, code: ErrorCodes.OUTBOX, errno: this.readOnly }, 'warn');
+      this.log(`outbox: ${dir} is on a read-only volume (${this.readOnly}): what it holds is read, but cannot be taken out there (read again at every start until the volume is writable)`, { dir, code: ErrorCodes.OUTBOX, errno: this.readOnly }, 'warn');
       return;
     }
     if (this.readOnly) {
@@ -1066,17 +1066,21 @@ export class Outbox {
         this.stats.recovered += this.recoveredRecords.length - before;
         this.updateStats();
         taken += fresh.length;
-        // On disk here: gone there. (Not on disk, a write failed: they stay there too.)
-        if (this.journaled) old.ack(records.map(recordMessage));
+        // On disk here: gone there. (Not on disk, a write failed, or this folder's volume is
+        // read-only: they stay there too. Read-only here, its writes are refused without failing,
+        // and they were taken out there: held in this run's memory alone, lost to a crash, and
+        // at the next start on no disk at all; the exit said them kept.)
+        if (this.journaled && !this.readOnly) old.ack(records.map(recordMessage));
         else complete = false;
         if (fresh.length > 0) this.log(`outbox: replaying ${fresh.length} undelivered record(s) an older release left in ${from} (the folder it used for this pipeline's name)`, { dir: this.o.dir });
       } finally {
         await old.close();
       }
-      // Taken out there only if that reached its disk (a full one, say, did not): else tried again
-      // at the next start (what is here already is not replayed twice). Marked done, they stayed
-      // there for good, for whatever opens that folder (another pipeline's today) to send again.
-      if (!old.journaled) complete = false;
+      // Taken out there only if that reached its disk (a full one, say, did not; a read-only one
+      // refuses it without a failed write): else tried again at the next start (what is here
+      // already is not replayed twice). Marked done, they stayed there for good, for whatever
+      // opens that folder (another pipeline's today) to send again.
+      if (!old.journaled || old.readOnly) complete = false;
     }
     // Oldest first, as a journal's own.
     this.recoveredRecords.sort((a, b) => a.at - b.at);

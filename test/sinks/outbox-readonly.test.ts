@@ -179,3 +179,28 @@ describe('an outbox.dir that is a file', () => {
     expect((e2 as Error).message).toBe(`outbox: ${file} is a file, not a folder (outbox.dir ${under} would be made in it); set outbox.dir to a folder (made if missing), or move the file away`);
   });
 });
+
+describe('adoption (adoptOnce) with a read-only side', () => {
+  it('into an outbox on a read-only volume: the older release\'s journal is not emptied, its alerts being in memory only here (before: acknowledged there, gone from every disk, and the exit said them kept)', async () => {
+    const legacy = mkdtempSync(join(tmpdir(), 'argus-outbox-legacy-'));
+    leftJournal(legacy, ['L1', 'L2']);
+    const logs: string[] = [];
+    const ob = await Outbox.open(opts(join(ro, 'adopting', 'outbox'), logs));
+    expect(await ob.adoptOnce([legacy])).toBe(2);
+    expect(ob.takeRecovered().map((r) => r.key)).toEqual(['alert:L1', 'alert:L2']);
+    await ob.close();
+    // Still there, for the next start (this one's folder could not take them).
+    expect((await readOutbox(legacy)).map((r) => r.key)).toEqual(['alert:L1', 'alert:L2']);
+  });
+
+  it('from an older release\'s folder on a read-only volume: not marked taken over, its records being still there (before: marked, and left there for good, for whatever opens it to send again)', async () => {
+    const legacy = join(ro, 'legacy-mark');
+    leftJournal(legacy, ['M1']);
+    const here = mkdtempSync(join(tmpdir(), 'argus-outbox-rw-'));
+    const ob = await Outbox.open(opts(here));
+    expect(await ob.adoptOnce([legacy])).toBe(1);
+    await ob.close();
+    expect((await readOutbox(legacy)).map((r) => r.key)).toEqual(['alert:M1']);
+    expect(() => statSync(join(here, 'adopted'))).toThrow();
+  });
+});
