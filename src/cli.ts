@@ -193,7 +193,7 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
       if (summary.lostAlerts > 0) writeStderr(`argus: ${summary.lostAlerts} alert(s) could not be delivered and are lost\n`);
       if (summary.keptAlerts > 0) writeStderr(`argus: ${summary.keptAlerts} alert(s) not yet acknowledged by Kafka are kept in ${summary.outbox?.dir} and are delivered on the next start\n`);
       if (summary.parkedAlerts > 0) writeStderr(`argus: ${summary.parkedAlerts} alert(s) were too large for Kafka, even without their snapshot, and were not delivered to it: parked in the dead-letter file ${summary.deadLetterPath} (each logged as an error; any the file could not take is kept in the outbox, where there is one)\n`);
-      if (summary.unsavedAlerts > 0) writeStderr(`argus: ${summary.unsavedAlerts} alert(s) not yet acknowledged by Kafka could not all be written to the journal in ${summary.outbox?.dir} (its writes failed: a full disk?); those not on disk are lost\n`);
+      if (summary.unsavedAlerts > 0) writeStderr(`argus: ${summary.unsavedAlerts} alert(s) not yet acknowledged by Kafka could not all be written to the journal in ${summary.outbox?.dir} (${summary.outbox?.readOnly ? `its volume is read-only, ${summary.outbox.readOnly}: make it writable, or set outbox.dir to a writable folder` : 'its writes failed: a full disk?'}); those not on disk are lost\n`);
       process.exitCode = 3;
     }
     if (crashed !== undefined) {

@@ -157,6 +157,13 @@ export interface OutboxStats {
   writeErrors: number;
   /** Messages handed to the sinks before their write was confirmed: the disk took longer than JOURNAL_WAIT_MS (frozen, hung). */
   slowWrites: number;
+  /**
+   * The volume refuses the journal's writes as read-only (the errno, EROFS): found so at open (the
+   * run goes on without the journal), or a write refused so since the journal last held every
+   * record (a volume remounted read-only after disk errors). The exit names it (it said "its
+   * writes failed: a full disk?").
+   */
+  readOnly?: string;
 }
 
 /**
@@ -843,6 +850,7 @@ export class Outbox {
       return;
     }
     if (this.readOnly) {
+      this.stats.readOnly = this.readOnly;
       const found = this.pendingAlerts;
       this.log(`outbox: ${dir} is on a read-only volume (${this.readOnly}): argus runs and publishes alerts without the journal, NOT protected against a crash, kill -9 or power cut (each refused write counted in argus_outbox_events_total{event="write_errors"}; the exit says what was not on disk)${found > 0 ? `; the ${found} undelivered alert(s) found in it are replayed, and replayed again at every start until the volume is writable (they cannot be marked delivered there)` : ''}; make the volume writable, or set outbox.dir to a writable folder, and restart`, { dir, code: ErrorCodes.OUTBOX, errno: this.readOnly }, 'error');
       return;
@@ -1587,6 +1595,7 @@ export class Outbox {
           const spell = !this.unjournaled;
           this.unjournaled = true;
           this.stats.writeErrors++;
+          if ((e as NodeJS.ErrnoException).code === 'EROFS') this.stats.readOnly = 'EROFS';
           // Counted on its own (writeErrors also counts failed compactions: one at open, on a
           // full disk, kept every later write failure of the run unsaid until the 100th), and
           // said again when a new spell of failures starts a minute or more after the last said.
@@ -1619,6 +1628,7 @@ export class Outbox {
     const covered = this.queue.length;
     if (!(await this.rewrite())) return;
     this.unjournaled = false;
+    this.stats.readOnly = undefined;
     for (const q of this.queue.splice(0, covered)) {
       this.queuedBytes -= q.bytes;
       q.done?.();

@@ -204,3 +204,44 @@ describe('adoption (adoptOnce) with a read-only side', () => {
     expect(() => statSync(join(here, 'adopted'))).toThrow();
   });
 });
+
+describe('what the stats say of a read-only volume (the exit names it: it said "its writes failed: a full disk?")', () => {
+  it('found at open: readOnly names its errno', async () => {
+    const ob = await Outbox.open(opts(join(ro, 'said', 'outbox')));
+    await ob.append(...alert('s1'));
+    expect(ob.journaled).toBe(false);
+    expect(ob.stats.readOnly).toBe('EROFS');
+    await ob.close();
+  });
+
+  it('remounted read-only while argus runs (the disk\'s errors): said so once a write is refused EROFS, and no longer once writes work again; a full disk is not said read-only', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'argus-outbox-rw-'));
+    let clock = 0;
+    const ob = await Outbox.open({ ...opts(d), monotonic: () => clock });
+    await ob.append(...alert('r1'));
+    expect(ob.stats.readOnly).toBeUndefined();
+    const inner = ob as unknown as { fh: { write: unknown }; writeCopy: unknown };
+    const fh = inner.fh;
+    const refuse = (code: string) => async () => {
+      throw Object.assign(new Error(code), { code });
+    };
+    fh.write = refuse('ENOSPC');
+    inner.writeCopy = refuse('ENOSPC');
+    await ob.append(...alert('r2'));
+    expect(ob.journaled).toBe(false);
+    expect(ob.stats.readOnly).toBeUndefined();
+    fh.write = refuse('EROFS');
+    inner.writeCopy = refuse('EROFS');
+    clock += 10_000;
+    await ob.append(...alert('r3'));
+    expect(ob.journaled).toBe(false);
+    expect(ob.stats.readOnly).toBe('EROFS');
+    delete fh.write;
+    delete inner.writeCopy;
+    clock += 10_000;
+    await ob.append(...alert('r4'));
+    expect(ob.journaled).toBe(true);
+    expect(ob.stats.readOnly).toBeUndefined();
+    await ob.close();
+  });
+});
