@@ -867,6 +867,20 @@ export class Outbox {
    */
   private readOnly: string | undefined;
 
+  /** Read-only (readOnly): the alerts found in the journal at open, on disk whatever this run does with them. */
+  private foundOnDisk: ReadonlySet<string> = new Set();
+
+  /**
+   * Read-only: a record of `k` this run keeps in memory only. For the exit (journaled), an alert
+   * found on disk is still there, whatever form it is sent in now (replace), and replayed at the
+   * next start; so is an older status of a source, said anew by its next run. (Any append set it
+   * before: a camera's first status change, and every run with alerts found on disk and Kafka down
+   * said they "could not all be written … those not on disk are lost", none being lost.)
+   */
+  private offDisk(k: { key: string; kind: string }): void {
+    if (k.kind === 'alert' && !this.foundOnDisk.has(k.key)) this.unjournaled = true;
+  }
+
   /**
    * Says at open (a warning) when the outbox's volume has less room than its bounds need: three
    * times maxBytes for the journal and its compaction copy (see compactAt), plus the bound of each
@@ -913,6 +927,7 @@ export class Outbox {
     this.expire();
     this.recoveredRecords = [...this.live.values()];
     this.stats.recovered = this.recoveredRecords.length;
+    if (this.readOnly) this.foundOnDisk = new Set(this.recoveredRecords.filter((r) => r.kind === 'alert').map((r) => r.key));
     const rewritten = this.readOnly ? false : await this.rewrite();
     if (!rewritten && this.stats.damagedCopy) {
       // Not rewritten (no room for a copy): the journal, damaged lines included, is still the
@@ -1411,7 +1426,7 @@ export class Outbox {
     const text = this.putLine(rec);
     const bytes = Buffer.byteLength(text);
     // Read-only: the record is in memory only.
-    if (this.readOnly) this.unjournaled = true;
+    if (this.readOnly) this.offDisk(k);
     if (same) this.replaceLive(rec, bytes);
     else {
       if (prev) this.dropLive(prev);
@@ -1490,7 +1505,7 @@ export class Outbox {
     const rec: OutboxRecord = { ...cur, value: json };
     const text = this.putLine(rec);
     const bytes = Buffer.byteLength(text);
-    if (this.readOnly) this.unjournaled = true;
+    if (this.readOnly) this.offDisk(k);
     this.replaceLive(rec, bytes);
     this.enqueue(text, undefined, bytes);
     this.updateStats();
@@ -1723,7 +1738,10 @@ export class Outbox {
   /** close() gave up on the disk: what it had not written may be missing. */
   private gaveUp = false;
 
-  /** Whether the journal holds every undelivered record (false after failed writes, until a rewrite works). */
+  /**
+   * Whether the journal holds every undelivered record (false after failed writes, until a rewrite
+   * works). Read-only: every undelivered alert (see offDisk).
+   */
   get journaled(): boolean {
     return !this.unjournaled && !this.lockLost && !this.gaveUp;
   }

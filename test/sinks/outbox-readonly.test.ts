@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { isArgusError } from '../../src/core/errors.js';
-import type { AlertMessage } from '../../src/sinks/message.js';
+import type { AlertMessage, Message } from '../../src/sinks/message.js';
 
 /**
  * A read-only volume, as a `mount -o ro` (or a remount read-only after disk errors) answers:
@@ -244,6 +244,24 @@ describe('what the stats say of a read-only volume (the exit names it: it said "
     await ob.append(...alert('r4'));
     expect(ob.journaled).toBe(true);
     expect(ob.stats.readOnly).toBeUndefined();
+    await ob.close();
+  });
+});
+
+describe('a read-only start: what the exit is told of the alerts it found on disk', () => {
+  it('a status change, or an alert found there sent on without its snapshot (replace), leaves them said kept: they are on disk, replayed at the next start (before: said "could not all be written … those not on disk are lost", each run, as soon as a camera started)', async () => {
+    const d = join(ro, 'found-kept');
+    leftJournal(d, ['k1', 'k2']);
+    const ob = await Outbox.open(opts(d));
+    expect(ob.takeRecovered()).toHaveLength(2);
+    const st = { type: 'status', version: 1, source: 'cam', state: 'running', previous: 'starting', reason: 'r', at: 1, attempt: 0, published: 1 } as unknown as Message;
+    await ob.append(st, JSON.stringify(st));
+    ob.replace(alert('k1')[0], JSON.stringify({ ...alert('k1')[0], x: 1 }));
+    expect(ob.pendingAlerts).toBe(2);
+    expect(ob.journaled).toBe(true);
+    // One raised by this run is in memory only.
+    await ob.append(...alert('n1'));
+    expect(ob.journaled).toBe(false);
     await ob.close();
   });
 });
