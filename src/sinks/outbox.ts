@@ -1901,6 +1901,12 @@ export class Outbox {
 
   private evict(r: OutboxRecord, why: string): void {
     this.dropLive(r);
+    if (this.foundOnDisk.has(r.key)) {
+      // Read-only: found in the journal there, and still in it (nothing is taken out there): read
+      // again at the next start, not lost now. (It was counted and said lost, and the exit said so.)
+      this.log(`outbox: alert ${r.key.slice(6)} dropped from memory undelivered (${why}); it is still in the journal on the read-only volume, read again at the next start (replayed then, unless outbox.maxAgeHours drops it)`, { source: r.source, alertId: r.key.slice(6), code: ErrorCodes.OUTBOX }, 'warn');
+      return;
+    }
     this.dropped(r, why, true);
     if (this.fh) this.enqueue(line({ op: 'ack', key: r.key, at: r.at }));
   }

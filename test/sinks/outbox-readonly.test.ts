@@ -265,3 +265,25 @@ describe('a read-only start: what the exit is told of the alerts it found on dis
     await ob.close();
   });
 });
+
+describe('a read-only start: an alert found on disk that the memory bound drops', () => {
+  it('is not counted lost (lostToBounds): it is still in the journal there, replayed at the next start (before: "dropped undelivered", VAP_ERR_ALERT_UNDELIVERED, and the exit said it lost)', async () => {
+    const d = join(ro, 'found-bound');
+    leftJournal(d, ['b1', 'b2']);
+    const probe = await Outbox.open(opts(d));
+    const found = probe.stats.pendingBytes;
+    await probe.close();
+    const logs: string[] = [];
+    const ob = await Outbox.open({ ...opts(d, logs), maxBytes: found + 50 });
+    ob.takeRecovered();
+    await ob.append(...alert('n1'));
+    expect(ob.pendingAlerts).toBeLessThan(3); // the bound dropped the oldest from memory
+    expect(ob.get('alert:b1')).toBeUndefined();
+    expect(ob.lostToBounds).toBe(0);
+    expect(logs.join('\n')).toMatch(/alert b1 dropped from memory undelivered .*still in the journal on the read-only volume, read again at the next start/);
+    await ob.close();
+    const again = await Outbox.open(opts(d));
+    expect(again.takeRecovered().map((r) => r.key)).toEqual(['alert:b1', 'alert:b2']);
+    await again.close();
+  });
+});
