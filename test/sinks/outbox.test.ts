@@ -1806,3 +1806,41 @@ describe('ref snapshots whose folder or file cannot be made', () => {
     expect((e as Error).message).toBe(`alerts.snapshot.dir: cannot make the folder of snapshots ${join(d, 'plain', 'snaps')} (ENOTDIR)`);
   });
 });
+
+describe('the older raise wording, and the open said held up: what they must not touch', () => {
+  it('an alert whose own message quotes the older raise wording, or whose real snapshotOmitted is a failed render, is replayed as it was: only the raise record\'s field is rewritten', async () => {
+    const d = dir();
+    const oldSaid = { reason: 'failed', detail: 'argus stopped (a crash, kill -9 or power cut) before the snapshot was rendered; replayed from the outbox without it' };
+    const quoting = { type: 'alert', version: 1, source: 'cam', alert: { id: 'q-1', rule: 'r', severity: 'critical', event: 'zone.enter', message: `"snapshotOmitted":${JSON.stringify(oldSaid)}`, snapshotOmitted: { reason: 'failed', detail: 'render failed: x' } } };
+    const rec = JSON.stringify({ op: 'put', key: 'alert:q-1', kind: 'alert', source: 'cam', at: Date.now(), value: JSON.stringify(quoting) });
+    mkdirSync(d, { recursive: true, mode: 0o700 });
+    writeFileSync(join(d, 'outbox.log'), `${createHash('sha1').update(rec).digest('hex').slice(0, 8)} ${rec}\n`, { mode: 0o600 });
+    const ob = await Outbox.open(opts(d));
+    const [r] = ob.takeRecovered();
+    expect(r.value).toBe(JSON.stringify(quoting));
+    await ob.close();
+  });
+
+  it('an open that fails after the disk held it up says no more once it failed (its interval does not outlive it)', async () => {
+    const proto = Outbox.prototype as unknown as { load: () => Promise<void> };
+    const own = proto.load;
+    let fail!: () => void;
+    const failed = new Promise<void>((r) => (fail = r));
+    proto.load = async function () {
+      await failed;
+      throw Object.assign(new Error('EIO'), { code: 'EIO' });
+    };
+    const logs: string[] = [];
+    try {
+      const opening = Outbox.open(opts(dir(), { openSayMs: 30, log: (m) => logs.push(m) })).catch((e: unknown) => e);
+      await until(() => logs.some((l) => l.includes('opening the journal')));
+      fail();
+      expect(await opening).toBeInstanceOf(Error);
+      const said = logs.filter((l) => l.includes('opening the journal')).length;
+      await new Promise((r) => setTimeout(r, 150));
+      expect(logs.filter((l) => l.includes('opening the journal')).length).toBe(said);
+    } finally {
+      proto.load = own;
+    }
+  });
+});
