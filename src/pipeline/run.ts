@@ -355,7 +355,8 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
         geometry: (id) => pipeline.analyzers.get(id)?.geometry() ?? { zones: [], lines: [] },
         analytics: (id) => pipeline.analyzers.get(id)?.report(),
         publicMetrics: config.server?.publicMetrics ?? false,
-        health: options.health,
+        // The outbox's protection with the rest (a read-only volume, failing writes: alerts in memory only).
+        health: outbox ? () => ({ ...options.health?.(), outbox: outbox!.health() }) : options.health,
         stopping: () => signal.aborted,
         snapshot: websocket ? (id, key) => websocket!.snapshot(id, key) : undefined,
       });

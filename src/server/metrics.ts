@@ -265,6 +265,9 @@ export class Metrics {
       const ob = src.outbox;
       new client.Gauge({ name: 'argus_outbox_pending_alerts', help: 'Alerts in the outbox journal not yet acknowledged by Kafka.', registers: [r], collect() { this.set(ob.pendingAlerts); } });
       new client.Gauge({ name: 'argus_outbox_pending_bytes', help: 'Bytes of the undelivered records in the outbox journal.', registers: [r], collect() { this.set(ob.stats.pendingBytes); } });
+      // Whether the undelivered alerts would survive a crash now: said in the log at the start and
+      // at the exit only (a read-only volume, a full disk), nothing a scrape or an alert rule saw.
+      new client.Gauge({ name: 'argus_outbox_journaled', help: '1 while the outbox journal holds every undelivered record (alerts survive a crash, kill -9 or power cut); 0 once one is only in memory (writes failing: a full disk, a read-only volume) until a rewrite works again.', registers: [r], collect() { this.set(ob.journaled ? 1 : 0); } });
       new client.Counter({
         name: 'argus_outbox_events_total',
         help: 'Outbox journal events: appended, acked, recovered (replayed at start), evicted (dropped undelivered for maxBytes/maxAgeHours), delivered_after_drop (of those, handled by the Kafka sink from its send buffer after all: acknowledged by the broker, or parked in the dead-letter file, counted there), rejournaled_after_drop (of those, dropped as raised and journaled again with their snapshot; evicted less these two: lost), oversized (an alert larger than what maxBytes left: kept over it), write_errors, slow_writes (handed on before the disk confirmed them, after 1 s), corrupt (records skipped at start).',

@@ -1746,6 +1746,15 @@ export class Outbox {
     return !this.unjournaled && !this.lockLost && !this.gaveUp;
   }
 
+  /**
+   * What /healthz and /api/sources say of it (authorised): whether the undelivered alerts would
+   * survive a crash now (journaled), how many wait, and a read-only volume's errno. A read-only
+   * or failing volume was said only in the log, at the start and at the exit.
+   */
+  health(): { journaled: boolean; pendingAlerts: number; readOnly?: string } {
+    return { journaled: this.journaled, pendingAlerts: this.pendingAlerts, ...(this.stats.readOnly ? { readOnly: this.stats.readOnly } : {}) };
+  }
+
   private realign = false;
   /** A write failed since the journal last held every live record (see writeLoop). */
   private unjournaled = false;

@@ -208,6 +208,23 @@ describe('adoption (adoptOnce) with a read-only side', () => {
 });
 
 describe('what the stats say of a read-only volume (the exit names it: it said "its writes failed: a full disk?")', () => {
+  it('/healthz and /metrics say it while it runs (Outbox.health, argus_outbox_journaled), not only the log at the start and the exit', async () => {
+    const { Metrics } = await import('../../src/server/metrics.js');
+    const ob = await Outbox.open(opts(join(ro, 'probed', 'outbox')));
+    const gauge = async () => (await new Metrics({ stats: () => [], provider: 'cpu', outbox: ob }).scrape()).split('\n').find((l) => l.startsWith('argus_outbox_journaled '));
+    expect(ob.health()).toEqual({ journaled: true, pendingAlerts: 0, readOnly: 'EROFS' });
+    expect(await gauge()).toBe('argus_outbox_journaled 1');
+    await ob.append(...alert('h1'));
+    expect(ob.health()).toEqual({ journaled: false, pendingAlerts: 1, readOnly: 'EROFS' });
+    expect(await gauge()).toBe('argus_outbox_journaled 0');
+    await ob.close();
+    // A writable one: journaled, no readOnly.
+    const rw = await Outbox.open(opts(mkdtempSync(join(tmpdir(), 'argus-outbox-health-'))));
+    await rw.append(...alert('h2'));
+    expect(rw.health()).toEqual({ journaled: true, pendingAlerts: 1 });
+    await rw.close();
+  });
+
   it('found at open: readOnly names its errno', async () => {
     const ob = await Outbox.open(opts(join(ro, 'said', 'outbox')));
     await ob.append(...alert('s1'));
