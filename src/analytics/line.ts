@@ -316,18 +316,20 @@ export class LineCounter {
     if (st && st.claimedBy >= 0) {
       // Found again after a new id was taken for it on its side (handOver, unused): with that id
       // on this frame too, it is another object, and goes on from its own state; else it is that
-      // object, and goes on from that id's state (which may have crossed since).
+      // object, and goes on from that id's state (which may have crossed since). That id
+      // forgotten, its own state goes on: before, it was dropped as well, and a person kept by
+      // labels a class-filtered line does not count (OFF_CLASS_HOLD_MS) while that id was
+      // forgotten learned their side afresh past the line and was not counted.
       const by = st.claimedBy;
       st.claimedBy = -1;
       if (!d.trackerId!.includes(by)) {
         const taken = sides.get(by);
-        sides.delete(id);
         if (taken) {
           sides.delete(by);
           sides.set(id, taken);
           this.reclaim(sides, by, id);
+          st = taken;
         }
-        st = taken;
       }
     }
     if (!st) {

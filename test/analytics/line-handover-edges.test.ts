@@ -109,6 +109,29 @@ describe('a lost track handOver found for a new id on its own side', () => {
     expect(out).toEqual(['in#2']);
   });
 
+  it('…and its own id, seen under a label the line does not count while that new id was forgotten, goes on from its own side: counted', () => {
+    for (const fps of [10, 30]) {
+      // A person line. P walks down at 40 px/s (feet 260 at 1.0 s), hidden 1.0–1.4 s, then labelled car
+      // (the tracker, classAware false, keeps its id) from 1.4 s to 4.2 s: it crosses at 2.0 s. B, its size,
+      // stands 100 px to its right before the line from 1.1 to 1.6 s: taken for P, it claims P's track, and
+      // is forgotten 2 s after it went. Before: none (P's own side was dropped with B's, past the line).
+      const objects: SceneObject[] = [
+        { key: 'p', box: [300, 60, 360, 220], velocity: [0, 40], hidden: [[1.0, 1.4]], classId: (t) => (t >= 1.4 && t < 4.2 ? 1 : 0) },
+        { key: 'b', box: [400, 105, 460, 265], from: 1.1, until: 1.6 },
+      ];
+      const frames = feed(fps, 5, { objects, jitter: 1, seed: 3 });
+      const tracked = run(new ByteTracker({ frameRateHint: fps, classAware: false }), frames);
+      const l = new LineCounter('door', [640, 300], [0, 300], { marginPx: 10, anchor: 'bottom-center', forgetAfterMs: 2000, classIds: new Set([0]) }, undefined, { width: 640, height: 480 });
+      const events: [string, number, number][] = [];
+      tracked.outputs.forEach((d, k) => {
+        for (const e of l.update(d, frames[k].timestampMs)) events.push([e.direction, e.trackId, frames[k].timestampMs]);
+      });
+      expect([tracked.distinctIds('p'), tracked.distinctIds('b')], `${fps} fps`).toEqual([[1], [2]]);
+      // On its first frame labelled person again, as any crossing made under another label.
+      expect(events, `${fps} fps`).toEqual([['in', 1, 4200]]);
+    }
+  });
+
   it('…and stays claimed while its object is known under a later id: a crossing handed on from the new id counts once', () => {
     const l = line();
     const row = (id: number, feet: number, origin?: [number, number][]) =>
