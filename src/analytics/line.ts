@@ -131,7 +131,8 @@ interface Side {
   /**
    * The new id a lost track was taken for on its side of the line (handOver, not handed over:
    * nothing to cross), while it is kept on the line; else −1. Were its own id found again
-   * while that new id is unseen, it is that object: it goes on with the new id's state.
+   * while that new id is unseen, on that id's way (sameWay), it is that object: it goes on with
+   * the new id's state.
    */
   claimedBy: number;
   /** A hand-over settled (settle) whose crossing waits for the new id to leave the margin past the line: made on its next side change, or counted if it is forgotten first (drop). */
@@ -167,6 +168,20 @@ const BORDER_SLACK_OF_SIDE = LINE_MARGIN_OF_SIDE;
  */
 function metLineAt(aMs: number, ad: number, bMs: number, bd: number): number {
   return ad !== bd && (ad < 0) !== (bd < 0) ? aMs + ((bMs - aMs) * ad) / (ad - bd) : NaN;
+}
+
+/**
+ * Whether (`x`, `y`) at `tMs` (frame time) is on the way track `o` was going (wayDistance) within
+ * its width (the smaller side of its last box): where that object would be, not beside it. A
+ * lost track's own id, found again while the new id that claimed it (LineCounter.release) is
+ * missed on that frame, is that id's object only there. Before, wherever it was: a person who
+ * stood before a door line, hidden while another came up beside them and walked through it,
+ * found again on the one frame the detector missed the other, took the other's state: counted
+ * out where they stood (or, the other still in the band, the other's crossing was lost).
+ */
+function sameWay(o: Side, tMs: number, x: number, y: number): boolean {
+  const width = Math.min(o.lastBox[2] - o.lastBox[0], o.lastBox[3] - o.lastBox[1]);
+  return wayDistance(o, tMs, x, y) <= width;
 }
 
 function newSide(side: -1 | 1, tMs: number, x: number, y: number, box: ArrayLike<number>, frameMs: number, classId: number): Side {
@@ -315,16 +330,16 @@ export class LineCounter {
     }
     if (st && st.claimedBy >= 0) {
       // Found again after a new id was taken for it on its side (handOver, unused): with that id
-      // on this frame too, it is another object, and goes on from its own state; else it is that
-      // object, and goes on from that id's state (which may have crossed since). That id
-      // forgotten, its own state goes on: before, it was dropped as well, and a person kept by
-      // labels a class-filtered line does not count (OFF_CLASS_HOLD_MS) while that id was
-      // forgotten learned their side afresh past the line and was not counted.
+      // on this frame too, it is another object, and goes on from its own state; else, found on
+      // that id's way (sameWay), it is that object, and goes on from that id's state (which may
+      // have crossed since). That id forgotten, its own state goes on: before, it was dropped as
+      // well, and a person kept by labels a class-filtered line does not count (OFF_CLASS_HOLD_MS)
+      // while that id was forgotten learned their side afresh past the line and was not counted.
       const by = st.claimedBy;
       st.claimedBy = -1;
       if (!d.trackerId!.includes(by)) {
         const taken = sides.get(by);
-        if (taken) {
+        if (taken && sameWay(taken, frameMs, x, y)) {
           sides.delete(by);
           sides.set(id, taken);
           this.reclaim(sides, by, id);

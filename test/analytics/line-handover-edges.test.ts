@@ -132,6 +132,23 @@ describe('a lost track handOver found for a new id on its own side', () => {
     }
   });
 
+  it('…and its own id found again away from that new id\'s way, the new id missed on that frame only, is another object: each goes on from its own side', () => {
+    // P stands before the line (feet 250), hidden 1.0 s until `back`; B, its size, appears 100 px to its
+    // right at 1.1 s (feet 245: taken for P, it claims P's track) walking down at 100 px/s (on the line at
+    // 1.65 s), and the detector misses B on the one frame P is seen again. Before: at 1.6 s P took B's state
+    // (within the band) and B's crossing was lost; at 2.0 s P took B's side past the line and was counted
+    // going out, standing where it had stood.
+    for (const [fps, back] of [[10, 1.6], [30, 1.6], [10, 2.0]]) {
+      const objects: SceneObject[] = [
+        { key: 'p', box: [300, 90, 360, 250], hidden: [[1.0, back]] },
+        { key: 'b', box: [400, -25, 460, 135], velocity: [0, 100], from: 1.1, hidden: [[back, back + 1 / fps]] },
+      ];
+      const { events, tracked } = cross(objects, 3, fps);
+      expect([tracked.distinctIds('p'), tracked.distinctIds('b')], `${fps} fps, back at ${back} s`).toEqual([[1], [2]]);
+      expect(events.map((e) => [e.direction, e.trackId, e.previousTrackId]), `${fps} fps, back at ${back} s`).toEqual([['in', 2, undefined]]);
+    }
+  });
+
   it('…and stays claimed while its object is known under a later id: a crossing handed on from the new id counts once', () => {
     const l = line();
     const row = (id: number, feet: number, origin?: [number, number][]) =>
