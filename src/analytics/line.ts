@@ -214,6 +214,12 @@ export class LineCounter {
    * person scored low who went through the line and back before the track started), in order.
    */
   private readonly earlier: { direction: 'in' | 'out'; atMs: number }[] = [];
+  /**
+   * The ids of lost tracks whose hand-over to a new id is pending (settle), each with when it was
+   * last handed (observed time): were one found again before it is decided, it is not lost
+   * (foundAgain). Pruned once no pending one can be left (update).
+   */
+  private readonly handedAway = new Map<number, number>();
   /** Crossings of tracks forgotten (drop) since update last raised them; `other`: of `otherSide`. */
   private readonly gone: { other: boolean; direction: 'in' | 'out'; trackId: number; classId: number; previousTrackId: number; atMs: number }[] = [];
   /** When the crossing `step` last returned was made, when its first sighting past the line was an earlier one (LineEvent.atMs); else NaN. */
@@ -347,6 +353,7 @@ export class LineCounter {
         }
       }
     }
+    if (!st && this.handedAway.size !== 0 && this.handedAway.has(id)) st = this.foundAgain(sides, id, dist, tMs);
     if (!st) {
       // A track confirmed on this frame was first seen some frames ago: the side it came from
       // is where it was then, so a crossing made while the tracker was still confirming it counts.
@@ -535,7 +542,10 @@ export class LineCounter {
             // wait went on (settled on this id's first frame) and its crossing was said to have
             // been made when the old id's way met the line, even when this id was seen back before
             // the line since.
-            if (adopted.pending) adopted.pendingSince = origin.ms - shift;
+            if (adopted.pending) {
+              adopted.pendingSince = origin.ms - shift;
+              this.handedAway.set(adopted.pendingId, tMs);
+            }
             adoptedNow = true;
             this.release(sides, adopted, this.handedFrom, id, true);
             adopted.claimedBy = -1;
@@ -557,6 +567,7 @@ export class LineCounter {
       if (handed) {
         st.pending = handed;
         st.pendingId = handedId;
+        this.handedAway.set(handedId, tMs);
         st.pendingSince = firstMs;
         st.pendingAt = handAt;
         st.nearest = nearest;
@@ -796,6 +807,33 @@ export class LineCounter {
   }
 
   /**
+   * Track `id`, found again (its own id, with no state on `sides`: handed over) while a new id's
+   * hand-over of it is pending (settle), at `dist` from the line: on its own side (beyond the line
+   * from where that id was found), that id was another object, and the hand-over goes; its own
+   * state goes on under its id, unless forgotten since (returned, on `sides`). Past the line, the
+   * hand-over stands (it crossed: counted once, under that id). Before, it stood all the same: a
+   * person standing before a door line, hidden while another appeared past it and vanished within
+   * a second, was counted twice (that hand-over, once the other was forgotten, and their own
+   * crossing), or, found again in the band, once, with their own crossing lost (no side there).
+   */
+  private foundAgain(sides: Map<number, Side>, id: number, dist: number, tMs: number): Side | undefined {
+    this.handedAway.delete(id);
+    for (const o of sides.values()) {
+      const own = o.pending;
+      if (o.pendingId !== id || !own) continue;
+      if (own.side * dist <= 0) return undefined;
+      o.pending = undefined;
+      o.pendingId = -1;
+      if (o.was < 0) o.wasAt = NaN;
+      if (tMs - own.lastSeen > this.options.forgetAfterMs) return undefined;
+      own.claimedBy = -1;
+      sides.set(id, own);
+      return own;
+    }
+    return undefined;
+  }
+
+  /**
    * Takes track `id` off `sides` (forgotten). A lost track handed over to it whose crossing it
    * was still deciding (settle: it went neither on nor back by the margin before it was lost),
    * or had settled without leaving the margin past the line since (owed), counts (on `gone`,
@@ -923,6 +961,8 @@ export class LineCounter {
         if (tMs - st.lastSeen > forget) this.drop(this.otherSide, id, st);
       }
     }
+    // A pending hand-over lasts HANDOVER_SETTLE_MS while its new id is seen, then until it is forgotten.
+    if (this.handedAway.size) for (const id of this.handedAway.keys()) if (tMs - this.handedAway.get(id)! > forget + HANDOVER_SETTLE_MS) this.handedAway.delete(id);
     if (this.gone.length) this.raiseGone(events);
     return events;
   }

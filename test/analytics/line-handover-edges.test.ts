@@ -65,6 +65,38 @@ describe('a hand-over pending on a new id that vanishes', () => {
     }
   });
 
+  it('…while the old id is found again before the line: the new id was another object, and the old one crosses once', () => {
+    for (const fps of [10, 30]) {
+      // P stands before the line (feet 280), hidden 1.0–1.6 s; B, its size, stands past it (feet 330) from 1.1
+      // to 1.5 s: taken for P, its crossing pending. P is found again under its own id where it stood, and walks
+      // through the line at 3.2 s. Before: counted twice, P's crossing and B's hand-over once B was forgotten.
+      const objects: SceneObject[] = [
+        { key: 'p', box: [300, 120, 360, 280], hidden: [[1.0, 1.6]], until: 3 },
+        { key: 'p', box: [300, -180, 360, -20], velocity: [0, 100], from: 3 },
+        { key: 'b', box: [330, 170, 390, 330], from: 1.1, until: 1.5 },
+      ];
+      const { events, tracked } = cross(objects, 6, fps);
+      expect([tracked.distinctIds('p'), tracked.distinctIds('b')], `${fps} fps`).toEqual([[1], [2]]);
+      expect(events.map((e) => [e.direction, e.trackId, e.previousTrackId, e.row]), `${fps} fps`).toEqual([['in', 1, undefined, 0]]);
+    }
+  });
+
+  it('…while the old id is found again in the band on its own side: it goes on from its own side, and its crossing counts', () => {
+    for (const fps of [10, 30]) {
+      // As above, P found again standing in the band before the line (feet 295), then walking through it.
+      // Before: counted once, B's hand-over (P's own crossing lost: P had no side, and learned it past the line).
+      const objects: SceneObject[] = [
+        { key: 'p', box: [300, 120, 360, 280], hidden: [[1.0, 1.6]], until: 1.6 },
+        { key: 'p', box: [300, 135, 360, 295], from: 1.6, until: 3 },
+        { key: 'p', box: [300, -165, 360, -5], velocity: [0, 100], from: 3 },
+        { key: 'b', box: [330, 170, 390, 330], from: 1.1, until: 1.5 },
+      ];
+      const { events, tracked } = cross(objects, 6, fps);
+      expect([tracked.distinctIds('p'), tracked.distinctIds('b')], `${fps} fps`).toEqual([[1], [2]]);
+      expect(events.map((e) => [e.direction, e.trackId, e.previousTrackId, e.row]), `${fps} fps`).toEqual([['in', 1, undefined, 0]]);
+    }
+  });
+
   it('its alert says when it crossed, and that it was raised once the new id was gone', () => {
     const cfg = SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'door', units: 'pixel', from: [640, 300], to: [0, 300], anchor: 'bottom-center' }], rules: [{ id: 'in', type: 'line-cross', line: 'door', direction: 'any' }] });
     const a = new SourceAnalyzer(cfg, ['person'], 'sources[0]');
