@@ -215,9 +215,10 @@ export class LineCounter {
    */
   private readonly earlier: { direction: 'in' | 'out'; atMs: number }[] = [];
   /**
-   * The ids of lost tracks whose hand-over to a new id is pending (settle), each with when it was
-   * last handed (observed time): were one found again before it is decided, it is not lost
-   * (foundAgain). Pruned once no pending one can be left (update).
+   * The ids of lost tracks whose hand-over to a new id is pending (settle) or owed, each with when
+   * it was last handed (observed time): were one found again before its crossing is counted, it
+   * is not lost (foundAgain). Pruned once no pending one can be left (update): one owed for longer
+   * (a new id standing in the band past the line) stands.
    */
   private readonly handedAway = new Map<number, number>();
   /** Crossings of tracks forgotten (drop) since update last raised them; `other`: of `otherSide`. */
@@ -808,9 +809,10 @@ export class LineCounter {
 
   /**
    * Track `id`, found again (its own id, with no state on `sides`: handed over) while a new id's
-   * hand-over of it is pending (settle), at `dist` from the line: on its own side (beyond the line
-   * from where that id was found), that id was another object, and the hand-over goes; its own
-   * state goes on under its id, unless forgotten since (returned, on `sides`). Past the line, the
+   * hand-over of it is pending (settle) or owed, at `dist` from the line: on its own side (beyond
+   * the line from where that id was found), that id was another object, and the hand-over goes;
+   * its own state goes on under its id, unless forgotten since or settled (returned, on `sides`;
+   * else it learns its side afresh). Past the line, the
    * hand-over stands (it crossed: counted once, under that id). Before, it stood all the same: a
    * person standing before a door line, hidden while another appeared past it and vanished within
    * a second, was counted twice (that hand-over, once the other was forgotten, and their own
@@ -819,6 +821,20 @@ export class LineCounter {
   private foundAgain(sides: Map<number, Side>, id: number, dist: number, tMs: number): Side | undefined {
     this.handedAway.delete(id);
     for (const o of sides.values()) {
+      if (o.owed && o.was === id) {
+        // Settled, its crossing waiting for the new id to leave the band past the line (owed): that
+        // id takes its own side back (past the line, where it was last seen), unless this one is
+        // found past the line too.
+        if (o.side * dist <= 0) return undefined;
+        o.owed = false;
+        o.was = -1;
+        o.wasAt = NaN;
+        o.side = -o.side as -1 | 1;
+        o.x = o.lx;
+        o.y = o.ly;
+        o.box.set(o.lastBox);
+        return undefined;
+      }
       const own = o.pending;
       if (o.pendingId !== id || !own) continue;
       if (own.side * dist <= 0) return undefined;

@@ -97,6 +97,29 @@ describe('a hand-over pending on a new id that vanishes', () => {
     }
   });
 
+  it('…or settled, its new id standing in the band past the line, when the old id is found again before it: counted once', () => {
+    // P stands before the line (feet 280), hidden 1.0–2.4 s (the tracker keeps lost tracks 2 s); B, its size,
+    // is found past the line (feet 313) at 1.1 s and stands in the band (305) from 1.4 s until `until`: taken
+    // for P, settled a second after it was first seen. P, found again where it stood, walks through the line
+    // from 5 s. Before: counted twice (B's once it was forgotten, and P's).
+    for (const until of [3.1, 4.1]) {
+      const l = line();
+      const tracker = new ByteTracker({ frameRateHint: 10, lostTrackBufferMs: 2000 });
+      const got: [string, number, number | undefined, number][] = [];
+      for (let k = 0; k < 90; k++) {
+        const t = k / 10;
+        const rows: number[] = [];
+        if (t < 1.0 || t >= 2.4) rows.push(300, 120 + 100 * Math.max(0, t - 5), 360, 280 + 100 * Math.max(0, t - 5));
+        const feet = t >= 1.1 && t < 1.4 ? 313 : t >= 1.4 && t < until ? 305 : undefined;
+        if (feet !== undefined) rows.push(400, feet - 160, 460, feet);
+        const n = rows.length / 4;
+        const d = new Detections(Float32Array.from(rows), new Float32Array(n).fill(0.9), new Int32Array(n));
+        for (const e of l.update(tracker.update(d, k * 100), k * 100)) got.push([e.direction, e.trackId, e.previousTrackId, e.row]);
+      }
+      expect(got, `until ${until}`).toEqual([['in', 1, undefined, 0]]);
+    }
+  });
+
   it('its alert says when it crossed, and that it was raised once the new id was gone', () => {
     const cfg = SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'door', units: 'pixel', from: [640, 300], to: [0, 300], anchor: 'bottom-center' }], rules: [{ id: 'in', type: 'line-cross', line: 'door', direction: 'any' }] });
     const a = new SourceAnalyzer(cfg, ['person'], 'sources[0]');
