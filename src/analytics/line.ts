@@ -354,7 +354,8 @@ export class LineCounter {
         }
       }
     }
-    if (!st && this.handedAway.size !== 0 && this.handedAway.has(id)) st = this.foundAgain(sides, id, dist, tMs);
+    // Under a label a class-filtered line counts only (otherSide: not where its hand-over is).
+    if (!st && sides === this.side && this.handedAway.size !== 0 && this.handedAway.has(id)) st = this.foundAgain(sides, id, dist, tMs);
     if (!st) {
       // A track confirmed on this frame was first seen some frames ago: the side it came from
       // is where it was then, so a crossing made while the tracker was still confirming it counts.

@@ -97,6 +97,27 @@ describe('a hand-over pending on a new id that vanishes', () => {
     }
   });
 
+  it('…found again first under a label a class-filtered line does not count: the same', () => {
+    for (const fps of [10, 30]) {
+      // As above on a person line, P labelled car for its first 0.5 s back (the tracker, classAware false,
+      // keeps its id). Before: counted twice (its sightings as a car used up what showed it was found again).
+      const objects: SceneObject[] = [
+        { key: 'p', box: [300, 120, 360, 280], hidden: [[1.0, 1.6]], until: 3, classId: (t) => (t >= 1.6 && t < 2.1 ? 1 : 0) },
+        { key: 'p', box: [300, -180, 360, -20], velocity: [0, 100], from: 3 },
+        { key: 'b', box: [330, 170, 390, 330], from: 1.1, until: 1.5 },
+      ];
+      const frames = feed(fps, 6, { objects, jitter: 1, seed: 3 });
+      const tracked = run(new ByteTracker({ frameRateHint: fps, classAware: false }), frames);
+      const l = new LineCounter('door', [640, 300], [0, 300], { marginPx: 10, anchor: 'bottom-center', forgetAfterMs: 2000, classIds: new Set([0]) }, undefined, { width: 640, height: 480 });
+      const events: [string, number, number | undefined, number][] = [];
+      tracked.outputs.forEach((d, k) => {
+        for (const e of l.update(d, frames[k].timestampMs)) events.push([e.direction, e.trackId, e.previousTrackId, e.row]);
+      });
+      expect([tracked.distinctIds('p'), tracked.distinctIds('b')], `${fps} fps`).toEqual([[1], [2]]);
+      expect(events, `${fps} fps`).toEqual([['in', 1, undefined, 0]]);
+    }
+  });
+
   it('…or settled, its new id standing in the band past the line, when the old id is found again before it: counted once', () => {
     // P stands before the line (feet 280), hidden 1.0–2.4 s (the tracker keeps lost tracks 2 s); B, its size,
     // is found past the line (feet 313) at 1.1 s and stands in the band (305) from 1.4 s until `until`: taken
