@@ -813,8 +813,8 @@ export class LineCounter {
    * hand-over of it is pending (settle) or owed, at `dist` from the line: on its own side (beyond
    * the line from where that id was found), that id was another object, and the hand-over goes;
    * its own state goes on under its id, unless forgotten since or settled (returned, on `sides`;
-   * else it learns its side afresh). Past the line, the
-   * hand-over stands (it crossed: counted once, under that id). Before, it stood all the same: a
+   * else it learns its side afresh). Past the line, the hand-over stands (it crossed: counted
+   * once, under that id). Before, it stood all the same: a
    * person standing before a door line, hidden while another appeared past it and vanished within
    * a second, was counted twice (that hand-over, once the other was forgotten, and their own
    * crossing), or, found again in the band, once, with their own crossing lost (no side there).
