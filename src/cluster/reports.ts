@@ -5,10 +5,11 @@
  * hand it back a slot it could not reach, and that slot's cameras were dark for
  * unreachableAfterMs again. Bounded (MAX_STORED_REPORTS, MAX_STORED_BYTES) and expiring (each
  * report's own time, by the wall clock, which runs on while the worker is down). A camera is
- * named by its id and a hash of its record (no record text, so none of its credentials, on disk):
- * a report of a record edited since is not taken back.
+ * named by its id and its record's offset in the cameras topic: nothing of the record's text is on
+ * disk, nor anything derived from it (an unsalted hash of a record holding a password was an
+ * offline brute-force target for that password); a report of a record written since (an edit,
+ * its credentials' included: a new offset) is not taken back.
  */
-import { createHash } from 'node:crypto';
 import { mkdir, open, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
@@ -16,8 +17,8 @@ import { dirname } from 'node:path';
 export interface StoredReport {
   camera: string;
   slot: number;
-  /** recordHash of the camera's record when reported. */
-  hash: string;
+  /** The offset of the camera's record (in its slot of the cameras topic) when reported. */
+  offset: string;
   reportedAt: number;
   confirmedAt: number;
   /** Kept this long after confirmedAt. */
@@ -30,12 +31,8 @@ export interface StoredReport {
 export const MAX_STORED_REPORTS = 4096;
 /** The longest file read back: anything longer is not argus's and is ignored. */
 export const MAX_STORED_BYTES = 1024 * 1024;
-const VERSION = 1;
-
-/** A short hash of a camera's record text. */
-export function recordHash(text: string): string {
-  return createHash('sha256').update(text).digest('base64url').slice(0, 22);
-}
+/** 2: records named by their offset (1 named them by a hash of their text: not read). */
+const VERSION = 2;
 
 /** The file a worker keeps its reports in, in its outbox folder (named by its id: a folder on a shared volume serves several). */
 export function reportsFile(outboxDir: string, workerId: string): string {
@@ -83,13 +80,13 @@ export async function readReports(file: string, now = Date.now(), onBad?: (why: 
   const seen = new Set<string>();
   const num = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
   for (const r of list.slice(0, MAX_STORED_REPORTS) as Partial<StoredReport>[]) {
-    if (!r || typeof r !== 'object' || typeof r.camera !== 'string' || r.camera.length > 256 || seen.has(r.camera) || typeof r.hash !== 'string' || r.hash.length > 64) continue;
+    if (!r || typeof r !== 'object' || typeof r.camera !== 'string' || r.camera.length > 256 || seen.has(r.camera) || typeof r.offset !== 'string' || !/^\d{1,20}$/.test(r.offset)) continue;
     if (!Number.isInteger(r.slot) || r.slot! < 0 || !num(r.reportedAt) || !num(r.confirmedAt) || !num(r.forgetMs) || r.forgetMs < 0 || !Number.isInteger(r.n) || r.n! < 1) continue;
     // Expired while the worker was down; and a time in the future (a clock set back) is read as now.
     const confirmedAt = Math.min(r.confirmedAt, now);
     if (now - confirmedAt >= r.forgetMs) continue;
     seen.add(r.camera);
-    out.push({ camera: r.camera, slot: r.slot!, hash: r.hash, reportedAt: Math.min(r.reportedAt, now), confirmedAt, forgetMs: r.forgetMs, n: Math.min(r.n!, 64) });
+    out.push({ camera: r.camera, slot: r.slot!, offset: r.offset, reportedAt: Math.min(r.reportedAt, now), confirmedAt, forgetMs: r.forgetMs, n: Math.min(r.n!, 64) });
   }
   return out;
 }

@@ -13,7 +13,7 @@ import { outboxDir, runPipeline, type RunningPipeline, type RunOptions, type Run
 import { runTag, type Claim, type StatusMessage } from '../sinks/message.js';
 import type { SourceState, Transition } from '../sources/health.js';
 import { KafkajsMembership } from './kafkajs-membership.js';
-import { readReports, recordHash, reportsFile, writeReports, type StoredReport } from './reports.js';
+import { readReports, reportsFile, writeReports, type StoredReport } from './reports.js';
 import { MAX_UNREACHABLE_SLOTS, type Assignment, type GroupMembership, type MemberInfo, type SlotTable } from './membership.js';
 import { satisfies, unmet, type PlacementTarget } from './placement.js';
 import { redact } from '../core/redact.js';
@@ -534,7 +534,7 @@ export class Worker {
     if (this.restored.length > 0) this.savedKey = '(read back)';
   }
 
-  /** The reports read back whose camera's record is unchanged (same hash, same slot, active), as this process's own, their times on its clock. */
+  /** The reports read back whose camera's record is unchanged (same offset, same slot, active), as this process's own, their times on its clock. */
   private adoptRestored(): void {
     if (this.restored.length === 0) return;
     const wall = Date.now();
@@ -542,7 +542,7 @@ export class Worker {
     const taken: string[] = [];
     for (const r of this.restored) {
       const cam = this.view.cameras.get(r.camera);
-      if (!cam || !cam.active || cam.slot !== r.slot || recordHash(cam.text) !== r.hash || this.unreachable.has(r.camera)) continue;
+      if (!cam || !cam.active || cam.slot !== r.slot || cam.offset !== r.offset || this.unreachable.has(r.camera)) continue;
       this.unreachable.set(r.camera, { slot: r.slot, text: cam.text, reportedAt: mono - (wall - r.reportedAt), confirmedAt: mono - (wall - r.confirmedAt), forgetMs: r.forgetMs });
       this.strikes.set(r.camera, { text: cam.text, n: r.n });
       taken.push(r.camera);
@@ -569,7 +569,7 @@ export class Worker {
     const mono = performance.now();
     if (!force && key === this.savedKey && (key === '' || mono - this.savedAt < 60_000)) return Promise.resolve();
     const wall = Date.now();
-    const list: StoredReport[] = [...this.unreachable].map(([camera, u]) => ({ camera, slot: u.slot, hash: recordHash(u.text), reportedAt: wall - (mono - u.reportedAt), confirmedAt: wall - (mono - u.confirmedAt), forgetMs: this.darkHeld.has(u.slot) && !this.assigned.has(u.slot) ? Math.max(u.forgetMs, UNREACHABLE_FORGET_MAX_MS) : u.forgetMs, n: this.strikes.get(camera)?.n ?? 1 }));
+    const list: StoredReport[] = [...this.unreachable].map(([camera, u]) => ({ camera, slot: u.slot, offset: this.recordOffset(camera, u.text), reportedAt: wall - (mono - u.reportedAt), confirmedAt: wall - (mono - u.confirmedAt), forgetMs: this.darkHeld.has(u.slot) && !this.assigned.has(u.slot) ? Math.max(u.forgetMs, UNREACHABLE_FORGET_MAX_MS) : u.forgetMs, n: this.strikes.get(camera)?.n ?? 1 }));
     this.savedKey = key;
     this.savedAt = mono;
     const file = this.reportsAt;
@@ -590,6 +590,12 @@ export class Worker {
         }
       });
     return this.saving;
+  }
+
+  /** The offset of camera `id`'s record while its text is `text` (what a report kept on disk names); '' once edited since (never taken back). */
+  private recordOffset(id: string, text: string): string {
+    const cam = this.view.cameras.get(id);
+    return cam && cam.text === text ? cam.offset : '';
   }
 
   /** The slots of the cameras reported unreachable, MAX_UNREACHABLE_SLOTS at most (those held here first: the ones to move). */

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { Observable } from 'rxjs';
 import { filter } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { MAX_STORED_BYTES, readReports, recordHash, reportsFile, writeReports } from '../../src/cluster/reports.js';
+import { MAX_STORED_BYTES, readReports, reportsFile, writeReports } from '../../src/cluster/reports.js';
 import { drivenWorker, type DrivenInternals } from '../helpers/worker.js';
 
 interface Internals extends DrivenInternals {
@@ -84,14 +84,13 @@ describe('a restarted worker and its unreachable reports', () => {
   it('a report of a record edited since, or of a camera now in another slot, is not taken back', async () => {
     const file = reportsFile(mkdtempSync(join(tmpdir(), 'argus-reports-')), 'w1');
     const t = Date.now();
-    const rec = (uri: string) => JSON.stringify({ uri });
     const b0 = await worker(file);
     b0.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
-    const text = (b0.i.view.cameras.get('cam0') as { text: string }).text;
-    expect(text).toBeDefined();
+    const offset = (b0.i.view.cameras.get('cam0') as { offset: string }).offset;
+    expect(offset).toBe('0');
     await writeReports(file, [
-      { camera: 'cam0', slot: 0, hash: recordHash(text), reportedAt: t - 1000, confirmedAt: t - 1000, forgetMs: 600_000, n: 1 },
-      { camera: 'cam1', slot: 0, hash: recordHash(rec('old')), reportedAt: t - 1000, confirmedAt: t - 1000, forgetMs: 600_000, n: 1 },
+      { camera: 'cam0', slot: 0, offset, reportedAt: t - 1000, confirmedAt: t - 1000, forgetMs: 600_000, n: 1 },
+      { camera: 'cam1', slot: 0, offset: '7', reportedAt: t - 1000, confirmedAt: t - 1000, forgetMs: 600_000, n: 1 },
     ]);
     const b = await worker(file);
     b.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
@@ -107,22 +106,22 @@ describe('readReports: bounded and expiring', () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-reports-'));
     const file = join(dir, 'r.json');
     const t = 10_000_000;
-    const r = (camera: string, confirmedAt: number, forgetMs = 600_000) => ({ camera, slot: 1, hash: 'h', reportedAt: confirmedAt, confirmedAt, forgetMs, n: 2 });
+    const r = (camera: string, confirmedAt: number, forgetMs = 600_000) => ({ camera, slot: 1, offset: '12', reportedAt: confirmedAt, confirmedAt, forgetMs, n: 2 });
     await writeReports(file, [r('a', t - 1000), r('b', t - 700_000), r('c', t - 700_000, 1_200_000), r('d', t + 3_600_000)]);
     expect((await readReports(file, t)).map((x) => x.camera)).toEqual(['a', 'c', 'd']);
     // A time ahead of the clock (the clock set back) is read as now.
     expect((await readReports(file, t)).find((x) => x.camera === 'd')!.confirmedAt).toBe(t);
     const bad: string[] = [];
-    for (const junk of ['not json', '[]', '{"version":2,"reports":[]}', '{"version":1,"reports":{}}']) {
+    for (const junk of ['not json', '[]', '{"version":1,"reports":[]}', '{"version":2,"reports":{}}']) {
       writeFileSync(file, junk);
       expect(await readReports(file, t, (why) => bad.push(why))).toEqual([]);
     }
     expect(bad.length).toBe(4);
-    writeFileSync(file, JSON.stringify({ version: 1, reports: [r('a', t)], pad: 'x'.repeat(MAX_STORED_BYTES) }));
+    writeFileSync(file, JSON.stringify({ version: 2, reports: [r('a', t)], pad: 'x'.repeat(MAX_STORED_BYTES) }));
     expect(await readReports(file, t)).toEqual([]);
     await writeReports(file, Array.from({ length: 5000 }, (_, k) => r(`c${k}`, t)));
     expect((await readReports(file, t)).length).toBe(4096);
-    writeFileSync(file, JSON.stringify({ version: 1, reports: [{ ...r('a', t), slot: -1 }, { ...r('b', t), n: 0 }, r('c', t), r('c', t)] }));
+    writeFileSync(file, JSON.stringify({ version: 2, reports: [{ ...r('a', t), slot: -1 }, { ...r('b', t), n: 0 }, { ...r('e', t), offset: 'x' }, r('c', t), r('c', t)] }));
     expect((await readReports(file, t)).map((x) => x.camera)).toEqual(['c']);
     expect(await readReports(join(dir, 'missing.json'), t, (why) => bad.push(why))).toEqual([]);
     expect(bad.length).toBe(4);
