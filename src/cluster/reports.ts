@@ -10,7 +10,7 @@
  * offline brute-force target for that password); a report of a record written since (an edit,
  * its credentials' included: a new offset) is not taken back.
  */
-import { mkdir, open, rename, writeFile } from 'node:fs/promises';
+import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 /** One report as kept on disk: times are Date.now() epochs. */
@@ -91,8 +91,9 @@ export async function readReports(file: string, now = Date.now(), onBad?: (why: 
   return out;
 }
 
-/** Writes `reports` to `file` (MAX_STORED_REPORTS at most), through a temporary file renamed over it: a crash mid-write leaves the last whole file. */
+/** Writes `reports` to `file` (MAX_STORED_REPORTS at most), through a temporary file renamed over it: a crash mid-write leaves the last whole file. None: the file is removed. */
 export async function writeReports(file: string, reports: readonly StoredReport[]): Promise<void> {
+  if (reports.length === 0) return rm(file, { force: true });
   await mkdir(dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
   await writeFile(tmp, JSON.stringify({ version: VERSION, reports: reports.slice(0, MAX_STORED_REPORTS) }));

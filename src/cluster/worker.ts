@@ -529,6 +529,9 @@ export class Worker {
    * Call before open(); they are taken at the first join.
    */
   async restoreReports(file: string): Promise<void> {
+    // A default id (host and pid) is never a later process's: its file would never be read back,
+    // one more left in the outbox folder at each restart.
+    if (!this.c.workerId) return;
     this.reportsAt = file;
     this.restored = this.c.unreachableAfterMs > 0 ? await readReports(file, Date.now(), (why) => this.log(`cluster: ${this.id} ignores ${file}: ${why}`, { worker: this.id, file }, 'warn')) : [];
     if (this.restored.length > 0) this.savedKey = '(read back)';
