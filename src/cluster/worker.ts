@@ -560,7 +560,7 @@ export class Worker {
   /**
    * Writes the reports to reportsAt when they changed, and at most once a minute when only their
    * times did (a report stands 10 min at least after its last confirmation); `force`: now (close).
-   * One write at a time; a change meanwhile is written after it.
+   * One write at a time; a change meanwhile is written after it. After a failed write, once a minute.
    */
   private saveReports(force = false): Promise<void> {
     if (!this.reportsAt) return Promise.resolve();
@@ -570,6 +570,8 @@ export class Worker {
     }
     const key = [...this.unreachable].map(([id, u]) => `${id}:${u.slot}:${u.reportedAt}`).join(',');
     const mono = performance.now();
+    // A folder that refused the last write (a read-only volume) is tried again once a minute, not at every reconcile.
+    if (!force && this.saveFailed && mono - this.savedAt < 60_000) return Promise.resolve();
     if (!force && key === this.savedKey && (key === '' || mono - this.savedAt < 60_000)) return Promise.resolve();
     const wall = Date.now();
     const list: StoredReport[] = [...this.unreachable].map(([camera, u]) => ({ camera, slot: u.slot, offset: this.recordOffset(camera, u.text), reportedAt: wall - (mono - u.reportedAt), confirmedAt: wall - (mono - u.confirmedAt), forgetMs: this.darkHeld.has(u.slot) && !this.assigned.has(u.slot) ? Math.max(u.forgetMs, UNREACHABLE_FORGET_MAX_MS) : u.forgetMs, n: this.strikes.get(camera)?.n ?? 1 }));
