@@ -546,7 +546,7 @@ export class Worker {
     for (const r of this.restored) {
       const cam = this.view.cameras.get(r.camera);
       if (!cam || !cam.active || cam.slot !== r.slot || cam.offset !== r.offset || this.unreachable.has(r.camera)) continue;
-      this.unreachable.set(r.camera, { slot: r.slot, text: cam.text, reportedAt: mono - (wall - r.reportedAt), confirmedAt: mono - (wall - r.confirmedAt), forgetMs: r.forgetMs });
+      this.unreachable.set(r.camera, { slot: r.slot, text: cam.text, reportedAt: mono - (wall - r.reportedAt), confirmedAt: mono - (wall - r.confirmedAt), forgetMs: Math.min(r.forgetMs, UNREACHABLE_FORGET_MAX_MS) });
       this.strikes.set(r.camera, { text: cam.text, n: r.n });
       taken.push(r.camera);
     }

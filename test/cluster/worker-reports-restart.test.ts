@@ -12,6 +12,7 @@ import type { Observable } from 'rxjs';
 import { filter } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MAX_STORED_BYTES, readReports, reportsFile, writeReports } from '../../src/cluster/reports.js';
+import { UNREACHABLE_FORGET_MAX_MS } from '../../src/cluster/worker.js';
 import { drivenWorker, type DrivenInternals } from '../helpers/worker.js';
 
 interface Internals extends DrivenInternals {
@@ -125,5 +126,25 @@ describe('readReports: bounded and expiring', () => {
     expect((await readReports(file, t)).map((x) => x.camera)).toEqual(['c']);
     expect(await readReports(join(dir, 'missing.json'), t, (why) => bad.push(why))).toEqual([]);
     expect(bad.length).toBe(4);
+  });
+});
+
+describe('a kept report read back with a longer life than any report has', () => {
+  it('is kept at most UNREACHABLE_FORGET_MAX_MS after its last confirmation, not for ever', async () => {
+    const file = reportsFile(mkdtempSync(join(tmpdir(), 'argus-reports-')), 'w1');
+    const b0 = await worker(file);
+    b0.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    const t = Date.now();
+    // Another release's, or a file edited by hand: 30 years.
+    await writeReports(file, [{ camera: 'cam0', slot: 0, offset: '0', reportedAt: t, confirmedAt: t, forgetMs: 1e12, n: 1 }]);
+    now = 5_000;
+    const b = await worker(file);
+    b.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    b.i.assigned = new Set([1]);
+    expect(b.w.memberInfo().unreachable).toEqual([0]);
+    await b.abs(5_000 + UNREACHABLE_FORGET_MAX_MS - 1000);
+    expect(b.w.memberInfo().unreachable).toEqual([0]);
+    await b.abs(5_000 + UNREACHABLE_FORGET_MAX_MS + 1000);
+    expect(b.w.memberInfo().unreachable).toEqual([]);
   });
 });
