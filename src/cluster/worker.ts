@@ -533,7 +533,13 @@ export class Worker {
     // one more left in the outbox folder at each restart.
     if (!this.c.workerId) return;
     this.reportsAt = file;
-    this.restored = this.c.unreachableAfterMs > 0 ? await readReports(file, Date.now(), (why) => this.log(`cluster: ${this.id} ignores ${file}: ${why}`, { worker: this.id, file }, 'warn')) : [];
+    if (this.c.unreachableAfterMs <= 0) return;
+    // Bounded, as the stop's write: a folder on a disk that does not answer (a network share) does not hold the start.
+    const read = readReports(file, Date.now(), (why) => this.log(`cluster: ${this.id} ignores ${file}: ${why}`, { worker: this.id, file }, 'warn'));
+    this.restored = await withDeadline(read, 1000, 'reports').catch(() => {
+      this.log(`cluster: ${this.id} could not read its unreachable reports from ${file} within 1 s; it starts without them`, { worker: this.id, file }, 'warn');
+      return [];
+    });
     if (this.restored.length > 0) this.savedKey = '(read back)';
   }
 
