@@ -569,7 +569,8 @@ export class Worker {
    * One write at a time; a change meanwhile is written after it. After a failed write, once a minute.
    */
   private saveReports(force = false): Promise<void> {
-    if (!this.reportsAt) return Promise.resolve();
+    // Another live process has this id (the file is its too) and this one runs nothing: its reports say nothing, the file is left to that one.
+    if (!this.reportsAt || this.duplicateId) return Promise.resolve();
     if (this.saving) {
       this.saveAgain = true;
       return this.saving;
