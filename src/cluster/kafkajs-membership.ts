@@ -43,7 +43,7 @@ export function memberWorker(metadata: Buffer): MemberInfo | undefined {
 export const MAX_MEMBER_DATA_BYTES = 1024 * 1024;
 /** The most slots read from a member's `owned`, labels from its `labels`, and characters of its ids and labels. */
 const MAX_OWNED = 10_000;
-const MAX_LABELS = 256;
+export const MAX_LABELS = 256;
 const MAX_TEXT = 256;
 
 /** A member's user data: an argus worker's info, 'nudge' for a rebalance request, undefined for anything else. */
