@@ -10,6 +10,7 @@
  * offline brute-force target for that password); a report of a record written since (an edit,
  * its credentials' included: a new offset) is not taken back.
  */
+import { createHash } from 'node:crypto';
 import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
@@ -43,7 +44,7 @@ export function reportsFile(outboxDir: string, workerId: string): string {
  * The reports in `file` still standing at `now` (Date.now()), MAX_STORED_REPORTS at most; none
  * when it is missing, too long, or not such a file (`onBad` is told why, but for a missing file).
  */
-export async function readReports(file: string, now = Date.now(), onBad?: (why: string) => void): Promise<StoredReport[]> {
+export async function readReports(file: string, now = Date.now(), onBad?: (why: string) => void, cluster = ''): Promise<StoredReport[]> {
   let text: string;
   try {
     // Read up to one byte past the bound, never the whole of a file that is not argus's.
@@ -76,6 +77,11 @@ export async function readReports(file: string, now = Date.now(), onBad?: (why: 
     onBad?.('not a list of reports');
     return [];
   }
+  // Another cluster's (one machine, one outbox folder, two sites' groups): its cameras' ids, slots and offsets may be this one's too.
+  if (((v as { cluster?: unknown }).cluster ?? '') !== cluster) {
+    onBad?.('of another cluster');
+    return [];
+  }
   const out: StoredReport[] = [];
   const seen = new Set<string>();
   const num = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
@@ -91,11 +97,16 @@ export async function readReports(file: string, now = Date.now(), onBad?: (why: 
   return out;
 }
 
-/** Writes `reports` to `file` (MAX_STORED_REPORTS at most), through a temporary file renamed over it: a crash mid-write leaves the last whole file. None: the file is removed. */
-export async function writeReports(file: string, reports: readonly StoredReport[]): Promise<void> {
+/** What names a worker's cluster in its reports file (not secret): a hash of its brokers, group and cameras topic. */
+export function clusterTag(brokers: readonly string[], group: string, camerasTopic: string): string {
+  return createHash('sha256').update(JSON.stringify([[...brokers].sort(), group, camerasTopic])).digest('base64url').slice(0, 16);
+}
+
+/** Writes `reports` of `cluster` (clusterTag) to `file` (MAX_STORED_REPORTS at most), through a temporary file renamed over it: a crash mid-write leaves the last whole file. None: the file is removed. */
+export async function writeReports(file: string, reports: readonly StoredReport[], cluster = ''): Promise<void> {
   if (reports.length === 0) return rm(file, { force: true });
   await mkdir(dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, JSON.stringify({ version: VERSION, reports: reports.slice(0, MAX_STORED_REPORTS) }));
+  await writeFile(tmp, JSON.stringify({ version: VERSION, cluster, reports: reports.slice(0, MAX_STORED_REPORTS) }));
   await rename(tmp, file);
 }

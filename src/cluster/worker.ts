@@ -13,7 +13,7 @@ import { outboxDir, runPipeline, type RunningPipeline, type RunOptions, type Run
 import { runTag, type Claim, type StatusMessage } from '../sinks/message.js';
 import type { SourceState, Transition } from '../sources/health.js';
 import { KafkajsMembership, MAX_LABELS } from './kafkajs-membership.js';
-import { readReports, reportsFile, writeReports, type StoredReport } from './reports.js';
+import { clusterTag, readReports, reportsFile, writeReports, type StoredReport } from './reports.js';
 import { MAX_UNREACHABLE_SLOTS, type Assignment, type GroupMembership, type MemberInfo, type SlotTable } from './membership.js';
 import { satisfies, unmet, type PlacementTarget } from './placement.js';
 import { redact } from '../core/redact.js';
@@ -258,6 +258,8 @@ export class Worker {
   private darkHeld = new Set<number>();
   /** Where this worker keeps its reports across restarts (reports.ts); undefined: nowhere. */
   private reportsAt: string | undefined;
+  /** Its cluster as the file names it (clusterTag): a file of another is not read. */
+  private reportsCluster = '';
   /** Reports read back at the start, taken at the first join (memberInfo) where their camera's record is unchanged. */
   private restored: StoredReport[] = [];
   /** What was last written (ids, slots and report times), when, and whether a write is under way or wanted after it. */
@@ -536,9 +538,10 @@ export class Worker {
     // one more left in the outbox folder at each restart.
     if (!this.c.workerId) return;
     this.reportsAt = file;
+    this.reportsCluster = clusterTag(clusterBrokers(this.config), this.c.group, this.c.camerasTopic);
     if (this.c.unreachableAfterMs <= 0) return;
     // Bounded, as the stop's write: a folder on a disk that does not answer (a network share) does not hold the start.
-    const read = readReports(file, Date.now(), (why) => this.log(`cluster: ${this.id} ignores ${file}: ${why}`, { worker: this.id, file }, 'warn'));
+    const read = readReports(file, Date.now(), (why) => this.log(`cluster: ${this.id} ignores ${file}: ${why}`, { worker: this.id, file }, 'warn'), this.reportsCluster);
     this.restored = await withDeadline(read, 1000, 'reports').catch(() => {
       this.log(`cluster: ${this.id} could not read its unreachable reports from ${file} within 1 s; it starts without them`, { worker: this.id, file }, 'warn');
       return [];
@@ -588,7 +591,7 @@ export class Worker {
     this.savedKey = key;
     this.savedAt = mono;
     const file = this.reportsAt;
-    this.saving = writeReports(file, list)
+    this.saving = writeReports(file, list, this.reportsCluster)
       .then(
         () => void (this.saveFailed = false),
         (e: unknown) => {

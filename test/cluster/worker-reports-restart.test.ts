@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { Observable } from 'rxjs';
 import { filter } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { MAX_STORED_BYTES, readReports, reportsFile, writeReports } from '../../src/cluster/reports.js';
+import { clusterTag, MAX_STORED_BYTES, readReports, reportsFile, writeReports } from '../../src/cluster/reports.js';
 import { UNREACHABLE_FORGET_MAX_MS } from '../../src/cluster/worker.js';
 import { drivenWorker, type DrivenInternals } from '../helpers/worker.js';
 
@@ -20,6 +20,9 @@ interface Internals extends DrivenInternals {
   saving: Promise<void> | undefined;
   close: () => Promise<void>;
 }
+
+/** drivenWorker's cluster (its brokers, group and cameras topic), as its reports file names it. */
+const ITS_CLUSTER = clusterTag(['127.0.0.1:1'], 'argus-workers', 'argus.cameras');
 
 let now = 1_000_000;
 beforeEach(() => {
@@ -92,7 +95,7 @@ describe('a restarted worker and its unreachable reports', () => {
     await writeReports(file, [
       { camera: 'cam0', slot: 0, offset, reportedAt: t - 1000, confirmedAt: t - 1000, forgetMs: 600_000, n: 1 },
       { camera: 'cam1', slot: 0, offset: '7', reportedAt: t - 1000, confirmedAt: t - 1000, forgetMs: 600_000, n: 1 },
-    ]);
+    ], ITS_CLUSTER);
     const b = await worker(file);
     b.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
     b.write('cam1', { uri: 'rtsp://10.9.9.10/x' }); // edited since
@@ -136,7 +139,7 @@ describe('a kept report read back with a longer life than any report has', () =>
     b0.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
     const t = Date.now();
     // Another release's, or a file edited by hand: 30 years.
-    await writeReports(file, [{ camera: 'cam0', slot: 0, offset: '0', reportedAt: t, confirmedAt: t, forgetMs: 1e12, n: 1 }]);
+    await writeReports(file, [{ camera: 'cam0', slot: 0, offset: '0', reportedAt: t, confirmedAt: t, forgetMs: 1e12, n: 1 }], ITS_CLUSTER);
     now = 5_000;
     const b = await worker(file);
     b.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
