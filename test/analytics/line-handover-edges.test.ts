@@ -3,29 +3,14 @@
  * vanishes while its hand-over is pending, and a lost track that handOver looked at but did not use.
  */
 import { describe, expect, it } from 'vitest';
-import { LineCounter, type LineEvent } from '../../src/analytics/line.js';
+import { LineCounter } from '../../src/analytics/line.js';
 import { SourceAnalyzer } from '../../src/analytics/analyzer.js';
 import { SourceSchema } from '../../src/config/schema.js';
 import { Detections } from '../../src/core/detections.js';
 import { ByteTracker } from '../../src/tracking/byte-tracker.js';
 import { feed, run, type SceneObject } from '../tracking/helpers.js';
+import { cross, line, walker } from './door-line.js';
 
-// A level line at y = 300 drawn right to left ("in" is downwards), feet as the anchor, 640 × 480.
-const line = () => new LineCounter('door', [640, 300], [0, 300], { marginPx: 10, anchor: 'bottom-center', forgetAfterMs: 2000 }, undefined, { width: 640, height: 480 });
-
-function cross(objects: SceneObject[], secs: number, fps: number) {
-  const frames = feed(fps, secs, { objects, jitter: 1, seed: 3 });
-  const tracked = run(new ByteTracker({ frameRateHint: fps }), frames);
-  const l = line();
-  const events: (LineEvent & { t: number })[] = [];
-  tracked.outputs.forEach((d, k) => {
-    for (const e of l.update(d, frames[k].timestampMs)) events.push({ ...e, t: frames[k].timestampMs });
-  });
-  return { events, tracked, l };
-}
-
-// A person 60 × 160 walking down at 100 px/s: feet at y = 160 at 0 s, on the line (300) at 1.4 s.
-const walker = (extra: Partial<SceneObject> = {}): SceneObject => ({ key: 'p', box: [300, 0, 360, 160], velocity: [0, 100], ...extra });
 
 describe('a hand-over pending on a new id that vanishes', () => {
   it('standing past the line and gone within a second: the old id crossed, counted once', () => {

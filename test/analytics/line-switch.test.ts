@@ -4,25 +4,9 @@ import { LineCounter, type LineEvent } from '../../src/analytics/line.js';
 import { SourceSchema } from '../../src/config/schema.js';
 import { Detections } from '../../src/core/detections.js';
 import { ByteTracker } from '../../src/tracking/byte-tracker.js';
-import { feed, run, type SceneObject } from '../tracking/helpers.js';
+import { feed, type SceneObject } from '../tracking/helpers.js';
+import { cross, line, walker } from './door-line.js';
 
-// A level line at y = 300 drawn right to left ("in" is downwards), feet as the anchor, 640 × 480.
-const line = () => new LineCounter('door', [640, 300], [0, 300], { marginPx: 10, anchor: 'bottom-center', forgetAfterMs: 2000 }, undefined, { width: 640, height: 480 });
-
-/** The crossings of `objects` through the real tracker (10 fps, ±1 px of jitter) and a fresh `line()`. */
-function cross(objects: SceneObject[], secs = 4, fps = 10) {
-  const frames = feed(fps, secs, { objects, jitter: 1, seed: 3 });
-  const tracked = run(new ByteTracker({ frameRateHint: fps }), frames);
-  const l = line();
-  const events: (LineEvent & { t: number })[] = [];
-  tracked.outputs.forEach((d, k) => {
-    for (const e of l.update(d, frames[k].timestampMs)) events.push({ ...e, t: frames[k].timestampMs });
-  });
-  return { events, tracked, l };
-}
-
-// A person 60 × 160 walking down at 100 px/s: feet at y = 160 at 0 s, on the line (300) at 1.4 s.
-const walker = (extra: Partial<SceneObject> = {}): SceneObject => ({ key: 'p', box: [300, 0, 360, 160], velocity: [0, 100], ...extra });
 
 describe('a line and a track lost at it', () => {
   it('missed by the detector for one to three frames at the line: the tracker keeps its id, one crossing', () => {
