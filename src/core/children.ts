@@ -189,7 +189,14 @@ export function spawnOwned(command: string, args: readonly string[], options: Sp
   // by its default action, the child in a group of its own left running (an ffmpeg blocked on a
   // stalled camera, for ever).
   const held = holdSignals();
-  const child = spawn(command, args, { ...options, detached: true });
+  let child: ChildProcess;
+  try {
+    child = spawn(command, args, { ...options, detached: true });
+  } catch (e) {
+    // Thrown (ENOMEM, E2BIG; an argument with a NUL): no child, the signals not held for one.
+    if (held && live.size === 0) releaseHeld();
+    throw e;
+  }
   ownChild(child, stopGently && (() => stopGently(child)), endsAlone ? 'none' : 'group');
   if (held && live.size === 0) releaseHeld();
   return child;

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { childrenOf, killAll, running, until } from '../helpers/procs.js';
 import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
+import { spawnOwned } from '../../src/core/children.js';
 
 /**
  * ffmpeg children end with argus. `argus detect FIFO.mp4` (a named pipe nobody writes to) then
@@ -69,4 +70,15 @@ describe('ffmpeg children (ownChild)', () => {
   it('SIGQUIT (a terminal\'s Ctrl-\\), which argus does not stop in order: ffmpeg is killed, and the process still ends by SIGQUIT', async () => {
     expect(await signalled('', 'SIGQUIT')).toEqual({ code: null, signal: 'SIGQUIT', ffmpegLeft: false, ownGroup: true });
   }, 30_000);
+});
+
+// spawnOwned listens for the stop signals before it spawns (a signal between the spawn and
+// ownChild ended argus by its default action). A spawn that throws (ENOMEM, E2BIG: node throws
+// those; an argument with a NUL) left them listened for, for ever, with no child held.
+describe('spawnOwned whose spawn throws', () => {
+  it('holds no signal listener after the throw', () => {
+    const before = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'].map((s) => process.listenerCount(s));
+    expect(() => spawnOwned('sleep', ['1\0'], { stdio: 'ignore' })).toThrow(/null bytes/);
+    expect(['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'].map((s) => process.listenerCount(s))).toEqual(before);
+  });
 });
