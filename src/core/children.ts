@@ -38,6 +38,8 @@ export type Reap = 'group' | 'child' | 'none';
 /** What the reaper is told to end for each held child: `-PGID` (spawnOwned's, a group of its own) or `PID`. */
 const targets = new Map<ChildProcess, string>();
 let reaper: ChildProcess | undefined;
+/** The least time between two starts of the reaper where it is killed (startReaper), ms. */
+const REAPER_RESTART_MS = 1000;
 
 /** Tells the reaper a line, where there is one (a write into a pipe: no wait). */
 function tellReaper(line: string): void {
@@ -62,11 +64,23 @@ function startReaper(): void {
   } catch {
     return;
   }
+  const startedAt = performance.now();
   const gone = (): void => {
     if (reaper === r) reaper = undefined;
   };
   r.once('error', gone);
-  r.once('exit', gone);
+  r.once('exit', (_code, signal) => {
+    gone();
+    // Killed while argus lives (`pkill sh`, the OOM killer): started again, told of the children
+    // held. It was started again only at argus's next child, and the ffmpegs of cameras that did
+    // not restart outlived an argus then killed outright. A second at least after the last start:
+    // a shell killed at each start is no loop of spawns.
+    if (signal !== null) {
+      setTimeout(() => {
+        if (!reaper && targets.size > 0) startReaper();
+      }, Math.max(0, startedAt + REAPER_RESTART_MS - performance.now())).unref();
+    }
+  });
   r.stdin?.on('error', gone);
   if (r.pid === undefined) return;
   reaper = r;

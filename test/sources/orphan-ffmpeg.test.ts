@@ -109,4 +109,29 @@ describe('an ffmpeg left by an argus killed outright', () => {
     await exited;
     expect(await until(() => existsSync(marker), 10_000)).toBe(true);
   }, 60_000);
+
+  // The reaper is a shell argus does not otherwise watch: killed while argus lives (`pkill sh`,
+  // `killall sh`, the OOM killer), it was started again only at argus's next child, and the
+  // ffmpegs of cameras that did not restart were left to live on after a kill -9 of argus.
+  it('a reaper killed while argus lives is started again: the ffmpeg already running still ends with an argus killed outright', async () => {
+    const script = `
+      import { spawnOwned } from ${JSON.stringify(join(process.cwd(), 'src/core/children.ts'))};
+      spawnOwned('sleep', ['301'], { stdio: 'ignore' });
+      setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const exited = new Promise<void>((r) => child.on('exit', () => r()));
+    leftOver.push(child.pid!);
+    const named = (cmd: string) => childrenOf(child.pid!).filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith(cmd));
+    let first: number[] = [];
+    expect(await until(() => named('sleep').length === 1 && (first = named('/bin/sh')).length === 1, 30_000)).toBe(true);
+    const sleeper = named('sleep')[0];
+    leftOver.push(sleeper, first[0]);
+    process.kill(first[0], 'SIGKILL');
+    let again: number[] = [];
+    expect(await until(() => (again = named('/bin/sh').filter((p) => p !== first[0])).length === 1, 10_000)).toBe(true);
+    leftOver.push(again[0]);
+    child.kill('SIGKILL');
+    await exited;
+    expect(await until(() => !running(sleeper), 10_000)).toBe(true);
+  }, 60_000);
 });
