@@ -38,6 +38,8 @@ export type Reap = 'group' | 'child' | 'none';
 /** What the reaper is told to end for each held child: `-PGID` (spawnOwned's, a group of its own) or `PID`. */
 const targets = new Map<ChildProcess, string>();
 let reaper: ChildProcess | undefined;
+/** Whether /bin/sh is missing or may not be run here: no reaper is started (startReaper). */
+let noShell = false;
 /** The least time between two starts of the reaper where it is killed (startReaper), ms. */
 const REAPER_RESTART_MS = 1000;
 
@@ -57,7 +59,7 @@ function tellReaper(line: string): void {
  * argus's end. Where no shell can be started, children are held as before, without it.
  */
 function startReaper(): void {
-  if (reaper || process.platform === 'win32') return;
+  if (reaper || noShell || process.platform === 'win32') return;
   let r: ChildProcess;
   try {
     r = spawn('/bin/sh', ['-c', REAPER_SCRIPT], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
@@ -68,7 +70,13 @@ function startReaper(): void {
   const gone = (): void => {
     if (reaper === r) reaper = undefined;
   };
-  r.once('error', gone);
+  r.once('error', (e: NodeJS.ErrnoException) => {
+    gone();
+    // No shell there (a distroless image), or not one argus may run: not tried again at each
+    // child (a failed spawn, a fork of argus, at each ffmpeg start). Out of processes, memory or
+    // descriptors (EAGAIN, ENOMEM, EMFILE): tried again at the next.
+    if (e.code === 'ENOENT' || e.code === 'EACCES' || e.code === 'ENOTDIR') noShell = true;
+  });
   r.once('exit', (_code, signal) => {
     gone();
     // Killed while argus lives (`pkill sh`, the OOM killer): started again, told of the children
