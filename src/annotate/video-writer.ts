@@ -119,6 +119,13 @@ export class VideoWriter {
     // Left by an argus killed outright, it reads the end of its input and finishes the file: not
     // given to the reaper (endsAlone), which would cut that short.
     this.child = spawnOwned(ffmpegPath, args, { stdio: ['pipe', 'ignore', 'pipe'] }, undefined, true);
+    // First: a spawn that fails (EMFILE: node says so on the next tick, and leaves the child
+    // without its pipes) is told by its 'error' event, which ended argus where nothing listened
+    // yet (the pipes below were read first, and threw); write and close say it.
+    this.exited = new Promise((res) => {
+      this.child.on('error', (error) => res({ code: null, signal: null, error }));
+      this.child.on('close', (code, signal) => res({ code, signal }));
+    });
     if (options.nice !== undefined && this.child.pid !== undefined) {
       try {
         setPriority(this.child.pid, options.nice);
@@ -126,16 +133,12 @@ export class VideoWriter {
         // not permitted here: ffmpeg keeps the caller's priority
       }
     }
-    this.child.stderr!.setEncoding('utf8').on('data', (s: string) => {
+    this.child.stderr?.setEncoding('utf8').on('data', (s: string) => {
       this.log.push(s);
       if (this.log.length > 20) this.log.shift();
     });
     // A write after ffmpeg has gone fails with EPIPE: the exit status tells why.
-    this.child.stdin!.on('error', (e) => (this.failed ??= e));
-    this.exited = new Promise((res) => {
-      this.child.on('error', (error) => res({ code: null, signal: null, error }));
-      this.child.on('close', (code, signal) => res({ code, signal }));
-    });
+    this.child.stdin?.on('error', (e) => (this.failed ??= e));
   }
 
   /** How ffmpeg ended: its exit code, or the signal that killed it by name (SIGXFSZ: the file size limit). */
@@ -159,7 +162,12 @@ export class VideoWriter {
       throw this.error(end && !end.error ? this.ended(end.code, end.signal) : this.failed.message);
     }
     if (this.child.exitCode !== null || this.child.signalCode !== null) throw this.error(this.ended(this.child.exitCode, this.child.signalCode));
-    const stdin = this.child.stdin!;
+    const stdin = this.child.stdin;
+    if (!stdin) {
+      // Not started (EMFILE: no pipes): its 'error' event says why.
+      const { error } = await this.exited;
+      throw this.error(`could not start ffmpeg (${this.options.ffmpegPath}): ${error?.message ?? 'no input pipe'}`);
+    }
     this.frames++;
     if (!stdin.write(frame) && !stdin.destroyed) {
       // Until ffmpeg takes more, or goes: an ffmpeg that exits (a container that cannot hold
@@ -183,7 +191,7 @@ export class VideoWriter {
 
   /** Ends the input and waits for ffmpeg to finish the file. */
   async close(): Promise<void> {
-    this.child.stdin!.end();
+    this.child.stdin?.end();
     const { code, signal, error } = await this.exited;
     if (error) throw this.error(`could not start ffmpeg (${this.options.ffmpegPath}): ${error.message}`);
     if (code !== 0) throw this.error(this.ended(code, signal));
