@@ -38,3 +38,16 @@ describe('the annotated video\'s encoder started out of file descriptors', () =>
     expect(r.status).toBe(0);
   }, 60_000);
 });
+
+// A spawn that throws (node throws ENOMEM and E2BIG rather than emitting them; an argument with a
+// NUL, which the config refuses, throws the same way and stands for them here): the encoder's
+// constructor threw, out of the annotate sink's offer, and ended the whole run with it.
+describe('the annotated video\'s encoder whose spawn throws', () => {
+  it('is an error of the file at its write and close, not a throw of its constructor', async () => {
+    const { VideoWriter } = await import('../../src/annotate/video-writer.js');
+    const w = new VideoWriter({ ffmpegPath: 'ffmpeg\0', path: join(dir, 'thrown.mp4'), width: 4, height: 2, fps: 5, order: 'rgb' });
+    await expect(w.write(new Uint8Array(4 * 2 * 3))).rejects.toMatchObject({ code: 'VAP_ERR_SINK_FILE', message: expect.stringMatching(/could not start ffmpeg .*null bytes/) });
+    await expect(w.close()).rejects.toMatchObject({ code: 'VAP_ERR_SINK_FILE', message: expect.stringMatching(/could not start ffmpeg .*null bytes/) });
+    w.kill(); // (nothing to kill: no throw)
+  });
+});
