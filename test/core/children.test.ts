@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +17,10 @@ const dir = mkdtempSync(join(tmpdir(), 'argus-children-'));
 const fifo = join(dir, 'camera.mp4');
 execFileSync('mkfifo', [fifo]);
 const leftOver: number[] = [];
+/** The scripts started, killed at the end where a failed expectation left them running (one lived on for half an hour). */
+const scripts: ChildProcess[] = [];
 afterAll(() => {
+  for (const c of scripts) c.kill('SIGKILL');
   killAll(leftOver);
   rmSync(dir, { recursive: true, force: true });
 });
@@ -31,6 +34,7 @@ async function signalled(body: string, signal: NodeJS.Signals): Promise<{ code: 
     ${body}`;
   // (No core file at a SIGQUIT: `ulimit -c 0`, the shell replaced by node, same pid.)
   const child = spawn('sh', ['-c', 'ulimit -c 0; exec "$0" "$@"', process.execPath, '--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'inherit'] });
+  scripts.push(child);
   const exited = new Promise<[number | null, NodeJS.Signals | null]>((r) => child.on('exit', (c, s) => r([c, s])));
   let ff: number | undefined;
   // Until ffmpeg waits in open(2) for a writer (wait_for_partner): before, its first write to

@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -20,9 +20,12 @@ const dir = mkdtempSync(join(tmpdir(), 'argus-orphan-'));
 const fifo = join(dir, 'camera.ts');
 execFileSync('mkfifo', [fifo]);
 const leftOver: number[] = [];
+/** The scripts started, killed at the end where a failed expectation left them running. */
+const scripts: ChildProcess[] = [];
 const sockets = new Set<Socket>();
 let server: Server | undefined;
 afterAll(async () => {
+  for (const c of scripts) c.kill('SIGKILL');
   killAll(leftOver);
   for (const s of sockets) s.destroy();
   await new Promise((r) => (server ? server.close(r) : r(undefined)));
@@ -120,16 +123,15 @@ describe('an ffmpeg left by an argus killed outright', () => {
       setInterval(() => {}, 1000);`;
     const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'inherit'] });
     const exited = new Promise<void>((r) => child.on('exit', () => r()));
-    leftOver.push(child.pid!);
+    scripts.push(child);
     const named = (cmd: string) => childrenOf(child.pid!).filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith(cmd));
     let first: number[] = [];
     expect(await until(() => named('sleep').length === 1 && (first = named('/bin/sh')).length === 1, 30_000)).toBe(true);
     const sleeper = named('sleep')[0];
-    leftOver.push(sleeper, first[0]);
+    leftOver.push(sleeper);
     process.kill(first[0], 'SIGKILL');
     let again: number[] = [];
     expect(await until(() => (again = named('/bin/sh').filter((p) => p !== first[0])).length === 1, 10_000)).toBe(true);
-    leftOver.push(again[0]);
     child.kill('SIGKILL');
     await exited;
     expect(await until(() => !running(sleeper), 10_000)).toBe(true);

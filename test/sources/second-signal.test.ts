@@ -2,7 +2,7 @@
 // an RTSP camera's that ignored the first stop's SIGTERM too (stopFfmpeg gives it a grace of
 // FFMPEG_STOP_GRACE_MS, which the forced exit does not wait for): none outlives argus. An
 // "ffmpeg" that ignores SIGTERM and SIGINT (a read stuck in the kernel) models it.
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +13,10 @@ import { SIGNAL_REPEAT_MS } from '../../src/core/signals.js';
 
 const work = mkdtempSync(join(tmpdir(), 'argus-second-signal-'));
 const leftOver: number[] = [];
+/** The scripts started, killed at the end where a failed expectation left them running (one lived on for half an hour). */
+const scripts: ChildProcess[] = [];
 afterAll(() => {
+  for (const c of scripts) c.kill('SIGKILL');
   killAll(leftOver);
   rmSync(work, { recursive: true, force: true });
 });
@@ -37,6 +40,7 @@ describe("argus run's second signal", () => {
       process.stdout.write('listening\\n');
       setInterval(() => {}, 1000);`;
     const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    scripts.push(child);
     const exited = new Promise<[number | null, NodeJS.Signals | null]>((r) => child.on('exit', (c, s) => r([c, s])));
     // What the script has said: its listener is up ('listening'; a signal before it ended the
     // process by the default action: the ffmpeg is spawned, and can be found, a moment before),
