@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, openSync, readSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -116,8 +116,9 @@ export function ffmpegVersion(path: string, timeoutMs = VERSION_TIMEOUT_MS): Pro
   let p = versions.get(path);
   if (!p) {
     p = new Promise((resolve) => {
-      const child = ownChild(
-        execFile(path, ['-hide_banner', '-version'], { timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: VERSION_OUTPUT_BYTES }, (err, stdout) => {
+      let started: ChildProcess;
+      try {
+        started = execFile(path, ['-hide_banner', '-version'], { timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: VERSION_OUTPUT_BYTES }, (err, stdout) => {
           const v = err ? undefined : parseFfmpegVersion(String(stdout));
           // Not started (EAGAIN, EMFILE: a code of node's), or ended by a signal (the timeout, the OOM killer): no answer.
           // More than maxBuffer of output is an answer, and not ffmpeg's (node ends it, a code and a signal of its own).
@@ -127,8 +128,18 @@ export function ffmpegVersion(path: string, timeoutMs = VERSION_TIMEOUT_MS): Pro
           else startErrors.delete(path);
           versionsSync.set(path, v);
           resolve(v);
-        }),
-      );
+        });
+      } catch (e) {
+        // Thrown (node throws ENOMEM and E2BIG): no answer, as a start that fails later. It
+        // rejected the promise cached for the path, and every caller awaits an answer or none.
+        const code = (e as NodeJS.ErrnoException).code;
+        unanswered.add(path);
+        if (typeof code === 'string') startErrors.set(path, code);
+        versionsSync.set(path, undefined);
+        resolve(undefined);
+        return;
+      }
+      const child = ownChild(started);
       // The answer is in once the program has exited, whoever else holds its pipes.
       child.once('exit', () => {
         setTimeout(() => {

@@ -51,3 +51,13 @@ describe('the annotated video\'s encoder whose spawn throws', () => {
     w.kill(); // (nothing to kill: no throw)
   });
 });
+
+// `ffmpeg -version` (ffmpegVersion) whose spawn throws (ENOMEM, E2BIG; a NUL stands for them):
+// the throw rejected its promise, cached for the path, where every caller awaits an answer or
+// none (undefined): a source whose ffmpeg ended asked it (notFfmpeg), and was rejected for good.
+describe('ffmpeg -version whose spawn throws', () => {
+  it('gives no answer (undefined), as a start that fails later does', async () => {
+    const { ffmpegVersion } = await import('../../src/sources/ffmpeg-path.js');
+    await expect(ffmpegVersion('ffmpeg\0')).resolves.toBeUndefined();
+  });
+});
