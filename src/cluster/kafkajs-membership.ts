@@ -1,7 +1,7 @@
 import { AssignerProtocol, type Admin, type Consumer, type Kafka, type PartitionAssigner } from 'kafkajs';
 import { assignSlots, type SlotMember } from './assign.js';
 import { MAX_UNREACHABLE_SLOTS, type GroupMembership, type MemberInfo, type MembershipOptions } from './membership.js';
-import { MAX_WEIGHT } from '../config/schema/cluster.js';
+import { MAX_WEIGHT, MAX_WORKER_LABELS } from '../config/schema/cluster.js';
 
 /** The protocol name members agree on (every worker must run the same assigner). */
 export const ASSIGNER_NAME = 'argus-slots';
@@ -43,7 +43,7 @@ export function memberWorker(metadata: Buffer): MemberInfo | undefined {
 export const MAX_MEMBER_DATA_BYTES = 1024 * 1024;
 /** The most slots read from a member's `owned`, labels from its `labels`, and characters of its ids and labels. */
 const MAX_OWNED = 10_000;
-export const MAX_LABELS = 256;
+export const MAX_LABELS = MAX_WORKER_LABELS;
 const MAX_TEXT = 256;
 
 /** A member's user data: an argus worker's info, 'nudge' for a rebalance request, undefined for anything else. */

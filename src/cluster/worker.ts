@@ -12,7 +12,7 @@ import type { Pipeline } from '../pipeline/pipeline.js';
 import { outboxDir, runPipeline, type RunningPipeline, type RunOptions, type RunSummary } from '../pipeline/run.js';
 import { runTag, type Claim, type StatusMessage } from '../sinks/message.js';
 import type { SourceState, Transition } from '../sources/health.js';
-import { KafkajsMembership, MAX_LABELS } from './kafkajs-membership.js';
+import { KafkajsMembership } from './kafkajs-membership.js';
 import { clusterTag, readReports, reportsFile, writeReports, type StoredReport } from './reports.js';
 import { MAX_UNREACHABLE_SLOTS, type Assignment, type GroupMembership, type MemberInfo, type SlotTable } from './membership.js';
 import { satisfies, unmet, type PlacementTarget } from './placement.js';
@@ -303,9 +303,6 @@ export class Worker {
     this.c = config.cluster!;
     this.log = log;
     this.id = this.c.workerId ?? defaultWorkerId();
-    // The leader reads no more of a member's labels: a camera asking for one it did not read would run nowhere, this worker asking for rebalances for ever.
-    const labels = Object.keys(this.c.labels).length;
-    if (labels > MAX_LABELS) throw new ArgusError(ErrorCodes.CONFIG, `cluster.labels: ${labels} labels; at most ${MAX_LABELS} (the group's leader reads no more of a worker's)`);
     this.self = { workerId: this.id, labels: this.c.labels };
     const auth = clusterKafkaAuth(config);
     this.kafka = new Kafka({

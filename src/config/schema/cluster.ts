@@ -14,6 +14,8 @@ const labelValue = z.string().max(63);
  * 1e15, where every whole cost still counts; a camera's pixels (8.3e6 at 4K) fit.
  */
 export const MAX_WEIGHT = 1e9;
+/** The most `cluster.labels` a worker may have: what the group's leader reads of a member's (kafkajs-membership.ts). */
+export const MAX_WORKER_LABELS = 256;
 
 /** The most cameras a worker holds by default (cluster.maxCameras). */
 export const DEFAULT_MAX_CAMERAS = 10_000;
@@ -45,7 +47,10 @@ export const ClusterSchema = z
      * What this worker offers to cameras' `placement.labels` (e.g. `{site: dock, gpu: "yes"}`): a
      * camera that asks for labels runs only on a worker with all of them. Default none.
      */
-    labels: z.record(labelKey, labelValue).default({}),
+    labels: z
+      .record(labelKey, labelValue)
+      .refine((l) => Object.keys(l).length <= MAX_WORKER_LABELS, (l) => ({ message: `${Object.keys(l).length} labels; at most ${MAX_WORKER_LABELS} (the group's leader reads no more of a worker's: a camera asking for one it did not read would run nowhere)` }))
+      .default({}),
     /** How much this worker runs, relative to the others: slots are shared in proportion (by camera cost). Default 1; at most MAX_WEIGHT. */
     capacity: finite().positive().max(MAX_WEIGHT).default(1),
     /**
