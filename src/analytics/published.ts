@@ -28,7 +28,7 @@ export const SnapshotOmittedSchema = z
         "failed: rendering or writing it failed; busy: too many pictures waited for theirs (alerts.snapshot, 128 MB held); too-large: the alert with it was larger than Kafka takes (sinks.kafka.maxMessageBytes, or the broker refused it), so Kafka got it without (the JSON lines and the WebSocket have it); unknown: replayed from the outbox as it was journaled when raised, before its snapshot was known (argus stopped before the alert with it was on disk): the snapshot may never have been rendered, or this alert may have been delivered with it already (the same id: a consumer that has that message keeps it)",
       ),
     detail: z.string().describe('what happened, in words'),
-    url: z.string().optional().describe("too-large: where this argus's server answers the picture (GET, with the token or the session cookie; the WebSocket's snapshot url) while it holds it"),
+    url: z.string().optional().describe("too-large: where this argus's server answers the picture (GET /api/snapshot?id=…&key=…, with the token or the session cookie; the WebSocket's snapshot url, its key naming this one picture) while it holds it; never on an alert replayed from an earlier run"),
   })
   .describe('the snapshot was left out, and why');
 export type SnapshotOmitted = z.output<typeof SnapshotOmittedSchema>;
@@ -64,7 +64,7 @@ export const AlertBodySchema = z.looseObject({
       contentType: z.literal('image/jpeg'),
       data: z.string().meta({ contentEncoding: 'base64' }).optional(),
       ref: z.string().optional(),
-      url: z.string().optional().describe('WebSocket API only: where the argus server answers the picture (GET, with the token or the session cookie) while it holds it; Kafka and JSON lines embed `data` instead'),
+      url: z.string().optional().describe('WebSocket API only: where the argus server answers the picture (GET /api/snapshot?id=…&key=…, with the token or the session cookie; the key names this one picture) while it holds it; Kafka and JSON lines embed `data` instead'),
       width: z.int(),
       height: z.int(),
     })
