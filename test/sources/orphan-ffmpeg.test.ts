@@ -134,18 +134,6 @@ describe('an ffmpeg left by an argus killed outright', () => {
     expect(await until(() => (again = named('/bin/sh').filter((p) => p !== first[0])).length === 1, 10_000)).toBe(true);
     child.kill('SIGKILL');
     await exited;
-    // Generous: once in a CI run beside two busy loops it was still there after 10 s (not seen
-    // again in 20 runs under the same load); should it be, the message says what both were doing.
-    const ended = await until(() => !running(sleeper), 30_000);
-    expect(ended, ended ? '' : `sleep ${sleeper}: ${procStatus(sleeper)}; the new reaper ${again[0]}: ${procStatus(again[0])}`).toBe(true);
+    expect(await until(() => !running(sleeper), 10_000)).toBe(true);
   }, 60_000);
 });
-
-/** A process's state, parent and signal masks (/proc/PID/status), or 'gone'. */
-function procStatus(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').filter((l) => /^(State|PPid|SigIgn|SigBlk|SigPnd|ShdPnd)/.test(l)).join(', ');
-  } catch {
-    return 'gone';
-  }
-}
