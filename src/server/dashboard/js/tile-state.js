@@ -4,8 +4,13 @@ import { app, FRAME_STALE_MS } from './store.js';
 
 const STATE_NAMES = ['starting', 'streaming', 'stalled', 'reconnecting', 'failed', 'ended', 'stopped'];
 
-/** A reconnecting source's reason ends its first line with when the next try is (sources/supervised-source.ts): `…; retry 3 in 4.0 s`. */
-const RETRY = /retry (\d+) in (\d+(?:\.\d+)?) s/;
+/**
+ * A reconnecting source's reason says when the next try is after the camera's error, on its first
+ * line (sources/supervised-source.ts): `…; retry 3 in 4.0 s` (a named pipe's words may follow).
+ * The last such words on that line: the camera's own error text before them could say the same
+ * (and was counted down instead).
+ */
+const RETRY = /retry (\d+) in (\d+(?:\.\d+)?) s(?![^\n]*retry \d+ in \d)/;
 /** A stalled source's reason: how long it had had no frame when it was said (`no frame for 2.0 s`). */
 const SILENT = /no frame for (\d+(?:\.\d+)?) s/;
 
