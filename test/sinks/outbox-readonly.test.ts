@@ -82,9 +82,10 @@ describe('an outbox on a read-only volume', () => {
     expect(logs.join('\n')).toMatch(/the 2 undelivered alert\(s\) found in it are replayed/);
     expect(ob.journaled).toBe(true); // what it holds is on disk
     // A new alert: handed on at once (no wait on a disk that refuses), in memory only.
-    const t0 = performance.now();
+    // (Not by the 1 s wait for a disk that does not answer, which a slow write gets: counted
+    // there; a bound on the clock alone failed at load 20.)
     await ob.append(...alert('b1'));
-    expect(performance.now() - t0).toBeLessThan(500);
+    expect(ob.stats.slowWrites).toBe(0);
     expect(ob.journaled).toBe(false);
     expect(ob.stats.writeErrors).toBe(1);
     expect(ob.pendingAlerts).toBe(3);
