@@ -51,7 +51,12 @@ export interface FfmpegSourceOptions {
   pace?: Pace;
   /** Called once ffmpeg has reported the input stream. */
   onStreamInfo?: (info: StreamInfo, letterbox: Letterbox) => void;
-  /** Called when a run's ffmpeg reports the opened input (`Input #0`): the camera answered, whenever its first frame comes (argus worker: not unreachable). */
+  /**
+   * Called when a run's ffmpeg has reported the opened input with a video stream it could
+   * describe (its size known: `Input #0`'s stream line, before any frame): the camera
+   * answered with video, whenever its first frame comes (argus worker: not unreachable). Not for
+   * an input opened with no such stream: an HTML login page read through a forced `-f mjpeg`.
+   */
   onInputOpened?: () => void;
   /**
    * Told of ffmpeg's reports of damaged input (a corrupt packet, a decoding error), with its
@@ -788,8 +793,8 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       damageAfter = after;
       options.onDamage?.(line);
     };
+    let toldOpened = false;
     probe.onInputOpened = () => {
-      options.onInputOpened?.();
       if (playStart) return;
       const t = now();
       const schedule = options.schedule;
@@ -1101,6 +1106,12 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       const before = reports + adjusted;
       probe.push(chunk);
       const inputInfo = probe.info;
+      // The camera's contact (onInputOpened): its input's report named a video stream ffmpeg could
+      // describe (its size), not its `Input #0` line alone (a forced demuxer's, over a login page).
+      if (!toldOpened && probe.inputVideo) {
+        toldOpened = true;
+        options.onInputOpened?.();
+      }
       if (lb) {
         // Frames held for their report (see unreported) may be cut now.
         if (reports + adjusted > before && (atSource || landing)) {

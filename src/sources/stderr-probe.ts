@@ -359,6 +359,11 @@ export class StderrProbe {
   /** How far the lines about a delimiter alone have come: 1 after the parser's, 2 after the decoder's "no frame!". */
   private delimiterLines = 0;
 
+  /** The input's report has named a video stream with its size (ffmpeg described the video it opened): a camera's contact (ffmpegSource onInputOpened). */
+  get inputVideo(): boolean {
+    return this.firstVideo !== undefined;
+  }
+
   /** Feeds a chunk; returns the stream info the first time it becomes known. */
   push(chunk: string): StreamInfo | undefined {
     let found: StreamInfo | undefined;

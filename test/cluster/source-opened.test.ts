@@ -46,8 +46,38 @@ describe('ffmpegSource onInputOpened', () => {
   });
 });
 
+describe('ffmpegSource onInputOpened, an input opened with no video ffmpeg could describe', () => {
+  it('is not told for an HTML login page read through a forced -f mjpeg (ffmpeg 5.1\'s own lines); it was, at its `Input #0`', () => {
+    let c: FakeFfmpeg | undefined;
+    const events: string[] = [];
+    const sub = ffmpegSource({
+      id: 'cam',
+      input: { url: 'http://cam/video.mjpg', kind: 'http', rate: 'native', loop: false, cameraClock: false, inputArgs: ['-f', 'mjpeg'] },
+      output,
+      ffmpegPath: 'ffmpeg',
+      clock: () => performance.now(),
+      onInputOpened: () => events.push('opened'),
+      spawn: (_cmd, args) => {
+        c = new FakeFfmpeg(args, FRAME);
+        return c.asChild();
+      },
+    }).subscribe({ next: (f) => (events.push('frame'), f.release()), error: () => events.push('error') });
+    vi.advanceTimersByTime(1);
+    c!.stderr.write(
+      '[mjpeg @ 0x2] No JPEG data found in image\n' +
+        "[mjpeg @ 0x1] Could not find codec parameters for stream 0 (Video: mjpeg, 1 reference frame, none(bt470bg/unknown/unknown, center)): unspecified size\n" +
+        "Input #0, mjpeg, from 'http://cam/video.mjpg':\n  Duration: N/A, bitrate: N/A\n  Stream #0:0: Video: mjpeg, 1 reference frame, none(bt470bg/unknown/unknown, center), 25 tbr, 1200k tbn\n" +
+        'Stream mapping:\n  Stream #0:0 -> #0:0 (mjpeg (native) -> rawvideo (native))\n' +
+        '[mjpeg @ 0x3] No JPEG data found in image\nError while decoding stream #0:0: Invalid data found when processing input\n',
+    );
+    vi.advanceTimersByTime(1000);
+    expect(events.filter((e) => e !== 'error')).toEqual([]);
+    sub.unsubscribe();
+  });
+});
+
 describe('createPipeline onSourceOpened (what runWorker passes to Worker.sourceOpened)', () => {
-  it('is told with the source id when its ffmpeg opens the input; not for a camera that refuses the connection', async () => {
+  it('is told with the source id when its ffmpeg opens the input; not for a camera that refuses the connection, nor for one that answers a login page', async () => {
     vi.useRealTimers();
     const { createPipeline } = await import('../../src/pipeline/pipeline.js');
     const { PipelineSchema } = await import('../../src/config/schema.js');
@@ -56,10 +86,20 @@ describe('createPipeline onSourceOpened (what runWorker passes to Worker.sourceO
     const { PERSON_VIDEO } = await import('../helpers/assets.js');
     const { lastValueFrom, tap, toArray, take } = await import('rxjs');
     const port = await closedPort();
+    // A camera URL that answers a login page (200, HTML), read through a forced MJPEG demuxer.
+    const { createServer } = await import('node:http');
+    let pages = 0;
+    const login = createServer((_q, res) => {
+      pages++;
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body><form>user <input name=u> password <input name=p type=password></form></body></html>\n'.repeat(20));
+    });
+    await new Promise<void>((ok) => login.listen(0, '127.0.0.1', ok));
+    const loginPort = (login.address() as { port: number }).port;
     const config = PipelineSchema.parse({
       sources: [
         { id: 'file', uri: PERSON_VIDEO, rate: 'fast' },
         { id: 'dark', uri: `rtsp://127.0.0.1:${port}/cam`, reconnect: { initialDelayMs: 50, maxDelayMs: 100, maxAttempts: 2 } },
+        { id: 'login', uri: `http://127.0.0.1:${loginPort}/video.mjpg`, inputArgs: ['-f', 'mjpeg'], reconnect: { initialDelayMs: 50, maxDelayMs: 100, maxAttempts: 2 } },
       ],
       model: { warmupRuns: 1 },
       alerts: { snapshot: { mode: 'none' } },
@@ -68,11 +108,18 @@ describe('createPipeline onSourceOpened (what runWorker passes to Worker.sourceO
     const opened: string[] = [];
     let framesWhenOpened = -1;
     let frames = 0;
-    const p = await createPipeline(config, { detector, onSourceOpened: (id) => (opened.push(id), id === 'file' && framesWhenOpened < 0 && (framesWhenOpened = frames)) });
+    let loginEnded = false;
+    const p = await createPipeline(config, { detector, onTransition: (t) => void (t.source === 'login' && t.state !== 'starting' && t.state !== 'streaming' && (loginEnded = true)), onSourceOpened: (id) => (opened.push(id), id === 'file' && framesWhenOpened < 0 && (framesWhenOpened = frames)) });
     await lastValueFrom(p.results$.pipe(tap(() => frames++), take(5), toArray()));
+    // The login page's attempt ended (an ffmpeg run that read the page).
+    for (const t0 = Date.now(); !loginEnded && Date.now() - t0 < 30_000; ) await new Promise((r) => setTimeout(r, 50));
     await p.close?.();
+    login.close();
+    expect(pages).toBeGreaterThanOrEqual(1);
+    expect(loginEnded).toBe(true);
     expect(opened).toContain('file');
     expect(framesWhenOpened).toBe(0); // before its first frame
     expect(opened).not.toContain('dark');
+    expect(opened).not.toContain('login'); // an input opened, but no video in it
   }, 60_000);
 });
