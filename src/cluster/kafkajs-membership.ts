@@ -67,9 +67,10 @@ export function decodeInfo(metadata: Buffer): MemberInfo | 'nudge' | undefined {
       }
     }
     // Whoever joins the group writes these: read as slots (whole, not negative, each once), so many at most.
+    // No `unreachable` at all: an argus from before unreachable reports (its assigner ignores them).
     const slots = (a: unknown, max: number) => (Array.isArray(a) ? [...new Set(a.slice(0, max).filter((s): s is number => Number.isInteger(s) && s >= 0))] : []);
     const incarnation = typeof v.incarnation === 'string' && v.incarnation.length <= MAX_TEXT ? v.incarnation : '';
-    return { workerId: v.workerId, incarnation, capacity: Math.min(MAX_WEIGHT, Math.max(0, v.capacity)), owned: slots(v.owned, MAX_OWNED), labels, placement: v.placement === true, unreachable: slots(v.unreachable, MAX_UNREACHABLE_SLOTS) };
+    return { workerId: v.workerId, incarnation, capacity: Math.min(MAX_WEIGHT, Math.max(0, v.capacity)), owned: slots(v.owned, MAX_OWNED), labels, placement: v.placement === true, ...(v.unreachable !== undefined && { unreachable: slots(v.unreachable, MAX_UNREACHABLE_SLOTS) }) };
   } catch {
     return undefined;
   }
@@ -89,6 +90,13 @@ export interface GroupRead {
    * for every able member (or none other may run it). MembershipOptions.onMembers.
    */
   dark: Set<number>;
+  /**
+   * Some member runs an argus from before unreachable reports (its member data has no
+   * `unreachable`): it may lead the group and ignore every report, so a slot left with a member
+   * that reports it says nothing of the others, and `dark` is empty (a rolling upgrade: else each
+   * worker that had reported such a slot kept its report 160 minutes, not its own time).
+   */
+  reportsUnaware: boolean;
 }
 
 /** Reads a settled group's members (describeGroups) for the cameras topic `topic`. */
@@ -97,11 +105,13 @@ export function readGroup(members: readonly { memberMetadata: Buffer; memberAssi
   const held = new Set<number>();
   const dark = new Set<number>();
   let placementUnaware = false;
+  let reportsUnaware = false;
   for (const m of members) {
     const info = memberWorker(m.memberMetadata);
     if (info) {
       ids.add(`${info.workerId}/${info.incarnation}`);
       if (!info.placement) placementUnaware = true;
+      if (info.unreachable === undefined) reportsUnaware = true;
     }
     const reported = new Set(info?.unreachable ?? []);
     try {
@@ -113,7 +123,7 @@ export function readGroup(members: readonly { memberMetadata: Buffer; memberAssi
       // no assignment yet
     }
   }
-  return { ids, held, placementUnaware, dark };
+  return { ids, held, placementUnaware, dark: reportsUnaware ? new Set() : dark, reportsUnaware };
 }
 
 /**
@@ -309,7 +319,7 @@ export class KafkajsMembership implements GroupMembership {
       const slots = [...((e.payload.memberAssignment as Record<string, number[]>)[o.topic] ?? [])].sort((a, b) => a - b);
       o.onAssigned({ slots, aliveBefore });
       void this.members().then((r) => {
-        if (this.consumer === consumer && generation === this.generation) o.onMembers?.(r?.ids, r?.held, r?.placementUnaware, r?.dark);
+        if (this.consumer === consumer && generation === this.generation) o.onMembers?.(r?.ids, r?.held, r?.placementUnaware, r?.dark, r?.reportsUnaware);
       });
     });
     consumer.on(consumer.events.CRASH, (e) => {

@@ -82,8 +82,10 @@ export interface MembershipOptions {
   /**
    * The group's members in this generation as `workerId/incarnation` (this one included), the
    * slots the group has given out, and those of them whose holder reports them unreachable (down
-   * for every able member), once read after onAssigned; undefined when they could not be read.
+   * for every able member; none while `reportsUnaware`: a member runs an argus from before
+   * unreachable reports, which may lead and ignore them), once read after onAssigned; undefined
+   * when they could not be read.
    */
-  onMembers?: (members: Set<string> | undefined, held?: Set<number>, placementUnaware?: boolean, dark?: Set<number>) => void;
+  onMembers?: (members: Set<string> | undefined, held?: Set<number>, placementUnaware?: boolean, dark?: Set<number>, reportsUnaware?: boolean) => void;
   log?: (msg: string, fields?: Record<string, unknown>, level?: 'info' | 'warn' | 'error' | 'debug') => void;
 }

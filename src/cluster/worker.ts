@@ -237,6 +237,8 @@ export class Worker {
   /** Some member runs an argus whose assigner ignores placement (read with the members). */
   private placementUnaware = false;
   private warnedUnaware = false;
+  /** Some member runs an argus from before unreachable reports (read with the members; readGroup reportsUnaware). */
+  private reportsUnaware = false;
   /** Another live process has this worker's id: it runs nothing, and takes no slot, until that is fixed. */
   private duplicateId = false;
   /** Per camera meant to run here (its slot held, enabled, placement met), whether frames reach this worker. */
@@ -468,7 +470,7 @@ export class Worker {
       info: () => this.memberInfo(),
       slots: () => this.slotTable(),
       onAssigned: (a) => this.onAssigned(a),
-      onMembers: (m, held, unaware, dark) => this.onMembers(m, held, unaware, dark),
+      onMembers: (m, held, unaware, dark, reportsUnaware) => this.onMembers(m, held, unaware, dark, reportsUnaware),
       log: this.log,
     });
     // A worker drained before it (re)started joins drained: capacity 0 from its first join, so
@@ -823,8 +825,13 @@ export class Worker {
     if (first) this.onJoinedOnce?.(this);
   }
 
-  private onMembers(members: Set<string> | undefined, held?: Set<number>, placementUnaware = false, dark?: Set<number>): void {
+  private onMembers(members: Set<string> | undefined, held?: Set<number>, placementUnaware = false, dark?: Set<number>, reportsUnaware?: boolean): void {
     this.members = members;
+    // A rolling upgrade: the group's leader may be an argus that ignores reports. Said once per such stretch (members read).
+    if (members && reportsUnaware !== undefined) {
+      if (reportsUnaware && !this.reportsUnaware && this.c.unreachableAfterMs > 0) this.log(`cluster: a member of group ${this.c.group} runs an argus from before unreachable reports (it may lead the group and ignore them): a slot reported unreachable moves at the first rebalance after every member runs this version (the older one's leave is one); until then each report is kept its own time`, { worker: this.id }, 'warn');
+      this.reportsUnaware = reportsUnaware;
+    }
     // Read while the group was not settled, it may lack this worker's own slots: not used then.
     this.heldByGroup = held && [...this.assigned].every((s) => held.has(s)) ? held : undefined;
     if (dark && (this.heldByGroup || !held)) this.darkHeld = dark; // not read, or not of this generation: as it was

@@ -18,6 +18,25 @@ describe('readGroup', () => {
     expect([...g.ids].sort()).toEqual(['w0/i', 'w1/i', 'w2/i']);
     expect([...g.held].sort()).toEqual([0, 1, 2, 3, 4]);
     expect([...g.dark]).toEqual([1]);
+    expect(g.reportsUnaware).toBe(false);
+  });
+
+  it('a member of a release before unreachable reports (no `unreachable` in its data; it may lead and ignore them): no slot is dark, and the group says so', () => {
+    const older = {
+      memberMetadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics: ['cams'], userData: Buffer.from(JSON.stringify({ workerId: 'old', incarnation: 'i', capacity: 1, owned: [5], labels: {}, placement: true })) }),
+      memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 1, assignment: { cams: [5] }, userData: Buffer.alloc(0) }),
+    };
+    // w0 holds slot 1 and reports it: an older leader left it there whatever the others could do,
+    // so the others' own reports of slot 1 keep their own time, not the 160 min of a slot dark for all.
+    const g = readGroup([member('w0', [0, 1], [1]), member('w1', [2, 3], []), older], 'cams');
+    expect([...g.ids].sort()).toEqual(['old/i', 'w0/i', 'w1/i']);
+    expect([...g.held].sort()).toEqual([0, 1, 2, 3, 5]);
+    expect([...g.dark]).toEqual([]);
+    expect(g.reportsUnaware).toBe(true);
+    // Once it has left (its leave is a rebalance): as before.
+    const after = readGroup([member('w0', [0, 1], [1]), member('w1', [2, 3], [])], 'cams');
+    expect([...after.dark]).toEqual([1]);
+    expect(after.reportsUnaware).toBe(false);
   });
 });
 
@@ -30,6 +49,12 @@ describe('decodeInfo: member data from another release, or not argus’s, read b
     expect(big).toBeUndefined();
     // A newer release's extra fields within the bound: read, the extra ignored.
     expect(decodeInfo(metadata({ ...base, newField: { a: [1, 2] } }))).toMatchObject({ workerId: 'w1', owned: [0] });
+  });
+
+  it('unreachable: absent (a release before reports) is not an empty list; junk is an empty list', () => {
+    expect(decodeInfo(metadata(base))).not.toHaveProperty('unreachable');
+    expect(decodeInfo(metadata({ ...base, unreachable: 'junk' }))).toMatchObject({ unreachable: [] });
+    expect(decodeInfo(metadata({ ...base, unreachable: [3, 3, -1] }))).toMatchObject({ unreachable: [3] });
   });
 
   it('owned slots: whole, not negative, each once, bounded; labels: strings, bounded; ids: bounded; junk: no member', () => {
