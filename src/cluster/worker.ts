@@ -102,6 +102,15 @@ export const UNREACHABLE_FORGET_MS = 600_000;
 /** The longest a report is kept after the worker last tried the camera: 160 min; and how long it is kept while the slot's holder reports it too (a camera down for every worker moves once per this). */
 export const UNREACHABLE_FORGET_MAX_MS = 16 * UNREACHABLE_FORGET_MS;
 
+/**
+ * Attempts in a row that opened a camera's input and ended with no frame (its start timeout: an MTU
+ * black hole that lets the stream's description through and no picture) after which, with no
+ * frame for unreachableAfterMs, the camera counts as unreachable. One or two are a slow camera's
+ * (a first key frame later than its start timeout once); a camera whose first frame comes within
+ * its attempt (a 10 s GOP under a 15 s start timeout) never ends one so.
+ */
+export const HOLLOW_ATTEMPTS = 3;
+
 /** The least time between two rebalances a worker asks for to tell the group of unreachable slots. */
 const UNREACHABLE_ASK_GAP_MS = 10_000;
 
@@ -118,6 +127,10 @@ interface Reach {
   since: number;
   /** The last frame here, or the last time ffmpeg opened the camera's input (the path to it works). */
   frameAt: number;
+  /** The last frame here (not an opening). */
+  pictureAt: number;
+  /** Attempts in a row that opened the input and ended with no frame since (HOLLOW_ATTEMPTS). */
+  hollow: number;
   state: SourceState | undefined;
   /** performance.now() of the last attempt that failed without ffmpeg opening the input (the source `reconnecting` or `failed`, or its chain ending by itself). */
   failedAt: number;
@@ -648,8 +661,9 @@ export class Worker {
         // few seconds counted afresh at each restart and was never reported.
         if ((!this.running.has(cam.id) && !this.retryAt.has(cam.id)) || this.waits.has(cam.id)) r.since = now;
         const u = this.unreachable.get(cam.id);
-        if (r.frameAt > -Infinity) this.strikes.delete(cam.id); // it gave a frame here under this record
-        if (u && (r.frameAt >= u.reportedAt || u.text !== cam.text)) {
+        if (r.pictureAt > -Infinity) this.strikes.delete(cam.id); // it gave a frame here under this record
+        // A frame ends a report, not an opening (a camera reported for attempts that opened and gave none).
+        if (u && (r.pictureAt >= u.reportedAt || u.text !== cam.text)) {
           this.unreachable.delete(cam.id);
           this.log(`cluster: ${cam.id} ${u.text !== cam.text ? 'was edited' : `reaches ${this.id} again`}; no longer reported unreachable`, { worker: this.id, camera: cam.id, slot: cam.slot });
           continue;
@@ -704,6 +718,9 @@ export class Worker {
    * was one whose input opened but whose first frame came later (a 10 s GOP).
    */
   private unreachableNowHere(r: Reach, now: number, after: number): boolean {
+    // Attempts that open the input and never give a frame (an MTU black hole past the stream's
+    // description), HOLLOW_ATTEMPTS in a row, with no frame for `after`: their openings are no contact.
+    if (r.hollow >= HOLLOW_ATTEMPTS && r.state !== 'streaming' && now - Math.max(r.since, r.pictureAt, this.reachFrom) >= after) return true;
     const quiet = this.quietSince(r);
     if (now - quiet < after || r.state === 'streaming') return false;
     if (r.failedAt - quiet >= after) return true;
@@ -721,13 +738,15 @@ export class Worker {
   private attemptFailed(r: Reach): void {
     const now = performance.now();
     if (r.openedAt <= r.endedAt) r.failedAt = now;
+    // Opened during this attempt, and no frame since.
+    else if (r.pictureAt < r.openedAt) r.hollow++;
     r.endedAt = now;
   }
 
   /** The reach record of a camera meant to run here (made, counting from `now`, when missing or its record was edited: the new record counts afresh). */
   private reachOf(cam: CameraEntry, now = performance.now()): Reach {
     let r = this.reach.get(cam.id);
-    if (!r || r.text !== cam.text) this.reach.set(cam.id, (r = { text: cam.text, since: now, frameAt: -Infinity, state: undefined, failedAt: -Infinity, openedAt: -Infinity, endedAt: -Infinity, chainAt: now }));
+    if (!r || r.text !== cam.text) this.reach.set(cam.id, (r = { text: cam.text, since: now, frameAt: -Infinity, pictureAt: -Infinity, hollow: 0, state: undefined, failedAt: -Infinity, openedAt: -Infinity, endedAt: -Infinity, chainAt: now }));
     return r;
   }
 
@@ -1149,7 +1168,10 @@ export class Worker {
       pipeline.attach(cam.definition!.source, stop$, () => {
         // Looked up, not kept: the record is made anew when the camera is meant to run here again, this chain still running.
         const reach = this.reach.get(run.id);
-        if (reach) reach.frameAt = performance.now();
+        if (reach) {
+          reach.frameAt = reach.pictureAt = performance.now();
+          reach.hollow = 0;
+        }
         if (this.owns(run)) return true;
         // Waiting for the claim: the first frame tells the current owner it may hand over.
         if (!run.claim && !run.readySent && this.owners) {

@@ -122,4 +122,56 @@ describe('createPipeline onSourceOpened (what runWorker passes to Worker.sourceO
     expect(opened).not.toContain('dark');
     expect(opened).not.toContain('login'); // an input opened, but no video in it
   }, 60_000);
+
+  it('is not told for a camera behind an MTU black hole (RTSP set up, no media ever): its ffmpeg, stopped by the start timeout, prints `Input #0` with no size', async () => {
+    vi.useRealTimers();
+    const { createPipeline } = await import('../../src/pipeline/pipeline.js');
+    const { PipelineSchema } = await import('../../src/config/schema.js');
+    const { fakeDetector } = await import('../helpers/fake-session.js');
+    const { createServer } = await import('node:net');
+    // Answers OPTIONS, DESCRIBE (an H.264 stream, its parameter sets in the SDP), SETUP (TCP) and PLAY; sends no RTP.
+    let plays = 0;
+    const server = createServer((sock) => {
+      let buf = '';
+      sock.on('error', () => undefined);
+      sock.on('data', (d) => {
+        buf += d.toString('latin1');
+        for (let i = buf.indexOf('\r\n\r\n'); i >= 0; i = buf.indexOf('\r\n\r\n')) {
+          const head = buf.slice(0, i).split('\r\n');
+          buf = buf.slice(i + 4);
+          const method = head[0].split(' ')[0];
+          const cseq = head.find((l) => /^cseq:/i.test(l))?.split(':')[1].trim() ?? '0';
+          let extra = '';
+          let body = '';
+          if (method === 'DESCRIBE') {
+            body = 'v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=cam\r\nc=IN IP4 0.0.0.0\r\nt=0 0\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1; sprop-parameter-sets=Z/QACpGbKI9gIgAAAwACAAADACgeJEss,aOvjxEhE; profile-level-id=F4000A\r\na=control:track1\r\n';
+            extra = `Content-Type: application/sdp\r\nContent-Base: rtsp://127.0.0.1:${(server.address() as { port: number }).port}/cam/\r\nContent-Length: ${body.length}\r\n`;
+          } else if (method === 'SETUP') extra = 'Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\nSession: 1234;timeout=60\r\n';
+          else if (method === 'PLAY') (plays++, (extra = 'Session: 1234\r\nRange: npt=0.000-\r\n'));
+          else if (method === 'OPTIONS') extra = 'Public: OPTIONS, DESCRIBE, SETUP, PLAY, TEARDOWN\r\n';
+          sock.write(`RTSP/1.0 200 OK\r\nCSeq: ${cseq}\r\n${extra}\r\n${body}`);
+        }
+      });
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    const config = PipelineSchema.parse({
+      sources: [{ id: 'hole', uri: `rtsp://127.0.0.1:${(server.address() as { port: number }).port}/cam`, watchdog: { startTimeoutMs: 1500 }, reconnect: { initialDelayMs: 50, maxDelayMs: 100, maxAttempts: 1 } }],
+      model: { warmupRuns: 1 },
+      alerts: { snapshot: { mode: 'none' } },
+    });
+    const { detector } = await fakeDetector();
+    const opened: string[] = [];
+    let failed = false;
+    const p = await createPipeline(config, { detector, onTransition: (t) => void (t.state === 'failed' && (failed = true)), onSourceOpened: (id) => opened.push(id) });
+    const sub = p.results$.subscribe({ error: () => undefined });
+    for (const t0 = Date.now(); !failed && Date.now() - t0 < 40_000; ) await new Promise((r) => setTimeout(r, 50));
+    // The last run's ffmpeg has been stopped and its log read to the end.
+    await new Promise((r) => setTimeout(r, 1000));
+    sub.unsubscribe();
+    await p.close?.();
+    server.close();
+    expect(failed).toBe(true);
+    expect(plays).toBeGreaterThanOrEqual(1); // its RTSP setup succeeded
+    expect(opened).toEqual([]);
+  }, 60_000);
 });

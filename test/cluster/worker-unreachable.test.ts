@@ -11,7 +11,7 @@ import { filter, Subject, takeUntil } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { assignSlots } from '../../src/cluster/assign.js';
 import { readGroup } from '../../src/cluster/kafkajs-membership.js';
-import { UNREACHABLE_FORGET_MAX_MS, UNREACHABLE_FORGET_MS } from '../../src/cluster/worker.js';
+import { HOLLOW_ATTEMPTS, UNREACHABLE_FORGET_MAX_MS, UNREACHABLE_FORGET_MS } from '../../src/cluster/worker.js';
 import type { SourceState } from '../../src/sources/health.js';
 import { drivenWorker, type DrivenInternals } from '../helpers/worker.js';
 
@@ -303,17 +303,66 @@ describe('Worker: only failed connection attempts tell (no report of a camera wh
     h.w.sourceOpened('cam0'); // ffmpeg reported the video stream; the key frame is 10 s away
     for (let t = 1000; t < 10_000; t += 1000) await h.at(t);
     expect(h.reported()).toEqual([]);
-    // Its start timeout lower still (8 s): each attempt opens the input and times out; never reported.
-    for (let k = 0; k < 5; k++) {
-      const t0 = 10_000 + k * 10_000;
+    // Its first frame at 10 s, within the attempt: never reported.
+    h.frame('cam0');
+    h.state('cam0', 'streaming');
+    for (let t = 10_000; t < 60_000; t += 5000) await h.at(t);
+    expect(h.reported()).toEqual([]);
+    expect(h.asked()).toBe(0);
+  });
+
+  it(`attempts that open the input and end with no frame (an MTU black hole past the stream's description): reported at the ${HOLLOW_ATTEMPTS}rd in a row, not before; before, never`, async () => {
+    const h = await worker();
+    h.i.c.unreachableAfterMs = 5000;
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    h.state('cam0', 'starting');
+    await h.at(300);
+    h.w.sourceOpened('cam0'); // the stream described; no picture ever comes
+    // Its start timeout (8 s) ends each attempt; the next opens the input again a second on.
+    for (let k = 1; k <= HOLLOW_ATTEMPTS; k++) {
+      const t0 = k * 10_000;
+      for (let t = t0 - 9000; t < t0; t += 1000) await h.at(t);
+      expect([k, h.reported()]).toEqual([k, []]);
       await h.at(t0);
       h.state('cam0', 'reconnecting');
-      await h.at(t0 + 1000);
+      await h.settle();
+      if (k < HOLLOW_ATTEMPTS) {
+        expect([k, h.reported()]).toEqual([k, []]);
+        await h.at(t0 + 1000);
+        h.w.sourceOpened('cam0');
+      }
+    }
+    expect(h.reported()).toEqual([0]);
+    expect(h.asked()).toBe(1);
+    // An opening ends no such report; a frame does.
+    await h.at(HOLLOW_ATTEMPTS * 10_000 + 1000);
+    h.w.sourceOpened('cam0');
+    await h.at(HOLLOW_ATTEMPTS * 10_000 + 2000);
+    expect(h.reported()).toEqual([0]);
+    h.frame('cam0');
+    h.state('cam0', 'streaming');
+    await h.at(HOLLOW_ATTEMPTS * 10_000 + 3000);
+    expect(h.reported()).toEqual([]);
+  });
+
+  it('an attempt that gave frames and then stalled is no hollow one: a camera that streams between its outages is not reported for them', async () => {
+    const h = await worker();
+    h.i.c.unreachableAfterMs = 5000;
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    for (let k = 0; k < 2 * HOLLOW_ATTEMPTS; k++) {
+      const t0 = k * 10_000;
+      await h.at(t0 + 500);
       h.w.sourceOpened('cam0');
+      await h.at(t0 + 1000);
+      h.frame('cam0');
+      h.state('cam0', 'streaming');
+      await h.at(t0 + 2000);
+      h.state('cam0', 'reconnecting'); // a stall after its frames
       await h.at(t0 + 9000);
     }
     expect(h.reported()).toEqual([]);
-    expect(h.asked()).toBe(0);
   });
 
   it('a retry delay (reconnect.maxDelayMs) as long as unreachableAfterMs does not count: the camera is reported only when an attempt fails after it', async () => {
