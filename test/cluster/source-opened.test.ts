@@ -1,8 +1,10 @@
 /**
  * What tells an argus worker that a camera answered (worker.ts sourceOpened, through the pipeline's
- * onSourceOpened): ffmpeg's report of the opened input (`Input #0`), which comes before the first
- * frame, however late that is (a 10 s GOP). Before, nothing did: a camera whose first frame came
- * later than cluster.unreachableAfterMs was reported unreachable. A fake ffmpeg on virtual time.
+ * onSourceOpened): ffmpeg's report of the opened input (`Input #0`) naming a video stream with its
+ * size, which comes before the first frame, however late that is (a 10 s GOP). Before, nothing did:
+ * a camera whose first frame came later than cluster.unreachableAfterMs was reported unreachable.
+ * Not an input opened with no such stream (a login page through a forced -f mjpeg; an RTSP camera
+ * that sends no media). A fake ffmpeg on virtual time, and real ffmpeg runs.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
