@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { atStopSignal, endsBy } from './signals.js';
 
 /** The child processes argus started (ffmpeg) that have not exited. */
@@ -9,33 +10,74 @@ let releaseSignals: (() => void) | undefined;
 let exitHooked = false;
 
 /**
- * The shell script of the reaper (startReaper): it reads lines `+ T` (a child to end should argus
- * end first: `-PGID`, a process group of its own, or `PID`), `- T` (that one has exited) and `0`
- * (none left: argus ended them itself) until argus's end closes its stdin, then sends each one
- * left SIGTERM (the stop argus itself gives a camera's ffmpeg; one reading a stalled socket leaves
- * its read, 17–62 ms after argus's end) and, 1 s later, SIGKILL (one blocked opening a named pipe,
- * which SIGTERM does not interrupt). No fork while argus lives: shell builtins only.
+ * The shell script of the reaper (startReaper): it reads lines `+ T START` (a child to end should
+ * argus end first: `-PGID`, a process group of its own, or `PID`; START, the start time of the
+ * process T names, field 22 of its /proc/PID/stat, read at its spawn: processStart), `- T` (that
+ * one has exited) and `0` (none left: argus ended them itself) until argus's end closes its stdin,
+ * then sends each one left SIGTERM (the stop argus itself gives a camera's ffmpeg; one reading a
+ * stalled socket leaves its read, 17–62 ms after argus's end) and, 1 s later, SIGKILL (one blocked
+ * opening a named pipe, which SIGTERM does not interrupt). No fork while argus lives: shell
+ * builtins only.
+ * Before each signal, the target's identity (`ours`): a child that had exited, its exit not yet
+ * told (argus killed between its reaping and the `- T` line; or one ended by the SIGTERM), may
+ * have had its pid handed to another process (pid_max is 32768 on many hosts), and the reaper
+ * killed a stranger: a whole process group (a shell's job, a CI run). One whose /proc/PID/stat
+ * gives another start time is passed over. One with no /proc/PID is signalled still: a group
+ * whose leader is gone may have members left, and Linux hands out no pid still used as a
+ * process group's id. (No START, where /proc could not be read at the spawn: signalled as before.)
  */
 const REAPER_SCRIPT = [
   'set -f',
   "live=' '",
-  "while IFS=' ' read -r op t; do",
+  "while IFS=' ' read -r op t s; do",
   '  case $op in',
-  '    +) live="$live$t " ;;',
-  '    -) case $live in *" $t "*) live="${live%% $t *} ${live#* $t }" ;; esac ;;',
+  '    +) live="$live$t:$s " ;;',
+  '    -) case $live in *" $t:"*) live="${live%%" $t:"*} ${live#*" $t:"* }" ;; esac ;;',
   "    0) live=' ' ;;",
   '  esac',
   'done',
   '[ -z "${live## }" ] && exit 0',
-  'for t in $live; do kill -s TERM -- "$t"; done 2>/dev/null',
+  'ours() {',
+  '  p=${1%%:*} s=${1#*:}',
+  '  [ -z "$s" ] && return 0',
+  '  st=',
+  '  { read -r st < "/proc/${p#-}/stat"; } 2>/dev/null',
+  '  [ -z "$st" ] && return 0',
+  '  set -- ${st##*) }',
+  '  [ $# -ge 20 ] || return 0',
+  '  shift 19',
+  '  [ "$1" = "$s" ]',
+  '}',
+  'for e in $live; do ours "$e" && kill -s TERM -- "${e%%:*}"; done 2>/dev/null',
   'sleep 1',
-  'for t in $live; do kill -s KILL -- "$t"; done 2>/dev/null',
+  'for e in $live; do ours "$e" && kill -s KILL -- "${e%%:*}"; done 2>/dev/null',
 ].join('\n');
+
+/** The reaper's script (REAPER_SCRIPT), for its tests. */
+export const reaperScript = (): string => REAPER_SCRIPT;
+
+/**
+ * The start time of process `pid` (field 22 of /proc/PID/stat, clock ticks since boot: with the
+ * pid, who it is), or undefined where it cannot be read (no /proc: not Linux; gone). Read at a
+ * child's spawn, synchronously (a read of the kernel's memory, once per child): until its exit
+ * is handled on the event loop, node has not reaped it, and its pid cannot be anyone else's.
+ */
+export function processStart(pid: number): string | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return undefined;
+  }
+  // After the name in parentheses (which may hold spaces and parentheses): fields 3 on.
+  const start = stat.slice(stat.lastIndexOf(') ') + 2).split(' ')[19];
+  return start && /^\d+$/.test(start) ? start : undefined;
+}
 
 /** What the reaper ends of a child (ownChild): its process group, the child alone, or nothing (it ends by itself). */
 export type Reap = 'group' | 'child' | 'none';
 
-/** What the reaper is told to end for each held child: `-PGID` (spawnOwned's, a group of its own) or `PID`. */
+/** What the reaper is told to end for each held child: `-PGID` (spawnOwned's, a group of its own) or `PID`, and its start time (processStart) where known. */
 const targets = new Map<ChildProcess, string>();
 let reaper: ChildProcess | undefined;
 /** Whether /bin/sh is missing or may not be run here: no reaper is started (startReaper). */
@@ -155,8 +197,11 @@ export function ownChild<C extends ChildProcess>(child: C, stopGently?: () => Pr
   // signals are held, its own spawn is no time for a signal to end argus by its default action.
   const target = reap === 'none' ? undefined : reap === 'group' ? `-${child.pid}` : String(child.pid);
   if (target !== undefined) {
-    targets.set(child, target);
-    if (reaper) tellReaper(`+ ${target}`);
+    // With its start time: the reaper ends the process it was told of, not another given its pid since.
+    const start = processStart(child.pid);
+    const told = start === undefined ? target : `${target} ${start}`;
+    targets.set(child, told);
+    if (reaper) tellReaper(`+ ${told}`);
     else startReaper();
   }
   child.once('exit', () => {

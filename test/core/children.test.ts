@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { childrenOf, killAll, running, until } from '../helpers/procs.js';
+import { childrenOf, killAll, record, type Recorded, running, until } from '../helpers/procs.js';
 import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 import { spawnOwned } from '../../src/core/children.js';
 
@@ -16,7 +16,7 @@ const ffmpeg = resolveFfmpegSync().path;
 const dir = mkdtempSync(join(tmpdir(), 'argus-children-'));
 const fifo = join(dir, 'camera.mp4');
 execFileSync('mkfifo', [fifo]);
-const leftOver: number[] = [];
+const leftOver: Recorded[] = [];
 /** The scripts started, killed at the end where a failed expectation left them running (one lived on for half an hour). */
 const scripts: ChildProcess[] = [];
 afterAll(() => {
@@ -41,7 +41,7 @@ async function signalled(body: string, signal: NodeJS.Signals): Promise<{ code: 
   // the log after argus is gone could end it (SIGPIPE), which is not the case to test.
   const blocked = () => (ff = childrenOf(child.pid!).find((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(fifo))) !== undefined && readFileSync(`/proc/${ff}/wchan`, 'utf8') === 'wait_for_partner';
   expect(await until(blocked, 20_000)).toBe(true);
-  leftOver.push(ff!);
+  leftOver.push(record(ff!));
   // Its process group (/proc/PID/stat's fifth field, after the parenthesised name): its own, not argus's.
   const pgid = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[2]);
   const ownGroup = pgid(ff!) === ff && pgid(ff!) !== pgid(child.pid!);

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { processStart } from '../../src/core/children.js';
 
 /** The pids of `pid`'s children (Linux's /proc). */
 export function childrenOf(pid: number): number[] {
@@ -25,9 +26,25 @@ export async function until(ok: () => boolean, ms: number): Promise<boolean> {
   return ok();
 }
 
-/** Kills each of `pids` with SIGKILL, those gone already passed over (what a test left running). */
-export function killAll(pids: Iterable<number>): void {
-  for (const pid of pids) {
+/** A process as a test records it, to kill it later should it be left running (killAll): its pid and start time. */
+export interface Recorded {
+  pid: number;
+  start: string | undefined;
+}
+
+/** Records process `pid` (while it is known to be the one meant: running, or a zombie not yet reaped). */
+export function record(pid: number): Recorded {
+  return { pid, start: processStart(pid) };
+}
+
+/**
+ * Kills each of `procs` with SIGKILL (what a test left running), those gone already passed over,
+ * and those whose pid is another process's now (another start time): recorded earlier and
+ * expected gone by then, a pid may have been handed to a process of another test, or of anyone.
+ */
+export function killAll(procs: Iterable<Recorded>): void {
+  for (const { pid, start } of procs) {
+    if (start === undefined || processStart(pid) !== start) continue;
     try {
       process.kill(pid, 'SIGKILL');
     } catch {

@@ -4,7 +4,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { childrenOf, killAll, running, until } from '../helpers/procs.js';
+import { childrenOf, killAll, record, type Recorded, running, until } from '../helpers/procs.js';
 import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 
 /**
@@ -19,7 +19,7 @@ const ffmpeg = resolveFfmpegSync().path;
 const dir = mkdtempSync(join(tmpdir(), 'argus-orphan-'));
 const fifo = join(dir, 'camera.ts');
 execFileSync('mkfifo', [fifo]);
-const leftOver: number[] = [];
+const leftOver: Recorded[] = [];
 /** The scripts started, killed at the end where a failed expectation left them running. */
 const scripts: ChildProcess[] = [];
 const sockets = new Set<Socket>();
@@ -64,7 +64,7 @@ async function orphaned(url: string, ready: (ff: number) => boolean, kill: (argu
   let ff: number | undefined;
   const waiting = () => (ff = childrenOf(child.pid!).find((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(url))) !== undefined && ready(ff);
   expect(await until(waiting, 30_000)).toBe(true);
-  leftOver.push(ff!);
+  leftOver.push(record(ff!));
   const pgid = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[2]);
   const ownGroup = pgid(ff!) === ff && pgid(ff!) !== pgid(child.pid!);
   kill(child.pid!);
@@ -107,7 +107,7 @@ describe('an ffmpeg left by an argus killed outright', () => {
     const exited = new Promise<void>((r) => child.on('exit', () => r()));
     expect(await until(() => out.includes('started'), 30_000)).toBe(true);
     const kids = childrenOf(child.pid!);
-    leftOver.push(...kids);
+    leftOver.push(...kids.map(record));
     child.kill('SIGKILL');
     await exited;
     expect(await until(() => existsSync(marker), 10_000)).toBe(true);
@@ -128,7 +128,7 @@ describe('an ffmpeg left by an argus killed outright', () => {
     let first: number[] = [];
     expect(await until(() => named('sleep').length === 1 && (first = named('/bin/sh')).length === 1, 30_000)).toBe(true);
     const sleeper = named('sleep')[0];
-    leftOver.push(sleeper);
+    leftOver.push(record(sleeper));
     process.kill(first[0], 'SIGKILL');
     let again: number[] = [];
     expect(await until(() => (again = named('/bin/sh').filter((p) => p !== first[0])).length === 1, 10_000)).toBe(true);

@@ -7,12 +7,12 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { childrenOf, killAll, running, until } from '../helpers/procs.js';
+import { childrenOf, killAll, record, type Recorded, running, until } from '../helpers/procs.js';
 import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 import { SIGNAL_REPEAT_MS } from '../../src/core/signals.js';
 
 const work = mkdtempSync(join(tmpdir(), 'argus-second-signal-'));
-const leftOver: number[] = [];
+const leftOver: Recorded[] = [];
 /** The scripts started, killed at the end where a failed expectation left them running (one lived on for half an hour). */
 const scripts: ChildProcess[] = [];
 afterAll(() => {
@@ -50,7 +50,7 @@ describe("argus run's second signal", () => {
     child.stdout!.on('data', (b: Buffer) => (said += b.toString()));
     let ff: number[] = [];
     expect(await until(() => (ff = childrenOf(child.pid!).filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith('sleep'))).length === 1, 30_000)).toBe(true);
-    leftOver.push(...ff);
+    leftOver.push(...ff.map(record));
     expect(await until(() => said.includes('listening'), 30_000)).toBe(true);
     child.kill('SIGTERM');
     expect(await until(() => said.includes('stopping'), 30_000)).toBe(true);

@@ -15,13 +15,13 @@ import { writeHostileModel } from '../helpers/hostile-model.js';
 import { modelDir } from '../helpers/onnx-graphs.js';
 import { PERSON_VIDEO } from '../helpers/assets.js';
 import { RtspCamera } from '../helpers/rtsp-camera.js';
-import { childrenOf, killAll, running, until } from '../helpers/procs.js';
+import { childrenOf, killAll, record, type Recorded, running, until } from '../helpers/procs.js';
 
 const ffmpeg = resolveFfmpegSync().path;
 const work = mkdtempSync(join(tmpdir(), 'argus-preview-teardown-'));
 const models = modelDir();
 let camera: RtspCamera | undefined;
-const leftOver: number[] = [];
+const leftOver: Recorded[] = [];
 afterEach(async () => {
   await camera?.close();
   camera = undefined;
@@ -78,7 +78,7 @@ describe('argus preview of an RTSP camera: its ffmpeg is stopped so that the cam
     const r = reader(started.url, ffmpeg);
     expect(await until(() => r.out().includes('frame'), 30_000)).toBe(true);
     const ff = ffmpegsOf(r.child.pid!);
-    leftOver.push(...ff);
+    leftOver.push(...ff.map(record));
     expect(ff).toHaveLength(1);
     expect(teardowns(camera)).toBe(0);
     r.child.kill('SIGINT');
@@ -98,7 +98,7 @@ describe('argus preview of an RTSP camera: its ffmpeg is stopped so that the cam
     const r = reader(started.url, ffmpeg, true);
     expect(await until(() => r.out().includes('frame'), 30_000)).toBe(true);
     const ff = ffmpegsOf(r.child.pid!);
-    leftOver.push(...ff);
+    leftOver.push(...ff.map(record));
     expect(ff).toHaveLength(1);
     process.kill(-r.child.pid!, 'SIGINT');
     const [code, sig] = await r.exited;
@@ -117,7 +117,7 @@ describe('argus preview of an RTSP camera: its ffmpeg is stopped so that the cam
       const r = reader('rtsp://127.0.0.1:9/live', fake);
       let ff: number[] = [];
       expect(await until(() => (ff = childrenOf(r.child.pid!).filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith('sleep'))).length === 1, 30_000)).toBe(true);
-      leftOver.push(...ff);
+      leftOver.push(...ff.map(record));
       const t0 = performance.now();
       r.child.kill('SIGINT');
       if (second) {

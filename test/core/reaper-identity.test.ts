@@ -1,0 +1,53 @@
+// The reaper (core/children startReaper) signals, after argus's end, each target still listed:
+// one whose process had exited, its exit not yet told (argus killed between node's reaping of
+// it and the `- T` line; or ended by the SIGTERM, before the SIGKILL 1 s later), may have had its
+// pid handed to another process (pid_max is 32768 here, and a test run starts thousands), and the
+// reaper killed a stranger: its whole process group. It checks the start time argus told it now.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
+import { processStart, reaperScript } from '../../src/core/children.js';
+import { killAll, record, type Recorded, running, until } from '../helpers/procs.js';
+
+const leftOver: Recorded[] = [];
+afterAll(() => killAll(leftOver));
+
+/** A `sleep` in a process group of its own (as spawnOwned starts ffmpeg), recorded to be killed at the end. */
+async function grouped(): Promise<number> {
+  const c = spawn('sleep', ['300'], { stdio: 'ignore', detached: true });
+  c.unref();
+  leftOver.push(record(c.pid!));
+  // Until it runs sleep (its start time is the fork's, the same before and after the exec).
+  expect(await until(() => processStart(c.pid!) !== undefined, 10_000)).toBe(true);
+  return c.pid!;
+}
+
+/** Runs the reaper's script told `lines`, its stdin then closed (argus's end); resolves at its exit (its SIGKILL round done). */
+function reaperTold(lines: string): Promise<void> {
+  const r: ChildProcess = spawn('/bin/sh', ['-c', reaperScript()], { stdio: ['pipe', 'ignore', 'inherit'] });
+  const exited = new Promise<void>((res) => r.once('exit', () => res()));
+  r.stdin!.end(lines);
+  return exited;
+}
+
+describe('the reaper at argus\'s end', () => {
+  it('passes over a target whose pid is another process\'s now (another start time), and ends those that are the ones told', async () => {
+    const [stranger, ours, unknown, told] = [await grouped(), await grouped(), await grouped(), await grouped()];
+    // A start time the stranger does not have (past PID_MAX_LIMIT, 2^22: no pid, whatever reads it as one).
+    const other = String(Number(processStart(stranger)) + 4_194_304);
+    await reaperTold([`+ -${stranger} ${other}`, `+ -${ours} ${processStart(ours)}`, `+ -${unknown}`, `+ -${told} ${processStart(told)}`, `- -${told}`, ''].join('\n'));
+    expect({ stranger: running(stranger), ours: await until(() => !running(ours), 5000), unknown: await until(() => !running(unknown), 5000), told: running(told) }).toEqual({ stranger: true, ours: true, unknown: true, told: true });
+  }, 30_000);
+});
+
+// The same hazard in the tests themselves: killAll SIGKILLed pids recorded earlier, after their
+// processes were expected gone; it passes over a pid with another start time now.
+describe('killAll (test helper)', () => {
+  it('kills a recorded process, and not one whose recorded start time is not the pid\'s now', async () => {
+    const a = await grouped();
+    killAll([{ pid: a, start: String(Number(processStart(a)) + 1) }]);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(running(a)).toBe(true);
+    killAll([record(a)]);
+    expect(await until(() => !running(a), 5000)).toBe(true);
+  }, 30_000);
+});
