@@ -85,9 +85,46 @@ let noShell = false;
 /** The least time between two starts of the reaper where it is killed (startReaper), ms. */
 const REAPER_RESTART_MS = 1000;
 
-/** Tells the reaper a line, where there is one (a write into a pipe: no wait). */
+/**
+ * The most bytes queued for the reaper before argus stops telling it lines (tellReaper). Its
+ * pipe holds 64 KB at most; with the reaper stopped (SIGSTOP: a debugger, a frozen cgroup) it
+ * fills, and node queued every later line in argus's memory, without bound, two at each child's
+ * start and exit.
+ */
+const REAPER_BACKLOG = 4096;
+/** The reaper's stdin while argus waits for it to take what is queued (tellReaper), then tells it the whole set (tellAll). */
+let behind: ChildProcess['stdin'] = null;
+
+/**
+ * Tells the reaper a line, where there is one (a write into a pipe: no wait). Past REAPER_BACKLOG
+ * queued, no more: once all is taken, the whole set of targets is told again as one write
+ * (tellAll: `0`, then each `+`), which is what the lines left out would have made of it.
+ */
 function tellReaper(line: string): void {
-  if (reaper?.stdin?.writable) reaper.stdin.write(`${line}\n`);
+  const stdin = reaper?.stdin;
+  if (!stdin?.writable || behind === stdin) return;
+  if (stdin.writableLength < REAPER_BACKLOG) {
+    stdin.write(`${line}\n`);
+    return;
+  }
+  behind = stdin;
+  stdin.write(`${line}\n`, (e) => {
+    if (behind !== stdin) return;
+    behind = null;
+    if (!e) tellAll();
+  });
+}
+
+/** Tells the reaper the whole set of targets, as one write: `0`, then a `+` for each. */
+function tellAll(): void {
+  let lines = '0\n';
+  for (const t of targets.values()) lines += `+ ${t}\n`;
+  if (reaper?.stdin?.writable) reaper.stdin.write(lines);
+}
+
+/** The bytes queued for the reaper's pipe, not yet taken (for its tests). */
+export function reaperBacklog(): number {
+  return reaper?.stdin?.writableLength ?? 0;
 }
 
 /**
@@ -136,7 +173,7 @@ function startReaper(): void {
   reaper = r;
   r.unref();
   (r.stdin as unknown as { unref?: () => void } | null)?.unref?.();
-  for (const t of targets.values()) tellReaper(`+ ${t}`);
+  tellAll();
 }
 
 function killAll(): void {
