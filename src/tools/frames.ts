@@ -179,6 +179,12 @@ class Interlaced extends Error {
 /** ffmpeg's deinterlacer (bwdif) refusing a picture too small for it, on its log. */
 const TOO_SMALL_TO_DEINTERLACE = /\[Parsed_bwdif_\d+ @ [^\]]*\] Video with planes less than/;
 
+/** ffmpeg not started (`error`: its spawn's throw or 'error' event): VAP_ERR_SOURCE_OPEN, naming the path. */
+function notStarted(ffmpegPath: string, error: Error | undefined): ArgusError {
+  const missing = (error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
+  return new ArgusError(ErrorCodes.SOURCE_OPEN, missing ? `ffmpeg not found at ${ffmpegPath}` : `could not start ffmpeg (${ffmpegPath}): ${error?.message ?? 'no pipes to it'}`, { cause: error });
+}
+
 /** `interlaced`: ffmpeg reported the input interlaced (on a first read: Interlaced). */
 async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean }): AsyncGenerator<RawFrame> {
   // A local still image: decoded as argus detect and a pipeline's source read it (decodeStill),
@@ -234,7 +240,26 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
   // The frames' reader then waits for the process's end by the signal (atSignal), not on to an
   // error of the closed pipe (an error line, a script's exit 1, before the camera's grace).
   let atSignal = false;
-  const child = spawnOwned(o.ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] }, kind === 'rtsp' ? (c) => ((atSignal = true), c.stdout?.destroy(), stopGently()) : undefined) as ChildProcessWithoutNullStreams;
+  let child: ChildProcessWithoutNullStreams;
+  try {
+    child = spawnOwned(o.ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] }, kind === 'rtsp' ? (c) => ((atSignal = true), c.stdout?.destroy(), stopGently()) : undefined) as ChildProcessWithoutNullStreams;
+  } catch (e) {
+    // Thrown by node (ENOMEM, E2BIG; an argument with a NUL): said as a start that fails later is.
+    throw notStarted(o.ffmpegPath, e as Error);
+  }
+  // First: a start that fails (EMFILE, ENOENT) is told by the child's 'error' event (on the next
+  // tick), which ended argus where nothing listened yet; out of descriptors (EMFILE, ENFILE) node
+  // gives the child no pipes, whose use below threw a TypeError first.
+  const exited = new Promise<{ code: number | null; error?: Error }>((res) => {
+    child.on('error', (error) => res({ code: null, error }));
+    child.on('close', (code) => res({ code }));
+  });
+  if (!child.stdin || !child.stdout || !child.stderr) throw notStarted(o.ffmpegPath, (await exited).error);
+  // A read error of the frames' pipe (EIO) ends the frames coded, naming the input (the for-await
+  // below throws it); one of the log's ends the log, as its close does (it ended argus, unheard).
+  let readError: Error | undefined;
+  child.stdout.once('error', (e) => (readError = e));
+  child.stderr.on('error', () => {});
   /**
    * Stops ffmpeg as a run stops its own (stopFfmpeg): an RTSP camera's with SIGTERM, on which it
    * sends the camera TEARDOWN, SIGKILL after the grace; any other's with SIGKILL. A preview of a
@@ -392,10 +417,6 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
     }
     return times.shift();
   };
-  const exited = new Promise<{ code: number | null; error?: Error }>((res) => {
-    child.on('error', (error) => res({ code: null, error }));
-    child.on('close', (code) => res({ code }));
-  });
   void exited.then(gotInfo); // an ffmpeg that ends without an output stream
 
   let done = false;
@@ -481,10 +502,7 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
       const what = index === 0 ? `no frame came from ${o.url} within ${stallMs / 1000} s` : `${o.url} stopped sending frames (none for ${stallMs / 1000} s)`;
       throw new ArgusError(index === 0 ? ErrorCodes.SOURCE_TIMEOUT : ErrorCodes.SOURCE_STALLED, what);
     }
-    if (error) {
-      const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
-      throw new ArgusError(ErrorCodes.SOURCE_OPEN, missing ? `ffmpeg not found at ${o.ffmpegPath}` : `could not start ffmpeg (${o.ffmpegPath}): ${error.message}`, { cause: error });
-    }
+    if (error) throw notStarted(o.ffmpegPath, error);
     // Ended without reporting its input: asked then (never on the way to a frame) whether it is ffmpeg at all.
     const notIt = inputReported ? undefined : await notFfmpeg(o.ffmpegPath, code === null ? 'was ended by a signal' : `exited with code ${code}`);
     if (notIt) throw new ArgusError(ErrorCodes.SOURCE_OPEN, `${o.url}: ${notIt}`);
@@ -497,6 +515,7 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
     }
   } catch (e) {
     if (atSignal) await endsBySignal();
+    if (readError !== undefined && e === readError) throw new ArgusError(ErrorCodes.SOURCE_EXIT, `could not read ffmpeg's frames of ${o.url}: ${readError.message}`, { cause: e });
     throw e;
   } finally {
     unwatch();
