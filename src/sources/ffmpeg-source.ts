@@ -162,7 +162,7 @@ const MAX_PENDING_RESIZES = 1024;
 const REPORT_WAIT_MS = 2000;
 
 /** spawn errors that are about the machine's state right now (no file descriptors, processes, memory), not about ffmpeg. */
-const TRANSIENT_SPAWN_ERRORS = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM']);
+export const TRANSIENT_SPAWN_ERRORS = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM']);
 
 /**
  * One ffmpeg child process per subscription, emitting letterboxed frames. Completes when

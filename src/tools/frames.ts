@@ -5,7 +5,7 @@ import { deviceProblem } from '../core/files.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { decodeBoundArgs, deinterlaceFilters, frameTimeFilters, frameTimeKey, hasScheme, isStillImage, MAX_SOURCE_PIXELS, NO_INPUT_METADATA, readsOnce, outputTag, sampleFilter, sourceBoundFilter, sourceInput, sourceKind, stillInput, taggedStdout, tooLargeMessage, type Deinterlace } from '../sources/ffmpeg-args.js';
 import { ffmpegAutoscales, notFfmpeg } from '../sources/ffmpeg-path.js';
-import { FFMPEG_EXIT_WAIT_MS, stopFfmpeg } from '../sources/ffmpeg-source.js';
+import { FFMPEG_EXIT_WAIT_MS, stopFfmpeg, TRANSIENT_SPAWN_ERRORS } from '../sources/ffmpeg-source.js';
 import { fileLook } from '../sources/file-look.js';
 import { BufferPool, FrameReader } from '../sources/frame-reader.js';
 import { decodeStill, stillImagePath } from '../sources/still-image.js';
@@ -179,10 +179,15 @@ class Interlaced extends Error {
 /** ffmpeg's deinterlacer (bwdif) refusing a picture too small for it, on its log. */
 const TOO_SMALL_TO_DEINTERLACE = /\[Parsed_bwdif_\d+ @ [^\]]*\] Video with planes less than/;
 
-/** ffmpeg not started (`error`: its spawn's throw or 'error' event): VAP_ERR_SOURCE_OPEN, naming the path. */
+/**
+ * ffmpeg not started (`error`: its spawn's throw or 'error' event), naming the path:
+ * VAP_ERR_SOURCE_SPAWN where it may start later (out of descriptors, processes, memory), as a
+ * run's source says it, VAP_ERR_SOURCE_OPEN otherwise.
+ */
 function notStarted(ffmpegPath: string, error: Error | undefined): ArgusError {
-  const missing = (error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
-  return new ArgusError(ErrorCodes.SOURCE_OPEN, missing ? `ffmpeg not found at ${ffmpegPath}` : `could not start ffmpeg (${ffmpegPath}): ${error?.message ?? 'no pipes to it'}`, { cause: error });
+  const code = (error as NodeJS.ErrnoException | undefined)?.code ?? '';
+  if (code === 'ENOENT') return new ArgusError(ErrorCodes.SOURCE_OPEN, `ffmpeg not found at ${ffmpegPath}`, { cause: error });
+  return new ArgusError(TRANSIENT_SPAWN_ERRORS.has(code) ? ErrorCodes.SOURCE_SPAWN : ErrorCodes.SOURCE_OPEN, `could not start ffmpeg (${ffmpegPath}): ${error?.message ?? 'no pipes to it'}`, { cause: error });
 }
 
 /** `interlaced`: ffmpeg reported the input interlaced (on a first read: Interlaced). */
@@ -255,7 +260,7 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
     child.on('close', (code) => res({ code }));
   });
   if (!child.stdin || !child.stdout || !child.stderr) throw notStarted(o.ffmpegPath, (await exited).error);
-  // A read error of the frames' pipe (EIO) ends the frames coded, naming the input (the for-await
+  // A read error of the frames' pipe (EIO) ends the frames coded as a run's source's (the for-await
   // below throws it); one of the log's ends the log, as its close does (it ended argus, unheard).
   let readError: Error | undefined;
   child.stdout.once('error', (e) => (readError = e));
@@ -515,7 +520,7 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
     }
   } catch (e) {
     if (atSignal) await endsBySignal();
-    if (readError !== undefined && e === readError) throw new ArgusError(ErrorCodes.SOURCE_EXIT, `could not read ffmpeg's frames of ${o.url}: ${readError.message}`, { cause: e });
+    if (readError !== undefined && e === readError) throw new ArgusError(ErrorCodes.SOURCE_SPAWN, `${o.url}: ffmpeg's stdout failed: ${readError.message}`, { cause: e });
     throw e;
   } finally {
     unwatch();

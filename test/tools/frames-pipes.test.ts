@@ -49,7 +49,7 @@ describe('videoFrames whose ffmpeg cannot be started, or whose pipes fail', () =
     expect(['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'].map((s) => process.listenerCount(s))).toEqual(before);
   });
 
-  it('out of file descriptors (EMFILE): VAP_ERR_SOURCE_OPEN naming EMFILE, not a crash', () => {
+  it('out of file descriptors (EMFILE): VAP_ERR_SOURCE_SPAWN naming EMFILE (as a run\'s source says it), not a crash', () => {
     const script = `
       import { closeSync, openSync } from 'node:fs';
       import { videoFrames } from ${JSON.stringify(join(process.cwd(), 'src/tools/frames.ts'))};
@@ -65,7 +65,7 @@ describe('videoFrames whose ffmpeg cannot be started, or whose pipes fail', () =
       console.log('alive');`;
     const r = spawnSync('sh', ['-c', 'ulimit -n 256; exec "$0" "$@"', process.execPath, '--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
     expect(r.stderr).not.toMatch(/Unhandled|TypeError|EMFILE/);
-    expect(r.stdout).toMatch(/^next: VAP_ERR_SOURCE_OPEN could not start ffmpeg .*EMFILE/m);
+    expect(r.stdout).toMatch(/^next: VAP_ERR_SOURCE_SPAWN could not start ffmpeg .*EMFILE/m);
     expect(r.stdout).toMatch(/^alive$/m);
     expect(r.status).toBe(0);
   }, 60_000);
@@ -81,11 +81,11 @@ describe('videoFrames whose ffmpeg cannot be started, or whose pipes fail', () =
     }
   }, 60_000);
 
-  it('a read error of the frames\' pipe (stdout): VAP_ERR_SOURCE_EXIT naming the input and the error', async () => {
+  it('a read error of the frames\' pipe (stdout): VAP_ERR_SOURCE_SPAWN naming the input and the error', async () => {
     fail.pipe = 'stdout';
     try {
       const { error } = await read(ffmpeg, clip);
-      expect(error).toMatchObject({ code: 'VAP_ERR_SOURCE_EXIT', message: expect.stringContaining(`${clip}: read EIO`) });
+      expect(error).toMatchObject({ code: 'VAP_ERR_SOURCE_SPAWN', message: `${clip}: ffmpeg's stdout failed: read EIO` });
     } finally {
       fail.pipe = undefined;
     }
