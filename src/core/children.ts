@@ -69,6 +69,11 @@ export function processStart(pid: number): string | undefined {
   } catch {
     return undefined;
   }
+  return statStart(stat);
+}
+
+/** The start time in a /proc/PID/stat line (processStart), or undefined where it has none. */
+export function statStart(stat: string): string | undefined {
   // After the name in parentheses (which may hold spaces and parentheses): fields 3 on.
   const start = stat.slice(stat.lastIndexOf(') ') + 2).split(' ')[19];
   return start && /^\d+$/.test(start) ? start : undefined;

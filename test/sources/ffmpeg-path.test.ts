@@ -2,6 +2,8 @@ import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { statStart } from '../../src/core/children.js';
+import { killAll } from '../helpers/procs.js';
 import { bundledFfmpegPath, configuredFfmpegPath, describeFfmpeg, ffmpegVersion, isNewerFfmpeg, notFfmpeg, parseFfmpegVersion, resolveFfmpeg, resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'argus-ffpath-'));
@@ -142,23 +144,29 @@ describe('notFfmpeg (asked when the program ends without reporting its input)', 
 
 describe('a -version that does not end (a wrapper that ignores SIGTERM, a grandchild holding its output)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'argus-ffhang-'));
-  /** Each script writes its grandchild's pid here, to be killed after the test (it ignores SIGTERM too). */
+  /**
+   * Each script writes its grandchild's pid here, with its /proc/PID/stat line (its start time),
+   * to be killed after the test (it ignores SIGTERM too) where it is still that process: by then
+   * it has mostly ended, and its pid may be another's (one of another test's, or anyone's).
+   */
   const pids: string[] = [];
   /** A wrapper that ignores SIGTERM and waits on a child that holds its stdout (30 s: the test's bound, not for ever). */
   const hostile = (name: string) => {
     const p = join(dir, name);
-    writeFileSync(p, `#!/bin/sh\ntrap '' TERM\nsleep 30 &\necho $! > "${p}.pid"\nwait\n`);
+    writeFileSync(p, `#!/bin/sh\ntrap '' TERM\nsleep 30 &\nread -r st < /proc/$!/stat; echo "$! $st" > "${p}.pid"\nwait\n`);
     chmodSync(p, 0o755);
     pids.push(`${p}.pid`);
     return p;
   };
   afterAll(() => {
     for (const f of pids) {
+      let said: string;
       try {
-        process.kill(Number(readFileSync(f, 'utf8')), 'SIGKILL');
+        said = readFileSync(f, 'utf8');
       } catch {
-        // not started, or gone
+        continue; // not started
       }
+      killAll([{ pid: Number(said.split(' ')[0]), start: statStart(said.trim()) }]);
     }
   });
 
@@ -181,7 +189,7 @@ describe('a -version that does not end (a wrapper that ignores SIGTERM, a grandc
 
   it('an answer printed by a wrapper that has exited is taken without waiting for a grandchild that keeps its output', async () => {
     const p = join(dir, 'ffmpeg-bg');
-    writeFileSync(p, `#!/bin/sh\nsleep 30 &\necho $! > "${p}.pid"\necho 'ffmpeg version 6.1 Copyright (c) 2000-2023 the FFmpeg developers'\n`);
+    writeFileSync(p, `#!/bin/sh\nsleep 30 &\nread -r st < /proc/$!/stat; echo "$! $st" > "${p}.pid"\necho 'ffmpeg version 6.1 Copyright (c) 2000-2023 the FFmpeg developers'\n`);
     chmodSync(p, 0o755);
     pids.push(`${p}.pid`);
     const t0 = Date.now();
@@ -192,7 +200,7 @@ describe('a -version that does not end (a wrapper that ignores SIGTERM, a grandc
 
   it('the synchronous one too (resolveFfmpegSync, defaultFfmpegPath): the answer, not the timeout and no answer', () => {
     const p = join(dir, 'ffmpeg-bg-sync');
-    writeFileSync(p, `#!/bin/sh\nsleep 30 &\necho $! > "${p}.pid"\necho 'ffmpeg version 6.1 Copyright (c) 2000-2023 the FFmpeg developers'\n`);
+    writeFileSync(p, `#!/bin/sh\nsleep 30 &\nread -r st < /proc/$!/stat; echo "$! $st" > "${p}.pid"\necho 'ffmpeg version 6.1 Copyright (c) 2000-2023 the FFmpeg developers'\n`);
     chmodSync(p, 0o755);
     pids.push(`${p}.pid`);
     const t0 = Date.now();
