@@ -10,7 +10,8 @@ let releaseSignals: (() => void) | undefined;
 let exitHooked = false;
 
 /**
- * The shell script of the reaper (startReaper): it reads lines `+ T START` (a child to end should
+ * The shell script of the reaper (startReaper): it starts with the children held as its arguments
+ * (`T:START`, or `T:` where the start is not known), then reads lines `+ T START` (a child to end should
  * argus end first: `-PGID`, a process group of its own, or `PID`; START, the start time of the
  * process T names, field 22 of its /proc/PID/stat, read at its spawn: processStart), `- T` (that
  * one has exited) and `0` (none left: argus ended them itself) until argus's end closes its stdin,
@@ -28,7 +29,7 @@ let exitHooked = false;
  */
 const REAPER_SCRIPT = [
   'set -f',
-  "live=' '",
+  'live=" $* "',
   "while IFS=' ' read -r op t s; do",
   '  case $op in',
   '    +) live="$live$t:$s " ;;',
@@ -36,7 +37,7 @@ const REAPER_SCRIPT = [
   "    0) live=' ' ;;",
   '  esac',
   'done',
-  '[ -z "${live## }" ] && exit 0',
+  'case $live in *[![:space:]]*) ;; *) exit 0 ;; esac',
   'ours() {',
   '  p=${1%%:*} s=${1#*:}',
   '  [ -z "$s" ] && return 0',
@@ -146,7 +147,11 @@ function startReaper(): void {
   if (reaper || noShell || process.platform === 'win32') return;
   let r: ChildProcess;
   try {
-    r = spawn('/bin/sh', ['-c', REAPER_SCRIPT], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+    // The children held are its arguments (`T:START`), not lines written after its start: argus
+    // killed between the spawn and that write (a busy machine can hold it there) left the
+    // restarted reaper knowing of no child, and the ffmpeg running on (a CI run at load 15).
+    const held = [...targets.values()].map((t) => (t.includes(' ') ? t.replace(' ', ':') : `${t}:`));
+    r = spawn('/bin/sh', ['-c', REAPER_SCRIPT, 'argus-reaper', ...held], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
   } catch {
     return;
   }
@@ -178,7 +183,6 @@ function startReaper(): void {
   reaper = r;
   r.unref();
   (r.stdin as unknown as { unref?: () => void } | null)?.unref?.();
-  tellAll();
 }
 
 function killAll(): void {

@@ -21,9 +21,9 @@ async function grouped(): Promise<number> {
   return c.pid!;
 }
 
-/** Runs the reaper's script told `lines`, its stdin then closed (argus's end); resolves at its exit (its SIGKILL round done). */
-function reaperTold(lines: string): Promise<void> {
-  const r: ChildProcess = spawn('/bin/sh', ['-c', reaperScript()], { stdio: ['pipe', 'ignore', 'inherit'] });
+/** Runs the reaper's script given `held` as its arguments and told `lines`, its stdin then closed (argus's end); resolves at its exit (its SIGKILL round done). */
+function reaperTold(lines: string, held: string[] = []): Promise<void> {
+  const r: ChildProcess = spawn('/bin/sh', ['-c', reaperScript(), 'argus-reaper', ...held], { stdio: ['pipe', 'ignore', 'inherit'] });
   const exited = new Promise<void>((res) => r.once('exit', () => res()));
   r.stdin!.end(lines);
   return exited;
@@ -36,6 +36,16 @@ describe('the reaper at argus\'s end', () => {
     const other = String(Number(processStart(stranger)) + 4_194_304);
     await reaperTold([`+ -${stranger} ${other}`, `+ -${ours} ${processStart(ours)}`, `+ -${unknown}`, `+ -${told} ${processStart(told)}`, `- -${told}`, ''].join('\n'));
     expect({ stranger: running(stranger), ours: await until(() => !running(ours), 5000), unknown: await until(() => !running(unknown), 5000), told: running(told) }).toEqual({ stranger: true, ours: true, unknown: true, told: true });
+  }, 30_000);
+
+  // Started (again) while argus holds children, the reaper is given them as its arguments: argus
+  // killed before it wrote their lines (a busy machine held it between the spawn and the write)
+  // left a restarted reaper knowing of none, and the ffmpeg running on.
+  it('ends the children it was started with (its arguments), told no line, checked as the lines are; a `- T` line takes one off', async () => {
+    const [held, unknown, stranger, exited] = [await grouped(), await grouped(), await grouped(), await grouped()];
+    const other = String(Number(processStart(stranger)) + 4_194_304);
+    await reaperTold(`- -${exited}\n`, [`-${held}:${processStart(held)}`, `-${unknown}:`, `-${stranger}:${other}`, `-${exited}:${processStart(exited)}`]);
+    expect({ held: await until(() => !running(held), 5000), unknown: await until(() => !running(unknown), 5000), stranger: running(stranger), exited: running(exited) }).toEqual({ held: true, unknown: true, stranger: true, exited: true });
   }, 30_000);
 });
 
