@@ -135,6 +135,13 @@ interface Side {
    * the new id's state.
    */
   claimedBy: number;
+  /**
+   * While claimed: whether the new id that claimed it was first seen on its way (sameWay), where
+   * it would have been. One first seen beside its way (within a box's size: handOver) may be
+   * another object that came into view as it was lost: a claim it made holds only while it may
+   * be the object the tracker finds again (see handOver).
+   */
+  claimOnWay: boolean;
   /** A hand-over settled (settle) whose crossing waits for the new id to leave the margin past the line: made on its next side change, or counted if it is forgotten first (drop). */
   owed: boolean;
 }
@@ -185,7 +192,7 @@ function sameWay(o: Side, tMs: number, x: number, y: number): boolean {
 }
 
 function newSide(side: -1 | 1, tMs: number, x: number, y: number, box: ArrayLike<number>, frameMs: number, classId: number): Side {
-  return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box), metAt: NaN, was: -1, wasAt: NaN, pending: undefined, pendingId: -1, pendingSince: 0, pendingAt: NaN, nearest: 0, furthest: 0, classId, claimedBy: -1, owed: false };
+  return { side, lastSeen: tMs, lastLabelled: tMs, x, y, box: Float32Array.from(box), lx: x, ly: y, lastFrame: frameMs, vx: NaN, vy: NaN, lastBox: Float32Array.from(box), metAt: NaN, was: -1, wasAt: NaN, pending: undefined, pendingId: -1, pendingSince: 0, pendingAt: NaN, nearest: 0, furthest: 0, classId, claimedBy: -1, claimOnWay: false, owed: false };
 }
 
 /**
@@ -209,6 +216,8 @@ export class LineCounter {
   private lastFrameMs = -Infinity;
   /** The old id of the track whose crossing `step` last returned, when it was handed over (handOver); else −1. */
   private handedFrom = -1;
+  /** Whether the new id handOver last found a track for was first seen on that track's way (sameWay). */
+  private handedOnWay = false;
   /**
    * Crossings `step` found among a new track's earlier sightings before the one it returns (a
    * person scored low who went through the line and back before the track started), in order.
@@ -759,7 +768,8 @@ export class LineCounter {
     let best: Side | undefined;
     let bestDist = Infinity;
     for (const [oid, o] of sides) {
-      if ((o.side !== first && !across) || !(o.lastFrame < firstMs) || !(o.lastSeen < this.prevFrameMs) || (o.claimedBy >= 0 && sides.has(o.claimedBy)) || !sureOrigin(o.lastBox, pbox, 0)) continue;
+      if ((o.side !== first && !across) || !(o.lastFrame < firstMs) || !(o.lastSeen < this.prevFrameMs) || !sureOrigin(o.lastBox, pbox, 0)) continue;
+      if (o.claimedBy >= 0 && !this.claimLapsed(sides, o, d, firstMs, px, py)) continue;
       const dist = wayDistance(o, firstMs, px, py);
       if (!(dist < bestDist) || d.trackerId!.includes(oid)) continue;
       best = o;
@@ -768,6 +778,7 @@ export class LineCounter {
     }
     if (!best) return undefined;
     this.handedFrom = bestId;
+    this.handedOnWay = sameWay(best, firstMs, px, py);
     return best;
   }
 
@@ -790,12 +801,29 @@ export class LineCounter {
       return;
     }
     old.claimedBy = id;
+    old.claimOnWay = this.handedOnWay;
     old.owed = false;
     if (old.pending) {
       old.pending = undefined;
       old.pendingId = -1;
       if (old.was < 0) old.wasAt = NaN;
     }
+  }
+
+  /**
+   * Whether the claim on lost track `o` (release) no longer keeps it from a new id first seen at
+   * `px`, `py` at `firstMs` (frame time; handOver): its claimant forgotten, or first seen beside
+   * its way (not on it: claimOnWay) and seen since this id was first seen, or on this frame (so
+   * not this id's object), while this id is on its way (sameWay). Before, a claim held while its
+   * claimant was known: a person hidden as another came into view beside them, found past the
+   * line under a new id while the other stood there, was never counted. A claimant found on its
+   * way is taken for that object still (the new id is another beside it).
+   */
+  private claimLapsed(sides: Map<number, Side>, o: Side, d: Detections, firstMs: number, px: number, py: number): boolean {
+    const by = sides.get(o.claimedBy);
+    if (!by) return true;
+    if (o.claimOnWay || !(by.lastFrame >= firstMs || d.trackerId!.includes(o.claimedBy))) return false;
+    return sameWay(o, firstMs, px, py);
   }
 
   /**
