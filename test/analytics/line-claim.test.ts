@@ -3,6 +3,7 @@
  * tracker (virtual time): the claimant seen beside the object found again past the line.
  */
 import { describe, expect, it } from 'vitest';
+import type { SceneObject } from '../tracking/helpers.js';
 import { cross, walker } from './door-line.js';
 
 describe('a lost track claimed by a new id beside it', () => {
@@ -23,7 +24,7 @@ describe('a lost track claimed by a new id beside it', () => {
       // A walks down and is lost at 1.0 s (feet 260); B, its size, is found on its way at 1.1 s (feet 270) and
       // walks on through the line (A under a new id: counted as B). C, their size, comes into view past the
       // line 40 px to the side of that way at 2.3 s, while B walks on: another person, not A.
-      const objects = [walker({ box: [300, -100, 360, 60], until: 1.0 }), walker({ key: 'b', box: [300, -100, 360, 60], from: 2.2 }), { key: 'c', box: [340, 190, 400, 350], from: 2.7 }];
+      const objects: SceneObject[] = [walker({ box: [300, -100, 360, 60], until: 1.0 }), walker({ key: 'b', box: [300, -100, 360, 60], from: 2.2 }), { key: 'c', box: [340, 190, 400, 350], from: 2.7 }];
       const { events, tracked } = cross(objects, 4, fps);
       expect(events.map((e) => [e.direction, e.trackId, e.previousTrackId]), `${fps} fps`).toEqual([['in', tracked.distinctIds('b')[0], undefined]]);
     }
