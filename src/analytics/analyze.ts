@@ -1,4 +1,4 @@
-import { defer, map, type OperatorFunction } from 'rxjs';
+import { defer, map, tap, type OperatorFunction } from 'rxjs';
 import type { Letterbox } from '../core/geometry.js';
 import type { DetectedFrame } from '../postprocess/postprocess.js';
 import type { AlertDraft, AnalyticsSummary, SourceAnalyzer } from './analyzer.js';
@@ -26,7 +26,9 @@ export interface FrameResult extends DetectedFrame {
  * Runs a source's zones, lines and rules on each frame's tracked detections: figures for the
  * message and alerts to raise. Zones and lines are placed in pixels on the first frame and
  * again when the source's resolution changes. Time base: the frame's presentation time.
- * Without an analyzer, results carry no analytics and no alerts.
+ * Without an analyzer, results carry no analytics and no alerts. At the end of the stream (a
+ * file's end, the run stopping, the source failing or detached) the analyzer settles what its lines had
+ * pending (SourceAnalyzer.finish), into its figures.
  */
 export function analyze(analyzer: SourceAnalyzer | undefined): OperatorFunction<DetectedFrame, FrameResult> {
   // A list of its own per result, as the analyzer's: an operator after this one may push its
@@ -35,6 +37,10 @@ export function analyze(analyzer: SourceAnalyzer | undefined): OperatorFunction<
   return (source) =>
     defer(() => {
       let placedFor: Letterbox | undefined;
+      const end = () => {
+        if (placedFor) analyzer.finish();
+        placedFor = undefined;
+      };
       return source.pipe(
         map(({ frame, detections }): FrameResult => {
           const lb = frame.letterbox;
@@ -45,6 +51,8 @@ export function analyze(analyzer: SourceAnalyzer | undefined): OperatorFunction<
           const { summary, alerts } = analyzer.process(detections, frame.pts * 1000);
           return { frame, detections, dropped: 0, analytics: summary, alerts, analyzer };
         }),
+        // Before the chain's own end (the pipeline's finalize reads the analyzer's report then).
+        tap({ complete: end, error: end, unsubscribe: end }),
       );
     });
 }

@@ -1,6 +1,6 @@
 import { unknownClassText } from '../config/classes.js';
 import type { LineConfig, RuleConfig, SourceConfig, ZoneConfig } from '../config/schema.js';
-import type { Detections, TrackOrigin } from '../core/detections.js';
+import { Detections, type TrackOrigin } from '../core/detections.js';
 import { ObservedTime, OUTAGE_MS } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import type { Point } from '../core/polygon.js';
@@ -170,6 +170,9 @@ export class SourceAnalyzer {
   /** The last frame's pts, ms, and how far the frames' time (process) runs ahead of the pts after their steps back. */
   private lastPtsMs = NaN;
   private ptsOffset = 0;
+  /** The last frame's observed times (process: lines, rates), for finish. */
+  private lastObsMs = NaN;
+  private lastRateMs = NaN;
 
   constructor(
     readonly source: SourceConfig,
@@ -602,6 +605,69 @@ export class SourceAnalyzer {
     return true;
   }
 
+  /**
+   * Line-cross rule `r`'s alerts for this frame's line events (`lineEvents`), onto `alerts`: `d`,
+   * `obsMs`, `tMs` the frame's detections, observed time and time (process), or the end of the
+   * stream's (finish).
+   */
+  private crossAlerts(r: RuleConfig & { type: 'line-cross' }, d: Detections, obsMs: number, tMs: number, alerts: AlertDraft[]): void {
+    const cd = this.cooldowns.get(r.id)!;
+    const label = this.label;
+    const lineEvents = this.lineEvents;
+    const latched = this.crossLatch(r.id, r.line, d, obsMs);
+    for (const e of lineEvents) {
+      if (e.line !== r.line || (r.direction !== 'any' && e.direction !== r.direction)) continue;
+      // A crossing in a direction this track was alerted for, and it has stayed near the line since: the same passage (a person shuffling on the line).
+      const bit = e.direction === 'in' ? 1 : 2;
+      const latch = latched.get(e.trackId);
+      if (latch && latch.dirs & bit) continue;
+      if (!cd.allow(`${e.trackId}:${e.direction}`, happened(e.atMs, tMs))) continue;
+      // It is past the line on the side its crossing ended on ('in': the line's positive side),
+      // since it crossed: for one seen among a new track's earlier sightings, up to a second or
+      // more before this frame (its CROSS_LATCH_AWAY_MS count from then, as for a crossing seen
+      // on its own frame; before, from this frame).
+      const side = e.direction === 'in' ? 1 : -1;
+      const since = e.atMs !== undefined ? obsMs - Math.max(0, tMs - e.atMs) : obsMs;
+      if (latch) {
+        latch.dirs |= bit;
+        if (latch.side !== side) {
+          latch.side = side;
+          latch.sideSince = since;
+        }
+      } else latched.set(e.trackId, { dirs: bit, seenMs: obsMs, side, sideSince: since });
+      // One seen among the earlier sightings of a track confirmed on this frame says when it crossed (atPts).
+      const atPts = e.atMs !== undefined ? Math.round(e.atMs - this.ptsOffset) / 1000 : undefined;
+      // A crossing handed over to a new id (LineEvent.previousTrackId) says so below, not EARLY.
+      const at = atPts !== undefined ? ` at ${secondsText(atPts)} s${e.previousTrackId !== undefined ? '' : ` (${EARLY})`}` : '';
+      // One raised as its track was forgotten (LineCounter.drop: no row) says this frame does not show it.
+      const gone = e.row < 0 ? `; raised once #${e.trackId} was gone: this frame is a later one` : '';
+      alerts.push({ rule: r.id, severity: r.severity, event: 'line.cross', message: `${label(e.classId)} #${e.trackId} crossed line ${e.line} (${e.direction})${at}${e.previousTrackId !== undefined ? ` (was #${e.previousTrackId}: lost at the line, found past it under a new id${gone})` : ''}`, trackId: e.trackId, line: e.line, direction: e.direction, row: e.row, ...(atPts !== undefined ? { atPts } : {}) });
+    }
+  }
+
+  /**
+   * The end of the source's stream (a file's end, the run stopping, the source failing): what
+   * the lines still had pending (a hand-over waiting for its new id to show which way it goes,
+   * or owed: LineCounter.flush) settles as it would had the stream gone on with no more
+   * detections, and counts (the summary, report: the run summary and /api/sources); the
+   * line-cross alerts it raises are returned (row −1, as a crossing raised once its track was
+   * gone), not counted in the report's alerts (no frame carries them to the sinks yet). Before, a file that ended within a line's forgetAfterMs of a
+   * person found past it under a new id never counted that crossing. Zones are left as they are
+   * (a stay a file's end cuts short did not end). Undefined before the first frame.
+   */
+  finish(): { summary: AnalyticsSummary; alerts: AlertDraft[] } | undefined {
+    if (!this.ready || Number.isNaN(this.lastPtsMs)) return undefined;
+    const lineEvents = this.lineEvents;
+    lineEvents.length = 0;
+    for (const l of this.lines) l.flush(lineEvents);
+    const alerts: AlertDraft[] = [];
+    if (lineEvents.length) {
+      const tMs = this.lastPtsMs + this.ptsOffset;
+      for (const r of this.rules) if (r.type === 'line-cross') this.crossAlerts(r, NO_ROWS, this.lastObsMs, tMs, alerts);
+    }
+    return { summary: this.summaryOf(this.lastRateMs), alerts };
+  }
+
   process(d: Detections, ptsMs: number): { summary: AnalyticsSummary; alerts: AlertDraft[] } {
     if (!this.ready) throw new Error('SourceAnalyzer.init() must run before process()');
     // The frames' time run on across a step back of their pts (a camera's clock reset, a looped
@@ -615,6 +681,8 @@ export class SourceAnalyzer {
     const tMs = ptsMs + this.ptsOffset;
     const obsMs = this.observed.advance(tMs);
     const rateMs = this.observedRates.advance(tMs);
+    this.lastObsMs = obsMs;
+    this.lastRateMs = rateMs;
     const zoneEvents = this.zoneEvents;
     zoneEvents.length = 0;
     for (const z of this.zones) {
@@ -655,38 +723,9 @@ export class SourceAnalyzer {
           }
           break;
         }
-        case 'line-cross': {
-          const latched = this.crossLatch(r.id, r.line, d, obsMs);
-          for (const e of lineEvents) {
-            if (e.line !== r.line || (r.direction !== 'any' && e.direction !== r.direction)) continue;
-            // A crossing in a direction this track was alerted for, and it has stayed near the line since: the same passage (a person shuffling on the line).
-            const bit = e.direction === 'in' ? 1 : 2;
-            const latch = latched.get(e.trackId);
-            if (latch && latch.dirs & bit) continue;
-            if (!cd.allow(`${e.trackId}:${e.direction}`, happened(e.atMs, tMs))) continue;
-            // It is past the line on the side its crossing ended on ('in': the line's positive side),
-            // since it crossed: for one seen among a new track's earlier sightings, up to a second or
-            // more before this frame (its CROSS_LATCH_AWAY_MS count from then, as for a crossing seen
-            // on its own frame; before, from this frame).
-            const side = e.direction === 'in' ? 1 : -1;
-            const since = e.atMs !== undefined ? obsMs - Math.max(0, tMs - e.atMs) : obsMs;
-            if (latch) {
-              latch.dirs |= bit;
-              if (latch.side !== side) {
-                latch.side = side;
-                latch.sideSince = since;
-              }
-            } else latched.set(e.trackId, { dirs: bit, seenMs: obsMs, side, sideSince: since });
-            // One seen among the earlier sightings of a track confirmed on this frame says when it crossed (atPts).
-            const atPts = e.atMs !== undefined ? Math.round(e.atMs - this.ptsOffset) / 1000 : undefined;
-            // A crossing handed over to a new id (LineEvent.previousTrackId) says so below, not EARLY.
-            const at = atPts !== undefined ? ` at ${secondsText(atPts)} s${e.previousTrackId !== undefined ? '' : ` (${EARLY})`}` : '';
-            // One raised as its track was forgotten (LineCounter.drop: no row) says this frame does not show it.
-            const gone = e.row < 0 ? `; raised once #${e.trackId} was gone: this frame is a later one` : '';
-            alerts.push({ rule: r.id, severity: r.severity, event: 'line.cross', message: `${label(e.classId)} #${e.trackId} crossed line ${e.line} (${e.direction})${at}${e.previousTrackId !== undefined ? ` (was #${e.previousTrackId}: lost at the line, found past it under a new id${gone})` : ''}`, trackId: e.trackId, line: e.line, direction: e.direction, row: e.row, ...(atPts !== undefined ? { atPts } : {}) });
-          }
+        case 'line-cross':
+          this.crossAlerts(r, d, obsMs, tMs, alerts);
           break;
-        }
         case 'conveyor-rate': {
           const rf = this.rates.get(r.id)!;
           let items = 0;
@@ -793,6 +832,9 @@ export class SourceAnalyzer {
     return this.summary;
   }
 }
+
+/** No detections (finish). */
+const NO_ROWS = new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0));
 
 /** When an event raised on the frame at `tMs` happened: its `atMs`, where it says one before that frame (what a rule's cooldown counts from). */
 function happened(atMs: number | undefined, tMs: number): number {

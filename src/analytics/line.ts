@@ -1012,6 +1012,22 @@ export class LineCounter {
     return events;
   }
 
+  /**
+   * The end of the source's stream (a file's end, the run stopping): every track the line knows
+   * is forgotten, as the frames of a stream that went on with no more detections would forget
+   * them (update, after forgetAfterMs), and the crossings that settles (drop: a hand-over pending
+   * on a new id past the line, or owed) are pushed onto `events` and counted. Before, they were
+   * lost: a file that ended within forgetAfterMs of a person found past the line under a new id
+   * under-counted the line (run summary, /api/sources). The line starts afresh after it.
+   */
+  flush(events: LineEvent[] = []): LineEvent[] {
+    for (const id of this.side.keys()) this.drop(this.side, id, this.side.get(id)!);
+    for (const id of this.otherSide.keys()) this.drop(this.otherSide, id, this.otherSide.get(id)!);
+    this.handedAway.clear();
+    if (this.gone.length) this.raiseGone(events);
+    return events;
+  }
+
   /** One crossing in `direction` by class `classId` into the line's figures. */
   private count(direction: 'in' | 'out', classId: number): void {
     const stats = this.stats;
