@@ -52,7 +52,18 @@ export function analyze(analyzer: SourceAnalyzer | undefined): OperatorFunction<
           return { frame, detections, dropped: 0, analytics: summary, alerts, analyzer };
         }),
         // Before the chain's own end (the pipeline's finalize reads the analyzer's report then).
-        tap({ complete: end, error: end, unsubscribe: end }),
+        tap({
+          complete: end,
+          unsubscribe: end,
+          // The stream's own error is the one reported (isolate), not one the settling may meet after it.
+          error: () => {
+            try {
+              end();
+            } catch {
+              placedFor = undefined;
+            }
+          },
+        }),
       );
     });
 }

@@ -91,3 +91,22 @@ describe('the end of the stream', () => {
     expect(a.report().lines.door).toMatchObject({ in: 0, out: 0 });
   });
 });
+
+describe('the end of a stream that failed', () => {
+  it('reports the stream\'s own error, the analyzer settled', async () => {
+    const cfg = SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'door', units: 'pixel', from: [640, 300], to: [0, 300] }] });
+    const a = new SourceAnalyzer(cfg, ['person'], 'sources[0]');
+    let finished = 0;
+    a.finish = () => {
+      finished++;
+      throw new Error('settling failed');
+    };
+    const lb = letterbox(640, 480, 640, 480, 'top-left');
+    const frames$ = new Subject<DetectedFrame>();
+    const ended = lastValueFrom(frames$.pipe(analyze(a))).catch((e: Error) => e.message);
+    frames$.next({ frame: { source: 'cam', seq: 0, pts: 0, data: Buffer.alloc(0), letterbox: lb, stamps: emptyStamps(1), producedBy: 'captured', release: () => {} }, detections: new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0)) });
+    frames$.error(new Error('camera gone'));
+    expect(await ended).toBe('camera gone');
+    expect(finished).toBe(1);
+  });
+});
