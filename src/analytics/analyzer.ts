@@ -622,14 +622,14 @@ export class SourceAnalyzer {
       const latch = latched.get(e.trackId);
       if (latch && latch.dirs & bit) continue;
       // A crossing handed over from a lost track (an id switch at the line): the same object, whose
-    // alerts under its old id count towards the cooldown (as a zone's stay taken over). Before,
-    // a person who went in, back out and in again within a minute's cooldown, their id switched as
-    // they were hidden at the line the second time, was alerted in twice.
-    if (e.previousTrackId !== undefined) {
-      cd.carry(`${e.previousTrackId}:in`, `${e.trackId}:in`);
-      cd.carry(`${e.previousTrackId}:out`, `${e.trackId}:out`);
-    }
-    if (!cd.allow(`${e.trackId}:${e.direction}`, happened(e.atMs, tMs))) continue;
+      // alerts under its old id count towards the cooldown (as a zone's stay taken over). Before,
+      // a person who went in, back out and in again within a minute's cooldown, their id switched as
+      // they were hidden at the line the second time, was alerted in twice.
+      if (e.previousTrackId !== undefined) {
+        cd.carry(`${e.previousTrackId}:in`, `${e.trackId}:in`);
+        cd.carry(`${e.previousTrackId}:out`, `${e.trackId}:out`);
+      }
+      if (!cd.allow(`${e.trackId}:${e.direction}`, happened(e.atMs, tMs))) continue;
       // It is past the line on the side its crossing ended on ('in': the line's positive side),
       // since it crossed: for one seen among a new track's earlier sightings, up to a second or
       // more before this frame (its CROSS_LATCH_AWAY_MS count from then, as for a crossing seen
