@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { copyFile, link, lstat, open, readdir, readFile, readlink, realpath, rename, rm, stat, statfs, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { constants as fsConstants } from 'node:fs';
+import { connect, createServer, type Server } from 'node:net';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -339,6 +340,81 @@ export async function otherPipelinesJournal(dir: string, name: string, cluster?:
   return foreignJournal(dir, mark, name, cluster, await readOutbox(dir).catch(() => []));
 }
 
+/**
+ * The lock of a folder on a read-only volume, where no lock file can be made: an abstract Unix
+ * socket (Linux; no file, nothing written) named after the folder's device and inode, bound by
+ * the run that reads the journal there while it runs. The kernel lets one process bind a name and
+ * frees it when that process ends, whatever ends it (kill -9 too): no stale lock to judge. (Before,
+ * two argus on one read-only folder both replayed what its journal held: every consumer got those
+ * alerts twice, and more at each start.) It is seen by the processes of this host in the same
+ * network namespace (two containers sharing the volume, each with its own network, do not see
+ * each other's), and any local user can bind such a name: one who binds it first makes the start
+ * refuse the folder as in use (said, naming who answers), never replay it twice.
+ */
+function guardName(st: { dev: number; ino: number }): string {
+  return `\0argus-outbox-${st.dev}-${st.ino}`;
+}
+
+/** How long a holder of a read-only folder's guard has to say who it is, ms (a frozen one holds it all the same). */
+const GUARD_ANSWER_MS = 1000;
+
+/**
+ * Who holds the read-only guard of the folder `dir` (guardName), as its holder says it ("pid N, a
+ * run on the read-only volume"), or undefined: none holds it (or not Linux, or no such folder).
+ */
+async function guardHolder(dir: string): Promise<string | undefined> {
+  if (process.platform !== 'linux') return undefined;
+  const st = await stat(dir).catch(() => undefined);
+  if (!st) return undefined;
+  return new Promise((done) => {
+    const c = connect(guardName(st));
+    let text = '';
+    const t = setTimeout(() => {
+      c.destroy();
+      done('a process that does not answer (frozen?), a run on the read-only volume');
+    }, GUARD_ANSWER_MS);
+    t.unref();
+    c.setEncoding('utf8');
+    c.on('data', (d: string) => {
+      if (text.length < 200) text += d;
+    });
+    c.on('end', () => {
+      clearTimeout(t);
+      done(text.trim() || 'a process that did not say who it is');
+    });
+    c.on('error', (e: NodeJS.ErrnoException) => {
+      clearTimeout(t);
+      // No listener under the name (ECONNREFUSED): none holds it.
+      done(e.code === 'ECONNREFUSED' || e.code === 'ENOENT' ? undefined : `a process that answers ${e.code ?? e.message}`);
+    });
+  });
+}
+
+/**
+ * Binds the read-only guard of the folder `dir` for this process: the server, or who holds it
+ * already (guardHolder's words). A bind that fails otherwise (not Linux, no such folder) holds
+ * nothing and refuses nothing: undefined.
+ */
+async function holdGuard(dir: string): Promise<Server | { heldBy: string } | undefined> {
+  if (process.platform !== 'linux') return undefined;
+  const st = await stat(dir).catch(() => undefined);
+  if (!st) return undefined;
+  const server = createServer((c) => {
+    c.on('error', () => undefined);
+    c.end(`pid ${process.pid}, a run on the read-only volume, not locked there`);
+  });
+  const bound = await new Promise<NodeJS.ErrnoException | undefined>((done) => {
+    server.once('error', done);
+    server.listen(guardName(st), () => done(undefined));
+  });
+  if (!bound) {
+    server.unref();
+    return server;
+  }
+  if (bound.code !== 'EADDRINUSE') return undefined;
+  return { heldBy: (await guardHolder(dir)) ?? '' };
+}
+
 /** After taking over a stale lock, how long to wait before checking it is still this opening's (see takeLock). */
 const TAKEOVER_SETTLE_MS = 250;
 /** Folders this process has open (the pid lock cannot tell two runs of one process apart). */
@@ -472,7 +548,7 @@ export function parseJournal(text: string): { records: Map<string, OutboxRecord>
 /**
  * Alerts not yet delivered in the journals of the other folders beside `dir` (other pipelines'
  * default outboxes under one state directory) that no argus holds (no lock file: none has it
- * open, none died holding it), by folder name. A pipeline renamed, or a worker whose id changed
+ * open, none died holding it; nor a run on a read-only volume reads it: its guard, see holdGuard), by folder name. A pipeline renamed, or a worker whose id changed
  * (its default is the machine's name), leaves its undelivered alerts in a folder that no run
  * opens again: they are on disk, but nothing sends them. At most `maxFolders` folders are read.
  */
@@ -484,6 +560,8 @@ export async function strandedAlerts(dir: string, maxFolders = 100): Promise<Map
   for (const e of entries.filter((x) => x.isDirectory()).slice(0, maxFolders)) {
     const path = join(root, e.name);
     if (path === own || (await stat(join(path, LOCK)).catch(() => undefined))) continue;
+    // One a run reads on a read-only volume (no lock file there: its guard, holdGuard) is that run's: it replays them.
+    if ((await guardHolder(path)) !== undefined) continue;
     const alerts = (await readOutbox(path).catch(() => [])).filter((r) => r.kind === 'alert').length;
     if (alerts > 0) found.set(e.name, alerts);
   }
@@ -841,6 +919,7 @@ export class Outbox {
       }
     } catch (e) {
       if (!this.readOnly) await this.unlock();
+      this.releaseGuard();
       openHere.delete(this.hereKey);
       throw e;
     }
@@ -1133,22 +1212,56 @@ export class Outbox {
     const key = (this.hereKey = await realpath(this.o.dir).catch(() => resolve(this.o.dir)));
     if (openHere.has(key)) throw Object.assign(new ArgusError(ErrorCodes.OUTBOX, `outbox: ${this.o.dir} is already open in this process; give each pipeline its own outbox.dir`), { inUse: true });
     openHere.add(key);
-    // A folder that could not be made (read-only): no lock to take.
+    // A folder that could not be made (read-only): no lock to take (and no journal there to replay twice).
     if (this.readOnly) return;
+    // Read by a run on the read-only volume (holdGuard), the volume writable again since, or
+    // read-only still: that run replays what the journal holds; a second would send it again.
+    const reading = await guardHolder(this.o.dir);
+    if (reading !== undefined) {
+      openHere.delete(key);
+      throw this.inUse(reading);
+    }
     try {
       await this.takeLock(path);
     } catch (e) {
       await this.lockFile?.fh.close().catch(() => undefined);
       this.lockFile = undefined;
       // A read-only volume (no lock can be made, nor a dead one's taken over): run without the
-      // journal (readOnly). Held by a live argus: refused, as anywhere.
+      // journal (readOnly), the folder held by its guard, which needs no write (holdGuard). Held
+      // by a live argus: refused, as anywhere.
       if (readOnlyVolume(e)) {
         this.readOnly = ((e as { cause?: NodeJS.ErrnoException }).cause ?? (e as NodeJS.ErrnoException)).code ?? 'EROFS';
+        await this.takeGuard(key);
         return;
       }
       openHere.delete(key);
       throw e;
     }
+  }
+
+  /** Read-only: the folder's guard (holdGuard), held while this opening is open. */
+  private guard: Server | undefined;
+
+  /** Holds the folder's read-only guard, or refuses the folder as in use, naming who holds it. */
+  private async takeGuard(key: string): Promise<void> {
+    // (Let go between its bind and the look at who holds it: tried again.)
+    for (let tries = 0; tries < 3; tries++) {
+      const got = await holdGuard(this.o.dir);
+      if (got === undefined) return;
+      if (!('heldBy' in got)) {
+        this.guard = got;
+        return;
+      }
+      if (got.heldBy === '') continue;
+      openHere.delete(key);
+      throw this.inUse(got.heldBy);
+    }
+  }
+
+  /** Lets the read-only guard go (close, or an open that failed after it was taken). */
+  private releaseGuard(): void {
+    this.guard?.close();
+    this.guard = undefined;
   }
 
   /**
@@ -1974,6 +2087,7 @@ export class Outbox {
       this.gaveUp = true;
       this.closed = true;
       if (this.heartbeat) clearInterval(this.heartbeat);
+      this.releaseGuard();
       openHere.delete(this.hereKey);
       this.log(`outbox: the disk has not finished the journal's writes in ${wait / 1000} s; stopping without them (${this.pendingAlerts} undelivered alert(s) may not be on disk)`, { dir: this.o.dir }, 'error');
     }
@@ -1984,6 +2098,7 @@ export class Outbox {
     this.closed = true;
     // Nothing was written, nor locked: nothing to put back, compact or release.
     if (this.readOnly) {
+      this.releaseGuard();
       openHere.delete(this.hereKey);
       return;
     }

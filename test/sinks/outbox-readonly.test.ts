@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
@@ -53,7 +53,7 @@ vi.mock('node:fs/promises', async (orig) => {
   };
 });
 
-const { Outbox, readOutbox } = await import('../../src/sinks/outbox.js');
+const { Outbox, readOutbox, strandedAlerts } = await import('../../src/sinks/outbox.js');
 
 const opts = (d: string, log: string[] = []) => ({ dir: d, maxBytes: 1 << 20, maxAgeMs: 3_600_000, fsync: true, log: (m: string) => void log.push(m) });
 function alert(id: string): [AlertMessage, string] {
@@ -61,10 +61,10 @@ function alert(id: string): [AlertMessage, string] {
   return [m, JSON.stringify(m)];
 }
 /** A journal an earlier run left in `d` (made before the volume is read-only: the mock lets this process's sync fs through), holding `ids` undelivered. */
-function leftJournal(d: string, ids: string[]): void {
+function leftJournal(d: string, ids: string[], at = Date.now()): void {
   mkdirSync(d, { recursive: true, mode: 0o700 });
   const lines = ids.map((id) => {
-    const json = JSON.stringify({ op: 'put', key: `alert:${id}`, kind: 'alert', source: 'cam', at: Date.now(), value: alert(id)[1] });
+    const json = JSON.stringify({ op: 'put', key: `alert:${id}`, kind: 'alert', source: 'cam', at, value: alert(id)[1] });
     return `${createHash('sha1').update(json).digest('hex').slice(0, 8)} ${json}\n`;
   });
   writeFileSync(join(d, 'outbox.log'), lines.join(''), { mode: 0o600 });
@@ -305,3 +305,45 @@ describe('a read-only start: an alert found on disk that the memory bound drops'
     await again.close();
   });
 });
+
+describe('two argus on one read-only outbox folder (no lock file can be made there)', () => {
+  /** A second argus process: the module loaded again (its own set of open folders), the same mocked read-only volume. */
+  async function anotherProcess(): Promise<typeof import('../../src/sinks/outbox.js')> {
+    vi.resetModules();
+    return import('../../src/sinks/outbox.js');
+  }
+
+  it('the second is refused as in use while the first runs, naming it (before: both replayed the alerts found there, each consumer got them twice)', async () => {
+    const d = join(ro, 'two');
+    leftJournal(d, ['t1', 't2']);
+    const first = await Outbox.open(opts(d));
+    expect(first.takeRecovered()).toHaveLength(2);
+    const other = await anotherProcess();
+    const e = await other.Outbox.open(opts(d)).catch((x: unknown) => x);
+    // (Its ArgusError is the reloaded module's class: read by its fields.)
+    expect((e as { code?: string }).code).toBe('VAP_ERR_OUTBOX');
+    expect((e as Error).message).toMatch(new RegExp(`is in use by another argus \\(pid ${process.pid}, a run on the read-only volume`));
+    // Through another name for the folder too (a link outside the volume: the folder, by device and inode).
+    const alias = join(mkdtempSync(join(tmpdir(), 'argus-outbox-alias-')), 'link');
+    symlinkSync(d, alias);
+    const e2 = await other.Outbox.open(opts(alias)).catch((x: unknown) => x);
+    expect((e2 as Error).message).toMatch(/is in use by another argus \(pid \d+, a run on the read-only volume/);
+    await first.close();
+    // Released at close: the next one starts and replays them.
+    const second = await other.Outbox.open(opts(d));
+    expect(second.takeRecovered().map((r) => r.key)).toEqual(['alert:t1', 'alert:t2']);
+    await second.close();
+  });
+
+  it('another pipeline\'s start does not call a running read-only run\'s folder stranded (before: "holds 1 undelivered alert(s) that no argus has open", as an error)', async () => {
+    const root = join(ro, 'state');
+    leftJournal(join(root, 'lobby'), ['s1']);
+    leftJournal(join(root, 'renamed'), ['s2']);
+    const lobby = await Outbox.open(opts(join(root, 'lobby')));
+    const found = await strandedAlerts(join(root, 'dock'));
+    expect([...found]).toEqual([['renamed', 1]]);
+    await lobby.close();
+    expect([...(await strandedAlerts(join(root, 'dock')))].sort()).toEqual([['lobby', 1], ['renamed', 1]]);
+  });
+});
+
