@@ -165,6 +165,13 @@ export interface OutboxStats {
    * writes failed: a full disk?").
    */
   readOnly?: string;
+  /**
+   * Read-only: alerts found in the journal there that are older than maxAgeHours (at open, or aged
+   * since), not replayed, and left in it (nothing can be taken out there): counted by each run that
+   * finds them, never in `evicted` (the lost); the first start on a writable volume drops them and
+   * counts them lost, once. (Each read-only start counted them lost again, exit status 3.)
+   */
+  agedOnDisk?: number;
 }
 
 /**
@@ -1003,10 +1010,11 @@ export class Outbox {
     }
     // (A journal an adoption appended to, then a crash: the records taken over are after this one's own.)
     this.sortLive();
+    // Read-only: what is found stays on disk whatever happens to it here, aged ones too (expire).
+    if (this.readOnly) this.foundOnDisk = new Set([...this.live.values()].filter((r) => r.kind === 'alert').map((r) => r.key));
     this.expire();
     this.recoveredRecords = [...this.live.values()];
     this.stats.recovered = this.recoveredRecords.length;
-    if (this.readOnly) this.foundOnDisk = new Set(this.recoveredRecords.filter((r) => r.kind === 'alert').map((r) => r.key));
     const rewritten = this.readOnly ? false : await this.rewrite();
     if (!rewritten && this.stats.damagedCopy) {
       // Not rewritten (no room for a copy): the journal, damaged lines included, is still the
@@ -1864,8 +1872,8 @@ export class Outbox {
    * survive a crash now (journaled), how many wait, and a read-only volume's errno. A read-only
    * or failing volume was said only in the log, at the start and at the exit.
    */
-  health(): { journaled: boolean; pendingAlerts: number; readOnly?: string } {
-    return { journaled: this.journaled, pendingAlerts: this.pendingAlerts, ...(this.stats.readOnly ? { readOnly: this.stats.readOnly } : {}) };
+  health(): { journaled: boolean; pendingAlerts: number; readOnly?: string; agedOnDisk?: number } {
+    return { journaled: this.journaled, pendingAlerts: this.pendingAlerts, ...(this.stats.readOnly ? { readOnly: this.stats.readOnly } : {}), ...(this.stats.agedOnDisk ? { agedOnDisk: this.stats.agedOnDisk } : {}) };
   }
 
   private realign = false;
@@ -2013,12 +2021,31 @@ export class Outbox {
 
   private expire(): void {
     const cutoff = this.mono() - this.o.maxAgeMs;
+    const agedOnDisk: string[] = [];
     for (const r of this.live.values()) {
       if (this.born.get(r.key)! >= cutoff) break; // records are in order of append
-      if (r.kind === 'alert') this.evict(r, this.tooOld());
+      if (r.kind === 'alert' && this.foundOnDisk.has(r.key)) {
+        this.dropLive(r);
+        agedOnDisk.push(r.key.slice(6));
+      } else if (r.kind === 'alert') this.evict(r, this.tooOld());
       else this.dropLive(r);
     }
+    if (agedOnDisk.length > 0) this.agedOnDisk(agedOnDisk);
     this.updateStats();
+  }
+
+  /**
+   * Read-only: alerts found in the journal there (foundOnDisk) that outlived maxAgeHours: not
+   * sent, and not taken out of the journal (nothing is written there), so every read-only start
+   * finds them again. Said once a run (one line), counted in `agedOnDisk` and health, never in
+   * the lost (`evicted`): before, each start logged each "dropped undelivered", counted it lost
+   * and ended with status 3, for the same alerts, run after run. The first start on a writable
+   * volume drops them from the journal and counts them lost, once.
+   */
+  private agedOnDisk(ids: string[]): void {
+    this.stats.agedOnDisk = (this.stats.agedOnDisk ?? 0) + ids.length;
+    const shown = ids.slice(0, 10).join(', ') + (ids.length > 10 ? `, and ${ids.length - 10} more` : '');
+    this.log(`outbox: ${ids.length} alert(s) found in the journal in ${this.o.dir} are older than outbox.maxAgeHours (${this.o.maxAgeMs / 3_600_000} h): not replayed; they cannot be removed from a read-only folder (${this.readOnly ?? 'EROFS'}), so every start finds them there again, and says them so, until the volume is writable: the first start then drops them and counts them lost, once (${shown})`, { dir: this.o.dir, code: ErrorCodes.OUTBOX, agedOnDisk: this.stats.agedOnDisk }, 'error');
   }
 
   private evict(r: OutboxRecord, why: string): void {

@@ -347,3 +347,24 @@ describe('two argus on one read-only outbox folder (no lock file can be made the
   });
 });
 
+describe('a read-only start: alerts found on disk older than outbox.maxAgeHours', () => {
+  it('are not replayed, counted once a run (agedOnDisk, in health) and said aged and not removable there, never added to the lost (before: "dropped undelivered", counted lost and exit status 3 again at every start)', async () => {
+    const d = join(ro, 'aged');
+    leftJournal(d, ['o1', 'o2'], Date.now() - 7_200_000);
+    for (let start = 0; start < 2; start++) {
+      const logs: string[] = [];
+      const ob = await Outbox.open(opts(d, logs));
+      expect(ob.takeRecovered()).toEqual([]);
+      expect(ob.stats.evicted).toBe(0);
+      expect(ob.lostToBounds).toBe(0);
+      expect(ob.stats.agedOnDisk).toBe(2);
+      expect(ob.health()).toEqual({ journaled: true, pendingAlerts: 0, readOnly: 'EROFS', agedOnDisk: 2 });
+      const said = logs.filter((l) => /older than outbox.maxAgeHours/.test(l));
+      expect(said).toHaveLength(1);
+      expect(said[0]).toMatch(/2 alert\(s\) found in the journal .* older than outbox.maxAgeHours \(1 h\): not replayed; they cannot be removed from a read-only folder/);
+      expect(logs.join('\n')).not.toMatch(/dropped undelivered/);
+      await ob.close();
+    }
+    expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:o1', 'alert:o2']);
+  });
+});
