@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { copyFile, link, lstat, open, readdir, readFile, readlink, realpath, rename, rm, stat, statfs, utimes, writeFile, type FileHandle } from 'node:fs/promises';
+import { access, copyFile, link, lstat, open, readdir, readFile, readlink, realpath, rename, rm, stat, statfs, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { constants as fsConstants } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { hostname } from 'node:os';
@@ -110,6 +110,8 @@ export interface OutboxOptions {
   openSayMs?: number;
   /** Whether open says a shortfall of room (checkRoom). Default true; false for a folder only read and emptied (adoptOnce). */
   checkRoom?: boolean;
+  /** Read-only at open: how often it looks whether the volume is writable again, ms (tests; default 30 000, see watchWritable). */
+  writableCheckMs?: number;
 }
 
 export type OutboxKind = 'alert' | 'status';
@@ -172,6 +174,8 @@ export interface OutboxStats {
    * counts them lost, once. (Each read-only start counted them lost again, exit status 3.)
    */
   agedOnDisk?: number;
+  /** Read-only at open, and the volume found writable since (watchWritable): a restart journals the alerts again. */
+  writableAgain?: boolean;
 }
 
 /**
@@ -421,6 +425,9 @@ async function holdGuard(dir: string): Promise<Server | { heldBy: string } | und
   if (bound.code !== 'EADDRINUSE') return undefined;
   return { heldBy: (await guardHolder(dir)) ?? '' };
 }
+
+/** How often a run that found its outbox read-only looks whether it is writable again, ms (Outbox.watchWritable). */
+const WRITABLE_CHECK_MS = 30_000;
 
 /** After taking over a stale lock, how long to wait before checking it is still this opening's (see takeLock). */
 const TAKEOVER_SETTLE_MS = 250;
@@ -939,6 +946,7 @@ export class Outbox {
       this.stats.readOnly = this.readOnly;
       const found = this.pendingAlerts;
       this.log(`outbox: ${dir} is on a read-only volume (${this.readOnly}): argus runs and publishes alerts without the journal, NOT protected against a crash, kill -9 or power cut (each refused write counted in argus_outbox_events_total{event="write_errors"}; the exit says what was not on disk)${found > 0 ? `; the ${found} undelivered alert(s) found in it are replayed, and replayed again at every start until the volume is writable (they cannot be marked delivered there)` : ''}${made ? '' : `; the folder is not there (a volume not mounted? its journal is replayed once it is: mount it rather than make this one writable, where a new journal would be hidden by it)`}; make the volume writable, or set outbox.dir to a writable folder, and restart`, { dir, code: ErrorCodes.OUTBOX, errno: this.readOnly }, 'error');
+      this.watchWritable();
       return;
     }
     if (this.o.checkRoom !== false) await this.checkRoom().catch(() => undefined);
@@ -1247,6 +1255,39 @@ export class Outbox {
     }
   }
 
+  /**
+   * Read-only at open: looks every 30 s whether the volume is writable again (a remount, a volume
+   * mounted at last), and says so once, as an error, with `writableAgain` in the stats and health:
+   * the journal is not taken up while argus runs, so its alerts stay unprotected until a restart
+   * (before, nothing said the restart was due). Not taken up: a rewrite from memory would erase
+   * the alerts found there that the memory bound dropped (said kept, read again at the next start),
+   * and the lock would have to be taken against a start made meanwhile; a restart does all of it.
+   */
+  private watchWritable(): void {
+    const every = this.o.writableCheckMs ?? WRITABLE_CHECK_MS;
+    let looking = false;
+    this.writableTimer = setInterval(() => {
+      if (looking || this.closed) return;
+      looking = true;
+      void existingFolder(this.o.dir)
+        .then((at) => access(at, fsConstants.W_OK))
+        .then(
+          () => {
+            if (this.closed || !this.writableTimer) return;
+            clearInterval(this.writableTimer);
+            this.writableTimer = undefined;
+            this.stats.writableAgain = true;
+            this.log(`outbox: ${this.o.dir} is on a writable volume again; this run goes on without the journal (it is not taken up while argus runs): its alerts are NOT protected until argus is restarted, which replays and journals them there`, { dir: this.o.dir, code: ErrorCodes.OUTBOX }, 'error');
+          },
+          () => undefined,
+        )
+        .finally(() => (looking = false));
+    }, every);
+    this.writableTimer.unref();
+  }
+
+  private writableTimer: NodeJS.Timeout | undefined;
+
   /** Read-only: the folder's guard (holdGuard), held while this opening is open. */
   private guard: Server | undefined;
 
@@ -1268,6 +1309,8 @@ export class Outbox {
 
   /** Lets the read-only guard go (close, or an open that failed after it was taken). */
   private releaseGuard(): void {
+    if (this.writableTimer) clearInterval(this.writableTimer);
+    this.writableTimer = undefined;
     this.guard?.close();
     this.guard = undefined;
   }
@@ -1872,8 +1915,8 @@ export class Outbox {
    * survive a crash now (journaled), how many wait, and a read-only volume's errno. A read-only
    * or failing volume was said only in the log, at the start and at the exit.
    */
-  health(): { journaled: boolean; pendingAlerts: number; readOnly?: string; agedOnDisk?: number } {
-    return { journaled: this.journaled, pendingAlerts: this.pendingAlerts, ...(this.stats.readOnly ? { readOnly: this.stats.readOnly } : {}), ...(this.stats.agedOnDisk ? { agedOnDisk: this.stats.agedOnDisk } : {}) };
+  health(): { journaled: boolean; pendingAlerts: number; readOnly?: string; agedOnDisk?: number; writableAgain?: boolean } {
+    return { journaled: this.journaled, pendingAlerts: this.pendingAlerts, ...(this.stats.readOnly ? { readOnly: this.stats.readOnly } : {}), ...(this.stats.agedOnDisk ? { agedOnDisk: this.stats.agedOnDisk } : {}), ...(this.stats.writableAgain ? { writableAgain: true } : {}) };
   }
 
   private realign = false;

@@ -11,12 +11,12 @@ import type { AlertMessage, Message } from '../../src/sinks/message.js';
  * every call that would change a path under `ro` fails EROFS; reads work. (Checked against a real
  * read-only tmpfs by hand: the same codes, from mkdir, open 'wx' and rename.)
  */
-const { ro } = vi.hoisted(() => {
+const { ro, volume } = vi.hoisted(() => {
   // (Hoisted with the mock: plain requires, before the imports above are bound.)
   const { mkdtempSync: mk } = require('node:fs') as typeof import('node:fs');
   const { tmpdir: tmp } = require('node:os') as typeof import('node:os');
   const path = require('node:path') as typeof import('node:path');
-  return { ro: path.resolve(mk(path.join(tmp(), 'argus-ro-'))) };
+  return { ro: path.resolve(mk(path.join(tmp(), 'argus-ro-'))), volume: { writable: false } };
 });
 vi.mock('node:fs/promises', async (orig) => {
   const fs = await orig<typeof import('node:fs/promises')>();
@@ -50,6 +50,11 @@ vi.mock('node:fs/promises', async (orig) => {
     link: guard('link', fs.link),
     copyFile: guard('copyFile', fs.copyFile as (...a: unknown[]) => Promise<void>),
     utimes: guard('utimes', fs.utimes),
+    // access(W_OK) answers EROFS on a read-only mount; `volume.writable` stands for a remount rw.
+    access: async (p: string, mode?: number) => {
+      if (under(p) && !volume.writable && mode !== undefined && (mode & 2) !== 0) throw erofs('access', p);
+      return fs.access(p, mode);
+    },
   };
 });
 
@@ -366,5 +371,35 @@ describe('a read-only start: alerts found on disk older than outbox.maxAgeHours'
       await ob.close();
     }
     expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:o1', 'alert:o2']);
+  });
+});
+
+describe('a read-only start whose volume is made writable while it runs', () => {
+  it('says so once (an error: its alerts stay unprotected until a restart), with writableAgain in health (before: nothing said a restart was due)', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const d = join(ro, 'remounted');
+      leftJournal(d, ['w1']);
+      const logs: string[] = [];
+      const ob = await Outbox.open({ ...opts(d, logs), writableCheckMs: 30_000 });
+      const said = () => logs.filter((l) => /is on a writable volume again/.test(l));
+      await vi.advanceTimersByTimeAsync(30_000);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(said()).toHaveLength(0);
+      expect(ob.health().writableAgain).toBeUndefined();
+      volume.writable = true;
+      for (let i = 0; i < 3; i++) {
+        await vi.advanceTimersByTimeAsync(30_000);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(said()).toHaveLength(1);
+      expect(said()[0]).toMatch(/NOT protected until argus is restarted/);
+      expect(ob.health()).toMatchObject({ readOnly: 'EROFS', writableAgain: true });
+      expect(ob.stats.writableAgain).toBe(true);
+      await ob.close();
+    } finally {
+      volume.writable = false;
+      vi.useRealTimers();
+    }
   });
 });
