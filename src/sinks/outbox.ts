@@ -1162,12 +1162,18 @@ export class Outbox {
         // Already here (an adoption cut short, a newer status): taken out there, not replayed twice.
         // Older than this pipeline's bound: dropped (logged), as at its own open.
         const at = this.readClocks();
+        // Where nothing can be taken out there (either side read-only: see the ack below), an aged
+        // one stays there too, found again at every start: said aged (agedOnDisk), not lost each time.
+        const stays = this.readOnly !== undefined || old.readOnly !== undefined;
+        const aged: string[] = [];
         const fresh = records.filter((r) => {
           if ((this.live.get(r.key)?.at ?? -Infinity) >= r.at) return false;
           if (this.ageOf(r, at) <= this.o.maxAgeMs) return true;
-          if (r.kind === 'alert') this.dropped(r, this.tooOld());
+          if (r.kind === 'alert' && stays) aged.push(r.key.slice(6));
+          else if (r.kind === 'alert') this.dropped(r, this.tooOld());
           return false;
         });
+        if (aged.length > 0) this.agedOnDisk(aged, from);
         const written = fresh.map((r) => {
           const prev = this.live.get(r.key);
           if (prev) this.dropLive(prev);
@@ -2085,10 +2091,10 @@ export class Outbox {
    * and ended with status 3, for the same alerts, run after run. The first start on a writable
    * volume drops them from the journal and counts them lost, once.
    */
-  private agedOnDisk(ids: string[]): void {
+  private agedOnDisk(ids: string[], dir = this.o.dir): void {
     this.stats.agedOnDisk = (this.stats.agedOnDisk ?? 0) + ids.length;
     const shown = ids.slice(0, 10).join(', ') + (ids.length > 10 ? `, and ${ids.length - 10} more` : '');
-    this.log(`outbox: ${ids.length} alert(s) found in the journal in ${this.o.dir} are older than outbox.maxAgeHours (${this.o.maxAgeMs / 3_600_000} h): not replayed; they cannot be removed from a read-only folder (${this.readOnly ?? 'EROFS'}), so every start finds them there again, and says them so, until the volume is writable: the first start then drops them and counts them lost, once (${shown})`, { dir: this.o.dir, code: ErrorCodes.OUTBOX, agedOnDisk: this.stats.agedOnDisk }, 'error');
+    this.log(`outbox: ${ids.length} alert(s) found in the journal in ${dir} are older than outbox.maxAgeHours (${this.o.maxAgeMs / 3_600_000} h): not replayed; they cannot be removed from a read-only folder (EROFS), so every start finds them there again, and says them so, until the volume is writable: the first start then drops them and counts them lost, once (${shown})`, { dir: this.o.dir, code: ErrorCodes.OUTBOX, agedOnDisk: this.stats.agedOnDisk }, 'error');
   }
 
   private evict(r: OutboxRecord, why: string): void {

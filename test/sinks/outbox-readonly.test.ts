@@ -372,6 +372,22 @@ describe('a read-only start: alerts found on disk older than outbox.maxAgeHours'
     }
     expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:o1', 'alert:o2']);
   });
+
+  it('in an older release\'s folder on a read-only volume, taken over at start: the same (before: counted lost again at every start, the folder not marked taken)', async () => {
+    const legacy = join(ro, 'legacy-aged');
+    leftJournal(legacy, ['la1'], Date.now() - 7_200_000);
+    const here = mkdtempSync(join(tmpdir(), 'argus-outbox-rw-'));
+    for (let start = 0; start < 2; start++) {
+      const logs: string[] = [];
+      const ob = await Outbox.open(opts(here, logs));
+      expect(await ob.adoptOnce([legacy])).toBe(0);
+      expect(ob.lostToBounds).toBe(0);
+      expect(ob.stats.agedOnDisk).toBe(1);
+      expect(logs.join('\n')).toMatch(/1 alert\(s\) found in the journal in .*legacy-aged are older than outbox.maxAgeHours/);
+      await ob.close();
+    }
+    expect((await readOutbox(legacy)).map((r) => r.key)).toEqual(['alert:la1']);
+  });
 });
 
 describe('a read-only start whose volume is made writable while it runs', () => {
