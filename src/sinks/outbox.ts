@@ -391,7 +391,8 @@ async function guardHolder(dir: string): Promise<string | undefined> {
     });
     c.on('end', () => {
       clearTimeout(t);
-      done(text.trim() || 'a process that did not say who it is');
+      // (Its words go into the log: any local user can hold such a name, so no control characters.)
+      done(text.replace(/[^\x20-\x7e]/g, '?').trim() || 'a process that did not say who it is');
     });
     c.on('error', (e: NodeJS.ErrnoException) => {
       clearTimeout(t);

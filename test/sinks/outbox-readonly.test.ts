@@ -340,6 +340,24 @@ describe('two argus on one read-only outbox folder (no lock file can be made the
     await second.close();
   });
 
+  it('a name held by another local user\'s process (abstract sockets have no owner): refused, its words in the message without control characters', async () => {
+    const d = join(ro, 'squatted');
+    leftJournal(d, ['q1']);
+    const st = statSync(d);
+    const { createServer } = await import('node:net');
+    const squatter = createServer((c) => c.end('evil\nVAP_ERR_FAKE forged line\u001b[31m'));
+    await new Promise<void>((r) => squatter.listen(`\0argus-outbox-${st.dev}-${st.ino}`, r));
+    try {
+      const e = await Outbox.open(opts(d)).catch((x: unknown) => x);
+      expect(isArgusError(e) && e.message).toMatch(/is in use by another argus \(evil\?VAP_ERR_FAKE forged line\?\[31m\)/);
+    } finally {
+      squatter.close();
+    }
+    const ob = await Outbox.open(opts(d));
+    expect(ob.takeRecovered()).toHaveLength(1);
+    await ob.close();
+  });
+
   it('another pipeline\'s start does not call a running read-only run\'s folder stranded (before: "holds 1 undelivered alert(s) that no argus has open", as an error)', async () => {
     const root = join(ro, 'state');
     leftJournal(join(root, 'lobby'), ['s1']);
