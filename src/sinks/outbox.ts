@@ -367,7 +367,7 @@ function guardName(st: { dev: number; ino: number }): string {
 }
 
 /** How long a holder of a read-only folder's guard has to say who it is, ms (a frozen one holds it all the same). */
-const GUARD_ANSWER_MS = 1000;
+const GUARD_ANSWER_MS = 3000;
 
 /**
  * Who holds the read-only guard of the folder `dir` (guardName), as its holder says it ("pid N, a
