@@ -358,6 +358,23 @@ describe('two argus on one read-only outbox folder (no lock file can be made the
     await ob.close();
   });
 
+  it('a holder that does not answer (frozen, SIGSTOP): still held, the start refused within the guard\'s 3 s', async () => {
+    const d = join(ro, 'frozen');
+    leftJournal(d, ['f1']);
+    const st = statSync(d);
+    const { createServer } = await import('node:net');
+    const silent = createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(`\0argus-outbox-${st.dev}-${st.ino}`, r));
+    try {
+      const t0 = performance.now();
+      const e = await Outbox.open(opts(d)).catch((x: unknown) => x);
+      expect(isArgusError(e) && e.message).toMatch(/is in use by another argus \(a process that does not answer \(frozen\?\)/);
+      expect(performance.now() - t0).toBeLessThan(10_000);
+    } finally {
+      silent.close();
+    }
+  }, 20_000);
+
   it('another pipeline\'s start does not call a running read-only run\'s folder stranded (before: "holds 1 undelivered alert(s) that no argus has open", as an error)', async () => {
     const root = join(ro, 'state');
     leftJournal(join(root, 'lobby'), ['s1']);
