@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { ThrottledLog, type LogFn } from '../core/log.js';
 import { KeyedTokenBuckets } from '../core/rate.js';
 import { addressKey, parseRequestUrl, refuseSocket, requestAuthorized } from '../core/http.js';
+import { withoutSnapshot } from '../analytics/published.js';
 import type { AlertMessage, Message, MessageKind } from './message.js';
 import type { Sink } from './sink.js';
 
@@ -586,8 +587,14 @@ export class WebSocketHub implements Sink {
     if (snap && typeof snap.data === 'string') {
       const picture = Buffer.from(snap.data, 'base64');
       const max = this.o.snapshotCacheBytes ?? DEFAULT_SNAPSHOT_CACHE_BYTES;
-      const key = randomBytes(12).toString('base64url');
-      if (picture.length <= max) {
+      // A picture over the whole cache is not held: a URL to it answered 404 from the start (a
+      // dashboard showed "no longer held" for a picture it never could have had). The alert goes
+      // without it, saying why (snapshotOmitted too-large, as Kafka's): Kafka and the JSON lines embed it.
+      if (picture.length > max) {
+        const detail = `the picture (${picture.length} bytes) is larger than the WebSocket holds for /api/snapshot (sinks.websocket.snapshotCacheBytes, ${max}): left out here; Kafka and the JSON lines embed it`;
+        json = JSON.stringify({ ...m, alert: withoutSnapshot(a, { reason: 'too-large', detail }) });
+      } else {
+        const key = randomBytes(12).toString('base64url');
         const before = this.pictures.get(a.id);
         if (before) this.picturesBytes -= before.jpeg.length;
         this.pictures.delete(a.id);
@@ -598,9 +605,9 @@ export class WebSocketHub implements Sink {
           this.pictures.delete(id);
           this.picturesBytes -= p.jpeg.length;
         }
+        const { data: _data, ...rest } = snap;
+        json = JSON.stringify({ ...m, alert: { ...a, snapshot: { ...rest, url: snapshotPath(a.id, key) } } });
       }
-      const { data: _data, ...rest } = snap;
-      json = JSON.stringify({ ...m, alert: { ...a, snapshot: { ...rest, url: snapshotPath(a.id, key) } } });
     }
     const bytes = Buffer.byteLength(json);
     this.held.push({ seq: this.heldSeq++, id: a.id, source, json, bytes });

@@ -289,3 +289,27 @@ describe('a resume names the hub as well as the run', () => {
     expect(e?.message).toContain('"instance"');
   });
 });
+
+describe('an alert whose picture is larger than snapshotCacheBytes', () => {
+  it('carries no URL (it answered 404 from the start) but snapshotOmitted too-large saying why; a smaller one keeps its URL', async () => {
+    const h = hub({ snapshotCacheBytes: 8 });
+    const s = await server();
+    registerRoutes(s, context((i, k) => h.snapshot(i, k)));
+    const sent: string[] = [];
+    // What a client receives: the hub's held form (a resume sends the same JSON).
+    const big = alert('cam:r:run-1:1', Buffer.alloc(9, 0xff));
+    h.publish('alert', 'cam', JSON.stringify(big), big);
+    const small = alert('cam:r:run-2:1', Buffer.alloc(8, 0xfe));
+    h.publish('alert', 'cam', JSON.stringify(small), small);
+    for (const x of (h as unknown as { held: { json: string }[] }).held) sent.push(x.json);
+    const [bigSent, smallSent] = sent.map((j) => JSON.parse(j) as AlertMessage);
+    expect(h.snapshotUrl('cam:r:run-1:1')).toBeUndefined();
+    expect(bigSent.alert.snapshot).toBeUndefined();
+    expect(bigSent.alert.snapshotOmitted).toMatchObject({ reason: 'too-large' });
+    expect(bigSent.alert.snapshotOmitted?.detail).toContain('snapshotCacheBytes');
+    expect(bigSent.alert.snapshotOmitted?.url).toBeUndefined();
+    const url = smallSent.alert.snapshot?.url;
+    expect(url).toBe(h.snapshotUrl('cam:r:run-2:1'));
+    expect((await get(s.port, url!)).status).toBe(200);
+  });
+});
