@@ -139,6 +139,14 @@ const DEFAULT_MAX_MESSAGES_PER_SECOND = 100;
 export const DEFAULT_SNAPSHOT_CACHE_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_REPLAY_ALERTS = 2000;
 export const DEFAULT_REPLAY_ALERT_BYTES = 16 * 1024 * 1024;
+/**
+ * The WebSocket subprotocol argus speaks (`Sec-WebSocket-Protocol`), this JSON protocol's version 1.
+ * A client may ask for none (then none is named) or for a list holding it (then it is named in
+ * the answer). Before, ws named whatever the client asked first: `new WebSocket(url, 'mqtt')` was
+ * told argus spoke MQTT, and a client that asked for a protocol argus does not speak was admitted.
+ */
+export const WS_SUBPROTOCOL = 'argus.v1';
+
 /** Where the HTTP server answers an alert's picture (routes.ts): `?id=` the alert's id, `&key=` its picture's key. */
 export const SNAPSHOT_PATH = '/api/snapshot';
 
@@ -237,7 +245,8 @@ export class WebSocketHub implements Sink {
     // maxPayload: a message over maxClientMessageBytes closes the socket (1009), fragments included:
     // ws holds each fragment of a message until its last, as its own Buffer (about 200 bytes for a
     // 1-byte fragment), so 64 KiB of 1-byte fragments held 13 MB per client.
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: o.maxClientMessageBytes, perMessageDeflate: false, autoPong: false });
+    // handleProtocols: WS_SUBPROTOCOL or none (handleUpgrade refused any other list before).
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: o.maxClientMessageBytes, perMessageDeflate: false, autoPong: false, handleProtocols: (asked) => (asked.has(WS_SUBPROTOCOL) ? WS_SUBPROTOCOL : false) });
     this.flushTimer = setInterval(() => this.flushBacklogs(), 50);
     this.flushTimer.unref();
     this.heartbeatTimer = setInterval(() => this.heartbeat(), o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
@@ -262,6 +271,13 @@ export class WebSocketHub implements Sink {
       if (no) {
         if (no.status === 403) this.throttled.log('origin', 'websocket: upgrade from a foreign origin refused', { origin: String(req.headers.origin).slice(0, 200) }, 'warn');
         return this.refuse(socket, no.status, no.reason, no.headers);
+      }
+      // Subprotocols asked for, none of them argus's: 400 before the handshake (a browser's
+      // WebSocket fails on its own when it asked for one and none is named; a client that is
+      // not a browser reads why in the reason phrase and the header naming the one spoken).
+      if (!subprotocolAccepted(req.headers['sec-websocket-protocol'])) {
+        this.throttled.log('subprotocol', 'websocket: an upgrade asking for subprotocols other than argus.v1 was refused with 400', { asked: String(req.headers['sec-websocket-protocol']).slice(0, 200) }, 'warn');
+        return this.refuse(socket, 400, `Bad Request: WebSocket subprotocol not spoken here; ask for ${WS_SUBPROTOCOL} or none`, { 'Sec-WebSocket-Protocol': WS_SUBPROTOCOL });
       }
       const address = addressKey(req.socket.remoteAddress);
       // The address's handshake rate before any handshake: one that connects and closes in a loop
@@ -821,6 +837,16 @@ export class WebSocketHub implements Sink {
     });
     this.wss.close();
   }
+}
+
+/**
+ * Whether an upgrade's `Sec-WebSocket-Protocol` (absent, or a comma-separated list, possibly in
+ * several headers) asks for none or includes WS_SUBPROTOCOL.
+ */
+function subprotocolAccepted(header: string | string[] | undefined): boolean {
+  if (header === undefined) return true;
+  const list = (Array.isArray(header) ? header.join(',') : header).split(',').map((p) => p.trim()).filter((p) => p !== '');
+  return list.length === 0 || list.includes(WS_SUBPROTOCOL);
 }
 
 /** `HTTP://Example.com:80/` → `http://example.com`; anything that is not a URL is kept, lower-cased. */

@@ -5,6 +5,7 @@
 import { connect as netConnect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { launchChromium } from '../helpers/browser.js';
 import { startHttpServer, type HttpServerOptions, type RunningServer } from '../../src/server/http.js';
 import { RateMeter, registerRoutes } from '../../src/server/routes.js';
 import type { Pipeline } from '../../src/pipeline/pipeline.js';
@@ -312,4 +313,50 @@ describe('an alert whose picture is larger than snapshotCacheBytes', () => {
     expect(url).toBe(h.snapshotUrl('cam:r:run-2:1'));
     expect((await get(s.port, url!)).status).toBe(200);
   });
+});
+
+describe('WebSocket subprotocols (Sec-WebSocket-Protocol)', () => {
+  it('argus.v1 is named back; none asked, none named; a list without it is refused with 400 naming the one spoken (ws named back whatever was asked first)', async () => {
+    const { s } = await wsServer();
+    const open = (protocols?: string | string[]) =>
+      new Promise<{ protocol?: string; status?: number; reason?: string; header?: string }>((resolve) => {
+        const ws = new WebSocket(`ws://127.0.0.1:${s.port}/ws`, protocols);
+        ws.once('open', () => {
+          resolve({ protocol: ws.protocol });
+          ws.close();
+        });
+        ws.once('unexpected-response', (_q, res) => {
+          resolve({ status: res.statusCode, reason: res.statusMessage, header: res.headers['sec-websocket-protocol'] as string | undefined });
+          res.destroy();
+        });
+        ws.once('error', () => resolve({}));
+      });
+    expect(await open('argus.v1')).toEqual({ protocol: 'argus.v1' });
+    expect(await open(['mqtt', 'argus.v1'])).toEqual({ protocol: 'argus.v1' });
+    expect(await open()).toEqual({ protocol: '' });
+    const refused = await open('mqtt');
+    expect(refused.status).toBe(400);
+    expect(refused.reason).toContain('argus.v1');
+    expect(refused.header).toBe('argus.v1');
+  });
+});
+
+describe('WebSocket subprotocols in a browser (Chromium)', () => {
+  it('new WebSocket(url, "argus.v1") opens with that protocol; one asking for another fails (it opened, told argus spoke it)', async () => {
+    const { s } = await wsServer();
+    const browser = await launchChromium();
+    cleanups.push(() => browser.close());
+    const page = await browser.newPage();
+    // The dashboard's page: its Content-Security-Policy lets it open /ws (an API route's would not).
+    await page.goto(`${s.url}/`);
+    // A string: the test's own WebSocket (ws) would be rewritten into the page's function.
+    const tryOpen = (protocol: string) =>
+      page.evaluate(`new Promise((resolve) => {
+        const ws = new WebSocket('ws://' + location.host + '/ws', ${JSON.stringify(protocol)});
+        ws.onopen = () => { resolve('open ' + ws.protocol); ws.close(); };
+        ws.onclose = (e) => resolve('closed ' + e.code);
+      })`);
+    expect(await tryOpen('argus.v1')).toBe('open argus.v1');
+    expect(await tryOpen('mqtt')).toBe('closed 1006');
+  }, 60_000);
 });
