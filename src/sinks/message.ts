@@ -156,9 +156,19 @@ export const MessageSchema = z.discriminatedUnion('type', [DetectionsMessageSche
 export type Message = DetectionsMessage | AlertMessage | StatusMessage;
 export type MessageKind = Message['type'];
 
+/**
+ * The message schema's revision within its version (`version`, MESSAGE_VERSION): the date of the
+ * last change to what it accepts. Within version 1 a revision may add fields and values (a copy of
+ * an earlier revision refuses them: each kind is closed to its own fields); anything else (a field
+ * removed, renamed, retyped) is version 2. README, "Message schema", lists each revision and what
+ * it added; test/sinks/schema-compat.test.ts fails when the schema changes without one.
+ */
+export const SCHEMA_REVISION = '2026-12-07';
+
 const JSON_SCHEMA_HEADER = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   $id: 'https://argus.dev/schemas/message.v1.json',
+  $comment: `version 1, revision ${SCHEMA_REVISION}: a later revision of version 1 may add fields and values, which this copy refuses; README, "Message schema", lists the revisions`,
   title: 'argus message, version 1',
   description:
     'The envelope every argus sink publishes (JSONL, Kafka, WebSocket): one per processed frame (type detections), one per alert (type alert), one per source state change (type status).',

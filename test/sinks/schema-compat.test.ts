@@ -1,0 +1,122 @@
+/**
+ * The message schema's compatibility rule (README, "Message schema": revisions): within version 1
+ * a revision only adds (fields, enum values), each revision is dated (SCHEMA_REVISION) and kept
+ * (test/schema/message.v1.<revision>.json), and README names what each added, which a strict
+ * consumer's copy of an earlier revision refuses. Before, the schema changed under one `$id`
+ * with nothing to say so: a consumer validating with its copy refused the new
+ * `snapshotOmitted.reason` "unknown" (and every message once `run` came) and could not tell why.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { messageJsonSchema, MESSAGE_VERSION, SCHEMA_REVISION } from '../../src/sinks/message.js';
+
+const ROOT = resolve(__dirname, '../..');
+const DIR = resolve(ROOT, 'test/schema');
+type S = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** The kept revisions of this version, oldest first. */
+function revisions(): string[] {
+  const re = new RegExp(`^message\\.v${MESSAGE_VERSION}\\.(\\d{4}-\\d{2}-\\d{2})\\.json$`);
+  return readdirSync(DIR).map((f) => re.exec(f)?.[1]).filter((r): r is string => r !== undefined).sort();
+}
+const kept = (rev: string): S => JSON.parse(readFileSync(resolve(DIR, `message.v${MESSAGE_VERSION}.${rev}.json`), 'utf8')) as S;
+
+/** A schema without its words (descriptions, comments, title): what it accepts, only. */
+function accepts(s: unknown): unknown {
+  if (Array.isArray(s)) return s.map(accepts);
+  if (!s || typeof s !== 'object') return s;
+  return Object.fromEntries(Object.entries(s).filter(([k]) => k !== 'description' && k !== '$comment' && k !== 'title').map(([k, v]) => [k, accepts(v)]));
+}
+
+/**
+ * Where `cur` refuses what `old` accepts, as `path: what` (empty: every message valid under `old`
+ * is valid under `cur`, as far as these keywords go: properties, required, enum, const, type,
+ * bounds, and the combinators walked by position). narrowings(new, old): what a copy of `old`
+ * refuses of the messages `new` allows.
+ */
+export function narrowings(old: S, cur: S, path = '#'): string[] {
+  const out: string[] = [];
+  if (!old || typeof old !== 'object' || !cur || typeof cur !== 'object') return out;
+  for (const k of ['type', 'const', '$ref', 'format', 'pattern', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minItems', 'maxItems', 'minLength', 'maxLength'] as const) {
+    if (k in cur && JSON.stringify(old[k]) !== JSON.stringify(cur[k])) out.push(`${path}: ${k} ${JSON.stringify(old[k])} -> ${JSON.stringify(cur[k])}`);
+  }
+  if (cur.additionalProperties === false && old.additionalProperties !== false) out.push(`${path}: closed to other properties`);
+  if (Array.isArray(cur.enum)) for (const v of old.enum ?? []) if (!cur.enum.includes(v)) out.push(`${path}: value ${JSON.stringify(v)}`);
+  for (const r of cur.required ?? []) if (!(old.required ?? []).includes(r)) out.push(`${path}: required ${r}`);
+  for (const k of ['oneOf', 'anyOf', 'allOf'] as const) {
+    if (!(k in cur)) continue;
+    if (!Array.isArray(old[k]) || old[k].length !== cur[k].length) out.push(`${path}: ${k} ${old[k] ? 'changed' : 'added'}`);
+    else (cur[k] as S[]).forEach((c, i) => out.push(...narrowings(old[k][i], c, `${path}/${k}/${i}`)));
+  }
+  for (const [k, v] of Object.entries((old.properties ?? {}) as S)) {
+    if (!cur.properties?.[k]) {
+      if (cur.additionalProperties === false) out.push(`${path}: property ${k}`);
+      continue;
+    }
+    out.push(...narrowings(v as S, cur.properties[k], `${path}/properties/${k}`));
+  }
+  for (const key of ['items', 'additionalProperties'] as const) if (typeof old[key] === 'object' && typeof cur[key] === 'object') out.push(...narrowings(old[key], cur[key], `${path}/${key}`));
+  for (const key of ['$defs', 'prefixItems'] as const) for (const [k, v] of Object.entries((old[key] ?? {}) as S)) if (cur[key]?.[k]) out.push(...narrowings(v as S, cur[key][k], `${path}/${key}/${k}`));
+  return out;
+}
+
+/** README's revisions list: the lines of the table under "Revisions of version 1". */
+function readmeRevisions(): Map<string, string> {
+  const readme = readFileSync(resolve(ROOT, 'README.md'), 'utf8');
+  const at = readme.indexOf(`Revisions of version ${MESSAGE_VERSION}`);
+  expect(at, 'README, "Message schema": the revisions of the version').toBeGreaterThan(0);
+  const rows = new Map<string, string>();
+  for (const line of readme.slice(at).split('\n').slice(1, 60)) {
+    const m = /^\| (\d{4}-\d{2}-\d{2}) \|(.*)\|$/.exec(line);
+    if (m) rows.set(m[1], m[2]);
+  }
+  return rows;
+}
+
+describe('the message schema\'s revisions (version 1)', () => {
+  it('the schema accepts exactly what its revision\'s kept copy does: a change to what it accepts needs a new revision (SCHEMA_REVISION, a copy, a README row)', () => {
+    const revs = revisions();
+    expect(revs).toContain(SCHEMA_REVISION);
+    expect(revs[revs.length - 1], 'SCHEMA_REVISION is the newest kept').toBe(SCHEMA_REVISION);
+    // On failure: the schema changed what it accepts. Set SCHEMA_REVISION to today, copy
+    // src/sinks/message.schema.json to test/schema/message.v1.<today>.json, and add README's row.
+    expect(accepts(messageJsonSchema())).toEqual(accepts(kept(SCHEMA_REVISION)));
+    expect(messageJsonSchema().$comment).toContain(`revision ${SCHEMA_REVISION}`);
+  });
+
+  it('each revision accepts every message the one before it did (it only adds), but the few tightenings README names', () => {
+    const revs = revisions();
+    const rows = readmeRevisions();
+    for (let i = 1; i < revs.length; i++) {
+      for (const n of narrowings(kept(revs[i - 1]), kept(revs[i]))) {
+        // A tightening is allowed only as README's row says it: "tightened" and the property named.
+        const name = [...n.split(':')[0].matchAll(/\/properties\/([^/]+)/g)].pop()?.[1] ?? n;
+        expect(rows.get(revs[i]) ?? '', `${revs[i]} refuses what ${revs[i - 1]} accepted (${n}); README's row must say it is tightened`).toMatch(new RegExp(`tightened[^|]*\`${name}\``));
+      }
+    }
+  });
+
+  it('README names, for each revision, every field and value a copy of the one before refuses (what a strict consumer must update for)', () => {
+    const revs = revisions();
+    const rows = readmeRevisions();
+    for (const r of revs) expect(rows.has(r), `README has a row for revision ${r}`).toBe(true);
+    for (let i = 1; i < revs.length; i++) {
+      const refused = narrowings(kept(revs[i]), kept(revs[i - 1]));
+      expect(refused.length, `${revs[i]} adds something`).toBeGreaterThan(0);
+      for (const n of refused) {
+        const what = /: (?:property (\S+)|value "([^"]+)")$/.exec(n);
+        expect(what, `an addition README can name: ${n}`).not.toBeNull();
+        expect(rows.get(revs[i]), `README's row for ${revs[i]} names ${n}`).toContain(`\`${what![1] ?? what![2]}\``);
+      }
+    }
+  });
+
+  it('the walk finds what it must (a field added to a closed kind, a value added, a field made required)', () => {
+    const old = { type: 'object', additionalProperties: false, required: ['a'], properties: { a: { type: 'string' }, r: { enum: ['x'] } } };
+    const cur = { type: 'object', additionalProperties: false, required: ['a', 'b'], properties: { a: { type: 'string' }, b: { type: 'number' }, r: { enum: ['x', 'y'] } } };
+    expect(narrowings(cur, old)).toEqual(['#: property b', '#/properties/r: value "y"']);
+    expect(narrowings(old, cur)).toEqual(['#: required b']);
+    expect(narrowings(old, old)).toEqual([]);
+  });
+});
