@@ -276,7 +276,9 @@ export class WebSocketHub implements Sink {
       // WebSocket fails on its own when it asked for one and none is named; a client that is
       // not a browser reads why in the reason phrase and the header naming the one spoken).
       if (!subprotocolAccepted(req.headers['sec-websocket-protocol'])) {
-        this.throttled.log('subprotocol', 'websocket: an upgrade asking for subprotocols other than argus.v1 was refused with 400', { asked: String(req.headers['sec-websocket-protocol']).slice(0, 200) }, 'warn');
+        // What was asked is not logged: a client that passes its token as a subprotocol (the one
+        // header a browser's WebSocket sets) would have it written to the log.
+        this.throttled.log('subprotocol', `websocket: an upgrade asking only for subprotocols other than ${WS_SUBPROTOCOL} was refused with 400`, {}, 'warn');
         return this.refuse(socket, 400, `Bad Request: WebSocket subprotocol not spoken here; ask for ${WS_SUBPROTOCOL} or none`, { 'Sec-WebSocket-Protocol': WS_SUBPROTOCOL });
       }
       const address = addressKey(req.socket.remoteAddress);

@@ -317,7 +317,8 @@ describe('an alert whose picture is larger than snapshotCacheBytes', () => {
 
 describe('WebSocket subprotocols (Sec-WebSocket-Protocol)', () => {
   it('argus.v1 is named back; none asked, none named; a list without it is refused with 400 naming the one spoken (ws named back whatever was asked first)', async () => {
-    const { s } = await wsServer();
+    const logged: string[] = [];
+    const { s } = await wsServer(undefined, { log: (msg, fields) => logged.push(`${msg} ${JSON.stringify(fields)}`) });
     const open = (protocols?: string | string[]) =>
       new Promise<{ protocol?: string; status?: number; reason?: string; header?: string }>((resolve) => {
         const ws = new WebSocket(`ws://127.0.0.1:${s.port}/ws`, protocols);
@@ -334,6 +335,11 @@ describe('WebSocket subprotocols (Sec-WebSocket-Protocol)', () => {
     expect(await open('argus.v1')).toEqual({ protocol: 'argus.v1' });
     expect(await open(['mqtt', 'argus.v1'])).toEqual({ protocol: 'argus.v1' });
     expect(await open()).toEqual({ protocol: '' });
+    // A browser's WebSocket sets no header but this one: a client may put its token there. Not logged
+    // (the first refusal: the log is throttled).
+    expect((await open(['Bearer.s3cret-t0ken'])).status).toBe(400);
+    expect(logged.length).toBeGreaterThan(0);
+    expect(logged.join('\n')).not.toContain('s3cret-t0ken');
     const refused = await open('mqtt');
     expect(refused.status).toBe(400);
     expect(refused.reason).toContain('argus.v1');
