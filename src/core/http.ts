@@ -27,10 +27,16 @@ export function addressKey(remote: string | undefined): string {
   return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
 }
 
-/** The request target as a URL, or undefined when it cannot be parsed (e.g. `//x:99999`). Never throws. */
+/**
+ * The request target as a URL, or undefined when it cannot be parsed (e.g. `http://x:99999/`).
+ * Never throws. A path (origin-form) is a path: resolved against a base, `//healthz` (a probe's
+ * URL joined with one slash too many) was read as the host `healthz` and the path `/`, and was
+ * answered the dashboard page with 200, whatever /healthz said; `//x/metrics` was /metrics.
+ */
 export function parseRequestUrl(raw: string | undefined): URL | undefined {
   try {
-    return new URL(raw ?? '/', 'http://x');
+    if (raw === undefined || raw.startsWith('/')) return new URL(`http://x${raw ?? '/'}`);
+    return new URL(raw, 'http://x');
   } catch {
     return undefined;
   }

@@ -366,3 +366,18 @@ describe('WebSocket subprotocols in a browser (Chromium)', () => {
     expect(await tryOpen('mqtt')).toBe('closed 1006');
   }, 60_000);
 });
+
+describe('a request target that begins with two slashes', () => {
+  it('is a path (404), not a host and a path: //healthz was answered the dashboard page with 200, //x/metrics was /metrics', async () => {
+    const { s } = await wsServer();
+    for (const path of ['//healthz', '//x/metrics', '//x/api/sources']) {
+      const r = await get(s.port, path);
+      expect([r.status, r.body.toString()], path).toEqual([404, 'not found\n']);
+    }
+    const up = await get(s.port, '//x/ws', { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' });
+    expect(up.status).toBe(404);
+    // The paths themselves, and the absolute form, are as they were.
+    expect((await get(s.port, '/healthz')).status).toBe(200);
+    expect((await get(s.port, `http://127.0.0.1:${s.port}/healthz`)).status).toBe(200);
+  });
+});

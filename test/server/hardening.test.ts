@@ -138,11 +138,12 @@ describe('HTTP: nothing a client sends throws out of a handler', () => {
         throw new Error('upgrade boom');
       } },
     });
-    for (const path of ['//x:99999', '//[::1', 'http://[zz]/']) {
+    // Absolute-form targets: a path (origin-form) always parses, `//x:99999` as the path it is.
+    for (const path of ['http://x:99999/', 'http://[::1/', 'http://[zz]/']) {
       const r = await raw(s.port, req('GET', path));
       expect(r.status, path).toBe(400);
     }
-    const up = await raw(s.port, `GET //x:99999 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
+    const up = await raw(s.port, `GET http://x:99999/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
     expect(up.status).toBe(400);
     expect(up.closed).toBe(true);
     const sync = await raw(s.port, req('GET', '/throws'));
@@ -161,7 +162,7 @@ describe('HTTP: nothing a client sends throws out of a handler', () => {
     const hub = new WebSocketHub({ maxBufferedBytes: 65536, maxAlertBacklog: 10, maxClientMessageBytes: 4096, sources: () => [], token: 't' });
     cleanups.push(() => hub.close());
     const ns: NetServer = createNetServer((sock) =>
-      hub.handleUpgrade({ url: '//x:99999', headers: { host: '127.0.0.1' } } as unknown as IncomingMessage, sock, Buffer.alloc(0)),
+      hub.handleUpgrade({ url: 'http://x:99999/ws', headers: { host: '127.0.0.1' } } as unknown as IncomingMessage, sock, Buffer.alloc(0)),
     );
     await new Promise<void>((r) => ns.listen(0, '127.0.0.1', r));
     cleanups.push(() => new Promise((r) => ns.close(r)));
