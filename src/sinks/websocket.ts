@@ -6,7 +6,7 @@ import { ThrottledLog, type LogFn } from '../core/log.js';
 import { KeyedTokenBuckets } from '../core/rate.js';
 import { addressKey, parseRequestUrl, refuseSocket, requestAuthorized } from '../core/http.js';
 import { withoutSnapshot } from '../analytics/published.js';
-import type { AlertMessage, Message, MessageKind } from './message.js';
+import { SCHEMA_REVISION, type AlertMessage, type Message, type MessageKind } from './message.js';
 import type { Sink } from './sink.js';
 
 export interface WebSocketHubOptions {
@@ -403,7 +403,8 @@ export class WebSocketHub implements Sink {
     ws.on('error', () => ws.terminate());
     // latestAlert: where a client that has had no alert yet resumes from after a reconnect (subscribe's `after`).
     const latestAlert = this.held.length > 0 ? this.held[this.held.length - 1].id : null;
-    this.sendControl(c, { type: 'hello', version: 1, ...(this.o.run !== undefined ? { run: this.o.run } : {}), instance: this.instance, latestAlert, sources: this.o.sources(), kinds: KINDS, maxMessageBytes: this.o.maxClientMessageBytes });
+    // schemaRevision: the message schema's revision (sinks/message.ts, SCHEMA_REVISION), which a client validating with its own copy compares with its copy's.
+    this.sendControl(c, { type: 'hello', version: 1, schemaRevision: SCHEMA_REVISION, ...(this.o.run !== undefined ? { run: this.o.run } : {}), instance: this.instance, latestAlert, sources: this.o.sources(), kinds: KINDS, maxMessageBytes: this.o.maxClientMessageBytes });
   }
 
   /**

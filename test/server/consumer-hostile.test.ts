@@ -11,7 +11,7 @@ import { RateMeter, registerRoutes } from '../../src/server/routes.js';
 import type { Pipeline } from '../../src/pipeline/pipeline.js';
 import type { Metrics } from '../../src/server/metrics.js';
 import { WebSocketHub, type WebSocketHubOptions } from '../../src/sinks/websocket.js';
-import type { AlertMessage } from '../../src/sinks/message.js';
+import { SCHEMA_REVISION, type AlertMessage } from '../../src/sinks/message.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -263,7 +263,7 @@ describe('a resume names the hub as well as the run', () => {
       return msgs;
     };
     const alerts = (msgs: Record<string, unknown>[]) => msgs.filter((m) => m.type === 'alert').map((m) => (m.alert as { id: string }).id);
-    expect((await session({}))[0]).toMatchObject({ type: 'hello', run: 'samerun', instance: h.instance });
+    expect((await session({}))[0]).toMatchObject({ type: 'hello', schemaRevision: SCHEMA_REVISION, run: 'samerun', instance: h.instance });
     // The client's last alert was x:2 of the first process: all of this one's, and the restart said.
     const other = await session({ after: 'x:2', run: 'samerun', instance: first.instance });
     expect(other.find((m) => m.type === 'missed')).toMatchObject({ after: 'x:2', restarted: true, run: 'samerun', instance: h.instance });
