@@ -103,7 +103,6 @@ describe('the message schema\'s revisions (version 1)', () => {
     for (const r of revs) expect(rows.has(r), `README has a row for revision ${r}`).toBe(true);
     for (let i = 1; i < revs.length; i++) {
       const refused = narrowings(kept(revs[i]), kept(revs[i - 1]));
-      expect(refused.length, `${revs[i]} adds something`).toBeGreaterThan(0);
       for (const n of refused) {
         const what = /: (?:property (\S+)|value "([^"]+)")$/.exec(n);
         expect(what, `an addition README can name: ${n}`).not.toBeNull();
