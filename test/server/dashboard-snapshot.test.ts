@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 
 // The browser's own module (plain JS, no type declarations), imported as the page imports it.
 type Snap = { contentType?: string; data?: string; ref?: string; url?: string } | undefined;
-const load = async () => (await import('../../src/server/dashboard/js/snapshot.js' as string)) as { snapshotSrc: (s: Snap) => string | null; refName: (r: string) => string };
+const load = async () =>
+  (await import('../../src/server/dashboard/js/snapshot.js' as string)) as { snapshotSrc: (s: Snap) => string | null; refName: (r: string) => string; omittedNote: (o: unknown) => { text: string; title: string } | null };
 
 describe('dashboard: an alert snapshot', () => {
   it('inline data is shown as a data URL', async () => {
@@ -23,5 +24,13 @@ describe('dashboard: an alert snapshot', () => {
     expect(refName('/var/lib/argus/snapshots/a-1.jpg')).toBe('a-1.jpg');
     expect(refName('C:\\argus\\snapshots\\a-2.jpg')).toBe('a-2.jpg');
     expect(snapshotSrc(undefined)).toBeNull();
+  });
+
+  it('an alert without its snapshot says why (snapshotOmitted: too large for the server, a failed render), its detail as the tooltip; it showed an empty space', async () => {
+    const { omittedNote } = await load();
+    expect(omittedNote({ reason: 'too-large', detail: 'the picture (9 bytes) is larger than the WebSocket holds' })).toEqual({ text: 'too large', title: 'No snapshot: the picture (9 bytes) is larger than the WebSocket holds' });
+    expect(omittedNote({ reason: 'failed', detail: 'encode failed' })?.text).toBe('failed');
+    expect(omittedNote({ reason: 'some-later-reason' })).toEqual({ text: 'left out', title: 'No snapshot: it was left out' });
+    expect(omittedNote(undefined)).toBeNull();
   });
 });

@@ -2,7 +2,7 @@
 import { $, el } from './dom.js';
 import { fmtMs, fmtTime } from './format.js';
 import { e2eOf, isNum } from './numbers.js';
-import { refName, snapshotSrc } from './snapshot.js';
+import { omittedNote, refName, snapshotSrc } from './snapshot.js';
 
 const MAX_ALERTS = 20;
 
@@ -46,6 +46,9 @@ export function addAlert(m) {
     li.append(btn);
   } else if (a.snapshot && a.snapshot.ref) {
     li.append(el('span', { class: 'snapshot-ref', title: `Snapshot file on the argus host: ${a.snapshot.ref}`, text: refName(a.snapshot.ref) }));
+  } else if (omittedNote(a.snapshotOmitted)) {
+    const note = omittedNote(a.snapshotOmitted);
+    li.append(el('span', { class: 'snapshot-none', title: note.title, text: note.text }));
   } else {
     li.append(el('span', { class: 'snapshot-none', 'aria-hidden': 'true' }));
   }

@@ -15,3 +15,17 @@ export function snapshotSrc(snap) {
 export function refName(ref) {
   return String(ref).split(/[\\/]/).pop();
 }
+
+/**
+ * What the list shows for an alert that came without its snapshot (`snapshotOmitted`: its render
+ * failed, too many waited, or, on the WebSocket, the picture was larger than the server holds):
+ * a short word and, as its tooltip, the server's reason. Null when nothing was left out. Before,
+ * such an alert showed an empty space, and one too large for the server came with a URL that
+ * answered 404 and said "no longer held" for a picture never held.
+ */
+export function omittedNote(omitted) {
+  if (!omitted || typeof omitted !== 'object') return null;
+  const text = omitted.reason === 'too-large' ? 'too large' : omitted.reason === 'busy' ? 'skipped' : omitted.reason === 'failed' ? 'failed' : 'left out';
+  const detail = typeof omitted.detail === 'string' ? omitted.detail : '';
+  return { text, title: `No snapshot: ${detail || 'it was left out'}` };
+}
