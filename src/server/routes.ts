@@ -17,8 +17,10 @@ const DASHBOARD = fileURLToPath(new URL('./dashboard/', import.meta.url));
 const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
 
 /** Every JSON answer is redacted: source URLs and error messages may carry credentials. */
+/** A JSON answer, its Content-Length said: a HEAD (a monitor's, a proxy's check) got none, and a GET came chunked. */
 function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...DATA_HEADERS }).end(JSON.stringify(redactDeep(body)));
+  const text = JSON.stringify(redactDeep(body));
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...DATA_HEADERS }).end(text);
 }
 
 /** Frames per second in and out, per source, over the last second (updated once a second). */
@@ -83,7 +85,7 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
   server.route('/metrics', async (_req, res) => {
     const body = await metrics.scrape();
     // Guarded by the token like /api/sources: no browser or proxy keeps a copy.
-    res.writeHead(200, { 'content-type': metrics.contentType, ...DATA_HEADERS }).end(body);
+    res.writeHead(200, { 'content-type': metrics.contentType, 'content-length': String(Buffer.byteLength(body)), ...DATA_HEADERS }).end(body);
   }, { public: ctx.publicMetrics ?? false });
   const sourcesState = () =>
     pipeline.stats.map((s) => ({
@@ -169,13 +171,16 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
     if (name === 'index.html') {
       if (trade(server, req, res)) return;
       Object.assign(headers, PAGE_HEADERS);
-      return void res.writeHead(200, headers).end(await readFile(join(DASHBOARD, name)));
+      const page = await readFile(join(DASHBOARD, name));
+      headers['content-length'] = String(page.length);
+      return void res.writeHead(200, headers).end(page);
     }
     // The page's scripts and style: `no-cache` makes the browser ask each load, and the ETag lets
     // it be told "unchanged" (304, no body) instead of being sent all 26 files again.
     const { body, etag } = await dashboardFile(name);
     headers.etag = etag;
     if (etagMatches(req.headers['if-none-match'], etag)) return void res.writeHead(304, headers).end();
+    headers['content-length'] = String(body.length);
     res.writeHead(200, headers).end(body);
   };
   server.route('/', file('index.html'), { page: true });

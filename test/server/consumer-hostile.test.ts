@@ -381,3 +381,19 @@ describe('a request target that begins with two slashes', () => {
     expect((await get(s.port, `http://127.0.0.1:${s.port}/healthz`)).status).toBe(200);
   });
 });
+
+describe('HEAD on every route', () => {
+  it('says the Content-Length the GET sends, without a body (it said none, and every GET came chunked)', async () => {
+    const { s } = await wsServer();
+    for (const path of ['/', '/index.html', '/app.js', '/style.css', '/js/alerts.js', '/metrics', '/healthz', '/readyz', '/api/sources']) {
+      const g = await get(s.port, path);
+      const h = await get(s.port, path, {}, 'HEAD');
+      expect([g.status, h.status], path).toEqual([200, 200]);
+      expect(g.headers['content-length'], path).toBe(String(g.body.length));
+      expect(h.body.length, path).toBe(0);
+      // /healthz's uptime may gain a digit between the two.
+      if (path !== '/healthz') expect(h.headers['content-length'], path).toBe(g.headers['content-length']);
+      else expect(Number(h.headers['content-length'])).toBeGreaterThan(0);
+    }
+  });
+});
