@@ -604,15 +604,17 @@ export class WebSocketHub implements Sink {
     if (!a || typeof a.id !== 'string') return [json, false];
     const snap = a.snapshot;
     if (snap && typeof snap.data === 'string') {
-      const picture = Buffer.from(snap.data, 'base64');
+      // Its size from the base64 text: one too large for the cache is never decoded.
+      const size = Buffer.byteLength(snap.data, 'base64');
       const max = this.o.snapshotCacheBytes ?? DEFAULT_SNAPSHOT_CACHE_BYTES;
       // A picture over the whole cache is not held: a URL to it answered 404 from the start (a
       // dashboard showed "no longer held" for a picture it never could have had). The alert goes
       // without it, saying why (snapshotOmitted too-large, as Kafka's): Kafka and the JSON lines embed it.
-      if (picture.length > max) {
-        const detail = `the picture (${picture.length} bytes) is larger than the WebSocket holds for /api/snapshot (sinks.websocket.snapshotCacheBytes, ${max}): left out here; Kafka and the JSON lines embed it`;
+      if (size > max) {
+        const detail = `the picture (${size} bytes) is larger than the WebSocket holds for /api/snapshot (sinks.websocket.snapshotCacheBytes, ${max}): left out here; Kafka and the JSON lines embed it`;
         json = JSON.stringify({ ...m, alert: withoutSnapshot(a, { reason: 'too-large', detail }) });
       } else {
+        const picture = Buffer.from(snap.data, 'base64');
         const key = randomBytes(12).toString('base64url');
         const before = this.pictures.get(a.id);
         if (before) this.picturesBytes -= before.jpeg.length;
