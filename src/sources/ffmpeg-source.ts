@@ -1107,8 +1107,12 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       probe.push(chunk);
       const inputInfo = probe.info;
       // The camera's contact (onInputOpened): its input's report named a video stream ffmpeg could
-      // describe (its size), not its `Input #0` line alone (a forced demuxer's, over a login page).
-      if (!toldOpened && probe.inputVideo) {
+      // describe (its size), not its `Input #0` line alone (a forced demuxer's, over a login page);
+      // or an H.264/H.265 stream whose size comes with its key frame (a camera with no parameter
+      // sets in its SDP, joined in a long GOP: ffmpeg's probe ends on its P-frames, seconds before
+      // the first frame). (What ffmpeg prints once argus has stopped it, a camera that sent nothing
+      // after PLAY at its start timeout, reaches no handler: see the teardown.)
+      if (!toldOpened && (probe.inputVideo || probe.inputVideoSizedByKeyFrame)) {
         toldOpened = true;
         options.onInputOpened?.();
       }

@@ -68,6 +68,8 @@ const STREAM_INDEX = /^\s*Stream #0:(\d+)(?!\d| -> #)/;
  */
 const STREAM_LINE = /^\s*Stream #0:\d+(?:\[0x[0-9a-f]+\])?(?:\([A-Za-z0-9_,-]*\))?: [A-Z][a-z]+: /;
 const STREAM_KIND = /: (?:Video|Audio|Data|Subtitle|Attachment|Unknown): /g;
+/** A stream line of an H.264 or H.265 stream, whose size its in-band parameter sets give (StderrProbe.inputVideoSizedByKeyFrame). */
+const SIZED_BY_KEY_FRAME = /: Video: (?:h264|hevc)(?:[ ,]|$)/;
 /** The longest log line read (ffmpeg's own reports are far shorter; a longer one is a file's or a server's text). */
 const MAX_LOG_LINE = 4096;
 
@@ -364,6 +366,17 @@ export class StderrProbe {
     return this.firstVideo !== undefined;
   }
 
+  /**
+   * The input's report named an H.264 or H.265 stream without its size (`Video: h264, none`):
+   * ffmpeg's probe ended before a key frame, whose parameter sets carry the size (an RTSP camera
+   * whose SDP has none, joined in a long GOP: its first frame comes with that key frame, seconds
+   * on). ffmpegSource counts it as contact too.
+   */
+  get inputVideoSizedByKeyFrame(): boolean {
+    return this.unsizedKeyFrameVideo;
+  }
+  private unsizedKeyFrameVideo = false;
+
   /** Feeds a chunk; returns the stream info the first time it becomes known. */
   push(chunk: string): StreamInfo | undefined {
     let found: StreamInfo | undefined;
@@ -459,7 +472,10 @@ export class StderrProbe {
         if (si) {
           this.streamIds.push(Number(si[1]));
           if (!STREAM_LINE.test(line) || line.match(STREAM_KIND)?.length !== 1) this.reportForged = true;
-          else this.firstVideo ??= parseVideoStreamLine(line);
+          else {
+            this.firstVideo ??= parseVideoStreamLine(line);
+            if (this.firstVideo === undefined && SIZED_BY_KEY_FRAME.test(line)) this.unsizedKeyFrameVideo = true;
+          }
         }
       }
     }

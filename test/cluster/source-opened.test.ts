@@ -4,7 +4,9 @@
  * size, which comes before the first frame, however late that is (a 10 s GOP). Before, nothing did:
  * a camera whose first frame came later than cluster.unreachableAfterMs was reported unreachable.
  * Not an input opened with no such stream (a login page through a forced -f mjpeg; an RTSP camera
- * that sends no media). A fake ffmpeg on virtual time, and real ffmpeg runs.
+ * that sends no media), except an H.264/H.265 stream whose size comes with its key frame (a camera
+ * with no parameter sets in its SDP: ffmpeg's probe ends on its P-frames, seconds before the first
+ * frame). A fake ffmpeg on virtual time, and real ffmpeg runs.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
@@ -44,6 +46,46 @@ describe('ffmpegSource onInputOpened', () => {
     c!.info();
     c!.frame();
     expect(events).toEqual(['opened', 'frame']);
+    sub.unsubscribe();
+  });
+});
+
+describe('ffmpegSource onInputOpened, a camera whose picture size comes only with its key frame', () => {
+  // ffmpeg 5.1's own lines for an RTSP camera whose SDP has no sprop-parameter-sets, joined mid-GOP
+  // (a 10 s GOP): argus's probe (-probesize 262144: RTP has no durations, so -analyzeduration never
+  // ends it) ends on the P-frames read, the stream's size unknown. Measured on this machine with a
+  // 150 kbit/s camera of that SDP and -probesize 32768 (256 KiB scaled to its rate): that report
+  // 2.5 s after the connect, its first frame 11.1 s after it.
+  const unsized =
+    '[rtsp @ 0x1] Stream #0: not enough frames to estimate rate; consider increasing probesize\n' +
+    '[rtsp @ 0x1] Could not find codec parameters for stream 0 (Video: h264, none): unspecified size\n' +
+    "Consider increasing the value for the 'analyzeduration' (1000000) and 'probesize' (262144) options\n" +
+    "Input #0, rtsp, from 'rtsp://cam/stream':\n  Metadata:\n    title           : cam\n  Duration: N/A, bitrate: N/A\n  Stream #0:0: Video: h264, none, 90k tbr, 90k tbn\n" +
+    'Stream mapping:\n  Stream #0:0 -> #0:0 (h264 (native) -> rawvideo (native))\n' +
+    'Error while decoding stream #0:0: Invalid data found when processing input\n';
+
+  it('is told when ffmpeg has read its video packets (an H.264 stream, its size to come with the key frame), seconds before that frame; it was not, and a worker with unreachableAfterMs under the wait reported a camera about to stream', () => {
+    let c: FakeFfmpeg | undefined;
+    const events: string[] = [];
+    const sub = ffmpegSource({
+      id: 'cam',
+      input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false },
+      output,
+      ffmpegPath: 'ffmpeg',
+      clock: () => performance.now(),
+      onInputOpened: () => events.push('opened'),
+      spawn: (_cmd, args) => {
+        c = new FakeFfmpeg(args, FRAME);
+        return c.asChild();
+      },
+    }).subscribe({ next: (f) => (events.push('frame'), f.release()), error: () => events.push('error') });
+    vi.advanceTimersByTime(2500);
+    c!.stderr.write(unsized);
+    expect(events).toEqual(['opened']);
+    // Waiting for its key frame, 8.6 s on: told once, the run going on.
+    vi.advanceTimersByTime(8600);
+    c!.stderr.write('Error while decoding stream #0:0: Invalid data found when processing input\n');
+    expect(events).toEqual(['opened']);
     sub.unsubscribe();
   });
 });
