@@ -54,8 +54,10 @@ export interface FfmpegSourceOptions {
   /**
    * Called when a run's ffmpeg has reported the opened input with a video stream it could
    * describe (its size known: `Input #0`'s stream line, before any frame): the camera
-   * answered with video, whenever its first frame comes (argus worker: not unreachable). Not for
-   * an input opened with no such stream: an HTML login page read through a forced `-f mjpeg`.
+   * answered with video, whenever its first frame comes (argus worker: not unreachable); or
+   * with an H.264/H.265 stream whose size comes with its key frame (`Video: h264, none`: a camera
+   * with no parameter sets in its SDP, its probe ended on P-frames). Not for an input opened with
+   * no such stream: an HTML login page read through a forced `-f mjpeg`.
    */
   onInputOpened?: () => void;
   /**
