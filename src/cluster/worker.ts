@@ -848,7 +848,7 @@ export class Worker {
     this.members = members;
     // A rolling upgrade: the group's leader may be an argus that ignores reports. Said once per such stretch (members read).
     if (members && reportsUnaware !== undefined) {
-      if (reportsUnaware && !this.reportsUnaware && this.c.unreachableAfterMs > 0) this.log(`cluster: a member of group ${this.c.group} runs an argus from before unreachable reports (it may lead the group and ignore them): a slot reported unreachable moves at the first rebalance after every member runs this version (the older one's leave is one); until then each report is kept its own time`, { worker: this.id }, 'warn');
+      if (reportsUnaware && !this.reportsUnaware && this.c.unreachableAfterMs > 0) this.log(`cluster: a member of group ${this.c.group} runs an argus from before unreachable reports (it may lead the group and ignore them): while it leads, a slot reported unreachable may stay until a worker of this version leads the group and a rebalance comes (the older one's leave is one); until every member runs this version, each report is kept its own time`, { worker: this.id }, 'warn');
       this.reportsUnaware = reportsUnaware;
     }
     // Read while the group was not settled, it may lack this worker's own slots: not used then.

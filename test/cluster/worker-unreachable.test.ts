@@ -569,3 +569,23 @@ describe('Worker: a camera whose chain ends by itself again and again', () => {
     expect(h.reported()).toEqual([0]);
   });
 });
+
+describe('Worker: a group with a member of a release before unreachable reports (readGroup reportsUnaware)', () => {
+  it('warns once per such stretch, and says what it means: a reported slot may stay until a worker of this version leads the group (such a leader moves it at once)', async () => {
+    const h = await worker();
+    type OnMembersAll = (m: Set<string> | undefined, held?: Set<number>, placementUnaware?: boolean, dark?: Set<number>, reportsUnaware?: boolean) => void;
+    const onMembers = (unaware: boolean) => (h.w as unknown as { onMembers: OnMembersAll }).onMembers(new Set(['w1/i', 'old/i']), new Set([0]), false, new Set(), unaware);
+    const warned = () => h.lines.filter((l) => l.level === 'warn' && l.msg.includes('before unreachable reports'));
+    onMembers(true);
+    onMembers(true);
+    expect(warned().length).toBe(1);
+    // Not "moves at the first rebalance after every member runs this version": a leader of this
+    // version moves it while the older member is still in the group.
+    expect(warned()[0].msg).toMatch(/may stay until a worker of this version leads the group/);
+    expect(warned()[0].msg).not.toMatch(/after every member runs this version/);
+    // The older one left; another joins later: said again.
+    onMembers(false);
+    onMembers(true);
+    expect(warned().length).toBe(2);
+  });
+});
