@@ -51,16 +51,16 @@ describe('ffmpegSource onInputOpened', () => {
 });
 
 describe('ffmpegSource onInputOpened, a camera whose picture size comes only with its key frame', () => {
-  // ffmpeg 5.1's own lines for an RTSP camera whose SDP has no sprop-parameter-sets, joined mid-GOP
+  // ffmpeg 5.1's own lines (at argus's -loglevel verbose) for an RTSP camera whose SDP has no sprop-parameter-sets, joined mid-GOP
   // (a 10 s GOP): argus's probe (-probesize 262144: RTP has no durations, so -analyzeduration never
   // ends it) ends on the P-frames read, the stream's size unknown. Measured on this machine with a
   // 150 kbit/s camera of that SDP and -probesize 32768 (256 KiB scaled to its rate): that report
   // 2.5 s after the connect, its first frame 11.1 s after it.
   const unsized =
     '[rtsp @ 0x1] Stream #0: not enough frames to estimate rate; consider increasing probesize\n' +
-    '[rtsp @ 0x1] Could not find codec parameters for stream 0 (Video: h264, none): unspecified size\n' +
+    '[rtsp @ 0x1] Could not find codec parameters for stream 0 (Video: h264, 1 reference frame, none): unspecified size\n' +
     "Consider increasing the value for the 'analyzeduration' (1000000) and 'probesize' (262144) options\n" +
-    "Input #0, rtsp, from 'rtsp://cam/stream':\n  Metadata:\n    title           : cam\n  Duration: N/A, bitrate: N/A\n  Stream #0:0: Video: h264, none, 90k tbr, 90k tbn\n" +
+    "Input #0, rtsp, from 'rtsp://cam/stream':\n  Metadata:\n    title           : cam\n  Duration: N/A, bitrate: N/A\n  Stream #0:0: Video: h264, 1 reference frame, none, 90k tbr, 90k tbn\n" +
     'Stream mapping:\n  Stream #0:0 -> #0:0 (h264 (native) -> rawvideo (native))\n' +
     'Error while decoding stream #0:0: Invalid data found when processing input\n';
 
