@@ -728,7 +728,7 @@ export class Worker {
     return (r.state === undefined || r.state === 'starting') && r.openedAt < r.chainAt && r.endedAt < r.chainAt && now - Math.max(quiet, r.chainAt) >= after;
   }
 
-  /** ffmpeg opened a camera's input here and described its video stream (RunOptions.onSourceOpened: its size, or an H.264/H.265 stream whose size its key frame brings; not an input with no such stream: a login page): the path to it works, whatever its frames do (a first frame 10 s on, a GOP that long). */
+  /** ffmpeg opened a camera's input here and described its video stream (RunOptions.onSourceOpened: its size, or a stream (H.264, H.265, MPEG-2, MPEG-4 Part 2) whose size its key frame brings; not an input with no such stream: a login page): the path to it works, whatever its frames do (a first frame 10 s on, a GOP that long). */
   sourceOpened(source: string): void {
     const reach = this.reach.get(source);
     if (reach) reach.frameAt = reach.openedAt = performance.now();

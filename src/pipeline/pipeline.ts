@@ -55,7 +55,7 @@ export interface PipelineOptions {
   detector?: Detector;
   /** Every source state change (logged by the pipeline too). */
   onTransition?: (t: Transition) => void;
-  /** A source's ffmpeg reported its opened input with a video stream it could describe (its size, or an H.264/H.265 stream whose size comes with its key frame, before any frame; not `Input #0` alone: a login page through a forced demuxer): the camera answered, frames or not (argus worker: not unreachable). */
+  /** A source's ffmpeg reported its opened input with a video stream it could describe (its size, or a stream (H.264, H.265, MPEG-2, MPEG-4 Part 2) whose size comes with its key frame, before any frame; not `Input #0` alone: a login page through a forced demuxer): the camera answered, frames or not (argus worker: not unreachable). */
   onSourceOpened?: (source: string) => void;
   /** Emits once to stop the sources gracefully: frames in flight still finish and are emitted. */
   stop?: Observable<unknown>;

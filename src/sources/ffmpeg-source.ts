@@ -55,7 +55,7 @@ export interface FfmpegSourceOptions {
    * Called when a run's ffmpeg has reported the opened input with a video stream it could
    * describe (its size known: `Input #0`'s stream line, before any frame): the camera
    * answered with video, whenever its first frame comes (argus worker: not unreachable); or
-   * with an H.264/H.265 stream whose size comes with its key frame (`Video: h264, none`: a camera
+   * with a stream whose size comes with its key frame (H.264, H.265, MPEG-2, MPEG-4 Part 2) (`Video: h264, none`: a camera
    * with no parameter sets in its SDP, its probe ended on P-frames). Not for an input opened with
    * no such stream: an HTML login page read through a forced `-f mjpeg`.
    */
@@ -1110,9 +1110,9 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       const inputInfo = probe.info;
       // The camera's contact (onInputOpened): its input's report named a video stream ffmpeg could
       // describe (its size), not its `Input #0` line alone (a forced demuxer's, over a login page);
-      // or an H.264/H.265 stream whose size comes with its key frame (a camera with no parameter
-      // sets in its SDP, joined in a long GOP: ffmpeg's probe ends on its P-frames, seconds before
-      // the first frame). (What ffmpeg prints once argus has stopped it, a camera that sent nothing
+      // or a stream whose size comes with its key frame (H.264, H.265, MPEG-2, MPEG-4 Part 2: a
+      // camera with no parameter sets in its SDP, an MPEG-TS stream, joined in a long GOP: ffmpeg's
+      // probe ends on its P-frames, seconds before the first frame). (What ffmpeg prints once argus has stopped it, a camera that sent nothing
       // after PLAY at its start timeout, reaches no handler: see the teardown.)
       if (!toldOpened && (probe.inputVideo || probe.inputVideoSizedByKeyFrame)) {
         toldOpened = true;

@@ -68,8 +68,12 @@ const STREAM_INDEX = /^\s*Stream #0:(\d+)(?!\d| -> #)/;
  */
 const STREAM_LINE = /^\s*Stream #0:\d+(?:\[0x[0-9a-f]+\])?(?:\([A-Za-z0-9_,-]*\))?: [A-Z][a-z]+: /;
 const STREAM_KIND = /: (?:Video|Audio|Data|Subtitle|Attachment|Unknown): /g;
-/** A stream line of an H.264 or H.265 stream, whose size its in-band parameter sets give (StderrProbe.inputVideoSizedByKeyFrame). */
-const SIZED_BY_KEY_FRAME = /: Video: (?:h264|hevc)(?:[ ,]|$)/;
+/**
+ * A stream line of a codec whose size comes in-band with its key frames (StderrProbe.inputVideoSizedByKeyFrame):
+ * H.264 and H.265 (parameter sets), MPEG-1/2 (sequence header), MPEG-4 Part 2 (VOL header). Not
+ * MJPEG (each picture has its size: one of unknown size is no picture, a login page say).
+ */
+const SIZED_BY_KEY_FRAME = /: Video: (?:h264|hevc|mpeg1video|mpeg2video|mpeg4)(?:[ ,]|$)/;
 /** The longest log line read (ffmpeg's own reports are far shorter; a longer one is a file's or a server's text). */
 const MAX_LOG_LINE = 4096;
 
@@ -367,10 +371,10 @@ export class StderrProbe {
   }
 
   /**
-   * The input's report named an H.264 or H.265 stream without its size (`Video: h264, none`):
-   * ffmpeg's probe ended before a key frame, whose parameter sets carry the size (an RTSP camera
-   * whose SDP has none, joined in a long GOP: its first frame comes with that key frame, seconds
-   * on). ffmpegSource counts it as contact too.
+   * The input's report named an H.264 or H.265 stream without its size (`Video: h264, none`), or
+   * an MPEG-1/2 or MPEG-4 Part 2 one: ffmpeg's probe ended before a key frame, whose headers carry
+   * the size (an RTSP camera whose SDP has none, an MPEG-TS stream, joined in a long GOP: its first
+   * frame comes with that key frame, seconds on). ffmpegSource counts it as contact too.
    */
   get inputVideoSizedByKeyFrame(): boolean {
     return this.unsizedKeyFrameVideo;

@@ -4,7 +4,7 @@
  * size, which comes before the first frame, however late that is (a 10 s GOP). Before, nothing did:
  * a camera whose first frame came later than cluster.unreachableAfterMs was reported unreachable.
  * Not an input opened with no such stream (a login page through a forced -f mjpeg; an RTSP camera
- * that sends no media), except an H.264/H.265 stream whose size comes with its key frame (a camera
+ * that sends no media), except a stream (H.264, H.265, MPEG-2, MPEG-4 Part 2) whose size comes with its key frame (a camera
  * with no parameter sets in its SDP: ffmpeg's probe ends on its P-frames, seconds before the first
  * frame). A fake ffmpeg on virtual time, and real ffmpeg runs.
  */
@@ -87,6 +87,33 @@ describe('ffmpegSource onInputOpened, a camera whose picture size comes only wit
     c!.stderr.write('Error while decoding stream #0:0: Invalid data found when processing input\n');
     expect(events).toEqual(['opened']);
     sub.unsubscribe();
+  });
+
+  it('so for an MPEG-TS stream joined in a long GOP: MPEG-2 and MPEG-4 Part 2 video, whose sequence headers come with the key frame, as H.264 (ffmpeg 5.1\'s lines, measured: the report 1.4 s after the connect, the first frame 9.4..10.8 s)', () => {
+    for (const stream of [
+      'Video: mpeg2video, 1 reference frame ([2][0][0][0] / 0x0002), none(tv, progressive), 25 fps, 25 tbr, 90k tbn',
+      'Video: mpeg4, 1 reference frame ([16][0][0][0] / 0x0010), yuv420p(left), 25 fps, 25 tbr, 90k tbn',
+      'Video: h264, 1 reference frame ([27][0][0][0] / 0x001B), none, 25 fps, 25 tbr, 90k tbn',
+    ]) {
+      let c: FakeFfmpeg | undefined;
+      const events: string[] = [];
+      const sub = ffmpegSource({
+        id: 'cam',
+        input: { url: 'tcp://cam:9000', kind: 'stream', rate: 'native', loop: false, cameraClock: false },
+        output,
+        ffmpegPath: 'ffmpeg',
+        clock: () => performance.now(),
+        onInputOpened: () => events.push('opened'),
+        spawn: (_cmd, args) => {
+          c = new FakeFfmpeg(args, FRAME);
+          return c.asChild();
+        },
+      }).subscribe({ next: (f) => (events.push('frame'), f.release()), error: () => events.push('error') });
+      vi.advanceTimersByTime(1400);
+      c!.stderr.write(`[mpegts @ 0x1] Could not find codec parameters for stream 0 (${stream.replace(/, 25 fps.*/, '')}): unspecified size\nInput #0, mpegts, from 'tcp://cam:9000':\n  Duration: N/A, start: 1.400000, bitrate: N/A\n  Program 1\n  Stream #0:0[0x100]: ${stream}\nStream mapping:\n  Stream #0:0 -> #0:0\n`);
+      expect([stream, events]).toEqual([stream, ['opened']]);
+      sub.unsubscribe();
+    }
   });
 });
 
