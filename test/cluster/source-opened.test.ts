@@ -245,4 +245,114 @@ describe('createPipeline onSourceOpened (what runWorker passes to Worker.sourceO
     expect(plays).toBeGreaterThanOrEqual(1); // its RTSP setup succeeded
     expect(opened).toEqual([]);
   }, 60_000);
+
+  it('is told seconds before the first frame for a real ffmpeg reading an RTSP camera with no parameter sets in its SDP, joined in a 10 s GOP (its stream\'s size unknown at the report)', async () => {
+    vi.useRealTimers();
+    const { createPipeline } = await import('../../src/pipeline/pipeline.js');
+    const { PipelineSchema } = await import('../../src/config/schema.js');
+    const { fakeDetector } = await import('../helpers/fake-session.js');
+    const { resolveFfmpeg } = await import('../../src/sources/ffmpeg-path.js');
+    const { execFile } = await import('node:child_process');
+    const { promisify } = await import('node:util');
+    const { mkdtempSync, readFileSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { createServer } = await import('node:net');
+    const { lastValueFrom, take } = await import('rxjs');
+    // About 2 Mbit/s (argus's 256 KiB probe fills in about a second), a key frame every 10 s.
+    const dir = mkdtempSync(join(tmpdir(), 'argus-nosps-'));
+    let file: Buffer;
+    try {
+      await promisify(execFile)((await resolveFfmpeg()).path, ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=320x240:rate=25', '-t', '13', '-vf', 'noise=alls=10:allf=t', '-c:v', 'libx264', '-preset', 'ultrafast', '-qp', '26', '-g', '250', '-keyint_min', '250', '-sc_threshold', '0', '-bf', '0', '-f', 'h264', join(dir, 'cam.h264')]);
+      file = readFileSync(join(dir, 'cam.h264'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    // Its access units (NAL units up to each picture's slice); the camera sends from the 6th on (after the key frame), 25 a second.
+    const nals: Buffer[] = [];
+    for (let i = 0, start = -1; i <= file.length; i++) {
+      const at = i + 2 < file.length && file[i] === 0 && file[i + 1] === 0 && file[i + 2] === 1;
+      if (at || i === file.length) {
+        if (start >= 0) nals.push(file.subarray(start, at && i > 0 && file[i - 1] === 0 ? i - 1 : i));
+        if (at) (start = i + 3), (i += 2);
+      }
+    }
+    const units: Buffer[][] = [];
+    for (let cur: Buffer[] = [], k = 0; k < nals.length; k++) {
+      cur.push(nals[k]);
+      if ((nals[k][0] & 0x1f) === 1 || (nals[k][0] & 0x1f) === 5) (units.push(cur), (cur = []));
+    }
+    const timers = new Set<NodeJS.Timeout>();
+    const server = createServer((sock) => {
+      let buf = '';
+      sock.on('error', () => undefined);
+      sock.on('data', (d) => {
+        buf += d.toString('latin1');
+        for (let i = buf.indexOf('\r\n\r\n'); i >= 0; i = buf.indexOf('\r\n\r\n')) {
+          const head = buf.slice(0, i).split('\r\n');
+          buf = buf.slice(i + 4);
+          const method = head[0].split(' ')[0];
+          const cseq = head.find((l) => /^cseq:/i.test(l))?.split(':')[1].trim() ?? '0';
+          let extra = '';
+          let body = '';
+          if (method === 'DESCRIBE') {
+            // No sprop-parameter-sets: the size comes only with the key frame's SPS.
+            body = 'v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=cam\r\nc=IN IP4 0.0.0.0\r\nt=0 0\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\na=control:track1\r\n';
+            extra = `Content-Type: application/sdp\r\nContent-Base: rtsp://127.0.0.1:${(server.address() as { port: number }).port}/cam/\r\nContent-Length: ${body.length}\r\n`;
+          } else if (method === 'SETUP') extra = 'Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\nSession: 1234;timeout=60\r\n';
+          else if (method === 'PLAY') {
+            extra = 'Session: 1234\r\nRange: npt=0.000-\r\n';
+            let k = 5;
+            let seq = 1;
+            let ts = 1000;
+            const t = setInterval(() => {
+              if (k >= units.length || sock.destroyed) return void (clearInterval(t), timers.delete(t));
+              const unit = units[k++];
+              ts += 3600;
+              unit.forEach((n, j) => {
+                const packets: Buffer[] = [];
+                if (n.length <= 1400) packets.push(n);
+                else for (let o = 1; o < n.length; o += 1400) packets.push(Buffer.concat([Buffer.from([(n[0] & 0xe0) | 28, (o === 1 ? 0x80 : 0) | (o + 1400 >= n.length ? 0x40 : 0) | (n[0] & 0x1f)]), n.subarray(o, o + 1400)]));
+                packets.forEach((p, q) => {
+                  const rtp = Buffer.alloc(16);
+                  rtp.writeUInt8(0x24, 0);
+                  rtp.writeUInt16BE(12 + p.length, 2);
+                  rtp[4] = 0x80;
+                  rtp[5] = 96 | (j === unit.length - 1 && q === packets.length - 1 ? 0x80 : 0);
+                  rtp.writeUInt16BE(seq++ & 0xffff, 6);
+                  rtp.writeUInt32BE(ts >>> 0, 8);
+                  rtp.writeUInt32BE(0x1234, 12);
+                  sock.write(Buffer.concat([rtp, p]));
+                });
+              });
+            }, 40);
+            timers.add(t);
+          } else if (method === 'OPTIONS') extra = 'Public: OPTIONS, DESCRIBE, SETUP, PLAY, TEARDOWN\r\n';
+          sock.write(`RTSP/1.0 200 OK\r\nCSeq: ${cseq}\r\n${extra}\r\n${body}`);
+        }
+      });
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    const config = PipelineSchema.parse({
+      sources: [{ id: 'nosps', uri: `rtsp://127.0.0.1:${(server.address() as { port: number }).port}/cam`, watchdog: { startTimeoutMs: 30_000 }, reconnect: { initialDelayMs: 50, maxDelayMs: 100, maxAttempts: 1 } }],
+      model: { warmupRuns: 1 },
+      alerts: { snapshot: { mode: 'none' } },
+    });
+    const { detector } = await fakeDetector();
+    let openedAt = -1;
+    const p = await createPipeline(config, { detector, onSourceOpened: () => void (openedAt < 0 && (openedAt = performance.now())) });
+    const t0 = performance.now();
+    try {
+      await lastValueFrom(p.results$.pipe(take(1)));
+    } finally {
+      const frameAt = performance.now();
+      await p.close?.();
+      for (const t of timers) clearInterval(t);
+      server.close();
+      // The key frame is 9.8 s into the sending: contact came well before it (measured: 2.5 s, the frame at 11.1 s).
+      expect(openedAt).toBeGreaterThan(0);
+      expect(frameAt - t0).toBeGreaterThan(8000);
+      expect(frameAt - openedAt).toBeGreaterThan(4000);
+    }
+  }, 60_000);
 });
