@@ -26,6 +26,11 @@ let exitHooked = false;
  * gives another start time is passed over. One with no /proc/PID is signalled still: a group
  * whose leader is gone may have members left, and Linux hands out no pid still used as a
  * process group's id. (No START, where /proc could not be read at the spawn: signalled as before.)
+ * The name in /proc/PID/stat is the process's own (the executable's file name, or any it gives
+ * itself: prctl PR_SET_NAME) and may hold a newline: its first line then holds no start time, and
+ * a stranger so named was signalled whatever its start time. Read then to the file's end, the
+ * lines joined (only then: a redirection of a loop, not of a builtin, is one POSIX lets a shell
+ * exit at, were the file gone meanwhile); a stat that still gives no start time is not ours.
  */
 const REAPER_SCRIPT = [
   'set -f',
@@ -45,7 +50,13 @@ const REAPER_SCRIPT = [
   '  { read -r st < "/proc/${p#-}/stat"; } 2>/dev/null',
   '  [ -z "$st" ] && return 0',
   '  set -- ${st##*) }',
-  '  [ $# -ge 20 ] || return 0',
+  '  if [ $# -lt 20 ]; then',
+  '    st=',
+  '    { while read -r l; do st="$st $l"; done < "/proc/${p#-}/stat"; } 2>/dev/null',
+  '    [ -z "$st" ] && return 0',
+  '    set -- ${st##*) }',
+  '    [ $# -ge 20 ] || return 1',
+  '  fi',
   '  shift 19',
   '  [ "$1" = "$s" ]',
   '}',

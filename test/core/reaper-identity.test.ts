@@ -4,16 +4,26 @@
 // pid handed to another process (pid_max is 32768 here, and a test run starts thousands), and the
 // reaper killed a stranger: its whole process group. It checks the start time argus told it now.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { processStart, reaperScript } from '../../src/core/children.js';
 import { killAll, record, type Recorded, running, until } from '../helpers/procs.js';
 
 const leftOver: Recorded[] = [];
-afterAll(() => killAll(leftOver));
+const dir = mkdtempSync(join(tmpdir(), 'argus-reaper-id-'));
+afterAll(() => {
+  killAll(leftOver);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The shells the script is run by: /bin/sh (dash on Debian, bash or busybox ash elsewhere), and dash and bash where installed. */
+const shells = [...new Set(['/bin/sh', '/bin/dash', '/bin/bash'].filter((p) => existsSync(p)).map((p) => realpathSync(p)))];
 
 /** A `sleep` in a process group of its own (as spawnOwned starts ffmpeg), recorded to be killed at the end. */
-async function grouped(): Promise<number> {
-  const c = spawn('sleep', ['300'], { stdio: 'ignore', detached: true });
+async function grouped(command = 'sleep'): Promise<number> {
+  const c = spawn(command, ['300'], { stdio: 'ignore', detached: true });
   c.unref();
   leftOver.push(record(c.pid!));
   // Until it runs sleep (its start time is the fork's, the same before and after the exec).
@@ -22,19 +32,19 @@ async function grouped(): Promise<number> {
 }
 
 /** Runs the reaper's script given `held` as its arguments and told `lines`, its stdin then closed (argus's end); resolves at its exit (its SIGKILL round done). */
-function reaperTold(lines: string, held: string[] = []): Promise<void> {
-  const r: ChildProcess = spawn('/bin/sh', ['-c', reaperScript(), 'argus-reaper', ...held], { stdio: ['pipe', 'ignore', 'inherit'] });
+function reaperTold(lines: string, held: string[] = [], shell = '/bin/sh'): Promise<void> {
+  const r: ChildProcess = spawn(shell, ['-c', reaperScript(), 'argus-reaper', ...held], { stdio: ['pipe', 'ignore', 'inherit'] });
   const exited = new Promise<void>((res) => r.once('exit', () => res()));
   r.stdin!.end(lines);
   return exited;
 }
 
-describe('the reaper at argus\'s end', () => {
+describe.each(shells)('the reaper at argus\'s end (run by %s)', (shell) => {
   it('passes over a target whose pid is another process\'s now (another start time), and ends those that are the ones told', async () => {
     const [stranger, ours, unknown, told] = [await grouped(), await grouped(), await grouped(), await grouped()];
     // A start time the stranger does not have (past PID_MAX_LIMIT, 2^22: no pid, whatever reads it as one).
     const other = String(Number(processStart(stranger)) + 4_194_304);
-    await reaperTold([`+ -${stranger} ${other}`, `+ -${ours} ${processStart(ours)}`, `+ -${unknown}`, `+ -${told} ${processStart(told)}`, `- -${told}`, ''].join('\n'));
+    await reaperTold([`+ -${stranger} ${other}`, `+ -${ours} ${processStart(ours)}`, `+ -${unknown}`, `+ -${told} ${processStart(told)}`, `- -${told}`, ''].join('\n'), [], shell);
     expect({ stranger: running(stranger), ours: await until(() => !running(ours), 5000), unknown: await until(() => !running(unknown), 5000), told: running(told) }).toEqual({ stranger: true, ours: true, unknown: true, told: true });
   }, 30_000);
 
@@ -44,8 +54,20 @@ describe('the reaper at argus\'s end', () => {
   it('ends the children it was started with (its arguments), told no line, checked as the lines are; a `- T` line takes one off', async () => {
     const [held, unknown, stranger, exited] = [await grouped(), await grouped(), await grouped(), await grouped()];
     const other = String(Number(processStart(stranger)) + 4_194_304);
-    await reaperTold(`- -${exited}\n`, [`-${held}:${processStart(held)}`, `-${unknown}:`, `-${stranger}:${other}`, `-${exited}:${processStart(exited)}`]);
+    await reaperTold(`- -${exited}\n`, [`-${held}:${processStart(held)}`, `-${unknown}:`, `-${stranger}:${other}`, `-${exited}:${processStart(exited)}`], shell);
     expect({ held: await until(() => !running(held), 5000), unknown: await until(() => !running(unknown), 5000), stranger: running(stranger), exited: running(exited) }).toEqual({ held: true, unknown: true, stranger: true, exited: true });
+  }, 30_000);
+
+  // A process names itself (its executable's file name, or prctl PR_SET_NAME), and a name may hold
+  // a newline: the first line of its /proc/PID/stat then ends inside the name, no start time on
+  // it, and the reaper signalled such a stranger whatever its start time (read as no answer).
+  it('passes over a stranger whose name holds a newline (its stat on two lines), and ends its own so named', async () => {
+    const named = join(dir, 'x\ny) 1 2');
+    if (!existsSync(named)) symlinkSync(realpathSync('/bin/sleep'), named);
+    const [stranger, ours] = [await grouped(named), await grouped(named)];
+    const other = String(Number(processStart(stranger)) + 4_194_304);
+    await reaperTold(`+ -${stranger} ${other}\n+ ${ours} ${processStart(ours)}\n`, [], shell);
+    expect({ stranger: running(stranger), ours: await until(() => !running(ours), 5000) }).toEqual({ stranger: true, ours: true });
   }, 30_000);
 });
 

@@ -13,7 +13,7 @@ export function childrenOf(pid: number): number[] {
 /** Running: there, and not a zombie waiting to be reaped. */
 export function running(pid: number): boolean {
   try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    return !/^\d+ \(.*\) Z/s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return false;
   }
