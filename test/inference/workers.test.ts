@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { loadModelManifest, resolveModelFile } from '../../src/assets/catalog.js';
 import type { ModelManifest } from '../../src/config/schema.js';
+import { processStart } from '../../src/core/children.js';
 import { isArgusError } from '../../src/core/errors.js';
 import type { LogFn } from '../../src/core/log.js';
 import { batchConfigs } from '../../src/bench/bench.js';
@@ -13,6 +14,7 @@ import { enqueue, MAX_OVERTAKES } from '../../src/inference/session.js';
 import { MAX_WORKER_RESTARTS, RELEASE_WAIT_MS } from '../../src/inference/worker-pool.js';
 import { MIRROR, MODEL, PERSON_VIDEO } from '../helpers/assets.js';
 import { detectFile } from '../helpers/detect.js';
+import { killAll } from '../helpers/procs.js';
 import { writeModel } from '../helpers/onnx-graphs.js';
 import { together } from './together.js';
 
@@ -264,15 +266,14 @@ void quiesceInference(100_000).finally(() => process.exit(130));
       const dir = mkdtempSync(join(tmpdir(), 'argus-w-'));
       const model = join(dir, 'endless.onnx');
       writeModel(model, { input: { dims: [1, 3, 64, 64] }, loopTurns: 1e12, outputs: [{ name: 'output0', dims: [1, 4, 6] }], metadata: { names: "{0: 'person'}" } });
-      const { alive } = await import('../helpers/cli.js');
       const r = await runScript(join(dir, 'endless.mts'), `import { Detector } from '${ROOT}/src/inference/detector.ts';
 import { exitAfterInference } from '${ROOT}/src/inference/worker-pool.ts';
-import { ownChild } from '${ROOT}/src/core/children.ts';
+import { ownChild, processStart } from '${ROOT}/src/core/children.ts';
 import { writeStderr } from '${ROOT}/src/core/log.ts';
 import { spawn } from 'node:child_process';
 // A child of argus's (an ffmpeg blocked opening a named pipe, or waiting for a camera): ended with argus.
 const child = ownChild(spawn('sleep', ['300'], { stdio: 'ignore' }));
-process.stdout.write('child ' + child.pid + ' ');
+process.stdout.write('child ' + child.pid + ' ' + processStart(child.pid) + ' ');
 // The run's last log lines, written as the process exits: they reach stderr's reader.
 process.on('exit', (code) => writeStderr('exit handler ran with ' + code + '\\n'));
 const log = (m, f, level) => level === 'error' && process.stdout.write('[' + m + ']');
@@ -283,14 +284,19 @@ await det.release();
 process.stdout.write(' released after ' + (Date.now() - t >= ${RELEASE_WAIT_MS}) + ' ');
 void exitAfterInference(130, 500);
 `, env, 80_000);
-      const child = Number(/^child (\d+) /.exec(r.stdout)?.[1]);
+      // The child as the script saw it (its pid and start time: once gone, its pid may be another
+      // process's, of another test or anyone's, which a kill by pid alone would end).
+      const said = /^child (\d+) (\d+) /.exec(r.stdout);
+      const child = { pid: Number(said?.[1]), start: said?.[2] };
+      const there = () => child.start !== undefined && processStart(child.pid) === child.start;
       // Ended without the exit handlers (which end the process's children), the child would be left running.
       // (Killed, it may be a zombie for a moment, until init reaps it.)
-      for (let i = 0; i < 50 && child > 0 && alive(child); i++) await new Promise((res) => setTimeout(res, 100));
-      const orphaned = child > 0 && alive(child);
-      if (orphaned) process.kill(child, 'SIGKILL');
+      for (let i = 0; i < 50 && there(); i++) await new Promise((res) => setTimeout(res, 100));
+      const orphaned = there();
+      if (orphaned) killAll([child]);
+      expect(said, r.stdout).not.toBeNull();
       expect(orphaned).toBe(false);
-      expect(r.stdout.replace(/^child \d+ /, ''), r.stderr).toBe(
+      expect(r.stdout.replace(/^child \d+ \d+ /, ''), r.stderr).toBe(
         `started [inference run had not returned ${RELEASE_WAIT_MS} ms after the model's release (the model's run does not end): its worker is left running, and the process ends without waiting for it as it exits] released after true `,
       );
       expect(r.stderr).toContain('exit handler ran with 130\n');
