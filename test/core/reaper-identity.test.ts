@@ -58,6 +58,16 @@ describe.each(shells)('the reaper at argus\'s end (run by %s)', (shell) => {
     expect({ held: await until(() => !running(held), 5000), unknown: await until(() => !running(unknown), 5000), stranger: running(stranger), exited: running(exited) }).toEqual({ held: true, unknown: true, stranger: true, exited: true });
   }, 30_000);
 
+  // Started again while argus holds 1000 cameras' ffmpegs, the reaper is given 1000 arguments,
+  // and each exit told takes one off the list it holds (a line at each camera's restart).
+  it('started with 1000 children held (its arguments) and told 1000 exits, ends the one left', async () => {
+    const left = await grouped();
+    // Pids past PID_MAX_LIMIT (2^22): no process's, whatever reads them as one.
+    const gone = Array.from({ length: 1000 }, (_, i) => `-${5_000_000 + i}`);
+    await reaperTold(gone.map((t) => `- ${t}\n`).join(''), [...gone.map((t, i) => `${t}:${1000 + i}`), `-${left}:${processStart(left)}`], shell);
+    expect(await until(() => !running(left), 5000)).toBe(true);
+  }, 30_000);
+
   // A process names itself (its executable's file name, or prctl PR_SET_NAME), and a name may hold
   // a newline: the first line of its /proc/PID/stat then ends inside the name, no start time on
   // it, and the reaper signalled such a stranger whatever its start time (read as no answer).

@@ -49,7 +49,7 @@ describe('videoFrames whose ffmpeg cannot be started, or whose pipes fail', () =
     expect(['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'].map((s) => process.listenerCount(s))).toEqual(before);
   });
 
-  it('out of file descriptors (EMFILE): VAP_ERR_SOURCE_SPAWN naming EMFILE (as a run\'s source says it), not a crash', () => {
+  it('out of file descriptors (EMFILE): VAP_ERR_SOURCE_SPAWN naming EMFILE (as a run\'s source says it), not a crash, no listener left on the stop signals', () => {
     const script = `
       import { closeSync, openSync } from 'node:fs';
       import { videoFrames } from ${JSON.stringify(join(process.cwd(), 'src/tools/frames.ts'))};
@@ -62,10 +62,13 @@ describe('videoFrames whose ffmpeg cannot be started, or whose pipes fail', () =
       for (const fd of fds) closeSync(fd);
       await first;
       await new Promise((r) => setTimeout(r, 50));
+      // Nothing held for a child that never started: the stop signals left to their default action.
+      console.log('listeners ' + ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'].map((s) => process.listenerCount(s)).join(' '));
       console.log('alive');`;
     const r = spawnSync('sh', ['-c', 'ulimit -n 256; exec "$0" "$@"', process.execPath, '--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
     expect(r.stderr).not.toMatch(/Unhandled|TypeError|EMFILE/);
     expect(r.stdout).toMatch(/^next: VAP_ERR_SOURCE_SPAWN could not start ffmpeg .*EMFILE/m);
+    expect(r.stdout).toMatch(/^listeners 0 0 0 0$/m);
     expect(r.stdout).toMatch(/^alive$/m);
     expect(r.status).toBe(0);
   }, 60_000);
