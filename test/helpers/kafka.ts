@@ -181,6 +181,15 @@ export function brokerPid(port: number): number {
   const dir = process.env.ARGUS_KAFKA_STATE || `/tmp/argus-kafka-${port}`;
   const pid = Number(readFileSync(`${dir}/kafka.pid`, 'utf8').trim());
   if (!Number.isInteger(pid) || pid <= 1) throw new Error(`no broker pid for port ${port}`);
+  // That broker's JVM still (as the script's running_pid checks): a stale pid file's pid may be
+  // another process's since, and a stall would freeze that one's whole process group.
+  let cmdline: string[] = [];
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch {
+    // gone
+  }
+  if (!cmdline.includes(`-Dargus.kafka.state=${dir}`)) throw new Error(`the broker pid file for port ${port} names pid ${pid}, which is not that broker (gone, or another process's since)`);
   return pid;
 }
 
