@@ -320,8 +320,14 @@ export const DATA_HEADERS: Readonly<Record<string, string>> = {
   'cross-origin-resource-policy': 'same-origin',
 };
 
-function plain(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', ...DATA_HEADERS, ...headers }).end(body);
+/**
+ * A text answer of the server's own (an error, a refusal, a redirect's words), its Content-Length
+ * said (in bytes: a reason may hold more than ASCII). Headers written with writeHead are sent at
+ * once, so Node could not count the body: every such answer came chunked, and a HEAD of one said
+ * no length.
+ */
+export function plain(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', ...DATA_HEADERS, 'content-length': String(Buffer.byteLength(body)), ...headers }).end(body);
 }
 
 /** Why a port cannot be listened on, by the error's code: what to change. */

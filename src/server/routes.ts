@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { FrameRates, producedByMix, type FrameRate, type SourceStats } from '../sources/stats.js';
 import type { Metrics } from './metrics.js';
 import { parseRequestUrl } from '../core/http.js';
-import { DATA_HEADERS, type RunningServer } from './http.js';
+import { DATA_HEADERS, plain, type RunningServer } from './http.js';
 import { STAGES } from '../core/frame.js';
 import { percentileOfSorted } from '../core/stats.js';
 import { now } from '../core/clock.js';
@@ -16,8 +16,10 @@ import type { SourceAnalyticsReport } from '../analytics/report.js';
 const DASHBOARD = fileURLToPath(new URL('./dashboard/', import.meta.url));
 const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
 
-/** Every JSON answer is redacted: source URLs and error messages may carry credentials. */
-/** A JSON answer, its Content-Length said: a HEAD (a monitor's, a proxy's check) got none, and a GET came chunked. */
+/**
+ * Every JSON answer is redacted: source URLs and error messages may carry credentials. Its
+ * Content-Length said: a HEAD (a monitor's, a proxy's check) got none, and a GET came chunked.
+ */
 function json(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(redactDeep(body));
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...DATA_HEADERS }).end(text);
@@ -161,7 +163,7 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
       const jpeg = id && key ? snapshot(id, key) : undefined;
       if (!jpeg) {
         const why = id && !key ? 'not found: the URL lacks its key (fetch the alert\'s snapshot.url as sent)\n' : 'not found: no snapshot of that alert is held (the oldest are let go; Kafka and the JSON lines embed them)\n';
-        return void res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8', ...DATA_HEADERS }).end(why);
+        return plain(res, 404, why);
       }
       res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': String(jpeg.length), ...DATA_HEADERS }).end(req.method === 'HEAD' ? undefined : jpeg);
     });
@@ -256,15 +258,7 @@ function trade(server: RunningServer, req: IncomingMessage, res: ServerResponse)
   const cookie = server.sessionCookie(req);
   if (!cookie || !url?.searchParams.has('token')) return false;
   url.searchParams.delete('token');
-  res
-    .writeHead(303, {
-      location: `${url.pathname}${url.search}`,
-      'set-cookie': cookie,
-      'content-type': 'text/plain; charset=utf-8',
-      ...DATA_HEADERS,
-      'referrer-policy': 'no-referrer',
-    })
-    .end('see other: the token is now this browser session\'s cookie\n');
+  plain(res, 303, 'see other: the token is now this browser session\'s cookie\n', { location: `${url.pathname}${url.search}`, 'set-cookie': cookie, 'referrer-policy': 'no-referrer' });
   return true;
 }
 

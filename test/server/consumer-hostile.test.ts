@@ -397,3 +397,31 @@ describe('HEAD on every route', () => {
     }
   });
 });
+
+describe('the server\'s own answers (errors, refusals, the token\'s redirect)', () => {
+  it('say their Content-Length too, GET and HEAD alike: 404, 401, 405, 426, a snapshot no longer held, the 303 (they came chunked, and a HEAD of them said no length)', async () => {
+    const token = 'tok';
+    const h = hub({ token });
+    const s = await server({ token, upgrades: { '/ws': { upgrade: (q, k, b) => h.handleUpgrade(q, k, b), refusal: (q, u) => h.refusal(q, u) } } });
+    registerRoutes(s, context(() => undefined));
+    const bearer = { authorization: `Bearer ${token}` };
+    const cases: [string, string, Record<string, string>, number][] = [
+      ['GET', '/nope', bearer, 404],
+      ['GET', '/api/sources', {}, 401],
+      ['GET', '/api/snapshot?id=a&key=b', bearer, 404],
+      ['GET', '/api/snapshot?id=a', bearer, 404],
+      ['GET', '/ws', bearer, 426],
+      ['GET', `/?token=${token}`, {}, 303],
+      ['DELETE', '/healthz', {}, 405],
+    ];
+    for (const [method, path, headers, status] of cases) {
+      const g = await get(s.port, path, headers, method);
+      expect([g.status, g.headers['transfer-encoding']], `${method} ${path}`).toEqual([status, undefined]);
+      expect(g.headers['content-length'], `${method} ${path}`).toBe(String(g.body.length));
+      expect(g.body.length, `${method} ${path}`).toBeGreaterThan(0);
+      if (method !== 'GET') continue;
+      const hd = await get(s.port, path, headers, 'HEAD');
+      expect([hd.status, hd.headers['content-length'], hd.body.length], `HEAD ${path}`).toEqual([status, g.headers['content-length'], 0]);
+    }
+  });
+});
