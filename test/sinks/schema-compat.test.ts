@@ -32,16 +32,23 @@ function accepts(s: unknown): unknown {
 /**
  * Where `cur` refuses what `old` accepts, as `path: what` (empty: every message valid under `old`
  * is valid under `cur`, as far as these keywords go: properties, required, enum, const, type,
- * bounds, and the combinators walked by position). narrowings(new, old): what a copy of `old`
- * refuses of the messages `new` allows.
+ * bounds, the schemas of items, values and names, and the combinators walked by position; any
+ * change to a keyword that is not walked counts). narrowings(new, old): what a copy of `old`
+ * refuses of the messages `new` allows. A keyword `old` lacks is what it accepts without it: an
+ * enum, an items' or values' schema given where there was none narrows (the first walk missed
+ * them: a free `source` given an enum passed as a revision).
  */
-export function narrowings(old: S, cur: S, path = '#'): string[] {
+export function narrowings(old: S | boolean, cur: S | boolean, path = '#'): string[] {
   const out: string[] = [];
+  if (cur === false) return old === false ? out : [`${path}: refuses every value`];
+  if (old === true || old === undefined) old = {};
+  if (cur === true) cur = {};
   if (!old || typeof old !== 'object' || !cur || typeof cur !== 'object') return out;
-  for (const k of ['type', 'const', '$ref', 'format', 'pattern', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minItems', 'maxItems', 'minLength', 'maxLength'] as const) {
+  for (const k of ['type', 'const', '$ref', 'format', 'pattern', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minItems', 'maxItems', 'minLength', 'maxLength', 'multipleOf', 'uniqueItems', 'minProperties', 'maxProperties', 'propertyNames', 'patternProperties', 'dependentRequired', 'dependentSchemas', 'not', 'if', 'then', 'else', 'contains', 'minContains', 'maxContains', 'unevaluatedProperties', 'unevaluatedItems'] as const) {
     if (k in cur && JSON.stringify(old[k]) !== JSON.stringify(cur[k])) out.push(`${path}: ${k} ${JSON.stringify(old[k])} -> ${JSON.stringify(cur[k])}`);
   }
   if (cur.additionalProperties === false && old.additionalProperties !== false) out.push(`${path}: closed to other properties`);
+  if (Array.isArray(cur.enum) && !Array.isArray(old.enum)) out.push(`${path}: enum added`);
   if (Array.isArray(cur.enum)) for (const v of old.enum ?? []) if (!cur.enum.includes(v)) out.push(`${path}: value ${JSON.stringify(v)}`);
   for (const r of cur.required ?? []) if (!(old.required ?? []).includes(r)) out.push(`${path}: required ${r}`);
   for (const k of ['oneOf', 'anyOf', 'allOf'] as const) {
@@ -50,14 +57,35 @@ export function narrowings(old: S, cur: S, path = '#'): string[] {
     else (cur[k] as S[]).forEach((c, i) => out.push(...narrowings(old[k][i], c, `${path}/${k}/${i}`)));
   }
   for (const [k, v] of Object.entries((old.properties ?? {}) as S)) {
-    if (!cur.properties?.[k]) {
+    if (!Object.hasOwn(cur.properties ?? {}, k)) {
       if (cur.additionalProperties === false) out.push(`${path}: property ${k}`);
       continue;
     }
     out.push(...narrowings(v as S, cur.properties[k], `${path}/properties/${k}`));
   }
-  for (const key of ['items', 'additionalProperties'] as const) if (typeof old[key] === 'object' && typeof cur[key] === 'object') out.push(...narrowings(old[key], cur[key], `${path}/${key}`));
-  for (const key of ['$defs', 'prefixItems'] as const) for (const [k, v] of Object.entries((old[key] ?? {}) as S)) if (cur[key]?.[k]) out.push(...narrowings(v as S, cur[key][k], `${path}/${key}/${k}`));
+  for (const key of ['items', 'additionalProperties'] as const) if (key in cur && cur[key] !== false) out.push(...narrowings(old[key], cur[key], `${path}/${key}`));
+  for (const key of ['$defs', 'prefixItems'] as const) for (const [k, v] of Object.entries((old[key] ?? {}) as S)) if (cur[key]?.[k] !== undefined) out.push(...narrowings(v as S, cur[key][k], `${path}/${key}/${k}`));
+  return out;
+}
+
+/**
+ * The fields `old` names that `cur` no longer does, as paths (walked as narrowings walks). In an
+ * open object (the alert body, additionalProperties {}) such a field refuses nothing, so
+ * narrowings does not see it; README's rule makes it version 2 all the same: a consumer that
+ * reads it finds it gone.
+ */
+export function removedFields(old: unknown, cur: unknown, path = '#'): string[] {
+  if (!old || typeof old !== 'object' || !cur || typeof cur !== 'object') return [];
+  const o = old as S;
+  const c = cur as S;
+  const out: string[] = [];
+  for (const k of Object.keys((o.properties ?? {}) as S)) {
+    if (!Object.hasOwn(c.properties ?? {}, k)) out.push(`${path}/properties/${k}`);
+    else out.push(...removedFields(o.properties[k], c.properties[k], `${path}/properties/${k}`));
+  }
+  for (const k of ['oneOf', 'anyOf', 'allOf'] as const) if (Array.isArray(o[k]) && Array.isArray(c[k])) (o[k] as S[]).forEach((x, i) => out.push(...removedFields(x, c[k][i], `${path}/${k}/${i}`)));
+  for (const k of ['items', 'additionalProperties'] as const) out.push(...removedFields(o[k], c[k], `${path}/${k}`));
+  for (const key of ['$defs', 'prefixItems'] as const) for (const [k, v] of Object.entries((o[key] ?? {}) as S)) out.push(...removedFields(v, c[key]?.[k], `${path}/${key}/${k}`));
   return out;
 }
 
@@ -94,6 +122,7 @@ describe('the message schema\'s revisions (version 1)', () => {
         const name = [...n.split(':')[0].matchAll(/\/properties\/([^/]+)/g)].pop()?.[1] ?? n;
         expect(rows.get(revs[i]) ?? '', `${revs[i]} refuses what ${revs[i - 1]} accepted (${n}); README's row must say it is tightened`).toMatch(new RegExp(`tightened[^|]*\`${name}\``));
       }
+      expect(removedFields(kept(revs[i - 1]), kept(revs[i])), `${revs[i]} removes fields of ${revs[i - 1]}: a field removed is version 2`).toEqual([]);
     }
   });
 
@@ -101,6 +130,8 @@ describe('the message schema\'s revisions (version 1)', () => {
     const revs = revisions();
     const rows = readmeRevisions();
     for (const r of revs) expect(rows.has(r), `README has a row for revision ${r}`).toBe(true);
+    // Every revision README names is kept: one deleted went unnoticed.
+    for (const r of rows.keys()) expect(revs, `test/schema keeps revision ${r}, which README names`).toContain(r);
     for (let i = 1; i < revs.length; i++) {
       const refused = narrowings(kept(revs[i]), kept(revs[i - 1]));
       for (const n of refused) {
@@ -117,5 +148,22 @@ describe('the message schema\'s revisions (version 1)', () => {
     expect(narrowings(cur, old)).toEqual(['#: property b', '#/properties/r: value "y"']);
     expect(narrowings(old, cur)).toEqual(['#: required b']);
     expect(narrowings(old, old)).toEqual([]);
+  });
+
+  it('the walk finds the narrowings it missed: an enum on a free value, a schema for items, values or names where there was none, a property made false; and a field removed from an open kind (the alert body) is found', () => {
+    const open = { type: 'object', properties: { s: { type: 'string' }, list: { type: 'array' }, map: { type: 'object' } } };
+    const cur = { type: 'object', properties: { s: { type: 'string', enum: ['lobby'] }, list: { type: 'array', items: { type: 'number' } }, map: { type: 'object', propertyNames: { maxLength: 3 }, additionalProperties: { type: 'number' } } } };
+    expect(narrowings(open, cur)).toEqual(['#/properties/s: enum added', '#/properties/list/items: type undefined -> "number"', '#/properties/map: propertyNames undefined -> {"maxLength":3}', '#/properties/map/additionalProperties: type undefined -> "number"']);
+    expect(narrowings(open, { ...open, properties: { ...open.properties, s: false } })).toEqual(['#/properties/s: refuses every value']);
+    expect(narrowings(cur, open)).toEqual([]);
+    // The alert body is open (additionalProperties {}): a field taken out of it refused nothing a
+    // copy of the revision before accepted, and passed as a revision, though README's rule says a
+    // field removed is version 2 (a consumer reading it finds it gone).
+    const before = kept(SCHEMA_REVISION);
+    const after = JSON.parse(JSON.stringify(before)) as S;
+    delete after.$defs.alert.properties.snapshotOmitted;
+    expect(narrowings(before, after)).toEqual([]);
+    expect(removedFields(before, after)).toEqual(['#/$defs/alert/properties/snapshotOmitted']);
+    expect(removedFields(before, before)).toEqual([]);
   });
 });
