@@ -609,9 +609,11 @@ export class WebSocketHub implements Sink {
       const max = this.o.snapshotCacheBytes ?? DEFAULT_SNAPSHOT_CACHE_BYTES;
       // A picture over the whole cache is not held: a URL to it answered 404 from the start (a
       // dashboard showed "no longer held" for a picture it never could have had). The alert goes
-      // without it, saying why (snapshotOmitted too-large, as Kafka's): Kafka and the JSON lines embed it.
+      // without it, saying why (snapshotOmitted too-large, as Kafka's). The JSON lines embed it;
+      // Kafka only within its own limit (1 MB by default, under the cache's 32 MiB), and the
+      // detail said it did, which sent a consumer to a Kafka message without it.
       if (size > max) {
-        const detail = `the picture (${size} bytes) is larger than the WebSocket holds for /api/snapshot (sinks.websocket.snapshotCacheBytes, ${max}): left out here; Kafka and the JSON lines embed it`;
+        const detail = `the picture (${size} bytes) is larger than the WebSocket holds for /api/snapshot (sinks.websocket.snapshotCacheBytes, ${max}): left out here; the JSON lines, where configured, embed it, and Kafka if the alert with it is within sinks.kafka.maxMessageBytes`;
         json = JSON.stringify({ ...m, alert: withoutSnapshot(a, { reason: 'too-large', detail }) });
       } else {
         const picture = Buffer.from(snap.data, 'base64');

@@ -315,6 +315,24 @@ describe('an alert whose picture is larger than snapshotCacheBytes', () => {
   });
 });
 
+describe('an alert whose picture is larger than snapshotCacheBytes, for the other sinks', () => {
+  it('leaves the message the other sinks send as it was, and its detail does not send the consumer to a Kafka that took it without either', () => {
+    const h = hub({ snapshotCacheBytes: 8 });
+    const big = alert('cam:r:run-1:1', Buffer.alloc(9, 0xff));
+    const data = big.alert.snapshot?.data;
+    h.publish('alert', 'cam', JSON.stringify(big), big);
+    // Kafka and the JSON lines serialize the same object after the hub.
+    expect(big.alert.snapshot?.data).toBe(data);
+    expect(big.alert.snapshotOmitted).toBeUndefined();
+    const sent = JSON.parse((h as unknown as { held: { json: string }[] }).held[0].json) as AlertMessage;
+    // Kafka takes 1 MB by default, the WebSocket 32 MiB: a picture over the one is over the
+    // other, and Kafka sent it without too (its own snapshotOmitted). "Kafka and the JSON lines
+    // embed it" sent a safety team looking for it where it was not.
+    expect(sent.alert.snapshotOmitted?.detail).toContain('sinks.kafka.maxMessageBytes');
+    expect(sent.alert.snapshotOmitted?.detail).not.toContain('Kafka and the JSON lines embed it');
+  });
+});
+
 describe('WebSocket subprotocols (Sec-WebSocket-Protocol)', () => {
   it('argus.v1 is named back; none asked, none named; a list without it is refused with 400 naming the one spoken (ws named back whatever was asked first)', async () => {
     const logged: string[] = [];
