@@ -275,11 +275,15 @@ export class WebSocketHub implements Sink {
       // Subprotocols asked for, none of them argus's: 400 before the handshake (a browser's
       // WebSocket fails on its own when it asked for one and none is named; a client that is
       // not a browser reads why in the reason phrase and the header naming the one spoken).
-      if (!subprotocolAccepted(req.headers['sec-websocket-protocol'])) {
+      // A malformed list is refused here too: it passed, took one of the address's handshakes, and
+      // ws answered a bare 400 (and 429 once the client's retries had spent them).
+      const asked = subprotocolAsked(req.headers['sec-websocket-protocol']);
+      if (asked !== 'none' && asked !== 'argus') {
         // What was asked is not logged: a client that passes its token as a subprotocol (the one
         // header a browser's WebSocket sets) would have it written to the log.
-        this.throttled.log('subprotocol', `websocket: an upgrade asking only for subprotocols other than ${WS_SUBPROTOCOL} was refused with 400`, {}, 'warn');
-        return this.refuse(socket, 400, `Bad Request: WebSocket subprotocol not spoken here; ask for ${WS_SUBPROTOCOL} or none`, { 'Sec-WebSocket-Protocol': WS_SUBPROTOCOL });
+        this.throttled.log('subprotocol', `websocket: an upgrade asking only for subprotocols other than ${WS_SUBPROTOCOL}, or with a malformed Sec-WebSocket-Protocol, was refused with 400`, {}, 'warn');
+        const why = asked === 'malformed' ? 'malformed Sec-WebSocket-Protocol (a comma-separated list of tokens, each once)' : 'WebSocket subprotocol not spoken here';
+        return this.refuse(socket, 400, `Bad Request: ${why}; ask for ${WS_SUBPROTOCOL} or none`, { 'Sec-WebSocket-Protocol': WS_SUBPROTOCOL });
       }
       const address = addressKey(req.socket.remoteAddress);
       // The address's handshake rate before any handshake: one that connects and closes in a loop
@@ -846,14 +850,20 @@ export class WebSocketHub implements Sink {
   }
 }
 
+/** A token (RFC 9110 5.6.2), what a subprotocol's name is. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
 /**
- * Whether an upgrade's `Sec-WebSocket-Protocol` (absent, or a comma-separated list, possibly in
- * several headers) asks for none or includes WS_SUBPROTOCOL.
+ * What an upgrade's `Sec-WebSocket-Protocol` asks for (absent, or a comma-separated list,
+ * possibly in several headers, which Node joins): `none`, a list holding WS_SUBPROTOCOL
+ * (`argus`), one without it (`other`), or one ws would refuse (`malformed`: an empty item, an
+ * item that is not a token, an item twice), as ws parses it (whitespace around items allowed).
  */
-function subprotocolAccepted(header: string | string[] | undefined): boolean {
-  if (header === undefined) return true;
-  const list = (Array.isArray(header) ? header.join(',') : header).split(',').map((p) => p.trim()).filter((p) => p !== '');
-  return list.length === 0 || list.includes(WS_SUBPROTOCOL);
+function subprotocolAsked(header: string | string[] | undefined): 'none' | 'argus' | 'other' | 'malformed' {
+  if (header === undefined) return 'none';
+  const list = (Array.isArray(header) ? header.join(',') : header).split(',').map((p) => p.replace(/^[ \t]+|[ \t]+$/g, ''));
+  if (list.some((p) => !TOKEN.test(p)) || new Set(list).size !== list.length) return 'malformed';
+  return list.includes(WS_SUBPROTOCOL) ? 'argus' : 'other';
 }
 
 /** `HTTP://Example.com:80/` → `http://example.com`; anything that is not a URL is kept, lower-cased. */

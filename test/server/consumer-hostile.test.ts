@@ -365,6 +365,32 @@ describe('WebSocket subprotocols (Sec-WebSocket-Protocol)', () => {
   });
 });
 
+describe('a malformed Sec-WebSocket-Protocol', () => {
+  it('is refused with 400 saying so, before the handshake, as a list without argus.v1 is: it passed the check, took a handshake of the address\'s, and ws answered a bare 400 (429 once those were spent)', async () => {
+    const { s } = await wsServer(undefined, { handshakeBurstPerAddress: 2, handshakesPerAddressPerSecond: 0.001 });
+    const upgrade = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' };
+    for (const p of ['', 'argus.v1,', ',argus.v1', 'argus.v1,,mqtt', 'argus.v1, argus.v1', 'argus.v1;q=1, argus.v1']) {
+      const r = await get(s.port, '/ws', { ...upgrade, 'sec-websocket-protocol': p });
+      expect(r.status, JSON.stringify(p)).toBe(400);
+      expect(r.headers['sec-websocket-protocol'], JSON.stringify(p)).toBe('argus.v1');
+    }
+    // Odd spacing around well-formed items is no fault (RFC 9110's list: optional whitespace).
+    const answer = await new Promise<string>((resolve) => {
+      const sock = netConnect(s.port, '127.0.0.1');
+      let got = '';
+      sock.on('connect', () => sock.write(`GET /ws HTTP/1.1\r\nHost: 127.0.0.1:${s.port}\r\n${Object.entries(upgrade).map(([k, v]) => `${k}: ${v}\r\n`).join('')}Sec-WebSocket-Protocol: \tmqtt ,\targus.v1 \r\n\r\n`));
+      sock.on('data', (d) => {
+        got += d.toString('latin1');
+        if (got.includes('\r\n\r\n')) sock.destroy();
+      });
+      sock.on('error', () => {});
+      sock.on('close', () => resolve(got));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 101 /);
+    expect(answer).toContain('Sec-WebSocket-Protocol: argus.v1\r\n');
+  });
+});
+
 describe('WebSocket subprotocols in a browser (Chromium)', () => {
   it('new WebSocket(url, "argus.v1") opens with that protocol; one asking for another fails (it opened, told argus spoke it)', async () => {
     const { s } = await wsServer();
