@@ -22,11 +22,19 @@ function revisions(): string[] {
 }
 const kept = (rev: string): S => JSON.parse(readFileSync(resolve(DIR, `message.v${MESSAGE_VERSION}.${rev}.json`), 'utf8')) as S;
 
-/** A schema without its words (descriptions, comments, title): what it accepts, only. */
-function accepts(s: unknown): unknown {
-  if (Array.isArray(s)) return s.map(accepts);
+/** Keywords whose value maps names (of fields, of definitions) to schemas: every name is kept. */
+const NAMED = new Set(['properties', 'patternProperties', '$defs', 'dependentSchemas']);
+
+/**
+ * A schema without its words (descriptions, comments, title): what it accepts, only. A field
+ * named `title` or `description` is a field, kept: dropped as a word, it could be added, removed
+ * or retyped without the revision check seeing it.
+ */
+function accepts(s: unknown, names = false): unknown {
+  if (Array.isArray(s)) return s.map((x) => accepts(x));
   if (!s || typeof s !== 'object') return s;
-  return Object.fromEntries(Object.entries(s).filter(([k]) => k !== 'description' && k !== '$comment' && k !== 'title').map(([k, v]) => [k, accepts(v)]));
+  if (names) return Object.fromEntries(Object.entries(s).map(([k, v]) => [k, accepts(v)]));
+  return Object.fromEntries(Object.entries(s).filter(([k]) => k !== 'description' && k !== '$comment' && k !== 'title').map(([k, v]) => [k, accepts(v, NAMED.has(k))]));
 }
 
 /**
@@ -165,5 +173,7 @@ describe('the message schema\'s revisions (version 1)', () => {
     expect(narrowings(before, after)).toEqual([]);
     expect(removedFields(before, after)).toEqual(['#/$defs/alert/properties/snapshotOmitted']);
     expect(removedFields(before, before)).toEqual([]);
+    // Words are left out of what a schema accepts, but a field of that name is a field.
+    expect(accepts({ type: 'object', title: 't', description: 'd', properties: { title: { type: 'string', description: 'x' }, description: { type: 'number' } } })).toEqual({ type: 'object', properties: { title: { type: 'string' }, description: { type: 'number' } } });
   });
 });
