@@ -29,4 +29,21 @@ describe('a lost track claimed by a new id beside it', () => {
       expect(events.map((e) => [e.direction, e.trackId, e.previousTrackId]), `${fps} fps`).toEqual([['in', tracked.distinctIds('b')[0], undefined]]);
     }
   });
+
+  it('…nor once the claimant went through the line itself: another who appears past it on the lost way is not counted again', () => {
+    for (const fps of [10, 30]) {
+      for (const [from, feet] of [[1.9, 320], [2.2, 340], [2.2, 370]]) {
+        // A walks down and is lost at 0.8 s (feet 240); found at 0.9 s 90 px to the side of its way under a new
+        // id (B: a step aside, or another person), it walks on through the line (feet 300 at 1.4 s). C, their
+        // size, comes into view standing past the line on A's old way at `from` s, while B walks on. B's
+        // crossing is A's if B is A; C crossed nothing. Before, C took A over once B's claim lapsed: two
+        // crossings for one person through the door.
+        const objects: SceneObject[] = [walker({ until: 0.8 }), walker({ key: 'b', box: [390, 0, 450, 160], from: 0.9 }), { key: 'c', box: [300, feet - 160, 360, feet], from }];
+        const { events, tracked } = cross(objects, 5, fps);
+        expect(tracked.distinctIds('c'), `${fps} fps, C from ${from} s`).toHaveLength(1);
+        expect(tracked.distinctIds('c')[0], `${fps} fps, C from ${from} s`).not.toBe(tracked.distinctIds('p')[0]);
+        expect(events.map((e) => [e.direction, e.trackId, e.previousTrackId]), `${fps} fps, C from ${from} s at feet ${feet}`).toEqual([['in', tracked.distinctIds('b')[0], undefined]]);
+      }
+    }
+  });
 });
