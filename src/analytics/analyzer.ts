@@ -648,7 +648,8 @@ export class SourceAnalyzer {
       // A crossing handed over to a new id (LineEvent.previousTrackId) says so below, not EARLY.
       const at = atPts !== undefined ? ` at ${secondsText(atPts)} s${e.previousTrackId !== undefined ? '' : ` (${EARLY})`}` : '';
       // One raised as its track was forgotten (LineCounter.drop: no row) says this frame does not show it.
-      const gone = e.row < 0 ? `; raised once #${e.trackId} was gone: this frame is a later one` : '';
+      // …or at the end of the stream (finish: no frame at all).
+      const gone = e.row < 0 ? `; raised once #${e.trackId} was gone: ${d === NO_ROWS ? 'at the end of the stream' : 'this frame is a later one'}` : '';
       alerts.push({ rule: r.id, severity: r.severity, event: 'line.cross', message: `${label(e.classId)} #${e.trackId} crossed line ${e.line} (${e.direction})${at}${e.previousTrackId !== undefined ? ` (was #${e.previousTrackId}: lost at the line, found past it under a new id${gone})` : ''}`, trackId: e.trackId, line: e.line, direction: e.direction, row: e.row, ...(atPts !== undefined ? { atPts } : {}) });
     }
   }
@@ -659,7 +660,8 @@ export class SourceAnalyzer {
    * or owed: LineCounter.flush) settles as it would had the stream gone on with no more
    * detections, and counts (the summary, report: the run summary and /api/sources); the
    * line-cross alerts it raises are returned (row −1, as a crossing raised once its track was
-   * gone), not counted in the report's alerts (no frame carries them to the sinks yet). Before, a file that ended within a line's forgetAfterMs of a
+   * gone), not counted in the report's alerts (no frame carries them to the sinks yet), and each
+   * is told to `warn` (the run's log), so that it is not lost unsaid. Before, a file that ended within a line's forgetAfterMs of a
    * person found past it under a new id never counted that crossing. Zones are left as they are
    * (a stay a file's end cuts short did not end). Undefined before the first frame.
    */
@@ -672,6 +674,7 @@ export class SourceAnalyzer {
     if (lineEvents.length) {
       const tMs = this.lastPtsMs + this.ptsOffset;
       for (const r of this.rules) if (r.type === 'line-cross') this.crossAlerts(r, NO_ROWS, this.lastObsMs, tMs, alerts);
+      if (this.warn) for (const a of alerts) this.warn(`source ${this.source.id}: alert of rule ${a.rule} (${a.severity}) not published: ${a.message}; no frame follows the end of the stream to carry it (nor is it counted in the rule's alerts)`);
     }
     return { summary: this.summaryOf(this.lastRateMs), alerts };
   }

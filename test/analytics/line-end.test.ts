@@ -71,7 +71,8 @@ describe('the end of the stream', () => {
 
   it('finish drafts the line-cross alert of what it settles, dated when the crossing was made', () => {
     const cfg = SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'door', units: 'pixel', from: [640, 300], to: [0, 300], anchor: 'bottom-center' }], rules: [{ id: 'in', type: 'line-cross', line: 'door', direction: 'any' }] });
-    const a = new SourceAnalyzer(cfg, ['person'], 'sources[0]');
+    const warned: string[] = [];
+    const a = new SourceAnalyzer(cfg, ['person'], 'sources[0]', (m) => warned.push(m));
     expect(a.finish()).toBeUndefined();
     a.init(640, 480);
     const tracker = new ByteTracker({ frameRateHint: 10 });
@@ -81,6 +82,11 @@ describe('the end of the stream', () => {
     expect(end.alerts[0].atPts).toBeGreaterThan(1.5);
     expect(end.alerts[0].atPts).toBeLessThan(1.7);
     expect(end.summary.lines?.door).toEqual({ in: { person: 1 }, out: {} });
+    // Not published (no frame to carry it): said in the log, with what it would have said, not lost unsaid.
+    // Before, nothing told of it; and its message said a frame carried it.
+    expect(end.alerts[0].message).toMatch(/raised once #2 was gone: at the end of the stream\)$/);
+    expect(warned).toEqual([`source cam: alert of rule in (info) not published: ${end.alerts[0].message}; no frame follows the end of the stream to carry it (nor is it counted in the rule's alerts)`]);
+    expect(a.report().alerts).toEqual({ in: 0 });
   });
 
   it('an analyzer that saw no frame finishes with nothing', () => {
