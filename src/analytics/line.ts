@@ -817,16 +817,12 @@ export class LineCounter {
    * not this id's object), while this id is on its way (sameWay). Before, a claim held while its
    * claimant was known: a person hidden as another came into view beside them, found past the
    * line under a new id while the other stood there, was never counted. A claimant found on its
-   * way is taken for that object still (the new id is another beside it), and so is one that has
-   * gone across the line since (its side no longer the lost track's): its crossing may be that
-   * object's, counted under it. Before, a person who stepped aside while hidden (found under a new
-   * id beside their way) and walked through a door line, another coming into view past it on
-   * their old way, was counted twice.
+   * way is taken for that object still (the new id is another beside it).
    */
   private claimLapsed(sides: Map<number, Side>, o: Side, d: Detections, firstMs: number, px: number, py: number): boolean {
     const by = sides.get(o.claimedBy);
     if (!by) return true;
-    if (o.claimOnWay || by.side !== o.side || !(by.lastFrame >= firstMs || d.trackerId!.includes(o.claimedBy))) return false;
+    if (o.claimOnWay || !(by.lastFrame >= firstMs || d.trackerId!.includes(o.claimedBy))) return false;
     return sameWay(o, firstMs, px, py);
   }
 
