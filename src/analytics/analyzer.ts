@@ -616,19 +616,21 @@ export class SourceAnalyzer {
     const lineEvents = this.lineEvents;
     const latched = this.crossLatch(r.id, r.line, d, obsMs);
     for (const e of lineEvents) {
-      if (e.line !== r.line || (r.direction !== 'any' && e.direction !== r.direction)) continue;
-      // A crossing in a direction this track was alerted for, and it has stayed near the line since: the same passage (a person shuffling on the line).
-      const bit = e.direction === 'in' ? 1 : 2;
-      const latch = latched.get(e.trackId);
-      if (latch && latch.dirs & bit) continue;
+      if (e.line !== r.line) continue;
       // A crossing handed over from a lost track (an id switch at the line): the same object, whose
       // alerts under its old id count towards the cooldown (as a zone's stay taken over). Before,
       // a person who went in, back out and in again within a minute's cooldown, their id switched as
-      // they were hidden at the line the second time, was alerted in twice.
+      // they were hidden at the line the second time, was alerted in twice. Whatever its direction:
+      // one switched as they went back out, under a rule for `in` only, was alerted in twice too.
       if (e.previousTrackId !== undefined) {
         cd.carry(`${e.previousTrackId}:in`, `${e.trackId}:in`);
         cd.carry(`${e.previousTrackId}:out`, `${e.trackId}:out`);
       }
+      if (r.direction !== 'any' && e.direction !== r.direction) continue;
+      // A crossing in a direction this track was alerted for, and it has stayed near the line since: the same passage (a person shuffling on the line).
+      const bit = e.direction === 'in' ? 1 : 2;
+      const latch = latched.get(e.trackId);
+      if (latch && latch.dirs & bit) continue;
       if (!cd.allow(`${e.trackId}:${e.direction}`, happened(e.atMs, tMs))) continue;
       // It is past the line on the side its crossing ended on ('in': the line's positive side),
       // since it crossed: for one seen among a new track's earlier sightings, up to a second or
