@@ -84,11 +84,13 @@ describe("a camera's reconnect and its lines", () => {
     };
     await stream(5);
     expect(results).toBe(5);
-    // The camera drops the connection twice; the supervisor starts ffmpeg again each time.
+    // The camera drops the connection (ffmpeg fails), then closes the stream (ffmpeg ends: a live
+    // stream's end of stream); the supervisor starts ffmpeg again each time.
     for (let k = 1; k <= 2; k++) {
-      children.at(-1)!.exit(1);
+      children.at(-1)!.exit(k === 1 ? 1 : 0);
       advance(100 * k);
       await vi.advanceTimersByTimeAsync(0);
+      expect(settled, `after ffmpeg's exit ${k}`).toBe(0);
       expect(children).toHaveLength(k + 1);
       await stream(5);
     }
