@@ -13,7 +13,7 @@ import { sourceChain } from '../../src/pipeline/pipeline.js';
 import type { SpawnFn } from '../../src/sources/ffmpeg-source.js';
 import { newSourceStats } from '../../src/sources/stats.js';
 import { supervisedSource } from '../../src/sources/supervised-source.js';
-import { FAKE_SIZE, fakeDetector } from '../helpers/fake-session.js';
+import { fakeDetector } from '../helpers/fake-session.js';
 import { FakeFfmpeg } from '../sources/fake-ffmpeg.js';
 
 let detector: Detector;
@@ -48,10 +48,11 @@ describe("a camera's reconnect and its lines", () => {
     analyzer.finish = () => (settled++, finish());
     const states: string[] = [];
     const children: FakeFfmpeg[] = [];
-    const output = ffmpegOutputFor(detector, config.model.resize);
+    // BGR frames at the camera's size, whether or not the C kernel is built (it takes 4:2:0 frames then).
+    const output = { ...ffmpegOutputFor(detector, config.model.resize), frame: 'source' as const };
     const spawn: SpawnFn = (_cmd, args) => {
-      // The camera's own 64 × 48 picture (FakeFfmpeg.info), or the model's letterbox.
-      const c = new FakeFfmpeg(args, output.frame === 'letterbox' ? FAKE_SIZE * FAKE_SIZE * 3 : 64 * 48 * 3);
+      // The camera's own 64 × 48 picture (FakeFfmpeg.info).
+      const c = new FakeFfmpeg(args, 64 * 48 * 3);
       children.push(c);
       return c.asChild();
     };
