@@ -38,9 +38,25 @@ function accepts(s: unknown, names = false): unknown {
 }
 
 /**
+ * What a combinator's branch is, to find it again in another revision: the message kind it is
+ * for (its `type` property's const), its own const or $ref; else its position (`#i`). A branch
+ * matched by position shifted when a kind was put before it: each branch of the envelope's anyOf
+ * is a kind, and a kind added was "anyOf changed" (a revision could not add one).
+ */
+function branchKey(b: unknown, i: number): string {
+  const s = (b && typeof b === 'object' ? b : {}) as S;
+  const kind = s.properties?.type?.const ?? s.const ?? s.$ref;
+  return typeof kind === 'string' ? kind : `#${i}`;
+}
+function branchesByKey(list: readonly unknown[]): Map<string, { schema: S; at: number }> {
+  return new Map(list.map((b, i) => [branchKey(b, i), { schema: b as S, at: i }]));
+}
+
+/**
  * Where `cur` refuses what `old` accepts, as `path: what` (empty: every message valid under `old`
  * is valid under `cur`, as far as these keywords go: properties, required, enum, const, type,
- * bounds, the schemas of items, values and names, and the combinators walked by position; any
+ * bounds, the schemas of items, values and names, and the combinators' branches (by kind:
+ * branchKey; a kind added to anyOf or oneOf is an addition, one gone a narrowing); any
  * change to a keyword that is not walked counts). narrowings(new, old): what a copy of `old`
  * refuses of the messages `new` allows. A keyword `old` lacks is what it accepts without it: an
  * enum, an items' or values' schema given where there was none narrows (the first walk missed
@@ -61,8 +77,25 @@ export function narrowings(old: S | boolean, cur: S | boolean, path = '#'): stri
   for (const r of cur.required ?? []) if (!(old.required ?? []).includes(r)) out.push(`${path}: required ${r}`);
   for (const k of ['oneOf', 'anyOf', 'allOf'] as const) {
     if (!(k in cur)) continue;
-    if (!Array.isArray(old[k]) || old[k].length !== cur[k].length) out.push(`${path}: ${k} ${old[k] ? 'changed' : 'added'}`);
-    else (cur[k] as S[]).forEach((c, i) => out.push(...narrowings(old[k][i], c, `${path}/${k}/${i}`)));
+    if (!Array.isArray(old[k])) {
+      out.push(`${path}: ${k} added`);
+      continue;
+    }
+    // allOf: every branch must hold, one more narrows. anyOf and oneOf: a branch of its own kind
+    // (branchKey) added accepts more (a new message kind: an addition); one gone refuses its kind.
+    if (k === 'allOf' && old[k].length !== cur[k].length) {
+      out.push(`${path}: ${k} changed`);
+      continue;
+    }
+    const now = branchesByKey(cur[k] as unknown[]);
+    (old[k] as unknown[]).forEach((o, i) => {
+      const key = branchKey(o, i);
+      const c = now.get(key);
+      if (c === undefined) out.push(`${path}: ${k} ${key.startsWith('#') ? `branch ${key}` : `kind "${key}"`}`);
+      else out.push(...narrowings(o as S, c.schema, `${path}/${k}/${c.at}`));
+    });
+    // Another oneOf branch without a kind of its own may match what one before did: both then fail.
+    if (k === 'oneOf') for (const [key] of now) if (key.startsWith('#') && !(old[k] as unknown[]).some((o, i) => branchKey(o, i) === key)) out.push(`${path}: ${k} changed`);
   }
   for (const [k, v] of Object.entries((old.properties ?? {}) as S)) {
     if (!Object.hasOwn(cur.properties ?? {}, k)) {
@@ -91,7 +124,16 @@ export function removedFields(old: unknown, cur: unknown, path = '#'): string[] 
     if (!Object.hasOwn(c.properties ?? {}, k)) out.push(`${path}/properties/${k}`);
     else out.push(...removedFields(o.properties[k], c.properties[k], `${path}/properties/${k}`));
   }
-  for (const k of ['oneOf', 'anyOf', 'allOf'] as const) if (Array.isArray(o[k]) && Array.isArray(c[k])) (o[k] as S[]).forEach((x, i) => out.push(...removedFields(x, c[k][i], `${path}/${k}/${i}`)));
+  for (const k of ['oneOf', 'anyOf', 'allOf'] as const) {
+    if (!Array.isArray(o[k])) continue;
+    const now = branchesByKey(Array.isArray(c[k]) ? (c[k] as unknown[]) : []);
+    (o[k] as unknown[]).forEach((x, i) => {
+      const at = now.get(branchKey(x, i));
+      // A kind (an anyOf branch) gone is removed as a field is: version 2.
+      if (at === undefined) out.push(`${path}/${k}/${i}`);
+      else out.push(...removedFields(x, at.schema, `${path}/${k}/${i}`));
+    });
+  }
   for (const k of ['items', 'additionalProperties'] as const) out.push(...removedFields(o[k], c[k], `${path}/${k}`));
   for (const key of ['$defs', 'prefixItems'] as const) for (const [k, v] of Object.entries((o[key] ?? {}) as S)) out.push(...removedFields(v, c[key]?.[k], `${path}/${key}/${k}`));
   return out;
@@ -143,11 +185,23 @@ describe('the message schema\'s revisions (version 1)', () => {
     for (let i = 1; i < revs.length; i++) {
       const refused = narrowings(kept(revs[i]), kept(revs[i - 1]));
       for (const n of refused) {
-        const what = /: (?:property (\S+)|value "([^"]+)")$/.exec(n);
+        const what = /: (?:property (\S+)|value "([^"]+)"|(?:anyOf|oneOf) kind "([^"]+)")$/.exec(n);
         expect(what, `an addition README can name: ${n}`).not.toBeNull();
-        expect(rows.get(revs[i]), `README's row for ${revs[i]} names ${n}`).toContain(`\`${what![1] ?? what![2]}\``);
+        expect(rows.get(revs[i]), `README's row for ${revs[i]} names ${n}`).toContain(`\`${what![1] ?? what![2] ?? what![3]}\``);
       }
     }
+  });
+
+  it('README\'s examples name the current revision: the WebSocket\'s hello (`schemaRevision`) and the schema\'s `$comment`', () => {
+    // The hello example named 2026-12-07 by hand: a revision bumped left README showing a client
+    // the one before, and a client comparing with README's copy took its own for out of date.
+    const readme = readFileSync(resolve(ROOT, 'README.md'), 'utf8');
+    const hellos = [...readme.matchAll(/"schemaRevision":\s*"([^"]*)"/g)].map((m) => m[1]);
+    expect(hellos.length, 'README shows the hello with its schemaRevision').toBeGreaterThan(0);
+    for (const r of hellos) expect(r, 'README\'s hello example: schemaRevision is SCHEMA_REVISION').toBe(SCHEMA_REVISION);
+    const comments = [...readme.matchAll(/`version \d+, revision ([^`]*)`/g)].map((m) => m[1]);
+    expect(comments.length, 'README quotes the schema\'s $comment').toBeGreaterThan(0);
+    for (const r of comments) expect(r, 'README\'s quote of the schema\'s $comment: its revision is SCHEMA_REVISION').toBe(SCHEMA_REVISION);
   });
 
   it('the walk finds what it must (a field added to a closed kind, a value added, a field made required)', () => {
@@ -175,5 +229,29 @@ describe('the message schema\'s revisions (version 1)', () => {
     expect(removedFields(before, before)).toEqual([]);
     // Words are left out of what a schema accepts, but a field of that name is a field.
     expect(accepts({ type: 'object', title: 't', description: 'd', properties: { title: { type: 'string', description: 'x' }, description: { type: 'number' } } })).toEqual({ type: 'object', properties: { title: { type: 'string' }, description: { type: 'number' } } });
+  });
+
+  it('a message kind added (a new anyOf branch, wherever it is put) is an addition, which README must name; a kind removed is version 2', () => {
+    const kind = (t: string, extra: S = {}) => ({ type: 'object', additionalProperties: false, properties: { type: { const: t }, ...extra } });
+    const old = { anyOf: [kind('a'), kind('b')] };
+    const added = { anyOf: [kind('a'), kind('z'), kind('b', { n: { type: 'number' } })] };
+    // Matched by kind, not position: b is compared with b (its new field an addition), z is new.
+    expect(narrowings(old, added)).toEqual([]);
+    expect(removedFields(old, added)).toEqual([]);
+    // A copy of the revision before refuses the new kind (and b's new field): README's row names them.
+    expect(narrowings(added, old)).toEqual(['#: anyOf kind "z"', '#/anyOf/1: property n']);
+    const gone = { anyOf: [kind('b')] };
+    expect(narrowings(old, gone)).toEqual(['#: anyOf kind "a"']);
+    expect(removedFields(old, gone)).toEqual(['#/anyOf/0']);
+    // A constraint more (allOf), or an unkinded oneOf branch more, still narrows.
+    expect(narrowings({ allOf: [{ required: ['x'] }] }, { allOf: [{ required: ['x'] }, { required: ['y'] }] })).toEqual(['#: allOf changed']);
+    expect(narrowings({ oneOf: [{ required: ['x'] }] }, { oneOf: [{ required: ['x'] }, { required: ['y'] }] })).toEqual(['#: oneOf changed']);
+    // The kept schema with a kind put first: an addition, nothing refused or removed.
+    const before = kept(SCHEMA_REVISION);
+    const after = JSON.parse(JSON.stringify(before)) as S;
+    after.anyOf.unshift(kind('zones'));
+    expect(narrowings(before, after)).toEqual([]);
+    expect(removedFields(before, after)).toEqual([]);
+    expect(narrowings(after, before)).toEqual(['#: anyOf kind "zones"']);
   });
 });
