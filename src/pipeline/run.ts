@@ -359,6 +359,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
         health: outbox ? () => ({ ...options.health?.(), outbox: outbox!.health() }) : options.health,
         stopping: () => signal.aborted,
         snapshot: websocket ? (id, key) => websocket!.snapshot(id, key) : undefined,
+        snapshotOrigin: websocket ? (req) => websocket!.crossOrigin(req) : undefined,
       });
     }
     options.onReady?.({ pipeline, publisher, alerts, metrics, server, kafka, websocket, outbox });

@@ -311,7 +311,8 @@ function hasBody(req: IncomingMessage): boolean {
  * no page frames it; and no page of another origin may load it (`Cross-Origin-Resource-Policy`):
  * a page of another port of the host is same-site, so the browser sends it the SameSite=Strict
  * session cookie, and it could embed `/api/snapshot?id=` as an image (learning which alerts exist,
- * and their pictures' size) or `/api/sources` as a script.
+ * and their pictures' size) or `/api/sources` as a script. /api/snapshot alone answers a page of
+ * an origin server.allowedOrigins admits cross-origin (routes.ts, RouteContext.snapshotOrigin).
  */
 export const DATA_HEADERS: Readonly<Record<string, string>> = {
   'cache-control': 'no-store',

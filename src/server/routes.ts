@@ -74,6 +74,12 @@ export interface RouteContext {
   stopping?: () => boolean;
   /** The JPEG of an alert's snapshot by alert id and its picture's key while it is held (the WebSocket hub's), for /api/snapshot?id=&key=. */
   snapshot?: (alertId: string, key: string) => Buffer | undefined;
+  /**
+   * The origin of another site's page that may load /api/snapshot (server.allowedOrigins, as the
+   * WebSocket hub admits it: WebSocketHub.crossOrigin), or undefined: the answer is then for the
+   * server's own pages only (Cross-Origin-Resource-Policy: same-origin, no CORS).
+   */
+  snapshotOrigin?: (req: IncomingMessage) => string | undefined;
 }
 
 /**
@@ -161,11 +167,18 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
       // The key names the picture (websocket.ts, HeldPicture): without it, an alert id given again
       // (another process of the same run) named whichever picture held it.
       const jpeg = id && key ? snapshot(id, key) : undefined;
+      // A page of an origin server.allowedOrigins lists gets its alerts' URLs on /ws: it may load
+      // them (an <img src>: CORP cross-origin; a fetch or <img crossorigin>: CORS), its 404 too.
+      // Without credentials (no Access-Control-Allow-Credentials): such a page presents the token
+      // (?token=), as on /ws, where the session cookie counts for the server's own pages only.
+      // Any other origin: same-origin, as every data answer. Vary: the answer depends on them.
+      const cross = ctx.snapshotOrigin?.(req);
+      const headers: Record<string, string> = cross ? { vary: 'Origin, Referer', 'access-control-allow-origin': cross, 'cross-origin-resource-policy': 'cross-origin' } : { vary: 'Origin, Referer' };
       if (!jpeg) {
         const why = id && !key ? 'not found: the URL lacks its key (fetch the alert\'s snapshot.url as sent)\n' : 'not found: no snapshot of that alert is held (the oldest are let go; Kafka and the JSON lines embed them)\n';
-        return plain(res, 404, why);
+        return plain(res, 404, why, headers);
       }
-      res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': String(jpeg.length), ...DATA_HEADERS }).end(req.method === 'HEAD' ? undefined : jpeg);
+      res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': String(jpeg.length), ...DATA_HEADERS, ...headers }).end(req.method === 'HEAD' ? undefined : jpeg);
     });
   }
   const file = (name: string) => async (req: IncomingMessage, res: ServerResponse) => {

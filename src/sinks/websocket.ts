@@ -347,7 +347,38 @@ export class WebSocketHub implements Sink {
   private originOf(req: IncomingMessage): 'none' | 'own' | 'allowed' | undefined {
     const raw = req.headers.origin ?? req.headers['sec-websocket-origin'];
     if (raw === undefined) return 'none';
-    const origin = typeof raw === 'string' ? raw : String(raw);
+    return this.originKind(typeof raw === 'string' ? raw : String(raw), req.headers.host);
+  }
+
+  /**
+   * The origin of another site's page that allowedOrigins lets load an alert's picture
+   * (SNAPSHOT_PATH, whose URL the alerts it receives carry), or undefined: the server's own
+   * origin needs nothing, and any other is refused as /ws refuses it. A `fetch` or an
+   * `<img crossorigin>` names its page in `Origin`; a plain `<img src>` sends none (a no-cors
+   * load), and its page is its `Referer`'s origin, which a page cannot set to another's (a page
+   * that sends no Referer is taken for a foreign one). `null` (a sandboxed page, a file) only
+   * when listed as such: `"*"` does not answer it.
+   */
+  crossOrigin(req: IncomingMessage): string | undefined {
+    const raw = req.headers.origin;
+    let origin: string;
+    if (typeof raw === 'string') origin = raw;
+    else {
+      // No Sec-Fetch-Site asked for: Chromium sends none to a plain-http address that is not loopback.
+      const referer = req.headers.referer;
+      if (typeof referer !== 'string') return undefined;
+      try {
+        origin = new URL(referer).origin;
+      } catch {
+        return undefined;
+      }
+    }
+    if (origin === 'null' && !this.origins.has('null')) return undefined;
+    return this.originKind(origin, req.headers.host) === 'allowed' ? origin : undefined;
+  }
+
+  /** originOf's answer for an Origin as sent, `host` the request's Host. */
+  private originKind(origin: string, host: string | undefined): 'own' | 'allowed' | undefined {
     const other = this.anyOrigin ? 'allowed' : undefined;
     let u: URL;
     try {
@@ -356,7 +387,6 @@ export class WebSocketHub implements Sink {
       return other;
     }
     if (u.protocol !== 'http:' && u.protocol !== 'https:') return this.origins.has(origin.toLowerCase()) ? 'allowed' : other;
-    const host = req.headers.host;
     try {
       if (host && new URL(`${u.protocol}//${host}`).host === u.host) return 'own';
     } catch {
