@@ -10,6 +10,7 @@ import { LineCounter } from '../../src/analytics/line.js';
 import { Detections } from '../../src/core/detections.js';
 import { ByteTracker } from '../../src/tracking/byte-tracker.js';
 import { mulberry32 } from '../tracking/helpers.js';
+import { walkingFeet } from './door-line.js';
 
 const LINE_Y = 300;
 const SECS = 8;
@@ -31,23 +32,7 @@ function scene(seed: number, fps: number): { people: Person[]; frames: Frame[] }
   const people: Person[] = [];
   const n = 1 + Math.floor(rand() * 2);
   for (let p = 0; p < n; p++) {
-    // Feet from 200–260 down or up at 20–140 px/s, or standing, leg by leg (0.3–1.8 s each).
-    const legs: [number, number][] = [];
-    for (let t = 0; t < SECS; ) {
-      t += 0.3 + rand() * 1.5;
-      legs.push([t, rand() < 0.2 ? 0 : (rand() < 0.7 ? 1 : -1) * (20 + rand() * 120)]);
-    }
-    const y0 = 200 + rand() * 60;
-    const feet = (tt: number) => {
-      let y = y0, s = 0;
-      for (const [u, v] of legs) {
-        const e = Math.min(u, tt);
-        if (e > s) y += v * (e - s);
-        s = u;
-        if (u >= tt) break;
-      }
-      return Math.max(170, Math.min(470, y));
-    };
+    const feet = walkingFeet(rand, SECS);
     const hidden: [number, number][] = [];
     for (let h = 0; h < 3; h++) {
       if (rand() >= 0.7) continue;
