@@ -8,6 +8,7 @@
  * with no parameter sets in its SDP: ffmpeg's probe ends on its P-frames, seconds before the first
  * frame). A fake ffmpeg on virtual time, and real ffmpeg runs.
  */
+import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
 import { FakeFfmpeg } from '../sources/fake-ffmpeg.js';
@@ -199,31 +200,9 @@ describe('createPipeline onSourceOpened (what runWorker passes to Worker.sourceO
     const { createPipeline } = await import('../../src/pipeline/pipeline.js');
     const { PipelineSchema } = await import('../../src/config/schema.js');
     const { fakeDetector } = await import('../helpers/fake-session.js');
-    const { createServer } = await import('node:net');
     // Answers OPTIONS, DESCRIBE (an H.264 stream, its parameter sets in the SDP), SETUP (TCP) and PLAY; sends no RTP.
     let plays = 0;
-    const server = createServer((sock) => {
-      let buf = '';
-      sock.on('error', () => undefined);
-      sock.on('data', (d) => {
-        buf += d.toString('latin1');
-        for (let i = buf.indexOf('\r\n\r\n'); i >= 0; i = buf.indexOf('\r\n\r\n')) {
-          const head = buf.slice(0, i).split('\r\n');
-          buf = buf.slice(i + 4);
-          const method = head[0].split(' ')[0];
-          const cseq = head.find((l) => /^cseq:/i.test(l))?.split(':')[1].trim() ?? '0';
-          let extra = '';
-          let body = '';
-          if (method === 'DESCRIBE') {
-            body = 'v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=cam\r\nc=IN IP4 0.0.0.0\r\nt=0 0\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1; sprop-parameter-sets=Z/QACpGbKI9gIgAAAwACAAADACgeJEss,aOvjxEhE; profile-level-id=F4000A\r\na=control:track1\r\n';
-            extra = `Content-Type: application/sdp\r\nContent-Base: rtsp://127.0.0.1:${(server.address() as { port: number }).port}/cam/\r\nContent-Length: ${body.length}\r\n`;
-          } else if (method === 'SETUP') extra = 'Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\nSession: 1234;timeout=60\r\n';
-          else if (method === 'PLAY') (plays++, (extra = 'Session: 1234\r\nRange: npt=0.000-\r\n'));
-          else if (method === 'OPTIONS') extra = 'Public: OPTIONS, DESCRIBE, SETUP, PLAY, TEARDOWN\r\n';
-          sock.write(`RTSP/1.0 200 OK\r\nCSeq: ${cseq}\r\n${extra}\r\n${body}`);
-        }
-      });
-    });
+    const server = rtspCamera('; sprop-parameter-sets=Z/QACpGbKI9gIgAAAwACAAADACgeJEss,aOvjxEhE; profile-level-id=F4000A', () => void plays++);
     await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
     const config = PipelineSchema.parse({
       sources: [{ id: 'hole', uri: `rtsp://127.0.0.1:${(server.address() as { port: number }).port}/cam`, watchdog: { startTimeoutMs: 1500 }, reconnect: { initialDelayMs: 50, maxDelayMs: 100, maxAttempts: 1 } }],
@@ -257,7 +236,6 @@ describe('createPipeline onSourceOpened (what runWorker passes to Worker.sourceO
     const { mkdtempSync, readFileSync, rmSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
-    const { createServer } = await import('node:net');
     const { lastValueFrom, take } = await import('rxjs');
     // About 2 Mbit/s (argus's 256 KiB probe fills in about a second), a key frame every 10 s.
     const dir = mkdtempSync(join(tmpdir(), 'argus-nosps-'));
@@ -283,54 +261,33 @@ describe('createPipeline onSourceOpened (what runWorker passes to Worker.sourceO
       if ((nals[k][0] & 0x1f) === 1 || (nals[k][0] & 0x1f) === 5) (units.push(cur), (cur = []));
     }
     const timers = new Set<NodeJS.Timeout>();
-    const server = createServer((sock) => {
-      let buf = '';
-      sock.on('error', () => undefined);
-      sock.on('data', (d) => {
-        buf += d.toString('latin1');
-        for (let i = buf.indexOf('\r\n\r\n'); i >= 0; i = buf.indexOf('\r\n\r\n')) {
-          const head = buf.slice(0, i).split('\r\n');
-          buf = buf.slice(i + 4);
-          const method = head[0].split(' ')[0];
-          const cseq = head.find((l) => /^cseq:/i.test(l))?.split(':')[1].trim() ?? '0';
-          let extra = '';
-          let body = '';
-          if (method === 'DESCRIBE') {
-            // No sprop-parameter-sets: the size comes only with the key frame's SPS.
-            body = 'v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=cam\r\nc=IN IP4 0.0.0.0\r\nt=0 0\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\na=control:track1\r\n';
-            extra = `Content-Type: application/sdp\r\nContent-Base: rtsp://127.0.0.1:${(server.address() as { port: number }).port}/cam/\r\nContent-Length: ${body.length}\r\n`;
-          } else if (method === 'SETUP') extra = 'Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\nSession: 1234;timeout=60\r\n';
-          else if (method === 'PLAY') {
-            extra = 'Session: 1234\r\nRange: npt=0.000-\r\n';
-            let k = 5;
-            let seq = 1;
-            let ts = 1000;
-            const t = setInterval(() => {
-              if (k >= units.length || sock.destroyed) return void (clearInterval(t), timers.delete(t));
-              const unit = units[k++];
-              ts += 3600;
-              unit.forEach((n, j) => {
-                const packets: Buffer[] = [];
-                if (n.length <= 1400) packets.push(n);
-                else for (let o = 1; o < n.length; o += 1400) packets.push(Buffer.concat([Buffer.from([(n[0] & 0xe0) | 28, (o === 1 ? 0x80 : 0) | (o + 1400 >= n.length ? 0x40 : 0) | (n[0] & 0x1f)]), n.subarray(o, o + 1400)]));
-                packets.forEach((p, q) => {
-                  const rtp = Buffer.alloc(16);
-                  rtp.writeUInt8(0x24, 0);
-                  rtp.writeUInt16BE(12 + p.length, 2);
-                  rtp[4] = 0x80;
-                  rtp[5] = 96 | (j === unit.length - 1 && q === packets.length - 1 ? 0x80 : 0);
-                  rtp.writeUInt16BE(seq++ & 0xffff, 6);
-                  rtp.writeUInt32BE(ts >>> 0, 8);
-                  rtp.writeUInt32BE(0x1234, 12);
-                  sock.write(Buffer.concat([rtp, p]));
-                });
-              });
-            }, 40);
-            timers.add(t);
-          } else if (method === 'OPTIONS') extra = 'Public: OPTIONS, DESCRIBE, SETUP, PLAY, TEARDOWN\r\n';
-          sock.write(`RTSP/1.0 200 OK\r\nCSeq: ${cseq}\r\n${extra}\r\n${body}`);
-        }
-      });
+    // No sprop-parameter-sets: the size comes only with the key frame's SPS.
+    const server = rtspCamera('', (sock) => {
+      let k = 5;
+      let seq = 1;
+      let ts = 1000;
+      const t = setInterval(() => {
+        if (k >= units.length || sock.destroyed) return void (clearInterval(t), timers.delete(t));
+        const unit = units[k++];
+        ts += 3600;
+        unit.forEach((n, j) => {
+          const packets: Buffer[] = [];
+          if (n.length <= 1400) packets.push(n);
+          else for (let o = 1; o < n.length; o += 1400) packets.push(Buffer.concat([Buffer.from([(n[0] & 0xe0) | 28, (o === 1 ? 0x80 : 0) | (o + 1400 >= n.length ? 0x40 : 0) | (n[0] & 0x1f)]), n.subarray(o, o + 1400)]));
+          packets.forEach((p, q) => {
+            const rtp = Buffer.alloc(16);
+            rtp.writeUInt8(0x24, 0);
+            rtp.writeUInt16BE(12 + p.length, 2);
+            rtp[4] = 0x80;
+            rtp[5] = 96 | (j === unit.length - 1 && q === packets.length - 1 ? 0x80 : 0);
+            rtp.writeUInt16BE(seq++ & 0xffff, 6);
+            rtp.writeUInt32BE(ts >>> 0, 8);
+            rtp.writeUInt32BE(0x1234, 12);
+            sock.write(Buffer.concat([rtp, p]));
+          });
+        });
+      }, 40);
+      timers.add(t);
     });
     await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
     const config = PipelineSchema.parse({
@@ -356,3 +313,36 @@ describe('createPipeline onSourceOpened (what runWorker passes to Worker.sourceO
     }
   }, 60_000);
 });
+
+/**
+ * A tiny RTSP camera (H.264, TCP interleaved): answers OPTIONS, DESCRIBE (its SDP's fmtp line
+ * `packetization-mode=1` then `fmtp`), SETUP and PLAY, calling `onPlay` with the socket at each
+ * PLAY (what it sends then is onPlay's). Not listening yet.
+ */
+function rtspCamera(fmtp: string, onPlay: (sock: Socket) => void): Server {
+  const server = createServer((sock) => {
+    let buf = '';
+    sock.on('error', () => undefined);
+    sock.on('data', (d) => {
+      buf += d.toString('latin1');
+      for (let i = buf.indexOf('\r\n\r\n'); i >= 0; i = buf.indexOf('\r\n\r\n')) {
+        const head = buf.slice(0, i).split('\r\n');
+        buf = buf.slice(i + 4);
+        const method = head[0].split(' ')[0];
+        const cseq = head.find((l) => /^cseq:/i.test(l))?.split(':')[1].trim() ?? '0';
+        let extra = '';
+        let body = '';
+        if (method === 'DESCRIBE') {
+          body = `v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=cam\r\nc=IN IP4 0.0.0.0\r\nt=0 0\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1${fmtp}\r\na=control:track1\r\n`;
+          extra = `Content-Type: application/sdp\r\nContent-Base: rtsp://127.0.0.1:${(server.address() as { port: number }).port}/cam/\r\nContent-Length: ${body.length}\r\n`;
+        } else if (method === 'SETUP') extra = 'Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\nSession: 1234;timeout=60\r\n';
+        else if (method === 'PLAY') {
+          extra = 'Session: 1234\r\nRange: npt=0.000-\r\n';
+          onPlay(sock);
+        } else if (method === 'OPTIONS') extra = 'Public: OPTIONS, DESCRIBE, SETUP, PLAY, TEARDOWN\r\n';
+        sock.write(`RTSP/1.0 200 OK\r\nCSeq: ${cseq}\r\n${extra}\r\n${body}`);
+      }
+    });
+  });
+  return server;
+}
