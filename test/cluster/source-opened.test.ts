@@ -10,7 +10,8 @@
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ffmpegSource } from '../../src/sources/ffmpeg-source.js';
+import type { Subscription } from 'rxjs';
+import { ffmpegSource, type FfmpegSourceOptions } from '../../src/sources/ffmpeg-source.js';
 import { FakeFfmpeg } from '../sources/fake-ffmpeg.js';
 
 const output = { width: 32, height: 32, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
@@ -21,31 +22,18 @@ afterEach(() => void vi.useRealTimers());
 
 describe('ffmpegSource onInputOpened', () => {
   it('is told once a run reports its opened input, before any frame; not while ffmpeg has reported nothing', () => {
-    let c: FakeFfmpeg | undefined;
-    const events: string[] = [];
-    const sub = ffmpegSource({
-      id: 'cam',
-      input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false },
-      output,
-      ffmpegPath: 'ffmpeg',
-      clock: () => performance.now(),
-      onInputOpened: () => events.push('opened'),
-      spawn: (_cmd, args) => {
-        c = new FakeFfmpeg(args, FRAME);
-        return c.asChild();
-      },
-    }).subscribe((f) => (events.push('frame'), f.release()));
+    const { ffmpeg, events, sub } = watched({ url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false });
     vi.advanceTimersByTime(1);
-    expect(c).toBeDefined();
-    c!.stderr.write("[tcp @ 0x1] Connection to tcp://cam:554 failed: Connection timed out\n");
+    expect(ffmpeg()).toBeDefined();
+    ffmpeg().stderr.write("[tcp @ 0x1] Connection to tcp://cam:554 failed: Connection timed out\n");
     vi.advanceTimersByTime(5000);
     expect(events).toEqual([]);
-    c!.stderr.write("Input #0, rtsp, from 'rtsp://cam/stream':\n  Duration: N/A\n    Stream #0:0: Video: h264 (High), yuv420p(progressive), 64x48, 10 fps, 10 tbr\n");
+    ffmpeg().stderr.write("Input #0, rtsp, from 'rtsp://cam/stream':\n  Duration: N/A\n    Stream #0:0: Video: h264 (High), yuv420p(progressive), 64x48, 10 fps, 10 tbr\n");
     expect(events).toEqual(['opened']);
     // Its first frame 10 s on (the key frame): the input was opened long before.
     vi.advanceTimersByTime(10_000);
-    c!.info();
-    c!.frame();
+    ffmpeg().info();
+    ffmpeg().frame();
     expect(events).toEqual(['opened', 'frame']);
     sub.unsubscribe();
   });
@@ -66,26 +54,13 @@ describe('ffmpegSource onInputOpened, a camera whose picture size comes only wit
     'Error while decoding stream #0:0: Invalid data found when processing input\n';
 
   it('is told when ffmpeg has read its video packets (an H.264 stream, its size to come with the key frame), seconds before that frame; it was not, and a worker with unreachableAfterMs under the wait reported a camera about to stream', () => {
-    let c: FakeFfmpeg | undefined;
-    const events: string[] = [];
-    const sub = ffmpegSource({
-      id: 'cam',
-      input: { url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false },
-      output,
-      ffmpegPath: 'ffmpeg',
-      clock: () => performance.now(),
-      onInputOpened: () => events.push('opened'),
-      spawn: (_cmd, args) => {
-        c = new FakeFfmpeg(args, FRAME);
-        return c.asChild();
-      },
-    }).subscribe({ next: (f) => (events.push('frame'), f.release()), error: () => events.push('error') });
+    const { ffmpeg, events, sub } = watched({ url: 'rtsp://cam/stream', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false });
     vi.advanceTimersByTime(2500);
-    c!.stderr.write(unsized);
+    ffmpeg().stderr.write(unsized);
     expect(events).toEqual(['opened']);
     // Waiting for its key frame, 8.6 s on: told once, the run going on.
     vi.advanceTimersByTime(8600);
-    c!.stderr.write('Error while decoding stream #0:0: Invalid data found when processing input\n');
+    ffmpeg().stderr.write('Error while decoding stream #0:0: Invalid data found when processing input\n');
     expect(events).toEqual(['opened']);
     sub.unsubscribe();
   });
@@ -96,22 +71,9 @@ describe('ffmpegSource onInputOpened, a camera whose picture size comes only wit
       'Video: mpeg4, 1 reference frame ([16][0][0][0] / 0x0010), yuv420p(left), 25 fps, 25 tbr, 90k tbn',
       'Video: h264, 1 reference frame ([27][0][0][0] / 0x001B), none, 25 fps, 25 tbr, 90k tbn',
     ]) {
-      let c: FakeFfmpeg | undefined;
-      const events: string[] = [];
-      const sub = ffmpegSource({
-        id: 'cam',
-        input: { url: 'tcp://cam:9000', kind: 'stream', rate: 'native', loop: false, cameraClock: false },
-        output,
-        ffmpegPath: 'ffmpeg',
-        clock: () => performance.now(),
-        onInputOpened: () => events.push('opened'),
-        spawn: (_cmd, args) => {
-          c = new FakeFfmpeg(args, FRAME);
-          return c.asChild();
-        },
-      }).subscribe({ next: (f) => (events.push('frame'), f.release()), error: () => events.push('error') });
+      const { ffmpeg, events, sub } = watched({ url: 'tcp://cam:9000', kind: 'stream', rate: 'native', loop: false, cameraClock: false });
       vi.advanceTimersByTime(1400);
-      c!.stderr.write(`[mpegts @ 0x1] Could not find codec parameters for stream 0 (${stream.replace(/, 25 fps.*/, '')}): unspecified size\nInput #0, mpegts, from 'tcp://cam:9000':\n  Duration: N/A, start: 1.400000, bitrate: N/A\n  Program 1\n  Stream #0:0[0x100]: ${stream}\nStream mapping:\n  Stream #0:0 -> #0:0\n`);
+      ffmpeg().stderr.write(`[mpegts @ 0x1] Could not find codec parameters for stream 0 (${stream.replace(/, 25 fps.*/, '')}): unspecified size\nInput #0, mpegts, from 'tcp://cam:9000':\n  Duration: N/A, start: 1.400000, bitrate: N/A\n  Program 1\n  Stream #0:0[0x100]: ${stream}\nStream mapping:\n  Stream #0:0 -> #0:0\n`);
       expect([stream, events]).toEqual([stream, ['opened']]);
       sub.unsubscribe();
     }
@@ -120,22 +82,9 @@ describe('ffmpegSource onInputOpened, a camera whose picture size comes only wit
 
 describe('ffmpegSource onInputOpened, an input opened with no video ffmpeg could describe', () => {
   it('is not told for an HTML login page read through a forced -f mjpeg (ffmpeg 5.1\'s own lines); it was, at its `Input #0`', () => {
-    let c: FakeFfmpeg | undefined;
-    const events: string[] = [];
-    const sub = ffmpegSource({
-      id: 'cam',
-      input: { url: 'http://cam/video.mjpg', kind: 'http', rate: 'native', loop: false, cameraClock: false, inputArgs: ['-f', 'mjpeg'] },
-      output,
-      ffmpegPath: 'ffmpeg',
-      clock: () => performance.now(),
-      onInputOpened: () => events.push('opened'),
-      spawn: (_cmd, args) => {
-        c = new FakeFfmpeg(args, FRAME);
-        return c.asChild();
-      },
-    }).subscribe({ next: (f) => (events.push('frame'), f.release()), error: () => events.push('error') });
+    const { ffmpeg, events, sub } = watched({ url: 'http://cam/video.mjpg', kind: 'http', rate: 'native', loop: false, cameraClock: false, inputArgs: ['-f', 'mjpeg'] });
     vi.advanceTimersByTime(1);
-    c!.stderr.write(
+    ffmpeg().stderr.write(
       '[mjpeg @ 0x2] No JPEG data found in image\n' +
         "[mjpeg @ 0x1] Could not find codec parameters for stream 0 (Video: mjpeg, 1 reference frame, none(bt470bg/unknown/unknown, center)): unspecified size\n" +
         "Input #0, mjpeg, from 'http://cam/video.mjpg':\n  Duration: N/A, bitrate: N/A\n  Stream #0:0: Video: mjpeg, 1 reference frame, none(bt470bg/unknown/unknown, center), 25 tbr, 1200k tbn\n" +
@@ -345,4 +294,26 @@ function rtspCamera(fmtp: string, onPlay: (sock: Socket) => void): Server {
     });
   });
   return server;
+}
+
+/**
+ * ffmpegSource on `input` with a fake ffmpeg (FRAME-sized frames): what it tells, in order
+ * (`opened`: onInputOpened; `frame`; `error`), and the ffmpeg it started (once started).
+ */
+function watched(input: FfmpegSourceOptions['input']): { ffmpeg: () => FakeFfmpeg; events: string[]; sub: Subscription } {
+  let c: FakeFfmpeg | undefined;
+  const events: string[] = [];
+  const sub = ffmpegSource({
+    id: 'cam',
+    input,
+    output,
+    ffmpegPath: 'ffmpeg',
+    clock: () => performance.now(),
+    onInputOpened: () => events.push('opened'),
+    spawn: (_cmd, args) => {
+      c = new FakeFfmpeg(args, FRAME);
+      return c.asChild();
+    },
+  }).subscribe({ next: (f) => (events.push('frame'), f.release()), error: () => events.push('error') });
+  return { ffmpeg: () => c!, events, sub };
 }
