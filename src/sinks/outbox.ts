@@ -354,7 +354,8 @@ export async function otherPipelinesJournal(dir: string, name: string, cluster?:
 /**
  * The lock of a folder on a read-only volume, where no lock file can be made: an abstract Unix
  * socket (Linux; no file, nothing written) named after the folder's device and inode, bound by
- * the run that reads the journal there while it runs. The kernel lets one process bind a name and
+ * the run that reads the journal there while it runs (and by a writable start until its lock file
+ * is made, so that the two cannot both start on one folder: see lock). The kernel lets one process bind a name and
  * frees it when that process ends, whatever ends it (kill -9 too): no stale lock to judge. (Before,
  * two argus on one read-only folder both replayed what its journal held: every consumer got those
  * alerts twice, and more at each start.) It is seen by the processes of this host in the same
@@ -403,17 +404,17 @@ async function guardHolder(dir: string): Promise<string | undefined> {
 }
 
 /**
- * Binds the read-only guard of the folder `dir` for this process: the server, or who holds it
- * already (guardHolder's words). A bind that fails otherwise (not Linux, no such folder) holds
+ * Binds the guard of the folder `dir` for this process: the server, or who holds it already
+ * (guardHolder's words; `words`: what this one answers, asked). A bind that fails otherwise (not Linux, no such folder) holds
  * nothing and refuses nothing: undefined.
  */
-async function holdGuard(dir: string): Promise<Server | { heldBy: string } | undefined> {
+async function holdGuard(dir: string, words: () => string): Promise<Server | { heldBy: string } | undefined> {
   if (process.platform !== 'linux') return undefined;
   const st = await stat(dir).catch(() => undefined);
   if (!st) return undefined;
   const server = createServer((c) => {
     c.on('error', () => undefined);
-    c.end(`pid ${process.pid}, a run on the read-only volume, not locked there`);
+    c.end(words());
   });
   const bound = await new Promise<NodeJS.ErrnoException | undefined>((done) => {
     server.once('error', done);
@@ -1237,13 +1238,14 @@ export class Outbox {
     openHere.add(key);
     // A folder that could not be made (read-only): no lock to take (and no journal there to replay twice).
     if (this.readOnly) return;
-    // Read by a run on the read-only volume (holdGuard), the volume writable again since, or
-    // read-only still: that run replays what the journal holds; a second would send it again.
-    const reading = await guardHolder(this.o.dir);
-    if (reading !== undefined) {
-      openHere.delete(key);
-      throw this.inUse(reading);
-    }
+    // The folder's guard first, by every start, a writable one too, until its lock is made: held
+    // by a run on the read-only volume (the volume writable again since, or read-only still), that
+    // run replays what the journal holds, and a second would send it again. Its bind is the one
+    // step two starts cannot both pass: a writable start that only looked for a holder (none yet),
+    // then made its lock, and a read-only one that looked for a lock (none yet: EROFS), then
+    // bound the guard, both replayed the journal (a read-only mount of the folder beside a
+    // read-write one in one network namespace, or a remount between the two).
+    await this.takeGuard(key);
     try {
       await this.takeLock(path);
     } catch (e) {
@@ -1254,12 +1256,18 @@ export class Outbox {
       // by a live argus: refused, as anywhere.
       if (readOnlyVolume(e)) {
         this.readOnly = ((e as { cause?: NodeJS.ErrnoException }).cause ?? (e as NodeJS.ErrnoException)).code ?? 'EROFS';
-        await this.takeGuard(key);
+        // (Its lock looked for with the guard held: a writable start holds it until its lock is
+        // made, so either this one found that lock, or that start was refused by the guard.)
         return;
       }
+      this.releaseGuard();
       openHere.delete(key);
       throw e;
     }
+    // The lock made holds the folder now (a read-only start finds it, and judges it). (The guard
+    // held on would be named after an inode that a folder deleted while this runs leaves to
+    // another folder, refused then as in use.)
+    this.releaseGuard();
   }
 
   /**
@@ -1295,14 +1303,14 @@ export class Outbox {
 
   private writableTimer: NodeJS.Timeout | undefined;
 
-  /** Read-only: the folder's guard (holdGuard), held while this opening is open. */
+  /** The folder's guard (holdGuard): read-only, held while this opening is open; writable, while its lock is made (see lock). */
   private guard: Server | undefined;
 
   /** Holds the folder's read-only guard, or refuses the folder as in use, naming who holds it. */
   private async takeGuard(key: string): Promise<void> {
     // (Let go between its bind and the look at who holds it: tried again.)
     for (let tries = 0; tries < 3; tries++) {
-      const got = await holdGuard(this.o.dir);
+      const got = await holdGuard(this.o.dir, () => (this.readOnly ? `pid ${process.pid}, a run on the read-only volume, not locked there` : `pid ${process.pid}`));
       if (got === undefined) return;
       if (!('heldBy' in got)) {
         this.guard = got;

@@ -375,6 +375,75 @@ describe('two argus on one read-only outbox folder (no lock file can be made the
     }
   }, 20_000);
 
+  /** A folder of the read-only volume, and the same folder through a writable mount of it (a read-write bind mount beside it: same device and inode). */
+  function mountedTwice(name: string, ids: string[]): { d: string; rw: string } {
+    const d = join(ro, name);
+    leftJournal(d, ids);
+    const rw = join(mkdtempSync(join(tmpdir(), 'argus-outbox-rw-mount-')), 'data');
+    symlinkSync(d, rw);
+    return { d, rw };
+  }
+  /** Holds the start of `module`'s outboxes at the lock (takeLock) until `go`; `at` when one is there. */
+  function holdAtLock(module: Pick<typeof import('../../src/sinks/outbox.js'), 'Outbox'>, before: boolean): { at: Promise<void>; go: () => void; undo: () => void } {
+    const proto = module.Outbox.prototype as unknown as { takeLock(path: string): Promise<void> };
+    const real = proto.takeLock;
+    let go!: () => void;
+    let there!: () => void;
+    const gate = new Promise<void>((r) => (go = r));
+    const at = new Promise<void>((r) => (there = r));
+    proto.takeLock = async function (this: unknown, path: string) {
+      if (before) {
+        there();
+        await gate;
+        return real.call(this, path);
+      }
+      // After: its look at the lock done (and failed, EROFS), held before what follows it.
+      try {
+        return await real.call(this, path);
+      } finally {
+        there();
+        await gate;
+      }
+    };
+    return { at, go, undo: () => void (proto.takeLock = real) };
+  }
+
+  it('a writable start and a read-only one of the same folder together (a read-only mount beside a read-write one): one is refused, never both replaying the journal (before: the writable one looked for a guard, none yet, the read-only one bound it before the lock was made, and both started)', async () => {
+    const { d, rw } = mountedTwice('bound', ['b1', 'b2']);
+    // The writable one has looked for a holder, and not made its lock yet.
+    const hold = holdAtLock({ Outbox }, true);
+    const writing = Outbox.open(opts(rw));
+    await hold.at;
+    const other = await anotherProcess();
+    const e = await other.Outbox.open(opts(d)).catch((x: unknown) => x);
+    hold.go();
+    hold.undo();
+    const writer = await writing;
+    expect((e as { code?: string }).code).toBe('VAP_ERR_OUTBOX');
+    expect((e as Error).message).toMatch(new RegExp(`is in use by another argus \\(pid ${process.pid}\\)`));
+    expect(writer.takeRecovered()).toHaveLength(2);
+    await writer.close();
+  });
+
+  it('the other way: the read-only one looked for a lock (none: EROFS), the writable one starts meanwhile: refused, the read-only one replays them alone (before: the read-only one bound the guard only after, and both replayed the journal)', async () => {
+    const { d, rw } = mountedTwice('bound2', ['c1']);
+    const other = await anotherProcess();
+    const hold = holdAtLock(other, false);
+    const reading = other.Outbox.open(opts(d));
+    await hold.at;
+    const e = await Outbox.open(opts(rw)).catch((x: unknown) => x);
+    hold.go();
+    const reader = await reading;
+    hold.undo();
+    expect(isArgusError(e) && e.message).toMatch(new RegExp(`is in use by another argus \\(pid ${process.pid}[,)]`));
+    expect(reader.takeRecovered()).toHaveLength(1);
+    await reader.close();
+    // Released at close: the writable start then takes the folder.
+    const writer = await Outbox.open(opts(rw));
+    expect(writer.takeRecovered()).toHaveLength(1);
+    await writer.close();
+  });
+
   it('another pipeline\'s start does not call a running read-only run\'s folder stranded (before: "holds 1 undelivered alert(s) that no argus has open", as an error)', async () => {
     const root = join(ro, 'state');
     leftJournal(join(root, 'lobby'), ['s1']);
