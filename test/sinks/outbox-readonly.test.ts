@@ -468,6 +468,10 @@ describe('a read-only start: alerts found on disk older than outbox.maxAgeHours'
       expect(ob.lostToBounds).toBe(0);
       expect(ob.stats.agedOnDisk).toBe(2);
       expect(ob.health()).toEqual({ journaled: true, pendingAlerts: 0, readOnly: 'EROFS', agedOnDisk: 2 });
+      // And on /metrics (they were in the log and /healthz only).
+      const { Metrics } = await import('../../src/server/metrics.js');
+      const text = await new Metrics({ stats: () => [], provider: 'cpu', outbox: ob }).scrape();
+      expect(text.split('\n')).toContain('argus_outbox_aged_on_disk 2');
       const said = logs.filter((l) => /older than outbox.maxAgeHours/.test(l));
       expect(said).toHaveLength(1);
       expect(said[0]).toMatch(/2 alert\(s\) found in the journal .* older than outbox.maxAgeHours \(1 h\): not replayed; they cannot be removed from a read-only folder/);
@@ -507,6 +511,9 @@ describe('a read-only start whose volume is made writable while it runs', () => 
       await new Promise((r) => setTimeout(r, 50));
       expect(said()).toHaveLength(0);
       expect(ob.health().writableAgain).toBeUndefined();
+      const { Metrics } = await import('../../src/server/metrics.js');
+      const gauge = async () => (await new Metrics({ stats: () => [], provider: 'cpu', outbox: ob }).scrape()).split('\n').find((l) => l.startsWith('argus_outbox_writable_again '));
+      expect(await gauge()).toBe('argus_outbox_writable_again 0');
       volume.writable = true;
       for (let i = 0; i < 3; i++) {
         await vi.advanceTimersByTimeAsync(30_000);
@@ -516,6 +523,8 @@ describe('a read-only start whose volume is made writable while it runs', () => 
       expect(said()[0]).toMatch(/NOT protected until argus is restarted/);
       expect(ob.health()).toMatchObject({ readOnly: 'EROFS', writableAgain: true });
       expect(ob.stats.writableAgain).toBe(true);
+      // And on /metrics (it was in the log and /healthz only).
+      expect(await gauge()).toBe('argus_outbox_writable_again 1');
       await ob.close();
     } finally {
       volume.writable = false;
