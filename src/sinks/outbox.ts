@@ -1320,6 +1320,11 @@ export class Outbox {
       openHere.delete(key);
       throw this.inUse(got.heldBy);
     }
+    // Bound each time, and none listening each time: a socket bound under the name and not
+    // listened on (any local user can make one). Held all the same: refused (before, the start
+    // went on holding nothing, and so did a second one: both replayed the journal).
+    openHere.delete(key);
+    throw this.inUse("a process that holds the folder's name and takes no connection");
   }
 
   /** Lets the read-only guard go (close, or an open that failed after it was taken). */

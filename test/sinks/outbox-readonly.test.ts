@@ -358,6 +358,27 @@ describe('two argus on one read-only outbox folder (no lock file can be made the
     await ob.close();
   });
 
+  it('a name bound and not listened on (another local user\'s process): refused too, not started without the guard (before: three binds refused, three looks answered "none", and the start went on holding nothing: a second one did the same, and both replayed the journal)', async () => {
+    const d = join(ro, 'bound-only');
+    leftJournal(d, ['n1']);
+    const st = statSync(d);
+    const { spawn } = await import('node:child_process');
+    // (Node binds only to listen: a socket bound and not listened on is made by Python, under
+    // the name as Node binds it, padded with NULs to the length of sun_path.)
+    const py = spawn('python3', ['-c', `import socket, time\ns = socket.socket(socket.AF_UNIX)\ns.bind(b'\\0argus-outbox-${st.dev}-${st.ino}'.ljust(108, b'\\0'))\nprint('bound', flush=True)\ntime.sleep(60)`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      await new Promise((ok, fail) => {
+        py.stdout.once('data', ok);
+        py.once('error', fail);
+        py.once('exit', fail);
+      });
+      const e = await Outbox.open(opts(d)).catch((x: unknown) => x);
+      expect(isArgusError(e) && e.message).toMatch(/is in use by another argus \(a process that holds the folder's name and takes no connection/);
+    } finally {
+      py.kill();
+    }
+  });
+
   it('a holder that does not answer (frozen, SIGSTOP): still held, the start refused within the guard\'s 3 s', async () => {
     const d = join(ro, 'frozen');
     leftJournal(d, ['f1']);
