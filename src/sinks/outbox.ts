@@ -672,7 +672,11 @@ function holderWhere(held: LockOwner | undefined, self: LockOwner): string {
 export async function outboxHeldBy(dir: string, staleMs = LOCK_STALE_MS): Promise<string | undefined> {
   const path = join(dir, LOCK);
   const st = await stat(path).catch(() => undefined);
-  if (!st) return undefined;
+  if (!st) {
+    // A run on a read-only volume holds its folder by the guard, with no lock file (holdGuard).
+    const reading = await guardHolder(dir);
+    return reading === undefined ? undefined : inUseText(dir, reading);
+  }
   const self = await ownIdentity();
   const held = parseLock(await readLockText(path), self);
   const holder = await judgeHolder(held, self);

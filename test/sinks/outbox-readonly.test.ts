@@ -465,6 +465,17 @@ describe('two argus on one read-only outbox folder (no lock file can be made the
     await writer.close();
   });
 
+  it('`argus check` (outboxHeldBy) says a folder a read-only run holds is in use, as the run would be refused (before: it said nothing, no lock file being there, and the run was refused)', async () => {
+    const d = join(ro, 'checked');
+    leftJournal(d, ['k1']);
+    const other = await anotherProcess();
+    expect(await other.outboxHeldBy(d)).toBeUndefined();
+    const first = await Outbox.open(opts(d));
+    expect(await other.outboxHeldBy(d)).toMatch(new RegExp(`is in use by another argus \\(pid ${process.pid}, a run on the read-only volume`));
+    await first.close();
+    expect(await other.outboxHeldBy(d)).toBeUndefined();
+  });
+
   it('another pipeline\'s start does not call a running read-only run\'s folder stranded (before: "holds 1 undelivered alert(s) that no argus has open", as an error)', async () => {
     const root = join(ro, 'state');
     leftJournal(join(root, 'lobby'), ['s1']);
