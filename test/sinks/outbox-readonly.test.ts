@@ -363,9 +363,11 @@ describe('two argus on one read-only outbox folder (no lock file can be made the
     leftJournal(d, ['n1']);
     const st = statSync(d);
     const { spawn } = await import('node:child_process');
-    // (Node binds only to listen: a socket bound and not listened on is made by Python, under
-    // the name as Node binds it, padded with NULs to the length of sun_path.)
-    const py = spawn('python3', ['-c', `import socket, time\ns = socket.socket(socket.AF_UNIX)\ns.bind(b'\\0argus-outbox-${st.dev}-${st.ino}'.ljust(108, b'\\0'))\nprint('bound', flush=True)\ntime.sleep(60)`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // (Node binds only to listen: a socket bound and not listened on is made by Python, under the
+    // name as Node binds it: padded with NULs to the length of sun_path before libuv 1.48, exact since.)
+    const name = `b'\\0argus-outbox-${st.dev}-${st.ino}'`;
+    const script = ['import socket, time', 's = socket.socket(socket.AF_UNIX)', `s.bind(${name})`, 't = socket.socket(socket.AF_UNIX)', `t.bind(${name}.ljust(108, b'\\0'))`, "print('bound', flush=True)", 'time.sleep(60)'];
+    const py = spawn('python3', ['-c', script.join('\n')], { stdio: ['ignore', 'pipe', 'inherit'] });
     try {
       await new Promise((ok, fail) => {
         py.stdout.once('data', ok);
