@@ -11,7 +11,7 @@ let exitHooked = false;
 
 /**
  * The shell script of the reaper (startReaper): it starts with the children held as its arguments
- * (`T:START`, or `T:` where the start is not known), then reads lines `+ T START` (a child to end should
+ * (`T:START`, or `T:` where the start is not known), then reads lines `+ T:START` (a child to end should
  * argus end first: `-PGID`, a process group of its own, or `PID`; START, the start time of the
  * process T names, field 22 of its /proc/PID/stat, read at its spawn: processStart), `- T` (that
  * one has exited) and `0` (none left: argus ended them itself) until argus's end closes its stdin,
@@ -35,9 +35,9 @@ let exitHooked = false;
 const REAPER_SCRIPT = [
   'set -f',
   'live=" $* "',
-  "while IFS=' ' read -r op t s; do",
+  "while IFS=' ' read -r op t; do",
   '  case $op in',
-  '    +) live="$live$t:$s " ;;',
+  '    +) live="$live$t " ;;',
   '    -) case $live in *" $t:"*) live="${live%%" $t:"*} ${live#*" $t:"* }" ;; esac ;;',
   "    0) live=' ' ;;",
   '  esac',
@@ -94,7 +94,7 @@ export function statStart(stat: string): string | undefined {
 /** What the reaper ends of a child (ownChild): its process group, the child alone, or nothing (it ends by itself). */
 export type Reap = 'group' | 'child' | 'none';
 
-/** What the reaper is told to end for each held child: `-PGID` (spawnOwned's, a group of its own) or `PID`, and its start time (processStart) where known. */
+/** What the reaper is told to end for each held child, as its lines and arguments name it (`T:START`): `-PGID` (spawnOwned's, a group of its own) or `PID`, and its start time (processStart) where known. */
 const targets = new Map<ChildProcess, string>();
 let reaper: ChildProcess | undefined;
 /** Whether /bin/sh is missing or may not be run here: no reaper is started (startReaper). */
@@ -161,8 +161,7 @@ function startReaper(): void {
     // The children held are its arguments (`T:START`), not lines written after its start: argus
     // killed between the spawn and that write (a busy machine can hold it there) left the
     // restarted reaper knowing of no child, and the ffmpeg running on (a CI run at load 15).
-    const held = [...targets.values()].map((t) => (t.includes(' ') ? t.replace(' ', ':') : `${t}:`));
-    r = spawn('/bin/sh', ['-c', REAPER_SCRIPT, 'argus-reaper', ...held], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+    r = spawn('/bin/sh', ['-c', REAPER_SCRIPT, 'argus-reaper', ...targets.values()], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
   } catch {
     return;
   }
@@ -255,8 +254,7 @@ export function ownChild<C extends ChildProcess>(child: C, stopGently?: () => Pr
   const target = reap === 'none' ? undefined : reap === 'group' ? `-${child.pid}` : String(child.pid);
   if (target !== undefined) {
     // With its start time: the reaper ends the process it was told of, not another given its pid since.
-    const start = processStart(child.pid);
-    const told = start === undefined ? target : `${target} ${start}`;
+    const told = `${target}:${processStart(child.pid) ?? ''}`;
     targets.set(child, told);
     if (reaper) tellReaper(`+ ${told}`);
     else startReaper();

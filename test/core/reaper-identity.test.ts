@@ -44,7 +44,7 @@ describe.each(shells)('the reaper at argus\'s end (run by %s)', (shell) => {
     const [stranger, ours, unknown, told] = [await grouped(), await grouped(), await grouped(), await grouped()];
     // A start time the stranger does not have (past PID_MAX_LIMIT, 2^22: no pid, whatever reads it as one).
     const other = String(Number(processStart(stranger)) + 4_194_304);
-    await reaperTold([`+ -${stranger} ${other}`, `+ -${ours} ${processStart(ours)}`, `+ -${unknown}`, `+ -${told} ${processStart(told)}`, `- -${told}`, ''].join('\n'), [], shell);
+    await reaperTold([`+ -${stranger}:${other}`, `+ -${ours}:${processStart(ours)}`, `+ -${unknown}:`, `+ -${told}:${processStart(told)}`, `- -${told}`, ''].join('\n'), [], shell);
     expect({ stranger: running(stranger), ours: await until(() => !running(ours), 5000), unknown: await until(() => !running(unknown), 5000), told: running(told) }).toEqual({ stranger: true, ours: true, unknown: true, told: true });
   }, 30_000);
 
@@ -76,7 +76,7 @@ describe.each(shells)('the reaper at argus\'s end (run by %s)', (shell) => {
     if (!existsSync(named)) symlinkSync(realpathSync('/bin/sleep'), named);
     const [stranger, ours] = [await grouped(named), await grouped(named)];
     const other = String(Number(processStart(stranger)) + 4_194_304);
-    await reaperTold(`+ -${stranger} ${other}\n+ ${ours} ${processStart(ours)}\n`, [], shell);
+    await reaperTold(`+ -${stranger}:${other}\n+ ${ours}:${processStart(ours)}\n`, [], shell);
     expect({ stranger: running(stranger), ours: await until(() => !running(ours), 5000) }).toEqual({ stranger: true, ours: true });
   }, 30_000);
 });
