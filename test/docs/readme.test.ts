@@ -10,10 +10,11 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import client, { Registry } from 'prom-client';
 import { parse } from 'yaml';
+import type { ZodTypeAny } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../src/core/errors.js';
 import { parseConfigText } from '../../src/config/load.js';
-import { PipelineSchema } from '../../src/config/schema.js';
+import { CamerasFileSchema, ModelManifestSchema, PipelineSchema } from '../../src/config/schema.js';
 import { Metrics, type MetricsSources } from '../../src/server/metrics.js';
 import { ARGUS, ROOT } from '../helpers/cli.js';
 
@@ -196,11 +197,54 @@ describe('README: YAML examples', () => {
   it.each(yaml.map((b) => [b.line, b.text] as const))('the example at README.md:%i is a valid part of a pipeline', (line, text) => {
     const doc = asDocument(text);
     // Each example is a part of a pipeline: given a source where it has none, and the Kafka sink
-    // the outbox needs (README says a pipeline without one is refused).
-    const full = { name: 'readme', sources: [{ id: 'lobby', uri: 'asset:one-by-one-person-detection.mp4' }], ...doc };
-    if ('outbox' in doc && !('sinks' in doc)) Object.assign(full, { sinks: { kafka: { brokers: ['127.0.0.1:9092'] } } });
+    // the outbox and a worker's cluster section need (README says a pipeline without one is
+    // refused); a worker's pipeline has no sources.
+    const full: Record<string, unknown> = { name: 'readme', ...('cluster' in doc ? {} : { sources: [{ id: 'lobby', uri: 'asset:one-by-one-person-detection.mp4' }] }), ...doc };
+    if (('outbox' in doc || 'cluster' in doc) && !('sinks' in doc)) full.sinks = { kafka: { brokers: ['127.0.0.1:9092'] } };
     // The fingerprint shown elided (5E:3A:…:9C) is one of 32 bytes.
     const json = JSON.stringify(full).replace(/"5E:3A:…:9C"/g, JSON.stringify(Array.from({ length: 32 }, (_, i) => (i + 16).toString(16).toUpperCase()).join(':')));
     expect(() => parseConfigText(json, PipelineSchema, `README.md:${line}`, { KAFKA_PASSWORD: 'secret', ARGUS_TOKEN: 'token', CAM_PW: 'pw' })).not.toThrow();
+  });
+});
+
+describe('README: configuration keys', () => {
+  /** Every key of an object anywhere in `schema`, with its path. */
+  function keys(schema: ZodTypeAny, at: string, out = new Map<string, string>(), seen = new Set<ZodTypeAny>()): Map<string, string> {
+    if (seen.has(schema)) return out;
+    seen.add(schema);
+    const d = schema._def as Record<string, unknown> & { typeName: string };
+    const walk = (s: unknown, path: string) => keys(s as ZodTypeAny, path, out, seen);
+    switch (d.typeName) {
+      case 'ZodObject':
+        for (const [k, v] of Object.entries((d.shape as () => Record<string, ZodTypeAny>)())) {
+          out.set(`${at}${at ? '.' : ''}${k}`, k);
+          walk(v, `${at}${at ? '.' : ''}${k}`);
+        }
+        break;
+      case 'ZodOptional': case 'ZodNullable': case 'ZodDefault': case 'ZodReadonly': case 'ZodCatch':
+        walk(d.innerType, at);
+        break;
+      case 'ZodEffects': walk(d.schema, at); break;
+      case 'ZodLazy': walk((d.getter as () => unknown)(), at); break;
+      case 'ZodPipeline': walk(d.in, at); walk(d.out, at); break;
+      case 'ZodArray': walk(d.type, `${at}[]`); break;
+      case 'ZodRecord': walk(d.valueType, `${at}.*`); break;
+      case 'ZodUnion': case 'ZodDiscriminatedUnion':
+        for (const o of d.options instanceof Map ? [...d.options.values()] : (d.options as unknown[])) walk(o, at);
+        break;
+      case 'ZodIntersection': walk(d.left, at); walk(d.right, at); break;
+      case 'ZodTuple': for (const i of d.items as unknown[]) walk(i, `${at}[]`); break;
+    }
+    return out;
+  }
+  const all = new Map([...keys(PipelineSchema, ''), ...keys(ModelManifestSchema, '(manifest)'), ...keys(CamerasFileSchema, '(cameras file)')]);
+
+  it('finds the keys', () => {
+    expect(all.size).toBeGreaterThan(200);
+    expect(all.get('sinks.kafka.brokers')).toBe('brokers');
+  });
+
+  it('every key a pipeline, a model manifest or a cameras file takes is named in the README', () => {
+    expect([...all].filter(([, k]) => !new RegExp(`(?<![A-Za-z0-9_])${k}(?![A-Za-z0-9_])`).test(README)).map(([path]) => path)).toEqual([]);
   });
 });
