@@ -98,6 +98,26 @@ describe('README: metrics', () => {
   it('every metric of argus\'s own (not prom-client\'s process metrics) is named in the README', () => {
     expect([...registered].filter((n) => !processMetrics.has(n) && !named.has(n))).toEqual([]);
   });
+
+  it('the README gives each of argus\'s metrics its type and every label it has (a table row, or NAME{label,…})', () => {
+    const rows = README.split('\n').filter((l) => l.startsWith('| `argus_'));
+    const wrong: string[] = [];
+    for (const m of metrics.registry.getMetricsAsArray() as unknown as { name: string; labelNames?: string[]; constructor: { name: string } }[]) {
+      if (processMetrics.has(m.name)) continue;
+      const labels = m.labelNames ?? [];
+      const type = m.constructor.name.toLowerCase();
+      const row = rows.find((l) => l.split(' | ')[0].includes(`\`${m.name}\``));
+      if (row) {
+        const [, rowType = '', rowLabels = ''] = row.split(' | ');
+        if (!rowType.startsWith(type)) wrong.push(`${m.name}: a ${type}, README's row says ${rowType}`);
+        for (const l of labels) if (!new RegExp(`(^|[\\s,(])${l}\\b`).test(rowLabels)) wrong.push(`${m.name}: label ${l} not in README's row`);
+      } else if (labels.length) {
+        const shown = [...README.matchAll(new RegExp(`\\b${m.name}\\{([^}]*)\\}`, 'g'))].map((x) => x[1].split(',').map((l) => l.replace(/=.*$/, '')));
+        if (!shown.some((ls) => labels.every((l) => ls.includes(l)))) wrong.push(`${m.name}: README shows no ${m.name}{${labels.join(',')}}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
 });
 
 describe('README: HTTP routes', () => {
