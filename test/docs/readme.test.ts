@@ -268,3 +268,27 @@ describe('README: configuration keys', () => {
     expect([...all].filter(([, k]) => !new RegExp(`(?<![A-Za-z0-9_])${k}(?![A-Za-z0-9_])`).test(README)).map(([path]) => path)).toEqual([]);
   });
 });
+
+describe('README: files and npm scripts', () => {
+  it('every file of the repository the README names is there (src/…/x.js: the .ts it is compiled from)', () => {
+    const named = new Set(README.match(/\b(?:src|test|scripts|pipelines|models|streams|bin)\/[A-Za-z0-9_./-]+\.(?:ts|js|mjs|sh|yaml|yml|json|c|py)\b/g));
+    expect(named.size).toBeGreaterThan(20);
+    const exists = (f: string) => {
+      try {
+        return readdirSync(resolve(ROOT, f, '..')).includes(f.split('/').pop()!);
+      } catch {
+        return false;
+      }
+    };
+    expect([...named].filter((f) => !exists(f) && !(f.startsWith('src/') && exists(f.replace(/\.js$/, '.ts'))))).toEqual([]);
+  });
+
+  it('every `npm run NAME` the README shows is a script of package.json, and every script but the lifecycle ones is shown', () => {
+    const scripts = Object.keys((JSON.parse(read(resolve(ROOT, 'package.json'))) as { scripts: Record<string, string> }).scripts);
+    const shown = new Set([...README.matchAll(/\bnpm run ([a-z][a-z0-9:-]*[a-z0-9])/g)].map((m) => m[1]));
+    expect([...shown].filter((s) => !scripts.includes(s))).toEqual([]);
+    // `npm test` and `npm run demo` are the README's first lines; prepare runs at npm ci; bench is argus bench.
+    const lifecycle = ['prepare', 'test', 'bench'];
+    expect(scripts.filter((s) => !lifecycle.includes(s) && !shown.has(s))).toEqual([]);
+  });
+});
