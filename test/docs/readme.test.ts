@@ -17,6 +17,7 @@ import { parseConfigText } from '../../src/config/load.js';
 import { CamerasFileSchema, ModelManifestSchema, PipelineSchema } from '../../src/config/schema.js';
 import { Metrics, type MetricsSources } from '../../src/server/metrics.js';
 import { ARGUS, ROOT } from '../helpers/cli.js';
+import { messageErrors } from '../helpers/schema.js';
 
 const README = readFileSync(resolve(ROOT, 'README.md'), 'utf8');
 const lineOf = (index: number) => README.slice(0, index).split('\n').length;
@@ -290,5 +291,17 @@ describe('README: files and npm scripts', () => {
     // `npm test` and `npm run demo` are the README's first lines; prepare runs at npm ci; bench is argus bench.
     const lifecycle = ['prepare', 'test', 'bench'];
     expect(scripts.filter((s) => !lifecycle.includes(s) && !shown.has(s))).toEqual([]);
+  });
+});
+
+describe('README: message examples', () => {
+  const messages = FENCED.filter((b) => b.lang === 'json' && b.text.startsWith('{"type":'));
+
+  it('finds them', () => {
+    expect(messages.map((b) => (JSON.parse(b.text) as { type: string }).type).sort()).toEqual(['detections', 'status']);
+  });
+
+  it.each(messages.map((b) => [b.line, b.text] as const))('the message at README.md:%i is valid under the message schema', (_line, text) => {
+    expect(messageErrors(JSON.parse(text))).toBe('');
   });
 });
