@@ -63,12 +63,19 @@ describe('README: environment variables', () => {
   const named = new Set([...README.matchAll(/\bARGUS_[A-Z0-9_]*[A-Z0-9]\b/g)].map((m) => m[0]));
   // What argus itself reads: src/ and its entry, bin/ (the scripts' own knobs are in their --help).
   const readByArgus = new Set([...SRC_TS, ...files('bin', ['.js'])].flatMap((f) => code(read(f)).match(/\bARGUS_[A-Z0-9_]*[A-Z0-9]\b/g) ?? []));
-  const anywhere = [...SRC_TS, ...files('bin', ['.js']), ...files('scripts', ['.sh', '.mjs', '.ts']), ...files('test', ['.ts']), resolve(ROOT, 'docker-compose.yml'), resolve(ROOT, 'Dockerfile'), resolve(ROOT, 'package.json')]
+  const anywhere = [...SRC_TS, ...files('bin', ['.js']), ...files('scripts', ['.sh', '.mjs', '.ts']), ...files('test', ['.ts']), ...files('pipelines', ['.yaml']), resolve(ROOT, 'docker-compose.yml'), resolve(ROOT, 'Dockerfile'), resolve(ROOT, 'package.json')]
     .map(read)
     .join('\n');
 
-  it('every ARGUS_… variable the README names is read by argus, its scripts or its tests (or is a ${env:…} name of an example)', () => {
+  it('every ARGUS_… variable the README names is read by argus, its scripts, its tests or a shipped pipeline (or is a ${env:…} name of an example)', () => {
     expect([...named].filter((v) => !chosen.has(v) && !new RegExp(`\\b${v}\\b`).test(anywhere))).toEqual([]);
+  });
+
+  it('every variable a shipped pipeline reads (pipelines/*.yaml) is a row of README\'s table of them', () => {
+    const rows = README.split('\n').filter((l) => /^\| `[A-Z0-9_]+`/.test(l)).join('\n');
+    const read = files('pipelines', ['.yaml']).flatMap((f) => [...readFileSync(f, 'utf8').matchAll(/\$\{env:([A-Z0-9_]+)/g)].map((m) => m[1]));
+    expect(read.length).toBeGreaterThan(10);
+    expect([...new Set(read)].filter((v) => !rows.includes(`\`${v}\``))).toEqual([]);
   });
 
   it('every ARGUS_… variable argus reads (src/, bin/) is named in the README', () => {
