@@ -312,3 +312,19 @@ describe('README: message examples', () => {
     expect(messageErrors(JSON.parse(text))).toBe('');
   });
 });
+
+describe('README: the sections argus\'s own messages point to', () => {
+  // Headings, and the bold titles that open a paragraph (**Inference threads.**).
+  const titles = [...README.matchAll(/^#+ (.+)$/gm), ...README.matchAll(/^\*\*([^*]+?)\.?\*\*/gm)].map((m) => m[1].trim());
+
+  it('every (README, "SECTION") an error or a help text of argus names is a section README has', () => {
+    const refs = SRC_TS.flatMap((f) =>
+      read(f)
+        .split('\n')
+        .filter((l) => !/^\s*(\/\/|\*|\/\*)/.test(l))
+        .flatMap((l) => [...l.matchAll(/README, "([^"]+)"/g)].map((m) => ({ file: f.slice(ROOT.length + 1), section: m[1] }))),
+    );
+    expect(refs.length).toBeGreaterThan(3);
+    expect(refs.filter((r) => !titles.some((t) => t.startsWith(r.section))).map((r) => `${r.file}: README, "${r.section}"`)).toEqual([]);
+  });
+});
