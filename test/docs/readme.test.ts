@@ -328,3 +328,22 @@ describe('README: the sections argus\'s own messages point to', () => {
     expect(refs.filter((r) => !titles.some((t) => t.startsWith(r.section))).map((r) => `${r.file}: README, "${r.section}"`)).toEqual([]);
   });
 });
+
+describe('README: its references to itself', () => {
+  const headings = [...README.matchAll(/^#+ (.+)$/gm)].map((m) => m[1].trim());
+  const titles = [...headings, ...[...README.matchAll(/\*\*([^*]+?)\.?\*\*/g)].map((m) => m[1].trim())].map((t) => t.toLowerCase());
+  // GitHub's anchor of a heading: lower case, punctuation but - and _ dropped, spaces as -.
+  const anchors = new Set(headings.map((h) => h.toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-')));
+
+  it('every [link](#anchor) goes to a heading', () => {
+    const links = [...README.matchAll(/\]\(#([^)]+)\)/g)].map((m) => m[1]);
+    expect(links.length).toBeGreaterThan(5);
+    expect(links.filter((l) => !anchors.has(l))).toEqual([]);
+  });
+
+  it('every see "SECTION" (or *SECTION*) names a heading or a paragraph\'s bold title', () => {
+    const refs = [...README.matchAll(/see (?:also )?(?:the )?["*]([^"*\n]{3,60})["*]/g)].map((m) => m[1].replace(/[.,]$/, '').toLowerCase());
+    expect(refs.length).toBeGreaterThan(5);
+    expect(refs.filter((r) => !titles.some((t) => t.startsWith(r) || t.includes(r)))).toEqual([]);
+  });
+});
