@@ -347,3 +347,14 @@ describe('README: its references to itself', () => {
     expect(refs.filter((r) => !titles.some((t) => t.startsWith(r) || t.includes(r)))).toEqual([]);
   });
 });
+
+describe('README: Layout', () => {
+  it('lists every folder of src/, and only those', () => {
+    const at = README.indexOf('\n## Layout\n');
+    expect(at).toBeGreaterThan(0);
+    const block = /```\n([\s\S]*?)```/.exec(README.slice(at))![1];
+    const listed = [...block.matchAll(/^ {2}([a-z_-]+)\//gm)].map((m) => m[1]).sort();
+    const folders = readdirSync(resolve(ROOT, 'src'), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+    expect(listed).toEqual(folders);
+  });
+});
