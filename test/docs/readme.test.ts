@@ -369,3 +369,14 @@ describe('README: Layout', () => {
     expect(listed).toEqual(folders);
   });
 });
+
+describe('README: the WebSocket API\'s error codes', () => {
+  it('the codes of the hub\'s error messages are the ones README\'s table lists', () => {
+    const sent = new Set([...read(resolve(ROOT, 'src/sinks/websocket.ts')).matchAll(/this\.error\(\s*\w+,\s*'([a-z_]+)'/g)].map((m) => m[1]));
+    const row = /\{"type":"error","code":((?:"[a-z_]+"\|?)+)/.exec(README);
+    expect(row, 'README: the error message of the WebSocket API').not.toBeNull();
+    const listed = new Set([...row![1].matchAll(/"([a-z_]+)"/g)].map((m) => m[1]));
+    expect(sent.size).toBeGreaterThan(2);
+    expect([...listed].sort()).toEqual([...sent].sort());
+  });
+});
