@@ -1,4 +1,6 @@
-import { defer, map, tap, type OperatorFunction } from 'rxjs';
+import { map, Observable, type OperatorFunction } from 'rxjs';
+import { Detections } from '../core/detections.js';
+import type { Frame } from '../core/frame.js';
 import type { Letterbox } from '../core/geometry.js';
 import type { DetectedFrame } from '../postprocess/postprocess.js';
 import type { AlertDraft, AnalyticsSummary, SourceAnalyzer } from './analyzer.js';
@@ -20,6 +22,12 @@ export interface FrameResult extends DetectedFrame {
    * hold the camera by now).
    */
   alertsOnly?: boolean;
+  /**
+   * The result of no frame: the alerts the end of the source's stream raised (analyze: lines'
+   * crossings it settled), with `alertsOnly`. Its frame stands in for the stream's last (no
+   * pixels: its alerts have no snapshot); it is not counted as a frame out.
+   */
+  streamEnd?: boolean;
 }
 
 /**
@@ -27,43 +35,94 @@ export interface FrameResult extends DetectedFrame {
  * message and alerts to raise. Zones and lines are placed in pixels on the first frame and
  * again when the source's resolution changes. Time base: the frame's presentation time.
  * Without an analyzer, results carry no analytics and no alerts. At the end of the stream (a
- * file's end, the run stopping, the source failing or detached) the analyzer settles what its lines had
- * pending (SourceAnalyzer.finish), into its figures.
+ * file's end, the run stopping, the source failing) the analyzer settles what its lines had
+ * pending (SourceAnalyzer.finish), into its figures, and the alerts that raises go out on one
+ * more result (`streamEnd`, alertsOnly: see endResult) before the stream's own end: the user's
+ * operators and the sinks get them as any other. Before, they were only logged, never
+ * published (a file that ended right after a person crossed lost that crossing's alert). A chain
+ * unsubscribed instead (a worker's camera detached, the drain cut off, `--max-frames`) settles
+ * the same, but can carry nothing: its alerts are logged (SourceAnalyzer.finish's warn).
  */
 export function analyze(analyzer: SourceAnalyzer | undefined): OperatorFunction<DetectedFrame, FrameResult> {
   // A list of its own per result, as the analyzer's: an operator after this one may push its
   // alerts onto it (one shared empty list carried such an alert on every later result).
   if (!analyzer) return map(({ frame, detections }) => ({ frame, detections, dropped: 0, alerts: [] }));
   return (source) =>
-    defer(() => {
+    new Observable<FrameResult>((out) => {
       let placedFor: Letterbox | undefined;
-      const end = () => {
-        if (placedFor) analyzer.finish();
+      /** The last frame analysed: the end's result is dated and numbered as it. */
+      let last: Frame | undefined;
+      /** Settles the lines once; the result that carries their alerts, if they raised any (`carried`: it will be emitted). */
+      const end = (carried: boolean): FrameResult | undefined => {
+        if (!placedFor) return undefined;
         placedFor = undefined;
+        const settled = analyzer.finish(carried);
+        return settled && settled.alerts.length > 0 && last ? endResult(last, settled.alerts, settled.summary, analyzer) : undefined;
       };
-      return source.pipe(
-        map(({ frame, detections }): FrameResult => {
-          const lb = frame.letterbox;
-          if (placedFor !== lb) {
-            if (!placedFor || placedFor.srcWidth !== lb.srcWidth || placedFor.srcHeight !== lb.srcHeight) analyzer.init(lb.srcWidth, lb.srcHeight);
-            placedFor = lb;
-          }
-          const { summary, alerts } = analyzer.process(detections, frame.pts * 1000);
-          return { frame, detections, dropped: 0, analytics: summary, alerts, analyzer };
-        }),
-        // Before the chain's own end (the pipeline's finalize reads the analyzer's report then).
-        tap({
-          complete: end,
-          unsubscribe: end,
-          // The stream's own error is the one reported (isolate), not one the settling may meet after it.
-          error: () => {
+      const inner = source
+        .pipe(
+          map(({ frame, detections }): FrameResult => {
+            const lb = frame.letterbox;
+            if (placedFor !== lb) {
+              if (!placedFor || placedFor.srcWidth !== lb.srcWidth || placedFor.srcHeight !== lb.srcHeight) analyzer.init(lb.srcWidth, lb.srcHeight);
+              placedFor = lb;
+            }
+            last = frame;
+            const { summary, alerts } = analyzer.process(detections, frame.pts * 1000);
+            return { frame, detections, dropped: 0, analytics: summary, alerts, analyzer };
+          }),
+        )
+        .subscribe({
+          next: (r) => out.next(r),
+          // Before the chain's own end (the pipeline's finalize reads the analyzer's report then).
+          complete: () => {
+            let r: FrameResult | undefined;
             try {
-              end();
+              r = end(true);
+            } catch (e) {
+              out.error(e);
+              return;
+            }
+            if (r) out.next(r);
+            out.complete();
+          },
+          // The stream's own error is the one reported (isolate), not one the settling may meet after it;
+          // what the settling raised goes out before it.
+          error: (e: unknown) => {
+            let r: FrameResult | undefined;
+            try {
+              r = end(true);
             } catch {
               placedFor = undefined;
             }
+            if (r) out.next(r);
+            out.error(e);
           },
-        }),
-      );
+        });
+      return () => {
+        inner.unsubscribe();
+        // Unsubscribed before the end (no later result can carry its alerts: logged by finish).
+        try {
+          end(false);
+        } catch {
+          placedFor = undefined;
+        }
+      };
     });
+}
+
+/** No rows (the end's result shows no frame). */
+const NO_ROWS = new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0));
+const NO_PIXELS = Buffer.alloc(0);
+const keep = () => {};
+
+/**
+ * The result that carries the alerts the end of a stream raised: alertsOnly (no detections
+ * message, no side consumer: no frame was analysed), `streamEnd`, on a stand-in for the stream's
+ * last frame (its source, seq, pts and stamps, no pixels: the alerts go out without a snapshot;
+ * their ids are told apart from the last frame's own, AlertPublisher).
+ */
+function endResult(last: Frame, alerts: AlertDraft[], summary: AnalyticsSummary, analyzer: SourceAnalyzer): FrameResult {
+  const frame: Frame = { source: last.source, seq: last.seq, pts: last.pts, data: NO_PIXELS, layout: last.layout, colour: last.colour, letterbox: last.letterbox, stamps: { ...last.stamps, emitted: 0 }, producedBy: last.producedBy, release: keep };
+  return { frame, detections: NO_ROWS, dropped: 0, analytics: summary, alerts, analyzer, alertsOnly: true, streamEnd: true };
 }

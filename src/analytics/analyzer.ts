@@ -662,12 +662,14 @@ export class SourceAnalyzer {
    * or owed: LineCounter.flush) settles as it would had the stream gone on with no more
    * detections, and counts (the summary, report: the run summary and /api/sources); the
    * line-cross alerts it raises are returned (row −1, as a crossing raised once its track was
-   * gone), not counted in the report's alerts (no frame carries them to the sinks yet), and each
-   * is told to `warn` (the run's log), so that it is not lost unsaid. Before, a file that ended within a line's forgetAfterMs of a
+   * gone). `carried`: the caller publishes them (the analyze operator's last result, at the
+   * stream's end): counted in the report's alerts as any other. Otherwise (a chain unsubscribed:
+   * nothing can carry them) they are not counted, and each is told to `warn` (the run's log), so
+   * that it is not lost unsaid. Before, a file that ended within a line's forgetAfterMs of a
    * person found past it under a new id never counted that crossing. Zones are left as they are
    * (a stay a file's end cuts short did not end). Undefined before the first frame.
    */
-  finish(): { summary: AnalyticsSummary; alerts: AlertDraft[] } | undefined {
+  finish(carried = false): { summary: AnalyticsSummary; alerts: AlertDraft[] } | undefined {
     if (!this.ready || Number.isNaN(this.lastPtsMs)) return undefined;
     const lineEvents = this.lineEvents;
     lineEvents.length = 0;
@@ -676,7 +678,8 @@ export class SourceAnalyzer {
     if (lineEvents.length) {
       const tMs = this.lastPtsMs + this.ptsOffset;
       for (const r of this.rules) if (r.type === 'line-cross') this.crossAlerts(r, NO_ROWS, this.lastObsMs, tMs, alerts);
-      if (this.warn) for (const a of alerts) this.warn(`source ${this.source.id}: alert of rule ${a.rule} (${a.severity}) not published: ${a.message}; no frame follows the end of the stream to carry it (nor is it counted in the rule's alerts)`);
+      if (carried) for (const a of alerts) this.alertCounts.set(a.rule as string, (this.alertCounts.get(a.rule as string) ?? 0) + 1);
+      else if (this.warn) for (const a of alerts) this.warn(`source ${this.source.id}: alert of rule ${a.rule} (${a.severity}) not published: ${a.message}; no frame follows the end of the stream to carry it (nor is it counted in the rule's alerts)`);
     }
     return { summary: this.summaryOf(this.lastRateMs), alerts };
   }

@@ -7,11 +7,16 @@ import type { SourceStats } from '../sources/stats.js';
 /**
  * The result leaves the pipeline for the sinks: stamps `emitted`, counts the frame out, records
  * its end-to-end (produced → emitted) and pipeline (captured → emitted) latency and the source's
- * drops so far.
+ * drops so far. The result of the stream's end (`streamEnd`: alerts, no frame) is stamped only.
  */
 export function stamp(st: SourceStats): MonoTypeOperatorFunction<FrameResult> {
   return map((r) => {
     r.frame.stamps.emitted = now();
+    // The alerts of the stream's end (analyze): no frame, nothing to count or time.
+    if (r.streamEnd) {
+      r.dropped = st.dropped;
+      return r;
+    }
     st.framesOut++;
     const e2e = e2eMs(r.frame.stamps);
     const pipeline = pipelineMs(r.frame.stamps);

@@ -71,6 +71,8 @@ export class AlertPublisher {
   /** Alerts raised so far by rule. */
   readonly byRule = new Map<string, { severity: string; count: number }>();
   private dirReady: Promise<unknown> | undefined;
+  /** Per source, the ids its latest frame with alerts gave them: the alerts of its stream's end, on that frame's seq, are told apart from them (`.2`). */
+  private readonly lastIds = new Map<string, { seq: number; ids: string[] }>();
 
   constructor(
     private readonly publisher: Publisher,
@@ -125,7 +127,8 @@ export class AlertPublisher {
   raise(r: FrameResult): void {
     const { frame, detections, dropped } = r;
     const snap = this.config.snapshot;
-    let pic = snap.mode === 'none' || r.alerts.length === 0 ? undefined : grabPicture(frame, this.detector.manifest.preprocess.channelOrder);
+    // The stream's end (analyze): no frame, no picture.
+    let pic = snap.mode === 'none' || r.alerts.length === 0 || r.streamEnd ? undefined : grabPicture(frame, this.detector.manifest.preprocess.channelOrder);
     /** Why this frame's alerts go out without their snapshot (their `snapshotOmitted`), when they do. */
     let skipped: string | undefined;
     if (pic && this.heldBytes + pic.rgb.length > this.holdBytes) {
@@ -147,7 +150,12 @@ export class AlertPublisher {
     // rule and track on a frame (a new track's way in and back out among its sightings before it was
     // confirmed; a stay's entry and its exit as it is gone) is `…:track.2`. Before, both had one id,
     // and consumers, which take a repeated id for a redelivery, kept one.
-    const ids = r.alerts.length > 1 ? new Set<string>() : undefined;
+    // The stream's end's alerts take its last frame's seq: told apart from that frame's own the same way.
+    const before = this.lastIds.get(frame.source);
+    const ids = r.streamEnd ? new Set(before?.seq === frame.seq ? before.ids : []) : r.alerts.length > 1 ? new Set<string>() : undefined;
+    const last: string[] = [];
+    if (r.streamEnd) this.lastIds.delete(frame.source);
+    else this.lastIds.set(frame.source, { seq: frame.seq, ids: last });
     for (const draft of r.alerts) {
       this.stats.raised++;
       const br = this.byRule.get(draft.rule as string);
@@ -163,6 +171,7 @@ export class AlertPublisher {
         }
         ids.add(id);
       }
+      if (!r.streamEnd) last.push(id);
       let body = { id, ...rest } as AlertBody;
       if (skipped) body = withoutSnapshot(body, { reason: 'busy', detail: skipped });
       if (!pic) {

@@ -4,7 +4,7 @@
  */
 import { from, lastValueFrom, Subject, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { analyze } from '../../src/analytics/analyze.js';
+import { analyze, type FrameResult } from '../../src/analytics/analyze.js';
 import { SourceAnalyzer } from '../../src/analytics/analyzer.js';
 import { SourceSchema } from '../../src/config/schema.js';
 import { Detections } from '../../src/core/detections.js';
@@ -54,7 +54,20 @@ describe('the end of the stream', () => {
       detections: tracker.update(f.detections, f.timestampMs),
     }));
     const out = await lastValueFrom(from(frames).pipe(analyze(a), toArray()));
-    expect(out.flatMap((r) => r.alerts)).toEqual([]);
+    // The frames raised nothing; the end's settling raised the crossing's alert, carried by one
+    // more result (alerts only, the last frame's seq and pts, no pixels), before the stream's end.
+    // Before, it was only logged (no result carried it: never published).
+    expect(out.slice(0, -1).flatMap((r) => r.alerts)).toEqual([]);
+    expect(out).toHaveLength(frames.length + 1);
+    const end = out[out.length - 1];
+    expect(end).toMatchObject({ alertsOnly: true, streamEnd: true, dropped: 0 });
+    expect(end.detections.length).toBe(0);
+    expect(end.frame).toMatchObject({ source: 'cam', seq: frames[frames.length - 1].frame.seq, pts: frames[frames.length - 1].frame.pts });
+    expect(end.frame.data.length).toBe(0);
+    expect(end.alerts.map((x) => [x.rule, x.direction, x.trackId, x.row])).toEqual([['in', 'in', 2, -1]]);
+    expect(end.analytics?.lines?.door).toEqual({ in: { person: 1 }, out: {} });
+    // Counted in the rule's alerts, as it is published.
+    expect(a.report().alerts).toEqual({ in: 1 });
     // Before: 0 (the crossing waited on frames that never came).
     expect(a.report().lines.door).toMatchObject({ in: 1, out: 0 });
     // The analyzer's state is settled: nothing more to finish.
@@ -67,6 +80,18 @@ describe('the end of the stream', () => {
     expect(b.report().lines.door).toMatchObject({ in: 0, out: 0 });
     sub.unsubscribe();
     expect(b.report().lines.door).toMatchObject({ in: 1, out: 0 });
+    // Nothing carried it: not counted as published (logged by finish instead).
+    expect(b.report().alerts).toEqual({ in: 0 });
+    // A stream that failed: the alert goes out before the error.
+    const c = new SourceAnalyzer(cfg, ['person'], 'sources[0]');
+    const failing$ = new Subject<DetectedFrame>();
+    const seen: FrameResult[] = [];
+    const failed = new Promise<string>((resolve) => failing$.pipe(analyze(c)).subscribe({ next: (r) => seen.push(r), error: (e: Error) => resolve(e.message) }));
+    for (const f of frames) failing$.next(f);
+    failing$.error(new Error('camera gone'));
+    expect(await failed).toBe('camera gone');
+    expect(seen).toHaveLength(frames.length + 1);
+    expect(seen[frames.length]).toMatchObject({ streamEnd: true, alerts: [{ rule: 'in', trackId: 2 }] });
   });
 
   it('finish drafts the line-cross alert of what it settles, dated when the crossing was made', () => {
