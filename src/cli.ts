@@ -17,6 +17,7 @@ import { pipelineBaseDir } from './pipeline/pipeline.js';
 import { sourceSummary } from './sources/stats.js';
 import { untilStopped } from './sinks/kafka-reach.js';
 import { runPipeline } from './pipeline/run.js';
+import { deliveryExitText } from './pipeline/exit-text.js';
 import { batchSources, CONSUME_MAX_WINDOW, fraction, MAX_TIMER_SECONDS, oneOf, positiveInt, pathFlag, positiveNumber, seconds, topicFlag, wholeNumber } from './tools/flags.js';
 
 /**
@@ -184,18 +185,9 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
       }
       process.exitCode = 1;
     }
-    const damaged = summary.outbox?.damaged ?? 0;
-    if (damaged > 0) {
-      writeStderr(`argus: ${damaged} damaged record(s) of the alert journal in ${summary.outbox?.dir} were skipped at start (undelivered alerts may be among them)${summary.outbox?.damagedCopy ? `; the journal as it was is kept as ${summary.outbox.damagedCopy}` : ''}\n`);
-      process.exitCode = 3;
-    }
-    if (summary.lostAlerts > 0 || summary.keptAlerts > 0 || summary.unsavedAlerts > 0 || summary.parkedAlerts > 0) {
-      if (summary.lostAlerts > 0) writeStderr(`argus: ${summary.lostAlerts} alert(s) could not be delivered and are lost\n`);
-      if (summary.keptAlerts > 0) writeStderr(`argus: ${summary.keptAlerts} alert(s) not yet acknowledged by Kafka are kept in ${summary.outbox?.dir} and are delivered on the next start\n`);
-      if (summary.parkedAlerts > 0) writeStderr(`argus: ${summary.parkedAlerts} alert(s) were too large for Kafka, even without their snapshot, and were not delivered to it: parked in the dead-letter file ${summary.deadLetterPath} (each logged as an error; any the file could not take is kept in the outbox, where there is one)\n`);
-      if (summary.unsavedAlerts > 0) writeStderr(`argus: ${summary.unsavedAlerts} alert(s) not yet acknowledged by Kafka could not all be written to the journal in ${summary.outbox?.dir} (${summary.outbox?.readOnly ? `its volume is read-only, ${summary.outbox.readOnly}: make it writable, or set outbox.dir to a writable folder` : 'its writes failed: a full disk?'}); those not on disk are lost\n`);
-      process.exitCode = 3;
-    }
+    const delivery = deliveryExitText(summary);
+    for (const line of delivery.lines) writeStderr(`${line}\n`);
+    if (delivery.status !== undefined) process.exitCode = delivery.status;
     if (crashed !== undefined) {
       writeStderr(`argus: ${ErrorCodes.INTERNAL}: stopped after an unexpected exception: ${redact(String((crashed as Error)?.message ?? crashed))}\n`);
       process.exitCode = 4;

@@ -1,0 +1,45 @@
+import type { RunSummary } from './run.js';
+
+/**
+ * What `argus run` (and `argus worker`) says at its exit of the alerts it could not deliver and
+ * of its outbox, one line each (`argus: …`), and the exit status that calls for: 3 where alerts
+ * were not delivered to Kafka by the exit (kept in the outbox for the next start, parked as too
+ * large, lost) or damaged records of the journal were skipped; undefined otherwise. The outbox's
+ * read-only states are said too, where an operator has something to do or to know: alerts older
+ * than maxAgeHours left in a read-only journal (`agedOnDisk`: never replayed; the first start on
+ * a writable volume drops them), and a volume found writable again during the run
+ * (`writableAgain`: this run journaled nothing; the next start does). Before, those were only in
+ * the outbox summary's log line, /healthz and /metrics, and an exit with alerts not on disk told
+ * the operator to make a volume writable that already was.
+ */
+export function deliveryExitText(summary: Pick<RunSummary, 'outbox' | 'lostAlerts' | 'keptAlerts' | 'unsavedAlerts' | 'parkedAlerts' | 'deadLetterPath'>): { lines: string[]; status?: number } {
+  const lines: string[] = [];
+  let status: number | undefined;
+  const ob = summary.outbox;
+  const damaged = ob?.damaged ?? 0;
+  if (damaged > 0) {
+    lines.push(`argus: ${damaged} damaged record(s) of the alert journal in ${ob?.dir} were skipped at start (undelivered alerts may be among them)${ob?.damagedCopy ? `; the journal as it was is kept as ${ob.damagedCopy}` : ''}`);
+    status = 3;
+  }
+  if (summary.lostAlerts > 0 || summary.keptAlerts > 0 || summary.unsavedAlerts > 0 || summary.parkedAlerts > 0) {
+    if (summary.lostAlerts > 0) lines.push(`argus: ${summary.lostAlerts} alert(s) could not be delivered and are lost`);
+    if (summary.keptAlerts > 0) lines.push(`argus: ${summary.keptAlerts} alert(s) not yet acknowledged by Kafka are kept in ${ob?.dir} and are delivered on the next start`);
+    if (summary.parkedAlerts > 0) lines.push(`argus: ${summary.parkedAlerts} alert(s) were too large for Kafka, even without their snapshot, and were not delivered to it: parked in the dead-letter file ${summary.deadLetterPath} (each logged as an error; any the file could not take is kept in the outbox, where there is one)`);
+    if (summary.unsavedAlerts > 0) {
+      const why = ob?.readOnly
+        ? ob.writableAgain
+          ? `its volume was read-only at the start, ${ob.readOnly}, and is writable again: the next start journals there`
+          : `its volume is read-only, ${ob.readOnly}: make it writable, or set outbox.dir to a writable folder`
+        : 'its writes failed: a full disk?';
+      lines.push(`argus: ${summary.unsavedAlerts} alert(s) not yet acknowledged by Kafka could not all be written to the journal in ${ob?.dir} (${why}); those not on disk are lost`);
+    }
+    status = 3;
+  }
+  if (ob?.agedOnDisk) {
+    lines.push(`argus: ${ob.agedOnDisk} undelivered alert(s) found at start in a journal on a read-only volume (${ob.dir}, or an older release's folder taken over) are older than outbox.maxAgeHours: never replayed, they stay there while the volume is read-only (not counted lost); the first start on a writable volume drops them, counted lost`);
+  }
+  if (ob?.writableAgain && !(summary.unsavedAlerts > 0)) {
+    lines.push(`argus: the outbox ${ob.dir} was on a read-only volume at the start (${ob.readOnly ?? 'EROFS'}) and is writable again: this run journaled none of its alerts (unprotected against a crash); the next start journals there`);
+  }
+  return { lines, status };
+}

@@ -1,0 +1,57 @@
+/**
+ * What `argus run` says at its exit of undelivered alerts and of its outbox (deliveryExitText),
+ * and the exit status: the outbox's read-only states (agedOnDisk, writableAgain) are said there,
+ * not only in the outbox summary's log line, /healthz and /metrics.
+ */
+import { describe, expect, it } from 'vitest';
+import { deliveryExitText } from '../../src/pipeline/exit-text.js';
+import type { RunSummary } from '../../src/pipeline/run.js';
+
+type Outbox = NonNullable<RunSummary['outbox']>;
+const outbox = (o: Partial<Outbox> = {}): Outbox => ({ dir: '/var/lib/argus/outbox', replayed: 0, ...o }) as Outbox;
+const summary = (o: Partial<RunSummary> = {}) => ({ lostAlerts: 0, keptAlerts: 0, unsavedAlerts: 0, parkedAlerts: 0, outbox: outbox(), ...o });
+
+describe('the exit text of a run', () => {
+  it('all delivered: nothing said, status left as it is', () => {
+    expect(deliveryExitText(summary())).toEqual({ lines: [], status: undefined });
+    expect(deliveryExitText(summary({ outbox: undefined }))).toEqual({ lines: [], status: undefined });
+  });
+
+  it('kept, lost, parked: said, status 3 (as before)', () => {
+    const t = deliveryExitText(summary({ keptAlerts: 2, lostAlerts: 1, parkedAlerts: 1, deadLetterPath: '/d.jsonl' }));
+    expect(t.status).toBe(3);
+    expect(t.lines).toEqual([
+      'argus: 1 alert(s) could not be delivered and are lost',
+      'argus: 2 alert(s) not yet acknowledged by Kafka are kept in /var/lib/argus/outbox and are delivered on the next start',
+      expect.stringMatching(/^argus: 1 alert\(s\) were too large for Kafka.*parked in the dead-letter file \/d\.jsonl/),
+    ]);
+  });
+
+  it('aged alerts left in a read-only journal: said (never replayed, dropped by the first writable start), not counted lost, status unchanged', () => {
+    const t = deliveryExitText(summary({ outbox: outbox({ readOnly: 'EROFS', agedOnDisk: 3 }) }));
+    // Before: nothing at the exit (only the outbox summary's log line said agedOnDisk).
+    expect(t.lines).toEqual([
+      "argus: 3 undelivered alert(s) found at start in a journal on a read-only volume (/var/lib/argus/outbox, or an older release's folder taken over) are older than outbox.maxAgeHours: never replayed, they stay there while the volume is read-only (not counted lost); the first start on a writable volume drops them, counted lost",
+    ]);
+    expect(t.status).toBeUndefined();
+  });
+
+  it('a read-only volume writable again during the run: said; alerts not on disk are not told to make it writable', () => {
+    const quiet = deliveryExitText(summary({ outbox: outbox({ readOnly: 'EROFS', writableAgain: true }) }));
+    expect(quiet.lines).toEqual(['argus: the outbox /var/lib/argus/outbox was on a read-only volume at the start (EROFS) and is writable again: this run journaled none of its alerts (unprotected against a crash); the next start journals there']);
+    expect(quiet.status).toBeUndefined();
+    const unsaved = deliveryExitText(summary({ unsavedAlerts: 2, outbox: outbox({ readOnly: 'EROFS', writableAgain: true }) }));
+    // Before: "(its volume is read-only, EROFS: make it writable, or set outbox.dir to a writable folder)", of a volume writable already.
+    expect(unsaved.lines).toEqual(['argus: 2 alert(s) not yet acknowledged by Kafka could not all be written to the journal in /var/lib/argus/outbox (its volume was read-only at the start, EROFS, and is writable again: the next start journals there); those not on disk are lost']);
+    expect(unsaved.status).toBe(3);
+    const still = deliveryExitText(summary({ unsavedAlerts: 2, outbox: outbox({ readOnly: 'EROFS' }) }));
+    expect(still.lines[0]).toMatch(/\(its volume is read-only, EROFS: make it writable, or set outbox\.dir to a writable folder\); those not on disk are lost$/);
+    const full = deliveryExitText(summary({ unsavedAlerts: 1 }));
+    expect(full.lines[0]).toMatch(/\(its writes failed: a full disk\?\); those not on disk are lost$/);
+  });
+
+  it('damaged records skipped at start: said, status 3', () => {
+    const t = deliveryExitText(summary({ outbox: outbox({ damaged: 2, damagedCopy: '/var/lib/argus/outbox/journal.damaged' }) }));
+    expect(t).toEqual({ lines: ['argus: 2 damaged record(s) of the alert journal in /var/lib/argus/outbox were skipped at start (undelivered alerts may be among them); the journal as it was is kept as /var/lib/argus/outbox/journal.damaged'], status: 3 });
+  });
+});
