@@ -25,6 +25,9 @@ import type { FrameResult } from '../analytics/analyze.js';
  */
 export const SNAPSHOT_HOLD_BYTES = 128 * 1024 * 1024;
 
+/** Sources whose latest frame's alert ids AlertPublisher keeps (for the alerts of their stream's end, on that frame's seq). */
+const LAST_IDS_KEPT = 10_000;
+
 /**
  * How long a `ref` snapshot's folder and file may take to be made and written before the alert
  * goes out without it. Node's recursive mkdir loops for ever on some paths (/proc/x): a run's
@@ -154,8 +157,12 @@ export class AlertPublisher {
     const before = this.lastIds.get(frame.source);
     const ids = r.streamEnd ? new Set(before?.seq === frame.seq ? before.ids : []) : r.alerts.length > 1 ? new Set<string>() : undefined;
     const last: string[] = [];
-    if (r.streamEnd) this.lastIds.delete(frame.source);
-    else this.lastIds.set(frame.source, { seq: frame.seq, ids: last });
+    this.lastIds.delete(frame.source);
+    if (!r.streamEnd) {
+      this.lastIds.set(frame.source, { seq: frame.seq, ids: last });
+      // (A worker's cameras come and go: the sources whose latest alerts are the oldest are forgotten first.)
+      if (this.lastIds.size > LAST_IDS_KEPT) this.lastIds.delete(this.lastIds.keys().next().value!);
+    }
     for (const draft of r.alerts) {
       this.stats.raised++;
       const br = this.byRule.get(draft.rule as string);
