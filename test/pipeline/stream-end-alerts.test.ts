@@ -7,14 +7,18 @@
  * tracked detections (the door-line scene of test/analytics/line-end.test.ts), then stamp and
  * publish as in a run, and the outputs close in a run's order (alerts, publisher, Kafka, outbox).
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { from, lastValueFrom, toArray } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { analyze } from '../../src/analytics/analyze.js';
 import { SourceAnalyzer } from '../../src/analytics/analyzer.js';
-import { AlertsSchema, KafkaSinkSchema, SourceSchema } from '../../src/config/schema.js';
+import { parseConfigText } from '../../src/config/load.js';
+import { AlertsSchema, KafkaSinkSchema, PipelineSchema, SourceSchema } from '../../src/config/schema.js';
+import type { Detector } from '../../src/inference/detector.js';
+import { runPipeline } from '../../src/pipeline/run.js';
 import { emptyStamps } from '../../src/core/frame.js';
 import { letterbox } from '../../src/core/geometry.js';
 import { stamp } from '../../src/pipeline/stamp.js';
@@ -25,8 +29,10 @@ import type { AlertMessage } from '../../src/sinks/message.js';
 import { Outbox, readOutbox } from '../../src/sinks/outbox.js';
 import { publish } from '../../src/sinks/publish.js';
 import { Publisher } from '../../src/sinks/publisher.js';
+import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { newSourceStats } from '../../src/sources/stats.js';
 import { ByteTracker } from '../../src/tracking/byte-tracker.js';
+import { fakeDetector } from '../helpers/fake-session.js';
 import { BROKER_TIMEOUT_MS, readTopicUntil, testBrokers, uniqueTopic } from '../helpers/kafka.js';
 import { feed, type SceneObject } from '../tracking/helpers.js';
 import { walker } from '../analytics/door-line.js';
@@ -123,4 +129,53 @@ describe("the ids of a stream's end's alerts", () => {
       ['cam:in:r3-5:3', false],
     ]);
   });
+});
+
+describe("a run's stop and a file's end", () => {
+  let brokers: string[];
+  let fake: Detector;
+  let dir: string;
+  beforeAll(async () => {
+    brokers = await testBrokers();
+    ({ detector: fake } = await fakeDetector());
+    dir = mkdtempSync(join(tmpdir(), 'argus-stream-end-run-'));
+    execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x64:rate=10', '-frames:v', '300', '-pix_fmt', 'yuv420p', join(dir, 'clip.mp4')]);
+  }, BROKER_TIMEOUT_MS);
+  afterAll(() => fake?.release());
+
+  // The settling's alert, whatever the fake model sees: what runPipeline does with it is under test.
+  const settled = (run: string) => {
+    const finish = SourceAnalyzer.prototype.finish;
+    return vi.spyOn(SourceAnalyzer.prototype, 'finish').mockImplementation(function (this: SourceAnalyzer, carried?: boolean) {
+      const end = finish.call(this, carried);
+      return end && { ...end, alerts: [{ rule: 'in', severity: 'critical', event: 'line.cross', message: `settled ${run}`, trackId: 7, line: 'door', direction: 'in', row: -1 }] };
+    });
+  };
+
+  for (const how of ['stop', 'end'] as const) {
+    it(`${how === 'stop' ? 'a stop (SIGTERM) mid-file' : "the file's end"}: the alert reaches Kafka before the sinks close, counted published`, async () => {
+      const topic = uniqueTopic(`streamend${how}`);
+      const config = parseConfigText(
+        `name: streamend-${how}\nsources: [{ id: cam, uri: ${join(dir, 'clip.mp4')}, rate: ${how === 'stop' ? 'native' : 'fast'}, lines: [{ id: door, units: fraction, from: [1, 0.5], to: [0, 0.5] }], rules: [{ id: in, type: line-cross, line: door }] }]\noutbox: {dir: ${join(dir, `outbox-${how}`)}, fsync: false}\nsinks:\n  kafka:\n    brokers: [${brokers.join(', ')}]\n    topics: {detections: ${topic}, alerts: ${topic}.alerts, status: ${topic}.status}\n`,
+        PipelineSchema,
+        'streamend.yaml',
+        {},
+      );
+      const spy = settled(how);
+      try {
+        const ac = new AbortController();
+        let frames = 0;
+        const summary = await runPipeline(config, { detector: fake, status: false, signal: ac.signal, onResult: () => void (++frames === 5 && how === 'stop' && ac.abort()) });
+        expect(summary.alerts).toMatchObject({ raised: 1, published: 1 });
+        expect(summary.lostAlerts).toBe(0);
+        expect(summary.keptAlerts).toBe(0);
+        if (how === 'stop') expect(summary.frames).toBeLessThan(300);
+        else expect(summary.frames).toBe(300);
+        const got = (await readTopicUntil(brokers, `${topic}.alerts`, (v) => v.length >= 1, 60_000)).map((v) => JSON.parse(v.value) as AlertMessage);
+        expect(got.map((m) => [m.alert.message, m.alert.trackId, m.seq === summary.frames - 1])).toEqual([[`settled ${how}`, 7, true]]);
+      } finally {
+        spy.mockRestore();
+      }
+    }, 4 * 60_000);
+  }
 });
