@@ -16,8 +16,8 @@ import { ortLogLevel } from './inference/detector.js';
 import { pipelineBaseDir } from './pipeline/pipeline.js';
 import { sourceSummary } from './sources/stats.js';
 import { untilStopped } from './sinks/kafka-reach.js';
-import { runPipeline } from './pipeline/run.js';
-import { deliveryExitText } from './pipeline/exit-text.js';
+import { runPipeline, type RunningPipeline } from './pipeline/run.js';
+import { deliveryExitText, forcedExitText } from './pipeline/exit-text.js';
 import { batchSources, CONSUME_MAX_WINDOW, fraction, MAX_TIMER_SECONDS, oneOf, positiveInt, pathFlag, positiveNumber, seconds, topicFlag, wholeNumber } from './tools/flags.js';
 
 /**
@@ -111,6 +111,8 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
     if (mode === 'run' && config.cluster) throw new ArgusError(ErrorCodes.CONFIG, `${file}: has a cluster section: run it with argus worker`);
     if (mode === 'worker' && !config.cluster) throw new ArgusError(ErrorCodes.CONFIG, `${file}: no cluster section: a worker YAML needs one (README, "Many machines")`);
     const ac = new AbortController();
+    /** What the run started (its outbox: what a second signal says of it). */
+    let running: RunningPipeline | undefined;
     // Process-level guard: an exception nothing caught (a bug, a library's stray error event)
     // turns into the same orderly shutdown as SIGTERM — sources stop, alerts already raised are
     // in the journal, Kafka is flushed — and the exit status is 4. If the shutdown itself hangs,
@@ -139,6 +141,12 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
       },
       force: () => {
         writeStderr('argus: second signal, exiting at once (messages in flight are lost)\n');
+        // What the outbox holds now: whether the alerts raised are safe on disk for the next start.
+        try {
+          for (const line of forcedExitText(running?.outbox, running?.kafka !== undefined)) writeStderr(`${line}\n`);
+        } catch {
+          // stderr is gone
+        }
         // Only the inference runs in flight are waited for (milliseconds): see quiesceInference.
         void exitAfterInference(INTERRUPTED_STATUS, 2000);
       },
@@ -160,6 +168,7 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
       status: opts.status,
       signal: ac.signal,
       log,
+      onReady: (r: RunningPipeline) => void (running = r),
     };
     const summary = mode === 'worker' ? await (await import('./cluster/worker.js')).runWorker(config, runOptions) : await runPipeline(config, runOptions);
     for (const s of summary.stats) {

@@ -43,3 +43,33 @@ export function deliveryExitText(summary: Pick<RunSummary, 'outbox' | 'lostAlert
   }
   return { lines, status };
 }
+
+/** What the outbox says of itself while argus runs (Outbox.health, its folder). */
+export interface OutboxNow {
+  dir: string;
+  health(): { journaled: boolean; pendingAlerts: number; readOnly?: string; agedOnDisk?: number; writableAgain?: boolean };
+}
+
+/**
+ * What a second signal (the orderly stop cut short: argus exits at once, 130) says of the
+ * outbox: the alerts Kafka has not acknowledged, and whether the journal holds them (delivered on
+ * the next start) or not (a read-only volume, failed writes: those not on disk are lost), with
+ * the read-only states deliveryExitText says. Before, only `messages in flight are lost`: the
+ * operator who cut the stop short did not learn whether the alerts raised were safe on disk.
+ * `kafka`: whether there is a Kafka sink (the alerts the outbox holds wait for it).
+ */
+export function forcedExitText(outbox: OutboxNow | undefined, kafka: boolean): string[] {
+  if (!outbox) return [];
+  const h = outbox.health();
+  const lines: string[] = [];
+  if (kafka && h.pendingAlerts > 0) {
+    lines.push(
+      h.journaled
+        ? `argus: ${h.pendingAlerts} alert(s) not yet acknowledged by Kafka are in the journal in ${outbox.dir} and are delivered on the next start (any whose write was still in progress may be missing)`
+        : `argus: ${h.pendingAlerts} alert(s) not yet acknowledged by Kafka are not all in the journal in ${outbox.dir} (${h.readOnly ? `its volume is read-only, ${h.readOnly}` : 'its writes failed: a full disk?'}); those not on disk are lost`,
+    );
+  }
+  const ob = { dir: outbox.dir, replayed: 0, ...h } as unknown as NonNullable<RunSummary['outbox']>;
+  lines.push(...deliveryExitText({ outbox: ob, lostAlerts: 0, keptAlerts: 0, unsavedAlerts: 0, parkedAlerts: 0 }).lines);
+  return lines;
+}

@@ -4,7 +4,7 @@
  * not only in the outbox summary's log line, /healthz and /metrics.
  */
 import { describe, expect, it } from 'vitest';
-import { deliveryExitText } from '../../src/pipeline/exit-text.js';
+import { deliveryExitText, forcedExitText, type OutboxNow } from '../../src/pipeline/exit-text.js';
 import type { RunSummary } from '../../src/pipeline/run.js';
 
 type Outbox = NonNullable<RunSummary['outbox']>;
@@ -53,5 +53,25 @@ describe('the exit text of a run', () => {
   it('damaged records skipped at start: said, status 3', () => {
     const t = deliveryExitText(summary({ outbox: outbox({ damaged: 2, damagedCopy: '/var/lib/argus/outbox/journal.damaged' }) }));
     expect(t).toEqual({ lines: ['argus: 2 damaged record(s) of the alert journal in /var/lib/argus/outbox were skipped at start (undelivered alerts may be among them); the journal as it was is kept as /var/lib/argus/outbox/journal.damaged'], status: 3 });
+  });
+});
+
+describe('the exit text of a second signal (the stop cut short)', () => {
+  const now = (h: ReturnType<OutboxNow['health']>): OutboxNow => ({ dir: '/var/lib/argus/outbox', health: () => h });
+  it('says whether the alerts Kafka has not acknowledged are on disk for the next start', () => {
+    // Before: only "messages in flight are lost".
+    expect(forcedExitText(now({ journaled: true, pendingAlerts: 4 }), true)).toEqual(['argus: 4 alert(s) not yet acknowledged by Kafka are in the journal in /var/lib/argus/outbox and are delivered on the next start (any whose write was still in progress may be missing)']);
+    expect(forcedExitText(now({ journaled: false, pendingAlerts: 2 }), true)).toEqual(['argus: 2 alert(s) not yet acknowledged by Kafka are not all in the journal in /var/lib/argus/outbox (its writes failed: a full disk?); those not on disk are lost']);
+    expect(forcedExitText(now({ journaled: false, pendingAlerts: 2, readOnly: 'EROFS', agedOnDisk: 1, writableAgain: true }), true)).toEqual([
+      'argus: 2 alert(s) not yet acknowledged by Kafka are not all in the journal in /var/lib/argus/outbox (its volume is read-only, EROFS); those not on disk are lost',
+      expect.stringMatching(/^argus: 1 undelivered alert\(s\) found at start in a journal on a read-only volume/),
+      expect.stringMatching(/^argus: the outbox \/var\/lib\/argus\/outbox was on a read-only volume at the start \(EROFS\) and is writable again/),
+    ]);
+  });
+
+  it('nothing to say: no outbox, nothing pending, or no Kafka to wait for', () => {
+    expect(forcedExitText(undefined, true)).toEqual([]);
+    expect(forcedExitText(now({ journaled: true, pendingAlerts: 0 }), true)).toEqual([]);
+    expect(forcedExitText(now({ journaled: true, pendingAlerts: 3 }), false)).toEqual([]);
   });
 });
