@@ -40,7 +40,7 @@ export interface FrameResult extends DetectedFrame {
  * more result (`streamEnd`, alertsOnly: see endResult) before the stream's own end: the user's
  * operators and the sinks get them as any other. Before, they were only logged, never
  * published (a file that ended right after a person crossed lost that crossing's alert). A chain
- * unsubscribed instead (a worker's camera detached, the drain cut off, `--max-frames`) settles
+ * unsubscribed instead (frames still in flight when the stop's drainTimeoutMs ends, `--max-frames`) settles
  * the same, but can carry nothing: its alerts are logged (SourceAnalyzer.finish's warn).
  */
 export function analyze(analyzer: SourceAnalyzer | undefined): OperatorFunction<DetectedFrame, FrameResult> {
