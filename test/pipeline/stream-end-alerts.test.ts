@@ -75,7 +75,6 @@ describe("the alerts a stream's end settles", () => {
   beforeAll(async () => {
     brokers = await testBrokers();
   }, BROKER_TIMEOUT_MS);
-  afterAll(() => undefined);
 
   it('reach Kafka through the outbox, with an alert\'s shape and id, before the sinks close', async () => {
     const topic = uniqueTopic('streamend');
