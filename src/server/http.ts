@@ -27,6 +27,24 @@ export interface RouteOptions {
    * because others behind its address (a node's SNAT) used up the address's requests. Default false.
    */
   probe?: boolean;
+  /**
+   * The origin of another site's page this route answers with CORS (server.allowedOrigins), or
+   * undefined: the route is then for the server's own pages only. Every answer of the route, its
+   * 401, 429, 405 and 500 included, carries `Vary: Origin, Referer`, and to such an origin
+   * `Access-Control-Allow-Origin` (corsHeaders).
+   */
+  cors?: (req: IncomingMessage) => string | undefined;
+}
+
+/**
+ * The CORS headers of every answer of a route that answers other origins (RouteOptions.cors),
+ * `origin` the one it admits for this request or undefined. Vary always: the answer depends on
+ * the Origin (and a plain <img>'s Referer). No Access-Control-Allow-Credentials: such a page
+ * presents the token; the session cookie is the server's own pages'. The headers a page reads of
+ * an error: why it was refused (WWW-Authenticate) and when to come back (Retry-After).
+ */
+export function corsHeaders(origin: string | undefined): Record<string, string> {
+  return origin ? { vary: 'Origin, Referer', 'access-control-allow-origin': origin, 'access-control-expose-headers': 'WWW-Authenticate, Retry-After' } : { vary: 'Origin, Referer' };
 }
 
 /**
@@ -399,7 +417,7 @@ export async function listenProblem(host: string, port: number, timeoutMs = 10_0
  */
 export async function startHttpServer(o: HttpServerOptions): Promise<RunningServer> {
   const log = o.log ?? noop;
-  const routes = new Map<string, { handler: Route; public: boolean; page: boolean; probe: boolean }>(Object.entries(o.routes ?? {}).map(([p, h]) => [p, { handler: h, public: false, page: false, probe: false }]));
+  const routes = new Map<string, { handler: Route; public: boolean; page: boolean; probe: boolean; cors?: RouteOptions['cors'] }>(Object.entries(o.routes ?? {}).map(([p, h]) => [p, { handler: h, public: false, page: false, probe: false }]));
   const stats: HttpServerStats = { requestsLimited: 0 };
   const throttled = new ThrottledLog(log);
   const now = o.now ?? (() => performance.now());
@@ -429,16 +447,25 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     // request of the chunk it had received (1 700 of 20 000 in a test), each of which took a
     // token of the address's and counted as refused. Nothing is answered on a closed socket.
     if (req.socket.destroyed) return;
+    const url = parseRequestUrl(req.url);
+    const entry = url && routes.get(url.pathname);
+    // A route that answers other origins (RouteOptions.cors) says so on every answer, its errors
+    // included: a 401 (or 429, 405, 500) without Access-Control-Allow-Origin was a network error
+    // to the page, which could not tell "send the token" from "the server is down". Set first, so
+    // that each answer below (and the route's own) carries them.
+    if (entry?.cors) {
+      const cross = corsHeaders(entry.cors(req));
+      for (const name in cross) res.setHeader(name, cross[name]);
+    }
     // No route takes a body. Node reads and discards one after the answer for the next request on
     // the connection: a client streaming a chunked body (to any route, 401 and 404 included) kept
     // the event loop reading ~1 GB/s of it, 60 % of a core, for requestTimeoutMs (30 s), again
-    // on each new connection. Refused, and the connection closed, before anything else is done.
+    // on each new connection. Refused, and the connection closed, before anything else is done
+    // (but the CORS headers above: the page that sent it reads why).
     if (hasBody(req)) {
       if (req.method !== 'GET' && req.method !== 'HEAD') return methodNotAllowed(res);
       return plain(res, 413, 'content too large: requests here carry no body\n', { connection: 'close' });
     }
-    const url = parseRequestUrl(req.url);
-    const entry = url && routes.get(url.pathname);
     // The address's rate before anything that costs (a route, the answer): /metrics took 1.3-1.9 ms
     // a request, and 4 keep-alive connections of one client held 72 % of a core with it, a 404 32 %.
     // Requests without the token (or the dashboard's session) are paced apart from those with it:
@@ -554,7 +581,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     port,
     url: `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`,
     stats,
-    route: (path, handler, options) => void routes.set(path, { handler, public: options?.public ?? false, page: options?.page ?? false, probe: options?.probe ?? false }),
+    route: (path, handler, options) => void routes.set(path, { handler, public: options?.public ?? false, page: options?.page ?? false, probe: options?.probe ?? false, cors: options?.cors }),
     authorized: (req) => {
       // A Host that is not served (a probe's, answered all the same) sees what a request without the token does.
       if (!hostAllowed(req.headers.host, o.host, o.allowedHosts)) return false;

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { FrameRates, producedByMix, type FrameRate, type SourceStats } from '../sources/stats.js';
 import type { Metrics } from './metrics.js';
 import { parseRequestUrl } from '../core/http.js';
-import { DATA_HEADERS, plain, type RunningServer } from './http.js';
+import { DATA_HEADERS, plain, type RouteOptions, type RunningServer } from './http.js';
 import { STAGES } from '../core/frame.js';
 import { percentileOfSorted } from '../core/stats.js';
 import { now } from '../core/clock.js';
@@ -75,9 +75,11 @@ export interface RouteContext {
   /** The JPEG of an alert's snapshot by alert id and its picture's key while it is held (the WebSocket hub's), for /api/snapshot?id=&key=. */
   snapshot?: (alertId: string, key: string) => Buffer | undefined;
   /**
-   * The origin of another site's page that may load /api/snapshot (server.allowedOrigins, as the
-   * WebSocket hub admits it: WebSocketHub.crossOrigin), or undefined: the answer is then for the
-   * server's own pages only (Cross-Origin-Resource-Policy: same-origin, no CORS).
+   * The origin of another site's page that may call the API routes, /api/sources and
+   * /api/snapshot (server.allowedOrigins, as the WebSocket hub admits it:
+   * WebSocketHub.crossOrigin), or undefined: the answer is then for the server's own pages only
+   * (Cross-Origin-Resource-Policy: same-origin, no CORS). The server says CORS on every answer
+   * of these routes, their errors included (http.ts, RouteOptions.cors).
    */
   snapshotOrigin?: (req: IncomingMessage) => string | undefined;
 }
@@ -90,6 +92,9 @@ export interface RouteContext {
  */
 export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
   const { pipeline, metrics } = ctx;
+  // The API routes answer a page of an origin server.allowedOrigins admits (a dashboard or a
+  // consumer of another origin, with the token): CORS on their every answer.
+  const api: RouteOptions = { cors: ctx.snapshotOrigin };
   server.route('/metrics', async (_req, res) => {
     const body = await metrics.scrape();
     // Guarded by the token like /api/sources: no browser or proxy keeps a copy.
@@ -156,7 +161,7 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
         };
       }),
     }),
-  );
+  api);
   // An alert's picture: the WebSocket sends alerts with their snapshot's URL, not its bytes.
   const snapshot = ctx.snapshot;
   if (snapshot) {
@@ -168,18 +173,18 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
       // (another process of the same run) named whichever picture held it.
       const jpeg = id && key ? snapshot(id, key) : undefined;
       // A page of an origin server.allowedOrigins lists gets its alerts' URLs on /ws: it may load
-      // them (an <img src>: CORP cross-origin; a fetch or <img crossorigin>: CORS), its 404 too.
-      // Without credentials (no Access-Control-Allow-Credentials): such a page presents the token
-      // (?token=), as on /ws, where the session cookie counts for the server's own pages only.
-      // Any other origin: same-origin, as every data answer. Vary: the answer depends on them.
-      const cross = ctx.snapshotOrigin?.(req);
-      const headers: Record<string, string> = cross ? { vary: 'Origin, Referer', 'access-control-allow-origin': cross, 'cross-origin-resource-policy': 'cross-origin' } : { vary: 'Origin, Referer' };
+      // them (an <img src>: CORP cross-origin; a fetch or <img crossorigin>: CORS, which the server
+      // says on every answer of the route, api), its 404 too. Without credentials (no
+      // Access-Control-Allow-Credentials): such a page presents the token (?token=), as on /ws,
+      // where the session cookie counts for the server's own pages only. Any other origin:
+      // same-origin, as every data answer.
+      const headers: Record<string, string> = ctx.snapshotOrigin?.(req) ? { 'cross-origin-resource-policy': 'cross-origin' } : {};
       if (!jpeg) {
         const why = id && !key ? 'not found: the URL lacks its key (fetch the alert\'s snapshot.url as sent)\n' : 'not found: no snapshot of that alert is held (the oldest are let go; Kafka and the JSON lines embed them)\n';
         return plain(res, 404, why, headers);
       }
       res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': String(jpeg.length), ...DATA_HEADERS, ...headers }).end(req.method === 'HEAD' ? undefined : jpeg);
-    });
+    }, api);
   }
   const file = (name: string) => async (req: IncomingMessage, res: ServerResponse) => {
     const headers: Record<string, string> = { 'content-type': TYPES[extname(name)] ?? 'application/octet-stream', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' };
