@@ -31,10 +31,13 @@ export interface RouteOptions {
    * The origin of another site's page this route answers with CORS (server.allowedOrigins), or
    * undefined: the route is then for the server's own pages only. Every answer of the route, its
    * 401, 429, 405 and 500 included, carries `Vary: Origin, Referer`, and to such an origin
-   * `Access-Control-Allow-Origin` (corsHeaders).
+   * `Access-Control-Allow-Origin` (corsHeaders); its preflight is answered (answerPreflight).
    */
   cors?: (req: IncomingMessage) => string | undefined;
 }
+
+/** How long a browser may keep a preflight's answer, seconds (Chromium keeps one at most 2 h). */
+export const PREFLIGHT_MAX_AGE_S = 600;
 
 /**
  * The CORS headers of every answer of a route that answers other origins (RouteOptions.cors),
@@ -45,6 +48,29 @@ export interface RouteOptions {
  */
 export function corsHeaders(origin: string | undefined): Record<string, string> {
   return origin ? { vary: 'Origin, Referer', 'access-control-allow-origin': origin, 'access-control-expose-headers': 'WWW-Authenticate, Retry-After' } : { vary: 'Origin, Referer' };
+}
+
+/**
+ * A CORS preflight (OPTIONS with Origin and Access-Control-Request-Method): a page's `fetch` with
+ * `Authorization: Bearer …` sends one first, without the token (a preflight never carries one).
+ * Answered 204 for a route that admits the origin, without reaching the route; 403 without any
+ * CORS header otherwise (another origin, `null`, a route of the server's own pages, no route).
+ */
+function answerPreflight(req: IncomingMessage, res: ServerResponse, cors: RouteOptions['cors']): void {
+  const origin = cors?.(req);
+  if (!origin) return plain(res, 403, 'forbidden: this origin may not call this route (server.allowedOrigins)\n', { vary: 'Origin, Referer' });
+  res
+    .writeHead(204, {
+      ...corsHeaders(origin),
+      vary: 'Origin, Referer, Access-Control-Request-Method, Access-Control-Request-Headers',
+      'access-control-allow-methods': 'GET, HEAD',
+      'access-control-allow-headers': 'Authorization, Content-Type',
+      'access-control-max-age': String(PREFLIGHT_MAX_AGE_S),
+      // Chromium's Private Network Access: a public page's preflight to an address of the LAN asks this.
+      ...(req.headers['access-control-request-private-network'] === 'true' ? { 'access-control-allow-private-network': 'true' } : undefined),
+      'cache-control': 'no-store',
+    })
+    .end();
 }
 
 /**
@@ -487,6 +513,12 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     // status alone, not the source ids and errors a page that rebinds its name could read.
     if (!entry?.probe && !hostAllowed(req.headers.host, o.host, o.allowedHosts)) return plain(res, 403, 'forbidden: this Host is not served (server.allowedHosts)\n', { connection: 'close' });
     if (!url) return plain(res, 400, 'bad request: the URL cannot be parsed\n', { connection: 'close' });
+    if (req.method === 'OPTIONS') {
+      // `OPTIONS *` asks about the server: the methods it takes (it was 401, or 404 without a token).
+      if (req.url === '*') return void res.writeHead(204, { allow: 'GET, HEAD', 'cache-control': 'no-store' }).end();
+      // A preflight, before the token (it never carries one) and never reaching a route.
+      if (req.headers.origin !== undefined && req.headers['access-control-request-method'] !== undefined) return answerPreflight(req, res, entry ? entry.cors : undefined);
+    }
     // A plain request to /ws: 426 with `Upgrade: websocket` (RFC 9110 15.5.22), not 404, which
     // said there was no WebSocket here. The hub's own checks come first (a foreign Origin 403, its
     // token 401), then the server's token: the 426 tells only a client that may connect. Closed

@@ -78,8 +78,9 @@ export interface RouteContext {
    * The origin of another site's page that may call the API routes, /api/sources and
    * /api/snapshot (server.allowedOrigins, as the WebSocket hub admits it:
    * WebSocketHub.crossOrigin), or undefined: the answer is then for the server's own pages only
-   * (Cross-Origin-Resource-Policy: same-origin, no CORS). The server says CORS on every answer
-   * of these routes, their errors included (http.ts, RouteOptions.cors).
+   * (Cross-Origin-Resource-Policy: same-origin, no CORS). The server answers such a page's
+   * preflight and says CORS on every answer of these routes, their errors included (http.ts,
+   * RouteOptions.cors).
    */
   snapshotOrigin?: (req: IncomingMessage) => string | undefined;
 }
@@ -93,7 +94,7 @@ export interface RouteContext {
 export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
   const { pipeline, metrics } = ctx;
   // The API routes answer a page of an origin server.allowedOrigins admits (a dashboard or a
-  // consumer of another origin, with the token): CORS on their every answer.
+  // consumer of another origin, with the token): CORS on their every answer, and their preflight.
   const api: RouteOptions = { cors: ctx.snapshotOrigin };
   server.route('/metrics', async (_req, res) => {
     const body = await metrics.scrape();

@@ -67,6 +67,7 @@ function send(port: number, method: string, path: string, headers: Record<string
 }
 
 const cors = (a: Answer) => a.headers['access-control-allow-origin'];
+const preflight = (origin: string, method = 'GET', headers = 'authorization') => ({ origin, 'access-control-request-method': method, 'access-control-request-headers': headers });
 
 describe('CORS: an allowed origin reads the errors of the API routes', () => {
   it('401 (no token, a wrong one) carries Access-Control-Allow-Origin and exposes WWW-Authenticate; another origin gets none', async () => {
@@ -125,4 +126,94 @@ describe('CORS: an allowed origin reads the errors of the API routes', () => {
     const fail = await send(s.port, 'GET', '/api/broken', { origin: ALLOWED, authorization: `Bearer ${TOKEN}` });
     expect([fail.status, cors(fail)]).toEqual([500, ALLOWED]);
   });
+});
+
+describe('CORS: preflight', () => {
+  it('an allowed origin\'s preflight is 204 with the methods, Authorization and a bounded Max-Age, without the token', async () => {
+    const { s, url } = await setup();
+    for (const path of ['/api/sources', url]) {
+      const r = await send(s.port, 'OPTIONS', path, preflight(ALLOWED));
+      expect([r.status, cors(r)], path).toEqual([204, ALLOWED]);
+      expect(r.headers['access-control-allow-methods']).toBe('GET, HEAD');
+      expect(String(r.headers['access-control-allow-headers']).toLowerCase().split(/,\s*/).sort()).toEqual(['authorization', 'content-type']);
+      const age = Number(r.headers['access-control-max-age']);
+      expect(age > 0 && age <= 7200, String(age)).toBe(true);
+      expect(r.headers['access-control-allow-credentials']).toBeUndefined();
+      expect(r.headers.vary).toMatch(/\bOrigin\b/);
+      expect(r.body).toBe('');
+    }
+  });
+
+  it('another origin, a null origin, a route that is not the API\'s: 403 without CORS headers', async () => {
+    const { s } = await setup();
+    for (const [path, origin] of [['/api/sources', 'http://evil.example'], ['/api/sources', 'null'], ['/api/sources', 'http://viewer.example:8081'], ['/metrics', ALLOWED], ['/', ALLOWED], ['/nothing', ALLOWED], ['/ws', ALLOWED]] as const) {
+      const r = await send(s.port, 'OPTIONS', path, preflight(origin));
+      expect([r.status, cors(r)], `${path} ${origin}`).toEqual([403, undefined]);
+      expect(r.headers['access-control-allow-methods'], path).toBeUndefined();
+    }
+  });
+
+  it('the preflight never runs the route, and an OPTIONS that is no preflight still needs the token', async () => {
+    let runs = 0;
+    const { s } = await setup();
+    s.route('/api/counted', (_q, r) => void (runs++, r.end('ran')), { cors: () => ALLOWED });
+    const r = await send(s.port, 'OPTIONS', '/api/counted', preflight(ALLOWED));
+    expect([r.status, r.body, runs]).toEqual([204, '', 0]);
+    // No Access-Control-Request-Method: not a preflight, an OPTIONS request like any: 401 without the token.
+    const plainOptions = await send(s.port, 'OPTIONS', '/api/counted', { origin: ALLOWED });
+    expect([plainOptions.status, runs]).toEqual([401, 0]);
+    const withToken = await send(s.port, 'OPTIONS', '/api/counted', { origin: ALLOWED, authorization: `Bearer ${TOKEN}` });
+    expect([withToken.status, runs]).toEqual([405, 0]);
+    // The GET after it needs the token as ever.
+    expect((await send(s.port, 'GET', '/api/counted', { origin: ALLOWED })).status).toBe(401);
+    expect(runs).toBe(0);
+  });
+
+  it('OPTIONS * answers 204 with Allow, not 404 or 401', async () => {
+    const { s } = await setup();
+    const r = await send(s.port, 'OPTIONS', '*');
+    expect([r.status, r.headers.allow]).toEqual([204, 'GET, HEAD']);
+  });
+});
+
+describe('CORS in Chromium: a page on an allowed origin fetches with Authorization: Bearer', () => {
+  let browser: Browser;
+  beforeAll(async () => void (browser = await launchChromium()), 60_000);
+  afterAll(async () => void (await browser?.close()));
+
+  async function pageServer(): Promise<string> {
+    const srv = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>wall</title>'));
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+    cleanups.push(() => new Promise<void>((r) => srv.close(() => r())));
+    return `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+  }
+
+  it('the right token reads /api/sources and the picture, a wrong one reads its 401; another origin\'s page gets a network error', async () => {
+    const allowed = await pageServer();
+    const foreign = await pageServer();
+    const { s, url } = await setup({ allowedOrigins: [allowed] });
+    const base = `http://127.0.0.1:${s.port}`;
+    const tryFetch = async (origin: string, token: string) => {
+      const page = await browser.newPage();
+      try {
+        await page.goto(`${origin}/`);
+        return await page.evaluate(
+          async ({ base, picture, token }) => {
+            const one = (u: string) =>
+              fetch(u, { headers: { Authorization: `Bearer ${token}` } }).then(
+                async (r) => `${r.status} ${r.headers.get('www-authenticate') ?? ''}`.trim(),
+                () => 'network error',
+              );
+            return { sources: await one(`${base}/api/sources`), picture: await one(`${base}${picture}`) };
+          },
+          { base, picture: url, token },
+        );
+      } finally {
+        await page.close();
+      }
+    };
+    expect(await tryFetch(allowed, TOKEN)).toEqual({ sources: '200', picture: '200' });
+    expect(await tryFetch(allowed, 'wrong')).toEqual({ sources: '401 Bearer realm="argus"', picture: '401 Bearer realm="argus"' });
+    expect(await tryFetch(foreign, TOKEN)).toEqual({ sources: 'network error', picture: 'network error' });
+  }, 120_000);
 });
