@@ -4,7 +4,7 @@ import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import { randomBytes } from 'node:crypto';
 import { ThrottledLog, type LogFn } from '../core/log.js';
 import { KeyedTokenBuckets } from '../core/rate.js';
-import { addressKey, parseRequestUrl, refuseSocket, requestAuthorized } from '../core/http.js';
+import { addressKey, parseRequestUrl, refuseSocket, requestAuthorized, tokenMatches } from '../core/http.js';
 import { withoutSnapshot } from '../analytics/published.js';
 import { SCHEMA_REVISION, type AlertMessage, type Message, type MessageKind } from './message.js';
 import type { Sink } from './sink.js';
@@ -680,7 +680,9 @@ export class WebSocketHub implements Sink {
   /** The JPEG of an alert's snapshot while the hub holds it and `key` is its picture's (SNAPSHOT_PATH's `key`), else undefined. */
   snapshot(alertId: string, key: string): Buffer | undefined {
     const p = this.pictures.get(alertId);
-    return p !== undefined && p.key === key ? p.jpeg : undefined;
+    // In constant time (tokenMatches: both hashed): `===` stops at the first byte that differs,
+    // and the time of a refused guess told how much of the key it had right.
+    return p !== undefined && tokenMatches(key, p.key) ? p.jpeg : undefined;
   }
 
   /** Where this argus's server answers an alert's picture (SNAPSHOT_PATH) while the hub holds it, else undefined. */
