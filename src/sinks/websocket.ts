@@ -374,7 +374,9 @@ export class WebSocketHub implements Sink {
       }
     }
     if (origin === 'null' && !this.origins.has('null')) return undefined;
-    return this.originKind(origin, req.headers.host) === 'allowed' ? origin : undefined;
+    // Named as a browser writes it (lower case, no default port): `HTTPS://Wall.Example:443` is
+    // the allowed https://wall.example, and Access-Control-Allow-Origin must be that exactly.
+    return this.originKind(origin, req.headers.host) === 'allowed' ? normaliseOrigin(origin) : undefined;
   }
 
   /** originOf's answer for an Origin as sent, `host` the request's Host. */
@@ -387,6 +389,9 @@ export class WebSocketHub implements Sink {
       return other;
     }
     if (u.protocol !== 'http:' && u.protocol !== 'https:') return this.origins.has(origin.toLowerCase()) ? 'allowed' : other;
+    // An origin is `scheme://host[:port]` and nothing more: the URL parser took
+    // `https://wall.example/ https://evil.example` (a path, a space) for https://wall.example.
+    if (!ORIGIN_FORM.test(origin)) return other;
     try {
       if (host && new URL(`${u.protocol}//${host}`).host === u.host) return 'own';
     } catch {
@@ -899,6 +904,9 @@ function subprotocolAsked(header: string | string[] | undefined): 'none' | 'argu
 }
 
 /** `HTTP://Example.com:80/` → `http://example.com`; anything that is not a URL is kept, lower-cased. */
+/** An Origin header as a browser writes one for an http(s) page: scheme, host and port, no path, user or trailing slash. */
+const ORIGIN_FORM = /^https?:\/\/[^/?#@\s\\]+$/i;
+
 function normaliseOrigin(o: string): string {
   try {
     const u = new URL(o);

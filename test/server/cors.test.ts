@@ -176,6 +176,35 @@ describe('CORS: preflight', () => {
   });
 });
 
+describe('CORS: a hostile consumer\'s origins', () => {
+  it('an origin in upper case or with its default port is the allowed one, and the answer names it as a browser writes it', async () => {
+    const { s } = await setup({ allowedOrigins: ['https://Wall.Example:443/'] });
+    for (const origin of ['https://wall.example', 'HTTPS://WALL.EXAMPLE', 'https://wall.example:443']) {
+      const r = await send(s.port, 'GET', '/api/sources', { origin, authorization: `Bearer ${TOKEN}` });
+      expect([r.status, cors(r)], origin).toEqual([200, 'https://wall.example']);
+    }
+    for (const origin of ['http://wall.example', 'https://wall.example:8443', 'https://wall.example.evil', 'https://evilwall.example', 'https://wall.example/ https://evil.example', 'https://wall.example/', 'https://user@wall.example']) {
+      const r = await send(s.port, 'GET', '/api/sources', { origin, authorization: `Bearer ${TOKEN}` });
+      expect([r.status, cors(r)], origin).toEqual([200, undefined]);
+    }
+  });
+
+  it('/ws compares the Origin the same way: one with a path or a trailing slash is no origin (403), the allowed one in upper case is admitted', async () => {
+    const { s } = await setup();
+    const ws = (origin: string) => send(s.port, 'GET', `/ws?token=${TOKEN}`, { origin });
+    // A plain GET to /ws: the hub's Origin check (403), then 426 for a client that may connect.
+    expect((await ws(ALLOWED)).status).toBe(426);
+    expect((await ws(ALLOWED.toUpperCase())).status).toBe(426);
+    for (const origin of [`${ALLOWED}/`, `${ALLOWED}/x`, `${ALLOWED}/ http://evil.example`, `http://127.0.0.1:${s.port}/x`, `http://u@viewer.example:8080`]) expect((await ws(origin)).status, origin).toBe(403);
+  });
+
+  it('HEAD from an allowed origin: the headers of the GET, no body', async () => {
+    const { s, url } = await setup();
+    const r = await send(s.port, 'HEAD', `${url}&token=${TOKEN}`, { origin: ALLOWED });
+    expect([r.status, cors(r), r.headers['content-length'], r.body]).toEqual([200, ALLOWED, String(JPEG.length), '']);
+  });
+});
+
 describe('CORS in Chromium: a page on an allowed origin fetches with Authorization: Bearer', () => {
   let browser: Browser;
   beforeAll(async () => void (browser = await launchChromium()), 60_000);
