@@ -141,7 +141,13 @@ describe('CORS: preflight', () => {
       expect(r.headers['access-control-allow-credentials']).toBeUndefined();
       expect(r.headers.vary).toMatch(/\bOrigin\b/);
       expect(r.body).toBe('');
+      expect(r.headers['access-control-allow-private-network']).toBeUndefined();
     }
+    // Chromium's Private Network Access: a public page's preflight to a LAN address asks whether it may.
+    const pna = await send(s.port, 'OPTIONS', '/api/sources', { ...preflight(ALLOWED), 'access-control-request-private-network': 'true' });
+    expect([pna.status, pna.headers['access-control-allow-private-network']]).toEqual([204, 'true']);
+    const foreign = await send(s.port, 'OPTIONS', '/api/sources', { ...preflight('http://evil.example'), 'access-control-request-private-network': 'true' });
+    expect([foreign.status, foreign.headers['access-control-allow-private-network']]).toEqual([403, undefined]);
   });
 
   it('another origin, a null origin, a route that is not the API\'s: 403 without CORS headers', async () => {
