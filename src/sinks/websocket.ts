@@ -373,7 +373,6 @@ export class WebSocketHub implements Sink {
         return undefined;
       }
     }
-    if (origin === 'null' && !this.origins.has('null')) return undefined;
     // Named as a browser writes it (lower case, no default port): `HTTPS://Wall.Example:443` is
     // the allowed https://wall.example, and Access-Control-Allow-Origin must be that exactly.
     return this.originKind(origin, req.headers.host) === 'allowed' ? normaliseOrigin(origin) : undefined;
@@ -381,6 +380,9 @@ export class WebSocketHub implements Sink {
 
   /** originOf's answer for an Origin as sent, `host` the request's Host. */
   private originKind(origin: string, host: string | undefined): 'own' | 'allowed' | undefined {
+    // `null` (a sandboxed frame, a file, a redirect's opaque origin) only when listed: "*" does not
+    // answer it. /ws admitted it under "*" while the API routes refused it.
+    if (origin === 'null') return this.origins.has('null') ? 'allowed' : undefined;
     const other = this.anyOrigin ? 'allowed' : undefined;
     let u: URL;
     try {

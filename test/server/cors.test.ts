@@ -204,6 +204,15 @@ describe('CORS: a hostile consumer\'s origins', () => {
     for (const origin of [`${ALLOWED}/`, `${ALLOWED}/x`, `${ALLOWED}/ http://evil.example`, `http://127.0.0.1:${s.port}/x`, `http://u@viewer.example:8080`]) expect((await ws(origin)).status, origin).toBe(403);
   });
 
+  it('a null origin (a sandboxed frame, a file) is admitted by "*" neither on /ws nor on the API routes', async () => {
+    const { s } = await setup({ allowedOrigins: ['*'] });
+    expect((await send(s.port, 'GET', `/ws?token=${TOKEN}`, { origin: 'http://any.example' })).status).toBe(426);
+    expect((await send(s.port, 'GET', `/ws?token=${TOKEN}`, { origin: 'null' })).status).toBe(403);
+    const api = await send(s.port, 'GET', '/api/sources', { origin: 'null', authorization: `Bearer ${TOKEN}` });
+    expect([api.status, cors(api)]).toEqual([200, undefined]);
+    expect((await send(s.port, 'OPTIONS', '/api/sources', preflight('null'))).status).toBe(403);
+  });
+
   it('HEAD from an allowed origin: the headers of the GET, no body', async () => {
     const { s, url } = await setup();
     const r = await send(s.port, 'HEAD', `${url}&token=${TOKEN}`, { origin: ALLOWED });
