@@ -479,8 +479,9 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     // included: a 401 (or 429, 405, 500) without Access-Control-Allow-Origin was a network error
     // to the page, which could not tell "send the token" from "the server is down". Set first, so
     // that each answer below (and the route's own) carries them.
+    const crossOrigin = entry?.cors ? entry.cors(req) : undefined;
     if (entry?.cors) {
-      const cross = corsHeaders(entry.cors(req));
+      const cross = corsHeaders(crossOrigin);
       for (const name in cross) res.setHeader(name, cross[name]);
     }
     // No route takes a body. Node reads and discards one after the answer for the next request on
@@ -498,7 +499,11 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     // in one bucket, a flood without it from an address the operator shares (an office's NAT, a
     // proxy) used up the operator's requests, and its dashboard and scrapes were refused with 429.
     // Looking at the token costs microseconds (a hash; a session's HMAC), not what a 429 does.
-    const authorized = !o.token || (url !== undefined && requestAuthorized(req, url, o.token, true, session));
+    // The session cookie counts for the server's own pages only, as on /ws: a browser sends it
+    // from every page of the same site (another port), and a page of an origin another route
+    // admits (an <img src> of /api/snapshot, CORP cross-origin) loaded the operator's pictures
+    // with it, without the token. Such a page presents the token.
+    const authorized = !o.token || (url !== undefined && requestAuthorized(req, url, o.token, crossOrigin === undefined, session));
     const address = addressKey(req.socket.remoteAddress);
     const wait = (entry?.probe ? probes : authorized ? requests : strangers).take(address, now());
     if (wait > 0) {

@@ -213,6 +213,24 @@ describe('CORS: a hostile consumer\'s origins', () => {
     expect((await send(s.port, 'OPTIONS', '/api/sources', preflight('null'))).status).toBe(403);
   });
 
+  it('the session cookie opens the API routes for the server\'s own pages only: an allowed page of the same site (its <img>) must present the token', async () => {
+    const { s, url } = await setup();
+    const traded = await send(s.port, 'GET', `/?token=${TOKEN}`);
+    expect(traded.status).toBe(303);
+    const cookie = String((traded.headers['set-cookie'] as string[])[0]).split(';')[0];
+    // The server's own page (no Referer: the dashboard sends none; or its own Origin): the cookie opens both.
+    expect((await send(s.port, 'GET', url, { cookie })).status).toBe(200);
+    expect((await send(s.port, 'GET', '/api/sources', { cookie, origin: `http://127.0.0.1:${s.port}` })).status).toBe(200);
+    // An allowed page's <img src> (no Origin, its Referer) or fetch with credentials: the browser
+    // sends the SameSite=Strict cookie to a same-site origin, and the picture loaded with it (CORP
+    // cross-origin) without the token.
+    for (const h of [{ referer: `${ALLOWED}/wall` }, { origin: ALLOWED }] as Record<string, string>[]) {
+      expect((await send(s.port, 'GET', url, { cookie, ...h })).status, JSON.stringify(h)).toBe(401);
+      expect((await send(s.port, 'GET', '/api/sources', { cookie, ...h })).status, JSON.stringify(h)).toBe(401);
+      expect((await send(s.port, 'GET', `${url}&token=${TOKEN}`, { cookie, ...h })).status, JSON.stringify(h)).toBe(200);
+    }
+  });
+
   it('HEAD from an allowed origin: the headers of the GET, no body', async () => {
     const { s, url } = await setup();
     const r = await send(s.port, 'HEAD', `${url}&token=${TOKEN}`, { origin: ALLOWED });
