@@ -296,6 +296,15 @@ export class Worker {
   private readonly handoffs = new Set<string>();
   /** Cameras of this worker's slots that are meant to run but whose record it cannot use, by id: the record text already logged. */
   private readonly invalidSaid = new Map<string, string>();
+  /**
+   * Cameras whose chain refused their record here as it set up (VAP_ERR_CONFIG: a class the
+   * worker's model lacks, lines with tracking disabled in the worker YAML), by id: that record's
+   * text and why. Such a camera runs nowhere here until its record changes (or the worker
+   * restarts). Before, it was started again every 10 s, a claim and a release each time, and
+   * each start counted as a failed connection: 30 s on it was reported unreachable, and its
+   * slot moved to another worker with the slot's healthy cameras, where it failed the same way.
+   */
+  private readonly unusable = new Map<string, { text: string; why: string }>();
   private outputs: RunningPipeline | undefined;
   private joined = false;
   /** False after a fence until the next assignment: a rejoin then claims no slots (the group has handed them away). */
@@ -391,7 +400,10 @@ export class Worker {
         // Cameras this worker reported unreachable to the group (cluster.unreachableAfterMs), with their slots.
         unreachable: this.unreachableNow(),
         // Cameras of this worker's slots it may not run (their placement), and why.
-        notHere: [...this.view.cameras.values()].filter((c) => this.assigned.has(c.slot) && c.active && !satisfies(c.placement, this.self)).map((c) => ({ id: c.id, reason: unmet(c.placement, this.self) })),
+        notHere: [
+          ...[...this.view.cameras.values()].filter((c) => this.assigned.has(c.slot) && c.active && !satisfies(c.placement, this.self)).map((c) => ({ id: c.id, reason: unmet(c.placement, this.self) })),
+          ...[...this.unusable].filter(([id]) => this.assigned.has(this.view.cameras.get(id)?.slot ?? -1)).map(([id, u]) => ({ id, reason: `its record cannot be used here: ${u.why}` })),
+        ],
         // Every camera of the cluster and its latest owner (from the owners topic), for the dashboard.
         map: [...this.view.cameras.values()]
           .sort((a, b) => (a.id < b.id ? -1 : 1))
@@ -941,7 +953,9 @@ export class Worker {
     if (!this.leaseHolds()) return;
     const now = performance.now();
     const desired = new Map<string, CameraEntry>();
-    if (!this.draining) for (const c of this.view.cameras.values()) if (this.assigned.has(c.slot) && c.definition?.source.enabled && satisfies(c.placement, this.self)) desired.set(c.id, c);
+    // A record refused by its chain is tried again once it changes (edited, or removed and added again).
+    for (const [id, u] of this.unusable) if (this.view.cameras.get(id)?.text !== u.text) this.unusable.delete(id);
+    if (!this.draining) for (const c of this.view.cameras.values()) if (this.assigned.has(c.slot) && c.definition?.source.enabled && satisfies(c.placement, this.self) && !this.unusable.has(c.id)) desired.set(c.id, c);
     this.reportInvalid();
     this.checkPlacement(now);
     this.checkReach(desired, now);
@@ -960,7 +974,7 @@ export class Worker {
         continue;
       }
       const cam = this.view.cameras.get(r.id);
-      const moved = !want && !this.draining && cam?.text === r.text && cam.definition?.source.enabled && r.claim !== undefined;
+      const moved = !want && !this.draining && cam?.text === r.text && cam.definition?.source.enabled && r.claim !== undefined && !this.unusable.has(r.id);
       if (moved) {
         if (!r.handoffSince) {
           r.handoffSince = now;
@@ -1200,7 +1214,12 @@ export class Worker {
           return false;
         }),
         catchError((e: Error) => {
-          this.log(`cluster: camera ${cam.id} could not start: ${e.message}`, { camera: cam.id, code: (e as { code?: string }).code }, 'error');
+          const code = (e as { code?: string }).code;
+          if (code === ErrorCodes.CONFIG && this.view.cameras.get(cam.id)?.text === cam.text) {
+            // Its record, not its connection: started again, it would fail the same way (reconcileOnce leaves it until it changes).
+            this.unusable.set(cam.id, { text: cam.text, why: e.message.split('\n')[0] });
+            this.log(`cluster: camera ${cam.id} (slot ${cam.slot}) runs nowhere: its record cannot be used on ${this.id}: ${e.message}; it is tried again once its record changes`, { worker: this.id, camera: cam.id, slot: cam.slot, code }, 'error');
+          } else this.log(`cluster: camera ${cam.id} could not start: ${e.message}`, { camera: cam.id, code }, 'error');
           return EMPTY;
         }),
         finalize(() => {
@@ -1208,8 +1227,9 @@ export class Worker {
           if (!run.stopping) {
             run.ended = true;
             // Its source gave up (or could not start): an attempt that failed, as its `failed` state says.
+            // Not a record it refused: that is no failed connection.
             const r = this.reach.get(run.id);
-            if (r && r.text === run.text && r.state !== 'failed') this.attemptFailed(r);
+            if (r && r.text === run.text && r.state !== 'failed' && this.unusable.get(run.id)?.text !== run.text) this.attemptFailed(r);
             this.reconcile();
           }
         }),

@@ -1,0 +1,87 @@
+/**
+ * A camera whose chain cannot start on this worker for its record (VAP_ERR_CONFIG from the chain's
+ * set-up: a class the worker's model lacks, lines with tracking disabled in the worker YAML),
+ * written by `argus cameras apply` beside healthy cameras: `apply` has no model to check it by.
+ * Before, the worker started it again every 10 s (a claim and a release each time, an error and a
+ * warning in its log) and counted each start as a failed connection: 30 s on, the camera was
+ * reported unreachable and its slot, with the healthy cameras in it, moved to another worker, which
+ * failed the same way (every worker runs the same model), and on. Now it runs nowhere until its
+ * record changes, said once, and its slot stays. Drives the worker without a broker, on a virtual clock.
+ */
+import { type Observable, throwError, filter } from 'rxjs';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { ArgusError, ErrorCodes } from '../../src/core/errors.js';
+import { drivenWorker, type DrivenInternals } from '../helpers/worker.js';
+
+interface Internals extends DrivenInternals {
+  counters: { claims: number; releases: number; unreachableReports: number; rebalancesAsked: number };
+}
+
+let now = 1_000_000;
+beforeEach(() => {
+  now = 1_000_000;
+  vi.spyOn(performance, 'now').mockImplementation(() => now);
+});
+afterEach(() => vi.restoreAllMocks());
+
+async function worker() {
+  const lines: { msg: string; fields?: Record<string, unknown>; level?: string }[] = [];
+  const { w, i, settle, write } = await drivenWorker<Internals>({ log: (msg, fields, level) => lines.push({ msg, fields, level }) });
+  (i.membership as { requestRebalance: () => Promise<void> }).requestRebalance = async () => {};
+  // The worker's model knows no forklift: the chain's set-up refuses that camera's record (as
+  // Pipeline.attach's checkClasses). The others stream: each chain's gate, called at every step, is a frame.
+  const gates = new Map<string, () => boolean>();
+  i.pipeline = {
+    attach: (src: { id: string }, stop$: Observable<void>, admit: () => boolean) => {
+      if (JSON.stringify(src).includes('forklift')) return throwError(() => new ArgusError(ErrorCodes.CONFIG, `camera ${src.id}: zones[0].classes[0]: unknown class "forklift"`));
+      gates.set(src.id, admit);
+      return stop$.pipe(filter(() => false));
+    },
+  };
+  const at = async (ms: number) => {
+    now = 1_000_000 + ms;
+    for (const admit of gates.values()) admit();
+    await settle();
+  };
+  return { w, i, settle, write, at, lines };
+}
+
+describe('Worker: a camera whose record its chain cannot start with', () => {
+  it('runs nowhere until its record changes: no start every 10 s, no unreachable report, its slot and the healthy cameras stay', async () => {
+    const h = await worker();
+    h.write('dock', { uri: 'rtsp://192.0.2.10/s' });
+    h.write('yard', { uri: 'rtsp://192.0.2.11/s', zones: [{ id: 'lane', polygon: [[0, 0], [1, 0], [1, 1]], classes: ['forklift'] }] });
+    await h.settle();
+    expect(h.w.cameras().map((c) => c.id)).toEqual(['dock']);
+    const claims = h.i.counters.claims;
+    // Two minutes on (past unreachableAfterMs, 30 s, many times over), a second at a time.
+    for (let t = 1000; t <= 120_000; t += 1000) await h.at(t);
+    expect(h.i.counters.claims - claims).toBe(0);
+    expect(h.w.memberInfo().unreachable).toEqual([]);
+    expect(h.i.counters.unreachableReports).toBe(0);
+    expect(h.w.cameras().map((c) => c.id)).toEqual(['dock']);
+    const said = h.lines.filter((l) => l.level === 'error' && /yard/.test(l.msg));
+    expect(said).toHaveLength(1);
+    expect(said[0].msg).toMatch(/camera yard \(slot 0\) runs nowhere: its record cannot be used on w1: camera yard: zones\[0\]\.classes\[0\]: unknown class "forklift"/);
+    expect(said[0].fields).toMatchObject({ camera: 'yard', code: 'VAP_ERR_CONFIG' });
+    // Its claim was given back once: `argus cameras ls` does not show it held.
+    expect(h.i.view.owners.get('yard')?.state).not.toBe('claimed');
+    // /healthz says why it does not run here.
+    expect((h.w.health().cluster as { notHere: unknown[] }).notHere).toEqual([{ id: 'yard', reason: 'its record cannot be used here: camera yard: zones[0].classes[0]: unknown class "forklift"' }]);
+    // Fixed: started at once.
+    h.write('yard', { uri: 'rtsp://192.0.2.11/s', zones: [{ id: 'lane', polygon: [[0, 0], [1, 0], [1, 1]], classes: ['person'] }] });
+    await h.at(121_000);
+    expect(h.w.cameras().map((c) => c.id).sort()).toEqual(['dock', 'yard']);
+    expect((h.w.health().cluster as { notHere: unknown[] }).notHere).toEqual([]);
+  });
+
+  it('an edit that is still unusable is said again, once', async () => {
+    const h = await worker();
+    h.write('yard', { uri: 'rtsp://192.0.2.11/s', zones: [{ id: 'lane', polygon: [[0, 0], [1, 0], [1, 1]], classes: ['forklift'] }] });
+    await h.settle();
+    h.write('yard', { uri: 'rtsp://192.0.2.12/s', zones: [{ id: 'lane', polygon: [[0, 0], [1, 0], [1, 1]], classes: ['forklift'] }] });
+    for (let t = 1000; t <= 30_000; t += 1000) await h.at(t);
+    expect(h.lines.filter((l) => l.level === 'error' && /yard/.test(l.msg))).toHaveLength(2);
+    expect(h.i.counters.claims).toBe(2);
+  });
+});
