@@ -1215,8 +1215,12 @@ export class Worker {
         }),
         catchError((e: Error) => {
           const code = (e as { code?: string }).code;
-          if (code === ErrorCodes.CONFIG && this.view.cameras.get(cam.id)?.text === cam.text) {
-            // Its record, not its connection: started again, it would fail the same way (reconcileOnce leaves it until it changes).
+          // Refused as the chain set up (no source state yet): its record, not its connection or a
+          // file of this machine's (a source's missing tls.ca fails its attempt, `failed`, and is
+          // retried as any ended chain, the file perhaps put back). Started again, it would fail
+          // the same way: reconcileOnce leaves it until its record changes.
+          const reach = this.reach.get(cam.id);
+          if (code === ErrorCodes.CONFIG && this.view.cameras.get(cam.id)?.text === cam.text && reach?.text === cam.text && reach.state === undefined) {
             this.unusable.set(cam.id, { text: cam.text, why: e.message.split('\n')[0] });
             this.log(`cluster: camera ${cam.id} (slot ${cam.slot}) runs nowhere: its record cannot be used on ${this.id}: ${e.message}; it is tried again once its record changes`, { worker: this.id, camera: cam.id, slot: cam.slot, code }, 'error');
           } else this.log(`cluster: camera ${cam.id} could not start: ${e.message}`, { camera: cam.id, code }, 'error');

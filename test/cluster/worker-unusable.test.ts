@@ -33,6 +33,11 @@ async function worker() {
   const gates = new Map<string, () => boolean>();
   i.pipeline = {
     attach: (src: { id: string }, stop$: Observable<void>, admit: () => boolean) => {
+      if (JSON.stringify(src).includes('no-such-ca')) {
+        // A source's tls.ca this machine lacks: its attempt fails (`failed`), then the chain ends with the error.
+        w.publishesStatus({ source: src.id, state: 'failed', previous: 'starting', reason: 'tls.ca: /etc/argus/no-such-ca.pem: no such file', at: Date.now(), attempt: 1 });
+        return throwError(() => new ArgusError(ErrorCodes.CONFIG, 'tls.ca: /etc/argus/no-such-ca.pem: no such file'));
+      }
       if (JSON.stringify(src).includes('forklift')) return throwError(() => new ArgusError(ErrorCodes.CONFIG, `camera ${src.id}: zones[0].classes[0]: unknown class "forklift"`));
       gates.set(src.id, admit);
       return stop$.pipe(filter(() => false));
@@ -83,5 +88,15 @@ describe('Worker: a camera whose record its chain cannot start with', () => {
     for (let t = 1000; t <= 30_000; t += 1000) await h.at(t);
     expect(h.lines.filter((l) => l.level === 'error' && /yard/.test(l.msg))).toHaveLength(2);
     expect(h.i.counters.claims).toBe(2);
+  });
+
+  it('a source that failed for a file of this machine (its tls.ca) is started again as before: the file may be put back', async () => {
+    const h = await worker();
+    h.write('gate', { uri: 'rtsps://192.0.2.13/s', tls: { ca: '/etc/argus/no-such-ca.pem' } });
+    await h.settle();
+    const claims = h.i.counters.claims;
+    for (let t = 1000; t <= 30_000; t += 1000) await h.at(t);
+    expect(h.i.counters.claims - claims).toBeGreaterThan(0);
+    expect((h.w.health().cluster as { notHere: unknown[] }).notHere).toEqual([]);
   });
 });
