@@ -155,6 +155,8 @@ interface Running {
   id: string;
   slot: number;
   text: string;
+  /** Its source as its chain runs it (the record's definition less cost and placement, as JSON): an edit of the record that leaves it so does not restart the chain. */
+  source: string;
   /** Undefined while the camera waits for its claim (connected, analysing nothing). */
   claim: Claim | undefined;
   stop$: Subject<void>;
@@ -968,6 +970,13 @@ export class Worker {
     for (const r of this.running.values()) {
       if (r.stopping) continue;
       const want = desired.get(r.id);
+      if (want && want.text !== r.text && !r.ended && want.slot === r.slot && JSON.stringify(want.definition!.source) === r.source) {
+        // Only its cost or placement changed (the assigner's fields), and it may still run here: it
+        // runs on under its claim. Before, it was restarted under a new claim: a gap in its frames,
+        // its tracker and counts from 0, a crossing under way lost, for a camera re-weighed.
+        this.log(`cluster: ${r.id}'s record changed, its source did not (cost or placement); it runs on`, { worker: this.id, camera: r.id }, 'debug');
+        r.text = want.text;
+      }
       if (want?.text === r.text) {
         r.handoffSince = 0;
         this.handoffs.delete(r.id);
@@ -1168,7 +1177,7 @@ export class Worker {
     const stop$ = new Subject<void>();
     let ended!: () => void;
     const done = new Promise<void>((r) => (ended = r));
-    const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, claim, stop$, done, fenced: false, stopping: false, stoppingAt: 0, handoffSince: 0, handoffAfter: -1, readySent: false, standbyState: undefined, ended: false, startedAt: Date.now() };
+    const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, source: JSON.stringify(cam.definition!.source), claim, stop$, done, fenced: false, stopping: false, stoppingAt: 0, handoffSince: 0, handoffAfter: -1, readySent: false, standbyState: undefined, ended: false, startedAt: Date.now() };
     this.running.set(cam.id, run);
     const reach = this.reachOf(cam);
     // A new chain: its first attempt starts now (its state says so until the source tells more).
