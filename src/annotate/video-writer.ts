@@ -1,4 +1,4 @@
-import { ChildProcess, execFile } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { setPriority } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { spawnOwned } from '../core/children.js';
@@ -118,16 +118,10 @@ export class VideoWriter {
     // writing it its last frames: the file lost them and the close said the encoder had failed.
     // Left by an argus killed outright, it reads the end of its input and finishes the file: not
     // given to the reaper (endsAlone), which would cut that short.
-    try {
-      this.child = spawnOwned(ffmpegPath, args, { stdio: ['pipe', 'ignore', 'pipe'] }, undefined, true);
-    } catch (e) {
-      // Thrown (node throws ENOMEM and E2BIG): told as a start that failed later is, by a child
-      // that never started and its 'error' event, at write and close. Out of the annotate sink's
-      // offer, the throw ended the whole run.
-      const never = new ChildProcess();
-      process.nextTick(() => never.emit('error', e));
-      this.child = never;
-    }
+    // A spawn that throws (node throws ENOMEM and E2BIG) is told as one that fails later is
+    // (spawnOwned: a child that never started, its 'error' event), at write and close. Out of the
+    // annotate sink's offer, a throw ended the whole run.
+    this.child = spawnOwned(ffmpegPath, args, { stdio: ['pipe', 'ignore', 'pipe'] }, undefined, true);
     // First: a spawn that fails (EMFILE: node says so on the next tick, and leaves the child
     // without its pipes) is told by its 'error' event, which ended argus where nothing listened
     // yet (the pipes below were read first, and threw); write and close say it.

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { ChildProcess, spawn, type SpawnOptions } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { atStopSignal, endsBy } from './signals.js';
 
@@ -303,7 +303,8 @@ export function exitOf(child: ChildProcess, ms: number): Promise<void> {
  * `endsAlone`: a child that ends by itself once argus is gone, and must be let to (the annotated
  * video's encoder, which reads argus's pipe to its end and then writes the file's index): not
  * given to the reaper, whose SIGKILL 1 s after argus's end could cut that index short.
- * (Not unref'd: the child is waited for as any other.)
+ * (Not unref'd: the child is waited for as any other.) Never throws: a spawn that throws gives a
+ * child that never started, its 'error' event telling why (notStartedChild), as node tells EMFILE.
  */
 export function spawnOwned(command: string, args: readonly string[], options: SpawnOptions, stopGently?: (child: ChildProcess) => Promise<void>, endsAlone = false): ChildProcess {
   // The stop signals are listened for before the child exists: a signal between its spawn and
@@ -317,11 +318,27 @@ export function spawnOwned(command: string, args: readonly string[], options: Sp
   } catch (e) {
     // Thrown (ENOMEM, E2BIG; an argument with a NUL): no child, the signals not held for one.
     if (held && live.size === 0) releaseHeld();
-    throw e;
+    return notStartedChild(e);
   }
   ownChild(child, stopGently && (() => stopGently(child)), endsAlone ? 'none' : 'group');
   if (held && live.size === 0) releaseHeld();
   return child;
+}
+
+/**
+ * A child that never started, whose 'error' event tells `e` on the next tick: what node gives
+ * for a start that fails after the call (EMFILE, EAGAIN: no pid, no pipes), and so what spawnOwned
+ * gives for one whose spawn throws (node throws ENOMEM and E2BIG, and an argument with a NUL). Each
+ * caller (a source's ffmpeg, argus detect's and preview's, the annotated video's encoder) tells
+ * both by its 'error' listener, as its own coded error; a throw, handled by each apart, ended a
+ * whole run where one forgot it (the annotate sink's offer).
+ */
+export function notStartedChild(e: unknown): ChildProcess {
+  // No pipes, as node leaves a child whose start failed (stdin, stdout, stderr null).
+  const never = Object.assign(new ChildProcess(), { stdin: null, stdout: null, stderr: null });
+  const error = e instanceof Error ? e : new Error(String(e));
+  process.nextTick(() => never.emit('error', error));
+  return never;
 }
 
 /** Listens for the stop signals and SIGQUIT for the children held (stopAll, onQuit), where not yet; whether it began to now. */

@@ -1477,7 +1477,9 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     /** Runs ffmpeg, writing its frames into `sock` where there is one, else into its stdout pipe. */
     const start = (sock?: FrameSocket | FrameChannel): void => {
       try {
-        // Out of file descriptors or processes, spawn can throw here, before any listener exists.
+        // A throw here (the arguments' build; an injected spawn) is told at once. node's spawn's
+        // (ENOMEM, E2BIG) is not one: spawnOwned gives a child that never started, told by its
+        // 'error' event (onChildError) as EMFILE is, one path for every caller.
         const args = buildFfmpegArgs(still ? { ...input, still } : input, output, tag, { autoscale: ffmpegAutoscales(options.ffmpegPath) && !keepsFirstSize });
         const memo = options.memo;
         if (options.onSecretsExposed && memo && !memo.exposedNoticed) {

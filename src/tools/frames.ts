@@ -180,7 +180,7 @@ class Interlaced extends Error {
 const TOO_SMALL_TO_DEINTERLACE = /\[Parsed_bwdif_\d+ @ [^\]]*\] Video with planes less than/;
 
 /**
- * ffmpeg not started (`error`: its spawn's throw or 'error' event), naming the path:
+ * ffmpeg not started (`error`: its child's 'error' event, a thrown spawn's too: spawnOwned), naming the path:
  * VAP_ERR_SOURCE_SPAWN where it may start later (out of descriptors, processes, memory), as a
  * run's source says it, VAP_ERR_SOURCE_OPEN otherwise.
  */
@@ -245,13 +245,9 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
   // The frames' reader then waits for the process's end by the signal (atSignal), not on to an
   // error of the closed pipe (an error line, a script's exit 1, before the camera's grace).
   let atSignal = false;
-  let child: ChildProcessWithoutNullStreams;
-  try {
-    child = spawnOwned(o.ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] }, kind === 'rtsp' ? (c) => ((atSignal = true), c.stdout?.destroy(), stopGently()) : undefined) as ChildProcessWithoutNullStreams;
-  } catch (e) {
-    // Thrown by node (ENOMEM, E2BIG; an argument with a NUL): said as a start that fails later is.
-    throw notStarted(o.ffmpegPath, e as Error);
-  }
+  // (A spawn that throws, ENOMEM, E2BIG or an argument with a NUL, is told as a start that fails
+  // later is: spawnOwned gives a child that never started, its 'error' event saying why.)
+  const child = spawnOwned(o.ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] }, kind === 'rtsp' ? (c) => ((atSignal = true), c.stdout?.destroy(), stopGently()) : undefined) as ChildProcessWithoutNullStreams;
   // First: a start that fails (EMFILE, ENOENT) is told by the child's 'error' event (on the next
   // tick), which ended argus where nothing listened yet; out of descriptors (EMFILE, ENFILE) node
   // gives the child no pipes, whose use below threw a TypeError first.
