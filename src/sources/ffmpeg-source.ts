@@ -1110,8 +1110,9 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       const inputInfo = probe.info;
       // The camera's contact (onInputOpened): its input's report named a video stream ffmpeg could
       // describe (its size), not its `Input #0` line alone (a forced demuxer's, over a login page);
-      // or a stream whose size comes with its key frame (H.264, H.265, MPEG-2, MPEG-4 Part 2: a
-      // camera with no parameter sets in its SDP, an MPEG-TS stream, joined in a long GOP: ffmpeg's
+      // or a stream whose size comes with its key frame (H.264, H.265, MPEG-2, MPEG-4 Part 2, VP9,
+      // AV1: a camera with no parameter sets in its SDP, a VP9 one (an SDP has no size),
+      // an MPEG-TS or raw AV1 stream, joined in a long GOP: ffmpeg's
       // probe ends on its P-frames, seconds before the first frame). (What ffmpeg prints once argus has stopped it, a camera that sent nothing
       // after PLAY at its start timeout, reaches no handler: see the teardown.)
       if (!toldOpened && (probe.inputVideo || probe.inputVideoSizedByKeyFrame)) {

@@ -70,10 +70,16 @@ const STREAM_LINE = /^\s*Stream #0:\d+(?:\[0x[0-9a-f]+\])?(?:\([A-Za-z0-9_,-]*\)
 const STREAM_KIND = /: (?:Video|Audio|Data|Subtitle|Attachment|Unknown): /g;
 /**
  * A stream line of a codec whose size comes in-band with its key frames (StderrProbe.inputVideoSizedByKeyFrame):
- * H.264 and H.265 (parameter sets), MPEG-1/2 (sequence header), MPEG-4 Part 2 (VOL header). Not
- * MJPEG (each picture has its size: one of unknown size is no picture, a login page say).
+ * H.264 and H.265 (parameter sets), MPEG-1/2 (sequence header), MPEG-4 Part 2 (VOL header), VP9
+ * (the key frame's header: an RTSP camera's SDP gives no size, and ffmpeg 5.1 reports `Video: vp9
+ * (Profile 0), 1 reference frame, none, 25 fps` for one joined between key frames, 1–2 s after the
+ * connect), AV1 (the sequence header, sent with key frames: a raw OBU stream read with `-f obu`
+ * reports `Video: av1, 1 reference frame, none`). Not VP8: ffmpeg 5.1's RTP reader of it drops
+ * every packet until a key frame (`Keyframe missing`), and its report comes with that frame, sized
+ * (a `Video: vp8, …, yuv420p` line without a size is printed only once ffmpeg is stopped before
+ * it). Not MJPEG (each picture has its size: one of unknown size is no picture, a login page say).
  */
-const SIZED_BY_KEY_FRAME = /: Video: (?:h264|hevc|mpeg1video|mpeg2video|mpeg4)(?:[ ,]|$)/;
+const SIZED_BY_KEY_FRAME = /: Video: (?:h264|hevc|mpeg1video|mpeg2video|mpeg4|vp9|av1)(?:[ ,]|$)/;
 /** The longest log line read (ffmpeg's own reports are far shorter; a longer one is a file's or a server's text). */
 const MAX_LOG_LINE = 4096;
 
@@ -372,9 +378,10 @@ export class StderrProbe {
 
   /**
    * The input's report named an H.264 or H.265 stream without its size (`Video: h264, none`), or
-   * an MPEG-1/2 or MPEG-4 Part 2 one: ffmpeg's probe ended before a key frame, whose headers carry
-   * the size (an RTSP camera whose SDP has none, an MPEG-TS stream, joined in a long GOP: its first
-   * frame comes with that key frame, seconds on). ffmpegSource counts it as contact too.
+   * an MPEG-1/2, MPEG-4 Part 2, VP9 or AV1 one: ffmpeg's probe ended before a key frame, whose
+   * headers carry the size (an RTSP camera whose SDP has none, an MPEG-TS or raw AV1 stream, joined
+   * in a long GOP: its first frame comes with that key frame, seconds on). ffmpegSource counts it
+   * as contact too.
    */
   get inputVideoSizedByKeyFrame(): boolean {
     return this.unsizedKeyFrameVideo;

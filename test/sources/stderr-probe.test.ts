@@ -303,3 +303,29 @@ describe("StderrProbe: the constant-rate output's duplicated and dropped frames"
     expect(p.tailText()).not.toMatch(/\*\*\* [13] dup!|dropping/);
   });
 });
+
+describe('StderrProbe: a VP9 or AV1 stream of unknown size (its size comes with its key frame)', () => {
+  // ffmpeg 5.1's own lines (-loglevel verbose), measured: a VP9 camera over RTP (no size in an SDP)
+  // joined between key frames, and a raw AV1 (OBU) stream read with -f obu joined so.
+  const reports = {
+    vp9: "[sdp @ 0x1] RTP/VP9 support is still experimental\n[sdp @ 0x1] Could not find codec parameters for stream 0 (Video: vp9 (Profile 1), 1 reference frame, none): unspecified size\nInput #0, sdp, from 'vp9.sdp':\n  Duration: N/A, start: 0.000000, bitrate: N/A\n  Stream #0:0: Video: vp9 (Profile 1), 1 reference frame, none, 25 fps, 25 tbr, 90k tbn\n",
+    av1: "[obu @ 0x1] Could not find codec parameters for stream 0 (Video: av1 (libdav1d), 1 reference frame, none): unspecified size\nInput #0, obu, from 'tcp://cam:9000':\n  Duration: N/A, bitrate: N/A\n  Stream #0:0: Video: av1, 1 reference frame, none, 25 tbr, 1200k tbn\n",
+  };
+  for (const [codec, report] of Object.entries(reports)) {
+    it(`${codec}: counts as a stream sized by its key frame (contact), not as one with a size`, () => {
+      const probe = new StderrProbe();
+      probe.push(report);
+      expect(probe.inputVideo).toBe(false);
+      expect(probe.inputVideoSizedByKeyFrame).toBe(true);
+    });
+  }
+  // VP8: ffmpeg 5.1's RTP reader drops all until a key frame, whose report is sized; this line
+  // (measured) comes only from an ffmpeg stopped before it, no contact.
+  it('not VP8, a codec of a like name (vp6, av1x) nor MJPEG of unknown size', () => {
+    for (const line of ['Video: vp8, 1 reference frame, yuv420p, 90k tbr, 90k tbn', 'Video: vp6f, none, 25 tbr', 'Video: av1x, none, 25 tbr', 'Video: mjpeg, 1 reference frame, none(bt470bg/unknown/unknown, center), 25 tbr']) {
+      const probe = new StderrProbe();
+      probe.push(`Input #0, rtsp, from 'rtsp://cam/s':\n  Stream #0:0: ${line}\n`);
+      expect([line, probe.inputVideoSizedByKeyFrame]).toEqual([line, false]);
+    }
+  });
+});
