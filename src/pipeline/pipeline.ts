@@ -484,7 +484,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
 
   const onTransition = (st: SourceStats, t: Transition) => {
     recordTransition(st, t);
-    const level = t.state === 'failed' ? 'error' : t.state === 'reconnecting' || t.state === 'stalled' ? 'warn' : 'info';
+    const level = t.state === 'failed' ? 'error' : t.state === 'reconnecting' || t.state === 'stalled' || t.state === 'stuck' ? 'warn' : 'info';
     log(redact(`source ${t.source}: ${t.previous} → ${t.state} (${t.reason})`), { source: t.source, state: t.state, previous: t.previous, code: t.code, attempt: t.attempt }, level);
     options.onTransition?.(t);
   };

@@ -127,7 +127,7 @@ export interface FfmpegSourceOptions {
    * Told why a rerun within this start (packed frames, the file's own rate, the deinterlacer, a
    * seek's margin) waits, however long, for the source's last ffmpeg and the one left behind
    * before it (both stuck in the kernel: lastFfmpegGone's `onStuck`): supervisedSource reports it
-   * as its restarts' wait is (`stalled`, VAP_ERR_SOURCE_STALLED, counted in ffmpegWaits). It
+   * as its restarts' wait is (`stuck`, VAP_ERR_SOURCE_STALLED, counted in ffmpegWaits). It
    * waited without a word: the source said `starting` for as long as the device hung. What it
    * returns is called when that wait ends (or is cancelled): supervisedSource's start timeout
    * does not run during it, as it does not during a restart's wait.
@@ -452,17 +452,35 @@ export interface LastFfmpeg {
    * every ffmpeg piled one up per restart, each holding its memory and descriptors, for ever.
    */
   leftBehind?: ChildProcess;
+  /**
+   * The source's input takes one reader at a time (a V4L2 device, busy while open; a file, whose
+   * mount a stuck ffmpeg hangs on, as the next would): its next ffmpeg is never started beside
+   * one that has not exited, but after it, however long that takes (reported `stuck`). A network
+   * camera's is (one left behind at most): a second session is safe there.
+   */
+  exclusive?: boolean;
 }
+
+/**
+ * How often a source waiting for a stuck ffmpeg (lastFfmpegGone) tells it again, ms: `stuck` with
+ * the pids and how long each has not exited, a line in the log each time. It was said once, and
+ * a source that waited for an hour showed nothing of it after that line.
+ */
+export const STUCK_REPORT_MS = 60_000;
+
+/** When each ffmpeg found stuck (lastFfmpegGone) was stopped, epoch ms: how long it has been stuck. */
+const stoppedAt = new WeakMap<ChildProcess, number>();
 
 /** The ffmpegs seen to exit (noteFfmpeg): a child's exitCode is not set on every kind of child. */
 const exitedFfmpegs = new WeakSet<ChildProcess>();
 const hasExited = (c: ChildProcess): boolean => exitedFfmpegs.has(c) || c.exitCode != null || c.signalCode != null;
 
-/** Notes `child` as the source's running ffmpeg (memo.last) until it exits. */
-function noteFfmpeg(memo: SourceMemo, child: ChildProcess): void {
+/** Notes `child` as the source's running ffmpeg (memo.last) until it exits; `exclusive`: LastFfmpeg's. */
+function noteFfmpeg(memo: SourceMemo, child: ChildProcess, exclusive: boolean): void {
   if (child.pid === undefined) return; // never started (its 'error' says why)
   const last = (memo.last ??= {});
   last.ffmpeg = child;
+  last.exclusive = exclusive;
   child.once('exit', () => {
     exitedFfmpegs.add(child);
     if (last.ffmpeg === child) last.ffmpeg = undefined;
@@ -482,26 +500,53 @@ function exitedAtAll(child: ChildProcess): Promise<void> {
 /**
  * Resolves once `last`'s ffmpeg has exited, or FFMPEG_EXIT_WAIT_MS after the call; at once where
  * none runs. One not gone by then (stuck in the kernel) is left behind, and the next ffmpeg
- * starts beside it, unless one is left behind already: then this waits, however long, until one
- * of the two has exited (`onStuck` is told why first: the source's `stalled`, counted in its stats' ffmpegWaits), so that a
- * source holds at most one ffmpeg besides its running one.
+ * starts beside it, unless one is left behind already, or the input takes one reader at a time
+ * (LastFfmpeg.exclusive: a V4L2 device, a file): then this waits, however long, until one of the
+ * two has exited (the exclusive input's: until it has). `onStuck` is told why first, with each
+ * one's pid and how long since it was stopped (the source's `stuck`, counted once in its stats'
+ * ffmpegWaits), and again each STUCK_REPORT_MS while the wait lasts; so a source holds at most
+ * one ffmpeg besides its running one, an exclusive input's none.
  */
 export async function lastFfmpegGone(last: LastFfmpeg, onStuck?: (why: string) => void): Promise<void> {
   const prev = last.ffmpeg;
   if (!prev) return;
   await exitOf(prev, FFMPEG_EXIT_WAIT_MS);
   if (!hasExited(prev) && prev.pid !== undefined) {
-    const behind = last.leftBehind;
-    if (behind && behind !== prev && !hasExited(behind)) {
-      onStuck?.(
-        `ffmpeg ${prev.pid} has not exited ${FFMPEG_EXIT_WAIT_MS / 1000} s after it was stopped, nor has ffmpeg ${behind.pid} before it (stuck in the kernel: a hung device or network mount?): the next is started once one of them has gone`,
-      );
-      await Promise.race([exitedAtAll(prev), exitedAtAll(behind)]);
-    }
+    if (!stoppedAt.has(prev)) stoppedAt.set(prev, Date.now() - FFMPEG_EXIT_WAIT_MS);
+    const behind = last.leftBehind !== prev && last.leftBehind && !hasExited(last.leftBehind) ? last.leftBehind : undefined;
+    if (behind || last.exclusive) await stuckWait(prev, behind, !!last.exclusive, onStuck);
     // The one still there (if any) is the one left behind.
     last.leftBehind = !hasExited(prev) ? prev : behind && !hasExited(behind) ? behind : undefined;
   }
   if (last.ffmpeg === prev) last.ffmpeg = undefined;
+}
+
+/** Seconds since `c` was stopped (stoppedAt), whole. */
+const stuckFor = (c: ChildProcess): number => Math.round((Date.now() - (stoppedAt.get(c) ?? Date.now())) / 1000);
+
+/**
+ * Waits for `prev` (stuck) to exit, or `behind` (left behind before it) where the input is not
+ * `exclusive`; telling `onStuck` why at once and each STUCK_REPORT_MS until then.
+ */
+async function stuckWait(prev: ChildProcess, behind: ChildProcess | undefined, exclusive: boolean, onStuck?: (why: string) => void): Promise<void> {
+  const why = (): string =>
+    `ffmpeg ${prev.pid} has not exited ${stuckFor(prev)} s after it was stopped` +
+    (behind ? `, nor has ffmpeg ${behind.pid} before it (${stuckFor(behind)} s)` : '') +
+    ' (stuck in the kernel: a hung device or network mount?): ' +
+    (exclusive
+      ? `the next is started once it has gone (${behind ? 'they have' : 'it has'}: the input takes one reader at a time)`
+      : 'the next is started once one of them has gone');
+  onStuck?.(why());
+  const again = setInterval(() => {
+    if (!hasExited(prev) || (behind && !hasExited(behind))) onStuck?.(why());
+  }, STUCK_REPORT_MS);
+  again.unref?.(); // (the stuck child holds the loop, not its reports)
+  try {
+    if (exclusive) await Promise.all([exitedAtAll(prev), behind ? exitedAtAll(behind) : undefined]);
+    else await Promise.race([exitedAtAll(prev), exitedAtAll(behind!)]);
+  } finally {
+    clearInterval(again);
+  }
 }
 
 /**
@@ -531,7 +576,10 @@ function afterExit(memo: SourceMemo, go: () => void, onStuck?: (why: string) => 
     e?.();
   };
   void lastFfmpegGone(memo.last, (why) => {
-    if (waiting) ended = onStuck?.(why);
+    // (Told again while the wait lasts: one wait, ended once.)
+    if (!waiting) return;
+    const e = onStuck?.(why);
+    ended ??= e;
   }).then(() => {
     if (!waiting) return;
     waiting = false;
@@ -1504,7 +1552,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
       // First: a spawn that fails later (EMFILE: node reports it on the next tick, and leaves
       // the child without its pipes) is told here.
       child.on('error', onChildError);
-      if (options.memo) noteFfmpeg(options.memo, child);
+      if (options.memo) noteFfmpeg(options.memo, child, input.kind === 'v4l2' || input.kind === 'file');
       child.on('close', onClose);
       if (still && child.stdin) {
         // An ffmpeg that ends before reading it all (killed, or failing) is told by its exit.

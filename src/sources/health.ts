@@ -1,5 +1,10 @@
 /** A source's health states, as published in status messages. */
-export const SOURCE_STATES = ['starting', 'streaming', 'stalled', 'reconnecting', 'failed', 'ended', 'stopped'] as const;
+/**
+ * `stuck`: the source waits for an ffmpeg of its own that does not exit after it was stopped
+ * (stuck in the kernel: a hung device or network mount), its pid and how long in the reason,
+ * told again each STUCK_REPORT_MS while it lasts (ffmpeg-source lastFfmpegGone).
+ */
+export const SOURCE_STATES = ['starting', 'streaming', 'stalled', 'stuck', 'reconnecting', 'failed', 'ended', 'stopped'] as const;
 export type SourceState = (typeof SOURCE_STATES)[number];
 
 export interface Transition {

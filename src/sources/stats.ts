@@ -34,7 +34,7 @@ export interface SourceStats {
   readonly e2eRunBy: Uint32Array;
   /** Set when the source ended with an error. */
   error?: Error;
-  /** Health: starting, streaming, stalled, reconnecting, failed, ended, stopped. */
+  /** Health: starting, streaming, stalled, stuck, reconnecting, failed, ended, stopped. */
   state: SourceState;
   /** Reconnects so far: runs started again after the backoff (supervisedSource's onReconnect; not a resolution change restarted at once, nor a looped file's next pass). */
   reconnects: number;
@@ -46,7 +46,7 @@ export interface SourceStats {
   decodeErrors: number;
   /** The latest state change. */
   lastTransition?: Transition;
-  /** Starts that waited for a stuck ffmpeg of the source's to exit, a second one not to be left behind (LastFfmpeg.leftBehind): its `stalled` transitions coded VAP_ERR_SOURCE_STALLED (the watchdog's carry no code). */
+  /** Starts that waited for a stuck ffmpeg of the source's to exit, a second one not to be left behind (LastFfmpeg.leftBehind): its `stuck` transitions (one a wait, however often it is told again). */
   ffmpegWaits?: number;
   /** Input size reported by ffmpeg. */
   width?: number;
@@ -135,7 +135,8 @@ export function sourceSummary(s: SourceStats): Record<string, unknown> {
 export function recordTransition(st: SourceStats, t: Transition): void {
   st.state = t.state;
   st.lastTransition = t;
-  if (t.state === 'stalled' && t.code === ErrorCodes.SOURCE_STALLED) st.ffmpegWaits = (st.ffmpegWaits ?? 0) + 1;
+  // (Once a wait: its `stuck` told again while it lasts is the same wait.)
+  if (t.state === 'stuck' && t.previous !== 'stuck') st.ffmpegWaits = (st.ffmpegWaits ?? 0) + 1;
 }
 
 /** Frames per second in and out of one source. */

@@ -254,12 +254,12 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
       return run({
         ...runOptions,
         memo,
-        // A rerun within this start waiting for two stuck ffmpegs: reported as a restart's wait is (lastGone).
+        // A rerun within this start waiting for stuck ffmpegs: reported as a restart's wait is (lastGone, `stuck`).
         // Its start timeout counts from the wait's end, as a restart's does (lastGone): it ran
         // during the wait, and a wait longer than startTimeoutMs ended in "no frame within N s of
         // starting", a reconnect, and the restart's own wait, said and counted a second time.
         onFfmpegStuck: (why) => {
-          transition('stalled', why, new ArgusError(ErrorCodes.SOURCE_STALLED, `source "${o.id}": ${why}`), attempt, true);
+          transition('stuck', why, new ArgusError(ErrorCodes.SOURCE_STALLED, `source "${o.id}": ${why}`), attempt, true);
           rerunWaiting.next(true);
           return () => rerunWaiting.next(false);
         },
@@ -385,10 +385,11 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     // wait took up to 2 s of it, and a short `startTimeoutMs` timed out a camera that had had only
     // the rest. (ffmpegSource waits too, for its own reruns; it finds this one gone by then.)
     // One left behind already (stuck in the kernel) and the last not gone either: the source waits
-    // for one of them, reported as stalled (LastFfmpeg.leftBehind), not one more ffmpeg per restart.
+    // for one of them, reported `stuck` (LastFfmpeg.leftBehind), not one more ffmpeg per restart;
+    // so for the last alone where a second beside it cannot work (a V4L2 device, a file: exclusive).
     const lastGone = defer(() =>
       memo.last?.ffmpeg
-        ? from(lastFfmpegGone(memo.last, (why) => transition('stalled', why, new ArgusError(ErrorCodes.SOURCE_STALLED, `source "${o.id}": ${why}`), attempt, true))).pipe(ignoreElements())
+        ? from(lastFfmpegGone(memo.last, (why) => transition('stuck', why, new ArgusError(ErrorCodes.SOURCE_STALLED, `source "${o.id}": ${why}`), attempt, true))).pipe(ignoreElements())
         : EMPTY,
     );
     // (A file's judgement, readsOnce, is ffmpegSource's, by a bounded asynchronous look before its
