@@ -389,7 +389,12 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     // so for the last alone where a second beside it cannot work (a V4L2 device, a file: exclusive).
     const lastGone = defer(() =>
       memo.last?.ffmpeg
-        ? from(lastFfmpegGone(memo.last, (why) => transition('stuck', why, new ArgusError(ErrorCodes.SOURCE_STALLED, `source "${o.id}": ${why}`), attempt, true))).pipe(ignoreElements())
+        ? from(
+            lastFfmpegGone(memo.last, (why) => {
+              // (Told again each minute while the wait lasts: not once the source has stopped.)
+              if (!finished) transition('stuck', why, new ArgusError(ErrorCodes.SOURCE_STALLED, `source "${o.id}": ${why}`), attempt, true);
+            }),
+          ).pipe(ignoreElements())
         : EMPTY,
     );
     // (A file's judgement, readsOnce, is ffmpegSource's, by a bounded asynchronous look before its

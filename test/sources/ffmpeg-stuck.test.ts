@@ -84,6 +84,16 @@ describe('a source whose ffmpeg is stuck in the kernel (fake timers)', () => {
     });
   }
 
+  it('stopped while it waits: nothing told after its `stopped`, though the ffmpeg is still stuck', async () => {
+    const { transitions } = await started({ url: '/dev/video0', kind: 'v4l2', rate: 'native', loop: false });
+    await vi.advanceTimersByTimeAsync(1000 + FFMPEG_EXIT_WAIT_MS + 10);
+    expect(transitions.at(-1)!.state).toBe('stuck');
+    sub!.unsubscribe();
+    expect(transitions.at(-1)!.state).toBe('stopped');
+    await vi.advanceTimersByTimeAsync(3 * STUCK_REPORT_MS);
+    expect(transitions.at(-1)!.state).toBe('stopped');
+  });
+
   it('a network camera: the first stuck one is left behind and the next started beside it (safe there), unreported; a second stuck: reported and told again, no third', async () => {
     const { children, transitions, stats } = await started({ url: 'rtsp://cam.invalid/stream', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false });
     await vi.advanceTimersByTimeAsync(1000 + FFMPEG_EXIT_WAIT_MS + 10);
