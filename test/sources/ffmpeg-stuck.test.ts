@@ -8,15 +8,21 @@
 // next ffmpeg beside the stuck one, and a source waiting said `stalled` once and nothing after.
 // Fake children that never exit until the test says (the wait for a child's exit is the fake's),
 // on fake timers.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Subscription } from 'rxjs';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { FFMPEG_EXIT_WAIT_MS, STUCK_REPORT_MS, type FfmpegSourceOptions, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { ffmpegSource, FFMPEG_EXIT_WAIT_MS, STUCK_REPORT_MS, type FfmpegSourceOptions, type SourceMemo, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
 import { supervisedSource } from '../../src/sources/supervised-source.js';
 import type { Transition } from '../../src/sources/health.js';
 import { newSourceStats, recordTransition } from '../../src/sources/stats.js';
 import { SlowToDie } from './fake-ffmpeg.js';
 
 const output = { width: 64, height: 48, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114, frame: 'letterbox' as const };
+
+const dir = mkdtempSync(join(tmpdir(), 'argus-stuck-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 let sub: Subscription | undefined;
 afterEach(() => {
@@ -53,7 +59,6 @@ async function started(input: FfmpegSourceOptions['input']) {
 }
 
 describe('a source whose ffmpeg is stuck in the kernel (fake timers)', () => {
-  // (A file's is so too; its first run waits for a look at the file, real I/O, not on fake timers.)
   for (const input of [{ url: '/dev/video0', kind: 'v4l2', rate: 'native', loop: false }] as const) {
     it(`${input.kind}: no second ffmpeg beside it; reported stuck with its pid and how long, again each minute, counted once; the next starts once it has gone`, async () => {
       const { children, transitions, stats } = await started(input);
@@ -83,6 +88,34 @@ describe('a source whose ffmpeg is stuck in the kernel (fake timers)', () => {
       expect(transitions.slice(told).filter((t) => t.state === 'stuck').map((t) => /exited (\d+) s/.exec(t.reason)?.[1])).toEqual(['2', '62']);
     });
   }
+
+  it("a file's (one on a hung mount: the next would hang the same way): the next run waits for the stuck one, told why, not beside it", async () => {
+    vi.useFakeTimers();
+    const children: SlowToDie[] = [];
+    const spawn: SpawnFn = (_cmd, args) => {
+      const c = new SlowToDie(args, 64 * 48 * 3);
+      children.push(c);
+      return c.asChild();
+    };
+    // (The file judged already, as a run's memo keeps it: no look at it, real I/O. One that is there.)
+    const memo: SourceMemo = { readsOnce: false };
+    const file = join(dir, 'cam.ts');
+    writeFileSync(file, Buffer.alloc(188 * 10, 0x47));
+    const said: string[] = [];
+    const run = () => ffmpegSource({ id: 'cam', input: { url: file, kind: 'file', rate: 'native', loop: false }, output, ffmpegPath: 'ffmpeg', spawn, memo, onFfmpegStuck: (why) => void said.push(why) }).subscribe({ error: (e) => void said.push(`error: ${String(e)}`) });
+    const first = run();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(children).toHaveLength(1);
+    first.unsubscribe(); // killed: it never exits
+    expect(children[0].signals).toContain('SIGKILL');
+    sub = run();
+    await vi.advanceTimersByTimeAsync(FFMPEG_EXIT_WAIT_MS + STUCK_REPORT_MS + 10);
+    expect(children).toHaveLength(1);
+    expect(said.map((w) => /exited (\d+) s/.exec(w)?.[1])).toEqual(['2', '62']);
+    children[0].exitLater();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(children).toHaveLength(2);
+  });
 
   it('stopped while it waits: nothing told after its `stopped`, though the ffmpeg is still stuck', async () => {
     const { transitions } = await started({ url: '/dev/video0', kind: 'v4l2', rate: 'native', loop: false });
