@@ -163,7 +163,7 @@ export type MessageKind = Message['type'];
  * removed, renamed, retyped) is version 2. README, "Message schema", lists each revision and what
  * it added; test/sinks/schema-compat.test.ts fails when the schema changes without one.
  */
-export const SCHEMA_REVISION = '2026-12-07';
+export const SCHEMA_REVISION = '2026-12-07.2';
 
 const JSON_SCHEMA_HEADER = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',

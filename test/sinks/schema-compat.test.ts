@@ -15,10 +15,19 @@ const ROOT = resolve(__dirname, '../..');
 const DIR = resolve(ROOT, 'test/schema');
 type S = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
+/** A revision's name: the day (YYYY-MM-DD), and `.N` for the Nth of a day whose first was published already. */
+const REVISION = /\d{4}-\d{2}-\d{2}(?:\.[2-9]|\.[1-9]\d+)?/;
+/** Oldest first: by day, then by N (the day's first has none). */
+const byRevision = (a: string, b: string): number => {
+  const [da, na = '1'] = a.split('.');
+  const [db, nb = '1'] = b.split('.');
+  return da < db ? -1 : da > db ? 1 : Number(na) - Number(nb);
+};
+
 /** The kept revisions of this version, oldest first. */
 function revisions(): string[] {
-  const re = new RegExp(`^message\\.v${MESSAGE_VERSION}\\.(\\d{4}-\\d{2}-\\d{2})\\.json$`);
-  return readdirSync(DIR).map((f) => re.exec(f)?.[1]).filter((r): r is string => r !== undefined).sort();
+  const re = new RegExp(`^message\\.v${MESSAGE_VERSION}\\.(${REVISION.source})\\.json$`);
+  return readdirSync(DIR).map((f) => re.exec(f)?.[1]).filter((r): r is string => r !== undefined).sort(byRevision);
 }
 const kept = (rev: string): S => JSON.parse(readFileSync(resolve(DIR, `message.v${MESSAGE_VERSION}.${rev}.json`), 'utf8')) as S;
 
@@ -146,7 +155,7 @@ function readmeRevisions(): Map<string, string> {
   expect(at, 'README, "Message schema": the revisions of the version').toBeGreaterThan(0);
   const rows = new Map<string, string>();
   for (const line of readme.slice(at).split('\n').slice(1, 60)) {
-    const m = /^\| (\d{4}-\d{2}-\d{2}) \|(.*)\|$/.exec(line);
+    const m = new RegExp(`^\\| (${REVISION.source}) \\|(.*)\\|$`).exec(line);
     if (m) rows.set(m[1], m[2]);
   }
   return rows;
@@ -157,8 +166,9 @@ describe('the message schema\'s revisions (version 1)', () => {
     const revs = revisions();
     expect(revs).toContain(SCHEMA_REVISION);
     expect(revs[revs.length - 1], 'SCHEMA_REVISION is the newest kept').toBe(SCHEMA_REVISION);
-    // On failure: the schema changed what it accepts. Set SCHEMA_REVISION to today, copy
-    // src/sinks/message.schema.json to test/schema/message.v1.<today>.json, and add README's row.
+    // On failure: the schema changed what it accepts. Set SCHEMA_REVISION to today (today.2 where
+    // today's is published already), copy src/sinks/message.schema.json to
+    // test/schema/message.v1.<revision>.json, and add README's row.
     expect(accepts(messageJsonSchema())).toEqual(accepts(kept(SCHEMA_REVISION)));
     expect(messageJsonSchema().$comment).toContain(`revision ${SCHEMA_REVISION}`);
   });
