@@ -21,8 +21,6 @@ import { resolveFfmpegSync } from '../../src/sources/ffmpeg-path.js';
 
 const ffmpeg = resolveFfmpegSync().path;
 const output = { width: 32, height: 32, pixelFormat: 'bgr24' as const, align: 'top-left' as const, padValue: 114 };
-/** Ports of this file's own range (the task's 21400–21599). */
-const PORT = 21400 + (Number(process.env.ARGUS_TEST_PORT_OFFSET ?? 0) % 10) * 10;
 const dir = mkdtempSync(join(tmpdir(), 'argus-contact-vp-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -52,7 +50,7 @@ function firstEvent(input: FfmpegSourceOptions['input'], waitMs: number): Promis
  * and which, from each PLAY, forwards the RTP packets ffmpeg's own packetizer sends to its UDP
  * port (`feed`): a reader joins the stream wherever its sender is.
  */
-function rtspCamera(codec: string, feed: number): { server: Server; close: () => void; firstPacketAt: () => number | undefined } {
+async function rtspCamera(codec: string): Promise<{ server: Server; feed: number; port: number; close: () => void; firstPacketAt: () => number | undefined }> {
   const players = new Set<Socket>();
   const udp = createSocket('udp4');
   let firstAt: number | undefined;
@@ -63,7 +61,8 @@ function rtspCamera(codec: string, feed: number): { server: Server; close: () =>
     head.writeUInt16BE(p.length, 2);
     for (const s of players) if (!s.destroyed) s.write(Buffer.concat([head, p]));
   });
-  udp.bind(feed, '127.0.0.1');
+  // (Ports the system picks: two runs of the suite at once, or another program, never share one.)
+  await new Promise<void>((ok) => udp.bind(0, '127.0.0.1', ok));
   const server = createServer((sock) => {
     let buf = '';
     sock.on('error', () => undefined);
@@ -89,8 +88,11 @@ function rtspCamera(codec: string, feed: number): { server: Server; close: () =>
       }
     });
   });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
   return {
     server,
+    feed: udp.address().port,
+    port: (server.address() as { port: number }).port,
     firstPacketAt: () => firstAt,
     close: () => {
       udp.close();
@@ -103,9 +105,8 @@ function rtspCamera(codec: string, feed: number): { server: Server; close: () =>
 describe('contact of a stream whose size comes with its key frame (real ffmpeg)', () => {
   for (const [codec, encoder] of [['VP9', 'libvpx-vp9']] as const) {
     it(`an RTSP camera sending ${codec} (no size in its SDP), joined 1 s after a key frame, one every 10 s: contact told seconds before the first frame`, async () => {
-      const feed = PORT + 4;
-      const cam = rtspCamera(codec, feed);
-      await new Promise<void>((ok) => cam.server.listen(PORT + 1, '127.0.0.1', ok));
+      const cam = await rtspCamera(codec);
+      const feed = cam.feed;
       // About 1 Mbit/s at its own rate (-re), a key frame at 0 s and 10 s only.
       const sender: ChildProcess = spawn(ffmpeg, ['-v', 'error', '-re', '-f', 'lavfi', '-i', 'testsrc=size=320x240:rate=25', '-t', '25', '-c:v', encoder, '-deadline', 'realtime', '-b:v', '1M', '-g', '250', '-keyint_min', '250', '-strict', 'experimental', '-f', 'rtp', `rtp://127.0.0.1:${feed}`], { stdio: 'ignore' });
       try {
@@ -113,7 +114,7 @@ describe('contact of a stream whose size comes with its key frame (real ffmpeg)'
         // key frame, and a report with the size.
         for (let i = 0; i < 200 && (cam.firstPacketAt() === undefined || performance.now() - cam.firstPacketAt()! < 1000); i++) await new Promise((r) => setTimeout(r, 50));
         expect(cam.firstPacketAt()).toBeDefined();
-        const { first, ms } = await firstEvent({ url: `rtsp://127.0.0.1:${PORT + 1}/cam`, kind: 'rtsp', rate: 'native', loop: false, cameraClock: false }, 7000);
+        const { first, ms } = await firstEvent({ url: `rtsp://127.0.0.1:${cam.port}/cam`, kind: 'rtsp', rate: 'native', loop: false, cameraClock: false }, 7000);
         // The key frame is 9 s after the join: contact came well before it (measured: 0.3–2 s).
         expect(first).toBe('opened');
         expect(ms).toBeLessThan(7000);
@@ -154,9 +155,10 @@ describe('contact of a stream whose size comes with its key frame (real ffmpeg)'
       }, 40);
       timers.add(t);
     });
-    await new Promise<void>((ok) => server.listen(PORT + 6, '127.0.0.1', ok));
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    const port = (server.address() as { port: number }).port;
     try {
-      const { first } = await firstEvent({ url: `tcp://127.0.0.1:${PORT + 6}`, kind: 'stream', rate: 'native', loop: false, cameraClock: false, inputArgs: ['-f', 'obu'] }, 8000);
+      const { first } = await firstEvent({ url: `tcp://127.0.0.1:${port}`, kind: 'stream', rate: 'native', loop: false, cameraClock: false, inputArgs: ['-f', 'obu'] }, 8000);
       expect(first).toBe('opened');
     } finally {
       for (const t of timers) clearInterval(t);
