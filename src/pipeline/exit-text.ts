@@ -25,23 +25,32 @@ export function deliveryExitText(summary: Pick<RunSummary, 'outbox' | 'lostAlert
     if (summary.lostAlerts > 0) lines.push(`argus: ${summary.lostAlerts} alert(s) could not be delivered and are lost`);
     if (summary.keptAlerts > 0) lines.push(`argus: ${summary.keptAlerts} alert(s) not yet acknowledged by Kafka are kept in ${ob?.dir} and are delivered on the next start`);
     if (summary.parkedAlerts > 0) lines.push(`argus: ${summary.parkedAlerts} alert(s) were too large for Kafka, even without their snapshot, and were not delivered to it: parked in the dead-letter file ${summary.deadLetterPath} (each logged as an error; any the file could not take is kept in the outbox, where there is one)`);
-    if (summary.unsavedAlerts > 0) {
-      const why = ob?.readOnly
-        ? ob.writableAgain
-          ? `its volume was read-only at the start, ${ob.readOnly}, and is writable again: the next start journals there`
-          : `its volume is read-only, ${ob.readOnly}: make it writable, or set outbox.dir to a writable folder`
-        : 'its writes failed: a full disk?';
-      lines.push(`argus: ${summary.unsavedAlerts} alert(s) not yet acknowledged by Kafka could not all be written to the journal in ${ob?.dir} (${why}); those not on disk are lost`);
-    }
+    if (summary.unsavedAlerts > 0) lines.push(`argus: ${summary.unsavedAlerts} alert(s) not yet acknowledged by Kafka could not all be written to the journal in ${ob?.dir} (${whyNotOnDisk(ob)}); those not on disk are lost`);
     status = 3;
   }
-  if (ob?.agedOnDisk) {
+  if (ob) lines.push(...volumeText(ob, summary.unsavedAlerts > 0));
+  return { lines, status };
+}
+
+/**
+ * The outbox's read-only states (see deliveryExitText): aged alerts left on a read-only volume,
+ * and a volume writable again (left out where `unsavedSaid`: the line of the alerts not on disk says it).
+ */
+function volumeText(ob: { dir: string; readOnly?: string; agedOnDisk?: number; writableAgain?: boolean }, unsavedSaid: boolean): string[] {
+  const lines: string[] = [];
+  if (ob.agedOnDisk) {
     lines.push(`argus: ${ob.agedOnDisk} undelivered alert(s) found at start in a journal on a read-only volume (${ob.dir}, or an older release's folder taken over) are older than outbox.maxAgeHours: never replayed, they stay there while the volume is read-only (not counted lost); the first start on a writable volume drops them, counted lost`);
   }
-  if (ob?.writableAgain && !(summary.unsavedAlerts > 0)) {
+  if (ob.writableAgain && !unsavedSaid) {
     lines.push(`argus: the outbox ${ob.dir} was on a read-only volume at the start (${ob.readOnly ?? 'EROFS'}) and is writable again: this run journaled none of its alerts (unprotected against a crash); the next start journals there`);
   }
-  return { lines, status };
+  return lines;
+}
+
+/** Why alerts of the outbox are not all on disk: its volume's state, in the words each exit text uses. */
+function whyNotOnDisk(ob: { readOnly?: string; writableAgain?: boolean } | undefined): string {
+  if (!ob?.readOnly) return 'its writes failed: a full disk?';
+  return ob.writableAgain ? `its volume was read-only at the start, ${ob.readOnly}, and is writable again: the next start journals there` : `its volume is read-only, ${ob.readOnly}: make it writable, or set outbox.dir to a writable folder`;
 }
 
 /** What the outbox says of itself while argus runs (Outbox.health, its folder). */
@@ -62,14 +71,15 @@ export function forcedExitText(outbox: OutboxNow | undefined, kafka: boolean): s
   if (!outbox) return [];
   const h = outbox.health();
   const lines: string[] = [];
-  if (kafka && h.pendingAlerts > 0) {
+  const pending = kafka && h.pendingAlerts > 0;
+  if (pending) {
     lines.push(
       h.journaled
         ? `argus: ${h.pendingAlerts} alert(s) not yet acknowledged by Kafka are in the journal in ${outbox.dir} and are delivered on the next start (any whose write was still in progress may be missing)`
-        : `argus: ${h.pendingAlerts} alert(s) not yet acknowledged by Kafka are not all in the journal in ${outbox.dir} (${h.readOnly ? `its volume is read-only, ${h.readOnly}` : 'its writes failed: a full disk?'}); those not on disk are lost`,
+        : // The volume's state as the exit's own line for alerts not on disk says it (before: "its volume is read-only" of one writable again, and a second line saying it was).
+          `argus: ${h.pendingAlerts} alert(s) not yet acknowledged by Kafka are not all in the journal in ${outbox.dir} (${whyNotOnDisk(h)}); those not on disk are lost`,
     );
   }
-  const ob = { dir: outbox.dir, replayed: 0, ...h } as unknown as NonNullable<RunSummary['outbox']>;
-  lines.push(...deliveryExitText({ outbox: ob, lostAlerts: 0, keptAlerts: 0, unsavedAlerts: 0, parkedAlerts: 0 }).lines);
+  lines.push(...volumeText({ dir: outbox.dir, ...h }, pending && !h.journaled));
   return lines;
 }

@@ -62,11 +62,22 @@ describe('the exit text of a second signal (the stop cut short)', () => {
     // Before: only "messages in flight are lost".
     expect(forcedExitText(now({ journaled: true, pendingAlerts: 4 }), true)).toEqual(['argus: 4 alert(s) not yet acknowledged by Kafka are in the journal in /var/lib/argus/outbox and are delivered on the next start (any whose write was still in progress may be missing)']);
     expect(forcedExitText(now({ journaled: false, pendingAlerts: 2 }), true)).toEqual(['argus: 2 alert(s) not yet acknowledged by Kafka are not all in the journal in /var/lib/argus/outbox (its writes failed: a full disk?); those not on disk are lost']);
-    expect(forcedExitText(now({ journaled: false, pendingAlerts: 2, readOnly: 'EROFS', agedOnDisk: 1, writableAgain: true }), true)).toEqual([
-      'argus: 2 alert(s) not yet acknowledged by Kafka are not all in the journal in /var/lib/argus/outbox (its volume is read-only, EROFS); those not on disk are lost',
+    expect(forcedExitText(now({ journaled: false, pendingAlerts: 2, readOnly: 'EROFS', agedOnDisk: 1 }), true)).toEqual([
+      'argus: 2 alert(s) not yet acknowledged by Kafka are not all in the journal in /var/lib/argus/outbox (its volume is read-only, EROFS: make it writable, or set outbox.dir to a writable folder); those not on disk are lost',
       expect.stringMatching(/^argus: 1 undelivered alert\(s\) found at start in a journal on a read-only volume/),
-      expect.stringMatching(/^argus: the outbox \/var\/lib\/argus\/outbox was on a read-only volume at the start \(EROFS\) and is writable again/),
     ]);
+  });
+
+  it('a volume writable again: its alerts not on disk are not said to be on a read-only volume, in one line (as at a normal exit)', () => {
+    // Before: "(its volume is read-only, EROFS)", then a second line saying it is writable again.
+    const h = { journaled: false, pendingAlerts: 2, readOnly: 'EROFS', writableAgain: true };
+    expect(forcedExitText(now(h), true)).toEqual([
+      'argus: 2 alert(s) not yet acknowledged by Kafka are not all in the journal in /var/lib/argus/outbox (its volume was read-only at the start, EROFS, and is writable again: the next start journals there); those not on disk are lost',
+    ]);
+    // The same words as the exit's own for its unsaved alerts.
+    expect(deliveryExitText(summary({ unsavedAlerts: 2, outbox: outbox(h) })).lines).toEqual([expect.stringContaining('(its volume was read-only at the start, EROFS, and is writable again: the next start journals there); those not on disk are lost')]);
+    // Nothing pending: the volume's state alone, as before.
+    expect(forcedExitText(now({ ...h, pendingAlerts: 0 }), true)).toEqual([expect.stringMatching(/^argus: the outbox \/var\/lib\/argus\/outbox was on a read-only volume at the start \(EROFS\) and is writable again/)]);
   });
 
   it('nothing to say: no outbox, nothing pending, or no Kafka to wait for', () => {
