@@ -25,8 +25,14 @@ import type { FrameResult } from '../analytics/analyze.js';
  */
 export const SNAPSHOT_HOLD_BYTES = 128 * 1024 * 1024;
 
-/** Sources whose latest frame's alert ids AlertPublisher keeps (for the alerts of their stream's end, on that frame's seq). */
+/** Sources whose latest frames' alert ids AlertPublisher keeps (for the alerts of their stream's end, on such a frame's seq). */
 const LAST_IDS_KEPT = 10_000;
+/**
+ * Per source, the latest seqs with alerts whose ids are kept: two chains of one camera may run
+ * at once (attached again while the former one drains), the former's end coming after the
+ * latter's alerts.
+ */
+const SEQS_KEPT = 4;
 
 /**
  * How long a `ref` snapshot's folder and file may take to be made and written before the alert
@@ -74,8 +80,8 @@ export class AlertPublisher {
   /** Alerts raised so far by rule. */
   readonly byRule = new Map<string, { severity: string; count: number }>();
   private dirReady: Promise<unknown> | undefined;
-  /** Per source, the ids its latest frame with alerts gave them: the alerts of its stream's end, on that frame's seq, are told apart from them (`.2`). */
-  private readonly lastIds = new Map<string, { seq: number; ids: string[] }>();
+  /** Per source, the ids its latest frames with alerts gave them (SEQS_KEPT, oldest first): the alerts of its stream's end, on such a frame's seq, are told apart from them (`.2`). */
+  private readonly lastIds = new Map<string, { seq: number; ids: string[] }[]>();
 
   constructor(
     private readonly publisher: Publisher,
@@ -153,16 +159,11 @@ export class AlertPublisher {
     // rule and track on a frame (a new track's way in and back out among its sightings before it was
     // confirmed; a stay's entry and its exit as it is gone) is `…:track.2`. Before, both had one id,
     // and consumers, which take a repeated id for a redelivery, kept one.
-    // The stream's end's alerts take its last frame's seq: told apart from that frame's own the same way.
-    const before = this.lastIds.get(frame.source);
-    const ids = r.streamEnd ? new Set(before?.seq === frame.seq ? before.ids : []) : r.alerts.length > 1 ? new Set<string>() : undefined;
-    const last: string[] = [];
-    this.lastIds.delete(frame.source);
-    if (!r.streamEnd) {
-      this.lastIds.set(frame.source, { seq: frame.seq, ids: last });
-      // (A worker's cameras come and go: the sources whose latest alerts are the oldest are forgotten first.)
-      if (this.lastIds.size > LAST_IDS_KEPT) this.lastIds.delete(this.lastIds.keys().next().value!);
-    }
+    // The stream's end's alerts take its last frame's seq: told apart from that frame's own the same
+    // way, by the ids kept for that seq (not only the source's latest: another chain of the camera
+    // may have raised alerts since, and the end's then took that frame's ids again, which consumers drop).
+    const last = this.seqIds(frame.source, frame.seq);
+    const ids = r.streamEnd || last.length > 0 ? new Set(last) : r.alerts.length > 1 ? new Set<string>() : undefined;
     for (const draft of r.alerts) {
       this.stats.raised++;
       const br = this.byRule.get(draft.rule as string);
@@ -178,7 +179,7 @@ export class AlertPublisher {
         }
         ids.add(id);
       }
-      if (!r.streamEnd) last.push(id);
+      last.push(id);
       let body = { id, ...rest } as AlertBody;
       if (skipped) body = withoutSnapshot(body, { reason: 'busy', detail: skipped });
       if (!pic) {
@@ -235,6 +236,26 @@ export class AlertPublisher {
         });
       this.track(this.inOrder(frame.source, rendered, (after) => this.publisher.alert(frame, detections, dropped, body, after, claim)).then(() => void this.stats.published++));
     }
+  }
+
+  /**
+   * The ids kept for a source's frame `seq` (its alerts' ids are pushed on it): SEQS_KEPT seqs per
+   * source, for LAST_IDS_KEPT sources (a worker's cameras come and go: those whose latest alerts
+   * are the oldest are forgotten first).
+   */
+  private seqIds(source: string, seq: number): string[] {
+    let recent = this.lastIds.get(source);
+    if (recent) this.lastIds.delete(source);
+    else recent = [];
+    this.lastIds.set(source, recent);
+    if (this.lastIds.size > LAST_IDS_KEPT) this.lastIds.delete(this.lastIds.keys().next().value!);
+    let kept = recent.find((e) => e.seq === seq);
+    if (!kept) {
+      kept = { seq, ids: [] };
+      recent.push(kept);
+      if (recent.length > SEQS_KEPT) recent.shift();
+    }
+    return kept.ids;
   }
 
   /**
