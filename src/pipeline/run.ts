@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { merge, type Observable, Subject, take } from 'rxjs';
+import { defer, merge, type MonoTypeOperatorFunction, type Observable, Subject, takeWhile } from 'rxjs';
 import type { FrameResult } from '../analytics/analyze.js';
 import type { SourceAnalyticsReport } from '../analytics/report.js';
 import { replayedAlertJson } from '../analytics/published.js';
@@ -378,13 +378,27 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     side.push(() => frames++);
     if (options.onResult) side.push(options.onResult);
     let results$ = options.attached ? merge(pipeline.results$, options.attached(pipeline, stop$)) : pipeline.results$;
-    if (options.maxFrames !== undefined) results$ = results$.pipe(take(options.maxFrames));
+    if (options.maxFrames !== undefined) results$ = results$.pipe(takeFrames(options.maxFrames));
     t0 = performance.now();
     await consume(results$.pipe(publish({ publisher, alerts, side })), life, stop$, signal, options.drainTimeoutMs ?? DRAIN_TIMEOUT_MS, log);
   } finally {
     await life.stop();
   }
   return summarize(started!, frames, performance.now() - t0);
+}
+
+/**
+ * The results up to the `n`th frame's (n ≥ 1), those of no frame between them (alertsOnly: a
+ * stream's end's alerts, a worker's fenced ones) let through and not counted: the frames the run
+ * counts (its summary's `frames`). Before, `take(n)` counted them, and a run of two files whose
+ * shorter one's end carried an alert stopped at n − 1 frames.
+ */
+function takeFrames(n: number): MonoTypeOperatorFunction<FrameResult> {
+  return (results$) =>
+    defer(() => {
+      let left = n;
+      return results$.pipe(takeWhile((r) => r.alertsOnly === true || --left > 0, true));
+    });
 }
 
 /** Subscribes to the run and settles when it completes, errors, or stops after an abort (drain: frames in flight finish, up to `drainMs`). */

@@ -1,0 +1,54 @@
+/**
+ * `--max-frames N` (RunOptions.maxFrames) counts frames: the result a source's stream's end adds
+ * for its settled alerts (analyze: `streamEnd`, no frame) is published, not counted as one of the
+ * N. Before, a run of two files whose shorter one ended with such an alert stopped at N − 1 frames.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { SourceAnalyzer } from '../../src/analytics/analyzer.js';
+import { parseConfigText } from '../../src/config/load.js';
+import { PipelineSchema } from '../../src/config/schema.js';
+import type { Detector } from '../../src/inference/detector.js';
+import { runPipeline } from '../../src/pipeline/run.js';
+import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
+import { fakeDetector } from '../helpers/fake-session.js';
+
+describe('--max-frames and the end of a stream', () => {
+  let fake: Detector;
+  let dir: string;
+  beforeAll(async () => {
+    ({ detector: fake } = await fakeDetector());
+    dir = mkdtempSync(join(tmpdir(), 'argus-max-frames-end-'));
+    const clip = (name: string, frames: number) => execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x64:rate=10', '-frames:v', String(frames), '-pix_fmt', 'yuv420p', join(dir, name)]);
+    clip('short.mp4', 10);
+    clip('long.mp4', 200);
+  }, 60_000);
+  afterAll(() => fake?.release());
+
+  it("counts frames only: the shorter file's end's alert is published and the run still gets its N frames", async () => {
+    // The settling's alert, whatever the fake model sees (of the short file only).
+    const finish = SourceAnalyzer.prototype.finish;
+    const spy = vi.spyOn(SourceAnalyzer.prototype, 'finish').mockImplementation(function (this: SourceAnalyzer, carried?: boolean) {
+      const end = finish.call(this, carried);
+      return end && this.source.id === 'short' ? { ...end, alerts: [{ rule: 'in', severity: 'critical', event: 'line.cross', message: 'settled', trackId: 7, line: 'door', direction: 'in', row: -1 }] } : end;
+    });
+    try {
+      const source = (id: string) => `{ id: ${id}, uri: ${join(dir, `${id}.mp4`)}, rate: fast, lines: [{ id: door, units: fraction, from: [1, 0.5], to: [0, 0.5] }], rules: [{ id: in, type: line-cross, line: door }] }`;
+      const out = join(dir, 'out.jsonl');
+      const config = parseConfigText(`name: maxend\nsources: [${source('short')}, ${source('long')}]\nsinks: { jsonl: { path: ${out} } }\n`, PipelineSchema, 'maxend.yaml', {});
+      const summary = await runPipeline(config, { detector: fake, status: false, maxFrames: 60 });
+      const lines = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; source: string });
+      // The short file's 10 frames and its end's alert went through before the 60th frame.
+      expect(lines.filter((m) => m.type === 'alert').map((m) => m.source)).toEqual(['short']);
+      expect(summary.alerts).toMatchObject({ raised: 1, published: 1 });
+      // Before: 59 (the end's result took one of the 60).
+      expect(summary.frames).toBe(60);
+      expect(lines.filter((m) => m.type === 'detections')).toHaveLength(60);
+    } finally {
+      spy.mockRestore();
+    }
+  }, 2 * 60_000);
+});
