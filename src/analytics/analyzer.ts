@@ -664,11 +664,20 @@ export class SourceAnalyzer {
    * line-cross alerts it raises are returned (row −1, as a crossing raised once its track was
    * gone). `carried`: the caller publishes them (the analyze operator's last result, at the
    * stream's end): counted in the report's alerts as any other. Otherwise (a chain unsubscribed:
-   * nothing can carry them) they are not counted, and each is told to `warn` (the run's log), so
-   * that it is not lost unsaid. Before, a file that ended within a line's forgetAfterMs of a
+   * nothing can carry them) they are not counted in the rule's alerts but in `uncarried` (lost,
+   * for the run's summary), and each is told to `warn` (the run's log), so that it is not lost
+   * unsaid. Before, a file that ended within a line's forgetAfterMs of a
    * person found past it under a new id never counted that crossing. Zones are left as they are
    * (a stay a file's end cuts short did not end). Undefined before the first frame.
    */
+  /**
+   * Alerts a stream's end raised that nothing could carry (finish without `carried`: the chain
+   * cut off, by the stop's drain timeout or --max-frames): logged, and counted lost by the run's
+   * summary (its lostAlerts: the exit text, exit status 3). Before, only logged: a run that lost
+   * one exited 0 and said nothing of it at its exit.
+   */
+  uncarried = 0;
+
   finish(carried = false): { summary: AnalyticsSummary; alerts: AlertDraft[] } | undefined {
     if (!this.ready || Number.isNaN(this.lastPtsMs)) return undefined;
     const lineEvents = this.lineEvents;
@@ -679,7 +688,10 @@ export class SourceAnalyzer {
       const tMs = this.lastPtsMs + this.ptsOffset;
       for (const r of this.rules) if (r.type === 'line-cross') this.crossAlerts(r, NO_ROWS, this.lastObsMs, tMs, alerts);
       if (carried) for (const a of alerts) this.alertCounts.set(a.rule as string, (this.alertCounts.get(a.rule as string) ?? 0) + 1);
-      else if (this.warn) for (const a of alerts) this.warn(`source ${this.source.id}: alert of rule ${a.rule} (${a.severity}) not published: ${a.message}; no frame follows the end of the stream to carry it (nor is it counted in the rule's alerts)`);
+      else {
+        this.uncarried += alerts.length;
+        if (this.warn) for (const a of alerts) this.warn(`source ${this.source.id}: alert of rule ${a.rule} (${a.severity}) not published: ${a.message}; no frame follows the end of the stream to carry it (nor is it counted in the rule's alerts; counted lost)`);
+      }
     }
     return { summary: this.summaryOf(this.lastRateMs), alerts };
   }

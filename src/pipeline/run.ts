@@ -597,7 +597,8 @@ function summarize(started: Started, frames: number, wallMs: number): RunSummary
     wallMs,
     kafka: kafka?.stats,
     alerts: alerts.stats,
-    lostAlerts: alerts.stats.raised - alerts.stats.published + dropped,
+    // (And the alerts a stream's end raised where nothing could carry them: SourceAnalyzer.uncarried.)
+    lostAlerts: alerts.stats.raised - alerts.stats.published + dropped + [...pipeline.analyzers.values()].reduce((n, a) => n + a.uncarried, 0),
     keptAlerts,
     unsavedAlerts,
     parkedAlerts: kafka?.stats.alertsParked ?? 0,

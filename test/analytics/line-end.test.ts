@@ -110,8 +110,10 @@ describe('the end of the stream', () => {
     // Not published (no frame to carry it): said in the log, with what it would have said, not lost unsaid.
     // Before, nothing told of it; and its message said a frame carried it.
     expect(end.alerts[0].message).toMatch(/raised once #2 was gone: at the end of the stream\)$/);
-    expect(warned).toEqual([`source cam: alert of rule in (info) not published: ${end.alerts[0].message}; no frame follows the end of the stream to carry it (nor is it counted in the rule's alerts)`]);
+    expect(warned).toEqual([`source cam: alert of rule in (info) not published: ${end.alerts[0].message}; no frame follows the end of the stream to carry it (nor is it counted in the rule's alerts; counted lost)`]);
     expect(a.report().alerts).toEqual({ in: 0 });
+    // Counted lost (the run's lostAlerts: exit status 3), not only logged.
+    expect(a.uncarried).toBe(1);
   });
 
   it('an analyzer that saw no frame finishes with nothing', () => {

@@ -9,9 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SourceAnalyzer } from '../../src/analytics/analyzer.js';
+import { LineCounter, type LineEvent } from '../../src/analytics/line.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { PipelineSchema } from '../../src/config/schema.js';
 import type { Detector } from '../../src/inference/detector.js';
+import { deliveryExitText } from '../../src/pipeline/exit-text.js';
 import { runPipeline } from '../../src/pipeline/run.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { fakeDetector } from '../helpers/fake-session.js';
@@ -47,6 +49,35 @@ describe('--max-frames and the end of a stream', () => {
       // Before: 59 (the end's result took one of the 60).
       expect(summary.frames).toBe(60);
       expect(lines.filter((m) => m.type === 'detections')).toHaveLength(60);
+    } finally {
+      spy.mockRestore();
+    }
+  }, 2 * 60_000);
+
+  it('a chain --max-frames cuts off while its line has a crossing pending: the alert its settling raises is counted lost (exit status 3), not only logged', async () => {
+    // The long file's line has a crossing pending when the run's 30th frame cuts its chain
+    // (unsubscribed: no result can carry the alert), whatever the fake model sees.
+    const flush = LineCounter.prototype.flush;
+    const spy = vi.spyOn(LineCounter.prototype, 'flush').mockImplementation(function (this: LineCounter, events: LineEvent[] = []) {
+      flush.call(this, events);
+      events.push({ line: 'door', direction: 'in', trackId: 7, classId: 0, row: -1 });
+      return events;
+    });
+    const warned: string[] = [];
+    try {
+      const config = parseConfigText(
+        `name: maxcut\nsources: [{ id: long, uri: ${join(dir, 'long.mp4')}, rate: fast, lines: [{ id: door, units: fraction, from: [1, 0.5], to: [0, 0.5] }], rules: [{ id: in, type: line-cross, line: door }] }]\nsinks: { jsonl: { path: ${join(dir, 'cut.jsonl')} } }\n`,
+        PipelineSchema,
+        'maxcut.yaml',
+        {},
+      );
+      const summary = await runPipeline(config, { detector: fake, status: false, maxFrames: 30, log: (m) => void warned.push(m) });
+      expect(summary.frames).toBe(30);
+      expect(summary.alerts).toMatchObject({ raised: 0, published: 0 });
+      // Before: 0 (logged only: the run exited 0 and its exit text said nothing of it).
+      expect(summary.lostAlerts).toBe(1);
+      expect(deliveryExitText(summary)).toEqual({ lines: ['argus: 1 alert(s) could not be delivered and are lost'], status: 3 });
+      expect(warned.some((m) => /alert of rule in \(\w+\) not published: .*counted lost\)$/.test(m))).toBe(true);
     } finally {
       spy.mockRestore();
     }
