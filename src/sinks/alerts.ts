@@ -182,6 +182,9 @@ export class AlertPublisher {
       last.push(id);
       let body = { id, ...rest } as AlertBody;
       if (skipped) body = withoutSnapshot(body, { reason: 'busy', detail: skipped });
+      // The stream's end's alert: no frame shows it, said as any snapshot left out is (a consumer told
+      // it from an alert whose picture was lost by nothing).
+      else if (r.streamEnd && snap.mode !== 'none') body = withoutSnapshot(body, { reason: 'no-frame', detail: 'raised at the end of the stream (a crossing settled there): no frame shows it' });
       if (!pic) {
         this.track(this.inOrder(frame.source, undefined, (after) => this.publisher.alert(frame, detections, dropped, body, after, claim)).then(() => void this.stats.published++));
         continue;

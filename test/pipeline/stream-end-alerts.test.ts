@@ -127,6 +127,9 @@ describe("the ids of a stream's end's alerts", () => {
       ['cam:in:r3-5:2.2', false],
       ['cam:in:r3-5:3', false],
     ]);
+    // Said why, as any snapshot left out (before: nothing, as if the mode asked for none).
+    expect(seen.map((m) => m.alert.snapshotOmitted?.reason)).toEqual([undefined, 'no-frame', 'no-frame']);
+    expect(seen[1].alert.snapshotOmitted?.detail).toMatch(/end of the stream/);
   });
 });
 

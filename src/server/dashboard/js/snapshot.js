@@ -25,7 +25,7 @@ export function refName(ref) {
  */
 export function omittedNote(omitted) {
   if (!omitted || typeof omitted !== 'object') return null;
-  const text = omitted.reason === 'too-large' ? 'too large' : omitted.reason === 'busy' ? 'skipped' : omitted.reason === 'failed' ? 'failed' : 'left out';
+  const text = omitted.reason === 'too-large' ? 'too large' : omitted.reason === 'busy' ? 'skipped' : omitted.reason === 'failed' ? 'failed' : omitted.reason === 'no-frame' ? 'no frame' : 'left out';
   const detail = typeof omitted.detail === 'string' ? omitted.detail : '';
   return { text, title: `No snapshot: ${detail || 'it was left out'}` };
 }
