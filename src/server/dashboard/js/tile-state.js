@@ -2,7 +2,8 @@
 import { now } from './clock.js';
 import { app, FRAME_STALE_MS } from './store.js';
 
-const STATE_NAMES = ['starting', 'streaming', 'stalled', 'reconnecting', 'failed', 'ended', 'stopped'];
+/** Every source state the server sends (sources/health.ts, SOURCE_STATES), each with its style in style.css; any other is shown as `unknown`. */
+export const STATE_NAMES = ['starting', 'streaming', 'stalled', 'stuck', 'reconnecting', 'failed', 'ended', 'stopped'];
 
 /**
  * A reconnecting source's reason says when the next try is after the camera's error, on its first
