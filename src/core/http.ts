@@ -248,3 +248,95 @@ export function refuseSocket(socket: Duplex, status: number, reason: string, hea
   socket.once('close', () => clearTimeout(t));
 }
 
+
+/** An Origin header as a browser writes one for an http(s) page: scheme, host and port, no path, user or trailing slash. */
+const ORIGIN_FORM = /^https?:\/\/[^/?#@\s\\]+$/i;
+
+/** `HTTP://Example.com:80` → `http://example.com`, as a browser writes an Origin; anything that is not an http(s) URL is kept, lower-cased. */
+function normaliseOrigin(o: string): string {
+  try {
+    const u = new URL(o);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : o.toLowerCase();
+  } catch {
+    return o.toLowerCase();
+  }
+}
+
+/**
+ * Which browser origins may use the server besides its own (server.allowedOrigins: exact
+ * `scheme://host[:port]`, or `"*"`): the WebSocket hub's check of /ws and the API routes' CORS
+ * (server/routes.ts, RouteContext.snapshotOrigin), one policy for both. It is the server's, not
+ * the WebSocket sink's: built from the list by each, so the API routes answer an allowed origin
+ * with the sink disabled too.
+ */
+export class OriginPolicy {
+  private readonly any: boolean;
+  private readonly listed: Set<string>;
+  constructor(allowed: readonly string[] = []) {
+    this.any = allowed.includes('*');
+    this.listed = new Set(allowed.filter((x) => x !== '*').map(normaliseOrigin));
+  }
+
+  /**
+   * Cross-site WebSocket hijacking: a page on another origin must not read the live stream.
+   * No Origin header (not a browser): `none`. The Origin's host:port the Host the request was
+   * sent to: `own`. Another origin listed (or any, with "*"): `allowed` (it must present the
+   * token: the session cookie is the server's own pages'). Otherwise undefined: refused.
+   */
+  of(req: IncomingMessage): 'none' | 'own' | 'allowed' | undefined {
+    const raw = req.headers.origin ?? req.headers['sec-websocket-origin'];
+    if (raw === undefined) return 'none';
+    return this.kind(typeof raw === 'string' ? raw : String(raw), req.headers.host);
+  }
+
+  /**
+   * The origin of another site's page this policy admits, as a browser writes it (for
+   * Access-Control-Allow-Origin), or undefined: the server's own origin needs nothing, and any
+   * other is refused. A `fetch` or an `<img crossorigin>` names its page in `Origin`; a plain
+   * `<img src>` sends none (a no-cors load), and its page is its `Referer`'s origin, which a page
+   * cannot set to another's (a page that sends no Referer is taken for a foreign one). `null` (a
+   * sandboxed page, a file) only when listed as such: `"*"` does not answer it.
+   */
+  crossOrigin(req: IncomingMessage): string | undefined {
+    const raw = req.headers.origin;
+    let origin: string;
+    if (typeof raw === 'string') origin = raw;
+    else {
+      // No Sec-Fetch-Site asked for: Chromium sends none to a plain-http address that is not loopback.
+      const referer = req.headers.referer;
+      if (typeof referer !== 'string') return undefined;
+      try {
+        origin = new URL(referer).origin;
+      } catch {
+        return undefined;
+      }
+    }
+    // Named as a browser writes it (lower case, no default port): `HTTPS://Wall.Example:443` is
+    // the allowed https://wall.example, and Access-Control-Allow-Origin must be that exactly.
+    return this.kind(origin, req.headers.host) === 'allowed' ? normaliseOrigin(origin) : undefined;
+  }
+
+  /** `of`'s answer for an Origin as sent, `host` the request's Host. */
+  private kind(origin: string, host: string | undefined): 'own' | 'allowed' | undefined {
+    // `null` (a sandboxed frame, a file, a redirect's opaque origin) only when listed: "*" does not
+    // answer it. /ws admitted it under "*" while the API routes refused it.
+    if (origin === 'null') return this.listed.has('null') ? 'allowed' : undefined;
+    const other = this.any ? 'allowed' : undefined;
+    let u: URL;
+    try {
+      u = new URL(origin);
+    } catch {
+      return other;
+    }
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return this.listed.has(origin.toLowerCase()) ? 'allowed' : other;
+    // An origin is `scheme://host[:port]` and nothing more: the URL parser took
+    // `https://wall.example/ https://evil.example` (a path, a space) for https://wall.example.
+    if (!ORIGIN_FORM.test(origin)) return other;
+    try {
+      if (host && new URL(`${u.protocol}//${host}`).host === u.host) return 'own';
+    } catch {
+      // a Host that is no host: not this origin
+    }
+    return this.listed.has(u.origin) ? 'allowed' : other;
+  }
+}

@@ -344,7 +344,9 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     let metrics: Metrics | undefined;
     let liveFrames: FrameBroadcaster | undefined;
     if (server) {
-      const [{ Metrics }, { RateMeter, registerRoutes }, { FrameBroadcaster }] = await Promise.all([import('../server/metrics.js'), import('../server/routes.js'), import('../server/frames.js')]);
+      const [{ Metrics }, { RateMeter, registerRoutes }, { FrameBroadcaster }, { OriginPolicy }] = await Promise.all([import('../server/metrics.js'), import('../server/routes.js'), import('../server/frames.js'), import('../core/http.js')]);
+      const allowedOrigins = config.server?.allowedOrigins ?? [];
+      const origins = allowedOrigins.length > 0 ? new OriginPolicy(allowedOrigins) : undefined;
       metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka, websocket, outbox, alertsByRule: () => alerts.byRule, jsonl: started.jsonl, annotate, cluster: options.clusterMetrics, http: server });
       const rates = life.use('rates', new RateMeter(() => pipeline.stats), (r) => r.close());
       if (websocket) liveFrames = new FrameBroadcaster(websocket, pipeline.detector.manifest.preprocess.channelOrder);
@@ -359,7 +361,10 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
         health: outbox ? () => ({ ...options.health?.(), outbox: outbox!.health() }) : options.health,
         stopping: () => signal.aborted,
         snapshot: websocket ? (id, key) => websocket!.snapshot(id, key) : undefined,
-        snapshotOrigin: websocket ? (req) => websocket!.crossOrigin(req) : undefined,
+        // server.allowedOrigins is the server's: the API routes answer those origins with the
+        // WebSocket sink disabled too (it was read through the hub, and /api/sources then
+        // answered no allowed origin: no CORS header, its preflight 403).
+        snapshotOrigin: origins ? (req) => origins.crossOrigin(req) : undefined,
       });
     }
     options.onReady?.({ pipeline, publisher, alerts, metrics, server, kafka, websocket, outbox });

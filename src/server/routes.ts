@@ -76,8 +76,8 @@ export interface RouteContext {
   snapshot?: (alertId: string, key: string) => Buffer | undefined;
   /**
    * The origin of another site's page that may call the API routes, /api/sources and
-   * /api/snapshot (server.allowedOrigins, as the WebSocket hub admits it:
-   * WebSocketHub.crossOrigin), or undefined: the answer is then for the server's own pages only
+   * /api/snapshot (server.allowedOrigins, as the WebSocket hub admits it: core/http.ts,
+   * OriginPolicy.crossOrigin, the sink enabled or not), or undefined: the answer is then for the server's own pages only
    * (Cross-Origin-Resource-Policy: same-origin, no CORS). The server answers such a page's
    * preflight and says CORS on every answer of these routes, their errors included (http.ts,
    * RouteOptions.cors).

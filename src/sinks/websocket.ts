@@ -4,7 +4,7 @@ import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import { randomBytes } from 'node:crypto';
 import { ThrottledLog, type LogFn } from '../core/log.js';
 import { KeyedTokenBuckets } from '../core/rate.js';
-import { addressKey, parseRequestUrl, refuseSocket, requestAuthorized, tokenMatches } from '../core/http.js';
+import { addressKey, OriginPolicy, parseRequestUrl, refuseSocket, requestAuthorized, tokenMatches } from '../core/http.js';
 import { withoutSnapshot } from '../analytics/published.js';
 import { SCHEMA_REVISION, type AlertMessage, type Message, type MessageKind } from './message.js';
 import type { Sink } from './sink.js';
@@ -217,8 +217,7 @@ export class WebSocketHub implements Sink {
   /** Events a client can cause at will (a refused origin, a kicked client) are logged at most once per 10 s each. */
   private readonly throttled: ThrottledLog;
   private readonly heartbeatTimer: NodeJS.Timeout;
-  private readonly anyOrigin: boolean;
-  private readonly origins: Set<string>;
+  private readonly origins: OriginPolicy;
   private readonly maxClients: number;
   private readonly maxPerAddress: number;
   private readonly maxRate: number;
@@ -251,8 +250,7 @@ export class WebSocketHub implements Sink {
     this.flushTimer.unref();
     this.heartbeatTimer = setInterval(() => this.heartbeat(), o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
     this.heartbeatTimer.unref();
-    this.anyOrigin = (o.allowedOrigins ?? []).includes('*');
-    this.origins = new Set((o.allowedOrigins ?? []).filter((x) => x !== '*').map(normaliseOrigin));
+    this.origins = new OriginPolicy(o.allowedOrigins);
     this.maxClients = o.maxClients ?? DEFAULT_MAX_CLIENTS;
     this.maxPerAddress = o.maxClientsPerAddress ?? DEFAULT_MAX_CLIENTS_PER_ADDRESS;
     this.maxRate = o.maxMessagesPerSecond ?? DEFAULT_MAX_MESSAGES_PER_SECOND;
@@ -324,7 +322,7 @@ export class WebSocketHub implements Sink {
     // Closing: a client admitted now was never closed (close() closes those it found), and its
     // socket held the server's close, and so the process's exit, for as long as it stayed.
     if (this.shuttingDown) return { status: 503, reason: 'Service Unavailable' };
-    const origin = this.originOf(req);
+    const origin = this.origins.of(req);
     if (!origin) return { status: 403, reason: 'Forbidden' };
     // The session cookie from the server's own origin only (or no browser's): a browser sends it
     // from every page of the same site (another port, another subdomain), and allowedOrigins
@@ -339,67 +337,12 @@ export class WebSocketHub implements Sink {
   }
 
   /**
-   * Cross-site WebSocket hijacking: a page on another origin must not read the live stream.
-   * No Origin header (not a browser): `none`. The Origin's host:port the Host the request was
-   * sent to: `own`. Another origin listed in allowedOrigins (or any, with "*"): `allowed` (it
-   * must present the token: see handleUpgrade). Otherwise undefined: refused.
-   */
-  private originOf(req: IncomingMessage): 'none' | 'own' | 'allowed' | undefined {
-    const raw = req.headers.origin ?? req.headers['sec-websocket-origin'];
-    if (raw === undefined) return 'none';
-    return this.originKind(typeof raw === 'string' ? raw : String(raw), req.headers.host);
-  }
-
-  /**
    * The origin of another site's page that allowedOrigins lets load an alert's picture
-   * (SNAPSHOT_PATH, whose URL the alerts it receives carry), or undefined: the server's own
-   * origin needs nothing, and any other is refused as /ws refuses it. A `fetch` or an
-   * `<img crossorigin>` names its page in `Origin`; a plain `<img src>` sends none (a no-cors
-   * load), and its page is its `Referer`'s origin, which a page cannot set to another's (a page
-   * that sends no Referer is taken for a foreign one). `null` (a sandboxed page, a file) only
-   * when listed as such: `"*"` does not answer it.
+   * (SNAPSHOT_PATH, whose URL the alerts it receives carry), or undefined (core/http.ts,
+   * OriginPolicy.crossOrigin).
    */
   crossOrigin(req: IncomingMessage): string | undefined {
-    const raw = req.headers.origin;
-    let origin: string;
-    if (typeof raw === 'string') origin = raw;
-    else {
-      // No Sec-Fetch-Site asked for: Chromium sends none to a plain-http address that is not loopback.
-      const referer = req.headers.referer;
-      if (typeof referer !== 'string') return undefined;
-      try {
-        origin = new URL(referer).origin;
-      } catch {
-        return undefined;
-      }
-    }
-    // Named as a browser writes it (lower case, no default port): `HTTPS://Wall.Example:443` is
-    // the allowed https://wall.example, and Access-Control-Allow-Origin must be that exactly.
-    return this.originKind(origin, req.headers.host) === 'allowed' ? normaliseOrigin(origin) : undefined;
-  }
-
-  /** originOf's answer for an Origin as sent, `host` the request's Host. */
-  private originKind(origin: string, host: string | undefined): 'own' | 'allowed' | undefined {
-    // `null` (a sandboxed frame, a file, a redirect's opaque origin) only when listed: "*" does not
-    // answer it. /ws admitted it under "*" while the API routes refused it.
-    if (origin === 'null') return this.origins.has('null') ? 'allowed' : undefined;
-    const other = this.anyOrigin ? 'allowed' : undefined;
-    let u: URL;
-    try {
-      u = new URL(origin);
-    } catch {
-      return other;
-    }
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') return this.origins.has(origin.toLowerCase()) ? 'allowed' : other;
-    // An origin is `scheme://host[:port]` and nothing more: the URL parser took
-    // `https://wall.example/ https://evil.example` (a path, a space) for https://wall.example.
-    if (!ORIGIN_FORM.test(origin)) return other;
-    try {
-      if (host && new URL(`${u.protocol}//${host}`).host === u.host) return 'own';
-    } catch {
-      // a Host that is no host: not this origin
-    }
-    return this.origins.has(u.origin) ? 'allowed' : other;
+    return this.origins.crossOrigin(req);
   }
 
   private accept(ws: WebSocket, address: string): void {
@@ -903,17 +846,4 @@ function subprotocolAsked(header: string | string[] | undefined): 'none' | 'argu
   const list = (Array.isArray(header) ? header.join(',') : header).split(',').map((p) => p.replace(/^[ \t]+|[ \t]+$/g, ''));
   if (list.some((p) => !TOKEN.test(p)) || new Set(list).size !== list.length) return 'malformed';
   return list.includes(WS_SUBPROTOCOL) ? 'argus' : 'other';
-}
-
-/** `HTTP://Example.com:80/` → `http://example.com`; anything that is not a URL is kept, lower-cased. */
-/** An Origin header as a browser writes one for an http(s) page: scheme, host and port, no path, user or trailing slash. */
-const ORIGIN_FORM = /^https?:\/\/[^/?#@\s\\]+$/i;
-
-function normaliseOrigin(o: string): string {
-  try {
-    const u = new URL(o);
-    return u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : o.toLowerCase();
-  } catch {
-    return o.toLowerCase();
-  }
 }
