@@ -457,6 +457,24 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
   const headersTimeout = Math.min(o.headersTimeoutMs ?? SERVER_DEFAULTS.headersTimeoutMs, requestTimeout);
   const keepAliveTimeout = o.keepAliveTimeoutMs ?? SERVER_DEFAULTS.keepAliveTimeoutMs;
   const session: SessionOptions = { maxAgeMs: o.sessionMaxAgeMs };
+  // The CORS of the routes under each first path segment (`/api/`) that answer other origins.
+  const folders = new Map<string, NonNullable<RouteOptions['cors']>[]>();
+  /**
+   * The CORS of a path with no route: an origin that some route of its first segment admits
+   * (`/api/…`: a typo of an API route) reads its 401 or 404, and its preflight is answered;
+   * undefined outside such a segment (`/nothing`: the server's own pages').
+   */
+  const folderCors = (path: string): RouteOptions['cors'] => {
+    const slash = path.indexOf('/', 1);
+    const admits = slash > 0 ? folders.get(path.slice(0, slash + 1)) : undefined;
+    return admits && ((req) => {
+      for (const c of admits) {
+        const origin = c(req);
+        if (origin) return origin;
+      }
+      return undefined;
+    });
+  };
 
   const fail = (res: ServerResponse, e: unknown) => {
     log('http: a route failed', { error: redact(String((e as Error)?.message ?? e)) }, 'error');
@@ -475,12 +493,15 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     if (req.socket.destroyed) return;
     const url = parseRequestUrl(req.url);
     const entry = url && routes.get(url.pathname);
+    // A path with no route answers CORS as the routes of its first segment do (folderCors): a page
+    // that misspelt an API route (`/api/sourcs`) read a network error, which it took for "down".
+    const cors = entry ? entry.cors : url ? folderCors(url.pathname) : undefined;
     // A route that answers other origins (RouteOptions.cors) says so on every answer, its errors
     // included: a 401 (or 429, 405, 500) without Access-Control-Allow-Origin was a network error
     // to the page, which could not tell "send the token" from "the server is down". Set first, so
     // that each answer below (and the route's own) carries them.
-    const crossOrigin = entry?.cors ? entry.cors(req) : undefined;
-    if (entry?.cors) {
+    const crossOrigin = cors ? cors(req) : undefined;
+    if (cors) {
       const cross = corsHeaders(crossOrigin);
       for (const name in cross) res.setHeader(name, cross[name]);
     }
@@ -522,7 +543,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
       // `OPTIONS *` asks about the server: the methods it takes (it was 401, or 404 without a token).
       if (req.url === '*') return void res.writeHead(204, { allow: 'GET, HEAD', 'cache-control': 'no-store' }).end();
       // A preflight, before the token (it never carries one) and never reaching a route.
-      if (req.headers.origin !== undefined && req.headers['access-control-request-method'] !== undefined) return answerPreflight(req, res, entry ? entry.cors : undefined);
+      if (req.headers.origin !== undefined && req.headers['access-control-request-method'] !== undefined) return answerPreflight(req, res, cors);
     }
     // A plain request to /ws: 426 with `Upgrade: websocket` (RFC 9110 15.5.22), not 404, which
     // said there was no WebSocket here. The hub's own checks come first (a foreign Origin 403, its
@@ -618,7 +639,15 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     port,
     url: `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`,
     stats,
-    route: (path, handler, options) => void routes.set(path, { handler, public: options?.public ?? false, page: options?.page ?? false, probe: options?.probe ?? false, cors: options?.cors }),
+    route: (path, handler, options) => {
+      routes.set(path, { handler, public: options?.public ?? false, page: options?.page ?? false, probe: options?.probe ?? false, cors: options?.cors });
+      const slash = path.indexOf('/', 1);
+      if (options?.cors && slash > 0) {
+        const folder = path.slice(0, slash + 1);
+        const admits = folders.get(folder) ?? [];
+        if (!admits.includes(options.cors)) folders.set(folder, [...admits, options.cors]);
+      }
+    },
     authorized: (req) => {
       // A Host that is not served (a probe's, answered all the same) sees what a request without the token does.
       if (!hostAllowed(req.headers.host, o.host, o.allowedHosts)) return false;

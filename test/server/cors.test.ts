@@ -175,6 +175,26 @@ describe('CORS: preflight', () => {
     expect(runs).toBe(0);
   });
 
+  it('a path under /api/ with no route (a typo) answers an allowed origin with CORS: its preflight, its 401 and its 404; another origin none', async () => {
+    const { s } = await setup();
+    // A page that misspells the route reads why (404, or 401 without the token), not a network error it takes for "server down".
+    const pre = await send(s.port, 'OPTIONS', '/api/sourcs', preflight(ALLOWED));
+    expect([pre.status, cors(pre), pre.headers['access-control-allow-methods']]).toEqual([204, ALLOWED, 'GET, HEAD']);
+    const noToken = await send(s.port, 'GET', '/api/sourcs', { origin: ALLOWED });
+    expect([noToken.status, cors(noToken), noToken.headers.vary]).toEqual([401, ALLOWED, 'Origin, Referer']);
+    const missing = await send(s.port, 'GET', '/api/sourcs', { origin: ALLOWED, authorization: `Bearer ${TOKEN}` });
+    expect([missing.status, cors(missing)]).toEqual([404, ALLOWED]);
+    for (const origin of ['http://evil.example', 'null']) {
+      const p = await send(s.port, 'OPTIONS', '/api/sourcs', preflight(origin));
+      expect([p.status, cors(p)], origin).toEqual([403, undefined]);
+      const g = await send(s.port, 'GET', '/api/sourcs', { origin, authorization: `Bearer ${TOKEN}` });
+      expect([g.status, cors(g)], origin).toEqual([404, undefined]);
+    }
+    // Outside /api/ a path with no route stays the server's own pages'.
+    const other = await send(s.port, 'GET', '/nothing', { origin: ALLOWED, authorization: `Bearer ${TOKEN}` });
+    expect([other.status, cors(other)]).toEqual([404, undefined]);
+  });
+
   it('OPTIONS * answers 204 with Allow, not 404 or 401', async () => {
     const { s } = await setup();
     const r = await send(s.port, 'OPTIONS', '*');
