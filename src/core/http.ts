@@ -295,7 +295,7 @@ export class OriginPolicy {
    * other is refused. A `fetch` or an `<img crossorigin>` names its page in `Origin`; a plain
    * `<img src>` sends none (a no-cors load), and its page is its `Referer`'s origin, which a page
    * cannot set to another's (a page that sends no Referer is taken for a foreign one). `null` (a
-   * sandboxed page, a file) only when listed as such: `"*"` does not answer it.
+   * sandboxed page, a file) only when listed as such (by a program that builds its own list: the configuration refuses `null`), and `"*"` does not answer it.
    */
   crossOrigin(req: IncomingMessage): string | undefined {
     const raw = req.headers.origin;
