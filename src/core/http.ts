@@ -263,6 +263,52 @@ function normaliseOrigin(o: string): string {
 }
 
 /**
+ * The origin of the page a request comes from, as sent: its `Origin`, else (a plain `<img>`, a
+ * no-cors load: a browser sends no Origin there) its `Referer`'s origin; undefined when it names
+ * neither (not a browser, or a page that sends no Referer, as the dashboard's own) or its
+ * Referer is no URL.
+ */
+function requestPage(req: IncomingMessage): string | undefined {
+  const origin = req.headers.origin;
+  if (typeof origin === 'string') return origin;
+  const referer = req.headers.referer;
+  if (typeof referer !== 'string') return undefined;
+  try {
+    return new URL(referer).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether an http(s) origin as sent is the one the request was sent to: its host:port the request's `Host` (a proxy in front may speak https). */
+function ownOrigin(u: URL, host: string | undefined): boolean {
+  try {
+    return host !== undefined && new URL(`${u.protocol}//${host}`).host === u.host;
+  } catch {
+    return false; // a Host that is no host: not this origin
+  }
+}
+
+/**
+ * Whether a request comes from a page of another origin than the server's: its `Origin` (or a
+ * plain `<img>`'s `Referer`) names one — another port of the host, `null` (a sandboxed frame), or
+ * anything that is no `scheme://host[:port]`. A browser sends the SameSite=Strict session cookie
+ * from every page of the same site: such a request presents the token (requestAuthorized's
+ * `cookie` false), as /ws asks of it.
+ */
+export function foreignPage(req: IncomingMessage): boolean {
+  const page = requestPage(req);
+  if (page === undefined) return false;
+  let u: URL;
+  try {
+    u = new URL(page);
+  } catch {
+    return true;
+  }
+  return !((u.protocol === 'http:' || u.protocol === 'https:') && (req.headers.origin === undefined || ORIGIN_FORM.test(page)) && ownOrigin(u, req.headers.host));
+}
+
+/**
  * Which browser origins may use the server besides its own (server.allowedOrigins: exact
  * `scheme://host[:port]`, or `"*"`): the WebSocket hub's check of /ws and the API routes' CORS
  * (server/routes.ts, RouteContext.snapshotOrigin), one policy for both. It is the server's, not
@@ -298,19 +344,9 @@ export class OriginPolicy {
    * sandboxed page, a file) only when listed as such (by a program that builds its own list: the configuration refuses `null`), and `"*"` does not answer it.
    */
   crossOrigin(req: IncomingMessage): string | undefined {
-    const raw = req.headers.origin;
-    let origin: string;
-    if (typeof raw === 'string') origin = raw;
-    else {
-      // No Sec-Fetch-Site asked for: Chromium sends none to a plain-http address that is not loopback.
-      const referer = req.headers.referer;
-      if (typeof referer !== 'string') return undefined;
-      try {
-        origin = new URL(referer).origin;
-      } catch {
-        return undefined;
-      }
-    }
+    // Not Sec-Fetch-Site: Chromium sends none to a plain-http address that is not loopback.
+    const origin = requestPage(req);
+    if (origin === undefined) return undefined;
     // Named as a browser writes it (lower case, no default port): `HTTPS://Wall.Example:443` is
     // the allowed https://wall.example, and Access-Control-Allow-Origin must be that exactly.
     return this.kind(origin, req.headers.host) === 'allowed' ? normaliseOrigin(origin) : undefined;
@@ -332,11 +368,7 @@ export class OriginPolicy {
     // An origin is `scheme://host[:port]` and nothing more: the URL parser took
     // `https://wall.example/ https://evil.example` (a path, a space) for https://wall.example.
     if (!ORIGIN_FORM.test(origin)) return other;
-    try {
-      if (host && new URL(`${u.protocol}//${host}`).host === u.host) return 'own';
-    } catch {
-      // a Host that is no host: not this origin
-    }
+    if (ownOrigin(u, host)) return 'own';
     return this.listed.has(u.origin) ? 'allowed' : other;
   }
 }

@@ -6,7 +6,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { ThrottledLog, type LogFn } from '../core/log.js';
 import { KeyedTokenBuckets } from '../core/rate.js';
 import { redact } from '../core/redact.js';
-import { addressKey, parseRequestUrl, refuseSocket, requestAuthorized, requestCookies, sessionCookie, sessionCookieName, sessionRenewal, type SessionOptions } from '../core/http.js';
+import { addressKey, foreignPage, parseRequestUrl, refuseSocket, requestAuthorized, requestCookies, sessionCookie, sessionCookieName, sessionRenewal, type SessionOptions } from '../core/http.js';
 
 export type Route = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
@@ -523,8 +523,11 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     // The session cookie counts for the server's own pages only, as on /ws: a browser sends it
     // from every page of the same site (another port), and a page of an origin another route
     // admits (an <img src> of /api/snapshot, CORP cross-origin) loaded the operator's pictures
-    // with it, without the token. Such a page presents the token.
-    const authorized = !o.token || (url !== undefined && requestAuthorized(req, url, o.token, crossOrigin === undefined, session));
+    // with it, without the token; one that nothing admits ran the routes with it (the browser
+    // kept the answer from it). Such a page presents the token. The dashboard page itself
+    // (`page`) opens with it from a link on such a page too: a navigation, not a read.
+    const cookie = entry?.page === true || (crossOrigin === undefined && !foreignPage(req));
+    const authorized = !o.token || (url !== undefined && requestAuthorized(req, url, o.token, cookie, session));
     const address = addressKey(req.socket.remoteAddress);
     const wait = (entry?.probe ? probes : authorized ? requests : strangers).take(address, now());
     if (wait > 0) {
@@ -653,7 +656,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
       if (!hostAllowed(req.headers.host, o.host, o.allowedHosts)) return false;
       if (!o.token) return true;
       const url = parseRequestUrl(req.url);
-      return url !== undefined && requestAuthorized(req, url, o.token, true, session);
+      return url !== undefined && requestAuthorized(req, url, o.token, !foreignPage(req), session);
     },
     sessionCookie: (req) => (o.token ? sessionCookie(req, o.token, session) : undefined),
     close: () =>

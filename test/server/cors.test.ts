@@ -251,6 +251,32 @@ describe('CORS: a hostile consumer\'s origins', () => {
     }
   });
 
+  it('the session cookie opens no data route to a page of the same site that nothing admits (another port, a sandboxed frame): 401, as on /ws', async () => {
+    const { s, url } = await setup();
+    const traded = await send(s.port, 'GET', `/?token=${TOKEN}`);
+    const cookie = String((traded.headers['set-cookie'] as string[])[0]).split(';')[0];
+    const sibling = `http://127.0.0.1:${s.port + 1}`;
+    // A fetch with credentials (its Origin), an <img> (its Referer), a sandboxed frame (null): the
+    // browser sends the SameSite=Strict cookie from any page of the site; it ran the route with it.
+    for (const h of [{ origin: sibling }, { referer: `${sibling}/page` }, { origin: 'null' }] as Record<string, string>[]) {
+      for (const path of [url, '/api/sources', '/metrics']) {
+        const r = await send(s.port, 'GET', path, { cookie, ...h });
+        expect([r.status, cors(r), r.headers['set-cookie']], `${path} ${JSON.stringify(h)}`).toEqual([401, undefined, undefined]);
+      }
+      // With the token it is what it was: answered, for the browser to keep from that page (no CORS, CORP same-origin).
+      const t = await send(s.port, 'GET', '/api/sources', { ...h, authorization: `Bearer ${TOKEN}` });
+      expect([t.status, cors(t), t.headers['cross-origin-resource-policy']], JSON.stringify(h)).toEqual([200, undefined, 'same-origin']);
+    }
+    // The server's own pages: no Origin nor Referer, or their own (http or https: a proxy in front), and the dashboard itself from a link on that sibling.
+    for (const h of [{}, { origin: `http://127.0.0.1:${s.port}` }, { referer: `http://127.0.0.1:${s.port}/` }] as Record<string, string>[]) {
+      expect((await send(s.port, 'GET', '/api/sources', { cookie, ...h })).status, JSON.stringify(h)).toBe(200);
+    }
+    expect((await send(s.port, 'GET', '/', { cookie, referer: `${sibling}/page` })).status).toBe(200);
+    // /healthz answers anyone its status, and its details (source ids, states) to the token or the session, not to that page's cookie.
+    expect(Object.keys(JSON.parse((await send(s.port, 'GET', '/healthz', { cookie })).body))).toContain('sources');
+    expect(Object.keys(JSON.parse((await send(s.port, 'GET', '/healthz', { cookie, origin: sibling })).body))).not.toContain('sources');
+  });
+
   it('HEAD from an allowed origin: the headers of the GET, no body', async () => {
     const { s, url } = await setup();
     const r = await send(s.port, 'HEAD', `${url}&token=${TOKEN}`, { origin: ALLOWED });
