@@ -292,11 +292,15 @@ function ownOrigin(u: URL, host: string | undefined): boolean {
 /**
  * Whether a request comes from a page of another origin than the server's: its `Origin` (or a
  * plain `<img>`'s `Referer`) names one — another port of the host, `null` (a sandboxed frame), or
- * anything that is no `scheme://host[:port]`. A browser sends the SameSite=Strict session cookie
+ * anything that is no `scheme://host[:port]`, or its `Sec-Fetch-Site` says so. A browser sends the SameSite=Strict session cookie
  * from every page of the same site: such a request presents the token (requestAuthorized's
  * `cookie` false), as /ws asks of it.
  */
 export function foreignPage(req: IncomingMessage): boolean {
+  // A browser that says where a request comes from (Sec-Fetch-Site: to https and loopback
+  // addresses) says it of an <img referrerpolicy="no-referrer"> too, which names no page.
+  const site = req.headers['sec-fetch-site'];
+  if (site === 'same-site' || site === 'cross-site') return true;
   const page = requestPage(req);
   if (page === undefined) return false;
   let u: URL;

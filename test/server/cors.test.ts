@@ -258,7 +258,8 @@ describe('CORS: a hostile consumer\'s origins', () => {
     const sibling = `http://127.0.0.1:${s.port + 1}`;
     // A fetch with credentials (its Origin), an <img> (its Referer), a sandboxed frame (null): the
     // browser sends the SameSite=Strict cookie from any page of the site; it ran the route with it.
-    for (const h of [{ origin: sibling }, { referer: `${sibling}/page` }, { origin: 'null' }] as Record<string, string>[]) {
+    // An <img referrerpolicy="no-referrer"> names no page, but a browser says where it comes from (to loopback and https).
+    for (const h of [{ origin: sibling }, { referer: `${sibling}/page` }, { origin: 'null' }, { 'sec-fetch-site': 'same-site' }] as Record<string, string>[]) {
       for (const path of [url, '/api/sources', '/metrics']) {
         const r = await send(s.port, 'GET', path, { cookie, ...h });
         expect([r.status, cors(r), r.headers['set-cookie']], `${path} ${JSON.stringify(h)}`).toEqual([401, undefined, undefined]);
@@ -268,10 +269,10 @@ describe('CORS: a hostile consumer\'s origins', () => {
       expect([t.status, cors(t), t.headers['cross-origin-resource-policy']], JSON.stringify(h)).toEqual([200, undefined, 'same-origin']);
     }
     // The server's own pages: no Origin nor Referer, or their own (http or https: a proxy in front), and the dashboard itself from a link on that sibling.
-    for (const h of [{}, { origin: `http://127.0.0.1:${s.port}` }, { referer: `http://127.0.0.1:${s.port}/` }] as Record<string, string>[]) {
+    for (const h of [{}, { origin: `http://127.0.0.1:${s.port}` }, { referer: `http://127.0.0.1:${s.port}/` }, { 'sec-fetch-site': 'same-origin' }, { 'sec-fetch-site': 'none' }] as Record<string, string>[]) {
       expect((await send(s.port, 'GET', '/api/sources', { cookie, ...h })).status, JSON.stringify(h)).toBe(200);
     }
-    expect((await send(s.port, 'GET', '/', { cookie, referer: `${sibling}/page` })).status).toBe(200);
+    expect((await send(s.port, 'GET', '/', { cookie, referer: `${sibling}/page`, 'sec-fetch-site': 'same-site' })).status).toBe(200);
     // /healthz answers anyone its status, and its details (source ids, states) to the token or the session, not to that page's cookie.
     expect(Object.keys(JSON.parse((await send(s.port, 'GET', '/healthz', { cookie })).body))).toContain('sources');
     expect(Object.keys(JSON.parse((await send(s.port, 'GET', '/healthz', { cookie, origin: sibling })).body))).not.toContain('sources');
