@@ -35,7 +35,7 @@ export const ServerSchema = z
     sessionMaxAgeMs: ms(60_000).optional(),
     /** Serve /metrics without the token (for a scraper that cannot send one). Default false. */
     publicMetrics: z.boolean().optional(),
-    /** Browser origins (`scheme://host[:port]`, or "*") whose pages may open /ws besides the server's own. Default: none. */
+    /** Browser origins (`scheme://host[:port]`, or "*") whose pages may open /ws and call the API routes (/api/sources, /api/snapshot: CORS, preflights, with the token) besides the server's own. Default: none. */
     allowedOrigins: z
       .array(
         z.string().refine((o) => {
