@@ -305,6 +305,9 @@ export class Worker {
    * restarts). Before, it was started again every 10 s, a claim and a release each time, and
    * each start counted as a failed connection: 30 s on it was reported unreachable, and its
    * slot moved to another worker with the slot's healthy cameras, where it failed the same way.
+   * Its slot is in the member data (unreachableSlots) while the record is unchanged: another
+   * worker's model or YAML may take it (workers need not run one model), and once every able
+   * worker has said so the leader leaves the slot where it is.
    */
   private readonly unusable = new Map<string, { text: string; why: string }>();
   private outputs: RunningPipeline | undefined;
@@ -642,9 +645,16 @@ export class Worker {
     return cam && cam.text === text ? cam.offset : '';
   }
 
-  /** The slots of the cameras reported unreachable, MAX_UNREACHABLE_SLOTS at most (those held here first: the ones to move). */
+  /** The slots of the cameras reported unreachable, and of the records refused here (unusable), MAX_UNREACHABLE_SLOTS at most (those held here first: the ones to move). */
   private unreachableSlots(): number[] {
-    const slots = [...new Set([...this.unreachable.values()].map((u) => u.slot))].sort((a, b) => Number(!this.assigned.has(a)) - Number(!this.assigned.has(b)) || a - b);
+    const reported = [...this.unreachable.values()].map((u) => u.slot);
+    // And the slots of the records this worker's chain refused (its model, its YAML): while the
+    // record is unchanged, this worker would refuse it again, wherever its slot is now.
+    for (const [id, u] of this.unusable) {
+      const cam = this.view.cameras.get(id);
+      if (cam && cam.active && cam.text === u.text) reported.push(cam.slot);
+    }
+    const slots = [...new Set(reported)].sort((a, b) => Number(!this.assigned.has(a)) - Number(!this.assigned.has(b)) || a - b);
     return slots.slice(0, MAX_UNREACHABLE_SLOTS).sort((a, b) => a - b);
   }
 
@@ -713,7 +723,7 @@ export class Worker {
     // The group is told at the next join of every member: asked for when a slot held here is
     // reported and the member data last given did not say so (once; again only if that rebalance
     // did not happen).
-    if (this.unreachable.size === 0 || !this.membership || now < this.nextUnreachableAskAt) return;
+    if ((this.unreachable.size === 0 && this.unusable.size === 0) || !this.membership || now < this.nextUnreachableAskAt) return;
     const untold = this.unreachableSlots().filter((s) => this.assigned.has(s) && !this.toldUnreachable.has(s));
     if (untold.length === 0) return;
     this.nextUnreachableAskAt = now + UNREACHABLE_ASK_GAP_MS;
@@ -1231,7 +1241,7 @@ export class Worker {
           const reach = this.reach.get(cam.id);
           if (code === ErrorCodes.CONFIG && this.view.cameras.get(cam.id)?.text === cam.text && reach?.text === cam.text && reach.state === undefined) {
             this.unusable.set(cam.id, { text: cam.text, why: e.message.split('\n')[0] });
-            this.log(`cluster: camera ${cam.id} (slot ${cam.slot}) runs nowhere: its record cannot be used on ${this.id}: ${e.message}; it is tried again once its record changes`, { worker: this.id, camera: cam.id, slot: cam.slot, code }, 'error');
+            this.log(`cluster: camera ${cam.id} (slot ${cam.slot}) runs nowhere here: its record cannot be used on ${this.id}: ${e.message}; its slot is reported to the group, for a worker that can run it; tried here again once its record changes`, { worker: this.id, camera: cam.id, slot: cam.slot, code }, 'error');
           } else this.log(`cluster: camera ${cam.id} could not start: ${e.message}`, { camera: cam.id, code }, 'error');
           return EMPTY;
         }),

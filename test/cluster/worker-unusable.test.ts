@@ -5,8 +5,10 @@
  * Before, the worker started it again every 10 s (a claim and a release each time, an error and a
  * warning in its log) and counted each start as a failed connection: 30 s on, the camera was
  * reported unreachable and its slot, with the healthy cameras in it, moved to another worker, which
- * failed the same way (every worker runs the same model), and on. Now it runs nowhere until its
- * record changes, said once, and its slot stays. Drives the worker without a broker, on a virtual clock.
+ * failed the same way where it ran the same model, and on. Now it runs nowhere on that worker until its
+ * record changes, said once, and its slot is reported to the group once, as a slot it cannot run
+ * (a worker with another model or YAML may; where every worker refuses it, the slot stays).
+ * Drives the worker without a broker, on a virtual clock.
  */
 import { type Observable, throwError, filter } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -52,7 +54,7 @@ async function worker() {
 }
 
 describe('Worker: a camera whose record its chain cannot start with', () => {
-  it('runs nowhere until its record changes: no start every 10 s, no unreachable report, its slot and the healthy cameras stay', async () => {
+  it('runs nowhere here until its record changes: no start every 10 s, no failed connection counted, the healthy cameras run on', async () => {
     const h = await worker();
     h.write('dock', { uri: 'rtsp://192.0.2.10/s' });
     h.write('yard', { uri: 'rtsp://192.0.2.11/s', zones: [{ id: 'lane', polygon: [[0, 0], [1, 0], [1, 1]], classes: ['forklift'] }] });
@@ -62,12 +64,12 @@ describe('Worker: a camera whose record its chain cannot start with', () => {
     // Two minutes on (past unreachableAfterMs, 30 s, many times over), a second at a time.
     for (let t = 1000; t <= 120_000; t += 1000) await h.at(t);
     expect(h.i.counters.claims - claims).toBe(0);
-    expect(h.w.memberInfo().unreachable).toEqual([]);
+    expect(h.w.unreachableNow()).toEqual([]);
     expect(h.i.counters.unreachableReports).toBe(0);
     expect(h.w.cameras().map((c) => c.id)).toEqual(['dock']);
     const said = h.lines.filter((l) => l.level === 'error' && /yard/.test(l.msg));
     expect(said).toHaveLength(1);
-    expect(said[0].msg).toMatch(/camera yard \(slot 0\) runs nowhere: its record cannot be used on w1: camera yard: zones\[0\]\.classes\[0\]: unknown class "forklift"/);
+    expect(said[0].msg).toMatch(/camera yard \(slot 0\) runs nowhere here: its record cannot be used on w1: camera yard: zones\[0\]\.classes\[0\]: unknown class "forklift"/);
     expect(said[0].fields).toMatchObject({ camera: 'yard', code: 'VAP_ERR_CONFIG' });
     // Its claim was given back once: `argus cameras ls` does not show it held.
     expect(h.i.view.owners.get('yard')?.state).not.toBe('claimed');
@@ -78,6 +80,31 @@ describe('Worker: a camera whose record its chain cannot start with', () => {
     await h.at(121_000);
     expect(h.w.cameras().map((c) => c.id).sort()).toEqual(['dock', 'yard']);
     expect((h.w.health().cluster as { notHere: unknown[] }).notHere).toEqual([]);
+  });
+
+  it('tells the group, so that a worker whose model or YAML can run it takes its slot: its member data names the slot while the record is unchanged, one rebalance asked', async () => {
+    // Workers need not run one model (a GPU worker with a larger one, a model rolled out one worker
+    // at a time) nor one tracking setting. Before, the refusing worker kept the slot and said so
+    // only in its own log and /healthz: the camera ran nowhere in the cluster for good, though
+    // another worker could run it; `argus cluster status` showed nothing.
+    const h = await worker();
+    let asked = 0;
+    (h.i.membership as { requestRebalance: () => Promise<void> }).requestRebalance = async () => void asked++;
+    h.write('dock', { uri: 'rtsp://192.0.2.10/s' });
+    h.write('yard', { uri: 'rtsp://192.0.2.11/s', zones: [{ id: 'lane', polygon: [[0, 0], [1, 0], [1, 1]], classes: ['forklift'] }] });
+    await h.settle();
+    expect(h.w.memberInfo().unreachable).toEqual([0]);
+    // Kept while the record stays as it is (past the 10 min a connection's report is kept once its
+    // slot has left: this worker would refuse it again), and asked for once.
+    h.i.assigned = new Set();
+    for (let t = 10_000; t <= 1_300_000; t += 10_000) await h.at(t);
+    expect(h.w.memberInfo().unreachable).toEqual([0]);
+    expect(asked).toBe(1);
+    expect(h.i.counters.claims).toBe(2); // dock's and yard's one claim
+    // Edited: no longer reported (the new record is tried afresh where its slot is).
+    h.write('yard', { uri: 'rtsp://192.0.2.11/s', zones: [{ id: 'lane', polygon: [[0, 0], [1, 0], [1, 1]], classes: ['person'] }] });
+    await h.at(1_301_000);
+    expect(h.w.memberInfo().unreachable).toEqual([]);
   });
 
   it('an edit that is still unusable is said again, once', async () => {
