@@ -309,7 +309,7 @@ export class Worker {
    * worker's model or YAML may take it (workers need not run one model), and once every able
    * worker has said so the leader leaves the slot where it is.
    */
-  private readonly unusable = new Map<string, { text: string; why: string }>();
+  private readonly unusable = new Map<string, { text: string; source: string; why: string }>();
   private outputs: RunningPipeline | undefined;
   private joined = false;
   /** False after a fence until the next assignment: a rejoin then claims no slots (the group has handed them away). */
@@ -645,6 +645,16 @@ export class Worker {
     return cam && cam.text === text ? cam.offset : '';
   }
 
+  /** Whether camera `id`'s record is still the one its chain refused here: the same text, or the same source (its cost or placement edited; then its text is taken). */
+  private stillRefused(id: string, u: { text: string; source: string }): boolean {
+    const cam = this.view.cameras.get(id);
+    if (!cam?.definition) return false;
+    if (cam.text === u.text) return true;
+    if (JSON.stringify(cam.definition.source) !== u.source) return false;
+    u.text = cam.text;
+    return true;
+  }
+
   /** The slots of the cameras reported unreachable, and of the records refused here (unusable), MAX_UNREACHABLE_SLOTS at most (those held here first: the ones to move). */
   private unreachableSlots(): number[] {
     const reported = [...this.unreachable.values()].map((u) => u.slot);
@@ -652,7 +662,7 @@ export class Worker {
     // record is unchanged, this worker would refuse it again, wherever its slot is now.
     for (const [id, u] of this.unusable) {
       const cam = this.view.cameras.get(id);
-      if (cam && cam.active && cam.text === u.text) reported.push(cam.slot);
+      if (cam?.active && this.stillRefused(id, u)) reported.push(cam.slot);
     }
     const slots = [...new Set(reported)].sort((a, b) => Number(!this.assigned.has(a)) - Number(!this.assigned.has(b)) || a - b);
     return slots.slice(0, MAX_UNREACHABLE_SLOTS).sort((a, b) => a - b);
@@ -965,8 +975,10 @@ export class Worker {
     if (!this.leaseHolds()) return;
     const now = performance.now();
     const desired = new Map<string, CameraEntry>();
-    // A record refused by its chain is tried again once it changes (edited, or removed and added again).
-    for (const [id, u] of this.unusable) if (this.view.cameras.get(id)?.text !== u.text) this.unusable.delete(id);
+    // A record refused by its chain is tried again once its source changes (edited, or removed and
+    // added again); not for its cost or placement alone, which its chain never reads (as a running
+    // camera so edited runs on): tried, it was refused again, a claim, a release and an error.
+    for (const [id, u] of this.unusable) if (!this.stillRefused(id, u)) this.unusable.delete(id);
     if (!this.draining) for (const c of this.view.cameras.values()) if (this.assigned.has(c.slot) && c.definition?.source.enabled && satisfies(c.placement, this.self) && !this.unusable.has(c.id)) desired.set(c.id, c);
     this.reportInvalid();
     this.checkPlacement(now);
@@ -1240,7 +1252,7 @@ export class Worker {
           // the same way: reconcileOnce leaves it until its record changes.
           const reach = this.reach.get(cam.id);
           if (code === ErrorCodes.CONFIG && this.view.cameras.get(cam.id)?.text === cam.text && reach?.text === cam.text && reach.state === undefined) {
-            this.unusable.set(cam.id, { text: cam.text, why: e.message.split('\n')[0] });
+            this.unusable.set(cam.id, { text: cam.text, source: JSON.stringify(cam.definition!.source), why: e.message.split('\n')[0] });
             this.log(`cluster: camera ${cam.id} (slot ${cam.slot}) runs nowhere here: its record cannot be used on ${this.id}: ${e.message}; its slot is reported to the group, for a worker that can run it; tried here again once its record changes`, { worker: this.id, camera: cam.id, slot: cam.slot, code }, 'error');
           } else this.log(`cluster: camera ${cam.id} could not start: ${e.message}`, { camera: cam.id, code }, 'error');
           return EMPTY;

@@ -107,6 +107,26 @@ describe('Worker: a camera whose record its chain cannot start with', () => {
     expect(h.w.memberInfo().unreachable).toEqual([]);
   });
 
+  it('an edit of its cost or placement alone changes nothing: not tried again (no claim, no second error), its slot still reported', async () => {
+    // Its chain refuses its source (what cost and placement leave out), as a running camera so
+    // edited runs on (worker-cost-edit.test.ts). Before, the edit was tried: a claim, a release
+    // and an error again, and the report withdrawn, so that the slot could come back here at the
+    // next rebalance, to be refused and reported again.
+    const h = await worker();
+    const zones = [{ id: 'lane', polygon: [[0, 0], [1, 0], [1, 1]], classes: ['forklift'] }];
+    h.write('yard', { uri: 'rtsp://192.0.2.11/s', zones });
+    await h.settle();
+    expect(h.i.counters.claims).toBe(1);
+    h.write('yard', { uri: 'rtsp://192.0.2.11/s', zones, cost: 3 });
+    for (let t = 1000; t <= 30_000; t += 1000) await h.at(t);
+    h.write('yard', { uri: 'rtsp://192.0.2.11/s', zones, cost: 3, placement: { labels: {} } });
+    for (let t = 31_000; t <= 60_000; t += 1000) await h.at(t);
+    expect(h.i.counters.claims).toBe(1);
+    expect(h.lines.filter((l) => l.level === 'error' && /yard/.test(l.msg))).toHaveLength(1);
+    expect(h.w.memberInfo().unreachable).toEqual([0]);
+    expect((h.w.health().cluster as { notHere: unknown[] }).notHere).toHaveLength(1);
+  });
+
   it('an edit that is still unusable is said again, once', async () => {
     const h = await worker();
     h.write('yard', { uri: 'rtsp://192.0.2.11/s', zones: [{ id: 'lane', polygon: [[0, 0], [1, 0], [1, 1]], classes: ['forklift'] }] });
