@@ -1,7 +1,7 @@
 import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
 import { CameraSchema, DEFAULT_MAX_CAMERAS, PlacementSchema, type CameraDefinition, type Placement } from '../config/schema.js';
 import { formatIssues, shapeProblem, parseYamlText, YamlTextError } from '../config/load.js';
-import { interpolateEnv } from '../config/interpolate.js';
+import { InterpolationError, interpolateEnv } from '../config/interpolate.js';
 import { MAX_ID_LENGTH } from '../config/schema/common.js';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -18,6 +18,11 @@ export interface CameraEntry {
   /** The definition, or why it is not valid (the camera then runs nowhere; `argus cameras ls` says why, and for a record valid as written, the worker holding its slot). */
   definition?: CameraDefinition;
   error?: string;
+  /**
+   * The `${env:…}` variable this worker's environment lacks, where that is why its record cannot
+   * be used here: another worker's environment may have it (the worker reports the slot to the group).
+   */
+  missingEnv?: string;
   offset: string;
   /**
    * Where it may run and whether it is meant to run, read from the record as written (before
@@ -150,7 +155,7 @@ function rawCameraDoc(doc: unknown): { placement?: Placement; active: boolean; e
  * Parses a camera record's value (JSON, or YAML: a person may write one by hand), once: its
  * raw placement and activity (as rawCamera) and its definition with `${env:…}` resolved from `env`.
  */
-export function readCamera(id: string, text: string, env: NodeJS.ProcessEnv = process.env): { raw: ReturnType<typeof rawCamera>; definition?: CameraDefinition; error?: string } {
+export function readCamera(id: string, text: string, env: NodeJS.ProcessEnv = process.env): { raw: ReturnType<typeof rawCamera>; definition?: CameraDefinition; error?: string; missingEnv?: string } {
   const parsed = parseRecord(text);
   if (parsed.error !== undefined) return { raw: { active: false, error: parsed.error }, error: parsed.error };
   const raw = rawCameraDoc(parsed.doc);
@@ -162,7 +167,7 @@ export function readCamera(id: string, text: string, env: NodeJS.ProcessEnv = pr
     // `${env:…}` references resolve here, from this worker's environment.
     doc = interpolateEnv(parsed.doc, env);
   } catch (e) {
-    return { raw, error: cut((e as Error).message) };
+    return { raw, error: cut((e as Error).message), ...(e instanceof InterpolationError && e.variable !== '' && { missingEnv: e.variable }) };
   }
   const r = CameraSchema.safeParse(doc);
   if (!r.success) return { raw, error: cut(formatIssues(r.error, CameraSchema).trim()) };
@@ -485,8 +490,8 @@ export class ClusterView {
       return;
     }
     const [[only, rec]] = [...bySlot];
-    const { raw, definition, error } = readCamera(key, rec.text, this.env);
-    this.cameras.set(key, { id: key, slot: only, text: rec.text, offset: rec.offset, placement: raw.placement, active: raw.active && !raw.error, ...(error !== undefined ? { error } : { definition }) });
+    const { raw, definition, error, missingEnv } = readCamera(key, rec.text, this.env);
+    this.cameras.set(key, { id: key, slot: only, text: rec.text, offset: rec.offset, placement: raw.placement, active: raw.active && !raw.error, ...(error !== undefined ? { error, ...(missingEnv !== undefined && { missingEnv }) } : { definition }) });
   }
 
   private applyOwners(key: string, value: Buffer | null, offset: number): void {

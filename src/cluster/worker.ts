@@ -299,6 +299,14 @@ export class Worker {
   /** Cameras of this worker's slots that are meant to run but whose record it cannot use, by id: the record text already logged. */
   private readonly invalidSaid = new Map<string, string>();
   /**
+   * Cameras meant to run (enabled, placement met here) whose record names a `${env:…}` variable
+   * this worker's environment lacks, by id: their slots, told to the group (unreachableSlots) as
+   * slots it cannot run, wherever they are. Each worker resolves the variables from its own
+   * environment: one set on some workers only left the camera dark for good where its slot was on
+   * another. Made afresh at each reconciliation (reportInvalid).
+   */
+  private readonly lacking = new Map<string, number>();
+  /**
    * Cameras whose chain refused their record here as it set up (VAP_ERR_CONFIG: a class the
    * worker's model lacks, lines with tracking disabled in the worker YAML), by id: that record's
    * text and why. Such a camera runs nowhere here until its record changes (or the worker
@@ -657,7 +665,7 @@ export class Worker {
 
   /** The slots of the cameras reported unreachable, and of the records refused here (unusable), MAX_UNREACHABLE_SLOTS at most (those held here first: the ones to move). */
   private unreachableSlots(): number[] {
-    const reported = [...this.unreachable.values()].map((u) => u.slot);
+    const reported = [...this.unreachable.values()].map((u) => u.slot).concat([...this.lacking.values()]);
     // And the slots of the records this worker's chain refused (its model, its YAML): while the
     // record is unchanged, this worker would refuse it again, wherever its slot is now.
     for (const [id, u] of this.unusable) {
@@ -733,7 +741,7 @@ export class Worker {
     // The group is told at the next join of every member: asked for when a slot held here is
     // reported and the member data last given did not say so (once; again only if that rebalance
     // did not happen).
-    if ((this.unreachable.size === 0 && this.unusable.size === 0) || !this.membership || now < this.nextUnreachableAskAt) return;
+    if ((this.unreachable.size === 0 && this.unusable.size === 0 && this.lacking.size === 0) || !this.membership || now < this.nextUnreachableAskAt) return;
     const untold = this.unreachableSlots().filter((s) => this.assigned.has(s) && !this.toldUnreachable.has(s));
     if (untold.length === 0) return;
     this.nextUnreachableAskAt = now + UNREACHABLE_ASK_GAP_MS;
@@ -952,10 +960,12 @@ export class Worker {
       const c = this.view.cameras.get(id);
       if (!c || c.error === undefined || !this.assigned.has(c.slot)) this.invalidSaid.delete(id);
     }
+    this.lacking.clear();
     for (const c of this.view.cameras.values()) {
+      if (c.missingEnv !== undefined && c.active && satisfies(c.placement, this.self)) this.lacking.set(c.id, c.slot);
       if (c.error === undefined || !c.active || !this.assigned.has(c.slot) || this.invalidSaid.get(c.id) === c.text) continue;
       this.invalidSaid.set(c.id, c.text);
-      this.log(`cluster: camera ${c.id} (slot ${c.slot}) runs nowhere: its record cannot be used on ${this.id}: ${c.error.split('\n')[0]}`, { worker: this.id, camera: c.id, slot: c.slot, code: ErrorCodes.CONFIG }, 'error');
+      this.log(`cluster: camera ${c.id} (slot ${c.slot}) runs nowhere${c.missingEnv !== undefined ? ' here' : ''}: its record cannot be used on ${this.id}: ${c.error.split('\n')[0]}${c.missingEnv !== undefined ? '; its slot is reported to the group, for a worker whose environment has the variable' : ''}`, { worker: this.id, camera: c.id, slot: c.slot, code: ErrorCodes.CONFIG }, 'error');
     }
   }
 

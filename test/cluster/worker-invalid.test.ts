@@ -44,6 +44,33 @@ describe('Worker: a camera of its slots whose record it cannot use', () => {
     expect(said()).toHaveLength(1);
   });
 
+  it('tells the group it cannot run its slot, so that a worker whose environment has the variable takes it; not for a record no worker can use', async () => {
+    // Each worker resolves the variables from its own environment: one set on two workers of three
+    // (a worker added later, a secret rolled out one machine at a time) left the camera dark for
+    // good where its slot was on the third, though the other two could run it.
+    const { i, settle, write } = await worker();
+    let asked = 0;
+    (i.membership as { requestRebalance: () => Promise<void> }).requestRebalance = async () => void asked++;
+    const w = i as unknown as { memberInfo: () => { unreachable: number[] } };
+    // A variable of no ARGUS_CAMERA_ name is refused by every worker alike, as is a disabled camera: nothing to tell.
+    write('odd', { uri: 'rtsp://viewer:${env:HOME}@192.0.2.12/s' });
+    write('off', { uri: 'rtsp://viewer:${env:ARGUS_CAMERA_DOCK_PASSWORD}@192.0.2.13/s', enabled: false });
+    await settle();
+    expect(w.memberInfo().unreachable).toEqual([]);
+    write('dock', { uri: 'rtsp://${env:ARGUS_CAMERA_DOCK_USER}:${env:ARGUS_CAMERA_DOCK_PASSWORD}@192.0.2.10/s' });
+    await settle();
+    expect(w.memberInfo().unreachable).toEqual([0]);
+    expect(asked).toBe(1);
+    // Its slot gone to another worker: still said (it would come back here to run nowhere).
+    i.assigned = new Set();
+    await settle();
+    expect(w.memberInfo().unreachable).toEqual([0]);
+    write('dock', { uri: 'rtsp://${env:ARGUS_CAMERA_DOCK_USER}@192.0.2.10/s' });
+    await settle();
+    expect(w.memberInfo().unreachable).toEqual([]);
+    expect(asked).toBe(1);
+  });
+
   it('says nothing of a disabled camera, nor of one in a slot it does not hold', async () => {
     const { settle, write, said, i } = await worker();
     write('off', { uri: 'rtsp://viewer:${env:ARGUS_CAMERA_DOCK_PASSWORD}@192.0.2.10/s', enabled: false });
