@@ -145,6 +145,8 @@ interface Reach {
 interface UnreachableReport {
   slot: number;
   text: string;
+  /** Its source as its chain reads it (JSON; '' unknown): an edit of its cost or placement alone keeps the report (sameSource). */
+  source: string;
   reportedAt: number;
   confirmedAt: number;
   /** How long it is kept after confirmedAt (UNREACHABLE_FORGET_MS, doubled per earlier report of the same record with no frame since). */
@@ -595,7 +597,7 @@ export class Worker {
     for (const r of this.restored) {
       const cam = this.view.cameras.get(r.camera);
       if (!cam || !cam.active || cam.slot !== r.slot || cam.offset !== r.offset || this.unreachable.has(r.camera)) continue;
-      this.unreachable.set(r.camera, { slot: r.slot, text: cam.text, reportedAt: mono - (wall - r.reportedAt), confirmedAt: mono - (wall - r.confirmedAt), forgetMs: Math.min(r.forgetMs, UNREACHABLE_FORGET_MAX_MS) });
+      this.unreachable.set(r.camera, { slot: r.slot, text: cam.text, source: cam.definition ? JSON.stringify(cam.definition.source) : '', reportedAt: mono - (wall - r.reportedAt), confirmedAt: mono - (wall - r.confirmedAt), forgetMs: Math.min(r.forgetMs, UNREACHABLE_FORGET_MAX_MS) });
       this.strikes.set(r.camera, { text: cam.text, n: r.n });
       taken.push(r.camera);
     }
@@ -653,14 +655,22 @@ export class Worker {
     return cam && cam.text === text ? cam.offset : '';
   }
 
+  /**
+   * Whether a report still stands for camera `cam`'s record: the same text, or the same source
+   * (its cost or placement alone edited; then its text is taken). Withdrawn at any edit, a
+   * re-weigh let the slot come back at the next rebalance to a worker that cannot reach the camera.
+   */
+  private sameSource(u: { text: string; source: string }, cam: CameraEntry): boolean {
+    if (cam.text === u.text) return true;
+    if (!cam.definition || u.source === '' || JSON.stringify(cam.definition.source) !== u.source) return false;
+    u.text = cam.text;
+    return true;
+  }
+
   /** Whether camera `id`'s record is still the one its chain refused here: the same text, or the same source (its cost or placement edited; then its text is taken). */
   private stillRefused(id: string, u: { text: string; source: string }): boolean {
     const cam = this.view.cameras.get(id);
-    if (!cam?.definition) return false;
-    if (cam.text === u.text) return true;
-    if (JSON.stringify(cam.definition.source) !== u.source) return false;
-    u.text = cam.text;
-    return true;
+    return cam?.definition !== undefined && this.sameSource(u, cam);
   }
 
   /** The slots of the cameras reported unreachable, and of the records refused here (unusable), MAX_UNREACHABLE_SLOTS at most (those held here first: the ones to move). */
@@ -705,9 +715,10 @@ export class Worker {
         const u = this.unreachable.get(cam.id);
         if (r.pictureAt > -Infinity) this.strikes.delete(cam.id); // it gave a frame here under this record
         // A frame ends a report, not an opening (a camera reported for attempts that opened and gave none).
-        if (u && (r.pictureAt >= u.reportedAt || u.text !== cam.text)) {
+        const edited = u !== undefined && !this.sameSource(u, cam);
+        if (u && (r.pictureAt >= u.reportedAt || edited)) {
           this.unreachable.delete(cam.id);
-          this.log(`cluster: ${cam.id} ${u.text !== cam.text ? 'was edited' : `reaches ${this.id} again`}; no longer reported unreachable`, { worker: this.id, camera: cam.id, slot: cam.slot });
+          this.log(`cluster: ${cam.id} ${edited ? 'was edited' : `reaches ${this.id} again`}; no longer reported unreachable`, { worker: this.id, camera: cam.id, slot: cam.slot });
           continue;
         }
         if (!this.unreachableNowHere(r, now, after)) continue;
@@ -719,7 +730,7 @@ export class Worker {
         const before = this.strikes.get(cam.id);
         const n = before?.text === cam.text ? before.n + 1 : 1;
         this.strikes.set(cam.id, { text: cam.text, n });
-        this.unreachable.set(cam.id, { slot: cam.slot, text: cam.text, reportedAt: now, confirmedAt: now, forgetMs: Math.min(UNREACHABLE_FORGET_MAX_MS, UNREACHABLE_FORGET_MS * 2 ** Math.min(n - 1, 16)) });
+        this.unreachable.set(cam.id, { slot: cam.slot, text: cam.text, source: JSON.stringify(cam.definition!.source), reportedAt: now, confirmedAt: now, forgetMs: Math.min(UNREACHABLE_FORGET_MAX_MS, UNREACHABLE_FORGET_MS * 2 ** Math.min(n - 1, 16)) });
         this.counters.unreachableReports++;
         found.push(cam);
       }
@@ -728,7 +739,7 @@ export class Worker {
       if (desired.has(id) && after > 0) continue;
       const cam = this.view.cameras.get(id);
       const keep = this.darkHeld.has(u.slot) && !this.assigned.has(u.slot) ? UNREACHABLE_FORGET_MAX_MS : u.forgetMs;
-      if (after <= 0 || !cam || !cam.active || cam.text !== u.text || cam.slot !== u.slot || now - u.confirmedAt >= keep) this.unreachable.delete(id);
+      if (after <= 0 || !cam || !cam.active || !this.sameSource(u, cam) || cam.slot !== u.slot || now - u.confirmedAt >= keep) this.unreachable.delete(id);
     }
     for (const [id, k] of this.strikes) if (this.view.cameras.get(id)?.text !== k.text) this.strikes.delete(id);
     void this.saveReports();

@@ -74,6 +74,36 @@ describe('Worker: a camera of its slots that gives it no frame', () => {
     expect(h.asked()).toBe(1);
   });
 
+  it('an edit of its cost or placement alone keeps the report (where its slot went, and here); an edit of its source ends it', async () => {
+    // Its connection is what its source says, and cost and placement leave that as it is (a
+    // running camera so edited runs on). The report was withdrawn at any edit: a re-weigh of the
+    // cameras let the slot come back at the next rebalance to the worker that cannot reach it,
+    // dark again for unreachableAfterMs before it moved once more.
+    const h = await worker();
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    h.state('cam0', 'reconnecting');
+    await h.at(30_500);
+    h.state('cam0', 'reconnecting');
+    await h.settle();
+    expect(h.reported()).toEqual([0]);
+    // Still its slot: re-weighed, it stays reported.
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x', cost: 2 });
+    await h.at(31_000);
+    expect(h.reported()).toEqual([0]);
+    // Its slot gone to a worker that reaches it.
+    h.i.assigned = new Set();
+    await h.at(32_000);
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x', cost: 3, placement: { labels: {} } });
+    await h.at(33_000);
+    expect(h.reported()).toEqual([0]);
+    expect(h.lines.some((l) => /was edited; no longer reported/.test(l.msg))).toBe(false);
+    // Its address edited: perhaps reachable now.
+    h.write('cam0', { uri: 'rtsp://10.9.9.10/x', cost: 3, placement: { labels: {} } });
+    await h.at(34_000);
+    expect(h.reported()).toEqual([]);
+  });
+
   it('asks again only when the rebalance it asked for did not tell the group (no join came within 10 s)', async () => {
     const h = await worker();
     h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
