@@ -799,6 +799,11 @@ export class Worker {
   /** The reach record of a camera meant to run here (made, counting from `now`, when missing or its record was edited: the new record counts afresh). */
   private reachOf(cam: CameraEntry, now = performance.now()): Reach {
     let r = this.reach.get(cam.id);
+    // Its cost or placement alone edited while its chain runs on (reconcileOnce): what its attempts
+    // told still holds. Made anew, a chain waiting out a retry delay was taken for a first attempt
+    // that hangs, and reported by time alone.
+    const run = r && r.text !== cam.text ? this.running.get(cam.id) : undefined;
+    if (r && run && !run.stopping && !run.ended && run.text === r.text && run.slot === cam.slot && cam.definition && JSON.stringify(cam.definition.source) === run.source) r.text = cam.text;
     if (!r || r.text !== cam.text) this.reach.set(cam.id, (r = { text: cam.text, since: now, frameAt: -Infinity, pictureAt: -Infinity, hollow: 0, state: undefined, failedAt: -Infinity, openedAt: -Infinity, endedAt: -Infinity, chainAt: now }));
     return r;
   }

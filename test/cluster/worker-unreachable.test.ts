@@ -104,6 +104,26 @@ describe('Worker: a camera of its slots that gives it no frame', () => {
     expect(h.reported()).toEqual([]);
   });
 
+  it('a camera waiting out a retry delay, its cost edited meanwhile, is not reported by time alone', async () => {
+    // Its chain runs on through the edit (no new connect): what its attempts told still holds.
+    // The edit made its record of attempts anew, as for a new chain whose first attempt hangs: 30 s
+    // on, it was reported (its slot moved, with its healthy cameras) though no attempt had failed.
+    const h = await worker();
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x', reconnect: { maxDelayMs: 60_000 } });
+    await h.at(0);
+    h.state('cam0', 'reconnecting'); // its first attempt failed; the next in up to 60 s
+    await h.at(1000);
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x', reconnect: { maxDelayMs: 60_000 }, cost: 2 });
+    await h.at(2000);
+    for (let t = 5000; t <= 50_000; t += 5000) await h.at(t);
+    expect(h.reported()).toEqual([]);
+    expect(h.asked()).toBe(0);
+    // Its next attempt fails too, past unreachableAfterMs: reported, as without the edit.
+    h.state('cam0', 'reconnecting');
+    await h.at(51_000);
+    expect(h.reported()).toEqual([0]);
+  });
+
   it('asks again only when the rebalance it asked for did not tell the group (no join came within 10 s)', async () => {
     const h = await worker();
     h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
