@@ -334,10 +334,19 @@ export function spawnOwned(command: string, args: readonly string[], options: Sp
  * whole run where one forgot it (the annotate sink's offer).
  */
 export function notStartedChild(e: unknown): ChildProcess {
-  // No pipes, as node leaves a child whose start failed (stdin, stdout, stderr null).
-  const never = Object.assign(new ChildProcess(), { stdin: null, stdout: null, stderr: null });
+  // No pipes, as node leaves a child whose start failed (stdin, stdout, stderr null); and no
+  // process handle, as node leaves one (its onexit drops it before the 'error'): a ChildProcess
+  // made so holds a handle never spawned, pid 0 inside, and its kill() was kill(0, signal), the
+  // signal sent to argus's own process group (a stop's SIGKILL ended argus and its shell's job;
+  // a test's ended the whole test run).
+  const never = Object.assign(new ChildProcess(), { stdin: null, stdout: null, stderr: null, _handle: null });
   const error = e instanceof Error ? e : new Error(String(e));
-  process.nextTick(() => never.emit('error', error));
+  const errno = (error as NodeJS.ErrnoException).errno;
+  process.nextTick(() => {
+    // Ended, as node tells such a child (exitCode: the negative errno): whoever waits for its end has it.
+    (never as { exitCode: number | null }).exitCode = typeof errno === 'number' && errno < 0 ? errno : -1;
+    never.emit('error', error);
+  });
   return never;
 }
 

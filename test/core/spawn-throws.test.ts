@@ -3,6 +3,7 @@
 // the next tick saying why, and each caller tells it by the listener it has for a start that fails
 // later, as its own coded error. Each caller caught the throw apart (and one that forgot would end
 // the run). Here node's spawn is made to throw ENOMEM for one path.
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { lastValueFrom } from 'rxjs';
@@ -20,7 +21,7 @@ vi.mock('node:child_process', async (original) => {
   };
 });
 
-const { spawnOwned } = await import('../../src/core/children.js');
+const { notStartedChild, spawnOwned } = await import('../../src/core/children.js');
 const { ffmpegSource } = await import('../../src/sources/ffmpeg-source.js');
 const { videoFrames } = await import('../../src/tools/frames.js');
 const { VideoWriter } = await import('../../src/annotate/video-writer.js');
@@ -36,7 +37,30 @@ describe('a spawn that throws (ENOMEM)', () => {
     const error = await new Promise<NodeJS.ErrnoException>((res) => child.once('error', res));
     expect(error).toMatchObject({ code: 'ENOMEM', message: 'spawn ENOMEM' });
     expect(signals()).toEqual(before);
+    // Ended, as node tells a child whose start failed: a wait for its end has it.
+    expect(child.exitCode).toBe(-12);
   });
+
+  it("its kill() signals nobody: it was kill(pid, signal) with a pid never set (0: argus's own process group; or any process), checked in a process of its own session", () => {
+    // A process in a session and group of its own (setsid), its SIGUSR2 caught: the child that never
+    // started is killed with SIGUSR2, and the process says whether it got the signal itself.
+    const script = `
+      import { notStartedChild } from ${JSON.stringify(join(process.cwd(), 'src/core/children.ts'))};
+      let got = false;
+      process.on('SIGUSR2', () => void (got = true));
+      const c = notStartedChild(Object.assign(new Error('spawn ENOMEM'), { code: 'ENOMEM', errno: -12 }));
+      c.on('error', () => {});
+      const sent = c.kill('SIGUSR2');
+      setTimeout(() => { process.stdout.write(JSON.stringify({ sent, got })); process.exit(0); }, 300);`;
+    const out = execFileSync('setsid', ['-w', process.execPath, '--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    // Before: { sent: true, got: true } where the handle's pid read 0 (the whole group signalled).
+    expect(JSON.parse(out)).toEqual({ sent: false, got: false });
+    // The handle's pid was memory never written: kill(0, …) in one run, kill(471926538, …) in
+    // another (ESRCH: nothing sent, and the check above passed). No handle, no kill(2) at all.
+    const c = notStartedChild(new Error('spawn ENOMEM'));
+    c.on('error', () => {});
+    expect((c as unknown as { _handle: unknown })._handle).toBeNull();
+  }, 90_000);
 
   it("a source's ffmpeg: VAP_ERR_SOURCE_SPAWN (retried, as EMFILE is) naming ENOMEM, not a throw", async () => {
     const err = await lastValueFrom(
