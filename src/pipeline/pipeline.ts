@@ -1,6 +1,6 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { defer, filter, finalize, from, merge, mergeMap, type Observable, type OperatorFunction, takeUntil, tap } from 'rxjs';
+import { defer, filter, finalize, from, merge, mergeMap, Observable, type OperatorFunction, takeUntil, tap } from 'rxjs';
 import { analyze, type FrameResult } from '../analytics/analyze.js';
 import { SourceAnalyzer } from '../analytics/analyzer.js';
 import { addReports, type SourceAnalyticsReport } from '../analytics/report.js';
@@ -43,7 +43,15 @@ export interface SourceContext {
  * source when the pipeline is subscribed. They may filter, drop, delay or change results, add
  * alert drafts (a custom rule) or feed a side sink. See README, "Extending the pipeline".
  */
-export type Extension = (source: SourceContext) => OperatorFunction<FrameResult, FrameResult>;
+export type Extension = ((source: SourceContext) => OperatorFunction<FrameResult, FrameResult>) & {
+  /**
+   * The extension's operators get the result of a stream's end too (`streamEnd`: no frame,
+   * `r.frame.data` empty, no detections: the alerts a line settled there). Without it, that
+   * result passes around them, after their last result: an operator written for frames (one
+   * that reads the pixels) does not fail the source at a clean end, nor lose the alerts.
+   */
+  readonly streamEnd?: boolean;
+};
 
 export interface PipelineOptions {
   /** Directory that relative paths in the config are resolved against (the YAML's folder). */
@@ -173,10 +181,50 @@ export function sourceChain(frames$: Observable<Frame>, c: ChainContext): Observ
     detect(c.detector, { postprocess: c.config.postprocess, stats: st, pace: c.pace, bulk: c.bulk, log: c.log }),
     track(c.config.tracking, () => st.fps),
     analyze(c.analyzer),
-    c.extend ? c.extend({ config: c.source, stats: st, labels: c.detector.labels }) : (o) => o,
+    c.extend ? extended(c.extend, { config: c.source, stats: st, labels: c.detector.labels }) : (o) => o,
     stamp(st),
     isolate(st, c.log),
   );
+}
+
+/**
+ * The user's operators on a source's results. A stream's end's result (`streamEnd`) reaches them
+ * only where the extension asks for it (Extension.streamEnd); otherwise it is held while they
+ * finish the stream and goes out after their last result (before their error, where they end in
+ * one: a source's own failure). Before, every extension got it, and one that read the pixels of
+ * every result threw on its empty `frame.data`: a file's clean end failed the source (exit 1),
+ * where the same extension had worked before ends carried alerts.
+ */
+function extended(ext: Extension, ctx: SourceContext): OperatorFunction<FrameResult, FrameResult> {
+  const op = ext(ctx);
+  if (ext.streamEnd) return op;
+  return (source) =>
+    new Observable<FrameResult>((out) => {
+      let held: FrameResult | undefined;
+      const flush = () => {
+        const r = held;
+        held = undefined;
+        if (r) out.next(r);
+      };
+      const around = new Observable<FrameResult>((into) =>
+        source.subscribe({
+          next: (r) => (r.streamEnd ? (held = r) : into.next(r)),
+          error: (e: unknown) => into.error(e),
+          complete: () => into.complete(),
+        }),
+      );
+      return op(around).subscribe({
+        next: (r) => out.next(r),
+        error: (e: unknown) => {
+          flush();
+          out.error(e);
+        },
+        complete: () => {
+          flush();
+          out.complete();
+        },
+      });
+    });
 }
 
 /**
