@@ -97,6 +97,13 @@ export interface Pipeline {
   /** Zones, lines and rules by source id (sources that have any). */
   readonly analyzers: ReadonlyMap<string, SourceAnalyzer>;
   /**
+   * Alerts a stream's end raised that no result could carry (SourceAnalyzer.uncarried: a chain
+   * cut off), over every source's analyzer: those in `analyzers` and those of attached chains
+   * that have ended (a worker's camera detached, or attached again: its former analyzer left
+   * `analyzers`). The run's summary counts them lost.
+   */
+  readonly uncarriedAlerts: number;
+  /**
    * Every processed frame from every enabled source. A source that fails is logged and
    * recorded in its stats; the others go on. Completes when every source has ended.
    */
@@ -555,6 +562,8 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
   /** The largest next seq of a forgotten detached id: an id not in `detached` starts there. */
   let seqFloor = 0;
   const analyzerMap = new Map<string, SourceAnalyzer>();
+  /** SourceAnalyzer.uncarried of attached chains that have ended (their analyzers left analyzerMap). */
+  let uncarriedGone = 0;
   analyzers.forEach((a, i) => a && analyzerMap.set(sources[i].id, a));
   // The local file a resolved URL reads, if it is one.
   const inputOf = (u: string) => (sourceKind(u) === 'file' ? resolve(u.startsWith('file://') ? fileURLToPath(u) : u) : undefined);
@@ -566,6 +575,11 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     stats,
     inputs,
     analyzers: analyzerMap,
+    get uncarriedAlerts() {
+      let n = uncarriedGone;
+      for (const a of analyzerMap.values()) n += a.uncarried;
+      return n;
+    },
     detached,
     // Each subscription builds its chains afresh: operator state (tracker, pace, extensions) is per subscription.
     results$: merge(...sources.map((src, i) => defer(() => chain(src, i)))),
@@ -597,6 +611,8 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
               const i = input ? inputs.lastIndexOf(input) : -1;
               if (i >= 0) inputs.splice(i, 1);
               if (analyzerMap.get(src.id) === analyzer) analyzerMap.delete(src.id);
+              // Settled now (its analyze operator's teardown ran first): what it could not carry stays counted.
+              if (analyzer) uncarriedGone += analyzer.uncarried;
               const d = detached.get(src.id) ?? { attachments: 0, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, reconnects: 0, decodeErrors: 0, nextSeq: 0 };
               d.attachments++;
               d.framesIn += st.framesIn;

@@ -602,8 +602,9 @@ function summarize(started: Started, frames: number, wallMs: number): RunSummary
     wallMs,
     kafka: kafka?.stats,
     alerts: alerts.stats,
-    // (And the alerts a stream's end raised where nothing could carry them: SourceAnalyzer.uncarried.)
-    lostAlerts: alerts.stats.raised - alerts.stats.published + dropped + [...pipeline.analyzers.values()].reduce((n, a) => n + a.uncarried, 0),
+    // (And the alerts a stream's end raised where nothing could carry them: SourceAnalyzer.uncarried,
+    // attached chains' that ended included: their analyzers left pipeline.analyzers.)
+    lostAlerts: alerts.stats.raised - alerts.stats.published + dropped + pipeline.uncarriedAlerts,
     keptAlerts,
     unsavedAlerts,
     parkedAlerts: kafka?.stats.alertsParked ?? 0,

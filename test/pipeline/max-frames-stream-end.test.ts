@@ -82,4 +82,39 @@ describe('--max-frames and the end of a stream', () => {
       spy.mockRestore();
     }
   }, 2 * 60_000);
+
+  it("an attached source's chain (argus worker) cut off with a crossing pending: its alert stays counted lost after its analyzer left pipeline.analyzers", async () => {
+    const flush = LineCounter.prototype.flush;
+    const spy = vi.spyOn(LineCounter.prototype, 'flush').mockImplementation(function (this: LineCounter, events: LineEvent[] = []) {
+      flush.call(this, events);
+      events.push({ line: 'door', direction: 'in', trackId: 7, classId: 0, row: -1 });
+      return events;
+    });
+    try {
+      // A worker's pipeline: no sources of its own (its cameras are attached).
+      const config = { ...parseConfigText(`name: attcut\nsources: [{ id: off, uri: ${join(dir, 'short.mp4')} }]\nsinks: { jsonl: { path: ${join(dir, 'att.jsonl')} } }\n`, PipelineSchema, 'attcut.yaml', {}), sources: [] };
+      const camera = parseConfigText(
+        `name: cam\nsources: [{ id: cam, uri: ${join(dir, 'long.mp4')}, rate: fast, lines: [{ id: door, units: fraction, from: [1, 0.5], to: [0, 0.5] }], rules: [{ id: in, type: line-cross, line: door }] }]\n`,
+        PipelineSchema,
+        'cam.yaml',
+        {},
+      ).sources[0];
+      let listed: ReadonlyMap<string, unknown> | undefined;
+      const summary = await runPipeline(config, {
+        detector: fake,
+        status: false,
+        maxFrames: 30,
+        attached: (pipeline, stop) => ((listed = pipeline.analyzers), pipeline.attach(camera, stop)),
+        log: () => {},
+      });
+      expect(summary.frames).toBe(30);
+      // The camera's chain ended (cut off by the 30th frame): its analyzer is no longer listed…
+      expect(listed?.size).toBe(0);
+      // …and what it could not carry is still lost. Before: 0 (the run exited 0, saying nothing).
+      expect(summary.lostAlerts).toBe(1);
+      expect(deliveryExitText(summary).status).toBe(3);
+    } finally {
+      spy.mockRestore();
+    }
+  }, 2 * 60_000);
 });
