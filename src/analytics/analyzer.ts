@@ -657,6 +657,30 @@ export class SourceAnalyzer {
   }
 
   /**
+   * Alerts a stream's end raised that nothing could carry (finish without `carried`: the chain
+   * cut off, by the stop's drain timeout or --max-frames; or `uncarry`: their result was cut off
+   * on its way, in the user's operators): logged, and counted lost by the run's
+   * summary (its lostAlerts: the exit text, exit status 3). Before, only logged: a run that lost
+   * one exited 0 and said nothing of it at its exit.
+   */
+  uncarried = 0;
+
+  /**
+   * The result that carried `alerts` (finish with `carried`) was cut off before the sinks got it
+   * (its chain unsubscribed while the user's operators still held it): they leave the rule's
+   * alerts for `uncarried`, each told to `warn`, as finish does for a chain cut off before it.
+   */
+  uncarry(alerts: readonly AlertDraft[]): void {
+    for (const a of alerts) {
+      const rule = a.rule as string;
+      const n = this.alertCounts.get(rule);
+      if (n !== undefined && n > 0) this.alertCounts.set(rule, n - 1);
+      this.uncarried++;
+      this.warn?.(`source ${this.source.id}: alert of rule ${a.rule} (${a.severity}) not published: ${a.message}; the chain was cut off while the result of the end of the stream that carried it was still in the user's operators (nor is it counted in the rule's alerts; counted lost)`);
+    }
+  }
+
+  /**
    * The end of the source's stream (a file's end, the run stopping, the source failing): what
    * the lines still had pending (a hand-over waiting for its new id to show which way it goes,
    * or owed: LineCounter.flush) settles as it would had the stream gone on with no more
@@ -670,14 +694,6 @@ export class SourceAnalyzer {
    * person found past it under a new id never counted that crossing. Zones are left as they are
    * (a stay a file's end cuts short did not end). Undefined before the first frame.
    */
-  /**
-   * Alerts a stream's end raised that nothing could carry (finish without `carried`: the chain
-   * cut off, by the stop's drain timeout or --max-frames): logged, and counted lost by the run's
-   * summary (its lostAlerts: the exit text, exit status 3). Before, only logged: a run that lost
-   * one exited 0 and said nothing of it at its exit.
-   */
-  uncarried = 0;
-
   finish(carried = false): { summary: AnalyticsSummary; alerts: AlertDraft[] } | undefined {
     if (!this.ready || Number.isNaN(this.lastPtsMs)) return undefined;
     const lineEvents = this.lineEvents;

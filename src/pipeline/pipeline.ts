@@ -2,7 +2,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defer, filter, finalize, from, merge, mergeMap, Observable, type OperatorFunction, takeUntil, tap } from 'rxjs';
 import { analyze, type FrameResult } from '../analytics/analyze.js';
-import { SourceAnalyzer } from '../analytics/analyzer.js';
+import { SourceAnalyzer, type AlertDraft } from '../analytics/analyzer.js';
 import { addReports, type SourceAnalyticsReport } from '../analytics/report.js';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../assets/catalog.js';
 import { checkClasses } from '../config/classes.js';
@@ -200,37 +200,58 @@ export function sourceChain(frames$: Observable<Frame>, c: ChainContext): Observ
  * finish the stream and goes out after their last result (before their error, where they end in
  * one: a source's own failure). Before, every extension got it, and one that read the pixels of
  * every result threw on its empty `frame.data`: a file's clean end failed the source (exit 1),
- * where the same extension had worked before ends carried alerts.
+ * where the same extension had worked before ends carried alerts. Either way, a chain cut off
+ * (the stop's drain timeout, --max-frames) while that result is still held, or still inside
+ * operators that asked for it, has its alerts counted lost (SourceAnalyzer.uncarry): they were
+ * counted carried, and never reached the sinks.
  */
 function extended(ext: Extension, ctx: SourceContext): OperatorFunction<FrameResult, FrameResult> {
   const op = ext(ctx);
-  if (ext.streamEnd) return op;
+  const inline = ext.streamEnd === true;
   return (source) =>
     new Observable<FrameResult>((out) => {
-      let held: FrameResult | undefined;
+      /** The stream's end's result, held (around the operators) or inside them (inline), and its alerts as it came. */
+      let held: { r: FrameResult; alerts: readonly AlertDraft[] } | undefined;
+      let ended = false;
       const flush = () => {
-        const r = held;
+        const h = held;
         held = undefined;
-        if (r) out.next(r);
+        if (h && !inline) out.next(h.r);
       };
-      const around = new Observable<FrameResult>((into) =>
+      const into = new Observable<FrameResult>((sub) =>
         source.subscribe({
-          next: (r) => (r.streamEnd ? (held = r) : into.next(r)),
-          error: (e: unknown) => into.error(e),
-          complete: () => into.complete(),
+          next: (r) => {
+            if (!r.streamEnd) return sub.next(r);
+            held = { r, alerts: [...r.alerts] };
+            if (inline) sub.next(r);
+          },
+          error: (e: unknown) => sub.error(e),
+          complete: () => sub.complete(),
         }),
       );
-      return op(around).subscribe({
-        next: (r) => out.next(r),
+      const inner = op(into).subscribe({
+        next: (r) => {
+          if (inline && r.streamEnd) held = undefined;
+          out.next(r);
+        },
+        // (Inline: one the operators dropped was theirs to drop.)
         error: (e: unknown) => {
+          ended = true;
           flush();
           out.error(e);
         },
         complete: () => {
+          ended = true;
           flush();
           out.complete();
         },
       });
+      return () => {
+        inner.unsubscribe();
+        const h = held;
+        held = undefined;
+        if (h && !ended) h.r.analyzer?.uncarry(h.alerts);
+      };
     });
 }
 

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { tap } from 'rxjs';
+import { concatMap, merge, NEVER, of, tap } from 'rxjs';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FrameResult } from '../../src/analytics/analyze.js';
@@ -18,7 +18,7 @@ import { parseConfigText } from '../../src/config/load.js';
 import { PipelineSchema } from '../../src/config/schema.js';
 import type { Detector } from '../../src/inference/detector.js';
 import type { Extension } from '../../src/pipeline/pipeline.js';
-import { runPipeline } from '../../src/pipeline/run.js';
+import { runPipeline, type RunOptions } from '../../src/pipeline/run.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { fakeDetector } from '../helpers/fake-session.js';
 
@@ -43,7 +43,7 @@ describe("the user's operators and a stream's end's result", () => {
     return fake?.release();
   });
 
-  const run = async (name: string, extend: Extension) => {
+  const run = async (name: string, extend: Extension, more: Partial<RunOptions> = {}) => {
     const out = join(dir, `${name}.jsonl`);
     const config = parseConfigText(
       `name: ${name}\nsources: [{ id: cam, uri: ${join(dir, 'clip.mp4')}, rate: fast, lines: [{ id: door, units: fraction, from: [1, 0.5], to: [0, 0.5] }], rules: [{ id: in, type: line-cross, line: door }] }]\nsinks: { jsonl: { path: ${out} } }\n`,
@@ -51,7 +51,7 @@ describe("the user's operators and a stream's end's result", () => {
       `${name}.yaml`,
       {},
     );
-    const summary = await runPipeline(config, { detector: fake, status: false, extend });
+    const summary = await runPipeline(config, { detector: fake, status: false, extend, ...more });
     const lines = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; alert?: { rule: string; snapshotOmitted?: { reason: string } } });
     return { summary, alerts: lines.filter((m) => m.type === 'alert') };
   };
@@ -91,5 +91,27 @@ describe("the user's operators and a stream's end's result", () => {
     expect(summary.failed).toEqual([]);
     expect(alerts).toHaveLength(1);
     expect(summary.alerts).toMatchObject({ raised: 1, published: 1 });
+  }, 2 * 60_000);
+
+  it.each([
+    ['held around operators that never end', Object.assign((() => (o) => merge(o, NEVER)) as Extension, {})],
+    ['inside operators that asked for it and hold it', Object.assign((() => concatMap((r: FrameResult) => (r.streamEnd ? NEVER : of(r)))) as Extension, { streamEnd: true })],
+  ])("a run cut off by the stop's drain timeout while the end's result is %s: its alert is counted lost, not published", async (_, extend) => {
+    const stopping = new AbortController();
+    const warned: string[] = [];
+    let frames = 0;
+    const { summary, alerts } = await run(`cut${extend.streamEnd ? 'in' : 'around'}`, extend, {
+      signal: stopping.signal,
+      drainTimeoutMs: 300,
+      // The file's last frame is out: stop (its end's result then waits in or around the operators).
+      onResult: () => void (++frames === 10 && stopping.abort()),
+      log: (m) => void warned.push(m),
+    });
+    expect(frames).toBe(10);
+    expect(alerts).toEqual([]);
+    expect(summary.alerts).toMatchObject({ raised: 0, published: 0 });
+    // Before: 0 (the end's alert counted carried, never published; the run exited 0).
+    expect(summary.lostAlerts).toBe(1);
+    expect(warned.some((m) => /alert of rule in \(critical\) not published: settled; the chain was cut off .*counted lost\)$/.test(m))).toBe(true);
   }, 2 * 60_000);
 });
