@@ -116,6 +116,25 @@ describe('the end of the stream', () => {
     expect(a.uncarried).toBe(1);
   });
 
+  it("uncarry: an end's alert counted carried whose result was then cut off moves from the rule's alerts to uncarried, said in the log", () => {
+    const cfg = SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'door', units: 'pixel', from: [640, 300], to: [0, 300], anchor: 'bottom-center' }], rules: [{ id: 'in', type: 'line-cross', line: 'door', direction: 'any' }] });
+    const warned: string[] = [];
+    const a = new SourceAnalyzer(cfg, ['person'], 'sources[0]', (m) => warned.push(m));
+    a.init(640, 480);
+    const tracker = new ByteTracker({ frameRateHint: 10 });
+    for (const f of feed(10, 3.0, { objects: handedOver(), jitter: 1, seed: 3 })) a.process(tracker.update(f.detections, f.timestampMs), f.timestampMs);
+    const end = a.finish(true)!;
+    expect(end.alerts).toHaveLength(1);
+    expect(a.report().alerts).toEqual({ in: 1 });
+    expect(a.uncarried).toBe(0);
+    a.uncarry(end.alerts);
+    expect(a.report().alerts).toEqual({ in: 0 });
+    expect(a.uncarried).toBe(1);
+    expect(warned).toEqual([`source cam: alert of rule in (info) not published: ${end.alerts[0].message}; the chain was cut off while the result of the end of the stream that carried it was still in the user's operators (nor is it counted in the rule's alerts; counted lost)`]);
+    // The crossing itself stays counted (it happened).
+    expect(a.report().lines.door).toMatchObject({ in: 1, out: 0 });
+  });
+
   it('an analyzer that saw no frame finishes with nothing', () => {
     const cfg = SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'door', units: 'pixel', from: [640, 300], to: [0, 300] }] });
     const a = new SourceAnalyzer(cfg, ['person'], 'sources[0]');
