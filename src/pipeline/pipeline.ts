@@ -200,7 +200,9 @@ export function sourceChain(frames$: Observable<Frame>, c: ChainContext): Observ
  * finish the stream and goes out after their last result (before their error, where they end in
  * one: a source's own failure). Before, every extension got it, and one that read the pixels of
  * every result threw on its empty `frame.data`: a file's clean end failed the source (exit 1),
- * where the same extension had worked before ends carried alerts. Either way, a chain cut off
+ * where the same extension had worked before ends carried alerts. Operators that asked for it
+ * and end in an error while they hold it (theirs on it, or the source's failure) do not drop it:
+ * it goes out as it came, before the error. Either way, a chain cut off
  * (the stop's drain timeout, --max-frames) while that result is still held, or still inside
  * operators that asked for it, has its alerts counted lost (SourceAnalyzer.uncarry): they were
  * counted carried, and never reached the sinks.
@@ -213,10 +215,11 @@ function extended(ext: Extension, ctx: SourceContext): OperatorFunction<FrameRes
       /** The stream's end's result, held (around the operators) or inside them (inline), and its alerts as it came. */
       let held: { r: FrameResult; alerts: readonly AlertDraft[] } | undefined;
       let ended = false;
-      const flush = () => {
+      /** At the operators' end: the result held goes out (inline, on their error only: one they completed without was theirs to drop). */
+      const flush = (failed: boolean) => {
         const h = held;
         held = undefined;
-        if (h && !inline) out.next(h.r);
+        if (h && (failed || !inline)) out.next(h.r);
       };
       const into = new Observable<FrameResult>((sub) =>
         source.subscribe({
@@ -234,15 +237,17 @@ function extended(ext: Extension, ctx: SourceContext): OperatorFunction<FrameRes
           if (inline && r.streamEnd) held = undefined;
           out.next(r);
         },
-        // (Inline: one the operators dropped was theirs to drop.)
+        // Inline, the operators' error (theirs on it, or the source's passed on while they still held
+        // it) does not take its alerts with it: it goes out as it came, before the error (the source
+        // is then failed, the error logged).
         error: (e: unknown) => {
           ended = true;
-          flush();
+          flush(true);
           out.error(e);
         },
         complete: () => {
           ended = true;
-          flush();
+          flush(false);
           out.complete();
         },
       });

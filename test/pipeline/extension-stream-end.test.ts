@@ -114,4 +114,20 @@ describe("the user's operators and a stream's end's result", () => {
     expect(summary.lostAlerts).toBe(1);
     expect(warned.some((m) => /alert of rule in \(critical\) not published: settled; the chain was cut off .*counted lost\)$/.test(m))).toBe(true);
   }, 2 * 60_000);
+
+  it('an extension that asks for it and throws on it: the source fails (its error logged), the alert still goes out as it came', async () => {
+    const strict: Extension = Object.assign(
+      () =>
+        tap((r: FrameResult) => {
+          if (r.frame.data.length === 0) throw new Error('no pixels');
+        }),
+      { streamEnd: true },
+    );
+    const { summary, alerts } = await run('strict', strict);
+    expect(summary.failed.map((f) => [f.source, f.error.message])).toEqual([['cam', 'no pixels']]);
+    // Before: lost with the error (raised 0), and not counted lost.
+    expect(alerts.map((m) => m.alert?.rule)).toEqual(['in']);
+    expect(summary.alerts).toMatchObject({ raised: 1, published: 1 });
+    expect(summary.lostAlerts).toBe(0);
+  }, 2 * 60_000);
 });
