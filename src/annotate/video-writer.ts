@@ -1,7 +1,7 @@
 import { type ChildProcess, execFile } from 'node:child_process';
 import { setPriority } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
-import { spawnOwned } from '../core/children.js';
+import { signalChild, spawnOwned } from '../core/children.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 
 /** Longest gap, in seconds of output, filled by repeating the previous frame; a longer one (an outage) is cut. */
@@ -202,10 +202,8 @@ export class VideoWriter {
 
   /** Stops ffmpeg at once (SIGKILL), for a close that takes too long; a `fragmented` file keeps its complete fragments. */
   kill(): void {
-    if (this.child.exitCode === null && this.child.signalCode === null) {
-      this.killed = true;
-      this.child.kill('SIGKILL');
-    }
+    // (Not one that never started: signalChild.)
+    if (signalChild(this.child, 'SIGKILL')) this.killed = true;
   }
 }
 

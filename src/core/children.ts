@@ -350,6 +350,22 @@ export function notStartedChild(e: unknown): ChildProcess {
   return never;
 }
 
+/**
+ * Sends `child` `signal` where it started (it has a pid) and has not exited; false otherwise. A
+ * child that never started holds a process handle never spawned (node's for EMFILE or EAGAIN,
+ * until its 'error' on the next tick drops it; notStartedChild's had one too), and its kill()
+ * sent the signal to whatever pid that handle's unwritten memory held: 0 (argus's own group), or
+ * any process (-1, for argus run as root: every process on the host; a scratch script of 2000
+ * such kills ended every process of the machine). A file or V4L2 source stopped before its failed
+ * start was told, and the annotate sink, which kills its encoder after a write that failed (as it
+ * fails where the encoder never started), did so.
+ */
+export function signalChild(child: ChildProcess, signal: NodeJS.Signals): boolean {
+  // (exitCode and signalCode may be undefined rather than null on a child of another make: a wrapper's, a test's.)
+  if (child.pid === undefined || child.exitCode != null || child.signalCode != null) return false;
+  return child.kill(signal);
+}
+
 /** Listens for the stop signals and SIGQUIT for the children held (stopAll, onQuit), where not yet; whether it began to now. */
 function holdSignals(): boolean {
   if (releaseSignals) return false;

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { catchError, defer, from, mergeMap, Observable, throwError, type Subscription } from 'rxjs';
-import { exitOf, spawnOwned } from '../core/children.js';
+import { exitOf, signalChild, spawnOwned } from '../core/children.js';
 import { fromWallClock, now } from '../core/clock.js';
 import { ArgusError, ErrorCodes, isArgusError } from '../core/errors.js';
 import { ThrottledLog, type LogFn } from '../core/log.js';
@@ -488,12 +488,19 @@ function noteFfmpeg(memo: SourceMemo, child: ChildProcess, exclusive: boolean): 
   });
 }
 
-/** Resolves once `child` has exited (or failed to start), however long that takes. */
-function exitedAtAll(child: ChildProcess): Promise<void> {
-  if (child.pid === undefined || hasExited(child)) return Promise.resolve();
+/** Resolves once `child` has exited (or failed to start), however long that takes, or once `signal` aborts (its listeners then gone). */
+function exitedAtAll(child: ChildProcess, signal: AbortSignal): Promise<void> {
+  if (child.pid === undefined || hasExited(child) || signal.aborted) return Promise.resolve();
   return new Promise<void>((resolve) => {
-    child.once('exit', () => resolve());
-    child.once('error', () => resolve());
+    const done = (): void => {
+      child.off('exit', done);
+      child.off('error', done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    child.once('exit', done);
+    child.once('error', done);
+    signal.addEventListener('abort', done, { once: true });
   });
 }
 
@@ -507,14 +514,17 @@ function exitedAtAll(child: ChildProcess): Promise<void> {
  * ffmpegWaits), and again each STUCK_REPORT_MS while the wait lasts; so a source holds at most
  * one ffmpeg besides its running one, an exclusive input's none.
  */
-export async function lastFfmpegGone(last: LastFfmpeg, onStuck?: (why: string) => void): Promise<void> {
+export async function lastFfmpegGone(last: LastFfmpeg, onStuck?: (why: string) => void, signal?: AbortSignal): Promise<void> {
   const prev = last.ffmpeg;
   if (!prev) return;
   await exitOf(prev, FFMPEG_EXIT_WAIT_MS);
+  // Given up (`signal`: the source stopped): `last` as it was, for whoever starts next to wait on.
+  if (signal?.aborted) return;
   if (!hasExited(prev) && prev.pid !== undefined) {
     if (!stoppedAt.has(prev)) stoppedAt.set(prev, Date.now() - FFMPEG_EXIT_WAIT_MS);
     const behind = last.leftBehind !== prev && last.leftBehind && !hasExited(last.leftBehind) ? last.leftBehind : undefined;
-    if (behind || last.exclusive) await stuckWait(prev, behind, !!last.exclusive, onStuck);
+    if (behind || last.exclusive) await stuckWait(prev, behind, !!last.exclusive, onStuck, signal);
+    if (signal?.aborted) return;
     // The one still there (if any) is the one left behind.
     last.leftBehind = !hasExited(prev) ? prev : behind && !hasExited(behind) ? behind : undefined;
   }
@@ -528,7 +538,7 @@ const stuckFor = (c: ChildProcess): number => Math.round((Date.now() - (stoppedA
  * Waits for `prev` (stuck) to exit, or `behind` (left behind before it) where the input is not
  * `exclusive`; telling `onStuck` why at once and each STUCK_REPORT_MS until then.
  */
-async function stuckWait(prev: ChildProcess, behind: ChildProcess | undefined, exclusive: boolean, onStuck?: (why: string) => void): Promise<void> {
+async function stuckWait(prev: ChildProcess, behind: ChildProcess | undefined, exclusive: boolean, onStuck?: (why: string) => void, signal?: AbortSignal): Promise<void> {
   const why = (): string =>
     `ffmpeg ${prev.pid} has not exited ${stuckFor(prev)} s after it was stopped` +
     (behind ? `, nor has ffmpeg ${behind.pid} before it (${stuckFor(behind)} s)` : '') +
@@ -537,15 +547,25 @@ async function stuckWait(prev: ChildProcess, behind: ChildProcess | undefined, e
       ? `the next is started once it has gone (${behind ? 'they have' : 'it has'}: the input takes one reader at a time)`
       : 'the next is started once one of them has gone');
   onStuck?.(why());
-  const again = setInterval(() => {
-    if (!hasExited(prev) || (behind && !hasExited(behind))) onStuck?.(why());
-  }, STUCK_REPORT_MS);
-  again.unref?.(); // (the stuck child holds the loop, not its reports)
+  // Its timer and its listeners on the children end with the wait, or with `signal` (the source
+  // stopped): they lived on until the stuck ffmpeg exited, which a hung device may never let it,
+  // one more of each at every stop and start of the source (an argus worker's camera edited).
+  const ended = new AbortController();
+  const stop = (): void => ended.abort();
+  signal?.addEventListener('abort', stop, { once: true });
+  const again = onStuck
+    ? setInterval(() => {
+        if (!hasExited(prev) || (behind && !hasExited(behind))) onStuck(why());
+      }, STUCK_REPORT_MS)
+    : undefined;
+  again?.unref?.(); // (the stuck child holds the loop, not its reports)
   try {
-    if (exclusive) await Promise.all([exitedAtAll(prev), behind ? exitedAtAll(behind) : undefined]);
-    else await Promise.race([exitedAtAll(prev), exitedAtAll(behind!)]);
+    if (exclusive) await Promise.all([exitedAtAll(prev, ended.signal), behind ? exitedAtAll(behind, ended.signal) : undefined]);
+    else await Promise.race([exitedAtAll(prev, ended.signal), exitedAtAll(behind!, ended.signal)]);
   } finally {
     clearInterval(again);
+    signal?.removeEventListener('abort', stop);
+    stop();
   }
 }
 
@@ -568,6 +588,7 @@ function afterExit(memo: SourceMemo, go: () => void, onStuck?: (why: string) => 
   }
   // (A cancelled wait's timer and listeners go with the exit, or FFMPEG_EXIT_WAIT_MS: exitOf.)
   let waiting = true;
+  const cancelled = new AbortController();
   // What onStuck gave, told when the wait it said ends (or is cancelled), once.
   let ended: (() => void) | void;
   const end = (): void => {
@@ -575,12 +596,16 @@ function afterExit(memo: SourceMemo, go: () => void, onStuck?: (why: string) => 
     ended = undefined;
     e?.();
   };
-  void lastFfmpegGone(memo.last, (why) => {
-    // (Told again while the wait lasts: one wait, ended once.)
-    if (!waiting) return;
-    const e = onStuck?.(why);
-    ended ??= e;
-  }).then(() => {
+  void lastFfmpegGone(
+    memo.last,
+    (why) => {
+      // (Told again while the wait lasts: one wait, ended once.)
+      if (!waiting) return;
+      const e = onStuck?.(why);
+      ended ??= e;
+    },
+    cancelled.signal,
+  ).then(() => {
     if (!waiting) return;
     waiting = false;
     end();
@@ -588,6 +613,7 @@ function afterExit(memo: SourceMemo, go: () => void, onStuck?: (why: string) => 
   });
   return () => {
     waiting = false;
+    cancelled.abort();
     end();
   };
 }
@@ -696,7 +722,7 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
     const stopChild = (): void => {
       if (gone) return;
       if (input.kind === 'rtsp') gone = stopFfmpeg(child);
-      else child.kill('SIGKILL');
+      else signalChild(child, 'SIGKILL'); // (not one that never started: its handle has no pid)
     };
     const layout = output.frame === 'source' ? 'source' : output.frame === 'source-yuv' ? 'yuv420p' : 'letterboxed';
     // At the source's size (argus letterboxes): packed, or YUV with the colour its line names.

@@ -1,4 +1,4 @@
-import { asyncScheduler, BehaviorSubject, concat, connect, defer, distinctUntilChanged, EMPTY, finalize, from, identity, ignoreElements, materialize, merge, mergeMap, type MonoTypeOperatorFunction, NEVER, type Observable, of, repeat, retry, type SchedulerLike, type Subscription, switchMap, take, takeUntil, tap, throwError, timeout, timer } from 'rxjs';
+import { asyncScheduler, BehaviorSubject, concat, connect, defer, distinctUntilChanged, EMPTY, finalize, identity, materialize, merge, mergeMap, type MonoTypeOperatorFunction, NEVER, Observable, of, repeat, retry, type SchedulerLike, type Subscription, switchMap, take, takeUntil, tap, throwError, timeout, timer } from 'rxjs';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { redact } from '../core/redact.js';
@@ -387,14 +387,25 @@ export function supervisedSource(o: SupervisedSourceOptions): Observable<Frame> 
     // One left behind already (stuck in the kernel) and the last not gone either: the source waits
     // for one of them, reported `stuck` (LastFfmpeg.leftBehind), not one more ffmpeg per restart;
     // so for the last alone where a second beside it cannot work (a V4L2 device, a file: exclusive).
+    // (The wait is given up at the source's stop: its reminders' timer and its listeners on a stuck
+    // ffmpeg, which may never exit, lived on after it.)
     const lastGone = defer(() =>
       memo.last?.ffmpeg
-        ? from(
-            lastFfmpegGone(memo.last, (why) => {
-              // (Told again each minute while the wait lasts: not once the source has stopped.)
-              if (!finished) transition('stuck', why, new ArgusError(ErrorCodes.SOURCE_STALLED, `source "${o.id}": ${why}`), attempt, true);
-            }),
-          ).pipe(ignoreElements())
+        ? new Observable<never>((waiter) => {
+            const stopped = new AbortController();
+            lastFfmpegGone(
+              memo.last!,
+              (why) => {
+                // (Told again each minute while the wait lasts: not once the source has stopped.)
+                if (!finished) transition('stuck', why, new ArgusError(ErrorCodes.SOURCE_STALLED, `source "${o.id}": ${why}`), attempt, true);
+              },
+              stopped.signal,
+            ).then(
+              () => waiter.complete(),
+              (e: unknown) => waiter.error(e),
+            );
+            return () => stopped.abort();
+          })
         : EMPTY,
     );
     // (A file's judgement, readsOnce, is ffmpegSource's, by a bounded asynchronous look before its

@@ -1,5 +1,5 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { exitOf, spawnOwned } from '../core/children.js';
+import { exitOf, signalChild, spawnOwned } from '../core/children.js';
 import { endsBySignal } from '../core/signals.js';
 import { deviceProblem } from '../core/files.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -269,7 +269,7 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
    */
   let stopping: Promise<void> | undefined;
   // (Once: at a second SIGTERM, ffmpeg interrupts its I/O, the TEARDOWN's write with it.)
-  const stopGently = (): Promise<void> => (stopping ??= kind === 'rtsp' ? stopFfmpeg(child) : (child.kill('SIGKILL'), Promise.resolve()));
+  const stopGently = (): Promise<void> => (stopping ??= kind === 'rtsp' ? stopFfmpeg(child) : (signalChild(child, 'SIGKILL'), Promise.resolve()));
   const stop = (): void => void stopGently();
   // A still image's frame, else nothing (-nostdin: ffmpeg reads its stdin only as an input).
   child.stdin.on('error', () => {}); // an ffmpeg that ends first is told by its exit

@@ -93,3 +93,60 @@ describe('a spawn that throws (ENOMEM)', () => {
     await expect(w.close()).rejects.toMatchObject({ code: 'VAP_ERR_SINK_FILE', message: expect.stringMatching(/could not start ffmpeg .*ENOMEM/) });
   });
 });
+
+/**
+ * A child that never started holds a process handle node never spawned: its kill() reached the
+ * handle's, which signalled whatever pid its uninitialised memory held (-1, as root: every process
+ * on the host). The handle's kill is replaced here by a spy, so that a regression signals nobody.
+ */
+const handleKill = (child: unknown): ReturnType<typeof vi.fn> => {
+  const spy = vi.fn(() => -3); // ESRCH, were it reached
+  const handle = (child as { _handle?: { kill: unknown } | null })._handle;
+  if (handle) handle.kill = spy;
+  return spy;
+};
+
+describe('a child that never started is never signalled', () => {
+  it("notStartedChild: kill() is false and never reaches the unspawned process handle", async () => {
+    const { notStartedChild, signalChild } = await import('../../src/core/children.js');
+    const child = notStartedChild(new Error('spawn ENOMEM'));
+    child.on('error', () => {});
+    const spy = handleKill(child);
+    expect(child.kill('SIGKILL')).toBe(false);
+    expect(signalChild(child, 'SIGKILL')).toBe(false);
+    expect(spy).not.toHaveBeenCalled();
+  });
+
+  it("the annotated video's encoder, killed after a write that failed (the annotate sink's way), signals nothing", async () => {
+    const w = new VideoWriter({ ffmpegPath: THROWS, path: join(tmpdir(), 'argus-never.mp4'), width: 4, height: 2, fps: 5, order: 'rgb' });
+    const spy = handleKill((w as unknown as { child: unknown }).child);
+    await expect(w.write(new Uint8Array(4 * 2 * 3))).rejects.toMatchObject({ code: 'VAP_ERR_SINK_FILE' });
+    w.kill();
+    expect(spy).not.toHaveBeenCalled();
+  });
+
+  it("a file source stopped before its failed start is told (node's EMFILE child: no pid, a handle never spawned) signals nothing", async () => {
+    const { ChildProcess } = await import('node:child_process');
+    let spy: ReturnType<typeof vi.fn> | undefined;
+    const spawn = (): InstanceType<typeof ChildProcess> => {
+      // What node gives for EMFILE: a ChildProcess, no pid, no pipes, its 'error' on the next tick.
+      const child = Object.assign(new ChildProcess(), { stdin: null, stdout: null, stderr: null });
+      spy = handleKill(child);
+      process.nextTick(() => child.emit('error', Object.assign(new Error('spawn EMFILE'), { code: 'EMFILE' })));
+      return child;
+    };
+    const sub = ffmpegSource({
+      id: 'file',
+      input: { url: join(tmpdir(), 'argus-none.mp4'), kind: 'file', rate: 'fast', loop: false, cameraClock: false },
+      output: { width: 32, height: 32, pixelFormat: 'bgr24', align: 'top-left', padValue: 114 },
+      ffmpegPath: 'ffmpeg',
+      spawn: spawn as never,
+      memo: { readsOnce: false },
+    }).subscribe({ error: () => {} });
+    // Started at once (no ffmpeg before it), and stopped before its 'error' (the next tick).
+    expect(spy).toBeDefined();
+    sub.unsubscribe();
+    await new Promise((r) => setImmediate(r));
+    expect(spy).not.toHaveBeenCalled();
+  });
+});

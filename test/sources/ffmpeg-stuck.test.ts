@@ -133,6 +133,60 @@ describe('a source whose ffmpeg is stuck in the kernel (fake timers)', () => {
     expect(transitions.at(-1)!.state).toBe('stopped');
   });
 
+  it("stopped while it waits: the wait's reminder timer and its listeners on the stuck ffmpeg go with it (a stuck ffmpeg may never exit)", async () => {
+    const { children, transitions } = await started({ url: '/dev/video0', kind: 'v4l2', rate: 'native', loop: false });
+    const exitListeners = children[0].asChild().listenerCount('exit');
+    await vi.advanceTimersByTimeAsync(1000 + FFMPEG_EXIT_WAIT_MS + 10);
+    expect(transitions.at(-1)!.state).toBe('stuck');
+    expect(vi.getTimerCount()).toBeGreaterThan(0);
+    sub!.unsubscribe();
+    // Each stop and start of the camera (an argus worker's edit) while it hung added one more
+    // minute's timer and two listeners on the child, for as long as the device hung.
+    // (What else the stop set going ends within minutes; the reminder's interval went on.)
+    await vi.advanceTimersByTimeAsync(3 * STUCK_REPORT_MS);
+    expect(vi.getTimerCount()).toBe(0);
+    expect(children[0].asChild().listenerCount('exit')).toBe(exitListeners);
+  });
+
+  it("a file's run stopped while it waits for the stuck one (ffmpegSource's own wait): its reminder's timer and listeners go with it, and the next run still waits", async () => {
+    vi.useFakeTimers();
+    const children: SlowToDie[] = [];
+    const spawn: SpawnFn = (_cmd, args) => {
+      const c = new SlowToDie(args, 64 * 48 * 3);
+      children.push(c);
+      return c.asChild();
+    };
+    const memo: SourceMemo = { readsOnce: false };
+    const file = join(dir, 'cam2.ts');
+    writeFileSync(file, Buffer.alloc(188 * 10, 0x47));
+    const said: string[] = [];
+    const run = () => ffmpegSource({ id: 'cam', input: { url: file, kind: 'file', rate: 'native', loop: false }, output, ffmpegPath: 'ffmpeg', spawn, memo, onFfmpegStuck: (why) => void said.push(why) }).subscribe({ error: () => {} });
+    run().unsubscribe(); // killed: it never exits
+    await vi.advanceTimersByTimeAsync(0);
+    await statBounded(file);
+    const exitListeners = children[0].asChild().listenerCount('exit');
+    const second = run();
+    await vi.advanceTimersByTimeAsync(0);
+    await statBounded(file);
+    await vi.advanceTimersByTimeAsync(FFMPEG_EXIT_WAIT_MS + 10);
+    expect(said).toHaveLength(1);
+    second.unsubscribe();
+    await vi.advanceTimersByTimeAsync(3 * STUCK_REPORT_MS);
+    expect(said).toHaveLength(1);
+    expect(vi.getTimerCount()).toBe(0);
+    expect(children[0].asChild().listenerCount('exit')).toBe(exitListeners);
+    // The stuck one is still the one the next run waits for.
+    sub = run();
+    await vi.advanceTimersByTimeAsync(0);
+    await statBounded(file);
+    await vi.advanceTimersByTimeAsync(FFMPEG_EXIT_WAIT_MS + 10);
+    expect(children).toHaveLength(1);
+    expect(said).toHaveLength(2);
+    children[0].exitLater();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(children).toHaveLength(2);
+  });
+
   it('a network camera: the first stuck one is left behind and the next started beside it (safe there), unreported; a second stuck: reported and told again, no third', async () => {
     const { children, transitions, stats } = await started({ url: 'rtsp://cam.invalid/stream', kind: 'rtsp', rate: 'native', loop: false, cameraClock: false });
     await vi.advanceTimersByTimeAsync(1000 + FFMPEG_EXIT_WAIT_MS + 10);
