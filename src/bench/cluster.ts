@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
+import { signalChild } from '../core/children.js';
 import { makeDirSync } from '../core/files.js';
 import { PACKAGE_ROOT } from '../assets/paths.js';
 
@@ -270,7 +271,8 @@ export class WorkerProcess {
   }
 
   signal(sig: NodeJS.Signals): void {
-    if (this.child && this.child.exitCode === null && this.child.signalCode === null) this.child.kill(sig);
+    // (signalChild: never a child without a pid, whose handle's kill hits an arbitrary process.)
+    if (this.child) signalChild(this.child, sig);
   }
 
   async stop(): Promise<void> {
