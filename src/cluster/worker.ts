@@ -142,6 +142,26 @@ interface Reach {
 }
 
 /** A camera this worker reported unreachable: its record and slot then, when reported, when last found so. */
+/** Source `id`'s stats in `pipeline`, the latest attached (a chain stopping beside it: the earlier one). */
+function latestStats(pipeline: Pipeline, id: string): Pipeline['stats'][number] | undefined {
+  for (let k = pipeline.stats.length - 1; k >= 0; k--) if (pipeline.stats[k].id === id) return pipeline.stats[k];
+  return undefined;
+}
+
+/** A record a camera's chain refused (Worker.unusable). */
+interface Unusable {
+  text: string;
+  source: string;
+  why: string;
+  /**
+   * 'here': refused as the chain set up, for this worker's model or YAML (another worker may run
+   * it: its slot is reported to the group). 'record': refused for the record's own geometry at
+   * its first frame (zones or lines outside the picture), which every worker refuses alike: its
+   * slot is not moved for it.
+   */
+  scope: 'here' | 'record';
+}
+
 interface UnreachableReport {
   slot: number;
   text: string;
@@ -183,6 +203,8 @@ interface Running {
   /** The chain ended by itself (the source gave up, a file ended, it could not start). */
   ended: boolean;
   startedAt: number;
+  /** Its source's stats in the pipeline (taken at its first frame): the error its chain ended with, if any (isolate keeps it there). */
+  stats: { readonly id: string; readonly error?: Error } | undefined;
 }
 
 export interface WorkerOptions extends Omit<RunOptions, 'attached' | 'claimOf' | 'health' | 'clusterMetrics' | 'publishesStatus' | 'replaysStatus' | 'run'> {
@@ -319,7 +341,7 @@ export class Worker {
    * worker's model or YAML may take it (workers need not run one model), and once every able
    * worker has said so the leader leaves the slot where it is.
    */
-  private readonly unusable = new Map<string, { text: string; source: string; why: string }>();
+  private readonly unusable = new Map<string, Unusable>();
   private outputs: RunningPipeline | undefined;
   private joined = false;
   /** False after a fence until the next assignment: a rejoin then claims no slots (the group has handed them away). */
@@ -417,7 +439,7 @@ export class Worker {
         // Cameras of this worker's slots it may not run (their placement), and why.
         notHere: [
           ...[...this.view.cameras.values()].filter((c) => this.assigned.has(c.slot) && c.active && !satisfies(c.placement, this.self)).map((c) => ({ id: c.id, reason: unmet(c.placement, this.self) })),
-          ...[...this.unusable].filter(([id]) => this.assigned.has(this.view.cameras.get(id)?.slot ?? -1)).map(([id, u]) => ({ id, reason: `its record cannot be used here: ${u.why}` })),
+          ...[...this.unusable].filter(([id]) => this.assigned.has(this.view.cameras.get(id)?.slot ?? -1)).map(([id, u]) => ({ id, reason: `its record cannot be used ${u.scope === 'here' ? 'here' : 'on any worker'}: ${u.why}` })),
         ],
         // Every camera of the cluster and its latest owner (from the owners topic), for the dashboard.
         map: [...this.view.cameras.values()]
@@ -678,9 +700,11 @@ export class Worker {
     const reported = [...this.unreachable.values()].map((u) => u.slot).concat([...this.lacking.values()]);
     // And the slots of the records this worker's chain refused (its model, its YAML): while the
     // record is unchanged, this worker would refuse it again, wherever its slot is now.
+    // Not a record's own geometry: every worker refuses it alike, and moving its slot would move
+    // the slot's healthy cameras for nothing.
     for (const [id, u] of this.unusable) {
       const cam = this.view.cameras.get(id);
-      if (cam?.active && this.stillRefused(id, u)) reported.push(cam.slot);
+      if (u.scope === 'here' && cam?.active && this.stillRefused(id, u)) reported.push(cam.slot);
     }
     const slots = [...new Set(reported)].sort((a, b) => Number(!this.assigned.has(a)) - Number(!this.assigned.has(b)) || a - b);
     return slots.slice(0, MAX_UNREACHABLE_SLOTS).sort((a, b) => a - b);
@@ -1225,7 +1249,7 @@ export class Worker {
     const stop$ = new Subject<void>();
     let ended!: () => void;
     const done = new Promise<void>((r) => (ended = r));
-    const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, source: JSON.stringify(cam.definition!.source), claim, stop$, done, fenced: false, stopping: false, stoppingAt: 0, handoffSince: 0, handoffAfter: -1, readySent: false, standbyState: undefined, ended: false, startedAt: Date.now() };
+    const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, source: JSON.stringify(cam.definition!.source), claim, stop$, done, fenced: false, stopping: false, stoppingAt: 0, handoffSince: 0, handoffAfter: -1, readySent: false, standbyState: undefined, ended: false, startedAt: Date.now(), stats: undefined };
     this.running.set(cam.id, run);
     const reach = this.reachOf(cam);
     // A new chain: its first attempt starts now (its state says so until the source tells more).
@@ -1237,6 +1261,8 @@ export class Worker {
     } else this.log(`cluster: ${this.id} connects ${cam.id} (slot ${cam.slot}) while its claim is pending`, { worker: this.id, camera: cam.id, slot: cam.slot }, 'debug');
     this.chains$.next(
       pipeline.attach(cam.definition!.source, stop$, () => {
+        // Its stats, where the chain's error is kept (isolate): the latest of its id, this chain's at its first frame.
+        if (!run.stats) run.stats = latestStats(pipeline, run.id);
         // Looked up, not kept: the record is made anew when the camera is meant to run here again, this chain still running.
         const reach = this.reach.get(run.id);
         if (reach) {
@@ -1278,7 +1304,7 @@ export class Worker {
           // the same way: reconcileOnce leaves it until its record changes.
           const reach = this.reach.get(cam.id);
           if (code === ErrorCodes.CONFIG && this.view.cameras.get(cam.id)?.text === cam.text && reach?.text === cam.text && reach.state === undefined) {
-            this.unusable.set(cam.id, { text: cam.text, source: JSON.stringify(cam.definition!.source), why: e.message.split('\n')[0] });
+            this.unusable.set(cam.id, { text: cam.text, source: JSON.stringify(cam.definition!.source), why: e.message.split('\n')[0], scope: 'here' });
             this.log(`cluster: camera ${cam.id} (slot ${cam.slot}) runs nowhere here: its record cannot be used on ${this.id}: ${e.message}; its slot is reported to the group, for a worker that can run it; tried here again once its record changes`, { worker: this.id, camera: cam.id, slot: cam.slot, code }, 'error');
           } else this.log(`cluster: camera ${cam.id} could not start: ${e.message}`, { camera: cam.id, code }, 'error');
           return EMPTY;
@@ -1290,12 +1316,30 @@ export class Worker {
             // Its source gave up (or could not start): an attempt that failed, as its `failed` state says.
             // Not a record it refused: that is no failed connection.
             const r = this.reach.get(run.id);
+            this.refusedAtFirstFrame(run, r);
             if (r && r.text === run.text && r.state !== 'failed' && this.unusable.get(run.id)?.text !== run.text) this.attemptFailed(r);
             this.reconcile();
           }
         }),
       ),
     );
+  }
+
+  /**
+   * A chain that ended by itself with VAP_ERR_CONFIG after its source gave it a frame, not in a
+   * failed attempt: its record's own geometry (zones or lines outside the picture, analyzer.ts
+   * init). Every worker the camera gives the same picture refuses it alike: it runs nowhere until
+   * its record changes, its slot is not reported (moving it moves the slot's healthy cameras for
+   * nothing), said once. Before, it was started again every 10 s, a claim and a release each
+   * time, and reported unreachable 30 s on: its slot moved from worker to worker.
+   */
+  private refusedAtFirstFrame(run: Running, r: Reach | undefined): void {
+    const e = run.stats?.error;
+    const cam = this.view.cameras.get(run.id);
+    if ((e as { code?: string } | undefined)?.code !== ErrorCodes.CONFIG || !cam || cam.text !== run.text || !r || r.text !== run.text || r.state === 'failed' || r.frameAt < r.chainAt) return;
+    const why = e!.message.split('\n')[0];
+    this.unusable.set(run.id, { text: run.text, source: run.source, why, scope: 'record' });
+    this.log(`cluster: camera ${run.id} (slot ${run.slot}) runs nowhere: its record cannot be used on any worker: ${why}; tried again once its record changes`, { worker: this.id, camera: run.id, slot: run.slot, code: ErrorCodes.CONFIG }, 'error');
   }
 
   /**

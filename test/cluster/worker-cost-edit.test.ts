@@ -17,7 +17,7 @@ describe('Worker: a camera whose record changed only in cost or placement', () =
     const { w, i, settle, write } = await drivenWorker<Internals>();
     let attached = 0;
     const attach = (i.pipeline as { attach: (...a: unknown[]) => unknown }).attach;
-    i.pipeline = { attach: (...a: unknown[]) => (attached++, attach(...a)) };
+    i.pipeline = { stats: [], attach: (...a: unknown[]) => (attached++, attach(...a)) };
     write('dock', { uri: 'rtsp://192.0.2.10/s', cost: 1 });
     await settle();
     const [first] = w.cameras();

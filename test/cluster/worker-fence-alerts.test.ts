@@ -33,7 +33,7 @@ describe('Worker: results in flight at a lease lapse', () => {
     const released: number[] = [];
     const results = new Subject<FrameResult>();
     const { w, i, settle, write } = await drivenWorker<Internals>({ onResult: (r) => passed.push(r as FrameResult) });
-    i.pipeline = { attach: () => results };
+    i.pipeline = { stats: [], attach: () => results };
     write('cam0', { uri: 'rtsp://h/x' });
     await settle();
     const epoch = w.claimOf('cam0')!.epoch;
@@ -79,7 +79,7 @@ describe('Worker: a result in flight past the stop budget, once the worker has c
     const publisher = new Publisher([{ name: 'test', publish: (_k, _s, _j, m) => void sent.push(m as AlertMessage), close: async () => {} }], { name: 'm', version: '1' }, ['x'], undefined, (s, f) => w.claimOf(s, f));
     const alerts = new AlertPublisher(publisher, { snapshot: { mode: 'none', dir: 'snapshots' } } as never, {} as never, '/tmp', () => {});
     // Each attachment's frames; none ends when its camera is stopped (a frame still in inference).
-    i.pipeline = { attach: () => chains[chains.push(new Subject<FrameResult>()) - 1] };
+    i.pipeline = { stats: [], attach: () => chains[chains.push(new Subject<FrameResult>()) - 1] };
     i.stopBudget = () => 0; // the stop gives up on the frames in flight at once (else after up to 10 s)
     write('cam0', { uri: 'rtsp://h/x' });
     await settle();

@@ -34,6 +34,7 @@ async function handoff(ends: Promise<void> = Promise.resolve()) {
   const ready: string[] = [];
   let attaches = 0;
   i.pipeline = {
+    stats: [],
     attach: (_src: unknown, stop$: Observable<void>) => {
       attaches++;
       return concat(stop$, from(ends)).pipe(filter(() => false));

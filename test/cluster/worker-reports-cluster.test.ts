@@ -33,7 +33,7 @@ async function worker(file: string, group: string) {
   const { w, i, settle, write } = await drivenWorker<Internals>({ log: (msg) => lines.push(msg) });
   i.c.group = group; // (drivenWorker's config: group argus-workers)
   (i.membership as { requestRebalance: () => Promise<void> }).requestRebalance = async () => {};
-  i.pipeline = { attach: (_src: unknown, stop$: Observable<void>) => stop$.pipe(filter(() => false)) };
+  i.pipeline = { stats: [], attach: (_src: unknown, stop$: Observable<void>) => stop$.pipe(filter(() => false)) };
   await w.restoreReports(file);
   const at = async (ms: number) => {
     now = 1_000_000 + ms;

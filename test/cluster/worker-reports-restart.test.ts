@@ -35,7 +35,7 @@ async function worker(file: string) {
   const lines: string[] = [];
   const { w, i, settle, write } = await drivenWorker<Internals>({ log: (msg) => lines.push(msg) });
   (i.membership as { requestRebalance: () => Promise<void> }).requestRebalance = async () => {};
-  i.pipeline = { attach: (_src: unknown, stop$: Observable<void>) => stop$.pipe(filter(() => false)) };
+  i.pipeline = { stats: [], attach: (_src: unknown, stop$: Observable<void>) => stop$.pipe(filter(() => false)) };
   await w.restoreReports(file);
   const state = (source: string) => w.publishesStatus({ source, state: 'reconnecting', previous: 'starting', reason: 'refused', at: Date.now(), attempt: 1 });
   const at = async (ms: number) => {

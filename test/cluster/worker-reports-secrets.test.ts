@@ -31,7 +31,7 @@ afterEach(() => vi.restoreAllMocks());
 async function worker(file: string) {
   const { w, i, settle, write } = await drivenWorker<Internals>({ log: () => {} });
   (i.membership as { requestRebalance: () => Promise<void> }).requestRebalance = async () => {};
-  i.pipeline = { attach: (_src: unknown, stop$: Observable<void>) => stop$.pipe(filter(() => false)) };
+  i.pipeline = { stats: [], attach: (_src: unknown, stop$: Observable<void>) => stop$.pipe(filter(() => false)) };
   await w.restoreReports(file);
   const state = (source: string) => w.publishesStatus({ source, state: 'reconnecting', previous: 'starting', reason: 'refused', at: Date.now(), attempt: 1 });
   const at = async (ms: number) => {

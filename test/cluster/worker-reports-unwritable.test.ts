@@ -39,7 +39,7 @@ describe('unreachable reports and an outbox folder that cannot be written', () =
     const lines: string[] = [];
     const { w, i, settle, write } = await drivenWorker<Internals>({ log: (msg) => lines.push(msg) });
     (i.membership as { requestRebalance: () => Promise<void> }).requestRebalance = async () => {};
-    i.pipeline = { attach: (_src: unknown, stop$: Observable<void>) => stop$.pipe(filter(() => false)) };
+    i.pipeline = { stats: [], attach: (_src: unknown, stop$: Observable<void>) => stop$.pipe(filter(() => false)) };
     await w.restoreReports('/read-only/cluster-unreachable.w1.json');
     const at = async (ms: number) => {
       now = 1_000_000 + ms;

@@ -35,6 +35,7 @@ async function worker() {
   // Each chain's gate, by camera: calling it is a frame from the camera.
   const frame = new Map<string, () => boolean>();
   i.pipeline = {
+    stats: [],
     attach: (src: { id: string }, stop$: Observable<void>, admit: () => boolean) => {
       frame.set(src.id, admit);
       return stop$.pipe(filter(() => false));
@@ -446,6 +447,7 @@ describe('Worker: only failed connection attempts tell (no report of a camera wh
     const h = await worker();
     const ends: Subject<never>[] = [];
     h.i.pipeline = {
+      stats: [],
       attach: (_src: unknown, stop$: Observable<void>) => {
         const end = new Subject<never>();
         ends.push(end);
@@ -603,6 +605,7 @@ describe('Worker: a camera whose chain ends by itself again and again', () => {
     const h = await worker();
     const ends: Subject<never>[] = [];
     h.i.pipeline = {
+      stats: [],
       attach: (_src: unknown, stop$: Observable<void>) => {
         const end = new Subject<never>();
         ends.push(end);

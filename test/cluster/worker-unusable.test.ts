@@ -10,7 +10,7 @@
  * (a worker with another model or YAML may; where every worker refuses it, the slot stays).
  * Drives the worker without a broker, on a virtual clock.
  */
-import { type Observable, throwError, filter } from 'rxjs';
+import { Observable, throwError, filter } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ArgusError, ErrorCodes } from '../../src/core/errors.js';
 import { drivenWorker, type DrivenInternals } from '../helpers/worker.js';
@@ -33,12 +33,29 @@ async function worker() {
   // The worker's model knows no forklift: the chain's set-up refuses that camera's record (as
   // Pipeline.attach's checkClasses). The others stream: each chain's gate, called at every step, is a frame.
   const gates = new Map<string, () => boolean>();
+  const stats: { id: string; error?: Error }[] = [];
   i.pipeline = {
+    stats,
     attach: (src: { id: string }, stop$: Observable<void>, admit: () => boolean) => {
       if (JSON.stringify(src).includes('no-such-ca')) {
         // A source's tls.ca this machine lacks: its attempt fails (`failed`), then the chain ends with the error.
         w.publishesStatus({ source: src.id, state: 'failed', previous: 'starting', reason: 'tls.ca: /etc/argus/no-such-ca.pem: no such file', at: Date.now(), attempt: 1 });
         return throwError(() => new ArgusError(ErrorCodes.CONFIG, 'tls.ca: /etc/argus/no-such-ca.pem: no such file'));
+      }
+      if (JSON.stringify(src).includes('"units":"pixel"')) {
+        // Zones in pixels of a larger picture than the camera gives (no frameSize): the source
+        // streams, its first frame reaches the analyzer, which refuses the points
+        // (analyzer.ts init); the chain ends as isolate ends it: the error kept in the source's
+        // stats, and the chain complete.
+        return new Observable<never>((o) => {
+          const st: { id: string; error?: Error } = { id: src.id };
+          stats.push(st);
+          w.publishesStatus({ source: src.id, state: 'streaming', previous: 'starting', reason: 'first frame', at: Date.now(), attempt: 1 } as never);
+          admit();
+          st.error = new ArgusError(ErrorCodes.CONFIG, `camera ${src.id}.zones[0].polygon[1]: point [1920, 0] is outside the 640x480 frame (give the size of the picture the points were read from as frameSize, and they are scaled from it)`);
+          o.complete();
+          return () => void stats.splice(stats.indexOf(st), 1);
+        });
       }
       if (JSON.stringify(src).includes('forklift')) return throwError(() => new ArgusError(ErrorCodes.CONFIG, `camera ${src.id}: zones[0].classes[0]: unknown class "forklift"`));
       gates.set(src.id, admit);
@@ -145,5 +162,41 @@ describe('Worker: a camera whose record its chain cannot start with', () => {
     for (let t = 1000; t <= 30_000; t += 1000) await h.at(t);
     expect(h.i.counters.claims - claims).toBeGreaterThan(0);
     expect((h.w.health().cluster as { notHere: unknown[] }).notHere).toEqual([]);
+  });
+
+  it("a zone whose points lie outside the frame (refused at its first frame, the source streaming) is the record's: not started again, its slot not moved, said once", async () => {
+    // Its own geometry: every worker refuses it alike (the camera gives each the same picture).
+    // Before, the chain ended at its first frame as a source that failed: started again every
+    // 10 s (a claim and a release each time), and 30 s on reported unreachable, its slot (with
+    // the slot's healthy cameras) moved to a worker that refused it the same way, and on.
+    const h = await worker();
+    let asked = 0;
+    (h.i.membership as { requestRebalance: () => Promise<void> }).requestRebalance = async () => void asked++;
+    h.write('dock', { uri: 'rtsp://192.0.2.10/s' });
+    const zones = [{ id: 'lane', units: 'pixel', polygon: [[0, 0], [1920, 0], [1920, 1080]] }];
+    h.write('yard', { uri: 'rtsp://192.0.2.11/s', zones });
+    await h.settle();
+    const claims = h.i.counters.claims;
+    for (let t = 1000; t <= 120_000; t += 1000) await h.at(t);
+    expect(h.i.counters.claims - claims).toBe(0);
+    expect(h.i.counters.releases).toBe(1);
+    expect(h.i.counters.unreachableReports).toBe(0);
+    expect(h.w.unreachableNow()).toEqual([]);
+    expect(h.w.memberInfo().unreachable).toEqual([]);
+    expect(asked).toBe(0);
+    expect(h.w.cameras().map((c) => c.id)).toEqual(['dock']);
+    const said = h.lines.filter((l) => l.level === 'error' && /yard/.test(l.msg));
+    expect(said).toHaveLength(1);
+    expect(said[0].msg).toMatch(/camera yard \(slot 0\) runs nowhere: its record cannot be used on any worker: camera yard\.zones\[0\]\.polygon\[1\]: point \[1920, 0\] is outside the 640x480 frame/);
+    expect(said[0].fields).toMatchObject({ camera: 'yard', code: 'VAP_ERR_CONFIG' });
+    expect((h.w.health().cluster as { notHere: unknown[] }).notHere).toEqual([{ id: 'yard', reason: expect.stringMatching(/^its record cannot be used on any worker: camera yard\.zones\[0\]\.polygon\[1\]/) }]);
+    // A cost edit alone: still refused, not tried.
+    h.write('yard', { uri: 'rtsp://192.0.2.11/s', zones, cost: 2 });
+    for (let t = 121_000; t <= 150_000; t += 1000) await h.at(t);
+    expect(h.i.counters.claims - claims).toBe(0);
+    // Its points given as fractions: tried at once.
+    h.write('yard', { uri: 'rtsp://192.0.2.11/s', zones: [{ id: 'lane', polygon: [[0, 0], [1, 0], [1, 1]] }], cost: 2 });
+    await h.at(151_000);
+    expect(h.w.cameras().map((c) => c.id).sort()).toEqual(['dock', 'yard']);
   });
 });

@@ -18,7 +18,7 @@ export interface JoinableWorker {
  * camera cam0 in it (whose chain never ends): its next reconcile() claims cam0 from its owners.
  */
 export function joinedWithCam0(i: JoinableWorker): void {
-  i.pipeline = { attach: () => NEVER };
+  i.pipeline = { stats: [], attach: () => NEVER };
   i.membership = { lastAlive: performance.now(), requestRebalance: async () => {}, rejoin: async () => {}, stop: async () => {} };
   i.joined = true;
   i.assigned = new Set([0]);
@@ -84,7 +84,7 @@ export async function drivenWorker<I extends DrivenInternals = DrivenInternals>(
   i.view.cameras.clear();
   (i.membership as { lastAlive: number }).lastAlive = Infinity; // the lease holds however long the test takes
   // A camera's chain ends when it is stopped (frames in flight: none).
-  i.pipeline = { attach: (_src: unknown, stop$: Observable<void>) => stop$.pipe(filter(() => false)) };
+  i.pipeline = { stats: [], attach: (_src: unknown, stop$: Observable<void>) => stop$.pipe(filter(() => false)) };
   i.chains$.pipe(mergeAll()).subscribe((r) => o.onResult?.(r)); // what runPipeline subscribes to
   const rec = (v: unknown) => Buffer.from(JSON.stringify(v));
   let offset = 0;
