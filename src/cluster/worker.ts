@@ -287,9 +287,11 @@ export class Worker {
   /**
    * Per camera, how many times this worker reported its record with no frame here since: a camera
    * down for every worker came back at each expiry (every 10 min, at the next rebalance) and moved
-   * its slot's healthy cameras with it; each report again is now kept twice as long.
+   * its slot's healthy cameras with it; each report again is now kept twice as long. Kept by its
+   * source as its chain reads it (sameSource): an edit of its cost or placement alone between two
+   * reports made the next a first again, kept 10 min.
    */
-  private readonly strikes = new Map<string, { text: string; n: number }>();
+  private readonly strikes = new Map<string, { text: string; source: string; n: number }>();
   /**
    * Slots another member holds and reports unreachable too, as last read of the group (onMembers):
    * the leader left them there because every able member has reported them (a camera down for
@@ -620,7 +622,7 @@ export class Worker {
       const cam = this.view.cameras.get(r.camera);
       if (!cam || !cam.active || cam.slot !== r.slot || cam.offset !== r.offset || this.unreachable.has(r.camera)) continue;
       this.unreachable.set(r.camera, { slot: r.slot, text: cam.text, source: cam.definition ? JSON.stringify(cam.definition.source) : '', reportedAt: mono - (wall - r.reportedAt), confirmedAt: mono - (wall - r.confirmedAt), forgetMs: Math.min(r.forgetMs, UNREACHABLE_FORGET_MAX_MS) });
-      this.strikes.set(r.camera, { text: cam.text, n: r.n });
+      this.strikes.set(r.camera, { text: cam.text, source: cam.definition ? JSON.stringify(cam.definition.source) : '', n: r.n });
       taken.push(r.camera);
     }
     if (taken.length > 0) {
@@ -752,8 +754,8 @@ export class Worker {
           continue;
         }
         const before = this.strikes.get(cam.id);
-        const n = before?.text === cam.text ? before.n + 1 : 1;
-        this.strikes.set(cam.id, { text: cam.text, n });
+        const n = before && this.sameSource(before, cam) ? before.n + 1 : 1;
+        this.strikes.set(cam.id, { text: cam.text, source: JSON.stringify(cam.definition!.source), n });
         this.unreachable.set(cam.id, { slot: cam.slot, text: cam.text, source: JSON.stringify(cam.definition!.source), reportedAt: now, confirmedAt: now, forgetMs: Math.min(UNREACHABLE_FORGET_MAX_MS, UNREACHABLE_FORGET_MS * 2 ** Math.min(n - 1, 16)) });
         this.counters.unreachableReports++;
         found.push(cam);
@@ -765,7 +767,10 @@ export class Worker {
       const keep = this.darkHeld.has(u.slot) && !this.assigned.has(u.slot) ? UNREACHABLE_FORGET_MAX_MS : u.forgetMs;
       if (after <= 0 || !cam || !cam.active || !this.sameSource(u, cam) || cam.slot !== u.slot || now - u.confirmedAt >= keep) this.unreachable.delete(id);
     }
-    for (const [id, k] of this.strikes) if (this.view.cameras.get(id)?.text !== k.text) this.strikes.delete(id);
+    for (const [id, k] of this.strikes) {
+      const cam = this.view.cameras.get(id);
+      if (!cam || !this.sameSource(k, cam)) this.strikes.delete(id);
+    }
     void this.saveReports();
     for (const cam of found) {
       // The group moves slots: the slot's other cameras, reachable here, go with it (a short gap each).

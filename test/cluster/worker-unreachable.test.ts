@@ -522,6 +522,35 @@ describe('Worker: a camera down for every worker does not flap', () => {
     expect(h.reported()).toEqual([]);
   });
 
+  it('an edit of its cost or placement alone keeps the count: its source is what was reported', async () => {
+    // Before, the count was kept by the record's text: a re-weigh between two reports (the
+    // operator balancing load while the camera was down) made the next one a first, kept 10 min,
+    // and the dark camera came back every 10 min with its slot's healthy cameras.
+    const h = await worker();
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
+    await h.at(0);
+    await h.at(31_000);
+    expect(h.reported()).toEqual([0]);
+    h.i.assigned = new Set([1]);
+    await h.at(32_000);
+    await h.at(31_000 + UNREACHABLE_FORGET_MS);
+    expect(h.reported()).toEqual([]);
+    h.write('cam0', { uri: 'rtsp://10.9.9.9/x', cost: 3 });
+    await h.at(31_000 + UNREACHABLE_FORGET_MS + 1000);
+    const back = 31_000 + UNREACHABLE_FORGET_MS + 60_000;
+    h.i.assigned = new Set([0]);
+    await h.at(back);
+    await h.at(back + 31_000);
+    expect(h.reported()).toEqual([0]);
+    expect(h.lines.some((l) => l.level === 'warn' && /report 2 from here, kept 20 min/.test(l.msg))).toBe(true);
+    // An edit of its source counts afresh.
+    h.write('cam0', { uri: 'rtsp://10.9.9.8/x', cost: 3 });
+    await h.at(back + 32_000);
+    await h.at(back + 64_000);
+    expect(h.reported()).toEqual([0]);
+    expect(h.lines.filter((l) => l.level === 'warn' && /report 1 from here, kept 10 min/.test(l.msg))).toHaveLength(2);
+  });
+
   it('a frame here forgets the count: the next report is kept 10 min again', async () => {
     const h = await worker();
     h.write('cam0', { uri: 'rtsp://10.9.9.9/x' });
