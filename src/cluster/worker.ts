@@ -9,6 +9,7 @@ import { ArgusError, ErrorCodes, inContext } from '../core/errors.js';
 import type { LogFn } from '../core/log.js';
 import type { Frame } from '../core/frame.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
+import type { ClusterMetricsState } from '../server/metrics.js';
 import { outboxDir, runPipeline, type RunningPipeline, type RunOptions, type RunSummary } from '../pipeline/run.js';
 import { runTag, type Claim, type StatusMessage } from '../sinks/message.js';
 import type { SourceState, Transition } from '../sources/health.js';
@@ -422,6 +423,28 @@ export class Worker {
     return [...this.running.values()].filter((r) => !r.stopping && r.claim).map((r) => ({ id: r.id, slot: r.slot, epoch: r.claim!.epoch, since: r.startedAt }));
   }
 
+  /**
+   * Cameras this worker does not run for their record, counted: refused by its chain here (its
+   * model, its YAML: refusedHere, their slots reported to the group) or for their own geometry
+   * (refusedRecord: every worker alike), and those whose `${env:…}` variable its environment
+   * lacks (envMissing). Wherever their slots are: each is a camera it would not run.
+   */
+  notRunCounts(): ClusterMetricsState['notRun'] {
+    let refusedHere = 0;
+    let refusedRecord = 0;
+    for (const [id, u] of this.unusable) {
+      if (!this.view.cameras.get(id)?.active || !this.stillRefused(id, u)) continue;
+      if (u.scope === 'here') refusedHere++;
+      else refusedRecord++;
+    }
+    return { refusedHere, refusedRecord, envMissing: this.lacking.size };
+  }
+
+  /** What /metrics shows of this worker (server/metrics.ts). */
+  metricsState(): ClusterMetricsState {
+    return { worker: this.id, cameras: this.cameras(), lease: this.leaseHolds(), counters: this.counters, unreachable: this.unreachableNow(), view: { cameras: this.view.cameras.size, refused: this.view.refusedCameras }, notRun: this.notRunCounts() };
+  }
+
   health(): Record<string, unknown> {
     return {
       cluster: {
@@ -443,6 +466,9 @@ export class Worker {
           ...[...this.view.cameras.values()].filter((c) => this.assigned.has(c.slot) && c.active && !satisfies(c.placement, this.self)).map((c) => ({ id: c.id, reason: unmet(c.placement, this.self) })),
           ...[...this.unusable].filter(([id]) => this.assigned.has(this.view.cameras.get(id)?.slot ?? -1)).map(([id, u]) => ({ id, reason: `its record cannot be used ${u.scope === 'here' ? 'here' : 'on any worker'}: ${u.why}` })),
         ],
+        // How many cameras it would not run for their record (refused here, refused for their own
+        // geometry, a ${env:…} variable missing here), as /metrics has them.
+        notRun: this.notRunCounts(),
         // Every camera of the cluster and its latest owner (from the owners topic), for the dashboard.
         map: [...this.view.cameras.values()]
           .sort((a, b) => (a.id < b.id ? -1 : 1))
@@ -1510,7 +1536,7 @@ export async function runWorker(config: PipelineConfig, options: WorkerOptions =
       },
       replaysStatus: (m) => worker.replaysStatus(m),
       health: () => worker.health(),
-      clusterMetrics: () => ({ worker: worker.id, cameras: worker.cameras(), lease: worker.leaseHolds(), counters: worker.counters, unreachable: worker.unreachableNow(), view: { cameras: worker.view.cameras.size, refused: worker.view.refusedCameras } }),
+      clusterMetrics: () => worker.metricsState(),
     });
   } finally {
     await worker.close();

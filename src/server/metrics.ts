@@ -42,6 +42,12 @@ export interface ClusterMetricsState {
   unreachable: readonly { id: string; here: boolean }[];
   /** Cameras of the cameras topic the worker's view holds, and records of new ids it refused (cluster.maxCameras). */
   view: { cameras: number; refused: number };
+  /**
+   * Cameras it does not run for their record: refused by its chain here (its model or YAML; their
+   * slots reported to the group), refused for their own geometry (zones or lines outside the
+   * picture: every worker alike), and those whose `${env:…}` variable its environment lacks.
+   */
+  notRun: { refusedHere: number; refusedRecord: number; envMissing: number };
 }
 
 /**
@@ -232,6 +238,18 @@ export class Metrics {
           this.inc(cl().view.refused);
         },
       });
+      new client.Gauge({
+        name: 'argus_cluster_cameras_unusable',
+        help: 'argus worker: cameras whose record its chain refused (VAP_ERR_CONFIG), run nowhere here until the record changes: scope here (its model or YAML: a class it lacks, lines with tracking off; the slot is reported to the group for a worker that can run it), record (the record\'s own geometry, zones or lines outside the picture: every worker refuses it alike).',
+        labelNames: ['scope'],
+        registers: [r],
+        collect() {
+          const n = cl().notRun;
+          this.set({ scope: 'here' }, n.refusedHere);
+          this.set({ scope: 'record' }, n.refusedRecord);
+        },
+      });
+      new client.Gauge({ name: 'argus_cluster_cameras_env_missing', help: 'argus worker: cameras meant to run here (enabled, placement met) whose record names a ${env:ARGUS_CAMERA_…} variable its environment lacks (the slot is reported to the group for a worker that has it).', registers: [r], collect() { this.set(cl().notRun.envMissing); } });
       new client.Gauge({ name: 'argus_cluster_lease', help: 'argus worker: 1 while its group lease holds (a heartbeat answered within the session less the fence margin).', registers: [r], collect() { this.set(cl().lease ? 1 : 0); } });
       new client.Counter({
         name: 'argus_cluster_events_total',

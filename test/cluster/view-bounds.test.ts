@@ -191,7 +191,7 @@ describe('ClusterView: at most cluster.maxCameras cameras', () => {
   it('/metrics counts the cameras held and the records refused', async () => {
     const { v } = await started({ maxCameras: 2 });
     for (let i = 0; i < 5; i++) v.ingest('c', 0, `cam${i}`, camera(`cam${i}`), String(i));
-    const metrics = new Metrics({ stats: () => [], provider: 'cpu', cluster: () => ({ worker: 'w1', cameras: [], lease: true, counters: { claims: 0, releases: 0, fencings: 0, fencedFrames: 0, forcedClaims: 0, rebalancesAsked: 0, unreachableReports: 0 }, unreachable: [], view: { cameras: v.cameras.size, refused: v.refusedCameras } }) });
+    const metrics = new Metrics({ stats: () => [], provider: 'cpu', cluster: () => ({ worker: 'w1', cameras: [], lease: true, counters: { claims: 0, releases: 0, fencings: 0, fencedFrames: 0, forcedClaims: 0, rebalancesAsked: 0, unreachableReports: 0 }, unreachable: [], view: { cameras: v.cameras.size, refused: v.refusedCameras }, notRun: { refusedHere: 0, refusedRecord: 0, envMissing: 0 } }) });
     const text = await metrics.scrape();
     expect(text).toMatch(/^argus_cluster_cameras 2$/m);
     expect(text).toMatch(/^argus_cluster_cameras_refused_total 3$/m);

@@ -13,6 +13,7 @@
 import { Observable, throwError, filter } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ArgusError, ErrorCodes } from '../../src/core/errors.js';
+import { Metrics } from '../../src/server/metrics.js';
 import { drivenWorker, type DrivenInternals } from '../helpers/worker.js';
 
 interface Internals extends DrivenInternals {
@@ -198,5 +199,26 @@ describe('Worker: a camera whose record its chain cannot start with', () => {
     h.write('yard', { uri: 'rtsp://192.0.2.11/s', zones: [{ id: 'lane', polygon: [[0, 0], [1, 0], [1, 1]] }], cost: 2 });
     await h.at(151_000);
     expect(h.w.cameras().map((c) => c.id).sort()).toEqual(['dock', 'yard']);
+  });
+
+  it('/metrics and /healthz count the cameras it does not run for their record: refused here, refused for their geometry, a variable missing here', async () => {
+    // Before, only the log and /healthz notHere (the slots it holds) said so: a Prometheus alert had nothing to read.
+    const h = await worker();
+    h.write('dock', { uri: 'rtsp://192.0.2.10/s' });
+    h.write('yard', { uri: 'rtsp://192.0.2.11/s', zones: [{ id: 'lane', polygon: [[0, 0], [1, 0], [1, 1]], classes: ['forklift'] }] });
+    h.write('gate', { uri: 'rtsp://192.0.2.12/s', zones: [{ id: 'lane', units: 'pixel', polygon: [[0, 0], [1920, 0], [1920, 1080]] }] });
+    h.write('pier', { uri: 'rtsp://admin:${env:ARGUS_CAMERA_PIER_PW}@192.0.2.13/s' });
+    for (let t = 1000; t <= 5000; t += 1000) await h.at(t);
+    const counts = { refusedHere: 1, refusedRecord: 1, envMissing: 1 };
+    expect((h.w.health().cluster as { notRun: unknown }).notRun).toEqual(counts);
+    const text = await new Metrics({ stats: () => [], provider: 'cpu', cluster: () => h.w.metricsState() }).scrape();
+    expect(text).toMatch(/^argus_cluster_cameras_unusable\{scope="here"\} 1$/m);
+    expect(text).toMatch(/^argus_cluster_cameras_unusable\{scope="record"\} 1$/m);
+    expect(text).toMatch(/^argus_cluster_cameras_env_missing 1$/m);
+    // Fixed records leave the counts.
+    h.write('yard', { uri: 'rtsp://192.0.2.11/s', zones: [{ id: 'lane', polygon: [[0, 0], [1, 0], [1, 1]], classes: ['person'] }] });
+    h.write('pier', { uri: 'rtsp://192.0.2.13/s' });
+    await h.at(6000);
+    expect(h.w.metricsState().notRun).toEqual({ refusedHere: 0, refusedRecord: 1, envMissing: 0 });
   });
 });
