@@ -24,9 +24,10 @@ describe('--max-frames and the end of a stream', () => {
   beforeAll(async () => {
     ({ detector: fake } = await fakeDetector());
     dir = mkdtempSync(join(tmpdir(), 'argus-max-frames-end-'));
-    const clip = (name: string, frames: number) => execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x64:rate=10', '-frames:v', String(frames), '-pix_fmt', 'yuv420p', join(dir, name)]);
+    const clip = (name: string, frames: number, rate = 10) => execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', `testsrc=size=64x64:rate=${rate}`, '-frames:v', String(frames), '-pix_fmt', 'yuv420p', join(dir, name)]);
     clip('short.mp4', 10);
     clip('long.mp4', 200);
+    clip('slow.mp4', 100, 4);
   }, 60_000);
   afterAll(() => fake?.release());
 
@@ -38,9 +39,12 @@ describe('--max-frames and the end of a stream', () => {
       return end && this.source.id === 'short' ? { ...end, alerts: [{ rule: 'in', severity: 'critical', event: 'line.cross', message: 'settled', trackId: 7, line: 'door', direction: 'in', row: -1 }] } : end;
     });
     try {
-      const source = (id: string) => `{ id: ${id}, uri: ${join(dir, `${id}.mp4`)}, rate: fast, lines: [{ id: door, units: fraction, from: [1, 0.5], to: [0, 0.5] }], rules: [{ id: in, type: line-cross, line: door }] }`;
+      const source = (id: string, rate: string) => `{ id: ${id}, uri: ${join(dir, `${id}.mp4`)}, rate: ${rate}, lines: [{ id: door, units: fraction, from: [1, 0.5], to: [0, 0.5] }], rules: [{ id: in, type: line-cross, line: door }] }`;
       const out = join(dir, 'out.jsonl');
-      const config = parseConfigText(`name: maxend\nsources: [${source('short')}, ${source('long')}]\nsinks: { jsonl: { path: ${out} } }\n`, PipelineSchema, 'maxend.yaml', {});
+      // The other file at its own rate, 4 frames a second: its 50th frame, the run's 60th, comes
+      // 12.5 s on, long after the short one's end (read as fast as possible, both files' frames
+      // could reach 60 before that end, on a busy machine: the end's result then cut off).
+      const config = parseConfigText(`name: maxend\nsources: [${source('short', 'fast')}, ${source('slow', 'native')}]\nsinks: { jsonl: { path: ${out} } }\n`, PipelineSchema, 'maxend.yaml', {});
       const summary = await runPipeline(config, { detector: fake, status: false, maxFrames: 60 });
       const lines = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; source: string });
       // The short file's 10 frames and its end's alert went through before the 60th frame.
