@@ -40,10 +40,14 @@ export interface FrameResult extends DetectedFrame {
  * more result (`streamEnd`, alertsOnly: see endResult) before the stream's own end: the user's
  * operators and the sinks get them as any other. Before, they were only logged, never
  * published (a file that ended right after a person crossed lost that crossing's alert). A chain
- * unsubscribed instead (frames still in flight when the stop's drainTimeoutMs ends, `--max-frames`) settles
- * the same, but can carry nothing: its alerts are logged (SourceAnalyzer.finish's warn).
+ * unsubscribed instead (frames still in flight when the stop's drainTimeoutMs ends, `--max-frames`)
+ * settles the same, but no result of the chain can carry its alerts: the same result is given to
+ * `handOver` (a run's: straight to its AlertPublisher, the sinks and outbox still open), and only
+ * where there is none, or it says it could not take it (false: the alert path closed), are they
+ * counted lost and logged (SourceAnalyzer.finish's and uncarry's warn). Before, they were always
+ * counted lost (exit status 3), the sinks open all the while.
  */
-export function analyze(analyzer: SourceAnalyzer | undefined): OperatorFunction<DetectedFrame, FrameResult> {
+export function analyze(analyzer: SourceAnalyzer | undefined, handOver?: HandOver): OperatorFunction<DetectedFrame, FrameResult> {
   // A list of its own per result, as the analyzer's: an operator after this one may push its
   // alerts onto it (one shared empty list carried such an alert on every later result).
   if (!analyzer) return map(({ frame, detections }) => ({ frame, detections, dropped: 0, alerts: [] }));
@@ -101,15 +105,27 @@ export function analyze(analyzer: SourceAnalyzer | undefined): OperatorFunction<
         });
       return () => {
         inner.unsubscribe();
-        // Unsubscribed before the end (no later result can carry its alerts: logged by finish).
+        // Unsubscribed before the end: no later result can carry its alerts; handed over, where
+        // someone takes them (else counted lost, logged: finish, uncarry).
         try {
-          end(false);
+          const r = end(handOver !== undefined);
+          if (r && !handOver!(r)) analyzer.uncarry(r.alerts, CLOSED);
         } catch {
           placedFor = undefined;
         }
       };
     });
 }
+
+/**
+ * Takes the result of a stream's end that its chain was cut off before emitting (analyze, and
+ * the user's operators that held it: pipeline.ts `extended`) to the alert path directly; false
+ * where it cannot (that path closed): its alerts are then counted lost (SourceAnalyzer.uncarry).
+ */
+export type HandOver = (r: FrameResult) => boolean;
+
+/** Why an end's alert handed over was counted lost after all (SourceAnalyzer.uncarry). */
+export const CLOSED = 'the chain was cut off before the result of the end of the stream that carried it reached the sinks, and the alert path was already closed (the run had stopped its outputs)';
 
 /** No rows (the end's result shows no frame). */
 const NO_ROWS = new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0));

@@ -658,25 +658,28 @@ export class SourceAnalyzer {
 
   /**
    * Alerts a stream's end raised that nothing could carry (finish without `carried`: the chain
-   * cut off, by the stop's drain timeout or --max-frames; or `uncarry`: their result was cut off
-   * on its way, in the user's operators): logged, and counted lost by the run's
-   * summary (its lostAlerts: the exit text, exit status 3). Before, only logged: a run that lost
-   * one exited 0 and said nothing of it at its exit.
+   * cut off, by the stop's drain timeout or --max-frames, where no one takes them straight to the
+   * alert path; or `uncarry`: their result was cut off on its way and could not be handed over,
+   * the alert path closed): logged, and counted lost by the run's summary (its lostAlerts: the
+   * exit text, exit status 3). Before, only logged: a run that lost one exited 0 and said nothing
+   * of it at its exit. (A run hands a cut-off chain's end's alerts to its AlertPublisher:
+   * sourceChain's handOver; only those it could not take are counted here.)
    */
   uncarried = 0;
 
   /**
    * The result that carried `alerts` (finish with `carried`) was cut off before the sinks got it
-   * (its chain unsubscribed while the user's operators still held it): they leave the rule's
-   * alerts for `uncarried`, each told to `warn`, as finish does for a chain cut off before it.
+   * and could not be handed to them either (its chain unsubscribed while the user's operators
+   * still held it, or before it was emitted, the alert path already closed): they leave the rule's
+   * alerts for `uncarried`, each told to `warn` with `why`, as finish does for a chain cut off before it.
    */
-  uncarry(alerts: readonly AlertDraft[]): void {
+  uncarry(alerts: readonly AlertDraft[], why = "the chain was cut off while the result of the end of the stream that carried it was still in the user's operators"): void {
     for (const a of alerts) {
       const rule = a.rule as string;
       const n = this.alertCounts.get(rule);
       if (n !== undefined && n > 0) this.alertCounts.set(rule, n - 1);
       this.uncarried++;
-      this.warn?.(`source ${this.source.id}: alert of rule ${a.rule} (${a.severity}) not published: ${a.message}; the chain was cut off while the result of the end of the stream that carried it was still in the user's operators (nor is it counted in the rule's alerts; counted lost)`);
+      this.warn?.(`source ${this.source.id}: alert of rule ${a.rule} (${a.severity}) not published: ${a.message}; ${why} (nor is it counted in the rule's alerts; counted lost)`);
     }
   }
 

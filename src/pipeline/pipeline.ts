@@ -1,13 +1,14 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defer, filter, finalize, from, merge, mergeMap, Observable, type OperatorFunction, takeUntil, tap } from 'rxjs';
-import { analyze, type FrameResult } from '../analytics/analyze.js';
+import { analyze, CLOSED, type FrameResult, type HandOver } from '../analytics/analyze.js';
 import { SourceAnalyzer, type AlertDraft } from '../analytics/analyzer.js';
 import { addReports, type SourceAnalyticsReport } from '../analytics/report.js';
 import { loadModelManifest, resolveModelFile, resolveStream } from '../assets/catalog.js';
 import { checkClasses } from '../config/classes.js';
 import { untrackedError, type PipelineConfig, type SourceConfig } from '../config/schema.js';
 import { checksCertificate } from '../core/rtsp-relay.js';
+import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes, inContext } from '../core/errors.js';
 import type { Frame } from '../core/frame.js';
 import type { LogFn } from '../core/log.js';
@@ -77,6 +78,13 @@ export interface PipelineOptions {
   maxDetached?: number;
   /** Starts each source's ffmpeg (tests). Default: ffmpegSource's. */
   spawn?: SpawnFn;
+  /**
+   * The result of a stream's end that its chain was cut off before emitting (the stop's drain
+   * timeout, `--max-frames`, an extension holding it as it was unsubscribed): its alerts, to the
+   * alert path directly; false where that is closed (they are then counted lost: uncarriedAlerts).
+   * runPipeline gives its AlertPublisher's. Without it, they are counted lost.
+   */
+  handOver?: HandOver;
 }
 
 /**
@@ -97,8 +105,9 @@ export interface Pipeline {
   /** Zones, lines and rules by source id (sources that have any). */
   readonly analyzers: ReadonlyMap<string, SourceAnalyzer>;
   /**
-   * Alerts a stream's end raised that no result could carry (SourceAnalyzer.uncarried: a chain
-   * cut off), over every source's analyzer: those in `analyzers` and those of attached chains
+   * Alerts a stream's end raised that no result could carry and that could not be handed over
+   * either (SourceAnalyzer.uncarried: a chain cut off, PipelineOptions.handOver refused or absent),
+   * over every source's analyzer: those in `analyzers` and those of attached chains
    * that have ended (a worker's camera detached, or attached again: its former analyzer left
    * `analyzers`). The run's summary counts them lost.
    */
@@ -172,6 +181,8 @@ export interface ChainContext {
   bulk?: boolean;
   /** Frames pass into the chain only while this says so (an argus worker's camera before its claim holds); the others are released unread. */
   admit?: () => boolean;
+  /** The result of a stream's end its chain was cut off before emitting, stamped as `stamp` would: to the alert path directly (see analyze's HandOver). */
+  handOver?: HandOver;
 }
 
 /**
@@ -181,14 +192,29 @@ export interface ChainContext {
  */
 export function sourceChain(frames$: Observable<Frame>, c: ChainContext): Observable<FrameResult> {
   const st = c.stats;
+  const take = c.handOver;
+  // Stamped as stamp() does a stream's end's result (it does not pass there), and never throwing
+  // into the teardown that hands it over: one that fails is counted lost.
+  const handOver: HandOver | undefined = take
+    ? (r) => {
+        r.frame.stamps.emitted = now();
+        r.dropped = st.dropped;
+        try {
+          return take(r);
+        } catch (e) {
+          c.log(`source ${c.source.id}: handing the alerts of the end of its stream over failed (${(e as Error).message})`, { source: c.source.id }, 'error');
+          return false;
+        }
+      }
+    : undefined;
   return frames$.pipe(
     c.stop ? takeUntil<Frame>(c.stop) : (o) => o,
     c.admit ? gate(c.admit) : (o) => o,
     tap(() => st.framesIn++),
     detect(c.detector, { postprocess: c.config.postprocess, stats: st, pace: c.pace, bulk: c.bulk, log: c.log }),
     track(c.config.tracking, () => st.fps),
-    analyze(c.analyzer),
-    c.extend ? extended(c.extend, { config: c.source, stats: st, labels: c.detector.labels }) : (o) => o,
+    analyze(c.analyzer, handOver),
+    c.extend ? extended(c.extend, { config: c.source, stats: st, labels: c.detector.labels }, handOver) : (o) => o,
     stamp(st),
     isolate(st, c.log),
   );
@@ -204,10 +230,11 @@ export function sourceChain(frames$: Observable<Frame>, c: ChainContext): Observ
  * and end in an error while they hold it (theirs on it, or the source's failure) do not drop it:
  * it goes out as it came, before the error. Either way, a chain cut off
  * (the stop's drain timeout, --max-frames) while that result is still held, or still inside
- * operators that asked for it, has its alerts counted lost (SourceAnalyzer.uncarry): they were
- * counted carried, and never reached the sinks.
+ * operators that asked for it, hands it over as it came (`handOver`: to the alert path
+ * directly); only where that cannot take it are its alerts counted lost (SourceAnalyzer.uncarry).
+ * Before, they were always counted lost (exit status 3), the sinks open all the while.
  */
-function extended(ext: Extension, ctx: SourceContext): OperatorFunction<FrameResult, FrameResult> {
+function extended(ext: Extension, ctx: SourceContext, handOver?: HandOver): OperatorFunction<FrameResult, FrameResult> {
   const op = ext(ctx);
   const inline = ext.streamEnd === true;
   return (source) =>
@@ -255,7 +282,9 @@ function extended(ext: Extension, ctx: SourceContext): OperatorFunction<FrameRes
         inner.unsubscribe();
         const h = held;
         held = undefined;
-        if (h && !ended) h.r.analyzer?.uncarry(h.alerts);
+        if (!h || ended) return;
+        // As it came (inline, the operators may have changed it while they held it).
+        if (!handOver?.({ ...h.r, alerts: [...h.alerts] })) h.r.analyzer?.uncarry(h.alerts, handOver ? CLOSED : undefined);
       };
     });
 }
@@ -560,7 +589,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
           }),
         )
       : supervised$;
-    return sourceChain(frames$, { detector, config, source: src, stats: st, analyzer, pace, log, stop, extend: options.extend, admit, bulk: isBulk(kind, src.rate) });
+    return sourceChain(frames$, { detector, config, source: src, stats: st, analyzer, pace, log, stop, extend: options.extend, admit, bulk: isBulk(kind, src.rate), handOver: options.handOver });
   };
 
   const onTransition = (st: SourceStats, t: Transition) => {

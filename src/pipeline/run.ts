@@ -303,6 +303,10 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
             if (options.publishesStatus?.(t) !== false) publisher?.status(t).catch(() => undefined);
             options.onTransition?.(t);
           },
+          // A chain cut off (the drain timeout, --max-frames) before its stream's end's result reached
+          // the sinks: its alerts to the alert publisher all the same, while it is open (it closes
+          // before the sinks and the outbox). Before, they were counted lost (exit status 3).
+          handOver: (r) => started?.alerts?.handOver(r) ?? false,
         }),
       (p) => p.close(),
     );
@@ -320,7 +324,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     const { sinks, kafka, outbox, server, websocket } = started;
     const { manifest } = pipeline.detector;
     publisher = life.use('publisher', new Publisher(sinks, { name: manifest.name, version: manifest.version }, pipeline.detector.labels, outbox, options.claimOf, run), (p) => p.flush());
-    const alerts = life.use('alerts', new AlertPublisher(publisher, config.alerts, pipeline.detector, baseDir, log), (a) => a.drain());
+    const alerts = life.use('alerts', new AlertPublisher(publisher, config.alerts, pipeline.detector, baseDir, log), (a) => a.close());
     started.alerts = alerts;
     if (pipeline.stats.length > 0 && config.sources.some((s) => s.rules.length > 0)) await alerts.warmup();
     // The annotated video: fed beside the sinks, before each frame is released.
@@ -602,8 +606,9 @@ function summarize(started: Started, frames: number, wallMs: number): RunSummary
     wallMs,
     kafka: kafka?.stats,
     alerts: alerts.stats,
-    // (And the alerts a stream's end raised where nothing could carry them: SourceAnalyzer.uncarried,
-    // attached chains' that ended included: their analyzers left pipeline.analyzers.)
+    // (And the alerts a stream's end raised where nothing could carry them nor take them over, the
+    // alert publisher closed: SourceAnalyzer.uncarried, attached chains' that ended included: their
+    // analyzers left pipeline.analyzers.)
     lostAlerts: alerts.stats.raised - alerts.stats.published + dropped + pipeline.uncarriedAlerts,
     keptAlerts,
     unsavedAlerts,

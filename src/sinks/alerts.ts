@@ -295,4 +295,26 @@ export class AlertPublisher {
   async drain(): Promise<void> {
     while (this.pending.size > 0) await Promise.all([...this.pending]);
   }
+
+  /** Drained and closed (close): the sinks and the outbox close after it, so nothing more is taken (handOver). */
+  private closed = false;
+
+  /** Drains (every raised alert handed to the sinks) and takes no more alerts handed over: the run's outputs close next. */
+  async close(): Promise<void> {
+    await this.drain();
+    this.closed = true;
+  }
+
+  /**
+   * The result of a stream's end whose chain was cut off before it reached the sinks (the stop's
+   * drain timeout, --max-frames: PipelineOptions.handOver): raised as the chain would have (same
+   * message, ids, `snapshotOmitted` no-frame), while the sinks and the outbox are open; false once
+   * closed (its alerts are then counted lost). Before, such alerts were only counted lost (exit
+   * status 3), though the sinks and the journal were there to take them.
+   */
+  handOver(r: FrameResult): boolean {
+    if (this.closed) return false;
+    this.raise(r);
+    return true;
+  }
 }

@@ -58,7 +58,7 @@ describe('--max-frames and the end of a stream', () => {
     }
   }, 2 * 60_000);
 
-  it('a chain --max-frames cuts off while its line has a crossing pending: the alert its settling raises is counted lost (exit status 3), not only logged', async () => {
+  it('a chain --max-frames cuts off while its line has a crossing pending: the alert its settling raises still reaches the sinks (handed over), not counted lost', async () => {
     // The long file's line has a crossing pending when the run's 30th frame cuts its chain
     // (unsubscribed: no result can carry the alert), whatever the fake model sees.
     const flush = LineCounter.prototype.flush;
@@ -77,17 +77,26 @@ describe('--max-frames and the end of a stream', () => {
       );
       const summary = await runPipeline(config, { detector: fake, status: false, maxFrames: 30, log: (m) => void warned.push(m) });
       expect(summary.frames).toBe(30);
-      expect(summary.alerts).toMatchObject({ raised: 0, published: 0 });
-      // Before: 0 (logged only: the run exited 0 and its exit text said nothing of it).
-      expect(summary.lostAlerts).toBe(1);
-      expect(deliveryExitText(summary)).toEqual({ lines: ['argus: 1 alert(s) could not be delivered and are lost'], status: 3 });
-      expect(warned.some((m) => /alert of rule in \(\w+\) not published: .*counted lost\)$/.test(m))).toBe(true);
+      const lines = readFileSync(join(dir, 'cut.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; seq: number; alert?: { id: string; rule: string; trackId: number; snapshotOmitted?: { reason: string } } });
+      const sent = lines.filter((m) => m.type === 'alert');
+      const lastSeq = Math.max(...lines.filter((m) => m.type === 'detections').map((m) => m.seq));
+      // An alert as the chain would have published it: the last frame analysed's seq (its id's),
+      // no frame to show it. Before: none (counted lost: exit status 3, though the sinks were open).
+      expect(sent).toHaveLength(1);
+      expect(sent[0].alert).toMatchObject({ rule: 'in', trackId: 7, snapshotOmitted: { reason: 'no-frame' } });
+      expect(sent[0].seq).toBe(lastSeq);
+      expect(sent[0].alert!.id).toMatch(new RegExp(`^long:in:[0-9a-z]+-${lastSeq}:7$`));
+      expect(summary.alerts).toMatchObject({ raised: 1, published: 1 });
+      expect(summary.analytics.long.alerts).toEqual({ in: 1 });
+      expect(summary.lostAlerts).toBe(0);
+      expect(deliveryExitText(summary)).toEqual({ lines: [], status: undefined });
+      expect(warned.some((m) => /not published/.test(m))).toBe(false);
     } finally {
       spy.mockRestore();
     }
   }, 2 * 60_000);
 
-  it("an attached source's chain (argus worker) cut off with a crossing pending: its alert stays counted lost after its analyzer left pipeline.analyzers", async () => {
+  it("an attached source's chain (argus worker) cut off with a crossing pending: its alert reaches the sinks too, nothing counted lost once its analyzer left pipeline.analyzers", async () => {
     const flush = LineCounter.prototype.flush;
     const spy = vi.spyOn(LineCounter.prototype, 'flush').mockImplementation(function (this: LineCounter, events: LineEvent[] = []) {
       flush.call(this, events);
@@ -114,9 +123,12 @@ describe('--max-frames and the end of a stream', () => {
       expect(summary.frames).toBe(30);
       // The camera's chain ended (cut off by the 30th frame): its analyzer is no longer listed…
       expect(listed?.size).toBe(0);
-      // …and what it could not carry is still lost. Before: 0 (the run exited 0, saying nothing).
-      expect(summary.lostAlerts).toBe(1);
-      expect(deliveryExitText(summary).status).toBe(3);
+      // …and what its chain could not carry was handed over. Before: counted lost (exit status 3).
+      const sent = readFileSync(join(dir, 'att.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; source: string });
+      expect(sent.filter((m) => m.type === 'alert').map((m) => m.source)).toEqual(['cam']);
+      expect(summary.alerts).toMatchObject({ raised: 1, published: 1 });
+      expect(summary.lostAlerts).toBe(0);
+      expect(deliveryExitText(summary).status).toBeUndefined();
     } finally {
       spy.mockRestore();
     }
