@@ -17,7 +17,7 @@ import { pipelineBaseDir } from './pipeline/pipeline.js';
 import { sourceSummary } from './sources/stats.js';
 import { untilStopped } from './sinks/kafka-reach.js';
 import { runPipeline, type RunningPipeline } from './pipeline/run.js';
-import { deliveryExitText, forcedExitText } from './pipeline/exit-text.js';
+import { deliveryExitText, secondSignalText } from './pipeline/exit-text.js';
 import { batchSources, CONSUME_MAX_WINDOW, fraction, MAX_TIMER_SECONDS, oneOf, positiveInt, pathFlag, positiveNumber, seconds, topicFlag, wholeNumber } from './tools/flags.js';
 
 /**
@@ -113,6 +113,8 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
     const ac = new AbortController();
     /** What the run started (its outbox: what a second signal says of it). */
     let running: RunningPipeline | undefined;
+    /** The orderly stop has ended and its exit text is said: a second signal then cuts nothing short. */
+    let exitSaid = false;
     // Process-level guard: an exception nothing caught (a bug, a library's stray error event)
     // turns into the same orderly shutdown as SIGTERM — sources stop, alerts already raised are
     // in the journal, Kafka is flushed — and the exit status is 4. If the shutdown itself hangs,
@@ -140,15 +142,16 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
         ac.abort();
       },
       force: () => {
-        writeStderr('argus: second signal, exiting at once (messages in flight are lost)\n');
-        // What the outbox holds now: whether the alerts raised are safe on disk for the next start.
+        // What the outbox holds now: whether the alerts raised are safe on disk for the next start
+        // (nothing of it once the stop has ended and said its exit text: secondSignalText).
         try {
-          for (const line of forcedExitText(running?.outbox, running?.kafka !== undefined)) writeStderr(`${line}\n`);
+          for (const line of secondSignalText(running?.outbox, running?.kafka !== undefined, exitSaid)) writeStderr(`${line}\n`);
         } catch {
           // stderr is gone
         }
         // Only the inference runs in flight are waited for (milliseconds): see quiesceInference.
-        void exitAfterInference(INTERRUPTED_STATUS, 2000);
+        // Once the orderly stop has ended, with the status it came to (nothing was cut short: not 130).
+        void exitAfterInference(exitSaid ? undefined : INTERRUPTED_STATUS, 2000);
       },
     });
     const onSignal = (sig: string) => signals.receive(sig);
@@ -196,6 +199,7 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
     }
     const delivery = deliveryExitText(summary);
     for (const line of delivery.lines) writeStderr(`${line}\n`);
+    exitSaid = true;
     if (delivery.status !== undefined) process.exitCode = delivery.status;
     if (crashed !== undefined) {
       writeStderr(`argus: ${ErrorCodes.INTERNAL}: stopped after an unexpected exception: ${redact(String((crashed as Error)?.message ?? crashed))}\n`);

@@ -47,16 +47,26 @@ function volumeText(ob: { dir: string; readOnly?: string; agedOnDisk?: number; w
   return lines;
 }
 
-/** Why alerts of the outbox are not all on disk: its volume's state, in the words each exit text uses. */
-function whyNotOnDisk(ob: { readOnly?: string; writableAgain?: boolean } | undefined): string {
-  if (!ob?.readOnly) return 'its writes failed: a full disk?';
-  return ob.writableAgain ? `its volume was read-only at the start, ${ob.readOnly}, and is writable again: the next start journals there` : `its volume is read-only, ${ob.readOnly}: make it writable, or set outbox.dir to a writable folder`;
+/**
+ * Why alerts of the outbox are not all on disk, as the outbox saw it, in the words each exit text
+ * uses: its volume's read-only state, and what else stopped the journal (Outbox.whyOffDisk:
+ * another process took its lock, its writes failed and with what errno, the disk did not answer,
+ * the journal was removed, the stop gave up on the disk). Before, every cause but a read-only
+ * volume was said "its writes failed: a full disk?", a lock taken over and a disk that hung at
+ * the stop too.
+ */
+function whyNotOnDisk(ob: { readOnly?: string; writableAgain?: boolean; offDisk?: string } | undefined): string {
+  const why: string[] = [];
+  if (ob?.readOnly) why.push(ob.writableAgain ? `its volume was read-only at the start, ${ob.readOnly}, and is writable again: the next start journals there` : `its volume is read-only, ${ob.readOnly}: make it writable, or set outbox.dir to a writable folder`);
+  if (ob?.offDisk) why.push(ob.offDisk);
+  // (No cause recorded: a summary of an older shape. No guess at it.)
+  return why.length > 0 ? why.join('; ') : 'its writes failed';
 }
 
 /** What the outbox says of itself while argus runs (Outbox.health, its folder). */
 export interface OutboxNow {
   dir: string;
-  health(): { journaled: boolean; pendingAlerts: number; readOnly?: string; agedOnDisk?: number; writableAgain?: boolean };
+  health(): { journaled: boolean; pendingAlerts: number; readOnly?: string; agedOnDisk?: number; writableAgain?: boolean; offDisk?: string };
 }
 
 /**
@@ -82,4 +92,17 @@ export function forcedExitText(outbox: OutboxNow | undefined, kafka: boolean): s
   }
   lines.push(...volumeText({ dir: outbox.dir, ...h }, pending && !h.journaled));
   return lines;
+}
+
+/**
+ * All that a second signal says (StopSignals' force: argus exits at once, 130). While the orderly
+ * stop runs: that messages in flight are lost, then what the outbox holds (forcedExitText). Once
+ * the stop is over and its exit text said (`ended`: the process lingers up to its exit grace for a
+ * library's stray handle), nothing was in flight and the outbox is closed: only that it exits at
+ * once. Before, that second signal said "messages in flight are lost" and the outbox's volume
+ * lines again, as if the stop had been cut short.
+ */
+export function secondSignalText(outbox: OutboxNow | undefined, kafka: boolean, ended: boolean): string[] {
+  if (ended) return ['argus: second signal after the orderly stop had ended: exiting at once (nothing was in flight; what is said above stands)'];
+  return ['argus: second signal, exiting at once (messages in flight are lost)', ...forcedExitText(outbox, kafka)];
 }

@@ -114,7 +114,8 @@ export interface RunSummary {
   parkedAlerts: number;
   /** The Kafka dead-letter file (where parked alerts go), when there is a Kafka sink. */
   deadLetterPath?: string;
-  outbox?: Outbox['stats'] & { dir: string; replayed: number };
+  /** `offDisk`: why the journal did not hold every undelivered alert at the exit, where it did not (Outbox.whyOffDisk). */
+  outbox?: Outbox['stats'] & { dir: string; replayed: number; offDisk?: string };
   /** Per source with zones, lines or rules: entries, exits, crossings, alerts per rule, and what filtered zones and lines saw instead. */
   analytics: Record<string, SourceAnalyticsReport>;
   /** The annotated video, per source: frames written, dropped (the sink was behind), skipped, repeated. */
@@ -614,7 +615,7 @@ function summarize(started: Started, frames: number, wallMs: number): RunSummary
     unsavedAlerts,
     parkedAlerts: kafka?.stats.alertsParked ?? 0,
     deadLetterPath: started.deadLetterPath,
-    outbox: ob ? { ...ob.stats, dir: ob.dir, replayed: started.replayed } : undefined,
+    outbox: ob ? { ...ob.stats, dir: ob.dir, replayed: started.replayed, ...(ob.whyOffDisk() ? { offDisk: ob.whyOffDisk() } : {}) } : undefined,
     websocket: started.websocket?.stats,
     analytics: Object.fromEntries([...pipeline.analyzers].map(([id, a]) => [id, a.report()])),
     annotate: started.annotate?.stats,

@@ -478,6 +478,16 @@ function line(obj: object): string {
   return `${createHash('sha1').update(json).digest('hex').slice(0, 8)} ${json}\n`;
 }
 
+/** A journal write's failure, in the words the exit says it with (Outbox.whyOffDisk): a full disk only where the errno says so. */
+function writeFailure(code: string): string | undefined {
+  // Said as the volume's state (stats.readOnly: "its volume is read-only, EROFS: make it writable …").
+  if (code === 'EROFS') return undefined;
+  if (code === 'ENOSPC') return 'its writes failed (ENOSPC): the disk is full';
+  if (code === 'EDQUOT') return "its writes failed (EDQUOT): argus's user's disk quota is used up";
+  if (code === 'EFBIG') return 'its writes failed (EFBIG): the file size limit was reached';
+  return `its writes failed (${code})`;
+}
+
 /** The monotonic clock, ms since boot (CLOCK_MONOTONIC, the same for every process of a boot). */
 /** The clocks a record's age is read from: since boot, wall, and the outbox's monotonic one (ms). */
 interface ClockReading {
@@ -1536,6 +1546,7 @@ export class Outbox {
   private loseLock(by: LockOwner | undefined): void {
     if (this.lockLost) return;
     this.lockLost = true;
+    this.lockTakenBy = by ? `pid ${by.pid} on ${by.host}` : 'another argus, its lock not written yet';
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.log(`outbox: the journal's lock was taken over by ${by ? `pid ${by.pid} on ${by.host}` : 'another argus (its lock not written yet: a full disk?)'} (this process was frozen for longer than its heartbeat allows); this process stops writing the journal: its undelivered alerts are no longer protected`, { dir: this.o.dir }, 'error');
   }
@@ -1746,6 +1757,7 @@ export class Outbox {
     // of 3-byte characters held three times maxBytes.
     if (this.queuedBytes > 0 && this.queuedBytes + bytes > this.o.maxBytes) {
       this.unjournaled = true;
+      this.offDiskCause = `the disk did not answer its writes while more than outbox.maxBytes (${this.o.maxBytes} bytes) waited: a hung or frozen disk?`;
       done?.();
       return;
     }
@@ -1797,6 +1809,7 @@ export class Outbox {
           this.realign = true;
           const spell = !this.unjournaled;
           this.unjournaled = true;
+          this.offDiskCause = writeFailure((e as NodeJS.ErrnoException).code ?? (e as Error).message);
           this.stats.writeErrors++;
           if ((e as NodeJS.ErrnoException).code === 'EROFS') this.stats.readOnly = 'EROFS';
           // Counted on its own (writeErrors also counts failed compactions: one at open, on a
@@ -1831,6 +1844,7 @@ export class Outbox {
     const covered = this.queue.length;
     if (!(await this.rewrite())) return;
     this.unjournaled = false;
+    this.offDiskCause = undefined;
     this.stats.readOnly = undefined;
     for (const q of this.queue.splice(0, covered)) {
       this.queuedBytes -= q.bytes;
@@ -1870,6 +1884,7 @@ export class Outbox {
    */
   private async journalLost(): Promise<boolean> {
     this.unjournaled = true;
+    this.offDiskCause = 'its journal was removed or replaced while argus ran (its folder deleted or moved?) and could not be written there again';
     // Until it can be put back, nothing is written there (rewrite): a compaction renamed the
     // journal into a folder refused as unsafe, or one whose lock is not this opening's.
     this.adrift = true;
@@ -1939,9 +1954,32 @@ export class Outbox {
    * survive a crash now (journaled), how many wait, and a read-only volume's errno. A read-only
    * or failing volume was said only in the log, at the start and at the exit.
    */
-  health(): { journaled: boolean; pendingAlerts: number; readOnly?: string; agedOnDisk?: number; writableAgain?: boolean } {
-    return { journaled: this.journaled, pendingAlerts: this.pendingAlerts, ...(this.stats.readOnly ? { readOnly: this.stats.readOnly } : {}), ...(this.stats.agedOnDisk ? { agedOnDisk: this.stats.agedOnDisk } : {}), ...(this.stats.writableAgain ? { writableAgain: true } : {}) };
+  health(): { journaled: boolean; pendingAlerts: number; readOnly?: string; agedOnDisk?: number; writableAgain?: boolean; offDisk?: string } {
+    const offDisk = this.whyOffDisk();
+    return { journaled: this.journaled, pendingAlerts: this.pendingAlerts, ...(this.stats.readOnly ? { readOnly: this.stats.readOnly } : {}), ...(this.stats.agedOnDisk ? { agedOnDisk: this.stats.agedOnDisk } : {}), ...(this.stats.writableAgain ? { writableAgain: true } : {}), ...(offDisk ? { offDisk } : {}) };
   }
+
+  /**
+   * Why the journal does not hold every undelivered record (journaled false), in words, as argus
+   * saw it: another argus took its lock over, its writes failed (the errno: a full disk only where
+   * it said ENOSPC), the disk did not answer them, the journal was removed, the stop gave up on the
+   * disk; undefined while it does, or where only a read-only volume is the cause (`readOnly` says
+   * that). The exit texts name it; before, each said "its writes failed: a full disk?".
+   */
+  whyOffDisk(): string | undefined {
+    const why: string[] = [];
+    if (this.lockLost) why.push(`another process took the journal's lock over (${this.lockTakenBy}) while this one was frozen: this one wrote the journal no more`);
+    if (this.unjournaled && this.offDiskCause) why.push(this.offDiskCause);
+    if (this.gaveUp) why.push(`the disk did not finish the journal's writes within ${(this.closeWaitedMs ?? 0) / 1000} s at the stop`);
+    return why.length > 0 ? why.join('; ') : undefined;
+  }
+
+  /** Why writes left records in memory only (see whyOffDisk), while `unjournaled`; a read-only volume's has none (`readOnly`). */
+  private offDiskCause: string | undefined;
+  /** Who took the lock over (loseLock). */
+  private lockTakenBy: string | undefined;
+  /** How long close waited for the disk before it gave up (gaveUp). */
+  private closeWaitedMs: number | undefined;
 
   private realign = false;
   /** A write failed since the journal last held every live record (see writeLoop). */
@@ -2179,6 +2217,7 @@ export class Outbox {
     clearTimeout(t);
     if (!done) {
       this.gaveUp = true;
+      this.closeWaitedMs = wait;
       this.closed = true;
       if (this.heartbeat) clearInterval(this.heartbeat);
       this.releaseGuard();
@@ -2199,7 +2238,10 @@ export class Outbox {
     // A journal removed since the last write (its folder deleted just before the stop) is put
     // back by the rewrite below, or the stop says the alerts may be lost (journaled false).
     const back = this.lockLost || (await this.inPlace()) || (await this.journalLost());
-    if (!this.lockLost && back && (await this.rewrite())) this.unjournaled = false;
+    if (!this.lockLost && back && (await this.rewrite())) {
+      this.unjournaled = false;
+      this.offDiskCause = undefined;
+    }
     await this.fh?.close().catch(() => undefined);
     if (!this.lockLost) await this.unlock();
     // (Taken over: the other's lock stays; this opening's handle of its own, removed, is closed.)

@@ -4,7 +4,7 @@
  * not only in the outbox summary's log line, /healthz and /metrics.
  */
 import { describe, expect, it } from 'vitest';
-import { deliveryExitText, forcedExitText, type OutboxNow } from '../../src/pipeline/exit-text.js';
+import { deliveryExitText, forcedExitText, secondSignalText, type OutboxNow } from '../../src/pipeline/exit-text.js';
 import type { RunSummary } from '../../src/pipeline/run.js';
 
 type Outbox = NonNullable<RunSummary['outbox']>;
@@ -46,8 +46,24 @@ describe('the exit text of a run', () => {
     expect(unsaved.status).toBe(3);
     const still = deliveryExitText(summary({ unsavedAlerts: 2, outbox: outbox({ readOnly: 'EROFS' }) }));
     expect(still.lines[0]).toMatch(/\(its volume is read-only, EROFS: make it writable, or set outbox\.dir to a writable folder\); those not on disk are lost$/);
-    const full = deliveryExitText(summary({ unsavedAlerts: 1 }));
-    expect(full.lines[0]).toMatch(/\(its writes failed: a full disk\?\); those not on disk are lost$/);
+    // No cause recorded (a summary of an older shape): no guess at one (before: "a full disk?").
+    const unknown = deliveryExitText(summary({ unsavedAlerts: 1 }));
+    expect(unknown.lines[0]).toMatch(/\(its writes failed\); those not on disk are lost$/);
+  });
+
+  it('alerts not all on disk: the cause the outbox saw (Outbox.whyOffDisk), not "a full disk?" for each', () => {
+    const line = (offDisk: string, more: Partial<Outbox> = {}) => deliveryExitText(summary({ unsavedAlerts: 2, outbox: outbox({ offDisk, ...more }) })).lines;
+    const lost = (why: string) => [`argus: 2 alert(s) not yet acknowledged by Kafka could not all be written to the journal in /var/lib/argus/outbox (${why}); those not on disk are lost`];
+    // Before, each of these said "(its writes failed: a full disk?)".
+    const lock = "another process took the journal's lock over (pid 4242 on other) while this one was frozen: this one wrote the journal no more";
+    expect(line(lock)).toEqual(lost(lock));
+    const hung = "the disk did not finish the journal's writes within 5 s at the stop";
+    expect(line(hung)).toEqual(lost(hung));
+    expect(line('its writes failed (EIO)')).toEqual(lost('its writes failed (EIO)'));
+    expect(line('its writes failed (ENOSPC): the disk is full')).toEqual(lost('its writes failed (ENOSPC): the disk is full'));
+    // A read-only volume and another cause: both.
+    expect(line(hung, { readOnly: 'EROFS' })).toEqual(lost(`its volume is read-only, EROFS: make it writable, or set outbox.dir to a writable folder; ${hung}`));
+    for (const l of [line(lock), line(hung), line('its writes failed (EIO)')]) expect(l[0]).not.toMatch(/full disk/);
   });
 
   it('damaged records skipped at start: said, status 3', () => {
@@ -61,7 +77,11 @@ describe('the exit text of a second signal (the stop cut short)', () => {
   it('says whether the alerts Kafka has not acknowledged are on disk for the next start', () => {
     // Before: only "messages in flight are lost".
     expect(forcedExitText(now({ journaled: true, pendingAlerts: 4 }), true)).toEqual(['argus: 4 alert(s) not yet acknowledged by Kafka are in the journal in /var/lib/argus/outbox and are delivered on the next start (any whose write was still in progress may be missing)']);
-    expect(forcedExitText(now({ journaled: false, pendingAlerts: 2 }), true)).toEqual(['argus: 2 alert(s) not yet acknowledged by Kafka are not all in the journal in /var/lib/argus/outbox (its writes failed: a full disk?); those not on disk are lost']);
+    expect(forcedExitText(now({ journaled: false, pendingAlerts: 2, offDisk: 'its writes failed (ENOSPC): the disk is full' }), true)).toEqual(['argus: 2 alert(s) not yet acknowledged by Kafka are not all in the journal in /var/lib/argus/outbox (its writes failed (ENOSPC): the disk is full); those not on disk are lost']);
+    // The lock taken over by another process: said so (before: "its writes failed: a full disk?").
+    expect(forcedExitText(now({ journaled: false, pendingAlerts: 2, offDisk: "another process took the journal's lock over (pid 7 on b) while this one was frozen: this one wrote the journal no more" }), true)).toEqual([
+      "argus: 2 alert(s) not yet acknowledged by Kafka are not all in the journal in /var/lib/argus/outbox (another process took the journal's lock over (pid 7 on b) while this one was frozen: this one wrote the journal no more); those not on disk are lost",
+    ]);
     expect(forcedExitText(now({ journaled: false, pendingAlerts: 2, readOnly: 'EROFS', agedOnDisk: 1 }), true)).toEqual([
       'argus: 2 alert(s) not yet acknowledged by Kafka are not all in the journal in /var/lib/argus/outbox (its volume is read-only, EROFS: make it writable, or set outbox.dir to a writable folder); those not on disk are lost',
       expect.stringMatching(/^argus: 1 undelivered alert\(s\) found at start in a journal on a read-only volume/),
@@ -78,6 +98,15 @@ describe('the exit text of a second signal (the stop cut short)', () => {
     expect(deliveryExitText(summary({ unsavedAlerts: 2, outbox: outbox(h) })).lines).toEqual([expect.stringContaining('(its volume was read-only at the start, EROFS, and is writable again: the next start journals there); those not on disk are lost')]);
     // Nothing pending: the volume's state alone, as before.
     expect(forcedExitText(now({ ...h, pendingAlerts: 0 }), true)).toEqual([expect.stringMatching(/^argus: the outbox \/var\/lib\/argus\/outbox was on a read-only volume at the start \(EROFS\) and is writable again/)]);
+  });
+
+  it('during the orderly stop: that messages in flight are lost, then the outbox; once the stop has ended and said its exit text (the exit grace): only that it exits, no volume lines again', () => {
+    const h = { journaled: false, pendingAlerts: 2, readOnly: 'EROFS', writableAgain: true, agedOnDisk: 1 };
+    expect(secondSignalText(now(h), true, false)).toEqual(['argus: second signal, exiting at once (messages in flight are lost)', ...forcedExitText(now(h), true)]);
+    expect(secondSignalText(now(h), true, false)).toHaveLength(3);
+    // Before: "messages in flight are lost" and the read-only and aged lines repeated after the exit's own.
+    expect(secondSignalText(now(h), true, true)).toEqual(['argus: second signal after the orderly stop had ended: exiting at once (nothing was in flight; what is said above stands)']);
+    expect(secondSignalText(undefined, false, false)).toEqual(['argus: second signal, exiting at once (messages in flight are lost)']);
   });
 
   it('nothing to say: no outbox, nothing pending, or no Kafka to wait for', () => {

@@ -483,6 +483,9 @@ describe('Outbox (the durable alert journal)', () => {
     writeFileSync(e, 'not a folder');
     await ob2.close();
     expect(ob2.journaled).toBe(false);
+    // Why, as the exit says it (before: "its writes failed: a full disk?").
+    expect(ob2.whyOffDisk()).toBe('its journal was removed or replaced while argus ran (its folder deleted or moved?) and could not be written there again');
+    expect(ob2.health().offDisk).toBe(ob2.whyOffDisk());
     rmSync(e);
   });
 
@@ -503,6 +506,9 @@ describe('Outbox (the durable alert journal)', () => {
     expect(JSON.parse(readFileSync(join(d, 'outbox.lock'), 'utf8')).id).toBe('theirs');
     expect(ob.journaled).toBe(false); // the run says its alerts may be lost, not kept
     expect(logs.some((m) => m.includes('taken over by pid 4242'))).toBe(true);
+    // Why, as the exit says it (before: "its writes failed: a full disk?").
+    expect(ob.whyOffDisk()).toMatch(/^another process took the journal's lock over \(pid 4242 on other\) while this one was frozen: this one wrote the journal no more/);
+    expect(ob.whyOffDisk()).not.toMatch(/full/);
     await ob.close();
     expect(readFileSync(join(d, 'outbox.log'), 'utf8')).toBe(theirs);
   });
@@ -535,10 +541,13 @@ describe('Outbox (the durable alert journal)', () => {
     inner.fh.write = noRoom;
     inner.writeCopy = noRoom;
     expect(ob.journaled).toBe(true);
+    expect(ob.whyOffDisk()).toBeUndefined();
     await ob.append(...alert('u2'));
     expect(ob.journaled).toBe(false);
     await ob.close();
     expect(ob.journaled).toBe(false);
+    // A full disk, said so only because the errno says it.
+    expect(ob.whyOffDisk()).toBe('its writes failed (ENOSPC): the disk is full');
     expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:u1']); // u2 never reached the disk
   });
 
@@ -565,6 +574,8 @@ describe('Outbox (the durable alert journal)', () => {
     const closed = await Promise.race([ob.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('hung'), 10_000))]);
     expect(closed).toBe('closed');
     expect(ob.journaled).toBe(false); // 'late' may not be on disk: the run says so, not "kept"
+    // Why, as the exit says it (before: "its writes failed: a full disk?").
+    expect(ob.whyOffDisk()).toBe("the disk did not finish the journal's writes within 0.3 s at the stop");
   });
 
   it('the writer\'s queue is bounded in bytes as written: while the disk is frozen, alerts whose labels are 3-byte UTF-8 characters queue at most maxBytes of them (counted in characters, three times that)', async () => {
@@ -1263,6 +1274,8 @@ describe('Outbox (the durable alert journal)', () => {
     const closed = await Promise.race([ob.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('hung'), 10_000))]);
     expect(closed).toBe('closed');
     expect(ob.journaled).toBe(false); // 'late' may not be on disk: the run says so, not "kept"
+    // Why, as the exit says it (before: "its writes failed: a full disk?").
+    expect(ob.whyOffDisk()).toBe("the disk did not finish the journal's writes within 0.3 s at the stop");
   });
 
   it('groups writes: many appends at once cost far fewer fsyncs than appends', async () => {
