@@ -144,14 +144,17 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
       force: () => {
         // What the outbox holds now: whether the alerts raised are safe on disk for the next start
         // (nothing of it once the stop has ended and said its exit text: secondSignalText).
+        let status: number | undefined = INTERRUPTED_STATUS;
         try {
-          for (const line of secondSignalText(running?.outbox, running?.kafka !== undefined, exitSaid)) writeStderr(`${line}\n`);
+          const said = secondSignalText(running?.outbox, running?.kafka !== undefined, exitSaid);
+          status = said.status;
+          for (const line of said.lines) writeStderr(`${line}\n`);
         } catch {
           // stderr is gone
         }
         // Only the inference runs in flight are waited for (milliseconds): see quiesceInference.
         // Once the orderly stop has ended, with the status it came to (nothing was cut short: not 130).
-        void exitAfterInference(exitSaid ? undefined : INTERRUPTED_STATUS, 2000);
+        void exitAfterInference(status, 2000);
       },
     });
     const onSignal = (sig: string) => signals.receive(sig);

@@ -1,3 +1,4 @@
+import { INTERRUPTED_STATUS } from '../core/errors.js';
 import type { RunSummary } from './run.js';
 
 /**
@@ -102,7 +103,8 @@ export function forcedExitText(outbox: OutboxNow | undefined, kafka: boolean): s
  * once. Before, that second signal said "messages in flight are lost" and the outbox's volume
  * lines again, as if the stop had been cut short.
  */
-export function secondSignalText(outbox: OutboxNow | undefined, kafka: boolean, ended: boolean): string[] {
-  if (ended) return ['argus: second signal after the orderly stop had ended: exiting at once (nothing was in flight; what is said above stands)'];
-  return ['argus: second signal, exiting at once (messages in flight are lost)', ...forcedExitText(outbox, kafka)];
+export function secondSignalText(outbox: OutboxNow | undefined, kafka: boolean, ended: boolean): { lines: string[]; status?: number } {
+  // Ended: the status the stop came to (undefined: process.exitCode), not 130 (nothing was cut short).
+  if (ended) return { lines: ['argus: second signal after the orderly stop had ended: exiting at once (nothing was in flight; what is said above stands)'] };
+  return { lines: ['argus: second signal, exiting at once (messages in flight are lost)', ...forcedExitText(outbox, kafka)], status: INTERRUPTED_STATUS };
 }

@@ -102,11 +102,12 @@ describe('the exit text of a second signal (the stop cut short)', () => {
 
   it('during the orderly stop: that messages in flight are lost, then the outbox; once the stop has ended and said its exit text (the exit grace): only that it exits, no volume lines again', () => {
     const h = { journaled: false, pendingAlerts: 2, readOnly: 'EROFS', writableAgain: true, agedOnDisk: 1 };
-    expect(secondSignalText(now(h), true, false)).toEqual(['argus: second signal, exiting at once (messages in flight are lost)', ...forcedExitText(now(h), true)]);
-    expect(secondSignalText(now(h), true, false)).toHaveLength(3);
-    // Before: "messages in flight are lost" and the read-only and aged lines repeated after the exit's own.
-    expect(secondSignalText(now(h), true, true)).toEqual(['argus: second signal after the orderly stop had ended: exiting at once (nothing was in flight; what is said above stands)']);
-    expect(secondSignalText(undefined, false, false)).toEqual(['argus: second signal, exiting at once (messages in flight are lost)']);
+    expect(secondSignalText(now(h), true, false)).toEqual({ lines: ['argus: second signal, exiting at once (messages in flight are lost)', ...forcedExitText(now(h), true)], status: 130 });
+    expect(secondSignalText(now(h), true, false).lines).toHaveLength(3);
+    // Before: "messages in flight are lost" and the read-only and aged lines repeated after the
+    // exit's own, and exit status 130 whatever the stop had come to (undefined: the stop's own).
+    expect(secondSignalText(now(h), true, true)).toEqual({ lines: ['argus: second signal after the orderly stop had ended: exiting at once (nothing was in flight; what is said above stands)'] });
+    expect(secondSignalText(undefined, false, false)).toEqual({ lines: ['argus: second signal, exiting at once (messages in flight are lost)'], status: 130 });
   });
 
   it('nothing to say: no outbox, nothing pending, or no Kafka to wait for', () => {
