@@ -551,6 +551,22 @@ describe('Outbox (the durable alert journal)', () => {
     expect((await readOutbox(d)).map((r) => r.key)).toEqual(['alert:u1']); // u2 never reached the disk
   });
 
+  it('a write that fails otherwise (EIO) is said with its errno, not taken for a full disk', async () => {
+    const d = dir();
+    const ob = await Outbox.open(opts(d, { log: () => {} }));
+    const inner = ob as unknown as { fh: { write: unknown }; writeCopy: unknown };
+    const ioError = async () => {
+      throw Object.assign(new Error('i/o error'), { code: 'EIO' });
+    };
+    inner.fh.write = ioError;
+    inner.writeCopy = ioError;
+    await ob.append(...alert('io1'));
+    expect(ob.journaled).toBe(false);
+    expect(ob.whyOffDisk()).toBe('its writes failed (EIO)');
+    expect(ob.health()).toMatchObject({ journaled: false, offDisk: 'its writes failed (EIO)' });
+    await ob.close();
+  });
+
   it('a disk that does not answer (frozen) holds no alert back: after 1 s it is handed on unprotected (counted), the queue stays bounded, and once the disk answers every record is written; close() gives up on it after closeWaitMs', async () => {
     const d = dir();
     const ob = await Outbox.open(opts(d, { maxBytes: 200_000, closeWaitMs: 300 }));
@@ -561,6 +577,8 @@ describe('Outbox (the durable alert journal)', () => {
     // 50 alerts of 20 KB (1 MB) while frozen: the writer's queue holds at most maxBytes of them.
     for (let i = 1; i <= 50; i++) void ob.append(...alert(`z${i}`, 20_000));
     expect((ob as unknown as { queuedBytes: number }).queuedBytes).toBeLessThanOrEqual(200_000);
+    // Why some are in memory only, as the exit would say it (before: "its writes failed: a full disk?").
+    expect(ob.whyOffDisk()).toBe('the disk did not answer its writes while more than outbox.maxBytes (200000 bytes) waited: a hung or frozen disk?');
     thaw();
     await until(() => !(ob as unknown as { writing?: unknown }).writing);
     // Every record the outbox still holds (its newest, within maxBytes) is on disk.
