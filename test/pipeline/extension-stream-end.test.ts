@@ -17,6 +17,7 @@ import { SourceAnalyzer } from '../../src/analytics/analyzer.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { PipelineSchema } from '../../src/config/schema.js';
 import type { Detector } from '../../src/inference/detector.js';
+import { deliveryExitText } from '../../src/pipeline/exit-text.js';
 import type { Extension } from '../../src/pipeline/pipeline.js';
 import { runPipeline, type RunOptions } from '../../src/pipeline/run.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
@@ -113,6 +114,8 @@ describe("the user's operators and a stream's end's result", () => {
     expect(alerts.map((m) => [m.alert?.rule, m.alert?.snapshotOmitted?.reason])).toEqual([['in', 'no-frame']]);
     expect(summary.alerts).toMatchObject({ raised: 1, published: 1 });
     expect(summary.lostAlerts).toBe(0);
+    // Nothing to say at the exit, exit status 0.
+    expect(deliveryExitText(summary)).toEqual({ lines: [], status: undefined });
     expect(warned.some((m) => /not published/.test(m))).toBe(false);
   }, 2 * 60_000);
 
