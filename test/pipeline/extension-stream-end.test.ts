@@ -21,14 +21,15 @@ import { deliveryExitText } from '../../src/pipeline/exit-text.js';
 import type { Extension } from '../../src/pipeline/pipeline.js';
 import { runPipeline, type RunOptions } from '../../src/pipeline/run.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
-import { fakeDetector } from '../helpers/fake-session.js';
+import { fakeDetector, type FakeSession } from '../helpers/fake-session.js';
 
 describe("the user's operators and a stream's end's result", () => {
   let fake: Detector;
+  let session: FakeSession;
   let dir: string;
   const restore: (() => void)[] = [];
   beforeAll(async () => {
-    ({ detector: fake } = await fakeDetector());
+    ({ detector: fake, session } = await fakeDetector());
     dir = mkdtempSync(join(tmpdir(), 'argus-ext-end-'));
     execFileSync(defaultFfmpegPath(), ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x64:rate=10', '-frames:v', '10', '-pix_fmt', 'yuv420p', join(dir, 'clip.mp4')]);
     // The file's end settles a crossing, whatever the fake model sees.
@@ -133,5 +134,36 @@ describe("the user's operators and a stream's end's result", () => {
     expect(alerts.map((m) => m.alert?.rule)).toEqual(['in']);
     expect(summary.alerts).toMatchObject({ raised: 1, published: 1 });
     expect(summary.lostAlerts).toBe(0);
+  }, 2 * 60_000);
+
+  it("a run cut off by the stop's drain timeout while a frame is still in inference (no extension holds anything): the end's alert is handed over to the sinks, not counted lost", async () => {
+    const stopping = new AbortController();
+    const warned: string[] = [];
+    const none: Extension = () => (o) => o;
+    // From the third frame on, inference runs never end (a wedged model): once one is held, stop.
+    let frames = 0;
+    const watch = setInterval(() => {
+      if (session.held.length > 0 && !stopping.signal.aborted) stopping.abort();
+    }, 10);
+    try {
+      const { summary, alerts } = await run('cutinfer', none, {
+        signal: stopping.signal,
+        drainTimeoutMs: 300,
+        onResult: () => void (++frames === 2 && (session.hold = true)),
+        log: (m) => void warned.push(m),
+      });
+      // Cut off (the held run never ends): the chain was unsubscribed, not completed.
+      expect(warned).toContain('stop: frames still in flight after 300 ms; cutting them off');
+      expect(frames).toBeLessThan(10);
+      // Before: none published, counted lost (exit status 3).
+      expect(alerts.map((m) => [m.alert?.rule, m.alert?.snapshotOmitted?.reason])).toEqual([['in', 'no-frame']]);
+      expect(summary.alerts).toMatchObject({ raised: 1, published: 1 });
+      expect(summary.lostAlerts).toBe(0);
+      expect(deliveryExitText(summary)).toEqual({ lines: [], status: undefined });
+    } finally {
+      clearInterval(watch);
+      session.hold = false;
+      for (const h of session.held.splice(0)) h.resolve();
+    }
   }, 2 * 60_000);
 });
