@@ -252,7 +252,7 @@ function extended(ext: Extension, ctx: SourceContext, handOver?: HandOver): Oper
         source.subscribe({
           next: (r) => {
             if (!r.streamEnd) return sub.next(r);
-            held = { r, alerts: [...r.alerts] };
+            held = { r, alerts: r.alerts.map((a) => ({ ...a })) };
             if (inline) sub.next(r);
           },
           error: (e: unknown) => sub.error(e),
@@ -284,7 +284,7 @@ function extended(ext: Extension, ctx: SourceContext, handOver?: HandOver): Oper
         held = undefined;
         if (!h || ended) return;
         // As it came (inline, the operators may have changed it while they held it).
-        if (!handOver?.({ ...h.r, alerts: [...h.alerts] })) h.r.analyzer?.uncarry(h.alerts, handOver ? CLOSED : undefined);
+        if (!handOver?.({ ...h.r, alerts: h.alerts.map((a) => ({ ...a })) })) h.r.analyzer?.uncarry(h.alerts, handOver ? CLOSED : undefined);
       };
     });
 }

@@ -54,7 +54,7 @@ describe("the user's operators and a stream's end's result", () => {
       {},
     );
     const summary = await runPipeline(config, { detector: fake, status: false, extend, ...more });
-    const lines = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; alert?: { rule: string; snapshotOmitted?: { reason: string } } });
+    const lines = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; alert?: { rule: string; message: string; snapshotOmitted?: { reason: string } } });
     return { summary, alerts: lines.filter((m) => m.type === 'alert') };
   };
 
@@ -97,7 +97,8 @@ describe("the user's operators and a stream's end's result", () => {
 
   it.each([
     ['held around operators that never end', Object.assign((() => (o) => merge(o, NEVER)) as Extension, {})],
-    ['inside operators that asked for it and hold it', Object.assign((() => concatMap((r: FrameResult) => (r.streamEnd ? NEVER : of(r)))) as Extension, { streamEnd: true })],
+    // (Changing its alert as they hold it: it goes out as it came.)
+    ['inside operators that asked for it and hold it', Object.assign((() => concatMap((r: FrameResult) => (r.streamEnd ? ((r.alerts[0].message += ' (changed)'), NEVER) : of(r)))) as Extension, { streamEnd: true })],
   ])("a run cut off by the stop's drain timeout while the end's result is %s: its alert is handed over to the sinks as it came, not counted lost", async (_, extend) => {
     const stopping = new AbortController();
     const warned: string[] = [];
@@ -112,7 +113,7 @@ describe("the user's operators and a stream's end's result", () => {
     expect(frames).toBe(10);
     expect(warned).toContain('stop: frames still in flight after 300 ms; cutting them off');
     // Before: none published, counted lost (exit status 3), though the sinks and outbox were open.
-    expect(alerts.map((m) => [m.alert?.rule, m.alert?.snapshotOmitted?.reason])).toEqual([['in', 'no-frame']]);
+    expect(alerts.map((m) => [m.alert?.rule, m.alert?.message, m.alert?.snapshotOmitted?.reason])).toEqual([['in', 'settled', 'no-frame']]);
     expect(summary.alerts).toMatchObject({ raised: 1, published: 1 });
     expect(summary.lostAlerts).toBe(0);
     // Nothing to say at the exit, exit status 0.
