@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defer, filter, finalize, from, merge, mergeMap, Observable, type OperatorFunction, takeUntil, tap } from 'rxjs';
@@ -17,7 +18,7 @@ import { Pace } from '../flow/pace.js';
 import { Detector } from '../inference/detector.js';
 import { sourceKind, type SourceKind } from '../sources/ffmpeg-args.js';
 import { configuredFfmpegPath, describeFfmpeg, resolveFfmpeg } from '../sources/ffmpeg-path.js';
-import { lastFfmpegGone, type LastFfmpeg, type SpawnFn } from '../sources/ffmpeg-source.js';
+import { ffmpegNotGone, lastFfmpegGone, type LastFfmpeg, type SpawnFn } from '../sources/ffmpeg-source.js';
 import type { Transition } from '../sources/health.js';
 import { DamageWarnings, newSourceStats, recordTransition, type SourceStats } from '../sources/stats.js';
 import { readCameraCa } from '../sources/rtsp-tap.js';
@@ -610,9 +611,10 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
    * - starts its ffmpeg once the last one has exited (FFMPEG_EXIT_WAIT_MS at most), as a source's
    *   restart does: it started beside it, killed but not gone, and a camera that takes one session
    *   at a time, or a V4L2 device, refused the new one.
-   * Forgotten once no chain of the id runs and that ffmpeg has gone.
+   * Forgotten once no chain of the id runs and its ffmpegs have gone, the running one and any
+   * left behind stuck (`awaiting`: the one whose exit it waits for).
    */
-  const live = new Map<string, { running: Set<Continuity>; last: LastFfmpeg }>();
+  const live = new Map<string, { running: Set<Continuity>; last: LastFfmpeg; awaiting?: ChildProcess }>();
   const maxDetached = options.maxDetached ?? MAX_DETACHED_KEPT;
   /** The largest next seq of a forgotten detached id: an id not in `detached` starts there. */
   let seqFloor = 0;
@@ -678,9 +680,23 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
               d.decodeErrors += st.decodeErrors;
               if (analyzer) d.analytics = addReports(d.analytics, analyzer.report());
               running.delete(cont);
-              void lastFfmpegGone(held.last).then(() => {
-                if (running.size === 0 && live.get(src.id) === held) live.delete(src.id);
-              });
+              // Forgotten once no chain of the id runs and none of its ffmpegs is left: not when the
+              // wait for its last one ends (FFMPEG_EXIT_WAIT_MS at most), which left a network
+              // camera's stuck one behind unknown to the next chain (an edit 2 s after), and
+              // each edit while the camera hung could leave one more (one at most a source).
+              // One listener a held id, on the ffmpeg that has not gone, whatever the edits.
+              const forget = (): void => {
+                if (running.size > 0 || live.get(src.id) !== held) return;
+                const left = ffmpegNotGone(held.last);
+                if (!left) return void live.delete(src.id);
+                if (held.awaiting === left) return;
+                held.awaiting = left;
+                left.once('exit', () => {
+                  held.awaiting = undefined;
+                  forget();
+                });
+              };
+              void lastFfmpegGone(held.last).then(forget);
               // The largest next seq of its chains, whichever ended last (one attached while another still ran).
               Object.assign(d, cont, { fps: st.fps ?? cont.fps, nextSeq: Math.max(d.nextSeq, cont.nextSeq) });
               detached.delete(src.id); // the latest detached last: the first is forgotten first

@@ -468,6 +468,21 @@ export interface LastFfmpeg {
  */
 export const STUCK_REPORT_MS = 60_000;
 
+/**
+ * The most ffmpegs left behind stuck (LastFfmpeg.leftBehind) across the whole process, all
+ * sources together. Past it, a network camera's next ffmpeg is not started beside its stuck one,
+ * but once that one has gone, as a one-reader input's is (reported `stuck`): with many cameras
+ * behind one hung route or mount, each restart of each left one more behind (one a source), each
+ * holding its memory, descriptors and pid until the kernel let it go.
+ */
+export const MAX_FFMPEGS_LEFT_BEHIND = 8;
+
+/** The ffmpegs left behind stuck (LastFfmpeg.leftBehind) of every source, until each exits: MAX_FFMPEGS_LEFT_BEHIND. */
+const leftBehindAll = new Set<ChildProcess>();
+
+/** How many ffmpegs are left behind stuck across the process (MAX_FFMPEGS_LEFT_BEHIND at most). */
+export const ffmpegsLeftBehind = (): number => leftBehindAll.size;
+
 /** When each ffmpeg found stuck (lastFfmpegGone) was stopped, epoch ms: how long it has been stuck. */
 const stoppedAt = new WeakMap<ChildProcess, number>();
 
@@ -483,9 +498,16 @@ function noteFfmpeg(memo: SourceMemo, child: ChildProcess, exclusive: boolean): 
   last.exclusive = exclusive;
   child.once('exit', () => {
     exitedFfmpegs.add(child);
+    leftBehindAll.delete(child);
     if (last.ffmpeg === child) last.ffmpeg = undefined;
     if (last.leftBehind === child) last.leftBehind = undefined;
   });
+}
+
+/** `last`'s ffmpeg that has not exited, its running one or the one left behind, if any: what the source's next chain must know of (the pipeline keeps `last` until none is left). */
+export function ffmpegNotGone(last: LastFfmpeg): ChildProcess | undefined {
+  for (const c of [last.ffmpeg, last.leftBehind]) if (c && c.pid !== undefined && !hasExited(c)) return c;
+  return undefined;
 }
 
 /** Resolves once `child` has exited (or failed to start), however long that takes, or once `signal` aborts (its listeners then gone). */
@@ -523,10 +545,13 @@ export async function lastFfmpegGone(last: LastFfmpeg, onStuck?: (why: string) =
   if (!hasExited(prev) && prev.pid !== undefined) {
     if (!stoppedAt.has(prev)) stoppedAt.set(prev, Date.now() - FFMPEG_EXIT_WAIT_MS);
     const behind = last.leftBehind !== prev && last.leftBehind && !hasExited(last.leftBehind) ? last.leftBehind : undefined;
-    if (behind || last.exclusive) await stuckWait(prev, behind, !!last.exclusive, onStuck, signal);
+    // Too many left behind across the process already (none of them this source's): this one waits for its own.
+    const full = !behind && !last.exclusive && leftBehindAll.size - (leftBehindAll.has(prev) ? 1 : 0) >= MAX_FFMPEGS_LEFT_BEHIND;
+    if (behind || last.exclusive || full) await stuckWait(prev, behind, last.exclusive ? 'exclusive' : full ? 'full' : 'one', onStuck, signal);
     if (signal?.aborted) return;
     // The one still there (if any) is the one left behind.
     last.leftBehind = !hasExited(prev) ? prev : behind && !hasExited(behind) ? behind : undefined;
+    if (last.leftBehind) leftBehindAll.add(last.leftBehind);
   }
   if (last.ffmpeg === prev) last.ffmpeg = undefined;
 }
@@ -538,14 +563,17 @@ const stuckFor = (c: ChildProcess): number => Math.round((Date.now() - (stoppedA
  * Waits for `prev` (stuck) to exit, or `behind` (left behind before it) where the input is not
  * `exclusive`; telling `onStuck` why at once and each STUCK_REPORT_MS until then.
  */
-async function stuckWait(prev: ChildProcess, behind: ChildProcess | undefined, exclusive: boolean, onStuck?: (why: string) => void, signal?: AbortSignal): Promise<void> {
+async function stuckWait(prev: ChildProcess, behind: ChildProcess | undefined, wait: 'exclusive' | 'full' | 'one', onStuck?: (why: string) => void, signal?: AbortSignal): Promise<void> {
+  const exclusive = wait === 'exclusive';
   const why = (): string =>
     `ffmpeg ${prev.pid} has not exited ${stuckFor(prev)} s after it was stopped` +
     (behind ? `, nor has ffmpeg ${behind.pid} before it (${stuckFor(behind)} s)` : '') +
     ' (stuck in the kernel: a hung device or network mount?): ' +
     (exclusive
       ? `the next is started once it has gone (${behind ? 'they have' : 'it has'}: the input takes one reader at a time)`
-      : 'the next is started once one of them has gone');
+      : wait === 'full'
+        ? `the next is started once it has gone (${MAX_FFMPEGS_LEFT_BEHIND} ffmpegs of other sources are left behind stuck already, the most argus leaves)`
+        : 'the next is started once one of them has gone');
   onStuck?.(why());
   // Its timer and its listeners on the children end with the wait, or with `signal` (the source
   // stopped): they lived on until the stuck ffmpeg exited, which a hung device may never let it,
@@ -561,7 +589,7 @@ async function stuckWait(prev: ChildProcess, behind: ChildProcess | undefined, e
   again?.unref?.(); // (the stuck child holds the loop, not its reports)
   try {
     if (exclusive) await Promise.all([exitedAtAll(prev, ended.signal), behind ? exitedAtAll(behind, ended.signal) : undefined]);
-    else await Promise.race([exitedAtAll(prev, ended.signal), exitedAtAll(behind!, ended.signal)]);
+    else await Promise.race([exitedAtAll(prev, ended.signal), ...(behind ? [exitedAtAll(behind, ended.signal)] : [])]);
   } finally {
     clearInterval(again);
     signal?.removeEventListener('abort', stop);

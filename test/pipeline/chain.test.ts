@@ -12,7 +12,7 @@ import { letterbox } from '../../src/core/geometry.js';
 import { Pace } from '../../src/flow/pace.js';
 import type { Detector } from '../../src/inference/detector.js';
 import { createPipeline, sourceChain, stageCapacity, StageShares } from '../../src/pipeline/pipeline.js';
-import type { SpawnFn } from '../../src/sources/ffmpeg-source.js';
+import { FFMPEG_EXIT_WAIT_MS, type SpawnFn } from '../../src/sources/ffmpeg-source.js';
 import { defaultFfmpegPath } from '../../src/sources/ffmpeg-path.js';
 import { newSourceStats } from '../../src/sources/stats.js';
 import { FAKE_SIZE, fakeDetector, type FakeSession } from '../helpers/fake-session.js';
@@ -708,5 +708,40 @@ describe('a camera attached again under the same id (a worker camera edited, or 
     children[1].exitLater();
     children[2].exitLater();
     await Promise.all([second, other]);
+  });
+
+  it("a network camera's stuck ffmpeg left behind is kept past the 2 s wait across edits: the chain after the next waits for one of the two stuck ones, no third beside them", async () => {
+    const children: SlowToDie[] = [];
+    const spawn: SpawnFn = (_cmd, args) => {
+      const c = new SlowToDie(args, S * S * 3);
+      children.push(c);
+      return c.asChild();
+    };
+    const p = await createPipeline({ ...config(), sources: [{ ...config().sources[0], enabled: false }] }, { detector, spawn });
+    const cam = { ...config().sources[0], id: 'cam', uri: 'udp://127.0.0.1:21001', rate: 'native' as const };
+    const stopFirst = new Subject<void>();
+    const first = lastValueFrom(p.attach(cam, stopFirst).pipe(toArray()));
+    await untilHolds(() => children.length === 1, 'the first chain’s ffmpeg');
+    stopFirst.next();
+    await first;
+    // Its ffmpeg never exits (stuck in the kernel). Past the wait for it (FFMPEG_EXIT_WAIT_MS) it
+    // is left behind, and the pipeline forgot it: the camera's next chain knew nothing of it.
+    await new Promise((r) => setTimeout(r, FFMPEG_EXIT_WAIT_MS + 500));
+    const stopSecond = new Subject<void>();
+    const second = lastValueFrom(p.attach({ ...cam, fps: 5 }, stopSecond).pipe(toArray()));
+    await untilHolds(() => children.length === 2, 'the second chain’s ffmpeg, beside the one left behind (safe for a network camera)');
+    stopSecond.next();
+    await second;
+    // The second is stuck too: the third chain waits until one of them has gone.
+    const stopThird = new Subject<void>();
+    const third = lastValueFrom(p.attach({ ...cam, fps: 4 }, stopThird).pipe(toArray()));
+    await new Promise((r) => setTimeout(r, FFMPEG_EXIT_WAIT_MS + 1000));
+    expect(children).toHaveLength(2);
+    children[0].exitLater();
+    await untilHolds(() => children.length === 3, 'the third chain’s ffmpeg, once the first stuck one has gone');
+    stopThird.next();
+    children[1].exitLater();
+    children[2].exitLater();
+    await third;
   });
 });
