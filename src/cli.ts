@@ -7,6 +7,7 @@ import { PACKAGE_ROOT } from './assets/paths.js';
 import { loadPipeline } from './config/load.js';
 import { ArgusError, endingOf, ErrorCodes, INTERRUPTED_STATUS, isArgusError } from './core/errors.js';
 import { FAMILIES } from './core/families.js';
+import { CHILDREN_END_WAIT_MS, endDespiteChildren, type ChildLeft } from './core/children.js';
 import { redact } from './core/redact.js';
 import { forTerminal, forTerminalLines } from './core/text.js';
 import { StopSignals } from './core/signals.js';
@@ -217,6 +218,20 @@ async function runOrWork(file: string, opts: RunFlags, mode: 'run' | 'worker'): 
 /** How long the process may linger after an orderly stop before it exits anyway. */
 const EXIT_GRACE_MS = 2000;
 
+/**
+ * A one-shot command's end (detect, preview) with children that have not exited (endDespiteChildren:
+ * an ffmpeg stuck in the kernel): says which, and exits with the command's own status.
+ */
+function exitLeavingChildren(left: ChildLeft[]): void {
+  const status = typeof process.exitCode === 'number' ? process.exitCode : 0;
+  for (const c of left) {
+    writeStderr(
+      `argus: warning: ffmpeg ${c.pid}${c.what === undefined ? '' : ` (reading ${forTerminalLines(redact(c.what))})`} has not exited ${CHILDREN_END_WAIT_MS / 1000} s after the command's end (stuck in the kernel: a hung device or network mount?); exiting without it (exit status ${status})\n`,
+    );
+  }
+  void exitAfterInference(status, 1000);
+}
+
 const brokerList = (v: string) => v.split(',').filter(Boolean);
 const cameras = program.command('cameras').description('the cluster\'s cameras (the compacted cameras topic): apply, add, rm, ls');
 /**
@@ -392,8 +407,12 @@ program
   .option('--fps <n>', 'videos and GIFs: at most N frames per second, the first at or after each 1/N s step (default every frame; never a frame twice)', positiveNumber())
   .action(async (files: string[], opts: { json: boolean; out?: string; score?: number; iou?: number; model?: string; fps?: number }) => {
     const { detectFailure, runDetect } = await import('./tools/detect.js');
-    const failure = detectFailure(await runDetect(files, { ...opts, log }));
-    if (failure) throw failure;
+    try {
+      const failure = detectFailure(await runDetect(files, { ...opts, log }));
+      if (failure) throw failure;
+    } finally {
+      endDespiteChildren(exitLeavingChildren);
+    }
   });
 
 program
@@ -405,7 +424,11 @@ program
   .option('--at <seconds>', 'time in the source, seconds (default 0)', seconds)
   .action(async (file: string, opts: { out: string; source?: string; at?: number }) => {
     const { runPreview } = await import('./tools/preview.js');
-    await runPreview(file, { ...opts, log });
+    try {
+      await runPreview(file, { ...opts, log });
+    } finally {
+      endDespiteChildren(exitLeavingChildren);
+    }
   });
 
 program

@@ -269,6 +269,46 @@ export function ownChild<C extends ChildProcess>(child: C, stopGently?: () => Pr
   return child;
 }
 
+/** What each held child reads (nameChild), for the word on one left at a command's end (childrenLeft). */
+const names = new WeakMap<ChildProcess, string>();
+
+/** Names what `child` reads (an ffmpeg's input: a file, a camera's URL), for childrenLeft. */
+export function nameChild(child: ChildProcess, what: string): void {
+  names.set(child, what);
+}
+
+/** A child held that has not exited (childrenLeft): its pid, and what it reads where named (nameChild). */
+export interface ChildLeft {
+  pid: number;
+  what?: string;
+}
+
+/** The children held (ownChild) that have not exited. */
+export function childrenLeft(): ChildLeft[] {
+  return [...live].map((c) => ({ pid: c.pid!, what: names.get(c) }));
+}
+
+/**
+ * How long a one-shot command (argus detect, preview) lets its children end after its result or
+ * failure before it exits without them, ms (endDespiteChildren).
+ */
+export const CHILDREN_END_WAIT_MS = 2000;
+
+/**
+ * After a one-shot command's result or failure: where a child it started has not exited
+ * CHILDREN_END_WAIT_MS later (an ffmpeg stuck in the kernel: a hung network mount, a wedged
+ * device, which SIGKILL ends only when it leaves the kernel), `end` is called with those left, to
+ * say so and exit; nothing where all have gone (the process ends by itself). The held child kept
+ * the event loop alive: `argus detect` and `argus preview` printed their result and then never
+ * ended, for as long as the kernel held the process. (The timer is unref'd: it holds nothing.)
+ */
+export function endDespiteChildren(end: (left: ChildLeft[]) => void): void {
+  setTimeout(() => {
+    const left = childrenLeft();
+    if (left.length) end(left);
+  }, CHILDREN_END_WAIT_MS).unref();
+}
+
 /**
  * Resolves once `child` has exited (or failed to start), or `ms` after the call where it has not:
  * what starts another reader of the same input after killing this one waits for it (a V4L2 device

@@ -1,5 +1,5 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { exitOf, signalChild, spawnOwned } from '../core/children.js';
+import { exitOf, nameChild, signalChild, spawnOwned } from '../core/children.js';
 import { endsBySignal } from '../core/signals.js';
 import { deviceProblem } from '../core/files.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -251,11 +251,17 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
   // First: a start that fails (EMFILE, ENOENT) is told by the child's 'error' event (on the next
   // tick), which ended argus where nothing listened yet; out of descriptors (EMFILE, ENFILE) node
   // gives the child no pipes, whose use below threw a TypeError first.
+  nameChild(child, o.url);
   const exited = new Promise<{ code: number | null; error?: Error }>((res) => {
     child.on('error', (error) => res({ code: null, error }));
     child.on('close', (code) => res({ code }));
   });
   if (!child.stdin || !child.stdout || !child.stderr) throw notStarted(o.ffmpegPath, (await exited).error);
+  /** The stalled ffmpeg, killed, had not exited FFMPEG_EXIT_WAIT_MS later (stuck in the kernel). */
+  let stuck = false;
+  let giveUp: (() => void) | undefined;
+  /** Resolves once the stalled ffmpeg is given up on (`stuck`): its end is not waited for. */
+  const givenUp = new Promise<{ code: number | null; error?: Error }>((r) => (giveUp = () => r({ code: null })));
   // A read error of the frames' pipe (EIO) ends the frames coded as a run's source's (the for-await
   // below throws it); one of the log's ends the log, as its close does (it ended argus, unheard).
   let readError: Error | undefined;
@@ -418,8 +424,14 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
     }
     return times.shift();
   };
-  void exited.then(gotInfo); // an ffmpeg that ends without an output stream
+  void Promise.race([exited, givenUp]).then(gotInfo); // an ffmpeg that ends without an output stream (or is given up on, stuck)
 
+  /** The stall, said (`stuck`: with the ffmpeg that did not exit). */
+  const stallError = (): ArgusError => {
+    const what = index === 0 ? `no frame came from ${o.url} within ${stallMs / 1000} s` : `${o.url} stopped sending frames (none for ${stallMs / 1000} s)`;
+    const left = stuck ? `; its ffmpeg ${child.pid} has not exited ${FFMPEG_EXIT_WAIT_MS / 1000} s after it was killed (stuck in the kernel: a hung device or network mount?)` : '';
+    return new ArgusError(index === 0 ? ErrorCodes.SOURCE_TIMEOUT : ErrorCodes.SOURCE_STALLED, what + left);
+  };
   let done = false;
   // The watchdog runs only while this waits for ffmpeg, never while a frame is with the consumer.
   const stallMs = o.stallMs ?? 15_000;
@@ -429,6 +441,17 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
     watchdog = setTimeout(() => {
       stalled = true;
       stop();
+      // One stuck in the kernel (a hung network mount, a wedged device) ignores the kill until it
+      // leaves it, and holds its pipes open meanwhile: the read of its frames and the wait for its
+      // end waited with it, and argus detect or preview said nothing and never ended. Its pipes
+      // are let go, and the stall said (the command's end names the process left: childrenLeft).
+      void exitOf(child, FFMPEG_EXIT_WAIT_MS).then(() => {
+        if (child.exitCode != null || child.signalCode != null) return;
+        stuck = true;
+        child.stdout.destroy();
+        child.stderr.destroy();
+        giveUp?.();
+      });
     }, stallMs);
   };
   const unwatch = () => clearTimeout(watchdog);
@@ -496,13 +519,10 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
     }
     unwatch();
     if (atSignal) await endsBySignal();
-    const { code, error } = await exited;
+    const { code, error } = await Promise.race([exited, givenUp]);
     done = true;
     if (badLog) throw badLog;
-    if (stalled) {
-      const what = index === 0 ? `no frame came from ${o.url} within ${stallMs / 1000} s` : `${o.url} stopped sending frames (none for ${stallMs / 1000} s)`;
-      throw new ArgusError(index === 0 ? ErrorCodes.SOURCE_TIMEOUT : ErrorCodes.SOURCE_STALLED, what);
-    }
+    if (stalled) throw stallError();
     if (error) throw notStarted(o.ffmpegPath, error);
     // Ended without reporting its input: asked then (never on the way to a frame) whether it is ffmpeg at all.
     const notIt = inputReported ? undefined : await notFfmpeg(o.ffmpegPath, code === null ? 'was ended by a signal' : `exited with code ${code}`);
@@ -516,6 +536,8 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
     }
   } catch (e) {
     if (atSignal) await endsBySignal();
+    // (The pipes of a stuck ffmpeg let go end the read of its frames with an error of their own.)
+    if (stuck) throw stallError();
     if (readError !== undefined && e === readError) throw new ArgusError(ErrorCodes.SOURCE_SPAWN, `${o.url}: ffmpeg's stdout failed: ${readError.message}`, { cause: e });
     throw e;
   } finally {
