@@ -1538,6 +1538,13 @@ function oneFfmpeg(options: FfmpegSourceOptions, tap?: RtspTap, named?: NamedRel
         fail(ErrorCodes.SOURCE_PROBE, `source "${id}": ${tooLargeMessage(input.url, probe.tooLarge)}\n${tail}`);
         return;
       }
+      // A forced raw demuxer (`-f h264`, `-f obu`, …) that read nothing of its codec: what came is
+      // no such stream (it was `ffmpeg exited with code 1`, and, before, the camera's contact).
+      const unread = !lb && seq === seqStart ? probe.rawStreamUnread : undefined;
+      if (unread !== undefined) {
+        fail(ErrorCodes.SOURCE_PROBE, `source "${id}": ffmpeg's ${unread} demuxer (the source's -f ${unread}) found no ${unread} stream in ${input.url}: what it answers is something else (an HTML page: a camera's login or error page?)\n${tail}`);
+        return;
+      }
       if (!lb && saysNoVideoStream(log)) {
         fail(ErrorCodes.SOURCE_PROBE, `source "${id}": ${input.url} has no video stream\n${tail}`);
         return;

@@ -80,6 +80,22 @@ const STREAM_KIND = /: (?:Video|Audio|Data|Subtitle|Attachment|Unknown): /g;
  * it). Not MJPEG (each picture has its size: one of unknown size is no picture, a login page say).
  */
 const SIZED_BY_KEY_FRAME = /: Video: (?:h264|hevc|mpeg1video|mpeg2video|mpeg4|vp9|av1)(?:[ ,]|$)/;
+/**
+ * ffmpeg's raw elementary-stream demuxers, as `Input #0, <format>, from` names them: a forced one
+ * (`input.args: [-f, h264]`, `-f obu`, …) takes whatever bytes come, and reports a stream of its
+ * codec with no size for any of them: an HTTP camera's HTML login page read through `-f h264`
+ * gave `Video: h264, 1 reference frame, none`, as a stream joined between key frames does.
+ */
+const RAW_VIDEO_DEMUXERS = /^(?:h264|hevc|obu|mpegvideo|m4v|cavsvideo|vc1|vvc|avs2|avs3)$/;
+/**
+ * What ffmpeg logs once it has read a unit of the codec's own syntax in a raw stream joined
+ * between key frames (the decoder's or bitstream filter's words for a unit it recognized whose
+ * headers have not come yet): H.264 and H.265 slices naming a parameter set not yet seen (`non-existing
+ * PPS 0 referenced`, `PPS id out of range`), AV1 frame OBUs before their sequence header (`No
+ * sequence header available: unable to decode frame header`). Bytes that are no such stream (a login
+ * page) give `No start code is found`, `Failed to read obu`, `header damaged`, or nothing.
+ */
+const RAW_UNITS_READ = /non-existing [PS]PS \d+ referenced|[PS]PS id out of range|No sequence header available: unable to decode frame header/;
 /** The longest log line read (ffmpeg's own reports are far shorter; a longer one is a file's or a server's text). */
 const MAX_LOG_LINE = 4096;
 
@@ -381,12 +397,25 @@ export class StderrProbe {
    * an MPEG-1/2, MPEG-4 Part 2, VP9 or AV1 one: ffmpeg's probe ended before a key frame, whose
    * headers carry the size (an RTSP camera whose SDP has none, an MPEG-TS or raw AV1 stream, joined
    * in a long GOP: its first frame comes with that key frame, seconds on). ffmpegSource counts it
-   * as contact too.
+   * as contact too. Through a raw elementary-stream demuxer (RAW_VIDEO_DEMUXERS: `-f h264`, `-f
+   * obu`, …), which reports such a stream for any bytes, only once ffmpeg has said it read units of
+   * the codec (RAW_UNITS_READ), or decoded a frame (the output's line, sized, comes with the
+   * first): an HTML login page read so is no contact.
    */
   get inputVideoSizedByKeyFrame(): boolean {
-    return this.unsizedKeyFrameVideo;
+    return this.unsizedKeyFrameVideo && (this.format === undefined || !RAW_VIDEO_DEMUXERS.test(this.format) || this.rawUnitsRead || this.output !== undefined);
   }
   private unsizedKeyFrameVideo = false;
+  /**
+   * The raw elementary-stream demuxer (RAW_VIDEO_DEMUXERS) that ffmpeg opened the input with, where
+   * it read nothing of its codec: no unit (RAW_UNITS_READ), no frame (an HTML login page read
+   * through a forced `-f h264`); else undefined. ffmpegSource's failure says so.
+   */
+  get rawStreamUnread(): string | undefined {
+    return this.unsizedKeyFrameVideo && this.format !== undefined && RAW_VIDEO_DEMUXERS.test(this.format) && !this.rawUnitsRead && this.output === undefined ? this.format : undefined;
+  }
+  /** ffmpeg has said it read units of the raw stream's codec (RAW_UNITS_READ), before or after its report: see inputVideoSizedByKeyFrame. */
+  private rawUnitsRead = false;
 
   /** Feeds a chunk; returns the stream info the first time it becomes known. */
   push(chunk: string): StreamInfo | undefined {
@@ -444,6 +473,8 @@ export class StderrProbe {
       this.delimiterLines = step === 3 ? 0 : step;
       if (step) continue;
       if (this.onDamage && reportsDamage(line)) this.onDamage(line);
+      // (Until the output's line at most, which comes with the first decoded frame: not on every frame's lines.)
+      if (!this.rawUnitsRead && this.output === undefined && line.startsWith('[') && RAW_UNITS_READ.test(line)) this.rawUnitsRead = true;
       this.tooLarge ??= pictureTooLarge(line);
       this.keep(line);
       if (this.done) {

@@ -97,6 +97,30 @@ describe('ffmpegSource onInputOpened, an input opened with no video ffmpeg could
   });
 });
 
+describe('ffmpegSource onInputOpened, a raw H.264 stream through a forced -f h264 (ffmpeg 5.1\'s own lines)', () => {
+  // The demuxer reports `Video: h264, …, none` for any bytes; what the decoder said of them decides.
+  const report = (url: string) => `Input #0, h264, from '${url}':\n  Duration: N/A, bitrate: N/A\n  Stream #0:0: Video: h264, 1 reference frame, none, 1200k tbn\nStream mapping:\n  Stream #0:0 -> #0:0 (h264 (native) -> rawvideo (native))\n`;
+  it('joined between key frames (its slices name a parameter set not seen yet): told, before the first frame', () => {
+    const { ffmpeg, events, sub } = watched({ url: 'tcp://cam:9000', kind: 'stream', rate: 'native', loop: false, cameraClock: false, inputArgs: ['-f', 'h264'] });
+    vi.advanceTimersByTime(1);
+    ffmpeg().stderr.write('[h264 @ 0x1] non-existing PPS 0 referenced\n    Last message repeated 6 times\n[h264 @ 0x1] decode_slice_header error\n[h264 @ 0x1] no frame!\n');
+    expect(events).toEqual([]);
+    ffmpeg().stderr.write(report('tcp://cam:9000'));
+    expect(events).toEqual(['opened']);
+    sub.unsubscribe();
+  });
+  it('an HTML page (no start code in it): not told; told once a frame is decoded (the output\'s line), whatever came before', () => {
+    const { ffmpeg, events, sub } = watched({ url: 'http://cam/video.cgi', kind: 'http', rate: 'native', loop: false, cameraClock: false, inputArgs: ['-f', 'h264'] });
+    vi.advanceTimersByTime(1);
+    ffmpeg().stderr.write('[h264 @ 0x1] missing picture in access unit with size 196\n[extract_extradata @ 0x2] No start code is found.\nhttp://cam/video.cgi: could not find codec parameters\n' + report('http://cam/video.cgi') + '[h264 @ 0x3] No start code is found.\n[h264 @ 0x3] Error splitting the input into NAL units.\n');
+    vi.advanceTimersByTime(1000);
+    expect(events).toEqual([]);
+    ffmpeg().stderr.write("Output #0, rawvideo, to 'pipe:1':\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 64x48, q=2-31, 10 fps, 10 tbn\n");
+    expect(events).toEqual(['opened']);
+    sub.unsubscribe();
+  });
+});
+
 describe('createPipeline onSourceOpened (what runWorker passes to Worker.sourceOpened)', () => {
   it('is told with the source id when its ffmpeg opens the input; not for a camera that refuses the connection, nor for one that answers a login page', async () => {
     vi.useRealTimers();

@@ -11,6 +11,7 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -165,4 +166,25 @@ describe('contact of a stream whose size comes with its key frame (real ffmpeg)'
       server.close();
     }
   }, 30_000);
+});
+
+describe('contact through a forced raw demuxer (real ffmpeg)', () => {
+  // An HTTP camera's URL that answers its HTML login page (200), read through a user-forced raw
+  // elementary-stream demuxer: ffmpeg 5.1 reports a stream of that codec with no size for any bytes
+  // (`Video: h264, 1 reference frame, none`), which was counted as the camera's contact (a stream
+  // whose size comes with its key frame) and a worker took the camera for reachable. ffmpeg's own
+  // words for the bytes (no start code, no OBU) say it read no unit of the codec: no contact.
+  for (const format of ['h264', 'hevc', 'obu', 'mpegvideo', 'm4v']) {
+    it(`an HTML login page read with -f ${format}: no contact; the run fails saying its bytes are no ${format} stream (it said \`ffmpeg exited with code 1\`)`, async () => {
+      const page = '<!DOCTYPE html><html><head><title>Login</title></head><body><form method="post" action="/login">user <input name="u"> password <input name="p" type="password"><button>Sign in</button></form></body></html>\n'.repeat(20);
+      const server = createHttpServer((_q, res) => void res.writeHead(200, { 'content-type': 'text/html' }).end(page));
+      await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+      try {
+        const { first } = await firstEvent({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}/video.cgi`, kind: 'http', rate: 'native', loop: false, cameraClock: false, inputArgs: ['-f', format] }, 15_000);
+        expect(first).toMatch(new RegExp(`^error: source "cam": ffmpeg's ${format} demuxer \\(the source's -f ${format}\\) found no ${format} stream in http://127\\.0\\.0\\.1:\\d+/video\\.cgi: what it answers is something else \\(an HTML page: a camera's login or error page\\?\\)`));
+      } finally {
+        server.close();
+      }
+    });
+  }
 });

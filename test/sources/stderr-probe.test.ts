@@ -309,7 +309,8 @@ describe('StderrProbe: a VP9 or AV1 stream of unknown size (its size comes with 
   // joined between key frames, and a raw AV1 (OBU) stream read with -f obu joined so.
   const reports = {
     vp9: "[sdp @ 0x1] RTP/VP9 support is still experimental\n[sdp @ 0x1] Could not find codec parameters for stream 0 (Video: vp9 (Profile 1), 1 reference frame, none): unspecified size\nInput #0, sdp, from 'vp9.sdp':\n  Duration: N/A, start: 0.000000, bitrate: N/A\n  Stream #0:0: Video: vp9 (Profile 1), 1 reference frame, none, 25 fps, 25 tbr, 90k tbn\n",
-    av1: "[obu @ 0x1] Could not find codec parameters for stream 0 (Video: av1 (libdav1d), 1 reference frame, none): unspecified size\nInput #0, obu, from 'tcp://cam:9000':\n  Duration: N/A, bitrate: N/A\n  Stream #0:0: Video: av1, 1 reference frame, none, 25 tbr, 1200k tbn\n",
+    // (Its bitstream filter's lines first: frame OBUs read, their sequence header still to come.)
+    av1: "[libdav1d @ 0x2] libdav1d 1.0.0\n[av1_frame_merge @ 0x3] No sequence header available: unable to decode frame header.\n[av1_frame_merge @ 0x3] Failed to read unit 0 (type 6).\n[av1_frame_merge @ 0x3] Failed to read packet.\n[obu @ 0x1] av1_frame_merge filter failed to send output packet\n[libdav1d @ 0x2] No sequence header available\n[obu @ 0x1] Could not find codec parameters for stream 0 (Video: av1 (libdav1d), 1 reference frame, none): unspecified size\nInput #0, obu, from 'tcp://cam:9000':\n  Duration: N/A, bitrate: N/A\n  Stream #0:0: Video: av1, 1 reference frame, none, 25 tbr, 1200k tbn\n",
   };
   for (const [codec, report] of Object.entries(reports)) {
     it(`${codec}: counts as a stream sized by its key frame (contact), not as one with a size`, () => {
@@ -319,6 +320,18 @@ describe('StderrProbe: a VP9 or AV1 stream of unknown size (its size comes with 
       expect(probe.inputVideoSizedByKeyFrame).toBe(true);
     });
   }
+  it('not through a raw demuxer (-f obu, -f h264) that read no unit of its codec: an HTML login page (ffmpeg 5.1\'s lines, measured); it is once a frame is decoded (the output\'s line)', () => {
+    for (const [format, lines] of [
+      ['obu', "[libdav1d @ 0x2] libdav1d 1.0.0\n[AV1 Annex B/low overhead OBU demuxer @ 0x4] Failed to read obu\n[libdav1d @ 0x2] No sequence header available\n[obu @ 0x1] Could not find codec parameters for stream 0 (Video: av1 (libdav1d), 1 reference frame, none): unspecified size\nInput #0, obu, from 'http://cam/login':\n  Duration: N/A, bitrate: N/A\n  Stream #0:0: Video: av1, 1 reference frame, none, 25 tbr, 1200k tbn\n"],
+      ['h264', "[h264 @ 0x1] missing picture in access unit with size 196\n[extract_extradata @ 0x2] No start code is found.\nhttp://cam/login: could not find codec parameters\nInput #0, h264, from 'http://cam/login':\n  Duration: N/A, bitrate: N/A\n  Stream #0:0: Video: h264, 1 reference frame, none, 1200k tbn\nStream mapping:\n  Stream #0:0 -> #0:0 (h264 (native) -> rawvideo (native))\n"],
+    ] as const) {
+      const probe = new StderrProbe();
+      probe.push(lines);
+      expect([format, probe.inputVideoSizedByKeyFrame, probe.rawStreamUnread]).toEqual([format, false, format]);
+      probe.push("Output #0, rawvideo, to 'pipe:1':\n  Stream #0:0: Video: rawvideo (BGR[24] / 0x18524742), bgr24, 64x48, q=2-31, 10 fps, 10 tbn\n");
+      expect([format, probe.inputVideoSizedByKeyFrame, probe.rawStreamUnread]).toEqual([format, true, undefined]);
+    }
+  });
   // VP8: ffmpeg 5.1's RTP reader drops all until a key frame, whose report is sized; this line
   // (measured) comes only from an ffmpeg stopped before it, no contact.
   it('not VP8, a codec of a like name (vp6, av1x) nor MJPEG of unknown size', () => {
