@@ -102,6 +102,29 @@ const CROSS_LATCH_AWAY_MS = 5000;
 const EARLY = 'seen before its track was confirmed; raised once it was';
 
 /**
+ * A rule's cooldown still running as a source's chain ends, as another chain of the source (an
+ * argus worker's camera moved to another worker) takes it over (SourceAnalyzer.handover,
+ * takeOver): `leftMs` of it left. A cooldown per track (zone and line rules) comes with where that
+ * track was last seen (`box`: x1, y1, x2, y2 as fractions of the picture) and, for a line rule,
+ * the direction: the new chain's tracker gives the object a new id, and takes the cooldown for the
+ * track it first alerts there (IoU at least CARRIED_IOU, or its box's centre inside that box).
+ * A rule's own cooldown (conveyor rules) has no box.
+ */
+export interface CarriedCooldown {
+  rule: string;
+  leftMs: number;
+  box?: [number, number, number, number];
+  dir?: 'in' | 'out';
+}
+
+/** The most cooldowns a chain hands over (the longest left first): a worker's release record stays small. */
+export const MAX_CARRIED_COOLDOWNS = 64;
+/** How much a new track's box must overlap a carried one's (IoU) to take its cooldown (or its centre lie inside it). */
+const CARRIED_IOU = 0.3;
+/** Alerted tracks whose last box is followed for a hand-over at most (the latest kept). */
+const ALERTED_BOXES_KEPT = 1024;
+
+/**
  * A time on the pts scale (s) as an alert's message gives it, to a tenth: one just before a
  * step back of the pts (negative, under 0.05 s) is "0.0", not "-0.0" (toFixed keeps the sign of
  * a number that rounds to zero).
@@ -162,6 +185,12 @@ export class SourceAnalyzer {
   /** The same without the outage bound, for the conveyor rates: no length of outage is evidence that a belt stopped. */
   private readonly observedRates = new ObservedTime();
   private ready = false;
+  /** Where each track alerted under a rule with a cooldown was last seen (fractions of the picture): handover names it. */
+  private readonly alertBoxes = new Map<number, Float32Array>();
+  /** Cooldowns handed over by the source's former chain (takeOver), applied at the next frame. */
+  private carryIn: CarriedCooldown[] | undefined;
+  /** Carried per-track cooldowns not yet taken by a track here: the place, and until when (frame time) they run. */
+  private places: { rule: string; dir?: 'in' | 'out'; box: readonly number[]; untilMs: number }[] = [];
   /** Notices given, by field and the picture's shape or size: stretched points (stretchNotices), a zone its marginPx closes. */
   private readonly warned = new Set<string>();
   /** The first frame's size (pixel points are given for it) and the current one. */
@@ -631,6 +660,7 @@ export class SourceAnalyzer {
       const bit = e.direction === 'in' ? 1 : 2;
       const latch = latched.get(e.trackId);
       if (latch && latch.dirs & bit) continue;
+      if (this.places.length) this.inherit(r.id, e.direction, cd, `${e.trackId}:${e.direction}`, d, e.row);
       if (!cd.allow(`${e.trackId}:${e.direction}`, happened(e.atMs, tMs))) continue;
       // It is past the line on the side its crossing ended on ('in': the line's positive side),
       // since it crossed: for one seen among a new track's earlier sightings, up to a second or
@@ -730,6 +760,9 @@ export class SourceAnalyzer {
     const rateMs = this.observedRates.advance(tMs);
     this.lastObsMs = obsMs;
     this.lastRateMs = rateMs;
+    if (this.carryIn) this.applyCarry(tMs);
+    if (this.places.length) this.places = this.places.filter((p) => p.untilMs > tMs);
+    if (this.alertBoxes.size && d.trackerId) this.followAlerted(d);
     const zoneEvents = this.zoneEvents;
     zoneEvents.length = 0;
     for (const z of this.zones) {
@@ -762,6 +795,7 @@ export class SourceAnalyzer {
             // a tracked person's entry counted from the frame that raised it (minHoldFrames on), one
             // made as they went out of view 1.1 s later from when it happened, 0.9 s on, and was
             // dropped under a cooldown of 1 s, as a person seen throughout was not.
+            if (this.places.length) this.inherit(r.id, undefined, cd, `${e.trackId}`, d, e.row);
             if (!cd.allow(`${e.trackId}`, happened(e.atMs ?? e.happenedMs, tMs))) {
               if (want === 'dwell') (held ?? this.dwellHeld.set(r.id, new Set()).get(r.id)!).add(e.trackId);
               continue;
@@ -835,9 +869,114 @@ export class SourceAnalyzer {
     }
 
     // Every draft above carries its rule's id (AlertDraft's open index signature types it unknown).
-    for (const a of alerts) this.alertCounts.set(a.rule as string, (this.alertCounts.get(a.rule as string) ?? 0) + 1);
+    for (const a of alerts) {
+      this.alertCounts.set(a.rule as string, (this.alertCounts.get(a.rule as string) ?? 0) + 1);
+      if (typeof a.trackId === 'number' && typeof a.row === 'number' && a.row >= 0 && this.cooldowns.get(a.rule as string)!.cooldownMs > 0) this.noteAlerted(a.trackId, d, a.row);
+    }
 
     return { summary: this.summaryOf(rateMs), alerts };
+  }
+
+  /**
+   * The cooldowns still running at the last frame (MAX_CARRIED_COOLDOWNS at most, the longest
+   * left first), for the chain that takes the source over (an argus worker's release record):
+   * a rule's own, and each track's with where it was last seen. A track never seen with a box
+   * (alerted without a row: gone, or at the stream's end) is left out: the new chain cannot tell
+   * it from another object, and alerts it.
+   */
+  handover(): CarriedCooldown[] {
+    if (!this.ready || Number.isNaN(this.lastPtsMs)) return [];
+    const tMs = this.lastPtsMs + this.ptsOffset;
+    const out: CarriedCooldown[] = [];
+    for (const [rule, cd] of this.cooldowns) {
+      if (cd.cooldownMs <= 0) continue;
+      for (const [key, last] of cd.entries()) {
+        const leftMs = Math.round(last + cd.cooldownMs - tMs);
+        if (leftMs <= 0) continue;
+        if (key === '') {
+          out.push({ rule, leftMs });
+          continue;
+        }
+        const [id, dir] = key.split(':');
+        const b = this.alertBoxes.get(Number(id));
+        if (!b) continue;
+        const box: [number, number, number, number] = [b[0], b[1], b[2], b[3]].map((v) => Math.round(v * 1e4) / 1e4) as [number, number, number, number];
+        out.push({ rule, leftMs, box, ...(dir === 'in' || dir === 'out' ? { dir } : {}) });
+      }
+    }
+    return out.sort((a, b) => b.leftMs - a.leftMs).slice(0, MAX_CARRIED_COOLDOWNS);
+  }
+
+  /**
+   * Cooldowns handed over by the source's former chain (handover, read back from a worker's
+   * release record), counted from this chain's next frame: a rule's own at once; a track's by
+   * the first track here that its rule would alert where that one was last seen. Only this
+   * source's rules, with a cooldown, are taken (an edit in between: the rule may be gone), each
+   * at most its cooldown long.
+   */
+  takeOver(list: readonly CarriedCooldown[]): void {
+    this.carryIn = list.slice(0, MAX_CARRIED_COOLDOWNS);
+  }
+
+  private applyCarry(tMs: number): void {
+    const list = this.carryIn!;
+    this.carryIn = undefined;
+    for (const c of list) {
+      const cd = this.cooldowns.get(c.rule);
+      if (!cd || cd.cooldownMs <= 0) continue;
+      const left = Math.min(c.leftMs, cd.cooldownMs);
+      if (!(left > 0)) continue;
+      if (!c.box) cd.seed('', tMs + left - cd.cooldownMs);
+      else this.places.push({ rule: c.rule, ...(c.dir ? { dir: c.dir } : {}), box: c.box, untilMs: tMs + left });
+    }
+  }
+
+  /** Track key `key` of rule `rule` (`dir`: a line rule's direction) takes a carried cooldown where its box (row `row` of `d`) is where that one's track was last seen. */
+  private inherit(rule: string, dir: 'in' | 'out' | undefined, cd: Cooldown, key: string, d: Detections, row: number): void {
+    if (row < 0 || cd.has(key) || !this.size) return;
+    const w = this.size.width, h = this.size.height;
+    const x1 = d.xyxy[row * 4] / w, y1 = d.xyxy[row * 4 + 1] / h, x2 = d.xyxy[row * 4 + 2] / w, y2 = d.xyxy[row * 4 + 3] / h;
+    const cx = (x1 + x2) / 2, cy = (y1 + y2) / 2;
+    for (let k = 0; k < this.places.length; k++) {
+      const p = this.places[k];
+      if (p.rule !== rule || p.dir !== dir) continue;
+      const [a1, b1, a2, b2] = p.box;
+      const iw = Math.min(x2, a2) - Math.max(x1, a1), ih = Math.min(y2, b2) - Math.max(y1, b1);
+      const inter = iw > 0 && ih > 0 ? iw * ih : 0;
+      const union = (x2 - x1) * (y2 - y1) + (a2 - a1) * (b2 - b1) - inter;
+      const inside = cx >= a1 && cx <= a2 && cy >= b1 && cy <= b2;
+      if (!inside && !(union > 0 && inter / union >= CARRIED_IOU)) continue;
+      cd.seed(key, p.untilMs - cd.cooldownMs);
+      this.places.splice(k, 1);
+      return;
+    }
+  }
+
+  /** Track `id` was alerted on row `row`: its box is followed from now on (followAlerted), for handover. */
+  private noteAlerted(id: number, d: Detections, row: number): void {
+    let b = this.alertBoxes.get(id);
+    if (!b) {
+      if (this.alertBoxes.size >= ALERTED_BOXES_KEPT) this.alertBoxes.delete(this.alertBoxes.keys().next().value!);
+      this.alertBoxes.set(id, (b = new Float32Array(4)));
+    }
+    this.boxOf(d, row, b);
+  }
+
+  /** The alerted tracks this frame shows: their boxes updated in place. O(rows), on frames after a track with a cooldown alerted. */
+  private followAlerted(d: Detections): void {
+    const ids = d.trackerId!;
+    for (let i = 0; i < d.length; i++) {
+      const b = this.alertBoxes.get(ids[i]);
+      if (b) this.boxOf(d, i, b);
+    }
+  }
+
+  private boxOf(d: Detections, row: number, out: Float32Array): void {
+    const w = this.size!.width, h = this.size!.height;
+    out[0] = d.xyxy[row * 4] / w;
+    out[1] = d.xyxy[row * 4 + 1] / h;
+    out[2] = d.xyxy[row * 4 + 2] / w;
+    out[3] = d.xyxy[row * 4 + 3] / h;
   }
 
   /**

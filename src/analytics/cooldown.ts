@@ -17,6 +17,22 @@ export class Cooldown {
     return true;
   }
 
+  /** Whether key `key` has an alert on record (allowed once, not forgotten since). */
+  has(key: string): boolean {
+    return this.last.has(key);
+  }
+
+  /** Key `key` counts as allowed at `tMs` (the later of that and where it stands): a cooldown carried over from another chain of the source (SourceAnalyzer.takeOver). */
+  seed(key: string, tMs: number): void {
+    const prev = this.last.get(key);
+    if (prev === undefined || prev < tMs) this.last.set(key, tMs);
+  }
+
+  /** The keys and their last allowed times (SourceAnalyzer.handover). */
+  entries(): IterableIterator<[string, number]> {
+    return this.last.entries();
+  }
+
   /**
    * Key `to` goes on from where key `from` stands (the later of the two): the same object under
    * a new key (a zone stay taken over by a track's new id) is not alerted again within the

@@ -1,0 +1,110 @@
+/**
+ * A rule's cooldown across a camera's move between workers: the old owner's chain hands over the
+ * cooldowns still running (SourceAnalyzer.handover, carried in its release record) and the new
+ * owner's chain takes them over (takeOver). A person already alerted, still where they were, is
+ * not alerted again by the new owner before the cooldown ends; another person is, and so is
+ * everyone on a camera that comes with nothing handed over. Virtual time: frames' pts.
+ */
+import { describe, expect, it } from 'vitest';
+import { SourceAnalyzer, type CarriedCooldown } from '../../src/analytics/analyzer.js';
+import { SourceSchema } from '../../src/config/schema.js';
+import { Detections } from '../../src/core/detections.js';
+
+const W = 640, H = 480;
+const cfg = SourceSchema.parse({
+  id: 'cam',
+  uri: 'rtsp://127.0.0.1/cam',
+  zones: [{ id: 'bay', polygon: [[0, 0], [1, 0], [1, 1], [0, 1]] }],
+  rules: [{ id: 'in-bay', type: 'zone-enter', zone: 'bay', cooldownSec: 60 }],
+});
+
+/** One frame: the given tracks (id → box). */
+function frame(tracks: [number, [number, number, number, number]][]): Detections {
+  return new Detections(
+    Float32Array.from(tracks.flatMap(([, b]) => b)),
+    Float32Array.from(tracks.map(() => 0.9)),
+    Int32Array.from(tracks.map(() => 0)),
+    Int32Array.from(tracks.map(([id]) => id)),
+  );
+}
+
+/** A chain of the camera (an owner's analyzer), fed `n` frames at 10 fps from `fromMs` with `tracks`: its alerts' tracks. */
+function run(a: SourceAnalyzer, fromMs: number, n: number, tracks: [number, [number, number, number, number]][]): number[] {
+  const out: number[] = [];
+  for (let k = 0; k < n; k++) for (const al of a.process(frame(tracks), fromMs + k * 100).alerts) out.push(al.trackId as number);
+  return out;
+}
+
+const chain = () => {
+  const a = new SourceAnalyzer(cfg, ['person'], 'camera cam');
+  a.init(W, H);
+  return a;
+};
+
+const alice: [number, number, number, number] = [100, 100, 160, 260];
+
+describe('a zone rule\'s cooldown across a move', () => {
+  it('the person alerted on the old owner, still there, is not alerted again by the new owner before the cooldown ends; after it, as without a move', () => {
+    const a = chain();
+    expect(run(a, 0, 20, [[1, alice]])).toEqual([1]);
+    const carried: CarriedCooldown[] = JSON.parse(JSON.stringify(a.handover()));
+    expect(carried).toEqual([{ rule: 'in-bay', leftMs: 58_100, box: [alice[0] / W, alice[1] / H, alice[2] / W, alice[3] / H].map((v) => Math.round(v * 1e4) / 1e4) }]);
+    // The new owner: its own pts (from 0 again), its tracker's own ids, the person a pixel or two off.
+    const b = chain();
+    b.takeOver(carried);
+    expect(run(b, 0, 50, [[7, [102, 99, 161, 262]]])).toEqual([]);
+    // Within the cooldown the person steps out and back in under a new id: still held back (the key went on under id 7).
+    expect(run(b, 5000, 10, [])).toEqual([]);
+    expect(run(b, 30_000, 10, [[7, [102, 99, 161, 262]]])).toEqual([]);
+    // Once 58.1 s have passed from the new owner's first frame: alerted again, as the old owner would have.
+    expect(run(b, 58_200, 10, [])).toEqual([]);
+    expect(run(b, 60_000, 10, [[7, [102, 99, 161, 262]]])).toEqual([7]);
+  });
+
+  it('without a hand-over (a fresh camera, or one the old owner could not release: a kill -9) the person is alerted at once', () => {
+    const b = chain();
+    expect(run(b, 0, 20, [[7, alice]])).toEqual([7]);
+  });
+
+  it('another person, elsewhere in the zone, is alerted by the new owner: a cooldown carried is the alerted person\'s, matched by place', () => {
+    const a = chain();
+    expect(run(a, 0, 20, [[1, alice]])).toEqual([1]);
+    const b = chain();
+    b.takeOver(a.handover());
+    expect(run(b, 0, 20, [[4, [400, 200, 460, 360]], [5, [101, 101, 161, 261]]])).toEqual([4]);
+  });
+
+  it('a cooldown that ended on the old owner is not handed over; a rule the new record lacks is not taken', () => {
+    const a = chain();
+    run(a, 0, 20, [[1, alice]]);
+    run(a, 2000, 600, []); // 60 s later
+    expect(a.handover()).toEqual([]);
+    const b = chain();
+    b.takeOver([{ rule: 'gone', leftMs: 30_000, box: [0, 0, 1, 1] }]);
+    expect(run(b, 0, 20, [[7, alice]])).toEqual([7]);
+  });
+
+  it('a conveyor rule\'s own cooldown goes on from the new owner\'s first frame for what was left', () => {
+    const belt = SourceSchema.parse({ id: 'belt', uri: 'rtsp://127.0.0.1/belt', rules: [{ id: 'defect', type: 'conveyor-defect', classes: ['person'], k: 1, n: 1, cooldownSec: 60 }] });
+    const mk = () => {
+      const x = new SourceAnalyzer(belt, ['person'], 'camera belt');
+      x.init(W, H);
+      return x;
+    };
+    const untracked = () => new Detections(Float32Array.from(alice), Float32Array.of(0.9), Int32Array.of(0));
+    const alerts = (x: SourceAnalyzer, from: number, n: number) => {
+      let c = 0;
+      for (let k = 0; k < n; k++) c += x.process(untracked(), from + k * 100).alerts.length;
+      return c;
+    };
+    const a = mk();
+    expect(alerts(a, 0, 100)).toBe(1); // 10 s: one alert, 50 s of its cooldown left
+    const carried = a.handover();
+    expect(carried).toEqual([{ rule: 'defect', leftMs: 50_100 }]);
+    const b = mk();
+    b.takeOver(carried);
+    expect(alerts(b, 0, 500)).toBe(0); // 50 s
+    expect(alerts(b, 50_000, 10)).toBe(1);
+    expect(alerts(mk(), 0, 10)).toBe(1); // a fresh camera: at once
+  });
+});
