@@ -1,3 +1,4 @@
+import { MAX_CARRIED_COOLDOWNS, type CarriedCooldown } from '../analytics/analyzer.js';
 import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
 import { CameraSchema, DEFAULT_MAX_CAMERAS, PlacementSchema, type CameraDefinition, type Placement } from '../config/schema.js';
 import { formatIssues, shapeProblem, parseYamlText, YamlTextError } from '../config/load.js';
@@ -55,7 +56,7 @@ export interface OpenClaim {
 /** Record values of the owners topic. */
 export type OwnersRecord =
   | { type: 'claim'; camera: string; owner: string; incarnation: string; at: number }
-  | { type: 'release'; camera: string; owner: string; incarnation: string; epoch: number; at: number }
+  | { type: 'release'; camera: string; owner: string; incarnation: string; epoch: number; at: number; cooldowns?: CarriedCooldown[] }
   | { type: 'drain'; worker: string; drain: boolean; at: number }
   | { type: 'ready'; camera: string; owner: string; incarnation: string; at: number };
 
@@ -227,6 +228,12 @@ export class ClusterView {
   /** Per camera, the latest "connected and delivering frames" of a would-be new owner: `owner/incarnation` and the record's offset. */
   readonly connected = new Map<string, { member: string; offset: number }>();
   /**
+   * Per camera, what its latest release handed over (a planned stop's rule cooldowns still
+   * running: SourceAnalyzer.handover): the claim it ended, when it was written (the writer's wall
+   * clock) and the cooldowns. Its next owner takes them over (Worker). Only releases that carry some.
+   */
+  readonly handovers = new Map<string, { epoch: number; at: number; cooldowns: CarriedCooldown[] }>();
+  /**
    * Cameras gone from the cameras topic whose claims are still open, oldest first (kept: re-added,
    * its new owner waits for them), at most maxCameras of them.
    */
@@ -352,7 +359,7 @@ export class ClusterView {
   private checkCamerasRead(): void {
     if (this.camerasRead || this.waiting.some((w) => w.topic === this.topics.cameras)) return;
     this.camerasRead = true;
-    for (const key of new Set([...this.owners.keys(), ...this.open.keys(), ...this.connected.keys()])) this.forget(key);
+    for (const key of new Set([...this.owners.keys(), ...this.open.keys(), ...this.connected.keys(), ...this.handovers.keys()])) this.forget(key);
   }
 
   /**
@@ -377,6 +384,7 @@ export class ClusterView {
     this.owners.delete(camera);
     this.open.delete(camera);
     this.connected.delete(camera);
+    this.handovers.delete(camera);
   }
 
   /**
@@ -543,6 +551,13 @@ export class ClusterView {
     const claim = open?.get(epoch);
     if (claim && claim.owner === r.owner) open!.delete(epoch);
     if (open?.size === 0) this.open.delete(camera);
+    // What it hands over to the camera's next owner (its rule cooldowns): the latest release's, read bounded.
+    const prev = this.handovers.get(camera);
+    if (!prev || prev.epoch <= epoch) {
+      const cooldowns = carriedCooldowns(r.cooldowns);
+      if (cooldowns.length > 0) this.handovers.set(camera, { epoch, at: when, cooldowns });
+      else this.handovers.delete(camera);
+    }
     const cur = this.owners.get(camera);
     if (cur && cur.epoch === epoch && cur.owner === r.owner) this.owners.set(camera, { ...cur, state: 'released', at: when });
     else if (cur && cur.state === 'released' && epoch < cur.epoch && key === `${RELEASE_KEY_PREFIX}${camera}`) for (const f of this.hiddenListeners) f(camera, cur);
@@ -557,6 +572,29 @@ export class ClusterView {
   async stop(): Promise<void> {
     await this.consumer?.disconnect().catch(() => undefined);
   }
+}
+
+/**
+ * The cooldowns a release record hands over (SourceAnalyzer.handover), as written by whoever can
+ * write the owners topic: MAX_CARRIED_COOLDOWNS at most, each a rule id, a time left (at most a
+ * day: a rule's cooldown is no longer than that here) and, where given, a box of four fractions
+ * and a direction; anything else is dropped.
+ */
+function carriedCooldowns(v: unknown): CarriedCooldown[] {
+  if (!Array.isArray(v)) return [];
+  const out: CarriedCooldown[] = [];
+  const frac = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x) && x >= -1 && x <= 2;
+  for (const c of v.slice(0, MAX_CARRIED_COOLDOWNS) as Partial<Record<string, unknown>>[]) {
+    if (!c || typeof c !== 'object' || typeof c.rule !== 'string' || c.rule.length === 0 || c.rule.length > 256) continue;
+    const left = c.leftMs;
+    if (typeof left !== 'number' || !Number.isFinite(left) || left <= 0 || left > 86_400_000) continue;
+    const box = c.box;
+    if (box !== undefined && !(Array.isArray(box) && box.length === 4 && box.every(frac))) continue;
+    const dir = c.dir;
+    if (dir !== undefined && dir !== 'in' && dir !== 'out') continue;
+    out.push({ rule: c.rule, leftMs: left, ...(box ? { box: box as [number, number, number, number] } : {}), ...(dir ? { dir } : {}) });
+  }
+  return out;
 }
 
 /**
@@ -604,8 +642,9 @@ export class OwnerLog {
     await this.producer.send({ topic: this.topic, acks: 1, messages: [{ key: `${READY_KEY_PREFIX}${camera}`, value: JSON.stringify(rec), partition: 0 }] });
   }
 
-  async release(camera: string, epoch: number): Promise<void> {
-    const rec: OwnersRecord = { type: 'release', camera, owner: this.workerId, incarnation: this.incarnation, epoch, at: Date.now() };
+  /** Releases claim `epoch` of `camera`; `cooldowns`: its chain's rule cooldowns still running, for the camera's next owner (SourceAnalyzer.handover). */
+  async release(camera: string, epoch: number, cooldowns?: readonly CarriedCooldown[]): Promise<void> {
+    const rec: OwnersRecord = { type: 'release', camera, owner: this.workerId, incarnation: this.incarnation, epoch, at: Date.now(), ...(cooldowns?.length ? { cooldowns: cooldowns.slice(0, MAX_CARRIED_COOLDOWNS) } : {}) };
     // Keyed apart from the claims (RELEASE_KEY_PREFIX): compaction keeps the camera's latest claim and its latest release.
     await this.producer.send({ topic: this.topic, acks: -1, messages: [{ key: `${RELEASE_KEY_PREFIX}${camera}`, value: JSON.stringify(rec), partition: 0 }] });
   }

@@ -1,6 +1,7 @@
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { catchError, EMPTY, filter, finalize, mergeAll, type Observable, Subject } from 'rxjs';
 import type { FrameResult } from '../analytics/analyze.js';
+import type { CarriedCooldown } from '../analytics/analyzer.js';
 import { hostId } from '../config/interpolate.js';
 import type { ClusterConfig, KafkaSinkConfig, PipelineConfig } from '../config/schema.js';
 import type { PipelineParts } from '../config/load.js';
@@ -206,6 +207,10 @@ interface Running {
   startedAt: number;
   /** Its source's stats in the pipeline (taken at its first frame): the error its chain ended with, if any (isolate keeps it there). */
   stats: { readonly id: string; readonly error?: Error } | undefined;
+  /** Its chain's analyzer (taken at its first frame, as its stats): what a planned stop hands over (its rule cooldowns). */
+  analyzer: { handover(): CarriedCooldown[]; takeOver(list: readonly CarriedCooldown[]): void } | undefined;
+  /** Cooldowns the camera's former owner handed over (its release record), for this chain's analyzer before its first analysed frame. */
+  carry: CarriedCooldown[] | undefined;
 }
 
 export interface WorkerOptions extends Omit<RunOptions, 'attached' | 'claimOf' | 'health' | 'clusterMetrics' | 'publishesStatus' | 'replaysStatus' | 'run'> {
@@ -1226,6 +1231,7 @@ export class Worker {
   /** The claim holds: the camera's frames are analysed and published from now on. */
   private admit(run: Running, claim: Claim): void {
     run.claim = claim;
+    run.carry = this.carryFor(run.id, claim.epoch);
     this.claims.set(run.id, claim);
     this.log(`cluster: ${this.id} starts ${run.id} (slot ${run.slot}, epoch ${claim.epoch}; connected while it waited)`, { worker: this.id, camera: run.id, slot: run.slot, epoch: claim.epoch });
     // Its state changes while it waited were held back (the old owner still published its own):
@@ -1280,7 +1286,7 @@ export class Worker {
     const stop$ = new Subject<void>();
     let ended!: () => void;
     const done = new Promise<void>((r) => (ended = r));
-    const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, source: JSON.stringify(cam.definition!.source), claim, stop$, done, fenced: false, stopping: false, stoppingAt: 0, handoffSince: 0, handoffAfter: -1, readySent: false, standbyState: undefined, ended: false, startedAt: Date.now(), stats: undefined };
+    const run: Running = { id: cam.id, slot: cam.slot, text: cam.text, source: JSON.stringify(cam.definition!.source), claim, stop$, done, fenced: false, stopping: false, stoppingAt: 0, handoffSince: 0, handoffAfter: -1, readySent: false, standbyState: undefined, ended: false, startedAt: Date.now(), stats: undefined, analyzer: undefined, carry: claim ? this.carryFor(cam.id, claim.epoch) : undefined };
     this.running.set(cam.id, run);
     const reach = this.reachOf(cam);
     // A new chain: its first attempt starts now (its state says so until the source tells more).
@@ -1293,14 +1299,24 @@ export class Worker {
     this.chains$.next(
       pipeline.attach(cam.definition!.source, stop$, () => {
         // Its stats, where the chain's error is kept (isolate): the latest of its id, this chain's at its first frame.
-        if (!run.stats) run.stats = latestStats(pipeline, run.id);
+        if (!run.stats) {
+          run.stats = latestStats(pipeline, run.id);
+          run.analyzer = pipeline.analyzers?.get(run.id);
+        }
         // Looked up, not kept: the record is made anew when the camera is meant to run here again, this chain still running.
         const reach = this.reach.get(run.id);
         if (reach) {
           reach.frameAt = reach.pictureAt = performance.now();
           reach.hollow = 0;
         }
-        if (this.owns(run)) return true;
+        if (this.owns(run)) {
+          // What its former owner handed over, before the first frame it analyses.
+          if (run.carry) {
+            run.analyzer?.takeOver(run.carry);
+            run.carry = undefined;
+          }
+          return true;
+        }
         // Waiting for the claim: the first frame tells the current owner it may hand over.
         if (!run.claim && !run.readySent && this.owners) {
           run.readySent = true;
@@ -1399,7 +1415,8 @@ export class Worker {
     await this.outputs?.alerts.drain().catch(() => undefined);
     if (planned) {
       await this.outputs?.publisher.flush().catch(() => undefined);
-      await this.release(run.id, run.claim.epoch);
+      // Its rules' cooldowns still running go with the release, to the camera's next owner.
+      await this.release(run.id, run.claim.epoch, run.analyzer?.handover());
     } else this.fencedClaims.set(run.claim.epoch, run.id);
     this.reconcile();
   }
@@ -1435,12 +1452,26 @@ export class Worker {
     }
   }
 
-  private async release(camera: string, epoch: number): Promise<void> {
+  /**
+   * The cooldowns camera `id`'s former owner handed over in its release (ClusterView.handovers),
+   * for claim `epoch`: those of an earlier claim, less the time since that release was written (by
+   * the two machines' wall clocks: a time in the future reads as now), those left. A camera
+   * removed and added again, or stopped for longer than its cooldowns, takes none.
+   */
+  private carryFor(id: string, epoch: number): CarriedCooldown[] | undefined {
+    const h = this.view.handovers.get(id);
+    if (!h || h.epoch >= epoch) return undefined;
+    const since = Math.max(0, Date.now() - h.at);
+    const left = h.cooldowns.filter((c) => c.leftMs > since).map((c) => ({ ...c, leftMs: c.leftMs - since }));
+    return left.length > 0 ? left : undefined;
+  }
+
+  private async release(camera: string, epoch: number, cooldowns?: CarriedCooldown[]): Promise<void> {
     try {
       // At shutdown, within SHUTDOWN_RELEASE_MS: with the broker down, kafkajs's retries held the
       // exit ~10 s before the Kafka sink's own closeTimeoutMs (24 s in all: past Docker's 10 s
       // stop timeout, then SIGKILL). A release not written costs the next owner releaseWaitMs.
-      const written = this.owners!.release(camera, epoch);
+      const written = this.owners!.release(camera, epoch, cooldowns);
       await (this.closing ? withDeadline(written, SHUTDOWN_RELEASE_MS, `no answer within ${SHUTDOWN_RELEASE_MS} ms, shutting down`) : written);
       this.counters.releases++;
     } catch (e) {
