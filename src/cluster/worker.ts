@@ -213,7 +213,7 @@ interface Running {
   carry: CarriedCooldown[] | undefined;
 }
 
-export interface WorkerOptions extends Omit<RunOptions, 'attached' | 'claimOf' | 'health' | 'clusterMetrics' | 'publishesStatus' | 'replaysStatus' | 'run'> {
+export interface WorkerOptions extends Omit<RunOptions, 'attached' | 'claimOf' | 'health' | 'clusterMetrics' | 'publishesStatus' | 'replaysStatus' | 'run' | 'failureSaid'> {
   /** Called once the worker has joined the group (tests, bench). */
   onJoined?: (worker: Worker) => void;
 }
@@ -1382,11 +1382,27 @@ export class Worker {
    */
   private refusedAtFirstFrame(run: Running, r: Reach | undefined): void {
     const e = run.stats?.error;
-    const cam = this.view.cameras.get(run.id);
-    if ((e as { code?: string } | undefined)?.code !== ErrorCodes.CONFIG || !cam || cam.text !== run.text || !r || r.text !== run.text || r.state === 'failed' || r.frameAt < r.chainAt) return;
+    if (!this.refusedForRecord(run, r, e)) return;
     const why = e!.message.split('\n')[0];
     this.unusable.set(run.id, { text: run.text, source: run.source, why, scope: 'record' });
     this.log(`cluster: camera ${run.id} (slot ${run.slot}) runs nowhere: its record cannot be used on any worker: ${why}; tried again once its record changes`, { worker: this.id, camera: run.id, slot: run.slot, code: ErrorCodes.CONFIG }, 'error');
+  }
+
+  /** Whether error `e` that ended camera `run`'s chain refuses its record for its own geometry (refusedAtFirstFrame): VAP_ERR_CONFIG after a frame, not in a failed attempt, its record unchanged. */
+  private refusedForRecord(run: Running, r: Reach | undefined, e: Error | undefined): boolean {
+    const cam = this.view.cameras.get(run.id);
+    return (e as { code?: string } | undefined)?.code === ErrorCodes.CONFIG && !!cam && cam.text === run.text && !!r && r.text === run.text && r.state !== 'failed' && r.frameAt >= r.chainAt;
+  }
+
+  /**
+   * Whether the pipeline leaves the failure `e` of camera `id`'s chain for this worker to say
+   * (PipelineOptions.failureSaid): a record refused at its first frame, said once by
+   * refusedAtFirstFrame naming the camera and the field, with what the worker does about it.
+   * Before, the pipeline's "source … failed" came first, a second error line of the same refusal.
+   */
+  failureSaid(id: string, e: Error): boolean {
+    const run = this.running.get(id);
+    return !!run && !run.stopping && this.refusedForRecord(run, this.reach.get(id), e);
   }
 
   /**
@@ -1566,6 +1582,7 @@ export async function runWorker(config: PipelineConfig, options: WorkerOptions =
         options.onSourceOpened?.(source);
       },
       replaysStatus: (m) => worker.replaysStatus(m),
+      failureSaid: (id, e) => worker.failureSaid(id, e),
       health: () => worker.health(),
       clusterMetrics: () => worker.metricsState(),
     });

@@ -65,6 +65,8 @@ export interface PipelineOptions {
   detector?: Detector;
   /** Every source state change (logged by the pipeline too). */
   onTransition?: (t: Transition) => void;
+  /** Whether a source's failure is said by the caller, not logged by the pipeline (argus worker: a camera's record refused at its first frame; it is kept in the source's stats as any). */
+  failureSaid?: (source: string, e: Error) => boolean;
   /** A source's ffmpeg reported its opened input with a video stream it could describe (its size, or a stream (H.264, H.265, MPEG-2, MPEG-4 Part 2) whose size comes with its key frame, before any frame; not `Input #0` alone: a login page through a forced demuxer): the camera answered, frames or not (argus worker: not unreachable). */
   onSourceOpened?: (source: string) => void;
   /** Emits once to stop the sources gracefully: frames in flight still finish and are emitted. */
@@ -176,6 +178,8 @@ export interface ChainContext {
    */
   pace?: Pace;
   log: LogFn;
+  /** PipelineOptions.failureSaid. */
+  failureSaid?: (source: string, e: Error) => boolean;
   stop?: Observable<unknown>;
   extend?: Extension;
   /** A file read as fast as possible: its frames wait behind other sources' for the model's session. */
@@ -217,7 +221,7 @@ export function sourceChain(frames$: Observable<Frame>, c: ChainContext): Observ
     analyze(c.analyzer, handOver),
     c.extend ? extended(c.extend, { config: c.source, stats: st, labels: c.detector.labels }, handOver) : (o) => o,
     stamp(st),
-    isolate(st, c.log),
+    isolate(st, c.log, c.failureSaid),
   );
 }
 
@@ -590,12 +594,16 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
           }),
         )
       : supervised$;
-    return sourceChain(frames$, { detector, config, source: src, stats: st, analyzer, pace, log, stop, extend: options.extend, admit, bulk: isBulk(kind, src.rate), handOver: options.handOver });
+    return sourceChain(frames$, { detector, config, source: src, stats: st, analyzer, pace, log, failureSaid: options.failureSaid, stop, extend: options.extend, admit, bulk: isBulk(kind, src.rate), handOver: options.handOver });
   };
 
   const onTransition = (st: SourceStats, t: Transition) => {
     recordTransition(st, t);
-    const level = t.state === 'failed' ? 'error' : t.state === 'reconnecting' || t.state === 'stalled' || t.state === 'stuck' ? 'warn' : 'info';
+    // A failure its caller says itself (failureSaid: the error that ended the chain, isolate's) is a
+    // debug line here: before, an argus worker's record refused at its first frame logged this, the
+    // isolate's "failed" and the worker's own line, three errors of one refusal.
+    const said = t.state === 'failed' && st.error !== undefined && options.failureSaid?.(t.source, st.error) === true;
+    const level = said ? 'debug' : t.state === 'failed' ? 'error' : t.state === 'reconnecting' || t.state === 'stalled' || t.state === 'stuck' ? 'warn' : 'info';
     log(redact(`source ${t.source}: ${t.previous} → ${t.state} (${t.reason})`), { source: t.source, state: t.state, previous: t.previous, code: t.code, attempt: t.attempt }, level);
     options.onTransition?.(t);
   };

@@ -26,7 +26,7 @@ beforeAll(async () => {
 afterAll(() => detector?.release());
 
 describe('Worker with the real pipeline: a zone outside the picture', () => {
-  it('is refused as the record\'s at its first frame: said once, not started again, its slot not reported', async () => {
+  it('is refused as the record\'s at its first frame: said once (one error line, naming the field), not started again, its slot not reported', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'argus-outside-'));
     const clip = join(dir, 'clip.mp4');
     const S = FAKE_SIZE;
@@ -35,7 +35,8 @@ describe('Worker with the real pipeline: a zone outside the picture', () => {
     const { w, i, settle, write } = await drivenWorker<DrivenInternals & { counters: { claims: number } }>({ log: (msg, _f, level) => lines.push({ msg, level }) });
     (i.membership as { requestRebalance: () => Promise<void> }).requestRebalance = async () => {};
     const cfg = parseConfigText(`name: t\nmodel: { path: fake.onnx }\nsources:\n  - id: cam\n    uri: /nonexistent.mp4\n`, PipelineSchema, 'test.yaml', {});
-    const p = await createPipeline({ ...cfg, sources: [{ ...cfg.sources[0], enabled: false }] }, { detector, log: () => {} });
+    // The pipeline as runWorker makes it: its log is the worker's, and the failures the worker says itself are left to it.
+    const p = await createPipeline({ ...cfg, sources: [{ ...cfg.sources[0], enabled: false }] }, { detector, log: (msg, _f, level) => lines.push({ msg, level }), failureSaid: (id, e) => w.failureSaid(id, e) });
     i.pipeline = p;
     write('yard', { uri: clip, rate: 'fast', zones: [{ id: 'lane', units: 'pixel', polygon: [[0, 0], [S * 4, 0], [S * 4, S * 4]] }] });
     await settle();
@@ -44,6 +45,7 @@ describe('Worker with the real pipeline: a zone outside the picture', () => {
       await new Promise((r) => setTimeout(r, 50));
       await settle();
     }
+    // One error line, naming the field (before, the pipeline's "source yard failed: …" came first: two lines of one refusal).
     const said = lines.filter((l) => l.level === 'error' && /yard/.test(l.msg));
     expect(said.map((l) => l.msg)).toEqual([expect.stringMatching(/camera yard \(slot 0\) runs nowhere: its record cannot be used on any worker: camera yard\.zones\[0\]\.polygon\[1\]: point \[\d+, 0\] is outside the \d+x\d+ frame/)]);
     expect(i.counters.claims).toBe(1);
