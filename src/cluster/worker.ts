@@ -15,7 +15,7 @@ import { outboxDir, runPipeline, type RunningPipeline, type RunOptions, type Run
 import { runTag, type Claim, type StatusMessage } from '../sinks/message.js';
 import type { SourceState, Transition } from '../sources/health.js';
 import { KafkajsMembership } from './kafkajs-membership.js';
-import { clusterTag, readReports, reportsFile, writeReports, type StoredReport } from './reports.js';
+import { chainTag, clusterTag, readStored, reportsFile, writeReports, type StoredRefusal, type StoredReport } from './reports.js';
 import { MAX_UNREACHABLE_SLOTS, type Assignment, type GroupMembership, type MemberInfo, type SlotTable } from './membership.js';
 import { satisfies, unmet, type PlacementTarget } from './placement.js';
 import { redact } from '../core/redact.js';
@@ -311,8 +311,10 @@ export class Worker {
   private reportsCluster = '';
   /** Reports read back at the start, taken at the first join (memberInfo) where their camera's record is unchanged. */
   private restored: StoredReport[] = [];
+  /** Refusals read back at the start (unusable), taken at the first join where their camera's record (and, refused here, the chain's model and tracking) is unchanged. */
+  private restoredRefusals: StoredRefusal[] = [];
   /** What was last written (ids, slots and report times), when, and whether a write is under way or wanted after it. */
-  private savedKey = '';
+  private savedKey = ';';
   private savedAt = -Infinity;
   private saving: Promise<void> | undefined;
   private saveAgain = false;
@@ -617,6 +619,7 @@ export class Worker {
   /** What this worker tells the group at each join (a rebalance included): its slots, capacity, labels and the slots it cannot run. */
   memberInfo(): MemberInfo {
     this.adoptRestored();
+    this.adoptRefusals();
     const unreachable = this.unreachableSlots();
     this.toldUnreachable = new Set(unreachable);
     return { workerId: this.id, incarnation: this.incarnation, capacity: this.capacity(), owned: this.holdsSlots ? [...this.assigned] : [], labels: { ...this.c.labels }, placement: true, unreachable };
@@ -633,14 +636,42 @@ export class Worker {
     if (!this.c.workerId) return;
     this.reportsAt = file;
     this.reportsCluster = clusterTag(clusterBrokers(this.config), this.c.group, this.c.camerasTopic);
-    if (this.c.unreachableAfterMs <= 0) return;
     // Bounded, as the stop's write: a folder on a disk that does not answer (a network share) does not hold the start.
-    const read = readReports(file, Date.now(), (why) => this.log(`cluster: ${this.id} ignores ${file}: ${why}`, { worker: this.id, file }, 'warn'), this.reportsCluster);
-    this.restored = await withDeadline(read, 1000, 'reports').catch(() => {
-      this.log(`cluster: ${this.id} could not read its unreachable reports from ${file} within 1 s; it starts without them`, { worker: this.id, file }, 'warn');
-      return [];
+    const read = readStored(file, Date.now(), (why) => this.log(`cluster: ${this.id} ignores ${file}: ${why}`, { worker: this.id, file }, 'warn'), this.reportsCluster);
+    const stored = await withDeadline(read, 1000, 'reports').catch(() => {
+      this.log(`cluster: ${this.id} could not read its unreachable reports and refusals from ${file} within 1 s; it starts without them`, { worker: this.id, file }, 'warn');
+      return { reports: [], refused: [] };
     });
-    if (this.restored.length > 0) this.savedKey = '(read back)';
+    this.restored = this.c.unreachableAfterMs > 0 ? stored.reports : [];
+    this.restoredRefusals = stored.refused;
+    if (this.restored.length > 0 || this.restoredRefusals.length > 0) this.savedKey = '(read back)';
+  }
+
+  /** What this worker's refusals here depend on (StoredRefusal.chain): its model's classes and its tracking settings. */
+  private chainTag(): string {
+    return chainTag(this.pipeline?.detector?.labels ?? [], this.config.tracking);
+  }
+
+  /**
+   * The refusals read back whose camera's record is unchanged (same offset) and, for one refused
+   * here, whose worker's model and tracking are too: its camera runs nowhere here, as before the
+   * restart, until its record changes. Before, a restart forgot them: each such camera was started
+   * once more after every restart (a claim, a release, an error line; a refusal here, a move of
+   * its slot's cameras away and back).
+   */
+  private adoptRefusals(): void {
+    if (this.restoredRefusals.length === 0) return;
+    const chain = this.chainTag();
+    const taken: string[] = [];
+    for (const r of this.restoredRefusals) {
+      const cam = this.view.cameras.get(r.camera);
+      if (!cam || !cam.definition || cam.offset !== r.offset || this.unusable.has(r.camera) || (r.scope === 'here' && r.chain !== chain)) continue;
+      const why = r.scope === 'here' ? 'refused by this worker before its restart (its model and tracking unchanged; the reason was logged then)' : 'refused before this worker\'s restart (the reason was logged then)';
+      this.unusable.set(r.camera, { text: cam.text, source: JSON.stringify(cam.definition.source), why, scope: r.scope });
+      taken.push(r.camera);
+    }
+    this.restoredRefusals = [];
+    if (taken.length > 0) this.log(`cluster: ${this.id} does not run ${taken.length} camera(s) whose record it refused before its restart, unchanged since: ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ', …' : ''}; each is tried again once its record changes`, { worker: this.id, cameras: taken.slice(0, 100) }, 'warn');
   }
 
   /** The reports read back whose camera's record is unchanged (same offset, same slot, active), as this process's own, their times on its clock. */
@@ -675,17 +706,23 @@ export class Worker {
       this.saveAgain = true;
       return this.saving;
     }
-    const key = [...this.unreachable].map(([id, u]) => `${id}:${u.slot}:${u.reportedAt}`).join(',');
+    const key = [...this.unreachable].map(([id, u]) => `${id}:${u.slot}:${u.reportedAt}`).join(',') + ';' + [...this.unusable].map(([id, u]) => `${id}:${u.scope}:${this.recordOffset(id, u.text)}`).join(',');
     const mono = performance.now();
     // A folder that refused the last write (a read-only volume) is tried again once a minute, not at every reconcile.
     if (!force && this.saveFailed && mono - this.savedAt < 60_000) return Promise.resolve();
-    if (!force && key === this.savedKey && (key === '' || mono - this.savedAt < 60_000)) return Promise.resolve();
+    if (!force && key === this.savedKey && (key === ';' || mono - this.savedAt < 60_000)) return Promise.resolve();
     const wall = Date.now();
     const list: StoredReport[] = [...this.unreachable].map(([camera, u]) => ({ camera, slot: u.slot, offset: this.recordOffset(camera, u.text), reportedAt: wall - (mono - u.reportedAt), confirmedAt: wall - (mono - u.confirmedAt), forgetMs: this.darkHeld.has(u.slot) && !this.assigned.has(u.slot) ? Math.max(u.forgetMs, UNREACHABLE_FORGET_MAX_MS) : u.forgetMs, n: this.strikes.get(camera)?.n ?? 1 }));
     this.savedKey = key;
     this.savedAt = mono;
     const file = this.reportsAt;
-    this.saving = writeReports(file, list, this.reportsCluster)
+    const chain = this.chainTag();
+    const refused: StoredRefusal[] = [];
+    for (const [camera, u] of this.unusable) {
+      const offset = this.recordOffset(camera, u.text);
+      if (offset !== '') refused.push({ camera, offset, scope: u.scope, ...(u.scope === 'here' ? { chain } : {}) });
+    }
+    this.saving = writeReports(file, list, this.reportsCluster, refused)
       .then(
         () => void (this.saveFailed = false),
         (e: unknown) => {
@@ -1064,7 +1101,9 @@ export class Worker {
     // A record refused by its chain is tried again once its source changes (edited, or removed and
     // added again); not for its cost or placement alone, which its chain never reads (as a running
     // camera so edited runs on): tried, it was refused again, a claim, a release and an error.
+    const refusals = this.unusable.size;
     for (const [id, u] of this.unusable) if (!this.stillRefused(id, u)) this.unusable.delete(id);
+    if (this.unusable.size !== refusals) void this.saveReports();
     if (!this.draining) for (const c of this.view.cameras.values()) if (this.assigned.has(c.slot) && c.definition?.source.enabled && satisfies(c.placement, this.self) && !this.unusable.has(c.id)) desired.set(c.id, c);
     this.reportInvalid();
     this.checkPlacement(now);
@@ -1352,6 +1391,7 @@ export class Worker {
           const reach = this.reach.get(cam.id);
           if (code === ErrorCodes.CONFIG && this.view.cameras.get(cam.id)?.text === cam.text && reach?.text === cam.text && reach.state === undefined) {
             this.unusable.set(cam.id, { text: cam.text, source: JSON.stringify(cam.definition!.source), why: e.message.split('\n')[0], scope: 'here' });
+            void this.saveReports();
             this.log(`cluster: camera ${cam.id} (slot ${cam.slot}) runs nowhere here: its record cannot be used on ${this.id}: ${e.message}; its slot is reported to the group, for a worker that can run it; tried here again once its record changes`, { worker: this.id, camera: cam.id, slot: cam.slot, code }, 'error');
           } else this.log(`cluster: camera ${cam.id} could not start: ${e.message}`, { camera: cam.id, code }, 'error');
           return EMPTY;
@@ -1385,6 +1425,7 @@ export class Worker {
     if (!this.refusedForRecord(run, r, e)) return;
     const why = e!.message.split('\n')[0];
     this.unusable.set(run.id, { text: run.text, source: run.source, why, scope: 'record' });
+    void this.saveReports();
     this.log(`cluster: camera ${run.id} (slot ${run.slot}) runs nowhere: its record cannot be used on any worker: ${why}; tried again once its record changes`, { worker: this.id, camera: run.id, slot: run.slot, code: ErrorCodes.CONFIG }, 'error');
   }
 

@@ -10,7 +10,7 @@ import { PipelineSchema } from '../../src/config/schema.js';
 
 vi.mock('../../src/cluster/reports.js', async (orig) => ({
   ...(await orig<typeof import('../../src/cluster/reports.js')>()),
-  readReports: () => new Promise<never>(() => {}), // a read that never ends
+  readStored: () => new Promise<never>(() => {}), // a read that never ends (its reports and refusals)
 }));
 
 describe('Worker.restoreReports with a reports folder that hangs', () => {
@@ -21,7 +21,7 @@ describe('Worker.restoreReports with a reports folder that hangs', () => {
     const done = await Promise.race([w.restoreReports('/hung-share/cluster-unreachable.w1.json').then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 5000))]);
     expect(done).toBe(true);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
-    expect(lines.some((l) => /could not read its unreachable reports from \/hung-share\/cluster-unreachable\.w1\.json within 1 s/.test(l))).toBe(true);
+    expect(lines.some((l) => /could not read its unreachable reports and refusals from \/hung-share\/cluster-unreachable\.w1\.json within 1 s/.test(l))).toBe(true);
     expect(w.memberInfo().unreachable).toEqual([]);
   });
 });
