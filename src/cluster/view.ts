@@ -61,6 +61,9 @@ export type OwnersRecord =
   | { type: 'ready'; camera: string; owner: string; incarnation: string; at: number };
 
 export const DRAIN_KEY_PREFIX = 'drain/';
+/** The most handed-over cooldowns a view holds over every camera (ClusterView.handovers): about 10 MiB (measured, 160 bytes each as parsed). */
+export const MAX_HANDOVER_COOLDOWNS = 65_536;
+
 /** Key prefix of "the new owner's connection delivers frames" records (a planned move's handoff). */
 export const READY_KEY_PREFIX = 'ready/';
 /**
@@ -233,6 +236,8 @@ export class ClusterView {
    * clock) and the cooldowns. Its next owner takes them over (Worker). Only releases that carry some.
    */
   readonly handovers = new Map<string, { epoch: number; at: number; cooldowns: CarriedCooldown[] }>();
+  /** The cooldowns `handovers` holds in all (MAX_HANDOVER_COOLDOWNS at most). */
+  private carried = 0;
   /**
    * Cameras gone from the cameras topic whose claims are still open, oldest first (kept: re-added,
    * its new owner waits for them), at most maxCameras of them.
@@ -384,6 +389,11 @@ export class ClusterView {
     this.owners.delete(camera);
     this.open.delete(camera);
     this.connected.delete(camera);
+    this.dropHandover(camera);
+  }
+
+  private dropHandover(camera: string): void {
+    this.carried -= this.handovers.get(camera)?.cooldowns.length ?? 0;
     this.handovers.delete(camera);
   }
 
@@ -555,8 +565,21 @@ export class ClusterView {
     const prev = this.handovers.get(camera);
     if (!prev || prev.epoch <= epoch) {
       const cooldowns = carriedCooldowns(r.cooldowns);
-      if (cooldowns.length > 0) this.handovers.set(camera, { epoch, at: when, cooldowns });
-      else this.handovers.delete(camera);
+      this.carried -= prev?.cooldowns.length ?? 0;
+      this.handovers.delete(camera); // re-set last: the oldest are dropped first
+      if (cooldowns.length > 0) {
+        this.handovers.set(camera, { epoch, at: when, cooldowns });
+        this.carried += cooldowns.length;
+        // Bounded over every camera: those whose cooldowns have all run out first, then the oldest.
+        if (this.carried > MAX_HANDOVER_COOLDOWNS) {
+          const t = Date.now();
+          for (const [id, h] of this.handovers) if (h.cooldowns.every((c) => t - h.at >= c.leftMs)) this.dropHandover(id);
+          for (const id of this.handovers.keys()) {
+            if (this.carried <= MAX_HANDOVER_COOLDOWNS) break;
+            this.dropHandover(id);
+          }
+        }
+      }
     }
     const cur = this.owners.get(camera);
     if (cur && cur.epoch === epoch && cur.owner === r.owner) this.owners.set(camera, { ...cur, state: 'released', at: when });

@@ -9,6 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { SourceAnalyzer, type CarriedCooldown } from '../../src/analytics/analyzer.js';
 import { SourceSchema } from '../../src/config/schema.js';
 import { Detections } from '../../src/core/detections.js';
+import { ClusterView, MAX_HANDOVER_COOLDOWNS, RELEASE_KEY_PREFIX } from '../../src/cluster/view.js';
+import { brokerlessAdmin, brokerlessKafka } from '../helpers/worker.js';
 
 const W = 640, H = 480;
 const cfg = SourceSchema.parse({
@@ -106,5 +108,35 @@ describe('a zone rule\'s cooldown across a move', () => {
     expect(alerts(b, 0, 500)).toBe(0); // 50 s
     expect(alerts(b, 50_000, 10)).toBe(1);
     expect(alerts(mk(), 0, 10)).toBe(1); // a fresh camera: at once
+  });
+});
+
+describe('what the owners topic hands over, as a worker\'s view holds it', () => {
+  it('is read bounded: 64 cooldowns a release at most, well-formed ones only, and MAX_HANDOVER_COOLDOWNS over every camera', async () => {
+    const view = new ClusterView(brokerlessKafka().kafka, { cameras: 'c', owners: 'o' }, 'g', {}, undefined, {});
+    await view.start(brokerlessAdmin());
+    const n = Math.ceil(MAX_HANDOVER_COOLDOWNS / 64) + 50;
+    let off = 0;
+    for (let k = 0; k < n; k++) view.ingest('c', 0, `cam${k}`, Buffer.from(JSON.stringify({ id: `cam${k}`, uri: 'rtsp://127.0.0.1/x' })), String(k));
+    const cooldowns = [
+      ...Array.from({ length: 80 }, (_, j) => ({ rule: `r${j}`, leftMs: 60_000, box: [0.1, 0.1, 0.2, 0.3] })),
+    ];
+    const bad = [{ rule: '', leftMs: 5 }, { rule: 'x', leftMs: -1 }, { rule: 'x', leftMs: 1e12 }, { rule: 'x', leftMs: 5, box: [0, 0, 'a', 1] }, { rule: 'x', leftMs: 5, dir: 'up' }, null, 'x'];
+    view.ingest('o', 0, 'cam0', Buffer.from(JSON.stringify({ type: 'claim', camera: 'cam0', owner: 'w1', incarnation: 'i', at: Date.now() })), String(off++));
+    view.ingest('o', 0, `${RELEASE_KEY_PREFIX}cam0`, Buffer.from(JSON.stringify({ type: 'release', camera: 'cam0', owner: 'w1', incarnation: 'i', epoch: 0, at: Date.now(), cooldowns: [...bad, { rule: 'ok', leftMs: 5, dir: 'in' }] })), String(off++));
+    expect(view.handovers.get('cam0')!.cooldowns).toEqual([{ rule: 'ok', leftMs: 5, dir: 'in' }]);
+    for (let k = 0; k < n; k++) {
+      const epoch = off;
+      view.ingest('o', 0, `cam${k}`, Buffer.from(JSON.stringify({ type: 'claim', camera: `cam${k}`, owner: 'w1', incarnation: 'i', at: Date.now() })), String(off++));
+      view.ingest('o', 0, `${RELEASE_KEY_PREFIX}cam${k}`, Buffer.from(JSON.stringify({ type: 'release', camera: `cam${k}`, owner: 'w1', incarnation: 'i', epoch, at: Date.now(), cooldowns })), String(off++));
+    }
+    const held = [...view.handovers.values()].reduce((t, h) => t + h.cooldowns.length, 0);
+    expect(held).toBeLessThanOrEqual(MAX_HANDOVER_COOLDOWNS);
+    expect(held).toBeGreaterThan(MAX_HANDOVER_COOLDOWNS - 64);
+    expect(view.handovers.get(`cam${n - 1}`)!.cooldowns).toHaveLength(64); // the latest kept, the oldest dropped
+    expect(view.handovers.has('cam0')).toBe(false);
+    // A camera removed: what it handed over is forgotten.
+    view.ingest('c', 0, `cam${n - 1}`, null, String(n));
+    expect(view.handovers.has(`cam${n - 1}`)).toBe(false);
   });
 });
