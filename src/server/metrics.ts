@@ -1,7 +1,7 @@
 import client, { type Histogram, Registry } from 'prom-client';
 import type { FrameResult } from '../analytics/analyze.js';
 import { STAGES, stageMs, e2eMs, pipelineMs } from '../core/frame.js';
-import type { SourceStats } from '../sources/stats.js';
+import { dropsByReason, type SourceStats } from '../sources/stats.js';
 import type { KafkaSink } from '../sinks/kafka.js';
 import { ALL_SOURCES } from '../config/schema/source.js';
 import type { Outbox } from '../sinks/outbox.js';
@@ -130,8 +130,9 @@ export class Metrics {
       collect() {
         this.reset();
         for (const s of stats()) {
-          this.inc({ source: s.id, reason: 'stale' }, s.dropped - s.inferenceErrors);
-          if (s.inferenceErrors > 0) this.inc({ source: s.id, reason: 'inference_error' }, s.inferenceErrors);
+          const by = dropsByReason(s);
+          this.inc({ source: s.id, reason: 'stale' }, by.stale);
+          if (by.inferenceError > 0) this.inc({ source: s.id, reason: 'inference_error' }, by.inferenceError);
         }
         if (src.kafka) this.inc({ source: ALL_SOURCES, reason: 'kafka_buffer' }, src.kafka.stats.dropped);
         if (src.websocket) this.inc({ source: ALL_SOURCES, reason: 'websocket_slow_client' }, src.websocket.stats.dropped);

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FrameRates, producedByMix, type FrameRate, type SourceStats } from '../sources/stats.js';
+import { dropsByReason, FrameRates, producedByMix, type FrameRate, type SourceStats } from '../sources/stats.js';
 import type { Metrics } from './metrics.js';
 import { parseRequestUrl } from '../core/http.js';
 import { DATA_HEADERS, plain, type RouteOptions, type RunningServer } from './http.js';
@@ -158,7 +158,7 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
           fps: s.fps,
           ...ctx.geometry(s.id),
           analytics: ctx.analytics?.(s.id),
-          stats: { fpsIn: r.fpsIn, fpsOut: r.fpsOut, dropped: s.dropped, reconnects: s.reconnects, p50: p(50), p99: p(99), producedBy: s.producedBy ?? null, e2eFrom: producedByMix(s.e2eBy.counts) ?? null, pipelineP50: pct(pipe, 50), pipelineP99: pct(pipe, 99) },
+          stats: { fpsIn: r.fpsIn, fpsOut: r.fpsOut, dropped: s.dropped, stale: dropsByReason(s).stale, inferenceErrors: s.inferenceErrors, reconnects: s.reconnects, p50: p(50), p99: p(99), producedBy: s.producedBy ?? null, e2eFrom: producedByMix(s.e2eBy.counts) ?? null, pipelineP50: pct(pipe, 50), pipelineP99: pct(pipe, 99) },
         };
       }),
     }),

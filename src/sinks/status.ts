@@ -1,6 +1,6 @@
 import { percentileOfSorted } from '../core/stats.js';
 import { stderrStatus, StatusArea, type TerminalStream } from '../core/terminal.js';
-import { FrameRates, producedByMix, type SourceStats } from '../sources/stats.js';
+import { dropsText, FrameRates, producedByMix, type SourceStats } from '../sources/stats.js';
 import { redact } from '../core/redact.js';
 
 /**
@@ -57,7 +57,7 @@ export class StatusReporter {
       const pipe = s.pipeline.sorted();
       const pp = (q: number) => (pipe.length ? percentileOfSorted(pipe, q).toFixed(1) : '-');
       const state = s.error ? `  FAILED: ${redact(s.error.message.split('\n')[0])}` : stateNote(s);
-      return `${s.id}  in ${fin.toFixed(1)} fps  out ${fout.toFixed(1)} fps  drops ${s.dropped}  e2e p50 ${p(50)} ms  p99 ${p(99)} ms (from ${producedByMix(s.e2eBy.counts) ?? s.producedBy ?? '-'})  pipeline p50 ${pp(50)} ms  p99 ${pp(99)} ms${state}`;
+      return `${s.id}  in ${fin.toFixed(1)} fps  out ${fout.toFixed(1)} fps  drops ${dropsText(s)}  e2e p50 ${p(50)} ms  p99 ${p(99)} ms (from ${producedByMix(s.e2eBy.counts) ?? s.producedBy ?? '-'})  pipeline p50 ${pp(50)} ms  p99 ${pp(99)} ms${state}`;
     });
   }
 

@@ -101,6 +101,23 @@ export function producedByMix(counts: ArrayLike<number>): string | undefined {
 }
 
 /**
+ * A source's drops by reason, as `argus_frames_dropped_total` labels them: `stale` (inference
+ * was busy, a newer frame was kept: the price of a source faster than its inference) and
+ * `inferenceError` (the frame's inference failed: something is wrong). The status line, the
+ * summary and /api/sources said the sum alone, so a source losing frames to a failing model
+ * looked like one that was merely overloaded.
+ */
+export function dropsByReason(s: Pick<SourceStats, 'dropped' | 'inferenceErrors'>): { stale: number; inferenceError: number } {
+  return { stale: s.dropped - s.inferenceErrors, inferenceError: s.inferenceErrors };
+}
+
+/** The status line's drops: the count, and how many of them were failed inferences where any were. */
+export function dropsText(s: Pick<SourceStats, 'dropped' | 'inferenceErrors'>): string {
+  const { inferenceError } = dropsByReason(s);
+  return inferenceError > 0 ? `${s.dropped} (${inferenceError} inference failed)` : `${s.dropped}`;
+}
+
+/**
  * A source's line of the end-of-run summary (`source summary`): its counters, and latency
  * percentiles over every frame it emitted in the run. (They were those of its latest 2048 frames,
  * the status line's window: a 30 fps camera's last 68 s, so an hour's run with a bad first 59
@@ -114,6 +131,9 @@ export function sourceSummary(s: SourceStats): Record<string, unknown> {
     framesIn: s.framesIn,
     framesOut: s.framesOut,
     dropped: s.dropped,
+    // By reason (dropped = stale + inferenceErrors), as /metrics says them.
+    stale: dropsByReason(s).stale,
+    inferenceErrors: s.inferenceErrors,
     reconnects: s.reconnects,
     decodeErrors: s.decodeErrors,
     e2eP50: ms(s.e2eRun.percentile(50)),

@@ -38,7 +38,11 @@ export function updateStats(s) {
   e.fpsIn.textContent = fmtNum(pick('fpsIn'));
   e.fpsOut.textContent = fmtNum(pick('fpsOut'));
   const dropped = pick('dropped');
-  e.drops.textContent = isNum(dropped) ? String(Math.round(dropped)) : '—';
+  // The server's split (/api/sources): a failed inference is no overload, and is said apart.
+  const failed = api && isNum(api.inferenceErrors) ? api.inferenceErrors : 0;
+  e.drops.textContent = isNum(dropped) ? `${Math.round(dropped)}${failed > 0 ? ` (${failed} failed)` : ''}` : '—';
+  if (api && isNum(api.stale)) e.drops.title = `${api.stale} stale (inference busy, a newer frame kept), ${failed} inference failed`;
+  else e.drops.removeAttribute('title');
   e.p50.textContent = fmtMs(pick('p50'));
   e.p99.textContent = fmtMs(pick('p99'));
   e.pipe.textContent = fmtMs(pick('pipelineP50'));

@@ -1,0 +1,174 @@
+// Overload, in virtual time: a 30 fps camera whose inference takes 100 ms (3× its frame period),
+// then a burst of 2 s runs. Every latency figure a user reads must count from the frame's source
+// stamp through its wait in argus's stage, stay bounded over a long run, and every drop must be
+// counted, by reason, wherever drops are shown.
+import { Subject } from 'rxjs';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { FrameResult } from '../../src/analytics/analyze.js';
+import { parseConfigText } from '../../src/config/load.js';
+import { PipelineSchema } from '../../src/config/schema.js';
+import { now } from '../../src/core/clock.js';
+import { e2eMs, emptyStamps, stageMs, type Frame } from '../../src/core/frame.js';
+import { letterbox } from '../../src/core/geometry.js';
+import type { Detector } from '../../src/inference/detector.js';
+import type { Pipeline } from '../../src/pipeline/pipeline.js';
+import { sourceChain } from '../../src/pipeline/pipeline.js';
+import { startHttpServer } from '../../src/server/http.js';
+import { Metrics } from '../../src/server/metrics.js';
+import { RateMeter, registerRoutes } from '../../src/server/routes.js';
+import { StatusReporter } from '../../src/sinks/status.js';
+import { newSourceStats, sourceSummary } from '../../src/sources/stats.js';
+import { FAKE_SIZE, fakeDetector, type FakeSession } from '../helpers/fake-session.js';
+
+const S = FAKE_SIZE;
+let detector: Detector;
+let session: FakeSession;
+beforeAll(async () => {
+  ({ detector, session } = await fakeDetector());
+});
+afterAll(() => detector?.release());
+afterEach(() => {
+  vi.useRealTimers();
+  session.hold = false;
+});
+
+const PERIOD_MS = 1000 / 30;
+/** How long before ffmpeg delivered it each frame arrived at argus (its `arrival` stamp). */
+const SOURCE_MS = 20;
+
+const config = () => parseConfigText(`name: t\nmodel: { path: fake.onnx }\nsources:\n  - id: cam\n    uri: /nonexistent.mp4\n`, PipelineSchema, 'test.yaml', {});
+
+function frame(seq: number): Frame {
+  const captured = now();
+  return {
+    source: 'cam',
+    seq,
+    pts: seq / 30,
+    data: Buffer.alloc(S * S * 3, seq % 200),
+    letterbox: letterbox(S, S, S, S, 'top-left'),
+    stamps: emptyStamps(captured, captured - SOURCE_MS),
+    producedBy: 'arrival',
+    release: () => {},
+  };
+}
+
+/** Lets the chain's promises and rxjs's synchronous work settle (real setImmediate: only timers and performance are faked). */
+const settle = async () => {
+  for (let i = 0; i < 4; i++) await new Promise((r) => setImmediate(r));
+};
+
+/**
+ * Runs the chain in virtual time: a frame every PERIOD_MS for `ms`, each inference run held for
+ * `runMs(k)` (k: the run's index) from its start.
+ */
+async function overload(ms: number, runMs: (k: number) => number) {
+  vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout', 'Date'] });
+  session.hold = true;
+  const stats = newSourceStats('cam');
+  const frames$ = new Subject<Frame>();
+  const out: FrameResult[] = [];
+  const cfg = config();
+  sourceChain(frames$, { detector, config: cfg, source: cfg.sources[0], stats, log: () => {} }).subscribe({ next: (r) => out.push(r) });
+  let seq = 0;
+  let nextFrameAt = 0;
+  let runs = 0;
+  let runEndsAt = Infinity;
+  for (let t = 0; t <= ms; t++) {
+    if (t >= nextFrameAt) {
+      frames$.next(frame(seq++));
+      nextFrameAt += PERIOD_MS;
+      await settle();
+    }
+    if (t >= runEndsAt) {
+      session.finish();
+      runEndsAt = Infinity;
+      await settle();
+    }
+    if (runEndsAt === Infinity && session.held.length > 0) runEndsAt = t + runMs(runs++);
+    vi.advanceTimersByTime(1);
+  }
+  // The run in flight finishes, and the frame waiting after it.
+  while (session.held.length > 0) {
+    vi.advanceTimersByTime(runMs(runs++));
+    session.finish();
+    await settle();
+  }
+  frames$.complete();
+  await settle();
+  return { stats, out };
+}
+
+describe('overload: a camera 3× faster than its inference, then a burst of slow runs (virtual time)', () => {
+  it("every emitted frame's latency counts from its source stamp through its wait; it stays bounded over a minute; the figures agree; framesIn = framesOut + dropped", async () => {
+    // 60 s: 100 ms runs, but runs 300–304 take 2 s each (a burst: the GPU throttled, a page-in).
+    const { stats, out } = await overload(60_000, (k) => (k >= 300 && k < 305 ? 2000 : 100));
+    const e2e = out.map((r) => e2eMs(r.frame.stamps));
+    for (const r of out) {
+      const s = r.frame.stamps;
+      // From the source's stamp: the source stage, the wait for the frame ahead, and the run.
+      expect(e2eMs(s)).toBeCloseTo(SOURCE_MS + stageMs(s, 'wait') + (s.emitted - s.staged), 6);
+      expect(stageMs(s, 'source')).toBeCloseTo(SOURCE_MS, 6);
+      expect(stageMs(s, 'wait')).toBeGreaterThanOrEqual(0);
+    }
+    // A frame waits at most for the run ahead of it (the newest replaces the one waiting), and
+    // while a run is slow the waiting frame is replaced every period: a wait is at most a run.
+    expect(Math.max(...out.map((r) => stageMs(r.frame.stamps, 'wait')))).toBeLessThanOrEqual(2000 + 1);
+    const late = out.slice(-100).map((r) => e2eMs(r.frame.stamps));
+    expect(Math.max(...late)).toBeLessThanOrEqual(SOURCE_MS + 100 + 100 + 2);
+    // The burst's frames: their 2 s runs and their source stage are in their latency.
+    const burst = out.filter((r) => r.frame.stamps.emitted - r.frame.stamps.staged >= 2000);
+    expect(burst).toHaveLength(5);
+    for (const r of burst) expect(e2eMs(r.frame.stamps)).toBeGreaterThanOrEqual(2000 + SOURCE_MS);
+    // Accounting: every frame read was emitted or dropped (and counted stale).
+    expect(stats.framesIn).toBeGreaterThanOrEqual(1800);
+    expect(stats.framesIn).toBe(stats.framesOut + stats.dropped);
+    expect(stats.inferenceErrors).toBe(0);
+    expect(stats.framesOut).toBe(out.length);
+    // The status line's and the summary's percentiles are those of the emitted frames' latencies.
+    const sorted = [...e2e].sort((a, b) => a - b);
+    const p99 = sorted[Math.ceil(0.99 * sorted.length) - 1];
+    expect(stats.e2e.percentile(99)).toBeCloseTo(p99, 6);
+    expect(Math.abs((sourceSummary(stats).e2eP99 as number) - p99) / p99).toBeLessThan(0.02);
+    const line = new StatusReporter([stats]).lines()[0];
+    expect(line).toContain(`drops ${stats.dropped}  `);
+    expect(Number(/e2e p50 [\d.]+ ms {2}p99 ([\d.]+) ms/.exec(line)![1])).toBeCloseTo(p99, 0);
+    // /metrics: the histogram holds every emitted frame, the burst's in its seconds' buckets.
+    const metrics = new Metrics({ stats: () => [stats], provider: 'cpu' });
+    for (const r of out) metrics.onFrame(r);
+    const text = await metrics.scrape();
+    expect(text).toContain(`argus_frame_latency_seconds_count{source="cam"} ${out.length}`);
+    expect(text).toContain(`argus_frames_dropped_total{source="cam",reason="stale"} ${stats.dropped}`);
+    const le1 = Number(/argus_frame_latency_seconds_bucket\{le="1",source="cam"\} (\d+)/.exec(text)![1]);
+    expect(out.length - le1).toBe(e2e.filter((v) => v > 1000).length);
+  });
+
+  it('drops by reason: failed inferences are said apart from stale frames on the status line, in the summary and on /api/sources (they were one sum there)', async () => {
+    let k = 0;
+    const fails = new Set([10, 11, 12]);
+    const { stats } = await overload(3000, () => {
+      // Runs 10–12 fail (a worker died, a transient provider error); the others take 100 ms.
+      if (fails.has(k)) session.failNext(1);
+      k++;
+      return 100;
+    });
+    expect(stats.inferenceErrors).toBe(3);
+    expect(stats.framesIn).toBe(stats.framesOut + stats.dropped);
+    const stale = stats.dropped - 3;
+    expect(stale).toBeGreaterThan(30);
+    const line = new StatusReporter([stats]).lines()[0];
+    expect(line).toContain(`drops ${stats.dropped} (3 inference failed)  `);
+    expect(sourceSummary(stats)).toMatchObject({ dropped: stats.dropped, stale, inferenceErrors: 3 });
+    vi.useRealTimers();
+    const pipeline = { stats: [Object.assign(stats, { state: 'streaming' })], detector: { manifest: { name: 'm', version: '1' }, provider: 'cpu', stuckRun: () => undefined } } as unknown as Pipeline;
+    const rates = new RateMeter(() => []);
+    const s = await startHttpServer({ host: '127.0.0.1', port: 0 });
+    try {
+      registerRoutes(s, { pipeline, metrics: {} as Metrics, rates, geometry: () => ({ zones: [], lines: [] }) });
+      const body = (await (await fetch(`http://127.0.0.1:${s.port}/api/sources`)).json()) as { sources: { stats: Record<string, unknown> }[] };
+      expect(body.sources[0].stats).toMatchObject({ dropped: stats.dropped, stale, inferenceErrors: 3 });
+    } finally {
+      rates.close();
+      await s.close();
+    }
+  });
+});
