@@ -352,7 +352,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
       const [{ Metrics }, { RateMeter, registerRoutes }, { FrameBroadcaster }, { OriginPolicy }] = await Promise.all([import('../server/metrics.js'), import('../server/routes.js'), import('../server/frames.js'), import('../core/http.js')]);
       const allowedOrigins = config.server?.allowedOrigins ?? [];
       const origins = allowedOrigins.length > 0 ? new OriginPolicy(allowedOrigins) : undefined;
-      metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka, websocket, outbox, alertsByRule: () => alerts.byRule, jsonl: started.jsonl, annotate, cluster: options.clusterMetrics, http: server });
+      metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka, publisher, websocket, outbox, alertsByRule: () => alerts.byRule, jsonl: started.jsonl, annotate, cluster: options.clusterMetrics, http: server });
       const rates = life.use('rates', new RateMeter(() => pipeline.stats), (r) => r.close());
       if (websocket) liveFrames = new FrameBroadcaster(websocket, pipeline.detector.manifest.preprocess.channelOrder);
       registerRoutes(server, {

@@ -3,6 +3,7 @@ import type { FrameResult } from '../analytics/analyze.js';
 import { STAGES, stageMs, e2eMs, pipelineMs } from '../core/frame.js';
 import { dropsByReason, type SourceStats } from '../sources/stats.js';
 import type { KafkaSink } from '../sinks/kafka.js';
+import type { Publisher } from '../sinks/publisher.js';
 import { ALL_SOURCES } from '../config/schema/source.js';
 import type { Outbox } from '../sinks/outbox.js';
 import type { WebSocketHub } from '../sinks/websocket.js';
@@ -15,10 +16,18 @@ import { SOURCE_STATES as STATES } from '../sources/health.js';
  */
 export const LATENCY_BUCKETS = [0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
+/**
+ * Bucket bounds (seconds) of the alerts' latency: those of the frames, then up to an hour, as an
+ * alert waits in the outbox for as long as the broker is away.
+ */
+export const ALERT_LATENCY_BUCKETS = [...LATENCY_BUCKETS, 120, 300, 600, 1800, 3600];
+
 export interface MetricsSources {
   stats: () => readonly SourceStats[];
   provider: string;
   kafka?: KafkaSink;
+  /** The alerts' hand-over to the sinks (their latency from the frame's source stamp). */
+  publisher?: Publisher;
   websocket?: WebSocketHub;
   outbox?: Outbox;
   alertsByRule?: () => ReadonlyMap<string, { severity: string; count: number }>;
@@ -106,6 +115,21 @@ export class Metrics {
     });
     const kafkaAck = this.kafkaAck;
     if (src.kafka) src.kafka.onAck = (ms) => kafkaAck.observe(ms / 1000);
+    const alertLatency = new client.Histogram({
+      name: 'argus_alert_latency_seconds',
+      help: 'Alerts of this run, from their frame\'s source stamp (stamps.produced) to: sinks = handed to every sink (after the snapshot, the outbox\'s fsync and the alert before it of its source), kafka = the broker\'s acknowledgement (through any outage, waiting in the outbox).',
+      labelNames: ['to'],
+      buckets: ALERT_LATENCY_BUCKETS,
+      registers: [r],
+    });
+    if (src.publisher) {
+      const toSinks = alertLatency.labels('sinks');
+      src.publisher.onAlertOut = (ms) => toSinks.observe(ms / 1000);
+    }
+    if (src.kafka) {
+      const toKafka = alertLatency.labels('kafka');
+      src.kafka.onAlertAck = (ms) => toKafka.observe(ms / 1000);
+    }
     const stats = () => src.stats();
     const counter = (name: string, help: string, read: (s: SourceStats) => number) =>
       new client.Counter({

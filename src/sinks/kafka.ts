@@ -428,6 +428,13 @@ export class KafkaSink implements Sink {
     if (listener) for (const ms of early ?? []) listener(ms);
   }
   private ackListener: ((ms: number) => void) | undefined;
+  /**
+   * Told each alert's latency at the broker's ack: ms from its frame's `produced` stamp, through
+   * its snapshot, the outbox and any outage of the broker (alerts of this run only: a replayed
+   * one's frame was an earlier run's). The metrics' `argus_alert_latency_seconds{to="kafka"}`;
+   * the publish latency above counts from `emitted`, and mixes alerts with the detections.
+   */
+  onAlertAck: ((ms: number) => void) | undefined;
   /** Acks before any listener was set (bounded: a pipeline without metrics never sets one). */
   private earlyAcks: number[] | undefined = [];
   private readonly log: LogFn;
@@ -1088,7 +1095,10 @@ export class KafkaSink implements Sink {
     const t = now();
     const msgs: Message[] = [];
     for (const p of part) {
-      if (!p.replayed) this.noteAck(t - p.emitted);
+      if (!p.replayed) {
+        this.noteAck(t - p.emitted);
+        if (p.msg?.type === 'alert' && Number.isFinite(p.msg.stamps?.produced)) this.onAlertAck?.(t - p.msg.stamps.produced);
+      }
       if (p.kind === 'detections') {
         this.stats.sent++;
         if (late) this.stats.dropped--;

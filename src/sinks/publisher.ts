@@ -32,6 +32,14 @@ export class Publisher {
     readonly run: string = runTag(),
   ) {}
 
+  /**
+   * Told each alert's latency as it is handed to the sinks: ms from its frame's `produced` stamp
+   * (its snapshot, its journal write and the earlier alert of its source before it included).
+   * The metrics' `argus_alert_latency_seconds{to="sinks"}`: the message's own `published` is
+   * stamped when it is serialised, before the journal and that wait.
+   */
+  onAlertOut: ((ms: number) => void) | undefined;
+
   /** Journal writes not finished yet (their messages reach the sinks when they are). */
   private readonly journaling = new Set<Promise<unknown>>();
 
@@ -91,6 +99,7 @@ export class Publisher {
     if (journaled) await journaled;
     if (after) await after;
     for (const s of this.sinks) s.publish('alert', msg.source, json, msg);
+    this.onAlertOut?.(now() - msg.stamps.produced);
     return msg;
   }
 
