@@ -9,6 +9,12 @@ import type { AlertDraft, AnalyticsSummary, SourceAnalyzer } from './analyzer.js
 export interface FrameResult extends DetectedFrame {
   /** Frames this source has dropped so far (set as the result leaves the pipeline). */
   dropped: number;
+  /**
+   * Set as the result leaves the pipeline (stamp), where frames of its source older than this one
+   * were dropped since its previous result: each one's latency to this result, ms (from its
+   * `produced` stamp to this `emitted`: how long its moment went unseen), for the frames-read latency.
+   */
+  superseded?: number[];
   /** Zone occupancy, line counts, rates (sources with zones, lines or rules). */
   analytics?: AnalyticsSummary;
   /** Alerts this frame raised (after cooldown and de-duplication). An operator may add its own. */

@@ -92,6 +92,7 @@ export function detect(detector: Detector, o: DetectOptions): OperatorFunction<F
             // counts the frame dropped and releases it (it was counted `stale` on /metrics).
             if (++failedInARow >= maxFailures) throw err;
             st.dropped++;
+            st.superseded.add(frame.seq, frame.stamps.produced);
             frame.release();
             if (failedInARow === 1) log(redact(`source ${st.id}: inference failed, frame dropped: ${err.message}`), { source: st.id }, 'warn');
             return EMPTY;
@@ -105,6 +106,7 @@ export function detect(detector: Detector, o: DetectOptions): OperatorFunction<F
           onLeave: () => o.pace?.leave(),
           onDrop: (frame) => {
             st.dropped++;
+            st.superseded.add(frame.seq, frame.stamps.produced);
             frame.release();
           },
         }),

@@ -24,6 +24,13 @@ export function stamp(st: SourceStats): MonoTypeOperatorFunction<FrameResult> {
     st.pipeline.add(pipeline);
     st.e2eRun.add(e2e);
     st.pipelineRun.add(pipeline);
+    st.e2eReadRun.add(e2e);
+    // The frames dropped before this one (not those dropped while it ran) went unseen until now.
+    const superseded = st.superseded.drain(r.frame.seq, r.frame.stamps.emitted);
+    if (superseded) {
+      for (const v of superseded) st.e2eReadRun.add(v);
+      r.superseded = superseded;
+    }
     st.producedBy = r.frame.producedBy;
     st.e2eBy.add(r.frame.producedBy);
     st.e2eRunBy[PRODUCED_BY.indexOf(r.frame.producedBy)]++;

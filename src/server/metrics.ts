@@ -69,9 +69,10 @@ export class Metrics {
   private readonly stage: Histogram<'source' | 'stage'>;
   private readonly e2e: Histogram<'source'>;
   private readonly pipe: Histogram<'source'>;
+  private readonly read: Histogram<'source'>;
   private readonly inference: Histogram<'provider'>;
   private readonly kafkaAck: Histogram;
-  private readonly bound = new Map<string, { stages: ReturnType<Histogram<'source' | 'stage'>['labels']>[]; e2e: ReturnType<Histogram<'source'>['labels']>; pipe: ReturnType<Histogram<'source'>['labels']>; infer: ReturnType<Histogram<'provider'>['labels']> }>();
+  private readonly bound = new Map<string, { stages: ReturnType<Histogram<'source' | 'stage'>['labels']>[]; e2e: ReturnType<Histogram<'source'>['labels']>; pipe: ReturnType<Histogram<'source'>['labels']>; read: ReturnType<Histogram<'source'>['labels']>; infer: ReturnType<Histogram<'provider'>['labels']> }>();
 
   constructor(private readonly src: MetricsSources) {
     const r = this.registry;
@@ -96,6 +97,13 @@ export class Metrics {
     this.pipe = new client.Histogram({
       name: 'argus_pipeline_latency_seconds',
       help: 'The pipeline part: captured (last byte from ffmpeg) to emitted, per processed frame.',
+      labelNames: ['source'],
+      buckets: LATENCY_BUCKETS,
+      registers: [r],
+    });
+    this.read = new client.Histogram({
+      name: 'argus_frame_read_latency_seconds',
+      help: 'End-to-end over every frame read, dropped ones included: an emitted frame from produced to emitted (as argus_frame_latency_seconds), a dropped frame from its produced to the emission of the first result of a newer frame of its source (how long its moment went unseen). Its count is frames out plus the dropped frames a result of a newer frame followed.',
       labelNames: ['source'],
       buckets: LATENCY_BUCKETS,
       registers: [r],
@@ -378,11 +386,14 @@ export class Metrics {
     let b = this.bound.get(r.frame.source);
     if (!b) {
       const source = r.frame.source;
-      b = { stages: STAGES.map((stage) => this.stage.labels(source, stage)), e2e: this.e2e.labels(source), pipe: this.pipe.labels(source), infer: this.inference.labels(this.src.provider) };
+      b = { stages: STAGES.map((stage) => this.stage.labels(source, stage)), e2e: this.e2e.labels(source), pipe: this.pipe.labels(source), read: this.read.labels(source), infer: this.inference.labels(this.src.provider) };
       this.bound.set(source, b);
     }
     for (let i = 0; i < STAGES.length; i++) b.stages[i].observe(stageMs(s, STAGES[i]) / 1000);
-    b.e2e.observe(e2eMs(s) / 1000);
+    const e2e = e2eMs(s) / 1000;
+    b.e2e.observe(e2e);
+    b.read.observe(e2e);
+    if (r.superseded) for (const ms of r.superseded) b.read.observe(ms / 1000);
     b.pipe.observe(pipelineMs(s) / 1000);
     b.infer.observe(stageMs(s, 'infer') / 1000);
   }
@@ -400,6 +411,7 @@ export class Metrics {
       for (const stage of STAGES) this.stage.remove(id, stage);
       this.e2e.remove(id);
       this.pipe.remove(id);
+      this.read.remove(id);
       this.bound.delete(id);
     }
   }

@@ -23,6 +23,16 @@ export interface SourceStats {
   /** The same two, over every frame of the run (the end-of-run summary's percentiles). */
   readonly e2eRun: RunHistogram;
   readonly pipelineRun: RunHistogram;
+  /**
+   * End-to-end latency over every frame read, dropped ones included, for the run: an emitted
+   * frame's own, and a dropped frame's until the first result of a newer frame of its source
+   * (from its `produced` stamp: the time its moment went unseen). `e2eRun` is over emitted frames alone: when
+   * inference slows down, few frames come out, each standing for many dropped, and a slow spell
+   * weighed in it as those few.
+   */
+  readonly e2eReadRun: RunHistogram;
+  /** The frames dropped and not yet seen past by a result of a newer frame (stamp drains it). */
+  readonly superseded: SupersededFrames;
   /** What the latest frame's `produced` stamp was (due, arrival, captured). */
   producedBy?: ProducedBy;
   /**
@@ -56,7 +66,66 @@ export interface SourceStats {
 
 export function newSourceStats(id: string): SourceStats {
   const e2e = new SampleWindow(2048);
-  return { id, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, e2e, pipeline: new SampleWindow(2048), e2eRun: new RunHistogram(), pipelineRun: new RunHistogram(), e2eBy: new ProducedByWindow(e2e.capacity), e2eRunBy: new Uint32Array(PRODUCED_BY.length), state: 'stopped', reconnects: 0, decodeErrors: 0 };
+  return { id, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, e2e, pipeline: new SampleWindow(2048), e2eRun: new RunHistogram(), pipelineRun: new RunHistogram(), e2eReadRun: new RunHistogram(), superseded: new SupersededFrames(), e2eBy: new ProducedByWindow(e2e.capacity), e2eRunBy: new Uint32Array(PRODUCED_BY.length), state: 'stopped', reconnects: 0, decodeErrors: 0 };
+}
+
+/**
+ * A source's frames dropped and not yet seen past: their `seq` and `produced` stamps, until a
+ * result of a newer frame is emitted (a result of an older one, in the stage when they were
+ * dropped, does not show their moment). At most `capacity` are held (a stage stuck while a camera
+ * goes on): beyond it the oldest are let go as a count, each counted at the next result from the
+ * newest of them let go (less than its own latency: that stage was stuck for minutes anyway).
+ */
+export class SupersededFrames {
+  private readonly seqs: Float64Array;
+  private readonly produced: Float64Array;
+  private n = 0;
+  private evicted = 0;
+  private evictedNewest = 0;
+
+  constructor(readonly capacity = 4096) {
+    this.seqs = new Float64Array(capacity);
+    this.produced = new Float64Array(capacity);
+  }
+
+  add(seq: number, produced: number): void {
+    if (this.n === this.capacity) {
+      // The oldest (index 0) is let go; the rest move down (rare: a stage stuck for minutes).
+      this.evicted++;
+      this.evictedNewest = this.produced[0];
+      this.seqs.copyWithin(0, 1);
+      this.produced.copyWithin(0, 1);
+      this.n--;
+    }
+    this.seqs[this.n] = seq;
+    this.produced[this.n++] = produced;
+  }
+
+  get count(): number {
+    return this.n + this.evicted;
+  }
+
+  /**
+   * The latency, ms, to a result of frame `seq` emitted at `emitted`, of each frame held that is
+   * older than it (they are let go); undefined where there is none.
+   */
+  drain(seq: number, emitted: number): number[] | undefined {
+    let out: number[] | undefined;
+    if (this.evicted > 0) {
+      out = new Array<number>(this.evicted).fill(emitted - this.evictedNewest);
+      this.evicted = 0;
+    }
+    let kept = 0;
+    for (let i = 0; i < this.n; i++) {
+      if (this.seqs[i] < seq) (out ??= []).push(emitted - this.produced[i]);
+      else {
+        this.seqs[kept] = this.seqs[i];
+        this.produced[kept++] = this.produced[i];
+      }
+    }
+    this.n = kept;
+    return out;
+  }
 }
 
 /** The kinds of `produced` stamp of the latest `capacity` frames (beside a SampleWindow of their latencies): counts by PRODUCED_BY index. */
@@ -138,6 +207,9 @@ export function sourceSummary(s: SourceStats): Record<string, unknown> {
     decodeErrors: s.decodeErrors,
     e2eP50: ms(s.e2eRun.percentile(50)),
     e2eP99: ms(s.e2eRun.percentile(99)),
+    // Over every frame read, dropped ones until the next result (SourceStats.e2eReadRun).
+    e2eReadP50: ms(s.e2eReadRun.percentile(50)),
+    e2eReadP99: ms(s.e2eReadRun.percentile(99)),
     // The kinds the run's latency percentiles are over (the latest frame's alone where none).
     producedBy: producedByMix(s.e2eRunBy) ?? s.producedBy,
     pipelineP50: ms(s.pipelineRun.percentile(50)),

@@ -17,7 +17,7 @@ import { startHttpServer } from '../../src/server/http.js';
 import { Metrics } from '../../src/server/metrics.js';
 import { RateMeter, registerRoutes } from '../../src/server/routes.js';
 import { StatusReporter } from '../../src/sinks/status.js';
-import { newSourceStats, sourceSummary } from '../../src/sources/stats.js';
+import { newSourceStats, sourceSummary, SupersededFrames } from '../../src/sources/stats.js';
 import { FAKE_SIZE, fakeDetector, type FakeSession } from '../helpers/fake-session.js';
 
 const S = FAKE_SIZE;
@@ -142,6 +142,27 @@ describe('overload: a camera 3× faster than its inference, then a burst of slow
     expect(out.length - le1).toBe(e2e.filter((v) => v > 1000).length);
   });
 
+  it("the latency over every frame read: a slow spell's dropped frames count until a result of a newer frame, where the emitted frames' percentiles weigh it as the few frames that came out of it", async () => {
+    // 60 s of 100 ms runs, but runs 300–304 take 2 s each: 10 s of a minute with results 2 s old.
+    const { stats, out } = await overload(60_000, (k) => (k >= 300 && k < 305 ? 2000 : 100));
+    const summary = sourceSummary(stats) as Record<string, number>;
+    // The emitted frames' p99 does not see the spell: 5 frames of about 500.
+    expect(summary.e2eP99).toBeLessThan(300);
+    // Over the frames read it does: about 300 of 1800 frames went unseen for up to 2 s.
+    expect(summary.e2eReadP99).toBeGreaterThan(1500);
+    expect(summary.e2eReadP50).toBeGreaterThanOrEqual(summary.e2eP50 * 0.98);
+    const metrics = new Metrics({ stats: () => [stats], provider: 'cpu' });
+    for (const r of out) metrics.onFrame(r);
+    const text = await metrics.scrape();
+    // Every frame read is in it once: those emitted, and those dropped (until the next result).
+    expect(text).toContain(`argus_frame_read_latency_seconds_count{source="cam"} ${stats.framesOut + stats.dropped}`);
+    const over1s = Number(/argus_frame_read_latency_seconds_bucket\{le="1",source="cam"\} (\d+)/.exec(text)![1]);
+    expect(stats.framesOut + stats.dropped - over1s).toBeGreaterThan(0.05 * stats.framesIn);
+    // A dropped frame's latency runs from its own source stamp to the emission of a newer frame's
+    // result (the result of the frame in the stage when it was dropped, older, does not show it).
+    for (const r of out.filter((x) => x.superseded !== undefined)) for (const ms of r.superseded!) expect(ms).toBeGreaterThan(e2eMs(r.frame.stamps));
+  });
+
   it('drops by reason: failed inferences are said apart from stale frames on the status line, in the summary and on /api/sources (they were one sum there)', async () => {
     let k = 0;
     const fails = new Set([10, 11, 12]);
@@ -170,5 +191,18 @@ describe('overload: a camera 3× faster than its inference, then a burst of slow
       rates.close();
       await s.close();
     }
+  });
+
+  it('the dropped frames held for it are bounded: beyond the capacity the oldest are let go as a count, each counted at the next result (from the newest let go); only frames older than the result are drained', () => {
+    const held = new SupersededFrames(3);
+    for (let seq = 0; seq < 5; seq++) held.add(seq, 1000 + seq * 100);
+    expect(held.count).toBe(5);
+    // One more: frames 0, 1 and 2 were let go (counted from frame 2's stamp); 3 and 4 are older than a result of 5; 6 is not.
+    held.add(6, 1600);
+    expect(held.drain(5, 2000)).toEqual([2000 - 1200, 2000 - 1200, 2000 - 1200, 2000 - 1300, 2000 - 1400]);
+    expect(held.count).toBe(1);
+    expect(held.drain(5, 2100)).toBeUndefined();
+    expect(held.drain(7, 2200)).toEqual([600]);
+    expect(held.count).toBe(0);
   });
 });
