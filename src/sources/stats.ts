@@ -77,18 +77,26 @@ export function newSourceStats(id: string): SourceStats {
  * newest of them let go (less than its own latency: that stage was stuck for minutes anyway).
  */
 export class SupersededFrames {
-  private readonly seqs: Float64Array;
-  private readonly produced: Float64Array;
+  // Grown as needed (doubling, up to capacity): a worker's thousand cameras hold 256 bytes each
+  // while their stages keep up, not 64 KiB.
+  private seqs = new Float64Array(16);
+  private produced = new Float64Array(16);
   private n = 0;
   private evicted = 0;
   private evictedNewest = 0;
 
-  constructor(readonly capacity = 4096) {
-    this.seqs = new Float64Array(capacity);
-    this.produced = new Float64Array(capacity);
-  }
+  constructor(readonly capacity = 4096) {}
 
   add(seq: number, produced: number): void {
+    if (this.n === this.seqs.length && this.n < this.capacity) {
+      const size = Math.min(this.capacity, this.n * 2);
+      const seqs = new Float64Array(size);
+      const prod = new Float64Array(size);
+      seqs.set(this.seqs);
+      prod.set(this.produced);
+      this.seqs = seqs;
+      this.produced = prod;
+    }
     if (this.n === this.capacity) {
       // The oldest (index 0) is let go; the rest move down (rare: a stage stuck for minutes).
       this.evicted++;
