@@ -186,7 +186,17 @@ describe('overload: a camera 3× faster than its inference, then a burst of slow
     try {
       registerRoutes(s, { pipeline, metrics: {} as Metrics, rates, geometry: () => ({ zones: [], lines: [] }) });
       const body = (await (await fetch(`http://127.0.0.1:${s.port}/api/sources`)).json()) as { sources: { stats: Record<string, unknown> }[] };
-      expect(body.sources[0].stats).toMatchObject({ dropped: stats.dropped, stale, inferenceErrors: 3 });
+      const api = body.sources[0].stats;
+      expect(api).toMatchObject({ dropped: stats.dropped, stale, inferenceErrors: 3 });
+      // The dashboard's tile, from those figures (its own module, plain JS).
+      const { updateStats } = (await import('../../src/server/dashboard/js/tile-stats.js' as string)) as { updateStats: (s: unknown) => void };
+      const el = () => ({ textContent: '', title: '', hidden: false, dataset: {}, classList: { remove: () => {} }, removeAttribute(this: { title: string }) {
+        this.title = '';
+      } });
+      const tile = { fpsIn: el(), fpsOut: el(), drops: el(), p50: el(), p99: el(), pipe: el(), p50Box: el(), analytics: el(), tile: el() };
+      updateStats({ el: tile, rate: [], e2e: [], pipe: [], dropped: NaN, lastDetAt: 0, apiStats: api, apiStatsAt: performance.now() });
+      expect(tile.drops.textContent).toBe(`${stats.dropped} (3 failed)`);
+      expect(tile.drops.title).toBe(`${stale} stale (inference busy, a newer frame kept), 3 inference failed`);
     } finally {
       rates.close();
       await s.close();
