@@ -25,10 +25,14 @@ export function stamp(st: SourceStats): MonoTypeOperatorFunction<FrameResult> {
     st.e2eRun.add(e2e);
     st.pipelineRun.add(pipeline);
     st.e2eReadRun.add(e2e);
+    st.e2eRead.add(e2e);
     // The frames dropped before this one (not those dropped while it ran) went unseen until now.
     const superseded = st.superseded.drain(r.frame.seq, r.frame.stamps.emitted);
     if (superseded) {
-      for (const v of superseded) st.e2eReadRun.add(v);
+      for (const v of superseded) {
+        st.e2eReadRun.add(v);
+        st.e2eRead.add(v);
+      }
       r.superseded = superseded;
     }
     st.producedBy = r.frame.producedBy;

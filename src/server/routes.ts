@@ -91,6 +91,14 @@ export interface RouteContext {
  * state), and the dashboard itself at /. With a token configured on the server, all of them
  * but /healthz and /readyz (and /metrics with `publicMetrics`) need it.
  */
+/** p50/p99 over a source's latest frames read, dropped ones included (SourceStats.e2eRead); none for a stand-in without them. */
+function readPercentiles(s: SourceStats): { readP50: number | null; readP99: number | null } | undefined {
+  if (!s.e2eRead) return undefined;
+  const v = s.e2eRead.sorted();
+  const q = (p: number) => (v.length ? Math.round(percentileOfSorted(v, p) * 10) / 10 : null);
+  return { readP50: q(50), readP99: q(99) };
+}
+
 export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
   const { pipeline, metrics } = ctx;
   // The API routes answer a page of an origin server.allowedOrigins admits (a dashboard or a
@@ -158,7 +166,7 @@ export function registerRoutes(server: RunningServer, ctx: RouteContext): void {
           fps: s.fps,
           ...ctx.geometry(s.id),
           analytics: ctx.analytics?.(s.id),
-          stats: { fpsIn: r.fpsIn, fpsOut: r.fpsOut, dropped: s.dropped, stale: dropsByReason(s).stale, inferenceErrors: s.inferenceErrors, reconnects: s.reconnects, p50: p(50), p99: p(99), producedBy: s.producedBy ?? null, e2eFrom: producedByMix(s.e2eBy.counts) ?? null, pipelineP50: pct(pipe, 50), pipelineP99: pct(pipe, 99) },
+          stats: { fpsIn: r.fpsIn, fpsOut: r.fpsOut, dropped: s.dropped, stale: dropsByReason(s).stale, inferenceErrors: s.inferenceErrors, reconnects: s.reconnects, p50: p(50), p99: p(99), producedBy: s.producedBy ?? null, e2eFrom: producedByMix(s.e2eBy.counts) ?? null, pipelineP50: pct(pipe, 50), pipelineP99: pct(pipe, 99), ...readPercentiles(s) },
         };
       }),
     }),

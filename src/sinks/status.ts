@@ -56,8 +56,10 @@ export class StatusReporter {
       const p = (q: number) => (sorted.length ? percentileOfSorted(sorted, q).toFixed(1) : '-');
       const pipe = s.pipeline.sorted();
       const pp = (q: number) => (pipe.length ? percentileOfSorted(pipe, q).toFixed(1) : '-');
+      // Where frames were dropped: the p99 over the frames read, a dropped one until a newer frame's result came out.
+      const read = s.dropped > 0 && s.e2eRead.count > 0 ? `; frames read p99 ${s.e2eRead.percentile(99).toFixed(1)} ms` : '';
       const state = s.error ? `  FAILED: ${redact(s.error.message.split('\n')[0])}` : stateNote(s);
-      return `${s.id}  in ${fin.toFixed(1)} fps  out ${fout.toFixed(1)} fps  drops ${dropsText(s)}  e2e p50 ${p(50)} ms  p99 ${p(99)} ms (from ${producedByMix(s.e2eBy.counts) ?? s.producedBy ?? '-'})  pipeline p50 ${pp(50)} ms  p99 ${pp(99)} ms${state}`;
+      return `${s.id}  in ${fin.toFixed(1)} fps  out ${fout.toFixed(1)} fps  drops ${dropsText(s)}  e2e p50 ${p(50)} ms  p99 ${p(99)} ms (from ${producedByMix(s.e2eBy.counts) ?? s.producedBy ?? '-'}${read})  pipeline p50 ${pp(50)} ms  p99 ${pp(99)} ms${state}`;
     });
   }
 

@@ -31,6 +31,8 @@ export interface SourceStats {
    * weighed in it as those few.
    */
   readonly e2eReadRun: RunHistogram;
+  /** The same over the latest frames read (2048, dropped ones included): the status line's and /api/sources' `read` percentiles. */
+  readonly e2eRead: SampleWindow;
   /** The frames dropped and not yet seen past by a result of a newer frame (stamp drains it). */
   readonly superseded: SupersededFrames;
   /** What the latest frame's `produced` stamp was (due, arrival, captured). */
@@ -66,7 +68,7 @@ export interface SourceStats {
 
 export function newSourceStats(id: string): SourceStats {
   const e2e = new SampleWindow(2048);
-  return { id, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, e2e, pipeline: new SampleWindow(2048), e2eRun: new RunHistogram(), pipelineRun: new RunHistogram(), e2eReadRun: new RunHistogram(), superseded: new SupersededFrames(), e2eBy: new ProducedByWindow(e2e.capacity), e2eRunBy: new Uint32Array(PRODUCED_BY.length), state: 'stopped', reconnects: 0, decodeErrors: 0 };
+  return { id, framesIn: 0, framesOut: 0, dropped: 0, inferenceErrors: 0, e2e, pipeline: new SampleWindow(2048), e2eRun: new RunHistogram(), pipelineRun: new RunHistogram(), e2eReadRun: new RunHistogram(), e2eRead: new SampleWindow(2048), superseded: new SupersededFrames(), e2eBy: new ProducedByWindow(e2e.capacity), e2eRunBy: new Uint32Array(PRODUCED_BY.length), state: 'stopped', reconnects: 0, decodeErrors: 0 };
 }
 
 /**

@@ -210,7 +210,7 @@ describe('argus bench', () => {
     expect(r.stdout).toMatch(/raw inference\s+[\d.]+\s+[\d.]+\s+[\d.]+/);
     expect(r.stdout).toMatch(/file: 30 frames at [\d.]+ fps/);
     const b = JSON.parse(readFileSync(json, 'utf8'));
-    for (const key of ['raw.p50', 'raw.p99', 'file.fps', 'file.e2e.p50', 'file.e2e.p99', 'live.fps', 'live.dropPct', 'live.e2e.p50', 'live.e2e.p99', 'live.rssStartMb', 'live.rssEndMb']) {
+    for (const key of ['raw.p50', 'raw.p99', 'file.fps', 'file.e2e.p50', 'file.e2e.p99', 'live.fps', 'live.dropPct', 'live.e2e.p50', 'live.e2e.p99', 'live.e2eRead.p50', 'live.e2eRead.p99', 'live.rssStartMb', 'live.rssEndMb']) {
       const v = key.split('.').reduce((o: Record<string, unknown>, k) => o?.[k] as Record<string, unknown>, b) as unknown;
       expect(v, key).toBeTypeOf('number');
       expect(Number.isFinite(v), key).toBe(true);

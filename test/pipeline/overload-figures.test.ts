@@ -156,6 +156,11 @@ describe('overload: a camera 3× faster than its inference, then a burst of slow
     const text = await metrics.scrape();
     // Every frame read is in it once: those emitted, and those dropped (until the next result).
     expect(text).toContain(`argus_frame_read_latency_seconds_count{source="cam"} ${stats.framesOut + stats.dropped}`);
+    // The status line says it beside the emitted frames' p99, where frames were dropped.
+    const line = new StatusReporter([stats]).lines()[0];
+    const readP99 = Number(/; frames read p99 ([\d.]+) ms\)/.exec(line)![1]);
+    expect(readP99).toBeGreaterThan(1500);
+    expect(Number(/e2e p50 [\d.]+ ms {2}p99 ([\d.]+) ms/.exec(line)![1])).toBeLessThan(300);
     const over1s = Number(/argus_frame_read_latency_seconds_bucket\{le="1",source="cam"\} (\d+)/.exec(text)![1]);
     expect(stats.framesOut + stats.dropped - over1s).toBeGreaterThan(0.05 * stats.framesIn);
     // A dropped frame's latency runs from its own source stamp to the emission of a newer frame's
@@ -188,6 +193,9 @@ describe('overload: a camera 3× faster than its inference, then a burst of slow
       const body = (await (await fetch(`http://127.0.0.1:${s.port}/api/sources`)).json()) as { sources: { stats: Record<string, unknown> }[] };
       const api = body.sources[0].stats;
       expect(api).toMatchObject({ dropped: stats.dropped, stale, inferenceErrors: 3 });
+      // And the latency over the frames read, beside the emitted frames' (dropped frames: until a newer one's result).
+      expect(api.readP99).toBeCloseTo(Math.round(stats.e2eRead.percentile(99) * 10) / 10, 6);
+      expect(api.readP99 as number).toBeGreaterThanOrEqual(api.p50 as number);
       // The dashboard's tile, from those figures (its own module, plain JS).
       const { updateStats } = (await import('../../src/server/dashboard/js/tile-stats.js' as string)) as { updateStats: (s: unknown) => void };
       const el = () => ({ textContent: '', title: '', hidden: false, dataset: {}, classList: { remove: () => {} }, removeAttribute(this: { title: string }) {
