@@ -61,7 +61,7 @@ const settle = async () => {
  * Runs the chain in virtual time: a frame every PERIOD_MS for `ms`, each inference run held for
  * `runMs(k)` (k: the run's index) from its start.
  */
-async function overload(ms: number, runMs: (k: number) => number) {
+async function overload(ms: number, runMs: (k: number) => number, onTick?: (t: number) => void) {
   vi.useFakeTimers({ toFake: ['performance', 'setTimeout', 'clearTimeout', 'Date'] });
   session.hold = true;
   const stats = newSourceStats('cam');
@@ -74,6 +74,7 @@ async function overload(ms: number, runMs: (k: number) => number) {
   let runs = 0;
   let runEndsAt = Infinity;
   for (let t = 0; t <= ms; t++) {
+    onTick?.(t);
     if (t >= nextFrameAt) {
       frames$.next(frame(seq++));
       nextFrameAt += PERIOD_MS;
@@ -166,6 +167,23 @@ describe('overload: a camera 3× faster than its inference, then a burst of slow
     // A dropped frame's latency runs from its own source stamp to the emission of a newer frame's
     // result (the result of the frame in the stage when it was dropped, older, does not show it).
     for (const r of out.filter((x) => x.superseded !== undefined)) for (const ms of r.superseded!) expect(ms).toBeGreaterThan(e2eMs(r.frame.stamps));
+  });
+
+  it('the system clock stepped back 5 s and forward 30 s mid-run (NTP, a VM resumed): no latency figure goes negative or jumps, every stage stays in order', async () => {
+    const { stats, out } = await overload(20_000, () => 100, (t) => {
+      if (t === 5000) vi.setSystemTime(Date.now() - 5000);
+      if (t === 12_000) vi.setSystemTime(Date.now() + 30_000);
+    });
+    for (const r of out) {
+      const s = r.frame.stamps;
+      expect(e2eMs(s)).toBeGreaterThanOrEqual(SOURCE_MS + 100);
+      expect(e2eMs(s)).toBeLessThanOrEqual(SOURCE_MS + 100 + 100 + 2);
+      for (const st of ['source', 'wait', 'preprocess', 'queue', 'infer', 'postprocess', 'emit'] as const) expect(stageMs(s, st)).toBeGreaterThanOrEqual(0);
+    }
+    for (const r of out) for (const ms of r.superseded ?? []) expect(ms).toBeLessThanOrEqual(SOURCE_MS + 100 + 100 + 2);
+    const summary = sourceSummary(stats) as Record<string, number>;
+    expect(summary.e2eP99).toBeLessThan(250);
+    expect(summary.e2eReadP99).toBeLessThan(250);
   });
 
   it('drops by reason: failed inferences are said apart from stale frames on the status line, in the summary and on /api/sources (they were one sum there)', async () => {
