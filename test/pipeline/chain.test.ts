@@ -585,8 +585,9 @@ describe('a source attached again under the same id (real ffmpeg, fake session)'
       const stopOld = new Subject<void>();
       const old = lastValueFrom(p.attach(src, stopOld).pipe(toArray()));
       // Its first frames in inference, held there (a stalled model); the file read on meanwhile.
-      await vi.waitFor(() => expect(session.held.length).toBeGreaterThan(0));
-      await vi.waitFor(() => expect(p.stats.find((s) => s.id === 'again')!.framesIn).toBeGreaterThan(1));
+      // (ffmpeg's start within waitFor's default 1 s failed a run at load 20: 20 s.)
+      await vi.waitFor(() => expect(session.held.length).toBeGreaterThan(0), { timeout: 20_000 });
+      await vi.waitFor(() => expect(p.stats.find((s) => s.id === 'again')!.framesIn).toBeGreaterThan(1), { timeout: 20_000 });
       stopOld.next();
       const readByOld = p.stats.find((s) => s.id === 'again')!.framesIn;
       // Claimed again: attached while the stopped chain still runs (its frame in inference).

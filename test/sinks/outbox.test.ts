@@ -1091,7 +1091,14 @@ describe('Outbox (the durable alert journal)', () => {
     // The other argus removes this one's lock right after it was written, and writes its own.
     const rival = { pid: 8, host: 'argus-replica-3', ns: 'pid:[1]', identity: 'c 1', id: 'rival' };
     const watch = setInterval(() => {
-      const text = existsSync(lockFile) ? readFileSync(lockFile, 'utf8') : '';
+      // (Read at once, not after an existsSync: the open being tested removes the stale lock
+      // between the two, and that ENOENT in a timer failed a loaded run as an uncaught error.)
+      let text = '';
+      try {
+        text = readFileSync(lockFile, 'utf8');
+      } catch {
+        // not there (yet, or any more)
+      }
       if (text.includes(`"pid":${process.pid}`)) {
         clearInterval(watch);
         writeFileSync(lockFile, JSON.stringify(rival));
