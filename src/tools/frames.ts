@@ -426,8 +426,14 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
   };
   void Promise.race([exited, givenUp]).then(gotInfo); // an ffmpeg that ends without an output stream (or is given up on, stuck)
 
+  /** Its frames' pipe has ended: what is waited for is its exit (a stall then is one at its end). */
+  let framesEnded = false;
   /** The stall, said (`stuck`: with the ffmpeg that did not exit). */
   const stallError = (): ArgusError => {
+    if (framesEnded) {
+      const left = stuck ? `, nor ${FFMPEG_EXIT_WAIT_MS / 1000} s after it was killed (stuck in the kernel: a hung device or network mount?)` : ' (killed)';
+      return new ArgusError(ErrorCodes.SOURCE_STALLED, `ffmpeg ${child.pid} ended its output after ${index} frame${index === 1 ? '' : 's'} of ${o.url} but had not exited ${stallMs / 1000} s later${left}: whether it read all of ${o.url} is not known`);
+    }
     const what = index === 0 ? `no frame came from ${o.url} within ${stallMs / 1000} s` : `${o.url} stopped sending frames (none for ${stallMs / 1000} s)`;
     const left = stuck ? `; its ffmpeg ${child.pid} has not exited ${FFMPEG_EXIT_WAIT_MS / 1000} s after it was killed (stuck in the kernel: a hung device or network mount?)` : '';
     return new ArgusError(index === 0 ? ErrorCodes.SOURCE_TIMEOUT : ErrorCodes.SOURCE_STALLED, what + left);
@@ -519,7 +525,13 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
     }
     unwatch();
     if (atSignal) await endsBySignal();
+    // Its exit, waited for as a frame is (the watchdog): an ffmpeg that ended its output and then
+    // stuck in the kernel on its way out (closing a hung mount's file, a wedged device) was waited
+    // for unwatched, for ever: `argus detect` printed its frames and never ended.
+    framesEnded = true;
+    watch();
     const { code, error } = await Promise.race([exited, givenUp]);
+    unwatch();
     done = true;
     if (badLog) throw badLog;
     if (stalled) throw stallError();

@@ -5,7 +5,7 @@
 // command's end names the child left (childrenLeft, endDespiteChildren) and exits without it.
 // The stuck child: a process that prints nothing, whose kill argus sends is ignored (as the
 // kernel's process ignores it), and whose exit is never seen, until the test ends it.
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -76,6 +76,42 @@ describe('argus detect / preview reading with an ffmpeg stuck in the kernel', ()
     await new Promise<void>((r) => (spawned[0].c.exitCode !== null || spawned[0].c.signalCode !== null ? r() : spawned[0].c.once('exit', () => r())));
     expect(childrenLeft().map((l) => l.pid)).not.toContain(spawned[0].c.pid);
   });
+
+  it('an ffmpeg that ends its output and then does not exit (stuck on its way out: a hung mount\'s file, a wedged device) is given up on as a stall: the frames, then the error naming it (the read waited for its exit for ever)', async () => {
+    const ffmpeg = resolveFfmpegSync().path;
+    const clip = join(dir, 'five.mp4');
+    execFileSync(ffmpeg, ['-v', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc=size=64x48:rate=10', '-frames:v', '5', '-pix_fmt', 'yuv420p', clip]);
+    // ffmpeg itself, then its output and log closed and the process lingering: its exit never seen.
+    const fake = join(dir, 'ffmpeg-lingers');
+    writeFileSync(fake, `#!/bin/sh\ncase " $* " in *" -version "*) exec ${JSON.stringify(ffmpeg)} "$@";; esac\n${JSON.stringify(ffmpeg)} "$@"\nexec sleep 600 >&- 2>&-\n`, { mode: 0o755 });
+    const spawned: { c: ChildProcess; kill: ChildProcess['kill']; signals: string[] }[] = [];
+    hooks.onSpawn = (c) => {
+      if (!c.spawnargs.some((a) => a.includes(clip))) return;
+      const kill = c.kill.bind(c);
+      const signals: string[] = [];
+      c.kill = ((s?: NodeJS.Signals) => (signals.push(String(s)), true)) as ChildProcess['kill'];
+      spawned.push({ c, kill, signals });
+    };
+    const frames: number[] = [];
+    let err: unknown;
+    try {
+      for await (const f of videoFrames({ ffmpegPath: fake, url: clip, stallMs: 300 })) frames.push(f.index);
+    } catch (e) {
+      err = e;
+    }
+    hooks.onSpawn = undefined;
+    try {
+      expect(frames).toEqual([0, 1, 2, 3, 4]);
+      expect(spawned).toHaveLength(1);
+      const { c, signals } = spawned[0];
+      expect(signals).toContain('SIGKILL');
+      expect(err).toMatchObject({ code: ErrorCodes.SOURCE_STALLED, message: `ffmpeg ${c.pid} ended its output after 5 frames of ${clip} but had not exited 0.3 s later, nor 2 s after it was killed (stuck in the kernel: a hung device or network mount?): whether it read all of ${clip} is not known` });
+      expect(childrenLeft()).toContainEqual({ pid: c.pid, what: clip });
+    } finally {
+      for (const { c, kill } of spawned) kill.call(c, 'SIGKILL');
+    }
+    await new Promise<void>((r) => (spawned[0].c.exitCode !== null || spawned[0].c.signalCode !== null ? r() : spawned[0].c.once('exit', () => r())));
+  }, 60_000);
 
   it('endDespiteChildren: CHILDREN_END_WAIT_MS after the command, the children not exited are told (pid, what each reads), once; none told where all have gone (fake timers)', async () => {
     vi.useFakeTimers();
