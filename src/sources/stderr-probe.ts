@@ -92,10 +92,15 @@ const RAW_VIDEO_DEMUXERS = /^(?:h264|hevc|obu|mpegvideo|m4v|cavsvideo|vc1|vvc|av
  * between key frames (the decoder's or bitstream filter's words for a unit it recognized whose
  * headers have not come yet): H.264 and H.265 slices naming a parameter set not yet seen (`non-existing
  * PPS 0 referenced`, `PPS id out of range`), AV1 frame OBUs before their sequence header (`No
- * sequence header available: unable to decode frame header`). Bytes that are no such stream (a login
- * page) give `No start code is found`, `Failed to read obu`, `header damaged`, or nothing.
+ * sequence header available: unable to decode frame header`), MPEG-1/2 pictures before their
+ * sequence header (`Invalid frame dimensions 0x0.`: `-f mpegvideo`), MPEG-4 Part 2 ones before
+ * their VOL header (`time_increment_bits 0 is invalid in relation to the current bitstream`: `-f
+ * m4v`; without these two, such a stream joined mid-GOP was no contact, and one that ended before
+ * its key frame was called an HTML page). Bytes that are no such stream (a login page) give `No
+ * start code is found`, `Failed to read obu`, `header damaged`, or nothing.
  */
-const RAW_UNITS_READ = /non-existing [PS]PS \d+ referenced|[PS]PS id out of range|No sequence header available: unable to decode frame header/;
+const RAW_UNITS_READ =
+  /non-existing [PS]PS \d+ referenced|[PS]PS id out of range|No sequence header available: unable to decode frame header|Invalid frame dimensions 0x0|time_increment_bits \d+ is invalid in relation to the current bitstream/;
 /** The longest log line read (ffmpeg's own reports are far shorter; a longer one is a file's or a server's text). */
 const MAX_LOG_LINE = 4096;
 

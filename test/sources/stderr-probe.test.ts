@@ -320,6 +320,21 @@ describe('StderrProbe: a VP9 or AV1 stream of unknown size (its size comes with 
       expect(probe.inputVideoSizedByKeyFrame).toBe(true);
     });
   }
+  it('through a raw demuxer, a real stream joined mid-GOP is contact at the report (ffmpeg 5.1\'s lines, measured: MPEG-2 with -f mpegvideo, MPEG-4 Part 2 with -f m4v, H.264, H.265), and no HTML page', () => {
+    // (-f mpegvideo and -f m4v counted only once a frame was decoded, and one that ended first was "an HTML page?")
+    const head = (fmt: string, codec: string, stream: string) =>
+      `[${fmt} @ 0x1] Could not find codec parameters for stream 0 (Video: ${codec}): unspecified size\nConsider increasing the value for the 'analyzeduration' (0) and 'probesize' (5000000) options\nInput #0, ${fmt}, from 'http://cam/video':\n  Duration: N/A, bitrate: N/A\n  Stream #0:0: Video: ${stream}, 25 tbr, 1200k tbn\nStream mapping:\n`;
+    for (const [format, lines] of [
+      ['mpegvideo', '[mpeg1video @ 0x2] Invalid frame dimensions 0x0.\n    Last message repeated 34 times\n' + head('mpegvideo', 'mpeg1video, none(tv, progressive)', 'mpeg1video, none(tv, progressive), 12.50 fps')],
+      ['m4v', '[mpeg4 @ 0x2] time_increment_bits 0 is invalid in relation to the current bitstream, this is likely caused by a missing VOL header\n[mpeg4 @ 0x2] time_increment_bits set to 4 bits, based on bitstream analysis\n' + head('m4v', 'mpeg4, yuv420p', 'mpeg4, yuv420p, 25 fps')],
+      ['h264', '[h264 @ 0x2] non-existing PPS 0 referenced\n    Last message repeated 2 times\n[h264 @ 0x2] decode_slice_header error\n[h264 @ 0x2] no frame!\n' + head('h264', 'h264, none', 'h264, none')],
+      ['hevc', '[hevc @ 0x2] PPS id out of range: 0\n    Last message repeated 9 times\n[hevc @ 0x2] Error parsing NAL unit #0.\n' + head('hevc', 'hevc, none', 'hevc, none')],
+    ] as const) {
+      const probe = new StderrProbe();
+      probe.push(lines);
+      expect([format, probe.inputVideoSizedByKeyFrame, probe.rawStreamUnread]).toEqual([format, true, undefined]);
+    }
+  });
   it('not through a raw demuxer (-f obu, -f h264) that read no unit of its codec: an HTML login page (ffmpeg 5.1\'s lines, measured); it is once a frame is decoded (the output\'s line)', () => {
     for (const [format, lines] of [
       ['obu', "[libdav1d @ 0x2] libdav1d 1.0.0\n[AV1 Annex B/low overhead OBU demuxer @ 0x4] Failed to read obu\n[libdav1d @ 0x2] No sequence header available\n[obu @ 0x1] Could not find codec parameters for stream 0 (Video: av1 (libdav1d), 1 reference frame, none): unspecified size\nInput #0, obu, from 'http://cam/login':\n  Duration: N/A, bitrate: N/A\n  Stream #0:0: Video: av1, 1 reference frame, none, 25 tbr, 1200k tbn\n"],
