@@ -528,8 +528,11 @@ async function* videoFramesOnce(o: VideoFramesOptions & { interlaced: boolean })
     // Its exit, waited for as a frame is (the watchdog): an ffmpeg that ended its output and then
     // stuck in the kernel on its way out (closing a hung mount's file, a wedged device) was waited
     // for unwatched, for ever: `argus detect` printed its frames and never ended.
-    framesEnded = true;
-    watch();
+    // (Not one whose frames ended as the stall stopped it: that stall is said as it was.)
+    if (!stalled) {
+      framesEnded = true;
+      watch();
+    }
     const { code, error } = await Promise.race([exited, givenUp]);
     unwatch();
     done = true;

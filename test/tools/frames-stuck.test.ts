@@ -81,9 +81,16 @@ describe('argus detect / preview reading with an ffmpeg stuck in the kernel', ()
     const ffmpeg = resolveFfmpegSync().path;
     const clip = join(dir, 'five.mp4');
     execFileSync(ffmpeg, ['-v', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc=size=64x48:rate=10', '-frames:v', '5', '-pix_fmt', 'yuv420p', clip]);
-    // ffmpeg itself, then its output and log closed and the process lingering: its exit never seen.
+    // ffmpeg itself (into files), then its log, then its frames by a last writer that ends with
+    // them (the frames' pipe ends as the last one is written: no stall can come between), the
+    // process lingering with its pipes closed: its exit never seen.
     const fake = join(dir, 'ffmpeg-lingers');
-    writeFileSync(fake, `#!/bin/sh\ncase " $* " in *" -version "*) exec ${JSON.stringify(ffmpeg)} "$@";; esac\n${JSON.stringify(ffmpeg)} "$@"\nexec sleep 600 >&- 2>&-\n`, { mode: 0o755 });
+    const out = join(dir, 'lingers');
+    writeFileSync(
+      fake,
+      `#!/bin/sh\ncase " $* " in *" -version "*) exec ${JSON.stringify(ffmpeg)} "$@";; esac\n${JSON.stringify(ffmpeg)} "$@" >${out}.raw 2>${out}.log\ncat ${out}.log >&2\ncat ${out}.raw &\nexec sleep 600 >&- 2>&-\n`,
+      { mode: 0o755 },
+    );
     const spawned: { c: ChildProcess; kill: ChildProcess['kill']; signals: string[] }[] = [];
     hooks.onSpawn = (c) => {
       if (!c.spawnargs.some((a) => a.includes(clip))) return;
@@ -95,7 +102,7 @@ describe('argus detect / preview reading with an ffmpeg stuck in the kernel', ()
     const frames: number[] = [];
     let err: unknown;
     try {
-      for await (const f of videoFrames({ ffmpegPath: fake, url: clip, stallMs: 300 })) frames.push(f.index);
+      for await (const f of videoFrames({ ffmpegPath: fake, url: clip, stallMs: 1000 })) frames.push(f.index);
     } catch (e) {
       err = e;
     }
@@ -105,7 +112,7 @@ describe('argus detect / preview reading with an ffmpeg stuck in the kernel', ()
       expect(spawned).toHaveLength(1);
       const { c, signals } = spawned[0];
       expect(signals).toContain('SIGKILL');
-      expect(err).toMatchObject({ code: ErrorCodes.SOURCE_STALLED, message: `ffmpeg ${c.pid} ended its output after 5 frames of ${clip} but had not exited 0.3 s later, nor 2 s after it was killed (stuck in the kernel: a hung device or network mount?): whether it read all of ${clip} is not known` });
+      expect(err).toMatchObject({ code: ErrorCodes.SOURCE_STALLED, message: `ffmpeg ${c.pid} ended its output after 5 frames of ${clip} but had not exited 1 s later, nor 2 s after it was killed (stuck in the kernel: a hung device or network mount?): whether it read all of ${clip} is not known` });
       expect(childrenLeft()).toContainEqual({ pid: c.pid, what: clip });
     } finally {
       for (const { c, kill } of spawned) kill.call(c, 'SIGKILL');
