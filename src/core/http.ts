@@ -227,14 +227,17 @@ export function tokenMatches(given: string | undefined, expected: string): boole
 /**
  * Answers a raw socket (an upgrade that is refused, a request that cannot be parsed) and closes
  * it: the answer is written, the socket ended and destroyed once flushed — or after 2 s at
- * the latest, so a peer that never reads cannot keep it open. Never throws.
+ * the latest, so a peer that never reads cannot keep it open. `body`, when given, is sent as
+ * `text/plain` (its length in bytes said); `headers` never hold a line break (the caller's own
+ * values). Never throws.
  */
-export function refuseSocket(socket: Duplex, status: number, reason: string, headers: Record<string, string> = {}): void {
+export function refuseSocket(socket: Duplex, status: number, reason: string, headers: Record<string, string> = {}, body = ''): void {
   socket.on('error', noop);
   try {
     if (socket.writable) {
       const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-      socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n${extra}\r\n`);
+      const type = body ? 'Content-Type: text/plain; charset=utf-8\r\n' : '';
+      socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\n${type}Content-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`);
     }
     const s = socket as Socket;
     if (typeof s.destroySoon === 'function') s.destroySoon();

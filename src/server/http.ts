@@ -172,6 +172,9 @@ function hostName(header: string | undefined): string | undefined {
   return colon >= 0 ? h.slice(0, colon) : h;
 }
 
+const HOST_REFUSED = 'forbidden: this Host is not served (server.allowedHosts)\n';
+const URL_REFUSED = 'bad request: the URL cannot be parsed\n';
+
 /** Whether requests naming `Host` are served (see HttpServerOptions.allowedHosts). */
 export function hostAllowed(header: string | undefined, boundHost: string, allowed?: readonly string[]): boolean {
   const name = hostName(header);
@@ -318,6 +321,36 @@ function answerUpgradeAsPlain(req: IncomingMessage, socket: Socket, idleMs: numb
   } catch (e) {
     fail(res, e);
   }
+}
+
+/** The headers a route's CORS reads (RouteOptions.cors: OriginPolicy.crossOrigin). */
+const CORS_HEADERS = new Set(['origin', 'referer', 'host', 'sec-fetch-site']);
+
+/**
+ * The target and the headers CORS reads of a request Node could not parse, from the bytes it was
+ * parsing (the error's `rawPacket`), up to where it stopped (`bytesParsed`), whole lines only;
+ * undefined when they do not begin with a request line (the head came in several reads, and its
+ * start is gone). A name sent twice reads as Node reads it (`a, b`: no origin at all). Never throws.
+ */
+export function rawRequestHead(raw: unknown, parsed?: number): { url: string; headers: Record<string, string> } | undefined {
+  if (!Buffer.isBuffer(raw)) return undefined;
+  const end = Math.min(raw.length, typeof parsed === 'number' && parsed >= 0 ? parsed : raw.length, 1 << 20);
+  const text = raw.toString('latin1', 0, end);
+  const line = /^[A-Z]{1,20} ([\x21-\x7e]+) HTTP\/1\.[01]\r\n/.exec(text);
+  if (!line) return undefined;
+  const headers: Record<string, string> = {};
+  for (let at = line[0].length; ; ) {
+    const eol = text.indexOf('\r\n', at);
+    if (eol <= at) break; // a cut line, or the blank line that ends the head
+    const colon = text.indexOf(':', at);
+    if (colon > at && colon < eol) {
+      const name = text.slice(at, colon).toLowerCase();
+      const value = text.slice(colon + 1, eol).trim();
+      if (CORS_HEADERS.has(name)) headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
+    }
+    at = eol + 2;
+  }
+  return { url: line[1], headers };
 }
 
 /** A browser's top-level GET navigation that another site started (a link, or a redirect after one): `Sec-Fetch-Site: cross-site`. */
@@ -476,6 +509,16 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     });
   };
 
+  /**
+   * The CORS of a path: its route's, else (folderCors) that of the routes of its first segment: a
+   * page that misspelt an API route (`/api/sourcs`) read a network error, which it took for "down".
+   */
+  const corsOf = (path: string): RouteOptions['cors'] => {
+    const entry = routes.get(path);
+    return entry ? entry.cors : folderCors(path);
+  };
+  const maxHeaderBytes = o.maxHeaderBytes ?? SERVER_DEFAULTS.maxHeaderBytes;
+
   const fail = (res: ServerResponse, e: unknown) => {
     log('http: a route failed', { error: redact(String((e as Error)?.message ?? e)) }, 'error');
     try {
@@ -493,9 +536,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     if (req.socket.destroyed) return;
     const url = parseRequestUrl(req.url);
     const entry = url && routes.get(url.pathname);
-    // A path with no route answers CORS as the routes of its first segment do (folderCors): a page
-    // that misspelt an API route (`/api/sourcs`) read a network error, which it took for "down".
-    const cors = entry ? entry.cors : url ? folderCors(url.pathname) : undefined;
+    const cors = url ? corsOf(url.pathname) : undefined;
     // A route that answers other origins (RouteOptions.cors) says so on every answer, its errors
     // included: a 401 (or 429, 405, 500) without Access-Control-Allow-Origin was a network error
     // to the page, which could not tell "send the token" from "the server is down". Set first, so
@@ -540,8 +581,8 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     // uses, and with server.allowedHosts set they were 403: the liveness probe failed and argus
     // was restarted in a loop. Such a request is not authorized (authorized, below): the probe's
     // status alone, not the source ids and errors a page that rebinds its name could read.
-    if (!entry?.probe && !hostAllowed(req.headers.host, o.host, o.allowedHosts)) return plain(res, 403, 'forbidden: this Host is not served (server.allowedHosts)\n', { connection: 'close' });
-    if (!url) return plain(res, 400, 'bad request: the URL cannot be parsed\n', { connection: 'close' });
+    if (!entry?.probe && !hostAllowed(req.headers.host, o.host, o.allowedHosts)) return plain(res, 403, HOST_REFUSED, { connection: 'close' });
+    if (!url) return plain(res, 400, URL_REFUSED, { connection: 'close' });
     if (req.method === 'OPTIONS') {
       // `OPTIONS *` asks about the server: the methods it takes (it was 401, or 404 without a token).
       if (req.url === '*') return void res.writeHead(204, { allow: 'GET, HEAD', 'cache-control': 'no-store' }).end();
@@ -576,7 +617,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
 
   const server = createServer(
     {
-      maxHeaderSize: o.maxHeaderBytes ?? SERVER_DEFAULTS.maxHeaderBytes,
+      maxHeaderSize: maxHeaderBytes,
       headersTimeout,
       requestTimeout,
       keepAliveTimeout,
@@ -611,18 +652,19 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     // is answered as any other, its checks and limits included.
     if (!webSocketUpgrade(req)) return answerUpgradeAsPlain(req, socket as Socket, requestTimeout, handle, fail);
     try {
-      if (!hostAllowed(req.headers.host, o.host, o.allowedHosts)) return refuseSocket(socket, 403, 'Forbidden');
+      // Said as a plain request's answer is (the same words, DATA_HEADERS): it was a bare status line.
+      if (!hostAllowed(req.headers.host, o.host, o.allowedHosts)) return refuseSocket(socket, 403, 'Forbidden', DATA_HEADERS, HOST_REFUSED);
       const url = parseRequestUrl(req.url);
-      if (!url) return refuseSocket(socket, 400, 'Bad Request');
+      if (!url) return refuseSocket(socket, 400, 'Bad Request', DATA_HEADERS, URL_REFUSED);
       const h = upgradeRoute(o.upgrades, url.pathname);
-      if (!h) return refuseSocket(socket, 404, 'Not Found');
+      if (!h) return refuseSocket(socket, 404, 'Not Found', DATA_HEADERS, 'not found\n');
       h.upgrade(req, socket, head);
     } catch (e) {
       log('http: an upgrade handler failed', { error: redact(String((e as Error)?.message ?? e)) }, 'error');
-      refuseSocket(socket, 500, 'Internal Server Error');
+      refuseSocket(socket, 500, 'Internal Server Error', DATA_HEADERS, 'internal error\n');
     }
   });
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+  server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: unknown; bytesParsed?: number }, socket: Duplex) => {
     // Node removed its own error listener before emitting this one.
     socket.on('error', noop);
     // Answer only when that cannot corrupt a response in flight (Node's own rule).
@@ -631,9 +673,33 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
       socket.destroy();
       return;
     }
-    if (err.code === 'HPE_HEADER_OVERFLOW') refuseSocket(socket, 431, 'Request Header Fields Too Large');
-    else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') refuseSocket(socket, 408, 'Request Timeout');
-    else refuseSocket(socket, 400, 'Bad Request');
+    // Answered as every other error of the server is (plain): a body that says why and names the
+    // setting, DATA_HEADERS, and CORS to a page of an origin the path's routes admit, where the
+    // bytes Node was parsing show it. It was a bare status line: a page's fetch with a cookie or
+    // a query too large read a network error (no Access-Control-Allow-Origin), which it took for
+    // "down", and a script read no reason.
+    let status = 400;
+    let reason = 'Bad Request';
+    let body = `bad request: the request cannot be read as HTTP/1.1${/^HPE_[A-Z_]{1,40}$/.test(err.code ?? '') ? ` (${err.code})` : ''}\n`;
+    if (err.code === 'HPE_HEADER_OVERFLOW') {
+      [status, reason] = [431, 'Request Header Fields Too Large'];
+      body = `request header fields too large: the request line and headers are over ${maxHeaderBytes} bytes (server.maxHeaderBytes)\n`;
+    } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      [status, reason] = [408, 'Request Timeout'];
+      body = `request timeout: the headers did not come within ${headersTimeout} ms (server.headersTimeoutMs), or the whole request within ${requestTimeout} ms (server.requestTimeoutMs)\n`;
+    }
+    let cross: Record<string, string> = {};
+    try {
+      // Past where Node stopped only for a head too large (a query that long: the parser stops
+      // in the request line), whose bytes are well formed; a malformed one's, up to its fault.
+      const head = rawRequestHead(err.rawPacket, err.code === 'HPE_HEADER_OVERFLOW' ? undefined : err.bytesParsed);
+      const url = head && parseRequestUrl(head.url);
+      const cors = url ? corsOf(url.pathname) : undefined;
+      if (head && cors) cross = corsHeaders(cors(head as IncomingMessage));
+    } catch {
+      // no CORS then: the answer itself never fails
+    }
+    refuseSocket(socket, status, reason, { ...DATA_HEADERS, ...cross }, body);
   });
   await listenOn(server, o.host, o.port);
   const port = (server.address() as AddressInfo).port;

@@ -1,0 +1,162 @@
+/**
+ * Requests Node's parser refuses before any route sees them (its `clientError`: headers over
+ * maxHeaderBytes, a malformed head, a header timeout) and refused upgrades: answered as every
+ * other error of the server is, through raw sockets. Before, a bare status line
+ * (`Content-Length: 0`): no reason, no DATA_HEADERS, and no CORS, so a page of an allowed origin
+ * whose cookie or query grew too large read a network error, which it took for "down".
+ */
+import { connect as netConnect } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { OriginPolicy } from '../../src/core/http.js';
+import { rawRequestHead, startHttpServer, type HttpServerOptions, type RunningServer } from '../../src/server/http.js';
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const f of cleanups.splice(0).reverse()) await f();
+});
+
+const ALLOWED = 'http://viewer.example:8080';
+
+interface Raw {
+  status?: number;
+  headers: Record<string, string>;
+  body: string;
+  closed: boolean;
+}
+
+/** Writes each chunk (a tick apart) and collects the answer until the server closes; `ms` only bounds a hang. */
+function raw(port: number, chunks: (string | Buffer)[], ms = 60_000): Promise<Raw> {
+  return new Promise((resolve) => {
+    const got: Buffer[] = [];
+    const s = netConnect(port, '127.0.0.1');
+    let done = false;
+    const finish = (closed: boolean) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      s.destroy();
+      const text = Buffer.concat(got).toString('utf8');
+      const cut = text.indexOf('\r\n\r\n');
+      const lines = text.slice(0, cut < 0 ? text.length : cut).split('\r\n');
+      const headers: Record<string, string> = {};
+      for (const l of lines.slice(1)) {
+        const i = l.indexOf(':');
+        if (i > 0) headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
+      }
+      const m = /^HTTP\/1\.1 (\d{3})/.exec(lines[0] ?? '');
+      resolve({ status: m ? Number(m[1]) : undefined, headers, body: cut < 0 ? '' : text.slice(cut + 4), closed });
+    };
+    const timer = setTimeout(() => finish(false), ms);
+    s.on('connect', async () => {
+      for (const c of chunks) {
+        if (!s.writable) return;
+        s.write(c);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    });
+    s.on('data', (d) => got.push(d));
+    s.on('error', () => finish(true));
+    s.on('close', () => finish(true));
+  });
+}
+
+async function server(o: Partial<HttpServerOptions> = {}): Promise<RunningServer> {
+  const s = await startHttpServer({ host: '127.0.0.1', port: 0, maxHeaderBytes: 2048, token: 'sekrit', ...o });
+  cleanups.push(() => s.close());
+  const origins = new OriginPolicy([ALLOWED]);
+  s.route('/api/things', (_q, r) => void r.end('things'), { cors: (q) => origins.crossOrigin(q) });
+  s.route('/own', (_q, r) => void r.end('own'));
+  return s;
+}
+
+const head = (path: string, headers: string[]) => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers.map((h) => `${h}\r\n`).join('')}\r\n`;
+const BIG = `Cookie: c=${'a'.repeat(4096)}`;
+
+/** What every answer of the server's own carries, its errors included. */
+function expectPlain(r: Raw, status: number, words: RegExp): void {
+  expect(r.status).toBe(status);
+  expect(r.body).toMatch(words);
+  expect(r.headers['content-length']).toBe(String(Buffer.byteLength(r.body)));
+  expect(r.headers['content-type']).toBe('text/plain; charset=utf-8');
+  expect(r.headers['cache-control']).toBe('no-store');
+  expect(r.headers['x-content-type-options']).toBe('nosniff');
+  expect(r.headers['cross-origin-resource-policy']).toBe('same-origin');
+  expect(r.closed).toBe(true);
+}
+
+describe('HTTP: what Node refuses before any route is answered as the server answers', () => {
+  it('headers over maxHeaderBytes: 431 saying the setting and its value; CORS to an allowed origin of an API path (route or typo), none to another origin or a path of the own pages', async () => {
+    const s = await server();
+    const allowed = await raw(s.port, [head('/api/things', [`Origin: ${ALLOWED}`, BIG])]);
+    expectPlain(allowed, 431, /over 2048 bytes \(server\.maxHeaderBytes\)/);
+    expect(allowed.headers['access-control-allow-origin']).toBe(ALLOWED);
+    expect(allowed.headers['access-control-expose-headers']).toBe('WWW-Authenticate, Retry-After');
+    expect(allowed.headers.vary).toBe('Origin, Referer');
+    // A query too long: the same, and a path with no route under /api/ as its routes do.
+    const query = await raw(s.port, [head(`/api/thingz?q=${'q'.repeat(4096)}`, [`Origin: ${ALLOWED}`])]);
+    expect(query.status).toBe(431);
+    expect(query.headers['access-control-allow-origin']).toBe(ALLOWED);
+    // An <img>'s Referer names its page as on any request.
+    const referer = await raw(s.port, [head('/api/things', [`Referer: ${ALLOWED}/wall.html`, BIG])]);
+    expect(referer.headers['access-control-allow-origin']).toBe(ALLOWED);
+    for (const [path, origin] of [
+      ['/api/things', 'http://evil.example'],
+      ['/api/things', 'null'],
+      ['/own', ALLOWED],
+    ]) {
+      const r = await raw(s.port, [head(path, [`Origin: ${origin}`, BIG])]);
+      expectPlain(r, 431, /server\.maxHeaderBytes/);
+      expect(r.headers['access-control-allow-origin'], `${path} ${origin}`).toBeUndefined();
+    }
+    // Origin sent twice reads as Node reads it, `a, b`: no origin.
+    const twice = await raw(s.port, [head('/api/things', [`Origin: ${ALLOWED}`, `Origin: ${ALLOWED}`, BIG])]);
+    expect(twice.headers['access-control-allow-origin']).toBeUndefined();
+    // The head in several reads: its start is gone when Node refuses it. 431 all the same, no CORS.
+    const split = await raw(s.port, [`GET /api/things HTTP/1.1\r\nOrigin: ${ALLOWED}\r\nCookie: c=`, 'a'.repeat(1500), `${'a'.repeat(1500)}\r\n\r\n`]);
+    expectPlain(split, 431, /server\.maxHeaderBytes/);
+    expect(split.headers['access-control-allow-origin']).toBeUndefined();
+    // The server answers on.
+    expect((await raw(s.port, [head('/api/things?token=sekrit', ['Connection: close'])])).body).toBe('things');
+  });
+
+  it('a malformed head: 400 naming the parser\'s code; CORS only from the headers Node read before the fault', async () => {
+    const s = await server();
+    const before = await raw(s.port, [head('/api/things', [`Origin: ${ALLOWED}`, 'bad header'])]);
+    expectPlain(before, 400, /^bad request: the request cannot be read as HTTP\/1\.1 \(HPE_INVALID_HEADER_TOKEN\)\n$/);
+    expect(before.headers['access-control-allow-origin']).toBe(ALLOWED);
+    const after = await raw(s.port, [head('/api/things', ['bad header', `Origin: ${ALLOWED}`])]);
+    expectPlain(after, 400, /HPE_INVALID_HEADER_TOKEN/);
+    expect(after.headers['access-control-allow-origin']).toBeUndefined();
+    for (const bad of ['GARBAGE\r\n\r\n', 'GET / HTTP/9.9\r\n\r\n', '\x00\x01\x02\r\n\r\n', `GET /api/things\x00 HTTP/1.1\r\nOrigin: ${ALLOWED}\r\n\r\n`]) {
+      const r = await raw(s.port, [bad]);
+      expectPlain(r, 400, /^bad request: the request cannot be read as HTTP\/1\.1( \(HPE_[A-Z_]+\))?\n$/);
+      expect(r.headers['access-control-allow-origin'], JSON.stringify(bad)).toBeUndefined();
+    }
+  });
+
+  it('headers not complete within headersTimeoutMs: 408 naming both timeouts', async () => {
+    const s = await server({ headersTimeoutMs: 500, requestTimeoutMs: 5000 });
+    // Bounded by 20 s only against a hang: Node's check runs every ~125 ms here.
+    const r = await raw(s.port, [`GET /api/things HTTP/1.1\r\nOrigin: ${ALLOWED}\r\n`], 20_000);
+    expectPlain(r, 408, /within 500 ms \(server\.headersTimeoutMs\), or the whole request within 5000 ms \(server\.requestTimeoutMs\)/);
+  });
+
+  it("a refused upgrade says why as a plain request's answer would (404, 403 of a Host not served, 400 of a URL)", async () => {
+    const s = await server();
+    const ws = ['Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=='];
+    expectPlain(await raw(s.port, [head('/nows', ws)]), 404, /^not found\n$/);
+    expectPlain(await raw(s.port, [head('/nows', ws).replace('Host: 127.0.0.1', 'Host: evil.example')]), 403, /^forbidden: this Host is not served \(server\.allowedHosts\)\n$/);
+    expectPlain(await raw(s.port, [head('http://x:99999/', ws)]), 400, /^bad request: the URL cannot be parsed\n$/);
+  });
+});
+
+describe('rawRequestHead', () => {
+  it('reads the target and the CORS headers of whole lines up to where the parser stopped; nothing without a request line', () => {
+    const b = Buffer.from(`GET /a?b HTTP/1.1\r\nORIGIN: http://o.example\r\nX: y\r\nReferer: http://r.example/p\r\nHost: h:1\r\nOrigin: http://p.exa`, 'latin1');
+    expect(rawRequestHead(b)).toEqual({ url: '/a?b', headers: { origin: 'http://o.example', referer: 'http://r.example/p', host: 'h:1' } });
+    expect(rawRequestHead(b, b.indexOf('Referer'))).toEqual({ url: '/a?b', headers: { origin: 'http://o.example' } });
+    expect(rawRequestHead(Buffer.from('aaaa\r\nOrigin: http://o.example\r\n\r\n'))).toBeUndefined();
+    expect(rawRequestHead(undefined)).toBeUndefined();
+    expect(rawRequestHead('GET / HTTP/1.1\r\n\r\n')).toBeUndefined();
+  });
+});
