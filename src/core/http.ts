@@ -256,7 +256,7 @@ export function refuseSocket(socket: Duplex, status: number, reason: string, hea
 const ORIGIN_FORM = /^https?:\/\/[^/?#@\s\\]+$/i;
 
 /** `HTTP://Example.com:80` → `http://example.com`, as a browser writes an Origin; anything that is not an http(s) URL is kept, lower-cased. */
-function normaliseOrigin(o: string): string {
+export function normaliseOrigin(o: string): string {
   try {
     const u = new URL(o);
     return u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : o.toLowerCase();
@@ -283,8 +283,13 @@ function requestPage(req: IncomingMessage): string | undefined {
   }
 }
 
-/** Whether an http(s) origin as sent is the one the request was sent to: its host:port the request's `Host` (a proxy in front may speak https). */
-function ownOrigin(u: URL, host: string | undefined): boolean {
+/**
+ * Whether an http(s) origin as sent is the one the request was sent to: its host:port the
+ * request's `Host` (a proxy in front may speak https), or one of the origins the server is
+ * reached by through a proxy that rewrites `Host` (server.publicOrigins, normalised: `own`).
+ */
+function ownOrigin(u: URL, host: string | undefined, own?: ReadonlySet<string>): boolean {
+  if (own?.has(u.origin)) return true;
   try {
     return host !== undefined && new URL(`${u.protocol}//${host}`).host === u.host;
   } catch {
@@ -299,7 +304,7 @@ function ownOrigin(u: URL, host: string | undefined): boolean {
  * from every page of the same site: such a request presents the token (requestAuthorized's
  * `cookie` false), as /ws asks of it.
  */
-export function foreignPage(req: IncomingMessage): boolean {
+export function foreignPage(req: IncomingMessage, own?: ReadonlySet<string>): boolean {
   // A browser that says where a request comes from (Sec-Fetch-Site: to https and loopback
   // addresses) says it of an <img referrerpolicy="no-referrer"> too, which names no page.
   const site = req.headers['sec-fetch-site'];
@@ -312,7 +317,7 @@ export function foreignPage(req: IncomingMessage): boolean {
   } catch {
     return true;
   }
-  return !((u.protocol === 'http:' || u.protocol === 'https:') && (req.headers.origin === undefined || ORIGIN_FORM.test(page)) && ownOrigin(u, req.headers.host));
+  return !((u.protocol === 'http:' || u.protocol === 'https:') && (req.headers.origin === undefined || ORIGIN_FORM.test(page)) && ownOrigin(u, req.headers.host, own));
 }
 
 /**
@@ -325,9 +330,12 @@ export function foreignPage(req: IncomingMessage): boolean {
 export class OriginPolicy {
   private readonly any: boolean;
   private readonly listed: Set<string>;
-  constructor(allowed: readonly string[] = []) {
+  /** The server's own origins besides its `Host`'s (server.publicOrigins), normalised. */
+  readonly own: ReadonlySet<string>;
+  constructor(allowed: readonly string[] = [], publicOrigins: readonly string[] = []) {
     this.any = allowed.includes('*');
     this.listed = new Set(allowed.filter((x) => x !== '*').map(normaliseOrigin));
+    this.own = new Set(publicOrigins.map(normaliseOrigin));
   }
 
   /**
@@ -375,7 +383,7 @@ export class OriginPolicy {
     // An origin is `scheme://host[:port]` and nothing more: the URL parser took
     // `https://wall.example/ https://evil.example` (a path, a space) for https://wall.example.
     if (!ORIGIN_FORM.test(origin)) return other;
-    if (ownOrigin(u, host)) return 'own';
+    if (ownOrigin(u, host, this.own)) return 'own';
     return this.listed.has(u.origin) ? 'allowed' : other;
   }
 }

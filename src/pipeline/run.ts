@@ -351,7 +351,7 @@ export async function runPipeline(config: PipelineConfig, options: RunOptions = 
     if (server) {
       const [{ Metrics }, { RateMeter, registerRoutes }, { FrameBroadcaster }, { OriginPolicy }] = await Promise.all([import('../server/metrics.js'), import('../server/routes.js'), import('../server/frames.js'), import('../core/http.js')]);
       const allowedOrigins = config.server?.allowedOrigins ?? [];
-      const origins = allowedOrigins.length > 0 ? new OriginPolicy(allowedOrigins) : undefined;
+      const origins = allowedOrigins.length > 0 ? new OriginPolicy(allowedOrigins, config.server?.publicOrigins) : undefined;
       metrics = new Metrics({ stats: () => pipeline.stats, provider: pipeline.detector.provider, kafka, publisher, websocket, outbox, alertsByRule: () => alerts.byRule, jsonl: started.jsonl, annotate, cluster: options.clusterMetrics, http: server });
       const rates = life.use('rates', new RateMeter(() => pipeline.stats), (r) => r.close());
       if (websocket) liveFrames = new FrameBroadcaster(websocket, pipeline.detector.manifest.preprocess.channelOrder);
@@ -554,7 +554,7 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
     const ws = config.sinks.websocket;
     const { startHttpServer } = await import('../server/http.js');
     const { WebSocketHub } = await import('../sinks/websocket.js');
-    const hub = ws.enabled ? new WebSocketHub({ ...ws, token: sc.token, sessionMaxAgeMs: sc.sessionMaxAgeMs, allowedOrigins: sc.allowedOrigins, sources: () => pipeline.stats.map((s) => s.id), run, log }) : undefined;
+    const hub = ws.enabled ? new WebSocketHub({ ...ws, token: sc.token, sessionMaxAgeMs: sc.sessionMaxAgeMs, allowedOrigins: sc.allowedOrigins, publicOrigins: sc.publicOrigins, sources: () => pipeline.stats.map((s) => s.id), run, log }) : undefined;
     // (As the hub's own alerts name it.)
     if (hub) snapshotUrl = (id) => hub.snapshotUrl(id);
     server = await life.start(
@@ -573,6 +573,7 @@ async function startOutputs(life: Lifecycle, config: PipelineConfig, pipeline: P
           requestBurstPerAddress: sc.requestBurstPerAddress,
           requestsPerAddressPerSecond: sc.requestsPerAddressPerSecond,
           allowedHosts: sc.allowedHosts,
+          publicOrigins: sc.publicOrigins,
           log,
           upgrades: hub ? { '/ws': { upgrade: (q, s, h) => hub.handleUpgrade(q, s, h), refusal: (q, u) => hub.refusal(q, u) } } : {},
         }),

@@ -6,7 +6,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { ThrottledLog, type LogFn } from '../core/log.js';
 import { KeyedTokenBuckets } from '../core/rate.js';
 import { redact } from '../core/redact.js';
-import { addressKey, foreignPage, parseRequestUrl, refuseSocket, requestAuthorized, requestCookies, sessionCookie, sessionCookieName, sessionRenewal, type SessionOptions } from '../core/http.js';
+import { addressKey, foreignPage, OriginPolicy, parseRequestUrl, refuseSocket, requestAuthorized, requestCookies, sessionCookie, sessionCookieName, sessionRenewal, type SessionOptions } from '../core/http.js';
 
 export type Route = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
@@ -158,6 +158,14 @@ export interface HttpServerOptions {
    * every name (set this, or a token). `"*"` allows any.
    */
   allowedHosts?: readonly string[];
+  /**
+   * The origins browsers reach the server by through a reverse proxy that rewrites `Host`
+   * (`https://argus.example.com`): a page of one is the server's own (its session cookie opens
+   * the API routes and /ws, as from the `Host`'s origin), and, without allowedHosts, their host
+   * names are served on a loopback address too. Never taken from a request (X-Forwarded-Host,
+   * Forwarded: host=): any client can send those. Default: none.
+   */
+  publicOrigins?: readonly string[];
   log?: LogFn;
 }
 
@@ -175,14 +183,14 @@ function hostName(header: string | undefined): string | undefined {
 const HOST_REFUSED = 'forbidden: this Host is not served (server.allowedHosts)\n';
 const URL_REFUSED = 'bad request: the URL cannot be parsed\n';
 
-/** Whether requests naming `Host` are served (see HttpServerOptions.allowedHosts). */
-export function hostAllowed(header: string | undefined, boundHost: string, allowed?: readonly string[]): boolean {
+/** Whether requests naming `Host` are served (see HttpServerOptions.allowedHosts); `publicNames` the host names of publicOrigins, served by default too. */
+export function hostAllowed(header: string | undefined, boundHost: string, allowed?: readonly string[], publicNames?: ReadonlySet<string>): boolean {
   const name = hostName(header);
   if (name === undefined) return true; // no Host header: not a browser
   if (allowed) return allowed.includes('*') || allowed.some((a) => a.toLowerCase() === name);
   const bound = hostName(boundHost.includes(':') && !boundHost.startsWith('[') ? `[${boundHost}]` : boundHost) ?? '';
   if (!LOOPBACK.test(bound)) return true;
-  return LOOPBACK.test(name) || name === bound;
+  return LOOPBACK.test(name) || name === bound || publicNames?.has(name) === true;
 }
 
 export interface RunningServer {
@@ -490,6 +498,10 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
   const headersTimeout = Math.min(o.headersTimeoutMs ?? SERVER_DEFAULTS.headersTimeoutMs, requestTimeout);
   const keepAliveTimeout = o.keepAliveTimeoutMs ?? SERVER_DEFAULTS.keepAliveTimeoutMs;
   const session: SessionOptions = { maxAgeMs: o.sessionMaxAgeMs };
+  const own = new OriginPolicy([], o.publicOrigins).own;
+  const publicNames = new Set<string>();
+  for (const origin of own) if (URL.canParse(origin)) publicNames.add(hostName(new URL(origin).host) ?? '');
+  const served = (host: string | undefined) => hostAllowed(host, o.host, o.allowedHosts, publicNames);
   // The CORS of the routes under each first path segment (`/api/`) that answer other origins.
   const folders = new Map<string, NonNullable<RouteOptions['cors']>[]>();
   /**
@@ -567,7 +579,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     // with it, without the token; one that nothing admits ran the routes with it (the browser
     // kept the answer from it). Such a page presents the token. The dashboard page itself
     // (`page`) opens with it from a link on such a page too: a navigation, not a read.
-    const cookie = entry?.page === true || (crossOrigin === undefined && !foreignPage(req));
+    const cookie = entry?.page === true || (crossOrigin === undefined && !foreignPage(req, own));
     const authorized = !o.token || (url !== undefined && requestAuthorized(req, url, o.token, cookie, session));
     const address = addressKey(req.socket.remoteAddress);
     const wait = (entry?.probe ? probes : authorized ? requests : strangers).take(address, now());
@@ -581,7 +593,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     // uses, and with server.allowedHosts set they were 403: the liveness probe failed and argus
     // was restarted in a loop. Such a request is not authorized (authorized, below): the probe's
     // status alone, not the source ids and errors a page that rebinds its name could read.
-    if (!entry?.probe && !hostAllowed(req.headers.host, o.host, o.allowedHosts)) return plain(res, 403, HOST_REFUSED, { connection: 'close' });
+    if (!entry?.probe && !served(req.headers.host)) return plain(res, 403, HOST_REFUSED, { connection: 'close' });
     if (!url) return plain(res, 400, URL_REFUSED, { connection: 'close' });
     if (req.method === 'OPTIONS') {
       // `OPTIONS *` asks about the server: the methods it takes (it was 401, or 404 without a token).
@@ -653,7 +665,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     if (!webSocketUpgrade(req)) return answerUpgradeAsPlain(req, socket as Socket, requestTimeout, handle, fail);
     try {
       // Said as a plain request's answer is (the same words, DATA_HEADERS): it was a bare status line.
-      if (!hostAllowed(req.headers.host, o.host, o.allowedHosts)) return refuseSocket(socket, 403, 'Forbidden', DATA_HEADERS, HOST_REFUSED);
+      if (!served(req.headers.host)) return refuseSocket(socket, 403, 'Forbidden', DATA_HEADERS, HOST_REFUSED);
       const url = parseRequestUrl(req.url);
       if (!url) return refuseSocket(socket, 400, 'Bad Request', DATA_HEADERS, URL_REFUSED);
       const h = upgradeRoute(o.upgrades, url.pathname);
@@ -719,10 +731,10 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     },
     authorized: (req) => {
       // A Host that is not served (a probe's, answered all the same) sees what a request without the token does.
-      if (!hostAllowed(req.headers.host, o.host, o.allowedHosts)) return false;
+      if (!served(req.headers.host)) return false;
       if (!o.token) return true;
       const url = parseRequestUrl(req.url);
-      return url !== undefined && requestAuthorized(req, url, o.token, !foreignPage(req), session);
+      return url !== undefined && requestAuthorized(req, url, o.token, !foreignPage(req, own), session);
     },
     sessionCookie: (req) => (o.token ? sessionCookie(req, o.token, session) : undefined),
     close: () =>

@@ -28,6 +28,8 @@ export interface WebSocketHubOptions {
    * host:port differs from the Host header and is not listed is refused with 403. Default: none.
    */
   allowedOrigins?: readonly string[];
+  /** The server's own origins besides its Host's, behind a proxy that rewrites Host (server.publicOrigins): a page of one is admitted as the server's own. Default: none. */
+  publicOrigins?: readonly string[];
   /** Clients connected at once; beyond it an upgrade answers 503. Default 64. */
   maxClients?: number;
   /**
@@ -250,7 +252,7 @@ export class WebSocketHub implements Sink {
     this.flushTimer.unref();
     this.heartbeatTimer = setInterval(() => this.heartbeat(), o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
     this.heartbeatTimer.unref();
-    this.origins = new OriginPolicy(o.allowedOrigins);
+    this.origins = new OriginPolicy(o.allowedOrigins, o.publicOrigins);
     this.maxClients = o.maxClients ?? DEFAULT_MAX_CLIENTS;
     this.maxPerAddress = o.maxClientsPerAddress ?? DEFAULT_MAX_CLIENTS_PER_ADDRESS;
     this.maxRate = o.maxMessagesPerSecond ?? DEFAULT_MAX_MESSAGES_PER_SECOND;
