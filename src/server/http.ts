@@ -182,6 +182,7 @@ function hostName(header: string | undefined): string | undefined {
 
 const HOST_REFUSED = 'forbidden: this Host is not served (server.allowedHosts)\n';
 const URL_REFUSED = 'bad request: the URL cannot be parsed\n';
+const METHOD_REFUSED = 'method not allowed\n';
 
 /** Whether requests naming `Host` are served (see HttpServerOptions.allowedHosts); `publicNames` the host names of publicOrigins, served by default too. */
 export function hostAllowed(header: string | undefined, boundHost: string, allowed?: readonly string[], publicNames?: ReadonlySet<string>): boolean {
@@ -380,7 +381,7 @@ function reloadOnce(req: IncomingMessage, url: URL): Record<string, string> | un
 
 /** 405 for any method but GET and HEAD; the body (if any) is not read: the connection is closed after the answer. */
 function methodNotAllowed(res: ServerResponse): void {
-  plain(res, 405, 'method not allowed\n', { allow: 'GET, HEAD', connection: 'close' });
+  plain(res, 405, METHOD_REFUSED, { allow: 'GET, HEAD', connection: 'close' });
 }
 
 /** Whether a request announces a body: chunked (any Transfer-Encoding), or a Content-Length other than 0. */
@@ -676,6 +677,17 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
       refuseSocket(socket, 500, 'Internal Server Error', DATA_HEADERS, 'internal error\n');
     }
   });
+  // CONNECT (a client taking argus for a forward proxy) is handed over raw, not as a request:
+  // without a listener Node closed the socket without a word. 405, as any method but GET and HEAD.
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    refuseSocket(socket, 405, 'Method Not Allowed', { ...DATA_HEADERS, allow: 'GET, HEAD' }, METHOD_REFUSED);
+  });
+  // `Expect: 100-continue`: Node answered `100 Continue` before any check, inviting the body that
+  // the 413 below then refuses (handle: no route takes one). The request is handled as any other,
+  // and nothing is invited. Another expectation: 417 as the server's other errors (Node's own was
+  // chunked, without the data headers, and kept the connection).
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => void server.emit('request', req, res));
+  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => plain(res, 417, 'expectation failed: only Expect: 100-continue is understood (no request here carries a body)\n', { connection: 'close' }));
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: unknown; bytesParsed?: number }, socket: Duplex) => {
     // Node removed its own error listener before emitting this one.
     socket.on('error', noop);

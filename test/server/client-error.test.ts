@@ -150,6 +150,27 @@ describe('HTTP: what Node refuses before any route is answered as the server ans
   });
 });
 
+describe('HTTP: requests Node handles apart from the others', () => {
+  it('CONNECT (argus taken for a forward proxy) answers 405 with Allow, and is closed; it was closed without a word', async () => {
+    const s = await server();
+    const r = await raw(s.port, ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n']);
+    expectPlain(r, 405, /^method not allowed\n$/);
+    expect(r.headers.allow).toBe('GET, HEAD');
+  });
+
+  it('Expect: 100-continue invites no body (no route takes one: 413 at once); without a body the request is served as any; another expectation 417, closed', async () => {
+    const s = await server();
+    const body = await raw(s.port, [head('/own?token=sekrit', ['Expect: 100-continue', 'Content-Length: 10'])]);
+    expect(body.status).toBe(413); // the first line: no `100 Continue` before it
+    expect(body.closed).toBe(true);
+    const none = await raw(s.port, [head('/own?token=sekrit', ['Expect: 100-continue', 'Connection: close'])]);
+    expect(none.status).toBe(200);
+    expect(none.body).toBe('own');
+    const other = await raw(s.port, [head('/own?token=sekrit', ['Expect: teapot'])]);
+    expectPlain(other, 417, /^expectation failed: only Expect: 100-continue is understood/);
+  });
+});
+
 describe('rawRequestHead', () => {
   it('reads the target and the CORS headers of whole lines up to where the parser stopped; nothing without a request line', () => {
     const b = Buffer.from(`GET /a?b HTTP/1.1\r\nORIGIN: http://o.example\r\nX: y\r\nReferer: http://r.example/p\r\nHost: h:1\r\nOrigin: http://p.exa`, 'latin1');
