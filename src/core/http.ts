@@ -225,6 +225,23 @@ export function tokenMatches(given: string | undefined, expected: string): boole
 }
 
 /**
+ * Headers of every answer that is data, not the dashboard page (JSON, /metrics, an alert's
+ * snapshot, errors): kept in no cache; its type taken as sent, never sniffed; should a browser
+ * ever render one as a page (a camera's error text in a reason holds markup), no script runs and
+ * no page frames it; and no page of another origin may load it (`Cross-Origin-Resource-Policy`):
+ * a page of another port of the host is same-site, so the browser sends it the SameSite=Strict
+ * session cookie, and it could embed `/api/snapshot?id=` as an image (learning which alerts exist,
+ * and their pictures' size) or `/api/sources` as a script. /api/snapshot alone answers a page of
+ * an origin server.allowedOrigins admits cross-origin (server/routes.ts, RouteContext.snapshotOrigin).
+ */
+export const DATA_HEADERS: Readonly<Record<string, string>> = {
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+  'cross-origin-resource-policy': 'same-origin',
+};
+
+/**
  * Answers a raw socket (an upgrade that is refused, a request that cannot be parsed) and closes
  * it: the answer is written, the socket ended and destroyed once flushed — or after 2 s at
  * the latest, so a peer that never reads cannot keep it open. `body`, when given, is sent as

@@ -6,7 +6,7 @@ import { ArgusError, ErrorCodes } from '../core/errors.js';
 import { ThrottledLog, type LogFn } from '../core/log.js';
 import { KeyedTokenBuckets } from '../core/rate.js';
 import { redact } from '../core/redact.js';
-import { addressKey, foreignPage, OriginPolicy, parseRequestUrl, refuseSocket, requestAuthorized, requestCookies, sessionCookie, sessionCookieName, sessionRenewal, type SessionOptions } from '../core/http.js';
+import { addressKey, DATA_HEADERS, foreignPage, OriginPolicy, parseRequestUrl, refuseSocket, requestAuthorized, requestCookies, sessionCookie, sessionCookieName, sessionRenewal, type SessionOptions } from '../core/http.js';
 
 export type Route = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
@@ -97,6 +97,8 @@ export interface Refusal {
   status: number;
   reason: string;
   headers?: Record<string, string>;
+  /** What the answer says (a line); default the reason, in lower case. */
+  body?: string;
 }
 
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
@@ -390,22 +392,6 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length.trim() !== '0');
 }
 
-/**
- * Headers of every answer that is data, not the dashboard page (JSON, /metrics, an alert's
- * snapshot, errors): kept in no cache; its type taken as sent, never sniffed; should a browser
- * ever render one as a page (a camera's error text in a reason holds markup), no script runs and
- * no page frames it; and no page of another origin may load it (`Cross-Origin-Resource-Policy`):
- * a page of another port of the host is same-site, so the browser sends it the SameSite=Strict
- * session cookie, and it could embed `/api/snapshot?id=` as an image (learning which alerts exist,
- * and their pictures' size) or `/api/sources` as a script. /api/snapshot alone answers a page of
- * an origin server.allowedOrigins admits cross-origin (routes.ts, RouteContext.snapshotOrigin).
- */
-export const DATA_HEADERS: Readonly<Record<string, string>> = {
-  'cache-control': 'no-store',
-  'x-content-type-options': 'nosniff',
-  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
-  'cross-origin-resource-policy': 'same-origin',
-};
 
 /**
  * A text answer of the server's own (an error, a refusal, a redirect's words), its Content-Length
@@ -610,7 +596,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     const up = entry ? undefined : upgradeRoute(o.upgrades, url.pathname);
     if (up) {
       const no = up.refusal?.(req, url);
-      if (no) return plain(res, no.status, `${no.reason.toLowerCase()}\n`, no.headers);
+      if (no) return plain(res, no.status, no.body ?? `${no.reason.toLowerCase()}\n`, no.headers);
       if (!authorized) return plain(res, 401, 'unauthorized: send Authorization: Bearer <token> or ?token=<token>\n', { 'www-authenticate': 'Bearer realm="argus"' });
       if (req.method !== 'GET' && req.method !== 'HEAD') return methodNotAllowed(res);
       return plain(res, 426, 'upgrade required: this is a WebSocket endpoint (GET with Connection: Upgrade, Upgrade: websocket)\n', { upgrade: 'websocket', connection: 'Upgrade, close' });

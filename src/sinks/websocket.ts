@@ -4,7 +4,7 @@ import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import { randomBytes } from 'node:crypto';
 import { ThrottledLog, type LogFn } from '../core/log.js';
 import { KeyedTokenBuckets } from '../core/rate.js';
-import { addressKey, OriginPolicy, parseRequestUrl, refuseSocket, requestAuthorized, tokenMatches } from '../core/http.js';
+import { addressKey, DATA_HEADERS, OriginPolicy, parseRequestUrl, refuseSocket, requestAuthorized, tokenMatches } from '../core/http.js';
 import { withoutSnapshot } from '../analytics/published.js';
 import { SCHEMA_REVISION, type AlertMessage, type Message, type MessageKind } from './message.js';
 import type { Sink } from './sink.js';
@@ -266,11 +266,11 @@ export class WebSocketHub implements Sink {
     socket.on('error', () => socket.destroy());
     try {
       const url = parseRequestUrl(req.url);
-      if (!url) return this.refuse(socket, 400, 'Bad Request');
+      if (!url) return this.refuse(socket, 400, 'Bad Request', {}, 'bad request: the URL cannot be parsed\n');
       const no = this.refusal(req, url);
       if (no) {
         if (no.status === 403) this.throttled.log('origin', 'websocket: upgrade from a foreign origin refused', { origin: String(req.headers.origin).slice(0, 200) }, 'warn');
-        return this.refuse(socket, no.status, no.reason, no.headers);
+        return this.refuse(socket, no.status, no.reason, no.headers, no.body);
       }
       // Subprotocols asked for, none of them argus's: 400 before the handshake (a browser's
       // WebSocket fails on its own when it asked for one and none is named; a client that is
@@ -283,7 +283,7 @@ export class WebSocketHub implements Sink {
         // header a browser's WebSocket sets) would have it written to the log.
         this.throttled.log('subprotocol', `websocket: an upgrade asking only for subprotocols other than ${WS_SUBPROTOCOL}, or with a malformed Sec-WebSocket-Protocol, was refused with 400`, {}, 'warn');
         const why = asked === 'malformed' ? 'malformed Sec-WebSocket-Protocol (a comma-separated list of tokens, each once)' : 'WebSocket subprotocol not spoken here';
-        return this.refuse(socket, 400, `Bad Request: ${why}; ask for ${WS_SUBPROTOCOL} or none`, { 'Sec-WebSocket-Protocol': WS_SUBPROTOCOL });
+        return this.refuse(socket, 400, `Bad Request: ${why}; ask for ${WS_SUBPROTOCOL} or none`, { 'Sec-WebSocket-Protocol': WS_SUBPROTOCOL }, `bad request: ${why}; ask for ${WS_SUBPROTOCOL} or none\n`);
       }
       const address = addressKey(req.socket.remoteAddress);
       // The address's handshake rate before any handshake: one that connects and closes in a loop
@@ -293,7 +293,7 @@ export class WebSocketHub implements Sink {
       if (wait > 0) {
         this.stats.handshakesLimited++;
         this.throttled.log('handshake rate', 'websocket: an address opened connections faster than handshakesPerAddressPerSecond; refused with 429', { address, burst: this.handshakes.burst, perSecond: this.handshakes.perSecond }, 'warn');
-        return this.refuse(socket, 429, 'Too Many Requests', { 'Retry-After': String(Math.ceil(wait / 1000)) });
+        return this.refuse(socket, 429, 'Too Many Requests', { 'Retry-After': String(Math.ceil(wait / 1000)) }, 'too many requests: this address opened connections faster than sinks.websocket.handshakesPerAddressPerSecond\n');
       }
       // One address at its bound first: it is told so (a browser sees no HTTP status of a refused
       // handshake, only a close code), and the slots stay open to the others.
@@ -307,11 +307,11 @@ export class WebSocketHub implements Sink {
         });
         return;
       }
-      if (this.openClients() >= this.maxClients) return this.refuse(socket, 503, 'Service Unavailable', { 'Retry-After': '5' });
+      if (this.openClients() >= this.maxClients) return this.refuse(socket, 503, 'Service Unavailable', { 'Retry-After': '5' }, `service unavailable: ${this.maxClients} clients are connected (sinks.websocket.maxClients)\n`);
       this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, address));
     } catch (e) {
       this.log('websocket: upgrade failed', { error: String((e as Error)?.message ?? e) }, 'error');
-      this.refuse(socket, 500, 'Internal Server Error');
+      this.refuse(socket, 500, 'Internal Server Error', {}, 'internal error\n');
     }
   }
 
@@ -320,22 +320,23 @@ export class WebSocketHub implements Sink {
    * foreign Origin (403), no or a wrong token (401). A plain request to /ws gets the same before
    * its 426 (server/http.ts, UpgradeRoute.refusal).
    */
-  refusal(req: IncomingMessage, url: URL): { status: number; reason: string; headers?: Record<string, string> } | undefined {
+  refusal(req: IncomingMessage, url: URL): { status: number; reason: string; headers?: Record<string, string>; body: string } | undefined {
     // Closing: a client admitted now was never closed (close() closes those it found), and its
     // socket held the server's close, and so the process's exit, for as long as it stayed.
-    if (this.shuttingDown) return { status: 503, reason: 'Service Unavailable' };
+    if (this.shuttingDown) return { status: 503, reason: 'Service Unavailable', body: 'service unavailable: the server is closing\n' };
     const origin = this.origins.of(req);
-    if (!origin) return { status: 403, reason: 'Forbidden' };
+    if (!origin) return { status: 403, reason: 'Forbidden', body: 'forbidden: a page of this origin may not open /ws (server.allowedOrigins, server.publicOrigins)\n' };
     // The session cookie from the server's own origin only (or no browser's): a browser sends it
     // from every page of the same site (another port, another subdomain), and allowedOrigins
     // admits such a page (with "*", any): it opened the stream with the operator's cookie.
-    if (this.o.token && !requestAuthorized(req, url, this.o.token, origin !== 'allowed', { maxAgeMs: this.o.sessionMaxAgeMs })) return { status: 401, reason: 'Unauthorized', headers: { 'WWW-Authenticate': 'Bearer realm="argus"' } };
+    if (this.o.token && !requestAuthorized(req, url, this.o.token, origin !== 'allowed', { maxAgeMs: this.o.sessionMaxAgeMs })) return { status: 401, reason: 'Unauthorized', headers: { 'WWW-Authenticate': 'Bearer realm="argus"' }, body: 'unauthorized: send Authorization: Bearer <token> or ?token=<token>\n' };
     return undefined;
   }
 
-  private refuse(socket: Duplex, status: number, reason: string, headers?: Record<string, string>): void {
+  /** Said as the server's other errors are (a body that says why, DATA_HEADERS): a bare status line before. */
+  private refuse(socket: Duplex, status: number, reason: string, headers: Record<string, string> | undefined, body: string): void {
     this.stats.refused++;
-    refuseSocket(socket, status, reason, headers);
+    refuseSocket(socket, status, reason, { ...DATA_HEADERS, ...headers }, body);
   }
 
   /**

@@ -9,6 +9,7 @@ import { connect as netConnect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OriginPolicy } from '../../src/core/http.js';
 import { rawRequestHead, startHttpServer, type HttpServerOptions, type RunningServer } from '../../src/server/http.js';
+import { WebSocketHub } from '../../src/sinks/websocket.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -24,8 +25,8 @@ interface Raw {
   closed: boolean;
 }
 
-/** Writes each chunk (a tick apart) and collects the answer until the server closes; `ms` only bounds a hang. */
-function raw(port: number, chunks: (string | Buffer)[], ms = 60_000): Promise<Raw> {
+/** Writes each chunk (a tick apart) and collects the answer until the server closes (or `stop` holds); `ms` only bounds a hang. */
+function raw(port: number, chunks: (string | Buffer)[], ms = 60_000, stop?: (text: string) => boolean): Promise<Raw> {
   return new Promise((resolve) => {
     const got: Buffer[] = [];
     const s = netConnect(port, '127.0.0.1');
@@ -54,7 +55,10 @@ function raw(port: number, chunks: (string | Buffer)[], ms = 60_000): Promise<Ra
         await new Promise((r) => setTimeout(r, 50));
       }
     });
-    s.on('data', (d) => got.push(d));
+    s.on('data', (d) => {
+      got.push(d);
+      if (stop?.(Buffer.concat(got).toString('latin1'))) finish(false);
+    });
     s.on('error', () => finish(true));
     s.on('close', () => finish(true));
   });
@@ -147,6 +151,26 @@ describe('HTTP: what Node refuses before any route is answered as the server ans
     expectPlain(await raw(s.port, [head('/nows', ws)]), 404, /^not found\n$/);
     expectPlain(await raw(s.port, [head('/nows', ws).replace('Host: 127.0.0.1', 'Host: evil.example')]), 403, /^forbidden: this Host is not served \(server\.allowedHosts\)\n$/);
     expectPlain(await raw(s.port, [head('http://x:99999/', ws)]), 400, /^bad request: the URL cannot be parsed\n$/);
+  });
+});
+
+describe("WebSocket: the hub's refusals say why", () => {
+  it('a foreign Origin (403), no token (401), a subprotocol not spoken (400), the handshake rate (429): each a body naming what to change, with the data headers', async () => {
+    const hub = new WebSocketHub({ maxBufferedBytes: 1 << 20, maxAlertBacklog: 10, maxClientMessageBytes: 4096, sources: () => [], token: 'sekrit', handshakeBurstPerAddress: 1, handshakesPerAddressPerSecond: 0.001 });
+    cleanups.push(() => hub.close());
+    const s = await server({ upgrades: { '/ws': { upgrade: (q, so, h) => hub.handleUpgrade(q, so, h), refusal: (q, u) => hub.refusal(q, u) } } });
+    const ws = ['Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=='];
+    expectPlain(await raw(s.port, [head('/ws', [...ws, 'Origin: http://evil.example'])]), 403, /^forbidden: a page of this origin may not open \/ws \(server\.allowedOrigins, server\.publicOrigins\)\n$/);
+    const noToken = await raw(s.port, [head('/ws', ws)]);
+    expectPlain(noToken, 401, /^unauthorized: send Authorization: Bearer <token> or \?token=<token>\n$/);
+    expect(noToken.headers['www-authenticate']).toBe('Bearer realm="argus"');
+    expectPlain(await raw(s.port, [head('/ws?token=sekrit', [...ws, 'Sec-WebSocket-Protocol: mqtt'])]), 400, /^bad request: WebSocket subprotocol not spoken here; ask for .+ or none\n$/);
+    // The one handshake of the bucket spent (the 400 above did not take it), the next is 429.
+    const first = await raw(s.port, [head('/ws?token=sekrit', ws)], 60_000, (t) => t.includes('\r\n\r\n'));
+    expect(first.status).toBe(101);
+    expectPlain(await raw(s.port, [head('/ws?token=sekrit', ws)]), 429, /handshakesPerAddressPerSecond/);
+    // A plain request to /ws says the same as the upgrade.
+    expectPlain(await raw(s.port, [head('/ws', ['Origin: http://evil.example', 'Connection: close'])]), 403, /server\.allowedOrigins/);
   });
 });
 
