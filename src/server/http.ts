@@ -225,6 +225,15 @@ interface ConnectionState {
   busy: number;
   /** Handed to an upgrade handler (a WebSocket): the hub bounds those itself. */
   upgraded: boolean;
+  /** Called once every request received is answered (afterAnswers). */
+  then?: () => void;
+}
+
+/** The connections admitConnections keeps, and a way to act once a connection's answers are all sent. */
+interface Connections {
+  open: Map<Socket, ConnectionState>;
+  /** Calls `f` once every request the connection sent is answered: at once when none is pending. */
+  afterAnswers(socket: Socket, f: () => void): void;
 }
 
 /**
@@ -241,7 +250,7 @@ interface ConnectionState {
 /** Requests one connection may have in flight (HTTP/1.1 pipelining); browsers and Prometheus send one at a time. */
 export const MAX_PIPELINED = 4;
 
-function admitConnections(server: Server, max: number, log: LogFn): Map<Socket, unknown> {
+function admitConnections(server: Server, max: number, log: LogFn): Connections {
   // Insertion order is idleness order: a connection moves to the end when its last request is answered.
   const open = new Map<Socket, ConnectionState>();
   const throttled = new ThrottledLog(log);
@@ -283,6 +292,11 @@ function admitConnections(server: Server, max: number, log: LogFn): Map<Socket, 
     res.once('close', () => {
       st.busy = Math.max(0, st.busy - 1);
       if (st.busy === 0 && open.delete(socket) && !socket.destroyed) open.set(socket, st);
+      if (st.busy === 0 && st.then) {
+        const f = st.then;
+        st.then = undefined;
+        f();
+      }
     });
   });
   server.on('upgrade', (req: IncomingMessage) => {
@@ -294,7 +308,14 @@ function admitConnections(server: Server, max: number, log: LogFn): Map<Socket, 
     if (webSocketUpgrade(req)) st.upgraded = true;
     else st.busy++;
   });
-  return open;
+  return {
+    open,
+    afterAnswers: (socket, f) => {
+      const st = open.get(socket);
+      if (st && st.busy > 0 && !socket.destroyed) st.then = f;
+      else f();
+    },
+  };
 }
 
 /** The upgrade route of `path` (own properties only: `/constructor` is no route), in its object form. */
@@ -639,7 +660,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
   // reading its answer cannot hold a connection forever (WebSocket sockets are exempt: ws
   // clears the timeout on upgrade, and the hub's heartbeat covers them).
   server.timeout = requestTimeout;
-  const open = admitConnections(server, o.maxConnections ?? SERVER_DEFAULTS.maxConnections, log);
+  const { open, afterAnswers } = admitConnections(server, o.maxConnections ?? SERVER_DEFAULTS.maxConnections, log);
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // After an upgrade Node leaves the socket without an error listener: a peer reset would
@@ -674,15 +695,17 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
   // chunked, without the data headers, and kept the connection).
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => void server.emit('request', req, res));
   server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => plain(res, 417, 'expectation failed: only Expect: 100-continue is understood (no request here carries a body)\n', { connection: 'close' }));
+  const refused = new WeakSet<Duplex>();
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: unknown; bytesParsed?: number }, socket: Duplex) => {
     // Node removed its own error listener before emitting this one.
     socket.on('error', noop);
-    // Answer only when that cannot corrupt a response in flight (Node's own rule).
-    const inFlight = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
-    if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
       return;
     }
+    // Node parses what comes after the fault too, and says so again for each chunk: one answer.
+    if (refused.has(socket)) return;
+    refused.add(socket);
     // Answered as every other error of the server is (plain): a body that says why and names the
     // setting, DATA_HEADERS, and CORS to a page of an origin the path's routes admit, where the
     // bytes Node was parsing show it. It was a bare status line: a page's fetch with a cookie or
@@ -709,7 +732,10 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     } catch {
       // no CORS then: the answer itself never fails
     }
-    refuseSocket(socket, status, reason, { ...DATA_HEADERS, ...cross }, body);
+    // After the answers of the requests before it (pipelined), which are valid: written at once,
+    // the refusal came first, and the client read it as the first request's answer (or, its
+    // headers sent, that answer was cut off); the connection closes after it.
+    afterAnswers(socket as Socket, () => refuseSocket(socket, status, reason, { ...DATA_HEADERS, ...cross }, body));
   });
   await listenOn(server, o.host, o.port);
   const port = (server.address() as AddressInfo).port;

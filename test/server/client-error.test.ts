@@ -138,6 +138,24 @@ describe('HTTP: what Node refuses before any route is answered as the server ans
     }
   });
 
+  it('after valid requests on the same connection (pipelined), the refusal comes after their answers, which arrive whole; then closed', async () => {
+    // The route answers later than the fault is found: the refusal was written at once, and the
+    // client read it as the first request's answer (whose own came after, on a closed socket).
+    const s = await server();
+    s.route('/late', (_q, r) => void setTimeout(() => r.end('late answer'), 100));
+    const first = 'GET /late?token=sekrit HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+    for (const [second, status] of [
+      ['GARBAGE\r\n\r\n', 400],
+      [head('/own', [BIG]), 431],
+    ] as const) {
+      const r = await raw(s.port, [first + second]);
+      const statuses = [...(r.status === undefined ? [] : [r.status]), ...[...r.body.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))];
+      expect(statuses, second.slice(0, 20)).toEqual([200, status]);
+      expect(r.body.startsWith('late answerHTTP/1.1')).toBe(true);
+      expect(r.closed).toBe(true);
+    }
+  });
+
   it('headers not complete within headersTimeoutMs: 408 naming both timeouts', async () => {
     const s = await server({ headersTimeoutMs: 500, requestTimeoutMs: 5000 });
     // Bounded by 20 s only against a hang: Node's check runs every ~125 ms here.
