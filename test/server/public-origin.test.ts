@@ -12,6 +12,9 @@ import { sessionValue } from '../../src/core/http.js';
 import { ServerSchema } from '../../src/config/schema/server.js';
 import { startHttpServer, type HttpServerOptions, type RunningServer } from '../../src/server/http.js';
 import { WebSocketHub } from '../../src/sinks/websocket.js';
+import { PipelineSchema } from '../../src/config/schema.js';
+import { runPipeline, type RunningPipeline } from '../../src/pipeline/run.js';
+import { PERSON_VIDEO } from '../helpers/assets.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -89,6 +92,30 @@ describe('server.publicOrigins: argus behind a proxy that rewrites Host', () => 
     const without = await setup();
     expect(await statusOf(without.port, `/api/sources?token=${TOKEN}`, ['Host: argus.example.com'])).toBe(403);
   });
+
+  it('a run wires server.publicOrigins to the server and the WebSocket hub', async () => {
+    const config = PipelineSchema.parse({
+      sources: [{ id: 'lobby', uri: PERSON_VIDEO, rate: 'fast' }],
+      model: { warmupRuns: 1 },
+      server: { port: 0, token: TOKEN, publicOrigins: [PUBLIC] },
+      alerts: { snapshot: { mode: 'none' } },
+    });
+    const ac = new AbortController();
+    let done: Promise<unknown> | undefined;
+    const running = await new Promise<RunningPipeline>((resolve, reject) => {
+      done = runPipeline(config, { status: false, signal: ac.signal, onReady: resolve });
+      done.catch(reject);
+    });
+    try {
+      const s = running.server!;
+      expect(await statusOf(s.port, '/ws', [...behindProxy(s), 'Connection: Upgrade', ...WS])).toBe(101);
+      expect(await statusOf(s.port, '/ws', [...behindProxy(s, [], 'https://evil.example'), 'Connection: Upgrade', ...WS])).toBe(403);
+      expect(await statusOf(s.port, `/api/sources?token=${TOKEN}`, ['Host: argus.example.com'])).toBe(200);
+    } finally {
+      ac.abort();
+      await done?.catch(() => {});
+    }
+  }, 120_000);
 
   it('the configuration takes origins only: no "*", no path, no null', () => {
     expect(ServerSchema.parse({ publicOrigins: [PUBLIC, 'http://10.0.0.5:8080/'] }).publicOrigins).toEqual([PUBLIC, 'http://10.0.0.5:8080/']);
