@@ -699,7 +699,13 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: unknown; bytesParsed?: number }, socket: Duplex) => {
     // Node removed its own error listener before emitting this one.
     socket.on('error', noop);
-    if (err.code === 'ECONNRESET' || !socket.writable) {
+    // Answered: what the parser refused, and a timeout. A fault of the socket itself (ECONNRESET,
+    // EPIPE, ETIMEDOUT) was answered `400 Bad Request` too, to a peer that sent nothing wrong.
+    if (!/^HPE_/.test(err.code ?? '') && err.code !== 'ERR_HTTP_REQUEST_TIMEOUT') {
+      socket.destroy();
+      return;
+    }
+    if (!socket.writable) {
       socket.destroy();
       return;
     }

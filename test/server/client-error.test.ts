@@ -156,6 +156,18 @@ describe('HTTP: what Node refuses before any route is answered as the server ans
     }
   });
 
+  it("a fault of the socket itself (EPIPE, ETIMEDOUT) is not answered 400: the peer sent nothing wrong; the socket is let go", async () => {
+    const s = await server();
+    for (const code of ['EPIPE', 'ETIMEDOUT', 'ECONNRESET']) {
+      const accepted = new Promise<import('node:net').Socket>((r) => s.server.once('connection', r));
+      const answer = raw(s.port, []);
+      const socket = await accepted;
+      s.server.emit('clientError', Object.assign(new Error(code), { code }), socket);
+      const r = await answer;
+      expect([r.status, r.closed], code).toEqual([undefined, true]);
+    }
+  });
+
   it('headers not complete within headersTimeoutMs: 408 naming both timeouts', async () => {
     const s = await server({ headersTimeoutMs: 500, requestTimeoutMs: 5000 });
     // Bounded by 20 s only against a hang: Node's check runs every ~125 ms here.
