@@ -129,8 +129,8 @@ export interface HttpServerOptions {
   sessionMaxAgeMs?: number;
   /**
    * Open sockets (HTTP and WebSocket together). Beyond it a new connection takes the place of
-   * the one idle longest (no request being answered, not a WebSocket); when every one is busy,
-   * the new one is closed at once. Default 256.
+   * the one idle longest (no request being answered, not a WebSocket), else of one whose client
+   * does not read its answer; when every one is otherwise busy, the new one is closed at once. Default 256.
    */
   maxConnections?: number;
   /** Request line and headers together; larger answers 431. Default 16 KiB. */
@@ -262,6 +262,20 @@ function admitConnections(server: Server, max: number, log: LogFn): Connections 
           victim = s;
           break;
         }
+      }
+      // None idle: one whose client does not read its answer (bytes wait in the socket that the
+      // kernel would not take), the longest there. A few clients asking for a large answer
+      // (/metrics of many cameras, a picture) and never reading it held the server full, every new
+      // connection refused, for requestTimeoutMs, and again at will. One answering a request
+      // (nothing waits to be written) or a WebSocket is still never closed for room.
+      if (!victim) {
+        for (const [s, st] of open) {
+          if (!st.upgraded && s.writableLength > 0) {
+            victim = s;
+            break;
+          }
+        }
+        if (victim) throttled.log('stalled', 'http: server.maxConnections reached, none idle: a connection whose client does not read its answer was closed for a new one', { max }, 'warn');
       }
       if (!victim) {
         throttled.log('refused', 'http: server.maxConnections reached, all busy: a new connection was closed', { max }, 'warn');

@@ -395,6 +395,41 @@ describe('HTTP: limits', () => {
     expect([held[2].gone, filler.gone]).toEqual([false, false]);
   });
 
+  it('none idle: a connection whose client does not read its answer gives its place to a new one; one whose answer is still being made does not', async () => {
+    // A few clients asking for a large answer and never reading it held the server full (each
+    // busy) for requestTimeoutMs, every new connection, a probe's too, closed at once.
+    const big = Buffer.alloc(32 << 20, 0x61); // more than the kernel's buffers take: the rest waits in the socket
+    let ran = 0;
+    const release: (() => void)[] = [];
+    const s = await server({
+      maxConnections: 3,
+      headersTimeoutMs: 120_000,
+      requestTimeoutMs: 120_000,
+      routes: { '/big': (_q, r) => void (ran++, r.end(big)), '/slow': (_q, r) => void release.push(() => r.end('slow')), '/ok': (_q, r) => void r.end('ok') },
+    });
+    const slow = await open(s.port, req('GET', '/slow'));
+    await until(() => release.length === 1, 60_000, 'the slow request in flight');
+    const stalled = [await open(s.port), await open(s.port)];
+    for (const x of stalled) {
+      x.pause(); // reads nothing more
+      x.write(req('GET', '/big'));
+    }
+    await until(() => ran === 2, 60_000, 'both large answers under way');
+    const probe = await raw(s.port, req('GET', '/ok'));
+    expect(probe.body).toBe('ok');
+    // Read again: the first (the longest there) was cut off; the other gets its whole answer.
+    stalled.forEach((x) => x.resume());
+    await until(() => stalled[0].gone, 60_000, 'the first stalled one to be closed');
+    expect(stalled[0].text.length).toBeLessThan(big.length);
+    await until(() => stalled[1].gone, 60_000, "the other's whole answer (Connection: close)");
+    const whole = stalled[1].text;
+    expect(whole.length - whole.indexOf('\r\n\r\n') - 4).toBe(big.length);
+    expect(slow.gone).toBe(false);
+    release.forEach((f) => f());
+    await until(() => slow.gone, 60_000, 'the slow answer');
+    expect(slow.text.endsWith('slow')).toBe(true);
+  });
+
   it('a keep-alive connection counts as idle from its last answer; connections answering a request and WebSockets are never closed for room', async () => {
     let release: (() => void)[] = [];
     const s = await server({
