@@ -248,6 +248,13 @@ export class WebSocketHub implements Sink {
     // 1-byte fragment), so 64 KiB of 1-byte fragments held 13 MB per client.
     // handleProtocols: WS_SUBPROTOCOL or none (handleUpgrade refused any other list before).
     this.wss = new WebSocketServer({ noServer: true, maxPayload: o.maxClientMessageBytes, perMessageDeflate: false, autoPong: false, handleProtocols: (asked) => (asked.has(WS_SUBPROTOCOL) ? WS_SUBPROTOCOL : false) });
+    // A handshake ws itself refuses (a missing key, another version, a method but GET): said as
+    // the server's other errors are. ws answered it as text/html, without the data headers.
+    this.wss.on('wsClientError', (err: Error, socket: Duplex) => {
+      const method = err.message === 'Invalid HTTP method';
+      const headers: Record<string, string> = method ? { Allow: 'GET' } : /Sec-WebSocket-Version/.test(err.message) ? { 'Sec-WebSocket-Version': '13, 8' } : {};
+      this.refuse(socket, method ? 405 : 400, method ? 'Method Not Allowed' : 'Bad Request', headers, `${method ? 'method not allowed' : 'bad request'}: ${err.message} (a WebSocket handshake, RFC 6455: GET with Sec-WebSocket-Key and Sec-WebSocket-Version: 13)\n`);
+    });
     this.flushTimer = setInterval(() => this.flushBacklogs(), 50);
     this.flushTimer.unref();
     this.heartbeatTimer = setInterval(() => this.heartbeat(), o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);

@@ -204,6 +204,20 @@ describe("WebSocket: the hub's refusals say why", () => {
   });
 });
 
+describe('WebSocket: what ws itself refuses', () => {
+  it('a handshake without its key or of another version: 400 saying which, with the data headers (ws answered text/html without them)', async () => {
+    const hub = new WebSocketHub({ maxBufferedBytes: 1 << 20, maxAlertBacklog: 10, maxClientMessageBytes: 4096, sources: () => [], token: 'sekrit' });
+    cleanups.push(() => hub.close());
+    const s = await server({ upgrades: { '/ws': { upgrade: (q, so, h) => hub.handleUpgrade(q, so, h), refusal: (q, u) => hub.refusal(q, u) } } });
+    const bare = ['Connection: Upgrade', 'Upgrade: websocket'];
+    expectPlain(await raw(s.port, [head('/ws?token=sekrit', [...bare, 'Sec-WebSocket-Version: 13'])]), 400, /^bad request: Missing or invalid Sec-WebSocket-Key header \(a WebSocket handshake/);
+    const version = await raw(s.port, [head('/ws?token=sekrit', [...bare, 'Sec-WebSocket-Version: 7', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=='])]);
+    expectPlain(version, 400, /Sec-WebSocket-Version/);
+    expect(version.headers['sec-websocket-version']).toBe('13, 8');
+    expect(hub.stats.refused).toBe(2);
+  });
+});
+
 describe('HTTP: requests Node handles apart from the others', () => {
   it('CONNECT (argus taken for a forward proxy) answers 405 with Allow, and is closed; it was closed without a word', async () => {
     const s = await server();
