@@ -184,6 +184,21 @@ function hostName(header: string | undefined): string | undefined {
 
 const HOST_REFUSED = 'forbidden: this Host is not served (server.allowedHosts)\n';
 const URL_REFUSED = 'bad request: the URL cannot be parsed\n';
+/**
+ * Whether the URL parser rewrote the request's path (`url`, parsed from `raw`): resolved a dot
+ * segment (`/api/../metrics`, `/api/%2e%2e/metrics`), turned a backslash into a slash, escaped a
+ * character. Such a path was served as the route it resolved to: a proxy in front that admits a
+ * prefix by the path as sent (`/api/` only) let `/api/../metrics` reach /metrics. It names no
+ * route (404, or 401 first without the token). Never throws.
+ */
+function pathRewritten(raw: string | undefined, url: URL): boolean {
+  if (raw === undefined) return false;
+  const authority = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(raw);
+  if (!raw.startsWith('/') && !authority) return false; // `*`
+  const sent = authority ? raw.slice(authority[0].length) : raw;
+  const end = sent.search(/[?#]/);
+  return ((end < 0 ? sent : sent.slice(0, end)) || '/') !== url.pathname;
+}
 const METHOD_REFUSED = 'method not allowed\n';
 
 /** Whether requests naming `Host` are served (see HttpServerOptions.allowedHosts); `publicNames` the host names of publicOrigins, served by default too. */
@@ -569,8 +584,9 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     // token of the address's and counted as refused. Nothing is answered on a closed socket.
     if (req.socket.destroyed) return;
     const url = parseRequestUrl(req.url);
-    const entry = url && routes.get(url.pathname);
-    const cors = url ? corsOf(url.pathname) : undefined;
+    const route = url && !pathRewritten(req.url, url) ? url.pathname : undefined;
+    const entry = route === undefined ? undefined : routes.get(route);
+    const cors = route === undefined ? undefined : corsOf(route);
     // A route that answers other origins (RouteOptions.cors) says so on every answer, its errors
     // included: a 401 (or 429, 405, 500) without Access-Control-Allow-Origin was a network error
     // to the page, which could not tell "send the token" from "the server is down". Set first, so
@@ -628,7 +644,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     // token 401), then the server's token: the 426 tells only a client that may connect. Closed
     // after it (`Connection: Upgrade, close`): an explicit Connection header otherwise kept the
     // connection open, a client's `Connection: close` ignored.
-    const up = entry ? undefined : upgradeRoute(o.upgrades, url.pathname);
+    const up = entry || route === undefined ? undefined : upgradeRoute(o.upgrades, route);
     if (up) {
       const no = up.refusal?.(req, url);
       if (no) return plain(res, no.status, no.body ?? `${no.reason.toLowerCase()}\n`, no.headers);
@@ -690,7 +706,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
       if (!served(req.headers.host)) return refuseSocket(socket, 403, 'Forbidden', DATA_HEADERS, HOST_REFUSED);
       const url = parseRequestUrl(req.url);
       if (!url) return refuseSocket(socket, 400, 'Bad Request', DATA_HEADERS, URL_REFUSED);
-      const h = upgradeRoute(o.upgrades, url.pathname);
+      const h = pathRewritten(req.url, url) ? undefined : upgradeRoute(o.upgrades, url.pathname);
       if (!h) return refuseSocket(socket, 404, 'Not Found', DATA_HEADERS, 'not found\n');
       h.upgrade(req, socket, head);
     } catch (e) {

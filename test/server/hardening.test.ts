@@ -158,6 +158,26 @@ describe('HTTP: nothing a client sends throws out of a handler', () => {
     expect((await raw(s.port, req('GET', '/ok'))).body).toBe('ok');
   });
 
+  it('a path the URL parser would rewrite (a dot segment, plain or encoded; a backslash) names no route (404, 401 first without the token), request and upgrade: it reached the route it resolved to, past a proxy that admits a prefix as sent', async () => {
+    let metrics = 0;
+    let upgraded = 0;
+    const s = await server({ token: 'sekrit', routes: { '/metrics': (_q, r) => void (metrics++, r.end('m')), '/api/x': (_q, r) => void r.end('x') }, upgrades: { '/ws': (_q, so) => void (upgraded++, so.destroy()) } });
+    for (const path of ['/api/../metrics', '/api/%2e%2e/metrics', '/api/%2E./metrics', '/api/./x', '/api\\x', '/api/x/.', 'http://x/api/../metrics']) {
+      expect((await raw(s.port, req('GET', `${path}?token=sekrit`))).status, path).toBe(404);
+      expect((await raw(s.port, req('GET', path))).status, path).toBe(401);
+    }
+    const up = await raw(s.port, `GET /api/../ws?token=sekrit HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
+    expect(up.status).toBe(404);
+    const plainWs = await raw(s.port, req('GET', '/x/../ws?token=sekrit'));
+    expect(plainWs.status).toBe(404); // not the 426 of /ws
+    expect([metrics, upgraded]).toEqual([0, 0]);
+    // As the URL writes them, the same paths are served; `//`, `%2f` and `*` are no such rewrite.
+    for (const [path, status] of [['/metrics', 200], ['http://x/metrics', 200], ['/api/x?q=/../', 200], ['//metrics', 404], ['/api%2fx', 404]] as const) {
+      expect((await raw(s.port, req('GET', path.includes('?') ? `${path}&token=sekrit` : `${path}?token=sekrit`))).status, path).toBe(status);
+    }
+    expect((await raw(s.port, req('OPTIONS', '*'))).status).toBe(204);
+  });
+
   it('WebSocketHub.handleUpgrade answers 400 to a URL that cannot be parsed, even when called directly', async () => {
     const hub = new WebSocketHub({ maxBufferedBytes: 65536, maxAlertBacklog: 10, maxClientMessageBytes: 4096, sources: () => [], token: 't' });
     cleanups.push(() => hub.close());
