@@ -229,16 +229,48 @@ describe('overload: a camera 3× faster than its inference, then a burst of slow
     }
   });
 
-  it('the dropped frames held for it are bounded: beyond the capacity the oldest are let go as a count, each counted at the next result (from the newest let go); only frames older than the result are drained', () => {
-    const held = new SupersededFrames(3);
-    for (let seq = 0; seq < 5; seq++) held.add(seq, 1000 + seq * 100);
+  it('the dropped frames held for it are bounded: beyond the capacity neighbours are merged two by two and the next frames joined, each counted at its frames\' mean stamp; only frames older than the result are drained', () => {
+    const held = new SupersededFrames(4);
+    for (let seq = 1; seq <= 4; seq++) held.add(seq, 1000 + seq * 100);
+    expect(held.count).toBe(4);
+    // A fifth: the four held are merged two by two (1+2 at 1150, 3+4 at 1350), then 5 is held.
+    held.add(5, 1500);
     expect(held.count).toBe(5);
-    // One more: frames 0, 1 and 2 were let go (counted from frame 2's stamp); 3 and 4 are older than a result of 5; 6 is not.
-    held.add(6, 1600);
-    expect(held.drain(5, 2000)).toEqual([2000 - 1200, 2000 - 1200, 2000 - 1200, 2000 - 1300, 2000 - 1400]);
-    expect(held.count).toBe(1);
-    expect(held.drain(5, 2100)).toBeUndefined();
-    expect(held.drain(7, 2200)).toEqual([600]);
+    // A result of frame 0 (the one in the stage when they were dropped, older): none of them is seen past.
+    expect(held.drain(0, 1900)).toBeUndefined();
+    expect(held.count).toBe(5);
+    // 7 joins 5 (an entry now takes two frames): 5 and 7 at 1600, drained once both are older than a result.
+    held.add(7, 1700);
+    expect(held.drain(6, 2000)).toEqual([850, 850, 650, 650]);
+    expect(held.count).toBe(2);
+    expect(held.drain(7, 2100)).toBeUndefined();
+    expect(held.drain(8, 2200)).toEqual([600, 600]);
     expect(held.count).toBe(0);
+    // All drained: each frame has its own entry again.
+    held.add(9, 2300);
+    held.add(10, 2400);
+    expect(held.drain(11, 2500)).toEqual([200, 100]);
+  });
+
+  it.each([
+    ['10 minutes', 18_000],
+    ['an hour', 108_000],
+  ])('a stage stuck for %s while a 30 fps camera goes on: its dropped frames are each counted near their own latency when a result of a newer frame comes (the oldest were counted from the newest let go: 2 min 16 s for frames 10 min unseen), and not at the stuck frame\'s result', (_, frames) => {
+    const held = new SupersededFrames();
+    // Frame 0 is stuck in the stage; frames 1… are dropped one by one as each newer one arrives.
+    for (let seq = 1; seq <= frames; seq++) held.add(seq, seq * PERIOD_MS);
+    expect(held.count).toBe(frames);
+    const stuckEnds = frames * PERIOD_MS + 100;
+    // The stuck frame's result shows none of them.
+    expect(held.drain(0, stuckEnds)).toBeUndefined();
+    const out = held.drain(frames + 1, stuckEnds + 100)!;
+    expect(out).toHaveLength(frames);
+    expect(held.count).toBe(0);
+    const truth = Array.from({ length: frames }, (_, i) => stuckEnds + 100 - (i + 1) * PERIOD_MS).sort((a, b) => a - b);
+    const got = [...out].sort((a, b) => a - b);
+    for (const p of [50, 90, 99, 100]) {
+      const at = Math.ceil((p / 100) * frames) - 1;
+      expect(Math.abs(got[at] - truth[at]) / truth[at], `p${p}`).toBeLessThan(0.001);
+    }
   });
 });
