@@ -223,6 +223,14 @@ describe('overload: a camera 3× faster than its inference, then a burst of slow
       updateStats({ el: tile, rate: [], e2e: [], pipe: [], dropped: NaN, lastDetAt: 0, apiStats: api, apiStatsAt: performance.now() });
       expect(tile.drops.textContent).toBe(`${stats.dropped} (3 failed)`);
       expect(tile.drops.title).toBe(`${stale} stale (inference busy, a newer frame kept), 3 inference failed`);
+      // Its p99 says the frames read p99 beside the emitted frames' where the source dropped frames (it hid a slow spell).
+      const { fmtMs } = (await import('../../src/server/dashboard/js/format.js' as string)) as { fmtMs: (v: number) => string };
+      expect(tile.p99.textContent).toBe(`${fmtMs(api.p99 as number)} (${fmtMs(api.readP99 as number)} read)`);
+      expect(tile.p99.title).toMatch(/^over every frame read, dropped ones until a newer frame's result: p99 [\d.]+ m?s$/);
+      // None dropped: the emitted frames' alone.
+      updateStats({ el: tile, rate: [], e2e: [], pipe: [], dropped: NaN, lastDetAt: 0, apiStats: { ...api, dropped: 0, stale: 0, inferenceErrors: 0 }, apiStatsAt: performance.now() });
+      expect(tile.p99.textContent).toBe(fmtMs(api.p99 as number));
+      expect(tile.p99.title).toBe('');
     } finally {
       rates.close();
       await s.close();

@@ -44,7 +44,12 @@ export function updateStats(s) {
   if (api && isNum(api.stale)) e.drops.title = `${api.stale} stale (inference busy, a newer frame kept), ${failed} inference failed`;
   else e.drops.removeAttribute('title');
   e.p50.textContent = fmtMs(pick('p50'));
-  e.p99.textContent = fmtMs(pick('p99'));
+  // Where the source dropped frames, the p99 over every frame read beside the emitted frames'
+  // (/api/sources' readP99): a slow spell shows there as the few frames that came out of it.
+  const readP99 = api && isNum(api.readP99) && isNum(api.dropped) && api.dropped > 0 ? api.readP99 : NaN;
+  e.p99.textContent = isNum(readP99) ? `${fmtMs(pick('p99'))} (${fmtMs(readP99)} read)` : fmtMs(pick('p99'));
+  if (isNum(readP99)) e.p99.title = `over every frame read, dropped ones until a newer frame's result: p99 ${fmtMs(readP99)}`;
+  else e.p99.removeAttribute('title');
   e.pipe.textContent = fmtMs(pick('pipelineP50'));
   // The kinds the server's percentiles are over (e2eFrom: `camera`, or a mix), else the latest message's.
   const by = (api && (api.e2eFrom || api.producedBy)) || local.producedBy;
