@@ -76,8 +76,8 @@ export function newSourceStats(id: string): SourceStats {
  * result of a newer frame is emitted (a result of an older one, in the stage when they were
  * dropped, does not show their moment). At most `capacity` entries are held (a stage stuck while
  * a camera goes on): once they are all taken, each entry stands for up to twice as many frames
- * as before (neighbours merged two by two, then the next frames joined to the newest entry), at
- * their mean stamp, and is drained once its newest frame is older than a result. Every entry
+ * as before (neighbours merged two by two, then the next frames joined to the newest entry, until
+ * the next result), at their mean stamp, and is drained once its newest frame is older than a result. Every entry
  * stands for at most as many frames as the others: 18 000 frames of a stage stuck 10 minutes are
  * counted within 0.1 % of their own latencies, an hour's within as much. (The oldest were let go
  * as a count, counted from the newest of them let go and at any next result, the stuck frame's
@@ -94,7 +94,7 @@ export class SupersededFrames {
   private weights: Uint32Array;
   private n = 0;
   private frames = 0;
-  /** The frames an entry takes (1 until the capacity is reached; doubled at each merge, back to 1 once all are drained). */
+  /** The frames an entry takes (1 until the capacity is reached; doubled at each merge while no result comes, back to 1 at a result). */
   private per = 1;
 
   constructor(readonly capacity = 4096) {
@@ -190,7 +190,10 @@ export class SupersededFrames {
       }
     }
     this.n = kept;
-    if (kept === 0) this.per = 1;
+    // Results come again: the frames dropped from now on each have an entry of their own (joined
+    // to the stall's, they waited for its newest frame's successor, and in steady overload, where
+    // a newer frame is always held, they stayed joined).
+    this.per = 1;
     return out;
   }
 }

@@ -244,20 +244,37 @@ describe('overload: a camera 3× faster than its inference, then a burst of slow
     // A fifth: the four held are merged two by two (1+2 at 1150, 3+4 at 1350), then 5 is held.
     held.add(5, 1500);
     expect(held.count).toBe(5);
+    // 6 joins 5 (an entry now takes two frames, until a result comes): 5 and 6 at 1550.
+    held.add(6, 1600);
+    expect(held.count).toBe(6);
     // A result of frame 0 (the one in the stage when they were dropped, older): none of them is seen past.
     expect(held.drain(0, 1900)).toBeUndefined();
-    expect(held.count).toBe(5);
-    // 7 joins 5 (an entry now takes two frames): 5 and 7 at 1600, drained once both are older than a result.
-    held.add(7, 1700);
-    expect(held.drain(6, 2000)).toEqual([850, 850, 650, 650]);
-    expect(held.count).toBe(2);
+    expect(held.count).toBe(6);
+    // A result came (frame 0's): 8 has an entry of its own again.
+    held.add(8, 1800);
+    // A result of 7: every frame older than it, each from its own (merged: its entry's mean) stamp; 8 stays.
+    expect(held.drain(7, 2000)).toEqual([850, 850, 650, 650, 450, 450]);
+    expect(held.count).toBe(1);
     expect(held.drain(7, 2100)).toBeUndefined();
-    expect(held.drain(8, 2200)).toEqual([600, 600]);
+    expect(held.drain(9, 2200)).toEqual([400]);
     expect(held.count).toBe(0);
-    // All drained: each frame has its own entry again.
-    held.add(9, 2300);
-    held.add(10, 2400);
-    expect(held.drain(11, 2500)).toEqual([200, 100]);
+  });
+
+  it('after a stuck spell, the frames dropped once results come again are each drained at the first result of a newer frame, not tied to the stall\'s merged frames', () => {
+    const held = new SupersededFrames(4);
+    // Frame 0 stuck in the stage; 1–9 dropped as newer ones arrived (merged beyond 4 entries); 10 waits.
+    for (let seq = 1; seq <= 9; seq++) held.add(seq, seq * 100);
+    expect(held.drain(0, 1000)).toBeUndefined();
+    // 10 runs; 11 is dropped for 12 meanwhile.
+    held.add(11, 1100);
+    // 10's result: the nine before it, not 11.
+    expect(held.drain(10, 1250)).toHaveLength(9);
+    expect(held.count).toBe(1);
+    // 12 runs; 13 is dropped for 14: 12's result shows 11 (from its own stamp), and 13 waits for 14's.
+    held.add(13, 1300);
+    expect(held.drain(12, 1450)).toEqual([350]);
+    expect(held.drain(14, 1600)).toEqual([300]);
+    expect(held.count).toBe(0);
   });
 
   it.each([
